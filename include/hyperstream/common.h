@@ -1,0 +1,48 @@
+/*
+ * hyperstream/common.h - status codes and the caller-owned error struct shared
+ * by every public HyperStreamDB API.
+ *
+ * Every fallible function returns an hs_status (0 = HS_OK) and, where it takes
+ * an `hs_error *err`, fills it with a message naming what was wrong with what
+ * ("data/ab12.parquet: page header at offset 4096 claims 9 GiB").  The error
+ * struct is owned by the caller, needs no freeing, and may be NULL when the
+ * caller only wants the code.  The library never aborts and never longjmps.
+ */
+#ifndef HYPERSTREAM_COMMON_H
+#define HYPERSTREAM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hs_status {
+    HS_OK = 0,
+    HS_IO,           /* an operating-system or object-store call failed */
+    HS_CORRUPT,      /* bytes on disk or on the wire violate their format */
+    HS_INVALID,      /* the caller passed something invalid */
+    HS_NOMEM,        /* an allocation failed */
+    HS_CONFLICT,     /* a concurrent commit won the race */
+    HS_NOT_FOUND,    /* a named file, table, column or key does not exist */
+    HS_UNSUPPORTED,  /* valid, but not implemented by this build */
+    HS_INTERNAL      /* a broken invariant inside the library (a bug) */
+} hs_status;
+
+#define HS_ERROR_MSG_MAX 512
+
+typedef struct hs_error {
+    hs_status code;
+    char msg[HS_ERROR_MSG_MAX];
+    const char *src_file; /* for HS_CORRUPT: the check in our source that fired */
+    int src_line;
+} hs_error;
+
+/* Static string such as "HS_CORRUPT". */
+const char *hs_status_name(hs_status s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

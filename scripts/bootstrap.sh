@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what HyperStreamDB needs on a fresh Debian machine, idempotently:
+# the -dev packages of DESIGN.md's dependency list, clang (libFuzzer), and a
+# Python virtual environment (.venv) holding the test oracles.  Fast when
+# everything is present: it only checks and returns.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBS="build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+      libzstd-dev libsnappy-dev liblz4-dev zlib1g-dev libbrotli-dev libroaring-dev
+      libjansson-dev libxxhash-dev python3-venv"
+missing=""
+for p in $DEBS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "bootstrap: installing Debian packages:$missing"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+PY_REQ=scripts/requirements-test.txt
+stamp=.venv/.hs-req-$(sha1sum "$PY_REQ" | cut -c1-12)
+if [ ! -f "$stamp" ]; then
+  echo "bootstrap: preparing .venv with the test oracles"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip >/dev/null
+  .venv/bin/pip install -q -r "$PY_REQ"
+  rm -f .venv/.hs-req-*
+  touch "$stamp"
+fi

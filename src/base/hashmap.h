@@ -1,0 +1,45 @@
+/*
+ * base/hashmap.h - open-addressing hash map from byte-string keys to uint64.
+ *
+ * Linear probing over a power-of-two table, load factor <= 0.7, hashing with
+ * xxhash64.  Keys are copied into an internal arena (the map owns them); the
+ * value is a uint64 (an index, an id, or a pointer cast to uintptr_t).  Used
+ * for dictionary encoding, name lookups and string interning, so the lookup
+ * path does not allocate.  A zeroed hs_map is a valid empty map.
+ */
+#ifndef HS_BASE_HASHMAP_H
+#define HS_BASE_HASHMAP_H
+
+#include "base/arena.h"
+#include "base/error.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct hs_map_slot {
+    const uint8_t *key;  /* NULL = empty */
+    uint32_t key_len;
+    uint32_t hash_hi;    /* top bits of the hash, to skip most key compares */
+    uint64_t value;
+} hs_map_slot;
+
+typedef struct hs_map {
+    hs_map_slot *slots;
+    size_t cap;          /* power of two, or 0 */
+    size_t count;
+    hs_arena keys;
+} hs_map;
+
+/* Finds key; returns true and stores its value in *value (if non-NULL). */
+bool hs_map_get(const hs_map *m, const void *key, size_t key_len, uint64_t *value);
+/* Inserts or overwrites. */
+HS_MUST_USE hs_status hs_map_put(hs_map *m, const void *key, size_t key_len, uint64_t value);
+/* Returns the existing value in *value and *found=true, or inserts `value` and
+ * sets *found=false (the dictionary-encoder primitive: one probe). */
+HS_MUST_USE hs_status hs_map_get_or_put(hs_map *m, const void *key, size_t key_len,
+                                        uint64_t value, uint64_t *value_out, bool *found);
+bool hs_map_remove(hs_map *m, const void *key, size_t key_len);
+void hs_map_clear(hs_map *m);  /* empties, keeps the table */
+void hs_map_free(hs_map *m);   /* frees everything, zeroes m */
+/* Iteration: for (i = 0; i < m->cap; i++) if (m->slots[i].key) ... */
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * base/mem.h - the one allocation hook.
+ *
+ * All library memory goes through hs_malloc/hs_calloc/hs_realloc/hs_free so
+ * that tests can count live allocations (leak checks) and inject failures
+ * (the k-th allocation fails, like SQLite's fault-injection tests).  The
+ * default hook is the C library's allocator.  hs_free(NULL) is a no-op.
+ */
+#ifndef HS_BASE_MEM_H
+#define HS_BASE_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hs_alloc_hook {
+    void *(*malloc_fn)(size_t size, void *ctx);
+    void *(*realloc_fn)(void *p, size_t size, void *ctx);
+    void (*free_fn)(void *p, void *ctx);
+    void *ctx;
+} hs_alloc_hook;
+
+void *hs_malloc(size_t size);
+void *hs_calloc(size_t n, size_t size);   /* checks n*size for overflow */
+void *hs_realloc(void *p, size_t size);
+void hs_free(void *p);
+char *hs_strdup(const char *s);            /* caller frees with hs_free */
+char *hs_strndup(const char *s, size_t n); /* caller frees with hs_free */
+/* 64-byte aligned allocation for column buffers; free with hs_free_aligned. */
+void *hs_malloc_aligned(size_t size);
+void hs_free_aligned(void *p);
+
+/* Install a hook (NULL restores the default).  Not thread-safe: call at start-up or in tests. */
+void hs_set_alloc_hook(const hs_alloc_hook *hook);
+
+/* Test support: fail the allocation number `nth` counted from now (0 = disable),
+ * and read the number of allocations made and still live since start-up. */
+void hs_mem_fail_after(int64_t nth);
+int64_t hs_mem_live_count(void);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * io/io.h - the object-store interface every byte of table data goes through.
+ *
+ * A hs_file is a read-only, random-access object: size() and read_at(offset,
+ * len).  Readers never assume a file descriptor, so the same Parquet and
+ * Iceberg code reads local files, in-memory buffers and (later) S3 objects
+ * through range requests.  A hs_wfile is an append-only writer that becomes
+ * visible on close (local: write then fsync; S3: multipart upload).
+ *
+ * Backends: local fs (pread), memory (borrowed or owned bytes), and a fault
+ * injection wrapper that fails the k-th call, used by crash-consistency tests.
+ *
+ * Ownership: hs_file_close / hs_wfile_abort free the handle and accept NULL.
+ */
+#ifndef HS_IO_IO_H
+#define HS_IO_IO_H
+
+#include "base/buf.h"
+#include "base/error.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct hs_file hs_file;
+typedef struct hs_wfile hs_wfile;
+
+typedef struct hs_file_vtbl {
+    hs_status (*read_at)(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err);
+    void (*close)(hs_file *f);
+} hs_file_vtbl;
+
+struct hs_file {
+    const hs_file_vtbl *vt;
+    uint64_t size;     /* fixed at open */
+    char *name;        /* for error messages; owned */
+    uint64_t n_reads;  /* statistics: read_at calls and bytes */
+    uint64_t n_bytes_read;
+};
+
+typedef struct hs_wfile_vtbl {
+    hs_status (*write)(hs_wfile *f, const void *p, size_t n, hs_error *err);
+    hs_status (*close)(hs_wfile *f, hs_error *err);   /* commit + free */
+    void (*abort)(hs_wfile *f);                       /* discard + free */
+} hs_wfile_vtbl;
+
+struct hs_wfile {
+    const hs_wfile_vtbl *vt;
+    uint64_t offset;   /* bytes written so far */
+    char *name;
+};
+
+/* Reads exactly len bytes at off; a short file is HS_CORRUPT naming the file. */
+HS_MUST_USE hs_status hs_file_read_at(hs_file *f, uint64_t off, size_t len, void *dst,
+                                      hs_error *err);
+/* Reads [off, off+len) into buf (replacing its contents). */
+HS_MUST_USE hs_status hs_file_read_buf(hs_file *f, uint64_t off, size_t len, hs_buf *buf,
+                                       hs_error *err);
+void hs_file_close(hs_file *f);
+
+HS_MUST_USE hs_status hs_wfile_write(hs_wfile *f, const void *p, size_t n, hs_error *err);
+HS_MUST_USE hs_status hs_wfile_close(hs_wfile *f, hs_error *err);
+void hs_wfile_abort(hs_wfile *f);
+
+/* Local files.  hs_local_create writes to "<path>.tmp-<random>" and renames onto
+ * path at close (so a crash never leaves a half-written file under its name);
+ * with exclusive=true the final rename fails with HS_CONFLICT if path exists. */
+HS_MUST_USE hs_status hs_local_open(const char *path, hs_file **out, hs_error *err);
+HS_MUST_USE hs_status hs_local_create(const char *path, bool exclusive, hs_wfile **out,
+                                      hs_error *err);
+/* Whole-file helpers. */
+HS_MUST_USE hs_status hs_local_read_all(const char *path, hs_buf *out, hs_error *err);
+
+/* Memory: reads `data` (borrowed: must outlive the file) or takes ownership
+ * of a hs_buf's bytes when `own` is true (freed at close). */
+HS_MUST_USE hs_status hs_mem_open(const char *name, const void *data, size_t len, bool own,
+                                  hs_file **out, hs_error *err);
+/* A writer into memory: writes append to the caller's hs_buf (borrowed until close). */
+HS_MUST_USE hs_status hs_mem_create(hs_buf *target, hs_wfile **out, hs_error *err);
+
+/* Fault injection: wraps `inner` (takes ownership); the `fail_at`-th read_at
+ * call (1-based, counted in *counter shared across files) fails with HS_IO. */
+HS_MUST_USE hs_status hs_fault_wrap(hs_file *inner, int64_t *counter, int64_t fail_at,
+                                    hs_file **out, hs_error *err);
+
+#endif
