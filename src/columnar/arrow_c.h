@@ -14,8 +14,14 @@
  *   travel as the "PARQUET:field_id" metadata key, as pyarrow does.
  * - Formats: b c C s S i I l L e f g d:P,S w:N z u tdD tts ttm ttu ttn
  *   tss: tsm: tsu: tsn: (with time zone after the colon) +l +w:N +s +m.
- *   Import also accepts large_string/large_binary/large_list (U Z +L) and
- *   arrays with a non-zero offset, by copying into our layout.
+ *   Import also accepts large_string/large_binary/large_list (U Z +L),
+ *   string/binary views (vu vz), dictionary-encoded arrays (decoded) and
+ *   arrays with a non-zero offset, by copying into our layout.  What our
+ *   layout cannot say is recorded by hs_arrow_import_schema in reserved field
+ *   meta keys ("hs.arrow.format", "hs.arrow.dict_index") that
+ *   hs_arrow_import_column reads and export never emits; so import a column
+ *   with the field that hs_arrow_import_schema made from its schema.
+ * - Import moves the array even when it fails (it is released then).
  */
 #ifndef HS_COLUMNAR_ARROW_C_H
 #define HS_COLUMNAR_ARROW_C_H
@@ -56,5 +62,15 @@ HS_MUST_USE hs_status hs_arrow_export_stream(hs_batch_source *src, struct ArrowA
 /* Moves the stream into a batch source; caller closes it with src->close(src->ctx). */
 HS_MUST_USE hs_status hs_arrow_import_stream(struct ArrowArrayStream *s, hs_batch_source *out,
                                              hs_error *err);
+
+/* Test support (used by tests/python/test_arrow_c.py through ctypes): imports
+ * schema_in + array_in (schema_in is released here, array_in is moved, also on
+ * failure), validates, deep-copies the column with hs_col_slice so the data
+ * really passes through our layout, and exports the copy to schema_out and
+ * array_out (which the caller releases). Dictionary, large and view arrays
+ * come back as plain string/binary/list values. */
+HS_MUST_USE hs_status hs_arrow_roundtrip(struct ArrowSchema *schema_in, struct ArrowArray *array_in,
+                                         struct ArrowSchema *schema_out,
+                                         struct ArrowArray *array_out, hs_error *err);
 
 #endif

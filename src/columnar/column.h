@@ -9,7 +9,7 @@
  *   ----------    -------------------------------   -------------------------------
  *   NA            none (all null)                    -
  *   BOOL          validity, values (bits)            -
- *   INT*/UINT*/FLOAT*/DATE32/TIME32/TIME64/TIMESTAMP/DECIMAL128
+ *   INT8..UINT64, FLOAT16..FLOAT64, DATE32, TIME32, TIME64, TIMESTAMP, DECIMAL128
  *                 validity, values (fixed width)     -
  *   STRING/BINARY validity, offsets (int32, n+1), values (bytes)
  *   FIXED_BINARY  validity, values (width bytes each)
@@ -109,6 +109,13 @@ typedef struct hs_colbuf {
 
 typedef struct hs_col_owner hs_col_owner;  /* refcounted keeper of imported memory */
 
+/* Owners.  hs_col_owner_new returns an owner with one reference (NULL on OOM);
+ * release(ctx) runs once, when the last reference is dropped.  Thread-safe
+ * (atomic count): columns sharing an owner may be freed on different threads. */
+hs_col_owner *hs_col_owner_new(void (*release)(void *ctx), void *ctx);
+void hs_col_owner_ref(hs_col_owner *o);
+void hs_col_owner_unref(hs_col_owner *o);  /* accepts NULL */
+
 typedef struct hs_column hs_column;
 struct hs_column {
     hs_type type;            /* copy of the field's type, for dispatch */
@@ -163,6 +170,9 @@ bool hs_col_equals(const hs_column *a, const hs_column *b);
 /* New column with rows idx[0..n) of c (deep copy). */
 HS_MUST_USE hs_status hs_col_take(const hs_column *c, const int64_t *idx, int64_t n,
                                   hs_column **out, hs_error *err);
+/* Same, but idx[i] == -1 yields a null row (used to decode dictionaries). */
+HS_MUST_USE hs_status hs_col_take_nullable(const hs_column *c, const int64_t *idx, int64_t n,
+                                           hs_column **out, hs_error *err);
 /* New column with rows [start, start+n) (deep copy). */
 HS_MUST_USE hs_status hs_col_slice(const hs_column *c, int64_t start, int64_t n,
                                    hs_column **out, hs_error *err);
@@ -171,6 +181,10 @@ HS_MUST_USE hs_status hs_col_append_column(hs_column *dst, const hs_column *src,
 /* Checks internal consistency (offsets monotone and in range, child lengths,
  * null_count); HS_CORRUPT with a message if violated.  Used on imported data. */
 HS_MUST_USE hs_status hs_col_validate(const hs_column *c, const hs_field *f, hs_error *err);
+/* Looser check: only what the Arrow format requires (offsets[0] may be > 0,
+ * children may be longer than needed).  hs_col_slice of such a column yields
+ * one that passes hs_col_validate. */
+HS_MUST_USE hs_status hs_col_validate_arrow(const hs_column *c, const hs_field *f, hs_error *err);
 
 /* ---- batches ---- */
 

@@ -33,13 +33,15 @@ int pq_bit_width(uint64_t max);
 /* RLE / bit-packed hybrid decoder, resumable across calls.  The fields are
  * private to encoding.c. */
 typedef struct pq_rle_decoder {
-    const uint8_t *p, *end;
+    const uint8_t *start;     /* first byte of the hybrid data (for error positions) */
+    const uint8_t *p, *end;   /* next run header; end of the data */
     int bit_width;
-    int64_t rle_left;
+    int64_t rle_left;         /* values left in the current RLE run */
     uint64_t rle_value;
     int64_t bp_left;          /* values left in the current bit-packed run */
-    const uint8_t *bp_p;      /* start of the current group of 8 */
-    int bp_index;             /* index within the current group of 8 */
+    const uint8_t *bp_p;      /* first byte of the current bit-packed run */
+    size_t bp_avail;          /* bytes of that run present in the data */
+    uint64_t bp_pos;          /* values of that run already returned */
 } pq_rle_decoder;
 
 void pq_rle_init(pq_rle_decoder *d, const uint8_t *p, size_t len, int bit_width);

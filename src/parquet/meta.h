@@ -189,4 +189,17 @@ HS_MUST_USE hs_status pq_encode_page_header(const pq_page_header *h, hs_buf *out
 HS_MUST_USE hs_status pq_encode_column_index(const pq_column_index *ci, hs_buf *out);
 HS_MUST_USE hs_status pq_encode_offset_index(const pq_offset_index *oi, hs_buf *out);
 
+/* JSON view of a footer (binary values as lowercase hex strings, enums by
+ * name, absent optionals omitted), for tests and `hyperstream parquet meta`.
+ * pq_file_meta_to_json appends to out (status only: HS_NOMEM);
+ * pq_footer_to_json decodes a serialized FileMetaData first. */
+HS_MUST_USE hs_status pq_file_meta_to_json(const pq_file_meta *m, hs_buf *out);
+HS_MUST_USE hs_status pq_footer_to_json(const uint8_t *buf, size_t len, hs_buf *out,
+                                        hs_error *err);
+/* Reads the footer of the Parquet file at path and returns it as JSON; the
+ * caller frees the string with hs_string_free.  NULL on error (err filled);
+ * an encrypted footer ("PARE") is HS_UNSUPPORTED.  Exported for ctypes. */
+char *hs_parquet_footer_json(const char *path, hs_error *err);
+void hs_string_free(char *s);
+
 #endif

@@ -1,0 +1,517 @@
+/*
+ * io/io.c - the object-store interface and its three backends.
+ *
+ *   backend   handle            read_at                      writer
+ *   -------   ---------------   --------------------------   -----------------------------
+ *   local     local_file{fd}    pread loop (EINTR, short     "<path>.tmp-<16 hex>" created
+ *                               reads), EOF -> HS_CORRUPT    O_EXCL; 256 KiB write buffer;
+ *                                                            close = flush, fsync, rename
+ *                                                            (or link+unlink: exclusive),
+ *                                                            fsync(dir)
+ *   memory    mem_file{data}    memcpy                       appends to a caller's hs_buf
+ *   fault     fault_file{inner} k-th call (shared counter)   -
+ *                               fails with HS_IO
+ *
+ * The generic entry points (hs_file_read_at, hs_wfile_write, ...) check
+ * bounds and keep statistics once, so backends see only in-range requests:
+ * a read past f->size is HS_CORRUPT ("x.parquet: read of 8 bytes at offset
+ * 4096 is past the end of the file (4000 bytes)"), because readers compute
+ * offsets from bytes inside the file.
+ *
+ * Exclusive create: the data is written under the temporary name, then
+ * link(tmp, path) publishes it only if path does not exist (EEXIST ->
+ * HS_CONFLICT, the loser's temporary file is removed), then unlink(tmp).
+ * This is how commits of v<N>.metadata.json detect a lost race on local disk.
+ *
+ * Ownership: every handle owns its name; hs_file_close / hs_wfile_close /
+ * hs_wfile_abort free the handle (close frees it on failure too).  hs_mem_open
+ * with own=true and hs_fault_wrap take ownership of their input even when
+ * they fail.
+ */
+#include "io/io.h"
+#include "base/mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- generic ------------------------------------------------------------ */
+
+hs_status hs_file_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err)
+{
+    if (len == 0)
+        return HS_OK;
+    if (off > f->size || len > f->size - off)
+        return HS_CORRUPT_AT(err, "%s: read of %zu bytes at offset %" PRIu64
+                             " is past the end of the file (%" PRIu64 " bytes)",
+                             f->name, len, off, f->size);
+    HS_TRY(f->vt->read_at(f, off, len, dst, err));
+    f->n_reads++;
+    f->n_bytes_read += len;
+    return HS_OK;
+}
+
+hs_status hs_file_read_buf(hs_file *f, uint64_t off, size_t len, hs_buf *buf, hs_error *err)
+{
+    hs_buf_reset(buf);
+    if (hs_buf_reserve(buf, len) != HS_OK)
+        return hs_err_nomem(err, len);
+    HS_TRY(hs_file_read_at(f, off, len, buf->data, err));
+    buf->len = len;
+    return HS_OK;
+}
+
+void hs_file_close(hs_file *f)
+{
+    if (f)
+        f->vt->close(f);
+}
+
+hs_status hs_wfile_write(hs_wfile *f, const void *p, size_t n, hs_error *err)
+{
+    if (n == 0)
+        return HS_OK;
+    HS_TRY(f->vt->write(f, p, n, err));
+    f->offset += n;
+    return HS_OK;
+}
+
+hs_status hs_wfile_close(hs_wfile *f, hs_error *err)
+{
+    if (!f)
+        return HS_OK;
+    return f->vt->close(f, err);
+}
+
+void hs_wfile_abort(hs_wfile *f)
+{
+    if (f)
+        f->vt->abort(f);
+}
+
+/* ---- local files: reading ---------------------------------------------- */
+
+typedef struct local_file {
+    hs_file base;
+    int fd;
+} local_file;
+
+static hs_status local_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err)
+{
+    local_file *lf = (local_file *)f;
+    uint8_t *p = dst;
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(lf->fd, p + done, len - done, (off_t)(off + done));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return hs_err_set(err, HS_IO, "%s: read of %zu bytes at offset %" PRIu64 " failed: %s",
+                              f->name, len, off, strerror(errno));
+        }
+        if (n == 0)
+            return HS_CORRUPT_AT(err, "%s: file shrank: read of %zu bytes at offset %" PRIu64
+                                 " hit the end after %zu bytes", f->name, len, off, done);
+        done += (size_t)n;
+    }
+    return HS_OK;
+}
+
+static void local_close(hs_file *f)
+{
+    local_file *lf = (local_file *)f;
+    close(lf->fd);
+    hs_free(f->name);
+    hs_free(lf);
+}
+
+static const hs_file_vtbl local_vtbl = { local_read_at, local_close };
+
+static hs_status errno_status(int e)
+{
+    switch (e) {
+    case ENOENT:
+    case ENOTDIR: return HS_NOT_FOUND;
+    case ENOMEM: return HS_NOMEM;
+    case EEXIST: return HS_CONFLICT;
+    default: return HS_IO;
+    }
+}
+
+hs_status hs_local_open(const char *path, hs_file **out, hs_error *err)
+{
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return hs_err_set(err, errno_status(e), "%s: cannot open: %s", path, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return hs_err_set(err, HS_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        return hs_err_set(err, HS_INVALID, "%s: is a directory, not a file", path);
+    }
+    local_file *lf = hs_calloc(1, sizeof *lf);
+    char *name = hs_strdup(path);
+    if (!lf || !name) {
+        hs_free(lf);
+        hs_free(name);
+        close(fd);
+        return hs_err_nomem(err, sizeof *lf);
+    }
+    lf->base.vt = &local_vtbl;
+    lf->base.size = (uint64_t)st.st_size;
+    lf->base.name = name;
+    lf->fd = fd;
+    *out = &lf->base;
+    return HS_OK;
+}
+
+hs_status hs_local_read_all(const char *path, hs_buf *out, hs_error *err)
+{
+    hs_file *f;
+    HS_TRY(hs_local_open(path, &f, err));
+    hs_status st = HS_OK;
+    if (f->size > SIZE_MAX / 2)
+        st = hs_err_set(err, HS_NOMEM, "%s: file of %" PRIu64 " bytes is too large", path, f->size);
+    else
+        st = hs_file_read_buf(f, 0, (size_t)f->size, out, err);
+    hs_file_close(f);
+    return st;
+}
+
+/* ---- local files: writing ----------------------------------------------- */
+
+#define LOCAL_WBUF_SIZE ((size_t)256 << 10)
+
+typedef struct local_wfile {
+    hs_wfile base;
+    int fd;
+    bool exclusive;
+    char *tmp_path;     /* owned */
+    uint8_t *wbuf;      /* owned, LOCAL_WBUF_SIZE bytes */
+    size_t wbuf_len;
+} local_wfile;
+
+static hs_status write_all(local_wfile *w, const uint8_t *p, size_t n, hs_error *err)
+{
+    while (n > 0) {
+        ssize_t k = write(w->fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            return hs_err_set(err, HS_IO, "%s: write of %zu bytes at offset %" PRIu64 " failed: %s",
+                              w->base.name, n, w->base.offset, strerror(e));
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return HS_OK;
+}
+
+static hs_status local_flush(local_wfile *w, hs_error *err)
+{
+    if (w->wbuf_len == 0)
+        return HS_OK;
+    hs_status st = write_all(w, w->wbuf, w->wbuf_len, err);
+    w->wbuf_len = 0;
+    return st;
+}
+
+static hs_status local_write(hs_wfile *f, const void *p, size_t n, hs_error *err)
+{
+    local_wfile *w = (local_wfile *)f;
+    if (n <= LOCAL_WBUF_SIZE - w->wbuf_len) {
+        memcpy(w->wbuf + w->wbuf_len, p, n);
+        w->wbuf_len += n;
+        return HS_OK;
+    }
+    HS_TRY(local_flush(w, err));
+    if (n >= LOCAL_WBUF_SIZE)
+        return write_all(w, p, n, err);
+    memcpy(w->wbuf, p, n);
+    w->wbuf_len = n;
+    return HS_OK;
+}
+
+static void local_wfree(local_wfile *w)
+{
+    hs_free(w->tmp_path);
+    hs_free(w->wbuf);
+    hs_free(w->base.name);
+    hs_free(w);
+}
+
+static void local_abort(hs_wfile *f)
+{
+    local_wfile *w = (local_wfile *)f;
+    if (w->fd >= 0)
+        close(w->fd);
+    unlink(w->tmp_path);
+    local_wfree(w);
+}
+
+/* fsync the directory holding path, so the rename itself is durable. */
+static void fsync_parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == path)
+        snprintf(dir, sizeof dir, "/");
+    else if ((size_t)(slash - path) < sizeof dir)
+        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    else
+        return;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);   /* best effort: some file systems refuse directory fsync */
+        close(fd);
+    }
+}
+
+static hs_status local_wclose(hs_wfile *f, hs_error *err)
+{
+    local_wfile *w = (local_wfile *)f;
+    const char *path = f->name;
+    hs_status st = local_flush(w, err);
+    if (st == HS_OK && fsync(w->fd) != 0)
+        st = hs_err_set(err, HS_IO, "%s: fsync failed: %s", w->tmp_path, strerror(errno));
+    if (close(w->fd) != 0 && st == HS_OK)
+        st = hs_err_set(err, HS_IO, "%s: close failed: %s", w->tmp_path, strerror(errno));
+    w->fd = -1;
+    if (st == HS_OK) {
+        if (w->exclusive) {
+            if (link(w->tmp_path, path) != 0) {
+                int e = errno;
+                if (e == EEXIST)
+                    st = hs_err_set(err, HS_CONFLICT, "%s: already exists (another writer "
+                                    "created it first)", path);
+                else
+                    st = hs_err_set(err, errno_status(e), "%s: cannot link from %s: %s", path,
+                                    w->tmp_path, strerror(e));
+            }
+        } else if (rename(w->tmp_path, path) != 0) {
+            int e = errno;
+            st = hs_err_set(err, errno_status(e) == HS_CONFLICT ? HS_IO : errno_status(e),
+                            "%s: cannot rename from %s: %s", path, w->tmp_path, strerror(e));
+        }
+    }
+    /* After a successful rename the temporary name is gone; otherwise it is
+     * removed (exclusive success: the link keeps the data alive). */
+    if (st != HS_OK || w->exclusive)
+        unlink(w->tmp_path);
+    if (st == HS_OK)
+        fsync_parent_dir(path);
+    local_wfree(w);
+    return st;
+}
+
+static const hs_wfile_vtbl local_wvtbl = { local_write, local_wclose, local_abort };
+
+static uint64_t random_u64(void)
+{
+    uint64_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+        return r;
+    static _Atomic uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 48);
+    return r ^ (counter++ * 0x9E3779B97F4A7C15ull);
+}
+
+hs_status hs_local_create(const char *path, bool exclusive, hs_wfile **out, hs_error *err)
+{
+    *out = NULL;
+    local_wfile *w = hs_calloc(1, sizeof *w);
+    size_t tmp_len = strlen(path) + 32;
+    if (w) {
+        w->fd = -1;
+        w->base.name = hs_strdup(path);
+        w->tmp_path = hs_malloc(tmp_len);
+        w->wbuf = hs_malloc(LOCAL_WBUF_SIZE);
+    }
+    if (!w || !w->base.name || !w->tmp_path || !w->wbuf) {
+        if (w)
+            local_wfree(w);
+        return hs_err_nomem(err, LOCAL_WBUF_SIZE);
+    }
+    w->base.vt = &local_wvtbl;
+    w->exclusive = exclusive;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        snprintf(w->tmp_path, tmp_len, "%s.tmp-%016" PRIx64, path, random_u64());
+        w->fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (w->fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (w->fd < 0) {
+        int e = errno;
+        hs_status st = hs_err_set(err, errno_status(e) == HS_CONFLICT ? HS_IO : errno_status(e),
+                                  "%s: cannot create %s: %s", path, w->tmp_path, strerror(e));
+        local_wfree(w);
+        return st;
+    }
+    *out = &w->base;
+    return HS_OK;
+}
+
+/* ---- memory files ------------------------------------------------------- */
+
+typedef struct mem_file {
+    hs_file base;
+    const uint8_t *data;
+    bool own;
+} mem_file;
+
+static hs_status mem_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err)
+{
+    memcpy(dst, ((mem_file *)f)->data + off, len);
+    return HS_OK;
+}
+
+static void mem_close(hs_file *f)
+{
+    mem_file *m = (mem_file *)f;
+    if (m->own)
+        hs_free((void *)m->data);
+    hs_free(f->name);
+    hs_free(m);
+}
+
+static const hs_file_vtbl mem_vtbl = { mem_read_at, mem_close };
+
+hs_status hs_mem_open(const char *name, const void *data, size_t len, bool own, hs_file **out,
+                      hs_error *err)
+{
+    *out = NULL;
+    mem_file *m = hs_calloc(1, sizeof *m);
+    char *nm = hs_strdup(name ? name : "<memory>");
+    if (!m || !nm) {
+        hs_free(m);
+        hs_free(nm);
+        if (own)
+            hs_free((void *)data);
+        return hs_err_nomem(err, sizeof *m);
+    }
+    m->base.vt = &mem_vtbl;
+    m->base.size = len;
+    m->base.name = nm;
+    m->data = data;
+    m->own = own;
+    *out = &m->base;
+    return HS_OK;
+}
+
+typedef struct mem_wfile {
+    hs_wfile base;
+    hs_buf *target;     /* borrowed */
+    size_t start_len;   /* target->len at create: abort truncates back to it */
+} mem_wfile;
+
+static hs_status mem_write(hs_wfile *f, const void *p, size_t n, hs_error *err)
+{
+    mem_wfile *w = (mem_wfile *)f;
+    if (hs_buf_append(w->target, p, n) != HS_OK)
+        return hs_err_nomem(err, n);
+    return HS_OK;
+}
+
+static hs_status mem_wclose(hs_wfile *f, hs_error *err)
+{
+    hs_free(f->name);
+    hs_free(f);
+    return HS_OK;
+}
+
+static void mem_wabort(hs_wfile *f)
+{
+    mem_wfile *w = (mem_wfile *)f;
+    w->target->len = w->start_len;
+    hs_free(f->name);
+    hs_free(f);
+}
+
+static const hs_wfile_vtbl mem_wvtbl = { mem_write, mem_wclose, mem_wabort };
+
+hs_status hs_mem_create(hs_buf *target, hs_wfile **out, hs_error *err)
+{
+    *out = NULL;
+    mem_wfile *w = hs_calloc(1, sizeof *w);
+    char *nm = hs_strdup("<memory>");
+    if (!w || !nm) {
+        hs_free(w);
+        hs_free(nm);
+        return hs_err_nomem(err, sizeof *w);
+    }
+    w->base.vt = &mem_wvtbl;
+    w->base.name = nm;
+    w->target = target;
+    w->start_len = target->len;
+    *out = &w->base;
+    return HS_OK;
+}
+
+/* ---- fault injection ---------------------------------------------------- */
+
+typedef struct fault_file {
+    hs_file base;
+    hs_file *inner;     /* owned */
+    int64_t *counter;   /* borrowed, or &own_counter */
+    int64_t own_counter;
+    int64_t fail_at;
+} fault_file;
+
+static hs_status fault_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err)
+{
+    fault_file *ff = (fault_file *)f;
+    int64_t n = __atomic_add_fetch(ff->counter, 1, __ATOMIC_RELAXED);
+    if (ff->fail_at > 0 && n == ff->fail_at)
+        return hs_err_set(err, HS_IO, "%s: injected I/O fault on read call %" PRId64
+                          " (%zu bytes at offset %" PRIu64 ")", f->name, n, len, off);
+    return hs_file_read_at(ff->inner, off, len, dst, err);
+}
+
+static void fault_close(hs_file *f)
+{
+    fault_file *ff = (fault_file *)f;
+    hs_file_close(ff->inner);
+    hs_free(f->name);
+    hs_free(ff);
+}
+
+static const hs_file_vtbl fault_vtbl = { fault_read_at, fault_close };
+
+hs_status hs_fault_wrap(hs_file *inner, int64_t *counter, int64_t fail_at, hs_file **out,
+                        hs_error *err)
+{
+    *out = NULL;
+    fault_file *ff = hs_calloc(1, sizeof *ff);
+    char *nm = hs_strdup(inner->name ? inner->name : "<fault>");
+    if (!ff || !nm) {
+        hs_free(ff);
+        hs_free(nm);
+        hs_file_close(inner);
+        return hs_err_nomem(err, sizeof *ff);
+    }
+    ff->base.vt = &fault_vtbl;
+    ff->base.size = inner->size;
+    ff->base.name = nm;
+    ff->inner = inner;
+    ff->counter = counter ? counter : &ff->own_counter;
+    ff->fail_at = fail_at;
+    *out = &ff->base;
+    return HS_OK;
+}

@@ -1,0 +1,1429 @@
+/*
+ * parquet/reader.c - Parquet files into column batches.
+ *
+ * File layout read here:
+ *
+ *   offset            bytes     content
+ *   0                 4         "PAR1"
+ *   chunk start       ...       column chunks: [dictionary page] data pages...
+ *                               (chunk start = min(dictionary_page_offset,
+ *                               data_page_offset) when the former is >= 4)
+ *   ...               ...       ColumnIndex / OffsetIndex blobs (page index)
+ *   size-8-F          F         FileMetaData (thrift compact)
+ *   size-8            4         F, little-endian
+ *   size-4            4         "PAR1"
+ *
+ *   page = PageHeader (thrift) + body of compressed_page_size bytes
+ *   v1 body (all compressed): [rep levels: u32 len + RLE] [def levels: same] [values]
+ *   v2 body: [rep levels RLE, rep_len bytes][def levels, def_len bytes] -- never
+ *            compressed -- then the values, compressed when is_compressed.
+ *
+ * Footer: one read of the last 64 KiB, a second read only when the footer is
+ * larger.  Decoded footers (and the schema mapping of schema_read.c) live in
+ * a process-wide cache keyed by (file name, size) behind a mutex; entries are
+ * refcounted so a reader keeps its footer alive after eviction.
+ *
+ * Scanning (pq_scan): for each chosen row group the scan computes the rows to
+ * emit as sorted ranges (all rows, or the caller's bitmap / ranges, minus the
+ * pages a prune callback vetoes), then per batch a list of (skip, take) runs.
+ * Every projected leaf has a cursor (pq_cursor) that executes the same runs:
+ *
+ *   sequential mode  the whole column chunk is read with one range read; pages
+ *                    are walked in order; a page wholly inside a skip whose row
+ *                    count is known from its header (flat columns, v2 pages)
+ *                    is passed over without decompression.
+ *   page mode        with an OffsetIndex and a partial selection: only the
+ *                    dictionary page and the pages holding wanted rows are read
+ *                    (one range read each) and decoded; others count as skipped.
+ *
+ * A decoded page holds its levels (uint16, whole page) and a value source:
+ * PLAIN read in place, dictionary indices through a resumable RLE decoder
+ * gathering from a dictionary converted once to the output representation,
+ * or (DELTA_*, BYTE_STREAM_SPLIT, RLE booleans) values decoded for the whole
+ * page by parquet/encoding.c.  Values go straight into the output column
+ * buffers: fixed-width values are decoded densely at the slot position and
+ * spread backwards over null slots; strings are appended slot by slot.
+ *
+ * Assembly of levels into validity/offsets/children follows the rules in
+ * reader_int.h.  Required flat columns do no level work; optional flat
+ * columns turn def levels into validity; everything else takes the general
+ * loop over the leaf's path.  A node is filled by the first leaf below it
+ * (its "owner"); later leaves of the same struct only fill their own nodes,
+ * and the finished batch is checked for agreement (lengths, offsets).
+ *
+ * Bounds on untrusted input: chunk ranges inside the file, page bodies inside
+ * the chunk, uncompressed pages <= 1 GiB, uncompressed == compressed when
+ * uncompressed, value counts per page <= 2^26 and consistent with levels and
+ * value bytes, dictionary indices < dictionary size, levels <= their maxima,
+ * rows start with repetition level 0.  Errors name file, row group, column
+ * and page offset.
+ */
+#include "parquet/reader.h"
+
+#include "base/compress.h"
+#include "base/mem.h"
+#include "parquet/encoding.h"
+#include "parquet/reader_int.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define PQ_FOOTER_TAIL (64 * 1024)
+#define PQ_MAX_PAGE_BYTES ((int64_t)1 << 30)
+#define PQ_MAX_PAGE_VALUES ((int64_t)1 << 26)
+#define PQ_FOOTER_CACHE_MAX 64
+#define PQ_IDX_CHUNK 1024
+
+/* ===================================================================== */
+/* footer cache                                                           */
+/* ===================================================================== */
+
+typedef struct pq_footer pq_footer;
+struct pq_footer {
+    int refs;
+    char *name;
+    uint64_t size;
+    hs_arena arena;          /* meta */
+    pq_file_meta meta;
+    pq_schema_info schema;
+    pq_footer *next;
+};
+
+static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static pq_footer *g_cache;
+static int g_cache_n;
+
+static void footer_destroy(pq_footer *f)
+{
+    if (!f)
+        return;
+    pq_schema_free(&f->schema);
+    hs_arena_destroy(&f->arena);
+    hs_free(f->name);
+    hs_free(f);
+}
+
+static void footer_release(pq_footer *f)
+{
+    if (!f)
+        return;
+    pthread_mutex_lock(&g_cache_mu);
+    bool last = --f->refs == 0;
+    pthread_mutex_unlock(&g_cache_mu);
+    if (last)
+        footer_destroy(f);
+}
+
+void pq_footer_cache_clear(void)
+{
+    pthread_mutex_lock(&g_cache_mu);
+    pq_footer *f = g_cache, *dead = NULL;
+    g_cache = NULL;
+    g_cache_n = 0;
+    while (f) {
+        pq_footer *next = f->next;
+        if (--f->refs == 0) {
+            f->next = dead;
+            dead = f;
+        }
+        f = next;
+    }
+    pthread_mutex_unlock(&g_cache_mu);
+    while (dead) {
+        pq_footer *next = dead->next;
+        footer_destroy(dead);
+        dead = next;
+    }
+}
+
+static uint32_t rd_u32le(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static hs_status footer_load(hs_file *f, pq_footer **out, hs_error *err)
+{
+    const char *fname = f->name ? f->name : "";
+    uint64_t size = f->size;
+    hs_buf tail = { 0 };
+    pq_footer *ft = NULL;
+    hs_status st;
+    if (size < 12)
+        return HS_CORRUPT_AT(err, "%s: %llu bytes is too small for a Parquet file", fname,
+                             (unsigned long long)size);
+    size_t n = size < PQ_FOOTER_TAIL ? (size_t)size : PQ_FOOTER_TAIL;
+    st = hs_file_read_buf(f, size - n, n, &tail, err);
+    if (st != HS_OK)
+        goto done;
+    const uint8_t *end = tail.data + n;
+    if (memcmp(end - 4, "PARE", 4) == 0) {
+        st = hs_err_set(err, HS_UNSUPPORTED, "%s: encrypted Parquet footers are not supported", fname);
+        goto done;
+    }
+    if (memcmp(end - 4, "PAR1", 4) != 0) {
+        st = HS_CORRUPT_AT(err, "%s: no PAR1 magic at the end of the file", fname);
+        goto done;
+    }
+    uint32_t flen = rd_u32le(end - 8);
+    if ((uint64_t)flen > size - 12) {
+        st = HS_CORRUPT_AT(err, "%s: footer length %u exceeds the file size %llu", fname, flen,
+                           (unsigned long long)size);
+        goto done;
+    }
+    const uint8_t *fp;
+    if ((size_t)flen + 8 <= n) {
+        fp = end - 8 - flen;
+    } else {
+        st = hs_file_read_buf(f, size - 8 - flen, flen, &tail, err);
+        if (st != HS_OK)
+            goto done;
+        fp = tail.data;
+    }
+    ft = hs_calloc(1, sizeof *ft);
+    if (!ft || !(ft->name = hs_strdup(fname))) {
+        st = hs_err_nomem(err, sizeof *ft);
+        goto done;
+    }
+    ft->size = size;
+    ft->refs = 1;
+    st = pq_decode_file_meta(fp, flen, &ft->arena, &ft->meta, err);
+    if (st != HS_OK) {
+        hs_err_prefix(err, "%s: footer", fname);
+        goto done;
+    }
+    if (ft->meta.has_encryption_algorithm) {
+        st = hs_err_set(err, HS_UNSUPPORTED, "%s: encrypted Parquet files are not supported", fname);
+        goto done;
+    }
+    st = pq_schema_build(&ft->meta, fname, &ft->schema, err);
+    if (st != HS_OK)
+        goto done;
+    /* structural checks every later access relies on */
+    const pq_file_meta *m = &ft->meta;
+    if (m->n_row_groups < 0 || (m->n_row_groups > 0 && !m->row_groups)) {
+        st = HS_CORRUPT_AT(err, "%s: bad row group list", fname);
+        goto done;
+    }
+    for (int g = 0; g < m->n_row_groups; g++) {
+        const pq_row_group *rg = &m->row_groups[g];
+        if (rg->n_columns != ft->schema.n_leaves) {
+            st = HS_CORRUPT_AT(err, "%s: row group %d has %d column chunks, the schema %d leaves",
+                               fname, g, rg->n_columns, ft->schema.n_leaves);
+            goto done;
+        }
+        if (rg->num_rows < 0 || rg->num_rows > ((int64_t)1 << 40)) {
+            st = HS_CORRUPT_AT(err, "%s: row group %d claims %lld rows", fname, g,
+                               (long long)rg->num_rows);
+            goto done;
+        }
+        for (int c = 0; c < rg->n_columns; c++) {
+            const pq_column_chunk *cc = &rg->columns[c];
+            if (cc->is_encrypted) {
+                st = hs_err_set(err, HS_UNSUPPORTED, "%s: encrypted column chunks are not supported",
+                                fname);
+                goto done;
+            }
+        }
+    }
+    *out = ft;
+    ft = NULL;
+done:
+    hs_buf_free(&tail);
+    footer_destroy(ft);
+    return st;
+}
+
+static hs_status footer_get(hs_file *f, pq_footer **out, hs_error *err)
+{
+    const char *name = f->name ? f->name : "";
+    bool cacheable = name[0] != '\0';
+    if (cacheable) {
+        pthread_mutex_lock(&g_cache_mu);
+        for (pq_footer *e = g_cache; e; e = e->next)
+            if (e->size == f->size && strcmp(e->name, name) == 0) {
+                e->refs++;
+                *out = e;
+                pthread_mutex_unlock(&g_cache_mu);
+                return HS_OK;
+            }
+        pthread_mutex_unlock(&g_cache_mu);
+    }
+    pq_footer *ft;
+    HS_TRY(footer_load(f, &ft, err));
+    if (cacheable) {
+        pq_footer *dead = NULL;
+        pthread_mutex_lock(&g_cache_mu);
+        ft->refs++;  /* the cache's reference */
+        ft->next = g_cache;
+        g_cache = ft;
+        g_cache_n++;
+        if (g_cache_n > PQ_FOOTER_CACHE_MAX) {  /* drop the oldest (the tail) */
+            pq_footer **pp = &g_cache;
+            while ((*pp)->next)
+                pp = &(*pp)->next;
+            pq_footer *old = *pp;
+            *pp = NULL;
+            g_cache_n--;
+            if (--old->refs == 0)
+                dead = old;
+        }
+        pthread_mutex_unlock(&g_cache_mu);
+        footer_destroy(dead);
+    }
+    *out = ft;
+    return HS_OK;
+}
+
+/* ===================================================================== */
+/* reader                                                                 */
+/* ===================================================================== */
+
+typedef struct pq_pidx {
+    bool loaded;
+    const pq_column_index *ci;
+    const pq_offset_index *oi;
+} pq_pidx;
+
+struct pq_reader {
+    hs_file *f;
+    const char *fname;
+    pq_footer *ft;
+    hs_arena arena;          /* page indexes */
+    pq_pidx *pidx;           /* n_row_groups * n_leaves, lazily */
+};
+
+hs_status pq_reader_open(hs_file *f, pq_reader **out, hs_error *err)
+{
+    *out = NULL;
+    pq_reader *r = hs_calloc(1, sizeof *r);
+    if (!r)
+        return hs_err_nomem(err, sizeof *r);
+    r->f = f;
+    r->fname = f->name ? f->name : "";
+    hs_status st = footer_get(f, &r->ft, err);
+    if (st != HS_OK) {
+        hs_free(r);
+        return st;
+    }
+    *out = r;
+    return HS_OK;
+}
+
+void pq_reader_close(pq_reader *r)
+{
+    if (!r)
+        return;
+    footer_release(r->ft);
+    hs_arena_destroy(&r->arena);
+    hs_free(r->pidx);
+    hs_free(r);
+}
+
+const pq_file_meta *pq_reader_meta(const pq_reader *r) { return &r->ft->meta; }
+const hs_field *pq_reader_schema(const pq_reader *r) { return &r->ft->schema.root; }
+int64_t pq_reader_num_rows(const pq_reader *r)
+{
+    int64_t n = 0;
+    for (int g = 0; g < r->ft->meta.n_row_groups; g++)
+        n += r->ft->meta.row_groups[g].num_rows;
+    return n;
+}
+int pq_reader_num_row_groups(const pq_reader *r) { return r->ft->meta.n_row_groups; }
+
+void pq_reader_leaves_of(const pq_reader *r, int top_column, int *first_leaf, int *n_leaves)
+{
+    const pq_schema_info *s = &r->ft->schema;
+    if (top_column < 0 || top_column >= s->n_tops) {
+        *first_leaf = 0;
+        *n_leaves = 0;
+        return;
+    }
+    *first_leaf = s->tops[top_column].first_leaf;
+    *n_leaves = s->tops[top_column].n_leaves;
+}
+
+static hs_status read_blob(pq_reader *r, int64_t off, int64_t len, hs_buf *b, const char *what,
+                           hs_error *err)
+{
+    if (off < 4 || len <= 0 || len > (int64_t)r->f->size || (uint64_t)off > r->f->size - (uint64_t)len)
+        return HS_CORRUPT_AT(err, "%s: %s at offset %lld, %lld bytes, lies outside the file", r->fname,
+                             what, (long long)off, (long long)len);
+    return hs_file_read_buf(r->f, (uint64_t)off, (size_t)len, b, err);
+}
+
+hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_column_index **ci,
+                               const pq_offset_index **oi, hs_error *err)
+{
+    const pq_file_meta *m = &r->ft->meta;
+    int nl = r->ft->schema.n_leaves;
+    *ci = NULL;
+    *oi = NULL;
+    if (row_group < 0 || row_group >= m->n_row_groups || leaf < 0 || leaf >= nl)
+        return hs_err_set(err, HS_INVALID, "%s: no column chunk (row group %d, leaf %d)", r->fname,
+                          row_group, leaf);
+    if (!r->pidx) {
+        r->pidx = hs_calloc((size_t)m->n_row_groups * (size_t)nl, sizeof *r->pidx);
+        if (!r->pidx)
+            return hs_err_nomem(err, (size_t)m->n_row_groups * nl * sizeof *r->pidx);
+    }
+    pq_pidx *p = &r->pidx[(size_t)row_group * nl + leaf];
+    if (!p->loaded) {
+        const pq_column_chunk *cc = &m->row_groups[row_group].columns[leaf];
+        hs_buf b = { 0 };
+        hs_status st = HS_OK;
+        if (cc->has_offset_index && cc->offset_index_length > 0) {
+            pq_offset_index *o = hs_arena_calloc(&r->arena, 1, sizeof *o);
+            if (!o)
+                st = hs_err_nomem(err, sizeof *o);
+            if (st == HS_OK)
+                st = read_blob(r, cc->offset_index_offset, cc->offset_index_length, &b, "offset index", err);
+            if (st == HS_OK)
+                st = pq_decode_offset_index(b.data, b.len, &r->arena, o, err);
+            if (st == HS_OK)
+                p->oi = o;
+        }
+        if (st == HS_OK && cc->has_column_index && cc->column_index_length > 0) {
+            pq_column_index *c = hs_arena_calloc(&r->arena, 1, sizeof *c);
+            if (!c)
+                st = hs_err_nomem(err, sizeof *c);
+            if (st == HS_OK)
+                st = read_blob(r, cc->column_index_offset, cc->column_index_length, &b, "column index", err);
+            if (st == HS_OK)
+                st = pq_decode_column_index(b.data, b.len, &r->arena, c, err);
+            if (st == HS_OK)
+                p->ci = c;
+        }
+        hs_buf_free(&b);
+        if (st != HS_OK) {
+            p->oi = NULL;
+            p->ci = NULL;
+            hs_err_prefix(err, "%s: row group %d, column %s", r->fname, row_group,
+                          r->ft->schema.leaves[leaf].dotted);
+            return st;
+        }
+        /* an offset index whose pages are not in order is useless: ignore it */
+        if (p->oi) {
+            const pq_offset_index *o = p->oi;
+            bool ok = o->n_pages > 0 && o->pages[0].first_row_index == 0;
+            for (int i = 0; ok && i < o->n_pages; i++) {
+                const pq_page_location *pl = &o->pages[i];
+                if (pl->offset < 4 || pl->compressed_page_size <= 0 ||
+                    (uint64_t)pl->offset + (uint64_t)pl->compressed_page_size > r->f->size ||
+                    pl->first_row_index < 0 ||
+                    pl->first_row_index > m->row_groups[row_group].num_rows ||
+                    (i > 0 && pl->first_row_index < o->pages[i - 1].first_row_index))
+                    ok = false;
+            }
+            if (!ok)
+                p->oi = NULL;
+        }
+        if (p->ci && p->oi && p->ci->n_pages != p->oi->n_pages)
+            p->ci = NULL;
+        p->loaded = true;
+    }
+    *ci = p->ci;
+    *oi = p->oi;
+    return HS_OK;
+}
+
+/* ===================================================================== */
+/* output column buffers                                                  */
+/* ===================================================================== */
+
+static hs_status cb_reserve(hs_colbuf *b, size_t need)
+{
+    if (need <= b->cap && b->data)
+        return HS_OK;
+    size_t nc = b->cap ? b->cap : 64;
+    while (nc < need) {
+        if (nc > ((size_t)1 << 40))
+            return HS_NOMEM;
+        nc *= 2;
+    }
+    uint8_t *p = hs_malloc_aligned(nc);
+    if (!p)
+        return HS_NOMEM;
+    if (b->data && b->len)
+        memcpy(p, b->data, b->len);
+    if (b->data)
+        hs_free_aligned(b->data);
+    b->data = p;
+    b->cap = nc;
+    return HS_OK;
+}
+
+/* Room for `add` more slots of column c (validity when nullable, offsets when
+ * the type has them); keeps len fields in step with c->length. */
+static hs_status col_prep(hs_column *c, bool nullable, int64_t add)
+{
+    int64_t n = c->length + add;
+    if (nullable) {
+        size_t vb = (size_t)((n + 7) / 8);
+        bool fresh = c->validity.data == NULL;
+        if (cb_reserve(&c->validity, vb) != HS_OK)
+            return HS_NOMEM;
+        if (fresh) {  /* rows so far were all valid */
+            memset(c->validity.data, 0xff, (size_t)((c->length + 7) / 8));
+            c->validity.len = (size_t)((c->length + 7) / 8);
+        }
+    }
+    if (c->type == HS_TYPE_LIST || c->type == HS_TYPE_MAP || c->type == HS_TYPE_FIXED_LIST ||
+        c->type == HS_TYPE_STRING || c->type == HS_TYPE_BINARY) {
+        if (cb_reserve(&c->offsets, (size_t)(n + 1) * 4) != HS_OK)
+            return HS_NOMEM;
+        if (c->length == 0) {
+            ((int32_t *)c->offsets.data)[0] = 0;
+            if (c->offsets.len < 4)
+                c->offsets.len = 4;
+        }
+    }
+    return HS_OK;
+}
+
+static inline void put_bit(uint8_t *bits, int64_t i, bool v)
+{
+    if (v)
+        hs_bit_set(bits, i);
+    else
+        hs_bit_clear(bits, i);
+}
+
+/* ===================================================================== */
+/* value conversion                                                       */
+/* ===================================================================== */
+
+static bool be_to_dec(const uint8_t *p, size_t len, uint8_t *out)
+{
+    if (len == 0) {
+        memset(out, 0, 16);
+        return true;
+    }
+    uint8_t fill = (p[0] & 0x80) ? 0xff : 0;
+    if (len > 16) {
+        for (size_t i = 0; i < len - 16; i++)
+            if (p[i] != fill)
+                return false;
+        p += len - 16;
+        len = 16;
+        if ((p[0] & 0x80 ? 0xff : 0) != fill)
+            return false;
+    }
+    for (size_t i = 0; i < 16; i++)
+        out[i] = i < len ? p[len - 1 - i] : fill;
+    return true;
+}
+
+static void int_to_dec(int64_t v, uint8_t *out)
+{
+    uint64_t lo = (uint64_t)v, hi = v < 0 ? ~(uint64_t)0 : 0;
+    memcpy(out, &lo, 8);
+    memcpy(out + 8, &hi, 8);
+}
+
+/* k physical fixed-width values at src -> output representation at dst. */
+static bool conv_fixed(pq_conv cv, int pw, const uint8_t *src, int64_t k, uint8_t *dst)
+{
+    int64_t i;
+    switch (cv) {
+    case PQ_CV_I32_TO_I8:
+        for (i = 0; i < k; i++) {
+            int32_t v;
+            memcpy(&v, src + 4 * i, 4);
+            dst[i] = (uint8_t)v;
+        }
+        return true;
+    case PQ_CV_I32_TO_I16:
+        for (i = 0; i < k; i++) {
+            int32_t v;
+            memcpy(&v, src + 4 * i, 4);
+            uint16_t u = (uint16_t)v;
+            memcpy(dst + 2 * i, &u, 2);
+        }
+        return true;
+    case PQ_CV_INT96_TO_NS:
+        for (i = 0; i < k; i++) {
+            uint64_t nanos;
+            uint32_t jd;
+            memcpy(&nanos, src + 12 * i, 8);
+            memcpy(&jd, src + 12 * i + 8, 4);
+            uint64_t v = (uint64_t)((int64_t)jd - 2440588) * 86400000000000ull + nanos;
+            memcpy(dst + 8 * i, &v, 8);
+        }
+        return true;
+    case PQ_CV_I32_TO_DEC:
+        for (i = 0; i < k; i++) {
+            int32_t v;
+            memcpy(&v, src + 4 * i, 4);
+            int_to_dec(v, dst + 16 * i);
+        }
+        return true;
+    case PQ_CV_I64_TO_DEC:
+        for (i = 0; i < k; i++) {
+            int64_t v;
+            memcpy(&v, src + 8 * i, 8);
+            int_to_dec(v, dst + 16 * i);
+        }
+        return true;
+    case PQ_CV_BE_TO_DEC:
+        for (i = 0; i < k; i++)
+            if (!be_to_dec(src + (size_t)pw * i, (size_t)pw, dst + 16 * i))
+                return false;
+        return true;
+    default:
+        if (k > 0)
+            memcpy(dst, src, (size_t)k * pw);
+        return true;
+    }
+}
+
+/* One byte-array-like value -> output representation (fixed outputs only). */
+static bool conv_view(pq_conv cv, int out_w, const uint8_t *p, size_t len, uint8_t *dst)
+{
+    if (cv == PQ_CV_BE_TO_DEC)
+        return be_to_dec(p, len, dst);
+    if (len != (size_t)out_w)
+        return false;
+    memcpy(dst, p, len);
+    return true;
+}
+
+/* ===================================================================== */
+/* column chunk cursor                                                    */
+/* ===================================================================== */
+
+typedef enum { VS_NONE = 0, VS_PLAIN, VS_PLAIN_BOOL, VS_DICT, VS_RLE_BOOL, VS_STAGED } pq_vs_kind;
+
+typedef struct pq_cursor {
+    pq_reader *r;
+    pq_scan_stats *stats;
+    int leaf_index;
+    const pq_leaf *leaf;
+    const pq_column_meta *cm;
+    int rg;
+    int64_t rg_rows;
+    hs_codec codec;
+    int own_from;                    /* first node on the path this leaf fills */
+    /* chunk bytes (sequential) or the current page's bytes (page mode) */
+    hs_buf chunk;
+    uint64_t chunk_off;              /* file offset of chunk.data[0] */
+    size_t pos;                      /* sequential: next page header */
+    bool page_mode;
+    const pq_offset_index *oi;
+    int next_page;                   /* page mode: next OffsetIndex entry */
+    int64_t chunk_start;             /* file offset of the chunk's first page */
+    int64_t values_total;            /* level entries seen, for the chunk's num_values */
+    hs_arena hdr_arena;
+    /* dictionary, converted to the output representation */
+    bool has_dict;
+    uint32_t dict_n;
+    hs_buf dict_vals;                /* fixed outputs: dict_n * out_width */
+    hs_buf dict_offs;                /* bytes outputs: dict_n + 1 uint32 */
+    hs_buf dict_bytes;
+    /* current page */
+    bool in_page;
+    uint64_t page_off;               /* file offset of the page header, for messages */
+    int64_t page_row_end;            /* page mode: first row after this page */
+    hs_buf page_buf;                 /* decompressed body */
+    hs_buf def_buf, rep_buf;         /* uint16 levels */
+    const uint16_t *def, *rep;       /* NULL when the max level is 0 */
+    int64_t lvl_n, lvl_pos;
+    pq_vs_kind vs;
+    const uint8_t *vp;
+    size_t vlen, vpos;
+    int64_t bitpos;
+    pq_rle_decoder rle;
+    hs_buf staged, scratch;
+    int64_t staged_n, staged_pos;
+    /* rows */
+    int64_t row;                     /* rows of the row group consumed */
+    bool expect_row_start;
+    /* per-call scratch */
+    hs_buf hv;                       /* uint8 per leaf slot: has a value */
+    hs_buf tmp;                      /* index / bool scratch */
+} pq_cursor;
+
+static void cursor_free(pq_cursor *c)
+{
+    hs_buf_free(&c->chunk);
+    hs_arena_destroy(&c->hdr_arena);
+    hs_buf_free(&c->dict_vals);
+    hs_buf_free(&c->dict_offs);
+    hs_buf_free(&c->dict_bytes);
+    hs_buf_free(&c->page_buf);
+    hs_buf_free(&c->def_buf);
+    hs_buf_free(&c->rep_buf);
+    hs_buf_free(&c->staged);
+    hs_buf_free(&c->scratch);
+    hs_buf_free(&c->hv);
+    hs_buf_free(&c->tmp);
+}
+
+static hs_status cursor_ctx(pq_cursor *c, hs_status st, hs_error *err)
+{
+    if (st != HS_OK)
+        hs_err_prefix(err, "%s: row group %d, column %s, page at offset %llu", c->r->fname, c->rg,
+                      c->leaf->dotted, (unsigned long long)c->page_off);
+    return st;
+}
+
+#define CUR_CORRUPT(c, err, ...) HS_CORRUPT_AT(err, __VA_ARGS__)
+
+/* Bytes of the current page body: decompresses src into page_buf unless uncompressed. */
+static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, size_t unc_len,
+                           bool compressed, const uint8_t **out, hs_error *err)
+{
+    if (!compressed || c->codec == HS_CODEC_NONE) {
+        if (src_len != unc_len)
+            return HS_CORRUPT_AT(err, "uncompressed page claims %zu bytes but holds %zu", unc_len,
+                                 src_len);
+        *out = src;
+        return HS_OK;
+    }
+    if (unc_len == 0) {
+        *out = src;
+        return HS_OK;
+    }
+    hs_buf_reset(&c->page_buf);
+    if (hs_buf_reserve(&c->page_buf, unc_len + 8) != HS_OK)
+        return hs_err_nomem(err, unc_len);
+    HS_TRY(hs_decompress(c->codec, src, src_len, c->page_buf.data, unc_len, err));
+    *out = c->page_buf.data;
+    return HS_OK;
+}
+
+/* Dictionary page body (already decompressed) -> dict_* buffers. */
+static hs_status load_dict(pq_cursor *c, const pq_page_header *h, const uint8_t *p, size_t len,
+                           hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    const pq_schema_element *e = lf->elem;
+    if (c->has_dict)
+        return HS_CORRUPT_AT(err, "second dictionary page in one column chunk");
+    if (!h->has_dict)
+        return HS_CORRUPT_AT(err, "dictionary page without a dictionary page header");
+    int32_t n = h->dict.num_values;
+    if (n < 0)
+        return HS_CORRUPT_AT(err, "dictionary page claims %d values", (int)n);
+    if (h->dict.encoding != PQ_ENC_PLAIN && h->dict.encoding != PQ_ENC_PLAIN_DICTIONARY)
+        return hs_err_set(err, HS_UNSUPPORTED, "dictionary page encoding %d", (int)h->dict.encoding);
+    hs_buf_reset(&c->dict_vals);
+    hs_buf_reset(&c->dict_offs);
+    hs_buf_reset(&c->dict_bytes);
+    if (lf->conv == PQ_CV_NULL) {
+        c->has_dict = true;
+        c->dict_n = (uint32_t)n;
+        return HS_OK;
+    }
+    if (e->type == PQ_BOOLEAN)
+        return hs_err_set(err, HS_UNSUPPORTED, "dictionary-encoded BOOLEAN column");
+    if (e->type == PQ_BYTE_ARRAY) {
+        if ((uint64_t)n * 4 > len)
+            return HS_CORRUPT_AT(err, "dictionary of %d byte arrays in %zu bytes", (int)n, len);
+        bool to_dec = lf->conv == PQ_CV_BE_TO_DEC;
+        if (hs_buf_reserve(&c->dict_offs, ((size_t)n + 1) * 4) != HS_OK ||
+            (to_dec && hs_buf_reserve(&c->dict_vals, (size_t)n * 16) != HS_OK) ||
+            (!to_dec && hs_buf_reserve(&c->dict_bytes, len) != HS_OK))
+            return hs_err_nomem(err, len);
+        uint32_t *offs = (uint32_t *)c->dict_offs.data;
+        size_t pos = 0, out = 0;
+        offs[0] = 0;
+        for (int32_t i = 0; i < n; i++) {
+            if (len - pos < 4)
+                return HS_CORRUPT_AT(err, "dictionary value %d runs past the page", (int)i);
+            uint32_t l = rd_u32le(p + pos);
+            pos += 4;
+            if (l > len - pos)
+                return HS_CORRUPT_AT(err, "dictionary value %d claims %u bytes, %zu left", (int)i, l,
+                                     len - pos);
+            if (to_dec) {
+                if (!be_to_dec(p + pos, l, c->dict_vals.data + 16 * (size_t)i))
+                    return HS_CORRUPT_AT(err, "decimal dictionary value %d does not fit 128 bits", (int)i);
+            } else {
+                memcpy(c->dict_bytes.data + out, p + pos, l);
+                out += l;
+            }
+            pos += l;
+            offs[i + 1] = (uint32_t)out;
+        }
+        c->dict_offs.len = ((size_t)n + 1) * 4;
+        c->dict_bytes.len = out;
+        c->dict_vals.len = to_dec ? (size_t)n * 16 : 0;
+    } else {
+        int pw = lf->phys_width;
+        if ((uint64_t)n * (uint64_t)pw > len)
+            return HS_CORRUPT_AT(err, "dictionary of %d values of %d bytes in %zu bytes", (int)n, pw, len);
+        size_t need = (size_t)n * (size_t)lf->out_width;
+        if (hs_buf_reserve(&c->dict_vals, need + 16) != HS_OK)
+            return hs_err_nomem(err, need);
+        if (!conv_fixed(lf->conv, pw, p, n, c->dict_vals.data))
+            return HS_CORRUPT_AT(err, "decimal dictionary value does not fit 128 bits");
+        c->dict_vals.len = need;
+    }
+    c->has_dict = true;
+    c->dict_n = (uint32_t)n;
+    return HS_OK;
+}
+
+static hs_status levels_check(const uint16_t *lv, int64_t n, int max, const char *what, hs_error *err)
+{
+    uint16_t bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad |= (uint16_t)(lv[i] > max);
+    if (bad)
+        return HS_CORRUPT_AT(err, "%s level above its maximum %d", what, max);
+    return HS_OK;
+}
+
+static hs_status decode_levels(pq_cursor *c, hs_buf *buf, pq_encoding enc, bool prefixed,
+                               const uint8_t *p, size_t len, int max, int64_t n, size_t *used,
+                               const char *what, hs_error *err)
+{
+    hs_buf_reset(buf);
+    if (hs_buf_reserve(buf, (size_t)n * 2 + 2) != HS_OK)
+        return hs_err_nomem(err, (size_t)n * 2);
+    if (enc != PQ_ENC_RLE && enc != PQ_ENC_BIT_PACKED)
+        return hs_err_set(err, HS_UNSUPPORTED, "%s level encoding %d", what, (int)enc);
+    HS_TRY(pq_levels_decode(enc, prefixed, p, len, max, n, (uint16_t *)buf->data, used, err));
+    return levels_check((const uint16_t *)buf->data, n, max, what, err);
+}
+
+/* Sets up the value source of a data page whose levels are decoded. */
+static hs_status setup_values(pq_cursor *c, pq_encoding enc, const uint8_t *p, size_t len,
+                              hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    const pq_schema_element *e = lf->elem;
+    int64_t k = 0;
+    if (lf->max_def == 0) {
+        k = c->lvl_n;
+    } else {
+        for (int64_t i = 0; i < c->lvl_n; i++)
+            k += c->def[i] == lf->max_def;
+    }
+    c->vp = p;
+    c->vlen = len;
+    c->vpos = 0;
+    c->bitpos = 0;
+    c->staged_n = c->staged_pos = 0;
+    c->vs = VS_NONE;
+    if (k == 0)
+        return HS_OK;
+    switch (enc) {
+    case PQ_ENC_PLAIN:
+        c->vs = e->type == PQ_BOOLEAN ? VS_PLAIN_BOOL : VS_PLAIN;
+        if (e->type == PQ_BOOLEAN && (uint64_t)k > (uint64_t)len * 8)
+            return HS_CORRUPT_AT(err, "%lld booleans in %zu bytes", (long long)k, len);
+        if (lf->phys_width > 0 && (uint64_t)k * (uint64_t)lf->phys_width > len)
+            return HS_CORRUPT_AT(err, "%lld values of %d bytes in %zu bytes", (long long)k,
+                                 lf->phys_width, len);
+        return HS_OK;
+    case PQ_ENC_PLAIN_DICTIONARY:
+    case PQ_ENC_RLE_DICTIONARY: {
+        if (!c->has_dict)
+            return HS_CORRUPT_AT(err, "dictionary-encoded page without a dictionary page");
+        if (len < 1)
+            return HS_CORRUPT_AT(err, "dictionary-encoded page without index bit width");
+        int bw = p[0];
+        if (bw > 32)
+            return HS_CORRUPT_AT(err, "dictionary index bit width %d", bw);
+        pq_rle_init(&c->rle, p + 1, len - 1, bw);
+        c->vs = VS_DICT;
+        return HS_OK;
+    }
+    case PQ_ENC_RLE:
+        if (e->type != PQ_BOOLEAN)
+            return hs_err_set(err, HS_UNSUPPORTED, "RLE encoding for a non-BOOLEAN column");
+        if (len < 4 || rd_u32le(p) > len - 4)
+            return HS_CORRUPT_AT(err, "RLE boolean data length runs past the page");
+        pq_rle_init(&c->rle, p + 4, rd_u32le(p), 1);
+        c->vs = VS_RLE_BOOL;
+        return HS_OK;
+    case PQ_ENC_DELTA_BINARY_PACKED:
+    case PQ_ENC_DELTA_LENGTH_BYTE_ARRAY:
+    case PQ_ENC_DELTA_BYTE_ARRAY:
+    case PQ_ENC_BYTE_STREAM_SPLIT: {
+        if (e->type == PQ_BOOLEAN)
+            return hs_err_set(err, HS_UNSUPPORTED, "encoding %d for BOOLEAN", (int)enc);
+        size_t w = (e->type == PQ_BYTE_ARRAY || e->type == PQ_FIXED_LEN_BYTE_ARRAY)
+                       ? sizeof(pq_bytes) : (size_t)lf->phys_width;
+        hs_buf_reset(&c->staged);
+        hs_buf_reset(&c->scratch);
+        if (hs_buf_reserve(&c->staged, (size_t)k * w + 8) != HS_OK)
+            return hs_err_nomem(err, (size_t)k * w);
+        HS_TRY(pq_values_decode(enc, e->type, e->type_length, p, len, k, c->staged.data, &c->scratch,
+                                err));
+        c->staged_n = k;
+        c->vs = VS_STAGED;
+        return HS_OK;
+    }
+    default:
+        return hs_err_set(err, HS_UNSUPPORTED, "value encoding %d", (int)enc);
+    }
+}
+
+/* Decodes the data page whose header is h and whose body is src[0..src_len). */
+static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const uint8_t *src,
+                                  size_t src_len, hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    int64_t n;
+    size_t unc = (size_t)h->uncompressed_page_size;
+    const uint8_t *vals;
+    size_t vlen;
+    pq_encoding enc;
+    c->stats->pages_decoded++;
+    if (h->type == PQ_PAGE_DATA) {
+        if (!h->has_data)
+            return HS_CORRUPT_AT(err, "data page without a data page header");
+        n = h->data.num_values;
+        if (n < 0 || n > PQ_MAX_PAGE_VALUES)
+            return HS_CORRUPT_AT(err, "data page claims %lld values", (long long)n);
+        const uint8_t *p;
+        HS_TRY(page_body(c, src, src_len, unc, true, &p, err));
+        size_t pos = 0, used = 0;
+        if (lf->max_rep > 0) {
+            HS_TRY(decode_levels(c, &c->rep_buf, h->data.rep_encoding, true, p, unc, lf->max_rep, n,
+                                 &used, "repetition", err));
+            pos += used;
+        }
+        if (lf->max_def > 0) {
+            HS_TRY(decode_levels(c, &c->def_buf, h->data.def_encoding, true, p + pos, unc - pos,
+                                 lf->max_def, n, &used, "definition", err));
+            pos += used;
+        }
+        if (pos > unc)
+            return HS_CORRUPT_AT(err, "levels overrun the page");
+        vals = p + pos;
+        vlen = unc - pos;
+        enc = h->data.encoding;
+    } else {
+        if (!h->has_data_v2)
+            return HS_CORRUPT_AT(err, "v2 data page without its header");
+        const pq_data_page_header_v2 *h2 = &h->data_v2;
+        n = h2->num_values;
+        if (n < 0 || n > PQ_MAX_PAGE_VALUES || h2->num_nulls < 0 || h2->num_nulls > n)
+            return HS_CORRUPT_AT(err, "v2 data page claims %lld values, %d nulls", (long long)n,
+                                 (int)h2->num_nulls);
+        int64_t rl = h2->rep_levels_byte_length, dl = h2->def_levels_byte_length;
+        if (rl < 0 || dl < 0 || (uint64_t)(rl + dl) > src_len || (uint64_t)(rl + dl) > unc)
+            return HS_CORRUPT_AT(err, "v2 level lengths %lld + %lld exceed the page", (long long)rl,
+                                 (long long)dl);
+        size_t used = 0;
+        if (lf->max_rep > 0)
+            HS_TRY(decode_levels(c, &c->rep_buf, PQ_ENC_RLE, false, src, (size_t)rl, lf->max_rep, n,
+                                 &used, "repetition", err));
+        if (lf->max_def > 0)
+            HS_TRY(decode_levels(c, &c->def_buf, PQ_ENC_RLE, false, src + rl, (size_t)dl, lf->max_def,
+                                 n, &used, "definition", err));
+        HS_TRY(page_body(c, src + rl + dl, src_len - (size_t)(rl + dl), unc - (size_t)(rl + dl),
+                         h2->is_compressed, &vals, err));
+        vlen = unc - (size_t)(rl + dl);
+        enc = h2->encoding;
+    }
+    c->rep = lf->max_rep > 0 ? (const uint16_t *)c->rep_buf.data : NULL;
+    c->def = lf->max_def > 0 ? (const uint16_t *)c->def_buf.data : NULL;
+    c->lvl_n = n;
+    c->lvl_pos = 0;
+    c->values_total += n;
+    if (lf->max_rep > 0 && n > 0 && c->page_mode && c->rep[0] != 0)
+        return HS_CORRUPT_AT(err, "page does not start at a row boundary (repetition level %u)",
+                             c->rep[0]);
+    HS_TRY(setup_values(c, enc, vals, vlen, err));
+    c->in_page = true;
+    return HS_OK;
+}
+
+static hs_status check_header(pq_cursor *c, const pq_page_header *h, size_t avail, hs_error *err)
+{
+    if (h->compressed_page_size < 0 || (uint64_t)h->compressed_page_size > avail)
+        return HS_CORRUPT_AT(err, "page claims %d compressed bytes, %zu left in the column chunk",
+                             (int)h->compressed_page_size, avail);
+    if (h->uncompressed_page_size < 0 || h->uncompressed_page_size > PQ_MAX_PAGE_BYTES)
+        return HS_CORRUPT_AT(err, "page claims %d uncompressed bytes", (int)h->uncompressed_page_size);
+    return HS_OK;
+}
+
+/* Rows in a data page known from its header without decoding, or -1. */
+static int64_t header_rows(const pq_cursor *c, const pq_page_header *h)
+{
+    if (h->type == PQ_PAGE_DATA && h->has_data && c->leaf->max_rep == 0)
+        return h->data.num_values;
+    if (h->type == PQ_PAGE_DATA_V2 && h->has_data_v2)
+        return c->leaf->max_rep == 0 ? h->data_v2.num_values : h->data_v2.num_rows;
+    return -1;
+}
+
+/* Sequential mode: moves to the next data page.  While skip_rows > 0, pages
+ * wholly inside the skip are passed over undecoded and their rows subtracted
+ * from *skip_rows.  *eof when the chunk has no more pages. */
+static hs_status seq_next_page(pq_cursor *c, int64_t *skip_rows, bool *eof, hs_error *err)
+{
+    *eof = false;
+    c->in_page = false;
+    for (;;) {
+        if (c->pos >= c->chunk.len) {
+            *eof = true;
+            return HS_OK;
+        }
+        c->page_off = c->chunk_off + c->pos;
+        pq_page_header h;
+        size_t used = 0;
+        hs_arena_reset(&c->hdr_arena);
+        HS_TRY(pq_decode_page_header(c->chunk.data + c->pos, c->chunk.len - c->pos, &c->hdr_arena, &h,
+                                     &used, err));
+        if (used > c->chunk.len - c->pos)
+            return HS_CORRUPT_AT(err, "page header overruns the column chunk");
+        size_t avail = c->chunk.len - c->pos - used;
+        HS_TRY(check_header(c, &h, avail, err));
+        const uint8_t *body = c->chunk.data + c->pos + used;
+        size_t blen = (size_t)h.compressed_page_size;
+        c->pos += used + blen;
+        if (h.type == PQ_PAGE_DICTIONARY) {
+            const uint8_t *p;
+            HS_TRY(page_body(c, body, blen, (size_t)h.uncompressed_page_size, true, &p, err));
+            HS_TRY(load_dict(c, &h, p, (size_t)h.uncompressed_page_size, err));
+            continue;
+        }
+        if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
+            continue;  /* index pages and unknown kinds */
+        int64_t hr = header_rows(c, &h);
+        if (skip_rows && *skip_rows > 0 && hr >= 0 && hr <= *skip_rows) {
+            if (hr < 0 || hr > c->rg_rows - c->row)
+                return HS_CORRUPT_AT(err, "page claims %lld rows, %lld left in the row group",
+                                     (long long)hr, (long long)(c->rg_rows - c->row));
+            *skip_rows -= hr;
+            c->row += hr;
+            c->values_total += h.type == PQ_PAGE_DATA ? h.data.num_values : h.data_v2.num_values;
+            c->stats->pages_skipped++;
+            continue;
+        }
+        return decode_data_page(c, &h, body, blen, err);
+    }
+}
+
+/* Page mode: reads and decodes OffsetIndex page `pi`. */
+static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
+{
+    const pq_page_location *pl = &c->oi->pages[pi];
+    c->in_page = false;
+    c->page_off = (uint64_t)pl->offset;
+    HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)pl->offset, (size_t)pl->compressed_page_size, &c->chunk,
+                            err));
+    c->stats->bytes_read += pl->compressed_page_size;
+    c->chunk_off = (uint64_t)pl->offset;
+    pq_page_header h;
+    size_t used = 0;
+    hs_arena_reset(&c->hdr_arena);
+    HS_TRY(pq_decode_page_header(c->chunk.data, c->chunk.len, &c->hdr_arena, &h, &used, err));
+    if (used > c->chunk.len)
+        return HS_CORRUPT_AT(err, "page header overruns the page");
+    HS_TRY(check_header(c, &h, c->chunk.len - used, err));
+    if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
+        return HS_CORRUPT_AT(err, "offset index points at a page of type %d", (int)h.type);
+    c->row = pl->first_row_index;
+    c->page_row_end = pi + 1 < c->oi->n_pages ? c->oi->pages[pi + 1].first_row_index : c->rg_rows;
+    c->next_page = pi + 1;
+    return decode_data_page(c, &h, c->chunk.data + used, (size_t)h.compressed_page_size, err);
+}
+
+/* ---------- value sources ---------- */
+
+static hs_status dict_indices(pq_cursor *c, uint32_t *idx, int64_t m, hs_error *err)
+{
+    HS_TRY(pq_rle_get_u32(&c->rle, idx, m, err));
+    uint32_t bad = 0, n = c->dict_n;
+    for (int64_t i = 0; i < m; i++)
+        bad |= (uint32_t)(idx[i] >= n);
+    if (bad)
+        return HS_CORRUPT_AT(err, "dictionary index out of range (dictionary has %u values)", n);
+    return HS_OK;
+}
+
+static hs_status tmp_room(pq_cursor *c, size_t bytes, hs_error *err)
+{
+    if (c->tmp.cap < bytes) {
+        hs_buf_reset(&c->tmp);
+        if (hs_buf_reserve(&c->tmp, bytes) != HS_OK)
+            return hs_err_nomem(err, bytes);
+    }
+    return HS_OK;
+}
+
+/* Reads the next PLAIN byte array. */
+static inline hs_status plain_ba(pq_cursor *c, const uint8_t **p, uint32_t *l, hs_error *err)
+{
+    if (c->vlen - c->vpos < 4)
+        return HS_CORRUPT_AT(err, "byte array length runs past the page");
+    uint32_t n = rd_u32le(c->vp + c->vpos);
+    c->vpos += 4;
+    if (n > c->vlen - c->vpos)
+        return HS_CORRUPT_AT(err, "byte array of %u bytes runs past the page", n);
+    *p = c->vp + c->vpos;
+    *l = n;
+    c->vpos += n;
+    return HS_OK;
+}
+
+static hs_status vs_need(pq_cursor *c, int64_t k, hs_error *err)
+{
+    if (k > 0 && c->vs == VS_NONE)
+        return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+    if (c->vs == VS_STAGED && k > c->staged_n - c->staged_pos)
+        return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+    return HS_OK;
+}
+
+/* k values, dense, into dst (fixed-width output representation). */
+static hs_status vs_read_fixed(pq_cursor *c, uint8_t *dst, int64_t k, hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    int ow = lf->out_width, pw = lf->phys_width;
+    HS_TRY(vs_need(c, k, err));
+    if (k == 0)
+        return HS_OK;
+    switch (c->vs) {
+    case VS_PLAIN:
+        if (pw > 0) {
+            if ((uint64_t)k * pw > c->vlen - c->vpos)
+                return HS_CORRUPT_AT(err, "page holds fewer values than its levels announce");
+            if (!conv_fixed(lf->conv, pw, c->vp + c->vpos, k, dst))
+                return HS_CORRUPT_AT(err, "decimal value does not fit 128 bits");
+            c->vpos += (size_t)k * pw;
+        } else {  /* BYTE_ARRAY decimal */
+            for (int64_t i = 0; i < k; i++) {
+                const uint8_t *p;
+                uint32_t l;
+                HS_TRY(plain_ba(c, &p, &l, err));
+                if (!be_to_dec(p, l, dst + (size_t)ow * i))
+                    return HS_CORRUPT_AT(err, "decimal value does not fit 128 bits");
+            }
+        }
+        return HS_OK;
+    case VS_DICT: {
+        HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
+        uint32_t *idx = (uint32_t *)c->tmp.data;
+        const uint8_t *dv = c->dict_vals.data;
+        while (k > 0) {
+            int64_t m = k < PQ_IDX_CHUNK ? k : PQ_IDX_CHUNK;
+            HS_TRY(dict_indices(c, idx, m, err));
+            switch (ow) {
+            case 4:
+                for (int64_t i = 0; i < m; i++)
+                    memcpy(dst + 4 * i, dv + 4 * (size_t)idx[i], 4);
+                break;
+            case 8:
+                for (int64_t i = 0; i < m; i++)
+                    memcpy(dst + 8 * i, dv + 8 * (size_t)idx[i], 8);
+                break;
+            default:
+                for (int64_t i = 0; i < m; i++)
+                    memcpy(dst + (size_t)ow * i, dv + (size_t)ow * idx[i], (size_t)ow);
+            }
+            dst += (size_t)ow * m;
+            k -= m;
+        }
+        return HS_OK;
+    }
+    case VS_STAGED:
+        if (lf->elem->type == PQ_BYTE_ARRAY || lf->elem->type == PQ_FIXED_LEN_BYTE_ARRAY) {
+            const pq_bytes *v = (const pq_bytes *)c->staged.data + c->staged_pos;
+            for (int64_t i = 0; i < k; i++)
+                if (!conv_view(lf->conv, ow, v[i].p, v[i].len, dst + (size_t)ow * i))
+                    return HS_CORRUPT_AT(err, "value of %u bytes does not fit the column type",
+                                         v[i].len);
+        } else if (!conv_fixed(lf->conv, pw, c->staged.data + (size_t)pw * c->staged_pos, k, dst)) {
+            return HS_CORRUPT_AT(err, "value does not fit the column type");
+        }
+        c->staged_pos += k;
+        return HS_OK;
+    default:
+        return HS_CORRUPT_AT(err, "no values for a fixed-width column");
+    }
+}
+
+/* k booleans, one byte each, into out. */
+static hs_status vs_read_bool(pq_cursor *c, uint8_t *out, int64_t k, hs_error *err)
+{
+    HS_TRY(vs_need(c, k, err));
+    if (k == 0)
+        return HS_OK;
+    if (c->vs == VS_PLAIN_BOOL) {
+        if ((uint64_t)(c->bitpos + k) > (uint64_t)c->vlen * 8)
+            return HS_CORRUPT_AT(err, "page holds fewer booleans than its levels announce");
+        for (int64_t i = 0; i < k; i++, c->bitpos++)
+            out[i] = (c->vp[c->bitpos >> 3] >> (c->bitpos & 7)) & 1;
+        return HS_OK;
+    }
+    if (c->vs == VS_RLE_BOOL) {
+        HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
+        uint32_t *t = (uint32_t *)c->tmp.data;
+        while (k > 0) {
+            int64_t m = k < PQ_IDX_CHUNK ? k : PQ_IDX_CHUNK;
+            HS_TRY(pq_rle_get_u32(&c->rle, t, m, err));
+            for (int64_t i = 0; i < m; i++)
+                out[i] = t[i] != 0;
+            out += m;
+            k -= m;
+        }
+        return HS_OK;
+    }
+    if (c->vs == VS_STAGED) {
+        memcpy(out, c->staged.data + c->staged_pos, (size_t)k);
+        c->staged_pos += k;
+        return HS_OK;
+    }
+    return HS_CORRUPT_AT(err, "no values for a boolean column");
+}
+
+/* Skips k values. */
+static hs_status vs_skip(pq_cursor *c, int64_t k, hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    HS_TRY(vs_need(c, k, err));
+    if (k == 0)
+        return HS_OK;
+    switch (c->vs) {
+    case VS_PLAIN:
+        if (lf->phys_width > 0) {
+            if ((uint64_t)k * lf->phys_width > c->vlen - c->vpos)
+                return HS_CORRUPT_AT(err, "page holds fewer values than its levels announce");
+            c->vpos += (size_t)k * lf->phys_width;
+        } else {
+            for (int64_t i = 0; i < k; i++) {
+                const uint8_t *p;
+                uint32_t l;
+                HS_TRY(plain_ba(c, &p, &l, err));
+            }
+        }
+        return HS_OK;
+    case VS_PLAIN_BOOL:
+        if ((uint64_t)(c->bitpos + k) > (uint64_t)c->vlen * 8)
+            return HS_CORRUPT_AT(err, "page holds fewer booleans than its levels announce");
+        c->bitpos += k;
+        return HS_OK;
+    case VS_DICT:
+    case VS_RLE_BOOL: {
+        HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
+        uint32_t *idx = (uint32_t *)c->tmp.data;
+        while (k > 0) {
+            int64_t m = k < PQ_IDX_CHUNK ? k : PQ_IDX_CHUNK;
+            if (c->vs == VS_DICT)
+                HS_TRY(dict_indices(c, idx, m, err));
+            else
+                HS_TRY(pq_rle_get_u32(&c->rle, idx, m, err));
+            k -= m;
+        }
+        return HS_OK;
+    }
+    case VS_STAGED:
+        c->staged_pos += k;
+        return HS_OK;
+    default:
+        return HS_CORRUPT_AT(err, "no values to skip");
+    }
+}
+
+/* ---------- leaf output ---------- */
+
+/* Appends n slots to the leaf column: hv[s] says whether slot s has a value
+ * (hv NULL: all do); k = number of values. */
+static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_t *hv, int64_t k,
+                           hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    const pq_anode *an = lf->path[lf->depth - 1];
+    int64_t base = col->length;
+    if (n == 0)
+        return HS_OK;
+    if (lf->conv == PQ_CV_NULL) {
+        HS_TRY(vs_skip(c, k, err));
+        col->length += n;
+        col->null_count += n;
+        return HS_OK;
+    }
+    if (col_prep(col, an->nullable, n) != HS_OK)
+        return hs_err_nomem(err, (size_t)n);
+    if (an->nullable) {
+        uint8_t *vb = col->validity.data;
+        if (hv) {
+            for (int64_t s = 0; s < n; s++)
+                put_bit(vb, base + s, hv[s]);
+        } else {
+            for (int64_t s = 0; s < n; s++)
+                hs_bit_set(vb, base + s);
+        }
+        col->null_count += n - k;
+        col->validity.len = (size_t)((base + n + 7) / 8);
+    }
+    if (lf->conv == PQ_CV_BYTES) {
+        int32_t *offs = (int32_t *)col->offsets.data;
+        size_t cur = (size_t)offs[base];
+        for (int64_t s = 0; s < n; s++) {
+            if (!hv || hv[s]) {
+                const uint8_t *p = NULL;
+                uint32_t l = 0;
+                if (c->vs == VS_PLAIN) {
+                    HS_TRY(plain_ba(c, &p, &l, err));
+                } else if (c->vs == VS_DICT) {
+                    uint32_t ix;
+                    HS_TRY(dict_indices(c, &ix, 1, err));
+                    const uint32_t *doff = (const uint32_t *)c->dict_offs.data;
+                    p = c->dict_bytes.data + doff[ix];
+                    l = doff[ix + 1] - doff[ix];
+                } else if (c->vs == VS_STAGED) {
+                    HS_TRY(vs_need(c, 1, err));
+                    const pq_bytes *v = (const pq_bytes *)c->staged.data + c->staged_pos++;
+                    p = v->p;
+                    l = v->len;
+                } else {
+                    return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+                }
+                if (cur + l > (size_t)INT32_MAX)
+                    return hs_err_set(err, HS_UNSUPPORTED, "more than 2 GiB of strings in one batch");
+                if (cur + l > col->values.cap) {
+                    col->values.len = cur;
+                    if (cb_reserve(&col->values, cur + l) != HS_OK)
+                        return hs_err_nomem(err, cur + l);
+                }
+                if (l)
+                    memcpy(col->values.data + cur, p, l);
+                cur += l;
+            }
+            offs[base + s + 1] = (int32_t)cur;
+        }
+        col->values.len = cur;
+        col->offsets.len = (size_t)(base + n + 1) * 4;
+        col->length += n;
+        return HS_OK;
+    }
+    if (lf->conv == PQ_CV_BOOL) {
+        HS_TRY(tmp_room(c, (size_t)k + 8, err));
+        if (cb_reserve(&col->values, (size_t)((base + n + 7) / 8)) != HS_OK)
+            return hs_err_nomem(err, (size_t)n);
+        uint8_t *t = c->tmp.data;
+        HS_TRY(vs_read_bool(c, t, k, err));
+        uint8_t *vb = col->values.data;
+        int64_t src = 0;
+        for (int64_t s = 0; s < n; s++)
+            put_bit(vb, base + s, (!hv || hv[s]) ? t[src++] : 0);
+        col->values.len = (size_t)((base + n + 7) / 8);
+        col->length += n;
+        return HS_OK;
+    }
+    /* fixed width: dense at base, then spread over the null slots */
+    int w = lf->out_width;
+    if (cb_reserve(&col->values, (size_t)(base + n) * w) != HS_OK)
+        return hs_err_nomem(err, (size_t)n * w);
+    uint8_t *dst = col->values.data + (size_t)base * w;
+    HS_TRY(vs_read_fixed(c, dst, k, err));
+    if (k < n) {
+        int64_t src = k - 1;
+        for (int64_t s = n - 1; s >= 0; s--) {
+            if (hv[s]) {
+                if (src != s)
+                    memcpy(dst + (size_t)s * w, dst + (size_t)src * w, (size_t)w);
+                src--;
+            } else {
+                memset(dst + (size_t)s * w, 0, (size_t)w);
+            }
+        }
+    }
+    col->values.len = (size_t)(base + n) * w;
+    col->length += n;
+    return HS_OK;
+}
+
+/* ---------- assembly of one run of level entries [a, b) ---------- */
+
+static hs_status hv_room(pq_cursor *c, size_t n, hs_error *err)
+{
+    if (c->hv.cap < n) {
+        size_t keep = c->hv.len;
+        if (hs_buf_reserve(&c->hv, n - keep) != HS_OK)
+            return hs_err_nomem(err, n);
+    }
+    return HS_OK;
+}
+
+static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    int depth = lf->depth;
+    int64_t n = b - a;
+    const uint16_t *def = c->def, *rep = c->rep;
+    hs_column *leafcol = cols[depth - 1];
+    if (depth == 1) {  /* flat */
+        if (!def)
+            return leaf_emit(c, leafcol, n, NULL, n, err);
+        HS_TRY(hv_room(c, (size_t)n, err));
+        uint8_t *hv = c->hv.data;
+        int64_t k = 0;
+        uint16_t md = (uint16_t)lf->max_def;
+        for (int64_t i = 0; i < n; i++) {
+            hv[i] = def[a + i] == md;
+            k += hv[i];
+        }
+        return leaf_emit(c, leafcol, n, k == n ? NULL : hv, k, err);
+    }
+    /* general: walk the owned nodes for every entry */
+    int64_t len[2 * PQ_MAX_NESTING + 8];
+    for (int j = c->own_from; j < depth - 1; j++) {
+        const pq_anode *nd = lf->path[j];
+        if (col_prep(cols[j], nd->nullable, n) != HS_OK)
+            return hs_err_nomem(err, (size_t)n);
+        len[j] = cols[j]->length;
+    }
+    HS_TRY(hv_room(c, (size_t)n, err));
+    int64_t nl = 0, k = 0;
+    int16_t leaf_reach = lf->path[depth - 1]->def_reach;
+    for (int64_t i = a; i < b; i++) {
+        int d = def ? def[i] : lf->max_def;
+        int r = rep ? rep[i] : 0;
+        for (int j = c->own_from; j < depth - 1; j++) {
+            const pq_anode *nd = lf->path[j];
+            if (r > nd->rep_ctx || d < nd->def_reach)
+                continue;
+            hs_column *cj = cols[j];
+            int64_t slot = len[j]++;
+            bool valid = d >= nd->def_valid;
+            if (nd->nullable) {
+                put_bit(cj->validity.data, slot, valid);
+                cj->null_count += !valid;
+            }
+            if (nd->kind == PQ_AN_LIST) {
+                int64_t child_len = j + 1 == depth - 1 ? leafcol->length + nl : len[j + 1];
+                if (child_len > INT32_MAX)
+                    return hs_err_set(err, HS_UNSUPPORTED, "more than 2^31 list elements in one batch");
+                ((int32_t *)cj->offsets.data)[slot] = (int32_t)child_len;
+                if (nd->type == HS_TYPE_FIXED_LIST && !valid && j + 1 == depth - 1) {
+                    /* a null fixed-size list still owns `width` (null) elements */
+                    HS_TRY(hv_room(c, (size_t)(nl + nd->width + (b - i))));
+                    memset(c->hv.data + nl, 0, (size_t)nd->width);
+                    nl += nd->width;
+                }
+            }
+        }
+        if (d >= leaf_reach) {
+            if ((size_t)nl >= c->hv.cap)
+                HS_TRY(hv_room(c, (size_t)nl * 2 + 16, err));
+            uint8_t has = d >= lf->max_def;
+            c->hv.data[nl++] = has;
+            k += has;
+        }
+    }
+    HS_TRY(leaf_emit(c, leafcol, nl, c->hv.data, k, err));
+    for (int j = c->own_from; j < depth - 1; j++) {
+        const pq_anode *nd = lf->path[j];
+        hs_column *cj = cols[j];
+        cj->length = len[j];
+        if (nd->nullable)
+            cj->validity.len = (size_t)((len[j] + 7) / 8);
+        if (nd->kind == PQ_AN_LIST) {
+            int64_t child_len = j + 1 == depth - 1 ? leafcol->length : len[j + 1];
+            ((int32_t *)cj->offsets.data)[len[j]] = (int32_t)child_len;
+            cj->offsets.len = (size_t)(len[j] + 1) * 4;
+        }
+    }
+    return HS_OK;
+}
