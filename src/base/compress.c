@@ -264,6 +264,8 @@ hs_status hs_compress(hs_codec c, int level, const void *src_v, size_t src_len, 
 {
     static const uint8_t empty[1];
     const uint8_t *src = src_v ? src_v : empty;
+    if (!src_v && src_len)
+        return hs_err_set(err, HS_INVALID, "compress: NULL buffer with a non-zero length");
     switch (c) {
     case HS_CODEC_NONE:
         if (hs_buf_append(dst, src, src_len) != HS_OK)
@@ -493,6 +495,8 @@ hs_status hs_decompress(hs_codec c, const void *src_v, size_t src_len, void *dst
     uint8_t empty_out[1];
     const uint8_t *src = src_v && src_len ? src_v : empty_in;
     uint8_t *dst = dst_v && dst_len ? dst_v : empty_out;
+    if ((!src_v && src_len) || (!dst_v && dst_len))
+        return hs_err_set(err, HS_INVALID, "decompress: NULL buffer with a non-zero length");
     switch (c) {
     case HS_CODEC_NONE:
         if (src_len != dst_len)

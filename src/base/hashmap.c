@@ -24,6 +24,12 @@
  * every key stays reachable from its home slot without passing an empty slot.
  * Keys live in m->keys (an arena); removed keys' bytes are reclaimed only by
  * hs_map_clear / hs_map_free.
+ *
+ * hs_imap (integer keys, at the end of this file) keeps key and value inline
+ * in 16-byte slots and places them by Fibonacci hashing:
+ *     home = (key * 0x9E3779B97F4A7C15) >> shift,   shift = 64 - log2(cap)
+ * (the multiply's top bits mix every key bit).  value_plus1 == 0 marks an
+ * empty slot.  Same load factor and probing; no removal.
  */
 #include "base/hashmap.h"
 #include "base/mem.h"
@@ -43,8 +49,22 @@ static inline uint32_t map_hash(const void *key, size_t key_len)
 
 static inline bool slot_matches(const hs_map_slot *s, uint32_t h, const void *key, size_t key_len)
 {
-    return s->hash_hi == h && s->key_len == key_len &&
-           (key_len == 0 || memcmp(s->key, key, key_len) == 0);
+    if (s->hash_hi != h || s->key_len != key_len)
+        return false;
+    /* Fixed-width values (dictionary encoding) compare without a libc call. */
+    if (key_len == 8) {
+        uint64_t a, b;
+        memcpy(&a, s->key, 8);
+        memcpy(&b, key, 8);
+        return a == b;
+    }
+    if (key_len == 4) {
+        uint32_t a, b;
+        memcpy(&a, s->key, 4);
+        memcpy(&b, key, 4);
+        return a == b;
+    }
+    return key_len == 0 || memcmp(s->key, key, key_len) == 0;
 }
 
 /* Index of key's slot, or of the empty slot where it would go. */
@@ -201,5 +221,116 @@ void hs_map_free(hs_map *m)
         return;
     hs_free(m->slots);
     hs_arena_destroy(&m->keys);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- hs_imap: inline 8-byte keys --------------------------------------- */
+
+static inline size_t imap_home(const hs_imap *m, uint64_t key)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> m->shift);
+}
+
+static hs_status imap_resize(hs_imap *m, size_t new_cap)
+{
+    if (new_cap > MAP_MAX_CAP)
+        return HS_NOMEM;
+    hs_imap_slot *ns = hs_calloc(new_cap, sizeof *ns);
+    if (!ns)
+        return HS_NOMEM;
+    hs_imap_slot *old = m->slots;
+    size_t old_cap = m->cap;
+    m->slots = ns;
+    m->cap = new_cap;
+    m->shift = (unsigned)(64 - __builtin_ctzll((unsigned long long)new_cap));
+    size_t mask = new_cap - 1;
+    for (size_t j = 0; j < old_cap; j++) {
+        if (!old[j].value_plus1)
+            continue;
+        size_t i = imap_home(m, old[j].key);
+        while (ns[i].value_plus1)
+            i = (i + 1) & mask;
+        ns[i] = old[j];
+    }
+    hs_free(old);
+    return HS_OK;
+}
+
+/* Index of key's slot, or of the empty slot where it would go. */
+static inline size_t imap_find(const hs_imap *m, uint64_t key)
+{
+    size_t mask = m->cap - 1;
+    size_t i = imap_home(m, key);
+    while (m->slots[i].value_plus1 && m->slots[i].key != key)
+        i = (i + 1) & mask;
+    return i;
+}
+
+bool hs_imap_get(const hs_imap *m, uint64_t key, uint64_t *value)
+{
+    if (m->count == 0)
+        return false;
+    size_t i = imap_find(m, key);
+    if (!m->slots[i].value_plus1)
+        return false;
+    if (value)
+        *value = m->slots[i].value_plus1 - 1;
+    return true;
+}
+
+static inline hs_status imap_reserve_one(hs_imap *m)
+{
+    if (HS_LIKELY((m->count + 1) * 10 <= m->cap * 7))
+        return HS_OK;
+    return imap_resize(m, m->cap ? m->cap * 2 : MAP_MIN_CAP);
+}
+
+hs_status hs_imap_put(hs_imap *m, uint64_t key, uint64_t value)
+{
+    if (value == UINT64_MAX)
+        return HS_INVALID;
+    HS_TRY(imap_reserve_one(m));
+    size_t i = imap_find(m, key);
+    if (!m->slots[i].value_plus1) {
+        m->slots[i].key = key;
+        m->count++;
+    }
+    m->slots[i].value_plus1 = value + 1;
+    return HS_OK;
+}
+
+hs_status hs_imap_get_or_put(hs_imap *m, uint64_t key, uint64_t value, uint64_t *value_out,
+                             bool *found)
+{
+    if (HS_UNLIKELY(value == UINT64_MAX))
+        return HS_INVALID;
+    HS_TRY(imap_reserve_one(m));
+    size_t i = imap_find(m, key);
+    hs_imap_slot *s = &m->slots[i];
+    bool was = s->value_plus1 != 0;
+    if (!was) {
+        s->key = key;
+        s->value_plus1 = value + 1;
+        m->count++;
+    }
+    if (value_out)
+        *value_out = s->value_plus1 - 1;
+    if (found)
+        *found = was;
+    return HS_OK;
+}
+
+void hs_imap_clear(hs_imap *m)
+{
+    if (m->slots)
+        memset(m->slots, 0, m->cap * sizeof *m->slots);
+    m->count = 0;
+}
+
+void hs_imap_free(hs_imap *m)
+{
+    if (!m)
+        return;
+    hs_free(m->slots);
     memset(m, 0, sizeof *m);
 }

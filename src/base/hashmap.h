@@ -42,4 +42,32 @@ void hs_map_clear(hs_map *m);  /* empties, keeps the table */
 void hs_map_free(hs_map *m);   /* frees everything, zeroes m */
 /* Iteration: for (i = 0; i < m->cap; i++) if (m->slots[i].key) ... */
 
+/*
+ * hs_imap: the same map for fixed-width keys of up to 8 bytes (INT32/INT64/
+ * FLOAT/DOUBLE dictionary encoding: pass the value's bit pattern as a
+ * uint64).  Keys and values live inline in 16-byte slots, so a lookup touches
+ * one cache line instead of a slot plus an arena key.  Values must be below
+ * UINT64_MAX.  A zeroed hs_imap is a valid empty map.
+ * Iteration: for (i = 0; i < m->cap; i++) if (m->slots[i].value_plus1)
+ *                use m->slots[i].key, m->slots[i].value_plus1 - 1
+ */
+typedef struct hs_imap_slot {
+    uint64_t key;
+    uint64_t value_plus1;  /* 0 = empty */
+} hs_imap_slot;
+
+typedef struct hs_imap {
+    hs_imap_slot *slots;
+    size_t cap;            /* power of two, or 0 */
+    size_t count;
+    unsigned shift;        /* 64 - log2(cap) */
+} hs_imap;
+
+bool hs_imap_get(const hs_imap *m, uint64_t key, uint64_t *value);
+HS_MUST_USE hs_status hs_imap_put(hs_imap *m, uint64_t key, uint64_t value);
+HS_MUST_USE hs_status hs_imap_get_or_put(hs_imap *m, uint64_t key, uint64_t value,
+                                         uint64_t *value_out, bool *found);
+void hs_imap_clear(hs_imap *m);
+void hs_imap_free(hs_imap *m);
+
 #endif

@@ -400,10 +400,11 @@ hs_status hs_arrow_export_column(hs_column *c, struct ArrowArray *out, hs_error 
         hs_col_free(c);
         return hs_err_nomem(err, 0);
     }
+    hs_type t = c->type;
     hs_status s = export_node(c, owner, out, 0);
     hs_col_owner_unref(owner);  /* the exported nodes hold the remaining references */
     if (s != HS_OK)
-        return hs_err_set(err, s, "exporting a %s column failed", hs_type_name(c->type));
+        return hs_err_set(err, s, "exporting a %s column failed", hs_type_name(t));
     return HS_OK;
 }
 
@@ -411,6 +412,12 @@ hs_status hs_arrow_export_column(hs_column *c, struct ArrowArray *out, hs_error 
 static hs_status batch_to_struct(hs_batch *b, hs_column **out, hs_error *err)
 {
     *out = NULL;
+    if (b->n_cols != b->schema.n_children) {
+        hs_status s = hs_err_set(err, HS_INVALID, "batch has %d columns, its schema %d", b->n_cols,
+                                 b->schema.n_children);
+        hs_batch_free(b);
+        return s;
+    }
     for (int i = 0; i < b->n_cols; i++) {
         if (b->cols[i]->length != b->n_rows) {
             hs_status s = hs_err_set(err, HS_INVALID, "batch column '%s' has %lld rows, batch has %lld",
@@ -956,11 +963,7 @@ static hs_status import_node(const struct ArrowArray *a, const hs_field *f, hs_c
     if (a->buffers[0] && a->null_count != 0) {
         if ((st = borrow(&c->validity, a->buffers[0], (size_t)(full + 7) / 8, 1)) != HS_OK)
             goto nomem;
-        int64_t set = 0;
-        const uint8_t *bits = c->validity.data;
-        for (int64_t i = 0; i < full; i++)  /* exact count for the whole view */
-            set += hs_bit_get(bits, i);
-        c->null_count = full - set;
+        c->null_count = full - hs_bits_count(c->validity.data, 0, full);  /* the whole view */
     } else if (a->null_count > 0 && full > 0) {
         st = HS_CORRUPT_AT(err, "field '%s': null_count %lld without a validity bitmap", nm,
                            (long long)a->null_count);
@@ -1020,7 +1023,8 @@ static hs_status import_node(const struct ArrowArray *a, const hs_field *f, hs_c
         break;
     default: {  /* fixed width */
         size_t w = (size_t)c->width;
-        st = borrow(&c->values, a->buffers[1], (size_t)full * w, w >= 8 ? 8 : (w ? w : 1));
+        size_t align = f->type == HS_TYPE_FIXED_BINARY ? 1 : (w >= 8 ? 8 : w);
+        st = borrow(&c->values, a->buffers[1], (size_t)full * w, align ? align : 1);
         break;
     }
     }
@@ -1220,7 +1224,7 @@ hs_status hs_arrow_export_stream(hs_batch_source *src, struct ArrowArrayStream *
 
 typedef struct istream_ctx {
     struct ArrowArrayStream stream;  /* moved producer stream */
-    hs_field *schema;                /* points at the hs_batch_source's schema */
+    hs_field schema;                 /* own copy: the source's schema may be moved away */
 } istream_ctx;
 
 static hs_status istream_next(void *ctx, hs_batch **out, hs_error *err)
@@ -1236,7 +1240,7 @@ static hs_status istream_next(void *ctx, hs_batch **out, hs_error *err)
     }
     if (!a.release)
         return HS_OK;  /* end of stream */
-    return hs_arrow_import_batch(&a, c->schema, out, err);
+    return hs_arrow_import_batch(&a, &c->schema, out, err);
 }
 
 static void istream_close(void *ctx)
@@ -1246,6 +1250,7 @@ static void istream_close(void *ctx)
         return;
     if (c->stream.release)
         c->stream.release(&c->stream);
+    hs_field_clear(&c->schema);
     hs_free(c);
 }
 
@@ -1283,7 +1288,11 @@ hs_status hs_arrow_import_stream(struct ArrowArrayStream *s, hs_batch_source *ou
         istream_close(c);
         return st;
     }
-    c->schema = &out->schema;
+    if (hs_field_copy(&out->schema, &c->schema) != HS_OK) {
+        hs_field_clear(&out->schema);
+        istream_close(c);
+        return hs_err_nomem(err, 0);
+    }
     out->next = istream_next;
     out->close = istream_close;
     out->ctx = c;
@@ -1329,4 +1338,13 @@ hs_status hs_arrow_roundtrip(struct ArrowSchema *schema_in, struct ArrowArray *a
     hs_col_free(copy);
     hs_field_clear(&f);
     return st;
+}
+
+hs_status hs_arrow_stream_roundtrip(struct ArrowArrayStream *in, struct ArrowArrayStream *out,
+                                    hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    hs_batch_source src;
+    HS_TRY(hs_arrow_import_stream(in, &src, err));
+    return hs_arrow_export_stream(&src, out, err);
 }

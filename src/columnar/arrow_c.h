@@ -36,6 +36,10 @@ HS_MUST_USE hs_status hs_arrow_export_column(hs_column *c, struct ArrowArray *ou
 /* Exports a batch as a struct array + its schema; takes ownership of b. */
 HS_MUST_USE hs_status hs_arrow_export_batch(hs_batch *b, struct ArrowSchema *schema_out,
                                             struct ArrowArray *array_out, hs_error *err);
+/* Test support: imports stream `in` (moved) as a batch source and exports that
+ * source as `out` (caller releases), so every batch crosses both directions. */
+HS_MUST_USE hs_status hs_arrow_stream_roundtrip(struct ArrowArrayStream *in,
+                                                struct ArrowArrayStream *out, hs_error *err);
 
 /* Reads a schema (not moved: the caller still releases it). */
 HS_MUST_USE hs_status hs_arrow_import_schema(const struct ArrowSchema *s, hs_field *out,
@@ -72,5 +76,9 @@ HS_MUST_USE hs_status hs_arrow_import_stream(struct ArrowArrayStream *s, hs_batc
 HS_MUST_USE hs_status hs_arrow_roundtrip(struct ArrowSchema *schema_in, struct ArrowArray *array_in,
                                          struct ArrowSchema *schema_out,
                                          struct ArrowArray *array_out, hs_error *err);
+/* Test support: imports stream `in` (moved) as a batch source and exports that
+ * source as `out` (caller releases), so every batch crosses both directions. */
+HS_MUST_USE hs_status hs_arrow_stream_roundtrip(struct ArrowArrayStream *in,
+                                                struct ArrowArrayStream *out, hs_error *err);
 
 #endif

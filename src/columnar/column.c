@@ -14,7 +14,8 @@
  * Invariants of a column built here or normalised by the Arrow importer
  * ("compact"; hs_col_validate checks them):
  *   - offsets[0] == 0 and offsets are monotone;
- *   - LIST/MAP child length == offsets[length];
+ *   - LIST/MAP child length == offsets[length]; null LIST/MAP rows have empty
+ *     ranges (Arrow allows elements under them; copies drop those elements);
  *   - STRUCT child length == length; FIXED_LIST child length == width * length;
  *   - null_count == number of clear validity bits in [0, length) (0 when the
  *     bitmap is absent); NA columns have no buffers and null_count == length.
@@ -104,7 +105,7 @@ static void bits_fill(uint8_t *bits, int64_t off, int64_t n, bool v)
 }
 
 /* Number of set bits in [off, off + n). */
-static int64_t bits_count(const uint8_t *bits, int64_t off, int64_t n)
+int64_t hs_bits_count(const uint8_t *bits, int64_t off, int64_t n)
 {
     int64_t c = 0;
     while (n > 0 && (off & 7)) {
@@ -139,7 +140,7 @@ static inline uint8_t bits_load8(const uint8_t *src, int64_t bit)
 }
 
 /* Copies n bits from src[soff..] to dst[doff..]. */
-static void bits_copy(uint8_t *dst, int64_t doff, const uint8_t *src, int64_t soff, int64_t n)
+void hs_bits_copy(uint8_t *dst, int64_t doff, const uint8_t *src, int64_t soff, int64_t n)
 {
     while (n > 0 && (doff & 7)) {
         bit_put(dst, doff++, hs_bit_get(src, soff++));
@@ -484,6 +485,29 @@ hs_status hs_col_append_fixed(hs_column *c, const void *v)
     return HS_OK;
 }
 
+hs_status hs_col_append_fixed_n(hs_column *c, const void *v, int64_t n)
+{
+    if (c->type != HS_TYPE_BOOL && !type_is_fixed(c->type))
+        return HS_INVALID;
+    if (n <= 0)
+        return n == 0 ? HS_OK : HS_INVALID;
+    HS_TRY(reserve_self(c, n, 0));
+    if (c->validity.data)
+        bits_fill(c->validity.data, c->length, n, true);
+    if (c->type == HS_TYPE_BOOL) {
+        const uint8_t *b = v;
+        for (int64_t i = 0; i < n; i++)
+            bit_put(c->values.data, c->length + i, b[i] != 0);
+        c->values.len = (size_t)(c->length + n + 7) / 8;
+    } else {
+        memcpy(c->values.data + (size_t)c->length * c->width, v, (size_t)n * c->width);
+        c->values.len = (size_t)(c->length + n) * c->width;
+    }
+    c->length += n;
+    validity_len_sync(c);
+    return HS_OK;
+}
+
 hs_status hs_col_append_bytes(hs_column *c, const void *p, size_t n)
 {
     if (c->type == HS_TYPE_FIXED_BINARY) {
@@ -655,13 +679,13 @@ bool hs_col_equals(const hs_column *a, const hs_column *b)
 /* Validity of rows [s, s+n) of src appended to dst (dst->length not yet advanced). */
 static hs_status copy_validity_range(hs_column *dst, const hs_column *src, int64_t s, int64_t n)
 {
-    int64_t valid = src->validity.data ? bits_count(src->validity.data, s, n) : n;
+    int64_t valid = src->validity.data ? hs_bits_count(src->validity.data, s, n) : n;
     if (valid < n && !dst->validity.data)
         HS_TRY(hs_col_ensure_validity(dst));
     if (dst->validity.data) {
         HS_TRY(buf_grow(&dst->validity, (size_t)(dst->length + n + 7) / 8, true));
         if (src->validity.data)
-            bits_copy(dst->validity.data, dst->length, src->validity.data, s, n);
+            hs_bits_copy(dst->validity.data, dst->length, src->validity.data, s, n);
         else
             bits_fill(dst->validity.data, dst->length, n, true);
     }
@@ -692,10 +716,36 @@ static hs_status append_offsets_range(hs_column *dst, const hs_column *src, int6
     return HS_OK;
 }
 
+static hs_status append_take(hs_column *dst, const hs_column *src, const int64_t *idx, int64_t n);
+
+/* True when a null LIST/MAP row in [s, s+n) has a non-empty range (Arrow
+ * allows it; our columns do not). */
+static bool null_rows_own_elements(const hs_column *c, int64_t s, int64_t n)
+{
+    if (!c->validity.data || c->null_count == 0)
+        return false;
+    const int32_t *o = HS_COL_OFFSETS(c);
+    for (int64_t i = s; i < s + n; i++)
+        if (o[i + 1] != o[i] && !hs_bit_get(c->validity.data, i))
+            return true;
+    return false;
+}
+
 static hs_status append_range(hs_column *dst, const hs_column *src, int64_t s, int64_t n)
 {
     if (n == 0)
         return HS_OK;
+    if ((src->type == HS_TYPE_LIST || src->type == HS_TYPE_MAP) && null_rows_own_elements(src, s, n)) {
+        /* Copy row by row, dropping the elements under null rows. */
+        int64_t *idx = hs_malloc(sizeof(int64_t) * (size_t)n);
+        if (!idx)
+            return HS_NOMEM;
+        for (int64_t i = 0; i < n; i++)
+            idx[i] = s + i;
+        hs_status st = append_take(dst, src, idx, n);
+        hs_free(idx);
+        return st;
+    }
     if (src->type == HS_TYPE_NA) {
         dst->length += n;
         dst->null_count += n;
@@ -710,7 +760,7 @@ static hs_status append_range(hs_column *dst, const hs_column *src, int64_t s, i
     HS_TRY(copy_validity_range(dst, src, s, n));
     switch (src->type) {
     case HS_TYPE_BOOL:
-        bits_copy(dst->values.data, dst->length, src->values.data, s, n);
+        hs_bits_copy(dst->values.data, dst->length, src->values.data, s, n);
         dst->values.len = (size_t)(dst->length + n + 7) / 8;
         break;
     case HS_TYPE_STRING: case HS_TYPE_BINARY: {
@@ -788,10 +838,11 @@ static hs_status append_take(hs_column *dst, const hs_column *src, const int64_t
     }
     size_t bytes = 0;
     int64_t n_elems = 0;
+    bool nested = src->type == HS_TYPE_LIST || src->type == HS_TYPE_MAP;
     if (type_has_offsets(src->type)) {
         const int32_t *so = HS_COL_OFFSETS(src);
         for (int64_t i = 0; i < n; i++)
-            if (idx[i] >= 0)
+            if (idx[i] >= 0 && (!nested || hs_col_is_valid(src, idx[i])))
                 n_elems += so[idx[i] + 1] - so[idx[i]];
         bytes = (size_t)n_elems;
         if (HS_COL_OFFSETS(dst)[dst->length] + n_elems > INT32_MAX)
@@ -831,7 +882,7 @@ static hs_status append_take(hs_column *dst, const hs_column *src, const int64_t
         int32_t pos = d[dst->length];
         int64_t k = 0;
         for (int64_t i = 0; i < n; i++) {
-            if (idx[i] >= 0)
+            if (idx[i] >= 0 && hs_col_is_valid(src, idx[i]))  /* null rows: empty range */
                 for (int32_t e = so[idx[i]]; e < so[idx[i] + 1]; e++)
                     cidx[k++] = e;
             d[dst->length + i + 1] = pos + (int32_t)k;
@@ -983,7 +1034,7 @@ static hs_status validate_rec(const hs_column *c, const hs_field *f, bool strict
         if (c->validity.len < (size_t)(n + 7) / 8)
             return HS_CORRUPT_AT(err, "column '%s' (%s): validity has %zu bytes, %lld rows need %lld",
                                  nm, tn, c->validity.len, (long long)n, (long long)(n + 7) / 8);
-        int64_t nulls = n - bits_count(c->validity.data, 0, n);
+        int64_t nulls = n - hs_bits_count(c->validity.data, 0, n);
         if (nulls != c->null_count)
             return HS_CORRUPT_AT(err, "column '%s' (%s): null_count %lld but the validity bitmap has %lld nulls",
                                  nm, tn, (long long)c->null_count, (long long)nulls);
@@ -1024,6 +1075,12 @@ static hs_status validate_rec(const hs_column *c, const hs_field *f, bool strict
             if (end > cl || (strict && end != cl))
                 return HS_CORRUPT_AT(err, "column '%s' (%s): offsets end at %lld but the child has %lld elements",
                                      nm, tn, (long long)end, (long long)cl);
+            if (strict && c->validity.data) {
+                for (int64_t i = 0; i < n; i++)
+                    if (off[i + 1] != off[i] && !hs_bit_get(c->validity.data, i))
+                        return HS_CORRUPT_AT(err, "column '%s' (%s): null row %lld owns %d elements",
+                                             nm, tn, (long long)i, off[i + 1] - off[i]);
+            }
         }
     }
     if (c->type == HS_TYPE_FIXED_LIST) {

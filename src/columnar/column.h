@@ -22,7 +22,9 @@
  * DECIMAL128 16 (little-endian two's complement, as Arrow).  Validity bit i set
  * means row i is valid; a validity buffer with data == NULL means all valid.
  * Arrow's rule holds: a child of a null struct/list slot still has a slot
- * (struct) or an empty range (list); its contents are unspecified.
+ * (struct) or an empty range (list); its contents are unspecified.  Our
+ * columns keep null LIST/MAP ranges empty (hs_col_validate checks it; the
+ * Arrow importer copies arrays that have elements under null list rows).
  *
  * Ownership: a column owns its buffers (allocated with hs_malloc_aligned) and
  * its children, unless `owner` is set: then the buffers are borrowed from an
@@ -137,6 +139,9 @@ static inline bool hs_col_is_valid(const hs_column *c, int64_t i)
 {
     return c->validity.data == NULL || hs_bit_get(c->validity.data, i);
 }
+/* Bitmap helpers: set bits in [off, off+n); copy n bits between any bit offsets. */
+int64_t hs_bits_count(const uint8_t *bits, int64_t off, int64_t n);
+void hs_bits_copy(uint8_t *dst, int64_t doff, const uint8_t *src, int64_t soff, int64_t n);
 #define HS_COL_VALUES(c, T) ((T *)(c)->values.data)
 #define HS_COL_OFFSETS(c) ((int32_t *)(c)->offsets.data)
 
@@ -145,6 +150,16 @@ static inline bool hs_col_is_valid(const hs_column *c, int64_t i)
 HS_MUST_USE hs_status hs_col_create(const hs_field *f, int64_t capacity, hs_column **out,
                                     hs_error *err);
 void hs_col_free(hs_column *c);  /* accepts NULL; releases children and owner refs */
+
+/* Bulk writers (decoders) may fill buffers directly instead of appending row by
+ * row: hs_col_reserve(c, n, bytes), write values / offsets[length+1..] / validity
+ * bits (hs_col_ensure_validity first), then advance length, null_count and each
+ * buffer's len (validity (length+7)/8, offsets 4*(length+1), values as in the
+ * table above).  hs_col_validate checks the result.  A column whose buffers are
+ * borrowed (owner != NULL, cap == 0) must be grown by hs_col_reserve before any
+ * write: growing copies it (copy on write).
+ * On failure, append functions leave the column freeable but its contents
+ * unspecified. */
 
 /* Growth.  reserve: room for n more rows (and, for STRING/BINARY, value_bytes more
  * bytes); never shrinks.  Appending keeps offsets[length] valid. */
@@ -157,6 +172,8 @@ HS_MUST_USE hs_status hs_col_append_null(hs_column *c);
 HS_MUST_USE hs_status hs_col_append_nulls(hs_column *c, int64_t n);
 /* Appends one valid fixed-width value of the column's width (bool: *(uint8_t*)v != 0). */
 HS_MUST_USE hs_status hs_col_append_fixed(hs_column *c, const void *v);
+/* Appends n valid values (packed, width bytes each; BOOL: one byte each). */
+HS_MUST_USE hs_status hs_col_append_fixed_n(hs_column *c, const void *v, int64_t n);
 HS_MUST_USE hs_status hs_col_append_bytes(hs_column *c, const void *p, size_t n); /* STRING/BINARY/FIXED_BINARY */
 /* Marks the start of one valid LIST/MAP slot whose elements the caller then appends
  * to the child; hs_col_list_end closes it (writes the next offset). STRUCT: use

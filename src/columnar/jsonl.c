@@ -14,7 +14,9 @@
  * take the shortest of %.15g/%.16g/%.17g that strtod reads back bit-exactly
  * (%.15g is tried first because 15 digits always survive text -> double ->
  * text, so most "human" values print as typed); floats likewise from %.6g up
- * to %.9g with strtof.  -0.0 prints as "-0.0" so JSON readers that turn "-0"
+ * to %.9g with strtof.  For normal numbers the first precision that reads
+ * back is the shortest text (the nearest decimal of that length: the same
+ * digits Ryu/numpy print); subnormals start the search at 1 digit.  -0.0 prints as "-0.0" so JSON readers that turn "-0"
  * into an integer keep the sign.  Non-finite values become the strings
  * "NaN", "Infinity", "-Infinity".
  *
@@ -26,6 +28,7 @@
 #include "columnar/jsonl.h"
 #include "base/mem.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +80,8 @@ int hs_fmt_double(double v, char *dst)
         return 1;
     }
     int n = 0;
-    for (int prec = 15; prec <= 17; prec++) {
+    /* Subnormals have fewer significant bits, so shorter texts may round-trip. */
+    for (int prec = fabs(v) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
         n = snprintf(dst, 32, "%.*g", prec, v);
         if (prec == 17 || strtod(dst, NULL) == v)
             break;
@@ -96,7 +100,7 @@ int hs_fmt_float(float v, char *dst)
         return 1;
     }
     int n = 0;
-    for (int prec = 6; prec <= 9; prec++) {
+    for (int prec = fabsf(v) < FLT_MIN ? 1 : 6; prec <= 9; prec++) {
         n = snprintf(dst, 32, "%.*g", prec, (double)v);
         if (prec == 9 || strtof(dst, NULL) == v)
             break;
@@ -616,6 +620,27 @@ hs_status hs_json_append_value(const hs_field *f, const hs_column *c, int64_t ro
     if (row < 0 || row >= c->length)
         return HS_INVALID;
     return json_value(f, c, row, out);
+}
+
+hs_status hs_json_append_scalar(const hs_field *f, const void *v, size_t len, hs_buf *out)
+{
+    hs_column c;
+    int32_t off[2] = {0, (int32_t)len};
+    uint8_t bit;
+    memset(&c, 0, sizeof c);
+    if (len > INT32_MAX || f->n_children > 0 || f->type == HS_TYPE_LIST || f->type == HS_TYPE_MAP ||
+        f->type == HS_TYPE_STRUCT || f->type == HS_TYPE_FIXED_LIST)
+        return HS_INVALID;
+    c.type = f->type;
+    c.length = 1;
+    c.width = f->type == HS_TYPE_FIXED_BINARY ? (int32_t)len : hs_type_width(f);
+    c.values.data = (uint8_t *)v;
+    c.offsets.data = (uint8_t *)off;
+    if (f->type == HS_TYPE_BOOL) {
+        bit = *(const uint8_t *)v ? 1 : 0;
+        c.values.data = &bit;
+    }
+    return json_value(f, &c, 0, out);
 }
 
 hs_status hs_batch_write_jsonl(const hs_batch *b, int64_t start, int64_t n, hs_buf *out)

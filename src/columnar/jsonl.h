@@ -42,6 +42,11 @@ HS_MUST_USE hs_status hs_batch_write_jsonl(const hs_batch *b, int64_t start, int
 /* Appends the JSON encoding of row `row` of column c (described by f). */
 HS_MUST_USE hs_status hs_json_append_value(const hs_field *f, const hs_column *c, int64_t row,
                                            hs_buf *out);
+/* Appends the JSON encoding of one scalar value given in its Arrow physical
+ * form: `v` points to the fixed-width value (BOOL: one byte 0/1) or, for
+ * STRING/BINARY, to `len` bytes.  Nested types are HS_INVALID. */
+HS_MUST_USE hs_status hs_json_append_scalar(const hs_field *f, const void *v, size_t len,
+                                            hs_buf *out);
 /* Appends s[0..n) as a JSON string literal (quotes included), escaping '"',
  * '\\' and control characters and replacing invalid UTF-8 with U+FFFD. */
 HS_MUST_USE hs_status hs_json_append_string(hs_buf *out, const uint8_t *s, size_t n);

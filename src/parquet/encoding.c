@@ -187,7 +187,7 @@ static inline size_t put_uvarint(uint8_t *o, uint64_t v)
 #define PQ_DEFINE_UNPACK(T, SUF)                                                         \
     PQ_ALWAYS_INLINE void unpack8_##SUF(const uint8_t *in, T *out, const int bw)          \
     {                                                                                    \
-        for (int i = 0; i < 8; i++) {                                                    \
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {                            \
             unsigned bit = (unsigned)(i * bw), sh = bit & 7;                             \
             uint64_t w = ld64(in + (bit >> 3)) >> sh;                                    \
             if (bw + sh > 64)                                                            \
@@ -244,6 +244,51 @@ static void unpack_groups_u64(const uint8_t *in, const uint8_t *end, uint64_t *o
     PQ_BW_1_8(PQ_CASE_U64) PQ_BW_9_16(PQ_CASE_U64) PQ_BW_17_32(PQ_CASE_U64)
     PQ_BW_33_64(PQ_CASE_U64)
     default: memset(out, 0, (size_t)ng * 8 * sizeof *out);
+    }
+}
+
+/*
+ * Packing, the inverse: pack8 writes 8 values of width bw as exactly bw bytes
+ * (LSB first) with 64-bit stores; pack_groups dispatches on bw so each width
+ * gets its own unrolled copy.  Values are masked to bw bits.
+ */
+PQ_ALWAYS_INLINE uint8_t *pack8(uint8_t *o, const uint64_t *v, const int bw)
+{
+    uint64_t acc = 0;
+    int nb = 0;
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+        uint64_t x = v[i] & mask_bits(bw);
+        acc |= x << nb;
+        if (nb + bw >= 64) {
+            st64(o, acc);
+            o += 8;
+            acc = nb ? x >> (64 - nb) : 0;
+            nb = nb + bw - 64;
+        } else {
+            nb += bw;
+        }
+    }
+    for (; nb > 0; nb -= 8, acc >>= 8)
+        *o++ = (uint8_t)acc;
+    return o;
+}
+
+PQ_ALWAYS_INLINE uint8_t *pack_run(uint8_t *o, const uint64_t *v, int64_t ng, const int bw)
+{
+    for (int64_t g = 0; g < ng; g++, v += 8)
+        o = pack8(o, v, bw);
+    return o;
+}
+
+#define PQ_CASE_PACK(K) case K: return pack_run(o, v, ng, K);
+
+/* Appends ng groups of 8 values at width bw (0..64) to o; returns the new end. */
+static uint8_t *pack_groups(uint8_t *o, const uint64_t *v, int64_t ng, int bw)
+{
+    switch (bw) {
+    PQ_BW_1_8(PQ_CASE_PACK) PQ_BW_9_16(PQ_CASE_PACK) PQ_BW_17_32(PQ_CASE_PACK)
+    PQ_BW_33_64(PQ_CASE_PACK)
+    default: return o;
     }
 }
 
@@ -309,6 +354,30 @@ static void bits_to_bytes(const uint8_t *in, int64_t n, uint8_t *out)
         memcpy(tmp, &pq_bits_to_bytes[in[full]], 8);
         memcpy(out + 8 * full, tmp, (size_t)(n & 7));
     }
+}
+
+/* Largest of v[0..n): four-lane vectors (GCC/Clang vector extensions) so -O2 need not vectorise. */
+static uint32_t max_u32(const uint32_t *v, int64_t n)
+{
+    typedef uint32_t v4u __attribute__((vector_size(16)));
+    v4u a = {0, 0, 0, 0}, b = a;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        v4u x, y;
+        memcpy(&x, v + i, 16);
+        memcpy(&y, v + i + 4, 16);
+        v4u mx = (v4u)(x > a), my = (v4u)(y > b);
+        a = (x & mx) | (a & ~mx);
+        b = (y & my) | (b & ~my);
+    }
+    uint32_t m = 0;
+    for (int k = 0; k < 4; k++) {
+        m = a[k] > m ? a[k] : m;
+        m = b[k] > m ? b[k] : m;
+    }
+    for (; i < n; i++)
+        m = v[i] > m ? v[i] : m;
+    return m;
 }
 
 /* --------------------------------------------------- RLE / bit-packed hybrid */
@@ -405,29 +474,17 @@ hs_status pq_rle_get_u16(pq_rle_decoder *d, uint16_t *out, int64_t n, hs_error *
 
 /* -------------------------------------------------------- hybrid encoding */
 
-/* Appends a bit-packed run of cnt values (padded with zeros to whole groups). */
-static hs_status emit_literal_u32(hs_buf *out, const uint32_t *v, int64_t cnt, int bw)
+/* Appends a bit-packed run of the cnt values in chunk (zero-padded in place
+ * to whole groups: chunk has room for cnt rounded up to 8). */
+static hs_status emit_literal(hs_buf *out, uint64_t *chunk, int64_t cnt, int bw)
 {
-    uint64_t groups = (uint64_t)(cnt + 7) / 8;
-    HS_TRY(hs_buf_reserve(out, 10 + groups * (uint64_t)bw + 8));
+    int64_t groups = (cnt + 7) / 8;
+    for (int64_t k = cnt; k < groups * 8; k++)
+        chunk[k] = 0;
+    HS_TRY(hs_buf_reserve(out, 10 + (size_t)groups * (size_t)bw));
     uint8_t *o = out->data + out->len;
-    o += put_uvarint(o, groups << 1 | 1);
-    uint64_t acc = 0, m = mask_bits(bw);
-    int nb = 0;
-    int64_t total = (int64_t)groups * 8, k;
-    for (k = 0; k < total; k++) {
-        uint64_t x = k < cnt ? (v[k] & m) : 0;
-        acc |= x << nb;
-        nb += bw;
-        if (nb >= 32) {
-            st32(o, (uint32_t)acc);
-            o += 4;
-            acc >>= 32;
-            nb -= 32;
-        }
-    }
-    for (; nb > 0; nb -= 8, acc >>= 8)
-        *o++ = (uint8_t)acc;
+    o += put_uvarint(o, (uint64_t)groups << 1 | 1);
+    o = pack_groups(o, chunk, groups, bw);
     out->len = (size_t)(o - out->data);
     return HS_OK;
 }
@@ -445,45 +502,63 @@ static hs_status emit_rle_run(hs_buf *out, uint32_t value, int64_t count, int bw
 }
 
 /*
- * The run detector.  Invariant: v[lit .. i) are pending literal values.  A run
- * of r equal values starting at i first tops the pending literal up to a
- * multiple of 8 (pad values); if >= 8 remain they become an RLE run.  A run
- * that ends the input becomes an RLE run when no padding is needed.  Values
- * are read through a uint32 chunk so one detector serves u8/u16/u32 inputs.
+ * The run detector.  Invariant: v[lit .. ) are values not yet emitted.  A run
+ * of r equal values starting at s first tops the pending literal v[lit .. s)
+ * up to a multiple of 8 (pad values); if >= 8 remain they become an RLE run.
+ * Runs are found cheaply: a run of >= 8 contains positions m, m + 4 with m a
+ * multiple of 4, so only v[m] == v[m + 4] is tested per 4 values.  A run that
+ * ends the input becomes an RLE run when no padding is needed.  Literal values
+ * go through a uint64 chunk so one packer serves u8/u16/u32 inputs.
  */
+#define PQ_LIT_CHUNK 512
 #define PQ_DEFINE_RLE_ENCODE(T, SUF)                                                       \
-    static hs_status rle_encode_##SUF(const T *v, int64_t n, int bw, hs_buf *out)           \
+    static hs_status emit_literals_##SUF(hs_buf *out, const T *v, int64_t l, int bw)        \
     {                                                                                      \
-        int64_t i = 0, lit = 0;                                                            \
-        uint32_t chunk[512];                                                               \
-        while (i < n) {                                                                    \
-            T x = v[i];                                                                    \
-            int64_t j = i + 1;                                                             \
-            while (j < n && v[j] == x)                                                     \
-                j++;                                                                       \
-            int64_t r = j - i, pend = i - lit, pad = (8 - (pend & 7)) & 7;                  \
-            if (r - pad >= 8 || (j == n && pad == 0)) {                                     \
-                int64_t l = pend + pad;                                                    \
-                while (l > 0) { /* literal values in chunks of whole groups */             \
-                    int64_t c = PQ_MIN(l, 512);                                            \
-                    for (int64_t q = 0; q < c; q++)                                        \
-                        chunk[q] = v[lit + q];                                             \
-                    HS_TRY(emit_literal_u32(out, chunk, c, bw));                           \
-                    lit += c, l -= c;                                                      \
-                }                                                                          \
-                HS_TRY(emit_rle_run(out, (uint32_t)x, r - pad, bw));                       \
-                lit = j;                                                                   \
-            }                                                                              \
-            i = j;                                                                         \
-        }                                                                                  \
-        while (lit < n) {                                                                  \
-            int64_t c = PQ_MIN(n - lit, 512);                                              \
+        uint64_t chunk[PQ_LIT_CHUNK];                                                      \
+        while (l > 0) {                                                                    \
+            int64_t c = PQ_MIN(l, PQ_LIT_CHUNK);                                           \
             for (int64_t q = 0; q < c; q++)                                                \
-                chunk[q] = v[lit + q];                                                     \
-            HS_TRY(emit_literal_u32(out, chunk, c, bw));                                   \
-            lit += c;                                                                      \
+                chunk[q] = v[q];                                                           \
+            HS_TRY(emit_literal(out, chunk, c, bw));                                       \
+            v += c, l -= c;                                                                \
         }                                                                                  \
         return HS_OK;                                                                      \
+    }                                                                                      \
+    static hs_status rle_encode_##SUF(const T *v, int64_t n, int bw, hs_buf *out)           \
+    {                                                                                      \
+        int64_t m = 0, lit = 0;                                                            \
+        while (m + 4 < n) {                                                                \
+            T x = v[m];                                                                    \
+            if (HS_LIKELY(v[m + 4] != x) || v[m + 1] != x || v[m + 2] != x ||              \
+                v[m + 3] != x) {                                                           \
+                m += 4;                                                                    \
+                continue;                                                                  \
+            }                                                                              \
+            int64_t s = m, e = m + 5;                                                      \
+            while (s > lit && v[s - 1] == x)                                               \
+                s--;                                                                       \
+            while (e < n && v[e] == x)                                                     \
+                e++;                                                                       \
+            int64_t r = e - s, pad = (8 - ((s - lit) & 7)) & 7;                             \
+            if (r - pad >= 8 || (e == n && pad == 0)) {                                    \
+                HS_TRY(emit_literals_##SUF(out, v + lit, s + pad - lit, bw));              \
+                HS_TRY(emit_rle_run(out, (uint32_t)x, r - pad, bw));                       \
+                lit = e;                                                                   \
+            }                                                                              \
+            m = (e + 3) & ~(int64_t)3;                                                     \
+        }                                                                                  \
+        if (lit < n) { /* a final short run on a group boundary is cheaper as RLE */       \
+            T x = v[n - 1];                                                                \
+            int64_t s = n - 1;                                                             \
+            while (s > lit && v[s - 1] == x)                                               \
+                s--;                                                                       \
+            if (((s - lit) & 7) == 0) {                                                    \
+                HS_TRY(emit_literals_##SUF(out, v + lit, s - lit, bw));                    \
+                HS_TRY(emit_rle_run(out, (uint32_t)x, n - s, bw));                         \
+                lit = n;                                                                   \
+            }                                                                              \
+        }                                                                                  \
+        return emit_literals_##SUF(out, v + lit, n - lit, bw);                             \
     }
 
 PQ_DEFINE_RLE_ENCODE(uint8_t, u8)
@@ -608,20 +683,22 @@ hs_status pq_dict_indices_decode(const uint8_t *p, size_t len, int64_t n, uint32
         return HS_CORRUPT_AT(err, "dictionary indices: bit width %d at byte 0 exceeds 32", bw);
     pq_rle_decoder d;
     pq_rle_init(&d, p + 1, len - 1, bw);
-    hs_status s = rle_get_u32(&d, out, n, err);
-    if (s != HS_OK) {
-        hs_err_prefix(err, "dictionary indices");
-        return s;
-    }
-    uint32_t mx = 0;
-    for (int64_t i = 0; i < n; i++)
-        mx = out[i] > mx ? out[i] : mx;
-    if (mx >= dict_size) {
-        int64_t i = 0;
-        while (out[i] < dict_size)
-            i++;
-        return HS_CORRUPT_AT(err, "dictionary indices: index %u at value %lld is outside the "
-                             "dictionary of %u entries", out[i], (long long)i, dict_size);
+    /* decode in chunks and range-check each while it is still in L1 */
+    for (int64_t i = 0; i < n; i += 2048) {
+        int64_t k = PQ_MIN(n - i, 2048);
+        hs_status s = rle_get_u32(&d, out + i, k, err);
+        if (s != HS_OK) {
+            hs_err_prefix(err, "dictionary indices");
+            return s;
+        }
+        if (HS_UNLIKELY(max_u32(out + i, k) >= dict_size)) {
+            int64_t j = 0;
+            while (out[i + j] < dict_size)
+                j++;
+            return HS_CORRUPT_AT(err, "dictionary indices: index %u at value %lld is outside the "
+                                 "dictionary of %u entries", out[i + j], (long long)(i + j),
+                                 dict_size);
+        }
     }
     return HS_OK;
 }
@@ -848,27 +925,6 @@ static void load_bytes_len(const void *src, int64_t i, int64_t k, uint64_t *dst)
         dst[j] = s[j].len;
 }
 
-/* Packs 8*groups values of width bw (<= 64), LSB first. */
-static uint8_t *pack_u64(uint8_t *o, const uint64_t *v, int64_t cnt, int bw)
-{
-    unsigned __int128 acc = 0;
-    uint64_t m = mask_bits(bw);
-    int nb = 0;
-    for (int64_t k = 0; k < cnt; k++) {
-        acc |= (unsigned __int128)(v[k] & m) << nb;
-        nb += bw;
-        if (nb >= 64) {
-            st64(o, (uint64_t)acc);
-            o += 8;
-            acc >>= 64;
-            nb -= 64;
-        }
-    }
-    for (; nb > 0; nb -= 8, acc >>= 8)
-        *o++ = (uint8_t)acc;
-    return o;
-}
-
 #define PQ_DBP_BLOCK 128
 #define PQ_DBP_MINIBLOCKS 4
 #define PQ_DBP_MB_SIZE (PQ_DBP_BLOCK / PQ_DBP_MINIBLOCKS)
@@ -919,7 +975,7 @@ static hs_status dbp_encode(const void *src, dbp_load_fn load, int64_t n, bool i
         for (int b = 0; b < PQ_DBP_MINIBLOCKS; b++)
             *o++ = (uint8_t)widths[b];
         for (int b = 0; b < n_mb; b++)
-            o = pack_u64(o, u + b * PQ_DBP_MB_SIZE, PQ_DBP_MB_SIZE, widths[b]);
+            o = pack_groups(o, u + b * PQ_DBP_MB_SIZE, PQ_DBP_MB_SIZE / 8, widths[b]);
         out->len = (size_t)(o - out->data);
     }
     return HS_OK;
@@ -985,106 +1041,108 @@ static hs_status decode_dbp(pq_ptype type, const uint8_t *p, size_t len, int64_t
     return is32 ? dbp_next_u32(&d, out, n, err) : dbp_next_u64(&d, out, n, err);
 }
 
-/* Lengths are decoded 256 at a time through a stack buffer; views point into the page. */
+/* Pass 1 skips the length stream to find where the bytes start; pass 2
+ * decodes the lengths (256 at a time, on the stack) and writes each view once. */
 static hs_status decode_dlba(const uint8_t *p, size_t len, int64_t n, pq_bytes *v, hs_error *err)
 {
+    static const char what[] = "DELTA_LENGTH_BYTE_ARRAY lengths";
     dbp_dec d;
-    HS_TRY(dbp_init(&d, p, len, 32, "DELTA_LENGTH_BYTE_ARRAY lengths", err));
+    const uint8_t *data, *end = p + len;
     uint32_t lens[256];
-    uint64_t sum = 0;
+    HS_TRY(dbp_init(&d, p, len, 32, what, err));
     HS_TRY(dbp_check_total(&d, n, err));
+    HS_TRY(dbp_finish(&d, &data, err));
+    HS_TRY(dbp_init(&d, p, len, 32, what, err));
     for (int64_t i = 0; i < n; i += 256) {
         int64_t k = PQ_MIN(n - i, 256);
         HS_TRY(dbp_lengths(&d, i, k, lens, err));
         for (int64_t j = 0; j < k; j++) {
+            if (HS_UNLIKELY(lens[j] > (size_t)(end - data)))
+                return HS_CORRUPT_AT(err, "DELTA_LENGTH_BYTE_ARRAY: value %lld of %u bytes at byte "
+                                     "%zu runs past the end (%zu bytes)", (long long)(i + j),
+                                     lens[j], (size_t)(data - p), len);
+            v[i + j].p = data;
             v[i + j].len = lens[j];
-            sum += lens[j];
+            data += lens[j];
         }
-    }
-    const uint8_t *data;
-    HS_TRY(dbp_finish(&d, &data, err));
-    size_t left = (size_t)(p + len - data);
-    if (sum > left)
-        return HS_CORRUPT_AT(err, "DELTA_LENGTH_BYTE_ARRAY: lengths sum to %llu bytes, %zu left "
-                             "at byte %zu", (unsigned long long)sum, left, (size_t)(data - p));
-    for (int64_t i = 0; i < n; i++) {
-        v[i].p = data;
-        data += v[i].len;
     }
     return HS_OK;
 }
 
-/* Prefix lengths first go to v[i].len and suffix lengths to a uintptr in
- * v[i].p; the final pass replaces both with the view. */
+/* Pass 1 skips both length streams to find where each starts; pass 2 decodes
+ * them side by side and builds the values in scratch.  Until scratch stops
+ * growing, views hold offsets into it; a last pass turns them into pointers.
+ * A value with an empty suffix shares its previous value's bytes. */
 static hs_status decode_dba(pq_ptype type, int32_t type_length, const uint8_t *p, size_t len,
                             int64_t n, pq_bytes *v, hs_buf *scratch, hs_error *err)
 {
-    dbp_dec d;
-    uint32_t lens[256];
-    const uint8_t *q, *end = p + len;
-    HS_TRY(dbp_init(&d, p, len, 32, "DELTA_BYTE_ARRAY prefix lengths", err));
-    HS_TRY(dbp_check_total(&d, n, err));
+    static const char wp[] = "DELTA_BYTE_ARRAY prefix lengths", ws[] = "DELTA_BYTE_ARRAY suffix lengths";
+    dbp_dec dp, ds;
+    uint32_t pre[256], suf[256];
+    const uint8_t *q, *s, *end = p + len;
+    HS_TRY(dbp_init(&dp, p, len, 32, wp, err));
+    HS_TRY(dbp_check_total(&dp, n, err));
+    HS_TRY(dbp_finish(&dp, &q, err));
+    HS_TRY(dbp_init(&ds, q, (size_t)(end - q), 32, ws, err));
+    HS_TRY(dbp_check_total(&ds, n, err));
+    HS_TRY(dbp_finish(&ds, &s, err));
+    HS_TRY(dbp_init(&dp, p, len, 32, wp, err));
+    HS_TRY(dbp_init(&ds, q, (size_t)(end - q), 32, ws, err));
+    hs_buf_reset(scratch);
+    size_t prev_off = 0;
+    uint64_t prev_len = 0;
     for (int64_t i = 0; i < n; i += 256) {
         int64_t k = PQ_MIN(n - i, 256);
-        HS_TRY(dbp_lengths(&d, i, k, lens, err));
-        for (int64_t j = 0; j < k; j++)
-            v[i + j].len = lens[j];
-    }
-    HS_TRY(dbp_finish(&d, &q, err));
-    HS_TRY(dbp_init(&d, q, (size_t)(end - q), 32, "DELTA_BYTE_ARRAY suffix lengths", err));
-    HS_TRY(dbp_check_total(&d, n, err));
-    uint64_t prev_len = 0, suffix_sum = 0, expand = 0;
-    for (int64_t i = 0; i < n; i += 256) {
-        int64_t k = PQ_MIN(n - i, 256);
-        HS_TRY(dbp_lengths(&d, i, k, lens, err));
+        HS_TRY(dbp_lengths(&dp, i, k, pre, err));
+        HS_TRY(dbp_lengths(&ds, i, k, suf, err));
         for (int64_t j = 0; j < k; j++) {
-            uint64_t pre = v[i + j].len, suf = lens[j], vlen = pre + suf;
-            if (pre > prev_len)
-                return HS_CORRUPT_AT(err, "DELTA_BYTE_ARRAY: value %lld: prefix of %llu bytes but "
-                                     "the previous value has %llu", (long long)(i + j),
-                                     (unsigned long long)pre, (unsigned long long)prev_len);
-            if (vlen > INT32_MAX)
+            uint64_t vlen = (uint64_t)pre[j] + suf[j];
+            if (HS_UNLIKELY(pre[j] > prev_len))
+                return HS_CORRUPT_AT(err, "DELTA_BYTE_ARRAY: value %lld: prefix of %u bytes but "
+                                     "the previous value has %llu", (long long)(i + j), pre[j],
+                                     (unsigned long long)prev_len);
+            if (HS_UNLIKELY(vlen > INT32_MAX))
                 return HS_CORRUPT_AT(err, "DELTA_BYTE_ARRAY: value %lld is %llu bytes long",
                                      (long long)(i + j), (unsigned long long)vlen);
-            if (type == PQ_FIXED_LEN_BYTE_ARRAY && vlen != (uint64_t)type_length)
+            if (HS_UNLIKELY(type == PQ_FIXED_LEN_BYTE_ARRAY && vlen != (uint64_t)type_length))
                 return HS_CORRUPT_AT(err, "DELTA_BYTE_ARRAY: value %lld is %llu bytes, column "
                                      "width is %d", (long long)(i + j), (unsigned long long)vlen,
                                      type_length);
-            v[i + j].p = (const uint8_t *)(uintptr_t)suf;
-            suffix_sum += suf;
-            expand += suf ? vlen : 0;
+            if (suf[j]) {
+                if (HS_UNLIKELY(suf[j] > (size_t)(end - s)))
+                    return HS_CORRUPT_AT(err, "DELTA_BYTE_ARRAY: suffix of value %lld (%u bytes) "
+                                         "at byte %zu runs past the end (%zu bytes)",
+                                         (long long)(i + j), suf[j], (size_t)(s - p), len);
+                if (HS_UNLIKELY(scratch->len + vlen > PQ_MAX_EXPANSION))
+                    return HS_CORRUPT_AT(err, "DELTA_BYTE_ARRAY: page expands past %zu bytes",
+                                         PQ_MAX_EXPANSION);
+                /* 32 spare bytes let short copies move 16 bytes at a time */
+                if (scratch->cap - scratch->len <= vlen + 32 &&
+                    hs_buf_reserve(scratch, (size_t)vlen + 32) != HS_OK)
+                    return hs_err_nomem(err, scratch->len + (size_t)vlen);
+                uint8_t *dst = scratch->data + scratch->len, t[16];
+                if (pre[j] <= 16 && suf[j] <= 16 && end - s >= 16) {
+                    memcpy(t, scratch->data + prev_off, 16);
+                    memcpy(dst, t, 16);
+                    memcpy(t, s, 16);
+                    memcpy(dst + pre[j], t, 16);
+                } else {
+                    if (pre[j])
+                        memcpy(dst, scratch->data + prev_off, pre[j]);
+                    memcpy(dst + pre[j], s, suf[j]);
+                }
+                s += suf[j];
+                prev_off = scratch->len;
+                scratch->len += (size_t)vlen;
+            }
+            v[i + j].p = (const uint8_t *)(uintptr_t)prev_off;
+            v[i + j].len = (uint32_t)vlen;
             prev_len = vlen;
         }
     }
-    const uint8_t *s;
-    HS_TRY(dbp_finish(&d, &s, err));
-    if (suffix_sum > (uint64_t)(end - s))
-        return HS_CORRUPT_AT(err, "DELTA_BYTE_ARRAY: suffixes sum to %llu bytes, %zu left at byte %zu",
-                             (unsigned long long)suffix_sum, (size_t)(end - s), (size_t)(s - p));
-    if (expand > PQ_MAX_EXPANSION)
-        return HS_CORRUPT_AT(err, "DELTA_BYTE_ARRAY: page expands to %llu bytes",
-                             (unsigned long long)expand);
-    hs_buf_reset(scratch);
-    if (hs_buf_reserve(scratch, (size_t)expand) != HS_OK)
-        return hs_err_nomem(err, (size_t)expand);
-    pq_bytes prev = {pq_empty_bytes, 0};
-    for (int64_t i = 0; i < n; i++) {
-        uint32_t pre = v[i].len, suf = (uint32_t)(uintptr_t)v[i].p;
-        if (suf == 0) {
-            v[i].p = prev.p;
-            v[i].len = pre;
-        } else {
-            uint8_t *dst = scratch->data + scratch->len;
-            if (pre)
-                memcpy(dst, prev.p, pre);
-            memcpy(dst + pre, s, suf);
-            s += suf;
-            scratch->len += (size_t)pre + suf;
-            v[i].p = dst;
-            v[i].len = pre + suf;
-        }
-        prev = v[i];
-    }
+    const uint8_t *base = scratch->data ? scratch->data : pq_empty_bytes;
+    for (int64_t i = 0; i < n; i++)
+        v[i].p = base + (uintptr_t)v[i].p;
     return HS_OK;
 }
 
@@ -1223,20 +1281,24 @@ static hs_status encode_plain(pq_ptype type, int w, const void *values, int64_t 
         out->len += bytes;
         return HS_OK;
     }
-    if (type == PQ_BYTE_ARRAY) {
+    if (type == PQ_BYTE_ARRAY) { /* reserve per 256 values, so v is read from L1 twice */
         const pq_bytes *v = values;
-        size_t total = 0;
-        for (int64_t i = 0; i < n; i++)
-            total += 4 + (size_t)v[i].len;
-        HS_TRY(hs_buf_reserve(out, total));
-        uint8_t *o = out->data + out->len;
-        for (int64_t i = 0; i < n; i++) {
-            st32(o, v[i].len);
-            if (v[i].len)
-                memcpy(o + 4, v[i].p, v[i].len);
-            o += 4 + (size_t)v[i].len;
+        for (int64_t i = 0; i < n; i += 256) {
+            int64_t k = PQ_MIN(n - i, 256);
+            size_t total = 0;
+            for (int64_t j = 0; j < k; j++)
+                total += 4 + (size_t)v[i + j].len;
+            HS_TRY(hs_buf_reserve(out, total));
+            uint8_t *o = out->data + out->len;
+            for (int64_t j = 0; j < k; j++) {
+                uint32_t l = v[i + j].len;
+                st32(o, l);
+                if (l)
+                    memcpy(o + 4, v[i + j].p, l);
+                o += 4 + (size_t)l;
+            }
+            out->len += total;
         }
-        out->len += total;
         return HS_OK;
     }
     size_t bytes = (size_t)n * (size_t)w;

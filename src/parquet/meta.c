@@ -63,6 +63,7 @@
 #include "base/mem.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -205,7 +206,9 @@ static hs_status d_data_page_header(dctx *d, pq_data_page_header *h)
 {
     bool s1 = false, s2 = false, s3 = false, s4 = false;
     int32_t v;
-    memset(h, 0, sizeof *h);
+    h->num_values = 0;
+    h->encoding = h->def_encoding = h->rep_encoding = PQ_ENC_PLAIN;
+    h->has_statistics = false; /* statistics: written only when present */
     FIELD_LOOP_BEGIN
     case 1: EXPECT(PQ_T_I32); HS_TRY(pq_tr_i32(&d->r, &h->num_values)); s1 = true; break;
     case 2: EXPECT(PQ_T_I32); HS_TRY(d_i32_enum(d, &v)); h->encoding = (pq_encoding)v; s2 = true; break;
@@ -246,8 +249,11 @@ static hs_status d_data_page_header_v2(dctx *d, pq_data_page_header_v2 *h)
 {
     unsigned seen = 0;
     int32_t v;
-    memset(h, 0, sizeof *h);
+    h->num_values = h->num_nulls = h->num_rows = 0;
+    h->encoding = PQ_ENC_PLAIN;
+    h->def_levels_byte_length = h->rep_levels_byte_length = 0;
     h->is_compressed = true;
+    h->has_statistics = false; /* statistics: written only when present */
     FIELD_LOOP_BEGIN
     case 1: EXPECT(PQ_T_I32); HS_TRY(pq_tr_i32(&d->r, &h->num_values)); seen |= 1; break;
     case 2: EXPECT(PQ_T_I32); HS_TRY(pq_tr_i32(&d->r, &h->num_nulls)); seen |= 2; break;
@@ -286,7 +292,17 @@ static hs_status d_page_header(dctx *d, pq_page_header *h)
 {
     bool s1 = false, s2 = false, s3 = false;
     int32_t v;
-    memset(h, 0, sizeof *h);
+    /* Not one memset: the header is ~300 bytes, mostly the two statistics
+     * blocks, and zeroing them cost more than decoding a typical header.
+     * Everything but the statistics blocks is zeroed (small, inlined stores). */
+    h->type = PQ_PAGE_DATA;
+    h->uncompressed_page_size = h->compressed_page_size = 0;
+    h->has_crc = false;
+    h->crc = 0;
+    h->has_data = h->has_dict = h->has_data_v2 = false;
+    memset(&h->data, 0, offsetof(pq_data_page_header, statistics));
+    memset(&h->dict, 0, sizeof h->dict);
+    memset(&h->data_v2, 0, offsetof(pq_data_page_header_v2, statistics));
     FIELD_LOOP_BEGIN
     case 1: EXPECT(PQ_T_I32); HS_TRY(d_i32_enum(d, &v)); h->type = (pq_page_type)v; s1 = true; break;
     case 2: EXPECT(PQ_T_I32); HS_TRY(pq_tr_i32(&d->r, &h->uncompressed_page_size)); s2 = true; break;
@@ -1189,23 +1205,42 @@ static void e_row_group(pq_tw *w, const pq_row_group *g)
     pq_tw_stop(w);
 }
 
+/* An array of n elements is usable: n >= 0 and a pointer when n > 0. */
+#define ARR_OK(n, p) ((n) >= 0 && ((n) == 0 || (p) != NULL))
+
+static bool kv_ok(int32_t n, const pq_kv *kv)
+{
+    if (!ARR_OK(n, kv))
+        return false;
+    for (int32_t i = 0; i < n; i++)
+        if (!kv[i].key)
+            return false;
+    return true;
+}
+
+/* Rejects what the encoder cannot write (it would dereference NULL or write a
+ * negative count): the writer's bug, reported as HS_INVALID. */
 static hs_status check_meta_for_encoding(const pq_file_meta *m)
 {
     int32_t r, c, i;
-    if (m->n_schema < 0 || m->n_row_groups < 0 || (m->n_schema && !m->schema) ||
-        (m->n_row_groups && !m->row_groups))
+    if (!ARR_OK(m->n_schema, m->schema) || !ARR_OK(m->n_row_groups, m->row_groups) ||
+        !kv_ok(m->n_kv, m->kv))
         return HS_INVALID;
     for (i = 0; i < m->n_schema; i++)
         if (!m->schema[i].name)
             return HS_INVALID;
     for (r = 0; r < m->n_row_groups; r++) {
         const pq_row_group *g = &m->row_groups[r];
-        if (g->n_columns < 0 || (g->n_columns && !g->columns))
+        if (!ARR_OK(g->n_columns, g->columns) ||
+            !ARR_OK(g->n_sorting_columns, g->sorting_columns))
             return HS_INVALID;
         for (c = 0; c < g->n_columns; c++) {
             const pq_column_meta *cm = &g->columns[c].meta_data;
             if (!g->columns[c].has_meta_data)
                 continue;
+            if (!ARR_OK(cm->n_encodings, cm->encodings) || !ARR_OK(cm->n_path, cm->path) ||
+                !kv_ok(cm->n_kv, cm->kv) || !ARR_OK(cm->n_encoding_stats, cm->encoding_stats))
+                return HS_INVALID;
             for (i = 0; i < cm->n_path; i++)
                 if (!cm->path[i])
                     return HS_INVALID;

@@ -9,6 +9,24 @@
  * scalar fields have a has_* flag.  Unknown fields are skipped (forward
  * compatibility); every length and count is checked against the remaining
  * input, nesting depth is bounded, and any violation is HS_CORRUPT.
+ *
+ * Implementation: meta.c (structures, field-id table in its header comment)
+ * over thrift.h/thrift.c (compact protocol primitives).  Details a caller
+ * relies on:
+ *   - a present binary value of length 0 has p != NULL (a static empty array),
+ *     so pq_bytes.p == NULL always means "absent";
+ *   - enum fields hold the value as written (may be outside the C enum: check
+ *     before indexing tables), except pq_ptype and pq_repetition, which the
+ *     decoder range-checks;
+ *   - page header: absent sub-headers are zeroed except their statistics
+ *     blocks, which are meaningful only under has_statistics (the decoder
+ *     runs once per page and does not clear ~200 bytes it will not use);
+ *   - ColumnChunk: has_offset_index / has_column_index need both the offset
+ *     and the length fields; the decoder drops a half-present index;
+ *   - negative sizes, counts and row numbers are HS_CORRUPT.
+ * Encoders return HS_INVALID for structurally impossible input (negative
+ * counts, NULL arrays with n > 0, NULL names) and HS_NOMEM; on failure `out`
+ * keeps its previous length.
  */
 #ifndef HS_PARQUET_META_H
 #define HS_PARQUET_META_H

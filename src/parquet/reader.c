@@ -249,7 +249,7 @@ static hs_status footer_get(hs_file *f, pq_footer **out, hs_error *err)
             }
         pthread_mutex_unlock(&g_cache_mu);
     }
-    pq_footer *ft;
+    pq_footer *ft = NULL;
     HS_TRY(footer_load(f, &ft, err));
     if (cacheable) {
         pq_footer *dead = NULL;
@@ -291,7 +291,22 @@ struct pq_reader {
     pq_footer *ft;
     hs_arena arena;          /* page indexes */
     pq_pidx *pidx;           /* n_row_groups * n_leaves, lazily */
+    bool old_parquet_mr;     /* written by parquet-mr older than 1.2.9 */
 };
+
+/* created_by "parquet-mr" without a version, or "parquet-mr version X.Y.Z" with X.Y.Z < 1.2.9 */
+static bool is_old_parquet_mr(const char *cb)
+{
+    if (!cb || strncmp(cb, "parquet-mr", 10) != 0)
+        return false;
+    const char *v = strstr(cb, "version ");
+    if (!v)
+        return true;
+    int a = 0, b = 0, c = 0;
+    if (sscanf(v + 8, "%d.%d.%d", &a, &b, &c) < 1)
+        return true;
+    return a < 1 || (a == 1 && (b < 2 || (b == 2 && c < 9)));
+}
 
 hs_status pq_reader_open(hs_file *f, pq_reader **out, hs_error *err)
 {
@@ -306,6 +321,7 @@ hs_status pq_reader_open(hs_file *f, pq_reader **out, hs_error *err)
         hs_free(r);
         return st;
     }
+    r->old_parquet_mr = is_old_parquet_mr(r->ft->meta.created_by);
     *out = r;
     return HS_OK;
 }
@@ -640,7 +656,8 @@ typedef struct pq_cursor {
     bool expect_row_start;
     /* per-call scratch */
     hs_buf hv;                       /* uint8 per leaf slot: has a value */
-    hs_buf tmp;                      /* index / bool scratch */
+    hs_buf tmp;                      /* index scratch */
+    hs_buf bools;                    /* booleans of one run, one byte each */
 } pq_cursor;
 
 static void cursor_free(pq_cursor *c)
@@ -657,6 +674,7 @@ static void cursor_free(pq_cursor *c)
     hs_buf_free(&c->scratch);
     hs_buf_free(&c->hv);
     hs_buf_free(&c->tmp);
+    hs_buf_free(&c->bools);
 }
 
 static hs_status cursor_ctx(pq_cursor *c, hs_status st, hs_error *err)
@@ -814,7 +832,7 @@ static hs_status setup_values(pq_cursor *c, pq_encoding enc, const uint8_t *p, s
         c->vs = e->type == PQ_BOOLEAN ? VS_PLAIN_BOOL : VS_PLAIN;
         if (e->type == PQ_BOOLEAN && (uint64_t)k > (uint64_t)len * 8)
             return HS_CORRUPT_AT(err, "%lld booleans in %zu bytes", (long long)k, len);
-        if (lf->phys_width > 0 && (uint64_t)k * (uint64_t)lf->phys_width > len)
+        if (e->type != PQ_BOOLEAN && lf->phys_width > 0 && (uint64_t)k * (uint64_t)lf->phys_width > len)
             return HS_CORRUPT_AT(err, "%lld values of %d bytes in %zu bytes", (long long)k,
                                  lf->phys_width, len);
         return HS_OK;
@@ -879,7 +897,7 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
         n = h->data.num_values;
         if (n < 0 || n > PQ_MAX_PAGE_VALUES)
             return HS_CORRUPT_AT(err, "data page claims %lld values", (long long)n);
-        const uint8_t *p;
+        const uint8_t *p = NULL;
         HS_TRY(page_body(c, src, src_len, unc, true, &p, err));
         size_t pos = 0, used = 0;
         if (lf->max_rep > 0) {
@@ -980,7 +998,7 @@ static hs_status seq_next_page(pq_cursor *c, int64_t *skip_rows, bool *eof, hs_e
         size_t blen = (size_t)h.compressed_page_size;
         c->pos += used + blen;
         if (h.type == PQ_PAGE_DICTIONARY) {
-            const uint8_t *p;
+            const uint8_t *p = NULL;
             HS_TRY(page_body(c, body, blen, (size_t)h.uncompressed_page_size, true, &p, err));
             HS_TRY(load_dict(c, &h, p, (size_t)h.uncompressed_page_size, err));
             continue;
@@ -1092,8 +1110,8 @@ static hs_status vs_read_fixed(pq_cursor *c, uint8_t *dst, int64_t k, hs_error *
             c->vpos += (size_t)k * pw;
         } else {  /* BYTE_ARRAY decimal */
             for (int64_t i = 0; i < k; i++) {
-                const uint8_t *p;
-                uint32_t l;
+                const uint8_t *p = NULL;
+                uint32_t l = 0;
                 HS_TRY(plain_ba(c, &p, &l, err));
                 if (!be_to_dec(p, l, dst + (size_t)ow * i))
                     return HS_CORRUPT_AT(err, "decimal value does not fit 128 bits");
@@ -1191,8 +1209,8 @@ static hs_status vs_skip(pq_cursor *c, int64_t k, hs_error *err)
             c->vpos += (size_t)k * lf->phys_width;
         } else {
             for (int64_t i = 0; i < k; i++) {
-                const uint8_t *p;
-                uint32_t l;
+                const uint8_t *p = NULL;
+                uint32_t l = 0;
                 HS_TRY(plain_ba(c, &p, &l, err));
             }
         }
@@ -1298,10 +1316,14 @@ static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_
         return HS_OK;
     }
     if (lf->conv == PQ_CV_BOOL) {
-        HS_TRY(tmp_room(c, (size_t)k + 8, err));
+        if (c->bools.cap < (size_t)k + 8) {
+            hs_buf_reset(&c->bools);
+            if (hs_buf_reserve(&c->bools, (size_t)k + 8) != HS_OK)
+                return hs_err_nomem(err, (size_t)k);
+        }
         if (cb_reserve(&col->values, (size_t)((base + n + 7) / 8)) != HS_OK)
             return hs_err_nomem(err, (size_t)n);
-        uint8_t *t = c->tmp.data;
+        uint8_t *t = c->bools.data;
         HS_TRY(vs_read_bool(c, t, k, err));
         uint8_t *vb = col->values.data;
         int64_t src = 0;
@@ -1336,12 +1358,14 @@ static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_
 
 /* ---------- assembly of one run of level entries [a, b) ---------- */
 
-static hs_status hv_room(pq_cursor *c, size_t n, hs_error *err)
+/* Room for n bytes in c->hv, keeping the first `keep` bytes. */
+static hs_status hv_room(pq_cursor *c, size_t n, size_t keep, hs_error *err)
 {
     if (c->hv.cap < n) {
-        size_t keep = c->hv.len;
+        c->hv.len = keep;
         if (hs_buf_reserve(&c->hv, n - keep) != HS_OK)
             return hs_err_nomem(err, n);
+        c->hv.len = 0;
     }
     return HS_OK;
 }
@@ -1356,7 +1380,7 @@ static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, 
     if (depth == 1) {  /* flat */
         if (!def)
             return leaf_emit(c, leafcol, n, NULL, n, err);
-        HS_TRY(hv_room(c, (size_t)n, err));
+        HS_TRY(hv_room(c, (size_t)n, 0, err));
         uint8_t *hv = c->hv.data;
         int64_t k = 0;
         uint16_t md = (uint16_t)lf->max_def;
@@ -1374,7 +1398,7 @@ static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, 
             return hs_err_nomem(err, (size_t)n);
         len[j] = cols[j]->length;
     }
-    HS_TRY(hv_room(c, (size_t)n, err));
+    HS_TRY(hv_room(c, (size_t)n, 0, err));
     int64_t nl = 0, k = 0;
     int16_t leaf_reach = lf->path[depth - 1]->def_reach;
     for (int64_t i = a; i < b; i++) {
@@ -1398,7 +1422,7 @@ static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, 
                 ((int32_t *)cj->offsets.data)[slot] = (int32_t)child_len;
                 if (nd->type == HS_TYPE_FIXED_LIST && !valid && j + 1 == depth - 1) {
                     /* a null fixed-size list still owns `width` (null) elements */
-                    HS_TRY(hv_room(c, (size_t)(nl + nd->width + (b - i))));
+                    HS_TRY(hv_room(c, (size_t)(nl + nd->width + (b - i)), (size_t)nl, err));
                     memset(c->hv.data + nl, 0, (size_t)nd->width);
                     nl += nd->width;
                 }
@@ -1406,7 +1430,7 @@ static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, 
         }
         if (d >= leaf_reach) {
             if ((size_t)nl >= c->hv.cap)
-                HS_TRY(hv_room(c, (size_t)nl * 2 + 16, err));
+                HS_TRY(hv_room(c, (size_t)nl * 2 + 16, (size_t)nl, err));
             uint8_t has = d >= lf->max_def;
             c->hv.data[nl++] = has;
             k += has;
@@ -1425,5 +1449,730 @@ static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, 
             cj->offsets.len = (size_t)(len[j] + 1) * 4;
         }
     }
+    return HS_OK;
+}
+
+/* ---------- rows ---------- */
+
+/* Consumes n_rows rows: emitted into cols (cols[j] = column of path node j)
+ * or, with cols NULL, skipped. */
+static hs_status cur_rows(pq_cursor *c, int64_t n_rows, hs_column **cols, hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    int64_t left = n_rows;
+    bool first = true;
+    for (;;) {
+        if (!c->in_page || c->lvl_pos >= c->lvl_n) {
+            if (left == 0 && (lf->max_rep == 0 || c->page_mode))
+                break;
+            bool eof = false;
+            if (c->page_mode) {
+                if (c->next_page >= c->oi->n_pages)
+                    eof = true;
+                else
+                    HS_TRY(load_oi_page(c, c->next_page, err));
+            } else {
+                HS_TRY(seq_next_page(c, cols ? NULL : &left, &eof, err));
+            }
+            if (eof) {
+                if (left > 0)
+                    return HS_CORRUPT_AT(err, "column chunk ends after %lld of %lld rows",
+                                         (long long)c->row, (long long)c->rg_rows);
+                break;
+            }
+            continue;
+        }
+        int64_t a = c->lvl_pos, b, rows;
+        if (lf->max_rep == 0) {
+            rows = left < c->lvl_n - a ? left : c->lvl_n - a;
+            if (rows == 0)
+                break;
+            b = a + rows;
+        } else {
+            const uint16_t *rep = c->rep;
+            if (first && rep[a] != 0)
+                return HS_CORRUPT_AT(err, "repetition level %u where a row must start", rep[a]);
+            if (left == 0 && rep[a] == 0)
+                break;
+            int64_t i = a;
+            rows = 0;
+            for (; i < c->lvl_n; i++) {
+                if (rep[i] == 0) {
+                    if (rows == left)
+                        break;
+                    rows++;
+                }
+            }
+            b = i;
+        }
+        first = false;
+        if (rows > c->rg_rows - c->row)
+            return HS_CORRUPT_AT(err, "column chunk holds more rows than its row group (%lld)",
+                                 (long long)c->rg_rows);
+        if (cols) {
+            HS_TRY(assemble(c, a, b, cols, err));
+        } else {
+            int64_t k = b - a;
+            if (c->def) {
+                k = 0;
+                for (int64_t i = a; i < b; i++)
+                    k += c->def[i] == lf->max_def;
+            }
+            HS_TRY(vs_skip(c, k, err));
+        }
+        left -= rows;
+        c->row += rows;
+        c->lvl_pos = b;
+        if (lf->max_rep > 0 && b < c->lvl_n)
+            break;  /* stopped at the start of a row we do not want */
+    }
+    return HS_OK;
+}
+
+static hs_status cur_skip(pq_cursor *c, int64_t n, hs_error *err)
+{
+    if (n <= 0)
+        return HS_OK;
+    if (c->page_mode) {
+        int64_t target = c->row + n;
+        if (!c->in_page || target >= c->page_row_end) {
+            int p = -1;
+            for (int i = c->next_page; i < c->oi->n_pages; i++) {
+                if (c->oi->pages[i].first_row_index <= target)
+                    p = i;
+                else
+                    break;
+            }
+            if (p >= 0) {
+                c->stats->pages_skipped += p - c->next_page;
+                HS_TRY(load_oi_page(c, p, err));
+            }
+            if (target < c->row)
+                return HS_CORRUPT_AT(err, "offset index rows out of order");
+        }
+        return cur_rows(c, target - c->row, NULL, err);
+    }
+    return cur_rows(c, n, NULL, err);
+}
+
+/* Reads the pages in [chunk_start, first OffsetIndex page): the dictionary. */
+static hs_status read_dict_region(pq_cursor *c, int64_t start, int64_t end, hs_error *err)
+{
+    if (end <= start)
+        return HS_OK;
+    HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)start, (size_t)(end - start), &c->chunk, err));
+    c->stats->bytes_read += end - start;
+    c->chunk_off = (uint64_t)start;
+    size_t pos = 0;
+    while (pos < c->chunk.len) {
+        c->page_off = c->chunk_off + pos;
+        pq_page_header h;
+        size_t used = 0;
+        hs_arena_reset(&c->hdr_arena);
+        HS_TRY(pq_decode_page_header(c->chunk.data + pos, c->chunk.len - pos, &c->hdr_arena, &h, &used,
+                                     err));
+        if (used > c->chunk.len - pos)
+            return HS_CORRUPT_AT(err, "page header overruns the column chunk");
+        HS_TRY(check_header(c, &h, c->chunk.len - pos - used, err));
+        if (h.type == PQ_PAGE_DICTIONARY) {
+            const uint8_t *p = NULL;
+            HS_TRY(page_body(c, c->chunk.data + pos + used, (size_t)h.compressed_page_size,
+                             (size_t)h.uncompressed_page_size, true, &p, err));
+            HS_TRY(load_dict(c, &h, p, (size_t)h.uncompressed_page_size, err));
+        }
+        pos += used + (size_t)h.compressed_page_size;
+    }
+    return HS_OK;
+}
+
+/* Positions the cursor at the start of row group rg. */
+static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error *err)
+{
+    pq_reader *r = c->r;
+    const pq_row_group *g = &r->ft->meta.row_groups[rg];
+    const pq_column_chunk *cc = &g->columns[c->leaf_index];
+    c->rg = rg;
+    c->rg_rows = g->num_rows;
+    c->in_page = false;
+    c->has_dict = false;
+    c->dict_n = 0;
+    c->row = 0;
+    c->values_total = 0;
+    c->next_page = 0;
+    c->page_mode = false;
+    c->oi = NULL;
+    c->pos = 0;
+    c->lvl_n = c->lvl_pos = 0;
+    c->vs = VS_NONE;
+    hs_buf_reset(&c->chunk);
+    if (!cc->has_meta_data)
+        return HS_CORRUPT_AT(err, "column chunk without metadata");
+    if (cc->file_path)
+        return hs_err_set(err, HS_UNSUPPORTED, "column chunk stored in another file (%s)", cc->file_path);
+    const pq_column_meta *cm = &cc->meta_data;
+    c->cm = cm;
+    if (cm->type != c->leaf->elem->type)
+        return HS_CORRUPT_AT(err, "column chunk type %d differs from the schema's %d", (int)cm->type,
+                             (int)c->leaf->elem->type);
+    if ((int)cm->codec < 0 || (int)cm->codec > 7)
+        return hs_err_set(err, HS_UNSUPPORTED, "compression codec %d", (int)cm->codec);
+    if (cm->codec == PQ_CODEC_LZO)
+        return hs_err_set(err, HS_UNSUPPORTED, "LZO compression is not supported");
+    c->codec = (hs_codec)cm->codec;  /* the numbering matches parquet.thrift */
+    int64_t start = cm->data_page_offset;
+    if (cm->has_dictionary_page_offset && cm->dictionary_page_offset >= 4 &&
+        cm->dictionary_page_offset < start)
+        start = cm->dictionary_page_offset;
+    int64_t len = cm->total_compressed_size;
+    uint64_t fsize = r->f->size;
+    if (start < 4 || len < 0 || (uint64_t)start > fsize || (uint64_t)len > fsize - (uint64_t)start)
+        return HS_CORRUPT_AT(err, "column chunk at offset %lld, %lld bytes, lies outside the file (%llu bytes)",
+                             (long long)start, (long long)len, (unsigned long long)fsize);
+    if (r->old_parquet_mr) {
+        /* PARQUET-816: parquet-mr <= 1.2.8 left the dictionary page header out
+         * of total_compressed_size; read up to 100 bytes more, as Arrow does */
+        uint64_t rest = fsize - (uint64_t)start - (uint64_t)len;
+        len += rest < 100 ? (int64_t)rest : 100;
+    }
+    c->chunk_start = start;
+    c->page_off = (uint64_t)start;
+    if (want_pages) {
+        const pq_column_index *ci;
+        const pq_offset_index *oi;
+        HS_TRY(pq_reader_page_index(r, rg, c->leaf_index, &ci, &oi, err));
+        if (oi && oi->pages[0].offset >= start) {
+            c->oi = oi;
+            c->page_mode = true;
+            return read_dict_region(c, start, oi->pages[0].offset, err);
+        }
+    }
+    HS_TRY(hs_file_read_buf(r->f, (uint64_t)start, (size_t)len, &c->chunk, err));
+    c->chunk_off = (uint64_t)start;
+    c->stats->bytes_read += len;
+    return HS_OK;
+}
+
+static void cursor_close_rg(pq_cursor *c)
+{
+    if (c->page_mode && c->oi && c->next_page < c->oi->n_pages)
+        c->stats->pages_skipped += c->oi->n_pages - c->next_page;
+    c->page_mode = false;
+    c->in_page = false;
+}
+
+/* ===================================================================== */
+/* scan                                                                   */
+/* ===================================================================== */
+
+typedef struct pq_run { int64_t skip, take; } pq_run;
+
+struct pq_scan {
+    pq_reader *r;
+    int n_cols;
+    int *cols;                 /* projected top-level columns */
+    int n_rgs;
+    int *rgs;                  /* row groups to visit */
+    int rg_i;                  /* next entry of rgs */
+    int64_t *rg_first;         /* first file row of every row group */
+    roaring_bitmap_t *rows;    /* copy of the caller's bitmap, or NULL */
+    pq_row_range *ranges;      /* copy, or NULL */
+    int n_ranges;
+    pq_prune_fn prune;
+    void *prune_ctx;
+    int64_t batch_size;
+    hs_field schema;           /* projected STRUCT */
+    int n_cur;
+    pq_cursor *cur;            /* one per projected leaf, grouped by column */
+    int *cur_col;              /* batch column index of each cursor */
+    bool rg_open;
+    int rg;                    /* current row group */
+    hs_buf sel;                /* pq_row_range, relative to the row group */
+    size_t sel_i;
+    int64_t next_row;          /* rows of the row group the cursors consumed */
+    hs_buf runs;
+    pq_scan_stats stats;
+};
+
+const pq_scan_stats *pq_scan_get_stats(const pq_scan *s) { return &s->stats; }
+
+void pq_scan_close(pq_scan *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n_cur; i++)
+        cursor_free(&s->cur[i]);
+    hs_free(s->cur);
+    hs_free(s->cur_col);
+    hs_free(s->cols);
+    hs_free(s->rgs);
+    hs_free(s->rg_first);
+    hs_free(s->ranges);
+    if (s->rows)
+        roaring_bitmap_free(s->rows);
+    hs_field_clear(&s->schema);
+    hs_buf_free(&s->sel);
+    hs_buf_free(&s->runs);
+    hs_free(s);
+}
+
+hs_status pq_scan_open(pq_reader *r, const pq_scan_options *opt, pq_scan **out, hs_error *err)
+{
+    static const pq_scan_options defaults;
+    if (!opt)
+        opt = &defaults;
+    *out = NULL;
+    const pq_schema_info *si = &r->ft->schema;
+    const pq_file_meta *m = &r->ft->meta;
+    pq_scan *s = hs_calloc(1, sizeof *s);
+    if (!s)
+        return hs_err_nomem(err, sizeof *s);
+    s->r = r;
+    hs_status st = HS_OK;
+    s->n_cols = opt->columns ? opt->n_columns : si->n_tops;
+    s->n_rgs = opt->row_groups ? opt->n_row_groups : m->n_row_groups;
+    s->cols = hs_malloc(sizeof(int) * (size_t)(s->n_cols + 1));
+    s->rgs = hs_malloc(sizeof(int) * (size_t)(s->n_rgs + 1));
+    s->rg_first = hs_malloc(sizeof(int64_t) * (size_t)(m->n_row_groups + 1));
+    if (!s->cols || !s->rgs || !s->rg_first || s->n_cols < 0 || s->n_rgs < 0) {
+        st = s->n_cols < 0 || s->n_rgs < 0 ? hs_err_set(err, HS_INVALID, "negative column or row group count")
+                                           : hs_err_nomem(err, 64);
+        goto fail;
+    }
+    for (int i = 0; i < s->n_cols; i++) {
+        int ci = opt->columns ? opt->columns[i] : i;
+        if (ci < 0 || ci >= si->n_tops) {
+            st = hs_err_set(err, HS_INVALID, "%s: no column %d (file has %d)", r->fname, ci, si->n_tops);
+            goto fail;
+        }
+        s->cols[i] = ci;
+    }
+    int64_t acc = 0;
+    for (int g = 0; g < m->n_row_groups; g++) {
+        s->rg_first[g] = acc;
+        acc += m->row_groups[g].num_rows;
+    }
+    s->rg_first[m->n_row_groups] = acc;
+    for (int i = 0; i < s->n_rgs; i++) {
+        int g = opt->row_groups ? opt->row_groups[i] : i;
+        if (g < 0 || g >= m->n_row_groups) {
+            st = hs_err_set(err, HS_INVALID, "%s: no row group %d (file has %d)", r->fname, g,
+                            m->n_row_groups);
+            goto fail;
+        }
+        s->rgs[i] = g;
+    }
+    if (opt->rows && !(s->rows = roaring_bitmap_copy(opt->rows))) {
+        st = hs_err_nomem(err, 64);
+        goto fail;
+    }
+    if (opt->ranges && opt->n_ranges > 0) {
+        s->ranges = hs_malloc(sizeof(pq_row_range) * (size_t)opt->n_ranges);
+        if (!s->ranges) {
+            st = hs_err_nomem(err, 64);
+            goto fail;
+        }
+        memcpy(s->ranges, opt->ranges, sizeof(pq_row_range) * (size_t)opt->n_ranges);
+        s->n_ranges = opt->n_ranges;
+        for (int i = 0; i < s->n_ranges; i++)
+            if (s->ranges[i].start > s->ranges[i].end ||
+                (i > 0 && s->ranges[i].start < s->ranges[i - 1].end)) {
+                st = hs_err_set(err, HS_INVALID, "row ranges must be sorted and disjoint");
+                goto fail;
+            }
+    } else if (opt->ranges) {
+        s->n_ranges = 0;
+        s->ranges = hs_malloc(sizeof(pq_row_range));  /* empty selection */
+        if (!s->ranges) {
+            st = hs_err_nomem(err, 64);
+            goto fail;
+        }
+    }
+    s->prune = opt->prune;
+    s->prune_ctx = opt->prune_ctx;
+    s->batch_size = opt->batch_size > 0 ? opt->batch_size : 65536;
+    /* projected schema and cursors */
+    hs_field_init(&s->schema, si->root.name, HS_TYPE_STRUCT, false);
+    for (int i = 0; i < s->n_cols; i++) {
+        hs_field ch;
+        memset(&ch, 0, sizeof ch);
+        if (hs_field_copy(&si->root.children[s->cols[i]], &ch) != HS_OK ||
+            hs_field_add_child(&s->schema, &ch) != HS_OK) {
+            hs_field_clear(&ch);
+            st = hs_err_nomem(err, 64);
+            goto fail;
+        }
+        s->n_cur += si->tops[s->cols[i]].n_leaves;
+    }
+    s->cur = hs_calloc((size_t)s->n_cur + 1, sizeof *s->cur);
+    s->cur_col = hs_calloc((size_t)s->n_cur + 1, sizeof *s->cur_col);
+    if (!s->cur || !s->cur_col) {
+        st = hs_err_nomem(err, 64);
+        goto fail;
+    }
+    int k = 0;
+    for (int i = 0; i < s->n_cols; i++) {
+        const pq_anode *top = &si->tops[s->cols[i]];
+        for (int l = top->first_leaf; l < top->first_leaf + top->n_leaves; l++, k++) {
+            pq_cursor *c = &s->cur[k];
+            c->r = r;
+            c->stats = &s->stats;
+            c->leaf_index = l;
+            c->leaf = &si->leaves[l];
+            c->own_from = c->leaf->depth - 1;
+            for (int j = 0; j < c->leaf->depth; j++)
+                if (c->leaf->path[j]->first_leaf == l) {
+                    c->own_from = j;
+                    break;
+                }
+            s->cur_col[k] = i;
+        }
+    }
+    *out = s;
+    return HS_OK;
+fail:
+    pq_scan_close(s);
+    return st;
+}
+
+/* ---------- selection ---------- */
+
+static hs_status sel_push(hs_buf *b, int64_t start, int64_t end)
+{
+    if (end <= start)
+        return HS_OK;
+    size_t n = HS_VEC_LEN(b, pq_row_range);
+    if (n > 0) {
+        pq_row_range *last = &HS_VEC_AT(b, pq_row_range, n - 1);
+        if (last->end == start) {
+            last->end = end;
+            return HS_OK;
+        }
+    }
+    pq_row_range rr = { start, end };
+    return hs_buf_append(b, &rr, sizeof rr);
+}
+
+/* Rows of [start, end) (file positions) set in the bitmap, as ranges relative to start. */
+static hs_status sel_from_bitmap(const roaring_bitmap_t *bm, int64_t start, int64_t end, hs_buf *out)
+{
+    hs_buf_reset(out);
+    if (start >= ((int64_t)1 << 32))
+        return HS_OK;
+    if (end > ((int64_t)1 << 32))
+        end = (int64_t)1 << 32;
+    roaring_uint32_iterator_t it;
+    roaring_init_iterator(bm, &it);
+    if (!roaring_move_uint32_iterator_equalorlarger(&it, (uint32_t)start))
+        return HS_OK;
+    uint32_t buf[256];
+    int64_t rs = -1, re = -1;
+    for (;;) {
+        uint32_t got = roaring_read_uint32_iterator(&it, buf, 256);
+        if (got == 0)
+            break;
+        for (uint32_t i = 0; i < got; i++) {
+            int64_t v = buf[i];
+            if (v >= end)
+                goto out;
+            if (v == re) {
+                re++;
+            } else {
+                if (rs >= 0)
+                    HS_TRY(sel_push(out, rs - start, re - start));
+                rs = v;
+                re = v + 1;
+            }
+        }
+    }
+out:
+    if (rs >= 0)
+        HS_TRY(sel_push(out, rs - start, re - start));
+    return HS_OK;
+}
+
+/* sel := sel ∩ (ranges shifted by -base, clipped to [0, n)) */
+static hs_status sel_intersect(hs_buf *sel, const pq_row_range *rr, int n_rr, int64_t base, hs_buf *tmp)
+{
+    hs_buf_reset(tmp);
+    size_t ns = HS_VEC_LEN(sel, pq_row_range);
+    const pq_row_range *a = (const pq_row_range *)sel->data;
+    size_t i = 0;
+    int j = 0;
+    while (i < ns && j < n_rr) {
+        int64_t bs = rr[j].start - base, be = rr[j].end - base;
+        int64_t lo = a[i].start > bs ? a[i].start : bs;
+        int64_t hi = a[i].end < be ? a[i].end : be;
+        if (lo < hi)
+            HS_TRY(sel_push(tmp, lo, hi));
+        if (a[i].end < be)
+            i++;
+        else
+            j++;
+    }
+    hs_buf t = *sel;
+    *sel = *tmp;
+    *tmp = t;
+    return HS_OK;
+}
+
+/* sel := sel minus [start, end) */
+static hs_status sel_subtract(hs_buf *sel, int64_t start, int64_t end, hs_buf *tmp)
+{
+    hs_buf_reset(tmp);
+    size_t ns = HS_VEC_LEN(sel, pq_row_range);
+    const pq_row_range *a = (const pq_row_range *)sel->data;
+    for (size_t i = 0; i < ns; i++) {
+        HS_TRY(sel_push(tmp, a[i].start, a[i].end < start ? a[i].end : start));
+        HS_TRY(sel_push(tmp, a[i].start > end ? a[i].start : end, a[i].end));
+    }
+    hs_buf t = *sel;
+    *sel = *tmp;
+    *tmp = t;
+    return HS_OK;
+}
+
+static void stats_from_chunk(const pq_column_meta *cm, pq_stats_view *v)
+{
+    if (!cm->has_statistics)
+        return;
+    const pq_statistics *st = &cm->statistics;
+    if (st->min_value.p && st->max_value.p) {
+        v->min = st->min_value;
+        v->max = st->max_value;
+    } else if (st->min.p && st->max.p && cm->type != PQ_BYTE_ARRAY &&
+               cm->type != PQ_FIXED_LEN_BYTE_ARRAY && cm->type != PQ_INT96) {
+        v->min = st->min;  /* legacy stats: trustworthy only for signed-order types */
+        v->max = st->max;
+    }
+    v->has_null_count = st->has_null_count;
+    v->null_count = st->null_count;
+}
+
+/* Opens row group s->rgs[s->rg_i]; *skipped when it holds no wanted rows. */
+static hs_status scan_open_rg(pq_scan *s, bool *skipped, hs_error *err)
+{
+    pq_reader *r = s->r;
+    int rg = s->rgs[s->rg_i++];
+    const pq_row_group *g = &r->ft->meta.row_groups[rg];
+    int64_t nrows = g->num_rows, first = s->rg_first[rg];
+    hs_buf tmp = { 0 };
+    hs_status st = HS_OK;
+    *skipped = false;
+    hs_buf_reset(&s->sel);
+    if (s->rows)
+        st = sel_from_bitmap(s->rows, first, first + nrows, &s->sel);
+    else
+        st = sel_push(&s->sel, 0, nrows);
+    if (st == HS_OK && s->ranges)
+        st = sel_intersect(&s->sel, s->ranges, s->n_ranges, first, &tmp);
+    if (st != HS_OK) {
+        hs_buf_free(&tmp);
+        return hs_err_nomem(err, 64);
+    }
+    /* row-group and page statistics */
+    for (int i = 0; s->prune && i < s->n_cur && s->sel.len > 0; i++) {
+        pq_cursor *c = &s->cur[i];
+        const pq_column_chunk *cc = &g->columns[c->leaf_index];
+        pq_stats_view v;
+        memset(&v, 0, sizeof v);
+        v.row_group = rg;
+        v.page = -1;
+        v.leaf = c->leaf_index;
+        v.elem = c->leaf->elem;
+        v.num_rows = nrows;
+        if (cc->has_meta_data)
+            stats_from_chunk(&cc->meta_data, &v);
+        if (!s->prune(s->prune_ctx, &v)) {
+            hs_buf_reset(&s->sel);
+            break;
+        }
+        const pq_column_index *ci;
+        const pq_offset_index *oi;
+        st = pq_reader_page_index(r, rg, c->leaf_index, &ci, &oi, err);
+        if (st != HS_OK)
+            break;
+        if (!ci || !oi)
+            continue;
+        for (int p = 0; p < oi->n_pages && s->sel.len > 0; p++) {
+            int64_t ps = oi->pages[p].first_row_index;
+            int64_t pe = p + 1 < oi->n_pages ? oi->pages[p + 1].first_row_index : nrows;
+            memset(&v, 0, sizeof v);
+            v.row_group = rg;
+            v.page = p;
+            v.leaf = c->leaf_index;
+            v.elem = c->leaf->elem;
+            v.num_rows = pe - ps;
+            v.all_null = ci->null_pages ? ci->null_pages[p] : false;
+            if (ci->min_values && ci->max_values && !v.all_null) {
+                v.min = ci->min_values[p];
+                v.max = ci->max_values[p];
+            }
+            if (ci->has_null_counts && ci->null_counts) {
+                v.has_null_count = true;
+                v.null_count = ci->null_counts[p];
+            }
+            if (!s->prune(s->prune_ctx, &v) && (st = sel_subtract(&s->sel, ps, pe, &tmp)) != HS_OK) {
+                st = hs_err_nomem(err, 64);
+                break;
+            }
+        }
+        if (st != HS_OK)
+            break;
+    }
+    hs_buf_free(&tmp);
+    if (st != HS_OK)
+        return st;
+    if (s->sel.len == 0) {
+        s->stats.row_groups_skipped++;
+        *skipped = true;
+        return HS_OK;
+    }
+    const pq_row_range *sr = (const pq_row_range *)s->sel.data;
+    bool full = HS_VEC_LEN(&s->sel, pq_row_range) == 1 && sr[0].start == 0 && sr[0].end == nrows;
+    for (int i = 0; i < s->n_cur; i++) {
+        st = cursor_open_rg(&s->cur[i], rg, !full, err);
+        if (st != HS_OK)
+            return cursor_ctx(&s->cur[i], st, err);
+    }
+    s->rg = rg;
+    s->rg_open = true;
+    s->sel_i = 0;
+    s->next_row = 0;
+    s->stats.row_groups_read++;
+    return HS_OK;
+}
+
+static void scan_close_rg(pq_scan *s)
+{
+    for (int i = 0; i < s->n_cur; i++)
+        cursor_close_rg(&s->cur[i]);
+    s->rg_open = false;
+}
+
+/* Checks that the leaves of a column agreed on its structure; drops the
+ * offsets of fixed-size lists (used only while assembling). */
+static hs_status finish_col(hs_column *col, const pq_anode *an, int64_t expect, int depth,
+                            hs_error *err)
+{
+    if (depth > 2 * PQ_MAX_NESTING + 8)
+        return HS_CORRUPT_AT(err, "nesting too deep");
+    if (col->length != expect)
+        return HS_CORRUPT_AT(err, "column '%s' has %lld slots where %lld were expected (leaf columns disagree)",
+                             an->name, (long long)col->length, (long long)expect);
+    if (col->type == HS_TYPE_LIST || col->type == HS_TYPE_MAP || col->type == HS_TYPE_FIXED_LIST ||
+        col->type == HS_TYPE_STRING || col->type == HS_TYPE_BINARY) {
+        if (col->offsets.len < 4 && col_prep(col, false, 0) != HS_OK)
+            return hs_err_nomem(err, 64);
+    }
+    if (an->nullable && col->type != HS_TYPE_NA && col->validity.data == NULL && col->length > 0 &&
+        col->null_count > 0)
+        return hs_err_set(err, HS_INTERNAL, "nulls without a validity bitmap");
+    if (an->kind == PQ_AN_STRUCT) {
+        if (col->n_children != an->n_children)
+            return hs_err_set(err, HS_INTERNAL, "struct column shape");
+        for (int i = 0; i < an->n_children; i++)
+            HS_TRY(finish_col(col->children[i], &an->children[i], col->length, depth + 1, err));
+    } else if (an->kind == PQ_AN_LIST) {
+        if (col->n_children < 1)
+            return hs_err_set(err, HS_INTERNAL, "list column shape");
+        const int32_t *offs = (const int32_t *)col->offsets.data;
+        int64_t child_len = offs[col->length];
+        if (col->type == HS_TYPE_FIXED_LIST) {
+            for (int64_t i = 0; i < col->length; i++)
+                if (offs[i + 1] - offs[i] != an->width)
+                    return HS_CORRUPT_AT(err, "fixed_size_list '%s' row has %d elements, expected %d",
+                                         an->name, (int)(offs[i + 1] - offs[i]), (int)an->width);
+            hs_free_aligned(col->offsets.data);
+            col->offsets.data = NULL;
+            col->offsets.len = col->offsets.cap = 0;
+        }
+        HS_TRY(finish_col(col->children[0], &an->children[0], child_len, depth + 1, err));
+    }
+    return HS_OK;
+}
+
+/* Column pointers along a leaf's path inside the batch column `top`. */
+static hs_status leaf_cols(const pq_leaf *lf, hs_column *top, hs_column **cols, hs_error *err)
+{
+    cols[0] = top;
+    for (int j = 1; j < lf->depth; j++) {
+        int ci = lf->path[j]->child_index;
+        if (ci < 0 || ci >= cols[j - 1]->n_children)
+            return hs_err_set(err, HS_INTERNAL, "column tree does not match the schema");
+        cols[j] = cols[j - 1]->children[ci];
+    }
+    return HS_OK;
+}
+
+hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
+{
+    *out = NULL;
+    for (;;) {
+        if (!s->rg_open) {
+            if (s->rg_i >= s->n_rgs)
+                return HS_OK;
+            bool skipped;
+            HS_TRY(scan_open_rg(s, &skipped, err));
+            continue;
+        }
+        size_t n_sel = HS_VEC_LEN(&s->sel, pq_row_range);
+        if (s->sel_i >= n_sel) {
+            scan_close_rg(s);
+            continue;
+        }
+        break;
+    }
+    /* the runs of this batch */
+    hs_buf_reset(&s->runs);
+    const pq_row_range *sel = (const pq_row_range *)s->sel.data;
+    size_t n_sel = HS_VEC_LEN(&s->sel, pq_row_range);
+    int64_t total = 0, row = s->next_row;
+    while (total < s->batch_size && s->sel_i < n_sel) {
+        const pq_row_range *rr = &sel[s->sel_i];
+        int64_t start = rr->start > row ? rr->start : row;
+        int64_t take = rr->end - start;
+        if (take > s->batch_size - total)
+            take = s->batch_size - total;
+        pq_run run = { start - row, take };
+        if (hs_buf_append(&s->runs, &run, sizeof run) != HS_OK)
+            return hs_err_nomem(err, 64);
+        total += take;
+        row = start + take;
+        if (row >= rr->end)
+            s->sel_i++;
+    }
+    s->next_row = row;
+    hs_batch *b = NULL;
+    HS_TRY(hs_batch_create(&s->schema, total, &b, err));
+    const pq_run *runs = (const pq_run *)s->runs.data;
+    size_t n_runs = HS_VEC_LEN(&s->runs, pq_run);
+    hs_column *cols[2 * PQ_MAX_NESTING + 8];
+    hs_status st = HS_OK;
+    for (int i = 0; i < s->n_cur && st == HS_OK; i++) {
+        pq_cursor *c = &s->cur[i];
+        st = leaf_cols(c->leaf, b->cols[s->cur_col[i]], cols, err);
+        for (size_t k = 0; k < n_runs && st == HS_OK; k++) {
+            st = cur_skip(c, runs[k].skip, err);
+            if (st == HS_OK)
+                st = cur_rows(c, runs[k].take, cols, err);
+        }
+        if (st != HS_OK)
+            st = cursor_ctx(c, st, err);
+    }
+    const pq_schema_info *si = &s->r->ft->schema;
+    for (int i = 0; i < s->n_cols && st == HS_OK; i++) {
+        st = finish_col(b->cols[i], &si->tops[s->cols[i]], total, 0, err);
+        if (st != HS_OK)
+            hs_err_prefix(err, "%s: row group %d", s->r->fname, s->rg);
+    }
+    if (st != HS_OK) {
+        hs_batch_free(b);
+        scan_close_rg(s);
+        s->rg_i = s->n_rgs;  /* a failed scan stays failed */
+        return st;
+    }
+    b->n_rows = total;
+    s->stats.rows_emitted += total;
+    *out = b;
     return HS_OK;
 }

@@ -350,9 +350,8 @@ static hs_status map_list(sctx *c, const pq_pnode *g, lvl L, pq_anode *an, const
         const char *rn = ename(r->e);
         bool legacy = r->n_children > 1 || strcmp(rn, "array") == 0 ||
                       (strncmp(rn, ename(g->e), gl) == 0 && strcmp(rn + gl, "_tuple") == 0);
-        if (legacy) {
-            node_base(elem, r, el, false);
-            HS_TRY(map_struct(c, r, el, elem, path, depth + 1));
+        if (legacy) {  /* the repeated group itself is the (required) element */
+            HS_TRY(map_node(c, r, el, elem, true, path, depth + 1));
         } else {
             HS_TRY(map_node(c, &r->children[0], el, elem, false, path, depth + 2));
         }
@@ -419,9 +418,9 @@ static hs_status map_node(sctx *c, const pq_pnode *pn, lvl L, pq_anode *an, bool
     hs_status st;
     if (pn->n_children == 0)
         st = map_leaf(c, pn, an);
-    else if (!force_required && lt_is_list(e))
+    else if (lt_is_list(e))
         st = map_list(c, pn, L, an, path, depth);
-    else if (!force_required && lt_is_map(e))
+    else if (lt_is_map(e))
         st = map_map(c, pn, L, an, path, depth);
     else
         st = map_struct(c, pn, L, an, path, depth);

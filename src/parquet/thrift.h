@@ -220,8 +220,22 @@ static inline void pq_tw_init(pq_tw *w, hs_buf *out) { w->out = out; w->st = HS_
 
 static inline void pq_tw_bytes(pq_tw *w, const void *p, size_t n)
 {
-    if (HS_LIKELY(w->st == HS_OK))
-        w->st = hs_buf_append(w->out, p, n);
+    hs_buf *b = w->out;
+    if (HS_LIKELY(w->st == HS_OK && b->cap - b->len >= n)) {
+        memcpy(b->data + b->len, p, n);
+        b->len += n;
+    } else if (w->st == HS_OK) {
+        w->st = hs_buf_append(b, p, n);
+    }
+}
+
+static inline void pq_tw_byte1(pq_tw *w, uint8_t c)
+{
+    hs_buf *b = w->out;
+    if (HS_LIKELY(w->st == HS_OK && b->cap > b->len))
+        b->data[b->len++] = c;
+    else
+        pq_tw_bytes(w, &c, 1);
 }
 
 static inline void pq_tw_varint(pq_tw *w, uint64_t v)
@@ -243,21 +257,15 @@ static inline void pq_tw_field(pq_tw *w, int16_t *last, int16_t id, uint8_t type
 {
     int32_t delta = (int32_t)id - *last;
     if (delta > 0 && delta <= 15) {
-        uint8_t b = (uint8_t)((delta << 4) | type);
-        pq_tw_bytes(w, &b, 1);
+        pq_tw_byte1(w, (uint8_t)((delta << 4) | type));
     } else {
-        uint8_t b = type;
-        pq_tw_bytes(w, &b, 1);
+        pq_tw_byte1(w, type);
         pq_tw_zigzag(w, id);
     }
     *last = id;
 }
 
-static inline void pq_tw_stop(pq_tw *w)
-{
-    uint8_t b = 0;
-    pq_tw_bytes(w, &b, 1);
-}
+static inline void pq_tw_stop(pq_tw *w) { pq_tw_byte1(w, PQ_T_STOP); }
 
 static inline void pq_tw_binary(pq_tw *w, const void *p, size_t n)
 {
@@ -270,20 +278,14 @@ static inline void pq_tw_binary(pq_tw *w, const void *p, size_t n)
 static inline void pq_tw_list(pq_tw *w, uint8_t elem_type, uint32_t n)
 {
     if (n < 15) {
-        uint8_t b = (uint8_t)((n << 4) | elem_type);
-        pq_tw_bytes(w, &b, 1);
+        pq_tw_byte1(w, (uint8_t)((n << 4) | elem_type));
     } else {
-        uint8_t b = (uint8_t)(0xf0 | elem_type);
-        pq_tw_bytes(w, &b, 1);
+        pq_tw_byte1(w, (uint8_t)(0xf0 | elem_type));
         pq_tw_varint(w, n);
     }
 }
 
-static inline void pq_tw_bool_elem(pq_tw *w, bool v)
-{
-    uint8_t b = v ? PQ_T_TRUE : PQ_T_FALSE;
-    pq_tw_bytes(w, &b, 1);
-}
+static inline void pq_tw_bool_elem(pq_tw *w, bool v) { pq_tw_byte1(w, v ? PQ_T_TRUE : PQ_T_FALSE); }
 
 /* Whole fields. */
 static inline void pq_tw_i32_field(pq_tw *w, int16_t *last, int16_t id, int32_t v)
@@ -304,8 +306,7 @@ static inline void pq_tw_i16_field(pq_tw *w, int16_t *last, int16_t id, int16_t 
 static inline void pq_tw_byte_field(pq_tw *w, int16_t *last, int16_t id, int8_t v)
 {
     pq_tw_field(w, last, id, PQ_T_BYTE);
-    uint8_t b = (uint8_t)v;
-    pq_tw_bytes(w, &b, 1);
+    pq_tw_byte1(w, (uint8_t)v);
 }
 static inline void pq_tw_bool_field(pq_tw *w, int16_t *last, int16_t id, bool v)
 {

@@ -129,7 +129,9 @@ static void ih_free(pq_ihash *h)
 /* per-leaf column writer                                                     */
 
 typedef struct pq_page_rec {
-    int64_t offset;         /* in the chunk buffer */
+    int64_t offset;         /* from the first data page (filled when written) */
+    uint32_t hdr_off, hdr_len;   /* page header bytes in hdrs */
+    uint64_t body_off;      /* page body bytes in chunk */
     int32_t size;           /* header + compressed body */
     int64_t first_row;      /* within the row group */
     int64_t null_count;
@@ -163,7 +165,8 @@ typedef struct pq_colw {
     hs_buf dict_off;        /* uint32: start of entry i's bytes in dict (byte arrays) */
     uint32_t n_dict;
     /* chunk */
-    hs_buf chunk;           /* data pages, headers included */
+    hs_buf chunk;           /* data page bodies (compressed straight into it) */
+    hs_buf hdrs;            /* data page headers */
     hs_buf pages;           /* pq_page_rec */
     hs_buf ci_bytes;
     bool ci_valid;          /* false: some non-null page has no min/max -> no column index */
@@ -482,7 +485,14 @@ static hs_status encode_values(pq_writer *w, pq_colw *cw, pq_encoding enc, hs_bu
 {
     const pq_wleaf *lf = cw->leaf;
     const void *values = cw->vals.data;
-    if (lf->ptype == PQ_BYTE_ARRAY || lf->ptype == PQ_FIXED_LEN_BYTE_ARRAY) {
+    if (lf->ptype == PQ_BOOLEAN) {
+        /* packed bits -> one byte per value */
+        hs_buf_reset(&w->views);
+        TRY_MEM(hs_buf_reserve(&w->views, (size_t)cw->n_values + 1));
+        for (int64_t i = 0; i < cw->n_values; i++)
+            w->views.data[i] = (cw->vals.data[i >> 3] >> (i & 7)) & 1;
+        values = w->views.data;
+    } else if (lf->ptype == PQ_BYTE_ARRAY || lf->ptype == PQ_FIXED_LEN_BYTE_ARRAY) {
         hs_buf_reset(&w->views);
         TRY_MEM(hs_buf_reserve(&w->views, (size_t)cw->n_values * sizeof(pq_bytes)));
         pq_bytes *v = (pq_bytes *)w->views.data;
@@ -568,7 +578,7 @@ static hs_status flush_page(pq_writer *w, pq_colw *cw, hs_error *err)
         TRY_MEM(pq_wstats_encode(&cw->pstats, lf->order, lf->ptype, lf->type_length, &w->smin,
                                  &w->smax, &has_mm));
 
-    /* body */
+    /* body: compressed (or copied) straight onto the end of the chunk */
     hs_buf *pg = &w->page;
     hs_buf_reset(pg);
     size_t rep_len = 0, def_len = 0;
@@ -581,32 +591,40 @@ static hs_status flush_page(pq_writer *w, pq_colw *cw, hs_error *err)
         def_len = pg->len - rep_len;
     }
     pq_encoding enc;
-    const uint8_t *body;
-    size_t body_len, unc_len;
+    const uint8_t *src;
+    size_t src_len, unc_len;
+    bool plain_direct = !cw->dict_on && lf->encoding == PQ_ENC_PLAIN;
+    size_t body_start = cw->chunk.len;
     if (!v2) {
-        HS_TRY(page_values(w, cw, pg, &enc, err));
-        unc_len = pg->len;
-        if (w->codec == HS_CODEC_NONE) {
-            body = pg->data;
-            body_len = pg->len;
+        if (plain_direct && pg->len == 0) {
+            enc = PQ_ENC_PLAIN;  /* no levels: the values are the page */
+            src = cw->vals.data ? cw->vals.data : (const uint8_t *)"";
+            src_len = cw->vals.len;
         } else {
-            HS_TRY(compress_into(w, pg->data, pg->len, &w->comp, err));
-            body = w->comp.data;
-            body_len = w->comp.len;
+            HS_TRY(page_values(w, cw, pg, &enc, err));
+            src = pg->data;
+            src_len = pg->len;
         }
+        unc_len = src_len;
     } else {
-        hs_buf_reset(&w->vbody);
-        HS_TRY(page_values(w, cw, &w->vbody, &enc, err));
-        unc_len = pg->len + w->vbody.len;
-        if (w->codec == HS_CODEC_NONE) {
-            TRY_MEM(hs_buf_append(pg, w->vbody.data, w->vbody.len));
+        TRY_MEM(hs_buf_append(&cw->chunk, pg->data, pg->len));  /* levels, uncompressed */
+        if (plain_direct) {
+            enc = PQ_ENC_PLAIN;
+            src = cw->vals.data ? cw->vals.data : (const uint8_t *)"";
+            src_len = cw->vals.len;
         } else {
-            HS_TRY(compress_into(w, w->vbody.data, w->vbody.len, &w->comp, err));
-            TRY_MEM(hs_buf_append(pg, w->comp.data, w->comp.len));
+            hs_buf_reset(&w->vbody);
+            HS_TRY(page_values(w, cw, &w->vbody, &enc, err));
+            src = w->vbody.data ? w->vbody.data : (const uint8_t *)"";
+            src_len = w->vbody.len;
         }
-        body = pg->data;
-        body_len = pg->len;
+        unc_len = pg->len + src_len;
     }
+    if (w->codec == HS_CODEC_NONE)
+        TRY_MEM(hs_buf_append(&cw->chunk, src, src_len));
+    else
+        HS_TRY(hs_compress(w->codec, w->level, src, src_len, &cw->chunk, err));
+    size_t body_len = cw->chunk.len - body_start;
 
     /* header */
     pq_page_header h;
@@ -644,20 +662,20 @@ static hs_status flush_page(pq_writer *w, pq_colw *cw, hs_error *err)
         st->max_value.p = w->smax.data ? w->smax.data : (const uint8_t *)"";
         st->max_value.len = (uint32_t)w->smax.len;
     }
-    hs_buf_reset(&w->hdr);
-    TRY_MEM(pq_encode_page_header(&h, &w->hdr));
+    size_t hdr_start = cw->hdrs.len;
+    TRY_MEM(pq_encode_page_header(&h, &cw->hdrs));
+    size_t hdr_len = cw->hdrs.len - hdr_start;
 
     /* record */
     pq_page_rec rec;
     memset(&rec, 0, sizeof rec);
-    rec.offset = (int64_t)cw->chunk.len;
-    rec.size = (int32_t)(w->hdr.len + body_len);
+    rec.hdr_off = (uint32_t)hdr_start;
+    rec.hdr_len = (uint32_t)hdr_len;
+    rec.body_off = body_start;
+    rec.size = (int32_t)(hdr_len + body_len);
     rec.first_row = cw->c_rows;
     rec.null_count = cw->pstats.null_count;
     rec.null_page = cw->n_values == 0;
-    TRY_MEM(hs_buf_reserve(&cw->chunk, w->hdr.len + body_len));
-    TRY_MEM(hs_buf_append(&cw->chunk, w->hdr.data, w->hdr.len));
-    TRY_MEM(hs_buf_append(&cw->chunk, body, body_len));
     if (!w->opt.no_page_index) {
         if (has_mm) {
             uint32_t ml = (uint32_t)w->smin.len, xl = (uint32_t)w->smax.len;
@@ -681,7 +699,7 @@ static hs_status flush_page(pq_writer *w, pq_colw *cw, hs_error *err)
         TRY_MEM(pq_wstats_merge(&cw->cstats, &cw->pstats, lf->order));
     cw->c_levels += cw->n_levels;
     cw->c_rows += cw->n_rows;
-    cw->c_uncompressed += (int64_t)(w->hdr.len + unc_len);
+    cw->c_uncompressed += (int64_t)(hdr_len + unc_len);
     cw->c_compressed += rec.size;
     cw->enc_pages[enc < N_ENC ? enc : 0]++;
 
@@ -938,7 +956,7 @@ static int64_t rg_estimated_bytes(const pq_writer *w)
     int64_t b = 0;
     for (int i = 0; i < w->ws.n_leaves; i++) {
         const pq_colw *cw = &w->cols[i];
-        b += (int64_t)cw->chunk.len + (int64_t)cw->dict.len + page_value_bytes(cw);
+        b += (int64_t)(cw->chunk.len + cw->hdrs.len + cw->dict.len) + page_value_bytes(cw);
     }
     return b;
 }
@@ -1061,7 +1079,18 @@ static hs_status write_chunk(pq_writer *w, pq_colw *cw, pq_column_chunk *cc, hs_
     if (cw->dict_used)
         HS_TRY(write_dict_page(w, cw, &dict_size, &dict_unc, err));
     int64_t data_start = start + dict_size;
-    HS_TRY(write_out(w, cw->chunk.data, cw->chunk.len, err));
+    {
+        pq_page_rec *recs = (pq_page_rec *)cw->pages.data;
+        size_t np = cw->pages.len / sizeof *recs;
+        int64_t pos = 0;
+        for (size_t i = 0; i < np; i++) {
+            recs[i].offset = pos;
+            pos += recs[i].size;
+            HS_TRY(write_out(w, cw->hdrs.data + recs[i].hdr_off, recs[i].hdr_len, err));
+            HS_TRY(write_out(w, cw->chunk.data + recs[i].body_off,
+                             (size_t)recs[i].size - recs[i].hdr_len, err));
+        }
+    }
 
     memset(cc, 0, sizeof *cc);
     cc->file_offset = start;
@@ -1132,6 +1161,7 @@ static hs_status write_chunk(pq_writer *w, pq_colw *cw, pq_column_chunk *cc, hs_
 
     /* reset the chunk */
     hs_buf_reset(&cw->chunk);
+    hs_buf_reset(&cw->hdrs);
     hs_buf_reset(&cw->pages);
     hs_buf_reset(&cw->ci_bytes);
     cw->ci_valid = true;
@@ -1184,6 +1214,8 @@ static bool encoding_fits(pq_encoding e, pq_ptype t)
     switch (e) {
     case PQ_ENC_PLAIN:
         return true;
+    case PQ_ENC_RLE:
+        return t == PQ_BOOLEAN;
     case PQ_ENC_DELTA_BINARY_PACKED:
         return t == PQ_INT32 || t == PQ_INT64;
     case PQ_ENC_BYTE_STREAM_SPLIT:
@@ -1237,10 +1269,10 @@ static hs_status resolve_leaf_options(pq_writer *w, pq_wleaf *lf, hs_error *err)
     }
     if (best_dict)
         lf->dictionary = best_dict->dictionary;
-    if (lf->ptype == PQ_BOOLEAN || lf->vk == PQ_VK_NULL) {
-        lf->dictionary = false;
+    if (lf->ptype == PQ_BOOLEAN || lf->vk == PQ_VK_NULL)
+        lf->dictionary = false;  /* booleans: PLAIN unless RLE was asked for */
+    if (lf->vk == PQ_VK_NULL)
         lf->encoding = PQ_ENC_PLAIN;
-    }
     return HS_OK;
 }
 
@@ -1466,6 +1498,7 @@ static void colw_free(pq_colw *cw)
     hs_buf_free(&cw->dict);
     hs_buf_free(&cw->dict_off);
     hs_buf_free(&cw->chunk);
+    hs_buf_free(&cw->hdrs);
     hs_buf_free(&cw->pages);
     hs_buf_free(&cw->ci_bytes);
 }

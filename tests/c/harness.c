@@ -39,3 +39,8 @@ const char *hs_test_tmpdir(void)
     }
     return path;
 }
+
+const char *hs_test_errmsg(const hs_error *e)
+{
+    return e ? e->msg : "";
+}

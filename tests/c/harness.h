@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hyperstream/common.h"
+
 extern int hs_test_failures;
 extern int hs_test_checks;
 extern const char *hs_test_current;
@@ -45,7 +47,7 @@ extern const char *hs_test_current;
         if (s_ != 0) {                                                                  \
             hs_test_failures++;                                                         \
             fprintf(stderr, "%s:%d: %s: %s returned %d: %s\n", __FILE__, __LINE__,      \
-                    hs_test_current, #call, s_, (errp) ? (errp)->msg : "");             \
+                    hs_test_current, #call, s_, hs_test_errmsg(errp));             \
             return;                                                                     \
         }                                                                               \
     } while (0)
@@ -59,6 +61,8 @@ extern const char *hs_test_current;
     } while (0)
 
 int hs_test_summary(void);
+/* The message of an error struct, "" for NULL (a function so that passing &err does not warn). */
+const char *hs_test_errmsg(const hs_error *e);
 /* ../shared/testdata (from $HS_TESTDATA), or NULL when absent. */
 const char *hs_testdata_dir(void);
 /* A scratch directory for this test binary (created), from $HS_TMP or /tmp. */

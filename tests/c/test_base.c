@@ -19,10 +19,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* CHECK_OK(call, &err) trips gcc's -Waddress ("always true"); pass it through a function. */
-static hs_error *E(hs_error *e) { return e; }
-#define NOERR ((hs_error *)NULL)
-
 /* ---- errors ------------------------------------------------------------- */
 
 static hs_status fails_corrupt(hs_error *err)
@@ -169,36 +165,36 @@ static void test_buf(void)
     int64_t live0 = hs_mem_live_count();
     hs_buf b = { 0 };
     CHECK(strcmp(hs_buf_cstr(&b), "") == 0);
-    CHECK_OK(hs_buf_puts(&b, "abc"), NOERR);
-    CHECK_OK(hs_buf_printf(&b, "-%d-%s", 42, "x"), NOERR);
+    CHECK_OK(hs_buf_puts(&b, "abc"), NULL);
+    CHECK_OK(hs_buf_printf(&b, "-%d-%s", 42, "x"), NULL);
     CHECK(b.len == 8);
     CHECK(strcmp((char *)b.data, "abc-42-x") == 0);  /* printf keeps a NUL past len */
     /* A long printf (past the 256-byte fast path). */
     char big[1000];
     memset(big, 'q', 999);
     big[999] = 0;
-    CHECK_OK(hs_buf_printf(&b, "%s!", big), NOERR);
+    CHECK_OK(hs_buf_printf(&b, "%s!", big), NULL);
     CHECK(b.len == 8 + 1000);
     CHECK(b.data[b.len - 1] == '!' && b.data[b.len] == 0);
     CHECK(strlen(hs_buf_cstr(&b)) == b.len);
 
     hs_buf_reset(&b);
-    CHECK_OK(hs_buf_append_byte(&b, 1), NOERR);
-    CHECK_OK(hs_buf_append_zeros(&b, 3), NOERR);
-    CHECK_OK(hs_buf_put_u32le(&b, 0x04030201u), NOERR);
-    CHECK_OK(hs_buf_put_u64le(&b, 0x0c0b0a0908070605ull), NOERR);
+    CHECK_OK(hs_buf_append_byte(&b, 1), NULL);
+    CHECK_OK(hs_buf_append_zeros(&b, 3), NULL);
+    CHECK_OK(hs_buf_put_u32le(&b, 0x04030201u), NULL);
+    CHECK_OK(hs_buf_put_u64le(&b, 0x0c0b0a0908070605ull), NULL);
     static const uint8_t want[] = { 1, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 };
     CHECK(b.len == 16 && memcmp(b.data, want, 16) == 0);
-    CHECK_OK(hs_buf_resize(&b, 20), NOERR);
+    CHECK_OK(hs_buf_resize(&b, 20), NULL);
     CHECK(b.len == 20 && b.data[19] == 0);
-    CHECK_OK(hs_buf_resize(&b, 2), NOERR);
+    CHECK_OK(hs_buf_resize(&b, 2), NULL);
     CHECK(b.len == 2);
-    CHECK_OK(hs_buf_append(&b, NULL, 0), NOERR);
+    CHECK_OK(hs_buf_append(&b, NULL, 0), NULL);
 
     /* Typed vectors, up to sizes that exercise growth. */
     hs_buf v = { 0 };
     for (int64_t i = 0; i < 100000; i++)
-        CHECK_OK(HS_VEC_PUSH(&v, int64_t, i * 3), NOERR);
+        CHECK_OK(HS_VEC_PUSH(&v, int64_t, i * 3), NULL);
     CHECK(HS_VEC_LEN(&v, int64_t) == 100000);
     int64_t sum = 0;
     for (size_t i = 0; i < HS_VEC_LEN(&v, int64_t); i++)
@@ -215,7 +211,7 @@ static void test_buf(void)
 
     /* Failed growth leaves the buffer intact. */
     hs_buf_reset(&b);
-    CHECK_OK(hs_buf_puts(&b, "keep"), NOERR);
+    CHECK_OK(hs_buf_puts(&b, "keep"), NULL);
     size_t cap = b.cap;
     hs_mem_fail_after(1);
     CHECK(hs_buf_append_zeros(&b, cap * 4) == HS_NOMEM);
@@ -298,14 +294,14 @@ static void test_hashmap(void)
     CHECK(!hs_map_remove(&m, "x", 1));
     for (int i = 0; i < N; i++) {
         int n = snprintf(key, sizeof key, "key-%d", i * 7);
-        CHECK_OK(hs_map_get_or_put(&m, key, (size_t)n, (uint64_t)i, &v, &found), NOERR);
+        CHECK_OK(hs_map_get_or_put(&m, key, (size_t)n, (uint64_t)i, &v, &found), NULL);
         CHECK(!found && v == (uint64_t)i);
     }
     CHECK(m.count == N);
     CHECK(m.count * 10 <= m.cap * 7);
     for (int i = 0; i < N; i++) {
         int n = snprintf(key, sizeof key, "key-%d", i * 7);
-        CHECK_OK(hs_map_get_or_put(&m, key, (size_t)n, 999999, &v, &found), NOERR);
+        CHECK_OK(hs_map_get_or_put(&m, key, (size_t)n, 999999, &v, &found), NULL);
         CHECK(found && v == (uint64_t)i);
         v = 0;
         CHECK(hs_map_get(&m, key, (size_t)n, &v) && v == (uint64_t)i);
@@ -316,7 +312,7 @@ static void test_hashmap(void)
     /* Overwrite, then remove every third key (backward-shift deletion). */
     for (int i = 0; i < N; i += 2) {
         int n = snprintf(key, sizeof key, "key-%d", i * 7);
-        CHECK_OK(hs_map_put(&m, key, (size_t)n, (uint64_t)i + 1000000), NOERR);
+        CHECK_OK(hs_map_put(&m, key, (size_t)n, (uint64_t)i + 1000000), NULL);
     }
     size_t removed = 0;
     for (int i = 0; i < N; i += 3) {
@@ -343,15 +339,15 @@ static void test_hashmap(void)
     CHECK(seen == m.count);
 
     /* Zero-length and binary keys. */
-    CHECK_OK(hs_map_put(&m, "", 0, 7), NOERR);
+    CHECK_OK(hs_map_put(&m, "", 0, 7), NULL);
     CHECK(hs_map_get(&m, "", 0, &v) && v == 7);
-    CHECK_OK(hs_map_put(&m, "a\0b", 3, 8), NOERR);
+    CHECK_OK(hs_map_put(&m, "a\0b", 3, 8), NULL);
     CHECK(hs_map_get(&m, "a\0b", 3, &v) && v == 8);
     CHECK(!hs_map_get(&m, "a\0c", 3, &v));
 
     hs_map_clear(&m);
     CHECK(m.count == 0 && !hs_map_get(&m, "", 0, NULL));
-    CHECK_OK(hs_map_put(&m, "k", 1, 1), NOERR);
+    CHECK_OK(hs_map_put(&m, "k", 1, 1), NULL);
     CHECK(hs_map_get(&m, "k", 1, &v) && v == 1);
     hs_map_free(&m);
     CHECK(m.slots == NULL && m.cap == 0);
@@ -365,7 +361,7 @@ static void test_hashmap(void)
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         uint32_t k = (uint32_t)(x >> 33) % 512;
         if ((x >> 20) & 1) {
-            CHECK_OK(hs_map_put(&m, &k, sizeof k, (uint64_t)step + 1), NOERR);
+            CHECK_OK(hs_map_put(&m, &k, sizeof k, (uint64_t)step + 1), NULL);
             ref[k] = (uint64_t)step + 1;
         } else {
             CHECK(hs_map_remove(&m, &k, sizeof k) == (ref[k] != 0));
@@ -389,6 +385,58 @@ static void test_hashmap(void)
     hs_mem_fail_after(0);
     CHECK(m.count == 0);
     hs_map_free(&m);
+    CHECK(hs_mem_live_count() == live0);
+}
+
+static void test_imap(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_imap m = { 0 };
+    uint64_t v;
+    bool found;
+    CHECK(!hs_imap_get(&m, 0, &v));
+    /* 100k keys spread over the whole range, including 0 and UINT64_MAX. */
+    enum { N = 100000 };
+    for (uint64_t i = 0; i < N; i++) {
+        uint64_t key = i == 1 ? UINT64_MAX : i * 0x100000001B3ull;
+        CHECK_OK(hs_imap_get_or_put(&m, key, i, &v, &found), NULL);
+        CHECK(!found && v == i);
+    }
+    CHECK(m.count == N && m.count * 10 <= m.cap * 7);
+    int bad = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        uint64_t key = i == 1 ? UINT64_MAX : i * 0x100000001B3ull;
+        if (hs_imap_get_or_put(&m, key, 7, &v, &found) != HS_OK || !found || v != i)
+            bad++;
+        if (hs_imap_get(&m, key + 1, NULL) && i != 1 && (key + 1) % 0x100000001B3ull != 0)
+            bad++;
+    }
+    CHECK(bad == 0);
+    CHECK(hs_imap_get(&m, 0, &v) && v == 0);
+    CHECK_OK(hs_imap_put(&m, 0, 42), NULL);
+    CHECK(hs_imap_get(&m, 0, &v) && v == 42 && m.count == N);
+    CHECK(hs_imap_put(&m, 5, UINT64_MAX) == HS_INVALID);
+    size_t seen = 0;
+    for (size_t i = 0; i < m.cap; i++)
+        seen += m.slots[i].value_plus1 != 0;
+    CHECK(seen == N);
+    /* Doubles by bit pattern, as the dictionary encoder uses it. */
+    hs_imap_clear(&m);
+    CHECK(m.count == 0 && !hs_imap_get(&m, 0, NULL));
+    double d[] = { 0.0, -0.0, 1.5, 1.5 };
+    for (int i = 0; i < 4; i++) {
+        uint64_t bits;
+        memcpy(&bits, &d[i], 8);
+        CHECK_OK(hs_imap_get_or_put(&m, bits, m.count, &v, &found), NULL);
+        CHECK(found == (i == 3));
+    }
+    CHECK(m.count == 3);
+    hs_imap_free(&m);
+    hs_mem_fail_after(1);
+    CHECK(hs_imap_put(&m, 1, 1) == HS_NOMEM);
+    hs_mem_fail_after(0);
+    hs_imap_free(&m);
+    hs_imap_free(&m);
     CHECK(hs_mem_live_count() == live0);
 }
 
@@ -472,19 +520,19 @@ static void test_threadpool(void)
     hs_error err = { 0 };
     for (int threads = 1; threads <= 4; threads += 3) {
         hs_pool *p;
-        CHECK_OK(hs_pool_create(threads, &p, E(&err)), E(&err));
+        CHECK_OK(hs_pool_create(threads, &p, &err), &err);
         CHECK(hs_pool_size(p) == threads);
 
         hs_group *g;
-        CHECK_OK(hs_group_create(p, &g, E(&err)), E(&err));
+        CHECK_OK(hs_group_create(p, &g, &err), &err);
         task_sum = 0;
         for (int i = 1; i <= 1000; i++)
-            CHECK_OK(hs_group_submit(g, add_task, (void *)(intptr_t)i), NOERR);
-        CHECK_OK(hs_group_wait(g, E(&err)), E(&err));
+            CHECK_OK(hs_group_submit(g, add_task, (void *)(intptr_t)i), NULL);
+        CHECK_OK(hs_group_wait(g, &err), &err);
         CHECK(task_sum == 500500);
         /* A group can be reused after a wait. */
-        CHECK_OK(hs_group_submit(g, add_task, (void *)(intptr_t)1), NOERR);
-        CHECK_OK(hs_group_wait(g, E(&err)), E(&err));
+        CHECK_OK(hs_group_submit(g, add_task, (void *)(intptr_t)1), NULL);
+        CHECK_OK(hs_group_wait(g, &err), &err);
         CHECK(task_sum == 500501);
         hs_group_destroy(g);
 
@@ -492,17 +540,17 @@ static void test_threadpool(void)
          * even with one worker, because waiters run their own queued tasks. */
         task_sum = 0;
         nest_arg root = { p, 4 };
-        CHECK_OK(hs_group_create(p, &g, E(&err)), E(&err));
-        CHECK_OK(hs_group_submit(g, nest_task, &root), NOERR);
-        CHECK_OK(hs_group_wait(g, E(&err)), E(&err));
+        CHECK_OK(hs_group_create(p, &g, &err), &err);
+        CHECK_OK(hs_group_submit(g, nest_task, &root), NULL);
+        CHECK_OK(hs_group_wait(g, &err), &err);
         CHECK(task_sum == 1 + 4 + 16 + 64 + 256);
         hs_group_destroy(g);
 
         /* First failure is kept with its message; later tasks are skipped. */
         task_sum = 0;
-        CHECK_OK(hs_group_create(p, &g, E(&err)), E(&err));
+        CHECK_OK(hs_group_create(p, &g, &err), &err);
         for (int i = 0; i < 200; i++)
-            CHECK_OK(hs_group_submit(g, fail_task, (void *)(intptr_t)i), NOERR);
+            CHECK_OK(hs_group_submit(g, fail_task, (void *)(intptr_t)i), NULL);
         hs_error gerr = { 0 };
         CHECK(hs_group_wait(g, &gerr) == HS_CORRUPT);
         CHECK(gerr.code == HS_CORRUPT && strcmp(gerr.msg, "task 5 found corruption") == 0);
@@ -513,9 +561,9 @@ static void test_threadpool(void)
 
         /* Destroying a group with pending work waits for it. */
         task_sum = 0;
-        CHECK_OK(hs_group_create(p, &g, E(&err)), E(&err));
+        CHECK_OK(hs_group_create(p, &g, &err), &err);
         for (int i = 0; i < 100; i++)
-            CHECK_OK(hs_group_submit(g, add_task, (void *)(intptr_t)1), NOERR);
+            CHECK_OK(hs_group_submit(g, add_task, (void *)(intptr_t)1), NULL);
         hs_group_destroy(g);
         CHECK(task_sum == 100);
         hs_pool_destroy(p);
@@ -523,7 +571,7 @@ static void test_threadpool(void)
     hs_pool_destroy(NULL);
     hs_group_destroy(NULL);
     hs_pool *p0;
-    CHECK_OK(hs_pool_create(0, &p0, E(&err)), E(&err));
+    CHECK_OK(hs_pool_create(0, &p0, &err), &err);
     CHECK(hs_pool_size(p0) >= 1);
     hs_pool_destroy(p0);
     CHECK(hs_pool_create(-1, &p0, NULL) == HS_INVALID);
@@ -537,6 +585,7 @@ int main(void)
     HS_RUN(test_buf);
     HS_RUN(test_arena);
     HS_RUN(test_hashmap);
+    HS_RUN(test_imap);
     HS_RUN(test_hash);
     HS_RUN(test_threadpool);
     return hs_test_summary();

@@ -560,6 +560,27 @@ static void test_equals_offsets(void)
     hs_col_free(cc);
     hs_col_free(bb);
     hs_col_free(s);
+
+    /* Arrow allows a null list row to own elements; our columns do not:
+     * a = [[9, 9], [1, 2], null, [3]] with row 1 turned null by hand. */
+    hs_bit_clear(a->validity.data, 1);
+    a->null_count = 2;
+    hs_error e3 = {0};
+    CHECK(hs_col_validate_arrow(a, &f, &e3) == HS_OK);
+    CHECK(hs_col_validate(a, &f, &e3) == HS_CORRUPT && strstr(e3.msg, "null row 1 owns 2 elements"));
+    hs_column *fixed;
+    CHECK_OK(hs_col_slice(a, 0, 4, &fixed, err), err);
+    CHECK_OK(hs_col_validate(fixed, &f, err), err);
+    CHECK(fixed->children[0]->length == 3 && hs_col_equals(fixed, a));
+    const int32_t want_fixed[] = {0, 2, 2, 2, 3};
+    CHECK(memcmp(fixed->offsets.data, want_fixed, sizeof want_fixed) == 0);
+    int64_t tidx[] = {1, 0};
+    hs_column *tk;
+    CHECK_OK(hs_col_take(a, tidx, 2, &tk, err), err);
+    CHECK(tk->children[0]->length == 2 && tk->null_count == 1);
+    CHECK_OK(hs_col_validate(tk, &f, err), err);
+    hs_col_free(tk);
+    hs_col_free(fixed);
     hs_col_free(a);
     hs_field_clear(&f);
     LEAK_END();
@@ -659,6 +680,57 @@ static void test_growth_amortized(void)
     LEAK_END();
 }
 
+static void test_bulk_and_bits(void)
+{
+    LEAK_START();
+    hs_error err_ = {0}, *err = &err_;
+    hs_field f;
+    hs_field_init(&f, "x", HS_TYPE_INT16, true);
+    hs_column *c;
+    CHECK_OK(hs_col_create(&f, 0, &c, err), err);
+    const int16_t v[5] = {1, -2, 3, -4, 5};
+    CHECK(hs_col_append_null(c) == HS_OK);
+    CHECK(hs_col_append_fixed_n(c, v, 5) == HS_OK);
+    CHECK(c->length == 6 && c->null_count == 1 && HS_COL_VALUES(c, int16_t)[5] == 5);
+    CHECK(hs_col_is_valid(c, 5) && !hs_col_is_valid(c, 0));
+    CHECK_OK(hs_col_validate(c, &f, err), err);
+    hs_col_free(c);
+    hs_field_clear(&f);
+    hs_field_init(&f, "b", HS_TYPE_BOOL, false);
+    CHECK_OK(hs_col_create(&f, 0, &c, err), err);
+    const uint8_t bv[4] = {1, 0, 7, 0};
+    CHECK(hs_col_append_fixed_n(c, bv, 4) == HS_OK);
+    CHECK(c->values.data[0] == 0x05 && c->validity.data == NULL);
+    hs_col_free(c);
+    hs_field_clear(&f);
+
+    /* bit copy at every pair of offsets against a bit-by-bit oracle */
+    uint8_t src[16], dst[16], want[16];
+    for (int i = 0; i < 16; i++)
+        src[i] = (uint8_t)(i * 37 + 11);
+    for (int so = 0; so < 17; so++) {
+        for (int d0 = 0; d0 < 17; d0++) {
+            for (int n = 0; n < 80; n += 7) {
+                memset(dst, 0xa5, sizeof dst);
+                memcpy(want, dst, sizeof want);
+                for (int i = 0; i < n; i++) {
+                    if ((src[(so + i) >> 3] >> ((so + i) & 7)) & 1)
+                        want[(d0 + i) >> 3] |= (uint8_t)(1u << ((d0 + i) & 7));
+                    else
+                        want[(d0 + i) >> 3] &= (uint8_t)~(1u << ((d0 + i) & 7));
+                }
+                hs_bits_copy(dst, d0, src, so, n);
+                CHECK(memcmp(dst, want, sizeof dst) == 0);
+                int64_t cnt = 0;
+                for (int i = 0; i < n; i++)
+                    cnt += (src[(so + i) >> 3] >> ((so + i) & 7)) & 1;
+                CHECK(hs_bits_count(src, so, n) == cnt);
+            }
+        }
+    }
+    LEAK_END();
+}
+
 static void test_batch(void)
 {
     LEAK_START();
@@ -744,6 +816,7 @@ int main(void)
     HS_RUN(test_equals_offsets);
     HS_RUN(test_validate_catches_breakage);
     HS_RUN(test_growth_amortized);
+    HS_RUN(test_bulk_and_bits);
     HS_RUN(test_batch);
     HS_RUN(test_oom_loop);
     return hs_test_summary();

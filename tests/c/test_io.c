@@ -14,9 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* CHECK_OK(call, &err) trips gcc's -Waddress ("always true"); pass it through a function. */
-static hs_error *E(hs_error *e) { return e; }
-
 static void path_in_tmp(char *out, size_t n, const char *name)
 {
     snprintf(out, n, "%s/%s", hs_test_tmpdir(), name);
@@ -56,7 +53,7 @@ static void test_local_write_read(void)
     path_in_tmp(path, sizeof path, "wr.bin");
     hs_error err = { 0 };
     hs_wfile *w;
-    CHECK_OK(hs_local_create(path, false, &w, E(&err)), E(&err));
+    CHECK_OK(hs_local_create(path, false, &w, &err), &err);
     /* Mixed write sizes: small ones buffer, large ones go straight through. */
     size_t total = 1 << 20;
     uint8_t *data = malloc(total);
@@ -65,7 +62,7 @@ static void test_local_write_read(void)
     size_t off = 0, step = 1;
     while (off < total) {
         size_t n = step < total - off ? step : total - off;
-        CHECK_OK(hs_wfile_write(w, data + off, n, E(&err)), E(&err));
+        CHECK_OK(hs_wfile_write(w, data + off, n, &err), &err);
         off += n;
         step = step * 3 + 1;
         if (step > 400000)
@@ -75,7 +72,7 @@ static void test_local_write_read(void)
     struct stat st;
     CHECK(stat(path, &st) != 0);          /* invisible under its name until close */
     CHECK(count_entries("wr.bin.tmp-") == 1);
-    CHECK_OK(hs_wfile_close(w, E(&err)), E(&err));
+    CHECK_OK(hs_wfile_close(w, &err), &err);
     CHECK(stat(path, &st) == 0 && (size_t)st.st_size == total);
     CHECK(count_entries("wr.bin.tmp-") == 0);
     uint8_t *back = malloc(total);
@@ -84,16 +81,16 @@ static void test_local_write_read(void)
 
     /* Read it back through hs_local_open. */
     hs_file *f;
-    CHECK_OK(hs_local_open(path, &f, E(&err)), E(&err));
+    CHECK_OK(hs_local_open(path, &f, &err), &err);
     CHECK(f->size == total);
     uint8_t piece[1000];
-    CHECK_OK(hs_file_read_at(f, 12345, sizeof piece, piece, E(&err)), E(&err));
+    CHECK_OK(hs_file_read_at(f, 12345, sizeof piece, piece, &err), &err);
     CHECK(memcmp(piece, data + 12345, sizeof piece) == 0);
-    CHECK_OK(hs_file_read_at(f, total, 0, piece, E(&err)), E(&err));
-    CHECK_OK(hs_file_read_at(f, total - 10, 10, piece, E(&err)), E(&err));
+    CHECK_OK(hs_file_read_at(f, total, 0, piece, &err), &err);
+    CHECK_OK(hs_file_read_at(f, total - 10, 10, piece, &err), &err);
     CHECK(f->n_reads == 2 && f->n_bytes_read == 1010);
     hs_buf b = { 0 };
-    CHECK_OK(hs_file_read_buf(f, 100, 50000, &b, E(&err)), E(&err));
+    CHECK_OK(hs_file_read_buf(f, 100, 50000, &b, &err), &err);
     CHECK(b.len == 50000 && memcmp(b.data, data + 100, 50000) == 0);
     /* Past the end: HS_CORRUPT naming the file and offset. */
     CHECK(hs_file_read_at(f, total - 10, 11, piece, &err) == HS_CORRUPT);
@@ -104,21 +101,21 @@ static void test_local_write_read(void)
     hs_file_close(f);
     hs_file_close(NULL);
 
-    CHECK_OK(hs_local_read_all(path, &b, E(&err)), E(&err));
+    CHECK_OK(hs_local_read_all(path, &b, &err), &err);
     CHECK(b.len == total && memcmp(b.data, data, total) == 0);
 
     /* Non-exclusive create replaces an existing file atomically. */
-    CHECK_OK(hs_local_create(path, false, &w, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_write(w, "new", 3, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_close(w, E(&err)), E(&err));
-    CHECK_OK(hs_local_read_all(path, &b, E(&err)), E(&err));
+    CHECK_OK(hs_local_create(path, false, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, "new", 3, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    CHECK_OK(hs_local_read_all(path, &b, &err), &err);
     CHECK(b.len == 3 && memcmp(b.data, "new", 3) == 0);
 
     /* Empty file. */
     path_in_tmp(path, sizeof path, "empty.bin");
-    CHECK_OK(hs_local_create(path, true, &w, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_close(w, E(&err)), E(&err));
-    CHECK_OK(hs_local_read_all(path, &b, E(&err)), E(&err));
+    CHECK_OK(hs_local_create(path, true, &w, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    CHECK_OK(hs_local_read_all(path, &b, &err), &err);
     CHECK(b.len == 0);
     hs_buf_free(&b);
     free(data);
@@ -134,11 +131,11 @@ static void test_local_exclusive_and_abort(void)
     hs_error err = { 0 };
     hs_wfile *a, *b;
     /* Two writers race for the same name: the first close wins, the second conflicts. */
-    CHECK_OK(hs_local_create(path, true, &a, E(&err)), E(&err));
-    CHECK_OK(hs_local_create(path, true, &b, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_write(a, "winner", 6, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_write(b, "loser", 5, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_close(a, E(&err)), E(&err));
+    CHECK_OK(hs_local_create(path, true, &a, &err), &err);
+    CHECK_OK(hs_local_create(path, true, &b, &err), &err);
+    CHECK_OK(hs_wfile_write(a, "winner", 6, &err), &err);
+    CHECK_OK(hs_wfile_write(b, "loser", 5, &err), &err);
+    CHECK_OK(hs_wfile_close(a, &err), &err);
     CHECK(hs_wfile_close(b, &err) == HS_CONFLICT);
     CHECK(strstr(err.msg, "v1.metadata.json") != NULL);
     hs_err_clear(&err);
@@ -148,8 +145,8 @@ static void test_local_exclusive_and_abort(void)
 
     /* Abort discards everything. */
     path_in_tmp(path, sizeof path, "aborted.bin");
-    CHECK_OK(hs_local_create(path, false, &a, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_write(a, "junk", 4, E(&err)), E(&err));
+    CHECK_OK(hs_local_create(path, false, &a, &err), &err);
+    CHECK_OK(hs_wfile_write(a, "junk", 4, &err), &err);
     hs_wfile_abort(a);
     hs_wfile_abort(NULL);
     struct stat st;
@@ -176,10 +173,10 @@ static void test_mem_files(void)
     hs_error err = { 0 };
     static const char text[] = "hello memory file";
     hs_file *f;
-    CHECK_OK(hs_mem_open("m.bin", text, sizeof text - 1, false, &f, E(&err)), E(&err));
+    CHECK_OK(hs_mem_open("m.bin", text, sizeof text - 1, false, &f, &err), &err);
     CHECK(f->size == sizeof text - 1 && strcmp(f->name, "m.bin") == 0);
     char out[8] = { 0 };
-    CHECK_OK(hs_file_read_at(f, 6, 6, out, E(&err)), E(&err));
+    CHECK_OK(hs_file_read_at(f, 6, 6, out, &err), &err);
     CHECK(memcmp(out, "memory", 6) == 0);
     CHECK(hs_file_read_at(f, 15, 3, out, &err) == HS_CORRUPT);
     CHECK(strstr(err.msg, "m.bin") != NULL);
@@ -188,26 +185,26 @@ static void test_mem_files(void)
 
     /* Owned bytes are freed at close. */
     hs_buf b = { 0 };
-    CHECK_OK(hs_buf_puts(&b, "owned bytes"), E(&err));
+    CHECK_OK(hs_buf_puts(&b, "owned bytes"), &err);
     size_t len;
     uint8_t *d = hs_buf_detach(&b, &len);
-    CHECK_OK(hs_mem_open(NULL, d, len, true, &f, E(&err)), E(&err));
-    CHECK_OK(hs_file_read_at(f, 0, 5, out, E(&err)), E(&err));
+    CHECK_OK(hs_mem_open(NULL, d, len, true, &f, &err), &err);
+    CHECK_OK(hs_file_read_at(f, 0, 5, out, &err), &err);
     CHECK(memcmp(out, "owned", 5) == 0);
     hs_file_close(f);
 
     /* Writer into a buffer; abort truncates back to where it started. */
     hs_buf target = { 0 };
-    CHECK_OK(hs_buf_puts(&target, "pre:"), E(&err));
+    CHECK_OK(hs_buf_puts(&target, "pre:"), &err);
     hs_wfile *w;
-    CHECK_OK(hs_mem_create(&target, &w, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_write(w, "abc", 3, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_write(w, "def", 3, E(&err)), E(&err));
+    CHECK_OK(hs_mem_create(&target, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, "abc", 3, &err), &err);
+    CHECK_OK(hs_wfile_write(w, "def", 3, &err), &err);
     CHECK(w->offset == 6);
-    CHECK_OK(hs_wfile_close(w, E(&err)), E(&err));
+    CHECK_OK(hs_wfile_close(w, &err), &err);
     CHECK(target.len == 10 && memcmp(target.data, "pre:abcdef", 10) == 0);
-    CHECK_OK(hs_mem_create(&target, &w, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_write(w, "xyz", 3, E(&err)), E(&err));
+    CHECK_OK(hs_mem_create(&target, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, "xyz", 3, &err), &err);
     hs_wfile_abort(w);
     CHECK(target.len == 10);
     hs_buf_free(&target);
@@ -221,19 +218,19 @@ static void test_fault(void)
     static const char text[] = "0123456789";
     int64_t counter = 0;
     hs_file *inner, *f1, *f2;
-    CHECK_OK(hs_mem_open("a", text, 10, false, &inner, E(&err)), E(&err));
-    CHECK_OK(hs_fault_wrap(inner, &counter, 3, &f1, E(&err)), E(&err));
-    CHECK_OK(hs_mem_open("b", text, 10, false, &inner, E(&err)), E(&err));
-    CHECK_OK(hs_fault_wrap(inner, &counter, 3, &f2, E(&err)), E(&err));
+    CHECK_OK(hs_mem_open("a", text, 10, false, &inner, &err), &err);
+    CHECK_OK(hs_fault_wrap(inner, &counter, 3, &f1, &err), &err);
+    CHECK_OK(hs_mem_open("b", text, 10, false, &inner, &err), &err);
+    CHECK_OK(hs_fault_wrap(inner, &counter, 3, &f2, &err), &err);
     CHECK(f1->size == 10 && strcmp(f1->name, "a") == 0);
     char out[4];
-    CHECK_OK(hs_file_read_at(f1, 0, 2, out, E(&err)), E(&err));  /* call 1 */
-    CHECK_OK(hs_file_read_at(f2, 2, 2, out, E(&err)), E(&err));  /* call 2 */
+    CHECK_OK(hs_file_read_at(f1, 0, 2, out, &err), &err);  /* call 1 */
+    CHECK_OK(hs_file_read_at(f2, 2, 2, out, &err), &err);  /* call 2 */
     CHECK(memcmp(out, "23", 2) == 0);
     CHECK(hs_file_read_at(f1, 4, 2, out, &err) == HS_IO);       /* call 3: the shared count */
     CHECK(strstr(err.msg, "injected") && strstr(err.msg, "a"));
     hs_err_clear(&err);
-    CHECK_OK(hs_file_read_at(f1, 4, 2, out, E(&err)), E(&err));  /* call 4: fine again */
+    CHECK_OK(hs_file_read_at(f1, 4, 2, out, &err), &err);  /* call 4: fine again */
     CHECK(counter == 4);
     hs_file_close(f1);
     hs_file_close(f2);
@@ -243,15 +240,15 @@ static void test_fault(void)
     char path[4096];
     path_in_tmp(path, sizeof path, "fault.bin");
     hs_wfile *w;
-    CHECK_OK(hs_local_create(path, false, &w, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_write(w, "abcdefghijklmnopqrstuvwxyz", 26, E(&err)), E(&err));
-    CHECK_OK(hs_wfile_close(w, E(&err)), E(&err));
+    CHECK_OK(hs_local_create(path, false, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, "abcdefghijklmnopqrstuvwxyz", 26, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
     int failures = 0;
     for (int64_t k = 1; k < 10; k++) {
         hs_file *lf, *ff;
         int64_t calls = 0;
-        CHECK_OK(hs_local_open(path, &lf, E(&err)), E(&err));
-        CHECK_OK(hs_fault_wrap(lf, &calls, k, &ff, E(&err)), E(&err));
+        CHECK_OK(hs_local_open(path, &lf, &err), &err);
+        CHECK_OK(hs_fault_wrap(lf, &calls, k, &ff, &err), &err);
         hs_status st = HS_OK;
         hs_error e = { 0 };
         char chunk[5];

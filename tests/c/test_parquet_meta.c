@@ -843,13 +843,12 @@ static void test_hostile(void)
     /* list of 2^31-1 elements in a tiny footer: counted, not allocated */
     static const uint8_t huge[] = {0x15, 0x02, 0x19, 0xfc, 0xff, 0xff, 0xff, 0xff, 0x07, 0, 0};
     CHECK(decode_footer_bytes(huge, sizeof huge, &err) == HS_CORRUPT);
-    fprintf(stderr, "     %s\n", err.msg);
     CHECK(strstr(err.msg, "exceeds remaining") != NULL);
     CHECK(strstr(err.msg, "footer") == err.msg);
 
     /* binary longer than the input */
     hs_err_clear(&err);
-    static const uint8_t bin[] = {0x15, 0x02, 0x59, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a'};
+    static const uint8_t bin[] = {0x15, 0x02, 0x58, 0xff, 0xff, 0xff, 0xff, 0x0f, 'a'};
     CHECK(decode_footer_bytes(bin, sizeof bin, &err) == HS_CORRUPT);
     CHECK(strstr(err.msg, "exceeds remaining") != NULL);
 
@@ -920,6 +919,49 @@ static void test_hostile(void)
     CHECK(hs_mem_live_count() == live0);
 }
 
+/* Out of memory at every allocation: HS_NOMEM (never a crash), no leak. */
+static void test_oom(void)
+{
+    if (!load_corpus()) {
+        fprintf(stderr, "SKIP test_oom\n");
+        return;
+    }
+    size_t len, flen;
+    const uint8_t *foot;
+    uint8_t *file = NULL;
+    for (int i = 0; i < n_corpus && !file; i++) {
+        file = read_file(corpus[i], &len);
+        if (file && (!footer_of(file, len, &foot, &flen) || flen < 2000)) {
+            free(file);
+            file = NULL;
+        }
+    }
+    REQUIRE(file);
+    int64_t live0 = hs_mem_live_count();
+    int ok = 0, nomem = 0;
+    for (int k = 1; k < 400 && ok == 0; k++) {
+        hs_arena a = {0};
+        hs_error err = {0};
+        hs_buf js = {0};
+        pq_file_meta m;
+        hs_mem_fail_after(k);
+        hs_status st = pq_decode_file_meta(foot, flen, &a, &m, &err);
+        if (st == HS_OK)
+            st = pq_file_meta_to_json(&m, &js);
+        hs_mem_fail_after(0);
+        CHECK(st == HS_OK || st == HS_NOMEM);
+        if (st == HS_OK)
+            ok++;
+        else
+            nomem++;
+        hs_buf_free(&js);
+        hs_arena_destroy(&a);
+    }
+    CHECK(ok == 1 && nomem > 0);
+    CHECK(hs_mem_live_count() == live0);
+    free(file);
+}
+
 static void test_footer_json_file(void)
 {
     if (!load_corpus()) {
@@ -959,6 +1001,7 @@ int main(void)
     HS_RUN(test_bad_data);
     HS_RUN(test_truncations);
     HS_RUN(test_bit_flips);
+    HS_RUN(test_oom);
     HS_RUN(test_footer_json_file);
     for (int i = 0; i < n_corpus; i++)
         free(corpus[i]);

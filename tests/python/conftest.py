@@ -14,13 +14,21 @@ Tests needing the library skip when it is not built; tests needing
 own output: the oracles are pyarrow and duckdb.
 """
 import ctypes
+import math
 import os
 import pathlib
+import select
+import struct
+import subprocess
+import sys
+import time
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[1]
 
 
 def _build_dir():
@@ -110,9 +118,11 @@ class HyperStream:
         return self._import(stream)
 
     def read(self, path, columns=None, batch_size=0):
-        """hs_parquet_read -> pyarrow.Table."""
+        """hs_parquet_read -> pyarrow.Table (checked to be well formed)."""
         r = self.reader(path, columns, batch_size)
-        return r.read_all()
+        t = r.read_all()
+        t.validate(full=True)
+        return t
 
     def read_selection(self, path, rows, columns=None, batch_size=0):
         """hs_parquet_read_selection -> (pyarrow.Table, scan stats dict)."""
@@ -158,6 +168,94 @@ class HyperStream:
         self._check(rc, err)
 
 
+class ReaderCrashed(Exception):
+    """The isolated reader process died (signal or abort) or hung."""
+
+
+_WORKER = r"""
+import os, struct, sys
+import pyarrow as pa
+sys.path.insert(0, sys.argv[1])
+proto = os.fdopen(os.dup(1), "wb")
+os.dup2(2, 1)  # whatever the library prints goes to stderr, not into the protocol
+from conftest import HyperStream, HsError, LIB_PATH
+hs = HyperStream(LIB_PATH)
+for line in sys.stdin.buffer:
+    path = line.decode().rstrip("\n")
+    try:
+        t = hs.read(path)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, t.schema) as w:
+            w.write_table(t)
+        payload = b"T" + sink.getvalue().to_pybytes()
+    except HsError as e:
+        payload = b"E" + struct.pack("<i", e.code) + str(e).encode()
+    except Exception as e:
+        payload = b"X" + f"{type(e).__name__}: {e}".encode()
+    proto.write(struct.pack("<Q", len(payload)) + payload)
+    proto.flush()
+"""
+
+
+class IsolatedReader:
+    """hs_parquet_read in a child process, so that a crash fails one test
+    (ReaderCrashed) instead of killing the whole run.  Tables come back as
+    Arrow IPC; HsError and other exceptions are re-raised here."""
+
+    def __init__(self):
+        self.proc = None
+
+    def _start(self):
+        env = dict(os.environ, HS_BUILD=str(LIB_PATH.parent))
+        self.proc = subprocess.Popen([sys.executable, "-c", _WORKER, str(HERE)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+
+    def _read_exact(self, n, deadline):
+        out = b""
+        fd = self.proc.stdout.fileno()
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                raise ReaderCrashed("reader process hung (timeout)")
+            chunk = os.read(fd, n - len(out))
+            if not chunk:
+                rc = self.proc.wait()
+                self.proc = None
+                raise ReaderCrashed(f"reader process died (exit status {rc})")
+            out += chunk
+        return out
+
+    def read(self, path, timeout=120):
+        if self.proc is None:
+            self._start()
+        self.proc.stdin.write(str(path).encode() + b"\n")
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        (n,) = struct.unpack("<Q", self._read_exact(8, deadline))
+        payload = self._read_exact(n, deadline)
+        kind, body = payload[:1], payload[1:]
+        if kind == b"T":
+            return pa.ipc.open_stream(body).read_all()
+        if kind == b"E":
+            (code,) = struct.unpack("<i", body[:4])
+            raise HsError(code, body[4:].decode("utf-8", "replace").split(": ", 1)[-1])
+        raise RuntimeError(body.decode("utf-8", "replace"))
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+
+@pytest.fixture(scope="session")
+def hs_isolated(hs):
+    r = IsolatedReader()
+    yield r
+    r.close()
+
+
 _HS = None
 
 
@@ -178,40 +276,94 @@ def parquet_testing():
     return PARQUET_TESTING
 
 
-def table_diff(got, want, max_rows=5):
-    """A readable description of how two tables differ ('' when equal)."""
-    if got.equals(want):
-        return ""
-    out = []
-    if not got.schema.equals(want.schema):
-        out.append(f"schema differs:\n  got:  {got.schema}\n  want: {want.schema}")
-    if got.num_rows != want.num_rows:
-        out.append(f"rows: got {got.num_rows}, want {want.num_rows}")
-    for name in want.column_names:
-        if name not in got.column_names:
-            out.append(f"column {name!r} missing")
-            continue
-        g, w = got.column(name), want.column(name)
-        if g.type != w.type or len(g) != len(w):
-            continue
-        if g.equals(w):
-            continue
-        gl, wl = g.to_pylist(), w.to_pylist()
-        bad = [i for i in range(len(wl)) if not _same(gl[i], wl[i])][:max_rows]
-        if not bad:
-            out.append(f"column {name!r}: differs (layout only?)")
-        for i in bad:
-            out.append(f"column {name!r} row {i}: got {gl[i]!r}, want {wl[i]!r}")
-    return "\n".join(out) or "tables differ"
-
-
-def _same(a, b):
-    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-        return True
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+def _same_value(a, b):
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return struct.pack("<d", a) == struct.pack("<d", b)  # -0.0 != 0.0
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return a.keys() == b.keys() and all(_same_value(a[k], b[k]) for k in a)
     return a == b
+
+
+def _has_float(t):
+    if pa.types.is_floating(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(_has_float(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t):
+        return _has_float(t.value_type)
+    if pa.types.is_map(t):
+        return _has_float(t.key_type) or _has_float(t.item_type)
+    return False
+
+
+def _first_diff(g, w):
+    gl, wl = g.to_pylist(), w.to_pylist()
+    for i, (x, y) in enumerate(zip(gl, wl)):
+        if not _same_value(x, y):
+            return f"row {i}: got {x!r}, want {y!r}"
+    return "values differ"
+
+
+def arrays_equal(g, w):
+    """'' if the arrays hold the same values, else what differs.  Floats are
+    compared bitwise (NaN == NaN, -0.0 != 0.0), which Array.equals does not do;
+    nested arrays are compared through their flattened children."""
+    if isinstance(g, pa.ChunkedArray):
+        g = g.combine_chunks() if g.num_chunks else pa.array([], g.type)
+    if isinstance(w, pa.ChunkedArray):
+        w = w.combine_chunks() if w.num_chunks else pa.array([], w.type)
+    if g.type != w.type:
+        return f"type {g.type} != {w.type}"
+    if len(g) != len(w):
+        return f"length {len(g)} != {len(w)}"
+    t = w.type
+    if not _has_float(t):
+        return "" if g.equals(w) else _first_diff(g, w)
+    if not g.is_null().equals(w.is_null()):
+        return "nulls differ: " + _first_diff(g, w)
+    if pa.types.is_floating(t):
+        bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[t.bit_width // 8]
+        gz = g.fill_null(0).to_numpy(zero_copy_only=False)
+        wz = w.fill_null(0).to_numpy(zero_copy_only=False)
+        if np.array_equal(gz.view(bits), wz.view(bits)):
+            return ""
+        gn, wn = np.isnan(gz), np.isnan(wz)  # NaN payloads may differ: any NaN is NaN
+        if np.array_equal(gn, wn) and np.array_equal(gz[~gn].view(bits), wz[~wn].view(bits)):
+            return ""
+        return _first_diff(g, w)
+    if pa.types.is_struct(t):
+        for i, (gc, wc) in enumerate(zip(g.flatten(), w.flatten())):
+            d = arrays_equal(gc, wc)
+            if d:
+                return f"field {t.field(i).name}: {d}"
+        return ""
+    if pa.types.is_map(t):
+        lt = pa.list_(pa.field("entries", pa.struct([t.key_field, t.item_field]),
+                               nullable=False))
+        return arrays_equal(g.cast(lt), w.cast(lt))
+    if pa.types.is_fixed_size_list(t):
+        lt = pa.list_(t.value_field)
+        return arrays_equal(g.cast(lt), w.cast(lt))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        gl = g.value_lengths().fill_null(0)
+        wl = w.value_lengths().fill_null(0)
+        if not gl.equals(wl):
+            return "list lengths differ: " + _first_diff(g, w)
+        d = arrays_equal(g.flatten(), w.flatten())
+        return f"list values: {d}" if d else ""
+    return "" if g.equals(w) else _first_diff(g, w)
+
+
+def assert_tables_equal(got, want, what=""):
+    """Schema equal (metadata aside) and values equal; floats compared bitwise
+    (NaN == NaN, -0.0 != 0.0), which Table.equals does not do."""
+    assert got.schema.equals(want.schema, check_metadata=False), \
+        f"{what}: schema differs\n got:  {got.schema}\n want: {want.schema}"
+    assert got.num_rows == want.num_rows, f"{what}: {got.num_rows} rows, want {want.num_rows}"
+    for name in want.column_names:
+        d = arrays_equal(got.column(name), want.column(name))
+        assert not d, f"{what}: column {name}: {d}"
