@@ -472,6 +472,11 @@ hs_status pq_rle_get_u16(pq_rle_decoder *d, uint16_t *out, int64_t n, hs_error *
     return rle_get_u16(d, out, n, err);
 }
 
+hs_status pq_rle_get_u8(pq_rle_decoder *d, uint8_t *out, int64_t n, hs_error *err)
+{
+    return rle_get_u8(d, out, n, err);
+}
+
 /* -------------------------------------------------------- hybrid encoding */
 
 /* Appends a bit-packed run of the cnt values in chunk (zero-padded in place

@@ -14,9 +14,10 @@
  * Value representation at this interface (n = number of non-null values):
  *   BOOLEAN             one byte per value, 0 or 1
  *   INT32/FLOAT         4 bytes each, INT64/DOUBLE 8, INT96 12 (little-endian, as on disk)
- *   BYTE_ARRAY, FLBA    pq_bytes views; decoders point them into the page (PLAIN)
- *                       or into `scratch` (DELTA_*), so views live until the page
- *                       buffer or scratch is reused
+ *   BYTE_ARRAY, FLBA    pq_bytes views; decoders point them into the page (PLAIN,
+ *                       DELTA_LENGTH_BYTE_ARRAY) or into `scratch` (DELTA_BYTE_ARRAY,
+ *                       FLBA BYTE_STREAM_SPLIT; scratch is reset on entry), so views
+ *                       live until the page buffer or scratch is reused
  * Every decoder takes (p, len) of untrusted bytes, produces exactly n values
  * or fails with HS_CORRUPT, and never reads outside [p, p + len).
  */
@@ -30,8 +31,9 @@
 /* Number of bits needed for values up to max (0 -> 0). */
 int pq_bit_width(uint64_t max);
 
-/* RLE / bit-packed hybrid decoder, resumable across calls.  The fields are
- * private to encoding.c. */
+/* RLE / bit-packed hybrid decoder, resumable across calls: each get returns
+ * exactly n values or fails with HS_CORRUPT (bit width out of range, data cut
+ * short).  The fields are private to encoding.c. */
 typedef struct pq_rle_decoder {
     const uint8_t *start;     /* first byte of the hybrid data (for error positions) */
     const uint8_t *p, *end;   /* next run header; end of the data */
@@ -47,6 +49,8 @@ typedef struct pq_rle_decoder {
 void pq_rle_init(pq_rle_decoder *d, const uint8_t *p, size_t len, int bit_width);
 HS_MUST_USE hs_status pq_rle_get_u32(pq_rle_decoder *d, uint32_t *out, int64_t n, hs_error *err);
 HS_MUST_USE hs_status pq_rle_get_u16(pq_rle_decoder *d, uint16_t *out, int64_t n, hs_error *err);
+/* For bit widths <= 8, e.g. BOOLEAN RLE data (bit width 1): one byte per value. */
+HS_MUST_USE hs_status pq_rle_get_u8(pq_rle_decoder *d, uint8_t *out, int64_t n, hs_error *err);
 /* Appends the hybrid encoding (no length prefix) of v[0..n). */
 HS_MUST_USE hs_status pq_rle_encode_u32(const uint32_t *v, int64_t n, int bit_width, hs_buf *out);
 

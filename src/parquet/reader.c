@@ -189,7 +189,7 @@ static hs_status footer_load(hs_file *f, pq_footer **out, hs_error *err)
     ft->refs = 1;
     st = pq_decode_file_meta(fp, flen, &ft->arena, &ft->meta, err);
     if (st != HS_OK) {
-        hs_err_prefix(err, "%s: footer", fname);
+        hs_err_prefix(err, "%s", fname);
         goto done;
     }
     if (ft->meta.has_encryption_algorithm) {

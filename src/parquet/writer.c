@@ -69,9 +69,14 @@
 /* ------------------------------------------------------------------------ */
 /* integer hash table for 4- and 8-byte dictionary values                     */
 
+typedef struct pq_islot {
+    uint64_t key;
+    uint32_t val;     /* dictionary index + 1; 0 = empty */
+    uint32_t pad;
+} pq_islot;           /* key and value in one cache line: one miss per probe */
+
 typedef struct pq_ihash {
-    uint64_t *keys;
-    uint32_t *vals;   /* dictionary index + 1; 0 = empty */
+    pq_islot *slots;
     size_t cap;       /* power of two or 0 */
     size_t count;
 } pq_ihash;
@@ -87,26 +92,19 @@ static inline size_t ih_slot(uint64_t k, size_t mask)
 static hs_status ih_grow(pq_ihash *h)
 {
     size_t ncap = h->cap ? h->cap * 2 : 1024;
-    uint64_t *nk = hs_malloc(ncap * sizeof *nk);
-    uint32_t *nv = hs_calloc(ncap, sizeof *nv);
-    if (!nk || !nv) {
-        hs_free(nk);
-        hs_free(nv);
+    pq_islot *ns = hs_calloc(ncap, sizeof *ns);
+    if (!ns)
         return HS_NOMEM;
-    }
     for (size_t i = 0; i < h->cap; i++) {
-        if (!h->vals[i])
+        if (!h->slots[i].val)
             continue;
-        size_t j = ih_slot(h->keys[i], ncap - 1);
-        while (nv[j])
+        size_t j = ih_slot(h->slots[i].key, ncap - 1);
+        while (ns[j].val)
             j = (j + 1) & (ncap - 1);
-        nk[j] = h->keys[i];
-        nv[j] = h->vals[i];
+        ns[j] = h->slots[i];
     }
-    hs_free(h->keys);
-    hs_free(h->vals);
-    h->keys = nk;
-    h->vals = nv;
+    hs_free(h->slots);
+    h->slots = ns;
     h->cap = ncap;
     return HS_OK;
 }
@@ -114,14 +112,13 @@ static hs_status ih_grow(pq_ihash *h)
 static void ih_clear(pq_ihash *h)
 {
     if (h->cap)
-        memset(h->vals, 0, h->cap * sizeof *h->vals);
+        memset(h->slots, 0, h->cap * sizeof *h->slots);
     h->count = 0;
 }
 
 static void ih_free(pq_ihash *h)
 {
-    hs_free(h->keys);
-    hs_free(h->vals);
+    hs_free(h->slots);
     memset(h, 0, sizeof *h);
 }
 
@@ -231,17 +228,18 @@ static hs_status dict_put_int(pq_colw *cw, const uint8_t *p, int64_t n, int widt
         if (HS_UNLIKELY((cw->ih.count + 1) * 2 > cw->ih.cap))
             HS_TRY(ih_grow(&cw->ih));
         size_t mask = cw->ih.cap - 1, j = ih_slot(k, mask);
+        pq_islot *sl = cw->ih.slots;
         uint32_t v;
         for (;;) {
-            v = cw->ih.vals[j];
-            if (!v || cw->ih.keys[j] == k)
+            v = sl[j].val;
+            if (!v || sl[j].key == k)
                 break;
             j = (j + 1) & mask;
         }
         if (!v) {
             v = ++cw->n_dict;
-            cw->ih.keys[j] = k;
-            cw->ih.vals[j] = v;
+            sl[j].key = k;
+            sl[j].val = v;
             cw->ih.count++;
             HS_TRY(hs_buf_append(&cw->dict, p + (size_t)width * i, width));
         }
@@ -922,11 +920,98 @@ static hs_status feed_nested(pq_writer *w, pq_colw *cw, const hs_column *top, in
     return HS_OK;
 }
 
+/* Fast path of feed_nested for a top-level LIST or FIXED_LIST of primitives
+ * (tags, vectors): levels written directly per row, values appended in runs
+ * of adjacent element ranges. */
+static hs_status feed_list_leaf(pq_writer *w, pq_colw *cw, const hs_column *top, int64_t r0,
+                                int64_t n, hs_error *err)
+{
+    const pq_wleaf *lf = cw->leaf;
+    const pq_wnode *ln = &lf->nodes[0], *en = &lf->nodes[1];
+    if (top->n_children < 1)
+        return hs_err_set(err, HS_INVALID, "parquet writer: column %s: list without child",
+                          lf->dotted);
+    const hs_column *child = top->children[0];
+    const int32_t *off = ln->kind == PQ_NODE_FIXED ? NULL : HS_COL_OFFSETS(top);
+    int64_t wd = ln->width;
+    const uint8_t *lv = ln->nullable && top->validity.data && top->null_count > 0
+                            ? top->validity.data : NULL;
+    const uint8_t *ev = en->nullable && child->validity.data && child->null_count > 0
+                            ? child->validity.data : NULL;
+    uint16_t d_empty = (uint16_t)ln->nullable, d_max = (uint16_t)lf->max_def;
+    uint16_t d_enull = (uint16_t)(d_max - 1), lrep = (uint16_t)ln->rep_level;
+    int64_t total = 0;
+    for (int64_t r = r0; r < r0 + n; r++) {
+        if (lv && !hs_bit_get(lv, r)) {
+            total++;
+            continue;
+        }
+        int64_t s = off ? off[r] : r * wd, e = off ? off[r + 1] : s + wd;
+        if (s < 0 || e < s || e > child->length)
+            return hs_err_set(err, HS_INVALID,
+                              "parquet writer: column %s: list offsets out of range", lf->dotted);
+        total += e > s ? e - s : 1;
+    }
+    TRY_MEM(hs_buf_reserve(&cw->def, (size_t)total * 2));
+    TRY_MEM(hs_buf_reserve(&cw->rep, (size_t)total * 2));
+    uint16_t *d = (uint16_t *)(cw->def.data + cw->def.len);
+    uint16_t *rp = (uint16_t *)(cw->rep.data + cw->rep.len);
+    int64_t o = 0, run_s = 0, run_e = 0, nv = 0;
+    bool has_vals = lf->vk != PQ_VK_NULL;
+    for (int64_t r = r0; r < r0 + n; r++) {
+        if (lv && !hs_bit_get(lv, r)) {
+            d[o] = 0; rp[o] = 0; o++;
+            continue;
+        }
+        int64_t s = off ? off[r] : r * wd, e = off ? off[r + 1] : s + wd;
+        if (s == e) {
+            d[o] = d_empty; rp[o] = 0; o++;
+            continue;
+        }
+        rp[o] = 0;
+        for (int64_t j = 1; j < e - s; j++)
+            rp[o + j] = lrep;
+        if (ev) {
+            for (int64_t j = s; j < e; j++)
+                d[o + j - s] = hs_bit_get(ev, j) ? d_max : d_enull;
+        } else {
+            for (int64_t j = 0; j < e - s; j++)
+                d[o + j] = d_max;
+        }
+        o += e - s;
+        if (!has_vals)
+            continue;
+        if (run_e == s && run_e > run_s) {
+            run_e = e;
+        } else {
+            if (run_e > run_s) {
+                HS_TRY(put_valid_runs(w, cw, child, run_s, run_e - run_s, err));
+                nv += count_valid(child, run_s, run_e - run_s);
+            }
+            run_s = s;
+            run_e = e;
+        }
+    }
+    if (has_vals && run_e > run_s) {
+        HS_TRY(put_valid_runs(w, cw, child, run_s, run_e - run_s, err));
+        nv += count_valid(child, run_s, run_e - run_s);
+    }
+    cw->def.len += (size_t)total * 2;
+    cw->rep.len += (size_t)total * 2;
+    cw->n_levels += total;
+    cw->n_rows += n;
+    cw->n_values += nv;
+    return HS_OK;
+}
+
 /* Feeds rows [r0, r1) of top-level column top into leaf writer cw. */
 static hs_status feed_rows(pq_writer *w, pq_colw *cw, const hs_column *top, int64_t r0,
                            int64_t r1, hs_error *err)
 {
-    bool flat = cw->leaf->n_nodes == 1;
+    const pq_wleaf *lf = cw->leaf;
+    bool flat = lf->n_nodes == 1;
+    bool list_leaf = lf->n_nodes == 2 && lf->max_rep == 1 &&
+                     (lf->nodes[0].kind == PQ_NODE_LIST || lf->nodes[0].kind == PQ_NODE_FIXED);
     while (r0 < r1) {
         int64_t room = w->opt.page_rows - cw->n_rows;
         if (room <= 0) {
@@ -940,6 +1025,8 @@ static hs_status feed_rows(pq_writer *w, pq_colw *cw, const hs_column *top, int6
             n = room;
         if (flat)
             HS_TRY(feed_flat(w, cw, top, r0, n, err));
+        else if (list_leaf)
+            HS_TRY(feed_list_leaf(w, cw, top, r0, n, err));
         else
             HS_TRY(feed_nested(w, cw, top, r0, n, err));
         HS_TRY(after_chunk(w, cw, err));
@@ -1384,10 +1471,16 @@ hs_status pq_writer_write(pq_writer *w, const hs_batch *b, hs_error *err)
     if (b->n_cols != w->schema.n_children ||
         !hs_field_equals(&b->schema, &w->schema, true, false))
         return hs_err_set(err, HS_INVALID, "parquet writer: batch schema differs from the file's");
-    for (int i = 0; i < b->n_cols; i++)
+    for (int i = 0; i < b->n_cols; i++) {
         if (!b->cols[i] || b->cols[i]->length < b->n_rows)
             return hs_err_set(err, HS_INVALID, "parquet writer: column %d shorter than the batch",
                               i);
+        const hs_field *f = &w->schema.children[i];
+        if (!f->nullable && f->type != HS_TYPE_NA && b->cols[i]->null_count > 0)
+            return hs_err_set(err, HS_INVALID,
+                              "parquet writer: column %s is not nullable but has %lld nulls",
+                              f->name, (long long)b->cols[i]->null_count);
+    }
     int64_t off = 0;
     while (off < b->n_rows) {
         int64_t take = b->n_rows - off;

@@ -86,6 +86,14 @@ static void test_hybrid_spec_vectors(void)
         CHECK(o16[i] == 4);
     for (int i = 0; i < 8; i++)
         CHECK(o16[5 + i] == i);
+    uint8_t o8[13];
+    pq_rle_init(&d, mix, sizeof mix, 3);
+    CHECK_OK(pq_rle_get_u8(&d, o8, 6, &err), E(&err));
+    CHECK_OK(pq_rle_get_u8(&d, o8 + 6, 7, &err), E(&err));
+    CHECK(o8[4] == 4 && o8[5] == 0 && o8[12] == 7);
+    pq_rle_init(&d, mix, sizeof mix, 9); /* u8 takes bit widths up to 8 */
+    CHECK(pq_rle_get_u8(&d, o8, 1, &err) == HS_CORRUPT);
+    hs_err_clear(&err);
     /* our encoder produces the same bytes for 0..7 */
     uint32_t v[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     hs_buf b = {0};

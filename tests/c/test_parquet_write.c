@@ -784,10 +784,65 @@ static void test_nested(void)
                 nulls++;
         }
         CHECK(chunk(m, 0, 0)->statistics.null_count == nulls);
+        /* pages of repeated columns start at row boundaries: every 500 rows */
+        for (int c = 0; c < 9; c++) {
+            const pq_column_chunk *cc = &m->row_groups[0].columns[c];
+            hs_arena a = {0};
+            pq_offset_index oi;
+            REQUIRE(cc->has_offset_index);
+            CHECK_OK(pq_decode_offset_index(l.bytes.data + cc->offset_index_offset,
+                                            (size_t)cc->offset_index_length, &a, &oi, E), E);
+            CHECK(oi.n_pages == 4);
+            for (int i = 0; i < oi.n_pages; i++)
+                CHECK(oi.pages[i].first_row_index == 500 * i);
+            hs_arena_destroy(&a);
+        }
         if (!v2)
             check_roundtrip(path, &b, 1);
         unload(&l);
     }
+    hs_batch_free(b);
+    hs_field_clear(&s);
+}
+
+/* Allocation failure at every step of writing a nested file to memory:
+ * HS_NOMEM (or success), never a crash or a leak. */
+static void test_oom(void)
+{
+    hs_field s;
+    nested_schema(&s);
+    hs_batch *b = NULL;
+    CHECK_OK(hs_batch_create(&s, 200, &b, E), E);
+    CHECK_OK(fill_nested(b, 200), E);
+    pq_writer_options o;
+    memset(&o, 0, sizeof o);
+    o.codec = HS_CODEC_ZSTD;
+    o.page_rows = 50;
+    o.row_group_rows = 120;
+    int64_t live = hs_mem_live_count();
+    bool done = false;
+    int k;
+    for (k = 1; k < 5000 && !done; k++) {
+        hs_buf mem = {0};
+        hs_wfile *wf = NULL;
+        pq_writer *w = NULL;
+        hs_mem_fail_after(k);
+        hs_status st = hs_mem_create(&mem, &wf, E);
+        if (st == HS_OK)
+            st = pq_writer_open(wf, &s, &o, &w, E);
+        if (st == HS_OK)
+            st = pq_writer_write(w, b, E);
+        if (st == HS_OK)
+            st = pq_writer_finish(w, E);
+        hs_mem_fail_after(0);
+        CHECK(st == HS_OK || st == HS_NOMEM || st == HS_IO);
+        done = st == HS_OK;
+        pq_writer_free(w);
+        hs_wfile_abort(wf);
+        hs_buf_free(&mem);
+        CHECK(hs_mem_live_count() == live);
+    }
+    CHECK(done);
     hs_batch_free(b);
     hs_field_clear(&s);
 }
@@ -1019,6 +1074,7 @@ int main(void)
     HS_RUN(test_page_index);
     HS_RUN(test_float_stats);
     HS_RUN(test_misuse);
+    HS_RUN(test_oom);
     HS_RUN(test_empty);
     pq_footer_cache_clear();
     if (hs_mem_live_count() != live)

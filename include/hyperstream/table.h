@@ -1,0 +1,326 @@
+/*
+ * hyperstream/table.h - public C API for Apache Iceberg tables: catalogs,
+ * table creation and evolution, appends, overwrites, deletes, snapshots,
+ * time travel and scans through the Arrow C Stream Interface.
+ *
+ * The tables are standard Iceberg tables (format v2 by default, v3 on
+ * request), so pyiceberg, Spark, Trino and DuckDB read what this API writes
+ * and this API reads what they write.
+ *
+ *   handle        what it is                               freed by
+ *   -----------   --------------------------------------   -------------------
+ *   hs_catalog    where tables live: a warehouse directory  hs_catalog_close
+ *                 of path tables, or a SQLite file in
+ *                 pyiceberg SqlCatalog / Java JdbcCatalog
+ *                 layout
+ *   hs_table      one table at one metadata version (the    hs_table_close
+ *                 handle is refreshed by every commit made
+ *                 through it; hs_table_refresh reloads)
+ *   hs_scan       a planned scan of one snapshot: the       hs_scan_free, or
+ *                 files to read after pruning, the deletes  moved into a stream
+ *                 that apply to them                        by hs_scan_stream
+ *
+ * Names.  Path catalog: a table name is a directory relative to the
+ * warehouse ("db/events"), or an absolute path when the catalog was opened
+ * with warehouse NULL.  SQL catalog: "namespace.table" (the last dot splits;
+ * nested namespaces "a.b.table"); new tables are placed under
+ * <warehouse>/<namespace path>/<table> unless a location is given.
+ *
+ * Text forms used by the API:
+ *   partition spec  "bucket(16, id), day(ts), truncate(4, name), year(ts),
+ *                    month(ts), hour(ts), identity(category) | category,
+ *                    void(x)"; empty or NULL = unpartitioned
+ *   sort order      "id, ts DESC NULLS LAST, bucket(4, x) ASC NULLS FIRST";
+ *                    defaults ASC, NULLS FIRST for ASC and NULLS LAST for DESC
+ *   filter          "col op literal [AND|OR ...]" with op one of = == != <> <
+ *                    <= > >=, "col IN (l1, l2)", "col NOT IN (...)",
+ *                    "col IS NULL", "col IS NOT NULL", NOT, parentheses.
+ *                    Literals: integers, decimals/floats, 'strings' (''
+ *                    escapes a quote), true/false, and 'YYYY-MM-DD' /
+ *                    'YYYY-MM-DDTHH:MM:SS[.ffffff]' strings compared against
+ *                    date and timestamp columns.  Nested fields by dotted
+ *                    name ("s.a").  Keywords are case-insensitive.
+ *   schema changes  a JSON array of objects, applied in order:
+ *                    {"op":"add", "name":"c", "type":"long"|{Iceberg type JSON},
+ *                     "required":false, "doc":"..", "parent":"s"}
+ *                    {"op":"drop", "name":"c"}
+ *                    {"op":"rename", "name":"c", "to":"d"}
+ *                    {"op":"move", "name":"c", "first":true | "before":"x" | "after":"x"}
+ *                    {"op":"update", "name":"c", "type":"long"}   (promote: int->long,
+ *                     float->double, decimal(P,S)->decimal(P2,S) with P2 >= P)
+ *                    {"op":"make_optional", "name":"c"}
+ *                   Type strings are Iceberg's ("int", "long", "string",
+ *                   "decimal(10,2)", "timestamptz", "list<int>" is not
+ *                   accepted: give nested types as Iceberg type JSON).
+ *
+ * Commits.  Every mutating call writes new files, then commits a new
+ * metadata version atomically (path tables: create-if-absent of
+ * v<N+1>.metadata.json, then version-hint.text; SQL: compare-and-swap of
+ * metadata_location).  On a lost race the call reloads, rebases appends,
+ * re-checks overwrites, deletes and schema changes, and retries with backoff
+ * and jitter (table property commit.retry.num-retries, default 4).  When a
+ * retry cannot be valid it fails with HS_CONFLICT and a message saying what
+ * conflicted.  A failed call leaves the table at the old state; files it
+ * wrote are removed or left as unreferenced orphans.
+ *
+ * Errors: every fallible call returns hs_status and fills the caller's
+ * hs_error (may be NULL).  Strings returned as `char **out` are the caller's
+ * to free with hs_string_free.  Input strings and arrays are borrowed for the
+ * duration of the call only.  Handles are not thread-safe: use one handle per
+ * thread (several handles, in one or many processes, may commit to the same
+ * table concurrently).
+ */
+#ifndef HYPERSTREAM_TABLE_H
+#define HYPERSTREAM_TABLE_H
+
+#include "hyperstream/arrow_c_abi.h"
+#include "hyperstream/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hs_catalog hs_catalog;
+typedef struct hs_table hs_table;
+typedef struct hs_scan hs_scan;
+
+/* Frees a string returned by the library (accepts NULL). */
+void hs_string_free(char *s);
+
+/* ------------------------------------------------------------------ */
+/* Catalogs                                                              */
+
+/* A catalog of path tables under `warehouse` (a directory; created if
+ * absent).  warehouse NULL: table names are themselves paths.  Caller frees
+ * with hs_catalog_close. */
+hs_status hs_catalog_open_path(const char *warehouse, hs_catalog **out, hs_error *err);
+/* A SQL catalog in the SQLite file `sqlite_path` (created with the
+ * iceberg_tables and iceberg_namespace_properties tables if absent), rows
+ * filtered by catalog_name (NULL = "default"), new tables under `warehouse`
+ * (a directory; NULL = the directory of the SQLite file).  Caller frees with
+ * hs_catalog_close. */
+hs_status hs_catalog_open_sql(const char *sqlite_path, const char *catalog_name,
+                              const char *warehouse, hs_catalog **out, hs_error *err);
+/* Accepts NULL.  Tables opened from the catalog must be closed first. */
+void hs_catalog_close(hs_catalog *cat);
+
+/* Creates a namespace ("a" or "a.b"); HS_CONFLICT if it exists.  Path
+ * catalogs create the directory. */
+hs_status hs_catalog_create_namespace(hs_catalog *cat, const char *ns, hs_error *err);
+/* JSON array of table names in ns (NULL = all), e.g. ["db.t1","db.t2"];
+ * caller frees *out with hs_string_free. */
+hs_status hs_catalog_list_tables(hs_catalog *cat, const char *ns, char **out, hs_error *err);
+/* Removes the table from the catalog (data files are kept when purge is 0;
+ * path catalogs always delete the metadata directory, and data too when purge
+ * is 1).  HS_NOT_FOUND if absent. */
+hs_status hs_catalog_drop_table(hs_catalog *cat, const char *name, int purge, hs_error *err);
+/* Renames a table in a SQL catalog (HS_UNSUPPORTED for path catalogs). */
+hs_status hs_catalog_rename_table(hs_catalog *cat, const char *from, const char *to,
+                                  hs_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Creating and opening tables                                           */
+
+typedef struct hs_table_create_options {
+    /* The schema: exactly one of these.  arrow_schema is borrowed (not
+     * released); its fields become Iceberg fields with fresh ids (ids in
+     * "PARQUET:field_id" metadata are ignored).  schema_json is an Iceberg
+     * schema object {"type":"struct","fields":[...]} whose ids are
+     * reassigned likewise. */
+    const struct ArrowSchema *arrow_schema;
+    const char *schema_json;
+    const char *partition_spec;   /* text form (see top); NULL = unpartitioned */
+    const char *sort_order;       /* text form; NULL = unsorted */
+    const char *const *property_keys;    /* n_properties pairs, borrowed */
+    const char *const *property_values;
+    int n_properties;
+    int format_version;           /* 0 = 2; 1 is refused; 2 or 3 */
+    const char *location;         /* NULL = derived from the catalog and name */
+} hs_table_create_options;
+
+/* Creates an empty table (no snapshot) and commits its first metadata
+ * version.  HS_CONFLICT if the table exists.  On success *out is an open
+ * handle (caller frees with hs_table_close); out may be NULL to only create. */
+hs_status hs_table_create(hs_catalog *cat, const char *name, const hs_table_create_options *opt,
+                          hs_table **out, hs_error *err);
+/* Opens the table's current metadata.  HS_NOT_FOUND if absent; an unknown
+ * newer format version is HS_UNSUPPORTED.  Caller frees with hs_table_close.
+ * The table keeps `cat` borrowed: close tables before their catalog. */
+hs_status hs_table_open(hs_catalog *cat, const char *name, hs_table **out, hs_error *err);
+/* Opens a table read-only from one metadata file (like pyiceberg's
+ * StaticTable): mutating calls on it return HS_UNSUPPORTED. */
+hs_status hs_table_open_metadata(const char *metadata_path, hs_table **out, hs_error *err);
+/* Reloads the current metadata from the catalog. */
+hs_status hs_table_refresh(hs_table *t, hs_error *err);
+void hs_table_close(hs_table *t);  /* accepts NULL */
+
+/* Borrowed strings, valid until the next call that commits or refreshes t. */
+const char *hs_table_location(const hs_table *t);
+const char *hs_table_metadata_location(const hs_table *t);
+int hs_table_format_version(const hs_table *t);
+/* -1 when the table has no current snapshot. */
+int64_t hs_table_current_snapshot_id(const hs_table *t);
+/* The current schema as an Arrow schema with "PARQUET:field_id" metadata on
+ * every field; caller releases *out. */
+hs_status hs_table_schema(const hs_table *t, struct ArrowSchema *out, hs_error *err);
+/* The current metadata.json text; caller frees *out with hs_string_free. */
+hs_status hs_table_metadata_json(const hs_table *t, char **out, hs_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Writing                                                               */
+
+/* Appends the rows of `in` (moved: released by this call, also on failure)
+ * as new Parquet data files: rows are split by the default partition spec's
+ * partition values and sorted by the default sort order when it is set.
+ * Columns are matched to the table schema by name (missing optional columns
+ * are written as nulls; a missing required column or an extra column is
+ * HS_INVALID); types must equal the table's or be safely castable (int32 ->
+ * int64, float -> double).  Commits a fast append ("append" snapshot); an
+ * empty stream commits nothing. */
+hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *err);
+
+/* Replaces rows: deletes every row matching `filter` (NULL = all rows), then
+ * adds the rows of `in` (moved; may be NULL to only delete), in one
+ * "overwrite" snapshot.  Files whose rows all match are dropped; files with
+ * some matching rows are rewritten without them (copy-on-write). */
+hs_status hs_table_overwrite(hs_table *t, struct ArrowArrayStream *in, const char *filter,
+                             hs_error *err);
+/* Dynamic partition overwrite: replaces every partition (of the default
+ * spec) that the rows of `in` (moved) fall in, in one "overwrite" snapshot. */
+hs_status hs_table_overwrite_partitions(hs_table *t, struct ArrowArrayStream *in, hs_error *err);
+
+/* Deletes the rows matching `filter` (required, non-empty) by merge-on-read:
+ * v2 tables get position delete files, v3 tables Puffin deletion vectors
+ * (merged with a file's existing vector).  Files whose rows all match are
+ * removed from the snapshot instead.  Commits a "delete" snapshot (nothing
+ * when no row matches).  *rows_deleted (may be NULL) gets the count. */
+hs_status hs_table_delete(hs_table *t, const char *filter, int64_t *rows_deleted,
+                          hs_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Scanning                                                              */
+
+typedef struct hs_scan_options {
+    /* Which snapshot (at most one of these; none = the current snapshot):
+     * snapshot id, the snapshot current at a time (the last entry of the
+     * snapshot log at or before as_of_ms), or a branch or tag name. */
+    int use_snapshot_id; int64_t snapshot_id;
+    int use_as_of; int64_t as_of_ms;
+    const char *ref;
+    /* Top-level column names in output order (NULL = all columns of the
+     * snapshot's schema); "_row_id", "_last_updated_sequence_number",
+     * "_file" and "_pos" name metadata columns. */
+    const char *const *columns; int n_columns;
+    const char *filter;       /* text form; NULL = all rows */
+    /* Appends _row_id and _last_updated_sequence_number (int64) to the
+     * output (v3 tables; null on v2). */
+    int include_row_lineage;
+    int64_t batch_size;       /* rows per batch; 0 = 65536 */
+} hs_scan_options;
+
+typedef struct hs_scan_stats {
+    int64_t manifests_total, manifests_pruned;     /* data manifests */
+    int64_t data_files_total, data_files_pruned;   /* pruned by partition or bounds */
+    int64_t delete_files;                          /* delete files that apply */
+    int64_t rows_deleted;                          /* filled while the stream is read */
+    int64_t rows_emitted;
+} hs_scan_stats;
+
+/* Plans a scan: resolves the snapshot, reads the manifest list and the
+ * manifests that survive partition and manifest-bound pruning, and keeps the
+ * data files that may hold matching rows with the deletes that apply to
+ * them.  opt may be NULL.  Caller frees *out with hs_scan_free, or moves it
+ * into a stream with hs_scan_stream. */
+hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err);
+/* Counters of planning (and of reading, once a stream has been consumed). */
+void hs_scan_get_stats(const hs_scan *s, hs_scan_stats *out);
+/* JSON array of the planned files: [{"file_path":..,"record_count":..,
+ * "file_size_in_bytes":..,"spec_id":..,"partition":{..},
+ * "deletes":[paths]}]; caller frees *out with hs_string_free. */
+hs_status hs_scan_files_json(const hs_scan *s, char **out, hs_error *err);
+/* Turns the scan into a stream of record batches (struct arrays): data files
+ * read in plan order with deletes applied (merge-on-read), the residual
+ * filter applied exactly, columns projected.  Takes ownership of s (freed by
+ * the stream's release, also on failure).  Caller releases *out. */
+hs_status hs_scan_stream(hs_scan *s, struct ArrowArrayStream *out, hs_error *err);
+void hs_scan_free(hs_scan *s);  /* accepts NULL */
+
+/* hs_scan_plan + hs_scan_stream. */
+hs_status hs_table_scan(hs_table *t, const hs_scan_options *opt, struct ArrowArrayStream *out,
+                        hs_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Snapshots, history, refs                                               */
+
+typedef struct hs_snapshot_info {
+    int64_t snapshot_id;
+    int64_t parent_id;          /* -1 = none */
+    int64_t sequence_number;
+    int64_t timestamp_ms;
+    int64_t schema_id;          /* -1 = not recorded */
+    char operation[16];         /* append | replace | overwrite | delete */
+    int64_t added_records, deleted_records, total_records;  /* -1 = not in summary */
+    int64_t added_data_files, deleted_data_files, total_data_files;
+    int64_t first_row_id, added_rows;  /* v3 row lineage; -1 otherwise */
+} hs_snapshot_info;
+
+/* Number of snapshots in the metadata, and the i-th (0 <= i < count, in
+ * metadata order).  HS_INVALID when i is out of range. */
+int hs_snapshot_count(const hs_table *t);
+hs_status hs_snapshot_get(const hs_table *t, int i, hs_snapshot_info *out, hs_error *err);
+
+/* JSON array of every snapshot as the metadata stores it (with summaries);
+ * caller frees *out with hs_string_free. */
+hs_status hs_table_snapshots(const hs_table *t, char **out, hs_error *err);
+/* JSON array of the snapshot log: [{"made_current_at":ms, "snapshot_id":id,
+ * "parent_id":id|null, "is_current_ancestor":bool}]; caller frees *out with
+ * hs_string_free. */
+hs_status hs_table_history(const hs_table *t, char **out, hs_error *err);
+/* JSON object of refs: {"main":{"snapshot-id":..,"type":"branch"},..};
+ * caller frees with hs_string_free. */
+hs_status hs_table_refs(const hs_table *t, char **out, hs_error *err);
+
+/* Makes snapshot_id (which must be an ancestor of the current snapshot) the
+ * current snapshot of main, without a new snapshot.  HS_NOT_FOUND if unknown,
+ * HS_INVALID if not an ancestor. */
+hs_status hs_table_rollback_to_snapshot(hs_table *t, int64_t snapshot_id, hs_error *err);
+/* Creates tag `name` at snapshot_id (-1 = the current snapshot).
+ * HS_CONFLICT if a ref of that name exists. */
+hs_status hs_table_create_tag(hs_table *t, const char *name, int64_t snapshot_id,
+                              hs_error *err);
+/* Removes a tag (HS_NOT_FOUND if absent; branches are refused). */
+hs_status hs_table_remove_tag(hs_table *t, const char *name, hs_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Evolution                                                             */
+
+/* Applies the changes (JSON text form, see top) as one new schema that
+ * becomes current.  Invalid changes (unknown column, unsafe promotion,
+ * dropping a partition or sort source column, making a column required)
+ * are HS_INVALID naming the change. */
+hs_status hs_table_update_schema(hs_table *t, const char *changes_json, hs_error *err);
+/* Makes `spec` (text form) the default partition spec; existing data files
+ * keep their spec.  Partition fields equal (same source and transform) to a
+ * field of an earlier spec keep its partition field id; new fields get new
+ * ids above last-partition-id. */
+hs_status hs_table_update_spec(hs_table *t, const char *spec, hs_error *err);
+/* Makes `sort_order` (text form; NULL or "" = unsorted) the default sort
+ * order; later appends sort what they write by it. */
+hs_status hs_table_replace_sort_order(hs_table *t, const char *sort_order, hs_error *err);
+/* Sets or removes table properties in one commit. */
+hs_status hs_table_set_properties(hs_table *t, const char *const *keys,
+                                  const char *const *values, int n, hs_error *err);
+hs_status hs_table_remove_properties(hs_table *t, const char *const *keys, int n,
+                                     hs_error *err);
+/* JSON object of the table properties; caller frees with hs_string_free. */
+hs_status hs_table_properties(const hs_table *t, char **out, hs_error *err);
+/* Raises the format version (2 -> 3) without rewriting data: next-row-id
+ * starts at 0; data manifests without first_row_id get one when the next
+ * snapshot's manifest list is written (as the spec says), so older rows
+ * read with a null _row_id until then.  Lowering is HS_INVALID. */
+hs_status hs_table_upgrade_format_version(hs_table *t, int format_version, hs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,272 @@
+/*
+ * catalog/catalog.h - where a table's current metadata lives, and the atomic
+ * commit that moves it.
+ *
+ * A catalog maps a table identifier to the location of its current
+ * metadata.json and swaps that location atomically on commit.  Two
+ * implementations sit behind one opaque handle (a vtable inside catalog.c):
+ *
+ *   kind   identifier                   current metadata             commit (atomic step)
+ *   -----  ---------------------------  ---------------------------  -----------------------------
+ *   path   a directory or file:// URI   <t>/metadata/version-hint    create v<N+1>.metadata.json
+ *          (relative ones are under     .text = "<N>" (no newline),  only if absent (link()), then
+ *          the root given at open)      then probe v<N+1>, v<N+2>..  rewrite the hint (tmp+rename)
+ *   sql    "ns1.ns2.table" (the last    iceberg_tables row's         write <loc>/metadata/<00007>-
+ *          dot splits off the name)     metadata_location            <uuid>.metadata.json, then
+ *                                                                    UPDATE ... WHERE
+ *                                                                    metadata_location = <base>
+ *
+ * The SQL catalog is a SQLite file with exactly the schema of pyiceberg's
+ * SqlCatalog and Java's JdbcCatalog (iceberg_tables, iceberg_namespace_
+ * properties), so either opens our file and we open theirs.
+ *
+ * Commit protocol (both kinds): the caller loads the table (getting the
+ * metadata and its location = the "base"), builds the new metadata, and calls
+ * cat_commit with the base location.  If another writer committed since the
+ * base was loaded the commit fails with HS_CONFLICT and nothing visible
+ * changed (a fully written orphan metadata file may remain; never a half-
+ * written one, since every file is written under a temporary name and
+ * published by link/rename).  cat_commit_with_retry wraps this in a loop:
+ * reload, let the caller rebase its change on the fresh base (or refuse with
+ * HS_CONFLICT when the change is no longer valid), back off with jitter,
+ * retry.
+ *
+ * Once the atomic step succeeded the commit is reported as done even if a
+ * later best-effort step (rewriting version-hint.text) fails: readers probe
+ * upward from a stale hint.  So an error return always means "the table is
+ * still at the base".
+ *
+ * Crash consistency: every catalog file operation passes a fault point
+ * (cat_io_fault_point); cat_set_io_fault(k) makes the k-th one fail with
+ * HS_IO, so a test can break a commit at every step and check that the table
+ * loads at exactly the old or the new metadata.  Other modules (table
+ * operations writing manifests) may route their writes through cat_io_create
+ * to take part in the same count.
+ *
+ * Core functions take and return metadata as JSON text (the catalog only
+ * needs "location", "properties" and, for path tables, nothing at all); the
+ * cat_load / cat_commit / cat_create / cat_commit_with_retry variants wrap them
+ * with the iceberg model (ice_metadata_from_json / ice_metadata_to_json).
+ *
+ * Ownership: cat_catalog handles are freed by cat_free (accepts NULL).  Every
+ * char * / char ** returned through an out parameter is owned by the caller
+ * and freed with hs_free (string arrays: cat_strv_free).  Catalog handles are
+ * not thread-safe; use one per thread (they are cheap) - concurrent writers
+ * in threads or processes are exactly what the commit protocol serves.
+ */
+#ifndef HS_CATALOG_CATALOG_H
+#define HS_CATALOG_CATALOG_H
+
+#include "base/buf.h"
+#include "base/error.h"
+#include "io/io.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cat_catalog cat_catalog;
+/* Defined by iceberg/model.h (a repeated identical typedef is valid C11). */
+typedef struct ice_table_metadata ice_table_metadata;
+
+typedef enum cat_kind { CAT_PATH = 1, CAT_SQL = 2 } cat_kind;
+
+/* ---- opening ------------------------------------------------------------- */
+
+/* Path tables.  root may be NULL: identifiers are then absolute paths (or
+ * paths relative to the working directory, or file:// URIs). */
+HS_MUST_USE hs_status cat_path_open(const char *root, cat_catalog **out, hs_error *err);
+
+/* SQL catalog in the SQLite file db_path (created with the pyiceberg/JDBC
+ * schema when absent).  catalog_name is the catalog_name column value
+ * (pyiceberg: the name given to SqlCatalog(...), e.g. "default").  warehouse
+ * is where new tables go: <warehouse>/<ns>.db/<table> as pyiceberg does; a
+ * plain path or file:// URI; NULL = the directory holding db_path. */
+HS_MUST_USE hs_status cat_sql_open(const char *db_path, const char *catalog_name,
+                                   const char *warehouse, cat_catalog **out, hs_error *err);
+
+void cat_free(cat_catalog *c);
+cat_kind cat_get_kind(const cat_catalog *c);
+
+/* ---- tables: JSON core ---------------------------------------------------- */
+
+/* The location a new table `ident` gets (path: the resolved directory; sql:
+ * <warehouse>/<ns>.db/<name>).  Caller frees *location with hs_free. */
+HS_MUST_USE hs_status cat_default_location(cat_catalog *c, const char *ident, char **location,
+                                           hs_error *err);
+
+/* Reads the current metadata of `ident`: its bytes into *json (replacing the
+ * contents, NUL-terminated) and its location into *metadata_location (may be
+ * NULL if not wanted; caller frees with hs_free).  HS_NOT_FOUND when the
+ * table does not exist; HS_CORRUPT naming the file for unreadable pointers. */
+HS_MUST_USE hs_status cat_load_json(cat_catalog *c, const char *ident, hs_buf *json,
+                                    char **metadata_location, hs_error *err);
+
+/* Registers a new table whose first metadata is json (its "location" field
+ * decides where the metadata file goes for sql; path tables always use the
+ * identifier's directory).  HS_CONFLICT when the table already exists.
+ * *metadata_location (may be NULL) receives the new metadata file's location. */
+HS_MUST_USE hs_status cat_create_json(cat_catalog *c, const char *ident, const char *json,
+                                      size_t len, char **metadata_location, hs_error *err);
+
+/* Makes json the current metadata if the current one is still
+ * base_metadata_location; otherwise HS_CONFLICT and nothing visible changed.
+ * *new_location (may be NULL) receives the new metadata file's location. */
+HS_MUST_USE hs_status cat_commit_json(cat_catalog *c, const char *ident,
+                                      const char *base_metadata_location, const char *json,
+                                      size_t len, char **new_location, hs_error *err);
+
+/* Removes the table from the catalog.  purge=true also deletes the files
+ * under its location (local storage only).  Path tables without purge lose
+ * their metadata/ directory's metadata files and hint, keeping data files. */
+HS_MUST_USE hs_status cat_drop(cat_catalog *c, const char *ident, bool purge, hs_error *err);
+
+/* Renames a table (sql only: path tables are their directory, HS_UNSUPPORTED).
+ * HS_NOT_FOUND if from is missing or to's namespace does not exist,
+ * HS_CONFLICT if to exists. */
+HS_MUST_USE hs_status cat_rename(cat_catalog *c, const char *from, const char *to,
+                                 hs_error *err);
+
+/* Table names (without namespace) in namespace ns, sorted.  Path catalogs:
+ * ns is a directory relative to the root ("" or NULL = the root itself) and a
+ * table is a subdirectory holding metadata/ with a metadata file.  Caller
+ * frees *names with cat_strv_free(*names, *n). */
+HS_MUST_USE hs_status cat_list(cat_catalog *c, const char *ns, char ***names, size_t *n,
+                               hs_error *err);
+
+/* Whether ident exists (HS_OK with *exists set; errors only for I/O). */
+HS_MUST_USE hs_status cat_exists(cat_catalog *c, const char *ident, bool *exists,
+                                 hs_error *err);
+
+/* ---- namespaces (sql; path catalogs answer HS_UNSUPPORTED) ---------------- */
+
+/* Creates namespace ns ("a" or "a.b") with n properties keys[i]=values[i]
+ * (n = 0 stores {"exists": "true"} as pyiceberg/JDBC do).  HS_CONFLICT if it
+ * exists. */
+HS_MUST_USE hs_status cat_namespace_create(cat_catalog *c, const char *ns,
+                                           const char *const *keys, const char *const *values,
+                                           size_t n, hs_error *err);
+/* Namespaces directly under parent (NULL or "" = top level), sorted; a
+ * namespace exists if it has properties or tables.  Caller frees with
+ * cat_strv_free. */
+HS_MUST_USE hs_status cat_namespace_list(cat_catalog *c, const char *parent, char ***names,
+                                         size_t *n, hs_error *err);
+/* Drops an empty namespace: HS_NOT_FOUND if absent, HS_INVALID if it holds tables. */
+HS_MUST_USE hs_status cat_namespace_drop(cat_catalog *c, const char *ns, hs_error *err);
+/* Properties of ns (HS_NOT_FOUND if absent); caller frees both arrays with
+ * cat_strv_free(.., *n). */
+HS_MUST_USE hs_status cat_namespace_properties(cat_catalog *c, const char *ns, char ***keys,
+                                               char ***values, size_t *n, hs_error *err);
+/* Sets n_set properties and removes n_remove keys of ns. */
+HS_MUST_USE hs_status cat_namespace_update(cat_catalog *c, const char *ns,
+                                           const char *const *set_keys,
+                                           const char *const *set_values, size_t n_set,
+                                           const char *const *remove_keys, size_t n_remove,
+                                           hs_error *err);
+
+void cat_strv_free(char **v, size_t n);
+
+/* ---- retry ---------------------------------------------------------------- */
+
+/* Retry policy, from the base metadata's table properties (Java's names):
+ *   commit.retry.num-retries      retries after the first attempt; default 10
+ *                                 (Java: 4 - local commits are cheap and
+ *                                 concurrent appends always rebase, so we
+ *                                 try harder before reporting a conflict)
+ *   commit.retry.min-wait-ms      default 100
+ *   commit.retry.max-wait-ms      default 60000
+ *   commit.retry.total-timeout-ms default 1800000
+ * Wait before retry i (1-based): min(max, min * 2^(i-1)) scaled by a random
+ * factor in [0.5, 1.0) (jitter), cut to the remaining total time. */
+typedef struct cat_retry_policy {
+    int num_retries;
+    int64_t min_wait_ms;
+    int64_t max_wait_ms;
+    int64_t total_timeout_ms;
+} cat_retry_policy;
+
+/* Reads the policy from a metadata JSON's "properties" (defaults for absent
+ * or unparsable values). */
+void cat_retry_policy_from_json(const char *json, size_t len, cat_retry_policy *out);
+
+/* JSON callback: given the freshly loaded base (json + its location, for the
+ * metadata-log), write the new metadata into *new_json (an empty buffer the
+ * loop owns).  Return HS_OK to commit it, HS_CONFLICT (with a message) when
+ * the change cannot be applied on this base - the loop then stops and returns
+ * HS_CONFLICT - or any other error to stop with it. */
+typedef hs_status (*cat_rebase_json_fn)(void *ctx, const char *base_json, size_t base_len,
+                                        const char *base_location, hs_buf *new_json,
+                                        hs_error *err);
+
+/* Load -> callback -> commit, retried on HS_CONFLICT from the commit with
+ * backoff.  When the retries run out: HS_CONFLICT "gave up after N attempts".
+ * *attempts (may be NULL) receives the number of commit attempts made. */
+HS_MUST_USE hs_status cat_commit_json_with_retry(cat_catalog *c, const char *ident,
+                                                 cat_rebase_json_fn fn, void *ctx,
+                                                 char **new_location, int *attempts,
+                                                 hs_error *err);
+
+/* ---- tables: model wrappers (need iceberg/model.h's ice_metadata_*) -------- */
+
+/* As cat_load_json, parsed: caller frees *out with ice_metadata_free. */
+HS_MUST_USE hs_status cat_load(cat_catalog *c, const char *ident, ice_table_metadata **out,
+                               char **metadata_location, hs_error *err);
+HS_MUST_USE hs_status cat_create(cat_catalog *c, const char *ident,
+                                 const ice_table_metadata *meta, char **metadata_location,
+                                 hs_error *err);
+HS_MUST_USE hs_status cat_commit(cat_catalog *c, const char *ident,
+                                 const char *base_metadata_location,
+                                 const ice_table_metadata *new_meta, char **new_location,
+                                 hs_error *err);
+
+/* Model callback: build *new_meta (caller-of-callback frees it with
+ * ice_metadata_free) from current_base; same return rules as the JSON one. */
+typedef hs_status (*cat_rebase_fn)(void *ctx, const ice_table_metadata *current_base,
+                                   const char *base_location, ice_table_metadata **new_meta,
+                                   hs_error *err);
+HS_MUST_USE hs_status cat_commit_with_retry(cat_catalog *c, const char *ident,
+                                            cat_rebase_fn fn, void *ctx, char **new_location,
+                                            int *attempts, hs_error *err);
+
+/* ---- file helpers with fault points (fsio.c) ------------------------------ */
+
+/* Fault injection for crash-consistency tests: after cat_set_io_fault(k)
+ * (k >= 1) the k-th fault point from now fails with HS_IO "injected fault";
+ * 0 disables.  The counter is process-global (not thread-safe: tests only).
+ * cat_io_fault_count() = fault points passed since the last cat_set_io_fault. */
+void cat_set_io_fault(int64_t fail_at);
+int64_t cat_io_fault_count(void);
+/* Counts one I/O step; fails when it is the chosen one.  `what` names the step
+ * for the message ("write v3.metadata.json"). */
+HS_MUST_USE hs_status cat_io_fault_point(const char *what, hs_error *err);
+
+/* Turns "file:///x" and "file:/x" into "/x"; returns other strings as they are
+ * (borrowed: points into s).  s3:// and others are left for the caller to
+ * refuse. */
+const char *cat_local_path(const char *uri);
+
+/* Creates a file through hs_local_create, wrapped so that every write and the
+ * close pass a fault point (a failed write/close aborts: no file appears). */
+HS_MUST_USE hs_status cat_io_create(const char *path, bool exclusive, hs_wfile **out,
+                                    hs_error *err);
+/* Writes a whole small file (through cat_io_create). */
+HS_MUST_USE hs_status cat_io_write_all(const char *path, bool exclusive, const void *p,
+                                       size_t n, hs_error *err);
+/* Reads a whole small file (one fault point).  HS_NOT_FOUND when absent. */
+HS_MUST_USE hs_status cat_io_read_all(const char *path, hs_buf *out, hs_error *err);
+/* Whether a file exists (one fault point). */
+HS_MUST_USE hs_status cat_io_exists(const char *path, bool *exists, hs_error *err);
+/* Removes a file (one fault point); an absent file is not an error. */
+HS_MUST_USE hs_status cat_io_unlink(const char *path, hs_error *err);
+/* mkdir -p (one fault point). */
+HS_MUST_USE hs_status cat_io_mkdirs(const char *path, hs_error *err);
+/* Names in a directory (no "." / ".."), unsorted; caller frees with
+ * cat_strv_free.  HS_NOT_FOUND when the directory is absent. */
+HS_MUST_USE hs_status cat_io_list_dir(const char *path, char ***names, size_t *n,
+                                      hs_error *err);
+/* rm -r (one fault point for the whole tree). */
+HS_MUST_USE hs_status cat_io_remove_tree(const char *path, hs_error *err);
+
+/* A random RFC 4122 version-4 UUID as 36 characters + NUL. */
+void cat_uuid4(char out[37]);
+
+#endif
