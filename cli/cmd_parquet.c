@@ -752,7 +752,7 @@ static int tool_convert(int argc, char **argv)
     if (st == HS_OK)
         st = hs_ingest_open(in, &iopt, &ig, &err);
     if (st == HS_OK)
-        st = hs_local_create(out_path, false, &out, &err);
+        st = hs_local_create_ex(out_path, HS_WFILE_NO_SYNC, &out, &err);
     if (st == HS_OK)
         st = pq_writer_open(out, hs_ingest_schema(ig), &wopt, &w, &err);
     while (st == HS_OK) {

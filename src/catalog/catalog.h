@@ -79,8 +79,9 @@ HS_MUST_USE hs_status cat_path_open(const char *root, cat_catalog **out, hs_erro
 /* SQL catalog in the SQLite file db_path (created with the pyiceberg/JDBC
  * schema when absent).  catalog_name is the catalog_name column value
  * (pyiceberg: the name given to SqlCatalog(...), e.g. "default").  warehouse
- * is where new tables go: <warehouse>/<ns>.db/<table> as pyiceberg does; a
- * plain path or file:// URI; NULL = the directory holding db_path. */
+ * is where new tables go: the namespace's "location" property + /<table>, else
+ * <warehouse>/<ns>/<table> as pyiceberg 0.12 does; a plain path or file://
+ * URI; NULL = the directory holding db_path. */
 HS_MUST_USE hs_status cat_sql_open(const char *db_path, const char *catalog_name,
                                    const char *warehouse, cat_catalog **out, hs_error *err);
 
@@ -90,7 +91,7 @@ cat_kind cat_get_kind(const cat_catalog *c);
 /* ---- tables: JSON core ---------------------------------------------------- */
 
 /* The location a new table `ident` gets (path: the resolved directory; sql:
- * <warehouse>/<ns>.db/<name>).  Caller frees *location with hs_free. */
+ * see cat_sql_open).  Caller frees *location with hs_free. */
 HS_MUST_USE hs_status cat_default_location(cat_catalog *c, const char *ident, char **location,
                                            hs_error *err);
 
@@ -205,23 +206,33 @@ HS_MUST_USE hs_status cat_commit_json_with_retry(cat_catalog *c, const char *ide
                                                  char **new_location, int *attempts,
                                                  hs_error *err);
 
-/* ---- tables: model wrappers (need iceberg/model.h's ice_metadata_*) -------- */
+/* ---- tables: model wrappers (iceberg/model.h's ice_metadata_*) ------------ */
 
-/* As cat_load_json, parsed: caller frees *out with ice_metadata_free. */
-HS_MUST_USE hs_status cat_load(cat_catalog *c, const char *ident, ice_table_metadata **out,
+/* As cat_load_json, parsed into *out (a zeroed struct owned by the caller:
+ * free its contents with ice_metadata_free; left zeroed on failure).  Parse
+ * errors are prefixed with the metadata file's location. */
+HS_MUST_USE hs_status cat_load(cat_catalog *c, const char *ident, ice_table_metadata *out,
                                char **metadata_location, hs_error *err);
 HS_MUST_USE hs_status cat_create(cat_catalog *c, const char *ident,
                                  const ice_table_metadata *meta, char **metadata_location,
                                  hs_error *err);
+/* Serializes new_meta and commits it as cat_commit_json does.  If new_meta's
+ * metadata log does not already end with base_metadata_location, the written
+ * file gets an entry {base's last-updated-ms, base location} (the base file is
+ * read for its timestamp), keeping the newest
+ * write.metadata.previous-versions-max (default 100) entries, as Java does. */
 HS_MUST_USE hs_status cat_commit(cat_catalog *c, const char *ident,
                                  const char *base_metadata_location,
                                  const ice_table_metadata *new_meta, char **new_location,
                                  hs_error *err);
 
-/* Model callback: build *new_meta (caller-of-callback frees it with
- * ice_metadata_free) from current_base; same return rules as the JSON one. */
+/* Model callback: fill *new_meta (zeroed; the loop frees it with
+ * ice_metadata_free) from current_base (typically ice_metadata_copy, then
+ * mutate).  Same return rules as the JSON callback.  The loop adds the
+ * metadata-log entry for base_location (with the base's last-updated-ms)
+ * unless the callback already did. */
 typedef hs_status (*cat_rebase_fn)(void *ctx, const ice_table_metadata *current_base,
-                                   const char *base_location, ice_table_metadata **new_meta,
+                                   const char *base_location, ice_table_metadata *new_meta,
                                    hs_error *err);
 HS_MUST_USE hs_status cat_commit_with_retry(cat_catalog *c, const char *ident,
                                             cat_rebase_fn fn, void *ctx, char **new_location,

@@ -168,6 +168,13 @@ static hs_status rb_check(const char *name, const uint8_t *p, size_t len, size_t
 
 /* ---- deletion vector blobs ---- */
 
+/* libroaring 0.2.66's roaring_bitmap_free does not accept NULL. */
+static void rb_free(roaring_bitmap_t *r)
+{
+    if (r)
+        roaring_bitmap_free(r);
+}
+
 hs_status ice_dv_encode(const roaring_bitmap_t *positions, hs_buf *out, hs_error *err)
 {
     if (positions == NULL)
@@ -245,7 +252,7 @@ hs_status ice_dv_decode(const char *name, const uint8_t *buf, size_t len, roarin
         uint32_t key = rd_u32le(v + pos);
         pos += 4;
         if ((int64_t)key <= last_key) {
-            roaring_bitmap_free(result);
+            rb_free(result);
             return HS_CORRUPT_AT(err, "%s: deletion vector bitmap keys not ascending", name);
         }
         last_key = key;
@@ -253,11 +260,11 @@ hs_status ice_dv_decode(const char *name, const uint8_t *buf, size_t len, roarin
         uint64_t card;
         hs_status s = rb_check(name, v + pos, vlen - pos, &used, &card, err);
         if (s != HS_OK) {
-            roaring_bitmap_free(result);
+            rb_free(result);
             return s;
         }
         if (key != 0 && card > 0) {
-            roaring_bitmap_free(result);
+            rb_free(result);
             return hs_err_set(err, HS_UNSUPPORTED,
                               "%s: deletion vector deletes row positions >= 2^32", name);
         }
@@ -269,7 +276,7 @@ hs_status ice_dv_decode(const char *name, const uint8_t *buf, size_t len, roarin
         pos += used;
     }
     if (pos != vlen) {
-        roaring_bitmap_free(result);
+        rb_free(result);
         return HS_CORRUPT_AT(err, "%s: deletion vector has %zu trailing bytes", name, vlen - pos);
     }
     if (result == NULL) {
@@ -280,7 +287,7 @@ hs_status ice_dv_decode(const char *name, const uint8_t *buf, size_t len, roarin
     *out = result;
     return HS_OK;
 truncated:
-    roaring_bitmap_free(result);
+    rb_free(result);
     return HS_CORRUPT_AT(err, "%s: deletion vector truncated", name);
 }
 

@@ -198,6 +198,7 @@ typedef struct local_wfile {
     hs_wfile base;
     int fd;
     bool exclusive;
+    bool no_sync;       /* skip the fsyncs (atomic rename still) */
     char *tmp_path;     /* owned */
     uint8_t *wbuf;      /* owned, LOCAL_WBUF_SIZE bytes */
     size_t wbuf_len;
@@ -287,7 +288,7 @@ static hs_status local_wclose(hs_wfile *f, hs_error *err)
     local_wfile *w = (local_wfile *)f;
     const char *path = f->name;
     hs_status st = local_flush(w, err);
-    if (st == HS_OK && fsync(w->fd) != 0)
+    if (st == HS_OK && !w->no_sync && fsync(w->fd) != 0)
         st = hs_err_set(err, HS_IO, "%s: fsync failed: %s", w->tmp_path, strerror(errno));
     if (close(w->fd) != 0 && st == HS_OK)
         st = hs_err_set(err, HS_IO, "%s: close failed: %s", w->tmp_path, strerror(errno));
@@ -313,7 +314,7 @@ static hs_status local_wclose(hs_wfile *f, hs_error *err)
      * removed (exclusive success: the link keeps the data alive). */
     if (st != HS_OK || w->exclusive)
         unlink(w->tmp_path);
-    if (st == HS_OK)
+    if (st == HS_OK && !w->no_sync)
         fsync_parent_dir(path);
     local_wfree(w);
     return st;
@@ -335,6 +336,12 @@ static uint64_t random_u64(void)
 
 hs_status hs_local_create(const char *path, bool exclusive, hs_wfile **out, hs_error *err)
 {
+    return hs_local_create_ex(path, exclusive ? HS_WFILE_EXCLUSIVE : 0, out, err);
+}
+
+hs_status hs_local_create_ex(const char *path, int flags, hs_wfile **out, hs_error *err)
+{
+    bool exclusive = (flags & HS_WFILE_EXCLUSIVE) != 0;
     *out = NULL;
     local_wfile *w = hs_calloc(1, sizeof *w);
     size_t tmp_len = strlen(path) + 32;
@@ -351,6 +358,7 @@ hs_status hs_local_create(const char *path, bool exclusive, hs_wfile **out, hs_e
     }
     w->base.vt = &local_wvtbl;
     w->exclusive = exclusive;
+    w->no_sync = (flags & HS_WFILE_NO_SYNC) != 0;
     for (int attempt = 0; attempt < 16; attempt++) {
         snprintf(w->tmp_path, tmp_len, "%s.tmp-%016" PRIx64, path, random_u64());
         w->fd = open(w->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);

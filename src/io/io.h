@@ -66,6 +66,13 @@ void hs_wfile_abort(hs_wfile *f);
 HS_MUST_USE hs_status hs_local_open(const char *path, hs_file **out, hs_error *err);
 HS_MUST_USE hs_status hs_local_create(const char *path, bool exclusive, hs_wfile **out,
                                       hs_error *err);
+/* The same with flags: HS_WFILE_EXCLUSIVE as above; HS_WFILE_NO_SYNC skips the
+ * fsync of the file and its directory (the rename stays atomic, but a power
+ * loss may lose the file): for standalone files such as `parquet convert`
+ * output, where durability is the caller's business, as with pyarrow. */
+enum { HS_WFILE_EXCLUSIVE = 1, HS_WFILE_NO_SYNC = 2 };
+HS_MUST_USE hs_status hs_local_create_ex(const char *path, int flags, hs_wfile **out,
+                                         hs_error *err);
 /* Whole-file helpers. */
 HS_MUST_USE hs_status hs_local_read_all(const char *path, hs_buf *out, hs_error *err);
 

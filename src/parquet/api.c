@@ -426,7 +426,7 @@ hs_status hs_parquet_write(const char *path, struct ArrowArrayStream *in,
     if (s != HS_OK)
         goto done;
     have_src = true;
-    s = hs_local_create(path, false, &wf, err);
+    s = hs_local_create_ex(path, HS_WFILE_NO_SYNC, &wf, err);
     if (s != HS_OK)
         goto done;
     s = pq_writer_open(wf, &src.schema, &wo, &w, err);

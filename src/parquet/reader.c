@@ -990,7 +990,7 @@ static hs_status seq_next_page(pq_cursor *c, int64_t *skip_rows, bool *eof, hs_e
         hs_arena_reset(&c->hdr_arena);
         HS_TRY(pq_decode_page_header(c->chunk.data + c->pos, c->chunk.len - c->pos, &c->hdr_arena, &h,
                                      &used, err));
-        if (used > c->chunk.len - c->pos)
+        if (used == 0 || used > c->chunk.len - c->pos)
             return HS_CORRUPT_AT(err, "page header overruns the column chunk");
         size_t avail = c->chunk.len - c->pos - used;
         HS_TRY(check_header(c, &h, avail, err));
@@ -1244,6 +1244,91 @@ static hs_status vs_skip(pq_cursor *c, int64_t k, hs_error *err)
 
 /* ---------- leaf output ---------- */
 
+/* STRING/BINARY slots: values appended slot by slot (dictionary indices are
+ * decoded PQ_IDX_CHUNK at a time and the bytes reserved once per chunk). */
+static hs_status leaf_emit_bytes(pq_cursor *c, hs_column *col, int64_t n, const uint8_t *hv,
+                                 hs_error *err)
+{
+    int64_t base = col->length;
+    int32_t *offs = (int32_t *)col->offsets.data;
+    size_t cur = (size_t)offs[base];
+    if (c->vs == VS_DICT) {
+        HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
+        uint32_t *idx = (uint32_t *)c->tmp.data;
+        const uint32_t *doff = (const uint32_t *)c->dict_offs.data;
+        const uint8_t *dbytes = c->dict_bytes.data;
+        int64_t s = 0;
+        while (s < n) {
+            int64_t e = s, m = 0;
+            if (!hv) {
+                m = n - s < PQ_IDX_CHUNK ? n - s : PQ_IDX_CHUNK;
+                e = s + m;
+            } else {
+                for (; e < n && m < PQ_IDX_CHUNK; e++)
+                    m += hv[e];
+            }
+            HS_TRY(dict_indices(c, idx, m, err));
+            size_t bytes = 0;
+            for (int64_t j = 0; j < m; j++)
+                bytes += doff[idx[j] + 1] - doff[idx[j]];
+            if (cur + bytes > (size_t)INT32_MAX)
+                return hs_err_set(err, HS_UNSUPPORTED, "more than 2 GiB of strings in one batch");
+            col->values.len = cur;
+            if (cb_reserve(&col->values, cur + bytes) != HS_OK)
+                return hs_err_nomem(err, cur + bytes);
+            uint8_t *out = col->values.data;
+            int64_t j = 0;
+            for (int64_t t = s; t < e; t++) {
+                if (!hv || hv[t]) {
+                    uint32_t ix = idx[j++];
+                    uint32_t o = doff[ix], l = doff[ix + 1] - o;
+                    memcpy(out + cur, dbytes + o, l);
+                    cur += l;
+                }
+                offs[base + t + 1] = (int32_t)cur;
+            }
+            s = e;
+        }
+    } else {
+        if (n > 0 && c->vs != VS_PLAIN && c->vs != VS_STAGED) {
+            bool any = !hv;
+            for (int64_t t = 0; !any && t < n; t++)
+                any = hv[t];
+            if (any)
+                return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+        }
+        for (int64_t t = 0; t < n; t++) {
+            if (!hv || hv[t]) {
+                const uint8_t *p = NULL;
+                uint32_t l = 0;
+                if (c->vs == VS_PLAIN) {
+                    HS_TRY(plain_ba(c, &p, &l, err));
+                } else {
+                    HS_TRY(vs_need(c, 1, err));
+                    const pq_bytes *v = (const pq_bytes *)c->staged.data + c->staged_pos++;
+                    p = v->p;
+                    l = v->len;
+                }
+                if (cur + l > (size_t)INT32_MAX)
+                    return hs_err_set(err, HS_UNSUPPORTED, "more than 2 GiB of strings in one batch");
+                if (cur + l > col->values.cap) {
+                    col->values.len = cur;
+                    if (cb_reserve(&col->values, cur + l) != HS_OK)
+                        return hs_err_nomem(err, cur + l);
+                }
+                if (l)
+                    memcpy(col->values.data + cur, p, l);
+                cur += l;
+            }
+            offs[base + t + 1] = (int32_t)cur;
+        }
+    }
+    col->values.len = cur;
+    col->offsets.len = (size_t)(base + n + 1) * 4;
+    col->length += n;
+    return HS_OK;
+}
+
 /* Appends n slots to the leaf column: hv[s] says whether slot s has a value
  * (hv NULL: all do); k = number of values. */
 static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_t *hv, int64_t k,
@@ -1274,47 +1359,8 @@ static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_
         col->null_count += n - k;
         col->validity.len = (size_t)((base + n + 7) / 8);
     }
-    if (lf->conv == PQ_CV_BYTES) {
-        int32_t *offs = (int32_t *)col->offsets.data;
-        size_t cur = (size_t)offs[base];
-        for (int64_t s = 0; s < n; s++) {
-            if (!hv || hv[s]) {
-                const uint8_t *p = NULL;
-                uint32_t l = 0;
-                if (c->vs == VS_PLAIN) {
-                    HS_TRY(plain_ba(c, &p, &l, err));
-                } else if (c->vs == VS_DICT) {
-                    uint32_t ix;
-                    HS_TRY(dict_indices(c, &ix, 1, err));
-                    const uint32_t *doff = (const uint32_t *)c->dict_offs.data;
-                    p = c->dict_bytes.data + doff[ix];
-                    l = doff[ix + 1] - doff[ix];
-                } else if (c->vs == VS_STAGED) {
-                    HS_TRY(vs_need(c, 1, err));
-                    const pq_bytes *v = (const pq_bytes *)c->staged.data + c->staged_pos++;
-                    p = v->p;
-                    l = v->len;
-                } else {
-                    return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
-                }
-                if (cur + l > (size_t)INT32_MAX)
-                    return hs_err_set(err, HS_UNSUPPORTED, "more than 2 GiB of strings in one batch");
-                if (cur + l > col->values.cap) {
-                    col->values.len = cur;
-                    if (cb_reserve(&col->values, cur + l) != HS_OK)
-                        return hs_err_nomem(err, cur + l);
-                }
-                if (l)
-                    memcpy(col->values.data + cur, p, l);
-                cur += l;
-            }
-            offs[base + s + 1] = (int32_t)cur;
-        }
-        col->values.len = cur;
-        col->offsets.len = (size_t)(base + n + 1) * 4;
-        col->length += n;
-        return HS_OK;
-    }
+    if (lf->conv == PQ_CV_BYTES)
+        return leaf_emit_bytes(c, col, n, hv, err);
     if (lf->conv == PQ_CV_BOOL) {
         if (c->bools.cap < (size_t)k + 8) {
             hs_buf_reset(&c->bools);
@@ -1571,7 +1617,7 @@ static hs_status read_dict_region(pq_cursor *c, int64_t start, int64_t end, hs_e
         hs_arena_reset(&c->hdr_arena);
         HS_TRY(pq_decode_page_header(c->chunk.data + pos, c->chunk.len - pos, &c->hdr_arena, &h, &used,
                                      err));
-        if (used > c->chunk.len - pos)
+        if (used == 0 || used > c->chunk.len - pos)
             return HS_CORRUPT_AT(err, "page header overruns the column chunk");
         HS_TRY(check_header(c, &h, c->chunk.len - pos - used, err));
         if (h.type == PQ_PAGE_DICTIONARY) {

@@ -67,11 +67,6 @@ static hs_status push_elem(sctx *c, const pq_schema_element *e)
     return HS_OK;
 }
 
-static pq_schema_element *elem_at(sctx *c, int i)
-{
-    return &((pq_schema_element *)c->elems.data)[i];
-}
-
 static int n_elems(sctx *c) { return (int)(c->elems.len / sizeof(pq_schema_element)); }
 
 static hs_status new_elem(sctx *c, const char *name, pq_repetition rep, int32_t field_id,
@@ -546,7 +541,6 @@ hs_status pq_wschema_build(const hs_field *schema, hs_arena *arena, pq_wschema *
             out->leaves = (pq_wleaf *)hs_buf_detach(&c.leaves, NULL);
         }
     }
-    (void)elem_at;
     hs_buf_free(&c.elems);
     hs_buf_free(&c.leaves);
     hs_buf_free(&c.json);

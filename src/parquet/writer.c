@@ -26,11 +26,19 @@
  * PLAIN (or the column's chosen encoding) once its PLAIN size reaches
  * dictionary_page_bytes: pages already dictionary-encoded stay so, the
  * dictionary page is still written first in the chunk, later pages are plain
- * (what parquet-mr and Arrow do).  A closed page is compressed and appended
- * to the column's chunk buffer; its location and statistics are recorded for
+ * (what parquet-mr and Arrow do).  A closed page is compressed straight onto
+ * the end of the column's chunk buffer (its header, whose sizes are known only
+ * then, goes to a side buffer); its location and statistics are recorded for
  * the page index.  When a row group is flushed each column writes its
- * dictionary page and its buffered pages contiguously, so memory is bounded
- * by one row group's compressed pages.
+ * dictionary page and then header + body of each page, contiguously, so memory
+ * is bounded by one row group's compressed pages.
+ *
+ *   per column, per row group      per page
+ *   chunk   page bodies            def, rep   uint16 levels
+ *   hdrs    page headers           vals       PLAIN values (bool: packed bits)
+ *   pages   pq_page_rec            idx        uint32 dictionary indices
+ *   dict    PLAIN dictionary       pstats     min/max/nulls, merged into cstats
+ *   ci_bytes page-index bounds                at close
  *
  * Shredding (nested columns).  A leaf's node chain (writer_int.h) is walked
  * top-down over arrays of entries (def, rep, idx): idx >= 0 is a live slot of
@@ -40,7 +48,14 @@
  * by its elements (first keeps the entry's rep, later ones get the list's rep
  * level, all def + 1) or terminates it when empty.  At the leaf, live entries
  * are the non-null values.  Flat columns skip all of this: def levels come
- * straight from the validity bitmap and values in runs of valid bits.
+ * straight from the validity bitmap and values in runs of valid bits; a
+ * top-level LIST/FIXED_LIST of primitives (tags, embeddings) writes its
+ * levels row by row and its values in runs of adjacent element ranges.
+ *
+ * Dictionaries: 4- and 8-byte values use an open-addressing table of
+ * {key, index} slots (one cache miss per probe); FLBA and byte arrays use
+ * hs_map.  Byte-array page statistics in dictionary mode compare each entry
+ * only the first time a page uses it (a per-entry page stamp).
  *
  * Invariants: every page starts at rep level 0; a column chunk's pages are
  * contiguous and its dictionary page (if any) comes first; page statistics are
@@ -818,6 +833,11 @@ static hs_status feed_nested(pq_writer *w, pq_colw *cw, const hs_column *top, in
     const hs_column *col = top;
     for (int k = 0; k < lf->n_nodes; k++) {
         const pq_wnode *nd = &lf->nodes[k];
+        if (k == lf->n_nodes - 1 && lf->vk == PQ_VK_NULL) {
+            for (int64_t i = 0; i < cnt; i++)
+                idx[i] = -1;  /* the null type: every slot is null */
+            break;
+        }
         if (nd->nullable) {
             const uint8_t *v = col->validity.data;
             if (v && col->null_count > 0) {
@@ -940,6 +960,8 @@ static hs_status feed_list_leaf(pq_writer *w, pq_colw *cw, const hs_column *top,
                             ? child->validity.data : NULL;
     uint16_t d_empty = (uint16_t)ln->nullable, d_max = (uint16_t)lf->max_def;
     uint16_t d_enull = (uint16_t)(d_max - 1), lrep = (uint16_t)ln->rep_level;
+    if (lf->vk == PQ_VK_NULL)
+        d_max = d_enull;  /* the null type: every element is null */
     int64_t total = 0;
     for (int64_t r = r0; r < r0 + n; r++) {
         if (lv && !hs_bit_get(lv, r)) {
@@ -1105,6 +1127,8 @@ static hs_status chunk_page_index(pq_writer *w, pq_colw *cw, int64_t data_start,
         if (!ci.null_pages || !ci.min_values || !ci.max_values || !ci.null_counts)
             return nomem(err);
         ci.has_null_counts = true;
+        /* never NULL: a NULL pq_bytes would mean "absent" to the encoder */
+        const uint8_t *cb = cw->ci_bytes.data ? cw->ci_bytes.data : (const uint8_t *)"";
         bool asc = true, desc = true;
         int prev = -1;
         const pq_wleaf *lf = cw->leaf;
@@ -1115,9 +1139,9 @@ static hs_status chunk_page_index(pq_writer *w, pq_colw *cw, int64_t data_start,
                 ci.min_values[i].p = ci.max_values[i].p = (const uint8_t *)"";
                 continue;
             }
-            ci.min_values[i].p = cw->ci_bytes.data + recs[i].min_off;
+            ci.min_values[i].p = cb + recs[i].min_off;
             ci.min_values[i].len = recs[i].min_len;
-            ci.max_values[i].p = cw->ci_bytes.data + recs[i].max_off;
+            ci.max_values[i].p = cb + recs[i].max_off;
             ci.max_values[i].len = recs[i].max_len;
             if (prev >= 0) {
                 int cmin = pq_stat_cmp(lf->order, lf->ptype, ci.min_values[prev].p,
@@ -1385,6 +1409,10 @@ hs_status pq_writer_open(hs_wfile *out, const hs_field *schema, const pq_writer_
     if (o->page_bytes <= 0) o->page_bytes = 1LL << 20;
     if (o->page_rows <= 0) o->page_rows = 20000;
     if (o->dictionary_page_bytes <= 0) o->dictionary_page_bytes = 1LL << 20;
+    /* 32-bit offsets and counts inside pages and dictionaries stay in range */
+    if (o->dictionary_page_bytes > (1LL << 30)) o->dictionary_page_bytes = 1LL << 30;
+    if (o->page_bytes > (1LL << 30)) o->page_bytes = 1LL << 30;
+    if (o->page_rows > (1LL << 30)) o->page_rows = 1LL << 30;
     o->created_by = NULL;  /* copied below */
     w->codec = o->codec;
     w->level = o->codec_level;

@@ -168,6 +168,10 @@ class HyperStream:
         self._check(rc, err)
 
 
+class StreamError(Exception):
+    """The stream's get_next failed (the library's message from get_last_error)."""
+
+
 class ReaderCrashed(Exception):
     """The isolated reader process died (signal or abort) or hung."""
 
@@ -190,6 +194,8 @@ for line in sys.stdin.buffer:
         payload = b"T" + sink.getvalue().to_pybytes()
     except HsError as e:
         payload = b"E" + struct.pack("<i", e.code) + str(e).encode()
+    except (pa.ArrowException, OSError) as e:  # an error from the stream's get_next
+        payload = b"S" + str(e).encode()
     except Exception as e:
         payload = b"X" + f"{type(e).__name__}: {e}".encode()
     proto.write(struct.pack("<Q", len(payload)) + payload)
@@ -240,6 +246,8 @@ class IsolatedReader:
         if kind == b"E":
             (code,) = struct.unpack("<i", body[:4])
             raise HsError(code, body[4:].decode("utf-8", "replace").split(": ", 1)[-1])
+        if kind == b"S":
+            raise StreamError(body.decode("utf-8", "replace"))
         raise RuntimeError(body.decode("utf-8", "replace"))
 
     def close(self):

@@ -452,6 +452,9 @@ def test_empty_strings_lists_and_all_null(hs, tmp_path):
         "l": pa.array([[], None, [], [None]], pa.list_(pa.int64())),
         "n": pa.array([None] * 4, pa.int32()),
         "na": pa.nulls(4),
+        "lna": pa.array([[None, None], None, [], [None]], pa.list_(pa.null())),
+        "sna": pa.array([{"x": None, "y": 1}, None, {"x": None, "y": None}, {"x": None, "y": 4}],
+                        pa.struct([("x", pa.null()), ("y", pa.int8())])),
     })
     path = tmp_path / "empties.parquet"
     hs.write(path, t)
@@ -459,6 +462,7 @@ def test_empty_strings_lists_and_all_null(hs, tmp_path):
     assert_duckdb_reads(path, t)
     st = pq.ParquetFile(path).metadata.row_group(0).column(0).statistics
     assert st.min == "" and st.max == "" and st.null_count == 1
+    check_page_index(path)
     st = pq.ParquetFile(path).metadata.row_group(0).column(2).statistics
     assert st.null_count == 4 and not st.has_min_max
 
@@ -494,3 +498,46 @@ def test_size_close_to_pyarrow(hs, tmp_path, codec):
     so, st = ours.stat().st_size, theirs.stat().st_size
     assert so <= st * 1.05, (so, st)
     assert_pyarrow_reads(ours, t)
+
+
+def test_float16_uuid_and_time_units(hs, tmp_path):
+    vals = np.array([1.5, -2.25, np.nan, 0.0, -0.0, 65504.0, -65504.0, 0.0009765625],
+                    dtype=np.float16)
+    t = pa.table({
+        "h": pa.array(vals, pa.float16()),
+        "u": pa.array([bytes(range(i, i + 16)) for i in range(8)], pa.uuid()),
+        "t32s": pa.array(list(range(0, 80000, 10000)), pa.time32("s")),
+        "tsns": pa.array([-2**62, 0, 1, 2, 3, 4, 5, 2**62], pa.timestamp("ns", tz="UTC")),
+    })
+    path = tmp_path / "misc.parquet"
+    hs.write(path, t)
+    got = pq.read_table(path)
+    assert got.column("h").to_numpy(zero_copy_only=False).tobytes() == vals.tobytes()
+    assert got.column("u").to_pylist() == t.column("u").to_pylist()
+    # Parquet TIME has no seconds: milliseconds come back
+    assert got.column("t32s").type == pa.time32("ms")
+    assert got.column("t32s").cast(pa.int32()).to_pylist() == \
+        [x * 1000 for x in t.column("t32s").cast(pa.int32()).to_pylist()]
+    assert got.column("tsns").to_pylist() == t.column("tsns").to_pylist()
+    st = pq.ParquetFile(path).metadata.row_group(0).column(0).statistics
+    assert st.has_min_max and st.null_count == 0
+    md = pq.ParquetFile(path).metadata.schema
+    assert str(md.column(0).logical_type) == "Float16"
+    assert str(md.column(1).logical_type) == "UUID"
+
+
+def test_long_binary_statistics(hs, tmp_path):
+    big = [b"a" * 5000 + bytes([i]) for i in range(50)] + [b"short", None]
+    t = pa.table({"b": pa.array(big, pa.binary()),
+                  "s": pa.array(["x" * 100 + str(i) for i in range(52)])})
+    path = tmp_path / "long.parquet"
+    hs.write(path, t)
+    assert_pyarrow_reads(path, t)
+    md = pq.ParquetFile(path).metadata.row_group(0)
+    # exact bounds over 4 KiB are left out of the chunk statistics ...
+    assert not md.column(0).statistics.has_min_max
+    assert md.column(0).statistics.null_count == 1
+    # ... shorter ones are exact
+    st = md.column(1).statistics
+    assert st.min == "x" * 100 + "0" and st.max == "x" * 100 + "9"
+    assert md.column(0).has_column_index and md.column(1).has_column_index

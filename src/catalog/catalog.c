@@ -1,0 +1,501 @@
+/*
+ * catalog/catalog.c - the catalog front: dispatch to the path and SQL
+ * implementations (catalog_int.h's vtable), the commit retry loop, and the
+ * wrappers that speak the iceberg model instead of JSON text.
+ *
+ * Retry loop (cat_commit_json_with_retry):
+ *
+ *   attempt = 1
+ *   loop:
+ *     load current metadata (json, location)        errors -> return
+ *     policy = commit.retry.* of that metadata
+ *     callback(base) -> new json                     HS_CONFLICT -> "cannot be
+ *                                                     applied" -> return
+ *     commit(base location, new json)                OK -> return
+ *       HS_CONFLICT and attempt <= num-retries
+ *       and time left                                -> sleep backoff, attempt++
+ *       otherwise                                    -> return (conflict message
+ *                                                       says how many attempts)
+ *
+ * Backoff before retry i: min(max-wait, min-wait * 2^(i-1)) * U[0.5, 1.0),
+ * cut to the remaining total timeout (Java's Tasks.exponentialBackoff with
+ * jitter; its default num-retries is 4, ours 10 - see catalog.h).
+ *
+ * The model wrappers use ice_metadata_parse / ice_metadata_to_json; the
+ * retry loop with a model callback is the JSON loop with an adapter that
+ * parses the base, calls the user's callback, adds the metadata-log entry
+ * for the base file, and serializes.
+ */
+#include "catalog/catalog_int.h"
+#include "base/mem.h"
+#include "iceberg/model.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- small helpers ----------------------------------------------------------- */
+
+char *cat_sprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *s = hs_malloc((size_t)n + 1);
+    if (!s)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+char *cat_path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a);
+    while (la > 1 && a[la - 1] == '/')
+        la--;
+    while (*b == '/')
+        b++;
+    if (la == 0)
+        return hs_strdup(b);
+    return cat_sprintf("%.*s/%s", (int)la, a, b);
+}
+
+static int strv_cmp(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+void cat_strv_sort(char **v, size_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof *v, strv_cmp);
+}
+
+hs_status cat_json_get_string(const char *json, size_t len, const char *key, char **out,
+                              hs_error *err)
+{
+    *out = NULL;
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, 0, &jerr);
+    if (!root)
+        return HS_CORRUPT_AT(err, "metadata JSON is malformed at line %d column %d: %s",
+                             jerr.line, jerr.column, jerr.text);
+    json_t *v = json_is_object(root) ? json_object_get(root, key) : NULL;
+    hs_status st = HS_OK;
+    if (!json_is_string(v))
+        st = hs_err_set(err, HS_INVALID, "metadata JSON has no string field \"%s\"", key);
+    else if (!(*out = hs_strdup(json_string_value(v))))
+        st = hs_err_nomem(err, strlen(json_string_value(v)));
+    json_decref(root);
+    return st;
+}
+
+/* ---- dispatch ----------------------------------------------------------------- */
+
+void cat_free(cat_catalog *c)
+{
+    if (c)
+        c->vt->free(c);
+}
+
+cat_kind cat_get_kind(const cat_catalog *c) { return c->kind; }
+
+static hs_status need_ident(const char *ident, hs_error *err)
+{
+    if (!ident || !*ident)
+        return hs_err_set(err, HS_INVALID, "empty table identifier");
+    return HS_OK;
+}
+
+hs_status cat_default_location(cat_catalog *c, const char *ident, char **location,
+                               hs_error *err)
+{
+    *location = NULL;
+    HS_TRY(need_ident(ident, err));
+    return c->vt->default_location(c, ident, location, err);
+}
+
+hs_status cat_load_json(cat_catalog *c, const char *ident, hs_buf *json,
+                        char **metadata_location, hs_error *err)
+{
+    if (metadata_location)
+        *metadata_location = NULL;
+    HS_TRY(need_ident(ident, err));
+    char *loc = NULL;
+    hs_status st = c->vt->load(c, ident, json, &loc, err);
+    if (st == HS_OK && metadata_location)
+        *metadata_location = loc;
+    else
+        hs_free(loc);
+    return st;
+}
+
+hs_status cat_create_json(cat_catalog *c, const char *ident, const char *json, size_t len,
+                          char **metadata_location, hs_error *err)
+{
+    if (metadata_location)
+        *metadata_location = NULL;
+    HS_TRY(need_ident(ident, err));
+    if (!json || len == 0)
+        return hs_err_set(err, HS_INVALID, "%s: empty metadata", ident);
+    char *loc = NULL;
+    hs_status st = c->vt->create(c, ident, json, len, &loc, err);
+    if (st == HS_OK && metadata_location)
+        *metadata_location = loc;
+    else
+        hs_free(loc);
+    return st;
+}
+
+hs_status cat_commit_json(cat_catalog *c, const char *ident, const char *base_metadata_location,
+                          const char *json, size_t len, char **new_location, hs_error *err)
+{
+    if (new_location)
+        *new_location = NULL;
+    HS_TRY(need_ident(ident, err));
+    if (!base_metadata_location || !*base_metadata_location)
+        return hs_err_set(err, HS_INVALID, "%s: commit without a base metadata location",
+                          ident);
+    if (!json || len == 0)
+        return hs_err_set(err, HS_INVALID, "%s: empty metadata", ident);
+    char *loc = NULL;
+    hs_status st = c->vt->commit(c, ident, base_metadata_location, json, len, &loc, err);
+    if (st == HS_OK && new_location)
+        *new_location = loc;
+    else
+        hs_free(loc);
+    return st;
+}
+
+hs_status cat_drop(cat_catalog *c, const char *ident, bool purge, hs_error *err)
+{
+    HS_TRY(need_ident(ident, err));
+    return c->vt->drop(c, ident, purge, err);
+}
+
+hs_status cat_rename(cat_catalog *c, const char *from, const char *to, hs_error *err)
+{
+    HS_TRY(need_ident(from, err));
+    HS_TRY(need_ident(to, err));
+    return c->vt->rename(c, from, to, err);
+}
+
+hs_status cat_list(cat_catalog *c, const char *ns, char ***names, size_t *n, hs_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    return c->vt->list(c, ns ? ns : "", names, n, err);
+}
+
+hs_status cat_exists(cat_catalog *c, const char *ident, bool *exists, hs_error *err)
+{
+    *exists = false;
+    HS_TRY(need_ident(ident, err));
+    return c->vt->exists(c, ident, exists, err);
+}
+
+hs_status cat_namespace_create(cat_catalog *c, const char *ns, const char *const *keys,
+                               const char *const *values, size_t n, hs_error *err)
+{
+    if (!ns || !*ns)
+        return hs_err_set(err, HS_INVALID, "empty namespace");
+    return c->vt->ns_create(c, ns, keys, values, n, err);
+}
+
+hs_status cat_namespace_list(cat_catalog *c, const char *parent, char ***names, size_t *n,
+                             hs_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    return c->vt->ns_list(c, parent ? parent : "", names, n, err);
+}
+
+hs_status cat_namespace_drop(cat_catalog *c, const char *ns, hs_error *err)
+{
+    if (!ns || !*ns)
+        return hs_err_set(err, HS_INVALID, "empty namespace");
+    return c->vt->ns_drop(c, ns, err);
+}
+
+hs_status cat_namespace_properties(cat_catalog *c, const char *ns, char ***keys, char ***values,
+                                   size_t *n, hs_error *err)
+{
+    *keys = NULL;
+    *values = NULL;
+    *n = 0;
+    if (!ns || !*ns)
+        return hs_err_set(err, HS_INVALID, "empty namespace");
+    return c->vt->ns_properties(c, ns, keys, values, n, err);
+}
+
+hs_status cat_namespace_update(cat_catalog *c, const char *ns, const char *const *set_keys,
+                               const char *const *set_values, size_t n_set,
+                               const char *const *remove_keys, size_t n_remove, hs_error *err)
+{
+    if (!ns || !*ns)
+        return hs_err_set(err, HS_INVALID, "empty namespace");
+    return c->vt->ns_update(c, ns, set_keys, set_values, n_set, remove_keys, n_remove, err);
+}
+
+/* ---- retry ---------------------------------------------------------------------- */
+
+static int64_t prop_int(json_t *props, const char *key, int64_t dflt, int64_t lo)
+{
+    json_t *v = json_object_get(props, key);
+    if (json_is_integer(v))
+        return json_integer_value(v) >= lo ? json_integer_value(v) : dflt;
+    if (!json_is_string(v))
+        return dflt;
+    const char *s = json_string_value(v);
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || end == s || *end || x < lo)
+        return dflt;
+    return x;
+}
+
+void cat_retry_policy_from_json(const char *json, size_t len, cat_retry_policy *out)
+{
+    out->num_retries = 10;
+    out->min_wait_ms = 100;
+    out->max_wait_ms = 60000;
+    out->total_timeout_ms = 1800000;
+    json_t *root = json ? json_loadb(json, len, 0, NULL) : NULL;
+    json_t *props = root ? json_object_get(root, "properties") : NULL;
+    if (json_is_object(props)) {
+        out->num_retries = (int)prop_int(props, "commit.retry.num-retries", 10, 0);
+        if (out->num_retries > 1000000)
+            out->num_retries = 1000000;
+        out->min_wait_ms = prop_int(props, "commit.retry.min-wait-ms", 100, 0);
+        out->max_wait_ms = prop_int(props, "commit.retry.max-wait-ms", 60000, 0);
+        out->total_timeout_ms = prop_int(props, "commit.retry.total-timeout-ms", 1800000, 0);
+    }
+    if (out->max_wait_ms < out->min_wait_ms)
+        out->max_wait_ms = out->min_wait_ms;
+    json_decref(root);
+}
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Uniform in [0, 1) from the kernel's randomness (a per-process PRNG would
+ * make forked writers back off in lock step). */
+static double jitter_unit(void)
+{
+    uint32_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = (uint32_t)(now_ms() * 2654435761u) ^ (uint32_t)getpid();
+    return (double)r / 4294967296.0;
+}
+
+static void sleep_ms(double ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(((int64_t)(ms * 1000) % 1000000) * 1000) };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+hs_status cat_commit_json_with_retry(cat_catalog *c, const char *ident, cat_rebase_json_fn fn,
+                                     void *ctx, char **new_location, int *attempts,
+                                     hs_error *err)
+{
+    if (new_location)
+        *new_location = NULL;
+    if (attempts)
+        *attempts = 0;
+    hs_buf base = { 0 }, next = { 0 };
+    char *base_loc = NULL;
+    int64_t start = now_ms();
+    hs_status st;
+    for (int attempt = 1;; attempt++) {
+        hs_buf_reset(&next);
+        hs_free(base_loc);
+        base_loc = NULL;
+        st = cat_load_json(c, ident, &base, &base_loc, err);
+        if (st != HS_OK)
+            break;
+        cat_retry_policy policy;
+        cat_retry_policy_from_json((const char *)base.data, base.len, &policy);
+        st = fn(ctx, (const char *)base.data, base.len, base_loc, &next, err);
+        if (st != HS_OK) {
+            if (st == HS_CONFLICT)
+                hs_err_prefix(err, "%s: commit conflict (the change cannot be applied to the "
+                              "current metadata %s)", ident, base_loc);
+            break;
+        }
+        if (attempts)
+            *attempts = attempt;
+        st = cat_commit_json(c, ident, base_loc, (const char *)next.data, next.len,
+                             new_location, err);
+        if (st != HS_CONFLICT)
+            break;
+        int64_t elapsed = now_ms() - start;
+        if (attempt > policy.num_retries || elapsed >= policy.total_timeout_ms) {
+            hs_err_prefix(err, "%s: commit conflict: gave up after %d attempts in %" PRId64
+                          " ms (commit.retry.num-retries = %d)", ident, attempt, elapsed,
+                          policy.num_retries);
+            break;
+        }
+        double wait = (double)policy.min_wait_ms;
+        for (int i = 1; i < attempt && wait < (double)policy.max_wait_ms; i++)
+            wait *= 2;
+        if (wait > (double)policy.max_wait_ms)
+            wait = (double)policy.max_wait_ms;
+        wait *= 0.5 + 0.5 * jitter_unit();
+        if (wait > (double)(policy.total_timeout_ms - elapsed))
+            wait = (double)(policy.total_timeout_ms - elapsed);
+        hs_err_clear(err);
+        sleep_ms(wait);
+    }
+    hs_buf_free(&base);
+    hs_buf_free(&next);
+    hs_free(base_loc);
+    return st;
+}
+
+/* ---- model wrappers ------------------------------------------------------------- */
+
+static hs_status parse_located(const char *json, size_t len, const char *loc,
+                               ice_table_metadata *out, hs_error *err)
+{
+    hs_status st = ice_metadata_parse(json, len, out, err);
+    if (st != HS_OK)
+        hs_err_prefix(err, "%s", loc ? loc : "metadata");
+    return st;
+}
+
+hs_status cat_load(cat_catalog *c, const char *ident, ice_table_metadata *out,
+                   char **metadata_location, hs_error *err)
+{
+    if (metadata_location)
+        *metadata_location = NULL;
+    hs_buf json = { 0 };
+    char *loc = NULL;
+    hs_status st = cat_load_json(c, ident, &json, &loc, err);
+    if (st == HS_OK)
+        st = parse_located((const char *)json.data, json.len, loc, out, err);
+    hs_buf_free(&json);
+    if (st == HS_OK && metadata_location)
+        *metadata_location = loc;
+    else
+        hs_free(loc);
+    return st;
+}
+
+hs_status cat_create(cat_catalog *c, const char *ident, const ice_table_metadata *meta,
+                     char **metadata_location, hs_error *err)
+{
+    hs_buf json = { 0 };
+    hs_status st = ice_metadata_to_json(meta, &json, err);
+    if (st == HS_OK)
+        st = cat_create_json(c, ident, (const char *)json.data, json.len, metadata_location, err);
+    hs_buf_free(&json);
+    return st;
+}
+
+static int previous_versions_max(const ice_table_metadata *m)
+{
+    const char *v = ice_kv_get(&m->properties, "write.metadata.previous-versions-max");
+    long x = v ? strtol(v, NULL, 10) : 0;
+    return x > 0 && x < 1000000 ? (int)x : 100;
+}
+
+static bool log_ends_with(const ice_table_metadata *m, const char *file)
+{
+    return m->n_metadata_log > 0 && m->metadata_log[m->n_metadata_log - 1].file &&
+           strcmp(m->metadata_log[m->n_metadata_log - 1].file, file) == 0;
+}
+
+/* "last-updated-ms" of a metadata JSON document, or -1. */
+static int64_t json_last_updated(const char *json, size_t len)
+{
+    json_t *root = json_loadb(json, len, 0, NULL);
+    json_t *v = root ? json_object_get(root, "last-updated-ms") : NULL;
+    int64_t t = json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+    json_decref(root);
+    return t;
+}
+
+hs_status cat_commit(cat_catalog *c, const char *ident, const char *base_metadata_location,
+                     const ice_table_metadata *new_meta, char **new_location, hs_error *err)
+{
+    if (new_location)
+        *new_location = NULL;
+    hs_buf json = { 0 };
+    hs_status st;
+    if (base_metadata_location && *base_metadata_location &&
+        !log_ends_with(new_meta, base_metadata_location)) {
+        /* Add the base file to the metadata log, on a copy. */
+        int64_t ts = -1;
+        hs_buf base = { 0 };
+        if (cat_io_read_all(cat_local_path(base_metadata_location), &base, NULL) == HS_OK)
+            ts = json_last_updated((const char *)base.data, base.len);
+        hs_buf_free(&base);
+        if (ts < 0)
+            ts = new_meta->last_updated_ms;
+        ice_table_metadata copy = { 0 };
+        st = ice_metadata_copy(new_meta, &copy, err);
+        if (st == HS_OK)
+            st = ice_metadata_add_metadata_log(&copy, ts, base_metadata_location,
+                                               previous_versions_max(&copy), err);
+        if (st == HS_OK)
+            st = ice_metadata_to_json(&copy, &json, err);
+        ice_metadata_free(&copy);
+    } else {
+        st = ice_metadata_to_json(new_meta, &json, err);
+    }
+    if (st == HS_OK)
+        st = cat_commit_json(c, ident, base_metadata_location, (const char *)json.data, json.len,
+                             new_location, err);
+    hs_buf_free(&json);
+    return st;
+}
+
+typedef struct model_adapter {
+    cat_rebase_fn fn;
+    void *ctx;
+} model_adapter;
+
+static hs_status adapter_cb(void *vctx, const char *base_json, size_t base_len,
+                            const char *base_location, hs_buf *new_json, hs_error *err)
+{
+    model_adapter *a = vctx;
+    ice_table_metadata base = { 0 }, next = { 0 };
+    hs_status st = parse_located(base_json, base_len, base_location, &base, err);
+    if (st == HS_OK)
+        st = a->fn(a->ctx, &base, base_location, &next, err);
+    if (st == HS_OK && !log_ends_with(&next, base_location))
+        st = ice_metadata_add_metadata_log(&next, base.last_updated_ms, base_location,
+                                           previous_versions_max(&next), err);
+    if (st == HS_OK)
+        st = ice_metadata_to_json(&next, new_json, err);
+    ice_metadata_free(&base);
+    ice_metadata_free(&next);
+    return st;
+}
+
+hs_status cat_commit_with_retry(cat_catalog *c, const char *ident, cat_rebase_fn fn, void *ctx,
+                                char **new_location, int *attempts, hs_error *err)
+{
+    model_adapter a = { fn, ctx };
+    return cat_commit_json_with_retry(c, ident, adapter_cb, &a, new_location, attempts, err);
+}

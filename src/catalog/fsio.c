@@ -1,0 +1,309 @@
+/*
+ * catalog/fsio.c - the small local-file helpers the catalogs need, each
+ * passing a fault point so crash-consistency tests can break any step.
+ *
+ *   helper              fault points                 failure leaves
+ *   ------------------  ---------------------------  ---------------------------------
+ *   cat_io_create       1 at open, 1 per write,      nothing under the final name (the
+ *                       1 at close                   temporary file is removed)
+ *   cat_io_write_all    as cat_io_create             same
+ *   cat_io_read_all     1                            -
+ *   cat_io_exists       1                            -
+ *   cat_io_unlink       1                            the file (not removed)
+ *   cat_io_mkdirs       1                            maybe some of the directories
+ *   cat_io_list_dir     1                            -
+ *   cat_io_remove_tree  1                            the whole tree
+ *
+ * The fault counter is process-global: cat_set_io_fault(k) arms it so that
+ * the k-th fault point from then on fails with HS_IO.  The failure models a
+ * crash or an I/O error at that step: the step does not happen, and the
+ * caller sees an error.  Tests then reload with the fault disarmed and check
+ * the table is at exactly the old or the new state.
+ *
+ * Writers use io.h's hs_local_create (temporary name + rename, or link for
+ * exclusive create), so a failure at any point never leaves a half-written
+ * file under its final name.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* nftw */
+#endif
+#include "catalog/catalog.h"
+#include "base/mem.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- fault injection ----------------------------------------------------- */
+
+static int64_t g_fault_at;     /* 0 = disarmed */
+static int64_t g_fault_count;  /* fault points passed since arming */
+
+void cat_set_io_fault(int64_t fail_at)
+{
+    g_fault_at = fail_at > 0 ? fail_at : 0;
+    g_fault_count = 0;
+}
+
+int64_t cat_io_fault_count(void) { return g_fault_count; }
+
+hs_status cat_io_fault_point(const char *what, hs_error *err)
+{
+    g_fault_count++;
+    if (g_fault_at > 0 && g_fault_count == g_fault_at)
+        return hs_err_set(err, HS_IO, "%s: injected fault (I/O step %lld)", what,
+                          (long long)g_fault_count);
+    return HS_OK;
+}
+
+const char *cat_local_path(const char *uri)
+{
+    if (strncmp(uri, "file://", 7) == 0)
+        return uri + 7;   /* file:///x -> /x */
+    if (strncmp(uri, "file:/", 6) == 0)
+        return uri + 5;   /* file:/x -> /x */
+    return uri;
+}
+
+/* ---- fault-counted writer ------------------------------------------------- */
+
+typedef struct fault_wfile {
+    hs_wfile base;
+    hs_wfile *inner;   /* owned */
+} fault_wfile;
+
+static void fw_free(fault_wfile *w)
+{
+    hs_free(w->base.name);
+    hs_free(w);
+}
+
+static hs_status fw_write(hs_wfile *f, const void *p, size_t n, hs_error *err)
+{
+    fault_wfile *w = (fault_wfile *)f;
+    HS_TRY(cat_io_fault_point(f->name, err));
+    return hs_wfile_write(w->inner, p, n, err);
+}
+
+static hs_status fw_close(hs_wfile *f, hs_error *err)
+{
+    fault_wfile *w = (fault_wfile *)f;
+    hs_status st = cat_io_fault_point(f->name, err);
+    if (st != HS_OK)
+        hs_wfile_abort(w->inner);
+    else
+        st = hs_wfile_close(w->inner, err);
+    fw_free(w);
+    return st;
+}
+
+static void fw_abort(hs_wfile *f)
+{
+    fault_wfile *w = (fault_wfile *)f;
+    hs_wfile_abort(w->inner);
+    fw_free(w);
+}
+
+static const hs_wfile_vtbl fault_wvtbl = { fw_write, fw_close, fw_abort };
+
+hs_status cat_io_create(const char *path, bool exclusive, hs_wfile **out, hs_error *err)
+{
+    *out = NULL;
+    HS_TRY(cat_io_fault_point(path, err));
+    fault_wfile *w = hs_calloc(1, sizeof *w);
+    char *name = hs_strdup(path);
+    if (!w || !name) {
+        hs_free(w);
+        hs_free(name);
+        return hs_err_nomem(err, sizeof *w);
+    }
+    hs_status st = hs_local_create(path, exclusive, &w->inner, err);
+    if (st != HS_OK) {
+        hs_free(w);
+        hs_free(name);
+        return st;
+    }
+    w->base.vt = &fault_wvtbl;
+    w->base.name = name;
+    *out = &w->base;
+    return HS_OK;
+}
+
+hs_status cat_io_write_all(const char *path, bool exclusive, const void *p, size_t n,
+                           hs_error *err)
+{
+    hs_wfile *w;
+    HS_TRY(cat_io_create(path, exclusive, &w, err));
+    hs_status st = hs_wfile_write(w, p, n, err);
+    if (st != HS_OK) {
+        hs_wfile_abort(w);
+        return st;
+    }
+    return hs_wfile_close(w, err);
+}
+
+/* ---- reading and directories ---------------------------------------------- */
+
+hs_status cat_io_read_all(const char *path, hs_buf *out, hs_error *err)
+{
+    HS_TRY(cat_io_fault_point(path, err));
+    HS_TRY(hs_local_read_all(path, out, err));
+    /* Keep a NUL after the bytes so text parsers can use the buffer directly. */
+    if (hs_buf_reserve(out, 1) != HS_OK)
+        return hs_err_nomem(err, out->len + 1);
+    out->data[out->len] = 0;
+    return HS_OK;
+}
+
+hs_status cat_io_exists(const char *path, bool *exists, hs_error *err)
+{
+    *exists = false;
+    HS_TRY(cat_io_fault_point(path, err));
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        *exists = true;
+        return HS_OK;
+    }
+    if (errno == ENOENT || errno == ENOTDIR)
+        return HS_OK;
+    return hs_err_set(err, HS_IO, "%s: cannot stat: %s", path, strerror(errno));
+}
+
+hs_status cat_io_unlink(const char *path, hs_error *err)
+{
+    HS_TRY(cat_io_fault_point(path, err));
+    if (unlink(path) != 0 && errno != ENOENT)
+        return hs_err_set(err, HS_IO, "%s: cannot remove: %s", path, strerror(errno));
+    return HS_OK;
+}
+
+hs_status cat_io_mkdirs(const char *path, hs_error *err)
+{
+    HS_TRY(cat_io_fault_point(path, err));
+    size_t n = strlen(path);
+    char *p = hs_malloc(n + 1);
+    if (!p)
+        return hs_err_nomem(err, n + 1);
+    memcpy(p, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != 0)
+            continue;
+        char saved = p[i];
+        p[i] = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            int e = errno;
+            hs_status st = hs_err_set(err, HS_IO, "%s: cannot create directory: %s", p,
+                                      strerror(e));
+            hs_free(p);
+            return st;
+        }
+        p[i] = saved;
+    }
+    hs_free(p);
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return hs_err_set(err, HS_IO, "%s: is not a directory", path);
+    return HS_OK;
+}
+
+void cat_strv_free(char **v, size_t n)
+{
+    if (!v)
+        return;
+    for (size_t i = 0; i < n; i++)
+        hs_free(v[i]);
+    hs_free(v);
+}
+
+hs_status cat_io_list_dir(const char *path, char ***names, size_t *n, hs_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    HS_TRY(cat_io_fault_point(path, err));
+    DIR *d = opendir(path);
+    if (!d) {
+        int e = errno;
+        return hs_err_set(err, (e == ENOENT || e == ENOTDIR) ? HS_NOT_FOUND : HS_IO,
+                          "%s: cannot list directory: %s", path, strerror(e));
+    }
+    char **v = NULL;
+    size_t len = 0, cap = 0;
+    hs_status st = HS_OK;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (len == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            char **nv = hs_realloc(v, ncap * sizeof *nv);
+            if (!nv) {
+                st = hs_err_nomem(err, ncap * sizeof *nv);
+                break;
+            }
+            v = nv;
+            cap = ncap;
+        }
+        if (!(v[len] = hs_strdup(de->d_name))) {
+            st = hs_err_nomem(err, strlen(de->d_name));
+            break;
+        }
+        len++;
+    }
+    closedir(d);
+    if (st != HS_OK) {
+        cat_strv_free(v, len);
+        return st;
+    }
+    *names = v;
+    *n = len;
+    return HS_OK;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+hs_status cat_io_remove_tree(const char *path, hs_error *err)
+{
+    HS_TRY(cat_io_fault_point(path, err));
+    if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        return hs_err_set(err, HS_IO, "%s: cannot remove tree: %s", path, strerror(errno));
+    return HS_OK;
+}
+
+/* ---- uuid ------------------------------------------------------------------ */
+
+void cat_uuid4(char out[37])
+{
+    uint8_t b[16];
+    if (getrandom(b, sizeof b, GRND_NONBLOCK) != (ssize_t)sizeof b) {
+        static _Atomic uint64_t counter;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+                     ((uint64_t)getpid() << 48) ^ (++counter * 0x9E3779B97F4A7C15ull);
+        for (int i = 0; i < 16; i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b[i] = (uint8_t)x;
+        }
+    }
+    b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+    b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
+}

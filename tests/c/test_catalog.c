@@ -1,0 +1,823 @@
+/*
+ * tests/c/test_catalog.c - path tables and the SQLite catalog: version-hint
+ * rules, create/load/commit, compare-and-swap conflicts, fault injection at
+ * every I/O step of a commit, and forked writers committing through the retry
+ * loop.  The metadata documents are hand-written minimal v2 metadata.json, so
+ * these tests exercise the catalog alone (the oracle test in
+ * tests/python/test_catalog_oracle.py checks pyiceberg reads what we write).
+ */
+#include "harness.h"
+
+#include "base/mem.h"
+#include "catalog/catalog.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+static char g_dir[1024];
+
+/* A fresh scratch directory <tmp>/<name>-<pid>. */
+static const char *scratch(const char *name)
+{
+    snprintf(g_dir, sizeof g_dir, "%s/cat-%s-%d", hs_test_tmpdir(), name, (int)getpid());
+    hs_error e = { 0 };
+    (void)!cat_io_remove_tree(g_dir, &e);
+    mkdir(g_dir, 0755);
+    return g_dir;
+}
+
+/* Minimal valid v2 metadata with location loc and property "n" = n. */
+static char *meta_json(const char *loc, int n, const char *extra_props)
+{
+    char *s = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&s, &len);
+    fprintf(f,
+            "{\"format-version\":2,\"table-uuid\":\"9c12d441-03fe-4693-9a96-a0705ddf69c1\","
+            "\"location\":\"%s\",\"last-sequence-number\":0,\"last-updated-ms\":%d,"
+            "\"last-column-id\":1,\"schemas\":[{\"type\":\"struct\",\"schema-id\":0,"
+            "\"fields\":[{\"id\":1,\"name\":\"x\",\"required\":false,\"type\":\"long\"}]}],"
+            "\"current-schema-id\":0,\"partition-specs\":[{\"spec-id\":0,\"fields\":[]}],"
+            "\"default-spec-id\":0,\"last-partition-id\":999,"
+            "\"properties\":{\"n\":\"%d\"%s%s},"
+            "\"sort-orders\":[{\"order-id\":0,\"fields\":[]}],\"default-sort-order-id\":0,"
+            "\"current-snapshot-id\":-1,\"snapshots\":[],\"snapshot-log\":[],"
+            "\"metadata-log\":[],\"refs\":{}}",
+            loc, 1000 + n, n, extra_props ? "," : "", extra_props ? extra_props : "");
+    fclose(f);
+    return s;
+}
+
+static int prop_n(const hs_buf *json)
+{
+    json_t *root = json_loadb((const char *)json->data, json->len, 0, NULL);
+    json_t *v = json_object_get(json_object_get(root, "properties"), "n");
+    int n = json_is_string(v) ? atoi(json_string_value(v)) : -1;
+    json_decref(root);
+    return n;
+}
+
+static char *read_text(const char *path)
+{
+    hs_buf b = { 0 };
+    hs_error e = { 0 };
+    if (cat_io_read_all(path, &b, &e) != HS_OK) {
+        hs_buf_free(&b);
+        return NULL;
+    }
+    return (char *)hs_buf_detach(&b, NULL);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Loads ident and returns property n (-1 on failure). */
+static int load_n(cat_catalog *c, const char *ident, char **loc)
+{
+    hs_buf b = { 0 };
+    hs_error e = { 0 };
+    int n = -1;
+    if (cat_load_json(c, ident, &b, loc, &e) == HS_OK)
+        n = prop_n(&b);
+    else
+        fprintf(stderr, "  load %s: %s\n", ident, e.msg);
+    hs_buf_free(&b);
+    return n;
+}
+
+/* ---- path tables ---------------------------------------------------------------- */
+
+static void test_path_create_load_commit(void)
+{
+    const char *root = scratch("path1");
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_path_open(root, &c, &err), &err);
+    char tdir[1200];
+    snprintf(tdir, sizeof tdir, "%s/t1", root);
+    char *m1 = meta_json(tdir, 1, NULL);
+    char *loc = NULL;
+    CHECK_OK(cat_create_json(c, "t1", m1, strlen(m1), &loc, &err), &err);
+    CHECK(loc && ends_with(loc, "/t1/metadata/v1.metadata.json"));
+    char hint[1300];
+    snprintf(hint, sizeof hint, "%s/metadata/version-hint.text", tdir);
+    char *h = read_text(hint);
+    CHECK(h && strcmp(h, "1") == 0);   /* no trailing newline */
+    hs_free(h);
+
+    /* Creating again conflicts. */
+    CHECK(cat_create_json(c, "t1", m1, strlen(m1), NULL, &err) == HS_CONFLICT);
+    hs_err_clear(&err);
+
+    hs_buf b = { 0 };
+    char *l2 = NULL;
+    CHECK_OK(cat_load_json(c, "t1", &b, &l2, &err), &err);
+    CHECK(b.len == strlen(m1) && memcmp(b.data, m1, b.len) == 0);
+    CHECK(l2 && strcmp(l2, loc) == 0);
+
+    char *m2 = meta_json(tdir, 2, NULL);
+    char *l3 = NULL;
+    CHECK_OK(cat_commit_json(c, "t1", l2, m2, strlen(m2), &l3, &err), &err);
+    CHECK(l3 && ends_with(l3, "/t1/metadata/v2.metadata.json"));
+    h = read_text(hint);
+    CHECK(h && strcmp(h, "2") == 0);
+    hs_free(h);
+    CHECK(load_n(c, "t1", NULL) == 2);
+
+    /* Absolute paths and file:// URIs name the same table. */
+    char uri[1300];
+    snprintf(uri, sizeof uri, "file://%s", tdir);
+    CHECK(load_n(c, uri, NULL) == 2);
+    CHECK(load_n(c, tdir, NULL) == 2);
+
+    /* Listing the root finds t1 (and not a plain directory). */
+    char other[1300];
+    snprintf(other, sizeof other, "%s/not-a-table", root);
+    mkdir(other, 0755);
+    char **names = NULL;
+    size_t n = 0;
+    CHECK_OK(cat_list(c, NULL, &names, &n, &err), &err);
+    CHECK(n == 1 && strcmp(names[0], "t1") == 0);
+    cat_strv_free(names, n);
+
+    bool ex = false;
+    CHECK_OK(cat_exists(c, "t1", &ex, &err), &err);
+    CHECK(ex);
+    CHECK_OK(cat_exists(c, "nope", &ex, &err), &err);
+    CHECK(!ex);
+    CHECK(cat_load_json(c, "nope", &b, NULL, &err) == HS_NOT_FOUND);
+    CHECK(strstr(err.msg, "nope") != NULL);
+    hs_err_clear(&err);
+
+    /* Drop without purge removes the metadata files, keeps the directory. */
+    CHECK_OK(cat_drop(c, "t1", false, &err), &err);
+    CHECK_OK(cat_exists(c, "t1", &ex, &err), &err);
+    CHECK(!ex);
+    struct stat st;
+    CHECK(stat(tdir, &st) == 0);
+    CHECK(cat_rename(c, "t1", "t2", &err) == HS_UNSUPPORTED);
+    hs_err_clear(&err);
+
+    hs_buf_free(&b);
+    hs_free(loc);
+    hs_free(l2);
+    hs_free(l3);
+    free(m1);
+    free(m2);
+    cat_free(c);
+}
+
+static void test_path_conflict(void)
+{
+    const char *root = scratch("path2");
+    hs_error err = { 0 };
+    cat_catalog *a, *b;
+    CHECK_OK(cat_path_open(root, &a, &err), &err);
+    CHECK_OK(cat_path_open(root, &b, &err), &err);
+    char tdir[1200];
+    snprintf(tdir, sizeof tdir, "%s/t", root);
+    char *m1 = meta_json(tdir, 1, NULL), *ma = meta_json(tdir, 10, NULL),
+         *mb = meta_json(tdir, 20, NULL);
+    CHECK_OK(cat_create_json(a, "t", m1, strlen(m1), NULL, &err), &err);
+    char *base_a = NULL, *base_b = NULL;
+    CHECK(load_n(a, "t", &base_a) == 1);
+    CHECK(load_n(b, "t", &base_b) == 1);
+    CHECK_OK(cat_commit_json(a, "t", base_a, ma, strlen(ma), NULL, &err), &err);
+    hs_status s = cat_commit_json(b, "t", base_b, mb, strlen(mb), NULL, &err);
+    CHECK(s == HS_CONFLICT);
+    CHECK(strstr(err.msg, "concurrent commit") != NULL);
+    hs_err_clear(&err);
+    CHECK(load_n(b, "t", NULL) == 10);
+
+    /* A base that is not this table's metadata file is refused. */
+    CHECK(cat_commit_json(a, "t", "/elsewhere/v2.metadata.json", mb, strlen(mb), NULL, &err) ==
+          HS_INVALID);
+    hs_err_clear(&err);
+
+    hs_free(base_a);
+    hs_free(base_b);
+    free(m1);
+    free(ma);
+    free(mb);
+    cat_free(a);
+    cat_free(b);
+}
+
+static void test_path_hint_rules(void)
+{
+    const char *root = scratch("path3");
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_path_open(root, &c, &err), &err);
+    char tdir[1200], md[1300], hint[1400], f[1400];
+    snprintf(tdir, sizeof tdir, "%s/t", root);
+    snprintf(md, sizeof md, "%s/metadata", tdir);
+    snprintf(hint, sizeof hint, "%s/version-hint.text", md);
+    char *m1 = meta_json(tdir, 1, NULL);
+    CHECK_OK(cat_create_json(c, "t", m1, strlen(m1), NULL, &err), &err);
+    for (int v = 2; v <= 3; v++) {
+        char *m = meta_json(tdir, v, NULL);
+        snprintf(f, sizeof f, "%s/v%d.metadata.json", md, v);
+        write_text(f, m);
+        free(m);
+    }
+    /* Stale hint (1): probe upward to v3. */
+    CHECK(load_n(c, "t", NULL) == 3);
+    /* Missing hint: scan finds v3. */
+    unlink(hint);
+    CHECK(load_n(c, "t", NULL) == 3);
+    /* Garbage and out-of-range hints: scan. */
+    write_text(hint, "abc");
+    CHECK(load_n(c, "t", NULL) == 3);
+    write_text(hint, "99");
+    CHECK(load_n(c, "t", NULL) == 3);
+    write_text(hint, "");
+    CHECK(load_n(c, "t", NULL) == 3);
+    /* Java-style trailing newline is tolerated. */
+    write_text(hint, "2\n");
+    char *loc = NULL;
+    CHECK(load_n(c, "t", &loc) == 3);
+    CHECK(loc && ends_with(loc, "v3.metadata.json"));
+    /* Leftover temporary files and other names are ignored. */
+    snprintf(f, sizeof f, "%s/v4.metadata.json.tmp-0123456789abcdef", md);
+    write_text(f, "{half");
+    snprintf(f, sizeof f, "%s/v5.metadata.jsonx", md);
+    write_text(f, "{}");
+    CHECK(load_n(c, "t", NULL) == 3);
+    /* Commit from v3 writes v4 and the hint. */
+    char *m4 = meta_json(tdir, 4, NULL);
+    CHECK_OK(cat_commit_json(c, "t", loc, m4, strlen(m4), NULL, &err), &err);
+    char *h = read_text(hint);
+    CHECK(h && strcmp(h, "4") == 0);
+    hs_free(h);
+    CHECK(load_n(c, "t", NULL) == 4);
+
+    /* An empty current metadata file is corrupt and named. */
+    snprintf(f, sizeof f, "%s/v5.metadata.json", md);
+    write_text(f, "");
+    hs_buf b = { 0 };
+    CHECK(cat_load_json(c, "t", &b, NULL, &err) == HS_CORRUPT);
+    CHECK(strstr(err.msg, "v5.metadata.json") != NULL);
+    hs_err_clear(&err);
+    hs_buf_free(&b);
+
+    /* A directory without metadata is not a table. */
+    CHECK(cat_load_json(c, root, &b, NULL, &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    hs_buf_free(&b);
+
+    hs_free(loc);
+    free(m1);
+    free(m4);
+    cat_free(c);
+}
+
+/* Every v*.metadata.json in dir must be one of the complete documents. */
+static bool metadata_files_complete(const char *md, const char *a, const char *b)
+{
+    char **names = NULL;
+    size_t n = 0;
+    hs_error e = { 0 };
+    if (cat_io_list_dir(md, &names, &n, &e) != HS_OK)
+        return false;
+    bool ok = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!ends_with(names[i], ".metadata.json"))
+            continue;
+        char p[2400];
+        snprintf(p, sizeof p, "%s/%s", md, names[i]);
+        char *t = read_text(p);
+        if (!t || (strcmp(t, a) != 0 && strcmp(t, b) != 0)) {
+            fprintf(stderr, "  incomplete metadata file %s\n", p);
+            ok = false;
+        }
+        hs_free(t);
+    }
+    cat_strv_free(names, n);
+    return ok;
+}
+
+static void test_path_fault_every_step(void)
+{
+    const char *root = scratch("path4");
+    hs_error err = { 0 };
+    int steps = 0, failures = 0;
+    for (int64_t k = 1; k < 100; k++) {
+        char tdir[1200], md[1300];
+        snprintf(tdir, sizeof tdir, "%s/t%lld", root, (long long)k);
+        snprintf(md, sizeof md, "%s/metadata", tdir);
+        cat_catalog *c;
+        CHECK_OK(cat_path_open(NULL, &c, &err), &err);
+        char *m1 = meta_json(tdir, 1, NULL), *m2 = meta_json(tdir, 2, NULL);
+        CHECK_OK(cat_create_json(c, tdir, m1, strlen(m1), NULL, &err), &err);
+        char *base = NULL;
+        CHECK(load_n(c, tdir, &base) == 1);
+        cat_set_io_fault(k);
+        hs_status s = cat_commit_json(c, tdir, base, m2, strlen(m2), NULL, &err);
+        int64_t passed = cat_io_fault_count();
+        cat_set_io_fault(0);
+        int n = load_n(c, tdir, NULL);
+        if (s == HS_OK) {
+            CHECK(n == 2);
+        } else {
+            failures++;
+            CHECK(s == HS_IO);
+            CHECK(strstr(err.msg, "injected fault") != NULL);
+            CHECK(n == 1);
+        }
+        hs_err_clear(&err);
+        CHECK(metadata_files_complete(md, m1, m2));
+        /* The table stays committable after any failure. */
+        char *cur = NULL;
+        int now = load_n(c, tdir, &cur);
+        char *m3 = meta_json(tdir, 3, NULL);
+        CHECK_OK(cat_commit_json(c, tdir, cur, m3, strlen(m3), NULL, &err), &err);
+        CHECK(load_n(c, tdir, NULL) == 3);
+        (void)now;
+        free(m1);
+        free(m2);
+        free(m3);
+        hs_free(base);
+        hs_free(cur);
+        cat_free(c);
+        steps = (int)k;
+        if (passed < k)   /* the commit finished before reaching step k */
+            break;
+    }
+    CHECK(failures >= 4);   /* base exists, create, write, close (link) */
+    CHECK(steps < 99);
+    fprintf(stderr, "  path commit: %d fault positions tried, %d failed\n", steps, failures);
+}
+
+/* ---- SQL catalog ------------------------------------------------------------------- */
+
+static void test_sql_crud(void)
+{
+    const char *dir = scratch("sql1");
+    char db[1200], wh[1200];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    snprintf(wh, sizeof wh, "%s/warehouse", dir);
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_sql_open(db, "default", wh, &c, &err), &err);
+
+    /* Namespaces. */
+    CHECK(cat_namespace_drop(c, "db", &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    CHECK_OK(cat_namespace_create(c, "db", NULL, NULL, 0, &err), &err);
+    CHECK(cat_namespace_create(c, "db", NULL, NULL, 0, &err) == HS_CONFLICT);
+    hs_err_clear(&err);
+    const char *k[] = { "owner", "location" };
+    char nsloc[1300];
+    snprintf(nsloc, sizeof nsloc, "%s/elsewhere/", dir);
+    const char *v[] = { "me", nsloc };
+    CHECK_OK(cat_namespace_create(c, "a.b", k, v, 1, &err), &err);
+    char **names = NULL, **vals = NULL;
+    size_t n = 0;
+    CHECK_OK(cat_namespace_list(c, NULL, &names, &n, &err), &err);
+    CHECK(n == 2 && strcmp(names[0], "a") == 0 && strcmp(names[1], "db") == 0);
+    cat_strv_free(names, n);
+    CHECK_OK(cat_namespace_list(c, "a", &names, &n, &err), &err);
+    CHECK(n == 1 && strcmp(names[0], "a.b") == 0);
+    cat_strv_free(names, n);
+    CHECK_OK(cat_namespace_properties(c, "db", &names, &vals, &n, &err), &err);
+    CHECK(n == 1 && strcmp(names[0], "exists") == 0 && strcmp(vals[0], "true") == 0);
+    cat_strv_free(names, n);
+    cat_strv_free(vals, n);
+    const char *rm[] = { "owner" };
+    CHECK_OK(cat_namespace_update(c, "a.b", k, v, 2, rm, 1, &err), &err);
+    CHECK_OK(cat_namespace_properties(c, "a.b", &names, &vals, &n, &err), &err);
+    CHECK(n == 2 && strcmp(names[0], "location") == 0 && strcmp(names[1], "owner") == 0);
+    cat_strv_free(names, n);
+    cat_strv_free(vals, n);
+
+    /* Tables. */
+    char *loc = NULL;
+    CHECK_OK(cat_default_location(c, "db.t1", &loc, &err), &err);
+    char want[1300];
+    snprintf(want, sizeof want, "%s/db/t1", wh);
+    CHECK(loc && strcmp(loc, want) == 0);
+    char *l2 = NULL;
+    CHECK_OK(cat_default_location(c, "a.b.t", &l2, &err), &err);
+    snprintf(want, sizeof want, "%s/elsewhere/t", dir);
+    CHECK(l2 && strcmp(l2, want) == 0);
+    hs_free(l2);
+
+    char *m1 = meta_json(loc, 1, NULL);
+    CHECK(cat_create_json(c, "nons.t1", m1, strlen(m1), NULL, &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    CHECK(cat_create_json(c, "t1", m1, strlen(m1), NULL, &err) == HS_INVALID);
+    hs_err_clear(&err);
+    char *mloc = NULL;
+    CHECK_OK(cat_create_json(c, "db.t1", m1, strlen(m1), &mloc, &err), &err);
+    CHECK(mloc && strstr(mloc, "/db/t1/metadata/00000-") && ends_with(mloc, ".metadata.json"));
+    CHECK(mloc && strlen(strrchr(mloc, '/') + 1) == strlen("00000-") + 36 +
+                                                      strlen(".metadata.json"));
+    CHECK(cat_create_json(c, "db.t1", m1, strlen(m1), NULL, &err) == HS_CONFLICT);
+    hs_err_clear(&err);
+    CHECK(load_n(c, "db.t1", NULL) == 1);
+    CHECK(cat_namespace_drop(c, "db", &err) == HS_INVALID);
+    hs_err_clear(&err);
+
+    CHECK_OK(cat_list(c, "db", &names, &n, &err), &err);
+    CHECK(n == 1 && strcmp(names[0], "t1") == 0);
+    cat_strv_free(names, n);
+    CHECK(cat_list(c, "zz", &names, &n, &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+
+    /* Rename across namespaces; target namespace must exist. */
+    CHECK(cat_rename(c, "db.t1", "nons.t1", &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    CHECK_OK(cat_rename(c, "db.t1", "a.b.renamed", &err), &err);
+    CHECK(load_n(c, "a.b.renamed", NULL) == 1);
+    bool ex = true;
+    CHECK_OK(cat_exists(c, "db.t1", &ex, &err), &err);
+    CHECK(!ex);
+    CHECK(cat_rename(c, "db.t1", "a.b.x", &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+
+    /* Drop (with purge: the table directory goes). */
+    CHECK_OK(cat_drop(c, "a.b.renamed", true, &err), &err);
+    struct stat st;
+    CHECK(stat(loc, &st) != 0);
+    CHECK(cat_drop(c, "a.b.renamed", false, &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    CHECK_OK(cat_namespace_drop(c, "db", &err), &err);
+    CHECK_OK(cat_namespace_list(c, NULL, &names, &n, &err), &err);
+    CHECK(n == 1 && strcmp(names[0], "a") == 0);
+    cat_strv_free(names, n);
+
+    /* Path catalogs have no namespaces. */
+    cat_catalog *p;
+    CHECK_OK(cat_path_open(dir, &p, &err), &err);
+    CHECK(cat_namespace_create(p, "x", NULL, NULL, 0, &err) == HS_UNSUPPORTED);
+    hs_err_clear(&err);
+    cat_free(p);
+
+    hs_free(loc);
+    hs_free(mloc);
+    free(m1);
+    cat_free(c);
+}
+
+static void test_sql_cas(void)
+{
+    const char *dir = scratch("sql2");
+    char db[1200];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    hs_error err = { 0 };
+    cat_catalog *a, *b;
+    CHECK_OK(cat_sql_open(db, "default", NULL, &a, &err), &err);
+    CHECK_OK(cat_sql_open(db, "default", NULL, &b, &err), &err);
+    CHECK_OK(cat_namespace_create(a, "ns", NULL, NULL, 0, &err), &err);
+    char *loc = NULL;
+    CHECK_OK(cat_default_location(a, "ns.t", &loc, &err), &err);
+    char want[1300];
+    snprintf(want, sizeof want, "%s/ns/t", dir);   /* warehouse defaults to the db's dir */
+    CHECK(loc && strcmp(loc, want) == 0);
+    char *m1 = meta_json(loc, 1, NULL), *ma = meta_json(loc, 10, NULL),
+         *mb = meta_json(loc, 20, NULL);
+    CHECK_OK(cat_create_json(a, "ns.t", m1, strlen(m1), NULL, &err), &err);
+    char *base_a = NULL, *base_b = NULL, *new_a = NULL;
+    CHECK(load_n(a, "ns.t", &base_a) == 1);
+    CHECK(load_n(b, "ns.t", &base_b) == 1);
+    CHECK_OK(cat_commit_json(a, "ns.t", base_a, ma, strlen(ma), &new_a, &err), &err);
+    CHECK(new_a && strstr(new_a, "/metadata/00001-") != NULL);
+    CHECK(cat_commit_json(b, "ns.t", base_b, mb, strlen(mb), NULL, &err) == HS_CONFLICT);
+    CHECK(strstr(err.msg, "concurrent commit") != NULL);
+    hs_err_clear(&err);
+    CHECK(load_n(b, "ns.t", NULL) == 10);
+    /* The loser's metadata file was removed: only 00000 and 00001 remain. */
+    char md[1400];
+    snprintf(md, sizeof md, "%s/metadata", loc);
+    char **names = NULL;
+    size_t n = 0;
+    CHECK_OK(cat_io_list_dir(md, &names, &n, &err), &err);
+    CHECK(n == 2);
+    cat_strv_free(names, n);
+
+    /* Another catalog name in the same file does not see the table. */
+    cat_catalog *other;
+    CHECK_OK(cat_sql_open(db, "other", NULL, &other, &err), &err);
+    bool ex = true;
+    CHECK_OK(cat_exists(other, "ns.t", &ex, &err), &err);
+    CHECK(!ex);
+    cat_free(other);
+
+    /* A corrupt database file is reported as such. */
+    char bad[1300];
+    snprintf(bad, sizeof bad, "%s/bad.db", dir);
+    write_text(bad, "this is not a sqlite database, not at all, not even close to one....");
+    cat_catalog *bc = NULL;
+    CHECK(cat_sql_open(bad, "default", NULL, &bc, &err) == HS_CORRUPT);
+    CHECK(bc == NULL);
+    hs_err_clear(&err);
+
+    hs_free(loc);
+    hs_free(base_a);
+    hs_free(base_b);
+    hs_free(new_a);
+    free(m1);
+    free(ma);
+    free(mb);
+    cat_free(a);
+    cat_free(b);
+}
+
+static void test_sql_fault_every_step(void)
+{
+    const char *dir = scratch("sql3");
+    char db[1200];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_sql_open(db, "default", NULL, &c, &err), &err);
+    CHECK_OK(cat_namespace_create(c, "ns", NULL, NULL, 0, &err), &err);
+    int failures = 0, k;
+    for (k = 1; k < 50; k++) {
+        char ident[64];
+        snprintf(ident, sizeof ident, "ns.t%d", k);
+        char *loc = NULL;
+        CHECK_OK(cat_default_location(c, ident, &loc, &err), &err);
+        char *m1 = meta_json(loc, 1, NULL), *m2 = meta_json(loc, 2, NULL);
+        CHECK_OK(cat_create_json(c, ident, m1, strlen(m1), NULL, &err), &err);
+        char *base = NULL;
+        CHECK(load_n(c, ident, &base) == 1);
+        cat_set_io_fault(k);
+        hs_status s = cat_commit_json(c, ident, base, m2, strlen(m2), NULL, &err);
+        int64_t passed = cat_io_fault_count();
+        cat_set_io_fault(0);
+        int n = load_n(c, ident, NULL);
+        if (s == HS_OK) {
+            CHECK(n == 2);
+        } else {
+            failures++;
+            CHECK(n == 1);
+        }
+        hs_err_clear(&err);
+        char md[1400];
+        snprintf(md, sizeof md, "%s/metadata", loc);
+        CHECK(metadata_files_complete(md, m1, m2));
+        free(m1);
+        free(m2);
+        hs_free(loc);
+        hs_free(base);
+        if (passed < k)
+            break;
+    }
+    CHECK(failures >= 3);
+    fprintf(stderr, "  sql commit: %d fault positions tried, %d failed\n", k, failures);
+    cat_free(c);
+}
+
+/* ---- retry loop -------------------------------------------------------------------- */
+
+typedef struct append_ctx {
+    const char *token;   /* appended to property "log" */
+    cat_catalog *racer;  /* when set: commits a competing change inside the callback */
+    const char *ident;
+    int calls;
+    bool refuse;         /* answer HS_CONFLICT (the change cannot be rebased) */
+} append_ctx;
+
+static hs_status append_cb(void *vctx, const char *base_json, size_t base_len,
+                           const char *base_location, hs_buf *new_json, hs_error *err)
+{
+    append_ctx *a = vctx;
+    a->calls++;
+    if (a->refuse)
+        return hs_err_set(err, HS_CONFLICT, "overwrite of a file that was deleted");
+    json_t *root = json_loadb(base_json, base_len, 0, NULL);
+    if (!root)
+        return hs_err_set(err, HS_CORRUPT, "bad base");
+    json_t *props = json_object_get(root, "properties");
+    json_t *log = json_object_get(props, "log");
+    char buf[16384];
+    snprintf(buf, sizeof buf, "%s%s%s", json_is_string(log) ? json_string_value(log) : "",
+             json_is_string(log) ? "," : "", a->token);
+    json_object_set_new(props, "log", json_string(buf));
+    char *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    hs_status st = hs_buf_puts(new_json, text);
+    free(text);
+    if (st == HS_OK && a->racer) {
+        /* Someone else commits first, every time. */
+        hs_buf cur = { 0 };
+        char *loc = NULL;
+        hs_error e2 = { 0 };
+        if (cat_load_json(a->racer, a->ident, &cur, &loc, &e2) == HS_OK)
+            (void)!cat_commit_json(a->racer, a->ident, loc, (const char *)cur.data, cur.len,
+                                   NULL, &e2);
+        hs_buf_free(&cur);
+        hs_free(loc);
+    }
+    return st;
+}
+
+static void test_retry_gives_up_and_refuses(void)
+{
+    const char *root = scratch("retry");
+    hs_error err = { 0 };
+    cat_catalog *c, *racer;
+    CHECK_OK(cat_path_open(root, &c, &err), &err);
+    CHECK_OK(cat_path_open(root, &racer, &err), &err);
+    char tdir[1200];
+    snprintf(tdir, sizeof tdir, "%s/t", root);
+    char *m1 = meta_json(tdir, 1, "\"commit.retry.num-retries\":\"3\","
+                                  "\"commit.retry.min-wait-ms\":\"1\","
+                                  "\"commit.retry.max-wait-ms\":\"4\"");
+    CHECK_OK(cat_create_json(c, "t", m1, strlen(m1), NULL, &err), &err);
+
+    append_ctx a = { "x", racer, "t", 0, false };
+    int attempts = 0;
+    hs_status s = cat_commit_json_with_retry(c, "t", append_cb, &a, NULL, &attempts, &err);
+    CHECK(s == HS_CONFLICT);
+    CHECK(attempts == 4 && a.calls == 4);
+    CHECK(strstr(err.msg, "gave up after 4 attempts") != NULL);
+    hs_err_clear(&err);
+
+    append_ctx r = { "y", NULL, "t", 0, true };
+    s = cat_commit_json_with_retry(c, "t", append_cb, &r, NULL, &attempts, &err);
+    CHECK(s == HS_CONFLICT && r.calls == 1);
+    CHECK(strstr(err.msg, "cannot be applied") != NULL);
+    CHECK(strstr(err.msg, "deleted") != NULL);
+    hs_err_clear(&err);
+
+    append_ctx ok = { "z", NULL, "t", 0, false };
+    char *nl = NULL;
+    CHECK_OK(cat_commit_json_with_retry(c, "t", append_cb, &ok, &nl, &attempts, &err), &err);
+    CHECK(attempts == 1 && nl && ends_with(nl, "v6.metadata.json"));
+    hs_free(nl);
+
+    cat_retry_policy p;
+    cat_retry_policy_from_json("{}", 2, &p);
+    CHECK(p.num_retries == 10 && p.min_wait_ms == 100 && p.max_wait_ms == 60000);
+    free(m1);
+    cat_free(c);
+    cat_free(racer);
+}
+
+/* ---- concurrency: forked writers ------------------------------------------------------- */
+
+#define N_PROCS 4
+#define N_COMMITS 50
+
+static int child_writer(bool sql, const char *where, const char *ident, int proc)
+{
+    hs_error err = { 0 };
+    cat_catalog *c;
+    hs_status s = sql ? cat_sql_open(where, "default", NULL, &c, &err)
+                      : cat_path_open(where, &c, &err);
+    if (s != HS_OK) {
+        fprintf(stderr, "child %d: open: %s\n", proc, err.msg);
+        return 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < N_COMMITS && rc == 0; i++) {
+        char token[32];
+        snprintf(token, sizeof token, "p%dc%d", proc, i);
+        append_ctx a = { token, NULL, ident, 0, false };
+        if (cat_commit_json_with_retry(c, ident, append_cb, &a, NULL, NULL, &err) != HS_OK) {
+            fprintf(stderr, "child %d commit %d: %s\n", proc, i, err.msg);
+            rc = 1;
+        }
+    }
+    cat_free(c);
+    return rc;
+}
+
+static void check_all_commits(cat_catalog *c, const char *ident)
+{
+    hs_buf b = { 0 };
+    hs_error err = { 0 };
+    CHECK_OK(cat_load_json(c, ident, &b, NULL, &err), &err);
+    json_t *root = json_loadb((const char *)b.data, b.len, 0, NULL);
+    json_t *log = json_object_get(json_object_get(root, "properties"), "log");
+    REQUIRE(json_is_string(log));
+    const char *s = json_string_value(log);
+    int seen[N_PROCS][N_COMMITS] = { { 0 } };
+    int total = 0, bad = 0;
+    for (const char *p = s; *p;) {
+        int pr, ci, used = 0;
+        if (sscanf(p, "p%dc%d%n", &pr, &ci, &used) == 2 && pr >= 0 && pr < N_PROCS && ci >= 0 &&
+            ci < N_COMMITS) {
+            seen[pr][ci]++;
+            total++;
+        } else {
+            bad++;
+            break;
+        }
+        p += used;
+        if (*p == ',')
+            p++;
+    }
+    CHECK(bad == 0);
+    CHECK(total == N_PROCS * N_COMMITS);
+    for (int i = 0; i < N_PROCS; i++)
+        for (int j = 0; j < N_COMMITS; j++)
+            CHECK(seen[i][j] == 1);
+    /* Each writer's commits appear in its own order. */
+    json_decref(root);
+    hs_buf_free(&b);
+}
+
+static void run_writers(bool sql, const char *where, const char *ident)
+{
+    pid_t pids[N_PROCS];
+    for (int i = 0; i < N_PROCS; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0)
+            _exit(child_writer(sql, where, ident, i));
+    }
+    for (int i = 0; i < N_PROCS; i++) {
+        int status = 0;
+        CHECK(pids[i] > 0 && waitpid(pids[i], &status, 0) == pids[i]);
+        CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+}
+
+static const char *FAST_RETRY = "\"commit.retry.num-retries\":\"1000\","
+                                "\"commit.retry.min-wait-ms\":\"1\","
+                                "\"commit.retry.max-wait-ms\":\"20\"";
+
+static void test_concurrent_path_commits(void)
+{
+    const char *root = scratch("conc-path");
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_path_open(root, &c, &err), &err);
+    char tdir[1200];
+    snprintf(tdir, sizeof tdir, "%s/t", root);
+    char *m1 = meta_json(tdir, 1, FAST_RETRY);
+    CHECK_OK(cat_create_json(c, "t", m1, strlen(m1), NULL, &err), &err);
+    char rootcopy[1024];
+    snprintf(rootcopy, sizeof rootcopy, "%s", root);
+    run_writers(false, rootcopy, "t");
+    check_all_commits(c, "t");
+    char *loc = NULL;
+    load_n(c, "t", &loc);
+    CHECK(loc && ends_with(loc, "/v201.metadata.json"));
+    hs_free(loc);
+    free(m1);
+    cat_free(c);
+}
+
+static void test_concurrent_sql_commits(void)
+{
+    const char *dir = scratch("conc-sql");
+    char db[1200];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_sql_open(db, "default", NULL, &c, &err), &err);
+    CHECK_OK(cat_namespace_create(c, "ns", NULL, NULL, 0, &err), &err);
+    char *loc = NULL;
+    CHECK_OK(cat_default_location(c, "ns.t", &loc, &err), &err);
+    char *m1 = meta_json(loc, 1, FAST_RETRY);
+    CHECK_OK(cat_create_json(c, "ns.t", m1, strlen(m1), NULL, &err), &err);
+    run_writers(true, db, "ns.t");
+    check_all_commits(c, "ns.t");
+    char *ml = NULL;
+    load_n(c, "ns.t", &ml);
+    CHECK(ml && strstr(ml, "/metadata/00200-") != NULL);
+    hs_free(ml);
+    hs_free(loc);
+    free(m1);
+    cat_free(c);
+}
+
+int main(void)
+{
+    HS_RUN(test_path_create_load_commit);
+    HS_RUN(test_path_conflict);
+    HS_RUN(test_path_hint_rules);
+    HS_RUN(test_path_fault_every_step);
+    HS_RUN(test_sql_crud);
+    HS_RUN(test_sql_cas);
+    HS_RUN(test_sql_fault_every_step);
+    HS_RUN(test_retry_gives_up_and_refuses);
+    HS_RUN(test_concurrent_path_commits);
+    HS_RUN(test_concurrent_sql_commits);
+    return hs_test_summary();
+}

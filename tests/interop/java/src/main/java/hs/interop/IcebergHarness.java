@@ -1,0 +1,812 @@
+/*
+ * IcebergHarness - stock Java Iceberg as an oracle for HyperStreamDB tables.
+ *
+ * Commands (paths are local paths or file: URIs):
+ *
+ *   read <metadata.json> [--snapshot ID] [--columns a,b,...]
+ *       Loads the table from that one metadata file (StaticTableOperations
+ *       over HadoopFileIO, like pyiceberg's StaticTable), reads every row of
+ *       the snapshot (default: current) with IcebergGenerics, which applies
+ *       position deletes, equality deletes and deletion vectors, and prints
+ *       the rows as JSON Lines following docs/jsonl.md.  --columns may name
+ *       the metadata columns _row_id and _last_updated_sequence_number
+ *       (v3 row lineage), _file and _pos.
+ *
+ *   create <table dir> <schema.json> [--partition SPEC] [--format-version N]
+ *       Creates a table with HadoopTables (metadata/v1.metadata.json and
+ *       version-hint.text).  schema.json holds an Iceberg schema object;
+ *       SPEC is "identity(c), bucket(16, c), truncate(4, c), year(c),
+ *       month(c), day(c), hour(c), void(c)" (a bare "c" is identity).
+ *
+ *   append <table dir> <rows.jsonl>
+ *       Writes the rows (JSON Lines read by the table schema, docs/jsonl.md's
+ *       accepted forms) as Parquet data files, one per partition, and
+ *       commits one fast append.
+ *
+ *   delete <table dir> <column> <json value>
+ *       Deletes the rows whose column equals the value by merge-on-read:
+ *       one position-delete file per affected data file (format v2), or
+ *       deletion vectors in a Puffin file (format v3); one row-delta commit.
+ *
+ *   current-metadata <table dir>
+ *       Prints the current metadata file location.
+ *
+ * Output encoding of values (docs/jsonl.md):
+ *
+ *   Iceberg type        Java object (generics)   JSON
+ *   ----------------    ----------------------   -----------------------------------
+ *   boolean             Boolean                  true / false
+ *   int, long           Integer, Long            number
+ *   float, double       Float, Double            number; "NaN", "Infinity",
+ *                                                "-Infinity"; -0.0
+ *   decimal(P,S)        BigDecimal               string with the scale applied
+ *   date                LocalDate                "YYYY-MM-DD"
+ *   time                LocalTime                "HH:MM:SS.ffffff"
+ *   timestamp           LocalDateTime            "YYYY-MM-DDTHH:MM:SS.ffffff"
+ *   timestamptz         OffsetDateTime           the same in UTC with "Z"
+ *   timestamp_ns(tz)    LocalDateTime/Offset..   9 fraction digits
+ *   string              CharSequence             JSON string, only " \ and
+ *                                                controls escaped
+ *   uuid                UUID                     "8-4-4-4-12" lowercase
+ *   fixed, binary       byte[], ByteBuffer       base64 with padding
+ *   struct              Record                   object in field order
+ *   list                List                     array
+ *   map                 Map                      [{"key":k,"value":v},...]
+ *
+ * Exit status: 0 on success, 2 on bad usage, 1 on any failure (message on
+ * stderr).
+ */
+package hs.interop;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.LocalTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.iceberg.BaseTable;
+import org.apache.iceberg.DataFile;
+import org.apache.iceberg.DeleteFile;
+import org.apache.iceberg.FileFormat;
+import org.apache.iceberg.FileScanTask;
+import org.apache.iceberg.MetadataColumns;
+import org.apache.iceberg.PartitionKey;
+import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.RowDelta;
+import org.apache.iceberg.Schema;
+import org.apache.iceberg.SchemaParser;
+import org.apache.iceberg.StaticTableOperations;
+import org.apache.iceberg.StructLike;
+import org.apache.iceberg.Table;
+import org.apache.iceberg.TableProperties;
+import org.apache.iceberg.AppendFiles;
+import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.data.GenericFileWriterFactory;
+import org.apache.iceberg.data.GenericRecord;
+import org.apache.iceberg.data.IcebergGenerics;
+import org.apache.iceberg.data.InternalRecordWrapper;
+import org.apache.iceberg.data.Record;
+import org.apache.iceberg.deletes.BaseDVFileWriter;
+import org.apache.iceberg.deletes.DVFileWriter;
+import org.apache.iceberg.deletes.PositionDelete;
+import org.apache.iceberg.deletes.PositionDeleteWriter;
+import org.apache.iceberg.encryption.EncryptedFiles;
+import org.apache.iceberg.hadoop.HadoopFileIO;
+import org.apache.iceberg.hadoop.HadoopTables;
+import org.apache.iceberg.io.CloseableIterable;
+import org.apache.iceberg.io.DataWriter;
+import org.apache.iceberg.io.OutputFileFactory;
+import org.apache.iceberg.types.Type;
+import org.apache.iceberg.types.Types;
+
+public final class IcebergHarness {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private IcebergHarness() {}
+
+  public static void main(String[] args) {
+    if (args.length < 2) {
+      usage();
+    }
+    try {
+      switch (args[0]) {
+        case "read":
+          read(args);
+          break;
+        case "create":
+          create(args);
+          break;
+        case "append":
+          append(args);
+          break;
+        case "delete":
+          delete(args);
+          break;
+        case "current-metadata":
+          System.out.println(currentMetadata(loadTable(args[1])));
+          break;
+        default:
+          usage();
+      }
+    } catch (Exception | LinkageError e) {
+      System.err.println("iceberg-harness: " + e);
+      Throwable c = e.getCause();
+      while (c != null) {
+        System.err.println("  caused by: " + c);
+        c = c.getCause();
+      }
+      if (System.getenv("HS_HARNESS_TRACE") != null) {
+        e.printStackTrace();
+      }
+      System.exit(1);
+    }
+  }
+
+  private static void usage() {
+    System.err.println(
+        "usage: iceberg-harness read <metadata.json> [--snapshot ID] [--columns a,b]\n"
+            + "       iceberg-harness create <table dir> <schema.json> [--partition SPEC]"
+            + " [--format-version N]\n"
+            + "       iceberg-harness append <table dir> <rows.jsonl>\n"
+            + "       iceberg-harness delete <table dir> <column> <json value>\n"
+            + "       iceberg-harness current-metadata <table dir>");
+    System.exit(2);
+  }
+
+  private static String option(String[] args, String name) {
+    for (int i = 2; i + 1 < args.length; i++) {
+      if (args[i].equals(name)) {
+        return args[i + 1];
+      }
+    }
+    return null;
+  }
+
+  private static Configuration hadoopConf() {
+    Configuration conf = new Configuration(false);
+    conf.set("fs.file.impl", "org.apache.hadoop.fs.LocalFileSystem");
+    return conf;
+  }
+
+  // ------------------------------------------------------------------
+  // read
+
+  private static void read(String[] args) throws IOException {
+    String metadata = args[1];
+    HadoopFileIO io = new HadoopFileIO(hadoopConf());
+    Table table = new BaseTable(new StaticTableOperations(metadata, io), metadata);
+    IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(table);
+    String snap = option(args, "--snapshot");
+    Schema schema = table.schema();
+    if (snap != null) {
+      long id = Long.parseLong(snap);
+      scan = scan.useSnapshot(id);
+      Integer schemaId = table.snapshot(id).schemaId();
+      if (schemaId != null && table.schemas().get(schemaId) != null) {
+        schema = table.schemas().get(schemaId);
+      }
+    }
+    String cols = option(args, "--columns");
+    if (cols != null) {
+      List<Types.NestedField> fields = new ArrayList<>();
+      for (String name : cols.split(",")) {
+        Types.NestedField f = columnField(schema, name.trim());
+        fields.add(f);
+      }
+      schema = new Schema(fields);
+      scan = scan.project(schema);
+    } else {
+      scan = scan.project(schema);
+    }
+    PrintStream out =
+        new PrintStream(new BufferedOutputStream(new FileOut(), 1 << 16), false, StandardCharsets.UTF_8);
+    StringBuilder sb = new StringBuilder(256);
+    try (CloseableIterable<Record> rows = scan.build()) {
+      for (Record r : rows) {
+        sb.setLength(0);
+        writeStruct(sb, schema.asStruct(), r);
+        sb.append('\n');
+        out.print(sb);
+      }
+    }
+    out.flush();
+    if (out.checkError()) {
+      throw new IOException("writing to stdout failed");
+    }
+  }
+
+  /** stdout without System.out's line flushing. */
+  private static final class FileOut extends OutputStream {
+    private final java.io.FileOutputStream fd = new java.io.FileOutputStream(java.io.FileDescriptor.out);
+
+    @Override
+    public void write(int b) throws IOException {
+      fd.write(b);
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      fd.write(b, off, len);
+    }
+  }
+
+  private static Types.NestedField columnField(Schema schema, String name) {
+    switch (name) {
+      case "_row_id":
+        return MetadataColumns.ROW_ID;
+      case "_last_updated_sequence_number":
+        return MetadataColumns.LAST_UPDATED_SEQUENCE_NUMBER;
+      case "_file":
+        return MetadataColumns.FILE_PATH;
+      case "_pos":
+        return MetadataColumns.ROW_POSITION;
+      default:
+        Types.NestedField f = schema.findField(name);
+        if (f == null || schema.asStruct().field(f.fieldId()) == null) {
+          throw new IllegalArgumentException("no top-level column " + name + " in " + schema);
+        }
+        return f;
+    }
+  }
+
+  // ------------------------------------------------------------------
+  // JSON output (docs/jsonl.md)
+
+  private static void writeStruct(StringBuilder sb, Types.StructType type, StructLike rec) {
+    sb.append('{');
+    List<Types.NestedField> fields = type.fields();
+    for (int i = 0; i < fields.size(); i++) {
+      Types.NestedField f = fields.get(i);
+      if (i > 0) {
+        sb.append(',');
+      }
+      writeString(sb, f.name());
+      sb.append(':');
+      Object v = rec instanceof Record ? ((Record) rec).get(i) : rec.get(i, Object.class);
+      writeValue(sb, f.type(), v);
+    }
+    sb.append('}');
+  }
+
+  private static void writeValue(StringBuilder sb, Type type, Object v) {
+    if (v == null) {
+      sb.append("null");
+      return;
+    }
+    switch (type.typeId()) {
+      case BOOLEAN:
+      case INTEGER:
+      case LONG:
+        sb.append(v);
+        return;
+      case FLOAT:
+        writeFloat(sb, ((Number) v).floatValue());
+        return;
+      case DOUBLE:
+        writeDouble(sb, ((Number) v).doubleValue());
+        return;
+      case DECIMAL:
+        writeString(sb, ((BigDecimal) v).toPlainString());
+        return;
+      case DATE:
+        sb.append('"');
+        appendDate(sb, (LocalDate) v);
+        sb.append('"');
+        return;
+      case TIME:
+        sb.append('"');
+        appendTime(sb, (LocalTime) v, 6);
+        sb.append('"');
+        return;
+      case TIMESTAMP:
+        writeTimestamp(sb, v, 6, ((Types.TimestampType) type).shouldAdjustToUTC());
+        return;
+      case TIMESTAMP_NANO:
+        writeTimestamp(sb, v, 9, ((Types.TimestampNanoType) type).shouldAdjustToUTC());
+        return;
+      case STRING:
+        writeString(sb, v.toString());
+        return;
+      case UUID:
+        writeString(sb, v.toString());
+        return;
+      case FIXED:
+      case BINARY:
+        writeBase64(sb, v);
+        return;
+      case STRUCT:
+        writeStruct(sb, type.asStructType(), (StructLike) v);
+        return;
+      case LIST: {
+        Type elem = type.asListType().elementType();
+        sb.append('[');
+        boolean first = true;
+        for (Object e : (List<?>) v) {
+          if (!first) {
+            sb.append(',');
+          }
+          first = false;
+          writeValue(sb, elem, e);
+        }
+        sb.append(']');
+        return;
+      }
+      case MAP: {
+        Types.MapType mt = type.asMapType();
+        sb.append('[');
+        boolean first = true;
+        for (Map.Entry<?, ?> e : ((Map<?, ?>) v).entrySet()) {
+          if (!first) {
+            sb.append(',');
+          }
+          first = false;
+          sb.append("{\"key\":");
+          writeValue(sb, mt.keyType(), e.getKey());
+          sb.append(",\"value\":");
+          writeValue(sb, mt.valueType(), e.getValue());
+          sb.append('}');
+        }
+        sb.append(']');
+        return;
+      }
+      default:
+        writeString(sb, v.toString());
+    }
+  }
+
+  private static void writeFloat(StringBuilder sb, float f) {
+    if (Float.isNaN(f)) {
+      sb.append("\"NaN\"");
+    } else if (Float.isInfinite(f)) {
+      sb.append(f > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    } else {
+      sb.append(Float.toString(f)); // "-0.0", "1.0E10": valid JSON numbers
+    }
+  }
+
+  private static void writeDouble(StringBuilder sb, double d) {
+    if (Double.isNaN(d)) {
+      sb.append("\"NaN\"");
+    } else if (Double.isInfinite(d)) {
+      sb.append(d > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    } else {
+      sb.append(Double.toString(d));
+    }
+  }
+
+  private static void pad(StringBuilder sb, long v, int width) {
+    String s = Long.toString(v);
+    for (int i = s.length(); i < width; i++) {
+      sb.append('0');
+    }
+    sb.append(s);
+  }
+
+  private static void appendDate(StringBuilder sb, LocalDate d) {
+    int y = d.getYear();
+    if (y < 0) {
+      sb.append('-');
+      pad(sb, -(long) y, 4);
+    } else {
+      pad(sb, y, 4);
+    }
+    sb.append('-');
+    pad(sb, d.getMonthValue(), 2);
+    sb.append('-');
+    pad(sb, d.getDayOfMonth(), 2);
+  }
+
+  private static void appendTime(StringBuilder sb, LocalTime t, int digits) {
+    pad(sb, t.getHour(), 2);
+    sb.append(':');
+    pad(sb, t.getMinute(), 2);
+    sb.append(':');
+    pad(sb, t.getSecond(), 2);
+    sb.append('.');
+    int nanos = t.getNano();
+    pad(sb, digits == 9 ? nanos : nanos / 1000, digits);
+  }
+
+  private static void writeTimestamp(StringBuilder sb, Object v, int digits, boolean utc) {
+    LocalDateTime ldt;
+    if (v instanceof OffsetDateTime) {
+      ldt = ((OffsetDateTime) v).withOffsetSameInstant(ZoneOffset.UTC).toLocalDateTime();
+    } else {
+      ldt = (LocalDateTime) v;
+    }
+    sb.append('"');
+    appendDate(sb, ldt.toLocalDate());
+    sb.append('T');
+    appendTime(sb, ldt.toLocalTime(), digits);
+    if (utc) {
+      sb.append('Z');
+    }
+    sb.append('"');
+  }
+
+  private static void writeBase64(StringBuilder sb, Object v) {
+    byte[] bytes;
+    if (v instanceof ByteBuffer) {
+      ByteBuffer b = ((ByteBuffer) v).duplicate();
+      bytes = new byte[b.remaining()];
+      b.get(bytes);
+    } else {
+      bytes = (byte[]) v;
+    }
+    sb.append('"').append(Base64.getEncoder().encodeToString(bytes)).append('"');
+  }
+
+  private static void writeString(StringBuilder sb, String s) {
+    sb.append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      switch (c) {
+        case '"':
+          sb.append("\\\"");
+          break;
+        case '\\':
+          sb.append("\\\\");
+          break;
+        case '\n':
+          sb.append("\\n");
+          break;
+        case '\r':
+          sb.append("\\r");
+          break;
+        case '\t':
+          sb.append("\\t");
+          break;
+        case '\b':
+          sb.append("\\b");
+          break;
+        case '\f':
+          sb.append("\\f");
+          break;
+        default:
+          if (c < 0x20) {
+            sb.append(String.format("\\u%04x", (int) c));
+          } else {
+            sb.append(c);
+          }
+      }
+    }
+    sb.append('"');
+  }
+
+  // ------------------------------------------------------------------
+  // create / append / delete (HadoopTables: metadata/vN.metadata.json + version-hint.text)
+
+  private static Table loadTable(String dir) {
+    return new HadoopTables(hadoopConf()).load(dir);
+  }
+
+  private static String currentMetadata(Table t) {
+    return ((HasTableOperations) t).operations().current().metadataFileLocation();
+  }
+
+  private static final Pattern TRANSFORM =
+      Pattern.compile("\\s*(\\w+)\\s*(?:\\(\\s*(?:(\\d+)\\s*,\\s*)?([\\w.]+)\\s*\\))?\\s*");
+
+  private static PartitionSpec parseSpec(Schema schema, String text) {
+    PartitionSpec.Builder b = PartitionSpec.builderFor(schema);
+    if (text == null || text.isBlank()) {
+      return b.build();
+    }
+    for (String part : text.split(",(?![^(]*\\))")) {
+      Matcher m = TRANSFORM.matcher(part);
+      if (!m.matches()) {
+        throw new IllegalArgumentException("bad partition field: " + part);
+      }
+      String fn = m.group(1);
+      String col = m.group(3);
+      if (col == null) {
+        b.identity(fn);
+        continue;
+      }
+      switch (fn) {
+        case "identity":
+          b.identity(col);
+          break;
+        case "bucket":
+          b.bucket(col, Integer.parseInt(m.group(2)));
+          break;
+        case "truncate":
+          b.truncate(col, Integer.parseInt(m.group(2)));
+          break;
+        case "year":
+          b.year(col);
+          break;
+        case "month":
+          b.month(col);
+          break;
+        case "day":
+          b.day(col);
+          break;
+        case "hour":
+          b.hour(col);
+          break;
+        case "void":
+          b.alwaysNull(col);
+          break;
+        default:
+          throw new IllegalArgumentException("unknown transform " + fn);
+      }
+    }
+    return b.build();
+  }
+
+  private static void create(String[] args) throws IOException {
+    if (args.length < 3) {
+      usage();
+    }
+    Schema schema = SchemaParser.fromJson(Files.readString(Paths.get(args[2])));
+    PartitionSpec spec = parseSpec(schema, option(args, "--partition"));
+    Map<String, String> props = new HashMap<>();
+    String fv = option(args, "--format-version");
+    props.put(TableProperties.FORMAT_VERSION, fv != null ? fv : "2");
+    Table t = new HadoopTables(hadoopConf()).create(schema, spec, props, args[1]);
+    System.out.println(currentMetadata(t));
+  }
+
+  private static void append(String[] args) throws IOException {
+    if (args.length < 3) {
+      usage();
+    }
+    Table table = loadTable(args[1]);
+    Schema schema = table.schema();
+    PartitionSpec spec = table.spec();
+    Map<String, List<Record>> byPartition = new LinkedHashMap<>();
+    Map<String, PartitionKey> keys = new HashMap<>();
+    InternalRecordWrapper wrapper = new InternalRecordWrapper(schema.asStruct());
+    try (BufferedReader in = Files.newBufferedReader(Paths.get(args[2]), StandardCharsets.UTF_8)) {
+      String line;
+      int lineNo = 0;
+      while ((line = in.readLine()) != null) {
+        lineNo++;
+        if (line.isBlank()) {
+          continue;
+        }
+        Record r;
+        try {
+          r = (Record) fromJson(schema.asStruct(), JSON.readTree(line));
+        } catch (RuntimeException e) {
+          throw new IllegalArgumentException(args[2] + ":" + lineNo + ": " + e.getMessage(), e);
+        }
+        PartitionKey key = new PartitionKey(spec, schema);
+        key.partition(wrapper.wrap(r));
+        String k = spec.partitionToPath(key);
+        keys.putIfAbsent(k, key);
+        byPartition.computeIfAbsent(k, x -> new ArrayList<>()).add(r);
+      }
+    }
+    GenericFileWriterFactory factory =
+        new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
+    OutputFileFactory files =
+        OutputFileFactory.builderFor(table, 1, System.nanoTime() & 0x7fffffff)
+            .format(FileFormat.PARQUET)
+            .build();
+    AppendFiles op = table.newAppend();
+    int n = 0;
+    for (Map.Entry<String, List<Record>> e : byPartition.entrySet()) {
+      PartitionKey key = keys.get(e.getKey());
+      DataWriter<Record> w =
+          factory.newDataWriter(
+              spec.isUnpartitioned() ? files.newOutputFile() : files.newOutputFile(spec, key),
+              spec,
+              spec.isUnpartitioned() ? null : key);
+      try (DataWriter<Record> closing = w) {
+        for (Record r : e.getValue()) {
+          closing.write(r);
+        }
+      }
+      op.appendFile(w.toDataFile());
+      n++;
+    }
+    if (n > 0) {
+      op.commit();
+    }
+    System.out.println(currentMetadata(table));
+  }
+
+  private static void delete(String[] args) throws IOException {
+    if (args.length < 4) {
+      usage();
+    }
+    Table table = loadTable(args[1]);
+    String column = args[2];
+    JsonNode want = JSON.readTree(args[3]);
+    Types.NestedField field = table.schema().findField(column);
+    if (field == null) {
+      throw new IllegalArgumentException("no column " + column);
+    }
+    Object value = fromJson(field.type(), want);
+    Schema proj =
+        new Schema(
+            MetadataColumns.FILE_PATH, MetadataColumns.ROW_POSITION, field);
+    // Positions of the matching rows, per data file, read with deletes applied.
+    Map<String, List<Long>> positions = new LinkedHashMap<>();
+    try (CloseableIterable<Record> rows = IcebergGenerics.read(table).project(proj).build()) {
+      for (Record r : rows) {
+        Object v = r.get(2);
+        if (v != null && v.equals(value)) {
+          positions.computeIfAbsent(r.get(0).toString(), x -> new ArrayList<>()).add((Long) r.get(1));
+        }
+      }
+    }
+    if (positions.isEmpty()) {
+      System.out.println(currentMetadata(table));
+      return;
+    }
+    Map<String, DataFile> dataFiles = new HashMap<>();
+    try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
+      for (FileScanTask t : tasks) {
+        dataFiles.put(t.file().location(), t.file());
+      }
+    }
+    int formatVersion =
+        ((HasTableOperations) table).operations().current().formatVersion();
+    OutputFileFactory files =
+        OutputFileFactory.builderFor(table, 1, System.nanoTime() & 0x7fffffff)
+            .format(FileFormat.PARQUET)
+            .build();
+    RowDelta delta = table.newRowDelta();
+    List<DeleteFile> deletes = new ArrayList<>();
+    if (formatVersion >= 3) {
+      OutputFileFactory puffin =
+          OutputFileFactory.builderFor(table, 1, System.nanoTime() & 0x7fffffff)
+              .format(FileFormat.PUFFIN)
+              .build();
+      DVFileWriter w = new BaseDVFileWriter(puffin, path -> null);
+      try (DVFileWriter closing = w) {
+        for (Map.Entry<String, List<Long>> e : positions.entrySet()) {
+          DataFile df = dataFiles.get(e.getKey());
+          for (long pos : e.getValue()) {
+            closing.delete(e.getKey(), pos, table.specs().get(df.specId()), df.partition());
+          }
+        }
+      }
+      deletes.addAll(w.result().deleteFiles());
+    } else {
+      GenericFileWriterFactory factory =
+          new GenericFileWriterFactory.Builder(table)
+              .dataFileFormat(FileFormat.PARQUET)
+              .deleteFileFormat(FileFormat.PARQUET)
+              .build();
+      for (Map.Entry<String, List<Long>> e : positions.entrySet()) {
+        DataFile df = dataFiles.get(e.getKey());
+        PartitionSpec spec = table.specs().get(df.specId());
+        PositionDeleteWriter<Record> w =
+            factory.newPositionDeleteWriter(
+                spec.isUnpartitioned()
+                    ? files.newOutputFile()
+                    : files.newOutputFile(spec, df.partition()),
+                spec,
+                spec.isUnpartitioned() ? null : df.partition());
+        PositionDelete<Record> pd = PositionDelete.create();
+        try (PositionDeleteWriter<Record> closing = w) {
+          List<Long> sorted = new ArrayList<>(e.getValue());
+          sorted.sort(null);
+          for (long pos : sorted) {
+            closing.write(pd.set(e.getKey(), pos));
+          }
+        }
+        deletes.add(w.toDeleteFile());
+      }
+    }
+    for (DeleteFile d : deletes) {
+      delta.addDeletes(d);
+    }
+    delta.commit();
+    System.out.println(currentMetadata(table));
+  }
+
+  // ------------------------------------------------------------------
+  // JSON input (docs/jsonl.md "accepted" forms, the subset tests need)
+
+  private static Object fromJson(Type type, JsonNode n) {
+    if (n == null || n.isNull()) {
+      return null;
+    }
+    switch (type.typeId()) {
+      case BOOLEAN:
+        return n.isBoolean() ? n.booleanValue() : Boolean.parseBoolean(n.asText());
+      case INTEGER:
+        return n.isNumber() ? n.intValue() : Integer.parseInt(n.asText());
+      case LONG:
+        return n.isNumber() ? n.longValue() : Long.parseLong(n.asText());
+      case FLOAT:
+        return n.isNumber() ? n.floatValue() : Float.parseFloat(n.asText());
+      case DOUBLE:
+        return n.isNumber() ? n.doubleValue() : Double.parseDouble(n.asText());
+      case DECIMAL:
+        return new BigDecimal(n.asText()).setScale(((Types.DecimalType) type).scale());
+      case DATE:
+        return n.isNumber() ? LocalDate.ofEpochDay(n.longValue()) : LocalDate.parse(n.asText());
+      case TIME:
+        return LocalTime.parse(n.asText());
+      case TIMESTAMP:
+      case TIMESTAMP_NANO: {
+        boolean utc =
+            type.typeId() == Type.TypeID.TIMESTAMP
+                ? ((Types.TimestampType) type).shouldAdjustToUTC()
+                : ((Types.TimestampNanoType) type).shouldAdjustToUTC();
+        String s = n.asText().replace(' ', 'T');
+        LocalDateTime ldt;
+        if (s.endsWith("Z") || s.matches(".*[+-]\\d\\d:\\d\\d$")) {
+          ldt = OffsetDateTime.parse(s.length() == 17 ? s : s).withOffsetSameInstant(ZoneOffset.UTC)
+              .toLocalDateTime();
+        } else {
+          ldt = LocalDateTime.parse(s);
+        }
+        return utc ? ldt.atOffset(ZoneOffset.UTC) : ldt;
+      }
+      case STRING:
+        return n.isTextual() ? n.textValue() : n.toString();
+      case UUID:
+        return UUID.fromString(n.asText());
+      case FIXED:
+        return Base64.getDecoder().decode(n.asText());
+      case BINARY:
+        return ByteBuffer.wrap(Base64.getDecoder().decode(n.asText()));
+      case STRUCT: {
+        Types.StructType st = type.asStructType();
+        GenericRecord r = GenericRecord.create(st);
+        List<Types.NestedField> fields = st.fields();
+        n.fieldNames()
+            .forEachRemaining(
+                k -> {
+                  if (st.field(k) == null) {
+                    throw new IllegalArgumentException("unknown column " + k);
+                  }
+                });
+        for (int i = 0; i < fields.size(); i++) {
+          r.set(i, fromJson(fields.get(i).type(), n.get(fields.get(i).name())));
+        }
+        return r;
+      }
+      case LIST: {
+        List<Object> out = new ArrayList<>();
+        for (JsonNode e : n) {
+          out.add(fromJson(type.asListType().elementType(), e));
+        }
+        return out;
+      }
+      case MAP: {
+        Types.MapType mt = type.asMapType();
+        Map<Object, Object> out = new LinkedHashMap<>();
+        if (n.isObject()) {
+          n.fields().forEachRemaining(e -> out.put(fromJson(mt.keyType(), JSON.getNodeFactory().textNode(e.getKey())),
+              fromJson(mt.valueType(), e.getValue())));
+        } else {
+          for (JsonNode e : n) {
+            out.put(fromJson(mt.keyType(), e.get("key")), fromJson(mt.valueType(), e.get("value")));
+          }
+        }
+        return out;
+      }
+      default:
+        throw new IllegalArgumentException("unsupported type " + type);
+    }
+  }
+}
