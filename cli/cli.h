@@ -35,5 +35,6 @@ int cli_is_help(const char *s);
 /* Subcommands: argv[0] is the subcommand name. */
 int cmd_parquet(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_table(int argc, char **argv);
 
 #endif

@@ -4,6 +4,7 @@
  *   command              file            what
  *   -------------------  --------------  ------------------------------------
  *   parquet <tool> ...   cmd_parquet.c   schema, meta, cat, convert
+ *   table <tool> ...     cmd_table.c     Iceberg tables (docs/tables.md)
  *   demo generate N OUT  cmd_demo.c      sample JSON Lines for `make run`
  *                                        (hidden: not in --help)
  *
@@ -71,6 +72,7 @@ static const struct {
     const char *summary; /* NULL = hidden */
 } commands[] = {
     {"parquet", cmd_parquet, "inspect Parquet files and convert JSON Lines / CSV to Parquet"},
+    {"table", cmd_table, "Iceberg tables: create, append, scan, snapshots, evolve, delete"},
     {"demo", cmd_demo, NULL},
 };
 

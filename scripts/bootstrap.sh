@@ -30,3 +30,12 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.hs-req-*
   touch "$stamp"
 fi
+
+# Java 17+ and Maven for the Java Iceberg interop harness (tests/interop/java,
+# built by scripts/java-harness.sh).  Skipped when both are on PATH.
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+  echo "bootstrap: installing Java and Maven (default-jdk-headless maven)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq default-jdk-headless maven >/dev/null
+fi

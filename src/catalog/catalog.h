@@ -46,13 +46,15 @@
  * Core functions take and return metadata as JSON text (the catalog only
  * needs "location", "properties" and, for path tables, nothing at all); the
  * cat_load / cat_commit / cat_create / cat_commit_with_retry variants wrap them
- * with the iceberg model (ice_metadata_from_json / ice_metadata_to_json).
+ * with the iceberg model (ice_metadata_parse / ice_metadata_to_json).
  *
  * Ownership: cat_catalog handles are freed by cat_free (accepts NULL).  Every
  * char * / char ** returned through an out parameter is owned by the caller
  * and freed with hs_free (string arrays: cat_strv_free).  Catalog handles are
  * not thread-safe; use one per thread (they are cheap) - concurrent writers
- * in threads or processes are exactly what the commit protocol serves.
+ * in threads or processes are exactly what the commit protocol serves.  A
+ * SQL catalog handle holds a SQLite connection: do not use it across fork();
+ * open one per process.  SQLite lock waits time out after 60 s.
  */
 #ifndef HS_CATALOG_CATALOG_H
 #define HS_CATALOG_CATALOG_H
@@ -259,9 +261,14 @@ const char *cat_local_path(const char *uri);
  * close pass a fault point (a failed write/close aborts: no file appears). */
 HS_MUST_USE hs_status cat_io_create(const char *path, bool exclusive, hs_wfile **out,
                                     hs_error *err);
-/* Writes a whole small file (through cat_io_create). */
+/* The same with io.h's HS_WFILE_* flags (EXCLUSIVE, NO_SYNC). */
+HS_MUST_USE hs_status cat_io_create_ex(const char *path, int flags, hs_wfile **out,
+                                       hs_error *err);
+/* Writes a whole small file (through cat_io_create / cat_io_create_ex). */
 HS_MUST_USE hs_status cat_io_write_all(const char *path, bool exclusive, const void *p,
                                        size_t n, hs_error *err);
+HS_MUST_USE hs_status cat_io_write_all_ex(const char *path, int flags, const void *p, size_t n,
+                                          hs_error *err);
 /* Reads a whole small file (one fault point).  HS_NOT_FOUND when absent. */
 HS_MUST_USE hs_status cat_io_read_all(const char *path, hs_buf *out, hs_error *err);
 /* Whether a file exists (one fault point). */

@@ -4,9 +4,9 @@
  *
  *   helper              fault points                 failure leaves
  *   ------------------  ---------------------------  ---------------------------------
- *   cat_io_create       1 at open, 1 per write,      nothing under the final name (the
+ *   cat_io_create(_ex)  1 at open, 1 per write,      nothing under the final name (the
  *                       1 at close                   temporary file is removed)
- *   cat_io_write_all    as cat_io_create             same
+ *   cat_io_write_all(_ex) as cat_io_create           same
  *   cat_io_read_all     1                            -
  *   cat_io_exists       1                            -
  *   cat_io_unlink       1                            the file (not removed)
@@ -43,8 +43,10 @@
 
 /* ---- fault injection ----------------------------------------------------- */
 
-static int64_t g_fault_at;     /* 0 = disarmed */
-static int64_t g_fault_count;  /* fault points passed since arming */
+/* Atomic so that threads passing fault points are not a data race; the
+ * arming itself is meant for single-threaded tests. */
+static _Atomic int64_t g_fault_at;     /* 0 = disarmed */
+static _Atomic int64_t g_fault_count;  /* fault points passed since arming */
 
 void cat_set_io_fault(int64_t fail_at)
 {
@@ -56,10 +58,10 @@ int64_t cat_io_fault_count(void) { return g_fault_count; }
 
 hs_status cat_io_fault_point(const char *what, hs_error *err)
 {
-    g_fault_count++;
-    if (g_fault_at > 0 && g_fault_count == g_fault_at)
-        return hs_err_set(err, HS_IO, "%s: injected fault (I/O step %lld)", what,
-                          (long long)g_fault_count);
+    int64_t k = ++g_fault_count;
+    int64_t at = g_fault_at;
+    if (at > 0 && k == at)
+        return hs_err_set(err, HS_IO, "%s: injected fault (I/O step %lld)", what, (long long)k);
     return HS_OK;
 }
 
@@ -113,7 +115,7 @@ static void fw_abort(hs_wfile *f)
 
 static const hs_wfile_vtbl fault_wvtbl = { fw_write, fw_close, fw_abort };
 
-hs_status cat_io_create(const char *path, bool exclusive, hs_wfile **out, hs_error *err)
+hs_status cat_io_create_ex(const char *path, int flags, hs_wfile **out, hs_error *err)
 {
     *out = NULL;
     HS_TRY(cat_io_fault_point(path, err));
@@ -124,7 +126,7 @@ hs_status cat_io_create(const char *path, bool exclusive, hs_wfile **out, hs_err
         hs_free(name);
         return hs_err_nomem(err, sizeof *w);
     }
-    hs_status st = hs_local_create(path, exclusive, &w->inner, err);
+    hs_status st = hs_local_create_ex(path, flags, &w->inner, err);
     if (st != HS_OK) {
         hs_free(w);
         hs_free(name);
@@ -136,17 +138,28 @@ hs_status cat_io_create(const char *path, bool exclusive, hs_wfile **out, hs_err
     return HS_OK;
 }
 
-hs_status cat_io_write_all(const char *path, bool exclusive, const void *p, size_t n,
-                           hs_error *err)
+hs_status cat_io_create(const char *path, bool exclusive, hs_wfile **out, hs_error *err)
+{
+    return cat_io_create_ex(path, exclusive ? HS_WFILE_EXCLUSIVE : 0, out, err);
+}
+
+hs_status cat_io_write_all_ex(const char *path, int flags, const void *p, size_t n,
+                              hs_error *err)
 {
     hs_wfile *w;
-    HS_TRY(cat_io_create(path, exclusive, &w, err));
+    HS_TRY(cat_io_create_ex(path, flags, &w, err));
     hs_status st = hs_wfile_write(w, p, n, err);
     if (st != HS_OK) {
         hs_wfile_abort(w);
         return st;
     }
     return hs_wfile_close(w, err);
+}
+
+hs_status cat_io_write_all(const char *path, bool exclusive, const void *p, size_t n,
+                           hs_error *err)
+{
+    return cat_io_write_all_ex(path, exclusive ? HS_WFILE_EXCLUSIVE : 0, p, n, err);
 }
 
 /* ---- reading and directories ---------------------------------------------- */

@@ -8,7 +8,8 @@
  * Finding the current version (find_current):
  *   1. read version-hint.text; if it holds only digits (pyiceberg uses it only
  *      when str.isnumeric(); we also skip surrounding whitespace, as Java
- *      does) and v<N>.metadata.json exists, probe v<N+1>, v<N+2>, ... and take
+ *      does, and accept "v<N>.metadata.json", which pyiceberg also reads)
+ *      and v<N>.metadata.json exists, probe v<N+1>, v<N+2>, ... and take
  *      the last one present (the hint may be stale: it is rewritten after the
  *      commit point, best effort);
  *   2. otherwise (hint missing, garbage, or naming a missing file) list
@@ -20,8 +21,9 @@
  *   2. create v<N+1>.metadata.json exclusively (io.c: write under a temporary
  *      name, then link(); EEXIST -> HS_CONFLICT: someone committed since the
  *      base was loaded).  This link is the commit point;
- *   3. rewrite version-hint.text (temporary file + rename), best effort: a
- *      failure here does not fail the commit, readers probe upward.
+ *   3. rewrite version-hint.text (temporary file + rename, without fsync:
+ *      it is advisory), best effort: a failure here does not fail the
+ *      commit, readers probe upward and treat a garbage hint as absent.
  * Versions are created only as N+1 of an existing N, so they are contiguous
  * and "v<N+1> absent" means "v<N> is current".
  *
@@ -123,6 +125,13 @@ static hs_status read_hint(const char *dir, int64_t *version, hs_error *err)
         i++;
     while (n > i && isspace(b.data[n - 1]))
         n--;
+    /* pyiceberg also accepts "v<N>.metadata.json" (and Java writes only the
+     * number): strip the decorations around N. */
+    static const char sfx[] = ".metadata.json";
+    if (n - i > sizeof sfx - 1 && memcmp(b.data + n - (sizeof sfx - 1), sfx, sizeof sfx - 1) == 0)
+        n -= sizeof sfx - 1;
+    if (n - i > 1 && b.data[i] == 'v')
+        i++;
     int64_t v = 0;
     bool ok = n > i && n - i <= 18;
     for (size_t k = i; ok && k < n; k++) {
@@ -225,7 +234,7 @@ static void write_hint(const char *dir, int64_t v)
     int n = snprintf(num, sizeof num, "%" PRId64, v);
     hs_error ignored = { 0 };
     if (p)
-        (void)!cat_io_write_all(p, false, num, (size_t)n, &ignored);
+        (void)!cat_io_write_all_ex(p, HS_WFILE_NO_SYNC, num, (size_t)n, &ignored);
     hs_free(p);
 }
 
@@ -328,26 +337,17 @@ static hs_status p_drop(cat_catalog *c, const char *ident, bool purge, hs_error 
     if (st == HS_OK && purge) {
         st = cat_io_remove_tree(dir, err);
     } else if (st == HS_OK) {
-        /* Hint first, then versions from the newest down: at every step the
-         * table is either intact or has no metadata newer than what remains. */
+        /* Hint first, then versions from the oldest up: if this stops half
+         * way, the newest version is still there and the table still loads
+         * at its current metadata (never at an older one). */
         char *hint = cat_sprintf("%s/metadata/version-hint.text", dir);
         st = hint ? cat_io_unlink(hint, err) : hs_err_nomem(err, strlen(dir));
         hs_free(hint);
-        char *md = cat_sprintf("%s/metadata", dir);
-        char **names = NULL;
-        size_t n = 0;
-        if (st == HS_OK)
-            st = md ? cat_io_list_dir(md, &names, &n, err) : hs_err_nomem(err, 0);
-        for (size_t i = 0; st == HS_OK && i < n; i++) {
-            int64_t x;
-            if (!parse_version_name(names[i], &x))
-                continue;
-            char *f = cat_path_join(md, names[i]);
-            st = f ? cat_io_unlink(f, err) : hs_err_nomem(err, 0);
+        for (int64_t x = 0; st == HS_OK && x <= v; x++) {
+            char *f = version_path(dir, x);
+            st = f ? cat_io_unlink(f, err) : hs_err_nomem(err, strlen(dir));
             hs_free(f);
         }
-        cat_strv_free(names, n);
-        hs_free(md);
     }
     hs_free(dir);
     return st;

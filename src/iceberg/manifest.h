@@ -235,5 +235,22 @@ char *ice_manifest_list_debug_json(const char *path, hs_error *err);
 char *ice_manifest_debug_json(const char *manifest_path, const char *list_path, int mf_index,
                               hs_error *err);
 void ice_manifest_debug_free(char *s);
+/* Writes a manifest and a one-manifest list from a JSON description (for the
+ * oracle tests):
+ *   {"format_version": 2, "schema": {iceberg schema}, "spec": {spec object},
+ *    "snapshot_id": 1, "parent_id": null, "sequence_number": 1,
+ *    "first_row_id": 0, "codec": "deflate" | "null",
+ *    "entries": [{"status": 1, "content": 0, "file_path": "...",
+ *                 "record_count": 10, "file_size_in_bytes": 100,
+ *                 "partition": [single-value JSON per spec field],
+ *                 "column_sizes": {"1": 5}, "value_counts": {..},
+ *                 "null_value_counts": {..}, "nan_value_counts": {..},
+ *                 "lower_bounds": {"1": "hex"}, "upper_bounds": {..},
+ *                 "split_offsets": [4], "sort_order_id": 0,
+ *                 "referenced_data_file": "...", "content_offset": 4,
+ *                 "content_size_in_bytes": 40}]}
+ * to manifest_path and list_path (local files).  Returns an hs_status. */
+int ice_manifest_debug_write(const char *json, const char *manifest_path, const char *list_path,
+                             hs_error *err);
 
 #endif

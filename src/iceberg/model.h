@@ -551,6 +551,10 @@ void ice_debug_free(void *p);
  * into out (NUL-terminated).  Returns an hs_status. */
 int ice_debug_transform(const char *transform, const char *type, const char *value_json,
                         char *out, size_t out_len, hs_error *err);
+/* ice_metadata_new from JSON inputs (schema object, spec object or NULL, sort
+ * order object or NULL); returns the metadata JSON (free with ice_debug_free). */
+char *ice_debug_new_metadata(const char *location, const char *schema_json, const char *spec_json,
+                             const char *sort_json, int format_version, hs_error *err);
 /* Single-value binary serialization of a JSON value of `type`, as lowercase hex. */
 int ice_debug_value_to_bytes(const char *type, const char *value_json, char *out_hex,
                              size_t out_len, hs_error *err);

@@ -256,8 +256,8 @@ hs_status ice_dv_decode(const char *name, const uint8_t *buf, size_t len, roarin
             return HS_CORRUPT_AT(err, "%s: deletion vector bitmap keys not ascending", name);
         }
         last_key = key;
-        size_t used;
-        uint64_t card;
+        size_t used = 0;
+        uint64_t card = 0;
         hs_status s = rb_check(name, v + pos, vlen - pos, &used, &card, err);
         if (s != HS_OK) {
             rb_free(result);
@@ -540,3 +540,92 @@ const char *ice_puffin_blob_prop(const ice_puffin_blob *b, const char *key)
             return b->prop_values[i];
     return NULL;
 }
+
+/* ---- ctypes helpers ---- */
+
+static char *dump_and_copy(json_t *j, hs_error *err)
+{
+    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    char *r = s ? hs_strdup(s) : NULL;
+    free(s);
+    if (!r)
+        hs_err_nomem(err, 0);
+    return r;
+}
+
+char *ice_puffin_debug_write(const char *path, const char *json, hs_error *err)
+{
+    json_error_t je;
+    json_t *root = json_loads(json, 0, &je);
+    if (!json_is_array(root)) {
+        json_decref(root);
+        hs_err_set(err, HS_INVALID, "puffin debug: expected a JSON array");
+        return NULL;
+    }
+    size_t n = json_array_size(root);
+    ice_dv_input *dvs = hs_calloc(n + 1, sizeof *dvs);
+    ice_blob_loc *locs = hs_calloc(n + 1, sizeof *locs);
+    hs_status s = dvs && locs ? HS_OK : hs_err_nomem(err, 0);
+    for (size_t i = 0; i < n && s == HS_OK; i++) {
+        json_t *d = json_array_get(root, i), *pos = json_object_get(d, "positions");
+        roaring_bitmap_t *b = roaring_bitmap_create();
+        if (!b) {
+            s = hs_err_nomem(err, 0);
+            break;
+        }
+        for (size_t k = 0; k < json_array_size(pos); k++)
+            roaring_bitmap_add(b, (uint32_t)json_integer_value(json_array_get(pos, k)));
+        dvs[i].positions = b;
+        dvs[i].referenced_data_file = json_string_value(json_object_get(d, "file"));
+    }
+    hs_wfile *w = NULL;
+    if (s == HS_OK)
+        s = hs_local_create(path, false, &w, err);
+    if (s == HS_OK) {
+        s = ice_puffin_write_dvs(w, dvs, (int)n, NULL, locs, err);
+        if (s == HS_OK)
+            s = hs_wfile_close(w, err);
+        else
+            hs_wfile_abort(w);
+    }
+    char *out = NULL;
+    if (s == HS_OK) {
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < n; i++)
+            json_array_append_new(arr, json_pack("{s:I, s:I, s:I}", "offset", (json_int_t)locs[i].offset,
+                                                 "length", (json_int_t)locs[i].length, "cardinality",
+                                                 (json_int_t)locs[i].cardinality));
+        out = dump_and_copy(arr, err);
+    }
+    for (size_t i = 0; dvs && i < n; i++)
+        rb_free((roaring_bitmap_t *)dvs[i].positions);
+    hs_free(dvs);
+    hs_free(locs);
+    json_decref(root);
+    return out;
+}
+
+static bool collect_pos(uint32_t v, void *ctx)
+{
+    return json_array_append_new((json_t *)ctx, json_integer(v)) == 0;
+}
+
+char *ice_puffin_debug_read(const char *path, int64_t offset, int64_t length, hs_error *err)
+{
+    hs_file *f;
+    if (hs_local_open(path, &f, err) != HS_OK)
+        return NULL;
+    roaring_bitmap_t *b = NULL;
+    hs_status s = ice_dv_read(f, offset, length, &b, err);
+    hs_file_close(f);
+    if (s != HS_OK)
+        return NULL;
+    json_t *arr = json_array();
+    if (arr)
+        roaring_iterate(b, collect_pos, arr);
+    roaring_bitmap_free(b);
+    return dump_and_copy(arr, err);
+}
+
+void ice_puffin_debug_free(char *s) { hs_free(s); }

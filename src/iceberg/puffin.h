@@ -94,4 +94,14 @@ HS_MUST_USE hs_status ice_puffin_read_footer(hs_file *f, hs_arena *arena,
 /* Property value of a blob or NULL. */
 const char *ice_puffin_blob_prop(const ice_puffin_blob *b, const char *key);
 
+/* ctypes helpers for the oracle tests.  ice_puffin_debug_write: writes a
+ * Puffin file of deletion vectors described by JSON
+ * [{"file": "data/a.parquet", "positions": [0, 5, ...]}, ...] to the local
+ * path and returns JSON [{"offset":..,"length":..,"cardinality":..}] (caller
+ * frees with ice_puffin_debug_free), NULL on error.  ice_puffin_debug_read:
+ * the positions of the blob at (offset, length) as a JSON array. */
+char *ice_puffin_debug_write(const char *path, const char *json, hs_error *err);
+char *ice_puffin_debug_read(const char *path, int64_t offset, int64_t length, hs_error *err);
+void ice_puffin_debug_free(char *s);
+
 #endif

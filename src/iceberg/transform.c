@@ -191,7 +191,12 @@ int32_t ice_bucket_hash(const ice_value *v)
     }
 }
 
-static int64_t trunc_int(int64_t v, int64_t w) { return v - (((v % w) + w) % w); }
+/* v - (((v % w) + w) % w), wrapping on overflow as Java's long arithmetic does */
+static int64_t trunc_int(int64_t v, int64_t w)
+{
+    int64_t mod = ((v % w) + w) % w;
+    return (int64_t)((uint64_t)v - (uint64_t)mod);
+}
 
 static hs_status apply_time(const ice_transform *t, const ice_value *in, ice_value *out)
 {
@@ -662,7 +667,7 @@ hs_status ice_spec_from_jansson(const json_t *j, int32_t spec_id_if_array, const
 
 hs_status ice_spec_to_json(const ice_partition_spec *s, hs_buf *out, hs_error *err)
 {
-    json_t *j;
+    json_t *j = NULL;
     HS_TRY(ice_spec_to_jansson(s, false, &j, err));
     hs_status st = ice_json_dump(j, out, false);
     json_decref(j);
@@ -671,7 +676,7 @@ hs_status ice_spec_to_json(const ice_partition_spec *s, hs_buf *out, hs_error *e
 
 hs_status ice_spec_fields_to_json(const ice_partition_spec *s, hs_buf *out, hs_error *err)
 {
-    json_t *j;
+    json_t *j = NULL;
     HS_TRY(ice_spec_to_jansson(s, true, &j, err));
     hs_status st = ice_json_dump(j, out, false);
     json_decref(j);
@@ -828,7 +833,7 @@ hs_status ice_sort_order_from_jansson(const json_t *j, const char *what, ice_sor
 
 hs_status ice_sort_order_to_json(const ice_sort_order *o, hs_buf *out, hs_error *err)
 {
-    json_t *j;
+    json_t *j = NULL;
     HS_TRY(ice_sort_order_to_jansson(o, &j, err));
     hs_status st = ice_json_dump(j, out, false);
     json_decref(j);

@@ -697,17 +697,32 @@ badlen:
 
 hs_status ice_json_nomem(hs_error *err) { return hs_err_set(err, HS_NOMEM, "out of memory building JSON"); }
 
+typedef struct dump_ctx {
+    hs_buf *out;
+    bool failed;
+} dump_ctx;
+
 static int dump_cb(const char *p, size_t n, void *ctx)
 {
-    return hs_buf_append((hs_buf *)ctx, p, n) == HS_OK ? 0 : -1;
+    dump_ctx *d = ctx;
+    /* jansson ignores some callback failures: remember them ourselves */
+    if (d->failed || hs_buf_append(d->out, p, n) != HS_OK) {
+        d->failed = true;
+        return -1;
+    }
+    return 0;
 }
 
 hs_status ice_json_dump(const json_t *j, hs_buf *out, bool pretty)
 {
     size_t flags = JSON_ENCODE_ANY | JSON_REAL_PRECISION(17);
     flags |= pretty ? JSON_INDENT(2) : JSON_COMPACT;
-    if (json_dump_callback(j, dump_cb, out, flags) != 0)
+    size_t start = out->len;
+    dump_ctx d = {out, false};
+    if (json_dump_callback(j, dump_cb, &d, flags) != 0 || d.failed) {
+        out->len = start;
         return HS_NOMEM;
+    }
     return HS_OK;
 }
 

@@ -28,8 +28,10 @@
  * pages a prune callback vetoes), then per batch a list of (skip, take) runs.
  * Every projected leaf has a cursor (pq_cursor) that executes the same runs:
  *
- *   sequential mode  the whole column chunk is read with one range read; pages
- *                    are walked in order; a page wholly inside a skip whose row
+ *   sequential mode  the column chunk is read with one range read when it is at
+ *                    most 8 MiB, else through an 8 MiB window (a page that is
+ *                    larger gets a read of its own); pages are walked in
+ *                    order; a page wholly inside a skip whose row
  *                    count is known from its header (flat columns, v2 pages)
  *                    is passed over without decompression.
  *   page mode        with an OffsetIndex and a partial selection: only the
@@ -74,6 +76,7 @@
 #define PQ_MAX_PAGE_VALUES ((int64_t)1 << 26)
 #define PQ_FOOTER_CACHE_MAX 64
 #define PQ_IDX_CHUNK 1024
+#define PQ_WINDOW ((size_t)8 << 20)  /* sequential read window */
 
 /* ===================================================================== */
 /* footer cache                                                           */
@@ -622,8 +625,10 @@ typedef struct pq_cursor {
     int own_from;                    /* first node on the path this leaf fills */
     /* chunk bytes (sequential) or the current page's bytes (page mode) */
     hs_buf chunk;
-    uint64_t chunk_off;              /* file offset of chunk.data[0] */
-    size_t pos;                      /* sequential: next page header */
+    uint64_t chunk_off;              /* file offset of the chunk (page mode: of the page) */
+    size_t chunk_total;              /* sequential: bytes in the chunk */
+    size_t win_off;                  /* sequential: chunk offset of chunk.data[0] */
+    size_t pos;                      /* sequential: next page header, chunk-relative */
     bool page_mode;
     const pq_offset_index *oi;
     int next_page;                   /* page mode: next OffsetIndex entry */
@@ -658,6 +663,8 @@ typedef struct pq_cursor {
     hs_buf hv;                       /* uint8 per leaf slot: has a value */
     hs_buf tmp;                      /* index scratch */
     hs_buf bools;                    /* booleans of one run, one byte each */
+    int64_t last_slots;              /* leaf slots and value bytes of the previous */
+    size_t last_bytes;               /* batch: the next one reserves as much up front */
 } pq_cursor;
 
 static void cursor_free(pq_cursor *c)
@@ -684,8 +691,6 @@ static hs_status cursor_ctx(pq_cursor *c, hs_status st, hs_error *err)
                       c->leaf->dotted, (unsigned long long)c->page_off);
     return st;
 }
-
-#define CUR_CORRUPT(c, err, ...) HS_CORRUPT_AT(err, __VA_ARGS__)
 
 /* Bytes of the current page body: decompresses src into page_buf unless uncompressed. */
 static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, size_t unc_len,
@@ -785,10 +790,12 @@ static hs_status load_dict(pq_cursor *c, const pq_page_header *h, const uint8_t 
 
 static hs_status levels_check(const uint16_t *lv, int64_t n, int max, const char *what, hs_error *err)
 {
-    uint16_t bad = 0;
+    if ((max & (max + 1)) == 0)
+        return HS_OK;  /* 2^k - 1: the bit width cannot express anything larger */
+    uint16_t m = 0;
     for (int64_t i = 0; i < n; i++)
-        bad |= (uint16_t)(lv[i] > max);
-    if (bad)
+        m = lv[i] > m ? lv[i] : m;
+    if (m > max)
         return HS_CORRUPT_AT(err, "%s level above its maximum %d", what, max);
     return HS_OK;
 }
@@ -812,10 +819,13 @@ static hs_status setup_values(pq_cursor *c, pq_encoding enc, const uint8_t *p, s
 {
     const pq_leaf *lf = c->leaf;
     const pq_schema_element *e = lf->elem;
-    int64_t k = 0;
-    if (lf->max_def == 0) {
-        k = c->lvl_n;
-    } else {
+    /* values present in the page: counted only where a decoder needs it up
+     * front; the in-place sources check their bounds as they read */
+    int64_t k = c->lvl_n;
+    bool staged = enc == PQ_ENC_DELTA_BINARY_PACKED || enc == PQ_ENC_DELTA_LENGTH_BYTE_ARRAY ||
+                  enc == PQ_ENC_DELTA_BYTE_ARRAY || enc == PQ_ENC_BYTE_STREAM_SPLIT;
+    if (lf->max_def > 0 && staged) {
+        k = 0;
         for (int64_t i = 0; i < c->lvl_n; i++)
             k += c->def[i] == lf->max_def;
     }
@@ -825,23 +835,16 @@ static hs_status setup_values(pq_cursor *c, pq_encoding enc, const uint8_t *p, s
     c->bitpos = 0;
     c->staged_n = c->staged_pos = 0;
     c->vs = VS_NONE;
-    if (k == 0)
-        return HS_OK;
+    if (k == 0 || (len == 0 && !staged))
+        return HS_OK;  /* reads of values, if levels ask for any, fail */
     switch (enc) {
     case PQ_ENC_PLAIN:
         c->vs = e->type == PQ_BOOLEAN ? VS_PLAIN_BOOL : VS_PLAIN;
-        if (e->type == PQ_BOOLEAN && (uint64_t)k > (uint64_t)len * 8)
-            return HS_CORRUPT_AT(err, "%lld booleans in %zu bytes", (long long)k, len);
-        if (e->type != PQ_BOOLEAN && lf->phys_width > 0 && (uint64_t)k * (uint64_t)lf->phys_width > len)
-            return HS_CORRUPT_AT(err, "%lld values of %d bytes in %zu bytes", (long long)k,
-                                 lf->phys_width, len);
         return HS_OK;
     case PQ_ENC_PLAIN_DICTIONARY:
     case PQ_ENC_RLE_DICTIONARY: {
         if (!c->has_dict)
             return HS_CORRUPT_AT(err, "dictionary-encoded page without a dictionary page");
-        if (len < 1)
-            return HS_CORRUPT_AT(err, "dictionary-encoded page without index bit width");
         int bw = p[0];
         if (bw > 32)
             return HS_CORRUPT_AT(err, "dictionary index bit width %d", bw);
@@ -972,6 +975,25 @@ static int64_t header_rows(const pq_cursor *c, const pq_page_header *h)
     return -1;
 }
 
+/* Sequential mode reads a column chunk through a window of at least
+ * PQ_WINDOW bytes (one read for chunks up to that size), so a large chunk
+ * never sits in memory whole.  Makes [off, off + need) of the chunk
+ * (chunk-relative) available in c->chunk at c->win_off. */
+static hs_status seq_window(pq_cursor *c, size_t off, size_t need, hs_error *err)
+{
+    if (off >= c->win_off && off + need <= c->win_off + c->chunk.len)
+        return HS_OK;
+    size_t len = c->chunk_total - off;
+    if (len > PQ_WINDOW && need <= PQ_WINDOW)
+        len = PQ_WINDOW;
+    else if (len > PQ_WINDOW)
+        len = need;
+    HS_TRY(hs_file_read_buf(c->r->f, c->chunk_off + off, len, &c->chunk, err));
+    c->stats->bytes_read += (int64_t)len;
+    c->win_off = off;
+    return HS_OK;
+}
+
 /* Sequential mode: moves to the next data page.  While skip_rows > 0, pages
  * wholly inside the skip are passed over undecoded and their rows subtracted
  * from *skip_rows.  *eof when the chunk has no more pages. */
@@ -980,22 +1002,39 @@ static hs_status seq_next_page(pq_cursor *c, int64_t *skip_rows, bool *eof, hs_e
     *eof = false;
     c->in_page = false;
     for (;;) {
-        if (c->pos >= c->chunk.len) {
+        if (c->pos >= c->chunk_total) {
             *eof = true;
             return HS_OK;
         }
         c->page_off = c->chunk_off + c->pos;
+        size_t rem = c->chunk_total - c->pos;
         pq_page_header h;
         size_t used = 0;
-        hs_arena_reset(&c->hdr_arena);
-        HS_TRY(pq_decode_page_header(c->chunk.data + c->pos, c->chunk.len - c->pos, &c->hdr_arena, &h,
-                                     &used, err));
-        if (used == 0 || used > c->chunk.len - c->pos)
+        /* the header: from what the window holds; a failure with the window
+         * short of the chunk's end retries with a larger window */
+        size_t want = rem < 65536 ? rem : 65536;
+        for (;;) {
+            HS_TRY(seq_window(c, c->pos, want, err));
+            size_t hav = c->win_off + c->chunk.len - c->pos;
+            hs_error e1 = { 0 };
+            hs_arena_reset(&c->hdr_arena);
+            hs_status hs = pq_decode_page_header(c->chunk.data + (c->pos - c->win_off), hav,
+                                                 &c->hdr_arena, &h, &used, &e1);
+            if (hs == HS_OK)
+                break;
+            if (hav >= rem || hs == HS_NOMEM) {
+                if (err && err->code == HS_OK)
+                    *err = e1;
+                return hs;
+            }
+            want = hav * 8 < rem ? hav * 8 : rem;
+        }
+        if (used == 0 || used > rem)
             return HS_CORRUPT_AT(err, "page header overruns the column chunk");
-        size_t avail = c->chunk.len - c->pos - used;
-        HS_TRY(check_header(c, &h, avail, err));
-        const uint8_t *body = c->chunk.data + c->pos + used;
+        HS_TRY(check_header(c, &h, rem - used, err));
         size_t blen = (size_t)h.compressed_page_size;
+        HS_TRY(seq_window(c, c->pos, used + blen, err));
+        const uint8_t *body = c->chunk.data + (c->pos - c->win_off) + used;
         c->pos += used + blen;
         if (h.type == PQ_PAGE_DICTIONARY) {
             const uint8_t *p = NULL;
@@ -1244,6 +1283,59 @@ static hs_status vs_skip(pq_cursor *c, int64_t k, hs_error *err)
 
 /* ---------- leaf output ---------- */
 
+/* Validity bits [base, base + n) from hv (NULL: all set). */
+static void write_bits(uint8_t *bits, int64_t base, const uint8_t *hv, int64_t n)
+{
+    int64_t s = 0;
+    for (; s < n && ((base + s) & 7); s++)
+        put_bit(bits, base + s, hv ? hv[s] : 1);
+    uint8_t *out = bits + ((base + s) >> 3);
+    if (!hv) {
+        int64_t full = (n - s) >> 3;
+        memset(out, 0xff, (size_t)full);
+        s += full * 8;
+    } else {
+        for (; s + 8 <= n; s += 8) {
+            const uint8_t *h = hv + s;
+            *out++ = (uint8_t)(h[0] | h[1] << 1 | h[2] << 2 | h[3] << 3 | h[4] << 4 | h[5] << 5 |
+                               h[6] << 6 | h[7] << 7);
+        }
+    }
+    for (; s < n; s++)
+        put_bit(bits, base + s, hv ? hv[s] : 1);
+}
+
+/* Spreads k dense values at dst over n slots (hv[s]: slot s has a value),
+ * backwards so it works in place; empty slots become zero. */
+#define PQ_SPREAD(name, T)                                                    \
+    static void name(uint8_t *dst, const uint8_t *hv, int64_t n, int64_t k)  \
+    {                                                                         \
+        T *d = (T *)(void *)dst;                                              \
+        int64_t src = k - 1;                                                  \
+        for (int64_t s = n - 1; s >= 0; s--) {                                \
+            T v = 0;                                                          \
+            if (hv[s])                                                        \
+                memcpy(&v, &d[src--], sizeof v);                              \
+            memcpy(&d[s], &v, sizeof v);                                      \
+        }                                                                     \
+    }
+PQ_SPREAD(spread4, uint32_t)
+PQ_SPREAD(spread8, uint64_t)
+
+static void spread_any(uint8_t *dst, const uint8_t *hv, int64_t n, int64_t k, int w)
+{
+    int64_t src = k - 1;
+    for (int64_t s = n - 1; s >= 0; s--) {
+        if (hv[s]) {
+            if (src != s)
+                memcpy(dst + (size_t)s * w, dst + (size_t)src * w, (size_t)w);
+            src--;
+        } else {
+            memset(dst + (size_t)s * w, 0, (size_t)w);
+        }
+    }
+}
+
 /* STRING/BINARY slots: values appended slot by slot (dictionary indices are
  * decoded PQ_IDX_CHUNK at a time and the bytes reserved once per chunk). */
 static hs_status leaf_emit_bytes(pq_cursor *c, hs_column *col, int64_t n, const uint8_t *hv,
@@ -1348,14 +1440,7 @@ static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_
     if (col_prep(col, an->nullable, n) != HS_OK)
         return hs_err_nomem(err, (size_t)n);
     if (an->nullable) {
-        uint8_t *vb = col->validity.data;
-        if (hv) {
-            for (int64_t s = 0; s < n; s++)
-                put_bit(vb, base + s, hv[s]);
-        } else {
-            for (int64_t s = 0; s < n; s++)
-                hs_bit_set(vb, base + s);
-        }
+        write_bits(col->validity.data, base, hv, n);
         col->null_count += n - k;
         col->validity.len = (size_t)((base + n + 7) / 8);
     }
@@ -1386,16 +1471,12 @@ static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_
     uint8_t *dst = col->values.data + (size_t)base * w;
     HS_TRY(vs_read_fixed(c, dst, k, err));
     if (k < n) {
-        int64_t src = k - 1;
-        for (int64_t s = n - 1; s >= 0; s--) {
-            if (hv[s]) {
-                if (src != s)
-                    memcpy(dst + (size_t)s * w, dst + (size_t)src * w, (size_t)w);
-                src--;
-            } else {
-                memset(dst + (size_t)s * w, 0, (size_t)w);
-            }
-        }
+        if (w == 4)
+            spread4(dst, hv, n, k);
+        else if (w == 8)
+            spread8(dst, hv, n, k);
+        else
+            spread_any(dst, hv, n, k, w);
     }
     col->values.len = (size_t)(base + n) * w;
     col->length += n;
@@ -1413,6 +1494,61 @@ static hs_status hv_room(pq_cursor *c, size_t n, size_t keep, hs_error *err)
             return hs_err_nomem(err, n);
         c->hv.len = 0;
     }
+    return HS_OK;
+}
+
+/* Fast path of assemble(): a top-level list (or map) whose element is the
+ * leaf, e.g. list<float> embeddings.  A list slot starts at every r == 0. */
+static hs_status assemble_list1(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    const pq_anode *L = lf->path[0];
+    hs_column *lc = cols[0], *leafcol = cols[1];
+    int64_t n = b - a;
+    if (col_prep(lc, L->nullable, n) != HS_OK)
+        return hs_err_nomem(err, (size_t)n);
+    HS_TRY(hv_room(c, (size_t)n + 1, 0, err));
+    const uint16_t *def = c->def, *rep = c->rep;
+    uint8_t *hv = c->hv.data, *vb = lc->validity.data;
+    int32_t *offs = (int32_t *)lc->offsets.data;
+    int64_t len = lc->length, nl = 0, k = 0, nulls = 0;
+    int64_t leaf_base = leafcol->length;
+    uint16_t dv = (uint16_t)L->def_valid, reach = (uint16_t)lf->path[1]->def_reach;
+    uint16_t md = (uint16_t)lf->max_def;
+    if (leaf_base + n > INT32_MAX)
+        return hs_err_set(err, HS_UNSUPPORTED, "more than 2^31 list elements in one batch");
+    if (reach == md && !L->nullable) {
+        /* required elements in a non-null list: every element slot has a value */
+        for (int64_t i = a; i < b; i++) {
+            uint16_t d = def ? def[i] : md;
+            if (rep[i] == 0)
+                offs[len++] = (int32_t)(leaf_base + nl);
+            nl += d >= md;
+        }
+        k = nl;
+    } else {
+        for (int64_t i = a; i < b; i++) {
+            uint16_t d = def ? def[i] : md;
+            if (rep[i] == 0) {
+                if (L->nullable) {
+                    put_bit(vb, len, d >= dv);
+                    nulls += d < dv;
+                }
+                offs[len++] = (int32_t)(leaf_base + nl);
+            }
+            uint8_t has = d >= md;
+            hv[nl] = has;
+            k += has;
+            nl += d >= reach;
+        }
+    }
+    lc->null_count += nulls;
+    HS_TRY(leaf_emit(c, leafcol, nl, k == nl ? NULL : hv, k, err));
+    lc->length = len;
+    if (L->nullable)
+        lc->validity.len = (size_t)((len + 7) / 8);
+    offs[len] = (int32_t)leafcol->length;
+    lc->offsets.len = (size_t)(len + 1) * 4;
     return HS_OK;
 }
 
@@ -1436,6 +1572,9 @@ static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, 
         }
         return leaf_emit(c, leafcol, n, k == n ? NULL : hv, k, err);
     }
+    if (depth == 2 && c->own_from == 0 && lf->path[0]->kind == PQ_AN_LIST &&
+        !(lf->path[0]->type == HS_TYPE_FIXED_LIST && lf->path[0]->nullable))
+        return assemble_list1(c, a, b, cols, err);
     /* general: walk the owned nodes for every entry */
     int64_t len[2 * PQ_MAX_NESTING + 8];
     for (int j = c->own_from; j < depth - 1; j++) {
@@ -1651,6 +1790,8 @@ static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error 
     c->lvl_n = c->lvl_pos = 0;
     c->vs = VS_NONE;
     hs_buf_reset(&c->chunk);
+    c->chunk_total = 0;
+    c->win_off = 0;
     if (!cc->has_meta_data)
         return HS_CORRUPT_AT(err, "column chunk without metadata");
     if (cc->file_path)
@@ -1692,10 +1833,10 @@ static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error 
             return read_dict_region(c, start, oi->pages[0].offset, err);
         }
     }
-    HS_TRY(hs_file_read_buf(r->f, (uint64_t)start, (size_t)len, &c->chunk, err));
     c->chunk_off = (uint64_t)start;
-    c->stats->bytes_read += len;
-    return HS_OK;
+    c->chunk_total = (size_t)len;
+    c->win_off = 0;
+    return HS_OK;  /* seq_next_page reads through the window */
 }
 
 static void cursor_close_rg(pq_cursor *c)
@@ -2197,6 +2338,15 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
     for (int i = 0; i < s->n_cur && st == HS_OK; i++) {
         pq_cursor *c = &s->cur[i];
         st = leaf_cols(c->leaf, b->cols[s->cur_col[i]], cols, err);
+        hs_column *lc = st == HS_OK ? cols[c->leaf->depth - 1] : NULL;
+        if (lc && c->leaf->depth > 1 && c->last_slots > 0) {
+            /* nested leaves: their slot count is not the row count, so reserve
+             * what the previous batch needed instead of growing by doubling */
+            if (cb_reserve(&lc->values, c->last_bytes) != HS_OK ||
+                (lc->type == HS_TYPE_STRING || lc->type == HS_TYPE_BINARY
+                     ? cb_reserve(&lc->offsets, (size_t)(c->last_slots + 1) * 4) : HS_OK) != HS_OK)
+                st = hs_err_nomem(err, c->last_bytes);
+        }
         for (size_t k = 0; k < n_runs && st == HS_OK; k++) {
             st = cur_skip(c, runs[k].skip, err);
             if (st == HS_OK)
@@ -2204,6 +2354,10 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
         }
         if (st != HS_OK)
             st = cursor_ctx(c, st, err);
+        else if (lc) {
+            c->last_slots = lc->length;
+            c->last_bytes = lc->values.len;
+        }
     }
     const pq_schema_info *si = &s->r->ft->schema;
     for (int i = 0; i < s->n_cols && st == HS_OK; i++) {

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *tbl_local(const char *s) { return cat_local_path(s); }
 
@@ -299,6 +300,22 @@ hs_status hs_table_create(hs_catalog *cat, const char *name, const hs_table_crea
                 st = hs_err_nomem(err, strlen(opt->location));
         } else {
             st = cat_default_location(cat->cat, name, &location, err);
+        }
+    }
+    if (st == HS_OK && location[0] != '/' && !strstr(location, "://") &&
+        strncmp(location, "file:", 5) != 0) {
+        /* a relative directory: other engines resolve paths in the metadata
+         * against their own working directory, so store it absolute */
+        char cwd[4096];
+        hs_buf abs = {0};
+        if (!getcwd(cwd, sizeof cwd) || hs_buf_printf(&abs, "%s/%s", cwd, location) != HS_OK) {
+            hs_buf_free(&abs);
+            st = hs_err_set(err, HS_IO, "cannot resolve relative table location \"%s\"",
+                            location);
+        } else {
+            hs_free(location);
+            size_t n;
+            location = (char *)hs_buf_detach(&abs, &n);
         }
     }
     if (st == HS_OK)

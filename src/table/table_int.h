@@ -44,6 +44,13 @@ struct hs_table {
     ice_table_metadata meta;      /* owned */
 };
 
+/* roaring_bitmap_free that accepts NULL (older CRoaring does not). */
+static inline void tbl_bitmap_free(roaring_bitmap_t *b)
+{
+    if (b)
+        roaring_bitmap_free(b);
+}
+
 /* Local path of a location string (file:// stripped), borrowed from s. */
 const char *tbl_local(const char *s);
 
@@ -81,6 +88,8 @@ typedef struct tbl_delete_ref {
     const char *path;              /* arena */
     int64_t offset, length;        /* DV blob */
     int64_t record_count;
+    int manifest_index;            /* where its entry is (plan->list->files) */
+    int64_t entry_index;
 } tbl_delete_ref;
 
 typedef struct tbl_plan_file {
@@ -135,27 +144,34 @@ const ice_schema *tbl_schema_for_spec(const ice_table_metadata *m, const ice_par
 
 /* ---- scan.c ---- */
 
-/* Reads one data file of a plan: rows of `out_schema` (a STRUCT whose
+/* Reads one data file of a plan: rows of `read_schema` (a STRUCT whose
  * children are columns of the table schema by field id, or metadata columns
  * by their reserved ids), deletes applied, filter applied when non-NULL.
- * Calls emit(ctx, batch) for each non-empty batch (emit takes ownership).
- * positions_out (may be NULL): for delete/overwrite, the positions of the
- * matching live rows (caller frees). */
+ * Calls emit(ctx, batch) for each non-empty batch (emit takes ownership)
+ * unless emit is NULL.  positions_out (may be NULL): a new bitmap of the
+ * positions of the matching live rows (caller frees).  *rows_deleted (may
+ * be NULL) += rows dropped by deletes. */
 typedef hs_status (*tbl_emit_fn)(void *ctx, hs_batch *b, hs_error *err);
-HS_MUST_USE hs_status tbl_read_file(const tbl_plan_file *f, const hs_field *out_schema,
+HS_MUST_USE hs_status tbl_read_file(const tbl_plan_file *f, const hs_field *read_schema,
                                     const tbl_filter *filter, int64_t batch_size,
                                     tbl_emit_fn emit, void *ctx,
                                     roaring_bitmap_t **positions_out, int64_t *rows_deleted,
                                     hs_error *err);
-/* Makes a column of type `to` from column c of type `from` (same field ids
- * tree): renames, promotions (int->long, float->double, decimal widening),
- * nested fields added (null) or dropped.  *out is new (caller frees). */
-HS_MUST_USE hs_status tbl_conform_column(const hs_field *from, const hs_column *c,
-                                         const hs_field *to, hs_column **out, hs_error *err);
-/* Conforms a batch to `schema` matching columns by field id (by_name: match
- * top-level columns by name instead, for appends of Arrow data).  Missing
- * nullable columns become nulls; a missing required column is HS_INVALID. */
-HS_MUST_USE hs_status tbl_conform_batch(const hs_batch *b, const hs_field *schema, bool by_name,
+/* Makes a column of type `to` from column c of type `from` (c is taken:
+ * freed or reused): renames, promotions (int->long, float->double, decimal
+ * widening), Arrow types to Iceberg ones (narrow ints, float16, time32,
+ * timestamp units), nested fields matched by field id (by_name: by name) and
+ * added (null) or dropped.  *out is the caller's. */
+HS_MUST_USE hs_status tbl_conform_column(const hs_field *from, hs_column *c, const hs_field *to,
+                                         bool by_name, hs_column **out, hs_error *err);
+/* Conforms batch b (taken, also on failure) to `schema`, matching columns by
+ * field id (by_name: by name, for appends of Arrow data; then an extra
+ * column is HS_INVALID).  Missing nullable columns become nulls; a missing
+ * required column is HS_INVALID.  *out is the caller's (hs_batch_free). */
+HS_MUST_USE hs_status tbl_conform_batch(hs_batch *b, const hs_field *schema, bool by_name,
                                         hs_batch **out, hs_error *err);
+/* A batch of schema (copied) with the given n columns (taken). */
+HS_MUST_USE hs_status tbl_batch_from_cols(const hs_field *schema, hs_column **cols, int n,
+                                          int64_t n_rows, hs_batch **out, hs_error *err);
 
 #endif

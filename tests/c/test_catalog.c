@@ -10,6 +10,7 @@
 
 #include "base/mem.h"
 #include "catalog/catalog.h"
+#include "iceberg/model.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -254,6 +255,9 @@ static void test_path_hint_rules(void)
     CHECK(load_n(c, "t", NULL) == 3);
     write_text(hint, "");
     CHECK(load_n(c, "t", NULL) == 3);
+    /* pyiceberg also reads a file name in the hint. */
+    write_text(hint, "v2.metadata.json");
+    CHECK(load_n(c, "t", NULL) == 3);
     /* Java-style trailing newline is tolerated. */
     write_text(hint, "2\n");
     char *loc = NULL;
@@ -368,6 +372,54 @@ static void test_path_fault_every_step(void)
     CHECK(failures >= 4);   /* base exists, create, write, close (link) */
     CHECK(steps < 99);
     fprintf(stderr, "  path commit: %d fault positions tried, %d failed\n", steps, failures);
+}
+
+/* Creating a table fails at every step cleanly: afterwards it either does not
+ * exist (and can be created) or exists at exactly its first metadata. */
+static void test_create_fault_every_step(void)
+{
+    const char *dir = scratch("createfault");
+    char db[1200];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    hs_error err = { 0 };
+    cat_catalog *cats[2];
+    CHECK_OK(cat_path_open(dir, &cats[0], &err), &err);
+    CHECK_OK(cat_sql_open(db, "default", NULL, &cats[1], &err), &err);
+    CHECK_OK(cat_namespace_create(cats[1], "ns", NULL, NULL, 0, &err), &err);
+    for (int which = 0; which < 2; which++) {
+        cat_catalog *c = cats[which];
+        int k, failures = 0;
+        for (k = 1; k < 50; k++) {
+            char ident[64];
+            snprintf(ident, sizeof ident, which ? "ns.c%d" : "c%d", k);
+            char *loc = NULL;
+            CHECK_OK(cat_default_location(c, ident, &loc, &err), &err);
+            char *m1 = meta_json(loc, 1, NULL);
+            cat_set_io_fault(k);
+            hs_status s = cat_create_json(c, ident, m1, strlen(m1), NULL, &err);
+            int64_t passed = cat_io_fault_count();
+            cat_set_io_fault(0);
+            hs_err_clear(&err);
+            bool ex = false;
+            CHECK_OK(cat_exists(c, ident, &ex, &err), &err);
+            if (s == HS_OK) {
+                CHECK(ex && load_n(c, ident, NULL) == 1);
+            } else {
+                failures++;
+                if (ex) /* path: v1 was published before the hint step failed */
+                    CHECK(load_n(c, ident, NULL) == 1);
+                else
+                    CHECK_OK(cat_create_json(c, ident, m1, strlen(m1), NULL, &err), &err);
+            }
+            free(m1);
+            hs_free(loc);
+            if (passed < k)
+                break;
+        }
+        CHECK(failures >= 3);
+    }
+    cat_free(cats[0]);
+    cat_free(cats[1]);
 }
 
 /* ---- SQL catalog ------------------------------------------------------------------- */
@@ -678,11 +730,123 @@ static void test_retry_gives_up_and_refuses(void)
     cat_free(racer);
 }
 
+/* ---- model wrappers --------------------------------------------------------------------- */
+
+typedef struct model_ctx {
+    const char *token;   /* appended to property "log" */
+    int calls;
+} model_ctx;
+
+static hs_status model_append_cb(void *vctx, const ice_table_metadata *base,
+                                 const char *base_location, ice_table_metadata *next,
+                                 hs_error *err)
+{
+    model_ctx *m = vctx;
+    m->calls++;
+    HS_TRY(ice_metadata_copy(base, next, err));
+    const char *log = ice_kv_get(&next->properties, "log");
+    char buf[16384];
+    snprintf(buf, sizeof buf, "%s%s%s", log ? log : "", log ? "," : "", m->token);
+    return ice_metadata_set_property(next, "log", buf, err);
+}
+
+static void model_flow(cat_catalog *c, const char *ident)
+{
+    hs_error err = { 0 };
+    char *loc = NULL;
+    CHECK_OK(cat_default_location(c, ident, &loc, &err), &err);
+    char *j = meta_json(loc, 1, NULL);
+    ice_table_metadata m = { 0 };
+    CHECK_OK(ice_metadata_parse(j, strlen(j), &m, &err), &err);
+    char *l1 = NULL, *l2 = NULL, *l3 = NULL, *cur = NULL;
+    CHECK_OK(cat_create(c, ident, &m, &l1, &err), &err);
+    ice_metadata_free(&m);
+
+    CHECK_OK(cat_load(c, ident, &m, &cur, &err), &err);
+    CHECK(cur && l1 && strcmp(cur, l1) == 0);
+    const char *n = ice_kv_get(&m.properties, "n");
+    CHECK(n && strcmp(n, "1") == 0);
+    CHECK(m.last_updated_ms == 1001);
+
+    /* Retry helper with a model callback: the metadata log gains the base. */
+    model_ctx mc = { "a", 0 };
+    int attempts = 0;
+    CHECK_OK(cat_commit_with_retry(c, ident, model_append_cb, &mc, &l2, &attempts, &err), &err);
+    CHECK(attempts == 1 && mc.calls == 1);
+    ice_table_metadata m2 = { 0 };
+    char *cur2 = NULL;
+    CHECK_OK(cat_load(c, ident, &m2, &cur2, &err), &err);
+    CHECK(cur2 && l2 && strcmp(cur2, l2) == 0);
+    const char *lg = ice_kv_get(&m2.properties, "log");
+    CHECK(lg && strcmp(lg, "a") == 0);
+    CHECK(m2.n_metadata_log == 1 && strcmp(m2.metadata_log[0].file, l1) == 0 &&
+          m2.metadata_log[0].timestamp_ms == 1001);
+
+    /* cat_commit from the current base adds its entry too; a stale base conflicts. */
+    CHECK_OK(ice_metadata_set_property(&m2, "n", "3", &err), &err);
+    CHECK_OK(cat_commit(c, ident, cur2, &m2, &l3, &err), &err);
+    ice_table_metadata m3 = { 0 };
+    CHECK_OK(cat_load(c, ident, &m3, NULL, &err), &err);
+    CHECK(m3.n_metadata_log == 2 && strcmp(m3.metadata_log[1].file, l2) == 0);
+    CHECK(cat_commit(c, ident, cur2, &m2, NULL, &err) == HS_CONFLICT);
+    hs_err_clear(&err);
+
+    ice_metadata_free(&m);
+    ice_metadata_free(&m2);
+    ice_metadata_free(&m3);
+    hs_free(l1);
+    hs_free(l2);
+    hs_free(l3);
+    hs_free(cur);
+    hs_free(cur2);
+    hs_free(loc);
+    free(j);
+}
+
+static void test_model_wrappers(void)
+{
+    const char *dir = scratch("model");
+    char db[1200];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    hs_error err = { 0 };
+    cat_catalog *p, *s;
+    CHECK_OK(cat_path_open(dir, &p, &err), &err);
+    CHECK_OK(cat_sql_open(db, "default", NULL, &s, &err), &err);
+    CHECK_OK(cat_namespace_create(s, "ns", NULL, NULL, 0, &err), &err);
+    model_flow(p, "pt");
+    model_flow(s, "ns.st");
+
+    /* Bad metadata: errors name the file and what is wrong. */
+    char tdir[1200], f[1300];
+    snprintf(tdir, sizeof tdir, "%s/pt", dir);
+    snprintf(f, sizeof f, "%s/metadata/v4.metadata.json", tdir);
+    write_text(f, "{\"format-version\": 2, \"location\": ");
+    ice_table_metadata m = { 0 };
+    hs_status st = cat_load(p, "pt", &m, NULL, &err);
+    CHECK(st == HS_CORRUPT);
+    CHECK(strstr(err.msg, "v4.metadata.json") != NULL);
+    hs_err_clear(&err);
+    char *v5 = meta_json(tdir, 5, NULL);
+    char *fv = strstr(v5, "\"format-version\":2");
+    REQUIRE(fv);
+    fv[strlen("\"format-version\":")] = '4';
+    snprintf(f, sizeof f, "%s/metadata/v5.metadata.json", tdir);
+    write_text(f, v5);
+    st = cat_load(p, "pt", &m, NULL, &err);
+    CHECK(st == HS_UNSUPPORTED);
+    CHECK(strstr(err.msg, "v5.metadata.json") != NULL && strstr(err.msg, "version") != NULL);
+    hs_err_clear(&err);
+    free(v5);
+    cat_free(p);
+    cat_free(s);
+}
+
 /* ---- concurrency: forked writers ------------------------------------------------------- */
 
 #define N_PROCS 4
 #define N_COMMITS 50
 
+/* Path writers go through the model retry loop, SQL writers through the JSON one. */
 static int child_writer(bool sql, const char *where, const char *ident, int proc)
 {
     hs_error err = { 0 };
@@ -698,7 +862,11 @@ static int child_writer(bool sql, const char *where, const char *ident, int proc
         char token[32];
         snprintf(token, sizeof token, "p%dc%d", proc, i);
         append_ctx a = { token, NULL, ident, 0, false };
-        if (cat_commit_json_with_retry(c, ident, append_cb, &a, NULL, NULL, &err) != HS_OK) {
+        model_ctx m = { token, 0 };
+        hs_status cs = sql ? cat_commit_json_with_retry(c, ident, append_cb, &a, NULL, NULL, &err)
+                           : cat_commit_with_retry(c, ident, model_append_cb, &m, NULL, NULL,
+                                                   &err);
+        if (cs != HS_OK) {
             fprintf(stderr, "child %d commit %d: %s\n", proc, i, err.msg);
             rc = 1;
         }
@@ -813,10 +981,12 @@ int main(void)
     HS_RUN(test_path_conflict);
     HS_RUN(test_path_hint_rules);
     HS_RUN(test_path_fault_every_step);
+    HS_RUN(test_create_fault_every_step);
     HS_RUN(test_sql_crud);
     HS_RUN(test_sql_cas);
     HS_RUN(test_sql_fault_every_step);
     HS_RUN(test_retry_gives_up_and_refuses);
+    HS_RUN(test_model_wrappers);
     HS_RUN(test_concurrent_path_commits);
     HS_RUN(test_concurrent_sql_commits);
     return hs_test_summary();

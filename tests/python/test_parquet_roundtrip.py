@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import HsError, _has_float, arrays_equal, assert_tables_equal
+from conftest import HsError, arrays_equal, assert_tables_equal
 
 # ---------------------------------------------------------------------------
 # data generation

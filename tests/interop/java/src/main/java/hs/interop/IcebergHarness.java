@@ -3,7 +3,7 @@
  *
  * Commands (paths are local paths or file: URIs):
  *
- *   read <metadata.json> [--snapshot ID] [--columns a,b,...]
+ *   read <metadata.json> [--snapshot ID] [--columns a,b,...] [--out FILE]
  *       Loads the table from that one metadata file (StaticTableOperations
  *       over HadoopFileIO, like pyiceberg's StaticTable), reads every row of
  *       the snapshot (default: current) with IcebergGenerics, which applies
@@ -30,6 +30,16 @@
  *
  *   current-metadata <table dir>
  *       Prints the current metadata file location.
+ *
+ *   serve
+ *       Reads such commands from stdin, one a line, arguments separated by
+ *       tabs, and after each prints "##done 0", or "##done 1 <message>"
+ *       when it failed: one JVM for a whole test session.
+ *
+ *   batch <file>
+ *       Runs the commands in the file, one a line, arguments separated by
+ *       tabs, in one JVM (start-up costs seconds); `read ... --out FILE`
+ *       sends each read's rows to its own file.
  *
  * Output encoding of values (docs/jsonl.md):
  *
@@ -126,29 +136,27 @@ public final class IcebergHarness {
   private IcebergHarness() {}
 
   public static void main(String[] args) {
-    if (args.length < 2) {
-      usage();
-    }
     try {
-      switch (args[0]) {
-        case "read":
-          read(args);
-          break;
-        case "create":
-          create(args);
-          break;
-        case "append":
-          append(args);
-          break;
-        case "delete":
-          delete(args);
-          break;
-        case "current-metadata":
-          System.out.println(currentMetadata(loadTable(args[1])));
-          break;
-        default:
-          usage();
+      if (args.length == 0) {
+        usage();
       }
+      if (args[0].equals("serve")) {
+        serve();
+        return;
+      }
+      if (args[0].equals("batch")) {
+        // One JVM for many commands (JVM start-up dominates small reads).
+        for (String line : Files.readAllLines(Paths.get(args[1]), StandardCharsets.UTF_8)) {
+          if (!line.isBlank()) {
+            run(line.split("\t"));
+          }
+        }
+      } else {
+        run(args);
+      }
+    } catch (UsageError e) {
+      System.err.println(USAGE);
+      System.exit(2);
     } catch (Exception | LinkageError e) {
       System.err.println("iceberg-harness: " + e);
       Throwable c = e.getCause();
@@ -163,15 +171,83 @@ public final class IcebergHarness {
     }
   }
 
+  /**
+   * Reads commands from stdin, one a line, arguments separated by tabs; after
+   * each prints what the command printed, then "##done 0" or "##done 1
+   * message" (a failure of one command does not end the loop).
+   */
+  private static void serve() throws IOException {
+    BufferedReader in =
+        new BufferedReader(new java.io.InputStreamReader(System.in, StandardCharsets.UTF_8));
+    String line;
+    while ((line = in.readLine()) != null) {
+      if (line.isBlank()) {
+        continue;
+      }
+      String status = "0";
+      try {
+        run(line.split("\t"));
+      } catch (Exception | LinkageError | AssertionError e) {
+        StringBuilder msg = new StringBuilder(e.toString());
+        for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
+          msg.append(" / caused by: ").append(c);
+        }
+        status = "1 " + msg.toString().replace('\n', ' ');
+      }
+      System.out.println("##done " + status);
+      System.out.flush();
+    }
+  }
+
+  private static void run(String[] args) throws IOException {
+    if (args.length < 2) {
+      usage();
+    }
+    switch (args[0]) {
+      case "read":
+        read(args);
+        break;
+      case "create":
+        create(args);
+        break;
+      case "append":
+        append(args);
+        break;
+      case "delete":
+        delete(args);
+        break;
+      case "current-metadata":
+        System.out.println(currentMetadata(loadTable(args[1])));
+        break;
+      default:
+        usage();
+    }
+  }
+
+  private static final String USAGE =
+      "usage: iceberg-harness read <metadata.json> [--snapshot ID] [--columns a,b]"
+        + " [--out FILE]\n"
+        + "       iceberg-harness create <table dir> <schema.json> [--partition SPEC]"
+        + " [--format-version N]\n"
+        + "       iceberg-harness append <table dir> <rows.jsonl>\n"
+        + "       iceberg-harness delete <table dir> <column> <json value>\n"
+        + "       iceberg-harness current-metadata <table dir>\n"
+        + "       iceberg-harness batch <file of commands, one a line, arguments"
+        + " separated by tabs>\n"
+        + "       iceberg-harness serve   (the same commands on stdin, each answered"
+        + " by a line \"##done 0\" or \"##done 1 <message>\")";
+
+  /** Bad usage: main prints the text and exits 2; serve answers "##done 1". */
+  private static final class UsageError extends IllegalArgumentException {
+    private static final long serialVersionUID = 1L;
+
+    UsageError() {
+      super(USAGE);
+    }
+  }
+
   private static void usage() {
-    System.err.println(
-        "usage: iceberg-harness read <metadata.json> [--snapshot ID] [--columns a,b]\n"
-            + "       iceberg-harness create <table dir> <schema.json> [--partition SPEC]"
-            + " [--format-version N]\n"
-            + "       iceberg-harness append <table dir> <rows.jsonl>\n"
-            + "       iceberg-harness delete <table dir> <column> <json value>\n"
-            + "       iceberg-harness current-metadata <table dir>");
-    System.exit(2);
+    throw new UsageError();
   }
 
   private static String option(String[] args, String name) {
@@ -185,7 +261,8 @@ public final class IcebergHarness {
 
   private static Configuration hadoopConf() {
     Configuration conf = new Configuration(false);
-    conf.set("fs.file.impl", "org.apache.hadoop.fs.LocalFileSystem");
+    conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem");
+    conf.setBoolean("fs.file.impl.disable.cache", true);
     return conf;
   }
 
@@ -219,8 +296,11 @@ public final class IcebergHarness {
     } else {
       scan = scan.project(schema);
     }
+    String outPath = option(args, "--out");
+    OutputStream sink =
+        outPath != null ? Files.newOutputStream(Paths.get(outPath)) : new FileOut();
     PrintStream out =
-        new PrintStream(new BufferedOutputStream(new FileOut(), 1 << 16), false, StandardCharsets.UTF_8);
+        new PrintStream(new BufferedOutputStream(sink, 1 << 16), false, StandardCharsets.UTF_8);
     StringBuilder sb = new StringBuilder(256);
     try (CloseableIterable<Record> rows = scan.build()) {
       for (Record r : rows) {
@@ -232,7 +312,10 @@ public final class IcebergHarness {
     }
     out.flush();
     if (out.checkError()) {
-      throw new IOException("writing to stdout failed");
+      throw new IOException("writing " + (outPath != null ? outPath : "stdout") + " failed");
+    }
+    if (outPath != null) {
+      out.close();
     }
   }
 
@@ -754,8 +837,7 @@ public final class IcebergHarness {
         String s = n.asText().replace(' ', 'T');
         LocalDateTime ldt;
         if (s.endsWith("Z") || s.matches(".*[+-]\\d\\d:\\d\\d$")) {
-          ldt = OffsetDateTime.parse(s.length() == 17 ? s : s).withOffsetSameInstant(ZoneOffset.UTC)
-              .toLocalDateTime();
+          ldt = OffsetDateTime.parse(s).withOffsetSameInstant(ZoneOffset.UTC).toLocalDateTime();
         } else {
           ldt = LocalDateTime.parse(s);
         }

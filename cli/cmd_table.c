@@ -1,0 +1,608 @@
+/*
+ * cli/cmd_table.c - `hyperstream table <tool>`: Iceberg tables from the
+ * command line, over the public API (hyperstream/table.h).
+ *
+ *   tool        does                                      API
+ *   ----------  ----------------------------------------  ------------------------------
+ *   create      new table from a schema or a sample file  hs_table_create
+ *   append      Parquet / JSON Lines / CSV files          hs_table_append
+ *   scan        rows as JSON Lines (as `parquet cat`)     hs_table_scan
+ *   files       the planned data files, JSON              hs_scan_plan + hs_scan_files_json
+ *   snapshots   snapshots with summaries, JSON            hs_table_snapshots
+ *   history     snapshot log, JSON                        hs_table_history
+ *   rollback    make an ancestor snapshot current         hs_table_rollback_to_snapshot
+ *   tag         create a tag                              hs_table_create_tag
+ *   schema      print / evolve the schema                 hs_table_metadata_json / update_schema
+ *   spec        replace the partition spec                hs_table_update_spec
+ *   sort        replace the sort order                    hs_table_replace_sort_order
+ *   properties  print / set / remove properties           hs_table_properties / set / remove
+ *   upgrade     raise the format version                  hs_table_upgrade_format_version
+ *   delete      delete rows matching a filter             hs_table_delete
+ *   overwrite   replace rows matching a filter            hs_table_overwrite
+ *
+ * TABLE is a directory (a path table) unless --sql FILE names a SQLite
+ * catalog (pyiceberg SqlCatalog layout), where TABLE is "namespace.name".
+ */
+#include "cli.h"
+
+#include "base/mem.h"
+#include "columnar/arrow_c.h"
+#include "columnar/ingest.h"
+#include "columnar/jsonl.h"
+#include "hyperstream/parquet.h"
+#include "hyperstream/table.h"
+#include "io/io.h"
+#include "table/filter.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FLUSH_AT (1u << 20)
+#define MAX_LIST 64
+
+static const char table_usage[] =
+    "Usage: hyperstream table <tool> TABLE [options]\n"
+    "\n"
+    "TABLE is a table directory, or \"namespace.name\" with --sql.\n"
+    "\n"
+    "Tools:\n"
+    "  create TABLE (--schema FILE.json | --like DATA_FILE) [--partition SPEC]\n"
+    "               [--sort ORDER] [--format-version 2|3] [--property K=V]...\n"
+    "  append TABLE FILE... [--format parquet|jsonl|csv]\n"
+    "  scan TABLE [--snapshot ID | --as-of TIME | --ref NAME] [--columns a,b]\n"
+    "             [--filter EXPR] [--limit N] [--row-lineage]\n"
+    "  files TABLE [--filter EXPR] [--snapshot ID]\n"
+    "  snapshots TABLE | history TABLE | refs TABLE\n"
+    "  rollback TABLE SNAPSHOT_ID\n"
+    "  tag TABLE NAME [SNAPSHOT_ID]\n"
+    "  schema TABLE [--update CHANGES]      CHANGES: JSON text or @file\n"
+    "  spec TABLE SPEC | sort TABLE ORDER\n"
+    "  properties TABLE [--set K=V]... [--remove K]...\n"
+    "  upgrade TABLE [--format-version 3]\n"
+    "  delete TABLE --filter EXPR\n"
+    "  overwrite TABLE FILE --filter EXPR\n"
+    "\n"
+    "Catalog options (any tool):\n"
+    "  --sql FILE              SQLite catalog (pyiceberg SqlCatalog / JDBC layout)\n"
+    "  --catalog-name NAME     catalog_name in the SQLite file (default \"default\")\n"
+    "  --warehouse DIR         where new tables of a SQL catalog go\n"
+    "\n"
+    "SPEC: \"bucket(16, id), day(ts), truncate(4, name), category\"\n"
+    "ORDER: \"id DESC NULLS LAST, ts\"\n"
+    "EXPR: \"id > 5 AND (cat = 'a' OR cat IN ('b', 'c')) AND v IS NOT NULL\"\n"
+    "TIME: milliseconds since the epoch, or 2024-01-02T03:04:05[.fff][Z]\n"
+    "\n"
+    "Exit status: 0 success, 1 failure, 2 usage error.\n";
+
+typedef struct targs {
+    const char *tool;
+    const char *table;
+    const char *pos[MAX_LIST];   /* further positional arguments */
+    int n_pos;
+    const char *sql, *catalog_name, *warehouse;
+    const char *schema, *like, *partition, *sort, *format, *filter, *columns, *ref, *update;
+    const char *as_of;
+    const char *snapshot;
+    const char *set[MAX_LIST], *remove[MAX_LIST];
+    int n_set, n_remove;
+    const char *props[MAX_LIST];
+    int n_props;
+    int format_version;
+    int64_t limit;
+    int row_lineage;
+} targs;
+
+static int parse_args(int argc, char **argv, targs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->limit = -1;
+    a->tool = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i];
+#define VAL(opt, field)                                                          \
+    if (strcmp(s, opt) == 0) {                                                   \
+        if (i + 1 >= argc)                                                       \
+            return cli_usage_error("table ", "option %s needs a value", opt);    \
+        a->field = argv[++i];                                                    \
+        continue;                                                                \
+    }
+        VAL("--sql", sql)
+        VAL("--catalog-name", catalog_name)
+        VAL("--warehouse", warehouse)
+        VAL("--schema", schema)
+        VAL("--like", like)
+        VAL("--partition", partition)
+        VAL("--sort", sort)
+        VAL("--format", format)
+        VAL("--filter", filter)
+        VAL("--columns", columns)
+        VAL("--ref", ref)
+        VAL("--update", update)
+        VAL("--as-of", as_of)
+        VAL("--snapshot", snapshot)
+#undef VAL
+        if (strcmp(s, "--format-version") == 0 || strcmp(s, "--limit") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            char *end;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 0)
+                return cli_usage_error("table ", "option %s needs a number, got '%s'", s, argv[i]);
+            if (s[2] == 'f')
+                a->format_version = (int)v;
+            else
+                a->limit = v;
+            continue;
+        }
+        if (strcmp(s, "--set") == 0 || strcmp(s, "--remove") == 0 || strcmp(s, "--property") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            const char **arr = s[2] == 's' ? a->set : s[2] == 'r' ? a->remove : a->props;
+            int *n = s[2] == 's' ? &a->n_set : s[2] == 'r' ? &a->n_remove : &a->n_props;
+            if (*n >= MAX_LIST)
+                return cli_usage_error("table ", "too many %s options", s);
+            arr[(*n)++] = argv[++i];
+            continue;
+        }
+        if (strcmp(s, "--row-lineage") == 0) {
+            a->row_lineage = 1;
+            continue;
+        }
+        if (s[0] == '-' && s[1] == '-')
+            return cli_usage_error("table ", "unknown option '%s'", s);
+        if (!a->table)
+            a->table = s;
+        else if (a->n_pos < MAX_LIST)
+            a->pos[a->n_pos++] = s;
+        else
+            return cli_usage_error("table ", "too many arguments");
+    }
+    if (!a->table)
+        return cli_usage_error("table ", "%s: missing TABLE", a->tool);
+    return 0;
+}
+
+static hs_status open_catalog(const targs *a, hs_catalog **cat, hs_error *err)
+{
+    if (a->sql)
+        return hs_catalog_open_sql(a->sql, a->catalog_name, a->warehouse, cat, err);
+    return hs_catalog_open_path(NULL, cat, err);
+}
+
+/* ---- input files as streams ---- */
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+typedef struct ingest_src {
+    hs_file *f;
+    hs_ingest *ig;
+} ingest_src;
+
+static hs_status ingest_next(void *ctx, hs_batch **out, hs_error *err)
+{
+    ingest_src *s = ctx;
+    return hs_ingest_next(s->ig, out, err);
+}
+
+static void ingest_close(void *ctx)
+{
+    ingest_src *s = ctx;
+    hs_ingest_close(s->ig);
+    hs_file_close(s->f);
+    hs_free(s);
+}
+
+/* Opens a data file as a stream; `schema` (may be NULL) types JSON/CSV. */
+static hs_status open_input(const char *path, const char *format, const hs_field *schema,
+                            struct ArrowArrayStream *out, hs_error *err)
+{
+    bool parquet = format ? strcmp(format, "parquet") == 0 : ends_with(path, ".parquet");
+    if (parquet)
+        return hs_parquet_read(path, NULL, 0, 0, out, err);
+    bool csv = format ? strcmp(format, "csv") == 0 : ends_with(path, ".csv");
+    if (format && !csv && strcmp(format, "jsonl") != 0)
+        return hs_err_set(err, HS_INVALID, "unknown --format '%s' (parquet, jsonl, csv)", format);
+    ingest_src *s = hs_calloc(1, sizeof *s);
+    if (!s)
+        return hs_err_nomem(err, sizeof *s);
+    hs_status st = hs_local_open(path, &s->f, err);
+    hs_ingest_options o = {.format = csv ? HS_INGEST_CSV : HS_INGEST_JSONL, .schema = schema};
+    if (st == HS_OK)
+        st = hs_ingest_open(s->f, &o, &s->ig, err);
+    hs_batch_source src = {.next = ingest_next, .close = ingest_close, .ctx = s};
+    if (st == HS_OK && hs_field_copy(hs_ingest_schema(s->ig), &src.schema) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    if (st != HS_OK) {
+        ingest_close(s);
+        return st;
+    }
+    return hs_arrow_export_stream(&src, out, err);
+}
+
+/* The table's schema as an hs_field with Arrow types (for typed ingest). */
+static hs_status table_field(hs_table *t, hs_field *out, hs_error *err)
+{
+    struct ArrowSchema as;
+    HS_TRY(hs_table_schema(t, &as, err));
+    hs_status st = hs_arrow_import_schema(&as, out, err);
+    as.release(&as);
+    return st;
+}
+
+/* ---- tools ---- */
+
+static char *read_text_arg(const char *v, hs_error *err)
+{
+    if (v[0] != '@')
+        return hs_strdup(v);
+    hs_buf b = {0};
+    if (hs_local_read_all(v + 1, &b, err) != HS_OK || hs_buf_append_byte(&b, 0) != HS_OK) {
+        hs_buf_free(&b);
+        return NULL;
+    }
+    size_t n;
+    return (char *)hs_buf_detach(&b, &n);
+}
+
+static int tool_create(const targs *a, hs_catalog *cat)
+{
+    hs_error err = {0};
+    hs_table_create_options o = {.partition_spec = a->partition, .sort_order = a->sort,
+                                 .format_version = a->format_version};
+    char *keys[MAX_LIST], *vals[MAX_LIST];
+    int n = 0;
+    for (int i = 0; i < a->n_props; i++) {
+        const char *eq = strchr(a->props[i], '=');
+        if (!eq)
+            return cli_usage_error("table ", "--property needs K=V, got '%s'", a->props[i]);
+        keys[n] = hs_strndup(a->props[i], (size_t)(eq - a->props[i]));
+        vals[n] = hs_strdup(eq + 1);
+        n++;
+    }
+    o.property_keys = (const char *const *)keys;
+    o.property_values = (const char *const *)vals;
+    o.n_properties = n;
+    struct ArrowSchema as = {0};
+    char *json = NULL;
+    hs_status st = HS_OK;
+    if (a->schema) {
+        hs_buf b = {0};
+        st = hs_local_read_all(a->schema, &b, &err);
+        if (st == HS_OK && hs_buf_append_byte(&b, 0) == HS_OK) {
+            json = (char *)b.data;
+            if (strstr(json, "\"type\"") && strstr(json, "\"struct\"")) {
+                o.schema_json = json;  /* Iceberg schema JSON */
+            } else {
+                hs_field f = {0};
+                st = hs_schema_parse_json(json, b.len - 1, &f, &err);
+                if (st == HS_OK)
+                    st = hs_arrow_export_schema(&f, &as, &err);
+                hs_field_clear(&f);
+                o.arrow_schema = &as;
+            }
+        } else {
+            hs_buf_free(&b);
+        }
+    } else if (a->like) {
+        struct ArrowArrayStream s;
+        st = open_input(a->like, a->format, NULL, &s, &err);
+        if (st == HS_OK) {
+            if (s.get_schema(&s, &as) != 0)
+                st = hs_err_set(&err, HS_IO, "%s: %s", a->like, s.get_last_error(&s));
+            s.release(&s);
+            o.arrow_schema = &as;
+        }
+    } else {
+        return cli_usage_error("table ", "create needs --schema FILE or --like DATA_FILE");
+    }
+    if (st == HS_OK)
+        st = hs_table_create(cat, a->table, &o, NULL, &err);
+    if (as.release)
+        as.release(&as);
+    hs_free(json);
+    for (int i = 0; i < n; i++) {
+        hs_free(keys[i]);
+        hs_free(vals[i]);
+    }
+    return st == HS_OK ? 0 : cli_fail_err(st, &err);
+}
+
+static int print_json(hs_status st, char *s, const hs_error *err)
+{
+    if (st != HS_OK)
+        return cli_fail_err(st, err);
+    fputs(s, stdout);
+    fputc('\n', stdout);
+    hs_string_free(s);
+    return 0;
+}
+
+static int tool_scan(const targs *a, hs_table *t, bool files_only)
+{
+    hs_error err = {0};
+    hs_scan_options o = {.filter = a->filter, .ref = a->ref, .include_row_lineage = a->row_lineage};
+    if (a->snapshot) {
+        char *end;
+        o.use_snapshot_id = 1;
+        o.snapshot_id = strtoll(a->snapshot, &end, 10);
+        if (*end)
+            return cli_usage_error("table ", "--snapshot needs a snapshot id, got '%s'", a->snapshot);
+    }
+    if (a->as_of) {
+        char *end;
+        o.use_as_of = 1;
+        o.as_of_ms = strtoll(a->as_of, &end, 10);
+        if (*end && !tbl_parse_timestamp(a->as_of, strlen(a->as_of), HS_UNIT_MILLI, &o.as_of_ms))
+            return cli_usage_error("table ", "--as-of needs milliseconds or a timestamp, got '%s'",
+                                   a->as_of);
+    }
+    char *cols_buf = NULL;
+    const char *cols[MAX_LIST];
+    if (a->columns) {
+        cols_buf = hs_strdup(a->columns);
+        int n = 0;
+        for (char *p = strtok(cols_buf, ","); p && n < MAX_LIST; p = strtok(NULL, ","))
+            cols[n++] = p;
+        o.columns = cols;
+        o.n_columns = n;
+    }
+    hs_scan *sc = NULL;
+    hs_status st = hs_scan_plan(t, &o, &sc, &err);
+    if (st != HS_OK) {
+        hs_free(cols_buf);
+        return cli_fail_err(st, &err);
+    }
+    if (files_only) {
+        char *s = NULL;
+        st = hs_scan_files_json(sc, &s, &err);
+        hs_scan_free(sc);
+        hs_free(cols_buf);
+        return print_json(st, s, &err);
+    }
+    struct ArrowArrayStream stream;
+    st = hs_scan_stream(sc, &stream, &err);
+    hs_free(cols_buf);
+    if (st != HS_OK)
+        return cli_fail_err(st, &err);
+    struct ArrowSchema as;
+    hs_field f = {0};
+    if (stream.get_schema(&stream, &as) != 0) {
+        stream.release(&stream);
+        return cli_fail("%s", "scan: no schema");
+    }
+    st = hs_arrow_import_schema(&as, &f, &err);
+    as.release(&as);
+    hs_buf out = {0};
+    int64_t left = a->limit;
+    while (st == HS_OK && left != 0) {
+        struct ArrowArray arr;
+        if (stream.get_next(&stream, &arr) != 0) {
+            st = hs_err_set(&err, HS_IO, "%s", stream.get_last_error(&stream));
+            break;
+        }
+        if (!arr.release)
+            break;
+        hs_batch *b = NULL;
+        st = hs_arrow_import_batch(&arr, &f, &b, &err);
+        if (st != HS_OK)
+            break;
+        int64_t n = b->n_rows;
+        if (left >= 0 && n > left)
+            n = left;
+        if (hs_batch_write_jsonl(b, 0, n, &out) != HS_OK)
+            st = hs_err_nomem(&err, out.len);
+        if (left >= 0)
+            left -= n;
+        hs_batch_free(b);
+        if (st == HS_OK && cli_flush(&out, FLUSH_AT) != HS_OK)
+            st = hs_err_set(&err, HS_IO, "writing to stdout failed");
+    }
+    if (st == HS_OK && cli_flush(&out, 0) != HS_OK)
+        st = hs_err_set(&err, HS_IO, "writing to stdout failed");
+    hs_buf_free(&out);
+    hs_field_clear(&f);
+    stream.release(&stream);
+    return st == HS_OK ? 0 : cli_fail_err(st, &err);
+}
+
+static int tool_append(const targs *a, hs_table *t, bool overwrite)
+{
+    if (a->n_pos == 0)
+        return cli_usage_error("table ", "%s needs at least one input FILE", a->tool);
+    if (overwrite && !a->filter)
+        return cli_usage_error("table ", "overwrite needs --filter EXPR");
+    hs_error err = {0};
+    hs_field schema = {0};
+    hs_status st = table_field(t, &schema, &err);
+    for (int i = 0; i < a->n_pos && st == HS_OK; i++) {
+        struct ArrowArrayStream s;
+        st = open_input(a->pos[i], a->format, &schema, &s, &err);
+        if (st == HS_OK)
+            st = overwrite ? hs_table_overwrite(t, &s, a->filter, &err)
+                           : hs_table_append(t, &s, &err);
+        if (st != HS_OK)
+            hs_err_prefix(&err, "%s", a->pos[i]);
+    }
+    hs_field_clear(&schema);
+    if (st != HS_OK)
+        return cli_fail_err(st, &err);
+    printf("{\"snapshot_id\":%lld}\n", (long long)hs_table_current_snapshot_id(t));
+    return 0;
+}
+
+static int tool_properties(const targs *a, hs_table *t)
+{
+    hs_error err = {0};
+    hs_status st = HS_OK;
+    if (a->n_set) {
+        char *keys[MAX_LIST], *vals[MAX_LIST];
+        int n = 0;
+        for (int i = 0; i < a->n_set; i++) {
+            const char *eq = strchr(a->set[i], '=');
+            if (!eq) {
+                for (int k = 0; k < n; k++) {
+                    hs_free(keys[k]);
+                    hs_free(vals[k]);
+                }
+                return cli_usage_error("table ", "--set needs K=V, got '%s'", a->set[i]);
+            }
+            keys[n] = hs_strndup(a->set[i], (size_t)(eq - a->set[i]));
+            vals[n] = hs_strdup(eq + 1);
+            n++;
+        }
+        st = hs_table_set_properties(t, (const char *const *)keys, (const char *const *)vals, n,
+                                     &err);
+        for (int k = 0; k < n; k++) {
+            hs_free(keys[k]);
+            hs_free(vals[k]);
+        }
+    }
+    if (st == HS_OK && a->n_remove)
+        st = hs_table_remove_properties(t, a->remove, a->n_remove, &err);
+    if (st != HS_OK)
+        return cli_fail_err(st, &err);
+    char *s = NULL;
+    st = hs_table_properties(t, &s, &err);
+    return print_json(st, s, &err);
+}
+
+static int tool_schema(const targs *a, hs_table *t)
+{
+    hs_error err = {0};
+    hs_status st = HS_OK;
+    if (a->update) {
+        char *changes = read_text_arg(a->update, &err);
+        if (!changes)
+            return cli_fail_err(HS_IO, &err);
+        st = hs_table_update_schema(t, changes, &err);
+        hs_free(changes);
+        if (st != HS_OK)
+            return cli_fail_err(st, &err);
+    }
+    struct ArrowSchema as;
+    hs_field f = {0};
+    st = hs_table_schema(t, &as, &err);
+    if (st == HS_OK) {
+        st = hs_arrow_import_schema(&as, &f, &err);
+        as.release(&as);
+    }
+    hs_buf b = {0};
+    if (st == HS_OK && hs_field_format(&f, &b) != HS_OK)
+        st = hs_err_nomem(&err, 64);
+    if (st == HS_OK)
+        printf("%s\n", hs_buf_cstr(&b));
+    hs_buf_free(&b);
+    hs_field_clear(&f);
+    return st == HS_OK ? 0 : cli_fail_err(st, &err);
+}
+
+static int parse_id(const char *s, int64_t *out)
+{
+    char *end;
+    *out = strtoll(s, &end, 10);
+    return *s && !*end;
+}
+
+int cmd_table(int argc, char **argv)
+{
+    if (argc < 2 || cli_is_help(argv[1])) {
+        fputs(table_usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_USAGE : 0;
+    }
+    static const char *const tools[] = {"create", "append", "scan", "files", "snapshots", "history",
+                                        "refs", "rollback", "tag", "schema", "spec", "sort",
+                                        "properties", "upgrade", "delete", "overwrite"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
+        known |= strcmp(argv[1], tools[i]) == 0;
+    if (!known)
+        return cli_usage_error("table ", "unknown tool '%s'", argv[1]);
+    for (int i = 2; i < argc; i++)
+        if (cli_is_help(argv[i])) {
+            fputs(table_usage, stdout);
+            return 0;
+        }
+    targs a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    hs_status st = open_catalog(&a, &cat, &err);
+    if (st != HS_OK)
+        return cli_fail_err(st, &err);
+    if (strcmp(a.tool, "create") == 0) {
+        rc = tool_create(&a, cat);
+        hs_catalog_close(cat);
+        return rc;
+    }
+    hs_table *t = NULL;
+    st = hs_table_open(cat, a.table, &t, &err);
+    if (st != HS_OK) {
+        hs_catalog_close(cat);
+        return cli_fail_err(st, &err);
+    }
+    char *s = NULL;
+    int64_t id = -1;
+    const char *tool = a.tool;
+    if (strcmp(tool, "append") == 0)
+        rc = tool_append(&a, t, false);
+    else if (strcmp(tool, "overwrite") == 0)
+        rc = tool_append(&a, t, true);
+    else if (strcmp(tool, "scan") == 0)
+        rc = tool_scan(&a, t, false);
+    else if (strcmp(tool, "files") == 0)
+        rc = tool_scan(&a, t, true);
+    else if (strcmp(tool, "snapshots") == 0) {
+        st = hs_table_snapshots(t, &s, &err);
+        rc = print_json(st, s, &err);
+    }
+    else if (strcmp(tool, "history") == 0) {
+        st = hs_table_history(t, &s, &err);
+        rc = print_json(st, s, &err);
+    }
+    else if (strcmp(tool, "refs") == 0) {
+        st = hs_table_refs(t, &s, &err);
+        rc = print_json(st, s, &err);
+    }
+    else if (strcmp(tool, "rollback") == 0) {
+        if (a.n_pos != 1 || !parse_id(a.pos[0], &id))
+            rc = cli_usage_error("table ", "rollback needs SNAPSHOT_ID");
+        else if ((st = hs_table_rollback_to_snapshot(t, id, &err)) != HS_OK)
+            rc = cli_fail_err(st, &err);
+    } else if (strcmp(tool, "tag") == 0) {
+        if (a.n_pos < 1 || (a.n_pos == 2 && !parse_id(a.pos[1], &id)) || a.n_pos > 2)
+            rc = cli_usage_error("table ", "tag needs NAME [SNAPSHOT_ID]");
+        else if ((st = hs_table_create_tag(t, a.pos[0], id, &err)) != HS_OK)
+            rc = cli_fail_err(st, &err);
+    } else if (strcmp(tool, "schema") == 0)
+        rc = tool_schema(&a, t);
+    else if (strcmp(tool, "spec") == 0 || strcmp(tool, "sort") == 0) {
+        if (a.n_pos != 1)
+            rc = cli_usage_error("table ", "%s needs one argument", tool);
+        else if ((st = tool[1] == 'p' ? hs_table_update_spec(t, a.pos[0], &err)
+                                      : hs_table_replace_sort_order(t, a.pos[0], &err)) != HS_OK)
+            rc = cli_fail_err(st, &err);
+    } else if (strcmp(tool, "properties") == 0)
+        rc = tool_properties(&a, t);
+    else if (strcmp(tool, "upgrade") == 0) {
+        if ((st = hs_table_upgrade_format_version(t, a.format_version ? a.format_version : 3,
+                                                  &err)) != HS_OK)
+            rc = cli_fail_err(st, &err);
+    } else if (strcmp(tool, "delete") == 0) {
+        int64_t n = 0;
+        if (!a.filter)
+            rc = cli_usage_error("table ", "delete needs --filter EXPR");
+        else if ((st = hs_table_delete(t, a.filter, &n, &err)) != HS_OK)
+            rc = cli_fail_err(st, &err);
+        else
+            printf("{\"deleted\":%lld}\n", (long long)n);
+    }
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    return rc;
+}

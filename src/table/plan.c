@@ -1,0 +1,808 @@
+/*
+ * table/plan.c - scan planning for one snapshot.
+ *
+ *   step                         input                       prunes with
+ *   ---------------------------  --------------------------  ----------------------------
+ *   1 choose snapshot + schema   options (id, as-of, ref)    -
+ *   2 manifest list              snapshot.manifest-list      -
+ *   3 data manifests             manifest_file.partitions    filter projected through
+ *                                (field summaries)           the manifest's spec
+ *   4 data files                 manifest_entry partition    the same projection, exact
+ *                                                            partition values
+ *   5 data files                 lower/upper bounds, value,  the filter itself ("might
+ *                                null counts by field id     match" on statistics)
+ *   6 deletes                    delete manifests            sequence numbers: a delete
+ *                                                            applies to data files with a
+ *                                                            data sequence number <= its own
+ *
+ * Projection of a filter leaf on column c through a partition field
+ * p = T(c) (Iceberg's "inclusive projection"):
+ *
+ *   transform                    c = v     c < v, c <= v   c > v, c >= v   c IN (..)   IS [NOT] NULL
+ *   --------------------------   -------   -------------   -------------   ---------   -------------
+ *   identity                     p = v     same op         same op         p IN (..)   same
+ *   truncate, year..hour         p = T(v)  p <= T(v)       p >= T(v)       p IN T(..)  same
+ *   bucket                       p = T(v)  -               -               p IN T(..)  same
+ *   void, unknown                -         -               -               -           -
+ *
+ * ("-" = no constraint.)  !=, NOT IN project to no constraint.  The result
+ * is evaluated with tbl_expr_might_match over partition summaries (manifest
+ * level) and over each file's partition tuple (lower = upper = the value).
+ *
+ * Which deletes apply to a data file: a deletion vector whose
+ * referenced_data_file is the file; a position delete file whose
+ * referenced_data_file is the file or, without one, whose file_path bounds
+ * (field 2147483546) contain the file's path or are absent.  Equality deletes
+ * are refused (HS_UNSUPPORTED) - nothing this project reads writes them yet.
+ */
+#include "table/table_int.h"
+
+#include "base/hashmap.h"
+#include "base/mem.h"
+#include "iceberg/puffin.h"
+#include "io/io.h"
+#include "parquet/reader.h"
+
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* snapshot choice                                                     */
+
+hs_status tbl_resolve_snapshot(const ice_table_metadata *m, const hs_scan_options *o,
+                               const ice_snapshot **snap, const ice_schema **schema,
+                               hs_error *err)
+{
+    int n = o ? (o->use_snapshot_id != 0) + (o->use_as_of != 0) + (o->ref != NULL) : 0;
+    if (n > 1)
+        return hs_err_set(err, HS_INVALID, "scan: give at most one of snapshot id, as-of time "
+                          "and ref");
+    const ice_snapshot *s = NULL;
+    bool historical = true;
+    if (o && o->use_snapshot_id) {
+        s = ice_metadata_snapshot(m, o->snapshot_id);
+        if (!s)
+            return hs_err_set(err, HS_NOT_FOUND, "scan: no snapshot %lld in the table",
+                              (long long)o->snapshot_id);
+    } else if (o && o->use_as_of) {
+        s = ice_metadata_snapshot_as_of(m, o->as_of_ms);
+        if (!s)
+            return hs_err_set(err, HS_NOT_FOUND, "scan: no snapshot was current at or before "
+                              "%lld ms", (long long)o->as_of_ms);
+    } else if (o && o->ref) {
+        const ice_ref *r = ice_metadata_ref(m, o->ref);
+        if (!r)
+            return hs_err_set(err, HS_NOT_FOUND, "scan: no branch or tag \"%s\"", o->ref);
+        s = ice_metadata_snapshot(m, r->snapshot_id);
+        if (!s)
+            return hs_err_set(err, HS_CORRUPT, "scan: ref \"%s\" points to missing snapshot "
+                              "%lld", o->ref, (long long)r->snapshot_id);
+        historical = r->is_tag;
+    } else {
+        s = ice_metadata_current_snapshot(m);
+        historical = false;
+    }
+    const ice_schema *sc = historical && s ? ice_metadata_snapshot_schema(m, s)
+                                           : ice_metadata_current_schema(m);
+    if (!sc)
+        sc = ice_metadata_current_schema(m);
+    if (!sc)
+        return hs_err_set(err, HS_CORRUPT, "table metadata has no current schema");
+    *snap = s;
+    *schema = sc;
+    return HS_OK;
+}
+
+static bool schema_has_sources(const ice_schema *sc, const ice_partition_spec *s)
+{
+    for (int i = 0; i < s->n_fields; i++)
+        if (!ice_schema_find_id(sc, s->fields[i].source_id))
+            return false;
+    return true;
+}
+
+const ice_schema *tbl_schema_for_spec(const ice_table_metadata *m, const ice_partition_spec *s)
+{
+    const ice_schema *cur = ice_metadata_current_schema(m);
+    if (!s || (cur && schema_has_sources(cur, s)))
+        return cur;
+    for (int i = m->n_schemas - 1; i >= 0; i--)
+        if (schema_has_sources(&m->schemas[i], s))
+            return &m->schemas[i];
+    return cur;
+}
+
+/* ------------------------------------------------------------------ */
+/* projection through a spec                                           */
+
+typedef struct spec_proj {
+    int32_t spec_id;
+    const ice_partition_spec *spec;
+    hs_field ptype;                /* partition tuple type (owned) */
+    tbl_expr *expr;                /* projected filter (plan arena), NULL = TRUE */
+    bool ok;                       /* ptype built */
+} spec_proj;
+
+static tbl_expr *mk(hs_arena *a, tbl_ekind k)
+{
+    tbl_expr *e = hs_arena_calloc(a, 1, sizeof *e);
+    if (e) {
+        e->kind = k;
+        e->field_id = -1;
+    }
+    return e;
+}
+
+/* Transforms one literal; false when it cannot be projected. */
+static bool transform_val(const tbl_expr *leaf, const tbl_val *v, const ice_transform *tr,
+                          const hs_field *pfield, hs_arena *a, tbl_val *out)
+{
+    if (v->kind != tbl_kind_of(leaf->field))
+        return false;
+    hs_buf b = {0};
+    ice_value in = {0}, res = {0};
+    bool ok = false;
+    if (tbl_val_to_bound(leaf->field, v, &b) == HS_OK &&
+        ice_value_from_bytes(leaf->field, b.data ? b.data : (const uint8_t *)"", b.len, &in,
+                             NULL) == HS_OK &&
+        ice_transform_apply(tr, &in, &res, NULL) == HS_OK && !res.is_null) {
+        hs_buf_reset(&b);
+        if (ice_value_to_bytes(&res, &b) == HS_OK) {
+            uint8_t *copy = hs_arena_alloc(a, b.len + 1);
+            if (copy) {
+                if (b.len)
+                    memcpy(copy, b.data, b.len);
+                ok = tbl_val_from_bound(pfield, copy, b.len, out);
+            }
+        }
+    }
+    ice_value_clear(&in);
+    ice_value_clear(&res);
+    hs_buf_free(&b);
+    return ok;
+}
+
+static tbl_expr *project_leaf_one(const tbl_expr *e, const ice_partition_field *pf,
+                                  const hs_field *pfield, hs_arena *a)
+{
+    ice_transform_kind k = pf->transform.kind;
+    if (k == ICE_TR_VOID || k == ICE_TR_UNKNOWN)
+        return NULL;
+    if (e->kind == TBL_E_IS_NULL || e->kind == TBL_E_NOT_NULL) {
+        tbl_expr *r = mk(a, e->kind);
+        if (r) {
+            r->field = pfield;
+            r->field_id = pf->field_id;
+        }
+        return r;
+    }
+    if (e->kind == TBL_E_NOT_IN || (e->kind == TBL_E_CMP && e->op == TBL_NE))
+        return NULL;
+    tbl_op op = e->op;
+    if (e->kind == TBL_E_CMP && k != ICE_TR_IDENTITY) {
+        if (k == ICE_TR_BUCKET && op != TBL_EQ)
+            return NULL;
+        if (op == TBL_LT)
+            op = TBL_LE;
+        else if (op == TBL_GT)
+            op = TBL_GE;
+    }
+    tbl_expr *r = mk(a, e->kind);
+    if (!r)
+        return NULL;
+    r->op = op;
+    r->field = pfield;
+    r->field_id = pf->field_id;
+    r->n_lits = e->n_lits;
+    r->vals = hs_arena_calloc(a, (size_t)e->n_lits + 1, sizeof(tbl_val));
+    if (!r->vals)
+        return NULL;
+    for (int i = 0; i < e->n_lits; i++)
+        if (!transform_val(e, &e->vals[i], &pf->transform, pfield, a, &r->vals[i]))
+            return NULL;
+    return r;
+}
+
+static tbl_expr *and_of(tbl_expr *l, tbl_expr *r, hs_arena *a)
+{
+    if (!l)
+        return r;
+    if (!r)
+        return l;
+    tbl_expr *e = mk(a, TBL_E_AND);
+    if (!e)
+        return l;
+    e->l = l;
+    e->r = r;
+    return e;
+}
+
+/* NULL = no constraint (TRUE). */
+static tbl_expr *project(const tbl_expr *e, spec_proj *sp, hs_arena *a)
+{
+    switch (e->kind) {
+    case TBL_E_TRUE:
+        return NULL;
+    case TBL_E_FALSE:
+        return mk(a, TBL_E_FALSE);
+    case TBL_E_AND:
+        return and_of(project(e->l, sp, a), project(e->r, sp, a), a);
+    case TBL_E_OR: {
+        tbl_expr *l = project(e->l, sp, a), *r = project(e->r, sp, a);
+        if (!l || !r)
+            return NULL;
+        tbl_expr *o = mk(a, TBL_E_OR);
+        if (!o)
+            return NULL;
+        o->l = l;
+        o->r = r;
+        return o;
+    }
+    default:
+        break;
+    }
+    if (!e->field)
+        return NULL;
+    tbl_expr *acc = NULL;
+    for (int i = 0; i < sp->spec->n_fields && i < sp->ptype.n_children; i++) {
+        const ice_partition_field *pf = &sp->spec->fields[i];
+        if (pf->source_id != e->field_id)
+            continue;
+        acc = and_of(acc, project_leaf_one(e, pf, &sp->ptype.children[i], a), a);
+    }
+    return acc;
+}
+
+/* ---- statistics callbacks ---- */
+
+static int pfield_index(const ice_partition_spec *s, int32_t field_id)
+{
+    for (int i = 0; i < s->n_fields; i++)
+        if (s->fields[i].field_id == field_id)
+            return i;
+    return -1;
+}
+
+typedef struct summary_ctx {
+    const ice_manifest_file *mf;
+    const ice_partition_spec *spec;
+} summary_ctx;
+
+static bool summary_stats(void *vctx, int32_t field_id, const hs_field *field, tbl_col_stats *o)
+{
+    summary_ctx *c = vctx;
+    int i = pfield_index(c->spec, field_id);
+    if (i < 0 || c->mf->n_partitions <= i)
+        return false;
+    const ice_field_summary *s = &c->mf->partitions[i];
+    o->null_count = s->contains_null ? -1 : 0;
+    o->has_lower = s->lower && tbl_val_from_bound(field, s->lower, s->lower_len, &o->lower);
+    o->has_upper = s->upper && tbl_val_from_bound(field, s->upper, s->upper_len, &o->upper);
+    if (!s->contains_null && !o->has_lower && !o->has_upper && s->has_contains_nan &&
+        !s->contains_nan) {
+        /* no null, no NaN, no bounds: the manifest has no rows in this field */
+        o->value_count = 0;
+    }
+    return true;
+}
+
+typedef struct tuple_ctx {
+    const ice_partition_spec *spec;
+    const ice_value *values;
+    int n_values;
+    hs_buf scratch;
+} tuple_ctx;
+
+static bool tuple_stats(void *vctx, int32_t field_id, const hs_field *field, tbl_col_stats *o)
+{
+    tuple_ctx *c = vctx;
+    int i = pfield_index(c->spec, field_id);
+    if (i < 0 || i >= c->n_values)
+        return false;
+    const ice_value *v = &c->values[i];
+    o->value_count = 1;
+    if (v->is_null) {
+        o->null_count = 1;
+        return true;
+    }
+    o->null_count = 0;
+    hs_buf_reset(&c->scratch);
+    if (ice_value_to_bytes(v, &c->scratch) != HS_OK || hs_buf_append_byte(&c->scratch, 0) != HS_OK)
+        return false;
+    if (!tbl_val_from_bound(field, c->scratch.data, c->scratch.len - 1, &o->lower))
+        return false;
+    o->upper = o->lower;
+    o->has_lower = o->has_upper = true;
+    return true;
+}
+
+typedef struct file_ctx {
+    const ice_data_file *f;
+} file_ctx;
+
+static bool file_stats(void *vctx, int32_t id, const hs_field *field, tbl_col_stats *o)
+{
+    const ice_data_file *f = ((file_ctx *)vctx)->f;
+    bool any = false;
+    for (int i = 0; i < f->n_value_counts; i++)
+        if (f->value_counts[i].id == id) {
+            o->value_count = f->value_counts[i].value;
+            any = true;
+        }
+    for (int i = 0; i < f->n_null_value_counts; i++)
+        if (f->null_value_counts[i].id == id) {
+            o->null_count = f->null_value_counts[i].value;
+            any = true;
+        }
+    for (int i = 0; i < f->n_nan_value_counts; i++)
+        if (f->nan_value_counts[i].id == id) {
+            o->nan_count = f->nan_value_counts[i].value;
+            any = true;
+        }
+    for (int i = 0; i < f->n_lower_bounds; i++)
+        if (f->lower_bounds[i].id == id && f->lower_bounds[i].p)
+            any |= o->has_lower = tbl_val_from_bound(field, f->lower_bounds[i].p,
+                                                     f->lower_bounds[i].len, &o->lower);
+    for (int i = 0; i < f->n_upper_bounds; i++)
+        if (f->upper_bounds[i].id == id && f->upper_bounds[i].p)
+            any |= o->has_upper = tbl_val_from_bound(field, f->upper_bounds[i].p,
+                                                     f->upper_bounds[i].len, &o->upper);
+    /* a column added after the file was written: all null in it */
+    if (!any && f->n_value_counts > 0) {
+        o->value_count = f->record_count;
+        o->null_count = f->record_count;
+        return true;
+    }
+    return any;
+}
+
+/* ------------------------------------------------------------------ */
+/* the plan                                                            */
+
+typedef struct del_entry {
+    bool is_dv;
+    const char *path;                  /* plan arena */
+    const char *ref;                   /* referenced data file or NULL */
+    const uint8_t *lo, *hi;            /* file_path bounds (plan arena) or NULL */
+    uint32_t lo_len, hi_len;
+    int64_t seq;
+    int64_t offset, length, record_count;
+    int manifest_index;
+    int64_t entry_index;
+} del_entry;
+
+static hs_status open_local(const char *loc, hs_file **f, hs_error *err)
+{
+    return hs_local_open(tbl_local(loc), f, err);
+}
+
+static hs_status push_file(tbl_plan *p, const tbl_plan_file *pf, hs_error *err)
+{
+    if (p->n_files == p->cap_files) {
+        int cap = p->cap_files ? p->cap_files * 2 : 64;
+        tbl_plan_file *nf = hs_realloc(p->files, (size_t)cap * sizeof *nf);
+        if (!nf)
+            return hs_err_nomem(err, (size_t)cap * sizeof *nf);
+        p->files = nf;
+        p->cap_files = cap;
+    }
+    p->files[p->n_files++] = *pf;
+    return HS_OK;
+}
+
+static const char *arena_str(hs_arena *a, const char *s)
+{
+    return s ? hs_arena_strndup(a, s, strlen(s)) : NULL;
+}
+
+static const uint8_t *arena_bytes(hs_arena *a, const uint8_t *p, uint32_t n)
+{
+    uint8_t *d = hs_arena_alloc(a, n + 1);
+    if (d && n)
+        memcpy(d, p, n);
+    return d;
+}
+
+static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
+                                    spec_proj *sp, const ice_schema *spec_schema, hs_error *err)
+{
+    const tbl_filter *flt = p->filter;
+    if (sp->expr && mf->n_partitions >= 0) {
+        summary_ctx sc = {mf, sp->spec};
+        if (!tbl_expr_might_match(sp->expr, summary_stats, &sc)) {
+            p->stats.manifests_pruned++;
+            int64_t nf = (mf->added_files_count > 0 ? mf->added_files_count : 0) +
+                         (mf->existing_files_count > 0 ? mf->existing_files_count : 0);
+            p->stats.data_files_total += nf;
+            p->stats.data_files_pruned += nf;
+            return HS_OK;
+        }
+    }
+    hs_file *f = NULL;
+    ice_manifest *man = NULL;
+    HS_TRY(open_local(mf->manifest_path, &f, err));
+    hs_status st = ice_manifest_read(f, mf, sp->spec, spec_schema, &man, err);
+    hs_file_close(f);
+    if (st != HS_OK)
+        return st;
+    tuple_ctx tc = {.spec = sp->spec};
+    for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {
+        const ice_manifest_entry *e = &man->entries[i];
+        if (e->status == ICE_STATUS_DELETED || e->file.content != ICE_CONTENT_DATA)
+            continue;
+        p->stats.data_files_total++;
+        if (sp->expr) {
+            tc.values = e->file.partition;
+            tc.n_values = e->file.n_partition;
+            if (!tbl_expr_might_match(sp->expr, tuple_stats, &tc)) {
+                p->stats.data_files_pruned++;
+                continue;
+            }
+        }
+        if (!tbl_filter_is_true(flt)) {
+            file_ctx fc = {&e->file};
+            if (!tbl_expr_might_match(flt->root, file_stats, &fc)) {
+                p->stats.data_files_pruned++;
+                continue;
+            }
+        }
+        tbl_plan_file pf = {0};
+        pf.path = arena_str(&p->arena, e->file.file_path);
+        if (!pf.path) {
+            st = hs_err_nomem(err, 256);
+            break;
+        }
+        pf.record_count = e->file.record_count;
+        pf.file_size = e->file.file_size_in_bytes;
+        pf.spec_id = mf->partition_spec_id;
+        pf.data_seq = e->has_sequence_number ? e->sequence_number : 0;
+        pf.file_seq = e->has_file_sequence_number ? e->file_sequence_number : pf.data_seq;
+        pf.has_first_row_id = e->file.has_first_row_id;
+        pf.first_row_id = e->file.first_row_id;
+        pf.manifest_index = mi;
+        pf.entry_index = i;
+        if (e->file.n_partition > 0) {
+            pf.partition = hs_calloc((size_t)e->file.n_partition, sizeof(ice_value));
+            if (!pf.partition) {
+                st = hs_err_nomem(err, sizeof(ice_value));
+                break;
+            }
+            pf.n_partition = e->file.n_partition;
+            for (int k = 0; k < pf.n_partition && st == HS_OK; k++)
+                if (ice_value_copy(&e->file.partition[k], &pf.partition[k]) != HS_OK)
+                    st = hs_err_nomem(err, 64);
+        }
+        if (st == HS_OK)
+            st = push_file(p, &pf, err);
+        if (st != HS_OK) {
+            for (int k = 0; k < pf.n_partition; k++)
+                ice_value_clear(&pf.partition[k]);
+            hs_free(pf.partition);
+        }
+    }
+    hs_buf_free(&tc.scratch);
+    ice_manifest_free(man);
+    return st;
+}
+
+static hs_status plan_delete_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
+                                      const ice_partition_spec *spec, const ice_schema *sc,
+                                      hs_buf *dels, hs_error *err)
+{
+    hs_file *f = NULL;
+    ice_manifest *man = NULL;
+    HS_TRY(open_local(mf->manifest_path, &f, err));
+    hs_status st = ice_manifest_read(f, mf, spec, sc, &man, err);
+    hs_file_close(f);
+    if (st != HS_OK)
+        return st;
+    for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {
+        const ice_manifest_entry *e = &man->entries[i];
+        if (e->status == ICE_STATUS_DELETED)
+            continue;
+        const ice_data_file *df = &e->file;
+        if (df->content == ICE_CONTENT_EQUALITY_DELETES) {
+            st = hs_err_set(err, HS_UNSUPPORTED, "%s: equality delete file %s: equality "
+                            "deletes are not supported yet", mf->manifest_path, df->file_path);
+            break;
+        }
+        if (df->content != ICE_CONTENT_POSITION_DELETES)
+            continue;
+        del_entry d = {0};
+        d.is_dv = df->file_format && (strcmp(df->file_format, "PUFFIN") == 0 ||
+                                      strcmp(df->file_format, "puffin") == 0);
+        d.path = arena_str(&p->arena, df->file_path);
+        d.ref = arena_str(&p->arena, df->referenced_data_file);
+        d.seq = e->has_sequence_number ? e->sequence_number : 0;
+        d.offset = df->has_content_offset ? df->content_offset : 0;
+        d.length = df->has_content_size ? df->content_size_in_bytes : 0;
+        d.record_count = df->record_count;
+        d.manifest_index = mi;
+        d.entry_index = i;
+        for (int k = 0; k < df->n_lower_bounds; k++)
+            if (df->lower_bounds[k].id == ICE_FIELD_ID_FILE_PATH && df->lower_bounds[k].p) {
+                d.lo = arena_bytes(&p->arena, df->lower_bounds[k].p, df->lower_bounds[k].len);
+                d.lo_len = df->lower_bounds[k].len;
+            }
+        for (int k = 0; k < df->n_upper_bounds; k++)
+            if (df->upper_bounds[k].id == ICE_FIELD_ID_FILE_PATH && df->upper_bounds[k].p) {
+                d.hi = arena_bytes(&p->arena, df->upper_bounds[k].p, df->upper_bounds[k].len);
+                d.hi_len = df->upper_bounds[k].len;
+            }
+        if (!d.path || (df->referenced_data_file && !d.ref))
+            st = hs_err_nomem(err, 256);
+        else if (d.is_dv && !d.ref)
+            st = hs_err_set(err, HS_CORRUPT, "%s: deletion vector %s has no "
+                            "referenced_data_file", mf->manifest_path, df->file_path);
+        else if (hs_buf_append(dels, &d, sizeof d) != HS_OK)
+            st = hs_err_nomem(err, sizeof d);
+    }
+    ice_manifest_free(man);
+    return st;
+}
+
+static int bytes_cmp(const uint8_t *a, size_t an, const char *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn;
+    int c = n ? memcmp(a, b, n) : 0;
+    return c ? c : (an < bn ? -1 : an > bn);
+}
+
+static hs_status attach_deletes(tbl_plan *p, const del_entry *d, size_t n_dels, hs_error *err)
+{
+    if (n_dels == 0)
+        return HS_OK;
+    p->stats.delete_files = (int64_t)n_dels;
+    /* referenced deletes by data path; the rest checked by bounds */
+    hs_map by_ref = {0};
+    hs_status st = HS_OK;
+    for (int i = 0; i < p->n_files && st == HS_OK; i++)
+        if (hs_map_put(&by_ref, p->files[i].path, strlen(p->files[i].path), (uint64_t)i) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    hs_buf *lists = st == HS_OK ? hs_calloc((size_t)p->n_files + 1, sizeof(hs_buf)) : NULL;
+    if (st == HS_OK && !lists)
+        st = hs_err_nomem(err, sizeof(hs_buf));
+    for (size_t k = 0; k < n_dels && st == HS_OK; k++) {
+        const del_entry *e = &d[k];
+        tbl_delete_ref r = {ICE_CONTENT_POSITION_DELETES, e->is_dv, e->path, e->offset, e->length,
+                            e->record_count, e->manifest_index, e->entry_index};
+        if (e->ref) {
+            uint64_t i;
+            if (hs_map_get(&by_ref, e->ref, strlen(e->ref), &i) && e->seq >= p->files[i].data_seq)
+                if (hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
+                    st = hs_err_nomem(err, sizeof r);
+            continue;
+        }
+        for (int i = 0; i < p->n_files && st == HS_OK; i++) {
+            const char *path = p->files[i].path;
+            size_t pn = strlen(path);
+            if (e->seq < p->files[i].data_seq)
+                continue;
+            if (e->lo && bytes_cmp(e->lo, e->lo_len, path, pn) > 0)
+                continue;
+            if (e->hi && bytes_cmp(e->hi, e->hi_len, path, pn) < 0)
+                continue;
+            if (hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
+                st = hs_err_nomem(err, sizeof r);
+        }
+    }
+    for (int i = 0; lists && i < p->n_files; i++) {
+        if (st == HS_OK && lists[i].len) {
+            p->files[i].deletes = hs_arena_alloc(&p->arena, lists[i].len);
+            if (!p->files[i].deletes)
+                st = hs_err_nomem(err, lists[i].len);
+            else {
+                memcpy(p->files[i].deletes, lists[i].data, lists[i].len);
+                p->files[i].n_deletes = (int)(lists[i].len / sizeof(tbl_delete_ref));
+            }
+        }
+        hs_buf_free(&lists[i]);
+    }
+    hs_free(lists);
+    hs_map_free(&by_ref);
+    return st;
+}
+
+void tbl_plan_free(tbl_plan *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->n_files; i++) {
+        for (int k = 0; k < p->files[i].n_partition; k++)
+            ice_value_clear(&p->files[i].partition[k]);
+        hs_free(p->files[i].partition);
+    }
+    hs_free(p->files);
+    ice_manifest_list_free(p->list);
+    tbl_filter_free(p->filter);
+    hs_arena_destroy(&p->arena);
+    hs_free(p);
+}
+
+hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap,
+                        const ice_schema *schema, const char *filter_text, tbl_plan **out,
+                        hs_error *err)
+{
+    *out = NULL;
+    tbl_plan *p = hs_calloc(1, sizeof *p);
+    if (!p)
+        return hs_err_nomem(err, sizeof *p);
+    p->meta = meta;
+    p->snap = snap;
+    p->schema = schema;
+    hs_status st = tbl_filter_parse(filter_text, &p->filter, err);
+    if (st == HS_OK)
+        st = tbl_filter_bind(p->filter, &schema->root, err);
+    if (st == HS_OK && snap) {
+        if (!snap->manifest_list) {
+            st = hs_err_set(err, HS_UNSUPPORTED, "snapshot %lld has no manifest list (format v1 "
+                            "manifests field): not supported", (long long)snap->snapshot_id);
+        } else {
+            hs_file *f = NULL;
+            st = open_local(snap->manifest_list, &f, err);
+            if (st == HS_OK)
+                st = ice_manifest_list_read(f, &p->list, err);
+            hs_file_close(f);
+        }
+    }
+    spec_proj *projs = NULL;
+    int n_projs = 0;
+    hs_buf dels = {0};
+    if (st == HS_OK && p->list) {
+        projs = hs_calloc((size_t)meta->n_specs + 1, sizeof *projs);
+        if (!projs)
+            st = hs_err_nomem(err, sizeof *projs);
+        for (int i = 0; st == HS_OK && i < meta->n_specs; i++) {
+            spec_proj *sp = &projs[n_projs++];
+            sp->spec = &meta->specs[i];
+            sp->spec_id = meta->specs[i].spec_id;
+            const ice_schema *ss = tbl_schema_for_spec(meta, sp->spec);
+            if (ss && ice_spec_partition_type(sp->spec, ss, &sp->ptype, NULL) == HS_OK) {
+                sp->ok = true;
+                if (!tbl_filter_is_true(p->filter))
+                    sp->expr = project(p->filter->root, sp, &p->arena);
+            }
+        }
+        for (int mi = 0; st == HS_OK && mi < p->list->n_files; mi++) {
+            const ice_manifest_file *mf = &p->list->files[mi];
+            spec_proj *sp = NULL;
+            for (int k = 0; k < n_projs; k++)
+                if (projs[k].spec_id == mf->partition_spec_id)
+                    sp = &projs[k];
+            if (!sp) {
+                st = hs_err_set(err, HS_CORRUPT, "%s: manifest %s uses partition spec %d, which "
+                                "the metadata does not have", snap->manifest_list,
+                                mf->manifest_path, (int)mf->partition_spec_id);
+                break;
+            }
+            const ice_schema *ss = tbl_schema_for_spec(meta, sp->spec);
+            if (mf->content == ICE_MANIFEST_DATA) {
+                p->stats.manifests_total++;
+                spec_proj tmp = *sp;
+                if (!sp->ok)
+                    tmp.expr = NULL;
+                st = plan_data_manifest(p, mi, mf, &tmp, ss, err);
+            } else {
+                st = plan_delete_manifest(p, mi, mf, sp->spec, ss, &dels, err);
+            }
+        }
+    }
+    if (st == HS_OK)
+        st = attach_deletes(p, (const del_entry *)dels.data, dels.len / sizeof(del_entry), err);
+    hs_buf_free(&dels);
+    for (int k = 0; k < n_projs; k++)
+        hs_field_clear(&projs[k].ptype);
+    hs_free(projs);
+    if (st != HS_OK) {
+        tbl_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* loading the deletes of one data file                               */
+
+static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
+                                  roaring_bitmap_t *bm, hs_error *err)
+{
+    hs_file *f = NULL;
+    pq_reader *r = NULL;
+    pq_scan *s = NULL;
+    HS_TRY(open_local(path, &f, err));
+    hs_status st = pq_reader_open(f, &r, err);
+    int cols[2] = {-1, -1};
+    if (st == HS_OK) {
+        const hs_field *sch = pq_reader_schema(r);
+        for (int i = 0; i < sch->n_children; i++) {
+            const hs_field *c = &sch->children[i];
+            if (c->field_id == ICE_FIELD_ID_FILE_PATH ||
+                (c->field_id < 0 && strcmp(c->name, "file_path") == 0))
+                cols[0] = i;
+            if (c->field_id == ICE_FIELD_ID_POS || (c->field_id < 0 && strcmp(c->name, "pos") == 0))
+                cols[1] = i;
+        }
+        if (cols[0] < 0 || cols[1] < 0)
+            st = HS_CORRUPT_AT(err, "%s: position delete file has no file_path and pos columns",
+                               path);
+    }
+    if (st == HS_OK) {
+        pq_scan_options so = {.columns = cols, .n_columns = 2};
+        st = pq_scan_open(r, &so, &s, err);
+    }
+    const char *want = df->path;
+    size_t wn = strlen(want);
+    const char *want_local = tbl_local(want);
+    size_t wln = strlen(want_local);
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = pq_scan_next(s, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        const hs_column *pc = b->cols[0], *qc = b->cols[1];
+        if (pc->type != HS_TYPE_STRING || (qc->type != HS_TYPE_INT64 && qc->type != HS_TYPE_INT32))
+            st = HS_CORRUPT_AT(err, "%s: position delete columns have the wrong types", path);
+        for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++) {
+            if (!hs_col_is_valid(pc, i) || !hs_col_is_valid(qc, i))
+                continue;
+            const int32_t *o = HS_COL_OFFSETS(pc);
+            const char *sp = (const char *)pc->values.data + o[i];
+            size_t sn = (size_t)(o[i + 1] - o[i]);
+            bool same = (sn == wn && memcmp(sp, want, wn) == 0) ||
+                        (sn == wln && memcmp(sp, want_local, wln) == 0);
+            if (!same && sn > 5 && sn < 4096 && memcmp(sp, "file:", 5) == 0) {
+                char tmp[4096];
+                memcpy(tmp, sp, sn);
+                tmp[sn] = '\0';
+                same = strcmp(tbl_local(tmp), want_local) == 0;
+            }
+            if (!same)
+                continue;
+            int64_t pos = qc->type == HS_TYPE_INT64 ? HS_COL_VALUES(qc, int64_t)[i]
+                                                    : HS_COL_VALUES(qc, int32_t)[i];
+            if (pos < 0 || pos > UINT32_MAX)
+                st = HS_CORRUPT_AT(err, "%s: position %lld out of range", path, (long long)pos);
+            else
+                roaring_bitmap_add(bm, (uint32_t)pos);
+        }
+        hs_batch_free(b);
+    }
+    pq_scan_close(s);
+    pq_reader_close(r);
+    hs_file_close(f);
+    return st;
+}
+
+hs_status tbl_plan_load_deletes(const tbl_plan_file *df, roaring_bitmap_t **out, hs_error *err)
+{
+    *out = NULL;
+    if (df->n_deletes == 0)
+        return HS_OK;
+    roaring_bitmap_t *bm = roaring_bitmap_create();
+    if (!bm)
+        return hs_err_nomem(err, 64);
+    hs_status st = HS_OK;
+    for (int i = 0; i < df->n_deletes && st == HS_OK; i++) {
+        const tbl_delete_ref *d = &df->deletes[i];
+        if (d->is_dv) {
+            hs_file *f = NULL;
+            roaring_bitmap_t *dv = NULL;
+            st = open_local(d->path, &f, err);
+            if (st == HS_OK)
+                st = ice_dv_read(f, d->offset, d->length, &dv, err);
+            hs_file_close(f);
+            if (st == HS_OK) {
+                roaring_bitmap_or_inplace(bm, dv);
+                tbl_bitmap_free(dv);
+            }
+        } else {
+            st = load_pos_deletes(df, d->path, bm, err);
+        }
+    }
+    if (st != HS_OK) {
+        tbl_bitmap_free(bm);
+        return st;
+    }
+    *out = bm;
+    return HS_OK;
+}

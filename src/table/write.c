@@ -1,0 +1,1710 @@
+/*
+ * table/write.c - append, overwrite and delete: data files, delete files,
+ * manifests, manifest lists, and the commit that publishes them.
+ *
+ * Every write operation has two phases:
+ *
+ *   1. Prepare (once): write the new files.  Data files are Parquet under
+ *      <location>/data/[<partition path>/], one per partition tuple of the
+ *      default spec, rows sorted by the default sort order; delete files are
+ *      Parquet position-delete files (v2) or one Puffin file of deletion
+ *      vectors (v3).  Metrics come from the rows written (exact counts and
+ *      bounds, strings and binary truncated to 16 as Iceberg's default
+ *      metrics mode) and column sizes from the Parquet footer.  New files are
+ *      listed in new manifests; manifests holding files this operation
+ *      removes are rewritten (removed -> DELETED, others -> EXISTING).
+ *   2. Commit (per attempt, tbl_commit's rebase callback): against the fresh
+ *      base, check conflicts, build the manifest list = new manifests +
+ *      the base snapshot's manifests minus the rewritten ones, write it,
+ *      add the snapshot (sequence number base+1; v3 first-row-id = the
+ *      base's next-row-id) with a summary of the standard counters.
+ *
+ *   operation          removes            adds                   conflicts when, since planning
+ *   -----------------  -----------------  ---------------------  ------------------------------------
+ *   append             -                  data manifest          never (always rebases)
+ *   overwrite(filter)  files all of whose  data manifest (new     a snapshot other than an append was
+ *                      rows match; files   rows + kept rows of    committed, or a rewritten manifest
+ *                      partly matching     partly matching files) left the base
+ *                      are rewritten
+ *   delete(filter)     files all of whose  delete manifest(s)     same as overwrite
+ *                      rows match          (pos deletes / DVs)
+ *
+ * Atomicity: nothing is visible until the catalog swap.  A failed commit
+ * removes the files this operation wrote (best effort: an I/O failure in the
+ * cleanup leaves orphans, which are unreferenced and harmless).  All file
+ * creation goes through cat_io_create so crash tests can fail any step.
+ */
+#define _GNU_SOURCE 1 /* qsort_r */
+#include "table/table_int.h"
+
+#include "base/hashmap.h"
+#include "base/mem.h"
+#include "columnar/arrow_c.h"
+#include "iceberg/puffin.h"
+#include "io/io.h"
+#include "parquet/reader.h"
+#include "parquet/writer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* the operation                                                       */
+
+typedef struct tbl_wop {
+    hs_table *t;
+    const char *operation;          /* "append" | "overwrite" | "delete" */
+    int64_t snapshot_id;
+    bool check_conflicts;
+    int64_t planned_snapshot_id;    /* -1 = planned on an empty table */
+    hs_arena arena;
+    hs_buf add;                     /* ice_manifest_file: manifests to add */
+    hs_buf replace;                 /* const char *: manifest paths to drop */
+    hs_buf written;                 /* char * (arena): files written, for cleanup */
+    char *prev_list;                /* list written by the previous attempt (arena) */
+    /* summary deltas */
+    int64_t added_files, added_records, added_size;
+    int64_t removed_files, removed_records, removed_size;
+    int64_t added_del_files, added_pos_deletes, removed_del_files, removed_pos_deletes;
+    int64_t changed_partitions;
+    hs_map parts;                   /* partition tuple keys written (tuple_key) */
+} tbl_wop;
+
+static void op_init(tbl_wop *op, hs_table *t, const char *operation)
+{
+    memset(op, 0, sizeof *op);
+    op->t = t;
+    op->operation = operation;
+    op->snapshot_id = ice_new_snapshot_id();
+    op->planned_snapshot_id = -1;
+}
+
+static void op_cleanup_files(tbl_wop *op)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(&op->written, char *); i++) {
+        (void)remove(tbl_local(HS_VEC_AT(&op->written, char *, i)));
+    }
+}
+
+static void op_free(tbl_wop *op)
+{
+    hs_buf_free(&op->add);
+    hs_buf_free(&op->replace);
+    hs_buf_free(&op->written);
+    hs_map_free(&op->parts);
+    hs_arena_destroy(&op->arena);
+}
+
+static char *op_str(tbl_wop *op, const char *s)
+{
+    return hs_arena_strndup(&op->arena, s, strlen(s));
+}
+
+static hs_status op_record(tbl_wop *op, const char *path, hs_error *err)
+{
+    char *p = op_str(op, path);
+    if (!p || HS_VEC_PUSH(&op->written, char *, p) != HS_OK)
+        return hs_err_nomem(err, strlen(path));
+    return HS_OK;
+}
+
+/* <location>/<sub>/<name>, with the location's file:// kept as written. */
+static hs_status make_path(const hs_table *t, const char *sub, const char *part, const char *name,
+                           hs_buf *out, hs_error *err)
+{
+    hs_buf_reset(out);
+    const char *loc = t->meta.location;
+    size_t n = strlen(loc);
+    while (n > 1 && loc[n - 1] == '/')
+        n--;
+    hs_status st = HS_OK;
+    const char *data_path = strcmp(sub, "data") == 0
+                                ? ice_kv_get(&t->meta.properties, "write.data.path") : NULL;
+    if (data_path)
+        st = hs_buf_puts(out, data_path);
+    else {
+        st = hs_buf_append(out, loc, n);
+        if (st == HS_OK)
+            st = hs_buf_printf(out, "/%s", sub);
+    }
+    if (st == HS_OK && part && *part)
+        st = hs_buf_printf(out, "/%s", part);
+    if (st == HS_OK)
+        st = hs_buf_printf(out, "/%s", name);
+    if (st != HS_OK)
+        return hs_err_nomem(err, n);
+    hs_buf_cstr(out);
+    return HS_OK;
+}
+
+static hs_status mkdir_of(const char *path, hs_error *err)
+{
+    const char *local = tbl_local(path);
+    const char *slash = strrchr(local, '/');
+    if (!slash || slash == local)
+        return HS_OK;
+    char *dir = hs_strndup(local, (size_t)(slash - local));
+    if (!dir)
+        return hs_err_nomem(err, strlen(local));
+    hs_status st = cat_io_mkdirs(dir, err);
+    hs_free(dir);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* metrics of the rows written                                         */
+
+typedef struct metric_acc {
+    hs_buf ids_counts;   /* ice_id_long */
+    hs_buf nulls;        /* ice_id_long */
+    hs_buf nans;         /* ice_id_long */
+    hs_buf lower;        /* ice_id_bytes */
+    hs_buf upper;        /* ice_id_bytes */
+} metric_acc;
+
+static hs_status push_long(hs_buf *b, int32_t id, int64_t v)
+{
+    ice_id_long x = {id, v};
+    return hs_buf_append(b, &x, sizeof x);
+}
+
+static hs_status push_bytes(hs_buf *b, int32_t id, uint32_t len, const uint8_t *p)
+{
+    ice_id_bytes x = {id, len, p};
+    return hs_buf_append(b, &x, sizeof x);
+}
+
+static void metric_free(metric_acc *m)
+{
+    hs_buf_free(&m->ids_counts);
+    hs_buf_free(&m->nulls);
+    hs_buf_free(&m->nans);
+    hs_buf_free(&m->lower);
+    hs_buf_free(&m->upper);
+}
+
+/* Truncated bound bytes of v (column f) in the op arena; NULL when none. */
+static const uint8_t *bound_bytes(tbl_wop *op, const hs_field *f, const tbl_val *v, bool upper,
+                                  uint32_t *len)
+{
+    hs_buf b = {0};
+    ice_value iv = {0}, tv = {0};
+    const uint8_t *res = NULL;
+    if (tbl_val_to_bound(f, v, &b) != HS_OK)
+        goto done;
+    ice_type_id it = ice_type_of(f);
+    if (it == ICE_T_STRING || it == ICE_T_BINARY) {
+        if (ice_value_from_bytes(f, b.data ? b.data : (const uint8_t *)"", b.len, &iv, NULL) != HS_OK)
+            goto done;
+        bool ok = true;
+        hs_status st = upper ? ice_value_truncate_upper(&iv, ICE_BOUND_TRUNCATE_LEN, &tv, &ok)
+                             : ice_value_truncate_lower(&iv, ICE_BOUND_TRUNCATE_LEN, &tv);
+        if (st != HS_OK || !ok || tv.is_null)
+            goto done;
+        hs_buf_reset(&b);
+        if (ice_value_to_bytes(&tv, &b) != HS_OK)
+            goto done;
+    }
+    uint8_t *p = hs_arena_alloc(&op->arena, b.len + 1);
+    if (p) {
+        if (b.len)
+            memcpy(p, b.data, b.len);
+        *len = (uint32_t)b.len;
+        res = p;
+    }
+done:
+    ice_value_clear(&iv);
+    ice_value_clear(&tv);
+    hs_buf_free(&b);
+    return res;
+}
+
+static hs_status metrics_of(tbl_wop *op, const hs_field *f, const hs_column *c,
+                            const uint8_t *parent_valid, int64_t n, metric_acc *m)
+{
+    if (f->type == HS_TYPE_STRUCT) {
+        /* children are null where the struct is null */
+        uint8_t *valid = hs_malloc((size_t)n + 1);
+        if (!valid)
+            return HS_NOMEM;
+        for (int64_t i = 0; i < n; i++)
+            valid[i] = (!parent_valid || parent_valid[i]) && hs_col_is_valid(c, i);
+        hs_status st = HS_OK;
+        for (int k = 0; k < f->n_children && k < c->n_children && st == HS_OK; k++)
+            st = metrics_of(op, &f->children[k], c->children[k], valid, n, m);
+        hs_free(valid);
+        return st;
+    }
+    if (f->type == HS_TYPE_LIST || f->type == HS_TYPE_MAP || f->field_id < 0)
+        return HS_OK;  /* no metrics for repeated fields */
+    int64_t nulls = 0, nans = 0;
+    bool have = false;
+    tbl_val lo = {0}, hi = {0};
+    bool comparable = tbl_kind_of(f) != TBL_V_NULL;
+    for (int64_t i = 0; i < n; i++) {
+        if ((parent_valid && !parent_valid[i]) || !hs_col_is_valid(c, i)) {
+            nulls++;
+            continue;
+        }
+        if (!comparable)
+            continue;
+        tbl_val v;
+        if (!tbl_val_get(f, c, i, &v))
+            continue;
+        if (v.kind == TBL_V_F64 && isnan(v.f)) {
+            nans++;
+            continue;
+        }
+        if (!have) {
+            lo = hi = v;
+            have = true;
+        } else {
+            if (tbl_val_cmp(&v, &lo) < 0)
+                lo = v;
+            if (tbl_val_cmp(&v, &hi) > 0)
+                hi = v;
+        }
+    }
+    if (push_long(&m->ids_counts, f->field_id, n) != HS_OK ||
+        push_long(&m->nulls, f->field_id, nulls) != HS_OK)
+        return HS_NOMEM;
+    if (tbl_kind_of(f) == TBL_V_F64 &&
+        push_long(&m->nans, f->field_id, nans) != HS_OK)
+        return HS_NOMEM;
+    if (have) {
+        /* -0.0 and 0.0 as Java: lower -0.0, upper 0.0 are fine as found */
+        uint32_t ll = 0, hl = 0;
+        const uint8_t *lp = bound_bytes(op, f, &lo, false, &ll);
+        const uint8_t *hp = bound_bytes(op, f, &hi, true, &hl);
+        if (lp && push_bytes(&m->lower, f->field_id, ll, lp) != HS_OK)
+            return HS_NOMEM;
+        if (hp && push_bytes(&m->upper, f->field_id, hl, hp) != HS_OK)
+            return HS_NOMEM;
+    }
+    return HS_OK;
+}
+
+static void *arena_copy(tbl_wop *op, const hs_buf *b)
+{
+    if (!b->len)
+        return NULL;
+    void *p = hs_arena_alloc(&op->arena, b->len);
+    if (p)
+        memcpy(p, b->data, b->len);
+    return p;
+}
+
+/* Column sizes from the footer, by the leaf's field id. */
+static hs_status column_sizes(tbl_wop *op, const pq_file_meta *fm, ice_data_file *df)
+{
+    hs_buf acc = {0};
+    /* leaves in depth-first order carry field ids in the schema elements */
+    int leaf = 0;
+    for (int i = 1; i < fm->n_schema; i++) {
+        const pq_schema_element *e = &fm->schema[i];
+        if (e->num_children > 0)
+            continue;
+        int64_t total = 0;
+        for (int g = 0; g < fm->n_row_groups; g++)
+            if (leaf < fm->row_groups[g].n_columns)
+                total += fm->row_groups[g].columns[leaf].meta_data.total_compressed_size;
+        if (e->has_field_id &&
+            push_long(&acc, e->field_id, total) != HS_OK) {
+            hs_buf_free(&acc);
+            return HS_NOMEM;
+        }
+        leaf++;
+    }
+    df->n_column_sizes = (int)HS_VEC_LEN(&acc, ice_id_long);
+    df->column_sizes = arena_copy(op, &acc);
+    hs_buf_free(&acc);
+    return df->n_column_sizes && !df->column_sizes ? HS_NOMEM : HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* writing data files                                                  */
+
+/* Byte key of a partition tuple: per value a null flag, a 4-byte length and
+ * the single-value binary form. */
+static hs_status tuple_key(const ice_value *v, int n, hs_buf *key)
+{
+    hs_buf_reset(key);
+    for (int k = 0; k < n; k++) {
+        HS_TRY(hs_buf_append_byte(key, v[k].is_null ? 0 : 1));
+        size_t before = key->len;
+        HS_TRY(hs_buf_append_zeros(key, 4));
+        if (!v[k].is_null)
+            HS_TRY(ice_value_to_bytes(&v[k], key));
+        uint32_t len = (uint32_t)(key->len - before - 4);
+        memcpy(key->data + before, &len, 4);
+    }
+    return hs_buf_append_byte(key, 0xff);
+}
+
+typedef struct group {
+    ice_value *values;      /* n partition fields (owned) */
+    hs_buf rows;            /* int64_t row indexes */
+} group;
+
+typedef struct sort_key {
+    tbl_val *v;             /* per row */
+    uint8_t *is_null;
+    ice_sort_direction dir;
+    ice_null_order nulls;
+} sort_key;
+
+typedef struct sort_ctx {
+    sort_key *keys;
+    int n_keys;
+} sort_ctx;
+
+static int cmp_rows(const void *a, const void *b, void *vctx)
+{
+    const sort_ctx *s = vctx;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    for (int k = 0; k < s->n_keys; k++) {
+        const sort_key *key = &s->keys[k];
+        bool nx = key->is_null[x], ny = key->is_null[y];
+        if (nx || ny) {
+            if (nx && ny)
+                continue;
+            int c = nx ? -1 : 1;
+            return key->nulls == ICE_NULLS_FIRST ? c : -c;
+        }
+        int c = tbl_val_cmp(&key->v[x], &key->v[y]);
+        if (c)
+            return key->dir == ICE_SORT_ASC ? c : -c;
+    }
+    return x < y ? -1 : x > y;
+}
+
+/* Transformed value of one row of column `src` (field f) as a tbl_val of
+ * result type rf; bytes kept in scratch arena a.  Returns false for null. */
+static bool transformed(const hs_field *f, const tbl_col_ref *ref, int64_t row,
+                        const ice_transform *tr, const hs_field *rf, hs_arena *a, tbl_val *out,
+                        ice_value *keep, hs_error *err, hs_status *st)
+{
+    ice_value in = {0};
+    bool valid = tbl_ref_valid(ref, row);
+    if (!valid)
+        ice_value_init_null(&in, f);
+    else if ((*st = ice_value_from_column(f, ref->col, row, &in, err)) != HS_OK)
+        return false;
+    ice_value res = {0};
+    *st = ice_transform_apply(tr, &in, &res, err);
+    ice_value_clear(&in);
+    if (*st != HS_OK)
+        return false;
+    bool nonnull = !res.is_null;
+    if (nonnull && out) {
+        hs_buf b = {0};
+        if (ice_value_to_bytes(&res, &b) != HS_OK) {
+            *st = hs_err_nomem(err, 16);
+            hs_buf_free(&b);
+            ice_value_clear(&res);
+            return false;
+        }
+        uint8_t *p = hs_arena_alloc(a, b.len + 1);
+        if (!p) {
+            *st = hs_err_nomem(err, b.len);
+        } else {
+            if (b.len)
+                memcpy(p, b.data, b.len);
+            if (!tbl_val_from_bound(rf, p, b.len, out))
+                nonnull = false;
+        }
+        hs_buf_free(&b);
+    }
+    if (keep)
+        *keep = res;
+    else
+        ice_value_clear(&res);
+    return nonnull;
+}
+
+static hs_status write_one_file(tbl_wop *op, const ice_schema *schema, const hs_batch *b,
+                                const char *part_path, int32_t spec_id, ice_value *pvals,
+                                int n_pvals, hs_buf *entries, hs_error *err)
+{
+    char name[96];
+    char uuid[37];
+    ice_uuid_v4(uuid);
+    snprintf(name, sizeof name, "00000-%lld-%s.parquet",
+             (long long)(HS_VEC_LEN(entries, ice_manifest_entry)), uuid);
+    hs_buf path = {0};
+    HS_TRY(make_path(op->t, "data", part_path, name, &path, err));
+    hs_wfile *wf = NULL;
+    pq_writer *w = NULL;
+    hs_status st = mkdir_of((const char *)path.data, err);
+    if (st == HS_OK)
+        st = cat_io_create(tbl_local((const char *)path.data), true, &wf, err);
+    if (st == HS_OK)
+        st = op_record(op, (const char *)path.data, err);
+    pq_writer_options wo = {.codec = HS_CODEC_ZSTD};
+    if (st == HS_OK)
+        st = pq_writer_open(wf, &schema->root, &wo, &w, err);
+    if (st == HS_OK)
+        st = pq_writer_write(w, b, err);
+    if (st == HS_OK)
+        st = pq_writer_finish(w, err);
+    uint64_t size = w ? pq_writer_bytes_written(w) : 0;
+    ice_data_file df = {0};
+    metric_acc m = {0};
+    if (st == HS_OK) {
+        df.content = ICE_CONTENT_DATA;
+        df.file_path = op_str(op, (const char *)path.data);
+        df.file_format = "PARQUET";
+        df.n_partition = n_pvals;
+        df.partition = pvals;
+        df.record_count = b->n_rows;
+        df.file_size_in_bytes = (int64_t)size;
+        if (column_sizes(op, pq_writer_file_meta(w), &df) != HS_OK)
+            st = hs_err_nomem(err, 64);
+        for (int i = 0; i < b->n_cols && st == HS_OK; i++)
+            if (metrics_of(op, &b->schema.children[i], b->cols[i], NULL, b->n_rows, &m) != HS_OK)
+                st = hs_err_nomem(err, 64);
+    }
+    if (st == HS_OK) {
+        df.n_value_counts = (int)HS_VEC_LEN(&m.ids_counts, ice_id_long);
+        df.value_counts = arena_copy(op, &m.ids_counts);
+        df.n_null_value_counts = (int)HS_VEC_LEN(&m.nulls, ice_id_long);
+        df.null_value_counts = arena_copy(op, &m.nulls);
+        df.n_nan_value_counts = (int)HS_VEC_LEN(&m.nans, ice_id_long);
+        df.nan_value_counts = arena_copy(op, &m.nans);
+        df.n_lower_bounds = (int)HS_VEC_LEN(&m.lower, ice_id_bytes);
+        df.lower_bounds = arena_copy(op, &m.lower);
+        df.n_upper_bounds = (int)HS_VEC_LEN(&m.upper, ice_id_bytes);
+        df.upper_bounds = arena_copy(op, &m.upper);
+        int64_t off = 4;
+        df.n_split_offsets = 0;
+        (void)off;
+        const ice_sort_order *so = ice_metadata_default_sort_order(&op->t->meta);
+        df.has_sort_order_id = true;
+        df.sort_order_id = so ? so->order_id : 0;
+    }
+    metric_free(&m);
+    pq_writer_free(w);
+    if (st == HS_OK) {
+        st = hs_wfile_close(wf, err);
+        wf = NULL;
+    }
+    if (wf)
+        hs_wfile_abort(wf);
+    hs_buf_free(&path);
+    if (st != HS_OK)
+        return st;
+    ice_manifest_entry e = {0};
+    e.status = ICE_STATUS_ADDED;
+    e.has_snapshot_id = true;
+    e.snapshot_id = op->snapshot_id;
+    e.file = df;
+    (void)spec_id;
+    if (hs_buf_append(entries, &e, sizeof e) != HS_OK)
+        return hs_err_nomem(err, sizeof e);
+    op->added_files++;
+    op->added_records += b->n_rows;
+    op->added_size += (int64_t)size;
+    return HS_OK;
+}
+
+/* Writes the manifest of entries (content: data or deletes) and queues it. */
+static hs_status write_manifest(tbl_wop *op, int content, const ice_schema *schema,
+                                const ice_partition_spec *spec, const ice_manifest_entry *e,
+                                int64_t n, hs_error *err)
+{
+    if (n == 0)
+        return HS_OK;
+    char name[80];
+    char uuid[37];
+    ice_uuid_v4(uuid);
+    snprintf(name, sizeof name, "%s-m%d.avro", uuid, (int)HS_VEC_LEN(&op->add, ice_manifest_file));
+    hs_buf path = {0};
+    HS_TRY(make_path(op->t, "metadata", NULL, name, &path, err));
+    ice_manifest_writer *w = NULL;
+    hs_wfile *wf = NULL;
+    ice_manifest_file mf = {0};
+    hs_status st = ice_manifest_writer_open((const char *)path.data, op->t->meta.format_version,
+                                            content, schema, spec, op->snapshot_id,
+                                            HS_AVRO_CODEC_DEFLATE, &w, err);
+    for (int64_t i = 0; i < n && st == HS_OK; i++)
+        st = ice_manifest_writer_add(w, &e[i], err);
+    if (st == HS_OK)
+        st = mkdir_of((const char *)path.data, err);
+    if (st == HS_OK)
+        st = cat_io_create(tbl_local((const char *)path.data), true, &wf, err);
+    if (st == HS_OK)
+        st = op_record(op, (const char *)path.data, err);
+    if (st == HS_OK) {
+        st = ice_manifest_writer_finish(w, wf, &op->arena, &mf, err);
+        w = NULL;
+    }
+    if (st == HS_OK) {
+        st = hs_wfile_close(wf, err);
+        wf = NULL;
+    }
+    ice_manifest_writer_free(w);
+    if (wf)
+        hs_wfile_abort(wf);
+    hs_buf_free(&path);
+    if (st == HS_OK && hs_buf_append(&op->add, &mf, sizeof mf) != HS_OK)
+        st = hs_err_nomem(err, sizeof mf);
+    return st;
+}
+
+static void groups_free(group *g, int n_groups, int n_fields)
+{
+    for (int i = 0; g && i < n_groups; i++) {
+        for (int k = 0; k < n_fields && g[i].values; k++)
+            ice_value_clear(&g[i].values[k]);
+        hs_free(g[i].values);
+        hs_buf_free(&g[i].rows);
+    }
+    hs_free(g);
+}
+
+/* Writes the rows of `all` (in the current schema) as data files of the
+ * default spec, sorted by the default sort order, plus one data manifest. */
+static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
+{
+    const ice_table_metadata *m = &op->t->meta;
+    const ice_schema *schema = ice_metadata_current_schema(m);
+    const ice_partition_spec *spec = ice_metadata_default_spec(m);
+    const ice_sort_order *order = ice_metadata_default_sort_order(m);
+    if (!schema || !spec)
+        return hs_err_set(err, HS_CORRUPT, "table metadata lacks a current schema or spec");
+    int64_t n = all->n_rows;
+    if (n == 0)
+        return HS_OK;
+    int nf = spec->n_fields;
+    hs_field ptype = {0};
+    hs_status st = ice_spec_partition_type(spec, schema, &ptype, err);
+    hs_map keys = {0};
+    group *groups = NULL;
+    int n_groups = 0, cap_groups = 0;
+    int32_t *row_group_of = hs_malloc((size_t)n * sizeof(int32_t) + 4);
+    hs_arena scratch = {0};
+    hs_buf key = {0};
+    if (st == HS_OK && !row_group_of)
+        st = hs_err_nomem(err, (size_t)n * 4);
+    tbl_col_ref *refs = st == HS_OK ? hs_calloc((size_t)nf + 1, sizeof *refs) : NULL;
+    if (st == HS_OK && !refs)
+        st = hs_err_nomem(err, sizeof *refs);
+    bool *have_ref = st == HS_OK ? hs_calloc((size_t)nf + 1, sizeof(bool)) : NULL;
+    if (st == HS_OK && !have_ref)
+        st = hs_err_nomem(err, (size_t)nf);
+    for (int k = 0; k < nf && st == HS_OK; k++)
+        have_ref[k] = tbl_batch_find_id(all, spec->fields[k].source_id, &refs[k]);
+    ice_value *vals = st == HS_OK ? hs_calloc((size_t)nf + 1, sizeof(ice_value)) : NULL;
+    if (st == HS_OK && !vals)
+        st = hs_err_nomem(err, sizeof(ice_value));
+    /* 1. partition tuple of every row -> group */
+    for (int64_t i = 0; i < n && st == HS_OK; i++) {
+        for (int k = 0; k < nf && st == HS_OK; k++) {
+            const ice_partition_field *pf = &spec->fields[k];
+            const hs_field *src = ice_schema_find_id(schema, pf->source_id);
+            ice_value_clear(&vals[k]);
+            if (!have_ref[k] || !src) {
+                ice_value_init_null(&vals[k], &ptype.children[k]);
+                vals[k].is_null = true;
+            } else {
+                transformed(src, &refs[k], i, &pf->transform, &ptype.children[k], &scratch, NULL,
+                            &vals[k], err, &st);
+            }
+        }
+        if (st == HS_OK && tuple_key(vals, nf, &key) != HS_OK)
+            st = hs_err_nomem(err, key.len);
+        if (st != HS_OK)
+            break;
+        uint64_t gi;
+        bool found = false;
+        if (hs_map_get_or_put(&keys, key.data ? key.data : (const uint8_t *)"", key.len,
+                              (uint64_t)n_groups, &gi, &found) != HS_OK) {
+            st = hs_err_nomem(err, key.len);
+            break;
+        }
+        if (!found) {
+            if (n_groups == cap_groups) {
+                int cap = cap_groups ? cap_groups * 2 : 8;
+                group *ng = hs_realloc(groups, (size_t)cap * sizeof *ng);
+                if (!ng) {
+                    st = hs_err_nomem(err, (size_t)cap * sizeof *ng);
+                    break;
+                }
+                groups = ng;
+                cap_groups = cap;
+            }
+            group *g = &groups[n_groups++];
+            memset(g, 0, sizeof *g);
+            g->values = hs_calloc((size_t)nf + 1, sizeof(ice_value));
+            if (!g->values) {
+                st = hs_err_nomem(err, sizeof(ice_value));
+                break;
+            }
+            for (int k = 0; k < nf && st == HS_OK; k++)
+                if (ice_value_copy(&vals[k], &g->values[k]) != HS_OK)
+                    st = hs_err_nomem(err, 16);
+            gi = (uint64_t)(n_groups - 1);
+            if (st == HS_OK && hs_map_put(&op->parts, key.data, key.len, 1) != HS_OK)
+                st = hs_err_nomem(err, key.len);
+        }
+        row_group_of[i] = (int32_t)gi;
+        if (st == HS_OK && HS_VEC_PUSH(&groups[gi].rows, int64_t, i) != HS_OK)
+            st = hs_err_nomem(err, 8);
+    }
+    /* 2. sort keys */
+    sort_ctx sctx = {0};
+    if (st == HS_OK && order && order->n_fields > 0) {
+        sctx.keys = hs_calloc((size_t)order->n_fields, sizeof(sort_key));
+        if (!sctx.keys)
+            st = hs_err_nomem(err, sizeof(sort_key));
+        for (int k = 0; k < order->n_fields && st == HS_OK; k++) {
+            const ice_sort_field *sf = &order->fields[k];
+            sort_key *sk = &sctx.keys[sctx.n_keys++];
+            sk->dir = sf->direction;
+            sk->nulls = sf->null_order;
+            sk->v = hs_calloc((size_t)n, sizeof(tbl_val));
+            sk->is_null = hs_malloc((size_t)n + 1);
+            if (!sk->v || !sk->is_null) {
+                st = hs_err_nomem(err, (size_t)n * sizeof(tbl_val));
+                break;
+            }
+            const hs_field *src = ice_schema_find_id(schema, sf->source_id);
+            tbl_col_ref ref;
+            bool have = src && tbl_batch_find_id(all, sf->source_id, &ref);
+            hs_field rf = {0};
+            if (have && sf->transform.kind != ICE_TR_IDENTITY &&
+                ice_transform_result_type(&sf->transform, src, &rf, err) != HS_OK)
+                have = false;
+            for (int64_t i = 0; i < n && st == HS_OK; i++) {
+                if (!have) {
+                    sk->is_null[i] = 1;
+                } else if (sf->transform.kind == ICE_TR_IDENTITY) {
+                    sk->is_null[i] = !tbl_ref_valid(&ref, i) ||
+                                     !tbl_val_get(src, ref.col, i, &sk->v[i]);
+                } else {
+                    sk->is_null[i] = !transformed(src, &ref, i, &sf->transform, &rf, &scratch,
+                                                  &sk->v[i], NULL, err, &st);
+                }
+            }
+            hs_field_clear(&rf);
+        }
+    }
+    /* 3. one file per group */
+    hs_buf entries = {0};
+    hs_buf part = {0};
+    for (int gi = 0; gi < n_groups && st == HS_OK; gi++) {
+        group *g = &groups[gi];
+        int64_t *idx = (int64_t *)g->rows.data;
+        int64_t cnt = (int64_t)HS_VEC_LEN(&g->rows, int64_t);
+        if (sctx.n_keys)
+            qsort_r(idx, (size_t)cnt, sizeof(int64_t), cmp_rows, &sctx);
+        hs_buf_reset(&part);
+        if (nf > 0 && !ice_spec_is_unpartitioned(spec))
+            st = ice_spec_partition_path(spec, g->values, &part, err);
+        hs_column **cols = st == HS_OK ? hs_calloc((size_t)all->n_cols + 1, sizeof *cols) : NULL;
+        if (st == HS_OK && !cols)
+            st = hs_err_nomem(err, 64);
+        for (int c = 0; c < all->n_cols && st == HS_OK; c++)
+            st = hs_col_take(all->cols[c], idx, cnt, &cols[c], err);
+        hs_batch *b = NULL;
+        if (st == HS_OK)
+            st = tbl_batch_from_cols(&all->schema, cols, all->n_cols, cnt, &b, err);
+        else if (cols)
+            for (int c = 0; c < all->n_cols; c++)
+                hs_col_free(cols[c]);
+        hs_free(cols);
+        if (st == HS_OK)
+            st = write_one_file(op, schema, b, part.len ? hs_buf_cstr(&part) : NULL,
+                                spec->spec_id, g->values, nf, &entries, err);
+        hs_batch_free(b);
+    }
+    op->changed_partitions += n_groups;
+    if (st == HS_OK)
+        st = write_manifest(op, ICE_MANIFEST_DATA, schema, spec,
+                            (const ice_manifest_entry *)entries.data,
+                            (int64_t)HS_VEC_LEN(&entries, ice_manifest_entry), err);
+    hs_buf_free(&entries);
+    hs_buf_free(&part);
+    for (int k = 0; k < sctx.n_keys; k++) {
+        hs_free(sctx.keys[k].v);
+        hs_free(sctx.keys[k].is_null);
+    }
+    hs_free(sctx.keys);
+    for (int k = 0; vals && k < nf; k++)
+        ice_value_clear(&vals[k]);
+    hs_free(vals);
+    hs_free(refs);
+    hs_free(have_ref);
+    hs_free(row_group_of);
+    groups_free(groups, n_groups, nf);
+    hs_map_free(&keys);
+    hs_buf_free(&key);
+    hs_arena_destroy(&scratch);
+    hs_field_clear(&ptype);
+    return st;
+}
+
+/* Reads a stream (moved) into one batch conformed to the current schema. */
+static hs_status collect_stream(hs_table *t, struct ArrowArrayStream *in, hs_batch **out,
+                                hs_error *err)
+{
+    *out = NULL;
+    const ice_schema *schema = ice_metadata_current_schema(&t->meta);
+    if (!schema) {
+        if (in && in->release)
+            in->release(in);
+        return hs_err_set(err, HS_CORRUPT, "table metadata has no current schema");
+    }
+    hs_batch_source src = {0};
+    HS_TRY(hs_arrow_import_stream(in, &src, err));
+    hs_batch *all = NULL;
+    hs_status st = hs_batch_create(&schema->root, 0, &all, err);
+    while (st == HS_OK) {
+        hs_batch *b = NULL, *cb = NULL;
+        st = src.next(src.ctx, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        st = tbl_conform_batch(b, &schema->root, true, &cb, err);
+        if (st != HS_OK) {
+            hs_err_prefix(err, "append");
+            break;
+        }
+        for (int i = 0; i < all->n_cols && st == HS_OK; i++)
+            st = hs_col_append_column(all->cols[i], cb->cols[i], err);
+        all->n_rows += cb->n_rows;
+        hs_batch_free(cb);
+    }
+    src.close(src.ctx);
+    hs_field_clear(&src.schema);
+    if (st != HS_OK) {
+        hs_batch_free(all);
+        return st;
+    }
+    *out = all;
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* commit                                                              */
+
+static void summary_add(ice_kv *kv, const char *key, int64_t v, hs_status *st)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld", (long long)v);
+    if (*st == HS_OK)
+        *st = ice_kv_set(kv, key, buf);
+}
+
+static int64_t parent_total(const ice_snapshot *p, const char *key)
+{
+    const char *v = p ? ice_kv_get(&p->summary, key) : NULL;
+    return v ? strtoll(v, NULL, 10) : 0;
+}
+
+static hs_status build_summary(const tbl_wop *op, const ice_snapshot *parent, ice_kv *kv)
+{
+    hs_status st = ice_kv_set(kv, "operation", op->operation);
+    if (op->added_files)
+        summary_add(kv, "added-data-files", op->added_files, &st);
+    if (op->added_records)
+        summary_add(kv, "added-records", op->added_records, &st);
+    if (op->added_files)
+        summary_add(kv, "added-files-size", op->added_size, &st);
+    if (op->removed_files) {
+        summary_add(kv, "deleted-data-files", op->removed_files, &st);
+        summary_add(kv, "deleted-records", op->removed_records, &st);
+        summary_add(kv, "removed-files-size", op->removed_size, &st);
+    }
+    if (op->added_del_files) {
+        summary_add(kv, "added-delete-files", op->added_del_files, &st);
+        summary_add(kv, "added-position-delete-files", op->added_del_files, &st);
+        summary_add(kv, "added-position-deletes", op->added_pos_deletes, &st);
+    }
+    if (op->removed_del_files) {
+        summary_add(kv, "removed-delete-files", op->removed_del_files, &st);
+        summary_add(kv, "removed-position-deletes", op->removed_pos_deletes, &st);
+    }
+    summary_add(kv, "changed-partition-count", op->changed_partitions, &st);
+    summary_add(kv, "total-records", parent_total(parent, "total-records") + op->added_records -
+                op->removed_records, &st);
+    summary_add(kv, "total-files-size", parent_total(parent, "total-files-size") + op->added_size -
+                op->removed_size, &st);
+    summary_add(kv, "total-data-files", parent_total(parent, "total-data-files") +
+                op->added_files - op->removed_files, &st);
+    summary_add(kv, "total-delete-files", parent_total(parent, "total-delete-files") +
+                op->added_del_files - op->removed_del_files, &st);
+    summary_add(kv, "total-position-deletes", parent_total(parent, "total-position-deletes") +
+                op->added_pos_deletes - op->removed_pos_deletes, &st);
+    summary_add(kv, "total-equality-deletes", parent_total(parent, "total-equality-deletes"), &st);
+    return st;
+}
+
+/* Snapshots committed after `planned` on main are all appends? */
+static hs_status check_since(const tbl_wop *op, const ice_table_metadata *base, hs_error *err)
+{
+    const ice_snapshot *s = ice_metadata_current_snapshot(base);
+    for (int guard = 0; s && guard <= base->n_snapshots; guard++) {
+        if (s->snapshot_id == op->planned_snapshot_id)
+            return HS_OK;
+        const char *o = ice_snapshot_operation(s);
+        if (!o || strcmp(o, "append") != 0)
+            return hs_err_set(err, HS_CONFLICT, "%s: a concurrent %s (snapshot %lld) changed the "
+                              "rows this %s planned on; retry the operation", op->t->ident,
+                              o ? o : "commit", (long long)s->snapshot_id, op->operation);
+        s = s->has_parent ? ice_metadata_snapshot(base, s->parent_id) : NULL;
+    }
+    if (op->planned_snapshot_id < 0)
+        return HS_OK;
+    return hs_err_set(err, HS_CONFLICT, "%s: snapshot %lld, on which this %s was planned, is no "
+                      "longer an ancestor of the current snapshot", op->t->ident,
+                      (long long)op->planned_snapshot_id, op->operation);
+}
+
+static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const char *base_location,
+                           ice_table_metadata *nm, hs_error *err)
+{
+    tbl_wop *op = vctx;
+    if (op->prev_list) {
+        (void)remove(tbl_local(op->prev_list));
+        op->prev_list = NULL;
+    }
+    if (op->check_conflicts)
+        HS_TRY(check_since(op, base, err));
+    while (ice_metadata_snapshot(base, op->snapshot_id))
+        op->snapshot_id = ice_new_snapshot_id();
+    const ice_snapshot *parent = ice_metadata_current_snapshot(base);
+    ice_manifest_list *old = NULL;
+    hs_status st = HS_OK;
+    if (parent && parent->manifest_list) {
+        hs_file *f = NULL;
+        st = hs_local_open(tbl_local(parent->manifest_list), &f, err);
+        if (st == HS_OK)
+            st = ice_manifest_list_read(f, &old, err);
+        hs_file_close(f);
+    } else if (parent) {
+        st = hs_err_set(err, HS_UNSUPPORTED, "snapshot %lld has no manifest list (v1 manifests "
+                        "field): writing to it is not supported", (long long)parent->snapshot_id);
+    }
+    int n_add = (int)HS_VEC_LEN(&op->add, ice_manifest_file);
+    int n_old = old ? old->n_files : 0;
+    ice_manifest_file *files = hs_calloc((size_t)(n_add + n_old) + 1, sizeof *files);
+    if (st == HS_OK && !files)
+        st = hs_err_nomem(err, sizeof *files);
+    int n = 0;
+    for (int i = 0; st == HS_OK && i < n_add; i++)
+        files[n++] = HS_VEC_AT(&op->add, ice_manifest_file, i);
+    size_t n_rep = HS_VEC_LEN(&op->replace, const char *);
+    bool *seen = n_rep ? hs_calloc(n_rep, sizeof(bool)) : NULL;
+    if (st == HS_OK && n_rep && !seen)
+        st = hs_err_nomem(err, n_rep);
+    for (int i = 0; st == HS_OK && i < n_old; i++) {
+        bool drop = false;
+        for (size_t k = 0; k < n_rep; k++)
+            if (strcmp(old->files[i].manifest_path, HS_VEC_AT(&op->replace, const char *, k)) == 0)
+                drop = seen[k] = true;
+        if (!drop)
+            files[n++] = old->files[i];
+    }
+    for (size_t k = 0; st == HS_OK && k < n_rep; k++)
+        if (!seen[k])
+            st = hs_err_set(err, HS_CONFLICT, "%s: manifest %s, which this %s rewrites, was "
+                            "changed by a concurrent commit", op->t->ident,
+                            HS_VEC_AT(&op->replace, const char *, k), op->operation);
+    hs_free(seen);
+    /* the manifest list */
+    char name[128], uuid[37];
+    ice_uuid_v4(uuid);
+    snprintf(name, sizeof name, "snap-%lld-1-%s.avro", (long long)op->snapshot_id, uuid);
+    hs_buf path = {0};
+    if (st == HS_OK)
+        st = make_path(op->t, "metadata", NULL, name, &path, err);
+    int64_t seq = base->last_sequence_number + 1;
+    int64_t assigned = 0;
+    hs_wfile *wf = NULL;
+    if (st == HS_OK)
+        st = cat_io_create(tbl_local((const char *)path.data), true, &wf, err);
+    if (st == HS_OK) {
+        op->prev_list = op_str(op, (const char *)path.data);
+        ice_manifest_list_info info = {0};
+        info.format_version = base->format_version;
+        info.snapshot_id = op->snapshot_id;
+        info.has_parent_id = parent != NULL;
+        info.parent_id = parent ? parent->snapshot_id : 0;
+        info.sequence_number = seq;
+        info.first_row_id = base->next_row_id;
+        info.codec = HS_AVRO_CODEC_DEFLATE;
+        /* files[] holds copies: the sequence numbers the writer assigns do
+         * not reach op->add, so a retry inherits afresh */
+        st = ice_manifest_list_write(wf, &info, files, n, &assigned, err);
+    }
+    if (st == HS_OK) {
+        st = hs_wfile_close(wf, err);
+        wf = NULL;
+    }
+    if (wf)
+        hs_wfile_abort(wf);
+    ice_snapshot snap = {0};
+    if (st == HS_OK) {
+        snap.snapshot_id = op->snapshot_id;
+        snap.has_parent = parent != NULL;
+        snap.parent_id = parent ? parent->snapshot_id : 0;
+        snap.sequence_number = seq;
+        snap.timestamp_ms = ice_now_ms();
+        if (snap.timestamp_ms <= base->last_updated_ms)
+            snap.timestamp_ms = base->last_updated_ms + 1;
+        snap.manifest_list = (char *)hs_buf_cstr(&path);
+        snap.has_schema_id = true;
+        snap.schema_id = base->current_schema_id;
+        if (base->format_version >= 3) {
+            snap.has_first_row_id = true;
+            snap.first_row_id = base->next_row_id;
+            snap.has_added_rows = true;
+            snap.added_rows = assigned;
+        }
+        if (build_summary(op, parent, &snap.summary) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    }
+    if (st == HS_OK)
+        st = ice_metadata_copy(base, nm, err);
+    if (st == HS_OK)
+        st = ice_metadata_add_snapshot(nm, &snap, "main", err);
+    snap.manifest_list = NULL;
+    ice_kv_clear(&snap.summary);
+    hs_buf_free(&path);
+    hs_free(files);
+    ice_manifest_list_free(old);
+    return st;
+}
+
+static hs_status op_commit(tbl_wop *op, hs_error *err)
+{
+    /* our manifests' sequence numbers must stay unassigned across attempts:
+     * commit_cb passes copies (files[] holds struct copies) */
+    hs_status st = tbl_commit(op->t, commit_cb, op, err);
+    if (st != HS_OK) {
+        op_cleanup_files(op);
+        if (op->prev_list) {
+            (void)remove(tbl_local(op->prev_list));
+        }
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* append                                                              */
+
+hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *err)
+{
+    hs_status st = tbl_check_writable(t, err);
+    if (st != HS_OK) {
+        if (in && in->release)
+            in->release(in);
+        return st;
+    }
+    hs_batch *all = NULL;
+    HS_TRY(collect_stream(t, in, &all, err));
+    if (all->n_rows == 0) {
+        hs_batch_free(all);
+        return HS_OK;
+    }
+    tbl_wop op;
+    op_init(&op, t, "append");
+    st = write_rows(&op, all, err);
+    hs_batch_free(all);
+    if (st == HS_OK)
+        st = op_commit(&op, err);
+    else
+        op_cleanup_files(&op);
+    op_free(&op);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* removing files and rows                                             */
+
+typedef struct file_action {
+    int file;                       /* plan index */
+    roaring_bitmap_t *hits;         /* matching live positions (owned) */
+    int64_t live;                   /* live rows before this operation */
+    bool remove_all;
+} file_action;
+
+/* Rewrites the manifests of plan files being removed (and of replaced DV
+ * entries): removed -> DELETED, the rest -> EXISTING. */
+static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *remove_file,
+                                   const hs_map *remove_del, hs_error *err)
+{
+    const ice_manifest_list *l = p->list;
+    hs_status st = HS_OK;
+    for (int mi = 0; l && mi < l->n_files && st == HS_OK; mi++) {
+        const ice_manifest_file *mf = &l->files[mi];
+        bool touched = false;
+        if (mf->content == ICE_MANIFEST_DATA) {
+            for (int i = 0; i < p->n_files && !touched; i++)
+                touched = remove_file[i] && p->files[i].manifest_index == mi;
+        } else {
+            uint64_t v;
+            char key[16];
+            memcpy(key, &mi, sizeof mi);
+            touched = remove_del && hs_map_get(remove_del, key, sizeof mi, &v);
+        }
+        if (!touched)
+            continue;
+        const ice_partition_spec *spec = ice_metadata_spec(p->meta, mf->partition_spec_id);
+        const ice_schema *sc = tbl_schema_for_spec(p->meta, spec);
+        hs_file *f = NULL;
+        ice_manifest *man = NULL;
+        st = hs_local_open(tbl_local(mf->manifest_path), &f, err);
+        if (st == HS_OK)
+            st = ice_manifest_read(f, mf, spec, sc, &man, err);
+        hs_file_close(f);
+        hs_buf entries = {0};
+        for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {
+            ice_manifest_entry e = man->entries[i];
+            if (e.status == ICE_STATUS_DELETED)
+                continue;
+            bool removed = false;
+            if (mf->content == ICE_MANIFEST_DATA) {
+                for (int k = 0; k < p->n_files && !removed; k++)
+                    removed = remove_file[k] && p->files[k].manifest_index == mi &&
+                              p->files[k].entry_index == i;
+            } else {
+                int64_t key[2] = {mi, i};
+                removed = hs_map_get(remove_del, key, sizeof key, NULL);
+            }
+            if (removed) {
+                e.status = ICE_STATUS_DELETED;
+                e.has_snapshot_id = true;
+                e.snapshot_id = op->snapshot_id;
+            } else {
+                e.status = ICE_STATUS_EXISTING;
+            }
+            if (hs_buf_append(&entries, &e, sizeof e) != HS_OK)
+                st = hs_err_nomem(err, sizeof e);
+        }
+        if (st == HS_OK)
+            st = write_manifest(op, mf->content, sc, spec,
+                                (const ice_manifest_entry *)entries.data,
+                                (int64_t)HS_VEC_LEN(&entries, ice_manifest_entry), err);
+        if (st == HS_OK && man && HS_VEC_LEN(&entries, ice_manifest_entry) == 0) {
+            /* nothing left: the manifest simply disappears from the list */
+        }
+        if (st == HS_OK) {
+            const char *path = op_str(op, mf->manifest_path);
+            if (!path || HS_VEC_PUSH(&op->replace, const char *, path) != HS_OK)
+                st = hs_err_nomem(err, 64);
+        }
+        hs_buf_free(&entries);
+        ice_manifest_free(man);
+    }
+    return st;
+}
+
+/* Finds matching live rows of every planned file. */
+static hs_status find_hits(const tbl_plan *p, file_action **out, int *n_out, hs_error *err)
+{
+    *out = NULL;
+    *n_out = 0;
+    hs_field rs;
+    hs_field_init(&rs, "", HS_TYPE_STRUCT, false);
+    hs_buf ids = {0};
+    hs_status st = tbl_filter_field_ids(p->filter, &ids) == HS_OK ? HS_OK : HS_NOMEM;
+    for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&ids, int32_t); i++) {
+        int32_t id = HS_VEC_AT(&ids, int32_t, i);
+        for (int k = 0; k < p->schema->root.n_children; k++) {
+            const hs_field *c = &p->schema->root.children[k];
+            bool has = c->field_id == id || (c->n_children && ice_schema_find_id(p->schema, id));
+            if (!has)
+                continue;
+            /* add c once */
+            bool dup = false;
+            for (int j = 0; j < rs.n_children; j++)
+                dup |= rs.children[j].field_id == c->field_id;
+            if (!dup && c->field_id == id) {
+                hs_field copy = {0};
+                if (hs_field_copy(c, &copy) != HS_OK || hs_field_add_child(&rs, &copy) != HS_OK) {
+                    hs_field_clear(&copy);
+                    st = HS_NOMEM;
+                }
+            }
+        }
+    }
+    /* nested filter columns: add their top-level ancestors */
+    for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&ids, int32_t); i++) {
+        int32_t id = HS_VEC_AT(&ids, int32_t, i);
+        for (int k = 0; k < p->schema->root.n_children && st == HS_OK; k++) {
+            const hs_field *c = &p->schema->root.children[k];
+            if (c->type != HS_TYPE_STRUCT || c->field_id == id)
+                continue;
+            ice_schema tmp = {.root = *c};
+            if (!ice_schema_find_id(&tmp, id))
+                continue;
+            bool dup = false;
+            for (int j = 0; j < rs.n_children; j++)
+                dup |= rs.children[j].field_id == c->field_id;
+            if (!dup) {
+                hs_field copy = {0};
+                if (hs_field_copy(c, &copy) != HS_OK || hs_field_add_child(&rs, &copy) != HS_OK) {
+                    hs_field_clear(&copy);
+                    st = HS_NOMEM;
+                }
+            }
+        }
+    }
+    hs_buf_free(&ids);
+    if (st != HS_OK) {
+        hs_field_clear(&rs);
+        return hs_err_nomem(err, 64);
+    }
+    file_action *acts = hs_calloc((size_t)p->n_files + 1, sizeof *acts);
+    if (!acts) {
+        hs_field_clear(&rs);
+        return hs_err_nomem(err, sizeof *acts);
+    }
+    int n = 0;
+    for (int i = 0; i < p->n_files && st == HS_OK; i++) {
+        roaring_bitmap_t *hits = NULL;
+        int64_t deleted = 0;
+        st = tbl_read_file(&p->files[i], &rs, p->filter, 0, NULL, NULL, &hits, &deleted, err);
+        if (st != HS_OK)
+            break;
+        uint64_t card = roaring_bitmap_get_cardinality(hits);
+        if (card == 0) {
+            tbl_bitmap_free(hits);
+            continue;
+        }
+        file_action *a = &acts[n++];
+        a->file = i;
+        a->hits = hits;
+        a->live = p->files[i].record_count - deleted;
+        a->remove_all = (int64_t)card >= a->live;
+    }
+    hs_field_clear(&rs);
+    if (st != HS_OK) {
+        for (int i = 0; i < n; i++)
+            tbl_bitmap_free(acts[i].hits);
+        hs_free(acts);
+        return st;
+    }
+    *out = acts;
+    *n_out = n;
+    return HS_OK;
+}
+
+static void actions_free(file_action *a, int n)
+{
+    for (int i = 0; a && i < n; i++)
+        tbl_bitmap_free(a[i].hits);
+    hs_free(a);
+}
+
+/* v2: one position delete file per data file, in delete manifests by spec. */
+static hs_status write_pos_deletes(tbl_wop *op, const tbl_plan *p, file_action *acts, int n,
+                                   hs_error *err)
+{
+    hs_field schema;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_field fp, pos;
+    hs_field_init(&fp, "file_path", HS_TYPE_STRING, false);
+    fp.field_id = ICE_FIELD_ID_FILE_PATH;
+    hs_field_init(&pos, "pos", HS_TYPE_INT64, false);
+    pos.field_id = ICE_FIELD_ID_POS;
+    hs_status st = HS_OK;
+    if (hs_field_add_child(&schema, &fp) != HS_OK || hs_field_add_child(&schema, &pos) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    ice_schema dschema = {.root = schema};
+    hs_buf entries = {0};
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        file_action *a = &acts[i];
+        if (a->remove_all)
+            continue;
+        const tbl_plan_file *pf = &p->files[a->file];
+        uint64_t card = roaring_bitmap_get_cardinality(a->hits);
+        hs_batch *b = NULL;
+        st = hs_batch_create(&schema, (int64_t)card, &b, err);
+        uint32_t *posv = st == HS_OK ? hs_malloc((size_t)card * 4 + 4) : NULL;
+        if (st == HS_OK && !posv)
+            st = hs_err_nomem(err, (size_t)card * 4);
+        if (posv)
+            roaring_bitmap_to_uint32_array(a->hits, posv);
+        size_t plen = strlen(pf->path);
+        for (uint64_t j = 0; st == HS_OK && j < card; j++) {
+            int64_t v = posv[j];
+            if (hs_col_append_bytes(b->cols[0], pf->path, plen) != HS_OK ||
+                hs_col_append_fixed(b->cols[1], &v) != HS_OK)
+                st = hs_err_nomem(err, plen);
+            b->n_rows++;
+        }
+        hs_free(posv);
+        char name[96], uuid[37];
+        ice_uuid_v4(uuid);
+        snprintf(name, sizeof name, "00000-%d-%s-deletes.parquet", i, uuid);
+        hs_buf path = {0};
+        hs_wfile *wf = NULL;
+        pq_writer *w = NULL;
+        if (st == HS_OK)
+            st = make_path(op->t, "data", NULL, name, &path, err);
+        if (st == HS_OK)
+            st = mkdir_of((const char *)path.data, err);
+        if (st == HS_OK)
+            st = cat_io_create(tbl_local((const char *)path.data), true, &wf, err);
+        if (st == HS_OK)
+            st = op_record(op, (const char *)path.data, err);
+        pq_writer_options wo = {.codec = HS_CODEC_ZSTD};
+        if (st == HS_OK)
+            st = pq_writer_open(wf, &schema, &wo, &w, err);
+        if (st == HS_OK)
+            st = pq_writer_write(w, b, err);
+        if (st == HS_OK)
+            st = pq_writer_finish(w, err);
+        ice_data_file df = {0};
+        metric_acc m = {0};
+        if (st == HS_OK) {
+            df.content = ICE_CONTENT_POSITION_DELETES;
+            df.file_path = op_str(op, (const char *)path.data);
+            df.file_format = "PARQUET";
+            df.n_partition = pf->n_partition;
+            df.partition = pf->partition;
+            df.record_count = b->n_rows;
+            df.file_size_in_bytes = (int64_t)pq_writer_bytes_written(w);
+            for (int c = 0; c < 2 && st == HS_OK; c++)
+                if (metrics_of(op, &b->schema.children[c], b->cols[c], NULL, b->n_rows, &m) != HS_OK)
+                    st = hs_err_nomem(err, 64);
+            if (st == HS_OK && column_sizes(op, pq_writer_file_meta(w), &df) != HS_OK)
+                st = hs_err_nomem(err, 64);
+        }
+        if (st == HS_OK) {
+            df.n_value_counts = (int)HS_VEC_LEN(&m.ids_counts, ice_id_long);
+            df.value_counts = arena_copy(op, &m.ids_counts);
+            df.n_null_value_counts = (int)HS_VEC_LEN(&m.nulls, ice_id_long);
+            df.null_value_counts = arena_copy(op, &m.nulls);
+            /* file_path bounds must be the full path (no truncation) */
+            ice_id_bytes *lb = hs_arena_alloc(&op->arena, 2 * sizeof *lb);
+            ice_id_bytes *ub = hs_arena_alloc(&op->arena, 2 * sizeof *ub);
+            const char *pp = op_str(op, pf->path);
+            if (!lb || !ub || !pp)
+                st = hs_err_nomem(err, 64);
+            else {
+                int nb = 0;
+                lb[nb] = (ice_id_bytes){ICE_FIELD_ID_FILE_PATH, (uint32_t)plen, (const uint8_t *)pp};
+                ub[nb] = lb[nb];
+                nb++;
+                for (size_t k = 0; k < HS_VEC_LEN(&m.lower, ice_id_bytes); k++)
+                    if (HS_VEC_AT(&m.lower, ice_id_bytes, k).id == ICE_FIELD_ID_POS)
+                        lb[nb] = HS_VEC_AT(&m.lower, ice_id_bytes, k);
+                for (size_t k = 0; k < HS_VEC_LEN(&m.upper, ice_id_bytes); k++)
+                    if (HS_VEC_AT(&m.upper, ice_id_bytes, k).id == ICE_FIELD_ID_POS)
+                        ub[nb] = HS_VEC_AT(&m.upper, ice_id_bytes, k);
+                nb++;
+                df.n_lower_bounds = df.n_upper_bounds = nb;
+                df.lower_bounds = lb;
+                df.upper_bounds = ub;
+            }
+        }
+        metric_free(&m);
+        pq_writer_free(w);
+        if (st == HS_OK) {
+            st = hs_wfile_close(wf, err);
+            wf = NULL;
+        }
+        if (wf)
+            hs_wfile_abort(wf);
+        hs_buf_free(&path);
+        hs_batch_free(b);
+        if (st == HS_OK) {
+            ice_manifest_entry e = {0};
+            e.status = ICE_STATUS_ADDED;
+            e.has_snapshot_id = true;
+            e.snapshot_id = op->snapshot_id;
+            e.file = df;
+            /* spec id of the data file: manifests are grouped below */
+            e.file.has_sort_order_id = false;
+            if (hs_buf_append(&entries, &e, sizeof e) != HS_OK ||
+                HS_VEC_PUSH(&entries, int64_t, 0) != HS_OK)
+                st = hs_err_nomem(err, sizeof e);
+            /* remember the spec id in a parallel list: stored after the entry */
+            ((int64_t *)(entries.data + entries.len))[-1] = pf->spec_id;
+            op->added_del_files++;
+            op->added_pos_deletes += (int64_t)card;
+        }
+    }
+    /* one delete manifest per spec */
+    size_t stride = sizeof(ice_manifest_entry) + sizeof(int64_t);
+    size_t n_e = entries.len / stride;
+    ice_manifest_entry *tmp = hs_calloc(n_e + 1, sizeof *tmp);
+    if (st == HS_OK && !tmp)
+        st = hs_err_nomem(err, n_e);
+    for (int si = 0; si < p->meta->n_specs && st == HS_OK; si++) {
+        int32_t sid = p->meta->specs[si].spec_id;
+        size_t k = 0;
+        for (size_t j = 0; j < n_e; j++) {
+            int64_t spec_of;
+            memcpy(&spec_of, entries.data + j * stride + sizeof(ice_manifest_entry), 8);
+            if (spec_of == sid)
+                memcpy(&tmp[k++], entries.data + j * stride, sizeof(ice_manifest_entry));
+        }
+        const ice_partition_spec *spec = &p->meta->specs[si];
+        if (k)
+            st = write_manifest(op, ICE_MANIFEST_DELETES, tbl_schema_for_spec(p->meta, spec), spec,
+                                tmp, (int64_t)k, err);
+    }
+    hs_free(tmp);
+    hs_buf_free(&entries);
+    hs_field_clear(&schema);
+    (void)dschema;
+    return st;
+}
+
+/* v3: deletion vectors (merged with existing ones) in one Puffin file. */
+static hs_status write_dvs(tbl_wop *op, const tbl_plan *p, file_action *acts, int n,
+                           hs_map *remove_del, hs_error *err)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        k += !acts[i].remove_all;
+    if (k == 0)
+        return HS_OK;
+    ice_dv_input *in = hs_calloc((size_t)k, sizeof *in);
+    ice_blob_loc *locs = hs_calloc((size_t)k, sizeof *locs);
+    int *which = hs_calloc((size_t)k, sizeof *which);
+    roaring_bitmap_t **merged = hs_calloc((size_t)k, sizeof *merged);
+    hs_status st = in && locs && which && merged ? HS_OK : hs_err_nomem(err, 64);
+    int m = 0;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        if (acts[i].remove_all)
+            continue;
+        const tbl_plan_file *pf = &p->files[acts[i].file];
+        roaring_bitmap_t *bm = roaring_bitmap_copy(acts[i].hits);
+        if (!bm) {
+            st = hs_err_nomem(err, 64);
+            break;
+        }
+        /* merge the old DV(s) of the file and retire their entries */
+        for (int d = 0; d < pf->n_deletes && st == HS_OK; d++) {
+            const tbl_delete_ref *dr = &pf->deletes[d];
+            if (!dr->is_dv)
+                continue;
+            hs_file *f = NULL;
+            roaring_bitmap_t *old = NULL;
+            st = hs_local_open(tbl_local(dr->path), &f, err);
+            if (st == HS_OK)
+                st = ice_dv_read(f, dr->offset, dr->length, &old, err);
+            hs_file_close(f);
+            if (st == HS_OK) {
+                roaring_bitmap_or_inplace(bm, old);
+                tbl_bitmap_free(old);
+                int64_t key[2] = {dr->manifest_index, dr->entry_index};
+                int mi = dr->manifest_index;
+                char mkey[16];
+                memcpy(mkey, &mi, sizeof mi);
+                if (hs_map_put(remove_del, key, sizeof key, 1) != HS_OK ||
+                    hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
+                    st = hs_err_nomem(err, 64);
+                op->removed_del_files++;
+                op->removed_pos_deletes += dr->record_count;
+            }
+        }
+        merged[m] = bm;
+        in[m].referenced_data_file = pf->path;
+        in[m].positions = bm;
+        which[m] = acts[i].file;
+        m++;
+    }
+    char name[96], uuid[37];
+    ice_uuid_v4(uuid);
+    snprintf(name, sizeof name, "00000-0-%s-deletes.puffin", uuid);
+    hs_buf path = {0};
+    hs_wfile *wf = NULL;
+    if (st == HS_OK)
+        st = make_path(op->t, "data", NULL, name, &path, err);
+    if (st == HS_OK)
+        st = mkdir_of((const char *)path.data, err);
+    if (st == HS_OK)
+        st = cat_io_create(tbl_local((const char *)path.data), true, &wf, err);
+    if (st == HS_OK)
+        st = op_record(op, (const char *)path.data, err);
+    if (st == HS_OK)
+        st = ice_puffin_write_dvs(wf, in, m, "HyperStreamDB", locs, err);
+    int64_t size = wf ? (int64_t)wf->offset : 0;
+    if (st == HS_OK) {
+        st = hs_wfile_close(wf, err);
+        wf = NULL;
+    }
+    if (wf)
+        hs_wfile_abort(wf);
+    const char *ppath = st == HS_OK ? op_str(op, (const char *)path.data) : NULL;
+    hs_buf entries = {0};
+    for (int si = 0; si < p->meta->n_specs && st == HS_OK; si++) {
+        const ice_partition_spec *spec = &p->meta->specs[si];
+        hs_buf_reset(&entries);
+        for (int j = 0; j < m && st == HS_OK; j++) {
+            const tbl_plan_file *pf = &p->files[which[j]];
+            if (pf->spec_id != spec->spec_id)
+                continue;
+            ice_manifest_entry e = {0};
+            e.status = ICE_STATUS_ADDED;
+            e.has_snapshot_id = true;
+            e.snapshot_id = op->snapshot_id;
+            e.file.content = ICE_CONTENT_POSITION_DELETES;
+            e.file.file_path = ppath;
+            e.file.file_format = "PUFFIN";
+            e.file.n_partition = pf->n_partition;
+            e.file.partition = pf->partition;
+            e.file.record_count = locs[j].cardinality;
+            e.file.file_size_in_bytes = size;
+            e.file.referenced_data_file = pf->path;
+            e.file.has_content_offset = true;
+            e.file.content_offset = locs[j].offset;
+            e.file.has_content_size = true;
+            e.file.content_size_in_bytes = locs[j].length;
+            if (hs_buf_append(&entries, &e, sizeof e) != HS_OK)
+                st = hs_err_nomem(err, sizeof e);
+            op->added_del_files++;
+            op->added_pos_deletes += locs[j].cardinality;
+        }
+        if (st == HS_OK)
+            st = write_manifest(op, ICE_MANIFEST_DELETES, tbl_schema_for_spec(p->meta, spec), spec,
+                                (const ice_manifest_entry *)entries.data,
+                                (int64_t)HS_VEC_LEN(&entries, ice_manifest_entry), err);
+    }
+    hs_buf_free(&entries);
+    hs_buf_free(&path);
+    for (int j = 0; j < m; j++)
+        tbl_bitmap_free(merged[j]);
+    hs_free(merged);
+    hs_free(in);
+    hs_free(locs);
+    hs_free(which);
+    return st;
+}
+
+static hs_status plan_current(hs_table *t, const char *filter, tbl_plan **out, hs_error *err)
+{
+    const ice_snapshot *snap = ice_metadata_current_snapshot(&t->meta);
+    const ice_schema *sc = ice_metadata_current_schema(&t->meta);
+    if (!sc)
+        return hs_err_set(err, HS_CORRUPT, "table metadata has no current schema");
+    return tbl_plan_make(&t->meta, snap, sc, filter, out, err);
+}
+
+hs_status hs_table_delete(hs_table *t, const char *filter, int64_t *rows_deleted, hs_error *err)
+{
+    if (rows_deleted)
+        *rows_deleted = 0;
+    HS_TRY(tbl_check_writable(t, err));
+    if (!filter || !*filter)
+        return hs_err_set(err, HS_INVALID, "delete: a filter is required (use overwrite to "
+                          "replace all rows)");
+    HS_TRY(hs_table_refresh(t, err));
+    tbl_plan *p = NULL;
+    HS_TRY(plan_current(t, filter, &p, err));
+    file_action *acts = NULL;
+    int n = 0;
+    hs_status st = find_hits(p, &acts, &n, err);
+    if (st != HS_OK || n == 0) {
+        actions_free(acts, n);
+        tbl_plan_free(p);
+        return st;
+    }
+    tbl_wop op;
+    op_init(&op, t, "delete");
+    op.check_conflicts = true;
+    op.planned_snapshot_id = p->snap ? p->snap->snapshot_id : -1;
+    bool *remove = hs_calloc((size_t)p->n_files + 1, sizeof(bool));
+    hs_map remove_del = {0};
+    int64_t total = 0;
+    if (!remove)
+        st = hs_err_nomem(err, (size_t)p->n_files);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        total += (int64_t)roaring_bitmap_get_cardinality(acts[i].hits);
+        if (acts[i].remove_all) {
+            const tbl_plan_file *pf = &p->files[acts[i].file];
+            remove[acts[i].file] = true;
+            op.removed_files++;
+            op.removed_records += pf->record_count;
+            op.removed_size += pf->file_size;
+        }
+    }
+    if (st == HS_OK) {
+        if (t->meta.format_version >= 3)
+            st = write_dvs(&op, p, acts, n, &remove_del, err);
+        else
+            st = write_pos_deletes(&op, p, acts, n, err);
+    }
+    if (st == HS_OK)
+        st = rewrite_manifests(&op, p, remove, &remove_del, err);
+    if (st == HS_OK)
+        st = op_commit(&op, err);
+    else
+        op_cleanup_files(&op);
+    if (st == HS_OK && rows_deleted)
+        *rows_deleted = total;
+    hs_map_free(&remove_del);
+    hs_free(remove);
+    actions_free(acts, n);
+    op_free(&op);
+    tbl_plan_free(p);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* overwrite                                                           */
+
+static hs_status collect_emit(void *ctx, hs_batch *b, hs_error *err)
+{
+    hs_buf *v = ctx;
+    if (HS_VEC_PUSH(v, hs_batch *, b) != HS_OK) {
+        hs_batch_free(b);
+        return hs_err_nomem(err, 8);
+    }
+    return HS_OK;
+}
+
+static hs_status keep_rows_of(const tbl_plan *p, const file_action *a, hs_batch *keep,
+                              hs_error *err)
+{
+    const tbl_plan_file *pf = &p->files[a->file];
+    hs_field rs = {0};
+    if (hs_field_copy(&p->schema->root, &rs) != HS_OK)
+        return hs_err_nomem(err, 64);
+    hs_field posf;
+    hs_field_init(&posf, "_pos", HS_TYPE_INT64, true);
+    posf.field_id = ICE_FIELD_ID_POS;
+    if (hs_field_add_child(&rs, &posf) != HS_OK) {
+        hs_field_clear(&rs);
+        return hs_err_nomem(err, 64);
+    }
+    hs_buf batches = {0};
+    hs_status st = tbl_read_file(pf, &rs, NULL, 0, collect_emit, &batches, NULL, NULL, err);
+    int64_t *idx = NULL;
+    for (size_t bi = 0; bi < HS_VEC_LEN(&batches, hs_batch *); bi++) {
+        hs_batch *b = HS_VEC_AT(&batches, hs_batch *, bi);
+        if (st == HS_OK) {
+            int pc = b->n_cols - 1;
+            const int64_t *pos = HS_COL_VALUES(b->cols[pc], int64_t);
+            hs_free(idx);
+            idx = hs_malloc((size_t)b->n_rows * sizeof *idx + 8);
+            int64_t m = 0;
+            if (!idx)
+                st = hs_err_nomem(err, (size_t)b->n_rows);
+            for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++)
+                if (!roaring_bitmap_contains(a->hits, (uint32_t)pos[i]))
+                    idx[m++] = i;
+            for (int c = 0; c < pc && st == HS_OK; c++) {
+                hs_column *t = NULL;
+                st = hs_col_take(b->cols[c], idx, m, &t, err);
+                if (st == HS_OK)
+                    st = hs_col_append_column(keep->cols[c], t, err);
+                hs_col_free(t);
+            }
+            if (st == HS_OK)
+                keep->n_rows += m;
+        }
+        hs_batch_free(b);
+    }
+    hs_free(idx);
+    hs_buf_free(&batches);
+    hs_field_clear(&rs);
+    return st;
+}
+
+static hs_status overwrite_impl(hs_table *t, struct ArrowArrayStream *in, const char *filter,
+                                bool by_partition, hs_error *err)
+{
+    hs_status st = tbl_check_writable(t, err);
+    if (st == HS_OK)
+        st = hs_table_refresh(t, err);
+    if (st != HS_OK) {
+        if (in && in->release)
+            in->release(in);
+        return st;
+    }
+    hs_batch *rows = NULL;
+    if (in)
+        HS_TRY(collect_stream(t, in, &rows, err));
+    tbl_plan *p = NULL;
+    st = plan_current(t, by_partition ? NULL : filter, &p, err);
+    file_action *acts = NULL;
+    int n = 0;
+    tbl_wop op;
+    op_init(&op, t, "overwrite");
+    op.check_conflicts = true;
+    if (st == HS_OK) {
+        op.planned_snapshot_id = p->snap ? p->snap->snapshot_id : -1;
+        if (by_partition) {
+            /* files of the default spec whose partition tuple the new rows touch */
+            st = write_rows(&op, rows, err);
+            acts = hs_calloc((size_t)p->n_files + 1, sizeof *acts);
+            if (st == HS_OK && !acts)
+                st = hs_err_nomem(err, 64);
+            const ice_partition_spec *spec = ice_metadata_default_spec(&t->meta);
+            hs_buf key = {0};
+            for (int i = 0; st == HS_OK && i < p->n_files; i++) {
+                const tbl_plan_file *pf = &p->files[i];
+                if (!spec || pf->spec_id != spec->spec_id)
+                    continue;
+                if (tuple_key(pf->partition, pf->n_partition, &key) != HS_OK) {
+                    st = hs_err_nomem(err, 64);
+                    break;
+                }
+                if (hs_map_get(&op.parts, key.data, key.len, NULL)) {
+                    acts[n].file = i;
+                    acts[n].remove_all = true;
+                    n++;
+                }
+            }
+            hs_buf_free(&key);
+        } else {
+            st = find_hits(p, &acts, &n, err);
+        }
+    }
+    bool *remove = st == HS_OK ? hs_calloc((size_t)(p ? p->n_files : 0) + 1, sizeof(bool)) : NULL;
+    if (st == HS_OK && !remove)
+        st = hs_err_nomem(err, 64);
+    hs_batch *keep = NULL;
+    if (st == HS_OK && !by_partition) {
+        const ice_schema *sc = ice_metadata_current_schema(&t->meta);
+        st = hs_batch_create(&sc->root, 0, &keep, err);
+    }
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        const tbl_plan_file *pf = &p->files[acts[i].file];
+        remove[acts[i].file] = true;
+        op.removed_files++;
+        op.removed_records += pf->record_count;
+        op.removed_size += pf->file_size;
+        if (!acts[i].remove_all && keep)
+            st = keep_rows_of(p, &acts[i], keep, err);
+    }
+    if (st == HS_OK && keep && keep->n_rows)
+        st = write_rows(&op, keep, err);
+    if (st == HS_OK && rows && !by_partition)
+        st = write_rows(&op, rows, err);
+    if (st == HS_OK)
+        st = rewrite_manifests(&op, p, remove, NULL, err);
+    if (st == HS_OK && (op.added_files || op.removed_files))
+        st = op_commit(&op, err);
+    else if (st != HS_OK)
+        op_cleanup_files(&op);
+    hs_batch_free(keep);
+    hs_batch_free(rows);
+    hs_free(remove);
+    actions_free(acts, n);
+    op_free(&op);
+    tbl_plan_free(p);
+    return st;
+}
+
+hs_status hs_table_overwrite(hs_table *t, struct ArrowArrayStream *in, const char *filter,
+                             hs_error *err)
+{
+    return overwrite_impl(t, in, filter, false, err);
+}
+
+hs_status hs_table_overwrite_partitions(hs_table *t, struct ArrowArrayStream *in, hs_error *err)
+{
+    if (!in)
+        return hs_err_set(err, HS_INVALID, "overwrite_partitions: no rows given");
+    return overwrite_impl(t, in, NULL, true, err);
+}
