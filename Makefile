@@ -39,6 +39,7 @@ test-asan: build-asan
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
 test-python: build
+	@scripts/java-harness.sh
 	@HS_BUILD=$(BUILD) $(PY) -m pytest -q tests/python
 
 fuzz: build-fuzz
@@ -48,6 +49,7 @@ test: test-c test-asan test-python fuzz
 
 bench: build
 	@bench/parquet/run.sh $(BUILD)
+	@bench/commit/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
