@@ -64,3 +64,21 @@ else
     echo "demo: cat output differs from the input" >&2
     exit 1
 fi
+
+TABLE="$WORK/warehouse/sales"
+step "hyperstream table create warehouse/sales --like sample.parquet --partition \"day(ts), category\""
+"$HS" table create "$TABLE" --like "$WORK/sample.parquet" --partition "day(ts), category"
+
+step "hyperstream table append warehouse/sales sample.parquet  (an Iceberg v2 table)"
+"$HS" table append "$TABLE" "$WORK/sample.parquet"
+ls "$TABLE/metadata" | sed 's/^/  metadata\//'
+echo "  data/: $(find "$TABLE/data" -name '*.parquet' | wc -l) Parquet files"
+
+step "hyperstream table scan warehouse/sales --filter \"category = 'books' AND price > 990\" --columns id,category,price --limit 5"
+"$HS" table scan "$TABLE" --filter "category = 'books' AND price > 990" --columns id,category,price --limit 5
+
+step "hyperstream table delete warehouse/sales --filter \"category = 'books'\""
+"$HS" table delete "$TABLE" --filter "category = 'books'"
+
+step "hyperstream table snapshots warehouse/sales"
+"$HS" table snapshots "$TABLE"

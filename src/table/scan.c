@@ -170,6 +170,50 @@ static bool same_physical(const hs_field *a, const hs_field *b)
     }
 }
 
+/* Turns a FIXED_LIST column into a LIST in place: offsets i * width, and the
+ * elements under null rows dropped (our LIST invariant: null rows are empty). */
+static hs_status fixed_list_to_list(hs_column *c, hs_error *err)
+{
+    int64_t w = c->width, n = c->length;
+    if (c->n_children != 1 || w < 0 || n > INT32_MAX / (w ? w : 1))
+        return hs_err_set(err, HS_INVALID, "fixed_size_list column too large for a list");
+    int32_t *off = hs_malloc_aligned((size_t)(n + 1) * sizeof(int32_t));
+    if (!off)
+        return hs_err_nomem(err, (size_t)(n + 1) * sizeof(int32_t));
+    if (c->null_count > 0) {
+        int64_t *idx = hs_malloc((size_t)(n * w + 1) * sizeof(int64_t));
+        if (!idx) {
+            hs_free_aligned(off);
+            return hs_err_nomem(err, (size_t)(n * w) * sizeof(int64_t));
+        }
+        int64_t k = 0;
+        for (int64_t i = 0; i < n; i++) {
+            off[i] = (int32_t)k;
+            if (hs_col_is_valid(c, i))
+                for (int64_t j = 0; j < w; j++)
+                    idx[k++] = i * w + j;
+        }
+        off[n] = (int32_t)k;
+        hs_column *child = NULL;
+        hs_status st = hs_col_take(c->children[0], idx, k, &child, err);
+        hs_free(idx);
+        if (st != HS_OK) {
+            hs_free_aligned(off);
+            return st;
+        }
+        hs_col_free(c->children[0]);
+        c->children[0] = child;
+    } else {
+        for (int64_t i = 0; i <= n; i++)
+            off[i] = (int32_t)(i * w);
+    }
+    c->offsets.data = (uint8_t *)off;
+    c->offsets.len = c->offsets.cap = (size_t)(n + 1) * sizeof(int32_t);
+    c->type = HS_TYPE_LIST;
+    c->width = 0;
+    return HS_OK;
+}
+
 hs_status tbl_conform_column(const hs_field *from, hs_column *c, const hs_field *to, bool by_name,
                              hs_column **out, hs_error *err)
 {
@@ -224,6 +268,19 @@ hs_status tbl_conform_column(const hs_field *from, hs_column *c, const hs_field 
         }
         *out = c;
         return HS_OK;
+    }
+    if (to->type == HS_TYPE_LIST && from->type == HS_TYPE_FIXED_LIST) {
+        /* Iceberg has no fixed-size list: an embedding column arrives as
+         * fixed_size_list<float>[d] and is stored as list<float>. */
+        hs_status st = fixed_list_to_list(c, err);
+        if (st != HS_OK) {
+            hs_col_free(c);
+            return st;
+        }
+        hs_field as_list = *from;
+        as_list.type = HS_TYPE_LIST;
+        as_list.width = 0;
+        return tbl_conform_column(&as_list, c, to, by_name, out, err);
     }
     if (to->type == HS_TYPE_LIST || to->type == HS_TYPE_MAP) {
         if (from->type != to->type || c->n_children != 1 || from->n_children != 1) {
