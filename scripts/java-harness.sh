@@ -6,7 +6,8 @@
 #     every artifact, else the same build online (Maven Central).
 # Without java or mvn it says so and exits 0: the tests that need the harness
 # skip.  HS_JAVA_HARNESS_REQUIRED=1 makes a missing toolchain or a failed
-# build an error instead.
+# build an error instead.  A compilation error of the harness itself is
+# always an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +38,8 @@ if mvn -q -o -B -f "$SRC/pom.xml" package >"$log" 2>&1; then
   how="offline"
 elif grep -q "COMPILATION ERROR" "$log"; then
   tail -30 "$log" >&2
-  soft_fail "the harness does not compile (log: $log)"
+  echo "java-harness: the harness does not compile (log: $log)" >&2
+  exit 1   # our own code is broken: never a silent skip
 else
   echo "java-harness: fetching Maven dependencies (first build; about a minute)" >&2
   rm -rf "$OUT/lib"
