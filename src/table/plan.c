@@ -346,7 +346,27 @@ static bool file_stats(void *vctx, int32_t id, const hs_field *field, tbl_col_st
         if (f->upper_bounds[i].id == id && f->upper_bounds[i].p)
             any |= o->has_upper = tbl_val_from_bound(field, f->upper_bounds[i].p,
                                                      f->upper_bounds[i].len, &o->upper);
-    /* a column added after the file was written: all null in it */
+    /* a column added after the file was written: every row reads its v3
+     * initial-default (one value: lower = upper), or null when it has none */
+    const char *dj = any ? NULL : hs_field_get_meta(field, "iceberg.initial-default");
+    if (!any && f->n_value_counts > 0 && dj && strcmp(dj, "null") != 0) {
+        ice_value v;
+        hs_buf b = {0};
+        memset(&v, 0, sizeof v);
+        bool ok = ice_value_from_json(field, dj, strlen(dj), &v, NULL) == HS_OK && !v.is_null &&
+                  ice_value_to_bytes(&v, &b) == HS_OK &&
+                  tbl_val_from_bound(field, b.data, b.len, &o->lower) &&
+                  o->lower.kind != TBL_V_BYTES; /* bytes would borrow b: do not prune */
+        ice_value_clear(&v);
+        hs_buf_free(&b);
+        if (!ok)
+            return false;
+        o->upper = o->lower;
+        o->has_lower = o->has_upper = true;
+        o->value_count = f->record_count;
+        o->null_count = 0;
+        return true;
+    }
     if (!any && f->n_value_counts > 0) {
         o->value_count = f->record_count;
         o->null_count = f->record_count;

@@ -61,6 +61,56 @@ static hs_status null_column(const hs_field *f, int64_t n, hs_column **out, hs_e
     return HS_OK;
 }
 
+/* One value of a primitive ice_value appended to c (a column of f's type). */
+static hs_status append_ice_value(const hs_field *f, hs_column *c, const ice_value *v)
+{
+    switch (f->type) {
+    case HS_TYPE_BOOL: { uint8_t b = v->v.b; return hs_col_append_fixed(c, &b); }
+    case HS_TYPE_INT32:
+    case HS_TYPE_DATE32: { int32_t x = (int32_t)v->v.i; return hs_col_append_fixed(c, &x); }
+    case HS_TYPE_INT64:
+    case HS_TYPE_TIME64:
+    case HS_TYPE_TIMESTAMP: return hs_col_append_fixed(c, &v->v.i);
+    case HS_TYPE_FLOAT32: return hs_col_append_fixed(c, &v->v.f);
+    case HS_TYPE_FLOAT64: return hs_col_append_fixed(c, &v->v.d);
+    case HS_TYPE_STRING:
+    case HS_TYPE_BINARY:
+    case HS_TYPE_FIXED_BINARY: return hs_col_append_bytes(c, v->bytes, v->len);
+    case HS_TYPE_DECIMAL128: {
+        __int128 x = ice_value_decimal(v);
+        return hs_col_append_fixed(c, &x);
+    }
+    default: return HS_UNSUPPORTED;
+    }
+}
+
+/* The column of a field that a data file lacks: the field's v3 initial-default
+ * (Iceberg: "the value of the field for rows written before it was added") for
+ * primitive fields that have one, else nulls. */
+static hs_status missing_column(const hs_field *f, int64_t n, hs_column **out, hs_error *err)
+{
+    const char *dj = hs_field_get_meta(f, "iceberg.initial-default");
+    if (!dj || strcmp(dj, "null") == 0)
+        return null_column(f, n, out, err);
+    ice_value v;
+    memset(&v, 0, sizeof v);
+    HS_TRY(ice_value_from_json(f, dj, strlen(dj), &v, err));
+    hs_status st = v.is_null ? HS_OK : hs_col_create(f, n, out, err);
+    for (int64_t i = 0; st == HS_OK && !v.is_null && i < n; i++)
+        st = append_ice_value(f, *out, &v);
+    ice_value_clear(&v);
+    if (v.is_null)
+        return null_column(f, n, out, err);
+    if (st != HS_OK) {
+        hs_col_free(*out);
+        *out = NULL;
+        if (st == HS_UNSUPPORTED)
+            return null_column(f, n, out, err);  /* nested defaults: not applied */
+        return hs_err_nomem(err, (size_t)n);
+    }
+    return HS_OK;
+}
+
 static int64_t unit_mul(hs_time_unit from, hs_time_unit to, bool *div)
 {
     static const int64_t per_s[] = {1, 1000, 1000000, 1000000000};
@@ -240,7 +290,7 @@ hs_status tbl_conform_column(const hs_field *from, hs_column *c, const hs_field 
             } else if (!tf->nullable && by_name) {
                 st = hs_err_set(err, HS_INVALID, "required field \"%s\" is missing", tf->name);
             } else {
-                st = null_column(tf, c->length, &kids[i], err);
+                st = missing_column(tf, c->length, &kids[i], err);
             }
         }
         if (st != HS_OK) {
@@ -543,7 +593,7 @@ hs_status tbl_read_file(const tbl_plan_file *pf, const hs_field *rs, const tbl_f
                 if (st != HS_OK)
                     hs_err_prefix(err, "%s", pf->path);
             } else {
-                st = null_column(want, rows, &out[i], err);
+                st = missing_column(want, rows, &out[i], err);
             }
         }
         hs_batch_free(fb);
