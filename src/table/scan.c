@@ -84,12 +84,14 @@ static hs_status append_ice_value(const hs_field *f, hs_column *c, const ice_val
     }
 }
 
-/* The column of a field that a data file lacks: the field's v3 initial-default
- * (Iceberg: "the value of the field for rows written before it was added") for
- * primitive fields that have one, else nulls. */
-static hs_status missing_column(const hs_field *f, int64_t n, hs_column **out, hs_error *err)
+/* The column of a field that a data file lacks, or that rows being written
+ * lack: the field's v3 default under `key` ("iceberg.initial-default" when
+ * reading: the value for rows written before the field was added;
+ * "iceberg.write-default" when writing) for primitive fields, else nulls. */
+static hs_status missing_column(const hs_field *f, const char *key, int64_t n, hs_column **out,
+                                hs_error *err)
 {
-    const char *dj = hs_field_get_meta(f, "iceberg.initial-default");
+    const char *dj = hs_field_get_meta(f, key);
     if (!dj || strcmp(dj, "null") == 0)
         return null_column(f, n, out, err);
     ice_value v;
@@ -287,10 +289,12 @@ hs_status tbl_conform_column(const hs_field *from, hs_column *c, const hs_field 
                 hs_column *child = c->children[k];
                 c->children[k] = NULL;
                 st = tbl_conform_column(&from->children[k], child, tf, by_name, &kids[i], err);
-            } else if (!tf->nullable && by_name) {
+            } else if (!tf->nullable && by_name && !hs_field_get_meta(tf, "iceberg.write-default")) {
                 st = hs_err_set(err, HS_INVALID, "required field \"%s\" is missing", tf->name);
             } else {
-                st = missing_column(tf, c->length, &kids[i], err);
+                /* by_name: rows being appended; else a data file being read */
+                st = missing_column(tf, by_name ? "iceberg.write-default" : "iceberg.initial-default",
+                                    c->length, &kids[i], err);
             }
         }
         if (st != HS_OK) {
@@ -593,7 +597,7 @@ hs_status tbl_read_file(const tbl_plan_file *pf, const hs_field *rs, const tbl_f
                 if (st != HS_OK)
                     hs_err_prefix(err, "%s", pf->path);
             } else {
-                st = missing_column(want, rows, &out[i], err);
+                st = missing_column(want, "iceberg.initial-default", rows, &out[i], err);
             }
         }
         hs_batch_free(fb);

@@ -62,3 +62,21 @@ def test_initial_default_fills_old_files(tmp_path):
     got = [json.loads(l)["id"] for l in
            run("table", "scan", str(t), "--filter", "score > 2").splitlines()]
     assert got == [3]
+
+
+def test_write_default_fills_appended_rows(tmp_path):
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"fields": [{"name": "id", "type": "int64", "nullable": False}]}))
+    t = tmp_path / "t"
+    run("table", "create", str(t), "--schema", str(schema), "--format-version", "3")
+    run("table", "schema", str(t), "--update", json.dumps(
+        [{"op": "add", "name": "w", "type": "int", "required": True, "default": 42}]))
+    # a Parquet file without the column: its rows take the write-default
+    rows = tmp_path / "a.jsonl"
+    rows.write_text('{"id":1}\n{"id":2}\n')
+    pfile = tmp_path / "a.parquet"
+    run("parquet", "convert", str(rows), str(pfile), "--schema", str(schema))
+    run("table", "append", str(t), str(pfile))
+    got = sorted((json.loads(l) for l in run("table", "scan", str(t)).splitlines()),
+                 key=lambda r: r["id"])
+    assert got == [{"id": 1, "w": 42}, {"id": 2, "w": 42}]
