@@ -430,6 +430,23 @@ static hs_status rle_next_run(pq_rle_decoder *d, int64_t missing, hs_error *err)
     return HS_OK;
 }
 
+/* out[0..k) = v for elements of w (1, 2 or 4) bytes, eight bytes per store. */
+static inline void rle_fill(void *out, size_t w, uint64_t v, int64_t k)
+{
+    uint8_t *o = out;
+    size_t bytes = (size_t)k * w;
+    if (w == 1) {
+        memset(o, (int)(uint8_t)v, bytes);
+        return;
+    }
+    uint64_t x = w == 2 ? (v & 0xffff) * 0x0001000100010001ULL : (v & 0xffffffffULL) * 0x0000000100000001ULL;
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8)
+        memcpy(o + i, &x, 8);
+    if (i < bytes)
+        memcpy(o + i, &x, bytes - i);  /* bytes - i is a multiple of w below 8 */
+}
+
 #define PQ_DEFINE_RLE_GET(T, SUF, MAXBW)                                                   \
     static hs_status rle_get_##SUF(pq_rle_decoder *d, T *out, int64_t n, hs_error *err)     \
     {                                                                                      \
@@ -442,9 +459,7 @@ static hs_status rle_next_run(pq_rle_decoder *d, int64_t missing, hs_error *err)
         while (n > 0) {                                                                    \
             if (d->rle_left > 0) {                                                         \
                 int64_t k = PQ_MIN(n, d->rle_left);                                        \
-                T v = (T)d->rle_value;                                                     \
-                for (int64_t i = 0; i < k; i++)                                            \
-                    out[i] = v;                                                            \
+                rle_fill(out, sizeof(T), d->rle_value, k);                                 \
                 out += k, n -= k, d->rle_left -= k;                                        \
             } else if (d->bp_left > 0) {                                                   \
                 int64_t k = PQ_MIN(n, d->bp_left);                                         \
@@ -643,6 +658,91 @@ hs_status pq_levels_decode(pq_encoding encoding, bool prefixed, const uint8_t *p
         }
     }
     return HS_OK;
+}
+
+bool pq_levels_all_max(pq_encoding encoding, bool prefixed, const uint8_t *p, size_t len,
+                       int max_level, int64_t n, size_t *used)
+{
+    if (encoding != PQ_ENC_RLE || max_level <= 0 || max_level > 65535 || n <= 0)
+        return false;
+    const uint8_t *q = p;
+    size_t qlen = len;
+    if (prefixed) {
+        if (len < 4 || ld32(p) > len - 4)
+            return false;
+        q = p + 4;
+        qlen = ld32(p);
+    }
+    const uint8_t *r = q, *end = q + qlen;
+    uint64_t h = 0;
+    hs_error e;
+    if (read_uvarint(&r, end, &h, "", q, &e) != HS_OK || (h & 1) || (h >> 1) < (uint64_t)n)
+        return false;
+    int vb = (pq_bit_width((uint64_t)max_level) + 7) / 8;
+    if (end - r < vb)
+        return false;
+    uint64_t v = 0;
+    memcpy(&v, r, (size_t)vb);
+    if (v != (uint64_t)max_level)
+        return false;
+    *used = (size_t)(q - p) + qlen;
+    return true;
+}
+
+bool pq_levels_periodic(pq_encoding encoding, bool prefixed, const uint8_t *p, size_t len,
+                        int64_t n, int64_t w, size_t *used)
+{
+    if (encoding != PQ_ENC_RLE || n <= 0 || w <= 0 || n % w != 0)
+        return false;
+    const uint8_t *q = p;
+    size_t qlen = len;
+    if (prefixed) {
+        if (len < 4 || ld32(p) > len - 4)
+            return false;
+        q = p + 4;
+        qlen = ld32(p);
+    }
+    const uint8_t *r = q, *end = q + qlen;
+    int64_t i = 0, ph = 0;  /* levels checked; i % w */
+    hs_error e;
+    while (i < n) {
+        uint64_t h = 0;
+        if (read_uvarint(&r, end, &h, "", q, &e) != HS_OK)
+            return false;
+        uint64_t cnt = h >> 1;
+        if (h & 1) {  /* bit-packed, bit width 1: one byte per group of 8 */
+            if (cnt == 0 || cnt > (uint64_t)(end - r))
+                return false;
+            for (uint64_t g = 0; g < cnt && i < n; g++) {
+                int m = n - i < 8 ? (int)(n - i) : 8;
+                unsigned want = 0;
+                for (int j = 0; j < m; j++) {
+                    want |= (unsigned)(ph != 0) << j;
+                    ph = ph + 1 == w ? 0 : ph + 1;
+                }
+                if ((r[g] & ((1u << m) - 1)) != want)
+                    return false;
+                i += m;
+            }
+            r += cnt;
+        } else {  /* RLE run of one byte value */
+            if (cnt == 0 || r >= end || *r > 1)
+                return false;
+            int64_t k = cnt < (uint64_t)(n - i) ? (int64_t)cnt : n - i;
+            if (*r++ == 0) {  /* zeros only where rows start */
+                if (w != 1 && (k != 1 || ph != 0))
+                    return false;
+                ph = w == 1 ? 0 : 1;
+            } else {          /* ones only inside a row */
+                if (ph == 0 || ph + k > w)
+                    return false;
+                ph = ph + k == w ? 0 : ph + k;
+            }
+            i += k;
+        }
+    }
+    *used = (size_t)(q - p) + qlen;
+    return true;
 }
 
 hs_status pq_levels_encode(const uint16_t *levels, int64_t n, int max_level, bool prefixed,

@@ -60,6 +60,19 @@ HS_MUST_USE hs_status pq_rle_encode_u32(const uint32_t *v, int64_t n, int bit_wi
 HS_MUST_USE hs_status pq_levels_decode(pq_encoding encoding, bool prefixed, const uint8_t *p,
                                        size_t len, int max_level, int64_t n, uint16_t *out,
                                        size_t *used, hs_error *err);
+/* True when the n levels at p (same framing as pq_levels_decode) are all
+ * max_level because the data opens with one RLE run of at least n values of
+ * max_level; *used then receives what pq_levels_decode would report.  False
+ * (nothing consumed) otherwise, also for corrupt data: decode it then. */
+bool pq_levels_all_max(pq_encoding encoding, bool prefixed, const uint8_t *p, size_t len,
+                       int max_level, int64_t n, size_t *used);
+/* True when the n levels at p (same framing as pq_levels_decode, max level
+ * 1) are whole rows of w: 0 then w-1 ones each -- the repetition levels of
+ * a list whose rows all hold w present elements -- checked run by run
+ * without decoding; *used as for pq_levels_decode.  False (nothing consumed)
+ * otherwise, also for corrupt data. */
+bool pq_levels_periodic(pq_encoding encoding, bool prefixed, const uint8_t *p, size_t len,
+                        int64_t n, int64_t w, size_t *used);
 HS_MUST_USE hs_status pq_levels_encode(const uint16_t *levels, int64_t n, int max_level,
                                        bool prefixed, hs_buf *out);
 

@@ -49,7 +49,26 @@
  * Assembly of levels into validity/offsets/children follows the rules in
  * reader_int.h.  Required flat columns do no level work; optional flat
  * columns turn def levels into validity; everything else takes the general
- * loop over the leaf's path.  A node is filled by the first leaf below it
+ * loop over the leaf's path, with these shortcuts (pq_read_no_fast_paths
+ * turns them off for tests):
+ *
+ *   page condition                          shortcut
+ *   def levels all max_def (one RLE run:    def not decoded (else checked
+ *     seen in the encoded bytes)            after decoding); c->def = NULL:
+ *                                           every entry is a present value
+ *   + top-level list leaf (depth 2)         assemble_list_dense: values in one
+ *                                           piece, offsets at r == 0, no per-
+ *                                           entry work, no validity writes
+ *   + rep = whole rows of one width w       c->fixed_w = w: rows counted and
+ *     (0 then w-1 ones; w = the fixed        offsets written arithmetically
+ *     size, or the first row's length)
+ *
+ * Validity bitmaps stay absent (data NULL = all valid) until a slot is null.
+ * Output buffers of 8 MiB or more are advised MADV_HUGEPAGE: they are fresh
+ * memory each batch, and 4 KiB page faults were a large share of a scan of
+ * wide (embedding) columns.
+ *
+ * A node is filled by the first leaf below it
  * (its "owner"); later leaves of the same struct only fill their own nodes,
  * and the finished batch is checked for agreement (lengths, offsets).
  *
@@ -70,6 +89,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define PQ_FOOTER_TAIL (64 * 1024)
 #define PQ_MAX_PAGE_BYTES ((int64_t)1 << 30)
@@ -77,6 +97,10 @@
 #define PQ_FOOTER_CACHE_MAX 64
 #define PQ_IDX_CHUNK 1024
 #define PQ_WINDOW ((size_t)8 << 20)  /* sequential read window */
+#define PQ_HUGE ((size_t)2 << 20)    /* transparent huge page size */
+#define PQ_HUGE_MIN ((size_t)8 << 20) /* output buffers from this size ask for them */
+
+bool pq_read_no_fast_paths;
 
 /* ===================================================================== */
 /* footer cache                                                           */
@@ -450,6 +474,25 @@ hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_c
 /* output column buffers                                                  */
 /* ===================================================================== */
 
+/* Large output buffers are fresh memory (batches are handed over, so never
+ * reused) touched page by page as they fill: asking for 2 MiB pages, where
+ * the system grants them on request, cuts those page faults 512-fold.
+ * Advice only; the interior 2 MiB-aligned part of [p, p + cap). */
+static void huge_advise(void *p, size_t cap)
+{
+#ifdef MADV_HUGEPAGE
+    if (p && cap >= PQ_HUGE_MIN) {
+        uintptr_t lo = ((uintptr_t)p + PQ_HUGE - 1) & ~(uintptr_t)(PQ_HUGE - 1);
+        uintptr_t hi = ((uintptr_t)p + cap) & ~(uintptr_t)(PQ_HUGE - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    }
+#else
+    (void)p;
+    (void)cap;
+#endif
+}
+
 static hs_status cb_reserve(hs_colbuf *b, size_t need)
 {
     if (need <= b->cap && b->data)
@@ -463,6 +506,7 @@ static hs_status cb_reserve(hs_colbuf *b, size_t need)
     uint8_t *p = hs_malloc_aligned(nc);
     if (!p)
         return HS_NOMEM;
+    huge_advise(p, nc);
     if (b->data && b->len)
         memcpy(p, b->data, b->len);
     if (b->data)
@@ -647,7 +691,11 @@ typedef struct pq_cursor {
     int64_t page_row_end;            /* page mode: first row after this page */
     hs_buf page_buf;                 /* decompressed body */
     hs_buf def_buf, rep_buf;         /* uint16 levels */
-    const uint16_t *def, *rep;       /* NULL when the max level is 0 */
+    const uint16_t *def, *rep;       /* NULL when the max level is 0; def also NULL
+                                      * when every def level of the page is max_def */
+    int32_t fixed_w;                 /* > 0: the page is whole dense rows of a
+                                      * fixed_size_list of this width (def NULL,
+                                      * rep = 0 then width-1 ones per row) */
     int64_t lvl_n, lvl_pos;
     pq_vs_kind vs;
     const uint8_t *vp;
@@ -800,17 +848,46 @@ static hs_status levels_check(const uint16_t *lv, int64_t n, int max, const char
     return HS_OK;
 }
 
+/* OR of lv[i] ^ v over [0, n): 0 iff every level is v (four at a time). */
+static uint64_t levels_diff(const uint16_t *lv, int64_t n, uint16_t v)
+{
+    uint64_t x = v * 0x0001000100010001ULL, bad = 0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint64_t t;
+        memcpy(&t, lv + i, 8);
+        bad |= t ^ x;
+    }
+    for (; i < n; i++)
+        bad |= (uint64_t)(lv[i] ^ v);
+    return bad;
+}
+
+/* *all_max (when not NULL) is set instead of decoding when every level is
+ * max (one RLE run); buf is then left alone. */
 static hs_status decode_levels(pq_cursor *c, hs_buf *buf, pq_encoding enc, bool prefixed,
                                const uint8_t *p, size_t len, int max, int64_t n, size_t *used,
-                               const char *what, hs_error *err)
+                               bool *all_max, const char *what, hs_error *err)
 {
+    if (pq_read_no_fast_paths)
+        all_max = NULL;
+    if (all_max) {
+        *all_max = pq_levels_all_max(enc, prefixed, p, len, max, n, used);
+        if (*all_max)
+            return HS_OK;
+    }
     hs_buf_reset(buf);
     if (hs_buf_reserve(buf, (size_t)n * 2 + 2) != HS_OK)
         return hs_err_nomem(err, (size_t)n * 2);
     if (enc != PQ_ENC_RLE && enc != PQ_ENC_BIT_PACKED)
         return hs_err_set(err, HS_UNSUPPORTED, "%s level encoding %d", what, (int)enc);
+    const uint16_t *lv = (const uint16_t *)buf->data;
     HS_TRY(pq_levels_decode(enc, prefixed, p, len, max, n, (uint16_t *)buf->data, used, err));
-    return levels_check((const uint16_t *)buf->data, n, max, what, err);
+    HS_TRY(levels_check(lv, n, max, what, err));
+    if (all_max && n > 0) {  /* several runs (or bit-packed) that are all max */
+        *all_max = levels_diff(lv, n, (uint16_t)max) == 0;
+    }
+    return HS_OK;
 }
 
 /* Sets up the value source of a data page whose levels are decoded. */
@@ -824,7 +901,7 @@ static hs_status setup_values(pq_cursor *c, pq_encoding enc, const uint8_t *p, s
     int64_t k = c->lvl_n;
     bool staged = enc == PQ_ENC_DELTA_BINARY_PACKED || enc == PQ_ENC_DELTA_LENGTH_BYTE_ARRAY ||
                   enc == PQ_ENC_DELTA_BYTE_ARRAY || enc == PQ_ENC_BYTE_STREAM_SPLIT;
-    if (lf->max_def > 0 && staged) {
+    if (c->def && staged) {
         k = 0;
         for (int64_t i = 0; i < c->lvl_n; i++)
             k += c->def[i] == lf->max_def;
@@ -883,6 +960,44 @@ static hs_status setup_values(pq_cursor *c, pq_encoding enc, const uint8_t *p, s
     }
 }
 
+/* The width of the top-level fixed_size_list whose element is this leaf
+ * (and that it owns), else 0. */
+static int32_t fixed_width_of(const pq_cursor *c)
+{
+    const pq_leaf *lf = c->leaf;
+    const pq_anode *L = lf->path[0];
+    if (lf->depth != 2 || c->own_from != 0 || L->kind != PQ_AN_LIST || lf->max_rep != 1 ||
+        L->type != HS_TYPE_FIXED_LIST || L->width <= 0)
+        return 0;
+    return L->width;
+}
+
+/* Width w when the leaf is the element of a top-level list (or
+ * fixed_size_list) that it owns and rep[0..n) is whole rows of w entries
+ * each (0, then w-1 ones), w = the fixed width or the first row's length;
+ * else 0.  Only used on pages whose def levels are all max_def. */
+static int32_t dense_fixed_width(const pq_cursor *c, const uint16_t *rep, int64_t n)
+{
+    const pq_leaf *lf = c->leaf;
+    const pq_anode *L = lf->path[0];
+    if (lf->depth != 2 || c->own_from != 0 || L->kind != PQ_AN_LIST || lf->max_rep != 1 ||
+        rep[0] != 0)
+        return 0;
+    int64_t w = 1;
+    if (L->type == HS_TYPE_FIXED_LIST) {
+        w = L->width;
+    } else {
+        while (w < n && rep[w] != 0)
+            w++;
+    }
+    if (w <= 0 || w > INT32_MAX || n % w != 0)
+        return 0;
+    uint64_t bad = 0;
+    for (int64_t r = 0; r < n && !bad; r += w)
+        bad |= rep[r] | levels_diff(rep + r + 1, w - 1, 1);
+    return bad ? 0 : (int32_t)w;
+}
+
 /* Decodes the data page whose header is h and whose body is src[0..src_len). */
 static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const uint8_t *src,
                                   size_t src_len, hs_error *err)
@@ -893,6 +1008,8 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
     const uint8_t *vals;
     size_t vlen;
     pq_encoding enc;
+    bool def_all = false;  /* every def level is max_def: c->def stays NULL */
+    int32_t rep_rows = 0;  /* > 0: rep levels checked to be whole rows of this width, not decoded */
     c->stats->pages_decoded++;
     if (h->type == PQ_PAGE_DATA) {
         if (!h->has_data)
@@ -904,13 +1021,24 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
         HS_TRY(page_body(c, src, src_len, unc, true, &p, err));
         size_t pos = 0, used = 0;
         if (lf->max_rep > 0) {
-            HS_TRY(decode_levels(c, &c->rep_buf, h->data.rep_encoding, true, p, unc, lf->max_rep, n,
-                                 &used, "repetition", err));
+            /* whole rows of a fixed_size_list with all def levels at max: the
+             * rep levels are checked in their encoded form, never decoded */
+            int32_t fw = fixed_width_of(c);
+            size_t du = 0;
+            if (fw > 0 && h->data.rep_encoding == PQ_ENC_RLE && unc >= 4 &&
+                rd_u32le(p) <= unc - 4 && !pq_read_no_fast_paths &&
+                pq_levels_all_max(h->data.def_encoding, true, p + 4 + rd_u32le(p),
+                                  unc - 4 - rd_u32le(p), lf->max_def, n, &du) &&
+                pq_levels_periodic(PQ_ENC_RLE, true, p, unc, n, fw, &used))
+                rep_rows = fw;
+            else
+                HS_TRY(decode_levels(c, &c->rep_buf, h->data.rep_encoding, true, p, unc,
+                                     lf->max_rep, n, &used, NULL, "repetition", err));
             pos += used;
         }
         if (lf->max_def > 0) {
             HS_TRY(decode_levels(c, &c->def_buf, h->data.def_encoding, true, p + pos, unc - pos,
-                                 lf->max_def, n, &used, "definition", err));
+                                 lf->max_def, n, &used, &def_all, "definition", err));
             pos += used;
         }
         if (pos > unc)
@@ -931,23 +1059,36 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
             return HS_CORRUPT_AT(err, "v2 level lengths %lld + %lld exceed the page", (long long)rl,
                                  (long long)dl);
         size_t used = 0;
-        if (lf->max_rep > 0)
+        int32_t fw = lf->max_rep > 0 ? fixed_width_of(c) : 0;
+        size_t du = 0;
+        if (fw > 0 && !pq_read_no_fast_paths &&
+            pq_levels_all_max(PQ_ENC_RLE, false, src + rl, (size_t)dl, lf->max_def, n, &du) &&
+            pq_levels_periodic(PQ_ENC_RLE, false, src, (size_t)rl, n, fw, &used))
+            rep_rows = fw;
+        else if (lf->max_rep > 0)
             HS_TRY(decode_levels(c, &c->rep_buf, PQ_ENC_RLE, false, src, (size_t)rl, lf->max_rep, n,
-                                 &used, "repetition", err));
+                                 &used, NULL, "repetition", err));
         if (lf->max_def > 0)
             HS_TRY(decode_levels(c, &c->def_buf, PQ_ENC_RLE, false, src + rl, (size_t)dl, lf->max_def,
-                                 n, &used, "definition", err));
+                                 n, &used, &def_all, "definition", err));
         HS_TRY(page_body(c, src + rl + dl, src_len - (size_t)(rl + dl), unc - (size_t)(rl + dl),
                          h2->is_compressed, &vals, err));
         vlen = unc - (size_t)(rl + dl);
         enc = h2->encoding;
     }
-    c->rep = lf->max_rep > 0 ? (const uint16_t *)c->rep_buf.data : NULL;
-    c->def = lf->max_def > 0 ? (const uint16_t *)c->def_buf.data : NULL;
+    c->rep = lf->max_rep > 0 && !rep_rows ? (const uint16_t *)c->rep_buf.data : NULL;
+    c->def = lf->max_def > 0 && !def_all ? (const uint16_t *)c->def_buf.data : NULL;
+    c->fixed_w = 0;
+    if (rep_rows > 0 && (c->def || n == 0))
+        return hs_err_set(err, HS_INTERNAL, "level shortcuts disagree");  /* cannot happen */
+    if (rep_rows > 0)
+        c->fixed_w = rep_rows;
+    else if (lf->max_rep > 0 && !c->def && n > 0)
+        c->fixed_w = dense_fixed_width(c, c->rep, n);
     c->lvl_n = n;
     c->lvl_pos = 0;
     c->values_total += n;
-    if (lf->max_rep > 0 && n > 0 && c->page_mode && c->rep[0] != 0)
+    if (c->rep && n > 0 && c->page_mode && c->rep[0] != 0)
         return HS_CORRUPT_AT(err, "page does not start at a row boundary (repetition level %u)",
                              c->rep[0]);
     HS_TRY(setup_values(c, enc, vals, vlen, err));
@@ -1437,9 +1578,11 @@ static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_
         col->null_count += n;
         return HS_OK;
     }
-    if (col_prep(col, an->nullable, n) != HS_OK)
+    /* no validity bitmap while every slot so far is valid (data NULL = all valid) */
+    bool vis = an->nullable && (hv || col->validity.data);
+    if (col_prep(col, vis, n) != HS_OK)
         return hs_err_nomem(err, (size_t)n);
-    if (an->nullable) {
+    if (vis) {
         write_bits(col->validity.data, base, hv, n);
         col->null_count += n - k;
         col->validity.len = (size_t)((base + n + 7) / 8);
@@ -1552,6 +1695,53 @@ static hs_status assemble_list1(pq_cursor *c, int64_t a, int64_t b, hs_column **
     return HS_OK;
 }
 
+/* Fast path of assemble(): a top-level list (or map) whose element is the
+ * leaf, on a page whose def levels are all max_def (c->def NULL): every entry
+ * is a present element, every r == 0 starts a valid list.  Fixed-size lists
+ * whose page was checked to be whole rows (c->fixed_w) get their offsets
+ * arithmetically; the values are copied in one piece by leaf_emit. */
+static hs_status assemble_list_dense(pq_cursor *c, int64_t a, int64_t b, hs_column **cols,
+                                     hs_error *err)
+{
+    const pq_anode *L = c->leaf->path[0];
+    hs_column *lc = cols[0], *leafcol = cols[1];
+    const uint16_t *rep = c->rep;
+    int64_t n = b - a, leaf_base = leafcol->length, w = c->fixed_w, rows = 0;
+    if (leaf_base + n > INT32_MAX)
+        return hs_err_set(err, HS_UNSUPPORTED, "more than 2^31 list elements in one batch");
+    if (w > 0) {
+        rows = n / w;
+    } else {
+        for (int64_t i = a; i < b; i++)
+            rows += rep[i] == 0;
+    }
+    bool vis = L->nullable && lc->validity.data;
+    if (col_prep(lc, vis, rows) != HS_OK)
+        return hs_err_nomem(err, (size_t)rows);
+    int32_t *offs = (int32_t *)lc->offsets.data;
+    int64_t len = lc->length;
+    if (w > 0) {
+        int32_t o = (int32_t)leaf_base;
+        for (int64_t j = 0; j < rows; j++, o += (int32_t)w)
+            offs[len + j] = o;
+    } else {
+        int64_t t = len;
+        for (int64_t i = a; i < b; i++)
+            if (rep[i] == 0)
+                offs[t++] = (int32_t)(leaf_base + (i - a));
+    }
+    if (vis) {
+        write_bits(lc->validity.data, len, NULL, rows);
+        lc->validity.len = (size_t)((len + rows + 7) / 8);
+    }
+    HS_TRY(leaf_emit(c, leafcol, n, NULL, n, err));
+    len += rows;
+    lc->length = len;
+    offs[len] = (int32_t)leafcol->length;
+    lc->offsets.len = (size_t)(len + 1) * 4;
+    return HS_OK;
+}
+
 static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, hs_error *err)
 {
     const pq_leaf *lf = c->leaf;
@@ -1572,6 +1762,8 @@ static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, 
         }
         return leaf_emit(c, leafcol, n, k == n ? NULL : hv, k, err);
     }
+    if (depth == 2 && !def && c->own_from == 0 && lf->path[0]->kind == PQ_AN_LIST)
+        return assemble_list_dense(c, a, b, cols, err);
     if (depth == 2 && c->own_from == 0 && lf->path[0]->kind == PQ_AN_LIST &&
         !(lf->path[0]->type == HS_TYPE_FIXED_LIST && lf->path[0]->nullable))
         return assemble_list1(c, a, b, cols, err);
@@ -1673,22 +1865,37 @@ static hs_status cur_rows(pq_cursor *c, int64_t n_rows, hs_column **cols, hs_err
             if (rows == 0)
                 break;
             b = a + rows;
+        } else if (c->fixed_w > 0) {  /* whole rows of fixed_w entries, a at a row start */
+            int64_t avail = (c->lvl_n - a) / c->fixed_w;
+            rows = left < avail ? left : avail;
+            if (rows == 0)
+                break;
+            b = a + rows * c->fixed_w;
         } else {
             const uint16_t *rep = c->rep;
             if (first && rep[a] != 0)
                 return HS_CORRUPT_AT(err, "repetition level %u where a row must start", rep[a]);
             if (left == 0 && rep[a] == 0)
                 break;
-            int64_t i = a;
-            rows = 0;
-            for (; i < c->lvl_n; i++) {
-                if (rep[i] == 0) {
-                    if (rows == left)
-                        break;
-                    rows++;
+            /* the rest of the page when it holds at most `left` row starts */
+            int64_t z = 0;
+            for (int64_t i = a; i < c->lvl_n; i++)
+                z += rep[i] == 0;
+            if (z <= left && !pq_read_no_fast_paths) {
+                rows = z;
+                b = c->lvl_n;
+            } else {
+                int64_t i = a;
+                rows = 0;
+                for (; i < c->lvl_n; i++) {
+                    if (rep[i] == 0) {
+                        if (rows == left)
+                            break;
+                        rows++;
+                    }
                 }
+                b = i;
             }
-            b = i;
         }
         first = false;
         if (rows > c->rg_rows - c->row)
@@ -2347,6 +2554,8 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
                      ? cb_reserve(&lc->offsets, (size_t)(c->last_slots + 1) * 4) : HS_OK) != HS_OK)
                 st = hs_err_nomem(err, c->last_bytes);
         }
+        if (lc)  /* preallocated by hs_batch_create, still untouched */
+            huge_advise(lc->values.data, lc->values.cap);
         for (size_t k = 0; k < n_runs && st == HS_OK; k++) {
             st = cur_skip(c, runs[k].skip, err);
             if (st == HS_OK)

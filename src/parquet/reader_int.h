@@ -101,4 +101,10 @@ HS_MUST_USE hs_status pq_schema_build(const pq_file_meta *m, const char *name,
                                       pq_schema_info *out, hs_error *err);
 void pq_schema_free(pq_schema_info *s);
 
+/* Test knob (tests only; set it before scanning, never while scans run):
+ * true makes reader.c assemble every page through its general per-entry
+ * paths, with none of the dense-page shortcuts (levels that are all max_def,
+ * whole rows of one list width), so tests can compare the two. */
+extern bool pq_read_no_fast_paths;
+
 #endif

@@ -5,14 +5,16 @@
  * Oracles: pyarrow (expected row strings below were produced by pyarrow 26
  * and are written in the canonical form of fmt_value: ints in decimal, floats
  * as their bit patterns, bytes and decimals in hex, lists [..], structs {..}),
- * the corpus's own *_expect.csv files, and a full read of the same file for
- * the row-selection tests.  Robustness: bad_data/ must fail cleanly, and
+ * the corpus's own *_expect.csv files, a full read of the same file for
+ * the row-selection tests, and the written batch for files of our writer
+ * (read with the dense-page shortcuts on and off: pq_read_no_fast_paths).  Robustness: bad_data/ must fail cleanly, and
  * truncated / bit-flipped copies of good files must never crash or leak.
  */
 #include "harness.h"
 
 #include "base/mem.h"
 #include "parquet/reader.h"
+#include "parquet/reader_int.h"
 #include "parquet/writer.h"
 
 #include <dirent.h>
@@ -929,9 +931,174 @@ static void test_writer_roundtrip(void)
     pq_footer_cache_clear();
 }
 
+/* ---- dense-page fast paths vs the general assembly ---- */
+
+/* Rows < 1500: no nulls anywhere, lists of one width (the reader's dense
+ * shortcuts apply); 2200..2399: variable-length lists without nulls; the rest:
+ * null lists, null elements, empty lists, nulls in the flat column. */
+static hs_status build_dense_batch(hs_batch **out, int64_t n, hs_error *err)
+{
+    hs_field schema, f, elem;
+    hs_field_init(&schema, "schema", HS_TYPE_STRUCT, false);
+    hs_field_init(&f, "id", HS_TYPE_INT64, false);
+    HS_TRY(hs_field_add_child(&schema, &f));
+    hs_field_init(&elem, "element", HS_TYPE_FLOAT32, true);
+    hs_field_init(&f, "emb", HS_TYPE_FIXED_LIST, true);
+    f.width = 8;
+    HS_TRY(hs_field_add_child(&f, &elem));
+    HS_TRY(hs_field_add_child(&schema, &f));
+    hs_field_init(&elem, "element", HS_TYPE_INT32, true);
+    hs_field_init_list(&f, "vl", true, &elem);
+    HS_TRY(hs_field_add_child(&schema, &f));
+    hs_field_init(&f, "opt", HS_TYPE_INT64, true);
+    HS_TRY(hs_field_add_child(&schema, &f));
+    hs_status st = hs_batch_create(&schema, n, out, err);
+    hs_field_clear(&schema);
+    HS_TRY(st);
+    hs_batch *b = *out;
+    for (int64_t i = 0; i < n; i++) {
+        bool dense = i < 1500, novar = i >= 2200 && i < 2400;
+        HS_TRY(hs_col_append_fixed(b->cols[0], &i));
+        if (!dense && i % 13 == 0) {
+            HS_TRY(hs_col_append_null(b->cols[1]));
+        } else {
+            for (int k = 0; k < 8; k++) {
+                float v = (float)i * 0.5f + (float)k;
+                if (!dense && i % 17 == 5 && k == 2)
+                    HS_TRY(hs_col_append_null(b->cols[1]->children[0]));
+                else
+                    HS_TRY(hs_col_append_fixed(b->cols[1]->children[0], &v));
+            }
+            HS_TRY(hs_col_list_end(b->cols[1]));
+        }
+        if (!dense && !novar && i % 9 == 4) {
+            HS_TRY(hs_col_append_null(b->cols[2]));
+        } else {
+            int len = dense ? 3 : (int)(i % 5);
+            for (int k = 0; k < len; k++) {
+                int32_t v = (int32_t)(i * 3 + k);
+                if (!dense && !novar && i % 6 == 1 && k == 0)
+                    HS_TRY(hs_col_append_null(b->cols[2]->children[0]));
+                else
+                    HS_TRY(hs_col_append_fixed(b->cols[2]->children[0], &v));
+            }
+            HS_TRY(hs_col_list_end(b->cols[2]));
+        }
+        int64_t o = -i;
+        if (!dense && i % 3 == 0)
+            HS_TRY(hs_col_append_null(b->cols[3]));
+        else
+            HS_TRY(hs_col_append_fixed(b->cols[3], &o));
+    }
+    b->n_rows = n;
+    return HS_OK;
+}
+
+static void test_dense_fast_paths(void)
+{
+    const int64_t n = 3000;
+    hs_error err = { 0 };
+    hs_batch *b = NULL;
+    CHECK_OK(build_dense_batch(&b, n, &err), &err);
+    hs_buf a = { 0 }, e = { 0 };
+    for (int variant = 0; variant < 4; variant++) {
+        hs_buf file = { 0 };
+        hs_wfile *wf;
+        pq_writer *w;
+        pq_writer_options wo;
+        memset(&wo, 0, sizeof wo);
+        wo.codec = variant == 1 ? HS_CODEC_ZSTD : variant == 2 ? HS_CODEC_NONE : HS_CODEC_SNAPPY;
+        wo.page_rows = 100;
+        wo.row_group_rows = 1200;
+        wo.data_page_v2 = variant & 1;
+        wo.no_dictionary = variant >= 2;
+        CHECK_OK(hs_mem_create(&file, &wf, &err), &err);
+        CHECK_OK(pq_writer_open(wf, &b->schema, &wo, &w, &err), &err);
+        CHECK_OK(pq_writer_write(w, b, &err), &err);
+        CHECK_OK(pq_writer_finish(w, &err), &err);
+        pq_writer_free(w);
+        CHECK_OK(hs_wfile_close(wf, &err), &err);
+        hs_file *f;
+        pq_reader *r;
+        CHECK_OK(hs_mem_open("dense.parquet", file.data, file.len, false, &f, &err), &err);
+        CHECK_OK(pq_reader_open(f, &r, &err), &err);
+        REQUIRE(pq_reader_schema(r)->children[1].type == HS_TYPE_FIXED_LIST);
+        for (int mode = 0; mode < 4; mode++) {
+            /* mode & 1: general paths only; mode & 2: default batch size */
+            pq_read_no_fast_paths = mode & 1;
+            pq_scan_options opt = { 0 };
+            opt.batch_size = mode & 2 ? 0 : 333;
+            pq_scan *sc;
+            CHECK_OK(pq_scan_open(r, &opt, &sc, &err), &err);
+            int64_t row = 0;
+            for (int bi = 0;; bi++) {
+                hs_batch *got;
+                CHECK_OK(pq_scan_next(sc, &got, &err), &err);
+                if (!got)
+                    break;
+                if (bi == 0 && opt.batch_size == 333) {
+                    /* all of batch 0 is dense: the shortcuts leave out the
+                     * (all valid) bitmaps the general path materialises */
+                    const hs_column *emb = got->cols[1];
+                    CHECK((emb->validity.data == NULL) == !(mode & 1));
+                    CHECK((emb->children[0]->validity.data == NULL) == !(mode & 1));
+                    CHECK(got->cols[3]->validity.data == NULL || (mode & 1));
+                    CHECK(emb->null_count == 0 && got->cols[2]->null_count == 0);
+                }
+                for (int64_t i = 0; i < got->n_rows && row < n; i++, row++) {
+                    fmt_row(got, i, &a);
+                    fmt_row(b, row, &e);
+                    if (strcmp(hs_buf_cstr(&a), hs_buf_cstr(&e)) != 0) {
+                        fprintf(stderr, "  variant %d mode %d row %lld:\n    got  %s\n    want %s\n",
+                                variant, mode, (long long)row, hs_buf_cstr(&a), hs_buf_cstr(&e));
+                        CHECK(0);
+                        row = n;
+                        break;
+                    }
+                }
+                hs_batch_free(got);
+            }
+            CHECK(row == n);
+            pq_scan_close(sc);
+            /* a selection that starts and ends inside dense pages */
+            pq_row_range rr[2] = { { 150, 420 }, { 1460, 1530 } };
+            memset(&opt, 0, sizeof opt);
+            opt.ranges = rr;
+            opt.n_ranges = 2;
+            opt.batch_size = mode & 2 ? 0 : 64;
+            CHECK_OK(pq_scan_open(r, &opt, &sc, &err), &err);
+            int64_t k = 0;
+            for (;;) {
+                hs_batch *got;
+                CHECK_OK(pq_scan_next(sc, &got, &err), &err);
+                if (!got)
+                    break;
+                for (int64_t i = 0; i < got->n_rows; i++, k++) {
+                    int64_t want = k < 270 ? 150 + k : 1460 + (k - 270);
+                    fmt_row(got, i, &a);
+                    fmt_row(b, want, &e);
+                    CHECK(strcmp(hs_buf_cstr(&a), hs_buf_cstr(&e)) == 0);
+                }
+                hs_batch_free(got);
+            }
+            CHECK(k == 340);
+            pq_scan_close(sc);
+        }
+        pq_read_no_fast_paths = false;
+        pq_reader_close(r);
+        hs_file_close(f);
+        hs_buf_free(&file);
+    }
+    hs_buf_free(&a);
+    hs_buf_free(&e);
+    hs_batch_free(b);
+    pq_footer_cache_clear();
+}
+
 int main(void)
 {
     HS_RUN(test_writer_roundtrip);
+    HS_RUN(test_dense_fast_paths);
     HS_RUN(test_footer_cache);
     HS_RUN(test_schema_mapping);
     HS_RUN(test_corpus_reads);
