@@ -273,7 +273,14 @@ void cat_retry_policy_from_json(const char *json, size_t len, cat_retry_policy *
     out->min_wait_ms = 100;
     out->max_wait_ms = 60000;
     out->total_timeout_ms = 1800000;
-    json_t *root = json ? json_loadb(json, len, 0, NULL) : NULL;
+    /* Parse only when a commit.retry.* key occurs at all: the metadata of a
+     * table with many snapshots is large, and this runs once per attempt. */
+    static const char key[] = "commit.retry.";
+    const size_t klen = sizeof key - 1;
+    bool present = false;
+    for (size_t i = 0; json && !present && i + klen <= len; i++)
+        present = json[i] == 'c' && memcmp(json + i, key, klen) == 0;
+    json_t *root = present ? json_loadb(json, len, 0, NULL) : NULL;
     json_t *props = root ? json_object_get(root, "properties") : NULL;
     if (json_is_object(props)) {
         out->num_retries = (int)prop_int(props, "commit.retry.num-retries", 10, 0);
