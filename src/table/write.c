@@ -1695,13 +1695,21 @@ static hs_status overwrite_impl(hs_table *t, struct ArrowArrayStream *in, const 
     bool *remove = st == HS_OK ? hs_calloc((size_t)(p ? p->n_files : 0) + 1, sizeof(bool)) : NULL;
     if (st == HS_OK && !remove)
         st = hs_err_nomem(err, 64);
+    /* v3: a partly matching file is not rewritten; a deletion vector removes
+     * its matching rows, so the surviving rows keep their _row_id and
+     * _last_updated_sequence_number without being copied (row lineage). v2:
+     * copy-on-write, the surviving rows are rewritten into new files. */
+    bool merge_on_read = !by_partition && t->meta.format_version >= 3;
+    hs_map remove_del = {0};
     hs_batch *keep = NULL;
-    if (st == HS_OK && !by_partition) {
+    if (st == HS_OK && !by_partition && !merge_on_read) {
         const ice_schema *sc = ice_metadata_current_schema(&t->meta);
         st = hs_batch_create(&sc->root, 0, &keep, err);
     }
     for (int i = 0; i < n && st == HS_OK; i++) {
         const tbl_plan_file *pf = &p->files[acts[i].file];
+        if (merge_on_read && !acts[i].remove_all)
+            continue;
         remove[acts[i].file] = true;
         op.removed_files++;
         op.removed_records += pf->record_count;
@@ -1709,16 +1717,19 @@ static hs_status overwrite_impl(hs_table *t, struct ArrowArrayStream *in, const 
         if (!acts[i].remove_all && keep)
             st = keep_rows_of(p, &acts[i], keep, err);
     }
+    if (st == HS_OK && merge_on_read)
+        st = write_dvs(&op, p, acts, n, &remove_del, err);
     if (st == HS_OK && keep && keep->n_rows)
         st = write_rows(&op, keep, err);
     if (st == HS_OK && rows && !by_partition)
         st = write_rows(&op, rows, err);
     if (st == HS_OK)
-        st = rewrite_manifests(&op, p, remove, NULL, err);
-    if (st == HS_OK && (op.added_files || op.removed_files))
+        st = rewrite_manifests(&op, p, remove, merge_on_read ? &remove_del : NULL, err);
+    if (st == HS_OK && (op.added_files || op.removed_files || op.added_del_files))
         st = op_commit(&op, err);
     else if (st != HS_OK)
         op_cleanup_files(&op);
+    hs_map_free(&remove_del);
     hs_batch_free(keep);
     hs_batch_free(rows);
     hs_free(remove);
