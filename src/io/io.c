@@ -7,7 +7,8 @@
  *                               reads), EOF -> HS_CORRUPT    O_EXCL; 256 KiB write buffer;
  *                                                            close = flush, fsync, rename
  *                                                            (or link+unlink: exclusive),
- *                                                            fsync(dir)
+ *                                                            fsync(dir); both fsyncs are
+ *                                                            skipped with HS_WFILE_NO_SYNC
  *   memory    mem_file{data}    memcpy                       appends to a caller's hs_buf
  *   fault     fault_file{inner} k-th call (shared counter)   -
  *                               fails with HS_IO
