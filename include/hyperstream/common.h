@@ -27,7 +27,8 @@ typedef enum hs_status {
     HS_CONFLICT,     /* a concurrent commit won the race */
     HS_NOT_FOUND,    /* a named file, table, column or key does not exist */
     HS_UNSUPPORTED,  /* valid, but not implemented by this build */
-    HS_INTERNAL      /* a broken invariant inside the library (a bug) */
+    HS_INTERNAL,     /* a broken invariant inside the library (a bug) */
+    HS_CANCELLED     /* the caller cancelled (progress callback, interrupt) */
 } hs_status;
 
 #define HS_ERROR_MSG_MAX 512

@@ -27,6 +27,7 @@ const char *hs_status_name(hs_status s)
     case HS_NOT_FOUND: return "HS_NOT_FOUND";
     case HS_UNSUPPORTED: return "HS_UNSUPPORTED";
     case HS_INTERNAL: return "HS_INTERNAL";
+    case HS_CANCELLED: return "HS_CANCELLED";
     }
     return "HS_UNKNOWN";
 }

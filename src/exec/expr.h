@@ -1,0 +1,98 @@
+/*
+ * exec/expr.h - filter expressions: SQL WHERE text parsed by libpg_query,
+ * bound against a schema into one expression tree, evaluated vectorized over
+ * column batches with SQL three-valued logic.
+ *
+ * This is the tree that every front end binds into (filter strings, SQL,
+ * the OpenSearch query DSL, Qdrant filters), and the one the planner reads.
+ *
+ * Text.  Anything PostgreSQL accepts after WHERE, of which we bind:
+ *   comparisons = <> != < <= > >= (and == as =), AND / OR / NOT,
+ *   [NOT] IN (list), [NOT] BETWEEN a AND b, IS [NOT] NULL, IS [NOT] TRUE/FALSE,
+ *   [NOT] LIKE / ILIKE (with % and _ wildcards; ESCAPE '\' default),
+ *   arithmetic + - * / % and unary minus, CAST(x AS t) and x::t,
+ *   CASE WHEN, COALESCE, NULLIF,
+ *   functions: lower, upper, length / char_length, abs, round, floor, ceil,
+ *   sqrt, starts_with, substr / substring, trim, concat (||), date_part /
+ *   extract(year|month|day|hour|minute|second|dow|doy from x), date_trunc,
+ *   literals: integers, decimals, floats (also 'NaN'::double), 'strings',
+ *   true/false/null, DATE 'YYYY-MM-DD', TIMESTAMP '...', TIMESTAMPTZ '...',
+ *   INTERVAL is not supported (HS_UNSUPPORTED).
+ * Columns: name, "Quoted Name", nested struct fields by dotted name (s.a).
+ * Errors (HS_INVALID, HS_NOT_FOUND for unknown columns, HS_UNSUPPORTED for
+ * constructs we do not bind) carry a message that quotes the text and points
+ * at the offending position, e.g.
+ *     unknown column "nme" at character 5
+ *       id > 1 AND nme = 'x'
+ *                  ^
+ *
+ * Semantics follow PostgreSQL and DuckDB (the differential-test oracle):
+ * NULL propagates through operators and functions; AND/OR/NOT are Kleene
+ * three-valued; a row passes a filter only when it evaluates to TRUE.
+ * Floats: NaN = NaN is true and NaN sorts above every other value (as
+ * tbl_val_cmp).  Integer arithmetic is int64 with overflow an error
+ * (HS_INVALID "integer out of range"); int / int truncates; division by
+ * zero is an error.  Mixed int/float compares exactly.  Strings compare as
+ * unsigned bytes (code-point order).  Dates/timestamps compare with string
+ * literals by converting the literal ('2024-01-02').
+ *
+ * Ownership: an ex_expr owns its tree (one arena); a bound expression
+ * borrows the hs_field schema it was bound to, which must outlive it.
+ */
+#ifndef HS_EXEC_EXPR_H
+#define HS_EXEC_EXPR_H
+
+#include "base/error.h"
+#include "columnar/column.h"
+#include "table/filter.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ex_expr ex_expr;
+
+/* Parses and binds `text` against `schema` (a STRUCT; borrowed, see top).
+ * NULL or blank text is the constant TRUE.  The expression must be boolean
+ * (HS_INVALID otherwise).  Caller frees *out with ex_free. */
+HS_MUST_USE hs_status ex_parse_filter(const char *text, const hs_field *schema, ex_expr **out,
+                                      hs_error *err);
+/* Parses and binds a scalar expression of any type (for SQL select lists). */
+HS_MUST_USE hs_status ex_parse_scalar(const char *text, const hs_field *schema, ex_expr **out,
+                                      hs_error *err);
+void ex_free(ex_expr *e);  /* accepts NULL */
+
+/* The result type of a bound expression (borrowed from e). */
+const hs_field *ex_type(const ex_expr *e);
+/* True when the filter is the constant TRUE. */
+bool ex_is_true(const ex_expr *e);
+/* Field ids the expression reads (each once), appended to ids (int32_t vector). */
+HS_MUST_USE hs_status ex_field_ids(const ex_expr *e, hs_buf *ids);
+
+/* Filter evaluation over batch b (columns found by field id with
+ * tbl_batch_find_id; a column absent from the batch reads as all null).
+ * sel_in (may be NULL = all rows) restricts which rows are evaluated; rows
+ * not in sel_in get sel_out[i] = 0.  sel_out[i] = 1 when row i evaluates to
+ * TRUE.  sel_in and sel_out may be the same array.  *n_match = count of 1s. */
+HS_MUST_USE hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const uint8_t *sel_in,
+                                     uint8_t *sel_out, int64_t *n_match, hs_error *err);
+/* Scalar evaluation: a new column of ex_type(e) with b->n_rows rows (caller
+ * frees with hs_col_free). */
+HS_MUST_USE hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out,
+                              hs_error *err);
+
+/* The pruning and index view.  Converts a bound boolean expression into a
+ * bound tbl_filter (AND / OR / NOT-free leaves: CMP, IN, NOT_IN, IS_NULL,
+ * NOT_NULL, TRUE, FALSE; see table/filter.h) that is IMPLIED BY e: every row
+ * for which e is TRUE also satisfies the result.  Parts that have no such
+ * form become TRUE (after NOT has been pushed to the leaves, so that this is
+ * sound); BETWEEN becomes two comparisons; LIKE 'abc%' becomes
+ * col >= 'abc' AND col < 'abd'; `col op constant-expression` is folded.
+ * *exact is set when the result is equivalent to e (nothing was widened),
+ * so that a caller may skip residual evaluation.  The tbl_filter is bound
+ * to the same schema; caller frees *out with tbl_filter_free. */
+HS_MUST_USE hs_status ex_to_tbl_filter(const ex_expr *e, tbl_filter **out, bool *exact,
+                                       hs_error *err);
+
+/* Human-readable form of the bound tree (for explain); caller frees with hs_free. */
+HS_MUST_USE hs_status ex_format(const ex_expr *e, char **out, hs_error *err);
+
+#endif
