@@ -477,32 +477,135 @@ hs_status cat_commit(cat_catalog *c, const char *ident, const char *base_metadat
     return st;
 }
 
-typedef struct model_adapter {
-    cat_rebase_fn fn;
-    void *ctx;
-} model_adapter;
-
-static hs_status adapter_cb(void *vctx, const char *base_json, size_t base_len,
-                            const char *base_location, hs_buf *new_json, hs_error *err)
+/* commit.retry.* from the model's properties, as cat_retry_policy_from_json. */
+static int64_t kv_int(const ice_kv *kv, const char *key, int64_t dflt, int64_t lo)
 {
-    model_adapter *a = vctx;
-    ice_table_metadata base = { 0 }, next = { 0 };
-    hs_status st = parse_located(base_json, base_len, base_location, &base, err);
-    if (st == HS_OK)
-        st = a->fn(a->ctx, &base, base_location, &next, err);
-    if (st == HS_OK && !log_ends_with(&next, base_location))
-        st = ice_metadata_add_metadata_log(&next, base.last_updated_ms, base_location,
+    const char *s = ice_kv_get(kv, key);
+    if (!s)
+        return dflt;
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (errno || end == s || *end || x < lo)
+        return dflt;
+    return x;
+}
+
+static void policy_from_model(const ice_table_metadata *m, cat_retry_policy *out)
+{
+    out->num_retries = (int)kv_int(&m->properties, "commit.retry.num-retries", 10, 0);
+    if (out->num_retries > 1000000)
+        out->num_retries = 1000000;
+    out->min_wait_ms = kv_int(&m->properties, "commit.retry.min-wait-ms", 100, 0);
+    out->max_wait_ms = kv_int(&m->properties, "commit.retry.max-wait-ms", 60000, 0);
+    out->total_timeout_ms = kv_int(&m->properties, "commit.retry.total-timeout-ms", 1800000, 0);
+    if (out->max_wait_ms < out->min_wait_ms)
+        out->max_wait_ms = out->min_wait_ms;
+}
+
+/* One attempt on the model: base -> fn -> metadata log -> JSON -> commit.
+ * On success *committed (when non-NULL, zeroed) takes the written model. */
+static hs_status commit_attempt(cat_catalog *c, const char *ident, const ice_table_metadata *base,
+                                const char *base_loc, cat_rebase_fn fn, void *ctx,
+                                char **new_location, ice_table_metadata *committed,
+                                bool *refused, hs_error *err)
+{
+    ice_table_metadata next = { 0 };
+    hs_buf json = { 0 };
+    hs_status st = fn(ctx, base, base_loc, &next, err);
+    *refused = st != HS_OK;
+    if (st == HS_CONFLICT)
+        hs_err_prefix(err, "%s: commit conflict (the change cannot be applied to the "
+                      "current metadata %s)", ident, base_loc);
+    if (st == HS_OK && !log_ends_with(&next, base_loc))
+        st = ice_metadata_add_metadata_log(&next, base->last_updated_ms, base_loc,
                                            previous_versions_max(&next), err);
     if (st == HS_OK)
-        st = ice_metadata_to_json(&next, new_json, err);
-    ice_metadata_free(&base);
+        st = ice_metadata_to_json(&next, &json, err);
+    if (st == HS_OK)
+        st = cat_commit_json(c, ident, base_loc, (const char *)json.data, json.len,
+                             new_location, err);
+    hs_buf_free(&json);
+    if (st == HS_OK && committed) {
+        *committed = next;
+        memset(&next, 0, sizeof next);
+    }
     ice_metadata_free(&next);
+    return st;
+}
+
+hs_status cat_commit_with_retry_ex(cat_catalog *c, const char *ident,
+                                   const ice_table_metadata *cached_base,
+                                   const char *cached_location, cat_rebase_fn fn, void *ctx,
+                                   char **new_location, ice_table_metadata *committed,
+                                   int *attempts, hs_error *err)
+{
+    if (new_location)
+        *new_location = NULL;
+    if (attempts)
+        *attempts = 0;
+    HS_TRY(need_ident(ident, err));
+    int64_t start = now_ms();
+    hs_status st;
+    for (int attempt = 1;; attempt++) {
+        ice_table_metadata loaded = { 0 };
+        const ice_table_metadata *base = NULL;
+        char *base_loc = NULL;
+        /* First attempt: when the catalog still points at the metadata the
+         * caller holds parsed, commit on it without reading and parsing the
+         * file again (a large metadata.json costs milliseconds to parse). */
+        if (attempt == 1 && cached_base && cached_location) {
+            st = c->vt->current_location(c, ident, &base_loc, err);
+            if (st != HS_OK)
+                break;
+            if (strcmp(base_loc, cached_location) == 0)
+                base = cached_base;
+            else {
+                hs_free(base_loc);
+                base_loc = NULL;
+            }
+        }
+        if (!base) {
+            st = cat_load(c, ident, &loaded, &base_loc, err);
+            if (st != HS_OK)
+                break;
+            base = &loaded;
+        }
+        cat_retry_policy policy;
+        policy_from_model(base, &policy);
+        if (attempts)
+            *attempts = attempt;
+        bool refused;
+        st = commit_attempt(c, ident, base, base_loc, fn, ctx, new_location, committed, &refused,
+                            err);
+        ice_metadata_free(&loaded);
+        hs_free(base_loc);
+        if (st != HS_CONFLICT || refused)
+            break;
+        int64_t elapsed = now_ms() - start;
+        if (attempt > policy.num_retries || elapsed >= policy.total_timeout_ms) {
+            hs_err_prefix(err, "%s: commit conflict: gave up after %d attempts in %" PRId64
+                          " ms (commit.retry.num-retries = %d)", ident, attempt, elapsed,
+                          policy.num_retries);
+            break;
+        }
+        double wait = (double)policy.min_wait_ms;
+        for (int i = 1; i < attempt && wait < (double)policy.max_wait_ms; i++)
+            wait *= 2;
+        if (wait > (double)policy.max_wait_ms)
+            wait = (double)policy.max_wait_ms;
+        wait *= 0.5 + 0.5 * jitter_unit();
+        if (wait > (double)(policy.total_timeout_ms - elapsed))
+            wait = (double)(policy.total_timeout_ms - elapsed);
+        hs_err_clear(err);
+        sleep_ms(wait);
+    }
     return st;
 }
 
 hs_status cat_commit_with_retry(cat_catalog *c, const char *ident, cat_rebase_fn fn, void *ctx,
                                 char **new_location, int *attempts, hs_error *err)
 {
-    model_adapter a = { fn, ctx };
-    return cat_commit_json_with_retry(c, ident, adapter_cb, &a, new_location, attempts, err);
+    return cat_commit_with_retry_ex(c, ident, NULL, NULL, fn, ctx, new_location, NULL, attempts,
+                                    err);
 }

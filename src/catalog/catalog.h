@@ -239,6 +239,18 @@ typedef hs_status (*cat_rebase_fn)(void *ctx, const ice_table_metadata *current_
 HS_MUST_USE hs_status cat_commit_with_retry(cat_catalog *c, const char *ident,
                                             cat_rebase_fn fn, void *ctx, char **new_location,
                                             int *attempts, hs_error *err);
+/* The same, for a caller that holds the table's parsed metadata
+ * (cached_base, read from cached_location): when the catalog still points
+ * there, the first attempt rebases on cached_base without reading the file.
+ * committed (may be NULL; zeroed by the caller) receives the metadata that was
+ * written, metadata-log entry included (the caller frees it with
+ * ice_metadata_free), so the caller can keep it as its next cached base. */
+HS_MUST_USE hs_status cat_commit_with_retry_ex(cat_catalog *c, const char *ident,
+                                               const ice_table_metadata *cached_base,
+                                               const char *cached_location, cat_rebase_fn fn,
+                                               void *ctx, char **new_location,
+                                               ice_table_metadata *committed, int *attempts,
+                                               hs_error *err);
 
 /* ---- file helpers with fault points (fsio.c) ------------------------------ */
 

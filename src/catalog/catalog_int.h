@@ -17,6 +17,9 @@ typedef struct cat_vtbl {
                                   hs_error *err);
     hs_status (*load)(cat_catalog *c, const char *ident, hs_buf *json, char **mloc,
                       hs_error *err);
+    /* The current metadata location only (no file read). */
+    hs_status (*current_location)(cat_catalog *c, const char *ident, char **mloc,
+                                  hs_error *err);
     hs_status (*create)(cat_catalog *c, const char *ident, const char *json, size_t len,
                         char **mloc, hs_error *err);
     hs_status (*commit)(cat_catalog *c, const char *ident, const char *base, const char *json,

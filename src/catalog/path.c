@@ -244,6 +244,21 @@ static hs_status p_load(cat_catalog *c, const char *ident, hs_buf *json, char **
     return st;
 }
 
+static hs_status p_current_location(cat_catalog *c, const char *ident, char **mloc,
+                                    hs_error *err)
+{
+    char *dir;
+    HS_TRY(resolve((path_catalog *)c, ident, &dir, err));
+    int64_t v;
+    hs_status st = find_current(dir, &v, err);
+    char *p = NULL;
+    if (st == HS_OK && !(p = version_path(dir, v)))
+        st = hs_err_nomem(err, strlen(dir));
+    hs_free(dir);
+    *mloc = p;
+    return st;
+}
+
 /* The hs_wfile flags of a metadata file: exclusive, and no fsync unless the
  * table property hyperstream.commit.fsync is "true" (docs/tables.md).  The
  * JSON is parsed only when the key occurs in it at all. */
@@ -504,7 +519,7 @@ static void p_free(cat_catalog *c)
 }
 
 static const cat_vtbl path_vtbl = {
-    p_default_location, p_load, p_create, p_commit, p_drop, p_rename, p_list, p_exists,
+    p_default_location, p_load, p_current_location, p_create, p_commit, p_drop, p_rename, p_list, p_exists,
     p_ns_create, p_ns_list, p_ns_drop, p_ns_properties, p_ns_update, p_free,
 };
 

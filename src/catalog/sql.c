@@ -352,6 +352,16 @@ static hs_status s_default_location(cat_catalog *c, const char *ident, char **lo
     return st;
 }
 
+static hs_status s_current_location(cat_catalog *c, const char *ident, char **mloc,
+                                    hs_error *err)
+{
+    tident t;
+    HS_TRY(split_ident(ident, &t, err));
+    hs_status st = table_location((sql_catalog *)c, &t, mloc, err);
+    tident_free(&t);
+    return st;
+}
+
 static hs_status s_load(cat_catalog *c, const char *ident, hs_buf *json, char **mloc,
                         hs_error *err)
 {
@@ -895,7 +905,7 @@ static void s_free(cat_catalog *c)
 }
 
 static const cat_vtbl sql_vtbl = {
-    s_default_location, s_load, s_create, s_commit, s_drop, s_rename, s_list, s_exists,
+    s_default_location, s_load, s_current_location, s_create, s_commit, s_drop, s_rename, s_list, s_exists,
     s_ns_create, s_ns_list, s_ns_drop, s_ns_properties, s_ns_update, s_free,
 };
 

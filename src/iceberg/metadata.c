@@ -595,40 +595,6 @@ static json_t *kv_to_json(const ice_kv *kv)
     return o;
 }
 
-static json_t *snapshot_to_json(const ice_snapshot *s, int fv)
-{
-    json_t *o = json_object();
-    if (!o)
-        return NULL;
-    int bad = set(o, "snapshot-id", json_integer(s->snapshot_id));
-    if (s->has_parent)
-        bad |= set(o, "parent-snapshot-id", json_integer(s->parent_id));
-    if (fv >= 2)
-        bad |= set(o, "sequence-number", json_integer(s->sequence_number));
-    bad |= set(o, "timestamp-ms", json_integer(s->timestamp_ms));
-    bad |= set(o, "summary", kv_to_json(&s->summary));
-    if (s->manifest_list) {
-        bad |= set(o, "manifest-list", json_string(s->manifest_list));
-    } else {
-        json_t *a = json_array();
-        for (int i = 0; a && i < s->n_v1_manifests; i++)
-            if (json_array_append_new(a, json_string(s->v1_manifests[i])))
-                bad = 1;
-        bad |= set(o, "manifests", a);
-    }
-    if (s->has_schema_id)
-        bad |= set(o, "schema-id", json_integer(s->schema_id));
-    if (fv >= 3 && s->has_first_row_id)
-        bad |= set(o, "first-row-id", json_integer(s->first_row_id));
-    if (fv >= 3 && s->has_added_rows)
-        bad |= set(o, "added-rows", json_integer(s->added_rows));
-    if (bad) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
 static json_t *raw_to_json(const char *text)
 {
     json_error_t je;
@@ -723,48 +689,6 @@ static hs_status build_json(const ice_table_metadata *m, json_t **out, hs_error 
         bad |= set(o, "current-snapshot-id", json_integer(m->current_snapshot_id));
     if (fv >= 3)
         bad |= set(o, "next-row-id", json_integer(m->next_row_id));
-    json_t *refs = json_object();
-    for (int i = 0; refs && i < m->n_refs; i++) {
-        const ice_ref *r = &m->refs[i];
-        json_t *ro = json_pack("{s:I, s:s}", "snapshot-id", (json_int_t)r->snapshot_id, "type",
-                               r->is_tag ? "tag" : "branch");
-        if (ro && r->max_ref_age_ms >= 0)
-            bad |= set(ro, "max-ref-age-ms", json_integer(r->max_ref_age_ms));
-        if (ro && r->max_snapshot_age_ms >= 0)
-            bad |= set(ro, "max-snapshot-age-ms", json_integer(r->max_snapshot_age_ms));
-        if (ro && r->min_snapshots_to_keep >= 0)
-            bad |= set(ro, "min-snapshots-to-keep", json_integer(r->min_snapshots_to_keep));
-        bad |= set(refs, r->name, ro);
-    }
-    bad |= set(o, "refs", refs);
-    arr = json_array();
-    for (int i = 0; arr && i < m->n_snapshots; i++) {
-        json_t *s = snapshot_to_json(&m->snapshots[i], fv);
-        if (!s || json_array_append_new(arr, s))
-            bad = 1;
-    }
-    bad |= set(o, "snapshots", arr);
-    if (m->statistics_json)
-        bad |= set(o, "statistics", raw_to_json(m->statistics_json));
-    else
-        bad |= set(o, "statistics", json_array());
-    if (m->partition_statistics_json)
-        bad |= set(o, "partition-statistics", raw_to_json(m->partition_statistics_json));
-    arr = json_array();
-    for (int i = 0; arr && i < m->n_snapshot_log; i++)
-        if (json_array_append_new(arr, json_pack("{s:I, s:I}", "timestamp-ms",
-                                                 (json_int_t)m->snapshot_log[i].timestamp_ms,
-                                                 "snapshot-id",
-                                                 (json_int_t)m->snapshot_log[i].snapshot_id)))
-            bad = 1;
-    bad |= set(o, "snapshot-log", arr);
-    arr = json_array();
-    for (int i = 0; arr && i < m->n_metadata_log; i++)
-        if (json_array_append_new(arr, json_pack("{s:I, s:s}", "timestamp-ms",
-                                                 (json_int_t)m->metadata_log[i].timestamp_ms,
-                                                 "metadata-file", m->metadata_log[i].file)))
-            bad = 1;
-    bad |= set(o, "metadata-log", arr);
     if (bad)
         goto nomem;
     *out = o;
@@ -774,6 +698,224 @@ nomem:
     return ice_json_nomem(err);
 }
 
+/* The growing parts of the metadata (refs, snapshots, the logs) are written
+ * directly rather than through a jansson tree: with hundreds of snapshots
+ * the tree and its dump were most of the CPU time of a small append. */
+
+static bool utf8_valid(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        size_t k = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : 9;
+        if (k == 9 || i + k >= n + (k == 0))
+            return false;
+        if (k == 1 && c < 0xC2)
+            return false;
+        for (size_t j = 1; j <= k; j++)
+            if ((p[i + j] & 0xC0) != 0x80)
+                return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+typedef struct jw { hs_buf *b; bool bad; } jw;
+
+static void jw_raw(jw *w, const char *p, size_t n)
+{
+    if (!w->bad && hs_buf_append(w->b, p, n) != HS_OK)
+        w->bad = true;
+}
+
+static void jw_lit(jw *w, const char *s) { jw_raw(w, s, strlen(s)); }
+
+static void jw_int(jw *w, int64_t v)
+{
+    char t[24];
+    int n = snprintf(t, sizeof t, "%" PRId64, v);
+    jw_raw(w, t, (size_t)n);
+}
+
+static void jw_str(jw *w, const char *s)
+{
+    size_t n = strlen(s);
+    if (!utf8_valid((const unsigned char *)s, n)) {
+        w->bad = true;
+        return;
+    }
+    jw_raw(w, "\"", 1);
+    size_t run = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        jw_raw(w, s + run, i - run);
+        run = i + 1;
+        char e[8];
+        switch (c) {
+        case '"': jw_lit(w, "\\\""); break;
+        case '\\': jw_lit(w, "\\\\"); break;
+        case '\n': jw_lit(w, "\\n"); break;
+        case '\r': jw_lit(w, "\\r"); break;
+        case '\t': jw_lit(w, "\\t"); break;
+        case '\b': jw_lit(w, "\\b"); break;
+        case '\f': jw_lit(w, "\\f"); break;
+        default:
+            snprintf(e, sizeof e, "\\u%04x", c);
+            jw_lit(w, e);
+        }
+    }
+    jw_raw(w, s + run, n - run);
+    jw_raw(w, "\"", 1);
+}
+
+/* ,"key": */
+static void jw_key(jw *w, const char *k)
+{
+    jw_raw(w, ",", 1);
+    jw_str(w, k);
+    jw_raw(w, ":", 1);
+}
+
+static void jw_kv(jw *w, const ice_kv *kv)
+{
+    jw_raw(w, "{", 1);
+    for (int i = 0; i < kv->n; i++) {
+        if (i)
+            jw_raw(w, ",", 1);
+        jw_str(w, kv->keys[i]);
+        jw_raw(w, ":", 1);
+        jw_str(w, kv->values[i]);
+    }
+    jw_raw(w, "}", 1);
+}
+
+static void jw_snapshot(jw *w, const ice_snapshot *s, int fv)
+{
+    jw_lit(w, "{\"snapshot-id\":");
+    jw_int(w, s->snapshot_id);
+    if (s->has_parent) {
+        jw_key(w, "parent-snapshot-id");
+        jw_int(w, s->parent_id);
+    }
+    if (fv >= 2) {
+        jw_key(w, "sequence-number");
+        jw_int(w, s->sequence_number);
+    }
+    jw_key(w, "timestamp-ms");
+    jw_int(w, s->timestamp_ms);
+    jw_key(w, "summary");
+    jw_kv(w, &s->summary);
+    if (s->manifest_list) {
+        jw_key(w, "manifest-list");
+        jw_str(w, s->manifest_list);
+    } else {
+        jw_key(w, "manifests");
+        jw_raw(w, "[", 1);
+        for (int i = 0; i < s->n_v1_manifests; i++) {
+            if (i)
+                jw_raw(w, ",", 1);
+            jw_str(w, s->v1_manifests[i]);
+        }
+        jw_raw(w, "]", 1);
+    }
+    if (s->has_schema_id) {
+        jw_key(w, "schema-id");
+        jw_int(w, s->schema_id);
+    }
+    if (fv >= 3 && s->has_first_row_id) {
+        jw_key(w, "first-row-id");
+        jw_int(w, s->first_row_id);
+    }
+    if (fv >= 3 && s->has_added_rows) {
+        jw_key(w, "added-rows");
+        jw_int(w, s->added_rows);
+    }
+    jw_raw(w, "}", 1);
+}
+
+/* Raw JSON text kept in the model (statistics): re-dumped compactly so that
+ * the output is one valid document even if the text had odd spacing. */
+static void jw_rawjson(jw *w, const char *text)
+{
+    json_t *j = raw_to_json(text);
+    if (!j) {
+        w->bad = true;
+        return;
+    }
+    if (ice_json_dump(j, w->b, false) != HS_OK)
+        w->bad = true;
+    json_decref(j);
+}
+
+static void write_tail(jw *w, const ice_table_metadata *m)
+{
+    int fv = m->format_version;
+    jw_key(w, "refs");
+    jw_raw(w, "{", 1);
+    for (int i = 0; i < m->n_refs; i++) {
+        const ice_ref *r = &m->refs[i];
+        if (i)
+            jw_raw(w, ",", 1);
+        jw_str(w, r->name);
+        jw_lit(w, ":{\"snapshot-id\":");
+        jw_int(w, r->snapshot_id);
+        jw_lit(w, r->is_tag ? ",\"type\":\"tag\"" : ",\"type\":\"branch\"");
+        if (r->max_ref_age_ms >= 0) {
+            jw_key(w, "max-ref-age-ms");
+            jw_int(w, r->max_ref_age_ms);
+        }
+        if (r->max_snapshot_age_ms >= 0) {
+            jw_key(w, "max-snapshot-age-ms");
+            jw_int(w, r->max_snapshot_age_ms);
+        }
+        if (r->min_snapshots_to_keep >= 0) {
+            jw_key(w, "min-snapshots-to-keep");
+            jw_int(w, r->min_snapshots_to_keep);
+        }
+        jw_raw(w, "}", 1);
+    }
+    jw_raw(w, "}", 1);
+    jw_key(w, "snapshots");
+    jw_raw(w, "[", 1);
+    for (int i = 0; i < m->n_snapshots; i++) {
+        if (i)
+            jw_raw(w, ",", 1);
+        jw_snapshot(w, &m->snapshots[i], fv);
+    }
+    jw_raw(w, "]", 1);
+    jw_key(w, "statistics");
+    if (m->statistics_json)
+        jw_rawjson(w, m->statistics_json);
+    else
+        jw_raw(w, "[]", 2);
+    if (m->partition_statistics_json) {
+        jw_key(w, "partition-statistics");
+        jw_rawjson(w, m->partition_statistics_json);
+    }
+    jw_key(w, "snapshot-log");
+    jw_raw(w, "[", 1);
+    for (int i = 0; i < m->n_snapshot_log; i++) {
+        jw_lit(w, i ? ",{\"timestamp-ms\":" : "{\"timestamp-ms\":");
+        jw_int(w, m->snapshot_log[i].timestamp_ms);
+        jw_lit(w, ",\"snapshot-id\":");
+        jw_int(w, m->snapshot_log[i].snapshot_id);
+        jw_raw(w, "}", 1);
+    }
+    jw_raw(w, "]", 1);
+    jw_key(w, "metadata-log");
+    jw_raw(w, "[", 1);
+    for (int i = 0; i < m->n_metadata_log; i++) {
+        jw_lit(w, i ? ",{\"timestamp-ms\":" : "{\"timestamp-ms\":");
+        jw_int(w, m->metadata_log[i].timestamp_ms);
+        jw_lit(w, ",\"metadata-file\":");
+        jw_str(w, m->metadata_log[i].file ? m->metadata_log[i].file : "");
+        jw_raw(w, "}", 1);
+    }
+    jw_raw(w, "]}", 2);
+}
+
 hs_status ice_metadata_to_json(const ice_table_metadata *m, hs_buf *out, hs_error *err)
 {
     if (m->format_version < 1 || m->format_version > ICE_MAX_FORMAT_VERSION)
@@ -781,9 +923,25 @@ hs_status ice_metadata_to_json(const ice_table_metadata *m, hs_buf *out, hs_erro
                           m->format_version);
     json_t *j = NULL;
     HS_TRY(build_json(m, &j, err));
+    size_t start = out->len;
     hs_status st = ice_json_dump(j, out, false);
     json_decref(j);
-    return st ? hs_err_nomem(err, 0) : HS_OK;
+    if (st != HS_OK)
+        return hs_err_nomem(err, 0);
+    /* the head object ends with '}': continue it with the tail */
+    if (out->len == start || out->data[out->len - 1] != '}') {
+        out->len = start;
+        return hs_err_set(err, HS_INTERNAL, "metadata JSON head is not an object");
+    }
+    out->len--;
+    jw w = {out, false};
+    write_tail(&w, m);
+    if (w.bad) {
+        out->len = start;
+        return hs_err_set(err, HS_INVALID, "metadata: cannot write the snapshots, refs or logs "
+                          "as JSON (invalid UTF-8 in a string, or out of memory)");
+    }
+    return HS_OK;
 }
 
 /* ----------------------------------------------------------------- copy */

@@ -499,42 +499,21 @@ hs_status hs_snapshot_get(const hs_table *t, int i, hs_snapshot_info *o, hs_erro
 /* ------------------------------------------------------------------ */
 /* commits                                                             */
 
-typedef struct commit_wrap {
-    cat_rebase_fn fn;
-    void *ctx;
-    ice_table_metadata last;   /* copy of the last metadata the callback built */
-    bool have_last;
-} commit_wrap;
-
-static hs_status wrap_cb(void *vctx, const ice_table_metadata *base, const char *base_location,
-                         ice_table_metadata *new_meta, hs_error *err)
-{
-    commit_wrap *w = vctx;
-    HS_TRY(w->fn(w->ctx, base, base_location, new_meta, err));
-    if (w->have_last)
-        ice_metadata_free(&w->last);
-    w->have_last = false;
-    HS_TRY(ice_metadata_copy(new_meta, &w->last, err));
-    w->have_last = true;
-    return HS_OK;
-}
-
 hs_status tbl_commit(hs_table *t, cat_rebase_fn fn, void *ctx, hs_error *err)
 {
     HS_TRY(tbl_check_writable(t, err));
-    commit_wrap w = {.fn = fn, .ctx = ctx};
     char *loc = NULL;
-    hs_status st = cat_commit_with_retry(t->catalog->cat, t->ident, wrap_cb, &w, &loc, NULL, err);
-    if (st == HS_OK && w.have_last) {
+    ice_table_metadata committed = { 0 };
+    hs_status st = cat_commit_with_retry_ex(t->catalog->cat, t->ident, &t->meta,
+                                            t->metadata_location, fn, ctx, &loc, &committed,
+                                            NULL, err);
+    if (st == HS_OK) {
         ice_metadata_free(&t->meta);
-        t->meta = w.last;
-        w.have_last = false;
+        t->meta = committed;
         hs_free(t->metadata_location);
         t->metadata_location = loc;
         loc = NULL;
     }
-    if (w.have_last)
-        ice_metadata_free(&w.last);
     hs_free(loc);
     return st;
 }
