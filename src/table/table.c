@@ -240,8 +240,22 @@ static hs_status props_from_opt(const hs_table_create_options *o, ice_kv *kv, hs
     return HS_OK;
 }
 
+/* Widths of top-level fixed_size_list<float32> columns of an Arrow schema
+ * (0 for other columns): they become recorded vector dimensions. */
+static int *vector_widths(const hs_field *f)
+{
+    int *w = hs_calloc((size_t)f->n_children + 1, sizeof *w);
+    for (int i = 0; w && i < f->n_children; i++) {
+        const hs_field *c = &f->children[i];
+        if (c->type == HS_TYPE_FIXED_LIST && c->n_children == 1 &&
+            c->children[0].type == HS_TYPE_FLOAT32)
+            w[i] = c->width;
+    }
+    return w;
+}
+
 static hs_status schema_from_opt(const hs_table_create_options *o, int fv, ice_schema *out,
-                                 hs_error *err)
+                                 int **vec_widths, hs_error *err)
 {
     if (o->arrow_schema && o->schema_json)
         return hs_err_set(err, HS_INVALID, "hs_table_create: give arrow_schema or schema_json, "
@@ -255,6 +269,8 @@ static hs_status schema_from_opt(const hs_table_create_options *o, int fv, ice_s
     hs_status st = HS_OK;
     if (f.type != HS_TYPE_STRUCT)
         st = hs_err_set(err, HS_INVALID, "hs_table_create: the Arrow schema is not a struct");
+    if (st == HS_OK && !(*vec_widths = vector_widths(&f)))
+        st = hs_err_nomem(err, 64);
     if (st == HS_OK)
         st = tbl_icebergify(&f, fv, err);
     if (st == HS_OK)
@@ -281,7 +297,8 @@ hs_status hs_table_create(hs_catalog *cat, const char *name, const hs_table_crea
     ice_table_metadata meta = {0};
     char *location = NULL, *mloc = NULL;
     int32_t next_id = 1;
-    hs_status st = schema_from_opt(opt, fv, &schema, err);
+    int *vec_widths = NULL;
+    hs_status st = schema_from_opt(opt, fv, &schema, &vec_widths, err);
     /* ids first, so spec and sort source ids refer to the final ids */
     if (st == HS_OK && ice_schema_assign_fresh_ids(&schema, &next_id, NULL) != HS_OK)
         st = hs_err_nomem(err, 64);
@@ -293,6 +310,12 @@ hs_status hs_table_create(hs_catalog *cat, const char *name, const hs_table_crea
         st = tbl_parse_sort_text(opt->sort_order, &schema, &order, err);
     if (st == HS_OK)
         st = props_from_opt(opt, &props, err);
+    for (int i = 0; st == HS_OK && vec_widths && i < schema.root.n_children; i++)
+        if (vec_widths[i] > 0)
+            st = tbl_vector_set_dimension(&props, schema.root.children[i].field_id,
+                                          vec_widths[i], err);
+    hs_free(vec_widths);
+    vec_widths = NULL;
     if (st == HS_OK) {
         if (opt->location) {
             location = hs_strdup(opt->location);

@@ -71,6 +71,21 @@ HS_MUST_USE hs_status tbl_parse_sort_text(const char *text, const ice_schema *sc
  * types Iceberg has no form of (uint64, fixed_size_list), naming the column. */
 HS_MUST_USE hs_status tbl_icebergify(hs_field *f, int format_version, hs_error *err);
 
+/* ---- vector_col.c ---- */
+
+/* The recorded dimension of vector column field_id (table property
+ * hyperstream.vector-dimension.<id>), or 0 when none is recorded. */
+int tbl_vector_dimension(const ice_table_metadata *m, int32_t field_id);
+HS_MUST_USE hs_status tbl_vector_set_dimension(ice_kv *props, int32_t field_id, int dim,
+                                               hs_error *err);
+/* list<float32> or fixed_size_list<float32>. */
+bool tbl_is_float_vector_type(const hs_field *f);
+/* Checks every vector column of b (conformed to the table schema) that has a
+ * recorded dimension: length, null elements, NaN/infinity.  HS_INVALID naming
+ * the column and row (row_base + index in b). */
+HS_MUST_USE hs_status tbl_vector_check_batch(const ice_table_metadata *m, const hs_batch *b,
+                                             int64_t row_base, hs_error *err);
+
 /* ---- table.c ---- */
 
 /* Commits through the catalog with retry; fn fills the zeroed new metadata

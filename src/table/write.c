@@ -799,7 +799,10 @@ static hs_status collect_stream(hs_table *t, struct ArrowArrayStream *in, hs_bat
         if (st != HS_OK || !b)
             break;
         st = tbl_conform_batch(b, &schema->root, true, &cb, err);
+        if (st == HS_OK)
+            st = tbl_vector_check_batch(&t->meta, cb, all->n_rows, err);
         if (st != HS_OK) {
+            hs_batch_free(cb);
             hs_err_prefix(err, "append");
             break;
         }

@@ -72,3 +72,48 @@ def test_fixed_size_list_append_and_scan(tmp_path):
         assert (r["v"] is None) == (w["v"] is None)
         if w["v"] is not None:
             assert r["v"] == pytest.approx(w["v"], rel=1e-6)
+
+
+def _props(table):
+    hint = (table / "metadata" / "version-hint.text").read_text()
+    meta = json.loads((table / "metadata" / f"v{hint}.metadata.json").read_text())
+    return meta
+
+
+def test_vector_dimension_recorded_and_enforced(tmp_path):
+    """A fixed_size_list<float32>[4] column records its dimension in the table
+    properties; appends of vectors of another length, with NaN, infinity or a
+    null element fail naming the row, and leave the table as it was."""
+    src = tmp_path / "good.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in [
+        {"id": 0, "v": [0.0, 1, 2, 3]}, {"id": 1, "v": None}, {"id": 2, "v": [4.0, 5, 6, 7]}]) + "\n")
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"fields": [
+        {"name": "id", "type": "int64", "nullable": False},
+        {"name": "v", "type": "fixed_size_list<float32>[4]"}]}))
+    gfile = tmp_path / "good.parquet"
+    run("parquet", "convert", str(src), str(gfile), "--schema", str(schema))
+    table = tmp_path / "t"
+    run("table", "create", str(table), "--like", str(gfile))
+    meta = _props(table)
+    vid = [f["id"] for f in meta["schemas"][-1]["fields"] if f["name"] == "v"][0]
+    assert meta["properties"][f"hyperstream.vector-dimension.{vid}"] == "4"
+    run("table", "append", str(table), str(gfile))
+
+    bad_cases = {
+        "dimensions": [[0.0, 1, 2, 3], [1.0, 2, 3]],
+        "NaN": [[0.0, 1, 2, 3], [1.0, float("nan"), 3, 4]],
+        "infinite": [[0.0, 1, 2, 3], [1.0, float("inf"), 3, 4]],
+        "null": [[0.0, 1, 2, 3], [1.0, None, 3, 4]],
+    }
+    for word, vecs in bad_cases.items():
+        bad = pa.table({"id": pa.array([10, 11], pa.int64()),
+                        "v": pa.array(vecs, pa.list_(pa.float32()))})
+        bfile = tmp_path / f"bad_{word}.parquet"
+        pq.write_table(bad, bfile)
+        p = subprocess.run([HS, "table", "append", str(table), str(bfile)],
+                           capture_output=True, text=True)
+        assert p.returncode != 0, word
+        assert "row 1" in p.stderr and '"v"' in p.stderr and word in p.stderr, p.stderr
+    got = [json.loads(line) for line in run("table", "scan", str(table)).splitlines()]
+    assert sorted(r["id"] for r in got) == [0, 1, 2]
