@@ -16,7 +16,20 @@
  *   HS_METRIC_JACCARD  dense: sets of nonzero positions; packed bits:
  *                      1 - |a&b| / |a|b|, and 0 when both are empty       (<%>)
  * Sums are accumulated in float32 with SIMD lanes (results equal a scalar
- * double reference within float tolerance, ~1e-5 relative).
+ * double reference within float tolerance, ~1e-5 relative to the sum of
+ * the absolute terms; sums past FLT_MAX are infinite).  int8 sums are exact
+ * integers; sparse sums are double.
+ *
+ * Dense HAMMING and JACCARD compare element values as numbers (-0 == 0,
+ * NaN != NaN): HAMMING counts positions with a[i] != b[i] (a count, not a
+ * fraction: scipy's hamming times d); JACCARD is 1 - |A & B| / |A | B| over
+ * the sets of nonzero positions, 0 when both sets are empty (scipy's
+ * jaccard of the boolean vectors a != 0, b != 0).  pgvector itself returns
+ * 1 for two empty bit strings; we follow scipy there.
+ *
+ * Degenerate input: d = 0 gives the distance of two empty vectors (0; NaN
+ * for cosine).  These functions return a double, not a status, so a NULL
+ * pointer with a nonzero size, or an unknown metric, gives NaN.
  *
  * CPU dispatch: the best level the CPU supports is chosen at first use
  * (AVX-512F, AVX2+FMA, NEON on Arm, else scalar); hs_simd_set_level forces
@@ -49,32 +62,48 @@ const char *hs_metric_name(hs_metric m);  /* "l2", "cosine", ... */
 
 /* One pair of dense float32 vectors of dimension d (d may be 0). */
 double hs_distance_f32(hs_metric m, const float *a, const float *b, size_t d);
-/* float16 (IEEE half, as uint16 bits) and int8 vectors. */
+/* float16 (IEEE half, as uint16 bits; converted exactly, subnormals
+ * included) and int8 vectors (sums exact for any d). */
 double hs_distance_f16(hs_metric m, const uint16_t *a, const uint16_t *b, size_t d);
 double hs_distance_i8(hs_metric m, const int8_t *a, const int8_t *b, size_t d);
 
 /* Many-to-many: out[i * nx + j] = distance(q_i, x_j) for nq queries and nx
- * vectors, all of dimension d, row-major.  Large batches of L2, cosine and
- * IP go through OpenBLAS sgemm.  n_threads 0 = one per core.
- * HS_INVALID for a bad metric or NULL pointers with nonzero sizes. */
+ * vectors, all of dimension d, row-major; out is caller-owned, nq * nx
+ * floats.  Large batches of L2, cosine and IP (nq >= 16, nq*nx*d >= 2^22)
+ * go through OpenBLAS sgemm (|q|^2 + |x|^2 - 2 q.x, pairs where that
+ * cancels recomputed directly; cosine within ~1e-6 absolute); smaller ones
+ * and the other metrics use the pair kernels and give exactly the numbers
+ * of hs_distance_f32.  n_threads 0 = one per core; batches under 2^22
+ * multiply-adds run on the calling thread.  The first BLAS batch sets
+ * OpenBLAS to one thread for the process (openblas_set_num_threads(1)):
+ * parallelism comes from n_threads instead.
+ * HS_INVALID for a bad metric, a negative n_threads, sizes whose product
+ * overflows, or NULL pointers with nonzero sizes; HS_NOMEM. */
 hs_status hs_distance_batch_f32(hs_metric m, const float *q, size_t nq, const float *x,
                                 size_t nx, size_t d, float *out, int n_threads, hs_error *err);
 
 /* Sparse vectors: n pairs (index, value), indices strictly increasing and
- * < dim.  hs_sparse_check validates one (HS_INVALID naming the problem). */
+ * < dim, values finite; a missing index is the value 0.  hs_sparse_check
+ * validates one (HS_INVALID naming the problem).  hs_distance_sparse gives
+ * what the dense metric gives on the dense equivalents (one merge of the
+ * index lists, double sums); for unvalidated, unsorted input the number is
+ * meaningless but nothing is read out of bounds. */
 hs_status hs_sparse_check(const uint32_t *idx, const float *val, size_t n, uint32_t dim,
                           hs_error *err);
 double hs_distance_sparse(hs_metric m, const uint32_t *ai, const float *av, size_t an,
                           const uint32_t *bi, const float *bv, size_t bn);
 
-/* Packed binary vectors of nbytes bytes (numpy.packbits order): HAMMING and
- * JACCARD; other metrics are NaN. */
+/* Packed binary vectors of nbytes bytes (numpy.packbits order; pad bits
+ * must be equal, e.g. zero): HAMMING = popcount(a ^ b); JACCARD =
+ * 1 - popcount(a & b) / popcount(a | b), 0 when both are empty; other
+ * metrics are NaN. */
 double hs_distance_packed(hs_metric m, const uint8_t *a, const uint8_t *b, size_t nbytes);
 
 /* The dispatch level in use: "scalar", "avx2", "avx512" or "neon". */
 const char *hs_simd_level(void);
-/* Forces a level (NULL = best available again).  HS_UNSUPPORTED when the CPU
- * lacks it. */
+/* Forces a level for the whole process (NULL, "best" or "auto" = the best
+ * available again).  HS_INVALID for an unknown name, HS_UNSUPPORTED when
+ * the CPU (or this build) lacks it. */
 hs_status hs_simd_set_level(const char *level, hs_error *err);
 
 #ifdef __cplusplus

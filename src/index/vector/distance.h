@@ -6,6 +6,17 @@
  * Kernels return the raw quantity the search orders by:
  *   l2sq  sum (a-b)^2 (no sqrt),  ip  sum a*b,  l1  sum |a-b|,
  *   norm2 sum a*a,  hamming/and/or popcounts over bytes.
+ * Contracts shared by every level:
+ *   - d (or n) may be 0 (the sum is 0; pair kernels then accept NULL).  Kernels
+ *     read exactly d elements: tails use masked loads or a zero-padded copy,
+ *     never a read past the end.
+ *   - float sums are float32 in SIMD lanes (4 vector accumulators), within
+ *     ~1e-6 relative of a double reference for sums of nonnegative terms.
+ *   - l2sq_f32_many / ip_f32_many give bit for bit the values of l2sq_f32 /
+ *     ip_f32 of the same level on each row (same accumulation order), so
+ *     exact search and reranking agree with graph search.
+ *   - int8 sums are exact modulo 2^32: exact while d <= 33025 (l2sq) or
+ *     d <= 131071 (ip); hs_distance_i8 splits longer vectors.
  * vd_kernels() returns the table of the level in use; switching level
  * (hs_simd_set_level) swaps the table atomically.  Each level is compiled
  * with target attributes in its own file (distance_avx2.c, distance_avx512.c)
@@ -37,6 +48,10 @@ typedef struct vd_table {
     /* one query against n vectors stored contiguously (stride d floats) */
     void (*l2sq_f32_many)(const float *q, const float *x, size_t n, size_t d, float *out);
     void (*ip_f32_many)(const float *q, const float *x, size_t n, size_t d, float *out);
+    /* a.b, a.a and b.b in one pass (cosine): out[0], out[1], out[2] */
+    void (*ip_norms_f32)(const float *a, const float *b, size_t d, float out[3]);
+    /* n IEEE halves -> floats (exact) */
+    void (*f16_to_f32)(const uint16_t *in, float *out, size_t n);
 } vd_table;
 
 /* The table in use (never NULL). */
