@@ -40,6 +40,7 @@ test-asan: build-asan
 
 test-python: build
 	@scripts/java-harness.sh
+	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps .
 	@HS_BUILD=$(BUILD) $(PY) -m pytest -q tests/python
 
 fuzz: build-fuzz
@@ -50,6 +51,7 @@ test: test-c test-asan test-python fuzz
 bench: build
 	@bench/parquet/run.sh $(BUILD)
 	@bench/commit/run.sh $(BUILD)
+	@bench/filter/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -19,6 +19,9 @@
  *   upgrade     raise the format version                  hs_table_upgrade_format_version
  *   delete      delete rows matching a filter             hs_table_delete
  *   overwrite   replace rows matching a filter            hs_table_overwrite
+ *   explain     run a scan, report pruning and index use  hs_table_explain
+ *   index       add | drop | list | orphans: sidecar      hs_table_add_index / drop_index /
+ *               indexes (hyperstream/index.h)             list_indexes / remove_orphan_indexes
  *
  * TABLE is a directory (a path table) unless --sql FILE names a SQLite
  * catalog (pyiceberg SqlCatalog layout), where TABLE is "namespace.name".
@@ -29,6 +32,7 @@
 #include "columnar/arrow_c.h"
 #include "columnar/ingest.h"
 #include "columnar/jsonl.h"
+#include "hyperstream/index.h"
 #include "hyperstream/parquet.h"
 #include "hyperstream/table.h"
 #include "io/io.h"
@@ -50,7 +54,12 @@ static const char table_usage[] =
     "               [--sort ORDER] [--format-version 2|3] [--property K=V]...\n"
     "  append TABLE FILE... [--format parquet|jsonl|csv]\n"
     "  scan TABLE [--snapshot ID | --as-of TIME | --ref NAME] [--columns a,b]\n"
-    "             [--filter EXPR] [--limit N] [--row-lineage]\n"
+    "             [--filter EXPR] [--limit N] [--row-lineage] [--stats]\n"
+    "  explain TABLE [scan options]        run the scan; JSON report of pruning and index use\n"
+    "  index add TABLE COLUMN [--kind inverted|range|auto] [--params JSON] [--threads N]\n"
+    "  index drop TABLE COLUMN [--kind K]\n"
+    "  index list TABLE\n"
+    "  index orphans TABLE [--older-than-ms MS]   delete unreferenced sidecar files\n"
     "  files TABLE [--filter EXPR] [--snapshot ID]\n"
     "  snapshots TABLE | history TABLE | refs TABLE\n"
     "  rollback TABLE SNAPSHOT_ID\n"
@@ -70,6 +79,7 @@ static const char table_usage[] =
     "SPEC: \"bucket(16, id), day(ts), truncate(4, name), category\"\n"
     "ORDER: \"id DESC NULLS LAST, ts\"\n"
     "EXPR: \"id > 5 AND (cat = 'a' OR cat IN ('b', 'c')) AND v IS NOT NULL\"\n"
+    "      (SQL WHERE syntax: BETWEEN, LIKE, arithmetic, functions, ...)\n"
     "TIME: milliseconds since the epoch, or 2024-01-02T03:04:05[.fff][Z]\n"
     "\n"
     "Exit status: 0 success, 1 failure, 2 usage error.\n";
@@ -83,6 +93,10 @@ typedef struct targs {
     const char *schema, *like, *partition, *sort, *format, *filter, *columns, *ref, *update;
     const char *as_of;
     const char *snapshot;
+    const char *kind, *params;      /* index add / drop */
+    int threads;                    /* index add */
+    int64_t older_than_ms;          /* index orphans */
+    int stats;                      /* scan: index counters on stderr */
     const char *set[MAX_LIST], *remove[MAX_LIST];
     int n_set, n_remove;
     const char *props[MAX_LIST];
@@ -120,7 +134,26 @@ static int parse_args(int argc, char **argv, targs *a)
         VAL("--update", update)
         VAL("--as-of", as_of)
         VAL("--snapshot", snapshot)
+        VAL("--kind", kind)
+        VAL("--params", params)
 #undef VAL
+        if (strcmp(s, "--threads") == 0 || strcmp(s, "--older-than-ms") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            char *end;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 0 || argv[i][0] == '\0')
+                return cli_usage_error("table ", "option %s needs a number, got '%s'", s, argv[i]);
+            if (s[2] == 't')
+                a->threads = v > 1024 ? 1024 : (int)v;
+            else
+                a->older_than_ms = v;
+            continue;
+        }
+        if (strcmp(s, "--stats") == 0) {
+            a->stats = 1;
+            continue;
+        }
         if (strcmp(s, "--format-version") == 0 || strcmp(s, "--limit") == 0) {
             if (i + 1 >= argc)
                 return cli_usage_error("table ", "option %s needs a value", s);
@@ -321,7 +354,25 @@ static int print_json(hs_status st, char *s, const hs_error *err)
     return 0;
 }
 
-static int tool_scan(const targs *a, hs_table *t, bool files_only)
+static void print_index_stats(const hs_scan *sc)
+{
+    hs_index_stats x;
+    hs_scan_get_index_stats(sc, &x);
+    fprintf(stderr, "{\"files_planned\":%lld,\"files_pruned_by_index\":%lld,"
+            "\"files_indexed\":%lld,\"index_lookups\":%lld,\"index_files_skipped\":%lld,"
+            "\"row_groups_read\":%lld,\"row_groups_skipped\":%lld,\"pages_decoded\":%lld,"
+            "\"pages_skipped\":%lld,\"rows_decoded\":%lld,\"rows_selected_by_index\":%lld,"
+            "\"rows_emitted\":%lld}\n",
+            (long long)x.files_planned, (long long)x.files_pruned_by_index,
+            (long long)x.files_indexed, (long long)x.index_lookups,
+            (long long)x.index_files_skipped, (long long)x.row_groups_read,
+            (long long)x.row_groups_skipped, (long long)x.pages_decoded,
+            (long long)x.pages_skipped, (long long)x.rows_decoded,
+            (long long)x.rows_selected_by_index, (long long)x.rows_emitted);
+}
+
+/* Scan-like tools: 0 = scan, 1 = files, 2 = explain. */
+static int tool_scan(const targs *a, hs_table *t, int mode)
 {
     hs_error err = {0};
     hs_scan_options o = {.filter = a->filter, .ref = a->ref, .include_row_lineage = a->row_lineage};
@@ -350,19 +401,27 @@ static int tool_scan(const targs *a, hs_table *t, bool files_only)
         o.columns = cols;
         o.n_columns = n;
     }
+    hs_status st;
+    if (mode == 2) {
+        char *s = NULL;
+        st = hs_table_explain(t, &o, &s, &err);
+        hs_free(cols_buf);
+        return print_json(st, s, &err);
+    }
     hs_scan *sc = NULL;
-    hs_status st = hs_scan_plan(t, &o, &sc, &err);
+    st = hs_scan_plan(t, &o, &sc, &err);
     if (st != HS_OK) {
         hs_free(cols_buf);
         return cli_fail_err(st, &err);
     }
-    if (files_only) {
+    if (mode == 1) {
         char *s = NULL;
         st = hs_scan_files_json(sc, &s, &err);
         hs_scan_free(sc);
         hs_free(cols_buf);
         return print_json(st, s, &err);
     }
+    /* the stream owns sc from here; sc stays valid until the stream is released */
     struct ArrowArrayStream stream;
     st = hs_scan_stream(sc, &stream, &err);
     hs_free(cols_buf);
@@ -405,6 +464,8 @@ static int tool_scan(const targs *a, hs_table *t, bool files_only)
         st = hs_err_set(&err, HS_IO, "writing to stdout failed");
     hs_buf_free(&out);
     hs_field_clear(&f);
+    if (st == HS_OK && a->stats)
+        print_index_stats(sc);
     stream.release(&stream);
     return st == HS_OK ? 0 : cli_fail_err(st, &err);
 }
@@ -500,6 +561,41 @@ static int tool_schema(const targs *a, hs_table *t)
     return st == HS_OK ? 0 : cli_fail_err(st, &err);
 }
 
+/* index add | drop | list | orphans; a->tool is the action. */
+static int tool_index(const targs *a, hs_table *t)
+{
+    hs_error err = {0};
+    hs_status st;
+    const char *act = a->tool;
+    if (strcmp(act, "list") == 0) {
+        char *s = NULL;
+        st = hs_table_list_indexes(t, &s, &err);
+        return print_json(st, s, &err);
+    }
+    if (strcmp(act, "orphans") == 0) {
+        int64_t n = 0;
+        st = hs_table_remove_orphan_indexes(t, a->older_than_ms, &n, &err);
+        if (st != HS_OK)
+            return cli_fail_err(st, &err);
+        printf("{\"removed\":%lld}\n", (long long)n);
+        return 0;
+    }
+    if (a->n_pos != 1)
+        return cli_usage_error("table ", "index %s needs TABLE COLUMN", act);
+    if (strcmp(act, "add") == 0) {
+        hs_index_options o = {.kind = a->kind, .params_json = a->params,
+                              .n_threads = a->threads};
+        st = hs_table_add_index(t, a->pos[0], &o, &err);
+    } else {
+        st = hs_table_drop_index(t, a->pos[0], a->kind, &err);
+    }
+    if (st != HS_OK)
+        return cli_fail_err(st, &err);
+    char *s = NULL;
+    st = hs_table_list_indexes(t, &s, &err);
+    return print_json(st, s, &err);
+}
+
 static int parse_id(const char *s, int64_t *out)
 {
     char *end;
@@ -515,7 +611,8 @@ int cmd_table(int argc, char **argv)
     }
     static const char *const tools[] = {"create", "append", "scan", "files", "snapshots", "history",
                                         "refs", "rollback", "tag", "schema", "spec", "sort",
-                                        "properties", "upgrade", "delete", "overwrite"};
+                                        "properties", "upgrade", "delete", "overwrite", "explain",
+                                        "index"};
     bool known = false;
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         known |= strcmp(argv[1], tools[i]) == 0;
@@ -527,7 +624,16 @@ int cmd_table(int argc, char **argv)
             return 0;
         }
     targs a;
-    int rc = parse_args(argc, argv, &a);
+    bool index = strcmp(argv[1], "index") == 0;
+    if (index) {
+        static const char *const acts[] = {"add", "drop", "list", "orphans"};
+        bool ok = false;
+        for (size_t i = 0; argc > 2 && i < sizeof acts / sizeof acts[0]; i++)
+            ok |= strcmp(argv[2], acts[i]) == 0;
+        if (!ok)
+            return cli_usage_error("table ", "index needs add, drop, list or orphans");
+    }
+    int rc = index ? parse_args(argc - 1, argv + 1, &a) : parse_args(argc, argv, &a);
     if (rc)
         return rc;
     hs_error err = {0};
@@ -549,14 +655,18 @@ int cmd_table(int argc, char **argv)
     char *s = NULL;
     int64_t id = -1;
     const char *tool = a.tool;
-    if (strcmp(tool, "append") == 0)
+    if (index)
+        rc = tool_index(&a, t);
+    else if (strcmp(tool, "append") == 0)
         rc = tool_append(&a, t, false);
     else if (strcmp(tool, "overwrite") == 0)
         rc = tool_append(&a, t, true);
     else if (strcmp(tool, "scan") == 0)
-        rc = tool_scan(&a, t, false);
+        rc = tool_scan(&a, t, 0);
     else if (strcmp(tool, "files") == 0)
-        rc = tool_scan(&a, t, true);
+        rc = tool_scan(&a, t, 1);
+    else if (strcmp(tool, "explain") == 0)
+        rc = tool_scan(&a, t, 2);
     else if (strcmp(tool, "snapshots") == 0) {
         st = hs_table_snapshots(t, &s, &err);
         rc = print_json(st, s, &err);

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 DEBS="build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
       libzstd-dev libsnappy-dev liblz4-dev zlib1g-dev libbrotli-dev libroaring-dev
       libjansson-dev libxxhash-dev libsqlite3-dev libpg-query-dev libopenblas-dev
-      python3-venv"
+      python3-venv python3-dev"
 missing=""
 for p in $DEBS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -31,6 +31,9 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.hs-req-*
   touch "$stamp"
 fi
+# The hyperstreamdb Python package (pip builds it with scikit-build-core in build-py/;
+# make test-python reinstalls it incrementally).  Best effort: a failure here is retried there.
+.venv/bin/python -c "import hyperstreamdb" 2>/dev/null || CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" .venv/bin/pip install -q --no-build-isolation --no-deps . || echo "bootstrap: could not install the hyperstreamdb package yet (make test-python retries)"
 
 # Java 17+ and Maven for the Java Iceberg interop harness (tests/interop/java,
 # built by scripts/java-harness.sh).  Skipped when both are on PATH.

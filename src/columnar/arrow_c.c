@@ -1140,6 +1140,9 @@ static int status_errno(hs_status s)
     case HS_NOMEM: return ENOMEM;
     case HS_INVALID: return EINVAL;
     case HS_UNSUPPORTED: return ENOSYS;
+    case HS_CORRUPT: return EBADMSG;
+    case HS_NOT_FOUND: return ENOENT;
+    case HS_CANCELLED: return ECANCELED;
     default: return EIO;
     }
 }

@@ -29,6 +29,12 @@
  * is evaluated with tbl_expr_might_match over partition summaries (manifest
  * level) and over each file's partition tuple (lower = upper = the value).
  *
+ * The filter (tbl_pred): the text is SQL WHERE syntax bound by exec/expr.h
+ * (the exact form, evaluated on rows) and ex_to_tbl_filter's simple filter
+ * IMPLIED by it (every row the expression accepts satisfies it), which is
+ * what all pruning here, the statistics pruning and the index lookups of
+ * scan.c / index.c use: pruning with a weaker filter is still sound.
+ *
  * Which deletes apply to a data file: a deletion vector whose
  * referenced_data_file is the file; a position delete file whose
  * referenced_data_file is the file or, without one, whose file_path bounds
@@ -39,11 +45,83 @@
 
 #include "base/hashmap.h"
 #include "base/mem.h"
+#include "exec/expr.h"
 #include "iceberg/puffin.h"
 #include "io/io.h"
 #include "parquet/reader.h"
 
 #include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* the filter                                                          */
+
+hs_status tbl_pred_make(const char *text, const hs_field *schema, tbl_pred *p, hs_error *err)
+{
+    memset(p, 0, sizeof *p);
+    hs_status st = ex_parse_filter(text, schema, &p->expr, err);
+    if (st == HS_OK)
+        st = ex_to_tbl_filter(p->expr, &p->filter, &p->exact, err);
+    if (st == HS_OK && p->exact && ex_is_true(p->expr)) {
+        ex_free(p->expr);   /* no filter: nothing to evaluate */
+        p->expr = NULL;
+    }
+    if (st != HS_OK) {
+        hs_err_prefix(err, "filter");
+        tbl_pred_clear(p);
+    }
+    return st;
+}
+
+void tbl_pred_clear(tbl_pred *p)
+{
+    ex_free(p->expr);
+    tbl_filter_free(p->filter);
+    memset(p, 0, sizeof *p);
+}
+
+bool tbl_pred_is_true(const tbl_pred *p)
+{
+    return p->expr ? ex_is_true(p->expr) : !p->filter || tbl_filter_is_true(p->filter);
+}
+
+hs_status tbl_pred_field_ids(const tbl_pred *p, hs_buf *ids)
+{
+    if (p->expr)
+        return ex_field_ids(p->expr, ids);
+    return p->filter ? tbl_filter_field_ids(p->filter, ids) : HS_OK;
+}
+
+hs_status tbl_pred_eval(const tbl_pred *p, const hs_batch *b, const uint8_t *sel_in,
+                        uint8_t *sel_out, int64_t *n_match, hs_error *err)
+{
+    if (p->expr)
+        return ex_eval_filter(p->expr, b, sel_in, sel_out, n_match, err);
+    if (!sel_in)
+        return tbl_filter_eval(p->filter, b, sel_out, n_match, err);
+    /* tbl_filter_eval has no input selection: evaluate all, then AND */
+    uint8_t *tmp = hs_malloc((size_t)b->n_rows + 1);
+    if (!tmp)
+        return hs_err_nomem(err, (size_t)b->n_rows);
+    int64_t m = 0;
+    hs_status st = tbl_filter_eval(p->filter, b, tmp, &m, err);
+    m = 0;
+    for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++) {
+        sel_out[i] = tmp[i] && sel_in[i];
+        m += sel_out[i];
+    }
+    hs_free(tmp);
+    *n_match = m;
+    return st;
+}
+
+hs_status tbl_pred_format(const tbl_pred *p, char **out, hs_error *err)
+{
+    *out = NULL;
+    if (p->expr)
+        return ex_format(p->expr, out, err);
+    *out = hs_strdup(tbl_pred_is_true(p) ? "TRUE" : "(simple filter)");
+    return *out ? HS_OK : hs_err_nomem(err, 16);
+}
 
 /* ------------------------------------------------------------------ */
 /* snapshot choice                                                     */
@@ -282,6 +360,10 @@ static bool summary_stats(void *vctx, int32_t field_id, const hs_field *field, t
         /* no null, no NaN, no bounds: the manifest has no rows in this field */
         o->value_count = 0;
     }
+    /* bounds exclude NaN, which sorts above every number: with NaN possible
+     * the upper bound bounds nothing */
+    if (o->has_upper && o->upper.kind == TBL_V_F64 && (!s->has_contains_nan || s->contains_nan))
+        o->has_upper = false;
     return true;
 }
 
@@ -346,6 +428,10 @@ static bool file_stats(void *vctx, int32_t id, const hs_field *field, tbl_col_st
         if (f->upper_bounds[i].id == id && f->upper_bounds[i].p)
             any |= o->has_upper = tbl_val_from_bound(field, f->upper_bounds[i].p,
                                                      f->upper_bounds[i].len, &o->upper);
+    /* bounds exclude NaN, which sorts above every number (tbl_val_cmp): unless
+     * the file is known to hold no NaN its upper bound bounds nothing */
+    if (o->has_upper && o->upper.kind == TBL_V_F64 && o->nan_count != 0)
+        o->has_upper = false;
     /* a column added after the file was written: every row reads its v3
      * initial-default (one value: lower = upper), or null when it has none */
     const char *dj = any ? NULL : hs_field_get_meta(field, "iceberg.initial-default");
@@ -425,7 +511,7 @@ static const uint8_t *arena_bytes(hs_arena *a, const uint8_t *p, uint32_t n)
 static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
                                     spec_proj *sp, const ice_schema *spec_schema, hs_error *err)
 {
-    const tbl_filter *flt = p->filter;
+    const tbl_filter *flt = p->pred.filter;
     if (sp->expr && mf->n_partitions >= 0) {
         summary_ctx sc = {mf, sp->spec};
         if (!tbl_expr_might_match(sp->expr, summary_stats, &sc)) {
@@ -633,7 +719,7 @@ void tbl_plan_free(tbl_plan *p)
     }
     hs_free(p->files);
     ice_manifest_list_free(p->list);
-    tbl_filter_free(p->filter);
+    tbl_pred_clear(&p->pred);
     hs_arena_destroy(&p->arena);
     hs_free(p);
 }
@@ -649,9 +735,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     p->meta = meta;
     p->snap = snap;
     p->schema = schema;
-    hs_status st = tbl_filter_parse(filter_text, &p->filter, err);
-    if (st == HS_OK)
-        st = tbl_filter_bind(p->filter, &schema->root, err);
+    hs_status st = tbl_pred_make(filter_text, &schema->root, &p->pred, err);
     if (st == HS_OK && snap) {
         if (!snap->manifest_list) {
             st = hs_err_set(err, HS_UNSUPPORTED, "snapshot %lld has no manifest list (format v1 "
@@ -678,8 +762,8 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             const ice_schema *ss = tbl_schema_for_spec(meta, sp->spec);
             if (ss && ice_spec_partition_type(sp->spec, ss, &sp->ptype, NULL) == HS_OK) {
                 sp->ok = true;
-                if (!tbl_filter_is_true(p->filter))
-                    sp->expr = project(p->filter->root, sp, &p->arena);
+                if (!tbl_filter_is_true(p->pred.filter))
+                    sp->expr = project(p->pred.filter->root, sp, &p->arena);
             }
         }
         for (int mi = 0; st == HS_OK && mi < p->list->n_files; mi++) {

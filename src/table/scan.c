@@ -38,6 +38,8 @@
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
 #include "columnar/jsonl.h"
+#include "base/threadpool.h"
+#include "hyperstream/index.h"
 #include "io/io.h"
 #include "parquet/reader.h"
 
@@ -45,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ */
 /* conformance                                                         */
@@ -445,8 +448,9 @@ static bool file_has_ids(const hs_field *fs)
     return false;
 }
 
+/* A metadata column for rows at file positions pos[0..n). */
 static hs_status meta_column(const tbl_plan_file *pf, const hs_field *f, const hs_column *stored,
-                             int64_t pos0, int64_t n, hs_column **out, hs_error *err)
+                             const uint32_t *pos, int64_t n, hs_column **out, hs_error *err)
 {
     HS_TRY(hs_col_create(f, n, out, err));
     hs_column *c = *out;
@@ -457,7 +461,7 @@ static hs_status meta_column(const tbl_plan_file *pf, const hs_field *f, const h
             st = hs_col_append_bytes(c, pf->path, len);
     } else if (f->field_id == ICE_FIELD_ID_POS) {
         for (int64_t i = 0; i < n && st == HS_OK; i++) {
-            int64_t v = pos0 + i;
+            int64_t v = pos[i];
             st = hs_col_append_fixed(c, &v);
         }
     } else {
@@ -471,7 +475,7 @@ static hs_status meta_column(const tbl_plan_file *pf, const hs_field *f, const h
                 st = hs_col_append_null(c);
                 continue;
             }
-            int64_t v = row_id ? pf->first_row_id + pos0 + i : pf->data_seq;
+            int64_t v = row_id ? pf->first_row_id + (int64_t)pos[i] : pf->data_seq;
             st = hs_col_append_fixed(c, &v);
         }
     }
@@ -483,57 +487,132 @@ static hs_status meta_column(const tbl_plan_file *pf, const hs_field *f, const h
     return HS_OK;
 }
 
-hs_status tbl_read_file(const tbl_plan_file *pf, const hs_field *rs, const tbl_filter *filter,
-                        int64_t batch_size, tbl_emit_fn emit, void *ctx,
-                        roaring_bitmap_t **positions_out, int64_t *rows_deleted, hs_error *err)
+/* ---- one open data file ---- */
+
+typedef struct frd {
+    const tbl_plan_file *pf;
+    hs_file *f;
+    pq_reader *r;
+    const hs_field *fs;         /* the file's schema (borrowed from r) */
+    bool ids;                   /* columns matched by field id (else by name) */
+    int64_t n_rows;
+    tbl_file_report *rep;       /* borrowed */
+} frd;
+
+static hs_status frd_open(frd *fr, const tbl_plan_file *pf, tbl_file_report *rep, hs_error *err)
 {
-    if (positions_out)
-        *positions_out = NULL;
-    hs_file *f = NULL;
-    pq_reader *r = NULL;
-    pq_scan *s = NULL;
-    roaring_bitmap_t *del = NULL, *hits = NULL;
-    int *src = NULL, *cols = NULL;
-    uint8_t *sel = NULL;
-    int64_t *idx = NULL;
-    size_t cap = 0;
-    int n_cols = 0;
-    hs_status st = hs_local_open(tbl_local(pf->path), &f, err);
-    if (st == HS_OK) {
-        st = pq_reader_open(f, &r, err);
-        if (st != HS_OK)
-            hs_err_prefix(err, "%s", pf->path);
+    memset(fr, 0, sizeof *fr);
+    fr->pf = pf;
+    fr->rep = rep;
+    HS_TRY(hs_local_open(tbl_local(pf->path), &fr->f, err));
+    hs_status st = pq_reader_open(fr->f, &fr->r, err);
+    if (st != HS_OK) {
+        hs_err_prefix(err, "%s", pf->path);
+        hs_file_close(fr->f);
+        fr->f = NULL;
+        return st;
     }
-    if (st == HS_OK)
-        st = tbl_plan_load_deletes(pf, &del, err);
-    if (st == HS_OK && positions_out && !(hits = roaring_bitmap_create()))
-        st = hs_err_nomem(err, 64);
-    const hs_field *fs = r ? pq_reader_schema(r) : NULL;
-    int n = rs->n_children;
-    /* src[i]: index into the scan's columns of read column i, or -1 */
-    if (st == HS_OK) {
-        src = hs_calloc((size_t)n + 2, sizeof *src);
-        cols = hs_calloc((size_t)n + 2, sizeof *cols);
-        if (!src || !cols)
-            st = hs_err_nomem(err, (size_t)n);
+    fr->fs = pq_reader_schema(fr->r);
+    fr->ids = file_has_ids(fr->fs);
+    fr->n_rows = pq_reader_num_rows(fr->r);
+    if (fr->n_rows > UINT32_MAX) {
+        pq_reader_close(fr->r);
+        hs_file_close(fr->f);
+        memset(fr, 0, sizeof *fr);
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: data files of more than 2^32 rows are not "
+                          "supported", pf->path);
     }
-    bool ids = fs && file_has_ids(fs);
-    int stored_row_id = -1, stored_seq = -1;
-    for (int i = 0; st == HS_OK && i < n; i++) {
-        const hs_field *want = &rs->children[i];
-        int k;
-        if (is_meta_id(want->field_id)) {
-            src[i] = -1;
-            if (want->field_id != ICE_FIELD_ID_ROW_ID && want->field_id != ICE_FIELD_ID_LAST_UPDATED_SEQ)
-                continue;
-            k = file_col_by_id(fs, want);
-        } else {
-            k = ids ? file_col_by_id(fs, want) : match_child(fs, want, true);
-        }
-        if (k < 0) {
-            src[i] = -1;
+    return HS_OK;
+}
+
+static void frd_close(frd *fr)
+{
+    pq_reader_close(fr->r);
+    hs_file_close(fr->f);
+    memset(fr, 0, sizeof *fr);
+}
+
+/* The file's top-level column holding `want`, or -1 (metadata columns: only
+ * the stored _row_id / _last_updated_sequence_number of v3 files). */
+static int frd_source(const frd *fr, const hs_field *want)
+{
+    if (is_meta_id(want->field_id)) {
+        if (want->field_id != ICE_FIELD_ID_ROW_ID &&
+            want->field_id != ICE_FIELD_ID_LAST_UPDATED_SEQ)
+            return -1;
+        return file_col_by_id(fr->fs, want);
+    }
+    return fr->ids ? file_col_by_id(fr->fs, want) : match_child(fr->fs, want, true);
+}
+
+/* Receives one batch of wanted columns (cols[i] for want[i]; the callback
+ * takes what it keeps and sets those slots to NULL) of n rows at file
+ * positions pos[0..n). */
+typedef hs_status (*frd_fn)(void *ctx, hs_column **cols, int64_t n, const uint32_t *pos,
+                            hs_error *err);
+
+/* A selection of many scattered rows is read in whole blocks of FRD_BLOCK
+ * rows and cut down afterwards: the reader pays per run of selected rows,
+ * and decoding a block costs little more than skipping through it. */
+#define FRD_BLOCK 256
+
+static bool frd_coarsen_pays(const roaring_bitmap_t *rows, int64_t n_rows)
+{
+    uint64_t card = roaring_bitmap_get_cardinality(rows);
+    return card > 1 && (int64_t)card * 1024 >= n_rows;
+}
+
+/* The blocks of FRD_BLOCK rows holding a row of `rows`. */
+static roaring_bitmap_t *frd_coarsen(const roaring_bitmap_t *rows, int64_t n_rows)
+{
+    roaring_bitmap_t *c = roaring_bitmap_create();
+    if (!c)
+        return NULL;
+    roaring_uint32_iterator_t it;
+    roaring_init_iterator(rows, &it);
+    int64_t last = -1;
+    while (it.has_value) {
+        int64_t blk = it.current_value / FRD_BLOCK;
+        if (blk != last) {
+            int64_t lo = blk * FRD_BLOCK, hi = lo + FRD_BLOCK < n_rows ? lo + FRD_BLOCK : n_rows;
+            if (hi > lo)
+                roaring_bitmap_add_range(c, (uint64_t)lo, (uint64_t)hi);
+            last = blk;
+            /* jump to the next block */
+            if (!roaring_move_uint32_iterator_equalorlarger(&it, (uint32_t)(lo + FRD_BLOCK)))
+                break;
             continue;
         }
+        roaring_advance_uint32_iterator(&it);
+    }
+    return c;
+}
+
+/* Reads the wanted fields (table columns by field id, or metadata columns)
+ * of the rows in `rows` (NULL = all; at most the file's row count), batch by
+ * batch, conformed to the wanted types. */
+static hs_status frd_read(frd *fr, const hs_field *const *want, int n, const roaring_bitmap_t *rows,
+                          int64_t batch_size, frd_fn fn, void *ctx, hs_error *err)
+{
+    int *src = hs_calloc((size_t)n + 1, sizeof *src);
+    int *stored = hs_calloc((size_t)n + 1, sizeof *stored);
+    int *cols = hs_calloc((size_t)n + 1, sizeof *cols);
+    hs_column **out = hs_calloc((size_t)n + 1, sizeof *out);
+    uint32_t *pos = hs_malloc((size_t)batch_size * sizeof *pos + 4);
+    if (!src || !stored || !cols || !out || !pos) {
+        hs_free(src);
+        hs_free(stored);
+        hs_free(cols);
+        hs_free(out);
+        hs_free(pos);
+        return hs_err_nomem(err, (size_t)batch_size * 4);
+    }
+    int n_cols = 0;
+    for (int i = 0; i < n; i++) {
+        int k = frd_source(fr, want[i]);
+        src[i] = stored[i] = -1;
+        if (k < 0)
+            continue;
         int at = -1;
         for (int j = 0; j < n_cols; j++)
             if (cols[j] == k)
@@ -542,147 +621,905 @@ hs_status tbl_read_file(const tbl_plan_file *pf, const hs_field *rs, const tbl_f
             at = n_cols;
             cols[n_cols++] = k;
         }
-        if (want->field_id == ICE_FIELD_ID_ROW_ID)
-            stored_row_id = at;
-        else if (want->field_id == ICE_FIELD_ID_LAST_UPDATED_SEQ)
-            stored_seq = at;
+        if (is_meta_id(want[i]->field_id))
+            stored[i] = at;
         else
             src[i] = at;
     }
-    if (st == HS_OK) {
-        int dummy = 0;
-        pq_scan_options so = {.columns = n_cols ? cols : &dummy, .n_columns = n_cols,
-                              .batch_size = batch_size};
-        if (n_cols == 0) {
-            /* no stored column is needed (counts, metadata columns): read the
-             * narrowest column to learn the row count per batch */
-            so.n_columns = fs->n_children ? 1 : 0;
+    /* many scattered rows: read their blocks, keep them (exact) */
+    const roaring_bitmap_t *exact = NULL;
+    roaring_bitmap_t *coarse = NULL;
+    roaring_uint32_iterator_t eit;
+    int64_t *keep = NULL;
+    if (rows && n_cols > 0 && frd_coarsen_pays(rows, fr->n_rows)) {
+        coarse = frd_coarsen(rows, fr->n_rows);
+        keep = hs_malloc((size_t)batch_size * sizeof *keep + 8);
+        if (coarse && keep && roaring_bitmap_get_cardinality(coarse) >
+                                  roaring_bitmap_get_cardinality(rows)) {
+            exact = rows;
+            rows = coarse;
+            roaring_init_iterator(exact, &eit);
         }
-        st = pq_scan_open(r, &so, &s, err);
-        if (st != HS_OK)
-            hs_err_prefix(err, "%s", pf->path);
     }
-    int64_t pos0 = 0;
+    roaring_uint32_iterator_t it;
+    if (rows)
+        roaring_init_iterator(rows, &it);
+    int64_t next = 0;   /* next position when rows == NULL */
+    pq_scan *s = NULL;
+    hs_status st = HS_OK;
+    if (n_cols > 0) {
+        pq_scan_options so = {.columns = cols, .n_columns = n_cols, .rows = rows,
+                              .batch_size = batch_size};
+        st = pq_scan_open(fr->r, &so, &s, err);
+        if (st != HS_OK)
+            hs_err_prefix(err, "%s", fr->pf->path);
+    }
     while (st == HS_OK) {
         hs_batch *fb = NULL;
-        st = pq_scan_next(s, &fb, err);
-        if (st != HS_OK) {
-            hs_err_prefix(err, "%s", pf->path);
-            break;
+        int64_t m;
+        if (s) {
+            st = pq_scan_next(s, &fb, err);
+            if (st != HS_OK) {
+                hs_err_prefix(err, "%s", fr->pf->path);
+                break;
+            }
+            if (!fb)
+                break;
+            m = fb->n_rows;
+        } else {
+            /* no stored column is needed: only positions */
+            int64_t left = rows ? INT64_MAX : fr->n_rows - next;
+            m = left < batch_size ? left : batch_size;
         }
-        if (!fb)
-            break;
-        int64_t rows = fb->n_rows;
-        hs_column **out = hs_calloc((size_t)n + 1, sizeof *out);
-        if (!out) {
+        if (rows) {
+            int64_t got = roaring_read_uint32_iterator(&it, pos, (uint32_t)m);
+            if (!s)
+                m = got;
+            else if (got != m)
+                st = hs_err_set(err, HS_INTERNAL, "%s: the reader returned %lld rows where the "
+                                "selection has %lld", fr->pf->path, (long long)m, (long long)got);
+        } else {
+            for (int64_t i = 0; i < m; i++)
+                pos[i] = (uint32_t)(next + i);
+        }
+        next += m;
+        if (st != HS_OK || m == 0) {
             hs_batch_free(fb);
-            st = hs_err_nomem(err, (size_t)n);
             break;
         }
+        if (s)
+            fr->rep->rows_decoded += m;
         for (int i = 0; i < n && st == HS_OK; i++) {
-            const hs_field *want = &rs->children[i];
-            if (is_meta_id(want->field_id)) {
-                const hs_column *stored = NULL;
-                if (want->field_id == ICE_FIELD_ID_ROW_ID && stored_row_id >= 0)
-                    stored = fb->cols[stored_row_id];
-                if (want->field_id == ICE_FIELD_ID_LAST_UPDATED_SEQ && stored_seq >= 0)
-                    stored = fb->cols[stored_seq];
-                st = meta_column(pf, want, stored, pos0, rows, &out[i], err);
+            const hs_field *w = want[i];
+            if (is_meta_id(w->field_id)) {
+                st = meta_column(fr->pf, w, stored[i] >= 0 ? fb->cols[stored[i]] : NULL, pos, m,
+                                 &out[i], err);
             } else if (src[i] >= 0 && fb->cols[src[i]]) {
-                int k = src[i];
-                hs_column *c = fb->cols[k];
-                fb->cols[k] = NULL;
-                /* a column read twice (projected and also meta) is not possible: ids differ */
-                st = tbl_conform_column(&fb->schema.children[k], c, want, !ids, &out[i], err);
+                hs_column *c = fb->cols[src[i]];
+                fb->cols[src[i]] = NULL;
+                st = tbl_conform_column(&fb->schema.children[src[i]], c, w, !fr->ids, &out[i],
+                                        err);
                 if (st != HS_OK)
-                    hs_err_prefix(err, "%s", pf->path);
+                    hs_err_prefix(err, "%s", fr->pf->path);
             } else {
-                st = missing_column(want, "iceberg.initial-default", rows, &out[i], err);
+                st = missing_column(w, "iceberg.initial-default", m, &out[i], err);
             }
         }
         hs_batch_free(fb);
-        hs_batch *b = NULL;
-        if (st == HS_OK)
-            st = tbl_batch_from_cols(rs, out, n, rows, &b, err);
-        else
-            for (int i = 0; i < n; i++)
+        if (st == HS_OK && exact) {
+            /* keep the exact rows of the blocks read */
+            int64_t k = 0;
+            for (int64_t i = 0; i < m; i++) {
+                while (eit.has_value && eit.current_value < pos[i])
+                    roaring_advance_uint32_iterator(&eit);
+                if (eit.has_value && eit.current_value == pos[i])
+                    keep[k++] = i;
+            }
+            for (int i = 0; i < n && st == HS_OK && k < m; i++) {
+                hs_column *t = NULL;
+                st = hs_col_take(out[i], keep, k, &t, err);
                 hs_col_free(out[i]);
-        hs_free(out);
-        if (st != HS_OK)
-            break;
-        /* selection */
-        if ((size_t)rows > cap) {
-            hs_free(sel);
-            hs_free(idx);
-            cap = (size_t)rows;
-            sel = hs_malloc(cap + 1);
-            idx = hs_malloc((cap + 1) * sizeof *idx);
-            if (!sel || !idx) {
-                hs_batch_free(b);
-                st = hs_err_nomem(err, cap);
+                out[i] = t;
+            }
+            for (int64_t i = 0; i < k; i++)
+                pos[i] = pos[keep[i]];
+            m = k;
+        }
+        if (st == HS_OK && m > 0)
+            st = fn(ctx, out, m, pos, err);
+        for (int i = 0; i < n; i++) {
+            hs_col_free(out[i]);
+            out[i] = NULL;
+        }
+    }
+    if (s) {
+        const pq_scan_stats *ps = pq_scan_get_stats(s);
+        pq_scan_stats *acc = &fr->rep->pq;
+        acc->row_groups_read += ps->row_groups_read;
+        acc->row_groups_skipped += ps->row_groups_skipped;
+        acc->pages_decoded += ps->pages_decoded;
+        acc->pages_skipped += ps->pages_skipped;
+        acc->bytes_read += ps->bytes_read;
+        acc->rows_emitted += ps->rows_emitted;
+    }
+    pq_scan_close(s);
+    tbl_bitmap_free(coarse);
+    hs_free(keep);
+    hs_free(src);
+    hs_free(stored);
+    hs_free(cols);
+    hs_free(out);
+    hs_free(pos);
+    return st;
+}
+
+/* ---- statistics pruning ---- */
+
+/* A filter column usable for statistics pruning in this file. */
+typedef struct stat_leaf {
+    int32_t field_id;
+    int leaf;                       /* column chunk index */
+    const pq_schema_element *el;
+    const hs_field *ff;             /* the file's field */
+    bool bytes;                     /* compare as bytes */
+} stat_leaf;
+
+typedef struct stat_ctx {
+    const stat_leaf *leaves;
+    int n_leaves;
+    const pq_row_group *rg;         /* row-group level */
+    int only;                       /* page level: the one known leaf (index into leaves) */
+    const pq_column_index *ci;
+    int page;
+    int64_t rows;
+} stat_ctx;
+
+static const hs_field *find_field_id(const hs_field *f, int32_t id)
+{
+    /* through structs only: a field under a list or map is not one value per row */
+    for (int i = 0; i < f->n_children; i++) {
+        const hs_field *c = &f->children[i];
+        if (c->field_id == id)
+            return c;
+        if (c->type == HS_TYPE_STRUCT) {
+            const hs_field *r = find_field_id(c, id);
+            if (r)
+                return r;
+        }
+    }
+    return NULL;
+}
+
+static const hs_field *expr_field(const tbl_expr *e, int32_t id)
+{
+    if (!e)
+        return NULL;
+    if (e->kind == TBL_E_AND || e->kind == TBL_E_OR) {
+        const hs_field *f = expr_field(e->l, id);
+        return f ? f : expr_field(e->r, id);
+    }
+    return e->field && e->field_id == id ? e->field : NULL;
+}
+
+/* Whether a statistic of file field ff (physical element el) compares like
+ * values of table field tf. */
+static bool stats_usable(const pq_schema_element *el, const hs_field *ff, const hs_field *tf,
+                         const pq_file_meta *fm, bool *bytes)
+{
+    if (!el->has_type || ff->type != tf->type)
+        return false;
+    *bytes = false;
+    switch (ff->type) {
+    case HS_TYPE_BOOL:
+        return el->type == PQ_BOOLEAN;
+    case HS_TYPE_INT8: case HS_TYPE_INT16: case HS_TYPE_INT32: case HS_TYPE_DATE32:
+        return el->type == PQ_INT32;
+    case HS_TYPE_TIME32:
+        return el->type == PQ_INT32 && ff->unit == tf->unit;
+    case HS_TYPE_INT64:
+        return el->type == PQ_INT64;
+    case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP:
+        return el->type == PQ_INT64 && ff->unit == tf->unit;
+    case HS_TYPE_FLOAT32:
+        return el->type == PQ_FLOAT;
+    case HS_TYPE_FLOAT64:
+        return el->type == PQ_DOUBLE;
+    case HS_TYPE_STRING: case HS_TYPE_BINARY:
+        /* byte order is only trustworthy with a TypeDefinedOrder column order */
+        *bytes = true;
+        return el->type == PQ_BYTE_ARRAY && fm->n_column_orders > 0;
+    default:
+        return false;   /* unsigned, decimals, fixed, float16, INT96: no pruning */
+    }
+}
+
+static bool stat_val(const stat_leaf *l, pq_bytes b, tbl_val *v)
+{
+    if (!b.p)
+        return false;
+    memset(v, 0, sizeof *v);
+    switch (l->el->type) {
+    case PQ_BOOLEAN:
+        if (b.len < 1)
+            return false;
+        v->kind = TBL_V_I64;
+        v->i = b.p[0] & 1;
+        return true;
+    case PQ_INT32: {
+        int32_t x;
+        if (b.len != 4)
+            return false;
+        memcpy(&x, b.p, 4);
+        v->kind = TBL_V_I64;
+        v->i = x;
+        return true;
+    }
+    case PQ_INT64:
+        if (b.len != 8)
+            return false;
+        v->kind = TBL_V_I64;
+        memcpy(&v->i, b.p, 8);
+        return true;
+    case PQ_FLOAT: {
+        float x;
+        if (b.len != 4)
+            return false;
+        memcpy(&x, b.p, 4);
+        v->kind = TBL_V_F64;
+        v->f = x;
+        return true;
+    }
+    case PQ_DOUBLE:
+        if (b.len != 8)
+            return false;
+        v->kind = TBL_V_F64;
+        memcpy(&v->f, b.p, 8);
+        return true;
+    case PQ_BYTE_ARRAY:
+        v->kind = TBL_V_BYTES;
+        v->p = b.p;
+        v->n = b.len;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void bounds_from(const stat_leaf *l, pq_bytes lo, pq_bytes hi, tbl_col_stats *o)
+{
+    o->has_lower = stat_val(l, lo, &o->lower);
+    o->has_upper = stat_val(l, hi, &o->upper);
+    /* Parquet bounds exclude NaN, which sorts above every value here: a float
+     * maximum is no upper bound (the minimum stays a lower bound) */
+    if (o->has_upper && o->upper.kind == TBL_V_F64)
+        o->has_upper = false;
+}
+
+static bool stats_fn(void *vctx, int32_t id, const hs_field *field, tbl_col_stats *o)
+{
+    const stat_ctx *c = vctx;
+    int k = -1;
+    for (int i = 0; i < c->n_leaves; i++)
+        if (c->leaves[i].field_id == id)
+            k = i;
+    if (k < 0 || (c->only >= 0 && k != c->only))
+        return false;
+    const stat_leaf *l = &c->leaves[k];
+    o->value_count = c->rows;
+    if (c->only < 0) {
+        const pq_column_chunk *cc = &c->rg->columns[l->leaf];
+        if (!cc->has_meta_data || !cc->meta_data.has_statistics)
+            return false;
+        const pq_statistics *s = &cc->meta_data.statistics;
+        if (s->min_value.p && s->max_value.p)
+            bounds_from(l, s->min_value, s->max_value, o);
+        else if (!l->bytes && s->min.p && s->max.p)
+            bounds_from(l, s->min, s->max, o);   /* legacy: signed order, fine for these */
+        if (s->has_null_count)
+            o->null_count = s->null_count;
+        return true;
+    }
+    const pq_column_index *ci = c->ci;
+    int p = c->page;
+    if (ci->has_null_counts && ci->null_counts)
+        o->null_count = ci->null_counts[p];
+    if (ci->null_pages && ci->null_pages[p]) {
+        o->null_count = c->rows;
+        return true;
+    }
+    if (ci->min_values && ci->max_values)
+        bounds_from(l, ci->min_values[p], ci->max_values[p], o);
+    return true;
+}
+
+/* Rows of the file that row-group and page statistics cannot rule out:
+ * *out = a new bitmap, or NULL when nothing was ruled out.  Row groups are
+ * judged on all filter columns together; pages on one column at a time (each
+ * column's pages have their own boundaries), which is sound because every
+ * exclusion holds on its own. */
+static hs_status stats_select(frd *fr, const tbl_filter *flt, roaring_bitmap_t **out,
+                              hs_error *err)
+{
+    *out = NULL;
+    if (!fr->ids || tbl_filter_is_true(flt))
+        return HS_OK;
+    const pq_file_meta *fm = pq_reader_meta(fr->r);
+    hs_buf ids = {0};
+    if (tbl_filter_field_ids(flt, &ids) != HS_OK) {
+        hs_buf_free(&ids);
+        return hs_err_nomem(err, 64);
+    }
+    size_t n_ids = HS_VEC_LEN(&ids, int32_t);
+    stat_leaf *leaves = hs_calloc(n_ids + 1, sizeof *leaves);
+    if (!leaves) {
+        hs_buf_free(&ids);
+        return hs_err_nomem(err, n_ids * sizeof *leaves);
+    }
+    int n_leaves = 0;
+    for (size_t i = 0; i < n_ids; i++) {
+        int32_t id = HS_VEC_AT(&ids, int32_t, i);
+        const hs_field *tf = expr_field(flt->root, id);
+        const hs_field *ff = find_field_id(fr->fs, id);
+        if (!tf || !ff)
+            continue;
+        int leaf = 0;
+        for (int k = 1; k < fm->n_schema; k++) {
+            const pq_schema_element *el = &fm->schema[k];
+            if (el->num_children > 0)
+                continue;
+            if (el->has_field_id && el->field_id == id) {
+                stat_leaf *l = &leaves[n_leaves];
+                if (stats_usable(el, ff, tf, fm, &l->bytes)) {
+                    l->field_id = id;
+                    l->leaf = leaf;
+                    l->el = el;
+                    l->ff = ff;
+                    n_leaves++;
+                }
                 break;
             }
+            leaf++;
         }
-        int64_t n_match = rows;
-        if (filter && !tbl_filter_is_true(filter))
-            st = tbl_filter_eval(filter, b, sel, &n_match, err);
-        else if (rows)
-            memset(sel, 1, (size_t)rows);
-        if (st != HS_OK) {
-            hs_batch_free(b);
-            break;
-        }
-        int64_t m = 0;
-        for (int64_t i = 0; i < rows; i++) {
-            if (del && roaring_bitmap_contains(del, (uint32_t)(pos0 + i))) {
-                if (rows_deleted)
-                    (*rows_deleted)++;
-                continue;
-            }
-            if (sel[i]) {
-                idx[m++] = i;
-                if (hits)
-                    roaring_bitmap_add(hits, (uint32_t)(pos0 + i));
-            }
-        }
-        pos0 += rows;
-        if (!emit || m == 0) {
-            hs_batch_free(b);
+    }
+    hs_buf_free(&ids);
+    roaring_bitmap_t *keep = NULL;
+    hs_status st = HS_OK;
+    int64_t first = 0;
+    for (int g = 0; n_leaves > 0 && g < fm->n_row_groups && st == HS_OK; g++) {
+        const pq_row_group *rg = &fm->row_groups[g];
+        int64_t nr = rg->num_rows;
+        stat_ctx c = {leaves, n_leaves, rg, -1, NULL, -1, nr};
+        bool ok = true;
+        for (int i = 0; i < n_leaves; i++)
+            ok &= leaves[i].leaf < rg->n_columns;
+        if (ok && nr > 0 && !tbl_expr_might_match(flt->root, stats_fn, &c)) {
+            if (!keep && !(keep = roaring_bitmap_from_range(0, (uint64_t)fr->n_rows, 1)))
+                st = hs_err_nomem(err, 64);
+            else
+                roaring_bitmap_remove_range(keep, (uint64_t)first, (uint64_t)(first + nr));
+            first += nr;
             continue;
         }
-        if (m < rows) {
-            for (int i = 0; i < b->n_cols && st == HS_OK; i++) {
-                hs_column *t = NULL;
-                st = hs_col_take(b->cols[i], idx, m, &t, err);
-                if (st == HS_OK) {
-                    hs_col_free(b->cols[i]);
-                    b->cols[i] = t;
-                }
+        for (int i = 0; ok && i < n_leaves && st == HS_OK; i++) {
+            const pq_column_index *ci;
+            const pq_offset_index *oi;
+            st = pq_reader_page_index(fr->r, g, leaves[i].leaf, &ci, &oi, err);
+            if (st != HS_OK || !ci || !oi || ci->n_pages != oi->n_pages)
+                continue;
+            for (int p = 0; p < oi->n_pages && st == HS_OK; p++) {
+                int64_t ps = oi->pages[p].first_row_index;
+                int64_t pe = p + 1 < oi->n_pages ? oi->pages[p + 1].first_row_index : nr;
+                if (ps < 0 || pe > nr || pe <= ps)
+                    continue;
+                stat_ctx pc = {leaves, n_leaves, rg, i, ci, p, pe - ps};
+                if (tbl_expr_might_match(flt->root, stats_fn, &pc))
+                    continue;
+                if (!keep && !(keep = roaring_bitmap_from_range(0, (uint64_t)fr->n_rows, 1)))
+                    st = hs_err_nomem(err, 64);
+                else
+                    roaring_bitmap_remove_range(keep, (uint64_t)(first + ps),
+                                                (uint64_t)(first + pe));
             }
-            b->n_rows = m;
         }
-        if (st == HS_OK)
-            st = emit(ctx, b, err);
-        else
-            hs_batch_free(b);
+        first += nr;
     }
-    hs_free(sel);
-    hs_free(idx);
-    hs_free(src);
-    hs_free(cols);
-    pq_scan_close(s);
-    pq_reader_close(r);
-    hs_file_close(f);
-    tbl_bitmap_free(del);
-    if (st == HS_OK && positions_out)
-        *positions_out = hits;
+    hs_free(leaves);
+    if (st != HS_OK) {
+        tbl_bitmap_free(keep);
+        if (st == HS_CORRUPT || st == HS_IO)
+            hs_err_prefix(err, "%s", fr->pf->path);
+        return st;
+    }
+    *out = keep;
+    return HS_OK;
+}
+
+/* ---- the file read (tbl_read_file_ex) ---- */
+
+/* How a column of the read schema is produced. */
+typedef struct rd_state {
+    const tbl_plan_file *pf;
+    const hs_field *rs;
+    const tbl_pred *pred;          /* NULL: no residual evaluation */
+    tbl_emit_fn emit;
+    void *ctx;
+    tbl_file_report *rep;
+    roaring_bitmap_t *hits;        /* passing positions, or NULL */
+    int n_out;
+    hs_field out_schema;           /* rs's first n_out columns */
+    /* the columns of the current read: read-schema indexes */
+    int *which;
+    int n_which;
+    hs_field read_schema;          /* their fields (batch schema for evaluation) */
+    uint8_t *sel;
+    int64_t *idx;
+    uint32_t *hit_pos;
+    size_t cap;
+    /* two phases */
+    hs_column **acc;               /* per output column: passing rows of phase 1, or NULL */
+    int64_t acc_off;
+    hs_buf mask;                   /* phase 1 verdict per selected row (dense phase 2) */
+    size_t mask_off;
+    bool sparse;
+} rd_state;
+
+static hs_status rd_reserve(rd_state *r, int64_t n, hs_error *err)
+{
+    if ((size_t)n <= r->cap)
+        return HS_OK;
+    hs_free(r->sel);
+    hs_free(r->idx);
+    hs_free(r->hit_pos);
+    r->cap = (size_t)n;
+    r->sel = hs_malloc(r->cap + 1);
+    r->idx = hs_malloc((r->cap + 1) * sizeof *r->idx);
+    r->hit_pos = hs_malloc((r->cap + 1) * sizeof *r->hit_pos);
+    if (!r->sel || !r->idx || !r->hit_pos) {
+        r->cap = 0;
+        return hs_err_nomem(err, (size_t)n * 13);
+    }
+    return HS_OK;
+}
+
+static hs_status sub_schema(const hs_field *rs, const int *which, int n, hs_field *out,
+                            hs_error *err)
+{
+    hs_field_init(out, "", HS_TYPE_STRUCT, false);
+    for (int i = 0; i < n; i++) {
+        hs_field copy = {0};
+        if (hs_field_copy(&rs->children[which[i]], &copy) != HS_OK ||
+            hs_field_add_child(out, &copy) != HS_OK) {
+            hs_field_clear(&copy);
+            return hs_err_nomem(err, 64);
+        }
+    }
+    return HS_OK;
+}
+
+/* Evaluates the residual filter over the columns of one read (taken into a
+ * batch, returned in *b): r->sel, r->idx (passing rows), *m; records hits. */
+static hs_status rd_eval(rd_state *r, hs_column **cols, int64_t n, const uint32_t *pos,
+                         hs_batch **b, int64_t *m, hs_error *err)
+{
+    *b = NULL;
+    HS_TRY(rd_reserve(r, n, err));
+    hs_status st = tbl_batch_from_cols(&r->read_schema, cols, r->n_which, n, b, err);
+    for (int i = 0; i < r->n_which; i++)
+        cols[i] = NULL;   /* taken, also on failure */
+    HS_TRY(st);
+    int64_t nm = n;
+    if (r->pred)
+        st = tbl_pred_eval(r->pred, *b, NULL, r->sel, &nm, err);
+    else if (n)
+        memset(r->sel, 1, (size_t)n);
+    if (st != HS_OK) {
+        hs_batch_free(*b);
+        *b = NULL;
+        return st;
+    }
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (r->sel[i]) {
+            r->hit_pos[k] = pos[i];
+            r->idx[k++] = i;
+        }
+    if (r->hits && k)
+        roaring_bitmap_add_many(r->hits, (size_t)k, r->hit_pos);
+    r->rep->rows_matched += k;
+    *m = k;
+    return HS_OK;
+}
+
+/* Emits columns [0, n_out) of b's first columns (b's columns follow r->which,
+ * whose first n_out entries are 0..n_out-1), keeping rows r->idx[0..m). */
+static hs_status rd_emit_from(rd_state *r, hs_batch *b, int64_t m, hs_error *err)
+{
+    if (!r->emit || m == 0 || r->n_out == 0) {
+        hs_batch_free(b);
+        return HS_OK;
+    }
+    hs_column **cols = hs_calloc((size_t)r->n_out + 1, sizeof *cols);
+    hs_status st = cols ? HS_OK : hs_err_nomem(err, 64);
+    for (int i = 0; i < r->n_out && st == HS_OK; i++) {
+        if (m == b->n_rows) {
+            cols[i] = b->cols[i];
+            b->cols[i] = NULL;
+        } else {
+            st = hs_col_take(b->cols[i], r->idx, m, &cols[i], err);
+        }
+    }
+    hs_batch_free(b);
+    hs_batch *ob = NULL;
+    if (st == HS_OK)
+        st = tbl_batch_from_cols(&r->out_schema, cols, r->n_out, m, &ob, err);
     else
-        tbl_bitmap_free(hits);
+        for (int i = 0; cols && i < r->n_out; i++)
+            hs_col_free(cols[i]);
+    hs_free(cols);
+    if (st == HS_OK)
+        st = r->emit(r->ctx, ob, err);
     return st;
+}
+
+/* One phase: the columns read include every output column. */
+static hs_status cb_single(void *vctx, hs_column **cols, int64_t n, const uint32_t *pos,
+                           hs_error *err)
+{
+    rd_state *r = vctx;
+    hs_batch *b = NULL;
+    int64_t m = 0;
+    HS_TRY(rd_eval(r, cols, n, pos, &b, &m, err));
+    return rd_emit_from(r, b, m, err);
+}
+
+/* Phase 1: filter columns; keeps the passing rows of those also in the output. */
+static hs_status cb_phase1(void *vctx, hs_column **cols, int64_t n, const uint32_t *pos,
+                           hs_error *err)
+{
+    rd_state *r = vctx;
+    hs_batch *b = NULL;
+    int64_t m = 0;
+    HS_TRY(rd_eval(r, cols, n, pos, &b, &m, err));
+    hs_status st = hs_buf_append(&r->mask, r->sel, (size_t)n) == HS_OK ? HS_OK
+                                                                        : hs_err_nomem(err, (size_t)n);
+    for (int j = 0; j < r->n_which && st == HS_OK && m > 0; j++) {
+        int o = r->which[j];
+        if (o >= r->n_out || !r->acc[o])
+            continue;
+        hs_column *t = NULL;
+        if (m == n)
+            st = hs_col_append_column(r->acc[o], b->cols[j], err);
+        else if ((st = hs_col_take(b->cols[j], r->idx, m, &t, err)) == HS_OK)
+            st = hs_col_append_column(r->acc[o], t, err);
+        hs_col_free(t);
+    }
+    hs_batch_free(b);
+    return st;
+}
+
+/* Phase 2: the output columns the filter did not read, for the passing rows
+ * (sparse: exactly those were read; dense: all selected rows were read and
+ * phase 1's verdicts pick the passing ones). */
+static hs_status cb_phase2(void *vctx, hs_column **cols, int64_t n, const uint32_t *pos,
+                           hs_error *err)
+{
+    rd_state *r = vctx;
+    int64_t m = n;
+    HS_TRY(rd_reserve(r, n, err));
+    if (!r->sparse) {
+        if (r->mask_off + (size_t)n > r->mask.len)
+            return hs_err_set(err, HS_INTERNAL, "%s: second read is longer than the first",
+                              r->pf->path);
+        const uint8_t *v = r->mask.data + r->mask_off;
+        m = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (v[i])
+                r->idx[m++] = i;
+        r->mask_off += (size_t)n;
+    }
+    if (m == 0 || !r->emit)
+        return HS_OK;
+    hs_column **oc = hs_calloc((size_t)r->n_out + 1, sizeof *oc);
+    hs_status st = oc ? HS_OK : hs_err_nomem(err, 64);
+    for (int j = 0; j < r->n_which && st == HS_OK; j++) {
+        int o = r->which[j];
+        if (m == n) {
+            oc[o] = cols[j];
+            cols[j] = NULL;
+        } else {
+            st = hs_col_take(cols[j], r->idx, m, &oc[o], err);
+        }
+    }
+    for (int o = 0; o < r->n_out && st == HS_OK; o++)
+        if (!oc[o] && r->acc[o])
+            st = hs_col_slice(r->acc[o], r->acc_off, m, &oc[o], err);
+    r->acc_off += m;
+    hs_batch *ob = NULL;
+    for (int o = 0; o < r->n_out && st == HS_OK; o++)
+        if (!oc[o])
+            st = hs_err_set(err, HS_INTERNAL, "%s: output column %d not produced", r->pf->path, o);
+    if (st == HS_OK)
+        st = tbl_batch_from_cols(&r->out_schema, oc, r->n_out, m, &ob, err);
+    else
+        for (int o = 0; oc && o < r->n_out; o++)
+            hs_col_free(oc[o]);
+    hs_free(oc);
+    if (st == HS_OK)
+        st = r->emit(r->ctx, ob, err);
+    return st;
+}
+
+static hs_status rd_set_read(rd_state *r, const int *which, int n, hs_error *err)
+{
+    hs_field_clear(&r->read_schema);
+    r->which = (int *)which;
+    r->n_which = n;
+    return sub_schema(r->rs, which, n, &r->read_schema, err);
+}
+
+static hs_status rd_read(rd_state *r, frd *fr, const roaring_bitmap_t *rows, int64_t batch_size,
+                         frd_fn fn, hs_error *err)
+{
+    const hs_field **want = hs_calloc((size_t)r->n_which + 1, sizeof *want);
+    if (!want)
+        return hs_err_nomem(err, 64);
+    for (int i = 0; i < r->n_which; i++)
+        want[i] = &r->rs->children[r->which[i]];
+    hs_status st = frd_read(fr, want, r->n_which, rows, batch_size, fn, r, err);
+    hs_free(want);
+    return st;
+}
+
+static bool contains_id(const hs_field *f, int32_t id)
+{
+    if (f->field_id == id)
+        return true;
+    for (int i = 0; i < f->n_children; i++)
+        if (contains_id(&f->children[i], id))
+            return true;
+    return false;
+}
+
+/* The top-level column of root holding field id (itself or nested), or -1. */
+static int top_index_of_id(const hs_field *root, int32_t id)
+{
+    for (int i = 0; i < root->n_children; i++)
+        if (contains_id(&root->children[i], id))
+            return i;
+    return -1;
+}
+
+/* Marks in need[] the read-schema columns the filter reads. */
+static hs_status filter_columns(const tbl_pred *p, const hs_field *rs, bool *need, hs_error *err)
+{
+    hs_buf ids = {0};
+    if (tbl_pred_field_ids(p, &ids) != HS_OK) {
+        hs_buf_free(&ids);
+        return hs_err_nomem(err, 64);
+    }
+    for (size_t i = 0; i < HS_VEC_LEN(&ids, int32_t); i++) {
+        int k = top_index_of_id(rs, HS_VEC_AT(&ids, int32_t, i));
+        if (k >= 0)
+            need[k] = true;
+    }
+    hs_buf_free(&ids);
+    return HS_OK;
+}
+
+static bool stored_column(const hs_field *f) { return !is_meta_id(f->field_id); }
+
+/* Selected rows: candidates (clamped), minus deletes, intersected with what
+ * statistics allow.  *sel NULL = every row. */
+static hs_status select_rows(frd *fr, const tbl_read_opts *o, const roaring_bitmap_t *del,
+                             roaring_bitmap_t **sel, hs_error *err)
+{
+    *sel = NULL;
+    roaring_bitmap_t *s = NULL;
+    if (o->candidates) {
+        if (!(s = roaring_bitmap_copy(o->candidates)))
+            return hs_err_nomem(err, 64);
+        roaring_bitmap_remove_range(s, (uint64_t)fr->n_rows, (uint64_t)UINT32_MAX + 1);
+    }
+    if (del && roaring_bitmap_get_cardinality(del) > 0) {
+        if (!s && !(s = roaring_bitmap_from_range(0, (uint64_t)fr->n_rows, 1)))
+            return hs_err_nomem(err, 64);
+        roaring_bitmap_andnot_inplace(s, del);
+    }
+    if (o->use_stats && o->pred && !o->candidates_exact && !(s && roaring_bitmap_is_empty(s))) {
+        roaring_bitmap_t *t = NULL;
+        hs_status st = stats_select(fr, o->pred->filter, &t, err);
+        if (st != HS_OK) {
+            tbl_bitmap_free(s);
+            return st;
+        }
+        if (t) {
+            if (s) {
+                roaring_bitmap_and_inplace(s, t);
+                tbl_bitmap_free(t);
+            } else {
+                s = t;
+            }
+            if (roaring_bitmap_is_empty(s))
+                fr->rep->pruned_by_stats = true;
+        }
+    }
+    *sel = s;
+    return HS_OK;
+}
+
+hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tbl_read_opts *o,
+                           tbl_emit_fn emit, void *ctx, roaring_bitmap_t **positions_out,
+                           int64_t *rows_deleted, tbl_file_report *rep_in, hs_error *err)
+{
+    if (positions_out)
+        *positions_out = NULL;
+    tbl_file_report local = {0};
+    tbl_file_report *rep = rep_in ? rep_in : &local;
+    int64_t batch_size = o->batch_size > 0 ? o->batch_size : 65536;
+    const tbl_pred *pred = o->pred && !tbl_pred_is_true(o->pred) ? o->pred : NULL;
+    bool need_eval = pred && !o->candidates_exact;
+    int n = rs->n_children;
+    int n_out = o->n_out < 0 || o->n_out > n ? n : o->n_out;
+    if (!emit)
+        n_out = 0;   /* only positions are wanted */
+    frd fr;
+    roaring_bitmap_t *del = NULL, *sel = NULL;
+    HS_TRY(frd_open(&fr, pf, rep, err));
+    rd_state r = {0};
+    r.pf = pf;
+    r.rs = rs;
+    r.emit = emit;
+    r.ctx = ctx;
+    r.rep = rep;
+    r.n_out = n_out;
+    r.pred = need_eval ? pred : NULL;
+    hs_status st = tbl_plan_load_deletes(pf, &del, err);
+    if (st == HS_OK && del) {
+        roaring_bitmap_remove_range(del, (uint64_t)fr.n_rows, (uint64_t)UINT32_MAX + 1);
+        if (rows_deleted)
+            *rows_deleted += (int64_t)roaring_bitmap_get_cardinality(del);
+    }
+    tbl_read_opts oo = *o;
+    oo.pred = pred;
+    if (st == HS_OK)
+        st = select_rows(&fr, &oo, del, &sel, err);
+    if (st == HS_OK && positions_out && !(r.hits = roaring_bitmap_create()))
+        st = hs_err_nomem(err, 64);
+    int *which = hs_calloc((size_t)n + 1, sizeof *which);
+    int *which2 = hs_calloc((size_t)n + 1, sizeof *which2);
+    bool *need = hs_calloc((size_t)n + 1, sizeof *need);
+    if (st == HS_OK && (!which || !which2 || !need))
+        st = hs_err_nomem(err, (size_t)n * 8);
+    if (st == HS_OK) {
+        for (int i = 0; i < n_out; i++)
+            which[i] = i;
+        st = sub_schema(rs, which, n_out, &r.out_schema, err);
+    }
+    bool empty = sel && roaring_bitmap_is_empty(sel);
+    if (st == HS_OK && r.pred)
+        st = filter_columns(r.pred, rs, need, err);
+    /* two phases when the filter must be evaluated and some stored output
+     * column is not a filter column */
+    bool two = false;
+    for (int i = 0; st == HS_OK && r.pred && o->late && i < n_out; i++)
+        two |= !need[i] && stored_column(&rs->children[i]);
+    if (st == HS_OK && !empty && !two) {
+        /* one read: output columns, then the filter's other columns */
+        int k = 0;
+        for (int i = 0; i < n_out; i++)
+            which[k++] = i;
+        for (int i = n_out; r.pred && i < n; i++)
+            if (need[i])
+                which[k++] = i;
+        if (!r.pred && n_out == 0 && !r.hits) {
+            /* nothing to read */
+        } else if (!r.pred && n_out == 0) {
+            /* only positions: the selection itself */
+            roaring_bitmap_t *all = sel ? roaring_bitmap_copy(sel)
+                                        : roaring_bitmap_from_range(0, (uint64_t)fr.n_rows, 1);
+            if (!all)
+                st = hs_err_nomem(err, 64);
+            else {
+                tbl_bitmap_free(r.hits);
+                r.hits = all;
+                rep->rows_matched += (int64_t)roaring_bitmap_get_cardinality(all);
+            }
+        } else {
+            st = rd_set_read(&r, which, k, err);
+            if (st == HS_OK)
+                st = rd_read(&r, &fr, sel, batch_size, cb_single, err);
+        }
+    } else if (st == HS_OK && !empty) {
+        rep->two_phase = true;
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (need[i])
+                which[k++] = i;
+        r.acc = hs_calloc((size_t)n_out + 1, sizeof *r.acc);
+        if (!r.acc)
+            st = hs_err_nomem(err, 64);
+        for (int i = 0; i < n_out && st == HS_OK; i++)
+            if (need[i])
+                st = hs_col_create(&rs->children[i], 0, &r.acc[i], err);
+        if (st == HS_OK && !r.hits && !(r.hits = roaring_bitmap_create()))
+            st = hs_err_nomem(err, 64);
+        if (st == HS_OK)
+            st = rd_set_read(&r, which, k, err);
+        if (st == HS_OK)
+            st = rd_read(&r, &fr, sel, batch_size, cb_phase1, err);
+        uint64_t n_pass = st == HS_OK ? roaring_bitmap_get_cardinality(r.hits) : 0;
+        uint64_t n_sel = sel ? roaring_bitmap_get_cardinality(sel) : (uint64_t)fr.n_rows;
+        if (st == HS_OK && n_pass > 0 && emit) {
+            /* few passing rows: read only them; many: read the same rows
+             * again (long runs decode faster than scattered ones) */
+            r.sparse = n_pass * 8 <= n_sel;
+            rep->sparse_second = r.sparse;
+            int k2 = 0;
+            for (int i = 0; i < n_out; i++)
+                if (!need[i])
+                    which2[k2++] = i;
+            st = rd_set_read(&r, which2, k2, err);
+            if (st == HS_OK)
+                st = rd_read(&r, &fr, r.sparse ? r.hits : sel, batch_size, cb_phase2, err);
+        }
+    }
+    if (r.acc)
+        for (int i = 0; i < n_out; i++)
+            hs_col_free(r.acc[i]);
+    hs_free(r.acc);
+    hs_buf_free(&r.mask);
+    hs_field_clear(&r.read_schema);
+    hs_field_clear(&r.out_schema);
+    hs_free(r.sel);
+    hs_free(r.idx);
+    hs_free(r.hit_pos);
+    hs_free(which);
+    hs_free(which2);
+    hs_free(need);
+    if (st == HS_OK && empty) {
+        /* nothing selected: the reader never ran; its row groups count as skipped */
+        rep->pq.row_groups_skipped += pq_reader_num_row_groups(fr.r);
+    }
+    frd_close(&fr);
+    tbl_bitmap_free(del);
+    tbl_bitmap_free(sel);
+    if (st == HS_OK && positions_out)
+        *positions_out = r.hits ? r.hits : roaring_bitmap_create();
+    else
+        tbl_bitmap_free(r.hits);
+    if (st == HS_OK && positions_out && !*positions_out)
+        st = hs_err_nomem(err, 64);
+    return st;
+}
+
+hs_status tbl_read_file(const tbl_plan_file *pf, const hs_field *rs, const tbl_pred *pred,
+                        int64_t batch_size, tbl_emit_fn emit, void *ctx,
+                        roaring_bitmap_t **positions_out, int64_t *rows_deleted, hs_error *err)
+{
+    tbl_read_opts o = {.pred = pred, .use_stats = true, .late = false, .n_out = -1,
+                       .batch_size = batch_size};
+    return tbl_read_file_ex(pf, rs, &o, emit, ctx, positions_out, rows_deleted, NULL, err);
 }
 
 /* ------------------------------------------------------------------ */
 /* public scans                                                        */
+
+/* Reading files ahead on a thread pool: a window of up to `window` files
+ * is in flight, each job collecting its file's batches; the stream takes
+ * them in plan order, so results keep the plan's order and memory stays
+ * bounded by the window. */
+typedef struct scan_job {
+    hs_scan *s;
+    int file;                  /* plan index; -1 = slot free */
+    hs_group *group;
+    hs_buf batches;            /* hs_batch * */
+    size_t taken;              /* batches handed out */
+    tbl_file_report rep;
+    int64_t rows_deleted;
+    hs_status st;
+    hs_error err;
+    bool done;                 /* waited for (or run) */
+} scan_job;
 
 struct hs_scan {
     ice_table_metadata meta;   /* copy: the plan borrows from it */
@@ -691,24 +1528,43 @@ struct hs_scan {
     hs_field out_schema;
     int n_out;
     int64_t batch_size;
-    int next_file;
-    hs_batch **queue;          /* batches of the current file */
-    int q_len, q_pos, q_cap;
+    int next_file;             /* next file to start */
+    /* indexes and counters */
+    bool ix_loaded;
+    tbl_ixscan *ix;            /* NULL: no usable registry */
+    hs_index_stats istats;
+    tbl_file_report *reports;  /* per planned file when kept (explain), else NULL */
+    /* jobs: a ring of `window` slots; cur = the job being consumed */
+    hs_pool *pool;
+    int window;
+    scan_job *jobs;
+    int cur;                   /* slot of the oldest job */
+    int n_jobs;                /* jobs started and not yet consumed */
+    bool failed;
 };
 
-static void scan_clear_queue(hs_scan *s)
+static void job_reset(scan_job *j)
 {
-    for (int i = s->q_pos; i < s->q_len; i++)
-        hs_batch_free(s->queue[i]);
-    s->q_len = s->q_pos = 0;
+    for (size_t i = j->taken; i < HS_VEC_LEN(&j->batches, hs_batch *); i++)
+        hs_batch_free(HS_VEC_AT(&j->batches, hs_batch *, i));
+    hs_buf_free(&j->batches);
+    hs_group_destroy(j->group);
+    j->group = NULL;
+    j->taken = 0;
+    j->file = -1;
+    j->done = false;
 }
 
 void hs_scan_free(hs_scan *s)
 {
     if (!s)
         return;
-    scan_clear_queue(s);
-    hs_free(s->queue);
+    for (int i = 0; s->jobs && i < s->window; i++)
+        job_reset(&s->jobs[i]);   /* waits for running jobs */
+    hs_free(s->jobs);
+    hs_pool_destroy(s->pool);
+    tbl_ixscan_free(s->ix);
+    hs_free(s->reports);
     tbl_plan_free(s->plan);
     hs_field_clear(&s->read_schema);
     hs_field_clear(&s->out_schema);
@@ -730,24 +1586,6 @@ static hs_status add_meta_field(hs_field *schema, const char *name, int32_t id, 
         return hs_err_nomem(err, 64);
     }
     return HS_OK;
-}
-
-static bool contains_id(const hs_field *f, int32_t id)
-{
-    if (f->field_id == id)
-        return true;
-    for (int i = 0; i < f->n_children; i++)
-        if (contains_id(&f->children[i], id))
-            return true;
-    return false;
-}
-
-static int top_index_of_id(const hs_field *root, int32_t id)
-{
-    for (int i = 0; i < root->n_children; i++)
-        if (contains_id(&root->children[i], id))
-            return i;
-    return -1;
 }
 
 static hs_status add_column(hs_field *rs, const hs_field *f, hs_error *err)
@@ -809,7 +1647,7 @@ static hs_status build_schemas(hs_scan *s, const ice_schema *sc, const hs_scan_o
         return hs_err_nomem(err, 64);
     /* columns only the filter reads */
     hs_buf ids = {0};
-    if (tbl_filter_field_ids(s->plan->filter, &ids) != HS_OK) {
+    if (tbl_pred_field_ids(&s->plan->pred, &ids) != HS_OK) {
         hs_buf_free(&ids);
         return hs_err_nomem(err, 64);
     }
@@ -848,6 +1686,30 @@ hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, h
 }
 
 void hs_scan_get_stats(const hs_scan *s, hs_scan_stats *out) { *out = s->plan->stats; }
+
+void hs_scan_get_index_stats(const hs_scan *s, hs_index_stats *out)
+{
+    *out = s->istats;
+    out->files_planned = s->plan->n_files;
+    out->rows_emitted = s->plan->stats.rows_emitted;
+}
+
+const tbl_plan *tbl_scan_get_plan(const hs_scan *s) { return s->plan; }
+const tbl_file_report *tbl_scan_reports(const hs_scan *s) { return s->reports; }
+
+hs_status tbl_scan_keep_reports(hs_scan *s, hs_error *err)
+{
+    if (s->reports)
+        return HS_OK;
+    s->reports = hs_calloc((size_t)s->plan->n_files + 1, sizeof *s->reports);
+    if (!s->reports)
+        return hs_err_nomem(err, (size_t)s->plan->n_files * sizeof *s->reports);
+    for (int i = 0; i < s->plan->n_files; i++) {
+        s->reports[i].file = i;
+        s->reports[i].candidates = -1;
+    }
+    return HS_OK;
+}
 
 hs_status hs_scan_files_json(const hs_scan *s, char **out, hs_error *err)
 {
@@ -895,49 +1757,210 @@ hs_status hs_scan_files_json(const hs_scan *s, char **out, hs_error *err)
     return HS_OK;
 }
 
-static hs_status queue_push(void *ctx, hs_batch *b, hs_error *err)
+/* ---- reading the files ---- */
+
+static hs_status job_push(void *ctx, hs_batch *b, hs_error *err)
 {
-    hs_scan *s = ctx;
-    if (s->q_len == s->q_cap) {
-        int cap = s->q_cap ? s->q_cap * 2 : 8;
-        hs_batch **q = hs_realloc(s->queue, (size_t)cap * sizeof *q);
-        if (!q) {
-            hs_batch_free(b);
-            return hs_err_nomem(err, (size_t)cap * sizeof *q);
-        }
-        s->queue = q;
-        s->q_cap = cap;
+    scan_job *j = ctx;
+    if (HS_VEC_PUSH(&j->batches, hs_batch *, b) != HS_OK) {
+        hs_batch_free(b);
+        return hs_err_nomem(err, 64);
     }
-    s->queue[s->q_len++] = b;
     return HS_OK;
+}
+
+/* Reads planned file j->file into j's batches: index lookups, then the
+ * data with the candidates, statistics and the residual filter. */
+static hs_status job_run(void *arg, hs_error *err)
+{
+    scan_job *j = arg;
+    hs_scan *s = j->s;
+    const tbl_plan_file *f = &s->plan->files[j->file];
+    const tbl_pred *pred = &s->plan->pred;
+    memset(&j->rep, 0, sizeof j->rep);
+    j->rep.file = j->file;
+    j->rep.candidates = -1;
+    roaring_bitmap_t *cand = NULL;
+    bool exact = false;
+    hs_status st = HS_OK;
+    if (s->ix && !tbl_pred_is_true(pred))
+        st = tbl_ixscan_file(s->ix, f, pred->filter, &cand, &exact, &j->rep, err);
+    if (st == HS_OK && cand && roaring_bitmap_is_empty(cand)) {
+        j->rep.pruned_by_index = true;
+    } else if (st == HS_OK) {
+        tbl_read_opts o = {.pred = pred, .candidates = cand,
+                           .candidates_exact = cand && exact && pred->exact,
+                           .use_stats = true, .late = true, .n_out = s->n_out,
+                           .batch_size = s->batch_size};
+        st = tbl_read_file_ex(f, &s->read_schema, &o, job_push, j, NULL, &j->rows_deleted,
+                              &j->rep, err);
+    }
+    tbl_bitmap_free(cand);
+    j->st = st;
+    if (st != HS_OK && err)
+        j->err = *err;
+    return st;
+}
+
+static int scan_threads(void)
+{
+    const char *e = getenv("HS_SCAN_THREADS");
+    if (e && *e) {
+        int n = atoi(e);
+        return n < 1 ? 1 : n > 64 ? 64 : n;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+/* First read: loads the registry, sizes the window, starts the pool when
+ * more than one file is to be read and more than one thread is allowed. */
+static hs_status scan_start(hs_scan *s, hs_error *err)
+{
+    if (!tbl_pred_is_true(&s->plan->pred)) {
+        s->ix_loaded = true;
+        HS_TRY(tbl_ixscan_open(&s->meta, &s->ix, &s->istats.index_files_skipped, err));
+    }
+    int threads = scan_threads();
+    if (threads > s->plan->n_files)
+        threads = s->plan->n_files;
+    if (threads < 1)
+        threads = 1;
+    s->window = threads > 1 ? threads : 1;
+    s->jobs = hs_calloc((size_t)s->window, sizeof *s->jobs);
+    if (!s->jobs)
+        return hs_err_nomem(err, sizeof *s->jobs);
+    for (int i = 0; i < s->window; i++) {
+        s->jobs[i].s = s;
+        s->jobs[i].file = -1;
+    }
+    if (threads > 1)
+        HS_TRY(hs_pool_create(threads, &s->pool, err));
+    return HS_OK;
+}
+
+/* Starts jobs until the window is full or every file has one. */
+static hs_status scan_fill(hs_scan *s, hs_error *err)
+{
+    while (s->n_jobs < s->window && s->next_file < s->plan->n_files) {
+        scan_job *j = &s->jobs[(s->cur + s->n_jobs) % s->window];
+        j->file = s->next_file++;
+        j->st = HS_OK;
+        j->rows_deleted = 0;
+        hs_err_clear(&j->err);
+        s->n_jobs++;
+        if (!s->pool)
+            continue;   /* run when consumed */
+        HS_TRY(hs_group_create(s->pool, &j->group, err));
+        if (hs_group_submit(j->group, job_run, j) != HS_OK)
+            return hs_err_nomem(err, 64);
+    }
+    return HS_OK;
+}
+
+static void account(hs_scan *s, const tbl_file_report *r, int64_t rows_deleted)
+{
+    hs_index_stats *x = &s->istats;
+    x->files_pruned_by_index += r->pruned_by_index;
+    x->files_indexed += r->indexed;
+    x->index_lookups += r->n_lookups;
+    x->index_files_skipped += r->n_skipped;
+    x->row_groups_read += r->pq.row_groups_read;
+    x->row_groups_skipped += r->pq.row_groups_skipped;
+    x->pages_decoded += r->pq.pages_decoded;
+    x->pages_skipped += r->pq.pages_skipped;
+    x->rows_decoded += r->rows_decoded;
+    if (r->candidates >= 0)
+        x->rows_selected_by_index += r->candidates;
+    s->plan->stats.rows_deleted += rows_deleted;
+    if (s->reports)
+        s->reports[r->file] = *r;
+}
+
+/* Waits for the oldest job (running it here without a pool). */
+static hs_status scan_wait(hs_scan *s, scan_job *j, hs_error *err)
+{
+    hs_status st;
+    if (j->group) {
+        hs_error gerr;
+        hs_err_clear(&gerr);
+        st = hs_group_wait(j->group, &gerr);
+        if (st != HS_OK) {
+            hs_error *e = j->err.code != HS_OK ? &j->err : &gerr;
+            if (err)
+                *err = *e;
+        }
+    } else {
+        st = job_run(j, err);
+    }
+    if (st == HS_OK)
+        account(s, &j->rep, j->rows_deleted);
+    return st;
 }
 
 static hs_status scan_next(void *ctx, hs_batch **out, hs_error *err)
 {
     hs_scan *s = ctx;
     *out = NULL;
-    while (s->q_pos >= s->q_len) {
-        s->q_len = s->q_pos = 0;
-        if (s->next_file >= s->plan->n_files)
-            return HS_OK;
-        const tbl_plan_file *f = &s->plan->files[s->next_file++];
-        HS_TRY(tbl_read_file(f, &s->read_schema, s->plan->filter, s->batch_size, queue_push, s,
-                             NULL, &s->plan->stats.rows_deleted, err));
-    }
-    hs_batch *b = s->queue[s->q_pos++];
-    s->plan->stats.rows_emitted += b->n_rows;
-    if (b->n_cols > s->n_out) {
-        for (int i = s->n_out; i < b->n_cols; i++)
-            hs_col_free(b->cols[i]);
-        b->n_cols = s->n_out;
-        hs_field_clear(&b->schema);
-        if (hs_field_copy(&s->out_schema, &b->schema) != HS_OK) {
-            hs_batch_free(b);
-            return hs_err_nomem(err, 64);
+    if (s->failed)
+        return hs_err_set(err, HS_INVALID, "scan: the stream failed earlier");
+    if (!s->jobs) {
+        hs_status st = scan_start(s, err);
+        if (st != HS_OK) {
+            s->failed = true;
+            return st;
         }
     }
-    *out = b;
-    return HS_OK;
+    for (;;) {
+        if (s->n_jobs == 0) {
+            hs_status st = scan_fill(s, err);
+            if (st != HS_OK) {
+                s->failed = true;
+                return st;
+            }
+            if (s->n_jobs == 0)
+                return HS_OK;   /* end */
+        }
+        scan_job *j = &s->jobs[s->cur];
+        if (!j->done) {
+            /* not consumed yet: wait for it, and keep the window full */
+            j->done = true;
+            hs_status st = scan_wait(s, j, err);
+            if (st == HS_OK)
+                st = scan_fill(s, err);
+            if (st != HS_OK) {
+                s->failed = true;
+                return st;
+            }
+        }
+        if (j->taken < HS_VEC_LEN(&j->batches, hs_batch *)) {
+            hs_batch *b = HS_VEC_AT(&j->batches, hs_batch *, j->taken);
+            j->taken++;
+            s->plan->stats.rows_emitted += b->n_rows;
+            *out = b;
+            return HS_OK;
+        }
+        /* the job is used up */
+        job_reset(j);
+        s->cur = (s->cur + 1) % s->window;
+        s->n_jobs--;
+        hs_status st = scan_fill(s, err);
+        if (st != HS_OK) {
+            s->failed = true;
+            return st;
+        }
+    }
+}
+
+hs_status tbl_scan_drain(hs_scan *s, hs_error *err)
+{
+    for (;;) {
+        hs_batch *b = NULL;
+        HS_TRY(scan_next(s, &b, err));
+        if (!b)
+            return HS_OK;
+        hs_batch_free(b);
+    }
 }
 
 static void scan_close(void *ctx) { hs_scan_free(ctx); }

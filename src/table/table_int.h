@@ -14,6 +14,9 @@
  *                merge-on-read of deletes, row lineage columns, projection
  *   write.c      append, overwrite, delete: data files (partitioned, sorted),
  *                metrics, manifests, manifest lists, commits with rebase
+ *   index.c      sidecar indexes: the registry commits, add/drop/list/orphans,
+ *                building sidecars (also for the files a write produces),
+ *                index lookups for scans (bitmap algebra), explain
  *
  * An hs_table holds the parsed metadata of one version plus its location;
  * every commit made through the handle replaces both with what was
@@ -30,8 +33,11 @@
 #include "hyperstream/table.h"
 #include "iceberg/manifest.h"
 #include "iceberg/model.h"
+#include "parquet/reader.h"
 #include "table/filter.h"
 #include <roaring/roaring.h>
+
+typedef struct ex_expr ex_expr;      /* exec/expr.h */
 
 struct hs_catalog {
     cat_catalog *cat;
@@ -125,12 +131,40 @@ typedef struct tbl_plan_file {
     int64_t entry_index;
 } tbl_plan_file;
 
+/* A row filter in its two forms: the exact expression (SQL WHERE text bound
+ * by exec/expr.h) for residual evaluation, and the simple filter it implies
+ * (table/filter.h) for partition, bounds, statistics and index pruning. */
+typedef struct tbl_pred {
+    tbl_filter *filter;                /* owned; bound; never NULL once made */
+    ex_expr *expr;                     /* owned; NULL = `filter` is the exact form */
+    bool exact;                        /* filter is equivalent to the expression */
+} tbl_pred;
+
+/* Parses and binds filter text (NULL/blank = TRUE) against schema (borrowed:
+ * must outlive the pred).  *p zeroed; clear with tbl_pred_clear. */
+HS_MUST_USE hs_status tbl_pred_make(const char *text, const hs_field *schema, tbl_pred *p,
+                                    hs_error *err);
+void tbl_pred_clear(tbl_pred *p);
+bool tbl_pred_is_true(const tbl_pred *p);
+/* Field ids the exact form reads (each once), appended to ids (int32_t vector). */
+HS_MUST_USE hs_status tbl_pred_field_ids(const tbl_pred *p, hs_buf *ids);
+/* Exact evaluation over b (columns by field id): sel_out[i] = 1 when row i is
+ * TRUE and sel_in (NULL = all rows) has it.  sel_in may equal sel_out. */
+HS_MUST_USE hs_status tbl_pred_eval(const tbl_pred *p, const hs_batch *b, const uint8_t *sel_in,
+                                    uint8_t *sel_out, int64_t *n_match, hs_error *err);
+/* Human-readable exact form (explain); caller frees with hs_free. */
+HS_MUST_USE hs_status tbl_pred_format(const tbl_pred *p, char **out, hs_error *err);
+
 typedef struct tbl_plan {
     hs_arena arena;
     const ice_table_metadata *meta;   /* borrowed */
     const ice_snapshot *snap;          /* borrowed; NULL = empty table */
     const ice_schema *schema;          /* the schema read (borrowed) */
-    tbl_filter *filter;                /* owned; bound to schema->root */
+    tbl_pred pred;                     /* owned; bound to schema->root (this was the
+                                        * tbl_filter `filter`: pred.filter is now only
+                                        * the IMPLIED simple filter, for pruning; rows
+                                        * are evaluated with tbl_pred_eval /
+                                        * tbl_read_file(..., &plan->pred, ...)) */
     ice_manifest_list *list;           /* owned; NULL when no snapshot */
     int n_files;
     tbl_plan_file *files;              /* hs_realloc'd */
@@ -159,19 +193,54 @@ const ice_schema *tbl_schema_for_spec(const ice_table_metadata *m, const ice_par
 
 /* ---- scan.c ---- */
 
+/* What reading one data file did: for counters and explain. */
+typedef struct tbl_file_report {
+    int file;                      /* plan index */
+    int n_lookups;                 /* index lookups made */
+    int n_skipped;                 /* sidecars skipped (missing, corrupt, stale) */
+    bool indexed;                  /* an index answered at least one leaf */
+    bool index_exact;              /* the index result was the exact answer */
+    bool pruned_by_index;          /* the index selected no row: data not opened */
+    bool pruned_by_stats;          /* row-group/page statistics left no row */
+    bool two_phase;                /* filter columns first, then the rest */
+    bool sparse_second;            /* second phase read only the passing rows */
+    int64_t candidates;            /* rows after index algebra; -1 = no index used */
+    int64_t rows_decoded;          /* rows materialized (both phases) */
+    int64_t rows_matched;          /* live rows that passed the filter */
+    pq_scan_stats pq;              /* summed over the file's pq_scans */
+    char used[160];                /* indexes used: "fid:kind,..." */
+} tbl_file_report;
+
+/* How to read one data file (tbl_read_file_ex). */
+typedef struct tbl_read_opts {
+    const tbl_pred *pred;              /* NULL = every live row */
+    const roaring_bitmap_t *candidates;/* rows that may match (index); NULL = all */
+    bool candidates_exact;             /* candidates are exactly the matching rows */
+    bool use_stats;                    /* prune row groups / pages by statistics */
+    bool late;                         /* may read filter columns first (two phases) */
+    int n_out;                         /* emit read-schema columns [0, n_out); -1 = all */
+    int64_t batch_size;                /* 0 = 65536 */
+} tbl_read_opts;
+
 /* Reads one data file of a plan: rows of `read_schema` (a STRUCT whose
  * children are columns of the table schema by field id, or metadata columns
  * by their reserved ids), deletes applied, filter applied when non-NULL.
  * Calls emit(ctx, batch) for each non-empty batch (emit takes ownership)
  * unless emit is NULL.  positions_out (may be NULL): a new bitmap of the
  * positions of the matching live rows (caller frees).  *rows_deleted (may
- * be NULL) += rows dropped by deletes. */
+ * be NULL) += rows of the file removed by deletes. */
 typedef hs_status (*tbl_emit_fn)(void *ctx, hs_batch *b, hs_error *err);
 HS_MUST_USE hs_status tbl_read_file(const tbl_plan_file *f, const hs_field *read_schema,
-                                    const tbl_filter *filter, int64_t batch_size,
+                                    const tbl_pred *pred, int64_t batch_size,
                                     tbl_emit_fn emit, void *ctx,
                                     roaring_bitmap_t **positions_out, int64_t *rows_deleted,
                                     hs_error *err);
+/* The same with options (index candidates, statistics pruning, late
+ * materialization); rep (may be NULL) gets what was done. */
+HS_MUST_USE hs_status tbl_read_file_ex(const tbl_plan_file *f, const hs_field *read_schema,
+                                       const tbl_read_opts *o, tbl_emit_fn emit, void *ctx,
+                                       roaring_bitmap_t **positions_out, int64_t *rows_deleted,
+                                       tbl_file_report *rep, hs_error *err);
 /* Makes a column of type `to` from column c of type `from` (c is taken:
  * freed or reused): renames, promotions (int->long, float->double, decimal
  * widening), Arrow types to Iceberg ones (narrow ints, float16, time32,
@@ -188,5 +257,97 @@ HS_MUST_USE hs_status tbl_conform_batch(hs_batch *b, const hs_field *schema, boo
 /* A batch of schema (copied) with the given n columns (taken). */
 HS_MUST_USE hs_status tbl_batch_from_cols(const hs_field *schema, hs_column **cols, int n,
                                           int64_t n_rows, hs_batch **out, hs_error *err);
+
+/* Internal views of a scan (index.c's explain). */
+const tbl_plan *tbl_scan_get_plan(const hs_scan *s);
+/* Keep a tbl_file_report per planned file while reading (explain). */
+HS_MUST_USE hs_status tbl_scan_keep_reports(hs_scan *s, hs_error *err);
+/* Reads the scan to the end, discarding the rows. */
+HS_MUST_USE hs_status tbl_scan_drain(hs_scan *s, hs_error *err);
+/* The reports (one per planned file, in plan order) or NULL. */
+const tbl_file_report *tbl_scan_reports(const hs_scan *s);
+
+/* ---- index.c ---- */
+
+/* The registry view of one scan: loaded once, read-only afterwards (shared
+ * by the threads reading files). */
+typedef struct tbl_ixscan tbl_ixscan;
+/* Loads the registry named by m's properties.  *out = NULL when the table
+ * has no index entries (or the registry cannot be read: a warning, and
+ * *skipped counts it).  Caller frees with tbl_ixscan_free. */
+HS_MUST_USE hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out,
+                                      int64_t *skipped, hs_error *err);
+void tbl_ixscan_free(tbl_ixscan *x);  /* accepts NULL */
+/* Drops the process-wide cache of opened sidecars and registry versions
+ * (entries in use stay until released): tests, memory pressure. */
+void tbl_index_cache_clear(void);
+/* Evaluates the simple filter over the sidecars of data file f: AND =
+ * intersection, OR = union, a leaf without a usable index = every row.
+ * *cand = a new bitmap of the rows that may match (caller frees), or NULL
+ * when no index applied; *exact = the bitmap is exactly the rows where the
+ * filter is TRUE.  Unusable sidecars are skipped with a warning (rep->
+ * n_skipped).  Thread-safe for concurrent calls on one tbl_ixscan. */
+HS_MUST_USE hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f,
+                                      const tbl_filter *filter, roaring_bitmap_t **cand,
+                                      bool *exact, tbl_file_report *rep, hs_error *err);
+
+/* The index work of one write operation (write.c): sidecars for the data
+ * files it writes, built from the rows in memory, and the registry change
+ * committed together with the snapshot (one metadata commit).  A zeroed
+ * struct with t set (tbl_ixw_init) is ready; nothing is read until the
+ * first data file is written. */
+typedef struct tbl_ixw {
+    hs_table *t;
+    bool loaded;                   /* the registry of t's metadata was read */
+    char *loaded_rel;              /* its property value (owned), NULL = none */
+    void *reg;                     /* ix_registry * of that version (owned) */
+    hs_buf files;                  /* tbl_ixw_file: data files written */
+    hs_buf removed;                /* char *: data files removed (owned strings) */
+    hs_buf entries;                /* ix_entry: sidecars built (owned strings) */
+    hs_buf sidecars;               /* char *: sidecar paths written (owned) */
+    char *prev_registry;           /* registry file of the previous attempt (owned) */
+} tbl_ixw;
+
+void tbl_ixw_init(tbl_ixw *w, hs_table *t);
+/* A data file was written with the rows of b (in the current schema, in
+ * file order): builds the declared indexes for it. */
+HS_MUST_USE hs_status tbl_ixw_file_written(tbl_ixw *w, const char *path, int64_t size,
+                                           const hs_batch *b, hs_error *err);
+/* A data file leaves the table (its entries are dropped at commit). */
+HS_MUST_USE hs_status tbl_ixw_file_removed(tbl_ixw *w, const char *path, hs_error *err);
+/* In the commit callback, after nm (the new metadata: a copy of base plus
+ * the snapshot) is built: merges the base's registry with ours (building
+ * sidecars, from the written files, for indexes declared since), writes the
+ * new registry version and sets the property on nm.  Nothing changes when
+ * there is nothing to record. */
+HS_MUST_USE hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base,
+                                    ice_table_metadata *nm, hs_error *err);
+/* Removes every sidecar and registry file written (the commit failed). */
+void tbl_ixw_abort(tbl_ixw *w);
+void tbl_ixw_free(tbl_ixw *w);   /* frees memory only */
+
+/* ---- index kinds ---- */
+
+/* What a family of index kinds provides (the scalar kinds in index.c; vector
+ * kinds add theirs to the table in index.c).  A builder gets one data
+ * file's column in position order. */
+typedef struct tbl_ixkind {
+    const char *family;            /* "scalar", "vector", ... */
+    /* whether this family builds `kind` */
+    bool (*handles)(const char *kind);
+    /* HS_OK when column f can carry `kind` with params (a JSON object text
+     * or NULL); HS_INVALID with a message otherwise */
+    hs_status (*check)(const char *kind, const hs_field *f, const char *params, hs_error *err);
+    hs_status (*build_begin)(const char *kind, const char *params, const hs_field *f,
+                             int64_t data_file_size, int64_t n_rows, void **state, hs_error *err);
+    /* rows [0, c->length) of the column at positions first_pos.. */
+    hs_status (*build_add)(void *state, const hs_column *c, int64_t first_pos, hs_error *err);
+    /* serializes the sidecar into out (appended) */
+    hs_status (*build_finish)(void *state, hs_buf *out, hs_error *err);
+    void (*build_free)(void *state);
+} tbl_ixkind;
+
+/* The family that builds `kind`, or NULL. */
+const tbl_ixkind *tbl_ixkind_find(const char *kind);
 
 #endif

@@ -92,6 +92,7 @@ typedef struct tbl_wop {
     int64_t added_del_files, added_pos_deletes, removed_del_files, removed_pos_deletes;
     int64_t changed_partitions;
     hs_map parts;                   /* partition tuple keys written (tuple_key) */
+    tbl_ixw ixw;                    /* declared indexes of the files written (index.c) */
 } tbl_wop;
 
 static void op_init(tbl_wop *op, hs_table *t, const char *operation)
@@ -101,6 +102,7 @@ static void op_init(tbl_wop *op, hs_table *t, const char *operation)
     op->operation = operation;
     op->snapshot_id = ice_new_snapshot_id();
     op->planned_snapshot_id = -1;
+    tbl_ixw_init(&op->ixw, t);
 }
 
 static void op_cleanup_files(tbl_wop *op)
@@ -108,6 +110,7 @@ static void op_cleanup_files(tbl_wop *op)
     for (size_t i = 0; i < HS_VEC_LEN(&op->written, char *); i++) {
         (void)remove(tbl_local(HS_VEC_AT(&op->written, char *, i)));
     }
+    tbl_ixw_abort(&op->ixw);
 }
 
 static void op_free(tbl_wop *op)
@@ -116,6 +119,7 @@ static void op_free(tbl_wop *op)
     hs_buf_free(&op->replace);
     hs_buf_free(&op->written);
     hs_map_free(&op->parts);
+    tbl_ixw_free(&op->ixw);
     hs_arena_destroy(&op->arena);
 }
 
@@ -525,6 +529,9 @@ static hs_status write_one_file(tbl_wop *op, const ice_schema *schema, const hs_
     if (wf)
         hs_wfile_abort(wf);
     hs_buf_free(&path);
+    /* sidecars of the declared indexes, from the rows still in memory */
+    if (st == HS_OK)
+        st = tbl_ixw_file_written(&op->ixw, df.file_path, (int64_t)size, b, err);
     if (st != HS_OK)
         return st;
     ice_manifest_entry e = {0};
@@ -1005,6 +1012,9 @@ static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const cha
         st = ice_metadata_copy(base, nm, err);
     if (st == HS_OK)
         st = ice_metadata_add_snapshot(nm, &snap, "main", err);
+    /* the registry entries of the files written / removed: same commit */
+    if (st == HS_OK)
+        st = tbl_ixw_apply(&op->ixw, base, nm, err);
     snap.manifest_list = NULL;
     ice_kv_clear(&snap.summary);
     hs_buf_free(&path);
@@ -1113,10 +1123,12 @@ static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *r
                 e.status = ICE_STATUS_DELETED;
                 e.has_snapshot_id = true;
                 e.snapshot_id = op->snapshot_id;
+                if (mf->content == ICE_MANIFEST_DATA)
+                    st = tbl_ixw_file_removed(&op->ixw, e.file.file_path, err);
             } else {
                 e.status = ICE_STATUS_EXISTING;
             }
-            if (hs_buf_append(&entries, &e, sizeof e) != HS_OK)
+            if (st == HS_OK && hs_buf_append(&entries, &e, sizeof e) != HS_OK)
                 st = hs_err_nomem(err, sizeof e);
         }
         if (st == HS_OK)
@@ -1145,7 +1157,7 @@ static hs_status find_hits(const tbl_plan *p, file_action **out, int *n_out, hs_
     hs_field rs;
     hs_field_init(&rs, "", HS_TYPE_STRUCT, false);
     hs_buf ids = {0};
-    hs_status st = tbl_filter_field_ids(p->filter, &ids) == HS_OK ? HS_OK : HS_NOMEM;
+    hs_status st = tbl_pred_field_ids(&p->pred, &ids) == HS_OK ? HS_OK : HS_NOMEM;
     for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&ids, int32_t); i++) {
         int32_t id = HS_VEC_AT(&ids, int32_t, i);
         for (int k = 0; k < p->schema->root.n_children; k++) {
@@ -1202,7 +1214,7 @@ static hs_status find_hits(const tbl_plan *p, file_action **out, int *n_out, hs_
     for (int i = 0; i < p->n_files && st == HS_OK; i++) {
         roaring_bitmap_t *hits = NULL;
         int64_t deleted = 0;
-        st = tbl_read_file(&p->files[i], &rs, p->filter, 0, NULL, NULL, &hits, &deleted, err);
+        st = tbl_read_file(&p->files[i], &rs, &p->pred, 0, NULL, NULL, &hits, &deleted, err);
         if (st != HS_OK)
             break;
         uint64_t card = roaring_bitmap_get_cardinality(hits);

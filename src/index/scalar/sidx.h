@@ -71,6 +71,11 @@ HS_MUST_USE hs_status sidx_builder_add(sidx_builder *b, const hs_column *c, int6
 HS_MUST_USE hs_status sidx_builder_finish(sidx_builder *b, hs_buf *out, sidx_kind *kind_out,
                                           hs_error *err);
 void sidx_builder_free(sidx_builder *b);  /* accepts NULL */
+/* Tuning (tests): strings, binary and decimals are collected through a
+ * dictionary until it holds more than max_distinct values (default 65536)
+ * and more than a quarter of the rows; then the rows are kept and sorted
+ * directly.  Call before the first add. */
+void sidx_builder_set_dict_limit(sidx_builder *b, int64_t max_distinct);
 
 /* ---- reading ---- */
 

@@ -13,7 +13,9 @@
  *                                                  coordinate Lloyd-Max codebook for
  *                                                  the rotated N(0, 1/d) marginal
  *   VQ_PQ     m bytes (m subspaces, 256 centroids)  k-means codebooks per subspace
- *   VQ_BIN    ceil(d/8) bytes                      sign bits after the rotation
+ *   VQ_BIN    ceil(d/8) bytes + float norm         sign bits after the rotation
+ *             + float 1/||rotated||_1
+ * (Byte layouts: vq_int.h.  FLAT codes must be 4-byte aligned.)
  *
  * Metrics: L2, COSINE (vectors normalized at encode; the query too) and IP.
  * Estimated distances are in the metric's ordering (vd_order_dist_f32):
@@ -52,8 +54,19 @@ void vq_free(vq *q);  /* accepts NULL */
 vq_type vq_get_type(const vq *q);
 size_t vq_dim(const vq *q);
 size_t vq_code_size(const vq *q);   /* bytes per vector */
-/* Encodes n vectors into codes (n * code_size bytes). */
+/* Encodes n vectors into codes (n * code_size bytes).  Uses the training
+ * n_threads for large batches.  On out-of-memory vq_encode writes zero codes;
+ * vq_encode_checked returns HS_NOMEM instead. */
 void vq_encode(const vq *q, const float *x, size_t n, uint8_t *codes);
+HS_MUST_USE hs_status vq_encode_checked(const vq *q, const float *x, size_t n, uint8_t *codes,
+                                        hs_error *err);
+/* Reconstructs n vectors from their codes into out (n * d floats; COSINE:
+ * unit vectors).  For tests and diagnostics. */
+HS_MUST_USE hs_status vq_decode(const vq *q, const uint8_t *codes, size_t n, float *out,
+                                hs_error *err);
+/* TQ8/TQ4/BIN: applies the random rotation to n vectors (out: n * d floats;
+ * out may equal x); HS_INVALID for other types.  For tests. */
+HS_MUST_USE hs_status vq_rotate(const vq *q, const float *x, size_t n, float *out, hs_error *err);
 
 /* Per-query state (caller frees with vq_query_free). */
 HS_MUST_USE hs_status vq_query_new(const vq *q, const float *query, vq_query **out, hs_error *err);

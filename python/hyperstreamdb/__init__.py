@@ -1,0 +1,89 @@
+"""HyperStreamDB for Python: Apache Iceberg tables of Parquet files with
+sidecar indexes (scalar bitmaps, HNSW vectors), filtered and vector search,
+and pgvector-compatible distance functions.
+
+    import hyperstreamdb as hdb
+    import pandas as pd
+
+    table = hdb.Table("/tmp/my-table")
+    table.write_pandas(pd.DataFrame({"id": [1, 2, 3],
+                                     "embedding": [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]}))
+    table.commit()                                  # one Iceberg snapshot
+    table.add_index("embedding", "hnsw_tq8")
+    table.to_pandas(filter="id > 1")
+    table.to_pandas(vector_filter={"column": "embedding", "query": [0.15, 0.25], "k": 10})
+
+The package is a C extension (hyperstreamdb._core) over the HyperStreamDB C
+library: calls release the GIL, results reach pyarrow through the Arrow
+PyCapsule interface without copying, and errors are the exceptions below
+(each carries .status, the C status name):
+
+    HyperStreamError          base class
+    InvalidArgumentError      HS_INVALID      (a ValueError)
+    NotFoundError             HS_NOT_FOUND    (a FileNotFoundError)
+    CommitConflictError       HS_CONFLICT
+    CorruptDataError          HS_CORRUPT
+    UnsupportedError          HS_UNSUPPORTED  (a NotImplementedError)
+    StorageError              HS_IO           (an OSError)
+    InternalError             HS_INTERNAL     (a RuntimeError)
+    MemoryError               HS_NOMEM
+    KeyboardInterrupt         Ctrl-C during a long call (HS_CANCELLED)
+
+See docs/python.md for the full guide.
+"""
+from ._core import (  # noqa: F401
+    CommitConflictError,
+    CorruptDataError,
+    HyperStreamError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    StorageError,
+    UnsupportedError,
+)
+from ._progress import get_progress, set_progress  # noqa: F401
+from ._table import HistoryEntry, Query, Session, Snapshot, Table  # noqa: F401
+from ._vector import (  # noqa: F401
+    ComputeContext,
+    Device,
+    GPUContext,
+    SparseVector,
+    cosine_distance,
+    cosine_distance_batch,
+    cosine_distance_sparse,
+    hamming_distance,
+    hamming_distance_batch,
+    hamming_distance_packed,
+    hamming_distance_sparse,
+    inner_product,
+    inner_product_batch,
+    inner_product_sparse,
+    jaccard_distance,
+    jaccard_distance_batch,
+    jaccard_distance_packed,
+    jaccard_distance_sparse,
+    l1_distance,
+    l1_distance_batch,
+    l1_distance_sparse,
+    l2_distance,
+    l2_distance_batch,
+    l2_distance_sparse,
+    simd_level,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Table", "Query", "Snapshot", "HistoryEntry", "Session",
+    "HyperStreamError", "InvalidArgumentError", "NotFoundError", "CommitConflictError",
+    "CorruptDataError", "UnsupportedError", "StorageError", "InternalError",
+    "set_progress", "get_progress",
+    "GPUContext", "ComputeContext", "Device", "SparseVector", "simd_level",
+    "l2_distance", "cosine_distance", "inner_product", "l1_distance", "hamming_distance",
+    "jaccard_distance",
+    "l2_distance_batch", "cosine_distance_batch", "inner_product_batch", "l1_distance_batch",
+    "hamming_distance_batch", "jaccard_distance_batch",
+    "l2_distance_sparse", "cosine_distance_sparse", "inner_product_sparse",
+    "l1_distance_sparse", "hamming_distance_sparse", "jaccard_distance_sparse",
+    "hamming_distance_packed", "jaccard_distance_packed",
+]

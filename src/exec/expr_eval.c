@@ -1,0 +1,2229 @@
+/*
+ * exec/expr_eval.c - vectorized evaluation of bound expressions.
+ *
+ * A batch is evaluated in chunks of EX_CHUNK rows.  Within a chunk every
+ * node produces a vector: one null byte per row (1 = null) and one value per
+ * row in the type's run-time form (expr_int.h: int64, double, __int128,
+ * ex_str, or a 0/1 byte for booleans).  Vectors are indexed by the row's
+ * position in the chunk and live in a per-chunk arena that is reset after
+ * each chunk, so nothing is freed individually.
+ *
+ * A node is evaluated for a selection: the list of chunk positions that
+ * still matter.  Rows outside it are neither read nor written, which is
+ * what makes AND / OR / CASE / COALESCE lazy per row:
+ *
+ *   AND(a, b, ...)   evaluate a on sel; rows where a is FALSE are decided;
+ *                    evaluate b only on the rest, and so on (Kleene logic:
+ *                    FALSE wins, then NULL, else TRUE).  OR is the dual.
+ *   CASE             each WHEN is evaluated on the rows no earlier WHEN took;
+ *                    its result only on the rows it takes.
+ *   COALESCE         each argument only on the rows still null.
+ *
+ * So `b <> 0 AND a / b > 1` never divides by zero, as in PostgreSQL.  Errors
+ * (integer overflow, division by zero, bad casts) stop the evaluation with
+ * HS_INVALID and point at the operator in the text.
+ *
+ * Columns are found in the batch by field id (tbl_batch_find_id), or by name
+ * path when the bound field has no id; an absent column reads as all null.
+ * Constant folding (ex_fold) is evaluation of one row without a batch.
+ */
+#include "exec/expr_int.h"
+
+#include "base/mem.h"
+#include "columnar/jsonl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ------------------------------------------------------------------ */
+/* types                                                               */
+
+const char *ex_type_name(const ex_ty *t, char *buf, size_t n)
+{
+    static const char *const unit_names[] = {"s", "ms", "us", "ns"};
+    switch (t->t) {
+    case EX_T_NULL: return "null";
+    case EX_T_UNKNOWN: return "unknown";
+    case EX_T_BOOL: return "boolean";
+    case EX_T_INT:
+        snprintf(buf, n, "int%d", t->bits ? t->bits : 64);
+        return buf;
+    case EX_T_FLOAT: return t->bits == 32 ? "float" : "double";
+    case EX_T_DEC:
+        snprintf(buf, n, "decimal(%d,%d)", t->prec, t->scale);
+        return buf;
+    case EX_T_STR: return "string";
+    case EX_T_BIN: return t->uuid ? "uuid" : "binary";
+    case EX_T_DATE: return "date";
+    case EX_T_TS:
+        snprintf(buf, n, "timestamp%s%s%s", t->unit != HS_UNIT_MICRO ? "[" : "",
+                 t->unit != HS_UNIT_MICRO ? unit_names[t->unit & 3] : "",
+                 t->unit != HS_UNIT_MICRO ? (t->tz ? "] with time zone" : "]")
+                                           : (t->tz ? " with time zone" : ""));
+        return buf;
+    case EX_T_TIME: return "time";
+    case EX_T_OTHER: return "nested";
+    }
+    return "?";
+}
+
+bool ex_type_eq(const ex_ty *a, const ex_ty *b)
+{
+    return a->t == b->t && a->bits == b->bits && a->unit == b->unit && a->tz == b->tz &&
+           a->uuid == b->uuid && a->prec == b->prec && a->scale == b->scale;
+}
+
+ex_ty ex_type_of_field(const hs_field *f)
+{
+    ex_ty t;
+    memset(&t, 0, sizeof t);
+    switch (f->type) {
+    case HS_TYPE_BOOL: t.t = EX_T_BOOL; break;
+    case HS_TYPE_INT8: t.t = EX_T_INT; t.bits = 8; break;
+    case HS_TYPE_INT16: case HS_TYPE_UINT8: t.t = EX_T_INT; t.bits = 16; break;
+    case HS_TYPE_INT32: case HS_TYPE_UINT16: t.t = EX_T_INT; t.bits = 32; break;
+    case HS_TYPE_INT64: case HS_TYPE_UINT32: case HS_TYPE_UINT64: t.t = EX_T_INT; t.bits = 64; break;
+    case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32: t.t = EX_T_FLOAT; t.bits = 32; break;
+    case HS_TYPE_FLOAT64: t.t = EX_T_FLOAT; t.bits = 64; break;
+    case HS_TYPE_DECIMAL128:
+        t.t = EX_T_DEC;
+        t.prec = (int8_t)(f->precision < 1 || f->precision > 38 ? 38 : f->precision);
+        t.scale = (int8_t)(f->scale < 0 || f->scale > t.prec ? 0 : f->scale);
+        break;
+    case HS_TYPE_DATE32: t.t = EX_T_DATE; break;
+    case HS_TYPE_TIME32: case HS_TYPE_TIME64: t.t = EX_T_TIME; t.unit = (uint8_t)(f->unit & 3); break;
+    case HS_TYPE_TIMESTAMP:
+        t.t = EX_T_TS;
+        t.unit = (uint8_t)(f->unit & 3);
+        t.tz = f->tz != NULL;
+        break;
+    case HS_TYPE_STRING: t.t = EX_T_STR; break;
+    case HS_TYPE_BINARY: t.t = EX_T_BIN; break;
+    case HS_TYPE_FIXED_BINARY:
+        t.t = EX_T_BIN;
+        t.uuid = f->ext == HS_EXT_UUID && f->width == 16;
+        break;
+    case HS_TYPE_NA: t.t = EX_T_NULL; break;
+    default: t.t = EX_T_OTHER; break;
+    }
+    return t;
+}
+
+hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
+{
+    hs_type ht;
+    switch (t->t) {
+    case EX_T_NULL: ht = HS_TYPE_NA; break;
+    case EX_T_BOOL: ht = HS_TYPE_BOOL; break;
+    case EX_T_INT:
+        ht = t->bits == 8 ? HS_TYPE_INT8 : t->bits == 16 ? HS_TYPE_INT16
+           : t->bits == 32 ? HS_TYPE_INT32 : HS_TYPE_INT64;
+        break;
+    case EX_T_FLOAT: ht = t->bits == 32 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64; break;
+    case EX_T_DEC: ht = HS_TYPE_DECIMAL128; break;
+    case EX_T_UNKNOWN: case EX_T_STR: ht = HS_TYPE_STRING; break;
+    case EX_T_BIN: ht = t->uuid ? HS_TYPE_FIXED_BINARY : HS_TYPE_BINARY; break;
+    case EX_T_DATE: ht = HS_TYPE_DATE32; break;
+    case EX_T_TS: ht = HS_TYPE_TIMESTAMP; break;
+    case EX_T_TIME: ht = t->unit <= HS_UNIT_MILLI ? HS_TYPE_TIME32 : HS_TYPE_TIME64; break;
+    default: return HS_UNSUPPORTED;
+    }
+    hs_field_init(out, name, ht, true);
+    if (!out->name)
+        return HS_NOMEM;
+    if (ht == HS_TYPE_DECIMAL128) {
+        out->precision = t->prec;
+        out->scale = t->scale;
+    }
+    if (ht == HS_TYPE_TIMESTAMP || ht == HS_TYPE_TIME32 || ht == HS_TYPE_TIME64)
+        out->unit = (hs_time_unit)t->unit;
+    if (ht == HS_TYPE_TIMESTAMP && t->tz) {
+        out->tz = hs_strdup("UTC");
+        if (!out->tz) {
+            hs_field_clear(out);
+            return HS_NOMEM;
+        }
+    }
+    if (ht == HS_TYPE_FIXED_BINARY) {
+        out->width = 16;
+        out->ext = HS_EXT_UUID;
+    }
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* vectors and the evaluation context                                  */
+
+typedef struct ex_vec {
+    uint8_t *nul;           /* EX_CHUNK bytes, 1 = null */
+    union {
+        uint8_t *b;
+        int64_t *i;
+        double *f;
+        __int128 *d;
+        ex_str *s;
+        void *p;
+    } v;
+} ex_vec;
+
+typedef struct col_cache {
+    bool looked, found;
+    tbl_col_ref ref;
+} col_cache;
+
+typedef struct ectx {
+    const ex_expr *e;
+    const hs_batch *b;       /* NULL when folding constants */
+    int64_t base;            /* batch row of chunk position 0 */
+    hs_arena *arena;         /* per chunk */
+    col_cache *cols;         /* e->n_slots entries */
+    hs_error *err;
+} ectx;
+
+typedef uint16_t selidx;
+
+static size_t elem_size(ex_t t)
+{
+    switch (t) {
+    case EX_T_INT: case EX_T_FLOAT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: return 8;
+    case EX_T_DEC: return 16;
+    case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return sizeof(ex_str);
+    default: return 1;
+    }
+}
+
+static hs_status vec_new(ectx *c, ex_t t, ex_vec *v)
+{
+    v->nul = hs_arena_calloc(c->arena, EX_CHUNK, 1);
+    v->v.p = hs_arena_calloc(c->arena, EX_CHUNK, elem_size(t));
+    if (!v->nul || !v->v.p)
+        return hs_err_nomem(c->err, EX_CHUNK * 16);
+    return HS_OK;
+}
+
+static selidx *sel_new(ectx *c)
+{
+    return hs_arena_alloc(c->arena, EX_CHUNK * sizeof(selidx));
+}
+
+static hs_status fail(ectx *c, const ex_node *n, const char *fmt, ...) HS_PRINTF(3, 4);
+static hs_status fail(ectx *c, const ex_node *n, const char *fmt, ...)
+{
+    char msg[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return ex_err_at(c->err, HS_INVALID, c->e->text, n->loc, "%s", msg);
+}
+
+static void copy_row(ex_t t, ex_vec *dst, const ex_vec *src, int j)
+{
+    dst->nul[j] = src->nul[j];
+    switch (elem_size(t)) {
+    case 8: dst->v.i[j] = src->v.i[j]; break;
+    case 16:
+        if (t == EX_T_DEC)
+            dst->v.d[j] = src->v.d[j];
+        else
+            dst->v.s[j] = src->v.s[j];
+        break;
+    default: dst->v.b[j] = src->v.b[j]; break;
+    }
+}
+
+static hs_status ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out);
+static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, selidx *out,
+                         int *n_out);
+
+/* ------------------------------------------------------------------ */
+/* numbers                                                             */
+
+static const __int128 POW10_1 = 1;
+static __int128 pow10_i128(int k)
+{
+    __int128 r = POW10_1;
+    for (int i = 0; i < k; i++)
+        r *= 10;
+    return r;
+}
+
+static double pow10_f(int k)
+{
+    static const double t[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+                               1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (k >= 0 && k <= 22)
+        return t[k];
+    return pow(10.0, k);
+}
+
+#define DEC_MAX (pow10_i128(38) - 1)
+
+static bool dec_fits(__int128 v) { return v <= DEC_MAX && v >= -DEC_MAX; }
+
+/* v * 10^k with overflow detection (k >= 0). */
+static bool dec_up(__int128 v, int k, __int128 *out)
+{
+    for (int i = 0; i < k; i++)
+        if (__builtin_mul_overflow(v, (__int128)10, &v))
+            return false;
+    *out = v;
+    return true;
+}
+
+/* v / 10^k rounded half away from zero (k >= 0). */
+static __int128 dec_down_round(__int128 v, int k)
+{
+    if (k <= 0)
+        return v;
+    if (k > 38)
+        return 0;
+    __int128 p = pow10_i128(k), q = v / p, r = v % p;
+    if (r < 0)
+        r = -r;
+    if (2 * r >= p)
+        q += v < 0 ? -1 : 1;
+    return q;
+}
+
+/* floor or ceil of v / 10^k (k >= 0). */
+static __int128 dec_down_floor(__int128 v, int k, bool ceil_)
+{
+    if (k <= 0)
+        return v;
+    __int128 p = k > 38 ? pow10_i128(38) : pow10_i128(k), q = v / p, r = v % p;
+    if (!ceil_ && r < 0)
+        q--;
+    if (ceil_ && r > 0)
+        q++;
+    return q;
+}
+
+static int dec_cmp(__int128 a, int sa, __int128 b, int sb)
+{
+    if (sa < sb) {
+        __int128 x;
+        if (!dec_up(a, sb - sa, &x))
+            return a < 0 ? -1 : 1;
+        a = x;
+    } else if (sb < sa) {
+        __int128 x;
+        if (!dec_up(b, sa - sb, &x))
+            return b < 0 ? 1 : -1;
+        b = x;
+    }
+    return a < b ? -1 : a > b;
+}
+
+static double dec_to_double(__int128 d, int scale)
+{
+    return (double)d / pow10_f(scale);
+}
+
+/* NaN equals NaN and sorts above everything (PostgreSQL, DuckDB). */
+static int cmp_f64(double a, double b)
+{
+    if (a < b)
+        return -1;
+    if (a > b)
+        return 1;
+    if (a == b)
+        return 0;
+    bool na = isnan(a), nb = isnan(b);
+    return na == nb ? 0 : na ? 1 : -1;
+}
+
+static int cmp_i64_f64(int64_t a, double b)
+{
+    if (isnan(b) || b >= 9223372036854775808.0)
+        return -1;
+    if (b < -9223372036854775808.0)
+        return 1;
+    double fl = floor(b);
+    int64_t bi = (int64_t)fl;
+    if (a < bi)
+        return -1;
+    if (a > bi)
+        return 1;
+    return fl == b ? 0 : -1;
+}
+
+static int cmp_bytes(const ex_str *a, const ex_str *b)
+{
+    size_t n = a->n < b->n ? a->n : b->n;
+    int c = n ? memcmp(a->p, b->p, n) : 0;
+    if (c)
+        return c < 0 ? -1 : 1;
+    return a->n < b->n ? -1 : a->n > b->n;
+}
+
+int ex_cmp_values(ex_cmode m, const ex_ty *ta, const ex_value *a, const ex_ty *tb,
+                  const ex_value *b)
+{
+    switch (m) {
+    case EX_CM_I64: case EX_CM_BOOL: return a->i < b->i ? -1 : a->i > b->i;
+    case EX_CM_F64: return cmp_f64(a->f, b->f);
+    case EX_CM_I64_F64: return cmp_i64_f64(a->i, b->f);
+    case EX_CM_F64_I64: return -cmp_i64_f64(b->i, a->f);
+    case EX_CM_DEC: return dec_cmp(a->d, ta->scale, b->d, tb->scale);
+    case EX_CM_BYTES: return cmp_bytes(&a->s, &b->s);
+    }
+    return 0;
+}
+
+static inline uint8_t cmp_res(int op, int c)
+{
+    switch (op) {
+    case TBL_EQ: return c == 0;
+    case TBL_NE: return c != 0;
+    case TBL_LT: return c < 0;
+    case TBL_LE: return c <= 0;
+    case TBL_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
+/* Compares row j of two vectors in mode m. */
+static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const ex_ty *tb,
+                           const ex_vec *b, int j, int k)
+{
+    switch (m) {
+    case EX_CM_I64: return a->v.i[j] < b->v.i[k] ? -1 : a->v.i[j] > b->v.i[k];
+    case EX_CM_F64: return cmp_f64(a->v.f[j], b->v.f[k]);
+    case EX_CM_I64_F64: return cmp_i64_f64(a->v.i[j], b->v.f[k]);
+    case EX_CM_F64_I64: return -cmp_i64_f64(b->v.i[k], a->v.f[j]);
+    case EX_CM_DEC: return dec_cmp(a->v.d[j], ta->scale, b->v.d[k], tb->scale);
+    case EX_CM_BYTES: return cmp_bytes(&a->v.s[j], &b->v.s[k]);
+    case EX_CM_BOOL: return a->v.b[j] < b->v.b[k] ? -1 : a->v.b[j] > b->v.b[k];
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* columns                                                             */
+
+static bool find_by_path(const hs_batch *b, const ex_node *n, tbl_col_ref *r)
+{
+    memset(r, 0, sizeof *r);
+    const hs_field *f = &b->schema;
+    const hs_column *col = NULL;
+    for (int d = 0; d < n->path_len; d++) {
+        int hit = -1;
+        for (int i = 0; i < f->n_children && hit < 0; i++)
+            if (f->children[i].name && strcmp(f->children[i].name, n->path[d]) == 0)
+                hit = i;
+        if (hit < 0)
+            return false;
+        const hs_column *next = d == 0 ? (hit < b->n_cols ? b->cols[hit] : NULL)
+                                       : (hit < col->n_children ? col->children[hit] : NULL);
+        if (!next)
+            return false;
+        if (d > 0) {
+            if (r->n_parents >= 8)
+                return false;
+            r->parents[r->n_parents++] = col;
+        }
+        col = next;
+        f = &f->children[hit];
+    }
+    r->col = col;
+    r->field = f;
+    return col != NULL;
+}
+
+static bool phys_ok(ex_t t, hs_type h)
+{
+    switch (t) {
+    case EX_T_BOOL: return h == HS_TYPE_BOOL;
+    case EX_T_INT: return h >= HS_TYPE_INT8 && h <= HS_TYPE_UINT64;
+    case EX_T_FLOAT: return h >= HS_TYPE_FLOAT16 && h <= HS_TYPE_FLOAT64;
+    case EX_T_DEC: return h == HS_TYPE_DECIMAL128;
+    case EX_T_DATE: return h == HS_TYPE_DATE32;
+    case EX_T_TS: return h == HS_TYPE_TIMESTAMP;
+    case EX_T_TIME: return h == HS_TYPE_TIME32 || h == HS_TYPE_TIME64;
+    case EX_T_STR: case EX_T_BIN:
+        return h == HS_TYPE_STRING || h == HS_TYPE_BINARY || h == HS_TYPE_FIXED_BINARY;
+    default: return true;
+    }
+}
+
+int64_t ex_unit_per_sec(int unit)
+{
+    static const int64_t t[] = {1, 1000, 1000000, 1000000000};
+    return t[unit & 3];
+}
+
+int64_t ex_floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+/* Converts v from unit `from` to unit `to`; false on overflow. */
+static bool unit_convert(int64_t v, int from, int to, int64_t *out)
+{
+    if (from == to) {
+        *out = v;
+        return true;
+    }
+    int64_t f = ex_unit_per_sec(from), t = ex_unit_per_sec(to);
+    if (t > f)
+        return !__builtin_mul_overflow(v, t / f, out);
+    *out = ex_floor_div(v, f / t);
+    return true;
+}
+
+static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    HS_TRY(vec_new(c, n->type.t, out));
+    col_cache *cc = &c->cols[n->slot];
+    if (c->b && !cc->looked) {
+        cc->looked = true;
+        cc->found = n->field_id >= 0 ? tbl_batch_find_id(c->b, n->field_id, &cc->ref)
+                                     : find_by_path(c->b, n, &cc->ref);
+        if (cc->found) {
+            const tbl_col_ref *r = &cc->ref;
+            if (r->col->length < c->b->n_rows)
+                return fail(c, n, "column \"%s\" has %lld rows in a batch of %lld", n->name,
+                            (long long)r->col->length, (long long)c->b->n_rows);
+            for (int k = 0; k < r->n_parents; k++)
+                if (r->parents[k]->length < c->b->n_rows)
+                    return fail(c, n, "column \"%s\": its struct is shorter than the batch", n->name);
+            if (!phys_ok(n->type.t, r->col->type))
+                return fail(c, n, "column \"%s\" is %s in the batch, but the expression was bound to %s",
+                            n->name, hs_type_name(r->col->type), hs_type_name(n->field->type));
+        }
+    }
+    if (!c->b || !cc->found) {
+        for (int k = 0; k < ns; k++)
+            out->nul[sel[k]] = 1;
+        return HS_OK;
+    }
+    const tbl_col_ref *r = &cc->ref;
+    const hs_column *col = r->col;
+    bool simple = r->n_parents == 0 && col->validity.data == NULL;
+    int64_t base = c->base;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        out->nul[j] = simple ? 0 : !tbl_ref_valid(r, base + j);
+    }
+    const uint8_t *d = col->values.data;
+    if (n->type.t == EX_T_OTHER || n->type.t == EX_T_NULL || (!d && col->type != HS_TYPE_NA))
+        return HS_OK;
+    int from_unit = r->field ? (int)(r->field->unit & 3) : n->type.unit;
+#define READ(T, dst, expr)                                   \
+    for (int k = 0; k < ns; k++) {                           \
+        int j = sel[k];                                      \
+        int64_t row = base + j;                              \
+        (void)row;                                           \
+        dst[j] = (expr);                                     \
+    }
+    switch (col->type) {
+    case HS_TYPE_BOOL: READ(uint8_t, out->v.b, hs_bit_get(d, row)); break;
+    case HS_TYPE_INT8: READ(int64_t, out->v.i, ((const int8_t *)d)[row]); break;
+    case HS_TYPE_INT16: READ(int64_t, out->v.i, ((const int16_t *)d)[row]); break;
+    case HS_TYPE_INT32: READ(int64_t, out->v.i, ((const int32_t *)d)[row]); break;
+    case HS_TYPE_INT64: case HS_TYPE_UINT64: READ(int64_t, out->v.i, ((const int64_t *)d)[row]); break;
+    case HS_TYPE_UINT8: READ(int64_t, out->v.i, d[row]); break;
+    case HS_TYPE_UINT16: READ(int64_t, out->v.i, ((const uint16_t *)d)[row]); break;
+    case HS_TYPE_UINT32: READ(int64_t, out->v.i, ((const uint32_t *)d)[row]); break;
+    case HS_TYPE_FLOAT16: READ(double, out->v.f, hs_half_to_float(((const uint16_t *)d)[row])); break;
+    case HS_TYPE_FLOAT32: READ(double, out->v.f, ((const float *)d)[row]); break;
+    case HS_TYPE_FLOAT64: READ(double, out->v.f, ((const double *)d)[row]); break;
+    case HS_TYPE_DECIMAL128: {
+        int fs = r->field ? r->field->scale : n->type.scale;
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            __int128 x;
+            memcpy(&x, d + 16 * (base + j), 16);
+            if (fs != n->type.scale && !out->nul[j]) {
+                if (fs < n->type.scale) {
+                    if (!dec_up(x, n->type.scale - fs, &x))
+                        return fail(c, n, "column \"%s\": decimal out of range", n->name);
+                } else {
+                    x = dec_down_round(x, fs - n->type.scale);
+                }
+            }
+            out->v.d[j] = x;
+        }
+        break;
+    }
+    case HS_TYPE_DATE32: READ(int64_t, out->v.i, ((const int32_t *)d)[row]); break;
+    case HS_TYPE_TIME32: case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP: {
+        bool w32 = col->type == HS_TYPE_TIME32;
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            int64_t row = base + j;
+            int64_t x = w32 ? ((const int32_t *)d)[row] : ((const int64_t *)d)[row];
+            if (from_unit != n->type.unit && !out->nul[j] &&
+                !unit_convert(x, from_unit, n->type.unit, &x))
+                return fail(c, n, "column \"%s\": timestamp out of range", n->name);
+            out->v.i[j] = x;
+        }
+        break;
+    }
+    case HS_TYPE_STRING: case HS_TYPE_BINARY: {
+        const int32_t *o = HS_COL_OFFSETS(col);
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            int64_t row = base + j;
+            out->v.s[j].p = d + o[row];
+            out->v.s[j].n = (size_t)(o[row + 1] - o[row]);
+        }
+        break;
+    }
+    case HS_TYPE_FIXED_BINARY:
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            out->v.s[j].p = d + (size_t)col->width * (size_t)(base + j);
+            out->v.s[j].n = (size_t)col->width;
+        }
+        break;
+    default:
+        break;
+    }
+#undef READ
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* casts                                                               */
+
+static void trim_span(const uint8_t **p, size_t *n)
+{
+    while (*n > 0 && isspace((*p)[0])) {
+        (*p)++;
+        (*n)--;
+    }
+    while (*n > 0 && isspace((*p)[*n - 1]))
+        (*n)--;
+}
+
+static bool parse_bool_text(const uint8_t *p, size_t n, uint8_t *out)
+{
+    trim_span(&p, &n);
+    static const char *const t[] = {"t", "true", "y", "yes", "on", "1"};
+    static const char *const f[] = {"f", "false", "n", "no", "off", "0"};
+    for (int i = 0; i < 6; i++) {
+        if (strlen(t[i]) == n && strncasecmp((const char *)p, t[i], n) == 0) {
+            *out = 1;
+            return true;
+        }
+        if (strlen(f[i]) == n && strncasecmp((const char *)p, f[i], n) == 0) {
+            *out = 0;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Integer text; 0 ok, 1 syntax, 2 range. */
+static int parse_int_text(const uint8_t *p, size_t n, int64_t *out)
+{
+    trim_span(&p, &n);
+    size_t i = 0;
+    bool neg = false;
+    if (i < n && (p[i] == '-' || p[i] == '+'))
+        neg = p[i++] == '-';
+    if (i >= n)
+        return 1;
+    uint64_t v = 0;
+    bool over = false;
+    for (; i < n; i++) {
+        if (!isdigit(p[i]))
+            return 1;
+        if (v > (UINT64_MAX - 9) / 10)
+            over = true;
+        else
+            v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    if (over || v > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
+        return 2;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+/* Decimal text at scale s, rounded half away from zero; 0 ok, 1 syntax, 2 range. */
+static int parse_dec_text(const uint8_t *p, size_t n, int s, __int128 *out)
+{
+    trim_span(&p, &n);
+    size_t i = 0;
+    bool neg = false, any = false, dot = false;
+    if (i < n && (p[i] == '-' || p[i] == '+'))
+        neg = p[i++] == '-';
+    __int128 v = 0;
+    int exp10 = 0, nd = 0;
+    bool round_up = false, dropped = false;
+    for (; i < n; i++) {
+        uint8_t ch = p[i];
+        if (ch == '.' && !dot) {
+            dot = true;
+            continue;
+        }
+        if (!isdigit(ch))
+            break;
+        any = true;
+        if (nd >= 38) {
+            /* digits beyond 38 significant: only their rounding matters */
+            if (!dropped)
+                round_up = ch >= '5';
+            dropped = true;
+            if (!dot)
+                exp10++;
+            continue;
+        }
+        if (v != 0 || ch != '0')
+            nd++;
+        v = v * 10 + (ch - '0');
+        if (dot)
+            exp10--;
+    }
+    if (!any)
+        return 1;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        bool eneg = false;
+        if (i < n && (p[i] == '-' || p[i] == '+'))
+            eneg = p[i++] == '-';
+        int e = 0;
+        if (i >= n)
+            return 1;
+        for (; i < n && isdigit(p[i]); i++)
+            if (e < 10000)
+                e = e * 10 + (p[i] - '0');
+        exp10 += eneg ? -e : e;
+    }
+    if (i != n)
+        return 1;
+    if (round_up && exp10 + s < 0)
+        round_up = false; /* rounding happens below instead */
+    else if (round_up)
+        v += 1;
+    int shift = exp10 + s;
+    if (shift >= 0) {
+        if (shift > 76 || !dec_up(v, shift, &v))
+            return 2;
+    } else {
+        v = -shift > 76 ? 0 : dec_down_round(v, -shift);
+    }
+    if (!dec_fits(v))
+        return 2;
+    *out = neg ? -v : v;
+    return 0;
+}
+
+static bool int_in_bits(int64_t v, int bits)
+{
+    switch (bits) {
+    case 8: return v >= INT8_MIN && v <= INT8_MAX;
+    case 16: return v >= INT16_MIN && v <= INT16_MAX;
+    case 32: return v >= INT32_MIN && v <= INT32_MAX;
+    default: return true;
+    }
+}
+
+static const char *int_type_name(int bits)
+{
+    return bits == 16 ? "smallint" : bits == 32 ? "integer" : bits == 8 ? "tinyint" : "bigint";
+}
+
+static bool parse_uuid_text(const uint8_t *s, size_t n, uint8_t out[16])
+{
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t ch = s[i];
+        if (ch == '-' || (ch == '{' && i == 0) || (ch == '}' && i == n - 1))
+            continue;
+        int v = isdigit(ch) ? ch - '0' : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
+              : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10 : -1;
+        if (v < 0 || k >= 32)
+            return false;
+        if (k % 2 == 0)
+            out[k / 2] = (uint8_t)(v << 4);
+        else
+            out[k / 2] |= (uint8_t)v;
+        k++;
+    }
+    return k == 32;
+}
+
+static hs_status put_str(ectx *c, ex_str *dst, const char *s, size_t n)
+{
+    uint8_t *p = hs_arena_alloc(c->arena, n ? n : 1);
+    if (!p)
+        return hs_err_nomem(c->err, n);
+    memcpy(p, s, n);
+    dst->p = p;
+    dst->n = n;
+    return HS_OK;
+}
+
+static int fmt_date(int64_t days, char *buf)
+{
+    int64_t y;
+    unsigned m, d;
+    hs_civil_from_days(days, &y, &m, &d);
+    if (y >= 0 && y <= 9999)
+        return sprintf(buf, "%04lld-%02u-%02u", (long long)y, m, d);
+    return sprintf(buf, "%s%04lld-%02u-%02u", y < 0 ? "-" : "+", (long long)(y < 0 ? -y : y), m, d);
+}
+
+/* "HH:MM:SS[.fraction without trailing zeros]" from a unit count within a day */
+static int fmt_tod(int64_t v, int unit, char *buf)
+{
+    int64_t ups = ex_unit_per_sec(unit);
+    int64_t secs = v / ups, frac = v % ups;
+    int n = sprintf(buf, "%02lld:%02lld:%02lld", (long long)(secs / 3600), (long long)(secs / 60 % 60),
+                    (long long)(secs % 60));
+    if (frac) {
+        int digits = unit == HS_UNIT_MILLI ? 3 : unit == HS_UNIT_MICRO ? 6 : 9;
+        char f[24];
+        snprintf(f, sizeof f, "%0*lld", digits, (long long)frac);
+        int len = digits;
+        while (len > 0 && f[len - 1] == '0')
+            len--;
+        n += sprintf(buf + n, ".%.*s", len, f);
+    }
+    return n;
+}
+
+static int fmt_dec(__int128 v, int scale, char *buf)
+{
+    char tmp[48];
+    int k = 0;
+    unsigned __int128 u = v < 0 ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
+    do {
+        tmp[k++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (k <= scale)
+        tmp[k++] = '0';
+    int n = 0;
+    if (v < 0)
+        buf[n++] = '-';
+    for (int i = k - 1; i >= 0; i--) {
+        buf[n++] = tmp[i];
+        if (i == scale && scale > 0)
+            buf[n++] = '.';
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+/* Text form of row j of vector a (type t) into *dst. */
+static hs_status to_text(ectx *c, const ex_ty *t, const ex_vec *a, int j, ex_str *dst)
+{
+    char buf[96];
+    int n = 0;
+    switch (t->t) {
+    case EX_T_STR: case EX_T_UNKNOWN:
+        *dst = a->v.s[j];
+        return HS_OK;
+    case EX_T_BOOL:
+        n = sprintf(buf, "%s", a->v.b[j] ? "true" : "false");
+        break;
+    case EX_T_INT:
+        n = sprintf(buf, "%lld", (long long)a->v.i[j]);
+        break;
+    case EX_T_FLOAT: {
+        double x = a->v.f[j];
+        if (isnan(x))
+            n = sprintf(buf, "NaN");
+        else if (isinf(x))
+            n = sprintf(buf, "%s", x < 0 ? "-Infinity" : "Infinity");
+        else if (t->bits == 32)
+            n = hs_fmt_float((float)x, buf);
+        else
+            n = hs_fmt_double(x, buf);
+        break;
+    }
+    case EX_T_DEC:
+        n = fmt_dec(a->v.d[j], t->scale, buf);
+        break;
+    case EX_T_DATE:
+        n = fmt_date(a->v.i[j], buf);
+        break;
+    case EX_T_TS: {
+        int64_t per_day = 86400 * ex_unit_per_sec(t->unit);
+        int64_t v = a->v.i[j], days = ex_floor_div(v, per_day);
+        n = fmt_date(days, buf);
+        buf[n++] = ' ';
+        n += fmt_tod(v - days * per_day, t->unit, buf + n);
+        if (t->tz)
+            n += sprintf(buf + n, "+00");
+        break;
+    }
+    case EX_T_TIME:
+        n = fmt_tod(a->v.i[j], t->unit, buf);
+        break;
+    case EX_T_BIN: {
+        const ex_str *s = &a->v.s[j];
+        if (t->uuid && s->n == 16) {
+            for (int i = 0; i < 16; i++) {
+                n += sprintf(buf + n, "%02x", s->p[i]);
+                if (i == 3 || i == 5 || i == 7 || i == 9)
+                    buf[n++] = '-';
+            }
+            break;
+        }
+        size_t len = 2 + 2 * s->n;
+        uint8_t *p = hs_arena_alloc(c->arena, len);
+        if (!p)
+            return hs_err_nomem(c->err, len);
+        p[0] = '\\';
+        p[1] = 'x';
+        for (size_t i = 0; i < s->n; i++) {
+            static const char hx[] = "0123456789abcdef";
+            p[2 + 2 * i] = (uint8_t)hx[s->p[i] >> 4];
+            p[3 + 2 * i] = (uint8_t)hx[s->p[i] & 15];
+        }
+        dst->p = p;
+        dst->n = len;
+        return HS_OK;
+    }
+    default:
+        n = 0;
+        break;
+    }
+    return put_str(c, dst, buf, (size_t)n);
+}
+
+hs_status ex_value_text(const ex_ty *t, const ex_value *v, hs_buf *out)
+{
+    hs_arena scratch = {0};
+    ectx c = {.arena = &scratch};
+    ex_vec a;
+    hs_status st = vec_new(&c, t->t, &a);
+    if (st == HS_OK) {
+        switch (elem_size(t->t)) {
+        case 8:
+            if (t->t == EX_T_FLOAT)
+                a.v.f[0] = v->f;
+            else
+                a.v.i[0] = v->i;
+            break;
+        case 16:
+            if (t->t == EX_T_DEC)
+                a.v.d[0] = v->d;
+            else
+                a.v.s[0] = v->s;
+            break;
+        default: a.v.b[0] = (uint8_t)v->i; break;
+        }
+        ex_str s;
+        st = to_text(&c, t, &a, 0, &s);
+        if (st == HS_OK)
+            st = hs_buf_append(out, s.p, s.n);
+    }
+    hs_arena_destroy(&scratch);
+    return st;
+}
+
+/* tbl_parse_date / tbl_parse_timestamp do not guard their arithmetic, so
+ * text reaches them only with a year of at most 7 digits and, for
+ * timestamps, whole seconds that fit the unit.  0 ok, 1 syntax, 2 range. */
+static bool year_ok(const uint8_t *p, size_t n)
+{
+    size_t i = 0, d = 0;
+    if (i < n && (p[i] == '-' || p[i] == '+'))
+        i++;
+    while (i < n && isdigit(p[i])) {
+        i++;
+        d++;
+    }
+    return d <= 7;
+}
+
+static int parse_date_text(const uint8_t *p, size_t n, int64_t *days)
+{
+    int64_t secs;
+    if (!year_ok(p, n))
+        return 1;
+    if (!tbl_parse_date((const char *)p, n, days)) {
+        if (!tbl_parse_timestamp((const char *)p, n, HS_UNIT_SECOND, &secs))
+            return 1;
+        *days = ex_floor_div(secs, 86400); /* a time of day is dropped (PostgreSQL, DuckDB) */
+    }
+    return *days > INT32_MAX || *days < INT32_MIN ? 2 : 0;
+}
+
+static int parse_ts_text(const uint8_t *p, size_t n, int unit, int64_t *out)
+{
+    int64_t secs;
+    if (!year_ok(p, n) || !tbl_parse_timestamp((const char *)p, n, HS_UNIT_SECOND, &secs))
+        return 1;
+    int64_t lim = INT64_MAX / ex_unit_per_sec(unit) - 1;
+    if (secs > lim || secs < -lim)
+        return 2;
+    return tbl_parse_timestamp((const char *)p, n, (hs_time_unit)unit, out) ? 0 : 1;
+}
+
+/* A short printable form of a text value for error messages. */
+static int clip(size_t n) { return n > 60 ? 60 : (int)n; }
+
+static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_vec *a,
+                           const selidx *sel, int ns, ex_vec *out)
+{
+    const ex_ty *tt = &n->type;
+    char b1[48];
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        out->nul[j] = a->nul[j];
+        if (a->nul[j])
+            continue;
+        const ex_str *s = &a->v.s[j];
+        bool text = ft->t == EX_T_STR || ft->t == EX_T_UNKNOWN;
+        switch (tt->t) {
+        case EX_T_BOOL:
+            if (ft->t == EX_T_BOOL)
+                out->v.b[j] = a->v.b[j];
+            else if (ft->t == EX_T_INT)
+                out->v.b[j] = a->v.i[j] != 0;
+            else if (!text || !parse_bool_text(s->p, s->n, &out->v.b[j]))
+                return fail(c, n, "invalid input syntax for type boolean: \"%.*s\"", clip(s->n), (const char *)s->p);
+            break;
+        case EX_T_INT: {
+            int64_t v = 0;
+            if (ft->t == EX_T_INT) {
+                v = a->v.i[j];
+            } else if (ft->t == EX_T_BOOL) {
+                v = a->v.b[j];
+            } else if (ft->t == EX_T_FLOAT) {
+                double x = rint(a->v.f[j]);
+                if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+                    return fail(c, n, "%s out of range", int_type_name(tt->bits));
+                v = (int64_t)x;
+            } else if (ft->t == EX_T_DEC) {
+                __int128 q = dec_down_round(a->v.d[j], ft->scale);
+                if (q > INT64_MAX || q < INT64_MIN)
+                    return fail(c, n, "%s out of range", int_type_name(tt->bits));
+                v = (int64_t)q;
+            } else if (text) {
+                int r = parse_int_text(s->p, s->n, &v);
+                if (r == 1)
+                    return fail(c, n, "invalid input syntax for type %s: \"%.*s\"", int_type_name(tt->bits),
+                                clip(s->n), (const char *)s->p);
+                if (r == 2)
+                    return fail(c, n, "value \"%.*s\" is out of range for type %s", clip(s->n),
+                                (const char *)s->p, int_type_name(tt->bits));
+            } else {
+                goto bad;
+            }
+            if (!int_in_bits(v, tt->bits))
+                return fail(c, n, "%s out of range", int_type_name(tt->bits));
+            out->v.i[j] = v;
+            break;
+        }
+        case EX_T_FLOAT: {
+            double x;
+            if (ft->t == EX_T_INT)
+                x = (double)a->v.i[j];
+            else if (ft->t == EX_T_FLOAT)
+                x = a->v.f[j];
+            else if (ft->t == EX_T_DEC)
+                x = dec_to_double(a->v.d[j], ft->scale);
+            else if (text) {
+                const uint8_t *p = s->p;
+                size_t len = s->n;
+                trim_span(&p, &len);
+                char tmp[128];
+                if (len == 0 || len >= sizeof tmp || (len > 1 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')))
+                    return fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
+                memcpy(tmp, p, len);
+                tmp[len] = '\0';
+                char *end;
+                x = strtod(tmp, &end);
+                if (*end)
+                    return fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
+            } else {
+                goto bad;
+            }
+            out->v.f[j] = tt->bits == 32 ? (double)(float)x : x;
+            break;
+        }
+        case EX_T_DEC: {
+            __int128 v = 0;
+            int sc = tt->scale;
+            if (ft->t == EX_T_INT) {
+                if (!dec_up(a->v.i[j], sc, &v))
+                    goto dec_over;
+            } else if (ft->t == EX_T_DEC) {
+                v = a->v.d[j];
+                if (sc >= ft->scale) {
+                    if (!dec_up(v, sc - ft->scale, &v))
+                        goto dec_over;
+                } else {
+                    v = dec_down_round(v, ft->scale - sc);
+                }
+            } else if (ft->t == EX_T_FLOAT) {
+                double x = a->v.f[j] * pow10_f(sc);
+                if (!isfinite(x) || fabs(x) >= 1e38)
+                    goto dec_over;
+                v = (__int128)round(x);
+            } else if (text) {
+                int r = parse_dec_text(s->p, s->n, sc, &v);
+                if (r == 1)
+                    return fail(c, n, "invalid input syntax for type numeric: \"%.*s\"", clip(s->n),
+                                (const char *)s->p);
+                if (r == 2)
+                    goto dec_over;
+            } else {
+                goto bad;
+            }
+            if (tt->prec < 38) {
+                __int128 lim = pow10_i128(tt->prec);
+                if (v >= lim || v <= -lim)
+                    goto dec_over;
+            } else if (!dec_fits(v)) {
+                goto dec_over;
+            }
+            out->v.d[j] = v;
+            break;
+dec_over:
+            return fail(c, n, "numeric field overflow (%s)", ex_type_name(tt, b1, sizeof b1));
+        }
+        case EX_T_STR: case EX_T_UNKNOWN:
+            HS_TRY(to_text(c, ft, a, j, &out->v.s[j]));
+            break;
+        case EX_T_BIN:
+            if (ft->t == EX_T_BIN && (!tt->uuid || ft->uuid || a->v.s[j].n == 16)) {
+                out->v.s[j] = a->v.s[j];
+            } else if (text && tt->uuid) {
+                uint8_t *u = hs_arena_alloc(c->arena, 16);
+                if (!u)
+                    return hs_err_nomem(c->err, 16);
+                if (!parse_uuid_text(s->p, s->n, u))
+                    return fail(c, n, "invalid input syntax for type uuid: \"%.*s\"", clip(s->n), (const char *)s->p);
+                out->v.s[j].p = u;
+                out->v.s[j].n = 16;
+            } else if (text) {
+                out->v.s[j] = *s;
+            } else {
+                goto bad;
+            }
+            break;
+        case EX_T_DATE:
+            if (ft->t == EX_T_DATE) {
+                out->v.i[j] = a->v.i[j];
+            } else if (ft->t == EX_T_TS) {
+                out->v.i[j] = ex_floor_div(a->v.i[j], 86400 * ex_unit_per_sec(ft->unit));
+                if (out->v.i[j] > INT32_MAX || out->v.i[j] < INT32_MIN)
+                    return fail(c, n, "date out of range");
+            } else if (text) {
+                const uint8_t *p = s->p;
+                size_t len = s->n;
+                trim_span(&p, &len);
+                int64_t days;
+                int r = parse_date_text(p, len, &days);
+                if (r == 2)
+                    return fail(c, n, "date out of range: \"%.*s\"", clip(s->n), (const char *)s->p);
+                if (r == 1)
+                    return fail(c, n, "invalid input syntax for type date: \"%.*s\"", clip(s->n), (const char *)s->p);
+                out->v.i[j] = days;
+            } else {
+                goto bad;
+            }
+            break;
+        case EX_T_TS:
+            if (ft->t == EX_T_TS) {
+                if (!unit_convert(a->v.i[j], ft->unit, tt->unit, &out->v.i[j]))
+                    return fail(c, n, "timestamp out of range");
+            } else if (ft->t == EX_T_DATE) {
+                if (__builtin_mul_overflow(a->v.i[j], 86400 * ex_unit_per_sec(tt->unit), &out->v.i[j]))
+                    return fail(c, n, "timestamp out of range");
+            } else if (text) {
+                const uint8_t *p = s->p;
+                size_t len = s->n;
+                trim_span(&p, &len);
+                int r = parse_ts_text(p, len, tt->unit, &out->v.i[j]);
+                if (r == 2)
+                    return fail(c, n, "timestamp out of range: \"%.*s\"", clip(s->n), (const char *)s->p);
+                if (r == 1)
+                    return fail(c, n, "invalid input syntax for type timestamp: \"%.*s\"", clip(s->n),
+                                (const char *)s->p);
+            } else {
+                goto bad;
+            }
+            break;
+        case EX_T_TIME:
+            if (ft->t == EX_T_TIME) {
+                if (!unit_convert(a->v.i[j], ft->unit, tt->unit, &out->v.i[j]))
+                    return fail(c, n, "time out of range");
+            } else if (ft->t == EX_T_TS) {
+                int64_t per_day = 86400 * ex_unit_per_sec(ft->unit);
+                int64_t v = a->v.i[j] - ex_floor_div(a->v.i[j], per_day) * per_day;
+                if (!unit_convert(v, ft->unit, tt->unit, &out->v.i[j]))
+                    return fail(c, n, "time out of range");
+            } else if (text) {
+                const uint8_t *p = s->p;
+                size_t len = s->n;
+                trim_span(&p, &len);
+                if (!tbl_parse_time((const char *)p, len, (hs_time_unit)tt->unit, &out->v.i[j]))
+                    return fail(c, n, "invalid input syntax for type time: \"%.*s\"", clip(s->n), (const char *)s->p);
+            } else {
+                goto bad;
+            }
+            break;
+        default:
+            goto bad;
+        }
+        continue;
+bad:;
+        char b2[48];
+        return fail(c, n, "cannot cast type %s to %s", ex_type_name(ft, b1, sizeof b1),
+                    ex_type_name(tt, b2, sizeof b2));
+    }
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* kernels                                                             */
+
+static hs_status ev_const(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    HS_TRY(vec_new(c, n->type.t, out));
+    const ex_value *v = &n->val;
+    ex_t t = n->type.t;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        out->nul[j] = v->null || t == EX_T_NULL || t == EX_T_OTHER;
+        switch (t) {
+        case EX_T_BOOL: out->v.b[j] = (uint8_t)v->i; break;
+        case EX_T_INT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: out->v.i[j] = v->i; break;
+        case EX_T_FLOAT: out->v.f[j] = v->f; break;
+        case EX_T_DEC: out->v.d[j] = v->d; break;
+        case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: out->v.s[j] = v->s; break;
+        default: break;
+        }
+    }
+    return HS_OK;
+}
+
+static hs_status ev_andor(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    bool is_and = n->kind == EX_AND;
+    uint8_t undecided = is_and ? 1 : 0;   /* value that does not decide the row */
+    selidx *cur = sel_new(c);
+    if (!cur)
+        return hs_err_nomem(c->err, EX_CHUNK);
+    for (int k = 0; k < ns; k++) {
+        cur[k] = sel[k];
+        out->v.b[sel[k]] = undecided;
+        out->nul[sel[k]] = 0;
+    }
+    int nc = ns;
+    for (int i = 0; i < n->n_args && nc > 0; i++) {
+        ex_vec a;
+        HS_TRY(ev(c, n->args[i], cur, nc, &a));
+        int m = 0;
+        for (int k = 0; k < nc; k++) {
+            int j = cur[k];
+            if (!a.nul[j] && a.v.b[j] != undecided) {
+                out->v.b[j] = a.v.b[j];
+                out->nul[j] = 0;
+            } else {
+                if (a.nul[j])
+                    out->nul[j] = 1;
+                cur[m++] = (selidx)j;
+            }
+        }
+        nc = m;
+    }
+    return HS_OK;
+}
+
+static hs_status ev_not(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    HS_TRY(ev(c, n->args[0], sel, ns, out));
+    for (int k = 0; k < ns; k++)
+        out->v.b[sel[k]] = !out->v.b[sel[k]];
+    return HS_OK;
+}
+
+static hs_status ev_cmp(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec a, b;
+    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ev(c, n->args[1], sel, ns, &b));
+    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    const ex_ty *ta = &n->args[0]->type, *tb = &n->args[1]->type;
+    int op = n->op;
+    if (n->kind == EX_DISTINCT) {
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            bool distinct = a.nul[j] || b.nul[j] ? a.nul[j] != b.nul[j]
+                                                 : cmp_rows(n->cmode, ta, &a, tb, &b, j, j) != 0;
+            out->v.b[j] = distinct != n->neg;
+        }
+        return HS_OK;
+    }
+    switch (n->cmode) {
+    case EX_CM_I64:
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            out->nul[j] = a.nul[j] | b.nul[j];
+            int64_t x = a.v.i[j], y = b.v.i[j];
+            out->v.b[j] = cmp_res(op, x < y ? -1 : x > y);
+        }
+        break;
+    case EX_CM_F64:
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            out->nul[j] = a.nul[j] | b.nul[j];
+            out->v.b[j] = cmp_res(op, cmp_f64(a.v.f[j], b.v.f[j]));
+        }
+        break;
+    default:
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            out->nul[j] = a.nul[j] | b.nul[j];
+            if (!out->nul[j])
+                out->v.b[j] = cmp_res(op, cmp_rows(n->cmode, ta, &a, tb, &b, j, j));
+        }
+        break;
+    }
+    return HS_OK;
+}
+
+static bool inset_has(const ex_inset *s, ex_cmode m, const ex_vec *a, int j)
+{
+    int64_t lo = 0, hi = s->n - 1;
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int c;
+        if (m == EX_CM_I64)
+            c = a->v.i[j] < s->i[mid] ? -1 : a->v.i[j] > s->i[mid];
+        else if (m == EX_CM_F64)
+            c = cmp_f64(a->v.f[j], s->f[mid]);
+        else
+            c = cmp_bytes(&a->v.s[j], &s->s[mid]);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            hi = mid - 1;
+        else
+            lo = mid + 1;
+    }
+    return false;
+}
+
+static hs_status ev_in(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec a;
+    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    selidx *live = sel_new(c);
+    if (!live)
+        return hs_err_nomem(c->err, EX_CHUNK);
+    int nl = 0;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        out->nul[j] = a.nul[j];
+        out->v.b[j] = 0;
+        if (!a.nul[j])
+            live[nl++] = (selidx)j;
+    }
+    if (n->set) {
+        for (int k = 0; k < nl; k++) {
+            int j = live[k];
+            bool hit = inset_has(n->set, n->cmode, &a, j);
+            out->v.b[j] = hit;
+            out->nul[j] = !hit && n->set->has_null;
+        }
+    } else {
+        const ex_ty *ta = &n->args[0]->type;
+        for (int i = 1; i < n->n_args && nl > 0; i++) {
+            ex_vec b;
+            HS_TRY(ev(c, n->args[i], live, nl, &b));
+            const ex_ty *tb = &n->args[i]->type;
+            int m = 0;
+            for (int k = 0; k < nl; k++) {
+                int j = live[k];
+                if (b.nul[j]) {
+                    out->nul[j] = 1;
+                } else if (cmp_rows(n->cmode, ta, &a, tb, &b, j, j) == 0) {
+                    out->v.b[j] = 1;
+                    out->nul[j] = 0;
+                    continue;
+                }
+                live[m++] = (selidx)j;
+            }
+            nl = m;
+        }
+    }
+    if (n->neg)
+        for (int k = 0; k < ns; k++)
+            out->v.b[sel[k]] = !out->v.b[sel[k]];
+    return HS_OK;
+}
+
+static hs_status ev_isnull(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec a;
+    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        out->v.b[j] = a.nul[j] != n->neg;
+    }
+    return HS_OK;
+}
+
+static hs_status ev_booltest(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec a;
+    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        bool t = !a.nul[j] && a.v.b[j], f = !a.nul[j] && !a.v.b[j], u = a.nul[j];
+        bool r;
+        switch (n->op) {
+        case EX_IS_TRUE: r = t; break;
+        case EX_IS_NOT_TRUE: r = !t; break;
+        case EX_IS_FALSE: r = f; break;
+        case EX_IS_NOT_FALSE: r = !f; break;
+        case EX_IS_UNKNOWN: r = u; break;
+        default: r = !u; break;
+        }
+        out->v.b[j] = r;
+    }
+    return HS_OK;
+}
+
+static hs_status ev_like(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec a, p;
+    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    if (!n->pat)
+        HS_TRY(ev(c, n->args[1], sel, ns, &p));
+    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    uint8_t *low = NULL;
+    size_t low_cap = 0;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        if (a.nul[j] || (!n->pat && p.nul[j])) {
+            out->nul[j] = 1;
+            continue;
+        }
+        ex_like tmp;
+        const ex_like *pat = n->pat;
+        if (!pat) {
+            hs_error le = {0};
+            hs_status st = ex_like_compile(p.v.s[j].p, p.v.s[j].n, n->esc, n->ci, c->arena, &tmp, &le);
+            if (st == HS_NOMEM)
+                return hs_err_nomem(c->err, p.v.s[j].n);
+            if (st != HS_OK)
+                return fail(c, n, "%s", le.msg);
+            pat = &tmp;
+        }
+        const uint8_t *s = a.v.s[j].p;
+        size_t len = a.v.s[j].n;
+        if (n->ci) {
+            if (len > low_cap) {
+                low_cap = len * 2 + 16;
+                low = hs_arena_alloc(c->arena, low_cap);
+                if (!low)
+                    return hs_err_nomem(c->err, low_cap);
+            }
+            len = ex_case_map(s, len, low, false);
+            s = low;
+        }
+        out->v.b[j] = ex_like_match(pat, s, len) != n->neg;
+    }
+    return HS_OK;
+}
+
+static hs_status concat2(ectx *c, const ex_str *x, const ex_str *y, ex_str *dst)
+{
+    size_t len = x->n + y->n;
+    uint8_t *p = hs_arena_alloc(c->arena, len ? len : 1);
+    if (!p)
+        return hs_err_nomem(c->err, len);
+    if (x->n)
+        memcpy(p, x->p, x->n);
+    if (y->n)
+        memcpy(p + x->n, y->p, y->n);
+    dst->p = p;
+    dst->n = len;
+    return HS_OK;
+}
+
+static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec a, b;
+    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ev(c, n->args[1], sel, ns, &b));
+    HS_TRY(vec_new(c, n->type.t, out));
+    const ex_ty *ta = &n->args[0]->type, *tb = &n->args[1]->type;
+    int op = n->op;
+    ex_t rt = n->type.t;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        out->nul[j] = a.nul[j] | b.nul[j];
+    }
+    if (op == '|') {
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            if (!out->nul[j])
+                HS_TRY(concat2(c, &a.v.s[j], &b.v.s[j], &out->v.s[j]));
+        }
+        return HS_OK;
+    }
+    if (ta->t == EX_T_DATE) {
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            if (out->nul[j])
+                continue;
+            int64_t x = a.v.i[j], y = b.v.i[j], r;
+            bool ovf = op == '+' ? __builtin_add_overflow(x, y, &r) : __builtin_sub_overflow(x, y, &r);
+            if (rt == EX_T_DATE && (ovf || r > INT32_MAX || r < INT32_MIN))
+                return fail(c, n, "date out of range");
+            if (ovf)
+                return fail(c, n, "integer out of range");
+            out->v.i[j] = r;
+        }
+        return HS_OK;
+    }
+    if (rt == EX_T_INT) {
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            if (out->nul[j])
+                continue;
+            int64_t x = a.v.i[j], y = b.v.i[j], r = 0;
+            bool ovf = false;
+            switch (op) {
+            case '+': ovf = __builtin_add_overflow(x, y, &r); break;
+            case '-': ovf = __builtin_sub_overflow(x, y, &r); break;
+            case '*': ovf = __builtin_mul_overflow(x, y, &r); break;
+            case '/':
+                if (y == 0)
+                    return fail(c, n, "division by zero");
+                if (x == INT64_MIN && y == -1)
+                    ovf = true;
+                else
+                    r = x / y;
+                break;
+            default:
+                if (y == 0)
+                    return fail(c, n, "division by zero");
+                r = y == -1 ? 0 : x % y;
+                break;
+            }
+            if (ovf)
+                return fail(c, n, "integer out of range");
+            out->v.i[j] = r;
+        }
+        return HS_OK;
+    }
+    if (rt == EX_T_FLOAT) {
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            if (out->nul[j])
+                continue;
+            double x = a.v.f[j], y = b.v.f[j], r;
+            switch (op) {
+            case '+': r = x + y; break;
+            case '-': r = x - y; break;
+            case '*': r = x * y; break;
+            case '/':
+                if (y == 0)
+                    return fail(c, n, "division by zero");
+                r = x / y;
+                break;
+            default: r = fmod(x, y); break;
+            }
+            out->v.f[j] = r; /* IEEE: overflow is infinity (DuckDB; PostgreSQL raises) */
+        }
+        return HS_OK;
+    }
+    /* decimals */
+    int sa = ta->scale, sb = tb->scale, sr = n->type.scale;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        if (out->nul[j])
+            continue;
+        __int128 x = a.v.d[j], y = b.v.d[j], r = 0;
+        bool ovf = false;
+        if (op == '*') {
+            ovf = __builtin_mul_overflow(x, y, &r);
+        } else {
+            if (!dec_up(x, sr - sa, &x) || !dec_up(y, sr - sb, &y)) {
+                ovf = true;
+            } else if (op == '+') {
+                ovf = __builtin_add_overflow(x, y, &r);
+            } else if (op == '-') {
+                ovf = __builtin_sub_overflow(x, y, &r);
+            } else {
+                if (y == 0)
+                    return fail(c, n, "division by zero");
+                r = x % y;
+            }
+        }
+        if (ovf || !dec_fits(r))
+            return fail(c, n, "numeric field overflow");
+        out->v.d[j] = r;
+    }
+    return HS_OK;
+}
+
+static hs_status ev_neg(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    HS_TRY(ev(c, n->args[0], sel, ns, out));
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        if (out->nul[j])
+            continue;
+        switch (n->type.t) {
+        case EX_T_INT:
+            if (out->v.i[j] == INT64_MIN)
+                return fail(c, n, "integer out of range");
+            out->v.i[j] = -out->v.i[j];
+            break;
+        case EX_T_FLOAT: out->v.f[j] = -out->v.f[j]; break;
+        case EX_T_DEC: out->v.d[j] = -out->v.d[j]; break;
+        default: break;
+        }
+    }
+    return HS_OK;
+}
+
+static hs_status ev_case(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    HS_TRY(vec_new(c, n->type.t, out));
+    selidx *rest = sel_new(c), *take = sel_new(c);
+    uint8_t *taken = hs_arena_calloc(c->arena, EX_CHUNK, 1);
+    if (!rest || !take || !taken)
+        return hs_err_nomem(c->err, EX_CHUNK);
+    memcpy(rest, sel, (size_t)ns * sizeof *sel);
+    int nr = ns;
+    int off = n->aux ? 1 : 0, n_when = (n->n_args - 1 - off) / 2;
+    ex_vec subj;
+    if (n->aux)
+        HS_TRY(ev(c, n->args[0], sel, ns, &subj));
+    const ex_ty *ts = &n->args[0]->type;
+    for (int w = 0; w <= n_when && nr > 0; w++) {
+        int nt = 0;
+        if (w < n_when && n->aux) {
+            ex_vec v;
+            const ex_node *vn = n->args[off + 2 * w];
+            HS_TRY(ev(c, vn, rest, nr, &v));
+            for (int k = 0; k < nr; k++) {
+                int j = rest[k];
+                if (!subj.nul[j] && !v.nul[j] && cmp_rows(n->cmode, ts, &subj, &vn->type, &v, j, j) == 0) {
+                    take[nt++] = (selidx)j;
+                    taken[j] = 1;
+                }
+            }
+        } else if (w < n_when) {
+            HS_TRY(ev_true(c, n->args[2 * w], rest, nr, take, &nt));
+            for (int k = 0; k < nt; k++)
+                taken[take[k]] = 1;
+        } else {
+            memcpy(take, rest, (size_t)nr * sizeof *rest);
+            nt = nr;
+        }
+        int m = 0;
+        for (int k = 0; k < nr; k++)
+            if (!taken[rest[k]])
+                rest[m++] = rest[k];
+        nr = w < n_when ? m : 0;
+        if (nt == 0)
+            continue;
+        ex_vec r;
+        HS_TRY(ev(c, n->args[w < n_when ? off + 2 * w + 1 : n->n_args - 1], take, nt, &r));
+        for (int k = 0; k < nt; k++)
+            copy_row(n->type.t, out, &r, take[k]);
+    }
+    return HS_OK;
+}
+
+/* x BETWEEN lo AND hi = x >= lo AND x <= hi, in Kleene logic; x once. */
+static hs_status ev_between(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec x, lo, hi;
+    HS_TRY(ev(c, n->args[0], sel, ns, &x));
+    HS_TRY(ev(c, n->args[1], sel, ns, &lo));
+    HS_TRY(ev(c, n->args[2], sel, ns, &hi));
+    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    const ex_ty *tx = &n->args[0]->type, *tl = &n->args[1]->type, *th = &n->args[2]->type;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        /* 0 false, 1 true, 2 unknown */
+        int ge_lo = x.nul[j] || lo.nul[j] ? 2 : cmp_rows(n->cmode, tx, &x, tl, &lo, j, j) >= 0;
+        int le_hi = x.nul[j] || hi.nul[j] ? 2 : cmp_rows(n->cmode, tx, &x, th, &hi, j, j) <= 0;
+        int r = ge_lo == 0 || le_hi == 0 ? 0 : ge_lo == 2 || le_hi == 2 ? 2 : 1;
+        if (n->aux && r != 1) {
+            int ge_hi = x.nul[j] || hi.nul[j] ? 2 : cmp_rows(n->cmode, tx, &x, th, &hi, j, j) >= 0;
+            int le_lo = x.nul[j] || lo.nul[j] ? 2 : cmp_rows(n->cmode, tx, &x, tl, &lo, j, j) <= 0;
+            int r2 = ge_hi == 0 || le_lo == 0 ? 0 : ge_hi == 2 || le_lo == 2 ? 2 : 1;
+            r = r2 == 1 ? 1 : r == 2 || r2 == 2 ? 2 : 0;
+        }
+        out->nul[j] = r == 2;
+        out->v.b[j] = (r == 1) != n->neg;
+    }
+    return HS_OK;
+}
+
+static hs_status ev_coalesce(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    HS_TRY(vec_new(c, n->type.t, out));
+    selidx *rest = sel_new(c);
+    if (!rest)
+        return hs_err_nomem(c->err, EX_CHUNK);
+    memcpy(rest, sel, (size_t)ns * sizeof *sel);
+    int nr = ns;
+    for (int k = 0; k < ns; k++)
+        out->nul[sel[k]] = 1;
+    for (int i = 0; i < n->n_args && nr > 0; i++) {
+        ex_vec a;
+        HS_TRY(ev(c, n->args[i], rest, nr, &a));
+        int m = 0;
+        for (int k = 0; k < nr; k++) {
+            int j = rest[k];
+            if (a.nul[j])
+                rest[m++] = (selidx)j;
+            else
+                copy_row(n->type.t, out, &a, j);
+        }
+        nr = m;
+    }
+    return HS_OK;
+}
+
+static hs_status ev_nullif(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec b;
+    HS_TRY(ev(c, n->args[0], sel, ns, out));
+    HS_TRY(ev(c, n->args[1], sel, ns, &b));
+    const ex_ty *t = &n->type;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        if (!out->nul[j] && !b.nul[j] && cmp_rows(n->cmode, t, out, t, &b, j, j) == 0)
+            out->nul[j] = 1;
+    }
+    return HS_OK;
+}
+
+/* ---- functions ---- */
+
+/* Byte offset of code point `cp` (0-based) in s, or n when past the end. */
+static size_t cp_offset(const uint8_t *s, size_t n, int64_t cp)
+{
+    size_t i = 0;
+    while (i < n && cp > 0) {
+        i++;
+        while (i < n && (s[i] & 0xC0) == 0x80)
+            i++;
+        cp--;
+    }
+    return i;
+}
+
+static uint32_t next_cp(const uint8_t *s, size_t n, size_t *i)
+{
+    uint8_t c0 = s[*i];
+    size_t len = c0 < 0x80 ? 1 : c0 >= 0xF0 ? 4 : c0 >= 0xE0 ? 3 : c0 >= 0xC0 ? 2 : 1;
+    if (*i + len > n)
+        len = n - *i;
+    uint32_t cp = c0;
+    for (size_t k = 1; k < len; k++)
+        cp = cp << 8 | s[*i + k]; /* an identity for set membership, not the code point */
+    *i += len;
+    return cp;
+}
+
+static bool cp_in_set(uint32_t cp, const ex_str *set)
+{
+    size_t i = 0;
+    while (i < set->n)
+        if (next_cp(set->p, set->n, &i) == cp)
+            return true;
+    return false;
+}
+
+static void trim(const ex_str *s, const ex_str *set, bool left, bool right, ex_str *out)
+{
+    size_t st = 0, en = s->n;
+    if (left) {
+        while (st < en) {
+            size_t i = st;
+            uint32_t cp = next_cp(s->p, en, &i);
+            if (!cp_in_set(cp, set))
+                break;
+            st = i;
+        }
+    }
+    if (right) {
+        while (en > st) {
+            size_t b = en - 1;
+            while (b > st && (s->p[b] & 0xC0) == 0x80)
+                b--;
+            size_t i = b;
+            uint32_t cp = next_cp(s->p, en, &i);
+            if (!cp_in_set(cp, set))
+                break;
+            en = b;
+        }
+    }
+    out->p = s->p + st;
+    out->n = en - st;
+}
+
+static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec a[3];
+    int na = n->n_args < 3 ? n->n_args : 3;
+    ex_fn fn = (ex_fn)n->op;
+    if (fn == EX_FN_CONCAT) {
+        HS_TRY(vec_new(c, EX_T_STR, out));
+        for (int k = 0; k < ns; k++) {
+            out->v.s[sel[k]].p = (const uint8_t *)"";
+            out->v.s[sel[k]].n = 0;
+        }
+        for (int i = 0; i < n->n_args; i++) {
+            ex_vec x;
+            HS_TRY(ev(c, n->args[i], sel, ns, &x));
+            for (int k = 0; k < ns; k++) {
+                int j = sel[k];
+                if (!x.nul[j])
+                    HS_TRY(concat2(c, &out->v.s[j], &x.v.s[j], &out->v.s[j]));
+            }
+        }
+        return HS_OK;
+    }
+    for (int i = 0; i < na; i++)
+        HS_TRY(ev(c, n->args[i], sel, ns, &a[i]));
+    HS_TRY(vec_new(c, n->type.t, out));
+    const ex_ty *t0 = &n->args[0]->type;
+    static const ex_str space = {(const uint8_t *)" ", 1};
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        bool nul = false;
+        for (int i = 0; i < na; i++)
+            nul |= a[i].nul[j];
+        out->nul[j] = nul;
+        if (nul)
+            continue;
+        switch (fn) {
+        case EX_FN_LOWER: case EX_FN_UPPER: {
+            const ex_str *s = &a[0].v.s[j];
+            uint8_t *p = hs_arena_alloc(c->arena, s->n ? s->n : 1);
+            if (!p)
+                return hs_err_nomem(c->err, s->n);
+            out->v.s[j].n = ex_case_map(s->p, s->n, p, fn == EX_FN_UPPER);
+            out->v.s[j].p = p;
+            break;
+        }
+        case EX_FN_LENGTH:
+            out->v.i[j] = t0->t == EX_T_BIN ? (int64_t)a[0].v.s[j].n
+                                            : (int64_t)ex_utf8_len(a[0].v.s[j].p, a[0].v.s[j].n);
+            break;
+        case EX_FN_ABS:
+            if (t0->t == EX_T_INT) {
+                if (a[0].v.i[j] == INT64_MIN)
+                    return fail(c, n, "integer out of range");
+                out->v.i[j] = a[0].v.i[j] < 0 ? -a[0].v.i[j] : a[0].v.i[j];
+            } else if (t0->t == EX_T_DEC) {
+                out->v.d[j] = a[0].v.d[j] < 0 ? -a[0].v.d[j] : a[0].v.d[j];
+            } else {
+                out->v.f[j] = fabs(a[0].v.f[j]);
+            }
+            break;
+        case EX_FN_ROUND:
+            if (t0->t == EX_T_FLOAT) {
+                double x = a[0].v.f[j], r;
+                if (n->aux == 0) {
+                    r = round(x);
+                } else if (n->aux > 0) {
+                    double m = pow10_f(n->aux);
+                    r = round(x * m) / m;
+                } else {
+                    double m = pow10_f(-n->aux);
+                    r = round(x / m) * m;
+                }
+                out->v.f[j] = isfinite(r) ? r : x;
+            } else if (t0->t == EX_T_DEC) {
+                __int128 v = a[0].v.d[j];
+                int s = t0->scale, rs = n->type.scale;
+                v = dec_down_round(v, s - rs);
+                if (n->aux < 0) {
+                    v = dec_down_round(v, -n->aux);
+                    if (!dec_up(v, -n->aux, &v) || !dec_fits(v))
+                        return fail(c, n, "numeric field overflow");
+                }
+                out->v.d[j] = v;
+            } else {
+                int64_t v = a[0].v.i[j];
+                if (n->aux < 0) {
+                    if (n->aux < -18) {
+                        v = 0;
+                    } else {
+                        int64_t p = (int64_t)pow10_i128(-n->aux), q = v / p, r = v % p;
+                        if ((r < 0 ? -r : r) * 2 >= p)
+                            q += v < 0 ? -1 : 1;
+                        if (__builtin_mul_overflow(q, p, &v))
+                            return fail(c, n, "integer out of range");
+                    }
+                }
+                out->v.i[j] = v;
+            }
+            break;
+        case EX_FN_FLOOR: case EX_FN_CEIL:
+            if (t0->t == EX_T_DEC)
+                out->v.d[j] = dec_down_floor(a[0].v.d[j], t0->scale, fn == EX_FN_CEIL);
+            else
+                out->v.f[j] = fn == EX_FN_CEIL ? ceil(a[0].v.f[j]) : floor(a[0].v.f[j]);
+            break;
+        case EX_FN_SQRT:
+            out->v.f[j] = sqrt(a[0].v.f[j]);
+            break;
+        case EX_FN_STARTS_WITH: {
+            const ex_str *s = &a[0].v.s[j], *p = &a[1].v.s[j];
+            out->v.b[j] = p->n <= s->n && (p->n == 0 || memcmp(s->p, p->p, p->n) == 0);
+            break;
+        }
+        case EX_FN_SUBSTR: {
+            const ex_str *s = &a[0].v.s[j];
+            int64_t start = a[1].v.i[j], end = INT64_MAX;
+            if (na == 3) {
+                if (a[2].v.i[j] < 0)
+                    return fail(c, n, "negative substring length not allowed");
+                if (__builtin_add_overflow(start, a[2].v.i[j], &end))
+                    end = INT64_MAX;
+            }
+            if (start < 1)
+                start = 1;
+            if (end <= start) {
+                out->v.s[j].p = s->p;
+                out->v.s[j].n = 0;
+                break;
+            }
+            size_t b0 = cp_offset(s->p, s->n, start - 1);
+            size_t b1 = end == INT64_MAX ? s->n : cp_offset(s->p, s->n, end - 1);
+            out->v.s[j].p = s->p + b0;
+            out->v.s[j].n = b1 - b0;
+            break;
+        }
+        case EX_FN_BTRIM: case EX_FN_LTRIM: case EX_FN_RTRIM:
+            trim(&a[0].v.s[j], na == 2 ? &a[1].v.s[j] : &space, fn != EX_FN_RTRIM, fn != EX_FN_LTRIM,
+                 &out->v.s[j]);
+            break;
+        case EX_FN_DATE_PART:
+            if (n->aux == EX_DF_EPOCH) { /* seconds with their fraction, as a double */
+                int64_t v = a[0].v.i[j];
+                out->v.f[j] = t0->t == EX_T_DATE ? (double)v * 86400.0
+                            : (double)v / (double)ex_unit_per_sec(t0->unit);
+                break;
+            }
+            if (!ex_date_part((ex_dfield)n->aux, t0->t, t0->unit, a[0].v.i[j], &out->v.i[j]))
+                return fail(c, n, "unit not supported for type %s", t0->t == EX_T_TIME ? "time" : "date");
+            break;
+        case EX_FN_DATE_TRUNC:
+            if (!ex_date_trunc((ex_dfield)n->aux, t0->unit, a[0].v.i[j], &out->v.i[j]))
+                return fail(c, n, "date_trunc: unit not supported");
+            break;
+        default:
+            return fail(c, n, "internal: unknown function");
+        }
+    }
+    return HS_OK;
+}
+
+static hs_status ev_cast(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_vec a;
+    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(vec_new(c, n->type.t, out));
+    return cast_rows(c, n, &n->args[0]->type, &a, sel, ns, out);
+}
+
+/* The rows of sel (in order) where n is TRUE, into out (not sel).  Only
+ * TRUE matters here, so AND also drops the rows where a term is NULL before
+ * evaluating the next term, and OR evaluates each term only on rows no
+ * earlier term made TRUE: this is the filter's fast path and what WHEN uses. */
+static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, selidx *out,
+                         int *n_out)
+{
+    if (n->kind == EX_AND) {
+        selidx *tmp = sel_new(c);
+        if (!tmp)
+            return hs_err_nomem(c->err, EX_CHUNK);
+        const selidx *cur = sel;
+        int nc = ns;
+        for (int i = 0; i < n->n_args; i++) {
+            selidx *dst = (i % 2 == n->n_args % 2) ? tmp : out; /* the last term writes out */
+            if (nc == 0) {
+                *n_out = 0;
+                return HS_OK;
+            }
+            HS_TRY(ev_true(c, n->args[i], cur, nc, dst, &nc));
+            cur = dst;
+        }
+        *n_out = nc;
+        return HS_OK;
+    }
+    if (n->kind == EX_OR) {
+        uint8_t *hit = hs_arena_calloc(c->arena, EX_CHUNK, 1);
+        selidx *rest = sel_new(c), *t = sel_new(c);
+        if (!hit || !rest || !t)
+            return hs_err_nomem(c->err, EX_CHUNK);
+        memcpy(rest, sel, (size_t)ns * sizeof *sel);
+        int nr = ns;
+        for (int i = 0; i < n->n_args && nr > 0; i++) {
+            int nt;
+            HS_TRY(ev_true(c, n->args[i], rest, nr, t, &nt));
+            for (int k = 0; k < nt; k++)
+                hit[t[k]] = 1;
+            int m = 0;
+            for (int k = 0; k < nr; k++)
+                if (!hit[rest[k]])
+                    rest[m++] = rest[k];
+            nr = m;
+        }
+        int m = 0;
+        for (int k = 0; k < ns; k++)
+            if (hit[sel[k]])
+                out[m++] = sel[k];
+        *n_out = m;
+        return HS_OK;
+    }
+    ex_vec v;
+    HS_TRY(ev(c, n, sel, ns, &v));
+    int m = 0;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        if (!v.nul[j] && v.v.b[j])
+            out[m++] = (selidx)j;
+    }
+    *n_out = m;
+    return HS_OK;
+}
+
+static hs_status ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    switch (n->kind) {
+    case EX_CONST: return ev_const(c, n, sel, ns, out);
+    case EX_COL: return ev_col(c, n, sel, ns, out);
+    case EX_NOT: return ev_not(c, n, sel, ns, out);
+    case EX_AND: case EX_OR: return ev_andor(c, n, sel, ns, out);
+    case EX_CMP: case EX_DISTINCT: return ev_cmp(c, n, sel, ns, out);
+    case EX_IN: return ev_in(c, n, sel, ns, out);
+    case EX_IS_NULL: return ev_isnull(c, n, sel, ns, out);
+    case EX_BOOLTEST: return ev_booltest(c, n, sel, ns, out);
+    case EX_LIKE: return ev_like(c, n, sel, ns, out);
+    case EX_ARITH: return ev_arith(c, n, sel, ns, out);
+    case EX_NEG: return ev_neg(c, n, sel, ns, out);
+    case EX_CAST: return ev_cast(c, n, sel, ns, out);
+    case EX_CASE: return ev_case(c, n, sel, ns, out);
+    case EX_COALESCE: return ev_coalesce(c, n, sel, ns, out);
+    case EX_NULLIF: return ev_nullif(c, n, sel, ns, out);
+    case EX_FUNC: return ev_func(c, n, sel, ns, out);
+    case EX_BETWEEN: return ev_between(c, n, sel, ns, out);
+    }
+    return hs_err_set(c->err, HS_INTERNAL, "expression: unknown node kind %d", (int)n->kind);
+}
+
+/* ------------------------------------------------------------------ */
+/* entry points                                                        */
+
+hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value *out, hs_error *err)
+{
+    hs_arena scratch = {0};
+    col_cache cc;
+    memset(&cc, 0, sizeof cc);
+    ectx c = {.e = e, .b = NULL, .base = 0, .arena = &scratch, .cols = &cc, .err = err};
+    selidx one = 0;
+    ex_vec v;
+    hs_status st = ev(&c, n, &one, 1, &v);
+    memset(out, 0, sizeof *out);
+    if (st == HS_OK) {
+        out->null = v.nul[0] != 0;
+        switch (n->type.t) {
+        case EX_T_BOOL: out->i = v.v.b[0]; break;
+        case EX_T_INT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: out->i = v.v.i[0]; break;
+        case EX_T_FLOAT: out->f = v.v.f[0]; break;
+        case EX_T_DEC: out->d = v.v.d[0]; break;
+        case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN:
+            if (!out->null) {
+                char *p = hs_arena_strndup(arena, (const char *)v.v.s[0].p, v.v.s[0].n);
+                if (!p)
+                    st = hs_err_nomem(err, v.v.s[0].n);
+                out->s.p = (const uint8_t *)p;
+                out->s.n = v.v.s[0].n;
+            }
+            break;
+        default:
+            out->null = true;
+            break;
+        }
+    }
+    hs_arena_destroy(&scratch);
+    return st;
+}
+
+static hs_status eval_setup(const ex_expr *e, const hs_batch *b, hs_arena *arena, col_cache **cols,
+                            hs_error *err)
+{
+    (void)b;
+    (void)arena;
+    *cols = hs_calloc((size_t)(e->n_slots > 0 ? e->n_slots : 1), sizeof **cols);
+    if (!*cols)
+        return hs_err_nomem(err, sizeof **cols);
+    return HS_OK;
+}
+
+hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const uint8_t *sel_in, uint8_t *sel_out,
+                         int64_t *n_match, hs_error *err)
+{
+    int64_t n = b->n_rows, m = 0;
+    *n_match = 0;
+    if (n <= 0)
+        return HS_OK;
+    if (ex_is_true(e)) {
+        for (int64_t i = 0; i < n; i++) {
+            sel_out[i] = sel_in ? sel_in[i] != 0 : 1;
+            m += sel_out[i];
+        }
+        *n_match = m;
+        return HS_OK;
+    }
+    hs_arena arena = {0};
+    col_cache *cols;
+    HS_TRY(eval_setup(e, b, &arena, &cols, err));
+    ectx c = {.e = e, .b = b, .arena = &arena, .cols = cols, .err = err};
+    selidx sel[EX_CHUNK];
+    hs_status st = HS_OK;
+    for (int64_t base = 0; base < n && st == HS_OK; base += EX_CHUNK) {
+        int cn = (int)(n - base < EX_CHUNK ? n - base : EX_CHUNK), ns = 0;
+        for (int j = 0; j < cn; j++)
+            if (!sel_in || sel_in[base + j])
+                sel[ns++] = (selidx)j;
+        uint8_t *dst = sel_out + base;
+        if (ns == 0) {
+            memset(dst, 0, (size_t)cn);
+            continue;
+        }
+        c.base = base;
+        selidx hits[EX_CHUNK];
+        int nh;
+        st = ev_true(&c, e->root, sel, ns, hits, &nh);
+        if (st != HS_OK)
+            break;
+        memset(dst, 0, (size_t)cn);
+        for (int k = 0; k < nh; k++)
+            dst[hits[k]] = 1;
+        m += nh;
+        hs_arena_reset(&arena);
+    }
+    hs_arena_destroy(&arena);
+    hs_free(cols);
+    if (st == HS_OK)
+        *n_match = m;
+    return st;
+}
+
+static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, int cn, hs_error *err)
+{
+    const ex_ty *t = &e->root->type;
+    hs_status st = HS_OK;
+    for (int j = 0; j < cn && st == HS_OK; j++) {
+        if (v->nul[j] || t->t == EX_T_NULL) {
+            st = hs_col_append_null(col);
+            continue;
+        }
+        switch (t->t) {
+        case EX_T_BOOL: st = hs_col_append_fixed(col, &v->v.b[j]); break;
+        case EX_T_INT: {
+            int64_t x = v->v.i[j];
+            int8_t i8 = (int8_t)x;
+            int16_t i16 = (int16_t)x;
+            int32_t i32 = (int32_t)x;
+            st = hs_col_append_fixed(col, t->bits == 8 ? (void *)&i8 : t->bits == 16 ? (void *)&i16
+                                          : t->bits == 32 ? (void *)&i32 : (void *)&x);
+            break;
+        }
+        case EX_T_FLOAT:
+            if (t->bits == 32) {
+                float f = (float)v->v.f[j];
+                st = hs_col_append_fixed(col, &f);
+            } else {
+                st = hs_col_append_fixed(col, &v->v.f[j]);
+            }
+            break;
+        case EX_T_DEC: st = hs_col_append_fixed(col, &v->v.d[j]); break;
+        case EX_T_DATE: {
+            int32_t d = (int32_t)v->v.i[j];
+            st = hs_col_append_fixed(col, &d);
+            break;
+        }
+        case EX_T_TIME:
+            if (t->unit <= HS_UNIT_MILLI) {
+                int32_t d = (int32_t)v->v.i[j];
+                st = hs_col_append_fixed(col, &d);
+            } else {
+                st = hs_col_append_fixed(col, &v->v.i[j]);
+            }
+            break;
+        case EX_T_TS: st = hs_col_append_fixed(col, &v->v.i[j]); break;
+        case EX_T_STR: case EX_T_UNKNOWN: case EX_T_BIN:
+            if (t->uuid && v->v.s[j].n != 16)
+                st = hs_col_append_null(col);
+            else
+                st = hs_col_append_bytes(col, v->v.s[j].p, v->v.s[j].n);
+            break;
+        default:
+            st = hs_col_append_null(col);
+            break;
+        }
+    }
+    if (st == HS_NOMEM)
+        return hs_err_nomem(err, 0);
+    if (st != HS_OK)
+        return hs_err_set(err, st, "expression: cannot build the result column");
+    return HS_OK;
+}
+
+hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error *err)
+{
+    *out = NULL;
+    int64_t n = b->n_rows;
+    hs_column *col = NULL;
+    HS_TRY(hs_col_create(&e->type_field, n > 0 ? n : 1, &col, err));
+    hs_arena arena = {0};
+    col_cache *cols;
+    hs_status st = eval_setup(e, b, &arena, &cols, err);
+    if (st != HS_OK) {
+        hs_col_free(col);
+        return st;
+    }
+    ectx c = {.e = e, .b = b, .arena = &arena, .cols = cols, .err = err};
+    selidx sel[EX_CHUNK];
+    for (int j = 0; j < EX_CHUNK; j++)
+        sel[j] = (selidx)j;
+    for (int64_t base = 0; base < n && st == HS_OK; base += EX_CHUNK) {
+        int cn = (int)(n - base < EX_CHUNK ? n - base : EX_CHUNK);
+        c.base = base;
+        ex_vec v;
+        st = ev(&c, e->root, sel, cn, &v);
+        if (st == HS_OK)
+            st = append_rows(e, col, &v, cn, err);
+        hs_arena_reset(&arena);
+    }
+    hs_arena_destroy(&arena);
+    hs_free(cols);
+    if (st != HS_OK) {
+        hs_col_free(col);
+        return st;
+    }
+    *out = col;
+    return HS_OK;
+}

@@ -1,0 +1,232 @@
+/*
+ * exec/expr_int.h - internals shared by the files of the expression module:
+ * expr_bind.c (text -> libpg_query JSON -> bound tree), expr_eval.c
+ * (vectorized evaluation, casts, constant folding), expr_func.c (strings,
+ * LIKE, case mapping, dates) and expr_filter.c (ex_to_tbl_filter, ex_format,
+ * small accessors).
+ *
+ * The bound tree.  Every node has a result type (ex_ty) and the 0-based
+ * byte offset of the text it came from (loc, -1 when unknown), which error
+ * messages quote.  Binding inserts every implicit conversion as an explicit
+ * EX_CAST node, so evaluation never guesses: the children of a node have
+ * exactly the types the node's kernel expects.
+ *
+ *   kind          args                          notes
+ *   -----------   ---------------------------   -----------------------------------
+ *   CONST         -                             val (null when val.null)
+ *   COL           -                             field, field_id, slot (cache index)
+ *   NOT           1 BOOL
+ *   AND, OR       n >= 2 BOOL                   Kleene logic, short-circuit per row
+ *   CMP           2 of one compare type         op = tbl_op; cmode says how to compare
+ *   DISTINCT      2 of one compare type         IS [NOT] DISTINCT FROM (neg = NOT)
+ *   IN            lhs, items...                 neg = NOT IN; items cast to lhs's type;
+ *                                               set: sorted constant items (optional)
+ *   IS_NULL       1 any                         neg = IS NOT NULL
+ *   BOOLTEST      1 BOOL                        op = ex_booltest
+ *   LIKE          value, pattern                neg, ci (ILIKE), esc; pat = compiled
+ *                                               constant pattern (or NULL)
+ *   ARITH         2                             op = '+','-','*','/','%','|' (||)
+ *   NEG           1
+ *   CAST          1                             to the node's type
+ *   BETWEEN       x, lo, hi (one compare type)  neg = NOT BETWEEN; aux = 1: SYMMETRIC
+ *   CASE          cond1, res1, ..., else        aux = 0; else may be a NULL CONST
+ *                 subject, val1, res1, ..., else  aux = 1 (CASE x WHEN v ...): each WHEN
+ *                                               is subject = val (cmode), x evaluated once
+ *   COALESCE      n >= 1
+ *   NULLIF        2 (same type)
+ *   FUNC          per function                  op = ex_fn
+ *
+ * Types.  All integers are held as int64 at run time (bits keeps the width of
+ * a column or cast for range checks and for the type ex_ty reports), floats
+ * as double, decimals as __int128 unscaled values with a scale, dates as days,
+ * times and timestamps as int64 in their unit.  EX_T_UNKNOWN is PostgreSQL's
+ * "unknown": a quoted literal whose type comes from where it is used
+ * ('2024-01-02' next to a date column is a date).
+ *
+ * Ownership: every node, value and string of a bound expression lives in the
+ * expression's arena; fields are borrowed from the schema it was bound to.
+ */
+#ifndef HS_EXEC_EXPR_INT_H
+#define HS_EXEC_EXPR_INT_H
+
+#include "base/arena.h"
+#include "exec/expr.h"
+
+#include <stddef.h>
+
+#define EX_MAX_DEPTH 400          /* nesting of the bound tree */
+#define EX_CHUNK 1024             /* rows per evaluation chunk (selection indices fit uint16_t) */
+
+typedef enum ex_t {
+    EX_T_NULL = 0,  /* a bare NULL literal: adopts the type of its context */
+    EX_T_UNKNOWN,   /* a quoted literal not yet typed (held as text) */
+    EX_T_BOOL,
+    EX_T_INT,
+    EX_T_FLOAT,
+    EX_T_DEC,
+    EX_T_STR,
+    EX_T_BIN,
+    EX_T_DATE,
+    EX_T_TS,
+    EX_T_TIME,
+    EX_T_OTHER      /* nested column (list, struct, map): only IS [NOT] NULL */
+} ex_t;
+
+typedef struct ex_ty {
+    ex_t t;
+    uint8_t bits;   /* INT: 8/16/32/64; FLOAT: 32/64 */
+    uint8_t unit;   /* TS, TIME: hs_time_unit */
+    bool tz;        /* TS: with time zone (values are UTC) */
+    bool uuid;      /* BIN: 16-byte uuid (literals parse as uuid text) */
+    int8_t prec;    /* DEC */
+    int8_t scale;   /* DEC */
+} ex_ty;
+
+typedef struct ex_str {
+    const uint8_t *p;
+    size_t n;
+} ex_str;
+
+/* One value of an ex_ty (constants, folding). */
+typedef struct ex_value {
+    bool null;
+    int64_t i;       /* BOOL (0/1), INT, DATE, TS, TIME */
+    double f;        /* FLOAT */
+    __int128 d;      /* DEC (unscaled) */
+    ex_str s;        /* STR, BIN, UNKNOWN */
+} ex_value;
+
+typedef enum ex_kind {
+    EX_CONST = 0, EX_COL, EX_NOT, EX_AND, EX_OR, EX_CMP, EX_DISTINCT, EX_IN, EX_IS_NULL,
+    EX_BOOLTEST, EX_LIKE, EX_ARITH, EX_NEG, EX_CAST, EX_CASE, EX_COALESCE, EX_NULLIF, EX_FUNC,
+    EX_BETWEEN
+} ex_kind;
+
+typedef enum ex_booltest {
+    EX_IS_TRUE = 0, EX_IS_NOT_TRUE, EX_IS_FALSE, EX_IS_NOT_FALSE, EX_IS_UNKNOWN, EX_IS_NOT_UNKNOWN
+} ex_booltest;
+
+/* How CMP/DISTINCT/IN compare their (already converted) operands. */
+typedef enum ex_cmode {
+    EX_CM_I64 = 0,   /* INT, DATE, TIME, TS (same unit) */
+    EX_CM_F64,       /* FLOAT: NaN equals NaN and sorts above everything */
+    EX_CM_I64_F64,   /* INT left, FLOAT right: exact */
+    EX_CM_F64_I64,   /* FLOAT left, INT right: exact */
+    EX_CM_DEC,       /* DEC, scales may differ: exact */
+    EX_CM_BYTES,     /* STR, BIN: unsigned bytes, then length */
+    EX_CM_BOOL       /* BOOL (one byte per row) */
+} ex_cmode;
+
+typedef enum ex_fn {
+    EX_FN_LOWER = 0, EX_FN_UPPER, EX_FN_LENGTH, EX_FN_ABS, EX_FN_ROUND, EX_FN_FLOOR, EX_FN_CEIL,
+    EX_FN_SQRT, EX_FN_STARTS_WITH, EX_FN_SUBSTR, EX_FN_BTRIM, EX_FN_LTRIM, EX_FN_RTRIM,
+    EX_FN_CONCAT, EX_FN_DATE_PART, EX_FN_DATE_TRUNC
+} ex_fn;
+
+/* date_part / date_trunc fields */
+typedef enum ex_dfield {
+    EX_DF_YEAR = 0, EX_DF_QUARTER, EX_DF_MONTH, EX_DF_WEEK, EX_DF_DAY, EX_DF_HOUR, EX_DF_MINUTE,
+    EX_DF_SECOND, EX_DF_DOW, EX_DF_DOY, EX_DF_EPOCH, EX_DF_MILLISECOND, EX_DF_MICROSECOND
+} ex_dfield;
+
+/* A compiled LIKE pattern: ops of kind LIT (byte), ONE ('_': one code
+ * point), ANY ('%': any run, consecutive ones merged). */
+typedef struct ex_like_op {
+    uint8_t kind;   /* 0 LIT, 1 ONE, 2 ANY */
+    uint8_t byte;
+} ex_like_op;
+typedef struct ex_like {
+    int n;
+    ex_like_op *ops;
+} ex_like;
+
+/* Sorted constant IN items, for binary search (I64, F64 or BYTES modes). */
+typedef struct ex_inset {
+    int64_t n;
+    int64_t *i;
+    double *f;
+    ex_str *s;
+    bool has_null;    /* a NULL item: a miss is unknown, not false */
+} ex_inset;
+
+typedef struct ex_node ex_node;
+struct ex_node {
+    ex_kind kind;
+    ex_ty type;         /* result type */
+    int loc;              /* byte offset in the text, -1 unknown */
+    int op;               /* CMP: tbl_op; ARITH: char; BOOLTEST: ex_booltest; FUNC: ex_fn */
+    int aux;              /* FUNC date_part/date_trunc: ex_dfield; ROUND: digits;
+                             BETWEEN: symmetric; CASE: has a subject */
+    ex_cmode cmode;       /* CMP, DISTINCT, IN, NULLIF, BETWEEN, CASE with a subject */
+    bool neg;             /* IN, LIKE, IS_NULL, DISTINCT */
+    bool ci;              /* LIKE: ILIKE */
+    int esc;              /* LIKE: escape byte, -1 none */
+    int n_args;
+    ex_node **args;
+    ex_value val;         /* CONST */
+    const hs_field *field;/* COL (borrowed from the schema) */
+    int32_t field_id;     /* COL */
+    const char *name;     /* COL: dotted name as resolved (arena) */
+    const char **path;    /* COL: the field names from the schema root (arena), */
+    int path_len;         /*      used to find the column when field_id < 0 */
+    int slot;             /* COL: index into the evaluation's column cache */
+    ex_like *pat;         /* LIKE with a constant pattern */
+    ex_inset *set;        /* IN with constant items */
+};
+
+struct ex_expr {
+    hs_arena arena;
+    ex_node *root;
+    const char *text;        /* the source text (arena copy) for error messages */
+    const hs_field *schema;  /* borrowed */
+    hs_field type_field;     /* ex_type(e) */
+    int n_slots;             /* COL nodes */
+};
+
+/* ---- errors (expr_bind.c) ---- */
+
+/* Sets err to "<message> at character N" plus the text with a caret under
+ * position loc (a byte offset; no position part when loc < 0). */
+hs_status ex_err_at(hs_error *err, hs_status code, const char *text, int loc, const char *fmt,
+                    ...) HS_PRINTF(5, 6);
+
+/* ---- types (expr_eval.c) ---- */
+
+const char *ex_type_name(const ex_ty *t, char *buf, size_t n);
+bool ex_type_eq(const ex_ty *a, const ex_ty *b);
+/* The hs_field a column of type t has (ex_eval, ex_ty). */
+HS_MUST_USE hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out);
+/* The expression type of a column of field f (EX_T_OTHER for nested). */
+ex_ty ex_type_of_field(const hs_field *f);
+
+/* ---- evaluation (expr_eval.c) ---- */
+
+/* Evaluates a node whose arguments are all constants; *out gets a value
+ * whose strings live in arena.  Errors go to err (positions via e->text). */
+HS_MUST_USE hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value *out,
+                              hs_error *err);
+/* Appends the SQL text of a non-null constant (for ex_format and leaves). */
+HS_MUST_USE hs_status ex_value_text(const ex_ty *t, const ex_value *v, hs_buf *out);
+/* Compares two non-null values of one compare mode (types ta, tb). */
+int ex_cmp_values(ex_cmode m, const ex_ty *ta, const ex_value *a, const ex_ty *tb,
+                  const ex_value *b);
+/* Unicode-ish helpers (expr_func.c). */
+size_t ex_utf8_len(const uint8_t *p, size_t n);              /* code points */
+size_t ex_case_map(const uint8_t *s, size_t n, uint8_t *out, bool upper); /* out >= n bytes */
+/* Compiles a LIKE pattern (esc -1 = none; ci lowercases it).  HS_INVALID
+ * when it ends with the escape character. */
+HS_MUST_USE hs_status ex_like_compile(const uint8_t *p, size_t n, int esc, bool ci,
+                                      hs_arena *arena, ex_like *out, hs_error *err);
+bool ex_like_match(const ex_like *pat, const uint8_t *s, size_t n);
+
+/* ---- dates (expr_func.c) ---- */
+
+int64_t ex_unit_per_sec(int unit);   /* 1, 1e3, 1e6, 1e9 */
+int64_t ex_floor_div(int64_t a, int64_t b);
+/* date_part of a DATE (days), TS (unit) or TIME (unit) value. */
+bool ex_date_part(ex_dfield f, ex_t t, int unit, int64_t v, int64_t *out);
+/* date_trunc of a TS value (unit) to field f; false when f cannot truncate. */
+bool ex_date_trunc(ex_dfield f, int unit, int64_t v, int64_t *out);
+bool ex_dfield_parse(const char *s, size_t n, ex_dfield *out);
+
+#endif

@@ -1,0 +1,2036 @@
+/*
+ * table/index.c - sidecar indexes of a table (hyperstream/index.h): the
+ * registry commits, declaring / dropping / listing indexes, building
+ * sidecars (for every live data file, and for the files each write
+ * produces), index lookups for scans, orphan removal and explain.
+ *
+ * Where things are (DESIGN.md "Storage layout"; format in index/registry.h):
+ *
+ *   <table>/index/<data-file-stem>.<field-id>.<kind>   sidecar of one data file
+ *   <table>/index/registry/<uuid>.json                 registry version, named by
+ *                                                       property hyperstream.index-registry
+ *
+ * Commits.  Every registry change is a metadata commit (tbl_commit) whose
+ * rebase callback re-reads the registry of the fresh base and applies the
+ * change to it, so concurrent writers merge instead of overwriting:
+ *
+ *   change            applied to the base's registry           also, on a newer base
+ *   ----------------  ---------------------------------------  --------------------------------
+ *   add_index         declaration + our entries (an entry the  entries of our files no longer
+ *                     base already has for the same data file  live are dropped; live files
+ *                     and size is kept, ours is dropped)       without a sidecar get one built
+ *   append/overwrite  our entries (write.c commits them with   sidecars for indexes declared
+ *   /delete           the snapshot: one commit); entries of    since the write began are built
+ *                     the files the operation removes go       from the written files
+ *   drop_index        declarations and their entries go        -
+ *   remove_orphans    entries of data files not live go        (re-checked against the base)
+ *
+ * A new registry version is written per attempt (unique name, exclusive
+ * create); a failed attempt's file is removed before the next one, and a
+ * failed operation removes its sidecars.  Sidecar files are immutable and
+ * never overwritten: a taken name gets a random suffix.
+ *
+ * Reading (tbl_ixscan_*).  A scan loads the registry once.  Per planned data
+ * file, entries are used only when path AND size match the file; the
+ * sidecar is read into memory and opened (which validates its checksum);
+ * its row count and data file size must match the file too.  Anything else
+ * (missing, truncated, corrupt, stale) is skipped with a warning on stderr
+ * and counted: the scan then reads the data, so results never change.  The
+ * simple filter is evaluated as bitmap algebra over the lookups:
+ *
+ *   node          candidate set              exact (set == matching rows)
+ *   ------------  -------------------------  -----------------------------
+ *   TRUE / FALSE  all / empty                yes
+ *   leaf, index   sidx_lookup                yes
+ *   leaf, none    all ("unknown")            no
+ *   AND           intersection               both exact, or the set is empty
+ *   OR            union                      both exact
+ *
+ * Kinds.  tbl_ixkind families build sidecars; the scalar family (inverted,
+ * range, auto) is here over index/scalar/sidx.h.  Vector kind names are
+ * recognised and refused with HS_UNSUPPORTED until a family handles them.
+ */
+#include "table/table_int.h"
+
+#include "base/hash.h"
+#include "base/mem.h"
+#include "base/threadpool.h"
+#include "exec/expr.h"
+#include "hyperstream/index.h"
+#include "index/registry.h"
+#include "index/scalar/sidx.h"
+#include "io/io.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* the scalar family                                                   */
+
+static bool scalar_handles(const char *kind)
+{
+    sidx_kind k;
+    return sidx_kind_from_name(kind, &k);
+}
+
+static hs_status scalar_check(const char *kind, const hs_field *f, const char *params,
+                              hs_error *err)
+{
+    if (!sidx_supports(f))
+        return hs_err_set(err, HS_INVALID, "a %s index needs a scalar column; \"%s\" is %s",
+                          kind, f->name, hs_type_name(f->type));
+    if (params && *params) {
+        json_t *j = json_loads(params, 0, NULL);
+        const char *key;
+        json_t *v;
+        hs_status st = HS_OK;
+        json_object_foreach(j, key, v) {
+            if (strcmp(key, "type") != 0) {
+                st = hs_err_set(err, HS_INVALID, "index parameter \"%s\" does not apply to a %s "
+                                "index (scalar indexes take no parameters)", key, kind);
+                break;
+            }
+        }
+        json_decref(j);
+        HS_TRY(st);
+    }
+    return HS_OK;
+}
+
+static hs_status scalar_begin(const char *kind, const char *params, const hs_field *f,
+                              int64_t data_file_size, int64_t n_rows, void **state, hs_error *err)
+{
+    sidx_kind k;
+    if (!sidx_kind_from_name(kind, &k))
+        return hs_err_set(err, HS_INVALID, "unknown scalar index kind \"%s\"", kind);
+    return sidx_builder_new(k, f, data_file_size, (sidx_builder **)state, err);
+}
+
+static hs_status scalar_add(void *state, const hs_column *c, int64_t first_pos, hs_error *err)
+{
+    return sidx_builder_add(state, c, first_pos, err);
+}
+
+static hs_status scalar_finish(void *state, hs_buf *out, hs_error *err)
+{
+    return sidx_builder_finish(state, out, NULL, err);
+}
+
+static void scalar_free(void *state) { sidx_builder_free(state); }
+
+static const tbl_ixkind scalar_kind = {
+    "scalar", scalar_handles, scalar_check, scalar_begin, scalar_add, scalar_finish, scalar_free,
+};
+
+/* Every family; vector kinds join here. */
+static const tbl_ixkind *const kind_families[] = {&scalar_kind};
+
+const tbl_ixkind *tbl_ixkind_find(const char *kind)
+{
+    for (size_t i = 0; kind && i < sizeof kind_families / sizeof kind_families[0]; i++)
+        if (kind_families[i]->handles(kind))
+            return kind_families[i];
+    return NULL;
+}
+
+/* Names index.h lists for vector columns (refused until a family builds them). */
+static bool is_vector_kind(const char *kind)
+{
+    return strncmp(kind, "hnsw", 4) == 0 || strncmp(kind, "ivf_hnsw", 8) == 0 ||
+           strcmp(kind, "ivf") == 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* small helpers                                                       */
+
+static bool fsync_on(const ice_table_metadata *m)
+{
+    const char *v = ice_kv_get(&m->properties, "hyperstream.commit.fsync");
+    return v && strcasecmp(v, "true") == 0;
+}
+
+static int wflags_of(const ice_table_metadata *m)
+{
+    return HS_WFILE_EXCLUSIVE | (fsync_on(m) ? 0 : HS_WFILE_NO_SYNC);
+}
+
+static void warn(const char *fmt, ...) HS_PRINTF(1, 2);
+static void warn(const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "hyperstream: warning: %s\n", msg);
+}
+
+static void entry_free_strings(ix_entry *e)
+{
+    hs_free(e->data_file);
+    hs_free(e->kind);
+    hs_free(e->index_file);
+    memset(e, 0, sizeof *e);
+}
+
+static void remove_local(const char *location, const char *rel)
+{
+    hs_buf p = {0};
+    if (ix_resolve_path(location, rel, &p) == HS_OK)
+        (void)unlink(tbl_local(hs_buf_cstr(&p)));
+    hs_buf_free(&p);
+}
+
+/* The registry of metadata m: empty when there is none; an unreadable one is
+ * reported (warning) and treated as empty, so that writers can repair it. */
+static hs_status load_registry_of(const ice_table_metadata *m, ix_registry *reg, hs_error *err)
+{
+    const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
+    hs_error e;
+    hs_err_clear(&e);
+    hs_status st = ix_registry_load(m->location, rel, reg, &e);
+    if (st == HS_NOMEM)
+        return hs_err_nomem(err, 64);
+    if (st != HS_OK) {
+        warn("%s: %s; starting a new index registry", m->location, e.msg);
+        memset(reg, 0, sizeof *reg);
+    }
+    return HS_OK;
+}
+
+/* A leaf column for field id `fid` from a batch: the column itself, or for
+ * a field inside structs a copy whose rows are null where a parent is null.
+ * *tmp (to free) is set when a copy was made. */
+static hs_status leaf_column(const hs_batch *b, int32_t fid, const hs_column **out,
+                             hs_column **tmp, hs_error *err)
+{
+    *tmp = NULL;
+    tbl_col_ref ref;
+    if (!tbl_batch_find_id(b, fid, &ref))
+        return hs_err_set(err, HS_INTERNAL, "column of field id %d is not in the batch",
+                          (int)fid);
+    if (ref.n_parents == 0) {
+        *out = ref.col;
+        return HS_OK;
+    }
+    bool any = false;
+    for (int64_t i = 0; i < b->n_rows && !any; i++)
+        for (int k = 0; k < ref.n_parents && !any; k++)
+            any = !hs_col_is_valid(ref.parents[k], i);
+    if (!any) {
+        *out = ref.col;
+        return HS_OK;
+    }
+    hs_column *c = NULL;
+    HS_TRY(hs_col_slice(ref.col, 0, b->n_rows, &c, err));
+    if (hs_col_ensure_validity(c) != HS_OK) {
+        hs_col_free(c);
+        return hs_err_nomem(err, (size_t)b->n_rows);
+    }
+    for (int64_t i = 0; i < b->n_rows; i++) {
+        bool valid = hs_col_is_valid(c, i);
+        for (int k = 0; k < ref.n_parents && valid; k++)
+            valid = hs_col_is_valid(ref.parents[k], i);
+        if (!valid && hs_col_is_valid(c, i)) {
+            hs_bit_clear(c->validity.data, i);
+            c->null_count++;
+        }
+    }
+    *out = c;
+    *tmp = c;
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* building sidecars                                                   */
+
+/* What to build: one declared index of one data file. */
+typedef struct build_req {
+    const char *location;          /* table location */
+    int wflags;
+    const ix_decl *decl;           /* borrowed */
+    const hs_field *field;         /* the indexed field in the current schema */
+    const hs_field *top;           /* its top-level column (reading from disk) */
+    const char *data_file;
+    int64_t data_file_size;
+    int64_t record_count;
+    const volatile int *cancel;    /* optional */
+} build_req;
+
+/* Writes sidecar bytes under a fresh name; fills e (owned strings). */
+static hs_status write_sidecar(const build_req *q, const hs_buf *bytes, ix_entry *e,
+                               hs_error *err)
+{
+    memset(e, 0, sizeof *e);
+    hs_buf rel = {0}, path = {0};
+    hs_status st = HS_OK;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        char suffix[12];
+        if (attempt) {
+            char uuid[37];
+            ice_uuid_v4(uuid);
+            memcpy(suffix, uuid, 8);
+            suffix[8] = '\0';
+        }
+        if (ix_sidecar_rel(q->data_file, q->decl->field_id, q->decl->kind,
+                           attempt ? suffix : NULL, &rel) != HS_OK ||
+            ix_resolve_path(q->location, hs_buf_cstr(&rel), &path) != HS_OK) {
+            st = hs_err_nomem(err, 256);
+            break;
+        }
+        const char *local = tbl_local(hs_buf_cstr(&path));
+        if (attempt == 0) {
+            const char *slash = strrchr(local, '/');
+            char *dir = slash ? hs_strndup(local, (size_t)(slash - local)) : NULL;
+            st = slash && !dir ? hs_err_nomem(err, 256) : dir ? cat_io_mkdirs(dir, err) : HS_OK;
+            hs_free(dir);
+            if (st != HS_OK)
+                break;
+        }
+        hs_error e2;
+        hs_err_clear(&e2);
+        st = cat_io_write_all_ex(local, q->wflags | HS_WFILE_EXCLUSIVE, bytes->data, bytes->len,
+                                 &e2);
+        if (st == HS_CONFLICT)
+            continue;   /* the name is taken: another suffix */
+        if (st != HS_OK && err)
+            *err = e2;
+        break;
+    }
+    if (st == HS_CONFLICT)
+        st = hs_err_set(err, HS_IO, "%s: cannot find a free sidecar name", q->data_file);
+    if (st == HS_OK) {
+        size_t n;
+        e->data_file = hs_strdup(q->data_file);
+        e->kind = hs_strdup(q->decl->kind);
+        e->index_file = (char *)hs_buf_detach(&rel, &n);
+        e->data_file_size = q->data_file_size;
+        e->field_id = q->decl->field_id;
+        e->index_file_size = (int64_t)bytes->len;
+        e->checksum = hs_xxh64(bytes->data ? bytes->data : (const uint8_t *)"", bytes->len, 0);
+        if (!e->data_file || !e->kind) {
+            remove_local(q->location, e->index_file);
+            entry_free_strings(e);
+            st = hs_err_nomem(err, 256);
+        }
+    }
+    hs_buf_free(&rel);
+    hs_buf_free(&path);
+    return st;
+}
+
+/* Builds from one batch holding every row of the data file. */
+static hs_status build_from_batch(const build_req *q, const hs_batch *b, ix_entry *e,
+                                  hs_error *err)
+{
+    const tbl_ixkind *k = tbl_ixkind_find(q->decl->kind);
+    if (!k)
+        return hs_err_set(err, HS_UNSUPPORTED, "index kind \"%s\" cannot be built by this "
+                          "build", q->decl->kind);
+    void *state = NULL;
+    HS_TRY(k->build_begin(q->decl->kind, q->decl->params, q->field, q->data_file_size, b->n_rows,
+                          &state, err));
+    const hs_column *c = NULL;
+    hs_column *tmp = NULL;
+    hs_buf bytes = {0};
+    hs_status st = leaf_column(b, q->decl->field_id, &c, &tmp, err);
+    if (st == HS_OK)
+        st = k->build_add(state, c, 0, err);
+    if (st == HS_OK)
+        st = k->build_finish(state, &bytes, err);
+    k->build_free(state);
+    hs_col_free(tmp);
+    if (st == HS_OK)
+        st = write_sidecar(q, &bytes, e, err);
+    hs_buf_free(&bytes);
+    if (st != HS_OK)
+        hs_err_prefix(err, "index %s on %s of %s", q->decl->kind, q->decl->column, q->data_file);
+    return st;
+}
+
+typedef struct disk_build {
+    const build_req *q;
+    const tbl_ixkind *k;
+    void *state;
+    int64_t pos;
+} disk_build;
+
+static hs_status disk_emit(void *ctx, hs_batch *b, hs_error *err)
+{
+    disk_build *d = ctx;
+    hs_status st = HS_OK;
+    if (d->q->cancel && *d->q->cancel)
+        st = hs_err_set(err, HS_CANCELLED, "cancelled");
+    const hs_column *c = NULL;
+    hs_column *tmp = NULL;
+    if (st == HS_OK)
+        st = leaf_column(b, d->q->decl->field_id, &c, &tmp, err);
+    if (st == HS_OK)
+        st = d->k->build_add(d->state, c, d->pos, err);
+    d->pos += b->n_rows;
+    hs_col_free(tmp);
+    hs_batch_free(b);
+    return st;
+}
+
+/* Builds by reading the column from the data file (every row, deletes
+ * ignored: positions are the file's). */
+static hs_status build_from_file(const build_req *q, ix_entry *e, hs_error *err)
+{
+    const tbl_ixkind *k = tbl_ixkind_find(q->decl->kind);
+    if (!k)
+        return hs_err_set(err, HS_UNSUPPORTED, "index kind \"%s\" cannot be built by this "
+                          "build", q->decl->kind);
+    tbl_plan_file pf = {0};
+    pf.path = q->data_file;
+    pf.record_count = q->record_count;
+    pf.file_size = q->data_file_size;
+    hs_field rs;
+    hs_field_init(&rs, "", HS_TYPE_STRUCT, false);
+    hs_field copy = {0};
+    if (hs_field_copy(q->top, &copy) != HS_OK || hs_field_add_child(&rs, &copy) != HS_OK) {
+        hs_field_clear(&copy);
+        hs_field_clear(&rs);
+        return hs_err_nomem(err, 64);
+    }
+    disk_build d = {q, k, NULL, 0};
+    hs_buf bytes = {0};
+    hs_status st = k->build_begin(q->decl->kind, q->decl->params, q->field, q->data_file_size,
+                                  q->record_count, &d.state, err);
+    tbl_read_opts o = {.n_out = -1, .batch_size = 65536};
+    if (st == HS_OK)
+        st = tbl_read_file_ex(&pf, &rs, &o, disk_emit, &d, NULL, NULL, NULL, err);
+    if (st == HS_OK && d.pos != q->record_count)
+        st = HS_CORRUPT_AT(err, "%s has %lld rows; the manifest says %lld", q->data_file,
+                           (long long)d.pos, (long long)q->record_count);
+    if (st == HS_OK)
+        st = k->build_finish(d.state, &bytes, err);
+    if (d.state)
+        k->build_free(d.state);
+    if (st == HS_OK)
+        st = write_sidecar(q, &bytes, e, err);
+    hs_buf_free(&bytes);
+    hs_field_clear(&rs);
+    if (st != HS_OK && st != HS_CANCELLED)
+        hs_err_prefix(err, "index %s on %s of %s", q->decl->kind, q->decl->column, q->data_file);
+    return st;
+}
+
+/* The top-level column of schema holding field id, or NULL. */
+static const hs_field *top_of(const ice_schema *sc, int32_t fid)
+{
+    for (int i = 0; i < sc->root.n_children; i++) {
+        const hs_field *c = &sc->root.children[i];
+        if (c->field_id == fid)
+            return c;
+        ice_schema tmp = {.root = *c};
+        if (c->n_children && ice_schema_find_id(&tmp, fid))
+            return c;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* live data files                                                     */
+
+typedef struct live_set {
+    tbl_plan *plan;                /* current snapshot, no filter */
+    hs_map by_path;                /* path -> plan index */
+    int64_t snapshot_id;           /* -1 = empty table */
+} live_set;
+
+static void live_free(live_set *l)
+{
+    tbl_plan_free(l->plan);
+    hs_map_free(&l->by_path);
+    memset(l, 0, sizeof *l);
+}
+
+static hs_status live_of(const ice_table_metadata *m, live_set *l, hs_error *err)
+{
+    memset(l, 0, sizeof *l);
+    const ice_snapshot *snap = ice_metadata_current_snapshot(m);
+    const ice_schema *sc = ice_metadata_current_schema(m);
+    if (!sc)
+        return hs_err_set(err, HS_CORRUPT, "table metadata has no current schema");
+    l->snapshot_id = snap ? snap->snapshot_id : -1;
+    HS_TRY(tbl_plan_make(m, snap, sc, NULL, &l->plan, err));
+    for (int i = 0; i < l->plan->n_files; i++) {
+        const char *p = l->plan->files[i].path;
+        if (hs_map_put(&l->by_path, p, strlen(p), (uint64_t)i) != HS_OK) {
+            live_free(l);
+            return hs_err_nomem(err, 64);
+        }
+    }
+    return HS_OK;
+}
+
+static bool live_has(const live_set *l, const char *path, int64_t size)
+{
+    uint64_t i;
+    return hs_map_get(&l->by_path, path, strlen(path), &i) && l->plan->files[i].file_size == size;
+}
+
+/* Whether entry e is usable: sidecar present with the recorded size. */
+static bool sidecar_present(const char *location, const ix_entry *e)
+{
+    hs_buf p = {0};
+    struct stat stt;
+    bool ok = ix_resolve_path(location, e->index_file, &p) == HS_OK &&
+              stat(tbl_local(hs_buf_cstr(&p)), &stt) == 0 &&
+              (int64_t)stt.st_size == e->index_file_size;
+    hs_buf_free(&p);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ */
+/* registry commits                                                    */
+
+typedef hs_status (*reg_change_fn)(void *ctx, const ice_table_metadata *base, ix_registry *reg,
+                                   bool *changed, hs_error *err);
+
+typedef struct reg_commit {
+    reg_change_fn fn;
+    void *ctx;
+    char *written;                 /* location-relative path of the last attempt's file */
+    char *location;                /* of that attempt */
+} reg_commit;
+
+static void reg_commit_forget(reg_commit *c, bool remove_file)
+{
+    if (c->written && remove_file)
+        remove_local(c->location, c->written);
+    hs_free(c->written);
+    hs_free(c->location);
+    c->written = c->location = NULL;
+}
+
+static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const char *loc,
+                               ice_table_metadata *nm, hs_error *err)
+{
+    reg_commit *c = vctx;
+    reg_commit_forget(c, true);
+    ix_registry reg = {0};
+    HS_TRY(load_registry_of(base, &reg, err));
+    bool changed = false;
+    hs_status st = c->fn(c->ctx, base, &reg, &changed, err);
+    char *rel = NULL;
+    if (st == HS_OK)
+        st = ice_metadata_copy(base, nm, err);
+    if (st == HS_OK && changed) {
+        st = ix_registry_write(base->location, &reg, wflags_of(base), &rel, err);
+        if (st == HS_OK) {
+            c->written = rel;
+            c->location = hs_strdup(base->location);
+            if (!c->location)
+                st = hs_err_nomem(err, 64);
+        }
+        if (st == HS_OK)
+            st = ice_metadata_set_property(nm, IX_REGISTRY_PROPERTY, rel, err);
+    }
+    ix_registry_clear(&reg);
+    return st;
+}
+
+/* Commits a registry change (fn applied to each fresh base's registry). */
+static hs_status reg_commit_run(hs_table *t, reg_change_fn fn, void *ctx, hs_error *err)
+{
+    reg_commit c = {fn, ctx, NULL, NULL};
+    hs_status st = tbl_commit(t, reg_commit_cb, &c, err);
+    reg_commit_forget(&c, st != HS_OK);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* add_index                                                           */
+
+typedef struct add_ctx {
+    hs_table *t;
+    ix_decl decl;                  /* borrowed strings */
+    const hs_field *field;         /* in the schema of `schema` */
+    const ice_schema *schema;      /* t's current schema at planning (copy below) */
+    ice_schema schema_copy;
+    int64_t planned_snapshot;
+    hs_buf mine;                   /* ix_entry built (owned strings) */
+    int n_threads;
+} add_ctx;
+
+static void free_entries(hs_buf *v)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(v, ix_entry); i++)
+        entry_free_strings(&HS_VEC_AT(v, ix_entry, i));
+    hs_buf_free(v);
+}
+
+static void free_strs(hs_buf *v)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(v, char *); i++)
+        hs_free(HS_VEC_AT(v, char *, i));
+    hs_buf_free(v);
+}
+
+/* Parallel building of a list of requests, with progress and cancel. */
+typedef struct build_run {
+    build_req *reqs;
+    ix_entry *out;
+    int n;
+    volatile int cancel;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    int next;
+} build_run;
+
+typedef struct build_task { build_run *r; int i; } build_task;
+
+static hs_status build_task_fn(void *arg, hs_error *err)
+{
+    build_task *t = arg;
+    build_run *r = t->r;
+    hs_status st = HS_OK;
+    if (r->cancel)
+        st = hs_err_set(err, HS_CANCELLED, "cancelled");
+    else
+        st = build_from_file(&r->reqs[t->i], &r->out[t->i], err);
+    pthread_mutex_lock(&r->mu);
+    r->done++;
+    if (st != HS_OK)
+        r->cancel = 1;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
+static int threads_of(int n_threads, int n_jobs)
+{
+    if (n_threads <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = c > 0 ? (int)c : 1;
+    }
+    if (n_threads > n_jobs)
+        n_threads = n_jobs;
+    return n_threads < 1 ? 1 : n_threads;
+}
+
+/* Builds every request; out[i] filled for each success.  On failure or
+ * cancel, every sidecar built here is removed and out[] cleared. */
+static hs_status build_all(build_req *reqs, ix_entry *out, int n, int n_threads,
+                           const hs_index_options *opt, const char *what, const char *location,
+                           hs_error *err)
+{
+    build_run r = {reqs, out, n, 0, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    for (int i = 0; i < n; i++)
+        reqs[i].cancel = &r.cancel;
+    hs_progress_fn progress = opt ? opt->progress : NULL;
+    void *pctx = opt ? opt->progress_ctx : NULL;
+    hs_status st = HS_OK;
+    if (progress && progress(pctx, what, 0, n))
+        st = hs_err_set(err, HS_CANCELLED, "%s: cancelled by the progress callback", what);
+    int threads = threads_of(n_threads, n);
+    if (st == HS_OK && threads <= 1) {
+        for (int i = 0; i < n && st == HS_OK; i++) {
+            st = build_from_file(&reqs[i], &out[i], err);
+            if (st == HS_OK && progress && progress(pctx, what, i + 1, n))
+                st = hs_err_set(err, HS_CANCELLED, "%s: cancelled by the progress callback",
+                                what);
+        }
+    } else if (st == HS_OK) {
+        hs_pool *pool = NULL;
+        hs_group *g = NULL;
+        build_task *tasks = hs_calloc((size_t)n, sizeof *tasks);
+        st = tasks ? hs_pool_create(threads, &pool, err) : hs_err_nomem(err, 64);
+        if (st == HS_OK)
+            st = hs_group_create(pool, &g, err);
+        int submitted = 0;
+        for (int i = 0; i < n && st == HS_OK; i++) {
+            tasks[i] = (build_task){&r, i};
+            if (hs_group_submit(g, build_task_fn, &tasks[i]) != HS_OK)
+                st = hs_err_nomem(err, 64);
+            else
+                submitted++;
+        }
+        /* the calling thread reports progress while the pool works */
+        bool cancelled = false;
+        pthread_mutex_lock(&r.mu);
+        int reported = 0;
+        while (r.done < submitted) {
+            while (r.done == reported && r.done < submitted)
+                pthread_cond_wait(&r.cv, &r.mu);
+            int d = r.done;
+            pthread_mutex_unlock(&r.mu);
+            if (progress && !cancelled && !r.cancel && d > reported && progress(pctx, what, d, n)) {
+                cancelled = true;
+                r.cancel = 1;
+            }
+            reported = d;
+            pthread_mutex_lock(&r.mu);
+        }
+        pthread_mutex_unlock(&r.mu);
+        if (g) {
+            hs_error gerr;
+            hs_err_clear(&gerr);
+            hs_status gs = hs_group_wait(g, &gerr);
+            if (st == HS_OK && cancelled)
+                st = hs_err_set(err, HS_CANCELLED, "%s: cancelled by the progress callback",
+                                what);
+            else if (st == HS_OK && gs != HS_OK) {
+                st = gs;
+                if (err)
+                    *err = gerr;
+            }
+        }
+        hs_group_destroy(g);
+        hs_pool_destroy(pool);
+        hs_free(tasks);
+    }
+    if (st != HS_OK) {
+        for (int i = 0; i < n; i++) {
+            if (out[i].index_file)
+                remove_local(location, out[i].index_file);
+            entry_free_strings(&out[i]);
+        }
+    }
+    pthread_mutex_destroy(&r.mu);
+    pthread_cond_destroy(&r.cv);
+    return st;
+}
+
+/* Requests for the files of `live` lacking a usable sidecar of the
+ * declaration (in reg or already built by us). */
+static hs_status missing_reqs(add_ctx *c, const ice_table_metadata *m, const live_set *live,
+                              const ix_registry *reg, hs_buf *reqs, hs_error *err)
+{
+    const hs_field *top = top_of(c->schema, c->decl.field_id);
+    if (!top)
+        return hs_err_set(err, HS_NOT_FOUND, "column \"%s\" is no longer in the table",
+                          c->decl.column);
+    for (int i = 0; i < live->plan->n_files; i++) {
+        const tbl_plan_file *f = &live->plan->files[i];
+        const ix_entry *e = ix_registry_find_entry(reg, f->path, c->decl.field_id, c->decl.kind);
+        if (e && e->data_file_size == f->file_size && sidecar_present(m->location, e))
+            continue;
+        bool mine = false;
+        for (size_t k = 0; k < HS_VEC_LEN(&c->mine, ix_entry) && !mine; k++) {
+            const ix_entry *me = &HS_VEC_AT(&c->mine, ix_entry, k);
+            mine = strcmp(me->data_file, f->path) == 0 && me->data_file_size == f->file_size;
+        }
+        if (mine)
+            continue;
+        build_req q = {m->location, wflags_of(m), &c->decl, c->field, top, f->path,
+                       f->file_size, f->record_count, NULL};
+        if (hs_buf_append(reqs, &q, sizeof q) != HS_OK)
+            return hs_err_nomem(err, sizeof q);
+    }
+    return HS_OK;
+}
+
+static hs_status build_reqs_into(add_ctx *c, hs_buf *reqs, const hs_index_options *opt,
+                                 const char *location, hs_error *err)
+{
+    int n = (int)(reqs->len / sizeof(build_req));
+    if (n == 0)
+        return HS_OK;
+    ix_entry *out = hs_calloc((size_t)n, sizeof *out);
+    if (!out)
+        return hs_err_nomem(err, (size_t)n * sizeof *out);
+    char what[300];
+    snprintf(what, sizeof what, "add_index %s", c->decl.column);
+    hs_status st = build_all((build_req *)reqs->data, out, n, c->n_threads, opt, what, location,
+                             err);
+    for (int i = 0; i < n; i++) {
+        if (st == HS_OK && hs_buf_append(&c->mine, &out[i], sizeof out[i]) == HS_OK)
+            continue;
+        if (st == HS_OK) {
+            st = hs_err_nomem(err, 64);
+            /* the rest is freed below; what is in mine is cleaned by the caller */
+        }
+        if (out[i].index_file)
+            remove_local(location, out[i].index_file);
+        entry_free_strings(&out[i]);
+    }
+    hs_free(out);
+    return st;
+}
+
+static bool entry_live(void *ctx, const ix_entry *e)
+{
+    return live_has(ctx, e->data_file, e->data_file_size);
+}
+
+static hs_status add_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
+                            bool *changed, hs_error *err)
+{
+    add_ctx *c = vctx;
+    int64_t cur = ice_metadata_current_snapshot(base) ? base->current_snapshot_id : -1;
+    if (cur != c->planned_snapshot) {
+        /* files came or went since planning: drop ours that left, build the new ones */
+        live_set live;
+        HS_TRY(live_of(base, &live, err));
+        size_t k = 0;
+        for (size_t i = 0; i < HS_VEC_LEN(&c->mine, ix_entry); i++) {
+            ix_entry *e = &HS_VEC_AT(&c->mine, ix_entry, i);
+            if (live_has(&live, e->data_file, e->data_file_size)) {
+                HS_VEC_AT(&c->mine, ix_entry, k++) = *e;
+                continue;
+            }
+            remove_local(base->location, e->index_file);
+            entry_free_strings(e);
+        }
+        c->mine.len = k * sizeof(ix_entry);
+        hs_buf reqs = {0};
+        hs_status st = missing_reqs(c, base, &live, reg, &reqs, err);
+        if (st == HS_OK)
+            st = build_reqs_into(c, &reqs, NULL, base->location, err);
+        hs_buf_free(&reqs);
+        live_free(&live);
+        HS_TRY(st);
+        c->planned_snapshot = cur;
+    }
+    HS_TRY(ix_registry_add_decl(reg, c->decl.column, c->decl.field_id, c->decl.kind,
+                                c->decl.params, err));
+    for (size_t i = 0; i < HS_VEC_LEN(&c->mine, ix_entry); i++) {
+        const ix_entry *e = &HS_VEC_AT(&c->mine, ix_entry, i);
+        const ix_entry *theirs = ix_registry_find_entry(reg, e->data_file, e->field_id, e->kind);
+        if (theirs && theirs->data_file_size == e->data_file_size &&
+            sidecar_present(base->location, theirs))
+            continue;   /* a concurrent add_index built it: keep theirs */
+        HS_TRY(ix_registry_add_entry(reg, e, err));
+    }
+    *changed = true;
+    return HS_OK;
+}
+
+/* Resolves kind and params from the options (dict form: params "type"). */
+static hs_status resolve_kind(const hs_index_options *opt, char **kind, char **params,
+                              hs_error *err)
+{
+    *kind = *params = NULL;
+    const char *k = opt && opt->kind ? opt->kind : NULL;
+    const char *p = opt && opt->params_json && *opt->params_json ? opt->params_json : NULL;
+    char *canon = NULL;
+    if (p) {
+        json_error_t je;
+        json_t *j = json_loads(p, 0, &je);
+        if (!j || !json_is_object(j)) {
+            json_decref(j);
+            return hs_err_set(err, HS_INVALID, "index parameters: not a JSON object: %s",
+                              j ? "a different JSON value" : je.text);
+        }
+        const char *type = json_string_value(json_object_get(j, "type"));
+        if (!k && type)
+            k = type;   /* borrowed from j until the strdup below */
+        if (type && opt->kind && strcmp(type, opt->kind) != 0) {
+            hs_status st = hs_err_set(err, HS_INVALID, "index kind \"%s\" and parameter type "
+                                      "\"%s\" disagree", opt->kind, type);
+            json_decref(j);
+            return st;
+        }
+        canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        *kind = hs_strdup(k ? k : "auto");
+        json_decref(j);
+        if (!canon) {
+            hs_free(*kind);
+            *kind = NULL;
+            return hs_err_nomem(err, 64);
+        }
+        *params = hs_strdup(canon);
+        free(canon);
+    } else {
+        *kind = hs_strdup(k ? k : "auto");
+        *params = hs_strdup("{}");
+    }
+    if (!*kind || !*params) {
+        hs_free(*kind);
+        hs_free(*params);
+        *kind = *params = NULL;
+        return hs_err_nomem(err, 64);
+    }
+    return HS_OK;
+}
+
+hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_options *opt,
+                             hs_error *err)
+{
+    HS_TRY(tbl_check_writable(t, err));
+    if (!column || !*column)
+        return hs_err_set(err, HS_INVALID, "add_index: no column given");
+    HS_TRY(hs_table_refresh(t, err));
+    const ice_schema *sc = ice_metadata_current_schema(&t->meta);
+    if (!sc)
+        return hs_err_set(err, HS_CORRUPT, "table metadata has no current schema");
+    const hs_field *f = ice_schema_find_name(sc, column, true);
+    if (!f)
+        f = ice_schema_find_name(sc, column, false);
+    if (!f)
+        return hs_err_set(err, HS_NOT_FOUND, "add_index: no column \"%s\" in the table schema",
+                          column);
+    char *kind = NULL, *params = NULL;
+    HS_TRY(resolve_kind(opt, &kind, &params, err));
+    hs_status st = HS_OK;
+    const tbl_ixkind *fam = tbl_ixkind_find(kind);
+    if (!fam && is_vector_kind(kind))
+        st = hs_err_set(err, HS_UNSUPPORTED, "add_index: index kind \"%s\" is not available in "
+                        "this build yet", kind);
+    else if (!fam)
+        st = hs_err_set(err, HS_INVALID, "add_index: unknown index kind \"%s\" (inverted, range, "
+                        "auto, hnsw, hnsw_tq8, hnsw_tq4, hnsw_pq, hnsw_bin, ivf_hnsw...)", kind);
+    else {
+        st = fam->check(kind, f, params, err);
+        if (st != HS_OK)
+            hs_err_prefix(err, "add_index");
+    }
+    add_ctx c = {0};
+    live_set live = {0};
+    ix_registry reg = {0};
+    hs_buf reqs = {0};
+    if (st == HS_OK)
+        st = ice_schema_copy(sc, &c.schema_copy);
+    if (st == HS_OK) {
+        c.t = t;
+        c.schema = &c.schema_copy;
+        c.field = ice_schema_find_id(&c.schema_copy, f->field_id);
+        c.decl.column = (char *)column;
+        c.decl.field_id = f->field_id;
+        c.decl.kind = kind;
+        c.decl.params = params;
+        c.n_threads = opt ? opt->n_threads : 0;
+        st = live_of(&t->meta, &live, err);
+    }
+    if (st == HS_OK) {
+        c.planned_snapshot = live.snapshot_id;
+        st = load_registry_of(&t->meta, &reg, err);
+    }
+    if (st == HS_OK)
+        st = missing_reqs(&c, &t->meta, &live, &reg, &reqs, err);
+    if (st == HS_OK)
+        st = build_reqs_into(&c, &reqs, opt, t->meta.location, err);
+    char *location = hs_strdup(t->meta.location);
+    if (st == HS_OK && !location)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = reg_commit_run(t, add_change, &c, err);
+    if (st != HS_OK && location) {
+        for (size_t i = 0; i < HS_VEC_LEN(&c.mine, ix_entry); i++)
+            remove_local(location, HS_VEC_AT(&c.mine, ix_entry, i).index_file);
+    } else if (st == HS_OK && HS_VEC_LEN(&c.mine, ix_entry) > 0) {
+        /* sidecars of ours that lost to a concurrent add_index's: remove */
+        ix_registry now = {0};
+        if (load_registry_of(&t->meta, &now, NULL) == HS_OK) {
+            for (size_t i = 0; i < HS_VEC_LEN(&c.mine, ix_entry); i++) {
+                const ix_entry *e = &HS_VEC_AT(&c.mine, ix_entry, i);
+                const ix_entry *k = ix_registry_find_entry(&now, e->data_file, e->field_id,
+                                                           e->kind);
+                if (!k || strcmp(k->index_file, e->index_file) != 0)
+                    remove_local(location, e->index_file);
+            }
+        }
+        ix_registry_clear(&now);
+    }
+    hs_free(location);
+    free_entries(&c.mine);
+    hs_buf_free(&reqs);
+    ix_registry_clear(&reg);
+    live_free(&live);
+    ice_schema_clear(&c.schema_copy);
+    hs_free(kind);
+    hs_free(params);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* drop_index                                                          */
+
+typedef struct drop_ctx {
+    const char *column;
+    int32_t field_id;              /* -1 = match declarations by column name */
+    const char *kind;
+} drop_ctx;
+
+static hs_status drop_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
+                             bool *changed, hs_error *err)
+{
+    drop_ctx *c = vctx;
+    int removed = 0;
+    if (c->field_id >= 0)
+        removed = ix_registry_remove_decls(reg, c->field_id, c->kind);
+    for (int i = 0; i < reg->n_decls; i++) {
+        const ix_decl *d = &reg->decls[i];
+        if (strcmp(d->column, c->column) == 0 && (!c->kind || strcmp(d->kind, c->kind) == 0)) {
+            removed += ix_registry_remove_decls(reg, d->field_id, d->kind);
+            i = -1;   /* the array moved: start over */
+        }
+    }
+    if (removed == 0)
+        return hs_err_set(err, HS_NOT_FOUND, "drop_index: no %s%sindex on \"%s\"",
+                          c->kind ? c->kind : "", c->kind ? " " : "", c->column);
+    *changed = true;
+    return HS_OK;
+}
+
+hs_status hs_table_drop_index(hs_table *t, const char *column, const char *kind, hs_error *err)
+{
+    HS_TRY(tbl_check_writable(t, err));
+    if (!column || !*column)
+        return hs_err_set(err, HS_INVALID, "drop_index: no column given");
+    HS_TRY(hs_table_refresh(t, err));
+    const ice_schema *sc = ice_metadata_current_schema(&t->meta);
+    const hs_field *f = sc ? ice_schema_find_name(sc, column, true) : NULL;
+    if (!f && sc)
+        f = ice_schema_find_name(sc, column, false);
+    drop_ctx c = {column, f ? f->field_id : -1, kind && *kind ? kind : NULL};
+    return reg_commit_run(t, drop_change, &c, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* list                                                                */
+
+hs_status hs_table_list_indexes(const hs_table *t, char **out, hs_error *err)
+{
+    *out = NULL;
+    ix_registry reg = {0};
+    live_set live = {0};
+    HS_TRY(load_registry_of(&t->meta, &reg, err));
+    hs_status st = live_of(&t->meta, &live, err);
+    json_t *arr = json_array();
+    if (st == HS_OK && !arr)
+        st = hs_err_nomem(err, 64);
+    for (int i = 0; st == HS_OK && i < reg.n_decls; i++) {
+        const ix_decl *d = &reg.decls[i];
+        int64_t indexed = 0, bytes = 0;
+        for (int k = 0; k < reg.n_entries; k++) {
+            const ix_entry *e = &reg.entries[k];
+            if (e->field_id == d->field_id && strcmp(e->kind, d->kind) == 0 &&
+                live_has(&live, e->data_file, e->data_file_size)) {
+                indexed++;
+                bytes += e->index_file_size;
+            }
+        }
+        json_t *params = json_loads(d->params, 0, NULL);
+        json_t *o = json_pack("{s:s, s:i, s:s, s:o, s:I, s:I, s:I}", "column", d->column,
+                              "field_id", (int)d->field_id, "kind", d->kind, "params",
+                              params ? params : json_object(), "files_indexed",
+                              (json_int_t)indexed, "files_live",
+                              (json_int_t)live.plan->n_files, "bytes", (json_int_t)bytes);
+        if (!o || json_array_append_new(arr, o) != 0)
+            st = hs_err_nomem(err, 64);
+    }
+    if (st == HS_OK) {
+        char *s = json_dumps(arr, JSON_COMPACT);
+        *out = s ? hs_strdup(s) : NULL;
+        free(s);
+        if (!*out)
+            st = hs_err_nomem(err, 64);
+    }
+    json_decref(arr);
+    live_free(&live);
+    ix_registry_clear(&reg);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* orphans                                                             */
+
+static hs_status prune_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
+                              bool *changed, hs_error *err)
+{
+    live_set live;
+    HS_TRY(live_of(base, &live, err));
+    *changed = ix_registry_retain(reg, entry_live, &live) > 0;
+    live_free(&live);
+    return HS_OK;
+}
+
+static int64_t mtime_ms(const struct stat *s)
+{
+    return (int64_t)s->st_mtim.tv_sec * 1000 + s->st_mtim.tv_nsec / 1000000;
+}
+
+/* Deletes the files of dir (not subdirectories) not in `keep` (absolute
+ * local paths) and last modified before cutoff_ms. */
+static hs_status sweep_dir(const char *dir, const hs_map *keep, int64_t cutoff_ms,
+                           int64_t *n_removed, hs_error *err)
+{
+    char **names = NULL;
+    size_t n = 0;
+    hs_status st = cat_io_list_dir(dir, &names, &n, err);
+    if (st == HS_NOT_FOUND) {
+        hs_err_clear(err);
+        return HS_OK;
+    }
+    HS_TRY(st);
+    hs_buf p = {0};
+    for (size_t i = 0; i < n && st == HS_OK; i++) {
+        hs_buf_reset(&p);
+        if (hs_buf_printf(&p, "%s/%s", dir, names[i]) != HS_OK) {
+            st = hs_err_nomem(err, 256);
+            break;
+        }
+        const char *path = hs_buf_cstr(&p);
+        struct stat s;
+        if (stat(path, &s) != 0 || !S_ISREG(s.st_mode))
+            continue;
+        if (hs_map_get(keep, path, strlen(path), NULL) || mtime_ms(&s) > cutoff_ms)
+            continue;
+        if (strstr(names[i], ".tmp-"))
+            continue;   /* a file being written */
+        if (unlink(path) == 0)
+            (*n_removed)++;
+        else if (errno != ENOENT)
+            st = hs_err_set(err, HS_IO, "%s: cannot remove: %s", path, strerror(errno));
+    }
+    hs_buf_free(&p);
+    cat_strv_free(names, n);
+    return st;
+}
+
+hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int64_t *n_removed,
+                                         hs_error *err)
+{
+    if (n_removed)
+        *n_removed = 0;
+    HS_TRY(tbl_check_writable(t, err));
+    if (older_than_ms < 0)
+        return hs_err_set(err, HS_INVALID, "remove_orphan_indexes: negative age");
+    HS_TRY(hs_table_refresh(t, err));
+    /* 1. entries of data files that left the current snapshot go */
+    ix_registry reg = {0};
+    live_set live = {0};
+    HS_TRY(load_registry_of(&t->meta, &reg, err));
+    hs_status st = live_of(&t->meta, &live, err);
+    bool stale = false;
+    for (int i = 0; st == HS_OK && i < reg.n_entries && !stale; i++)
+        stale = !entry_live(&live, &reg.entries[i]);
+    live_free(&live);
+    ix_registry_clear(&reg);
+    if (st == HS_OK && stale)
+        st = reg_commit_run(t, prune_change, NULL, err);
+    /* 2. files under index/ that the registry does not reference */
+    hs_map keep = {0};
+    if (st == HS_OK)
+        st = load_registry_of(&t->meta, &reg, err);
+    hs_buf p = {0};
+    for (int i = 0; st == HS_OK && i < reg.n_entries; i++) {
+        if (ix_resolve_path(t->meta.location, reg.entries[i].index_file, &p) != HS_OK) {
+            st = hs_err_nomem(err, 256);
+            break;
+        }
+        const char *l = tbl_local(hs_buf_cstr(&p));
+        if (hs_map_put(&keep, l, strlen(l), 1) != HS_OK)
+            st = hs_err_nomem(err, 256);
+    }
+    const char *cur = ice_kv_get(&t->meta.properties, IX_REGISTRY_PROPERTY);
+    if (st == HS_OK && cur) {
+        if (ix_resolve_path(t->meta.location, cur, &p) != HS_OK)
+            st = hs_err_nomem(err, 256);
+        else {
+            const char *l = tbl_local(hs_buf_cstr(&p));
+            if (hs_map_put(&keep, l, strlen(l), 1) != HS_OK)
+                st = hs_err_nomem(err, 256);
+        }
+    }
+    int64_t cutoff = ice_now_ms() - older_than_ms, count = 0;
+    if (st == HS_OK && ix_resolve_path(t->meta.location, "index", &p) != HS_OK)
+        st = hs_err_nomem(err, 256);
+    char *dir = st == HS_OK ? hs_strdup(tbl_local(hs_buf_cstr(&p))) : NULL;
+    if (st == HS_OK && !dir)
+        st = hs_err_nomem(err, 256);
+    if (st == HS_OK)
+        st = sweep_dir(dir, &keep, cutoff, &count, err);
+    if (st == HS_OK) {
+        hs_buf_reset(&p);
+        if (hs_buf_printf(&p, "%s/registry", dir) != HS_OK)
+            st = hs_err_nomem(err, 256);
+        else
+            st = sweep_dir(hs_buf_cstr(&p), &keep, cutoff, &count, err);
+    }
+    hs_free(dir);
+    hs_buf_free(&p);
+    hs_map_free(&keep);
+    ix_registry_clear(&reg);
+    if (n_removed)
+        *n_removed = count;
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* the cache of opened sidecars and registry versions                  */
+
+/* Sidecars and registry versions are immutable files, so a process keeps
+ * the ones it opened: a warm engine answers a point lookup with lookups
+ * only, not by re-reading and re-verifying every sidecar.  An entry is
+ * keyed by path and the file's identity (device, inode, size, mtime): a
+ * file replaced or damaged in place no longer matches and is loaded (and
+ * verified) again.  Entries are copies in memory (no mmap: a file truncated
+ * under a mapping would fault), reference-counted while a scan uses them,
+ * and evicted least-recently-used beyond HS_INDEX_CACHE_MB (default 256;
+ * 0 disables keeping them).  The lock covers only the table; loading and
+ * verifying happen outside it. */
+
+enum { CE_SIDECAR = 1, CE_REGISTRY = 2 };
+
+typedef struct cache_ent {
+    int kind;
+    char *path;                    /* local path (owned) */
+    uint64_t dev, ino;
+    int64_t size, mtime_ns;
+    int vkind;                     /* sidecar: the value kind it was opened for */
+    hs_buf bytes;                  /* sidecar file */
+    sidx_index *ix;                /* sidecar, over bytes */
+    ix_registry reg;               /* registry, indexed by data file */
+    size_t cost;
+    int refs;
+    uint64_t tick;
+    bool cached;                   /* in the table (else freed at the last release) */
+} cache_ent;
+
+static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static cache_ent **g_cache;
+static int g_cache_n, g_cache_cap;
+static size_t g_cache_bytes;
+static uint64_t g_cache_tick;
+
+static size_t cache_limit(void)
+{
+    const char *e = getenv("HS_INDEX_CACHE_MB");
+    long mb = e && *e ? atol(e) : 256;
+    return mb < 0 ? 0 : (size_t)mb << 20;
+}
+
+static void ent_free(cache_ent *c)
+{
+    if (!c)
+        return;
+    sidx_close(c->ix);
+    hs_buf_free(&c->bytes);
+    ix_registry_clear(&c->reg);
+    hs_free(c->path);
+    hs_free(c);
+}
+
+/* Removes entry i from the table (lock held); frees it unless referenced. */
+static void cache_drop_at(int i)
+{
+    cache_ent *c = g_cache[i];
+    g_cache[i] = g_cache[--g_cache_n];
+    g_cache_bytes -= c->cost;
+    c->cached = false;
+    if (c->refs == 0)
+        ent_free(c);
+}
+
+static void cache_evict(size_t limit)
+{
+    while (g_cache_bytes > limit) {
+        int victim = -1;
+        for (int i = 0; i < g_cache_n; i++)
+            if (g_cache[i]->refs == 0 && (victim < 0 || g_cache[i]->tick < g_cache[victim]->tick))
+                victim = i;
+        if (victim < 0)
+            return;
+        cache_drop_at(victim);
+    }
+}
+
+void tbl_index_cache_clear(void)
+{
+    pthread_mutex_lock(&g_cache_mu);
+    for (int i = g_cache_n - 1; i >= 0; i--)
+        cache_drop_at(i);
+    if (g_cache_n == 0) {
+        hs_free(g_cache);
+        g_cache = NULL;
+        g_cache_cap = 0;
+    }
+    pthread_mutex_unlock(&g_cache_mu);
+}
+
+static void cache_release(cache_ent *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&g_cache_mu);
+    bool free_it = --c->refs == 0 && !c->cached;
+    pthread_mutex_unlock(&g_cache_mu);
+    if (free_it)
+        ent_free(c);
+}
+
+/* Loads what an entry holds; HS_OK with *why set when the file is unusable
+ * (the message for the warning). */
+static hs_status ent_load(cache_ent *c, const hs_field *field, int64_t want_size, char *why,
+                          size_t why_cap, hs_error *err)
+{
+    hs_error e2;
+    hs_err_clear(&e2);
+    hs_status st = hs_local_read_all(c->path, &c->bytes, &e2);
+    if (st == HS_NOMEM)
+        return hs_err_nomem(err, (size_t)c->size);
+    if (st == HS_OK && c->kind == CE_SIDECAR && want_size >= 0 &&
+        (int64_t)c->bytes.len != want_size) {
+        snprintf(why, why_cap, "size %zu differs from the registry's %lld", c->bytes.len,
+                 (long long)want_size);
+        return HS_OK;
+    }
+    if (st == HS_OK && c->kind == CE_SIDECAR) {
+        st = sidx_open(c->bytes.data ? c->bytes.data : (const uint8_t *)"", c->bytes.len, field,
+                       &c->ix, &e2);
+    } else if (st == HS_OK) {
+        st = ix_registry_parse(c->path, (const char *)c->bytes.data, c->bytes.len, &c->reg, &e2);
+        hs_buf_free(&c->bytes);
+        if (st == HS_OK)
+            st = ix_registry_build_index(&c->reg, &e2);
+    }
+    if (st == HS_NOMEM)
+        return hs_err_nomem(err, c->bytes.len);
+    if (st != HS_OK)
+        snprintf(why, why_cap, "%s", e2.msg);
+    c->cost = c->bytes.len + (size_t)c->reg.n_entries * 256 + 512;
+    return HS_OK;
+}
+
+/* The entry for file `path` (local), loaded when needed.  *out NULL with
+ * why[] set when the file is missing or unusable. */
+static hs_status cache_get(int kind, const char *path, const hs_field *field, int64_t want_size,
+                           cache_ent **out, char *why, size_t why_cap, hs_error *err)
+{
+    *out = NULL;
+    why[0] = '\0';
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        snprintf(why, why_cap, "%s: %s", path, strerror(errno));
+        return HS_OK;
+    }
+    int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    int vk = field ? (int)tbl_kind_of(field) : -1;
+    pthread_mutex_lock(&g_cache_mu);
+    for (int i = 0; i < g_cache_n; i++) {
+        cache_ent *c = g_cache[i];
+        if (c->kind != kind || strcmp(c->path, path) != 0)
+            continue;
+        if (c->dev == (uint64_t)sb.st_dev && c->ino == (uint64_t)sb.st_ino &&
+            c->size == (int64_t)sb.st_size && c->mtime_ns == mt && c->vkind == vk) {
+            c->refs++;
+            c->tick = ++g_cache_tick;
+            *out = c;
+            pthread_mutex_unlock(&g_cache_mu);
+            return HS_OK;
+        }
+        if (c->vkind == vk) {
+            cache_drop_at(i);   /* the file changed: forget the old one */
+            i--;
+        }
+    }
+    pthread_mutex_unlock(&g_cache_mu);
+    cache_ent *c = hs_calloc(1, sizeof *c);
+    if (!c || !(c->path = hs_strdup(path))) {
+        hs_free(c);
+        return hs_err_nomem(err, 256);
+    }
+    c->kind = kind;
+    c->dev = (uint64_t)sb.st_dev;
+    c->ino = (uint64_t)sb.st_ino;
+    c->size = (int64_t)sb.st_size;
+    c->mtime_ns = mt;
+    c->vkind = vk;
+    c->refs = 1;
+    hs_status st = ent_load(c, field, want_size, why, why_cap, err);
+    if (st != HS_OK || why[0]) {
+        ent_free(c);
+        return st;
+    }
+    size_t limit = cache_limit();
+    pthread_mutex_lock(&g_cache_mu);
+    c->tick = ++g_cache_tick;
+    if (c->cost <= limit) {
+        if (g_cache_n == g_cache_cap) {
+            int cap = g_cache_cap ? g_cache_cap * 2 : 64;
+            cache_ent **nc = hs_realloc(g_cache, (size_t)cap * sizeof *nc);
+            if (nc) {
+                g_cache = nc;
+                g_cache_cap = cap;
+            }
+        }
+        if (g_cache_n < g_cache_cap) {
+            g_cache[g_cache_n++] = c;
+            g_cache_bytes += c->cost;
+            c->cached = true;
+            cache_evict(limit);
+        }
+    }
+    pthread_mutex_unlock(&g_cache_mu);
+    *out = c;
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* scans: lookups                                                      */
+
+struct tbl_ixscan {
+    char *location;
+    cache_ent *ent;                /* the registry version (a cache reference) */
+    const ix_registry *reg;        /* &ent->reg: indexed by data file */
+};
+
+hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out, int64_t *skipped,
+                          hs_error *err)
+{
+    *out = NULL;
+    const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
+    if (!rel)
+        return HS_OK;
+    tbl_ixscan *x = hs_calloc(1, sizeof *x);
+    hs_buf p = {0};
+    if (!x || ix_resolve_path(m->location, rel, &p) != HS_OK ||
+        !(x->location = hs_strdup(m->location))) {
+        hs_buf_free(&p);
+        tbl_ixscan_free(x);
+        return hs_err_nomem(err, 64);
+    }
+    char why[1200];
+    hs_status st = cache_get(CE_REGISTRY, tbl_local(hs_buf_cstr(&p)), NULL, -1, &x->ent, why,
+                             sizeof why, err);
+    hs_buf_free(&p);
+    if (st == HS_OK && !x->ent) {
+        warn("%s: index registry %s: %s; indexes are not used", m->location, rel, why);
+        if (skipped)
+            (*skipped)++;
+    }
+    if (st != HS_OK || !x->ent || x->ent->reg.n_entries == 0) {
+        tbl_ixscan_free(x);
+        return st;
+    }
+    x->reg = &x->ent->reg;
+    *out = x;
+    return HS_OK;
+}
+
+void tbl_ixscan_free(tbl_ixscan *x)
+{
+    if (!x)
+        return;
+    cache_release(x->ent);
+    hs_free(x->location);
+    hs_free(x);
+}
+
+/* A sidecar of the file being evaluated. */
+typedef struct side {
+    int entry;                     /* registry index */
+    int state;                     /* 0 = not tried, 1 = open, -1 = unusable */
+    cache_ent *ent;                /* a cache reference while open */
+    const sidx_index *ix;
+} side;
+
+typedef struct ixeval {
+    const tbl_ixscan *x;
+    const tbl_plan_file *f;
+    tbl_file_report *rep;
+    side *sides;
+    int n_sides;
+    bool indexed;
+} ixeval;
+
+/* A candidate set: all rows (bm NULL) or a bitmap; exact = equals the matches. */
+typedef struct cset {
+    roaring_bitmap_t *bm;
+    bool exact;
+} cset;
+
+static void note_used(tbl_file_report *rep, const ix_entry *e)
+{
+    char item[48];
+    snprintf(item, sizeof item, "%d:%s", (int)e->field_id, e->kind);
+    if (strstr(rep->used, item))
+        return;
+    size_t n = strlen(rep->used);
+    if (n + strlen(item) + 2 < sizeof rep->used)
+        snprintf(rep->used + n, sizeof rep->used - n, "%s%s", n ? "," : "", item);
+}
+
+static void side_skip(ixeval *v, side *s, const char *why)
+{
+    const ix_entry *e = &v->x->reg->entries[s->entry];
+    hs_buf p = {0};
+    const char *path = ix_resolve_path(v->x->location, e->index_file, &p) == HS_OK
+                           ? hs_buf_cstr(&p) : e->index_file;
+    warn("index %s of %s: %s; reading the data instead", path, v->f->path, why);
+    hs_buf_free(&p);
+    cache_release(s->ent);
+    s->ent = NULL;
+    s->ix = NULL;
+    s->state = -1;
+    v->rep->n_skipped++;
+}
+
+/* Opens sidecar s for a leaf on field `field`; false when unusable. */
+static hs_status side_open(ixeval *v, side *s, const hs_field *field, bool *ok, hs_error *err)
+{
+    *ok = false;
+    if (s->state != 0) {
+        *ok = s->state == 1;
+        return HS_OK;
+    }
+    const ix_entry *e = &v->x->reg->entries[s->entry];
+    if (e->data_file_size != v->f->file_size) {
+        side_skip(v, s, "stale (the data file's size differs from the registry's)");
+        return HS_OK;
+    }
+    hs_buf p = {0};
+    if (ix_resolve_path(v->x->location, e->index_file, &p) != HS_OK)
+        return hs_err_nomem(err, 256);
+    char why[1200];
+    hs_status st = cache_get(CE_SIDECAR, tbl_local(hs_buf_cstr(&p)), field, e->index_file_size,
+                             &s->ent, why, sizeof why, err);
+    hs_buf_free(&p);
+    HS_TRY(st);
+    if (!s->ent) {
+        side_skip(v, s, why);
+        return HS_OK;
+    }
+    if (s->ent->size != e->index_file_size) {
+        snprintf(why, sizeof why, "size %lld differs from the registry's %lld",
+                 (long long)s->ent->size, (long long)e->index_file_size);
+        side_skip(v, s, why);
+        return HS_OK;
+    }
+    s->ix = s->ent->ix;
+    sidx_info info;
+    sidx_get_info(s->ix, &info);
+    if (info.n_rows != v->f->record_count || info.data_file_size != v->f->file_size) {
+        side_skip(v, s, "it describes a different data file (row count or size)");
+        return HS_OK;
+    }
+    s->state = 1;
+    *ok = true;
+    return HS_OK;
+}
+
+/* Lookup of one leaf: *got = false when no sidecar answered. */
+static hs_status leaf_lookup(ixeval *v, const tbl_expr *leaf, roaring_bitmap_t **out, bool *got,
+                             hs_error *err)
+{
+    *got = false;
+    *out = NULL;
+    for (int i = 0; i < v->n_sides; i++) {
+        side *s = &v->sides[i];
+        const ix_entry *e = &v->x->reg->entries[s->entry];
+        if (e->field_id != leaf->field_id || !scalar_handles(e->kind))
+            continue;
+        bool ok;
+        HS_TRY(side_open(v, s, leaf->field, &ok, err));
+        if (!ok)
+            continue;
+        hs_error e2;
+        hs_err_clear(&e2);
+        v->rep->n_lookups++;
+        hs_status st = sidx_lookup(s->ix, leaf, out, &e2);
+        if (st == HS_OK) {
+            *got = true;
+            v->indexed = true;
+            note_used(v->rep, e);
+            return HS_OK;
+        }
+        if (st == HS_UNSUPPORTED)
+            return HS_OK;   /* this leaf cannot be answered by an index */
+        if (st == HS_NOMEM)
+            return hs_err_nomem(err, 64);
+        side_skip(v, s, e2.msg);
+    }
+    return HS_OK;
+}
+
+static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *err)
+{
+    out->bm = NULL;
+    out->exact = false;
+    switch (e->kind) {
+    case TBL_E_TRUE:
+        out->exact = true;
+        return HS_OK;
+    case TBL_E_FALSE:
+        out->exact = true;
+        out->bm = roaring_bitmap_create();
+        return out->bm ? HS_OK : hs_err_nomem(err, 64);
+    case TBL_E_AND:
+    case TBL_E_OR: {
+        cset l, r;
+        HS_TRY(eval_node(v, e->l, &l, err));
+        if (e->kind == TBL_E_AND && l.bm && roaring_bitmap_is_empty(l.bm)) {
+            *out = l;   /* nothing can match: exact */
+            out->exact = true;
+            return HS_OK;
+        }
+        hs_status st = eval_node(v, e->r, &r, err);
+        if (st != HS_OK) {
+            tbl_bitmap_free(l.bm);
+            return st;
+        }
+        out->exact = l.exact && r.exact;
+        if (e->kind == TBL_E_AND) {
+            if (!l.bm || !r.bm) {
+                out->bm = l.bm ? l.bm : r.bm;
+            } else {
+                roaring_bitmap_and_inplace(l.bm, r.bm);
+                tbl_bitmap_free(r.bm);
+                out->bm = l.bm;
+            }
+            if (out->bm && roaring_bitmap_is_empty(out->bm))
+                out->exact = true;
+        } else {
+            if (!l.bm || !r.bm) {
+                /* all rows on one side: the union is all rows */
+                tbl_bitmap_free(l.bm);
+                tbl_bitmap_free(r.bm);
+                out->bm = NULL;
+                out->exact = (!l.bm && l.exact) || (!r.bm && r.exact);
+            } else {
+                roaring_bitmap_or_inplace(l.bm, r.bm);
+                tbl_bitmap_free(r.bm);
+                out->bm = l.bm;
+            }
+        }
+        return HS_OK;
+    }
+    case TBL_E_CMP:
+    case TBL_E_IN:
+    case TBL_E_NOT_IN:
+    case TBL_E_IS_NULL:
+    case TBL_E_NOT_NULL: {
+        if (!e->field)
+            return HS_OK;
+        bool got;
+        HS_TRY(leaf_lookup(v, e, &out->bm, &got, err));
+        out->exact = got;
+        return HS_OK;
+    }
+    default:
+        return HS_OK;   /* unknown: all rows */
+    }
+}
+
+hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f, const tbl_filter *filter,
+                          roaring_bitmap_t **cand, bool *exact, tbl_file_report *rep,
+                          hs_error *err)
+{
+    *cand = NULL;
+    *exact = false;
+    if (!x || !filter || tbl_filter_is_true(filter))
+        return HS_OK;
+    int first = ix_registry_first(x->reg, f->path);
+    if (first < 0)
+        return HS_OK;
+    ixeval v = {x, f, rep, NULL, 0, false};
+    int n = 0;
+    for (int i = first; i >= 0; i = ix_registry_next(x->reg, i))
+        n++;
+    v.sides = hs_calloc((size_t)n, sizeof *v.sides);
+    if (!v.sides)
+        return hs_err_nomem(err, (size_t)n * sizeof *v.sides);
+    for (int i = first; i >= 0; i = ix_registry_next(x->reg, i))
+        v.sides[v.n_sides++].entry = i;
+    cset r = {0};
+    hs_status st = eval_node(&v, filter->root, &r, err);
+    for (int i = 0; i < v.n_sides; i++)
+        cache_release(v.sides[i].ent);
+    hs_free(v.sides);
+    if (st != HS_OK)
+        return st;
+    if (!v.indexed || !r.bm) {
+        tbl_bitmap_free(r.bm);
+        return HS_OK;
+    }
+    rep->indexed = true;
+    rep->index_exact = r.exact;
+    rep->candidates = (int64_t)roaring_bitmap_get_cardinality(r.bm);
+    *cand = r.bm;
+    *exact = r.exact;
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* writes                                                              */
+
+typedef struct tbl_ixw_file {
+    char *path;
+    int64_t size;
+    int64_t record_count;
+} tbl_ixw_file;
+
+void tbl_ixw_init(tbl_ixw *w, hs_table *t)
+{
+    memset(w, 0, sizeof *w);
+    w->t = t;
+}
+
+static hs_status ixw_load(tbl_ixw *w, hs_error *err)
+{
+    if (w->loaded)
+        return HS_OK;
+    w->loaded = true;
+    const char *rel = ice_kv_get(&w->t->meta.properties, IX_REGISTRY_PROPERTY);
+    if (!rel)
+        return HS_OK;
+    ix_registry *reg = hs_calloc(1, sizeof *reg);
+    w->loaded_rel = hs_strdup(rel);
+    if (!reg || !w->loaded_rel) {
+        hs_free(reg);
+        return hs_err_nomem(err, 64);
+    }
+    w->reg = reg;
+    return load_registry_of(&w->t->meta, reg, err);
+}
+
+static bool ixw_has_entry(const tbl_ixw *w, const char *path, int32_t fid, const char *kind)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(&w->entries, ix_entry); i++) {
+        const ix_entry *e = &HS_VEC_AT(&w->entries, ix_entry, i);
+        if (e->field_id == fid && strcmp(e->data_file, path) == 0 && strcmp(e->kind, kind) == 0)
+            return true;
+    }
+    return false;
+}
+
+static hs_status ixw_push_entry(tbl_ixw *w, ix_entry *e, hs_error *err)
+{
+    char *side = hs_strdup(e->index_file);
+    if (!side || HS_VEC_PUSH(&w->sidecars, char *, side) != HS_OK) {
+        hs_free(side);
+        remove_local(w->t->meta.location, e->index_file);
+        entry_free_strings(e);
+        return hs_err_nomem(err, 64);
+    }
+    if (hs_buf_append(&w->entries, e, sizeof *e) != HS_OK) {
+        entry_free_strings(e);
+        return hs_err_nomem(err, 64);
+    }
+    return HS_OK;
+}
+
+hs_status tbl_ixw_file_written(tbl_ixw *w, const char *path, int64_t size, const hs_batch *b,
+                               hs_error *err)
+{
+    HS_TRY(ixw_load(w, err));
+    tbl_ixw_file f = {hs_strdup(path), size, b->n_rows};
+    if (!f.path || hs_buf_append(&w->files, &f, sizeof f) != HS_OK) {
+        hs_free(f.path);
+        return hs_err_nomem(err, 64);
+    }
+    const ix_registry *reg = w->reg;
+    if (!reg || reg->n_decls == 0)
+        return HS_OK;
+    const ice_schema *sc = ice_metadata_current_schema(&w->t->meta);
+    for (int i = 0; sc && i < reg->n_decls; i++) {
+        const ix_decl *d = &reg->decls[i];
+        const hs_field *field = ice_schema_find_id(sc, d->field_id);
+        if (!field || !tbl_ixkind_find(d->kind))
+            continue;   /* column dropped, or a kind this build cannot make */
+        build_req q = {w->t->meta.location, wflags_of(&w->t->meta), d, field, NULL, path, size,
+                       b->n_rows, NULL};
+        ix_entry e;
+        HS_TRY(build_from_batch(&q, b, &e, err));
+        HS_TRY(ixw_push_entry(w, &e, err));
+    }
+    return HS_OK;
+}
+
+hs_status tbl_ixw_file_removed(tbl_ixw *w, const char *path, hs_error *err)
+{
+    char *p = hs_strdup(path);
+    if (!p || HS_VEC_PUSH(&w->removed, char *, p) != HS_OK) {
+        hs_free(p);
+        return hs_err_nomem(err, 64);
+    }
+    return HS_OK;
+}
+
+static bool keep_not_removed(void *ctx, const ix_entry *e)
+{
+    const tbl_ixw *w = ctx;
+    for (size_t i = 0; i < HS_VEC_LEN(&w->removed, char *); i++)
+        if (strcmp(HS_VEC_AT(&w->removed, char *, i), e->data_file) == 0)
+            return false;
+    return true;
+}
+
+hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base, ice_table_metadata *nm,
+                        hs_error *err)
+{
+    if (w->prev_registry) {
+        remove_local(base->location, w->prev_registry);
+        hs_free(w->prev_registry);
+        w->prev_registry = NULL;
+    }
+    const char *rel = ice_kv_get(&base->properties, IX_REGISTRY_PROPERTY);
+    if (!rel)
+        return HS_OK;   /* no registry: nothing to record */
+    ix_registry reg = {0};
+    hs_status st;
+    if (w->reg && w->loaded_rel && strcmp(w->loaded_rel, rel) == 0)
+        st = ix_registry_copy(w->reg, &reg, err);
+    else
+        st = load_registry_of(base, &reg, err);
+    HS_TRY(st);
+    bool changed = false;
+    /* indexes declared since the write began: build them from our files */
+    const ice_schema *sc = ice_metadata_current_schema(base);
+    for (int i = 0; st == HS_OK && sc && i < reg.n_decls; i++) {
+        const ix_decl *d = &reg.decls[i];
+        const hs_field *field = ice_schema_find_id(sc, d->field_id);
+        const hs_field *top = top_of(sc, d->field_id);
+        if (!field || !top || !tbl_ixkind_find(d->kind))
+            continue;
+        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&w->files, tbl_ixw_file); k++) {
+            const tbl_ixw_file *f = &HS_VEC_AT(&w->files, tbl_ixw_file, k);
+            if (ixw_has_entry(w, f->path, d->field_id, d->kind))
+                continue;
+            build_req q = {base->location, wflags_of(base), d, field, top, f->path, f->size,
+                           f->record_count, NULL};
+            ix_entry e;
+            st = build_from_file(&q, &e, err);
+            if (st == HS_OK)
+                st = ixw_push_entry(w, &e, err);
+        }
+    }
+    /* entries of removed files go; ours come in when still declared */
+    if (st == HS_OK && HS_VEC_LEN(&w->removed, char *) > 0)
+        changed |= ix_registry_retain(&reg, keep_not_removed, w) > 0;
+    for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&w->entries, ix_entry); i++) {
+        const ix_entry *e = &HS_VEC_AT(&w->entries, ix_entry, i);
+        if (ix_registry_find_decl(&reg, e->field_id, e->kind) < 0)
+            continue;   /* dropped meanwhile */
+        st = ix_registry_add_entry(&reg, e, err);
+        changed = true;
+    }
+    char *nrel = NULL;
+    if (st == HS_OK && changed)
+        st = ix_registry_write(base->location, &reg, wflags_of(base), &nrel, err);
+    if (st == HS_OK && nrel) {
+        w->prev_registry = nrel;
+        st = ice_metadata_set_property(nm, IX_REGISTRY_PROPERTY, nrel, err);
+    }
+    ix_registry_clear(&reg);
+    return st;
+}
+
+void tbl_ixw_abort(tbl_ixw *w)
+{
+    if (!w->t)
+        return;
+    const char *loc = w->t->meta.location;
+    for (size_t i = 0; i < HS_VEC_LEN(&w->sidecars, char *); i++)
+        remove_local(loc, HS_VEC_AT(&w->sidecars, char *, i));
+    if (w->prev_registry)
+        remove_local(loc, w->prev_registry);
+    free_strs(&w->sidecars);
+    hs_free(w->prev_registry);
+    w->prev_registry = NULL;
+}
+
+void tbl_ixw_free(tbl_ixw *w)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(&w->files, tbl_ixw_file); i++)
+        hs_free(HS_VEC_AT(&w->files, tbl_ixw_file, i).path);
+    hs_buf_free(&w->files);
+    free_strs(&w->removed);
+    free_entries(&w->entries);
+    free_strs(&w->sidecars);
+    hs_free(w->prev_registry);
+    hs_free(w->loaded_rel);
+    if (w->reg) {
+        ix_registry_clear(w->reg);
+        hs_free(w->reg);
+    }
+    memset(w, 0, sizeof *w);
+}
+
+/* ------------------------------------------------------------------ */
+/* explain                                                             */
+
+static hs_status fmt_val(const tbl_val *v, hs_buf *b)
+{
+    switch (v->kind) {
+    case TBL_V_I64:
+        return hs_buf_printf(b, "%lld", (long long)v->i);
+    case TBL_V_F64:
+        return hs_buf_printf(b, "%.17g", v->f);
+    case TBL_V_I128: {
+        __int128 x = v->d;
+        bool neg = x < 0;
+        unsigned __int128 u = neg ? -(unsigned __int128)x : (unsigned __int128)x;
+        char digits[64];
+        int n = 0;
+        do {
+            digits[n++] = (char)('0' + (int)(u % 10));
+            u /= 10;
+        } while (u && n < 60);
+        while (n <= v->scale && n < 60)
+            digits[n++] = '0';
+        HS_TRY(hs_buf_puts(b, neg ? "-" : ""));
+        for (int i = n - 1; i >= 0; i--) {
+            HS_TRY(hs_buf_append_byte(b, (uint8_t)digits[i]));
+            if (i == v->scale && i > 0)
+                HS_TRY(hs_buf_append_byte(b, '.'));
+        }
+        return HS_OK;
+    }
+    case TBL_V_BYTES: {
+        HS_TRY(hs_buf_append_byte(b, '\''));
+        for (size_t i = 0; i < v->n; i++) {
+            uint8_t c = v->p[i];
+            if (c == '\'')
+                HS_TRY(hs_buf_puts(b, "''"));
+            else if (c < 0x20 || c == 0x7f)
+                HS_TRY(hs_buf_printf(b, "\\x%02x", c));
+            else
+                HS_TRY(hs_buf_append_byte(b, c));
+        }
+        return hs_buf_append_byte(b, '\'');
+    }
+    default:
+        return hs_buf_puts(b, "NULL");
+    }
+}
+
+static hs_status fmt_expr(const tbl_expr *e, hs_buf *b)
+{
+    static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+    switch (e->kind) {
+    case TBL_E_TRUE: return hs_buf_puts(b, "TRUE");
+    case TBL_E_FALSE: return hs_buf_puts(b, "FALSE");
+    case TBL_E_AND:
+    case TBL_E_OR:
+        HS_TRY(hs_buf_puts(b, "("));
+        HS_TRY(fmt_expr(e->l, b));
+        HS_TRY(hs_buf_puts(b, e->kind == TBL_E_AND ? " AND " : " OR "));
+        HS_TRY(fmt_expr(e->r, b));
+        return hs_buf_puts(b, ")");
+    default:
+        break;
+    }
+    const char *name = e->column ? e->column : e->field ? e->field->name : "?";
+    HS_TRY(hs_buf_puts(b, name));
+    if (e->kind == TBL_E_IS_NULL)
+        return hs_buf_puts(b, " IS NULL");
+    if (e->kind == TBL_E_NOT_NULL)
+        return hs_buf_puts(b, " IS NOT NULL");
+    if (e->kind == TBL_E_CMP && e->vals && e->n_lits >= 1) {
+        HS_TRY(hs_buf_printf(b, " %s ", ops[e->op <= TBL_GE ? e->op : 0]));
+        return fmt_val(&e->vals[0], b);
+    }
+    if ((e->kind == TBL_E_IN || e->kind == TBL_E_NOT_IN) && e->vals) {
+        HS_TRY(hs_buf_puts(b, e->kind == TBL_E_IN ? " IN (" : " NOT IN ("));
+        for (int i = 0; i < e->n_lits; i++) {
+            if (i)
+                HS_TRY(hs_buf_puts(b, ", "));
+            HS_TRY(fmt_val(&e->vals[i], b));
+        }
+        return hs_buf_puts(b, ")");
+    }
+    return hs_buf_puts(b, " ?");
+}
+
+static json_t *jstr(const char *s) { return s ? json_string(s) : json_null(); }
+
+hs_status hs_table_explain(hs_table *t, const hs_scan_options *opt, char **out, hs_error *err)
+{
+    *out = NULL;
+    hs_scan *s = NULL;
+    HS_TRY(hs_scan_plan(t, opt, &s, err));
+    hs_status st = tbl_scan_keep_reports(s, err);
+    if (st == HS_OK)
+        st = tbl_scan_drain(s, err);
+    const tbl_plan *p = tbl_scan_get_plan(s);
+    char *exact_text = NULL;
+    hs_buf implied = {0};
+    if (st == HS_OK)
+        st = tbl_pred_format(&p->pred, &exact_text, err);
+    if (st == HS_OK && fmt_expr(p->pred.filter->root, &implied) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    json_t *root = st == HS_OK ? json_object() : NULL;
+    if (st == HS_OK && !root)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK) {
+        hs_scan_stats ss;
+        hs_index_stats is;
+        hs_scan_get_stats(s, &ss);
+        hs_scan_get_index_stats(s, &is);
+        json_t *files = json_array();
+        const tbl_file_report *reps = tbl_scan_reports(s);
+        for (int i = 0; files && reps && i < p->n_files; i++) {
+            const tbl_file_report *r = &reps[i];
+            const tbl_plan_file *f = &p->files[i];
+            json_t *used = json_array();
+            char tmp[sizeof r->used];
+            memcpy(tmp, r->used, sizeof tmp);
+            for (char *tok = strtok(tmp, ","); used && tok; tok = strtok(NULL, ","))
+                json_array_append_new(used, json_string(tok));
+            const char *pruned = r->pruned_by_index ? "index" : r->pruned_by_stats ? "statistics"
+                                                                                   : NULL;
+            json_t *o = json_pack(
+                "{s:s, s:I, s:I, s:I, s:o, s:b, s:o, s:o, s:I, s:b, s:o, s:I, s:I, s:I, s:I, "
+                "s:I, s:I, s:I}",
+                "file", f->path, "record_count", (json_int_t)f->record_count, "file_size",
+                (json_int_t)f->file_size, "delete_files", (json_int_t)f->n_deletes, "indexes_used",
+                used ? used : json_array(), "index_exact", r->index_exact, "candidates",
+                r->candidates >= 0 ? json_integer(r->candidates) : json_null(), "pruned_by",
+                jstr(pruned), "sidecars_skipped", (json_int_t)r->n_skipped, "two_phase",
+                r->two_phase, "second_phase",
+                r->two_phase ? json_string(r->sparse_second ? "sparse" : "dense") : json_null(),
+                "index_lookups", (json_int_t)r->n_lookups, "row_groups_read",
+                (json_int_t)r->pq.row_groups_read, "row_groups_skipped",
+                (json_int_t)r->pq.row_groups_skipped, "pages_decoded",
+                (json_int_t)r->pq.pages_decoded, "pages_skipped", (json_int_t)r->pq.pages_skipped,
+                "rows_decoded", (json_int_t)r->rows_decoded, "rows_matched",
+                (json_int_t)r->rows_matched);
+            if (!o || json_array_append_new(files, o) != 0)
+                st = hs_err_nomem(err, 64);
+        }
+        json_t *planning = json_pack(
+            "{s:I, s:I, s:I, s:I, s:I}", "manifests_total", (json_int_t)ss.manifests_total,
+            "manifests_pruned", (json_int_t)ss.manifests_pruned, "data_files_total",
+            (json_int_t)ss.data_files_total, "data_files_pruned",
+            (json_int_t)ss.data_files_pruned, "delete_files", (json_int_t)ss.delete_files);
+        json_t *totals = json_pack(
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "files_planned",
+            (json_int_t)is.files_planned, "files_pruned_by_index",
+            (json_int_t)is.files_pruned_by_index, "files_indexed", (json_int_t)is.files_indexed,
+            "index_lookups", (json_int_t)is.index_lookups, "index_files_skipped",
+            (json_int_t)is.index_files_skipped, "row_groups_read", (json_int_t)is.row_groups_read,
+            "row_groups_skipped", (json_int_t)is.row_groups_skipped, "pages_decoded",
+            (json_int_t)is.pages_decoded, "pages_skipped", (json_int_t)is.pages_skipped,
+            "rows_decoded", (json_int_t)is.rows_decoded, "rows_selected_by_index",
+            (json_int_t)is.rows_selected_by_index, "rows_emitted", (json_int_t)is.rows_emitted,
+            "rows_deleted", (json_int_t)ss.rows_deleted);
+        const ice_snapshot *snap = p->snap;
+        if (!files || !planning || !totals ||
+            json_object_set_new(root, "filter", json_string(exact_text)) ||
+            json_object_set_new(root, "implied_filter", json_string(hs_buf_cstr(&implied))) ||
+            json_object_set_new(root, "implied_filter_exact", json_boolean(p->pred.exact)) ||
+            json_object_set_new(root, "snapshot_id",
+                                snap ? json_integer(snap->snapshot_id) : json_null()) ||
+            json_object_set_new(root, "totals", totals) ||
+            json_object_set_new(root, "planning", planning) ||
+            json_object_set_new(root, "files", files))
+            st = hs_err_nomem(err, 64);
+    }
+    if (st == HS_OK) {
+        char *txt = json_dumps(root, JSON_COMPACT);
+        *out = txt ? hs_strdup(txt) : NULL;
+        free(txt);
+        if (!*out)
+            st = hs_err_nomem(err, 64);
+    }
+    json_decref(root);
+    hs_free(exact_text);
+    hs_buf_free(&implied);
+    hs_scan_free(s);
+    return st;
+}

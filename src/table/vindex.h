@@ -1,0 +1,154 @@
+/*
+ * table/vindex.h - vector sidecar indexes of data files, and reading the
+ * vector column of one data file (vindex.c).
+ *
+ * A vector sidecar covers one vector column (a top-level list<float> or
+ * fixed_size_list<float> field, by field id) of one immutable data file.
+ * The graph (index/vector/hnsw.h) numbers its vectors densely 0..n-1: the
+ * non-null vectors in file order.  When the file has null vectors the
+ * sidecar carries the map id -> file position; without nulls id ==
+ * position.  Byte layout: the header comment of vindex.c.
+ *
+ * Kinds (include/hyperstream/index.h):
+ *   hnsw hnsw_tq8 hnsw_tq4 hnsw_pq hnsw_bin          one graph per file
+ *   ivf_hnsw ivf_hnsw_tq8 ivf_hnsw_tq4 ivf_hnsw_pq ivf_hnsw_bin
+ *                                                   IVF lists, a graph each
+ * Parameters (JSON object, all optional): m, ef_construction, ef_search,
+ * metric ("l2" | "cosine" | "ip"), pq_m, ivf_lists, nprobe, rerank, seed;
+ * the dict form's names complexity (= m), quality (= ef_construction),
+ * compression (= pq_m); "type" (must name the same kind when kind is given).
+ * Unknown keys, wrong types and out-of-range values are HS_INVALID.
+ *
+ * Ownership: every handle is freed by its own close function, which
+ * accepts NULL; strings passed in are borrowed for the call.
+ */
+#ifndef HS_TABLE_VINDEX_H
+#define HS_TABLE_VINDEX_H
+
+#include "base/buf.h"
+#include "base/error.h"
+#include "columnar/column.h"
+#include "index/vector/hnsw.h"
+#include "table/table_int.h"
+#include <roaring/roaring.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- kinds and parameters ---- */
+
+typedef struct tbl_vindex_spec {
+    char kind[24];            /* canonical kind name, e.g. "hnsw_pq" */
+    hnsw_params hp;           /* M, ef_construction, ef_search, metric, quant, rerank, ivf */
+} tbl_vindex_spec;
+
+/* True for the vector kinds above ("auto" is not one: callers map it). */
+bool tbl_vindex_is_vector_kind(const char *kind);
+/* Parses kind (NULL: the "type" key of params_json, else "hnsw") and
+ * params_json (NULL = defaults) into *out.  HS_INVALID naming the bad key. */
+HS_MUST_USE hs_status tbl_vindex_parse(const char *kind, const char *params_json,
+                                       tbl_vindex_spec *out, hs_error *err);
+/* The parameters as a JSON object with the canonical names
+ * {"m":16,"ef_construction":200,"ef_search":64,"metric":"l2",...}, appended
+ * to out (no NUL). */
+HS_MUST_USE hs_status tbl_vindex_params_json(const tbl_vindex_spec *s, hs_buf *out);
+
+/* ---- the vector column of one data file ---- */
+
+typedef struct tbl_vcol tbl_vcol;
+
+/* Opens data file `path` for reading column `field` (a top-level field of
+ * the table schema; found in the file by field id, or by name in files
+ * without field ids).  HS_INVALID when field is not a float vector type.
+ * A file that lacks the column reads as all null.  Caller frees with
+ * tbl_vcol_close. */
+HS_MUST_USE hs_status tbl_vcol_open(const char *path, const hs_field *field, tbl_vcol **out,
+                                    hs_error *err);
+void tbl_vcol_close(tbl_vcol *vc);  /* accepts NULL */
+int64_t tbl_vcol_num_rows(const tbl_vcol *vc);
+const char *tbl_vcol_path(const tbl_vcol *vc);   /* borrowed until close */
+
+/* Called for each row read, in file order: v points at dim floats
+ * (borrowed for the call), or v == NULL and dim == 0 for a null vector. */
+typedef hs_status (*tbl_vrow_fn)(void *ctx, uint32_t pos, const float *v, int dim,
+                                 hs_error *err);
+/* Reads the rows in `rows` (file positions; NULL = every row).  A non-null
+ * vector with a null element is HS_INVALID naming file, column and row. */
+HS_MUST_USE hs_status tbl_vcol_scan(tbl_vcol *vc, const roaring_bitmap_t *rows,
+                                    tbl_vrow_fn fn, void *ctx, hs_error *err);
+
+/* ---- building ---- */
+
+/* A builder of one data file's sidecar: rows arrive in position order
+ * (tbl_vbuilder_add), the graph is built at finish.  This is what the
+ * vector family of index kinds (tbl_vector_ixkind, table_int.h's
+ * tbl_ixkind) runs for add_index and for the files a write produces. */
+typedef struct tbl_vbuilder tbl_vbuilder;
+
+/* done/total vectors inserted; nonzero cancels (HS_CANCELLED). */
+typedef int (*tbl_vprogress_fn)(void *ctx, int64_t done, int64_t total);
+
+/* kind and params as tbl_vindex_parse takes them; f the column (a float
+ * vector type, else HS_INVALID); the data file has n_rows rows and
+ * data_file_size bytes (recorded in the sidecar).  Caller frees with
+ * tbl_vbuilder_free. */
+HS_MUST_USE hs_status tbl_vbuilder_new(const char *kind, const char *params, const hs_field *f,
+                                       int64_t data_file_size, int64_t n_rows,
+                                       tbl_vbuilder **out, hs_error *err);
+/* Build threads (0 = a share of the cores: all of them divided by the
+ * builds running at once) and an optional progress callback. */
+void tbl_vbuilder_set_threads(tbl_vbuilder *b, int n_threads);
+void tbl_vbuilder_set_progress(tbl_vbuilder *b, tbl_vprogress_fn fn, void *ctx);
+/* Rows [0, c->length) of the column (list<float> or fixed_size_list<float>)
+ * at positions first_pos...  Every non-null vector of the file must have the
+ * same length (HS_INVALID naming the row otherwise) and no null element. */
+HS_MUST_USE hs_status tbl_vbuilder_add(tbl_vbuilder *b, const hs_column *c, int64_t first_pos,
+                                       hs_error *err);
+/* Builds the graph and appends the sidecar image to out. */
+HS_MUST_USE hs_status tbl_vbuilder_finish(tbl_vbuilder *b, hs_buf *out, hs_error *err);
+void tbl_vbuilder_free(tbl_vbuilder *b);  /* accepts NULL */
+
+/* The vector kinds as an index family for table/index.c (kind_families). */
+extern const tbl_ixkind tbl_vector_ixkind;
+
+/* ---- opening ---- */
+
+typedef struct tbl_vindex tbl_vindex;
+
+typedef struct tbl_vindex_info {
+    int32_t field_id;
+    int64_t data_file_size;
+    int64_t n_rows;           /* rows of the data file */
+    int64_t n_vectors;
+    int dim;                  /* 0 when n_vectors == 0 */
+    hs_metric metric;
+    vq_type quant;
+    int ivf_lists;
+} tbl_vindex_info;
+
+/* Opens a sidecar image p[0..n) and validates it: magic, version, header
+ * checksum, the position map (strictly increasing, < rows), and the graph
+ * image (hnsw_open).  Takes ownership of p when `own` (freed with
+ * hs_free_aligned at close, also on failure); else p is borrowed until
+ * close.  p must be 64-byte aligned.  HS_CORRUPT on any mismatch. */
+HS_MUST_USE hs_status tbl_vindex_open_image(uint8_t *p, size_t n, bool own, tbl_vindex **out,
+                                            hs_error *err);
+/* Reads the sidecar file and opens it; also checks that it covers field_id
+ * of a data file of data_file_size bytes (HS_CORRUPT "stale" otherwise)
+ * and, when file_size >= 0, that the sidecar has that many bytes (the
+ * registry's record; HS_CORRUPT "truncated" otherwise).  HS_NOT_FOUND /
+ * HS_IO when it cannot be read. */
+HS_MUST_USE hs_status tbl_vindex_open_file(const char *path, int32_t field_id,
+                                           int64_t data_file_size, int64_t file_size,
+                                           tbl_vindex **out, hs_error *err);
+void tbl_vindex_close(tbl_vindex *vi);  /* accepts NULL */
+void tbl_vindex_get_info(const tbl_vindex *vi, tbl_vindex_info *out);
+/* The graph (borrowed until close); NULL when the file had no vector. */
+const hnsw_index *tbl_vindex_hnsw(const tbl_vindex *vi);
+/* File position of graph id `id` (< n_vectors). */
+uint32_t tbl_vindex_pos_of(const tbl_vindex *vi, uint32_t id);
+/* The graph ids of the file positions in `positions` (rows without a vector
+ * drop out): a new bitmap (caller frees), or NULL when positions is NULL. */
+HS_MUST_USE hs_status tbl_vindex_ids_of(const tbl_vindex *vi, const roaring_bitmap_t *positions,
+                                        roaring_bitmap_t **out, hs_error *err);
+
+#endif

@@ -1,0 +1,671 @@
+/*
+ * tests/c/test_table_search.c - vector sidecars (table/vindex.h) and
+ * hs_table_search (hyperstream/index.h).
+ *
+ *   params     kinds and parameters (dict names too), bad ones refused
+ *   builder    a sidecar built from columns with null vectors: the position
+ *              map, ids_of, the graph finds each stored vector at distance 0
+ *              at its own file position; bad input (mixed dimensions, null
+ *              elements, NaN, rows out of order) refused with a message
+ *   damage     every truncation and byte flips of an image: open fails with
+ *              HS_CORRUPT (or, for a flip in padding, opens) and never
+ *              crashes or leaks (run under ASan in CI)
+ *   search     a 3-file table with null vectors and deletes: exact search
+ *              against a brute-force double-precision oracle written here
+ *              (ids, distances, filters, k beyond the matches, metrics),
+ *              errors; with an hnsw index when this build has the vector
+ *              family: every result a true neighbour distance, recall
+ *   oom        hs_table_search under an allocation failure at every step:
+ *              an error or the right answer, and no leak
+ */
+#include "harness.h"
+
+#include "base/mem.h"
+#include "columnar/arrow_c.h"
+#include "columnar/column.h"
+#include "hyperstream/index.h"
+#include "hyperstream/table.h"
+#include "parquet/reader.h"
+#include "table/vindex.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DIM 8
+#define FILES 3
+#define PER_FILE 400
+#define N_ROWS (FILES * PER_FILE)
+
+/* ---- rows: a deterministic generator ---- */
+
+static uint64_t mix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static float comp(int64_t row, int j)
+{
+    return (float)((double)(mix((uint64_t)row * 131 + (uint64_t)j) >> 11) / 9007199254740992.0 *
+                   2.0 - 1.0);
+}
+
+static bool vec_null(int64_t row) { return row % 29 == 3; }
+static bool deleted(int64_t row) { return row % 97 == 5 || (row >= 40 && row < 60); }
+
+static void list_field(hs_field *f, const char *name)
+{
+    hs_field elem;
+    hs_field_init(&elem, "element", HS_TYPE_FLOAT32, true);
+    hs_field_init_list(f, name, true, &elem);
+}
+
+/* Vectors of rows [start, start + n) as a list<float> column. */
+static hs_column *vector_column(int64_t start, int64_t n, int dim)
+{
+    hs_field f;
+    list_field(&f, "v");
+    hs_column *c = NULL;
+    hs_status st = hs_col_create(&f, n, &c, NULL);
+    hs_field_clear(&f);
+    for (int64_t i = start; st == HS_OK && i < start + n; i++) {
+        if (vec_null(i)) {
+            st = hs_col_append_null(c);
+            continue;
+        }
+        for (int j = 0; j < dim && st == HS_OK; j++) {
+            float x = comp(i, j);
+            st = hs_col_append_fixed(c->children[0], &x);
+        }
+        if (st == HS_OK)
+            st = hs_col_list_end(c);
+    }
+    if (st != HS_OK) {
+        hs_col_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- params ---- */
+
+static void test_params(void)
+{
+    int64_t live = hs_mem_live_count();
+    tbl_vindex_spec s;
+    hs_error err = {0};
+    CHECK_OK(tbl_vindex_parse("hnsw", NULL, &s, &err), &err);
+    CHECK(strcmp(s.kind, "hnsw") == 0 && s.hp.quant.type == VQ_FLAT &&
+          s.hp.metric == HS_METRIC_L2 && s.hp.ivf_lists == 0);
+    CHECK_OK(tbl_vindex_parse(NULL, "{\"type\":\"hnsw_pq\",\"complexity\":32,\"quality\":300,"
+                                    "\"compression\":16,\"metric\":\"cosine\"}", &s, &err), &err);
+    CHECK(strcmp(s.kind, "hnsw_pq") == 0 && s.hp.quant.type == VQ_PQ && s.hp.M == 32 &&
+          s.hp.ef_construction == 300 && s.hp.quant.pq_m == 16 &&
+          s.hp.metric == HS_METRIC_COSINE);
+    CHECK_OK(tbl_vindex_parse("ivf_hnsw_tq4", "{\"ivf_lists\":9,\"nprobe\":3,\"m\":8}", &s, &err),
+             &err);
+    CHECK(s.hp.quant.type == VQ_TQ4 && s.hp.ivf_lists == 9 && s.hp.ivf_nprobe == 3);
+    CHECK_OK(tbl_vindex_parse("ivf_hnsw", NULL, &s, &err), &err);
+    CHECK(s.hp.ivf_lists < 0);   /* chosen per file */
+    hs_buf b = {0};
+    CHECK_OK(tbl_vindex_parse("hnsw_tq8", "{\"m\":12,\"ef_search\":99,\"metric\":\"ip\"}", &s,
+                              &err), &err);
+    CHECK(tbl_vindex_params_json(&s, &b) == HS_OK);
+    CHECK(b.len > 0 && strstr(hs_buf_cstr(&b), "\"m\":12") &&
+          strstr(hs_buf_cstr(&b), "\"metric\":\"ip\"") &&
+          strstr(hs_buf_cstr(&b), "\"ef_search\":99"));
+    hs_buf_free(&b);
+    static const char *const bad[][2] = {
+        {"hnsw", "{\"m\":1}"}, {"hnsw", "{\"m\":\"x\"}"}, {"hnsw", "{\"bogus\":1}"},
+        {"hnsw", "[1]"}, {"hnsw", "{"}, {"hnsw", "{\"metric\":\"l1\"}"},
+        {"hnsw", "{\"ivf_lists\":4}"}, {"hnsw_tq8", "{\"pq_m\":4}"},
+        {"hnsw", "{\"type\":\"hnsw_pq\"}"}, {"nope", NULL}, {"hnsw", "{\"m\":1.5}"},
+        {"hnsw_pq", "{\"complexity\":-4}"}, {"hnsw", "{\"seed\":-1}"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hs_error e = {0};
+        CHECK(tbl_vindex_parse(bad[i][0], bad[i][1], &s, &e) == HS_INVALID);
+        CHECK(e.msg[0] != 0);
+    }
+    CHECK(tbl_vindex_is_vector_kind("HNSW_TQ8") && !tbl_vindex_is_vector_kind("inverted") &&
+          !tbl_vindex_is_vector_kind(NULL));
+    CHECK(hs_mem_live_count() == live);
+}
+
+/* ---- builder ---- */
+
+/* Builds the sidecar of rows [0, n) (two add calls) into an aligned image. */
+static uint8_t *build_image(const char *kind, const char *params, int64_t n, size_t *len)
+{
+    hs_field f;
+    list_field(&f, "v");
+    f.field_id = 7;
+    tbl_vbuilder *b = NULL;
+    hs_error err = {0};
+    hs_buf out = {0};
+    hs_status st = tbl_vbuilder_new(kind, params, &f, 123456, n, &b, &err);
+    hs_column *c1 = st == HS_OK ? vector_column(0, n / 3, DIM) : NULL;
+    hs_column *c2 = st == HS_OK ? vector_column(n / 3, n - n / 3, DIM) : NULL;
+    if (st == HS_OK) {
+        tbl_vbuilder_set_threads(b, 1);
+        st = c1 && c2 ? tbl_vbuilder_add(b, c1, 0, &err) : HS_NOMEM;
+    }
+    if (st == HS_OK)
+        st = tbl_vbuilder_add(b, c2, n / 3, &err);
+    if (st == HS_OK)
+        st = tbl_vbuilder_finish(b, &out, &err);
+    if (st != HS_OK)
+        fprintf(stderr, "build_image: %s\n", err.msg);
+    hs_col_free(c1);
+    hs_col_free(c2);
+    tbl_vbuilder_free(b);
+    hs_field_clear(&f);
+    uint8_t *p = NULL;
+    if (st == HS_OK && (p = hs_malloc_aligned(out.len)))
+        memcpy(p, out.data, out.len);
+    *len = out.len;
+    hs_buf_free(&out);
+    return p;
+}
+
+static void test_builder_roundtrip(void)
+{
+    int64_t live = hs_mem_live_count();
+    hs_error err = {0};
+    for (int with_nulls = 0; with_nulls < 2; with_nulls++) {
+        int64_t n = with_nulls ? 300 : 3;   /* rows 0..2 have no null vector */
+        size_t len = 0;
+        uint8_t *img = build_image("hnsw", "{\"m\":8,\"ef_construction\":40}", n, &len);
+        REQUIRE(img);
+        tbl_vindex *vi = NULL;
+        CHECK_OK(tbl_vindex_open_image(img, len, true, &vi, &err), &err);
+        tbl_vindex_info info;
+        tbl_vindex_get_info(vi, &info);
+        int64_t n_vec = 0;
+        for (int64_t i = 0; i < n; i++)
+            n_vec += !vec_null(i);
+        CHECK(info.field_id == 7 && info.data_file_size == 123456 && info.n_rows == n &&
+              info.n_vectors == n_vec && info.dim == DIM && info.metric == HS_METRIC_L2 &&
+              info.quant == VQ_FLAT);
+        /* every stored vector is found at its own position */
+        const hnsw_index *ix = tbl_vindex_hnsw(vi);
+        REQUIRE(ix);
+        for (int64_t row = 0; row < n; row += with_nulls ? 7 : 1) {
+            if (vec_null(row))
+                continue;
+            float q[DIM];
+            for (int j = 0; j < DIM; j++)
+                q[j] = comp(row, j);
+            hnsw_hit hit[1];
+            int got = 0;
+            hnsw_search_opts o = {.k = 1, .ef = 64};
+            CHECK_OK(hnsw_search(ix, q, &o, hit, &got, NULL, &err), &err);
+            CHECK(got == 1 && tbl_vindex_pos_of(vi, hit[0].id) == (uint32_t)row &&
+                  hit[0].dist == 0);
+        }
+        /* positions -> ids: rows without a vector drop out */
+        roaring_bitmap_t *pos = roaring_bitmap_from_range(0, (uint64_t)n + 50, 1);
+        roaring_bitmap_t *ids = NULL;
+        CHECK_OK(tbl_vindex_ids_of(vi, pos, &ids, &err), &err);
+        CHECK(ids && (int64_t)roaring_bitmap_get_cardinality(ids) == n_vec);
+        uint32_t id = 0;
+        for (int64_t row = 0; ids && row < n; row++)
+            if (!vec_null(row)) {
+                CHECK(roaring_bitmap_contains(ids, id));
+                CHECK(tbl_vindex_pos_of(vi, id) == (uint32_t)row);
+                id++;
+            }
+        tbl_bitmap_free(ids);
+        roaring_bitmap_free(pos);
+        CHECK(tbl_vindex_ids_of(vi, NULL, &ids, &err) == HS_OK && ids == NULL);
+        tbl_vindex_close(vi);
+    }
+    /* a file without any vector: an empty sidecar that opens */
+    {
+        hs_field f;
+        list_field(&f, "v");
+        tbl_vbuilder *b = NULL;
+        hs_buf out = {0};
+        CHECK_OK(tbl_vbuilder_new("hnsw_tq8", NULL, &f, 10, 2, &b, &err), &err);
+        hs_column *c = NULL;
+        CHECK(hs_col_create(&f, 2, &c, &err) == HS_OK && hs_col_append_nulls(c, 2) == HS_OK);
+        CHECK_OK(tbl_vbuilder_add(b, c, 0, &err), &err);
+        CHECK_OK(tbl_vbuilder_finish(b, &out, &err), &err);
+        uint8_t *p = hs_malloc_aligned(out.len);
+        memcpy(p, out.data, out.len);
+        tbl_vindex *vi = NULL;
+        CHECK_OK(tbl_vindex_open_image(p, out.len, true, &vi, &err), &err);
+        CHECK(tbl_vindex_hnsw(vi) == NULL);
+        tbl_vindex_close(vi);
+        hs_col_free(c);
+        hs_buf_free(&out);
+        tbl_vbuilder_free(b);
+        hs_field_clear(&f);
+    }
+    CHECK(hs_mem_live_count() == live);
+}
+
+static void test_builder_errors(void)
+{
+    int64_t live = hs_mem_live_count();
+    hs_field f, s;
+    list_field(&f, "v");
+    hs_field_init(&s, "s", HS_TYPE_STRING, true);
+    tbl_vbuilder *b = NULL;
+    hs_error err = {0};
+    CHECK(tbl_vbuilder_new("hnsw", NULL, &s, 1, 1, &b, &err) == HS_INVALID &&
+          strstr(err.msg, "vector"));
+    CHECK(tbl_vector_ixkind.check("hnsw", &s, NULL, &err) == HS_INVALID);
+    hs_err_clear(&err);
+    CHECK(tbl_vector_ixkind.check("hnsw", &f, "{\"m\":0}", &err) == HS_INVALID);
+    hs_err_clear(&err);
+    CHECK(tbl_vector_ixkind.check("hnsw_tq4", &f, "{\"metric\":\"cosine\"}", &err) == HS_OK);
+    CHECK(tbl_vector_ixkind.handles("ivf_hnsw_pq") && !tbl_vector_ixkind.handles("range"));
+    /* mixed dimensions, a null element, NaN, rows out of order */
+    for (int bad = 0; bad < 4; bad++) {
+        hs_err_clear(&err);
+        CHECK_OK(tbl_vbuilder_new("hnsw", NULL, &f, 1, 4, &b, &err), &err);
+        hs_column *c = NULL;
+        CHECK(hs_col_create(&f, 4, &c, NULL) == HS_OK);
+        for (int r = 0; r < 4; r++) {
+            int dim = bad == 0 && r == 2 ? 3 : 4;
+            for (int j = 0; j < dim; j++) {
+                float x = bad == 2 && r == 3 && j == 1 ? NAN : (float)(r + j);
+                if (bad == 1 && r == 1 && j == 2)
+                    CHECK(hs_col_append_null(c->children[0]) == HS_OK);
+                else
+                    CHECK(hs_col_append_fixed(c->children[0], &x) == HS_OK);
+            }
+            CHECK(hs_col_list_end(c) == HS_OK);
+        }
+        hs_status st = tbl_vbuilder_add(b, c, bad == 3 ? 1 : 0, &err);
+        static const char *const want[] = {"dimensions", "null element", "NaN", "added"};
+        CHECK(st != HS_OK && strstr(err.msg, want[bad]));
+        if (st == HS_OK)
+            fprintf(stderr, "bad %d accepted\n", bad);
+        hs_col_free(c);
+        tbl_vbuilder_free(b);
+        b = NULL;
+    }
+    hs_field_clear(&f);
+    hs_field_clear(&s);
+    CHECK(hs_mem_live_count() == live);
+}
+
+static void test_image_damage(void)
+{
+    int64_t live = hs_mem_live_count();
+    static const char *const kinds[][2] = {{"hnsw", "{\"m\":4,\"ef_construction\":16}"},
+                                           {"hnsw_pq", "{\"m\":4,\"pq_m\":4}"}};
+    for (size_t k = 0; k < 2; k++) {
+        size_t len = 0;
+        uint8_t *img = build_image(kinds[k][0], kinds[k][1], 120, &len);
+        REQUIRE(img);
+        uint8_t *p = hs_malloc_aligned(len);
+        REQUIRE(p);
+        /* every truncation */
+        int opened = 0;
+        for (size_t cut = 0; cut < len; cut++) {
+            tbl_vindex *vi = NULL;
+            hs_error err = {0};
+            memcpy(p, img, cut);
+            hs_status st = tbl_vindex_open_image(p, cut, false, &vi, &err);
+            opened += st == HS_OK;
+            CHECK(st == HS_CORRUPT && err.msg[0]);
+            tbl_vindex_close(vi);
+        }
+        CHECK(opened == 0);
+        /* a flipped bit in every byte: never a crash; the header, map and
+         * graph checksums catch nearly all */
+        int accepted = 0;
+        for (size_t at = 0; at < len; at++) {
+            memcpy(p, img, len);
+            p[at] ^= (uint8_t)(1u << (at % 8));
+            tbl_vindex *vi = NULL;
+            hs_error err = {0};
+            hs_status st = tbl_vindex_open_image(p, len, false, &vi, &err);
+            CHECK(st == HS_OK || st == HS_CORRUPT);
+            accepted += st == HS_OK;
+            tbl_vindex_close(vi);
+        }
+        /* only padding bytes may flip unnoticed */
+        CHECK(accepted < 64);
+        hs_free_aligned(p);
+        hs_free_aligned(img);
+    }
+    CHECK(hs_mem_live_count() == live);
+}
+
+/* ---- a table ---- */
+
+typedef struct one_src { hs_batch *b; } one_src;
+
+static hs_status one_next(void *ctx, hs_batch **out, hs_error *err)
+{
+    (void)err;
+    one_src *s = ctx;
+    *out = s->b;
+    s->b = NULL;
+    return HS_OK;
+}
+
+static void one_close(void *ctx)
+{
+    one_src *s = ctx;
+    hs_batch_free(s->b);
+    hs_free(s);
+}
+
+static hs_batch *rows_batch(int64_t start, int64_t n)
+{
+    hs_field schema, f;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_field_init(&f, "id", HS_TYPE_INT64, false);
+    if (hs_field_add_child(&schema, &f) != HS_OK)
+        return NULL;
+    list_field(&f, "v");
+    if (hs_field_add_child(&schema, &f) != HS_OK)
+        return NULL;
+    hs_batch *b = NULL;
+    hs_status st = hs_batch_create(&schema, n, &b, NULL);
+    hs_field_clear(&schema);
+    if (st != HS_OK)
+        return NULL;
+    for (int64_t i = start; i < start + n; i++)
+        if (hs_col_append_fixed(b->cols[0], &i) != HS_OK)
+            return NULL;
+    hs_col_free(b->cols[1]);
+    b->cols[1] = vector_column(start, n, DIM);
+    b->n_rows = n;
+    return b->cols[1] ? b : NULL;
+}
+
+static hs_status append(hs_table *t, int64_t start, int64_t n, hs_error *err)
+{
+    hs_batch *b = rows_batch(start, n);
+    one_src *s = hs_calloc(1, sizeof *s);
+    if (!b || !s)
+        return HS_NOMEM;
+    s->b = b;
+    hs_batch_source src = {.next = one_next, .close = one_close, .ctx = s};
+    if (hs_field_copy(&b->schema, &src.schema) != HS_OK)
+        return HS_NOMEM;
+    struct ArrowArrayStream st;
+    HS_TRY(hs_arrow_export_stream(&src, &st, err));
+    return hs_table_append(t, &st, err);
+}
+
+static hs_table *make_table(hs_catalog *cat, const char *name, hs_error *err)
+{
+    hs_batch *b = rows_batch(0, 0);
+    struct ArrowSchema as;
+    if (!b || hs_arrow_export_schema(&b->schema, &as, err) != HS_OK)
+        return NULL;
+    hs_batch_free(b);
+    hs_table_create_options o = {.arrow_schema = &as};
+    hs_table *t = NULL;
+    hs_status st = hs_table_create(cat, name, &o, &t, err);
+    as.release(&as);
+    for (int f = 0; st == HS_OK && f < FILES; f++)
+        st = append(t, (int64_t)f * PER_FILE, PER_FILE, err);
+    char flt[128];
+    snprintf(flt, sizeof flt, "(id >= 40 AND id < 60) OR id %% 97 = 5");
+    int64_t n_del = 0;
+    if (st == HS_OK)
+        st = hs_table_delete(t, flt, &n_del, err);
+    if (st != HS_OK) {
+        hs_table_close(t);
+        return NULL;
+    }
+    return t;
+}
+
+/* Brute force: the k nearest live rows with a vector and id < max_id, by
+ * (distance, id); distances in the user form. */
+static int oracle(const float *q, int k, hs_metric m, int64_t max_id, int64_t *ids, double *dist)
+{
+    int n = 0;
+    static int64_t cid[N_ROWS];
+    static double cd[N_ROWS];
+    for (int64_t r = 0; r < N_ROWS; r++) {
+        if (vec_null(r) || deleted(r) || r >= max_id)
+            continue;
+        double s = 0, ab = 0, aa = 0, bb = 0;
+        for (int j = 0; j < DIM; j++) {
+            double x = comp(r, j), y = q[j];
+            s += (x - y) * (x - y);
+            ab += x * y;
+            aa += y * y;
+            bb += x * x;
+        }
+        double d = m == HS_METRIC_L2 ? sqrt(s) : m == HS_METRIC_IP ? ab
+                                                                   : 1 - ab / sqrt(aa * bb);
+        /* insertion keeps (order key, id) ascending */
+        double key = m == HS_METRIC_IP ? -d : d;
+        int i = n++;
+        while (i > 0 && (m == HS_METRIC_IP ? -cd[i - 1] : cd[i - 1]) > key) {
+            cd[i] = cd[i - 1];
+            cid[i] = cid[i - 1];
+            i--;
+        }
+        cd[i] = d;
+        cid[i] = r;
+    }
+    int got = n < k ? n : k;
+    for (int i = 0; i < got; i++) {
+        ids[i] = cid[i];
+        dist[i] = cd[i];
+    }
+    return got;
+}
+
+/* Runs a search; the result's id and distance columns into ids/dist. */
+static hs_status run_search(hs_table *t, const char *filter, const float *q, int dim, int k,
+                            const char *metric, int64_t *ids, double *dist, int *n,
+                            hs_error *err)
+{
+    hs_scan_options so = {.filter = filter};
+    hs_search_options vo = {.column = "v", .query = q, .dim = dim, .k = k, .metric = metric};
+    struct ArrowArrayStream s;
+    *n = 0;
+    HS_TRY(hs_table_search(t, &so, &vo, &s, err));
+    struct ArrowSchema as;
+    hs_field f = {0};
+    hs_status st = s.get_schema(&s, &as) == 0 ? HS_OK : HS_INTERNAL;
+    if (st == HS_OK) {
+        st = hs_arrow_import_schema(&as, &f, err);
+        as.release(&as);
+    }
+    while (st == HS_OK) {
+        struct ArrowArray a;
+        if (s.get_next(&s, &a) != 0) {
+            st = HS_INTERNAL;
+            break;
+        }
+        if (!a.release)
+            break;
+        hs_batch *b = NULL;
+        st = hs_arrow_import_batch(&a, &f, &b, err);
+        if (st != HS_OK)
+            break;
+        int di = b->n_cols - 1;
+        for (int64_t r = 0; r < b->n_rows; r++) {
+            ids[*n] = HS_COL_VALUES(b->cols[0], int64_t)[r];
+            dist[*n] = HS_COL_VALUES(b->cols[di], double)[r];
+            (*n)++;
+        }
+        hs_batch_free(b);
+    }
+    hs_field_clear(&f);
+    s.release(&s);
+    return st;
+}
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/%s-%d", hs_test_tmpdir(), name, (int)getpid());
+    return buf;
+}
+
+static void test_search_exact(void)
+{
+    int64_t live = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    hs_table *t = make_table(cat, tmp_path("search-exact"), &err);
+    if (!t)
+        fprintf(stderr, "make_table: %s\n", err.msg);
+    REQUIRE(t);
+    static const hs_metric metrics[] = {HS_METRIC_L2, HS_METRIC_COSINE, HS_METRIC_IP};
+    static const char *const names[] = {"l2", "cosine", "ip"};
+    int64_t ids[N_ROWS], wid[N_ROWS];
+    double d[N_ROWS], wd[N_ROWS];
+    for (int qi = 0; qi < 6; qi++) {
+        float q[DIM];
+        for (int j = 0; j < DIM; j++)
+            q[j] = comp(100000 + qi, j);
+        int m = qi % 3, k = qi < 3 ? 10 : 250, n = 0;
+        int64_t max_id = qi % 2 ? 300 : N_ROWS;
+        char flt[64];
+        snprintf(flt, sizeof flt, "id < %lld", (long long)max_id);
+        CHECK_OK(run_search(t, qi % 2 ? flt : NULL, q, DIM, k, names[m], ids, d, &n, &err),
+                 &err);
+        int want = oracle(q, k, metrics[m], max_id, wid, wd);
+        CHECK(n == want);
+        for (int i = 0; i < n && i < want; i++) {
+            CHECK(ids[i] == wid[i]);
+            CHECK(fabs(d[i] - wd[i]) <= 1e-4 * (1 + fabs(wd[i])));
+        }
+    }
+    /* k larger than the matching rows with a vector: all of them */
+    float q[DIM] = {0};
+    int n = 0;
+    CHECK_OK(run_search(t, "id >= 30 AND id < 70", q, DIM, 1000, NULL, ids, d, &n, &err), &err);
+    int want = 0;
+    for (int64_t r = 30; r < 70; r++)
+        want += !vec_null(r) && !deleted(r);
+    CHECK(n == want);
+    /* errors */
+    hs_err_clear(&err);
+    CHECK(run_search(t, NULL, q, DIM - 1, 3, NULL, ids, d, &n, &err) == HS_INVALID &&
+          strstr(err.msg, "dimension"));
+    hs_err_clear(&err);
+    CHECK(run_search(t, NULL, q, DIM, 0, NULL, ids, d, &n, &err) == HS_INVALID);
+    hs_err_clear(&err);
+    CHECK(run_search(t, NULL, q, DIM, 3, "jaccard", ids, d, &n, &err) == HS_INVALID);
+    hs_err_clear(&err);
+    CHECK(run_search(t, "nope = 1", q, DIM, 3, NULL, ids, d, &n, &err) != HS_OK);
+    hs_search_options vo = {.column = "id", .query = q, .dim = DIM, .k = 3};
+    struct ArrowArrayStream s;
+    hs_err_clear(&err);
+    CHECK(hs_table_search(t, NULL, &vo, &s, &err) == HS_INVALID && strstr(err.msg, "vector"));
+    vo.column = "zz";
+    CHECK(hs_table_search(t, NULL, &vo, &s, &err) == HS_NOT_FOUND);
+    CHECK(hs_table_search(t, NULL, NULL, &s, &err) == HS_INVALID);
+
+    /* with an hnsw index (when this build has the vector family) */
+    hs_index_options io = {.kind = "hnsw", .params_json = "{\"m\":8,\"ef_construction\":64}",
+                           .n_threads = 1};
+    hs_err_clear(&err);
+    hs_status st = hs_table_add_index(t, "v", &io, &err);
+    if (st == HS_UNSUPPORTED) {
+        fprintf(stderr, "SKIP the indexed part: %s\n", err.msg);
+    } else {
+        CHECK_OK(st, &err);
+        int hits = 0, total = 0;
+        for (int qi = 0; qi < 10; qi++) {
+            float qq[DIM];
+            for (int j = 0; j < DIM; j++)
+                qq[j] = comp(200000 + qi, j);
+            CHECK_OK(run_search(t, NULL, qq, DIM, 10, NULL, ids, d, &n, &err), &err);
+            int w = oracle(qq, 10, HS_METRIC_L2, N_ROWS, wid, wd);
+            CHECK(n == w);
+            for (int i = 0; i < n; i++) {
+                for (int j = 0; j < w; j++)
+                    hits += ids[i] == wid[j];
+                CHECK(!vec_null(ids[i]) && !deleted(ids[i]));
+                CHECK(i == 0 || d[i] >= d[i - 1]);
+            }
+            total += w;
+        }
+        CHECK(hits >= total * 95 / 100);
+    }
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();   /* the process-wide footer cache is not a leak */
+    CHECK(hs_mem_live_count() == live);
+}
+
+/* An allocation hook that counts the allocations of the library. */
+static int64_t g_allocs;
+static void *count_malloc(size_t n, void *ctx) { (void)ctx; g_allocs++; return malloc(n); }
+static void *count_realloc(void *p, size_t n, void *ctx) { (void)ctx; g_allocs++; return realloc(p, n); }
+static void count_free(void *p, void *ctx) { (void)ctx; free(p); }
+
+static void test_search_oom(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    hs_table *t = make_table(cat, tmp_path("search-oom"), &err);
+    REQUIRE(t);
+    float q[DIM];
+    for (int j = 0; j < DIM; j++)
+        q[j] = comp(777, j);
+    int64_t wid[N_ROWS], ids[N_ROWS];
+    double wd[N_ROWS], d[N_ROWS];
+    int want = oracle(q, 5, HS_METRIC_L2, 500, wid, wd);
+    /* how many allocations one search makes */
+    hs_alloc_hook hook = {count_malloc, count_realloc, count_free, NULL};
+    hs_set_alloc_hook(&hook);
+    int n = 0;
+    pq_footer_cache_clear();
+    g_allocs = 0;
+    CHECK_OK(run_search(t, "id < 500", q, DIM, 5, "l2", ids, d, &n, &err), &err);
+    int64_t total = g_allocs;
+    hs_set_alloc_hook(NULL);
+    CHECK(n == want && total > 50);
+    /* fail each one (every step-th when there are many); the footer cache
+     * stays warm (it was filled by the run above), so the live count of a
+     * clean run is the baseline */
+    int64_t step = total / 1500 + 1, failures = 0;
+    int64_t live = hs_mem_live_count();
+    for (int64_t nth = 1; nth <= total; nth += step) {
+        hs_err_clear(&err);
+        hs_mem_fail_after(nth);
+        hs_status st = run_search(t, "id < 500", q, DIM, 5, "l2", ids, d, &n, &err);
+        hs_mem_fail_after(0);
+        CHECK(hs_mem_live_count() == live);
+        if (st == HS_OK) {
+            /* the failure was absorbed (a fallback): still the right answer */
+            CHECK(n == want && memcmp(ids, wid, (size_t)want * sizeof *ids) == 0);
+        } else {
+            failures++;
+            CHECK(st == HS_NOMEM || st == HS_IO || st == HS_CORRUPT || st == HS_INTERNAL);
+            CHECK(err.msg[0] != 0);
+        }
+    }
+    CHECK(failures > total / step / 2);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();
+}
+
+int main(void)
+{
+    HS_RUN(test_params);
+    HS_RUN(test_builder_roundtrip);
+    HS_RUN(test_builder_errors);
+    HS_RUN(test_image_damage);
+    HS_RUN(test_search_exact);
+    HS_RUN(test_search_oom);
+    return hs_test_summary();
+}
