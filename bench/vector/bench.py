@@ -64,7 +64,14 @@ def read_idx_images(path):
 
 def ground_truth(base, queries, metric, k=K):
     """Exact top-k ids (nearest first): float32 candidates, float64 re-rank."""
-    cand = 100
+    cand = min(100, len(base) - 1)
+    if cand < k:  # tiny sets: everything, in float64
+        v = base.astype(np.float64)
+        out = np.empty((len(queries), k), dtype=np.int32)
+        for i, q in enumerate(queries.astype(np.float64)):
+            dd = ((v - q) ** 2).sum(1) if metric == "l2" else -(v @ q)
+            out[i] = np.lexsort((np.arange(len(v)), dd))[:k]
+        return out
     out = np.empty((len(queries), k), dtype=np.int32)
     bn = (base.astype(np.float64) ** 2).sum(1)
     for s in range(0, len(queries), 256):
@@ -206,17 +213,53 @@ def bench_faiss_ivfpq(base, queries, gt, metric):
 
 # ---- ours --------------------------------------------------------------------
 
-def bench_ours(vbench, files, n, d, nq, quant, metric, rerank=0):
-    env = dict(os.environ, VBENCH_METRIC=metric)
+def run_vbench(vbench, files, n, d, nq, quant, metric, efs, env_extra, rerank=1):
+    env = dict(os.environ, VBENCH_METRIC=metric, **env_extra)
     cmd = [str(vbench), files["base"], str(n), str(d), files["queries"], str(nq), files["gt"],
-           str(K), quant, str(M), str(EFC), "1", ",".join(map(str, EF_SWEEP)), str(rerank)]
+           str(K), quant, str(M), str(EFC), "1", ",".join(map(str, efs)), str(rerank)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(f"vbench failed: {out.stderr}")
-    lines = [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+    return [json.loads(l) for l in out.stdout.splitlines() if l.strip()]
+
+
+def bench_ours(vbench, files, n, d, nq, quant, metric, image):
+    # rerank 1: a quantized index reranks max(k, ef) candidates, so the ef
+    # sweep is also the rerank-depth sweep
+    lines = run_vbench(vbench, files, n, d, nq, quant, metric, EF_SWEEP,
+                       {"VBENCH_SAVE": image})
     head = lines[0]
     pts = [(l["ef"], l["recall"], l["qps"]) for l in lines[1:]]
     return head["build_s"], head["memory_bytes"], pts
+
+
+def bench_filtered(args, files, base, queries, metric, images, tmp):
+    """Our indexes under allow-lists of each selectivity (default path:
+    exact below the threshold, else the filtered graph walk), ef 64."""
+    n, d = base.shape
+    nq = min(len(queries), 500)
+    rng = np.random.default_rng(7)
+    print(f"\nfiltered search ({nq} queries, ef 64, k {K}; ground truth: numpy over the allowed rows)")
+    print(f"{'index':<12}{'selectivity':>12}{'rows':>8}{'recall@10':>11}{'QPS':>10}"
+          f"{'exact path':>12}")
+    for sel in (0.5, 0.1, 0.01, 0.001, 0.0001):
+        allow = np.sort(np.nonzero(rng.random(n) < sel)[0]).astype(np.uint32)
+        allow_path = pathlib.Path(tmp) / "allow.u32"
+        allow.tofile(allow_path)
+        kk = min(K, len(allow))
+        gt = np.full((nq, K), -1, dtype=np.int32)
+        if kk:
+            sub = ground_truth(base[allow], queries[:nq], metric, kk)
+            gt[:, :kk] = allow[sub]
+        fgt = pathlib.Path(tmp) / "gt_filtered.i32"
+        gt.tofile(fgt)
+        ff = dict(files, gt=str(fgt))
+        for label, (quant, image) in images.items():
+            lines = run_vbench(args.vbench, ff, n, d, nq, quant, metric, [64],
+                               {"VBENCH_LOAD": image, "VBENCH_ALLOW": str(allow_path)})
+            r = lines[1]
+            print(f"{label:<12}{sel:>12}{len(allow):>8}{r['recall']:>11.3f}{r['qps']:>10.0f}"
+                  f"{r['exact']:>12.2f}", flush=True)
 
 
 # ---- report -------------------------------------------------------------------
@@ -279,15 +322,24 @@ def run_set(args, name, base, queries, metric, tmp):
               ", ".join(f"{p}: {r:.3f}/{q:.0f}" for p, r, q in pts), flush=True)
 
     run("hnswlib", lambda: bench_hnswlib(base, queries, gt, space, tmp))
-    run("hnsw", lambda: bench_ours(args.vbench, files, n, d, nq, "flat", metric))
-    run("hnsw_tq8", lambda: bench_ours(args.vbench, files, n, d, nq, "tq8", metric, 1))
-    run("hnsw_tq4", lambda: bench_ours(args.vbench, files, n, d, nq, "tq4", metric, 4))
-    run("hnsw_pq", lambda: bench_ours(args.vbench, files, n, d, nq, "pq", metric, 4))
+    images = {}
+    for label, quant in (("hnsw", "flat"), ("hnsw_tq8", "tq8"), ("hnsw_tq4", "tq4"),
+                         ("hnsw_pq", "pq")):
+        img = str(pathlib.Path(tmp) / f"{name}.{label}.img")
+        run(label, lambda quant=quant, img=img: bench_ours(args.vbench, files, n, d, nq, quant,
+                                                          metric, img))
+        if os.path.exists(img):
+            images[label] = (quant, img)
     if not args.no_faiss:
         run("faiss_hnsw", lambda: bench_faiss_hnsw(base, queries, gt, "flat", metric))
         run("faiss_hnsw_sq8", lambda: bench_faiss_hnsw(base, queries, gt, "sq8", metric))
         run("faiss_ivfpq", lambda: bench_faiss_ivfpq(base, queries, gt, metric))
     report(name, results)
+    filt = {k: v for k, v in images.items() if k in ("hnsw", "hnsw_tq8")}
+    if filt and not args.no_filtered:
+        bench_filtered(args, files, base, queries, metric, filt, tmp)
+    for _, img in images.values():
+        os.unlink(img)
 
 
 def main():
@@ -297,17 +349,23 @@ def main():
     ap.add_argument("--queries", type=int, default=2000)
     ap.add_argument("--only", default="", help="comma-separated index labels")
     ap.add_argument("--no-faiss", action="store_true")
+    ap.add_argument("--no-filtered", action="store_true")
+    ap.add_argument("--limit", type=int, default=0, help="use only the first N base vectors")
     ap.add_argument("--sets", default="fashion-mnist,wordnet384")
     args = ap.parse_args()
     sets = args.sets.split(",")
     if "fashion-mnist" in sets:
         train = read_idx_images(FMNIST / "train-images-idx3-ubyte.gz")
         test = read_idx_images(FMNIST / "t10k-images-idx3-ubyte.gz")
+        if args.limit:
+            train = train[:args.limit]
         run_set(args, "fashion-mnist", train, test[:args.queries], "l2", args.dir)
     if "wordnet384" in sets:
         tr, qu = TEXT / "wordnet384.train.npy", TEXT / "wordnet384.query.npy"
         if tr.is_file() and qu.is_file():
             base = np.load(tr).astype(np.float32)
+            if args.limit:
+                base = base[:args.limit]
             q = np.load(qu).astype(np.float32)[:args.queries]
             run_set(args, "wordnet384", base, q, "cosine", args.dir)
         else:

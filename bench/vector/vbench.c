@@ -212,7 +212,8 @@ int main(int argc, char **argv)
     }
     free(hits);
     hnsw_free(ix);
-    roaring_bitmap_free(allow);
+    if (allow)  /* CRoaring 0.2 does not accept NULL */
+        roaring_bitmap_free(allow);
     free(image);
     free(x);
     free(q);

@@ -197,10 +197,12 @@ static size_t elem_size(ex_t t)
     }
 }
 
+/* A vector for one chunk: nulls cleared, values uninitialized (kernels
+ * write every selected row; rows outside the selection are never read). */
 static hs_status vec_new(ectx *c, ex_t t, ex_vec *v)
 {
     v->nul = hs_arena_calloc(c->arena, EX_CHUNK, 1);
-    v->v.p = hs_arena_calloc(c->arena, EX_CHUNK, elem_size(t));
+    v->v.p = hs_arena_alloc(c->arena, EX_CHUNK * elem_size(t));
     if (!v->nul || !v->v.p)
         return hs_err_nomem(c->err, EX_CHUNK * 16);
     return HS_OK;

@@ -3,26 +3,38 @@
  * schema, merge-on-read of deletes, row lineage, residual filter, projection;
  * and the public hs_scan_* / hs_table_scan entry points.
  *
- * Per data file:
+ * Per data file (tbl_read_file_ex):
  *
- *   Parquet file --pq_scan--> batch in the FILE's schema (names and types of
- *     (only the top-level      the time it was written, field ids)
- *      columns needed)           |
- *                                | tbl_conform_column per column, by field id:
- *                                |   rename, promote (int->long, float->double,
- *                                |   decimal), add missing nested fields as
- *                                v   null, drop removed ones
- *                             batch in the READ schema = projected columns +
- *                               columns only the filter needs + metadata
- *                               columns (_row_id, _last_updated_sequence_number,
- *                               _file, _pos) computed from the file position
- *                                |
- *                                | selection = not deleted (roaring bitmap of
- *                                |   positions from position deletes and DVs)
- *                                |   AND filter (three-valued, exact)
- *                                v
- *                             rows taken (hs_col_take) when some are dropped,
- *                             then the extra filter columns are cut off
+ *   selection S = index candidates (index.c's bitmap algebra; NULL = all)
+ *                 minus deleted positions (position deletes, DVs)
+ *                 AND what row-group / page statistics allow (no usable index)
+ *        |         empty S: the file is not read at all
+ *        v
+ *   Parquet file --pq_scan(columns, rows = S)--> batches in the FILE's schema
+ *        |         (the reader decodes only pages holding rows of S; a
+ *        |          scattered S is read in FRD_BLOCK-row blocks and cut after)
+ *        | tbl_conform_column per column, by field id: rename, promote
+ *        | (int->long, float->double, decimal), add missing nested fields as
+ *        v null, drop removed ones; metadata columns (_row_id, _file, _pos,
+ *   batches in the READ schema       _last_updated_sequence_number) from the
+ *        |                           row positions
+ *        v
+ *   residual filter (exact expression, three-valued) unless the candidates
+ *   are exactly the matches; the passing rows taken (hs_col_take)
+ *
+ *   reads, when the filter must be evaluated:
+ *     one phase    the output columns + the filter's other columns
+ *     two phases   (some output column is not a filter column: late
+ *                  materialization) phase 1 reads the filter columns of S,
+ *                  evaluates, keeps the passing rows of the filter columns
+ *                  that are also output; phase 2 reads the other output
+ *                  columns for the passing rows P ("sparse", |P| <= |S|/8) or
+ *                  for S again, cut by phase 1's verdicts ("dense")
+ *
+ * Files are read ahead on a thread pool (HS_SCAN_THREADS, default the cores
+ * up to 8): a window of jobs, each collecting one file's batches, consumed
+ * in plan order, so results keep the plan's order and memory stays bounded
+ * by the window.
  *
  * Row lineage (v3, spec "Row Lineage"): a row's _row_id is the value stored
  * in the file when not null, else the data file's first_row_id + its

@@ -20,13 +20,21 @@
  *     |
  *     v
  *   materialize the projected columns of the winners: per file one read
- *   of exactly those rows (pq_scan with a rows bitmap), conformed to the
- *   snapshot schema as scans do; one batch nearest first + the distance
- *   column (float64, user form: L2 distance, cosine distance, inner
- *   product for ip)
+ *   of exactly those rows (tbl_read_file_ex with the rows as candidates),
+ *   conformed to the snapshot schema as scans do; one batch nearest first
+ *   + the distance column (float64, user form: L2 distance, cosine
+ *   distance, inner product for ip)
  *
+ * Files are searched in parallel on a pool (HS_SEARCH_THREADS, default the
+ * cores up to 8), each into its own top k; the merge is in file order.
  * Rows whose vector is null have no distance and are never returned, so
  * the answer has exactly min(k, matching rows with a vector) rows.
+ *
+ * The sidecars come from the index registry (index/registry.h): an entry is
+ * used only when its data file path and size match the planned file and
+ * the sidecar has the recorded size; table/vindex.h then validates it.
+ * Skipped sidecars print a warning on stderr and count in
+ * tbl_search_counters.
  *
  * Ownership: the search borrows the table handle's metadata for the call;
  * the returned stream owns its one batch.
@@ -35,6 +43,7 @@
 #include "table/vindex.h"
 
 #include "base/mem.h"
+#include "base/threadpool.h"
 #include "columnar/arrow_c.h"
 #include "hyperstream/index.h"
 #include "index/registry.h"
@@ -49,6 +58,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ */
 /* counters and warnings                                               */
@@ -487,6 +497,103 @@ static hs_status search_file(search_ctx *sc, const vreg *vr, const tbl_ixscan *s
     return st;
 }
 
+/* One data file's search on a worker: its own top k, merged afterwards. */
+typedef struct file_job {
+    search_ctx sc;            /* copy of the shared one, own heap and hits */
+    const vreg *vr;
+    const tbl_ixscan *six;
+    const tbl_plan *plan;
+    const hs_field *filter_schema;
+    int32_t file;
+    hs_buf path;
+} file_job;
+
+static hs_status file_job_run(void *arg, hs_error *err)
+{
+    file_job *j = arg;
+    return search_file(&j->sc, j->vr, j->six, j->plan, j->file, j->filter_schema, &j->path, err);
+}
+
+/* Threads for the per-file searches: HS_SEARCH_THREADS, else the cores (at
+ * most 8), never more than the files. */
+static int search_threads(int n_files)
+{
+    const char *e = getenv("HS_SEARCH_THREADS");
+    long n = e && *e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN);
+    if (!(e && *e) && n > 8)
+        n = 8;
+    if (n > n_files)
+        n = n_files;
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* Searches every planned file (in parallel when there are several) and
+ * merges the per-file top k into sc->top. */
+static hs_status search_files(search_ctx *sc, const vreg *vr, const tbl_ixscan *six,
+                              const tbl_plan *plan, const hs_field *filter_schema, hs_error *err)
+{
+    int n = plan->n_files;
+    int threads = search_threads(n);
+    if (threads <= 1) {
+        hs_buf path = {0};
+        hs_status st = HS_OK;
+        for (int i = 0; i < n && st == HS_OK; i++)
+            st = search_file(sc, vr, six, plan, i, filter_schema, &path, err);
+        hs_buf_free(&path);
+        hs_free(sc->hits);
+        sc->hits = NULL;
+        return st;
+    }
+    file_job *jobs = hs_calloc((size_t)n, sizeof *jobs);
+    if (!jobs)
+        return hs_err_nomem(err, (size_t)n * sizeof *jobs);
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        file_job *j = &jobs[i];
+        j->sc = *sc;
+        j->sc.top.n = 0;
+        j->sc.hits = NULL;
+        j->sc.hits_cap = 0;
+        j->vr = vr;
+        j->six = six;
+        j->plan = plan;
+        j->filter_schema = filter_schema;
+        j->file = i;
+        if (!(j->sc.top.h = hs_malloc(sc->top.k * sizeof(cand))))
+            st = hs_err_nomem(err, sc->top.k * sizeof(cand));
+    }
+    hs_pool *pool = NULL;
+    hs_group *g = NULL;
+    if (st == HS_OK)
+        st = hs_pool_create(threads, &pool, err);
+    if (st == HS_OK)
+        st = hs_group_create(pool, &g, err);
+    for (int i = 0; i < n && st == HS_OK; i++)
+        if (hs_group_submit(g, file_job_run, &jobs[i]) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    if (g) {
+        hs_error gerr = {0};
+        hs_status gs = hs_group_wait(g, &gerr);
+        if (st == HS_OK && gs != HS_OK) {
+            st = gs;
+            if (err)
+                *err = gerr;
+        }
+    }
+    hs_group_destroy(g);
+    hs_pool_destroy(pool);
+    for (int i = 0; i < n; i++) {
+        file_job *j = &jobs[i];
+        for (size_t c = 0; st == HS_OK && c < j->sc.top.n; c++)
+            topk_offer(&sc->top, j->sc.top.h[c]);
+        hs_free(j->sc.top.h);
+        hs_free(j->sc.hits);
+        hs_buf_free(&j->path);
+    }
+    hs_free(jobs);
+    return st;
+}
+
 /* ------------------------------------------------------------------ */
 /* materializing the winners                                           */
 
@@ -709,7 +816,9 @@ static hs_status materialize(const tbl_plan *plan, const hs_field *rs, const cha
     if (st == HS_OK)
         st = hs_col_create(&schema.children[nc], (int64_t)n, &cols[nc], err);
     for (size_t r = 0; st == HS_OK && r < n; r++) {
-        double d = vd_user_dist(metric, win[r].d);
+        /* a cosine distance of a zero vector is undefined: NaN (sorted last) */
+        double d = metric == HS_METRIC_COSINE && isinf(win[r].d) ? NAN
+                                                                 : vd_user_dist(metric, win[r].d);
         if (hs_col_append_fixed(cols[nc], &d) != HS_OK)
             st = hs_err_nomem(err, n * 8);
     }
@@ -785,7 +894,6 @@ hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_sea
                           "\"%s\" has %d", so->dim, sc.col->name, dim);
     hs_field rs = {0}, fsch = {0};
     tbl_plan *plan = NULL;
-    hs_buf path = {0};
     vreg vr = {0};
     tbl_ixscan *six = NULL;
     hs_status st = project_schema(schema, scan, &rs, err);
@@ -811,8 +919,8 @@ hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_sea
     sc.top.k = (size_t)so->k < (uint64_t)total ? (size_t)so->k : (size_t)total;
     if (st == HS_OK && sc.top.k > 0 && !(sc.top.h = hs_malloc(sc.top.k * sizeof(cand))))
         st = hs_err_nomem(err, sc.top.k * sizeof(cand));
-    for (int i = 0; st == HS_OK && i < plan->n_files; i++)
-        st = search_file(&sc, &vr, six, plan, i, &fsch, &path, err);
+    if (st == HS_OK && sc.top.k > 0)
+        st = search_files(&sc, &vr, six, plan, &fsch, err);
     hs_batch *res = NULL;
     if (st == HS_OK) {
         qsort(sc.top.h, sc.top.n, sizeof(cand), cand_cmp);
@@ -822,8 +930,10 @@ hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_sea
     if (st == HS_OK && !(ob = hs_calloc(1, sizeof *ob)))
         st = hs_err_nomem(err, sizeof *ob);
     hs_batch_source src = {.next = one_next, .close = one_close, .ctx = ob};
-    if (st == HS_OK && hs_field_copy(&res->schema, &src.schema) != HS_OK)
+    if (st == HS_OK && hs_field_copy(&res->schema, &src.schema) != HS_OK) {
+        hs_field_clear(&src.schema);
         st = hs_err_nomem(err, 64);
+    }
     if (st == HS_OK) {
         ob->b = res;
         res = NULL;
@@ -832,13 +942,11 @@ hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_sea
     }
     hs_free(ob);
     hs_batch_free(res);
-    hs_buf_free(&path);
     tbl_ixscan_free(six);
     vreg_clear(&vr);
     tbl_plan_free(plan);
     hs_field_clear(&rs);
     hs_field_clear(&fsch);
     hs_free(sc.top.h);
-    hs_free(sc.hits);
     return st;
 }

@@ -151,4 +151,11 @@ uint32_t tbl_vindex_pos_of(const tbl_vindex *vi, uint32_t id);
 HS_MUST_USE hs_status tbl_vindex_ids_of(const tbl_vindex *vi, const roaring_bitmap_t *positions,
                                         roaring_bitmap_t **out, hs_error *err);
 
+/* ---- search.c ---- */
+
+/* Process-wide counters of hs_table_search (any may be NULL): files
+ * searched through a sidecar, files searched exactly, sidecars skipped
+ * (missing, truncated, corrupt, stale; an unreadable registry counts one). */
+void tbl_search_counters(int64_t *files_indexed, int64_t *files_exact, int64_t *skipped);
+
 #endif

@@ -29,6 +29,12 @@
  *   delete(filter)     files all of whose  delete manifest(s)     same as overwrite
  *                      rows match          (pos deletes / DVs)
  *
+ * Indexes (index.c, tbl_ixw): when the table's index registry declares
+ * indexes, every data file written gets its sidecars from the rows still in
+ * memory, and commit_cb writes the new registry version (our entries added,
+ * those of removed files dropped, indexes declared meanwhile built from the
+ * written files) and sets its property in the same metadata commit.
+ *
  * Atomicity: nothing is visible until the catalog swap.  A failed commit
  * removes the files this operation wrote (best effort: an I/O failure in the
  * cleanup leaves orphans, which are unreferenced and harmless).  All file

@@ -15,6 +15,7 @@
 #include "index/vector/hnsw.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,6 +467,75 @@ static void test_multithreaded_build(void)
     CHECK(short_answers == 0);
     hnsw_free(ix);
     CHECK(hs_mem_live_count() == live);
+    free(x);
+    free(qs);
+}
+
+/* Searches from several threads at once on one index (the scratch pool is
+ * shared) give the single-threaded answers. */
+typedef struct conc_job {
+    const hnsw_index *ix;
+    const float *x, *qs;
+    size_t n, d;
+    int nq;
+    const hnsw_hit *want;  /* nq * 10 */
+    int mismatches;
+} conc_job;
+
+static void *conc_thread(void *arg)
+{
+    conc_job *j = arg;
+    fetch_ctx f = { j->x, j->n, j->d, 0, 0, 0, 0, 0 };
+    for (int rep = 0; rep < 3; rep++) {
+        for (int qi = 0; qi < j->nq; qi++) {
+            hnsw_search_opts o = { .k = 10, .fetch = fetch_rows, .fetch_ctx = &f };
+            hnsw_hit h[10];
+            int nh = 0;
+            hs_error err = { 0 };
+            if (hnsw_search(j->ix, j->qs + (size_t)qi * j->d, &o, h, &nh, NULL, &err) != HS_OK ||
+                nh != 10) {
+                j->mismatches++;
+                continue;
+            }
+            for (int i = 0; i < 10; i++)
+                if (h[i].id != j->want[qi * 10 + i].id || h[i].dist != j->want[qi * 10 + i].dist)
+                    j->mismatches++;
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_search(void)
+{
+    size_t n = 2000, d = 24;
+    float *x = make_data(n, d, 10, 0.5);
+    float *qs = make_data(40, d, 10, 0.5);
+    for (int quant = 0; quant < 2; quant++) {
+        hnsw_params p = params_of(HS_METRIC_L2, quant ? VQ_TQ8 : VQ_FLAT);
+        hnsw_index *ix = NULL;
+        hs_error err = { 0 };
+        CHECK_OK(hnsw_build(x, n, d, &p, NULL, NULL, &ix, &err), &err);
+        hnsw_hit *want = malloc(40 * 10 * sizeof *want);
+        fetch_ctx f = { x, n, d, 0, 0, 0, 0, 0 };
+        for (int qi = 0; qi < 40; qi++) {
+            hnsw_search_opts o = { .k = 10, .fetch = fetch_rows, .fetch_ctx = &f };
+            int nh;
+            CHECK_OK(hnsw_search(ix, qs + (size_t)qi * d, &o, want + qi * 10, &nh, NULL, &err),
+                     &err);
+        }
+        conc_job jobs[4];
+        pthread_t th[4];
+        for (int t = 0; t < 4; t++) {
+            jobs[t] = (conc_job){ ix, x, qs, n, d, 40, want, 0 };
+            CHECK(pthread_create(&th[t], NULL, conc_thread, &jobs[t]) == 0);
+        }
+        for (int t = 0; t < 4; t++) {
+            pthread_join(th[t], NULL);
+            CHECK(jobs[t].mismatches == 0);
+        }
+        free(want);
+        hnsw_free(ix);
+    }
     free(x);
     free(qs);
 }
@@ -947,6 +1017,7 @@ int main(void)
     HS_RUN(test_filtered);
     HS_RUN(test_unreachable_fallback);
     HS_RUN(test_multithreaded_build);
+    HS_RUN(test_concurrent_search);
     HS_RUN(test_deterministic);
     HS_RUN(test_save_open);
     HS_RUN(test_corrupt);

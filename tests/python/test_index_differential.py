@@ -136,7 +136,7 @@ def _setup(hs, t, mode):
             assert e.status == "HS_INVALID", str(e)
             assert mode == "range" and X.COLUMNS[c] == "bool", f"{mode} refused {c}: {e}"
     listed = {(ix["column"], ix["kind"]) for ix in hs.list_indexes(t)}
-    assert {c for c, _ in listed} == set(cols), listed
+    assert listed == {(c, mode) for c in cols}, listed
     for ix in hs.list_indexes(t):
         assert ix["files_indexed"] == ix["files_live"], f"not every live file indexed: {ix}"
     return cols

@@ -301,7 +301,7 @@ def test_bad_index_declarations(table):
     ("hnsw_tq8", {"m": 12, "ef_construction": 80}),
     ("hnsw_tq4", {"m": 12, "ef_construction": 80}),
     ("hnsw_pq", {"complexity": 12, "quality": 80, "compression": 12}),
-    ("ivf_hnsw", {"m": 12, "ef_construction": 80, "ivf_lists": 4, "nprobe": 3}),
+    ("ivf_hnsw", {"m": 12, "ef_construction": 80, "ivf_lists": 4, "nprobe": 4}),
 ])
 def test_index_recall_and_filtered_selectivities(table, kind, params, capfd):
     hs, cat0, t0, orc, wh = table

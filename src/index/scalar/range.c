@@ -17,11 +17,11 @@
  *          5     1  pbits: bits per packed position (0..32)
  *          6     1  pmode: 0 = positions as (pos - pos_base);
  *                   1 = deltas (pos[i] - pos[i-1] - 1), pos[0] = pos_base
- *          7     1  0
+ *          7     1  vcodec: 0 = value area stored raw; 1 = zstd (I128/BYTES)
  *          8     4  pos_base: the smallest (pmode 0) or first (pmode 1) position
- *         12     4  0
+ *         12     4  vcodec 1: bytes of the raw value area (<= 64 MiB); else 0
  *         16     8  key_base: I64/F64: the block's first order key; else 0
- *         24        values:
+ *         24        value area (raw form):
  *                     I64/F64  count deltas of consecutive order keys
  *                              (key[i] - key[i-1], the first 0), vbits
  *                              each, bit-packed LSB first, + 8 zero bytes
@@ -29,26 +29,32 @@
  *                     I128     count * 16 bytes
  *                     BYTES    count + 1 u32 offsets relative to the bytes
  *                              that follow (first 0, non-decreasing), bytes
- *                   positions: count values of pbits, packed the same way
+ *                   positions: count values of pbits, packed the same way;
+ *                              they end the block, so the value area is
+ *                              what lies between byte 24 and them
  *
  *   Order keys (sidx_int.h) map int64 and doubles to uint64 preserving
  *   order; a block's keys are sorted, so their deltas are small when the
  *   values are dense (ids, timestamps, dates: a few bits per value).
  *   Positions take log2(n_rows) bits, or a bit or two when the column is
  *   sorted (pmode 1, chosen when the block's positions increase and it is
- *   smaller).
+ *   smaller).  Strings and decimals are zstd-compressed per block when that
+ *   saves an eighth (sorted strings share prefixes and suffixes).
  *
  * Lookup: two binary searches over the fences give the blocks a probe can
  * touch; a block whose first and last values both match is taken whole
- * (positions only), a boundary block is decoded and binary-searched for its
- * matching run (values are sorted inside a block too).  Blocks are
- * validated when read; positions must be < n_rows.
+ * (positions only: its values are not even decompressed), a boundary block
+ * is decoded and binary-searched for its matching run (values are sorted
+ * inside a block too).  Blocks are validated when read; positions must be
+ * < n_rows.
  */
 #include "index/scalar/sidx_int.h"
 
+#include "base/compress.h"
 #include "base/mem.h"
 
 #define BLK_HDR 24
+#define VRAW_MAX (64u << 20)
 
 static int64_t block_count(const sidx_index *ix, int64_t b)
 {
@@ -58,8 +64,30 @@ static int64_t block_count(const sidx_index *ix, int64_t b)
 
 /* ---- writing ---- */
 
+/* The raw value area of a non-numeric block, appended to v. */
+static hs_status put_value_area(const sidx_sorted *s, int64_t j0, int64_t cnt, hs_buf *v,
+                                hs_error *err)
+{
+    if (s->vk == TBL_V_BYTES) {
+        uint64_t off = 0;
+        for (int64_t i = 0; i <= cnt; i++) {
+            if (off > UINT32_MAX)
+                return hs_err_set(err, HS_UNSUPPORTED, "scalar index: a range block of more "
+                                  "than 4 GiB of values");
+            if (hs_buf_put_u32le(v, (uint32_t)off) != HS_OK)
+                return hs_err_nomem(err, 4);
+            if (i < cnt)
+                off += sidx_sorted_value_len(s, j0 + i);
+        }
+    }
+    for (int64_t i = 0; i < cnt; i++)
+        if (sidx_sorted_put_value(s, j0 + i, v) != HS_OK)
+            return hs_err_nomem(err, 16);
+    return HS_OK;
+}
+
 static hs_status put_block(const sidx_sorted *s, int64_t j0, int64_t cnt, uint64_t *tmp,
-                           hs_buf *out, hs_error *err)
+                           hs_buf *vraw, hs_buf *out, hs_error *err)
 {
     uint8_t h[BLK_HDR];
     memset(h, 0, sizeof h);
@@ -93,9 +121,9 @@ static hs_status put_block(const sidx_sorted *s, int64_t j0, int64_t cnt, uint64
     h[6] = (uint8_t)pmode;
     sidx_wr32(h + 8, pmode ? pos[0] : pmin);
     sidx_wr64(h + 16, key_base);
+    size_t hdr_at = out->len, at;
     if (hs_buf_append(out, h, sizeof h) != HS_OK)
         return hs_err_nomem(err, sizeof h);
-    size_t at;
     if (s->keys) {
         tmp[0] = 0;
         for (int64_t i = 1; i < cnt; i++)
@@ -105,21 +133,24 @@ static hs_status put_block(const sidx_sorted *s, int64_t j0, int64_t cnt, uint64
             return hs_err_nomem(err, (size_t)cnt * 8);
         sidx_pack(out->data + at, tmp, (size_t)cnt, vbits);
     } else {
-        if (s->vk == TBL_V_BYTES) {
-            uint64_t off = 0;
-            for (int64_t i = 0; i <= cnt; i++) {
-                if (off > UINT32_MAX)
-                    return hs_err_set(err, HS_UNSUPPORTED, "scalar index: a range block of more "
-                                      "than 4 GiB of values");
-                if (hs_buf_put_u32le(out, (uint32_t)off) != HS_OK)
-                    return hs_err_nomem(err, 4);
-                if (i < cnt)
-                    off += sidx_sorted_value_len(s, j0 + i);
-            }
+        hs_buf_reset(vraw);
+        HS_TRY(put_value_area(s, j0, cnt, vraw, err));
+        at = out->len;
+        bool packed = false;
+        if (vraw->len >= 64 && vraw->len <= VRAW_MAX) {
+            hs_status st = hs_compress(HS_CODEC_ZSTD, 1, vraw->data, vraw->len, out, err);
+            if (st != HS_OK)
+                return st;
+            packed = out->len - at < vraw->len - vraw->len / 8;
+            if (!packed)
+                out->len = at;
         }
-        for (int64_t i = 0; i < cnt; i++)
-            if (sidx_sorted_put_value(s, j0 + i, out) != HS_OK)
-                return hs_err_nomem(err, 16);
+        if (packed) {
+            out->data[hdr_at + 7] = 1;
+            sidx_wr32(out->data + hdr_at + 12, (uint32_t)vraw->len);
+        } else if (hs_buf_append(out, vraw->data, vraw->len) != HS_OK) {
+            return hs_err_nomem(err, vraw->len);
+        }
     }
     for (int64_t i = 0; i < cnt; i++)
         tmp[i] = pmode ? (i ? pos[i] - pos[i - 1] - 1 : 0) : pos[i] - pmin;
@@ -136,6 +167,7 @@ hs_status sidx_range_write(const sidx_sorted *s, uint32_t block_rows, hs_buf *ou
     int64_t nb = (s->n + block_rows - 1) / block_rows;
     int64_t *fences = hs_malloc((size_t)(2 * nb + 1) * sizeof *fences);
     uint64_t *tmp = hs_malloc((size_t)block_rows * sizeof *tmp);
+    hs_buf vraw = {0};
     hs_status st = HS_OK;
     if (!fences || !tmp) {
         st = hs_err_nomem(err, (size_t)nb * 16 + block_rows * 8);
@@ -169,7 +201,7 @@ hs_status sidx_range_write(const sidx_sorted *s, uint32_t block_rows, hs_buf *ou
     sec[SIDX_S_DATA][0] = out->len - file_start;
     for (int64_t b = 0; b < nb; b++) {
         int64_t j0 = b * block_rows, cnt = j0 + block_rows < s->n ? block_rows : s->n - j0;
-        if ((st = put_block(s, j0, cnt, tmp, out, err)) != HS_OK)
+        if ((st = put_block(s, j0, cnt, tmp, &vraw, out, err)) != HS_OK)
             goto done;
         sidx_wr64(out->data + offs_at + 8 * (size_t)(b + 1), out->len - data_at);
     }
@@ -180,6 +212,7 @@ nomem:
 done:
     hs_free(fences);
     hs_free(tmp);
+    hs_buf_free(&vraw);
     return st;
 }
 
@@ -187,20 +220,25 @@ done:
 
 typedef struct rblock {
     int64_t count;
-    int vbits, pbits, pmode;
-    uint32_t pos_base;
+    int vbits, pbits, pmode, vcodec;
+    uint32_t pos_base, vraw;
     uint64_t key_base;
-    const uint8_t *vals;       /* packed key deltas, I128 values, or BYTES offsets */
-    const uint8_t *bytes;      /* BYTES: the value bytes */
+    const uint8_t *area;       /* the value area as stored */
+    size_t area_n;
     const uint8_t *pos;        /* packed positions */
-    const uint64_t *keys;      /* I64/F64 after block_keys: count order keys */
+    /* after block_values: */
+    const uint64_t *keys;      /* I64/F64: count order keys */
+    const uint8_t *vals;       /* I128: count * 16 bytes; BYTES: count + 1 offsets */
+    const uint8_t *bytes;      /* BYTES: the value bytes */
 } rblock;
 
-/* Scratch for decoding one block (max_count entries each). */
+/* Scratch for decoding blocks (max_count entries each; vbuf grows). */
 typedef struct rscratch {
     uint64_t *keys;
     uint64_t *tmp;
     uint32_t *pos;
+    uint8_t *vbuf;
+    size_t vcap;
 } rscratch;
 
 static hs_status scratch_new(const sidx_index *ix, rscratch *sc, hs_error *err)
@@ -208,6 +246,7 @@ static hs_status scratch_new(const sidx_index *ix, rscratch *sc, hs_error *err)
     int64_t nonnull = ix->info.n_rows - ix->info.n_nulls;
     size_t m = (size_t)(nonnull < (int64_t)ix->block_rows ? nonnull : (int64_t)ix->block_rows);
     m = m ? m : 1;
+    memset(sc, 0, sizeof *sc);
     sc->keys = hs_malloc(m * 8);
     sc->tmp = hs_malloc(m * 8);
     sc->pos = hs_malloc(m * 4);
@@ -225,6 +264,7 @@ static void scratch_free(rscratch *sc)
     hs_free(sc->keys);
     hs_free(sc->tmp);
     hs_free(sc->pos);
+    hs_free(sc->vbuf);
 }
 
 hs_status sidx_range_open(sidx_index *ix, hs_error *err)
@@ -255,12 +295,14 @@ hs_status sidx_range_open(sidx_index *ix, hs_error *err)
     return HS_OK;
 }
 
+/* Parses block b's header and locates its areas (values are decoded by
+ * block_values, only when needed). */
 static hs_status block_open(const sidx_index *ix, int64_t b, rblock *k, hs_error *err)
 {
     const uint8_t *o = ix->sec[SIDX_S_OFFSETS];
     uint64_t a = sidx_rd64(o + 8 * b), e = sidx_rd64(o + 8 * (b + 1));
     const uint8_t *p = ix->sec[SIDX_S_DATA] + a;
-    size_t len = (size_t)(e - a), need;
+    size_t len = (size_t)(e - a);
     tbl_vkind vk = ix->info.value_kind;
     bool numeric = vk == TBL_V_I64 || vk == TBL_V_F64;
     memset(k, 0, sizeof *k);
@@ -268,47 +310,87 @@ static hs_status block_open(const sidx_index *ix, int64_t b, rblock *k, hs_error
     k->vbits = p[4];
     k->pbits = p[5];
     k->pmode = p[6];
+    k->vcodec = p[7];
     k->pos_base = sidx_rd32(p + 8);
+    k->vraw = sidx_rd32(p + 12);
     k->key_base = sidx_rd64(p + 16);
     if (k->count != block_count(ix, b) || k->vbits > (numeric ? 64 : 0) || k->pbits > 32 ||
-        k->pmode > 1 || p[7] || sidx_rd32(p + 12) || (!numeric && k->key_base))
-        return HS_CORRUPT_AT(err, "scalar index: block %lld: bad header (count %lld, bits %d/%d)",
-                             (long long)b, (long long)k->count, k->vbits, k->pbits);
-    size_t cnt = (size_t)k->count, at = BLK_HDR;
-    k->vals = p + at;
-    if (numeric) {
-        need = sidx_packed_size(cnt, k->vbits);
-    } else if (vk == TBL_V_I128) {
-        need = 16 * cnt;
-    } else {
-        need = 4 * (cnt + 1);
-        if (len - at < need)
-            goto short_block;
-        uint32_t prev = sidx_rd32(k->vals);
-        if (prev != 0)
-            goto bad_offsets;
-        for (size_t i = 1; i <= cnt; i++) {
-            uint32_t x = sidx_rd32(k->vals + 4 * i);
-            if (x < prev)
-                goto bad_offsets;
-            prev = x;
-        }
-        k->bytes = k->vals + need;
-        need += prev;
-    }
-    if (len - at < need)
-        goto short_block;
-    at += need;
-    k->pos = p + at;
-    need = sidx_packed_size(cnt, k->pbits);
-    if (len - at != need)
-        goto short_block;
+        k->pmode > 1 || k->vcodec > (numeric ? 0 : 1) || (k->vcodec ? k->vraw > VRAW_MAX
+                                                                     : k->vraw != 0) ||
+        (!numeric && k->key_base))
+        return HS_CORRUPT_AT(err, "scalar index: block %lld: bad header (count %lld, bits %d/%d, "
+                             "codec %d)", (long long)b, (long long)k->count, k->vbits, k->pbits,
+                             k->vcodec);
+    size_t psize = sidx_packed_size((size_t)k->count, k->pbits);
+    if (len - BLK_HDR < psize)
+        return HS_CORRUPT_AT(err, "scalar index: block %lld: %zu bytes do not hold %lld positions",
+                             (long long)b, len, (long long)k->count);
+    k->area = p + BLK_HDR;
+    k->area_n = len - BLK_HDR - psize;
+    k->pos = k->area + k->area_n;
+    if (numeric && k->area_n != sidx_packed_size((size_t)k->count, k->vbits))
+        return HS_CORRUPT_AT(err, "scalar index: block %lld: value area of %zu bytes for %lld "
+                             "values of %d bits", (long long)b, k->area_n, (long long)k->count,
+                             k->vbits);
     return HS_OK;
-short_block:
-    return HS_CORRUPT_AT(err, "scalar index: block %lld: %zu bytes do not hold its %lld values",
-                         (long long)b, len, (long long)k->count);
-bad_offsets:
-    return HS_CORRUPT_AT(err, "scalar index: block %lld: value offsets out of order", (long long)b);
+}
+
+/* Decodes (and for strings, decompresses and checks) block b's values. */
+static hs_status block_values(const sidx_index *ix, int64_t b, rblock *k, rscratch *sc,
+                              hs_error *err)
+{
+    size_t n = (size_t)k->count;
+    tbl_vkind vk = ix->info.value_kind;
+    if (vk == TBL_V_I64 || vk == TBL_V_F64) {
+        sidx_unpack(k->area, n, k->vbits, sc->keys);
+        uint64_t cur = k->key_base;
+        for (size_t i = 0; i < n; i++)
+            sc->keys[i] = cur += sc->keys[i];
+        k->keys = sc->keys;
+        return HS_OK;
+    }
+    const uint8_t *v = k->area;
+    size_t vn = k->area_n;
+    if (k->vcodec) {
+        if (sc->vcap < k->vraw) {
+            uint8_t *nb = hs_realloc(sc->vbuf, k->vraw);
+            if (!nb)
+                return hs_err_nomem(err, k->vraw);
+            sc->vbuf = nb;
+            sc->vcap = k->vraw;
+        }
+        hs_error derr = {0};
+        hs_status st = hs_decompress(HS_CODEC_ZSTD, v, vn, sc->vbuf, k->vraw, &derr);
+        if (st == HS_NOMEM)
+            return hs_err_nomem(err, k->vraw);
+        if (st != HS_OK)
+            return HS_CORRUPT_AT(err, "scalar index: block %lld: %s", (long long)b, derr.msg);
+        v = sc->vbuf;
+        vn = k->vraw;
+    }
+    if (vk == TBL_V_I128) {
+        if (vn != 16 * n)
+            return HS_CORRUPT_AT(err, "scalar index: block %lld: %zu bytes for %zu decimals",
+                                 (long long)b, vn, n);
+        k->vals = v;
+        return HS_OK;
+    }
+    if (vn / 4 < n + 1)
+        return HS_CORRUPT_AT(err, "scalar index: block %lld: %zu bytes cannot hold %zu offsets",
+                             (long long)b, vn, n + 1);
+    bool ok = sidx_rd32(v) == 0;
+    uint32_t prev = 0;
+    for (size_t i = 1; ok && i <= n; i++) {
+        uint32_t x = sidx_rd32(v + 4 * i);
+        ok = x >= prev;
+        prev = x;
+    }
+    if (!ok || prev != vn - 4 * (n + 1))
+        return HS_CORRUPT_AT(err, "scalar index: block %lld: value offsets out of order or out "
+                             "of bounds", (long long)b);
+    k->vals = v;
+    k->bytes = v + 4 * (n + 1);
+    return HS_OK;
 }
 
 static void block_value(const sidx_index *ix, const rblock *k, int64_t i, tbl_val *v)
@@ -365,8 +447,8 @@ static int64_t fence_lower(const sidx_index *ix, int which, const sidx_probe *pr
 }
 
 /* The run [*lo, *hi) of block b (opened into k) that the probe selects. */
-static void block_run(const sidx_index *ix, int64_t b, rblock *k, const sidx_probe *pr,
-                      rscratch *sc, int64_t *lo, int64_t *hi)
+static hs_status block_run(const sidx_index *ix, int64_t b, rblock *k, const sidx_probe *pr,
+                           rscratch *sc, int64_t *lo, int64_t *hi, hs_error *err)
 {
     tbl_val v;
     memset(&v, 0, sizeof v);
@@ -377,18 +459,12 @@ static void block_run(const sidx_index *ix, int64_t b, rblock *k, const sidx_pro
     if (cmin >= pr->clo && cmax <= pr->chi) {
         *lo = 0;
         *hi = k->count;
-        return;
+        return HS_OK;
     }
-    if (ix->info.value_kind == TBL_V_I64 || ix->info.value_kind == TBL_V_F64) {
-        size_t n = (size_t)k->count;
-        sidx_unpack(k->vals, n, k->vbits, sc->keys);
-        uint64_t cur = k->key_base;
-        for (size_t i = 0; i < n; i++)
-            sc->keys[i] = cur += sc->keys[i];
-        k->keys = sc->keys;
-    }
+    HS_TRY(block_values(ix, b, k, sc, err));
     *lo = block_lower(ix, k, 0, k->count, pr, pr->clo);
     *hi = block_lower(ix, k, *lo, k->count, pr, pr->chi + 1);
+    return HS_OK;
 }
 
 /* Decodes positions [lo, hi) of block b into sc->pos[lo..hi) (pmode 1
@@ -429,8 +505,8 @@ hs_status sidx_range_collect(const sidx_index *ix, const sidx_probe *pr, sidx_ac
         st = block_open(ix, b, &k, err);
         if (st != HS_OK)
             break;
-        block_run(ix, b, &k, pr, &sc, &lo, &hi);
-        if (lo < hi)
+        st = block_run(ix, b, &k, pr, &sc, &lo, &hi, err);
+        if (st == HS_OK && lo < hi)
             st = block_positions(ix, b, &k, &sc, (size_t)lo, (size_t)hi, err);
         if (st == HS_OK && lo < hi)
             st = sidx_acc_add_pos(acc, sc.pos + lo, (size_t)(hi - lo), err);
@@ -453,11 +529,11 @@ int64_t sidx_range_estimate(const sidx_index *ix, const sidx_probe *pr)
             sum += block_count(ix, b);
             continue;
         }
-        if (block_open(ix, b, &k, NULL) != HS_OK) {
+        if (block_open(ix, b, &k, NULL) != HS_OK ||
+            block_run(ix, b, &k, pr, &sc, &lo, &hi, NULL) != HS_OK) {
             sum += block_count(ix, b) / 2;
             continue;
         }
-        block_run(ix, b, &k, pr, &sc, &lo, &hi);
         sum += hi - lo;
     }
     if (b0 < b1)

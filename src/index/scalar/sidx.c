@@ -909,7 +909,8 @@ hs_status sidx_builder_add(sidx_builder *b, const hs_column *c, int64_t first_po
         b->n_rows += n;
         return HS_OK;
     }
-    const uint8_t *vb = c->validity.data, *d = c->values.data;
+    static const uint8_t no_bytes[1];
+    const uint8_t *vb = c->validity.data, *d = c->values.data ? c->values.data : no_bytes;
     const int32_t *o = HS_COL_OFFSETS(c);
     size_t bytes = c->type == HS_TYPE_DECIMAL128 ? 16 * un
                  : c->type == HS_TYPE_FIXED_BINARY ? (size_t)c->width * un : (size_t)(o[n] - o[0]);

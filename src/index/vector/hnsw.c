@@ -1115,26 +1115,30 @@ static hs_status build_all(hnsw_index *ix, const hnsw_params *p, const float *x,
             memcpy(ix->own_level0 + s * ix->elem_size + ix->payload_off,
                    xb + (size_t)row_of(ix, s) * d, d * sizeof(float));
     } else {
-        size_t chunk = 4096;
+        /* encode in chunks of slots (rows gathered for IVF), then place */
+        size_t chunk = 1024;
         uint8_t *codes = hs_malloc(chunk * ix->code_size);
-        if (!codes)
-            return hs_err_nomem(err, chunk * ix->code_size);
-        if (!ix->ids) {
-            for (size_t i0 = 0; i0 < n; i0 += chunk) {
-                size_t m = n - i0 < chunk ? n - i0 : chunk;
-                vq_encode(ix->vq, x + i0 * d, m, codes);
+        float *rows = ix->ids ? hs_malloc(chunk * d * sizeof(float)) : NULL;
+        if (!codes || (ix->ids && !rows)) {
+            hs_free(codes);
+            hs_free(rows);
+            return hs_err_nomem(err, chunk * (ix->code_size + d * sizeof(float)));
+        }
+        for (size_t s0 = 0; s0 < n; s0 += chunk) {
+            size_t m = n - s0 < chunk ? n - s0 : chunk;
+            const float *src = x + s0 * d;
+            if (ix->ids) {
                 for (size_t i = 0; i < m; i++)
-                    memcpy(ix->own_level0 + (i0 + i) * ix->elem_size + ix->payload_off,
-                           codes + i * ix->code_size, ix->code_size);
+                    memcpy(rows + i * d, x + (size_t)ix->ids[s0 + i] * d, d * sizeof(float));
+                src = rows;
             }
-        } else {
-            for (size_t s = 0; s < n; s++) {
-                vq_encode(ix->vq, x + (size_t)ix->ids[s] * d, 1, codes);
-                memcpy(ix->own_level0 + s * ix->elem_size + ix->payload_off, codes,
-                       ix->code_size);
-            }
+            vq_encode(ix->vq, src, m, codes);
+            for (size_t i = 0; i < m; i++)
+                memcpy(ix->own_level0 + (s0 + i) * ix->elem_size + ix->payload_off,
+                       codes + i * ix->code_size, ix->code_size);
         }
         hs_free(codes);
+        hs_free(rows);
     }
     if (ix->ids && ix->quant == VQ_FLAT) {
         ix->slot_of_row = hs_malloc(n * sizeof(uint32_t));
@@ -2099,11 +2103,12 @@ static hs_status open_image(hnsw_index *ix, const uint8_t *p, size_t n, hs_error
         L.total != n)
         return CORRUPT("sections need %zu bytes, the image has %zu", L.total, n);
     if (quant != VQ_FLAT) {
-        hs_status st = vq_load(p + L.vq_off, (size_t)vq_len, &ix->vq, err);
-        if (st != HS_OK) {
-            hs_err_prefix(err, "hnsw index: quantizer");
-            return st == HS_NOMEM ? st : HS_CORRUPT;
-        }
+        hs_error qerr = { 0 };
+        hs_status st = vq_load(p + L.vq_off, (size_t)vq_len, &ix->vq, &qerr);
+        if (st == HS_NOMEM)
+            return hs_err_set(err, st, "hnsw index: quantizer: %s", qerr.msg);
+        if (st != HS_OK)  /* whatever vq_load says, a bad blob is a corrupt image */
+            return CORRUPT("quantizer: %s", qerr.msg);
         if (vq_get_type(ix->vq) != ix->quant || vq_dim(ix->vq) != d ||
             vq_code_size(ix->vq) != code_size)
             return CORRUPT("quantizer (type %d, dim %zu, code %zu bytes) does not match the "
