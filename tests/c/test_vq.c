@@ -193,6 +193,19 @@ static void test_rotation_orthogonal(void)
         free(tmp);
         vq_rot_free(&r);
     }
+    /* The rotation is regenerated from the saved seed, so its construction is
+     * part of the file format: these values (R e_0, d = 6, seed 1) must never
+     * change without a new format version.  (A pin, not an oracle.) */
+    {
+        vq_rot r;
+        hs_error err = {0};
+        float e[6] = {1, 0, 0, 0, 0, 0}, tmp[6];
+        const float want[6] = {0.375f, -0.875f, 0.125f, -0.25f, -0.125f, 0.0f};
+        CHECK_OK(vq_rot_init(&r, 6, 3, 1, &err), &err);
+        vq_rot_apply(&r, e, e, tmp);
+        CHECK(memcmp(e, want, sizeof e) == 0);
+        vq_rot_free(&r);
+    }
     /* a one-hot vector is spread: the largest rotated coordinate of e_0 at
      * d = 784 is small (a Gaussian's max over 784 draws is ~3.2 sigma) */
     {
@@ -942,6 +955,16 @@ static void test_levels_agree(void)
         for (size_t i = 0; i < n; i++)
             worst = fmax(worst, fabs(a[i] - b[i]) / (fabs(b[i]) + 1));
         CHECK(worst < (types[ti] == VQ_TQ4 || types[ti] == VQ_BIN ? 1e-5 : 1e-4));
+        if (types[ti] != VQ_PQ) { /* the rotation is bit-identical on both levels */
+            float *ra = malloc(d * sizeof *ra), *rb = malloc(d * sizeof *rb);
+            CHECK_OK(vq_rotate(q, x, 1, ra, &err), &err);
+            CHECK_OK(hs_simd_set_level("scalar", &err), &err);
+            CHECK_OK(vq_rotate(q, x, 1, rb, &err), &err);
+            CHECK_OK(hs_simd_set_level(NULL, &err), &err);
+            CHECK(memcmp(ra, rb, d * sizeof *ra) == 0);
+            free(ra);
+            free(rb);
+        }
         free(codes);
         vq_free(q);
     }

@@ -28,7 +28,10 @@
  *   end-4   4            CRC-32 of all bytes before it
  *
  * TQ8 thus saves 1,068 bytes whatever d is; PQ saves its codebooks (4 k d).
- * vq_load checks every field and the exact length before allocating.
+ * vq_load checks every field and the exact length before allocating.  The
+ * rotation is rebuilt from the seed (vq_rot_init in vq_tq.c), so changing
+ * how it is built changes the format: bump the version then (test_vq pins
+ * one rotation).
  */
 #include "index/vector/vq_int.h"
 

@@ -9,9 +9,12 @@
  *   VQ_TQ8    d bytes + float norm                 TurboQuant MSE quantizer: random
  *   VQ_TQ4    ceil(d/2) bytes + float norm          sign flips + fast Walsh-Hadamard
  *                                                  rotation (orthogonal on exactly d
- *                                                  coordinates, no padding), per-
- *                                                  coordinate Lloyd-Max codebook for
- *                                                  the rotated N(0, 1/d) marginal
+ *                                                  coordinates, no padding), then one
+ *                                                  scalar codebook for every rotated
+ *                                                  coordinate, fitted to the training
+ *                                                  marginal (~N(0, 1/d)): TQ4 Lloyd-
+ *                                                  Max, TQ8 uniform (integer distance
+ *                                                  loops; see vq_tq.c)
  *   VQ_PQ     m bytes (m subspaces, 256 centroids)  k-means codebooks per subspace
  *   VQ_BIN    ceil(d/8) bytes + float norm         sign bits after the rotation
  *             + float 1/||rotated||_1

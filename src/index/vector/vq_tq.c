@@ -482,6 +482,12 @@ hs_status vq_tq_train(vq *q, const float *x, const size_t *rows, size_t n_rows, 
     size_t use = ((size_t)1 << 20) / d + 1;
     if (use > n_rows)
         use = n_rows;
+    if (use == 0) { /* no data: the Gaussian codebook */
+        if (q->type == VQ_TQ4)
+            tq4_snap(q->level);
+        vq_tq_finish(q);
+        return HS_OK;
+    }
     float *s = hs_malloc(use * d * sizeof *s);
     float *u = hs_malloc(2 * d * sizeof *u);
     if (!s || !u) {
