@@ -466,6 +466,43 @@ static bool transformed(const hs_field *f, const tbl_col_ref *ref, int64_t row,
     return nonnull;
 }
 
+/* Parquet writer options from the table properties Iceberg defines
+ * (write.parquet.compression-codec / -level, page-row-limit,
+ * page-size-bytes, row-group-size-bytes).  Tables with sidecar indexes
+ * default to 4096-row pages instead of 20000: an index lookup selects a few
+ * rows, and the page is the unit that must be decompressed and decoded. */
+static int64_t prop_i64(const hs_table *t, const char *key, int64_t dflt)
+{
+    const char *v = ice_kv_get(&t->meta.properties, key);
+    if (!v)
+        return dflt;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    return (*end == 0 && x > 0) ? (int64_t)x : dflt;
+}
+
+static pq_writer_options writer_opts(const hs_table *t)
+{
+    pq_writer_options wo = {.codec = HS_CODEC_ZSTD};
+    const char *c = ice_kv_get(&t->meta.properties, "write.parquet.compression-codec");
+    if (c) {
+        if (!strcasecmp(c, "snappy"))
+            wo.codec = HS_CODEC_SNAPPY;
+        else if (!strcasecmp(c, "gzip"))
+            wo.codec = HS_CODEC_GZIP;
+        else if (!strcasecmp(c, "lz4"))
+            wo.codec = HS_CODEC_LZ4_RAW;
+        else if (!strcasecmp(c, "uncompressed") || !strcasecmp(c, "none"))
+            wo.codec = HS_CODEC_NONE;
+    }
+    wo.codec_level = (int)prop_i64(t, "write.parquet.compression-level", 0);
+    bool indexed = ice_kv_get(&t->meta.properties, "hyperstream.index-registry") != NULL;
+    wo.page_rows = prop_i64(t, "write.parquet.page-row-limit", indexed ? 4096 : 0);
+    wo.page_bytes = prop_i64(t, "write.parquet.page-size-bytes", 0);
+    wo.row_group_bytes = prop_i64(t, "write.parquet.row-group-size-bytes", 0);
+    return wo;
+}
+
 static hs_status write_one_file(tbl_wop *op, const ice_schema *schema, const hs_batch *b,
                                 const char *part_path, int32_t spec_id, ice_value *pvals,
                                 int n_pvals, hs_buf *entries, hs_error *err)
@@ -484,7 +521,7 @@ static hs_status write_one_file(tbl_wop *op, const ice_schema *schema, const hs_
         st = cat_io_create_ex(tbl_local((const char *)path.data), wflags(op->t), &wf, err);
     if (st == HS_OK)
         st = op_record(op, (const char *)path.data, err);
-    pq_writer_options wo = {.codec = HS_CODEC_ZSTD};
+    pq_writer_options wo = writer_opts(op->t);
     if (st == HS_OK)
         st = pq_writer_open(wf, &schema->root, &wo, &w, err);
     if (st == HS_OK)
@@ -1305,7 +1342,7 @@ static hs_status write_pos_deletes(tbl_wop *op, const tbl_plan *p, file_action *
             st = cat_io_create_ex(tbl_local((const char *)path.data), wflags(op->t), &wf, err);
         if (st == HS_OK)
             st = op_record(op, (const char *)path.data, err);
-        pq_writer_options wo = {.codec = HS_CODEC_ZSTD};
+        pq_writer_options wo = writer_opts(op->t);
         if (st == HS_OK)
             st = pq_writer_open(wf, &schema, &wo, &w, err);
         if (st == HS_OK)

@@ -721,7 +721,7 @@ static int damage(hs_table *t, const char *suffix, int how)
     if (p)
         pclose(p);
     for (int i = 0; i < n; i++) {
-        char path[1400];
+        char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, list[i]);
         struct stat s;
         if (stat(path, &s) != 0)

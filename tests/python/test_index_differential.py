@@ -121,6 +121,11 @@ def _drop_all(hs, t):
 def _setup(hs, t, mode):
     """Brings the table to index configuration `mode`; returns the indexed columns."""
     if mode == "auto":
+        # built by the appends, deletes and overwrite themselves: every live file has them
+        listed = hs.list_indexes(t)
+        assert {(ix["column"], ix["kind"]) for ix in listed} == {(c, "auto") for c in AUTO_COLS}
+        for ix in listed:
+            assert ix["files_indexed"] == ix["files_live"] > 0, f"write path left files unindexed: {ix}"
         return AUTO_COLS
     _drop_all(hs, t)
     assert hs.list_indexes(t) == [], "indexes left after dropping all"
