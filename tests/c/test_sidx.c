@@ -24,6 +24,7 @@
 #include "columnar/jsonl.h"
 #include "harness.h"
 #include "index/scalar/sidx.h"
+#include "index/scalar/sidx_int.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -385,7 +386,7 @@ static void gen_filter(hs_buf *b, const hs_field *f, const spec *sp, const hs_co
 
 /* ---- oracle comparisons ---- */
 
-static int64_t n_leaves, n_nonempty, n_filters_ok, n_filters_bad;
+static int64_t n_leaves, n_nonempty, n_filters_ok, n_filters_bad, n_all;
 
 typedef struct ctx {
     const hs_field *schema;
@@ -393,7 +394,7 @@ typedef struct ctx {
     hs_batch batch;           /* borrows schema and col */
     hs_column *cols[1];
     uint8_t *sel;
-    int64_t leaves, nonempty;
+    int64_t leaves, nonempty, leaves_all;
 } ctx;
 
 static void ctx_init(ctx *x, hs_field *schema, hs_column *col)
@@ -438,7 +439,7 @@ static bool check_leaf(ctx *x, const tbl_filter *flt, tbl_expr *leaf, const sidx
     int64_t est = sidx_estimate(ix, leaf);
     if (est < 0 || est > info.n_rows)
         ok = false;
-    bool exact = info.kind == SIDX_INVERTED && leaf->kind == TBL_E_CMP && leaf->op == TBL_EQ;
+    bool exact = leaf->kind == TBL_E_CMP && (leaf->op == TBL_EQ || info.kind == SIDX_RANGE);
     if (exact && est != m) {
         fprintf(stderr, "estimate %lld, exact %lld\n", (long long)est, (long long)m);
         ok = false;
@@ -448,6 +449,61 @@ static bool check_leaf(ctx *x, const tbl_filter *flt, tbl_expr *leaf, const sidx
                 "%lld\n", sidx_kind_name(info.kind), (int)leaf->kind, (int)leaf->op, text,
                 (unsigned long long)roaring_bitmap_get_cardinality(bm), (long long)m);
     roaring_bitmap_free(bm);
+    return ok;
+}
+
+static void gather_leaves(tbl_expr *e, tbl_expr **out, int *n, int cap)
+{
+    if (e->kind == TBL_E_AND || e->kind == TBL_E_OR) {
+        gather_leaves(e->l, out, n, cap);
+        gather_leaves(e->r, out, n, cap);
+    } else if (*n < cap) {
+        out[(*n)++] = e;
+    }
+}
+
+/* sidx_lookup_all of a random subset of the filter's leaves against the AND
+ * of the oracle's per-leaf results. */
+static bool check_all(ctx *x, const tbl_filter *flt, const sidx_index *ix, const char *text)
+{
+    tbl_expr *leaves[16], *pick[16];
+    int n = 0, m = 0;
+    gather_leaves(flt->root, leaves, &n, 16);
+    for (int k = 0; k < n; k++)
+        if (rnd() % 3 != 0 || m == 0)
+            pick[m++] = leaves[k];
+    int64_t rows = x->col->length;
+    uint8_t *all = hs_malloc((size_t)rows + 1);
+    memset(all, 1, (size_t)rows + 1);
+    hs_error err = {0};
+    for (int k = 0; k < m; k++) {
+        tbl_filter one = *flt;
+        one.root = pick[k];
+        int64_t cnt;
+        if (tbl_filter_eval(&one, &x->batch, x->sel, &cnt, &err) != HS_OK) {
+            hs_free(all);
+            return false;
+        }
+        for (int64_t i = 0; i < rows; i++)
+            all[i] &= x->sel[i];
+    }
+    roaring_bitmap_t *bm = NULL;
+    bool ok = sidx_lookup_all(ix, (const tbl_expr *const *)pick, m, &bm, &err) == HS_OK;
+    int64_t want = 0;
+    for (int64_t i = 0; i < rows && ok; i++) {
+        want += all[i];
+        if (all[i] && !roaring_bitmap_contains(bm, (uint32_t)i))
+            ok = false;
+    }
+    if (ok && roaring_bitmap_get_cardinality(bm) != (uint64_t)want)
+        ok = false;
+    if (!ok)
+        fprintf(stderr, "lookup_all mismatch: %d of the leaves of \"%s\" (%s): %s\n", m, text,
+                err.msg, bm ? "wrong rows" : "failed");
+    if (bm)
+        roaring_bitmap_free(bm);
+    hs_free(all);
+    x->leaves_all++;
     return ok;
 }
 
@@ -532,13 +588,24 @@ static void check_column(const spec *sp, int64_t n, card_mode mode, int null_pct
         int bad = 0;
         for (int q = 0; q < n_filters && bad < 3; q++) {
             hs_buf text = {0};
-            gen_filter(&text, f, sp, c, 0);
+            if (rndn(4) == 0) { /* a range, as the planner sends prefixes */
+                static const char *const lo_ops[] = {">=", ">"}, *const hi_ops[] = {"<", "<="};
+                hs_status ts = hs_buf_printf(&text, "c %s ", lo_ops[rndn(2)]);
+                put_literal(&text, f, sp, c);
+                ts = ts == HS_OK ? hs_buf_printf(&text, " AND c %s ", hi_ops[rndn(2)]) : ts;
+                put_literal(&text, f, sp, c);
+                if (ts != HS_OK)
+                    abort();
+            } else {
+                gen_filter(&text, f, sp, c, 0);
+            }
             tbl_filter *flt = NULL;
             hs_error ferr = {0};
             if (tbl_filter_parse(hs_buf_cstr(&text), &flt, &ferr) == HS_OK &&
                 tbl_filter_bind(flt, &schema, &ferr) == HS_OK) {
                 n_filters_ok++;
-                if (!check_tree(&x, flt, flt->root, ix, hs_buf_cstr(&text))) {
+                if (!check_tree(&x, flt, flt->root, ix, hs_buf_cstr(&text)) ||
+                    !check_all(&x, flt, ix, hs_buf_cstr(&text))) {
                     bad++;
                     fprintf(stderr, "  column %s, %lld rows, mode %d, nulls %d%%\n", sp->name,
                             (long long)n, (int)mode, null_pct);
@@ -554,6 +621,7 @@ static void check_column(const spec *sp, int64_t n, card_mode mode, int null_pct
         hs_buf_free(&file);
     }
     n_leaves += x.leaves;
+    n_all += x.leaves_all;
     n_nonempty += x.nonempty;
     hs_free(x.sel);
     hs_col_free(c);
@@ -594,9 +662,9 @@ static void test_oracle_all_types(void)
             for (int rep = 0; rep < 4; rep++)
                 check_column(&SPECS[s], 3000, CARD_PREFIX, 5, 40);
     }
-    fprintf(stderr, "  %lld filters (%lld did not bind), %lld leaves checked, %lld with rows\n",
-            (long long)n_filters_ok, (long long)n_filters_bad, (long long)n_leaves,
-            (long long)n_nonempty);
+    fprintf(stderr, "  %lld filters (%lld did not bind), %lld leaves checked, %lld with rows, "
+            "%lld ANDs\n", (long long)n_filters_ok, (long long)n_filters_bad, (long long)n_leaves,
+            (long long)n_nonempty, (long long)n_all);
     CHECK(n_leaves > 5000 && n_nonempty > n_leaves / 3 && n_filters_bad < n_filters_ok / 10);
     LEAK_END();
 }
@@ -704,10 +772,41 @@ static void test_direct_leaves(void)
         hs_err_clear(&err);
         CHECK(sidx_lookup(ix, &e, &bm, &err) == HS_UNSUPPORTED);
         CHECK(sidx_estimate(ix, &e) == 10);
+        CHECK(sidx_lookup_all(ix, (const tbl_expr *const[]){&e}, 1, &bm, NULL) == HS_UNSUPPORTED);
         e.kind = TBL_E_CMP;
         e.n_lits = 1;
         e.vals = NULL;
         CHECK(sidx_lookup(ix, &e, &bm, NULL) == HS_INVALID);
+        /* lookup_all: nothing = all rows; spans with IS NULL / NOT NULL / FALSE */
+        CHECK_OK(sidx_lookup_all(ix, NULL, 0, &bm, &err), &err);
+        CHECK(roaring_bitmap_get_cardinality(bm) == 10);
+        roaring_bitmap_free(bm);
+        tbl_expr ge = e, lt = e, isnull = e, notnull = e, no = e;
+        tbl_val lv[2];
+        memset(lv, 0, sizeof lv);
+        lv[0].kind = lv[1].kind = TBL_V_I64;
+        lv[0].i = 2;
+        lv[1].i = 6;
+        ge.vals = &lv[0];
+        ge.op = TBL_GE;
+        lt.vals = &lv[1];
+        lt.op = TBL_LT;
+        isnull.kind = TBL_E_IS_NULL;
+        notnull.kind = TBL_E_NOT_NULL;
+        no.kind = TBL_E_FALSE;
+        CHECK_OK(sidx_lookup_all(ix, (const tbl_expr *const[]){&ge, &lt, &notnull}, 3, &bm, &err), &err);
+        CHECK(roaring_bitmap_get_cardinality(bm) == 3 && !roaring_bitmap_contains(bm, 3));
+        roaring_bitmap_free(bm);
+        CHECK_OK(sidx_lookup_all(ix, (const tbl_expr *const[]){&ge, &isnull}, 2, &bm, &err), &err);
+        CHECK(roaring_bitmap_get_cardinality(bm) == 0);
+        roaring_bitmap_free(bm);
+        CHECK_OK(sidx_lookup_all(ix, (const tbl_expr *const[]){&isnull}, 1, &bm, &err), &err);
+        CHECK(roaring_bitmap_get_cardinality(bm) == 1 && roaring_bitmap_contains(bm, 3));
+        roaring_bitmap_free(bm);
+        CHECK_OK(sidx_lookup_all(ix, (const tbl_expr *const[]){&lt, &no}, 2, &bm, &err), &err);
+        CHECK(roaring_bitmap_get_cardinality(bm) == 0);
+        roaring_bitmap_free(bm);
+        CHECK(sidx_estimate(ix, &ge) == 7 && sidx_estimate(ix, &lt) == 5);
         sidx_close(ix);
         hs_buf_free(&file);
     }
@@ -974,8 +1073,81 @@ static void test_alloc_failures(void)
     LEAK_END();
 }
 
+/* Internals against their inputs: bit packing at every width, the
+ * delta-packed list codec (and its rejection of bad bytes), and the
+ * accumulator's three modes (buffered, dense, huge-file batches). */
+static void test_internals(void)
+{
+    LEAK_START();
+    rng_state = 31337;
+    uint64_t v[300], back[300];
+    for (int bits = 0; bits <= 64; bits++) {
+        size_t n = 1 + rndn(300);
+        for (size_t i = 0; i < n; i++)
+            v[i] = bits == 64 ? rnd() : bits ? rnd() & ((1ull << bits) - 1) : 0;
+        size_t sz = sidx_packed_size(n, bits);
+        uint8_t *p = hs_calloc(sz ? sz : 1, 1);
+        sidx_pack(p, v, n, bits);
+        sidx_unpack(p, n, bits, back);
+        CHECK(memcmp(v, back, n * 8) == 0);
+        for (size_t i = 0; i < n; i++)
+            CHECK(sidx_unpack1(p, i, bits) == v[i]);
+        hs_free(p);
+    }
+    /* delta-packed lists */
+    for (int rep = 0; rep < 50; rep++) {
+        size_t n = 2 + rndn(1000);
+        uint32_t *pos = hs_malloc(n * 4), *got = NULL;
+        uint64_t cur = rndn(100);
+        for (size_t i = 0; i < n; i++) {
+            pos[i] = (uint32_t)cur;
+            cur += 1 + (rep % 5 == 0 ? rndn(1u << 22) : rndn(40));
+        }
+        hs_buf b = {0};
+        CHECK(sidx_dp_put(pos, n, &b) == HS_OK && b.len == sidx_dp_size(pos, n));
+        size_t m = 0;
+        hs_error err = {0};
+        CHECK_OK(sidx_dp_decode(b.data, b.len, (uint64_t)pos[n - 1] + 1, &got, &m, &err), &err);
+        CHECK(m == n && memcmp(got, pos, n * 4) == 0);
+        hs_free(got);
+        CHECK(sidx_dp_decode(b.data, b.len, pos[n - 1], &got, &m, NULL) == HS_CORRUPT);
+        CHECK(sidx_dp_decode(b.data, b.len - 1, UINT32_MAX, &got, &m, NULL) == HS_CORRUPT);
+        b.data[12] = 33; /* a block of 33 bits */
+        CHECK(sidx_dp_decode(b.data, b.len, UINT32_MAX, &got, &m, NULL) == HS_CORRUPT);
+        hs_buf_free(&b);
+        hs_free(pos);
+    }
+    /* accumulator: random positions and a bitmap, in each mode */
+    static const uint64_t rows[3] = {5000, 1000000, 1ull << 28};
+    for (int k = 0; k < 3; k++) {
+        sidx_acc acc;
+        sidx_acc_init(&acc, rows[k]);
+        roaring_bitmap_t *want = roaring_bitmap_create(), *got = NULL;
+        int rounds = k == 2 ? 300 : 40;
+        for (int r = 0; r < rounds; r++) {
+            uint32_t batch[1000];
+            for (int i = 0; i < 1000; i++)
+                batch[i] = (uint32_t)rndn(rows[k]);
+            roaring_bitmap_add_many(want, 1000, batch);
+            CHECK(sidx_acc_add_pos(&acc, batch, 1000, NULL) == HS_OK);
+        }
+        roaring_bitmap_t *bm = roaring_bitmap_create();
+        roaring_bitmap_add_range(bm, 100, 300);
+        roaring_bitmap_or_inplace(want, bm);
+        CHECK(sidx_acc_add_bitmap(&acc, bm, NULL) == HS_OK);
+        CHECK(k != 1 || acc.dense != NULL);
+        CHECK(k != 2 || (acc.dense == NULL && acc.r != NULL));
+        CHECK(sidx_acc_finish(&acc, &got, NULL) == HS_OK);
+        CHECK(got && roaring_bitmap_equals(got, want));
+        roaring_bitmap_free(got);
+        roaring_bitmap_free(want);
+    }
+    LEAK_END();
+}
+
 int main(void)
 {
+    HS_RUN(test_internals);
     HS_RUN(test_names);
     HS_RUN(test_oracle_all_types);
     HS_RUN(test_edges);

@@ -8,8 +8,9 @@
  *             of stopping at the checksum
  *   bit 7     build mode: the payload is column values instead of a file;
  *             build an index of it (kind from bit 4: inverted / range), open
- *             it, and compare every kind of lookup with tbl_filter_eval over
- *             the same column; a mismatch aborts
+ *             it, and compare every kind of lookup, and sidx_lookup_all of
+ *             pairs of them, with tbl_filter_eval over the same column; a
+ *             mismatch aborts
  * Decode mode opens the payload (copied into an exact-size buffer so that
  * ASan sees any over-read) and runs lookups of every leaf kind with
  * literals taken from the payload; results must stay below n_rows. */
@@ -129,6 +130,15 @@ static void decode_mode(int mode, const uint8_t *data, size_t size)
             if (est < 0 || est > info.n_rows)
                 abort();
         }
+        /* an AND of comparisons: x >= v0 AND x < v1 (AND ... the IN) */
+        const tbl_expr *both[3] = {&L.e[TBL_GE], &L.e[TBL_LT], &L.e[6]};
+        roaring_bitmap_t *bm = NULL;
+        if (sidx_lookup_all(ix, both, 2 + (mode & 1), &bm, &err) == HS_OK) {
+            if (roaring_bitmap_get_cardinality(bm) &&
+                roaring_bitmap_maximum(bm) >= (uint64_t)info.n_rows)
+                abort();
+            roaring_bitmap_free(bm);
+        }
         sidx_close(ix);
     }
     free(p);
@@ -220,6 +230,34 @@ static void build_mode(int mode, const uint8_t *data, size_t size)
                 abort();
         roaring_bitmap_free(bm);
     }
+    /* ANDs of two leaves through sidx_lookup_all against the oracle's AND */
+    uint8_t *sel2 = malloc((size_t)c->length + 1);
+    for (int a = 0; a < L.n; a += 3) {
+        int b2 = (a * 7 + 5) % L.n;
+        const tbl_expr *pair[2] = {&L.e[a], &L.e[b2]};
+        tbl_filter fa, fb;
+        memset(&fa, 0, sizeof fa);
+        memset(&fb, 0, sizeof fb);
+        fa.root = &L.e[a];
+        fb.root = &L.e[b2];
+        fa.bound = fb.bound = true;
+        int64_t m1, m2, want = 0;
+        roaring_bitmap_t *bm = NULL;
+        if (tbl_filter_eval(&fa, &batch, sel, &m1, &err) != HS_OK ||
+            tbl_filter_eval(&fb, &batch, sel2, &m2, &err) != HS_OK ||
+            sidx_lookup_all(ix, pair, 2, &bm, &err) != HS_OK)
+            abort();
+        for (int64_t i = 0; i < c->length; i++) {
+            bool hit = sel[i] && sel2[i];
+            want += hit;
+            if (hit && !roaring_bitmap_contains(bm, (uint32_t)i))
+                abort();
+        }
+        if (roaring_bitmap_get_cardinality(bm) != (uint64_t)want)
+            abort();
+        roaring_bitmap_free(bm);
+    }
+    free(sel2);
     free(sel);
     sidx_close(ix);
     hs_buf_free(&file);

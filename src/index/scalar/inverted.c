@@ -22,10 +22,13 @@
  * containers) stay roaring.  One-row postings skip both headers, so a
  * forced inverted index of a unique column costs 8 bytes per row.
  *
- * Lookup: a probe is a run [a, b) of the sorted values found by two binary
- * searches; its postings are decoded (validated) and unioned with one
- * roaring_bitmap_or_many, single rows added in batches.  Open checks the
- * values and offsets tables; postings are checked when a lookup reads them.
+ * Lookup: a probe is a span [a, b) of the sorted values found by two
+ * binary searches; its postings are decoded (validated) into the
+ * accumulator: roaring bitmaps and long delta-packed lists (>= 2048 rows,
+ * built into roaring from sorted input) are unioned by one
+ * roaring_bitmap_or_many, shorter lists and single rows go in as positions.
+ * Open checks the values and offsets tables; postings are checked when a
+ * lookup reads them.
  */
 #include "index/scalar/sidx_int.h"
 
@@ -175,18 +178,19 @@ static void posting_span(const sidx_index *ix, int64_t i, const uint8_t **p, siz
     *n = (size_t)(b - a);
 }
 
-static void probe_run(const sidx_index *ix, const sidx_probe *pr, int64_t *a, int64_t *b)
+hs_status sidx_inv_span(const sidx_index *ix, const sidx_probe *pr, int64_t *lo, int64_t *hi,
+                        hs_error *err)
 {
     int64_t nd = ix->vals.n;
-    *a = sidx_vals_lower(&ix->vals, 0, nd, pr, pr->clo);
-    *b = sidx_vals_lower(&ix->vals, *a, nd, pr, pr->chi + 1);
+    *lo = sidx_vals_lower(&ix->vals, 0, nd, pr, pr->clo);
+    *hi = sidx_vals_lower(&ix->vals, *lo, nd, pr, pr->chi + 1);
+    (void)err;
+    return HS_OK;
 }
 
-hs_status sidx_inv_collect(const sidx_index *ix, const sidx_probe *pr, sidx_acc *acc,
-                           hs_error *err)
+hs_status sidx_inv_collect_span(const sidx_index *ix, int64_t a, int64_t b, sidx_acc *acc,
+                                hs_error *err)
 {
-    int64_t a, b;
-    probe_run(ix, pr, &a, &b);
     for (int64_t i = a; i < b; i++) {
         const uint8_t *p;
         size_t n;
@@ -203,7 +207,13 @@ hs_status sidx_inv_collect(const sidx_index *ix, const sidx_probe *pr, sidx_acc 
             uint32_t *v;
             size_t m;
             HS_TRY(sidx_dp_decode(p, n, (uint64_t)ix->info.n_rows, &v, &m, err));
-            hs_status st = sidx_acc_add_pos(acc, v, m, err);
+            hs_status st;
+            if (m >= 2048) { /* sorted and long: roaring builds it fast, or_many merges it */
+                roaring_bitmap_t *bm = roaring_bitmap_of_ptr(m, v);
+                st = bm ? sidx_acc_add_bitmap(acc, bm, err) : hs_err_nomem(err, m * 2);
+            } else {
+                st = sidx_acc_add_pos(acc, v, m, err);
+            }
             hs_free(v);
             HS_TRY(st);
             continue;
@@ -225,11 +235,9 @@ static int64_t posting_card(const sidx_index *ix, int64_t i)
     return sidx_is_dp(p, n) ? (int64_t)sidx_rd32(p + 4) : (int64_t)sidx_rb_header_card(p, n);
 }
 
-int64_t sidx_inv_estimate(const sidx_index *ix, const sidx_probe *pr)
+int64_t sidx_inv_span_rows(const sidx_index *ix, int64_t a, int64_t b)
 {
-    int64_t a, b, sum = 0;
-    probe_run(ix, pr, &a, &b);
-    int64_t n = b - a;
+    int64_t n = b - a, sum = 0;
     if (n <= 256) {
         for (int64_t i = a; i < b; i++)
             sum += posting_card(ix, i);

@@ -239,6 +239,8 @@ typedef struct rscratch {
     uint32_t *pos;
     uint8_t *vbuf;
     size_t vcap;
+    int64_t cached;            /* block whose values are decoded in k, or -1 */
+    rblock k;
 } rscratch;
 
 static hs_status scratch_new(const sidx_index *ix, rscratch *sc, hs_error *err)
@@ -247,6 +249,7 @@ static hs_status scratch_new(const sidx_index *ix, rscratch *sc, hs_error *err)
     size_t m = (size_t)(nonnull < (int64_t)ix->block_rows ? nonnull : (int64_t)ix->block_rows);
     m = m ? m : 1;
     memset(sc, 0, sizeof *sc);
+    sc->cached = -1;
     sc->keys = hs_malloc(m * 8);
     sc->tmp = hs_malloc(m * 8);
     sc->pos = hs_malloc(m * 4);
@@ -446,24 +449,31 @@ static int64_t fence_lower(const sidx_index *ix, int which, const sidx_probe *pr
     return lo;
 }
 
-/* The run [*lo, *hi) of block b (opened into k) that the probe selects. */
-static hs_status block_run(const sidx_index *ix, int64_t b, rblock *k, const sidx_probe *pr,
-                           rscratch *sc, int64_t *lo, int64_t *hi, hs_error *err)
+/* Global index, in the sorted pair order, of the first pair whose c >= t
+ * (n_nonnull when none).  Decodes at most one block's values (cached in sc
+ * for the next bound). */
+static hs_status range_bound(const sidx_index *ix, const sidx_probe *pr, int t, rscratch *sc,
+                             int64_t *out, hs_error *err)
 {
+    int64_t b = fence_lower(ix, 1, pr, t);
+    if (b >= ix->n_blocks) {
+        *out = ix->info.n_rows - ix->info.n_nulls;
+        return HS_OK;
+    }
     tbl_val v;
     memset(&v, 0, sizeof v);
     sidx_vals_get(&ix->vals, 2 * b, &v);
-    int cmin = sidx_probe_c(pr, &v);
-    sidx_vals_get(&ix->vals, 2 * b + 1, &v);
-    int cmax = sidx_probe_c(pr, &v);
-    if (cmin >= pr->clo && cmax <= pr->chi) {
-        *lo = 0;
-        *hi = k->count;
+    if (sidx_probe_c(pr, &v) >= t) {
+        *out = b * (int64_t)ix->block_rows;
         return HS_OK;
     }
-    HS_TRY(block_values(ix, b, k, sc, err));
-    *lo = block_lower(ix, k, 0, k->count, pr, pr->clo);
-    *hi = block_lower(ix, k, *lo, k->count, pr, pr->chi + 1);
+    if (sc->cached != b) {
+        sc->cached = -1;
+        HS_TRY(block_open(ix, b, &sc->k, err));
+        HS_TRY(block_values(ix, b, &sc->k, sc, err));
+        sc->cached = b;
+    }
+    *out = b * (int64_t)ix->block_rows + block_lower(ix, &sc->k, 0, sc->k.count, pr, t);
     return HS_OK;
 }
 
@@ -490,53 +500,40 @@ static hs_status block_positions(const sidx_index *ix, int64_t b, const rblock *
     return HS_OK;
 }
 
-hs_status sidx_range_collect(const sidx_index *ix, const sidx_probe *pr, sidx_acc *acc,
-                             hs_error *err)
+hs_status sidx_range_span(const sidx_index *ix, const sidx_probe *pr, int64_t *lo, int64_t *hi,
+                          hs_error *err)
 {
-    int64_t b0 = fence_lower(ix, 1, pr, pr->clo), b1 = fence_lower(ix, 0, pr, pr->chi + 1);
-    if (b0 >= b1)
+    rscratch sc;
+    HS_TRY(scratch_new(ix, &sc, err));
+    hs_status st = range_bound(ix, pr, pr->clo, &sc, lo, err);
+    if (st == HS_OK)
+        st = range_bound(ix, pr, pr->chi + 1, &sc, hi, err);
+    scratch_free(&sc);
+    if (st == HS_OK && *hi < *lo)
+        *hi = *lo; /* only a damaged file gets here */
+    return st;
+}
+
+hs_status sidx_range_collect_span(const sidx_index *ix, int64_t lo, int64_t hi, sidx_acc *acc,
+                                  hs_error *err)
+{
+    if (lo >= hi)
         return HS_OK;
     rscratch sc;
     HS_TRY(scratch_new(ix, &sc, err));
     hs_status st = HS_OK;
-    for (int64_t b = b0; b < b1 && st == HS_OK; b++) {
+    int64_t B = ix->block_rows;
+    for (int64_t b = lo / B; b <= (hi - 1) / B && st == HS_OK; b++) {
         rblock k;
-        int64_t lo, hi;
         st = block_open(ix, b, &k, err);
         if (st != HS_OK)
             break;
-        st = block_run(ix, b, &k, pr, &sc, &lo, &hi, err);
-        if (st == HS_OK && lo < hi)
-            st = block_positions(ix, b, &k, &sc, (size_t)lo, (size_t)hi, err);
-        if (st == HS_OK && lo < hi)
-            st = sidx_acc_add_pos(acc, sc.pos + lo, (size_t)(hi - lo), err);
+        size_t from = (size_t)(lo > b * B ? lo - b * B : 0);
+        size_t to = (size_t)(hi - b * B < k.count ? hi - b * B : k.count);
+        st = block_positions(ix, b, &k, &sc, from, to, err);
+        if (st == HS_OK && from < to)
+            st = sidx_acc_add_pos(acc, sc.pos + from, to - from, err);
     }
     scratch_free(&sc);
     return st;
-}
-
-int64_t sidx_range_estimate(const sidx_index *ix, const sidx_probe *pr)
-{
-    int64_t b0 = fence_lower(ix, 1, pr, pr->clo), b1 = fence_lower(ix, 0, pr, pr->chi + 1);
-    int64_t sum = 0;
-    rscratch sc;
-    if (b0 < b1 && scratch_new(ix, &sc, NULL) != HS_OK)
-        return (b1 - b0) * (int64_t)ix->block_rows / 2;
-    for (int64_t b = b0; b < b1; b++) {
-        rblock k;
-        int64_t lo, hi;
-        if (b > b0 && b < b1 - 1) { /* inner blocks lie inside the range */
-            sum += block_count(ix, b);
-            continue;
-        }
-        if (block_open(ix, b, &k, NULL) != HS_OK ||
-            block_run(ix, b, &k, pr, &sc, &lo, &hi, NULL) != HS_OK) {
-            sum += block_count(ix, b) / 2;
-            continue;
-        }
-        sum += hi - lo;
-    }
-    if (b0 < b1)
-        scratch_free(&sc);
-    return sum;
 }

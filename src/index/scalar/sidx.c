@@ -63,17 +63,25 @@
  * under SQL's three-valued logic, exactly as tbl_filter_eval decides it:
  * nulls match only IS NULL; a NaN value or literal matches only != (and a
  * NaN literal = / <= / >= matches NaN values, as Iceberg's is_nan).  Each
- * comparison is a probe (sidx_int.h): a contiguous run of the sorted order;
- * != is "not null" minus =, NOT IN is "not null" minus IN.
+ * comparison is a probe (sidx_int.h) whose rows are one span of the kind's
+ * sorted order; != is "not null" minus =, NOT IN is "not null" minus IN,
+ * and sidx_lookup_all intersects the spans of an AND's comparisons before
+ * reading any row.  Rows are gathered by a sidx_acc (bitmaps, buffered
+ * positions, or a dense bitset when many) into one roaring bitmap.
  *
  * Builder: rows are collected per batch into flat arrays (no per-row
- * allocation): I64/F64 values as order-preserving uint64 keys beside their
- * positions, sorted by an LSD radix sort (stable, so positions of equal
- * values stay ascending; byte passes that all keys share are skipped);
- * I128/BYTES values through a hash dictionary (value -> id), whose distinct
- * values are sorted once and the rows then placed by a counting sort on the
- * rank.  Memory: about 12 bytes per non-null row (numbers) or 4 bytes per
- * row plus the distinct values (dictionary kinds), twice during the sort.
+ * allocation).  I64/F64 values become order-preserving uint64 keys beside
+ * their positions, sorted by a radix sort (one MSD pass to cache-sized
+ * buckets, then LSD passes over the bytes that vary; stable, so positions
+ * of equal values stay ascending).  I128/BYTES values go through a hash
+ * dictionary (value -> id) whose distinct values are sorted once (radix by
+ * 8-byte chunks) and the rows then placed by a counting sort on the rank;
+ * when the dictionary grows past 65536 values and a quarter of the rows,
+ * it is dropped and the rows' values are kept back to back and sorted
+ * directly.  Memory: about 12 bytes per non-null row (numbers), or 4 bytes
+ * per row plus the distinct values (dictionary), or the values plus 12
+ * bytes per row (rows mode); up to twice that while sorting.  An opened
+ * index is never written: lookups may run concurrently.
  *
  * Ownership: the builder borrows f until finish/free and copies values out
  * of each batch; an opened index borrows the file image.
@@ -298,6 +306,12 @@ int64_t sidx_vals_lower(const sidx_vals *v, int64_t lo, int64_t hi, const sidx_p
 /* ------------------------------------------------------------------ */
 /* accumulating positions                                              */
 
+/* Files of more rows than this never use a dense bitset (it would take
+ * over 16 MiB per lookup): their single positions go to roaring in
+ * batches instead. */
+#define SIDX_DENSE_MAX_ROWS (1ull << 27)
+#define SIDX_FLUSH 65536
+
 static hs_status acc_go_dense(sidx_acc *a, hs_error *err)
 {
     size_t words = (size_t)((a->n_rows + 63) / 64);
@@ -309,6 +323,17 @@ static hs_status acc_go_dense(sidx_acc *a, hs_error *err)
     for (size_t i = 0; i < n; i++)
         a->dense[p[i] >> 6] |= 1ull << (p[i] & 63);
     hs_buf_free(&a->singles);
+    return HS_OK;
+}
+
+/* Huge files: moves the buffered positions into a->r. */
+static hs_status acc_flush(sidx_acc *a, hs_error *err)
+{
+    if (!a->r && !(a->r = roaring_bitmap_create()))
+        return hs_err_nomem(err, 64);
+    roaring_bitmap_add_many(a->r, HS_VEC_LEN(&a->singles, uint32_t),
+                            (const uint32_t *)a->singles.data);
+    hs_buf_reset(&a->singles);
     return HS_OK;
 }
 
@@ -330,7 +355,10 @@ hs_status sidx_acc_add_pos(sidx_acc *a, const uint32_t *pos, size_t n, hs_error 
     }
     if (hs_buf_append(&a->singles, pos, n * sizeof *pos) != HS_OK)
         return hs_err_nomem(err, n * sizeof *pos);
-    if (HS_VEC_LEN(&a->singles, uint32_t) > a->n_rows / 32 + 1024)
+    size_t have = HS_VEC_LEN(&a->singles, uint32_t);
+    if (a->n_rows > SIDX_DENSE_MAX_ROWS)
+        return have >= SIDX_FLUSH ? acc_flush(a, err) : HS_OK;
+    if (have > a->n_rows / 512 + 256)
         return acc_go_dense(a, err);
     return HS_OK;
 }
@@ -344,19 +372,26 @@ void sidx_acc_free(sidx_acc *a)
     hs_buf_free(&a->singles);
     hs_free(a->dense);
     a->dense = NULL;
+    if (a->r)
+        roaring_bitmap_free(a->r);
+    a->r = NULL;
 }
 
-/* Adds the set bits of the dense bitset to r, in order. */
+/* Adds the set bits of the dense bitset to r, in order (full words as
+ * ranges). */
 static void dense_to_roaring(const uint64_t *w, size_t words, roaring_bitmap_t *r)
 {
     uint32_t chunk[2048];
     size_t m = 0;
     for (size_t i = 0; i < words; i++) {
         uint64_t x = w[i];
-        if (x == ~0ull && m == 0) { /* a full word: a range */
+        if (x == ~0ull) {
             size_t j = i;
             while (j < words && w[j] == ~0ull)
                 j++;
+            if (m)
+                roaring_bitmap_add_many(r, m, chunk);
+            m = 0;
             roaring_bitmap_add_range(r, (uint64_t)i * 64, (uint64_t)j * 64);
             i = j - 1;
             continue;
@@ -396,6 +431,8 @@ hs_status sidx_acc_finish(sidx_acc *a, roaring_bitmap_t **out, hs_error *err)
     else if (a->singles.len)
         roaring_bitmap_add_many(r, HS_VEC_LEN(&a->singles, uint32_t),
                                 (const uint32_t *)a->singles.data);
+    if (a->r)
+        roaring_bitmap_or_inplace(r, a->r);
     sidx_acc_free(a);
     *out = r;
     return HS_OK;
@@ -1078,10 +1115,12 @@ static int cmp_ent_bytes(const void *a, const void *b)
  * chunks as integers compares the bytes. */
 static uint64_t chunk_be(const uint8_t *p, size_t n, size_t off)
 {
-    uint8_t b[8] = {0};
-    if (off < n)
-        memcpy(b, p + off, n - off < 8 ? n - off : 8);
-    return __builtin_bswap64(sidx_rd64(b));
+    if (off + 8 <= n)
+        return __builtin_bswap64(sidx_rd64(p + off));
+    uint64_t v = 0;
+    for (size_t i = off; i < n; i++) /* fewer than 8 left */
+        v |= (uint64_t)p[i] << (56 - 8 * (i - off));
+    return v;
 }
 
 static void ent_insertion_sort(const dict_ent *e, uint32_t *ord, size_t n)
@@ -1577,12 +1616,27 @@ static bool make_probe(const sidx_index *ix, const tbl_val *lit, tbl_op op, sidx
     return true;
 }
 
-static hs_status collect(const sidx_index *ix, const sidx_probe *pr, sidx_acc *acc, hs_error *err)
+/* The span of the probe in the kind's sorted order ([0, 0) when empty). */
+static hs_status probe_span(const sidx_index *ix, const sidx_probe *pr, int64_t *lo, int64_t *hi,
+                            hs_error *err)
 {
+    *lo = *hi = 0;
     if (pr->clo > pr->chi)
         return HS_OK;
-    return ix->info.kind == SIDX_INVERTED ? sidx_inv_collect(ix, pr, acc, err)
-                                          : sidx_range_collect(ix, pr, acc, err);
+    return ix->info.kind == SIDX_INVERTED ? sidx_inv_span(ix, pr, lo, hi, err)
+                                          : sidx_range_span(ix, pr, lo, hi, err);
+}
+
+static hs_status collect_span(const sidx_index *ix, int64_t lo, int64_t hi, sidx_acc *acc,
+                              hs_error *err)
+{
+    return ix->info.kind == SIDX_INVERTED ? sidx_inv_collect_span(ix, lo, hi, acc, err)
+                                          : sidx_range_collect_span(ix, lo, hi, acc, err);
+}
+
+static int64_t span_rows(const sidx_index *ix, int64_t lo, int64_t hi)
+{
+    return ix->info.kind == SIDX_INVERTED ? sidx_inv_span_rows(ix, lo, hi) : hi - lo;
 }
 
 static bool leaf_ok(const sidx_index *ix, const tbl_expr *leaf, hs_error *err, hs_status *st)
@@ -1608,6 +1662,29 @@ static bool leaf_ok(const sidx_index *ix, const tbl_expr *leaf, hs_error *err, h
     return true;
 }
 
+/* A comparison other than != : one span. */
+static bool is_span_leaf(const tbl_expr *leaf)
+{
+    return leaf->kind == TBL_E_CMP && leaf->op != TBL_NE;
+}
+
+/* Rows of the spans [lo, hi) in acc into a bitmap. */
+static hs_status spans_bitmap(const sidx_index *ix, const int64_t *lo, const int64_t *hi, int n,
+                              roaring_bitmap_t **out, hs_error *err)
+{
+    sidx_acc acc;
+    sidx_acc_init(&acc, (uint64_t)ix->info.n_rows);
+    hs_status st = HS_OK;
+    for (int k = 0; k < n && st == HS_OK; k++)
+        if (lo[k] < hi[k])
+            st = collect_span(ix, lo[k], hi[k], &acc, err);
+    if (st != HS_OK) {
+        sidx_acc_free(&acc);
+        return st;
+    }
+    return sidx_acc_finish(&acc, out, err);
+}
+
 hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf, roaring_bitmap_t **out,
                       hs_error *err)
 {
@@ -1630,25 +1707,26 @@ hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf, roaring_bitmap
     if (!leaf_ok(ix, leaf, err, &st))
         return st;
     bool negate = leaf->kind == TBL_E_NOT_IN || (leaf->kind == TBL_E_CMP && leaf->op == TBL_NE);
-    sidx_acc acc;
-    sidx_acc_init(&acc, (uint64_t)ix->info.n_rows);
-    if (leaf->kind == TBL_E_CMP) {
+    int n = leaf->kind == TBL_E_CMP ? 1 : leaf->n_lits;
+    int64_t one_lo, one_hi, *lo = &one_lo, *hi = &one_hi;
+    if (n > 1) {
+        lo = hs_malloc(sizeof *lo * (size_t)n * 2);
+        if (!lo)
+            return hs_err_nomem(err, sizeof *lo * (size_t)n * 2);
+        hi = lo + n;
+    }
+    for (int k = 0; k < n && st == HS_OK; k++) {
         sidx_probe pr;
-        make_probe(ix, &leaf->vals[0], leaf->op == TBL_NE ? TBL_EQ : leaf->op, &pr);
-        st = collect(ix, &pr, &acc, err);
-    } else {
-        for (int k = 0; k < leaf->n_lits && st == HS_OK; k++) {
-            sidx_probe pr;
-            make_probe(ix, &leaf->vals[k], TBL_EQ, &pr);
-            st = collect(ix, &pr, &acc, err);
-        }
+        tbl_op op = leaf->kind == TBL_E_CMP && leaf->op != TBL_NE ? leaf->op : TBL_EQ;
+        make_probe(ix, &leaf->vals[k], op, &pr);
+        st = probe_span(ix, &pr, &lo[k], &hi[k], err);
     }
     roaring_bitmap_t *hit = NULL;
-    if (st != HS_OK) {
-        sidx_acc_free(&acc);
-        return st;
-    }
-    HS_TRY(sidx_acc_finish(&acc, &hit, err));
+    if (st == HS_OK)
+        st = spans_bitmap(ix, lo, hi, n, &hit, err);
+    if (n > 1)
+        hs_free(lo);
+    HS_TRY(st);
     if (!negate) {
         *out = hit;
         return HS_OK;
@@ -1660,11 +1738,78 @@ hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf, roaring_bitmap
     return st;
 }
 
-static int64_t estimate_probe(const sidx_index *ix, const sidx_probe *pr)
+hs_status sidx_lookup_all(const sidx_index *ix, const tbl_expr *const *leaves, int n,
+                          roaring_bitmap_t **out, hs_error *err)
 {
-    if (pr->clo > pr->chi)
-        return 0;
-    return ix->info.kind == SIDX_INVERTED ? sidx_inv_estimate(ix, pr) : sidx_range_estimate(ix, pr);
+    *out = NULL;
+    if (!ix || (n > 0 && !leaves))
+        return hs_err_set(err, HS_INVALID, "scalar index: lookup without index or leaves");
+    hs_status st = HS_OK;
+    for (int k = 0; k < n; k++) {
+        const tbl_expr *e = leaves[k];
+        if (!e)
+            return hs_err_set(err, HS_INVALID, "scalar index: leaf %d is NULL", k);
+        if (e->kind != TBL_E_TRUE && e->kind != TBL_E_FALSE && e->kind != TBL_E_IS_NULL &&
+            e->kind != TBL_E_NOT_NULL && e->kind != TBL_E_CMP && e->kind != TBL_E_IN &&
+            e->kind != TBL_E_NOT_IN)
+            return hs_err_set(err, HS_UNSUPPORTED, "scalar index: leaf kind %d is not an index "
+                              "lookup", (int)e->kind);
+        if (e->kind == TBL_E_CMP || e->kind == TBL_E_IN || e->kind == TBL_E_NOT_IN)
+            if (!leaf_ok(ix, e, err, &st))
+                return st;
+    }
+    /* comparisons: one span each, intersected */
+    int64_t lo = 0, hi = INT64_MAX;
+    bool any_span = false, empty = false;
+    for (int k = 0; k < n && st == HS_OK && !empty; k++) {
+        if (leaves[k]->kind == TBL_E_FALSE)
+            empty = true;
+        if (!is_span_leaf(leaves[k]))
+            continue;
+        sidx_probe pr;
+        int64_t a, b;
+        make_probe(ix, &leaves[k]->vals[0], leaves[k]->op, &pr);
+        st = probe_span(ix, &pr, &a, &b, err);
+        lo = a > lo ? a : lo;
+        hi = b < hi ? b : hi;
+        any_span = true;
+        empty |= lo >= hi;
+    }
+    HS_TRY(st);
+    roaring_bitmap_t *r = NULL;
+    if (empty)
+        r = roaring_bitmap_create();
+    else if (any_span)
+        st = spans_bitmap(ix, &lo, &hi, 1, &r, err);
+    else
+        st = all_rows(ix, &r, err);
+    if (st == HS_OK && !r)
+        st = hs_err_nomem(err, 64);
+    HS_TRY(st);
+    /* the rest: bitmaps, intersected */
+    for (int k = 0; k < n && st == HS_OK && !empty; k++) {
+        const tbl_expr *e = leaves[k];
+        if (is_span_leaf(e) || e->kind == TBL_E_TRUE || e->kind == TBL_E_FALSE)
+            continue;
+        if (any_span && e->kind == TBL_E_NOT_NULL)
+            continue; /* spans hold only non-null rows */
+        if (any_span && e->kind == TBL_E_IS_NULL) {
+            roaring_bitmap_clear(r);
+            break;
+        }
+        roaring_bitmap_t *x = NULL;
+        st = sidx_lookup(ix, e, &x, err);
+        if (st == HS_OK) {
+            roaring_bitmap_and_inplace(r, x);
+            roaring_bitmap_free(x);
+        }
+    }
+    if (st != HS_OK) {
+        roaring_bitmap_free(r);
+        return st;
+    }
+    *out = r;
+    return HS_OK;
 }
 
 int64_t sidx_estimate(const sidx_index *ix, const tbl_expr *leaf)
@@ -1686,9 +1831,12 @@ int64_t sidx_estimate(const sidx_index *ix, const tbl_expr *leaf)
     int n = leaf->kind == TBL_E_CMP ? 1 : leaf->n_lits;
     for (int k = 0; k < n; k++) {
         sidx_probe pr;
+        int64_t lo, hi;
         tbl_op op = leaf->kind == TBL_E_CMP && leaf->op != TBL_NE ? leaf->op : TBL_EQ;
         make_probe(ix, &leaf->vals[k], op, &pr);
-        est += estimate_probe(ix, &pr);
+        if (probe_span(ix, &pr, &lo, &hi, NULL) != HS_OK)
+            return negate ? nonnull : in->n_rows; /* damaged: plan for the worst */
+        est += span_rows(ix, lo, hi);
     }
     if (est > nonnull)
         est = nonnull;

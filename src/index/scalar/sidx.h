@@ -93,7 +93,8 @@ typedef struct sidx_info {
 /* Validates and opens an index file image p[0..n) (borrowed: must outlive
  * the index, e.g. an mmap).  Checks magic, version, checksum and every
  * internal offset; HS_CORRUPT with a message on any mismatch.  f is the
- * column type the caller expects (a different value kind is HS_CORRUPT).
+ * column type the caller expects (a different value kind is HS_CORRUPT; NULL
+ * skips that check).
  * Caller frees with sidx_close. */
 HS_MUST_USE hs_status sidx_open(const uint8_t *p, size_t n, const hs_field *f, sidx_index **out,
                                 hs_error *err);
@@ -109,8 +110,18 @@ void sidx_get_info(const sidx_index *ix, sidx_info *out);
 HS_MUST_USE hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf,
                                   roaring_bitmap_t **out, hs_error *err);
 
+/* Rows for which every leaf of leaves[0..n) is TRUE (n = 0: all rows): the
+ * AND of their sidx_lookup results, but comparisons (other than !=) are
+ * intersected as spans of the sorted order before any row is read, so a
+ * range such as `x >= a AND x < b` costs only the rows between a and b.
+ * Every leaf must be on this index's column and of a kind sidx_lookup
+ * takes (else HS_UNSUPPORTED).  *out: caller frees with roaring_bitmap_free. */
+HS_MUST_USE hs_status sidx_lookup_all(const sidx_index *ix, const tbl_expr *const *leaves, int n,
+                                      roaring_bitmap_t **out, hs_error *err);
+
 /* The number of rows a lookup would return, estimated cheaply from the
- * index (for planning; exact for inverted equality/IN). */
+ * index (for planning; exact for comparisons on a range index and for
+ * equality / IN on an inverted one; a damaged index estimates high). */
 int64_t sidx_estimate(const sidx_index *ix, const tbl_expr *leaf);
 
 #endif

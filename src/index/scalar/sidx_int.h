@@ -143,15 +143,16 @@ static inline bool sidx_probe_hit(const sidx_probe *pr, const tbl_val *v)
 int64_t sidx_vals_lower(const sidx_vals *v, int64_t lo, int64_t hi, const sidx_probe *pr, int t);
 
 /* Accumulates the rows of several probes: whole bitmaps, and single
- * positions.  Single positions are buffered while few; past n_rows / 32 of
- * them they go to a dense bitset of n_rows bits instead (random-order
- * inserts into roaring containers are slow; a bitset scan hands roaring
- * sorted runs). */
+ * positions.  Single positions are buffered while few; past n_rows / 512
+ * of them they go to a dense bitset of n_rows bits instead (random-order
+ * inserts into roaring containers cost ~70 ns each; setting a bit and
+ * scanning n_rows / 64 words to hand roaring sorted runs is far cheaper). */
 typedef struct sidx_acc {
     uint64_t n_rows;
     hs_buf bms;                /* roaring_bitmap_t * (owned) */
     hs_buf singles;            /* uint32 positions */
     uint64_t *dense;           /* hs_calloc'd (n_rows + 63) / 64 words, or NULL */
+    roaring_bitmap_t *r;       /* files of over 2^27 rows: flushed singles, or NULL */
 } sidx_acc;
 
 static inline void sidx_acc_init(sidx_acc *a, uint64_t n_rows)
@@ -226,20 +227,28 @@ static inline int sidx_bits_for(uint64_t max) { return max ? 64 - __builtin_clzl
 
 /* ---- kinds ---- */
 
+/* A probe's rows are one span [lo, hi) of the kind's sorted order: of the
+ * distinct values (inverted) or of the (value, position) pairs (range).
+ * Spans of one index intersect like intervals, which is how an AND of
+ * comparisons is answered without materializing each comparison. */
+
 HS_MUST_USE hs_status sidx_inv_write(const sidx_sorted *s, hs_buf *out, size_t file_start,
                                      uint64_t sec[SIDX_N_SECTIONS][2], uint32_t *flags, hs_error *err);
 HS_MUST_USE hs_status sidx_inv_open(sidx_index *ix, hs_error *err);
-HS_MUST_USE hs_status sidx_inv_collect(const sidx_index *ix, const sidx_probe *pr, sidx_acc *acc,
-                                       hs_error *err);
-int64_t sidx_inv_estimate(const sidx_index *ix, const sidx_probe *pr);
+HS_MUST_USE hs_status sidx_inv_span(const sidx_index *ix, const sidx_probe *pr, int64_t *lo,
+                                    int64_t *hi, hs_error *err);
+HS_MUST_USE hs_status sidx_inv_collect_span(const sidx_index *ix, int64_t lo, int64_t hi,
+                                            sidx_acc *acc, hs_error *err);
+int64_t sidx_inv_span_rows(const sidx_index *ix, int64_t lo, int64_t hi); /* estimate */
 
 HS_MUST_USE hs_status sidx_range_write(const sidx_sorted *s, uint32_t block_rows, hs_buf *out,
                                        size_t file_start, uint64_t sec[SIDX_N_SECTIONS][2],
                                        hs_error *err);
 HS_MUST_USE hs_status sidx_range_open(sidx_index *ix, hs_error *err);
-HS_MUST_USE hs_status sidx_range_collect(const sidx_index *ix, const sidx_probe *pr, sidx_acc *acc,
-                                         hs_error *err);
-int64_t sidx_range_estimate(const sidx_index *ix, const sidx_probe *pr);
+HS_MUST_USE hs_status sidx_range_span(const sidx_index *ix, const sidx_probe *pr, int64_t *lo,
+                                      int64_t *hi, hs_error *err);
+HS_MUST_USE hs_status sidx_range_collect_span(const sidx_index *ix, int64_t lo, int64_t hi,
+                                              sidx_acc *acc, hs_error *err);
 
 /* Pads out with zeros to a multiple of 8 bytes from file_start. */
 HS_MUST_USE hs_status sidx_align8(hs_buf *out, size_t file_start);
