@@ -36,5 +36,6 @@ int cli_is_help(const char *s);
 int cmd_parquet(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_table(int argc, char **argv);
+int cmd_table_search(int argc, char **argv);
 
 #endif

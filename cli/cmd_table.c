@@ -56,7 +56,10 @@ static const char table_usage[] =
     "  scan TABLE [--snapshot ID | --as-of TIME | --ref NAME] [--columns a,b]\n"
     "             [--filter EXPR] [--limit N] [--row-lineage] [--stats]\n"
     "  explain TABLE [scan options]        run the scan; JSON report of pruning and index use\n"
-    "  index add TABLE COLUMN [--kind inverted|range|auto] [--params JSON] [--threads N]\n"
+    "  index add TABLE COLUMN [--kind inverted|range|auto|hnsw|hnsw_tq8|hnsw_tq4|hnsw_pq|ivf_hnsw]\n"
+    "            [--params JSON] [--threads N]\n"
+    "  search TABLE --column C --query '[..]' --k N [--metric l2|cosine|ip] [--filter EXPR]\n"
+    "             [--columns a,b] [--ef N]   nearest rows (see hyperstream table search --help)\n"
     "  index drop TABLE COLUMN [--kind K]\n"
     "  index list TABLE\n"
     "  index orphans TABLE [--older-than-ms MS]   delete unreferenced sidecar files\n"
@@ -605,6 +608,8 @@ static int parse_id(const char *s, int64_t *out)
 
 int cmd_table(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "search") == 0)
+        return cmd_table_search(argc, argv);
     if (argc < 2 || cli_is_help(argv[1])) {
         fputs(table_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_USAGE : 0;

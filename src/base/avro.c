@@ -17,10 +17,12 @@
  */
 #include "base/avro.h"
 
+#include "base/hash.h"
 #include "base/mem.h"
 
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -772,6 +774,148 @@ hs_avro_value *hs_avro_new_array(hs_arena *a, hs_avro_kind kind, int64_t n, hs_a
 }
 
 /* ------------------------------------------------------------------ */
+/* Schema cache                                                        */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Parsed writer schemas of container readers, shared process-wide and keyed
+ * by the exact schema text (hash + bytes).  Iceberg tables hold many
+ * manifests with the same few schema texts, and parsing the JSON was the
+ * largest cost of reading a small manifest.  A parsed schema is immutable,
+ * so readers on any thread share it: an entry is refcounted (the cache holds
+ * one reference, every reader one), and a reader keeps its entry alive after
+ * eviction or hs_avro_schema_cache_clear.  Bounded by entry count and text
+ * bytes; the oldest entry goes first.  Memory comes from hs_malloc, so the
+ * cache shows in hs_mem_live_count until it is cleared.
+ */
+#define AVRO_SCHEMA_CACHE_MAX 64
+#define AVRO_SCHEMA_CACHE_BYTES ((size_t)4 << 20)
+
+typedef struct avro_schema_ent avro_schema_ent;
+struct avro_schema_ent {
+    int refs;
+    uint64_t hash;
+    size_t len;
+    char *text;                 /* the schema JSON (not NUL-terminated) */
+    hs_arena arena;             /* the parsed schema */
+    hs_avro_schema *schema;
+    avro_schema_ent *next;      /* cache list, newest first */
+};
+
+static pthread_mutex_t g_sc_mu = PTHREAD_MUTEX_INITIALIZER;
+static avro_schema_ent *g_sc;
+static int g_sc_n;
+static size_t g_sc_bytes;
+
+static void sc_destroy(avro_schema_ent *e)
+{
+    if (!e)
+        return;
+    hs_arena_destroy(&e->arena);
+    hs_free(e->text);
+    hs_free(e);
+}
+
+static void sc_release(avro_schema_ent *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&g_sc_mu);
+    bool last = --e->refs == 0;
+    pthread_mutex_unlock(&g_sc_mu);
+    if (last)
+        sc_destroy(e);
+}
+
+void hs_avro_schema_cache_clear(void)
+{
+    pthread_mutex_lock(&g_sc_mu);
+    avro_schema_ent *e = g_sc, *dead = NULL;
+    g_sc = NULL;
+    g_sc_n = 0;
+    g_sc_bytes = 0;
+    while (e) {
+        avro_schema_ent *next = e->next;
+        if (--e->refs == 0) {
+            e->next = dead;
+            dead = e;
+        }
+        e = next;
+    }
+    pthread_mutex_unlock(&g_sc_mu);
+    while (dead) {
+        avro_schema_ent *next = dead->next;
+        sc_destroy(dead);
+        dead = next;
+    }
+}
+
+/* The parsed schema of `json` with a reference for the caller (*out), or
+ * HS_NOMEM / a parse error.  Parses outside the lock; two threads that miss
+ * at once both parse and the second insert is dropped. */
+static hs_status sc_get(const char *json, size_t len, avro_schema_ent **out, hs_error *err)
+{
+    *out = NULL;
+    uint64_t h = hs_xxh64(json, len, 0);
+    pthread_mutex_lock(&g_sc_mu);
+    for (avro_schema_ent *e = g_sc; e; e = e->next)
+        if (e->hash == h && e->len == len && memcmp(e->text, json, len) == 0) {
+            e->refs++;
+            *out = e;
+            pthread_mutex_unlock(&g_sc_mu);
+            return HS_OK;
+        }
+    pthread_mutex_unlock(&g_sc_mu);
+    avro_schema_ent *e = hs_calloc(1, sizeof *e);
+    if (!e || !(e->text = hs_malloc(len + 1))) {
+        hs_free(e);
+        return hs_err_nomem(err, len);
+    }
+    memcpy(e->text, json, len);
+    e->len = len;
+    e->hash = h;
+    e->refs = 1;
+    hs_status st = hs_avro_schema_parse(json, len, &e->arena, &e->schema, err);
+    if (st != HS_OK) {
+        sc_destroy(e);
+        return st;
+    }
+    avro_schema_ent *dead = NULL;
+    pthread_mutex_lock(&g_sc_mu);
+    bool dup = false;
+    for (avro_schema_ent *x = g_sc; x && !dup; x = x->next)
+        dup = x->hash == h && x->len == len && memcmp(x->text, json, len) == 0;
+    if (!dup && len <= AVRO_SCHEMA_CACHE_BYTES) {
+        e->refs++;   /* the cache's reference */
+        e->next = g_sc;
+        g_sc = e;
+        g_sc_n++;
+        g_sc_bytes += len;
+        while (g_sc_n > AVRO_SCHEMA_CACHE_MAX || g_sc_bytes > AVRO_SCHEMA_CACHE_BYTES) {
+            avro_schema_ent **pp = &g_sc;   /* drop the oldest (the tail) */
+            while ((*pp)->next)
+                pp = &(*pp)->next;
+            avro_schema_ent *old = *pp;
+            *pp = NULL;
+            g_sc_n--;
+            g_sc_bytes -= old->len;
+            if (--old->refs == 0) {
+                old->next = dead;
+                dead = old;
+            }
+        }
+    }
+    pthread_mutex_unlock(&g_sc_mu);
+    while (dead) {
+        avro_schema_ent *next = dead->next;
+        sc_destroy(dead);
+        dead = next;
+    }
+    *out = e;
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
 /* Container reader                                                    */
 /* ------------------------------------------------------------------ */
 
@@ -787,7 +931,8 @@ struct hs_avro_reader {
     char **meta_keys;
     char **meta_vals;
     size_t *meta_lens;
-    hs_avro_schema *schema;
+    hs_avro_schema *schema;     /* borrowed from sc */
+    avro_schema_ent *sc;        /* the shared parsed schema (one reference) */
     hs_buf block;               /* decompressed current block */
     const uint8_t *blk;         /* records of the current block */
     size_t blk_len, blk_pos;
@@ -948,10 +1093,11 @@ hs_status hs_avro_reader_open(const char *name, const uint8_t *buf, size_t len,
         st = HS_CORRUPT_AT(err, "%s: header has no avro.schema", r->name);
         goto fail;
     }
-    if ((st = hs_avro_schema_parse(schema, slen, &r->arena, &r->schema, err)) != HS_OK) {
+    if ((st = sc_get(schema, slen, &r->sc, err)) != HS_OK) {
         hs_err_prefix(err, "%s", r->name);
         goto fail;
     }
+    r->schema = r->sc->schema;
     const char *codec = hs_avro_reader_meta(r, "avro.codec", NULL);
     if (!codec || strcmp(codec, "null") == 0)
         r->codec = HS_AVRO_CODEC_NULL;
@@ -981,6 +1127,7 @@ void hs_avro_reader_close(hs_avro_reader *r)
     hs_free(r->meta_lens);
     hs_buf_free(&r->block);
     hs_arena_destroy(&r->arena);
+    sc_release(r->sc);
     hs_free(r->name);
     hs_free(r);
 }

@@ -125,10 +125,14 @@ typedef enum hs_avro_codec { HS_AVRO_CODEC_NULL = 0, HS_AVRO_CODEC_DEFLATE,
 typedef struct hs_avro_reader hs_avro_reader;
 
 /* Reads a whole container held in memory (borrowed until close). `name` is
- * used in error messages. */
+ * used in error messages.  The writer schema is parsed once per distinct
+ * schema text and shared through a process-wide cache (thread-safe). */
 HS_MUST_USE hs_status hs_avro_reader_open(const char *name, const uint8_t *buf, size_t len,
                                           hs_avro_reader **out, hs_error *err);
 void hs_avro_reader_close(hs_avro_reader *r);  /* accepts NULL */
+/* Drops the cached parsed schemas (readers still open keep theirs): for
+ * tests that balance hs_mem_live_count, and memory pressure. */
+void hs_avro_schema_cache_clear(void);
 const hs_avro_schema *hs_avro_reader_schema(const hs_avro_reader *r);
 /* Header metadata value (NUL-terminated copy, borrowed until close) or NULL. */
 const char *hs_avro_reader_meta(const hs_avro_reader *r, const char *key, size_t *len);

@@ -103,6 +103,9 @@ hs_status hs_field_add_child(hs_field *parent, const hs_field *child_moved)
     if (!a) {
         hs_field tmp = *child_moved;
         hs_field_clear(&tmp);
+        /* the caller's struct is left zeroed, so a caller that clears it
+         * anyway (many do on their error path) frees nothing twice */
+        memset((hs_field *)child_moved, 0, sizeof *child_moved);
         return HS_NOMEM;
     }
     a[parent->n_children] = *child_moved;

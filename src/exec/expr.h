@@ -36,8 +36,35 @@
  * unsigned bytes (code-point order).  Dates/timestamps compare with string
  * literals by converting the literal ('2024-01-02').
  *
+ * Where PostgreSQL and DuckDB differ, this module follows DuckDB for values
+ * and PostgreSQL for errors: decimal / decimal is a double; double % double
+ * is fmod (x % 0 is NaN); double overflow is +-Infinity, not an error;
+ * sqrt of a negative number is NaN; round(double) rounds half away from zero
+ * (round(x, n) scales by 10^n first); floor/ceil of an integer is a double;
+ * extract(second ...) is the whole seconds (epoch is a double with the
+ * fraction); substr takes code points, and a start below 1 counts positions
+ * before the first character (PostgreSQL; DuckDB counts negative starts from
+ * the end); a date compared with '2024-01-02 10:00' drops the time (both);
+ * text to integer does not accept '1.5' (PostgreSQL).  Casting a double to
+ * text prints the shortest text that reads back ('100', not DuckDB's
+ * '100.0').  lower/upper/ILIKE map case per code point for Latin, Greek,
+ * Cyrillic and Armenian letters; characters whose case forms change length
+ * (German sharp s) stay as they are.  Errors that depend on evaluation
+ * order (division by zero, overflow, failing casts) happen only for rows
+ * that are evaluated: AND, OR, CASE and COALESCE evaluate their arguments
+ * left to right, each only on the rows that are still undecided, and a
+ * constant FALSE term of an AND (TRUE of an OR) is folded so the other terms
+ * never run (DuckDB's optimizer may still skip more).
+ *
+ * Parsing is libpg_query's (PostgreSQL 15 grammar) with the text placed after
+ * "SELECT 1 FROM t WHERE "; anything else in the statement (a second
+ * statement, ORDER BY, UNION, ...) is HS_INVALID.  Text is limited to 16 MiB
+ * and 400 levels of nesting.
+ *
  * Ownership: an ex_expr owns its tree (one arena); a bound expression
  * borrows the hs_field schema it was bound to, which must outlive it.
+ * Threads: evaluation only reads the expression, so one ex_expr may be
+ * evaluated by several threads at once.
  */
 #ifndef HS_EXEC_EXPR_H
 #define HS_EXEC_EXPR_H
@@ -68,7 +95,8 @@ bool ex_is_true(const ex_expr *e);
 HS_MUST_USE hs_status ex_field_ids(const ex_expr *e, hs_buf *ids);
 
 /* Filter evaluation over batch b (columns found by field id with
- * tbl_batch_find_id; a column absent from the batch reads as all null).
+ * tbl_batch_find_id, or by their names when the bound field has no id; a
+ * column absent from the batch reads as all null).
  * sel_in (may be NULL = all rows) restricts which rows are evaluated; rows
  * not in sel_in get sel_out[i] = 0.  sel_out[i] = 1 when row i evaluates to
  * TRUE.  sel_in and sel_out may be the same array.  *n_match = count of 1s. */

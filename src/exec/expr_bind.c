@@ -54,7 +54,7 @@ hs_status ex_err_at(hs_error *err, hs_status code, const char *text, int loc, co
 {
     if (!err || err->code != HS_OK)
         return code;
-    char msg[320];
+    char msg[256]; /* + position, quoted line and caret: fits HS_ERROR_MSG_MAX */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -415,6 +415,18 @@ static hs_status unify_cmp(binder *b, ex_node **l, ex_node **r, int loc, const c
                            ex_cmode *mode)
 {
     ex_ty *a = &(*l)->type, *c = &(*r)->type;
+    /* a double next to an integer constant that it holds exactly compares as
+     * doubles (the fast path); other mixes compare exactly, mixed */
+    for (int side = 0; side < 2; side++) {
+        ex_node **k = side ? l : r, *other = side ? *r : *l;
+        if (other->type.t == EX_T_FLOAT && is_const(*k) && (*k)->type.t == EX_T_INT && !(*k)->val.null) {
+            int64_t v = (*k)->val.i;
+            if (v >= -(INT64_C(1) << 53) && v <= (INT64_C(1) << 53))
+                HS_TRY(cast_to(b, k, ty(EX_T_FLOAT), true));
+        }
+    }
+    a = &(*l)->type;
+    c = &(*r)->type;
     if (a->t == EX_T_INT && c->t == EX_T_FLOAT) {
         *mode = EX_CM_I64_F64;
         return HS_OK;
@@ -1870,7 +1882,7 @@ static size_t nest_bound(const char *s, size_t n)
  * level of nesting (up to ~150 bytes of stack each).  Text that could nest
  * more than EX_DIRECT_NEST levels is parsed on a thread whose stack is sized
  * by the bound. */
-#define EX_DIRECT_NEST 4000
+#define EX_DIRECT_NEST 1000
 #define EX_STACK_PER_LEVEL 512
 #define EX_MAX_NEST 200000u
 

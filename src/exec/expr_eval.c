@@ -19,6 +19,11 @@
  *                    its result only on the rows it takes.
  *   COALESCE         each argument only on the rows still null.
  *
+ * Where only TRUE matters (a filter's result, a WHEN condition) the
+ * predicate is evaluated by ev_true, which returns the selection of TRUE
+ * rows: AND hands each term's TRUE rows to the next term (a NULL decides a
+ * row too), OR evaluates each term only on rows no earlier term made TRUE.
+ *
  * So `b <> 0 AND a / b > 1` never divides by zero, as in PostgreSQL.  Errors
  * (integer overflow, division by zero, bad casts) stop the evaluation with
  * HS_INVALID and point at the operator in the text.
@@ -70,12 +75,6 @@ const char *ex_type_name(const ex_ty *t, char *buf, size_t n)
     case EX_T_OTHER: return "nested";
     }
     return "?";
-}
-
-bool ex_type_eq(const ex_ty *a, const ex_ty *b)
-{
-    return a->t == b->t && a->bits == b->bits && a->unit == b->unit && a->tz == b->tz &&
-           a->uuid == b->uuid && a->prec == b->prec && a->scale == b->scale;
 }
 
 ex_ty ex_type_of_field(const hs_field *f)
@@ -246,10 +245,9 @@ static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, s
 /* ------------------------------------------------------------------ */
 /* numbers                                                             */
 
-static const __int128 POW10_1 = 1;
 static __int128 pow10_i128(int k)
 {
-    __int128 r = POW10_1;
+    __int128 r = 1;
     for (int i = 0; i < k; i++)
         r *= 10;
     return r;
@@ -362,20 +360,6 @@ static int cmp_bytes(const ex_str *a, const ex_str *b)
     if (c)
         return c < 0 ? -1 : 1;
     return a->n < b->n ? -1 : a->n > b->n;
-}
-
-int ex_cmp_values(ex_cmode m, const ex_ty *ta, const ex_value *a, const ex_ty *tb,
-                  const ex_value *b)
-{
-    switch (m) {
-    case EX_CM_I64: case EX_CM_BOOL: return a->i < b->i ? -1 : a->i > b->i;
-    case EX_CM_F64: return cmp_f64(a->f, b->f);
-    case EX_CM_I64_F64: return cmp_i64_f64(a->i, b->f);
-    case EX_CM_F64_I64: return -cmp_i64_f64(b->i, a->f);
-    case EX_CM_DEC: return dec_cmp(a->d, ta->scale, b->d, tb->scale);
-    case EX_CM_BYTES: return cmp_bytes(&a->s, &b->s);
-    }
-    return 0;
 }
 
 static inline uint8_t cmp_res(int op, int c)
@@ -510,12 +494,12 @@ static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
     }
     const tbl_col_ref *r = &cc->ref;
     const hs_column *col = r->col;
-    bool simple = r->n_parents == 0 && col->validity.data == NULL;
     int64_t base = c->base;
-    for (int k = 0; k < ns; k++) {
-        int j = sel[k];
-        out->nul[j] = simple ? 0 : !tbl_ref_valid(r, base + j);
-    }
+    if (r->n_parents > 0 || col->validity.data != NULL) /* else: nul is all 0 already */
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            out->nul[j] = !tbl_ref_valid(r, base + j);
+        }
     const uint8_t *d = col->values.data;
     if (n->type.t == EX_T_OTHER || n->type.t == EX_T_NULL || (!d && col->type != HS_TYPE_NA))
         return HS_OK;
@@ -1250,10 +1234,73 @@ static hs_status ev_not(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
     return HS_OK;
 }
 
+/* column op constant: the common shapes, compared against one value. */
+static bool cmp_const(ectx *c, const ex_node *n, const ex_vec *a, const selidx *sel, int ns, ex_vec *out)
+{
+    const ex_node *k = n->args[1];
+    int op = n->op;
+    if (k->kind != EX_CONST || n->kind != EX_CMP || k->val.null)
+        return false;
+    switch (n->cmode) {
+#define CMP_LOOP(T, F, test)                  \
+    for (int q = 0; q < ns; q++) {            \
+        int j = sel[q];                       \
+        T x = a->v.F[j];                      \
+        out->nul[j] = a->nul[j];              \
+        out->v.b[j] = (test);                 \
+    }                                         \
+    return true
+    case EX_CM_I64: {
+        int64_t y = k->val.i;
+        switch (op) {
+        case TBL_EQ: CMP_LOOP(int64_t, i, x == y);
+        case TBL_NE: CMP_LOOP(int64_t, i, x != y);
+        case TBL_LT: CMP_LOOP(int64_t, i, x < y);
+        case TBL_LE: CMP_LOOP(int64_t, i, x <= y);
+        case TBL_GT: CMP_LOOP(int64_t, i, x > y);
+        default: CMP_LOOP(int64_t, i, x >= y);
+        }
+    }
+    case EX_CM_F64: {
+        /* y is not NaN; a NaN x is above y (so > and >= hold, = and < do not) */
+        double y = k->val.f;
+        if (isnan(y))
+            return false;
+        switch (op) {
+        case TBL_EQ: CMP_LOOP(double, f, x == y);
+        case TBL_NE: CMP_LOOP(double, f, !(x == y));
+        case TBL_LT: CMP_LOOP(double, f, x < y);
+        case TBL_LE: CMP_LOOP(double, f, x <= y);
+        case TBL_GT: CMP_LOOP(double, f, !(x <= y));
+        default: CMP_LOOP(double, f, !(x < y));
+        }
+    }
+#undef CMP_LOOP
+    case EX_CM_BYTES: {
+        const ex_str *y = &k->val.s;
+        for (int q = 0; q < ns; q++) {
+            int j = sel[q];
+            out->nul[j] = a->nul[j];
+            if (!a->nul[j])
+                out->v.b[j] = cmp_res(op, cmp_bytes(&a->v.s[j], y));
+        }
+        return true;
+    }
+    default:
+        return false;
+    }
+    (void)c;
+}
+
 static hs_status ev_cmp(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     ex_vec a, b;
     HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    if (n->kind == EX_CMP && n->args[1]->kind == EX_CONST) {
+        HS_TRY(vec_new(c, EX_T_BOOL, out));
+        if (cmp_const(c, n, &a, sel, ns, out))
+            return HS_OK;
+    }
     HS_TRY(ev(c, n->args[1], sel, ns, &b));
     HS_TRY(vec_new(c, EX_T_BOOL, out));
     const ex_ty *ta = &n->args[0]->type, *tb = &n->args[1]->type;
@@ -1344,14 +1391,36 @@ static hs_status ev_in(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_
         const ex_ty *ta = &n->args[0]->type;
         for (int i = 1; i < n->n_args && nl > 0; i++) {
             ex_vec b;
-            HS_TRY(ev(c, n->args[i], live, nl, &b));
-            const ex_ty *tb = &n->args[i]->type;
+            const ex_node *item = n->args[i];
+            const ex_ty *tb = &item->type;
+            /* a constant item is compared as one value (slot 0), not a vector */
+            union { uint8_t b; int64_t i; double f; __int128 d; ex_str s; } one;
+            uint8_t one_nul;
+            bool is_k = item->kind == EX_CONST;
+            if (is_k) {
+                one_nul = item->val.null;
+                one.d = 0;
+                if (tb->t == EX_T_BOOL)
+                    one.b = (uint8_t)item->val.i;
+                else if (tb->t == EX_T_FLOAT)
+                    one.f = item->val.f;
+                else if (tb->t == EX_T_DEC)
+                    one.d = item->val.d;
+                else if (elem_size(tb->t) == sizeof(ex_str))
+                    one.s = item->val.s;
+                else
+                    one.i = item->val.i;
+                b.nul = &one_nul;
+                b.v.p = &one;
+            } else {
+                HS_TRY(ev(c, item, live, nl, &b));
+            }
             int m = 0;
             for (int k = 0; k < nl; k++) {
-                int j = live[k];
-                if (b.nul[j]) {
+                int j = live[k], jb = is_k ? 0 : j;
+                if (b.nul[jb]) {
                     out->nul[j] = 1;
-                } else if (cmp_rows(n->cmode, ta, &a, tb, &b, j, j) == 0) {
+                } else if (cmp_rows(n->cmode, ta, &a, tb, &b, j, jb) == 0) {
                     out->v.b[j] = 1;
                     out->nul[j] = 0;
                     continue;
@@ -2072,15 +2141,10 @@ hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value 
     return st;
 }
 
-static hs_status eval_setup(const ex_expr *e, const hs_batch *b, hs_arena *arena, col_cache **cols,
-                            hs_error *err)
+static hs_status cols_new(const ex_expr *e, col_cache **cols, hs_error *err)
 {
-    (void)b;
-    (void)arena;
     *cols = hs_calloc((size_t)(e->n_slots > 0 ? e->n_slots : 1), sizeof **cols);
-    if (!*cols)
-        return hs_err_nomem(err, sizeof **cols);
-    return HS_OK;
+    return *cols ? HS_OK : hs_err_nomem(err, sizeof **cols);
 }
 
 hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const uint8_t *sel_in, uint8_t *sel_out,
@@ -2100,7 +2164,7 @@ hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const uint8_t *sel
     }
     hs_arena arena = {0};
     col_cache *cols;
-    HS_TRY(eval_setup(e, b, &arena, &cols, err));
+    HS_TRY(cols_new(e, &cols, err));
     ectx c = {.e = e, .b = b, .arena = &arena, .cols = cols, .err = err};
     selidx sel[EX_CHUNK];
     hs_status st = HS_OK;
@@ -2202,7 +2266,7 @@ hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error
     HS_TRY(hs_col_create(&e->type_field, n > 0 ? n : 1, &col, err));
     hs_arena arena = {0};
     col_cache *cols;
-    hs_status st = eval_setup(e, b, &arena, &cols, err);
+    hs_status st = cols_new(e, &cols, err);
     if (st != HS_OK) {
         hs_col_free(col);
         return st;

@@ -272,13 +272,13 @@ static hs_status not_null(conv *c, const ex_node *col, tbl_expr **out)
     return leaf(c, col, TBL_E_NOT_NULL, TBL_EQ, NULL, 0, out);
 }
 
-/* Integer column X (kind I64, or I128 at `scale`), condition X*m op t where
- * t is the rational tn / td (td > 0): the leaf X op' bound. */
+/* Integer column X (kind I64, or I128 at `scale`) and a condition X*m op t
+ * for a rational t: X op' bound, with q_floor = floor(t/m), q_ceil =
+ * ceil(t/m) and exact_div when t/m is an integer (X*m < t <=> X < ceil(t/m),
+ * X*m <= t <=> X <= floor(t/m), and so on). */
 static hs_status scaled_leaf(conv *c, const ex_node *col, tbl_vkind kind, int scale, tbl_op op,
-                             __int128 q_floor, __int128 q_ceil, bool exact_div, bool *exact,
-                             tbl_expr **out)
+                             __int128 q_floor, __int128 q_ceil, bool exact_div, tbl_expr **out)
 {
-    (void)exact;
     __int128 bound;
     switch (op) {
     case TBL_EQ:
@@ -333,8 +333,8 @@ static __int128 floor_div128(__int128 a, __int128 b)
 
 /* Leaf for (column op constant); col_side is the (possibly cast) column
  * node, k the constant node. */
-static hs_status leaf_cmp(conv *c, const ex_node *cmp, const ex_node *col_side, const ex_node *k,
-                          tbl_op op, bool *exact, tbl_expr **out)
+static hs_status leaf_cmp(conv *c, const ex_node *col_side, const ex_node *k, tbl_op op, bool *exact,
+                          tbl_expr **out)
 {
     __int128 m;
     const ex_node *col = column_of(col_side, &m);
@@ -349,7 +349,6 @@ static hs_status leaf_cmp(conv *c, const ex_node *cmp, const ex_node *col_side, 
     const ex_value *kv = &k->val;
     tbl_val v;
     memset(&v, 0, sizeof v);
-    (void)cmp;
     switch (ct->t) {
     case EX_T_BOOL:
         if (kt->t != EX_T_BOOL)
@@ -368,7 +367,7 @@ static hs_status leaf_cmp(conv *c, const ex_node *cmp, const ex_node *col_side, 
             double fl = floor(x), ce = ceil(x);
             __int128 qf = fl >= 1e38 ? ((__int128)1 << 126) : fl <= -1e38 ? -((__int128)1 << 126) : (__int128)fl;
             __int128 qc = ce >= 1e38 ? ((__int128)1 << 126) : ce <= -1e38 ? -((__int128)1 << 126) : (__int128)ce;
-            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, fl == x, exact, out);
+            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, fl == x, out);
         }
         if (kt->t == EX_T_DEC) {
             /* column cast to a scale-0 decimal: m = 1; constant d / 10^s */
@@ -376,14 +375,13 @@ static hs_status leaf_cmp(conv *c, const ex_node *cmp, const ex_node *col_side, 
             for (int i = 0; i < kt->scale; i++)
                 p *= 10;
             __int128 d = kv->d;
-            (void)m;
             __int128 qf = floor_div128(d, p), qc = -floor_div128(-d, p);
-            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, d % p == 0, exact, out);
+            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, d % p == 0, out);
         }
         if (kt->t == EX_T_INT || kt->t == EX_T_DATE || kt->t == EX_T_TS || kt->t == EX_T_TIME) {
             __int128 t = kv->i;
             __int128 qf = floor_div128(t, m), qc = -floor_div128(-t, m);
-            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, t % m == 0, exact, out);
+            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, t % m == 0, out);
         }
         break;
     case EX_T_DEC: {
@@ -398,13 +396,13 @@ static hs_status leaf_cmp(conv *c, const ex_node *cmp, const ex_node *col_side, 
                 ovf = __builtin_mul_overflow(x, (__int128)10, &x);
             if (ovf)
                 x = d < 0 ? -((__int128)1 << 126) : ((__int128)1 << 126);
-            return scaled_leaf(c, col, TBL_V_I128, sc, op, x, x, true, exact, out);
+            return scaled_leaf(c, col, TBL_V_I128, sc, op, x, x, true, out);
         }
         __int128 p = 1;
         for (int i = sc; i < s; i++)
             p *= 10;
         __int128 qf = floor_div128(d, p), qc = -floor_div128(-d, p);
-        return scaled_leaf(c, col, TBL_V_I128, sc, op, qf, qc, d % p == 0, exact, out);
+        return scaled_leaf(c, col, TBL_V_I128, sc, op, qf, qc, d % p == 0, out);
     }
     case EX_T_FLOAT: {
         if (kind != TBL_V_F64)
@@ -720,9 +718,9 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
         if (neg)
             op = negate_op(op);
         if (r->kind == EX_CONST && l->kind != EX_CONST)
-            return leaf_cmp(c, n, l, r, op, exact, out);
+            return leaf_cmp(c, l, r, op, exact, out);
         if (l->kind == EX_CONST && r->kind != EX_CONST)
-            return leaf_cmp(c, n, r, l, flip_op(op), exact, out);
+            return leaf_cmp(c, r, l, flip_op(op), exact, out);
         break;
     }
     case EX_IN:
@@ -735,13 +733,13 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
         bool nb = n->neg != neg;
         tbl_ekind k = nb ? TBL_E_OR : TBL_E_AND;
         tbl_expr *a, *z, *r;
-        HS_TRY(leaf_cmp(c, n, x, lo, nb ? TBL_LT : TBL_GE, exact, &a));
-        HS_TRY(leaf_cmp(c, n, x, hi, nb ? TBL_GT : TBL_LE, exact, &z));
+        HS_TRY(leaf_cmp(c, x, lo, nb ? TBL_LT : TBL_GE, exact, &a));
+        HS_TRY(leaf_cmp(c, x, hi, nb ? TBL_GT : TBL_LE, exact, &z));
         HS_TRY(join(c, k, a, z, &r));
         if (n->aux) { /* SYMMETRIC: also x >= hi AND x <= lo (NOT: AND x < hi OR x > lo) */
             tbl_expr *a2, *z2, *r2;
-            HS_TRY(leaf_cmp(c, n, x, hi, nb ? TBL_LT : TBL_GE, exact, &a2));
-            HS_TRY(leaf_cmp(c, n, x, lo, nb ? TBL_GT : TBL_LE, exact, &z2));
+            HS_TRY(leaf_cmp(c, x, hi, nb ? TBL_LT : TBL_GE, exact, &a2));
+            HS_TRY(leaf_cmp(c, x, lo, nb ? TBL_GT : TBL_LE, exact, &z2));
             HS_TRY(join(c, k, a2, z2, &r2));
             HS_TRY(join(c, nb ? TBL_E_AND : TBL_E_OR, r, r2, &r));
         }

@@ -207,6 +207,8 @@ hs_status ex_like_compile(const uint8_t *p, size_t n, int esc, bool ci, hs_arena
                           ex_like *out, hs_error *err)
 {
     const uint8_t *src = p;
+    if (ci && esc >= 'A' && esc <= 'Z')
+        esc += 'a' - 'A'; /* the pattern is lowercased below, its escape with it */
     if (ci) {
         uint8_t *low = hs_arena_alloc(arena, n ? n : 1);
         if (!low)

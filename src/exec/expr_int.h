@@ -17,10 +17,11 @@
  *   COL           -                             field, field_id, slot (cache index)
  *   NOT           1 BOOL
  *   AND, OR       n >= 2 BOOL                   Kleene logic, short-circuit per row
- *   CMP           2 of one compare type         op = tbl_op; cmode says how to compare
+ *   CMP           2 of one compare type (or     op = tbl_op; cmode says how to compare
+ *                 int and double, exactly)
  *   DISTINCT      2 of one compare type         IS [NOT] DISTINCT FROM (neg = NOT)
- *   IN            lhs, items...                 neg = NOT IN; items cast to lhs's type;
- *                                               set: sorted constant items (optional)
+ *   IN            lhs, items... (one compare     neg = NOT IN; set: the constant items
+ *                 type)                         sorted, for binary search (optional)
  *   IS_NULL       1 any                         neg = IS NOT NULL
  *   BOOLTEST      1 BOOL                        op = ex_booltest
  *   LIKE          value, pattern                neg, ci (ILIKE), esc; pat = compiled
@@ -37,7 +38,7 @@
  *   FUNC          per function                  op = ex_fn
  *
  * Types.  All integers are held as int64 at run time (bits keeps the width of
- * a column or cast for range checks and for the type ex_ty reports), floats
+ * a column or cast for range checks and for the hs_field ex_type() reports), floats
  * as double, decimals as __int128 unscaled values with a scale, dates as days,
  * times and timestamps as int64 in their unit.  EX_T_UNKNOWN is PostgreSQL's
  * "unknown": a quoted literal whose type comes from where it is used
@@ -193,7 +194,6 @@ hs_status ex_err_at(hs_error *err, hs_status code, const char *text, int loc, co
 /* ---- types (expr_eval.c) ---- */
 
 const char *ex_type_name(const ex_ty *t, char *buf, size_t n);
-bool ex_type_eq(const ex_ty *a, const ex_ty *b);
 /* The hs_field a column of type t has (ex_eval, ex_ty). */
 HS_MUST_USE hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out);
 /* The expression type of a column of field f (EX_T_OTHER for nested). */
@@ -207,9 +207,6 @@ HS_MUST_USE hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *aren
                               hs_error *err);
 /* Appends the SQL text of a non-null constant (for ex_format and leaves). */
 HS_MUST_USE hs_status ex_value_text(const ex_ty *t, const ex_value *v, hs_buf *out);
-/* Compares two non-null values of one compare mode (types ta, tb). */
-int ex_cmp_values(ex_cmode m, const ex_ty *ta, const ex_value *a, const ex_ty *tb,
-                  const ex_value *b);
 /* Unicode-ish helpers (expr_func.c). */
 size_t ex_utf8_len(const uint8_t *p, size_t n);              /* code points */
 size_t ex_case_map(const uint8_t *s, size_t n, uint8_t *out, bool upper); /* out >= n bytes */

@@ -81,6 +81,7 @@
  */
 #include "parquet/reader.h"
 
+#include "base/avro.h"
 #include "base/compress.h"
 #include "base/mem.h"
 #include "parquet/encoding.h"
@@ -88,6 +89,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -106,6 +108,14 @@ bool pq_read_no_fast_paths;
 /* footer cache                                                           */
 /* ===================================================================== */
 
+/* A decoded dictionary (load_dict: already in the output representation)
+ * of one column chunk, shared by every scan of the file through its footer. */
+typedef struct pq_dict {
+    uint32_t n;
+    hs_buf vals, offs, bytes;        /* as pq_cursor's dict_* buffers */
+    size_t mem;
+} pq_dict;
+
 typedef struct pq_footer pq_footer;
 struct pq_footer {
     int refs;
@@ -114,6 +124,8 @@ struct pq_footer {
     hs_arena arena;          /* meta */
     pq_file_meta meta;
     pq_schema_info schema;
+    pq_dict **dicts;         /* [row group * n_leaves + leaf] or NULL; under g_dict_mu */
+    size_t dict_mem;         /* bytes of them, counted in g_dict_bytes */
     pq_footer *next;
 };
 
@@ -121,14 +133,114 @@ static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static pq_footer *g_cache;
 static int g_cache_n;
 
+/* Dictionary cache budget: HS_DICT_CACHE_MB (default 128; 0 = no cache). */
+static pthread_mutex_t g_dict_mu = PTHREAD_MUTEX_INITIALIZER;
+static size_t g_dict_bytes;
+static size_t g_dict_limit;
+static pthread_once_t g_dict_once = PTHREAD_ONCE_INIT;
+
+static void dict_limit_init(void)
+{
+    const char *e = getenv("HS_DICT_CACHE_MB");
+    long mb = e && *e ? atol(e) : 128;
+    g_dict_limit = mb > 0 ? (size_t)mb << 20 : 0;
+}
+
+static void dict_free(pq_dict *d)
+{
+    if (!d)
+        return;
+    hs_buf_free(&d->vals);
+    hs_buf_free(&d->offs);
+    hs_buf_free(&d->bytes);
+    hs_free(d);
+}
+
 static void footer_destroy(pq_footer *f)
 {
     if (!f)
         return;
+    if (f->dicts) {
+        size_t n = (size_t)f->meta.n_row_groups * (size_t)f->schema.n_leaves;
+        for (size_t i = 0; i < n; i++)
+            dict_free(f->dicts[i]);
+        hs_free(f->dicts);
+        pthread_mutex_lock(&g_dict_mu);
+        g_dict_bytes -= f->dict_mem;
+        pthread_mutex_unlock(&g_dict_mu);
+    }
     pq_schema_free(&f->schema);
     hs_arena_destroy(&f->arena);
     hs_free(f->name);
     hs_free(f);
+}
+
+/* ===================================================================== */
+/* buffer pool                                                            */
+/* ===================================================================== */
+
+/* Cursors' byte buffers (column chunk / page bytes, decompressed pages)
+ * outlive their scan in a small process-wide pool.  A table scan opens one
+ * pq_scan per data file (and phase), and fresh multi-MiB buffers there cost
+ * more in page faults and heap trimming than the reads themselves.  Bounded
+ * by count, per-buffer and total bytes; pq_footer_cache_clear empties it. */
+#define PQ_POOL_N 32
+#define PQ_POOL_BUF_MAX ((size_t)16 << 20)
+#define PQ_POOL_BYTES ((size_t)64 << 20)
+
+static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static hs_buf g_pool[PQ_POOL_N];
+static int g_pool_n;
+static size_t g_pool_bytes;
+
+/* An empty b gets a pooled buffer: the smallest holding `want` bytes, else
+ * the largest (hs_buf_reserve grows it). */
+static void bufpool_take(hs_buf *b, size_t want)
+{
+    if (b->data)
+        return;
+    pthread_mutex_lock(&g_pool_mu);
+    int best = -1;
+    for (int i = 0; i < g_pool_n; i++) {
+        size_t c = g_pool[i].cap, bc = best >= 0 ? g_pool[best].cap : 0;
+        if (best < 0 || (c >= want && (bc < want || c < bc)) || (bc < want && c > bc))
+            best = i;
+    }
+    if (best >= 0) {
+        *b = g_pool[best];
+        g_pool[best] = g_pool[--g_pool_n];
+        g_pool_bytes -= b->cap;
+        b->len = 0;
+    }
+    pthread_mutex_unlock(&g_pool_mu);
+}
+
+/* Hands b's storage to the pool (or frees it); b is left empty. */
+static void bufpool_give(hs_buf *b)
+{
+    if (b->data && b->cap <= PQ_POOL_BUF_MAX) {
+        pthread_mutex_lock(&g_pool_mu);
+        if (g_pool_n < PQ_POOL_N && g_pool_bytes + b->cap <= PQ_POOL_BYTES) {
+            g_pool[g_pool_n++] = *b;
+            g_pool_bytes += b->cap;
+            memset(b, 0, sizeof *b);
+        }
+        pthread_mutex_unlock(&g_pool_mu);
+    }
+    hs_buf_free(b);
+}
+
+static void bufpool_clear(void)
+{
+    hs_buf dead[PQ_POOL_N];
+    pthread_mutex_lock(&g_pool_mu);
+    int n = g_pool_n;
+    memcpy(dead, g_pool, sizeof(hs_buf) * (size_t)n);
+    g_pool_n = 0;
+    g_pool_bytes = 0;
+    pthread_mutex_unlock(&g_pool_mu);
+    for (int i = 0; i < n; i++)
+        hs_buf_free(&dead[i]);
 }
 
 static void footer_release(pq_footer *f)
@@ -162,6 +274,11 @@ void pq_footer_cache_clear(void)
         footer_destroy(dead);
         dead = next;
     }
+    bufpool_clear();
+    /* the parsed Avro schemas of Iceberg manifests are the other process-wide
+     * cache of file metadata below the table layer; tests that balance
+     * hs_mem_live_count clear them all here */
+    hs_avro_schema_cache_clear();
 }
 
 static uint32_t rd_u32le(const uint8_t *p)
@@ -679,12 +796,19 @@ typedef struct pq_cursor {
     int64_t chunk_start;             /* file offset of the chunk's first page */
     int64_t values_total;            /* level entries seen, for the chunk's num_values */
     hs_arena hdr_arena;
-    /* dictionary, converted to the output representation */
+    /* dictionary, converted to the output representation: in the dict_*
+     * buffers, or borrowed from the footer's cache (pq_dict) */
     bool has_dict;
     uint32_t dict_n;
-    hs_buf dict_vals;                /* fixed outputs: dict_n * out_width */
-    hs_buf dict_offs;                /* bytes outputs: dict_n + 1 uint32 */
+    const uint8_t *dv;               /* fixed outputs: dict_n * out_width */
+    const uint32_t *doff;            /* bytes outputs: dict_n + 1 offsets into dbytes */
+    const uint8_t *dbytes;
+    hs_buf dict_vals;                /* the cursor's own decoding of them */
+    hs_buf dict_offs;
     hs_buf dict_bytes;
+    int64_t dict_lo, dict_hi;        /* page mode: the file range before the first
+                                      * data page, read when a page needs it */
+    hs_buf dict_raw, dict_page;      /* its bytes, decompressed dictionary page */
     /* current page */
     bool in_page;
     uint64_t page_off;               /* file offset of the page header, for messages */
@@ -713,16 +837,33 @@ typedef struct pq_cursor {
     hs_buf bools;                    /* booleans of one run, one byte each */
     int64_t last_slots;              /* leaf slots and value bytes of the previous */
     size_t last_bytes;               /* batch: the next one reserves as much up front */
+    /* gathering (flat leaves of selective scans, see cur_gather) */
+    bool gather;                     /* this cursor reads by cur_gather */
+    bool g_ready;                    /* the current page's gather state is set up */
+    int64_t g_nvals;                 /* values present in the page */
+    hs_buf g_vix;                    /* uint32 per level entry + 1: values before it */
+    hs_buf g_idx;                    /* uint32 dictionary indices / RLE booleans */
+    int64_t g_idx_n;                 /* decoded so far */
+    hs_buf g_off;                    /* PLAIN byte arrays: uint32 offset of value i */
+    int64_t g_off_n;                 /* indexed so far */
+    size_t g_off_pos;                /* page offset after the last indexed value */
+    hs_buf g_pieces;                 /* pq_row_range: the rows wanted in the page */
 } pq_cursor;
 
 static void cursor_free(pq_cursor *c)
 {
-    hs_buf_free(&c->chunk);
+    bufpool_give(&c->chunk);
     hs_arena_destroy(&c->hdr_arena);
     hs_buf_free(&c->dict_vals);
     hs_buf_free(&c->dict_offs);
     hs_buf_free(&c->dict_bytes);
-    hs_buf_free(&c->page_buf);
+    bufpool_give(&c->dict_raw);
+    bufpool_give(&c->dict_page);
+    bufpool_give(&c->page_buf);
+    hs_buf_free(&c->g_vix);
+    hs_buf_free(&c->g_idx);
+    hs_buf_free(&c->g_off);
+    hs_buf_free(&c->g_pieces);
     hs_buf_free(&c->def_buf);
     hs_buf_free(&c->rep_buf);
     hs_buf_free(&c->staged);
@@ -740,9 +881,9 @@ static hs_status cursor_ctx(pq_cursor *c, hs_status st, hs_error *err)
     return st;
 }
 
-/* Bytes of the current page body: decompresses src into page_buf unless uncompressed. */
-static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, size_t unc_len,
-                           bool compressed, const uint8_t **out, hs_error *err)
+/* Bytes of a page body: decompresses src into dst unless uncompressed. */
+static hs_status page_body_to(pq_cursor *c, hs_buf *dst, const uint8_t *src, size_t src_len,
+                              size_t unc_len, bool compressed, const uint8_t **out, hs_error *err)
 {
     if (!compressed || c->codec == HS_CODEC_NONE) {
         if (src_len != unc_len)
@@ -755,12 +896,70 @@ static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, siz
         *out = src;
         return HS_OK;
     }
-    hs_buf_reset(&c->page_buf);
-    if (hs_buf_reserve(&c->page_buf, unc_len + 8) != HS_OK)
+    hs_buf_reset(dst);
+    bufpool_take(dst, unc_len + 8);
+    if (hs_buf_reserve(dst, unc_len + 8) != HS_OK)
         return hs_err_nomem(err, unc_len);
-    HS_TRY(hs_decompress(c->codec, src, src_len, c->page_buf.data, unc_len, err));
-    *out = c->page_buf.data;
+    HS_TRY(hs_decompress(c->codec, src, src_len, dst->data, unc_len, err));
+    *out = dst->data;
     return HS_OK;
+}
+
+/* Bytes of the current page body (into page_buf when compressed). */
+static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, size_t unc_len,
+                           bool compressed, const uint8_t **out, hs_error *err)
+{
+    return page_body_to(c, &c->page_buf, src, src_len, unc_len, compressed, out, err);
+}
+
+/* The chunk's dictionary from the footer's cache, if there; true when found. */
+static bool dict_from_cache(pq_cursor *c)
+{
+    pq_footer *ft = c->r->ft;
+    size_t slot = (size_t)c->rg * (size_t)ft->schema.n_leaves + (size_t)c->leaf_index;
+    pthread_mutex_lock(&g_dict_mu);
+    const pq_dict *d = ft->dicts ? ft->dicts[slot] : NULL;
+    pthread_mutex_unlock(&g_dict_mu);
+    if (!d)
+        return false;
+    c->has_dict = true;
+    c->dict_n = d->n;
+    c->dv = d->vals.data;
+    c->doff = (const uint32_t *)d->offs.data;
+    c->dbytes = d->bytes.data;
+    return true;
+}
+
+/* Moves the dictionary the cursor just decoded into the footer's cache
+ * (within the budget; the cursor keeps pointing at the same bytes, now
+ * owned by the footer, which outlives the cursor's reader). */
+static void dict_publish(pq_cursor *c)
+{
+    pthread_once(&g_dict_once, dict_limit_init);
+    pq_footer *ft = c->r->ft;
+    size_t n_slots = (size_t)ft->meta.n_row_groups * (size_t)ft->schema.n_leaves;
+    size_t slot = (size_t)c->rg * (size_t)ft->schema.n_leaves + (size_t)c->leaf_index;
+    size_t mem = c->dict_vals.cap + c->dict_offs.cap + c->dict_bytes.cap + sizeof(pq_dict);
+    pthread_mutex_lock(&g_dict_mu);
+    if (slot < n_slots && g_dict_bytes + mem <= g_dict_limit) {
+        if (!ft->dicts)
+            ft->dicts = hs_calloc(n_slots, sizeof *ft->dicts);
+        pq_dict *d = ft->dicts && !ft->dicts[slot] ? hs_calloc(1, sizeof *d) : NULL;
+        if (d) {
+            d->n = c->dict_n;
+            d->vals = c->dict_vals;
+            d->offs = c->dict_offs;
+            d->bytes = c->dict_bytes;
+            d->mem = mem;
+            memset(&c->dict_vals, 0, sizeof c->dict_vals);
+            memset(&c->dict_offs, 0, sizeof c->dict_offs);
+            memset(&c->dict_bytes, 0, sizeof c->dict_bytes);
+            ft->dicts[slot] = d;
+            ft->dict_mem += mem;
+            g_dict_bytes += mem;
+        }
+    }
+    pthread_mutex_unlock(&g_dict_mu);
 }
 
 /* Dictionary page body (already decompressed) -> dict_* buffers. */
@@ -784,6 +983,9 @@ static hs_status load_dict(pq_cursor *c, const pq_page_header *h, const uint8_t 
     if (lf->conv == PQ_CV_NULL) {
         c->has_dict = true;
         c->dict_n = (uint32_t)n;
+        c->dv = NULL;
+        c->doff = NULL;
+        c->dbytes = NULL;
         return HS_OK;
     }
     if (e->type == PQ_BOOLEAN)
@@ -833,6 +1035,10 @@ static hs_status load_dict(pq_cursor *c, const pq_page_header *h, const uint8_t 
     }
     c->has_dict = true;
     c->dict_n = (uint32_t)n;
+    c->dv = c->dict_vals.data;
+    c->doff = (const uint32_t *)c->dict_offs.data;
+    c->dbytes = c->dict_bytes.data;
+    dict_publish(c);
     return HS_OK;
 }
 
@@ -1093,6 +1299,7 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
                              c->rep[0]);
     HS_TRY(setup_values(c, enc, vals, vlen, err));
     c->in_page = true;
+    c->g_ready = false;
     return HS_OK;
 }
 
@@ -1129,6 +1336,7 @@ static hs_status seq_window(pq_cursor *c, size_t off, size_t need, hs_error *err
         len = PQ_WINDOW;
     else if (len > PQ_WINDOW)
         len = need;
+    bufpool_take(&c->chunk, len);
     HS_TRY(hs_file_read_buf(c->r->f, c->chunk_off + off, len, &c->chunk, err));
     c->stats->bytes_read += (int64_t)len;
     c->win_off = off;
@@ -1178,6 +1386,8 @@ static hs_status seq_next_page(pq_cursor *c, int64_t *skip_rows, bool *eof, hs_e
         const uint8_t *body = c->chunk.data + (c->pos - c->win_off) + used;
         c->pos += used + blen;
         if (h.type == PQ_PAGE_DICTIONARY) {
+            if (!c->has_dict && dict_from_cache(c))
+                continue;  /* decoded by an earlier scan of this file */
             const uint8_t *p = NULL;
             HS_TRY(page_body(c, body, blen, (size_t)h.uncompressed_page_size, true, &p, err));
             HS_TRY(load_dict(c, &h, p, (size_t)h.uncompressed_page_size, err));
@@ -1200,12 +1410,36 @@ static hs_status seq_next_page(pq_cursor *c, int64_t *skip_rows, bool *eof, hs_e
     }
 }
 
+static hs_status read_dict_region(pq_cursor *c, int64_t start, int64_t end, hs_error *err);
+
+/* Page mode: the dictionary, when the page with header h is dictionary-
+ * encoded and it is not loaded yet (from the footer's cache, else read). */
+static hs_status need_dict(pq_cursor *c, const pq_page_header *h, hs_error *err)
+{
+    pq_encoding enc = PQ_ENC_PLAIN;
+    if (h->type == PQ_PAGE_DATA && h->has_data)
+        enc = h->data.encoding;
+    else if (h->type == PQ_PAGE_DATA_V2 && h->has_data_v2)
+        enc = h->data_v2.encoding;
+    if (c->has_dict || (enc != PQ_ENC_PLAIN_DICTIONARY && enc != PQ_ENC_RLE_DICTIONARY))
+        return HS_OK;
+    if (dict_from_cache(c))
+        return HS_OK;
+    int64_t lo = c->dict_lo, hi = c->dict_hi;
+    c->dict_lo = c->dict_hi;   /* read once, found or not */
+    uint64_t page_off = c->page_off;
+    HS_TRY(read_dict_region(c, lo, hi, err));
+    c->page_off = page_off;
+    return HS_OK;
+}
+
 /* Page mode: reads and decodes OffsetIndex page `pi`. */
 static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
 {
     const pq_page_location *pl = &c->oi->pages[pi];
     c->in_page = false;
     c->page_off = (uint64_t)pl->offset;
+    bufpool_take(&c->chunk, (size_t)pl->compressed_page_size);
     HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)pl->offset, (size_t)pl->compressed_page_size, &c->chunk,
                             err));
     c->stats->bytes_read += pl->compressed_page_size;
@@ -1219,6 +1453,7 @@ static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
     HS_TRY(check_header(c, &h, c->chunk.len - used, err));
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
         return HS_CORRUPT_AT(err, "offset index points at a page of type %d", (int)h.type);
+    HS_TRY(need_dict(c, &h, err));
     c->row = pl->first_row_index;
     c->page_row_end = pi + 1 < c->oi->n_pages ? c->oi->pages[pi + 1].first_row_index : c->rg_rows;
     c->next_page = pi + 1;
@@ -1301,7 +1536,7 @@ static hs_status vs_read_fixed(pq_cursor *c, uint8_t *dst, int64_t k, hs_error *
     case VS_DICT: {
         HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
         uint32_t *idx = (uint32_t *)c->tmp.data;
-        const uint8_t *dv = c->dict_vals.data;
+        const uint8_t *dv = c->dv;
         while (k > 0) {
             int64_t m = k < PQ_IDX_CHUNK ? k : PQ_IDX_CHUNK;
             HS_TRY(dict_indices(c, idx, m, err));
@@ -1488,8 +1723,8 @@ static hs_status leaf_emit_bytes(pq_cursor *c, hs_column *col, int64_t n, const 
     if (c->vs == VS_DICT) {
         HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
         uint32_t *idx = (uint32_t *)c->tmp.data;
-        const uint32_t *doff = (const uint32_t *)c->dict_offs.data;
-        const uint8_t *dbytes = c->dict_bytes.data;
+        const uint32_t *doff = c->doff;
+        const uint8_t *dbytes = c->dbytes;
         int64_t s = 0;
         while (s < n) {
             int64_t e = s, m = 0;
@@ -1947,29 +2182,464 @@ static hs_status cur_skip(pq_cursor *c, int64_t n, hs_error *err)
     return cur_rows(c, n, NULL, err);
 }
 
-/* Reads the pages in [chunk_start, first OffsetIndex page): the dictionary. */
+/* ---------- flat leaves of selective scans: gathering ---------- */
+
+/*
+ * A scan with a row selection reads flat leaves (one level entry per row)
+ * through cur_gather instead of the per-run skip/take of cur_rows: the rows
+ * of a batch are sorted row-group ranges, and inside each decoded page the
+ * value of row i is found directly -- PLAIN fixed-width values at i * width,
+ * dictionary indices and RLE booleans decoded (once per page, as far as the
+ * furthest wanted value), PLAIN byte arrays indexed the same way, pages with
+ * nulls through a prefix count of present values.  A scattered selection then
+ * costs per page and per selected row, never per skipped row, so callers need
+ * not widen it to blocks.  Page choice, dictionaries and checks are those of
+ * the sequential path: g_seek loads pages as cur_skip does.
+ */
+
+/* Random access to the current page's values: value index of every level
+ * entry (pages with def levels) and the bounds every later access relies on. */
+static hs_status g_setup(pq_cursor *c, hs_error *err)
+{
+    if (c->g_ready)
+        return HS_OK;
+    const pq_leaf *lf = c->leaf;
+    int64_t n = c->lvl_n, nv = n;
+    if (c->def) {
+        hs_buf_reset(&c->g_vix);
+        if (hs_buf_reserve(&c->g_vix, (size_t)(n + 1) * 4) != HS_OK)
+            return hs_err_nomem(err, (size_t)n * 4);
+        uint32_t *v = (uint32_t *)c->g_vix.data, acc = 0;
+        const uint16_t *def = c->def;
+        uint16_t md = (uint16_t)lf->max_def;
+        for (int64_t i = 0; i < n; i++) {
+            v[i] = acc;
+            acc += def[i] == md;
+        }
+        v[n] = acc;
+        nv = acc;
+    }
+    c->g_nvals = nv;
+    c->g_idx_n = 0;
+    c->g_off_n = 0;
+    c->g_off_pos = 0;
+    if (nv > 0) {
+        hs_buf *b = NULL;
+        switch (c->vs) {
+        case VS_PLAIN:
+            if (lf->phys_width > 0 && (uint64_t)nv * (uint64_t)lf->phys_width > c->vlen)
+                return HS_CORRUPT_AT(err, "page holds fewer values than its levels announce");
+            if (lf->phys_width == 0)
+                b = &c->g_off;
+            break;
+        case VS_PLAIN_BOOL:
+            if ((uint64_t)nv > (uint64_t)c->vlen * 8)
+                return HS_CORRUPT_AT(err, "page holds fewer booleans than its levels announce");
+            break;
+        case VS_STAGED:
+            if (nv > c->staged_n)
+                return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+            break;
+        case VS_DICT:
+        case VS_RLE_BOOL:
+            b = &c->g_idx;
+            break;
+        default:
+            break;  /* VS_NONE: reading a value fails */
+        }
+        if (b) {
+            hs_buf_reset(b);
+            if (hs_buf_reserve(b, (size_t)nv * 4 + 4) != HS_OK)
+                return hs_err_nomem(err, (size_t)nv * 4);
+        }
+    }
+    c->g_ready = true;
+    return HS_OK;
+}
+
+/* Makes values [0, e) of the page accessible (decodes dictionary indices /
+ * RLE booleans, indexes PLAIN byte arrays); e <= g_nvals. */
+static hs_status g_prepare(pq_cursor *c, int64_t e, hs_error *err)
+{
+    if (e > c->g_nvals)
+        return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+    if (c->vs == VS_DICT || c->vs == VS_RLE_BOOL) {
+        if (e <= c->g_idx_n)
+            return HS_OK;
+        int64_t m = e - c->g_idx_n, rest = c->g_nvals - c->g_idx_n;
+        if (m < PQ_IDX_CHUNK)
+            m = rest < PQ_IDX_CHUNK ? rest : PQ_IDX_CHUNK;  /* a little ahead */
+        uint32_t *idx = (uint32_t *)c->g_idx.data + c->g_idx_n;
+        if (c->vs == VS_DICT)
+            HS_TRY(dict_indices(c, idx, m, err));
+        else
+            HS_TRY(pq_rle_get_u32(&c->rle, idx, m, err));
+        c->g_idx_n += m;
+    } else if (c->vs == VS_PLAIN && c->leaf->phys_width == 0) {
+        uint32_t *off = (uint32_t *)c->g_off.data;
+        size_t pos = c->g_off_pos, vlen = c->vlen;
+        for (int64_t i = c->g_off_n; i < e; i++) {
+            if (vlen - pos < 4)
+                return HS_CORRUPT_AT(err, "byte array length runs past the page");
+            uint32_t l = rd_u32le(c->vp + pos);
+            if (l > vlen - pos - 4)
+                return HS_CORRUPT_AT(err, "byte array of %u bytes runs past the page", l);
+            off[i] = (uint32_t)pos;
+            pos += 4 + (size_t)l;
+        }
+        if (e > c->g_off_n) {
+            c->g_off_n = e;
+            c->g_off_pos = pos;
+        }
+    }
+    return HS_OK;
+}
+
+/* Value j (prepared) of a byte-array page. */
+static hs_status g_bytes(pq_cursor *c, int64_t j, const uint8_t **p, uint32_t *l, hs_error *err)
+{
+    switch (c->vs) {
+    case VS_DICT: {
+        uint32_t ix = ((const uint32_t *)c->g_idx.data)[j];
+        uint32_t o = c->doff[ix];
+        *p = c->dbytes + o;
+        *l = c->doff[ix + 1] - o;
+        return HS_OK;
+    }
+    case VS_PLAIN: {
+        uint32_t o = ((const uint32_t *)c->g_off.data)[j];
+        *l = rd_u32le(c->vp + o);
+        *p = c->vp + o + 4;
+        return HS_OK;
+    }
+    case VS_STAGED: {
+        const pq_bytes *v = (const pq_bytes *)c->staged.data + j;
+        *p = v->p;
+        *l = v->len;
+        return HS_OK;
+    }
+    default:
+        return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+    }
+}
+
+/* k consecutive values from j (prepared) -> output representation at dst. */
+static hs_status g_fixed(pq_cursor *c, int64_t j, int64_t k, uint8_t *dst, hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    int ow = lf->out_width, pw = lf->phys_width;
+    switch (c->vs) {
+    case VS_PLAIN:
+        if (pw > 0) {
+            if (!conv_fixed(lf->conv, pw, c->vp + (size_t)j * pw, k, dst))
+                return HS_CORRUPT_AT(err, "decimal value does not fit 128 bits");
+            return HS_OK;
+        }
+        for (int64_t i = 0; i < k; i++) {  /* BYTE_ARRAY decimal */
+            const uint8_t *p = NULL;
+            uint32_t l = 0;
+            HS_TRY(g_bytes(c, j + i, &p, &l, err));
+            if (!be_to_dec(p, l, dst + (size_t)ow * i))
+                return HS_CORRUPT_AT(err, "decimal value does not fit 128 bits");
+        }
+        return HS_OK;
+    case VS_DICT: {
+        const uint32_t *idx = (const uint32_t *)c->g_idx.data + j;
+        const uint8_t *dv = c->dv;
+        switch (ow) {
+        case 4:
+            for (int64_t i = 0; i < k; i++)
+                memcpy(dst + 4 * i, dv + 4 * (size_t)idx[i], 4);
+            break;
+        case 8:
+            for (int64_t i = 0; i < k; i++)
+                memcpy(dst + 8 * i, dv + 8 * (size_t)idx[i], 8);
+            break;
+        default:
+            for (int64_t i = 0; i < k; i++)
+                memcpy(dst + (size_t)ow * i, dv + (size_t)ow * idx[i], (size_t)ow);
+        }
+        return HS_OK;
+    }
+    case VS_STAGED:
+        if (lf->elem->type == PQ_BYTE_ARRAY || lf->elem->type == PQ_FIXED_LEN_BYTE_ARRAY) {
+            const pq_bytes *v = (const pq_bytes *)c->staged.data + j;
+            for (int64_t i = 0; i < k; i++)
+                if (!conv_view(lf->conv, ow, v[i].p, v[i].len, dst + (size_t)ow * i))
+                    return HS_CORRUPT_AT(err, "value of %u bytes does not fit the column type",
+                                         v[i].len);
+        } else if (!conv_fixed(lf->conv, pw, c->staged.data + (size_t)pw * j, k, dst)) {
+            return HS_CORRUPT_AT(err, "value does not fit the column type");
+        }
+        return HS_OK;
+    case VS_NONE:
+        return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+    default:
+        return HS_CORRUPT_AT(err, "no values for a fixed-width column");
+    }
+}
+
+/* Boolean value j (prepared). */
+static hs_status g_bool(pq_cursor *c, int64_t j, bool *v, hs_error *err)
+{
+    switch (c->vs) {
+    case VS_PLAIN_BOOL:
+        *v = (c->vp[j >> 3] >> (j & 7)) & 1;
+        return HS_OK;
+    case VS_RLE_BOOL:
+        *v = ((const uint32_t *)c->g_idx.data)[j] != 0;
+        return HS_OK;
+    case VS_STAGED:
+        *v = c->staged.data[j] != 0;
+        return HS_OK;
+    case VS_NONE:
+        return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+    default:
+        return HS_CORRUPT_AT(err, "no values for a boolean column");
+    }
+}
+
+/* Appends the level entries of pieces pc[0..m) (sorted [a, b) ranges of the
+ * current page: rows of a flat leaf) to col, n entries in all. */
+static hs_status g_emit(pq_cursor *c, hs_column *col, const pq_row_range *pc, size_t m, int64_t n,
+                        hs_error *err)
+{
+    const pq_leaf *lf = c->leaf;
+    const pq_anode *an = lf->path[0];
+    int64_t base = col->length;
+    if (n <= 0 || m == 0)
+        return HS_OK;
+    if (lf->conv == PQ_CV_NULL) {
+        col->length += n;
+        col->null_count += n;
+        return HS_OK;
+    }
+    const uint16_t *def = c->def;
+    const uint32_t *vix = def ? (const uint32_t *)c->g_vix.data : NULL;
+    uint16_t md = (uint16_t)lf->max_def;
+    int64_t k = n, last = pc[m - 1].end;   /* values among the rows; past the last one */
+    if (def) {
+        k = 0;
+        for (size_t i = 0; i < m; i++)
+            k += vix[pc[i].end] - vix[pc[i].start];
+        last = vix[last];
+    }
+    if (k > 0)
+        HS_TRY(g_prepare(c, last, err));
+    bool vis = an->nullable && (k < n || col->validity.data);
+    if (col_prep(col, vis, n) != HS_OK)
+        return hs_err_nomem(err, (size_t)n);
+    if (vis) {
+        int64_t o = base;
+        for (size_t i = 0; i < m; i++) {
+            int64_t a = pc[i].start, len = pc[i].end - a;
+            if (k == n) {
+                write_bits(col->validity.data, o, NULL, len);
+            } else {
+                for (int64_t s = 0; s < len; s++)
+                    put_bit(col->validity.data, o + s, def[a + s] == md);
+            }
+            o += len;
+        }
+        col->null_count += n - k;
+        col->validity.len = (size_t)((base + n + 7) / 8);
+    }
+    if (lf->conv == PQ_CV_BYTES) {
+        int32_t *offs = (int32_t *)col->offsets.data;
+        size_t cur = (size_t)offs[base];
+        int64_t o = base;
+        for (size_t i = 0; i < m; i++) {
+            for (int64_t r = pc[i].start; r < pc[i].end; r++, o++) {
+                if (!def || def[r] == md) {
+                    const uint8_t *p = NULL;
+                    uint32_t l = 0;
+                    HS_TRY(g_bytes(c, def ? vix[r] : r, &p, &l, err));
+                    if (cur + l > (size_t)INT32_MAX)
+                        return hs_err_set(err, HS_UNSUPPORTED,
+                                          "more than 2 GiB of strings in one batch");
+                    if (cur + l > col->values.cap) {
+                        col->values.len = cur;
+                        if (cb_reserve(&col->values, cur + l) != HS_OK)
+                            return hs_err_nomem(err, cur + l);
+                    }
+                    if (l)
+                        memcpy(col->values.data + cur, p, l);
+                    cur += l;
+                }
+                offs[o + 1] = (int32_t)cur;
+            }
+        }
+        col->values.len = cur;
+        col->offsets.len = (size_t)(base + n + 1) * 4;
+        col->length += n;
+        return HS_OK;
+    }
+    if (lf->conv == PQ_CV_BOOL) {
+        if (cb_reserve(&col->values, (size_t)((base + n + 7) / 8)) != HS_OK)
+            return hs_err_nomem(err, (size_t)n);
+        uint8_t *vb = col->values.data;
+        int64_t o = base;
+        for (size_t i = 0; i < m; i++) {
+            for (int64_t r = pc[i].start; r < pc[i].end; r++, o++) {
+                bool v = false;
+                if (!def || def[r] == md)
+                    HS_TRY(g_bool(c, def ? vix[r] : r, &v, err));
+                put_bit(vb, o, v);
+            }
+        }
+        col->values.len = (size_t)((base + n + 7) / 8);
+        col->length += n;
+        return HS_OK;
+    }
+    int w = lf->out_width;
+    if (cb_reserve(&col->values, (size_t)(base + n) * w) != HS_OK)
+        return hs_err_nomem(err, (size_t)n * w);
+    uint8_t *dst = col->values.data + (size_t)base * w;
+    if (k == n && !def && c->vs == VS_PLAIN && lf->conv == PQ_CV_COPY && w == lf->phys_width &&
+        (w == 4 || w == 8)) {
+        /* the common case: plain 4/8-byte values, no nulls */
+        const uint8_t *src = c->vp;
+        for (size_t i = 0; i < m; i++) {
+            int64_t a = pc[i].start, len = pc[i].end - a;
+            if (len == 1)
+                memcpy(dst, src + (size_t)a * w, (size_t)w);
+            else
+                memcpy(dst, src + (size_t)a * w, (size_t)len * w);
+            dst += (size_t)len * w;
+        }
+    } else if (k == n) {
+        for (size_t i = 0; i < m; i++) {
+            int64_t a = pc[i].start, len = pc[i].end - a;
+            HS_TRY(g_fixed(c, def ? vix[a] : a, len, dst, err));
+            dst += (size_t)len * w;
+        }
+    } else {
+        for (size_t i = 0; i < m; i++) {
+            for (int64_t r = pc[i].start; r < pc[i].end; r++, dst += w) {
+                if (def[r] == md)
+                    HS_TRY(g_fixed(c, vix[r], 1, dst, err));
+                else
+                    memset(dst, 0, (size_t)w);
+            }
+        }
+    }
+    col->values.len = (size_t)(base + n) * w;
+    col->length += n;
+    return HS_OK;
+}
+
+/* Moves a flat leaf's cursor to row r of the row group (r >= its current
+ * row), loading the page holding it; rows passed over are never decoded. */
+static hs_status g_seek(pq_cursor *c, int64_t r, hs_error *err)
+{
+    if (r < c->row)
+        return hs_err_set(err, HS_INTERNAL, "rows of a selection out of order");
+    if (c->in_page) {
+        int64_t first = c->row - c->lvl_pos;
+        if (r < first + c->lvl_n) {
+            c->lvl_pos = r - first;
+            c->row = r;
+            return HS_OK;
+        }
+        c->row = first + c->lvl_n;   /* the rest of the page is passed over */
+        c->lvl_pos = c->lvl_n;
+    }
+    if (c->page_mode) {
+        int p = -1;
+        for (int i = c->next_page; i < c->oi->n_pages && c->oi->pages[i].first_row_index <= r; i++)
+            p = i;
+        if (p < 0)
+            return HS_CORRUPT_AT(err, "offset index has no page holding row %lld", (long long)r);
+        c->stats->pages_skipped += p - c->next_page;
+        HS_TRY(load_oi_page(c, p, err));
+        if (r >= c->row + c->lvl_n)
+            return HS_CORRUPT_AT(err, "page at row %lld holds %lld rows, fewer than the offset "
+                                 "index says", (long long)c->row, (long long)c->lvl_n);
+    } else {
+        int64_t skip = r - c->row;
+        for (;;) {
+            bool eof = false;
+            HS_TRY(seq_next_page(c, &skip, &eof, err));
+            if (eof)
+                return HS_CORRUPT_AT(err, "column chunk ends after %lld of %lld rows",
+                                     (long long)c->row, (long long)c->rg_rows);
+            if (skip < c->lvl_n)
+                break;
+            skip -= c->lvl_n;   /* a page whose rows its header did not tell */
+            c->row += c->lvl_n;
+            c->lvl_pos = c->lvl_n;
+        }
+    }
+    c->lvl_pos = r - c->row;
+    c->row = r;
+    return HS_OK;
+}
+
+/* Reads the rows of rr[0..n_rr) (sorted, disjoint, row-group relative, at
+ * or after the cursor's row) of a flat leaf into col: page by page, the
+ * pieces of the ranges inside the page emitted together. */
+static hs_status cur_gather(pq_cursor *c, const pq_row_range *rr, size_t n_rr, hs_column *col,
+                            hs_error *err)
+{
+    size_t i = 0;
+    int64_t r = n_rr ? rr[0].start : 0;
+    while (i < n_rr) {
+        if (r >= rr[i].end) {
+            if (++i < n_rr)
+                r = rr[i].start;
+            continue;
+        }
+        HS_TRY(g_seek(c, r, err));
+        HS_TRY(g_setup(c, err));
+        int64_t first = c->row - c->lvl_pos, pend = first + c->lvl_n, n = 0;
+        hs_buf *pcs = &c->g_pieces;
+        hs_buf_reset(pcs);
+        while (i < n_rr && r < pend) {
+            int64_t e = rr[i].end < pend ? rr[i].end : pend;
+            pq_row_range pc = { r - first, e - first };
+            if (hs_buf_append(pcs, &pc, sizeof pc) != HS_OK)
+                return hs_err_nomem(err, sizeof pc);
+            n += e - r;
+            r = e;
+            if (r >= rr[i].end && ++i < n_rr)
+                r = rr[i].start;
+        }
+        size_t m = HS_VEC_LEN(pcs, pq_row_range);
+        HS_TRY(g_emit(c, col, (const pq_row_range *)pcs->data, m, n, err));
+        int64_t done = ((const pq_row_range *)pcs->data)[m - 1].end;
+        c->lvl_pos = done;
+        c->row = first + done;
+    }
+    return HS_OK;
+}
+
+/* Reads the pages in [chunk_start, first OffsetIndex page): the dictionary
+ * (page mode, on the first dictionary-encoded page; own buffers, so the
+ * current page's bytes stay intact). */
 static hs_status read_dict_region(pq_cursor *c, int64_t start, int64_t end, hs_error *err)
 {
     if (end <= start)
         return HS_OK;
-    HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)start, (size_t)(end - start), &c->chunk, err));
+    hs_buf *raw = &c->dict_raw;
+    bufpool_take(raw, (size_t)(end - start));
+    HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)start, (size_t)(end - start), raw, err));
     c->stats->bytes_read += end - start;
-    c->chunk_off = (uint64_t)start;
     size_t pos = 0;
-    while (pos < c->chunk.len) {
-        c->page_off = c->chunk_off + pos;
+    while (pos < raw->len) {
+        c->page_off = (uint64_t)start + pos;
         pq_page_header h;
         size_t used = 0;
         hs_arena_reset(&c->hdr_arena);
-        HS_TRY(pq_decode_page_header(c->chunk.data + pos, c->chunk.len - pos, &c->hdr_arena, &h, &used,
+        HS_TRY(pq_decode_page_header(raw->data + pos, raw->len - pos, &c->hdr_arena, &h, &used,
                                      err));
-        if (used == 0 || used > c->chunk.len - pos)
+        if (used == 0 || used > raw->len - pos)
             return HS_CORRUPT_AT(err, "page header overruns the column chunk");
-        HS_TRY(check_header(c, &h, c->chunk.len - pos - used, err));
+        HS_TRY(check_header(c, &h, raw->len - pos - used, err));
         if (h.type == PQ_PAGE_DICTIONARY) {
             const uint8_t *p = NULL;
-            HS_TRY(page_body(c, c->chunk.data + pos + used, (size_t)h.compressed_page_size,
-                             (size_t)h.uncompressed_page_size, true, &p, err));
+            HS_TRY(page_body_to(c, &c->dict_page, raw->data + pos + used,
+                                (size_t)h.compressed_page_size, (size_t)h.uncompressed_page_size,
+                                true, &p, err));
             HS_TRY(load_dict(c, &h, p, (size_t)h.uncompressed_page_size, err));
         }
         pos += used + (size_t)h.compressed_page_size;
@@ -1988,6 +2658,11 @@ static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error 
     c->in_page = false;
     c->has_dict = false;
     c->dict_n = 0;
+    c->dv = NULL;
+    c->doff = NULL;
+    c->dbytes = NULL;
+    c->dict_lo = c->dict_hi = 0;
+    c->g_ready = false;
     c->row = 0;
     c->values_total = 0;
     c->next_page = 0;
@@ -2037,7 +2712,9 @@ static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error 
         if (oi && oi->pages[0].offset >= start) {
             c->oi = oi;
             c->page_mode = true;
-            return read_dict_region(c, start, oi->pages[0].offset, err);
+            c->dict_lo = start;   /* read by need_dict, if a page needs it */
+            c->dict_hi = oi->pages[0].offset;
+            return HS_OK;
         }
     }
     c->chunk_off = (uint64_t)start;
@@ -2084,6 +2761,7 @@ struct pq_scan {
     size_t sel_i;
     int64_t next_row;          /* rows of the row group the cursors consumed */
     hs_buf runs;
+    hs_buf granges;            /* the batch's runs as row-group ranges (cur_gather) */
     pq_scan_stats stats;
 };
 
@@ -2106,6 +2784,7 @@ void pq_scan_close(pq_scan *s)
     hs_field_clear(&s->schema);
     hs_buf_free(&s->sel);
     hs_buf_free(&s->runs);
+    hs_buf_free(&s->granges);
     hs_free(s);
 }
 
@@ -2213,6 +2892,8 @@ hs_status pq_scan_open(pq_reader *r, const pq_scan_options *opt, pq_scan **out, 
             c->leaf_index = l;
             c->leaf = &si->leaves[l];
             c->own_from = c->leaf->depth - 1;
+            c->gather = (opt->rows || opt->ranges) && c->leaf->depth == 1 && c->leaf->max_rep == 0 &&
+                        !pq_read_no_fast_paths;
             for (int j = 0; j < c->leaf->depth; j++)
                 if (c->leaf->path[j]->first_leaf == l) {
                     c->own_from = j;
@@ -2518,6 +3199,7 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
     }
     /* the runs of this batch */
     hs_buf_reset(&s->runs);
+    hs_buf_reset(&s->granges);
     const pq_row_range *sel = (const pq_row_range *)s->sel.data;
     size_t n_sel = HS_VEC_LEN(&s->sel, pq_row_range);
     int64_t total = 0, row = s->next_row;
@@ -2528,7 +3210,9 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
         if (take > s->batch_size - total)
             take = s->batch_size - total;
         pq_run run = { start - row, take };
-        if (hs_buf_append(&s->runs, &run, sizeof run) != HS_OK)
+        pq_row_range gr = { start, start + take };
+        if (hs_buf_append(&s->runs, &run, sizeof run) != HS_OK ||
+            hs_buf_append(&s->granges, &gr, sizeof gr) != HS_OK)
             return hs_err_nomem(err, 64);
         total += take;
         row = start + take;
@@ -2556,7 +3240,9 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
         }
         if (lc)  /* preallocated by hs_batch_create, still untouched */
             huge_advise(lc->values.data, lc->values.cap);
-        for (size_t k = 0; k < n_runs && st == HS_OK; k++) {
+        if (lc && c->gather)
+            st = cur_gather(c, (const pq_row_range *)s->granges.data, n_runs, lc, err);
+        for (size_t k = 0; k < n_runs && st == HS_OK && !c->gather; k++) {
             st = cur_skip(c, runs[k].skip, err);
             if (st == HS_OK)
                 st = cur_rows(c, runs[k].take, cols, err);

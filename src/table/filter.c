@@ -774,8 +774,12 @@ static bool parse_date_at(const char *s, size_t n, size_t *i, int64_t *days)
         neg = s[(*i)++] == '-';
     if (!digits(s, n, i, 4, &y))
         return false;
-    while (*i < n && isdigit((unsigned char)s[*i]))
+    int extra = 0;
+    while (*i < n && isdigit((unsigned char)s[*i])) {
+        if (++extra > 3)       /* years beyond 9,999,999 fit no column type */
+            return false;
         y = y * 10 + (s[(*i)++] - '0');
+    }
     if (*i >= n || s[(*i)++] != '-' || !digits(s, n, i, 2, &m) || *i >= n || s[(*i)++] != '-' ||
         !digits(s, n, i, 2, &d))
         return false;
@@ -873,12 +877,14 @@ bool tbl_parse_timestamp(const char *s, size_t n, hs_time_unit unit, int64_t *ou
     /* whole seconds and the fraction separately, to stay inside int64 for ns */
     int64_t secs = days * 86400 + ns / 1000000000LL - off_min * 60;
     int64_t frac = ns % 1000000000LL;
-    switch (unit) {
-    case HS_UNIT_SECOND: *out = secs; break;
-    case HS_UNIT_MILLI: *out = secs * 1000 + frac / 1000000; break;
-    case HS_UNIT_MICRO: *out = secs * 1000000 + frac / 1000; break;
-    case HS_UNIT_NANO: *out = secs * 1000000000LL + frac; break;
-    }
+    int64_t scale = unit == HS_UNIT_SECOND ? 1 : unit == HS_UNIT_MILLI ? 1000
+                  : unit == HS_UNIT_MICRO ? 1000000 : 1000000000LL;
+    int64_t part = unit == HS_UNIT_SECOND ? 0 : unit == HS_UNIT_MILLI ? frac / 1000000
+                 : unit == HS_UNIT_MICRO ? frac / 1000 : frac;
+    int64_t v;
+    if (__builtin_mul_overflow(secs, scale, &v) || __builtin_add_overflow(v, part, &v))
+        return false;   /* out of the unit's range */
+    *out = v;
     return true;
 }
 
@@ -1298,10 +1304,22 @@ static bool leaf_might_match(const tbl_expr *e, tbl_stats_fn fn, void *ctx)
     }
     if (all_null)
         return false;
-    /* NaN literals and NaN-bearing float columns: keep (bounds exclude NaN). */
-    for (int k = 0; k < e->n_lits; k++)
-        if (e->vals[k].kind == TBL_V_F64 && isnan(e->vals[k].f))
-            return true;
+    /* NaN sorts above every number and equals NaN (PostgreSQL, DuckDB), and
+     * bounds never include NaN: a NaN literal is decided by nan_count (-1 =
+     * unknown = may hold NaN). */
+    bool may_nan = s.nan_count != 0;
+    if (e->kind == TBL_E_CMP && e->n_lits > 0 && e->vals[0].kind == TBL_V_F64 &&
+        isnan(e->vals[0].f)) {
+        switch (e->op) {
+        case TBL_EQ: case TBL_GE: return may_nan;
+        case TBL_GT: return false;
+        default: return true;   /* NE, LT, LE: any non-null value */
+        }
+    }
+    if (e->kind == TBL_E_IN)
+        for (int k = 0; k < e->n_lits; k++)
+            if (e->vals[k].kind == TBL_V_F64 && isnan(e->vals[k].f) && may_nan)
+                return true;
     const tbl_val *lo = s.has_lower ? &s.lower : NULL, *hi = s.has_upper ? &s.upper : NULL;
     if (lo && lo->kind == TBL_V_F64 && isnan(lo->f))
         lo = NULL;
@@ -1310,6 +1328,8 @@ static bool leaf_might_match(const tbl_expr *e, tbl_stats_fn fn, void *ctx)
     if (e->kind == TBL_E_IN) {
         for (int k = 0; k < e->n_lits; k++) {
             const tbl_val *v = &e->vals[k];
+            if (v->kind == TBL_V_F64 && isnan(v->f))
+                continue;
             if ((!lo || tbl_val_cmp(v, lo) >= 0) && (!hi || tbl_val_cmp(v, hi) <= 0))
                 return true;
         }

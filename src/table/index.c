@@ -51,7 +51,9 @@
  * recognised and refused with HS_UNSUPPORTED until a family handles them.
  */
 #include "table/table_int.h"
+#include "table/vindex.h"
 
+#include "base/avro.h"
 #include "base/hash.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
@@ -131,7 +133,7 @@ static const tbl_ixkind scalar_kind = {
 };
 
 /* Every family; vector kinds join here. */
-static const tbl_ixkind *const kind_families[] = {&scalar_kind};
+static const tbl_ixkind *const kind_families[] = {&scalar_kind, &tbl_vector_ixkind};
 
 const tbl_ixkind *tbl_ixkind_find(const char *kind)
 {
@@ -874,6 +876,17 @@ hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_opt
                           column);
     char *kind = NULL, *params = NULL;
     HS_TRY(resolve_kind(opt, &kind, &params, err));
+    if (strcasecmp(kind, "auto") == 0 && tbl_is_float_vector_type(f)) {
+        /* "auto" on a vector column means the default vector index */
+        char *h = hs_strdup("hnsw");
+        if (!h) {
+            hs_free(kind);
+            hs_free(params);
+            return hs_err_nomem(err, 8);
+        }
+        hs_free(kind);
+        kind = h;
+    }
     hs_status st = HS_OK;
     const tbl_ixkind *fam = tbl_ixkind_find(kind);
     if (!fam && is_vector_kind(kind))
@@ -1250,6 +1263,8 @@ void tbl_index_cache_clear(void)
         g_cache_cap = 0;
     }
     pthread_mutex_unlock(&g_cache_mu);
+    hs_avro_schema_cache_clear();   /* the manifests' parsed schemas, too */
+    tbl_vindex_cache_clear();       /* and opened vector indexes */
 }
 
 static void cache_release(cache_ent *c)

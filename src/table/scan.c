@@ -564,14 +564,23 @@ typedef hs_status (*frd_fn)(void *ctx, hs_column **cols, int64_t n, const uint32
                             hs_error *err);
 
 /* A selection of many scattered rows is read in whole blocks of FRD_BLOCK
- * rows and cut down afterwards: the reader pays per run of selected rows,
- * and decoding a block costs little more than skipping through it. */
+ * rows and cut down afterwards when some column read is nested: the reader
+ * pays per run of selected rows there, and decoding a block costs little
+ * more than skipping through it.  Flat columns are gathered row by row
+ * inside each page (parquet/reader.c, cur_gather): no blocks. */
 #define FRD_BLOCK 256
 
-static bool frd_coarsen_pays(const roaring_bitmap_t *rows, int64_t n_rows)
+static bool frd_coarsen_pays(const frd *fr, const int *cols, int n_cols,
+                             const roaring_bitmap_t *rows)
 {
+    bool nested = false;
+    for (int j = 0; j < n_cols && !nested; j++) {
+        hs_type t = fr->fs->children[cols[j]].type;
+        nested = t == HS_TYPE_STRUCT || t == HS_TYPE_LIST || t == HS_TYPE_MAP ||
+                 t == HS_TYPE_FIXED_LIST;
+    }
     uint64_t card = roaring_bitmap_get_cardinality(rows);
-    return card > 1 && (int64_t)card * 1024 >= n_rows;
+    return nested && card > 1 && (int64_t)card * 1024 >= fr->n_rows;
 }
 
 /* The blocks of FRD_BLOCK rows holding a row of `rows`. */
@@ -643,7 +652,7 @@ static hs_status frd_read(frd *fr, const hs_field *const *want, int n, const roa
     roaring_bitmap_t *coarse = NULL;
     roaring_uint32_iterator_t eit;
     int64_t *keep = NULL;
-    if (rows && n_cols > 0 && frd_coarsen_pays(rows, fr->n_rows)) {
+    if (rows && n_cols > 0 && frd_coarsen_pays(fr, cols, n_cols, rows)) {
         coarse = frd_coarsen(rows, fr->n_rows);
         keep = hs_malloc((size_t)batch_size * sizeof *keep + 8);
         if (coarse && keep && roaring_bitmap_get_cardinality(coarse) >

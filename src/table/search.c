@@ -462,13 +462,13 @@ static hs_status search_file(search_ctx *sc, const vreg *vr, const tbl_ixscan *s
     const ix_entry *e = st == HS_OK ? find_sidecar(vr, pf, sc->col->field_id, sc->metric) : NULL;
     bool done = false;
     if (e) {
-        tbl_vindex *vi = NULL;
+        const tbl_vindex *vi = NULL;
         hs_error why = {0};
         hs_status vs = ix_resolve_path(vr->location, e->index_file, path) == HS_OK
                            ? HS_OK : hs_err_nomem(&why, 256);
         if (vs == HS_OK)
-            vs = tbl_vindex_open_file(hs_buf_cstr(path), sc->col->field_id, pf->file_size,
-                                      e->index_file_size, &vi, &why);
+            vs = tbl_vindex_acquire(hs_buf_cstr(path), sc->col->field_id, pf->file_size,
+                                    e->index_file_size, &vi, &why);
         if (vs == HS_OK) {
             tbl_vindex_info info;
             tbl_vindex_get_info(vi, &info);
@@ -481,7 +481,7 @@ static hs_status search_file(search_ctx *sc, const vreg *vr, const tbl_ixscan *s
             /* else: the data has another dimension; the exact search names the row */
             done = vs == HS_OK && (info.dim == sc->so->dim || info.n_vectors == 0);
         }
-        tbl_vindex_close(vi);
+        tbl_vindex_release(vi);
         if (vs == HS_NOMEM || vs == HS_CANCELLED || vs == HS_INVALID || vs == HS_INTERNAL) {
             if (err)
                 *err = why;
@@ -774,7 +774,8 @@ static hs_status materialize(const tbl_plan *plan, const hs_field *rs, const cha
     hs_column **cols = hs_calloc((size_t)nc + 2, sizeof *cols);
     hs_status st = byf && take && all && cols ? HS_OK : hs_err_nomem(err, n * 16);
     if (st == HS_OK) {
-        memcpy(byf, win, n * sizeof *byf);
+        if (n)
+            memcpy(byf, win, n * sizeof *byf);
         for (size_t i = 0; i < n; i++)
             byf[i].d = 0;
         qsort(byf, n, sizeof *byf, cand_cmp);
@@ -923,7 +924,8 @@ hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_sea
         st = search_files(&sc, &vr, six, plan, &fsch, err);
     hs_batch *res = NULL;
     if (st == HS_OK) {
-        qsort(sc.top.h, sc.top.n, sizeof(cand), cand_cmp);
+        if (sc.top.n > 1)
+            qsort(sc.top.h, sc.top.n, sizeof(cand), cand_cmp);
         st = materialize(plan, &rs, dist_name, sc.metric, sc.top.h, sc.top.n, &res, err);
     }
     one_batch *ob = NULL;

@@ -141,6 +141,21 @@ HS_MUST_USE hs_status tbl_vindex_open_file(const char *path, int32_t field_id,
                                            int64_t data_file_size, int64_t file_size,
                                            tbl_vindex **out, hs_error *err);
 void tbl_vindex_close(tbl_vindex *vi);  /* accepts NULL */
+
+/* The cache of opened sidecars (process-wide, thread-safe).  Sidecar files
+ * are immutable (written once under a fresh name), so an opened and
+ * validated image is reused while the file's identity (device, inode,
+ * size, modification and change times) is unchanged.  tbl_vindex_acquire
+ * checks like tbl_vindex_open_file and returns a shared index (borrowed
+ * until tbl_vindex_release).  Unused images are evicted least recently
+ * used first when the cache exceeds HS_VINDEX_CACHE_MB (default 1024; 0
+ * disables caching). */
+HS_MUST_USE hs_status tbl_vindex_acquire(const char *path, int32_t field_id,
+                                         int64_t data_file_size, int64_t file_size,
+                                         const tbl_vindex **out, hs_error *err);
+void tbl_vindex_release(const tbl_vindex *vi);   /* accepts NULL */
+/* Drops every unused cached image (tests; memory pressure). */
+void tbl_vindex_cache_clear(void);
 void tbl_vindex_get_info(const tbl_vindex *vi, tbl_vindex_info *out);
 /* The graph (borrowed until close); NULL when the file had no vector. */
 const hnsw_index *tbl_vindex_hnsw(const tbl_vindex *vi);

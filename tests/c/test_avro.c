@@ -162,6 +162,55 @@ static void test_corrupt_inputs(void)
     hs_buf_free(&file);
 }
 
+/* Readers of containers with the same schema text share one parsed schema
+ * (process-wide cache); a reader outlives a clear of the cache; a different
+ * text is a different entry. */
+static void test_schema_cache(void)
+{
+    hs_error err = {0};
+    hs_buf f1 = {0}, f2 = {0};
+    CHECK_OK(hs_avro_from_jsonl(manifest_like_schema, records_jsonl, HS_AVRO_CODEC_NULL, &f1, &err),
+             &err);
+    CHECK_OK(hs_avro_from_jsonl("{\"type\":\"record\",\"name\":\"q\",\"fields\":[{\"name\":\"a\","
+                                "\"type\":\"long\",\"field-id\":3}]}", "{\"a\":5}\n",
+                                HS_AVRO_CODEC_NULL, &f2, &err), &err);
+    hs_avro_schema_cache_clear();
+    int64_t live = hs_mem_live_count();
+    hs_avro_reader *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(hs_avro_reader_open("a", f1.data, f1.len, &a, &err), &err);
+    CHECK_OK(hs_avro_reader_open("b", f1.data, f1.len, &b, &err), &err);
+    CHECK_OK(hs_avro_reader_open("c", f2.data, f2.len, &c, &err), &err);
+    CHECK(hs_avro_reader_schema(a) == hs_avro_reader_schema(b));
+    CHECK(hs_avro_reader_schema(a) != hs_avro_reader_schema(c));
+    hs_avro_schema_cache_clear();   /* open readers keep their schema */
+    const hs_avro_schema *sc = hs_avro_reader_schema(c);
+    CHECK(sc->kind == HS_AVRO_RECORD && sc->n == 1 && sc->fields[0].field_id == 3);
+    hs_arena arena = {0};
+    hs_avro_value v;
+    bool done = false;
+    CHECK_OK(hs_avro_reader_next(c, &arena, &v, &done, &err), &err);
+    CHECK(!done && v.u.arr.n == 1 && v.u.arr.items[0].u.l == 5);
+    hs_arena_destroy(&arena);
+    hs_avro_reader_close(a);
+    hs_avro_reader_close(b);
+    hs_avro_reader_close(c);
+    CHECK(hs_mem_live_count() == live);
+    /* out of memory while a schema is cached: fails cleanly, caches nothing */
+    for (int64_t k = 1; k < 40; k++) {
+        hs_avro_reader *r = NULL;
+        hs_error e2 = {0};
+        hs_mem_fail_after(k);
+        hs_status s = hs_avro_reader_open("a", f1.data, f1.len, &r, &e2);
+        hs_mem_fail_after(0);
+        hs_avro_reader_close(r);
+        hs_avro_schema_cache_clear();
+        CHECK(s == HS_OK || s == HS_NOMEM);
+        CHECK(hs_mem_live_count() == live);
+    }
+    hs_buf_free(&f1);
+    hs_buf_free(&f2);
+}
+
 int main(void)
 {
     int64_t live = hs_mem_live_count();
@@ -169,6 +218,8 @@ int main(void)
     HS_RUN(test_container_roundtrip);
     HS_RUN(test_header_metadata);
     HS_RUN(test_corrupt_inputs);
+    HS_RUN(test_schema_cache);
+    hs_avro_schema_cache_clear();   /* the process-wide schema cache is not a leak */
     CHECK(hs_mem_live_count() == live);
     return hs_test_summary();
 }

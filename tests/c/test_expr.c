@@ -560,7 +560,7 @@ static bool scalar_row(const hs_field *schema, const hs_batch *b, const char *te
     }
     if (ok) {
         const hs_field *f = ex_type(e);
-        if (!hs_col_is_valid(c, r)) {
+        if (f->type == HS_TYPE_NA || !hs_col_is_valid(c, r)) {
             snprintf(out, n, "NULL");
         } else {
             switch (f->type) {
@@ -681,6 +681,8 @@ static void test_scalar_values(void)
         {"- 5 + -(3)", HS_TYPE_INT64, "-8"},
         {"-2147483648", HS_TYPE_INT64, "-2147483648"},
         {"9223372036854775807", HS_TYPE_INT64, "9223372036854775807"},
+        {"NULL", HS_TYPE_NA, "NULL"},
+        {"CAST(NULL AS date)", HS_TYPE_DATE32, "NULL"},
     };
     char got[128];
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {

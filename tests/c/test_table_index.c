@@ -608,7 +608,7 @@ static void test_errors(void)
     hs_err_clear(&err);
     CHECK(add(t, "id", "bogus", &err) == HS_INVALID);
     hs_err_clear(&err);
-    CHECK(add(t, "v", "hnsw", &err) == HS_UNSUPPORTED);
+    CHECK(add(t, "v", "hnsw", &err) == HS_INVALID);
     hs_err_clear(&err);
     hs_index_options o = {.kind = "inverted", .params_json = "{\"m\": 16}"};
     CHECK(hs_table_add_index(t, "id", &o, &err) == HS_INVALID);

@@ -628,7 +628,74 @@ static void test_search_exact(void)
     }
     hs_table_close(t);
     hs_catalog_close(cat);
-    pq_footer_cache_clear();   /* the process-wide footer cache is not a leak */
+    pq_footer_cache_clear();   /* the process-wide caches are not leaks */
+    tbl_vindex_cache_clear();
+    tbl_index_cache_clear();
+    CHECK(hs_mem_live_count() == live);
+}
+
+static int write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(p, 1, n, f);
+    return fclose(f) == 0 && w == n ? 0 : -1;
+}
+
+/* The sidecar cache: one validated image shared while the file is
+ * unchanged; a rewritten file is opened (and validated) again. */
+static void test_cache(void)
+{
+    int64_t live = hs_mem_live_count();
+    size_t len = 0;
+    uint8_t *img = build_image("hnsw", "{\"m\":4,\"ef_construction\":16}", 60, &len);
+    REQUIRE(img);
+    char path[600];
+    snprintf(path, sizeof path, "%s-sidecar", tmp_path("cache"));
+    REQUIRE(write_file(path, img, len) == 0);
+    hs_error err = {0};
+    const tbl_vindex *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(tbl_vindex_acquire(path, 7, 123456, (int64_t)len, &a, &err), &err);
+    CHECK_OK(tbl_vindex_acquire(path, 7, 123456, -1, &b, &err), &err);
+    CHECK(a == b);
+    /* another field, data file size or sidecar size: refused from the cache too */
+    CHECK(tbl_vindex_acquire(path, 8, 123456, -1, &c, &err) == HS_CORRUPT && !c);
+    hs_err_clear(&err);
+    CHECK(tbl_vindex_acquire(path, 7, 9, -1, &c, &err) == HS_CORRUPT && strstr(err.msg, "stale"));
+    hs_err_clear(&err);
+    CHECK(tbl_vindex_acquire(path, 7, 123456, (int64_t)len - 1, &c, &err) == HS_CORRUPT);
+    tbl_vindex_release(b);
+    /* rewritten with a flipped byte: the damage is found, the held one stays usable */
+    usleep(2000);
+    img[len / 2] ^= 1;
+    REQUIRE(write_file(path, img, len) == 0);
+    hs_err_clear(&err);
+    CHECK(tbl_vindex_acquire(path, 7, 123456, (int64_t)len, &c, &err) == HS_CORRUPT && !c);
+    tbl_vindex_info info;
+    tbl_vindex_get_info(a, &info);
+    CHECK(info.n_rows == 60);
+    tbl_vindex_release(a);
+    /* restored: opens again */
+    usleep(2000);
+    img[len / 2] ^= 1;
+    REQUIRE(write_file(path, img, len) == 0);
+    CHECK_OK(tbl_vindex_acquire(path, 7, 123456, (int64_t)len, &c, &err), &err);
+    CHECK(c != NULL);
+    tbl_vindex_release(c);
+    /* caching off: a private copy each time */
+    setenv("HS_VINDEX_CACHE_MB", "0", 1);
+    tbl_vindex_cache_clear();
+    CHECK_OK(tbl_vindex_acquire(path, 7, 123456, -1, &a, &err), &err);
+    CHECK_OK(tbl_vindex_acquire(path, 7, 123456, -1, &b, &err), &err);
+    CHECK(a && b && a != b);
+    tbl_vindex_release(a);
+    tbl_vindex_release(b);
+    unsetenv("HS_VINDEX_CACHE_MB");
+    CHECK(tbl_vindex_acquire("/nonexistent/x.hnsw", 7, 1, -1, &c, &err) == HS_NOT_FOUND);
+    unlink(path);
+    hs_free_aligned(img);
+    tbl_vindex_cache_clear();
     CHECK(hs_mem_live_count() == live);
 }
 
@@ -797,6 +864,7 @@ int main(void)
     HS_RUN(test_builder_errors);
     HS_RUN(test_image_damage);
     HS_RUN(test_search_exact);
+    HS_RUN(test_cache);
     HS_RUN(test_vindex_oom);
     HS_RUN(test_search_oom);
     return hs_test_summary();

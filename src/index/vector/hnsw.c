@@ -65,6 +65,8 @@
  * consistent (a link at level l points to a node that has level l, the
  * entry has the graph's top level), graph ranges contiguous, IVF ids a
  * permutation; after that the search reads the borrowed bytes in place.
+ * (An image at an address that is not 4-byte aligned is copied once, since
+ * its arrays are read as u32 and float; mmaps and malloc'd buffers are not.)
  *
  * Build (hnswlib's addPoint): levels are drawn up front from (seed, row), so
  * the upper blocks are one array.  Node 0 of a graph is inserted first;
@@ -72,8 +74,9 @@
  * link lists are guarded by a striped mutex (held only to copy or change one
  * list, never two at once, so no lock order is needed); the entry point and
  * top level by a global mutex, held for a whole insertion only when the new
- * node raises the top level (as hnswlib does).  With one thread the build is
- * deterministic.  Neighbours are chosen by hnswlib's heuristic
+ * node raises the top level (as hnswlib does).  Graphs under 4096 nodes are
+ * built by one thread; with one thread the build is deterministic.  The
+ * calling thread inserts too and is the one that calls progress.  Neighbours are chosen by hnswlib's heuristic
  * (getNeighborsByHeuristic2): M at every level for the new node, and a full
  * neighbour list (M, or M0 at level 0) is re-pruned with the same heuristic.
  * The graph is always built on exact vectors (normalized for COSINE), also
@@ -89,7 +92,11 @@
  * rows is widened (ef and nprobe doubled) and, when nothing is left to
  * widen, replaced by exact search: the answer always has min(k, allowed)
  * rows.  Quantized indexes keep max(k * rerank, ef) candidates and rerank
- * them with exact vectors from the caller's fetch callback.
+ * them with exact vectors from the caller's fetch callback (ids ascending,
+ * so the table layer reads rows in file order).  Distances are the metric's
+ * ordering distances; a flat COSINE index compares normalized vectors, so a
+ * zero vector is at distance 1 from everything (vd_order_dist_f32 says NaN;
+ * exact search and reranking sort NaN last as +inf).
  *
  * Per-query memory: a scratch (visited tags with epochs, the two heaps,
  * buffers) is taken from a pool in the index and returned after the query,
@@ -486,17 +493,26 @@ static hnsw_index *index_new(void)
     return ix;
 }
 
+/* Frees the pooled scratches (after a build: one per build thread). */
+static void pool_drain(const hnsw_index *ix)
+{
+    pthread_mutex_lock(&ix->pool->mu);
+    hnsw_scratch *s = ix->pool->free_list;
+    ix->pool->free_list = NULL;
+    pthread_mutex_unlock(&ix->pool->mu);
+    while (s) {
+        hnsw_scratch *nx = s->next;
+        scratch_free(s);
+        s = nx;
+    }
+}
+
 void hnsw_free(hnsw_index *ix)
 {
     if (!ix)
         return;
     if (ix->pool) {
-        hnsw_scratch *s = ix->pool->free_list;
-        while (s) {
-            hnsw_scratch *nx = s->next;
-            scratch_free(s);
-            s = nx;
-        }
+        pool_drain(ix);
         pthread_mutex_destroy(&ix->pool->mu);
         hs_free(ix->pool);
     }
@@ -1287,6 +1303,7 @@ hs_status hnsw_build(const float *x, size_t n, size_t d, const hnsw_params *para
         hnsw_free(ix);
         return st;
     }
+    pool_drain(ix);
     *out = ix;
     return HS_OK;
 }

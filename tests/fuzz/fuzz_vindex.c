@@ -1,0 +1,157 @@
+/* libFuzzer target: vector sidecar files (table/vindex.h).
+ *
+ * The first input byte picks a mode; the rest is the payload.
+ *   bit 0  recompute the header checksum first (over the header and the
+ *          position map it announces), so that mutations reach the header,
+ *          map and graph checks instead of stopping at the checksum
+ *   bit 7  build mode: the payload is float32 vectors (dimension 1 + bits
+ *          1-3, a NaN-free copy; every 5th row null); build a sidecar of
+ *          them, open it (must succeed), look every stored vector up (a
+ *          hit at a valid position)
+ * Decode mode opens the payload (copied into a 64-byte aligned buffer of
+ * the exact size, so ASan sees any over-read), and when it opens, maps a
+ * position set to ids and searches with a fetch callback. */
+#include "base/hash.h"
+#include "base/mem.h"
+#include "table/vindex.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hs_status zero_fetch(void *ctx, const uint32_t *ids, size_t n, float *out, hs_error *err)
+{
+    (void)ids;
+    (void)err;
+    size_t d = *(const size_t *)ctx;
+    memset(out, 0, n * d * sizeof(float));
+    return HS_OK;
+}
+
+static void fix_checksum(uint8_t *p, size_t n)
+{
+    if (n < 64)
+        return;
+    uint64_t nv, h;
+    uint32_t flags;
+    memcpy(&nv, p + 32, 8);
+    memcpy(&flags, p + 48, 4);
+    size_t map = (flags & 1) && nv < (n - 64) / 4 ? (size_t)nv * 4 : 0;
+    h = hs_xxh64(p, 56, 0);
+    if (map)
+        h = hs_xxh64(p + 64, map, h);
+    memcpy(p + 56, &h, 8);
+}
+
+static void decode(const uint8_t *data, size_t size, bool fix)
+{
+    uint8_t *p = hs_malloc_aligned(size ? size : 1);
+    if (!p)
+        return;
+    memcpy(p, data, size);
+    if (fix)
+        fix_checksum(p, size);
+    tbl_vindex *vi = NULL;
+    if (tbl_vindex_open_image(p, size, true, &vi, NULL) != HS_OK)
+        return;
+    tbl_vindex_info info;
+    tbl_vindex_get_info(vi, &info);
+    roaring_bitmap_t *pos = roaring_bitmap_from_range(0, (uint64_t)info.n_rows + 3, 3);
+    roaring_bitmap_t *ids = NULL;
+    if (pos && tbl_vindex_ids_of(vi, pos, &ids, NULL) == HS_OK && tbl_vindex_hnsw(vi)) {
+        size_t d = (size_t)info.dim;
+        float *q = calloc(d ? d : 1, sizeof *q);
+        hnsw_hit hits[8];
+        int n = 0;
+        hnsw_search_opts o = {.k = 8, .allow = ids, .fetch = zero_fetch, .fetch_ctx = &d};
+        if (q && hnsw_search(tbl_vindex_hnsw(vi), q, &o, hits, &n, NULL, NULL) == HS_OK)
+            for (int i = 0; i < n; i++)
+                if (hits[i].id >= (uint64_t)info.n_vectors ||
+                    tbl_vindex_pos_of(vi, hits[i].id) >= (uint64_t)info.n_rows)
+                    abort();
+        free(q);
+    }
+    if (ids)
+        roaring_bitmap_free(ids);
+    if (pos)
+        roaring_bitmap_free(pos);
+    tbl_vindex_close(vi);
+}
+
+static void build(const uint8_t *data, size_t size, int dim)
+{
+    size_t rows = size / ((size_t)dim * 4);
+    if (rows == 0 || rows > 2000)
+        return;
+    hs_field elem, f;
+    hs_field_init(&elem, "element", HS_TYPE_FLOAT32, true);
+    hs_field_init_list(&f, "v", true, &elem);
+    f.field_id = 1;
+    hs_column *c = NULL;
+    tbl_vbuilder *b = NULL;
+    hs_buf out = {0};
+    hs_status st = hs_col_create(&f, (int64_t)rows, &c, NULL);
+    for (size_t r = 0; st == HS_OK && r < rows; r++) {
+        if (r % 5 == 4) {
+            st = hs_col_append_null(c);
+            continue;
+        }
+        for (int j = 0; j < dim && st == HS_OK; j++) {
+            float x;
+            memcpy(&x, data + (r * (size_t)dim + (size_t)j) * 4, 4);
+            if (!isfinite(x) || fabsf(x) > 1e6f)
+                x = (float)j;
+            st = hs_col_append_fixed(c->children[0], &x);
+        }
+        if (st == HS_OK)
+            st = hs_col_list_end(c);
+    }
+    if (st == HS_OK)
+        st = tbl_vbuilder_new("hnsw", "{\"m\":4,\"ef_construction\":16}", &f, 1000,
+                              (int64_t)rows, &b, NULL);
+    if (st == HS_OK) {
+        tbl_vbuilder_set_threads(b, 1);
+        st = tbl_vbuilder_add(b, c, 0, NULL);
+    }
+    if (st == HS_OK && tbl_vbuilder_finish(b, &out, NULL) != HS_OK)
+        abort();
+    if (st == HS_OK) {
+        uint8_t *p = hs_malloc_aligned(out.len);
+        tbl_vindex *vi = NULL;
+        if (!p)
+            abort();
+        memcpy(p, out.data, out.len);
+        if (tbl_vindex_open_image(p, out.len, true, &vi, NULL) != HS_OK)
+            abort();
+        const hnsw_index *ix = tbl_vindex_hnsw(vi);
+        for (size_t r = 0; ix && r < rows; r++) {
+            if (r % 5 == 4)
+                continue;
+            const float *v = HS_COL_VALUES(c->children[0], float) + HS_COL_OFFSETS(c)[r];
+            hnsw_hit hit;
+            int n = 0;
+            hnsw_search_opts o = {.k = 1, .ef = 400};
+            if (hnsw_search(ix, v, &o, &hit, &n, NULL, NULL) != HS_OK || n != 1 ||
+                tbl_vindex_pos_of(vi, hit.id) >= rows || tbl_vindex_pos_of(vi, hit.id) % 5 == 4)
+                abort();
+        }
+        tbl_vindex_close(vi);
+    }
+    hs_buf_free(&out);
+    tbl_vbuilder_free(b);
+    hs_col_free(c);
+    hs_field_clear(&f);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    uint8_t mode = data[0];
+    if (mode & 0x80)
+        build(data + 1, size - 1, 1 + ((mode >> 1) & 7));
+    else
+        decode(data + 1, size - 1, mode & 1);
+    tbl_vindex_cache_clear();
+    return 0;
+}
