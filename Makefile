@@ -52,6 +52,8 @@ bench: build
 	@bench/parquet/run.sh $(BUILD)
 	@bench/commit/run.sh $(BUILD)
 	@bench/filter/run.sh $(BUILD)
+	@bench/vector/run.sh $(BUILD)
+	@bench/distance/run.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
