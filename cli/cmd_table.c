@@ -28,6 +28,11 @@
  */
 #include "cli.h"
 
+#include <unistd.h>
+
+typedef struct bar_state { bool shown, ended; int64_t total; char what[32]; } bar_state;
+static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total);
+
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
 #include "columnar/ingest.h"
@@ -588,7 +593,18 @@ static int tool_index(const targs *a, hs_table *t)
     if (strcmp(act, "add") == 0) {
         hs_index_options o = {.kind = a->kind, .params_json = a->params,
                               .n_threads = a->threads};
+        bar_state bar = {0};
+        if (isatty(STDERR_FILENO)) {
+            o.progress = progress_bar;
+            o.progress_ctx = &bar;
+        }
         st = hs_table_add_index(t, a->pos[0], &o, &err);
+        if (bar.shown && !bar.ended) {
+            if (st == HS_OK)
+                progress_bar(&bar, bar.what, bar.total, bar.total);
+            else
+                fputc('\n', stderr);
+        }
     } else {
         st = hs_table_drop_index(t, a->pos[0], a->kind, &err);
     }
@@ -604,6 +620,27 @@ static int parse_id(const char *s, int64_t *out)
     char *end;
     *out = strtoll(s, &end, 10);
     return *s && !*end;
+}
+
+/* A progress bar on stderr for index builds (only on a terminal). */
+static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total)
+{
+    bar_state *b = ctx;
+    b->shown = true;
+    b->total = total;
+    b->ended = total > 0 && done >= total;
+    snprintf(b->what, sizeof b->what, "%s", what ? what : "");
+    int width = 40;
+    int fill = total > 0 ? (int)(done * width / total) : 0;
+    if (fill > width)
+        fill = width;
+    fprintf(stderr, "\r%-14.14s [%.*s%*s] %lld/%lld", what ? what : "", fill,
+            "########################################", width - fill, "", (long long)done,
+            (long long)total);
+    if (total > 0 && done >= total)
+        fputc('\n', stderr);
+    fflush(stderr);
+    return 0;
 }
 
 int cmd_table(int argc, char **argv)
