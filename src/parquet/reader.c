@@ -21,7 +21,14 @@
  * Footer: one read of the last 64 KiB, a second read only when the footer is
  * larger.  Decoded footers (and the schema mapping of schema_read.c) live in
  * a process-wide cache keyed by (file name, size) behind a mutex; entries are
- * refcounted so a reader keeps its footer alive after eviction.
+ * refcounted so a reader keeps its footer alive after eviction.  A footer
+ * also holds the decoded dictionaries of its column chunks (pq_dict, filled
+ * by the first scan that decodes one, within HS_DICT_CACHE_MB, default 128
+ * MiB for the process): later scans of the file neither read nor decompress
+ * dictionary pages.  Cursors' byte buffers come from and return to a small
+ * process-wide pool (bufpool_*), so a scan per data file does not fault in
+ * fresh memory each time.  pq_footer_cache_clear drops all of it (and the
+ * Avro schema cache of base/avro.c: tests balance hs_mem_live_count with it).
  *
  * Scanning (pq_scan): for each chosen row group the scan computes the rows to
  * emit as sorted ranges (all rows, or the caller's bitmap / ranges, minus the
@@ -35,8 +42,14 @@
  *                    count is known from its header (flat columns, v2 pages)
  *                    is passed over without decompression.
  *   page mode        with an OffsetIndex and a partial selection: only the
- *                    dictionary page and the pages holding wanted rows are read
- *                    (one range read each) and decoded; others count as skipped.
+ *                    pages holding wanted rows are read (one range read each)
+ *                    and decoded, and the dictionary page only when one of them
+ *                    is dictionary-encoded (need_dict); others count as skipped.
+ *
+ * Flat leaves of a scan with a selection do not execute runs one by one:
+ * cur_gather takes the batch's rows as ranges and, page by page, reads the
+ * wanted rows by random access inside the page (see "gathering" below), so
+ * a scattered selection costs per page and per selected row only.
  *
  * A decoded page holds its levels (uint16, whole page) and a value source:
  * PLAIN read in place, dictionary indices through a resumable RLE decoder
@@ -2501,8 +2514,10 @@ static hs_status g_emit(pq_cursor *c, hs_column *col, const pq_row_range *pc, si
         const uint8_t *src = c->vp;
         for (size_t i = 0; i < m; i++) {
             int64_t a = pc[i].start, len = pc[i].end - a;
-            if (len == 1)
-                memcpy(dst, src + (size_t)a * w, (size_t)w);
+            if (len == 1 && w == 8)
+                memcpy(dst, src + (size_t)a * 8, 8);
+            else if (len == 1)
+                memcpy(dst, src + (size_t)a * 4, 4);
             else
                 memcpy(dst, src + (size_t)a * w, (size_t)len * w);
             dst += (size_t)len * w;
@@ -2592,21 +2607,24 @@ static hs_status cur_gather(pq_cursor *c, const pq_row_range *rr, size_t n_rr, h
         HS_TRY(g_seek(c, r, err));
         HS_TRY(g_setup(c, err));
         int64_t first = c->row - c->lvl_pos, pend = first + c->lvl_n, n = 0;
-        hs_buf *pcs = &c->g_pieces;
+        hs_buf *pcs = &c->g_pieces;   /* at most one piece per range left */
         hs_buf_reset(pcs);
+        if (hs_buf_reserve(pcs, (n_rr - i) * sizeof(pq_row_range)) != HS_OK)
+            return hs_err_nomem(err, (n_rr - i) * sizeof(pq_row_range));
+        pq_row_range *pc = (pq_row_range *)pcs->data;
+        size_t m = 0;
         while (i < n_rr && r < pend) {
             int64_t e = rr[i].end < pend ? rr[i].end : pend;
-            pq_row_range pc = { r - first, e - first };
-            if (hs_buf_append(pcs, &pc, sizeof pc) != HS_OK)
-                return hs_err_nomem(err, sizeof pc);
+            pc[m].start = r - first;
+            pc[m].end = e - first;
+            m++;
             n += e - r;
             r = e;
             if (r >= rr[i].end && ++i < n_rr)
                 r = rr[i].start;
         }
-        size_t m = HS_VEC_LEN(pcs, pq_row_range);
-        HS_TRY(g_emit(c, col, (const pq_row_range *)pcs->data, m, n, err));
-        int64_t done = ((const pq_row_range *)pcs->data)[m - 1].end;
+        HS_TRY(g_emit(c, col, pc, m, n, err));
+        int64_t done = pc[m - 1].end;
         c->lvl_pos = done;
         c->row = first + done;
     }
@@ -3202,6 +3220,15 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
     hs_buf_reset(&s->granges);
     const pq_row_range *sel = (const pq_row_range *)s->sel.data;
     size_t n_sel = HS_VEC_LEN(&s->sel, pq_row_range);
+    size_t max_runs = n_sel - s->sel_i;   /* one run per range at most, and per row */
+    if (max_runs > (size_t)s->batch_size)
+        max_runs = (size_t)s->batch_size;
+    if (hs_buf_reserve(&s->runs, max_runs * sizeof(pq_run)) != HS_OK ||
+        hs_buf_reserve(&s->granges, max_runs * sizeof(pq_row_range)) != HS_OK)
+        return hs_err_nomem(err, max_runs * sizeof(pq_run));
+    pq_run *rw = (pq_run *)s->runs.data;
+    pq_row_range *gw = (pq_row_range *)s->granges.data;
+    size_t nr = 0;
     int64_t total = 0, row = s->next_row;
     while (total < s->batch_size && s->sel_i < n_sel) {
         const pq_row_range *rr = &sel[s->sel_i];
@@ -3209,16 +3236,18 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
         int64_t take = rr->end - start;
         if (take > s->batch_size - total)
             take = s->batch_size - total;
-        pq_run run = { start - row, take };
-        pq_row_range gr = { start, start + take };
-        if (hs_buf_append(&s->runs, &run, sizeof run) != HS_OK ||
-            hs_buf_append(&s->granges, &gr, sizeof gr) != HS_OK)
-            return hs_err_nomem(err, 64);
+        rw[nr].skip = start - row;
+        rw[nr].take = take;
+        gw[nr].start = start;
+        gw[nr].end = start + take;
+        nr++;
         total += take;
         row = start + take;
         if (row >= rr->end)
             s->sel_i++;
     }
+    s->runs.len = nr * sizeof(pq_run);
+    s->granges.len = nr * sizeof(pq_row_range);
     s->next_row = row;
     hs_batch *b = NULL;
     HS_TRY(hs_batch_create(&s->schema, total, &b, err));

@@ -575,14 +575,15 @@ bool tbl_val_get(const hs_field *f, const hs_column *c, int64_t row, tbl_val *v)
     case HS_TYPE_STRING: case HS_TYPE_BINARY: {
         const int32_t *o = HS_COL_OFFSETS(c);
         v->kind = TBL_V_BYTES;
-        v->p = d + o[row];
         v->n = (size_t)(o[row + 1] - o[row]);
+        /* a column of only empty strings may have no values buffer */
+        v->p = d ? d + o[row] : (const uint8_t *)"";
         return true;
     }
     case HS_TYPE_FIXED_BINARY:
         v->kind = TBL_V_BYTES;
-        v->p = d + (size_t)c->width * row;
-        v->n = (size_t)c->width;
+        v->p = d ? d + (size_t)c->width * row : (const uint8_t *)"";
+        v->n = d ? (size_t)c->width : 0;
         return true;
     default:
         return false;

@@ -46,6 +46,13 @@
  *   AND           intersection               both exact, or the set is empty
  *   OR            union                      both exact
  *
+ * An AND is taken as a whole (nested ANDs flattened): its leaves on one
+ * column with a sidecar are answered by one sidx_lookup_all, which
+ * intersects comparisons as spans of the sorted order before reading any
+ * row (`ts >= a AND ts < b` costs the rows between a and b, not two
+ * bitmaps of most of the file); the parts are then intersected in order,
+ * stopping at the first empty one.
+ *
  * Kinds.  tbl_ixkind families build sidecars; the scalar family (inverted,
  * range, auto) is here over index/scalar/sidx.h.  Vector kind names are
  * recognised and refused with HS_UNSUPPORTED until a family handles them.
@@ -1562,6 +1569,213 @@ static hs_status leaf_lookup(ixeval *v, const tbl_expr *leaf, roaring_bitmap_t *
     return HS_OK;
 }
 
+/* Lookup of several leaves on one column as one AND (sidx_lookup_all):
+ * *got = false when no sidecar answered (the caller then tries them one by
+ * one). */
+static hs_status group_lookup(ixeval *v, const tbl_expr *const *leaves, int n,
+                              roaring_bitmap_t **out, bool *got, hs_error *err)
+{
+    *got = false;
+    *out = NULL;
+    for (int i = 0; i < v->n_sides; i++) {
+        side *s = &v->sides[i];
+        const ix_entry *e = &v->x->reg->entries[s->entry];
+        if (e->field_id != leaves[0]->field_id || !scalar_handles(e->kind))
+            continue;
+        bool ok;
+        HS_TRY(side_open(v, s, leaves[0]->field, &ok, err));
+        if (!ok)
+            continue;
+        hs_error e2;
+        hs_err_clear(&e2);
+        hs_status st = sidx_lookup_all(s->ix, leaves, n, out, &e2);
+        if (st == HS_OK) {
+            v->rep->n_lookups++;
+            *got = true;
+            v->indexed = true;
+            note_used(v->rep, e);
+            return HS_OK;
+        }
+        if (st == HS_UNSUPPORTED)
+            return HS_OK;   /* leaf by leaf, then */
+        if (st == HS_NOMEM)
+            return hs_err_nomem(err, 64);
+        side_skip(v, s, e2.msg);
+    }
+    return HS_OK;
+}
+
+static bool index_leaf(const tbl_expr *e)
+{
+    return e->field && (e->kind == TBL_E_CMP || e->kind == TBL_E_IN || e->kind == TBL_E_NOT_IN ||
+                        e->kind == TBL_E_IS_NULL || e->kind == TBL_E_NOT_NULL);
+}
+
+/* The disjuncts of an OR when every one (nested ORs flattened) is a leaf
+ * on column field_id; else false. */
+static bool or_of_leaves(const tbl_expr *e, int32_t field_id, hs_buf *out, bool *nomem)
+{
+    if (e->kind == TBL_E_OR)
+        return or_of_leaves(e->l, field_id, out, nomem) && or_of_leaves(e->r, field_id, out, nomem);
+    if (!index_leaf(e) || e->field_id != field_id)
+        return false;
+    if (HS_VEC_PUSH(out, const tbl_expr *, e) != HS_OK) {
+        *nomem = true;
+        return false;
+    }
+    return true;
+}
+
+/* (d1 OR d2 ...) AND g1 AND g2 ..., all leaves on one column: the union of
+ * sidx_lookup_all(di, g...) (a NaN-aware `x >= a`, which the simple filter
+ * writes as `x >= a OR x IN (nan)`, stays a span).  *got = false when some
+ * lookup was not answered (nothing is returned then). */
+static hs_status or_group_lookup(ixeval *v, const tbl_expr *const *dis, int n_dis,
+                                 const tbl_expr *const *g, int n_g, roaring_bitmap_t **out,
+                                 bool *got, hs_error *err)
+{
+    *out = NULL;
+    *got = false;
+    const tbl_expr **leaves = hs_calloc((size_t)n_g + 2, sizeof *leaves);
+    if (!leaves)
+        return hs_err_nomem(err, 64);
+    memcpy(leaves + 1, g, sizeof *leaves * (size_t)n_g);
+    roaring_bitmap_t *acc = NULL;
+    hs_status st = HS_OK;
+    bool ok = true;
+    for (int k = 0; k < n_dis && ok && st == HS_OK; k++) {
+        roaring_bitmap_t *bm = NULL;
+        leaves[0] = dis[k];
+        st = group_lookup(v, leaves, n_g + 1, &bm, &ok, err);
+        if (st == HS_OK && ok) {
+            if (!acc) {
+                acc = bm;
+            } else {
+                roaring_bitmap_or_inplace(acc, bm);
+                tbl_bitmap_free(bm);
+            }
+        }
+    }
+    hs_free(leaves);
+    if (st != HS_OK || !ok) {
+        tbl_bitmap_free(acc);
+        return st;
+    }
+    *out = acc;
+    *got = true;
+    return HS_OK;
+}
+
+/* The operands of an AND, nested ANDs flattened, in order. */
+static hs_status and_operands(const tbl_expr *e, hs_buf *out)
+{
+    if (e->kind == TBL_E_AND) {
+        HS_TRY(and_operands(e->l, out));
+        return and_operands(e->r, out);
+    }
+    return HS_VEC_PUSH(out, const tbl_expr *, e);
+}
+
+static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *err);
+
+/* An AND: the leaves on one column together (group_lookup), the rest one
+ * by one, intersected in order until the set is empty. */
+static hs_status eval_and(ixeval *v, const tbl_expr *e, cset *out, hs_error *err)
+{
+    hs_buf ops = {0}, grp = {0}, dis = {0};
+    if (and_operands(e, &ops) != HS_OK) {
+        hs_buf_free(&ops);
+        return hs_err_nomem(err, 64);
+    }
+    size_t n = HS_VEC_LEN(&ops, const tbl_expr *);
+    const tbl_expr **op = (const tbl_expr **)ops.data;
+    /* leaves first, so that an OR on a leaf's column (anywhere) joins its group */
+    size_t nl = 0;
+    for (size_t i = 0; i < n; i++)
+        if (index_leaf(op[i])) {
+            const tbl_expr *t = op[i];
+            memmove(op + nl + 1, op + nl, (i - nl) * sizeof *op);
+            op[nl++] = t;
+        }
+    uint8_t *done = hs_calloc(n + 1, 1);
+    hs_status st = done ? HS_OK : hs_err_nomem(err, n);
+    cset acc = {NULL, true};
+    for (size_t i = 0; i < n && st == HS_OK; i++) {
+        if (done[i])
+            continue;
+        if (acc.bm && roaring_bitmap_is_empty(acc.bm))
+            break;   /* nothing can match */
+        cset part = {NULL, false};
+        bool have = false;
+        if (index_leaf(op[i])) {
+            hs_buf_reset(&grp);
+            for (size_t j = i; j < nl && st == HS_OK; j++)
+                if (!done[j] && index_leaf(op[j]) && op[j]->field_id == op[i]->field_id &&
+                    HS_VEC_PUSH(&grp, const tbl_expr *, op[j]) != HS_OK)
+                    st = hs_err_nomem(err, 64);
+            int ng = (int)HS_VEC_LEN(&grp, const tbl_expr *);
+            /* an OR of leaves on the same column among the operands */
+            for (size_t j = nl; j < n && st == HS_OK && !have && ng >= 1; j++) {
+                if (done[j] || op[j]->kind != TBL_E_OR)
+                    continue;
+                bool nomem = false;
+                hs_buf_reset(&dis);
+                if (!or_of_leaves(op[j], op[i]->field_id, &dis, &nomem)) {
+                    if (nomem)
+                        st = hs_err_nomem(err, 64);
+                    continue;
+                }
+                st = or_group_lookup(v, (const tbl_expr *const *)dis.data,
+                                     (int)HS_VEC_LEN(&dis, const tbl_expr *),
+                                     (const tbl_expr *const *)grp.data, ng, &part.bm, &have, err);
+                if (st == HS_OK && have) {
+                    part.exact = true;
+                    done[j] = 1;
+                    for (size_t q = i; q < nl; q++)
+                        if (index_leaf(op[q]) && op[q]->field_id == op[i]->field_id)
+                            done[q] = 1;
+                }
+            }
+            if (st == HS_OK && !have && ng >= 2) {
+                st = group_lookup(v, (const tbl_expr *const *)grp.data, ng, &part.bm, &have, err);
+                if (st == HS_OK && have) {
+                    part.exact = true;
+                    for (size_t j = i; j < nl; j++)
+                        if (index_leaf(op[j]) && op[j]->field_id == op[i]->field_id)
+                            done[j] = 1;
+                }
+            }
+        }
+        if (st == HS_OK && !have) {
+            st = eval_node(v, op[i], &part, err);
+            done[i] = 1;
+        }
+        if (st != HS_OK)
+            break;
+        acc.exact = acc.exact && part.exact;
+        if (!part.bm) {
+            /* all rows: the set stays */
+        } else if (!acc.bm) {
+            acc.bm = part.bm;
+        } else {
+            roaring_bitmap_and_inplace(acc.bm, part.bm);
+            tbl_bitmap_free(part.bm);
+        }
+    }
+    hs_buf_free(&ops);
+    hs_buf_free(&grp);
+    hs_buf_free(&dis);
+    hs_free(done);
+    if (st != HS_OK) {
+        tbl_bitmap_free(acc.bm);
+        return st;
+    }
+    if (acc.bm && roaring_bitmap_is_empty(acc.bm))
+        acc.exact = true;
+    *out = acc;
+    return HS_OK;
+}
+
 static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *err)
 {
     out->bm = NULL;
@@ -1575,6 +1789,7 @@ static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *er
         out->bm = roaring_bitmap_create();
         return out->bm ? HS_OK : hs_err_nomem(err, 64);
     case TBL_E_AND:
+        return eval_and(v, e, out, err);
     case TBL_E_OR: {
         cset l, r;
         HS_TRY(eval_node(v, e->l, &l, err));

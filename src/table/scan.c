@@ -11,8 +11,9 @@
  *        |         empty S: the file is not read at all
  *        v
  *   Parquet file --pq_scan(columns, rows = S)--> batches in the FILE's schema
- *        |         (the reader decodes only pages holding rows of S; a
- *        |          scattered S is read in FRD_BLOCK-row blocks and cut after)
+ *        |         (the reader decodes only pages holding rows of S and
+ *        |          gathers the rows of S inside them; with a nested column
+ *        |          a scattered S is read in FRD_BLOCK-row blocks and cut after)
  *        | tbl_conform_column per column, by field id: rename, promote
  *        | (int->long, float->double, decimal), add missing nested fields as
  *        v null, drop removed ones; metadata columns (_row_id, _file, _pos,

@@ -279,7 +279,8 @@ HS_MUST_USE hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **
                                       int64_t *skipped, hs_error *err);
 void tbl_ixscan_free(tbl_ixscan *x);  /* accepts NULL */
 /* Drops the process-wide cache of opened sidecars and registry versions
- * (entries in use stay until released): tests, memory pressure. */
+ * (entries in use stay until released), opened vector indexes and the Avro
+ * schema cache: tests, memory pressure. */
 void tbl_index_cache_clear(void);
 /* Evaluates the simple filter over the sidecars of data file f: AND =
  * intersection, OR = union, a leaf without a usable index = every row.
