@@ -77,6 +77,19 @@ echo "  data/: $(find "$TABLE/data" -name '*.parquet' | wc -l) Parquet files"
 step "hyperstream table scan warehouse/sales --filter \"category = 'books' AND price > 990\" --columns id,category,price --limit 5"
 "$HS" table scan "$TABLE" --filter "category = 'books' AND price > 990" --columns id,category,price --limit 5
 
+step "hyperstream table index add warehouse/sales price --kind range  (a sidecar per data file)"
+"$HS" table index add "$TABLE" price --kind range
+
+step "hyperstream table scan warehouse/sales --filter \"price BETWEEN 500 AND 500.5\" --columns id,price --limit 5 --stats"
+"$HS" table scan "$TABLE" --filter "price BETWEEN 500 AND 500.5" --columns id,price --limit 5 --stats
+
+step "hyperstream table index add warehouse/sales embedding --kind hnsw_tq8"
+"$HS" table index add "$TABLE" embedding --kind hnsw_tq8
+
+step "hyperstream table search warehouse/sales --column embedding --query '[0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5]' --k 3 --filter \"category = 'books'\" --columns id,category"
+"$HS" table search "$TABLE" --column embedding --query '[0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5]' --k 3 \
+    --filter "category = 'books'" --columns id,category
+
 step "hyperstream table delete warehouse/sales --filter \"category = 'books'\""
 "$HS" table delete "$TABLE" --filter "category = 'books'"
 
