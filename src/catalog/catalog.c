@@ -251,20 +251,25 @@ hs_status cat_namespace_update(cat_catalog *c, const char *ns, const char *const
 
 /* ---- retry ---------------------------------------------------------------------- */
 
-static int64_t prop_int(json_t *props, const char *key, int64_t dflt, int64_t lo)
+/* A property's integer text; dflt when absent, unparsable or below lo. */
+static int64_t str_int(const char *s, int64_t dflt, int64_t lo)
 {
-    json_t *v = json_object_get(props, key);
-    if (json_is_integer(v))
-        return json_integer_value(v) >= lo ? json_integer_value(v) : dflt;
-    if (!json_is_string(v))
+    if (!s)
         return dflt;
-    const char *s = json_string_value(v);
     char *end;
     errno = 0;
     long long x = strtoll(s, &end, 10);
     if (errno || end == s || *end || x < lo)
         return dflt;
     return x;
+}
+
+static int64_t prop_int(json_t *props, const char *key, int64_t dflt, int64_t lo)
+{
+    json_t *v = json_object_get(props, key);
+    if (json_is_integer(v))
+        return json_integer_value(v) >= lo ? json_integer_value(v) : dflt;
+    return json_is_string(v) ? str_int(json_string_value(v), dflt, lo) : dflt;
 }
 
 void cat_retry_policy_from_json(const char *json, size_t len, cat_retry_policy *out)
@@ -321,6 +326,32 @@ static void sleep_ms(double ms)
     }
 }
 
+/* After a lost race: false (with the "gave up" message) when the policy's
+ * retries or time are spent, else sleeps an exponential backoff with jitter
+ * and returns true. */
+static bool backoff(const char *ident, int attempt, int64_t start, const cat_retry_policy *p,
+                    hs_error *err)
+{
+    int64_t elapsed = now_ms() - start;
+    if (attempt > p->num_retries || elapsed >= p->total_timeout_ms) {
+        hs_err_prefix(err, "%s: commit conflict: gave up after %d attempts in %" PRId64
+                      " ms (commit.retry.num-retries = %d)", ident, attempt, elapsed,
+                      p->num_retries);
+        return false;
+    }
+    double wait = (double)p->min_wait_ms;
+    for (int i = 1; i < attempt && wait < (double)p->max_wait_ms; i++)
+        wait *= 2;
+    if (wait > (double)p->max_wait_ms)
+        wait = (double)p->max_wait_ms;
+    wait *= 0.5 + 0.5 * jitter_unit();
+    if (wait > (double)(p->total_timeout_ms - elapsed))
+        wait = (double)(p->total_timeout_ms - elapsed);
+    hs_err_clear(err);
+    sleep_ms(wait);
+    return true;
+}
+
 hs_status cat_commit_json_with_retry(cat_catalog *c, const char *ident, cat_rebase_json_fn fn,
                                      void *ctx, char **new_location, int *attempts,
                                      hs_error *err)
@@ -355,23 +386,8 @@ hs_status cat_commit_json_with_retry(cat_catalog *c, const char *ident, cat_reba
                              new_location, err);
         if (st != HS_CONFLICT)
             break;
-        int64_t elapsed = now_ms() - start;
-        if (attempt > policy.num_retries || elapsed >= policy.total_timeout_ms) {
-            hs_err_prefix(err, "%s: commit conflict: gave up after %d attempts in %" PRId64
-                          " ms (commit.retry.num-retries = %d)", ident, attempt, elapsed,
-                          policy.num_retries);
+        if (!backoff(ident, attempt, start, &policy, err))
             break;
-        }
-        double wait = (double)policy.min_wait_ms;
-        for (int i = 1; i < attempt && wait < (double)policy.max_wait_ms; i++)
-            wait *= 2;
-        if (wait > (double)policy.max_wait_ms)
-            wait = (double)policy.max_wait_ms;
-        wait *= 0.5 + 0.5 * jitter_unit();
-        if (wait > (double)(policy.total_timeout_ms - elapsed))
-            wait = (double)(policy.total_timeout_ms - elapsed);
-        hs_err_clear(err);
-        sleep_ms(wait);
     }
     hs_buf_free(&base);
     hs_buf_free(&next);
@@ -480,15 +496,7 @@ hs_status cat_commit(cat_catalog *c, const char *ident, const char *base_metadat
 /* commit.retry.* from the model's properties, as cat_retry_policy_from_json. */
 static int64_t kv_int(const ice_kv *kv, const char *key, int64_t dflt, int64_t lo)
 {
-    const char *s = ice_kv_get(kv, key);
-    if (!s)
-        return dflt;
-    char *end;
-    errno = 0;
-    long long x = strtoll(s, &end, 10);
-    if (errno || end == s || *end || x < lo)
-        return dflt;
-    return x;
+    return str_int(ice_kv_get(kv, key), dflt, lo);
 }
 
 static void policy_from_model(const ice_table_metadata *m, cat_retry_policy *out)
@@ -582,23 +590,8 @@ hs_status cat_commit_with_retry_ex(cat_catalog *c, const char *ident,
         hs_free(base_loc);
         if (st != HS_CONFLICT || refused)
             break;
-        int64_t elapsed = now_ms() - start;
-        if (attempt > policy.num_retries || elapsed >= policy.total_timeout_ms) {
-            hs_err_prefix(err, "%s: commit conflict: gave up after %d attempts in %" PRId64
-                          " ms (commit.retry.num-retries = %d)", ident, attempt, elapsed,
-                          policy.num_retries);
+        if (!backoff(ident, attempt, start, &policy, err))
             break;
-        }
-        double wait = (double)policy.min_wait_ms;
-        for (int i = 1; i < attempt && wait < (double)policy.max_wait_ms; i++)
-            wait *= 2;
-        if (wait > (double)policy.max_wait_ms)
-            wait = (double)policy.max_wait_ms;
-        wait *= 0.5 + 0.5 * jitter_unit();
-        if (wait > (double)(policy.total_timeout_ms - elapsed))
-            wait = (double)(policy.total_timeout_ms - elapsed);
-        hs_err_clear(err);
-        sleep_ms(wait);
     }
     return st;
 }

@@ -598,24 +598,30 @@ typedef struct build_run {
     int next;
 } build_run;
 
-typedef struct build_task { build_run *r; int i; } build_task;
+/* A task's own status: tasks never fail the pool group (which would skip
+ * the tasks after the first failure, so that r->done could never reach the
+ * number submitted and the progress loop below would wait forever). */
+typedef struct build_task { build_run *r; int i; hs_status st; hs_error err; } build_task;
 
 static hs_status build_task_fn(void *arg, hs_error *err)
 {
     build_task *t = arg;
     build_run *r = t->r;
+    (void)err;
     hs_status st = HS_OK;
+    hs_err_clear(&t->err);
     if (r->cancel)
-        st = hs_err_set(err, HS_CANCELLED, "cancelled");
+        st = hs_err_set(&t->err, HS_CANCELLED, "cancelled");
     else
-        st = build_from_file(&r->reqs[t->i], &r->out[t->i], err);
+        st = build_from_file(&r->reqs[t->i], &r->out[t->i], &t->err);
+    t->st = st;
     pthread_mutex_lock(&r->mu);
     r->done++;
     if (st != HS_OK)
         r->cancel = 1;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
-    return st;
+    return HS_OK;
 }
 
 static int threads_of(int n_threads, int n_jobs)
@@ -687,10 +693,23 @@ static hs_status build_all(build_req *reqs, ix_entry *out, int n, int n_threads,
             hs_error gerr;
             hs_err_clear(&gerr);
             hs_status gs = hs_group_wait(g, &gerr);
+            /* the first task that failed for its own reason (not because
+             * another one's failure cancelled it) */
+            const build_task *failed = NULL;
+            for (int i = 0; i < submitted && !failed; i++)
+                if (tasks[i].st != HS_OK && tasks[i].st != HS_CANCELLED)
+                    failed = &tasks[i];
+            for (int i = 0; i < submitted && !failed; i++)
+                if (tasks[i].st != HS_OK)
+                    failed = &tasks[i];
             if (st == HS_OK && cancelled)
                 st = hs_err_set(err, HS_CANCELLED, "%s: cancelled by the progress callback",
                                 what);
-            else if (st == HS_OK && gs != HS_OK) {
+            else if (st == HS_OK && failed) {
+                st = failed->st;
+                if (err)
+                    *err = failed->err;
+            } else if (st == HS_OK && gs != HS_OK) {
                 st = gs;
                 if (err)
                     *err = gerr;
