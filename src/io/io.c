@@ -36,9 +36,11 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* ---- generic ------------------------------------------------------------ */
@@ -65,6 +67,32 @@ hs_status hs_file_read_buf(hs_file *f, uint64_t off, size_t len, hs_buf *buf, hs
     HS_TRY(hs_file_read_at(f, off, len, buf->data, err));
     buf->len = len;
     return HS_OK;
+}
+
+static int mmap_allowed(void)
+{
+    static int allowed = -1;   /* every thread computes the same value */
+    int a = __atomic_load_n(&allowed, __ATOMIC_RELAXED);
+    if (a < 0) {
+        const char *e = getenv("HS_MMAP");
+        a = !(e && strcmp(e, "0") == 0);
+        __atomic_store_n(&allowed, a, __ATOMIC_RELAXED);
+    }
+    return a;
+}
+
+hs_status hs_file_map(hs_file *f, const uint8_t **addr, hs_error *err)
+{
+    *addr = NULL;
+    if (!f->vt->map || !mmap_allowed())
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: no mapping", f->name ? f->name : "file");
+    return f->vt->map(f, addr, err);
+}
+
+void hs_file_unmap(const uint8_t *addr, uint64_t size)
+{
+    if (addr && size)
+        munmap((void *)(uintptr_t)addr, (size_t)size);
 }
 
 void hs_file_close(hs_file *f)
@@ -131,7 +159,19 @@ static void local_close(hs_file *f)
     hs_free(lf);
 }
 
-static const hs_file_vtbl local_vtbl = { local_read_at, local_close };
+static hs_status local_map(hs_file *f, const uint8_t **addr, hs_error *err)
+{
+    local_file *lf = (local_file *)f;
+    if (f->size == 0 || f->size > (uint64_t)SIZE_MAX)
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: nothing to map", f->name);
+    void *p = mmap(NULL, (size_t)f->size, PROT_READ, MAP_SHARED, lf->fd, 0);
+    if (p == MAP_FAILED)
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: mmap failed: %s", f->name, strerror(errno));
+    *addr = p;
+    return HS_OK;
+}
+
+static const hs_file_vtbl local_vtbl = { local_read_at, local_close, local_map };
 
 static hs_status errno_status(int e)
 {

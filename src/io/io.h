@@ -26,6 +26,8 @@ typedef struct hs_wfile hs_wfile;
 typedef struct hs_file_vtbl {
     hs_status (*read_at)(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err);
     void (*close)(hs_file *f);
+    /* optional: a read-only mapping of the whole file (see hs_file_map) */
+    hs_status (*map)(hs_file *f, const uint8_t **addr, hs_error *err);
 } hs_file_vtbl;
 
 struct hs_file {
@@ -55,6 +57,15 @@ HS_MUST_USE hs_status hs_file_read_at(hs_file *f, uint64_t off, size_t len, void
 HS_MUST_USE hs_status hs_file_read_buf(hs_file *f, uint64_t off, size_t len, hs_buf *buf,
                                        hs_error *err);
 void hs_file_close(hs_file *f);
+/* A read-only memory mapping of the whole file (f->size bytes, > 0), owned by
+ * the caller, who releases it with hs_file_unmap(addr, f->size); it stays
+ * valid after hs_file_close.  HS_UNSUPPORTED where the backend has none
+ * (memory, fault injection, object stores), for empty files, and when the
+ * environment sets HS_MMAP=0.  Only for immutable files: a file truncated
+ * while mapped faults (SIGBUS) when the lost bytes are touched, as with
+ * Lucene's MMapDirectory; Iceberg data files are never modified in place. */
+HS_MUST_USE hs_status hs_file_map(hs_file *f, const uint8_t **addr, hs_error *err);
+void hs_file_unmap(const uint8_t *addr, uint64_t size);
 
 HS_MUST_USE hs_status hs_wfile_write(hs_wfile *f, const void *p, size_t n, hs_error *err);
 HS_MUST_USE hs_status hs_wfile_close(hs_wfile *f, hs_error *err);

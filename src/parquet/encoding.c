@@ -477,6 +477,26 @@ PQ_DEFINE_RLE_GET(uint8_t, u8, 8)
 PQ_DEFINE_RLE_GET(uint16_t, u16, 16)
 PQ_DEFINE_RLE_GET(uint32_t, u32, 32)
 
+hs_status pq_rle_skip(pq_rle_decoder *d, int64_t n, hs_error *err)
+{
+    if (n < 0)
+        return hs_err_set(err, HS_INVALID, PQ_HYBRID ": negative count %lld", (long long)n);
+    if (HS_UNLIKELY(d->bit_width < 0 || d->bit_width > 32))
+        return HS_CORRUPT_AT(err, PQ_HYBRID ": bit width %d is outside 0..32", d->bit_width);
+    while (n > 0) {
+        if (d->rle_left > 0) {
+            int64_t k = PQ_MIN(n, d->rle_left);
+            n -= k, d->rle_left -= k;
+        } else if (d->bp_left > 0) {
+            int64_t k = PQ_MIN(n, d->bp_left);
+            n -= k, d->bp_left -= k, d->bp_pos += (uint64_t)k;
+        } else {
+            HS_TRY(rle_next_run(d, n, err));
+        }
+    }
+    return HS_OK;
+}
+
 hs_status pq_rle_get_u32(pq_rle_decoder *d, uint32_t *out, int64_t n, hs_error *err)
 {
     return rle_get_u32(d, out, n, err);

@@ -49,6 +49,9 @@ typedef struct pq_rle_decoder {
 void pq_rle_init(pq_rle_decoder *d, const uint8_t *p, size_t len, int bit_width);
 HS_MUST_USE hs_status pq_rle_get_u32(pq_rle_decoder *d, uint32_t *out, int64_t n, hs_error *err);
 HS_MUST_USE hs_status pq_rle_get_u16(pq_rle_decoder *d, uint16_t *out, int64_t n, hs_error *err);
+/* Passes over n values without decoding them (run headers are still read
+ * and checked; bytes of a bit-packed run are checked only when read). */
+HS_MUST_USE hs_status pq_rle_skip(pq_rle_decoder *d, int64_t n, hs_error *err);
 /* For bit widths <= 8, e.g. BOOLEAN RLE data (bit width 1): one byte per value. */
 HS_MUST_USE hs_status pq_rle_get_u8(pq_rle_decoder *d, uint8_t *out, int64_t n, hs_error *err);
 /* Appends the hybrid encoding (no length prefix) of v[0..n). */

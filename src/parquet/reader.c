@@ -139,6 +139,11 @@ struct pq_footer {
     pq_schema_info schema;
     pq_dict **dicts;         /* [row group * n_leaves + leaf] or NULL; under g_dict_mu */
     size_t dict_mem;         /* bytes of them, counted in g_dict_bytes */
+    /* a read-only mapping of the file (footer_map): page-mode reads take
+     * their pages from it without a copy; map_state 0 untried, 1 mapped,
+     * -1 none (set once under g_cache_mu, read with acquire) */
+    const uint8_t *map;
+    int map_state;
     pq_footer *next;
 };
 
@@ -182,6 +187,8 @@ static void footer_destroy(pq_footer *f)
         g_dict_bytes -= f->dict_mem;
         pthread_mutex_unlock(&g_dict_mu);
     }
+    if (f->map_state > 0)
+        hs_file_unmap(f->map, f->size);
     pq_schema_free(&f->schema);
     hs_arena_destroy(&f->arena);
     hs_free(f->name);
@@ -450,6 +457,32 @@ struct pq_reader {
     pq_pidx *pidx;           /* n_row_groups * n_leaves, lazily */
     bool old_parquet_mr;     /* written by parquet-mr older than 1.2.9 */
 };
+
+/* The file's bytes through the footer's mapping (made on first use and kept
+ * with the cached footer, so repeated selective scans of a file take no page
+ * faults), or NULL where the backend has none: then pages are read. */
+static const uint8_t *footer_map(pq_reader *r)
+{
+    pq_footer *ft = r->ft;
+    int st = __atomic_load_n(&ft->map_state, __ATOMIC_ACQUIRE);
+    if (st != 0)
+        return st > 0 ? ft->map : NULL;
+    pthread_mutex_lock(&g_cache_mu);
+    if (ft->map_state == 0) {
+        const uint8_t *p = NULL;
+        hs_error e = {0};
+        if (r->f->size == ft->size && hs_file_map(r->f, &p, &e) == HS_OK) {
+            ft->map = p;
+            __atomic_store_n(&ft->map_state, 1, __ATOMIC_RELEASE);
+        } else {
+            __atomic_store_n(&ft->map_state, -1, __ATOMIC_RELEASE);
+        }
+        hs_err_clear(&e);
+    }
+    st = ft->map_state;
+    pthread_mutex_unlock(&g_cache_mu);
+    return st > 0 ? ft->map : NULL;
+}
 
 /* created_by "parquet-mr" without a version, or "parquet-mr version X.Y.Z" with X.Y.Z < 1.2.9 */
 static bool is_old_parquet_mr(const char *cb)
@@ -1452,25 +1485,39 @@ static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
     const pq_page_location *pl = &c->oi->pages[pi];
     c->in_page = false;
     c->page_off = (uint64_t)pl->offset;
-    bufpool_take(&c->chunk, (size_t)pl->compressed_page_size);
-    HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)pl->offset, (size_t)pl->compressed_page_size, &c->chunk,
-                            err));
+    const uint8_t *pg, *map = footer_map(c->r);
+    size_t pg_len = (size_t)pl->compressed_page_size;
+    if (map) {
+        /* the mapping: no copy (an uncompressed page is then decoded in place) */
+        uint64_t fsz = c->r->f->size;
+        if (pl->offset < 0 || pl->compressed_page_size < 0 || (uint64_t)pl->offset > fsz ||
+            (uint64_t)pl->compressed_page_size > fsz - (uint64_t)pl->offset)
+            return HS_CORRUPT_AT(err, "offset index page at %lld (%d bytes) lies outside the "
+                                 "file of %llu bytes", (long long)pl->offset,
+                                 (int)pl->compressed_page_size, (unsigned long long)fsz);
+        pg = map + pl->offset;
+    } else {
+        bufpool_take(&c->chunk, pg_len);
+        HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)pl->offset, pg_len, &c->chunk, err));
+        pg = c->chunk.data;
+        pg_len = c->chunk.len;
+    }
     c->stats->bytes_read += pl->compressed_page_size;
     c->chunk_off = (uint64_t)pl->offset;
     pq_page_header h;
     size_t used = 0;
     hs_arena_reset(&c->hdr_arena);
-    HS_TRY(pq_decode_page_header(c->chunk.data, c->chunk.len, &c->hdr_arena, &h, &used, err));
-    if (used > c->chunk.len)
+    HS_TRY(pq_decode_page_header(pg, pg_len, &c->hdr_arena, &h, &used, err));
+    if (used > pg_len)
         return HS_CORRUPT_AT(err, "page header overruns the page");
-    HS_TRY(check_header(c, &h, c->chunk.len - used, err));
+    HS_TRY(check_header(c, &h, pg_len - used, err));
     if (h.type != PQ_PAGE_DATA && h.type != PQ_PAGE_DATA_V2)
         return HS_CORRUPT_AT(err, "offset index points at a page of type %d", (int)h.type);
     HS_TRY(need_dict(c, &h, err));
     c->row = pl->first_row_index;
     c->page_row_end = pi + 1 < c->oi->n_pages ? c->oi->pages[pi + 1].first_row_index : c->rg_rows;
     c->next_page = pi + 1;
-    return decode_data_page(c, &h, c->chunk.data + used, (size_t)h.compressed_page_size, err);
+    return decode_data_page(c, &h, pg + used, (size_t)h.compressed_page_size, err);
 }
 
 /* ---------- value sources ---------- */
@@ -2308,6 +2355,30 @@ static hs_status g_prepare(pq_cursor *c, int64_t e, hs_error *err)
     return HS_OK;
 }
 
+/* Makes values [a, b) of a dictionary / RLE boolean page accessible, where a
+ * selective gather may pass over the values before a: they are skipped
+ * without decoding when the gap is long (their g_idx slots stay unset and
+ * are never read: gathers only move forward). */
+static hs_status g_prepare_range(pq_cursor *c, int64_t a, int64_t b, hs_error *err)
+{
+    if (b > c->g_nvals)
+        return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
+    if (b <= c->g_idx_n)
+        return HS_OK;
+    if (a - c->g_idx_n > 64 && !pq_read_no_fast_paths) {
+        HS_TRY(pq_rle_skip(&c->rle, a - c->g_idx_n, err));
+        c->g_idx_n = a;
+    }
+    int64_t m = b - c->g_idx_n;
+    uint32_t *idx = (uint32_t *)c->g_idx.data + c->g_idx_n;
+    if (c->vs == VS_DICT)
+        HS_TRY(dict_indices(c, idx, m, err));
+    else
+        HS_TRY(pq_rle_get_u32(&c->rle, idx, m, err));
+    c->g_idx_n = b;
+    return HS_OK;
+}
+
 /* Value j (prepared) of a byte-array page. */
 static hs_status g_bytes(pq_cursor *c, int64_t j, const uint8_t **p, uint32_t *l, hs_error *err)
 {
@@ -2437,8 +2508,19 @@ static hs_status g_emit(pq_cursor *c, hs_column *col, const pq_row_range *pc, si
             k += vix[pc[i].end] - vix[pc[i].start];
         last = vix[last];
     }
-    if (k > 0)
+    if (k > 0 && (c->vs == VS_DICT || c->vs == VS_RLE_BOOL)) {
+        for (size_t i = 0; i < m; i++) {
+            int64_t a = pc[i].start, b = pc[i].end;
+            if (def) {
+                a = vix[a];
+                b = vix[b];
+            }
+            if (b > a)
+                HS_TRY(g_prepare_range(c, a, b, err));
+        }
+    } else if (k > 0) {
         HS_TRY(g_prepare(c, last, err));
+    }
     bool vis = an->nullable && (k < n || col->validity.data);
     if (col_prep(col, vis, n) != HS_OK)
         return hs_err_nomem(err, (size_t)n);

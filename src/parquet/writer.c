@@ -728,9 +728,54 @@ static hs_status flush_page(pq_writer *w, pq_colw *cw, hs_error *err)
     return HS_OK;
 }
 
+/* The dictionary of a column chunk whose first values are nearly all
+ * distinct will not pay: before any page is closed, the page's values are
+ * turned back into PLAIN and the chunk is written without a dictionary page
+ * (instead of a dictionary filled to dictionary_page_bytes that readers load
+ * for the first pages only: a 1 MiB dictionary per chunk of random keys). */
+static hs_status dict_give_up(pq_writer *w, pq_colw *cw)
+{
+    const pq_wleaf *lf = cw->leaf;
+    const uint32_t *idx = (const uint32_t *)cw->idx.data;
+    hs_buf_reset(&cw->vals);
+    if (lf->vk == PQ_VK_BYTES) {
+        if (w->want_stats && cw->pmin_idx >= 0) {
+            uint32_t l;
+            const uint8_t *p = dict_entry(cw, cw->pmin_idx, &l);
+            HS_TRY(pq_wstats_update_one(&cw->pstats, lf->order, p, l));
+            p = dict_entry(cw, cw->pmax_idx, &l);
+            HS_TRY(pq_wstats_update_one(&cw->pstats, lf->order, p, l));
+        }
+        for (int64_t i = 0; i < cw->n_values; i++) {
+            uint32_t l;
+            const uint8_t *p = dict_entry(cw, idx[i], &l);
+            HS_TRY(hs_buf_append(&cw->vals, p - 4, 4 + (size_t)l));
+        }
+    } else {
+        size_t wd = (size_t)cw->width;
+        HS_TRY(hs_buf_reserve(&cw->vals, (size_t)cw->n_values * wd));
+        for (int64_t i = 0; i < cw->n_values; i++)
+            memcpy(cw->vals.data + (size_t)i * wd, cw->dict.data + (size_t)idx[i] * wd, wd);
+        cw->vals.len = (size_t)cw->n_values * wd;
+    }
+    hs_buf_reset(&cw->idx);
+    ih_clear(&cw->ih);
+    hs_map_clear(&cw->bm);
+    hs_buf_reset(&cw->dict);
+    hs_buf_reset(&cw->dict_off);
+    cw->n_dict = 0;
+    cw->dict_on = cw->dict_used = false;
+    cw->pmin_idx = cw->pmax_idx = -1;
+    return HS_OK;
+}
+
 /* After a chunk of rows: dictionary fallback and page limits. */
 static hs_status after_chunk(pq_writer *w, pq_colw *cw, hs_error *err)
 {
+    if (cw->dict_on && cw->c_rows == 0 && cw->n_values >= 1024 &&
+        (int64_t)cw->n_dict * 4 > cw->n_values * 3 && cw->leaf->ptype != PQ_BOOLEAN) {
+        TRY_MEM(dict_give_up(w, cw));
+    }
     if (cw->dict_on && (int64_t)cw->dict.len >= w->opt.dictionary_page_bytes) {
         HS_TRY(flush_page(w, cw, err));
         cw->dict_on = false;

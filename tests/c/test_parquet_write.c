@@ -545,7 +545,9 @@ static void test_dictionary_fallback(void)
     CHECK_OK(hs_batch_create(&s, 20000, &b, E), E);
     for (int64_t r = 0; r < 20000; r++) {
         char buf[32];
-        int len = snprintf(buf, sizeof buf, "value-%lld", (long long)(r * 7919 % 20011));
+        /* repeating at first (so the dictionary is kept), distinct later */
+        int64_t v = r < 4000 ? r % 97 : r * 7919 % 20011;
+        int len = snprintf(buf, sizeof buf, "value-%lld", (long long)v);
         CHECK_OK(hs_col_append_bytes(b->cols[0], buf, (size_t)len), E);
         int64_t x = r * 1000003;
         CHECK_OK(r % 5 == 1 ? hs_col_append_null(b->cols[1]) : hs_col_append_fixed(b->cols[1], &x), E);
@@ -571,6 +573,72 @@ static void test_dictionary_fallback(void)
             c0->encoding_stats[i].encoding == PQ_ENC_PLAIN)
             has_plain_data = true;
     CHECK(has_plain_data);
+    check_roundtrip(path, &b, 1);
+    unload(&l);
+    hs_batch_free(b);
+    hs_field_clear(&s);
+}
+
+/* Chunks whose first 1024 values are nearly all distinct drop the
+ * dictionary before any page is written: no dictionary page, PLAIN pages,
+ * the same values and statistics (also for the strings whose min/max were
+ * tracked through dictionary entries). */
+static void test_dictionary_give_up(void)
+{
+    hs_field s, f;
+    hs_field_init(&s, "schema", HS_TYPE_STRUCT, false);
+    field(&f, "s", HS_TYPE_STRING, true, 1); add(&s, &f);
+    field(&f, "x", HS_TYPE_INT64, true, 2); add(&s, &f);
+    field(&f, "k", HS_TYPE_INT32, false, 3); add(&s, &f);
+    hs_batch *b = NULL;
+    const int64_t n = 9000;
+    CHECK_OK(hs_batch_create(&s, n, &b, E), E);
+    for (int64_t r = 0; r < n; r++) {
+        char buf[32];
+        int len = snprintf(buf, sizeof buf, "v%lld", (long long)((r * 7919) % 100003));
+        CHECK_OK(r % 7 == 3 ? hs_col_append_null(b->cols[0])
+                            : hs_col_append_bytes(b->cols[0], buf, (size_t)len), E);
+        int64_t x = (r * 1000003) % 999983 - 500000;
+        CHECK_OK(r % 5 == 1 ? hs_col_append_null(b->cols[1]) : hs_col_append_fixed(b->cols[1], &x), E);
+        int32_t k = (int32_t)(r % 10);   /* low cardinality: keeps its dictionary */
+        CHECK_OK(hs_col_append_fixed(b->cols[2], &k), E);
+    }
+    b->n_rows = n;
+    pq_writer_options o;
+    memset(&o, 0, sizeof o);
+    o.codec = HS_CODEC_NONE;
+    o.page_rows = 4096;
+    const char *path = tmp_path("giveup.parquet");
+    CHECK_OK(write_batches(path, &s, &b, 1, &o, NULL), E);
+    loaded l;
+    CHECK_OK(load(path, &l), E);
+    bool fell_back = false;
+    check_pages(&l, &fell_back);
+    for (int c = 0; c < 2; c++) {
+        const pq_column_meta *cm = chunk(&l.meta, 0, c);
+        CHECK(!cm->has_dictionary_page_offset);
+        for (int i = 0; i < cm->n_encoding_stats; i++)
+            CHECK(cm->encoding_stats[i].encoding != PQ_ENC_RLE_DICTIONARY);
+    }
+    CHECK(chunk(&l.meta, 0, 2)->has_dictionary_page_offset);
+    /* chunk statistics against the values themselves */
+    const pq_column_meta *cs = chunk(&l.meta, 0, 0);
+    CHECK(cs->has_statistics && cs->statistics.min_value.p && cs->statistics.max_value.p);
+    char mn[32] = "", mx[32] = "";
+    for (int64_t r = 0; r < n; r++) {
+        if (r % 7 == 3)
+            continue;
+        char buf[32];
+        snprintf(buf, sizeof buf, "v%lld", (long long)((r * 7919) % 100003));
+        if (!mn[0] || strcmp(buf, mn) < 0)
+            strcpy(mn, buf);
+        if (!mx[0] || strcmp(buf, mx) > 0)
+            strcpy(mx, buf);
+    }
+    CHECK(cs->statistics.min_value.len == strlen(mn) &&
+          memcmp(cs->statistics.min_value.p, mn, strlen(mn)) == 0);
+    CHECK(cs->statistics.max_value.len == strlen(mx) &&
+          memcmp(cs->statistics.max_value.p, mx, strlen(mx)) == 0);
     check_roundtrip(path, &b, 1);
     unload(&l);
     hs_batch_free(b);
@@ -1069,6 +1137,7 @@ int main(void)
     int64_t live = hs_mem_live_count();
     HS_RUN(test_flat_all_types);
     HS_RUN(test_dictionary_fallback);
+    HS_RUN(test_dictionary_give_up);
     HS_RUN(test_nested);
     HS_RUN(test_encodings);
     HS_RUN(test_page_index);
