@@ -514,21 +514,6 @@ hs_status pq_rle_get_u8(pq_rle_decoder *d, uint8_t *out, int64_t n, hs_error *er
 
 /* -------------------------------------------------------- hybrid encoding */
 
-/* Appends a bit-packed run of the cnt values in chunk (zero-padded in place
- * to whole groups: chunk has room for cnt rounded up to 8). */
-static hs_status emit_literal(hs_buf *out, uint64_t *chunk, int64_t cnt, int bw)
-{
-    int64_t groups = (cnt + 7) / 8;
-    for (int64_t k = cnt; k < groups * 8; k++)
-        chunk[k] = 0;
-    HS_TRY(hs_buf_reserve(out, 10 + (size_t)groups * (size_t)bw));
-    uint8_t *o = out->data + out->len;
-    o += put_uvarint(o, (uint64_t)groups << 1 | 1);
-    o = pack_groups(o, chunk, groups, bw);
-    out->len = (size_t)(o - out->data);
-    return HS_OK;
-}
-
 static hs_status emit_rle_run(hs_buf *out, uint32_t value, int64_t count, int bw)
 {
     HS_TRY(hs_buf_reserve(out, 16));
@@ -554,12 +539,22 @@ static hs_status emit_rle_run(hs_buf *out, uint32_t value, int64_t count, int bw
 #define PQ_DEFINE_RLE_ENCODE(T, SUF)                                                       \
     static hs_status emit_literals_##SUF(hs_buf *out, const T *v, int64_t l, int bw)        \
     {                                                                                      \
+        /* one run header for all l values (readers that skip values pass a    */         \
+        /* whole literal span at once); packed PQ_LIT_CHUNK values at a time   */         \
         uint64_t chunk[PQ_LIT_CHUNK];                                                      \
+        if (l <= 0)                                                                        \
+            return HS_OK;                                                                  \
+        int64_t groups = (l + 7) / 8;                                                      \
+        HS_TRY(hs_buf_reserve(out, 10 + (size_t)groups * (size_t)bw));                     \
+        out->len += (size_t)put_uvarint(out->data + out->len, (uint64_t)groups << 1 | 1);  \
         while (l > 0) {                                                                    \
-            int64_t c = PQ_MIN(l, PQ_LIT_CHUNK);                                           \
+            int64_t c = PQ_MIN(l, PQ_LIT_CHUNK), g = (c + 7) / 8;                          \
             for (int64_t q = 0; q < c; q++)                                                \
                 chunk[q] = v[q];                                                           \
-            HS_TRY(emit_literal(out, chunk, c, bw));                                       \
+            for (int64_t q = c; q < g * 8; q++)                                            \
+                chunk[q] = 0;                                                              \
+            uint8_t *o = pack_groups(out->data + out->len, chunk, g, bw);                  \
+            out->len = (size_t)(o - out->data);                                            \
             v += c, l -= c;                                                                \
         }                                                                                  \
         return HS_OK;                                                                      \

@@ -77,6 +77,7 @@ static const uint8_t pq_empty_bytes[1] = {0};
 typedef struct dctx {
     pq_tr r;
     hs_arena *arena;
+    bool no_page_stats;   /* page headers: statistics skipped, not decoded */
 } dctx;
 
 static hs_status d_missing(dctx *d, const char *strct, const char *field)
@@ -216,6 +217,10 @@ static hs_status d_data_page_header(dctx *d, pq_data_page_header *h)
     case 4: EXPECT(PQ_T_I32); HS_TRY(d_i32_enum(d, &v)); h->rep_encoding = (pq_encoding)v; s4 = true; break;
     case 5:
         EXPECT(PQ_T_STRUCT);
+        if (d->no_page_stats) {
+            HS_TRY(pq_tr_skip(&d->r, t_));
+            break;
+        }
         NESTED(d_statistics(d, &h->statistics));
         h->has_statistics = true;
         break;
@@ -264,6 +269,10 @@ static hs_status d_data_page_header_v2(dctx *d, pq_data_page_header_v2 *h)
     case 7: EXPECT_BOOL; h->is_compressed = BOOLV; break;
     case 8:
         EXPECT(PQ_T_STRUCT);
+        if (d->no_page_stats) {
+            HS_TRY(pq_tr_skip(&d->r, t_));
+            break;
+        }
         NESTED(d_statistics(d, &h->statistics));
         h->has_statistics = true;
         break;
@@ -338,9 +347,17 @@ static hs_status d_page_header(dctx *d, pq_page_header *h)
 hs_status pq_decode_page_header(const uint8_t *buf, size_t len, hs_arena *arena,
                                 pq_page_header *out, size_t *used, hs_error *err)
 {
-    dctx d;
+    return pq_decode_page_header_ex(buf, len, arena, false, out, used, err);
+}
+
+hs_status pq_decode_page_header_ex(const uint8_t *buf, size_t len, hs_arena *arena,
+                                   bool skip_stats, pq_page_header *out, size_t *used,
+                                   hs_error *err)
+{
+    dctx d = {0};
     pq_tr_init(&d.r, buf, len, "page header", err);
     d.arena = arena;
+    d.no_page_stats = skip_stats;
     hs_status st = d_page_header(&d, out);
     if (st == HS_OK && used)
         *used = pq_tr_offset(&d.r);
@@ -803,7 +820,7 @@ static hs_status d_file_meta(dctx *d, pq_file_meta *m)
 hs_status pq_decode_file_meta(const uint8_t *buf, size_t len, hs_arena *arena,
                               pq_file_meta *out, hs_error *err)
 {
-    dctx d;
+    dctx d = {0};
     pq_tr_init(&d.r, buf, len, "footer", err);
     d.arena = arena;
     return d_file_meta(&d, out);
@@ -880,7 +897,7 @@ static hs_status d_column_index(dctx *d, pq_column_index *ci)
 hs_status pq_decode_column_index(const uint8_t *buf, size_t len, hs_arena *arena,
                                  pq_column_index *out, hs_error *err)
 {
-    dctx d;
+    dctx d = {0};
     pq_tr_init(&d.r, buf, len, "column index", err);
     d.arena = arena;
     return d_column_index(&d, out);
@@ -932,7 +949,7 @@ static hs_status d_offset_index(dctx *d, pq_offset_index *oi)
 hs_status pq_decode_offset_index(const uint8_t *buf, size_t len, hs_arena *arena,
                                  pq_offset_index *out, hs_error *err)
 {
-    dctx d;
+    dctx d = {0};
     pq_tr_init(&d.r, buf, len, "offset index", err);
     d.arena = arena;
     return d_offset_index(&d, out);

@@ -196,6 +196,11 @@ HS_MUST_USE hs_status pq_decode_file_meta(const uint8_t *buf, size_t len, hs_are
                                           pq_file_meta *out, hs_error *err);
 HS_MUST_USE hs_status pq_decode_page_header(const uint8_t *buf, size_t len, hs_arena *arena,
                                             pq_page_header *out, size_t *used, hs_error *err);
+/* The same; with skip_stats the page statistics are passed over (has_statistics
+ * stays false): for readers that take page bounds from the column index. */
+HS_MUST_USE hs_status pq_decode_page_header_ex(const uint8_t *buf, size_t len, hs_arena *arena,
+                                               bool skip_stats, pq_page_header *out,
+                                               size_t *used, hs_error *err);
 HS_MUST_USE hs_status pq_decode_column_index(const uint8_t *buf, size_t len, hs_arena *arena,
                                              pq_column_index *out, hs_error *err);
 HS_MUST_USE hs_status pq_decode_offset_index(const uint8_t *buf, size_t len, hs_arena *arena,

@@ -1507,7 +1507,7 @@ static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
     pq_page_header h;
     size_t used = 0;
     hs_arena_reset(&c->hdr_arena);
-    HS_TRY(pq_decode_page_header(pg, pg_len, &c->hdr_arena, &h, &used, err));
+    HS_TRY(pq_decode_page_header_ex(pg, pg_len, &c->hdr_arena, true, &h, &used, err));
     if (used > pg_len)
         return HS_CORRUPT_AT(err, "page header overruns the page");
     HS_TRY(check_header(c, &h, pg_len - used, err));

@@ -377,36 +377,71 @@ void sidx_acc_free(sidx_acc *a)
     a->r = NULL;
 }
 
-/* Adds the set bits of the dense bitset to r, in order (full words as
- * ranges). */
-static void dense_to_roaring(const uint64_t *w, size_t words, roaring_bitmap_t *r)
+/* The dense bitset as a roaring bitmap, built in Roaring's portable
+ * serialization (RoaringFormatSpec: cookie 12346, per container a key and
+ * cardinality - 1, offsets, then each container as a 8 KiB bitset above
+ * 4096 values or a sorted uint16 array) and deserialized: CRoaring copies
+ * whole containers instead of inserting value by value (roaring_bitmap_
+ * add_many was most of a selective lookup's cost).  NULL when out of
+ * memory. */
+static roaring_bitmap_t *dense_to_roaring(const uint64_t *w, size_t words)
 {
-    uint32_t chunk[2048];
-    size_t m = 0;
-    for (size_t i = 0; i < words; i++) {
-        uint64_t x = w[i];
-        if (x == ~0ull) {
-            size_t j = i;
-            while (j < words && w[j] == ~0ull)
-                j++;
-            if (m)
-                roaring_bitmap_add_many(r, m, chunk);
-            m = 0;
-            roaring_bitmap_add_range(r, (uint64_t)i * 64, (uint64_t)j * 64);
-            i = j - 1;
-            continue;
-        }
-        while (x) {
-            chunk[m++] = (uint32_t)(i * 64 + (size_t)__builtin_ctzll(x));
-            x &= x - 1;
-        }
-        if (m > sizeof chunk / sizeof chunk[0] - 64) {
-            roaring_bitmap_add_many(r, m, chunk);
-            m = 0;
+    size_t n_chunks = (words + 1023) / 1024, n = 0, bytes = 8;
+    uint32_t *card = hs_malloc(n_chunks * sizeof *card + 1);
+    if (!card)
+        return NULL;
+    for (size_t c = 0; c < n_chunks; c++) {
+        size_t a = c * 1024, b = a + 1024 < words ? a + 1024 : words;
+        uint32_t k = 0;
+        for (size_t i = a; i < b; i++)
+            k += (uint32_t)__builtin_popcountll(w[i]);
+        card[c] = k;
+        if (k) {
+            n++;
+            bytes += 8 + (k > 4096 ? 8192 : (size_t)k * 2);
         }
     }
-    if (m)
-        roaring_bitmap_add_many(r, m, chunk);
+    uint8_t *buf = hs_malloc(bytes);
+    if (!buf) {
+        hs_free(card);
+        return NULL;
+    }
+    uint32_t cookie = 12346, cnt = (uint32_t)n;
+    memcpy(buf, &cookie, 4);
+    memcpy(buf + 4, &cnt, 4);
+    uint8_t *hdr = buf + 8, *offs = hdr + 4 * n, *body = offs + 4 * n;
+    for (size_t c = 0; c < n_chunks; c++) {
+        uint32_t k = card[c];
+        if (!k)
+            continue;
+        uint16_t key = (uint16_t)c, cm1 = (uint16_t)(k - 1);
+        uint32_t off = (uint32_t)(body - buf);
+        memcpy(hdr, &key, 2);
+        memcpy(hdr + 2, &cm1, 2);
+        memcpy(offs, &off, 4);
+        hdr += 4;
+        offs += 4;
+        size_t a = c * 1024, b = a + 1024 < words ? a + 1024 : words;
+        if (k > 4096) {
+            memset(body, 0, 8192);
+            memcpy(body, w + a, (b - a) * 8);
+            body += 8192;
+        } else {
+            for (size_t i = a; i < b; i++) {
+                uint64_t x = w[i];
+                while (x) {
+                    uint16_t v = (uint16_t)((i - a) * 64 + (size_t)__builtin_ctzll(x));
+                    memcpy(body, &v, 2);
+                    body += 2;
+                    x &= x - 1;
+                }
+            }
+        }
+    }
+    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe((const char *)buf, bytes);
+    hs_free(buf);
+    hs_free(card);
+    return r;
 }
 
 hs_status sidx_acc_finish(sidx_acc *a, roaring_bitmap_t **out, hs_error *err)
@@ -426,9 +461,22 @@ hs_status sidx_acc_finish(sidx_acc *a, roaring_bitmap_t **out, hs_error *err)
         sidx_acc_free(a);
         return hs_err_nomem(err, 64);
     }
-    if (a->dense)
-        dense_to_roaring(a->dense, (size_t)((a->n_rows + 63) / 64), r);
-    else if (a->singles.len)
+    if (a->dense) {
+        roaring_bitmap_t *d = dense_to_roaring(a->dense, (size_t)((a->n_rows + 63) / 64));
+        if (!d) {
+            size_t want = (size_t)a->n_rows / 8;
+            roaring_bitmap_free(r);
+            sidx_acc_free(a);
+            return hs_err_nomem(err, want);
+        }
+        if (roaring_bitmap_is_empty(r)) {
+            roaring_bitmap_free(r);
+            r = d;
+        } else {
+            roaring_bitmap_or_inplace(r, d);
+            roaring_bitmap_free(d);
+        }
+    } else if (a->singles.len)
         roaring_bitmap_add_many(r, HS_VEC_LEN(&a->singles, uint32_t),
                                 (const uint32_t *)a->singles.data);
     if (a->r)
