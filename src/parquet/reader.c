@@ -144,8 +144,40 @@ struct pq_footer {
      * -1 none (set once under g_cache_mu, read with acquire) */
     const uint8_t *map;
     int map_state;
+    /* decoded page indexes ([row group * n_leaves + leaf], entries published
+     * once under g_cache_mu, read with acquire) */
+    struct pq_fpidx **fpidx;
     pq_footer *next;
 };
+
+/* What a page-mode read learned of one page, kept for the next scans of the
+ * file: for a page of a flat leaf, stored uncompressed, whose values are all
+ * present, the values section can be set up again without touching the
+ * page header or the levels. */
+typedef struct pq_pinfo {
+    int state;               /* 0 unknown, 1 known (fields valid), read with acquire */
+    int32_t n;               /* values (= rows) */
+    int32_t enc;             /* pq_encoding of the values */
+    uint32_t vlen;
+    uint64_t voff;           /* file offset of the values section */
+} pq_pinfo;
+
+/* A column chunk's page index, decoded once per cached footer. */
+typedef struct pq_fpidx {
+    hs_arena arena;
+    const pq_offset_index *oi;   /* NULL: absent or unusable */
+    const pq_column_index *ci;
+    pq_pinfo *pinfo;             /* oi->n_pages entries when oi, else NULL */
+} pq_fpidx;
+
+static void fpidx_free(pq_fpidx *e)
+{
+    if (!e)
+        return;
+    hs_arena_destroy(&e->arena);
+    hs_free(e->pinfo);
+    hs_free(e);
+}
 
 static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
 static pq_footer *g_cache;
@@ -189,6 +221,12 @@ static void footer_destroy(pq_footer *f)
     }
     if (f->map_state > 0)
         hs_file_unmap(f->map, f->size);
+    if (f->fpidx) {
+        size_t n = (size_t)f->meta.n_row_groups * (size_t)f->schema.n_leaves;
+        for (size_t i = 0; i < n; i++)
+            fpidx_free(f->fpidx[i]);
+        hs_free(f->fpidx);
+    }
     pq_schema_free(&f->schema);
     hs_arena_destroy(&f->arena);
     hs_free(f->name);
@@ -447,6 +485,7 @@ typedef struct pq_pidx {
     bool loaded;
     const pq_column_index *ci;
     const pq_offset_index *oi;
+    pq_pinfo *pinfo;         /* the footer's page notes for oi, or NULL */
 } pq_pidx;
 
 struct pq_reader {
@@ -455,6 +494,7 @@ struct pq_reader {
     pq_footer *ft;
     hs_arena arena;          /* page indexes */
     pq_pidx *pidx;           /* n_row_groups * n_leaves, lazily */
+    pq_fpidx *own;           /* a page index the footer had no room for */
     bool old_parquet_mr;     /* written by parquet-mr older than 1.2.9 */
 };
 
@@ -522,6 +562,7 @@ void pq_reader_close(pq_reader *r)
         return;
     footer_release(r->ft);
     hs_arena_destroy(&r->arena);
+    fpidx_free(r->own);
     hs_free(r->pidx);
     hs_free(r);
 }
@@ -573,35 +614,51 @@ hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_c
         if (!r->pidx)
             return hs_err_nomem(err, (size_t)m->n_row_groups * nl * sizeof *r->pidx);
     }
-    pq_pidx *p = &r->pidx[(size_t)row_group * nl + leaf];
+    size_t slot = (size_t)row_group * nl + leaf;
+    pq_pidx *p = &r->pidx[slot];
+    if (!p->loaded) {
+        /* decoded by an earlier reader of this (cached) file? */
+        pq_fpidx **arr = __atomic_load_n(&r->ft->fpidx, __ATOMIC_ACQUIRE);
+        pq_fpidx *fe = arr ? __atomic_load_n(&arr[slot], __ATOMIC_ACQUIRE) : NULL;
+        if (fe) {
+            p->oi = fe->oi;
+            p->ci = fe->ci;
+            p->pinfo = fe->pinfo;
+            p->loaded = true;
+        }
+    }
     if (!p->loaded) {
         const pq_column_chunk *cc = &m->row_groups[row_group].columns[leaf];
         hs_buf b = { 0 };
         hs_status st = HS_OK;
+        pq_fpidx *fe = hs_calloc(1, sizeof *fe);
+        if (!fe)
+            return hs_err_nomem(err, sizeof *fe);
         if (cc->has_offset_index && cc->offset_index_length > 0) {
-            pq_offset_index *o = hs_arena_calloc(&r->arena, 1, sizeof *o);
+            pq_offset_index *o = hs_arena_calloc(&fe->arena, 1, sizeof *o);
             if (!o)
                 st = hs_err_nomem(err, sizeof *o);
             if (st == HS_OK)
                 st = read_blob(r, cc->offset_index_offset, cc->offset_index_length, &b, "offset index", err);
             if (st == HS_OK)
-                st = pq_decode_offset_index(b.data, b.len, &r->arena, o, err);
+                st = pq_decode_offset_index(b.data, b.len, &fe->arena, o, err);
             if (st == HS_OK)
                 p->oi = o;
         }
         if (st == HS_OK && cc->has_column_index && cc->column_index_length > 0) {
-            pq_column_index *c = hs_arena_calloc(&r->arena, 1, sizeof *c);
+            pq_column_index *c = hs_arena_calloc(&fe->arena, 1, sizeof *c);
             if (!c)
                 st = hs_err_nomem(err, sizeof *c);
             if (st == HS_OK)
                 st = read_blob(r, cc->column_index_offset, cc->column_index_length, &b, "column index", err);
             if (st == HS_OK)
-                st = pq_decode_column_index(b.data, b.len, &r->arena, c, err);
+                st = pq_decode_column_index(b.data, b.len, &fe->arena, c, err);
             if (st == HS_OK)
                 p->ci = c;
         }
         hs_buf_free(&b);
         if (st != HS_OK) {
+            fpidx_free(fe);
             p->oi = NULL;
             p->ci = NULL;
             hs_err_prefix(err, "%s: row group %d, column %s", r->fname, row_group,
@@ -626,6 +683,43 @@ hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_c
         }
         if (p->ci && p->oi && p->ci->n_pages != p->oi->n_pages)
             p->ci = NULL;
+        fe->oi = p->oi;
+        fe->ci = p->ci;
+        if (fe->oi)
+            fe->pinfo = hs_calloc((size_t)fe->oi->n_pages, sizeof *fe->pinfo);  /* optional */
+        /* publish for later readers of the file (or take the one published meanwhile) */
+        size_t n_slots = (size_t)m->n_row_groups * (size_t)nl;
+        pthread_mutex_lock(&g_cache_mu);
+        if (!r->ft->fpidx)
+            __atomic_store_n(&r->ft->fpidx, hs_calloc(n_slots, sizeof(pq_fpidx *)),
+                             __ATOMIC_RELEASE);
+        pq_fpidx *have = r->ft->fpidx ? r->ft->fpidx[slot] : NULL, *dead = NULL;
+        if (have) {
+            dead = fe;
+            fe = have;
+        } else if (r->ft->fpidx) {
+            __atomic_store_n(&r->ft->fpidx[slot], fe, __ATOMIC_RELEASE);
+        } else {
+            dead = fe;   /* no room to publish: this reader keeps it */
+            fe = NULL;
+        }
+        pthread_mutex_unlock(&g_cache_mu);
+        if (fe) {
+            fpidx_free(dead);
+            p->oi = fe->oi;
+            p->ci = fe->ci;
+            p->pinfo = fe->pinfo;
+        } else {
+            /* keep the decoded index alive with the reader */
+            p->pinfo = NULL;
+            if (!r->own) {
+                r->own = dead;
+            } else {
+                fpidx_free(dead);
+                p->oi = NULL;   /* rare (out of memory): read without the page index */
+                p->ci = NULL;
+            }
+        }
         p->loaded = true;
     }
     *ci = p->ci;
@@ -838,6 +932,8 @@ typedef struct pq_cursor {
     size_t pos;                      /* sequential: next page header, chunk-relative */
     bool page_mode;
     const pq_offset_index *oi;
+    pq_pinfo *pinfo;                 /* page mode: the footer's notes on oi's pages, or NULL */
+    pq_encoding page_enc;            /* values encoding of the current page */
     int next_page;                   /* page mode: next OffsetIndex entry */
     int64_t chunk_start;             /* file offset of the chunk's first page */
     int64_t values_total;            /* level entries seen, for the chunk's num_values */
@@ -1343,6 +1439,7 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
     if (c->rep && n > 0 && c->page_mode && c->rep[0] != 0)
         return HS_CORRUPT_AT(err, "page does not start at a row boundary (repetition level %u)",
                              c->rep[0]);
+    c->page_enc = enc;
     HS_TRY(setup_values(c, enc, vals, vlen, err));
     c->in_page = true;
     c->g_ready = false;
@@ -1460,6 +1557,8 @@ static hs_status read_dict_region(pq_cursor *c, int64_t start, int64_t end, hs_e
 
 /* Page mode: the dictionary, when the page with header h is dictionary-
  * encoded and it is not loaded yet (from the footer's cache, else read). */
+static hs_status need_dict_enc(pq_cursor *c, pq_encoding enc, hs_error *err);
+
 static hs_status need_dict(pq_cursor *c, const pq_page_header *h, hs_error *err)
 {
     pq_encoding enc = PQ_ENC_PLAIN;
@@ -1467,6 +1566,11 @@ static hs_status need_dict(pq_cursor *c, const pq_page_header *h, hs_error *err)
         enc = h->data.encoding;
     else if (h->type == PQ_PAGE_DATA_V2 && h->has_data_v2)
         enc = h->data_v2.encoding;
+    return need_dict_enc(c, enc, err);
+}
+
+static hs_status need_dict_enc(pq_cursor *c, pq_encoding enc, hs_error *err)
+{
     if (c->has_dict || (enc != PQ_ENC_PLAIN_DICTIONARY && enc != PQ_ENC_RLE_DICTIONARY))
         return HS_OK;
     if (dict_from_cache(c))
@@ -1487,6 +1591,28 @@ static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
     c->page_off = (uint64_t)pl->offset;
     const uint8_t *pg, *map = footer_map(c->r);
     size_t pg_len = (size_t)pl->compressed_page_size;
+    pq_pinfo *pn = map && c->pinfo && !pq_read_no_fast_paths ? &c->pinfo[pi] : NULL;
+    if (pn && __atomic_load_n(&pn->state, __ATOMIC_ACQUIRE) == 1) {
+        /* seen before: values set up again in place, header and levels untouched */
+        pq_encoding enc = (pq_encoding)pn->enc;
+        HS_TRY(need_dict_enc(c, enc, err));
+        c->stats->bytes_read += pl->compressed_page_size;
+        c->stats->pages_decoded++;
+        c->chunk_off = (uint64_t)pl->offset;
+        c->row = pl->first_row_index;
+        c->page_row_end = pi + 1 < c->oi->n_pages ? c->oi->pages[pi + 1].first_row_index : c->rg_rows;
+        c->next_page = pi + 1;
+        c->rep = c->def = NULL;
+        c->fixed_w = 0;
+        c->lvl_n = pn->n;
+        c->lvl_pos = 0;
+        c->values_total += pn->n;
+        c->page_enc = enc;
+        HS_TRY(setup_values(c, enc, map + pn->voff, pn->vlen, err));
+        c->in_page = true;
+        c->g_ready = false;
+        return HS_OK;
+    }
     if (map) {
         /* the mapping: no copy (an uncompressed page is then decoded in place) */
         uint64_t fsz = c->r->f->size;
@@ -1517,7 +1643,23 @@ static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
     c->row = pl->first_row_index;
     c->page_row_end = pi + 1 < c->oi->n_pages ? c->oi->pages[pi + 1].first_row_index : c->rg_rows;
     c->next_page = pi + 1;
-    return decode_data_page(c, &h, pg + used, (size_t)h.compressed_page_size, err);
+    HS_TRY(decode_data_page(c, &h, pg + used, (size_t)h.compressed_page_size, err));
+    const pq_leaf *lf = c->leaf;
+    if (pn && lf->max_rep == 0 && !c->def && c->lvl_n > 0 && c->lvl_n <= INT32_MAX &&
+        (c->vs == VS_PLAIN || c->vs == VS_PLAIN_BOOL || c->vs == VS_DICT ||
+         c->vs == VS_RLE_BOOL) &&
+        c->vp >= map && c->vlen <= UINT32_MAX && c->vp + c->vlen <= map + c->r->f->size) {
+        pthread_mutex_lock(&g_cache_mu);
+        if (pn->state == 0) {
+            pn->n = (int32_t)c->lvl_n;
+            pn->enc = (int32_t)c->page_enc;
+            pn->vlen = (uint32_t)c->vlen;
+            pn->voff = (uint64_t)(c->vp - map);
+            __atomic_store_n(&pn->state, 1, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&g_cache_mu);
+    }
+    return HS_OK;
 }
 
 /* ---------- value sources ---------- */
@@ -2768,6 +2910,7 @@ static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error 
     c->next_page = 0;
     c->page_mode = false;
     c->oi = NULL;
+    c->pinfo = NULL;
     c->pos = 0;
     c->lvl_n = c->lvl_pos = 0;
     c->vs = VS_NONE;
@@ -2811,6 +2954,8 @@ static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error 
         HS_TRY(pq_reader_page_index(r, rg, c->leaf_index, &ci, &oi, err));
         if (oi && oi->pages[0].offset >= start) {
             c->oi = oi;
+            c->pinfo = r->pidx ? r->pidx[(size_t)rg * r->ft->schema.n_leaves + c->leaf_index].pinfo
+                               : NULL;
             c->page_mode = true;
             c->dict_lo = start;   /* read by need_dict, if a page needs it */
             c->dict_hi = oi->pages[0].offset;
