@@ -1,9 +1,10 @@
 """bench/filter: filtered scans with scalar indexes, HyperStreamDB vs DuckDB vs
 pyarrow.dataset over the same Parquet files.
 
-Data (cached under bench/filter/data, rebuilt when missing or when the row
-or file count changes): BENCH_ROWS rows (default 10 000 000) appended to a
-path table as BENCH_FILES appends (default 20, so >= 20 data files), columns
+Data (cached under bench/filter/data/<layout>, rebuilt when missing or when
+the row or file count changes): BENCH_ROWS rows (default 10 000 000) appended
+to a path table as BENCH_FILES appends (default 20, so >= 20 data files),
+columns
 
     id        int64, sequential (file bounds prune it without an index)
     category  string, 20 values (low cardinality)
@@ -14,7 +15,15 @@ path table as BENCH_FILES appends (default 20, so >= 20 data files), columns
 
 then indexes on the filtered columns: category inverted, user_id auto,
 ts range, price range (hs_table_add_index; build time and size are
-measured once, when the cache is built, and kept in data/meta.json).
+measured once, when the cache is built, and kept in meta.json).
+
+Layouts (BENCH_LAYOUTS, default "uncompressed,zstd"): the same rows written
+twice, once per Parquet layout, and every side reads the same files:
+  uncompressed  table property write.parquet.compression-codec=uncompressed:
+                the layout for selective, index-driven workloads (pages are
+                read in place; docs/indexes.md).  The targets are judged here.
+  zstd          the default codec: every page holding a selected row must be
+                decompressed whole, on every side (reported for comparison).
 
 Queries (every one fetches all columns of the matching rows, on every side):
 
@@ -65,7 +74,11 @@ TS_HI = np.datetime64("2025-01-01T00:00:00", "us").astype(np.int64)
 SCHEMA = pa.schema([("id", pa.int64()), ("category", pa.string()), ("user_id", pa.int64()),
                     ("ts", pa.timestamp("us")), ("price", pa.float64()), ("qty", pa.int32())])
 INDEXES = [("category", "inverted"), ("user_id", "auto"), ("ts", "range"), ("price", "range")]
-VERSION = 1  # bump when the data layout changes
+VERSION = 2  # bump when the data layout changes
+LAYOUTS = {
+    "uncompressed": {"write.parquet.compression-codec": "uncompressed"},
+    "zstd": None,
+}
 
 
 def gen_part(rng, first, n):
@@ -85,7 +98,7 @@ def ts_lit(us):
     return "'" + str(np.datetime64(int(us), "us")).replace(" ", "T") + "'"
 
 
-def build(data_dir, hs_mod):
+def build(data_dir, hs_mod, props):
     """Creates the table and its indexes; returns meta (also written to meta.json)."""
     import shutil
     X = hs_mod
@@ -95,7 +108,7 @@ def build(data_dir, hs_mod):
     hs = X.Hs()
     cat = hs.path_catalog(None)
     tdir = data_dir / "table"
-    t = hs.create(cat, str(tdir), SCHEMA)
+    t = hs.create(cat, str(tdir), SCHEMA, props=props)
     rng = np.random.default_rng(SEED)
     per = ROWS // FILES
     append_s = 0.0
@@ -193,28 +206,19 @@ def best_of(fn, repeat):
     return best, best_cpu, rows
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--build", required=True)
-    ap.add_argument("--data", default=str(HERE / "data"))
-    ap.add_argument("--driver", required=True)
-    ap.add_argument("--rebuild", action="store_true", help="regenerate the cached table")
-    ap.add_argument("--prepare", action="store_true", help="only build the cache, then exit")
-    a = ap.parse_args()
-    os.environ["HS_BUILD"] = a.build
-    from helpers import idxlib as X
-
-    data_dir = pathlib.Path(a.data)
+def prepare(base, layout, rebuild, X):
+    """The cached table of one layout (built when missing or stale)."""
+    data_dir = base / layout
     meta = None
     mp = data_dir / "meta.json"
-    if mp.exists() and not a.rebuild:
+    if mp.exists() and not rebuild:
         meta = json.loads(mp.read_text())
         if (meta.get("version") != VERSION or meta.get("rows") != ROWS or
                 meta.get("files") != FILES or not all(os.path.exists(f) for f in meta["data_files"])):
             meta = None
     if meta is None:
         print(f"building {ROWS} rows in {FILES} appends under {data_dir} ...", file=sys.stderr)
-        meta = build(data_dir, X)
+        meta = build(data_dir, X, LAYOUTS[layout])
     if not meta.get("indexed"):
         if X.Hs().has_index_api:
             print("building the indexes ...", file=sys.stderr)
@@ -222,14 +226,18 @@ def main():
         else:
             print("NOTE: the library has no index API yet: 'ours' runs without indexes",
                   file=sys.stderr)
-    if a.prepare:
-        return
+    return meta
+
+
+def run_layout(layout, meta, driver):
+    """Runs every query on every side over one layout's files; prints the table
+    and returns (results, verdicts)."""
     import duckdb
 
     files = meta["data_files"]
     idx_bytes = sum(ix.get("bytes", 0) for ix in meta["indexes"])
-    print(f"data: {meta['rows']} rows, {len(files)} files, {meta['data_bytes'] / 1e6:.1f} MB; "
-          f"append {meta['append_s']:.1f}s")
+    print(f"\n=== layout {layout}: {meta['rows']} rows, {len(files)} files, "
+          f"{meta['data_bytes'] / 1e6:.1f} MB; append {meta['append_s']:.1f}s")
     by_col = {ix["column"]: ix for ix in meta["indexes"]}
     for k, v in meta["index_build_s"].items():
         ix = by_col.get(k.split(":")[0], {})
@@ -240,8 +248,8 @@ def main():
           f"of data; build {sum(meta['index_build_s'].values()):.1f}s")
 
     qs = queries(meta)
-    ours = run_driver(a.driver, meta["table"], [q[1] for q in qs], REPEAT)
-    noidx = run_driver(a.driver, meta["metadata_before_index"], [q[1] for q in qs], REPEAT)
+    ours = run_driver(driver, meta["table"], [q[1] for q in qs], REPEAT)
+    noidx = run_driver(driver, meta["metadata_before_index"], [q[1] for q in qs], REPEAT)
     con = duckdb.connect()
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     dset = ds.dataset(files, format="parquet")
@@ -281,23 +289,52 @@ def main():
                             f"selectivity: {'yes' if ok else 'NO'} (wall {r_d:.2f}x, "
                             f"cpu {r_cpu:.2f}x)")
         results.append({"query": name, "filter": sql, "rows": o["rows"], "ours_s": o["best_s"],
-                        "ours_cpu_s": o["best_cpu_s"], "noidx_s": n["best_s"], "noidx_cpu_s": n["best_cpu_s"], "duckdb_s": d_s,
+                        "ours_cpu_s": o["best_cpu_s"], "noidx_s": n["best_s"],
+                        "noidx_cpu_s": n["best_cpu_s"], "duckdb_s": d_s,
                         "duckdb_cpu_s": d_cpu, "pyarrow_s": p_s, "pyarrow_cpu_s": p_cpu,
                         "stats": st, "noidx_stats": n.get("stats")})
-    print("\ntargets:")
-    for v in verdicts:
-        print("  " + v)
     print("\ncpu seconds of the process (best of the runs; duckdb and pyarrow use threads):")
     for r in results:
         print(f"  {r['query']:10s} ours {r['ours_cpu_s']:.3f}  noidx {r['noidx_cpu_s']:.3f}  "
               f"duckdb {r['duckdb_cpu_s']:.3f}  pyarrow {r['pyarrow_cpu_s']:.3f}")
+    return results, verdicts
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--data", default=str(HERE / "data"))
+    ap.add_argument("--driver", required=True)
+    ap.add_argument("--rebuild", action="store_true", help="regenerate the cached tables")
+    ap.add_argument("--prepare", action="store_true", help="only build the cache, then exit")
+    a = ap.parse_args()
+    os.environ["HS_BUILD"] = a.build
+    from helpers import idxlib as X
+
+    layouts = [x.strip() for x in os.environ.get("BENCH_LAYOUTS", "uncompressed,zstd").split(",")
+               if x.strip()]
+    for lay in layouts:
+        if lay not in LAYOUTS:
+            sys.exit(f"bench.py: unknown layout {lay!r} (have {', '.join(LAYOUTS)})")
+    base = pathlib.Path(a.data)
+    metas = {lay: prepare(base, lay, a.rebuild, X) for lay in layouts}
+    if a.prepare:
+        return
+    out_all, all_verdicts = {}, []
+    for lay in layouts:
+        results, verdicts = run_layout(lay, metas[lay], a.driver)
+        out_all[lay] = {"meta": {k: v for k, v in metas[lay].items() if k != "user_id_samples"},
+                        "results": results}
+        judged = lay == "uncompressed"
+        all_verdicts += [f"[{lay}{'' if judged else ', for comparison'}] {v}" for v in verdicts]
+    print("\ntargets (judged on the uncompressed layout, the one for selective workloads):")
+    for v in all_verdicts:
+        print("  " + v)
     print(f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus: "
           "wall times on a busy machine are noisy, cpu times less so)")
     out = HERE.parents[1] / "bench" / "out"
     out.mkdir(exist_ok=True)
-    (out / "filter.json").write_text(json.dumps({"meta": {k: v for k, v in meta.items()
-                                                          if k != "user_id_samples"},
-                                                 "results": results}, indent=1))
+    (out / "filter.json").write_text(json.dumps(out_all, indent=1))
 
 
 if __name__ == "__main__":

@@ -62,6 +62,13 @@ TABLES = {
     # v2: identity partition on a nullable boolean and bucket(2, i32): more, smaller files
     "v2_identity": dict(fv=2, spec="identity(flag), bucket(2, i32)", sort=None, appends=4, rows=250,
                         deletes=["dec > 500"], overwrite=None),
+    # v2, uncompressed pages: selective reads decode pages in place from the
+    # file's mapping, and repeated scans (every filter, four configurations,
+    # one process) set known pages up from the footer's page notes
+    "v2_uncompressed": dict(fv=2, spec=None, sort=None, appends=8, rows=400,
+                            deletes=["k = 3 OR name IS NULL"], overwrite=None,
+                            props={"write.parquet.compression-codec": "uncompressed",
+                                   "write.parquet.page-row-limit": "64"}),
 }
 
 
@@ -86,7 +93,8 @@ def _sql_forms(hs, t):
 def _build_table(hs, tmp_path, cfg, seed):
     rng = np.random.default_rng(seed)
     cat = hs.path_catalog(tmp_path)
-    t = hs.create(cat, "t", X.SCHEMA, spec=cfg["spec"], sort=cfg["sort"], fv=cfg["fv"])
+    t = hs.create(cat, "t", X.SCHEMA, spec=cfg["spec"], sort=cfg["sort"], fv=cfg["fv"],
+                  props=cfg.get("props"))
     # declared before any data: appends, deletes and the overwrite build them
     for c in AUTO_COLS:
         hs.add_index(t, c, "auto")

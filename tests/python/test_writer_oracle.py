@@ -369,24 +369,57 @@ def test_field_ids(hs, tmp_path):
 
 
 def test_dictionary_fallback(hs, tmp_path):
+    """Columns that repeat at first and turn high-cardinality later: a
+    dictionary page, dictionary-encoded pages, then PLAIN pages."""
     n = 300_000
     rng = np.random.default_rng(3)
+    head = 30_000   # repeating values first: the dictionary is kept ...
+    high = np.concatenate([rng.integers(0, 40, head), rng.integers(0, 10**12, n - head)])
+    ints = np.concatenate([rng.integers(0, 40, head), rng.integers(0, 2**60, n - head)])
     t = pa.table({
-        "high": pa.array([f"value-{x}" for x in rng.integers(0, 10**12, n)]),
+        "high": pa.array([f"value-{x}" for x in high]),
         "low": pa.array([f"cat-{x}" for x in rng.integers(0, 50, n)]),
-        "ints": pa.array(rng.integers(0, 2**60, n)),
+        "ints": pa.array(ints),
     })
     path = tmp_path / "fallback.parquet"
     hs.write(path, t, codec="zstd")
     assert_pyarrow_reads(path, t)
     md = pq.ParquetFile(path).metadata
     high, low, ints = (md.row_group(0).column(j) for j in range(3))
+    # ... until it reaches the dictionary page limit, then PLAIN
     assert high.has_dictionary_page and "PLAIN" in high.encodings
     assert "RLE_DICTIONARY" in high.encodings
     assert ints.has_dictionary_page and "PLAIN" in ints.encodings
     assert low.has_dictionary_page and "RLE_DICTIONARY" in low.encodings
     # the low-cardinality column stays dictionary-encoded: 6-bit indices
     assert low.total_compressed_size < high.total_compressed_size / 5
+    check_statistics(path, t)
+
+
+def test_dictionary_given_up_when_values_are_distinct(hs, tmp_path):
+    """A column chunk whose first values are nearly all distinct is written
+    without a dictionary (no dictionary page filled to its limit for the
+    first pages only); pyarrow reads the same values and statistics."""
+    n = 120_000
+    rng = np.random.default_rng(5)
+    s = [f"key-{x}" for x in rng.integers(0, 10**12, n)]
+    t = pa.table({
+        "s": pa.array([None if i % 9 == 4 else v for i, v in enumerate(s)]),
+        "ints": pa.array(rng.integers(-2**62, 2**62, n)),
+        "f": pa.array(rng.random(n)),
+        "low": pa.array(rng.integers(0, 7, n).astype(np.int32)),
+    })
+    path = tmp_path / "distinct.parquet"
+    hs.write(path, t, codec="zstd")
+    assert_pyarrow_reads(path, t)
+    md = pq.ParquetFile(path).metadata
+    for rg in range(md.num_row_groups):
+        for j in range(3):
+            c = md.row_group(rg).column(j)
+            assert not c.has_dictionary_page, (rg, j, c.encodings)
+            assert "RLE_DICTIONARY" not in c.encodings and "PLAIN" in c.encodings
+        low = md.row_group(rg).column(3)
+        assert low.has_dictionary_page and "RLE_DICTIONARY" in low.encodings
     check_statistics(path, t)
 
 
