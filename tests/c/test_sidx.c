@@ -1076,6 +1076,50 @@ static void test_alloc_failures(void)
 /* Internals against their inputs: bit packing at every width, the
  * delta-packed list codec (and its rejection of bad bytes), and the
  * accumulator's three modes (buffered, dense, huge-file batches). */
+/* sidx_roaring_of_sorted (the portable-format builder) against CRoaring's
+ * own inserts: empty, single values, repeats, containers on both sides of
+ * the 4096 array/bitset line, a full container, the top of the 32-bit
+ * range, and input out of order (the value-by-value fallback). */
+static void test_roaring_of_sorted(void)
+{
+    static const size_t sizes[] = {0, 1, 2, 4095, 4096, 4097, 9000, 65536, 200000};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        for (int shape = 0; shape < 4; shape++) {
+            size_t m = sizes[si];
+            uint32_t *v = hs_malloc((m + 1) * sizeof *v);
+            REQUIRE(v);
+            uint64_t x = shape == 3 ? 0xffffffffull - 3 * (uint64_t)m : (uint64_t)shape * 70000;
+            for (size_t i = 0; i < m; i++) {
+                v[i] = (uint32_t)x;
+                /* dense runs, sparse gaps, repeats */
+                uint64_t step = shape == 0 ? 1 : shape == 1 ? 1 + (i * 7919) % 37 : (i % 5 == 0) ? 0 : 3;
+                if (shape == 3)
+                    step = (i % 3 == 0) ? 0 : 1 + i % 4;
+                if (x + step > 0xffffffffull)
+                    step = 0;
+                x += step;
+            }
+            roaring_bitmap_t *want = roaring_bitmap_of_ptr(m, v);
+            roaring_bitmap_t *got = sidx_roaring_of_sorted(v, m);
+            REQUIRE(want && got);
+            CHECK(roaring_bitmap_equals(got, want));
+            CHECK(roaring_bitmap_get_cardinality(got) == roaring_bitmap_get_cardinality(want));
+            if (m > 3) {   /* out of order: still the same set */
+                uint32_t t = v[0];
+                v[0] = v[m - 1];
+                v[m - 1] = t;
+                roaring_bitmap_t *g2 = sidx_roaring_of_sorted(v, m);
+                REQUIRE(g2);
+                CHECK(roaring_bitmap_equals(g2, want));
+                roaring_bitmap_free(g2);
+            }
+            roaring_bitmap_free(want);
+            roaring_bitmap_free(got);
+            hs_free(v);
+        }
+    }
+}
+
 static void test_internals(void)
 {
     LEAK_START();
@@ -1148,6 +1192,7 @@ static void test_internals(void)
 int main(void)
 {
     HS_RUN(test_internals);
+    HS_RUN(test_roaring_of_sorted);
     HS_RUN(test_names);
     HS_RUN(test_oracle_all_types);
     HS_RUN(test_edges);

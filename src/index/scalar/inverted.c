@@ -209,7 +209,7 @@ hs_status sidx_inv_collect_span(const sidx_index *ix, int64_t a, int64_t b, sidx
             HS_TRY(sidx_dp_decode(p, n, (uint64_t)ix->info.n_rows, &v, &m, err));
             hs_status st;
             if (m >= 2048) { /* sorted and long: roaring builds it fast, or_many merges it */
-                roaring_bitmap_t *bm = roaring_bitmap_of_ptr(m, v);
+                roaring_bitmap_t *bm = sidx_roaring_of_sorted(v, m);
                 st = bm ? sidx_acc_add_bitmap(acc, bm, err) : hs_err_nomem(err, m * 2);
             } else {
                 st = sidx_acc_add_pos(acc, v, m, err);

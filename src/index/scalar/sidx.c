@@ -444,6 +444,79 @@ static roaring_bitmap_t *dense_to_roaring(const uint64_t *w, size_t words)
     return r;
 }
 
+roaring_bitmap_t *sidx_roaring_of_sorted(const uint32_t *v, size_t m)
+{
+    if (m == 0)
+        return roaring_bitmap_create();
+    /* pass 1: containers and their cardinalities (distinct values); input
+     * out of order falls back to value-by-value inserts */
+    size_t n = 0, cap = m < 65536 ? m : 65536;
+    uint32_t *card = hs_malloc(cap * sizeof *card), *keys = hs_malloc(cap * sizeof *keys);
+    if (!card || !keys) {
+        hs_free(card);
+        hs_free(keys);
+        return NULL;
+    }
+    size_t bytes = 8;
+    for (size_t i = 0; i < m; i++) {
+        if (i > 0 && v[i] <= v[i - 1]) {
+            if (v[i] == v[i - 1])
+                continue;
+            hs_free(card);
+            hs_free(keys);
+            return roaring_bitmap_of_ptr(m, v);
+        }
+        uint32_t key = v[i] >> 16;
+        if (n == 0 || keys[n - 1] != key) {
+            keys[n] = key;
+            card[n++] = 0;
+        }
+        card[n - 1]++;
+    }
+    for (size_t c = 0; c < n; c++)
+        bytes += 8 + (card[c] > 4096 ? 8192 : (size_t)card[c] * 2);
+    uint8_t *buf = hs_malloc(bytes);
+    if (!buf) {
+        hs_free(card);
+        hs_free(keys);
+        return NULL;
+    }
+    uint32_t cookie = 12346, cnt = (uint32_t)n;
+    memcpy(buf, &cookie, 4);
+    memcpy(buf + 4, &cnt, 4);
+    uint8_t *hdr = buf + 8, *offs = hdr + 4 * n, *body = offs + 4 * n;
+    size_t i = 0;
+    for (size_t c = 0; c < n; c++) {
+        uint16_t key = (uint16_t)keys[c], cm1 = (uint16_t)(card[c] - 1);
+        uint32_t off = (uint32_t)(body - buf);
+        memcpy(hdr, &key, 2);
+        memcpy(hdr + 2, &cm1, 2);
+        memcpy(offs, &off, 4);
+        hdr += 4;
+        offs += 4;
+        bool bits = card[c] > 4096;
+        if (bits)
+            memset(body, 0, 8192);
+        for (uint32_t k = 0; k < card[c]; i++) {
+            if (i > 0 && v[i] == v[i - 1])
+                continue;
+            uint16_t lo = (uint16_t)(v[i] & 0xffff);
+            if (bits) {
+                body[lo >> 3] |= (uint8_t)(1u << (lo & 7));
+            } else {
+                memcpy(body + 2 * (size_t)k, &lo, 2);
+            }
+            k++;
+        }
+        body += bits ? 8192 : 2 * (size_t)card[c];
+    }
+    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe((const char *)buf, bytes);
+    hs_free(buf);
+    hs_free(card);
+    hs_free(keys);
+    return r;
+}
+
 hs_status sidx_acc_finish(sidx_acc *a, roaring_bitmap_t **out, hs_error *err)
 {
     *out = NULL;

@@ -165,6 +165,10 @@ HS_MUST_USE hs_status sidx_acc_add_bitmap(sidx_acc *a, roaring_bitmap_t *bm, hs_
 HS_MUST_USE hs_status sidx_acc_add_pos(sidx_acc *a, const uint32_t *pos, size_t n, hs_error *err);
 /* Moves the union into *out (caller frees with roaring_bitmap_free) and clears a. */
 HS_MUST_USE hs_status sidx_acc_finish(sidx_acc *a, roaring_bitmap_t **out, hs_error *err);
+/* The roaring bitmap of ascending positions v[0..m) (repeats allowed; input
+ * out of order is inserted value by value), built whole containers at a
+ * time through Roaring's portable format; NULL when out of memory. */
+roaring_bitmap_t *sidx_roaring_of_sorted(const uint32_t *v, size_t m);
 void sidx_acc_free(sidx_acc *a);
 
 /* Delta-packed sorted positions, the compact alternative to a portable
