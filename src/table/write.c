@@ -470,7 +470,8 @@ static bool transformed(const hs_field *f, const tbl_col_ref *ref, int64_t row,
  * (write.parquet.compression-codec / -level, page-row-limit,
  * page-size-bytes, row-group-size-bytes).  Tables with sidecar indexes
  * default to 4096-row pages instead of 20000: an index lookup selects a few
- * rows, and the page is the unit that must be decompressed and decoded. */
+ * rows, and the page is the unit that must be decompressed and decoded
+ * (uncompressed pages are read in place: docs/indexes.md). */
 static int64_t prop_i64(const hs_table *t, const char *key, int64_t dflt)
 {
     const char *v = ice_kv_get(&t->meta.properties, key);
