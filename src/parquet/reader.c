@@ -2507,17 +2507,21 @@ static hs_status g_prepare_range(pq_cursor *c, int64_t a, int64_t b, hs_error *e
         return HS_CORRUPT_AT(err, "levels announce more values than the page holds");
     if (b <= c->g_idx_n)
         return HS_OK;
+    int64_t e = b;
     if (a - c->g_idx_n > 64 && !pq_read_no_fast_paths) {
         HS_TRY(pq_rle_skip(&c->rle, a - c->g_idx_n, err));
         c->g_idx_n = a;
+    } else if (e - c->g_idx_n < PQ_IDX_CHUNK) {
+        /* dense selections: a little ahead, one decoder call per chunk */
+        e = c->g_idx_n + PQ_IDX_CHUNK < c->g_nvals ? c->g_idx_n + PQ_IDX_CHUNK : c->g_nvals;
     }
-    int64_t m = b - c->g_idx_n;
+    int64_t m = e - c->g_idx_n;
     uint32_t *idx = (uint32_t *)c->g_idx.data + c->g_idx_n;
     if (c->vs == VS_DICT)
         HS_TRY(dict_indices(c, idx, m, err));
     else
         HS_TRY(pq_rle_get_u32(&c->rle, idx, m, err));
-    c->g_idx_n = b;
+    c->g_idx_n = e;
     return HS_OK;
 }
 
