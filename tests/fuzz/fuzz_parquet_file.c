@@ -5,15 +5,20 @@
  *
  * The input is opened as an in-memory file and every column of every row group
  * is scanned with a small batch size, then once more with a row selection (so
- * the page-index / page-skipping paths run too).  Any status is acceptable;
+ * the page-index / page-skipping paths run too), then written to a local
+ * file and scanned twice with a selection (pages from the file's mapping,
+ * then from the footer's page notes).  Any status is acceptable;
  * crashes, sanitizer reports, leaks and huge allocations are not.  The footer
  * cache is cleared after each input so inputs never see each other's footers.
  */
 #include "base/mem.h"
 #include "parquet/reader.h"
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
+#include <unistd.h>
 
 static void scan(hs_file *f, const roaring_bitmap_t *rows)
 {
@@ -52,5 +57,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     hs_file_close(f);
     pq_footer_cache_clear();
+    /* the same bytes as a local file: selective reads then take pages from
+     * the file's mapping, and the second scan sets pages it saw up from the
+     * footer's page notes */
+    static char path[64];
+    if (!path[0])
+        snprintf(path, sizeof path, "/tmp/fuzz-parquet-%d.parquet", (int)getpid());
+    FILE *fp = fopen(path, "wb");
+    if (fp) {
+        bool ok = fwrite(data, 1, size, fp) == size;
+        ok = fclose(fp) == 0 && ok;
+        if (ok && hs_local_open(path, &f, &err) == HS_OK) {
+            rows = roaring_bitmap_from_range(0, 4000, 3);
+            if (rows) {
+                scan(f, rows);
+                scan(f, rows);
+                roaring_bitmap_free(rows);
+            }
+            hs_file_close(f);
+        }
+        unlink(path);
+        pq_footer_cache_clear();
+    }
     return 0;
 }
