@@ -57,6 +57,7 @@
  * range, auto) is here over index/scalar/sidx.h.  Vector kind names are
  * recognised and refused with HS_UNSUPPORTED until a family handles them.
  */
+#include "table/mcache.h"
 #include "table/table_int.h"
 #include "table/vindex.h"
 
@@ -1290,6 +1291,7 @@ void tbl_index_cache_clear(void)
     }
     pthread_mutex_unlock(&g_cache_mu);
     hs_avro_schema_cache_clear();   /* the manifests' parsed schemas, too */
+    tbl_mcache_clear();             /* and decoded manifests */
     tbl_vindex_cache_clear();       /* and opened vector indexes */
 }
 

@@ -41,6 +41,7 @@
  * (field 2147483546) contain the file's path or are absent.  Equality deletes
  * are refused (HS_UNSUPPORTED) - nothing this project reads writes them yet.
  */
+#include "table/mcache.h"
 #include "table/table_int.h"
 
 #include "base/hashmap.h"
@@ -523,13 +524,10 @@ static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file
             return HS_OK;
         }
     }
-    hs_file *f = NULL;
-    ice_manifest *man = NULL;
-    HS_TRY(open_local(mf->manifest_path, &f, err));
-    hs_status st = ice_manifest_read(f, mf, sp->spec, spec_schema, &man, err);
-    hs_file_close(f);
-    if (st != HS_OK)
-        return st;
+    const ice_manifest *man = NULL;
+    tbl_mref *mref = NULL;
+    HS_TRY(tbl_mcache_get(mf, sp->spec, spec_schema, &man, &mref, err));
+    hs_status st = HS_OK;
     tuple_ctx tc = {.spec = sp->spec};
     for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {
         const ice_manifest_entry *e = &man->entries[i];
@@ -586,7 +584,7 @@ static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file
         }
     }
     hs_buf_free(&tc.scratch);
-    ice_manifest_free(man);
+    tbl_mcache_release(mref);
     return st;
 }
 
@@ -594,13 +592,10 @@ static hs_status plan_delete_manifest(tbl_plan *p, int mi, const ice_manifest_fi
                                       const ice_partition_spec *spec, const ice_schema *sc,
                                       hs_buf *dels, hs_error *err)
 {
-    hs_file *f = NULL;
-    ice_manifest *man = NULL;
-    HS_TRY(open_local(mf->manifest_path, &f, err));
-    hs_status st = ice_manifest_read(f, mf, spec, sc, &man, err);
-    hs_file_close(f);
-    if (st != HS_OK)
-        return st;
+    const ice_manifest *man = NULL;
+    tbl_mref *mref = NULL;
+    HS_TRY(tbl_mcache_get(mf, spec, sc, &man, &mref, err));
+    hs_status st = HS_OK;
     for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {
         const ice_manifest_entry *e = &man->entries[i];
         if (e->status == ICE_STATUS_DELETED)
@@ -642,7 +637,7 @@ static hs_status plan_delete_manifest(tbl_plan *p, int mi, const ice_manifest_fi
         else if (hs_buf_append(dels, &d, sizeof d) != HS_OK)
             st = hs_err_nomem(err, sizeof d);
     }
-    ice_manifest_free(man);
+    tbl_mcache_release(mref);
     return st;
 }
 
