@@ -179,13 +179,13 @@ def queries(meta):
     return q
 
 
-def run_driver(driver, table, filters, repeat):
+def run_driver(driver, table, filters, repeat, env=None):
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(filters) + "\n")
         path = f.name
     try:
         r = subprocess.run([str(driver), str(table), str(repeat), path], capture_output=True,
-                           text=True)
+                           text=True, env=env)
     finally:
         os.unlink(path)
     if r.returncode != 0:

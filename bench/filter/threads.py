@@ -1,7 +1,7 @@
 """bench/filter/threads.py: the queries of bench.py, single-threaded and on
 all cores, us against DuckDB, in one run.
 
-    .venv/bin/python bench/filter/threads.py --build build [--repeat 3]
+    .venv/bin/python bench/filter/threads.py --build build [--repeat 3] [--layout zstd]
 
 Needs the table cached by bench.py (run bench/filter/run.sh --prepare first)
 and the driver bench/filter/run.sh builds (<build>/hs_filter_bench).  Sides:
@@ -20,16 +20,12 @@ import argparse
 import json
 import os
 import pathlib
-import resource
-import subprocess
 import sys
-import tempfile
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import bench  # noqa: E402  (queries(), the cached table's meta.json)
+import bench  # noqa: E402  (queries(), best_of(), run_driver(), the cached tables)
 
 
 def run_ours(driver, table, filters, repeat, threads):
@@ -38,30 +34,7 @@ def run_ours(driver, table, filters, repeat, threads):
         env["HS_SCAN_THREADS"] = str(threads)
     else:
         env.pop("HS_SCAN_THREADS", None)
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write("\n".join(filters) + "\n")
-        path = f.name
-    try:
-        r = subprocess.run([str(driver), str(table), str(repeat), path], capture_output=True,
-                           text=True, env=env)
-    finally:
-        os.unlink(path)
-    if r.returncode != 0:
-        raise RuntimeError(f"{driver}: {r.stderr.strip()}")
-    return [json.loads(line) for line in r.stdout.splitlines()]
-
-
-def best_of(fn, repeat):
-    best, best_cpu, rows = 1e300, 1e300, None
-    for _ in range(repeat):
-        c0 = resource.getrusage(resource.RUSAGE_SELF)
-        t0 = time.perf_counter()
-        rows = fn()
-        w = time.perf_counter() - t0
-        c1 = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
-        best, best_cpu = min(best, w), min(best_cpu, cpu)
-    return best, best_cpu, rows
+    return bench.run_driver(driver, table, filters, repeat, env=env)
 
 
 def main():
@@ -69,10 +42,12 @@ def main():
     ap.add_argument("--build", default=os.environ.get("HS_BUILD", "build"))
     ap.add_argument("--data", default=str(HERE / "data"))
     ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "3")))
+    ap.add_argument("--layout", default="uncompressed", choices=sorted(bench.LAYOUTS),
+                    help="which cached table of bench.py (data/<layout>)")
     a = ap.parse_args()
     build = pathlib.Path(a.build).resolve()
     driver = build / "hs_filter_bench"
-    meta_path = pathlib.Path(a.data) / "meta.json"
+    meta_path = pathlib.Path(a.data) / a.layout / "meta.json"
     if not meta_path.exists() or not driver.exists():
         sys.exit("threads.py: run bench/filter/run.sh --prepare (table cache and driver) first")
     meta = json.loads(meta_path.read_text())
@@ -98,8 +73,8 @@ def main():
     out = []
     for (name, sql, _, _), o1, on in zip(qs, ours1, oursn):
         q = f"SELECT * FROM read_parquet({file_list}) WHERE {sql}"
-        d1, d1c, r1 = best_of(lambda: con1.sql(q).to_arrow_table().num_rows, a.repeat)
-        dn, dnc, rn = best_of(lambda: conn.sql(q).to_arrow_table().num_rows, a.repeat)
+        d1, d1c, r1 = bench.best_of(lambda: con1.sql(q).to_arrow_table().num_rows, a.repeat)
+        dn, dnc, rn = bench.best_of(lambda: conn.sql(q).to_arrow_table().num_rows, a.repeat)
         if not (o1["rows"] == on["rows"] == r1 == rn):
             print(f"!! {name}: row counts differ: ours {o1['rows']}/{on['rows']} duckdb {r1}/{rn}")
         print(f"{name:10s} {o1['rows']:8d} | {o1['best_s'] * 1e3:8.1f} {d1 * 1e3:8.1f} "

@@ -57,6 +57,7 @@
  * range, auto) is here over index/scalar/sidx.h.  Vector kind names are
  * recognised and refused with HS_UNSUPPORTED until a family handles them.
  */
+#include "table/fcache.h"
 #include "table/mcache.h"
 #include "table/table_int.h"
 #include "table/vindex.h"
@@ -1204,212 +1205,115 @@ hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int
 /* the cache of opened sidecars and registry versions                  */
 
 /* Sidecars and registry versions are immutable files, so a process keeps
- * the ones it opened: a warm engine answers a point lookup with lookups
- * only, not by re-reading and re-verifying every sidecar.  An entry is
- * keyed by path and the file's identity (device, inode, size, mtime): a
- * file replaced or damaged in place no longer matches and is loaded (and
- * verified) again.  Entries are copies in memory (no mmap: a file truncated
- * under a mapping would fault), reference-counted while a scan uses them,
- * and evicted least-recently-used beyond HS_INDEX_CACHE_MB (default 256;
- * 0 disables keeping them).  The lock covers only the table; loading and
- * verifying happen outside it. */
+ * the ones it opened (a table/fcache.h cache): a warm engine answers a
+ * point lookup with lookups only, not by re-reading and re-verifying every
+ * sidecar.  A file replaced or damaged in place no longer matches its
+ * entry's identity and is loaded (and verified) again.  Entries are copies
+ * in memory (no mmap: a file truncated under a mapping would fault),
+ * evicted least-recently-used beyond HS_INDEX_CACHE_MB (default 256; 0
+ * disables keeping them). */
 
 enum { CE_SIDECAR = 1, CE_REGISTRY = 2 };
 
 typedef struct cache_ent {
-    int kind;
-    char *path;                    /* local path (owned) */
-    uint64_t dev, ino;
-    int64_t size, mtime_ns;
-    int vkind;                     /* sidecar: the value kind it was opened for */
+    int64_t size;                  /* bytes of the file */
     hs_buf bytes;                  /* sidecar file */
     sidx_index *ix;                /* sidecar, over bytes */
     ix_registry reg;               /* registry, indexed by data file */
-    size_t cost;
-    int refs;
-    uint64_t tick;
-    bool cached;                   /* in the table (else freed at the last release) */
 } cache_ent;
 
-static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static cache_ent **g_cache;
-static int g_cache_n, g_cache_cap;
-static size_t g_cache_bytes;
-static uint64_t g_cache_tick;
-
-static size_t cache_limit(void)
+static void ent_free(void *obj)
 {
-    const char *e = getenv("HS_INDEX_CACHE_MB");
-    long mb = e && *e ? atol(e) : 256;
-    return mb < 0 ? 0 : (size_t)mb << 20;
-}
-
-static void ent_free(cache_ent *c)
-{
-    if (!c)
-        return;
+    cache_ent *c = obj;
     sidx_close(c->ix);
     hs_buf_free(&c->bytes);
     ix_registry_clear(&c->reg);
-    hs_free(c->path);
     hs_free(c);
 }
 
-/* Removes entry i from the table (lock held); frees it unless referenced. */
-static void cache_drop_at(int i)
-{
-    cache_ent *c = g_cache[i];
-    g_cache[i] = g_cache[--g_cache_n];
-    g_cache_bytes -= c->cost;
-    c->cached = false;
-    if (c->refs == 0)
-        ent_free(c);
-}
-
-static void cache_evict(size_t limit)
-{
-    while (g_cache_bytes > limit) {
-        int victim = -1;
-        for (int i = 0; i < g_cache_n; i++)
-            if (g_cache[i]->refs == 0 && (victim < 0 || g_cache[i]->tick < g_cache[victim]->tick))
-                victim = i;
-        if (victim < 0)
-            return;
-        cache_drop_at(victim);
-    }
-}
+static tbl_fcache g_ix_cache = TBL_FCACHE_INIT("HS_INDEX_CACHE_MB", 256, ent_free);
 
 void tbl_index_cache_clear(void)
 {
-    pthread_mutex_lock(&g_cache_mu);
-    for (int i = g_cache_n - 1; i >= 0; i--)
-        cache_drop_at(i);
-    if (g_cache_n == 0) {
-        hs_free(g_cache);
-        g_cache = NULL;
-        g_cache_cap = 0;
-    }
-    pthread_mutex_unlock(&g_cache_mu);
+    tbl_fcache_clear(&g_ix_cache);
     hs_avro_schema_cache_clear();   /* the manifests' parsed schemas, too */
     tbl_mcache_clear();             /* and decoded manifests */
     tbl_vindex_cache_clear();       /* and opened vector indexes */
 }
 
-static void cache_release(cache_ent *c)
+static void cache_release(tbl_fref *ref)
 {
-    if (!c)
-        return;
-    pthread_mutex_lock(&g_cache_mu);
-    bool free_it = --c->refs == 0 && !c->cached;
-    pthread_mutex_unlock(&g_cache_mu);
-    if (free_it)
-        ent_free(c);
+    tbl_fcache_release(&g_ix_cache, ref);
 }
 
-/* Loads what an entry holds; HS_OK with *why set when the file is unusable
- * (the message for the warning). */
-static hs_status ent_load(cache_ent *c, const hs_field *field, int64_t want_size, char *why,
-                          size_t why_cap, hs_error *err)
+typedef struct ent_ctx {
+    int kind;
+    const hs_field *field;
+    int64_t want_size;
+    char *why;
+    size_t why_cap;
+} ent_ctx;
+
+/* Loads what an entry holds (tbl_fcache_load); *obj NULL with x->why set
+ * when the file is unusable (the message for the warning). */
+static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj, size_t *cost,
+                          hs_error *err)
 {
+    (void)ref;
+    ent_ctx *x = ctx;
+    cache_ent *c = hs_calloc(1, sizeof *c);
+    if (!c)
+        return hs_err_nomem(err, sizeof *c);
     hs_error e2;
     hs_err_clear(&e2);
-    hs_status st = hs_local_read_all(c->path, &c->bytes, &e2);
-    if (st == HS_NOMEM)
-        return hs_err_nomem(err, (size_t)c->size);
-    if (st == HS_OK && c->kind == CE_SIDECAR && want_size >= 0 &&
-        (int64_t)c->bytes.len != want_size) {
-        snprintf(why, why_cap, "size %zu differs from the registry's %lld", c->bytes.len,
-                 (long long)want_size);
+    hs_status st = hs_local_read_all(path, &c->bytes, &e2);
+    c->size = (int64_t)c->bytes.len;
+    if (st == HS_OK && x->kind == CE_SIDECAR && x->want_size >= 0 &&
+        (int64_t)c->bytes.len != x->want_size) {
+        snprintf(x->why, x->why_cap, "size %zu differs from the registry's %lld", c->bytes.len,
+                 (long long)x->want_size);
+        ent_free(c);
         return HS_OK;
     }
-    if (st == HS_OK && c->kind == CE_SIDECAR) {
-        st = sidx_open(c->bytes.data ? c->bytes.data : (const uint8_t *)"", c->bytes.len, field,
-                       &c->ix, &e2);
+    if (st == HS_OK && x->kind == CE_SIDECAR) {
+        st = sidx_open(c->bytes.data ? c->bytes.data : (const uint8_t *)"", c->bytes.len,
+                       x->field, &c->ix, &e2);
     } else if (st == HS_OK) {
-        st = ix_registry_parse(c->path, (const char *)c->bytes.data, c->bytes.len, &c->reg, &e2);
+        st = ix_registry_parse(path, (const char *)c->bytes.data, c->bytes.len, &c->reg, &e2);
         hs_buf_free(&c->bytes);
         if (st == HS_OK)
             st = ix_registry_build_index(&c->reg, &e2);
     }
-    if (st == HS_NOMEM)
-        return hs_err_nomem(err, c->bytes.len);
-    if (st != HS_OK)
-        snprintf(why, why_cap, "%s", e2.msg);
-    c->cost = c->bytes.len + (size_t)c->reg.n_entries * 256 + 512;
+    if (st == HS_NOMEM) {
+        size_t want = (size_t)c->size;
+        ent_free(c);
+        return hs_err_nomem(err, want);
+    }
+    if (st != HS_OK) {
+        snprintf(x->why, x->why_cap, "%s", e2.msg);
+        ent_free(c);
+        return HS_OK;
+    }
+    *cost = c->bytes.len + (size_t)c->reg.n_entries * 256 + 512;
+    *obj = c;
     return HS_OK;
 }
 
 /* The entry for file `path` (local), loaded when needed.  *out NULL with
  * why[] set when the file is missing or unusable. */
 static hs_status cache_get(int kind, const char *path, const hs_field *field, int64_t want_size,
-                           cache_ent **out, char *why, size_t why_cap, hs_error *err)
+                           cache_ent **out, tbl_fref **ref, char *why, size_t why_cap,
+                           hs_error *err)
 {
     *out = NULL;
     why[0] = '\0';
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        snprintf(why, why_cap, "%s: %s", path, strerror(errno));
-        return HS_OK;
-    }
-    int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
-    int vk = field ? (int)tbl_kind_of(field) : -1;
-    pthread_mutex_lock(&g_cache_mu);
-    for (int i = 0; i < g_cache_n; i++) {
-        cache_ent *c = g_cache[i];
-        if (c->kind != kind || strcmp(c->path, path) != 0)
-            continue;
-        if (c->dev == (uint64_t)sb.st_dev && c->ino == (uint64_t)sb.st_ino &&
-            c->size == (int64_t)sb.st_size && c->mtime_ns == mt && c->vkind == vk) {
-            c->refs++;
-            c->tick = ++g_cache_tick;
-            *out = c;
-            pthread_mutex_unlock(&g_cache_mu);
-            return HS_OK;
-        }
-        if (c->vkind == vk) {
-            cache_drop_at(i);   /* the file changed: forget the old one */
-            i--;
-        }
-    }
-    pthread_mutex_unlock(&g_cache_mu);
-    cache_ent *c = hs_calloc(1, sizeof *c);
-    if (!c || !(c->path = hs_strdup(path))) {
-        hs_free(c);
-        return hs_err_nomem(err, 256);
-    }
-    c->kind = kind;
-    c->dev = (uint64_t)sb.st_dev;
-    c->ino = (uint64_t)sb.st_ino;
-    c->size = (int64_t)sb.st_size;
-    c->mtime_ns = mt;
-    c->vkind = vk;
-    c->refs = 1;
-    hs_status st = ent_load(c, field, want_size, why, why_cap, err);
-    if (st != HS_OK || why[0]) {
-        ent_free(c);
-        return st;
-    }
-    size_t limit = cache_limit();
-    pthread_mutex_lock(&g_cache_mu);
-    c->tick = ++g_cache_tick;
-    if (c->cost <= limit) {
-        if (g_cache_n == g_cache_cap) {
-            int cap = g_cache_cap ? g_cache_cap * 2 : 64;
-            cache_ent **nc = hs_realloc(g_cache, (size_t)cap * sizeof *nc);
-            if (nc) {
-                g_cache = nc;
-                g_cache_cap = cap;
-            }
-        }
-        if (g_cache_n < g_cache_cap) {
-            g_cache[g_cache_n++] = c;
-            g_cache_bytes += c->cost;
-            c->cached = true;
-            cache_evict(limit);
-        }
-    }
-    pthread_mutex_unlock(&g_cache_mu);
-    *out = c;
+    int64_t key[2] = {kind, field ? (int64_t)tbl_kind_of(field) : -1};
+    ent_ctx ctx = {kind, field, want_size, why, why_cap};
+    void *obj = NULL;
+    HS_TRY(tbl_fcache_get(&g_ix_cache, path, key, 2, ent_load, &ctx, &obj, ref, err));
+    *out = obj;
+    if (!obj && !why[0])
+        snprintf(why, why_cap, "%s: unreadable", path);
     return HS_OK;
 }
 
@@ -1418,7 +1322,8 @@ static hs_status cache_get(int kind, const char *path, const hs_field *field, in
 
 struct tbl_ixscan {
     char *location;
-    cache_ent *ent;                /* the registry version (a cache reference) */
+    cache_ent *ent;                /* the registry version ... */
+    tbl_fref *ref;                 /* ... and its cache reference */
     const ix_registry *reg;        /* &ent->reg: indexed by data file */
 };
 
@@ -1438,8 +1343,8 @@ hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out, int64_t
         return hs_err_nomem(err, 64);
     }
     char why[1200];
-    hs_status st = cache_get(CE_REGISTRY, tbl_local(hs_buf_cstr(&p)), NULL, -1, &x->ent, why,
-                             sizeof why, err);
+    hs_status st = cache_get(CE_REGISTRY, tbl_local(hs_buf_cstr(&p)), NULL, -1, &x->ent,
+                             &x->ref, why, sizeof why, err);
     hs_buf_free(&p);
     if (st == HS_OK && !x->ent) {
         warn("%s: index registry %s: %s; indexes are not used", m->location, rel, why);
@@ -1459,7 +1364,7 @@ void tbl_ixscan_free(tbl_ixscan *x)
 {
     if (!x)
         return;
-    cache_release(x->ent);
+    cache_release(x->ref);
     hs_free(x->location);
     hs_free(x);
 }
@@ -1468,7 +1373,8 @@ void tbl_ixscan_free(tbl_ixscan *x)
 typedef struct side {
     int entry;                     /* registry index */
     int state;                     /* 0 = not tried, 1 = open, -1 = unusable */
-    cache_ent *ent;                /* a cache reference while open */
+    cache_ent *ent;                /* while open ... */
+    tbl_fref *ref;                 /* ... and its cache reference */
     const sidx_index *ix;
 } side;
 
@@ -1506,7 +1412,8 @@ static void side_skip(ixeval *v, side *s, const char *why)
                            ? hs_buf_cstr(&p) : e->index_file;
     warn("index %s of %s: %s; reading the data instead", path, v->f->path, why);
     hs_buf_free(&p);
-    cache_release(s->ent);
+    cache_release(s->ref);
+    s->ref = NULL;
     s->ent = NULL;
     s->ix = NULL;
     s->state = -1;
@@ -1531,7 +1438,7 @@ static hs_status side_open(ixeval *v, side *s, const hs_field *field, bool *ok, 
         return hs_err_nomem(err, 256);
     char why[1200];
     hs_status st = cache_get(CE_SIDECAR, tbl_local(hs_buf_cstr(&p)), field, e->index_file_size,
-                             &s->ent, why, sizeof why, err);
+                             &s->ent, &s->ref, why, sizeof why, err);
     hs_buf_free(&p);
     HS_TRY(st);
     if (!s->ent) {
@@ -1890,7 +1797,7 @@ hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f, const tbl
     cset r = {0};
     hs_status st = eval_node(&v, filter->root, &r, err);
     for (int i = 0; i < v.n_sides; i++)
-        cache_release(v.sides[i].ent);
+        cache_release(v.sides[i].ref);
     hs_free(v.sides);
     if (st != HS_OK)
         return st;

@@ -525,7 +525,7 @@ static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file
         }
     }
     const ice_manifest *man = NULL;
-    tbl_mref *mref = NULL;
+    tbl_fref *mref = NULL;
     HS_TRY(tbl_mcache_get(mf, sp->spec, spec_schema, &man, &mref, err));
     hs_status st = HS_OK;
     tuple_ctx tc = {.spec = sp->spec};
@@ -593,7 +593,7 @@ static hs_status plan_delete_manifest(tbl_plan *p, int mi, const ice_manifest_fi
                                       hs_buf *dels, hs_error *err)
 {
     const ice_manifest *man = NULL;
-    tbl_mref *mref = NULL;
+    tbl_fref *mref = NULL;
     HS_TRY(tbl_mcache_get(mf, spec, sc, &man, &mref, err));
     hs_status st = HS_OK;
     for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {

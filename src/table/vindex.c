@@ -37,14 +37,16 @@
  * entry's check.  Images are opened from 64-byte aligned memory and
  * searched in place.
  *
- * Opened images are cached process-wide (tbl_vindex_acquire): a list of
- * entries keyed by path and the file's identity (device, inode, size,
- * mtime, ctime), refcounted, evicted least recently used first beyond
- * HS_VINDEX_CACHE_MB; an entry whose file changed is marked stale and
- * freed at its last release.  One mutex guards the list; opening and
- * validating happen outside it.
+ * Opened images are cached process-wide (tbl_vindex_acquire) in a
+ * table/fcache.h cache: entries keyed by path and the file's identity
+ * (device, inode, size, mtime, ctime), refcounted, evicted least recently
+ * used first beyond HS_VINDEX_CACHE_MB; an entry whose file changed is
+ * dropped and freed at its last release.  Opening and validating happen
+ * outside the cache's lock.
  */
 #include "table/vindex.h"
+
+#include "table/fcache.h"
 
 #include "base/hash.h"
 #include "base/mem.h"
@@ -670,8 +672,7 @@ struct tbl_vindex {
     const uint32_t *map;      /* NULL = identity */
     hnsw_index *ix;           /* NULL when n == 0 */
     tbl_vindex_info info;
-    struct vc_entry *entry;   /* the cache entry holding it (tbl_vindex_acquire) */
-    bool uncached;            /* acquired but not cached: release closes it */
+    tbl_fref *ref;            /* the cache entry holding it (tbl_vindex_acquire) */
 };
 
 void tbl_vindex_close(tbl_vindex *vi)
@@ -797,83 +798,9 @@ hs_status tbl_vindex_open_file(const char *path, int32_t field_id, int64_t data_
 
 /* ---- the cache ---- */
 
-typedef struct vc_entry {
-    struct vc_entry *next;
-    char *path;               /* owned */
-    dev_t dev;
-    ino_t ino;
-    off_t size;
-    struct timespec mtime, ctime;
-    tbl_vindex *vi;           /* owned */
-    size_t bytes;
-    int refs;                 /* acquirers holding it; > 0: not evicted */
-    bool stale;               /* replaced on disk: freed at the last release */
-    uint64_t last_use;
-} vc_entry;
+static void vc_free(void *obj) { tbl_vindex_close(obj); }
 
-static pthread_mutex_t g_vc_mu = PTHREAD_MUTEX_INITIALIZER;
-static vc_entry *g_vc;        /* list, most recently added first */
-static size_t g_vc_bytes;
-static uint64_t g_vc_clock;
-
-static size_t cache_budget(void)
-{
-    const char *e = getenv("HS_VINDEX_CACHE_MB");
-    long long mb = e && *e ? atoll(e) : 1024;
-    return mb <= 0 ? 0 : (size_t)mb << 20;
-}
-
-static void vc_free(vc_entry *e)
-{
-    tbl_vindex_close(e->vi);
-    hs_free(e->path);
-    hs_free(e);
-}
-
-/* Unlinks e (under the lock) and returns it. */
-static vc_entry *vc_unlink(vc_entry *e)
-{
-    for (vc_entry **pp = &g_vc; *pp; pp = &(*pp)->next)
-        if (*pp == e) {
-            *pp = e->next;
-            g_vc_bytes -= e->bytes;
-            return e;
-        }
-    return NULL;
-}
-
-/* Evicts unused entries, least recently used first, until the cache fits
- * `budget`; the victims are returned in *freed (freed outside the lock). */
-static void vc_trim(size_t budget, vc_entry **freed)
-{
-    while (g_vc_bytes > budget) {
-        vc_entry *lru = NULL;
-        for (vc_entry *e = g_vc; e; e = e->next)
-            if (e->refs == 0 && (!lru || e->last_use < lru->last_use))
-                lru = e;
-        if (!lru)
-            return;
-        vc_unlink(lru);
-        lru->next = *freed;
-        *freed = lru;
-    }
-}
-
-static void vc_free_list(vc_entry *e)
-{
-    while (e) {
-        vc_entry *n = e->next;
-        vc_free(e);
-        e = n;
-    }
-}
-
-static bool same_file(const vc_entry *e, const struct stat *st)
-{
-    return e->dev == st->st_dev && e->ino == st->st_ino && e->size == st->st_size &&
-           e->mtime.tv_sec == st->st_mtim.tv_sec && e->mtime.tv_nsec == st->st_mtim.tv_nsec &&
-           e->ctime.tv_sec == st->st_ctim.tv_sec && e->ctime.tv_nsec == st->st_ctim.tv_nsec;
-}
+static tbl_fcache g_vc = TBL_FCACHE_INIT("HS_VINDEX_CACHE_MB", 1024, vc_free);
 
 static hs_status check_cover(const tbl_vindex *vi, const char *path, int32_t field_id,
                              int64_t data_file_size, hs_error *err)
@@ -886,124 +813,57 @@ static hs_status check_cover(const tbl_vindex *vi, const char *path, int32_t fie
                          data_file_size);
 }
 
+typedef struct vc_load_ctx {
+    const char *path;         /* as the registry names it, for messages */
+    int32_t field_id;
+    int64_t data_file_size, file_size;
+} vc_load_ctx;
+
+static hs_status vc_load(void *ctx, const char *local, tbl_fref *ref, void **obj, size_t *cost,
+                         hs_error *err)
+{
+    (void)local;
+    const vc_load_ctx *x = ctx;
+    tbl_vindex *vi = NULL;
+    HS_TRY(tbl_vindex_open_file(x->path, x->field_id, x->data_file_size, x->file_size, &vi,
+                                err));
+    vi->ref = ref;
+    int64_t sz = tbl_fref_file_size(ref);
+    *cost = (size_t)(sz > 0 ? sz : 0) + sizeof *vi;
+    *obj = vi;
+    return HS_OK;
+}
+
 hs_status tbl_vindex_acquire(const char *path, int32_t field_id, int64_t data_file_size,
                              int64_t file_size, const tbl_vindex **out, hs_error *err)
 {
     *out = NULL;
-    const char *local = tbl_local(path);
-    struct stat st;
-    if (stat(local, &st) != 0)
-        return hs_err_set(err, errno == ENOENT ? HS_NOT_FOUND : HS_IO, "%s: cannot open: %s",
-                          path, strerror(errno));
-    size_t budget = cache_budget();
-    vc_entry *freed = NULL;
-    pthread_mutex_lock(&g_vc_mu);
-    for (vc_entry *e = g_vc; e; e = e->next) {
-        if (e->stale || strcmp(e->path, local) != 0)
-            continue;
-        if (!same_file(e, &st)) {
-            /* replaced on disk: never hand it out again */
-            e->stale = true;
-            if (e->refs == 0) {
-                vc_unlink(e);
-                e->next = freed;
-                freed = e;
-            }
-            break;
-        }
-        e->refs++;
-        e->last_use = ++g_vc_clock;
-        pthread_mutex_unlock(&g_vc_mu);
-        hs_status cs = check_cover(e->vi, path, field_id, data_file_size, err);
-        if (cs == HS_OK && file_size >= 0 && (int64_t)e->size != file_size)
-            cs = HS_CORRUPT_AT(err, "%s: vector index has %lld bytes, the registry says %" PRId64
-                               " (truncated or replaced)", path, (long long)e->size, file_size);
-        if (cs != HS_OK) {
-            tbl_vindex_release(e->vi);
-            return cs;
-        }
-        *out = e->vi;
-        return HS_OK;
+    vc_load_ctx ctx = {path, field_id, data_file_size, file_size};
+    void *obj = NULL;
+    tbl_fref *ref = NULL;
+    HS_TRY(tbl_fcache_get(&g_vc, tbl_local(path), NULL, 0, vc_load, &ctx, &obj, &ref, err));
+    tbl_vindex *vi = obj;
+    /* a cached image was opened for the file, maybe for another registry entry */
+    hs_status cs = check_cover(vi, path, field_id, data_file_size, err);
+    int64_t have = tbl_fref_file_size(ref);
+    if (cs == HS_OK && file_size >= 0 && have >= 0 && have != file_size)
+        cs = HS_CORRUPT_AT(err, "%s: vector index has %lld bytes, the registry says %" PRId64
+                           " (truncated or replaced)", path, (long long)have, file_size);
+    if (cs != HS_OK) {
+        tbl_fcache_release(&g_vc, ref);
+        return cs;
     }
-    pthread_mutex_unlock(&g_vc_mu);
-    vc_free_list(freed);
-    freed = NULL;
-    tbl_vindex *vi = NULL;
-    HS_TRY(tbl_vindex_open_file(path, field_id, data_file_size, file_size, &vi, err));
-    vc_entry *e = budget ? hs_calloc(1, sizeof *e) : NULL;
-    if (e && !(e->path = hs_strdup(local))) {
-        hs_free(e);
-        e = NULL;
-    }
-    if (!e) {
-        /* not cached (disabled or no memory): the caller's own copy */
-        vi->uncached = true;
-        *out = vi;
-        return HS_OK;
-    }
-    e->dev = st.st_dev;
-    e->ino = st.st_ino;
-    e->size = st.st_size;
-    e->mtime = st.st_mtim;
-    e->ctime = st.st_ctim;
-    e->vi = vi;
-    e->bytes = (size_t)st.st_size + sizeof *vi;
-    e->refs = 1;
-    vi->entry = e;
-    pthread_mutex_lock(&g_vc_mu);
-    vc_entry *twin = NULL;   /* another thread opened the same file meanwhile */
-    for (vc_entry *o = g_vc; o && !twin; o = o->next)
-        if (!o->stale && strcmp(o->path, e->path) == 0 && same_file(o, &st))
-            twin = o;
-    if (twin) {
-        twin->refs++;
-        twin->last_use = ++g_vc_clock;
-        e->next = freed;
-        freed = e;
-        vi = twin->vi;
-    } else {
-        e->last_use = ++g_vc_clock;
-        e->next = g_vc;
-        g_vc = e;
-        g_vc_bytes += e->bytes;
-        vc_trim(budget, &freed);
-    }
-    pthread_mutex_unlock(&g_vc_mu);
-    vc_free_list(freed);
     *out = vi;
     return HS_OK;
 }
 
-void tbl_vindex_release(const tbl_vindex *cvi)
+void tbl_vindex_release(const tbl_vindex *vi)
 {
-    if (!cvi)
-        return;
-    tbl_vindex *vi = (tbl_vindex *)cvi;
-    if (vi->uncached) {
-        tbl_vindex_close(vi);
-        return;
-    }
-    vc_entry *e = vi->entry, *freed = NULL;
-    pthread_mutex_lock(&g_vc_mu);
-    e->refs--;
-    if (e->refs == 0 && e->stale) {
-        vc_unlink(e);
-        freed = e;
-    } else {
-        vc_trim(cache_budget(), &freed);
-    }
-    pthread_mutex_unlock(&g_vc_mu);
-    vc_free_list(freed);
+    if (vi)
+        tbl_fcache_release(&g_vc, vi->ref);
 }
 
-void tbl_vindex_cache_clear(void)
-{
-    vc_entry *freed = NULL;
-    pthread_mutex_lock(&g_vc_mu);
-    vc_trim(0, &freed);
-    pthread_mutex_unlock(&g_vc_mu);
-    vc_free_list(freed);
-}
+void tbl_vindex_cache_clear(void) { tbl_fcache_clear(&g_vc); }
 
 void tbl_vindex_get_info(const tbl_vindex *vi, tbl_vindex_info *out) { *out = vi->info; }
 const hnsw_index *tbl_vindex_hnsw(const tbl_vindex *vi) { return vi->ix; }

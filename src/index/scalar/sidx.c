@@ -377,69 +377,97 @@ void sidx_acc_free(sidx_acc *a)
     a->r = NULL;
 }
 
-/* The dense bitset as a roaring bitmap, built in Roaring's portable
- * serialization (RoaringFormatSpec: cookie 12346, per container a key and
- * cardinality - 1, offsets, then each container as a 8 KiB bitset above
- * 4096 values or a sorted uint16 array) and deserialized: CRoaring copies
+/*
+ * Roaring bitmaps built whole containers at a time: the containers are
+ * written in Roaring's portable serialization (RoaringFormatSpec, cookie
+ * 12346 = no run containers: count, per container key and cardinality - 1,
+ * offsets, then each container as an 8 KiB bitset above 4096 values or a
+ * sorted uint16 array) and deserialized, which CRoaring does by copying
  * whole containers instead of inserting value by value (roaring_bitmap_
- * add_many was most of a selective lookup's cost).  NULL when out of
- * memory. */
+ * add_many was most of a selective lookup's cost).
+ *
+ * rbp_begin lays the buffer out for containers keys[0..n) of card[j]
+ * distinct values each (bitset containers zeroed), rbp_body gives
+ * container j's bytes to fill, rbp_finish deserializes and frees.
+ */
+static uint8_t *rbp_begin(const uint32_t *keys, const uint32_t *card, size_t n, size_t *bytes)
+{
+    size_t sz = 8 + 8 * n;
+    for (size_t j = 0; j < n; j++)
+        sz += card[j] > 4096 ? 8192 : (size_t)card[j] * 2;
+    uint8_t *buf = hs_malloc(sz);
+    if (!buf)
+        return NULL;
+    uint32_t cookie = 12346, cnt = (uint32_t)n, off = (uint32_t)(8 + 8 * n);
+    memcpy(buf, &cookie, 4);
+    memcpy(buf + 4, &cnt, 4);
+    for (size_t j = 0; j < n; j++) {
+        uint16_t key = (uint16_t)keys[j], cm1 = (uint16_t)(card[j] - 1);
+        memcpy(buf + 8 + 4 * j, &key, 2);
+        memcpy(buf + 10 + 4 * j, &cm1, 2);
+        memcpy(buf + 8 + 4 * n + 4 * j, &off, 4);
+        if (card[j] > 4096)
+            memset(buf + off, 0, 8192);
+        off += card[j] > 4096 ? 8192 : card[j] * 2;
+    }
+    *bytes = sz;
+    return buf;
+}
+
+static uint8_t *rbp_body(uint8_t *buf, size_t n, size_t j)
+{
+    uint32_t off;
+    memcpy(&off, buf + 8 + 4 * n + 4 * j, 4);
+    return buf + off;
+}
+
+static roaring_bitmap_t *rbp_finish(uint8_t *buf, size_t bytes)
+{
+    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe((const char *)buf, bytes);
+    hs_free(buf);
+    return r;
+}
+
+/* The dense bitset w[0..words) as a roaring bitmap; NULL when out of memory. */
 static roaring_bitmap_t *dense_to_roaring(const uint64_t *w, size_t words)
 {
-    size_t n_chunks = (words + 1023) / 1024, n = 0, bytes = 8;
+    size_t n_chunks = (words + 1023) / 1024, n = 0, bytes = 0;
+    uint32_t *keys = hs_malloc(n_chunks * sizeof *keys + 1);
     uint32_t *card = hs_malloc(n_chunks * sizeof *card + 1);
-    if (!card)
-        return NULL;
+    uint8_t *buf = NULL;
+    roaring_bitmap_t *r = NULL;
+    if (!keys || !card)
+        goto done;
     for (size_t c = 0; c < n_chunks; c++) {
         size_t a = c * 1024, b = a + 1024 < words ? a + 1024 : words;
         uint32_t k = 0;
         for (size_t i = a; i < b; i++)
             k += (uint32_t)__builtin_popcountll(w[i]);
-        card[c] = k;
         if (k) {
-            n++;
-            bytes += 8 + (k > 4096 ? 8192 : (size_t)k * 2);
+            keys[n] = (uint32_t)c;
+            card[n++] = k;
         }
     }
-    uint8_t *buf = hs_malloc(bytes);
-    if (!buf) {
-        hs_free(card);
-        return NULL;
-    }
-    uint32_t cookie = 12346, cnt = (uint32_t)n;
-    memcpy(buf, &cookie, 4);
-    memcpy(buf + 4, &cnt, 4);
-    uint8_t *hdr = buf + 8, *offs = hdr + 4 * n, *body = offs + 4 * n;
-    for (size_t c = 0; c < n_chunks; c++) {
-        uint32_t k = card[c];
-        if (!k)
-            continue;
-        uint16_t key = (uint16_t)c, cm1 = (uint16_t)(k - 1);
-        uint32_t off = (uint32_t)(body - buf);
-        memcpy(hdr, &key, 2);
-        memcpy(hdr + 2, &cm1, 2);
-        memcpy(offs, &off, 4);
-        hdr += 4;
-        offs += 4;
-        size_t a = c * 1024, b = a + 1024 < words ? a + 1024 : words;
-        if (k > 4096) {
-            memset(body, 0, 8192);
+    if (!(buf = rbp_begin(keys, card, n, &bytes)))
+        goto done;
+    for (size_t j = 0; j < n; j++) {
+        uint8_t *body = rbp_body(buf, n, j);
+        size_t a = (size_t)keys[j] * 1024, b = a + 1024 < words ? a + 1024 : words;
+        if (card[j] > 4096) {
             memcpy(body, w + a, (b - a) * 8);
-            body += 8192;
-        } else {
-            for (size_t i = a; i < b; i++) {
-                uint64_t x = w[i];
-                while (x) {
-                    uint16_t v = (uint16_t)((i - a) * 64 + (size_t)__builtin_ctzll(x));
-                    memcpy(body, &v, 2);
-                    body += 2;
-                    x &= x - 1;
-                }
+            continue;
+        }
+        for (size_t i = a; i < b; i++) {
+            for (uint64_t x = w[i]; x; x &= x - 1) {
+                uint16_t v = (uint16_t)((i - a) * 64 + (size_t)__builtin_ctzll(x));
+                memcpy(body, &v, 2);
+                body += 2;
             }
         }
     }
-    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe((const char *)buf, bytes);
-    hs_free(buf);
+    r = rbp_finish(buf, bytes);
+done:
+    hs_free(keys);
     hs_free(card);
     return r;
 }
@@ -448,72 +476,48 @@ roaring_bitmap_t *sidx_roaring_of_sorted(const uint32_t *v, size_t m)
 {
     if (m == 0)
         return roaring_bitmap_create();
-    /* pass 1: containers and their cardinalities (distinct values); input
-     * out of order falls back to value-by-value inserts */
-    size_t n = 0, cap = m < 65536 ? m : 65536;
-    uint32_t *card = hs_malloc(cap * sizeof *card), *keys = hs_malloc(cap * sizeof *keys);
-    if (!card || !keys) {
-        hs_free(card);
-        hs_free(keys);
-        return NULL;
-    }
-    size_t bytes = 8;
+    /* containers and their distinct values; input out of order falls back
+     * to value-by-value inserts */
+    size_t n = 0, cap = m < 65536 ? m : 65536, bytes = 0;
+    uint32_t *keys = hs_malloc(cap * sizeof *keys), *card = hs_malloc(cap * sizeof *card);
+    uint8_t *buf = NULL;
+    roaring_bitmap_t *r = NULL;
+    if (!keys || !card)
+        goto done;
     for (size_t i = 0; i < m; i++) {
         if (i > 0 && v[i] <= v[i - 1]) {
             if (v[i] == v[i - 1])
                 continue;
-            hs_free(card);
-            hs_free(keys);
-            return roaring_bitmap_of_ptr(m, v);
+            r = roaring_bitmap_of_ptr(m, v);
+            goto done;
         }
-        uint32_t key = v[i] >> 16;
-        if (n == 0 || keys[n - 1] != key) {
-            keys[n] = key;
+        if (n == 0 || keys[n - 1] != v[i] >> 16) {
+            keys[n] = v[i] >> 16;
             card[n++] = 0;
         }
         card[n - 1]++;
     }
-    for (size_t c = 0; c < n; c++)
-        bytes += 8 + (card[c] > 4096 ? 8192 : (size_t)card[c] * 2);
-    uint8_t *buf = hs_malloc(bytes);
-    if (!buf) {
-        hs_free(card);
-        hs_free(keys);
-        return NULL;
-    }
-    uint32_t cookie = 12346, cnt = (uint32_t)n;
-    memcpy(buf, &cookie, 4);
-    memcpy(buf + 4, &cnt, 4);
-    uint8_t *hdr = buf + 8, *offs = hdr + 4 * n, *body = offs + 4 * n;
+    if (!(buf = rbp_begin(keys, card, n, &bytes)))
+        goto done;
     size_t i = 0;
-    for (size_t c = 0; c < n; c++) {
-        uint16_t key = (uint16_t)keys[c], cm1 = (uint16_t)(card[c] - 1);
-        uint32_t off = (uint32_t)(body - buf);
-        memcpy(hdr, &key, 2);
-        memcpy(hdr + 2, &cm1, 2);
-        memcpy(offs, &off, 4);
-        hdr += 4;
-        offs += 4;
-        bool bits = card[c] > 4096;
-        if (bits)
-            memset(body, 0, 8192);
-        for (uint32_t k = 0; k < card[c]; i++) {
+    for (size_t j = 0; j < n; j++) {
+        uint8_t *body = rbp_body(buf, n, j);
+        bool bits = card[j] > 4096;
+        for (uint32_t k = 0; k < card[j]; i++) {
             if (i > 0 && v[i] == v[i - 1])
                 continue;
             uint16_t lo = (uint16_t)(v[i] & 0xffff);
-            if (bits) {
+            if (bits)
                 body[lo >> 3] |= (uint8_t)(1u << (lo & 7));
-            } else {
+            else
                 memcpy(body + 2 * (size_t)k, &lo, 2);
-            }
             k++;
         }
-        body += bits ? 8192 : 2 * (size_t)card[c];
     }
-    roaring_bitmap_t *r = roaring_bitmap_portable_deserialize_safe((const char *)buf, bytes);
-    hs_free(buf);
-    hs_free(card);
+    r = rbp_finish(buf, bytes);
+done:
     hs_free(keys);
+    hs_free(card);
     return r;
 }
 
