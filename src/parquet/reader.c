@@ -18,17 +18,9 @@
  *   v2 body: [rep levels RLE, rep_len bytes][def levels, def_len bytes] -- never
  *            compressed -- then the values, compressed when is_compressed.
  *
- * Footer: one read of the last 64 KiB, a second read only when the footer is
- * larger.  Decoded footers (and the schema mapping of schema_read.c) live in
- * a process-wide cache keyed by (file name, size) behind a mutex; entries are
- * refcounted so a reader keeps its footer alive after eviction.  A footer
- * also holds the decoded dictionaries of its column chunks (pq_dict, filled
- * by the first scan that decodes one, within HS_DICT_CACHE_MB, default 128
- * MiB for the process): later scans of the file neither read nor decompress
- * dictionary pages.  Cursors' byte buffers come from and return to a small
- * process-wide pool (bufpool_*), so a scan per data file does not fault in
- * fresh memory each time.  pq_footer_cache_clear drops all of it (and the
- * Avro schema cache of base/avro.c: tests balance hs_mem_live_count with it).
+ * What every scan of a file shares (footer, schema mapping, the file's
+ * mapping, decoded page indexes and page notes, dictionaries) and the pool
+ * of cursor buffers live in parquet/footer.c.
  *
  * Scanning (pq_scan): for each chosen row group the scan computes the rows to
  * emit as sorted ranges (all rows, or the caller's bitmap / ranges, minus the
@@ -42,9 +34,15 @@
  *                    count is known from its header (flat columns, v2 pages)
  *                    is passed over without decompression.
  *   page mode        with an OffsetIndex and a partial selection: only the
- *                    pages holding wanted rows are read (one range read each)
- *                    and decoded, and the dictionary page only when one of them
- *                    is dictionary-encoded (need_dict); others count as skipped.
+ *                    pages holding wanted rows are read (in place from the
+ *                    file's mapping where there is one, else one range read
+ *                    each) and decoded, and the dictionary page only when one
+ *                    of them is dictionary-encoded (need_dict); others count
+ *                    as skipped.  A flat page stored uncompressed with no
+ *                    nulls leaves a note in the footer (values offset,
+ *                    encoding, count): later scans set it up from the note,
+ *                    without its header or levels.  Dictionary indices
+ *                    between wanted rows are skipped, not decoded.
  *
  * Flat leaves of a scan with a selection do not execute runs one by one:
  * cur_gather takes the batch's rows as ranges and, page by page, reads the
@@ -94,10 +92,10 @@
  */
 #include "parquet/reader.h"
 
-#include "base/avro.h"
 #include "base/compress.h"
 #include "base/mem.h"
 #include "parquet/encoding.h"
+#include "parquet/footer.h"
 #include "parquet/reader_int.h"
 
 #include <pthread.h>
@@ -106,10 +104,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define PQ_FOOTER_TAIL (64 * 1024)
 #define PQ_MAX_PAGE_BYTES ((int64_t)1 << 30)
 #define PQ_MAX_PAGE_VALUES ((int64_t)1 << 26)
-#define PQ_FOOTER_CACHE_MAX 64
 #define PQ_IDX_CHUNK 1024
 #define PQ_WINDOW ((size_t)8 << 20)  /* sequential read window */
 #define PQ_HUGE ((size_t)2 << 20)    /* transparent huge page size */
@@ -117,364 +113,9 @@
 
 bool pq_read_no_fast_paths;
 
-/* ===================================================================== */
-/* footer cache                                                           */
-/* ===================================================================== */
-
-/* A decoded dictionary (load_dict: already in the output representation)
- * of one column chunk, shared by every scan of the file through its footer. */
-typedef struct pq_dict {
-    uint32_t n;
-    hs_buf vals, offs, bytes;        /* as pq_cursor's dict_* buffers */
-    size_t mem;
-} pq_dict;
-
-typedef struct pq_footer pq_footer;
-struct pq_footer {
-    int refs;
-    char *name;
-    uint64_t size;
-    hs_arena arena;          /* meta */
-    pq_file_meta meta;
-    pq_schema_info schema;
-    pq_dict **dicts;         /* [row group * n_leaves + leaf] or NULL; under g_dict_mu */
-    size_t dict_mem;         /* bytes of them, counted in g_dict_bytes */
-    /* a read-only mapping of the file (footer_map): page-mode reads take
-     * their pages from it without a copy; map_state 0 untried, 1 mapped,
-     * -1 none (set once under g_cache_mu, read with acquire) */
-    const uint8_t *map;
-    int map_state;
-    /* decoded page indexes ([row group * n_leaves + leaf], entries published
-     * once under g_cache_mu, read with acquire) */
-    struct pq_fpidx **fpidx;
-    pq_footer *next;
-};
-
-/* What a page-mode read learned of one page, kept for the next scans of the
- * file: for a page of a flat leaf, stored uncompressed, whose values are all
- * present, the values section can be set up again without touching the
- * page header or the levels. */
-typedef struct pq_pinfo {
-    int state;               /* 0 unknown, 1 known (fields valid), read with acquire */
-    int32_t n;               /* values (= rows) */
-    int32_t enc;             /* pq_encoding of the values */
-    uint32_t vlen;
-    uint64_t voff;           /* file offset of the values section */
-} pq_pinfo;
-
-/* A column chunk's page index, decoded once per cached footer. */
-typedef struct pq_fpidx {
-    hs_arena arena;
-    const pq_offset_index *oi;   /* NULL: absent or unusable */
-    const pq_column_index *ci;
-    pq_pinfo *pinfo;             /* oi->n_pages entries when oi, else NULL */
-} pq_fpidx;
-
-static void fpidx_free(pq_fpidx *e)
-{
-    if (!e)
-        return;
-    hs_arena_destroy(&e->arena);
-    hs_free(e->pinfo);
-    hs_free(e);
-}
-
-static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static pq_footer *g_cache;
-static int g_cache_n;
-
-/* Dictionary cache budget: HS_DICT_CACHE_MB (default 128; 0 = no cache). */
-static pthread_mutex_t g_dict_mu = PTHREAD_MUTEX_INITIALIZER;
-static size_t g_dict_bytes;
-static size_t g_dict_limit;
-static pthread_once_t g_dict_once = PTHREAD_ONCE_INIT;
-
-static void dict_limit_init(void)
-{
-    const char *e = getenv("HS_DICT_CACHE_MB");
-    long mb = e && *e ? atol(e) : 128;
-    g_dict_limit = mb > 0 ? (size_t)mb << 20 : 0;
-}
-
-static void dict_free(pq_dict *d)
-{
-    if (!d)
-        return;
-    hs_buf_free(&d->vals);
-    hs_buf_free(&d->offs);
-    hs_buf_free(&d->bytes);
-    hs_free(d);
-}
-
-static void footer_destroy(pq_footer *f)
-{
-    if (!f)
-        return;
-    if (f->dicts) {
-        size_t n = (size_t)f->meta.n_row_groups * (size_t)f->schema.n_leaves;
-        for (size_t i = 0; i < n; i++)
-            dict_free(f->dicts[i]);
-        hs_free(f->dicts);
-        pthread_mutex_lock(&g_dict_mu);
-        g_dict_bytes -= f->dict_mem;
-        pthread_mutex_unlock(&g_dict_mu);
-    }
-    if (f->map_state > 0)
-        hs_file_unmap(f->map, f->size);
-    if (f->fpidx) {
-        size_t n = (size_t)f->meta.n_row_groups * (size_t)f->schema.n_leaves;
-        for (size_t i = 0; i < n; i++)
-            fpidx_free(f->fpidx[i]);
-        hs_free(f->fpidx);
-    }
-    pq_schema_free(&f->schema);
-    hs_arena_destroy(&f->arena);
-    hs_free(f->name);
-    hs_free(f);
-}
-
-/* ===================================================================== */
-/* buffer pool                                                            */
-/* ===================================================================== */
-
-/* Cursors' byte buffers (column chunk / page bytes, decompressed pages)
- * outlive their scan in a small process-wide pool.  A table scan opens one
- * pq_scan per data file (and phase), and fresh multi-MiB buffers there cost
- * more in page faults and heap trimming than the reads themselves.  Bounded
- * by count, per-buffer and total bytes; pq_footer_cache_clear empties it. */
-#define PQ_POOL_N 32
-#define PQ_POOL_BUF_MAX ((size_t)16 << 20)
-#define PQ_POOL_BYTES ((size_t)64 << 20)
-
-static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static hs_buf g_pool[PQ_POOL_N];
-static int g_pool_n;
-static size_t g_pool_bytes;
-
-/* An empty b gets a pooled buffer: the smallest holding `want` bytes, else
- * the largest (hs_buf_reserve grows it). */
-static void bufpool_take(hs_buf *b, size_t want)
-{
-    if (b->data)
-        return;
-    pthread_mutex_lock(&g_pool_mu);
-    int best = -1;
-    for (int i = 0; i < g_pool_n; i++) {
-        size_t c = g_pool[i].cap, bc = best >= 0 ? g_pool[best].cap : 0;
-        if (best < 0 || (c >= want && (bc < want || c < bc)) || (bc < want && c > bc))
-            best = i;
-    }
-    if (best >= 0) {
-        *b = g_pool[best];
-        g_pool[best] = g_pool[--g_pool_n];
-        g_pool_bytes -= b->cap;
-        b->len = 0;
-    }
-    pthread_mutex_unlock(&g_pool_mu);
-}
-
-/* Hands b's storage to the pool (or frees it); b is left empty. */
-static void bufpool_give(hs_buf *b)
-{
-    if (b->data && b->cap <= PQ_POOL_BUF_MAX) {
-        pthread_mutex_lock(&g_pool_mu);
-        if (g_pool_n < PQ_POOL_N && g_pool_bytes + b->cap <= PQ_POOL_BYTES) {
-            g_pool[g_pool_n++] = *b;
-            g_pool_bytes += b->cap;
-            memset(b, 0, sizeof *b);
-        }
-        pthread_mutex_unlock(&g_pool_mu);
-    }
-    hs_buf_free(b);
-}
-
-static void bufpool_clear(void)
-{
-    hs_buf dead[PQ_POOL_N];
-    pthread_mutex_lock(&g_pool_mu);
-    int n = g_pool_n;
-    memcpy(dead, g_pool, sizeof(hs_buf) * (size_t)n);
-    g_pool_n = 0;
-    g_pool_bytes = 0;
-    pthread_mutex_unlock(&g_pool_mu);
-    for (int i = 0; i < n; i++)
-        hs_buf_free(&dead[i]);
-}
-
-static void footer_release(pq_footer *f)
-{
-    if (!f)
-        return;
-    pthread_mutex_lock(&g_cache_mu);
-    bool last = --f->refs == 0;
-    pthread_mutex_unlock(&g_cache_mu);
-    if (last)
-        footer_destroy(f);
-}
-
-void pq_footer_cache_clear(void)
-{
-    pthread_mutex_lock(&g_cache_mu);
-    pq_footer *f = g_cache, *dead = NULL;
-    g_cache = NULL;
-    g_cache_n = 0;
-    while (f) {
-        pq_footer *next = f->next;
-        if (--f->refs == 0) {
-            f->next = dead;
-            dead = f;
-        }
-        f = next;
-    }
-    pthread_mutex_unlock(&g_cache_mu);
-    while (dead) {
-        pq_footer *next = dead->next;
-        footer_destroy(dead);
-        dead = next;
-    }
-    bufpool_clear();
-    /* the parsed Avro schemas of Iceberg manifests are the other process-wide
-     * cache of file metadata below the table layer; tests that balance
-     * hs_mem_live_count clear them all here */
-    hs_avro_schema_cache_clear();
-}
-
 static uint32_t rd_u32le(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static hs_status footer_load(hs_file *f, pq_footer **out, hs_error *err)
-{
-    const char *fname = f->name ? f->name : "";
-    uint64_t size = f->size;
-    hs_buf tail = { 0 };
-    pq_footer *ft = NULL;
-    hs_status st;
-    if (size < 12)
-        return HS_CORRUPT_AT(err, "%s: %llu bytes is too small for a Parquet file", fname,
-                             (unsigned long long)size);
-    size_t n = size < PQ_FOOTER_TAIL ? (size_t)size : PQ_FOOTER_TAIL;
-    st = hs_file_read_buf(f, size - n, n, &tail, err);
-    if (st != HS_OK)
-        goto done;
-    const uint8_t *end = tail.data + n;
-    if (memcmp(end - 4, "PARE", 4) == 0) {
-        st = hs_err_set(err, HS_UNSUPPORTED, "%s: encrypted Parquet footers are not supported", fname);
-        goto done;
-    }
-    if (memcmp(end - 4, "PAR1", 4) != 0) {
-        st = HS_CORRUPT_AT(err, "%s: no PAR1 magic at the end of the file", fname);
-        goto done;
-    }
-    uint32_t flen = rd_u32le(end - 8);
-    if ((uint64_t)flen > size - 12) {
-        st = HS_CORRUPT_AT(err, "%s: footer length %u exceeds the file size %llu", fname, flen,
-                           (unsigned long long)size);
-        goto done;
-    }
-    const uint8_t *fp;
-    if ((size_t)flen + 8 <= n) {
-        fp = end - 8 - flen;
-    } else {
-        st = hs_file_read_buf(f, size - 8 - flen, flen, &tail, err);
-        if (st != HS_OK)
-            goto done;
-        fp = tail.data;
-    }
-    ft = hs_calloc(1, sizeof *ft);
-    if (!ft || !(ft->name = hs_strdup(fname))) {
-        st = hs_err_nomem(err, sizeof *ft);
-        goto done;
-    }
-    ft->size = size;
-    ft->refs = 1;
-    st = pq_decode_file_meta(fp, flen, &ft->arena, &ft->meta, err);
-    if (st != HS_OK) {
-        hs_err_prefix(err, "%s", fname);
-        goto done;
-    }
-    if (ft->meta.has_encryption_algorithm) {
-        st = hs_err_set(err, HS_UNSUPPORTED, "%s: encrypted Parquet files are not supported", fname);
-        goto done;
-    }
-    st = pq_schema_build(&ft->meta, fname, &ft->schema, err);
-    if (st != HS_OK)
-        goto done;
-    /* structural checks every later access relies on */
-    const pq_file_meta *m = &ft->meta;
-    if (m->n_row_groups < 0 || (m->n_row_groups > 0 && !m->row_groups)) {
-        st = HS_CORRUPT_AT(err, "%s: bad row group list", fname);
-        goto done;
-    }
-    for (int g = 0; g < m->n_row_groups; g++) {
-        const pq_row_group *rg = &m->row_groups[g];
-        if (rg->n_columns != ft->schema.n_leaves) {
-            st = HS_CORRUPT_AT(err, "%s: row group %d has %d column chunks, the schema %d leaves",
-                               fname, g, rg->n_columns, ft->schema.n_leaves);
-            goto done;
-        }
-        if (rg->num_rows < 0 || rg->num_rows > ((int64_t)1 << 40)) {
-            st = HS_CORRUPT_AT(err, "%s: row group %d claims %lld rows", fname, g,
-                               (long long)rg->num_rows);
-            goto done;
-        }
-        for (int c = 0; c < rg->n_columns; c++) {
-            const pq_column_chunk *cc = &rg->columns[c];
-            if (cc->is_encrypted) {
-                st = hs_err_set(err, HS_UNSUPPORTED, "%s: encrypted column chunks are not supported",
-                                fname);
-                goto done;
-            }
-        }
-    }
-    *out = ft;
-    ft = NULL;
-done:
-    hs_buf_free(&tail);
-    footer_destroy(ft);
-    return st;
-}
-
-static hs_status footer_get(hs_file *f, pq_footer **out, hs_error *err)
-{
-    const char *name = f->name ? f->name : "";
-    bool cacheable = name[0] != '\0';
-    if (cacheable) {
-        pthread_mutex_lock(&g_cache_mu);
-        for (pq_footer *e = g_cache; e; e = e->next)
-            if (e->size == f->size && strcmp(e->name, name) == 0) {
-                e->refs++;
-                *out = e;
-                pthread_mutex_unlock(&g_cache_mu);
-                return HS_OK;
-            }
-        pthread_mutex_unlock(&g_cache_mu);
-    }
-    pq_footer *ft = NULL;
-    HS_TRY(footer_load(f, &ft, err));
-    if (cacheable) {
-        pq_footer *dead = NULL;
-        pthread_mutex_lock(&g_cache_mu);
-        ft->refs++;  /* the cache's reference */
-        ft->next = g_cache;
-        g_cache = ft;
-        g_cache_n++;
-        if (g_cache_n > PQ_FOOTER_CACHE_MAX) {  /* drop the oldest (the tail) */
-            pq_footer **pp = &g_cache;
-            while ((*pp)->next)
-                pp = &(*pp)->next;
-            pq_footer *old = *pp;
-            *pp = NULL;
-            g_cache_n--;
-            if (--old->refs == 0)
-                dead = old;
-        }
-        pthread_mutex_unlock(&g_cache_mu);
-        footer_destroy(dead);
-    }
-    *out = ft;
-    return HS_OK;
 }
 
 /* ===================================================================== */
@@ -498,32 +139,6 @@ struct pq_reader {
     bool old_parquet_mr;     /* written by parquet-mr older than 1.2.9 */
 };
 
-/* The file's bytes through the footer's mapping (made on first use and kept
- * with the cached footer, so repeated selective scans of a file take no page
- * faults), or NULL where the backend has none: then pages are read. */
-static const uint8_t *footer_map(pq_reader *r)
-{
-    pq_footer *ft = r->ft;
-    int st = __atomic_load_n(&ft->map_state, __ATOMIC_ACQUIRE);
-    if (st != 0)
-        return st > 0 ? ft->map : NULL;
-    pthread_mutex_lock(&g_cache_mu);
-    if (ft->map_state == 0) {
-        const uint8_t *p = NULL;
-        hs_error e = {0};
-        if (r->f->size == ft->size && hs_file_map(r->f, &p, &e) == HS_OK) {
-            ft->map = p;
-            __atomic_store_n(&ft->map_state, 1, __ATOMIC_RELEASE);
-        } else {
-            __atomic_store_n(&ft->map_state, -1, __ATOMIC_RELEASE);
-        }
-        hs_err_clear(&e);
-    }
-    st = ft->map_state;
-    pthread_mutex_unlock(&g_cache_mu);
-    return st > 0 ? ft->map : NULL;
-}
-
 /* created_by "parquet-mr" without a version, or "parquet-mr version X.Y.Z" with X.Y.Z < 1.2.9 */
 static bool is_old_parquet_mr(const char *cb)
 {
@@ -546,7 +161,7 @@ hs_status pq_reader_open(hs_file *f, pq_reader **out, hs_error *err)
         return hs_err_nomem(err, sizeof *r);
     r->f = f;
     r->fname = f->name ? f->name : "";
-    hs_status st = footer_get(f, &r->ft, err);
+    hs_status st = pq_footer_get(f, &r->ft, err);
     if (st != HS_OK) {
         hs_free(r);
         return st;
@@ -560,9 +175,9 @@ void pq_reader_close(pq_reader *r)
 {
     if (!r)
         return;
-    footer_release(r->ft);
+    pq_footer_release(r->ft);
     hs_arena_destroy(&r->arena);
-    fpidx_free(r->own);
+    pq_fpidx_free(r->own);
     hs_free(r->pidx);
     hs_free(r);
 }
@@ -618,8 +233,7 @@ hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_c
     pq_pidx *p = &r->pidx[slot];
     if (!p->loaded) {
         /* decoded by an earlier reader of this (cached) file? */
-        pq_fpidx **arr = __atomic_load_n(&r->ft->fpidx, __ATOMIC_ACQUIRE);
-        pq_fpidx *fe = arr ? __atomic_load_n(&arr[slot], __ATOMIC_ACQUIRE) : NULL;
+        const pq_fpidx *fe = pq_footer_fpidx(r->ft, slot);
         if (fe) {
             p->oi = fe->oi;
             p->ci = fe->ci;
@@ -658,7 +272,7 @@ hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_c
         }
         hs_buf_free(&b);
         if (st != HS_OK) {
-            fpidx_free(fe);
+            pq_fpidx_free(fe);
             p->oi = NULL;
             p->ci = NULL;
             hs_err_prefix(err, "%s: row group %d, column %s", r->fname, row_group,
@@ -688,24 +302,9 @@ hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_c
         if (fe->oi)
             fe->pinfo = hs_calloc((size_t)fe->oi->n_pages, sizeof *fe->pinfo);  /* optional */
         /* publish for later readers of the file (or take the one published meanwhile) */
-        size_t n_slots = (size_t)m->n_row_groups * (size_t)nl;
-        pthread_mutex_lock(&g_cache_mu);
-        if (!r->ft->fpidx)
-            __atomic_store_n(&r->ft->fpidx, hs_calloc(n_slots, sizeof(pq_fpidx *)),
-                             __ATOMIC_RELEASE);
-        pq_fpidx *have = r->ft->fpidx ? r->ft->fpidx[slot] : NULL, *dead = NULL;
-        if (have) {
-            dead = fe;
-            fe = have;
-        } else if (r->ft->fpidx) {
-            __atomic_store_n(&r->ft->fpidx[slot], fe, __ATOMIC_RELEASE);
-        } else {
-            dead = fe;   /* no room to publish: this reader keeps it */
-            fe = NULL;
-        }
-        pthread_mutex_unlock(&g_cache_mu);
+        pq_fpidx *mine = fe;
+        fe = pq_footer_fpidx_publish(r->ft, slot, mine);
         if (fe) {
-            fpidx_free(dead);
             p->oi = fe->oi;
             p->ci = fe->ci;
             p->pinfo = fe->pinfo;
@@ -713,9 +312,9 @@ hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_c
             /* keep the decoded index alive with the reader */
             p->pinfo = NULL;
             if (!r->own) {
-                r->own = dead;
+                r->own = mine;
             } else {
-                fpidx_free(dead);
+                pq_fpidx_free(mine);
                 p->oi = NULL;   /* rare (out of memory): read without the page index */
                 p->ci = NULL;
             }
@@ -994,14 +593,14 @@ typedef struct pq_cursor {
 
 static void cursor_free(pq_cursor *c)
 {
-    bufpool_give(&c->chunk);
+    pq_bufpool_give(&c->chunk);
     hs_arena_destroy(&c->hdr_arena);
     hs_buf_free(&c->dict_vals);
     hs_buf_free(&c->dict_offs);
     hs_buf_free(&c->dict_bytes);
-    bufpool_give(&c->dict_raw);
-    bufpool_give(&c->dict_page);
-    bufpool_give(&c->page_buf);
+    pq_bufpool_give(&c->dict_raw);
+    pq_bufpool_give(&c->dict_page);
+    pq_bufpool_give(&c->page_buf);
     hs_buf_free(&c->g_vix);
     hs_buf_free(&c->g_idx);
     hs_buf_free(&c->g_off);
@@ -1039,7 +638,7 @@ static hs_status page_body_to(pq_cursor *c, hs_buf *dst, const uint8_t *src, siz
         return HS_OK;
     }
     hs_buf_reset(dst);
-    bufpool_take(dst, unc_len + 8);
+    pq_bufpool_take(dst, unc_len + 8);
     if (hs_buf_reserve(dst, unc_len + 8) != HS_OK)
         return hs_err_nomem(err, unc_len);
     HS_TRY(hs_decompress(c->codec, src, src_len, dst->data, unc_len, err));
@@ -1058,10 +657,8 @@ static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, siz
 static bool dict_from_cache(pq_cursor *c)
 {
     pq_footer *ft = c->r->ft;
-    size_t slot = (size_t)c->rg * (size_t)ft->schema.n_leaves + (size_t)c->leaf_index;
-    pthread_mutex_lock(&g_dict_mu);
-    const pq_dict *d = ft->dicts ? ft->dicts[slot] : NULL;
-    pthread_mutex_unlock(&g_dict_mu);
+    const pq_dict *d = pq_footer_dict(ft, (size_t)c->rg * (size_t)ft->schema.n_leaves +
+                                              (size_t)c->leaf_index);
     if (!d)
         return false;
     c->has_dict = true;
@@ -1077,31 +674,9 @@ static bool dict_from_cache(pq_cursor *c)
  * owned by the footer, which outlives the cursor's reader). */
 static void dict_publish(pq_cursor *c)
 {
-    pthread_once(&g_dict_once, dict_limit_init);
     pq_footer *ft = c->r->ft;
-    size_t n_slots = (size_t)ft->meta.n_row_groups * (size_t)ft->schema.n_leaves;
-    size_t slot = (size_t)c->rg * (size_t)ft->schema.n_leaves + (size_t)c->leaf_index;
-    size_t mem = c->dict_vals.cap + c->dict_offs.cap + c->dict_bytes.cap + sizeof(pq_dict);
-    pthread_mutex_lock(&g_dict_mu);
-    if (slot < n_slots && g_dict_bytes + mem <= g_dict_limit) {
-        if (!ft->dicts)
-            ft->dicts = hs_calloc(n_slots, sizeof *ft->dicts);
-        pq_dict *d = ft->dicts && !ft->dicts[slot] ? hs_calloc(1, sizeof *d) : NULL;
-        if (d) {
-            d->n = c->dict_n;
-            d->vals = c->dict_vals;
-            d->offs = c->dict_offs;
-            d->bytes = c->dict_bytes;
-            d->mem = mem;
-            memset(&c->dict_vals, 0, sizeof c->dict_vals);
-            memset(&c->dict_offs, 0, sizeof c->dict_offs);
-            memset(&c->dict_bytes, 0, sizeof c->dict_bytes);
-            ft->dicts[slot] = d;
-            ft->dict_mem += mem;
-            g_dict_bytes += mem;
-        }
-    }
-    pthread_mutex_unlock(&g_dict_mu);
+    pq_footer_dict_adopt(ft, (size_t)c->rg * (size_t)ft->schema.n_leaves + (size_t)c->leaf_index,
+                         c->dict_n, &c->dict_vals, &c->dict_offs, &c->dict_bytes);
 }
 
 /* Dictionary page body (already decompressed) -> dict_* buffers. */
@@ -1479,7 +1054,7 @@ static hs_status seq_window(pq_cursor *c, size_t off, size_t need, hs_error *err
         len = PQ_WINDOW;
     else if (len > PQ_WINDOW)
         len = need;
-    bufpool_take(&c->chunk, len);
+    pq_bufpool_take(&c->chunk, len);
     HS_TRY(hs_file_read_buf(c->r->f, c->chunk_off + off, len, &c->chunk, err));
     c->stats->bytes_read += (int64_t)len;
     c->win_off = off;
@@ -1589,7 +1164,7 @@ static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
     const pq_page_location *pl = &c->oi->pages[pi];
     c->in_page = false;
     c->page_off = (uint64_t)pl->offset;
-    const uint8_t *pg, *map = footer_map(c->r);
+    const uint8_t *pg, *map = pq_footer_map(c->r->ft, c->r->f);
     size_t pg_len = (size_t)pl->compressed_page_size;
     pq_pinfo *pn = map && c->pinfo && !pq_read_no_fast_paths ? &c->pinfo[pi] : NULL;
     if (pn && __atomic_load_n(&pn->state, __ATOMIC_ACQUIRE) == 1) {
@@ -1623,7 +1198,7 @@ static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
                                  (int)pl->compressed_page_size, (unsigned long long)fsz);
         pg = map + pl->offset;
     } else {
-        bufpool_take(&c->chunk, pg_len);
+        pq_bufpool_take(&c->chunk, pg_len);
         HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)pl->offset, pg_len, &c->chunk, err));
         pg = c->chunk.data;
         pg_len = c->chunk.len;
@@ -1649,15 +1224,8 @@ static hs_status load_oi_page(pq_cursor *c, int pi, hs_error *err)
         (c->vs == VS_PLAIN || c->vs == VS_PLAIN_BOOL || c->vs == VS_DICT ||
          c->vs == VS_RLE_BOOL) &&
         c->vp >= map && c->vlen <= UINT32_MAX && c->vp + c->vlen <= map + c->r->f->size) {
-        pthread_mutex_lock(&g_cache_mu);
-        if (pn->state == 0) {
-            pn->n = (int32_t)c->lvl_n;
-            pn->enc = (int32_t)c->page_enc;
-            pn->vlen = (uint32_t)c->vlen;
-            pn->voff = (uint64_t)(c->vp - map);
-            __atomic_store_n(&pn->state, 1, __ATOMIC_RELEASE);
-        }
-        pthread_mutex_unlock(&g_cache_mu);
+        pq_footer_note_page(pn, (int32_t)c->lvl_n, (int32_t)c->page_enc, (uint32_t)c->vlen,
+                            (uint64_t)(c->vp - map));
     }
     return HS_OK;
 }
@@ -2873,7 +2441,7 @@ static hs_status read_dict_region(pq_cursor *c, int64_t start, int64_t end, hs_e
     if (end <= start)
         return HS_OK;
     hs_buf *raw = &c->dict_raw;
-    bufpool_take(raw, (size_t)(end - start));
+    pq_bufpool_take(raw, (size_t)(end - start));
     HS_TRY(hs_file_read_buf(c->r->f, (uint64_t)start, (size_t)(end - start), raw, err));
     c->stats->bytes_read += end - start;
     size_t pos = 0;
