@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 DEBS="build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
       libzstd-dev libsnappy-dev liblz4-dev zlib1g-dev libbrotli-dev libroaring-dev
       libjansson-dev libxxhash-dev libsqlite3-dev libpg-query-dev libopenblas-dev
-      python3-venv python3-dev"
+      python3-venv python3-dev locales"
 missing=""
 for p in $DEBS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -19,6 +19,14 @@ if [ -n "$missing" ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
+
+# de_DE.UTF-8 (comma decimal point) for the locale tests (tests/c/test_locale.c,
+# tests/python/test_locale.py): compiled once from the locales package's sources.
+if ! locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; then
+  echo "bootstrap: generating the de_DE.UTF-8 locale"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO localedef -i de_DE -f UTF-8 de_DE.UTF-8
 fi
 
 PY_REQ=scripts/requirements-test.txt
