@@ -16,6 +16,7 @@
 #include "cli.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "columnar/arrow_c.h"
 #include "columnar/jsonl.h"
 #include "hyperstream/index.h"
@@ -150,7 +151,7 @@ static hs_status parse_query(const char *text, float **out, int *dim, hs_error *
         }
         char *end;
         errno = 0;
-        double x = strtod(p, &end);
+        double x = hs_strtod(p, &end);
         if (end == p || errno == ERANGE || !isfinite(x) || fabs(x) > 3.4e38) {
             hs_free(v);
             return hs_err_set(err, HS_INVALID, "--query: element %zu is not a finite number "

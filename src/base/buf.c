@@ -11,6 +11,7 @@
  */
 #include "base/buf.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,7 +98,7 @@ hs_status hs_buf_printf(hs_buf *b, const char *fmt, ...)
     char small[256];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(small, sizeof small, fmt, ap);
+    int n = hs_vsnprintf_c(small, sizeof small, fmt, ap); /* "C" locale: text is read again */
     va_end(ap);
     if (n < 0)
         return HS_INVALID;
@@ -106,7 +107,7 @@ hs_status hs_buf_printf(hs_buf *b, const char *fmt, ...)
         memcpy(b->data + b->len, small, (size_t)n + 1);
     } else {
         va_start(ap, fmt);
-        vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+        hs_vsnprintf_c((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
         va_end(ap);
     }
     b->len += (size_t)n;

@@ -38,6 +38,7 @@
  */
 #include "columnar/ingest.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "columnar/jsonl.h"
 
 #include <errno.h>
@@ -284,7 +285,7 @@ static void describe_json(json_t *v, char *dst, size_t cap)
         return;
     }
     case JSON_INTEGER: snprintf(dst, cap, "number %lld", (long long)json_integer_value(v)); return;
-    case JSON_REAL: snprintf(dst, cap, "number %.17g", json_real_value(v)); return;
+    case JSON_REAL: hs_snprintf_c(dst, cap, "number %.17g", json_real_value(v)); return;
     case JSON_TRUE: snprintf(dst, cap, "true"); return;
     case JSON_FALSE: snprintf(dst, cap, "false"); return;
     case JSON_NULL: snprintf(dst, cap, "null"); return;
@@ -377,7 +378,7 @@ static bool parse_double(const char *s, size_t n, double *out)
     tmp[n] = 0;
     char *end;
     errno = 0;
-    double d = strtod(tmp, &end);
+    double d = hs_strtod(tmp, &end);
     if (end != tmp + n)
         return false;
     *out = d;
@@ -396,7 +397,7 @@ static bool parse_float(const char *s, size_t n, float *out)
     }
     memcpy(tmp, s, n); /* strtof: correctly rounded, no double rounding */
     tmp[n] = 0;
-    *out = strtof(tmp, NULL);
+    *out = hs_strtof(tmp, NULL);
     return true;
 }
 
@@ -924,7 +925,7 @@ static hs_status put_json(hs_ingest *ig, const hs_field *f, hs_column *c, json_t
         if (json_is_integer(v))
             n = snprintf(t, sizeof t, "%lld", (long long)json_integer_value(v));
         else if (json_is_real(v) && isfinite(json_real_value(v)) && fabs(json_real_value(v)) < 1e30)
-            n = snprintf(t, sizeof t, "%.*f", f->scale > 0 && f->scale < 40 ? f->scale : 0,
+            n = hs_snprintf_c(t, sizeof t, "%.*f", f->scale > 0 && f->scale < 40 ? f->scale : 0,
                          json_real_value(v));
         else
             return expected_json(ig, f, v);

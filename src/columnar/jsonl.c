@@ -27,6 +27,7 @@
  */
 #include "columnar/jsonl.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <float.h>
 #include <math.h>
@@ -82,8 +83,8 @@ int hs_fmt_double(double v, char *dst)
     int n = 0;
     /* Subnormals have fewer significant bits, so shorter texts may round-trip. */
     for (int prec = fabs(v) < DBL_MIN ? 1 : 15; prec <= 17; prec++) {
-        n = snprintf(dst, 32, "%.*g", prec, v);
-        if (prec == 17 || strtod(dst, NULL) == v)
+        n = hs_snprintf_c(dst, 32, "%.*g", prec, v);
+        if (prec == 17 || hs_strtod(dst, NULL) == v)
             break;
     }
     return n;
@@ -101,8 +102,8 @@ int hs_fmt_float(float v, char *dst)
     }
     int n = 0;
     for (int prec = fabsf(v) < FLT_MIN ? 1 : 6; prec <= 9; prec++) {
-        n = snprintf(dst, 32, "%.*g", prec, (double)v);
-        if (prec == 9 || strtof(dst, NULL) == v)
+        n = hs_snprintf_c(dst, 32, "%.*g", prec, (double)v);
+        if (prec == 9 || hs_strtof(dst, NULL) == v)
             break;
     }
     return n;

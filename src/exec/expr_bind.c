@@ -30,6 +30,7 @@
 
 #include "base/buf.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -703,7 +704,7 @@ static hs_status bind_const(binder *b, json_t *body, ex_node **out)
             n->val.d = d;
         } else {
             char *end;
-            double f = strtod(s, &end);
+            double f = hs_strtod(s, &end);
             if (*end)
                 return err_at(b, HS_INVALID, loc, "invalid number \"%s\"", s);
             if (!(n = mk_const(b, ty(EX_T_FLOAT), loc)))

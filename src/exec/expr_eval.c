@@ -35,6 +35,7 @@
 #include "exec/expr_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "columnar/jsonl.h"
 
 #include <ctype.h>
@@ -1025,7 +1026,7 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
                 memcpy(tmp, p, len);
                 tmp[len] = '\0';
                 char *end;
-                x = strtod(tmp, &end);
+                x = hs_strtod(tmp, &end);
                 if (*end)
                     return fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
             } else {

@@ -34,6 +34,7 @@
 #include "exec/expr_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -188,7 +189,7 @@ static hs_status lit_for(conv *c, const hs_field *f, const tbl_val *v, tbl_lit *
     case TBL_V_F64:
         l->kind = TBL_L_FLOAT;
         l->f = v->f;
-        n = snprintf(buf, sizeof buf, "%.17g", v->f);
+        n = hs_snprintf_c(buf, sizeof buf, "%.17g", v->f);
         break;
     case TBL_V_I128: {
         l->kind = TBL_L_FLOAT;

@@ -30,6 +30,7 @@
 
 #include "base/hash.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -311,8 +312,8 @@ hs_status ice_value_to_human(const ice_transform *t, const ice_value *v, hs_buf 
     case ICE_T_DOUBLE: {
         double d = v->type == ICE_T_FLOAT ? (double)v->v.f : v->v.d;
         for (int prec = v->type == ICE_T_FLOAT ? 6 : 15; prec <= 17; prec++) {
-            snprintf(b, sizeof b, "%.*g", prec, d);
-            if (v->type == ICE_T_FLOAT ? strtof(b, NULL) == v->v.f : strtod(b, NULL) == d)
+            hs_snprintf_c(b, sizeof b, "%.*g", prec, d);
+            if (v->type == ICE_T_FLOAT ? hs_strtof(b, NULL) == v->v.f : hs_strtod(b, NULL) == d)
                 break;
         }
         HS_TRY(hs_buf_puts(out, b));

@@ -32,6 +32,7 @@
 #include "iceberg/model_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <errno.h>
 #include <math.h>
@@ -746,11 +747,11 @@ json_t *ice_value_to_jansson(const ice_value *v)
             return json_string(d > 0 ? "Infinity" : "-Infinity");
         if (v->type == ICE_T_FLOAT) { /* shortest text that reads back as the float */
             for (int prec = 6; prec <= 9; prec++) {
-                snprintf(b, sizeof b, "%.*g", prec, d);
-                if (strtof(b, NULL) == v->v.f)
+                hs_snprintf_c(b, sizeof b, "%.*g", prec, d);
+                if (hs_strtof(b, NULL) == v->v.f)
                     break;
             }
-            return json_real(strtod(b, NULL));
+            return json_real(hs_strtod(b, NULL));
         }
         return json_real(d);
     }

@@ -13,6 +13,7 @@
 #include "table/filter.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "columnar/jsonl.h"
 
 #include <ctype.h>
@@ -226,7 +227,7 @@ static hs_status parse_literal(parser *ps, tbl_lit *lit)
                 return lex(ps);
             }
         }
-        double d = strtod(txt, &end);
+        double d = hs_strtod(txt, &end);
         if (*end != '\0')
             return hs_err_set(ps->err, HS_INVALID, "filter: bad number \"%s\" at offset %zu",
                               txt, t->pos);
@@ -1025,7 +1026,7 @@ static hs_status bind_lit(const tbl_expr *e, const tbl_lit *l, const hs_field *f
              strcasecmp(l->s, "-infinity") == 0 || strcasecmp(l->s, "inf") == 0 ||
              strcasecmp(l->s, "-inf") == 0)) {
             v->kind = TBL_V_F64;
-            v->f = strtod(l->s, NULL);
+            v->f = hs_strtod(l->s, NULL);
             return HS_OK;
         }
         break;
