@@ -1,0 +1,246 @@
+"""The table suite's core cases under a decimal-comma locale (de_DE.UTF-8).
+
+A Python program that calls ``locale.setlocale(locale.LC_ALL, ...)`` switches
+LC_NUMERIC for the C library too, so libc's strtod stops at the '.' of "1.5"
+and printf("%g") writes "1,5".  The engine must not care: a child process
+sets de_DE.UTF-8 and then creates tables, appends floats/doubles/decimals,
+filters with float literals, reads everything back, writes a table
+partitioned by a float and a decimal column, and runs vector searches.  It
+hands its results back as Arrow IPC and JSON; this process (in the default
+"C" locale) compares them with pyarrow, DuckDB and numpy brute force over the
+same source rows.  The CLI is run with LC_ALL=de_DE.UTF-8 as well.
+
+The locale comes from scripts/bootstrap.sh.  Without it the tests skip,
+except under CI (CI set and not "false"/"0"), where they fail: CI must not
+pass without running them.
+"""
+import decimal
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import urllib.parse
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+import pytest
+
+LOCALE = "de_DE.UTF-8"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("HS_BUILD", os.path.join(ROOT, "build"))
+HS = os.path.join(BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD), "hyperstream")
+CI = os.environ.get("CI", "") not in ("", "false", "0")
+
+N, DIM = 600, 8
+P_VALUES = [0.5, 1.25, 2.75]                      # float32 partition values
+DEC_VALUES = [decimal.Decimal("1.25"), decimal.Decimal("10.50"), decimal.Decimal("-3.75")]
+
+# Filters with float literals in every form; each is valid DuckDB SQL with the same meaning.
+FILTERS = [
+    "x > 1.5",
+    "x <= 2.5e-1",
+    "x >= 15E-1 AND x < 2.0",
+    "x BETWEEN 0.75 AND 1.25",
+    "x IN (0.5, 1.5, 3.875)",
+    "x = 3.875",
+    "f < 0.5",
+    "f >= 0.25e0",
+    "p = 1.25",
+    "p > 1.0 AND dec < 5.0",
+    "dec >= 10.5",
+    "dec = -3.75",
+    "x > CAST('1.5' AS DOUBLE)",
+    "CAST(x AS VARCHAR) = '1.5'",
+    "score > 0.5 OR score IS NULL",
+]
+
+
+def _locale_available():
+    code = ("import locale; locale.setlocale(locale.LC_ALL, %r); "
+            "assert locale.localeconv()['decimal_point'] == ','" % LOCALE)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+@pytest.fixture(scope="module", autouse=True)
+def need_locale():
+    if not _locale_available():
+        msg = f"locale {LOCALE} is not installed (scripts/bootstrap.sh generates it)"
+        if CI:
+            pytest.fail(msg + "; CI must run the locale tests")
+        pytest.skip(msg)
+
+
+def source_rows():
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 32, N) / 8.0               # exact binary fractions: = and IN are exact
+    f = (rng.integers(0, 16, N) / 16.0).astype(np.float32)
+    score = rng.random(N)
+    score_mask = rng.random(N) < 0.1
+    p = np.array(P_VALUES, np.float32)[rng.integers(0, 3, N)]
+    dec = [DEC_VALUES[i] for i in rng.integers(0, 3, N)]
+    emb = rng.standard_normal((N, DIM)).astype(np.float32)
+    return pa.table({
+        "id": pa.array(np.arange(N, dtype=np.int64)),
+        "x": pa.array(x),
+        "f": pa.array(f),
+        "score": pa.array(score, mask=score_mask),
+        "p": pa.array(p),
+        "dec": pa.array(dec, pa.decimal128(9, 2)),
+        "emb": pa.FixedSizeListArray.from_arrays(pa.array(emb.ravel()), DIM),
+    }), emb
+
+
+# Runs under de_DE.UTF-8: everything the engine is asked goes through hyperstreamdb;
+# results leave as Arrow IPC files and JSON (Python's own float text is locale-free).
+CHILD = textwrap.dedent("""
+    import json, locale, os, sys
+    import numpy as np
+    import pyarrow as pa, pyarrow.ipc as ipc
+    locale.setlocale(locale.LC_ALL, sys.argv[3])
+    assert locale.localeconv()["decimal_point"] == ","
+    import hyperstreamdb as hdb
+
+    src, out = sys.argv[1], sys.argv[2]
+    filters = json.loads(sys.argv[4])
+    queries = np.load(os.path.join(out, "queries.npy"))
+    data = ipc.open_file(src).read_all()
+    res = {}
+
+    def attempt(fn):  # an engine error becomes a string the parent's assertion shows
+        try:
+            return fn()
+        except hdb.HyperStreamError as e:
+            return "error: " + str(e)
+
+    def save(name, table):
+        with ipc.new_file(os.path.join(out, name + ".arrow"), table.schema) as w:
+            w.write_table(table)
+
+    for name, part in (("plain", None), ("part", "p, dec")):
+        t = hdb.Table(os.path.join(out, name), partition_by=part)
+        t.write_arrow(data.slice(0, 300))
+        t.commit()
+        t.write_arrow(data.slice(300))
+        t.commit()
+        save(name, t.to_arrow())
+        res[name] = {"filters": {}}
+        for f in filters:
+            res[name]["filters"][f] = attempt(
+                lambda: t.to_arrow(filter=f, columns=["id"])["id"].to_pylist())
+        res[name]["files"] = [fi["file_path"] for fi in t.files()]
+        res[name]["explain"] = attempt(lambda: t.explain(filter="x > 1.5"))
+        res[name]["metadata"] = t.metadata
+        res[name]["search"] = []
+        for q in queries:
+            got = attempt(lambda: t.to_arrow(filter="x > 1.5", columns=["id"],
+                                             vector_filter={"column": "emb", "query": q, "k": 5}))
+            res[name]["search"].append(got if isinstance(got, str) else
+                                       [got["id"].to_pylist(), got["distance"].to_pylist()])
+        t.close()
+    with open(os.path.join(out, "results.json"), "w") as fh:
+        json.dump(res, fh, default=str)
+""")
+
+
+@pytest.fixture(scope="module")
+def child(tmp_path_factory):
+    d = tmp_path_factory.mktemp("locale")
+    data, emb = source_rows()
+    with ipc.new_file(str(d / "src.arrow"), data.schema) as w:
+        w.write_table(data)
+    queries = np.random.default_rng(6).standard_normal((3, DIM)).astype(np.float32)
+    np.save(d / "queries.npy", queries)
+    p = subprocess.run([sys.executable, "-c", CHILD, str(d / "src.arrow"), str(d), LOCALE,
+                        json.dumps(FILTERS)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    with open(d / "results.json") as fh:
+        res = json.load(fh)
+    return d, data, emb, queries, res
+
+
+def read_ipc(path):
+    return ipc.open_file(str(path)).read_all()
+
+
+@pytest.mark.parametrize("name", ["plain", "part"])
+def test_read_back_equals_source(child, name):
+    d, data, _, _, _ = child
+    got = read_ipc(d / f"{name}.arrow").sort_by("id")
+    assert got.column_names == data.column_names
+    assert got.num_rows == data.num_rows
+    for col in data.column_names:
+        assert got[col].to_pylist() == data[col].to_pylist(), col
+
+
+@pytest.mark.parametrize("name", ["plain", "part"])
+def test_float_literal_filters_match_duckdb(child, name):
+    _, data, _, _, res = child
+    src = data.drop_columns(["emb"])
+    con = duckdb.connect()
+    con.register("src", src)
+    for f in FILTERS:
+        want = [r[0] for r in con.execute(f"SELECT id FROM src WHERE {f} ORDER BY id").fetchall()]
+        got = res[name]["filters"][f]
+        assert not isinstance(got, str), f"{f}: {got}"
+        assert sorted(got) == want, f
+        assert want, f"{f}: the oracle selects no row, the case proves nothing"
+
+
+def test_partition_paths_use_a_decimal_point(child):
+    _, data, _, _, res = child
+    files = res["part"]["files"]
+    want = {(float(np.float32(p)), decimal.Decimal(dec)) for p, dec in
+            zip(data["p"].to_pylist(), data["dec"].to_pylist())}
+    got = set()
+    for path in files:
+        segs = dict(s.split("=", 1) for s in path.split("/") if "=" in s)
+        p_txt, dec_txt = (urllib.parse.unquote(segs[k]) for k in ("p", "dec"))
+        assert "," not in p_txt and "," not in dec_txt, path
+        got.add((float(p_txt), decimal.Decimal(dec_txt)))
+        assert dec_txt == str(decimal.Decimal(dec_txt).quantize(decimal.Decimal("0.01")))
+    assert got == want
+
+
+def test_explain_and_metadata_parse(child):
+    _, _, _, _, res = child
+    for name in ("plain", "part"):
+        assert not isinstance(res[name]["explain"], str), res[name]["explain"]
+        assert "1,5" not in json.dumps(res[name]["explain"])
+        assert "1.5" in json.dumps(res[name]["explain"])
+        assert res[name]["metadata"]["format-version"] == 2
+    specs = res["part"]["metadata"]["partition-specs"]
+    assert [f["name"] for f in specs[-1]["fields"]] == ["p", "dec"]
+
+
+@pytest.mark.parametrize("name", ["plain", "part"])
+def test_vector_search_matches_brute_force(child, name):
+    _, data, emb, queries, res = child
+    mask = np.asarray(data["x"]) > 1.5
+    for q, found in zip(queries, res[name]["search"]):
+        assert not isinstance(found, str), found
+        ids, dists = found
+        d = np.linalg.norm(emb.astype(np.float64) - q.astype(np.float64), axis=1)
+        idx = np.arange(N)[mask]
+        order = np.argsort(d[mask], kind="stable")[:5]
+        assert ids == list(idx[order])
+        np.testing.assert_allclose(dists, d[mask][order], rtol=1e-5, atol=1e-5)
+
+
+def test_cli_scan_under_the_locale(child):
+    d, data, _, _, _ = child
+    if not os.path.exists(HS):
+        pytest.skip(f"{HS} not built")
+    env = dict(os.environ, LC_ALL=LOCALE)
+    p = subprocess.run([HS, "table", "scan", str(d / "part"), "--filter", "x > 1.5e0"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in p.stdout.splitlines()]
+    con = duckdb.connect()
+    con.register("src", data.drop_columns(["emb"]))
+    want = con.execute("SELECT id, x, f, p, CAST(dec AS VARCHAR) FROM src WHERE x > 1.5 "
+                       "ORDER BY id").fetchall()
+    got = sorted((r["id"], r["x"], r["f"], r["p"], r["dec"]) for r in rows)
+    assert got == [tuple(w) for w in want]
