@@ -21,13 +21,16 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
-# de_DE.UTF-8 (comma decimal point) for the locale tests (tests/c/test_locale.c,
-# tests/python/test_locale.py): compiled once from the locales package's sources.
-if ! locale -a 2>/dev/null | grep -qix 'de_DE\.utf-\?8'; then
-  echo "bootstrap: generating the de_DE.UTF-8 locale"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO localedef -i de_DE -f UTF-8 de_DE.UTF-8
-fi
+# Locales for the locale tests (tests/c/test_locale.c, tests/python/test_locale.py):
+# de_DE.UTF-8 (decimal comma) and ps_AF.UTF-8 (a two-byte decimal point, U+066B),
+# compiled once from the locales package's sources.
+for loc in de_DE ps_AF; do
+  if ! locale -a 2>/dev/null | grep -qix "$loc\.utf-\?8"; then
+    echo "bootstrap: generating the $loc.UTF-8 locale"
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO localedef -i "$loc" -f UTF-8 "$loc.UTF-8"
+  fi
+done
 
 PY_REQ=scripts/requirements-test.txt
 stamp=.venv/.hs-req-$(sha1sum "$PY_REQ" | cut -c1-12)

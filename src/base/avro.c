@@ -19,6 +19,7 @@
 
 #include "base/hash.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -158,7 +159,7 @@ static hs_status parse_record(schema_ctx *c, json_t *j, const char *ns, hs_avro_
         fd->doc = arena_str(c->arena, json_string_value(json_object_get(f, "doc")));
         json_t *def = json_object_get(f, "default");
         if (def) {
-            char *txt = json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT);
+            char *txt = hs_json_dumps(def, JSON_ENCODE_ANY | JSON_COMPACT);
             fd->default_json = arena_str(c->arena, txt);
             free(txt);
         }
@@ -302,7 +303,7 @@ hs_status hs_avro_schema_parse(const char *json, size_t len, hs_arena *arena,
                                hs_avro_schema **out, hs_error *err)
 {
     json_error_t jerr;
-    json_t *j = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
+    json_t *j = hs_json_loadb(json, len, JSON_DECODE_ANY, &jerr);
     if (!j)
         return hs_err_set(err, HS_CORRUPT, "avro schema: invalid JSON at line %d: %s", jerr.line,
                           jerr.text);
@@ -1611,7 +1612,7 @@ hs_status hs_avro_from_jsonl(const char *schema_json, const char *jsonl, hs_avro
         lineno++;
         if (n > 0) {
             json_error_t jerr;
-            json_t *j = json_loadb(line, n, JSON_DECODE_ANY, &jerr);
+            json_t *j = hs_json_loadb(line, n, JSON_DECODE_ANY, &jerr);
             if (!j) {
                 st = hs_err_set(err, HS_INVALID, "line %d: invalid JSON: %s", lineno, jerr.text);
                 break;

@@ -10,6 +10,10 @@
  * stores a few thread-local pointers, so the pair costs a few nanoseconds;
  * nothing that runs between the two calls can observe the switch.
  *
+ * The jansson wrappers use the same switch around the whole parse or dump.
+ * A callback of json_dump_callback therefore runs in the "C" locale too;
+ * the library's callbacks only append bytes.
+ *
  * newlocale(LC_ALL_MASK, "C", 0) returns a static object in glibc and musl,
  * so it cannot fail there.  Should it fail on another libc, the functions
  * fall back to the plain libc calls (the behaviour before this module).
@@ -36,6 +40,21 @@ static locale_t get_c_locale(void)
     return c_locale;
 }
 
+/* Switches the calling thread to the "C" locale; returns what leave_c()
+ * restores, (locale_t)0 when the C locale could not be made (then the
+ * caller's locale stays). */
+static locale_t enter_c(void)
+{
+    locale_t c = get_c_locale();
+    return c ? uselocale(c) : (locale_t)0;
+}
+
+static void leave_c(locale_t old)
+{
+    if (old)
+        uselocale(old);
+}
+
 double hs_strtod(const char *s, char **end)
 {
     locale_t c = get_c_locale();
@@ -50,11 +69,9 @@ float hs_strtof(const char *s, char **end)
 
 int hs_vsnprintf_c(char *dst, size_t cap, const char *fmt, va_list ap)
 {
-    locale_t c = get_c_locale();
-    locale_t old = c ? uselocale(c) : (locale_t)0;
+    locale_t old = enter_c();
     int n = vsnprintf(dst, cap, fmt, ap);
-    if (old)
-        uselocale(old);
+    leave_c(old);
     return n;
 }
 
@@ -65,4 +82,37 @@ int hs_snprintf_c(char *dst, size_t cap, const char *fmt, ...)
     int n = hs_vsnprintf_c(dst, cap, fmt, ap);
     va_end(ap);
     return n;
+}
+
+json_t *hs_json_loads(const char *text, size_t flags, json_error_t *error)
+{
+    locale_t old = enter_c();
+    json_t *j = json_loads(text, flags, error);
+    leave_c(old);
+    return j;
+}
+
+json_t *hs_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *error)
+{
+    locale_t old = enter_c();
+    json_t *j = json_loadb(buf, len, flags, error);
+    leave_c(old);
+    return j;
+}
+
+char *hs_json_dumps(const json_t *json, size_t flags)
+{
+    locale_t old = enter_c();
+    char *s = json_dumps(json, flags);
+    leave_c(old);
+    return s;
+}
+
+int hs_json_dump_callback(const json_t *json, json_dump_callback_t callback, void *data,
+                          size_t flags)
+{
+    locale_t old = enter_c();
+    int rc = json_dump_callback(json, callback, data, flags);
+    leave_c(old);
+    return rc;
 }

@@ -28,6 +28,7 @@
  */
 #include "catalog/catalog_int.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "iceberg/model.h"
 
 #include <errno.h>
@@ -88,7 +89,7 @@ hs_status cat_json_get_string(const char *json, size_t len, const char *key, cha
 {
     *out = NULL;
     json_error_t jerr;
-    json_t *root = json_loadb(json, len, 0, &jerr);
+    json_t *root = hs_json_loadb(json, len, 0, &jerr);
     if (!root)
         return HS_CORRUPT_AT(err, "metadata JSON is malformed at line %d column %d: %s",
                              jerr.line, jerr.column, jerr.text);
@@ -285,7 +286,7 @@ void cat_retry_policy_from_json(const char *json, size_t len, cat_retry_policy *
     bool present = false;
     for (size_t i = 0; json && !present && i + klen <= len; i++)
         present = json[i] == 'c' && memcmp(json + i, key, klen) == 0;
-    json_t *root = present ? json_loadb(json, len, 0, NULL) : NULL;
+    json_t *root = present ? hs_json_loadb(json, len, 0, NULL) : NULL;
     json_t *props = root ? json_object_get(root, "properties") : NULL;
     if (json_is_object(props)) {
         out->num_retries = (int)prop_int(props, "commit.retry.num-retries", 10, 0);
@@ -451,7 +452,7 @@ static bool log_ends_with(const ice_table_metadata *m, const char *file)
 /* "last-updated-ms" of a metadata JSON document, or -1. */
 static int64_t json_last_updated(const char *json, size_t len)
 {
-    json_t *root = json_loadb(json, len, 0, NULL);
+    json_t *root = hs_json_loadb(json, len, 0, NULL);
     json_t *v = root ? json_object_get(root, "last-updated-ms") : NULL;
     int64_t t = json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
     json_decref(root);

@@ -32,6 +32,7 @@
  */
 #include "catalog/catalog_int.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -271,7 +272,7 @@ static int meta_flags(const char *json, size_t len)
         present = json[i] == 'h' && memcmp(json + i, key, klen) == 0;
     if (!present)
         return HS_WFILE_EXCLUSIVE | HS_WFILE_NO_SYNC;
-    json_t *root = json_loadb(json, len, 0, NULL);
+    json_t *root = hs_json_loadb(json, len, 0, NULL);
     json_t *props = json_is_object(root) ? json_object_get(root, "properties") : NULL;
     json_t *fs = json_is_object(props) ? json_object_get(props, key) : NULL;
     bool sync = json_is_string(fs) && strcasecmp(json_string_value(fs), "true") == 0;

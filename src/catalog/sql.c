@@ -37,6 +37,7 @@
  */
 #include "catalog/catalog_int.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -527,7 +528,7 @@ static hs_status location_and_flags(const char *json, size_t len, char **loc, in
         return HS_OK;
     }
     json_error_t jerr;
-    json_t *root = json_loadb(json, len, 0, &jerr);
+    json_t *root = hs_json_loadb(json, len, 0, &jerr);
     json_t *jv = json_is_object(root) ? json_object_get(root, "location") : NULL;
     json_t *props = json_is_object(root) ? json_object_get(root, "properties") : NULL;
     json_t *fs = json_is_object(props) ? json_object_get(props, fkey) : NULL;

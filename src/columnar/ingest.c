@@ -799,7 +799,7 @@ static hs_status put_text(hs_ingest *ig, const hs_field *f, hs_column *c, const 
     case HS_TYPE_LIST: case HS_TYPE_FIXED_LIST: case HS_TYPE_STRUCT: case HS_TYPE_MAP: {
         /* Nested values in CSV cells are JSON text. */
         json_error_t jerr;
-        json_t *v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+        json_t *v = hs_json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
         if (!v)
             return expected_text(ig, f, s, n, "nested values in CSV are JSON");
         hs_status st = put_json(ig, f, c, v, depth);
@@ -950,7 +950,7 @@ static hs_status put_json(hs_ingest *ig, const hs_field *f, hs_column *c, json_t
             return hs_col_append_bytes(c, json_string_value(v), json_string_length(v));
         else {
             /* A mixed column inferred as string keeps other values' JSON text. */
-            char *text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            char *text = hs_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
             if (!text)
                 return HS_NOMEM;
             hs_status st = hs_col_append_bytes(c, text, strlen(text));
@@ -1106,10 +1106,10 @@ static hs_status jsonl_next(hs_ingest *ig, json_t **out, hs_error *err)
         if (k == n)
             continue;
         json_error_t jerr;
-        json_t *v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+        json_t *v = hs_json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
         if (!v && quote_big_ints(ig, s, n)) {
             json_error_t jerr2;
-            v = json_loadb((const char *)ig->rewrite.data, ig->rewrite.len,
+            v = hs_json_loadb((const char *)ig->rewrite.data, ig->rewrite.len,
                            JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr2);
         }
         if (!v)
@@ -1838,7 +1838,7 @@ hs_status hs_type_parse(const char *text, const char *name, hs_field *out, hs_er
 hs_status hs_schema_parse_json(const char *text, size_t len, hs_field *out, hs_error *err)
 {
     json_error_t jerr;
-    json_t *root = json_loadb(text, len, 0, &jerr);
+    json_t *root = hs_json_loadb(text, len, 0, &jerr);
     hs_field_init(out, "", HS_TYPE_STRUCT, false);
     if (!root)
         return hs_err_set(err, HS_INVALID, "schema: invalid JSON at line %d column %d: %s", jerr.line,

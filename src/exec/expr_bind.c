@@ -2061,7 +2061,7 @@ static hs_status parse(const char *text, const hs_field *schema, bool filter, ex
         goto done;
     }
     json_error_t je;
-    root = r.parse_tree ? json_loads(r.parse_tree, 0, &je) : NULL;
+    root = r.parse_tree ? hs_json_loads(r.parse_tree, 0, &je) : NULL;
     pg_query_free_parse_result(r);
     if (!root) {
         st = hs_err_set(err, HS_INVALID, "expression nested too deeply");

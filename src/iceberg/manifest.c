@@ -52,6 +52,7 @@
 #include "iceberg/manifest.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -1885,7 +1886,7 @@ static json_t *entry_json(const ice_manifest_entry *e)
 
 static char *dump_json(json_t *j, hs_error *err)
 {
-    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *s = j ? hs_json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!s) {
         hs_err_nomem(err, 0);
@@ -2067,7 +2068,7 @@ static hs_status dbg_entries(json_t *root, const ice_schema *schema, const ice_p
             break;
         }
         for (int j = 0; j < ptype.n_children && s == HS_OK; j++) {
-            char *txt = json_dumps(json_array_get(part, (size_t)j) ? json_array_get(part, (size_t)j)
+            char *txt = hs_json_dumps(json_array_get(part, (size_t)j) ? json_array_get(part, (size_t)j)
                                                                    : json_null(),
                                    JSON_ENCODE_ANY);
             s = txt ? ice_value_from_json(&ptype.children[j], txt, strlen(txt), &df->partition[j], err)
@@ -2115,7 +2116,7 @@ int ice_manifest_debug_write(const char *json, const char *manifest_path, const 
                              hs_error *err)
 {
     json_error_t je;
-    json_t *root = json_loads(json, 0, &je);
+    json_t *root = hs_json_loads(json, 0, &je);
     if (!root)
         return hs_err_set(err, HS_INVALID, "debug_write: %s", je.text);
     ice_schema schema = {0};
@@ -2127,8 +2128,8 @@ int ice_manifest_debug_write(const char *json, const char *manifest_path, const 
     const char *codec_s = json_string_value(json_object_get(root, "codec"));
     hs_avro_codec codec = codec_s && strcmp(codec_s, "null") == 0 ? HS_AVRO_CODEC_NULL : HS_AVRO_CODEC_DEFLATE;
     int64_t snap = jint(root, "snapshot_id", 1);
-    char *st = json_dumps(json_object_get(root, "schema"), 0);
-    char *sp = json_dumps(json_object_get(root, "spec"), 0);
+    char *st = hs_json_dumps(json_object_get(root, "schema"), 0);
+    char *sp = hs_json_dumps(json_object_get(root, "spec"), 0);
     hs_status s = st && sp ? HS_OK : hs_err_set(err, HS_INVALID, "debug_write: schema and spec needed");
     if (s == HS_OK)
         s = ice_schema_parse_json(st, strlen(st), &schema, err);

@@ -46,6 +46,7 @@
 #include "iceberg/model_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -213,7 +214,7 @@ static hs_status parse_kv(const json_t *o, const char *what, ice_kv *kv, hs_erro
         if (json_is_string(v)) {
             s = json_string_value(v);
         } else if (json_is_number(v) || json_is_boolean(v)) {
-            tmp = json_dumps(v, JSON_ENCODE_ANY);
+            tmp = hs_json_dumps(v, JSON_ENCODE_ANY);
             s = tmp;
         } else {
             return HS_CORRUPT_AT(err, "%s: value of \"%s\" must be a string", what, k);
@@ -316,7 +317,7 @@ static hs_status raw_json(const json_t *o, const char *key, char **out, hs_error
         return HS_OK;
     if (!json_is_array(v))
         return HS_CORRUPT_AT(err, "metadata: \"%s\" must be an array", key);
-    char *t = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *t = hs_json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(17));
     if (!t)
         return hs_err_nomem(err, 0);
     *out = hs_strdup(t);
@@ -565,7 +566,7 @@ hs_status ice_metadata_parse(const char *json, size_t len, ice_table_metadata *o
 {
     json_error_t je;
     memset(out, 0, sizeof *out);
-    json_t *root = json_loadb(json, len, 0, &je);
+    json_t *root = hs_json_loadb(json, len, 0, &je);
     if (!root)
         return HS_CORRUPT_AT(err, "metadata: not valid JSON: %s (line %d, column %d)", je.text,
                              je.line, je.column);
@@ -598,7 +599,7 @@ static json_t *kv_to_json(const ice_kv *kv)
 static json_t *raw_to_json(const char *text)
 {
     json_error_t je;
-    return json_loads(text, 0, &je);
+    return hs_json_loads(text, 0, &je);
 }
 
 static hs_status build_json(const ice_table_metadata *m, json_t **out, hs_error *err)

@@ -48,6 +48,7 @@
 
 #include "base/hash.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,7 +364,7 @@ hs_status ice_puffin_write_dvs(hs_wfile *out, const ice_dv_input *dvs, int n,
     if (s == HS_OK) {
         json_t *root = json_pack("{s:O, s:{s:s}}", "blobs", blobs, "properties", "created-by",
                                  created_by ? created_by : "HyperStreamDB");
-        payload = root ? json_dumps(root, JSON_COMPACT) : NULL;
+        payload = root ? hs_json_dumps(root, JSON_COMPACT) : NULL;
         json_decref(root);
         if (payload == NULL)
             s = hs_err_nomem(err, 0);
@@ -522,7 +523,7 @@ hs_status ice_puffin_read_footer(hs_file *f, hs_arena *arena, ice_puffin_footer 
                           (unsigned long long)footer_start);
     if (s == HS_OK) {
         json_error_t je;
-        json_t *root = json_loadb((const char *)b.data + 4, plen, JSON_REJECT_DUPLICATES, &je);
+        json_t *root = hs_json_loadb((const char *)b.data + 4, plen, JSON_REJECT_DUPLICATES, &je);
         if (root == NULL)
             s = HS_CORRUPT_AT(err, "%s: Puffin footer is not valid JSON: %s", f->name, je.text);
         else
@@ -545,7 +546,7 @@ const char *ice_puffin_blob_prop(const ice_puffin_blob *b, const char *key)
 
 static char *dump_and_copy(json_t *j, hs_error *err)
 {
-    char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *s = j ? hs_json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     char *r = s ? hs_strdup(s) : NULL;
     free(s);
@@ -557,7 +558,7 @@ static char *dump_and_copy(json_t *j, hs_error *err)
 char *ice_puffin_debug_write(const char *path, const char *json, hs_error *err)
 {
     json_error_t je;
-    json_t *root = json_loads(json, 0, &je);
+    json_t *root = hs_json_loads(json, 0, &je);
     if (!json_is_array(root)) {
         json_decref(root);
         hs_err_set(err, HS_INVALID, "puffin debug: expected a JSON array");

@@ -30,6 +30,7 @@
 #include "iceberg/model_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -416,7 +417,7 @@ static hs_status meta_to_json(const hs_field *f, const char *key, const char *js
     if (!v)
         return HS_OK;
     json_error_t je;
-    json_t *j = json_loads(v, JSON_DECODE_ANY, &je);
+    json_t *j = hs_json_loads(v, JSON_DECODE_ANY, &je);
     if (!j) { /* not JSON text: a plain doc string */
         if (strcmp(key, META_DOC) != 0)
             return hs_err_set(err, HS_INVALID, "column %s: %s is not JSON: %s", f->name, key, je.text);
@@ -581,7 +582,7 @@ static hs_status meta_from_json(const json_t *o, const char *json_key, const cha
     const json_t *v = json_object_get(o, json_key);
     if (!v)
         return HS_OK;
-    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
+    char *text = hs_json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(17));
     if (!text)
         return ice_json_nomem(err);
     hs_status st = hs_field_set_meta(f, key, text);
@@ -779,7 +780,7 @@ hs_status ice_schema_to_json(const ice_schema *s, hs_buf *out, hs_error *err)
 hs_status ice_schema_parse_json(const char *json, size_t len, ice_schema *out, hs_error *err)
 {
     json_error_t je;
-    json_t *j = json_loadb(json, len, 0, &je);
+    json_t *j = hs_json_loadb(json, len, 0, &je);
     if (!j)
         return HS_CORRUPT_AT(err, "schema JSON: %s (line %d)", je.text, je.line);
     hs_status st = ice_schema_from_jansson(j, "schema", out, err);
@@ -1084,7 +1085,7 @@ hs_status ice_schema_set_doc(const ice_schema *base, const char *path, const cha
     hs_field *m = (hs_field *)ice_schema_find_name(out, path, true);
     if (doc) {
         json_t *j = json_string(doc);
-        char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+        char *text = j ? hs_json_dumps(j, JSON_ENCODE_ANY) : NULL;
         json_decref(j);
         hs_status st = text ? hs_field_set_meta(m, META_DOC, text) : HS_NOMEM;
         free(text);

@@ -688,7 +688,7 @@ hs_status ice_spec_parse_json(const char *json, size_t len, int32_t spec_id_if_a
                               ice_partition_spec *out, hs_error *err)
 {
     json_error_t je;
-    json_t *j = json_loadb(json, len, 0, &je);
+    json_t *j = hs_json_loadb(json, len, 0, &je);
     if (!j)
         return HS_CORRUPT_AT(err, "partition spec JSON: %s (line %d)", je.text, je.line);
     hs_status st = ice_spec_from_jansson(j, spec_id_if_array, "partition spec", out, err);
@@ -845,7 +845,7 @@ hs_status ice_sort_order_parse_json(const char *json, size_t len, ice_sort_order
                                     hs_error *err)
 {
     json_error_t je;
-    json_t *j = json_loadb(json, len, 0, &je);
+    json_t *j = hs_json_loadb(json, len, 0, &je);
     if (!j)
         return HS_CORRUPT_AT(err, "sort order JSON: %s (line %d)", je.text, je.line);
     hs_status st = ice_sort_order_from_jansson(j, "sort order", out, err);

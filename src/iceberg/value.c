@@ -720,7 +720,7 @@ hs_status ice_json_dump(const json_t *j, hs_buf *out, bool pretty)
     flags |= pretty ? JSON_INDENT(2) : JSON_COMPACT;
     size_t start = out->len;
     dump_ctx d = {out, false};
-    if (json_dump_callback(j, dump_cb, &d, flags) != 0 || d.failed) {
+    if (hs_json_dump_callback(j, dump_cb, &d, flags) != 0 || d.failed) {
         out->len = start;
         return HS_NOMEM;
     }
@@ -1100,7 +1100,7 @@ hs_status ice_value_from_jansson(const hs_field *f, const json_t *j, ice_value *
     return HS_OK;
 bad: {
     hs_buf tb = {0};
-    char *text = json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
+    char *text = hs_json_dumps(j, JSON_ENCODE_ANY | JSON_COMPACT);
     if (ice_type_to_string(f, &tb) != HS_OK)
         hs_buf_reset(&tb);
     hs_err_set(err, HS_INVALID, "column %s: %.80s is not a valid %s value", name,
@@ -1115,7 +1115,7 @@ hs_status ice_value_from_json(const hs_field *f, const char *json, size_t len, i
                               hs_error *err)
 {
     json_error_t je;
-    json_t *j = json_loadb(json, len, JSON_DECODE_ANY, &je);
+    json_t *j = hs_json_loadb(json, len, JSON_DECODE_ANY, &je);
     if (!j)
         return hs_err_set(err, HS_INVALID, "value JSON: %s (line %d)", je.text, je.line);
     hs_status s = ice_value_from_jansson(f, j, out, err);

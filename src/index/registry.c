@@ -15,6 +15,7 @@
 #include "index/registry.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "catalog/catalog.h"
 #include "io/io.h"
 
@@ -339,7 +340,7 @@ static hs_status parse_root(const char *name, const json_t *root, ix_registry *r
         if (params && !json_is_null(params)) {
             if (!json_is_object(params))
                 return bad(err, name, "declaration", i, "params");
-            ptxt = json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS);
+            ptxt = hs_json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS);
             if (!ptxt)
                 return hs_err_nomem(err, 64);
         }
@@ -376,7 +377,7 @@ hs_status ix_registry_parse(const char *name, const char *json, size_t len, ix_r
                             hs_error *err)
 {
     json_error_t je;
-    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = hs_json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return HS_CORRUPT_AT(err, "index registry %s: not valid JSON: %s (line %d)", name,
                              je.text, je.line);
@@ -409,7 +410,7 @@ hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err)
     for (int i = 0; !bad_alloc && i < r->n_decls; i++) {
         const ix_decl *d = &r->decls[i];
         json_t *o = json_object();
-        json_t *p = json_loads(d->params ? d->params : "{}", 0, NULL);
+        json_t *p = hs_json_loads(d->params ? d->params : "{}", 0, NULL);
         if (!p || !json_is_object(p)) {
             json_decref(p);
             p = json_object();
@@ -443,7 +444,7 @@ hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err)
         }
         json_decref(o);
     }
-    char *s = bad_alloc ? NULL : json_dumps(root, JSON_COMPACT);
+    char *s = bad_alloc ? NULL : hs_json_dumps(root, JSON_COMPACT);
     json_decref(decls);
     json_decref(ents);
     json_decref(root);

@@ -36,6 +36,7 @@
 #include "parquet/reader_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -527,7 +528,7 @@ hs_status pq_schema_build(const pq_file_meta *m, const char *name, pq_schema_inf
     }
     for (int i = 0; i < m->n_kv; i++)
         if (m->kv[i].key && m->kv[i].value && strcmp(m->kv[i].key, "hyperstream.fixed_size_list") == 0) {
-            c.fixed_hints = json_loads(m->kv[i].value, 0, NULL);
+            c.fixed_hints = hs_json_loads(m->kv[i].value, 0, NULL);
             if (c.fixed_hints && !json_is_object(c.fixed_hints)) {
                 json_decref(c.fixed_hints);
                 c.fixed_hints = NULL;

@@ -65,6 +65,7 @@
 #include "base/avro.h"
 #include "base/hash.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "base/threadpool.h"
 #include "exec/expr.h"
 #include "hyperstream/index.h"
@@ -99,7 +100,7 @@ static hs_status scalar_check(const char *kind, const hs_field *f, const char *p
         return hs_err_set(err, HS_INVALID, "a %s index needs a scalar column; \"%s\" is %s",
                           kind, f->name, hs_type_name(f->type));
     if (params && *params) {
-        json_t *j = json_loads(params, 0, NULL);
+        json_t *j = hs_json_loads(params, 0, NULL);
         const char *key;
         json_t *v;
         hs_status st = HS_OK;
@@ -848,7 +849,7 @@ static hs_status resolve_kind(const hs_index_options *opt, char **kind, char **p
     char *canon = NULL;
     if (p) {
         json_error_t je;
-        json_t *j = json_loads(p, 0, &je);
+        json_t *j = hs_json_loads(p, 0, &je);
         if (!j || !json_is_object(j)) {
             json_decref(j);
             return hs_err_set(err, HS_INVALID, "index parameters: not a JSON object: %s",
@@ -863,7 +864,7 @@ static hs_status resolve_kind(const hs_index_options *opt, char **kind, char **p
             json_decref(j);
             return st;
         }
-        canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        canon = hs_json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
         *kind = hs_strdup(k ? k : "auto");
         json_decref(j);
         if (!canon) {
@@ -1054,7 +1055,7 @@ hs_status hs_table_list_indexes(const hs_table *t, char **out, hs_error *err)
                 bytes += e->index_file_size;
             }
         }
-        json_t *params = json_loads(d->params, 0, NULL);
+        json_t *params = hs_json_loads(d->params, 0, NULL);
         json_t *o = json_pack("{s:s, s:i, s:s, s:o, s:I, s:I, s:I}", "column", d->column,
                               "field_id", (int)d->field_id, "kind", d->kind, "params",
                               params ? params : json_object(), "files_indexed",
@@ -1064,7 +1065,7 @@ hs_status hs_table_list_indexes(const hs_table *t, char **out, hs_error *err)
             st = hs_err_nomem(err, 64);
     }
     if (st == HS_OK) {
-        char *s = json_dumps(arr, JSON_COMPACT);
+        char *s = hs_json_dumps(arr, JSON_COMPACT);
         *out = s ? hs_strdup(s) : NULL;
         free(s);
         if (!*out)
@@ -2180,7 +2181,7 @@ hs_status hs_table_explain(hs_table *t, const hs_scan_options *opt, char **out, 
             st = hs_err_nomem(err, 64);
     }
     if (st == HS_OK) {
-        char *txt = json_dumps(root, JSON_COMPACT);
+        char *txt = hs_json_dumps(root, JSON_COMPACT);
         *out = txt ? hs_strdup(txt) : NULL;
         free(txt);
         if (!*out)

@@ -23,6 +23,7 @@
 #include "table/table_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "columnar/arrow_c.h"
 #include "io/io.h"
 
@@ -121,7 +122,7 @@ hs_status hs_catalog_list_tables(hs_catalog *c, const char *ns, char **out, hs_e
     }
     cat_strv_free(names, n);
     if (st == HS_OK) {
-        char *s = json_dumps(arr, JSON_COMPACT);
+        char *s = hs_json_dumps(arr, JSON_COMPACT);
         *out = s ? hs_strdup(s) : NULL;
         free(s);
         if (!*out)
@@ -415,12 +416,12 @@ static hs_status metadata_member(const hs_table *t, const char *key, const char 
     *out = NULL;
     hs_buf b = {0};
     HS_TRY(ice_metadata_to_json(&t->meta, &b, err));
-    json_t *root = json_loadb((const char *)b.data, b.len, 0, NULL);
+    json_t *root = hs_json_loadb((const char *)b.data, b.len, 0, NULL);
     hs_buf_free(&b);
     if (!root)
         return hs_err_set(err, HS_INTERNAL, "metadata JSON does not parse back");
     json_t *v = json_object_get(root, key);
-    char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+    char *s = v ? hs_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
     *out = hs_strdup(s ? s : empty);
     free(s);
     json_decref(root);
@@ -750,7 +751,7 @@ static hs_status change_type(const json_t *jt, const char *name, bool required, 
         json_decref(fld);
         return hs_err_nomem(err, 64);
     }
-    char *txt = json_dumps(sch, JSON_COMPACT);
+    char *txt = hs_json_dumps(sch, JSON_COMPACT);
     json_decref(sch);
     if (!txt)
         return hs_err_nomem(err, 64);
@@ -808,7 +809,7 @@ static hs_status apply_change(const ice_table_metadata *m, const json_t *ch, int
         const char *doc = json_string_value(json_object_get(ch, "doc"));
         if (st == HS_OK && doc) {
             json_t *d = json_string(doc);
-            char *dj = d ? json_dumps(d, JSON_ENCODE_ANY) : NULL;
+            char *dj = d ? hs_json_dumps(d, JSON_ENCODE_ANY) : NULL;
             json_decref(d);
             st = dj ? hs_field_set_meta(&f, "iceberg.doc", dj) : HS_NOMEM;
             free(dj);
@@ -817,7 +818,7 @@ static hs_status apply_change(const ice_table_metadata *m, const json_t *ch, int
         }
         json_t *dflt = json_object_get(ch, "default");
         if (st == HS_OK && dflt) {
-            char *dj = json_dumps(dflt, JSON_ENCODE_ANY);
+            char *dj = hs_json_dumps(dflt, JSON_ENCODE_ANY);
             st = dj ? hs_field_set_meta(&f, "iceberg.initial-default", dj) : HS_NOMEM;
             if (st == HS_OK)
                 st = hs_field_set_meta(&f, "iceberg.write-default", dj);
@@ -909,7 +910,7 @@ static hs_status schema_cb(void *vctx, const ice_table_metadata *base, const cha
 hs_status hs_table_update_schema(hs_table *t, const char *changes_json, hs_error *err)
 {
     json_error_t je;
-    json_t *j = changes_json ? json_loads(changes_json, 0, &je) : NULL;
+    json_t *j = changes_json ? hs_json_loads(changes_json, 0, &je) : NULL;
     if (!j)
         return hs_err_set(err, HS_INVALID, "schema changes: not JSON: %s",
                           changes_json ? je.text : "NULL");

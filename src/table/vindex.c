@@ -50,6 +50,7 @@
 
 #include "base/hash.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "io/io.h"
 #include "parquet/reader.h"
 #include "table/table_int.h"
@@ -167,7 +168,7 @@ hs_status tbl_vindex_parse(const char *kind, const char *params_json, tbl_vindex
     json_t *o = NULL;
     if (params_json && *params_json) {
         json_error_t je;
-        o = json_loads(params_json, JSON_REJECT_DUPLICATES, &je);
+        o = hs_json_loads(params_json, JSON_REJECT_DUPLICATES, &je);
         if (!o)
             return hs_err_set(err, HS_INVALID, "index parameters: bad JSON at line %d column "
                               "%d: %s", je.line, je.column, je.text);

@@ -4,7 +4,9 @@
  * A host program (Python's locale.setlocale(locale.LC_ALL, ""), a C program
  * calling setlocale) may switch LC_NUMERIC to a decimal-comma locale; libc's
  * strtod then stops at the '.' of "1.5" and printf("%g") writes "1,5".  This
- * test switches the whole process to de_DE.UTF-8 first and then drives every
+ * test switches the whole process to de_DE.UTF-8 (decimal comma), then to
+ * ps_AF.UTF-8 (a two-byte decimal point, U+066B, on which jansson's own
+ * locale handling aborts the process), and each time drives every
  * path that turns numbers into text or text into numbers: base/numfmt
  * itself, hs_buf_printf (explain output, Avro JSON, CLI output), JSON Lines
  * output and ingestion (doubles, floats, decimals from numbers and strings),
@@ -13,10 +15,10 @@
  * (written and read back), and explain.
  *
  * Expected texts and row counts are written by hand from the rows the test
- * appends.  The locale comes from scripts/bootstrap.sh (Debian's locales
- * package + localedef).  When it is missing the test prints SKIP and passes,
- * except under CI (CI set and not "false"/"0"), where a missing locale is a
- * failure: CI must not pass without running these checks.
+ * appends.  The locales come from scripts/bootstrap.sh (Debian's locales
+ * package + localedef).  A missing locale is skipped (counted and printed),
+ * except under CI (CI set and not "false"/"0"), where it is a failure: CI
+ * must not pass without running these checks.
  */
 #include "harness.h"
 
@@ -73,20 +75,24 @@ static void test_numfmt(void)
     CHECK(hs_snprintf_c(b, 4, "%.3f", 1.25) == 5); /* truncates like snprintf */
     CHECK_STR(b, "1.2");
 
-    /* The caller's locale is untouched: libc still formats with a comma, and
-     * a thread-local locale set by the host survives the call. */
+    /* The caller's locale is untouched: libc still formats with its own
+     * point, and a thread-local locale set by the host survives the call. */
+    char native[16];
+    snprintf(native, sizeof native, "%.1f", 1.5);
+    CHECK(strcmp(native, "1.5") != 0);
+    hs_snprintf_c(b, sizeof b, "%.1f", 1.5);
     snprintf(b, sizeof b, "%.1f", 1.5);
-    CHECK_STR(b, "1,5");
-    locale_t de = newlocale(LC_ALL_MASK, "de_DE.UTF-8", (locale_t)0);
-    REQUIRE(de != (locale_t)0);
-    locale_t before = uselocale(de);
+    CHECK_STR(b, native);
+    locale_t host = newlocale(LC_ALL_MASK, setlocale(LC_ALL, NULL), (locale_t)0);
+    REQUIRE(host != (locale_t)0);
+    locale_t before = uselocale(host);
     hs_snprintf_c(b, sizeof b, "%.1f", 1.5);
     CHECK_STR(b, "1.5");
-    CHECK(uselocale((locale_t)0) == de);
-    snprintf(b, sizeof b, "%.1f", 2.5);
-    CHECK_STR(b, "2,5");
+    CHECK(uselocale((locale_t)0) == host);
+    snprintf(b, sizeof b, "%.1f", 1.5);
+    CHECK_STR(b, native);
     uselocale(before);
-    freelocale(de);
+    freelocale(host);
 
     hs_buf o = {0};
     CHECK(hs_buf_printf(&o, "ratio: %.2f, x=%.17g", 2.0 / 3.0, 1.5) == HS_OK);
@@ -355,8 +361,9 @@ static int count_lines(const char *s)
 static void test_table(void)
 {
     hs_error err = {0};
+    static int run;
     char wh[512];
-    snprintf(wh, sizeof wh, "%s/locale-%d", hs_test_tmpdir(), (int)getpid());
+    snprintf(wh, sizeof wh, "%s/locale-%d-%d", hs_test_tmpdir(), (int)getpid(), run++);
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(wh, &cat, errp(&err)), &err);
     hs_batch *b0 = make_rows(0);
@@ -462,29 +469,38 @@ static bool ci_mode(void)
 
 int main(void)
 {
-    if (!setlocale(LC_ALL, "de_DE.UTF-8")) {
-        if (ci_mode()) {
-            fprintf(stderr, "FAIL test_locale: locale de_DE.UTF-8 is not installed "
-                            "(scripts/bootstrap.sh generates it); CI must run this test\n");
+    static const char *const locales[] = {"de_DE.UTF-8", "ps_AF.UTF-8"};
+    int skipped = 0;
+    for (size_t i = 0; i < sizeof locales / sizeof locales[0]; i++) {
+        if (!setlocale(LC_ALL, locales[i])) {
+            if (ci_mode()) {
+                fprintf(stderr, "FAIL test_locale: locale %s is not installed "
+                                "(scripts/bootstrap.sh generates it); CI must run this test\n",
+                        locales[i]);
+                return 1;
+            }
+            fprintf(stderr, "SKIP %s: not installed (scripts/bootstrap.sh generates it)\n",
+                    locales[i]);
+            skipped++;
+            continue;
+        }
+        /* The locale must really change the decimal point, or nothing below can fail. */
+        char probe[16];
+        snprintf(probe, sizeof probe, "%.1f", 1.5);
+        if (strcmp(probe, "1.5") == 0 || strtod("1.5", NULL) != 1.0) {
+            fprintf(stderr, "FAIL test_locale: %s prints 1.5 as %s\n", locales[i], probe);
             return 1;
         }
-        fprintf(stderr, "SKIP test_locale: locale de_DE.UTF-8 is not installed "
-                        "(scripts/bootstrap.sh generates it)\n1 skipped\n");
-        return 0;
+        fprintf(stderr, "locale %s (1.5 prints as %s)\n", locales[i], probe);
+        HS_RUN(test_numfmt);
+        HS_RUN(test_jsonl_format);
+        HS_RUN(test_jsonl_ingest);
+        HS_RUN(test_avro_json);
+        HS_RUN(test_expr);
+        HS_RUN(test_table);
     }
-    /* The locale must really use a decimal comma, or nothing below can fail. */
-    char probe[16];
-    snprintf(probe, sizeof probe, "%.1f", 1.5);
-    if (strcmp(probe, "1,5") != 0 || strtod("1.5", NULL) != 1.0) {
-        fprintf(stderr, "FAIL test_locale: de_DE.UTF-8 does not print 1.5 as 1,5 (got %s)\n",
-                probe);
-        return 1;
-    }
-    HS_RUN(test_numfmt);
-    HS_RUN(test_jsonl_format);
-    HS_RUN(test_jsonl_ingest);
-    HS_RUN(test_avro_json);
-    HS_RUN(test_expr);
-    HS_RUN(test_table);
+    setlocale(LC_ALL, "C");
+    if (skipped)
+        fprintf(stderr, "%d locale(s) skipped\n", skipped);
     return hs_test_summary();
 }
