@@ -243,3 +243,63 @@ def test_cli_scan_under_the_locale(child):
                        "ORDER BY id").fetchall()
     got = sorted((r["id"], r["x"], r["f"], r["p"], r["dec"]) for r in rows)
     assert got == [tuple(w) for w in want]
+
+
+# ---- sources: every locale-dependent conversion goes through base/numfmt ----------
+
+RAW_PARSE = re.compile(r"\b(strtod|strtof|strtold|atof|json_(loads|loadb|loadf|load_file|"
+                       r"load_callback|dumps|dumpb|dumpf|dump_file|dump_callback))\s*\(")
+FLOAT_FMT = re.compile(r'"(?:[^"\\]|\\.)*%[-+ #0-9*]*(?:\.[0-9*]+)?[lL]?[aAeEfFgG](?:[^"\\]|\\.)*"')
+LIBC_PRINTF = {"printf", "fprintf", "sprintf", "snprintf", "vprintf", "vfprintf", "vsprintf",
+               "vsnprintf", "dprintf", "asprintf", "sscanf", "fscanf", "scanf"}
+
+
+def _strip_comments(text):
+    return re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group()), text,
+                  flags=re.S)
+
+
+def raw_conversions(text):
+    """(line, what) of each libc/jansson call in C source `text` that depends on the locale."""
+    text = _strip_comments(text)
+    found = [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in RAW_PARSE.finditer(text)]
+    for m in FLOAT_FMT.finditer(text):
+        i, depth = m.start() - 1, 0   # the call whose argument list holds the literal
+        while i >= 0 and text[i] not in ";{}":
+            if text[i] == ")":
+                depth += 1
+            elif text[i] == "(":
+                if depth == 0:
+                    break
+                depth -= 1
+            i -= 1
+        call = re.search(r"([A-Za-z_]\w*)\s*$", text[max(0, i - 80):i]) if i >= 0 else None
+        if call and text[i] == "(" and call.group(1) in LIBC_PRINTF:
+            found.append((text.count("\n", 0, m.start()) + 1, call.group(1) + " " + m.group()))
+    return found
+
+
+def test_lint_finds_raw_conversions():
+    src = ('x = strtod(s, &e); /* strtod( in a comment */\n'
+           'n = snprintf(b, sizeof b, "%.*g", p, d);\n'
+           'j = json_loadb(t, n, 0, NULL);\n'
+           'n = hs_snprintf_c(b, sizeof b, "%.17g", d); y = hs_strtod(s, NULL);\n'
+           'st = hs_buf_printf(o, "a %d "\n "%.2f", 1, r);\n'
+           'if (is_real(v) && fabs(x) < 1)\n  n = snprintf(t, sizeof t, "%.*f", f(s), x);\n')
+    assert raw_conversions(src) == [(1, "strtod"), (3, "json_loadb"),
+                                    (2, 'snprintf "%.*g"'), (8, 'snprintf "%.*f"')]
+
+
+def test_sources_use_numfmt():
+    bad = []
+    for top in ("src", "cli", "python/hyperstreamdb"):
+        for dirpath, _, names in os.walk(os.path.join(ROOT, top)):
+            for n in names:
+                path = os.path.join(dirpath, n)
+                if not n.endswith((".c", ".h")) or path.endswith(os.path.join("base", "numfmt.c")):
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    bad += [f"{os.path.relpath(path, ROOT)}:{line}: {what}"
+                            for line, what in raw_conversions(fh.read())]
+    assert not bad, ("locale-dependent conversions (use base/numfmt.h: hs_strtod, "
+                     "hs_snprintf_c, hs_json_*):\n" + "\n".join(bad))
