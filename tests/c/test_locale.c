@@ -36,6 +36,7 @@
 #include "hyperstream/table.h"
 
 #include <locale.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,52 @@ static void test_numfmt(void)
     CHECK(hs_buf_printf(&o, "ratio: %.2f, x=%.17g", 2.0 / 3.0, 1.5) == HS_OK);
     CHECK_STR(hs_buf_cstr(&o), "ratio: 0.67, x=1.5");
     hs_buf_free(&o);
+}
+
+/* Threads format and parse at once (one of them switching its own thread
+ * locale back and forth); each result is checked against text built from
+ * integers, which no locale changes. */
+typedef struct thread_arg { int id; int bad; } thread_arg;
+
+static void *convert_many(void *p)
+{
+    thread_arg *a = p;
+    locale_t host = newlocale(LC_ALL_MASK, setlocale(LC_ALL, NULL), (locale_t)0);
+    for (int i = 0; i < 20000; i++) {
+        if (a->id == 0 && host)
+            uselocale(i % 2 ? host : LC_GLOBAL_LOCALE);
+        char got[32], want[32], js[64];
+        int v = a->id * 100000 + i;
+        hs_snprintf_c(got, sizeof got, "%.2f", v + 0.25);
+        snprintf(want, sizeof want, "%d.25", v);
+        if (strcmp(got, want) != 0 || hs_strtod(want, NULL) != v + 0.25)
+            a->bad++;
+        snprintf(js, sizeof js, "[%d.5]", v);
+        json_t *j = hs_json_loads(js, 0, NULL);
+        char *back = j ? hs_json_dumps(j, JSON_COMPACT) : NULL;
+        if (!back || strcmp(back, js) != 0)
+            a->bad++;
+        free(back);
+        json_decref(j);
+    }
+    uselocale(LC_GLOBAL_LOCALE);
+    if (host)
+        freelocale(host);
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    pthread_t th[4];
+    thread_arg args[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (thread_arg){.id = i};
+        REQUIRE(pthread_create(&th[i], NULL, convert_many, &args[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(args[i].bad == 0);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -493,6 +540,7 @@ int main(void)
         }
         fprintf(stderr, "locale %s (1.5 prints as %s)\n", locales[i], probe);
         HS_RUN(test_numfmt);
+        HS_RUN(test_threads);
         HS_RUN(test_jsonl_format);
         HS_RUN(test_jsonl_ingest);
         HS_RUN(test_avro_json);
