@@ -3020,6 +3020,12 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
         }
         break;
     }
+    /* pages of this batch may be read in place from the file's mapping: a
+     * file truncated or rewritten since it was opened would fault (SIGBUS)
+     * or show other bytes there, so its identity is checked first (one
+     * fstat per batch; see pq_footer_map) */
+    if (__atomic_load_n(&s->r->ft->map_state, __ATOMIC_ACQUIRE) > 0)
+        HS_TRY(hs_file_check(s->r->f, err));
     /* the runs of this batch */
     hs_buf_reset(&s->runs);
     hs_buf_reset(&s->granges);
