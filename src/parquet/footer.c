@@ -25,6 +25,7 @@
 
 #include "base/avro.h"
 #include "base/mem.h"
+#include "parquet/pcache.h"
 #include "parquet/reader.h"
 
 #include <pthread.h>
@@ -197,6 +198,7 @@ void pq_footer_cache_clear(void)
         dead = next;
     }
     bufpool_clear();
+    pq_page_cache_clear();
     /* the parsed Avro schemas of Iceberg manifests are the other process-wide
      * cache of file metadata below the table layer; tests that balance
      * hs_mem_live_count clear them all here */

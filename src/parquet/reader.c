@@ -96,6 +96,7 @@
 #include "base/mem.h"
 #include "parquet/encoding.h"
 #include "parquet/footer.h"
+#include "parquet/pcache.h"
 #include "parquet/reader_int.h"
 
 #include <pthread.h>
@@ -104,7 +105,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define PQ_MAX_PAGE_BYTES ((int64_t)1 << 30)
 #define PQ_MAX_PAGE_VALUES ((int64_t)1 << 26)
 #define PQ_IDX_CHUNK 1024
 #define PQ_WINDOW ((size_t)8 << 20)  /* sequential read window */
@@ -555,6 +555,8 @@ typedef struct pq_cursor {
     uint64_t page_off;               /* file offset of the page header, for messages */
     int64_t page_row_end;            /* page mode: first row after this page */
     hs_buf page_buf;                 /* decompressed body */
+    pq_pc_ref *page_ref;             /* page mode: the body from the page cache, held
+                                      * until the next page (or NULL) */
     hs_buf def_buf, rep_buf;         /* uint16 levels */
     const uint16_t *def, *rep;       /* NULL when the max level is 0; def also NULL
                                       * when every def level of the page is max_def */
@@ -593,6 +595,8 @@ typedef struct pq_cursor {
 
 static void cursor_free(pq_cursor *c)
 {
+    pq_pc_release(c->page_ref);
+    c->page_ref = NULL;
     pq_bufpool_give(&c->chunk);
     hs_arena_destroy(&c->hdr_arena);
     hs_buf_free(&c->dict_vals);
@@ -639,18 +643,53 @@ static hs_status page_body_to(pq_cursor *c, hs_buf *dst, const uint8_t *src, siz
     }
     hs_buf_reset(dst);
     pq_bufpool_take(dst, unc_len + 8);
-    if (hs_buf_reserve(dst, unc_len + 8) != HS_OK)
-        return hs_err_nomem(err, unc_len);
-    HS_TRY(hs_decompress(c->codec, src, src_len, dst->data, unc_len, err));
+    HS_TRY(pq_page_decompress(c->codec, src, src_len, unc_len, dst, err));
     *out = dst->data;
     return HS_OK;
 }
 
-/* Bytes of the current page body (into page_buf when compressed). */
+/* Bytes of the current page body (into page_buf when compressed).  Page
+ * mode takes compressed bodies from the process's page cache (pcache.h),
+ * keyed by the file's identity and the page's offset, and leaves there what
+ * it decompresses: a page read again by a later selective scan is not
+ * decompressed again.  The cursor holds the entry until its next page. */
 static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, size_t unc_len,
                            bool compressed, const uint8_t **out, hs_error *err)
 {
-    return page_body_to(c, &c->page_buf, src, src_len, unc_len, compressed, out, err);
+    pq_pc_release(c->page_ref);
+    c->page_ref = NULL;
+    const pq_footer *ft = c->r->ft;
+    if (!c->page_mode || !compressed || c->codec == HS_CODEC_NONE || unc_len == 0 ||
+        ft->id.kind == HS_FILE_ID_NONE || pq_page_cache_budget() == 0)
+        return page_body_to(c, &c->page_buf, src, src_len, unc_len, compressed, out, err);
+    pq_pc_key key = { .id = ft->id, .size = ft->size, .off = c->page_off };
+    pq_pc_ref *ref = pq_page_cache_get(&key);
+    if (!ref) {
+        hs_buf b = { 0 };
+        hs_status st = pq_page_decompress(c->codec, src, src_len, unc_len, &b, err);
+        if (st != HS_OK) {
+            hs_buf_free(&b);
+            return st;
+        }
+        ref = pq_page_cache_put(&key, &b);
+        if (!ref) {   /* not cached (too large, out of memory): the cursor's buffer */
+            hs_buf_free(&c->page_buf);
+            c->page_buf = b;
+            *out = c->page_buf.data;
+            return HS_OK;
+        }
+        hs_buf_free(&b);
+    }
+    size_t len = 0;
+    const uint8_t *p = pq_pc_data(ref, &len);
+    if (len != unc_len) {   /* the same page of the same file: cannot differ */
+        pq_pc_release(ref);
+        return hs_err_set(err, HS_INTERNAL, "cached page holds %zu bytes, its header claims %zu",
+                          len, unc_len);
+    }
+    c->page_ref = ref;
+    *out = p;
+    return HS_OK;
 }
 
 /* The chunk's dictionary from the footer's cache, if there; true when found. */
@@ -1026,8 +1065,11 @@ static hs_status check_header(pq_cursor *c, const pq_page_header *h, size_t avai
     if (h->compressed_page_size < 0 || (uint64_t)h->compressed_page_size > avail)
         return HS_CORRUPT_AT(err, "page claims %d compressed bytes, %zu left in the column chunk",
                              (int)h->compressed_page_size, avail);
-    if (h->uncompressed_page_size < 0 || h->uncompressed_page_size > PQ_MAX_PAGE_BYTES)
-        return HS_CORRUPT_AT(err, "page claims %d uncompressed bytes", (int)h->uncompressed_page_size);
+    if (h->uncompressed_page_size < 0 ||
+        (uint64_t)h->uncompressed_page_size > (uint64_t)pq_max_page_bytes())
+        return HS_CORRUPT_AT(err, "page claims %d uncompressed bytes (at most %zu allowed, "
+                             "HS_PARQUET_MAX_PAGE_MB)", (int)h->uncompressed_page_size,
+                             pq_max_page_bytes());
     return HS_OK;
 }
 
@@ -2548,6 +2590,8 @@ static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error 
 
 static void cursor_close_rg(pq_cursor *c)
 {
+    pq_pc_release(c->page_ref);
+    c->page_ref = NULL;
     if (c->page_mode && c->oi && c->next_page < c->oi->n_pages)
         c->stats->pages_skipped += c->oi->n_pages - c->next_page;
     c->page_mode = false;

@@ -83,7 +83,8 @@ HS_MUST_USE hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err);
 const pq_scan_stats *pq_scan_get_stats(const pq_scan *s);
 void pq_scan_close(pq_scan *s);  /* accepts NULL */
 
-/* Drops every cached footer (tests; memory pressure). */
+/* Drops every cached footer and every cached decompressed page not in use
+ * (tests; memory pressure). */
 void pq_footer_cache_clear(void);
 
 #endif
