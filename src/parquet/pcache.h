@@ -7,7 +7,8 @@
  * Settings (read once from the environment, then only through the setters):
  *
  *   setting                  environment                default   setter
- *   page cache budget        HS_PAGE_CACHE_MB           256       pq_page_cache_set_budget
+ *   page cache budget        HS_PAGE_CACHE_MB           1/16 of   pq_page_cache_set_budget
+ *                                                       RAM, 64 MiB..1 GiB
  *   largest page             HS_PARQUET_MAX_PAGE_MB     1024      pq_set_max_page_bytes
  *
  * A budget of 0 turns the cache off; the setter evicts at once down to the

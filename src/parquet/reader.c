@@ -1448,19 +1448,11 @@ static hs_status vs_skip(pq_cursor *c, int64_t k, hs_error *err)
         c->bitpos += k;
         return HS_OK;
     case VS_DICT:
-    case VS_RLE_BOOL: {
-        HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
-        uint32_t *idx = (uint32_t *)c->tmp.data;
-        while (k > 0) {
-            int64_t m = k < PQ_IDX_CHUNK ? k : PQ_IDX_CHUNK;
-            if (c->vs == VS_DICT)
-                HS_TRY(dict_indices(c, idx, m, err));
-            else
-                HS_TRY(pq_rle_get_u32(&c->rle, idx, m, err));
-            k -= m;
-        }
-        return HS_OK;
-    }
+    case VS_RLE_BOOL:
+        /* skipped indices are never used: passed over by whole runs and
+         * bit-packed groups, not decoded (nor checked against the
+         * dictionary: only emitted values must be in it) */
+        return pq_rle_skip(&c->rle, k, err);
     case VS_STAGED:
         c->staged_pos += k;
         return HS_OK;
