@@ -79,7 +79,7 @@ TS_HI = np.datetime64("2025-01-01T00:00:00", "us").astype(np.int64)
 SCHEMA = pa.schema([("id", pa.int64()), ("category", pa.string()), ("user_id", pa.int64()),
                     ("ts", pa.timestamp("us")), ("price", pa.float64()), ("qty", pa.int32())])
 INDEXES = [("category", "inverted"), ("user_id", "auto"), ("ts", "range"), ("price", "range")]
-VERSION = 2  # bump when the data layout changes
+VERSION = 3  # bump when the data layout changes (3: 64 KiB default page cap)
 LAYOUTS = {
     "uncompressed": {"write.parquet.compression-codec": "uncompressed"},
     "zstd": None,
