@@ -195,7 +195,8 @@ def run_driver(driver, table, filters, repeat, env=None):
         os.unlink(path)
     if r.returncode != 0:
         raise RuntimeError(f"{driver}: {r.stderr.strip()}")
-    return [json.loads(line) for line in r.stdout.splitlines()]
+    out = [json.loads(line) for line in r.stdout.splitlines()]
+    return [o for o in out if "filter" in o], next((o for o in out if "max_rss_kb" in o), {})
 
 
 def best_of(fn, repeat):
@@ -253,8 +254,8 @@ def run_layout(layout, meta, driver):
           f"of data; build {sum(meta['index_build_s'].values()):.1f}s")
 
     qs = queries(meta)
-    ours = run_driver(driver, meta["table"], [q[1] for q in qs], REPEAT)
-    noidx = run_driver(driver, meta["metadata_before_index"], [q[1] for q in qs], REPEAT)
+    ours, mem = run_driver(driver, meta["table"], [q[1] for q in qs], REPEAT)
+    noidx, _ = run_driver(driver, meta["metadata_before_index"], [q[1] for q in qs], REPEAT)
     con = duckdb.connect()
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     dset = ds.dataset(files, format="parquet")
@@ -303,6 +304,12 @@ def run_layout(layout, meta, driver):
                         "noidx_cpu_s": n["best_cpu_s"], "duckdb_s": d_s,
                         "duckdb_cpu_s": d_cpu, "pyarrow_s": p_s, "pyarrow_cpu_s": p_cpu,
                         "stats": st, "noidx_stats": n.get("stats")})
+    pc = mem.get("page_cache")
+    if pc:
+        print(f"\nour process: peak RSS {mem['max_rss_kb'] / 1024:.0f} MB; page cache "
+              f"{pc['bytes'] / 2 ** 20:.0f} MB in {pc['entries']} pages (budget "
+              f"{pc['budget'] / 2 ** 20:.0f} MB), {pc['hits']} hits, {pc['misses']} misses, "
+              f"{pc['evictions']} evictions")
     print("\ncpu seconds of the process (best of the runs; duckdb and pyarrow use threads):")
     for r in results:
         print(f"  {r['query']:10s} ours {r['ours_cpu_s']:.3f}  noidx {r['noidx_cpu_s']:.3f}  "
