@@ -669,7 +669,11 @@ static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, siz
     pq_pc_key key = { .id = ft->id, .size = ft->size, .off = c->page_off };
     pq_pc_ref *ref = pq_page_cache_get(&key);
     if (!ref) {
-        hs_buf b = { 0 };
+        /* exactly the page (+ padding): hs_buf growth would round it up to a
+         * power of two, and the cache counts what is allocated */
+        hs_buf b = { .data = hs_malloc(unc_len + 9), .cap = unc_len + 9 };
+        if (!b.data)
+            return hs_err_nomem(err, unc_len);
         hs_status st = pq_page_decompress(c->codec, src, src_len, unc_len, &b, err);
         if (st != HS_OK) {
             hs_buf_free(&b);
@@ -1032,8 +1036,8 @@ static void lvl_store(pq_cursor *c, int64_t n, size_t pos, int32_t rep_rows, boo
                        .has_rep = lf->max_rep > 0 && !rep_rows,
                        .has_def = lf->max_def > 0 && !def_all, .def_all = def_all };
     size_t len = sizeof nt + (nt.has_rep + nt.has_def) * (size_t)n * 2;
-    hs_buf b = { 0 };
-    if (hs_buf_reserve(&b, len) != HS_OK)
+    hs_buf b = { .data = hs_malloc(len), .cap = len };   /* exact: the cache counts cap */
+    if (!b.data)
         return;
     memcpy(b.data, &nt, sizeof nt);
     uint8_t *w = b.data + sizeof nt;
