@@ -42,7 +42,15 @@
  *                    nulls leaves a note in the footer (values offset,
  *                    encoding, count): later scans set it up from the note,
  *                    without its header or levels.  Dictionary indices
- *                    between wanted rows are skipped, not decoded.
+ *                    between wanted rows are skipped, not decoded.  A
+ *                    compressed page is taken from (or left in) the
+ *                    process's cache of decompressed pages (pcache.h),
+ *                    and so are the decoded levels of repeated leaves: a
+ *                    page that later scans touch again is not
+ *                    decompressed or level-decoded again.  Before every
+ *                    batch that may touch the mapping, the file's
+ *                    identity is checked (hs_file_check): a file changed
+ *                    since it was opened fails with HS_IO, never SIGBUS.
  *
  * Flat leaves of a scan with a selection do not execute runs one by one:
  * cur_gather takes the batch's rows as ranges and, page by page, reads the
@@ -84,7 +92,9 @@
  * and the finished batch is checked for agreement (lengths, offsets).
  *
  * Bounds on untrusted input: chunk ranges inside the file, page bodies inside
- * the chunk, uncompressed pages <= 1 GiB, uncompressed == compressed when
+ * the chunk, uncompressed pages <= pq_max_page_bytes (1 GiB) and no larger
+ * than their codec can produce from their compressed bytes
+ * (pq_page_decompress), uncompressed == compressed when
  * uncompressed, value counts per page <= 2^26 and consistent with levels and
  * value bytes, dictionary indices < dictionary size, levels <= their maxima,
  * rows start with repetition level 0.  Errors name file, row group, column
