@@ -49,7 +49,7 @@ static const char parquet_usage[] =
     "      --schema SCHEMA.json    column types (default: inferred from the first 10000 rows)\n"
     "      --codec C               zstd (default), snappy, gzip, lz4_raw, none\n"
     "      --row-group-size N      rows per row group (default 1048576)\n"
-    "      --page-size BYTES       target data page size (default 1048576)\n"
+    "      --page-size BYTES       target data page size, per column (default 65536)\n"
     "      --no-dictionary         no dictionary encoding\n"
     "      --encoding COL=ENC      encoding of one column (repeatable): plain, dictionary,\n"
     "                              delta_binary_packed, delta_length_byte_array,\n"

@@ -23,7 +23,10 @@ twice, once per Parquet layout, and every side reads the same files:
                 the layout for selective, index-driven workloads (pages are
                 read in place; docs/indexes.md).  The targets are judged here.
   zstd          the default codec: every page holding a selected row must be
-                decompressed whole, on every side (reported for comparison).
+                decompressed whole, on every side.  We keep decompressed pages
+                in the process's page cache (HS_PAGE_CACHE_MB, docs/parquet.md),
+                so the first run ("cold", also printed) decompresses and later
+                runs do not; the best of BENCH_REPEAT is a warm run.
 
 Queries (every one fetches all columns of the matching rows, on every side):
 
@@ -42,9 +45,11 @@ Sides, best of BENCH_REPEAT (default 3) wall-clock runs each:
                -> Arrow table (DuckDB's default threads)
   pyarrow      pyarrow.dataset over the same files, to_table(filter=..)
 Prints one line per query with milliseconds, rows, the ratios duckdb/ours and
-pyarrow/ours (> 1: we are faster), our index counters, and whether the
-targets hold: >= 10x faster than DuckDB at <= 0.1% selectivity, never more
-than 1.2x slower at high selectivity.
+pyarrow/ours (> 1: we are faster), our first (cold) run, our index
+counters, and whether the targets hold: uncompressed layout >= 10x faster
+than DuckDB at <= 0.1% selectivity, never more than 1.2x slower at high
+selectivity; zstd layout (issue 12) >= 5x faster at <= 0.1% selectivity,
+never slower at high selectivity.
 """
 import argparse
 import json
@@ -74,7 +79,7 @@ TS_HI = np.datetime64("2025-01-01T00:00:00", "us").astype(np.int64)
 SCHEMA = pa.schema([("id", pa.int64()), ("category", pa.string()), ("user_id", pa.int64()),
                     ("ts", pa.timestamp("us")), ("price", pa.float64()), ("qty", pa.int32())])
 INDEXES = [("category", "inverted"), ("user_id", "auto"), ("ts", "range"), ("price", "range")]
-VERSION = 2  # bump when the data layout changes
+VERSION = 3  # bump when the data layout changes (3: 64 KiB default page cap)
 LAYOUTS = {
     "uncompressed": {"write.parquet.compression-codec": "uncompressed"},
     "zstd": None,
@@ -190,7 +195,8 @@ def run_driver(driver, table, filters, repeat, env=None):
         os.unlink(path)
     if r.returncode != 0:
         raise RuntimeError(f"{driver}: {r.stderr.strip()}")
-    return [json.loads(line) for line in r.stdout.splitlines()]
+    out = [json.loads(line) for line in r.stdout.splitlines()]
+    return [o for o in out if "filter" in o], next((o for o in out if "max_rss_kb" in o), {})
 
 
 def best_of(fn, repeat):
@@ -248,16 +254,17 @@ def run_layout(layout, meta, driver):
           f"of data; build {sum(meta['index_build_s'].values()):.1f}s")
 
     qs = queries(meta)
-    ours = run_driver(driver, meta["table"], [q[1] for q in qs], REPEAT)
-    noidx = run_driver(driver, meta["metadata_before_index"], [q[1] for q in qs], REPEAT)
+    ours, mem = run_driver(driver, meta["table"], [q[1] for q in qs], REPEAT)
+    noidx, _ = run_driver(driver, meta["metadata_before_index"], [q[1] for q in qs], REPEAT)
     con = duckdb.connect()
     threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     dset = ds.dataset(files, format="parquet")
     file_list = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
     print(f"\nbest of {REPEAT}; duckdb {duckdb.__version__} ({threads} threads), "
           f"pyarrow {pa.__version__}; ratios > 1 mean we are faster\n")
-    hdr = (f"{'query':10s} {'rows':>9s} {'ours ms':>9s} {'noidx ms':>9s} {'duckdb ms':>9s} "
-           f"{'pyarrow ms':>10s} {'duck/ours':>9s} {'pa/ours':>8s}  counters")
+    hdr = (f"{'query':10s} {'rows':>9s} {'ours ms':>9s} {'cold ms':>9s} {'noidx ms':>9s} "
+           f"{'duckdb ms':>9s} {'pyarrow ms':>10s} {'duck/ours':>9s} {'duck/cold':>9s} "
+           f"{'pa/ours':>8s}  counters")
     print(hdr)
     results, verdicts = [], []
     for (name, sql, pexpr, kind), o, n in zip(qs, ours, noidx):
@@ -275,24 +282,34 @@ def run_layout(layout, meta, driver):
                f"rows_dec {st.get('rows_decoded', '?')}")
         r_d = d_s / o["best_s"]
         r_p = p_s / o["best_s"]
-        print(f"{name:10s} {o['rows']:9d} {o['best_s'] * 1e3:9.2f} {n['best_s'] * 1e3:9.2f} "
-              f"{d_s * 1e3:9.2f} {p_s * 1e3:10.2f} {r_d:9.2f} {r_p:8.2f}  {ctr}")
+        cold = (o.get("all_s") or [o["best_s"]])[0]
+        print(f"{name:10s} {o['rows']:9d} {o['best_s'] * 1e3:9.2f} {cold * 1e3:9.2f} "
+              f"{n['best_s'] * 1e3:9.2f} {d_s * 1e3:9.2f} {p_s * 1e3:10.2f} {r_d:9.2f} "
+              f"{d_s / cold:9.2f} {r_p:8.2f}  {ctr}")
         sel = o["rows"] / meta["rows"]
         r_cpu = d_cpu / max(o["best_cpu_s"], 1e-9)
+        sel_x, wide_x = (5, 1.0) if layout == "zstd" else (10, 1 / 1.2)
         if kind == "sel":   # the <= 0.1% queries
-            ok = r_d >= 10
-            verdicts.append(f"{name}: >= 10x faster than DuckDB at {100 * sel:.4f}% selectivity: "
-                            f"{'yes' if ok else 'NO'} (wall {r_d:.1f}x, cpu {r_cpu:.1f}x)")
+            ok = r_d >= sel_x
+            verdicts.append(f"{name}: >= {sel_x}x faster than DuckDB at {100 * sel:.4f}% "
+                            f"selectivity: {'yes' if ok else 'NO'} (wall {r_d:.1f}x, cpu "
+                            f"{r_cpu:.1f}x, cold run {d_s / cold:.1f}x)")
         else:
-            ok = r_d >= 1 / 1.2
-            verdicts.append(f"{name}: not slower than 1.2x DuckDB at {100 * sel:.2f}% "
-                            f"selectivity: {'yes' if ok else 'NO'} (wall {r_d:.2f}x, "
-                            f"cpu {r_cpu:.2f}x)")
+            ok = r_d >= wide_x
+            verdicts.append(f"{name}: not slower than {1 / wide_x:.1f}x DuckDB at "
+                            f"{100 * sel:.2f}% selectivity: {'yes' if ok else 'NO'} (wall "
+                            f"{r_d:.2f}x, cpu {r_cpu:.2f}x, cold run {d_s / cold:.2f}x)")
         results.append({"query": name, "filter": sql, "rows": o["rows"], "ours_s": o["best_s"],
                         "ours_cpu_s": o["best_cpu_s"], "noidx_s": n["best_s"],
                         "noidx_cpu_s": n["best_cpu_s"], "duckdb_s": d_s,
                         "duckdb_cpu_s": d_cpu, "pyarrow_s": p_s, "pyarrow_cpu_s": p_cpu,
                         "stats": st, "noidx_stats": n.get("stats")})
+    pc = mem.get("page_cache")
+    if pc:
+        print(f"\nour process: peak RSS {mem['max_rss_kb'] / 1024:.0f} MB; page cache "
+              f"{pc['bytes'] / 2 ** 20:.0f} MB in {pc['entries']} pages (budget "
+              f"{pc['budget'] / 2 ** 20:.0f} MB), {pc['hits']} hits, {pc['misses']} misses, "
+              f"{pc['evictions']} evictions")
     print("\ncpu seconds of the process (best of the runs; duckdb and pyarrow use threads):")
     for r in results:
         print(f"  {r['query']:10s} ours {r['ours_cpu_s']:.3f}  noidx {r['noidx_cpu_s']:.3f}  "
@@ -325,9 +342,8 @@ def main():
         results, verdicts = run_layout(lay, metas[lay], a.driver)
         out_all[lay] = {"meta": {k: v for k, v in metas[lay].items() if k != "user_id_samples"},
                         "results": results}
-        judged = lay == "uncompressed"
-        all_verdicts += [f"[{lay}{'' if judged else ', for comparison'}] {v}" for v in verdicts]
-    print("\ntargets (judged on the uncompressed layout, the one for selective workloads):")
+        all_verdicts += [f"[{lay}] {v}" for v in verdicts]
+    print("\ntargets (uncompressed: >= 10x / 1.2x; zstd, the default: >= 5x / 1x):")
     for v in all_verdicts:
         print("  " + v)
     print(f"(load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cpus: "

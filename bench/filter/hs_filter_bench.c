@@ -18,6 +18,10 @@
  *   {"filter":"..","rows":N,"best_s":S,"best_cpu_s":C,"all_s":[..],
  *    "stats":{"files_planned":..,...}}
  *
+ * and a last line with the process's peak RSS and the page cache's state:
+ *
+ *   {"max_rss_kb":K,"page_cache":{"bytes":..,"entries":..,"budget":..,...}}
+ *
  * hs_scan_get_index_stats is referenced weakly so that the driver also links
  * against a library without the index API ("stats" is then null).
  * Built by bench/filter/run.sh against <build>/libhyperstream.so.
@@ -28,9 +32,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #pragma weak hs_scan_get_index_stats
+
+/* The process's cache of decompressed Parquet pages (parquet/pcache.h, not
+ * public API: referenced weakly; the last output line reports it and the
+ * process's peak resident memory). */
+typedef struct pq_page_cache_stats {
+    unsigned long long hits, misses, inserts, evictions;
+    size_t bytes, entries, budget;
+} pq_page_cache_stats;
+void pq_page_cache_get_stats(pq_page_cache_stats *out);
+#pragma weak pq_page_cache_get_stats
 
 static double clock_s(clockid_t id)
 {
@@ -182,6 +197,17 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     fclose(f);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"max_rss_kb\":%ld", ru.ru_maxrss);
+    if (pq_page_cache_get_stats) {
+        pq_page_cache_stats pc;
+        pq_page_cache_get_stats(&pc);
+        printf(",\"page_cache\":{\"bytes\":%zu,\"entries\":%zu,\"budget\":%zu,\"hits\":%llu,"
+               "\"misses\":%llu,\"evictions\":%llu}", pc.bytes, pc.entries, pc.budget, pc.hits,
+               pc.misses, pc.evictions);
+    }
+    printf("}\n");
     hs_table_close(t);
     hs_catalog_close(cat);
     return status;

@@ -34,7 +34,7 @@ def run_ours(driver, table, filters, repeat, threads):
         env["HS_SCAN_THREADS"] = str(threads)
     else:
         env.pop("HS_SCAN_THREADS", None)
-    return bench.run_driver(driver, table, filters, repeat, env=env)
+    return bench.run_driver(driver, table, filters, repeat, env=env)[0]
 
 
 def main():

@@ -37,6 +37,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -93,6 +94,35 @@ void hs_file_unmap(const uint8_t *addr, uint64_t size)
 {
     if (addr && size)
         munmap((void *)(uintptr_t)addr, (size_t)size);
+}
+
+bool hs_file_id_equal(const hs_file_id *a, uint64_t a_size, const hs_file_id *b,
+                      uint64_t b_size)
+{
+    if (a->kind == HS_FILE_ID_NONE || a->kind != b->kind || a_size != b_size)
+        return false;
+    switch (a->kind) {
+    case HS_FILE_ID_LOCAL:
+        return a->dev == b->dev && a->ino == b->ino && a->mtime_ns == b->mtime_ns &&
+               a->ctime_ns == b->ctime_ns;
+    case HS_FILE_ID_MEMORY:
+        return a->seq == b->seq;
+    default:
+        return a->version[0] && strcmp(a->version, b->version) == 0;
+    }
+}
+
+hs_status hs_file_check(hs_file *f, hs_error *err)
+{
+    if (!f->vt->restat)
+        return HS_OK;
+    hs_file_id now;
+    uint64_t size = 0;
+    HS_TRY(f->vt->restat(f, &now, &size, err));
+    if (!hs_file_id_equal(&f->id, f->size, &now, size))
+        return hs_err_set(err, HS_IO, "%s: file changed since it was opened (size %" PRIu64
+                          " -> %" PRIu64 ")", f->name, f->size, size);
+    return HS_OK;
 }
 
 void hs_file_close(hs_file *f)
@@ -171,7 +201,27 @@ static hs_status local_map(hs_file *f, const uint8_t **addr, hs_error *err)
     return HS_OK;
 }
 
-static const hs_file_vtbl local_vtbl = { local_read_at, local_close, local_map };
+static void id_from_stat(const struct stat *st, hs_file_id *id)
+{
+    memset(id, 0, sizeof *id);
+    id->kind = HS_FILE_ID_LOCAL;
+    id->dev = (uint64_t)st->st_dev;
+    id->ino = (uint64_t)st->st_ino;
+    id->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    id->ctime_ns = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+}
+
+static hs_status local_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_error *err)
+{
+    struct stat st;
+    if (fstat(((local_file *)f)->fd, &st) != 0)
+        return hs_err_set(err, HS_IO, "%s: cannot stat: %s", f->name, strerror(errno));
+    id_from_stat(&st, id);
+    *size = (uint64_t)st.st_size;
+    return HS_OK;
+}
+
+static const hs_file_vtbl local_vtbl = { local_read_at, local_close, local_map, local_restat };
 
 static hs_status errno_status(int e)
 {
@@ -212,6 +262,7 @@ hs_status hs_local_open(const char *path, hs_file **out, hs_error *err)
     }
     lf->base.vt = &local_vtbl;
     lf->base.size = (uint64_t)st.st_size;
+    id_from_stat(&st, &lf->base.id);
     lf->base.name = name;
     lf->fd = fd;
     *out = &lf->base;
@@ -440,7 +491,7 @@ static void mem_close(hs_file *f)
     hs_free(m);
 }
 
-static const hs_file_vtbl mem_vtbl = { mem_read_at, mem_close };
+static const hs_file_vtbl mem_vtbl = { mem_read_at, mem_close, NULL, NULL };
 
 hs_status hs_mem_open(const char *name, const void *data, size_t len, bool own, hs_file **out,
                       hs_error *err)
@@ -456,7 +507,10 @@ hs_status hs_mem_open(const char *name, const void *data, size_t len, bool own, 
         return hs_err_nomem(err, sizeof *m);
     }
     m->base.vt = &mem_vtbl;
+    static uint64_t g_mem_seq;
     m->base.size = len;
+    m->base.id.kind = HS_FILE_ID_MEMORY;
+    m->base.id.seq = __atomic_add_fetch(&g_mem_seq, 1, __ATOMIC_RELAXED);
     m->base.name = nm;
     m->data = data;
     m->own = own;
@@ -541,7 +595,18 @@ static void fault_close(hs_file *f)
     hs_free(ff);
 }
 
-static const hs_file_vtbl fault_vtbl = { fault_read_at, fault_close };
+static hs_status fault_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_error *err)
+{
+    hs_file *in = ((fault_file *)f)->inner;
+    if (!in->vt->restat) {
+        *id = in->id;
+        *size = in->size;
+        return HS_OK;
+    }
+    return in->vt->restat(in, id, size, err);
+}
+
+static const hs_file_vtbl fault_vtbl = { fault_read_at, fault_close, NULL, fault_restat };
 
 hs_status hs_fault_wrap(hs_file *inner, int64_t *counter, int64_t fail_at, hs_file **out,
                         hs_error *err)
@@ -557,6 +622,7 @@ hs_status hs_fault_wrap(hs_file *inner, int64_t *counter, int64_t fail_at, hs_fi
     }
     ff->base.vt = &fault_vtbl;
     ff->base.size = inner->size;
+    ff->base.id = inner->id;
     ff->base.name = nm;
     ff->inner = inner;
     ff->counter = counter ? counter : &ff->own_counter;

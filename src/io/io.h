@@ -10,6 +10,23 @@
  * Backends: local fs (pread), memory (borrowed or owned bytes), and a fault
  * injection wrapper that fails the k-th call, used by crash-consistency tests.
  *
+ * Identity: every handle carries the identity of the bytes it reads
+ * (hs_file_id), fixed at open, so caches of anything decoded from a file
+ * (Parquet footers, decompressed pages) key on it and never serve another
+ * file's bytes under the same name:
+ *
+ *   backend   identity
+ *   -------   -----------------------------------------------------------
+ *   local     fstat at open: device, inode, size, mtime and ctime in ns
+ *   memory    a process-unique instance number (each hs_mem_open is new)
+ *   fault     the wrapped file's
+ *   objects   (later) the object's ETag or version id in `version`
+ *
+ * A local file rewritten in place within one tick of the file system's
+ * timestamp clock, at the same size, keeps its identity: the limit every
+ * stat-based cache shares (table/fcache.c); writers that replace files by
+ * rename (ours, Iceberg's) always change the inode.
+ *
  * Ownership: hs_file_close / hs_wfile_abort free the handle and accept NULL.
  */
 #ifndef HS_IO_IO_H
@@ -23,16 +40,33 @@
 typedef struct hs_file hs_file;
 typedef struct hs_wfile hs_wfile;
 
+/* What identifies the bytes behind a handle (see the header comment). */
+typedef struct hs_file_id {
+    uint32_t kind;               /* HS_FILE_ID_* */
+    uint64_t dev, ino;           /* local */
+    int64_t mtime_ns, ctime_ns;  /* local */
+    uint64_t seq;                /* memory: instance number */
+    char version[72];            /* object stores: ETag / version id ("" = none) */
+} hs_file_id;
+enum { HS_FILE_ID_NONE = 0, HS_FILE_ID_LOCAL, HS_FILE_ID_MEMORY, HS_FILE_ID_OBJECT };
+
+/* True when a and b (with their sizes) name the same bytes; never for kind NONE. */
+bool hs_file_id_equal(const hs_file_id *a, uint64_t a_size, const hs_file_id *b,
+                      uint64_t b_size);
+
 typedef struct hs_file_vtbl {
     hs_status (*read_at)(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err);
     void (*close)(hs_file *f);
     /* optional: a read-only mapping of the whole file (see hs_file_map) */
     hs_status (*map)(hs_file *f, const uint8_t **addr, hs_error *err);
+    /* optional: the identity and size the file has now (see hs_file_check) */
+    hs_status (*restat)(hs_file *f, hs_file_id *id, uint64_t *size, hs_error *err);
 } hs_file_vtbl;
 
 struct hs_file {
     const hs_file_vtbl *vt;
     uint64_t size;     /* fixed at open */
+    hs_file_id id;     /* fixed at open */
     char *name;        /* for error messages; owned */
     uint64_t n_reads;  /* statistics: read_at calls and bytes */
     uint64_t n_bytes_read;
@@ -63,9 +97,17 @@ void hs_file_close(hs_file *f);
  * (memory, fault injection, object stores), for empty files, and when the
  * environment sets HS_MMAP=0.  Only for immutable files: a file truncated
  * while mapped faults (SIGBUS) when the lost bytes are touched, as with
- * Lucene's MMapDirectory; Iceberg data files are never modified in place. */
+ * Lucene's MMapDirectory; Iceberg data files are never modified in place,
+ * and readers that keep a mapping check hs_file_check first. */
 HS_MUST_USE hs_status hs_file_map(hs_file *f, const uint8_t **addr, hs_error *err);
 void hs_file_unmap(const uint8_t *addr, uint64_t size);
+/* HS_OK while the file still has the identity and size it had at open;
+ * HS_IO ("x.parquet: file changed since it was opened (size 4096 -> 0)")
+ * once it was truncated, rewritten or replaced in place.  Readers of a
+ * mapping call it before touching mapped bytes (a truncated mapping faults
+ * with SIGBUS); backends without a way to look again always pass.  One
+ * fstat for local files. */
+HS_MUST_USE hs_status hs_file_check(hs_file *f, hs_error *err);
 
 HS_MUST_USE hs_status hs_wfile_write(hs_wfile *f, const void *p, size_t n, hs_error *err);
 HS_MUST_USE hs_status hs_wfile_close(hs_wfile *f, hs_error *err);

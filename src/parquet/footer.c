@@ -3,9 +3,13 @@
  *
  * Footer: one read of the last 64 KiB, a second read only when the footer is
  * larger; the decoded footer (and the schema mapping of schema_read.c) lives
- * in a process-wide cache of PQ_FOOTER_CACHE_MAX files keyed by (file name,
- * size) behind a mutex; entries are refcounted so a reader keeps its footer
- * alive after eviction.  With each footer: the file's mapping (local files:
+ * in a process-wide cache of PQ_FOOTER_CACHE_MAX files keyed by the file's
+ * identity (hs_file_id with its size: device, inode, size, mtime and ctime
+ * for local files; an instance number for memory files; an ETag for object
+ * stores), never by name alone, so a file rewritten or replaced under the
+ * same name never gets the old file's footer, mapping, page notes or
+ * dictionaries; files without an identity are not cached.  Entries are
+ * refcounted so a reader keeps its footer alive after eviction.  With each footer: the file's mapping (local files:
  * page-mode reads take pages from it without a copy), the decoded page
  * indexes of its column chunks with notes on pages read in place, and the
  * decoded dictionaries (within HS_DICT_CACHE_MB for the process).  Cursors'
@@ -21,6 +25,7 @@
 
 #include "base/avro.h"
 #include "base/mem.h"
+#include "parquet/pcache.h"
 #include "parquet/reader.h"
 
 #include <pthread.h>
@@ -193,6 +198,7 @@ void pq_footer_cache_clear(void)
         dead = next;
     }
     bufpool_clear();
+    pq_page_cache_clear();
     /* the parsed Avro schemas of Iceberg manifests are the other process-wide
      * cache of file metadata below the table layer; tests that balance
      * hs_mem_live_count clear them all here */
@@ -248,6 +254,7 @@ static hs_status footer_load(hs_file *f, pq_footer **out, hs_error *err)
         goto done;
     }
     ft->size = size;
+    ft->id = f->id;
     ft->refs = 1;
     st = pq_decode_file_meta(fp, flen, &ft->arena, &ft->meta, err);
     if (st != HS_OK) {
@@ -298,12 +305,11 @@ done:
 
 hs_status pq_footer_get(hs_file *f, pq_footer **out, hs_error *err)
 {
-    const char *name = f->name ? f->name : "";
-    bool cacheable = name[0] != '\0';
+    bool cacheable = f->id.kind != HS_FILE_ID_NONE;
     if (cacheable) {
         pthread_mutex_lock(&g_cache_mu);
         for (pq_footer *e = g_cache; e; e = e->next)
-            if (e->size == f->size && strcmp(e->name, name) == 0) {
+            if (hs_file_id_equal(&e->id, e->size, &f->id, f->size)) {
                 e->refs++;
                 *out = e;
                 pthread_mutex_unlock(&g_cache_mu);
@@ -340,7 +346,16 @@ hs_status pq_footer_get(hs_file *f, pq_footer **out, hs_error *err)
 
 /* The file's bytes through the footer's mapping (made on first use and kept
  * with the cached footer, so repeated selective scans of a file take no page
- * faults), or NULL where the backend has none: then pages are read. */
+ * faults), or NULL where the backend has none: then pages are read.
+ *
+ * Files that change under a mapping: the mapping is made only after
+ * hs_file_check found the file as it was opened, and pq_scan_next checks
+ * again (one fstat) before every batch that may touch mapped bytes, so a
+ * file truncated, rewritten or deleted-and-recreated between batches fails
+ * the scan with HS_IO instead of faulting.  A truncation racing with the
+ * batch that is reading the mapping is not caught: Iceberg data files are
+ * immutable; set HS_MMAP=0 to read every page through pread where files can
+ * change in place (a shrunk file is then HS_CORRUPT "file shrank"). */
 const uint8_t *pq_footer_map(pq_footer *ft, hs_file *f)
 {
     int st = __atomic_load_n(&ft->map_state, __ATOMIC_ACQUIRE);
@@ -350,7 +365,8 @@ const uint8_t *pq_footer_map(pq_footer *ft, hs_file *f)
     if (ft->map_state == 0) {
         const uint8_t *p = NULL;
         hs_error e = {0};
-        if (f->size == ft->size && hs_file_map(f, &p, &e) == HS_OK) {
+        if (hs_file_id_equal(&f->id, f->size, &ft->id, ft->size) && hs_file_check(f, &e) == HS_OK &&
+            hs_file_map(f, &p, &e) == HS_OK) {
             ft->map = p;
             __atomic_store_n(&ft->map_state, 1, __ATOMIC_RELEASE);
         } else {

@@ -28,6 +28,7 @@ struct pq_footer {
     int refs;
     char *name;
     uint64_t size;
+    hs_file_id id;           /* of the file it was read from (the cache key, with size) */
     hs_arena arena;          /* meta */
     pq_file_meta meta;
     pq_schema_info schema;
@@ -64,8 +65,8 @@ typedef struct pq_fpidx {
     pq_pinfo *pinfo;             /* oi->n_pages entries when oi, else NULL */
 } pq_fpidx;
 
-/* The footer of f: from the cache (keyed by file name and size; files
- * without a name are not cached) or read, checked and decoded; the caller
+/* The footer of f: from the cache (keyed by the file's identity and size,
+ * see io.h; files without an identity are not cached) or read, checked and decoded; the caller
  * holds a reference until pq_footer_release. */
 HS_MUST_USE hs_status pq_footer_get(hs_file *f, pq_footer **out, hs_error *err);
 void pq_footer_release(pq_footer *ft);   /* accepts NULL */

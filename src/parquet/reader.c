@@ -42,7 +42,15 @@
  *                    nulls leaves a note in the footer (values offset,
  *                    encoding, count): later scans set it up from the note,
  *                    without its header or levels.  Dictionary indices
- *                    between wanted rows are skipped, not decoded.
+ *                    between wanted rows are skipped, not decoded.  A
+ *                    compressed page is taken from (or left in) the
+ *                    process's cache of decompressed pages (pcache.h),
+ *                    and so are the decoded levels of repeated leaves: a
+ *                    page that later scans touch again is not
+ *                    decompressed or level-decoded again.  Before every
+ *                    batch that may touch the mapping, the file's
+ *                    identity is checked (hs_file_check): a file changed
+ *                    since it was opened fails with HS_IO, never SIGBUS.
  *
  * Flat leaves of a scan with a selection do not execute runs one by one:
  * cur_gather takes the batch's rows as ranges and, page by page, reads the
@@ -84,7 +92,9 @@
  * and the finished batch is checked for agreement (lengths, offsets).
  *
  * Bounds on untrusted input: chunk ranges inside the file, page bodies inside
- * the chunk, uncompressed pages <= 1 GiB, uncompressed == compressed when
+ * the chunk, uncompressed pages <= pq_max_page_bytes (1 GiB) and no larger
+ * than their codec can produce from their compressed bytes
+ * (pq_page_decompress), uncompressed == compressed when
  * uncompressed, value counts per page <= 2^26 and consistent with levels and
  * value bytes, dictionary indices < dictionary size, levels <= their maxima,
  * rows start with repetition level 0.  Errors name file, row group, column
@@ -96,6 +106,7 @@
 #include "base/mem.h"
 #include "parquet/encoding.h"
 #include "parquet/footer.h"
+#include "parquet/pcache.h"
 #include "parquet/reader_int.h"
 
 #include <pthread.h>
@@ -104,7 +115,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define PQ_MAX_PAGE_BYTES ((int64_t)1 << 30)
 #define PQ_MAX_PAGE_VALUES ((int64_t)1 << 26)
 #define PQ_IDX_CHUNK 1024
 #define PQ_WINDOW ((size_t)8 << 20)  /* sequential read window */
@@ -555,6 +565,10 @@ typedef struct pq_cursor {
     uint64_t page_off;               /* file offset of the page header, for messages */
     int64_t page_row_end;            /* page mode: first row after this page */
     hs_buf page_buf;                 /* decompressed body */
+    pq_pc_ref *page_ref;             /* page mode: the body from the page cache, held
+                                      * until the next page (or NULL) */
+    pq_pc_ref *lvl_ref;              /* page mode, repeated leaves: the page's decoded
+                                      * levels from the page cache (or NULL) */
     hs_buf def_buf, rep_buf;         /* uint16 levels */
     const uint16_t *def, *rep;       /* NULL when the max level is 0; def also NULL
                                       * when every def level of the page is max_def */
@@ -593,6 +607,10 @@ typedef struct pq_cursor {
 
 static void cursor_free(pq_cursor *c)
 {
+    pq_pc_release(c->page_ref);
+    c->page_ref = NULL;
+    pq_pc_release(c->lvl_ref);
+    c->lvl_ref = NULL;
     pq_bufpool_give(&c->chunk);
     hs_arena_destroy(&c->hdr_arena);
     hs_buf_free(&c->dict_vals);
@@ -639,18 +657,57 @@ static hs_status page_body_to(pq_cursor *c, hs_buf *dst, const uint8_t *src, siz
     }
     hs_buf_reset(dst);
     pq_bufpool_take(dst, unc_len + 8);
-    if (hs_buf_reserve(dst, unc_len + 8) != HS_OK)
-        return hs_err_nomem(err, unc_len);
-    HS_TRY(hs_decompress(c->codec, src, src_len, dst->data, unc_len, err));
+    HS_TRY(pq_page_decompress(c->codec, src, src_len, unc_len, dst, err));
     *out = dst->data;
     return HS_OK;
 }
 
-/* Bytes of the current page body (into page_buf when compressed). */
+/* Bytes of the current page body (into page_buf when compressed).  Page
+ * mode takes compressed bodies from the process's page cache (pcache.h),
+ * keyed by the file's identity and the page's offset, and leaves there what
+ * it decompresses: a page read again by a later selective scan is not
+ * decompressed again.  The cursor holds the entry until its next page. */
 static hs_status page_body(pq_cursor *c, const uint8_t *src, size_t src_len, size_t unc_len,
                            bool compressed, const uint8_t **out, hs_error *err)
 {
-    return page_body_to(c, &c->page_buf, src, src_len, unc_len, compressed, out, err);
+    pq_pc_release(c->page_ref);
+    c->page_ref = NULL;
+    const pq_footer *ft = c->r->ft;
+    if (!c->page_mode || !compressed || c->codec == HS_CODEC_NONE || unc_len == 0 ||
+        ft->id.kind == HS_FILE_ID_NONE || pq_page_cache_budget() == 0)
+        return page_body_to(c, &c->page_buf, src, src_len, unc_len, compressed, out, err);
+    pq_pc_key key = { .id = ft->id, .size = ft->size, .off = c->page_off };
+    pq_pc_ref *ref = pq_page_cache_get(&key);
+    if (!ref) {
+        /* exactly the page (+ padding): hs_buf growth would round it up to a
+         * power of two, and the cache counts what is allocated */
+        hs_buf b = { .data = hs_malloc(unc_len + 9), .cap = unc_len + 9 };
+        if (!b.data)
+            return hs_err_nomem(err, unc_len);
+        hs_status st = pq_page_decompress(c->codec, src, src_len, unc_len, &b, err);
+        if (st != HS_OK) {
+            hs_buf_free(&b);
+            return st;
+        }
+        ref = pq_page_cache_put(&key, &b);
+        if (!ref) {   /* not cached (too large, out of memory): the cursor's buffer */
+            hs_buf_free(&c->page_buf);
+            c->page_buf = b;
+            *out = c->page_buf.data;
+            return HS_OK;
+        }
+        hs_buf_free(&b);
+    }
+    size_t len = 0;
+    const uint8_t *p = pq_pc_data(ref, &len);
+    if (len != unc_len) {   /* the same page of the same file: cannot differ */
+        pq_pc_release(ref);
+        return hs_err_set(err, HS_INTERNAL, "cached page holds %zu bytes, its header claims %zu",
+                          len, unc_len);
+    }
+    c->page_ref = ref;
+    *out = p;
+    return HS_OK;
 }
 
 /* The chunk's dictionary from the footer's cache, if there; true when found. */
@@ -921,6 +978,91 @@ static int32_t dense_fixed_width(const pq_cursor *c, const uint16_t *rep, int64_
     return bad ? 0 : (int32_t)w;
 }
 
+/*
+ * Decoded levels of repeated leaves in the page cache.  A take of one row of
+ * a list column must find the row among the page's level entries, and
+ * decoding the levels of a 20000-row page costs more than the row; page
+ * mode keeps them beside the decompressed body, under the same file
+ * identity and page offset with the top bit set:
+ *
+ *   bytes                  content
+ *   0   (pq_lvl_note)      level entries, bytes the levels take in the body
+ *                          (v1: offset of the values), the shortcuts found
+ *   32  n x uint16         repetition levels (when has_rep)
+ *   ..  n x uint16         definition levels (when has_def)
+ */
+typedef struct pq_lvl_note {
+    int64_t n;
+    uint64_t pos;
+    int32_t rep_rows;
+    uint8_t has_rep, has_def, def_all, pad;
+    uint64_t pad2;
+} pq_lvl_note;
+
+static bool lvl_cacheable(const pq_cursor *c)
+{
+    return c->page_mode && c->leaf->max_rep > 0 && !pq_read_no_fast_paths &&
+           c->r->ft->id.kind != HS_FILE_ID_NONE && pq_page_cache_budget() > 0;
+}
+
+static pq_pc_key lvl_key(const pq_cursor *c)
+{
+    pq_pc_key k = { .id = c->r->ft->id, .size = c->r->ft->size,
+                    .off = c->page_off | ((uint64_t)1 << 63) };
+    return k;
+}
+
+/* The page's levels from the cache: true and the note set when found (the
+ * cursor then holds the entry in lvl_ref). */
+static bool lvl_lookup(pq_cursor *c, int64_t n, const pq_lvl_note **note)
+{
+    pq_pc_release(c->lvl_ref);
+    c->lvl_ref = NULL;
+    if (!lvl_cacheable(c))
+        return false;
+    pq_pc_key k = lvl_key(c);
+    pq_pc_ref *r = pq_page_cache_get(&k);
+    if (!r)
+        return false;
+    size_t len = 0;
+    const pq_lvl_note *nt = (const pq_lvl_note *)pq_pc_data(r, &len);
+    size_t need = sizeof *nt + (nt->has_rep + nt->has_def) * (size_t)nt->n * 2;
+    if (len < sizeof *nt || len != need || nt->n != n) {   /* cannot happen: the same page */
+        pq_pc_release(r);
+        return false;
+    }
+    c->lvl_ref = r;
+    *note = nt;
+    return true;
+}
+
+/* Leaves what decode_data_page found of the page's levels in the cache. */
+static void lvl_store(pq_cursor *c, int64_t n, size_t pos, int32_t rep_rows, bool def_all)
+{
+    if (!lvl_cacheable(c))
+        return;
+    const pq_leaf *lf = c->leaf;
+    pq_lvl_note nt = { .n = n, .pos = pos, .rep_rows = rep_rows,
+                       .has_rep = lf->max_rep > 0 && !rep_rows,
+                       .has_def = lf->max_def > 0 && !def_all, .def_all = def_all };
+    size_t len = sizeof nt + (nt.has_rep + nt.has_def) * (size_t)n * 2;
+    hs_buf b = { .data = hs_malloc(len), .cap = len };   /* exact: the cache counts cap */
+    if (!b.data)
+        return;
+    memcpy(b.data, &nt, sizeof nt);
+    uint8_t *w = b.data + sizeof nt;
+    if (nt.has_rep) {
+        memcpy(w, c->rep_buf.data, (size_t)n * 2);
+        w += (size_t)n * 2;
+    }
+    if (nt.has_def)
+        memcpy(w, c->def_buf.data, (size_t)n * 2);
+    b.len = len;
+    pq_pc_key k = lvl_key(c);
+    pq_pc_release(pq_page_cache_put(&k, &b));
+    hs_buf_free(&b);
+}
+
 /* Decodes the data page whose header is h and whose body is src[0..src_len). */
 static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const uint8_t *src,
                                   size_t src_len, hs_error *err)
@@ -933,6 +1075,7 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
     pq_encoding enc;
     bool def_all = false;  /* every def level is max_def: c->def stays NULL */
     int32_t rep_rows = 0;  /* > 0: rep levels checked to be whole rows of this width, not decoded */
+    const pq_lvl_note *lnote = NULL;   /* levels from the page cache */
     c->stats->pages_decoded++;
     if (h->type == PQ_PAGE_DATA) {
         if (!h->has_data)
@@ -943,6 +1086,13 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
         const uint8_t *p = NULL;
         HS_TRY(page_body(c, src, src_len, unc, true, &p, err));
         size_t pos = 0, used = 0;
+        if (lvl_lookup(c, n, &lnote)) {
+            pos = (size_t)lnote->pos;
+            rep_rows = lnote->rep_rows;
+            def_all = lnote->def_all;
+            if (pos > unc)
+                return HS_CORRUPT_AT(err, "levels overrun the page");
+        } else {
         if (lf->max_rep > 0) {
             /* whole rows of a fixed_size_list with all def levels at max: the
              * rep levels are checked in their encoded form, never decoded */
@@ -966,6 +1116,8 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
         }
         if (pos > unc)
             return HS_CORRUPT_AT(err, "levels overrun the page");
+        lvl_store(c, n, pos, rep_rows, def_all);
+        }
         vals = p + pos;
         vlen = unc - pos;
         enc = h->data.encoding;
@@ -982,6 +1134,10 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
             return HS_CORRUPT_AT(err, "v2 level lengths %lld + %lld exceed the page", (long long)rl,
                                  (long long)dl);
         size_t used = 0;
+        if (lvl_lookup(c, n, &lnote)) {
+            rep_rows = lnote->rep_rows;
+            def_all = lnote->def_all;
+        } else {
         int32_t fw = lf->max_rep > 0 ? fixed_width_of(c) : 0;
         size_t du = 0;
         if (fw > 0 && !pq_read_no_fast_paths &&
@@ -994,6 +1150,8 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
         if (lf->max_def > 0)
             HS_TRY(decode_levels(c, &c->def_buf, PQ_ENC_RLE, false, src + rl, (size_t)dl, lf->max_def,
                                  n, &used, &def_all, "definition", err));
+        lvl_store(c, n, 0, rep_rows, def_all);
+        }
         HS_TRY(page_body(c, src + rl + dl, src_len - (size_t)(rl + dl), unc - (size_t)(rl + dl),
                          h2->is_compressed, &vals, err));
         vlen = unc - (size_t)(rl + dl);
@@ -1001,6 +1159,11 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
     }
     c->rep = lf->max_rep > 0 && !rep_rows ? (const uint16_t *)c->rep_buf.data : NULL;
     c->def = lf->max_def > 0 && !def_all ? (const uint16_t *)c->def_buf.data : NULL;
+    if (lnote) {   /* the levels decoded by an earlier read of this page */
+        const uint16_t *lv = (const uint16_t *)(lnote + 1);
+        c->rep = lnote->has_rep ? lv : NULL;
+        c->def = lnote->has_def ? lv + (lnote->has_rep ? n : 0) : NULL;
+    }
     c->fixed_w = 0;
     if (rep_rows > 0 && (c->def || n == 0))
         return hs_err_set(err, HS_INTERNAL, "level shortcuts disagree");  /* cannot happen */
@@ -1026,8 +1189,11 @@ static hs_status check_header(pq_cursor *c, const pq_page_header *h, size_t avai
     if (h->compressed_page_size < 0 || (uint64_t)h->compressed_page_size > avail)
         return HS_CORRUPT_AT(err, "page claims %d compressed bytes, %zu left in the column chunk",
                              (int)h->compressed_page_size, avail);
-    if (h->uncompressed_page_size < 0 || h->uncompressed_page_size > PQ_MAX_PAGE_BYTES)
-        return HS_CORRUPT_AT(err, "page claims %d uncompressed bytes", (int)h->uncompressed_page_size);
+    if (h->uncompressed_page_size < 0 ||
+        (uint64_t)h->uncompressed_page_size > (uint64_t)pq_max_page_bytes())
+        return HS_CORRUPT_AT(err, "page claims %d uncompressed bytes (at most %zu allowed, "
+                             "HS_PARQUET_MAX_PAGE_MB)", (int)h->uncompressed_page_size,
+                             pq_max_page_bytes());
     return HS_OK;
 }
 
@@ -1406,19 +1572,11 @@ static hs_status vs_skip(pq_cursor *c, int64_t k, hs_error *err)
         c->bitpos += k;
         return HS_OK;
     case VS_DICT:
-    case VS_RLE_BOOL: {
-        HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
-        uint32_t *idx = (uint32_t *)c->tmp.data;
-        while (k > 0) {
-            int64_t m = k < PQ_IDX_CHUNK ? k : PQ_IDX_CHUNK;
-            if (c->vs == VS_DICT)
-                HS_TRY(dict_indices(c, idx, m, err));
-            else
-                HS_TRY(pq_rle_get_u32(&c->rle, idx, m, err));
-            k -= m;
-        }
-        return HS_OK;
-    }
+    case VS_RLE_BOOL:
+        /* skipped indices are never used: passed over by whole runs and
+         * bit-packed groups, not decoded (nor checked against the
+         * dictionary: only emitted values must be in it) */
+        return pq_rle_skip(&c->rle, k, err);
     case VS_STAGED:
         c->staged_pos += k;
         return HS_OK;
@@ -1882,25 +2040,31 @@ static hs_status cur_rows(pq_cursor *c, int64_t n_rows, hs_column **cols, hs_err
                 return HS_CORRUPT_AT(err, "repetition level %u where a row must start", rep[a]);
             if (left == 0 && rep[a] == 0)
                 break;
-            /* the rest of the page when it holds at most `left` row starts */
-            int64_t z = 0;
-            for (int64_t i = a; i < c->lvl_n; i++)
-                z += rep[i] == 0;
-            if (z <= left && !pq_read_no_fast_paths) {
-                rows = z;
-                b = c->lvl_n;
-            } else {
-                int64_t i = a;
-                rows = 0;
-                for (; i < c->lvl_n; i++) {
-                    if (rep[i] == 0) {
-                        if (rows == left)
-                            break;
-                        rows++;
-                    }
-                }
-                b = i;
+            /* up to the start of row `left` (or the page's end): the scan
+             * stops there, so taking a row near the page start costs its
+             * length, not the page's */
+            int64_t i = a;
+            rows = 0;
+            /* whole blocks of 64 entries while their row starts do not pass
+             * `left` (a branch-free count the compiler vectorizes), then one
+             * entry at a time */
+            while (i + 64 <= c->lvl_n) {
+                int64_t z = 0;
+                for (int j = 0; j < 64; j++)
+                    z += rep[i + j] == 0;
+                if (rows + z > left)
+                    break;
+                rows += z;
+                i += 64;
             }
+            for (; i < c->lvl_n; i++) {
+                if (rep[i] == 0) {
+                    if (rows == left)
+                        break;
+                    rows++;
+                }
+            }
+            b = i;
         }
         first = false;
         if (rows > c->rg_rows - c->row)
@@ -2548,6 +2712,10 @@ static hs_status cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error 
 
 static void cursor_close_rg(pq_cursor *c)
 {
+    pq_pc_release(c->page_ref);
+    c->page_ref = NULL;
+    pq_pc_release(c->lvl_ref);
+    c->lvl_ref = NULL;
     if (c->page_mode && c->oi && c->next_page < c->oi->n_pages)
         c->stats->pages_skipped += c->oi->n_pages - c->next_page;
     c->page_mode = false;
@@ -3020,6 +3188,12 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
         }
         break;
     }
+    /* pages of this batch may be read in place from the file's mapping: a
+     * file truncated or rewritten since it was opened would fault (SIGBUS)
+     * or show other bytes there, so its identity is checked first (one
+     * fstat per batch; see pq_footer_map) */
+    if (__atomic_load_n(&s->r->ft->map_state, __ATOMIC_ACQUIRE) > 0)
+        HS_TRY(hs_file_check(s->r->f, err));
     /* the runs of this batch */
     hs_buf_reset(&s->runs);
     hs_buf_reset(&s->granges);

@@ -2,7 +2,8 @@
  * parquet/reader.h - reading Parquet files into column batches.
  *
  * Opening a reader parses the footer once (and keeps it in a process-wide
- * cache keyed by file name and size, so reopening a file costs no footer
+ * cache keyed by the file's identity (io.h: device, inode, size and
+ * times; never the name alone), so reopening a file costs no footer
  * decode) and maps the Parquet schema to an hs_field tree with field ids.
  * A scan then reads the chosen top-level columns of the chosen row groups
  * batch by batch.  All reads are range reads through io/ (hs_file), so the
@@ -82,7 +83,8 @@ HS_MUST_USE hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err);
 const pq_scan_stats *pq_scan_get_stats(const pq_scan *s);
 void pq_scan_close(pq_scan *s);  /* accepts NULL */
 
-/* Drops every cached footer (tests; memory pressure). */
+/* Drops every cached footer and every cached decompressed page not in use
+ * (tests; memory pressure). */
 void pq_footer_cache_clear(void);
 
 #endif

@@ -1451,7 +1451,7 @@ hs_status pq_writer_open(hs_wfile *out, const hs_field *schema, const pq_writer_
     pq_writer_options *o = &w->opt;
     if (o->row_group_rows <= 0) o->row_group_rows = 1048576;
     if (o->row_group_bytes <= 0) o->row_group_bytes = 128LL << 20;
-    if (o->page_bytes <= 0) o->page_bytes = 1LL << 20;
+    if (o->page_bytes <= 0) o->page_bytes = PQ_DEFAULT_PAGE_BYTES;
     if (o->page_rows <= 0) o->page_rows = 20000;
     if (o->dictionary_page_bytes <= 0) o->dictionary_page_bytes = 1LL << 20;
     /* 32-bit offsets and counts inside pages and dictionaries stay in range */

@@ -17,6 +17,14 @@
 #include "io/io.h"
 #include "parquet/meta.h"
 
+/* Default cap on one page's encoded values, per column: 64 KiB, not the
+ * 1 MiB of parquet-mr and Arrow.  A selective read decompresses and decodes
+ * whole pages, so the cap is what one take of a wide value costs (a
+ * 784-float embedding: 20 rows per page instead of 334; 8-byte columns 8192
+ * rows instead of 20000); file sizes and full scans measured the same
+ * (docs/parquet.md, "Selective reads"). */
+#define PQ_DEFAULT_PAGE_BYTES ((int64_t)64 << 10)
+
 typedef struct pq_column_option {
     const char *path;         /* dotted path of a leaf or top-level column, e.g. "a.b" */
     bool set_encoding; pq_encoding encoding; /* PLAIN, DELTA_BINARY_PACKED, BYTE_STREAM_SPLIT, ... */
@@ -28,7 +36,7 @@ typedef struct pq_writer_options {
     int codec_level;                /* <= 0: codec default */
     int64_t row_group_rows;         /* 0 = 1048576 (pyarrow's default) */
     int64_t row_group_bytes;        /* 0 = 128 MiB of encoded data */
-    int64_t page_bytes;             /* 0 = 1 MiB */
+    int64_t page_bytes;             /* per column; 0 = PQ_DEFAULT_PAGE_BYTES */
     int64_t page_rows;              /* 0 = 20000 rows per page (Arrow's limit) */
     bool no_dictionary;             /* dictionary encoding is on by default */
     int64_t dictionary_page_bytes;  /* 0 = 1 MiB; beyond it, fall back to PLAIN */
