@@ -5,12 +5,41 @@
 
 int hs_test_failures;
 int hs_test_checks;
+int hs_test_skips;
 const char *hs_test_current = "";
 
 int hs_test_summary(void)
 {
-    fprintf(stderr, "%d checks, %d failures\n", hs_test_checks, hs_test_failures);
+    fprintf(stderr, "%d checks, %d failures, %d skipped\n", hs_test_checks, hs_test_failures,
+            hs_test_skips);
+    if (hs_test_checks == 0) {
+        fprintf(stderr, "FAIL: this test program made no checks\n");
+        return 1;
+    }
     return hs_test_failures ? 1 : 0;
+}
+
+int hs_test_in_ci(void)
+{
+    const char *ci = getenv("CI");
+    return ci && (strcmp(ci, "true") == 0 || strcmp(ci, "1") == 0);
+}
+
+void hs_test_skip(const char *why)
+{
+    hs_test_skips++;
+    fprintf(stderr, "SKIP %s: %s\n", hs_test_current, why);
+}
+
+void hs_test_skip_unless_ci(const char *file, int line, const char *why)
+{
+    if (!hs_test_in_ci()) {
+        hs_test_skip(why);
+        return;
+    }
+    hs_test_failures++;
+    fprintf(stderr, "%s:%d: %s: required under CI=true: %s\n", file, line, hs_test_current,
+            why);
 }
 
 const char *hs_testdata_dir(void)

@@ -4,8 +4,17 @@
  * A test file defines test functions and a main that calls HS_RUN(test_x)
  * for each and returns hs_test_summary().  CHECK records a failure with file
  * and line and continues; REQUIRE returns from the test function.
- * Tests that need ../shared/testdata call hs_testdata_dir(), which returns
- * NULL when it is absent: then they print "SKIP" and count as skipped.
+ *
+ * Skips: a test that cannot run here calls SKIP("why") (prints "SKIP <test>:
+ * why", counts one skip, returns from the test function).  Tests that need
+ * ../shared/testdata call hs_testdata_dir(), which returns NULL when it is
+ * absent, then SKIP.  SKIP_UNLESS_CI is for a missing oracle or a part of
+ * this project that should be there: it skips locally, and under CI=true it
+ * is a failure (a run that lost its oracle must not pass).
+ *
+ * hs_test_summary prints "<checks> checks, <failures> failures, <skips>
+ * skipped" and fails the program when a check failed or when the program
+ * made no check at all (a test that checked nothing proves nothing).
  */
 #ifndef HS_TEST_HARNESS_H
 #define HS_TEST_HARNESS_H
@@ -18,6 +27,7 @@
 
 extern int hs_test_failures;
 extern int hs_test_checks;
+extern int hs_test_skips;
 extern const char *hs_test_current;
 
 #define CHECK(cond)                                                                     \
@@ -52,6 +62,19 @@ extern const char *hs_test_current;
         }                                                                               \
     } while (0)
 
+/* Records a skip of the current test (with the reason) and returns from it. */
+#define SKIP(why)                                                                       \
+    do {                                                                                \
+        hs_test_skip(why);                                                              \
+        return;                                                                         \
+    } while (0)
+/* A skip locally, a failure when the environment says CI=true. */
+#define SKIP_UNLESS_CI(why)                                                             \
+    do {                                                                                \
+        hs_test_skip_unless_ci(__FILE__, __LINE__, why);                                \
+        return;                                                                         \
+    } while (0)
+
 #define HS_RUN(fn)                                                                      \
     do {                                                                                \
         hs_test_current = #fn;                                                          \
@@ -61,6 +84,12 @@ extern const char *hs_test_current;
     } while (0)
 
 int hs_test_summary(void);
+/* Counts and prints a skip of the current test ("SKIP <test>: why"). */
+void hs_test_skip(const char *why);
+/* hs_test_skip, or under CI=true a failure naming file and line. */
+void hs_test_skip_unless_ci(const char *file, int line, const char *why);
+/* 1 when the environment variable CI is "true" or "1" (what CI services set). */
+int hs_test_in_ci(void);
 /* The message of an error struct, "" for NULL (a function so that passing &err does not warn). */
 const char *hs_test_errmsg(const hs_error *e);
 /* ../shared/testdata (from $HS_TESTDATA), or NULL when absent. */

@@ -21,10 +21,10 @@ import uuid
 
 import pytest
 
-pyiceberg = pytest.importorskip("pyiceberg")
-pa = pytest.importorskip("pyarrow")
+pyiceberg = require_module("pyiceberg")
+pa = require_module("pyarrow")
 
-from conftest import LIB_PATH  # noqa: E402
+from conftest import LIB_PATH, require_module, require  # noqa: E402
 
 from pyiceberg import transforms as T  # noqa: E402
 from pyiceberg import types as IT  # noqa: E402
@@ -39,13 +39,9 @@ class _Err(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     lib = ctypes.CDLL(str(LIB_PATH))
-    try:
-        lib.ice_metadata_json_roundtrip
-    except AttributeError:
-        pytest.skip("library built without the Iceberg model")
+    require(hasattr(lib, "ice_metadata_json_roundtrip"), "library built without the Iceberg model")
     lib.ice_metadata_json_roundtrip.restype = ctypes.c_void_p
     lib.ice_metadata_json_roundtrip.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Err)]
     lib.ice_debug_new_metadata.restype = ctypes.c_void_p
@@ -178,13 +174,8 @@ def _metadata_files(table):
 @pytest.mark.parametrize("fv", [1, 2, 3])
 def test_pyiceberg_written_metadata_roundtrips(lib, tmp_path, fv):
     cat = _catalog(tmp_path)
-    try:
-        t = cat.create_table("ns.t", schema=_schema(), partition_spec=_spec(), sort_order=_sort_order(),
-                             properties={"format-version": str(fv), "owner": "oracle"})
-    except Exception as e:  # an older pyiceberg without v3 tables
-        if fv == 3:
-            pytest.skip(f"pyiceberg cannot create v3 tables: {e}")
-        raise
+    t = cat.create_table("ns.t", schema=_schema(), partition_spec=_spec(), sort_order=_sort_order(),
+                         properties={"format-version": str(fv), "owner": "oracle"})
     data = _arrow_data(50, fv)
     arrow_schema = t.schema().as_arrow()
     data = pa.table({f.name: (data[f.name] if f.name in data.column_names else

@@ -14,9 +14,6 @@ from scipy.spatial import distance as sd
 
 import hyperstreamdb as hdb
 
-pytestmark = pytest.mark.skipif(not hdb._core.available("distance"),
-                                reason="vector.h distance functions not in this build yet")
-
 RNG = np.random.default_rng(42)
 
 

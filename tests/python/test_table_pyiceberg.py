@@ -24,8 +24,9 @@ import uuid
 
 import pyarrow as pa
 import pytest
+from conftest import require_module, require  # noqa: E402
 
-pyiceberg = pytest.importorskip("pyiceberg")
+pyiceberg = require_module("pyiceberg")
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
 from pyiceberg.table import StaticTable  # noqa: E402
 
@@ -37,7 +38,7 @@ if not BUILD.is_absolute():
 LIB = BUILD / "libhyperstream.so"
 CLI = BUILD / "hyperstream"
 
-pytestmark = pytest.mark.skipif(not LIB.exists(), reason="libhyperstream.so not built")
+require(LIB.exists(), "libhyperstream.so not built")
 
 
 class _Err(ctypes.Structure):
