@@ -763,7 +763,10 @@ public final class IcebergHarness {
         OutputFileFactory.builderFor(table, 1, System.nanoTime() & 0x7fffffff)
             .format(FileFormat.PARQUET)
             .build();
-    RowDelta delta = table.newRowDelta();
+    // Validation starts at the snapshot read above: DVs added before it are
+    // not "concurrent" (the one a new DV replaces was added before it).
+    RowDelta delta =
+        table.newRowDelta().validateFromSnapshot(table.currentSnapshot().snapshotId());
     List<DeleteFile> deletes = new ArrayList<>();
     if (formatVersion >= 3) {
       OutputFileFactory puffin =
