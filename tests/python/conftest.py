@@ -26,6 +26,7 @@ import select
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -56,6 +57,43 @@ def require_module(name):
         return importlib.import_module(name)
     except ImportError as e:
         require(False, f"Python module {name} is not installed ({e})")
+
+
+def runs_without_the_gil(call, attempts=50):
+    """Whether call() lets another Python thread run while it is inside.
+
+    No timing decides it: the switch interval is raised to ~forever, so
+    the interpreter never takes the GIL from the running thread by itself.
+    An observer thread, woken just before call() starts, records whether the
+    call is still in progress when it first runs.  If call() holds the GIL
+    throughout, the observer can only run after it returned and records
+    False every time; if call() releases it, the observer runs inside it and
+    records True (given `attempts` calls to be scheduled, so a loaded machine
+    only makes it take more of them).  Returns the first observed True, or
+    False after `attempts` calls."""
+    in_call = [False]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e6)
+    try:
+        for _ in range(attempts):
+            go, seen = threading.Event(), []
+
+            def observe():
+                go.wait()
+                seen.append(in_call[0])
+
+            th = threading.Thread(target=observe)
+            th.start()
+            in_call[0] = True
+            go.set()
+            call()
+            in_call[0] = False
+            th.join()
+            if seen[0]:
+                return True
+        return False
+    finally:
+        sys.setswitchinterval(old)
 
 
 def _build_dir():
