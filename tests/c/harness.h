@@ -13,8 +13,10 @@
  * is a failure (a run that lost its oracle must not pass).
  *
  * hs_test_summary prints "<checks> checks, <failures> failures, <skips>
- * skipped" and fails the program when a check failed or when the program
- * made no check at all (a test that checked nothing proves nothing).
+ * skipped" and returns main's exit status: 1 when a check failed or when the
+ * program made no check and skipped nothing (a test that checked nothing
+ * proves nothing), HS_TEST_ALL_SKIPPED (77, ctest's SKIP_RETURN_CODE, see
+ * CMakeLists.txt) when every test skipped, else 0.
  */
 #ifndef HS_TEST_HARNESS_H
 #define HS_TEST_HARNESS_H
@@ -24,6 +26,8 @@
 #include <string.h>
 
 #include "hyperstream/common.h"
+
+#define HS_TEST_ALL_SKIPPED 77
 
 extern int hs_test_failures;
 extern int hs_test_checks;
