@@ -6,17 +6,17 @@
  * and line and continues; REQUIRE returns from the test function.
  *
  * Skips: a test that cannot run here calls SKIP("why") (prints "SKIP <test>:
- * why", counts one skip, returns from the test function).  Tests that need
- * ../shared/testdata call hs_testdata_dir(), which returns NULL when it is
- * absent, then SKIP.  SKIP_UNLESS_CI is for a missing oracle or a part of
- * this project that should be there: it skips locally, and under CI=true it
- * is a failure (a run that lost its oracle must not pass).
+ * why", counts one skip, returns from the test function).  Only what may be
+ * absent anywhere skips: ../shared/testdata (hs_testdata_dir() returns NULL
+ * when it is absent), a CPU feature.  A missing part of this project is a
+ * failure, never a skip.
  *
- * hs_test_summary prints "<checks> checks, <failures> failures, <skips>
- * skipped" and returns main's exit status: 1 when a check failed or when the
- * program made no check and skipped nothing (a test that checked nothing
- * proves nothing), HS_TEST_ALL_SKIPPED (77, ctest's SKIP_RETURN_CODE, see
- * CMakeLists.txt) when every test skipped, else 0.
+ * A test function that made no check and did not skip fails: a test that
+ * checked nothing proves nothing.  hs_test_summary prints "<checks> checks,
+ * <failures> failures, <skips> skipped" and returns main's exit status: 1
+ * when something failed, HS_TEST_ALL_SKIPPED (77, ctest's SKIP_RETURN_CODE,
+ * see CMakeLists.txt) when nothing was checked because every test skipped,
+ * else 0.
  */
 #ifndef HS_TEST_HARNESS_H
 #define HS_TEST_HARNESS_H
@@ -72,28 +72,21 @@ extern const char *hs_test_current;
         hs_test_skip(why);                                                              \
         return;                                                                         \
     } while (0)
-/* A skip locally, a failure when the environment says CI=true. */
-#define SKIP_UNLESS_CI(why)                                                             \
-    do {                                                                                \
-        hs_test_skip_unless_ci(__FILE__, __LINE__, why);                                \
-        return;                                                                         \
-    } while (0)
 
+/* Runs one test function: "ok" or "FAIL" with its name; a function that
+ * made no check and did not skip fails ("made no checks"). */
 #define HS_RUN(fn)                                                                      \
     do {                                                                                \
-        hs_test_current = #fn;                                                          \
-        int before_ = hs_test_failures;                                                 \
+        hs_test_begin(#fn);                                                             \
         fn();                                                                           \
-        fprintf(stderr, "%s %s\n", hs_test_failures == before_ ? "ok  " : "FAIL", #fn); \
+        hs_test_end();                                                                  \
     } while (0)
 
+void hs_test_begin(const char *name);
+void hs_test_end(void);
 int hs_test_summary(void);
 /* Counts and prints a skip of the current test ("SKIP <test>: why"). */
 void hs_test_skip(const char *why);
-/* hs_test_skip, or under CI=true a failure naming file and line. */
-void hs_test_skip_unless_ci(const char *file, int line, const char *why);
-/* 1 when the environment variable CI is "true" or "1" (what CI services set). */
-int hs_test_in_ci(void);
 /* The message of an error struct, "" for NULL (a function so that passing &err does not warn). */
 const char *hs_test_errmsg(const hs_error *e);
 /* ../shared/testdata (from $HS_TESTDATA), or NULL when absent. */
