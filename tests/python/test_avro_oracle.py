@@ -13,9 +13,9 @@ import random
 
 import pytest
 
-fastavro = require_module("fastavro")
+from conftest import LIB_PATH, require, require_module
 
-from conftest import LIB_PATH, require_module, require  # noqa: E402
+fastavro = require_module("fastavro")
 
 
 class HsError(ctypes.Structure):

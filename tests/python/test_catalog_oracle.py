@@ -20,10 +20,11 @@ import pathlib
 
 import pytest
 
+from conftest import LIB_PATH, require, require_module
+
 pyiceberg = require_module("pyiceberg")
 pa = require_module("pyarrow")
 
-from conftest import LIB_PATH, require_module, require  # noqa: E402
 
 HS_CONFLICT = 5
 HS_NOT_FOUND = 6

@@ -19,7 +19,7 @@ import subprocess
 import uuid
 
 import pytest
-from conftest import require_module, require  # noqa: E402
+from conftest import require, require_module  # noqa: E402
 
 pa = require_module("pyarrow")
 pq = require_module("pyarrow.parquet")

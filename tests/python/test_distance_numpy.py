@@ -12,7 +12,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from conftest import LIB_PATH, require_module, require
+from conftest import LIB_PATH, require, require_module
 
 ssd = require_module("scipy.spatial.distance")
 

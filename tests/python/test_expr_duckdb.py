@@ -38,7 +38,7 @@ import random
 import subprocess
 
 import pytest
-from conftest import require_module, require  # noqa: E402
+from conftest import require, require_module  # noqa: E402
 
 pa = require_module("pyarrow")
 pq = require_module("pyarrow.parquet")

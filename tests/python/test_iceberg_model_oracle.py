@@ -21,10 +21,11 @@ import uuid
 
 import pytest
 
+from conftest import LIB_PATH, require, require_module
+
 pyiceberg = require_module("pyiceberg")
 pa = require_module("pyarrow")
 
-from conftest import LIB_PATH, require_module, require  # noqa: E402
 
 from pyiceberg import transforms as T  # noqa: E402
 from pyiceberg import types as IT  # noqa: E402

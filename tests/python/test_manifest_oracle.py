@@ -16,7 +16,7 @@ import zlib
 
 import pytest
 
-from conftest import LIB_PATH, require_module, require  # noqa: E402
+from conftest import LIB_PATH, require, require_module
 
 fastavro = require_module("fastavro")
 pyiceberg = require_module("pyiceberg")

@@ -25,7 +25,7 @@ import warnings
 
 import pyarrow as pa
 import pytest
-from conftest import require_module, require  # noqa: E402
+from conftest import require, require_module  # noqa: E402
 
 pyiceberg = require_module("pyiceberg")
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
