@@ -13,10 +13,11 @@
  *   search     a 3-file table with null vectors and deletes: exact search
  *              against a brute-force double-precision oracle written here
  *              (ids, distances, filters, k beyond the matches, metrics),
- *              errors; with an hnsw index when this build has the vector
- *              family: every result a true neighbour distance, recall
- *   oom        hs_table_search under an allocation failure at every step:
- *              an error or the right answer, and no leak
+ *              errors; with an hnsw index: every result a true neighbour
+ *              distance, recall
+ *   oom        hs_table_search under an allocation failure at every step
+ *              (every few steps when there are many), from cold caches:
+ *              an error with a message or the right answer, and no leak
  */
 #include "harness.h"
 
