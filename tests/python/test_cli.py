@@ -19,7 +19,7 @@ import subprocess
 import uuid
 
 import pytest
-from conftest import require, require_module  # noqa: E402
+from conftest import PARQUET_TESTING, require, require_module  # noqa: E402
 
 pa = require_module("pyarrow")
 pq = require_module("pyarrow.parquet")
@@ -30,7 +30,7 @@ BUILD = os.environ.get("HS_BUILD", os.path.join(ROOT, "build"))
 if not os.path.isabs(BUILD):
     BUILD = os.path.join(ROOT, BUILD)
 HS = os.path.join(BUILD, "hyperstream")
-CORPUS = os.path.join(ROOT, "..", "shared", "testdata", "parquet-testing", "data")
+CORPUS = str(PARQUET_TESTING / "data")   # $HS_TESTDATA or ../shared/testdata
 
 require(os.access(HS, os.X_OK), "no hyperstream binary at " + HS)
 

@@ -172,7 +172,9 @@ def _metadata_files(table):
     return out
 
 
-@pytest.mark.parametrize("fv", [1, 2, 3])
+# pyiceberg 0.12 cannot write v3 tables (NotImplementedError): v3 metadata
+# written by another engine is read in test_iceberg_java.py (Java's v3 tables).
+@pytest.mark.parametrize("fv", [1, 2])
 def test_pyiceberg_written_metadata_roundtrips(lib, tmp_path, fv):
     cat = _catalog(tmp_path)
     t = cat.create_table("ns.t", schema=_schema(), partition_spec=_spec(), sort_order=_sort_order(),
@@ -182,14 +184,8 @@ def test_pyiceberg_written_metadata_roundtrips(lib, tmp_path, fv):
     data = pa.table({f.name: (data[f.name] if f.name in data.column_names else
                               pa.nulls(data.num_rows, f.type)) for f in arrow_schema},
                     schema=arrow_schema)
-    appended = True
-    try:
-        t.append(data)
-        t.append(data.slice(0, 10))
-    except Exception:  # e.g. writes to v3 tables unsupported by this pyiceberg
-        if fv != 3:
-            raise
-        appended = False
+    t.append(data)
+    t.append(data.slice(0, 10))
     with t.update_schema() as u:
         u.add_column("extra", IT.StringType(), doc="added later")
         u.rename_column("name", "label")
@@ -199,9 +195,8 @@ def test_pyiceberg_written_metadata_roundtrips(lib, tmp_path, fv):
     with t.update_spec() as u:
         u.add_field("label", TruncateTransform(3), "label_trunc")
         u.remove_field("id_bucket")
-    if appended:
-        snap = t.current_snapshot()
-        t.manage_snapshots().create_tag(snap.snapshot_id, "v-tag").commit()
+    snap = t.current_snapshot()
+    t.manage_snapshots().create_tag(snap.snapshot_id, "v-tag").commit()
     with t.transaction() as tx:
         tx.set_properties(color="blue")
         tx.remove_properties("owner")
