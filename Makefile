@@ -1,7 +1,8 @@
 # HyperStreamDB - top-level entry points.
 #   make run    build, then run the main end-to-end job on the embedded local default
 #   make test   build and pass all tests (C unit tests, the same under ASan+UBSan,
-#               Python oracle tests, short fuzz runs)
+#               Python oracle tests, short fuzz runs); with CI=true in the
+#               environment (.ci/run exports it) a missing oracle fails, not skips
 #   make bench  benchmarks against peers (not part of the tests)
 JOBS ?= $(shell nproc)
 BUILD ?= build

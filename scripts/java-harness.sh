@@ -4,10 +4,11 @@
 #   - nothing to do when the jar is newer than the pom and every source file;
 #   - otherwise `mvn -o` (offline) when the local repository already holds
 #     every artifact, else the same build online (Maven Central).
-# Without java or mvn it says so and exits 0: the tests that need the harness
-# skip.  HS_JAVA_HARNESS_REQUIRED=1 makes a missing toolchain or a failed
-# build an error instead.  A compilation error of the harness itself is
-# always an error.
+# Without java or mvn, or when Maven cannot fetch, it says so and exits 0
+# locally: the tests that need the harness skip.  Under CI=true (what
+# .ci/run exports) or HS_JAVA_HARNESS_REQUIRED=1 that is an error instead:
+# CI must not pass without the only independent Java reader.  A compilation
+# error of the harness itself is always an error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,9 +16,15 @@ SRC=tests/interop/java
 OUT=build-java
 JAR=$OUT/iceberg-harness.jar
 
+required=${HS_JAVA_HARNESS_REQUIRED:-0}
+case "${CI:-}" in true|1) required=1 ;; esac
+
 soft_fail() {
+  if [ "$required" = 1 ]; then
+    echo "java-harness: $* (required: CI=true or HS_JAVA_HARNESS_REQUIRED=1)" >&2
+    exit 1
+  fi
   echo "java-harness: $*; the Java interop tests will skip" >&2
-  [ "${HS_JAVA_HARNESS_REQUIRED:-0}" = 1 ] && exit 1
   exit 0
 }
 

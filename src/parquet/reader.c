@@ -2762,7 +2762,7 @@ void pq_scan_close(pq_scan *s)
 {
     if (!s)
         return;
-    for (int i = 0; i < s->n_cur; i++)
+    for (int i = 0; s->cur && i < s->n_cur; i++)   /* n_cur counts before cur exists */
         cursor_free(&s->cur[i]);
     hs_free(s->cur);
     hs_free(s->cur_col);

@@ -5,12 +5,45 @@
 
 int hs_test_failures;
 int hs_test_checks;
+int hs_test_skips;
 const char *hs_test_current = "";
 
 int hs_test_summary(void)
 {
-    fprintf(stderr, "%d checks, %d failures\n", hs_test_checks, hs_test_failures);
-    return hs_test_failures ? 1 : 0;
+    fprintf(stderr, "%d checks, %d failures, %d skipped\n", hs_test_checks, hs_test_failures,
+            hs_test_skips);
+    if (hs_test_failures)
+        return 1;
+    if (hs_test_checks == 0 && hs_test_skips == 0) {
+        fprintf(stderr, "FAIL: this test program made no checks\n");
+        return 1;
+    }
+    return hs_test_checks == 0 ? HS_TEST_ALL_SKIPPED : 0;
+}
+
+static int run_failures, run_checks, run_skips;   /* at hs_test_begin */
+
+void hs_test_begin(const char *name)
+{
+    hs_test_current = name;
+    run_failures = hs_test_failures;
+    run_checks = hs_test_checks;
+    run_skips = hs_test_skips;
+}
+
+void hs_test_end(void)
+{
+    if (hs_test_checks == run_checks && hs_test_skips == run_skips) {
+        hs_test_failures++;
+        fprintf(stderr, "%s: made no checks\n", hs_test_current);
+    }
+    fprintf(stderr, "%s %s\n", hs_test_failures == run_failures ? "ok  " : "FAIL", hs_test_current);
+}
+
+void hs_test_skip(const char *why)
+{
+    hs_test_skips++;
+    fprintf(stderr, "SKIP %s: %s\n", hs_test_current, why);
 }
 
 const char *hs_testdata_dir(void)

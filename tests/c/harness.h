@@ -4,8 +4,19 @@
  * A test file defines test functions and a main that calls HS_RUN(test_x)
  * for each and returns hs_test_summary().  CHECK records a failure with file
  * and line and continues; REQUIRE returns from the test function.
- * Tests that need ../shared/testdata call hs_testdata_dir(), which returns
- * NULL when it is absent: then they print "SKIP" and count as skipped.
+ *
+ * Skips: a test that cannot run here calls SKIP("why") (prints "SKIP <test>:
+ * why", counts one skip, returns from the test function).  Only what may be
+ * absent anywhere skips: ../shared/testdata (hs_testdata_dir() returns NULL
+ * when it is absent), a CPU feature.  A missing part of this project is a
+ * failure, never a skip.
+ *
+ * A test function that made no check and did not skip fails: a test that
+ * checked nothing proves nothing.  hs_test_summary prints "<checks> checks,
+ * <failures> failures, <skips> skipped" and returns main's exit status: 1
+ * when something failed, HS_TEST_ALL_SKIPPED (77, ctest's SKIP_RETURN_CODE,
+ * see CMakeLists.txt) when nothing was checked because every test skipped,
+ * else 0.
  */
 #ifndef HS_TEST_HARNESS_H
 #define HS_TEST_HARNESS_H
@@ -16,8 +27,11 @@
 
 #include "hyperstream/common.h"
 
+#define HS_TEST_ALL_SKIPPED 77
+
 extern int hs_test_failures;
 extern int hs_test_checks;
+extern int hs_test_skips;
 extern const char *hs_test_current;
 
 #define CHECK(cond)                                                                     \
@@ -52,15 +66,27 @@ extern const char *hs_test_current;
         }                                                                               \
     } while (0)
 
-#define HS_RUN(fn)                                                                      \
+/* Records a skip of the current test (with the reason) and returns from it. */
+#define SKIP(why)                                                                       \
     do {                                                                                \
-        hs_test_current = #fn;                                                          \
-        int before_ = hs_test_failures;                                                 \
-        fn();                                                                           \
-        fprintf(stderr, "%s %s\n", hs_test_failures == before_ ? "ok  " : "FAIL", #fn); \
+        hs_test_skip(why);                                                              \
+        return;                                                                         \
     } while (0)
 
+/* Runs one test function: "ok" or "FAIL" with its name; a function that
+ * made no check and did not skip fails ("made no checks"). */
+#define HS_RUN(fn)                                                                      \
+    do {                                                                                \
+        hs_test_begin(#fn);                                                             \
+        fn();                                                                           \
+        hs_test_end();                                                                  \
+    } while (0)
+
+void hs_test_begin(const char *name);
+void hs_test_end(void);
 int hs_test_summary(void);
+/* Counts and prints a skip of the current test ("SKIP <test>: why"). */
+void hs_test_skip(const char *why);
 /* The message of an error struct, "" for NULL (a function so that passing &err does not warn). */
 const char *hs_test_errmsg(const hs_error *e);
 /* ../shared/testdata (from $HS_TESTDATA), or NULL when absent. */

@@ -170,14 +170,14 @@ static void test_bad_data_files(void)
     char **names = NULL;
     int n, i, errors = 0;
     if (!td) {
-        fprintf(stderr, "SKIP: no testdata\n");
-        return;
+        SKIP("no testdata");
     }
     snprintf(dir, sizeof dir, "%s/parquet-testing/bad_data", td);
     n = list_parquet(dir, &names);
     if (n < 0) {
-        fprintf(stderr, "SKIP: %s absent\n", dir);
-        return;
+        char why_[4200];
+        snprintf(why_, sizeof why_, "%s absent", dir);
+        SKIP(why_);
     }
     CHECK(n >= 5);
     for (i = 0; i < n; i++) {
@@ -215,11 +215,15 @@ static void test_bad_data_public_api(void)
     char **names = NULL;
     int n, i;
     if (!td)
-        return;
+        SKIP("no testdata");
     snprintf(dir, sizeof dir, "%s/parquet-testing/bad_data", td);
     n = list_parquet(dir, &names);
-    if (n < 0)
-        return;
+    if (n < 0) {
+        char why_[4200];
+        snprintf(why_, sizeof why_, "%s absent", dir);
+        SKIP(why_);
+    }
+    CHECK(n > 0);
     for (i = 0; i < n; i++) {
         struct ArrowArrayStream st;
         struct ArrowSchema schema;
@@ -280,8 +284,7 @@ static void test_mutated_good_files(void)
     char dir[4096];
     int i, total_variants = 0, n_invalid = 0;
     if (!td) {
-        fprintf(stderr, "SKIP: no testdata\n");
-        return;
+        SKIP("no testdata");
     }
     snprintf(dir, sizeof dir, "%s/parquet-testing/data", td);
     pq_footer_cache_clear();

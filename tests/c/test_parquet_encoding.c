@@ -627,8 +627,7 @@ static void test_pyarrow_fixtures(void)
     snprintf(path, sizeof path, "%s/manifest.txt", dir ? dir : ".");
     FILE *m = dir ? fopen(path, "r") : NULL;
     if (!m) {
-        fprintf(stderr, "SKIP test_pyarrow_fixtures: no fixtures\n");
-        return;
+        SKIP("no fixtures");
     }
     int checked = 0;
     hs_buf scratch = {0}, re = {0};

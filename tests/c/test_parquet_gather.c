@@ -202,15 +202,15 @@ static void test_corpus(void)
 {
     const char *td = hs_testdata_dir();
     if (!td) {
-        fprintf(stderr, "SKIP: no testdata\n");
-        return;
+        SKIP("no testdata");
     }
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/parquet-testing/data", td);
     DIR *d = opendir(dir);
     if (!d) {
-        fprintf(stderr, "SKIP: no %s\n", dir);
-        return;
+        char why_[4200];
+        snprintf(why_, sizeof why_, "no %s", dir);
+        SKIP(why_);
     }
     pq_footer_cache_clear();
     int64_t live = hs_mem_live_count();

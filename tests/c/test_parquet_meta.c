@@ -389,8 +389,7 @@ static void check_page_index(const char *path, const uint8_t *file, size_t len,
 static void test_corpus_footers(void)
 {
     if (!load_corpus()) {
-        fprintf(stderr, "SKIP test_corpus_footers: no testdata\n");
-        return;
+        SKIP("no testdata");
     }
     int64_t live0 = hs_mem_live_count();
     int decoded = 0;
@@ -448,8 +447,7 @@ static void test_bad_data(void)
     const char *td = hs_testdata_dir();
     char dir[1024];
     if (!td) {
-        fprintf(stderr, "SKIP test_bad_data\n");
-        return;
+        SKIP("no testdata");
     }
     int saved = n_corpus;
     snprintf(dir, sizeof dir, "%s/parquet-testing/bad_data", td);
@@ -475,8 +473,7 @@ static void test_bad_data(void)
 static void test_truncations(void)
 {
     if (!load_corpus()) {
-        fprintf(stderr, "SKIP test_truncations\n");
-        return;
+        SKIP("no testdata");
     }
     int64_t live0 = hs_mem_live_count();
     int files = 0;
@@ -520,8 +517,7 @@ static uint64_t rng(void)
 static void test_bit_flips(void)
 {
     if (!load_corpus()) {
-        fprintf(stderr, "SKIP test_bit_flips\n");
-        return;
+        SKIP("no testdata");
     }
     int64_t live0 = hs_mem_live_count();
     long ok = 0, bad = 0;
@@ -923,8 +919,7 @@ static void test_hostile(void)
 static void test_oom(void)
 {
     if (!load_corpus()) {
-        fprintf(stderr, "SKIP test_oom\n");
-        return;
+        SKIP("no testdata");
     }
     size_t len, flen;
     const uint8_t *foot;
@@ -965,8 +960,7 @@ static void test_oom(void)
 static void test_footer_json_file(void)
 {
     if (!load_corpus()) {
-        fprintf(stderr, "SKIP test_footer_json_file\n");
-        return;
+        SKIP("no testdata");
     }
     int64_t live0 = hs_mem_live_count();
     for (int i = 0; i < n_corpus; i++) {

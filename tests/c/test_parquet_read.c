@@ -256,8 +256,7 @@ static void read_dir(const char *dir, int *n_ok, int *n_fail)
 static void test_corpus_reads(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_corpus_reads (no testdata)\n");
-        return;
+        SKIP("no testdata");
     }
     int n_ok = 0, n_fail = 0;
     int64_t live = hs_mem_live_count();
@@ -290,8 +289,7 @@ static const struct { const char *file; const char *rows[2]; } k_expect[] = {
 static void test_values_match_pyarrow(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_values_match_pyarrow\n");
-        return;
+        SKIP("no testdata");
     }
     for (size_t t = 0; t < sizeof k_expect / sizeof k_expect[0]; t++) {
         char path[8192];
@@ -374,8 +372,7 @@ static void csv_text(const hs_column *c, int64_t i, char *out, size_t cap)
 static void test_delta_expect_csv(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_delta_expect_csv\n");
-        return;
+        SKIP("no testdata");
     }
     const char *names[] = { "delta_binary_packed", "delta_byte_array", "delta_encoding_optional_column",
                             "delta_encoding_required_column" };
@@ -439,8 +436,7 @@ static void test_delta_expect_csv(void)
 static void test_bad_data(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_bad_data\n");
-        return;
+        SKIP("no testdata");
     }
     DIR *d = opendir(g_bad);
     REQUIRE(d);
@@ -493,8 +489,7 @@ static void scan_bytes(const char *name, const uint8_t *p, size_t n)
 static void test_truncated_and_flipped(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_truncated_and_flipped\n");
-        return;
+        SKIP("no testdata");
     }
     const char *files[] = { "alltypes_plain.parquet", "nested_lists.snappy.parquet", "datapage_v2.snappy.parquet",
                             "nullable.impala.parquet", "delta_byte_array.parquet", "alltypes_dictionary.parquet",
@@ -541,8 +536,7 @@ static void test_truncated_and_flipped(void)
 static void test_row_selection_page_index(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_row_selection_page_index\n");
-        return;
+        SKIP("no testdata");
     }
     char path[8192];
     snprintf(path, sizeof path, "%s/alltypes_tiny_pages.parquet", g_data);
@@ -635,8 +629,7 @@ static bool prune_all(void *ctx, const pq_stats_view *s)
 static void test_prune(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_prune\n");
-        return;
+        SKIP("no testdata");
     }
     char path[8192];
     snprintf(path, sizeof path, "%s/alltypes_tiny_pages.parquet", g_data);
@@ -676,8 +669,7 @@ static void test_prune(void)
 static void test_footer_cache(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_footer_cache\n");
-        return;
+        SKIP("no testdata");
     }
     char path[8192];
     snprintf(path, sizeof path, "%s/alltypes_plain.parquet", g_data);
@@ -706,8 +698,7 @@ static void test_footer_cache(void)
 static void test_schema_mapping(void)
 {
     if (!setup()) {
-        fprintf(stderr, "SKIP test_schema_mapping\n");
-        return;
+        SKIP("no testdata");
     }
     /* expected types as pyarrow reports them */
     static const struct { const char *file; const char *schema; } k[] = {

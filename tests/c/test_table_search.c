@@ -13,10 +13,11 @@
  *   search     a 3-file table with null vectors and deletes: exact search
  *              against a brute-force double-precision oracle written here
  *              (ids, distances, filters, k beyond the matches, metrics),
- *              errors; with an hnsw index when this build has the vector
- *              family: every result a true neighbour distance, recall
- *   oom        hs_table_search under an allocation failure at every step:
- *              an error or the right answer, and no leak
+ *              errors; with an hnsw index: every result a true neighbour
+ *              distance, recall
+ *   oom        hs_table_search under an allocation failure at every step
+ *              (every few steps when there are many), from cold caches:
+ *              an error with a message or the right answer, and no leak
  */
 #include "harness.h"
 
@@ -26,6 +27,7 @@
 #include "hyperstream/index.h"
 #include "hyperstream/table.h"
 #include "parquet/reader.h"
+#include "table/mcache.h"
 #include "table/vindex.h"
 
 #include <math.h>
@@ -466,6 +468,15 @@ static int oracle(const float *q, int k, hs_metric m, int64_t max_id, int64_t *i
 }
 
 /* Runs a search; the result's id and distance columns into ids/dist. */
+/* A failed get_schema/get_next: HS_INTERNAL with the stream's message. */
+static hs_status stream_failed(struct ArrowArrayStream *s, hs_error *err)
+{
+    const char *m = s->get_last_error(s);
+    err->code = HS_INTERNAL;
+    snprintf(err->msg, sizeof err->msg, "stream: %s", m ? m : "(no message)");
+    return HS_INTERNAL;
+}
+
 static hs_status run_search(hs_table *t, const char *filter, const float *q, int dim, int k,
                             const char *metric, int64_t *ids, double *dist, int *n,
                             hs_error *err)
@@ -477,7 +488,7 @@ static hs_status run_search(hs_table *t, const char *filter, const float *q, int
     HS_TRY(hs_table_search(t, &so, &vo, &s, err));
     struct ArrowSchema as;
     hs_field f = {0};
-    hs_status st = s.get_schema(&s, &as) == 0 ? HS_OK : HS_INTERNAL;
+    hs_status st = s.get_schema(&s, &as) == 0 ? HS_OK : stream_failed(&s, err);
     if (st == HS_OK) {
         st = hs_arrow_import_schema(&as, &f, err);
         as.release(&as);
@@ -485,7 +496,7 @@ static hs_status run_search(hs_table *t, const char *filter, const float *q, int
     while (st == HS_OK) {
         struct ArrowArray a;
         if (s.get_next(&s, &a) != 0) {
-            st = HS_INTERNAL;
+            st = stream_failed(&s, err);
             break;
         }
         if (!a.release)
@@ -588,44 +599,39 @@ static void test_search_exact(void)
         hs_table_close(t0);
     }
 
-    /* with an hnsw index (when this build has the vector family) */
+    /* with an hnsw index */
     hs_index_options io = {.kind = "hnsw", .params_json = "{\"m\":8,\"ef_construction\":64}",
                            .n_threads = 1};
     hs_err_clear(&err);
-    hs_status st = hs_table_add_index(t, "v", &io, &err);
-    if (st == HS_UNSUPPORTED) {
-        fprintf(stderr, "SKIP the indexed part: %s\n", err.msg);
-    } else {
-        CHECK_OK(st, &err);
-        int hits = 0, total = 0;
-        for (int qi = 0; qi < 10; qi++) {
-            float qq[DIM];
-            for (int j = 0; j < DIM; j++)
-                qq[j] = comp(200000 + qi, j);
-            CHECK_OK(run_search(t, NULL, qq, DIM, 10, NULL, ids, d, &n, &err), &err);
-            int w = oracle(qq, 10, HS_METRIC_L2, N_ROWS, wid, wd);
-            CHECK(n == w);
-            for (int i = 0; i < n; i++) {
-                for (int j = 0; j < w; j++)
-                    hits += ids[i] == wid[j];
-                CHECK(!vec_null(ids[i]) && !deleted(ids[i]));
-                CHECK(i == 0 || d[i] >= d[i - 1]);
-            }
-            total += w;
+    CHECK_OK(hs_table_add_index(t, "v", &io, &err), &err);
+    int hits = 0, total = 0;
+    for (int qi = 0; qi < 10; qi++) {
+        float qq[DIM];
+        for (int j = 0; j < DIM; j++)
+            qq[j] = comp(200000 + qi, j);
+        CHECK_OK(run_search(t, NULL, qq, DIM, 10, NULL, ids, d, &n, &err), &err);
+        int w = oracle(qq, 10, HS_METRIC_L2, N_ROWS, wid, wd);
+        CHECK(n == w);
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < w; j++)
+                hits += ids[i] == wid[j];
+            CHECK(!vec_null(ids[i]) && !deleted(ids[i]));
+            CHECK(i == 0 || d[i] >= d[i - 1]);
         }
-        CHECK(hits >= total * 95 / 100);
-        /* a truncated sidecar: skipped (counted, warned), that file searched
-         * exactly, still min(k, matches) rows */
-        char cmd[1200];
-        snprintf(cmd, sizeof cmd, "for f in %s/index/*.hnsw; do truncate -s 100 \"$f\"; "
-                 "break; done", tmp_path("search-exact"));
-        CHECK(system(cmd) == 0);
-        int64_t idx0, ex0, sk0, idx1, ex1, sk1;
-        tbl_search_counters(&idx0, &ex0, &sk0);
-        CHECK_OK(run_search(t, NULL, q, DIM, 10, NULL, ids, d, &n, &err), &err);
-        tbl_search_counters(&idx1, &ex1, &sk1);
-        CHECK(n == 10 && sk1 == sk0 + 1 && ex1 == ex0 + 1 && idx1 == idx0 + FILES - 1);
+        total += w;
     }
+    CHECK(hits >= total * 95 / 100);
+    /* a truncated sidecar: skipped (counted, warned), that file searched
+     * exactly, still min(k, matches) rows */
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "for f in %s/index/*.hnsw; do truncate -s 100 \"$f\"; "
+             "break; done", tmp_path("search-exact"));
+    CHECK(system(cmd) == 0);
+    int64_t idx0, ex0, sk0, idx1, ex1, sk1;
+    tbl_search_counters(&idx0, &ex0, &sk0);
+    CHECK_OK(run_search(t, NULL, q, DIM, 10, NULL, ids, d, &n, &err), &err);
+    tbl_search_counters(&idx1, &ex1, &sk1);
+    CHECK(n == 10 && sk1 == sk0 + 1 && ex1 == ex0 + 1 && idx1 == idx0 + FILES - 1);
     hs_table_close(t);
     hs_catalog_close(cat);
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
@@ -800,16 +806,20 @@ static void test_vindex_oom(void)
     }
 }
 
-/* The same over a whole search.  Off by default (HS_TEST_OOM_DEEP=1): the
- * Parquet reader and field helpers below the search do not survive every
- * allocation failure yet (double frees in hs_field_add_child callers,
- * pq_scan_open's cleanup), which this loop finds. */
+/* Every process-wide cache a search fills (they are not leaks). */
+static void clear_caches(void)
+{
+    pq_footer_cache_clear();   /* with the Parquet buffer pool */
+    tbl_vindex_cache_clear();
+    tbl_index_cache_clear();
+    tbl_mcache_clear();
+}
+
+/* The same over a whole search, from cold caches each time (so the n-th
+ * allocation of the counting run is the n-th of every failing run, and the
+ * live count after clearing the caches is the baseline). */
 static void test_search_oom(void)
 {
-    if (!getenv("HS_TEST_OOM_DEEP")) {
-        fprintf(stderr, "SKIP test_search_oom (set HS_TEST_OOM_DEEP=1)\n");
-        return;
-    }
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
@@ -823,24 +833,25 @@ static void test_search_oom(void)
     int want = oracle(q, 5, HS_METRIC_L2, 500, wid, wd);
     /* how many allocations one search makes */
     hs_alloc_hook hook = {count_malloc, count_realloc, count_free, NULL};
-    hs_set_alloc_hook(&hook);
     int n = 0;
-    pq_footer_cache_clear();
+    clear_caches();
+    int64_t live = hs_mem_live_count();
+    hs_set_alloc_hook(&hook);
     g_allocs = 0;
     CHECK_OK(run_search(t, "id < 500", q, DIM, 5, "l2", ids, d, &n, &err), &err);
     int64_t total = g_allocs;
     hs_set_alloc_hook(NULL);
     CHECK(n == want && total > 50);
-    /* fail each one (every step-th when there are many); the footer cache
-     * stays warm (it was filled by the run above), so the live count of a
-     * clean run is the baseline */
+    clear_caches();
+    CHECK(hs_mem_live_count() == live);
+    /* fail each one (every step-th when there are many) */
     int64_t step = total / 1500 + 1, failures = 0;
-    int64_t live = hs_mem_live_count();
     for (int64_t nth = 1; nth <= total; nth += step) {
         hs_err_clear(&err);
         hs_mem_fail_after(nth);
         hs_status st = run_search(t, "id < 500", q, DIM, 5, "l2", ids, d, &n, &err);
         hs_mem_fail_after(0);
+        clear_caches();
         CHECK(hs_mem_live_count() == live);
         if (st == HS_OK) {
             /* the failure was absorbed (a fallback): still the right answer */
@@ -854,7 +865,7 @@ static void test_search_oom(void)
     CHECK(failures > total / step / 2);
     hs_table_close(t);
     hs_catalog_close(cat);
-    pq_footer_cache_clear();
+    clear_caches();
 }
 
 int main(void)

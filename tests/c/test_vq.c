@@ -930,8 +930,7 @@ static void test_levels_agree(void)
 {
     LEAK_START();
     if (!vq_use_avx2()) {
-        fprintf(stderr, "  SKIP: no AVX2\n");
-        return;
+        SKIP("no AVX2");
     }
     size_t d = 784, n = 300;
     float *x = clustered(n, d, 5, 0.5), *qv = gauss(1, d);

@@ -9,11 +9,16 @@ across the Arrow C Stream Interface:
 * writing:  pyarrow exports a RecordBatchReader with ``_export_to_c`` and
   hs_parquet_write consumes (releases) it.
 
-Tests needing the library skip when it is not built; tests needing
-../shared/testdata skip when it is absent.  Nothing here compares against our
-own output: the oracles are pyarrow and duckdb.
+Missing pieces: ``require(cond, why)`` and ``require_module(name)`` skip a
+test (or a whole module) when an oracle (pyiceberg, duckdb, the Java harness,
+...) or the built library is missing, except under ``CI=true`` (what
+``.ci/run`` exports), where they fail: a CI run that lost an oracle must not
+pass.  Tests needing ../shared/testdata skip when it is absent (documented in
+README.md; not an oracle of ours).  Nothing here compares against our own
+output: the oracles are pyarrow and duckdb.
 """
 import ctypes
+import importlib
 import math
 import os
 import pathlib
@@ -21,6 +26,7 @@ import select
 import struct
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -29,6 +35,65 @@ import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+
+
+IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
+
+
+def require(cond, why):
+    """Nothing when cond holds.  Otherwise skips the test (or, called at module
+    level, the module), except under CI=true, where it fails: an oracle or a
+    built piece that CI must have is missing."""
+    if cond:
+        return
+    if IN_CI:
+        pytest.fail(f"required under CI=true: {why}", pytrace=False)
+    pytest.skip(why, allow_module_level=True)
+
+
+def require_module(name):
+    """importlib.import_module(name), or require() fails/skips naming it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        require(False, f"Python module {name} is not installed ({e})")
+
+
+def runs_without_the_gil(call, attempts=50):
+    """Whether call() lets another Python thread run while it is inside.
+
+    No timing decides it: the switch interval is raised to ~forever, so
+    the interpreter never takes the GIL from the running thread by itself.
+    An observer thread, woken just before call() starts, records whether the
+    call is still in progress when it first runs.  If call() holds the GIL
+    throughout, the observer can only run after it returned and records
+    False every time; if call() releases it, the observer runs inside it and
+    records True (given `attempts` calls to be scheduled, so a loaded machine
+    only makes it take more of them).  Returns the first observed True, or
+    False after `attempts` calls."""
+    in_call = [False]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e6)
+    try:
+        for _ in range(attempts):
+            go, seen = threading.Event(), []
+
+            def observe():
+                go.wait()
+                seen.append(in_call[0])
+
+            th = threading.Thread(target=observe)
+            th.start()
+            in_call[0] = True
+            go.set()
+            call()
+            in_call[0] = False
+            th.join()
+            if seen[0]:
+                return True
+        return False
+    finally:
+        sys.setswitchinterval(old)
 
 
 def _build_dir():
@@ -270,8 +335,7 @@ _HS = None
 @pytest.fixture(scope="session")
 def hs():
     global _HS
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     if _HS is None:
         _HS = HyperStream(LIB_PATH)
     return _HS

@@ -15,9 +15,10 @@ import os
 import pathlib
 
 import pytest
+from conftest import require, require_module  # noqa: E402
 
-pa = pytest.importorskip("pyarrow")
-np = pytest.importorskip("numpy")
+pa = require_module("pyarrow")
+np = require_module("numpy")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SIZEOF_SCHEMA, SIZEOF_ARRAY, SIZEOF_STREAM = 72, 80, 40
@@ -33,12 +34,10 @@ def _load():
     if not build.is_absolute():
         build = ROOT / build
     so = build / "libhyperstream.so"
-    if not so.exists():
-        pytest.skip(f"{so} not built")
+    require(so.exists(), f"{so} not built")
     lib = ctypes.CDLL(str(so))
     for name in ("hs_arrow_roundtrip", "hs_arrow_stream_roundtrip"):
-        if not hasattr(lib, name):
-            pytest.skip(f"{so} lacks {name}")
+        require(hasattr(lib, name), f"{so} lacks {name}")
     lib.hs_arrow_roundtrip.argtypes = [ctypes.c_void_p] * 4 + [ctypes.POINTER(HsError)]
     lib.hs_arrow_roundtrip.restype = ctypes.c_int
     lib.hs_arrow_stream_roundtrip.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(HsError)]
@@ -313,8 +312,7 @@ def test_field_metadata_and_nullability(lib):
 
 
 def test_uuid_extension(lib):
-    if not hasattr(pa, "uuid"):
-        pytest.skip("pyarrow without the uuid extension type")
+    require(hasattr(pa, "uuid"), "pyarrow without the uuid extension type")
     storage = pa.array([bytes(range(16)), None, b"\xff" * 16], pa.binary(16))
     arr = pa.ExtensionArray.from_storage(pa.uuid(), storage)
     f, out = roundtrip(lib, arr, pa.field("u", pa.uuid()))

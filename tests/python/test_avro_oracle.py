@@ -13,9 +13,9 @@ import random
 
 import pytest
 
-fastavro = pytest.importorskip("fastavro")
+from conftest import LIB_PATH, require, require_module
 
-from conftest import LIB_PATH  # noqa: E402
+fastavro = require_module("fastavro")
 
 
 class HsError(ctypes.Structure):
@@ -25,8 +25,7 @@ class HsError(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     lib = ctypes.CDLL(str(LIB_PATH))
     lib.hs_avro_file_to_jsonl.restype = ctypes.c_void_p
     lib.hs_avro_file_to_jsonl.argtypes = [ctypes.c_char_p, ctypes.POINTER(HsError)]

@@ -20,10 +20,11 @@ import pathlib
 
 import pytest
 
-pyiceberg = pytest.importorskip("pyiceberg")
-pa = pytest.importorskip("pyarrow")
+from conftest import LIB_PATH, require, require_module
 
-from conftest import LIB_PATH  # noqa: E402
+pyiceberg = require_module("pyiceberg")
+pa = require_module("pyarrow")
+
 
 HS_CONFLICT = 5
 HS_NOT_FOUND = 6
@@ -46,11 +47,9 @@ class CatError(Exception):
 
 @pytest.fixture(scope="module")
 def lib():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     lib = ctypes.CDLL(str(LIB_PATH))
-    if not hasattr(lib, "cat_sql_open"):
-        pytest.skip("library built without the catalog module")
+    require(hasattr(lib, "cat_sql_open"), "library built without the catalog module")
     p, s, e = ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(HsError)
     pp = ctypes.POINTER(ctypes.c_void_p)
     sigs = {

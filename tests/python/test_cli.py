@@ -19,19 +19,20 @@ import subprocess
 import uuid
 
 import pytest
+from conftest import PARQUET_TESTING, require, require_module  # noqa: E402
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-np = pytest.importorskip("numpy")
+pa = require_module("pyarrow")
+pq = require_module("pyarrow.parquet")
+np = require_module("numpy")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("HS_BUILD", os.path.join(ROOT, "build"))
 if not os.path.isabs(BUILD):
     BUILD = os.path.join(ROOT, BUILD)
 HS = os.path.join(BUILD, "hyperstream")
-CORPUS = os.path.join(ROOT, "..", "shared", "testdata", "parquet-testing", "data")
+CORPUS = str(PARQUET_TESTING / "data")   # $HS_TESTDATA or ../shared/testdata
 
-pytestmark = pytest.mark.skipif(not os.access(HS, os.X_OK), reason="no hyperstream binary at " + HS)
+require(os.access(HS, os.X_OK), "no hyperstream binary at " + HS)
 
 
 def run(*args, check=True):

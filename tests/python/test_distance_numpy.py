@@ -12,9 +12,9 @@ import ctypes
 import numpy as np
 import pytest
 
-from conftest import LIB_PATH
+from conftest import LIB_PATH, require, require_module
 
-ssd = pytest.importorskip("scipy.spatial.distance")
+ssd = require_module("scipy.spatial.distance")
 
 L2, COSINE, IP, L1, HAMMING, JACCARD = range(6)
 HS_OK, HS_INVALID, HS_UNSUPPORTED = 0, 3, 7
@@ -30,8 +30,7 @@ class _Err(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     lib = ctypes.CDLL(str(LIB_PATH))
     p, sz, d = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_double
     for name in ("hs_distance_f32", "hs_distance_f16", "hs_distance_i8"):

@@ -11,10 +11,9 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_encoding_fixtures  # noqa: E402
+from conftest import require  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -37,8 +36,7 @@ def test_fixture_generation(tmp_path):
 
 def test_decoders_and_encoders_match_pyarrow(tmp_path):
     binary = _test_binary()
-    if binary is None:
-        pytest.skip("test_parquet_encoding is not built (set HS_BUILD)")
+    require(binary is not None, "test_parquet_encoding is not built (set HS_BUILD)")
     gen_encoding_fixtures.generate(str(tmp_path))
     env = dict(os.environ, HS_ENCODING_FIXTURES=str(tmp_path))
     r = subprocess.run([binary], env=env, capture_output=True, text=True, timeout=120)

@@ -38,10 +38,11 @@ import random
 import subprocess
 
 import pytest
+from conftest import require, require_module  # noqa: E402
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-duckdb = pytest.importorskip("duckdb")
+pa = require_module("pyarrow")
+pq = require_module("pyarrow.parquet")
+duckdb = require_module("duckdb")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("HS_BUILD", os.path.join(ROOT, "build"))
@@ -49,7 +50,7 @@ if not os.path.isabs(BUILD):
     BUILD = os.path.join(ROOT, BUILD)
 HS = os.path.join(BUILD, "hyperstream")
 
-pytestmark = pytest.mark.skipif(not os.access(HS, os.X_OK), reason="no hyperstream binary at " + HS)
+require(os.access(HS, os.X_OK), "no hyperstream binary at " + HS)
 
 N_ROWS = 500
 N_EXPR = 3000

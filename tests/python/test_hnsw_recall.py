@@ -16,7 +16,7 @@ import struct
 import numpy as np
 import pytest
 
-from conftest import LIB_PATH
+from conftest import LIB_PATH, require
 
 FMNIST = pathlib.Path("/usr/share/datasets/fashion-mnist")
 N, NQ, K = 10000, 200, 10
@@ -72,10 +72,8 @@ def _images(path, n):
 
 @pytest.fixture(scope="module")
 def env():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
-    if not (FMNIST / "train-images-idx3-ubyte.gz").exists():
-        pytest.skip("dataset-fashion-mnist not installed")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
+    require((FMNIST / "train-images-idx3-ubyte.gz").exists(), "dataset-fashion-mnist not installed")
     lib = ctypes.CDLL(str(LIB_PATH))
     lib.hnsw_build.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t,
                                ctypes.POINTER(HnswParams), ctypes.c_void_p, ctypes.c_void_p,

@@ -18,7 +18,8 @@ Values are compared in one canonical form (docs/jsonl.md's text forms, floats
 as repr of the exact float/float32 value, decimals as plain strings), rows as
 a multiset (scan order is not specified).
 
-Skips (does not fail) when java, the harness jar or pyiceberg are missing.
+Skips when java, the harness jar or pyiceberg are missing, except under
+CI=true, where that fails (conftest.require).
 """
 import base64
 import ctypes
@@ -31,14 +32,17 @@ import pathlib
 import shutil
 import subprocess
 import uuid
+import zlib
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from conftest import LIB_PATH, REPO, HsError, _ArrowArrayStream, _HsErrorStruct
+from conftest import (LIB_PATH, REPO, HsError, _ArrowArrayStream, _HsErrorStruct, require,
+                      require_module)
 
-pyiceberg = pytest.importorskip("pyiceberg")
+pyiceberg = require_module("pyiceberg")
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
 from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
 from pyiceberg.schema import Schema  # noqa: E402
@@ -105,10 +109,8 @@ class JavaHarness:
 
 @pytest.fixture(scope="module")
 def java():
-    if shutil.which("java") is None:
-        pytest.skip("java not installed")
-    if not HARNESS_JAR.exists():
-        pytest.skip(f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
+    require(shutil.which("java") is not None, "java not installed")
+    require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
     h = JavaHarness(HARNESS_JAR)
     yield h
     h.close()
@@ -388,15 +390,50 @@ def java_rows(n, start=0):
     return out
 
 
-def _ours_or_none(request):
-    try:
-        return request.getfixturevalue("ours")
-    except pytest.skip.Exception:
-        return None
+def live_delete_files(metadata):
+    """The live delete-file entries of the current snapshot at `metadata`,
+    read straight from the manifest list and manifests with fastavro (not
+    through any Iceberg library): dicts of the manifest's data_file fields."""
+    fastavro = require_module("fastavro")
+    meta = json.loads(pathlib.Path(_local(metadata)).read_text())
+    snap = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
+    out = []
+    with open(_local(snap["manifest-list"]), "rb") as f:
+        manifests = list(fastavro.reader(f))
+    for m in manifests:
+        if m.get("content", 0) != 1:   # 1: a delete manifest
+            continue
+        with open(_local(m["manifest_path"]), "rb") as f:
+            for e in fastavro.reader(f):
+                if e["status"] != 2:   # 2: DELETED
+                    out.append(e["data_file"])
+    return out
+
+
+def read_dv(entry):
+    """The positions of one Puffin deletion-vector-v1 blob (Iceberg v3 spec:
+    4-byte big-endian length of magic + vector, magic D1 D3 39 64, the
+    64-bit portable roaring bitmap, CRC-32 of magic + vector), decoded here
+    with pyroaring."""
+    pyroaring = require_module("pyroaring")
+    with open(_local(entry["file_path"]), "rb") as f:
+        f.seek(entry["content_offset"])
+        blob = f.read(entry["content_size_in_bytes"])
+    assert len(blob) == entry["content_size_in_bytes"] >= 20
+    n = int.from_bytes(blob[:4], "big")
+    assert n == len(blob) - 8 and blob[4:8] == bytes([0xD1, 0xD3, 0x39, 0x64]), blob[:8]
+    assert int.from_bytes(blob[-4:], "big") == zlib.crc32(blob[4:-4])
+    return sorted(pyroaring.BitMap64.deserialize(blob[8:-4]))
 
 
 @pytest.mark.parametrize("fmt", [2, 3])
-def test_java_written_deletes(java, tmp_path, fmt, request):
+def test_java_written_deletes(java, ours, tmp_path, fmt):
+    """Real merge-on-read deletes written by Java Iceberg (pyiceberg 0.12
+    writes none: it falls back to copy-on-write): position-delete files (v2)
+    or Puffin deletion vectors (v3), including a second delete on a data file
+    that already has one.  The manifests must list them and hold exactly the
+    deleted rows' positions (decoded with pyarrow / pyroaring); Java,
+    pyiceberg and HyperStreamDB must read the same rows."""
     table = tmp_path / f"jt{fmt}"
     (tmp_path / "schema.json").write_text(json.dumps(JAVA_SCHEMA))
     java.call("create", str(table), str(tmp_path / "schema.json"), "--partition",
@@ -406,22 +443,64 @@ def test_java_written_deletes(java, tmp_path, fmt, request):
         p.write_text("".join(json.dumps(r) + "\n" for r in java_rows(30, 30 * k)))
         java.call("append", str(table), str(p))
     before = java.call("current-metadata", str(table))[0]
-    java.call("delete", str(table), "cat", '"a"')   # position deletes / DVs
-    java.call("delete", str(table), "id", "31")     # a second delete on one file
+    assert live_delete_files(before) == []
+    # where every row lives (file, position), by Java
+    where = {r["id"]: (r["_file"], r["_pos"])
+             for r in java.read(before, columns=["id", "_file", "_pos"], tmp=tmp_path)}
+    assert sorted(where) == list(range(60))
+    java.call("delete", str(table), "cat", '"a"')   # every third row, several files
+    # then twice more in one data file that keeps live rows
+    by_file = {}
+    for i in sorted(where):
+        if i % 3:
+            by_file.setdefault(where[i][0], []).append(i)
+    path, ids_in = max(by_file.items(), key=lambda kv: (len(kv[1]), kv[0]))
+    assert len(ids_in) >= 3, by_file
+    x1, x2 = ids_in[0], ids_in[-1]
+    java.call("delete", str(table), "id", str(x1))
+    java.call("delete", str(table), "id", str(x2))
     meta = java.call("current-metadata", str(table))[0]
+    deleted = [i for i in range(60) if i % 3 == 0 or i in (x1, x2)]
+    want_pos = {}
+    for i in deleted:
+        want_pos.setdefault(where[i][0], set()).add(where[i][1])
+
+    # the delete files, as the manifests list them
+    dfs = live_delete_files(meta)
+    assert dfs and all(d["content"] == 1 for d in dfs), dfs   # 1: position deletes
+    got_pos = {}
+    if fmt == 2:
+        assert all(d["file_format"].upper() == "PARQUET" for d in dfs), dfs
+        # one file per data file of cat "a" (all but `path`), one per later delete
+        assert len(dfs) == (len(want_pos) - 1) + 2, (len(dfs), len(want_pos))
+        for d in dfs:
+            t = pq.read_table(_local(d["file_path"]))
+            assert t.num_rows == d["record_count"]
+            for fp, pos in zip(t.column("file_path").to_pylist(), t.column("pos").to_pylist()):
+                assert pos not in got_pos.get(fp, set()), (fp, pos)
+                got_pos.setdefault(fp, set()).add(pos)
+    else:
+        assert all(d["file_format"].upper() == "PUFFIN" for d in dfs), dfs
+        refs = [d["referenced_data_file"] for d in dfs]
+        assert len(refs) == len(set(refs)) == len(want_pos), refs   # one DV per data file
+        for d in dfs:
+            pos = read_dv(d)
+            assert len(pos) == d["record_count"], d
+            got_pos[d["referenced_data_file"]] = set(pos)
+        assert len(got_pos[path]) == len(want_pos[path])   # the merged DV of the 3 deletes
+    assert got_pos == want_pos
+
+    # three readers agree, and on the right rows
     got, jrows = check_java_equals_pyiceberg(java, meta, tmp_path,
                                              what=f"java v{fmt} deletes")
-    ids = sorted(got.column("id").to_pylist())
-    assert ids == [i for i in range(60) if i % 3 != 0 and i != 31]
-    ours = _ours_or_none(request)
-    if ours is not None:  # HyperStreamDB reads Java's deletes too
-        t = ours.open_metadata(meta)
-        try:
-            mine = ours.scan(t)
-        finally:
-            ours.lib.hs_table_close(t)
-        assert_same_rows(canon_arrow(mine), canon_jsonl(jrows, mine.schema),
-                         f"java v{fmt} deletes: ours vs java")
+    assert sorted(got.column("id").to_pylist()) == [i for i in range(60) if i not in deleted]
+    t = ours.open_metadata(meta)
+    try:
+        mine = ours.scan(t)
+    finally:
+        ours.lib.hs_table_close(t)
+    assert_same_rows(canon_arrow(mine), canon_jsonl(jrows, mine.schema),
+                     f"java v{fmt} deletes: ours vs java")
     check_java_equals_pyiceberg(java, before, tmp_path, what=f"java v{fmt} before deletes")
     if fmt == 3:
         rows = java.read(meta, columns=["id", "_row_id", "_last_updated_sequence_number"],
@@ -429,7 +508,7 @@ def test_java_written_deletes(java, tmp_path, fmt, request):
         # Row lineage (spec): the first append's rows get _row_id 0..29 at
         # sequence number 1, the second's 30..59 at 2, each file numbered from
         # its manifest's first_row_id (so ids pair with row ids only by range).
-        assert len(rows) == 39 and len({r["_row_id"] for r in rows}) == 39
+        assert len(rows) == 60 - len(deleted) and len({r["_row_id"] for r in rows}) == len(rows)
         for r in rows:
             first = r["id"] < 30
             assert (r["_row_id"] < 30) == first, r
@@ -567,11 +646,8 @@ class OurTables:
 
 @pytest.fixture(scope="module")
 def ours():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     lib = ctypes.CDLL(str(LIB_PATH))
-    if not hasattr(lib, "hs_table_create"):
-        pytest.skip("the table API (include/hyperstream/table.h) is not in the library yet")
     return OurTables(lib)
 
 

@@ -21,10 +21,11 @@ import uuid
 
 import pytest
 
-pyiceberg = pytest.importorskip("pyiceberg")
-pa = pytest.importorskip("pyarrow")
+from conftest import LIB_PATH, require, require_module
 
-from conftest import LIB_PATH  # noqa: E402
+pyiceberg = require_module("pyiceberg")
+pa = require_module("pyarrow")
+
 
 from pyiceberg import transforms as T  # noqa: E402
 from pyiceberg import types as IT  # noqa: E402
@@ -39,13 +40,9 @@ class _Err(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     lib = ctypes.CDLL(str(LIB_PATH))
-    try:
-        lib.ice_metadata_json_roundtrip
-    except AttributeError:
-        pytest.skip("library built without the Iceberg model")
+    require(hasattr(lib, "ice_metadata_json_roundtrip"), "library built without the Iceberg model")
     lib.ice_metadata_json_roundtrip.restype = ctypes.c_void_p
     lib.ice_metadata_json_roundtrip.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Err)]
     lib.ice_debug_new_metadata.restype = ctypes.c_void_p
@@ -175,29 +172,20 @@ def _metadata_files(table):
     return out
 
 
-@pytest.mark.parametrize("fv", [1, 2, 3])
+# pyiceberg 0.12 cannot write v3 tables (NotImplementedError): v3 metadata
+# written by another engine is read in test_iceberg_java.py (Java's v3 tables).
+@pytest.mark.parametrize("fv", [1, 2])
 def test_pyiceberg_written_metadata_roundtrips(lib, tmp_path, fv):
     cat = _catalog(tmp_path)
-    try:
-        t = cat.create_table("ns.t", schema=_schema(), partition_spec=_spec(), sort_order=_sort_order(),
-                             properties={"format-version": str(fv), "owner": "oracle"})
-    except Exception as e:  # an older pyiceberg without v3 tables
-        if fv == 3:
-            pytest.skip(f"pyiceberg cannot create v3 tables: {e}")
-        raise
+    t = cat.create_table("ns.t", schema=_schema(), partition_spec=_spec(), sort_order=_sort_order(),
+                         properties={"format-version": str(fv), "owner": "oracle"})
     data = _arrow_data(50, fv)
     arrow_schema = t.schema().as_arrow()
     data = pa.table({f.name: (data[f.name] if f.name in data.column_names else
                               pa.nulls(data.num_rows, f.type)) for f in arrow_schema},
                     schema=arrow_schema)
-    appended = True
-    try:
-        t.append(data)
-        t.append(data.slice(0, 10))
-    except Exception:  # e.g. writes to v3 tables unsupported by this pyiceberg
-        if fv != 3:
-            raise
-        appended = False
+    t.append(data)
+    t.append(data.slice(0, 10))
     with t.update_schema() as u:
         u.add_column("extra", IT.StringType(), doc="added later")
         u.rename_column("name", "label")
@@ -207,9 +195,8 @@ def test_pyiceberg_written_metadata_roundtrips(lib, tmp_path, fv):
     with t.update_spec() as u:
         u.add_field("label", TruncateTransform(3), "label_trunc")
         u.remove_field("id_bucket")
-    if appended:
-        snap = t.current_snapshot()
-        t.manage_snapshots().create_tag(snap.snapshot_id, "v-tag").commit()
+    snap = t.current_snapshot()
+    t.manage_snapshots().create_tag(snap.snapshot_id, "v-tag").commit()
     with t.transaction() as tx:
         tx.set_properties(color="blue")
         tx.remove_properties("owner")

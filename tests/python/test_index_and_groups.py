@@ -21,12 +21,13 @@ them; merge-on-read deletes in two files.
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import require, require_module  # noqa: E402
 
 from helpers import idxlib as X
 
-pytest.importorskip("duckdb")
-pytest.importorskip("pyiceberg")
-pytestmark = pytest.mark.skipif(not X.LIB.exists(), reason=f"{X.LIB} not built")
+require_module("duckdb")
+require_module("pyiceberg")
+require(X.LIB.exists(), f"{X.LIB} not built")
 
 N_FILES = 6
 ROWS = 30_000
@@ -38,8 +39,7 @@ SCHEMA = pa.schema([("rid", pa.int64()), ("k", pa.int64()), ("f", pa.float64()),
 @pytest.fixture(scope="module")
 def hs():
     h = X.Hs()
-    if not h.has_index_api:
-        pytest.skip(f"index API not in {X.LIB}: missing {h.missing}")
+    assert h.has_index_api, f"index API not in {X.LIB}: missing {h.missing}"
     return h
 
 

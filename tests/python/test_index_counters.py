@@ -27,12 +27,13 @@ import subprocess
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import require, require_module  # noqa: E402
 
 from helpers import idxlib as X
 
-pytest.importorskip("duckdb")
-pytest.importorskip("pyiceberg")
-pytestmark = pytest.mark.skipif(not X.LIB.exists(), reason=f"{X.LIB} not built")
+require_module("duckdb")
+require_module("pyiceberg")
+require(X.LIB.exists(), f"{X.LIB} not built")
 
 N_FILES = 20
 ROWS_PER_FILE = 20_000
@@ -49,8 +50,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("key", pa.int64()), ("cat", pa.string()
 @pytest.fixture(scope="module")
 def hs():
     h = X.Hs()
-    if not h.has_index_api:
-        pytest.skip(f"index API not in {X.LIB}: missing {h.missing}")
+    assert h.has_index_api, f"index API not in {X.LIB}: missing {h.missing}"
     return h
 
 
@@ -364,16 +364,8 @@ def cli(*args, check=True):
     return r
 
 
-def cli_has_index():
-    if not X.CLI.exists():
-        return False
-    r = subprocess.run([str(X.CLI), "table", "--help"], capture_output=True, text=True)
-    return " index " in (r.stdout + r.stderr) and "explain" in (r.stdout + r.stderr)
-
-
 def test_cli_index_add_list_explain_drop(hs, tmp_path):
-    if not cli_has_index():
-        pytest.skip("CLI has no `table index` / `table explain` yet")
+    require(X.CLI.exists(), f"{X.CLI} not built")
     cat, t = make_table(hs, tmp_path, 5, 4000, seed=13)
     tdir = X.strip_file_scheme(hs.location(t))
     hs.close(t)

@@ -23,10 +23,11 @@ import datetime as dt
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import require, require_module  # noqa: E402
 
 from helpers import idxlib as X
 
-pytest.importorskip("pyiceberg")
+require_module("pyiceberg")
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
 from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
 from pyiceberg.schema import Schema  # noqa: E402
@@ -34,7 +35,7 @@ from pyiceberg.transforms import DayTransform  # noqa: E402
 from pyiceberg.types import (DoubleType, IntegerType, LongType, NestedField,  # noqa: E402
                              StringType, TimestampType)
 
-pytestmark = pytest.mark.skipif(not X.LIB.exists(), reason=f"{X.LIB} not built")
+require(X.LIB.exists(), f"{X.LIB} not built")
 
 REGIONS = ["north", "south", "east", "west", "", "\u00e9st"]
 T0 = dt.datetime(2024, 3, 1)
@@ -67,8 +68,7 @@ FILTERS = [
 @pytest.fixture(scope="module")
 def hs():
     h = X.Hs()
-    if not h.has_index_api:
-        pytest.skip(f"index API not in {X.LIB}: missing {h.missing}")
+    assert h.has_index_api, f"index API not in {X.LIB}: missing {h.missing}"
     return h
 
 

@@ -16,10 +16,10 @@ import zlib
 
 import pytest
 
-from conftest import LIB_PATH  # noqa: E402
+from conftest import LIB_PATH, require, require_module
 
-fastavro = pytest.importorskip("fastavro")
-pyiceberg = pytest.importorskip("pyiceberg")
+fastavro = require_module("fastavro")
+pyiceberg = require_module("pyiceberg")
 
 
 class HsError(ctypes.Structure):
@@ -29,8 +29,7 @@ class HsError(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     lib = ctypes.CDLL(str(LIB_PATH))
     lib.ice_manifest_debug_write.restype = ctypes.c_int
     lib.ice_manifest_debug_write.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
@@ -341,7 +340,7 @@ def test_pyiceberg_puffin_reads_our_deletion_vectors(lib, tmp_path):
 
 
 def test_we_read_spec_built_deletion_vector(lib, tmp_path):
-    pyroaring = pytest.importorskip("pyroaring")
+    pyroaring = require_module("pyroaring")
     positions = [1, 2, 3, 10, 65536, 65537, 1 << 20] + list(range(5000, 9000))
     bm = pyroaring.BitMap(positions)
     bm.run_optimize()

@@ -32,7 +32,7 @@ import struct
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LIB_PATH, PARQUET_TESTING, _HsErrorStruct
+from conftest import LIB_PATH, PARQUET_TESTING, _HsErrorStruct, require
 
 DATA = PARQUET_TESTING / "data"
 FILES = sorted(DATA.rglob("*.parquet")) if DATA.is_dir() else []
@@ -42,8 +42,7 @@ _LIB = None
 
 def _lib():
     global _LIB
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     if _LIB is None:
         lib = ctypes.CDLL(str(LIB_PATH))
         lib.hs_parquet_footer_json.argtypes = [ctypes.c_char_p, ctypes.c_void_p]

@@ -201,10 +201,7 @@ def test_selection_out_of_range_rows(hs, tmp_path):
     table = pa.table({"a": pa.array(np.arange(100, dtype=np.int32))})
     path = tmp_path / "small.parquet"
     hs.write(path, table)
-    try:
-        got, _ = hs.read_selection(path, [5, 99, 100, 5000])
-    except Exception:
-        return  # rejecting positions past the end is fine
+    got, _ = hs.read_selection(path, [5, 99, 100, 5000])  # positions past the end: ignored
     assert got.column("a").to_pylist() == [5, 99]
 
 

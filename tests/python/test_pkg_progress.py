@@ -89,8 +89,6 @@ def test_callback_exception_cancels_and_publishes_nothing(tmp_path):
     assert t.count() == 10 + ROWS
 
 
-@pytest.mark.skipif(not hdb._core.available("index"), reason="hs_table_add_index not in this "
-                    "build yet (index.h lands later)")
 def test_add_index_progress_and_cancel(tmp_path):
     t = hdb.Table(tmp_path / "t")
     for i in range(3):

@@ -11,9 +11,6 @@ against brute force in numpy and against pandas for filters.
 * query().vector_search().select() gives the same rows;
 * scalar indexes never change filter results (pandas oracle), and explain()
   reports their use.
-
-Skipped while the C library lacks index.h's functions (they are being
-written by another helper); they run as soon as the functions are linked.
 """
 import numpy as np
 import pandas as pd
@@ -21,35 +18,6 @@ import pyarrow as pa
 import pytest
 
 import hyperstreamdb as hdb
-
-search_ok = hdb._core.available("search")
-index_ok = hdb._core.available("index")
-needs_search = pytest.mark.skipif(not search_ok, reason="hs_table_search not in this build "
-                                  "yet (index.h vector search lands later)")
-needs_scalar = pytest.mark.skipif(not (index_ok and hdb._core.available("explain")),
-                                  reason="hs_table_add_index / hs_table_explain not in this "
-                                  "build yet (index.h lands later)")
-
-def vector_indexes_available():
-    """Whether the library builds HNSW indexes yet (it reports the vector
-    kinds as HS_UNSUPPORTED "not available in this build yet" until then)."""
-    if not index_ok:
-        return False
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        t = hdb.Table(d + "/probe")
-        t.write_arrow(pa.table({"v": pa.array([[0.0, 1.0]], pa.list_(pa.float32(), 2))}))
-        t.commit()
-        try:
-            t.add_index("v", "hnsw", progress=False)
-        except NotImplementedError:
-            return False
-        return True
-
-
-needs_hnsw = pytest.mark.skipif(not (search_ok and vector_indexes_available()),
-                                reason="HNSW index kinds not available in this build yet "
-                                "(add_index reports HS_UNSUPPORTED)")
 
 DIM, ROWS, FILES = 32, 3000, 3
 RNG = np.random.default_rng(11)
@@ -93,7 +61,6 @@ def check_exact(got: pd.DataFrame, vecs, q, k, metric="l2", mask=None):
     np.testing.assert_allclose(got["distance"].to_numpy(), want_d, rtol=1e-4, atol=1e-4)
 
 
-@needs_search
 @pytest.mark.parametrize("metric", ["l2", "cosine", "ip"])
 def test_exact_search_without_index(data, metric):
     path, df, vecs = data
@@ -105,7 +72,6 @@ def test_exact_search_without_index(data, metric):
         check_exact(got, vecs, q, 10, metric)
 
 
-@needs_search
 def test_hybrid_and_fluent_and_k_larger_than_matches(data):
     path, df, vecs = data
     t = hdb.Table(path)
@@ -127,7 +93,6 @@ def test_hybrid_and_fluent_and_k_larger_than_matches(data):
     assert t.search("embedding", q, k=3)["id"].tolist() == list(brute(vecs, q, 3)[0])
 
 
-@needs_hnsw
 @pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8", "hnsw_tq4",
                                   {"type": "hnsw_pq", "complexity": 16, "quality": 100,
                                    "compression": 8}])
@@ -157,7 +122,6 @@ def test_hnsw_recall_vs_brute_force(data, tmp_path, kind):
     assert t.indexes() == []
 
 
-@needs_hnsw
 def test_readme_style_index_then_write(tmp_path):
     t = hdb.Table(tmp_path / "r")
     t.write_pandas(pd.DataFrame({"id": [1, 2, 3],
@@ -171,7 +135,6 @@ def test_readme_style_index_then_write(tmp_path):
     assert t.indexes()[0]["files_indexed"] == t.indexes()[0]["files_live"] == 2
 
 
-@needs_scalar
 def test_scalar_index_keeps_results_and_is_used(data, tmp_path):
     path, df, vecs = data
     t = hdb.Table(tmp_path / "s")

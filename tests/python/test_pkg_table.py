@@ -24,10 +24,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from conftest import require_module  # noqa: E402
 
 import hyperstreamdb as hdb
 
-pyiceberg_table = pytest.importorskip("pyiceberg.table")
+pyiceberg_table = require_module("pyiceberg.table")
 StaticTable = pyiceberg_table.StaticTable
 
 N = 2000

@@ -5,17 +5,14 @@ that batches release the GIL.
 
 Tolerance: the library sums in float32 with SIMD lanes (vector.h), so
 results are compared with rtol 1e-4 against float64 references."""
-import threading
-import time
+import math
 
 import numpy as np
 import pytest
 from scipy.spatial import distance as sd
 
 import hyperstreamdb as hdb
-
-pytestmark = pytest.mark.skipif(not hdb._core.available("distance"),
-                                reason="vector.h distance functions not in this build yet")
+from conftest import runs_without_the_gil
 
 RNG = np.random.default_rng(42)
 
@@ -59,9 +56,13 @@ def vec(d, sparse_frac=0.0, rng=RNG):
 @pytest.mark.parametrize("metric", list(FUNCS))
 @pytest.mark.parametrize("d", [0, 1, 3, 17, 128, 769])
 def test_pair_vs_scipy(metric, d):
-    if d == 0 and metric in ("cosine", "jaccard"):
-        return
     a, b = vec(d, 0.3), vec(d, 0.3)
+    if d == 0 and metric in ("cosine", "jaccard"):
+        # vector.h: two empty vectors are at distance 0, NaN for cosine
+        # (scipy warns and divides by zero here)
+        got = FUNCS[metric](a, b)
+        assert math.isnan(got) if metric == "cosine" else got == 0.0, got
+        return
     if metric == "hamming":
         a, b = np.round(a), np.round(b)
     got = FUNCS[metric](a, b)
@@ -136,27 +137,9 @@ def test_batch_topk_matches_brute_force_and_context():
 
 
 def test_batch_releases_the_gil():
-    q = RNG.standard_normal((64, 256)).astype(np.float32)
-    db = RNG.standard_normal((60000, 256)).astype(np.float32)
-    spins, stop = [0], [False]
-
-    def spin():
-        while not stop[0]:
-            spins[0] += 1
-
-    th = threading.Thread(target=spin)
-    th.start()
-    time.sleep(0.01)
-    before = spins[0]
-    t0 = time.perf_counter()
-    for _ in range(3):
-        hdb.l1_distance_batch(q, db)
-    elapsed = time.perf_counter() - t0
-    during = spins[0] - before
-    stop[0] = True
-    th.join()
-    # with the GIL held for the whole call the spinning thread would barely run
-    assert during > 10000, (during, elapsed)
+    q = RNG.standard_normal((16, 256)).astype(np.float32)
+    db = RNG.standard_normal((20000, 256)).astype(np.float32)
+    assert runs_without_the_gil(lambda: hdb.l1_distance_batch(q, db))
 
 
 def sparse_pair(dim=1000, nnz=40):

@@ -9,6 +9,7 @@ import os
 import subprocess
 
 import pytest
+from conftest import require  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("HS_BUILD", os.path.join(ROOT, "build"))
@@ -23,8 +24,7 @@ def run(*args):
 
 @pytest.fixture(scope="module", autouse=True)
 def need_cli():
-    if not os.path.exists(HS):
-        pytest.skip(f"{HS} not built")
+    require(os.path.exists(HS), f"{HS} not built")
 
 
 def test_initial_default_fills_old_files(tmp_path):

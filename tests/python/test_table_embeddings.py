@@ -11,10 +11,11 @@ import random
 import subprocess
 
 import pytest
+from conftest import require, require_module  # noqa: E402
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-pyiceberg_table = pytest.importorskip("pyiceberg.table")
+pa = require_module("pyarrow")
+pq = require_module("pyarrow.parquet")
+pyiceberg_table = require_module("pyiceberg.table")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("HS_BUILD", os.path.join(ROOT, "build"))
@@ -29,8 +30,7 @@ def run(*args):
 
 @pytest.fixture(scope="module", autouse=True)
 def need_cli():
-    if not os.path.exists(HS):
-        pytest.skip(f"{HS} not built")
+    require(os.path.exists(HS), f"{HS} not built")
 
 
 def test_fixed_size_list_append_and_scan(tmp_path):

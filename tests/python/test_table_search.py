@@ -32,10 +32,11 @@ import subprocess
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import require, require_module  # noqa: E402
 
 from helpers import idxlib as X
 
-pytestmark = pytest.mark.skipif(not X.LIB.exists(), reason=f"{X.LIB} not built")
+require(X.LIB.exists(), f"{X.LIB} not built")
 
 DIM = 24
 PER_FILE = 3000
@@ -51,7 +52,6 @@ class SearchOpts(ctypes.Structure):
                 ("distance_column", X.cp)]
 
 
-VECTOR_KINDS = ("hnsw", "hnsw_tq8", "hnsw_tq4", "hnsw_pq", "hnsw_bin", "ivf_hnsw")
 PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, X.vp, X.cp, X.i64, X.i64)
 
 
@@ -83,15 +83,6 @@ class Hs(X.Hs):
         reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(st))
         return reader.read_all()
 
-    def add_index(self, t, column, kind=None, params=None, n_threads=1):
-        try:
-            super().add_index(t, column, kind, params, n_threads)
-        except X.HsFail as e:
-            if e.status == "HS_UNSUPPORTED" and "not available" in e.msg and \
-                    kind in VECTOR_KINDS:
-                pytest.skip(f"vector index kinds are not built by {X.LIB} yet: {e.msg}")
-            raise
-
     def add_index_cb(self, t, column, kind, params, cb):
         o = X.IndexOpts()
         o.kind = kind.encode()
@@ -106,8 +97,8 @@ class Hs(X.Hs):
 @pytest.fixture(scope="module")
 def hs():
     h = Hs()
-    if not h.has_index_api or "hs_table_search" in h.missing:
-        pytest.skip(f"index API not in {X.LIB}: missing {h.missing}")
+    assert h.has_index_api and "hs_table_search" not in h.missing, \
+        f"index API not in {X.LIB}: missing {h.missing}"
     return h
 
 
@@ -451,8 +442,6 @@ def test_cancel_from_progress_registers_nothing(table):
             return 1 if done >= 1 else 0     # cancel after the first file
         with pytest.raises(X.HsFail) as ei:
             hs.add_index_cb(t, "embedding", "hnsw", {"m": 8}, cb)
-        if ei.value.status == "HS_UNSUPPORTED":
-            pytest.skip(f"vector index kinds are not built by {X.LIB} yet")
         assert ei.value.status == "HS_CANCELLED", ei.value
         assert calls and calls[0] == (0, N_FILES), calls
         assert hs.list_indexes(t) == []
@@ -472,7 +461,7 @@ def test_cancel_from_progress_registers_nothing(table):
 # a table pyiceberg wrote: list<float> without a dimension property
 
 def test_pyiceberg_table_indexed_and_searched(hs, tmp_path):
-    pytest.importorskip("pyiceberg")
+    require_module("pyiceberg")
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.schema import Schema
     from pyiceberg.types import FloatType, ListType, LongType, NestedField, StringType
@@ -541,12 +530,7 @@ def test_pyiceberg_table_indexed_and_searched(hs, tmp_path):
 def test_cli_table_search(table):
     hs, cat, t, orc, wh = table
     cli = X.CLI
-    if not cli.exists():
-        pytest.skip(f"{cli} not built")
-    probe = subprocess.run([str(cli), "table", "search", "--help"], capture_output=True,
-                           text=True)
-    if probe.returncode != 0:
-        pytest.skip("`hyperstream table search` is not dispatched in this build")
+    require(cli.exists(), f"{cli} not built")
     loc = X.strip_file_scheme(hs.location(t))
     q = RNG.standard_normal(DIM).astype(np.float32)
     qtext = "[" + ", ".join(repr(float(x)) for x in q) + "]"

@@ -10,8 +10,9 @@ import os
 import subprocess
 
 import pytest
+from conftest import require, require_module  # noqa: E402
 
-pyiceberg_table = pytest.importorskip("pyiceberg.table")
+pyiceberg_table = require_module("pyiceberg.table")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("HS_BUILD", os.path.join(ROOT, "build"))
@@ -26,8 +27,7 @@ def run(*args):
 
 @pytest.fixture(scope="module", autouse=True)
 def need_cli():
-    if not os.path.exists(HS):
-        pytest.skip(f"{HS} not built")
+    require(os.path.exists(HS), f"{HS} not built")
 
 
 @pytest.mark.parametrize("version", [2, 3])

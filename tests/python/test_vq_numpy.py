@@ -10,7 +10,7 @@ import ctypes
 
 import numpy as np
 import pytest
-from conftest import LIB_PATH
+from conftest import LIB_PATH, require
 
 from scipy.cluster.vq import kmeans2
 
@@ -33,11 +33,9 @@ class _Err(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib():
-    if not LIB_PATH.exists():
-        pytest.skip(f"{LIB_PATH} not built (set HS_BUILD)")
+    require(LIB_PATH.exists(), f"{LIB_PATH} not built (set HS_BUILD)")
     L = ctypes.CDLL(str(LIB_PATH))
-    if not hasattr(L, "vq_train"):
-        pytest.skip("library built without the quantizers")
+    require(hasattr(L, "vq_train"), "library built without the quantizers")
     vp = ctypes.c_void_p
     L.vq_train.argtypes = [ctypes.POINTER(_Params), F32P, ctypes.c_size_t, ctypes.c_size_t,
                            ctypes.POINTER(vp), ctypes.POINTER(_Err)]

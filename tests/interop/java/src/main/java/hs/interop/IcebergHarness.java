@@ -26,7 +26,9 @@
  *   delete <table dir> <column> <json value>
  *       Deletes the rows whose column equals the value by merge-on-read:
  *       one position-delete file per affected data file (format v2), or
- *       deletion vectors in a Puffin file (format v3); one row-delta commit.
+ *       deletion vectors in a Puffin file (format v3; a data file that
+ *       already has a DV gets one new DV holding the old positions too, and
+ *       the old DV is removed in the same commit); one row-delta commit.
  *
  *   current-metadata <table dir>
  *       Prints the current metadata file location.
@@ -112,6 +114,7 @@ import org.apache.iceberg.Table;
 import org.apache.iceberg.TableProperties;
 import org.apache.iceberg.AppendFiles;
 import org.apache.iceberg.HasTableOperations;
+import org.apache.iceberg.data.BaseDeleteLoader;
 import org.apache.iceberg.data.GenericFileWriterFactory;
 import org.apache.iceberg.data.GenericRecord;
 import org.apache.iceberg.data.IcebergGenerics;
@@ -129,6 +132,7 @@ import org.apache.iceberg.io.DataWriter;
 import org.apache.iceberg.io.OutputFileFactory;
 import org.apache.iceberg.types.Type;
 import org.apache.iceberg.types.Types;
+import org.apache.iceberg.util.ContentFileUtil;
 
 public final class IcebergHarness {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -742,9 +746,15 @@ public final class IcebergHarness {
       return;
     }
     Map<String, DataFile> dataFiles = new HashMap<>();
+    Map<String, DeleteFile> previousDVs = new HashMap<>();
     try (CloseableIterable<FileScanTask> tasks = table.newScan().planFiles()) {
       for (FileScanTask t : tasks) {
         dataFiles.put(t.file().location(), t.file());
+        for (DeleteFile d : t.deletes()) {
+          if (ContentFileUtil.isDV(d)) {
+            previousDVs.put(t.file().location(), d);
+          }
+        }
       }
     }
     int formatVersion =
@@ -753,14 +763,26 @@ public final class IcebergHarness {
         OutputFileFactory.builderFor(table, 1, System.nanoTime() & 0x7fffffff)
             .format(FileFormat.PARQUET)
             .build();
-    RowDelta delta = table.newRowDelta();
+    // Validation starts at the snapshot read above: DVs added before it are
+    // not "concurrent" (the one a new DV replaces was added before it).
+    RowDelta delta =
+        table.newRowDelta().validateFromSnapshot(table.currentSnapshot().snapshotId());
     List<DeleteFile> deletes = new ArrayList<>();
     if (formatVersion >= 3) {
       OutputFileFactory puffin =
           OutputFileFactory.builderFor(table, 1, System.nanoTime() & 0x7fffffff)
               .format(FileFormat.PUFFIN)
               .build();
-      DVFileWriter w = new BaseDVFileWriter(puffin, path -> null);
+      // A data file has at most one DV (v3 spec): the new one holds the
+      // previous DV's positions too, and the commit removes the previous one.
+      BaseDeleteLoader loader = new BaseDeleteLoader(d -> table.io().newInputFile(d.location()));
+      DVFileWriter w =
+          new BaseDVFileWriter(
+              puffin,
+              path ->
+                  previousDVs.containsKey(path)
+                      ? loader.loadPositionDeletes(List.of(previousDVs.get(path)), path)
+                      : null);
       try (DVFileWriter closing = w) {
         for (Map.Entry<String, List<Long>> e : positions.entrySet()) {
           DataFile df = dataFiles.get(e.getKey());
@@ -770,6 +792,9 @@ public final class IcebergHarness {
         }
       }
       deletes.addAll(w.result().deleteFiles());
+      for (DeleteFile old : w.result().rewrittenDeleteFiles()) {
+        delta.removeDeletes(old);
+      }
     } else {
       GenericFileWriterFactory factory =
           new GenericFileWriterFactory.Builder(table)
