@@ -14,6 +14,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* HS_API marks the functions of the public API.  The shared library is
+ * linked with a version script generated from the HS_API declarations of
+ * these headers (see CMakeLists.txt), so it exports exactly them; the
+ * attribute also keeps them exported in builds that use
+ * -fvisibility=hidden. */
+#ifndef HS_API
+#if defined(__GNUC__) || defined(__clang__)
+#define HS_API __attribute__((visibility("default")))
+#else
+#define HS_API
+#endif
+#endif
+
+#include "hyperstream/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,7 +56,7 @@ typedef struct hs_error {
 } hs_error;
 
 /* Static string such as "HS_CORRUPT". */
-const char *hs_status_name(hs_status s);
+HS_API const char *hs_status_name(hs_status s);
 
 #ifdef __cplusplus
 }

@@ -58,19 +58,19 @@ typedef struct hs_index_options {
  * kind again rebuilds missing sidecars only.  HS_NOT_FOUND for an unknown
  * column, HS_INVALID for a kind that does not fit the column's type or bad
  * params. */
-hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_options *opt,
+HS_API hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_options *opt,
                              hs_error *err);
 /* Removes the declaration (kind NULL = every index on the column) and its
  * registry entries in one commit; the sidecar files become orphans that
  * hs_table_remove_orphan_indexes deletes.  HS_NOT_FOUND when none. */
-hs_status hs_table_drop_index(hs_table *t, const char *column, const char *kind, hs_error *err);
+HS_API hs_status hs_table_drop_index(hs_table *t, const char *column, const char *kind, hs_error *err);
 /* JSON array: [{"column":"c","field_id":3,"kind":"inverted","params":{..},
  * "files_indexed":N,"files_live":M,"bytes":B}]; caller frees with hs_string_free. */
-hs_status hs_table_list_indexes(const hs_table *t, char **out, hs_error *err);
+HS_API hs_status hs_table_list_indexes(const hs_table *t, char **out, hs_error *err);
 /* Deletes sidecar files under <table>/index/ that no registry entry of a
  * live data file references and that are older than older_than_ms.
  * *n_removed (may be NULL) gets the count. */
-hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int64_t *n_removed,
+HS_API hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int64_t *n_removed,
                                          hs_error *err);
 
 /* Counters of the filtered scan path, filled while a stream is read (and by
@@ -87,13 +87,13 @@ typedef struct hs_index_stats {
     int64_t rows_selected_by_index;   /* candidate rows after bitmap algebra */
     int64_t rows_emitted;
 } hs_index_stats;
-void hs_scan_get_index_stats(const hs_scan *s, hs_index_stats *out);
+HS_API void hs_scan_get_index_stats(const hs_scan *s, hs_index_stats *out);
 
 /* Plans the scan as hs_scan_plan would, runs it to the end (discarding the
  * rows) and returns a JSON report: the filter as bound, the pruning per
  * stage, per file the indexes used, candidate rows, pages and rows decoded,
  * and the totals of hs_index_stats.  Caller frees *out with hs_string_free. */
-hs_status hs_table_explain(hs_table *t, const hs_scan_options *opt, char **out, hs_error *err);
+HS_API hs_status hs_table_explain(hs_table *t, const hs_scan_options *opt, char **out, hs_error *err);
 
 /* ---- vector search ---- */
 
@@ -114,7 +114,7 @@ typedef struct hs_search_options {
  * files.  Exactly min(k, matching rows) rows come back, nearest first, with
  * the distance (float64, user form: L2 distance, cosine distance, inner
  * product for "ip") as the last column.  Caller releases *out. */
-hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_search_options *so,
+HS_API hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_search_options *so,
                           struct ArrowArrayStream *out, hs_error *err);
 
 #ifdef __cplusplus

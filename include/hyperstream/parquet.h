@@ -52,16 +52,16 @@ typedef struct hs_parquet_scan_stats {
     int64_t bytes_read, rows_emitted;
 } hs_parquet_scan_stats;
 
-hs_status hs_parquet_read(const char *path, const char *const *columns, int n_columns,
+HS_API hs_status hs_parquet_read(const char *path, const char *const *columns, int n_columns,
                           int64_t batch_size, struct ArrowArrayStream *out, hs_error *err);
 /* Like hs_parquet_read, restricted to the file row positions rows[0..n_rows)
  * (any order, duplicates ignored; rows == NULL = all rows).  stats (may be
  * NULL) is borrowed until the stream is released and updated as it is read. */
-hs_status hs_parquet_read_selection(const char *path, const char *const *columns,
+HS_API hs_status hs_parquet_read_selection(const char *path, const char *const *columns,
                                     int n_columns, const uint32_t *rows, int64_t n_rows,
                                     int64_t batch_size, hs_parquet_scan_stats *stats,
                                     struct ArrowArrayStream *out, hs_error *err);
-hs_status hs_parquet_write(const char *path, struct ArrowArrayStream *in,
+HS_API hs_status hs_parquet_write(const char *path, struct ArrowArrayStream *in,
                            const hs_parquet_write_options *opt, hs_error *err);
 
 #ifdef __cplusplus

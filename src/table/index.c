@@ -63,6 +63,7 @@
 #include "table/vindex.h"
 
 #include "base/avro.h"
+#include "base/config.h"
 #include "base/hash.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
@@ -181,7 +182,7 @@ static void warn(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "hyperstream: warning: %s\n", msg);
+    hs_warn("%s", msg);
 }
 
 static void entry_free_strings(ix_entry *e)

@@ -48,6 +48,7 @@
  */
 #include "table/table_int.h"
 
+#include "base/config.h"
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
 #include "columnar/jsonl.h"
@@ -1826,11 +1827,9 @@ static hs_status job_run(void *arg, hs_error *err)
 
 static int scan_threads(void)
 {
-    const char *e = getenv("HS_SCAN_THREADS");
-    if (e && *e) {
-        int n = atoi(e);
-        return n < 1 ? 1 : n > 64 ? 64 : n;
-    }
+    int64_t set = hs_cfg_get(HS_CFG_SCAN_THREADS);
+    if (set > 0)
+        return set > 64 ? 64 : (int)set;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }

@@ -42,6 +42,7 @@
 #include "table/table_int.h"
 #include "table/vindex.h"
 
+#include "base/config.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
 #include "columnar/arrow_c.h"
@@ -81,7 +82,7 @@ void tbl_search_counters(int64_t *files_indexed, int64_t *files_exact, int64_t *
 static void skip_warning(const char *data_path, const hs_error *why)
 {
     atomic_fetch_add(&g_index_files_skipped, 1);
-    fprintf(stderr, "hyperstream: warning: vector index of %s skipped, searching exactly: %s\n",
+    hs_warn("vector index of %s skipped, searching exactly: %s",
             data_path, why && why->msg[0] ? why->msg : "unusable");
 }
 
@@ -349,8 +350,8 @@ static hs_status vreg_load(const ice_table_metadata *m, vreg *r, hs_error *err)
         return hs_err_nomem(err, 64);
     if (st != HS_OK) {
         atomic_fetch_add(&g_index_files_skipped, 1);
-        fprintf(stderr, "hyperstream: warning: %s: index registry unreadable (%s); vector "
-                "search reads the data\n", m->location, e.msg);
+        hs_warn("%s: index registry unreadable (%s); vector search reads the data", m->location,
+                e.msg);
         memset(&r->reg, 0, sizeof r->reg);
         return HS_OK;
     }
@@ -518,9 +519,9 @@ static hs_status file_job_run(void *arg, hs_error *err)
  * most 8), never more than the files. */
 static int search_threads(int n_files)
 {
-    const char *e = getenv("HS_SEARCH_THREADS");
-    long n = e && *e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN);
-    if (!(e && *e) && n > 8)
+    long set = (long)hs_cfg_get(HS_CFG_SEARCH_THREADS);
+    long n = set > 0 ? set : sysconf(_SC_NPROCESSORS_ONLN);
+    if (set <= 0 && n > 8)
         n = 8;
     if (n > n_files)
         n = n_files;

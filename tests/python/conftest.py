@@ -36,7 +36,9 @@ def _build_dir():
     return b if b.is_absolute() else REPO / b
 
 
-LIB_PATH = _build_dir() / "libhyperstream.so"
+# The test library: every symbol (internal ones too), same objects as the
+# public libhyperstream.so, which exports only the hs_ API (CMakeLists.txt).
+LIB_PATH = _build_dir() / "libhyperstream_testing.so"
 TESTDATA = pathlib.Path(os.environ.get("HS_TESTDATA") or (REPO.parent / "shared" / "testdata"))
 PARQUET_TESTING = TESTDATA / "parquet-testing"
 

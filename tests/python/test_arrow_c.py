@@ -32,7 +32,7 @@ def _load():
     build = pathlib.Path(os.environ.get("HS_BUILD", "build"))
     if not build.is_absolute():
         build = ROOT / build
-    so = build / "libhyperstream.so"
+    so = build / "libhyperstream_testing.so"
     if not so.exists():
         pytest.skip(f"{so} not built")
     lib = ctypes.CDLL(str(so))

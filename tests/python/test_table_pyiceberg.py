@@ -34,7 +34,7 @@ REPO = HERE.parents[1]
 BUILD = pathlib.Path(os.environ.get("HS_BUILD", "build"))
 if not BUILD.is_absolute():
     BUILD = REPO / BUILD
-LIB = BUILD / "libhyperstream.so"
+LIB = BUILD / "libhyperstream_testing.so"
 CLI = BUILD / "hyperstream"
 
 pytestmark = pytest.mark.skipif(not LIB.exists(), reason="libhyperstream.so not built")

@@ -42,7 +42,7 @@ def build_dir():
     return b if b.is_absolute() else REPO / b
 
 
-LIB = build_dir() / "libhyperstream.so"
+LIB = build_dir() / "libhyperstream_testing.so"
 CLI = build_dir() / "hyperstream"
 
 # ----------------------------------------------------------------------------
