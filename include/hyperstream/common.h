@@ -55,6 +55,17 @@ typedef struct hs_error {
     int src_line;
 } hs_error;
 
+/* Option structs.  Every public options struct starts with
+ *     size_t struct_size;
+ * set to sizeof(the struct) by its HS_..._INIT macro (or 0, which means the
+ * struct's first layout, release 0.1).  Fields are only ever appended, so a
+ * program compiled against older headers keeps working with a newer
+ * library (the fields it does not know read as 0 = default), and a newer
+ * program that sets a field an older library does not know gets
+ * HS_INVALID instead of a silent default.  Declare them as
+ *     hs_scan_options o = HS_SCAN_OPTIONS_INIT;   then set fields,
+ * or zero them ({0}) and leave struct_size 0. */
+
 /* Static string such as "HS_CORRUPT". */
 HS_API const char *hs_status_name(hs_status s);
 

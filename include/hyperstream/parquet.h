@@ -29,6 +29,7 @@ extern "C" {
 #endif
 
 typedef struct hs_parquet_write_options {
+    size_t struct_size;           /* sizeof(hs_parquet_write_options) or 0; see common.h */
     const char *codec;          /* "none" "snappy" "gzip" "zstd" "lz4_raw"; NULL = "zstd" */
     int codec_level;            /* 0 = default */
     int64_t row_group_rows;     /* 0 = default */
@@ -43,6 +44,7 @@ typedef struct hs_parquet_write_options {
                                    * off) or RLE_DICTIONARY (turns it on) */
     int64_t page_rows;          /* 0 = default (20000 rows per page) */
 } hs_parquet_write_options;
+#define HS_PARQUET_WRITE_OPTIONS_INIT {sizeof(hs_parquet_write_options)}
 
 /* What a read did, filled as the stream is consumed (complete once get_next
  * has returned the end of the stream, and again at release). */

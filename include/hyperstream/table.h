@@ -110,6 +110,11 @@ HS_API hs_status hs_catalog_create_namespace(hs_catalog *cat, const char *ns, hs
 /* JSON array of table names in ns (NULL = all), e.g. ["db.t1","db.t2"];
  * caller frees *out with hs_string_free. */
 HS_API hs_status hs_catalog_list_tables(hs_catalog *cat, const char *ns, char **out, hs_error *err);
+/* The same list as a stream (see "Lists as Arrow streams" below):
+ * namespace utf8 (null when the name has no dot), name utf8, identifier
+ * utf8 (the JSON form's string). */
+HS_API hs_status hs_catalog_list_tables_stream(hs_catalog *cat, const char *ns,
+                                               struct ArrowArrayStream *out, hs_error *err);
 /* Removes the table from the catalog (data files are kept when purge is 0;
  * path catalogs always delete the metadata directory, and data too when purge
  * is 1).  HS_NOT_FOUND if absent. */
@@ -122,6 +127,7 @@ HS_API hs_status hs_catalog_rename_table(hs_catalog *cat, const char *from, cons
 /* Creating and opening tables                                           */
 
 typedef struct hs_table_create_options {
+    size_t struct_size;           /* sizeof(hs_table_create_options) or 0; see common.h */
     /* The schema: exactly one of these.  arrow_schema is borrowed (not
      * released); its fields become Iceberg fields with fresh ids (ids in
      * "PARQUET:field_id" metadata are ignored).  schema_json is an Iceberg
@@ -137,6 +143,7 @@ typedef struct hs_table_create_options {
     int format_version;           /* 0 = 2; 1 is refused; 2 or 3 */
     const char *location;         /* NULL = derived from the catalog and name */
 } hs_table_create_options;
+#define HS_TABLE_CREATE_OPTIONS_INIT {sizeof(hs_table_create_options)}
 
 /* Creates an empty table (no snapshot) and commits its first metadata
  * version.  HS_CONFLICT if the table exists.  On success *out is an open
@@ -201,6 +208,7 @@ HS_API hs_status hs_table_delete(hs_table *t, const char *filter, int64_t *rows_
 /* Scanning                                                              */
 
 typedef struct hs_scan_options {
+    size_t struct_size;           /* sizeof(hs_scan_options) or 0; see common.h */
     /* Which snapshot (at most one of these; none = the current snapshot):
      * snapshot id, the snapshot current at a time (the last entry of the
      * snapshot log at or before as_of_ms), or a branch or tag name. */
@@ -217,6 +225,7 @@ typedef struct hs_scan_options {
     int include_row_lineage;
     int64_t batch_size;       /* rows per batch; 0 = 65536 */
 } hs_scan_options;
+#define HS_SCAN_OPTIONS_INIT {sizeof(hs_scan_options)}
 
 typedef struct hs_scan_stats {
     int64_t manifests_total, manifests_pruned;     /* data manifests */
@@ -226,13 +235,22 @@ typedef struct hs_scan_stats {
     int64_t rows_emitted;
 } hs_scan_stats;
 
+/* Stats of a scan moved into a stream.  hs_scan_stream takes ownership of
+ * the scan: on success the handle stays valid, and hs_scan_get_stats and
+ * hs_scan_get_index_stats may be called on it, until the stream's release
+ * callback returns (release frees it); the counters are complete once
+ * get_next has returned the end of the stream (or an error).  Call them on
+ * the thread that reads the stream, not while another thread is inside
+ * get_next.  When hs_scan_stream itself fails, the scan is already freed. */
+
 /* Plans a scan: resolves the snapshot, reads the manifest list and the
  * manifests that survive partition and manifest-bound pruning, and keeps the
  * data files that may hold matching rows with the deletes that apply to
  * them.  opt may be NULL.  Caller frees *out with hs_scan_free, or moves it
  * into a stream with hs_scan_stream. */
 HS_API hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err);
-/* Counters of planning (and of reading, once a stream has been consumed). */
+/* Counters of planning (and of reading, once a stream has been consumed;
+ * see "Stats of a scan moved into a stream" above for how long). */
 HS_API void hs_scan_get_stats(const hs_scan *s, hs_scan_stats *out);
 /* JSON array of the planned files: [{"file_path":..,"record_count":..,
  * "file_size_in_bytes":..,"spec_id":..,"partition":{..},
@@ -279,6 +297,30 @@ HS_API hs_status hs_table_history(const hs_table *t, char **out, hs_error *err);
 /* JSON object of refs: {"main":{"snapshot-id":..,"type":"branch"},..};
  * caller frees with hs_string_free. */
 HS_API hs_status hs_table_refs(const hs_table *t, char **out, hs_error *err);
+
+/* Lists as Arrow streams.  Each of the *_stream functions below gives the
+ * rows of the JSON form of the call it names as a stream of one record
+ * batch (no batch when the list is empty) with typed columns; caller
+ * releases *out.  Column names and types are listed at each; where
+ * pyiceberg has the same list (Table.inspect.snapshots(), .history(),
+ * .refs()) its first columns are pyiceberg's, same names and types. */
+/* Snapshots: committed_at timestamp[ms], snapshot_id int64, parent_id int64
+ * (null = none), operation utf8, manifest_list utf8, summary
+ * map<utf8, utf8> (the summary without "operation"), then sequence_number
+ * int64, schema_id int32, first_row_id int64, added_rows int64 (null when
+ * the metadata has none). */
+HS_API hs_status hs_table_snapshots_stream(const hs_table *t, struct ArrowArrayStream *out,
+                                           hs_error *err);
+/* The snapshot log: made_current_at timestamp[ms], snapshot_id int64,
+ * parent_id int64 (null = none), is_current_ancestor bool. */
+HS_API hs_status hs_table_history_stream(const hs_table *t, struct ArrowArrayStream *out,
+                                         hs_error *err);
+/* Refs: name utf8, type utf8 ("branch" | "tag"; pyiceberg writes them
+ * upper-case), snapshot_id int64, max_reference_age_in_ms int64,
+ * min_snapshots_to_keep int32, max_snapshot_age_in_ms int64 (null when
+ * not set). */
+HS_API hs_status hs_table_refs_stream(const hs_table *t, struct ArrowArrayStream *out,
+                                      hs_error *err);
 
 /* Makes snapshot_id (which must be an ancestor of the current snapshot) the
  * current snapshot of main, without a new snapshot.  HS_NOT_FOUND if unknown,

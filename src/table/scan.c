@@ -49,6 +49,7 @@
 #include "table/table_int.h"
 
 #include "base/config.h"
+#include "base/opts.h"
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
 #include "columnar/jsonl.h"
@@ -1687,6 +1688,7 @@ static hs_status build_schemas(hs_scan *s, const ice_schema *sc, const hs_scan_o
 hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err)
 {
     *out = NULL;
+    HS_OPTS_IN(opt, hs_scan_options, err);
     hs_scan *s = hs_calloc(1, sizeof *s);
     if (!s)
         return hs_err_nomem(err, sizeof *s);

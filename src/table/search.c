@@ -43,6 +43,7 @@
 #include "table/vindex.h"
 
 #include "base/config.h"
+#include "base/opts.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
 #include "columnar/arrow_c.h"
@@ -869,6 +870,8 @@ hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_sea
     if (!t || !out)
         return hs_err_set(err, HS_INVALID, "search: NULL table or output stream");
     memset(out, 0, sizeof *out);
+    HS_OPTS_IN(scan, hs_scan_options, err);
+    HS_OPTS_IN(so, hs_search_options, err);
     HS_TRY(check_options(so, err));
     search_ctx sc = {.so = so, .kern = vd_kernels()};
     if (so->metric) {

@@ -19,6 +19,8 @@
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/config.h"
+#include "hyperstream/index.h"
+#include "hyperstream/parquet.h"
 #include "hyperstream/table.h"
 #include "hyperstream/vector.h"
 #include "table/fcache.h"
@@ -27,6 +29,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -459,6 +462,83 @@ static void test_fork_scans(void)
     hs_catalog_close(cat);
 }
 
+/* ---- option structs carry their size ---- */
+
+static int64_t count_batches(hs_table *t, const hs_scan_options *o, hs_status *st)
+{
+    struct ArrowArrayStream s;
+    *st = hs_table_scan(t, o, &s, NULL);
+    if (*st != HS_OK)
+        return -1;
+    int64_t n = 0;
+    struct ArrowArray a;
+    while (s.get_next(&s, &a) == 0 && a.release) {
+        n++;
+        a.release(&a);
+    }
+    s.release(&s);
+    return n;
+}
+
+static void test_struct_size(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    hs_table *t = NULL;
+    char wh[512];
+    snprintf(wh, sizeof wh, "%s/api-size-%d", hs_test_tmpdir(), (int)getpid());
+    CHECK_OK(hs_catalog_open_path(wh, &cat, &err), &err);
+    hs_table_create_options co = HS_TABLE_CREATE_OPTIONS_INIT;
+    CHECK(co.struct_size == sizeof co);
+    co.schema_json = "{\"type\":\"struct\",\"fields\":[{\"id\":1,\"name\":\"id\","
+                     "\"required\":true,\"type\":\"long\"}]}";
+    CHECK_OK(hs_table_create(cat, "t", &co, &t, &err), &err);
+    CHECK_OK(append_ids(t, 0, 100, &err), &err);
+    hs_status st;
+
+    hs_scan_options o = HS_SCAN_OPTIONS_INIT;
+    o.batch_size = 10;
+    CHECK(count_batches(t, &o, &st) == 10 && st == HS_OK);
+    o.struct_size = 0;                        /* zero-initialized callers: the 0.1 layout */
+    CHECK(count_batches(t, &o, &st) == 10 && st == HS_OK);
+
+    /* an older caller whose struct ends before batch_size: the bytes after
+     * its struct are not read (batch_size stays the default) */
+    o.struct_size = offsetof(hs_scan_options, batch_size);
+    CHECK(count_batches(t, &o, &st) == 1 && st == HS_OK);
+
+    /* a newer caller: unknown fields left zero are fine, set ones refused */
+    struct {
+        hs_scan_options o;
+        int64_t future_field;
+    } newer = {HS_SCAN_OPTIONS_INIT};
+    newer.o.struct_size = sizeof newer;
+    newer.o.batch_size = 25;
+    CHECK(count_batches(t, &newer.o, &st) == 4 && st == HS_OK);
+    newer.future_field = 7;
+    struct ArrowArrayStream s;
+    hs_err_clear(&err);
+    CHECK(hs_table_scan(t, &newer.o, &s, &err) == HS_INVALID);
+    CHECK(strstr(err.msg, "hs_scan_options") && strstr(err.msg, "does not know"));
+    o.struct_size = 3;
+    hs_err_clear(&err);
+    CHECK(hs_table_scan(t, &o, &s, &err) == HS_INVALID && strstr(err.msg, "too small"));
+
+    /* the same rule in every option struct */
+    hs_parquet_write_options wo = HS_PARQUET_WRITE_OPTIONS_INIT;
+    hs_index_options io = HS_INDEX_OPTIONS_INIT;
+    hs_search_options so = HS_SEARCH_OPTIONS_INIT;
+    CHECK(wo.struct_size == sizeof wo && io.struct_size == sizeof io && so.struct_size == sizeof so);
+    io.struct_size = 2;
+    CHECK(hs_table_add_index(t, "id", &io, NULL) == HS_INVALID);
+    so.struct_size = 2;
+    CHECK(hs_table_search(t, NULL, &so, &s, NULL) == HS_INVALID);
+    co.struct_size = 1;
+    CHECK(hs_table_create(cat, "t2", &co, NULL, NULL) == HS_INVALID);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 /* ---- OpenBLAS ---- */
 
 static void test_blas_threads_restored(void)
@@ -503,5 +583,6 @@ int main(void)
     HS_RUN(test_fork_pool);
     HS_RUN(test_fork_scans);
     HS_RUN(test_blas_threads_restored);
+    HS_RUN(test_struct_size);
     return hs_test_summary();
 }
