@@ -29,12 +29,18 @@ PyCapsule interface without copying, and errors are the exceptions below
     MemoryError               HS_NOMEM
     KeyboardInterrupt         Ctrl-C during a long call (HS_CANCELLED)
 
+Conditions that do not fail a call (a corrupt index sidecar skipped: the
+query reads the data instead) are issued as warnings of category
+HyperStreamWarning (a RuntimeWarning) with warnings.warn, from the main
+thread, right after the library reported them.
+
 See docs/python.md for the full guide.
 """
 from ._core import (  # noqa: F401
     CommitConflictError,
     CorruptDataError,
     HyperStreamError,
+    HyperStreamWarning,
     InternalError,
     InvalidArgumentError,
     NotFoundError,
@@ -94,7 +100,7 @@ def get_config(key):
 __all__ = [
     "Table", "Query", "Snapshot", "HistoryEntry", "Session",
     "HyperStreamError", "InvalidArgumentError", "NotFoundError", "CommitConflictError",
-    "CorruptDataError", "UnsupportedError", "StorageError", "InternalError",
+    "CorruptDataError", "UnsupportedError", "StorageError", "InternalError", "HyperStreamWarning",
     "set_progress", "get_progress", "set_config", "get_config",
     "GPUContext", "ComputeContext", "Device", "SparseVector", "simd_level",
     "l2_distance", "cosine_distance", "inner_product", "l1_distance", "hamming_distance",

@@ -2413,6 +2413,36 @@ static PyObject *mod_set_simd_level(UNUSED PyObject *m, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Warnings of the library (hyperstream/config.h) become Python warnings of
+ * category HyperStreamWarning.  The handler may run on any library thread,
+ * with or without the GIL, under the library's warning mutex: it never
+ * takes the GIL (that could deadlock against a thread holding the GIL and
+ * waiting for the mutex), it queues the message with Py_AddPendingCall,
+ * and the main thread issues warnings.warn at its next bytecode boundary.
+ * When the queue is full the message goes to stderr as before. */
+static PyObject *W_warning;
+
+static int warn_pending(void *arg)
+{
+    char *msg = arg;
+    int rc = PyErr_WarnEx(W_warning ? W_warning : PyExc_RuntimeWarning, msg, 1);
+    PyMem_RawFree(msg);
+    return rc;
+}
+
+static void route_warning(UNUSED void *user, const char *msg)
+{
+    size_t n = strlen(msg) + 1;
+    char *copy = PyMem_RawMalloc(n);
+    if (copy) {
+        memcpy(copy, msg, n);
+        if (Py_AddPendingCall(warn_pending, copy) == 0)
+            return;
+        PyMem_RawFree(copy);
+    }
+    fprintf(stderr, "hyperstream: warning: %s\n", msg);
+}
+
 /* _core.config_set(key, value or None); value: int, bool or str. */
 static PyObject *mod_config_set(UNUSED PyObject *m, PyObject *args)
 {
@@ -2584,6 +2614,14 @@ PyMODINIT_FUNC PyInit__core(void)
         !(E_internal = new_sub(mod, "InternalError", PyExc_RuntimeError,
                                "HS_INTERNAL: a broken invariant inside the library (a bug).")))
         goto fail;
+    W_warning = PyErr_NewExceptionWithDoc(
+        "hyperstreamdb.HyperStreamWarning",
+        "A condition the library reports without failing the call (a corrupt index sidecar "
+        "skipped, an unreadable index registry); a RuntimeWarning.",
+        PyExc_RuntimeWarning, NULL);
+    if (!W_warning || PyModule_AddObjectRef(mod, "HyperStreamWarning", W_warning) < 0)
+        goto fail;
+    hs_set_warning_handler(route_warning, NULL);
     return mod;
 fail:
     Py_DECREF(mod);

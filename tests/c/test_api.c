@@ -422,6 +422,16 @@ static hs_status append_ids(hs_table *t, int64_t start, int64_t n, hs_error *err
 
 static void test_fork_scans(void)
 {
+#if defined(__SANITIZE_ADDRESS__)
+    /* GCC 12's AddressSanitizer runtime has no fork handlers for its own
+     * allocator: a child forked while the scanning thread is inside malloc
+     * hangs in the sanitizer's allocator lock (seen with gdb: FutexWait in
+     * SizeClassAllocator64::GetFromAllocator), which no library can fix.
+     * The deterministic fork tests above run under ASan; this stress test
+     * runs in the normal build. */
+    fprintf(stderr, "SKIP test_fork_scans: the ASan allocator is not fork-safe\n");
+    return;
+#endif
     hs_error err = {0};
     hs_catalog *cat = NULL;
     char wh[512];
@@ -452,7 +462,12 @@ static void test_fork_scans(void)
         }
         int ws = -1;
         waitpid(pid, &ws, 0);
-        ok += WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+        if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+            ok++;
+        else
+            fprintf(stderr, "  fork %d: child %s %d\n", i, WIFSIGNALED(ws) ? "killed by signal"
+                                                                    : "exited with",
+                    WIFSIGNALED(ws) ? WTERMSIG(ws) : WEXITSTATUS(ws));
     }
     atomic_store(&sc.stop, 1);
     pthread_join(th, NULL);

@@ -26,6 +26,7 @@ import threading
 import warnings
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -163,17 +164,24 @@ def test_package_config():
 
 # ---- fork ----
 
-_TABLE = None
+_TABLE_PATH = None
 
 
 def _child_scan(i):
-    # a forked child: the table object and the library's caches came from
-    # the parent, mid-use by its scanning thread
-    return _TABLE.to_arrow(filter=f"id >= {i}").num_rows
+    # a forked child: the library's caches (manifests, footers, Avro
+    # schemas, ...) came from the parent, mid-use by its scanning thread.
+    # The child opens the table itself: a handle another thread was using
+    # at the fork stays locked in the child (docs/capi.md).
+    import hyperstreamdb as hdb
+    t = hdb.Table.open(_TABLE_PATH)
+    try:
+        return t.to_arrow(filter=f"id >= {i}").num_rows
+    finally:
+        t.close()
 
 
 def test_multiprocessing_fork_while_scanning(tmp_path):
-    global _TABLE
+    global _TABLE_PATH
     import hyperstreamdb as hdb
     n_files, per_file = 4, 500
     t = hdb.Table(tmp_path / "t")
@@ -181,7 +189,7 @@ def test_multiprocessing_fork_while_scanning(tmp_path):
         t.write_arrow(pa.table({"id": pa.array(range(f * per_file, (f + 1) * per_file),
                                                pa.int64())}))
         t.commit()
-    _TABLE = t
+    _TABLE_PATH = str(tmp_path / "t")
     total = n_files * per_file
     # the oracle: pyarrow over the table's data files
     files = sorted((tmp_path / "t" / "data").rglob("*.parquet"))
@@ -210,6 +218,36 @@ def test_multiprocessing_fork_while_scanning(tmp_path):
     finally:
         stop.set()
         th.join()
-        _TABLE = None
+        _TABLE_PATH = None
     assert got == [total - s for s in starts]
     assert scans[0] > 0
+
+
+def test_package_routes_library_warnings_to_python_warnings(tmp_path):
+    import hyperstreamdb as hdb
+    t = hdb.Table(tmp_path / "w")
+    for f in range(2):
+        t.write_arrow(pa.table({"id": pa.array(range(f * 200, f * 200 + 200), pa.int64()),
+                                "cat": pa.array([f"c{i % 5}" for i in range(200)])}))
+        t.commit()
+    t.add_index("cat", "inverted")
+    sidecars = sorted(p for p in (tmp_path / "w" / "index").glob("*") if p.is_file()
+                      and p.parent.name == "index")
+    assert len(sidecars) == 2
+    data = bytearray(sidecars[0].read_bytes())
+    data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
+    sidecars[0].write_bytes(bytes(data))
+    # oracle for the answer: pyarrow over the data files
+    want = sum(pc.sum(pc.equal(pq.read_table(p)["cat"], "c1")).as_py()
+               for p in (tmp_path / "w" / "data").rglob("*.parquet"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = t.to_arrow(filter="cat = 'c1'").num_rows
+        for _ in range(1000):   # pending calls run at the next bytecode boundaries
+            pass
+    assert got == want == 80
+    ours = [w for w in caught if issubclass(w.category, hdb.HyperStreamWarning)]
+    assert ours, [str(w.message) for w in caught]
+    assert issubclass(hdb.HyperStreamWarning, RuntimeWarning)
+    assert any(sidecars[0].name in str(w.message) and "reading the data" in str(w.message)
+               for w in ours), [str(w.message) for w in ours]
