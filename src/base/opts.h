@@ -15,6 +15,8 @@
  *   > ours          copies ours, and requires the bytes it does not know to
  *                   be zero (a newer caller that set a newer field gets
  *                   HS_INVALID naming the struct, not a silent default)
+ *   > ours + 4096   HS_INVALID without reading past ours (garbage, not a
+ *                   newer layout)
  *
  * HS_OPTS_IN(opt, type, err) rebinds the parameter `opt` (a const pointer,
  * may be NULL) to a normalized local copy, returning the error otherwise.
@@ -39,6 +41,9 @@ static inline hs_status hs_opts_copy(void *dst, size_t dst_size, size_t v0_1_siz
         n = v0_1_size;
     if (n < sizeof(size_t))
         return hs_err_set(err, HS_INVALID, "%s: struct_size %zu is too small", what, n);
+    if (n > dst_size + 4096)   /* uninitialized, not a newer header: do not read that far */
+        return hs_err_set(err, HS_INVALID, "%s: struct_size %zu is not the size of any version "
+                          "of it (this library's: %zu)", what, n, dst_size);
     memset(dst, 0, dst_size);
     if (n > dst_size) {
         const unsigned char *extra = (const unsigned char *)src + dst_size;

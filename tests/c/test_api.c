@@ -538,6 +538,9 @@ static void test_struct_size(void)
     o.struct_size = 3;
     hs_err_clear(&err);
     CHECK(hs_table_scan(t, &o, &s, &err) == HS_INVALID && strstr(err.msg, "too small"));
+    o.struct_size = (size_t)1 << 40;   /* garbage: refused without reading that far */
+    hs_err_clear(&err);
+    CHECK(hs_table_scan(t, &o, &s, &err) == HS_INVALID && strstr(err.msg, "not the size"));
 
     /* the same rule in every option struct */
     hs_parquet_write_options wo = HS_PARQUET_WRITE_OPTIONS_INIT;
