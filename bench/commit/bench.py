@@ -101,9 +101,10 @@ def main():
         # cold: the decoded-manifest cache off (every plan reads and decodes
         # the manifests, as pyiceberg does); warm: a process that planned
         # the snapshot before (table/mcache.c)
-        os.environ["HS_MANIFEST_CACHE_MB"] = "0"
+        # (a setting, hyperstream/config.h: the environment is read once)
+        hs.lib.hs_config_set_int(b"manifest_cache_mb", ctypes.c_int64(0), None)
         cold = min(ours_plan(flt) for _ in range(3))
-        del os.environ["HS_MANIFEST_CACHE_MB"]
+        hs.lib.hs_config_set(b"manifest_cache_mb", None, None)
         ours_plan(flt)
         warm = min(ours_plan(flt) for _ in range(3))
         py = min(py_plan(flt)[0] for _ in range(2))

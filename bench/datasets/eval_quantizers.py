@@ -39,7 +39,7 @@ class Err(ctypes.Structure):
 
 def load_lib():
     build = pathlib.Path(os.environ.get("HS_BUILD", "build"))
-    lib = ctypes.CDLL(str((build if build.is_absolute() else REPO / build) / "libhyperstream.so"))
+    lib = ctypes.CDLL(str((build if build.is_absolute() else REPO / build) / "libhyperstream_testing.so"))
     vp = ctypes.c_void_p
     lib.vq_train.argtypes = [ctypes.POINTER(Params), F32P, ctypes.c_size_t, ctypes.c_size_t,
                              ctypes.POINTER(vp), ctypes.POINTER(Err)]

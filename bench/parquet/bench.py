@@ -46,7 +46,8 @@ class _HsError(ctypes.Structure):
 
 
 class _WriteOptions(ctypes.Structure):
-    _fields_ = [("codec", ctypes.c_char_p), ("codec_level", ctypes.c_int),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("codec", ctypes.c_char_p), ("codec_level", ctypes.c_int),
                 ("row_group_rows", ctypes.c_int64), ("page_bytes", ctypes.c_int64),
                 ("dictionary", ctypes.c_int), ("data_page_v2", ctypes.c_int),
                 ("column_encodings", ctypes.c_char_p), ("page_rows", ctypes.c_int64)]

@@ -14,6 +14,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* HS_API marks the functions of the public API.  The shared library is
+ * linked with a version script generated from the HS_API declarations of
+ * these headers (see CMakeLists.txt), so it exports exactly them; the
+ * attribute also keeps them exported in builds that use
+ * -fvisibility=hidden. */
+#ifndef HS_API
+#if defined(__GNUC__) || defined(__clang__)
+#define HS_API __attribute__((visibility("default")))
+#else
+#define HS_API
+#endif
+#endif
+
+#include "hyperstream/version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -40,8 +55,19 @@ typedef struct hs_error {
     int src_line;
 } hs_error;
 
+/* Option structs.  Every public options struct starts with
+ *     size_t struct_size;
+ * set to sizeof(the struct) by its HS_..._INIT macro (or 0, which means the
+ * struct's first layout, release 0.1).  Fields are only ever appended, so a
+ * program compiled against older headers keeps working with a newer
+ * library (the fields it does not know read as 0 = default), and a newer
+ * program that sets a field an older library does not know gets
+ * HS_INVALID instead of a silent default.  Declare them as
+ *     hs_scan_options o = HS_SCAN_OPTIONS_INIT;   then set fields,
+ * or zero them ({0}) and leave struct_size 0. */
+
 /* Static string such as "HS_CORRUPT". */
-const char *hs_status_name(hs_status s);
+HS_API const char *hs_status_name(hs_status s);
 
 #ifdef __cplusplus
 }

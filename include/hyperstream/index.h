@@ -45,11 +45,13 @@ extern "C" {
 typedef int (*hs_progress_fn)(void *ctx, const char *what, int64_t done, int64_t total);
 
 typedef struct hs_index_options {
+    size_t struct_size;           /* sizeof(hs_index_options) or 0; see common.h */
     const char *kind;            /* see top; NULL = "auto" */
     const char *params_json;     /* see top; NULL = defaults */
     hs_progress_fn progress; void *progress_ctx;   /* optional */
     int n_threads;               /* 0 = one per core */
 } hs_index_options;
+#define HS_INDEX_OPTIONS_INIT {sizeof(hs_index_options)}
 
 /* Declares an index on `column` (top-level or dotted nested name) and builds
  * it for every live data file of the current snapshot, then commits the new
@@ -58,23 +60,30 @@ typedef struct hs_index_options {
  * kind again rebuilds missing sidecars only.  HS_NOT_FOUND for an unknown
  * column, HS_INVALID for a kind that does not fit the column's type or bad
  * params. */
-hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_options *opt,
+HS_API hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_options *opt,
                              hs_error *err);
 /* Removes the declaration (kind NULL = every index on the column) and its
  * registry entries in one commit; the sidecar files become orphans that
  * hs_table_remove_orphan_indexes deletes.  HS_NOT_FOUND when none. */
-hs_status hs_table_drop_index(hs_table *t, const char *column, const char *kind, hs_error *err);
+HS_API hs_status hs_table_drop_index(hs_table *t, const char *column, const char *kind, hs_error *err);
 /* JSON array: [{"column":"c","field_id":3,"kind":"inverted","params":{..},
  * "files_indexed":N,"files_live":M,"bytes":B}]; caller frees with hs_string_free. */
-hs_status hs_table_list_indexes(const hs_table *t, char **out, hs_error *err);
+HS_API hs_status hs_table_list_indexes(const hs_table *t, char **out, hs_error *err);
+/* The same as an Arrow stream (see table.h, "Lists as Arrow streams"):
+ * column utf8, field_id int32, kind utf8, params utf8 (the JSON object's
+ * text), files_indexed int64, files_live int64, bytes int64. */
+HS_API hs_status hs_table_list_indexes_stream(const hs_table *t, struct ArrowArrayStream *out,
+                                              hs_error *err);
 /* Deletes sidecar files under <table>/index/ that no registry entry of a
  * live data file references and that are older than older_than_ms.
  * *n_removed (may be NULL) gets the count. */
-hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int64_t *n_removed,
+HS_API hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int64_t *n_removed,
                                          hs_error *err);
 
 /* Counters of the filtered scan path, filled while a stream is read (and by
- * planning).  Read them with hs_scan_get_index_stats after the stream. */
+ * planning).  Read them with hs_scan_get_index_stats after the stream has
+ * ended and before it is released (table.h, "Stats of a scan moved into a
+ * stream"). */
 typedef struct hs_index_stats {
     int64_t files_planned;            /* after partition and bound pruning */
     int64_t files_pruned_by_index;    /* index lookup selected no row */
@@ -87,17 +96,28 @@ typedef struct hs_index_stats {
     int64_t rows_selected_by_index;   /* candidate rows after bitmap algebra */
     int64_t rows_emitted;
 } hs_index_stats;
-void hs_scan_get_index_stats(const hs_scan *s, hs_index_stats *out);
+HS_API void hs_scan_get_index_stats(const hs_scan *s, hs_index_stats *out);
 
 /* Plans the scan as hs_scan_plan would, runs it to the end (discarding the
  * rows) and returns a JSON report: the filter as bound, the pruning per
  * stage, per file the indexes used, candidate rows, pages and rows decoded,
  * and the totals of hs_index_stats.  Caller frees *out with hs_string_free. */
-hs_status hs_table_explain(hs_table *t, const hs_scan_options *opt, char **out, hs_error *err);
+HS_API hs_status hs_table_explain(hs_table *t, const hs_scan_options *opt, char **out, hs_error *err);
+/* The report's per-file part (its "files" array) as an Arrow stream, one
+ * row per planned file: file utf8, record_count, file_size, delete_files
+ * int64, indexes_used list<utf8>, index_exact bool, candidates int64 (null
+ * = no index lookup), pruned_by utf8 ("index" | "statistics" | null),
+ * sidecars_skipped int64, two_phase bool, second_phase utf8 ("sparse" |
+ * "dense" | null), index_lookups, row_groups_read, row_groups_skipped,
+ * pages_decoded, pages_skipped, rows_decoded, rows_matched int64.  The
+ * totals are hs_index_stats (typed already). */
+HS_API hs_status hs_table_explain_stream(hs_table *t, const hs_scan_options *opt,
+                                         struct ArrowArrayStream *out, hs_error *err);
 
 /* ---- vector search ---- */
 
 typedef struct hs_search_options {
+    size_t struct_size;           /* sizeof(hs_search_options) or 0; see common.h */
     const char *column;          /* the vector column */
     const float *query; int dim; /* borrowed during the call */
     int k;                       /* > 0 */
@@ -106,6 +126,7 @@ typedef struct hs_search_options {
     int nprobe;                  /* IVF; 0 = the index's */
     const char *distance_column; /* name of the appended distance column; NULL = "_distance" */
 } hs_search_options;
+#define HS_SEARCH_OPTIONS_INIT {sizeof(hs_search_options)}
 
 /* Top-k rows of the snapshot chosen by scan (snapshot, filter, columns as in
  * hs_scan_options; scan may be NULL) nearest to the query: per data file an
@@ -114,7 +135,7 @@ typedef struct hs_search_options {
  * files.  Exactly min(k, matching rows) rows come back, nearest first, with
  * the distance (float64, user form: L2 distance, cosine distance, inner
  * product for "ip") as the last column.  Caller releases *out. */
-hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_search_options *so,
+HS_API hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_search_options *so,
                           struct ArrowArrayStream *out, hs_error *err);
 
 #ifdef __cplusplus

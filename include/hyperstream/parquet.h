@@ -29,6 +29,7 @@ extern "C" {
 #endif
 
 typedef struct hs_parquet_write_options {
+    size_t struct_size;           /* sizeof(hs_parquet_write_options) or 0; see common.h */
     const char *codec;          /* "none" "snappy" "gzip" "zstd" "lz4_raw"; NULL = "zstd" */
     int codec_level;            /* 0 = default */
     int64_t row_group_rows;     /* 0 = default */
@@ -43,6 +44,7 @@ typedef struct hs_parquet_write_options {
                                    * off) or RLE_DICTIONARY (turns it on) */
     int64_t page_rows;          /* 0 = default (20000 rows per page) */
 } hs_parquet_write_options;
+#define HS_PARQUET_WRITE_OPTIONS_INIT {sizeof(hs_parquet_write_options)}
 
 /* What a read did, filled as the stream is consumed (complete once get_next
  * has returned the end of the stream, and again at release). */
@@ -52,16 +54,16 @@ typedef struct hs_parquet_scan_stats {
     int64_t bytes_read, rows_emitted;
 } hs_parquet_scan_stats;
 
-hs_status hs_parquet_read(const char *path, const char *const *columns, int n_columns,
+HS_API hs_status hs_parquet_read(const char *path, const char *const *columns, int n_columns,
                           int64_t batch_size, struct ArrowArrayStream *out, hs_error *err);
 /* Like hs_parquet_read, restricted to the file row positions rows[0..n_rows)
  * (any order, duplicates ignored; rows == NULL = all rows).  stats (may be
  * NULL) is borrowed until the stream is released and updated as it is read. */
-hs_status hs_parquet_read_selection(const char *path, const char *const *columns,
+HS_API hs_status hs_parquet_read_selection(const char *path, const char *const *columns,
                                     int n_columns, const uint32_t *rows, int64_t n_rows,
                                     int64_t batch_size, hs_parquet_scan_stats *stats,
                                     struct ArrowArrayStream *out, hs_error *err);
-hs_status hs_parquet_write(const char *path, struct ArrowArrayStream *in,
+HS_API hs_status hs_parquet_write(const char *path, struct ArrowArrayStream *in,
                            const hs_parquet_write_options *opt, hs_error *err);
 
 #ifdef __cplusplus

@@ -85,7 +85,7 @@ typedef struct hs_table hs_table;
 typedef struct hs_scan hs_scan;
 
 /* Frees a string returned by the library (accepts NULL). */
-void hs_string_free(char *s);
+HS_API void hs_string_free(char *s);
 
 /* ------------------------------------------------------------------ */
 /* Catalogs                                                              */
@@ -93,35 +93,41 @@ void hs_string_free(char *s);
 /* A catalog of path tables under `warehouse` (a directory; created if
  * absent).  warehouse NULL: table names are themselves paths.  Caller frees
  * with hs_catalog_close. */
-hs_status hs_catalog_open_path(const char *warehouse, hs_catalog **out, hs_error *err);
+HS_API hs_status hs_catalog_open_path(const char *warehouse, hs_catalog **out, hs_error *err);
 /* A SQL catalog in the SQLite file `sqlite_path` (created with the
  * iceberg_tables and iceberg_namespace_properties tables if absent), rows
  * filtered by catalog_name (NULL = "default"), new tables under `warehouse`
  * (a directory; NULL = the directory of the SQLite file).  Caller frees with
  * hs_catalog_close. */
-hs_status hs_catalog_open_sql(const char *sqlite_path, const char *catalog_name,
+HS_API hs_status hs_catalog_open_sql(const char *sqlite_path, const char *catalog_name,
                               const char *warehouse, hs_catalog **out, hs_error *err);
 /* Accepts NULL.  Tables opened from the catalog must be closed first. */
-void hs_catalog_close(hs_catalog *cat);
+HS_API void hs_catalog_close(hs_catalog *cat);
 
 /* Creates a namespace ("a" or "a.b"); HS_CONFLICT if it exists.  Path
  * catalogs create the directory. */
-hs_status hs_catalog_create_namespace(hs_catalog *cat, const char *ns, hs_error *err);
+HS_API hs_status hs_catalog_create_namespace(hs_catalog *cat, const char *ns, hs_error *err);
 /* JSON array of table names in ns (NULL = all), e.g. ["db.t1","db.t2"];
  * caller frees *out with hs_string_free. */
-hs_status hs_catalog_list_tables(hs_catalog *cat, const char *ns, char **out, hs_error *err);
+HS_API hs_status hs_catalog_list_tables(hs_catalog *cat, const char *ns, char **out, hs_error *err);
+/* The same list as a stream (see "Lists as Arrow streams" below):
+ * namespace utf8 (null when the name has no dot), name utf8, identifier
+ * utf8 (the JSON form's string). */
+HS_API hs_status hs_catalog_list_tables_stream(hs_catalog *cat, const char *ns,
+                                               struct ArrowArrayStream *out, hs_error *err);
 /* Removes the table from the catalog (data files are kept when purge is 0;
  * path catalogs always delete the metadata directory, and data too when purge
  * is 1).  HS_NOT_FOUND if absent. */
-hs_status hs_catalog_drop_table(hs_catalog *cat, const char *name, int purge, hs_error *err);
+HS_API hs_status hs_catalog_drop_table(hs_catalog *cat, const char *name, int purge, hs_error *err);
 /* Renames a table in a SQL catalog (HS_UNSUPPORTED for path catalogs). */
-hs_status hs_catalog_rename_table(hs_catalog *cat, const char *from, const char *to,
+HS_API hs_status hs_catalog_rename_table(hs_catalog *cat, const char *from, const char *to,
                                   hs_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Creating and opening tables                                           */
 
 typedef struct hs_table_create_options {
+    size_t struct_size;           /* sizeof(hs_table_create_options) or 0; see common.h */
     /* The schema: exactly one of these.  arrow_schema is borrowed (not
      * released); its fields become Iceberg fields with fresh ids (ids in
      * "PARQUET:field_id" metadata are ignored).  schema_json is an Iceberg
@@ -137,34 +143,35 @@ typedef struct hs_table_create_options {
     int format_version;           /* 0 = 2; 1 is refused; 2 or 3 */
     const char *location;         /* NULL = derived from the catalog and name */
 } hs_table_create_options;
+#define HS_TABLE_CREATE_OPTIONS_INIT {sizeof(hs_table_create_options)}
 
 /* Creates an empty table (no snapshot) and commits its first metadata
  * version.  HS_CONFLICT if the table exists.  On success *out is an open
  * handle (caller frees with hs_table_close); out may be NULL to only create. */
-hs_status hs_table_create(hs_catalog *cat, const char *name, const hs_table_create_options *opt,
+HS_API hs_status hs_table_create(hs_catalog *cat, const char *name, const hs_table_create_options *opt,
                           hs_table **out, hs_error *err);
 /* Opens the table's current metadata.  HS_NOT_FOUND if absent; an unknown
  * newer format version is HS_UNSUPPORTED.  Caller frees with hs_table_close.
  * The table keeps `cat` borrowed: close tables before their catalog. */
-hs_status hs_table_open(hs_catalog *cat, const char *name, hs_table **out, hs_error *err);
+HS_API hs_status hs_table_open(hs_catalog *cat, const char *name, hs_table **out, hs_error *err);
 /* Opens a table read-only from one metadata file (like pyiceberg's
  * StaticTable): mutating calls on it return HS_UNSUPPORTED. */
-hs_status hs_table_open_metadata(const char *metadata_path, hs_table **out, hs_error *err);
+HS_API hs_status hs_table_open_metadata(const char *metadata_path, hs_table **out, hs_error *err);
 /* Reloads the current metadata from the catalog. */
-hs_status hs_table_refresh(hs_table *t, hs_error *err);
-void hs_table_close(hs_table *t);  /* accepts NULL */
+HS_API hs_status hs_table_refresh(hs_table *t, hs_error *err);
+HS_API void hs_table_close(hs_table *t);  /* accepts NULL */
 
 /* Borrowed strings, valid until the next call that commits or refreshes t. */
-const char *hs_table_location(const hs_table *t);
-const char *hs_table_metadata_location(const hs_table *t);
-int hs_table_format_version(const hs_table *t);
+HS_API const char *hs_table_location(const hs_table *t);
+HS_API const char *hs_table_metadata_location(const hs_table *t);
+HS_API int hs_table_format_version(const hs_table *t);
 /* -1 when the table has no current snapshot. */
-int64_t hs_table_current_snapshot_id(const hs_table *t);
+HS_API int64_t hs_table_current_snapshot_id(const hs_table *t);
 /* The current schema as an Arrow schema with "PARQUET:field_id" metadata on
  * every field; caller releases *out. */
-hs_status hs_table_schema(const hs_table *t, struct ArrowSchema *out, hs_error *err);
+HS_API hs_status hs_table_schema(const hs_table *t, struct ArrowSchema *out, hs_error *err);
 /* The current metadata.json text; caller frees *out with hs_string_free. */
-hs_status hs_table_metadata_json(const hs_table *t, char **out, hs_error *err);
+HS_API hs_status hs_table_metadata_json(const hs_table *t, char **out, hs_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Writing                                                               */
@@ -177,30 +184,31 @@ hs_status hs_table_metadata_json(const hs_table *t, char **out, hs_error *err);
  * HS_INVALID); types must equal the table's or be safely castable (int32 ->
  * int64, float -> double).  Commits a fast append ("append" snapshot); an
  * empty stream commits nothing. */
-hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *err);
+HS_API hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *err);
 
 /* Replaces rows: deletes every row matching `filter` (NULL = all rows), then
  * adds the rows of `in` (moved; may be NULL to only delete), in one
  * "overwrite" snapshot.  Files whose rows all match are dropped; files with
  * some matching rows are rewritten without them (copy-on-write). */
-hs_status hs_table_overwrite(hs_table *t, struct ArrowArrayStream *in, const char *filter,
+HS_API hs_status hs_table_overwrite(hs_table *t, struct ArrowArrayStream *in, const char *filter,
                              hs_error *err);
 /* Dynamic partition overwrite: replaces every partition (of the default
  * spec) that the rows of `in` (moved) fall in, in one "overwrite" snapshot. */
-hs_status hs_table_overwrite_partitions(hs_table *t, struct ArrowArrayStream *in, hs_error *err);
+HS_API hs_status hs_table_overwrite_partitions(hs_table *t, struct ArrowArrayStream *in, hs_error *err);
 
 /* Deletes the rows matching `filter` (required, non-empty) by merge-on-read:
  * v2 tables get position delete files, v3 tables Puffin deletion vectors
  * (merged with a file's existing vector).  Files whose rows all match are
  * removed from the snapshot instead.  Commits a "delete" snapshot (nothing
  * when no row matches).  *rows_deleted (may be NULL) gets the count. */
-hs_status hs_table_delete(hs_table *t, const char *filter, int64_t *rows_deleted,
+HS_API hs_status hs_table_delete(hs_table *t, const char *filter, int64_t *rows_deleted,
                           hs_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Scanning                                                              */
 
 typedef struct hs_scan_options {
+    size_t struct_size;           /* sizeof(hs_scan_options) or 0; see common.h */
     /* Which snapshot (at most one of these; none = the current snapshot):
      * snapshot id, the snapshot current at a time (the last entry of the
      * snapshot log at or before as_of_ms), or a branch or tag name. */
@@ -217,6 +225,7 @@ typedef struct hs_scan_options {
     int include_row_lineage;
     int64_t batch_size;       /* rows per batch; 0 = 65536 */
 } hs_scan_options;
+#define HS_SCAN_OPTIONS_INIT {sizeof(hs_scan_options)}
 
 typedef struct hs_scan_stats {
     int64_t manifests_total, manifests_pruned;     /* data manifests */
@@ -226,27 +235,36 @@ typedef struct hs_scan_stats {
     int64_t rows_emitted;
 } hs_scan_stats;
 
+/* Stats of a scan moved into a stream.  hs_scan_stream takes ownership of
+ * the scan: on success the handle stays valid, and hs_scan_get_stats and
+ * hs_scan_get_index_stats may be called on it, until the stream's release
+ * callback returns (release frees it); the counters are complete once
+ * get_next has returned the end of the stream (or an error).  Call them on
+ * the thread that reads the stream, not while another thread is inside
+ * get_next.  When hs_scan_stream itself fails, the scan is already freed. */
+
 /* Plans a scan: resolves the snapshot, reads the manifest list and the
  * manifests that survive partition and manifest-bound pruning, and keeps the
  * data files that may hold matching rows with the deletes that apply to
  * them.  opt may be NULL.  Caller frees *out with hs_scan_free, or moves it
  * into a stream with hs_scan_stream. */
-hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err);
-/* Counters of planning (and of reading, once a stream has been consumed). */
-void hs_scan_get_stats(const hs_scan *s, hs_scan_stats *out);
+HS_API hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err);
+/* Counters of planning (and of reading, once a stream has been consumed;
+ * see "Stats of a scan moved into a stream" above for how long). */
+HS_API void hs_scan_get_stats(const hs_scan *s, hs_scan_stats *out);
 /* JSON array of the planned files: [{"file_path":..,"record_count":..,
  * "file_size_in_bytes":..,"spec_id":..,"partition":{..},
  * "deletes":[paths]}]; caller frees *out with hs_string_free. */
-hs_status hs_scan_files_json(const hs_scan *s, char **out, hs_error *err);
+HS_API hs_status hs_scan_files_json(const hs_scan *s, char **out, hs_error *err);
 /* Turns the scan into a stream of record batches (struct arrays): data files
  * read in plan order with deletes applied (merge-on-read), the residual
  * filter applied exactly, columns projected.  Takes ownership of s (freed by
  * the stream's release, also on failure).  Caller releases *out. */
-hs_status hs_scan_stream(hs_scan *s, struct ArrowArrayStream *out, hs_error *err);
-void hs_scan_free(hs_scan *s);  /* accepts NULL */
+HS_API hs_status hs_scan_stream(hs_scan *s, struct ArrowArrayStream *out, hs_error *err);
+HS_API void hs_scan_free(hs_scan *s);  /* accepts NULL */
 
 /* hs_scan_plan + hs_scan_stream. */
-hs_status hs_table_scan(hs_table *t, const hs_scan_options *opt, struct ArrowArrayStream *out,
+HS_API hs_status hs_table_scan(hs_table *t, const hs_scan_options *opt, struct ArrowArrayStream *out,
                         hs_error *err);
 
 /* ------------------------------------------------------------------ */
@@ -266,30 +284,54 @@ typedef struct hs_snapshot_info {
 
 /* Number of snapshots in the metadata, and the i-th (0 <= i < count, in
  * metadata order).  HS_INVALID when i is out of range. */
-int hs_snapshot_count(const hs_table *t);
-hs_status hs_snapshot_get(const hs_table *t, int i, hs_snapshot_info *out, hs_error *err);
+HS_API int hs_snapshot_count(const hs_table *t);
+HS_API hs_status hs_snapshot_get(const hs_table *t, int i, hs_snapshot_info *out, hs_error *err);
 
 /* JSON array of every snapshot as the metadata stores it (with summaries);
  * caller frees *out with hs_string_free. */
-hs_status hs_table_snapshots(const hs_table *t, char **out, hs_error *err);
+HS_API hs_status hs_table_snapshots(const hs_table *t, char **out, hs_error *err);
 /* JSON array of the snapshot log: [{"made_current_at":ms, "snapshot_id":id,
  * "parent_id":id|null, "is_current_ancestor":bool}]; caller frees *out with
  * hs_string_free. */
-hs_status hs_table_history(const hs_table *t, char **out, hs_error *err);
+HS_API hs_status hs_table_history(const hs_table *t, char **out, hs_error *err);
 /* JSON object of refs: {"main":{"snapshot-id":..,"type":"branch"},..};
  * caller frees with hs_string_free. */
-hs_status hs_table_refs(const hs_table *t, char **out, hs_error *err);
+HS_API hs_status hs_table_refs(const hs_table *t, char **out, hs_error *err);
+
+/* Lists as Arrow streams.  Each of the *_stream functions below gives the
+ * rows of the JSON form of the call it names as a stream of one record
+ * batch (no batch when the list is empty) with typed columns; caller
+ * releases *out.  Column names and types are listed at each; where
+ * pyiceberg has the same list (Table.inspect.snapshots(), .history(),
+ * .refs()) its first columns are pyiceberg's, same names and types. */
+/* Snapshots: committed_at timestamp[ms], snapshot_id int64, parent_id int64
+ * (null = none), operation utf8, manifest_list utf8, summary
+ * map<utf8, utf8> (the summary without "operation"), then sequence_number
+ * int64, schema_id int32, first_row_id int64, added_rows int64 (null when
+ * the metadata has none). */
+HS_API hs_status hs_table_snapshots_stream(const hs_table *t, struct ArrowArrayStream *out,
+                                           hs_error *err);
+/* The snapshot log: made_current_at timestamp[ms], snapshot_id int64,
+ * parent_id int64 (null = none), is_current_ancestor bool. */
+HS_API hs_status hs_table_history_stream(const hs_table *t, struct ArrowArrayStream *out,
+                                         hs_error *err);
+/* Refs: name utf8, type utf8 ("branch" | "tag"; pyiceberg writes them
+ * upper-case), snapshot_id int64, max_reference_age_in_ms int64,
+ * min_snapshots_to_keep int32, max_snapshot_age_in_ms int64 (null when
+ * not set). */
+HS_API hs_status hs_table_refs_stream(const hs_table *t, struct ArrowArrayStream *out,
+                                      hs_error *err);
 
 /* Makes snapshot_id (which must be an ancestor of the current snapshot) the
  * current snapshot of main, without a new snapshot.  HS_NOT_FOUND if unknown,
  * HS_INVALID if not an ancestor. */
-hs_status hs_table_rollback_to_snapshot(hs_table *t, int64_t snapshot_id, hs_error *err);
+HS_API hs_status hs_table_rollback_to_snapshot(hs_table *t, int64_t snapshot_id, hs_error *err);
 /* Creates tag `name` at snapshot_id (-1 = the current snapshot).
  * HS_CONFLICT if a ref of that name exists. */
-hs_status hs_table_create_tag(hs_table *t, const char *name, int64_t snapshot_id,
+HS_API hs_status hs_table_create_tag(hs_table *t, const char *name, int64_t snapshot_id,
                               hs_error *err);
 /* Removes a tag (HS_NOT_FOUND if absent; branches are refused). */
-hs_status hs_table_remove_tag(hs_table *t, const char *name, hs_error *err);
+HS_API hs_status hs_table_remove_tag(hs_table *t, const char *name, hs_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Evolution                                                             */
@@ -298,27 +340,27 @@ hs_status hs_table_remove_tag(hs_table *t, const char *name, hs_error *err);
  * becomes current.  Invalid changes (unknown column, unsafe promotion,
  * dropping a partition or sort source column, making a column required)
  * are HS_INVALID naming the change. */
-hs_status hs_table_update_schema(hs_table *t, const char *changes_json, hs_error *err);
+HS_API hs_status hs_table_update_schema(hs_table *t, const char *changes_json, hs_error *err);
 /* Makes `spec` (text form) the default partition spec; existing data files
  * keep their spec.  Partition fields equal (same source and transform) to a
  * field of an earlier spec keep its partition field id; new fields get new
  * ids above last-partition-id. */
-hs_status hs_table_update_spec(hs_table *t, const char *spec, hs_error *err);
+HS_API hs_status hs_table_update_spec(hs_table *t, const char *spec, hs_error *err);
 /* Makes `sort_order` (text form; NULL or "" = unsorted) the default sort
  * order; later appends sort what they write by it. */
-hs_status hs_table_replace_sort_order(hs_table *t, const char *sort_order, hs_error *err);
+HS_API hs_status hs_table_replace_sort_order(hs_table *t, const char *sort_order, hs_error *err);
 /* Sets or removes table properties in one commit. */
-hs_status hs_table_set_properties(hs_table *t, const char *const *keys,
+HS_API hs_status hs_table_set_properties(hs_table *t, const char *const *keys,
                                   const char *const *values, int n, hs_error *err);
-hs_status hs_table_remove_properties(hs_table *t, const char *const *keys, int n,
+HS_API hs_status hs_table_remove_properties(hs_table *t, const char *const *keys, int n,
                                      hs_error *err);
 /* JSON object of the table properties; caller frees with hs_string_free. */
-hs_status hs_table_properties(const hs_table *t, char **out, hs_error *err);
+HS_API hs_status hs_table_properties(const hs_table *t, char **out, hs_error *err);
 /* Raises the format version (2 -> 3) without rewriting data: next-row-id
  * starts at 0; data manifests without first_row_id get one when the next
  * snapshot's manifest list is written (as the spec says), so older rows
  * read with a null _row_id until then.  Lowering is HS_INVALID. */
-hs_status hs_table_upgrade_format_version(hs_table *t, int format_version, hs_error *err);
+HS_API hs_status hs_table_upgrade_format_version(hs_table *t, int format_version, hs_error *err);
 
 #ifdef __cplusplus
 }

@@ -57,15 +57,15 @@ typedef enum hs_metric {
 
 /* "l2" | "euclidean" | "cosine" | "ip" | "inner_product" | "dot" | "l1" |
  * "manhattan" | "hamming" | "jaccard" (case-insensitive) -> metric. */
-hs_status hs_metric_from_name(const char *name, hs_metric *out, hs_error *err);
-const char *hs_metric_name(hs_metric m);  /* "l2", "cosine", ... */
+HS_API hs_status hs_metric_from_name(const char *name, hs_metric *out, hs_error *err);
+HS_API const char *hs_metric_name(hs_metric m);  /* "l2", "cosine", ... */
 
 /* One pair of dense float32 vectors of dimension d (d may be 0). */
-double hs_distance_f32(hs_metric m, const float *a, const float *b, size_t d);
+HS_API double hs_distance_f32(hs_metric m, const float *a, const float *b, size_t d);
 /* float16 (IEEE half, as uint16 bits; converted exactly, subnormals
  * included) and int8 vectors (sums exact for any d). */
-double hs_distance_f16(hs_metric m, const uint16_t *a, const uint16_t *b, size_t d);
-double hs_distance_i8(hs_metric m, const int8_t *a, const int8_t *b, size_t d);
+HS_API double hs_distance_f16(hs_metric m, const uint16_t *a, const uint16_t *b, size_t d);
+HS_API double hs_distance_i8(hs_metric m, const int8_t *a, const int8_t *b, size_t d);
 
 /* Many-to-many: out[i * nx + j] = distance(q_i, x_j) for nq queries and nx
  * vectors, all of dimension d, row-major; out is caller-owned, nq * nx
@@ -74,12 +74,14 @@ double hs_distance_i8(hs_metric m, const int8_t *a, const int8_t *b, size_t d);
  * cancels recomputed directly; cosine within ~1e-6 absolute); smaller ones
  * and the other metrics use the pair kernels and give exactly the numbers
  * of hs_distance_f32.  n_threads 0 = one per core; batches under 2^22
- * multiply-adds run on the calling thread.  The first BLAS batch sets
- * OpenBLAS to one thread for the process (openblas_set_num_threads(1)):
- * parallelism comes from n_threads instead.
+ * multiply-adds run on the calling thread.  While BLAS batches run,
+ * OpenBLAS runs one thread (openblas_set_num_threads(1); parallelism comes
+ * from n_threads instead); when the last of them returns, the host's
+ * setting is restored (unless the host changed it meanwhile), so the
+ * host's own BLAS calls outside our batches keep their thread count.
  * HS_INVALID for a bad metric, a negative n_threads, sizes whose product
  * overflows, or NULL pointers with nonzero sizes; HS_NOMEM. */
-hs_status hs_distance_batch_f32(hs_metric m, const float *q, size_t nq, const float *x,
+HS_API hs_status hs_distance_batch_f32(hs_metric m, const float *q, size_t nq, const float *x,
                                 size_t nx, size_t d, float *out, int n_threads, hs_error *err);
 
 /* Sparse vectors: n pairs (index, value), indices strictly increasing and
@@ -88,23 +90,23 @@ hs_status hs_distance_batch_f32(hs_metric m, const float *q, size_t nq, const fl
  * what the dense metric gives on the dense equivalents (one merge of the
  * index lists, double sums); for unvalidated, unsorted input the number is
  * meaningless but nothing is read out of bounds. */
-hs_status hs_sparse_check(const uint32_t *idx, const float *val, size_t n, uint32_t dim,
+HS_API hs_status hs_sparse_check(const uint32_t *idx, const float *val, size_t n, uint32_t dim,
                           hs_error *err);
-double hs_distance_sparse(hs_metric m, const uint32_t *ai, const float *av, size_t an,
+HS_API double hs_distance_sparse(hs_metric m, const uint32_t *ai, const float *av, size_t an,
                           const uint32_t *bi, const float *bv, size_t bn);
 
 /* Packed binary vectors of nbytes bytes (numpy.packbits order; pad bits
  * must be equal, e.g. zero): HAMMING = popcount(a ^ b); JACCARD =
  * 1 - popcount(a & b) / popcount(a | b), 0 when both are empty; other
  * metrics are NaN. */
-double hs_distance_packed(hs_metric m, const uint8_t *a, const uint8_t *b, size_t nbytes);
+HS_API double hs_distance_packed(hs_metric m, const uint8_t *a, const uint8_t *b, size_t nbytes);
 
 /* The dispatch level in use: "scalar", "avx2", "avx512" or "neon". */
-const char *hs_simd_level(void);
+HS_API const char *hs_simd_level(void);
 /* Forces a level for the whole process (NULL, "best" or "auto" = the best
  * available again).  HS_INVALID for an unknown name, HS_UNSUPPORTED when
  * the CPU (or this build) lacks it. */
-hs_status hs_simd_set_level(const char *level, hs_error *err);
+HS_API hs_status hs_simd_set_level(const char *level, hs_error *err);
 
 #ifdef __cplusplus
 }

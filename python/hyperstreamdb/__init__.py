@@ -29,12 +29,18 @@ PyCapsule interface without copying, and errors are the exceptions below
     MemoryError               HS_NOMEM
     KeyboardInterrupt         Ctrl-C during a long call (HS_CANCELLED)
 
+Conditions that do not fail a call (a corrupt index sidecar skipped: the
+query reads the data instead) are issued as warnings of category
+HyperStreamWarning (a RuntimeWarning) with warnings.warn, from the main
+thread, right after the library reported them.
+
 See docs/python.md for the full guide.
 """
 from ._core import (  # noqa: F401
     CommitConflictError,
     CorruptDataError,
     HyperStreamError,
+    HyperStreamWarning,
     InternalError,
     InvalidArgumentError,
     NotFoundError,
@@ -73,11 +79,29 @@ from ._vector import (  # noqa: F401
 
 __version__ = "0.1.0"
 
+
+def set_config(key, value):
+    """Sets a process-wide setting of the C library (None restores the value
+    the process started with).  Keys: manifest_cache_mb, index_cache_mb,
+    vindex_cache_mb, dict_cache_mb (MiB; 0 = no caching), mmap (bool),
+    scan_threads, search_threads (0 = automatic).  The HS_* environment
+    variables of the same names are read once, at first use; later changes
+    to os.environ have no effect, this function does."""
+    from . import _core
+    _core.config_set(key, value)
+
+
+def get_config(key):
+    """The current value (an int) of a setting of set_config."""
+    from . import _core
+    return _core.config_get(key)
+
+
 __all__ = [
     "Table", "Query", "Snapshot", "HistoryEntry", "Session",
     "HyperStreamError", "InvalidArgumentError", "NotFoundError", "CommitConflictError",
-    "CorruptDataError", "UnsupportedError", "StorageError", "InternalError",
-    "set_progress", "get_progress",
+    "CorruptDataError", "UnsupportedError", "StorageError", "InternalError", "HyperStreamWarning",
+    "set_progress", "get_progress", "set_config", "get_config",
     "GPUContext", "ComputeContext", "Device", "SparseVector", "simd_level",
     "l2_distance", "cosine_distance", "inner_product", "l1_distance", "hamming_distance",
     "jaccard_distance",

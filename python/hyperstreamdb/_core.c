@@ -68,6 +68,7 @@
 #include <Python.h>
 #include <pythread.h>
 
+#include "hyperstream/config.h"
 #include "hyperstream/index.h"
 #include "hyperstream/table.h"
 #include "hyperstream/vector.h"
@@ -2412,6 +2413,96 @@ static PyObject *mod_set_simd_level(UNUSED PyObject *m, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Warnings of the library (hyperstream/config.h) become Python warnings of
+ * category HyperStreamWarning.  The handler may run on any library thread,
+ * with or without the GIL, under the library's warning mutex: it never
+ * takes the GIL (that could deadlock against a thread holding the GIL and
+ * waiting for the mutex), it queues the message with Py_AddPendingCall,
+ * and the main thread issues warnings.warn at its next bytecode boundary.
+ * When the queue is full the message goes to stderr as before. */
+static PyObject *W_warning;
+
+static int warn_pending(void *arg)
+{
+    char *msg = arg;
+    int rc = PyErr_WarnEx(W_warning ? W_warning : PyExc_RuntimeWarning, msg, 1);
+    PyMem_RawFree(msg);
+    return rc;
+}
+
+static void route_warning(UNUSED void *user, const char *msg)
+{
+    size_t n = strlen(msg) + 1;
+    char *copy = PyMem_RawMalloc(n);
+    if (copy) {
+        memcpy(copy, msg, n);
+        if (Py_AddPendingCall(warn_pending, copy) == 0)
+            return;
+        PyMem_RawFree(copy);
+    }
+    fprintf(stderr, "hyperstream: warning: %s\n", msg);
+}
+
+/* _core.config_set(key, value or None); value: int, bool or str. */
+static PyObject *mod_config_set(UNUSED PyObject *m, PyObject *args)
+{
+    const char *key;
+    PyObject *v;
+    if (!PyArg_ParseTuple(args, "sO", &key, &v))
+        return NULL;
+    hs_error err = {0};
+    hs_status st;
+    if (v == Py_None) {
+        st = hs_config_set(key, NULL, &err);
+    } else if (PyLong_Check(v)) {   /* bool included */
+        long long n = PyLong_AsLongLong(v);
+        if (n == -1 && PyErr_Occurred())
+            return NULL;
+        st = hs_config_set_int(key, n, &err);
+    } else if (PyUnicode_Check(v)) {
+        st = hs_config_set(key, PyUnicode_AsUTF8(v), &err);
+    } else {
+        return PyErr_Format(PyExc_TypeError, "setting %s: expected int, bool, str or None", key);
+    }
+    if (st != HS_OK)
+        return raise_status(st, &err);
+    Py_RETURN_NONE;
+}
+
+/* _core.config_get(key) -> int; _core.config_keys() -> list of str. */
+static PyObject *mod_config_get(UNUSED PyObject *m, PyObject *args)
+{
+    const char *key;
+    if (!PyArg_ParseTuple(args, "s", &key))
+        return NULL;
+    hs_error err = {0};
+    int64_t v;
+    hs_status st = hs_config_get_int(key, &v, &err);
+    if (st != HS_OK)
+        return raise_status(st, &err);
+    return PyLong_FromLongLong(v);
+}
+
+static PyObject *mod_config_keys(UNUSED PyObject *m, UNUSED PyObject *noargs)
+{
+    PyObject *l = PyList_New(0);
+    for (int i = 0; l && hs_config_key(i); i++) {
+        PyObject *s = PyUnicode_FromString(hs_config_key(i));
+        if (!s || PyList_Append(l, s) < 0) {
+            Py_XDECREF(s);
+            Py_CLEAR(l);
+            break;
+        }
+        Py_DECREF(s);
+    }
+    return l;
+}
+
+static PyObject *mod_version(UNUSED PyObject *m, UNUSED PyObject *noargs)
+{
+    return PyUnicode_FromString(hs_version());
+}
+
 /* _core.available(name) -> whether an optional C function is linked. */
 static PyObject *mod_available(UNUSED PyObject *m, PyObject *args)
 {
@@ -2447,6 +2538,11 @@ static PyMethodDef module_methods[] = {
     {"distance_packed", mod_distance_packed, METH_VARARGS, "distance_packed(metric, a, b)"},
     {"simd_level", mod_simd_level, METH_NOARGS, "the SIMD level the distance kernels use"},
     {"set_simd_level", mod_set_simd_level, METH_VARARGS, "set_simd_level(level or None)"},
+    {"config_set", mod_config_set, METH_VARARGS,
+     "config_set(key, value): a process-wide setting (hyperstream/config.h); None restores it"},
+    {"config_get", mod_config_get, METH_VARARGS, "config_get(key) -> int"},
+    {"config_keys", mod_config_keys, METH_NOARGS, "config_keys() -> the settings' keys"},
+    {"version", mod_version, METH_NOARGS, "version() -> the C library's version"},
     {"available", mod_available, METH_VARARGS,
      "available(feature) -> whether the C functions of 'index', 'search', 'explain' or "
      "'distance' are in this build"},
@@ -2518,6 +2614,14 @@ PyMODINIT_FUNC PyInit__core(void)
         !(E_internal = new_sub(mod, "InternalError", PyExc_RuntimeError,
                                "HS_INTERNAL: a broken invariant inside the library (a bug).")))
         goto fail;
+    W_warning = PyErr_NewExceptionWithDoc(
+        "hyperstreamdb.HyperStreamWarning",
+        "A condition the library reports without failing the call (a corrupt index sidecar "
+        "skipped, an unreadable index registry); a RuntimeWarning.",
+        PyExc_RuntimeWarning, NULL);
+    if (!W_warning || PyModule_AddObjectRef(mod, "HyperStreamWarning", W_warning) < 0)
+        goto fail;
+    hs_set_warning_handler(route_warning, NULL);
     return mod;
 fail:
     Py_DECREF(mod);

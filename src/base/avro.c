@@ -17,6 +17,7 @@
  */
 #include "base/avro.h"
 
+#include "base/fork.h"
 #include "base/hash.h"
 #include "base/mem.h"
 #include "base/numfmt.h"
@@ -804,6 +805,7 @@ struct avro_schema_ent {
 };
 
 static pthread_mutex_t g_sc_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_sc_mu, HS_FORK_RANK_LEAF)
 static avro_schema_ent *g_sc;
 static int g_sc_n;
 static size_t g_sc_bytes;

@@ -18,11 +18,20 @@
  * are running on some thread; by induction on nesting depth those finish.
  * Waiters help only their own group, which bounds stack depth by the nesting.
  *
+ * Fork: a pool (or group) used in a forked child has no workers there, and
+ * its mutex and condition variables may have been copied mid-use.  The first
+ * call that touches it in the child "adopts" it: fresh mutex and condition
+ * variables, no workers (so destroy joins nothing).  Tasks queued before the
+ * fork then run on the waiting thread; a group waiting on tasks that were
+ * running on the parent's workers fails with HS_INTERNAL instead of
+ * hanging.  The pool records the fork generation (base/fork.h) it belongs to.
+ *
  * Shutdown: hs_pool_destroy sets `stopping`; workers drain the queue, then
  * exit, and are joined.  Tasks are heap nodes (hs_malloc): submit is for
  * coarse work (a column chunk, a file), not per row.
  */
 #include "base/threadpool.h"
+#include "base/fork.h"
 #include "base/mem.h"
 
 #include <pthread.h>
@@ -46,7 +55,9 @@ struct hs_pool {
     pool_task *head, *tail;
     bool stopping;
     int n_threads;
+    int n_workers;          /* threads to join: n_threads, 0 once adopted by a child */
     pthread_t *threads;
+    uint64_t generation;    /* hs_fork_generation() of the process that owns it */
 };
 
 struct hs_group {
@@ -54,6 +65,7 @@ struct hs_group {
     pthread_cond_t done_cv;
     pool_task *ghead, *gtail;
     size_t pending;
+    uint64_t generation;
     hs_status status;
     hs_error err;
 };
@@ -142,6 +154,32 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* ---- fork --------------------------------------------------------------- */
+
+static pthread_mutex_t g_adopt_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_adopt_mu, HS_FORK_RANK_LEAF)
+
+/* Makes p (and g, may be NULL) usable in this process (see top). */
+static void adopt(hs_pool *p, hs_group *g)
+{
+    uint64_t gen = hs_fork_generation();
+    if (__atomic_load_n(&p->generation, __ATOMIC_ACQUIRE) == gen &&
+        (!g || __atomic_load_n(&g->generation, __ATOMIC_ACQUIRE) == gen))
+        return;
+    pthread_mutex_lock(&g_adopt_mu);
+    if (p->generation != gen) {
+        pthread_mutex_init(&p->mu, NULL);
+        pthread_cond_init(&p->work_cv, NULL);
+        p->n_workers = 0;
+        __atomic_store_n(&p->generation, gen, __ATOMIC_RELEASE);
+    }
+    if (g && g->generation != gen) {
+        pthread_cond_init(&g->done_cv, NULL);
+        __atomic_store_n(&g->generation, gen, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&g_adopt_mu);
+}
+
 /* ---- pool --------------------------------------------------------------- */
 
 hs_status hs_pool_create(int n_threads, hs_pool **out, hs_error *err)
@@ -163,17 +201,18 @@ hs_status hs_pool_create(int n_threads, hs_pool **out, hs_error *err)
     }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->work_cv, NULL);
+    p->generation = hs_fork_generation();
     for (int i = 0; i < n_threads; i++) {
         int rc = pthread_create(&p->threads[i], NULL, worker_main, p);
         if (rc != 0) {
-            p->n_threads = i;
+            p->n_threads = p->n_workers = i;
             hs_pool_destroy(p);
             return hs_err_set(err, rc == EAGAIN ? HS_NOMEM : HS_INTERNAL,
                               "thread pool: cannot start thread %d of %d: %s", i + 1, n_threads,
                               strerror(rc));
         }
     }
-    p->n_threads = n_threads;
+    p->n_threads = p->n_workers = n_threads;
     *out = p;
     return HS_OK;
 }
@@ -182,11 +221,12 @@ void hs_pool_destroy(hs_pool *p)
 {
     if (!p)
         return;
+    adopt(p, NULL);
     pthread_mutex_lock(&p->mu);
     p->stopping = true;
     pthread_cond_broadcast(&p->work_cv);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 0; i < p->n_threads; i++)
+    for (int i = 0; i < p->n_workers; i++)
         pthread_join(p->threads[i], NULL);
     pthread_cond_destroy(&p->work_cv);
     pthread_mutex_destroy(&p->mu);
@@ -209,7 +249,9 @@ hs_status hs_group_create(hs_pool *p, hs_group **out, hs_error *err)
     hs_group *g = hs_calloc(1, sizeof *g);
     if (!g)
         return hs_err_nomem(err, sizeof *g);
+    adopt(p, NULL);
     g->pool = p;
+    g->generation = p->generation;
     pthread_cond_init(&g->done_cv, NULL);
     *out = g;
     return HS_OK;
@@ -224,6 +266,7 @@ hs_status hs_group_submit(hs_group *g, hs_task_fn fn, void *arg)
     t->arg = arg;
     t->group = g;
     hs_pool *p = g->pool;
+    adopt(p, g);
     pthread_mutex_lock(&p->mu);
     g->pending++;
     queue_push(p, t);
@@ -235,12 +278,25 @@ hs_status hs_group_submit(hs_group *g, hs_task_fn fn, void *arg)
 hs_status hs_group_wait(hs_group *g, hs_error *err)
 {
     hs_pool *p = g->pool;
+    adopt(p, g);
     pthread_mutex_lock(&p->mu);
     while (g->pending > 0) {
         if (g->ghead) {
             pool_task *t = g->ghead;
             queue_unlink(p, t);
             run_task(p, t);
+        } else if (p->n_workers == 0) {
+            /* a forked child: the tasks still pending ran on the parent's
+             * workers, which do not exist here */
+            if (g->status == HS_OK) {
+                g->status = HS_INTERNAL;
+                hs_err_clear(&g->err);
+                g->err.code = HS_INTERNAL;
+                snprintf(g->err.msg, sizeof g->err.msg,
+                         "thread pool: %zu tasks were running in the parent when it forked",
+                         g->pending);
+            }
+            g->pending = 0;
         } else {
             pthread_cond_wait(&g->done_cv, &p->mu);
         }

@@ -30,6 +30,7 @@
  * they fail.
  */
 #include "io/io.h"
+#include "base/config.h"
 #include "base/mem.h"
 
 #include <errno.h>
@@ -72,14 +73,7 @@ hs_status hs_file_read_buf(hs_file *f, uint64_t off, size_t len, hs_buf *buf, hs
 
 static int mmap_allowed(void)
 {
-    static int allowed = -1;   /* every thread computes the same value */
-    int a = __atomic_load_n(&allowed, __ATOMIC_RELAXED);
-    if (a < 0) {
-        const char *e = getenv("HS_MMAP");
-        a = !(e && strcmp(e, "0") == 0);
-        __atomic_store_n(&allowed, a, __ATOMIC_RELAXED);
-    }
-    return a;
+    return hs_cfg_get(HS_CFG_MMAP) != 0;
 }
 
 hs_status hs_file_map(hs_file *f, const uint8_t **addr, hs_error *err)

@@ -42,6 +42,7 @@
 
 #include "base/compress.h"
 #include "base/mem.h"
+#include "base/opts.h"
 #include "columnar/arrow_c.h"
 #include "io/io.h"
 #include "parquet/reader.h"
@@ -363,6 +364,7 @@ static hs_status map_write_options(const hs_parquet_write_options *opt, pq_write
 {
     memset(w, 0, sizeof *w);
     memset(encs, 0, sizeof *encs);
+    HS_OPTS_IN(opt, hs_parquet_write_options, err);
     w->codec = HS_CODEC_ZSTD;
     if (!opt)
         return HS_OK;

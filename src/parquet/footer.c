@@ -24,6 +24,8 @@
 #include "parquet/footer.h"
 
 #include "base/avro.h"
+#include "base/config.h"
+#include "base/fork.h"
 #include "base/mem.h"
 #include "parquet/pcache.h"
 #include "parquet/reader.h"
@@ -45,20 +47,20 @@ void pq_fpidx_free(pq_fpidx *e)
 }
 
 static pthread_mutex_t g_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_cache_mu, HS_FORK_RANK_FOOTER)
 static pq_footer *g_cache;
 static int g_cache_n;
 
-/* Dictionary cache budget: HS_DICT_CACHE_MB (default 128; 0 = no cache). */
+/* Dictionary cache budget: setting dict_cache_mb (default 128; 0 = no cache). */
 static pthread_mutex_t g_dict_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_dict_mu, HS_FORK_RANK_LEAF)
 static size_t g_dict_bytes;
-static size_t g_dict_limit;
-static pthread_once_t g_dict_once = PTHREAD_ONCE_INIT;
 
-static void dict_limit_init(void)
+/* The budget as set now (hs_config_set may change it). */
+static size_t dict_limit(void)
 {
-    const char *e = getenv("HS_DICT_CACHE_MB");
-    long mb = e && *e ? atol(e) : 128;
-    g_dict_limit = mb > 0 ? (size_t)mb << 20 : 0;
+    int64_t mb = hs_cfg_get(HS_CFG_DICT_CACHE_MB);
+    return mb > 0 ? (size_t)mb << 20 : 0;
 }
 
 static void dict_free(pq_dict *d)
@@ -112,6 +114,7 @@ static void footer_destroy(pq_footer *f)
 #define PQ_POOL_BYTES ((size_t)64 << 20)
 
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_pool_mu, HS_FORK_RANK_LEAF)
 static hs_buf g_pool[PQ_POOL_N];
 static int g_pool_n;
 static size_t g_pool_bytes;
@@ -430,11 +433,10 @@ const pq_dict *pq_footer_dict(pq_footer *ft, size_t slot)
 void pq_footer_dict_adopt(pq_footer *ft, size_t slot, uint32_t n, hs_buf *vals, hs_buf *offs,
                           hs_buf *bytes)
 {
-    pthread_once(&g_dict_once, dict_limit_init);
     size_t n_slots = (size_t)ft->meta.n_row_groups * (size_t)ft->schema.n_leaves;
     size_t mem = vals->cap + offs->cap + bytes->cap + sizeof(pq_dict);
     pthread_mutex_lock(&g_dict_mu);
-    if (slot < n_slots && g_dict_bytes + mem <= g_dict_limit) {
+    if (slot < n_slots && g_dict_bytes + mem <= dict_limit()) {
         if (!ft->dicts)
             ft->dicts = hs_calloc(n_slots, sizeof *ft->dicts);
         pq_dict *d = ft->dicts && !ft->dicts[slot] ? hs_calloc(1, sizeof *d) : NULL;

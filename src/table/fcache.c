@@ -10,6 +10,8 @@
  */
 #include "table/fcache.h"
 
+#include "base/config.h"
+#include "base/fork.h"
 #include "base/hash.h"
 #include "base/mem.h"
 
@@ -34,11 +36,29 @@ struct tbl_fref {
     tbl_fref *newer, *older;   /* recency list */
 };
 
+/* First use of c (any thread, any number of times): finds its setting and
+ * registers its mutex for fork. */
+static void first_use(tbl_fcache *c)
+{
+    if (__atomic_load_n(&c->setting, __ATOMIC_ACQUIRE) != 0)
+        return;
+    int k = hs_cfg_find(c->budget_env);
+    hs_fork_guard(&c->mu, HS_FORK_RANK_FCACHE);
+    __atomic_store_n(&c->setting, k < 0 ? -1 : k + 1, __ATOMIC_RELEASE);
+}
+
+/* Bytes the cache may hold now; an atomic load, safe under the lock. */
 static size_t budget(const tbl_fcache *c)
 {
-    const char *e = getenv(c->budget_env);
-    long long mb = e && *e ? atoll(e) : c->default_mb;
+    int s = __atomic_load_n(&c->setting, __ATOMIC_ACQUIRE);
+    long long mb = s > 0 ? (long long)hs_cfg_get((hs_cfg_key)(s - 1))
+                         : __atomic_load_n(&c->default_mb, __ATOMIC_RELAXED);
     return mb <= 0 ? 0 : (size_t)mb << 20;
+}
+
+void tbl_fcache_set_budget_mb(tbl_fcache *c, long mb)
+{
+    __atomic_store_n(&c->default_mb, mb, __ATOMIC_RELAXED);
 }
 
 static void ent_free(tbl_fcache *c, tbl_fref *r)
@@ -184,6 +204,7 @@ hs_status tbl_fcache_get(tbl_fcache *c, const char *path, const int64_t *key, in
     if (n_key)
         memcpy(r->key, key, (size_t)n_key * sizeof *key);
     r->size = -1;
+    first_use(c);
     size_t limit = budget(c);
     struct stat sb;
     r->have_stat = stat(path, &sb) == 0;

@@ -11,10 +11,16 @@
  * loaded from: a file replaced or damaged in place is loaded again and its
  * old entry dropped once unreferenced.  Entries are shared read-only,
  * reference-counted while in use, and evicted least recently used when the
- * cache's bytes exceed its budget (environment variable, in MiB; 0 = no
- * caching: every get loads a private copy).  Loading happens outside the
- * lock; two threads missing the same file both load it and the second copy
- * is dropped.
+ * cache's bytes exceed its budget (in MiB; 0 = no caching: every get loads
+ * a private copy): the process-wide setting whose environment variable is
+ * budget_env (hyperstream/config.h: "HS_MANIFEST_CACHE_MB" is setting
+ * manifest_cache_mb), read at every get and release (an atomic load), so
+ * hs_config_set takes effect at once; a cache whose budget_env names no
+ * setting (tests) has default_mb, changed by tbl_fcache_set_budget_mb.
+ * Each cache's mutex is registered with base/fork.c at first use, so a
+ * forked child finds it unlocked and the cache consistent.  Loading
+ * happens outside the lock; two threads missing the same file both load it
+ * and the second copy is dropped.
  *
  * Each cache is one static tbl_fcache, initialised with TBL_FCACHE_INIT.
  */
@@ -33,13 +39,14 @@ typedef struct tbl_fref tbl_fref;
 
 typedef struct tbl_fcache {
     const char *budget_env;            /* e.g. "HS_INDEX_CACHE_MB" */
-    long default_mb;
+    long default_mb;                   /* when budget_env names no setting */
     void (*free_obj)(void *obj);
     /* private */
     pthread_mutex_t mu;
     tbl_fref **buckets;
     size_t nb, n, bytes;
     tbl_fref *newest, *oldest;
+    int setting;                       /* hs_cfg_key + 1; -1: none; 0: not looked up */
 } tbl_fcache;
 
 #define TBL_FCACHE_INIT(env, mb, free_fn) \
@@ -62,6 +69,8 @@ HS_MUST_USE hs_status tbl_fcache_get(tbl_fcache *c, const char *path, const int6
 /* The size of the file the entry was loaded from (-1 when not stat'ed). */
 int64_t tbl_fref_file_size(const tbl_fref *ref);
 void tbl_fcache_release(tbl_fcache *c, tbl_fref *ref);   /* accepts NULL */
+/* The budget of a cache whose budget_env names no setting (tests). */
+void tbl_fcache_set_budget_mb(tbl_fcache *c, long mb);
 /* Drops every unreferenced entry (tests balancing allocations). */
 void tbl_fcache_clear(tbl_fcache *c);
 

@@ -63,6 +63,8 @@
 #include "table/vindex.h"
 
 #include "base/avro.h"
+#include "base/config.h"
+#include "base/opts.h"
 #include "base/hash.h"
 #include "base/mem.h"
 #include "base/numfmt.h"
@@ -182,7 +184,7 @@ static void warn(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "hyperstream: warning: %s\n", msg);
+    hs_warn("%s", msg);
 }
 
 static void entry_free_strings(ix_entry *e)
@@ -891,6 +893,7 @@ hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_opt
                              hs_error *err)
 {
     HS_TRY(tbl_check_writable(t, err));
+    HS_OPTS_IN(opt, hs_index_options, err);
     if (!column || !*column)
         return hs_err_set(err, HS_INVALID, "add_index: no column given");
     HS_TRY(hs_table_refresh(t, err));

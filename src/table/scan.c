@@ -48,6 +48,8 @@
  */
 #include "table/table_int.h"
 
+#include "base/config.h"
+#include "base/opts.h"
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
 #include "columnar/jsonl.h"
@@ -1686,6 +1688,7 @@ static hs_status build_schemas(hs_scan *s, const ice_schema *sc, const hs_scan_o
 hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err)
 {
     *out = NULL;
+    HS_OPTS_IN(opt, hs_scan_options, err);
     hs_scan *s = hs_calloc(1, sizeof *s);
     if (!s)
         return hs_err_nomem(err, sizeof *s);
@@ -1826,11 +1829,9 @@ static hs_status job_run(void *arg, hs_error *err)
 
 static int scan_threads(void)
 {
-    const char *e = getenv("HS_SCAN_THREADS");
-    if (e && *e) {
-        int n = atoi(e);
-        return n < 1 ? 1 : n > 64 ? 64 : n;
-    }
+    int64_t set = hs_cfg_get(HS_CFG_SCAN_THREADS);
+    if (set > 0)
+        return set > 64 ? 64 : (int)set;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }

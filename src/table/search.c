@@ -42,6 +42,8 @@
 #include "table/table_int.h"
 #include "table/vindex.h"
 
+#include "base/config.h"
+#include "base/opts.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
 #include "columnar/arrow_c.h"
@@ -81,7 +83,7 @@ void tbl_search_counters(int64_t *files_indexed, int64_t *files_exact, int64_t *
 static void skip_warning(const char *data_path, const hs_error *why)
 {
     atomic_fetch_add(&g_index_files_skipped, 1);
-    fprintf(stderr, "hyperstream: warning: vector index of %s skipped, searching exactly: %s\n",
+    hs_warn("vector index of %s skipped, searching exactly: %s",
             data_path, why && why->msg[0] ? why->msg : "unusable");
 }
 
@@ -349,8 +351,8 @@ static hs_status vreg_load(const ice_table_metadata *m, vreg *r, hs_error *err)
         return hs_err_nomem(err, 64);
     if (st != HS_OK) {
         atomic_fetch_add(&g_index_files_skipped, 1);
-        fprintf(stderr, "hyperstream: warning: %s: index registry unreadable (%s); vector "
-                "search reads the data\n", m->location, e.msg);
+        hs_warn("%s: index registry unreadable (%s); vector search reads the data", m->location,
+                e.msg);
         memset(&r->reg, 0, sizeof r->reg);
         return HS_OK;
     }
@@ -518,9 +520,9 @@ static hs_status file_job_run(void *arg, hs_error *err)
  * most 8), never more than the files. */
 static int search_threads(int n_files)
 {
-    const char *e = getenv("HS_SEARCH_THREADS");
-    long n = e && *e ? atol(e) : sysconf(_SC_NPROCESSORS_ONLN);
-    if (!(e && *e) && n > 8)
+    long set = (long)hs_cfg_get(HS_CFG_SEARCH_THREADS);
+    long n = set > 0 ? set : sysconf(_SC_NPROCESSORS_ONLN);
+    if (set <= 0 && n > 8)
         n = 8;
     if (n > n_files)
         n = n_files;
@@ -868,6 +870,8 @@ hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_sea
     if (!t || !out)
         return hs_err_set(err, HS_INVALID, "search: NULL table or output stream");
     memset(out, 0, sizeof *out);
+    HS_OPTS_IN(scan, hs_scan_options, err);
+    HS_OPTS_IN(so, hs_search_options, err);
     HS_TRY(check_options(so, err));
     search_ctx sc = {.so = so, .kern = vd_kernels()};
     if (so->metric) {

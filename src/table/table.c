@@ -24,6 +24,7 @@
 
 #include "base/mem.h"
 #include "base/numfmt.h"
+#include "base/opts.h"
 #include "columnar/arrow_c.h"
 #include "io/io.h"
 
@@ -287,6 +288,7 @@ hs_status hs_table_create(hs_catalog *cat, const char *name, const hs_table_crea
         *out = NULL;
     if (!opt)
         return hs_err_set(err, HS_INVALID, "hs_table_create: no options (a schema is needed)");
+    HS_OPTS_IN(opt, hs_table_create_options, err);
     int fv = opt->format_version ? opt->format_version : ICE_DEFAULT_FORMAT_VERSION;
     if (fv < 2 || fv > ICE_MAX_FORMAT_VERSION)
         return hs_err_set(err, HS_INVALID, "hs_table_create: format version %d is not "

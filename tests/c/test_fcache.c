@@ -104,7 +104,7 @@ static obj *get(int file, int64_t key, size_t cost, tbl_fref **ref)
 
 static void test_sharing(void)
 {
-    unsetenv("HS_TEST_FCACHE_MB");
+    tbl_fcache_set_budget_mb(&g_c, 1);
     int l0 = g_loads;
     tbl_fref *r1, *r2, *r3;
     obj *a = get(0, 7, 100, &r1), *b = get(0, 7, 100, &r2), *c = get(0, 8, 100, &r3);
@@ -152,7 +152,7 @@ static void test_sharing(void)
 static void test_budget(void)
 {
     /* budget 0: every get loads a private copy, freed at release */
-    setenv("HS_TEST_FCACHE_MB", "0", 1);
+    tbl_fcache_set_budget_mb(&g_c, 0);
     int l0 = g_loads, f0 = g_frees;
     tbl_fref *r1, *r2;
     obj *a = get(2, 1, 10, &r1), *b = get(2, 1, 10, &r2);
@@ -161,7 +161,7 @@ static void test_budget(void)
     tbl_fcache_release(&g_c, r2);
     CHECK(g_frees - f0 == 2);
     /* 1 MiB and 300 KiB objects: at most three stay cached */
-    setenv("HS_TEST_FCACHE_MB", "1", 1);
+    tbl_fcache_set_budget_mb(&g_c, 1);
     for (int round = 0; round < 3; round++)
         for (int i = 0; i < 16; i++) {
             tbl_fref *r;
@@ -185,7 +185,7 @@ static void test_budget(void)
     for (int i = 0; i < 8; i++)
         tbl_fcache_release(&g_c, held[i]);
     CHECK(g_loads - g_frees <= 3);
-    unsetenv("HS_TEST_FCACHE_MB");
+    tbl_fcache_set_budget_mb(&g_c, 1);
     tbl_fcache_clear(&g_c);
     CHECK(g_loads == g_frees);
 }
@@ -193,7 +193,7 @@ static void test_budget(void)
 /* thousands of entries (the buckets grow) answer from the cache */
 static void test_many(void)
 {
-    setenv("HS_TEST_FCACHE_MB", "64", 1);
+    tbl_fcache_set_budget_mb(&g_c, 64);
     int l0 = g_loads;
     for (int pass = 0; pass < 2; pass++)
         for (int64_t k = 0; k < 5000; k++) {
@@ -204,7 +204,7 @@ static void test_many(void)
             tbl_fcache_release(&g_c, r);
         }
     CHECK(g_loads - l0 == 5000);
-    unsetenv("HS_TEST_FCACHE_MB");
+    tbl_fcache_set_budget_mb(&g_c, 1);
     tbl_fcache_clear(&g_c);
     CHECK(g_loads == g_frees);
 }
@@ -233,14 +233,14 @@ static void *th_main(void *p)
 
 static void test_threads(void)
 {
-    setenv("HS_TEST_FCACHE_MB", "1", 1);
+    tbl_fcache_set_budget_mb(&g_c, 1);
     pthread_t th[4];
     for (int i = 0; i < 4; i++)
         REQUIRE(pthread_create(&th[i], NULL, th_main, (void *)(uintptr_t)(i + 1)) == 0);
     for (int i = 0; i < 4; i++)
         pthread_join(th[i], NULL);
     CHECK(g_bad == 0);
-    unsetenv("HS_TEST_FCACHE_MB");
+    tbl_fcache_set_budget_mb(&g_c, 1);
     tbl_fcache_clear(&g_c);
     CHECK(g_loads == g_frees);
 }

@@ -15,6 +15,7 @@
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "io/io.h"
+#include "hyperstream/config.h"
 #include "hyperstream/table.h"
 
 #include <dirent.h>
@@ -487,12 +488,12 @@ static void test_manifest_cache(void)
         want_sum += i;
     for (int round = 0; round < 3; round++) {   /* cold, warm, cache off */
         if (round == 2)
-            setenv("HS_MANIFEST_CACHE_MB", "0", 1);
+            CHECK_OK(hs_config_set_int("manifest_cache_mb", 0, &err), &err);
         result r;
         CHECK(scan_into(t, &o, &r, &err) == 0);
         CHECK(r.n == want_n && r.id_sum == want_sum);
     }
-    unsetenv("HS_MANIFEST_CACHE_MB");
+    CHECK_OK(hs_config_set("manifest_cache_mb", NULL, &err), &err);
     for (int k = 0; k < 5; k++) {   /* each snapshot lists a prefix of the manifests */
         hs_scan_options ot = {.use_snapshot_id = 1, .snapshot_id = snaps[k]};
         result r;

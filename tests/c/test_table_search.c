@@ -25,6 +25,7 @@
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/index.h"
+#include "hyperstream/config.h"
 #include "hyperstream/table.h"
 #include "parquet/reader.h"
 #include "table/mcache.h"
@@ -690,14 +691,14 @@ static void test_cache(void)
     CHECK(c != NULL);
     tbl_vindex_release(c);
     /* caching off: a private copy each time */
-    setenv("HS_VINDEX_CACHE_MB", "0", 1);
+    CHECK_OK(hs_config_set_int("vindex_cache_mb", 0, &err), &err);
     tbl_vindex_cache_clear();
     CHECK_OK(tbl_vindex_acquire(path, 7, 123456, -1, &a, &err), &err);
     CHECK_OK(tbl_vindex_acquire(path, 7, 123456, -1, &b, &err), &err);
     CHECK(a && b && a != b);
     tbl_vindex_release(a);
     tbl_vindex_release(b);
-    unsetenv("HS_VINDEX_CACHE_MB");
+    CHECK_OK(hs_config_set("vindex_cache_mb", NULL, &err), &err);
     CHECK(tbl_vindex_acquire("/nonexistent/x.hnsw", 7, 1, -1, &c, &err) == HS_NOT_FOUND);
     unlink(path);
     hs_free_aligned(img);

@@ -101,7 +101,9 @@ def _build_dir():
     return b if b.is_absolute() else REPO / b
 
 
-LIB_PATH = _build_dir() / "libhyperstream.so"
+# The test library: every symbol (internal ones too), same objects as the
+# public libhyperstream.so, which exports only the hs_ API (CMakeLists.txt).
+LIB_PATH = _build_dir() / "libhyperstream_testing.so"
 TESTDATA = pathlib.Path(os.environ.get("HS_TESTDATA") or (REPO.parent / "shared" / "testdata"))
 PARQUET_TESTING = TESTDATA / "parquet-testing"
 
@@ -115,7 +117,8 @@ class _HsErrorStruct(ctypes.Structure):
 
 
 class _WriteOptions(ctypes.Structure):
-    _fields_ = [("codec", ctypes.c_char_p), ("codec_level", ctypes.c_int),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("codec", ctypes.c_char_p), ("codec_level", ctypes.c_int),
                 ("row_group_rows", ctypes.c_int64), ("page_bytes", ctypes.c_int64),
                 ("dictionary", ctypes.c_int), ("data_page_v2", ctypes.c_int),
                 ("column_encodings", ctypes.c_char_p), ("page_rows", ctypes.c_int64)]

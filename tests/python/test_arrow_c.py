@@ -33,7 +33,7 @@ def _load():
     build = pathlib.Path(os.environ.get("HS_BUILD", "build"))
     if not build.is_absolute():
         build = ROOT / build
-    so = build / "libhyperstream.so"
+    so = build / "libhyperstream_testing.so"
     require(so.exists(), f"{so} not built")
     lib = ctypes.CDLL(str(so))
     for name in ("hs_arrow_roundtrip", "hs_arrow_stream_roundtrip"):

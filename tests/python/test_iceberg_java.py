@@ -519,7 +519,8 @@ def test_java_written_deletes(java, ours, tmp_path, fmt):
 # Tables written by HyperStreamDB through the public C API
 
 class _CreateOptions(ctypes.Structure):
-    _fields_ = [("arrow_schema", ctypes.c_void_p), ("schema_json", ctypes.c_char_p),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("arrow_schema", ctypes.c_void_p), ("schema_json", ctypes.c_char_p),
                 ("partition_spec", ctypes.c_char_p), ("sort_order", ctypes.c_char_p),
                 ("property_keys", ctypes.c_void_p), ("property_values", ctypes.c_void_p),
                 ("n_properties", ctypes.c_int), ("format_version", ctypes.c_int),
@@ -527,7 +528,8 @@ class _CreateOptions(ctypes.Structure):
 
 
 class _ScanOptions(ctypes.Structure):
-    _fields_ = [("use_snapshot_id", ctypes.c_int), ("snapshot_id", ctypes.c_int64),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("use_snapshot_id", ctypes.c_int), ("snapshot_id", ctypes.c_int64),
                 ("use_as_of", ctypes.c_int), ("as_of_ms", ctypes.c_int64),
                 ("ref", ctypes.c_char_p), ("columns", ctypes.c_void_p),
                 ("n_columns", ctypes.c_int), ("filter", ctypes.c_char_p),

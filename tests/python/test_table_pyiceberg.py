@@ -36,7 +36,7 @@ REPO = HERE.parents[1]
 BUILD = pathlib.Path(os.environ.get("HS_BUILD", "build"))
 if not BUILD.is_absolute():
     BUILD = REPO / BUILD
-LIB = BUILD / "libhyperstream.so"
+LIB = BUILD / "libhyperstream_testing.so"
 CLI = BUILD / "hyperstream"
 
 require(LIB.exists(), "libhyperstream.so not built")
@@ -54,7 +54,8 @@ class _Stream(ctypes.Structure):
 
 
 class _CreateOpts(ctypes.Structure):
-    _fields_ = [("arrow_schema", ctypes.c_void_p), ("schema_json", ctypes.c_char_p),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("arrow_schema", ctypes.c_void_p), ("schema_json", ctypes.c_char_p),
                 ("partition_spec", ctypes.c_char_p), ("sort_order", ctypes.c_char_p),
                 ("property_keys", ctypes.c_void_p), ("property_values", ctypes.c_void_p),
                 ("n_properties", ctypes.c_int), ("format_version", ctypes.c_int),
@@ -62,7 +63,8 @@ class _CreateOpts(ctypes.Structure):
 
 
 class _ScanOpts(ctypes.Structure):
-    _fields_ = [("use_snapshot_id", ctypes.c_int), ("snapshot_id", ctypes.c_int64),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("use_snapshot_id", ctypes.c_int), ("snapshot_id", ctypes.c_int64),
                 ("use_as_of", ctypes.c_int), ("as_of_ms", ctypes.c_int64),
                 ("ref", ctypes.c_char_p), ("columns", ctypes.c_void_p),
                 ("n_columns", ctypes.c_int), ("filter", ctypes.c_char_p),

@@ -46,7 +46,8 @@ RNG = np.random.default_rng(20261203)
 
 
 class SearchOpts(ctypes.Structure):
-    _fields_ = [("column", X.cp), ("query", ctypes.POINTER(ctypes.c_float)),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("column", X.cp), ("query", ctypes.POINTER(ctypes.c_float)),
                 ("dim", ctypes.c_int), ("k", ctypes.c_int), ("metric", X.cp),
                 ("ef_search", ctypes.c_int), ("nprobe", ctypes.c_int),
                 ("distance_column", X.cp)]

@@ -35,13 +35,17 @@
  * multiply-adds run on the calling thread.  Rectangles (split over queries,
  * or over vectors when there are fewer queries than threads) run on a
  * thread pool made for the call (hs_pool, the caller's thread helps).
- * OpenBLAS is set to one thread once, at the first BLAS batch
+ * OpenBLAS runs one thread while BLAS batches are in flight
  * (openblas_set_num_threads(1)), so its own threads never multiply ours:
- * all parallelism comes from the rectangles.  That setting is process-wide.
+ * all parallelism comes from the rectangles.  That setting is process-wide
+ * in OpenBLAS 0.3.21 (no per-thread form), so the first batch to start
+ * saves the host's value and the last to finish restores it (unless the
+ * host changed it meanwhile).
  */
 #include "hyperstream/vector.h"
 #include "index/vector/distance_int.h"
 #include "base/error.h"
+#include "base/fork.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
 
@@ -466,11 +470,28 @@ static hs_status rect_task(void *arg, hs_error *err)
     return HS_OK;
 }
 
-static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t g_blas_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_blas_mu, HS_FORK_RANK_LEAF)
+static int g_blas_users;    /* batches running BLAS */
+static int g_blas_saved;    /* the host's thread count before the first of them */
 
-static void blas_single_thread(void)
+static void blas_enter(void)
 {
-    openblas_set_num_threads(1);
+    pthread_mutex_lock(&g_blas_mu);
+    if (g_blas_users++ == 0) {
+        g_blas_saved = openblas_get_num_threads();
+        if (g_blas_saved != 1)
+            openblas_set_num_threads(1);
+    }
+    pthread_mutex_unlock(&g_blas_mu);
+}
+
+static void blas_leave(void)
+{
+    pthread_mutex_lock(&g_blas_mu);
+    if (--g_blas_users == 0 && g_blas_saved != 1 && openblas_get_num_threads() == 1)
+        openblas_set_num_threads(g_blas_saved);
+    pthread_mutex_unlock(&g_blas_mu);
 }
 
 static int online_cpus(void)
@@ -577,8 +598,10 @@ hs_status vd_batch_f32(hs_metric m, const float *q, size_t nq, const float *x, s
         job.xn = norms + nq;
     }
     if (blas)
-        pthread_once(&blas_once, blas_single_thread);
+        blas_enter();
     hs_status st = run_rects(&job, n_threads, err);
+    if (blas)
+        blas_leave();
     hs_free(norms);
     return st;
 }

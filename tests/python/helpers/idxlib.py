@@ -42,7 +42,7 @@ def build_dir():
     return b if b.is_absolute() else REPO / b
 
 
-LIB = build_dir() / "libhyperstream.so"
+LIB = build_dir() / "libhyperstream_testing.so"
 CLI = build_dir() / "hyperstream"
 
 # ----------------------------------------------------------------------------
@@ -80,21 +80,24 @@ _RELEASE = ctypes.CFUNCTYPE(None, vp)
 
 
 class CreateOpts(ctypes.Structure):
-    _fields_ = [("arrow_schema", vp), ("schema_json", cp), ("partition_spec", cp),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("arrow_schema", vp), ("schema_json", cp), ("partition_spec", cp),
                 ("sort_order", cp), ("property_keys", vp), ("property_values", vp),
                 ("n_properties", ctypes.c_int), ("format_version", ctypes.c_int),
                 ("location", cp)]
 
 
 class ScanOpts(ctypes.Structure):
-    _fields_ = [("use_snapshot_id", ctypes.c_int), ("snapshot_id", i64),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("use_snapshot_id", ctypes.c_int), ("snapshot_id", i64),
                 ("use_as_of", ctypes.c_int), ("as_of_ms", i64), ("ref", cp),
                 ("columns", vp), ("n_columns", ctypes.c_int), ("filter", cp),
                 ("include_row_lineage", ctypes.c_int), ("batch_size", i64)]
 
 
 class IndexOpts(ctypes.Structure):
-    _fields_ = [("kind", cp), ("params_json", cp), ("progress", vp), ("progress_ctx", vp),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("kind", cp), ("params_json", cp), ("progress", vp), ("progress_ctx", vp),
                 ("n_threads", ctypes.c_int)]
 
 

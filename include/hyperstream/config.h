@@ -1,0 +1,69 @@
+/*
+ * hyperstream/config.h - process-wide settings and the warning callback.
+ *
+ * Settings.  Each setting has a key, an environment variable and a built-in
+ * default.  The environment is read once, at the first use of any setting
+ * (or the first hs_config_* call), and never again: changing the variable
+ * later has no effect; hs_config_set does.  A set value takes effect for
+ * work started after the call (a scan already running keeps its thread
+ * count; a cache shrinks to a lower budget as its entries are released).
+ * Keys are matched case-insensitively and may also be given as the
+ * variable's name ("HS_MANIFEST_CACHE_MB").
+ *
+ *   key                env variable           default  meaning
+ *   -----------------  ---------------------  -------  --------------------------------
+ *   manifest_cache_mb  HS_MANIFEST_CACHE_MB   64       decoded Iceberg manifests, MiB
+ *   index_cache_mb     HS_INDEX_CACHE_MB      256      scalar index sidecars and
+ *                                                      registries, MiB
+ *   vindex_cache_mb    HS_VINDEX_CACHE_MB     1024     vector index images, MiB
+ *   dict_cache_mb      HS_DICT_CACHE_MB       128      decoded Parquet dictionaries, MiB
+ *   mmap               HS_MMAP                1        1: map local files; 0: read them
+ *   scan_threads       HS_SCAN_THREADS        0        threads of one scan, 1..64;
+ *                                                      0 = the cores, at most 8
+ *   search_threads     HS_SEARCH_THREADS      0        threads of one vector search,
+ *                                                      1..64; 0 = the cores, at most 8
+ *
+ * Cache budgets are >= 0 (0 = no caching); values outside a setting's range
+ * are HS_INVALID, and an environment value that does not parse is reported
+ * through the warning handler and the default used.  All functions here are
+ * thread-safe.
+ *
+ * Warnings.  Conditions that do not fail a call but that a user should
+ * hear of (an unreadable index registry, a corrupt sidecar that a query
+ * skipped) are passed to the warning handler as one line of text without a
+ * trailing newline.  The default handler writes "hyperstream: warning: "
+ * + the message + "\n" to stderr.  The handler may be called from any
+ * thread the library runs, concurrently; it must not call back into the
+ * library.
+ */
+#ifndef HYPERSTREAM_CONFIG_H
+#define HYPERSTREAM_CONFIG_H
+
+#include "hyperstream/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Sets `key` from text: a decimal integer (mmap also takes true/false/on/
+ * off).  value NULL restores the value the process started with (the
+ * environment's, else the default).  HS_NOT_FOUND for an unknown key,
+ * HS_INVALID for a value out of range or not a number. */
+HS_API hs_status hs_config_set(const char *key, const char *value, hs_error *err);
+HS_API hs_status hs_config_set_int(const char *key, int64_t value, hs_error *err);
+/* The current value of `key` (HS_NOT_FOUND for an unknown key). */
+HS_API hs_status hs_config_get_int(const char *key, int64_t *out, hs_error *err);
+/* The i-th key (0 <= i < count; NULL past the end), for listing settings. */
+HS_API const char *hs_config_key(int i);
+
+/* Receives one warning (see top).  user is the pointer given to
+ * hs_set_warning_handler. */
+typedef void (*hs_warning_fn)(void *user, const char *msg);
+/* Installs fn (NULL = the default handler, printing to stderr); the
+ * previous handler is no longer called once this returns. */
+HS_API void hs_set_warning_handler(hs_warning_fn fn, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,197 @@
+/*
+ * base/config.c - process-wide settings and the warning handler (see
+ * hyperstream/config.h and base/config.h).
+ *
+ * Settings live in one array of atomics indexed by hs_cfg_key.  The first
+ * access runs init() once: each setting takes its environment variable's
+ * value when that parses and is in range, else its default; that value is
+ * also kept as the "startup" value hs_config_set(key, NULL) restores.
+ * Afterwards nothing reads the environment.
+ *
+ * The warning handler (function and user pointer) is swapped and read under
+ * g_warn_mu, and called under it too, so once hs_set_warning_handler
+ * returns the old handler is not running and never runs again.  The mutex
+ * is the innermost of the library (nothing else is taken under it) and is
+ * registered with base/fork.c last.
+ */
+#include "base/config.h"
+
+#include "base/fork.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct cfg_def {
+    const char *key, *env;
+    int64_t def, lo, hi;
+    int is_bool;
+} cfg_def;
+
+#define MB_MAX ((int64_t)1 << 40)   /* 1 EiB of MiB: budgets stay below SIZE_MAX bytes */
+
+static const cfg_def g_defs[HS_CFG_N] = {
+    [HS_CFG_MANIFEST_CACHE_MB] = {"manifest_cache_mb", "HS_MANIFEST_CACHE_MB", 64, 0, MB_MAX, 0},
+    [HS_CFG_INDEX_CACHE_MB] = {"index_cache_mb", "HS_INDEX_CACHE_MB", 256, 0, MB_MAX, 0},
+    [HS_CFG_VINDEX_CACHE_MB] = {"vindex_cache_mb", "HS_VINDEX_CACHE_MB", 1024, 0, MB_MAX, 0},
+    [HS_CFG_DICT_CACHE_MB] = {"dict_cache_mb", "HS_DICT_CACHE_MB", 128, 0, MB_MAX, 0},
+    [HS_CFG_MMAP] = {"mmap", "HS_MMAP", 1, 0, 1, 1},
+    [HS_CFG_SCAN_THREADS] = {"scan_threads", "HS_SCAN_THREADS", 0, 0, 64, 0},
+    [HS_CFG_SEARCH_THREADS] = {"search_threads", "HS_SEARCH_THREADS", 0, 0, 64, 0},
+};
+
+static _Atomic int64_t g_val[HS_CFG_N];
+static int64_t g_startup[HS_CFG_N];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static pthread_mutex_t g_warn_mu = PTHREAD_MUTEX_INITIALIZER;
+static hs_warning_fn g_warn_fn;
+static void *g_warn_user;
+HS_FORK_GUARD(g_warn_mu, HS_FORK_RANK_WARN)
+
+/* Text -> value for setting d: a decimal integer in [lo, hi] (booleans also
+ * true/false/on/off/yes/no).  0 when it does not parse or is out of range. */
+static int parse(const cfg_def *d, const char *s, int64_t *out)
+{
+    static const char *const yes[] = {"true", "on", "yes"}, *const no[] = {"false", "off", "no"};
+    if (d->is_bool) {
+        for (int i = 0; i < 3; i++) {
+            if (strcasecmp(s, yes[i]) == 0)
+                return *out = 1, 1;
+            if (strcasecmp(s, no[i]) == 0)
+                return *out = 0, 1;
+        }
+    }
+    int neg = *s == '-';
+    const char *p = s + (neg || *s == '+');
+    if (*p < '0' || *p > '9')
+        return 0;
+    int64_t v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (INT64_MAX - 9) / 10)
+            return 0;
+        v = v * 10 + (*p - '0');
+    }
+    if (*p)
+        return 0;
+    v = neg ? -v : v;
+    if (v < d->lo || v > d->hi)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static void init(void)
+{
+    for (int k = 0; k < HS_CFG_N; k++) {
+        const cfg_def *d = &g_defs[k];
+        int64_t v = d->def;
+        const char *e = getenv(d->env);
+        if (e && *e) {
+            int64_t ev;
+            if (k == HS_CFG_SCAN_THREADS || k == HS_CFG_SEARCH_THREADS)
+                /* as these variables always read: a number clamped to 1..64 */
+                v = atoll(e) < 1 ? 1 : atoll(e) > 64 ? 64 : atoll(e);
+            else if (parse(d, e, &ev))
+                v = ev;
+            else if (k == HS_CFG_MMAP)
+                v = strcmp(e, "0") != 0;   /* as HS_MMAP always read: only "0" turns it off */
+            else
+                hs_warn("%s=\"%s\" is not a number in %lld..%lld; using %lld", d->env, e,
+                        (long long)d->lo, (long long)d->hi, (long long)d->def);
+        }
+        g_startup[k] = v;
+        atomic_store(&g_val[k], v);
+    }
+}
+
+int64_t hs_cfg_get(hs_cfg_key k)
+{
+    pthread_once(&g_once, init);
+    return atomic_load_explicit(&g_val[k], memory_order_relaxed);
+}
+
+int hs_cfg_find(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int k = 0; k < HS_CFG_N; k++)
+        if (strcasecmp(name, g_defs[k].key) == 0 || strcasecmp(name, g_defs[k].env) == 0)
+            return k;
+    return -1;
+}
+
+static hs_status find_key(const char *key, hs_error *err, int *k)
+{
+    pthread_once(&g_once, init);
+    *k = hs_cfg_find(key);
+    if (*k < 0)
+        return hs_err_set(err, HS_NOT_FOUND, "unknown setting \"%s\"", key ? key : "(null)");
+    return HS_OK;
+}
+
+hs_status hs_config_set(const char *key, const char *value, hs_error *err)
+{
+    int k;
+    HS_TRY(find_key(key, err, &k));
+    int64_t v = g_startup[k];
+    if (value && !parse(&g_defs[k], value, &v))
+        return hs_err_set(err, HS_INVALID, "setting %s: \"%s\" is not %s in %lld..%lld",
+                          g_defs[k].key, value, g_defs[k].is_bool ? "a boolean or a number" : "a number",
+                          (long long)g_defs[k].lo, (long long)g_defs[k].hi);
+    atomic_store(&g_val[k], v);
+    return HS_OK;
+}
+
+hs_status hs_config_set_int(const char *key, int64_t value, hs_error *err)
+{
+    int k;
+    HS_TRY(find_key(key, err, &k));
+    if (value < g_defs[k].lo || value > g_defs[k].hi)
+        return hs_err_set(err, HS_INVALID, "setting %s: %lld is not in %lld..%lld", g_defs[k].key,
+                          (long long)value, (long long)g_defs[k].lo, (long long)g_defs[k].hi);
+    atomic_store(&g_val[k], value);
+    return HS_OK;
+}
+
+hs_status hs_config_get_int(const char *key, int64_t *out, hs_error *err)
+{
+    int k;
+    HS_TRY(find_key(key, err, &k));
+    *out = atomic_load(&g_val[k]);
+    return HS_OK;
+}
+
+const char *hs_config_key(int i) { return i >= 0 && i < HS_CFG_N ? g_defs[i].key : NULL; }
+
+/* ---- warnings ---------------------------------------------------------- */
+
+void hs_set_warning_handler(hs_warning_fn fn, void *user)
+{
+    pthread_mutex_lock(&g_warn_mu);
+    g_warn_fn = fn;
+    g_warn_user = fn ? user : NULL;
+    pthread_mutex_unlock(&g_warn_mu);
+}
+
+void hs_warn(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n')
+        msg[--n] = 0;
+    pthread_mutex_lock(&g_warn_mu);
+    if (g_warn_fn)
+        g_warn_fn(g_warn_user, msg);
+    else
+        fprintf(stderr, "hyperstream: warning: %s\n", msg);
+    pthread_mutex_unlock(&g_warn_mu);
+}

@@ -1,0 +1,34 @@
+/*
+ * base/config.h - the process-wide settings of hyperstream/config.h as the
+ * library reads them, and warnings.
+ *
+ * hs_cfg_get is an atomic load (after a pthread_once that reads the
+ * environment the first time): cheap enough for any path, and safe under
+ * any lock.  hs_warn formats one line and passes it to the handler set by
+ * hs_set_warning_handler (default: stderr).
+ */
+#ifndef HS_BASE_CONFIG_H
+#define HS_BASE_CONFIG_H
+
+#include "base/error.h"
+#include "hyperstream/config.h"
+
+typedef enum hs_cfg_key {
+    HS_CFG_MANIFEST_CACHE_MB,
+    HS_CFG_INDEX_CACHE_MB,
+    HS_CFG_VINDEX_CACHE_MB,
+    HS_CFG_DICT_CACHE_MB,
+    HS_CFG_MMAP,
+    HS_CFG_SCAN_THREADS,
+    HS_CFG_SEARCH_THREADS,
+    HS_CFG_N
+} hs_cfg_key;
+
+int64_t hs_cfg_get(hs_cfg_key k);
+/* The key named `name` (key or environment variable name, any case); -1
+ * when there is none. */
+int hs_cfg_find(const char *name);
+
+void hs_warn(const char *fmt, ...) HS_PRINTF(1, 2);
+
+#endif

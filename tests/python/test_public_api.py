@@ -1,0 +1,253 @@
+"""The process-level public C API, seen from outside the library.
+
+* libhyperstream.so (the public shared library) exports exactly the hs_
+  functions the public headers declare with HS_API; the test library
+  (libhyperstream_testing.so, which the ctypes tests load) exports more.
+  Oracle: binutils nm and the headers' text.
+* hs_version() and the HS_VERSION_* macros equal pyproject.toml's version.
+* Settings (hyperstream/config.h) are read from the environment once;
+  hs_config_set changes them; a bad environment value reaches the warning
+  handler (a ctypes callback) instead of stderr.
+* A process that forks while its threads scan (Python multiprocessing with
+  the fork start method) has children that can use the library: each child
+  scans the table and returns pyarrow's row count; a child stuck on a cache
+  mutex would make the pool time out.
+"""
+import ctypes
+import multiprocessing
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REPO, _build_dir
+
+BUILD = _build_dir()
+PUBLIC = BUILD / "libhyperstream.so"
+TESTING = BUILD / "libhyperstream_testing.so"
+HEADERS = sorted((REPO / "include" / "hyperstream").glob("*.h"))
+
+pytestmark = pytest.mark.skipif(not PUBLIC.exists(), reason=f"{PUBLIC} not built")
+
+
+def _pyproject_version():
+    m = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+    return m.group(1)
+
+
+def _declared_api():
+    names = set()
+    for h in HEADERS:
+        for line in h.read_text().splitlines():
+            if line.startswith("HS_API "):
+                names.add(re.search(r"(hs_\w+)\s*\(", line).group(1))
+    return names
+
+
+def _exports(lib):
+    nm = shutil.which("nm")
+    assert nm, "binutils nm is needed"
+    out = subprocess.run([nm, "-D", "--defined-only", str(lib)], check=True,
+                         capture_output=True, text=True).stdout
+    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+
+
+def test_public_library_exports_only_the_api():
+    api = _declared_api()
+    assert len(api) > 60 and "hs_version" in api and "hs_config_set" in api
+    exported = _exports(PUBLIC)
+    assert sorted(s for s in exported if not s.startswith("hs_")) == []
+    assert exported == api
+    # the test library keeps the internals the ctypes tests call
+    internal = _exports(TESTING)
+    assert api <= internal and "hs_malloc" in internal and len(internal - api) > 200
+
+
+def test_version_matches_pyproject():
+    want = _pyproject_version()
+    lib = ctypes.CDLL(str(PUBLIC))
+    lib.hs_version.restype = ctypes.c_char_p
+    assert lib.hs_version().decode() == want
+    text = (REPO / "include" / "hyperstream" / "version.h").read_text()
+    macros = dict(re.findall(r"#define HS_VERSION_(MAJOR|MINOR|PATCH) (\d+)", text))
+    assert f"{macros['MAJOR']}.{macros['MINOR']}.{macros['PATCH']}" == want
+    assert f'#define HS_VERSION_STRING "{want}"' in text
+    lib.hs_version_number.restype = ctypes.c_int
+    major, minor, patch = (int(x) for x in want.split("."))
+    assert lib.hs_version_number() == major * 1000000 + minor * 1000 + patch
+    import hyperstreamdb
+    assert hyperstreamdb.__version__ == want
+    assert hyperstreamdb._core.version() == want
+
+
+# The environment, the API and the warning handler, in a fresh process (the
+# environment is read once per process).
+_CHILD = textwrap.dedent("""
+    import ctypes, json, os, sys
+    lib = ctypes.CDLL(sys.argv[1])
+    WARN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+    got = []
+    handler = WARN(lambda user, msg: got.append(msg.decode()))
+    lib.hs_set_warning_handler(handler, None)
+    lib.hs_config_get_int.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+    lib.hs_config_set_int.argtypes = [ctypes.c_char_p, ctypes.c_int64, ctypes.c_void_p]
+    lib.hs_config_set.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p]
+    def get(k):
+        v = ctypes.c_int64(-1)
+        assert lib.hs_config_get_int(k.encode(), ctypes.byref(v), None) == 0
+        return v.value
+    out = {"first": {k: get(k) for k in ("manifest_cache_mb", "index_cache_mb", "mmap")}}
+    os.environ["HS_INDEX_CACHE_MB"] = "99"
+    out["after_env_change"] = get("index_cache_mb")
+    out["set_rc"] = lib.hs_config_set_int(b"index_cache_mb", 33, None)
+    out["after_set"] = get("index_cache_mb")
+    out["bad_rc"] = lib.hs_config_set(b"mmap", b"maybe", None)
+    out["unknown_rc"] = lib.hs_config_set(b"nope", b"1", None)
+    lib.hs_config_set(b"index_cache_mb", None, None)
+    out["restored"] = get("index_cache_mb")
+    out["warnings"] = got
+    print(json.dumps(out))
+""")
+
+
+def test_settings_read_once_and_warnings_through_the_handler():
+    env = dict(os.environ, HS_MANIFEST_CACHE_MB="plenty", HS_INDEX_CACHE_MB="12", HS_MMAP="0")
+    r = subprocess.run([sys.executable, "-c", _CHILD, str(PUBLIC)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "warning" not in r.stderr          # the handler got it, not stderr
+    import json
+    out = json.loads(r.stdout)
+    assert out["first"] == {"manifest_cache_mb": 64, "index_cache_mb": 12, "mmap": 0}
+    assert out["after_env_change"] == 12
+    assert out["set_rc"] == 0 and out["after_set"] == 33
+    assert out["bad_rc"] == 3 and out["unknown_rc"] == 6     # HS_INVALID, HS_NOT_FOUND
+    assert out["restored"] == 12
+    assert len(out["warnings"]) == 1
+    assert "HS_MANIFEST_CACHE_MB" in out["warnings"][0] and "plenty" in out["warnings"][0]
+
+
+def test_package_config():
+    import hyperstreamdb as hdb
+    keys = hdb._core.config_keys()
+    assert {"manifest_cache_mb", "index_cache_mb", "vindex_cache_mb", "dict_cache_mb", "mmap",
+            "scan_threads", "search_threads"} == set(keys)
+    old = hdb.get_config("scan_threads")
+    try:
+        hdb.set_config("scan_threads", 3)
+        assert hdb.get_config("SCAN_THREADS") == 3
+        hdb.set_config("mmap", False)
+        assert hdb.get_config("mmap") == 0
+        hdb.set_config("mmap", "on")
+        assert hdb.get_config("mmap") == 1
+        with pytest.raises(hdb.InvalidArgumentError, match="scan_threads"):
+            hdb.set_config("scan_threads", 1000)
+        with pytest.raises(hdb.NotFoundError):
+            hdb.set_config("no_such_key", 1)
+        with pytest.raises(TypeError):
+            hdb.set_config("mmap", 1.5)
+    finally:
+        hdb.set_config("scan_threads", None)
+        hdb.set_config("mmap", None)
+    assert hdb.get_config("scan_threads") == old
+
+
+# ---- fork ----
+
+_TABLE_PATH = None
+
+
+def _child_scan(i):
+    # a forked child: the library's caches (manifests, footers, Avro
+    # schemas, ...) came from the parent, mid-use by its scanning thread.
+    # The child opens the table itself: a handle another thread was using
+    # at the fork stays locked in the child (docs/capi.md).
+    import hyperstreamdb as hdb
+    t = hdb.Table.open(_TABLE_PATH)
+    try:
+        return t.to_arrow(filter=f"id >= {i}").num_rows
+    finally:
+        t.close()
+
+
+def test_multiprocessing_fork_while_scanning(tmp_path):
+    global _TABLE_PATH
+    import hyperstreamdb as hdb
+    n_files, per_file = 4, 500
+    t = hdb.Table(tmp_path / "t")
+    for f in range(n_files):
+        t.write_arrow(pa.table({"id": pa.array(range(f * per_file, (f + 1) * per_file),
+                                               pa.int64())}))
+        t.commit()
+    _TABLE_PATH = str(tmp_path / "t")
+    total = n_files * per_file
+    # the oracle: pyarrow over the table's data files
+    files = sorted((tmp_path / "t" / "data").rglob("*.parquet"))
+    assert sum(pq.read_metadata(f).num_rows for f in files) == total
+
+    stop = threading.Event()
+    scans = [0]
+
+    def scan_loop():
+        while not stop.is_set():
+            assert t.to_arrow(filter="id >= 0").num_rows == total
+            scans[0] += 1
+
+    th = threading.Thread(target=scan_loop)
+    th.start()
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with warnings.catch_warnings():
+            # Python 3.12+ warns that forking a threaded process may deadlock:
+            # this is what the library must survive
+            warnings.simplefilter("ignore", DeprecationWarning)
+            with ctx.Pool(2, maxtasksperchild=1) as pool:   # one fork per task
+                starts = list(range(0, total, total // 16))
+                res = pool.map_async(_child_scan, starts)
+                got = res.get(timeout=120)
+    finally:
+        stop.set()
+        th.join()
+        _TABLE_PATH = None
+    assert got == [total - s for s in starts]
+    assert scans[0] > 0
+
+
+def test_package_routes_library_warnings_to_python_warnings(tmp_path):
+    import hyperstreamdb as hdb
+    t = hdb.Table(tmp_path / "w")
+    for f in range(2):
+        t.write_arrow(pa.table({"id": pa.array(range(f * 200, f * 200 + 200), pa.int64()),
+                                "cat": pa.array([f"c{i % 5}" for i in range(200)])}))
+        t.commit()
+    t.add_index("cat", "inverted")
+    sidecars = sorted(p for p in (tmp_path / "w" / "index").glob("*") if p.is_file()
+                      and p.parent.name == "index")
+    assert len(sidecars) == 2
+    data = bytearray(sidecars[0].read_bytes())
+    data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
+    sidecars[0].write_bytes(bytes(data))
+    # oracle for the answer: pyarrow over the data files
+    want = sum(pc.sum(pc.equal(pq.read_table(p)["cat"], "c1")).as_py()
+               for p in (tmp_path / "w" / "data").rglob("*.parquet"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = t.to_arrow(filter="cat = 'c1'").num_rows
+        for _ in range(1000):   # pending calls run at the next bytecode boundaries
+            pass
+    assert got == want == 80
+    ours = [w for w in caught if issubclass(w.category, hdb.HyperStreamWarning)]
+    assert ours, [str(w.message) for w in caught]
+    assert issubclass(hdb.HyperStreamWarning, RuntimeWarning)
+    assert any(sidecars[0].name in str(w.message) and "reading the data" in str(w.message)
+               for w in ours), [str(w.message) for w in ours]
