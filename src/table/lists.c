@@ -18,6 +18,7 @@
 #include "table/table_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "columnar/arrow_c.h"
 #include "hyperstream/index.h"
 
@@ -96,7 +97,7 @@ static hs_status append_text(hs_column *col, json_t *v)
 {
     if (json_is_string(v))
         return hs_col_append_bytes(col, json_string_value(v), json_string_length(v));
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *s = hs_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (!s)
         return HS_NOMEM;
     hs_status st = hs_col_append_bytes(col, s, strlen(s));
@@ -117,7 +118,7 @@ static hs_status append_value(const lc_col *c, hs_column *col, json_t *v, int64_
     case LC_STRING:
         return append_text(col, v);
     case LC_JSON: {
-        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        char *s = hs_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
         if (!s)
             return HS_NOMEM;
         hs_status st = hs_col_append_bytes(col, s, strlen(s));
@@ -242,7 +243,7 @@ static hs_status json_to_stream(hs_status st, char *text, json_t *(*rows_of)(jso
     if (st != HS_OK)
         return st;
     json_error_t je;
-    json_t *doc = json_loads(text, 0, &je);
+    json_t *doc = hs_json_loads(text, 0, &je);
     hs_string_free(text);
     if (!doc)
         return hs_err_set(err, HS_INTERNAL, "list: cannot parse our own JSON: %s", je.text);
