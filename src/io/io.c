@@ -304,24 +304,42 @@ static void local_abort(hs_wfile *f)
     local_wfree(w);
 }
 
-/* fsync the directory holding path, so the rename itself is durable. */
-static void fsync_parent_dir(const char *path)
+/* fsync fault injection (hs_io_set_sync_fault): the k-th fsync from arming
+ * fails with EIO instead of running. */
+static _Atomic int64_t g_sync_fault_at, g_sync_count;
+
+void hs_io_set_sync_fault(int64_t fail_at)
+{
+    g_sync_fault_at = fail_at > 0 ? fail_at : 0;
+    g_sync_count = 0;
+}
+
+static int sync_fd(int fd)
+{
+    int64_t k = ++g_sync_count;
+    if (g_sync_fault_at > 0 && k == g_sync_fault_at) {
+        errno = EIO;
+        return -1;
+    }
+    return fsync(fd);
+}
+
+/* fsync the directory holding path, so the rename or link itself is
+ * durable.  0, or the errno of what failed (open or fsync). */
+static int fsync_parent_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else
-        return;
+    char *dir = !slash ? hs_strdup(".")
+                       : hs_strndup(path, slash == path ? 1 : (size_t)(slash - path));
+    if (!dir)
+        return ENOMEM;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);   /* best effort: some file systems refuse directory fsync */
-        close(fd);
-    }
+    hs_free(dir);
+    if (fd < 0)
+        return errno;
+    int e = sync_fd(fd) != 0 ? errno : 0;
+    close(fd);
+    return e;
 }
 
 static hs_status local_wclose(hs_wfile *f, hs_error *err)
@@ -329,7 +347,7 @@ static hs_status local_wclose(hs_wfile *f, hs_error *err)
     local_wfile *w = (local_wfile *)f;
     const char *path = f->name;
     hs_status st = local_flush(w, err);
-    if (st == HS_OK && !w->no_sync && fsync(w->fd) != 0)
+    if (st == HS_OK && !w->no_sync && sync_fd(w->fd) != 0)
         st = hs_err_set(err, HS_IO, "%s: fsync failed: %s", w->tmp_path, strerror(errno));
     if (close(w->fd) != 0 && st == HS_OK)
         st = hs_err_set(err, HS_IO, "%s: close failed: %s", w->tmp_path, strerror(errno));
@@ -355,8 +373,19 @@ static hs_status local_wclose(hs_wfile *f, hs_error *err)
      * removed (exclusive success: the link keeps the data alive). */
     if (st != HS_OK || w->exclusive)
         unlink(w->tmp_path);
-    if (st == HS_OK && !w->no_sync)
-        fsync_parent_dir(path);
+    if (st == HS_OK && !w->no_sync) {
+        /* The new name is not durable: fail.  An exclusive create takes its
+         * file away again, so the caller's error means "not published" (the
+         * catalog commits v<N+1> this way, under its commit lock); a rename
+         * cannot be undone, but its callers publish nothing by it. */
+        int e = fsync_parent_dir(path);
+        if (e != 0) {
+            st = hs_err_set(err, HS_IO, "%s: fsync of the directory failed: %s%s", path,
+                            strerror(e), w->exclusive ? " (the file was removed again)" : "");
+            if (w->exclusive)
+                unlink(path);
+        }
+    }
     local_wfree(w);
     return st;
 }
