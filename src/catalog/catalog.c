@@ -655,9 +655,23 @@ hs_status cat_commit_with_retry_ex(cat_catalog *c, const char *ident,
                     continue;
                 break;
             }
-            if (strcmp(base_loc, cached_location) == 0)
+            if (strcmp(base_loc, cached_location) == 0) {
                 base = cached_base;
-            else {
+                /* Path tables reuse names: v<N> may now belong to a table
+                 * created again at the path.  Its uuid, without parsing. */
+                if (c->kind == CAT_PATH && cached_base->table_uuid[0]) {
+                    hs_buf b = { 0 };
+                    char have[64];
+                    st = cat_io_read_all(cat_local_path(base_loc), &b, err);
+                    if (st == HS_OK && cat_json_table_uuid((const char *)b.data, b.len, have))
+                        st = same_table(ident, expected, have, err);
+                    hs_buf_free(&b);
+                    if (st != HS_OK) {
+                        hs_free(base_loc);
+                        break;
+                    }
+                }
+            } else {
                 hs_free(base_loc);
                 base_loc = NULL;
             }
