@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/random.h>
@@ -325,16 +326,18 @@ static int sync_fd(int fd)
 }
 
 /* fsync the directory holding path, so the rename or link itself is
- * durable.  0, or the errno of what failed (open or fsync). */
+ * durable.  0, or the errno of what failed (a directory name too long to
+ * open is ENAMETOOLONG, never a skipped sync). */
 static int fsync_parent_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    char *dir = !slash ? hs_strdup(".")
-                       : hs_strndup(path, slash == path ? 1 : (size_t)(slash - path));
-    if (!dir)
-        return ENOMEM;
+    char dir[PATH_MAX];
+    size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return ENAMETOOLONG;
+    memcpy(dir, !slash ? "." : path, n);
+    dir[n] = 0;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    hs_free(dir);
     if (fd < 0)
         return errno;
     int e = sync_fd(fd) != 0 ? errno : 0;
