@@ -184,7 +184,10 @@ hs_status hs_table_metadata_json(const hs_table *t, char **out, hs_error *err);
  * are written as nulls; a missing required column or an extra column is
  * HS_INVALID); types must equal the table's or be safely castable (int32 ->
  * int64, float -> double).  Commits a fast append ("append" snapshot); an
- * empty stream commits nothing. */
+ * empty stream commits nothing.  The stream is read batch by batch: memory
+ * stays bounded (table property hyperstream.write.buffer-bytes, default
+ * 64 MiB, plus one input batch) whatever the input size, and files roll at
+ * write.target-file-size-bytes (default 512 MiB); docs/tables.md. */
 hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *err);
 
 /* Replaces rows: deletes every row matching `filter` (NULL = all rows), then

@@ -5,8 +5,9 @@
  * Every write operation has two phases:
  *
  *   1. Prepare (once): write the new files.  Data files are Parquet under
- *      <location>/data/[<partition path>/], one per partition tuple of the
- *      default spec, rows sorted by the default sort order; delete files are
+ *      <location>/data/[<partition path>/], one or more per partition tuple
+ *      of the default spec, rows sorted by the default sort order (appends
+ *      stream their input in chunks: "append: streaming" below); delete files are
  *      Parquet position-delete files (v2) or one Puffin file of deletion
  *      vectors (v3).  Metrics come from the rows written (exact counts and
  *      bounds, strings and binary truncated to 16 as Iceberg's default
@@ -31,7 +32,8 @@
  *
  * Indexes (index.c, tbl_ixw): when the table's index registry declares
  * indexes, every data file written gets its sidecars from the rows still in
- * memory, and commit_cb writes the new registry version (our entries added,
+ * memory (so a streamed append writes such a table's files one chunk group
+ * at a time), and commit_cb writes the new registry version (our entries added,
  * those of removed files dropped, indexes declared meanwhile built from the
  * written files) and sets its property in the same metadata commit.
  *
