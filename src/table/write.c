@@ -1414,7 +1414,9 @@ static hs_status op_commit(tbl_wop *op, hs_error *err)
  * the chunk (column buffers plus per-row partition and sort-key scratch)
  * stays under B/2 (B/4 when the group is also copied whole for index
  * builds), rows go to the Parquet writer in slices of about B/8, and the
- * writer's row groups are capped at B/4.  So memory is bounded by about B
+ * writer's row groups are capped at B/4 (and at a quarter of the target
+ * file size, so that files roll close to it: rolling compares the bytes of
+ * the row groups flushed so far).  So memory is bounded by about B
  * plus one input batch, whatever the input size.  Target file size:
  * write.target-file-size-bytes (Iceberg's property; default 512 MiB),
  * checked after each slice against the bytes flushed so far.
@@ -1484,9 +1486,15 @@ static hs_status ap_open_cur(appender *ap, const row_group *g, hs_error *err)
         if (hs_buf_append(&ap->cur_key, g->key, g->key_len) != HS_OK)
             return hs_err_nomem(err, g->key_len);
     }
-    HS_TRY(dfile_open(ap->op, ap->schema, g->part_path, ap->cur_pvals, g->n_values,
-                      ap->budget / 4, (int64_t)HS_VEC_LEN(&ap->entries, ice_manifest_entry),
-                      &ap->cur, err));
+    /* row groups of at most B/4, and a quarter of the target: the file's
+     * size on disk (what rolling checks) grows a row group at a time */
+    int64_t rg = ap->budget / 4;
+    if (rg > ap->target / 4)
+        rg = ap->target / 4;
+    if (rg < (64 << 10))
+        rg = 64 << 10;
+    HS_TRY(dfile_open(ap->op, ap->schema, g->part_path, ap->cur_pvals, g->n_values, rg,
+                      (int64_t)HS_VEC_LEN(&ap->entries, ice_manifest_entry), &ap->cur, err));
     ap->cur_open = true;
     return HS_OK;
 }
