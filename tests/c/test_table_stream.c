@@ -371,15 +371,18 @@ static void test_bounded_memory(void)
 #endif
         return;
     }
-    /* 20 GB under a 2 GB address-space limit, in a child (the limit must not
-     * outlive the test); live allocations are also capped at 2 GB */
+    /* 20 GB (HS_LONG_APPEND_GB) under a 2 GB address-space limit, in a child
+     * (the limit must not outlive the test); live allocations are also
+     * capped at 2 GB */
+    const char *gb_env = getenv("HS_LONG_APPEND_GB");
+    int64_t gb = gb_env && atoi(gb_env) > 0 ? atoi(gb_env) : 20;
     pid_t pid = fork();
     if (pid == 0) {
         struct rlimit rl = {(rlim_t)2 << 30, (rlim_t)2 << 30};
         if (setrlimit(RLIMIT_AS, &rl) != 0)
             _exit(2);
         int before = hs_test_failures;
-        bounded_append((int64_t)20 << 30, (int64_t)2 << 30, 0);
+        bounded_append(gb << 30, (int64_t)2 << 30, 0);
         _exit(hs_test_failures == before ? 0 : 1);
     }
     int status = 0;
