@@ -18,6 +18,8 @@
  *                                                            run), all rows present once
  *   stream_error             generator fails at batch k     error returned, no snapshot, no
  *                                                            data file, no new metadata file
+ *   io_fault_loop            6 MB, cat_set_io_fault(k)      the same for an I/O error at step k
+ *                            (k = 1..24, then x1.4)          of a many-file append
  *
  * The whole binary runs under a counting allocation hook installed before
  * the first allocation (so every block carries its size).  The generator is
@@ -30,6 +32,7 @@
 #include "harness.h"
 
 #include "base/mem.h"
+#include "catalog/catalog.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/table.h"
@@ -496,12 +499,65 @@ static void test_stream_error(void)
     hs_catalog_close(cat);
 }
 
+/* An I/O failure at a step of a multi-chunk, multi-file append (cat_set_io_fault
+ * counts every file create, write and close): the append fails, nothing is
+ * committed and no file of it is left; without a fault it commits.  Steps
+ * 1..24, then every ~1.4x until the append gets through. */
+static void test_io_fault_loop(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    const char *wh = tmp_path("iofault");
+    CHECK_OK(hs_catalog_open_path(wh, &cat, &err), &err);
+    const char *keys[] = {"hyperstream.write.buffer-bytes", "write.target-file-size-bytes"};
+    const char *vals[] = {"1048576", "150000"};
+    hs_table *t = create_table(cat, "t", NULL, NULL, keys, vals, 2, &err);
+    REQUIRE(t);
+    char mdir[1100], ddir[1100];
+    snprintf(mdir, sizeof mdir, "%s/t/metadata", wh);
+    snprintf(ddir, sizeof ddir, "%s/t/data", wh);
+    int64_t meta_before = count_files_in(mdir);
+    int failed = 0, k = 1;
+    for (;;) {
+        gen g = {.batch_rows = 8192, .bytes_limit = (int64_t)6 << 20};
+        struct ArrowArrayStream s;
+        REQUIRE(gen_stream(&g, &s) == 0);
+        hs_err_clear(&err);
+        cat_set_io_fault(k);
+        hs_status st = hs_table_append(t, &s, &err);
+        int64_t reached = cat_io_fault_count();
+        cat_set_io_fault(0);
+        if (st == HS_OK) {
+            CHECK(reached < k);
+            break;
+        }
+        failed++;
+        CHECK(st == HS_IO && strstr(err.msg, "injected fault") != NULL);
+        CHECK(hs_snapshot_count(t) == 0);
+        CHECK(count_files_in(ddir) == 0);
+        CHECK(count_files_in(mdir) == meta_before);
+        if (k > 100000)
+            break;
+        k = k < 24 ? k + 1 : k * 7 / 5;
+    }
+    CHECK(failed >= 24);
+    sums got;
+    CHECK_OK(scan_sums(t, &got, &err), &err);
+    CHECK(got.rows > 0 && got.id_sum == expected(got.rows).id_sum);
+    int64_t sizes[64];
+    CHECK(file_sizes(t, sizes, 64, &err) >= 3);
+    fprintf(stderr, "  %d injected I/O faults failed the append cleanly\n", failed);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 int main(void)
 {
     static const hs_alloc_hook hook = {c_malloc, c_realloc, c_free, NULL};
     hs_set_alloc_hook(&hook);   /* before any allocation: every block has its header */
     HS_RUN(test_stream_error);
     HS_RUN(test_partitioned_sorted);
+    HS_RUN(test_io_fault_loop);
     HS_RUN(test_bounded_memory);
     return hs_test_summary();
 }
