@@ -20,6 +20,8 @@
  *                                                            data file, no new metadata file
  *   io_fault_loop            6 MB, cat_set_io_fault(k)      the same for an I/O error at step k
  *                            (k = 1..24, then x1.4)          of a many-file append
+ *   oom_sampled              3 MB, the nth allocation       the same for out of memory
+ *                            fails (1..16, then x1.5)
  *
  * The whole binary runs under a counting allocation hook installed before
  * the first allocation (so every block carries its size).  The generator is
@@ -52,7 +54,7 @@
 /* ---- counting allocator ---- */
 
 #define HDR 16   /* keeps 16-byte alignment of what malloc returns */
-static _Atomic int64_t g_live, g_peak;
+static _Atomic int64_t g_live, g_peak, g_allocs;
 
 static void note(int64_t delta)
 {
@@ -70,6 +72,7 @@ static void *c_malloc(size_t n, void *ctx)
         return NULL;
     memcpy(p, &n, sizeof n);
     note((int64_t)n);
+    atomic_fetch_add(&g_allocs, 1);
     return p + HDR;
 }
 
@@ -551,6 +554,59 @@ static void test_io_fault_loop(void)
     hs_catalog_close(cat);
 }
 
+/* Out of memory at sampled allocations of a many-file streamed append: an
+ * error (HS_NOMEM, or the failure reported by the stream), nothing
+ * committed, no file left; ASan's leak check covers what is freed. */
+static void test_oom_sampled(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    const char *wh = tmp_path("oom");
+    CHECK_OK(hs_catalog_open_path(wh, &cat, &err), &err);
+    const char *keys[] = {"hyperstream.write.buffer-bytes", "write.target-file-size-bytes"};
+    const char *vals[] = {"1048576", "100000"};
+    hs_table *t = create_table(cat, "t", "cat", NULL, keys, vals, 2, &err);
+    REQUIRE(t);
+    char ddir[1100];
+    snprintf(ddir, sizeof ddir, "%s/t/data", wh);
+    /* how many allocations a successful append makes (on a scratch table) */
+    hs_table *probe = create_table(cat, "probe", "cat", NULL, keys, vals, 2, &err);
+    REQUIRE(probe);
+    gen g0 = {.batch_rows = 8192, .bytes_limit = (int64_t)3 << 20};
+    struct ArrowArrayStream s0;
+    REQUIRE(gen_stream(&g0, &s0) == 0);
+    int64_t a0 = atomic_load(&g_allocs);
+    CHECK_OK(hs_table_append(probe, &s0, &err), &err);
+    int64_t total = atomic_load(&g_allocs) - a0;
+    hs_table_close(probe);
+    int tried = 0, failed = 0;
+    for (int64_t nth = 1; nth < total; nth = nth < 16 ? nth + 1 : nth * 3 / 2) {
+        gen g = {.batch_rows = 8192, .bytes_limit = (int64_t)3 << 20};
+        struct ArrowArrayStream s;
+        REQUIRE(gen_stream(&g, &s) == 0);
+        hs_err_clear(&err);
+        hs_mem_fail_after(nth);
+        hs_status st = hs_table_append(t, &s, &err);
+        hs_mem_fail_after(0);
+        tried++;
+        if (st == HS_OK) {   /* the failing allocation was not reached, or recovered */
+            hs_table_close(t);
+            t = NULL;
+            CHECK_OK(hs_table_open(cat, "t", &t, &err), &err);
+            break;
+        }
+        failed++;
+        CHECK(err.msg[0] != 0);
+        CHECK(hs_snapshot_count(t) == 0);
+        CHECK(count_files_in(ddir) == 0);
+    }
+    CHECK(failed > 10);
+    fprintf(stderr, "  %d of %d sampled allocation failures (of %lld allocations) failed the "
+            "append cleanly\n", failed, tried, (long long)total);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 int main(void)
 {
     static const hs_alloc_hook hook = {c_malloc, c_realloc, c_free, NULL};
@@ -558,6 +614,7 @@ int main(void)
     HS_RUN(test_stream_error);
     HS_RUN(test_partitioned_sorted);
     HS_RUN(test_io_fault_loop);
+    HS_RUN(test_oom_sampled);
     HS_RUN(test_bounded_memory);
     return hs_test_summary();
 }
