@@ -24,6 +24,11 @@
  * HS_CONFLICT, the loser's temporary file is removed), then unlink(tmp).
  * This is how commits of v<N>.metadata.json detect a lost race on local disk.
  *
+ * Sync (without HS_WFILE_NO_SYNC): a failed fsync of the file or of its
+ * directory fails the close with HS_IO; after a failed directory fsync an
+ * exclusive create unlinks the file it just published, so the error means
+ * "not published".  hs_io_set_sync_fault injects such failures in tests.
+ *
  * Ownership: every handle owns its name; hs_file_close / hs_wfile_close /
  * hs_wfile_abort free the handle (close frees it on failure too).  hs_mem_open
  * with own=true and hs_fault_wrap take ownership of their input even when
