@@ -96,6 +96,13 @@ static hs_status sql_error(sql_catalog *sc, int rc, const char *what, hs_error *
     return hs_err_set(err, code, "%s: %s: %s", sc->db_path, what, sqlite3_errmsg(sc->db));
 }
 
+/* Whether the last statement failed on a constraint (a duplicate key), not
+ * on a busy lock: both are HS_CONFLICT. */
+static bool is_constraint(sql_catalog *sc)
+{
+    return (sqlite3_errcode(sc->db) & 0xff) == SQLITE_CONSTRAINT;
+}
+
 /* Prepares sql and binds args[0..n) as text (?1..?n). */
 static hs_status q_prepare(sql_catalog *sc, const char *sql, const char *const *args, int n,
                            sqlite3_stmt **out, hs_error *err)
@@ -615,7 +622,7 @@ static hs_status s_create(cat_catalog *c, const char *ident, const char *json, s
                                  "table_name, metadata_location, previous_metadata_location) "
                                  "VALUES (?1, ?2, ?3, ?4, NULL)",
                     args, 4, NULL, err);
-        if (st == HS_CONFLICT) {
+        if (st == HS_CONFLICT && is_constraint(sc)) {   /* not a busy lock */
             hs_err_clear(err);
             st = hs_err_set(err, HS_CONFLICT, "table %s already exists in catalog %s", ident,
                             sc->name);
@@ -729,7 +736,7 @@ static hs_status s_rename(cat_catalog *c, const char *from, const char *to, hs_e
         const char *args[] = { t.ns, t.name, sc->name, f.ns, f.name };
         int changes = 0;
         st = q_exec(sc, sql, args, 5, &changes, err);
-        if (st == HS_CONFLICT) {
+        if (st == HS_CONFLICT && is_constraint(sc)) {
             hs_err_clear(err);
             st = hs_err_set(err, HS_CONFLICT, "table %s already exists in catalog %s", to,
                             sc->name);

@@ -1013,6 +1013,12 @@ static void test_sql_busy_is_conflict(void)
     CHECK(s == HS_CONFLICT);
     CHECK(strstr(err.msg, "locked") != NULL);
     hs_err_clear(&err);
+    /* a create that meets the lock is a conflict too, not "already exists" */
+    char *m3 = meta_json(loc, 3, NULL);
+    CHECK(cat_create_json(c, "ns.t2", m3, strlen(m3), NULL, &err) == HS_CONFLICT);
+    CHECK(strstr(err.msg, "locked") != NULL && strstr(err.msg, "already exists") == NULL);
+    hs_err_clear(&err);
+    free(m3);
 
     /* the loop waits it out: the lock is released after 150 ms */
     busy_holder h = { other, 150 };
