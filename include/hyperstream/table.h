@@ -58,10 +58,16 @@
  * v<N+1>.metadata.json, then version-hint.text; SQL: compare-and-swap of
  * metadata_location).  On a lost race the call reloads, rebases appends,
  * re-checks overwrites, deletes and schema changes, and retries with backoff
- * and jitter (table property commit.retry.num-retries, default 4).  When a
- * retry cannot be valid it fails with HS_CONFLICT and a message saying what
- * conflicted.  A failed call leaves the table at the old state; files it
- * wrote are removed or left as unreferenced orphans.
+ * and jitter (table property commit.retry.num-retries, default 10: Java's
+ * default is 4, but a retried append only rebases, so giving up after 4
+ * under a handful of concurrent writers would turn an ordinary race into an
+ * error every caller must handle).  When a retry cannot be valid it fails
+ * with HS_CONFLICT and a message saying what conflicted.  Every attempt
+ * checks the table's table-uuid: if the table was dropped and created again
+ * since the handle loaded it, the call fails with HS_CONFLICT (HS_NOT_FOUND
+ * if it was only dropped) and writes nothing into the new table.  A failed
+ * call leaves the table at the old state; files it wrote are removed or left
+ * as unreferenced orphans.
  *
  * Errors: every fallible call returns hs_status and fills the caller's
  * hs_error (may be NULL).  Strings returned as `char **out` are the caller's
@@ -116,8 +122,10 @@ HS_API hs_status hs_catalog_list_tables(hs_catalog *cat, const char *ns, char **
 HS_API hs_status hs_catalog_list_tables_stream(hs_catalog *cat, const char *ns,
                                                struct ArrowArrayStream *out, hs_error *err);
 /* Removes the table from the catalog (data files are kept when purge is 0;
- * path catalogs always delete the metadata directory, and data too when purge
- * is 1).  HS_NOT_FOUND if absent. */
+ * path catalogs always delete the metadata directory - without a metadata
+ * file its manifests are unreadable clutter, and a table created again at the
+ * path starts clean - and the whole table directory when purge is 1).  Waits
+ * for a commit in progress on a path table.  HS_NOT_FOUND if absent. */
 HS_API hs_status hs_catalog_drop_table(hs_catalog *cat, const char *name, int purge, hs_error *err);
 /* Renames a table in a SQL catalog (HS_UNSUPPORTED for path catalogs). */
 HS_API hs_status hs_catalog_rename_table(hs_catalog *cat, const char *from, const char *to,
@@ -183,7 +191,10 @@ HS_API hs_status hs_table_metadata_json(const hs_table *t, char **out, hs_error 
  * are written as nulls; a missing required column or an extra column is
  * HS_INVALID); types must equal the table's or be safely castable (int32 ->
  * int64, float -> double).  Commits a fast append ("append" snapshot); an
- * empty stream commits nothing. */
+ * empty stream commits nothing.  The stream is read batch by batch: memory
+ * stays bounded (table property hyperstream.write.buffer-bytes, default
+ * 64 MiB, plus one input batch) whatever the input size, and files roll at
+ * write.target-file-size-bytes (default 512 MiB); docs/tables.md. */
 HS_API hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *err);
 
 /* Replaces rows: deletes every row matching `filter` (NULL = all rows), then

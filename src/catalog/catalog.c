@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,6 +102,51 @@ hs_status cat_json_get_string(const char *json, size_t len, const char *key, cha
         st = hs_err_nomem(err, strlen(json_string_value(v)));
     json_decref(root);
     return st;
+}
+
+bool cat_json_table_uuid(const char *json, size_t len, char out[64])
+{
+    static const char key[] = "\"table-uuid\"";
+    const size_t klen = sizeof key - 1;
+    const char *hit = NULL;
+    int hits = 0;
+    for (size_t i = 0; json && i + klen <= len && hits < 2; i++)
+        if (json[i] == '"' && memcmp(json + i, key, klen) == 0) {
+            hit = json + i;
+            hits++;
+        }
+    out[0] = 0;
+    if (hits == 0)
+        return false;
+    if (hits == 1) {
+        const char *p = hit + klen, *e = json + len;
+        while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+            p++;
+        if (p < e && *p == ':') {
+            p++;
+            while (p < e && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+                p++;
+            if (p < e && *p == '"') {
+                const char *q = ++p;
+                while (q < e && *q != '"' && *q != '\\' && q - p < 63)
+                    q++;
+                if (q < e && *q == '"') {
+                    memcpy(out, p, (size_t)(q - p));
+                    out[q - p] = 0;
+                    return q > p;
+                }
+            }
+        }
+    }
+    /* the key also occurs elsewhere (a property?) or an unusual form: parse */
+    json_t *root = json_loadb(json, len, 0, NULL);
+    json_t *v = json_is_object(root) ? json_object_get(root, "table-uuid") : NULL;
+    bool ok = json_is_string(v) && strlen(json_string_value(v)) > 0 &&
+              strlen(json_string_value(v)) < 64;
+    if (ok)
+        strcpy(out, json_string_value(v));
+    json_decref(root);
+    return ok;
 }
 
 /* ---- dispatch ----------------------------------------------------------------- */
@@ -353,6 +399,25 @@ static bool backoff(const char *ident, int attempt, int64_t start, const cat_ret
     return true;
 }
 
+/* The base loaded for an attempt must be the table the commit started on:
+ * a different table-uuid means the table was dropped and created again (or
+ * renamed away and another one took its name) - rebasing onto it would write
+ * this change into a table it was not meant for, so stop without retrying.
+ * Either side without a uuid (format v1) is not checked. */
+static hs_status same_table(const char *ident, const char *expected, const char *have,
+                            hs_error *err)
+{
+    if (!expected || !*expected || !have || !*have || strcasecmp(expected, have) == 0)
+        return HS_OK;
+    return hs_err_set(err, HS_CONFLICT, "%s: the table was dropped and created again since "
+                      "it was loaded (table-uuid %s, now %s): not committed; open the table "
+                      "again to write to the new one", ident, expected, have);
+}
+
+/* Whether a failed load may be retried: HS_CONFLICT from a load is a
+ * catalog lock that stayed busy (SQLITE_BUSY after the busy timeout). */
+static bool load_retryable(hs_status st) { return st == HS_CONFLICT; }
+
 hs_status cat_commit_json_with_retry(cat_catalog *c, const char *ident, cat_rebase_json_fn fn,
                                      void *ctx, char **new_location, int *attempts,
                                      hs_error *err)
@@ -363,17 +428,28 @@ hs_status cat_commit_json_with_retry(cat_catalog *c, const char *ident, cat_reba
         *attempts = 0;
     hs_buf base = { 0 }, next = { 0 };
     char *base_loc = NULL;
+    char uuid0[64] = "", uuid[64];
     int64_t start = now_ms();
     hs_status st;
+    cat_retry_policy policy;
+    cat_retry_policy_from_json(NULL, 0, &policy);
     for (int attempt = 1;; attempt++) {
         hs_buf_reset(&next);
         hs_free(base_loc);
         base_loc = NULL;
         st = cat_load_json(c, ident, &base, &base_loc, err);
-        if (st != HS_OK)
+        if (st != HS_OK) {
+            if (load_retryable(st) && backoff(ident, attempt, start, &policy, err))
+                continue;
             break;
-        cat_retry_policy policy;
+        }
         cat_retry_policy_from_json((const char *)base.data, base.len, &policy);
+        if (!cat_json_table_uuid((const char *)base.data, base.len, uuid))
+            uuid[0] = 0;
+        if (attempt == 1)
+            memcpy(uuid0, uuid, sizeof uuid0);
+        else if ((st = same_table(ident, uuid0, uuid, err)) != HS_OK)
+            break;
         st = fn(ctx, (const char *)base.data, base.len, base_loc, &next, err);
         if (st != HS_OK) {
             if (st == HS_CONFLICT)
@@ -556,6 +632,15 @@ hs_status cat_commit_with_retry_ex(cat_catalog *c, const char *ident,
     HS_TRY(need_ident(ident, err));
     int64_t start = now_ms();
     hs_status st;
+    /* the table this commit is for: the caller's, else the first base's */
+    char expected[64] = "";
+    if (cached_base)
+        snprintf(expected, sizeof expected, "%s", cached_base->table_uuid);
+    cat_retry_policy policy;
+    if (cached_base)
+        policy_from_model(cached_base, &policy);
+    else
+        cat_retry_policy_from_json(NULL, 0, &policy);
     for (int attempt = 1;; attempt++) {
         ice_table_metadata loaded = { 0 };
         const ice_table_metadata *base = NULL;
@@ -565,23 +650,51 @@ hs_status cat_commit_with_retry_ex(cat_catalog *c, const char *ident,
          * file again (a large metadata.json costs milliseconds to parse). */
         if (attempt == 1 && cached_base && cached_location) {
             st = c->vt->current_location(c, ident, &base_loc, err);
-            if (st != HS_OK)
+            if (st != HS_OK) {
+                hs_free(base_loc);
+                if (load_retryable(st) && backoff(ident, attempt, start, &policy, err))
+                    continue;
                 break;
-            if (strcmp(base_loc, cached_location) == 0)
+            }
+            if (strcmp(base_loc, cached_location) == 0) {
                 base = cached_base;
-            else {
+                /* Path tables reuse names: v<N> may now belong to a table
+                 * created again at the path.  Its uuid, without parsing. */
+                if (c->kind == CAT_PATH && cached_base->table_uuid[0]) {
+                    hs_buf b = { 0 };
+                    char have[64];
+                    st = cat_io_read_all(cat_local_path(base_loc), &b, err);
+                    if (st == HS_OK && cat_json_table_uuid((const char *)b.data, b.len, have))
+                        st = same_table(ident, expected, have, err);
+                    hs_buf_free(&b);
+                    if (st != HS_OK) {
+                        hs_free(base_loc);
+                        break;
+                    }
+                }
+            } else {
                 hs_free(base_loc);
                 base_loc = NULL;
             }
         }
         if (!base) {
             st = cat_load(c, ident, &loaded, &base_loc, err);
-            if (st != HS_OK)
+            if (st != HS_OK) {
+                if (load_retryable(st) && backoff(ident, attempt, start, &policy, err))
+                    continue;
                 break;
+            }
             base = &loaded;
         }
-        cat_retry_policy policy;
         policy_from_model(base, &policy);
+        if (!expected[0])
+            snprintf(expected, sizeof expected, "%s", base->table_uuid);
+        st = same_table(ident, expected, base->table_uuid, err);
+        if (st != HS_OK) {
+            ice_metadata_free(&loaded);
+            hs_free(base_loc);
+            break;
+        }
         if (attempts)
             *attempts = attempt;
         bool refused;

@@ -54,7 +54,17 @@
  * not thread-safe; use one per thread (they are cheap) - concurrent writers
  * in threads or processes are exactly what the commit protocol serves.  A
  * SQL catalog handle holds a SQLite connection: do not use it across fork();
- * open one per process.  SQLite lock waits time out after 60 s.
+ * open one per process.  SQLite lock waits time out after 60 s
+ * (cat_sql_set_busy_timeout); a lock still busy then is HS_CONFLICT, which
+ * the retry loop retries.
+ *
+ * Table identity: cat_commit_with_retry* checks on every attempt that the
+ * loaded base has the table-uuid the commit started with (the cached base's,
+ * else the first base's): a table dropped and created again under the same
+ * identifier is never rebased onto (HS_CONFLICT, not retried).  Path commits
+ * also compare the new metadata's table-uuid with the base file's under the
+ * commit lock, which closes the case where the new table reached the same
+ * v<N> name as the writer's base.
  */
 #ifndef HS_CATALOG_CATALOG_H
 #define HS_CATALOG_CATALOG_H
@@ -86,6 +96,11 @@ HS_MUST_USE hs_status cat_path_open(const char *root, cat_catalog **out, hs_erro
  * URI; NULL = the directory holding db_path. */
 HS_MUST_USE hs_status cat_sql_open(const char *db_path, const char *catalog_name,
                                    const char *warehouse, cat_catalog **out, hs_error *err);
+
+/* The SQL catalog's SQLite busy timeout (default 60000 ms; for tests and
+ * servers that prefer to fail fast).  A lock still held when it runs out is
+ * HS_CONFLICT, which the commit loop retries.  No-op for path catalogs. */
+void cat_sql_set_busy_timeout(cat_catalog *c, int ms);
 
 void cat_free(cat_catalog *c);
 cat_kind cat_get_kind(const cat_catalog *c);
@@ -120,7 +135,8 @@ HS_MUST_USE hs_status cat_commit_json(cat_catalog *c, const char *ident,
 
 /* Removes the table from the catalog.  purge=true also deletes the files
  * under its location (local storage only).  Path tables without purge lose
- * their metadata/ directory's metadata files and hint, keeping data files. */
+ * their metadata/ directory (metadata files first, oldest up, then the rest),
+ * keeping data/ and index/; under the commit lock (see cat_io_lock). */
 HS_MUST_USE hs_status cat_drop(cat_catalog *c, const char *ident, bool purge, hs_error *err);
 
 /* Renames a table (sql only: path tables are their directory, HS_UNSUPPORTED).
@@ -174,7 +190,8 @@ void cat_strv_free(char **v, size_t n);
  *   commit.retry.num-retries      retries after the first attempt; default 10
  *                                 (Java: 4 - local commits are cheap and
  *                                 concurrent appends always rebase, so we
- *                                 try harder before reporting a conflict)
+ *                                 try harder before reporting a conflict;
+ *                                 hyperstream/table.h says the same)
  *   commit.retry.min-wait-ms      default 100
  *   commit.retry.max-wait-ms      default 60000
  *   commit.retry.total-timeout-ms default 1800000
@@ -260,6 +277,10 @@ HS_MUST_USE hs_status cat_commit_with_retry_ex(cat_catalog *c, const char *ident
  * cat_io_fault_count() = fault points passed since the last cat_set_io_fault. */
 void cat_set_io_fault(int64_t fail_at);
 int64_t cat_io_fault_count(void);
+/* Test hook: fn(what, ctx) runs at every fault point (before the fault
+ * check), so a test can act at an exact step of a commit (drop the table
+ * between a commit's checks and its atomic step).  NULL disarms.  Tests only. */
+void cat_set_io_hook(void (*fn)(const char *what, void *ctx), void *ctx);
 /* Counts one I/O step; fails when it is the chosen one.  `what` names the step
  * for the message ("write v3.metadata.json"). */
 HS_MUST_USE hs_status cat_io_fault_point(const char *what, hs_error *err);
@@ -295,6 +316,19 @@ HS_MUST_USE hs_status cat_io_list_dir(const char *path, char ***names, size_t *n
                                       hs_error *err);
 /* rm -r (one fault point for the whole tree). */
 HS_MUST_USE hs_status cat_io_remove_tree(const char *path, hs_error *err);
+
+/* The commit lock of a path table: an exclusive flock() of
+ * <metadata_dir>/.hs-commit.lock (created on first use), held by commit,
+ * create and drop so that they exclude each other (a drop can no longer
+ * remove the base while a commit links v<N+1> above it).  Blocks while
+ * another process or handle holds it.  HS_NOT_FOUND when metadata_dir does
+ * not exist.  *fd receives the lock; release with cat_io_unlock.  Readers
+ * never lock; other engines ignore the file (it is not v<N>.metadata.json).
+ * The lock belongs to the open file description: a child forked while a
+ * commit runs holds it too until it exits or execs (O_CLOEXEC). */
+#define CAT_LOCK_NAME ".hs-commit.lock"
+HS_MUST_USE hs_status cat_io_lock(const char *metadata_dir, int *fd, hs_error *err);
+void cat_io_unlock(int fd);
 
 /* A random RFC 4122 version-4 UUID as 36 characters + NUL. */
 void cat_uuid4(char out[37]);

@@ -52,6 +52,11 @@ struct cat_catalog {
  * (caller frees with hs_free).  HS_INVALID naming the key when absent. */
 HS_MUST_USE hs_status cat_json_get_string(const char *json, size_t len, const char *key,
                                           char **out, hs_error *err);
+/* The "table-uuid" of a metadata JSON document into out (NUL-terminated);
+ * false when the document has none (format v1 allows that) or it is not a
+ * short string.  Scans for the key and parses only that value when it occurs
+ * once; parses the whole document otherwise. */
+bool cat_json_table_uuid(const char *json, size_t len, char out[64]);
 /* "<a>/<b>" without doubling the slash; NULL on out-of-memory. */
 char *cat_path_join(const char *a, const char *b);
 /* hs_malloc'ed printf; NULL on out-of-memory. */

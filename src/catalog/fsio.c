@@ -13,6 +13,7 @@
  *   cat_io_mkdirs       1                            maybe some of the directories
  *   cat_io_list_dir     1                            -
  *   cat_io_remove_tree  1                            the whole tree
+ *   cat_io_lock         1                            - (no lock is held)
  *
  * The fault counter is process-global: cat_set_io_fault(k) arms it so that
  * the k-th fault point from then on fails with HS_IO.  The failure models a
@@ -27,13 +28,15 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE   /* nftw */
 #endif
-#include "catalog/catalog.h"
+#include "catalog/catalog_int.h"
 #include "base/mem.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdarg.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -47,6 +50,14 @@
  * arming itself is meant for single-threaded tests. */
 static _Atomic int64_t g_fault_at;     /* 0 = disarmed */
 static _Atomic int64_t g_fault_count;  /* fault points passed since arming */
+static void (*_Atomic g_hook)(const char *what, void *ctx);
+static void *_Atomic g_hook_ctx;
+
+void cat_set_io_hook(void (*fn)(const char *what, void *ctx), void *ctx)
+{
+    g_hook_ctx = ctx;
+    g_hook = fn;
+}
 
 void cat_set_io_fault(int64_t fail_at)
 {
@@ -60,6 +71,9 @@ hs_status cat_io_fault_point(const char *what, hs_error *err)
 {
     int64_t k = ++g_fault_count;
     int64_t at = g_fault_at;
+    void (*hook)(const char *, void *) = g_hook;
+    if (hook)
+        hook(what, g_hook_ctx);
     if (at > 0 && k == at)
         return hs_err_set(err, HS_IO, "%s: injected fault (I/O step %lld)", what, (long long)k);
     return HS_OK;
@@ -293,6 +307,57 @@ hs_status cat_io_remove_tree(const char *path, hs_error *err)
     if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
         return hs_err_set(err, HS_IO, "%s: cannot remove tree: %s", path, strerror(errno));
     return HS_OK;
+}
+
+/* ---- commit lock ------------------------------------------------------------ */
+
+/* flock() of <dir>/.hs-commit.lock.  The file may be unlinked by the holder
+ * (a drop removes the metadata directory with it) while another process waits
+ * on the old inode: after acquiring, the waiter checks that the name still
+ * leads to the inode it locked, and starts over otherwise, so two holders can
+ * never lock different files of one name. */
+hs_status cat_io_lock(const char *dir, int *fd_out, hs_error *err)
+{
+    *fd_out = -1;
+    HS_TRY(cat_io_fault_point("commit lock", err));
+    char *p = cat_sprintf("%s/" CAT_LOCK_NAME, dir);
+    if (!p)
+        return hs_err_nomem(err, strlen(dir));
+    hs_status st = HS_OK;
+    for (;;) {
+        /* created on first use; ENOENT = the directory itself is gone */
+        int fd = open(p, O_RDWR | O_CLOEXEC | O_CREAT, 0644);
+        if (fd < 0) {
+            int e = errno;
+            st = hs_err_set(err, e == ENOENT || e == ENOTDIR ? HS_NOT_FOUND : HS_IO,
+                            "%s: cannot open the commit lock: %s", p, strerror(e));
+            break;
+        }
+        int r;
+        while ((r = flock(fd, LOCK_EX)) != 0 && errno == EINTR) {
+        }
+        if (r != 0) {
+            int e = errno;
+            close(fd);
+            st = hs_err_set(err, HS_IO, "%s: cannot lock: %s", p, strerror(e));
+            break;
+        }
+        struct stat a, b;
+        if (fstat(fd, &a) == 0 && stat(p, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino) {
+            *fd_out = fd;
+            break;
+        }
+        close(fd);   /* removed or replaced while we waited: lock the current one */
+    }
+    hs_free(p);
+    return st;
+}
+
+void cat_io_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd);   /* releases the flock */
 }
 
 /* ---- uuid ------------------------------------------------------------------ */

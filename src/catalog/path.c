@@ -16,8 +16,12 @@
  *      metadata/ and take the highest v<N>.metadata.json.
  *   No metadata file at all: HS_NOT_FOUND.
  *
- * Commit from base v<N> (cat_commit_json):
- *   1. check the base is v<N>.metadata.json of this table and exists;
+ * Commit from base v<N> (cat_commit_json), steps 1-3 under the commit lock
+ * (metadata/.hs-commit.lock, flock; create and drop take it too, so a drop
+ * never removes the base between step 1 and the link):
+ *   1. check the base is v<N>.metadata.json of this table, exists, and has
+ *      the table-uuid of the new metadata (else the table was dropped and
+ *      created again: HS_CONFLICT, never a v<N+1> on another table's v<N>);
  *   2. create v<N+1>.metadata.json exclusively (io.c: write under a temporary
  *      name, then link(); EEXIST -> HS_CONFLICT: someone committed since the
  *      base was loaded).  This link is the commit point;
@@ -291,6 +295,23 @@ static void write_hint(const char *dir, int64_t v)
     hs_free(p);
 }
 
+/* Locks <dir>/metadata; a missing directory means no table (HS_NOT_FOUND
+ * with what_missing's wording). */
+static hs_status lock_table(const char *dir, const char *what_missing, int *fd, hs_error *err)
+{
+    char *md = cat_sprintf("%s/metadata", dir);
+    if (!md)
+        return hs_err_nomem(err, strlen(dir));
+    hs_error e2 = { 0 };
+    hs_status st = cat_io_lock(md, fd, &e2);
+    hs_free(md);
+    if (st == HS_NOT_FOUND)
+        return hs_err_set(err, HS_NOT_FOUND, "%s: %s", dir, what_missing);
+    if (st != HS_OK && err && err->code == HS_OK)
+        *err = e2;
+    return st;
+}
+
 static hs_status p_create(cat_catalog *c, const char *ident, const char *json, size_t len,
                           char **mloc, hs_error *err)
 {
@@ -299,8 +320,11 @@ static hs_status p_create(cat_catalog *c, const char *ident, const char *json, s
     char *md = cat_sprintf("%s/metadata", dir);
     char *p = version_path(dir, 1);
     hs_status st = (md && p) ? HS_OK : hs_err_nomem(err, strlen(dir));
+    int lock = -1;
     if (st == HS_OK)
         st = cat_io_mkdirs(md, err);
+    if (st == HS_OK)
+        st = lock_table(dir, "metadata directory removed while creating the table", &lock, err);
     if (st == HS_OK) {
         int64_t v;
         hs_error probe = { 0 };
@@ -324,12 +348,44 @@ static hs_status p_create(cat_catalog *c, const char *ident, const char *json, s
     }
     if (st == HS_OK)
         write_hint(dir, 1);
+    cat_io_unlock(lock);
     hs_free(md);
     hs_free(dir);
     if (st == HS_OK)
         *mloc = p;
     else
         hs_free(p);
+    return st;
+}
+
+/* Under the commit lock: the base file must exist and belong to the same
+ * table as the new metadata (equal table-uuid; a document without one is not
+ * checked).  A different uuid means the table was dropped and created again
+ * at this path since the writer loaded its base. */
+static hs_status check_base(const char *dir, const char *base, const char *json, size_t len,
+                            hs_error *err)
+{
+    hs_buf b = { 0 };
+    hs_error e2 = { 0 };
+    hs_status st = cat_io_read_all(cat_local_path(base), &b, &e2);
+    if (st == HS_NOT_FOUND) {
+        hs_buf_free(&b);
+        return hs_err_set(err, HS_NOT_FOUND, "%s: base metadata %s does not exist (the table "
+                          "was dropped?)", dir, base);
+    }
+    if (st != HS_OK) {
+        hs_buf_free(&b);
+        if (err && err->code == HS_OK)
+            *err = e2;
+        return st;
+    }
+    char have[64], want[64];
+    if (cat_json_table_uuid((const char *)b.data, b.len, have) &&
+        cat_json_table_uuid(json, len, want) && strcasecmp(have, want) != 0)
+        st = hs_err_set(err, HS_CONFLICT, "%s: the table was dropped and created again "
+                        "(table-uuid %s, the commit was for table-uuid %s): not committed",
+                        dir, have, want);
+    hs_buf_free(&b);
     return st;
 }
 
@@ -340,6 +396,7 @@ static hs_status p_commit(cat_catalog *c, const char *ident, const char *base, c
     HS_TRY(resolve((path_catalog *)c, ident, &dir, err));
     hs_status st = HS_OK;
     char *next = NULL;
+    int lock = -1;
     /* The base must be <dir>/metadata/v<N>.metadata.json. */
     const char *bp = cat_local_path(base);
     const char *slash = strrchr(bp, '/');
@@ -353,13 +410,13 @@ static hs_status p_commit(cat_catalog *c, const char *ident, const char *base, c
              strncmp(bp + dlen, "/metadata", 9) != 0)
         st = hs_err_set(err, HS_INVALID, "%s: base metadata %s is not in this table's "
                         "metadata directory", dir, base);
-    if (st == HS_OK) {
-        bool exists;
-        st = version_exists(dir, v, &exists, err);
-        if (st == HS_OK && !exists)
-            st = hs_err_set(err, HS_NOT_FOUND, "%s: base metadata %s does not exist", dir,
-                            base);
-    }
+    /* Checks and link under the lock that drop and create also take: the
+     * base cannot vanish (drop) or change identity (drop + create) between
+     * the check and the link. */
+    if (st == HS_OK)
+        st = lock_table(dir, "the table was dropped (no metadata directory)", &lock, err);
+    if (st == HS_OK)
+        st = check_base(dir, base, json, len, err);
     if (st == HS_OK && !(next = version_path(dir, v + 1)))
         st = hs_err_nomem(err, dlen);
     if (st == HS_OK) {
@@ -373,6 +430,7 @@ static hs_status p_commit(cat_catalog *c, const char *ident, const char *base, c
     }
     if (st == HS_OK)   /* committed: the hint is only a hint */
         write_hint(dir, v + 1);
+    cat_io_unlock(lock);
     hs_free(dir);
     if (st == HS_OK)
         *new_location = next;
@@ -381,18 +439,24 @@ static hs_status p_commit(cat_catalog *c, const char *ident, const char *base, c
     return st;
 }
 
+/* Drop (both forms, under the commit lock):
+ *   purge=false  hint, then v<N> files from the oldest up (a stop half way
+ *                leaves the table loadable at its current version, never at
+ *                an older one), then the rest of metadata/ (manifests,
+ *                manifest lists, the lock); data/ and index/ stay
+ *   purge=true   the whole table directory */
 static hs_status p_drop(cat_catalog *c, const char *ident, bool purge, hs_error *err)
 {
     char *dir;
     HS_TRY(resolve((path_catalog *)c, ident, &dir, err));
+    int lock = -1;
     int64_t v;
-    hs_status st = find_current(dir, &v, err);
+    hs_status st = lock_table(dir, "not a table (no metadata directory)", &lock, err);
+    if (st == HS_OK)
+        st = find_current(dir, &v, err);
     if (st == HS_OK && purge) {
         st = cat_io_remove_tree(dir, err);
     } else if (st == HS_OK) {
-        /* Hint first, then versions from the oldest up: if this stops half
-         * way, the newest version is still there and the table still loads
-         * at its current metadata (never at an older one). */
         char *hint = cat_sprintf("%s/metadata/version-hint.text", dir);
         st = hint ? cat_io_unlink(hint, err) : hs_err_nomem(err, strlen(dir));
         hs_free(hint);
@@ -401,7 +465,12 @@ static hs_status p_drop(cat_catalog *c, const char *ident, bool purge, hs_error 
             st = f ? cat_io_unlink(f, err) : hs_err_nomem(err, strlen(dir));
             hs_free(f);
         }
+        char *md = st == HS_OK ? cat_sprintf("%s/metadata", dir) : NULL;
+        if (st == HS_OK)
+            st = md ? cat_io_remove_tree(md, err) : hs_err_nomem(err, strlen(dir));
+        hs_free(md);
     }
+    cat_io_unlock(lock);
     hs_free(dir);
     return st;
 }

@@ -57,6 +57,7 @@ typedef struct sql_catalog {
     char *warehouse;   /* owned, no trailing slash */
     char *db_path;     /* owned, for messages */
     bool v1;           /* iceberg_type column present */
+    int busy_ms;       /* SQLite busy timeout */
 } sql_catalog;
 
 static const char *SCHEMA_SQL =
@@ -79,12 +80,28 @@ static const char *SCHEMA_SQL =
 
 /* ---- statement helpers ------------------------------------------------------------ */
 
+/* SQLite result -> status.  SQLITE_BUSY / SQLITE_LOCKED (another connection
+ * held the lock past the busy timeout) are HS_CONFLICT: the commit loop
+ * (catalog.c) retries them with backoff like a lost compare-and-swap, since
+ * nothing was changed. */
 static hs_status sql_error(sql_catalog *sc, int rc, const char *what, hs_error *err)
 {
+    int prim = rc & 0xff;
+    if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
+        return hs_err_set(err, HS_CONFLICT, "%s: %s: the catalog database stayed locked by "
+                          "another connection for the busy timeout (%d ms): %s", sc->db_path,
+                          what, sc->busy_ms, sqlite3_errmsg(sc->db));
     hs_status code = rc == SQLITE_NOMEM ? HS_NOMEM
                      : rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB ? HS_CORRUPT
-                     : (rc & 0xff) == SQLITE_CONSTRAINT ? HS_CONFLICT : HS_IO;
+                     : prim == SQLITE_CONSTRAINT ? HS_CONFLICT : HS_IO;
     return hs_err_set(err, code, "%s: %s: %s", sc->db_path, what, sqlite3_errmsg(sc->db));
+}
+
+/* Whether the last statement failed on a constraint (a duplicate key), not
+ * on a busy lock: both are HS_CONFLICT. */
+static bool is_constraint(sql_catalog *sc)
+{
+    return (sqlite3_errcode(sc->db) & 0xff) == SQLITE_CONSTRAINT;
 }
 
 /* Prepares sql and binds args[0..n) as text (?1..?n). */
@@ -606,7 +623,7 @@ static hs_status s_create(cat_catalog *c, const char *ident, const char *json, s
                                  "table_name, metadata_location, previous_metadata_location) "
                                  "VALUES (?1, ?2, ?3, ?4, NULL)",
                     args, 4, NULL, err);
-        if (st == HS_CONFLICT) {
+        if (st == HS_CONFLICT && is_constraint(sc)) {   /* not a busy lock */
             hs_err_clear(err);
             st = hs_err_set(err, HS_CONFLICT, "table %s already exists in catalog %s", ident,
                             sc->name);
@@ -720,7 +737,7 @@ static hs_status s_rename(cat_catalog *c, const char *from, const char *to, hs_e
         const char *args[] = { t.ns, t.name, sc->name, f.ns, f.name };
         int changes = 0;
         st = q_exec(sc, sql, args, 5, &changes, err);
-        if (st == HS_CONFLICT) {
+        if (st == HS_CONFLICT && is_constraint(sc)) {
             hs_err_clear(err);
             st = hs_err_set(err, HS_CONFLICT, "table %s already exists in catalog %s", to,
                             sc->name);
@@ -955,7 +972,8 @@ hs_status cat_sql_open(const char *db_path, const char *catalog_name, const char
         st = sc->db ? sql_error(sc, rc, "open", err)
                     : hs_err_set(err, HS_NOMEM, "%s: cannot open SQLite database", db_path);
     if (st == HS_OK) {
-        sqlite3_busy_timeout(sc->db, SQL_BUSY_TIMEOUT_MS);
+        sc->busy_ms = SQL_BUSY_TIMEOUT_MS;
+        sqlite3_busy_timeout(sc->db, sc->busy_ms);
         char *msg = NULL;
         rc = sqlite3_exec(sc->db, SCHEMA_SQL, NULL, NULL, &msg);
         if (rc != SQLITE_OK)
@@ -976,4 +994,13 @@ hs_status cat_sql_open(const char *db_path, const char *catalog_name, const char
     }
     *out = &sc->base;
     return HS_OK;
+}
+
+void cat_sql_set_busy_timeout(cat_catalog *c, int ms)
+{
+    if (!c || c->kind != CAT_SQL)
+        return;
+    sql_catalog *sc = (sql_catalog *)c;
+    sc->busy_ms = ms > 0 ? ms : 0;
+    sqlite3_busy_timeout(sc->db, sc->busy_ms);
 }

@@ -24,6 +24,11 @@
  * HS_CONFLICT, the loser's temporary file is removed), then unlink(tmp).
  * This is how commits of v<N>.metadata.json detect a lost race on local disk.
  *
+ * Sync (without HS_WFILE_NO_SYNC): a failed fsync of the file or of its
+ * directory fails the close with HS_IO; after a failed directory fsync an
+ * exclusive create unlinks the file it just published, so the error means
+ * "not published".  hs_io_set_sync_fault injects such failures in tests.
+ *
  * Ownership: every handle owns its name; hs_file_close / hs_wfile_close /
  * hs_wfile_abort free the handle (close frees it on failure too).  hs_mem_open
  * with own=true and hs_fault_wrap take ownership of their input even when
@@ -36,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,24 +355,44 @@ static void local_abort(hs_wfile *f)
     local_wfree(w);
 }
 
-/* fsync the directory holding path, so the rename itself is durable. */
-static void fsync_parent_dir(const char *path)
+/* fsync fault injection (hs_io_set_sync_fault): the k-th fsync from arming
+ * fails with EIO instead of running. */
+static _Atomic int64_t g_sync_fault_at, g_sync_count;
+
+void hs_io_set_sync_fault(int64_t fail_at)
+{
+    g_sync_fault_at = fail_at > 0 ? fail_at : 0;
+    g_sync_count = 0;
+}
+
+static int sync_fd(int fd)
+{
+    int64_t k = ++g_sync_count;
+    if (g_sync_fault_at > 0 && k == g_sync_fault_at) {
+        errno = EIO;
+        return -1;
+    }
+    return fsync(fd);
+}
+
+/* fsync the directory holding path, so the rename or link itself is
+ * durable.  0, or the errno of what failed (a directory name too long to
+ * open is ENAMETOOLONG, never a skipped sync). */
+static int fsync_parent_dir(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (!slash)
-        snprintf(dir, sizeof dir, ".");
-    else if (slash == path)
-        snprintf(dir, sizeof dir, "/");
-    else if ((size_t)(slash - path) < sizeof dir)
-        snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-    else
-        return;
+    char dir[PATH_MAX];
+    size_t n = !slash ? 1 : slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+        return ENAMETOOLONG;
+    memcpy(dir, !slash ? "." : path, n);
+    dir[n] = 0;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);   /* best effort: some file systems refuse directory fsync */
-        close(fd);
-    }
+    if (fd < 0)
+        return errno;
+    int e = sync_fd(fd) != 0 ? errno : 0;
+    close(fd);
+    return e;
 }
 
 static hs_status local_wclose(hs_wfile *f, hs_error *err)
@@ -374,7 +400,7 @@ static hs_status local_wclose(hs_wfile *f, hs_error *err)
     local_wfile *w = (local_wfile *)f;
     const char *path = f->name;
     hs_status st = local_flush(w, err);
-    if (st == HS_OK && !w->no_sync && fsync(w->fd) != 0)
+    if (st == HS_OK && !w->no_sync && sync_fd(w->fd) != 0)
         st = hs_err_set(err, HS_IO, "%s: fsync failed: %s", w->tmp_path, strerror(errno));
     if (close(w->fd) != 0 && st == HS_OK)
         st = hs_err_set(err, HS_IO, "%s: close failed: %s", w->tmp_path, strerror(errno));
@@ -400,8 +426,19 @@ static hs_status local_wclose(hs_wfile *f, hs_error *err)
      * removed (exclusive success: the link keeps the data alive). */
     if (st != HS_OK || w->exclusive)
         unlink(w->tmp_path);
-    if (st == HS_OK && !w->no_sync)
-        fsync_parent_dir(path);
+    if (st == HS_OK && !w->no_sync) {
+        /* The new name is not durable: fail.  An exclusive create takes its
+         * file away again, so the caller's error means "not published" (the
+         * catalog commits v<N+1> this way, under its commit lock); a rename
+         * cannot be undone, but its callers publish nothing by it. */
+        int e = fsync_parent_dir(path);
+        if (e != 0) {
+            st = hs_err_set(err, HS_IO, "%s: fsync of the directory failed: %s%s", path,
+                            strerror(e), w->exclusive ? " (the file was removed again)" : "");
+            if (w->exclusive)
+                unlink(path);
+        }
+    }
     local_wfree(w);
     return st;
 }

@@ -126,6 +126,10 @@ HS_MUST_USE hs_status hs_local_create(const char *path, bool exclusive, hs_wfile
 enum { HS_WFILE_EXCLUSIVE = 1, HS_WFILE_NO_SYNC = 2 };
 HS_MUST_USE hs_status hs_local_create_ex(const char *path, int flags, hs_wfile **out,
                                          hs_error *err);
+/* Test hook: after hs_io_set_sync_fault(k) (k >= 1) the k-th fsync from now
+ * (of a written file or of its directory, by writers without
+ * HS_WFILE_NO_SYNC) fails with EIO; 0 disarms.  Process-global. */
+void hs_io_set_sync_fault(int64_t fail_at);
 /* Whole-file helpers. */
 HS_MUST_USE hs_status hs_local_read_all(const char *path, hs_buf *out, hs_error *err);
 

@@ -5,8 +5,9 @@
  * Every write operation has two phases:
  *
  *   1. Prepare (once): write the new files.  Data files are Parquet under
- *      <location>/data/[<partition path>/], one per partition tuple of the
- *      default spec, rows sorted by the default sort order; delete files are
+ *      <location>/data/[<partition path>/], one or more per partition tuple
+ *      of the default spec, rows sorted by the default sort order (appends
+ *      stream their input in chunks: "append: streaming" below); delete files are
  *      Parquet position-delete files (v2) or one Puffin file of deletion
  *      vectors (v3).  Metrics come from the rows written (exact counts and
  *      bounds, strings and binary truncated to 16 as Iceberg's default
@@ -31,7 +32,8 @@
  *
  * Indexes (index.c, tbl_ixw): when the table's index registry declares
  * indexes, every data file written gets its sidecars from the rows still in
- * memory, and commit_cb writes the new registry version (our entries added,
+ * memory (so a streamed append writes such a table's files one chunk group
+ * at a time), and commit_cb writes the new registry version (our entries added,
  * those of removed files dropped, indexes declared meanwhile built from the
  * written files) and sets its property in the same metadata commit.
  *
@@ -98,8 +100,14 @@ typedef struct tbl_wop {
     int64_t added_del_files, added_pos_deletes, removed_del_files, removed_pos_deletes;
     int64_t changed_partitions;
     hs_map parts;                   /* partition tuple keys written (tuple_key) */
+    hs_buf pvals;                   /* pv_owned: partition tuples of the files written */
     tbl_ixw ixw;                    /* declared indexes of the files written (index.c) */
 } tbl_wop;
+
+typedef struct pv_owned {
+    ice_value *v;
+    int n;
+} pv_owned;
 
 static void op_init(tbl_wop *op, hs_table *t, const char *operation)
 {
@@ -125,8 +133,35 @@ static void op_free(tbl_wop *op)
     hs_buf_free(&op->replace);
     hs_buf_free(&op->written);
     hs_map_free(&op->parts);
+    for (size_t i = 0; i < HS_VEC_LEN(&op->pvals, pv_owned); i++) {
+        pv_owned *pv = &HS_VEC_AT(&op->pvals, pv_owned, i);
+        for (int k = 0; k < pv->n; k++)
+            ice_value_clear(&pv->v[k]);
+        hs_free(pv->v);
+    }
+    hs_buf_free(&op->pvals);
     tbl_ixw_free(&op->ixw);
     hs_arena_destroy(&op->arena);
+}
+
+/* A copy of partition tuple v[0..n) that lives as long as the operation
+ * (manifest entries point at it). */
+static ice_value *op_pvals(tbl_wop *op, const ice_value *v, int n)
+{
+    ice_value *c = hs_calloc((size_t)n + 1, sizeof *c);
+    if (!c)
+        return NULL;
+    pv_owned pv = {c, 0};
+    for (int k = 0; k < n; k++, pv.n++)
+        if (ice_value_copy(&v[k], &c[k]) != HS_OK)
+            break;
+    if (pv.n < n || hs_buf_append(&op->pvals, &pv, sizeof pv) != HS_OK) {
+        for (int k = 0; k < pv.n; k++)
+            ice_value_clear(&c[k]);
+        hs_free(c);
+        return NULL;
+    }
+    return c;
 }
 
 static char *op_str(tbl_wop *op, const char *s)
@@ -504,78 +539,260 @@ static pq_writer_options writer_opts(const hs_table *t)
     return wo;
 }
 
-static hs_status write_one_file(tbl_wop *op, const ice_schema *schema, const hs_batch *b,
-                                const char *part_path, int32_t spec_id, ice_value *pvals,
-                                int n_pvals, hs_buf *entries, hs_error *err)
+/* ---- one data file, written in slices ----
+ *
+ * A data file is opened, fed any number of slices (batches of rows in the
+ * current schema), and closed.  Metrics are merged across slices: counts
+ * add up, and bounds merge as min/max of each slice's truncated bounds -
+ * truncation is monotone (a <= b implies trunc(a) <= trunc(b), for the
+ * lower prefix and the incremented upper prefix alike), so the merge equals
+ * the bounds computed over all rows at once.  A slice with values but no
+ * upper bound (a string that cannot be truncated upward) drops the file's
+ * upper bound, as a one-shot computation would have. */
+
+typedef struct fm_field {
+    int32_t id;
+    int64_t count, nulls, nans;
+    bool has_nans;                  /* a float column: its NaN count is recorded */
+    bool lo_set, hi_set, lo_lost, hi_lost;
+    hs_buf lo, hi;                  /* bound bytes (truncated) */
+} fm_field;
+
+typedef struct dfile {
+    hs_buf path;
+    hs_wfile *wf;
+    pq_writer *w;
+    int64_t rows;
+    hs_buf fields;                  /* fm_field, in first-seen order */
+    ice_value *pvals;               /* borrowed: outlives the manifest entries */
+    int n_pvals;
+} dfile;
+
+static void dfile_fields_free(dfile *f)
 {
+    for (size_t i = 0; i < HS_VEC_LEN(&f->fields, fm_field); i++) {
+        fm_field *x = &HS_VEC_AT(&f->fields, fm_field, i);
+        hs_buf_free(&x->lo);
+        hs_buf_free(&x->hi);
+    }
+    hs_buf_free(&f->fields);
+}
+
+/* Abandons an unfinished file: its temporary file is removed (the final
+ * name was never published; op_cleanup_files also tries it). */
+static void dfile_abort(dfile *f)
+{
+    pq_writer_free(f->w);
+    if (f->wf)
+        hs_wfile_abort(f->wf);
+    dfile_fields_free(f);
+    hs_buf_free(&f->path);
+    memset(f, 0, sizeof *f);
+}
+
+static hs_status dfile_open(tbl_wop *op, const ice_schema *schema, const char *part_path,
+                            ice_value *pvals, int n_pvals, int64_t row_group_bytes, int64_t seq,
+                            dfile *f, hs_error *err)
+{
+    memset(f, 0, sizeof *f);
+    f->pvals = pvals;
+    f->n_pvals = n_pvals;
     char name[96];
     char uuid[37];
     ice_uuid_v4(uuid);
-    snprintf(name, sizeof name, "00000-%lld-%s.parquet",
-             (long long)(HS_VEC_LEN(entries, ice_manifest_entry)), uuid);
-    hs_buf path = {0};
-    HS_TRY(make_path(op->t, "data", part_path, name, &path, err));
-    hs_wfile *wf = NULL;
-    pq_writer *w = NULL;
-    hs_status st = mkdir_of((const char *)path.data, err);
+    snprintf(name, sizeof name, "00000-%lld-%s.parquet", (long long)seq, uuid);
+    hs_status st = make_path(op->t, "data", part_path, name, &f->path, err);
     if (st == HS_OK)
-        st = cat_io_create_ex(tbl_local((const char *)path.data), wflags(op->t), &wf, err);
+        st = mkdir_of((const char *)f->path.data, err);
     if (st == HS_OK)
-        st = op_record(op, (const char *)path.data, err);
+        st = cat_io_create_ex(tbl_local((const char *)f->path.data), wflags(op->t), &f->wf, err);
+    if (st == HS_OK)
+        st = op_record(op, (const char *)f->path.data, err);
     pq_writer_options wo = writer_opts(op->t);
+    if (row_group_bytes > 0 && (wo.row_group_bytes <= 0 || wo.row_group_bytes > row_group_bytes))
+        wo.row_group_bytes = row_group_bytes;
     if (st == HS_OK)
-        st = pq_writer_open(wf, &schema->root, &wo, &w, err);
-    if (st == HS_OK)
-        st = pq_writer_write(w, b, err);
-    if (st == HS_OK)
-        st = pq_writer_finish(w, err);
-    uint64_t size = w ? pq_writer_bytes_written(w) : 0;
-    ice_data_file df = {0};
+        st = pq_writer_open(f->wf, &schema->root, &wo, &f->w, err);
+    if (st != HS_OK)
+        dfile_abort(f);
+    return st;
+}
+
+static fm_field *fm_get(dfile *f, int32_t id)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(&f->fields, fm_field); i++)
+        if (HS_VEC_AT(&f->fields, fm_field, i).id == id)
+            return &HS_VEC_AT(&f->fields, fm_field, i);
+    fm_field x = {.id = id};
+    if (hs_buf_append(&f->fields, &x, sizeof x) != HS_OK)
+        return NULL;
+    return &HS_VEC_AT(&f->fields, fm_field, HS_VEC_LEN(&f->fields, fm_field) - 1);
+}
+
+static const ice_id_bytes *bound_of(const hs_buf *b, int32_t id)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(b, ice_id_bytes); i++)
+        if (HS_VEC_AT(b, ice_id_bytes, i).id == id)
+            return &HS_VEC_AT(b, ice_id_bytes, i);
+    return NULL;
+}
+
+/* Keeps the smaller (upper: larger) of the file's bound and the slice's. */
+static hs_status fm_merge_bound(const hs_field *fd, hs_buf *cur, bool *set, const ice_id_bytes *b,
+                                bool upper)
+{
+    if (*set && fd) {
+        tbl_val a, v;
+        if (tbl_val_from_bound(fd, cur->data ? cur->data : (const uint8_t *)"", cur->len, &a) &&
+            tbl_val_from_bound(fd, b->p ? b->p : (const uint8_t *)"", b->len, &v)) {
+            int c = tbl_val_cmp(&v, &a);
+            if (upper ? c <= 0 : c >= 0)
+                return HS_OK;
+        }
+    }
+    hs_buf_reset(cur);
+    *set = true;
+    return b->len ? hs_buf_append(cur, b->p, b->len) : HS_OK;
+}
+
+static hs_status fm_merge(dfile *f, const ice_schema *schema, const metric_acc *m)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(&m->ids_counts, ice_id_long); i++) {
+        int32_t id = HS_VEC_AT(&m->ids_counts, ice_id_long, i).id;
+        fm_field *x = fm_get(f, id);
+        if (!x)
+            return HS_NOMEM;
+        x->count += HS_VEC_AT(&m->ids_counts, ice_id_long, i).value;
+        for (size_t k = 0; k < HS_VEC_LEN(&m->nulls, ice_id_long); k++)
+            if (HS_VEC_AT(&m->nulls, ice_id_long, k).id == id)
+                x->nulls += HS_VEC_AT(&m->nulls, ice_id_long, k).value;
+        for (size_t k = 0; k < HS_VEC_LEN(&m->nans, ice_id_long); k++)
+            if (HS_VEC_AT(&m->nans, ice_id_long, k).id == id) {
+                x->has_nans = true;
+                x->nans += HS_VEC_AT(&m->nans, ice_id_long, k).value;
+            }
+        const ice_id_bytes *lo = bound_of(&m->lower, id), *hi = bound_of(&m->upper, id);
+        if (!lo && !hi)
+            continue;   /* no non-null, non-NaN value in this slice */
+        const hs_field *fd = ice_schema_find_id(schema, id);
+        if (!lo)
+            x->lo_lost = true;
+        else if (fm_merge_bound(fd, &x->lo, &x->lo_set, lo, false) != HS_OK)
+            return HS_NOMEM;
+        if (!hi)
+            x->hi_lost = true;
+        else if (fm_merge_bound(fd, &x->hi, &x->hi_set, hi, true) != HS_OK)
+            return HS_NOMEM;
+    }
+    return HS_OK;
+}
+
+/* Writes the rows of b (current schema) into the file. */
+static hs_status dfile_write(tbl_wop *op, const ice_schema *schema, dfile *f, const hs_batch *b,
+                             hs_error *err)
+{
+    HS_TRY(pq_writer_write(f->w, b, err));
     metric_acc m = {0};
+    hs_status st = HS_OK;
+    for (int i = 0; i < b->n_cols && st == HS_OK; i++)
+        if (metrics_of(op, &b->schema.children[i], b->cols[i], NULL, b->n_rows, &m) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    if (st == HS_OK && fm_merge(f, schema, &m) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    metric_free(&m);
+    if (st == HS_OK)
+        f->rows += b->n_rows;
+    return st;
+}
+
+/* Bytes the file has on disk so far (flushed row groups). */
+static uint64_t dfile_bytes(const dfile *f) { return f->w ? pq_writer_bytes_written(f->w) : 0; }
+
+/* Finishes and publishes the file, builds the sidecars of declared indexes
+ * (from `rows`: every row of the file in file order; NULL only when the
+ * table declares no index, see appender), and queues its manifest entry.
+ * The file is closed (or abandoned) either way. */
+static hs_status dfile_close(tbl_wop *op, dfile *f, const hs_batch *rows, hs_buf *entries,
+                             hs_error *err)
+{
+    hs_status st = pq_writer_finish(f->w, err);
+    uint64_t size = pq_writer_bytes_written(f->w);
+    ice_data_file df = {0};
     if (st == HS_OK) {
         df.content = ICE_CONTENT_DATA;
-        df.file_path = op_str(op, (const char *)path.data);
+        df.file_path = op_str(op, (const char *)f->path.data);
         df.file_format = "PARQUET";
-        df.n_partition = n_pvals;
-        df.partition = pvals;
-        df.record_count = b->n_rows;
+        df.n_partition = f->n_pvals;
+        df.partition = f->pvals;
+        df.record_count = f->rows;
         df.file_size_in_bytes = (int64_t)size;
-        if (column_sizes(op, pq_writer_file_meta(w), &df) != HS_OK)
+        if (!df.file_path || column_sizes(op, pq_writer_file_meta(f->w), &df) != HS_OK)
             st = hs_err_nomem(err, 64);
-        for (int i = 0; i < b->n_cols && st == HS_OK; i++)
-            if (metrics_of(op, &b->schema.children[i], b->cols[i], NULL, b->n_rows, &m) != HS_OK)
-                st = hs_err_nomem(err, 64);
+    }
+    size_t nfm = HS_VEC_LEN(&f->fields, fm_field);
+    ice_id_long *vc = NULL, *nc = NULL, *nn = NULL;
+    ice_id_bytes *lb = NULL, *ub = NULL;
+    if (st == HS_OK && nfm) {
+        vc = hs_arena_alloc(&op->arena, nfm * sizeof *vc);
+        nc = hs_arena_alloc(&op->arena, nfm * sizeof *nc);
+        nn = hs_arena_alloc(&op->arena, nfm * sizeof *nn);
+        lb = hs_arena_alloc(&op->arena, nfm * sizeof *lb);
+        ub = hs_arena_alloc(&op->arena, nfm * sizeof *ub);
+        if (!vc || !nc || !nn || !lb || !ub)
+            st = hs_err_nomem(err, nfm * 64);
+    }
+    for (size_t i = 0; st == HS_OK && i < nfm; i++) {
+        fm_field *x = &HS_VEC_AT(&f->fields, fm_field, i);
+        vc[df.n_value_counts++] = (ice_id_long){x->id, x->count};
+        nc[df.n_null_value_counts++] = (ice_id_long){x->id, x->nulls};
+        if (x->has_nans)
+            nn[df.n_nan_value_counts++] = (ice_id_long){x->id, x->nans};
+        if (x->lo_set && !x->lo_lost) {
+            uint8_t *p = hs_arena_alloc(&op->arena, x->lo.len + 1);
+            if (!p) {
+                st = hs_err_nomem(err, x->lo.len);
+                break;
+            }
+            if (x->lo.len)
+                memcpy(p, x->lo.data, x->lo.len);
+            lb[df.n_lower_bounds++] = (ice_id_bytes){x->id, (uint32_t)x->lo.len, p};
+        }
+        if (x->hi_set && !x->hi_lost) {
+            uint8_t *p = hs_arena_alloc(&op->arena, x->hi.len + 1);
+            if (!p) {
+                st = hs_err_nomem(err, x->hi.len);
+                break;
+            }
+            if (x->hi.len)
+                memcpy(p, x->hi.data, x->hi.len);
+            ub[df.n_upper_bounds++] = (ice_id_bytes){x->id, (uint32_t)x->hi.len, p};
+        }
     }
     if (st == HS_OK) {
-        df.n_value_counts = (int)HS_VEC_LEN(&m.ids_counts, ice_id_long);
-        df.value_counts = arena_copy(op, &m.ids_counts);
-        df.n_null_value_counts = (int)HS_VEC_LEN(&m.nulls, ice_id_long);
-        df.null_value_counts = arena_copy(op, &m.nulls);
-        df.n_nan_value_counts = (int)HS_VEC_LEN(&m.nans, ice_id_long);
-        df.nan_value_counts = arena_copy(op, &m.nans);
-        df.n_lower_bounds = (int)HS_VEC_LEN(&m.lower, ice_id_bytes);
-        df.lower_bounds = arena_copy(op, &m.lower);
-        df.n_upper_bounds = (int)HS_VEC_LEN(&m.upper, ice_id_bytes);
-        df.upper_bounds = arena_copy(op, &m.upper);
-        int64_t off = 4;
-        df.n_split_offsets = 0;
-        (void)off;
+        df.value_counts = df.n_value_counts ? vc : NULL;
+        df.null_value_counts = df.n_null_value_counts ? nc : NULL;
+        df.nan_value_counts = df.n_nan_value_counts ? nn : NULL;
+        df.lower_bounds = df.n_lower_bounds ? lb : NULL;
+        df.upper_bounds = df.n_upper_bounds ? ub : NULL;
         const ice_sort_order *so = ice_metadata_default_sort_order(&op->t->meta);
         df.has_sort_order_id = true;
         df.sort_order_id = so ? so->order_id : 0;
     }
-    metric_free(&m);
-    pq_writer_free(w);
+    pq_writer_free(f->w);
+    f->w = NULL;
     if (st == HS_OK) {
-        st = hs_wfile_close(wf, err);
-        wf = NULL;
+        st = hs_wfile_close(f->wf, err);
+        f->wf = NULL;
     }
-    if (wf)
-        hs_wfile_abort(wf);
-    hs_buf_free(&path);
-    /* sidecars of the declared indexes, from the rows still in memory */
+    /* sidecars of the declared indexes, from the rows still in memory; a
+     * table without declared indexes only has the file recorded (its row
+     * count is all index.c reads then) */
+    hs_batch counted = {.n_rows = f->rows};
     if (st == HS_OK)
-        st = tbl_ixw_file_written(&op->ixw, df.file_path, (int64_t)size, b, err);
+        st = tbl_ixw_file_written(&op->ixw, df.file_path, (int64_t)size, rows ? rows : &counted,
+                                  err);
+    int64_t nrows = f->rows;
+    dfile_abort(f);   /* frees what is left (nothing to abort after close) */
     if (st != HS_OK)
         return st;
     ice_manifest_entry e = {0};
@@ -583,13 +800,27 @@ static hs_status write_one_file(tbl_wop *op, const ice_schema *schema, const hs_
     e.has_snapshot_id = true;
     e.snapshot_id = op->snapshot_id;
     e.file = df;
-    (void)spec_id;
     if (hs_buf_append(entries, &e, sizeof e) != HS_OK)
         return hs_err_nomem(err, sizeof e);
     op->added_files++;
-    op->added_records += b->n_rows;
+    op->added_records += nrows;
     op->added_size += (int64_t)size;
     return HS_OK;
+}
+
+/* One file holding all rows of b. */
+static hs_status write_one_file(tbl_wop *op, const ice_schema *schema, const hs_batch *b,
+                                const char *part_path, ice_value *pvals, int n_pvals,
+                                hs_buf *entries, hs_error *err)
+{
+    dfile f;
+    HS_TRY(dfile_open(op, schema, part_path, pvals, n_pvals, 0,
+                      (int64_t)HS_VEC_LEN(entries, ice_manifest_entry), &f, err));
+    hs_status st = dfile_write(op, schema, &f, b, err);
+    if (st == HS_OK)
+        return dfile_close(op, &f, b, entries, err);
+    dfile_abort(&f);
+    return st;
 }
 
 /* Writes the manifest of entries (content: data or deletes) and queues it. */
@@ -647,10 +878,34 @@ static void groups_free(group *g, int n_groups, int n_fields)
     hs_free(g);
 }
 
-/* Writes the rows of `all` (in the current schema) as data files of the
- * default spec, sorted by the default sort order, plus one data manifest. */
-static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
+/* What partition_rows hands over per partition tuple: the rows of `all` in
+ * idx[0..cnt) (sorted by the default sort order), the tuple's values (valid
+ * during the call; op_pvals copies them for longer), its path text ("" for
+ * an unpartitioned spec) and its tuple_key bytes. */
+typedef struct row_group {
+    const hs_batch *all;
+    const int64_t *idx;
+    int64_t cnt;
+    const ice_value *values;
+    int n_values;
+    const char *part_path;
+    const uint8_t *key;
+    size_t key_len;
+} row_group;
+
+typedef hs_status (*group_sink)(void *ctx, const row_group *g, hs_error *err);
+
+/* Splits the rows of `all` (in the current schema) by the default spec's
+ * partition tuple, sorts each group by the default sort order, and calls
+ * sink once per group, in order of first appearance - except that the
+ * group whose tuple_key equals prefer (when given) goes first.  Records the
+ * tuple keys in op->parts; *n_groups (may be NULL) gets the group count. */
+static hs_status partition_rows(tbl_wop *op, const hs_batch *all, const hs_buf *prefer,
+                                group_sink sink, void *sink_ctx, int *n_groups_out,
+                                hs_error *err)
 {
+    if (n_groups_out)
+        *n_groups_out = 0;
     const ice_table_metadata *m = &op->t->meta;
     const ice_schema *schema = ice_metadata_current_schema(m);
     const ice_partition_spec *spec = ice_metadata_default_spec(m);
@@ -774,10 +1029,13 @@ static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
             hs_field_clear(&rf);
         }
     }
-    /* 3. one file per group */
-    hs_buf entries = {0};
+    /* 3. the groups, the preferred one first */
+    uint64_t first = 0;
+    bool have_first = prefer && prefer->len &&
+                      hs_map_get(&keys, prefer->data, prefer->len, &first);
     hs_buf part = {0};
-    for (int gi = 0; gi < n_groups && st == HS_OK; gi++) {
+    for (int k = 0; k < n_groups && st == HS_OK; k++) {
+        int gi = have_first ? (k == 0 ? (int)first : (k <= (int)first ? k - 1 : k)) : k;
         group *g = &groups[gi];
         int64_t *idx = (int64_t *)g->rows.data;
         int64_t cnt = (int64_t)HS_VEC_LEN(&g->rows, int64_t);
@@ -786,29 +1044,16 @@ static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
         hs_buf_reset(&part);
         if (nf > 0 && !ice_spec_is_unpartitioned(spec))
             st = ice_spec_partition_path(spec, g->values, &part, err);
-        hs_column **cols = st == HS_OK ? hs_calloc((size_t)all->n_cols + 1, sizeof *cols) : NULL;
-        if (st == HS_OK && !cols)
-            st = hs_err_nomem(err, 64);
-        for (int c = 0; c < all->n_cols && st == HS_OK; c++)
-            st = hs_col_take(all->cols[c], idx, cnt, &cols[c], err);
-        hs_batch *b = NULL;
-        if (st == HS_OK)
-            st = tbl_batch_from_cols(&all->schema, cols, all->n_cols, cnt, &b, err);
-        else if (cols)
-            for (int c = 0; c < all->n_cols; c++)
-                hs_col_free(cols[c]);
-        hs_free(cols);
-        if (st == HS_OK)
-            st = write_one_file(op, schema, b, part.len ? hs_buf_cstr(&part) : NULL,
-                                spec->spec_id, g->values, nf, &entries, err);
-        hs_batch_free(b);
+        if (st == HS_OK && tuple_key(g->values, nf, &key) != HS_OK)
+            st = hs_err_nomem(err, key.len);
+        if (st == HS_OK) {
+            row_group rg = {all, idx, cnt, g->values, nf, part.len ? hs_buf_cstr(&part) : NULL,
+                            key.data, key.len};
+            st = sink(sink_ctx, &rg, err);
+        }
     }
-    op->changed_partitions += n_groups;
-    if (st == HS_OK)
-        st = write_manifest(op, ICE_MANIFEST_DATA, schema, spec,
-                            (const ice_manifest_entry *)entries.data,
-                            (int64_t)HS_VEC_LEN(&entries, ice_manifest_entry), err);
-    hs_buf_free(&entries);
+    if (n_groups_out)
+        *n_groups_out = n_groups;
     hs_buf_free(&part);
     for (int k = 0; k < sctx.n_keys; k++) {
         hs_free(sctx.keys[k].v);
@@ -826,6 +1071,69 @@ static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
     hs_buf_free(&key);
     hs_arena_destroy(&scratch);
     hs_field_clear(&ptype);
+    return st;
+}
+
+/* The rows idx[0..n) of all, as a new batch (caller frees). */
+static hs_status take_rows(const hs_batch *all, const int64_t *idx, int64_t n, hs_batch **out,
+                           hs_error *err)
+{
+    *out = NULL;
+    hs_column **cols = hs_calloc((size_t)all->n_cols + 1, sizeof *cols);
+    if (!cols)
+        return hs_err_nomem(err, 64);
+    hs_status st = HS_OK;
+    for (int c = 0; c < all->n_cols && st == HS_OK; c++)
+        st = hs_col_take(all->cols[c], idx, n, &cols[c], err);
+    if (st == HS_OK)
+        st = tbl_batch_from_cols(&all->schema, cols, all->n_cols, n, out, err);
+    else
+        for (int c = 0; c < all->n_cols; c++)
+            hs_col_free(cols[c]);
+    hs_free(cols);
+    return st;
+}
+
+typedef struct one_file_per_group {
+    tbl_wop *op;
+    const ice_schema *schema;
+    hs_buf entries;   /* ice_manifest_entry */
+} one_file_per_group;
+
+static hs_status one_file_sink(void *ctx, const row_group *g, hs_error *err)
+{
+    one_file_per_group *w = ctx;
+    ice_value *pv = op_pvals(w->op, g->values, g->n_values);
+    if (!pv)
+        return hs_err_nomem(err, 64);
+    hs_batch *b = NULL;
+    HS_TRY(take_rows(g->all, g->idx, g->cnt, &b, err));
+    hs_status st = write_one_file(w->op, w->schema, b, g->part_path, pv, g->n_values,
+                                  &w->entries, err);
+    hs_batch_free(b);
+    return st;
+}
+
+/* Writes the rows of `all` (in the current schema) as data files of the
+ * default spec, one per partition tuple, sorted by the default sort order,
+ * plus one data manifest.  Used by overwrites, whose rows are in memory
+ * anyway; appends stream (appender below). */
+static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
+{
+    const ice_table_metadata *m = &op->t->meta;
+    const ice_schema *schema = ice_metadata_current_schema(m);
+    const ice_partition_spec *spec = ice_metadata_default_spec(m);
+    if (!schema || !spec)
+        return hs_err_set(err, HS_CORRUPT, "table metadata lacks a current schema or spec");
+    one_file_per_group w = {op, schema, {0}};
+    int n_groups = 0;
+    hs_status st = partition_rows(op, all, NULL, one_file_sink, &w, &n_groups, err);
+    op->changed_partitions += n_groups;
+    if (st == HS_OK)
+        st = write_manifest(op, ICE_MANIFEST_DATA, schema, spec,
+                            (const ice_manifest_entry *)w.entries.data,
+                            (int64_t)HS_VEC_LEN(&w.entries, ice_manifest_entry), err);
+    hs_buf_free(&w.entries);
     return st;
 }
 
@@ -1082,7 +1390,234 @@ static hs_status op_commit(tbl_wop *op, hs_error *err)
 }
 
 /* ------------------------------------------------------------------ */
-/* append                                                              */
+/* append: streaming                                                   */
+
+/*
+ * hs_table_append never holds the whole input.  Batches are conformed to the
+ * current schema and buffered in a chunk; when the chunk's memory reaches
+ * its share of the buffer budget, it is split by partition tuple and sorted
+ * (partition_rows), and each group is written out; then the chunk is freed
+ * and filled again.  One manifest lists every file and one commit at the
+ * end publishes them all (or, on any failure, the files are removed and
+ * nothing is committed).
+ *
+ *   table                     a data file is                         rolls when
+ *   ------------------------  -------------------------------------  -------------------------
+ *   unsorted, no index        kept open across chunks while the      it reaches the target
+ *                             next group has its partition tuple     size, or the tuple changes
+ *                             (the open one's group goes first)
+ *   sorted (default order)    one sorted run: a chunk's group        target size within a group
+ *   declared indexes          one chunk's group, whole (sidecars     at the group's end
+ *                             are built from its rows in memory)
+ *
+ * Budget B = table property hyperstream.write.buffer-bytes (default 64 MiB):
+ * the chunk (column buffers plus per-row partition and sort-key scratch)
+ * stays under B/2 (B/4 when the group is also copied whole for index
+ * builds), rows go to the Parquet writer in slices of about B/8, and the
+ * writer's row groups are capped at B/4 (and at a quarter of the target
+ * file size, so that files roll close to it: rolling compares the bytes of
+ * the row groups flushed so far).  So memory is bounded by about B
+ * plus one input batch, whatever the input size.  Target file size:
+ * write.target-file-size-bytes (Iceberg's property; default 512 MiB),
+ * checked after each slice against the bytes flushed so far.
+ */
+
+#define APPEND_BUFFER_DEFAULT ((int64_t)64 << 20)
+#define TARGET_FILE_DEFAULT ((int64_t)512 << 20)
+
+typedef struct appender {
+    tbl_wop *op;
+    const ice_schema *schema;
+    const ice_partition_spec *spec;
+    int n_sort_keys;
+    bool sorted, indexed;
+    int64_t budget, target;
+    hs_batch *chunk;            /* buffered rows, current schema */
+    int64_t rows_total;
+    dfile cur;                  /* the open data file (cur_open) */
+    bool cur_open;
+    hs_buf cur_key;             /* its tuple_key */
+    ice_value *cur_pvals;       /* its partition tuple (op_pvals) */
+    hs_buf entries;             /* ice_manifest_entry */
+} appender;
+
+static int64_t col_bytes(const hs_column *c)
+{
+    int64_t n = (int64_t)(c->validity.cap + c->offsets.cap + c->values.cap);
+    if (!c->validity.cap && !c->offsets.cap && !c->values.cap)   /* borrowed */
+        n = (int64_t)(c->validity.len + c->offsets.len + c->values.len);
+    for (int i = 0; i < c->n_children; i++)
+        n += col_bytes(c->children[i]);
+    return n;
+}
+
+static int64_t batch_bytes(const hs_batch *b)
+{
+    int64_t n = 0;
+    for (int i = 0; i < b->n_cols; i++)
+        n += col_bytes(b->cols[i]);
+    return n;
+}
+
+/* The chunk's memory with partition_rows' scratch: per row a group index
+ * and a row index (grown by doubling), and per sort key a value and a flag. */
+static int64_t chunk_cost(const appender *ap)
+{
+    int64_t per_row = 4 + 16 + (int64_t)ap->n_sort_keys * (int64_t)(sizeof(tbl_val) + 1);
+    return batch_bytes(ap->chunk) + ap->chunk->n_rows * per_row;
+}
+
+static hs_status ap_close_cur(appender *ap, hs_error *err)
+{
+    if (!ap->cur_open)
+        return HS_OK;
+    ap->cur_open = false;
+    hs_buf_reset(&ap->cur_key);
+    return dfile_close(ap->op, &ap->cur, NULL, &ap->entries, err);
+}
+
+static hs_status ap_open_cur(appender *ap, const row_group *g, hs_error *err)
+{
+    if (!ap->cur_pvals || ap->cur_key.len != g->key_len ||
+        memcmp(ap->cur_key.data, g->key, g->key_len) != 0) {
+        if (!(ap->cur_pvals = op_pvals(ap->op, g->values, g->n_values)))
+            return hs_err_nomem(err, 64);
+        hs_buf_reset(&ap->cur_key);
+        if (hs_buf_append(&ap->cur_key, g->key, g->key_len) != HS_OK)
+            return hs_err_nomem(err, g->key_len);
+    }
+    /* row groups of at most B/4, and a quarter of the target: the file's
+     * size on disk (what rolling checks) grows a row group at a time */
+    int64_t rg = ap->budget / 4;
+    if (rg > ap->target / 4)
+        rg = ap->target / 4;
+    if (rg < (64 << 10))
+        rg = 64 << 10;
+    HS_TRY(dfile_open(ap->op, ap->schema, g->part_path, ap->cur_pvals, g->n_values, rg,
+                      (int64_t)HS_VEC_LEN(&ap->entries, ice_manifest_entry), &ap->cur, err));
+    ap->cur_open = true;
+    return HS_OK;
+}
+
+static hs_status ap_group(void *ctx, const row_group *g, hs_error *err)
+{
+    appender *ap = ctx;
+    if (ap->indexed) {   /* sidecars need the file's rows together */
+        ice_value *pv = op_pvals(ap->op, g->values, g->n_values);
+        if (!pv)
+            return hs_err_nomem(err, 64);
+        hs_batch *b = NULL;
+        HS_TRY(take_rows(g->all, g->idx, g->cnt, &b, err));
+        hs_status st = write_one_file(ap->op, ap->schema, b, g->part_path, pv, g->n_values,
+                                      &ap->entries, err);
+        hs_batch_free(b);
+        return st;
+    }
+    bool same = ap->cur_open && ap->cur_key.len == g->key_len &&
+                memcmp(ap->cur_key.data, g->key, g->key_len) == 0;
+    if (ap->cur_open && (ap->sorted || !same))
+        HS_TRY(ap_close_cur(ap, err));
+    /* slices of about B/8 at the chunk's average row width */
+    int64_t width = g->all->n_rows ? batch_bytes(g->all) / g->all->n_rows + 1 : 1;
+    int64_t slice = ap->budget / 8 / width;
+    if (slice < 1024)
+        slice = 1024;
+    for (int64_t off = 0; off < g->cnt;) {
+        if (!ap->cur_open)
+            HS_TRY(ap_open_cur(ap, g, err));
+        int64_t n = g->cnt - off < slice ? g->cnt - off : slice;
+        hs_batch *b = NULL;
+        HS_TRY(take_rows(g->all, g->idx + off, n, &b, err));
+        hs_status st = dfile_write(ap->op, ap->schema, &ap->cur, b, err);
+        hs_batch_free(b);
+        HS_TRY(st);
+        off += n;
+        if ((int64_t)dfile_bytes(&ap->cur) >= ap->target)
+            HS_TRY(ap_close_cur(ap, err));
+    }
+    if (ap->sorted)   /* the next group, here or in the next chunk, is another run */
+        HS_TRY(ap_close_cur(ap, err));
+    return HS_OK;
+}
+
+/* Writes out the buffered rows and empties the chunk (its memory freed). */
+static hs_status ap_flush(appender *ap, hs_error *err)
+{
+    if (ap->chunk->n_rows == 0)
+        return HS_OK;
+    hs_status st = partition_rows(ap->op, ap->chunk, ap->cur_open ? &ap->cur_key : NULL,
+                                  ap_group, ap, NULL, err);
+    hs_batch_free(ap->chunk);
+    ap->chunk = NULL;
+    if (st == HS_OK)
+        st = hs_batch_create(&ap->schema->root, 0, &ap->chunk, err);
+    return st;
+}
+
+/* Reads the stream (moved) batch by batch into data files and one manifest:
+ * everything of an append but the commit. */
+static hs_status append_stream(tbl_wop *op, struct ArrowArrayStream *in, hs_error *err)
+{
+    hs_table *t = op->t;
+    appender ap = {.op = op};
+    ap.schema = ice_metadata_current_schema(&t->meta);
+    ap.spec = ice_metadata_default_spec(&t->meta);
+    if (!ap.schema || !ap.spec) {
+        if (in && in->release)
+            in->release(in);
+        return hs_err_set(err, HS_CORRUPT, "table metadata lacks a current schema or spec");
+    }
+    const ice_sort_order *order = ice_metadata_default_sort_order(&t->meta);
+    ap.n_sort_keys = order ? order->n_fields : 0;
+    ap.sorted = ap.n_sort_keys > 0;
+    ap.indexed = ice_kv_get(&t->meta.properties, "hyperstream.index-registry") != NULL;
+    ap.budget = prop_i64(t, "hyperstream.write.buffer-bytes", APPEND_BUFFER_DEFAULT);
+    if (ap.budget < (1 << 20))
+        ap.budget = 1 << 20;
+    ap.target = prop_i64(t, "write.target-file-size-bytes", TARGET_FILE_DEFAULT);
+    int64_t limit = ap.indexed ? ap.budget / 4 : ap.budget / 2;
+    hs_batch_source src = {0};
+    HS_TRY(hs_arrow_import_stream(in, &src, err));
+    hs_status st = hs_batch_create(&ap.schema->root, 0, &ap.chunk, err);
+    while (st == HS_OK) {
+        hs_batch *b = NULL, *cb = NULL;
+        st = src.next(src.ctx, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        st = tbl_conform_batch(b, &ap.schema->root, true, &cb, err);
+        if (st == HS_OK)
+            st = tbl_vector_check_batch(&t->meta, cb, ap.rows_total, err);
+        if (st != HS_OK) {
+            hs_batch_free(cb);
+            hs_err_prefix(err, "append");
+            break;
+        }
+        for (int i = 0; i < ap.chunk->n_cols && st == HS_OK; i++)
+            st = hs_col_append_column(ap.chunk->cols[i], cb->cols[i], err);
+        ap.chunk->n_rows += cb->n_rows;
+        ap.rows_total += cb->n_rows;
+        hs_batch_free(cb);
+        if (st == HS_OK && chunk_cost(&ap) >= limit)
+            st = ap_flush(&ap, err);
+    }
+    src.close(src.ctx);
+    hs_field_clear(&src.schema);
+    if (st == HS_OK)
+        st = ap_flush(&ap, err);
+    if (st == HS_OK)
+        st = ap_close_cur(&ap, err);
+    if (ap.cur_open)
+        dfile_abort(&ap.cur);
+    if (st == HS_OK)
+        st = write_manifest(op, ICE_MANIFEST_DATA, ap.schema, ap.spec,
+                            (const ice_manifest_entry *)ap.entries.data,
+                            (int64_t)HS_VEC_LEN(&ap.entries, ice_manifest_entry), err);
+    op->changed_partitions = (int64_t)op->parts.count;
+    hs_batch_free(ap.chunk);
+    hs_buf_free(&ap.entries);
+    hs_buf_free(&ap.cur_key);
+    return st;
+}
 
 hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *err)
 {
@@ -1092,19 +1627,12 @@ hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *er
             in->release(in);
         return st;
     }
-    hs_batch *all = NULL;
-    HS_TRY(collect_stream(t, in, &all, err));
-    if (all->n_rows == 0) {
-        hs_batch_free(all);
-        return HS_OK;
-    }
     tbl_wop op;
     op_init(&op, t, "append");
-    st = write_rows(&op, all, err);
-    hs_batch_free(all);
-    if (st == HS_OK)
-        st = op_commit(&op, err);
-    else
+    st = append_stream(&op, in, err);
+    if (st == HS_OK && op.added_files > 0)
+        st = op_commit(&op, err);   /* removes the files itself when it fails */
+    else if (st != HS_OK)
         op_cleanup_files(&op);
     op_free(&op);
     return st;

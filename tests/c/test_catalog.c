@@ -11,8 +11,11 @@
 #include "base/mem.h"
 #include "catalog/catalog.h"
 #include "iceberg/model.h"
+#include "io/io.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -730,6 +733,314 @@ static void test_retry_gives_up_and_refuses(void)
     cat_free(racer);
 }
 
+/* ---- identity: drop, recreate, races ------------------------------------------------- */
+
+/* meta_json with table-uuid replaced by uuid (36 characters). */
+static char *meta_json_uuid(const char *loc, int n, const char *uuid, const char *extra)
+{
+    char *s = meta_json(loc, n, extra);
+    char *p = strstr(s, "9c12d441-03fe-4693-9a96-a0705ddf69c1");
+    if (p)
+        memcpy(p, uuid, 36);
+    return s;
+}
+
+#define UUID_A "aaaaaaaa-0000-4000-8000-000000000001"
+#define UUID_B "bbbbbbbb-0000-4000-8000-000000000002"
+
+static hs_status set_prop_cb(void *vctx, const ice_table_metadata *base, const char *loc,
+                             ice_table_metadata *next, hs_error *err)
+{
+    int *calls = vctx;
+    ++*calls;
+    HS_TRY(ice_metadata_copy(base, next, err));
+    return ice_metadata_set_property(next, "written-by", "old-handle", err);
+}
+
+/* A writer that loaded table A, then the table was dropped and created again
+ * (B) at the same path or name: its commit must not land on B, neither
+ * directly (path tables: same v<N> name as its base) nor by rebasing onto B
+ * in the retry loop. */
+static void recreate_case(cat_catalog *c, const char *ident, const char *loc, bool path)
+{
+    hs_error err = { 0 };
+    char *ma = meta_json_uuid(loc, 1, UUID_A, "\"commit.retry.min-wait-ms\":\"1\"");
+    char *mb = meta_json_uuid(loc, 7, UUID_B, "\"commit.retry.min-wait-ms\":\"1\"");
+    char *ma2 = meta_json_uuid(loc, 2, UUID_A, NULL);
+    CHECK_OK(cat_create_json(c, ident, ma, strlen(ma), NULL, &err), &err);
+    ice_table_metadata held = { 0 };
+    char *held_loc = NULL;
+    CHECK_OK(cat_load(c, ident, &held, &held_loc, &err), &err);
+    CHECK_OK(cat_drop(c, ident, false, &err), &err);
+    CHECK_OK(cat_create_json(c, ident, mb, strlen(mb), NULL, &err), &err);
+
+    /* 1. plain commit on the stale base */
+    hs_status s = cat_commit_json(c, ident, held_loc, ma2, strlen(ma2), NULL, &err);
+    CHECK(s == HS_CONFLICT);
+    if (path)
+        CHECK(strstr(err.msg, "dropped and created again") != NULL);
+    hs_err_clear(&err);
+    CHECK(load_n(c, ident, NULL) == 7);
+
+    /* 2. the retry loop with the held (cached) base: refuses, no rebase on B */
+    int calls = 0;
+    s = cat_commit_with_retry_ex(c, ident, &held, held_loc, set_prop_cb, &calls, NULL, NULL,
+                                 NULL, &err);
+    CHECK(s == HS_CONFLICT);
+    CHECK(strstr(err.msg, "dropped and created again") != NULL);
+    hs_err_clear(&err);
+    ice_table_metadata now = { 0 };
+    char *now_loc = NULL;
+    CHECK_OK(cat_load(c, ident, &now, &now_loc, &err), &err);
+    CHECK(strcmp(now.table_uuid, UUID_B) == 0);
+    CHECK(ice_kv_get(&now.properties, "written-by") == NULL);
+    CHECK(ice_kv_get(&now.properties, "n") && strcmp(ice_kv_get(&now.properties, "n"), "7") == 0);
+
+    /* 3. B's own writers still commit */
+    calls = 0;
+    CHECK_OK(cat_commit_with_retry_ex(c, ident, &now, now_loc, set_prop_cb, &calls, NULL, NULL,
+                                      NULL, &err), &err);
+    ice_metadata_free(&now);
+    hs_free(now_loc);
+    ice_metadata_free(&held);
+    hs_free(held_loc);
+    free(ma);
+    free(mb);
+    free(ma2);
+}
+
+static void test_path_recreate_same_path(void)
+{
+    const char *root = scratch("recreate");
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_path_open(root, &c, &err), &err);
+    char tdir[1200];
+    snprintf(tdir, sizeof tdir, "%s/t", root);
+    recreate_case(c, "t", tdir, true);
+    /* a drop without purge removes metadata/ entirely, keeps the directory */
+    char md[1300];
+    snprintf(md, sizeof md, "%s/data", tdir);
+    mkdir(md, 0755);
+    CHECK_OK(cat_drop(c, "t", false, &err), &err);
+    struct stat st;
+    snprintf(md, sizeof md, "%s/metadata", tdir);
+    CHECK(stat(md, &st) != 0);
+    snprintf(md, sizeof md, "%s/data", tdir);
+    CHECK(stat(md, &st) == 0);
+    CHECK(cat_drop(c, "t", false, &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    cat_free(c);
+}
+
+static void test_sql_recreate_same_name(void)
+{
+    const char *dir = scratch("sqlrecreate");
+    char db[1200];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_sql_open(db, "default", NULL, &c, &err), &err);
+    CHECK_OK(cat_namespace_create(c, "ns", NULL, NULL, 0, &err), &err);
+    char *loc = NULL;
+    CHECK_OK(cat_default_location(c, "ns.t", &loc, &err), &err);
+    recreate_case(c, "ns.t", loc, false);
+    hs_free(loc);
+    cat_free(c);
+}
+
+/* A drop (another process) that runs between a commit's checks and its
+ * atomic step: the commit lock makes the drop wait for the commit, so the
+ * table ends dropped - never resurrected at v<N+1> without its history. */
+typedef struct drop_race {
+    pid_t parent, child;
+    const char *root;
+    const char *step;   /* fault-point name that triggers the drop */
+    bool fired;
+} drop_race;
+
+static void drop_in_child(const char *what, void *vctx)
+{
+    drop_race *r = vctx;
+    if (getpid() != r->parent || r->fired || !strstr(what, r->step))
+        return;
+    r->fired = true;
+    r->child = fork();
+    if (r->child == 0) {
+        /* the inherited descriptors include the parent's commit lock (flock
+         * belongs to the open file description): a separate process would
+         * not have it */
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+        cat_set_io_hook(NULL, NULL);
+        cat_catalog *c2;
+        hs_error e = { 0 };
+        int rc = cat_path_open(r->root, &c2, &e) == HS_OK && cat_drop(c2, "t", false, &e) == HS_OK
+                     ? 0 : 1;
+        _exit(rc);
+    }
+    /* Let the drop run (it finishes at once without the lock, or waits for
+     * it): up to 2 s, only the upper limit of the race window. */
+    for (int i = 0; i < 200; i++) {
+        int status;
+        if (waitpid(r->child, &status, WNOHANG) != 0) {
+            r->child = -status - 1;   /* reaped: remember the status */
+            return;
+        }
+        usleep(10000);
+    }
+}
+
+static void test_path_drop_races_commit(void)
+{
+    const char *root = scratch("droprace");
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_path_open(root, &c, &err), &err);
+    char tdir[1200];
+    snprintf(tdir, sizeof tdir, "%s/t", root);
+    char *m1 = meta_json(tdir, 1, NULL), *m2 = meta_json(tdir, 2, NULL);
+    CHECK_OK(cat_create_json(c, "t", m1, strlen(m1), NULL, &err), &err);
+    char *base = NULL;
+    CHECK(load_n(c, "t", &base) == 1);
+    drop_race r = { getpid(), 0, root, "v2.metadata.json", false };
+    cat_set_io_hook(drop_in_child, &r);
+    hs_status s = cat_commit_json(c, "t", base, m2, strlen(m2), NULL, &err);
+    cat_set_io_hook(NULL, NULL);
+    REQUIRE(r.fired);
+    int status = 0;
+    if (r.child > 0)
+        waitpid(r.child, &status, 0);
+    else
+        status = -(r.child + 1);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);   /* the drop succeeded */
+    /* Commit first then drop (OK), or the drop first and the commit failed:
+     * either way the table is gone afterwards, with no v<N> left. */
+    CHECK(s == HS_OK || s == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    bool ex = true;
+    CHECK_OK(cat_exists(c, "t", &ex, &err), &err);
+    CHECK(!ex);
+    hs_free(base);
+    free(m1);
+    free(m2);
+    cat_free(c);
+}
+
+/* hyperstream.commit.fsync=true: every fsync of a commit (the new metadata
+ * file, its directory) that fails fails the commit, and the table stays at
+ * its base; io.c's sync fault counts the fsyncs. */
+static void test_fsync_failure_fails_commit(void)
+{
+    const char *root = scratch("fsync");
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_path_open(root, &c, &err), &err);
+    char tdir[1200];
+    snprintf(tdir, sizeof tdir, "%s/t", root);
+    const char *props = "\"hyperstream.commit.fsync\":\"true\"";
+    char *m1 = meta_json(tdir, 1, props);
+    CHECK_OK(cat_create_json(c, "t", m1, strlen(m1), NULL, &err), &err);
+    int failed = 0;
+    for (int k = 1; k < 20; k++) {
+        char *base = NULL;
+        int n = load_n(c, "t", &base);
+        char *mn = meta_json(tdir, n + 1, props);
+        hs_io_set_sync_fault(k);
+        hs_status s = cat_commit_json(c, "t", base, mn, strlen(mn), NULL, &err);
+        hs_io_set_sync_fault(0);
+        free(mn);
+        hs_free(base);
+        if (s == HS_OK) {
+            CHECK(load_n(c, "t", NULL) == n + 1);
+            break;
+        }
+        failed++;
+        CHECK(s == HS_IO);
+        CHECK(strstr(err.msg, "fsync") != NULL);
+        hs_err_clear(&err);
+        /* still at the base, and no v<N+1> file left behind */
+        CHECK(load_n(c, "t", NULL) == n);
+        char vnext[1300];
+        snprintf(vnext, sizeof vnext, "%s/metadata/v%d.metadata.json", tdir, n + 1);
+        struct stat st;
+        CHECK(stat(vnext, &st) != 0);
+    }
+    CHECK(failed == 2);   /* the file's fsync and the directory's */
+    free(m1);
+    cat_free(c);
+}
+
+/* SQLITE_BUSY past the busy timeout is a conflict the commit loop retries,
+ * not an I/O error. */
+typedef struct busy_holder {
+    sqlite3 *db;
+    int hold_ms;
+} busy_holder;
+
+static void *release_later(void *v)
+{
+    busy_holder *h = v;
+    usleep((useconds_t)h->hold_ms * 1000);
+    sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL);
+    return NULL;
+}
+
+static void test_sql_busy_is_conflict(void)
+{
+    const char *dir = scratch("sqlbusy");
+    char db[1200];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_sql_open(db, "default", NULL, &c, &err), &err);
+    CHECK_OK(cat_namespace_create(c, "ns", NULL, NULL, 0, &err), &err);
+    char *loc = NULL;
+    CHECK_OK(cat_default_location(c, "ns.t", &loc, &err), &err);
+    char *m1 = meta_json(loc, 1, "\"commit.retry.num-retries\":\"1000\","
+                                 "\"commit.retry.min-wait-ms\":\"5\","
+                                 "\"commit.retry.max-wait-ms\":\"20\"");
+    CHECK_OK(cat_create_json(c, "ns.t", m1, strlen(m1), NULL, &err), &err);
+    char *base = NULL;
+    CHECK(load_n(c, "ns.t", &base) == 1);
+    cat_sql_set_busy_timeout(c, 10);
+
+    sqlite3 *other = NULL;
+    REQUIRE(sqlite3_open(db, &other) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK);
+    char *m2 = meta_json(loc, 2, NULL);
+    hs_status s = cat_commit_json(c, "ns.t", base, m2, strlen(m2), NULL, &err);
+    CHECK(s == HS_CONFLICT);
+    CHECK(strstr(err.msg, "locked") != NULL);
+    hs_err_clear(&err);
+    /* a create that meets the lock is a conflict too, not "already exists" */
+    char *m3 = meta_json(loc, 3, NULL);
+    CHECK(cat_create_json(c, "ns.t2", m3, strlen(m3), NULL, &err) == HS_CONFLICT);
+    CHECK(strstr(err.msg, "locked") != NULL && strstr(err.msg, "already exists") == NULL);
+    hs_err_clear(&err);
+    free(m3);
+
+    /* the loop waits it out: the lock is released after 150 ms */
+    busy_holder h = { other, 150 };
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, release_later, &h) == 0);
+    append_ctx a = { "busy", NULL, "ns.t", 0, false };
+    int attempts = 0;
+    s = cat_commit_json_with_retry(c, "ns.t", append_cb, &a, NULL, &attempts, &err);
+    pthread_join(th, NULL);
+    CHECK(s == HS_OK);
+    if (s != HS_OK)
+        fprintf(stderr, "  %s\n", err.msg);
+    hs_err_clear(&err);
+    CHECK(attempts >= 1);
+    sqlite3_close(other);
+    hs_free(base);
+    hs_free(loc);
+    free(m1);
+    free(m2);
+    cat_free(c);
+}
+
 /* ---- model wrappers --------------------------------------------------------------------- */
 
 typedef struct model_ctx {
@@ -986,6 +1297,11 @@ int main(void)
     HS_RUN(test_sql_cas);
     HS_RUN(test_sql_fault_every_step);
     HS_RUN(test_retry_gives_up_and_refuses);
+    HS_RUN(test_path_recreate_same_path);
+    HS_RUN(test_sql_recreate_same_name);
+    HS_RUN(test_path_drop_races_commit);
+    HS_RUN(test_fsync_failure_fails_commit);
+    HS_RUN(test_sql_busy_is_conflict);
     HS_RUN(test_model_wrappers);
     HS_RUN(test_concurrent_path_commits);
     HS_RUN(test_concurrent_sql_commits);

@@ -575,6 +575,65 @@ static void test_sql_catalog(void)
     hs_catalog_close(cat);
 }
 
+/* A handle opened before its table was dropped and created again at the same
+ * name: its commits must fail, never land in the new table - neither when the
+ * new table reached the handle's metadata version name (path tables: v2 ==
+ * v2) nor when it did not (the retry loop would rebase onto the new table). */
+static void stale_handle_case(hs_catalog *cat, const char *name)
+{
+    hs_error err = {0};
+    hs_table *old = create_table(cat, name, NULL, 2, NULL, &err);
+    REQUIRE(old);
+    CHECK_OK(append_rows(old, 0, 10, &err), &err);          /* old at v2 */
+    CHECK_OK(hs_catalog_drop_table(cat, name, 0, &err), &err);
+    hs_table *fresh = create_table(cat, name, NULL, 2, NULL, &err);
+    REQUIRE(fresh);
+    /* new table at v1: the old handle's base (v2) is not current */
+    CHECK(append_rows(old, 100, 5, &err) == HS_CONFLICT);
+    CHECK(strstr(err.msg, "dropped and created again") != NULL);
+    hs_err_clear(&err);
+    CHECK_OK(append_rows(fresh, 1000, 3, &err), &err);      /* new at v2 */
+    /* same version name as the old handle's base */
+    CHECK(append_rows(old, 200, 5, &err) == HS_CONFLICT);
+    hs_err_clear(&err);
+    const char *k[] = {"owner"}, *v[] = {"old"};
+    CHECK(hs_table_set_properties(old, k, v, 1, &err) == HS_CONFLICT);
+    hs_err_clear(&err);
+    hs_table *check = NULL;
+    CHECK_OK(hs_table_open(cat, name, &check, &err), &err);
+    result r;
+    CHECK(scan_into(check, NULL, &r, &err) == 0);
+    CHECK(r.n == 3 && r.id_sum == 1000 + 1001 + 1002);
+    CHECK(hs_snapshot_count(check) == 1);
+    char *props = NULL;
+    CHECK_OK(hs_table_properties(check, &props, &err), &err);
+    CHECK(props && !strstr(props, "owner"));
+    hs_string_free(props);
+    /* after a drop alone: HS_NOT_FOUND */
+    CHECK_OK(hs_catalog_drop_table(cat, name, 1, &err), &err);
+    CHECK(append_rows(fresh, 0, 1, &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    hs_table_close(check);
+    hs_table_close(fresh);
+    hs_table_close(old);
+}
+
+static void test_stale_handle_after_recreate(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("wh_recreate"), &cat, &err), &err);
+    stale_handle_case(cat, "t");
+    hs_catalog_close(cat);
+    const char *dir = tmp_path("sql_recreate");
+    char db[600];
+    snprintf(db, sizeof db, "%s.db", dir);
+    CHECK_OK(hs_catalog_open_sql(db, "default", dir, &cat, &err), &err);
+    CHECK_OK(hs_catalog_create_namespace(cat, "ns", &err), &err);
+    stale_handle_case(cat, "ns.t");
+    hs_catalog_close(cat);
+}
+
 int main(void)
 {
     HS_RUN(test_filter_errors);
@@ -586,5 +645,6 @@ int main(void)
     HS_RUN(test_row_lineage);
     HS_RUN(test_sql_catalog);
     HS_RUN(test_manifest_cache);
+    HS_RUN(test_stale_handle_after_recreate);
     return hs_test_summary();
 }

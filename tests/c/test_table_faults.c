@@ -38,6 +38,7 @@
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/table.h"
+#include "io/io.h"
 
 #include <dirent.h>
 #include <ftw.h>
@@ -1119,6 +1120,61 @@ static void test_bad_files(void)
     hs_catalog_close(cat);
 }
 
+/* hyperstream.commit.fsync=true: the k-th fsync of an append (a data file,
+ * manifest, manifest list or metadata file, or the directory of one) fails
+ * for k = 1.. until the append gets through.  Every failed fsync fails the
+ * append (HS_IO naming the fsync), the table reads the old rows, and the
+ * append's files are gone. */
+static void test_fsync_fault_append(void)
+{
+    hs_error err = {0};
+    const char *where = tmp_path("fsync");
+    char wh[600];
+    snprintf(wh, sizeof wh, "%s", where);
+    mkdir(wh, 0777);
+    hs_catalog *cat = NULL;
+    hs_table *t = NULL;
+    CHECK_OK(open_catalog(false, wh, &cat, &err), &err);
+    CHECK_OK(create_table(cat, "t", 2, false, &t, &err), &err);
+    const char *k1[] = {"hyperstream.commit.fsync"}, *v1[] = {"true"};
+    CHECK_OK(hs_table_set_properties(t, k1, v1, 1, &err), &err);
+    CHECK_OK(append_range(t, 0, 20, &err), &err);
+    char loc[700];
+    snprintf(loc, sizeof loc, "%s", hs_table_location(t));
+    int failures = 0, k;
+    for (k = 1; k < 40; k++) {
+        int64_t files_before = count_files(loc, NULL);
+        hs_io_set_sync_fault(k);
+        hs_status st = append_range(t, 100, 10, &err);
+        hs_io_set_sync_fault(0);
+        rows r;
+        hs_table *chk = NULL;
+        REQUIRE(hs_table_open(cat, "t", &chk, &err) == HS_OK);
+        REQUIRE(scan_rows(chk, &r, &err) == HS_OK);
+        hs_table_close(chk);
+        if (st == HS_OK) {
+            CHECK(r.n == 30);
+            rows_free(&r);
+            break;
+        }
+        failures++;
+        CHECK(st == HS_IO && strstr(err.msg, "fsync") != NULL);
+        if (st != HS_IO)
+            fprintf(stderr, "  k=%d: %s\n", k, err.msg);
+        hs_err_clear(&err);
+        CHECK(r.n == 20);
+        rows_free(&r);
+        int64_t tmp = 0;
+        CHECK(count_files(loc, &tmp) == files_before && tmp == 0);
+    }
+    /* a file and a directory sync each for the data file, manifest,
+     * manifest list and metadata file */
+    CHECK(failures == 8);
+    fprintf(stderr, "  fsync faults: %d appends failed before one passed\n", failures);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 /* HS_FAULTS_ONLY=<substring> runs only the matching tests (debugging). */
 #define RUN(fn)                                                                          \
     do {                                                                                 \
@@ -1159,6 +1215,7 @@ int main(void)
     RUN(test_bad_files_sql);
     RUN(test_overwrite_conflict_path);
     RUN(test_overwrite_conflict_sql);
+    RUN(test_fsync_fault_append);
     RUN(test_crash_append_path);
     RUN(test_crash_overwrite_path);
     RUN(test_crash_delete_v2_path);
