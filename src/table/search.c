@@ -1,40 +1,53 @@
 /*
- * table/search.c - hs_table_search: top-k vector search over a snapshot,
- * with the scan's filter, deletes respected, per data file through its
- * vector sidecar when a usable one exists, else exactly.
+ * table/search.c - hs_table_search and hs_table_search_batch: top-k vector
+ * search over a snapshot, with the scan's filter, deletes respected, per
+ * data file through its vector sidecar when a usable one exists, else
+ * exactly.
  *
  *   plan the snapshot with the filter (partition + bounds pruning, deletes)
  *     |
- *     v  per data file f (plan order = file ordinal)
+ *     v  once per call, per data file f (plan order = file ordinal; files
+ *        on the pool when there are several)
  *   allowed positions A_f = filter matches minus deleted rows
  *     (NULL = every row: no filter and no delete; empty: skip the file)
+ *   a live, valid sidecar for (f, column) with the search's metric and
+ *     dimension (acquired from the sidecar cache, held for the call), and
+ *     the graph ids of A_f; else (missing / truncated / corrupt / stale:
+ *     warning and counter) none
  *     |
- *     +-- a live, valid sidecar for (f, column) with the search's metric
- *     |     and dimension: hnsw_search(k, allow = ids of A_f, fetch = exact
- *     |     vectors of given rows read from f, only that column)
- *     +-- else (no sidecar; missing / truncated / corrupt / stale: warning
- *     |     and counter): exact search streaming the allowed rows' vectors
+ *     v  per query, per file (one query: a job per file; a batch: a job per
+ *        query, over every file)
+ *   sidecar: hnsw_search(k, allow = ids of A_f, fetch = exact vectors of
+ *     given ids: read in place from the sidecar (format version 2, or a
+ *     flat L2/IP graph), else read from f, only that column)
+ *   else: exact search streaming the allowed rows' vectors
+ *     |
  *     v
- *   per-file top k (ordering distance, position) -> global top k, ties
+ *   per-file top k (ordering distance, position) -> the query's top k, ties
  *   broken by (file ordinal, position) so the answer is deterministic
  *     |
  *     v
- *   materialize the projected columns of the winners: per file one read
- *   of exactly those rows (tbl_read_file_ex with the rows as candidates),
- *   conformed to the snapshot schema as scans do; one batch nearest first
- *   + the distance column (float64, user form: L2 distance, cosine
- *   distance, inner product for ip)
+ *   materialize the projected columns of every query's winners together
+ *   (each row read once): the vector column from the sidecar where it holds
+ *   the exact vectors (position -> id -> vector; no Parquet), every other
+ *   column by one read per file of exactly those rows (tbl_read_file_ex
+ *   with the rows as candidates), conformed to the snapshot schema as scans
+ *   do; one batch, queries in order, nearest first, + the distance column
+ *   (float64, user form: L2 distance, cosine distance, inner product for
+ *   ip); a batch has a first column query_index (int32)
  *
- * Files are searched in parallel on a pool (HS_SEARCH_THREADS, default the
- * cores up to 8), each into its own top k; the merge is in file order.
+ * Threads: HS_SEARCH_THREADS, default the cores up to 8, never more than the
+ * jobs; one job runs inline (no pool for the common one-file query).
  * Rows whose vector is null have no distance and are never returned, so
- * the answer has exactly min(k, matching rows with a vector) rows.
+ * each answer has exactly min(k, matching rows with a vector) rows.
  *
- * The sidecars come from the index registry (index/registry.h): an entry is
- * used only when its data file path and size match the planned file and
- * the sidecar has the recorded size; table/vindex.h then validates it.
- * Skipped sidecars print a warning on stderr and count in
- * tbl_search_counters.
+ * The sidecars come from the index registry (index/registry.h, decoded once
+ * per version in table/index.c's cache): an entry is used only when its
+ * data file path and size match the planned file and the sidecar has the
+ * recorded size; table/vindex.h then validates it.  A sidecar that fails
+ * during a search (HS_CORRUPT from the fetch) is skipped for that query
+ * and the file searched exactly.  Skipped sidecars print a warning on
+ * stderr and count in tbl_search_counters.
  *
  * Ownership: the search borrows the table handle's metadata for the call;
  * the returned stream owns its one batch.

@@ -7,7 +7,9 @@
  * The graph (index/vector/hnsw.h) numbers its vectors densely 0..n-1: the
  * non-null vectors in file order.  When the file has null vectors the
  * sidecar carries the map id -> file position; without nulls id ==
- * position.  Byte layout: the header comment of vindex.c.
+ * position.  Byte layout: the header comment of vindex.c.  Sidecars of
+ * format version 2 also keep the exact float32 vectors, read in place for
+ * reranking and for returning the vector column (tbl_vindex_vector).
  *
  * Kinds (include/hyperstream/index.h):
  *   hnsw hnsw_tq8 hnsw_tq4 hnsw_pq hnsw_bin          one graph per file
