@@ -165,8 +165,7 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
             t0 = time.time()
             t.add_index("embedding", {"type": kind, "metric": metric}, progress=False)
             build_s = time.time() - t0
-            side = sum(p.stat().st_size for p in (path / "index").glob("*.*")
-                       if p.suffix != ".json" and p.is_file())
+            side = sum(p.stat().st_size for p in (path / "index").glob(f"*.{kind}"))
             row = {"set": name, "layout": layout, "kind": kind, "build_s": round(build_s, 1),
                    "sidecar_mb": round(side / 2**20, 1), "data_mb": round(data_bytes / 2**20, 1)}
 
