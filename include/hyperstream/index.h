@@ -138,6 +138,16 @@ typedef struct hs_search_options {
 HS_API hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_search_options *so,
                           struct ArrowArrayStream *out, hs_error *err);
 
+/* Batch search: n_queries queries in one call (so->query holds n_queries *
+ * so->dim floats, row-major), each answered as hs_table_search would, over
+ * one plan of the snapshot (filter and deletes evaluated once), the queries
+ * spread over threads (HS_SEARCH_THREADS).  One result: a first column
+ * "query_index" (int32, 0-based), then the columns of each query's answer,
+ * queries in order, each nearest first.  Caller releases *out. */
+HS_API hs_status hs_table_search_batch(hs_table *t, const hs_scan_options *scan,
+                                const hs_search_options *so, int n_queries,
+                                struct ArrowArrayStream *out, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -61,7 +61,7 @@ class HistoryEntry:
     @property
     def made_current_at(self) -> datetime.datetime: ...
 
-VectorFilter = Dict[str, Any]  # {"column": str, "query": vector, "k": int, "metric"?, "ef_search"?, "nprobe"?}
+VectorFilter = Dict[str, Any]  # {"column": str, "query": vector or (nq, d) batch, "k": int, "metric"?, "ef_search"?, "nprobe"?}
 
 class Table:
     def __init__(self, path: Union[str, os.PathLike[str]], *, format_version: int = 2,

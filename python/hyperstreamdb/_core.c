@@ -87,6 +87,7 @@
 #pragma weak hs_table_remove_orphan_indexes
 #pragma weak hs_table_explain
 #pragma weak hs_table_search
+#pragma weak hs_table_search_batch
 #pragma weak hs_metric_from_name
 #pragma weak hs_distance_f32
 #pragma weak hs_distance_f16
@@ -1635,8 +1636,9 @@ static int get_f32_vector(PyObject *o, const char *what, Py_buffer *view)
     const char *f = view->format ? view->format : "B";
     if (*f == '@' || *f == '=' || *f == '<')
         f++;
-    if (strcmp(f, "f") != 0 || view->itemsize != 4 || view->ndim != 1) {
-        PyErr_Format(PyExc_TypeError, "%s must be a 1-D float32 buffer", what);
+    if (strcmp(f, "f") != 0 || view->itemsize != 4 || (view->ndim != 1 && view->ndim != 2)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a 1-D (one query) or 2-D (a batch of "
+                     "queries) float32 buffer", what);
         PyBuffer_Release(view);
         return -1;
     }
@@ -1679,11 +1681,20 @@ static PyObject *Table_search(TableObject *self, PyObject *args, PyObject *kw)
     }
     if (get_f32_vector(query_o, "query", &q) < 0)
         goto done;
-    if (q.shape[0] > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "query vector too long");
+    /* a 2-D query is a batch: one row per query, answered by
+     * hs_table_search_batch with a query_index column */
+    bool batch = q.ndim == 2;
+    Py_ssize_t n_q = batch ? q.shape[0] : 1, dim = batch ? q.shape[1] : q.shape[0];
+    if (dim > INT32_MAX || n_q > INT32_MAX || dim == 0 || n_q == 0) {
+        PyErr_Format(PyExc_ValueError, "query: %zd queries of %zd dimensions", n_q, dim);
         goto done;
     }
-    for (Py_ssize_t i = 0; i < q.shape[0]; i++)
+    if (batch && !hs_table_search_batch) {
+        PyErr_SetString(PyExc_NotImplementedError, "hs_table_search_batch() is not in this "
+                        "build of libhyperstream yet");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n_q * dim; i++)
         if (!isfinite(((const float *)q.buf)[i])) {
             PyErr_Format(PyExc_ValueError, "query vector has a non-finite value (NaN or "
                                            "infinity) at index %zd", i);
@@ -1692,7 +1703,7 @@ static PyObject *Table_search(TableObject *self, PyObject *args, PyObject *kw)
     hs_search_options so = {0};
     so.column = column;
     so.query = q.buf;
-    so.dim = (int)q.shape[0];
+    so.dim = (int)dim;
     so.k = k;
     so.metric = metric;
     so.ef_search = ef;
@@ -1706,7 +1717,8 @@ static PyObject *Table_search(TableObject *self, PyObject *args, PyObject *kw)
      * metadata).  Taking the GIL while holding it is the allowed order. */
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    st = hs_table_search(self->t, &a.o, &so, &s, &err);
+    st = batch ? hs_table_search_batch(self->t, &a.o, &so, (int)n_q, &s, &err)
+               : hs_table_search(self->t, &a.o, &so, &s, &err);
     Py_END_ALLOW_THREADS
     if (st != HS_OK) {
         PyThread_release_lock(self->lock);

@@ -85,6 +85,9 @@ def _columns_arg(columns) -> Optional[List[str]]:
 
 
 def _query_vector(q, what="query") -> np.ndarray:
+    if (type(q) is np.ndarray and q.dtype == np.float32 and q.ndim == 1 and q.size
+            and q.flags.c_contiguous and np.isfinite(q).all()):
+        return q      # the common case, without copies (a search runs in ~0.1 ms)
     if isinstance(q, (str, bytes)) or q is None:
         raise TypeError(f"{what} must be a vector of numbers, not {type(q).__name__}")
     try:
@@ -99,6 +102,27 @@ def _query_vector(q, what="query") -> np.ndarray:
     if bad.size:
         raise ValueError(f"{what} has a non-finite value (NaN or infinity) at index {bad[0]}")
     return np.ascontiguousarray(a)
+
+
+def _query_vectors(q, what="query") -> np.ndarray:
+    """One query (1-D) or a batch of queries (2-D: one row per query)."""
+    if isinstance(q, (list, tuple)) and q and not isinstance(q[0], (int, float, np.number)):
+        try:
+            q = np.asarray(q, dtype=np.float32)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{what} must be a vector of numbers or a 2-D array of them: "
+                            f"{e}") from None
+    if isinstance(q, np.ndarray) and q.ndim == 2:
+        if q.shape[0] == 0 or q.shape[1] == 0:
+            raise ValueError(f"{what}: an empty batch of shape {q.shape}")
+        a = np.ascontiguousarray(q, dtype=np.float32)
+        bad = np.flatnonzero(~np.isfinite(a))
+        if bad.size:
+            r, c = divmod(int(bad[0]), a.shape[1])
+            raise ValueError(f"{what} has a non-finite value (NaN or infinity) in row {r} at "
+                             f"index {c}")
+        return a
+    return _query_vector(q, what)
 
 
 def _to_arrow_table(data) -> pa.Table:
@@ -663,14 +687,26 @@ class Table:
             raise TypeError(f"k must be an int, not {type(k).__name__}")
         if k <= 0:
             raise ValueError(f"k must be > 0, got {k}")
-        q = _query_vector(query)
+        q = _query_vectors(query)
         if distance_column is None:
-            distance_column = "distance"
-            if self._h is not None and "distance" in self.schema.names:
-                distance_column = "_distance"
+            distance_column = self._default_distance_column()
         return dict(column=column, query=q, k=int(k), metric=metric,
                     ef_search=int(ef_search or 0), nprobe=int(nprobe or 0),
                     distance_column=distance_column)
+
+    def _default_distance_column(self) -> str:
+        """"distance", or "_distance" when the table has a column "distance";
+        remembered per metadata version (the schema costs ~70 us to convert,
+        more than a search)."""
+        h = self._h
+        if h is None or h.closed:
+            return "distance"
+        key = h.info()["metadata_location"]
+        memo = getattr(self, "_distance_memo", None)
+        if memo is None or memo[0] != key:
+            memo = (key, "_distance" if "distance" in self.schema.names else "distance")
+            self._distance_memo = memo
+        return memo[1]
 
     def to_arrow(self, filter: Optional[str] = None, vector_filter: Optional[dict] = None,
                  columns: Optional[Sequence[str]] = None, snapshot_id: Optional[int] = None,
@@ -683,7 +719,10 @@ class Table:
         vector_filter: {"column": "embedding", "query": vec, "k": 10, optional
                        "metric", "ef_search", "nprobe"}: the k nearest rows
                        (among those matching ``filter``), nearest first, with a
-                       "distance" column appended.
+                       "distance" column appended.  A 2-D query (one row per
+                       query) is a batch searched on threads in one call: the
+                       answers of all queries, in query order, with a first
+                       column "query_index" (int32).
         columns:       the columns to read, in output order.
         snapshot_id / as_of (datetime) / ref (tag or branch): time travel.
         row_lineage:   append _row_id and _last_updated_sequence_number (v3).

@@ -1364,6 +1364,8 @@ hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out, int64_t
     return HS_OK;
 }
 
+const ix_registry *tbl_ixscan_registry(const tbl_ixscan *x) { return x->reg; }
+
 void tbl_ixscan_free(tbl_ixscan *x)
 {
     if (!x)

@@ -1,40 +1,53 @@
 /*
- * table/search.c - hs_table_search: top-k vector search over a snapshot,
- * with the scan's filter, deletes respected, per data file through its
- * vector sidecar when a usable one exists, else exactly.
+ * table/search.c - hs_table_search and hs_table_search_batch: top-k vector
+ * search over a snapshot, with the scan's filter, deletes respected, per
+ * data file through its vector sidecar when a usable one exists, else
+ * exactly.
  *
  *   plan the snapshot with the filter (partition + bounds pruning, deletes)
  *     |
- *     v  per data file f (plan order = file ordinal)
+ *     v  once per call, per data file f (plan order = file ordinal; files
+ *        on the pool when there are several)
  *   allowed positions A_f = filter matches minus deleted rows
  *     (NULL = every row: no filter and no delete; empty: skip the file)
+ *   a live, valid sidecar for (f, column) with the search's metric and
+ *     dimension (acquired from the sidecar cache, held for the call), and
+ *     the graph ids of A_f; else (missing / truncated / corrupt / stale:
+ *     warning and counter) none
  *     |
- *     +-- a live, valid sidecar for (f, column) with the search's metric
- *     |     and dimension: hnsw_search(k, allow = ids of A_f, fetch = exact
- *     |     vectors of given rows read from f, only that column)
- *     +-- else (no sidecar; missing / truncated / corrupt / stale: warning
- *     |     and counter): exact search streaming the allowed rows' vectors
+ *     v  per query, per file (one query: a job per file; a batch: a job per
+ *        query, over every file)
+ *   sidecar: hnsw_search(k, allow = ids of A_f, fetch = exact vectors of
+ *     given ids: read in place from the sidecar (format version 2, or a
+ *     flat L2/IP graph), else read from f, only that column)
+ *   else: exact search streaming the allowed rows' vectors
+ *     |
  *     v
- *   per-file top k (ordering distance, position) -> global top k, ties
+ *   per-file top k (ordering distance, position) -> the query's top k, ties
  *   broken by (file ordinal, position) so the answer is deterministic
  *     |
  *     v
- *   materialize the projected columns of the winners: per file one read
- *   of exactly those rows (tbl_read_file_ex with the rows as candidates),
- *   conformed to the snapshot schema as scans do; one batch nearest first
- *   + the distance column (float64, user form: L2 distance, cosine
- *   distance, inner product for ip)
+ *   materialize the projected columns of every query's winners together
+ *   (each row read once): the vector column from the sidecar where it holds
+ *   the exact vectors (position -> id -> vector; no Parquet), every other
+ *   column by one read per file of exactly those rows (tbl_read_file_ex
+ *   with the rows as candidates), conformed to the snapshot schema as scans
+ *   do; one batch, queries in order, nearest first, + the distance column
+ *   (float64, user form: L2 distance, cosine distance, inner product for
+ *   ip); a batch has a first column query_index (int32)
  *
- * Files are searched in parallel on a pool (HS_SEARCH_THREADS, default the
- * cores up to 8), each into its own top k; the merge is in file order.
+ * Threads: HS_SEARCH_THREADS, default the cores up to 8, never more than the
+ * jobs; one job runs inline (no pool for the common one-file query).
  * Rows whose vector is null have no distance and are never returned, so
- * the answer has exactly min(k, matching rows with a vector) rows.
+ * each answer has exactly min(k, matching rows with a vector) rows.
  *
- * The sidecars come from the index registry (index/registry.h): an entry is
- * used only when its data file path and size match the planned file and
- * the sidecar has the recorded size; table/vindex.h then validates it.
- * Skipped sidecars print a warning on stderr and count in
- * tbl_search_counters.
+ * The sidecars come from the index registry (index/registry.h, decoded once
+ * per version in table/index.c's cache): an entry is used only when its
+ * data file path and size match the planned file and the sidecar has the
+ * recorded size; table/vindex.h then validates it.  A sidecar that fails
+ * during a search (HS_CORRUPT from the fetch) is skipped for that query
+ * and the file searched exactly.  Skipped sidecars print a warning on
+ * stderr and count in tbl_search_counters.
  *
  * Ownership: the search borrows the table handle's metadata for the call;
  * the returned stream owns its one batch.
@@ -152,187 +165,24 @@ static int cand_cmp(const void *a, const void *b)
     return cand_less(x, y) ? -1 : cand_less(y, x) ? 1 : 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* per-file search                                                     */
-
-typedef struct search_ctx {
-    const hs_search_options *so;
-    const hs_field *col;      /* the vector column (snapshot schema) */
-    hs_metric metric;
-    bool metric_given;
-    const vd_table *kern;
-    topk top;
-    /* reused per file */
-    hnsw_hit *hits;
-    size_t hits_cap;
-} search_ctx;
-
-typedef struct exact_ctx {
-    search_ctx *sc;
-    int32_t file;
-    const char *path;
-} exact_ctx;
-
-static hs_status dim_error(const search_ctx *sc, const char *path, uint32_t pos, int dim,
-                           hs_error *err)
-{
-    return hs_err_set(err, HS_INVALID, "query vector has %d dimensions, column \"%s\" has %d "
-                      "(%s, row %" PRIu32 ")", sc->so->dim, sc->col->name, dim, path, pos);
-}
-
-static hs_status exact_row(void *ctx, uint32_t pos, const float *v, int dim, hs_error *err)
-{
-    exact_ctx *e = ctx;
-    search_ctx *sc = e->sc;
-    if (!v)
-        return HS_OK;
-    if (dim != sc->so->dim)
-        return dim_error(sc, e->path, pos, dim, err);
-    float d = vd_order_dist_f32(sc->kern, sc->metric, sc->so->query, v, (size_t)dim);
-    topk_offer(&sc->top, (cand){d == d ? d : INFINITY, e->file, pos});
-    return HS_OK;
-}
-
-static hs_status search_exact(search_ctx *sc, tbl_vcol *vc, int32_t file,
-                              const roaring_bitmap_t *allow, hs_error *err)
-{
-    atomic_fetch_add(&g_files_exact, 1);
-    exact_ctx e = {.sc = sc, .file = file, .path = tbl_vcol_path(vc)};
-    return tbl_vcol_scan(vc, allow, exact_row, &e, err);
-}
-
-/* hnsw_fetch_fn over a data file: exact vectors of graph ids. */
-typedef struct fetch_ctx {
-    tbl_vcol *vc;
-    const tbl_vindex *vi;
-    int dim;
-    /* per call */
-    uint32_t *pos;            /* positions sorted, with their slots */
-    uint32_t *slot;
-    size_t n, at;
-    float *out;
-} fetch_ctx;
-
-static hs_status fetch_row(void *ctx, uint32_t pos, const float *v, int dim, hs_error *err)
-{
-    fetch_ctx *f = ctx;
-    if (!v || dim != f->dim)
-        return HS_CORRUPT_AT(err, "%s: row %" PRIu32 " has %s, the vector index says a vector "
-                             "of %d", tbl_vcol_path(f->vc), pos, v ? "another dimension" :
-                             "no vector", f->dim);
-    while (f->at < f->n && f->pos[f->at] < pos)
-        f->at++;
-    for (; f->at < f->n && f->pos[f->at] == pos; f->at++)
-        memcpy(f->out + (size_t)f->slot[f->at] * (size_t)dim, v, (size_t)dim * sizeof(float));
-    return HS_OK;
-}
-
-typedef struct pos_slot { uint32_t pos, slot; } pos_slot;
-
-static int pos_slot_cmp(const void *a, const void *b)
-{
-    const pos_slot *x = a, *y = b;
-    return x->pos < y->pos ? -1 : x->pos > y->pos ? 1 : (x->slot > y->slot) - (x->slot < y->slot);
-}
-
-static hs_status fetch_vectors(void *ctx, const uint32_t *ids, size_t n, float *out,
-                               hs_error *err)
-{
-    fetch_ctx *f = ctx;
-    if (n == 0)
-        return HS_OK;
-    pos_slot *ps = hs_malloc(n * sizeof *ps);
-    uint32_t *buf = hs_malloc(2 * n * sizeof *buf);
-    roaring_bitmap_t *rows = roaring_bitmap_create();
-    hs_status st = ps && buf && rows ? HS_OK : hs_err_nomem(err, n * sizeof *ps);
-    tbl_vindex_info info;
-    tbl_vindex_get_info(f->vi, &info);
-    for (size_t i = 0; st == HS_OK && i < n; i++) {
-        if (ids[i] >= (uint64_t)info.n_vectors) {
-            st = hs_err_set(err, HS_INTERNAL, "vector fetch: id %" PRIu32 " out of range", ids[i]);
-            break;
-        }
-        ps[i] = (pos_slot){tbl_vindex_pos_of(f->vi, ids[i]), (uint32_t)i};
-    }
-    if (st == HS_OK) {
-        qsort(ps, n, sizeof *ps, pos_slot_cmp);
-        for (size_t i = 0; i < n; i++) {
-            buf[i] = ps[i].pos;
-            buf[n + i] = ps[i].slot;
-            roaring_bitmap_add(rows, ps[i].pos);
-        }
-        f->pos = buf;
-        f->slot = buf + n;
-        f->n = n;
-        f->at = 0;
-        f->out = out;
-        st = tbl_vcol_scan(f->vc, rows, fetch_row, f, err);
-        if (st == HS_OK && f->at < n)
-            st = HS_CORRUPT_AT(err, "%s: %zu of %zu fetched rows missing", tbl_vcol_path(f->vc),
-                               n - f->at, n);
-    }
-    hs_free(ps);
-    hs_free(buf);
-    tbl_bitmap_free(rows);
-    return st;
-}
-
-/* Searches one file through its sidecar.  HS_CORRUPT means "not usable":
- * the caller falls back to exact search. */
-static hs_status search_index(search_ctx *sc, tbl_vcol *vc, const tbl_vindex *vi, int32_t file,
-                              const roaring_bitmap_t *allow, hs_error *err)
-{
-    tbl_vindex_info info;
-    tbl_vindex_get_info(vi, &info);
-    if (info.n_rows != tbl_vcol_num_rows(vc))
-        return HS_CORRUPT_AT(err, "vector index covers %" PRId64 " rows, the data file has %"
-                             PRId64, info.n_rows, tbl_vcol_num_rows(vc));
-    const hnsw_index *ix = tbl_vindex_hnsw(vi);
-    if (!ix)
-        return HS_OK;  /* the file has no vector */
-    roaring_bitmap_t *ids = NULL;
-    HS_TRY(tbl_vindex_ids_of(vi, allow, &ids, err));
-    size_t k = sc->top.k < (size_t)info.n_vectors ? sc->top.k : (size_t)info.n_vectors;
-    if (k > sc->hits_cap) {
-        hnsw_hit *h = hs_realloc(sc->hits, k * sizeof *h);
-        if (!h) {
-            tbl_bitmap_free(ids);
-            return hs_err_nomem(err, k * sizeof *h);
-        }
-        sc->hits = h;
-        sc->hits_cap = k;
-    }
-    fetch_ctx fc = {.vc = vc, .vi = vi, .dim = info.dim};
-    hnsw_search_opts o = {.k = (int)k, .ef = sc->so->ef_search, .nprobe = sc->so->nprobe,
-                          .allow = ids, .fetch = fetch_vectors, .fetch_ctx = &fc};
-    int n_out = 0;
-    hs_status st = hnsw_search(ix, sc->so->query, &o, sc->hits, &n_out, NULL, err);
-    tbl_bitmap_free(ids);
-    if (st != HS_OK)
-        return st;
-    atomic_fetch_add(&g_files_indexed, 1);
-    for (int i = 0; i < n_out; i++) {
-        float d = sc->hits[i].dist;
-        topk_offer(&sc->top, (cand){d == d ? d : INFINITY, file,
-                                    tbl_vindex_pos_of(vi, sc->hits[i].id)});
-    }
-    return HS_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* sidecar lookup                                                      */
-
-/* The registry of the table, loaded once per search, and the metrics of the
- * vector indexes declared on the searched column. */
+/* The registry of the table.  Registry versions are immutable files, so
+ * the decoded, indexed version comes from the process-wide cache behind
+ * tbl_ixscan (table/index.c): a warm search does not re-read it.  The same
+ * view serves the filter's scalar index lookups. */
 typedef struct vreg {
     const char *location;     /* borrowed (table metadata) */
-    ix_registry reg;          /* indexed by data file; empty when none */
+    tbl_ixscan *six;          /* the cached version; NULL when none or unusable */
+    const ix_registry *reg;   /* six's, or &own */
+    ix_registry own;          /* a version without entries (declarations only) */
     bool loaded;
 } vreg;
 
 static void vreg_clear(vreg *r)
 {
-    ix_registry_clear(&r->reg);
+    tbl_ixscan_free(r->six);
+    ix_registry_clear(&r->own);
+    r->six = NULL;
+    r->reg = NULL;
     r->loaded = false;
 }
 
@@ -345,21 +195,31 @@ static hs_status vreg_load(const ice_table_metadata *m, vreg *r, hs_error *err)
     const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
     if (!rel)
         return HS_OK;
+    int64_t skipped = 0;
+    HS_TRY(tbl_ixscan_open(m, &r->six, &skipped, err));
+    if (skipped) {
+        atomic_fetch_add(&g_index_files_skipped, skipped);
+        return HS_OK;
+    }
+    if (r->six) {
+        r->reg = tbl_ixscan_registry(r->six);
+        r->loaded = true;
+        return HS_OK;
+    }
+    /* no entries: the declarations still name the metric */
     hs_error e = {0};
-    hs_status st = ix_registry_load(m->location, rel, &r->reg, &e);
+    hs_status st = ix_registry_load(m->location, rel, &r->own, &e);
     if (st == HS_NOMEM)
         return hs_err_nomem(err, 64);
     if (st != HS_OK) {
-        atomic_fetch_add(&g_index_files_skipped, 1);
-        hs_warn("%s: index registry unreadable (%s); vector search reads the data", m->location,
-                e.msg);
-        memset(&r->reg, 0, sizeof r->reg);
+        ix_registry_clear(&r->own);
         return HS_OK;
     }
-    if (ix_registry_build_index(&r->reg, err) != HS_OK) {
-        ix_registry_clear(&r->reg);
+    if (ix_registry_build_index(&r->own, err) != HS_OK) {
+        ix_registry_clear(&r->own);
         return hs_err_nomem(err, 64);
     }
+    r->reg = &r->own;
     r->loaded = true;
     return HS_OK;
 }
@@ -378,9 +238,9 @@ static bool decl_metric(const char *kind, const char *params, hs_metric *out)
 static hs_metric default_metric(const vreg *r, int32_t field_id)
 {
     hs_metric m;
-    for (int i = 0; i < r->reg.n_decls; i++)
-        if (r->reg.decls[i].field_id == field_id &&
-            decl_metric(r->reg.decls[i].kind, r->reg.decls[i].params, &m))
+    for (int i = 0; r->loaded && i < r->reg->n_decls; i++)
+        if (r->reg->decls[i].field_id == field_id &&
+            decl_metric(r->reg->decls[i].kind, r->reg->decls[i].params, &m))
             return m;
     return HS_METRIC_L2;
 }
@@ -393,14 +253,14 @@ static const ix_entry *find_sidecar(const vreg *r, const tbl_plan_file *pf, int3
 {
     if (!r->loaded)
         return NULL;
-    for (int i = ix_registry_first(&r->reg, pf->path); i >= 0; i = ix_registry_next(&r->reg, i)) {
-        const ix_entry *e = &r->reg.entries[i];
+    for (int i = ix_registry_first(r->reg, pf->path); i >= 0; i = ix_registry_next(r->reg, i)) {
+        const ix_entry *e = &r->reg->entries[i];
         if (e->field_id != field_id || e->data_file_size != pf->file_size ||
             !tbl_vindex_is_vector_kind(e->kind))
             continue;
-        int d = ix_registry_find_decl(&r->reg, field_id, e->kind);
+        int d = ix_registry_find_decl(r->reg, field_id, e->kind);
         hs_metric m;
-        if (d >= 0 && decl_metric(e->kind, r->reg.decls[d].params, &m) && m == metric)
+        if (d >= 0 && decl_metric(e->kind, r->reg->decls[d].params, &m) && m == metric)
             return e;
     }
     return NULL;
@@ -446,132 +306,378 @@ static hs_status allowed_rows(const tbl_plan *plan, const tbl_ixscan *six,
     return HS_OK;
 }
 
-static hs_status search_file(search_ctx *sc, const vreg *vr, const tbl_ixscan *six,
-                             const tbl_plan *plan, int32_t file, const hs_field *filter_schema,
-                             hs_buf *path, hs_error *err)
+/* ------------------------------------------------------------------ */
+/* one call: the files, prepared once for all its queries              */
+
+/* What a call knows of one planned data file before any query runs. */
+typedef struct fstate {
+    roaring_bitmap_t *allow;  /* allowed positions; NULL = every row */
+    roaring_bitmap_t *ids;    /* graph ids of allow (vi set, allow set) */
+    const tbl_vindex *vi;     /* a usable sidecar (acquired), else NULL: exact search */
+    bool skip;                /* no allowed row */
+    bool vecs;                /* vi holds the exact vectors (tbl_vindex_has_vectors) */
+} fstate;
+
+/* Shared by the workers of one call; read-only while queries run. */
+typedef struct search_call {
+    const hs_search_options *so;
+    const hs_field *col;      /* the vector column (snapshot schema) */
+    hs_metric metric;
+    const vd_table *kern;
+    const tbl_plan *plan;
+    fstate *fs;               /* plan->n_files */
+    size_t k;                 /* min(so->k, rows planned) */
+} search_call;
+
+/* One worker's state for one query over a range of files. */
+typedef struct query_run {
+    const search_call *c;
+    const float *q;           /* the query (so->dim floats) */
+    topk top;                 /* own heap of c->k */
+    hnsw_hit *hits;           /* per-file hits buffer */
+    size_t hits_cap;
+} query_run;
+
+static hs_status dim_error(const search_call *c, const char *path, uint32_t pos, int dim,
+                           hs_error *err)
 {
-    const tbl_plan_file *pf = &plan->files[file];
-    if (pf->record_count == 0)
+    return hs_err_set(err, HS_INVALID, "query vector has %d dimensions, column \"%s\" has %d "
+                      "(%s, row %" PRIu32 ")", c->so->dim, c->col->name, dim, path, pos);
+}
+
+typedef struct exact_ctx {
+    query_run *r;
+    int32_t file;
+    const char *path;
+} exact_ctx;
+
+static hs_status exact_row(void *ctx, uint32_t pos, const float *v, int dim, hs_error *err)
+{
+    exact_ctx *e = ctx;
+    query_run *r = e->r;
+    if (!v)
         return HS_OK;
-    roaring_bitmap_t *allow = NULL;
-    HS_TRY(allowed_rows(plan, six, pf, filter_schema, &allow, err));
-    if (allow && roaring_bitmap_is_empty(allow)) {
-        roaring_bitmap_free(allow);
-        return HS_OK;
-    }
+    if (dim != r->c->so->dim)
+        return dim_error(r->c, e->path, pos, dim, err);
+    float d = vd_order_dist_f32(r->c->kern, r->c->metric, r->q, v, (size_t)dim);
+    topk_offer(&r->top, (cand){d == d ? d : INFINITY, e->file, pos});
+    return HS_OK;
+}
+
+/* Exact search of one file, streaming the allowed rows' vectors from it. */
+static hs_status search_exact(query_run *r, int32_t file, hs_error *err)
+{
+    const tbl_plan_file *pf = &r->c->plan->files[file];
     tbl_vcol *vc = NULL;
-    hs_status st = tbl_vcol_open(pf->path, sc->col, &vc, err);
-    const ix_entry *e = st == HS_OK ? find_sidecar(vr, pf, sc->col->field_id, sc->metric) : NULL;
-    bool done = false;
-    if (e) {
-        const tbl_vindex *vi = NULL;
-        hs_error why = {0};
-        hs_status vs = ix_resolve_path(vr->location, e->index_file, path) == HS_OK
-                           ? HS_OK : hs_err_nomem(&why, 256);
-        if (vs == HS_OK)
-            vs = tbl_vindex_acquire(hs_buf_cstr(path), sc->col->field_id, pf->file_size,
-                                    e->index_file_size, &vi, &why);
-        if (vs == HS_OK) {
-            tbl_vindex_info info;
-            tbl_vindex_get_info(vi, &info);
-            if (info.metric != sc->metric && info.n_vectors > 0)
-                vs = HS_CORRUPT_AT(&why, "%s: built for metric %s, the registry says %s",
-                                   hs_buf_cstr(path), hs_metric_name(info.metric),
-                                   hs_metric_name(sc->metric));
-            else if (info.dim == sc->so->dim || info.n_vectors == 0)
-                vs = search_index(sc, vc, vi, file, allow, &why);
-            /* else: the data has another dimension; the exact search names the row */
-            done = vs == HS_OK && (info.dim == sc->so->dim || info.n_vectors == 0);
-        }
-        tbl_vindex_release(vi);
-        if (vs == HS_NOMEM || vs == HS_CANCELLED || vs == HS_INVALID || vs == HS_INTERNAL) {
-            if (err)
-                *err = why;
-            st = vs;
-        } else if (vs != HS_OK) {
-            skip_warning(pf->path, &why);
-        }
-    }
-    if (st == HS_OK && !done)
-        st = search_exact(sc, vc, file, allow, err);
+    HS_TRY(tbl_vcol_open(pf->path, r->c->col, &vc, err));
+    atomic_fetch_add(&g_files_exact, 1);
+    exact_ctx e = {.r = r, .file = file, .path = tbl_vcol_path(vc)};
+    hs_status st = tbl_vcol_scan(vc, r->c->fs[file].allow, exact_row, &e, err);
     tbl_vcol_close(vc);
-    tbl_bitmap_free(allow);
     return st;
 }
 
-/* One data file's search on a worker: its own top k, merged afterwards. */
-typedef struct file_job {
-    search_ctx sc;            /* copy of the shared one, own heap and hits */
-    const vreg *vr;
-    const tbl_ixscan *six;
-    const tbl_plan *plan;
-    const hs_field *filter_schema;
-    int32_t file;
-    hs_buf path;
-} file_job;
+/* hnsw_fetch_fn: exact vectors of graph ids, from the sidecar when it holds
+ * them, else read from the data file (only that column, only those rows;
+ * the file is opened at the first call). */
+typedef struct fetch_ctx {
+    const search_call *c;
+    const tbl_plan_file *pf;
+    const tbl_vindex *vi;
+    int dim;
+    tbl_vcol *vc;             /* opened on demand */
+    /* per call */
+    uint32_t *pos;            /* positions sorted, with their slots */
+    uint32_t *slot;
+    size_t n, at;
+    float *out;
+} fetch_ctx;
 
-static hs_status file_job_run(void *arg, hs_error *err)
+static hs_status fetch_row(void *ctx, uint32_t pos, const float *v, int dim, hs_error *err)
 {
-    file_job *j = arg;
-    return search_file(&j->sc, j->vr, j->six, j->plan, j->file, j->filter_schema, &j->path, err);
+    fetch_ctx *f = ctx;
+    if (!v || dim != f->dim)
+        return HS_CORRUPT_AT(err, "%s: row %" PRIu32 " has %s, the vector index says a vector "
+                             "of %d", tbl_vcol_path(f->vc), pos, v ? "another dimension" :
+                             "no vector", f->dim);
+    while (f->at < f->n && f->pos[f->at] < pos)
+        f->at++;
+    for (; f->at < f->n && f->pos[f->at] == pos; f->at++)
+        memcpy(f->out + (size_t)f->slot[f->at] * (size_t)dim, v, (size_t)dim * sizeof(float));
+    return HS_OK;
 }
 
-/* Threads for the per-file searches: HS_SEARCH_THREADS, else the cores (at
- * most 8), never more than the files. */
-static int search_threads(int n_files)
+typedef struct pos_slot { uint32_t pos, slot; } pos_slot;
+
+static int pos_slot_cmp(const void *a, const void *b)
+{
+    const pos_slot *x = a, *y = b;
+    return x->pos < y->pos ? -1 : x->pos > y->pos ? 1 : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+static hs_status fetch_from_file(fetch_ctx *f, const uint32_t *ids, size_t n, float *out,
+                                 hs_error *err)
+{
+    if (!f->vc)
+        HS_TRY(tbl_vcol_open(f->pf->path, f->c->col, &f->vc, err));
+    pos_slot *ps = hs_malloc(n * sizeof *ps);
+    uint32_t *buf = hs_malloc(2 * n * sizeof *buf);
+    roaring_bitmap_t *rows = roaring_bitmap_create();
+    hs_status st = ps && buf && rows ? HS_OK : hs_err_nomem(err, n * sizeof *ps);
+    for (size_t i = 0; st == HS_OK && i < n; i++)
+        ps[i] = (pos_slot){tbl_vindex_pos_of(f->vi, ids[i]), (uint32_t)i};
+    if (st == HS_OK) {
+        qsort(ps, n, sizeof *ps, pos_slot_cmp);
+        for (size_t i = 0; i < n; i++) {
+            buf[i] = ps[i].pos;
+            buf[n + i] = ps[i].slot;
+            roaring_bitmap_add(rows, ps[i].pos);
+        }
+        f->pos = buf;
+        f->slot = buf + n;
+        f->n = n;
+        f->at = 0;
+        f->out = out;
+        st = tbl_vcol_scan(f->vc, rows, fetch_row, f, err);
+        if (st == HS_OK && f->at < n)
+            st = HS_CORRUPT_AT(err, "%s: %zu of %zu fetched rows missing", tbl_vcol_path(f->vc),
+                               n - f->at, n);
+    }
+    hs_free(ps);
+    hs_free(buf);
+    tbl_bitmap_free(rows);
+    return st;
+}
+
+static hs_status fetch_vectors(void *ctx, const uint32_t *ids, size_t n, float *out,
+                               hs_error *err)
+{
+    fetch_ctx *f = ctx;
+    if (n == 0)
+        return HS_OK;
+    tbl_vindex_info info;
+    tbl_vindex_get_info(f->vi, &info);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] >= (uint64_t)info.n_vectors)
+            return hs_err_set(err, HS_INTERNAL, "vector fetch: id %" PRIu32 " out of range",
+                              ids[i]);
+    if (!tbl_vindex_has_vectors(f->vi))
+        return fetch_from_file(f, ids, n, out, err);
+    size_t row = (size_t)f->dim * sizeof(float);
+    for (size_t i = 0; i < n; i++)
+        memcpy(out + i * (size_t)f->dim, tbl_vindex_vector(f->vi, ids[i]), row);
+    return HS_OK;
+}
+
+/* Allow-lists of at most this many rows are searched exactly (hnsw.h's
+ * exact_threshold).  hnsw.c's default, max(sqrt(4 ef n), 2000, n / 50),
+ * models the filtered walk as ~4 ef / s distance evaluations; on text
+ * embeddings the walk costs more (wordnet384, 30,000 x 384, cosine, ef 32:
+ * 10% allowed = 3,000 rows took 2.0-2.6 ms by graph, 0.8-0.9 ms exactly),
+ * while an exact scan of a flat graph streams 4 d bytes a row in place and
+ * is memory bound (fashion-mnist, 784-d: 6,000 rows = 19 MB took 1.25 ms,
+ * twice the graph walk).  So flat graphs also search exactly whatever
+ * streams in 6 MiB: 4,096 rows of 384-d, 2,006 of 784-d.  Quantized kinds
+ * keep the default (their exact search copies every vector through fetch). */
+static int64_t exact_threshold(const hnsw_index *ix, int ef)
+{
+    hnsw_info hi;
+    hnsw_get_info(ix, &hi);
+    if (hi.quant != VQ_FLAT || hi.d == 0)
+        return 0;
+    double n = (double)hi.n, e = ef > 0 ? ef : hi.ef_search > 0 ? hi.ef_search : 64;
+    int64_t t = (int64_t)sqrt(4.0 * e * n);
+    int64_t floor_rows = 2000 > (int64_t)(n / 50) ? 2000 : (int64_t)(n / 50);
+    if (t < floor_rows)
+        t = floor_rows;
+    int64_t stream = (int64_t)((6u << 20) / (4 * hi.d));
+    return t > stream ? t : stream;
+}
+
+/* Searches one file through its sidecar.  HS_CORRUPT means "not usable":
+ * the caller falls back to exact search. */
+static hs_status search_index(query_run *r, int32_t file, hs_error *err)
+{
+    const fstate *fs = &r->c->fs[file];
+    tbl_vindex_info info;
+    tbl_vindex_get_info(fs->vi, &info);
+    const hnsw_index *ix = tbl_vindex_hnsw(fs->vi);
+    if (!ix)
+        return HS_OK;  /* the file has no vector */
+    size_t k = r->c->k < (size_t)info.n_vectors ? r->c->k : (size_t)info.n_vectors;
+    if (k > r->hits_cap) {
+        hnsw_hit *h = hs_realloc(r->hits, k * sizeof *h);
+        if (!h)
+            return hs_err_nomem(err, k * sizeof *h);
+        r->hits = h;
+        r->hits_cap = k;
+    }
+    fetch_ctx fc = {.c = r->c, .pf = &r->c->plan->files[file], .vi = fs->vi, .dim = info.dim};
+    hnsw_search_opts o = {.k = (int)k, .ef = r->c->so->ef_search, .nprobe = r->c->so->nprobe,
+                          .allow = fs->ids, .fetch = fetch_vectors, .fetch_ctx = &fc};
+    o.exact_threshold = exact_threshold(ix, o.ef);
+    int n_out = 0;
+    hs_status st = hnsw_search(ix, r->q, &o, r->hits, &n_out, NULL, err);
+    tbl_vcol_close(fc.vc);
+    if (st != HS_OK)
+        return st;
+    atomic_fetch_add(&g_files_indexed, 1);
+    for (int i = 0; i < n_out; i++) {
+        float d = r->hits[i].dist;
+        topk_offer(&r->top, (cand){d == d ? d : INFINITY, file,
+                                   tbl_vindex_pos_of(fs->vi, r->hits[i].id)});
+    }
+    return HS_OK;
+}
+
+/* One query over one file: the sidecar, else (or when it proves unusable
+ * during the search) exactly. */
+static hs_status search_one(query_run *r, int32_t file, hs_error *err)
+{
+    const fstate *fs = &r->c->fs[file];
+    if (fs->skip)
+        return HS_OK;
+    if (fs->vi) {
+        hs_error why = {0};
+        size_t before = r->top.n;
+        hs_status vs = search_index(r, file, &why);
+        if (vs == HS_OK)
+            return HS_OK;
+        if (vs == HS_NOMEM || vs == HS_CANCELLED || vs == HS_INVALID || vs == HS_INTERNAL) {
+            if (err)
+                *err = why;
+            return vs;
+        }
+        if (r->top.n != before)
+            return hs_err_set(err, HS_INTERNAL, "search: a failed index search left results");
+        skip_warning(r->c->plan->files[file].path, &why);
+    }
+    return search_exact(r, file, err);
+}
+
+/* The allowed rows and the sidecar of one file (file_prep_run on a worker
+ * when there are several files). */
+typedef struct prep_ctx {
+    search_call *c;
+    const vreg *vr;
+    const tbl_ixscan *six;
+    const hs_field *filter_schema;
+} prep_ctx;
+
+static hs_status prep_file(const prep_ctx *x, int32_t file, hs_buf *path, hs_error *err)
+{
+    search_call *c = x->c;
+    const tbl_plan_file *pf = &c->plan->files[file];
+    fstate *fs = &c->fs[file];
+    if (pf->record_count == 0) {
+        fs->skip = true;
+        return HS_OK;
+    }
+    HS_TRY(allowed_rows(c->plan, x->six, pf, x->filter_schema, &fs->allow, err));
+    if (fs->allow && roaring_bitmap_is_empty(fs->allow)) {
+        fs->skip = true;
+        return HS_OK;
+    }
+    const ix_entry *e = find_sidecar(x->vr, pf, c->col->field_id, c->metric);
+    if (!e)
+        return HS_OK;
+    const tbl_vindex *vi = NULL;
+    hs_error why = {0};
+    hs_status vs = ix_resolve_path(x->vr->location, e->index_file, path) == HS_OK
+                       ? HS_OK : hs_err_nomem(&why, 256);
+    if (vs == HS_OK)
+        vs = tbl_vindex_acquire(hs_buf_cstr(path), c->col->field_id, pf->file_size,
+                                e->index_file_size, &vi, &why);
+    bool use = false;
+    if (vs == HS_OK) {
+        tbl_vindex_info info;
+        tbl_vindex_get_info(vi, &info);
+        if (info.metric != c->metric && info.n_vectors > 0)
+            vs = HS_CORRUPT_AT(&why, "%s: built for metric %s, the registry says %s",
+                               hs_buf_cstr(path), hs_metric_name(info.metric),
+                               hs_metric_name(c->metric));
+        else if (info.n_rows != pf->record_count)
+            vs = HS_CORRUPT_AT(&why, "%s: vector index covers %" PRId64 " rows, the data file "
+                               "has %" PRId64, hs_buf_cstr(path), info.n_rows,
+                               pf->record_count);
+        else
+            /* another dimension: the exact search names the row */
+            use = info.dim == c->so->dim || info.n_vectors == 0;
+    }
+    if (vs == HS_OK && use && fs->allow)
+        vs = tbl_vindex_ids_of(vi, fs->allow, &fs->ids, &why);
+    if (vs == HS_OK && use) {
+        fs->vi = vi;
+        fs->vecs = tbl_vindex_has_vectors(vi);
+        return HS_OK;
+    }
+    tbl_vindex_release(vi);
+    if (vs == HS_NOMEM || vs == HS_CANCELLED || vs == HS_INVALID || vs == HS_INTERNAL) {
+        if (err)
+            *err = why;
+        return vs;
+    }
+    if (vs != HS_OK)
+        skip_warning(pf->path, &why);
+    return HS_OK;
+}
+
+static void fstates_free(fstate *fs, int n)
+{
+    for (int i = 0; fs && i < n; i++) {
+        tbl_bitmap_free(fs[i].allow);
+        tbl_bitmap_free(fs[i].ids);
+        tbl_vindex_release(fs[i].vi);
+    }
+    hs_free(fs);
+}
+
+/* Threads for a call's jobs: HS_SEARCH_THREADS, else the cores (at most 8),
+ * never more than the jobs. */
+static int search_threads(int64_t n_jobs)
 {
     long set = (long)hs_cfg_get(HS_CFG_SEARCH_THREADS);
     long n = set > 0 ? set : sysconf(_SC_NPROCESSORS_ONLN);
     if (set <= 0 && n > 8)
         n = 8;
-    if (n > n_files)
-        n = n_files;
+    if (n > n_jobs)
+        n = (long)n_jobs;
     return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }
 
-/* Searches every planned file (in parallel when there are several) and
- * merges the per-file top k into sc->top. */
-static hs_status search_files(search_ctx *sc, const vreg *vr, const tbl_ixscan *six,
-                              const tbl_plan *plan, const hs_field *filter_schema, hs_error *err)
+/* A job on the pool: files [f0, f1) of the call for query q (prep: q < 0). */
+typedef struct job {
+    const prep_ctx *prep;     /* prep jobs */
+    query_run run;            /* query jobs */
+    int32_t f0, f1;
+    hs_buf path;
+} job;
+
+static hs_status job_run(void *arg, hs_error *err)
 {
-    int n = plan->n_files;
-    int threads = search_threads(n);
-    if (threads <= 1) {
-        hs_buf path = {0};
-        hs_status st = HS_OK;
-        for (int i = 0; i < n && st == HS_OK; i++)
-            st = search_file(sc, vr, six, plan, i, filter_schema, &path, err);
-        hs_buf_free(&path);
-        hs_free(sc->hits);
-        sc->hits = NULL;
-        return st;
-    }
-    file_job *jobs = hs_calloc((size_t)n, sizeof *jobs);
-    if (!jobs)
-        return hs_err_nomem(err, (size_t)n * sizeof *jobs);
+    job *j = arg;
     hs_status st = HS_OK;
-    for (int i = 0; i < n && st == HS_OK; i++) {
-        file_job *j = &jobs[i];
-        j->sc = *sc;
-        j->sc.top.n = 0;
-        j->sc.hits = NULL;
-        j->sc.hits_cap = 0;
-        j->vr = vr;
-        j->six = six;
-        j->plan = plan;
-        j->filter_schema = filter_schema;
-        j->file = i;
-        if (!(j->sc.top.h = hs_malloc(sc->top.k * sizeof(cand))))
-            st = hs_err_nomem(err, sc->top.k * sizeof(cand));
+    for (int32_t f = j->f0; f < j->f1 && st == HS_OK; f++)
+        st = j->prep ? prep_file(j->prep, f, &j->path, err) : search_one(&j->run, f, err);
+    return st;
+}
+
+/* Runs jobs[0..n) on a pool of `threads` (inline when 1). */
+static hs_status run_jobs(job *jobs, int64_t n, int threads, hs_error *err)
+{
+    if (threads <= 1 || n <= 1) {
+        hs_status st = HS_OK;
+        for (int64_t i = 0; i < n && st == HS_OK; i++)
+            st = job_run(&jobs[i], err);
+        return st;
     }
     hs_pool *pool = NULL;
     hs_group *g = NULL;
-    if (st == HS_OK)
-        st = hs_pool_create(threads, &pool, err);
+    hs_status st = hs_pool_create(threads, &pool, err);
     if (st == HS_OK)
         st = hs_group_create(pool, &g, err);
-    for (int i = 0; i < n && st == HS_OK; i++)
-        if (hs_group_submit(g, file_job_run, &jobs[i]) != HS_OK)
+    for (int64_t i = 0; i < n && st == HS_OK; i++)
+        if (hs_group_submit(g, job_run, &jobs[i]) != HS_OK)
             st = hs_err_nomem(err, 64);
     if (g) {
         hs_error gerr = {0};
@@ -584,52 +690,79 @@ static hs_status search_files(search_ctx *sc, const vreg *vr, const tbl_ixscan *
     }
     hs_group_destroy(g);
     hs_pool_destroy(pool);
-    for (int i = 0; i < n; i++) {
-        file_job *j = &jobs[i];
-        for (size_t c = 0; st == HS_OK && c < j->sc.top.n; c++)
-            topk_offer(&sc->top, j->sc.top.h[c]);
-        hs_free(j->sc.top.h);
-        hs_free(j->sc.hits);
-        hs_buf_free(&j->path);
+    return st;
+}
+
+/* Prepares every file (in parallel when there are several). */
+static hs_status prep_files(const prep_ctx *x, hs_error *err)
+{
+    int n = x->c->plan->n_files;
+    if (n == 0)
+        return HS_OK;
+    int threads = search_threads(n);
+    job *jobs = hs_calloc((size_t)n, sizeof *jobs);
+    if (!jobs)
+        return hs_err_nomem(err, (size_t)n * sizeof *jobs);
+    for (int i = 0; i < n; i++)
+        jobs[i] = (job){.prep = x, .f0 = i, .f1 = i + 1};
+    if (threads <= 1) {   /* one job over every file: one path buffer */
+        jobs[0].f1 = n;
+        n = 1;
     }
+    hs_status st = run_jobs(jobs, n, threads, err);
+    for (int i = 0; i < n; i++)
+        hs_buf_free(&jobs[i].path);
     hs_free(jobs);
     return st;
 }
 
-/* ------------------------------------------------------------------ */
-/* materializing the winners                                           */
-
-typedef struct collect {
-    hs_column **cols;         /* n columns being appended to */
-    int n;
-    int64_t rows;
-} collect;
-
-static hs_status collect_batch(void *ctx, hs_batch *b, hs_error *err)
+/* Runs n_queries queries (queries: n_queries * dim floats) over every file:
+ * one query with several files runs a job per file; several queries run a
+ * job per query (over all files).  Each query's winners, sorted nearest
+ * first, go to win[q] / n_win[q] (hs_malloc'd, caller frees). */
+static hs_status run_queries(const search_call *c, const float *queries, int n_queries,
+                             cand **win, size_t *n_win, hs_error *err)
 {
-    collect *c = ctx;
+    int nf = c->plan->n_files;
+    bool per_file = n_queries == 1 && nf > 1;
+    int64_t n_jobs = per_file ? nf : n_queries;
+    job *jobs = hs_calloc((size_t)n_jobs, sizeof *jobs);
+    if (!jobs)
+        return hs_err_nomem(err, (size_t)n_jobs * sizeof *jobs);
     hs_status st = HS_OK;
-    for (int i = 0; i < c->n && st == HS_OK; i++)
-        st = hs_col_append_column(c->cols[i], b->cols[i], err);
-    c->rows += b->n_rows;
-    hs_batch_free(b);
+    for (int64_t i = 0; i < n_jobs && st == HS_OK; i++) {
+        job *j = &jobs[i];
+        int q = per_file ? 0 : (int)i;
+        j->run.c = c;
+        j->run.q = queries + (size_t)q * (size_t)c->so->dim;
+        j->run.top.k = c->k;
+        j->f0 = per_file ? (int32_t)i : 0;
+        j->f1 = per_file ? (int32_t)i + 1 : nf;
+        if (c->k && !(j->run.top.h = hs_malloc(c->k * sizeof(cand))))
+            st = hs_err_nomem(err, c->k * sizeof(cand));
+    }
+    if (st == HS_OK && c->k > 0)
+        st = run_jobs(jobs, n_jobs, search_threads(n_jobs), err);
+    for (int q = 0; st == HS_OK && q < n_queries; q++) {
+        topk t = {.k = c->k};
+        if (c->k && !(t.h = hs_malloc(c->k * sizeof(cand)))) {
+            st = hs_err_nomem(err, c->k * sizeof(cand));
+            break;
+        }
+        for (int64_t i = per_file ? 0 : q; i < (per_file ? n_jobs : q + 1); i++)
+            for (size_t x = 0; x < jobs[i].run.top.n; x++)
+                topk_offer(&t, jobs[i].run.top.h[x]);
+        if (t.n > 1)
+            qsort(t.h, t.n, sizeof(cand), cand_cmp);
+        win[q] = t.h;
+        n_win[q] = t.n;
+    }
+    for (int64_t i = 0; i < n_jobs; i++) {
+        hs_free(jobs[i].run.top.h);
+        hs_free(jobs[i].run.hits);
+    }
+    hs_free(jobs);
     return st;
-}
-
-/* Appends the rows at positions `rows` of data file pf (live rows, read in
- * position order, conformed to rs as scans do) to cols. */
-static hs_status read_rows(const tbl_plan_file *pf, const hs_field *rs,
-                           const roaring_bitmap_t *rows, hs_column **cols, hs_error *err)
-{
-    uint64_t n = roaring_bitmap_get_cardinality(rows);
-    collect c = {cols, rs->n_children, 0};
-    tbl_read_opts o = {.candidates = rows, .n_out = -1,
-                       .batch_size = n > 0 && n < 65536 ? (int64_t)n : 65536};
-    HS_TRY(tbl_read_file_ex(pf, rs, &o, collect_batch, &c, NULL, NULL, NULL, err));
-    if ((uint64_t)c.rows != n)
-        return HS_CORRUPT_AT(err, "%s: read %" PRId64 " of the %" PRIu64 " rows found by the "
-                             "search", pf->path, c.rows, n);
-    return HS_OK;
 }
 
 /* ------------------------------------------------------------------ */
@@ -740,6 +873,258 @@ static hs_status filter_schema(const ice_schema *sc, const tbl_pred *pred, hs_fi
 }
 
 /* ------------------------------------------------------------------ */
+/* materializing the winners                                           */
+
+typedef struct collect {
+    hs_column **cols;         /* the columns being appended to, by batch column */
+    int n;
+    int64_t rows;
+} collect;
+
+static hs_status collect_batch(void *ctx, hs_batch *b, hs_error *err)
+{
+    collect *c = ctx;
+    hs_status st = b->n_cols == c->n ? HS_OK
+                                     : hs_err_set(err, HS_INTERNAL, "search: read %d columns, "
+                                                  "asked for %d", b->n_cols, c->n);
+    for (int i = 0; i < c->n && st == HS_OK; i++)
+        st = hs_col_append_column(c->cols[i], b->cols[i], err);
+    c->rows += b->n_rows;
+    hs_batch_free(b);
+    return st;
+}
+
+/* Appends the rows at positions `rows` of data file pf (live rows, read in
+ * position order, conformed to rs as scans do) to cols (one per child of
+ * rs). */
+static hs_status read_rows(const tbl_plan_file *pf, const hs_field *rs,
+                           const roaring_bitmap_t *rows, hs_column **cols, hs_error *err)
+{
+    uint64_t n = roaring_bitmap_get_cardinality(rows);
+    collect c = {cols, rs->n_children, 0};
+    tbl_read_opts o = {.candidates = rows, .n_out = -1,
+                       .batch_size = n > 0 && n < 65536 ? (int64_t)n : 65536};
+    HS_TRY(tbl_read_file_ex(pf, rs, &o, collect_batch, &c, NULL, NULL, NULL, err));
+    if ((uint64_t)c.rows != n)
+        return HS_CORRUPT_AT(err, "%s: read %" PRId64 " of the %" PRIu64 " rows found by the "
+                             "search", pf->path, c.rows, n);
+    return HS_OK;
+}
+
+/* Whether the vector column `vf` (output type) of a file can be taken from
+ * its sidecar: one that holds the exact vectors, of a dimension the type
+ * admits. */
+static bool vectors_from_sidecar(const fstate *fs, const hs_field *vf)
+{
+    if (!fs->vi || !fs->vecs)
+        return false;
+    tbl_vindex_info info;
+    tbl_vindex_get_info(fs->vi, &info);
+    return vf->type == HS_TYPE_LIST || (vf->type == HS_TYPE_FIXED_LIST &&
+                                        (info.n_vectors == 0 || vf->width == info.dim));
+}
+
+/* Appends the vectors of positions `rows` (ascending) of one file to c (a
+ * list<float> or fixed_size_list<float> column) from the sidecar: position
+ * -> graph id -> the vector in place; a row without a vector is null. */
+static hs_status append_sidecar_vectors(const tbl_vindex *vi, const roaring_bitmap_t *rows,
+                                        hs_column *c, hs_error *err)
+{
+    tbl_vindex_info info;
+    tbl_vindex_get_info(vi, &info);
+    if (c->n_children != 1 || c->children[0]->type != HS_TYPE_FLOAT32)
+        return hs_err_set(err, HS_INTERNAL, "search: vector column is not a list of float");
+    roaring_uint32_iterator_t it;
+    roaring_init_iterator(rows, &it);
+    for (; it.has_value; roaring_advance_uint32_iterator(&it)) {
+        int64_t id = tbl_vindex_id_of(vi, it.current_value);
+        const float *v = id >= 0 ? tbl_vindex_vector(vi, (uint32_t)id) : NULL;
+        hs_status st;
+        if (!v) {
+            st = hs_col_append_null(c);
+        } else {
+            st = hs_col_append_fixed_n(c->children[0], v, info.dim);
+            if (st == HS_OK)
+                st = hs_col_list_end(c);
+        }
+        if (st != HS_OK)
+            return hs_err_nomem(err, (size_t)info.dim * sizeof(float));
+    }
+    return HS_OK;
+}
+
+/* The winners of every query as unique rows (file, position), sorted. */
+static hs_status unique_rows(cand *const *win, const size_t *n_win, int n_queries, cand **out,
+                             size_t *n_out, hs_error *err)
+{
+    size_t n = 0;
+    for (int q = 0; q < n_queries; q++)
+        n += n_win[q];
+    cand *u = hs_malloc((n + 1) * sizeof *u);
+    if (!u)
+        return hs_err_nomem(err, n * sizeof *u);
+    size_t at = 0;
+    for (int q = 0; q < n_queries; q++)
+        for (size_t i = 0; i < n_win[q]; i++) {
+            u[at] = win[q][i];
+            u[at++].d = 0;
+        }
+    qsort(u, n, sizeof *u, cand_cmp);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || u[m - 1].file != u[i].file || u[m - 1].pos != u[i].pos)
+            u[m++] = u[i];
+    *out = u;
+    *n_out = m;
+    return HS_OK;
+}
+
+/* Reads the columns of rs for the unique rows u[0..n) (sorted by file and
+ * position) into all[] (one column per child of rs, row i = u[i]).  The
+ * vector column (index vcol in rs, -1 when not projected) comes from the
+ * sidecar of files whose sidecar holds the exact vectors; everything else
+ * through the file's own read (one per file, exactly those rows). */
+static hs_status read_unique(const search_call *c, const hs_field *rs, int vcol, const cand *u,
+                             size_t n, hs_column **all, hs_error *err)
+{
+    int nc = rs->n_children;
+    hs_field rest = {0};            /* rs without the vector column */
+    hs_field vonly = {0};           /* the vector column alone */
+    hs_column **rest_cols = hs_calloc((size_t)nc + 1, sizeof *rest_cols);
+    hs_status st = rest_cols ? HS_OK : hs_err_nomem(err, 64);
+    hs_field_init(&rest, "", HS_TYPE_STRUCT, false);
+    hs_field_init(&vonly, "", HS_TYPE_STRUCT, false);
+    int n_rest = 0;
+    for (int i = 0; st == HS_OK && i < nc; i++) {
+        if (i == vcol) {
+            st = add_field(&vonly, &rs->children[i], err);
+            continue;
+        }
+        st = add_field(&rest, &rs->children[i], err);
+        rest_cols[n_rest++] = all[i];
+    }
+    roaring_bitmap_t *rows = NULL;
+    for (size_t i = 0; st == HS_OK && i < n;) {
+        if (!(rows = roaring_bitmap_create())) {
+            st = hs_err_nomem(err, 64);
+            break;
+        }
+        size_t j = i;
+        for (; j < n && u[j].file == u[i].file; j++)
+            roaring_bitmap_add(rows, u[j].pos);
+        const tbl_plan_file *pf = &c->plan->files[u[i].file];
+        const fstate *fs = &c->fs[u[i].file];
+        if (vcol >= 0 && vectors_from_sidecar(fs, &rs->children[vcol])) {
+            if (n_rest > 0)
+                st = read_rows(pf, &rest, rows, rest_cols, err);
+            if (st == HS_OK)
+                st = append_sidecar_vectors(fs->vi, rows, all[vcol], err);
+        } else if (nc > 0) {
+            st = read_rows(pf, rs, rows, all, err);
+        }
+        roaring_bitmap_free(rows);
+        rows = NULL;
+        i = j;
+    }
+    hs_field_clear(&rest);
+    hs_field_clear(&vonly);
+    hs_free(rest_cols);
+    return st;
+}
+
+/* Appends a column `name` of `type` (nullable, no field id) to schema. */
+static hs_status add_plain(hs_field *schema, const char *name, hs_type type, hs_error *err)
+{
+    hs_field f;
+    hs_field_init(&f, name, type, false);
+    if (!f.name || hs_field_add_child(schema, &f) != HS_OK)   /* frees f on failure */
+        return hs_err_nomem(err, 64);
+    return HS_OK;
+}
+
+/* Builds the result batch: for each query in order its winners, nearest
+ * first; with_qi: a first column query_index (int32). */
+static hs_status materialize(const search_call *c, const hs_field *rs, const char *dist_name,
+                             cand *const *win, const size_t *n_win, int n_queries, bool with_qi,
+                             hs_batch **out, hs_error *err)
+{
+    *out = NULL;
+    int nc = rs->n_children;
+    int vcol = -1;
+    for (int i = 0; i < nc; i++)
+        if (rs->children[i].field_id == c->col->field_id)
+            vcol = i;
+    size_t n_out = 0;
+    for (int q = 0; q < n_queries; q++)
+        n_out += n_win[q];
+    cand *u = NULL;
+    size_t nu = 0;
+    int lead = with_qi ? 1 : 0;
+    int64_t *take = hs_malloc((n_out + 1) * sizeof *take);
+    hs_column **all = hs_calloc((size_t)nc + 1, sizeof *all);
+    hs_column **cols = hs_calloc((size_t)nc + 3, sizeof *cols);
+    hs_status st = take && all && cols ? HS_OK : hs_err_nomem(err, n_out * 16);
+    if (st == HS_OK)
+        st = unique_rows(win, n_win, n_queries, &u, &nu, err);
+    for (int i = 0; st == HS_OK && i < nc; i++)
+        st = hs_col_create(&rs->children[i], (int64_t)nu, &all[i], err);
+    if (st == HS_OK)
+        st = read_unique(c, rs, vcol, u, nu, all, err);
+    /* output row r is the row of (file, pos) in `all`, which is its index in u */
+    size_t r = 0;
+    for (int q = 0; st == HS_OK && q < n_queries; q++)
+        for (size_t i = 0; i < n_win[q]; i++) {
+            cand key = win[q][i];
+            key.d = 0;
+            const cand *hit = bsearch(&key, u, nu, sizeof *u, cand_cmp);
+            take[r++] = hit ? (int64_t)(hit - u) : 0;
+        }
+    for (int i = 0; st == HS_OK && i < nc; i++)
+        st = hs_col_take(all[i], take, (int64_t)n_out, &cols[lead + i], err);
+    hs_field schema = {0};
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    if (st == HS_OK && with_qi)
+        st = add_plain(&schema, "query_index", HS_TYPE_INT32, err);
+    for (int i = 0; st == HS_OK && i < nc; i++)
+        st = add_field(&schema, &rs->children[i], err);
+    if (st == HS_OK)
+        st = add_plain(&schema, dist_name, HS_TYPE_FLOAT64, err);
+    if (st == HS_OK && with_qi)
+        st = hs_col_create(&schema.children[0], (int64_t)n_out, &cols[0], err);
+    for (int q = 0; st == HS_OK && with_qi && q < n_queries; q++)
+        for (size_t i = 0; i < n_win[q] && st == HS_OK; i++) {
+            int32_t qi = q;
+            if (hs_col_append_fixed(cols[0], &qi) != HS_OK)
+                st = hs_err_nomem(err, n_out * 4);
+        }
+    if (st == HS_OK)
+        st = hs_col_create(&schema.children[lead + nc], (int64_t)n_out, &cols[lead + nc], err);
+    for (int q = 0; st == HS_OK && q < n_queries; q++)
+        for (size_t i = 0; i < n_win[q] && st == HS_OK; i++) {
+            float od = win[q][i].d;
+            /* a cosine distance of a zero vector is undefined: NaN (sorted last) */
+            double d = c->metric == HS_METRIC_COSINE && isinf(od) ? NAN
+                                                                  : vd_user_dist(c->metric, od);
+            if (hs_col_append_fixed(cols[lead + nc], &d) != HS_OK)
+                st = hs_err_nomem(err, n_out * 8);
+        }
+    if (st == HS_OK) {
+        st = tbl_batch_from_cols(&schema, cols, lead + nc + 1, (int64_t)n_out, out, err);
+    } else if (cols) {
+        for (int i = 0; i < lead + nc + 1; i++)
+            hs_col_free(cols[i]);
+    }
+    hs_field_clear(&schema);
+    hs_free(cols);
+    for (int i = 0; all && i < nc; i++)
+        hs_col_free(all[i]);
+    hs_free(all);
+    hs_free(take);
+    hs_free(u);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
 /* the answer                                                          */
 
 typedef struct one_batch {
@@ -762,89 +1147,29 @@ static void one_close(void *ctx)
     hs_free(o);
 }
 
-/* Builds the result batch from the sorted winners win[0..n). */
-static hs_status materialize(const tbl_plan *plan, const hs_field *rs, const char *dist_name,
-                             hs_metric metric, const cand *win, size_t n, hs_batch **out,
-                             hs_error *err)
+/* Hands batch res (taken) out as a stream of one batch. */
+static hs_status export_one(hs_batch *res, struct ArrowArrayStream *out, hs_error *err)
 {
-    *out = NULL;
-    int nc = rs->n_children;
-    /* winners grouped by file, positions ascending: the order rows are read */
-    cand *byf = hs_malloc((n + 1) * sizeof *byf);
-    int64_t *take = hs_malloc((n + 1) * sizeof *take);
-    hs_column **all = hs_calloc((size_t)nc + 1, sizeof *all);
-    hs_column **cols = hs_calloc((size_t)nc + 2, sizeof *cols);
-    hs_status st = byf && take && all && cols ? HS_OK : hs_err_nomem(err, n * 16);
-    if (st == HS_OK) {
-        if (n)
-            memcpy(byf, win, n * sizeof *byf);
-        for (size_t i = 0; i < n; i++)
-            byf[i].d = 0;
-        qsort(byf, n, sizeof *byf, cand_cmp);
+    one_batch *ob = hs_calloc(1, sizeof *ob);
+    if (!ob) {
+        hs_batch_free(res);
+        return hs_err_nomem(err, sizeof *ob);
     }
-    for (int i = 0; st == HS_OK && i < nc; i++)
-        st = hs_col_create(&rs->children[i], (int64_t)n, &all[i], err);
-    roaring_bitmap_t *rows = NULL;
-    for (size_t i = 0; st == HS_OK && i < n;) {
-        if (!(rows = roaring_bitmap_create())) {
-            st = hs_err_nomem(err, 64);
-            break;
-        }
-        size_t j = i;
-        for (; j < n && byf[j].file == byf[i].file; j++)
-            roaring_bitmap_add(rows, byf[j].pos);
-        st = read_rows(&plan->files[byf[i].file], rs, rows, all, err);
-        roaring_bitmap_free(rows);
-        rows = NULL;
-        i = j;
+    hs_batch_source src = {.next = one_next, .close = one_close, .ctx = ob};
+    if (hs_field_copy(&res->schema, &src.schema) != HS_OK) {
+        hs_field_clear(&src.schema);
+        hs_batch_free(res);
+        hs_free(ob);
+        return hs_err_nomem(err, 64);
     }
-    /* winner r is the row of (file, pos) in `all`, which is its index in byf */
-    for (size_t r = 0; st == HS_OK && r < n; r++) {
-        cand key = win[r];
-        key.d = 0;
-        const cand *hit = bsearch(&key, byf, n, sizeof *byf, cand_cmp);
-        take[r] = hit ? (int64_t)(hit - byf) : 0;
-    }
-    for (int c = 0; st == HS_OK && c < nc; c++)
-        st = hs_col_take(all[c], take, (int64_t)n, &cols[c], err);
-    hs_field schema = {0};
-    if (st == HS_OK && hs_field_copy(rs, &schema) != HS_OK)
-        st = hs_err_nomem(err, 64);
-    if (st == HS_OK) {
-        hs_field df;
-        hs_field_init(&df, dist_name, HS_TYPE_FLOAT64, false);
-        if (!df.name || hs_field_add_child(&schema, &df) != HS_OK)   /* frees df on failure */
-            st = hs_err_nomem(err, 64);
-    }
-    if (st == HS_OK)
-        st = hs_col_create(&schema.children[nc], (int64_t)n, &cols[nc], err);
-    for (size_t r = 0; st == HS_OK && r < n; r++) {
-        /* a cosine distance of a zero vector is undefined: NaN (sorted last) */
-        double d = metric == HS_METRIC_COSINE && isinf(win[r].d) ? NAN
-                                                                 : vd_user_dist(metric, win[r].d);
-        if (hs_col_append_fixed(cols[nc], &d) != HS_OK)
-            st = hs_err_nomem(err, n * 8);
-    }
-    if (st == HS_OK) {
-        st = tbl_batch_from_cols(&schema, cols, nc + 1, (int64_t)n, out, err);
-    } else if (cols) {
-        for (int c = 0; c <= nc; c++)
-            hs_col_free(cols[c]);
-    }
-    hs_field_clear(&schema);
-    hs_free(cols);
-    for (int c = 0; all && c < nc; c++)
-        hs_col_free(all[c]);
-    hs_free(all);
-    hs_free(take);
-    hs_free(byf);
-    return st;
+    ob->b = res;
+    return hs_arrow_export_stream(&src, out, err);   /* owns ob now, also on failure */
 }
 
 /* ------------------------------------------------------------------ */
-/* entry point                                                         */
+/* entry points                                                        */
 
-static hs_status check_options(const hs_search_options *so, hs_error *err)
+static hs_status check_options(const hs_search_options *so, int n_queries, hs_error *err)
 {
     if (!so)
         return hs_err_set(err, HS_INVALID, "search: no search options");
@@ -854,105 +1179,123 @@ static hs_status check_options(const hs_search_options *so, hs_error *err)
         return hs_err_set(err, HS_INVALID, "search: no query vector (dimension %d)", so->dim);
     if (so->k <= 0)
         return hs_err_set(err, HS_INVALID, "search: k must be > 0, got %d", so->k);
+    if (n_queries <= 0)
+        return hs_err_set(err, HS_INVALID, "search: %d queries (at least one)", n_queries);
     if (so->ef_search < 0 || so->nprobe < 0)
         return hs_err_set(err, HS_INVALID, "search: ef_search (%d) and nprobe (%d) must be >= 0",
                           so->ef_search, so->nprobe);
-    for (int i = 0; i < so->dim; i++)
+    size_t n = (size_t)so->dim * (size_t)n_queries;
+    for (size_t i = 0; i < n; i++)
         if (!isfinite(so->query[i]))
-            return hs_err_set(err, HS_INVALID, "search: query vector element %d is not finite "
-                              "(NaN or infinity)", i);
+            return hs_err_set(err, HS_INVALID, "search: query %zu element %zu is not finite "
+                              "(NaN or infinity)", i / (size_t)so->dim, i % (size_t)so->dim);
     return HS_OK;
 }
 
-hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_search_options *so,
-                          struct ArrowArrayStream *out, hs_error *err)
+/* hs_table_search (batch false, one query) and hs_table_search_batch. */
+static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
+                             const hs_search_options *so, int n_queries, bool batch,
+                             struct ArrowArrayStream *out, hs_error *err)
 {
     if (!t || !out)
         return hs_err_set(err, HS_INVALID, "search: NULL table or output stream");
     memset(out, 0, sizeof *out);
     HS_OPTS_IN(scan, hs_scan_options, err);
     HS_OPTS_IN(so, hs_search_options, err);
-    HS_TRY(check_options(so, err));
-    search_ctx sc = {.so = so, .kern = vd_kernels()};
+    HS_TRY(check_options(so, n_queries, err));
+    search_call c = {.so = so, .kern = vd_kernels()};
+    bool metric_given = false;
     if (so->metric) {
-        HS_TRY(hs_metric_from_name(so->metric, &sc.metric, err));
-        if (sc.metric != HS_METRIC_L2 && sc.metric != HS_METRIC_COSINE &&
-            sc.metric != HS_METRIC_IP)
+        HS_TRY(hs_metric_from_name(so->metric, &c.metric, err));
+        if (c.metric != HS_METRIC_L2 && c.metric != HS_METRIC_COSINE &&
+            c.metric != HS_METRIC_IP)
             return hs_err_set(err, HS_INVALID, "search: metric \"%s\" is not l2, cosine or ip",
                               so->metric);
-        sc.metric_given = true;
+        metric_given = true;
     }
     const char *dist_name = so->distance_column ? so->distance_column : "_distance";
     const ice_snapshot *snap = NULL;
     const ice_schema *schema = NULL;
     HS_TRY(tbl_resolve_snapshot(&t->meta, scan, &snap, &schema, err));
-    sc.col = top_field(schema, so->column);
-    if (!sc.col)
+    c.col = top_field(schema, so->column);
+    if (!c.col)
         return hs_err_set(err, HS_NOT_FOUND, "search: no column \"%s\" in the table schema",
                           so->column);
-    if (!tbl_is_float_vector_type(sc.col))
+    if (!tbl_is_float_vector_type(c.col))
         return hs_err_set(err, HS_INVALID, "search: column \"%s\" is %s, not a vector column "
-                          "(list<float>)", sc.col->name, hs_type_name(sc.col->type));
-    int dim = tbl_vector_dimension(&t->meta, sc.col->field_id);
+                          "(list<float>)", c.col->name, hs_type_name(c.col->type));
+    int dim = tbl_vector_dimension(&t->meta, c.col->field_id);
     if (dim > 0 && dim != so->dim)
         return hs_err_set(err, HS_INVALID, "search: query vector has %d dimensions, column "
-                          "\"%s\" has %d", so->dim, sc.col->name, dim);
+                          "\"%s\" has %d", so->dim, c.col->name, dim);
     hs_field rs = {0}, fsch = {0};
     tbl_plan *plan = NULL;
     vreg vr = {0};
-    tbl_ixscan *six = NULL;
     hs_status st = project_schema(schema, scan, &rs, err);
     for (int i = 0; st == HS_OK && i < rs.n_children; i++)
-        if (strcmp(rs.children[i].name, dist_name) == 0)
-            st = hs_err_set(err, HS_INVALID, "search: the distance column \"%s\" collides with "
-                            "a column of the output (set distance_column)", dist_name);
+        if (strcmp(rs.children[i].name, dist_name) == 0 ||
+            (batch && strcmp(rs.children[i].name, "query_index") == 0))
+            st = hs_err_set(err, HS_INVALID, "search: the %s column \"%s\" collides with a "
+                            "column of the output%s", batch && strcmp(rs.children[i].name,
+                            "query_index") == 0 ? "query index" : "distance",
+                            rs.children[i].name, batch ? "" : " (set distance_column)");
+    if (st == HS_OK && batch && strcmp(dist_name, "query_index") == 0)
+        st = hs_err_set(err, HS_INVALID, "search: the distance column may not be named "
+                        "query_index in a batch search");
     if (st == HS_OK)
         st = tbl_plan_make(&t->meta, snap, schema, scan ? scan->filter : NULL, &plan, err);
     if (st == HS_OK)
         st = filter_schema(schema, &plan->pred, &fsch, err);
     if (st == HS_OK)
         st = vreg_load(&t->meta, &vr, err);
-    if (st == HS_OK && !tbl_pred_is_true(&plan->pred)) {
-        int64_t skipped = 0;
-        st = tbl_ixscan_open(&t->meta, &six, &skipped, err);
-    }
-    if (st == HS_OK && !sc.metric_given)
-        sc.metric = default_metric(&vr, sc.col->field_id);
+    /* the registry view also answers the filter's scalar index lookups */
+    const tbl_ixscan *six = st == HS_OK && !tbl_pred_is_true(&plan->pred) ? vr.six : NULL;
+    if (st == HS_OK && !metric_given)
+        c.metric = default_metric(&vr, c.col->field_id);
     int64_t total = 0;
     for (int i = 0; st == HS_OK && i < plan->n_files; i++)
         total += plan->files[i].record_count > 0 ? plan->files[i].record_count : 0;
-    sc.top.k = (size_t)so->k < (uint64_t)total ? (size_t)so->k : (size_t)total;
-    if (st == HS_OK && sc.top.k > 0 && !(sc.top.h = hs_malloc(sc.top.k * sizeof(cand))))
-        st = hs_err_nomem(err, sc.top.k * sizeof(cand));
-    if (st == HS_OK && sc.top.k > 0)
-        st = search_files(&sc, &vr, six, plan, &fsch, err);
+    c.k = (size_t)so->k < (uint64_t)total ? (size_t)so->k : (size_t)total;
+    c.plan = plan;
+    if (st == HS_OK && plan->n_files > 0 &&
+        !(c.fs = hs_calloc((size_t)plan->n_files, sizeof *c.fs)))
+        st = hs_err_nomem(err, (size_t)plan->n_files * sizeof *c.fs);
+    if (st == HS_OK && c.k > 0) {
+        prep_ctx px = {.c = &c, .vr = &vr, .six = six, .filter_schema = &fsch};
+        st = prep_files(&px, err);
+    }
+    cand **win = hs_calloc((size_t)n_queries, sizeof *win);
+    size_t *n_win = hs_calloc((size_t)n_queries, sizeof *n_win);
+    if (st == HS_OK && (!win || !n_win))
+        st = hs_err_nomem(err, (size_t)n_queries * 16);
+    if (st == HS_OK && c.k > 0)
+        st = run_queries(&c, so->query, n_queries, win, n_win, err);
     hs_batch *res = NULL;
-    if (st == HS_OK) {
-        if (sc.top.n > 1)
-            qsort(sc.top.h, sc.top.n, sizeof(cand), cand_cmp);
-        st = materialize(plan, &rs, dist_name, sc.metric, sc.top.h, sc.top.n, &res, err);
-    }
-    one_batch *ob = NULL;
-    if (st == HS_OK && !(ob = hs_calloc(1, sizeof *ob)))
-        st = hs_err_nomem(err, sizeof *ob);
-    hs_batch_source src = {.next = one_next, .close = one_close, .ctx = ob};
-    if (st == HS_OK && hs_field_copy(&res->schema, &src.schema) != HS_OK) {
-        hs_field_clear(&src.schema);
-        st = hs_err_nomem(err, 64);
-    }
-    if (st == HS_OK) {
-        ob->b = res;
-        res = NULL;
-        st = hs_arrow_export_stream(&src, out, err);
-        ob = NULL;  /* owned by the stream now (freed on failure too) */
-    }
-    hs_free(ob);
-    hs_batch_free(res);
-    tbl_ixscan_free(six);
+    if (st == HS_OK)
+        st = materialize(&c, &rs, dist_name, win, n_win, n_queries, batch, &res, err);
+    if (st == HS_OK)
+        st = export_one(res, out, err);
+    for (int q = 0; win && q < n_queries; q++)
+        hs_free(win[q]);
+    hs_free(win);
+    hs_free(n_win);
+    fstates_free(c.fs, plan ? plan->n_files : 0);
     vreg_clear(&vr);
     tbl_plan_free(plan);
     hs_field_clear(&rs);
     hs_field_clear(&fsch);
-    hs_free(sc.top.h);
     return st;
+}
+
+hs_status hs_table_search(hs_table *t, const hs_scan_options *scan, const hs_search_options *so,
+                          struct ArrowArrayStream *out, hs_error *err)
+{
+    return search_impl(t, scan, so, 1, false, out, err);
+}
+
+hs_status hs_table_search_batch(hs_table *t, const hs_scan_options *scan,
+                                const hs_search_options *so, int n_queries,
+                                struct ArrowArrayStream *out, hs_error *err)
+{
+    return search_impl(t, scan, so, n_queries, true, out, err);
 }

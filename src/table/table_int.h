@@ -278,6 +278,10 @@ typedef struct tbl_ixscan tbl_ixscan;
 HS_MUST_USE hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out,
                                       int64_t *skipped, hs_error *err);
 void tbl_ixscan_free(tbl_ixscan *x);  /* accepts NULL */
+/* The registry version it holds (indexed by data file; borrowed until
+ * tbl_ixscan_free), shared through the process-wide cache. */
+struct ix_registry;
+const struct ix_registry *tbl_ixscan_registry(const tbl_ixscan *x);
 /* Drops the process-wide cache of opened sidecars and registry versions
  * (entries in use stay until released), opened vector indexes and the Avro
  * schema cache: tests, memory pressure. */

@@ -14,14 +14,15 @@
  *
  *   offset  size      field
  *   0       8         magic "HSVECIDX"
- *   8       4         version (1)
+ *   8       4         version: 1, or 2 when flag bit 1 is set
  *   12      4         header bytes (64)
  *   16      8         size of the data file it covers, in bytes
  *   24      8         rows of the data file
  *   32      8         n: vectors indexed (non-null rows)
  *   40      4         field id of the column
  *   44      4         dimension (0 when n == 0)
- *   48      4         flags: bit 0 = a position map follows
+ *   48      4         flags: bit 0 = a position map follows,
+ *                     bit 1 = exact vectors follow (version 2 only)
  *   52      4         metric (hs_metric: L2, COSINE, IP; the graph's)
  *   56      8         xxh64 (seed 0) of bytes [0, 56) and then of the map
  *                     (the map's hash seeded with the first)
@@ -29,8 +30,23 @@
  *                     increasing, < rows.  Without the flag id == position
  *                     (then n == rows)
  *   ...               zero padding to a multiple of 64
+ *   V       4 * d * n exact vectors (flag bit 1): the float32 vector of id i
+ *                     at V + 4 * d * i, exactly as the data file holds it
+ *   ...     8         xxh64 (seed 0) of the 4 * d * n vector bytes
+ *   ...               zero padding to a multiple of 64
  *   ...     to end    the graph image (hnsw.h: its own magic and checksum;
  *                     absent when n == 0)
+ *
+ * Exact vectors (version 2): quantized kinds search codes and rerank the
+ * best max(k * rerank, ef) candidates with exact vectors, and a search
+ * returns the vector column of its winners; both read these in place
+ * (tbl_vindex_vector) instead of decoding Parquet pages.  A flat index of
+ * an L2 or IP metric holds the exact vectors in its graph already
+ * (hnsw_exact_vector), so it is written as version 1 without them; so are
+ * indexes built with the parameter "exact_vectors": false.  Version 1
+ * sidecars of other kinds stay valid: their readers fetch exact vectors
+ * from the data file as before.  Cost: 4 * d bytes per vector on disk and,
+ * while the sidecar is cached, in memory (docs/search.md measures it).
  *
  * The data file size in the header lets a reader reject a sidecar of
  * another file that reused the name (stale), in addition to the registry
@@ -69,9 +85,12 @@
 #include <unistd.h>
 
 #define VX_MAGIC "HSVECIDX"
-#define VX_VERSION 1u
+#define VX_VERSION 1u           /* without exact vectors */
+#define VX_VERSION_VECTORS 2u   /* with exact vectors (VX_FLAG_VECTORS) */
 #define VX_HEADER 64u
 #define VX_FLAG_MAP 1u
+#define VX_FLAG_VECTORS 2u
+#define VX_MAX_DIM 65536u
 #define VX_BATCH 4096
 
 /* ------------------------------------------------------------------ */
@@ -137,6 +156,12 @@ static hs_status parse_obj(json_t *o, tbl_vindex_spec *s, bool *ivf_set, hs_erro
             HS_TRY(int_param(v, key, 1, 1 << 20, &p->ivf_nprobe, err));
         else if (strcmp(key, "rerank") == 0)
             HS_TRY(int_param(v, key, 1, 10000, &p->rerank, err));
+        else if (strcmp(key, "exact_vectors") == 0) {
+            if (!json_is_boolean(v))
+                return hs_err_set(err, HS_INVALID, "vector index parameter \"exact_vectors\" "
+                                  "must be true or false");
+            s->no_vectors = !json_is_true(v);
+        }
         else if (strcmp(key, "seed") == 0) {
             if (!json_is_integer(v) || json_integer_value(v) < 0)
                 return hs_err_set(err, HS_INVALID, "vector index parameter \"seed\" must be a "
@@ -155,7 +180,8 @@ static hs_status parse_obj(json_t *o, tbl_vindex_spec *s, bool *ivf_set, hs_erro
         } else {
             return hs_err_set(err, HS_INVALID, "unknown vector index parameter \"%s\" (known: "
                               "m, ef_construction, ef_search, metric, pq_m, ivf_lists, nprobe, "
-                              "rerank, seed, complexity, quality, compression)", key);
+                              "rerank, seed, exact_vectors, complexity, quality, "
+                              "compression)", key);
         }
     }
     return HS_OK;
@@ -240,6 +266,8 @@ hs_status tbl_vindex_params_json(const tbl_vindex_spec *s, hs_buf *out)
         HS_TRY(hs_buf_printf(out, ",\"nprobe\":%d", p->ivf_nprobe));
     if (p->seed)
         HS_TRY(hs_buf_printf(out, ",\"seed\":%" PRIu64, p->seed));
+    if (s->no_vectors)
+        HS_TRY(hs_buf_puts(out, ",\"exact_vectors\":false"));
     return hs_buf_puts(out, "}");
 }
 
@@ -598,18 +626,22 @@ hs_status tbl_vbuilder_finish(tbl_vbuilder *b, hs_buf *out, hs_error *err)
     }
     bool with_map = n != (size_t)b->n_rows;
     size_t map_bytes = with_map ? n * 4 : 0;
+    /* exact vectors where the graph does not hold them (header comment) */
+    bool with_vecs = n > 0 && !b->spec.no_vectors &&
+                     (b->spec.hp.quant.type != VQ_FLAT || b->spec.hp.metric == HS_METRIC_COSINE);
+    size_t vec_bytes = with_vecs ? n * (size_t)b->dim * sizeof(float) : 0;
     size_t start = out->len;
     if (st == HS_OK) {
         uint8_t hdr[VX_HEADER] = {0};
         memcpy(hdr, VX_MAGIC, 8);
-        put_u32(hdr + 8, VX_VERSION);
+        put_u32(hdr + 8, with_vecs ? VX_VERSION_VECTORS : VX_VERSION);
         put_u32(hdr + 12, VX_HEADER);
         put_u64(hdr + 16, (uint64_t)b->data_file_size);
         put_u64(hdr + 24, (uint64_t)b->n_rows);
         put_u64(hdr + 32, (uint64_t)n);
         put_u32(hdr + 40, (uint32_t)b->field_id);
         put_u32(hdr + 44, n ? (uint32_t)b->dim : 0);
-        put_u32(hdr + 48, with_map ? VX_FLAG_MAP : 0);
+        put_u32(hdr + 48, (with_map ? VX_FLAG_MAP : 0) | (with_vecs ? VX_FLAG_VECTORS : 0));
         put_u32(hdr + 52, (uint32_t)b->spec.hp.metric);
         put_u64(hdr + 56, header_sum(hdr, b->pos.data, map_bytes));
         static const uint8_t zeros[64];
@@ -618,6 +650,14 @@ hs_status tbl_vbuilder_finish(tbl_vbuilder *b, hs_buf *out, hs_error *err)
             (map_bytes && hs_buf_append(out, b->pos.data, map_bytes) != HS_OK) ||
             hs_buf_append(out, zeros, pad) != HS_OK)
             st = hs_err_nomem(err, map_bytes);
+        if (st == HS_OK && with_vecs) {
+            uint8_t sum[8];
+            put_u64(sum, hs_xxh64(b->vecs.data, vec_bytes, 0));
+            pad = align64(vec_bytes + 8) - (vec_bytes + 8);
+            if (hs_buf_append(out, b->vecs.data, vec_bytes) != HS_OK ||
+                hs_buf_append(out, sum, 8) != HS_OK || hs_buf_append(out, zeros, pad) != HS_OK)
+                st = hs_err_nomem(err, vec_bytes);
+        }
     }
     if (st == HS_OK && ix)
         st = hnsw_save(ix, out, err);
@@ -671,6 +711,7 @@ const tbl_ixkind tbl_vector_ixkind = {
 struct tbl_vindex {
     uint8_t *own;             /* the image when owned (hs_malloc_aligned) */
     const uint32_t *map;      /* NULL = identity */
+    const float *vecs;        /* exact vectors (version 2), n * dim; NULL = none */
     hnsw_index *ix;           /* NULL when n == 0 */
     tbl_vindex_info info;
     tbl_fref *ref;            /* the cache entry holding it (tbl_vindex_acquire) */
@@ -697,34 +738,56 @@ hs_status tbl_vindex_open_image(uint8_t *p, size_t n, bool own, tbl_vindex **out
     if (own)
         vi->own = p;
     hs_status st = HS_OK;
+    uint32_t version = n >= VX_HEADER ? get_u32(p + 8) : 0;
     if (n < VX_HEADER || memcmp(p, VX_MAGIC, 8) != 0)
         st = HS_CORRUPT_AT(err, "vector index: bad magic or %zu bytes is too short", n);
-    else if (get_u32(p + 8) != VX_VERSION || get_u32(p + 12) != VX_HEADER)
+    else if ((version != VX_VERSION && version != VX_VERSION_VECTORS) ||
+             get_u32(p + 12) != VX_HEADER)
         st = HS_CORRUPT_AT(err, "vector index: version %" PRIu32 " / header %" PRIu32
-                           " unknown", get_u32(p + 8), get_u32(p + 12));
+                           " unknown", version, get_u32(p + 12));
     uint64_t rows = 0, nv = 0;
     uint32_t flags = 0, dim = 0;
-    size_t map_bytes = 0, graph_off = 0;
+    size_t map_bytes = 0, graph_off = 0, vec_off = 0, vec_bytes = 0;
     if (st == HS_OK) {
         rows = get_u64(p + 24);
         nv = get_u64(p + 32);
         dim = get_u32(p + 44);
         flags = get_u32(p + 48);
-        if (rows > UINT32_MAX || nv > rows || (flags & ~VX_FLAG_MAP) || get_u32(p + 52) > 2 ||
+        uint32_t known = version == VX_VERSION ? VX_FLAG_MAP : VX_FLAG_MAP | VX_FLAG_VECTORS;
+        if (rows > UINT32_MAX || nv > rows || (flags & ~known) || get_u32(p + 52) > 2 ||
             (!(flags & VX_FLAG_MAP) && nv != rows) || (nv > 0) != (dim > 0) ||
-            get_u64(p + 16) > (uint64_t)INT64_MAX)
-            st = HS_CORRUPT_AT(err, "vector index: inconsistent header (rows %" PRIu64
-                               ", vectors %" PRIu64 ", flags %" PRIu32 ")", rows, nv, flags);
+            dim > VX_MAX_DIM || get_u64(p + 16) > (uint64_t)INT64_MAX ||
+            (version == VX_VERSION_VECTORS) != ((flags & VX_FLAG_VECTORS) != 0) ||
+            ((flags & VX_FLAG_VECTORS) && nv == 0))
+            st = HS_CORRUPT_AT(err, "vector index: inconsistent header (version %" PRIu32
+                               ", rows %" PRIu64 ", vectors %" PRIu64 ", dimension %" PRIu32
+                               ", flags %" PRIu32 ")", version, rows, nv, dim, flags);
     }
     if (st == HS_OK) {
+        /* rows <= 2^32 and dim <= 2^16: every size below fits in 64 bits */
         map_bytes = (flags & VX_FLAG_MAP) ? (size_t)nv * 4 : 0;
-        graph_off = align64(VX_HEADER + map_bytes);
+        vec_off = align64(VX_HEADER + map_bytes);
+        vec_bytes = (flags & VX_FLAG_VECTORS) ? (size_t)nv * dim * sizeof(float) : 0;
+        graph_off = vec_bytes ? align64(vec_off + vec_bytes + 8) : vec_off;
         if (nv == 0 ? n != VX_HEADER : graph_off >= n)
-            st = HS_CORRUPT_AT(err, "vector index: %zu bytes cannot hold %" PRIu64 " vectors",
-                               n, nv);
+            st = HS_CORRUPT_AT(err, "vector index: %zu bytes cannot hold %" PRIu64 " vectors "
+                               "of dimension %" PRIu32, n, nv, dim);
         else if (header_sum(p, p + VX_HEADER, map_bytes) != get_u64(p + 56))
             st = HS_CORRUPT_AT(err, "vector index: header checksum mismatch");
+        else if (vec_bytes && hs_xxh64(p + vec_off, vec_bytes, 0) !=
+                                  get_u64(p + vec_off + vec_bytes))
+            st = HS_CORRUPT_AT(err, "vector index: checksum mismatch in the exact vectors "
+                               "(%zu bytes at offset %zu)", vec_bytes, vec_off);
     }
+    /* padding is zero, so that no byte of the image goes unchecked */
+    for (size_t i = VX_HEADER + map_bytes; st == HS_OK && nv > 0 && i < vec_off; i++)
+        if (p[i])
+            st = HS_CORRUPT_AT(err, "vector index: nonzero padding at offset %zu", i);
+    for (size_t i = vec_off + vec_bytes + 8; st == HS_OK && vec_bytes && i < graph_off; i++)
+        if (p[i])
+            st = HS_CORRUPT_AT(err, "vector index: nonzero padding at offset %zu", i);
+    if (st == HS_OK && vec_bytes)
+        vi->vecs = (const float *)(const void *)(p + vec_off);
     if (st == HS_OK && map_bytes) {
         vi->map = (const uint32_t *)(const void *)(p + VX_HEADER);
         for (uint64_t i = 0; i < nv && st == HS_OK; i++)
@@ -872,6 +935,37 @@ const hnsw_index *tbl_vindex_hnsw(const tbl_vindex *vi) { return vi->ix; }
 uint32_t tbl_vindex_pos_of(const tbl_vindex *vi, uint32_t id)
 {
     return vi->map ? vi->map[id] : id;
+}
+
+int64_t tbl_vindex_id_of(const tbl_vindex *vi, uint32_t pos)
+{
+    uint64_t n = (uint64_t)vi->info.n_vectors;
+    if (!vi->map)
+        return pos < n ? (int64_t)pos : -1;
+    uint64_t lo = 0, hi = n;   /* the map is strictly increasing */
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (vi->map[mid] < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && vi->map[lo] == pos ? (int64_t)lo : -1;
+}
+
+bool tbl_vindex_has_vectors(const tbl_vindex *vi)
+{
+    return vi->info.n_vectors == 0 || vi->vecs ||
+           (vi->ix && hnsw_exact_vector(vi->ix, 0) != NULL);
+}
+
+const float *tbl_vindex_vector(const tbl_vindex *vi, uint32_t id)
+{
+    if (id >= (uint64_t)vi->info.n_vectors)
+        return NULL;
+    if (vi->vecs)
+        return vi->vecs + (size_t)id * (size_t)vi->info.dim;
+    return vi->ix ? hnsw_exact_vector(vi->ix, id) : NULL;
 }
 
 hs_status tbl_vindex_ids_of(const tbl_vindex *vi, const roaring_bitmap_t *positions,

@@ -7,14 +7,18 @@
  * The graph (index/vector/hnsw.h) numbers its vectors densely 0..n-1: the
  * non-null vectors in file order.  When the file has null vectors the
  * sidecar carries the map id -> file position; without nulls id ==
- * position.  Byte layout: the header comment of vindex.c.
+ * position.  Byte layout: the header comment of vindex.c.  Sidecars of
+ * format version 2 also keep the exact float32 vectors, read in place for
+ * reranking and for returning the vector column (tbl_vindex_vector).
  *
  * Kinds (include/hyperstream/index.h):
  *   hnsw hnsw_tq8 hnsw_tq4 hnsw_pq hnsw_bin          one graph per file
  *   ivf_hnsw ivf_hnsw_tq8 ivf_hnsw_tq4 ivf_hnsw_pq ivf_hnsw_bin
  *                                                   IVF lists, a graph each
  * Parameters (JSON object, all optional): m, ef_construction, ef_search,
- * metric ("l2" | "cosine" | "ip"), pq_m, ivf_lists, nprobe, rerank, seed;
+ * metric ("l2" | "cosine" | "ip"), pq_m, ivf_lists, nprobe, rerank, seed,
+ * exact_vectors (true | false: keep the exact vectors in the sidecar where
+ * the graph does not hold them; default true);
  * the dict form's names complexity (= m), quality (= ef_construction),
  * compression (= pq_m); "type" (must name the same kind when kind is given).
  * Unknown keys, wrong types and out-of-range values are HS_INVALID.
@@ -39,6 +43,7 @@
 typedef struct tbl_vindex_spec {
     char kind[24];            /* canonical kind name, e.g. "hnsw_pq" */
     hnsw_params hp;           /* M, ef_construction, ef_search, metric, quant, rerank, ivf */
+    bool no_vectors;          /* "exact_vectors": false: the sidecar keeps no exact vectors */
 } tbl_vindex_spec;
 
 /* True for the vector kinds above ("auto" is not one: callers map it). */
@@ -161,6 +166,16 @@ void tbl_vindex_get_info(const tbl_vindex *vi, tbl_vindex_info *out);
 const hnsw_index *tbl_vindex_hnsw(const tbl_vindex *vi);
 /* File position of graph id `id` (< n_vectors). */
 uint32_t tbl_vindex_pos_of(const tbl_vindex *vi, uint32_t id);
+/* Graph id of file position pos, or -1 when that row has no vector. */
+int64_t tbl_vindex_id_of(const tbl_vindex *vi, uint32_t pos);
+/* Whether tbl_vindex_vector answers for every id: a version 2 sidecar
+ * (exact vectors stored), a flat L2/IP graph (its own vectors are exact),
+ * or a sidecar of no vector.  Else exact vectors come from the data file. */
+bool tbl_vindex_has_vectors(const tbl_vindex *vi);
+/* The exact vector of graph id `id` (info.dim floats, bitwise what the data
+ * file holds; borrowed until release), or NULL (id out of range, or
+ * !tbl_vindex_has_vectors). */
+const float *tbl_vindex_vector(const tbl_vindex *vi, uint32_t id);
 /* The graph ids of the file positions in `positions` (rows without a vector
  * drop out): a new bitmap (caller frees), or NULL when positions is NULL. */
 HS_MUST_USE hs_status tbl_vindex_ids_of(const tbl_vindex *vi, const roaring_bitmap_t *positions,

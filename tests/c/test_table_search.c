@@ -21,6 +21,7 @@
  */
 #include "harness.h"
 
+#include "base/hash.h"
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
@@ -342,6 +343,96 @@ static void test_image_damage(void)
         hs_free_aligned(p);
         hs_free_aligned(img);
     }
+    CHECK(hs_mem_live_count() == live);
+}
+
+/* Exact vectors in the sidecar (format version 2): which kinds keep them,
+ * that they are the builder's input bit for bit, that the position <-> id
+ * maps agree, and that "exact_vectors": false writes version 1. */
+static void test_exact_vectors_image(void)
+{
+    int64_t live = hs_mem_live_count();
+    static const struct {
+        const char *kind, *params;
+        uint32_t version;
+        bool has;
+    } cases[] = {
+        {"hnsw", "{\"m\":4,\"ef_construction\":16}", 1, true},   /* the graph's own */
+        {"hnsw", "{\"m\":4,\"metric\":\"ip\"}", 1, true},
+        {"hnsw", "{\"m\":4,\"metric\":\"cosine\"}", 2, true},  /* graph normalized */
+        {"hnsw_tq8", "{\"m\":4}", 2, true},
+        {"hnsw_tq4", "{\"m\":4}", 2, true},
+        {"hnsw_pq", "{\"m\":4,\"pq_m\":4}", 2, true},
+        {"ivf_hnsw_tq8", "{\"m\":4,\"ivf_lists\":3}", 2, true},
+        {"ivf_hnsw", "{\"m\":4,\"ivf_lists\":3}", 1, true},
+        {"hnsw_tq8", "{\"m\":4,\"exact_vectors\":false}", 1, false},
+        {"hnsw", "{\"m\":4,\"metric\":\"cosine\",\"exact_vectors\":false}", 1, false},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t len = 0;
+        const int64_t n = 300;
+        uint8_t *img = build_image(cases[k].kind, cases[k].params, n, &len);
+        REQUIRE(img);
+        uint32_t version;
+        memcpy(&version, img + 8, 4);
+        CHECK(version == cases[k].version);
+        tbl_vindex *vi = NULL;
+        hs_error err = {0};
+        CHECK_OK(tbl_vindex_open_image(img, len, true, &vi, &err), &err);
+        if (!vi)
+            continue;
+        CHECK(tbl_vindex_has_vectors(vi) == cases[k].has);
+        tbl_vindex_info info;
+        tbl_vindex_get_info(vi, &info);
+        int mismatches = 0;
+        for (int64_t pos = 0; pos < n; pos++) {
+            int64_t id = tbl_vindex_id_of(vi, (uint32_t)pos);
+            if (vec_null(pos)) {
+                mismatches += id != -1;
+                continue;
+            }
+            mismatches += id < 0 || tbl_vindex_pos_of(vi, (uint32_t)id) != (uint32_t)pos;
+            const float *v = id >= 0 ? tbl_vindex_vector(vi, (uint32_t)id) : NULL;
+            if (!cases[k].has) {
+                mismatches += v != NULL;
+                continue;
+            }
+            for (int j = 0; v && j < DIM; j++) {
+                float want = comp(pos, j);
+                mismatches += memcmp(&v[j], &want, 4) != 0;
+            }
+            mismatches += v == NULL;
+        }
+        CHECK(mismatches == 0);
+        CHECK(tbl_vindex_id_of(vi, (uint32_t)n) == -1 && tbl_vindex_id_of(vi, UINT32_MAX) == -1);
+        CHECK(tbl_vindex_vector(vi, (uint32_t)info.n_vectors) == NULL);
+        tbl_vindex_close(vi);
+    }
+    /* a version 2 image claiming version 1 (or the reverse) is corrupt */
+    size_t len = 0;
+    uint8_t *img = build_image("hnsw_tq8", "{\"m\":4}", 120, &len);
+    REQUIRE(img);
+    uint8_t *p = hs_malloc_aligned(len);
+    REQUIRE(p);
+    for (uint32_t v = 0; v < 4; v++) {
+        memcpy(p, img, len);
+        memcpy(p + 8, &v, 4);
+        /* with a valid header checksum, so the version check itself decides */
+        uint64_t nv, h;
+        uint32_t flags;
+        memcpy(&nv, p + 32, 8);
+        memcpy(&flags, p + 48, 4);
+        h = hs_xxh64(p, 56, 0);
+        if (flags & 1)
+            h = hs_xxh64(p + 64, (size_t)nv * 4, h);
+        memcpy(p + 56, &h, 8);
+        tbl_vindex *vi = NULL;
+        hs_error err = {0};
+        CHECK(tbl_vindex_open_image(p, len, false, &vi, &err) == (v == 2 ? HS_OK : HS_CORRUPT));
+        tbl_vindex_close(vi);
+    }
+    hs_free_aligned(p);
+    hs_free_aligned(img);
     CHECK(hs_mem_live_count() == live);
 }
 
@@ -875,6 +966,7 @@ int main(void)
     HS_RUN(test_builder_roundtrip);
     HS_RUN(test_builder_errors);
     HS_RUN(test_image_damage);
+    HS_RUN(test_exact_vectors_image);
     HS_RUN(test_search_exact);
     HS_RUN(test_cache);
     HS_RUN(test_vindex_oom);

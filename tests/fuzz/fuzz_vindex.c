@@ -2,15 +2,19 @@
  *
  * The first input byte picks a mode; the rest is the payload.
  *   bit 0  recompute the header checksum first (over the header and the
- *          position map it announces), so that mutations reach the header,
- *          map and graph checks instead of stopping at the checksum
+ *          position map it announces) and the exact vectors' checksum
+ *          (version 2), so that mutations reach the header, map, vector
+ *          and graph checks instead of stopping at a checksum
  *   bit 7  build mode: the payload is float32 vectors (dimension 1 + bits
  *          1-3, a NaN-free copy; every 5th row null); build a sidecar of
- *          them, open it (must succeed), look every stored vector up (a
- *          hit at a valid position)
+ *          them (bit 4: hnsw_tq8, which keeps exact vectors; else hnsw),
+ *          open it (must succeed), look every stored vector up (a hit at a
+ *          valid position) and read it back exactly (tbl_vindex_vector)
  * Decode mode opens the payload (copied into a 64-byte aligned buffer of
  * the exact size, so ASan sees any over-read), and when it opens, maps a
- * position set to ids and searches with a fetch callback. */
+ * position set to ids, maps every id to its position and back, reads
+ * every exact vector it claims to hold, and searches with a fetch
+ * callback. */
 #include "base/hash.h"
 #include "base/mem.h"
 #include "table/vindex.h"
@@ -41,6 +45,37 @@ static void fix_checksum(uint8_t *p, size_t n)
     if (map)
         h = hs_xxh64(p + 64, map, h);
     memcpy(p + 56, &h, 8);
+    /* version 2: the exact vectors after the map, then their checksum */
+    uint32_t dim;
+    memcpy(&dim, p + 44, 4);
+    size_t off = (64 + map + 63) & ~(size_t)63;
+    if ((flags & 2) && dim <= 65536 && nv <= (uint64_t)n && off <= n) {
+        uint64_t bytes = nv * dim * 4;
+        if (bytes <= n - off && n - off - bytes >= 8) {
+            uint64_t v = hs_xxh64(p + off, (size_t)bytes, 0);
+            memcpy(p + off + bytes, &v, 8);
+        }
+    }
+}
+
+/* Every id maps to a position and back; every vector it claims is read. */
+static void walk_ids(const tbl_vindex *vi, const tbl_vindex_info *info)
+{
+    bool has = tbl_vindex_has_vectors(vi);
+    volatile float sink = 0;
+    for (int64_t id = 0; id < info->n_vectors; id++) {
+        uint32_t pos = tbl_vindex_pos_of(vi, (uint32_t)id);
+        if (pos >= (uint64_t)info->n_rows || tbl_vindex_id_of(vi, pos) != id)
+            abort();
+        const float *v = tbl_vindex_vector(vi, (uint32_t)id);
+        if (has != (v != NULL))
+            abort();
+        for (int j = 0; v && j < info->dim; j++)
+            sink += v[j];
+    }
+    if (tbl_vindex_vector(vi, (uint32_t)info->n_vectors) != NULL)
+        abort();
+    (void)sink;
 }
 
 static void decode(const uint8_t *data, size_t size, bool fix)
@@ -56,6 +91,7 @@ static void decode(const uint8_t *data, size_t size, bool fix)
         return;
     tbl_vindex_info info;
     tbl_vindex_get_info(vi, &info);
+    walk_ids(vi, &info);
     roaring_bitmap_t *pos = roaring_bitmap_from_range(0, (uint64_t)info.n_rows + 3, 3);
     roaring_bitmap_t *ids = NULL;
     if (pos && tbl_vindex_ids_of(vi, pos, &ids, NULL) == HS_OK && tbl_vindex_hnsw(vi)) {
@@ -78,7 +114,7 @@ static void decode(const uint8_t *data, size_t size, bool fix)
     tbl_vindex_close(vi);
 }
 
-static void build(const uint8_t *data, size_t size, int dim)
+static void build(const uint8_t *data, size_t size, int dim, bool tq8)
 {
     size_t rows = size / ((size_t)dim * 4);
     if (rows == 0 || rows > 2000)
@@ -107,8 +143,8 @@ static void build(const uint8_t *data, size_t size, int dim)
             st = hs_col_list_end(c);
     }
     if (st == HS_OK)
-        st = tbl_vbuilder_new("hnsw", "{\"m\":4,\"ef_construction\":16}", &f, 1000,
-                              (int64_t)rows, &b, NULL);
+        st = tbl_vbuilder_new(tq8 ? "hnsw_tq8" : "hnsw", "{\"m\":4,\"ef_construction\":16}",
+                              &f, 1000, (int64_t)rows, &b, NULL);
     if (st == HS_OK) {
         tbl_vbuilder_set_threads(b, 1);
         st = tbl_vbuilder_add(b, c, 0, NULL);
@@ -124,13 +160,23 @@ static void build(const uint8_t *data, size_t size, int dim)
         if (tbl_vindex_open_image(p, out.len, true, &vi, NULL) != HS_OK)
             abort();
         const hnsw_index *ix = tbl_vindex_hnsw(vi);
+        if (!tbl_vindex_has_vectors(vi))
+            abort();
+        size_t d = (size_t)dim;
         for (size_t r = 0; ix && r < rows; r++) {
-            if (r % 5 == 4)
+            int64_t id = tbl_vindex_id_of(vi, (uint32_t)r);
+            if (r % 5 == 4) {
+                if (id != -1)
+                    abort();
                 continue;
+            }
             const float *v = HS_COL_VALUES(c->children[0], float) + HS_COL_OFFSETS(c)[r];
+            const float *kept = id >= 0 ? tbl_vindex_vector(vi, (uint32_t)id) : NULL;
+            if (!kept || memcmp(kept, v, d * sizeof(float)) != 0)
+                abort();
             hnsw_hit hit;
             int n = 0;
-            hnsw_search_opts o = {.k = 1, .ef = 400};
+            hnsw_search_opts o = {.k = 1, .ef = 400, .fetch = zero_fetch, .fetch_ctx = &d};
             if (hnsw_search(ix, v, &o, &hit, &n, NULL, NULL) != HS_OK || n != 1 ||
                 tbl_vindex_pos_of(vi, hit.id) >= rows || tbl_vindex_pos_of(vi, hit.id) % 5 == 4)
                 abort();
@@ -149,7 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     uint8_t mode = data[0];
     if (mode & 0x80)
-        build(data + 1, size - 1, 1 + ((mode >> 1) & 7));
+        build(data + 1, size - 1, 1 + ((mode >> 1) & 7), (mode >> 4) & 1);
     else
         decode(data + 1, size - 1, mode & 1);
     tbl_vindex_cache_clear();

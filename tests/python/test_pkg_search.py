@@ -15,6 +15,7 @@ against brute force in numpy and against pandas for filters.
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401
 import pytest
 
 import hyperstreamdb as hdb
@@ -152,3 +153,80 @@ def test_scalar_index_keeps_results_and_is_used(data, tmp_path):
         assert got == before[f] == sorted(df[m]["id"]), f
     rep = t.explain(filter="category = 'news'")
     assert rep and "files_indexed" in str(rep)
+
+
+@needs_hnsw
+@pytest.mark.parametrize("kind", [None, "hnsw_tq8"])
+def test_batch_query_through_the_package(data, tmp_path, kind):
+    """A 2-D query is a batch: one call, a query_index column, per query the
+    rows of the single query; exact against numpy (no index, or full ef)."""
+    path, df, vecs = data
+    if kind:
+        t = hdb.Table(tmp_path / "b")
+        for i in range(FILES):
+            t.write_pandas(df.iloc[i * 1000:(i + 1) * 1000])
+            t.commit()
+        t.add_index("embedding", kind, progress=False)
+    else:
+        t = hdb.Table(path)
+    qs = RNG.standard_normal((9, DIM)).astype(np.float32)
+    mask = (df["category"] == "news").to_numpy()
+    for flt, m in ((None, None), ("category = 'news'", mask), ("id < 30", df["id"] < 30)):
+        vf = {"column": "embedding", "query": qs, "k": 6, "ef_search": ROWS}
+        got = t.to_arrow(filter=flt, vector_filter=vf, columns=["id", "embedding"])
+        assert got.column_names == ["query_index", "id", "embedding", "distance"]
+        qi = got.column("query_index").to_numpy()
+        assert list(qi) == sorted(qi) and set(qi) == set(range(len(qs)))
+        for i, q in enumerate(qs):
+            part = got.filter(pa.compute.equal(got.column("query_index"), i))
+            one = t.to_arrow(filter=flt, columns=["id", "embedding"],
+                             vector_filter=dict(vf, query=q))
+            assert part.drop_columns(["query_index"]).equals(one)
+            want, wd = brute(vecs, q, 6, mask=None if m is None else np.asarray(m))
+            assert list(part.column("id").to_numpy()) == list(want)
+            np.testing.assert_allclose(part.column("distance").to_numpy(), wd, rtol=1e-4,
+                                       atol=1e-4)
+            np.testing.assert_array_equal(np.array(part.column("embedding").to_pylist(),
+                                                   np.float32), vecs[want])
+    # a list of lists is a batch too; bad batches are clear errors
+    got = t.to_arrow(vector_filter={"column": "embedding", "query": qs[:2].tolist(), "k": 2})
+    assert list(got.column("query_index").to_numpy()) == [0, 0, 1, 1]
+    bad = qs[:2].copy()
+    bad[1, 3] = np.nan
+    with pytest.raises(ValueError, match="row 1"):
+        t.to_arrow(vector_filter={"column": "embedding", "query": bad, "k": 2})
+    with pytest.raises(ValueError):
+        t.to_arrow(vector_filter={"column": "embedding", "query": np.ones((0, DIM)), "k": 2})
+    with pytest.raises(hdb.InvalidArgumentError, match="dimension"):
+        t.to_arrow(vector_filter={"column": "embedding", "query": np.ones((2, DIM + 1)),
+                                  "k": 2})
+
+
+@needs_hnsw
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8", "hnsw_pq"])
+def test_index_answers_after_deletes_and_in_the_past(data, tmp_path, kind):
+    """Sidecars cover immutable data files: after a delete the deleted rows
+    never come back, and the snapshot before it still returns them; at full
+    ef every answer is numpy's ORDER BY distance, vectors included."""
+    path, df, vecs = data
+    t = hdb.Table(tmp_path / "d")
+    t.write_pandas(df)
+    t.commit()
+    t.add_index("embedding", kind, progress=False)
+    before = t.current_snapshot_id
+    gone = (df["id"] % 7 == 3).to_numpy()
+    t.delete("id IN (" + ", ".join(str(i) for i in df["id"][gone]) + ")")
+    for _ in range(4):
+        q = RNG.standard_normal(DIM).astype(np.float32)
+        vf = {"column": "embedding", "query": q, "k": 12, "ef_search": ROWS}
+        now = t.to_arrow(vector_filter=vf, columns=["id", "embedding"])
+        want, wd = brute(vecs, q, 12, mask=~gone)
+        assert list(now.column("id").to_numpy()) == list(want)
+        np.testing.assert_allclose(now.column("distance").to_numpy(), wd, rtol=1e-4, atol=1e-4)
+        np.testing.assert_array_equal(np.array(now.column("embedding").to_pylist(), np.float32),
+                                      vecs[want])
+        then = t.to_arrow(vector_filter=vf, columns=["id", "embedding"], snapshot_id=before)
+        want, wd = brute(vecs, q, 12)
+        assert list(then.column("id").to_numpy()) == list(want)
+        np.testing.assert_array_equal(np.array(then.column("embedding").to_pylist(), np.float32),
+                                      vecs[want])

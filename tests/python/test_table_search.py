@@ -27,10 +27,12 @@ import json
 import os
 import pathlib
 import shutil
+import struct
 import subprocess
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401
 import pytest
 from conftest import require, require_module  # noqa: E402
 
@@ -83,6 +85,24 @@ class Hs(X.Hs):
         del keep
         reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(st))
         return reader.read_all()
+
+    def search_batch(self, t, column, qs, k, flt=None, columns=None, ef=0):
+        """hs_table_search_batch over the rows of qs (2-D)."""
+        qs = np.ascontiguousarray(qs, dtype=np.float32)
+        so = SearchOpts()
+        so.column = column.encode()
+        so.query = qs.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        so.dim = qs.shape[1]
+        so.k = k
+        so.ef_search = ef
+        o, keep = self._scan_opts(flt, columns)
+        st = X.Stream()
+        self.lib.hs_table_search_batch.argtypes = [X.vp, X.vp, X.vp, ctypes.c_int, X.vp, X.vp]
+        self.lib.hs_table_search_batch.restype = ctypes.c_int
+        self.call("hs_table_search_batch", t, ctypes.byref(o), ctypes.byref(so), len(qs),
+                  ctypes.byref(st), what=f"search_batch {column} k={k} {flt!r}")
+        del keep
+        return pa.RecordBatchReader._import_from_c(ctypes.addressof(st)).read_all()
 
     def add_index_cb(self, t, column, kind, params, cb):
         o = X.IndexOpts()
@@ -404,6 +424,170 @@ def test_damaged_sidecars_give_exact_results(table, capfd):
     finally:
         hs.close(t)
         hs.close_catalog(cat)
+
+
+def sidecar_header(path):
+    """(version, flags, n vectors, dim, offset of the exact vectors) of a
+    vector sidecar (src/table/vindex.c's header)."""
+    b = path.read_bytes()
+    version, = struct.unpack_from("<I", b, 8)
+    nv, = struct.unpack_from("<Q", b, 32)
+    dim, flags = struct.unpack_from("<II", b, 44)
+    vec_off = (64 + (nv * 4 if flags & 1 else 0) + 63) // 64 * 64
+    return version, flags, nv, dim, vec_off
+
+
+def check_vectors(got, orc):
+    """The embedding column holds the rows' vectors bit for bit."""
+    ids = got.column("id").to_numpy()
+    emb = np.array(got.column("embedding").to_pylist(), np.float32)
+    np.testing.assert_array_equal(emb, orc.vecs[ids].astype(np.float32))
+
+
+# (kind, params, sidecar version): quantized kinds and a cosine flat graph keep
+# the exact vectors (version 2); an L2 flat graph holds them already (1)
+SIDECAR_VECTOR_KINDS = [
+    ("hnsw", {"m": 12, "ef_construction": 80}, 1),
+    ("hnsw_tq8", {"m": 12, "ef_construction": 80}, 2),
+    ("hnsw_pq", {"m": 12, "ef_construction": 80, "pq_m": 6}, 2),
+    ("hnsw_bin", {"m": 12, "ef_construction": 80}, 2),
+    ("hnsw", {"m": 12, "ef_construction": 80, "metric": "cosine"}, 2),
+]
+
+
+@pytest.mark.parametrize("kind,params,version", SIDECAR_VECTOR_KINDS)
+def test_sidecar_vectors_rerank_exactly_and_come_back(table, kind, params, version, capfd):
+    """With the whole file as candidates (ef >= rows) the index answer is the
+    exact ORDER BY distance of brute force, for every kind: reranking reads
+    exact vectors (from the sidecar), and the vector column returned is the
+    rows' vectors bit for bit; deletes and filters hold."""
+    hs, cat0, t0, orc, wh = table
+    metric = params.get("metric", "l2")
+    cat, t = copy_table(hs, wh, f"t_sv_{kind}_{metric}")
+    try:
+        hs.add_index(t, "embedding", kind, params, n_threads=2)
+        assert {sidecar_header(f)[0] for f in sidecars(hs, t)} == {version}
+        capfd.readouterr()
+        for k in (1, 10, 33):
+            q = RNG.standard_normal(DIM).astype(np.float32)
+            got = hs.search(t, "embedding", q, k, ef=4 * PER_FILE)
+            check_exact(got, orc, q, k, metric)
+            check_vectors(got, orc)
+            mask = orc.sel < N // 10
+            got = hs.search(t, "embedding", q, k, flt=f"sel < {N // 10}", ef=4 * PER_FILE,
+                            columns=["embedding", "id", "sel"])
+            assert got.column_names == ["embedding", "id", "sel", "_distance"]
+            check_exact(got, orc, q, k, metric, mask)
+            check_vectors(got, orc)
+        # the vector column alone
+        got = hs.search(t, "embedding", q, 5, columns=["embedding"], ef=4 * PER_FILE)
+        want, _ = orc.topk(q, 5, metric)
+        np.testing.assert_array_equal(np.array(got.column("embedding").to_pylist(), np.float32),
+                                      orc.vecs[want].astype(np.float32))
+        assert "skipped" not in capfd.readouterr().err
+    finally:
+        hs.close(t)
+        hs.close_catalog(cat)
+
+
+def test_old_format_sidecars_answer_the_same(table, capfd):
+    """Sidecars without exact vectors (format version 1, what earlier
+    releases wrote for every kind; "exact_vectors": false writes it) still
+    work: reranking reads the data file, the answers are identical to those
+    of a version 2 sidecar of the same graph (one build thread: the same
+    graph) and exact at full ef."""
+    hs, cat0, t0, orc, wh = table
+    p = {"m": 12, "ef_construction": 80}
+    cat1, t1 = copy_table(hs, wh, "t_v1")
+    cat2, t2 = copy_table(hs, wh, "t_v2")
+    try:
+        hs.add_index(t1, "embedding", "hnsw_tq8", dict(p, exact_vectors=False), n_threads=1)
+        hs.add_index(t2, "embedding", "hnsw_tq8", p, n_threads=1)
+        assert {(h[0], h[1] & 2) for h in map(sidecar_header, sidecars(hs, t1))} == {(1, 0)}
+        assert {(h[0], h[1] & 2) for h in map(sidecar_header, sidecars(hs, t2))} == {(2, 2)}
+        assert hs.list_indexes(t1)[0]["params"]["exact_vectors"] is False
+        capfd.readouterr()
+        for flt in (None, "sel < 600"):
+            for ef in (0, 64, 4 * PER_FILE):
+                q = RNG.standard_normal(DIM).astype(np.float32)
+                a = hs.search(t1, "embedding", q, 10, flt=flt, ef=ef)
+                b = hs.search(t2, "embedding", q, 10, flt=flt, ef=ef)
+                assert a.equals(b), (flt, ef)
+                check_vectors(a, orc)
+                if ef == 4 * PER_FILE:
+                    check_exact(a, orc, q, 10, "l2", None if flt is None else orc.sel < 600)
+        assert "skipped" not in capfd.readouterr().err
+    finally:
+        for c, t in ((cat1, t1), (cat2, t2)):
+            hs.close(t)
+            hs.close_catalog(c)
+
+
+def test_damaged_exact_vectors_fall_back(table, capfd):
+    """A flipped bit inside the exact vectors of a version 2 sidecar: that
+    file is searched exactly (a warning), the answer is brute force's, and
+    the vectors returned are the data file's."""
+    hs, cat0, t0, orc, wh = table
+    cat, t = copy_table(hs, wh, "t_vdmg")
+    try:
+        hs.add_index(t, "embedding", "hnsw_pq", {"m": 8, "ef_construction": 40, "pq_m": 4},
+                     n_threads=2)
+        files = sidecars(hs, t)
+        version, flags, nv, dim, off = sidecar_header(files[1])
+        assert version == 2 and dim == DIM
+        b = bytearray(files[1].read_bytes())
+        b[off + nv * dim * 2 + 1] ^= 0x10        # inside the vectors, not the header
+        files[1].write_bytes(bytes(b))
+        capfd.readouterr()
+        for k in (10, 40):
+            q = RNG.standard_normal(DIM).astype(np.float32)
+            got = hs.search(t, "embedding", q, k, ef=4 * PER_FILE)
+            check_exact(got, orc, q, k, "l2")
+            check_vectors(got, orc)
+        err = capfd.readouterr().err
+        assert err.count("skipped") == 2 and "exact vectors" in err, err
+    finally:
+        hs.close(t)
+        hs.close_catalog(cat)
+
+
+@pytest.mark.parametrize("kind", [None, "hnsw_tq8"])
+def test_batch_search_matches_single_queries_and_brute_force(table, kind):
+    """hs_table_search_batch: per query the rows of hs_table_search, in
+    query order, with query_index; exact against brute force (no index, or
+    an index at full ef); with a filter and deletes."""
+    hs, cat0, t0, orc, wh = table
+    cat, t = (cat0, t0) if kind is None else copy_table(hs, wh, "t_batch")
+    try:
+        if kind:
+            hs.add_index(t, "embedding", kind, {"m": 12, "ef_construction": 80}, n_threads=2)
+        qs = RNG.standard_normal((13, DIM)).astype(np.float32)
+        for flt, mask in ((None, None), ("sel < 1200", orc.sel < 1200),
+                          ("cat = 'b'", orc.ids % 4 == 1)):
+            for ef in (0, 4 * PER_FILE):
+                got = hs.search_batch(t, "embedding", qs, 7, flt=flt, ef=ef)
+                assert got.column_names == ["query_index", "id", "cat", "sel", "embedding",
+                                            "_distance"]
+                assert got.schema.field("query_index").type == pa.int32()
+                qi = got.column("query_index").to_numpy()
+                assert list(qi) == sorted(qi) and set(qi) == set(range(len(qs)))
+                for i, q in enumerate(qs):
+                    part = got.filter(pa.compute.equal(got.column("query_index"), i))
+                    one = hs.search(t, "embedding", q, 7, flt=flt, ef=ef)
+                    assert part.drop_columns(["query_index"]).equals(one), (flt, ef, i)
+                    if kind is None or ef:
+                        check_exact(part, orc, q, 7, "l2", mask)
+                        check_vectors(part, orc)
+        # projection, and one query as a batch of one
+        got = hs.search_batch(t, "embedding", qs[:1], 3, columns=["id"])
+        assert got.column_names == ["query_index", "id", "_distance"] and len(got) == 3
+        with pytest.raises(X.HsFail) as ei:
+            hs.search_batch(t, "embedding", np.ones((2, DIM + 1)), 3)
+        assert ei.value.status == "HS_INVALID" and "dimension" in ei.value.msg
+    finally:
+        if kind:
+            hs.close(t)
+            hs.close_catalog(cat)
 
 
 def test_appends_build_declared_vector_indexes(table):

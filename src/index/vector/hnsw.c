@@ -566,6 +566,14 @@ static inline uint32_t row_of(const hnsw_index *ix, size_t slot)
     return ix->ids ? ix->ids[slot] : (uint32_t)slot;
 }
 
+const float *hnsw_exact_vector(const hnsw_index *ix, uint32_t row)
+{
+    if (ix->quant != VQ_FLAT || ix->metric == HS_METRIC_COSINE || row >= ix->n)
+        return NULL;
+    size_t slot = ix->slot_of_row ? ix->slot_of_row[row] : row;
+    return (const float *)(const void *)(elem_at(ix, slot) + ix->payload_off);
+}
+
 /* ---- parameters --------------------------------------------------------- */
 
 static hs_status resolve_params(const hnsw_params *in, hnsw_params *p, hs_error *err)

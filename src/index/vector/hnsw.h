@@ -74,6 +74,12 @@ typedef struct hnsw_info {
 } hnsw_info;
 void hnsw_get_info(const hnsw_index *ix, hnsw_info *out);
 
+/* The caller's exact vector of row `row` (d floats, borrowed until
+ * hnsw_free) where the index holds it: a VQ_FLAT index with metric L2 or IP.
+ * NULL otherwise (quantized codes; COSINE keeps normalized vectors) and for
+ * row >= n. */
+const float *hnsw_exact_vector(const hnsw_index *ix, uint32_t row);
+
 typedef struct hnsw_hit {
     uint32_t id;
     float dist;               /* ordering distance (vd_order_dist_f32), exact after rerank */
