@@ -7,11 +7,24 @@
  * input plus a constant, or the decode must fail with an error naming the
  * decode memory limit (base/memlimit.h). */
 #include "base/avro.h"
+#include "base/hash.h"
 #include "base/mem.h"
 #include "base/memlimit.h"
 #include "harness.h"
+#include "iceberg/manifest.h"
+#include "iceberg/model.h"
+#include "iceberg/puffin.h"
+#include "index/registry.h"
+#include "index/scalar/sidx.h"
+#include "index/vector/hnsw.h"
+#include "index/vector/vq.h"
+#include "io/io.h"
 #include "memcount.h"
+#include "table/filter.h"
 
+#include <jansson.h>
+#include <malloc.h>
+#include <time.h>
 #include <zlib.h>
 
 #define KiB ((uint64_t)1024)
@@ -32,6 +45,13 @@ static void put_bytes(hs_buf *b, const void *p, size_t n)
     if (hs_avro_put_bytes(b, p, n) != HS_OK)
         abort();
 }
+
+/* hs_buf calls that cannot fail in a test (else abort). */
+#define OK_OR_DIE(call)                \
+    do {                               \
+        if ((call) != HS_OK)           \
+            abort();                   \
+    } while (0)
 
 static void puts_or_die(hs_buf *b, const char *s)
 {
@@ -362,9 +382,461 @@ static void test_avro_deflate_bomb(void)
     hs_buf_free(&f);
 }
 
+/* ---- iceberg manifests ---- */
+
+/* The repository root, from this file's path (CMake compiles it by absolute path). */
+static const char *repo_file(const char *rel)
+{
+    static char path[1024];
+    const char *me = __FILE__, *cut = strstr(me, "tests/c/test_decode_mem.c");
+    snprintf(path, sizeof path, "%.*s%s", cut ? (int)(cut - me) : 0, me, rel);
+    return path;
+}
+
+static bool read_whole(const char *path, hs_buf *out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    uint8_t chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if (hs_buf_append(out, chunk, n) != HS_OK)
+            abort();
+    fclose(f);
+    return true;
+}
+
+/* Encodes v like hs_avro_encode, but every array and map as blocks of one item. */
+static void encode_tiny_blocks(const hs_avro_schema *s, const hs_avro_value *v, hs_buf *out)
+{
+    switch (s->kind) {
+    case HS_AVRO_RECORD:
+        for (int i = 0; i < s->n; i++)
+            encode_tiny_blocks(s->fields[i].type, &v->u.arr.items[i], out);
+        return;
+    case HS_AVRO_UNION:
+        put_long(out, v->branch);
+        encode_tiny_blocks(s->branches[v->branch], v, out);
+        return;
+    case HS_AVRO_ARRAY:
+        for (int64_t i = 0; i < v->u.arr.n; i++) {
+            put_long(out, 1);
+            encode_tiny_blocks(s->items, &v->u.arr.items[i], out);
+        }
+        put_long(out, 0);
+        return;
+    case HS_AVRO_MAP:
+        for (int64_t i = 0; i < v->u.map.n; i++) {
+            put_long(out, 1);
+            put_bytes(out, v->u.map.keys[i].u.bytes.p, v->u.map.keys[i].u.bytes.len);
+            encode_tiny_blocks(s->items, &v->u.map.vals[i], out);
+        }
+        put_long(out, 0);
+        return;
+    default:
+        if (hs_avro_encode(s, v, out, NULL) != HS_OK)
+            abort();
+    }
+}
+
+/* A manifest written by pyiceberg, its first entry given 3000 column sizes
+ * sent one per block: reading it stays linear in the file. */
+static void test_manifest_tiny_blocks(void)
+{
+    hs_buf seed = {0};
+    REQUIRE(read_whole(repo_file("tests/fuzz/seeds-fuzz_manifest/unpart_v2_manifest.avro"), &seed));
+    hs_error err = {0};
+    hs_avro_reader *r;
+    CHECK_OK(hs_avro_reader_open("seed", seed.data, seed.len, &r, &err), &err);
+    const hs_avro_schema *es = hs_avro_reader_schema(r);
+    hs_arena a = {0};
+    hs_avro_value v;
+    bool done;
+    CHECK_OK(hs_avro_reader_next(r, &a, &v, &done, &err), &err);
+    REQUIRE(!done);
+    int df = hs_avro_field_index(es, "data_file");
+    REQUIRE(df >= 0);
+    const hs_avro_schema *dfs = es->fields[df].type;
+    int cs = hs_avro_field_index(dfs, "column_sizes");
+    REQUIRE(cs >= 0 && dfs->fields[cs].type->kind == HS_AVRO_UNION);
+    const hs_avro_schema *arr_s = dfs->fields[cs].type->branches[1];
+    REQUIRE(arr_s->kind == HS_AVRO_ARRAY && arr_s->items->kind == HS_AVRO_RECORD);
+    hs_avro_value *col = &v.u.arr.items[df].u.arr.items[cs];
+    int64_t k = 3000;
+    hs_avro_value *items = hs_avro_new_array(&a, HS_AVRO_ARRAY, k, col);
+    REQUIRE(items);
+    col->branch = 1;
+    for (int64_t i = 0; i < k; i++) {
+        hs_avro_value *kv = hs_avro_new_array(&a, HS_AVRO_RECORD, 2, &items[i]);
+        REQUIRE(kv);
+        kv[0] = hs_avro_long(i + 1);
+        kv[1] = hs_avro_long(100);
+    }
+    hs_buf rec = {0};
+    encode_tiny_blocks(es, &v, &rec);
+
+    static const char *keys[] = {"schema", "partition-spec", "partition-spec-id", "format-version",
+                                 "content"};
+    const char *vals[5];
+    int nm = 0;
+    const char *mk[5];
+    for (int i = 0; i < 5; i++)
+        if ((vals[nm] = hs_avro_reader_meta(r, keys[i], NULL)) != NULL)
+            mk[nm++] = keys[i];
+    size_t sl;
+    const char *sj = hs_avro_reader_meta(r, "avro.schema", &sl);
+    char *schema_json = hs_strndup(sj, sl);
+    hs_avro_writer *w;
+    hs_buf file = {0};
+    CHECK_OK(hs_avro_writer_open(schema_json, HS_AVRO_CODEC_NULL, mk, vals, nm, &w, &err), &err);
+    CHECK_OK(hs_avro_writer_finish(w, &file, &err), &err);
+    uint8_t sync[16];
+    memcpy(sync, file.data + file.len - 16, 16);
+    put_long(&file, 1);
+    put_long(&file, (int64_t)rec.len);
+    if (hs_buf_append(&file, rec.data, rec.len) != HS_OK || hs_buf_append(&file, sync, 16) != HS_OK)
+        abort();
+    hs_avro_reader_close(r);
+    hs_arena_destroy(&a);
+    hs_free(schema_json);
+    hs_buf_free(&rec);
+    hs_avro_schema_cache_clear();
+
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    ice_manifest *m = NULL;
+    hs_status st = ice_manifest_read_mem("tiny.avro", file.data, file.len, NULL, NULL, NULL, &m, &err);
+    uint64_t peak = memcount_peak_since(base), total = g_memcount.total;
+    fprintf(stderr, "  manifest, 3000 column sizes one per block, %zu bytes: %s; peak %llu, "
+            "total %llu bytes\n", file.len, st == HS_OK ? "read" : err.msg,
+            (unsigned long long)peak, (unsigned long long)total);
+    CHECK(st == HS_OK);
+    if (st == HS_OK)
+        CHECK(m->n_entries == 1);
+    CHECK(peak <= 64 * file.len + 256 * KiB);
+    CHECK(total <= 128 * file.len + 256 * KiB);
+    ice_manifest_free(m);
+    hs_avro_schema_cache_clear();
+    hs_buf_free(&file);
+    hs_buf_free(&seed);
+}
+
+/* ---- scalar index sidecars ---- */
+
+/* A range index of strings whose first block's header claims its values
+ * inflate to 60 MiB: refused before that is allocated. */
+static void test_sidx_range_claimed_size(void)
+{
+    hs_field schema, c;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_field_init(&c, "c", HS_TYPE_STRING, true);
+    c.field_id = 7;
+    REQUIRE(hs_field_add_child(&schema, &c) == HS_OK);
+    const hs_field *f = &schema.children[0];
+    hs_column *col = NULL;
+    hs_error err = {0};
+    CHECK_OK(hs_col_create(f, 3000, &col, &err), &err);
+    for (int i = 0; i < 3000; i++) {
+        char t[32];
+        int n = snprintf(t, sizeof t, "value-%06d", (i * 7919) % 3000);
+        REQUIRE(hs_col_append_bytes(col, t, (size_t)n) == HS_OK);
+    }
+    sidx_builder *b = NULL;
+    hs_buf img = {0};
+    CHECK_OK(sidx_builder_new(SIDX_RANGE, f, 1000, &b, &err), &err);
+    CHECK_OK(sidx_builder_add(b, col, 0, &err), &err);
+    CHECK_OK(sidx_builder_finish(b, &img, NULL, &err), &err);
+    sidx_builder_free(b);
+    uint64_t s3;
+    memcpy(&s3, img.data + 64 + 3 * 16, 8);
+    REQUIRE(s3 + 16 < img.len);
+    uint8_t *blk = img.data + s3;
+    REQUIRE(blk[7] == 1); /* values zstd-compressed */
+    uint32_t claim = 60u << 20;
+    memcpy(blk + 12, &claim, 4);
+    uint64_t sum = hs_xxh64(img.data, img.len - 12, 0);
+    memcpy(img.data + img.len - 12, &sum, 8);
+
+    tbl_filter *flt = NULL;
+    CHECK_OK(tbl_filter_parse("c = 'value-000005'", &flt, &err), &err);
+    CHECK_OK(tbl_filter_bind(flt, &schema, &err), &err);
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    sidx_index *ix = NULL;
+    roaring_bitmap_t *bm = NULL;
+    hs_status st = sidx_open(img.data, img.len, f, &ix, &err);
+    if (st == HS_OK)
+        st = sidx_lookup(ix, flt->root, &bm, &err);
+    uint64_t peak = memcount_peak_since(base);
+    fprintf(stderr, "  range index claiming 60 MiB of values, %zu bytes: %s; peak %llu\n", img.len,
+            err.msg, (unsigned long long)peak);
+    CHECK(st == HS_CORRUPT);
+    CHECK(peak <= 8 * img.len + 256 * KiB);
+    if (bm)
+        roaring_bitmap_free(bm);
+    sidx_close(ix);
+    tbl_filter_free(flt);
+    hs_col_free(col);
+    hs_buf_free(&img);
+    hs_field_clear(&schema);
+}
+
+/* ---- vector index images ---- */
+
+static void put_u32le(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* A product-quantizer blob of dimension 65536 and one centroid per subspace
+ * (256 KiB) expands into 64 MiB of lookup tables: past the limit of its
+ * size, refused before allocating. */
+static void test_vq_pq_expansion(void)
+{
+    uint32_t d = 65536;
+    size_t n = 40 + 4 * (size_t)d + 4;
+    uint8_t *p = calloc(1, n);
+    REQUIRE(p);
+    memcpy(p, "HSVQ", 4);
+    p[4] = 1;           /* version */
+    p[6] = VQ_PQ;
+    p[7] = HS_METRIC_L2;
+    put_u32le(p + 8, d);
+    put_u32le(p + 12, 1); /* code size = m */
+    put_u32le(p + 32, 1); /* m */
+    put_u32le(p + 36, 1); /* k */
+    put_u32le(p + n - 4, hs_crc32(0, p, n - 4));
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    vq *q = NULL;
+    hs_error err = {0};
+    hs_status st = vq_load(p, n, &q, &err);
+    uint64_t peak = memcount_peak_since(base);
+    fprintf(stderr, "  PQ blob d=65536 k=1, %zu bytes: %s; peak %llu\n", n, err.msg,
+            (unsigned long long)peak);
+    CHECK(st == HS_CORRUPT && strstr(err.msg, "limit"));
+    CHECK(peak <= 4 * n + 64 * KiB);
+    vq_free(q);
+    free(p);
+}
+
+/* An HNSW image opens in memory linear in its size; a header that claims
+ * 4 billion rows is refused before anything of that size is allocated. */
+static void test_hnsw_image(void)
+{
+    size_t n = 1500, d = 16;
+    float *x = malloc(n * d * sizeof *x);
+    REQUIRE(x);
+    for (size_t i = 0; i < n * d; i++)
+        x[i] = (float)((i * 2654435761u) % 1000) / 100.0f;
+    hnsw_params hp;
+    memset(&hp, 0, sizeof hp);
+    hp.M = 8;
+    hp.ef_construction = 32;
+    hp.n_threads = 1;
+    hp.quant.type = VQ_FLAT;
+    hp.metric = HS_METRIC_L2;
+    hp.ivf_lists = 4;
+    hnsw_index *ix = NULL;
+    hs_error err = {0};
+    CHECK_OK(hnsw_build(x, n, d, &hp, NULL, NULL, &ix, &err), &err);
+    hs_buf img = {0};
+    CHECK_OK(hnsw_save(ix, &img, &err), &err);
+    hnsw_free(ix);
+    free(x);
+
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    ix = NULL;
+    hs_status st = hnsw_open(img.data, img.len, &ix, &err);
+    uint64_t peak = memcount_peak_since(base);
+    fprintf(stderr, "  hnsw image (ivf, 1500 x 16), %zu bytes: peak %llu\n", img.len,
+            (unsigned long long)peak);
+    CHECK(st == HS_OK);
+    CHECK(peak <= 2 * img.len + 64 * KiB);
+    hnsw_free(ix);
+
+    uint8_t *bad = malloc(img.len);
+    REQUIRE(bad);
+    memcpy(bad, img.data, img.len);
+    uint64_t rows = 4000000000ull;
+    memcpy(bad + 24, &rows, 8);
+    uint64_t sum = hs_xxh64(bad, img.len - 8, 0);
+    memcpy(bad + img.len - 8, &sum, 8);
+    memcount_reset();
+    ix = NULL;
+    st = hnsw_open(bad, img.len, &ix, &err);
+    CHECK(st == HS_CORRUPT && ix == NULL);
+    CHECK(g_memcount.total <= 64 * KiB);
+    free(bad);
+    hs_buf_free(&img);
+}
+
+/* ---- JSON decoders: the index registry, table metadata, Puffin footers ---- */
+
+/* A registry of n entries over distinct data files (and one duplicate key,
+ * which replaces the earlier entry in its place). */
+static void registry_json(hs_buf *b, int n)
+{
+    hs_buf_reset(b);
+    if (hs_buf_puts(b, "{\"format-version\":1,\"declared\":[{\"column\":\"c\",\"field-id\":2,"
+                       "\"kind\":\"inverted\"},{\"column\":\"c\",\"field-id\":2,\"kind\":"
+                       "\"inverted\"}],\"entries\":[") != HS_OK)
+        abort();
+    for (int i = 0; i <= n; i++)
+        if (hs_buf_printf(b, "%s{\"data-file\":\"/warehouse/db/table/data/00000-%d-0123456789.parquet\","
+                          "\"data-file-size\":%d,\"field-id\":2,\"kind\":\"inverted\",\"index-file\":"
+                          "\"index/%d.2.inverted\",\"index-file-size\":10,\"checksum\":"
+                          "\"xxh64:0123456789abcdef\"}", i ? "," : "", i < n ? i : 0, i, i) != HS_OK)
+            abort();
+    if (hs_buf_puts(b, "]}") != HS_OK)
+        abort();
+}
+
+static double registry_parse_cpu(const hs_buf *b)
+{
+    double best = 1e9;
+    for (int rep = 0; rep < 3; rep++) {
+        ix_registry r = {0};
+        clock_t t0 = clock();
+        hs_status st = ix_registry_parse("r", (const char *)b->data, b->len, &r, NULL);
+        double t = (double)(clock() - t0) / CLOCKS_PER_SEC;
+        if (st != HS_OK)
+            abort();
+        ix_registry_clear(&r);
+        if (t < best)
+            best = t;
+    }
+    return best;
+}
+
+static void test_registry(void)
+{
+    hs_buf b = {0};
+    registry_json(&b, 6000);
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    ix_registry r = {0};
+    hs_error err = {0};
+    hs_status st = ix_registry_parse("r", (const char *)b.data, b.len, &r, &err);
+    uint64_t peak = memcount_peak_since(base);
+    fprintf(stderr, "  registry of 6000 entries, %zu bytes: peak %llu, total %llu\n", b.len,
+            (unsigned long long)peak, (unsigned long long)g_memcount.total);
+    CHECK(st == HS_OK);
+    CHECK(r.n_decls == 1 && r.n_entries == 6000);
+    if (r.n_entries == 6000)  /* the duplicate replaced entry 0 in its place */
+        CHECK(r.entries[0].data_file_size == 6000 && r.entries[1].data_file_size == 1);
+    CHECK(peak <= 64 * b.len + 1 * MiB);
+    ix_registry_clear(&r);
+
+    /* Parsing is linear: 4 times the entries take well under 16 times the CPU
+     * (a linear search per entry made it quadratic: 24,000 entries took 20
+     * times as long as 6,000). */
+    double t1 = registry_parse_cpu(&b);
+    registry_json(&b, 24000);
+    double t4 = registry_parse_cpu(&b);
+    fprintf(stderr, "  registry parse: 6000 entries %.4f s, 24000 entries %.4f s\n", t1, t4);
+    CHECK(t4 < 10 * t1 + 0.02);
+    hs_buf_free(&b);
+}
+
+/* Table metadata with 20,000 snapshot-log and metadata-log entries. */
+static void test_metadata_json(void)
+{
+    hs_buf seed = {0}, b = {0};
+    REQUIRE(read_whole(repo_file("tests/fuzz/seeds-fuzz_metadata/v2.metadata.json"), &seed));
+    if (hs_buf_append_byte(&seed, 0) != HS_OK)
+        abort();
+    const char *text = (const char *)seed.data;
+    const char *cut = strstr(text, "\"snapshot-log\"");
+    REQUIRE(cut);
+    if (hs_buf_append(&b, text, (size_t)(cut - text)) != HS_OK)
+        abort();
+    int n = 20000;
+    OK_OR_DIE(hs_buf_puts(&b, "\"snapshot-log\":["));
+    for (int i = 0; i < n; i++)
+        OK_OR_DIE(hs_buf_printf(&b, "%s{\"timestamp-ms\":%d,\"snapshot-id\":%d}", i ? "," : "", i, i));
+    OK_OR_DIE(hs_buf_puts(&b, "],\"metadata-log\":["));
+    for (int i = 0; i < n; i++)
+        OK_OR_DIE(hs_buf_printf(&b, "%s{\"timestamp-ms\":%d,\"metadata-file\":\"m/v%d.json\"}",
+                            i ? "," : "", i, i));
+    OK_OR_DIE(hs_buf_puts(&b, "]}"));
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    ice_table_metadata m;
+    memset(&m, 0, sizeof m);
+    hs_error err = {0};
+    hs_status st = ice_metadata_parse((const char *)b.data, b.len, &m, &err);
+    uint64_t peak = memcount_peak_since(base);
+    fprintf(stderr, "  metadata with %d log entries, %zu bytes: %s; peak %llu\n", n, b.len,
+            st == HS_OK ? "parsed" : err.msg, (unsigned long long)peak);
+    CHECK(st == HS_OK);
+    CHECK(peak <= 64 * b.len + 1 * MiB);
+    ice_metadata_free(&m);
+    hs_buf_free(&seed);
+    hs_buf_free(&b);
+}
+
+/* A Puffin footer listing 3000 blobs of 20 fields each. */
+static void test_puffin_footer(void)
+{
+    hs_buf b = {0}, footer = {0};
+    OK_OR_DIE(hs_buf_puts(&footer, "{\"blobs\":["));
+    for (int i = 0; i < 3000; i++) {
+        OK_OR_DIE(hs_buf_printf(&footer, "%s{\"type\":\"deletion-vector-v1\",\"fields\":[", i ? "," : ""));
+        for (int j = 0; j < 20; j++)
+            OK_OR_DIE(hs_buf_printf(&footer, "%s%d", j ? "," : "", j));
+        OK_OR_DIE(hs_buf_puts(&footer, "],\"snapshot-id\":-1,\"sequence-number\":-1,\"offset\":4,"
+                                   "\"length\":0,\"properties\":{\"k\":\"v\"}}"));
+    }
+    OK_OR_DIE(hs_buf_puts(&footer, "],\"properties\":{}}"));
+    OK_OR_DIE(hs_buf_append(&b, "PFA1PFA1", 8));
+    OK_OR_DIE(hs_buf_append(&b, footer.data, footer.len));
+    uint32_t tail[2] = {(uint32_t)footer.len, 0};
+    OK_OR_DIE(hs_buf_append(&b, tail, 8));
+    OK_OR_DIE(hs_buf_append(&b, "PFA1", 4));
+    hs_file *f = NULL;
+    hs_error err = {0};
+    CHECK_OK(hs_mem_open("footer.puffin", b.data, b.len, false, &f, &err), &err);
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    hs_arena a = {0};
+    ice_puffin_footer ft;
+    hs_status st = ice_puffin_read_footer(f, &a, &ft, &err);
+    uint64_t peak = memcount_peak_since(base);
+    fprintf(stderr, "  puffin footer of 3000 blobs, %zu bytes: %s; peak %llu\n", b.len,
+            st == HS_OK ? "read" : err.msg, (unsigned long long)peak);
+    CHECK(st == HS_OK);
+    if (st == HS_OK)
+        CHECK(ft.n_blobs == 3000);
+    CHECK(peak <= 64 * b.len + 1 * MiB);
+    hs_arena_destroy(&a);
+    hs_file_close(f);
+    hs_buf_free(&b);
+    hs_buf_free(&footer);
+}
+
+/* jansson allocates through these, so the JSON decoders are measured too.
+ * Plain malloc blocks (the library frees some jansson strings with free()),
+ * sized by malloc_usable_size; such a free() is not seen, which only
+ * overstates the peak. */
+static void *json_counted_malloc(size_t n)
+{
+    void *p = malloc(n);
+    if (p)
+        memcount_add(malloc_usable_size(p));
+    return p;
+}
+
+static void json_counted_free(void *p)
+{
+    if (p)
+        g_memcount.live -= malloc_usable_size(p);
+    free(p);
+}
+
 int main(void)
 {
     memcount_install();
+    json_set_alloc_funcs(json_counted_malloc, json_counted_free);
     /* the environment sets the defaults (read once) */
     setenv("HS_DECODE_LIMIT_MB", "48", 1);
     setenv("HS_DECODE_LIMIT_PER_BYTE", "100", 1);
@@ -378,5 +850,12 @@ int main(void)
     HS_RUN(test_avro_zero_size_items);
     HS_RUN(test_avro_container_zero_size_records);
     HS_RUN(test_avro_deflate_bomb);
+    HS_RUN(test_manifest_tiny_blocks);
+    HS_RUN(test_sidx_range_claimed_size);
+    HS_RUN(test_vq_pq_expansion);
+    HS_RUN(test_hnsw_image);
+    HS_RUN(test_registry);
+    HS_RUN(test_metadata_json);
+    HS_RUN(test_puffin_footer);
     return hs_test_summary();
 }
