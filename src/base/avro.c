@@ -36,6 +36,10 @@
 #define AVRO_MAX_ZERO_SIZE_ITEMS (1 << 20)
 #define AVRO_MAX_BLOCK_BYTES ((size_t)1 << 30)
 #define AVRO_WRITER_BLOCK_BYTES (64 * 1024)
+/* A reader of a compressed container may spend the decode memory limit of
+ * this many times its file size (manifests deflate 3-10 times; what they
+ * decode to is 10-15 times their uncompressed bytes). */
+#define AVRO_COMPRESSED_ALLOWANCE 8
 
 static const uint8_t avro_magic[4] = {'O', 'b', 'j', 1};
 
@@ -1000,6 +1004,21 @@ struct hs_avro_reader {
                                    also caps one decompressed block */
 };
 
+/* The most bytes a decompressed block may hold: the reader's limit, and 1 GiB. */
+static uint64_t block_max(const hs_avro_reader *r)
+{
+    return r->lim.mem.limit < AVRO_MAX_BLOCK_BYTES ? r->lim.mem.limit : AVRO_MAX_BLOCK_BYTES;
+}
+
+/* Room to decompress into at the end of b: what it has, but never more than
+ * one byte past block_max (which the caller then reports). */
+static size_t block_room(const hs_avro_reader *r, const hs_buf *b)
+{
+    uint64_t left = block_max(r) + 1 - b->len;  /* b->len <= block_max */
+    size_t room = b->cap - b->len;
+    return room < left ? room : (size_t)left;
+}
+
 /* Fails when a decompressed block would hold more than the reader's limit. */
 static hs_status block_fits(hs_avro_reader *r, uint64_t bytes, hs_error *err)
 {
@@ -1008,7 +1027,32 @@ static hs_status block_fits(hs_avro_reader *r, uint64_t bytes, hs_error *err)
     if (bytes > AVRO_MAX_BLOCK_BYTES)
         return HS_CORRUPT_AT(err, "%s: block decompresses past %zu bytes", r->name,
                              AVRO_MAX_BLOCK_BYTES);
-    return HS_DECODE_CHARGE(&b, bytes, err, r->name);
+    char what[300];
+    snprintf(what, sizeof what, "%s: compressed block (a compressed file counts %d times its "
+             "%zu bytes)", r->name, AVRO_COMPRESSED_ALLOWANCE, r->len);
+    return HS_DECODE_CHARGE(&b, bytes, err, what);
+}
+
+/* Makes room for at least 64 KiB more in b (doubling), but never grows it
+ * past block_max + 1 bytes: the buffer of a block that is refused at the
+ * limit stays within the limit. */
+static hs_status block_grow(const hs_avro_reader *r, hs_buf *b, hs_error *err)
+{
+    if (b->cap - b->len >= 65536 || b->cap > block_max(r))
+        return HS_OK;
+    uint64_t want = b->cap < 65536 ? 65536 : (uint64_t)b->cap * 2;
+    if (want < (uint64_t)b->len + 65536)
+        want = (uint64_t)b->len + 65536;
+    if (want > block_max(r) + 1)
+        want = block_max(r) + 1;
+    if (want <= b->cap)
+        return HS_OK;
+    uint8_t *d = hs_realloc(b->data, (size_t)want);
+    if (!d)
+        return hs_err_nomem(err, (size_t)want);
+    b->data = d;
+    b->cap = (size_t)want;
+    return HS_OK;
 }
 
 static hs_status inflate_raw(hs_avro_reader *r, const uint8_t *src, size_t n, hs_buf *out,
@@ -1024,23 +1068,25 @@ static hs_status inflate_raw(hs_avro_reader *r, const uint8_t *src, size_t n, hs
     zs.avail_in = (uInt)n;
     int rc;
     do {
-        hs_status fits = block_fits(r, (uint64_t)out->len + 65536, err);
-        if (fits != HS_OK) {
+        if (out->len > block_max(r)) {
             inflateEnd(&zs);
-            return fits;
+            return block_fits(r, out->len, err);
         }
-        if (out->cap - out->len < 65536 && hs_buf_reserve(out, 65536) != HS_OK) {
+        if (block_grow(r, out, err) != HS_OK) {
             inflateEnd(&zs);
-            return hs_err_nomem(err, out->len);
+            return HS_NOMEM;
         }
+        size_t room = block_room(r, out);
         zs.next_out = out->data + out->len;
-        zs.avail_out = (uInt)(out->cap - out->len);
+        zs.avail_out = (uInt)room;
         rc = inflate(&zs, Z_NO_FLUSH);
-        out->len = out->cap - zs.avail_out;
+        out->len += room - zs.avail_out;
         if (rc == Z_BUF_ERROR && zs.avail_in == 0)
             break; /* input ended without a final block: take what we have only if complete */
     } while (rc == Z_OK);
     inflateEnd(&zs);
+    if (out->len > block_max(r))
+        return block_fits(r, out->len, err);
     if (rc != Z_STREAM_END)
         return HS_CORRUPT_AT(err, "%s: deflate block is corrupt (zlib %d)", name, rc);
     return HS_OK;
@@ -1082,16 +1128,15 @@ static hs_status decompress_block(hs_avro_reader *r, const uint8_t *src, size_t 
         ZSTD_inBuffer in = {src, n, 0};
         size_t rc = 1;
         while (rc != 0) {
-            hs_status fits = block_fits(r, (uint64_t)r->block.len + 65536, err);
-            if (fits != HS_OK) {
+            if (r->block.len > block_max(r)) {
                 ZSTD_freeDStream(zs);
-                return fits;
+                return block_fits(r, r->block.len, err);
             }
-            if (hs_buf_reserve(&r->block, 65536) != HS_OK) {
+            if (block_grow(r, &r->block, err) != HS_OK) {
                 ZSTD_freeDStream(zs);
-                return hs_err_nomem(err, 0);
+                return HS_NOMEM;
             }
-            ZSTD_outBuffer o = {r->block.data + r->block.len, r->block.cap - r->block.len, 0};
+            ZSTD_outBuffer o = {r->block.data + r->block.len, block_room(r, &r->block), 0};
             rc = ZSTD_decompressStream(zs, &o, &in);
             r->block.len += o.pos;
             if (ZSTD_isError(rc) || (rc != 0 && in.pos == in.size && o.pos == 0)) {
@@ -1100,6 +1145,8 @@ static hs_status decompress_block(hs_avro_reader *r, const uint8_t *src, size_t 
             }
         }
         ZSTD_freeDStream(zs);
+        if (r->block.len > block_max(r))
+            return block_fits(r, r->block.len, err);
         break;
     }
     }
@@ -1189,6 +1236,15 @@ hs_status hs_avro_reader_open(const char *name, const uint8_t *buf, size_t len,
     else {
         st = hs_err_set(err, HS_UNSUPPORTED, "%s: Avro codec \"%s\" is not supported", r->name, codec);
         goto fail;
+    }
+    if (r->codec != HS_AVRO_CODEC_NULL) {
+        /* compressed records: the limit is that of the file as if it held
+         * AVRO_COMPRESSED_ALLOWANCE times its bytes uncompressed */
+        uint64_t used = r->lim.mem.used, as_if;
+        if (__builtin_mul_overflow((uint64_t)len, (uint64_t)AVRO_COMPRESSED_ALLOWANCE, &as_if))
+            as_if = UINT64_MAX;
+        hs_decode_budget_init(&r->lim.mem, as_if);
+        r->lim.mem.used = used;
     }
     *out = r;
     return HS_OK;
