@@ -493,6 +493,9 @@ static hs_status decode_blocks(dec *d, const hs_avro_schema *s, hs_avro_value *v
             break;
         }
         hs_avro_value *iv = (hs_avro_value *)items.data, *kv = (hs_avro_value *)keys.data;
+        memset(iv + n, 0, (size_t)count * sizeof(hs_avro_value));
+        if (is_map)
+            memset(kv + n, 0, (size_t)count * sizeof(hs_avro_value));
         for (int64_t i = 0; i < count && st == HS_OK; i++) {
             if (is_map) {
                 kv[n + i].kind = HS_AVRO_STRING;
@@ -508,9 +511,9 @@ static hs_status decode_blocks(dec *d, const hs_avro_schema *s, hs_avro_value *v
         items.len = keys.len = (size_t)n * sizeof(hs_avro_value);
     }
     hs_avro_value *ni = NULL, *nk = NULL;
-    if (st == HS_OK) {
+    if (st == HS_OK && n) {  /* an empty array or map keeps NULL items */
         /* already charged, item by item */
-        size_t bytes = (size_t)(n ? n : 1) * sizeof(hs_avro_value);
+        size_t bytes = (size_t)n * sizeof(hs_avro_value);
         ni = hs_arena_alloc(d->arena, bytes);
         nk = is_map ? hs_arena_alloc(d->arena, bytes) : NULL;
         if (!ni || (is_map && !nk))
