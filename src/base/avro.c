@@ -1004,13 +1004,17 @@ struct hs_avro_reader {
     int64_t blk_left;           /* records left in the current block */
     dec_limits lim;             /* what decoding all records may spend: the
                                    budget is hs_decode_limit(file length), which
-                                   also caps one decompressed block */
+                                   also caps all decompressed blocks together */
+    uint64_t inflated;          /* bytes decompressed by earlier blocks */
 };
 
-/* The most bytes a decompressed block may hold: the reader's limit, and 1 GiB. */
+/* The most bytes the next decompressed block may hold: what is left of the
+ * reader's limit after the blocks before it (so that the work of
+ * decompressing, like the memory, is linear in the file), and 1 GiB. */
 static uint64_t block_max(const hs_avro_reader *r)
 {
-    return r->lim.mem.limit < AVRO_MAX_BLOCK_BYTES ? r->lim.mem.limit : AVRO_MAX_BLOCK_BYTES;
+    uint64_t left = r->lim.mem.limit > r->inflated ? r->lim.mem.limit - r->inflated : 0;
+    return left < AVRO_MAX_BLOCK_BYTES ? left : AVRO_MAX_BLOCK_BYTES;
 }
 
 /* Room to decompress into at the end of b: what it has, but never more than
@@ -1026,7 +1030,7 @@ static size_t block_room(const hs_avro_reader *r, const hs_buf *b)
 static hs_status block_fits(hs_avro_reader *r, uint64_t bytes, hs_error *err)
 {
     hs_decode_budget b = r->lim.mem;
-    b.used = 0;
+    b.used = r->inflated;
     if (bytes > AVRO_MAX_BLOCK_BYTES)
         return HS_CORRUPT_AT(err, "%s: block decompresses past %zu bytes", r->name,
                              AVRO_MAX_BLOCK_BYTES);
@@ -1155,6 +1159,7 @@ static hs_status decompress_block(hs_avro_reader *r, const uint8_t *src, size_t 
     }
     r->blk = r->block.data;
     r->blk_len = r->block.len;
+    r->inflated += r->block.len;
     return HS_OK;
 }
 
@@ -1305,7 +1310,12 @@ hs_status hs_avro_reader_next(hs_avro_reader *r, hs_arena *arena, hs_avro_value 
         if (memcmp(data + size, r->sync, 16) != 0)
             return HS_CORRUPT_AT(err, "%s: block at byte %zu does not end with the sync marker",
                                  r->name, r->pos);
-        HS_TRY(decompress_block(r, data, (size_t)size, err));
+        if (count > 0) {
+            HS_TRY(decompress_block(r, data, (size_t)size, err));
+        } else {  /* an empty block: nothing to decompress or decode */
+            r->blk = NULL;
+            r->blk_len = 0;
+        }
         r->blk_pos = 0;
         r->blk_left = count;
         r->pos = d.pos + (size_t)size + 16;

@@ -383,6 +383,51 @@ static void test_avro_deflate_bomb(void)
     hs_buf_free(&f);
 }
 
+/* Deflate-compressed blocks of 1 MiB of zero bytes (a million longs 0 each,
+ * which decode without allocating), 1 KiB each on disk: decompressing them
+ * all would be work without bound for a small file, so the bytes
+ * decompressed by all blocks together count against the reader's limit. */
+static void test_avro_many_inflating_blocks(void)
+{
+    static const uint8_t sync[16] = "0011223344556677";
+    size_t raw_len = MiB;
+    uint8_t *zeros = calloc(1, raw_len);
+    uLong cap = compressBound((uLong)raw_len);
+    uint8_t *z = malloc(cap);
+    REQUIRE(zeros && z);
+    z_stream zs;
+    memset(&zs, 0, sizeof zs);
+    REQUIRE(deflateInit2(&zs, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) == Z_OK);
+    zs.next_in = zeros;
+    zs.avail_in = (uInt)raw_len;
+    zs.next_out = z;
+    zs.avail_out = (uInt)cap;
+    REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+    size_t zlen = zs.total_out;
+    deflateEnd(&zs);
+    hs_buf f = {0};
+    container_start(&f, "\"long\"", "deflate", sync);
+    int blocks = 40;
+    for (int i = 0; i < blocks; i++) {
+        put_long(&f, (int64_t)raw_len);
+        put_long(&f, (int64_t)zlen);
+        OK_OR_DIE(hs_buf_append(&f, z, zlen));
+        OK_OR_DIE(hs_buf_append(&f, sync, 16));
+    }
+    free(zeros);
+    free(z);
+    int64_t n;
+    uint64_t peak, total;
+    hs_error err = {0};
+    hs_status st = avro_read_all(&f, &n, &peak, &total, &err);
+    fprintf(stderr, "  avro, %d deflate blocks of 1 MiB, %zu bytes: %lld records, %s\n", blocks,
+            f.len, (long long)n, err.msg);
+    CHECK(st == HS_CORRUPT && strstr(err.msg, "limit"));
+    CHECK((uint64_t)n <= hs_decode_limit(8 * f.len));
+    CHECK(peak <= hs_decode_limit(8 * f.len) + 256 * KiB);
+    hs_buf_free(&f);
+}
+
 /* ---- iceberg manifests ---- */
 
 /* The repository root, from this file's path (CMake compiles it by absolute path). */
@@ -866,6 +911,7 @@ int main(void)
     HS_RUN(test_avro_zero_size_items);
     HS_RUN(test_avro_container_zero_size_records);
     HS_RUN(test_avro_deflate_bomb);
+    HS_RUN(test_avro_many_inflating_blocks);
     HS_RUN(test_manifest_tiny_blocks);
     HS_RUN(test_sidx_range_claimed_size);
     HS_RUN(test_vq_pq_expansion);
