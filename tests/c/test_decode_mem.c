@@ -25,7 +25,7 @@
 #include <jansson.h>
 #include <malloc.h>
 #include <time.h>
-#include <zlib.h>
+#include <zstd.h>
 
 #define KiB ((uint64_t)1024)
 #define MiB ((uint64_t)1024 * 1024)
@@ -342,29 +342,23 @@ static void test_avro_container_zero_size_records(void)
     hs_buf_free(&f);
 }
 
-/* A deflate block of 32 MiB of zeros is 32 KiB on disk: inflating it is
- * refused past the limit (of a file 8 times its size, as compressed files
- * count) instead of allocating the lot. */
-static void test_avro_deflate_bomb(void)
+/* A zstandard block of 32 MiB of zeros is a few hundred bytes on disk:
+ * decompressing it is refused past the limit (of a file 32 times its size,
+ * as compressed files count) instead of allocating the lot.  (Deflate cannot
+ * expand more than 1032 times, which the allowance for compressed files
+ * covers.) */
+static void test_avro_zstd_bomb(void)
 {
     static const uint8_t sync[16] = "fedcba9876543210";
     size_t raw_len = 32 * MiB;
     uint8_t *zeros = calloc(1, raw_len);
-    uLong cap = compressBound((uLong)raw_len);
+    size_t cap = ZSTD_compressBound(raw_len);
     uint8_t *z = malloc(cap);
     REQUIRE(zeros && z);
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    REQUIRE(deflateInit2(&zs, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) == Z_OK);
-    zs.next_in = zeros;
-    zs.avail_in = (uInt)raw_len;
-    zs.next_out = z;
-    zs.avail_out = (uInt)cap;
-    REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-    size_t zlen = zs.total_out;
-    deflateEnd(&zs);
+    size_t zlen = ZSTD_compress(z, cap, zeros, raw_len, 19);
+    REQUIRE(!ZSTD_isError(zlen));
     hs_buf f = {0};
-    container_start(&f, "\"long\"", "deflate", sync);
+    container_start(&f, "\"long\"", "zstandard", sync);
     put_long(&f, (int64_t)raw_len);
     put_long(&f, (int64_t)zlen);
     if (hs_buf_append(&f, z, zlen) != HS_OK || hs_buf_append(&f, sync, 16) != HS_OK)
@@ -375,38 +369,31 @@ static void test_avro_deflate_bomb(void)
     uint64_t peak, total;
     hs_error err = {0};
     hs_status st = avro_read_all(&f, &n, &peak, &total, &err);
-    fprintf(stderr, "  avro deflate bomb, %zu bytes: %s; peak %llu\n", f.len, err.msg,
+    fprintf(stderr, "  avro zstandard bomb, %zu bytes: %s; peak %llu\n", f.len, err.msg,
             (unsigned long long)peak);
     CHECK(st == HS_CORRUPT);
     CHECK(strstr(err.msg, "limit") != NULL);
-    CHECK(peak <= hs_decode_limit(8 * f.len) + 256 * KiB);
+    CHECK(peak <= hs_decode_limit(32 * f.len) + 256 * KiB);
     hs_buf_free(&f);
 }
 
-/* Deflate-compressed blocks of 1 MiB of zero bytes (a million longs 0 each,
- * which decode without allocating), 1 KiB each on disk: decompressing them
- * all would be work without bound for a small file, so the bytes
- * decompressed by all blocks together count against the reader's limit. */
+/* Zstandard-compressed blocks of 1 MiB of zero bytes (a million longs 0
+ * each, which decode without allocating), a few dozen bytes each on disk:
+ * decompressing them all would be work without bound for a small file, so
+ * the bytes decompressed by all blocks together count against the reader's
+ * limit. */
 static void test_avro_many_inflating_blocks(void)
 {
     static const uint8_t sync[16] = "0011223344556677";
     size_t raw_len = MiB;
     uint8_t *zeros = calloc(1, raw_len);
-    uLong cap = compressBound((uLong)raw_len);
+    size_t cap = ZSTD_compressBound(raw_len);
     uint8_t *z = malloc(cap);
     REQUIRE(zeros && z);
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    REQUIRE(deflateInit2(&zs, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY) == Z_OK);
-    zs.next_in = zeros;
-    zs.avail_in = (uInt)raw_len;
-    zs.next_out = z;
-    zs.avail_out = (uInt)cap;
-    REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
-    size_t zlen = zs.total_out;
-    deflateEnd(&zs);
+    size_t zlen = ZSTD_compress(z, cap, zeros, raw_len, 19);
+    REQUIRE(!ZSTD_isError(zlen));
     hs_buf f = {0};
-    container_start(&f, "\"long\"", "deflate", sync);
+    container_start(&f, "\"long\"", "zstandard", sync);
     int blocks = 40;
     for (int i = 0; i < blocks; i++) {
         put_long(&f, (int64_t)raw_len);
@@ -420,11 +407,11 @@ static void test_avro_many_inflating_blocks(void)
     uint64_t peak, total;
     hs_error err = {0};
     hs_status st = avro_read_all(&f, &n, &peak, &total, &err);
-    fprintf(stderr, "  avro, %d deflate blocks of 1 MiB, %zu bytes: %lld records, %s\n", blocks,
+    fprintf(stderr, "  avro, %d zstandard blocks of 1 MiB, %zu bytes: %lld records, %s\n", blocks,
             f.len, (long long)n, err.msg);
     CHECK(st == HS_CORRUPT && strstr(err.msg, "limit"));
-    CHECK((uint64_t)n <= hs_decode_limit(8 * f.len));
-    CHECK(peak <= hs_decode_limit(8 * f.len) + 256 * KiB);
+    CHECK((uint64_t)n <= hs_decode_limit(32 * f.len));
+    CHECK(peak <= hs_decode_limit(32 * f.len) + 256 * KiB);
     hs_buf_free(&f);
 }
 
@@ -563,6 +550,70 @@ static void test_manifest_tiny_blocks(void)
     CHECK(peak <= 64 * file.len + 256 * KiB);
     CHECK(total <= 128 * file.len + 256 * KiB);
     ice_manifest_free(m);
+    hs_avro_schema_cache_clear();
+    hs_buf_free(&file);
+    hs_buf_free(&seed);
+}
+
+/* The other side of the limit: a large deflate-compressed manifest of
+ * near-identical entries (as compressible as manifests get) reads under the
+ * default limit. */
+static void test_manifest_compressible_under_default_limit(void)
+{
+    hs_buf seed = {0};
+    REQUIRE(read_whole(repo_file("tests/fuzz/seeds-fuzz_manifest/unpart_v2_manifest.avro"), &seed));
+    hs_error err = {0};
+    hs_avro_reader *r;
+    CHECK_OK(hs_avro_reader_open("seed", seed.data, seed.len, &r, &err), &err);
+    const hs_avro_schema *es = hs_avro_reader_schema(r);
+    hs_arena a = {0};
+    hs_avro_value v;
+    bool done;
+    CHECK_OK(hs_avro_reader_next(r, &a, &v, &done, &err), &err);
+    REQUIRE(!done);
+    int df = hs_avro_field_index(es, "data_file");
+    int fp = hs_avro_field_index(es->fields[df].type, "file_path");
+    REQUIRE(df >= 0 && fp >= 0);
+    static const char *keys[] = {"schema", "partition-spec", "partition-spec-id", "format-version",
+                                 "content"};
+    const char *vals[5], *mk[5];
+    int nm = 0;
+    for (int i = 0; i < 5; i++)
+        if ((vals[nm] = hs_avro_reader_meta(r, keys[i], NULL)) != NULL)
+            mk[nm++] = keys[i];
+    size_t sl;
+    const char *sj = hs_avro_reader_meta(r, "avro.schema", &sl);
+    char *schema_json = hs_strndup(sj, sl);
+    hs_avro_writer *w;
+    hs_buf file = {0};
+    CHECK_OK(hs_avro_writer_open(schema_json, HS_AVRO_CODEC_DEFLATE, mk, vals, nm, &w, &err), &err);
+    int n = 20000;
+    for (int i = 0; i < n; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "s3://bucket/warehouse/db/t/data/00000-0-%08d.parquet", i);
+        v.u.arr.items[df].u.arr.items[fp] = hs_avro_str(path);
+        CHECK_OK(hs_avro_writer_append(w, &v, &err), &err);
+    }
+    CHECK_OK(hs_avro_writer_finish(w, &file, &err), &err);
+    hs_avro_reader_close(r);
+    hs_arena_destroy(&a);
+    hs_free(schema_json);
+    hs_avro_schema_cache_clear();
+
+    uint64_t floor, per_byte;
+    hs_decode_limit_get(&floor, &per_byte);
+    hs_decode_limit_set(64 * MiB, 128); /* the defaults */
+    ice_manifest *m = NULL;
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    hs_status st = ice_manifest_read_mem("big.avro", file.data, file.len, NULL, NULL, NULL, &m, &err);
+    fprintf(stderr, "  deflated manifest of %d entries, %zu bytes: %s; peak %llu\n", n, file.len,
+            st == HS_OK ? "read" : err.msg, (unsigned long long)memcount_peak_since(base));
+    CHECK(st == HS_OK);
+    if (st == HS_OK)
+        CHECK(m->n_entries == n);
+    ice_manifest_free(m);
+    hs_decode_limit_set(floor, per_byte);
     hs_avro_schema_cache_clear();
     hs_buf_free(&file);
     hs_buf_free(&seed);
@@ -910,9 +961,10 @@ int main(void)
     HS_RUN(test_avro_huge_counts);
     HS_RUN(test_avro_zero_size_items);
     HS_RUN(test_avro_container_zero_size_records);
-    HS_RUN(test_avro_deflate_bomb);
+    HS_RUN(test_avro_zstd_bomb);
     HS_RUN(test_avro_many_inflating_blocks);
     HS_RUN(test_manifest_tiny_blocks);
+    HS_RUN(test_manifest_compressible_under_default_limit);
     HS_RUN(test_sidx_range_claimed_size);
     HS_RUN(test_vq_pq_expansion);
     HS_RUN(test_hnsw_image);
