@@ -9,9 +9,10 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 20
+FUZZ_LONG_SECONDS ?= 1800
 PY = .venv/bin/python
 
-.PHONY: all bootstrap build build-asan build-fuzz run test test-c test-asan test-python fuzz bench clean
+.PHONY: all bootstrap build build-asan build-fuzz run test test-c test-asan test-python fuzz fuzz-long bench clean
 
 all: build
 
@@ -46,6 +47,10 @@ test-python: build
 
 fuzz: build-fuzz
 	@scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# Each target for FUZZ_LONG_SECONDS (default 30 minutes; about 7 hours for all).
+fuzz-long: build-fuzz
+	@scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_LONG_SECONDS)
 
 test: test-c test-asan test-python fuzz
 

@@ -20,6 +20,7 @@
 #include "base/fork.h"
 #include "base/hash.h"
 #include "base/mem.h"
+#include "base/memlimit.h"
 #include "base/numfmt.h"
 
 #include <jansson.h>
@@ -37,6 +38,13 @@
 #define AVRO_MAX_ZERO_SIZE_ITEMS (1 << 20)
 #define AVRO_MAX_BLOCK_BYTES ((size_t)1 << 30)
 #define AVRO_WRITER_BLOCK_BYTES (64 * 1024)
+/* A reader of a compressed container may spend the decode memory limit of
+ * this many times its file size.  Manifests decode to 10-15 times their
+ * uncompressed bytes and deflate 3-10 times, but a manifest of near-identical
+ * entries deflates 100 times (20,000 entries in 75 KB decoded to 68 MB):
+ * generous, as a refused manifest makes its table unreadable.  (Deflate
+ * cannot expand more than 1032 times; zstd bombs are what this bounds.) */
+#define AVRO_COMPRESSED_ALLOWANCE 32
 
 static const uint8_t avro_magic[4] = {'O', 'b', 'j', 1};
 
@@ -338,13 +346,40 @@ int hs_avro_field_index_by_id(const hs_avro_schema *record, int32_t field_id)
 /* Binary decoding                                                     */
 /* ------------------------------------------------------------------ */
 
+/* What one decode may still spend: the memory budget (base/memlimit.h) and the
+ * number of zero-size items (null, empty records), which cost no input bytes
+ * and so are capped by count.  A container reader keeps one for all its
+ * records; hs_avro_decode one per call. */
+typedef struct dec_limits {
+    hs_decode_budget mem;
+    int64_t zero_items;
+} dec_limits;
+
 typedef struct dec {
     const uint8_t *p;
     size_t len, pos;
     hs_arena *arena;
     hs_error *err;
     int depth;
+    dec_limits *lim;
 } dec;
+
+/* Arena memory for decoded values, charged to the decode's budget first. */
+static hs_status dec_alloc(dec *d, size_t n, void **out)
+{
+    if (d->lim)
+        HS_TRY(HS_DECODE_CHARGE(&d->lim->mem, n, d->err, "avro"));
+    *out = hs_arena_alloc(d->arena, n);
+    return *out ? HS_OK : hs_err_nomem(d->err, n);
+}
+
+static hs_status dec_zero_items(dec *d, int64_t n)
+{
+    if (d->lim && (d->lim->zero_items += n) > AVRO_MAX_ZERO_SIZE_ITEMS)
+        return HS_CORRUPT_AT(d->err, "avro: more than %d items of zero size (null or empty records) "
+                             "at byte %zu: past the decode limit", AVRO_MAX_ZERO_SIZE_ITEMS, d->pos);
+    return HS_OK;
+}
 
 static hs_status get_long(dec *d, int64_t *out)
 {
@@ -408,14 +443,14 @@ static hs_status get_count(dec *d, const hs_avro_schema *item, int64_t *count)
 static hs_status decode_value(dec *d, const hs_avro_schema *s, hs_avro_value *v);
 
 /* Copies n bytes (which may contain NULs) and terminates them, for convenience. */
-static char *arena_copy(hs_arena *a, const uint8_t *p, size_t n)
+static hs_status arena_copy(dec *d, const uint8_t *p, size_t n, const uint8_t **out)
 {
-    char *c = hs_arena_alloc(a, n + 1);
-    if (c) {
-        memcpy(c, p, n);
-        c[n] = 0;
-    }
-    return c;
+    void *c;
+    HS_TRY(dec_alloc(d, n + 1, &c));
+    memcpy(c, p, n);
+    ((char *)c)[n] = 0;
+    *out = c;
+    return HS_OK;
 }
 
 static hs_status get_bytes(dec *d, hs_avro_value *v, hs_avro_kind kind)
@@ -425,54 +460,85 @@ static hs_status get_bytes(dec *d, hs_avro_value *v, hs_avro_kind kind)
     if (n < 0 || (uint64_t)n > d->len - d->pos)
         return HS_CORRUPT_AT(d->err, "avro: %s of %lld bytes at byte %zu exceeds the data",
                              kind == HS_AVRO_STRING ? "string" : "bytes", (long long)n, d->pos);
-    char *copy = arena_copy(d->arena, d->p + d->pos, (size_t)n);
-    if (!copy)
-        return hs_err_nomem(d->err, (size_t)n);
-    v->u.bytes.p = (const uint8_t *)copy;
+    HS_TRY(arena_copy(d, d->p + d->pos, (size_t)n, &v->u.bytes.p));
     v->u.bytes.len = (uint32_t)n;
     d->pos += (size_t)n;
     return HS_OK;
 }
 
-/* Arrays and maps arrive in blocks; items are collected into one arena array. */
+/* Arrays and maps arrive in blocks (any number of them, each with any
+ * positive count).  The items collect in heap buffers that grow
+ * geometrically and are copied once into the arena at the end, so the work
+ * and memory are linear in the items whatever the blocking (re-allocating
+ * the whole array in the arena per block was quadratic: 8 KiB of one-item
+ * blocks asked for 280 MB).  Every item is charged to the decode's budget
+ * before it is reserved; zero-size items also count against their cap. */
 static hs_status decode_blocks(dec *d, const hs_avro_schema *s, hs_avro_value *v, bool is_map)
 {
-    hs_avro_value *items = NULL, *keys = NULL;
+    hs_buf items = {0}, keys = {0};
     int64_t n = 0;
+    hs_status st = HS_OK;
+    bool zero = !is_map && zero_size(s->items, 0);
+    uint64_t item_bytes = (is_map ? 2 : 1) * sizeof(hs_avro_value);
     for (;;) {
         int64_t count;
-        HS_TRY(get_count(d, is_map ? NULL : s->items, &count));
+        if ((st = get_count(d, is_map ? NULL : s->items, &count)) != HS_OK)
+            break;
         if (count == 0)
             break;
-        if (n + count > (int64_t)(SIZE_MAX / sizeof(hs_avro_value) / 2))
-            return HS_CORRUPT_AT(d->err, "avro: too many items at byte %zu", d->pos);
-        hs_avro_value *ni = hs_arena_calloc(d->arena, (size_t)(n + count), sizeof *ni);
-        hs_avro_value *nk = is_map ? hs_arena_calloc(d->arena, (size_t)(n + count), sizeof *nk) : NULL;
-        if (!ni || (is_map && !nk))
-            return hs_err_nomem(d->err, (size_t)(n + count) * sizeof *ni);
-        if (n) {
-            memcpy(ni, items, (size_t)n * sizeof *ni);
-            if (is_map)
-                memcpy(nk, keys, (size_t)n * sizeof *nk);
+        /* count <= the bytes left, or <= the zero-size cap: no overflow below */
+        if (zero && (st = dec_zero_items(d, count)) != HS_OK)
+            break;
+        if (d->lim && (st = HS_DECODE_CHARGE(&d->lim->mem, (uint64_t)count * item_bytes, d->err,
+                                             "avro")) != HS_OK)
+            break;
+        if (hs_buf_reserve(&items, (size_t)count * sizeof(hs_avro_value)) != HS_OK ||
+            (is_map && hs_buf_reserve(&keys, (size_t)count * sizeof(hs_avro_value)) != HS_OK)) {
+            st = hs_err_nomem(d->err, (size_t)count * sizeof(hs_avro_value));
+            break;
         }
-        items = ni;
-        keys = nk;
-        for (int64_t i = 0; i < count; i++) {
+        hs_avro_value *iv = (hs_avro_value *)items.data, *kv = (hs_avro_value *)keys.data;
+        memset(iv + n, 0, (size_t)count * sizeof(hs_avro_value));
+        if (is_map)
+            memset(kv + n, 0, (size_t)count * sizeof(hs_avro_value));
+        for (int64_t i = 0; i < count && st == HS_OK; i++) {
             if (is_map) {
-                keys[n + i].kind = HS_AVRO_STRING;
-                keys[n + i].branch = -1;
-                HS_TRY(get_bytes(d, &keys[n + i], HS_AVRO_STRING));
+                kv[n + i].kind = HS_AVRO_STRING;
+                kv[n + i].branch = -1;
+                st = get_bytes(d, &kv[n + i], HS_AVRO_STRING);
             }
-            HS_TRY(decode_value(d, s->items, &items[n + i]));
+            if (st == HS_OK)
+                st = decode_value(d, s->items, &iv[n + i]);
         }
+        if (st != HS_OK)
+            break;
         n += count;
+        items.len = keys.len = (size_t)n * sizeof(hs_avro_value);
     }
+    hs_avro_value *ni = NULL, *nk = NULL;
+    if (st == HS_OK && n) {  /* an empty array or map keeps NULL items */
+        /* already charged, item by item */
+        size_t bytes = (size_t)n * sizeof(hs_avro_value);
+        ni = hs_arena_alloc(d->arena, bytes);
+        nk = is_map ? hs_arena_alloc(d->arena, bytes) : NULL;
+        if (!ni || (is_map && !nk))
+            st = hs_err_nomem(d->err, bytes);
+    }
+    if (st == HS_OK && n) {
+        memcpy(ni, items.data, (size_t)n * sizeof(hs_avro_value));
+        if (is_map)
+            memcpy(nk, keys.data, (size_t)n * sizeof(hs_avro_value));
+    }
+    hs_buf_free(&items);
+    hs_buf_free(&keys);
+    if (st != HS_OK)
+        return st;
     if (is_map) {
-        v->u.map.keys = keys;
-        v->u.map.vals = items;
+        v->u.map.keys = nk;
+        v->u.map.vals = ni;
         v->u.map.n = n;
     } else {
-        v->u.arr.items = items;
+        v->u.arr.items = ni;
         v->u.arr.n = n;
     }
     return HS_OK;
@@ -521,10 +587,7 @@ static hs_status decode_value(dec *d, const hs_avro_schema *s, hs_avro_value *v)
     case HS_AVRO_FIXED: {
         if ((size_t)s->size > d->len - d->pos)
             return HS_CORRUPT_AT(d->err, "avro: fixed(%d) past the end at byte %zu", s->size, d->pos);
-        char *copy = arena_copy(d->arena, d->p + d->pos, (size_t)s->size);
-        if (!copy)
-            return hs_err_nomem(d->err, (size_t)s->size);
-        v->u.bytes.p = (const uint8_t *)copy;
+        HS_TRY(arena_copy(d, d->p + d->pos, (size_t)s->size, &v->u.bytes.p));
         v->u.bytes.len = (uint32_t)s->size;
         d->pos += (size_t)s->size;
         break;
@@ -536,14 +599,17 @@ static hs_status decode_value(dec *d, const hs_avro_schema *s, hs_avro_value *v)
                                  (long long)l, d->pos);
         v->u.l = l;
         break;
-    case HS_AVRO_RECORD:
+    case HS_AVRO_RECORD: {
+        size_t bytes = (s->n ? (size_t)s->n : 1) * sizeof(hs_avro_value);
+        void *items;
+        HS_TRY(dec_alloc(d, bytes, &items));
+        memset(items, 0, bytes);
+        v->u.arr.items = items;
         v->u.arr.n = s->n;
-        v->u.arr.items = hs_arena_calloc(d->arena, s->n ? (size_t)s->n : 1, sizeof(hs_avro_value));
-        if (!v->u.arr.items)
-            return hs_err_nomem(d->err, 0);
         for (int i = 0; i < s->n; i++)
             HS_TRY(decode_value(d, s->fields[i].type, &v->u.arr.items[i]));
         break;
+    }
     case HS_AVRO_ARRAY:
         HS_TRY(decode_blocks(d, s, v, false));
         break;
@@ -568,7 +634,9 @@ hs_status hs_avro_decode(const hs_avro_schema *s, const uint8_t *p, size_t len, 
 {
     if (*pos > len)
         return hs_err_set(err, HS_INVALID, "avro: position past the end");
-    dec d = {.p = p, .len = len, .pos = *pos, .arena = arena, .err = err};
+    dec_limits lim = {.zero_items = 0};
+    hs_decode_budget_init(&lim.mem, len - *pos);
+    dec d = {.p = p, .len = len, .pos = *pos, .arena = arena, .err = err, .lim = &lim};
     HS_TRY(decode_value(&d, s, out));
     *pos = d.pos;
     return HS_OK;
@@ -940,11 +1008,70 @@ struct hs_avro_reader {
     const uint8_t *blk;         /* records of the current block */
     size_t blk_len, blk_pos;
     int64_t blk_left;           /* records left in the current block */
+    dec_limits lim;             /* what decoding all records may spend: the
+                                   budget is hs_decode_limit(file length), which
+                                   also caps all decompressed blocks together */
+    uint64_t inflated;          /* bytes decompressed by earlier blocks */
 };
 
-static hs_status inflate_raw(const uint8_t *src, size_t n, hs_buf *out, const char *name,
+/* The most bytes the next decompressed block may hold: what is left of the
+ * reader's limit after the blocks before it (so that the work of
+ * decompressing, like the memory, is linear in the file), and 1 GiB. */
+static uint64_t block_max(const hs_avro_reader *r)
+{
+    uint64_t left = r->lim.mem.limit > r->inflated ? r->lim.mem.limit - r->inflated : 0;
+    return left < AVRO_MAX_BLOCK_BYTES ? left : AVRO_MAX_BLOCK_BYTES;
+}
+
+/* Room to decompress into at the end of b: what it has, but never more than
+ * one byte past block_max (which the caller then reports). */
+static size_t block_room(const hs_avro_reader *r, const hs_buf *b)
+{
+    uint64_t left = block_max(r) + 1 - b->len;  /* b->len <= block_max */
+    size_t room = b->cap - b->len;
+    return room < left ? room : (size_t)left;
+}
+
+/* Fails when a decompressed block would hold more than the reader's limit. */
+static hs_status block_fits(hs_avro_reader *r, uint64_t bytes, hs_error *err)
+{
+    hs_decode_budget b = r->lim.mem;
+    b.used = r->inflated;
+    if (bytes > AVRO_MAX_BLOCK_BYTES)
+        return HS_CORRUPT_AT(err, "%s: block decompresses past %zu bytes", r->name,
+                             AVRO_MAX_BLOCK_BYTES);
+    char what[300];
+    snprintf(what, sizeof what, "%s: compressed block (a compressed file counts %d times its "
+             "%zu bytes)", r->name, AVRO_COMPRESSED_ALLOWANCE, r->len);
+    return HS_DECODE_CHARGE(&b, bytes, err, what);
+}
+
+/* Makes room for at least 64 KiB more in b (doubling), but never grows it
+ * past block_max + 1 bytes: the buffer of a block that is refused at the
+ * limit stays within the limit. */
+static hs_status block_grow(const hs_avro_reader *r, hs_buf *b, hs_error *err)
+{
+    if (b->cap - b->len >= 65536 || b->cap > block_max(r))
+        return HS_OK;
+    uint64_t want = b->cap < 65536 ? 65536 : (uint64_t)b->cap * 2;
+    if (want < (uint64_t)b->len + 65536)
+        want = (uint64_t)b->len + 65536;
+    if (want > block_max(r) + 1)
+        want = block_max(r) + 1;
+    if (want <= b->cap)
+        return HS_OK;
+    uint8_t *d = hs_realloc(b->data, (size_t)want);
+    if (!d)
+        return hs_err_nomem(err, (size_t)want);
+    b->data = d;
+    b->cap = (size_t)want;
+    return HS_OK;
+}
+
+static hs_status inflate_raw(hs_avro_reader *r, const uint8_t *src, size_t n, hs_buf *out,
                              hs_error *err)
 {
+    const char *name = r->name;
     z_stream zs;
     memset(&zs, 0, sizeof zs);
     if (inflateInit2(&zs, -15) != Z_OK)
@@ -954,22 +1081,25 @@ static hs_status inflate_raw(const uint8_t *src, size_t n, hs_buf *out, const ch
     zs.avail_in = (uInt)n;
     int rc;
     do {
-        if (out->cap - out->len < 65536 && hs_buf_reserve(out, 65536) != HS_OK) {
+        if (out->len > block_max(r)) {
             inflateEnd(&zs);
-            return hs_err_nomem(err, out->len);
+            return block_fits(r, out->len, err);
         }
-        if (out->len > AVRO_MAX_BLOCK_BYTES) {
+        if (block_grow(r, out, err) != HS_OK) {
             inflateEnd(&zs);
-            return HS_CORRUPT_AT(err, "%s: deflate block inflates past 1 GiB", name);
+            return HS_NOMEM;
         }
+        size_t room = block_room(r, out);
         zs.next_out = out->data + out->len;
-        zs.avail_out = (uInt)(out->cap - out->len);
+        zs.avail_out = (uInt)room;
         rc = inflate(&zs, Z_NO_FLUSH);
-        out->len = out->cap - zs.avail_out;
+        out->len += room - zs.avail_out;
         if (rc == Z_BUF_ERROR && zs.avail_in == 0)
             break; /* input ended without a final block: take what we have only if complete */
     } while (rc == Z_OK);
     inflateEnd(&zs);
+    if (out->len > block_max(r))
+        return block_fits(r, out->len, err);
     if (rc != Z_STREAM_END)
         return HS_CORRUPT_AT(err, "%s: deflate block is corrupt (zlib %d)", name, rc);
     return HS_OK;
@@ -983,13 +1113,13 @@ static hs_status decompress_block(hs_avro_reader *r, const uint8_t *src, size_t 
         r->blk_len = n;
         return HS_OK;
     case HS_AVRO_CODEC_DEFLATE:
-        HS_TRY(inflate_raw(src, n, &r->block, r->name, err));
+        HS_TRY(inflate_raw(r, src, n, &r->block, err));
         break;
     case HS_AVRO_CODEC_SNAPPY: {
         size_t ulen;
-        if (n < 4 || snappy_uncompressed_length((const char *)src, n - 4, &ulen) != SNAPPY_OK ||
-            ulen > AVRO_MAX_BLOCK_BYTES)
+        if (n < 4 || snappy_uncompressed_length((const char *)src, n - 4, &ulen) != SNAPPY_OK)
             return HS_CORRUPT_AT(err, "%s: snappy block is corrupt", r->name);
+        HS_TRY(block_fits(r, ulen, err));
         hs_buf_reset(&r->block);
         if (hs_buf_reserve(&r->block, ulen + 1) != HS_OK)
             return hs_err_nomem(err, ulen);
@@ -1011,25 +1141,31 @@ static hs_status decompress_block(hs_avro_reader *r, const uint8_t *src, size_t 
         ZSTD_inBuffer in = {src, n, 0};
         size_t rc = 1;
         while (rc != 0) {
-            if (hs_buf_reserve(&r->block, 65536) != HS_OK) {
+            if (r->block.len > block_max(r)) {
                 ZSTD_freeDStream(zs);
-                return hs_err_nomem(err, 0);
+                return block_fits(r, r->block.len, err);
             }
-            ZSTD_outBuffer o = {r->block.data + r->block.len, r->block.cap - r->block.len, 0};
+            if (block_grow(r, &r->block, err) != HS_OK) {
+                ZSTD_freeDStream(zs);
+                return HS_NOMEM;
+            }
+            ZSTD_outBuffer o = {r->block.data + r->block.len, block_room(r, &r->block), 0};
             rc = ZSTD_decompressStream(zs, &o, &in);
             r->block.len += o.pos;
-            if (ZSTD_isError(rc) || r->block.len > AVRO_MAX_BLOCK_BYTES ||
-                (rc != 0 && in.pos == in.size && o.pos == 0)) {
+            if (ZSTD_isError(rc) || (rc != 0 && in.pos == in.size && o.pos == 0)) {
                 ZSTD_freeDStream(zs);
                 return HS_CORRUPT_AT(err, "%s: zstandard block is corrupt", r->name);
             }
         }
         ZSTD_freeDStream(zs);
+        if (r->block.len > block_max(r))
+            return block_fits(r, r->block.len, err);
         break;
     }
     }
     r->blk = r->block.data;
     r->blk_len = r->block.len;
+    r->inflated += r->block.len;
     return HS_OK;
 }
 
@@ -1052,8 +1188,9 @@ hs_status hs_avro_reader_open(const char *name, const uint8_t *buf, size_t len,
         st = HS_CORRUPT_AT(err, "%s: not an Avro container file (bad magic)", r->name);
         goto fail;
     }
+    hs_decode_budget_init(&r->lim.mem, len);
     /* header metadata: map<bytes> */
-    dec d = {.p = buf, .len = len, .pos = 4, .arena = &r->arena, .err = err};
+    dec d = {.p = buf, .len = len, .pos = 4, .arena = &r->arena, .err = err, .lim = &r->lim};
     hs_buf keys = {0}, vals = {0}, lens = {0};
     for (;;) {
         int64_t count;
@@ -1114,6 +1251,15 @@ hs_status hs_avro_reader_open(const char *name, const uint8_t *buf, size_t len,
         st = hs_err_set(err, HS_UNSUPPORTED, "%s: Avro codec \"%s\" is not supported", r->name, codec);
         goto fail;
     }
+    if (r->codec != HS_AVRO_CODEC_NULL) {
+        /* compressed records: the limit is that of the file as if it held
+         * AVRO_COMPRESSED_ALLOWANCE times its bytes uncompressed */
+        uint64_t used = r->lim.mem.used, as_if;
+        if (__builtin_mul_overflow((uint64_t)len, (uint64_t)AVRO_COMPRESSED_ALLOWANCE, &as_if))
+            as_if = UINT64_MAX;
+        hs_decode_budget_init(&r->lim.mem, as_if);
+        r->lim.mem.used = used;
+    }
     *out = r;
     return HS_OK;
 fail:
@@ -1170,7 +1316,12 @@ hs_status hs_avro_reader_next(hs_avro_reader *r, hs_arena *arena, hs_avro_value 
         if (memcmp(data + size, r->sync, 16) != 0)
             return HS_CORRUPT_AT(err, "%s: block at byte %zu does not end with the sync marker",
                                  r->name, r->pos);
-        HS_TRY(decompress_block(r, data, (size_t)size, err));
+        if (count > 0) {
+            HS_TRY(decompress_block(r, data, (size_t)size, err));
+        } else {  /* an empty block: nothing to decompress or decode */
+            r->blk = NULL;
+            r->blk_len = 0;
+        }
         r->blk_pos = 0;
         r->blk_left = count;
         r->pos = d.pos + (size_t)size + 16;
@@ -1179,8 +1330,12 @@ hs_status hs_avro_reader_next(hs_avro_reader *r, hs_arena *arena, hs_avro_value 
                                     : (uint64_t)count > r->blk_len)
             return HS_CORRUPT_AT(err, "%s: block claims %lld records in %zu bytes", r->name,
                                  (long long)count, r->blk_len);
+        if (zero_size(r->schema, 0) && (r->lim.zero_items += count) > AVRO_MAX_ZERO_SIZE_ITEMS)
+            return HS_CORRUPT_AT(err, "%s: more than %d records of zero size: past the decode "
+                                 "limit", r->name, AVRO_MAX_ZERO_SIZE_ITEMS);
     }
-    dec d = {.p = r->blk, .len = r->blk_len, .pos = r->blk_pos, .arena = arena, .err = err};
+    dec d = {.p = r->blk, .len = r->blk_len, .pos = r->blk_pos, .arena = arena, .err = err,
+             .lim = &r->lim};
     hs_status st = decode_value(&d, r->schema, out);
     if (st != HS_OK) {
         hs_err_prefix(err, "%s", r->name);

@@ -29,7 +29,13 @@
  *
  * Untrusted input: every length and count is checked against the remaining
  * bytes, nesting depth is bounded, and all failures are HS_CORRUPT naming the
- * file position.
+ * file position.  Memory is linear in the input: array and map items collect
+ * in geometrically grown buffers whatever the blocking, every arena
+ * allocation of a decode is charged to the decode memory limit of base/memlimit.h
+ * (hs_avro_decode: the limit of the bytes after *pos; a reader: the limit of
+ * the file length, 32 times that for a compressed file, for all its records
+ * together and for each decompressed block), and items or records of zero size (null, empty records), which
+ * cost no input, are capped at 2^20 per decode / per reader.
  */
 #ifndef HS_BASE_AVRO_H
 #define HS_BASE_AVRO_H

@@ -22,9 +22,16 @@
  *
  * The original pointer is stashed in the word just before the aligned
  * address; hs_free_aligned reads it back and frees it with hs_free.
+ *
+ * The decode memory limit (memlimit.h, end of file) lives here too: two
+ * atomics, defaulted from the environment once, that decoders of untrusted
+ * bytes read through a hs_decode_budget.
  */
 #include "base/mem.h"
+#include "base/memlimit.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -164,4 +171,85 @@ void hs_free_aligned(void *p)
     void *raw;
     memcpy(&raw, (uint8_t *)p - sizeof(void *), sizeof raw);
     hs_free(raw);
+}
+
+/* ---- the decode memory limit (memlimit.h) ---- */
+
+#define DECODE_DEFAULT_FLOOR ((uint64_t)64 << 20)
+#define DECODE_DEFAULT_PER_BYTE 128
+
+static _Atomic uint64_t g_decode_floor = DECODE_DEFAULT_FLOOR;
+static _Atomic uint64_t g_decode_per_byte = DECODE_DEFAULT_PER_BYTE;
+static pthread_once_t g_decode_env_once = PTHREAD_ONCE_INIT;
+
+/* A positive integer from the environment, or `dflt`. */
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v == 0)
+        return dflt;
+    return (uint64_t)v;
+}
+
+static void decode_env_once(void)
+{
+    uint64_t mb = env_u64("HS_DECODE_LIMIT_MB", DECODE_DEFAULT_FLOOR >> 20);
+    atomic_store(&g_decode_floor, mb > (UINT64_MAX >> 20) ? UINT64_MAX : mb << 20);
+    atomic_store(&g_decode_per_byte, env_u64("HS_DECODE_LIMIT_PER_BYTE", DECODE_DEFAULT_PER_BYTE));
+}
+
+void hs_decode_limit_set(uint64_t floor_bytes, uint64_t per_input_byte)
+{
+    pthread_once(&g_decode_env_once, decode_env_once);
+    atomic_store(&g_decode_floor, floor_bytes);
+    atomic_store(&g_decode_per_byte, per_input_byte);
+}
+
+void hs_decode_limit_get(uint64_t *floor_bytes, uint64_t *per_input_byte)
+{
+    pthread_once(&g_decode_env_once, decode_env_once);
+    if (floor_bytes)
+        *floor_bytes = atomic_load(&g_decode_floor);
+    if (per_input_byte)
+        *per_input_byte = atomic_load(&g_decode_per_byte);
+}
+
+uint64_t hs_decode_limit(uint64_t input_len)
+{
+    uint64_t floor, per_byte, scaled, sum;
+    hs_decode_limit_get(&floor, &per_byte);
+    if (__builtin_mul_overflow(input_len, per_byte, &scaled) ||
+        __builtin_add_overflow(floor, scaled, &sum))
+        return UINT64_MAX;
+    return sum;
+}
+
+void hs_decode_budget_init(hs_decode_budget *b, uint64_t input_len)
+{
+    b->input = input_len;
+    b->limit = hs_decode_limit(input_len);
+    b->used = 0;
+}
+
+hs_status hs_decode_charge_at(hs_decode_budget *b, uint64_t n, hs_error *err, const char *what,
+                              const char *file, int line)
+{
+    if (HS_LIKELY(n <= b->limit && b->used <= b->limit - n)) {
+        b->used += n;
+        return HS_OK;
+    }
+    uint64_t floor, per_byte;
+    hs_decode_limit_get(&floor, &per_byte);
+    return hs_err_corrupt_at(err, file, line,
+                             "%s: decoding %llu input bytes needs more than %llu bytes of memory "
+                             "(the decode memory limit: %llu MiB + %llu per input byte; "
+                             "HS_DECODE_LIMIT_MB / HS_DECODE_LIMIT_PER_BYTE raise it)",
+                             what ? what : "decode", (unsigned long long)b->input,
+                             (unsigned long long)b->limit, (unsigned long long)(floor >> 20),
+                             (unsigned long long)per_byte);
 }

@@ -144,6 +144,22 @@ static void *grow(void **arr, int *n, size_t elem)
 }
 #define GROW(arr, n) grow((void **)&(arr), &(n), sizeof *(arr))
 
+/* The parser's form: room for a JSON array's `more` elements at once, then
+ * TAKE counts and zeroes the next slot.  (GROW's realloc per element copied
+ * the array each time: quadratic in a long snapshot or metadata log.) */
+static bool reserve_more(void **arr, int n, size_t more, size_t elem)
+{
+    if (more > (size_t)INT32_MAX - (size_t)n)
+        return false;
+    void *a = hs_realloc(*arr, elem * ((size_t)n + more ? (size_t)n + more : 1));
+    if (!a)
+        return false;
+    *arr = a;
+    return true;
+}
+#define RESERVE(arr, n, more) reserve_more((void **)&(arr), (n), (more), sizeof *(arr))
+#define TAKE(arr, n) memset(&(arr)[(n)++], 0, sizeof *(arr))
+
 /* -------------------------------------------------------------- parsing */
 
 typedef struct parse_ctx {
@@ -208,6 +224,12 @@ static hs_status parse_kv(const json_t *o, const char *what, ice_kv *kv, hs_erro
     json_t *v;
     if (!json_is_object(o))
         return HS_CORRUPT_AT(err, "%s must be an object", what);
+    /* A JSON object's keys are distinct (jansson keeps the last of
+     * duplicates), so a fresh map takes them without ice_kv_set's search. */
+    bool fresh = kv->n == 0;
+    if (fresh && (!RESERVE(kv->keys, 0, json_object_size(o)) ||
+                  !RESERVE(kv->values, 0, json_object_size(o))))
+        return hs_err_nomem(err, 0);
     json_object_foreach((json_t *)o, k, v) {
         char *tmp = NULL;
         const char *s;
@@ -219,7 +241,20 @@ static hs_status parse_kv(const json_t *o, const char *what, ice_kv *kv, hs_erro
         } else {
             return HS_CORRUPT_AT(err, "%s: value of \"%s\" must be a string", what, k);
         }
-        hs_status st = s ? ice_kv_set(kv, k, s) : HS_NOMEM;
+        hs_status st = HS_NOMEM;
+        if (s && fresh) {
+            char *kc = hs_strdup(k), *vc = hs_strdup(s);
+            if (kc && vc) {
+                kv->keys[kv->n] = kc;
+                kv->values[kv->n++] = vc;
+                st = HS_OK;
+            } else {
+                hs_free(kc);
+                hs_free(vc);
+            }
+        } else if (s) {
+            st = ice_kv_set(kv, k, s);
+        }
         free(tmp);
         if (st != HS_OK)
             return hs_err_nomem(err, 0);
@@ -252,12 +287,14 @@ static hs_status parse_snapshot(const json_t *o, int fv, const char *what, ice_s
         const json_t *mf = json_object_get(o, "manifests");
         if (!json_is_array(mf))
             return HS_CORRUPT_AT(err, "%s: needs \"manifest-list\" or \"manifests\"", what);
+        if (!RESERVE(s->v1_manifests, s->n_v1_manifests, json_array_size(mf)))
+            return hs_err_nomem(err, 0);
         for (size_t i = 0; i < json_array_size(mf); i++) {
             const json_t *p = json_array_get(mf, i);
             if (!json_is_string(p))
                 return HS_CORRUPT_AT(err, "%s: manifests[%zu] must be a string", what, i);
-            char **slot = GROW(s->v1_manifests, s->n_v1_manifests);
-            if (!slot || !(*slot = hs_strdup(json_string_value(p))))
+            char **slot = TAKE(s->v1_manifests, s->n_v1_manifests);
+            if (!(*slot = hs_strdup(json_string_value(p))))
                 return hs_err_nomem(err, 0);
         }
     }
@@ -363,12 +400,12 @@ static hs_status parse_body(const json_t *root, ice_table_metadata *m, hs_error 
     if (schemas && !json_is_null(schemas)) {
         if (!json_is_array(schemas) || json_array_size(schemas) == 0)
             return HS_CORRUPT_AT(err, "metadata: \"schemas\" must be a non-empty array");
+        if (!RESERVE(m->schemas, m->n_schemas, json_array_size(schemas)))
+            return hs_err_nomem(err, 0);
         for (size_t i = 0; i < json_array_size(schemas); i++) {
             char w[64];
             snprintf(w, sizeof w, "metadata: schemas[%zu]", i);
-            ice_schema *s = GROW(m->schemas, m->n_schemas);
-            if (!s)
-                return hs_err_nomem(err, 0);
+            ice_schema *s = TAKE(m->schemas, m->n_schemas);
             m->n_schemas--; /* count it only once parsed */
             HS_TRY(ice_schema_from_jansson(json_array_get(schemas, i), w, s, err));
             m->n_schemas++;
@@ -400,12 +437,12 @@ static hs_status parse_body(const json_t *root, ice_table_metadata *m, hs_error 
     if (specs && !json_is_null(specs)) {
         if (!json_is_array(specs) || json_array_size(specs) == 0)
             return HS_CORRUPT_AT(err, "metadata: \"partition-specs\" must be a non-empty array");
+        if (!RESERVE(m->specs, m->n_specs, json_array_size(specs)))
+            return hs_err_nomem(err, 0);
         for (size_t i = 0; i < json_array_size(specs); i++) {
             char w[64];
             snprintf(w, sizeof w, "metadata: partition-specs[%zu]", i);
-            ice_partition_spec *s = GROW(m->specs, m->n_specs);
-            if (!s)
-                return hs_err_nomem(err, 0);
+            ice_partition_spec *s = TAKE(m->specs, m->n_specs);
             m->n_specs--;
             HS_TRY(ice_spec_from_jansson(json_array_get(specs, i), 0, w, s, err));
             m->n_specs++;
@@ -451,12 +488,12 @@ static hs_status parse_body(const json_t *root, ice_table_metadata *m, hs_error 
     if (orders && !json_is_null(orders)) {
         if (!json_is_array(orders))
             return HS_CORRUPT_AT(err, "metadata: \"sort-orders\" must be an array");
+        if (!RESERVE(m->sort_orders, m->n_sort_orders, json_array_size(orders)))
+            return hs_err_nomem(err, 0);
         for (size_t i = 0; i < json_array_size(orders); i++) {
             char w[64];
             snprintf(w, sizeof w, "metadata: sort-orders[%zu]", i);
-            ice_sort_order *o = GROW(m->sort_orders, m->n_sort_orders);
-            if (!o)
-                return hs_err_nomem(err, 0);
+            ice_sort_order *o = TAKE(m->sort_orders, m->n_sort_orders);
             m->n_sort_orders--;
             HS_TRY(ice_sort_order_from_jansson(json_array_get(orders, i), w, o, err));
             m->n_sort_orders++;
@@ -483,12 +520,12 @@ static hs_status parse_body(const json_t *root, ice_table_metadata *m, hs_error 
     if (snaps && !json_is_null(snaps)) {
         if (!json_is_array(snaps))
             return HS_CORRUPT_AT(err, "metadata: \"snapshots\" must be an array");
+        if (!RESERVE(m->snapshots, m->n_snapshots, json_array_size(snaps)))
+            return hs_err_nomem(err, 0);
         for (size_t i = 0; i < json_array_size(snaps); i++) {
             char w[64];
             snprintf(w, sizeof w, "metadata: snapshots[%zu]", i);
-            ice_snapshot *s = GROW(m->snapshots, m->n_snapshots);
-            if (!s)
-                return hs_err_nomem(err, 0);
+            ice_snapshot *s = TAKE(m->snapshots, m->n_snapshots);
             hs_status st = parse_snapshot(json_array_get(snaps, i), m->format_version, w, s, err);
             if (st != HS_OK)
                 return st; /* s is counted, so ice_metadata_free releases its parts */
@@ -503,12 +540,12 @@ static hs_status parse_body(const json_t *root, ice_table_metadata *m, hs_error 
     if (slog && !json_is_null(slog)) {
         if (!json_is_array(slog))
             return HS_CORRUPT_AT(err, "metadata: \"snapshot-log\" must be an array");
+        if (!RESERVE(m->snapshot_log, m->n_snapshot_log, json_array_size(slog)))
+            return hs_err_nomem(err, 0);
         for (size_t i = 0; i < json_array_size(slog); i++) {
             char w[64];
             snprintf(w, sizeof w, "metadata: snapshot-log[%zu]", i);
-            ice_snapshot_log_entry *e = GROW(m->snapshot_log, m->n_snapshot_log);
-            if (!e)
-                return hs_err_nomem(err, 0);
+            ice_snapshot_log_entry *e = TAKE(m->snapshot_log, m->n_snapshot_log);
             HS_TRY(req_int64(json_array_get(slog, i), "timestamp-ms", w, &e->timestamp_ms, err));
             HS_TRY(req_int64(json_array_get(slog, i), "snapshot-id", w, &e->snapshot_id, err));
         }
@@ -517,12 +554,12 @@ static hs_status parse_body(const json_t *root, ice_table_metadata *m, hs_error 
     if (mlog && !json_is_null(mlog)) {
         if (!json_is_array(mlog))
             return HS_CORRUPT_AT(err, "metadata: \"metadata-log\" must be an array");
+        if (!RESERVE(m->metadata_log, m->n_metadata_log, json_array_size(mlog)))
+            return hs_err_nomem(err, 0);
         for (size_t i = 0; i < json_array_size(mlog); i++) {
             char w[64];
             snprintf(w, sizeof w, "metadata: metadata-log[%zu]", i);
-            ice_metadata_log_entry *e = GROW(m->metadata_log, m->n_metadata_log);
-            if (!e)
-                return hs_err_nomem(err, 0);
+            ice_metadata_log_entry *e = TAKE(m->metadata_log, m->n_metadata_log);
             HS_TRY(req_int64(json_array_get(mlog, i), "timestamp-ms", w, &e->timestamp_ms, err));
             HS_TRY(req_string(json_array_get(mlog, i), "metadata-file", w, &e->file, err));
         }
@@ -535,10 +572,10 @@ static hs_status parse_body(const json_t *root, ice_table_metadata *m, hs_error 
         json_t *v;
         if (!json_is_object(refs))
             return HS_CORRUPT_AT(err, "metadata: \"refs\" must be an object");
+        if (!RESERVE(m->refs, m->n_refs, json_object_size(refs)))
+            return hs_err_nomem(err, 0);
         json_object_foreach((json_t *)refs, k, v) {
-            ice_ref *r = GROW(m->refs, m->n_refs);
-            if (!r)
-                return hs_err_nomem(err, 0);
+            ice_ref *r = TAKE(m->refs, m->n_refs);
             HS_TRY(parse_ref(k, v, r, err));
         }
     }

@@ -14,6 +14,7 @@
  */
 #include "index/registry.h"
 
+#include "base/hashmap.h"
 #include "base/mem.h"
 #include "base/numfmt.h"
 #include "catalog/catalog.h"
@@ -89,11 +90,10 @@ int ix_registry_find_decl(const ix_registry *r, int32_t field_id, const char *ki
     return -1;
 }
 
-hs_status ix_registry_add_decl(ix_registry *r, const char *column, int32_t field_id,
-                               const char *kind, const char *params, hs_error *err)
+/* Appends a declaration (the caller knows it is new). */
+static hs_status push_decl(ix_registry *r, const char *column, int32_t field_id, const char *kind,
+                           const char *params, hs_error *err)
 {
-    if (ix_registry_find_decl(r, field_id, kind) >= 0)
-        return HS_OK;
     if (r->n_decls == r->cap_decls) {
         int cap = r->cap_decls ? r->cap_decls * 2 : 4;
         ix_decl *nd = hs_realloc(r->decls, (size_t)cap * sizeof *nd);
@@ -113,6 +113,14 @@ hs_status ix_registry_add_decl(ix_registry *r, const char *column, int32_t field
     }
     r->decls[r->n_decls++] = d;
     return HS_OK;
+}
+
+hs_status ix_registry_add_decl(ix_registry *r, const char *column, int32_t field_id,
+                               const char *kind, const char *params, hs_error *err)
+{
+    if (ix_registry_find_decl(r, field_id, kind) >= 0)
+        return HS_OK;
+    return push_decl(r, column, field_id, kind, params, err);
 }
 
 typedef struct decl_key { int32_t field_id; const char *kind; } decl_key;
@@ -166,6 +174,8 @@ const ix_entry *ix_registry_find_entry(const ix_registry *r, const char *data_fi
     return i >= 0 ? &r->entries[i] : NULL;
 }
 
+static hs_status push_entry(ix_registry *r, ix_entry *copy, hs_error *err);
+
 hs_status ix_registry_add_entry(ix_registry *r, const ix_entry *e, hs_error *err)
 {
     drop_index(r);
@@ -178,17 +188,23 @@ hs_status ix_registry_add_entry(ix_registry *r, const ix_entry *e, hs_error *err
         r->entries[i] = copy;
         return HS_OK;
     }
+    return push_entry(r, &copy, err);
+}
+
+/* Appends copy (taking ownership; freed on failure). */
+static hs_status push_entry(ix_registry *r, ix_entry *copy, hs_error *err)
+{
     if (r->n_entries == r->cap_entries) {
         int cap = r->cap_entries ? r->cap_entries * 2 : 16;
         ix_entry *ne = hs_realloc(r->entries, (size_t)cap * sizeof *ne);
         if (!ne) {
-            entry_clear(&copy);
+            entry_clear(copy);
             return hs_err_nomem(err, (size_t)cap * sizeof *ne);
         }
         r->entries = ne;
         r->cap_entries = cap;
     }
-    r->entries[r->n_entries++] = copy;
+    r->entries[r->n_entries++] = *copy;
     return HS_OK;
 }
 
@@ -308,6 +324,25 @@ static bool parse_checksum(const char *s, uint64_t *out)
     return true;
 }
 
+/* The key of a declaration ('D', field id, kind) or an entry ('E', field id,
+ * kind, NUL, data file) in parse_root's map of what it has seen. */
+static hs_status seen_key(hs_buf *k, char tag, int32_t field_id, const char *kind,
+                          const char *data_file)
+{
+    hs_buf_reset(k);
+    HS_TRY(hs_buf_append_byte(k, (uint8_t)tag));
+    HS_TRY(hs_buf_append(k, &field_id, sizeof field_id));
+    HS_TRY(hs_buf_append(k, kind, strlen(kind) + 1));
+    return data_file ? hs_buf_append(k, data_file, strlen(data_file)) : HS_OK;
+}
+
+/* Declarations and entries are deduplicated as ix_registry_add_decl and
+ * ix_registry_add_entry do (the first declaration of a key stays; a later
+ * entry of a key replaces the earlier one in its place), through a hash map:
+ * their linear searches made parsing quadratic in the entries. */
+static hs_status parse_items(const char *name, const json_t *decls, const json_t *ents,
+                             ix_registry *r, hs_map *seen, hs_buf *key, hs_error *err);
+
 static hs_status parse_root(const char *name, const json_t *root, ix_registry *r, hs_error *err)
 {
     if (!json_is_object(root))
@@ -324,6 +359,17 @@ static hs_status parse_root(const char *name, const json_t *root, ix_registry *r
     if ((decls && !json_is_array(decls)) || (ents && !json_is_array(ents)))
         return HS_CORRUPT_AT(err, "index registry %s: \"declared\" and \"entries\" must be "
                              "arrays", name);
+    hs_map seen = {0};
+    hs_buf key = {0};
+    hs_status st = parse_items(name, decls, ents, r, &seen, &key, err);
+    hs_map_free(&seen);
+    hs_buf_free(&key);
+    return st;
+}
+
+static hs_status parse_items(const char *name, const json_t *decls, const json_t *ents,
+                             ix_registry *r, hs_map *seen, hs_buf *key, hs_error *err)
+{
     size_t i;
     const json_t *o;
     json_array_foreach(decls, i, o) {
@@ -344,7 +390,14 @@ static hs_status parse_root(const char *name, const json_t *root, ix_registry *r
             if (!ptxt)
                 return hs_err_nomem(err, 64);
         }
-        hs_status st = ix_registry_add_decl(r, col, (int32_t)fid, kind, ptxt, err);
+        bool dup = false;
+        hs_status st = seen_key(key, 'D', (int32_t)fid, kind, NULL);
+        if (st == HS_OK)
+            st = hs_map_get_or_put(seen, key->data, key->len, 0, NULL, &dup);
+        if (st == HS_OK && !dup)
+            st = push_decl(r, col, (int32_t)fid, kind, ptxt, err);
+        else if (st != HS_OK)
+            st = hs_err_nomem(err, key->len);
         free(ptxt);
         HS_TRY(st);
     }
@@ -368,7 +421,19 @@ static hs_status parse_root(const char *name, const json_t *root, ix_registry *r
         e.field_id = (int32_t)fid;
         e.data_file_size = dsz;
         e.index_file_size = isz;
-        HS_TRY(ix_registry_add_entry(r, &e, err));
+        ix_entry copy;
+        uint64_t at = 0;
+        bool dup = false;
+        if (seen_key(key, 'E', e.field_id, e.kind, e.data_file) != HS_OK ||
+            hs_map_get_or_put(seen, key->data, key->len, (uint64_t)r->n_entries, &at, &dup) !=
+                HS_OK || entry_copy(&e, &copy) != HS_OK)
+            return hs_err_nomem(err, 256);
+        if (dup) {
+            entry_clear(&r->entries[at]);
+            r->entries[at] = copy;
+        } else {
+            HS_TRY(push_entry(r, &copy, err));
+        }
     }
     return HS_OK;
 }

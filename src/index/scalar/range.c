@@ -52,6 +52,9 @@
 
 #include "base/compress.h"
 #include "base/mem.h"
+#include "base/memlimit.h"
+
+#include <zstd.h>
 
 #define BLK_HDR 24
 #define VRAW_MAX (64u << 20)
@@ -355,6 +358,19 @@ static hs_status block_values(const sidx_index *ix, int64_t b, rblock *k, rscrat
     const uint8_t *v = k->area;
     size_t vn = k->area_n;
     if (k->vcodec) {
+        /* The claimed size is checked before it is allocated: it must be the
+         * size the zstd frame itself records, and within the decode memory
+         * limit of the index file (a few bytes claiming 64 MiB allocated it). */
+        unsigned long long fsize = ZSTD_getFrameContentSize(v, vn);
+        if (fsize != (unsigned long long)k->vraw)
+            return HS_CORRUPT_AT(err, "scalar index: block %lld: values claim %u bytes, their "
+                                 "zstd frame %s", (long long)b, k->vraw,
+                                 fsize == ZSTD_CONTENTSIZE_ERROR ? "is not valid"
+                                 : fsize == ZSTD_CONTENTSIZE_UNKNOWN ? "records no size"
+                                                                     : "records another size");
+        hs_decode_budget budget;
+        hs_decode_budget_init(&budget, ix->size);
+        HS_TRY(HS_DECODE_CHARGE(&budget, k->vraw, err, "scalar index"));
         if (sc->vcap < k->vraw) {
             uint8_t *nb = hs_realloc(sc->vbuf, k->vraw);
             if (!nb)

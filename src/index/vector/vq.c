@@ -28,7 +28,9 @@
  *   end-4   4            CRC-32 of all bytes before it
  *
  * TQ8 thus saves 1,068 bytes whatever d is; PQ saves its codebooks (4 k d).
- * vq_load checks every field and the exact length before allocating.  The
+ * vq_load checks every field and the exact length before allocating, and
+ * what the tables it rebuilds take (rotations: 8 rounds d bytes; PQ: 1 KiB
+ * per dimension) against the decode memory limit of the blob.  The
  * rotation is rebuilt from the seed (vq_rot_init in vq_tq.c), so changing
  * how it is built changes the format: bump the version then (test_vq pins
  * one rotation).
@@ -37,6 +39,7 @@
 
 #include "base/hash.h"
 #include "base/mem.h"
+#include "base/memlimit.h"
 
 #include <math.h>
 
@@ -523,6 +526,13 @@ hs_status vq_load(const uint8_t *p, size_t n, vq **out, hs_error *err)
         if (!isfinite(get_float(pc + 4 * i)))
             return HS_CORRUPT_AT(err, "quantizer: PQ centroid value %llu is not finite",
                                  (unsigned long long)i);
+
+    /* What the tables take, within the decode memory limit of the blob (a
+     * PQ blob of k = 1 expands 256 times into its lookup tables). */
+    hs_decode_budget budget;
+    hs_decode_budget_init(&budget, n);
+    uint64_t need = rot ? 8ull * rounds * d : 4ull * (m + 1) + 4ull * pqf + 4ull * 256 * d;
+    HS_TRY(HS_DECODE_CHARGE(&budget, need, err, "quantizer"));
 
     vq *q = hs_calloc(1, sizeof *q);
     if (!q)
