@@ -155,7 +155,6 @@ def test_scalar_index_keeps_results_and_is_used(data, tmp_path):
     assert rep and "files_indexed" in str(rep)
 
 
-@needs_hnsw
 @pytest.mark.parametrize("kind", [None, "hnsw_tq8"])
 def test_batch_query_through_the_package(data, tmp_path, kind):
     """A 2-D query is a batch: one call, a query_index column, per query the
@@ -202,7 +201,6 @@ def test_batch_query_through_the_package(data, tmp_path, kind):
                                   "k": 2})
 
 
-@needs_hnsw
 @pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8", "hnsw_pq"])
 def test_index_answers_after_deletes_and_in_the_past(data, tmp_path, kind):
     """Sidecars cover immutable data files: after a delete the deleted rows
