@@ -17,6 +17,16 @@
  *                                                      registries, MiB
  *   vindex_cache_mb    HS_VINDEX_CACHE_MB     1024     vector index images, MiB
  *   dict_cache_mb      HS_DICT_CACHE_MB       128      decoded Parquet dictionaries, MiB
+ *   page_cache_mb      HS_PAGE_CACHE_MB       -1       decompressed Parquet pages of
+ *                                                      selective reads, MiB; -1 = 1/16
+ *                                                      of RAM within 64 MiB..1 GiB
+ *   parquet_max_page_mb                                1024     largest page a read may
+ *                      HS_PARQUET_MAX_PAGE_MB                  decompress, MiB
+ *   decode_limit_mb    HS_DECODE_LIMIT_MB     64       what one decode of untrusted
+ *                                                      bytes (Avro, sidecars, images,
+ *                                                      metadata) may allocate: this
+ *   decode_limit_per_byte                      128      + this many bytes per input
+ *                      HS_DECODE_LIMIT_PER_BYTE                byte; past it HS_CORRUPT
  *   mmap               HS_MMAP                1        1: map local files; 0: read them
  *   scan_threads       HS_SCAN_THREADS        0        threads of one scan, 1..64;
  *                                                      0 = the cores, at most 8

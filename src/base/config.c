@@ -42,6 +42,13 @@ static const cfg_def g_defs[HS_CFG_N] = {
     [HS_CFG_MMAP] = {"mmap", "HS_MMAP", 1, 0, 1, 1},
     [HS_CFG_SCAN_THREADS] = {"scan_threads", "HS_SCAN_THREADS", 0, 0, 64, 0},
     [HS_CFG_SEARCH_THREADS] = {"search_threads", "HS_SEARCH_THREADS", 0, 0, 64, 0},
+    /* -1: 1/16 of physical memory within [64 MiB, 1 GiB] (parquet/pcache.c) */
+    [HS_CFG_PAGE_CACHE_MB] = {"page_cache_mb", "HS_PAGE_CACHE_MB", -1, -1, MB_MAX, 0},
+    [HS_CFG_PARQUET_MAX_PAGE_MB] = {"parquet_max_page_mb", "HS_PARQUET_MAX_PAGE_MB", 1024, 1,
+                                    MB_MAX, 0},
+    [HS_CFG_DECODE_LIMIT_MB] = {"decode_limit_mb", "HS_DECODE_LIMIT_MB", 64, 1, MB_MAX, 0},
+    [HS_CFG_DECODE_LIMIT_PER_BYTE] = {"decode_limit_per_byte", "HS_DECODE_LIMIT_PER_BYTE", 128, 1,
+                                      (int64_t)1 << 20, 0},
 };
 
 static _Atomic int64_t g_val[HS_CFG_N];

@@ -21,6 +21,10 @@ typedef enum hs_cfg_key {
     HS_CFG_MMAP,
     HS_CFG_SCAN_THREADS,
     HS_CFG_SEARCH_THREADS,
+    HS_CFG_PAGE_CACHE_MB,
+    HS_CFG_PARQUET_MAX_PAGE_MB,
+    HS_CFG_DECODE_LIMIT_MB,
+    HS_CFG_DECODE_LIMIT_PER_BYTE,
     HS_CFG_N
 } hs_cfg_key;
 

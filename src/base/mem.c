@@ -28,6 +28,8 @@
  * bytes read through a hs_decode_budget.
  */
 #include "base/mem.h"
+
+#include "base/config.h"
 #include "base/memlimit.h"
 
 #include <errno.h>
@@ -175,48 +177,37 @@ void hs_free_aligned(void *p)
 
 /* ---- the decode memory limit (memlimit.h) ---- */
 
-#define DECODE_DEFAULT_FLOOR ((uint64_t)64 << 20)
-#define DECODE_DEFAULT_PER_BYTE 128
-
-static _Atomic uint64_t g_decode_floor = DECODE_DEFAULT_FLOOR;
-static _Atomic uint64_t g_decode_per_byte = DECODE_DEFAULT_PER_BYTE;
-static pthread_once_t g_decode_env_once = PTHREAD_ONCE_INIT;
-
-/* A positive integer from the environment, or `dflt`. */
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *s = getenv(name);
-    if (!s || !*s)
-        return dflt;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v == 0)
-        return dflt;
-    return (uint64_t)v;
-}
-
-static void decode_env_once(void)
-{
-    uint64_t mb = env_u64("HS_DECODE_LIMIT_MB", DECODE_DEFAULT_FLOOR >> 20);
-    atomic_store(&g_decode_floor, mb > (UINT64_MAX >> 20) ? UINT64_MAX : mb << 20);
-    atomic_store(&g_decode_per_byte, env_u64("HS_DECODE_LIMIT_PER_BYTE", DECODE_DEFAULT_PER_BYTE));
-}
+/* The limit's settings live in base/config ("decode_limit_mb",
+ * "decode_limit_per_byte" and their environment variables, read once);
+ * hs_decode_limit_set overrides both with byte-exact values until either
+ * setting changes again (g_decode_seen remembers them at the override). */
+static _Atomic uint64_t g_decode_floor, g_decode_per_byte;
+static _Atomic int64_t g_decode_seen_mb = INT64_MIN, g_decode_seen_pb = INT64_MIN;
 
 void hs_decode_limit_set(uint64_t floor_bytes, uint64_t per_input_byte)
 {
-    pthread_once(&g_decode_env_once, decode_env_once);
     atomic_store(&g_decode_floor, floor_bytes);
     atomic_store(&g_decode_per_byte, per_input_byte);
+    atomic_store(&g_decode_seen_mb, hs_cfg_get(HS_CFG_DECODE_LIMIT_MB));
+    atomic_store(&g_decode_seen_pb, hs_cfg_get(HS_CFG_DECODE_LIMIT_PER_BYTE));
 }
 
 void hs_decode_limit_get(uint64_t *floor_bytes, uint64_t *per_input_byte)
 {
-    pthread_once(&g_decode_env_once, decode_env_once);
+    int64_t mb = hs_cfg_get(HS_CFG_DECODE_LIMIT_MB);
+    int64_t pb = hs_cfg_get(HS_CFG_DECODE_LIMIT_PER_BYTE);
+    uint64_t floor, per_byte;
+    if (atomic_load(&g_decode_seen_mb) == mb && atomic_load(&g_decode_seen_pb) == pb) {
+        floor = atomic_load(&g_decode_floor);
+        per_byte = atomic_load(&g_decode_per_byte);
+    } else {
+        floor = (uint64_t)mb > (UINT64_MAX >> 20) ? UINT64_MAX : (uint64_t)mb << 20;
+        per_byte = (uint64_t)pb;
+    }
     if (floor_bytes)
-        *floor_bytes = atomic_load(&g_decode_floor);
+        *floor_bytes = floor;
     if (per_input_byte)
-        *per_input_byte = atomic_load(&g_decode_per_byte);
+        *per_input_byte = per_byte;
 }
 
 uint64_t hs_decode_limit(uint64_t input_len)

@@ -15,10 +15,11 @@
  * degrades to a scan like any other).  Defaults: 64 MiB + 128 bytes per
  * input byte: the largest legitimate expansion is Avro's (a 1-byte int
  * becomes a 32-byte value; a manifest's values take 10-15 times its bytes,
- * and an Avro reader counts a compressed file as 32 times its size).  The environment variables HS_DECODE_LIMIT_MB (floor, MiB) and
- * HS_DECODE_LIMIT_PER_BYTE are read once, at the first use;
- * hs_decode_limit_set overrides both (this is the one place a public settings
- * API sets it).  Thread-safe. */
+ * and an Avro reader counts a compressed file as 32 times its size).  The settings are base/config's "decode_limit_mb" (floor,
+ * MiB) and "decode_limit_per_byte" (public: hs_config_set; environment
+ * HS_DECODE_LIMIT_MB, HS_DECODE_LIMIT_PER_BYTE, read once);
+ * hs_decode_limit_set overrides both with byte-exact values until either
+ * setting changes.  Thread-safe. */
 #ifndef HS_BASE_MEMLIMIT_H
 #define HS_BASE_MEMLIMIT_H
 

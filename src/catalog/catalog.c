@@ -139,7 +139,7 @@ bool cat_json_table_uuid(const char *json, size_t len, char out[64])
         }
     }
     /* the key also occurs elsewhere (a property?) or an unusual form: parse */
-    json_t *root = json_loadb(json, len, 0, NULL);
+    json_t *root = hs_json_loadb(json, len, 0, NULL);
     json_t *v = json_is_object(root) ? json_object_get(root, "table-uuid") : NULL;
     bool ok = json_is_string(v) && strlen(json_string_value(v)) > 0 &&
               strlen(json_string_value(v)) < 64;

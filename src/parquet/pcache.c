@@ -20,6 +20,8 @@
  */
 #include "parquet/pcache.h"
 
+#include "base/config.h"
+
 #include "base/hash.h"
 #include "base/mem.h"
 
@@ -53,45 +55,45 @@ static size_t default_budget(void)
         b = (size_t)1 << 30;
     return b;
 }
-#define PQ_MAX_PAGE_DEFAULT ((size_t)1 << 30)
 
-static pthread_once_t g_set_once = PTHREAD_ONCE_INIT;
-static size_t g_budget;       /* atomic */
-static size_t g_max_page;     /* atomic */
-
-/* An environment variable in MiB, or dflt (bytes) when unset. */
-static size_t env_mb(const char *name, size_t dflt)
-{
-    const char *e = getenv(name);
-    if (!e || !*e)
-        return dflt;
-    long long mb = atoll(e);
-    return mb <= 0 ? 0 : (size_t)mb << 20;
-}
-
-static void settings_init(void)
-{
-    __atomic_store_n(&g_budget, env_mb("HS_PAGE_CACHE_MB", default_budget()), __ATOMIC_RELAXED);
-    size_t mp = env_mb("HS_PARQUET_MAX_PAGE_MB", PQ_MAX_PAGE_DEFAULT);
-    __atomic_store_n(&g_max_page, mp ? mp : PQ_MAX_PAGE_DEFAULT, __ATOMIC_RELAXED);
-}
+/* The settings live in base/config (hs_config_set "page_cache_mb",
+ * "parquet_max_page_mb", their environment variables read once).  The
+ * byte-exact setters below override them until the setting changes again:
+ * g_*_seen remembers the setting's value when the override was made. */
+static size_t g_budget = SIZE_MAX;      /* atomic; SIZE_MAX: not resolved yet */
+static int64_t g_budget_seen = INT64_MIN;
+static size_t g_max_page = SIZE_MAX;
+static int64_t g_max_page_seen = INT64_MIN;
 
 size_t pq_page_cache_budget(void)
 {
-    pthread_once(&g_set_once, settings_init);
+    int64_t mb = hs_cfg_get(HS_CFG_PAGE_CACHE_MB);
+    if (__atomic_load_n(&g_budget_seen, __ATOMIC_ACQUIRE) != mb) {
+        size_t b = mb < 0 ? default_budget() : (size_t)mb << 20;
+        __atomic_store_n(&g_budget, b, __ATOMIC_RELAXED);
+        __atomic_store_n(&g_budget_seen, mb, __ATOMIC_RELEASE);
+        return b;
+    }
     return __atomic_load_n(&g_budget, __ATOMIC_RELAXED);
 }
 
 size_t pq_max_page_bytes(void)
 {
-    pthread_once(&g_set_once, settings_init);
+    int64_t mb = hs_cfg_get(HS_CFG_PARQUET_MAX_PAGE_MB);
+    if (__atomic_load_n(&g_max_page_seen, __ATOMIC_ACQUIRE) != mb) {
+        size_t b = (size_t)mb << 20;
+        __atomic_store_n(&g_max_page, b, __ATOMIC_RELAXED);
+        __atomic_store_n(&g_max_page_seen, mb, __ATOMIC_RELEASE);
+        return b;
+    }
     return __atomic_load_n(&g_max_page, __ATOMIC_RELAXED);
 }
 
 void pq_set_max_page_bytes(size_t bytes)
 {
-    pthread_once(&g_set_once, settings_init);
-    __atomic_store_n(&g_max_page, bytes ? bytes : PQ_MAX_PAGE_DEFAULT, __ATOMIC_RELAXED);
+    int64_t mb = hs_cfg_get(HS_CFG_PARQUET_MAX_PAGE_MB);
+    __atomic_store_n(&g_max_page, bytes ? bytes : (size_t)mb << 20, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_max_page_seen, mb, __ATOMIC_RELEASE);
 }
 
 /* ===================================================================== */
@@ -302,10 +304,11 @@ static void evict_to(size_t budget, pq_pc_ref **dead)
 
 void pq_page_cache_set_budget(size_t bytes)
 {
-    pthread_once(&g_set_once, settings_init);
     pq_pc_ref *dead = NULL;
+    int64_t mb = hs_cfg_get(HS_CFG_PAGE_CACHE_MB);
     pthread_mutex_lock(&g_mu);
     __atomic_store_n(&g_budget, bytes, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_budget_seen, mb, __ATOMIC_RELEASE);
     evict_to(bytes, &dead);
     pthread_mutex_unlock(&g_mu);
     free_dead(dead);

@@ -12,6 +12,9 @@
  */
 #include "harness.h"
 
+#include "base/memlimit.h"
+#include "parquet/pcache.h"
+
 #include "base/config.h"
 #include "base/fork.h"
 #include "base/mem.h"
@@ -87,6 +90,32 @@ static void test_settings(void)
     CHECK(hs_cfg_get(HS_CFG_VINDEX_CACHE_MB) == 17);
     CHECK_OK(hs_config_set("vindex_cache_mb", NULL, &err), &err);   /* back to startup */
     CHECK(hs_cfg_get(HS_CFG_VINDEX_CACHE_MB) == 1024);
+    /* the Parquet page cache, the page ceiling and the decode limit follow
+     * their settings; byte-exact internal setters override until the
+     * setting changes again */
+    CHECK_OK(hs_config_set_int("page_cache_mb", 5, &err), &err);
+    CHECK(pq_page_cache_budget() == (size_t)5 << 20);
+    pq_page_cache_set_budget(12345);
+    CHECK(pq_page_cache_budget() == 12345);
+    CHECK_OK(hs_config_set("HS_PAGE_CACHE_MB", "7", &err), &err);
+    CHECK(pq_page_cache_budget() == (size_t)7 << 20);
+    CHECK_OK(hs_config_set("page_cache_mb", "-1", &err), &err);   /* automatic */
+    CHECK(pq_page_cache_budget() >= (size_t)64 << 20 && pq_page_cache_budget() <= (size_t)1 << 30);
+    CHECK_OK(hs_config_set("page_cache_mb", NULL, &err), &err);
+    CHECK_OK(hs_config_set_int("parquet_max_page_mb", 2, &err), &err);
+    CHECK(pq_max_page_bytes() == (size_t)2 << 20);
+    CHECK_OK(hs_config_set("parquet_max_page_mb", NULL, &err), &err);
+    CHECK(pq_max_page_bytes() == (size_t)1 << 30);
+    CHECK_OK(hs_config_set_int("decode_limit_mb", 3, &err), &err);
+    CHECK_OK(hs_config_set_int("decode_limit_per_byte", 2, &err), &err);
+    CHECK(hs_decode_limit(1000) == ((uint64_t)3 << 20) + 2000);
+    hs_decode_limit_set(100, 1);
+    CHECK(hs_decode_limit(1000) == 1100);
+    CHECK_OK(hs_config_set("decode_limit_mb", NULL, &err), &err);
+    CHECK_OK(hs_config_set("decode_limit_per_byte", NULL, &err), &err);
+    CHECK(hs_decode_limit(1000) == ((uint64_t)64 << 20) + 128000);
+    hs_err_clear(&err);
+    CHECK(hs_config_set("decode_limit_mb", "0", &err) == HS_INVALID);
     CHECK_OK(hs_config_set("mmap", "off", &err), &err);
     CHECK(hs_cfg_get(HS_CFG_MMAP) == 0);
     CHECK_OK(hs_config_set("HS_MMAP", "1", &err), &err);

@@ -84,7 +84,9 @@ def test_bad_values(t):
          "unknown keys"),
         (lambda: t.to_pandas(vector_filter={"column": "embedding", "query": [], "k": 3}), "empty"),
         (lambda: t.to_pandas(vector_filter={"column": "embedding", "query": [[1, 2]], "k": 3}),
-         "1-D"),
+         "2 dimensions"),   # a batch of one 2-d query against a 3-d column
+        (lambda: t.to_pandas(vector_filter={"column": "embedding", "query": [[[1, 2, 3]]],
+                                            "k": 3}), "1-D"),
         (lambda: t.move_column("id"), "exactly one"),
         (lambda: hdb.Table(""), "empty"),
         (lambda: hdb.Table("/tmp/x", format_version=1), "format_version"),

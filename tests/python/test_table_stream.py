@@ -40,7 +40,8 @@ class _Stream(ctypes.Structure):
 
 
 class _CreateOpts(ctypes.Structure):
-    _fields_ = [("arrow_schema", ctypes.c_void_p), ("schema_json", ctypes.c_char_p),
+    _fields_ = [("struct_size", ctypes.c_size_t),  # 0: the 0.1 layout
+                ("arrow_schema", ctypes.c_void_p), ("schema_json", ctypes.c_char_p),
                 ("partition_spec", ctypes.c_char_p), ("sort_order", ctypes.c_char_p),
                 ("property_keys", ctypes.c_void_p), ("property_values", ctypes.c_void_p),
                 ("n_properties", ctypes.c_int), ("format_version", ctypes.c_int),
