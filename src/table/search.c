@@ -4,7 +4,9 @@
  * data file through its vector sidecar when a usable one exists, else
  * exactly.
  *
- *   plan the snapshot with the filter (partition + bounds pruning, deletes)
+ *   plan the snapshot with the filter (partition + bounds pruning, deletes;
+ *   without a filter the handle keeps the plan for the next call while its
+ *   metadata file and the snapshot stay the same)
  *     |
  *     v  once per call, per data file f (plan order = file ordinal; files
  *        on the pool when there are several)
@@ -49,8 +51,10 @@
  * and the file searched exactly.  Skipped sidecars print a warning on
  * stderr and count in tbl_search_counters.
  *
- * Ownership: the search borrows the table handle's metadata for the call;
- * the returned stream owns its one batch.
+ * Ownership: the search borrows the table handle's metadata for the call
+ * (and keeps its unfiltered plan in the handle: hs_table.search_plan, freed
+ * by tbl_search_cache_clear when the handle closes); the returned stream
+ * owns its one batch.
  */
 #include "table/table_int.h"
 #include "table/vindex.h"
@@ -636,6 +640,8 @@ static void fstates_free(fstate *fs, int n)
  * never more than the jobs. */
 static int search_threads(int64_t n_jobs)
 {
+    if (n_jobs <= 1)
+        return 1;     /* no sysconf: glibc reads /sys for it, per call */
     long set = (long)hs_cfg_get(HS_CFG_SEARCH_THREADS);
     long n = set > 0 ? set : sysconf(_SC_NPROCESSORS_ONLN);
     if (set <= 0 && n > 8)
@@ -1192,6 +1198,50 @@ static hs_status check_options(const hs_search_options *so, int n_queries, hs_er
     return HS_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* the plan of an unfiltered search, kept by the handle                */
+
+void tbl_search_cache_clear(hs_table *t)
+{
+    tbl_plan_free(t->search_plan);
+    hs_free(t->search_plan_meta);
+    t->search_plan = NULL;
+    t->search_plan_meta = NULL;
+}
+
+static bool filter_blank(const char *f)
+{
+    return !f || f[strspn(f, " \t\r\n")] == '\0';
+}
+
+/* The plan of (snap, schema, filter): without a filter, the one the handle
+ * kept when it was made under the same metadata file (immutable: a new
+ * version is a new file) for the same snapshot and schema, else a new one
+ * that the handle keeps (*owned false: not to be freed).  Reading the
+ * manifest list again costs more than a small search (~20 us).  The plan
+ * borrows t->meta, which changes only with metadata_location. */
+static hs_status search_plan(hs_table *t, const ice_snapshot *snap, const ice_schema *schema,
+                             const char *filter, tbl_plan **plan, bool *owned, hs_error *err)
+{
+    *owned = true;
+    if (!filter_blank(filter) || !t->metadata_location)
+        return tbl_plan_make(&t->meta, snap, schema, filter, plan, err);
+    tbl_plan *p = t->search_plan;
+    if (p && p->meta == &t->meta && p->snap == snap && p->schema == schema &&
+        strcmp(t->search_plan_meta, t->metadata_location) == 0) {
+        *plan = p;
+        *owned = false;
+        return HS_OK;
+    }
+    tbl_search_cache_clear(t);
+    HS_TRY(tbl_plan_make(&t->meta, snap, schema, NULL, plan, err));
+    if ((t->search_plan_meta = hs_strdup(t->metadata_location)) != NULL) {
+        t->search_plan = *plan;
+        *owned = false;
+    }
+    return HS_OK;   /* not kept without memory for the key: owned by the call */
+}
+
 /* hs_table_search (batch false, one query) and hs_table_search_batch. */
 static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
                              const hs_search_options *so, int n_queries, bool batch,
@@ -1230,6 +1280,7 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
                           "\"%s\" has %d", so->dim, c.col->name, dim);
     hs_field rs = {0}, fsch = {0};
     tbl_plan *plan = NULL;
+    bool plan_owned = true;
     vreg vr = {0};
     hs_status st = project_schema(schema, scan, &rs, err);
     for (int i = 0; st == HS_OK && i < rs.n_children; i++)
@@ -1243,7 +1294,7 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
         st = hs_err_set(err, HS_INVALID, "search: the distance column may not be named "
                         "query_index in a batch search");
     if (st == HS_OK)
-        st = tbl_plan_make(&t->meta, snap, schema, scan ? scan->filter : NULL, &plan, err);
+        st = search_plan(t, snap, schema, scan ? scan->filter : NULL, &plan, &plan_owned, err);
     if (st == HS_OK)
         st = filter_schema(schema, &plan->pred, &fsch, err);
     if (st == HS_OK)
@@ -1281,7 +1332,8 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     hs_free(n_win);
     fstates_free(c.fs, plan ? plan->n_files : 0);
     vreg_clear(&vr);
-    tbl_plan_free(plan);
+    if (plan_owned)
+        tbl_plan_free(plan);
     hs_field_clear(&rs);
     hs_field_clear(&fsch);
     return st;

@@ -48,7 +48,15 @@ struct hs_table {
     char *ident;                  /* owned */
     char *metadata_location;      /* owned */
     ice_table_metadata meta;      /* owned */
+    /* table/search.c: the plan of the last unfiltered search, reused while the
+     * handle reads the same metadata file and snapshot (owned; freed with the
+     * handle by tbl_search_cache_clear) */
+    struct tbl_plan *search_plan;
+    char *search_plan_meta;       /* owned: the metadata_location it was made under */
 };
+
+/* Frees the handle's cached search plan (table/search.c). */
+void tbl_search_cache_clear(hs_table *t);
 
 /* roaring_bitmap_free that accepts NULL (older CRoaring does not). */
 static inline void tbl_bitmap_free(roaring_bitmap_t *b)

@@ -569,15 +569,14 @@ static hs_status stream_failed(struct ArrowArrayStream *s, hs_error *err)
     return HS_INTERNAL;
 }
 
-static hs_status run_search(hs_table *t, const char *filter, const float *q, int dim, int k,
-                            const char *metric, int64_t *ids, double *dist, int *n,
-                            hs_error *err)
+static hs_status run_search_at(hs_table *t, const hs_scan_options *so, const float *q, int dim,
+                               int k, const char *metric, int64_t *ids, double *dist, int *n,
+                               hs_error *err)
 {
-    hs_scan_options so = {.filter = filter};
     hs_search_options vo = {.column = "v", .query = q, .dim = dim, .k = k, .metric = metric};
     struct ArrowArrayStream s;
     *n = 0;
-    HS_TRY(hs_table_search(t, &so, &vo, &s, err));
+    HS_TRY(hs_table_search(t, so, &vo, &s, err));
     struct ArrowSchema as;
     hs_field f = {0};
     hs_status st = s.get_schema(&s, &as) == 0 ? HS_OK : stream_failed(&s, err);
@@ -608,6 +607,14 @@ static hs_status run_search(hs_table *t, const char *filter, const float *q, int
     hs_field_clear(&f);
     s.release(&s);
     return st;
+}
+
+static hs_status run_search(hs_table *t, const char *filter, const float *q, int dim, int k,
+                            const char *metric, int64_t *ids, double *dist, int *n,
+                            hs_error *err)
+{
+    hs_scan_options so = {.filter = filter};
+    return run_search_at(t, &so, q, dim, k, metric, ids, dist, n, err);
 }
 
 static const char *tmp_path(const char *name)
@@ -729,6 +736,80 @@ static void test_search_exact(void)
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
     tbl_vindex_cache_clear();
     tbl_index_cache_clear();
+    CHECK(hs_mem_live_count() == live);
+}
+
+/* Live rows with a vector and id >= min_id (the generator's, after
+ * make_table's deletes). */
+static int live_from(int64_t min_id)
+{
+    int n = 0;
+    for (int64_t r = min_id; r < N_ROWS; r++)
+        n += !vec_null(r) && !deleted(r);
+    return n;
+}
+
+/* An unfiltered search of every row: n rows, none below min_id. */
+static void check_all_from(hs_table *t, const hs_scan_options *so, int64_t min_id)
+{
+    static int64_t ids[N_ROWS];
+    static double d[N_ROWS];
+    float q[DIM] = {0};
+    int n = 0;
+    hs_error err = {0};
+    CHECK_OK(run_search_at(t, so, q, DIM, N_ROWS, "l2", ids, d, &n, &err), &err);
+    CHECK(n == live_from(min_id));
+    int below = 0;
+    for (int i = 0; i < n; i++)
+        below += ids[i] < min_id || deleted(ids[i]) || vec_null(ids[i]);
+    CHECK(below == 0);
+}
+
+/* The handle keeps the plan of an unfiltered search (table/search.c): it
+ * must follow the handle's own commits, refreshes, time travel and
+ * filtered searches in between. */
+static void test_plan_kept(void)
+{
+    int64_t live = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    const char *name = tmp_path("plan-kept");
+    hs_table *t = make_table(cat, name, &err);
+    REQUIRE(t);
+    int64_t s0 = hs_table_current_snapshot_id(t);
+    hs_scan_options cur = {0};
+    check_all_from(t, &cur, 0);
+    check_all_from(t, &cur, 0);   /* the kept plan */
+    /* a filtered search between: its own plan, the kept one untouched */
+    hs_scan_options flt = {.filter = "id >= 300"};
+    check_all_from(t, &flt, 300);
+    check_all_from(t, &cur, 0);
+    /* a commit through this handle: a new snapshot */
+    int64_t n_del = 0;
+    CHECK_OK(hs_table_delete(t, "id < 100", &n_del, &err), &err);
+    CHECK(n_del > 0);
+    check_all_from(t, &cur, 100);
+    /* time travel to the first snapshot, then back */
+    hs_scan_options at0 = {.use_snapshot_id = 1, .snapshot_id = s0};
+    check_all_from(t, &at0, 0);
+    check_all_from(t, &cur, 100);
+    /* a commit through another handle: seen after refresh only */
+    hs_table *t2 = NULL;
+    CHECK_OK(hs_table_open(cat, name, &t2, &err), &err);
+    REQUIRE(t2);
+    CHECK_OK(hs_table_delete(t2, "id < 200", &n_del, &err), &err);
+    check_all_from(t2, &cur, 200);
+    check_all_from(t, &cur, 100);
+    CHECK_OK(hs_table_refresh(t, &err), &err);
+    check_all_from(t, &cur, 200);
+    hs_table_close(t2);
+    hs_table_close(t);   /* frees the kept plans */
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();
+    tbl_vindex_cache_clear();
+    tbl_index_cache_clear();
+    tbl_mcache_clear();
     CHECK(hs_mem_live_count() == live);
 }
 
@@ -968,6 +1049,7 @@ int main(void)
     HS_RUN(test_image_damage);
     HS_RUN(test_exact_vectors_image);
     HS_RUN(test_search_exact);
+    HS_RUN(test_plan_kept);
     HS_RUN(test_cache);
     HS_RUN(test_vindex_oom);
     HS_RUN(test_search_oom);
