@@ -1694,10 +1694,16 @@ static PyObject *Table_search(TableObject *self, PyObject *args, PyObject *kw)
                         "build of libhyperstream yet");
         goto done;
     }
+    /* the package passes float32 queries through unchecked: this is the check
+     * (same messages as _table.py's) */
     for (Py_ssize_t i = 0; i < n_q * dim; i++)
         if (!isfinite(((const float *)q.buf)[i])) {
-            PyErr_Format(PyExc_ValueError, "query vector has a non-finite value (NaN or "
-                                           "infinity) at index %zd", i);
+            if (batch)
+                PyErr_Format(PyExc_ValueError, "query has a non-finite value (NaN or infinity) "
+                             "in row %zd at index %zd", i / dim, i % dim);
+            else
+                PyErr_Format(PyExc_ValueError, "query has a non-finite value (NaN or infinity) "
+                             "at index %zd", i);
             goto done;
         }
     hs_search_options so = {0};

@@ -669,8 +669,8 @@ class Table:
         if not isinstance(vf, dict):
             raise TypeError("vector_filter must be a dict {'column': str, 'query': vector, "
                             "'k': int}")
-        unknown = set(vf) - _VECTOR_KEYS
-        if unknown:
+        if not _VECTOR_KEYS.issuperset(vf):
+            unknown = set(vf) - _VECTOR_KEYS
             raise ValueError(f"vector_filter: unknown keys {sorted(unknown)} (known: "
                              f"{sorted(_VECTOR_KEYS)})")
         for key in ("column", "query"):
@@ -687,7 +687,11 @@ class Table:
             raise TypeError(f"k must be an int, not {type(k).__name__}")
         if k <= 0:
             raise ValueError(f"k must be > 0, got {k}")
-        q = _query_vectors(query)
+        if (type(query) is np.ndarray and query.dtype == np.float32 and query.size
+                and (query.ndim == 1 or query.ndim == 2) and query.flags.c_contiguous):
+            q = query    # read in place; _core checks that the values are finite
+        else:
+            q = _query_vectors(query)
         if distance_column is None:
             distance_column = self._default_distance_column()
         return dict(column=column, query=q, k=int(k), metric=metric,
@@ -727,7 +731,8 @@ class Table:
         snapshot_id / as_of (datetime) / ref (tag or branch): time travel.
         row_lineage:   append _row_id and _last_updated_sequence_number (v3).
         Ctrl-C interrupts a long read (KeyboardInterrupt)."""
-        _check_context(context)
+        if context is not None:
+            _check_context(context)
         h = self._handle()
         kw = self._scan_kw(filter, columns, snapshot_id, as_of, ref, row_lineage, batch_size)
         if vector_filter is not None:

@@ -132,6 +132,14 @@ def test_nan_vectors(t):
         t.to_pandas(vector_filter={"column": "embedding", "query": [1.0, nan, 2.0], "k": 3})
     with pytest.raises(ValueError, match="non-finite"):
         t.query().vector_search("embedding", [np.inf, 1.0, 2.0], k=3)
+    # float32 arrays go to _core unchecked by Python: the same errors
+    q32 = np.array([1.0, 2.0, -np.inf], np.float32)
+    with pytest.raises(ValueError, match=r"query has a non-finite value .* at index 2"):
+        t.to_arrow(vector_filter={"column": "embedding", "query": q32, "k": 3})
+    b32 = np.ones((3, 3), np.float32)
+    b32[2, 1] = nan
+    with pytest.raises(ValueError, match=r"non-finite value .* in row 2 at index 1"):
+        t.to_arrow(vector_filter={"column": "embedding", "query": b32, "k": 3})
     with pytest.raises(ValueError, match="non-finite"):
         hdb.l2_distance([1.0, nan], [1.0, 2.0])
     with pytest.raises(ValueError, match="non-finite"):

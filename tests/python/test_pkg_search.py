@@ -228,3 +228,36 @@ def test_index_answers_after_deletes_and_in_the_past(data, tmp_path, kind):
         assert list(then.column("id").to_numpy()) == list(want)
         np.testing.assert_array_equal(np.array(then.column("embedding").to_pylist(), np.float32),
                                       vecs[want])
+
+
+def test_search_follows_commits_of_the_same_table(data, tmp_path):
+    """The table handle keeps the plan of an unfiltered search between calls
+    (table/search.c): searches before and after a delete, an append and
+    another handle's commit (after refresh) each give numpy's answer for
+    the table as it is then."""
+    path, df, vecs = data
+    t = hdb.Table(tmp_path / "c")
+    t.write_pandas(df.iloc[:2000])
+    t.commit()
+    q = RNG.standard_normal(DIM).astype(np.float32)
+    vf = {"column": "embedding", "query": q, "k": 15}
+    live = np.zeros(ROWS, bool)
+    live[:2000] = True
+    for _ in range(2):
+        check_exact(t.to_pandas(vector_filter=vf), vecs, q, 15, mask=live)
+    near = brute(vecs, q, 5, mask=live)[0]
+    t.delete("id IN (" + ", ".join(str(i) for i in near) + ")")
+    live[near] = False
+    check_exact(t.to_pandas(vector_filter=vf), vecs, q, 15, mask=live)
+    t.write_pandas(df.iloc[2000:])
+    t.commit()
+    live[2000:] = True
+    check_exact(t.to_pandas(vector_filter=vf), vecs, q, 15, mask=live)
+    other = hdb.Table(tmp_path / "c")
+    near = brute(vecs, q, 3, mask=live)[0]
+    other.delete("id IN (" + ", ".join(str(i) for i in near) + ")")
+    before = live.copy()
+    live[near] = False
+    check_exact(other.to_pandas(vector_filter=vf), vecs, q, 15, mask=live)
+    t.refresh()
+    check_exact(t.to_pandas(vector_filter=vf), vecs, q, 15, mask=live)
