@@ -1225,6 +1225,44 @@ hs_status hs_arrow_export_stream(hs_batch_source *src, struct ArrowArrayStream *
     return HS_OK;
 }
 
+/* hs_arrow_export_one_batch: a source holding one batch. */
+typedef struct one_batch {
+    hs_batch *b;
+} one_batch;
+
+static hs_status one_next(void *ctx, hs_batch **out, hs_error *err)
+{
+    (void)err;
+    one_batch *o = ctx;
+    *out = o->b;
+    o->b = NULL;
+    return HS_OK;
+}
+
+static void one_close(void *ctx)
+{
+    one_batch *o = ctx;
+    hs_batch_free(o->b);
+    hs_free(o);
+}
+
+hs_status hs_arrow_export_one_batch(hs_batch *b, struct ArrowArrayStream *out, hs_error *err)
+{
+    one_batch *o = hs_calloc(1, sizeof *o);
+    hs_batch_source src = {.next = one_next, .close = one_close, .ctx = o};
+    if (!o || hs_field_copy(&b->schema, &src.schema) != HS_OK) {
+        hs_field_clear(&src.schema);
+        hs_batch_free(b);
+        hs_free(o);
+        return hs_err_nomem(err, 64);
+    }
+    if (b->n_rows > 0)
+        o->b = b;
+    else
+        hs_batch_free(b);
+    return hs_arrow_export_stream(&src, out, err);   /* owns o now, also on failure */
+}
+
 typedef struct istream_ctx {
     struct ArrowArrayStream stream;  /* moved producer stream */
     hs_field schema;                 /* own copy: the source's schema may be moved away */

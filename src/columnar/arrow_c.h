@@ -63,6 +63,10 @@ typedef struct hs_batch_source {
 /* Takes ownership of src. */
 HS_MUST_USE hs_status hs_arrow_export_stream(hs_batch_source *src, struct ArrowArrayStream *out,
                                              hs_error *err);
+/* Exports batch b (taken, also on failure) as a stream of that one batch;
+ * a batch of zero rows gives a stream with b's schema and no batch. */
+HS_MUST_USE hs_status hs_arrow_export_one_batch(hs_batch *b, struct ArrowArrayStream *out,
+                                            hs_error *err);
 /* Moves the stream into a batch source; caller closes it with src->close(src->ctx). */
 HS_MUST_USE hs_status hs_arrow_import_stream(struct ArrowArrayStream *s, hs_batch_source *out,
                                              hs_error *err);

@@ -176,26 +176,6 @@ static hs_status append_value(const lc_col *c, hs_column *col, json_t *v, int64_
                       (long long)row, c->path);
 }
 
-typedef struct one_batch {
-    hs_batch *b;
-} one_batch;
-
-static hs_status one_next(void *ctx, hs_batch **out, hs_error *err)
-{
-    (void)err;
-    one_batch *o = ctx;
-    *out = o->b;
-    o->b = NULL;
-    return HS_OK;
-}
-
-static void one_close(void *ctx)
-{
-    one_batch *o = ctx;
-    hs_batch_free(o->b);
-    hs_free(o);
-}
-
 /* rows: a JSON array of objects (borrowed).  Fills *out (caller releases). */
 static hs_status rows_to_stream(json_t *rows, const lc_col *cols, int n_cols,
                                 struct ArrowArrayStream *out, hs_error *err)
@@ -220,19 +200,13 @@ static hs_status rows_to_stream(json_t *rows, const lc_col *cols, int n_cols,
         for (int i = 0; st == HS_OK && i < n_cols; i++)
             st = append_value(&cols[i], b->cols[i], lookup(row, cols[i].path), r, err);
     }
-    one_batch *o = st == HS_OK ? hs_calloc(1, sizeof *o) : NULL;
-    if (!o) {
+    hs_field_clear(&schema);
+    if (st != HS_OK) {
         hs_batch_free(b);
-        hs_field_clear(&schema);
-        return st == HS_OK || st == HS_NOMEM ? hs_err_nomem(err, 64) : st;
+        return st == HS_NOMEM ? hs_err_nomem(err, 64) : st;
     }
     b->n_rows = n;
-    if (n > 0)
-        o->b = b;
-    else
-        hs_batch_free(b);
-    hs_batch_source src = {.next = one_next, .close = one_close, .ctx = o, .schema = schema};
-    return hs_arrow_export_stream(&src, out, err);
+    return hs_arrow_export_one_batch(b, out, err);
 }
 
 /* Parses the JSON text `text` (freed here) and streams rows of it. */

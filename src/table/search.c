@@ -1133,45 +1133,6 @@ static hs_status materialize(const search_call *c, const hs_field *rs, const cha
 /* ------------------------------------------------------------------ */
 /* the answer                                                          */
 
-typedef struct one_batch {
-    hs_batch *b;
-} one_batch;
-
-static hs_status one_next(void *ctx, hs_batch **out, hs_error *err)
-{
-    (void)err;
-    one_batch *o = ctx;
-    *out = o->b;
-    o->b = NULL;
-    return HS_OK;
-}
-
-static void one_close(void *ctx)
-{
-    one_batch *o = ctx;
-    hs_batch_free(o->b);
-    hs_free(o);
-}
-
-/* Hands batch res (taken) out as a stream of one batch. */
-static hs_status export_one(hs_batch *res, struct ArrowArrayStream *out, hs_error *err)
-{
-    one_batch *ob = hs_calloc(1, sizeof *ob);
-    if (!ob) {
-        hs_batch_free(res);
-        return hs_err_nomem(err, sizeof *ob);
-    }
-    hs_batch_source src = {.next = one_next, .close = one_close, .ctx = ob};
-    if (hs_field_copy(&res->schema, &src.schema) != HS_OK) {
-        hs_field_clear(&src.schema);
-        hs_batch_free(res);
-        hs_free(ob);
-        return hs_err_nomem(err, 64);
-    }
-    ob->b = res;
-    return hs_arrow_export_stream(&src, out, err);   /* owns ob now, also on failure */
-}
-
 /* ------------------------------------------------------------------ */
 /* entry points                                                        */
 
@@ -1325,7 +1286,7 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     if (st == HS_OK)
         st = materialize(&c, &rs, dist_name, win, n_win, n_queries, batch, &res, err);
     if (st == HS_OK)
-        st = export_one(res, out, err);
+        st = hs_arrow_export_one_batch(res, out, err);
     for (int q = 0; win && q < n_queries; q++)
         hs_free(win[q]);
     hs_free(win);
