@@ -7,7 +7,7 @@
  *   meta      footer, offset indexes        file / row group / column chunk facts
  *             (--json: raw footer bytes)    (--json: pq_footer_to_json)
  *   cat       pq_scan batches               JSON Lines (columnar/jsonl.h), rows
- *                                           filtered by --filter (exec/expr.h)
+ *                                           filtered by --filter (expr/expr.h)
  *   convert   JSON Lines / CSV (ingest.h)   a Parquet file (pq_writer)
  *
  * Statistics in `meta` are decoded from their Parquet PLAIN bytes by the
@@ -22,7 +22,7 @@
 #include "base/mem.h"
 #include "columnar/ingest.h"
 #include "columnar/jsonl.h"
-#include "exec/expr.h"
+#include "expr/expr.h"
 #include "io/io.h"
 #include "parquet/meta.h"
 #include "parquet/reader.h"

@@ -41,7 +41,7 @@ static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total
 #include "hyperstream/parquet.h"
 #include "hyperstream/table.h"
 #include "io/io.h"
-#include "table/filter.h"
+#include "expr/pred.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -395,7 +395,7 @@ static int tool_scan(const targs *a, hs_table *t, int mode)
         char *end;
         o.use_as_of = 1;
         o.as_of_ms = strtoll(a->as_of, &end, 10);
-        if (*end && !tbl_parse_timestamp(a->as_of, strlen(a->as_of), HS_UNIT_MILLI, &o.as_of_ms))
+        if (*end && !pr_parse_timestamp(a->as_of, strlen(a->as_of), HS_UNIT_MILLI, &o.as_of_ms))
             return cli_usage_error("table ", "--as-of needs milliseconds or a timestamp, got '%s'",
                                    a->as_of);
     }

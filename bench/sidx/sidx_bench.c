@@ -123,9 +123,9 @@ static int64_t parquet_bytes(const hs_field *schema, hs_column *c, double *ms)
 static double time_lookup(const sidx_index *ix, const hs_field *schema, const char *text,
                           uint64_t *card)
 {
-    tbl_filter *flt = NULL;
+    pr_filter *flt = NULL;
     hs_error err = {0};
-    if (tbl_filter_parse(text, &flt, &err) || tbl_filter_bind(flt, schema, &err))
+    if (pr_filter_parse(text, &flt, &err) || pr_filter_bind(flt, schema, &err))
         DIE("filter %s: %s", text, err.msg);
     double best = 1e30;
     for (int r = 0; r < 5; r++) {
@@ -138,11 +138,11 @@ static double time_lookup(const sidx_index *ix, const hs_field *schema, const ch
         *card = roaring_bitmap_get_cardinality(bm);
         roaring_bitmap_free(bm);
     }
-    tbl_filter_free(flt);
+    pr_filter_free(flt);
     return best * 1e3;
 }
 
-static int cmp_val(const void *a, const void *b) { return tbl_val_cmp(a, b); }
+static int cmp_val(const void *a, const void *b) { return pr_val_cmp(a, b); }
 
 /* Literal text of row i of c (int64/timestamp/double/string). */
 static void lit(const hs_column *c, int64_t i, char *s, size_t n)
@@ -214,9 +214,9 @@ static void bench_column(const char *name, hs_type type, int64_t n)
                 if (hs_col_is_valid(c, r))
                     idx[got++] = r;
             }
-            tbl_val *v = malloc(sizeof *v * (size_t)got);
+            pr_val *v = malloc(sizeof *v * (size_t)got);
             for (int64_t i = 0; i < got; i++)
-                tbl_val_get(f, c, idx[i], &v[i]);
+                pr_val_get(f, c, idx[i], &v[i]);
             qsort(v, (size_t)got, sizeof *v, cmp_val);
             int64_t lo = got / 3, hi = lo + got / 100;
             char la[64], lb[64];
@@ -239,10 +239,10 @@ static void bench_column(const char *name, hs_type type, int64_t n)
         /* the range is an AND of two leaves: one sidx_lookup_all */
         double t_rng;
         {
-            tbl_filter *flt = NULL;
-            if (tbl_filter_parse(rng, &flt, &err) || tbl_filter_bind(flt, &schema, &err))
+            pr_filter *flt = NULL;
+            if (pr_filter_parse(rng, &flt, &err) || pr_filter_bind(flt, &schema, &err))
                 DIE("filter: %s", err.msg);
-            const tbl_expr *both[2] = {flt->root->l, flt->root->r};
+            const pr_expr *both[2] = {flt->root->l, flt->root->r};
             double best = 1e30;
             for (int r = 0; r < 5; r++) {
                 roaring_bitmap_t *x = NULL;
@@ -254,7 +254,7 @@ static void bench_column(const char *name, hs_type type, int64_t n)
                 c_rng = roaring_bitmap_get_cardinality(x);
                 roaring_bitmap_free(x);
             }
-            tbl_filter_free(flt);
+            pr_filter_free(flt);
             t_rng = best * 1e3;
         }
         double t_in = time_lookup(ix, &schema, in, &c_in);

@@ -69,7 +69,7 @@
 #include "base/mem.h"
 #include "base/numfmt.h"
 #include "base/threadpool.h"
-#include "exec/expr.h"
+#include "expr/expr.h"
 #include "hyperstream/index.h"
 #include "index/registry.h"
 #include "index/scalar/sidx.h"
@@ -227,8 +227,8 @@ static hs_status leaf_column(const hs_batch *b, int32_t fid, const hs_column **o
                              hs_column **tmp, hs_error *err)
 {
     *tmp = NULL;
-    tbl_col_ref ref;
-    if (!tbl_batch_find_id(b, fid, &ref))
+    pr_col_ref ref;
+    if (!pr_batch_find_id(b, fid, &ref))
         return hs_err_set(err, HS_INTERNAL, "column of field id %d is not in the batch",
                           (int)fid);
     if (ref.n_parents == 0) {
@@ -1311,7 +1311,7 @@ static hs_status cache_get(int kind, const char *path, const hs_field *field, in
 {
     *out = NULL;
     why[0] = '\0';
-    int64_t key[2] = {kind, field ? (int64_t)tbl_kind_of(field) : -1};
+    int64_t key[2] = {kind, field ? (int64_t)pr_kind_of(field) : -1};
     ent_ctx ctx = {kind, field, want_size, why, why_cap};
     void *obj = NULL;
     HS_TRY(tbl_fcache_get(&g_ix_cache, path, key, 2, ent_load, &ctx, &obj, ref, err));
@@ -1470,7 +1470,7 @@ static hs_status side_open(ixeval *v, side *s, const hs_field *field, bool *ok, 
 }
 
 /* Lookup of one leaf: *got = false when no sidecar answered. */
-static hs_status leaf_lookup(ixeval *v, const tbl_expr *leaf, roaring_bitmap_t **out, bool *got,
+static hs_status leaf_lookup(ixeval *v, const pr_expr *leaf, roaring_bitmap_t **out, bool *got,
                              hs_error *err)
 {
     *got = false;
@@ -1506,7 +1506,7 @@ static hs_status leaf_lookup(ixeval *v, const tbl_expr *leaf, roaring_bitmap_t *
 /* Lookup of several leaves on one column as one AND (sidx_lookup_all):
  * *got = false when no sidecar answered (the caller then tries them one by
  * one). */
-static hs_status group_lookup(ixeval *v, const tbl_expr *const *leaves, int n,
+static hs_status group_lookup(ixeval *v, const pr_expr *const *leaves, int n,
                               roaring_bitmap_t **out, bool *got, hs_error *err)
 {
     *got = false;
@@ -1539,21 +1539,21 @@ static hs_status group_lookup(ixeval *v, const tbl_expr *const *leaves, int n,
     return HS_OK;
 }
 
-static bool index_leaf(const tbl_expr *e)
+static bool index_leaf(const pr_expr *e)
 {
-    return e->field && (e->kind == TBL_E_CMP || e->kind == TBL_E_IN || e->kind == TBL_E_NOT_IN ||
-                        e->kind == TBL_E_IS_NULL || e->kind == TBL_E_NOT_NULL);
+    return e->field && (e->kind == PR_E_CMP || e->kind == PR_E_IN || e->kind == PR_E_NOT_IN ||
+                        e->kind == PR_E_IS_NULL || e->kind == PR_E_NOT_NULL);
 }
 
 /* The disjuncts of an OR when every one (nested ORs flattened) is a leaf
  * on column field_id; else false. */
-static bool or_of_leaves(const tbl_expr *e, int32_t field_id, hs_buf *out, bool *nomem)
+static bool or_of_leaves(const pr_expr *e, int32_t field_id, hs_buf *out, bool *nomem)
 {
-    if (e->kind == TBL_E_OR)
+    if (e->kind == PR_E_OR)
         return or_of_leaves(e->l, field_id, out, nomem) && or_of_leaves(e->r, field_id, out, nomem);
     if (!index_leaf(e) || e->field_id != field_id)
         return false;
-    if (HS_VEC_PUSH(out, const tbl_expr *, e) != HS_OK) {
+    if (HS_VEC_PUSH(out, const pr_expr *, e) != HS_OK) {
         *nomem = true;
         return false;
     }
@@ -1564,13 +1564,13 @@ static bool or_of_leaves(const tbl_expr *e, int32_t field_id, hs_buf *out, bool 
  * sidx_lookup_all(di, g...) (a NaN-aware `x >= a`, which the simple filter
  * writes as `x >= a OR x IN (nan)`, stays a span).  *got = false when some
  * lookup was not answered (nothing is returned then). */
-static hs_status or_group_lookup(ixeval *v, const tbl_expr *const *dis, int n_dis,
-                                 const tbl_expr *const *g, int n_g, roaring_bitmap_t **out,
+static hs_status or_group_lookup(ixeval *v, const pr_expr *const *dis, int n_dis,
+                                 const pr_expr *const *g, int n_g, roaring_bitmap_t **out,
                                  bool *got, hs_error *err)
 {
     *out = NULL;
     *got = false;
-    const tbl_expr **leaves = hs_calloc((size_t)n_g + 2, sizeof *leaves);
+    const pr_expr **leaves = hs_calloc((size_t)n_g + 2, sizeof *leaves);
     if (!leaves)
         return hs_err_nomem(err, 64);
     memcpy(leaves + 1, g, sizeof *leaves * (size_t)n_g);
@@ -1601,33 +1601,33 @@ static hs_status or_group_lookup(ixeval *v, const tbl_expr *const *dis, int n_di
 }
 
 /* The operands of an AND, nested ANDs flattened, in order. */
-static hs_status and_operands(const tbl_expr *e, hs_buf *out)
+static hs_status and_operands(const pr_expr *e, hs_buf *out)
 {
-    if (e->kind == TBL_E_AND) {
+    if (e->kind == PR_E_AND) {
         HS_TRY(and_operands(e->l, out));
         return and_operands(e->r, out);
     }
-    return HS_VEC_PUSH(out, const tbl_expr *, e);
+    return HS_VEC_PUSH(out, const pr_expr *, e);
 }
 
-static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *err);
+static hs_status eval_node(ixeval *v, const pr_expr *e, cset *out, hs_error *err);
 
 /* An AND: the leaves on one column together (group_lookup), the rest one
  * by one, intersected in order until the set is empty. */
-static hs_status eval_and(ixeval *v, const tbl_expr *e, cset *out, hs_error *err)
+static hs_status eval_and(ixeval *v, const pr_expr *e, cset *out, hs_error *err)
 {
     hs_buf ops = {0}, grp = {0}, dis = {0};
     if (and_operands(e, &ops) != HS_OK) {
         hs_buf_free(&ops);
         return hs_err_nomem(err, 64);
     }
-    size_t n = HS_VEC_LEN(&ops, const tbl_expr *);
-    const tbl_expr **op = (const tbl_expr **)ops.data;
+    size_t n = HS_VEC_LEN(&ops, const pr_expr *);
+    const pr_expr **op = (const pr_expr **)ops.data;
     /* leaves first, so that an OR on a leaf's column (anywhere) joins its group */
     size_t nl = 0;
     for (size_t i = 0; i < n; i++)
         if (index_leaf(op[i])) {
-            const tbl_expr *t = op[i];
+            const pr_expr *t = op[i];
             memmove(op + nl + 1, op + nl, (i - nl) * sizeof *op);
             op[nl++] = t;
         }
@@ -1645,12 +1645,12 @@ static hs_status eval_and(ixeval *v, const tbl_expr *e, cset *out, hs_error *err
             hs_buf_reset(&grp);
             for (size_t j = i; j < nl && st == HS_OK; j++)
                 if (!done[j] && index_leaf(op[j]) && op[j]->field_id == op[i]->field_id &&
-                    HS_VEC_PUSH(&grp, const tbl_expr *, op[j]) != HS_OK)
+                    HS_VEC_PUSH(&grp, const pr_expr *, op[j]) != HS_OK)
                     st = hs_err_nomem(err, 64);
-            int ng = (int)HS_VEC_LEN(&grp, const tbl_expr *);
+            int ng = (int)HS_VEC_LEN(&grp, const pr_expr *);
             /* an OR of leaves on the same column among the operands */
             for (size_t j = nl; j < n && st == HS_OK && !have && ng >= 1; j++) {
-                if (done[j] || op[j]->kind != TBL_E_OR)
+                if (done[j] || op[j]->kind != PR_E_OR)
                     continue;
                 bool nomem = false;
                 hs_buf_reset(&dis);
@@ -1659,9 +1659,9 @@ static hs_status eval_and(ixeval *v, const tbl_expr *e, cset *out, hs_error *err
                         st = hs_err_nomem(err, 64);
                     continue;
                 }
-                st = or_group_lookup(v, (const tbl_expr *const *)dis.data,
-                                     (int)HS_VEC_LEN(&dis, const tbl_expr *),
-                                     (const tbl_expr *const *)grp.data, ng, &part.bm, &have, err);
+                st = or_group_lookup(v, (const pr_expr *const *)dis.data,
+                                     (int)HS_VEC_LEN(&dis, const pr_expr *),
+                                     (const pr_expr *const *)grp.data, ng, &part.bm, &have, err);
                 if (st == HS_OK && have) {
                     part.exact = true;
                     done[j] = 1;
@@ -1671,7 +1671,7 @@ static hs_status eval_and(ixeval *v, const tbl_expr *e, cset *out, hs_error *err
                 }
             }
             if (st == HS_OK && !have && ng >= 2) {
-                st = group_lookup(v, (const tbl_expr *const *)grp.data, ng, &part.bm, &have, err);
+                st = group_lookup(v, (const pr_expr *const *)grp.data, ng, &part.bm, &have, err);
                 if (st == HS_OK && have) {
                     part.exact = true;
                     for (size_t j = i; j < nl; j++)
@@ -1710,24 +1710,24 @@ static hs_status eval_and(ixeval *v, const tbl_expr *e, cset *out, hs_error *err
     return HS_OK;
 }
 
-static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *err)
+static hs_status eval_node(ixeval *v, const pr_expr *e, cset *out, hs_error *err)
 {
     out->bm = NULL;
     out->exact = false;
     switch (e->kind) {
-    case TBL_E_TRUE:
+    case PR_E_TRUE:
         out->exact = true;
         return HS_OK;
-    case TBL_E_FALSE:
+    case PR_E_FALSE:
         out->exact = true;
         out->bm = roaring_bitmap_create();
         return out->bm ? HS_OK : hs_err_nomem(err, 64);
-    case TBL_E_AND:
+    case PR_E_AND:
         return eval_and(v, e, out, err);
-    case TBL_E_OR: {
+    case PR_E_OR: {
         cset l, r;
         HS_TRY(eval_node(v, e->l, &l, err));
-        if (e->kind == TBL_E_AND && l.bm && roaring_bitmap_is_empty(l.bm)) {
+        if (e->kind == PR_E_AND && l.bm && roaring_bitmap_is_empty(l.bm)) {
             *out = l;   /* nothing can match: exact */
             out->exact = true;
             return HS_OK;
@@ -1738,7 +1738,7 @@ static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *er
             return st;
         }
         out->exact = l.exact && r.exact;
-        if (e->kind == TBL_E_AND) {
+        if (e->kind == PR_E_AND) {
             if (!l.bm || !r.bm) {
                 out->bm = l.bm ? l.bm : r.bm;
             } else {
@@ -1763,11 +1763,11 @@ static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *er
         }
         return HS_OK;
     }
-    case TBL_E_CMP:
-    case TBL_E_IN:
-    case TBL_E_NOT_IN:
-    case TBL_E_IS_NULL:
-    case TBL_E_NOT_NULL: {
+    case PR_E_CMP:
+    case PR_E_IN:
+    case PR_E_NOT_IN:
+    case PR_E_IS_NULL:
+    case PR_E_NOT_NULL: {
         if (!e->field)
             return HS_OK;
         bool got;
@@ -1780,13 +1780,13 @@ static hs_status eval_node(ixeval *v, const tbl_expr *e, cset *out, hs_error *er
     }
 }
 
-hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f, const tbl_filter *filter,
+hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f, const pr_filter *filter,
                           roaring_bitmap_t **cand, bool *exact, tbl_file_report *rep,
                           hs_error *err)
 {
     *cand = NULL;
     *exact = false;
-    if (!x || !filter || tbl_filter_is_true(filter))
+    if (!x || !filter || pr_filter_is_true(filter))
         return HS_OK;
     int first = ix_registry_first(x->reg, f->path);
     if (first < 0)
@@ -2018,14 +2018,14 @@ void tbl_ixw_free(tbl_ixw *w)
 /* ------------------------------------------------------------------ */
 /* explain                                                             */
 
-static hs_status fmt_val(const tbl_val *v, hs_buf *b)
+static hs_status fmt_val(const pr_val *v, hs_buf *b)
 {
     switch (v->kind) {
-    case TBL_V_I64:
+    case PR_V_I64:
         return hs_buf_printf(b, "%lld", (long long)v->i);
-    case TBL_V_F64:
+    case PR_V_F64:
         return hs_buf_printf(b, "%.17g", v->f);
-    case TBL_V_I128: {
+    case PR_V_I128: {
         __int128 x = v->d;
         bool neg = x < 0;
         unsigned __int128 u = neg ? -(unsigned __int128)x : (unsigned __int128)x;
@@ -2045,7 +2045,7 @@ static hs_status fmt_val(const tbl_val *v, hs_buf *b)
         }
         return HS_OK;
     }
-    case TBL_V_BYTES: {
+    case PR_V_BYTES: {
         HS_TRY(hs_buf_append_byte(b, '\''));
         for (size_t i = 0; i < v->n; i++) {
             uint8_t c = v->p[i];
@@ -2063,17 +2063,17 @@ static hs_status fmt_val(const tbl_val *v, hs_buf *b)
     }
 }
 
-static hs_status fmt_expr(const tbl_expr *e, hs_buf *b)
+static hs_status fmt_expr(const pr_expr *e, hs_buf *b)
 {
     static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
     switch (e->kind) {
-    case TBL_E_TRUE: return hs_buf_puts(b, "TRUE");
-    case TBL_E_FALSE: return hs_buf_puts(b, "FALSE");
-    case TBL_E_AND:
-    case TBL_E_OR:
+    case PR_E_TRUE: return hs_buf_puts(b, "TRUE");
+    case PR_E_FALSE: return hs_buf_puts(b, "FALSE");
+    case PR_E_AND:
+    case PR_E_OR:
         HS_TRY(hs_buf_puts(b, "("));
         HS_TRY(fmt_expr(e->l, b));
-        HS_TRY(hs_buf_puts(b, e->kind == TBL_E_AND ? " AND " : " OR "));
+        HS_TRY(hs_buf_puts(b, e->kind == PR_E_AND ? " AND " : " OR "));
         HS_TRY(fmt_expr(e->r, b));
         return hs_buf_puts(b, ")");
     default:
@@ -2081,16 +2081,16 @@ static hs_status fmt_expr(const tbl_expr *e, hs_buf *b)
     }
     const char *name = e->column ? e->column : e->field ? e->field->name : "?";
     HS_TRY(hs_buf_puts(b, name));
-    if (e->kind == TBL_E_IS_NULL)
+    if (e->kind == PR_E_IS_NULL)
         return hs_buf_puts(b, " IS NULL");
-    if (e->kind == TBL_E_NOT_NULL)
+    if (e->kind == PR_E_NOT_NULL)
         return hs_buf_puts(b, " IS NOT NULL");
-    if (e->kind == TBL_E_CMP && e->vals && e->n_lits >= 1) {
-        HS_TRY(hs_buf_printf(b, " %s ", ops[e->op <= TBL_GE ? e->op : 0]));
+    if (e->kind == PR_E_CMP && e->vals && e->n_lits >= 1) {
+        HS_TRY(hs_buf_printf(b, " %s ", ops[e->op <= PR_GE ? e->op : 0]));
         return fmt_val(&e->vals[0], b);
     }
-    if ((e->kind == TBL_E_IN || e->kind == TBL_E_NOT_IN) && e->vals) {
-        HS_TRY(hs_buf_puts(b, e->kind == TBL_E_IN ? " IN (" : " NOT IN ("));
+    if ((e->kind == PR_E_IN || e->kind == PR_E_NOT_IN) && e->vals) {
+        HS_TRY(hs_buf_puts(b, e->kind == PR_E_IN ? " IN (" : " NOT IN ("));
         for (int i = 0; i < e->n_lits; i++) {
             if (i)
                 HS_TRY(hs_buf_puts(b, ", "));

@@ -26,11 +26,11 @@
  *   void, unknown                -         -               -               -           -
  *
  * ("-" = no constraint.)  !=, NOT IN project to no constraint.  The result
- * is evaluated with tbl_expr_might_match over partition summaries (manifest
+ * is evaluated with pr_expr_might_match over partition summaries (manifest
  * level) and over each file's partition tuple (lower = upper = the value).
  *
- * The filter (tbl_pred): the text is SQL WHERE syntax bound by exec/expr.h
- * (the exact form, evaluated on rows) and ex_to_tbl_filter's simple filter
+ * The filter (tbl_pred): the text is SQL WHERE syntax bound by expr/expr.h
+ * (the exact form, evaluated on rows) and ex_to_pred's simple filter
  * IMPLIED by it (every row the expression accepts satisfies it), which is
  * what all pruning here, the statistics pruning and the index lookups of
  * scan.c / index.c use: pruning with a weaker filter is still sound.
@@ -46,7 +46,7 @@
 
 #include "base/hashmap.h"
 #include "base/mem.h"
-#include "exec/expr.h"
+#include "expr/expr.h"
 #include "iceberg/puffin.h"
 #include "io/io.h"
 #include "parquet/reader.h"
@@ -61,7 +61,7 @@ hs_status tbl_pred_make(const char *text, const hs_field *schema, tbl_pred *p, h
     memset(p, 0, sizeof *p);
     hs_status st = ex_parse_filter(text, schema, &p->expr, err);
     if (st == HS_OK)
-        st = ex_to_tbl_filter(p->expr, &p->filter, &p->exact, err);
+        st = ex_to_pred(p->expr, &p->filter, &p->exact, err);
     if (st == HS_OK && p->exact && ex_is_true(p->expr)) {
         ex_free(p->expr);   /* no filter: nothing to evaluate */
         p->expr = NULL;
@@ -76,20 +76,20 @@ hs_status tbl_pred_make(const char *text, const hs_field *schema, tbl_pred *p, h
 void tbl_pred_clear(tbl_pred *p)
 {
     ex_free(p->expr);
-    tbl_filter_free(p->filter);
+    pr_filter_free(p->filter);
     memset(p, 0, sizeof *p);
 }
 
 bool tbl_pred_is_true(const tbl_pred *p)
 {
-    return p->expr ? ex_is_true(p->expr) : !p->filter || tbl_filter_is_true(p->filter);
+    return p->expr ? ex_is_true(p->expr) : !p->filter || pr_filter_is_true(p->filter);
 }
 
 hs_status tbl_pred_field_ids(const tbl_pred *p, hs_buf *ids)
 {
     if (p->expr)
         return ex_field_ids(p->expr, ids);
-    return p->filter ? tbl_filter_field_ids(p->filter, ids) : HS_OK;
+    return p->filter ? pr_filter_field_ids(p->filter, ids) : HS_OK;
 }
 
 hs_status tbl_pred_eval(const tbl_pred *p, const hs_batch *b, const uint8_t *sel_in,
@@ -98,13 +98,13 @@ hs_status tbl_pred_eval(const tbl_pred *p, const hs_batch *b, const uint8_t *sel
     if (p->expr)
         return ex_eval_filter(p->expr, b, sel_in, sel_out, n_match, err);
     if (!sel_in)
-        return tbl_filter_eval(p->filter, b, sel_out, n_match, err);
-    /* tbl_filter_eval has no input selection: evaluate all, then AND */
+        return pr_filter_eval(p->filter, b, sel_out, n_match, err);
+    /* pr_filter_eval has no input selection: evaluate all, then AND */
     uint8_t *tmp = hs_malloc((size_t)b->n_rows + 1);
     if (!tmp)
         return hs_err_nomem(err, (size_t)b->n_rows);
     int64_t m = 0;
-    hs_status st = tbl_filter_eval(p->filter, b, tmp, &m, err);
+    hs_status st = pr_filter_eval(p->filter, b, tmp, &m, err);
     m = 0;
     for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++) {
         sel_out[i] = tmp[i] && sel_in[i];
@@ -197,13 +197,13 @@ typedef struct spec_proj {
     int32_t spec_id;
     const ice_partition_spec *spec;
     hs_field ptype;                /* partition tuple type (owned) */
-    tbl_expr *expr;                /* projected filter (plan arena), NULL = TRUE */
+    pr_expr *expr;                /* projected filter (plan arena), NULL = TRUE */
     bool ok;                       /* ptype built */
 } spec_proj;
 
-static tbl_expr *mk(hs_arena *a, tbl_ekind k)
+static pr_expr *mk(hs_arena *a, pr_ekind k)
 {
-    tbl_expr *e = hs_arena_calloc(a, 1, sizeof *e);
+    pr_expr *e = hs_arena_calloc(a, 1, sizeof *e);
     if (e) {
         e->kind = k;
         e->field_id = -1;
@@ -212,15 +212,15 @@ static tbl_expr *mk(hs_arena *a, tbl_ekind k)
 }
 
 /* Transforms one literal; false when it cannot be projected. */
-static bool transform_val(const tbl_expr *leaf, const tbl_val *v, const ice_transform *tr,
-                          const hs_field *pfield, hs_arena *a, tbl_val *out)
+static bool transform_val(const pr_expr *leaf, const pr_val *v, const ice_transform *tr,
+                          const hs_field *pfield, hs_arena *a, pr_val *out)
 {
-    if (v->kind != tbl_kind_of(leaf->field))
+    if (v->kind != pr_kind_of(leaf->field))
         return false;
     hs_buf b = {0};
     ice_value in = {0}, res = {0};
     bool ok = false;
-    if (tbl_val_to_bound(leaf->field, v, &b) == HS_OK &&
+    if (pr_val_to_bound(leaf->field, v, &b) == HS_OK &&
         ice_value_from_bytes(leaf->field, b.data ? b.data : (const uint8_t *)"", b.len, &in,
                              NULL) == HS_OK &&
         ice_transform_apply(tr, &in, &res, NULL) == HS_OK && !res.is_null) {
@@ -230,7 +230,7 @@ static bool transform_val(const tbl_expr *leaf, const tbl_val *v, const ice_tran
             if (copy) {
                 if (b.len)
                     memcpy(copy, b.data, b.len);
-                ok = tbl_val_from_bound(pfield, copy, b.len, out);
+                ok = pr_val_from_bound(pfield, copy, b.len, out);
             }
         }
     }
@@ -240,39 +240,39 @@ static bool transform_val(const tbl_expr *leaf, const tbl_val *v, const ice_tran
     return ok;
 }
 
-static tbl_expr *project_leaf_one(const tbl_expr *e, const ice_partition_field *pf,
+static pr_expr *project_leaf_one(const pr_expr *e, const ice_partition_field *pf,
                                   const hs_field *pfield, hs_arena *a)
 {
     ice_transform_kind k = pf->transform.kind;
     if (k == ICE_TR_VOID || k == ICE_TR_UNKNOWN)
         return NULL;
-    if (e->kind == TBL_E_IS_NULL || e->kind == TBL_E_NOT_NULL) {
-        tbl_expr *r = mk(a, e->kind);
+    if (e->kind == PR_E_IS_NULL || e->kind == PR_E_NOT_NULL) {
+        pr_expr *r = mk(a, e->kind);
         if (r) {
             r->field = pfield;
             r->field_id = pf->field_id;
         }
         return r;
     }
-    if (e->kind == TBL_E_NOT_IN || (e->kind == TBL_E_CMP && e->op == TBL_NE))
+    if (e->kind == PR_E_NOT_IN || (e->kind == PR_E_CMP && e->op == PR_NE))
         return NULL;
-    tbl_op op = e->op;
-    if (e->kind == TBL_E_CMP && k != ICE_TR_IDENTITY) {
-        if (k == ICE_TR_BUCKET && op != TBL_EQ)
+    pr_op op = e->op;
+    if (e->kind == PR_E_CMP && k != ICE_TR_IDENTITY) {
+        if (k == ICE_TR_BUCKET && op != PR_EQ)
             return NULL;
-        if (op == TBL_LT)
-            op = TBL_LE;
-        else if (op == TBL_GT)
-            op = TBL_GE;
+        if (op == PR_LT)
+            op = PR_LE;
+        else if (op == PR_GT)
+            op = PR_GE;
     }
-    tbl_expr *r = mk(a, e->kind);
+    pr_expr *r = mk(a, e->kind);
     if (!r)
         return NULL;
     r->op = op;
     r->field = pfield;
     r->field_id = pf->field_id;
     r->n_lits = e->n_lits;
-    r->vals = hs_arena_calloc(a, (size_t)e->n_lits + 1, sizeof(tbl_val));
+    r->vals = hs_arena_calloc(a, (size_t)e->n_lits + 1, sizeof(pr_val));
     if (!r->vals)
         return NULL;
     for (int i = 0; i < e->n_lits; i++)
@@ -281,13 +281,13 @@ static tbl_expr *project_leaf_one(const tbl_expr *e, const ice_partition_field *
     return r;
 }
 
-static tbl_expr *and_of(tbl_expr *l, tbl_expr *r, hs_arena *a)
+static pr_expr *and_of(pr_expr *l, pr_expr *r, hs_arena *a)
 {
     if (!l)
         return r;
     if (!r)
         return l;
-    tbl_expr *e = mk(a, TBL_E_AND);
+    pr_expr *e = mk(a, PR_E_AND);
     if (!e)
         return l;
     e->l = l;
@@ -296,20 +296,20 @@ static tbl_expr *and_of(tbl_expr *l, tbl_expr *r, hs_arena *a)
 }
 
 /* NULL = no constraint (TRUE). */
-static tbl_expr *project(const tbl_expr *e, spec_proj *sp, hs_arena *a)
+static pr_expr *project(const pr_expr *e, spec_proj *sp, hs_arena *a)
 {
     switch (e->kind) {
-    case TBL_E_TRUE:
+    case PR_E_TRUE:
         return NULL;
-    case TBL_E_FALSE:
-        return mk(a, TBL_E_FALSE);
-    case TBL_E_AND:
+    case PR_E_FALSE:
+        return mk(a, PR_E_FALSE);
+    case PR_E_AND:
         return and_of(project(e->l, sp, a), project(e->r, sp, a), a);
-    case TBL_E_OR: {
-        tbl_expr *l = project(e->l, sp, a), *r = project(e->r, sp, a);
+    case PR_E_OR: {
+        pr_expr *l = project(e->l, sp, a), *r = project(e->r, sp, a);
         if (!l || !r)
             return NULL;
-        tbl_expr *o = mk(a, TBL_E_OR);
+        pr_expr *o = mk(a, PR_E_OR);
         if (!o)
             return NULL;
         o->l = l;
@@ -321,7 +321,7 @@ static tbl_expr *project(const tbl_expr *e, spec_proj *sp, hs_arena *a)
     }
     if (!e->field)
         return NULL;
-    tbl_expr *acc = NULL;
+    pr_expr *acc = NULL;
     for (int i = 0; i < sp->spec->n_fields && i < sp->ptype.n_children; i++) {
         const ice_partition_field *pf = &sp->spec->fields[i];
         if (pf->source_id != e->field_id)
@@ -346,7 +346,7 @@ typedef struct summary_ctx {
     const ice_partition_spec *spec;
 } summary_ctx;
 
-static bool summary_stats(void *vctx, int32_t field_id, const hs_field *field, tbl_col_stats *o)
+static bool summary_stats(void *vctx, int32_t field_id, const hs_field *field, pr_col_stats *o)
 {
     summary_ctx *c = vctx;
     int i = pfield_index(c->spec, field_id);
@@ -354,8 +354,8 @@ static bool summary_stats(void *vctx, int32_t field_id, const hs_field *field, t
         return false;
     const ice_field_summary *s = &c->mf->partitions[i];
     o->null_count = s->contains_null ? -1 : 0;
-    o->has_lower = s->lower && tbl_val_from_bound(field, s->lower, s->lower_len, &o->lower);
-    o->has_upper = s->upper && tbl_val_from_bound(field, s->upper, s->upper_len, &o->upper);
+    o->has_lower = s->lower && pr_val_from_bound(field, s->lower, s->lower_len, &o->lower);
+    o->has_upper = s->upper && pr_val_from_bound(field, s->upper, s->upper_len, &o->upper);
     if (!s->contains_null && !o->has_lower && !o->has_upper && s->has_contains_nan &&
         !s->contains_nan) {
         /* no null, no NaN, no bounds: the manifest has no rows in this field */
@@ -363,7 +363,7 @@ static bool summary_stats(void *vctx, int32_t field_id, const hs_field *field, t
     }
     /* bounds exclude NaN, which sorts above every number: with NaN possible
      * the upper bound bounds nothing */
-    if (o->has_upper && o->upper.kind == TBL_V_F64 && (!s->has_contains_nan || s->contains_nan))
+    if (o->has_upper && o->upper.kind == PR_V_F64 && (!s->has_contains_nan || s->contains_nan))
         o->has_upper = false;
     return true;
 }
@@ -375,7 +375,7 @@ typedef struct tuple_ctx {
     hs_buf scratch;
 } tuple_ctx;
 
-static bool tuple_stats(void *vctx, int32_t field_id, const hs_field *field, tbl_col_stats *o)
+static bool tuple_stats(void *vctx, int32_t field_id, const hs_field *field, pr_col_stats *o)
 {
     tuple_ctx *c = vctx;
     int i = pfield_index(c->spec, field_id);
@@ -391,7 +391,7 @@ static bool tuple_stats(void *vctx, int32_t field_id, const hs_field *field, tbl
     hs_buf_reset(&c->scratch);
     if (ice_value_to_bytes(v, &c->scratch) != HS_OK || hs_buf_append_byte(&c->scratch, 0) != HS_OK)
         return false;
-    if (!tbl_val_from_bound(field, c->scratch.data, c->scratch.len - 1, &o->lower))
+    if (!pr_val_from_bound(field, c->scratch.data, c->scratch.len - 1, &o->lower))
         return false;
     o->upper = o->lower;
     o->has_lower = o->has_upper = true;
@@ -402,7 +402,7 @@ typedef struct file_ctx {
     const ice_data_file *f;
 } file_ctx;
 
-static bool file_stats(void *vctx, int32_t id, const hs_field *field, tbl_col_stats *o)
+static bool file_stats(void *vctx, int32_t id, const hs_field *field, pr_col_stats *o)
 {
     const ice_data_file *f = ((file_ctx *)vctx)->f;
     bool any = false;
@@ -423,15 +423,15 @@ static bool file_stats(void *vctx, int32_t id, const hs_field *field, tbl_col_st
         }
     for (int i = 0; i < f->n_lower_bounds; i++)
         if (f->lower_bounds[i].id == id && f->lower_bounds[i].p)
-            any |= o->has_lower = tbl_val_from_bound(field, f->lower_bounds[i].p,
+            any |= o->has_lower = pr_val_from_bound(field, f->lower_bounds[i].p,
                                                      f->lower_bounds[i].len, &o->lower);
     for (int i = 0; i < f->n_upper_bounds; i++)
         if (f->upper_bounds[i].id == id && f->upper_bounds[i].p)
-            any |= o->has_upper = tbl_val_from_bound(field, f->upper_bounds[i].p,
+            any |= o->has_upper = pr_val_from_bound(field, f->upper_bounds[i].p,
                                                      f->upper_bounds[i].len, &o->upper);
-    /* bounds exclude NaN, which sorts above every number (tbl_val_cmp): unless
+    /* bounds exclude NaN, which sorts above every number (pr_val_cmp): unless
      * the file is known to hold no NaN its upper bound bounds nothing */
-    if (o->has_upper && o->upper.kind == TBL_V_F64 && o->nan_count != 0)
+    if (o->has_upper && o->upper.kind == PR_V_F64 && o->nan_count != 0)
         o->has_upper = false;
     /* a column added after the file was written: every row reads its v3
      * initial-default (one value: lower = upper), or null when it has none */
@@ -442,8 +442,8 @@ static bool file_stats(void *vctx, int32_t id, const hs_field *field, tbl_col_st
         memset(&v, 0, sizeof v);
         bool ok = ice_value_from_json(field, dj, strlen(dj), &v, NULL) == HS_OK && !v.is_null &&
                   ice_value_to_bytes(&v, &b) == HS_OK &&
-                  tbl_val_from_bound(field, b.data, b.len, &o->lower) &&
-                  o->lower.kind != TBL_V_BYTES; /* bytes would borrow b: do not prune */
+                  pr_val_from_bound(field, b.data, b.len, &o->lower) &&
+                  o->lower.kind != PR_V_BYTES; /* bytes would borrow b: do not prune */
         ice_value_clear(&v);
         hs_buf_free(&b);
         if (!ok)
@@ -512,10 +512,10 @@ static const uint8_t *arena_bytes(hs_arena *a, const uint8_t *p, uint32_t n)
 static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
                                     spec_proj *sp, const ice_schema *spec_schema, hs_error *err)
 {
-    const tbl_filter *flt = p->pred.filter;
+    const pr_filter *flt = p->pred.filter;
     if (sp->expr && mf->n_partitions >= 0) {
         summary_ctx sc = {mf, sp->spec};
-        if (!tbl_expr_might_match(sp->expr, summary_stats, &sc)) {
+        if (!pr_expr_might_match(sp->expr, summary_stats, &sc)) {
             p->stats.manifests_pruned++;
             int64_t nf = (mf->added_files_count > 0 ? mf->added_files_count : 0) +
                          (mf->existing_files_count > 0 ? mf->existing_files_count : 0);
@@ -537,14 +537,14 @@ static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file
         if (sp->expr) {
             tc.values = e->file.partition;
             tc.n_values = e->file.n_partition;
-            if (!tbl_expr_might_match(sp->expr, tuple_stats, &tc)) {
+            if (!pr_expr_might_match(sp->expr, tuple_stats, &tc)) {
                 p->stats.data_files_pruned++;
                 continue;
             }
         }
-        if (!tbl_filter_is_true(flt)) {
+        if (!pr_filter_is_true(flt)) {
             file_ctx fc = {&e->file};
-            if (!tbl_expr_might_match(flt->root, file_stats, &fc)) {
+            if (!pr_expr_might_match(flt->root, file_stats, &fc)) {
                 p->stats.data_files_pruned++;
                 continue;
             }
@@ -757,7 +757,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             const ice_schema *ss = tbl_schema_for_spec(meta, sp->spec);
             if (ss && ice_spec_partition_type(sp->spec, ss, &sp->ptype, NULL) == HS_OK) {
                 sp->ok = true;
-                if (!tbl_filter_is_true(p->pred.filter))
+                if (!pr_filter_is_true(p->pred.filter))
                     sp->expr = project(p->pred.filter->root, sp, &p->arena);
             }
         }

@@ -142,10 +142,10 @@ static int64_t unit_mul(hs_time_unit from, hs_time_unit to, bool *div)
 static hs_status cast_column(const hs_field *from, hs_column *c, const hs_field *to,
                              hs_column **out, hs_error *err)
 {
-    tbl_vkind fk = tbl_kind_of(from), tk = tbl_kind_of(to);
-    bool ok = (fk == TBL_V_I64 && (tk == TBL_V_I64 || tk == TBL_V_F64)) ||
-              (fk == TBL_V_F64 && tk == TBL_V_F64) ||
-              (fk == TBL_V_I128 && tk == TBL_V_I128 && from->scale == to->scale);
+    pr_vkind fk = pr_kind_of(from), tk = pr_kind_of(to);
+    bool ok = (fk == PR_V_I64 && (tk == PR_V_I64 || tk == PR_V_F64)) ||
+              (fk == PR_V_F64 && tk == PR_V_F64) ||
+              (fk == PR_V_I128 && tk == PR_V_I128 && from->scale == to->scale);
     if (from->type == HS_TYPE_BOOL && to->type != HS_TYPE_BOOL)
         ok = false;
     if (to->type == HS_TYPE_BOOL && from->type != HS_TYPE_BOOL)
@@ -169,13 +169,13 @@ static hs_status cast_column(const hs_field *from, hs_column *c, const hs_field 
         mul = unit_mul(from->unit, to->unit, &div);
     int w = hs_type_width(to);
     for (int64_t i = 0; st == HS_OK && i < n; i++) {
-        tbl_val v;
-        if (!tbl_val_get(from, c, i, &v)) {
+        pr_val v;
+        if (!pr_val_get(from, c, i, &v)) {
             st = hs_col_append_null(r);
             continue;
         }
         uint8_t buf[16] = {0};
-        if (tk == TBL_V_I64) {
+        if (tk == PR_V_I64) {
             int64_t x = v.i;
             if (timed)
                 x = div ? (x >= 0 ? x / mul : -((-x + mul - 1) / mul)) : x * mul;
@@ -185,8 +185,8 @@ static hs_status cast_column(const hs_field *from, hs_column *c, const hs_field 
             } else {
                 memcpy(buf, &x, 8);
             }
-        } else if (tk == TBL_V_F64) {
-            double x = v.kind == TBL_V_F64 ? v.f : (double)v.i;
+        } else if (tk == PR_V_F64) {
+            double x = v.kind == PR_V_F64 ? v.f : (double)v.i;
             if (w == 4) {
                 float y = (float)x;
                 memcpy(buf, &y, 4);
@@ -814,11 +814,11 @@ static const hs_field *find_field_id(const hs_field *f, int32_t id)
     return NULL;
 }
 
-static const hs_field *expr_field(const tbl_expr *e, int32_t id)
+static const hs_field *expr_field(const pr_expr *e, int32_t id)
 {
     if (!e)
         return NULL;
-    if (e->kind == TBL_E_AND || e->kind == TBL_E_OR) {
+    if (e->kind == PR_E_AND || e->kind == PR_E_OR) {
         const hs_field *f = expr_field(e->l, id);
         return f ? f : expr_field(e->r, id);
     }
@@ -857,7 +857,7 @@ static bool stats_usable(const pq_schema_element *el, const hs_field *ff, const 
     }
 }
 
-static bool stat_val(const stat_leaf *l, pq_bytes b, tbl_val *v)
+static bool stat_val(const stat_leaf *l, pq_bytes b, pr_val *v)
 {
     if (!b.p)
         return false;
@@ -866,7 +866,7 @@ static bool stat_val(const stat_leaf *l, pq_bytes b, tbl_val *v)
     case PQ_BOOLEAN:
         if (b.len < 1)
             return false;
-        v->kind = TBL_V_I64;
+        v->kind = PR_V_I64;
         v->i = b.p[0] & 1;
         return true;
     case PQ_INT32: {
@@ -874,14 +874,14 @@ static bool stat_val(const stat_leaf *l, pq_bytes b, tbl_val *v)
         if (b.len != 4)
             return false;
         memcpy(&x, b.p, 4);
-        v->kind = TBL_V_I64;
+        v->kind = PR_V_I64;
         v->i = x;
         return true;
     }
     case PQ_INT64:
         if (b.len != 8)
             return false;
-        v->kind = TBL_V_I64;
+        v->kind = PR_V_I64;
         memcpy(&v->i, b.p, 8);
         return true;
     case PQ_FLOAT: {
@@ -889,18 +889,18 @@ static bool stat_val(const stat_leaf *l, pq_bytes b, tbl_val *v)
         if (b.len != 4)
             return false;
         memcpy(&x, b.p, 4);
-        v->kind = TBL_V_F64;
+        v->kind = PR_V_F64;
         v->f = x;
         return true;
     }
     case PQ_DOUBLE:
         if (b.len != 8)
             return false;
-        v->kind = TBL_V_F64;
+        v->kind = PR_V_F64;
         memcpy(&v->f, b.p, 8);
         return true;
     case PQ_BYTE_ARRAY:
-        v->kind = TBL_V_BYTES;
+        v->kind = PR_V_BYTES;
         v->p = b.p;
         v->n = b.len;
         return true;
@@ -909,17 +909,17 @@ static bool stat_val(const stat_leaf *l, pq_bytes b, tbl_val *v)
     }
 }
 
-static void bounds_from(const stat_leaf *l, pq_bytes lo, pq_bytes hi, tbl_col_stats *o)
+static void bounds_from(const stat_leaf *l, pq_bytes lo, pq_bytes hi, pr_col_stats *o)
 {
     o->has_lower = stat_val(l, lo, &o->lower);
     o->has_upper = stat_val(l, hi, &o->upper);
     /* Parquet bounds exclude NaN, which sorts above every value here: a float
      * maximum is no upper bound (the minimum stays a lower bound) */
-    if (o->has_upper && o->upper.kind == TBL_V_F64)
+    if (o->has_upper && o->upper.kind == PR_V_F64)
         o->has_upper = false;
 }
 
-static bool stats_fn(void *vctx, int32_t id, const hs_field *field, tbl_col_stats *o)
+static bool stats_fn(void *vctx, int32_t id, const hs_field *field, pr_col_stats *o)
 {
     const stat_ctx *c = vctx;
     int k = -1;
@@ -961,15 +961,15 @@ static bool stats_fn(void *vctx, int32_t id, const hs_field *field, tbl_col_stat
  * judged on all filter columns together; pages on one column at a time (each
  * column's pages have their own boundaries), which is sound because every
  * exclusion holds on its own. */
-static hs_status stats_select(frd *fr, const tbl_filter *flt, roaring_bitmap_t **out,
+static hs_status stats_select(frd *fr, const pr_filter *flt, roaring_bitmap_t **out,
                               hs_error *err)
 {
     *out = NULL;
-    if (!fr->ids || tbl_filter_is_true(flt))
+    if (!fr->ids || pr_filter_is_true(flt))
         return HS_OK;
     const pq_file_meta *fm = pq_reader_meta(fr->r);
     hs_buf ids = {0};
-    if (tbl_filter_field_ids(flt, &ids) != HS_OK) {
+    if (pr_filter_field_ids(flt, &ids) != HS_OK) {
         hs_buf_free(&ids);
         return hs_err_nomem(err, 64);
     }
@@ -1016,7 +1016,7 @@ static hs_status stats_select(frd *fr, const tbl_filter *flt, roaring_bitmap_t *
         bool ok = true;
         for (int i = 0; i < n_leaves; i++)
             ok &= leaves[i].leaf < rg->n_columns;
-        if (ok && nr > 0 && !tbl_expr_might_match(flt->root, stats_fn, &c)) {
+        if (ok && nr > 0 && !pr_expr_might_match(flt->root, stats_fn, &c)) {
             if (!keep && !(keep = roaring_bitmap_from_range(0, (uint64_t)fr->n_rows, 1)))
                 st = hs_err_nomem(err, 64);
             else
@@ -1036,7 +1036,7 @@ static hs_status stats_select(frd *fr, const tbl_filter *flt, roaring_bitmap_t *
                 if (ps < 0 || pe > nr || pe <= ps)
                     continue;
                 stat_ctx pc = {leaves, n_leaves, rg, i, ci, p, pe - ps};
-                if (tbl_expr_might_match(flt->root, stats_fn, &pc))
+                if (pr_expr_might_match(flt->root, stats_fn, &pc))
                     continue;
                 if (!keep && !(keep = roaring_bitmap_from_range(0, (uint64_t)fr->n_rows, 1)))
                     st = hs_err_nomem(err, 64);

@@ -7,7 +7,6 @@
  *                metadata-only commits (rollback, tags, properties, schema,
  *                spec, sort order, upgrade)
  *   spec_text.c  the text forms of partition specs and sort orders
- *   filter.c     the filter language (filter.h)
  *   plan.c       scan planning: snapshot choice, manifest / partition /
  *                bounds pruning, which deletes apply to which data file
  *   scan.c       the scan stream: reading data files, schema conformance,
@@ -34,10 +33,10 @@
 #include "iceberg/manifest.h"
 #include "iceberg/model.h"
 #include "parquet/reader.h"
-#include "table/filter.h"
+#include "expr/pred.h"
 #include <roaring/roaring.h>
 
-typedef struct ex_expr ex_expr;      /* exec/expr.h */
+typedef struct ex_expr ex_expr;      /* expr/expr.h */
 
 struct hs_catalog {
     cat_catalog *cat;
@@ -140,10 +139,10 @@ typedef struct tbl_plan_file {
 } tbl_plan_file;
 
 /* A row filter in its two forms: the exact expression (SQL WHERE text bound
- * by exec/expr.h) for residual evaluation, and the simple filter it implies
- * (table/filter.h) for partition, bounds, statistics and index pruning. */
+ * by expr/expr.h) for residual evaluation, and the simple filter it implies
+ * (expr/pred.h) for partition, bounds, statistics and index pruning. */
 typedef struct tbl_pred {
-    tbl_filter *filter;                /* owned; bound; never NULL once made */
+    pr_filter *filter;                /* owned; bound; never NULL once made */
     ex_expr *expr;                     /* owned; NULL = `filter` is the exact form */
     bool exact;                        /* filter is equivalent to the expression */
 } tbl_pred;
@@ -169,7 +168,7 @@ typedef struct tbl_plan {
     const ice_snapshot *snap;          /* borrowed; NULL = empty table */
     const ice_schema *schema;          /* the schema read (borrowed) */
     tbl_pred pred;                     /* owned; bound to schema->root (this was the
-                                        * tbl_filter `filter`: pred.filter is now only
+                                        * pr_filter `filter`: pred.filter is now only
                                         * the IMPLIED simple filter, for pruning; rows
                                         * are evaluated with tbl_pred_eval /
                                         * tbl_read_file(..., &plan->pred, ...)) */
@@ -301,7 +300,7 @@ void tbl_index_cache_clear(void);
  * filter is TRUE.  Unusable sidecars are skipped with a warning (rep->
  * n_skipped).  Thread-safe for concurrent calls on one tbl_ixscan. */
 HS_MUST_USE hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f,
-                                      const tbl_filter *filter, roaring_bitmap_t **cand,
+                                      const pr_filter *filter, roaring_bitmap_t **cand,
                                       bool *exact, tbl_file_report *rep, hs_error *err);
 
 /* The index work of one write operation (write.c): sidecars for the data

@@ -263,13 +263,13 @@ static void metric_free(metric_acc *m)
 }
 
 /* Truncated bound bytes of v (column f) in the op arena; NULL when none. */
-static const uint8_t *bound_bytes(tbl_wop *op, const hs_field *f, const tbl_val *v, bool upper,
+static const uint8_t *bound_bytes(tbl_wop *op, const hs_field *f, const pr_val *v, bool upper,
                                   uint32_t *len)
 {
     hs_buf b = {0};
     ice_value iv = {0}, tv = {0};
     const uint8_t *res = NULL;
-    if (tbl_val_to_bound(f, v, &b) != HS_OK)
+    if (pr_val_to_bound(f, v, &b) != HS_OK)
         goto done;
     ice_type_id it = ice_type_of(f);
     if (it == ICE_T_STRING || it == ICE_T_BINARY) {
@@ -318,8 +318,8 @@ static hs_status metrics_of(tbl_wop *op, const hs_field *f, const hs_column *c,
         return HS_OK;  /* no metrics for repeated fields */
     int64_t nulls = 0, nans = 0;
     bool have = false;
-    tbl_val lo = {0}, hi = {0};
-    bool comparable = tbl_kind_of(f) != TBL_V_NULL;
+    pr_val lo = {0}, hi = {0};
+    bool comparable = pr_kind_of(f) != PR_V_NULL;
     for (int64_t i = 0; i < n; i++) {
         if ((parent_valid && !parent_valid[i]) || !hs_col_is_valid(c, i)) {
             nulls++;
@@ -327,10 +327,10 @@ static hs_status metrics_of(tbl_wop *op, const hs_field *f, const hs_column *c,
         }
         if (!comparable)
             continue;
-        tbl_val v;
-        if (!tbl_val_get(f, c, i, &v))
+        pr_val v;
+        if (!pr_val_get(f, c, i, &v))
             continue;
-        if (v.kind == TBL_V_F64 && isnan(v.f)) {
+        if (v.kind == PR_V_F64 && isnan(v.f)) {
             nans++;
             continue;
         }
@@ -338,16 +338,16 @@ static hs_status metrics_of(tbl_wop *op, const hs_field *f, const hs_column *c,
             lo = hi = v;
             have = true;
         } else {
-            if (tbl_val_cmp(&v, &lo) < 0)
+            if (pr_val_cmp(&v, &lo) < 0)
                 lo = v;
-            if (tbl_val_cmp(&v, &hi) > 0)
+            if (pr_val_cmp(&v, &hi) > 0)
                 hi = v;
         }
     }
     if (push_long(&m->ids_counts, f->field_id, n) != HS_OK ||
         push_long(&m->nulls, f->field_id, nulls) != HS_OK)
         return HS_NOMEM;
-    if (tbl_kind_of(f) == TBL_V_F64 &&
+    if (pr_kind_of(f) == PR_V_F64 &&
         push_long(&m->nans, f->field_id, nans) != HS_OK)
         return HS_NOMEM;
     if (have) {
@@ -426,7 +426,7 @@ typedef struct group {
 } group;
 
 typedef struct sort_key {
-    tbl_val *v;             /* per row */
+    pr_val *v;             /* per row */
     uint8_t *is_null;
     ice_sort_direction dir;
     ice_null_order nulls;
@@ -450,21 +450,21 @@ static int cmp_rows(const void *a, const void *b, void *vctx)
             int c = nx ? -1 : 1;
             return key->nulls == ICE_NULLS_FIRST ? c : -c;
         }
-        int c = tbl_val_cmp(&key->v[x], &key->v[y]);
+        int c = pr_val_cmp(&key->v[x], &key->v[y]);
         if (c)
             return key->dir == ICE_SORT_ASC ? c : -c;
     }
     return x < y ? -1 : x > y;
 }
 
-/* Transformed value of one row of column `src` (field f) as a tbl_val of
+/* Transformed value of one row of column `src` (field f) as a pr_val of
  * result type rf; bytes kept in scratch arena a.  Returns false for null. */
-static bool transformed(const hs_field *f, const tbl_col_ref *ref, int64_t row,
-                        const ice_transform *tr, const hs_field *rf, hs_arena *a, tbl_val *out,
+static bool transformed(const hs_field *f, const pr_col_ref *ref, int64_t row,
+                        const ice_transform *tr, const hs_field *rf, hs_arena *a, pr_val *out,
                         ice_value *keep, hs_error *err, hs_status *st)
 {
     ice_value in = {0};
-    bool valid = tbl_ref_valid(ref, row);
+    bool valid = pr_ref_valid(ref, row);
     if (!valid)
         ice_value_init_null(&in, f);
     else if ((*st = ice_value_from_column(f, ref->col, row, &in, err)) != HS_OK)
@@ -489,7 +489,7 @@ static bool transformed(const hs_field *f, const tbl_col_ref *ref, int64_t row,
         } else {
             if (b.len)
                 memcpy(p, b.data, b.len);
-            if (!tbl_val_from_bound(rf, p, b.len, out))
+            if (!pr_val_from_bound(rf, p, b.len, out))
                 nonnull = false;
         }
         hs_buf_free(&b);
@@ -642,10 +642,10 @@ static hs_status fm_merge_bound(const hs_field *fd, hs_buf *cur, bool *set, cons
                                 bool upper)
 {
     if (*set && fd) {
-        tbl_val a, v;
-        if (tbl_val_from_bound(fd, cur->data ? cur->data : (const uint8_t *)"", cur->len, &a) &&
-            tbl_val_from_bound(fd, b->p ? b->p : (const uint8_t *)"", b->len, &v)) {
-            int c = tbl_val_cmp(&v, &a);
+        pr_val a, v;
+        if (pr_val_from_bound(fd, cur->data ? cur->data : (const uint8_t *)"", cur->len, &a) &&
+            pr_val_from_bound(fd, b->p ? b->p : (const uint8_t *)"", b->len, &v)) {
+            int c = pr_val_cmp(&v, &a);
             if (upper ? c <= 0 : c >= 0)
                 return HS_OK;
         }
@@ -926,14 +926,14 @@ static hs_status partition_rows(tbl_wop *op, const hs_batch *all, const hs_buf *
     hs_buf key = {0};
     if (st == HS_OK && !row_group_of)
         st = hs_err_nomem(err, (size_t)n * 4);
-    tbl_col_ref *refs = st == HS_OK ? hs_calloc((size_t)nf + 1, sizeof *refs) : NULL;
+    pr_col_ref *refs = st == HS_OK ? hs_calloc((size_t)nf + 1, sizeof *refs) : NULL;
     if (st == HS_OK && !refs)
         st = hs_err_nomem(err, sizeof *refs);
     bool *have_ref = st == HS_OK ? hs_calloc((size_t)nf + 1, sizeof(bool)) : NULL;
     if (st == HS_OK && !have_ref)
         st = hs_err_nomem(err, (size_t)nf);
     for (int k = 0; k < nf && st == HS_OK; k++)
-        have_ref[k] = tbl_batch_find_id(all, spec->fields[k].source_id, &refs[k]);
+        have_ref[k] = pr_batch_find_id(all, spec->fields[k].source_id, &refs[k]);
     ice_value *vals = st == HS_OK ? hs_calloc((size_t)nf + 1, sizeof(ice_value)) : NULL;
     if (st == HS_OK && !vals)
         st = hs_err_nomem(err, sizeof(ice_value));
@@ -1002,15 +1002,15 @@ static hs_status partition_rows(tbl_wop *op, const hs_batch *all, const hs_buf *
             sort_key *sk = &sctx.keys[sctx.n_keys++];
             sk->dir = sf->direction;
             sk->nulls = sf->null_order;
-            sk->v = hs_calloc((size_t)n, sizeof(tbl_val));
+            sk->v = hs_calloc((size_t)n, sizeof(pr_val));
             sk->is_null = hs_malloc((size_t)n + 1);
             if (!sk->v || !sk->is_null) {
-                st = hs_err_nomem(err, (size_t)n * sizeof(tbl_val));
+                st = hs_err_nomem(err, (size_t)n * sizeof(pr_val));
                 break;
             }
             const hs_field *src = ice_schema_find_id(schema, sf->source_id);
-            tbl_col_ref ref;
-            bool have = src && tbl_batch_find_id(all, sf->source_id, &ref);
+            pr_col_ref ref;
+            bool have = src && pr_batch_find_id(all, sf->source_id, &ref);
             hs_field rf = {0};
             if (have && sf->transform.kind != ICE_TR_IDENTITY &&
                 ice_transform_result_type(&sf->transform, src, &rf, err) != HS_OK)
@@ -1019,8 +1019,8 @@ static hs_status partition_rows(tbl_wop *op, const hs_batch *all, const hs_buf *
                 if (!have) {
                     sk->is_null[i] = 1;
                 } else if (sf->transform.kind == ICE_TR_IDENTITY) {
-                    sk->is_null[i] = !tbl_ref_valid(&ref, i) ||
-                                     !tbl_val_get(src, ref.col, i, &sk->v[i]);
+                    sk->is_null[i] = !pr_ref_valid(&ref, i) ||
+                                     !pr_val_get(src, ref.col, i, &sk->v[i]);
                 } else {
                     sk->is_null[i] = !transformed(src, &ref, i, &sf->transform, &rf, &scratch,
                                                   &sk->v[i], NULL, err, &st);
@@ -1463,7 +1463,7 @@ static int64_t batch_bytes(const hs_batch *b)
  * and a row index (grown by doubling), and per sort key a value and a flag. */
 static int64_t chunk_cost(const appender *ap)
 {
-    int64_t per_row = 4 + 16 + (int64_t)ap->n_sort_keys * (int64_t)(sizeof(tbl_val) + 1);
+    int64_t per_row = 4 + 16 + (int64_t)ap->n_sort_keys * (int64_t)(sizeof(pr_val) + 1);
     return batch_bytes(ap->chunk) + ap->chunk->n_rows * per_row;
 }
 

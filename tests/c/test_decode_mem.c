@@ -20,7 +20,7 @@
 #include "index/vector/vq.h"
 #include "io/io.h"
 #include "memcount.h"
-#include "table/filter.h"
+#include "expr/pred.h"
 
 #include <jansson.h>
 #include <malloc.h>
@@ -655,9 +655,9 @@ static void test_sidx_range_claimed_size(void)
     uint64_t sum = hs_xxh64(img.data, img.len - 12, 0);
     memcpy(img.data + img.len - 12, &sum, 8);
 
-    tbl_filter *flt = NULL;
-    CHECK_OK(tbl_filter_parse("c = 'value-000005'", &flt, &err), &err);
-    CHECK_OK(tbl_filter_bind(flt, &schema, &err), &err);
+    pr_filter *flt = NULL;
+    CHECK_OK(pr_filter_parse("c = 'value-000005'", &flt, &err), &err);
+    CHECK_OK(pr_filter_bind(flt, &schema, &err), &err);
     uint64_t base = g_memcount.live;
     memcount_reset();
     sidx_index *ix = NULL;
@@ -673,7 +673,7 @@ static void test_sidx_range_claimed_size(void)
     if (bm)
         roaring_bitmap_free(bm);
     sidx_close(ix);
-    tbl_filter_free(flt);
+    pr_filter_free(flt);
     hs_col_free(col);
     hs_buf_free(&img);
     hs_field_clear(&schema);

@@ -1,9 +1,9 @@
 /*
- * tests/c/test_expr.c - filter expressions (exec/expr.h): parsing and binding
+ * tests/c/test_expr.c - filter expressions (expr/expr.h): parsing and binding
  * errors with positions, three-valued logic, arithmetic errors and lazy
  * evaluation, scalar results, casts, the constant-IN fast path, and a
- * property test of ex_to_tbl_filter against tbl_filter_eval and
- * tbl_expr_might_match on random expressions over random batches.
+ * property test of ex_to_pred against pr_filter_eval and
+ * pr_expr_might_match on random expressions over random batches.
  *
  * Oracles: truth tables and expected rows written out by hand; for the
  * property test, the implication "expression TRUE => implied filter TRUE"
@@ -16,8 +16,8 @@
 #include "base/buf.h"
 #include "base/mem.h"
 #include "columnar/column.h"
-#include "exec/expr.h"
-#include "table/filter.h"
+#include "expr/expr.h"
+#include "expr/pred.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -777,7 +777,7 @@ static void test_in_lists_and_chunks(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* ex_to_tbl_filter: a property test                                   */
+/* ex_to_pred: a property test                                   */
 
 typedef struct gen {
     hs_buf b;
@@ -889,32 +889,32 @@ typedef struct stats_ctx {
     const hs_batch *b;
 } stats_ctx;
 
-static bool batch_stats(void *ctx, int32_t field_id, const hs_field *field, tbl_col_stats *out)
+static bool batch_stats(void *ctx, int32_t field_id, const hs_field *field, pr_col_stats *out)
 {
     const hs_batch *b = ((stats_ctx *)ctx)->b;
-    tbl_col_ref ref;
-    if (!tbl_batch_find_id(b, field_id, &ref))
+    pr_col_ref ref;
+    if (!pr_batch_find_id(b, field_id, &ref))
         return false;
     out->value_count = b->n_rows;
     out->null_count = 0;
     out->nan_count = 0;
     out->has_lower = out->has_upper = false;
-    bool cmp = tbl_kind_of(ref.field) != TBL_V_NULL;
+    bool cmp = pr_kind_of(ref.field) != PR_V_NULL;
     for (int64_t r = 0; r < b->n_rows; r++) {
-        tbl_val v;
-        if (!tbl_ref_valid(&ref, r)) {
+        pr_val v;
+        if (!pr_ref_valid(&ref, r)) {
             out->null_count++;
             continue;
         }
-        if (!cmp || !tbl_val_get(ref.field, ref.col, r, &v))
+        if (!cmp || !pr_val_get(ref.field, ref.col, r, &v))
             continue;
-        if (v.kind == TBL_V_F64 && isnan(v.f)) {
+        if (v.kind == PR_V_F64 && isnan(v.f)) {
             out->nan_count++;
             continue;
         }
-        if (!out->has_lower || tbl_val_cmp(&v, &out->lower) < 0)
+        if (!out->has_lower || pr_val_cmp(&v, &out->lower) < 0)
             out->lower = v;
-        if (!out->has_upper || tbl_val_cmp(&v, &out->upper) > 0)
+        if (!out->has_upper || pr_val_cmp(&v, &out->upper) > 0)
             out->upper = v;
         out->has_lower = out->has_upper = true;
     }
@@ -954,16 +954,16 @@ static void test_implied_filter_property(void)
                 hs_buf_free(&g.b);
                 continue; /* e.g. a cast that overflows */
             }
-            tbl_filter *tf = NULL;
+            pr_filter *tf = NULL;
             bool exact = false;
-            CHECK(ex_to_tbl_filter(e, &tf, &exact, &err) == HS_OK);
+            CHECK(ex_to_pred(e, &tf, &exact, &err) == HS_OK);
             if (!tf) {
                 ex_free(e);
                 hs_buf_free(&g.b);
                 continue;
             }
             CHECK(tf->bound);
-            CHECK(tbl_filter_eval(tf, b, tsel, &tm, &err) == HS_OK);
+            CHECK(pr_filter_eval(tf, b, tsel, &tm, &err) == HS_OK);
             n_checked++;
             exact ? n_exact++ : n_inexact++;
             bool bad = false;
@@ -975,7 +975,7 @@ static void test_implied_filter_property(void)
                 CHECK(false);
             }
             /* the planner's view: statistics of a batch with a match may match */
-            bool may = tbl_expr_might_match(tf->root, batch_stats, &sc);
+            bool may = pr_expr_might_match(tf->root, batch_stats, &sc);
             if (m > 0 && !may) {
                 fprintf(stderr, "might_match pruned a matching batch: %s\n", text);
                 CHECK(false);
@@ -1006,7 +1006,7 @@ static void test_implied_filter_property(void)
             }
             ex_free(e2);
             hs_free(txt);
-            tbl_filter_free(tf);
+            pr_filter_free(tf);
             ex_free(e);
             hs_buf_free(&g.b);
         }
@@ -1023,7 +1023,7 @@ static void test_implied_filter_property(void)
     LEAK_END();
 }
 
-/* Specific conversions: the leaves tbl_filter_bind would make. */
+/* Specific conversions: the leaves pr_filter_bind would make. */
 static void test_implied_filter_shapes(void)
 {
     LEAK_START();
@@ -1065,28 +1065,28 @@ static void test_implied_filter_shapes(void)
         hs_error err = {0};
         ex_expr *e = NULL;
         CHECK_OK(ex_parse_filter(cases[k].expr, &s, &e, &err), &err);
-        tbl_filter *tf = NULL;
+        pr_filter *tf = NULL;
         bool exact;
-        CHECK_OK(ex_to_tbl_filter(e, &tf, &exact, &err), &err);
-        const tbl_expr *x = tf->root;
+        CHECK_OK(ex_to_pred(e, &tf, &exact, &err), &err);
+        const pr_expr *x = tf->root;
         char got[128];
         static const char *const kinds[] = {"TRUE", "FALSE", "AND", "OR", "CMP", "IN", "NOT_IN", "IS_NULL",
                                             "NOT_NULL", "NOT"};
         static const char *const ops[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
         int len = snprintf(got, sizeof got, "%s", kinds[x->kind]);
-        if (x->kind == TBL_E_CMP) {
+        if (x->kind == PR_E_CMP) {
             len = snprintf(got, sizeof got, "CMP %d %d %s", (int)x->op, x->field_id, ops[x->op]);
-            if (x->vals[0].kind == TBL_V_I64)
+            if (x->vals[0].kind == PR_V_I64)
                 snprintf(got + len, sizeof got - (size_t)len, " %lld", (long long)x->vals[0].i);
-            else if (x->vals[0].kind == TBL_V_I128)
+            else if (x->vals[0].kind == PR_V_I128)
                 snprintf(got + len, sizeof got - (size_t)len, " %lld", (long long)x->vals[0].d);
-            CHECK(x->field != NULL && x->n_lits == 1 && x->lits != NULL && x->vals[0].kind == tbl_kind_of(x->field));
-        } else if (x->kind == TBL_E_IN) {
+            CHECK(x->field != NULL && x->n_lits == 1 && x->lits != NULL && x->vals[0].kind == pr_kind_of(x->field));
+        } else if (x->kind == PR_E_IN) {
             len = snprintf(got, sizeof got, "IN %d [", x->field_id);
             for (int v = 0; v < x->n_lits; v++)
                 len += snprintf(got + len, sizeof got - (size_t)len, "%s%lld", v ? "," : "", (long long)x->vals[v].i);
             snprintf(got + len, sizeof got - (size_t)len, "]");
-        } else if (x->kind == TBL_E_IS_NULL || x->kind == TBL_E_NOT_NULL) {
+        } else if (x->kind == PR_E_IS_NULL || x->kind == PR_E_NOT_NULL) {
             snprintf(got, sizeof got, "%s %d", kinds[x->kind], x->field_id);
         }
         if (strcmp(got, cases[k].want) != 0 || exact != cases[k].exact) {
@@ -1094,7 +1094,7 @@ static void test_implied_filter_shapes(void)
                     cases[k].want, cases[k].exact ? " (exact)" : "");
             CHECK(false);
         }
-        tbl_filter_free(tf);
+        pr_filter_free(tf);
         ex_free(e);
     }
     hs_field_clear(&s);
@@ -1122,16 +1122,16 @@ static void test_oom(void)
         int64_t m;
         if (st == HS_OK)
             st = ex_eval_filter(e, b, NULL, sel, &m, &err);
-        tbl_filter *tf = NULL;
+        pr_filter *tf = NULL;
         bool exact;
         if (st == HS_OK)
-            st = ex_to_tbl_filter(e, &tf, &exact, &err);
+            st = ex_to_pred(e, &tf, &exact, &err);
         char *txt = NULL;
         if (st == HS_OK)
             st = ex_format(e, &txt, &err);
         hs_mem_fail_after(0);
         hs_free(txt);
-        tbl_filter_free(tf);
+        pr_filter_free(tf);
         ex_free(e);
         CHECK(st == HS_OK || st == HS_NOMEM);
         fails += st == HS_NOMEM;

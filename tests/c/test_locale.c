@@ -30,7 +30,7 @@
 #include "columnar/column.h"
 #include "columnar/ingest.h"
 #include "columnar/jsonl.h"
-#include "exec/expr.h"
+#include "expr/expr.h"
 #include "io/io.h"
 #include "hyperstream/index.h"
 #include "hyperstream/table.h"

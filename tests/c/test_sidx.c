@@ -1,16 +1,16 @@
 /*
  * tests/c/test_sidx.c - scalar sidecar indexes (index/scalar/sidx.h).
  *
- * Oracle: tbl_filter_eval (table/filter.c), the exact row-by-row evaluator
+ * Oracle: pr_filter_eval (expr/pred.c), the exact row-by-row evaluator
  * the scan uses, run over the same column.  For random columns of every
  * indexable type (nulls, NaN, -0.0, infinities, empty strings, bytes above
  * 0x7f, duplicates, all-null, one row, no rows) the test builds an inverted,
  * a range and an auto index (in several batches), serializes and opens
  * each, then parses + binds random filters over the column's schema, walks
  * to their leaves, and checks that sidx_lookup of every leaf returns
- * exactly the rows where tbl_filter_eval says the leaf is TRUE.  Distinct
+ * exactly the rows where pr_filter_eval says the leaf is TRUE.  Distinct
  * counts are checked against a sort of the column's values with
- * tbl_val_cmp.
+ * pr_val_cmp.
  *
  * Robustness: every truncation and a bit flip at every byte of a few index
  * files must give HS_CORRUPT; interior damage with the checksum recomputed
@@ -275,12 +275,12 @@ static void put_double(hs_buf *b, double d)
 /* Text of row `row`'s value of column c (non-null), or of a fresh value. */
 static void put_literal(hs_buf *b, const hs_field *f, const spec *sp, const hs_column *c)
 {
-    tbl_val v;
+    pr_val v;
     memset(&v, 0, sizeof v);
     bool have = false;
     if (c->length > 0 && rndn(4) != 0) {
         for (int tries = 0; tries < 8 && !have; tries++)
-            have = tbl_val_get(f, c, (int64_t)rndn((uint64_t)c->length), &v);
+            have = pr_val_get(f, c, (int64_t)rndn((uint64_t)c->length), &v);
     }
     raw r;
     if (!have) {
@@ -288,10 +288,10 @@ static void put_literal(hs_buf *b, const hs_field *f, const spec *sp, const hs_c
         hs_column *one = NULL;
         if (hs_col_create(f, 1, &one, NULL) != HS_OK || append_raw(one, &r) != HS_OK)
             abort();
-        tbl_val w;
-        if (!tbl_val_get(f, one, 0, &w))
+        pr_val w;
+        if (!pr_val_get(f, one, 0, &w))
             abort();
-        if (w.kind == TBL_V_BYTES) { /* one's bytes die with it */
+        if (w.kind == PR_V_BYTES) { /* one's bytes die with it */
             if (w.n)
                 memcpy(r.b, w.p, w.n);
             r.n = w.n;
@@ -302,7 +302,7 @@ static void put_literal(hs_buf *b, const hs_field *f, const spec *sp, const hs_c
     }
     hs_status st = HS_OK;
     switch (v.kind) {
-    case TBL_V_I64:
+    case PR_V_I64:
         if (sp->type == HS_TYPE_BOOL)
             st = hs_buf_puts(b, v.i ? "true" : "false");
         else if (rndn(6) == 0)
@@ -312,10 +312,10 @@ static void put_literal(hs_buf *b, const hs_field *f, const spec *sp, const hs_c
         else
             st = hs_buf_printf(b, "%lld", (long long)v.i);
         break;
-    case TBL_V_F64:
+    case PR_V_F64:
         put_double(b, v.f);
         break;
-    case TBL_V_I128: {
+    case PR_V_I128: {
         if (v.d > ((__int128)1 << 62) || v.d < -((__int128)1 << 62)) {
             st = hs_buf_printf(b, "%lld", (long long)rndn(100));
             break;
@@ -411,14 +411,14 @@ static void ctx_init(ctx *x, hs_field *schema, hs_column *col)
 }
 
 /* Checks leaf against the oracle for index ix; returns false on mismatch. */
-static bool check_leaf(ctx *x, const tbl_filter *flt, tbl_expr *leaf, const sidx_index *ix,
+static bool check_leaf(ctx *x, const pr_filter *flt, pr_expr *leaf, const sidx_index *ix,
                        const char *text)
 {
-    tbl_filter one = *flt;
+    pr_filter one = *flt;
     one.root = leaf;
     int64_t m = 0;
     hs_error err = {0};
-    if (tbl_filter_eval(&one, &x->batch, x->sel, &m, &err) != HS_OK) {
+    if (pr_filter_eval(&one, &x->batch, x->sel, &m, &err) != HS_OK) {
         fprintf(stderr, "oracle failed: %s\n", err.msg);
         return false;
     }
@@ -439,7 +439,7 @@ static bool check_leaf(ctx *x, const tbl_filter *flt, tbl_expr *leaf, const sidx
     int64_t est = sidx_estimate(ix, leaf);
     if (est < 0 || est > info.n_rows)
         ok = false;
-    bool exact = leaf->kind == TBL_E_CMP && (leaf->op == TBL_EQ || info.kind == SIDX_RANGE);
+    bool exact = leaf->kind == PR_E_CMP && (leaf->op == PR_EQ || info.kind == SIDX_RANGE);
     if (exact && est != m) {
         fprintf(stderr, "estimate %lld, exact %lld\n", (long long)est, (long long)m);
         ok = false;
@@ -452,9 +452,9 @@ static bool check_leaf(ctx *x, const tbl_filter *flt, tbl_expr *leaf, const sidx
     return ok;
 }
 
-static void gather_leaves(tbl_expr *e, tbl_expr **out, int *n, int cap)
+static void gather_leaves(pr_expr *e, pr_expr **out, int *n, int cap)
 {
-    if (e->kind == TBL_E_AND || e->kind == TBL_E_OR) {
+    if (e->kind == PR_E_AND || e->kind == PR_E_OR) {
         gather_leaves(e->l, out, n, cap);
         gather_leaves(e->r, out, n, cap);
     } else if (*n < cap) {
@@ -464,9 +464,9 @@ static void gather_leaves(tbl_expr *e, tbl_expr **out, int *n, int cap)
 
 /* sidx_lookup_all of a random subset of the filter's leaves against the AND
  * of the oracle's per-leaf results. */
-static bool check_all(ctx *x, const tbl_filter *flt, const sidx_index *ix, const char *text)
+static bool check_all(ctx *x, const pr_filter *flt, const sidx_index *ix, const char *text)
 {
-    tbl_expr *leaves[16], *pick[16];
+    pr_expr *leaves[16], *pick[16];
     int n = 0, m = 0;
     gather_leaves(flt->root, leaves, &n, 16);
     for (int k = 0; k < n; k++)
@@ -477,10 +477,10 @@ static bool check_all(ctx *x, const tbl_filter *flt, const sidx_index *ix, const
     memset(all, 1, (size_t)rows + 1);
     hs_error err = {0};
     for (int k = 0; k < m; k++) {
-        tbl_filter one = *flt;
+        pr_filter one = *flt;
         one.root = pick[k];
         int64_t cnt;
-        if (tbl_filter_eval(&one, &x->batch, x->sel, &cnt, &err) != HS_OK) {
+        if (pr_filter_eval(&one, &x->batch, x->sel, &cnt, &err) != HS_OK) {
             hs_free(all);
             return false;
         }
@@ -488,7 +488,7 @@ static bool check_all(ctx *x, const tbl_filter *flt, const sidx_index *ix, const
             all[i] &= x->sel[i];
     }
     roaring_bitmap_t *bm = NULL;
-    bool ok = sidx_lookup_all(ix, (const tbl_expr *const *)pick, m, &bm, &err) == HS_OK;
+    bool ok = sidx_lookup_all(ix, (const pr_expr *const *)pick, m, &bm, &err) == HS_OK;
     int64_t want = 0;
     for (int64_t i = 0; i < rows && ok; i++) {
         want += all[i];
@@ -507,26 +507,26 @@ static bool check_all(ctx *x, const tbl_filter *flt, const sidx_index *ix, const
     return ok;
 }
 
-static bool check_tree(ctx *x, const tbl_filter *flt, tbl_expr *e, const sidx_index *ix,
+static bool check_tree(ctx *x, const pr_filter *flt, pr_expr *e, const sidx_index *ix,
                        const char *text)
 {
-    if (e->kind == TBL_E_AND || e->kind == TBL_E_OR)
+    if (e->kind == PR_E_AND || e->kind == PR_E_OR)
         return check_tree(x, flt, e->l, ix, text) && check_tree(x, flt, e->r, ix, text);
     return check_leaf(x, flt, e, ix, text);
 }
 
-static int cmp_vals(const void *a, const void *b) { return tbl_val_cmp(a, b); }
+static int cmp_vals(const void *a, const void *b) { return pr_val_cmp(a, b); }
 
 static int64_t oracle_distinct(const hs_field *f, const hs_column *c)
 {
-    tbl_val *v = hs_malloc(sizeof *v * (size_t)(c->length + 1));
+    pr_val *v = hs_malloc(sizeof *v * (size_t)(c->length + 1));
     int64_t n = 0, d = 0;
     for (int64_t i = 0; i < c->length; i++)
-        if (tbl_val_get(f, c, i, &v[n]))
+        if (pr_val_get(f, c, i, &v[n]))
             n++;
     qsort(v, (size_t)n, sizeof *v, cmp_vals);
     for (int64_t i = 0; i < n; i++)
-        d += i == 0 || tbl_val_cmp(&v[i - 1], &v[i]) != 0;
+        d += i == 0 || pr_val_cmp(&v[i - 1], &v[i]) != 0;
     hs_free(v);
     return d;
 }
@@ -583,7 +583,7 @@ static void check_column(const spec *sp, int64_t n, card_mode mode, int null_pct
         sidx_info info;
         sidx_get_info(ix, &info);
         CHECK(info.kind == want && info.n_rows == n && info.n_nulls == c->null_count &&
-              info.data_file_size == 123456 && info.value_kind == tbl_kind_of(f));
+              info.data_file_size == 123456 && info.value_kind == pr_kind_of(f));
         CHECK(info.n_distinct == (want == SIDX_INVERTED ? distinct : -1));
         int bad = 0;
         for (int q = 0; q < n_filters && bad < 3; q++) {
@@ -599,10 +599,10 @@ static void check_column(const spec *sp, int64_t n, card_mode mode, int null_pct
             } else {
                 gen_filter(&text, f, sp, c, 0);
             }
-            tbl_filter *flt = NULL;
+            pr_filter *flt = NULL;
             hs_error ferr = {0};
-            if (tbl_filter_parse(hs_buf_cstr(&text), &flt, &ferr) == HS_OK &&
-                tbl_filter_bind(flt, &schema, &ferr) == HS_OK) {
+            if (pr_filter_parse(hs_buf_cstr(&text), &flt, &ferr) == HS_OK &&
+                pr_filter_bind(flt, &schema, &ferr) == HS_OK) {
                 n_filters_ok++;
                 if (!check_tree(&x, flt, flt->root, ix, hs_buf_cstr(&text)) ||
                     !check_all(&x, flt, ix, hs_buf_cstr(&text))) {
@@ -614,7 +614,7 @@ static void check_column(const spec *sp, int64_t n, card_mode mode, int null_pct
             } else {
                 n_filters_bad++;
             }
-            tbl_filter_free(flt);
+            pr_filter_free(flt);
             hs_buf_free(&text);
         }
         sidx_close(ix);
@@ -717,9 +717,9 @@ static void test_direct_leaves(void)
         CHECK_OK(build((sidx_kind)k, f, c, &file, NULL, &err), &err);
         sidx_index *ix = NULL;
         CHECK_OK(sidx_open(file.data, file.len, f, &ix, &err), &err);
-        tbl_val v[2];
+        pr_val v[2];
         memset(v, 0, sizeof v);
-        tbl_expr e;
+        pr_expr e;
         memset(&e, 0, sizeof e);
         e.field = f;
         e.field_id = 7;
@@ -727,53 +727,53 @@ static void test_direct_leaves(void)
         e.n_lits = 1;
         roaring_bitmap_t *bm = NULL;
         /* NaN literal against integers: only != holds (for every non-null row) */
-        v[0].kind = TBL_V_F64;
+        v[0].kind = PR_V_F64;
         v[0].f = NAN;
-        e.kind = TBL_E_CMP;
-        for (int op = TBL_EQ; op <= TBL_GE; op++) {
-            e.op = (tbl_op)op;
+        e.kind = PR_E_CMP;
+        for (int op = PR_EQ; op <= PR_GE; op++) {
+            e.op = (pr_op)op;
             CHECK_OK(sidx_lookup(ix, &e, &bm, &err), &err);
-            CHECK(roaring_bitmap_get_cardinality(bm) == (op == TBL_NE ? 9u : 0u));
+            CHECK(roaring_bitmap_get_cardinality(bm) == (op == PR_NE ? 9u : 0u));
             roaring_bitmap_free(bm);
         }
         /* I128 literal against integers (scale 1: 45 = 4.5) */
-        v[0].kind = TBL_V_I128;
+        v[0].kind = PR_V_I128;
         v[0].d = 45;
         v[0].scale = 1;
-        e.op = TBL_GT;
+        e.op = PR_GT;
         CHECK_OK(sidx_lookup(ix, &e, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 5 && !roaring_bitmap_contains(bm, 4));
         roaring_bitmap_free(bm);
         /* a bytes literal cannot be compared with integers */
-        v[0].kind = TBL_V_BYTES;
+        v[0].kind = PR_V_BYTES;
         v[0].p = (const uint8_t *)"x";
         v[0].n = 1;
         CHECK(sidx_lookup(ix, &e, &bm, &err) == HS_UNSUPPORTED && bm == NULL);
         /* IN () and NOT IN () */
-        e.kind = TBL_E_IN;
+        e.kind = PR_E_IN;
         e.n_lits = 0;
         CHECK_OK(sidx_lookup(ix, &e, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 0);
         roaring_bitmap_free(bm);
-        e.kind = TBL_E_NOT_IN;
+        e.kind = PR_E_NOT_IN;
         CHECK_OK(sidx_lookup(ix, &e, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 9 && !roaring_bitmap_contains(bm, 3));
         roaring_bitmap_free(bm);
         /* TRUE / FALSE / unsupported kinds / unbound leaves */
-        e.kind = TBL_E_TRUE;
+        e.kind = PR_E_TRUE;
         CHECK_OK(sidx_lookup(ix, &e, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 10);
         roaring_bitmap_free(bm);
-        e.kind = TBL_E_FALSE;
+        e.kind = PR_E_FALSE;
         CHECK_OK(sidx_lookup(ix, &e, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 0);
         roaring_bitmap_free(bm);
-        e.kind = TBL_E_AND;
+        e.kind = PR_E_AND;
         hs_err_clear(&err);
         CHECK(sidx_lookup(ix, &e, &bm, &err) == HS_UNSUPPORTED);
         CHECK(sidx_estimate(ix, &e) == 10);
-        CHECK(sidx_lookup_all(ix, (const tbl_expr *const[]){&e}, 1, &bm, NULL) == HS_UNSUPPORTED);
-        e.kind = TBL_E_CMP;
+        CHECK(sidx_lookup_all(ix, (const pr_expr *const[]){&e}, 1, &bm, NULL) == HS_UNSUPPORTED);
+        e.kind = PR_E_CMP;
         e.n_lits = 1;
         e.vals = NULL;
         CHECK(sidx_lookup(ix, &e, &bm, NULL) == HS_INVALID);
@@ -781,29 +781,29 @@ static void test_direct_leaves(void)
         CHECK_OK(sidx_lookup_all(ix, NULL, 0, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 10);
         roaring_bitmap_free(bm);
-        tbl_expr ge = e, lt = e, isnull = e, notnull = e, no = e;
-        tbl_val lv[2];
+        pr_expr ge = e, lt = e, isnull = e, notnull = e, no = e;
+        pr_val lv[2];
         memset(lv, 0, sizeof lv);
-        lv[0].kind = lv[1].kind = TBL_V_I64;
+        lv[0].kind = lv[1].kind = PR_V_I64;
         lv[0].i = 2;
         lv[1].i = 6;
         ge.vals = &lv[0];
-        ge.op = TBL_GE;
+        ge.op = PR_GE;
         lt.vals = &lv[1];
-        lt.op = TBL_LT;
-        isnull.kind = TBL_E_IS_NULL;
-        notnull.kind = TBL_E_NOT_NULL;
-        no.kind = TBL_E_FALSE;
-        CHECK_OK(sidx_lookup_all(ix, (const tbl_expr *const[]){&ge, &lt, &notnull}, 3, &bm, &err), &err);
+        lt.op = PR_LT;
+        isnull.kind = PR_E_IS_NULL;
+        notnull.kind = PR_E_NOT_NULL;
+        no.kind = PR_E_FALSE;
+        CHECK_OK(sidx_lookup_all(ix, (const pr_expr *const[]){&ge, &lt, &notnull}, 3, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 3 && !roaring_bitmap_contains(bm, 3));
         roaring_bitmap_free(bm);
-        CHECK_OK(sidx_lookup_all(ix, (const tbl_expr *const[]){&ge, &isnull}, 2, &bm, &err), &err);
+        CHECK_OK(sidx_lookup_all(ix, (const pr_expr *const[]){&ge, &isnull}, 2, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 0);
         roaring_bitmap_free(bm);
-        CHECK_OK(sidx_lookup_all(ix, (const tbl_expr *const[]){&isnull}, 1, &bm, &err), &err);
+        CHECK_OK(sidx_lookup_all(ix, (const pr_expr *const[]){&isnull}, 1, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 1 && roaring_bitmap_contains(bm, 3));
         roaring_bitmap_free(bm);
-        CHECK_OK(sidx_lookup_all(ix, (const tbl_expr *const[]){&lt, &no}, 2, &bm, &err), &err);
+        CHECK_OK(sidx_lookup_all(ix, (const pr_expr *const[]){&lt, &no}, 2, &bm, &err), &err);
         CHECK(roaring_bitmap_get_cardinality(bm) == 0);
         roaring_bitmap_free(bm);
         CHECK(sidx_estimate(ix, &ge) == 7 && sidx_estimate(ix, &lt) == 5);
@@ -988,9 +988,9 @@ static void test_deep_corruption(void)
             sidx_info info;
             sidx_get_info(ix, &info);
             for (size_t q = 0; q < sizeof filters / sizeof filters[0]; q++) {
-                tbl_filter *flt = NULL;
-                if (tbl_filter_parse(filters[q], &flt, NULL) == HS_OK &&
-                    tbl_filter_bind(flt, schemas[i], NULL) == HS_OK) {
+                pr_filter *flt = NULL;
+                if (pr_filter_parse(filters[q], &flt, NULL) == HS_OK &&
+                    pr_filter_bind(flt, schemas[i], NULL) == HS_OK) {
                     roaring_bitmap_t *bm = NULL;
                     hs_error lerr = {0};
                     st = sidx_lookup(ix, flt->root, &bm, &lerr);
@@ -1005,7 +1005,7 @@ static void test_deep_corruption(void)
                     }
                     (void)sidx_estimate(ix, flt->root);
                 }
-                tbl_filter_free(flt);
+                pr_filter_free(flt);
             }
             sidx_close(ix);
         }
@@ -1047,18 +1047,18 @@ static void test_alloc_failures(void)
                 sidx_index *ix = NULL;
                 if (st == HS_OK)
                     st = sidx_open(file.data, file.len, f, &ix, &err);
-                tbl_filter *flt = NULL;
+                pr_filter *flt = NULL;
                 if (st == HS_OK)
-                    st = tbl_filter_parse(text[s], &flt, &err);
+                    st = pr_filter_parse(text[s], &flt, &err);
                 if (st == HS_OK)
-                    st = tbl_filter_bind(flt, &schema, &err);
+                    st = pr_filter_bind(flt, &schema, &err);
                 roaring_bitmap_t *bm = NULL;
                 if (st == HS_OK)
                     st = sidx_lookup(ix, flt->root->l, &bm, &err);
                 hs_mem_fail_after(0);
                 if (bm)
                     roaring_bitmap_free(bm);
-                tbl_filter_free(flt);
+                pr_filter_free(flt);
                 sidx_close(ix);
                 hs_buf_free(&file);
                 CHECK(st == HS_OK || st == HS_NOMEM || (st == HS_INVALID && !flt));

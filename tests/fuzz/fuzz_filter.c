@@ -1,13 +1,13 @@
 /* libFuzzer target: the input is filter text (untrusted: it arrives from API
  * callers and HTTP requests).  It is parsed and bound against a fixed schema;
  * when it binds, it is evaluated over a small batch, converted to the implied
- * tbl_filter (which must keep every row the expression keeps, and exactly
+ * pr_filter (which must keep every row the expression keeps, and exactly
  * those rows when it says it is exact), and formatted (the text must parse
  * again).  Nothing may crash or leak. */
 #include "base/mem.h"
 #include "columnar/column.h"
-#include "exec/expr.h"
-#include "table/filter.h"
+#include "expr/expr.h"
+#include "expr/pred.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -100,16 +100,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t sel[16], tsel[16];
         int64_t m, tm;
         if (ex_eval_filter(e, batch, NULL, sel, &m, &err) == HS_OK) {
-            tbl_filter *tf = NULL;
+            pr_filter *tf = NULL;
             bool exact;
-            if (ex_to_tbl_filter(e, &tf, &exact, &err) != HS_OK)
+            if (ex_to_pred(e, &tf, &exact, &err) != HS_OK)
                 abort();
-            if (tbl_filter_eval(tf, batch, tsel, &tm, &err) != HS_OK)
+            if (pr_filter_eval(tf, batch, tsel, &tm, &err) != HS_OK)
                 abort();
             for (int r = 0; r < 16; r++)
                 if ((sel[r] && !tsel[r]) || (exact && sel[r] != tsel[r]))
                     abort(); /* the implied filter lost a row */
-            tbl_filter_free(tf);
+            pr_filter_free(tf);
         }
         char *fmt = NULL;
         if (ex_format(e, &fmt, &err) != HS_OK)

@@ -9,7 +9,7 @@
  *   bit 7     build mode: the payload is column values instead of a file;
  *             build an index of it (kind from bit 4: inverted / range), open
  *             it, and compare every kind of lookup, and sidx_lookup_all of
- *             pairs of them, with tbl_filter_eval over the same column; a
+ *             pairs of them, with pr_filter_eval over the same column; a
  *             mismatch aborts
  * Decode mode opens the payload (copied into an exact-size buffer so that
  * ASan sees any over-read) and runs lookups of every leaf kind with
@@ -36,31 +36,31 @@ static void make_field(hs_field *f, int t)
 }
 
 /* A literal of the column's kind from up to 16 bytes at p. */
-static void make_val(int t, const uint8_t *p, size_t n, tbl_val *v)
+static void make_val(int t, const uint8_t *p, size_t n, pr_val *v)
 {
     uint8_t b[16] = {0};
     memcpy(b, p, n < 16 ? n : 16);
     memset(v, 0, sizeof *v);
     switch (TYPES[t]) {
     case HS_TYPE_INT64:
-        v->kind = TBL_V_I64;
+        v->kind = PR_V_I64;
         memcpy(&v->i, b, 8);
         if (b[8] & 1) { /* sometimes a mixed F64 literal */
-            v->kind = TBL_V_F64;
+            v->kind = PR_V_F64;
             v->f = (double)v->i / 4.0;
         }
         break;
     case HS_TYPE_FLOAT64:
-        v->kind = TBL_V_F64;
+        v->kind = PR_V_F64;
         memcpy(&v->f, b, 8);
         break;
     case HS_TYPE_STRING:
-        v->kind = TBL_V_BYTES;
+        v->kind = PR_V_BYTES;
         v->p = p;
         v->n = n < 6 ? n : 6;
         break;
     default:
-        v->kind = TBL_V_I128;
+        v->kind = PR_V_I128;
         v->scale = 2;
         memcpy(&v->d, b, 16);
         break;
@@ -68,8 +68,8 @@ static void make_val(int t, const uint8_t *p, size_t n, tbl_val *v)
 }
 
 typedef struct leafset {
-    tbl_expr e[12];
-    tbl_val v[2];
+    pr_expr e[12];
+    pr_val v[2];
     int n;
 } leafset;
 
@@ -79,17 +79,17 @@ static void make_leaves(leafset *L, const hs_field *f, int t, const uint8_t *p, 
     size_t half = n / 2;
     make_val(t, p, half, &L->v[0]);
     make_val(t, p + half, n - half, &L->v[1]);
-    for (int op = TBL_EQ; op <= TBL_GE; op++) {
-        tbl_expr *e = &L->e[L->n++];
-        e->kind = TBL_E_CMP;
-        e->op = (tbl_op)op;
+    for (int op = PR_EQ; op <= PR_GE; op++) {
+        pr_expr *e = &L->e[L->n++];
+        e->kind = PR_E_CMP;
+        e->op = (pr_op)op;
         e->n_lits = 1;
         e->vals = &L->v[op & 1];
     }
-    static const tbl_ekind more[] = {TBL_E_IN, TBL_E_NOT_IN, TBL_E_IS_NULL, TBL_E_NOT_NULL,
-                                     TBL_E_TRUE, TBL_E_FALSE};
+    static const pr_ekind more[] = {PR_E_IN, PR_E_NOT_IN, PR_E_IS_NULL, PR_E_NOT_NULL,
+                                     PR_E_TRUE, PR_E_FALSE};
     for (int k = 0; k < 6; k++) {
-        tbl_expr *e = &L->e[L->n++];
+        pr_expr *e = &L->e[L->n++];
         e->kind = more[k];
         e->n_lits = k < 2 ? 2 : 0;
         e->vals = k < 2 ? L->v : NULL;
@@ -131,7 +131,7 @@ static void decode_mode(int mode, const uint8_t *data, size_t size)
                 abort();
         }
         /* an AND of comparisons: x >= v0 AND x < v1 (AND ... the IN) */
-        const tbl_expr *both[3] = {&L.e[TBL_GE], &L.e[TBL_LT], &L.e[6]};
+        const pr_expr *both[3] = {&L.e[PR_GE], &L.e[PR_LT], &L.e[6]};
         roaring_bitmap_t *bm = NULL;
         if (sidx_lookup_all(ix, both, 2 + (mode & 1), &bm, &err) == HS_OK) {
             if (roaring_bitmap_get_cardinality(bm) &&
@@ -214,13 +214,13 @@ static void build_mode(int mode, const uint8_t *data, size_t size)
     leafset L;
     make_leaves(&L, f, t, data, lit_n);
     for (int k = 0; k < L.n; k++) {
-        tbl_filter flt;
+        pr_filter flt;
         memset(&flt, 0, sizeof flt);
         flt.root = &L.e[k];
         flt.bound = true;
         int64_t m = 0;
         roaring_bitmap_t *bm = NULL;
-        if (tbl_filter_eval(&flt, &batch, sel, &m, &err) != HS_OK ||
+        if (pr_filter_eval(&flt, &batch, sel, &m, &err) != HS_OK ||
             sidx_lookup(ix, &L.e[k], &bm, &err) != HS_OK)
             abort();
         if (roaring_bitmap_get_cardinality(bm) != (uint64_t)m)
@@ -234,8 +234,8 @@ static void build_mode(int mode, const uint8_t *data, size_t size)
     uint8_t *sel2 = malloc((size_t)c->length + 1);
     for (int a = 0; a < L.n; a += 3) {
         int b2 = (a * 7 + 5) % L.n;
-        const tbl_expr *pair[2] = {&L.e[a], &L.e[b2]};
-        tbl_filter fa, fb;
+        const pr_expr *pair[2] = {&L.e[a], &L.e[b2]};
+        pr_filter fa, fb;
         memset(&fa, 0, sizeof fa);
         memset(&fb, 0, sizeof fb);
         fa.root = &L.e[a];
@@ -243,8 +243,8 @@ static void build_mode(int mode, const uint8_t *data, size_t size)
         fa.bound = fb.bound = true;
         int64_t m1, m2, want = 0;
         roaring_bitmap_t *bm = NULL;
-        if (tbl_filter_eval(&fa, &batch, sel, &m1, &err) != HS_OK ||
-            tbl_filter_eval(&fb, &batch, sel2, &m2, &err) != HS_OK ||
+        if (pr_filter_eval(&fa, &batch, sel, &m1, &err) != HS_OK ||
+            pr_filter_eval(&fb, &batch, sel2, &m2, &err) != HS_OK ||
             sidx_lookup_all(ix, pair, 2, &bm, &err) != HS_OK)
             abort();
         for (int64_t i = 0; i < c->length; i++) {

@@ -1,4 +1,4 @@
-"""Differential test of filter expressions (src/exec/expr.h) against DuckDB.
+"""Differential test of filter expressions (src/expr/expr.h) against DuckDB.
 
 A random Parquet file (written by pyarrow: int32, int64, double with NaN and
 -0.0, strings with '' and non-ASCII text, bool, date, timestamp, decimal, and

@@ -21,7 +21,7 @@ file_row_number), the deleted (file, position) pairs are removed, and DuckDB
 evaluates the same filter text.  Every configuration must return exactly
 DuckDB's rows (compared by the unique rid, then every column, floats
 bitwise).  The expected semantics are those of include/hyperstream/table.h
-and src/exec/expr.h: SQL three-valued logic, NaN = NaN and NaN above every
+and src/expr/expr.h: SQL three-valued logic, NaN = NaN and NaN above every
 number (PostgreSQL/DuckDB), strings as unsigned bytes.
 
 Besides equality with DuckDB, the test checks that the indexed
@@ -29,7 +29,7 @@ configurations really used their indexes (hs_index_stats.files_indexed and
 index_lookups summed over the run), so that a silently ignored index cannot
 pass.  Expression count per table: env HS_DIFF_EXPRS (default 400; three
 tables).  When the filter parser accepts SQL forms (BETWEEN, LIKE, 'NaN'::
-double; src/exec/expr.h), the generator uses them too.
+double; src/expr/expr.h), the generator uses them too.
 """
 import ctypes
 import os
@@ -213,7 +213,7 @@ def test_filters_match_duckdb_with_and_without_indexes(hs, tmp_path, name):
 
 def test_sql_filter_forms_with_indexes(hs, tmp_path):
     """BETWEEN, LIKE prefixes, NaN literals and `literal op column` over
-    indexed columns (the forms src/exec/expr.h turns into index ranges)."""
+    indexed columns (the forms src/expr/expr.h turns into index ranges)."""
     cfg = TABLES["v2_bucket"]
     cat, t, data, rng = _build_table(hs, tmp_path, cfg, 77)
     oracle = X.Oracle(hs.metadata_location(t), X.SCHEMA.names)

@@ -5,7 +5,7 @@
  * Sections (the file layout around them is in sidx.c):
  *
  *   S1 values   values table of the n_distinct distinct values, strictly
- *               increasing in tbl_val_cmp order
+ *               increasing in pr_val_cmp order
  *   S2 offsets  n_distinct + 1 offsets into S3 (u32, u64 when the WIDE
  *               flag is set), first 0, last = S3 length; entry i spans
  *               [off[i], off[i+1]), which is 4 bytes or at least 8

@@ -71,7 +71,7 @@ static int64_t block_count(const sidx_index *ix, int64_t b)
 static hs_status put_value_area(const sidx_sorted *s, int64_t j0, int64_t cnt, hs_buf *v,
                                 hs_error *err)
 {
-    if (s->vk == TBL_V_BYTES) {
+    if (s->vk == PR_V_BYTES) {
         uint64_t off = 0;
         for (int64_t i = 0; i <= cnt; i++) {
             if (off > UINT32_MAX)
@@ -309,8 +309,8 @@ static hs_status block_open(const sidx_index *ix, int64_t b, rblock *k, hs_error
     uint64_t a = sidx_rd64(o + 8 * b), e = sidx_rd64(o + 8 * (b + 1));
     const uint8_t *p = ix->sec[SIDX_S_DATA] + a;
     size_t len = (size_t)(e - a);
-    tbl_vkind vk = ix->info.value_kind;
-    bool numeric = vk == TBL_V_I64 || vk == TBL_V_F64;
+    pr_vkind vk = ix->info.value_kind;
+    bool numeric = vk == PR_V_I64 || vk == PR_V_F64;
     memset(k, 0, sizeof *k);
     k->count = sidx_rd32(p);
     k->vbits = p[4];
@@ -346,8 +346,8 @@ static hs_status block_values(const sidx_index *ix, int64_t b, rblock *k, rscrat
                               hs_error *err)
 {
     size_t n = (size_t)k->count;
-    tbl_vkind vk = ix->info.value_kind;
-    if (vk == TBL_V_I64 || vk == TBL_V_F64) {
+    pr_vkind vk = ix->info.value_kind;
+    if (vk == PR_V_I64 || vk == PR_V_F64) {
         sidx_unpack(k->area, n, k->vbits, sc->keys);
         uint64_t cur = k->key_base;
         for (size_t i = 0; i < n; i++)
@@ -387,7 +387,7 @@ static hs_status block_values(const sidx_index *ix, int64_t b, rblock *k, rscrat
         v = sc->vbuf;
         vn = k->vraw;
     }
-    if (vk == TBL_V_I128) {
+    if (vk == PR_V_I128) {
         if (vn != 16 * n)
             return HS_CORRUPT_AT(err, "scalar index: block %lld: %zu bytes for %zu decimals",
                                  (long long)b, vn, n);
@@ -412,13 +412,13 @@ static hs_status block_values(const sidx_index *ix, int64_t b, rblock *k, rscrat
     return HS_OK;
 }
 
-static void block_value(const sidx_index *ix, const rblock *k, int64_t i, tbl_val *v)
+static void block_value(const sidx_index *ix, const rblock *k, int64_t i, pr_val *v)
 {
     v->kind = ix->info.value_kind;
     switch (v->kind) {
-    case TBL_V_I64: v->i = sidx_key_i64(k->keys[i]); break;
-    case TBL_V_F64: v->f = sidx_key_f64(k->keys[i]); break;
-    case TBL_V_I128:
+    case PR_V_I64: v->i = sidx_key_i64(k->keys[i]); break;
+    case PR_V_F64: v->f = sidx_key_f64(k->keys[i]); break;
+    case PR_V_I128:
         memcpy(&v->d, k->vals + 16 * i, 16);
         v->scale = ix->scale;
         break;
@@ -434,7 +434,7 @@ static void block_value(const sidx_index *ix, const rblock *k, int64_t i, tbl_va
 static int64_t block_lower(const sidx_index *ix, const rblock *k, int64_t lo, int64_t hi,
                            const sidx_probe *pr, int t)
 {
-    tbl_val v;
+    pr_val v;
     memset(&v, 0, sizeof v);
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -452,7 +452,7 @@ static int64_t block_lower(const sidx_index *ix, const rblock *k, int64_t lo, in
 static int64_t fence_lower(const sidx_index *ix, int which, const sidx_probe *pr, int t)
 {
     int64_t lo = 0, hi = ix->n_blocks;
-    tbl_val v;
+    pr_val v;
     memset(&v, 0, sizeof v);
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -476,7 +476,7 @@ static hs_status range_bound(const sidx_index *ix, const sidx_probe *pr, int t, 
         *out = ix->info.n_rows - ix->info.n_nulls;
         return HS_OK;
     }
-    tbl_val v;
+    pr_val v;
     memset(&v, 0, sizeof v);
     sidx_vals_get(&ix->vals, 2 * b, &v);
     if (sidx_probe_c(pr, &v) >= t) {

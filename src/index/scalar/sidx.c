@@ -11,7 +11,7 @@
  *        0     4  magic "HSIX"
  *        4     2  format version (1)
  *        6     1  kind: 1 inverted, 2 range
- *        7     1  value kind (tbl_vkind): 1 I64, 2 F64, 3 I128, 4 BYTES
+ *        7     1  value kind (pr_vkind): 1 I64, 2 F64, 3 I128, 4 BYTES
  *        8     4  flags: bit 0 WIDE (64-bit offsets in the values table, and
  *                 for inverted in the postings offsets); other bits 0
  *       12     4  decimal scale (I128; else 0), int32
@@ -42,7 +42,7 @@
  *   (u32, u64 when WIDE) relative to the byte area that follows them, first
  *   0, non-decreasing, last = byte area length; then the bytes.
  *
- *   Order: values sort as tbl_val_cmp orders them (integers signed, doubles
+ *   Order: values sort as pr_val_cmp orders them (integers signed, doubles
  *   with -0.0 = 0.0 and NaN last, decimals by unscaled value, bytes as
  *   unsigned bytes then length).  F64 values are stored canonical: 0.0 for
  *   -0.0 and one quiet NaN.
@@ -60,7 +60,7 @@
  * a bad interior still yields HS_CORRUPT, never a crash.
  *
  * Lookup semantics: sidx_lookup returns the rows for which the leaf is TRUE
- * under SQL's three-valued logic, exactly as tbl_filter_eval decides it:
+ * under SQL's three-valued logic, exactly as pr_filter_eval decides it:
  * nulls match only IS NULL; a NaN value or literal matches only != (and a
  * NaN literal = / <= / >= matches NaN values, as Iceberg's is_nan).  Each
  * comparison is a probe (sidx_int.h) whose rows are one span of the kind's
@@ -122,12 +122,12 @@ const char *sidx_kind_name(sidx_kind k)
 
 bool sidx_supports(const hs_field *f)
 {
-    return f && tbl_kind_of(f) != TBL_V_NULL;
+    return f && pr_kind_of(f) != PR_V_NULL;
 }
 
-int sidx_value_width(tbl_vkind vk)
+int sidx_value_width(pr_vkind vk)
 {
-    return vk == TBL_V_I64 || vk == TBL_V_F64 ? 8 : vk == TBL_V_I128 ? 16 : 0;
+    return vk == PR_V_I64 || vk == PR_V_F64 ? 8 : vk == PR_V_I128 ? 16 : 0;
 }
 
 double sidx_canon_f64(double x)
@@ -169,7 +169,7 @@ hs_status sidx_sorted_put_value(const sidx_sorted *s, int64_t j, hs_buf *out)
 {
     if (s->keys) {
         uint64_t k = s->keys[j];
-        if (s->vk == TBL_V_F64) {
+        if (s->vk == PR_V_F64) {
             double x = sidx_key_f64(k);
             return hs_buf_append(out, &x, 8);
         }
@@ -183,7 +183,7 @@ hs_status sidx_sorted_put_value(const sidx_sorted *s, int64_t j, hs_buf *out)
 hs_status sidx_put_values(const sidx_sorted *s, const int64_t *idx, int64_t n, bool wide,
                           hs_buf *out)
 {
-    if (s->vk == TBL_V_BYTES) {
+    if (s->vk == PR_V_BYTES) {
         uint64_t off = 0;
         HS_TRY(hs_buf_reserve(out, (size_t)(n + 1) * (wide ? 8 : 4)));
         for (int64_t i = 0; i <= n; i++) {
@@ -200,13 +200,13 @@ hs_status sidx_put_values(const sidx_sorted *s, const int64_t *idx, int64_t n, b
     return HS_OK;
 }
 
-void sidx_vals_get(const sidx_vals *v, int64_t i, tbl_val *out)
+void sidx_vals_get(const sidx_vals *v, int64_t i, pr_val *out)
 {
     out->kind = v->vk;
     switch (v->vk) {
-    case TBL_V_I64: out->i = (int64_t)sidx_rd64(v->data + 8 * i); break;
-    case TBL_V_F64: memcpy(&out->f, v->data + 8 * i, 8); break;
-    case TBL_V_I128:
+    case PR_V_I64: out->i = (int64_t)sidx_rd64(v->data + 8 * i); break;
+    case PR_V_F64: memcpy(&out->f, v->data + 8 * i, 8); break;
+    case PR_V_I128:
         memcpy(&out->d, v->data + 16 * i, 16);
         out->scale = v->scale;
         break;
@@ -219,7 +219,7 @@ void sidx_vals_get(const sidx_vals *v, int64_t i, tbl_val *out)
     }
 }
 
-hs_status sidx_vals_open(sidx_vals *v, tbl_vkind vk, int32_t scale, int64_t n, bool wide,
+hs_status sidx_vals_open(sidx_vals *v, pr_vkind vk, int32_t scale, int64_t n, bool wide,
                          bool strict, const uint8_t *p, size_t len, const char *what,
                          hs_error *err)
 {
@@ -261,13 +261,13 @@ hs_status sidx_vals_open(sidx_vals *v, tbl_vkind vk, int32_t scale, int64_t n, b
             return HS_CORRUPT_AT(err, "scalar index: %s: offsets end at %llu of %zu bytes", what,
                                  (unsigned long long)prev, v->data_n);
     }
-    tbl_val a, b;
+    pr_val a, b;
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
     for (int64_t i = 1; i < n; i++) {
         sidx_vals_get(v, i - 1, &a);
         sidx_vals_get(v, i, &b);
-        int c = tbl_val_cmp(&a, &b);
+        int c = pr_val_cmp(&a, &b);
         if (c > 0 || (strict && c == 0))
             return HS_CORRUPT_AT(err, "scalar index: %s: values %lld and %lld out of order", what,
                                  (long long)i - 1, (long long)i);
@@ -278,19 +278,19 @@ hs_status sidx_vals_open(sidx_vals *v, tbl_vkind vk, int32_t scale, int64_t n, b
 /* ------------------------------------------------------------------ */
 /* probes                                                              */
 
-int sidx_probe_c(const sidx_probe *pr, const tbl_val *v)
+int sidx_probe_c(const sidx_probe *pr, const pr_val *v)
 {
-    bool vnan = v->kind == TBL_V_F64 && isnan(v->f);
+    bool vnan = v->kind == PR_V_F64 && isnan(v->f);
     if (pr->lit_nan)
         return vnan ? 0 : -1;
     if (vnan)
         return 2;
-    return tbl_val_cmp(v, pr->lit);
+    return pr_val_cmp(v, pr->lit);
 }
 
 int64_t sidx_vals_lower(const sidx_vals *v, int64_t lo, int64_t hi, const sidx_probe *pr, int t)
 {
-    tbl_val x;
+    pr_val x;
     memset(&x, 0, sizeof x);
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -864,7 +864,7 @@ void sidx_pack(uint8_t *dst, const uint64_t *v, size_t n, int bits)
 struct sidx_builder {
     sidx_kind kind;
     hs_type type;
-    tbl_vkind vk;
+    pr_vkind vk;
     int32_t scale;
     int32_t field_id;
     int64_t data_file_size;
@@ -902,8 +902,8 @@ hs_status sidx_builder_new(sidx_kind kind, const hs_field *f, int64_t data_file_
         return hs_err_nomem(err, sizeof *b);
     b->kind = kind;
     b->type = f->type;
-    b->vk = tbl_kind_of(f);
-    b->scale = b->vk == TBL_V_I128 ? f->scale : 0;
+    b->vk = pr_kind_of(f);
+    b->scale = b->vk == PR_V_I128 ? f->scale : 0;
     b->field_id = f->field_id;
     b->data_file_size = data_file_size;
     b->dict_max = SIDX_DICT_MAX;
@@ -1031,7 +1031,7 @@ static void add_numeric(sidx_builder *b, const hs_column *c, int64_t n, uint32_t
     case HS_TYPE_FLOAT16: SIDX_ADD_NUM(uint16_t, SIDX_KH); break;
     case HS_TYPE_FLOAT32: SIDX_ADD_NUM(float, SIDX_KF); break;
     case HS_TYPE_FLOAT64: SIDX_ADD_NUM(double, SIDX_KF); break;
-    default: /* INT64, UINT64 (read as int64, as tbl_val_get does), TIME64, TIMESTAMP */
+    default: /* INT64, UINT64 (read as int64, as pr_val_get does), TIME64, TIMESTAMP */
         SIDX_ADD_NUM(int64_t, SIDX_KI); break;
     }
     *kk = k;
@@ -1060,7 +1060,7 @@ hs_status sidx_builder_add(sidx_builder *b, const hs_column *c, int64_t first_po
     size_t un = (size_t)n;
     if (hs_buf_reserve(&b->pos, un * 4) != HS_OK || hs_buf_reserve(&b->nulls, un * 4) != HS_OK)
         return hs_err_nomem(err, un * 8);
-    if (b->vk == TBL_V_I64 || b->vk == TBL_V_F64) {
+    if (b->vk == PR_V_I64 || b->vk == PR_V_F64) {
         if (hs_buf_reserve(&b->keys, un * 8) != HS_OK)
             return hs_err_nomem(err, un * 8);
         size_t k, nn;
@@ -1337,7 +1337,7 @@ static void sort_free(sort_mem *m)
 }
 
 /* Fills m->ord with the dictionary ids 0..nd-1 in value order. */
-static hs_status dict_sort(tbl_vkind vk, sort_mem *m, size_t nd, hs_error *err)
+static hs_status dict_sort(pr_vkind vk, sort_mem *m, size_t nd, hs_error *err)
 {
     m->ord = hs_malloc((nd ? nd : 1) * 4);
     uint64_t *keys = hs_malloc((nd ? nd : 1) * 8);
@@ -1349,7 +1349,7 @@ static hs_status dict_sort(tbl_vkind vk, sort_mem *m, size_t nd, hs_error *err)
     }
     for (size_t i = 0; i < nd; i++)
         m->ord[i] = (uint32_t)i;
-    if (vk == TBL_V_I128) { /* stable LSD: low half unsigned, then high half signed */
+    if (vk == PR_V_I128) { /* stable LSD: low half unsigned, then high half signed */
         for (int half = 0; half < 2; half++) {
             for (size_t i = 0; i < nd; i++) {
                 uint64_t w = sidx_rd64(m->ents[m->ord[i]].p + 8 * half);
@@ -1412,7 +1412,7 @@ static hs_status sort_rows(sidx_builder *b, sidx_sorted *s, sort_mem *m, hs_erro
     s->vk = b->vk;
     s->scale = b->scale;
     s->n = (int64_t)n;
-    if (b->vk == TBL_V_I64 || b->vk == TBL_V_F64) {
+    if (b->vk == PR_V_I64 || b->vk == PR_V_F64) {
         uint64_t *keys = (uint64_t *)b->keys.data;
         uint32_t *pos = (uint32_t *)b->pos.data;
         s->keys = keys;
@@ -1605,15 +1605,15 @@ static hs_status open_header(sidx_index *ix, const uint8_t *p, size_t n, const h
     ix->n_blocks = (int64_t)sidx_rd64(p + 56);
     if (kind != SIDX_INVERTED && kind != SIDX_RANGE)
         return HS_CORRUPT_AT(err, "scalar index: unknown kind %d", kind);
-    if (vk < TBL_V_I64 || vk > TBL_V_BYTES)
+    if (vk < PR_V_I64 || vk > PR_V_BYTES)
         return HS_CORRUPT_AT(err, "scalar index: unknown value kind %d", vk);
     ix->info.kind = (sidx_kind)kind;
-    ix->info.value_kind = (tbl_vkind)vk;
-    if (f && tbl_kind_of(f) != (tbl_vkind)vk)
+    ix->info.value_kind = (pr_vkind)vk;
+    if (f && pr_kind_of(f) != (pr_vkind)vk)
         return HS_CORRUPT_AT(err, "scalar index: holds value kind %d, column \"%s\" of type %s "
                              "has %d", vk, f->name ? f->name : "?", hs_type_name(f->type),
-                             (int)tbl_kind_of(f));
-    if (vk == TBL_V_I128 ? (f && ix->scale != f->scale) : ix->scale != 0)
+                             (int)pr_kind_of(f));
+    if (vk == PR_V_I128 ? (f && ix->scale != f->scale) : ix->scale != 0)
         return HS_CORRUPT_AT(err, "scalar index: decimal scale %d does not match the column's",
                              ix->scale);
     if (ix->flags & ~SIDX_FLAG_WIDE)
@@ -1724,18 +1724,18 @@ static hs_status not_null(const sidx_index *ix, roaring_bitmap_t **out, hs_error
 
 /* Sets up the probe of `lit op` (op != NE); false when the literal's kind
  * cannot be compared with the index's values. */
-static bool make_probe(const sidx_index *ix, const tbl_val *lit, tbl_op op, sidx_probe *pr)
+static bool make_probe(const sidx_index *ix, const pr_val *lit, pr_op op, sidx_probe *pr)
 {
-    bool bytes = ix->info.value_kind == TBL_V_BYTES;
-    if (lit->kind == TBL_V_NULL || (lit->kind == TBL_V_BYTES) != bytes)
+    bool bytes = ix->info.value_kind == PR_V_BYTES;
+    if (lit->kind == PR_V_NULL || (lit->kind == PR_V_BYTES) != bytes)
         return false;
     pr->lit = lit;
-    pr->lit_nan = lit->kind == TBL_V_F64 && isnan(lit->f);
+    pr->lit_nan = lit->kind == PR_V_F64 && isnan(lit->f);
     static const int lo[] = {0, 0, -1, -1, 1, 0}, hi[] = {0, 0, -1, 0, 1, 1};
     pr->clo = lo[op];
     pr->chi = hi[op];
     if (pr->lit_nan) { /* NaN = NaN, NaN <= NaN, NaN >= NaN; nothing else */
-        pr->clo = op == TBL_LT || op == TBL_GT ? 1 : 0; /* [1, 0] is empty */
+        pr->clo = op == PR_LT || op == PR_GT ? 1 : 0; /* [1, 0] is empty */
         pr->chi = 0;
     }
     return true;
@@ -1764,20 +1764,20 @@ static int64_t span_rows(const sidx_index *ix, int64_t lo, int64_t hi)
     return ix->info.kind == SIDX_INVERTED ? sidx_inv_span_rows(ix, lo, hi) : hi - lo;
 }
 
-static bool leaf_ok(const sidx_index *ix, const tbl_expr *leaf, hs_error *err, hs_status *st)
+static bool leaf_ok(const sidx_index *ix, const pr_expr *leaf, hs_error *err, hs_status *st)
 {
-    int need = leaf->kind == TBL_E_CMP ? 1 : 0;
+    int need = leaf->kind == PR_E_CMP ? 1 : 0;
     if (leaf->n_lits < need || (leaf->n_lits > 0 && !leaf->vals)) {
         *st = hs_err_set(err, HS_INVALID, "scalar index: lookup of an unbound leaf");
         return false;
     }
-    if (leaf->kind == TBL_E_CMP && ((int)leaf->op < (int)TBL_EQ || (int)leaf->op > (int)TBL_GE)) {
+    if (leaf->kind == PR_E_CMP && ((int)leaf->op < (int)PR_EQ || (int)leaf->op > (int)PR_GE)) {
         *st = hs_err_set(err, HS_INVALID, "scalar index: unknown comparison %d", (int)leaf->op);
         return false;
     }
     for (int k = 0; k < leaf->n_lits; k++) {
         sidx_probe pr;
-        if (!make_probe(ix, &leaf->vals[k], TBL_EQ, &pr)) {
+        if (!make_probe(ix, &leaf->vals[k], PR_EQ, &pr)) {
             *st = hs_err_set(err, HS_UNSUPPORTED, "scalar index: a literal of kind %d cannot be "
                              "compared with values of kind %d", (int)leaf->vals[k].kind,
                              (int)ix->info.value_kind);
@@ -1788,9 +1788,9 @@ static bool leaf_ok(const sidx_index *ix, const tbl_expr *leaf, hs_error *err, h
 }
 
 /* A comparison other than != : one span. */
-static bool is_span_leaf(const tbl_expr *leaf)
+static bool is_span_leaf(const pr_expr *leaf)
 {
-    return leaf->kind == TBL_E_CMP && leaf->op != TBL_NE;
+    return leaf->kind == PR_E_CMP && leaf->op != PR_NE;
 }
 
 /* Rows of the spans [lo, hi) in acc into a bitmap. */
@@ -1810,20 +1810,20 @@ static hs_status spans_bitmap(const sidx_index *ix, const int64_t *lo, const int
     return sidx_acc_finish(&acc, out, err);
 }
 
-hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf, roaring_bitmap_t **out,
+hs_status sidx_lookup(const sidx_index *ix, const pr_expr *leaf, roaring_bitmap_t **out,
                       hs_error *err)
 {
     *out = NULL;
     if (!ix || !leaf)
         return hs_err_set(err, HS_INVALID, "scalar index: lookup without index or leaf");
     switch (leaf->kind) {
-    case TBL_E_TRUE: return all_rows(ix, out, err);
-    case TBL_E_FALSE:
+    case PR_E_TRUE: return all_rows(ix, out, err);
+    case PR_E_FALSE:
         *out = roaring_bitmap_create();
         return *out ? HS_OK : hs_err_nomem(err, 64);
-    case TBL_E_IS_NULL: return load_nulls(ix, out, err);
-    case TBL_E_NOT_NULL: return not_null(ix, out, err);
-    case TBL_E_CMP: case TBL_E_IN: case TBL_E_NOT_IN: break;
+    case PR_E_IS_NULL: return load_nulls(ix, out, err);
+    case PR_E_NOT_NULL: return not_null(ix, out, err);
+    case PR_E_CMP: case PR_E_IN: case PR_E_NOT_IN: break;
     default:
         return hs_err_set(err, HS_UNSUPPORTED, "scalar index: leaf kind %d is not an index lookup",
                           (int)leaf->kind);
@@ -1831,8 +1831,8 @@ hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf, roaring_bitmap
     hs_status st = HS_OK;
     if (!leaf_ok(ix, leaf, err, &st))
         return st;
-    bool negate = leaf->kind == TBL_E_NOT_IN || (leaf->kind == TBL_E_CMP && leaf->op == TBL_NE);
-    int n = leaf->kind == TBL_E_CMP ? 1 : leaf->n_lits;
+    bool negate = leaf->kind == PR_E_NOT_IN || (leaf->kind == PR_E_CMP && leaf->op == PR_NE);
+    int n = leaf->kind == PR_E_CMP ? 1 : leaf->n_lits;
     int64_t one_lo, one_hi, *lo = &one_lo, *hi = &one_hi;
     if (n > 1) {
         lo = hs_malloc(sizeof *lo * (size_t)n * 2);
@@ -1842,7 +1842,7 @@ hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf, roaring_bitmap
     }
     for (int k = 0; k < n && st == HS_OK; k++) {
         sidx_probe pr;
-        tbl_op op = leaf->kind == TBL_E_CMP && leaf->op != TBL_NE ? leaf->op : TBL_EQ;
+        pr_op op = leaf->kind == PR_E_CMP && leaf->op != PR_NE ? leaf->op : PR_EQ;
         make_probe(ix, &leaf->vals[k], op, &pr);
         st = probe_span(ix, &pr, &lo[k], &hi[k], err);
     }
@@ -1863,7 +1863,7 @@ hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf, roaring_bitmap
     return st;
 }
 
-hs_status sidx_lookup_all(const sidx_index *ix, const tbl_expr *const *leaves, int n,
+hs_status sidx_lookup_all(const sidx_index *ix, const pr_expr *const *leaves, int n,
                           roaring_bitmap_t **out, hs_error *err)
 {
     *out = NULL;
@@ -1871,15 +1871,15 @@ hs_status sidx_lookup_all(const sidx_index *ix, const tbl_expr *const *leaves, i
         return hs_err_set(err, HS_INVALID, "scalar index: lookup without index or leaves");
     hs_status st = HS_OK;
     for (int k = 0; k < n; k++) {
-        const tbl_expr *e = leaves[k];
+        const pr_expr *e = leaves[k];
         if (!e)
             return hs_err_set(err, HS_INVALID, "scalar index: leaf %d is NULL", k);
-        if (e->kind != TBL_E_TRUE && e->kind != TBL_E_FALSE && e->kind != TBL_E_IS_NULL &&
-            e->kind != TBL_E_NOT_NULL && e->kind != TBL_E_CMP && e->kind != TBL_E_IN &&
-            e->kind != TBL_E_NOT_IN)
+        if (e->kind != PR_E_TRUE && e->kind != PR_E_FALSE && e->kind != PR_E_IS_NULL &&
+            e->kind != PR_E_NOT_NULL && e->kind != PR_E_CMP && e->kind != PR_E_IN &&
+            e->kind != PR_E_NOT_IN)
             return hs_err_set(err, HS_UNSUPPORTED, "scalar index: leaf kind %d is not an index "
                               "lookup", (int)e->kind);
-        if (e->kind == TBL_E_CMP || e->kind == TBL_E_IN || e->kind == TBL_E_NOT_IN)
+        if (e->kind == PR_E_CMP || e->kind == PR_E_IN || e->kind == PR_E_NOT_IN)
             if (!leaf_ok(ix, e, err, &st))
                 return st;
     }
@@ -1887,7 +1887,7 @@ hs_status sidx_lookup_all(const sidx_index *ix, const tbl_expr *const *leaves, i
     int64_t lo = 0, hi = INT64_MAX;
     bool any_span = false, empty = false;
     for (int k = 0; k < n && st == HS_OK && !empty; k++) {
-        if (leaves[k]->kind == TBL_E_FALSE)
+        if (leaves[k]->kind == PR_E_FALSE)
             empty = true;
         if (!is_span_leaf(leaves[k]))
             continue;
@@ -1913,12 +1913,12 @@ hs_status sidx_lookup_all(const sidx_index *ix, const tbl_expr *const *leaves, i
     HS_TRY(st);
     /* the rest: bitmaps, intersected */
     for (int k = 0; k < n && st == HS_OK && !empty; k++) {
-        const tbl_expr *e = leaves[k];
-        if (is_span_leaf(e) || e->kind == TBL_E_TRUE || e->kind == TBL_E_FALSE)
+        const pr_expr *e = leaves[k];
+        if (is_span_leaf(e) || e->kind == PR_E_TRUE || e->kind == PR_E_FALSE)
             continue;
-        if (any_span && e->kind == TBL_E_NOT_NULL)
+        if (any_span && e->kind == PR_E_NOT_NULL)
             continue; /* spans hold only non-null rows */
-        if (any_span && e->kind == TBL_E_IS_NULL) {
+        if (any_span && e->kind == PR_E_IS_NULL) {
             roaring_bitmap_clear(r);
             break;
         }
@@ -1937,27 +1937,27 @@ hs_status sidx_lookup_all(const sidx_index *ix, const tbl_expr *const *leaves, i
     return HS_OK;
 }
 
-int64_t sidx_estimate(const sidx_index *ix, const tbl_expr *leaf)
+int64_t sidx_estimate(const sidx_index *ix, const pr_expr *leaf)
 {
     const sidx_info *in = &ix->info;
     int64_t nonnull = in->n_rows - in->n_nulls, est = 0;
     switch (leaf->kind) {
-    case TBL_E_TRUE: return in->n_rows;
-    case TBL_E_FALSE: return 0;
-    case TBL_E_IS_NULL: return in->n_nulls;
-    case TBL_E_NOT_NULL: return nonnull;
-    case TBL_E_CMP: case TBL_E_IN: case TBL_E_NOT_IN: break;
+    case PR_E_TRUE: return in->n_rows;
+    case PR_E_FALSE: return 0;
+    case PR_E_IS_NULL: return in->n_nulls;
+    case PR_E_NOT_NULL: return nonnull;
+    case PR_E_CMP: case PR_E_IN: case PR_E_NOT_IN: break;
     default: return in->n_rows;
     }
     hs_status st;
     if (!leaf_ok(ix, leaf, NULL, &st))
         return in->n_rows;
-    bool negate = leaf->kind == TBL_E_NOT_IN || (leaf->kind == TBL_E_CMP && leaf->op == TBL_NE);
-    int n = leaf->kind == TBL_E_CMP ? 1 : leaf->n_lits;
+    bool negate = leaf->kind == PR_E_NOT_IN || (leaf->kind == PR_E_CMP && leaf->op == PR_NE);
+    int n = leaf->kind == PR_E_CMP ? 1 : leaf->n_lits;
     for (int k = 0; k < n; k++) {
         sidx_probe pr;
         int64_t lo, hi;
-        tbl_op op = leaf->kind == TBL_E_CMP && leaf->op != TBL_NE ? leaf->op : TBL_EQ;
+        pr_op op = leaf->kind == PR_E_CMP && leaf->op != PR_NE ? leaf->op : PR_EQ;
         make_probe(ix, &leaf->vals[k], op, &pr);
         if (probe_span(ix, &pr, &lo, &hi, NULL) != HS_OK)
             return negate ? nonnull : in->n_rows; /* damaged: plan for the worst */

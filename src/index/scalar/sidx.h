@@ -21,7 +21,7 @@
  *             distinct values is at most max(1024, n_rows / 8) or the
  *             column is boolean, else range.
  *
- * Values are compared exactly as table/filter.h compares them (tbl_val:
+ * Values are compared exactly as expr/pred.h compares them (pr_val:
  * I64, F64 with NaN above everything and NaN = NaN, I128 decimals, BYTES as
  * unsigned bytes), so an index lookup returns exactly the rows for which the
  * leaf predicate is TRUE under SQL semantics (nulls never match a
@@ -39,7 +39,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "columnar/column.h"
-#include "table/filter.h"
+#include "expr/pred.h"
 #include <roaring/roaring.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -49,8 +49,8 @@ typedef enum sidx_kind { SIDX_AUTO = 0, SIDX_INVERTED = 1, SIDX_RANGE = 2 } sidx
 /* "inverted" | "range" | "auto" -> kind; false for other names. */
 bool sidx_kind_from_name(const char *name, sidx_kind *out);
 const char *sidx_kind_name(sidx_kind k);
-/* Whether a column of type f can carry a scalar index (tbl_kind_of(f) !=
- * TBL_V_NULL and not nested). */
+/* Whether a column of type f can carry a scalar index (pr_kind_of(f) !=
+ * PR_V_NULL and not nested). */
 bool sidx_supports(const hs_field *f);
 
 /* ---- building ---- */
@@ -83,7 +83,7 @@ typedef struct sidx_index sidx_index;
 
 typedef struct sidx_info {
     sidx_kind kind;
-    tbl_vkind value_kind;
+    pr_vkind value_kind;
     int64_t n_rows;
     int64_t n_distinct;       /* inverted: exact; range: -1 */
     int64_t n_nulls;
@@ -102,12 +102,12 @@ void sidx_close(sidx_index *ix);  /* accepts NULL */
 void sidx_get_info(const sidx_index *ix, sidx_info *out);
 
 /* Rows for which the bound leaf predicate `leaf` is TRUE: leaf->kind is one
- * of TBL_E_CMP (any op), TBL_E_IN, TBL_E_NOT_IN, TBL_E_IS_NULL,
- * TBL_E_NOT_NULL, TBL_E_TRUE, TBL_E_FALSE, with leaf->vals converted to
- * this column's kind (tbl_filter_bind did it).  *out is a new bitmap
+ * of PR_E_CMP (any op), PR_E_IN, PR_E_NOT_IN, PR_E_IS_NULL,
+ * PR_E_NOT_NULL, PR_E_TRUE, PR_E_FALSE, with leaf->vals converted to
+ * this column's kind (pr_filter_bind did it).  *out is a new bitmap
  * (caller frees with roaring_bitmap_free).  HS_UNSUPPORTED for other kinds
  * (the caller then treats the leaf as "all rows"). */
-HS_MUST_USE hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf,
+HS_MUST_USE hs_status sidx_lookup(const sidx_index *ix, const pr_expr *leaf,
                                   roaring_bitmap_t **out, hs_error *err);
 
 /* Rows for which every leaf of leaves[0..n) is TRUE (n = 0: all rows): the
@@ -116,12 +116,12 @@ HS_MUST_USE hs_status sidx_lookup(const sidx_index *ix, const tbl_expr *leaf,
  * range such as `x >= a AND x < b` costs only the rows between a and b.
  * Every leaf must be on this index's column and of a kind sidx_lookup
  * takes (else HS_UNSUPPORTED).  *out: caller frees with roaring_bitmap_free. */
-HS_MUST_USE hs_status sidx_lookup_all(const sidx_index *ix, const tbl_expr *const *leaves, int n,
+HS_MUST_USE hs_status sidx_lookup_all(const sidx_index *ix, const pr_expr *const *leaves, int n,
                                       roaring_bitmap_t **out, hs_error *err);
 
 /* The number of rows a lookup would return, estimated cheaply from the
  * index (for planning; exact for comparisons on a range index and for
  * equality / IN on an inverted one; a damaged index estimates high). */
-int64_t sidx_estimate(const sidx_index *ix, const tbl_expr *leaf);
+int64_t sidx_estimate(const sidx_index *ix, const pr_expr *leaf);
 
 #endif

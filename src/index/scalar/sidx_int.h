@@ -49,7 +49,7 @@ double sidx_canon_f64(double x);
 /* ---- sorted rows (builder side) ---- */
 
 typedef struct sidx_sorted {
-    tbl_vkind vk;
+    pr_vkind vk;
     int32_t scale;
     int64_t n;                 /* non-null rows */
     const uint32_t *pos;       /* n positions ordered by (value, position) */
@@ -65,13 +65,13 @@ static inline bool sidx_sorted_same(const sidx_sorted *s, int64_t a, int64_t b)
     return s->keys ? s->keys[a] == s->keys[b] : s->rank[a] == s->rank[b];
 }
 /* Fixed width of stored values (8, 8, 16), 0 for BYTES. */
-int sidx_value_width(tbl_vkind vk);
+int sidx_value_width(pr_vkind vk);
 /* Appends the stored form of item j's value: fixed-width LE bytes, or for
  * BYTES the raw bytes (the caller writes offsets). */
 HS_MUST_USE hs_status sidx_sorted_put_value(const sidx_sorted *s, int64_t j, hs_buf *out);
 static inline size_t sidx_sorted_value_len(const sidx_sorted *s, int64_t j)
 {
-    return s->keys || s->vk == TBL_V_I128 ? (size_t)sidx_value_width(s->vk) : s->dict_n[s->rank[j]];
+    return s->keys || s->vk == PR_V_I128 ? (size_t)sidx_value_width(s->vk) : s->dict_n[s->rank[j]];
 }
 
 /* Appends a values table of the items idx[0..n): fixed width, or for BYTES
@@ -83,7 +83,7 @@ HS_MUST_USE hs_status sidx_put_values(const sidx_sorted *s, const int64_t *idx, 
 
 /* A values table inside the file (dictionary, fences). */
 typedef struct sidx_vals {
-    tbl_vkind vk;
+    pr_vkind vk;
     int32_t scale;
     int64_t n;
     int width;                 /* fixed width, 0 for BYTES */
@@ -96,10 +96,10 @@ typedef struct sidx_vals {
 /* Parses and checks a values table of n entries occupying exactly p[0..len)
  * (offsets monotone and in bounds; strictly increasing values when
  * `strict`, non-decreasing otherwise). */
-HS_MUST_USE hs_status sidx_vals_open(sidx_vals *v, tbl_vkind vk, int32_t scale, int64_t n,
+HS_MUST_USE hs_status sidx_vals_open(sidx_vals *v, pr_vkind vk, int32_t scale, int64_t n,
                                      bool wide, bool strict, const uint8_t *p, size_t len,
                                      const char *what, hs_error *err);
-void sidx_vals_get(const sidx_vals *v, int64_t i, tbl_val *out);
+void sidx_vals_get(const sidx_vals *v, int64_t i, pr_val *out);
 
 struct sidx_index {
     sidx_info info;
@@ -123,18 +123,18 @@ static inline uint64_t sidx_off_get(const uint8_t *p, int64_t i, bool wide)
 /* ---- probes ---- */
 
 /* A probe selects the non-null rows whose value v has clo <= c(v) <= chi,
- * where c(v) = tbl_val_cmp(v, lit) in {-1, 0, 1} for ordered v, 2 for a NaN
+ * where c(v) = pr_val_cmp(v, lit) in {-1, 0, 1} for ordered v, 2 for a NaN
  * v; or, for a NaN literal, 0 when v is NaN and -1 otherwise.  c is
  * non-decreasing in the index's sort order, so every probe is one
  * contiguous run of it. */
 typedef struct sidx_probe {
-    const tbl_val *lit;
+    const pr_val *lit;
     bool lit_nan;
     int clo, chi;
 } sidx_probe;
 
-int sidx_probe_c(const sidx_probe *pr, const tbl_val *v);
-static inline bool sidx_probe_hit(const sidx_probe *pr, const tbl_val *v)
+int sidx_probe_c(const sidx_probe *pr, const pr_val *v);
+static inline bool sidx_probe_hit(const sidx_probe *pr, const pr_val *v)
 {
     int c = sidx_probe_c(pr, v);
     return c >= pr->clo && c <= pr->chi;

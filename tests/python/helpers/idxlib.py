@@ -16,7 +16,7 @@
 * random_table / ExprGen: random tables with nulls, NaN, +-0.0, +-inf,
   empty and non-ASCII strings, int64 extremes; random filter expressions in
   the subset of the filter grammar that DuckDB evaluates with the same
-  meaning (include/hyperstream/table.h "filter"; src/exec/expr.h), with
+  meaning (include/hyperstream/table.h "filter"; src/expr/expr.h), with
   literals drawn mostly from the data so that equality and IN hit rows.
 * compare(): our rows against DuckDB's, by the unique `rid` column, then
   every column value (floats bitwise, NaN == NaN, -0.0 != 0.0).
@@ -646,7 +646,7 @@ MIRROR = {"=": "=", "==": "==", "!=": "!=", "<>": "<>", "<": ">", "<=": ">=", ">
 class ExprGen:
     """Random filters over the columns `cols` (name -> kind) of `data` (a
     pyarrow Table whose values seed the literals).  ext=True adds SQL forms
-    of src/exec/expr.h (BETWEEN, LIKE prefix, NaN literal)."""
+    of src/expr/expr.h (BETWEEN, LIKE prefix, NaN literal)."""
 
     def __init__(self, rng, data, cols, ext=False):
         self.rng = rng

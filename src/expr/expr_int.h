@@ -1,8 +1,8 @@
 /*
- * exec/expr_int.h - internals shared by the files of the expression module:
+ * expr/expr_int.h - internals shared by the files of the expression module:
  * expr_bind.c (text -> libpg_query JSON -> bound tree), expr_eval.c
  * (vectorized evaluation, casts, constant folding), expr_func.c (strings,
- * LIKE, case mapping, dates) and expr_filter.c (ex_to_tbl_filter, ex_format,
+ * LIKE, case mapping, dates) and expr_filter.c (ex_to_pred, ex_format,
  * small accessors).
  *
  * The bound tree.  Every node has a result type (ex_ty) and the 0-based
@@ -17,7 +17,7 @@
  *   COL           -                             field, field_id, slot (cache index)
  *   NOT           1 BOOL
  *   AND, OR       n >= 2 BOOL                   Kleene logic, short-circuit per row
- *   CMP           2 of one compare type (or     op = tbl_op; cmode says how to compare
+ *   CMP           2 of one compare type (or     op = pr_op; cmode says how to compare
  *                 int and double, exactly)
  *   DISTINCT      2 of one compare type         IS [NOT] DISTINCT FROM (neg = NOT)
  *   IN            lhs, items... (one compare     neg = NOT IN; set: the constant items
@@ -47,11 +47,11 @@
  * Ownership: every node, value and string of a bound expression lives in the
  * expression's arena; fields are borrowed from the schema it was bound to.
  */
-#ifndef HS_EXEC_EXPR_INT_H
-#define HS_EXEC_EXPR_INT_H
+#ifndef HS_EXPR_EXPR_INT_H
+#define HS_EXPR_EXPR_INT_H
 
 #include "base/arena.h"
-#include "exec/expr.h"
+#include "expr/expr.h"
 
 #include <stddef.h>
 
@@ -155,7 +155,7 @@ struct ex_node {
     ex_kind kind;
     ex_ty type;         /* result type */
     int loc;              /* byte offset in the text, -1 unknown */
-    int op;               /* CMP: tbl_op; ARITH: char; BOOLTEST: ex_booltest; FUNC: ex_fn */
+    int op;               /* CMP: pr_op; ARITH: char; BOOLTEST: ex_booltest; FUNC: ex_fn */
     int aux;              /* FUNC date_part/date_trunc: ex_dfield; ROUND: digits;
                              BETWEEN: symmetric; CASE: has a subject */
     ex_cmode cmode;       /* CMP, DISTINCT, IN, NULLIF, BETWEEN, CASE with a subject */

@@ -1,5 +1,5 @@
 /*
- * exec/expr.h - filter expressions: SQL WHERE text parsed by libpg_query,
+ * expr/expr.h - filter expressions: SQL WHERE text parsed by libpg_query,
  * bound against a schema into one expression tree, evaluated vectorized over
  * column batches with SQL three-valued logic.
  *
@@ -30,7 +30,7 @@
  * NULL propagates through operators and functions; AND/OR/NOT are Kleene
  * three-valued; a row passes a filter only when it evaluates to TRUE.
  * Floats: NaN = NaN is true and NaN sorts above every other value (as
- * tbl_val_cmp).  Integer arithmetic is int64 with overflow an error
+ * pr_val_cmp).  Integer arithmetic is int64 with overflow an error
  * (HS_INVALID "integer out of range"); int / int truncates; division by
  * zero is an error.  Mixed int/float compares exactly.  Strings compare as
  * unsigned bytes (code-point order).  Dates/timestamps compare with string
@@ -66,12 +66,12 @@
  * Threads: evaluation only reads the expression, so one ex_expr may be
  * evaluated by several threads at once.
  */
-#ifndef HS_EXEC_EXPR_H
-#define HS_EXEC_EXPR_H
+#ifndef HS_EXPR_EXPR_H
+#define HS_EXPR_EXPR_H
 
 #include "base/error.h"
 #include "columnar/column.h"
-#include "table/filter.h"
+#include "expr/pred.h"
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -95,7 +95,7 @@ bool ex_is_true(const ex_expr *e);
 HS_MUST_USE hs_status ex_field_ids(const ex_expr *e, hs_buf *ids);
 
 /* Filter evaluation over batch b (columns found by field id with
- * tbl_batch_find_id, or by their names when the bound field has no id; a
+ * pr_batch_find_id, or by their names when the bound field has no id; a
  * column absent from the batch reads as all null).
  * sel_in (may be NULL = all rows) restricts which rows are evaluated; rows
  * not in sel_in get sel_out[i] = 0.  sel_out[i] = 1 when row i evaluates to
@@ -108,16 +108,16 @@ HS_MUST_USE hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **o
                               hs_error *err);
 
 /* The pruning and index view.  Converts a bound boolean expression into a
- * bound tbl_filter (AND / OR / NOT-free leaves: CMP, IN, NOT_IN, IS_NULL,
- * NOT_NULL, TRUE, FALSE; see table/filter.h) that is IMPLIED BY e: every row
+ * bound pr_filter (AND / OR / NOT-free leaves: CMP, IN, NOT_IN, IS_NULL,
+ * NOT_NULL, TRUE, FALSE; see expr/pred.h) that is IMPLIED BY e: every row
  * for which e is TRUE also satisfies the result.  Parts that have no such
  * form become TRUE (after NOT has been pushed to the leaves, so that this is
  * sound); BETWEEN becomes two comparisons; LIKE 'abc%' becomes
  * col >= 'abc' AND col < 'abd'; `col op constant-expression` is folded.
  * *exact is set when the result is equivalent to e (nothing was widened),
- * so that a caller may skip residual evaluation.  The tbl_filter is bound
- * to the same schema; caller frees *out with tbl_filter_free. */
-HS_MUST_USE hs_status ex_to_tbl_filter(const ex_expr *e, tbl_filter **out, bool *exact,
+ * so that a caller may skip residual evaluation.  The pr_filter is bound
+ * to the same schema; caller frees *out with pr_filter_free. */
+HS_MUST_USE hs_status ex_to_pred(const ex_expr *e, pr_filter **out, bool *exact,
                                        hs_error *err);
 
 /* Human-readable form of the bound tree (for explain); caller frees with hs_free. */

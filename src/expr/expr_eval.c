@@ -1,5 +1,5 @@
 /*
- * exec/expr_eval.c - vectorized evaluation of bound expressions.
+ * expr/expr_eval.c - vectorized evaluation of bound expressions.
  *
  * A batch is evaluated in chunks of EX_CHUNK rows.  Within a chunk every
  * node produces a vector: one null byte per row (1 = null) and one value per
@@ -28,11 +28,11 @@
  * (integer overflow, division by zero, bad casts) stop the evaluation with
  * HS_INVALID and point at the operator in the text.
  *
- * Columns are found in the batch by field id (tbl_batch_find_id), or by name
+ * Columns are found in the batch by field id (pr_batch_find_id), or by name
  * path when the bound field has no id; an absent column reads as all null.
  * Constant folding (ex_fold) is evaluation of one row without a batch.
  */
-#include "exec/expr_int.h"
+#include "expr/expr_int.h"
 
 #include "base/mem.h"
 #include "base/numfmt.h"
@@ -173,7 +173,7 @@ typedef struct ex_vec {
 
 typedef struct col_cache {
     bool looked, found;
-    tbl_col_ref ref;
+    pr_col_ref ref;
 } col_cache;
 
 typedef struct ectx {
@@ -366,11 +366,11 @@ static int cmp_bytes(const ex_str *a, const ex_str *b)
 static inline uint8_t cmp_res(int op, int c)
 {
     switch (op) {
-    case TBL_EQ: return c == 0;
-    case TBL_NE: return c != 0;
-    case TBL_LT: return c < 0;
-    case TBL_LE: return c <= 0;
-    case TBL_GT: return c > 0;
+    case PR_EQ: return c == 0;
+    case PR_NE: return c != 0;
+    case PR_LT: return c < 0;
+    case PR_LE: return c <= 0;
+    case PR_GT: return c > 0;
     default: return c >= 0;
     }
 }
@@ -394,7 +394,7 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
 /* ------------------------------------------------------------------ */
 /* columns                                                             */
 
-static bool find_by_path(const hs_batch *b, const ex_node *n, tbl_col_ref *r)
+static bool find_by_path(const hs_batch *b, const ex_node *n, pr_col_ref *r)
 {
     memset(r, 0, sizeof *r);
     const hs_field *f = &b->schema;
@@ -473,10 +473,10 @@ static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
     col_cache *cc = &c->cols[n->slot];
     if (c->b && !cc->looked) {
         cc->looked = true;
-        cc->found = n->field_id >= 0 ? tbl_batch_find_id(c->b, n->field_id, &cc->ref)
+        cc->found = n->field_id >= 0 ? pr_batch_find_id(c->b, n->field_id, &cc->ref)
                                      : find_by_path(c->b, n, &cc->ref);
         if (cc->found) {
-            const tbl_col_ref *r = &cc->ref;
+            const pr_col_ref *r = &cc->ref;
             if (r->col->length < c->b->n_rows)
                 return fail(c, n, "column \"%s\" has %lld rows in a batch of %lld", n->name,
                             (long long)r->col->length, (long long)c->b->n_rows);
@@ -493,13 +493,13 @@ static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
             out->nul[sel[k]] = 1;
         return HS_OK;
     }
-    const tbl_col_ref *r = &cc->ref;
+    const pr_col_ref *r = &cc->ref;
     const hs_column *col = r->col;
     int64_t base = c->base;
     if (r->n_parents > 0 || col->validity.data != NULL) /* else: nul is all 0 already */
         for (int k = 0; k < ns; k++) {
             int j = sel[k];
-            out->nul[j] = !tbl_ref_valid(r, base + j);
+            out->nul[j] = !pr_ref_valid(r, base + j);
         }
     const uint8_t *d = col->values.data;
     if (n->type.t == EX_T_OTHER || n->type.t == EX_T_NULL || (!d && col->type != HS_TYPE_NA))
@@ -913,7 +913,7 @@ hs_status ex_value_text(const ex_ty *t, const ex_value *v, hs_buf *out)
     return st;
 }
 
-/* tbl_parse_date / tbl_parse_timestamp do not guard their arithmetic, so
+/* pr_parse_date / pr_parse_timestamp do not guard their arithmetic, so
  * text reaches them only with a year of at most 7 digits and, for
  * timestamps, whole seconds that fit the unit.  0 ok, 1 syntax, 2 range. */
 static bool year_ok(const uint8_t *p, size_t n)
@@ -933,8 +933,8 @@ static int parse_date_text(const uint8_t *p, size_t n, int64_t *days)
     int64_t secs;
     if (!year_ok(p, n))
         return 1;
-    if (!tbl_parse_date((const char *)p, n, days)) {
-        if (!tbl_parse_timestamp((const char *)p, n, HS_UNIT_SECOND, &secs))
+    if (!pr_parse_date((const char *)p, n, days)) {
+        if (!pr_parse_timestamp((const char *)p, n, HS_UNIT_SECOND, &secs))
             return 1;
         *days = ex_floor_div(secs, 86400); /* a time of day is dropped (PostgreSQL, DuckDB) */
     }
@@ -944,12 +944,12 @@ static int parse_date_text(const uint8_t *p, size_t n, int64_t *days)
 static int parse_ts_text(const uint8_t *p, size_t n, int unit, int64_t *out)
 {
     int64_t secs;
-    if (!year_ok(p, n) || !tbl_parse_timestamp((const char *)p, n, HS_UNIT_SECOND, &secs))
+    if (!year_ok(p, n) || !pr_parse_timestamp((const char *)p, n, HS_UNIT_SECOND, &secs))
         return 1;
     int64_t lim = INT64_MAX / ex_unit_per_sec(unit) - 1;
     if (secs > lim || secs < -lim)
         return 2;
-    return tbl_parse_timestamp((const char *)p, n, (hs_time_unit)unit, out) ? 0 : 1;
+    return pr_parse_timestamp((const char *)p, n, (hs_time_unit)unit, out) ? 0 : 1;
 }
 
 /* A short printable form of a text value for error messages. */
@@ -1152,7 +1152,7 @@ dec_over:
                 const uint8_t *p = s->p;
                 size_t len = s->n;
                 trim_span(&p, &len);
-                if (!tbl_parse_time((const char *)p, len, (hs_time_unit)tt->unit, &out->v.i[j]))
+                if (!pr_parse_time((const char *)p, len, (hs_time_unit)tt->unit, &out->v.i[j]))
                     return fail(c, n, "invalid input syntax for type time: \"%.*s\"", clip(s->n), (const char *)s->p);
             } else {
                 goto bad;
@@ -1254,11 +1254,11 @@ static bool cmp_const(ectx *c, const ex_node *n, const ex_vec *a, const selidx *
     case EX_CM_I64: {
         int64_t y = k->val.i;
         switch (op) {
-        case TBL_EQ: CMP_LOOP(int64_t, i, x == y);
-        case TBL_NE: CMP_LOOP(int64_t, i, x != y);
-        case TBL_LT: CMP_LOOP(int64_t, i, x < y);
-        case TBL_LE: CMP_LOOP(int64_t, i, x <= y);
-        case TBL_GT: CMP_LOOP(int64_t, i, x > y);
+        case PR_EQ: CMP_LOOP(int64_t, i, x == y);
+        case PR_NE: CMP_LOOP(int64_t, i, x != y);
+        case PR_LT: CMP_LOOP(int64_t, i, x < y);
+        case PR_LE: CMP_LOOP(int64_t, i, x <= y);
+        case PR_GT: CMP_LOOP(int64_t, i, x > y);
         default: CMP_LOOP(int64_t, i, x >= y);
         }
     }
@@ -1268,11 +1268,11 @@ static bool cmp_const(ectx *c, const ex_node *n, const ex_vec *a, const selidx *
         if (isnan(y))
             return false;
         switch (op) {
-        case TBL_EQ: CMP_LOOP(double, f, x == y);
-        case TBL_NE: CMP_LOOP(double, f, !(x == y));
-        case TBL_LT: CMP_LOOP(double, f, x < y);
-        case TBL_LE: CMP_LOOP(double, f, x <= y);
-        case TBL_GT: CMP_LOOP(double, f, !(x <= y));
+        case PR_EQ: CMP_LOOP(double, f, x == y);
+        case PR_NE: CMP_LOOP(double, f, !(x == y));
+        case PR_LT: CMP_LOOP(double, f, x < y);
+        case PR_LE: CMP_LOOP(double, f, x <= y);
+        case PR_GT: CMP_LOOP(double, f, !(x <= y));
         default: CMP_LOOP(double, f, !(x < y));
         }
     }

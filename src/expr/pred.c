@@ -1,8 +1,8 @@
 /*
- * table/filter.c - the simple filter language of the table API: a recursive
+ * expr/pred.c - the simple filter language of the table API: a recursive
  * descent parser, negation pushdown, binding literals to column kinds, exact
  * evaluation over batches (three-valued logic) and "might match" evaluation
- * over statistics.  filter.h has the grammar and the value kinds.
+ * over statistics.  pred.h has the grammar and the value kinds.
  *
  * Evaluation keeps one byte per row and per node: 0 false, 1 true, 2 unknown
  * (a comparison with a null).  AND is the minimum in the order false <
@@ -10,7 +10,7 @@
  * Because NOT was pushed to the leaves during parsing, leaves are the only
  * places that produce unknown.
  */
-#include "table/filter.h"
+#include "expr/pred.h"
 
 #include "base/mem.h"
 #include "base/numfmt.h"
@@ -147,9 +147,9 @@ static hs_status expect_fail(parser *ps, const char *what)
                       what, ps->cur.pos, (int)ps->cur.n, ps->cur.p);
 }
 
-static tbl_expr *new_expr(parser *ps, tbl_ekind k)
+static pr_expr *new_expr(parser *ps, pr_ekind k)
 {
-    tbl_expr *e = hs_arena_calloc(ps->arena, 1, sizeof *e);
+    pr_expr *e = hs_arena_calloc(ps->arena, 1, sizeof *e);
     if (e) {
         e->kind = k;
         e->field_id = -1;
@@ -205,7 +205,7 @@ static bool tok_is_literal(const tok *t)
     return t->kind == T_NUM || t->kind == T_STR || tok_is_kw(t, "true") || tok_is_kw(t, "false");
 }
 
-static hs_status parse_literal(parser *ps, tbl_lit *lit)
+static hs_status parse_literal(parser *ps, pr_lit *lit)
 {
     tok *t = &ps->cur;
     memset(lit, 0, sizeof *lit);
@@ -221,7 +221,7 @@ static hs_status parse_literal(parser *ps, tbl_lit *lit)
             errno = 0;
             long long v = strtoll(txt, &end, 10);
             if (*end == '\0' && errno == 0) {
-                lit->kind = TBL_L_INT;
+                lit->kind = PR_L_INT;
                 lit->i = v;
                 lit->f = (double)v;
                 return lex(ps);
@@ -231,7 +231,7 @@ static hs_status parse_literal(parser *ps, tbl_lit *lit)
         if (*end != '\0')
             return hs_err_set(ps->err, HS_INVALID, "filter: bad number \"%s\" at offset %zu",
                               txt, t->pos);
-        lit->kind = TBL_L_FLOAT;
+        lit->kind = PR_L_FLOAT;
         lit->f = d;
         return lex(ps);
     }
@@ -246,13 +246,13 @@ static hs_status parse_literal(parser *ps, tbl_lit *lit)
                 i++; /* '' -> ' */
         }
         txt[k] = '\0';
-        lit->kind = TBL_L_STR;
+        lit->kind = PR_L_STR;
         lit->s = txt;
         lit->n = k;
         return lex(ps);
     }
     if (tok_is_kw(t, "true") || tok_is_kw(t, "false")) {
-        lit->kind = TBL_L_BOOL;
+        lit->kind = PR_L_BOOL;
         lit->i = tok_is_kw(t, "true");
         lit->f = (double)lit->i;
         return lex(ps);
@@ -264,42 +264,42 @@ static hs_status parse_literal(parser *ps, tbl_lit *lit)
     return expect_fail(ps, "a literal");
 }
 
-static hs_status parse_op(parser *ps, tbl_op *op)
+static hs_status parse_op(parser *ps, pr_op *op)
 {
     const tok *t = &ps->cur;
     if (t->kind != T_OP)
         return expect_fail(ps, "a comparison operator");
     if ((t->n == 1 && t->p[0] == '=') || (t->n == 2 && memcmp(t->p, "==", 2) == 0))
-        *op = TBL_EQ;
+        *op = PR_EQ;
     else if (t->n == 2 && (memcmp(t->p, "!=", 2) == 0 || memcmp(t->p, "<>", 2) == 0))
-        *op = TBL_NE;
+        *op = PR_NE;
     else if (t->n == 1 && t->p[0] == '<')
-        *op = TBL_LT;
+        *op = PR_LT;
     else if (t->n == 2 && memcmp(t->p, "<=", 2) == 0)
-        *op = TBL_LE;
+        *op = PR_LE;
     else if (t->n == 1 && t->p[0] == '>')
-        *op = TBL_GT;
+        *op = PR_GT;
     else if (t->n == 2 && memcmp(t->p, ">=", 2) == 0)
-        *op = TBL_GE;
+        *op = PR_GE;
     else
         return expect_fail(ps, "a comparison operator");
     return lex(ps);
 }
 
-static tbl_op flip_op(tbl_op op)
+static pr_op flip_op(pr_op op)
 {
     switch (op) {
-    case TBL_LT: return TBL_GT;
-    case TBL_LE: return TBL_GE;
-    case TBL_GT: return TBL_LT;
-    case TBL_GE: return TBL_LE;
+    case PR_LT: return PR_GT;
+    case PR_LE: return PR_GE;
+    case PR_GT: return PR_LT;
+    case PR_GE: return PR_LE;
     default: return op;
     }
 }
 
-static hs_status parse_or(parser *ps, tbl_expr **out, int depth);
+static hs_status parse_or(parser *ps, pr_expr **out, int depth);
 
-static hs_status parse_in_list(parser *ps, tbl_expr *e)
+static hs_status parse_in_list(parser *ps, pr_expr *e)
 {
     if (ps->cur.kind != T_LP)
         return expect_fail(ps, "'(' after IN");
@@ -307,7 +307,7 @@ static hs_status parse_in_list(parser *ps, tbl_expr *e)
     hs_buf lits = {0};
     hs_status st = HS_OK;
     for (;;) {
-        tbl_lit lit;
+        pr_lit lit;
         if ((st = parse_literal(ps, &lit)) != HS_OK)
             break;
         if ((st = hs_buf_append(&lits, &lit, sizeof lit)) != HS_OK) {
@@ -327,7 +327,7 @@ static hs_status parse_in_list(parser *ps, tbl_expr *e)
         break;
     }
     if (st == HS_OK) {
-        e->n_lits = (int)(lits.len / sizeof(tbl_lit));
+        e->n_lits = (int)(lits.len / sizeof(pr_lit));
         e->lits = hs_arena_alloc(ps->arena, lits.len);
         if (!e->lits)
             st = hs_err_nomem(ps->err, lits.len);
@@ -338,17 +338,17 @@ static hs_status parse_in_list(parser *ps, tbl_expr *e)
     return st;
 }
 
-static hs_status parse_pred(parser *ps, tbl_expr **out)
+static hs_status parse_pred(parser *ps, pr_expr **out)
 {
-    tbl_expr *e = new_expr(ps, TBL_E_CMP);
+    pr_expr *e = new_expr(ps, PR_E_CMP);
     if (!e)
         return hs_err_nomem(ps->err, sizeof *e);
     *out = e;
     if (tok_is_literal(&ps->cur) && !tok_is_kw(&ps->cur, "true") && !tok_is_kw(&ps->cur, "false")) {
         /* lit op col */
-        e->lits = hs_arena_calloc(ps->arena, 1, sizeof(tbl_lit));
+        e->lits = hs_arena_calloc(ps->arena, 1, sizeof(pr_lit));
         if (!e->lits)
-            return hs_err_nomem(ps->err, sizeof(tbl_lit));
+            return hs_err_nomem(ps->err, sizeof(pr_lit));
         e->n_lits = 1;
         HS_TRY(parse_literal(ps, &e->lits[0]));
         HS_TRY(parse_op(ps, &e->op));
@@ -356,7 +356,7 @@ static hs_status parse_pred(parser *ps, tbl_expr **out)
         return parse_column(ps, &e->column);
     }
     if (tok_is_kw(&ps->cur, "true") || tok_is_kw(&ps->cur, "false")) {
-        e->kind = tok_is_kw(&ps->cur, "true") ? TBL_E_TRUE : TBL_E_FALSE;
+        e->kind = tok_is_kw(&ps->cur, "true") ? PR_E_TRUE : PR_E_FALSE;
         return lex(ps);
     }
     HS_TRY(parse_column(ps, &e->column));
@@ -369,7 +369,7 @@ static hs_status parse_pred(parser *ps, tbl_expr **out)
         }
         if (!tok_is_kw(&ps->cur, "null"))
             return expect_fail(ps, "NULL after IS");
-        e->kind = neg ? TBL_E_NOT_NULL : TBL_E_IS_NULL;
+        e->kind = neg ? PR_E_NOT_NULL : PR_E_IS_NULL;
         return lex(ps);
     }
     if (tok_is_kw(&ps->cur, "not")) {
@@ -377,29 +377,29 @@ static hs_status parse_pred(parser *ps, tbl_expr **out)
         if (!tok_is_kw(&ps->cur, "in"))
             return expect_fail(ps, "IN after NOT");
         HS_TRY(lex(ps));
-        e->kind = TBL_E_NOT_IN;
+        e->kind = PR_E_NOT_IN;
         return parse_in_list(ps, e);
     }
     if (tok_is_kw(&ps->cur, "in")) {
         HS_TRY(lex(ps));
-        e->kind = TBL_E_IN;
+        e->kind = PR_E_IN;
         return parse_in_list(ps, e);
     }
     HS_TRY(parse_op(ps, &e->op));
-    e->lits = hs_arena_calloc(ps->arena, 1, sizeof(tbl_lit));
+    e->lits = hs_arena_calloc(ps->arena, 1, sizeof(pr_lit));
     if (!e->lits)
-        return hs_err_nomem(ps->err, sizeof(tbl_lit));
+        return hs_err_nomem(ps->err, sizeof(pr_lit));
     e->n_lits = 1;
     return parse_literal(ps, &e->lits[0]);
 }
 
-static hs_status parse_unary(parser *ps, tbl_expr **out, int depth)
+static hs_status parse_unary(parser *ps, pr_expr **out, int depth)
 {
     if (depth > 200)
         return hs_err_set(ps->err, HS_INVALID, "filter: nested too deeply");
     if (tok_is_kw(&ps->cur, "not")) {
         HS_TRY(lex(ps));
-        tbl_expr *e = new_expr(ps, TBL_E_NOT);
+        pr_expr *e = new_expr(ps, PR_E_NOT);
         if (!e)
             return hs_err_nomem(ps->err, sizeof *e);
         *out = e;
@@ -415,12 +415,12 @@ static hs_status parse_unary(parser *ps, tbl_expr **out, int depth)
     return parse_pred(ps, out);
 }
 
-static hs_status parse_and(parser *ps, tbl_expr **out, int depth)
+static hs_status parse_and(parser *ps, pr_expr **out, int depth)
 {
     HS_TRY(parse_unary(ps, out, depth));
     while (tok_is_kw(&ps->cur, "and")) {
         HS_TRY(lex(ps));
-        tbl_expr *e = new_expr(ps, TBL_E_AND);
+        pr_expr *e = new_expr(ps, PR_E_AND);
         if (!e)
             return hs_err_nomem(ps->err, sizeof *e);
         e->l = *out;
@@ -430,12 +430,12 @@ static hs_status parse_and(parser *ps, tbl_expr **out, int depth)
     return HS_OK;
 }
 
-static hs_status parse_or(parser *ps, tbl_expr **out, int depth)
+static hs_status parse_or(parser *ps, pr_expr **out, int depth)
 {
     HS_TRY(parse_and(ps, out, depth));
     while (tok_is_kw(&ps->cur, "or")) {
         HS_TRY(lex(ps));
-        tbl_expr *e = new_expr(ps, TBL_E_OR);
+        pr_expr *e = new_expr(ps, PR_E_OR);
         if (!e)
             return hs_err_nomem(ps->err, sizeof *e);
         e->l = *out;
@@ -446,17 +446,17 @@ static hs_status parse_or(parser *ps, tbl_expr **out, int depth)
 }
 
 /* Negation normal form: removes NOT nodes.  neg = an odd number of NOTs above. */
-static tbl_expr *nnf(tbl_expr *e, bool neg)
+static pr_expr *nnf(pr_expr *e, bool neg)
 {
     switch (e->kind) {
-    case TBL_E_NOT:
+    case PR_E_NOT:
         return nnf(e->l, !neg);
-    case TBL_E_AND:
-    case TBL_E_OR:
+    case PR_E_AND:
+    case PR_E_OR:
         e->l = nnf(e->l, neg);
         e->r = nnf(e->r, neg);
         if (neg)
-            e->kind = e->kind == TBL_E_AND ? TBL_E_OR : TBL_E_AND;
+            e->kind = e->kind == PR_E_AND ? PR_E_OR : PR_E_AND;
         return e;
     default:
         break;
@@ -464,20 +464,20 @@ static tbl_expr *nnf(tbl_expr *e, bool neg)
     if (!neg)
         return e;
     switch (e->kind) {
-    case TBL_E_TRUE: e->kind = TBL_E_FALSE; break;
-    case TBL_E_FALSE: e->kind = TBL_E_TRUE; break;
-    case TBL_E_IN: e->kind = TBL_E_NOT_IN; break;
-    case TBL_E_NOT_IN: e->kind = TBL_E_IN; break;
-    case TBL_E_IS_NULL: e->kind = TBL_E_NOT_NULL; break;
-    case TBL_E_NOT_NULL: e->kind = TBL_E_IS_NULL; break;
-    case TBL_E_CMP:
+    case PR_E_TRUE: e->kind = PR_E_FALSE; break;
+    case PR_E_FALSE: e->kind = PR_E_TRUE; break;
+    case PR_E_IN: e->kind = PR_E_NOT_IN; break;
+    case PR_E_NOT_IN: e->kind = PR_E_IN; break;
+    case PR_E_IS_NULL: e->kind = PR_E_NOT_NULL; break;
+    case PR_E_NOT_NULL: e->kind = PR_E_IS_NULL; break;
+    case PR_E_CMP:
         switch (e->op) {
-        case TBL_EQ: e->op = TBL_NE; break;
-        case TBL_NE: e->op = TBL_EQ; break;
-        case TBL_LT: e->op = TBL_GE; break;
-        case TBL_LE: e->op = TBL_GT; break;
-        case TBL_GT: e->op = TBL_LE; break;
-        case TBL_GE: e->op = TBL_LT; break;
+        case PR_EQ: e->op = PR_NE; break;
+        case PR_NE: e->op = PR_EQ; break;
+        case PR_LT: e->op = PR_GE; break;
+        case PR_LE: e->op = PR_GT; break;
+        case PR_GT: e->op = PR_LE; break;
+        case PR_GE: e->op = PR_LT; break;
         }
         break;
     default:
@@ -486,26 +486,26 @@ static tbl_expr *nnf(tbl_expr *e, bool neg)
     return e;
 }
 
-hs_status tbl_filter_parse(const char *text, tbl_filter **out, hs_error *err)
+hs_status pr_filter_parse(const char *text, pr_filter **out, hs_error *err)
 {
     *out = NULL;
-    tbl_filter *f = hs_calloc(1, sizeof *f);
+    pr_filter *f = hs_calloc(1, sizeof *f);
     if (!f)
         return hs_err_nomem(err, sizeof *f);
     parser ps = {.s = text ? text : "", .len = text ? strlen(text) : 0, .arena = &f->arena,
                  .err = err};
     hs_status st = lex(&ps);
     if (st == HS_OK && ps.cur.kind == T_END) {
-        f->root = new_expr(&ps, TBL_E_TRUE);
+        f->root = new_expr(&ps, PR_E_TRUE);
         if (!f->root)
-            st = hs_err_nomem(err, sizeof(tbl_expr));
+            st = hs_err_nomem(err, sizeof(pr_expr));
     } else if (st == HS_OK) {
         st = parse_or(&ps, &f->root, 0);
         if (st == HS_OK && ps.cur.kind != T_END)
             st = expect_fail(&ps, "AND, OR or the end of the filter");
     }
     if (st != HS_OK) {
-        tbl_filter_free(f);
+        pr_filter_free(f);
         return st;
     }
     f->root = nnf(f->root, false);
@@ -513,7 +513,7 @@ hs_status tbl_filter_parse(const char *text, tbl_filter **out, hs_error *err)
     return HS_OK;
 }
 
-void tbl_filter_free(tbl_filter *f)
+void pr_filter_free(pr_filter *f)
 {
     if (!f)
         return;
@@ -521,68 +521,68 @@ void tbl_filter_free(tbl_filter *f)
     hs_free(f);
 }
 
-bool tbl_filter_is_true(const tbl_filter *f) { return !f || f->root->kind == TBL_E_TRUE; }
+bool pr_filter_is_true(const pr_filter *f) { return !f || f->root->kind == PR_E_TRUE; }
 
 /* ------------------------------------------------------------------ */
 /* values                                                              */
 
-tbl_vkind tbl_kind_of(const hs_field *f)
+pr_vkind pr_kind_of(const hs_field *f)
 {
     switch (f->type) {
     case HS_TYPE_BOOL: case HS_TYPE_INT8: case HS_TYPE_INT16: case HS_TYPE_INT32:
     case HS_TYPE_INT64: case HS_TYPE_UINT8: case HS_TYPE_UINT16: case HS_TYPE_UINT32:
     case HS_TYPE_UINT64: case HS_TYPE_DATE32: case HS_TYPE_TIME32: case HS_TYPE_TIME64:
     case HS_TYPE_TIMESTAMP:
-        return TBL_V_I64;
+        return PR_V_I64;
     case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32: case HS_TYPE_FLOAT64:
-        return TBL_V_F64;
+        return PR_V_F64;
     case HS_TYPE_DECIMAL128:
-        return TBL_V_I128;
+        return PR_V_I128;
     case HS_TYPE_STRING: case HS_TYPE_BINARY: case HS_TYPE_FIXED_BINARY:
-        return TBL_V_BYTES;
+        return PR_V_BYTES;
     default:
-        return TBL_V_NULL;
+        return PR_V_NULL;
     }
 }
 
-bool tbl_val_get(const hs_field *f, const hs_column *c, int64_t row, tbl_val *v)
+bool pr_val_get(const hs_field *f, const hs_column *c, int64_t row, pr_val *v)
 {
     if (!hs_col_is_valid(c, row))
         return false;
     const uint8_t *d = c->values.data;
     switch (c->type) {
-    case HS_TYPE_BOOL: v->kind = TBL_V_I64; v->i = hs_bit_get(d, row); return true;
-    case HS_TYPE_INT8: v->kind = TBL_V_I64; v->i = ((const int8_t *)d)[row]; return true;
-    case HS_TYPE_INT16: v->kind = TBL_V_I64; v->i = ((const int16_t *)d)[row]; return true;
+    case HS_TYPE_BOOL: v->kind = PR_V_I64; v->i = hs_bit_get(d, row); return true;
+    case HS_TYPE_INT8: v->kind = PR_V_I64; v->i = ((const int8_t *)d)[row]; return true;
+    case HS_TYPE_INT16: v->kind = PR_V_I64; v->i = ((const int16_t *)d)[row]; return true;
     case HS_TYPE_INT32: case HS_TYPE_DATE32: case HS_TYPE_TIME32:
-        v->kind = TBL_V_I64; v->i = ((const int32_t *)d)[row]; return true;
+        v->kind = PR_V_I64; v->i = ((const int32_t *)d)[row]; return true;
     case HS_TYPE_INT64: case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP: case HS_TYPE_UINT64:
-        v->kind = TBL_V_I64; v->i = ((const int64_t *)d)[row]; return true;
-    case HS_TYPE_UINT8: v->kind = TBL_V_I64; v->i = d[row]; return true;
-    case HS_TYPE_UINT16: v->kind = TBL_V_I64; v->i = ((const uint16_t *)d)[row]; return true;
-    case HS_TYPE_UINT32: v->kind = TBL_V_I64; v->i = ((const uint32_t *)d)[row]; return true;
+        v->kind = PR_V_I64; v->i = ((const int64_t *)d)[row]; return true;
+    case HS_TYPE_UINT8: v->kind = PR_V_I64; v->i = d[row]; return true;
+    case HS_TYPE_UINT16: v->kind = PR_V_I64; v->i = ((const uint16_t *)d)[row]; return true;
+    case HS_TYPE_UINT32: v->kind = PR_V_I64; v->i = ((const uint32_t *)d)[row]; return true;
     case HS_TYPE_FLOAT16:
-        v->kind = TBL_V_F64; v->f = hs_half_to_float(((const uint16_t *)d)[row]); return true;
-    case HS_TYPE_FLOAT32: v->kind = TBL_V_F64; v->f = ((const float *)d)[row]; return true;
-    case HS_TYPE_FLOAT64: v->kind = TBL_V_F64; v->f = ((const double *)d)[row]; return true;
+        v->kind = PR_V_F64; v->f = hs_half_to_float(((const uint16_t *)d)[row]); return true;
+    case HS_TYPE_FLOAT32: v->kind = PR_V_F64; v->f = ((const float *)d)[row]; return true;
+    case HS_TYPE_FLOAT64: v->kind = PR_V_F64; v->f = ((const double *)d)[row]; return true;
     case HS_TYPE_DECIMAL128: {
         __int128 x;
         memcpy(&x, d + 16 * row, 16);
-        v->kind = TBL_V_I128;
+        v->kind = PR_V_I128;
         v->d = x;
         v->scale = f ? f->scale : 0;
         return true;
     }
     case HS_TYPE_STRING: case HS_TYPE_BINARY: {
         const int32_t *o = HS_COL_OFFSETS(c);
-        v->kind = TBL_V_BYTES;
+        v->kind = PR_V_BYTES;
         v->n = (size_t)(o[row + 1] - o[row]);
         /* a column of only empty strings may have no values buffer */
         v->p = d ? d + o[row] : (const uint8_t *)"";
         return true;
     }
     case HS_TYPE_FIXED_BINARY:
-        v->kind = TBL_V_BYTES;
+        v->kind = PR_V_BYTES;
         v->p = d ? d + (size_t)c->width * row : (const uint8_t *)"";
         v->n = d ? (size_t)c->width : 0;
         return true;
@@ -626,17 +626,17 @@ static int cmp_f64(double a, double b)
     return a < b ? -1 : a > b ? 1 : 0;
 }
 
-int tbl_val_cmp(const tbl_val *a, const tbl_val *b)
+int pr_val_cmp(const pr_val *a, const pr_val *b)
 {
     if (a->kind == b->kind) {
         switch (a->kind) {
-        case TBL_V_I64: return a->i < b->i ? -1 : a->i > b->i;
-        case TBL_V_F64: return cmp_f64(a->f, b->f);
-        case TBL_V_I128:
+        case PR_V_I64: return a->i < b->i ? -1 : a->i > b->i;
+        case PR_V_F64: return cmp_f64(a->f, b->f);
+        case PR_V_I128:
             if (a->scale == b->scale)
                 return a->d < b->d ? -1 : a->d > b->d;
             return cmp_f64(i128_to_double(a->d, a->scale), i128_to_double(b->d, b->scale));
-        case TBL_V_BYTES: {
+        case PR_V_BYTES: {
             size_t n = a->n < b->n ? a->n : b->n;
             int c = n ? memcmp(a->p, b->p, n) : 0;
             if (c)
@@ -646,14 +646,14 @@ int tbl_val_cmp(const tbl_val *a, const tbl_val *b)
         default: return 0;
         }
     }
-    if (a->kind == TBL_V_I64 && b->kind == TBL_V_F64)
+    if (a->kind == PR_V_I64 && b->kind == PR_V_F64)
         return cmp_i64_f64(a->i, b->f);
-    if (a->kind == TBL_V_F64 && b->kind == TBL_V_I64)
+    if (a->kind == PR_V_F64 && b->kind == PR_V_I64)
         return -cmp_i64_f64(b->i, a->f);
-    double x = a->kind == TBL_V_I64 ? (double)a->i : a->kind == TBL_V_F64 ? a->f
-             : a->kind == TBL_V_I128 ? i128_to_double(a->d, a->scale) : 0;
-    double y = b->kind == TBL_V_I64 ? (double)b->i : b->kind == TBL_V_F64 ? b->f
-             : b->kind == TBL_V_I128 ? i128_to_double(b->d, b->scale) : 0;
+    double x = a->kind == PR_V_I64 ? (double)a->i : a->kind == PR_V_F64 ? a->f
+             : a->kind == PR_V_I128 ? i128_to_double(a->d, a->scale) : 0;
+    double y = b->kind == PR_V_I64 ? (double)b->i : b->kind == PR_V_F64 ? b->f
+             : b->kind == PR_V_I128 ? i128_to_double(b->d, b->scale) : 0;
     return cmp_f64(x, y);
 }
 
@@ -665,36 +665,36 @@ static uint64_t rd_le(const uint8_t *p, int n)
     return v;
 }
 
-bool tbl_val_from_bound(const hs_field *f, const uint8_t *p, size_t n, tbl_val *v)
+bool pr_val_from_bound(const hs_field *f, const uint8_t *p, size_t n, pr_val *v)
 {
     memset(v, 0, sizeof *v);
     switch (f->type) {
     case HS_TYPE_BOOL:
         if (n != 1) return false;
-        v->kind = TBL_V_I64; v->i = p[0] != 0; return true;
+        v->kind = PR_V_I64; v->i = p[0] != 0; return true;
     case HS_TYPE_INT8: case HS_TYPE_INT16: case HS_TYPE_INT32: case HS_TYPE_DATE32:
     case HS_TYPE_UINT8: case HS_TYPE_UINT16: case HS_TYPE_TIME32:
-        if (n == 4) { v->kind = TBL_V_I64; v->i = (int32_t)(uint32_t)rd_le(p, 4); return true; }
-        if (n == 8) { v->kind = TBL_V_I64; v->i = (int64_t)rd_le(p, 8); return true; }
+        if (n == 4) { v->kind = PR_V_I64; v->i = (int32_t)(uint32_t)rd_le(p, 4); return true; }
+        if (n == 8) { v->kind = PR_V_I64; v->i = (int64_t)rd_le(p, 8); return true; }
         return false;
     case HS_TYPE_INT64: case HS_TYPE_UINT32: case HS_TYPE_UINT64: case HS_TYPE_TIME64:
     case HS_TYPE_TIMESTAMP:
         /* after int -> long promotion, old files carry 4-byte bounds */
-        if (n == 8) { v->kind = TBL_V_I64; v->i = (int64_t)rd_le(p, 8); return true; }
-        if (n == 4) { v->kind = TBL_V_I64; v->i = (int32_t)(uint32_t)rd_le(p, 4); return true; }
+        if (n == 8) { v->kind = PR_V_I64; v->i = (int64_t)rd_le(p, 8); return true; }
+        if (n == 4) { v->kind = PR_V_I64; v->i = (int32_t)(uint32_t)rd_le(p, 4); return true; }
         return false;
     case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32: case HS_TYPE_FLOAT64:
         if (n == 4) {
             uint32_t u = (uint32_t)rd_le(p, 4);
             float x;
             memcpy(&x, &u, 4);
-            v->kind = TBL_V_F64; v->f = x; return true;
+            v->kind = PR_V_F64; v->f = x; return true;
         }
         if (n == 8) {
             uint64_t u = rd_le(p, 8);
             double x;
             memcpy(&x, &u, 8);
-            v->kind = TBL_V_F64; v->f = x; return true;
+            v->kind = PR_V_F64; v->f = x; return true;
         }
         return false;
     case HS_TYPE_DECIMAL128: {
@@ -702,16 +702,16 @@ bool tbl_val_from_bound(const hs_field *f, const uint8_t *p, size_t n, tbl_val *
         __int128 x = (p[0] & 0x80) ? -1 : 0;
         for (size_t k = 0; k < n; k++)
             x = (__int128)(((unsigned __int128)x << 8) | p[k]);
-        v->kind = TBL_V_I128; v->d = x; v->scale = f->scale; return true;
+        v->kind = PR_V_I128; v->d = x; v->scale = f->scale; return true;
     }
     case HS_TYPE_STRING: case HS_TYPE_BINARY: case HS_TYPE_FIXED_BINARY:
-        v->kind = TBL_V_BYTES; v->p = p; v->n = n; return true;
+        v->kind = PR_V_BYTES; v->p = p; v->n = n; return true;
     default:
         return false;
     }
 }
 
-hs_status tbl_val_to_bound(const hs_field *f, const tbl_val *v, hs_buf *out)
+hs_status pr_val_to_bound(const hs_field *f, const pr_val *v, hs_buf *out)
 {
     switch (f->type) {
     case HS_TYPE_BOOL:
@@ -791,7 +791,7 @@ static bool parse_date_at(const char *s, size_t n, size_t *i, int64_t *days)
     return true;
 }
 
-bool tbl_parse_date(const char *s, size_t n, int64_t *days)
+bool pr_parse_date(const char *s, size_t n, int64_t *days)
 {
     size_t i = 0;
     return parse_date_at(s, n, &i, days) && i == n;
@@ -839,7 +839,7 @@ static int64_t nanos_to_unit(int64_t ns, hs_time_unit unit)
     return q;
 }
 
-bool tbl_parse_time(const char *s, size_t n, hs_time_unit unit, int64_t *out)
+bool pr_parse_time(const char *s, size_t n, hs_time_unit unit, int64_t *out)
 {
     size_t i = 0;
     int64_t ns;
@@ -849,7 +849,7 @@ bool tbl_parse_time(const char *s, size_t n, hs_time_unit unit, int64_t *out)
     return true;
 }
 
-bool tbl_parse_timestamp(const char *s, size_t n, hs_time_unit unit, int64_t *out)
+bool pr_parse_timestamp(const char *s, size_t n, hs_time_unit unit, int64_t *out)
 {
     size_t i = 0;
     int64_t days, ns = 0;
@@ -975,77 +975,77 @@ static const hs_field *find_path(const hs_field *schema, const char *path, bool 
     return cur == schema ? NULL : cur;
 }
 
-static hs_status bind_lit(const tbl_expr *e, const tbl_lit *l, const hs_field *f, tbl_val *v,
+static hs_status bind_lit(const pr_expr *e, const pr_lit *l, const hs_field *f, pr_val *v,
                           hs_arena *arena, hs_error *err)
 {
     memset(v, 0, sizeof *v);
-    tbl_vkind k = tbl_kind_of(f);
-    const char *what = l->kind == TBL_L_STR ? "string" : l->kind == TBL_L_BOOL ? "boolean"
+    pr_vkind k = pr_kind_of(f);
+    const char *what = l->kind == PR_L_STR ? "string" : l->kind == PR_L_BOOL ? "boolean"
                      : "number";
     switch (k) {
-    case TBL_V_I64:
+    case PR_V_I64:
         if (f->type == HS_TYPE_BOOL) {
-            if (l->kind != TBL_L_BOOL)
+            if (l->kind != PR_L_BOOL)
                 break;
-            v->kind = TBL_V_I64;
+            v->kind = PR_V_I64;
             v->i = l->i;
             return HS_OK;
         }
-        if (l->kind == TBL_L_INT) {
-            v->kind = TBL_V_I64;
+        if (l->kind == PR_L_INT) {
+            v->kind = PR_V_I64;
             v->i = l->i;
             return HS_OK;
         }
-        if (l->kind == TBL_L_FLOAT) {
-            v->kind = TBL_V_F64;
+        if (l->kind == PR_L_FLOAT) {
+            v->kind = PR_V_F64;
             v->f = l->f;
             return HS_OK;
         }
-        if (l->kind == TBL_L_STR) {
+        if (l->kind == PR_L_STR) {
             bool ok = false;
             if (f->type == HS_TYPE_DATE32)
-                ok = tbl_parse_date(l->s, l->n, &v->i);
+                ok = pr_parse_date(l->s, l->n, &v->i);
             else if (f->type == HS_TYPE_TIMESTAMP)
-                ok = tbl_parse_timestamp(l->s, l->n, f->unit, &v->i);
+                ok = pr_parse_timestamp(l->s, l->n, f->unit, &v->i);
             else if (f->type == HS_TYPE_TIME32 || f->type == HS_TYPE_TIME64)
-                ok = tbl_parse_time(l->s, l->n, f->unit, &v->i);
+                ok = pr_parse_time(l->s, l->n, f->unit, &v->i);
             if (ok) {
-                v->kind = TBL_V_I64;
+                v->kind = PR_V_I64;
                 return HS_OK;
             }
         }
         break;
-    case TBL_V_F64:
-        if (l->kind == TBL_L_INT || l->kind == TBL_L_FLOAT) {
-            v->kind = TBL_V_F64;
+    case PR_V_F64:
+        if (l->kind == PR_L_INT || l->kind == PR_L_FLOAT) {
+            v->kind = PR_V_F64;
             v->f = l->f;
             return HS_OK;
         }
-        if (l->kind == TBL_L_STR && l->n < 16 &&
+        if (l->kind == PR_L_STR && l->n < 16 &&
             (strcasecmp(l->s, "nan") == 0 || strcasecmp(l->s, "infinity") == 0 ||
              strcasecmp(l->s, "-infinity") == 0 || strcasecmp(l->s, "inf") == 0 ||
              strcasecmp(l->s, "-inf") == 0)) {
-            v->kind = TBL_V_F64;
+            v->kind = PR_V_F64;
             v->f = hs_strtod(l->s, NULL);
             return HS_OK;
         }
         break;
-    case TBL_V_I128:
-        if (l->kind == TBL_L_INT || l->kind == TBL_L_FLOAT || l->kind == TBL_L_STR) {
+    case PR_V_I128:
+        if (l->kind == PR_L_INT || l->kind == PR_L_FLOAT || l->kind == PR_L_STR) {
             if (parse_decimal(l->s, l->n, f->scale, &v->d)) {
-                v->kind = TBL_V_I128;
+                v->kind = PR_V_I128;
                 v->scale = f->scale;
                 return HS_OK;
             }
-            if (l->kind != TBL_L_STR) {
-                v->kind = TBL_V_F64;
+            if (l->kind != PR_L_STR) {
+                v->kind = PR_V_F64;
                 v->f = l->f;
                 return HS_OK;
             }
         }
         break;
-    case TBL_V_BYTES:
-        if (l->kind != TBL_L_STR)
+    case PR_V_BYTES:
+        if (l->kind != PR_L_STR)
             break;
         if (f->type == HS_TYPE_FIXED_BINARY && f->ext == HS_EXT_UUID && f->width == 16) {
             uint8_t *u = hs_arena_alloc(arena, 16);
@@ -1053,12 +1053,12 @@ static hs_status bind_lit(const tbl_expr *e, const tbl_lit *l, const hs_field *f
                 return hs_err_nomem(err, 16);
             if (!parse_uuid(l->s, l->n, u))
                 break;
-            v->kind = TBL_V_BYTES;
+            v->kind = PR_V_BYTES;
             v->p = u;
             v->n = 16;
             return HS_OK;
         }
-        v->kind = TBL_V_BYTES;
+        v->kind = PR_V_BYTES;
         v->p = (const uint8_t *)l->s;
         v->n = l->n;
         return HS_OK;
@@ -1071,13 +1071,13 @@ static hs_status bind_lit(const tbl_expr *e, const tbl_lit *l, const hs_field *f
                       (int)(l->n > 64 ? 64 : l->n), l->s ? l->s : (l->i ? "true" : "false"));
 }
 
-static hs_status bind_expr(tbl_expr *e, const hs_field *schema, hs_arena *arena, hs_error *err)
+static hs_status bind_expr(pr_expr *e, const hs_field *schema, hs_arena *arena, hs_error *err)
 {
-    if (e->kind == TBL_E_AND || e->kind == TBL_E_OR) {
+    if (e->kind == PR_E_AND || e->kind == PR_E_OR) {
         HS_TRY(bind_expr(e->l, schema, arena, err));
         return bind_expr(e->r, schema, arena, err);
     }
-    if (e->kind == TBL_E_TRUE || e->kind == TBL_E_FALSE)
+    if (e->kind == PR_E_TRUE || e->kind == PR_E_FALSE)
         return HS_OK;
     const hs_field *f = find_path(schema, e->column, false);
     if (!f)
@@ -1087,33 +1087,33 @@ static hs_status bind_expr(tbl_expr *e, const hs_field *schema, hs_arena *arena,
                           e->column);
     e->field = f;
     e->field_id = f->field_id;
-    if (e->kind == TBL_E_IS_NULL || e->kind == TBL_E_NOT_NULL)
+    if (e->kind == PR_E_IS_NULL || e->kind == PR_E_NOT_NULL)
         return HS_OK;
-    if (tbl_kind_of(f) == TBL_V_NULL)
+    if (pr_kind_of(f) == PR_V_NULL)
         return hs_err_set(err, HS_INVALID, "filter: column \"%s\" has type %s, which filters "
                           "cannot compare", e->column, hs_type_name(f->type));
-    e->vals = hs_arena_calloc(arena, (size_t)e->n_lits, sizeof(tbl_val));
+    e->vals = hs_arena_calloc(arena, (size_t)e->n_lits, sizeof(pr_val));
     if (!e->vals)
-        return hs_err_nomem(err, sizeof(tbl_val));
+        return hs_err_nomem(err, sizeof(pr_val));
     for (int i = 0; i < e->n_lits; i++)
         HS_TRY(bind_lit(e, &e->lits[i], f, &e->vals[i], arena, err));
     return HS_OK;
 }
 
-hs_status tbl_filter_bind(tbl_filter *f, const hs_field *schema, hs_error *err)
+hs_status pr_filter_bind(pr_filter *f, const hs_field *schema, hs_error *err)
 {
     HS_TRY(bind_expr(f->root, schema, &f->arena, err));
     f->bound = true;
     return HS_OK;
 }
 
-static hs_status collect_ids(const tbl_expr *e, hs_buf *ids)
+static hs_status collect_ids(const pr_expr *e, hs_buf *ids)
 {
-    if (e->kind == TBL_E_AND || e->kind == TBL_E_OR) {
+    if (e->kind == PR_E_AND || e->kind == PR_E_OR) {
         HS_TRY(collect_ids(e->l, ids));
         return collect_ids(e->r, ids);
     }
-    if (e->kind == TBL_E_TRUE || e->kind == TBL_E_FALSE)
+    if (e->kind == PR_E_TRUE || e->kind == PR_E_FALSE)
         return HS_OK;
     for (size_t i = 0; i < HS_VEC_LEN(ids, int32_t); i++)
         if (HS_VEC_AT(ids, int32_t, i) == e->field_id)
@@ -1121,7 +1121,7 @@ static hs_status collect_ids(const tbl_expr *e, hs_buf *ids)
     return HS_VEC_PUSH(ids, int32_t, e->field_id);
 }
 
-hs_status tbl_filter_field_ids(const tbl_filter *f, hs_buf *ids)
+hs_status pr_filter_field_ids(const pr_filter *f, hs_buf *ids)
 {
     return f ? collect_ids(f->root, ids) : HS_OK;
 }
@@ -1129,7 +1129,7 @@ hs_status tbl_filter_field_ids(const tbl_filter *f, hs_buf *ids)
 /* ------------------------------------------------------------------ */
 /* evaluation over batches                                             */
 
-static bool find_id_rec(const hs_field *f, const hs_column *c, int32_t id, tbl_col_ref *r,
+static bool find_id_rec(const hs_field *f, const hs_column *c, int32_t id, pr_col_ref *r,
                         int depth)
 {
     for (int i = 0; i < f->n_children && i < c->n_children; i++) {
@@ -1150,7 +1150,7 @@ static bool find_id_rec(const hs_field *f, const hs_column *c, int32_t id, tbl_c
     return false;
 }
 
-bool tbl_batch_find_id(const hs_batch *b, int32_t field_id, tbl_col_ref *out)
+bool pr_batch_find_id(const hs_batch *b, int32_t field_id, pr_col_ref *out)
 {
     memset(out, 0, sizeof *out);
     for (int i = 0; i < b->n_cols && i < b->schema.n_children; i++) {
@@ -1171,71 +1171,71 @@ bool tbl_batch_find_id(const hs_batch *b, int32_t field_id, tbl_col_ref *out)
     return false;
 }
 
-static uint8_t cmp_result(tbl_op op, int c)
+static uint8_t cmp_result(pr_op op, int c)
 {
     switch (op) {
-    case TBL_EQ: return c == 0;
-    case TBL_NE: return c != 0;
-    case TBL_LT: return c < 0;
-    case TBL_LE: return c <= 0;
-    case TBL_GT: return c > 0;
-    case TBL_GE: return c >= 0;
+    case PR_EQ: return c == 0;
+    case PR_NE: return c != 0;
+    case PR_LT: return c < 0;
+    case PR_LE: return c <= 0;
+    case PR_GT: return c > 0;
+    case PR_GE: return c >= 0;
     }
     return 0;
 }
 
 /* NaN never equals or orders against anything (IEEE), except != */
-static uint8_t cmp_val(tbl_op op, const tbl_val *a, const tbl_val *b)
+static uint8_t cmp_val(pr_op op, const pr_val *a, const pr_val *b)
 {
-    if ((a->kind == TBL_V_F64 && isnan(a->f)) || (b->kind == TBL_V_F64 && isnan(b->f))) {
-        bool both = a->kind == TBL_V_F64 && isnan(a->f) && b->kind == TBL_V_F64 && isnan(b->f);
+    if ((a->kind == PR_V_F64 && isnan(a->f)) || (b->kind == PR_V_F64 && isnan(b->f))) {
+        bool both = a->kind == PR_V_F64 && isnan(a->f) && b->kind == PR_V_F64 && isnan(b->f);
         if (both) /* 'NaN' literal: equality matches NaN, as Iceberg's is_nan */
-            return op == TBL_EQ || op == TBL_LE || op == TBL_GE;
-        return op == TBL_NE;
+            return op == PR_EQ || op == PR_LE || op == PR_GE;
+        return op == PR_NE;
     }
-    return cmp_result(op, tbl_val_cmp(a, b));
+    return cmp_result(op, pr_val_cmp(a, b));
 }
 
-static void eval_leaf(const tbl_expr *e, const hs_batch *b, uint8_t *t)
+static void eval_leaf(const pr_expr *e, const hs_batch *b, uint8_t *t)
 {
     int64_t n = b->n_rows;
-    tbl_col_ref ref;
-    bool have = tbl_batch_find_id(b, e->field_id, &ref);
-    if (e->kind == TBL_E_IS_NULL || e->kind == TBL_E_NOT_NULL) {
-        uint8_t when_null = e->kind == TBL_E_IS_NULL;
+    pr_col_ref ref;
+    bool have = pr_batch_find_id(b, e->field_id, &ref);
+    if (e->kind == PR_E_IS_NULL || e->kind == PR_E_NOT_NULL) {
+        uint8_t when_null = e->kind == PR_E_IS_NULL;
         for (int64_t i = 0; i < n; i++)
-            t[i] = (!have || !tbl_ref_valid(&ref, i)) ? when_null : !when_null;
+            t[i] = (!have || !pr_ref_valid(&ref, i)) ? when_null : !when_null;
         return;
     }
-    if (!have || tbl_kind_of(ref.field) == TBL_V_NULL) {
+    if (!have || pr_kind_of(ref.field) == PR_V_NULL) {
         memset(t, 2, (size_t)n);
         return;
     }
-    tbl_val v;
+    pr_val v;
     for (int64_t i = 0; i < n; i++) {
-        if (!tbl_ref_valid(&ref, i) || !tbl_val_get(ref.field, ref.col, i, &v)) {
+        if (!pr_ref_valid(&ref, i) || !pr_val_get(ref.field, ref.col, i, &v)) {
             t[i] = 2;
             continue;
         }
-        if (e->kind == TBL_E_CMP) {
+        if (e->kind == PR_E_CMP) {
             t[i] = cmp_val(e->op, &v, &e->vals[0]);
         } else {
             uint8_t hit = 0;
             for (int k = 0; k < e->n_lits && !hit; k++)
-                hit = cmp_val(TBL_EQ, &v, &e->vals[k]);
-            t[i] = e->kind == TBL_E_IN ? hit : !hit;
+                hit = cmp_val(PR_EQ, &v, &e->vals[k]);
+            t[i] = e->kind == PR_E_IN ? hit : !hit;
         }
     }
 }
 
-static hs_status eval_node(const tbl_expr *e, const hs_batch *b, uint8_t *t, hs_error *err)
+static hs_status eval_node(const pr_expr *e, const hs_batch *b, uint8_t *t, hs_error *err)
 {
     int64_t n = b->n_rows;
     switch (e->kind) {
-    case TBL_E_TRUE: memset(t, 1, (size_t)n); return HS_OK;
-    case TBL_E_FALSE: memset(t, 0, (size_t)n); return HS_OK;
-    case TBL_E_AND:
-    case TBL_E_OR: {
+    case PR_E_TRUE: memset(t, 1, (size_t)n); return HS_OK;
+    case PR_E_FALSE: memset(t, 0, (size_t)n); return HS_OK;
+    case PR_E_AND:
+    case PR_E_OR: {
         HS_TRY(eval_node(e->l, b, t, err));
         uint8_t *u = hs_malloc((size_t)n + 1);
         if (!u)
@@ -1244,7 +1244,7 @@ static hs_status eval_node(const tbl_expr *e, const hs_batch *b, uint8_t *t, hs_
         if (st == HS_OK) {
             /* order false(0) < unknown(2) < true(1): map to 0,1,2 rank */
             static const uint8_t rank[3] = {0, 2, 1}, unrank[3] = {0, 2, 1};
-            if (e->kind == TBL_E_AND)
+            if (e->kind == PR_E_AND)
                 for (int64_t i = 0; i < n; i++) {
                     uint8_t a = rank[t[i]], c = rank[u[i]];
                     t[i] = unrank[a < c ? a : c];
@@ -1266,7 +1266,7 @@ static hs_status eval_node(const tbl_expr *e, const hs_batch *b, uint8_t *t, hs_
     }
 }
 
-hs_status tbl_filter_eval(const tbl_filter *f, const hs_batch *b, uint8_t *sel, int64_t *n_match,
+hs_status pr_filter_eval(const pr_filter *f, const hs_batch *b, uint8_t *sel, int64_t *n_match,
                           hs_error *err)
 {
     int64_t n = b->n_rows, m = 0;
@@ -1286,20 +1286,20 @@ hs_status tbl_filter_eval(const tbl_filter *f, const hs_batch *b, uint8_t *sel, 
 /* ------------------------------------------------------------------ */
 /* might-match over statistics                                         */
 
-static bool leaf_might_match(const tbl_expr *e, tbl_stats_fn fn, void *ctx)
+static bool leaf_might_match(const pr_expr *e, pr_stats_fn fn, void *ctx)
 {
-    tbl_col_stats s;
+    pr_col_stats s;
     memset(&s, 0, sizeof s);
     s.value_count = s.null_count = s.nan_count = -1;
     if (!fn(ctx, e->field_id, e->field, &s))
         return true;
     bool all_null = s.value_count >= 0 && s.null_count >= 0 && s.null_count == s.value_count;
     switch (e->kind) {
-    case TBL_E_IS_NULL:
+    case PR_E_IS_NULL:
         return s.null_count != 0;
-    case TBL_E_NOT_NULL:
+    case PR_E_NOT_NULL:
         return !all_null;
-    case TBL_E_NOT_IN:
+    case PR_E_NOT_IN:
         return !all_null;
     default:
         break;
@@ -1310,59 +1310,59 @@ static bool leaf_might_match(const tbl_expr *e, tbl_stats_fn fn, void *ctx)
      * bounds never include NaN: a NaN literal is decided by nan_count (-1 =
      * unknown = may hold NaN). */
     bool may_nan = s.nan_count != 0;
-    if (e->kind == TBL_E_CMP && e->n_lits > 0 && e->vals[0].kind == TBL_V_F64 &&
+    if (e->kind == PR_E_CMP && e->n_lits > 0 && e->vals[0].kind == PR_V_F64 &&
         isnan(e->vals[0].f)) {
         switch (e->op) {
-        case TBL_EQ: case TBL_GE: return may_nan;
-        case TBL_GT: return false;
+        case PR_EQ: case PR_GE: return may_nan;
+        case PR_GT: return false;
         default: return true;   /* NE, LT, LE: any non-null value */
         }
     }
-    if (e->kind == TBL_E_IN)
+    if (e->kind == PR_E_IN)
         for (int k = 0; k < e->n_lits; k++)
-            if (e->vals[k].kind == TBL_V_F64 && isnan(e->vals[k].f) && may_nan)
+            if (e->vals[k].kind == PR_V_F64 && isnan(e->vals[k].f) && may_nan)
                 return true;
-    const tbl_val *lo = s.has_lower ? &s.lower : NULL, *hi = s.has_upper ? &s.upper : NULL;
-    if (lo && lo->kind == TBL_V_F64 && isnan(lo->f))
+    const pr_val *lo = s.has_lower ? &s.lower : NULL, *hi = s.has_upper ? &s.upper : NULL;
+    if (lo && lo->kind == PR_V_F64 && isnan(lo->f))
         lo = NULL;
-    if (hi && hi->kind == TBL_V_F64 && isnan(hi->f))
+    if (hi && hi->kind == PR_V_F64 && isnan(hi->f))
         hi = NULL;
-    if (e->kind == TBL_E_IN) {
+    if (e->kind == PR_E_IN) {
         for (int k = 0; k < e->n_lits; k++) {
-            const tbl_val *v = &e->vals[k];
-            if (v->kind == TBL_V_F64 && isnan(v->f))
+            const pr_val *v = &e->vals[k];
+            if (v->kind == PR_V_F64 && isnan(v->f))
                 continue;
-            if ((!lo || tbl_val_cmp(v, lo) >= 0) && (!hi || tbl_val_cmp(v, hi) <= 0))
+            if ((!lo || pr_val_cmp(v, lo) >= 0) && (!hi || pr_val_cmp(v, hi) <= 0))
                 return true;
         }
         return false;
     }
-    const tbl_val *v = &e->vals[0];
+    const pr_val *v = &e->vals[0];
     switch (e->op) {
-    case TBL_EQ:
-        return (!lo || tbl_val_cmp(v, lo) >= 0) && (!hi || tbl_val_cmp(v, hi) <= 0);
-    case TBL_NE:
+    case PR_EQ:
+        return (!lo || pr_val_cmp(v, lo) >= 0) && (!hi || pr_val_cmp(v, hi) <= 0);
+    case PR_NE:
         return true;
-    case TBL_LT:
-        return !lo || tbl_val_cmp(lo, v) < 0;
-    case TBL_LE:
-        return !lo || tbl_val_cmp(lo, v) <= 0;
-    case TBL_GT:
-        return !hi || tbl_val_cmp(hi, v) > 0;
-    case TBL_GE:
-        return !hi || tbl_val_cmp(hi, v) >= 0;
+    case PR_LT:
+        return !lo || pr_val_cmp(lo, v) < 0;
+    case PR_LE:
+        return !lo || pr_val_cmp(lo, v) <= 0;
+    case PR_GT:
+        return !hi || pr_val_cmp(hi, v) > 0;
+    case PR_GE:
+        return !hi || pr_val_cmp(hi, v) >= 0;
     }
     return true;
 }
 
-bool tbl_expr_might_match(const tbl_expr *e, tbl_stats_fn fn, void *ctx)
+bool pr_expr_might_match(const pr_expr *e, pr_stats_fn fn, void *ctx)
 {
     switch (e->kind) {
-    case TBL_E_TRUE: return true;
-    case TBL_E_FALSE: return false;
-    case TBL_E_AND: return tbl_expr_might_match(e->l, fn, ctx) && tbl_expr_might_match(e->r, fn, ctx);
-    case TBL_E_OR: return tbl_expr_might_match(e->l, fn, ctx) || tbl_expr_might_match(e->r, fn, ctx);
-    case TBL_E_NOT: return true;
+    case PR_E_TRUE: return true;
+    case PR_E_FALSE: return false;
+    case PR_E_AND: return pr_expr_might_match(e->l, fn, ctx) && pr_expr_might_match(e->r, fn, ctx);
+    case PR_E_OR: return pr_expr_might_match(e->l, fn, ctx) || pr_expr_might_match(e->r, fn, ctx);
+    case PR_E_NOT: return true;
     default:
         if (!e->field)
             return true;

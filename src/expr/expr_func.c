@@ -1,5 +1,5 @@
 /*
- * exec/expr_func.c - the helpers behind expression functions: UTF-8 code
+ * expr/expr_func.c - the helpers behind expression functions: UTF-8 code
  * points, simple case mapping, LIKE patterns and calendar fields.
  *
  * Case mapping (lower, upper, ILIKE) is one-to-one per code point and
@@ -18,7 +18,7 @@
  * Calendar: proleptic Gregorian (columnar/jsonl.h's day conversions);
  * dow 0 = Sunday and doy from 1 (PostgreSQL, DuckDB); week is ISO 8601.
  */
-#include "exec/expr_int.h"
+#include "expr/expr_int.h"
 
 #include "columnar/jsonl.h"
 

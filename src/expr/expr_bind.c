@@ -1,5 +1,5 @@
 /*
- * exec/expr_bind.c - from text to a bound expression tree.
+ * expr/expr_bind.c - from text to a bound expression tree.
  *
  * Pipeline:
  *
@@ -26,7 +26,7 @@
  * PostgreSQL has no operator (decimal / decimal is double, double % double
  * is fmod): see expr.h for the semantics and expr_eval.c for the kernels.
  */
-#include "exec/expr_int.h"
+#include "expr/expr_int.h"
 
 #include "base/buf.h"
 #include "base/mem.h"
@@ -377,12 +377,12 @@ static hs_status coerce(binder *b, ex_node **np, ex_ty t)
 static const char *op_text(int op)
 {
     switch (op) {
-    case TBL_EQ: return "=";
-    case TBL_NE: return "<>";
-    case TBL_LT: return "<";
-    case TBL_LE: return "<=";
-    case TBL_GT: return ">";
-    case TBL_GE: return ">=";
+    case PR_EQ: return "=";
+    case PR_NE: return "<>";
+    case PR_LT: return "<";
+    case PR_LE: return "<=";
+    case PR_GT: return ">";
+    case PR_GE: return ">=";
     }
     return "?";
 }
@@ -962,17 +962,17 @@ static hs_status make_not(binder *b, ex_node *x, int loc, ex_node **out)
 static int parse_cmp_op(const char *s)
 {
     if (!strcmp(s, "=") || !strcmp(s, "=="))
-        return TBL_EQ;
+        return PR_EQ;
     if (!strcmp(s, "<>") || !strcmp(s, "!="))
-        return TBL_NE;
+        return PR_NE;
     if (!strcmp(s, "<"))
-        return TBL_LT;
+        return PR_LT;
     if (!strcmp(s, "<="))
-        return TBL_LE;
+        return PR_LE;
     if (!strcmp(s, ">"))
-        return TBL_GT;
+        return PR_GT;
     if (!strcmp(s, ">="))
-        return TBL_GE;
+        return PR_GE;
     return -1;
 }
 

@@ -1,17 +1,17 @@
 /*
- * exec/expr_filter.c - what the planner and the indexes see of an
- * expression: ex_to_tbl_filter (the implied simple filter), plus ex_ty,
+ * expr/expr_filter.c - what the planner and the indexes see of an
+ * expression: ex_to_pred (the implied simple filter), plus ex_ty,
  * ex_is_true, ex_field_ids and ex_format.
  *
- * ex_to_tbl_filter walks the bound tree with a negation flag (NOT is pushed
+ * ex_to_pred walks the bound tree with a negation flag (NOT is pushed
  * to the leaves: exact under Kleene logic, since NOT swaps TRUE and FALSE
- * and keeps NULL) and turns each predicate into tbl_filter leaves whose TRUE
+ * and keeps NULL) and turns each predicate into pr_filter leaves whose TRUE
  * rows include every row where the predicate is TRUE.  What has no such form
- * becomes TBL_E_TRUE and clears *exact.  AND drops TRUE children, OR drops
+ * becomes PR_E_TRUE and clears *exact.  AND drops TRUE children, OR drops
  * FALSE children, so an index sees the useful leaves.
  *
- * Leaves compare the column in its own kind (tbl_kind_of), exactly as
- * tbl_filter_bind makes them, so a constant of another type is converted
+ * Leaves compare the column in its own kind (pr_kind_of), exactly as
+ * pr_filter_bind makes them, so a constant of another type is converted
  * here, exactly:
  *
  *   column          constant           leaf
@@ -22,7 +22,7 @@
  *   decimal(s)      decimal(s' > s)    col * 10^(s'-s) op d -> same in int128
  *   double          non-NaN x          col op x; > and >= also OR col IN (NaN), since
  *                                      NaN sorts above every number here but not in
- *                                      tbl_filter's comparisons
+ *                                      pr_filter's comparisons
  *   double          NaN                =, >= -> col = NaN; <> , < -> col <> NaN;
  *                                      <= -> col IS NOT NULL; > -> FALSE
  *   decimal         double             TRUE (inexact): binary rounding of the column
@@ -31,7 +31,7 @@
  * LIKE 'abc%' becomes col >= 'abc' AND col < 'abd' (exact); LIKE without
  * wildcards is equality; other patterns keep only their literal prefix.
  */
-#include "exec/expr_int.h"
+#include "expr/expr_int.h"
 
 #include "base/mem.h"
 #include "base/numfmt.h"
@@ -72,39 +72,39 @@ hs_status ex_field_ids(const ex_expr *e, hs_buf *ids)
 }
 
 /* ------------------------------------------------------------------ */
-/* the implied tbl_filter                                              */
+/* the implied pr_filter                                              */
 
 typedef struct conv {
-    tbl_filter *f;
+    pr_filter *f;
     hs_error *err;
 } conv;
 
-static tbl_op negate_op(tbl_op op)
+static pr_op negate_op(pr_op op)
 {
     switch (op) {
-    case TBL_EQ: return TBL_NE;
-    case TBL_NE: return TBL_EQ;
-    case TBL_LT: return TBL_GE;
-    case TBL_LE: return TBL_GT;
-    case TBL_GT: return TBL_LE;
-    default: return TBL_LT;
+    case PR_EQ: return PR_NE;
+    case PR_NE: return PR_EQ;
+    case PR_LT: return PR_GE;
+    case PR_LE: return PR_GT;
+    case PR_GT: return PR_LE;
+    default: return PR_LT;
     }
 }
 
-static tbl_op flip_op(tbl_op op)
+static pr_op flip_op(pr_op op)
 {
     switch (op) {
-    case TBL_LT: return TBL_GT;
-    case TBL_LE: return TBL_GE;
-    case TBL_GT: return TBL_LT;
-    case TBL_GE: return TBL_LE;
+    case PR_LT: return PR_GT;
+    case PR_LE: return PR_GE;
+    case PR_GT: return PR_LT;
+    case PR_GE: return PR_LE;
     default: return op;
     }
 }
 
-static tbl_expr *new_tx(conv *c, tbl_ekind k)
+static pr_expr *new_tx(conv *c, pr_ekind k)
 {
-    tbl_expr *x = hs_arena_calloc(&c->f->arena, 1, sizeof *x);
+    pr_expr *x = hs_arena_calloc(&c->f->arena, 1, sizeof *x);
     if (x) {
         x->kind = k;
         x->field_id = -1;
@@ -112,18 +112,18 @@ static tbl_expr *new_tx(conv *c, tbl_ekind k)
     return x;
 }
 
-static hs_status nomem(conv *c) { return hs_err_nomem(c->err, sizeof(tbl_expr)); }
+static hs_status nomem(conv *c) { return hs_err_nomem(c->err, sizeof(pr_expr)); }
 
-static hs_status konst(conv *c, bool v, tbl_expr **out)
+static hs_status konst(conv *c, bool v, pr_expr **out)
 {
-    *out = new_tx(c, v ? TBL_E_TRUE : TBL_E_FALSE);
+    *out = new_tx(c, v ? PR_E_TRUE : PR_E_FALSE);
     return *out ? HS_OK : nomem(c);
 }
 
-static hs_status join(conv *c, tbl_ekind k, tbl_expr *l, tbl_expr *r, tbl_expr **out)
+static hs_status join(conv *c, pr_ekind k, pr_expr *l, pr_expr *r, pr_expr **out)
 {
-    tbl_ekind absorb = k == TBL_E_AND ? TBL_E_FALSE : TBL_E_TRUE;
-    tbl_ekind unit = k == TBL_E_AND ? TBL_E_TRUE : TBL_E_FALSE;
+    pr_ekind absorb = k == PR_E_AND ? PR_E_FALSE : PR_E_TRUE;
+    pr_ekind unit = k == PR_E_AND ? PR_E_TRUE : PR_E_FALSE;
     if (l->kind == absorb || r->kind == unit) {
         *out = l;
         return HS_OK;
@@ -132,7 +132,7 @@ static hs_status join(conv *c, tbl_ekind k, tbl_expr *l, tbl_expr *r, tbl_expr *
         *out = r;
         return HS_OK;
     }
-    tbl_expr *x = new_tx(c, k);
+    pr_expr *x = new_tx(c, k);
     if (!x)
         return nomem(c);
     x->l = l;
@@ -174,25 +174,25 @@ static const ex_node *column_of(const ex_node *n, __int128 *m)
     return NULL;
 }
 
-static hs_status lit_for(conv *c, const hs_field *f, const tbl_val *v, tbl_lit *l)
+static hs_status lit_for(conv *c, const hs_field *f, const pr_val *v, pr_lit *l)
 {
     memset(l, 0, sizeof *l);
     char buf[64];
     int n = 0;
     switch (v->kind) {
-    case TBL_V_I64:
-        l->kind = f->type == HS_TYPE_BOOL ? TBL_L_BOOL : TBL_L_INT;
+    case PR_V_I64:
+        l->kind = f->type == HS_TYPE_BOOL ? PR_L_BOOL : PR_L_INT;
         l->i = v->i;
         l->f = (double)v->i;
         n = snprintf(buf, sizeof buf, "%lld", (long long)v->i);
         break;
-    case TBL_V_F64:
-        l->kind = TBL_L_FLOAT;
+    case PR_V_F64:
+        l->kind = PR_L_FLOAT;
         l->f = v->f;
         n = hs_snprintf_c(buf, sizeof buf, "%.17g", v->f);
         break;
-    case TBL_V_I128: {
-        l->kind = TBL_L_FLOAT;
+    case PR_V_I128: {
+        l->kind = PR_L_FLOAT;
         ex_ty t;
         memset(&t, 0, sizeof t);
         t.t = EX_T_DEC;
@@ -213,8 +213,8 @@ static hs_status lit_for(conv *c, const hs_field *f, const tbl_val *v, tbl_lit *
             l->f /= 10;
         break;
     }
-    case TBL_V_BYTES:
-        l->kind = TBL_L_STR;
+    case PR_V_BYTES:
+        l->kind = PR_L_STR;
         l->s = (const char *)v->p;
         l->n = v->n;
         return HS_OK;
@@ -230,10 +230,10 @@ static hs_status lit_for(conv *c, const hs_field *f, const tbl_val *v, tbl_lit *
 }
 
 /* A leaf on column node col with n values. */
-static hs_status leaf(conv *c, const ex_node *col, tbl_ekind k, tbl_op op, const tbl_val *vals,
-                      int n, tbl_expr **out)
+static hs_status leaf(conv *c, const ex_node *col, pr_ekind k, pr_op op, const pr_val *vals,
+                      int n, pr_expr **out)
 {
-    tbl_expr *x = new_tx(c, k);
+    pr_expr *x = new_tx(c, k);
     if (!x)
         return nomem(c);
     x->op = op;
@@ -248,7 +248,7 @@ static hs_status leaf(conv *c, const ex_node *col, tbl_ekind k, tbl_op op, const
             return nomem(c);
         for (int i = 0; i < n; i++) {
             x->vals[i] = vals[i];
-            if (vals[i].kind == TBL_V_BYTES) {
+            if (vals[i].kind == PR_V_BYTES) {
                 uint8_t *p = hs_arena_alloc(&c->f->arena, vals[i].n ? vals[i].n : 1);
                 if (!p)
                     return nomem(c);
@@ -263,40 +263,40 @@ static hs_status leaf(conv *c, const ex_node *col, tbl_ekind k, tbl_op op, const
     return HS_OK;
 }
 
-static hs_status leaf1(conv *c, const ex_node *col, tbl_op op, const tbl_val *v, tbl_expr **out)
+static hs_status leaf1(conv *c, const ex_node *col, pr_op op, const pr_val *v, pr_expr **out)
 {
-    return leaf(c, col, TBL_E_CMP, op, v, 1, out);
+    return leaf(c, col, PR_E_CMP, op, v, 1, out);
 }
 
-static hs_status not_null(conv *c, const ex_node *col, tbl_expr **out)
+static hs_status not_null(conv *c, const ex_node *col, pr_expr **out)
 {
-    return leaf(c, col, TBL_E_NOT_NULL, TBL_EQ, NULL, 0, out);
+    return leaf(c, col, PR_E_NOT_NULL, PR_EQ, NULL, 0, out);
 }
 
 /* Integer column X (kind I64, or I128 at `scale`) and a condition X*m op t
  * for a rational t: X op' bound, with q_floor = floor(t/m), q_ceil =
  * ceil(t/m) and exact_div when t/m is an integer (X*m < t <=> X < ceil(t/m),
  * X*m <= t <=> X <= floor(t/m), and so on). */
-static hs_status scaled_leaf(conv *c, const ex_node *col, tbl_vkind kind, int scale, tbl_op op,
-                             __int128 q_floor, __int128 q_ceil, bool exact_div, tbl_expr **out)
+static hs_status scaled_leaf(conv *c, const ex_node *col, pr_vkind kind, int scale, pr_op op,
+                             __int128 q_floor, __int128 q_ceil, bool exact_div, pr_expr **out)
 {
     __int128 bound;
     switch (op) {
-    case TBL_EQ:
+    case PR_EQ:
         if (!exact_div)
             return konst(c, false, out);
         bound = q_floor;
         break;
-    case TBL_NE:
+    case PR_NE:
         if (!exact_div)
             return not_null(c, col, out);
         bound = q_floor;
         break;
-    case TBL_LT: case TBL_GE: bound = q_ceil; break;
+    case PR_LT: case PR_GE: bound = q_ceil; break;
     default: bound = q_floor; break;
     }
     __int128 lo, hi;
-    if (kind == TBL_V_I64) {
+    if (kind == PR_V_I64) {
         lo = INT64_MIN;
         hi = INT64_MAX;
     } else {
@@ -309,13 +309,13 @@ static hs_status scaled_leaf(conv *c, const ex_node *col, tbl_vkind kind, int sc
     if (bound > hi || bound < lo) {
         bool above = bound > hi;
         /* every value is below (above) the bound */
-        bool all = op == TBL_NE || (above ? (op == TBL_LT || op == TBL_LE) : (op == TBL_GT || op == TBL_GE));
+        bool all = op == PR_NE || (above ? (op == PR_LT || op == PR_LE) : (op == PR_GT || op == PR_GE));
         return all ? not_null(c, col, out) : konst(c, false, out);
     }
-    tbl_val v;
+    pr_val v;
     memset(&v, 0, sizeof v);
     v.kind = kind;
-    if (kind == TBL_V_I64)
+    if (kind == PR_V_I64)
         v.i = (int64_t)bound;
     else {
         v.d = bound;
@@ -334,41 +334,41 @@ static __int128 floor_div128(__int128 a, __int128 b)
 
 /* Leaf for (column op constant); col_side is the (possibly cast) column
  * node, k the constant node. */
-static hs_status leaf_cmp(conv *c, const ex_node *col_side, const ex_node *k, tbl_op op, bool *exact,
-                          tbl_expr **out)
+static hs_status leaf_cmp(conv *c, const ex_node *col_side, const ex_node *k, pr_op op, bool *exact,
+                          pr_expr **out)
 {
     __int128 m;
     const ex_node *col = column_of(col_side, &m);
-    if (!col || m == 0 || tbl_kind_of(col->field) == TBL_V_NULL) {
+    if (!col || m == 0 || pr_kind_of(col->field) == PR_V_NULL) {
         *exact = false;
         return konst(c, true, out);
     }
     if (k->val.null)
         return konst(c, false, out); /* NULL comparisons are never TRUE */
-    tbl_vkind kind = tbl_kind_of(col->field);
+    pr_vkind kind = pr_kind_of(col->field);
     const ex_ty *ct = &col->type, *kt = &k->type;
     const ex_value *kv = &k->val;
-    tbl_val v;
+    pr_val v;
     memset(&v, 0, sizeof v);
     switch (ct->t) {
     case EX_T_BOOL:
         if (kt->t != EX_T_BOOL)
             break;
-        v.kind = TBL_V_I64;
+        v.kind = PR_V_I64;
         v.i = kv->i;
         return leaf1(c, col, op, &v, out);
     case EX_T_INT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME:
-        if (kind != TBL_V_I64)
+        if (kind != PR_V_I64)
             break;
         if (kt->t == EX_T_FLOAT) {
             double x = kv->f;
             if (isnan(x)) /* NaN sorts above every integer */
-                return op == TBL_LT || op == TBL_LE || op == TBL_NE ? not_null(c, col, out)
+                return op == PR_LT || op == PR_LE || op == PR_NE ? not_null(c, col, out)
                                                                       : konst(c, false, out);
             double fl = floor(x), ce = ceil(x);
             __int128 qf = fl >= 1e38 ? ((__int128)1 << 126) : fl <= -1e38 ? -((__int128)1 << 126) : (__int128)fl;
             __int128 qc = ce >= 1e38 ? ((__int128)1 << 126) : ce <= -1e38 ? -((__int128)1 << 126) : (__int128)ce;
-            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, fl == x, out);
+            return scaled_leaf(c, col, PR_V_I64, 0, op, qf, qc, fl == x, out);
         }
         if (kt->t == EX_T_DEC) {
             /* column cast to a scale-0 decimal: m = 1; constant d / 10^s */
@@ -377,16 +377,16 @@ static hs_status leaf_cmp(conv *c, const ex_node *col_side, const ex_node *k, tb
                 p *= 10;
             __int128 d = kv->d;
             __int128 qf = floor_div128(d, p), qc = -floor_div128(-d, p);
-            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, d % p == 0, out);
+            return scaled_leaf(c, col, PR_V_I64, 0, op, qf, qc, d % p == 0, out);
         }
         if (kt->t == EX_T_INT || kt->t == EX_T_DATE || kt->t == EX_T_TS || kt->t == EX_T_TIME) {
             __int128 t = kv->i;
             __int128 qf = floor_div128(t, m), qc = -floor_div128(-t, m);
-            return scaled_leaf(c, col, TBL_V_I64, 0, op, qf, qc, t % m == 0, out);
+            return scaled_leaf(c, col, PR_V_I64, 0, op, qf, qc, t % m == 0, out);
         }
         break;
     case EX_T_DEC: {
-        if (kind != TBL_V_I128 || kt->t != EX_T_DEC)
+        if (kind != PR_V_I128 || kt->t != EX_T_DEC)
             break;
         int sc = ct->scale, s = kt->scale;
         __int128 d = kv->d;
@@ -397,16 +397,16 @@ static hs_status leaf_cmp(conv *c, const ex_node *col_side, const ex_node *k, tb
                 ovf = __builtin_mul_overflow(x, (__int128)10, &x);
             if (ovf)
                 x = d < 0 ? -((__int128)1 << 126) : ((__int128)1 << 126);
-            return scaled_leaf(c, col, TBL_V_I128, sc, op, x, x, true, out);
+            return scaled_leaf(c, col, PR_V_I128, sc, op, x, x, true, out);
         }
         __int128 p = 1;
         for (int i = sc; i < s; i++)
             p *= 10;
         __int128 qf = floor_div128(d, p), qc = -floor_div128(-d, p);
-        return scaled_leaf(c, col, TBL_V_I128, sc, op, qf, qc, d % p == 0, out);
+        return scaled_leaf(c, col, PR_V_I128, sc, op, qf, qc, d % p == 0, out);
     }
     case EX_T_FLOAT: {
-        if (kind != TBL_V_F64)
+        if (kind != PR_V_F64)
             break;
         double x;
         if (kt->t == EX_T_FLOAT) {
@@ -420,50 +420,50 @@ static hs_status leaf_cmp(conv *c, const ex_node *col_side, const ex_node *k, tb
                 bool above = x > 0 ? (x >= 9223372036854775808.0 || (int64_t)x > kv->i)
                                    : (int64_t)x > kv->i;
                 double lo = above ? nextafter(x, -INFINITY) : x, hi = above ? x : nextafter(x, INFINITY);
-                if (op == TBL_EQ)
+                if (op == PR_EQ)
                     return konst(c, false, out);
-                if (op == TBL_NE)
+                if (op == PR_NE)
                     return not_null(c, col, out);
-                if (op == TBL_LT || op == TBL_LE) {
-                    op = TBL_LE;
+                if (op == PR_LT || op == PR_LE) {
+                    op = PR_LE;
                     x = lo;
                 } else {
-                    op = TBL_GE;
+                    op = PR_GE;
                     x = hi;
                 }
             }
         } else {
             break;
         }
-        v.kind = TBL_V_F64;
+        v.kind = PR_V_F64;
         if (isnan(x)) {
             v.f = x;
             switch (op) {
-            case TBL_EQ: case TBL_GE: return leaf1(c, col, TBL_EQ, &v, out);
-            case TBL_NE: case TBL_LT: return leaf1(c, col, TBL_NE, &v, out);
-            case TBL_LE: return not_null(c, col, out);
+            case PR_EQ: case PR_GE: return leaf1(c, col, PR_EQ, &v, out);
+            case PR_NE: case PR_LT: return leaf1(c, col, PR_NE, &v, out);
+            case PR_LE: return not_null(c, col, out);
             default: return konst(c, false, out);
             }
         }
         v.f = x;
-        tbl_expr *l;
+        pr_expr *l;
         HS_TRY(leaf1(c, col, op, &v, &l));
-        if (op != TBL_GT && op != TBL_GE) {
+        if (op != PR_GT && op != PR_GE) {
             *out = l;
             return HS_OK;
         }
-        tbl_val nan;
+        pr_val nan;
         memset(&nan, 0, sizeof nan);
-        nan.kind = TBL_V_F64;
+        nan.kind = PR_V_F64;
         nan.f = NAN;
-        tbl_expr *r;
-        HS_TRY(leaf(c, col, TBL_E_IN, TBL_EQ, &nan, 1, &r));
-        return join(c, TBL_E_OR, l, r, out);
+        pr_expr *r;
+        HS_TRY(leaf(c, col, PR_E_IN, PR_EQ, &nan, 1, &r));
+        return join(c, PR_E_OR, l, r, out);
     }
     case EX_T_STR: case EX_T_BIN:
-        if (kind != TBL_V_BYTES || (kt->t != EX_T_STR && kt->t != EX_T_BIN && kt->t != EX_T_UNKNOWN))
+        if (kind != PR_V_BYTES || (kt->t != EX_T_STR && kt->t != EX_T_BIN && kt->t != EX_T_UNKNOWN))
             break;
-        v.kind = TBL_V_BYTES;
+        v.kind = PR_V_BYTES;
         v.p = kv->s.p;
         v.n = kv->s.n;
         return leaf1(c, col, op, &v, out);
@@ -476,7 +476,7 @@ static hs_status leaf_cmp(conv *c, const ex_node *col_side, const ex_node *k, tb
 
 /* One IN item as a value of the column's kind; false when no column value
  * can equal it. */
-static bool item_val(const ex_node *col, __int128 m, const ex_node *k, tbl_val *v)
+static bool item_val(const ex_node *col, __int128 m, const ex_node *k, pr_val *v)
 {
     memset(v, 0, sizeof *v);
     const ex_ty *ct = &col->type, *kt = &k->type;
@@ -503,14 +503,14 @@ static bool item_val(const ex_node *col, __int128 m, const ex_node *k, tbl_val *
         t /= p;
         if (t > INT64_MAX || t < INT64_MIN)
             return false;
-        v->kind = TBL_V_I64;
+        v->kind = PR_V_I64;
         v->i = (int64_t)t;
         return true;
     }
     case EX_T_FLOAT:
         if (kt->t != EX_T_FLOAT)
             return false;
-        v->kind = TBL_V_F64;
+        v->kind = PR_V_F64;
         v->f = kv->f;
         return true;
     case EX_T_DEC: {
@@ -530,7 +530,7 @@ static bool item_val(const ex_node *col, __int128 m, const ex_node *k, tbl_val *
                 return false;
             d /= p;
         }
-        v->kind = TBL_V_I128;
+        v->kind = PR_V_I128;
         v->d = d;
         v->scale = sc;
         return true;
@@ -538,7 +538,7 @@ static bool item_val(const ex_node *col, __int128 m, const ex_node *k, tbl_val *
     case EX_T_STR: case EX_T_BIN:
         if (kt->t != EX_T_STR && kt->t != EX_T_BIN && kt->t != EX_T_UNKNOWN)
             return false;
-        v->kind = TBL_V_BYTES;
+        v->kind = PR_V_BYTES;
         v->p = kv->s.p;
         v->n = kv->s.n;
         return true;
@@ -547,12 +547,12 @@ static bool item_val(const ex_node *col, __int128 m, const ex_node *k, tbl_val *
     }
 }
 
-static hs_status conv_in(conv *c, const ex_node *n, bool neg, bool *exact, tbl_expr **out)
+static hs_status conv_in(conv *c, const ex_node *n, bool neg, bool *exact, pr_expr **out)
 {
     __int128 m;
     const ex_node *col = column_of(n->args[0], &m);
     bool not_in = n->neg != neg;
-    bool ok = col && m != 0 && tbl_kind_of(col->field) != TBL_V_NULL &&
+    bool ok = col && m != 0 && pr_kind_of(col->field) != PR_V_NULL &&
               (col->type.t != EX_T_DEC || n->args[1]->type.t == EX_T_DEC);
     if (ok && col->type.t != EX_T_FLOAT && n->args[1]->type.t == EX_T_FLOAT)
         ok = col->type.t == EX_T_INT && m == 1;
@@ -563,7 +563,7 @@ static hs_status conv_in(conv *c, const ex_node *n, bool neg, bool *exact, tbl_e
         return konst(c, true, out);
     }
     bool has_null = false;
-    tbl_val *vals = hs_calloc((size_t)n->n_args, sizeof *vals);
+    pr_val *vals = hs_calloc((size_t)n->n_args, sizeof *vals);
     if (!vals)
         return nomem(c);
     int nv = 0;
@@ -581,17 +581,17 @@ static hs_status conv_in(conv *c, const ex_node *n, bool neg, bool *exact, tbl_e
     else if (nv == 0)
         st = not_in ? not_null(c, col, out) : konst(c, false, out);
     else
-        st = leaf(c, col, not_in ? TBL_E_NOT_IN : TBL_E_IN, TBL_EQ, vals, nv, out);
+        st = leaf(c, col, not_in ? PR_E_NOT_IN : PR_E_IN, PR_EQ, vals, nv, out);
     hs_free(vals);
     return st;
 }
 
-static hs_status conv_like(conv *c, const ex_node *n, bool neg, bool *exact, tbl_expr **out)
+static hs_status conv_like(conv *c, const ex_node *n, bool neg, bool *exact, pr_expr **out)
 {
     __int128 m;
     const ex_node *col = column_of(n->args[0], &m);
     bool not_like = n->neg != neg;
-    if (!col || col->type.t != EX_T_STR || !n->pat || n->ci || tbl_kind_of(col->field) != TBL_V_BYTES) {
+    if (!col || col->type.t != EX_T_STR || !n->pat || n->ci || pr_kind_of(col->field) != PR_V_BYTES) {
         *exact = false;
         return konst(c, true, out);
     }
@@ -604,13 +604,13 @@ static hs_status conv_like(conv *c, const ex_node *n, bool neg, bool *exact, tbl
         return nomem(c);
     for (int i = 0; i < k; i++)
         prefix[i] = p->ops[i].byte;
-    tbl_val v;
+    pr_val v;
     memset(&v, 0, sizeof v);
-    v.kind = TBL_V_BYTES;
+    v.kind = PR_V_BYTES;
     v.p = prefix;
     v.n = (size_t)k;
     if (k == p->n) /* no wildcard: equality */
-        return leaf1(c, col, not_like ? TBL_NE : TBL_EQ, &v, out);
+        return leaf1(c, col, not_like ? PR_NE : PR_EQ, &v, out);
     if (not_like) {
         *exact = false;
         return konst(c, true, out);
@@ -623,8 +623,8 @@ static hs_status conv_like(conv *c, const ex_node *n, bool neg, bool *exact, tbl
             return not_null(c, col, out);
         return konst(c, true, out);
     }
-    tbl_expr *lo;
-    HS_TRY(leaf1(c, col, TBL_GE, &v, &lo));
+    pr_expr *lo;
+    HS_TRY(leaf1(c, col, PR_GE, &v, &lo));
     /* the successor of the prefix: increment the last byte below 0xFF */
     int len = k;
     while (len > 0 && prefix[len - 1] == 0xFF)
@@ -638,18 +638,18 @@ static hs_status conv_like(conv *c, const ex_node *n, bool neg, bool *exact, tbl
         return nomem(c);
     memcpy(succ, prefix, (size_t)len);
     succ[len - 1]++;
-    tbl_val w = v;
+    pr_val w = v;
     w.p = succ;
     w.n = (size_t)len;
-    tbl_expr *hi;
-    HS_TRY(leaf1(c, col, TBL_LT, &w, &hi));
-    return join(c, TBL_E_AND, lo, hi, out);
+    pr_expr *hi;
+    HS_TRY(leaf1(c, col, PR_LT, &w, &hi));
+    return join(c, PR_E_AND, lo, hi, out);
 }
 
-static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact, tbl_expr **out);
+static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact, pr_expr **out);
 
 static hs_status conv_booltest(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
-                               tbl_expr **out)
+                               pr_expr **out)
 {
     int t = n->op;
     if (neg) /* the tests are never NULL, so NOT is the complementary test */
@@ -659,17 +659,17 @@ static hs_status conv_booltest(conv *c, const ex_node *n, bool neg, int depth, b
     if (t == EX_IS_FALSE)
         return cv(c, n->args[0], true, depth + 1, exact, out);
     const ex_node *x = n->args[0];
-    if (x->kind == EX_COL && x->type.t == EX_T_BOOL && tbl_kind_of(x->field) == TBL_V_I64) {
+    if (x->kind == EX_COL && x->type.t == EX_T_BOOL && pr_kind_of(x->field) == PR_V_I64) {
         if (t == EX_IS_UNKNOWN || t == EX_IS_NOT_UNKNOWN)
-            return leaf(c, x, t == EX_IS_UNKNOWN ? TBL_E_IS_NULL : TBL_E_NOT_NULL, TBL_EQ, NULL, 0, out);
-        tbl_val v;
+            return leaf(c, x, t == EX_IS_UNKNOWN ? PR_E_IS_NULL : PR_E_NOT_NULL, PR_EQ, NULL, 0, out);
+        pr_val v;
         memset(&v, 0, sizeof v);
-        v.kind = TBL_V_I64;
+        v.kind = PR_V_I64;
         v.i = t == EX_IS_NOT_FALSE; /* IS NOT TRUE: = false or null; IS NOT FALSE: = true or null */
-        tbl_expr *l = NULL, *r = NULL;
-        HS_TRY(leaf1(c, x, TBL_EQ, &v, &l));
-        HS_TRY(leaf(c, x, TBL_E_IS_NULL, TBL_EQ, NULL, 0, &r));
-        return join(c, TBL_E_OR, l, r, out);
+        pr_expr *l = NULL, *r = NULL;
+        HS_TRY(leaf1(c, x, PR_EQ, &v, &l));
+        HS_TRY(leaf(c, x, PR_E_IS_NULL, PR_EQ, NULL, 0, &r));
+        return join(c, PR_E_OR, l, r, out);
     }
     if (t == EX_IS_UNKNOWN || t == EX_IS_NOT_UNKNOWN) {
         *exact = false;
@@ -679,7 +679,7 @@ static hs_status conv_booltest(conv *c, const ex_node *n, bool neg, int depth, b
     return konst(c, true, out);
 }
 
-static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact, tbl_expr **out)
+static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact, pr_expr **out)
 {
     if (depth > 4 * EX_MAX_DEPTH) {
         *exact = false;
@@ -693,11 +693,11 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
     case EX_NOT:
         return cv(c, n->args[0], !neg, depth + 1, exact, out);
     case EX_AND: case EX_OR: {
-        tbl_ekind k = (n->kind == EX_AND) != neg ? TBL_E_AND : TBL_E_OR;
-        tbl_expr *acc;
+        pr_ekind k = (n->kind == EX_AND) != neg ? PR_E_AND : PR_E_OR;
+        pr_expr *acc;
         HS_TRY(cv(c, n->args[0], neg, depth + 1, exact, &acc));
         for (int i = 1; i < n->n_args; i++) {
-            tbl_expr *x;
+            pr_expr *x;
             HS_TRY(cv(c, n->args[i], neg, depth + 1, exact, &x));
             HS_TRY(join(c, k, acc, x, &acc));
         }
@@ -705,17 +705,17 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
         return HS_OK;
     }
     case EX_COL:
-        if (n->type.t == EX_T_BOOL && tbl_kind_of(n->field) == TBL_V_I64) {
-            tbl_val v;
+        if (n->type.t == EX_T_BOOL && pr_kind_of(n->field) == PR_V_I64) {
+            pr_val v;
             memset(&v, 0, sizeof v);
-            v.kind = TBL_V_I64;
+            v.kind = PR_V_I64;
             v.i = !neg;
-            return leaf1(c, n, TBL_EQ, &v, out);
+            return leaf1(c, n, PR_EQ, &v, out);
         }
         break;
     case EX_CMP: {
         const ex_node *l = n->args[0], *r = n->args[1];
-        tbl_op op = (tbl_op)n->op;
+        pr_op op = (pr_op)n->op;
         if (neg)
             op = negate_op(op);
         if (r->kind == EX_CONST && l->kind != EX_CONST)
@@ -732,17 +732,17 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
             break;
         /* x >= lo AND x <= hi; NOT BETWEEN: x < lo OR x > hi */
         bool nb = n->neg != neg;
-        tbl_ekind k = nb ? TBL_E_OR : TBL_E_AND;
-        tbl_expr *a, *z, *r;
-        HS_TRY(leaf_cmp(c, x, lo, nb ? TBL_LT : TBL_GE, exact, &a));
-        HS_TRY(leaf_cmp(c, x, hi, nb ? TBL_GT : TBL_LE, exact, &z));
+        pr_ekind k = nb ? PR_E_OR : PR_E_AND;
+        pr_expr *a, *z, *r;
+        HS_TRY(leaf_cmp(c, x, lo, nb ? PR_LT : PR_GE, exact, &a));
+        HS_TRY(leaf_cmp(c, x, hi, nb ? PR_GT : PR_LE, exact, &z));
         HS_TRY(join(c, k, a, z, &r));
         if (n->aux) { /* SYMMETRIC: also x >= hi AND x <= lo (NOT: AND x < hi OR x > lo) */
-            tbl_expr *a2, *z2, *r2;
-            HS_TRY(leaf_cmp(c, x, hi, nb ? TBL_LT : TBL_GE, exact, &a2));
-            HS_TRY(leaf_cmp(c, x, lo, nb ? TBL_GT : TBL_LE, exact, &z2));
+            pr_expr *a2, *z2, *r2;
+            HS_TRY(leaf_cmp(c, x, hi, nb ? PR_LT : PR_GE, exact, &a2));
+            HS_TRY(leaf_cmp(c, x, lo, nb ? PR_GT : PR_LE, exact, &z2));
             HS_TRY(join(c, k, a2, z2, &r2));
-            HS_TRY(join(c, nb ? TBL_E_AND : TBL_E_OR, r, r2, &r));
+            HS_TRY(join(c, nb ? PR_E_AND : PR_E_OR, r, r2, &r));
         }
         *out = r;
         return HS_OK;
@@ -753,7 +753,7 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
         if (!col && n->args[0]->kind == EX_CAST && n->args[0]->args[0]->kind == EX_COL)
             col = n->args[0]->args[0]; /* casts keep nulls and never make them */
         if (col)
-            return leaf(c, col, n->neg != neg ? TBL_E_NOT_NULL : TBL_E_IS_NULL, TBL_EQ, NULL, 0, out);
+            return leaf(c, col, n->neg != neg ? PR_E_NOT_NULL : PR_E_IS_NULL, PR_EQ, NULL, 0, out);
         break;
     }
     case EX_BOOLTEST:
@@ -767,17 +767,17 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
     return konst(c, true, out);
 }
 
-hs_status ex_to_tbl_filter(const ex_expr *e, tbl_filter **out, bool *exact, hs_error *err)
+hs_status ex_to_pred(const ex_expr *e, pr_filter **out, bool *exact, hs_error *err)
 {
     *out = NULL;
     *exact = true;
-    tbl_filter *f = hs_calloc(1, sizeof *f);
+    pr_filter *f = hs_calloc(1, sizeof *f);
     if (!f)
         return hs_err_nomem(err, sizeof *f);
     conv c = {.f = f, .err = err};
     hs_status st = cv(&c, e->root, false, 0, exact, &f->root);
     if (st != HS_OK) {
-        tbl_filter_free(f);
+        pr_filter_free(f);
         *exact = false;
         return st;
     }
