@@ -42,17 +42,6 @@ static const char *win_name(xo_win_fn f)
     return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "?";
 }
 
-typedef struct wcmp {
-    const win_op *w;
-    int n;
-} wcmp;
-
-static int perm_cmp(void *ctx, int64_t a, int64_t b)
-{
-    wcmp *c = ctx;
-    return xo_keys_cmp(c->w->sort, c->n, c->w->rows.b->cols, a, c->w->rows.b->cols, b);
-}
-
 static bool same_keys(const win_op *w, const xo_sort_key *keys, int n, int64_t a, int64_t b)
 {
     return xo_keys_cmp(keys, n, w->rows.b->cols, a, w->rows.b->cols, b) == 0;
@@ -221,9 +210,8 @@ static hs_status win_consume(win_op *w, hs_error *err)
     hs_status st = (!w->perm || !pnew || !peer || !w->computed) ? hs_err_nomem(err, 0) : HS_OK;
     for (int64_t i = 0; st == HS_OK && i < n; i++)
         w->perm[i] = i;
-    wcmp c = {w, w->n_part + w->n_keys};
     if (st == HS_OK)
-        st = xo_msort(w->perm, n, perm_cmp, &c, err);
+        st = xo_sort_perm(w->rows.b->cols, w->n_part + w->n_keys, w->sort, n, w->perm, err);
     for (int64_t p = 0; st == HS_OK && p < n; p++) {
         pnew[p] = p == 0 || !same_keys(w, w->sort, w->n_part, w->perm[p - 1], w->perm[p]);
         peer[p] = pnew[p] || !same_keys(w, w->sort + w->n_part, w->n_keys, w->perm[p - 1], w->perm[p]);
