@@ -10,6 +10,9 @@
  * input order.  Rows with a NULL key are in no bucket (they never match)
  * but still exist for RIGHT/FULL output and for the null-aware anti join.
  *
+ * One integer-like key on both sides is looked up by value in an hs_imap
+ * instead of by row key.
+ *
  * Probe: per left batch, each row's key is looked up and (left row, right
  * row) pairs are collected; every XO_BATCH_ROWS pairs are flushed: the
  * pair batch (left columns taken by left index, right columns by right
@@ -40,6 +43,8 @@ typedef struct join_op {
     int state;
     xo_rows right;
     hs_map buckets;         /* key -> first right row */
+    bool int_key;           /* one integer-like key: ibuckets on its value */
+    hs_imap ibuckets;
     int64_t *nxt;           /* per right row: next of the same key, -1 */
     uint8_t *rmatched;      /* per right row (RIGHT/FULL) */
     bool right_has_null_key;
@@ -78,9 +83,32 @@ static hs_status key_of(join_op *j, hs_column *const *cols, const int *keys, int
             *has_null = true;
             return HS_OK;
         }
-        HS_TRY(xo_key_append(&j->kb, c, row));
+        if (!j->int_key)
+            HS_TRY(xo_key_append(&j->kb, c, row));
     }
     return HS_OK;
+}
+
+/* Looks up / inserts the key of row `row` (all keys non-null) in the
+ * buckets: *head gets the bucket's first row, *found whether it existed
+ * (inserting `row` as the head when it did not and insert is set). */
+static hs_status bucket_find(join_op *j, hs_column *const *cols, const int *keys, int64_t row,
+                             bool insert, uint64_t *head, bool *found)
+{
+    if (j->int_key) {
+        bool big;
+        uint64_t v = (uint64_t)xo_int_at(cols[keys[0]], row, &big);
+        if (!insert) {
+            *found = hs_imap_get(&j->ibuckets, v, head);
+            return HS_OK;
+        }
+        return hs_imap_get_or_put(&j->ibuckets, v, (uint64_t)row, head, found);
+    }
+    if (!insert) {
+        *found = hs_map_get(&j->buckets, j->kb.data, j->kb.len, head);
+        return HS_OK;
+    }
+    return hs_map_get_or_put(&j->buckets, j->kb.data, j->kb.len, (uint64_t)row, head, found);
 }
 
 static hs_status join_build(join_op *j, hs_error *err)
@@ -119,7 +147,7 @@ static hs_status join_build(join_op *j, hs_error *err)
         }
         uint64_t head;
         bool found;
-        st = hs_map_get_or_put(&j->buckets, j->kb.data, j->kb.len, (uint64_t)r, &head, &found);
+        st = bucket_find(j, j->right.b->cols, j->rkeys, r, true, &head, &found);
         if (st != HS_OK)
             break;
         if (found) {
@@ -137,6 +165,7 @@ static hs_status join_build(join_op *j, hs_error *err)
     if (st != HS_OK)
         return hs_err_nomem(err, 0);
     int64_t bytes = n * 9 + (int64_t)(j->buckets.cap * sizeof(hs_map_slot)) +
+                    (int64_t)(j->ibuckets.cap * sizeof(hs_imap_slot)) +
                     (int64_t)j->kb.len * (int64_t)j->buckets.count;
     HS_TRY(xo_mem_reserve(op->ctx, bytes, op->name, err));
     j->accounted = bytes;
@@ -274,8 +303,10 @@ static hs_status probe_batch(join_op *j, hs_error *err)
             bool has_null;
             HS_TRY(key_of(j, b->cols, j->lkeys, i, &has_null));
             uint64_t head;
-            if (has_null || j->right_has_null_key ||
-                hs_map_get(&j->buckets, j->kb.data, j->kb.len, &head))
+            bool found = false;
+            if (!has_null && !j->right_has_null_key)
+                HS_TRY(bucket_find(j, b->cols, j->lkeys, i, false, &head, &found));
+            if (has_null || j->right_has_null_key || found)
                 j->lmatched[i] = 1;
         }
         return emit_left(j, 0, false, err);
@@ -288,7 +319,10 @@ static hs_status probe_batch(join_op *j, hs_error *err)
             bool has_null;
             HS_TRY(key_of(j, b->cols, j->lkeys, i, &has_null));
             uint64_t head;
-            if (has_null || !hs_map_get(&j->buckets, j->kb.data, j->kb.len, &head))
+            bool found = false;
+            if (!has_null)
+                HS_TRY(bucket_find(j, b->cols, j->lkeys, i, false, &head, &found));
+            if (!found)
                 continue;
             r = (int64_t)head;
         }
@@ -401,6 +435,7 @@ static void join_destroy(xo_op *op)
     hs_field_clear(&j->pair_schema);
     xo_rows_free(&j->right, op->ctx);
     hs_map_free(&j->buckets);
+    hs_imap_free(&j->ibuckets);
     hs_free(j->nxt);
     hs_free(j->rmatched);
     hs_buf_free(&j->kb);
@@ -485,6 +520,11 @@ static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_b
                           j->n_left + rkeys[k] + 1) != HS_OK)
             return hs_err_nomem(err, 0);
     }
+    /* (uint64 is left out: its values above INT64_MAX share bits with negatives) */
+    j->int_key = j->n_keys == 1 && xo_is_int_type(ls->children[lkeys[0]].type) &&
+                 xo_is_int_type(rs->children[rkeys[0]].type) &&
+                 ls->children[lkeys[0]].type != HS_TYPE_UINT64 &&
+                 rs->children[rkeys[0]].type != HS_TYPE_UINT64;
     HS_TRY(xo_schema_concat(ls, rs, &j->pair_schema, err));
     bool left_null = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL;
     bool right_null = j->kind == XO_JOIN_LEFT || j->kind == XO_JOIN_FULL;
