@@ -148,9 +148,17 @@ HS_MUST_USE hs_status xo_hashjoin(xo_op *left, xo_op *right, xo_join_kind kind, 
                                   const int *lkeys, const int *rkeys, ex_expr *residual,
                                   xo_op **out, hs_error *err);
 /* The schema a join residual is bound against: left's columns then right's,
- * renumbered (ids 1..n, nested above).  Caller clears *out. */
+ * renumbered (ids 1..n, nested above).  Caller clears *out.  A bound
+ * expression borrows the schema it was bound to: bind a residual either
+ * against a schema that outlives the join, or, simpler, against the join's
+ * own copy (xo_join_input_schema, borrowed until the join is freed) and
+ * hand it over with xo_join_set_residual before the first xo_next. */
 HS_MUST_USE hs_status xo_schema_concat(const hs_field *left, const hs_field *right, hs_field *out,
                                        hs_error *err);
+const hs_field *xo_join_input_schema(const xo_op *join);
+/* Sets (replaces) the residual of a HashJoin/NestedLoopJoin; takes it,
+ * also on failure. */
+HS_MUST_USE hs_status xo_join_set_residual(xo_op *join, ex_expr *residual, hs_error *err);
 /* Non-equi / cross join: cond (NULL = cross join) on left||right. */
 HS_MUST_USE hs_status xo_nljoin(xo_op *left, xo_op *right, xo_join_kind kind, ex_expr *cond,
                                 xo_op **out, hs_error *err);

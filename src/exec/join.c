@@ -551,6 +551,53 @@ static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_b
     return HS_OK;
 }
 
+const hs_field *xo_join_input_schema(const xo_op *op)
+{
+    return &((const join_op *)op)->pair_schema;
+}
+
+hs_status xo_join_set_residual(xo_op *op, ex_expr *residual, hs_error *err)
+{
+    join_op *j = (join_op *)op;
+    if (j->state != J_BUILD) {
+        ex_free(residual);
+        return hs_err_set(err, HS_INVALID, "%s: the residual is set before the first batch", op->name);
+    }
+    if (j->kind == XO_JOIN_ANTI_NULL_AWARE && residual && !ex_is_true(residual)) {
+        ex_free(residual);
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: a null-aware anti join takes no residual",
+                          op->name);
+    }
+    if (!j->sel) {
+        j->sel = hs_malloc(XO_BATCH_ROWS);
+        if (!j->sel) {
+            ex_free(residual);
+            return hs_err_nomem(err, 0);
+        }
+    }
+    char *txt = NULL;
+    hs_status st = residual ? ex_format(residual, &txt, err) : HS_OK;
+    if (st != HS_OK) {
+        ex_free(residual);
+        return st;
+    }
+    hs_buf d = {0};
+    if (hs_buf_printf(&d, "%s%s%s: %s", op->detail ? op->detail : "", op->detail ? "; " : "",
+                      j->n_keys ? "residual" : "condition", txt ? txt : "true") != HS_OK) {
+        hs_free(txt);
+        ex_free(residual);
+        return hs_err_nomem(err, 0);
+    }
+    hs_free(txt);
+    hs_free(op->detail);
+    op->detail = (char *)hs_buf_detach(&d, NULL);
+    ex_free(j->residual);
+    j->residual = residual && !ex_is_true(residual) ? residual : NULL;
+    if (residual && !j->residual)
+        ex_free(residual);
+    return HS_OK;
+}
+
 static hs_status join_make(const char *name, xo_op *left, xo_op *right, xo_join_kind kind,
                            int n_keys, const int *lkeys, const int *rkeys, ex_expr *residual,
                            xo_op **out, hs_error *err)
