@@ -160,7 +160,15 @@ static hs_status result_field(const xo_agg *a, const hs_field *arg, hs_field *ou
         hs_free(item.name);
         item.name = hs_strdup("item");
         item.nullable = true;
+        if (!item.name) {
+            hs_field_clear(&item);
+            return hs_err_nomem(err, 0);
+        }
         hs_field_init_list(out, name, true, &item);
+        if (!out->name || out->n_children != 1) {
+            hs_field_clear(out);
+            return hs_err_nomem(err, 0);
+        }
         return HS_OK;
     }
     }
@@ -754,7 +762,7 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
                               a->a.sep_col, hs_type_name(arg->type));
         hs_field rf;
         HS_TRY(result_field(&a->a, arg, &rf, err));
-        if (hs_field_add_child(&s->op.schema, &rf) != HS_OK) {
+        if (!rf.name || hs_field_add_child(&s->op.schema, &rf) != HS_OK) {
             hs_field_clear(&rf);
             return hs_err_nomem(err, 0);
         }
@@ -766,7 +774,7 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
         }
         hs_status st;
         if (!arg)
-            st = hs_buf_printf(d, "%scount(*)", s->n_groups || j ? "; " : "aggs: ");
+            st = hs_buf_printf(d, "%scount(*)", j ? ", " : (s->n_groups ? "; aggs: " : "aggs: "));
         else
             st = hs_buf_printf(d, "%s%s(%s#%d)", j ? ", " : (s->n_groups ? "; aggs: " : "aggs: "),
                                fn_name(a->a.fn), a->a.distinct ? "DISTINCT " : "", a->a.arg + 1);

@@ -124,7 +124,10 @@ hs_status xo_values(xo_ctx *ctx, const hs_field *schema, int n, hs_batch **batch
     }
     char buf[64];
     snprintf(buf, sizeof buf, "%d batch%s", n, n == 1 ? "" : "es");
-    op->detail = hs_strdup(buf);
+    if (!(op->detail = hs_strdup(buf))) {
+        xo_free(op);
+        return hs_err_nomem(err, 0);
+    }
     *out = op;
     return HS_OK;
 }
@@ -244,10 +247,11 @@ static hs_status filter_apply(xo_op *op, hs_batch *b, hs_batch **out, hs_error *
 {
     filter_op *f = (filter_op *)op;
     *out = NULL;
-    uint8_t *sel = hs_malloc((size_t)b->n_rows);
+    size_t n = (size_t)b->n_rows;
+    uint8_t *sel = hs_malloc(n);
     if (!sel) {
         hs_batch_free(b);
-        return hs_err_nomem(err, (size_t)b->n_rows);
+        return hs_err_nomem(err, n);
     }
     int64_t n_match;
     hs_status s = ex_eval_filter(f->pred, b, NULL, sel, &n_match, err);

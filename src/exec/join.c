@@ -180,6 +180,7 @@ static hs_status pair_batch(join_op *j, const hs_field *schema, const int64_t *l
                             int64_t n, bool with_right, hs_batch **out, hs_error *err)
 {
     int nc = j->n_left + (with_right ? j->n_right : 0);
+    *out = NULL;
     hs_column **cols = hs_calloc((size_t)(nc ? nc : 1), sizeof *cols);
     if (!cols)
         return hs_err_nomem(err, 0);
@@ -219,7 +220,7 @@ static hs_status flush_pairs(join_op *j, hs_error *err)
                 st = xo_queue_push(&j->q, b, err);
         }
     } else {
-        hs_batch *b;
+        hs_batch *b = NULL;
         st = pair_batch(j, &j->pair_schema, li, ri, n, true, &b, err);
         int64_t n_match = 0;
         if (st == HS_OK)

@@ -353,7 +353,7 @@ static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, 
             return hs_err_nomem(err, 0);
         hs_field f;
         HS_TRY(win_field(&w->fns[j], needs_arg ? &in->children[fns[j].arg] : NULL, &f, err));
-        if (hs_field_add_child(&w->op.schema, &f) != HS_OK) {
+        if (!f.name || hs_field_add_child(&w->op.schema, &f) != HS_OK) {
             hs_field_clear(&f);
             return hs_err_nomem(err, 0);
         }
