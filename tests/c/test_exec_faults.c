@@ -2,7 +2,8 @@
  * tests/c/test_exec_faults.c - out-of-memory at every allocation of an
  * operator tree's life (construction, every xo_next, EXPLAIN, free):
  * Values -> Filter -> Project -> HashAggregate -> Sort, a HashJoin with a
- * residual, SetOp, Distinct, TopK and Window.  Each run either succeeds
+ * residual, SetOp, Distinct, TopK and Window; the first tree again on a
+ * pool of two threads.  Each run either succeeds
  * with the result of the fault-free run or fails with HS_NOMEM; nothing
  * leaks (hs_mem_live_count) and nothing crashes (ASan build).
  *
@@ -78,7 +79,7 @@ static hs_status build(int which, xo_ctx *ctx, const hs_field *s, xo_op **out, h
     }
     ex_expr *e = NULL, *p[2] = {NULL, NULL};
     switch (which) {
-    case 0: {
+    case 0: case 4: {   /* 4: the same on a pool (ctx from the caller) */
         xo_free(r);
         st = ex_parse_filter("a > 2 OR b = 's1'", &l->schema, &e, err);
         if (st != HS_OK) { xo_free(l); return st; }
@@ -140,9 +141,16 @@ static void test_oom_everywhere(void)
     init_rows();
     hs_field s;
     schema3(&s);
-    for (int which = 0; which < 4; which++) {
+    hs_pool *pool;
+    hs_error perr = {0};
+    CHECK_OK(hs_pool_create(2, &pool, &perr), &perr);
+    for (int which = 0; which < 5; which++) {
         /* the fault-free run */
         xo_ctx ctx = {0};
+        if (which == 4) {
+            ctx.pool = pool;
+            ctx.threads = 2;
+        }
         hs_error err = {0};
         xo_op *op;
         CHECK_OK(build(which, &ctx, &s, &op, &err), &err);
@@ -188,6 +196,7 @@ static void test_oom_everywhere(void)
         hs_buf_free(&want_text);
     }
     hs_field_clear(&s);
+    hs_pool_destroy(pool);
 }
 
 int main(void)
