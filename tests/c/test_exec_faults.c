@@ -94,7 +94,11 @@ static hs_status build(int which, xo_ctx *ctx, const hs_field *s, xo_op **out, h
                           {.fn = XO_AGG_STRING_AGG, .arg = 1, .sep = ",", .sep_col = -1},
                           {.fn = XO_AGG_MIN, .arg = 1, .distinct = true, .sep_col = -1},
                           {.fn = XO_AGG_ARRAY_AGG, .arg = 1, .sep_col = -1}};
-        HS_TRY(xo_hashagg(op, 1, 4, aggs, &op, err));
+        if (which == 4) {   /* mergeable aggregates only: the parallel aggregation */
+            aggs[1] = (xo_agg){.fn = XO_AGG_MAX, .arg = 1, .sep_col = -1};
+            aggs[2].distinct = false;
+        }
+        HS_TRY(xo_hashagg(op, 1, which == 4 ? 3 : 4, aggs, &op, err));
         xo_sort_key k = {0, true, true};
         return xo_sort(op, 1, &k, out, err);
     }
