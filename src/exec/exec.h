@@ -163,6 +163,16 @@ HS_MUST_USE hs_status xo_join_set_residual(xo_op *join, ex_expr *residual, hs_er
 HS_MUST_USE hs_status xo_nljoin(xo_op *left, xo_op *right, xo_join_kind kind, ex_expr *cond,
                                 xo_op **out, hs_error *err);
 
+/* Index nested-loop join of a small left side with a table: the left child
+ * is read first, its distinct keys (column lkey; integers or strings) go
+ * into the scan's filter as `key_column IN (...)`, so the table's pruning
+ * and sidecar indexes select the rows, which are then hash-joined.  opt as
+ * in xo_scan (copied; its columns must include key_column).  Kinds INNER,
+ * LEFT, SEMI, ANTI; output as xo_hashjoin's.  The table is borrowed. */
+HS_MUST_USE hs_status xo_index_join(xo_op *left, int lkey, hs_table *t, const hs_scan_options *opt,
+                                    const char *key_column, xo_join_kind kind, xo_op **out,
+                                    hs_error *err);
+
 /* ---- set operations ---- */
 
 typedef enum xo_setop_kind { XO_SET_UNION = 0, XO_SET_INTERSECT, XO_SET_EXCEPT } xo_setop_kind;
