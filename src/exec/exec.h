@@ -195,7 +195,14 @@ typedef enum xo_win_fn {
  *            current row's peers included); without: the whole partition
  *   ROWS     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
  *   WHOLE    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING */
-typedef enum xo_frame { XO_FRAME_DEFAULT = 0, XO_FRAME_ROWS, XO_FRAME_WHOLE } xo_frame;
+typedef enum xo_frame {
+    XO_FRAME_DEFAULT = 0, XO_FRAME_ROWS, XO_FRAME_WHOLE,
+    /* ROWS BETWEEN lo AND hi: row offsets from the current row (2 PRECEDING
+     * = -2, CURRENT ROW = 0, 1 FOLLOWING = 1; INT64_MIN = UNBOUNDED
+     * PRECEDING, INT64_MAX = UNBOUNDED FOLLOWING); clipped to the partition,
+     * possibly empty (count 0, the others NULL) */
+    XO_FRAME_ROWS_BETWEEN
+} xo_frame;
 
 typedef struct xo_win {
     xo_win_fn fn;
@@ -203,6 +210,7 @@ typedef struct xo_win {
     int64_t offset;    /* lag/lead: rows back/ahead (0 = the default 1) */
     xo_frame frame;
     const char *name;  /* output column name (copied; NULL = the function's) */
+    int64_t lo, hi;    /* XO_FRAME_ROWS_BETWEEN */
 } xo_win;
 
 /* Window functions sharing one window: PARTITION BY the child columns

@@ -15,6 +15,7 @@
  * at p is the state then.  Ranking functions count positions and peer
  * groups; lag/lead/first_value/last_value pick a row index (-1 = NULL)
  * and take it from the argument column.
+ * ROWS BETWEEN frames with offsets slide instead (see compute_sliding).
  * Output: the rows in permutation order, child columns taken, the computed
  * columns sliced, in batches of XO_BATCH_ROWS.
  */
@@ -52,6 +53,190 @@ static bool is_float(hs_type t)
     return t == HS_TYPE_FLOAT16 || t == HS_TYPE_FLOAT32 || t == HS_TYPE_FLOAT64;
 }
 
+/* ---- ROWS BETWEEN lo AND hi: a sliding window ----
+ * Both frame ends only move forward as the current row does, so the frame
+ * is kept as a window [ws, we] that adds rows at the end and removes them
+ * at the start: counts and sums add and subtract (integers and decimals
+ * exactly in __int128, floats in long double), min/max keep a monotonic
+ * deque of positions (the head is the answer), first/last_value read the
+ * frame's ends. */
+
+typedef struct slide {
+    const win_op *w;
+    const xo_win *f;
+    const hs_column *arg;
+    int64_t cstar, cnt;
+    __int128 isum;
+    long double fsum;
+    int64_t *dq;         /* positions (min/max), size of the partition */
+    int64_t dh, dt;      /* head, tail (exclusive) */
+    hs_error *err;
+} slide;
+
+static bool worse_or_equal(slide *sl, int64_t kept, int64_t fresh)
+{
+    int r = xo_val_cmp(sl->arg, sl->w->perm[kept], sl->arg, sl->w->perm[fresh]);
+    return sl->f->fn == XO_WIN_MIN ? r >= 0 : r <= 0;
+}
+
+static hs_status slide_add(slide *sl, int64_t k)
+{
+    sl->cstar++;
+    if (!sl->arg)
+        return HS_OK;
+    int64_t r = sl->w->perm[k];
+    if (sl->arg->type == HS_TYPE_NA || !hs_col_is_valid(sl->arg, r))
+        return HS_OK;
+    sl->cnt++;
+    switch (sl->f->fn) {
+    case XO_WIN_MIN: case XO_WIN_MAX:
+        while (sl->dt > sl->dh && worse_or_equal(sl, sl->dq[sl->dt - 1], k))
+            sl->dt--;
+        sl->dq[sl->dt++] = k;
+        return HS_OK;
+    case XO_WIN_SUM: case XO_WIN_AVG:
+        if (is_float(sl->arg->type)) {
+            sl->fsum += xo_float_at(sl->arg, r);
+        } else if (sl->arg->type == HS_TYPE_DECIMAL128) {
+            __int128 v;
+            memcpy(&v, sl->arg->values.data + 16 * r, 16);
+            if (__builtin_add_overflow(sl->isum, v, &sl->isum))
+                return hs_err_set(sl->err, HS_INVALID, "sum: numeric field overflow");
+        } else {
+            bool big;
+            int64_t v = xo_int_at(sl->arg, r, &big);
+            sl->isum += big ? (__int128)(uint64_t)v : (__int128)v;
+        }
+        return HS_OK;
+    default:
+        return HS_OK;
+    }
+}
+
+static void slide_remove(slide *sl, int64_t k)
+{
+    sl->cstar--;
+    if (!sl->arg)
+        return;
+    int64_t r = sl->w->perm[k];
+    if (sl->arg->type == HS_TYPE_NA || !hs_col_is_valid(sl->arg, r))
+        return;
+    sl->cnt--;
+    switch (sl->f->fn) {
+    case XO_WIN_MIN: case XO_WIN_MAX:
+        if (sl->dt > sl->dh && sl->dq[sl->dh] == k)
+            sl->dh++;
+        return;
+    case XO_WIN_SUM: case XO_WIN_AVG:
+        if (is_float(sl->arg->type)) {
+            sl->fsum -= xo_float_at(sl->arg, r);
+        } else if (sl->arg->type == HS_TYPE_DECIMAL128) {
+            __int128 v;
+            memcpy(&v, sl->arg->values.data + 16 * r, 16);
+            sl->isum -= v;
+        } else {
+            bool big;
+            int64_t v = xo_int_at(sl->arg, r, &big);
+            sl->isum -= big ? (__int128)(uint64_t)v : (__int128)v;
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+/* Appends the value of the current frame to col (or sets *pick). */
+static hs_status slide_value(slide *sl, const hs_field *of, int64_t fs, int64_t fe, hs_column *col,
+                             int64_t *pick)
+{
+    const xo_win *f = sl->f;
+    const int64_t *perm = sl->w->perm;
+    switch (f->fn) {
+    case XO_WIN_COUNT_STAR: return hs_col_append_fixed(col, &sl->cstar);
+    case XO_WIN_COUNT: return hs_col_append_fixed(col, &sl->cnt);
+    case XO_WIN_MIN: case XO_WIN_MAX:
+        *pick = sl->dt > sl->dh ? perm[sl->dq[sl->dh]] : -1;
+        return HS_OK;
+    case XO_WIN_FIRST_VALUE: *pick = fs <= fe ? perm[fs] : -1; return HS_OK;
+    case XO_WIN_LAST_VALUE: *pick = fs <= fe ? perm[fe] : -1; return HS_OK;
+    default: break;
+    }
+    if (sl->cnt == 0)
+        return hs_col_append_null(col);
+    if (f->fn == XO_WIN_AVG) {
+        double v;
+        if (is_float(sl->arg->type)) {
+            v = (double)(sl->fsum / (long double)sl->cnt);
+        } else {
+            long double q = (long double)sl->isum / (long double)sl->cnt;
+            for (int k = 0; sl->arg->type == HS_TYPE_DECIMAL128 &&
+                            k < sl->w->rows.b->schema.children[f->arg].scale; k++)
+                q /= 10;
+            v = (double)q;
+        }
+        return hs_col_append_fixed(col, &v);
+    }
+    if (of->type == HS_TYPE_FLOAT64) {
+        double v = (double)sl->fsum;
+        return hs_col_append_fixed(col, &v);
+    }
+    if (of->type == HS_TYPE_INT64) {
+        if (sl->isum > INT64_MAX || sl->isum < INT64_MIN)
+            return hs_err_set(sl->err, HS_INVALID, "sum: bigint out of range");
+        int64_t v = (int64_t)sl->isum;
+        return hs_col_append_fixed(col, &v);
+    }
+    return hs_col_append_fixed(col, &sl->isum);
+}
+
+static hs_status compute_sliding(win_op *w, const xo_win *f, const hs_field *of,
+                                 const uint8_t *pnew, hs_column *col, int64_t *pick, hs_error *err)
+{
+    int64_t n = w->n;
+    slide sl = {.w = w, .f = f, .err = err,
+                .arg = f->fn == XO_WIN_COUNT_STAR ? NULL : w->rows.b->cols[f->arg]};
+    sl.dq = hs_malloc((size_t)(n ? n : 1) * sizeof *sl.dq);
+    if (!sl.dq)
+        return hs_err_nomem(err, 0);
+    hs_status st = HS_OK;
+    int64_t ps = 0;
+    while (ps < n && st == HS_OK) {
+        int64_t pe = ps + 1;
+        while (pe < n && !pnew[pe])
+            pe++;
+        sl.cstar = sl.cnt = 0;
+        sl.isum = 0;
+        sl.fsum = 0;
+        sl.dh = sl.dt = 0;
+        int64_t ws = ps, we = ps - 1;   /* rows [ws, we] are in the window */
+        for (int64_t p = ps; p < pe && st == HS_OK; p++) {
+            int64_t fs = f->lo == INT64_MIN || f->lo < ps - p ? ps : p + f->lo;
+            int64_t fe = f->hi == INT64_MAX || f->hi > pe - 1 - p ? pe - 1 : p + f->hi;
+            if (fs > pe - 1)
+                fs = pe;
+            while (we < fe && st == HS_OK) {
+                we++;
+                if (we >= ws)
+                    st = slide_add(&sl, we);
+            }
+            while (ws < fs) {
+                if (ws <= we)
+                    slide_remove(&sl, ws);
+                ws++;
+            }
+            if (we < ws - 1)
+                we = ws - 1;
+            if (st == HS_OK)
+                st = slide_value(&sl, of, fs, fe, col, pick ? &pick[p] : NULL);
+        }
+        ps = pe;
+    }
+    hs_free(sl.dq);
+    if (st == HS_NOMEM)
+        (void)hs_err_nomem(err, 0);
+    return st;
+}
+
 /* Computes function f into *out (n rows in permutation order). */
 static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const uint8_t *pnew,
                          const uint8_t *peer_new, hs_column **out, hs_error *err)
@@ -71,6 +256,13 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
     }
     hs_status st = HS_OK;
     int64_t ps = 0;
+    bool sliding = f->frame == XO_FRAME_ROWS_BETWEEN &&
+                   ((f->fn >= XO_WIN_COUNT_STAR && f->fn <= XO_WIN_MAX) ||
+                    f->fn == XO_WIN_FIRST_VALUE || f->fn == XO_WIN_LAST_VALUE);
+    if (sliding) {
+        st = compute_sliding(w, f, of, pnew, col, pick, err);
+        ps = n;
+    }
     while (ps < n && st == HS_OK) {
         int64_t pe = ps + 1;
         while (pe < n && !pnew[pe])
@@ -346,6 +538,10 @@ static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, 
         w->fns[j] = fns[j];
         w->fns[j].name = NULL;
         bool needs_arg = fns[j].fn > XO_WIN_COUNT_STAR;
+        if (fns[j].frame == XO_FRAME_ROWS_BETWEEN &&
+            (fns[j].lo > fns[j].hi || fns[j].lo == INT64_MAX || fns[j].hi == INT64_MIN))
+            return hs_err_set(err, HS_INVALID, "Window: frame ROWS BETWEEN %lld AND %lld is empty by definition",
+                              (long long)fns[j].lo, (long long)fns[j].hi);
         if (needs_arg && (fns[j].arg < 0 || fns[j].arg >= in->n_children))
             return hs_err_set(err, HS_INVALID, "Window: %s argument column %d out of range",
                               win_name(fns[j].fn), fns[j].arg);
