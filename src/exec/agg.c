@@ -349,6 +349,71 @@ static hs_status add_int(agg_state *a, int64_t g, __int128 v, hs_error *err)
     return HS_OK;
 }
 
+/* Tight loops for the common cases: count, and sum/avg of int32, int64
+ * and float64 columns, without DISTINCT.  Returns false when a case is
+ * not covered (the general loop then runs).  Integer sums cannot overflow
+ * __int128 within one batch from a zero start, but the running sum can:
+ * the check stays. */
+static bool update_fast(agg_state *a, const int64_t *gid, const hs_column *c, int64_t n,
+                        hs_status *st, hs_error *err)
+{
+    if (a->a.distinct || c->type == HS_TYPE_NA)
+        return false;
+    const uint8_t *valid = c->validity.data;
+    xo_agg_fn fn = a->a.fn;
+    if (fn == XO_AGG_COUNT) {
+        for (int64_t i = 0; i < n; i++)
+            a->cnt[gid[i]] += !valid || hs_bit_get(valid, i);
+        return true;
+    }
+    if (fn != XO_AGG_SUM && fn != XO_AGG_AVG)
+        return false;
+    *st = HS_OK;
+    switch (c->type) {
+    case HS_TYPE_FLOAT64: {
+        const double *v = HS_COL_VALUES(c, double);
+        for (int64_t i = 0; i < n; i++)
+            if (!valid || hs_bit_get(valid, i)) {
+                a->cnt[gid[i]]++;
+                a->fsum[gid[i]] += v[i];
+            }
+        return true;
+    }
+    case HS_TYPE_INT64: case HS_TYPE_INT32: {
+        bool w64 = c->type == HS_TYPE_INT64;
+        for (int64_t i = 0; i < n; i++)
+            if (!valid || hs_bit_get(valid, i)) {
+                int64_t g = gid[i];
+                __int128 x = w64 ? HS_COL_VALUES(c, int64_t)[i] : HS_COL_VALUES(c, int32_t)[i];
+                a->cnt[g]++;
+                if (__builtin_add_overflow(a->isum[g], x, &a->isum[g])) {
+                    *st = hs_err_set(err, HS_INVALID, "%s: numeric field overflow",
+                                     fn == XO_AGG_SUM ? "sum" : "avg");
+                    return true;
+                }
+            }
+        return true;
+    }
+    case HS_TYPE_DECIMAL128: {
+        for (int64_t i = 0; i < n; i++)
+            if (!valid || hs_bit_get(valid, i)) {
+                int64_t g = gid[i];
+                __int128 x;
+                memcpy(&x, c->values.data + 16 * i, 16);
+                a->cnt[g]++;
+                if (__builtin_add_overflow(a->isum[g], x, &a->isum[g])) {
+                    *st = hs_err_set(err, HS_INVALID, "%s: numeric field overflow",
+                                     fn == XO_AGG_SUM ? "sum" : "avg");
+                    return true;
+                }
+            }
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
 static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error *err)
 {
     const int64_t *gid = s->gid;
@@ -359,6 +424,9 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
         return HS_OK;
     }
     const hs_column *c = b->cols[a->a.arg];
+    hs_status fst = HS_OK;
+    if (update_fast(a, gid, c, n, &fst, err))
+        return fst;
     hs_buf picked = {0};   /* rows to store (string/array_agg, min/max candidates) */
     hs_buf touched = {0};  /* min/max: groups with a candidate in this batch */
     hs_status st = HS_OK;

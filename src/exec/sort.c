@@ -9,8 +9,10 @@
  *
  * TopK (ORDER BY ... LIMIT k) keeps at most about 2k rows: it appends each
  * input batch to its row set and, once that holds 2k rows (and at least one
- * batch more than k), sorts it and keeps the first k.  Rows enter in input
- * order and the sort is stable, so ties resolve as in Sort + Limit.
+ * batch more than k), sorts it and keeps the first k.  Once k rows are
+ * kept, only input rows that sort before the k-th one are appended at all.
+ * Rows enter in input order and the sort is stable, so ties resolve as in
+ * Sort + Limit.
  */
 #include "exec/exec_int.h"
 
@@ -25,6 +27,7 @@ typedef struct sort_op {
     xo_rows rows;
     int64_t *perm;
     int64_t n_perm, emitted;
+    int64_t boundary;     /* TopK: row of the k-th kept value after a compaction, -1 */
     bool sorted;
 } sort_op;
 
@@ -235,6 +238,7 @@ static hs_status topk_compact(sort_op *s, hs_error *err)
     hs_free(s->perm);
     s->perm = NULL;
     s->n_perm = 0;
+    s->boundary = keep == s->k && keep > 0 ? keep - 1 : -1;
     return HS_OK;
 }
 
@@ -246,8 +250,25 @@ static hs_status sort_consume(sort_op *s, hs_error *err)
         HS_TRY(xo_next(op->children[0], &b, err));
         if (!b)
             break;
-        hs_status st = xo_rows_append(&s->rows, op->ctx, op->name, b, err);
+        hs_status st = HS_OK;
         int64_t bn = b->n_rows;
+        if (s->boundary >= 0) {
+            /* TopK with k rows kept: only rows that sort before the k-th can
+             * enter (an equal row came later in the input, so it loses) */
+            int64_t *keep = hs_malloc((size_t)bn * sizeof *keep), nk = 0;
+            if (!keep) {
+                hs_batch_free(b);
+                return hs_err_nomem(err, 0);
+            }
+            for (int64_t i = 0; i < bn; i++)
+                if (xo_keys_cmp(s->keys, s->n_keys, b->cols, i, s->rows.b->cols, s->boundary) < 0)
+                    keep[nk++] = i;
+            st = xo_rows_append_take(&s->rows, op->ctx, op->name, b, keep, nk, err);
+            hs_free(keep);
+            bn = nk;
+        } else {
+            st = xo_rows_append(&s->rows, op->ctx, op->name, b, err);
+        }
         hs_batch_free(b);
         HS_TRY(st);
         if (s->k >= 0 && xo_rows_count(&s->rows) >= 2 * s->k &&
@@ -300,6 +321,7 @@ static hs_status sort_make(xo_op *child, int n_keys, const xo_sort_key *keys, in
     op->next = sort_next;
     op->destroy = sort_destroy;
     s->k = k;
+    s->boundary = -1;
     hs_field_clear(&op->schema);
     if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
         hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
