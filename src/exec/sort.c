@@ -16,6 +16,8 @@
  */
 #include "exec/exec_int.h"
 
+#include "base/threadpool.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -46,7 +48,8 @@ typedef struct sort_op {
  * collides with that also falls back to the full comparison, which is
  * exact.  Entries carry the images of up to XO_IMG_MAX leading keys, as
  * long as ties of the earlier images mean equal keys (image_exact).  The
- * merge sort is stable. */
+ * merge sort is stable; with ctx->pool (and 64K entries or more) chunks
+ * are sorted as parallel tasks and merged pairwise in parallel passes. */
 
 static uint64_t image_of(const hs_column *c, int64_t i)
 {
@@ -109,7 +112,25 @@ static inline int ent_cmp(const perm_ctx *c, const sort_ent *a, const sort_ent *
     return xo_keys_cmp(c->keys, c->n_keys, c->cols, a->row, c->cols, b->row);
 }
 
-static hs_status ent_sort(const perm_ctx *c, sort_ent *e, int64_t n, hs_error *err)
+/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi). */
+static void merge_runs(const perm_ctx *c, const sort_ent *src, sort_ent *dst, int64_t lo,
+                       int64_t mid, int64_t hi)
+{
+    if (mid >= hi || ent_cmp(c, &src[mid - 1], &src[mid]) <= 0) {
+        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
+        return;
+    }
+    int64_t i = lo, j = mid, k = lo;
+    while (i < mid && j < hi)
+        dst[k++] = ent_cmp(c, &src[i], &src[j]) <= 0 ? src[i++] : src[j++];
+    while (i < mid)
+        dst[k++] = src[i++];
+    while (j < hi)
+        dst[k++] = src[j++];
+}
+
+/* Sorts e[0..n) (stable), with tmp as scratch of n entries. */
+static void ent_sort_range(const perm_ctx *c, sort_ent *e, sort_ent *tmp, int64_t n)
 {
     const int64_t run = 16;
     for (int64_t lo = 0; lo < n; lo += run) {
@@ -124,35 +145,95 @@ static hs_status ent_sort(const perm_ctx *c, sort_ent *e, int64_t n, hs_error *e
             e[j] = v;
         }
     }
-    if (n <= run)
-        return HS_OK;
-    sort_ent *tmp = hs_malloc((size_t)n * sizeof *tmp);
-    if (!tmp)
-        return hs_err_nomem(err, (size_t)n * sizeof *tmp);
     sort_ent *src = e, *dst = tmp;
     for (int64_t w = run; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * w) {
-            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            if (mid >= hi || ent_cmp(c, &src[mid - 1], &src[mid]) <= 0) {
-                memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
-                continue;
-            }
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                dst[k++] = ent_cmp(c, &src[i], &src[j]) <= 0 ? src[i++] : src[j++];
-            while (i < mid)
-                dst[k++] = src[i++];
-            while (j < hi)
-                dst[k++] = src[j++];
-        }
+        for (int64_t lo = 0; lo < n; lo += 2 * w)
+            merge_runs(c, src, dst, lo, lo + w < n ? lo + w : n, lo + 2 * w < n ? lo + 2 * w : n);
         sort_ent *t = src;
         src = dst;
         dst = t;
     }
     if (src != e)
         memcpy(e, src, (size_t)n * sizeof *e);
-    hs_free(tmp);
+}
+
+/* Parallel sort: chunks sorted as tasks, then merge passes whose pairs of
+ * runs are tasks too. */
+typedef struct sort_task {
+    const perm_ctx *c;
+    sort_ent *src, *dst;
+    int64_t lo, mid, hi;   /* a chunk [lo, hi) to sort (mid < 0), or runs to merge */
+} sort_task;
+
+static hs_status sort_task_run(void *arg, hs_error *err)
+{
+    (void)err;
+    sort_task *t = arg;
+    if (t->mid < 0)
+        ent_sort_range(t->c, t->src + t->lo, t->dst + t->lo, t->hi - t->lo);
+    else
+        merge_runs(t->c, t->src, t->dst, t->lo, t->mid, t->hi);
     return HS_OK;
+}
+
+static hs_status run_tasks(hs_pool *pool, sort_task *t, int n, hs_error *err)
+{
+    if (n == 1)
+        return sort_task_run(&t[0], err);
+    hs_group *g;
+    HS_TRY(hs_group_create(pool, &g, err));
+    hs_status sub = HS_OK;
+    for (int i = 0; i < n && sub == HS_OK; i++)
+        sub = hs_group_submit(g, sort_task_run, &t[i]);
+    hs_status st = hs_group_wait(g, err);
+    hs_group_destroy(g);
+    HS_TRY(st);
+    return sub == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+}
+
+static hs_status ent_sort(const perm_ctx *c, sort_ent *e, int64_t n, const xo_ctx *ctx,
+                          hs_error *err)
+{
+    if (n <= 16) {
+        sort_ent tmp[16];
+        ent_sort_range(c, e, tmp, n);
+        return HS_OK;
+    }
+    sort_ent *tmp = hs_malloc((size_t)n * sizeof *tmp);
+    if (!tmp)
+        return hs_err_nomem(err, (size_t)n * sizeof *tmp);
+    int parts = ctx && ctx->pool && ctx->threads > 1 && n >= 65536 ? ctx->threads : 1;
+    if (parts == 1) {
+        ent_sort_range(c, e, tmp, n);
+        hs_free(tmp);
+        return HS_OK;
+    }
+    sort_task *t = hs_calloc((size_t)parts, sizeof *t);
+    if (!t) {
+        hs_free(tmp);
+        return hs_err_nomem(err, 0);
+    }
+    int64_t chunk = (n + parts - 1) / parts;
+    int nt = 0;
+    for (int64_t lo = 0; lo < n; lo += chunk)
+        t[nt++] = (sort_task){c, e, tmp, lo, -1, lo + chunk < n ? lo + chunk : n};
+    hs_status st = run_tasks(ctx->pool, t, nt, err);
+    sort_ent *src = e, *dst = tmp;
+    for (int64_t w = chunk; st == HS_OK && w < n; w *= 2) {
+        nt = 0;
+        for (int64_t lo = 0; lo < n; lo += 2 * w)
+            t[nt++] = (sort_task){c, src, dst, lo, lo + w < n ? lo + w : n,
+                                  lo + 2 * w < n ? lo + 2 * w : n};
+        st = run_tasks(ctx->pool, t, nt, err);
+        sort_ent *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (st == HS_OK && src != e)
+        memcpy(e, src, (size_t)n * sizeof *e);
+    hs_free(t);
+    hs_free(tmp);
+    return st;
 }
 
 /* True when equal images mean equal keys (NULLs included), so that the
@@ -165,8 +246,8 @@ static bool image_exact(const hs_column *c)
            c->type == HS_TYPE_FLOAT16 || (xo_is_int_type(c->type) && c->null_count == 0);
 }
 
-hs_status xo_sort_perm(hs_column *const *cols, int n_keys, const xo_sort_key *keys, int64_t n,
-                       int64_t *perm, hs_error *err)
+hs_status xo_sort_perm(const xo_ctx *ctx, hs_column *const *cols, int n_keys,
+                       const xo_sort_key *keys, int64_t n, int64_t *perm, hs_error *err)
 {
     if (n <= 1) {
         if (n == 1)
@@ -200,7 +281,7 @@ hs_status xo_sort_perm(hs_column *const *cols, int n_keys, const xo_sort_key *ke
         e[i].row = i;
     }
     perm_ctx c = {keys, n_keys, n_img, cols};
-    hs_status st = ent_sort(&c, e, n, err);
+    hs_status st = ent_sort(&c, e, n, ctx, err);
     for (int64_t i = 0; st == HS_OK && i < n; i++)
         perm[i] = e[i].row;
     hs_free(e);
@@ -219,7 +300,7 @@ static hs_status sort_rows(sort_op *s, hs_error *err)
     s->perm = hs_malloc((size_t)n * sizeof *s->perm);
     if (!s->perm)
         return hs_err_nomem(err, (size_t)n * sizeof *s->perm);
-    return xo_sort_perm(s->rows.b->cols, s->n_keys, s->keys, n, s->perm, err);
+    return xo_sort_perm(s->op.ctx, s->rows.b->cols, s->n_keys, s->keys, n, s->perm, err);
 }
 
 /* TopK: keeps the first k rows of the sorted row set. */

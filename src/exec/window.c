@@ -403,7 +403,7 @@ static hs_status win_consume(win_op *w, hs_error *err)
     for (int64_t i = 0; st == HS_OK && i < n; i++)
         w->perm[i] = i;
     if (st == HS_OK)
-        st = xo_sort_perm(w->rows.b->cols, w->n_part + w->n_keys, w->sort, n, w->perm, err);
+        st = xo_sort_perm(w->op.ctx, w->rows.b->cols, w->n_part + w->n_keys, w->sort, n, w->perm, err);
     for (int64_t p = 0; st == HS_OK && p < n; p++) {
         pnew[p] = p == 0 || !same_keys(w, w->sort, w->n_part, w->perm[p - 1], w->perm[p]);
         peer[p] = pnew[p] || !same_keys(w, w->sort + w->n_part, w->n_keys, w->perm[p - 1], w->perm[p]);
