@@ -239,7 +239,7 @@ static hs_status flush_pairs(probe *p, hs_error *err)
         for (int64_t k = 0; k < n; k++) {
             p->lmatched[li[k]] = 1;
             if (mark_right)
-                j->rmatched[ri[k]] = 1;
+                __atomic_store_n(&j->rmatched[ri[k]], 1, __ATOMIC_RELAXED);
         }
         if (emits_pairs(j->kind)) {
             hs_batch *b;
@@ -261,7 +261,7 @@ static hs_status flush_pairs(probe *p, hs_error *err)
                 if (p->sel[k]) {
                     p->lmatched[li[k]] = 1;
                     if (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL)
-                        j->rmatched[ri[k]] = 1;
+                        __atomic_store_n(&j->rmatched[ri[k]], 1, __ATOMIC_RELAXED);
                     li[k2] = k;   /* reuse li as the selection (li[k] read above) */
                     k2++;
                 }
@@ -424,16 +424,15 @@ static hs_status emit_right_tail(join_op *j, hs_error *err)
     return HS_OK;
 }
 
-/* Parallel probing: INNER, LEFT, SEMI, ANTI and null-aware ANTI read the
- * built table only (RIGHT/FULL mark right rows and stay sequential), so
- * with ctx->pool and ctx->threads > 1 up to `threads` left batches are
- * probed at once, each by its own probe state, and their outputs queued in
- * input order. */
+/* Parallel probing: probes only read the built table (RIGHT/FULL also set
+ * bytes of rmatched to 1, with relaxed atomic stores, read after every
+ * probe has finished), so with ctx->pool and ctx->threads > 1 up to
+ * `threads` left batches are probed at once, each by its own probe state,
+ * and their outputs queued in input order. */
 static bool can_parallel(const join_op *j)
 {
     const xo_ctx *ctx = j->op.ctx;
-    return ctx && ctx->pool && ctx->threads > 1 && j->kind != XO_JOIN_RIGHT &&
-           j->kind != XO_JOIN_FULL;
+    return ctx && ctx->pool && ctx->threads > 1;
 }
 
 static hs_status probe_task(void *arg, hs_error *err)
@@ -507,7 +506,7 @@ static hs_status join_next(xo_op *op, hs_batch **out, hs_error *err)
                 bool more = false;
                 HS_TRY(probe_parallel(j, &more, err));
                 if (!more)
-                    j->state = J_DONE;
+                    j->state = (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL) ? J_TAIL : J_DONE;
                 break;
             }
             hs_batch_free(j->main.left);

@@ -2,7 +2,7 @@
  * tests/c/test_exec_faults.c - out-of-memory at every allocation of an
  * operator tree's life (construction, every xo_next, EXPLAIN, free):
  * Values -> Filter -> Project -> HashAggregate -> Sort, a HashJoin with a
- * residual, SetOp, Distinct, TopK and Window; an aggregate and a LEFT join
+ * residual, SetOp, Distinct, TopK and Window; an aggregate and a RIGHT join
  * again on a pool of two threads (the parallel paths).  Each run either succeeds
  * with the result of the fault-free run or fails with HS_NOMEM; nothing
  * leaks (hs_mem_live_count) and nothing crashes (ASan build).
@@ -102,9 +102,9 @@ static hs_status build(int which, xo_ctx *ctx, const hs_field *s, xo_op **out, h
         xo_sort_key k = {0, true, true};
         return xo_sort(op, 1, &k, out, err);
     }
-    case 1: case 5: {   /* 5: a LEFT join on a pool (parallel probes) */
+    case 1: case 5: {   /* 5: a RIGHT join on a pool (parallel probes) */
         int lk = 0, rk = 0;
-        HS_TRY(xo_hashjoin(l, r, which == 5 ? XO_JOIN_LEFT : XO_JOIN_FULL, 1, &lk, &rk, NULL, &op, err));
+        HS_TRY(xo_hashjoin(l, r, which == 5 ? XO_JOIN_RIGHT : XO_JOIN_FULL, 1, &lk, &rk, NULL, &op, err));
         st = ex_parse_filter("a <> 3 AND c < 60", xo_join_input_schema(op), &e, err);
         if (st == HS_OK)
             st = xo_join_set_residual(op, e, err);

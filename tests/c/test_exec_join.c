@@ -190,9 +190,8 @@ static void test_hashjoin_random(void)
     LEAK_END();
 }
 
-/* The same on a pool of 3 threads: INNER/LEFT/SEMI/ANTI probe left
- * batches in parallel (RIGHT/FULL stay sequential); also a large probe
- * side so that many windows of batches run. */
+/* The same on a pool of 3 threads: left batches are probed in parallel;
+ * also a large probe side so that many windows of batches run. */
 static void test_hashjoin_parallel(void)
 {
     hs_pool *pool;
