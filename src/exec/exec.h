@@ -187,7 +187,11 @@ HS_MUST_USE hs_status xo_setop(xo_setop_kind kind, bool all, xo_op *left, xo_op 
 typedef enum xo_win_fn {
     XO_WIN_ROW_NUMBER = 0, XO_WIN_RANK, XO_WIN_DENSE_RANK,
     XO_WIN_COUNT_STAR, XO_WIN_COUNT, XO_WIN_SUM, XO_WIN_AVG, XO_WIN_MIN, XO_WIN_MAX,
-    XO_WIN_LAG, XO_WIN_LEAD, XO_WIN_FIRST_VALUE, XO_WIN_LAST_VALUE
+    XO_WIN_LAG, XO_WIN_LEAD, XO_WIN_FIRST_VALUE, XO_WIN_LAST_VALUE,
+    XO_WIN_NTILE,         /* offset = the number of buckets (> 0) */
+    XO_WIN_PERCENT_RANK,  /* (rank - 1) / (partition rows - 1), 0 for one row; float64 */
+    XO_WIN_CUME_DIST,     /* rows up to the current row's last peer / partition rows; float64 */
+    XO_WIN_NTH_VALUE      /* offset = n (> 0): the frame's nth row, NULL past its end */
 } xo_win_fn;
 
 /* The frame of the aggregates and first/last_value (PostgreSQL's):
@@ -211,14 +215,19 @@ typedef struct xo_win {
     xo_frame frame;
     const char *name;  /* output column name (copied; NULL = the function's) */
     int64_t lo, hi;    /* XO_FRAME_ROWS_BETWEEN */
+    /* lag/lead: with has_default, rows whose offset row lies outside the
+     * partition take column def_col (of arg's type) of the current row */
+    bool has_default;
+    int def_col;
 } xo_win;
 
 /* Window functions sharing one window: PARTITION BY the child columns
  * part[0..n_part) (NULLs are one partition), ORDER BY keys.  Output: the
  * child's columns then one per function, rows ordered by partition then
- * keys (stable).  Result types: row_number/rank/dense_rank/count int64;
- * sum/avg as xo_hashagg's; min/max/lag/lead/first_value/last_value the
- * argument's type (NULL outside the partition for lag/lead). */
+ * keys (stable).  Result types: row_number/rank/dense_rank/count/ntile
+ * int64; percent_rank/cume_dist float64; sum/avg as xo_hashagg's;
+ * min/max/lag/lead/first_value/last_value/nth_value the argument's type
+ * (NULL outside the partition for lag/lead without a default). */
 HS_MUST_USE hs_status xo_window(xo_op *child, int n_part, const int *part, int n_keys,
                                 const xo_sort_key *keys, int n_fns, const xo_win *fns, xo_op **out,
                                 hs_error *err);
