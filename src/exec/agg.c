@@ -22,6 +22,9 @@
  *                             per stored value
  *      DISTINCT filters rows through a second map keyed by (group id,
  *      value key) first.
+ * string_agg/array_agg with ORDER BY also store their order columns and
+ * re-chain every group's values in key order at the end (one stable sort
+ * of all stored values by (group, keys)).
  * At the end of input the key columns and one column per aggregate are
  * built for all groups and emitted in slices of XO_BATCH_ROWS.
  * One integer-like group column (ints, dates, times, timestamps) is looked
@@ -49,11 +52,15 @@
 
 typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC } acc_class;
 
+#define XO_AGG_MAX_ORDER 16   /* ORDER BY keys of one string_agg/array_agg */
+
 typedef struct agg_state {
     xo_agg a;              /* a.sep, a.name owned copies */
     acc_class cls;
     int scale;             /* decimal argument's scale (avg) */
-    hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] */
+    hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] [, order cols] */
+    xo_sort_key *okeys;    /* ORDER BY keys over store columns (n = a.n_order) */
+    int first_ocol;        /* store position of the first order column */
     int64_t *cnt;
     __int128 *isum;
     double *fsum;
@@ -481,8 +488,10 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
     }
     if (st == HS_NOMEM)
         (void)hs_err_nomem(err, 0);   /* keeps an earlier message */
-    hs_column *view_cols[2] = {(hs_column *)c,
-                               a->a.sep_col >= 0 ? b->cols[a->a.sep_col] : NULL};
+    hs_column *view_cols[2 + XO_AGG_MAX_ORDER] = {(hs_column *)c,
+                                                  a->a.sep_col >= 0 ? b->cols[a->a.sep_col] : NULL};
+    for (int k = 0; k < a->a.n_order; k++)
+        view_cols[a->first_ocol + k] = b->cols[a->a.order[k].col];
     hs_batch view = {.schema = a->store_schema, .n_rows = n,
                      .n_cols = a->store_schema.n_children, .cols = view_cols};
     if (st == HS_OK && (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX)) {
@@ -617,11 +626,73 @@ static hs_status build_array_agg(agg_op *s, agg_state *a, hs_column *col, hs_err
     return HS_OK;
 }
 
+/* string_agg/array_agg ... ORDER BY: sorts all stored values by (owning
+ * group, order keys) at once and rebuilds each group's chain in that
+ * order (stable, so ties keep input order). */
+static hs_status order_chains(agg_op *s, agg_state *a, hs_error *err)
+{
+    int64_t nv = xo_rows_count(&a->store);
+    if (a->a.n_order == 0 || nv < 2)
+        return HS_OK;
+    hs_field of;
+    hs_field_init(&of, "g", HS_TYPE_INT64, false);
+    hs_column *owner = NULL;
+    hs_status st = hs_col_create(&of, nv, &owner, err);
+    hs_field_clear(&of);
+    HS_TRY(st);
+    int64_t *own = hs_malloc((size_t)nv * sizeof *own), *perm = hs_malloc((size_t)nv * sizeof *perm);
+    int nc = 1 + a->store.b->n_cols;
+    hs_column **cols = hs_calloc((size_t)nc, sizeof *cols);
+    xo_sort_key *keys = hs_calloc((size_t)(1 + a->a.n_order), sizeof *keys);
+    if (!own || !perm || !cols || !keys) {
+        st = hs_err_nomem(err, 0);
+        goto done;
+    }
+    for (int64_t g = 0; g < s->n_total; g++)
+        for (int64_t k = a->best[g]; k >= 0; k = HS_VEC_AT(&a->nxt, int64_t, k))
+            own[k] = g;
+    if (hs_col_append_fixed_n(owner, own, nv) != HS_OK) {
+        st = hs_err_nomem(err, 0);
+        goto done;
+    }
+    cols[0] = owner;
+    for (int c = 0; c < a->store.b->n_cols; c++)
+        cols[1 + c] = a->store.b->cols[c];
+    keys[0] = (xo_sort_key){0, false, false};
+    for (int k = 0; k < a->a.n_order; k++) {
+        keys[1 + k] = a->okeys[k];
+        keys[1 + k].col += 1;
+    }
+    st = xo_sort_perm(s->op.ctx, cols, 1 + a->a.n_order, keys, nv, perm, err);
+    if (st != HS_OK)
+        goto done;
+    for (int64_t g = 0; g < s->n_total; g++)
+        a->best[g] = a->tail[g] = -1;
+    for (int64_t i = 0; i < nv; i++) {
+        int64_t k = perm[i], g = own[k];
+        if (a->best[g] < 0)
+            a->best[g] = k;
+        else
+            HS_VEC_AT(&a->nxt, int64_t, a->tail[g]) = k;
+        a->tail[g] = k;
+        HS_VEC_AT(&a->nxt, int64_t, k) = -1;
+    }
+done:
+    hs_col_free(owner);
+    hs_free(own);
+    hs_free(perm);
+    hs_free(cols);
+    hs_free(keys);
+    return st;
+}
+
 static hs_status build_agg_col(agg_op *s, agg_state *a, const hs_field *f, hs_column **out,
                                hs_error *err)
 {
     *out = NULL;
     int64_t n = s->n_total;
+    if (a->a.fn == XO_AGG_STRING_AGG || a->a.fn == XO_AGG_ARRAY_AGG)
+        HS_TRY(order_chains(s, a, err));
     if (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX) {
         if (!a->store.b)
             HS_TRY(xo_rows_init(&a->store, &a->store_schema, err));
@@ -767,6 +838,8 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
         agg_state *a = &w->aggs[j];
         a->a = s->aggs[j].a;
         a->a.sep = a->a.name = NULL;
+        a->a.order = NULL;   /* (parallel workers never hold ordered aggregates) */
+        a->a.n_order = 0;
         a->cls = s->aggs[j].cls;
         a->scale = s->aggs[j].scale;
         if (hs_field_copy(&s->aggs[j].store_schema, &a->store_schema) != HS_OK)
@@ -964,6 +1037,8 @@ static void agg_clear(agg_op *s)
         agg_state *a = &s->aggs[j];
         hs_free((char *)a->a.sep);
         hs_free((char *)a->a.name);
+        hs_free((void *)a->a.order);
+        hs_free(a->okeys);
         hs_field_clear(&a->store_schema);
         hs_free(a->cnt);
         hs_free(a->isum);
@@ -1042,11 +1117,37 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
             hs_field_clear(&rf);
             return hs_err_nomem(err, 0);
         }
+        a->a.order = NULL;
+        if (aggs[j].fn != XO_AGG_STRING_AGG && aggs[j].fn != XO_AGG_ARRAY_AGG)
+            a->a.n_order = 0;
+        if (a->a.n_order < 0 || a->a.n_order > XO_AGG_MAX_ORDER)
+            return hs_err_set(err, HS_UNSUPPORTED, "%s: %d ORDER BY keys (at most %d)",
+                              fn_name(a->a.fn), a->a.n_order, XO_AGG_MAX_ORDER);
         if (arg && (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX ||
                     a->a.fn == XO_AGG_STRING_AGG || a->a.fn == XO_AGG_ARRAY_AGG)) {
             HS_TRY(field_copy_to(&a->store_schema, arg, err));
             if (a->a.sep_col >= 0)
                 HS_TRY(field_copy_to(&a->store_schema, &in->children[a->a.sep_col], err));
+            a->first_ocol = a->store_schema.n_children;
+            if (a->a.n_order > 0 && !(a->okeys = hs_calloc((size_t)a->a.n_order, sizeof *a->okeys)))
+                return hs_err_nomem(err, 0);
+            for (int k = 0; k < a->a.n_order; k++) {
+                int oc = aggs[j].order[k].col;
+                if (oc < 0 || oc >= in->n_children)
+                    return hs_err_set(err, HS_INVALID, "%s: ORDER BY column %d out of range",
+                                      fn_name(a->a.fn), oc);
+                a->okeys[k] = aggs[j].order[k];
+                a->okeys[k].col = a->first_ocol + k;
+                HS_TRY(field_copy_to(&a->store_schema, &in->children[oc], err));
+            }
+            /* the view of a batch reads the child's columns at these positions */
+            if (a->a.n_order > 0) {
+                xo_sort_key *copy = hs_calloc((size_t)a->a.n_order, sizeof *copy);
+                if (!copy)
+                    return hs_err_nomem(err, 0);
+                memcpy(copy, aggs[j].order, (size_t)a->a.n_order * sizeof *copy);
+                a->a.order = copy;
+            }
         }
         hs_status st;
         if (!arg)

@@ -104,6 +104,11 @@ typedef struct xo_agg {
     int sep_col;
     const char *sep;
     const char *name;  /* output column name (copied; NULL = the function's name) */
+    /* string_agg/array_agg(... ORDER BY ...): keys over child columns
+     * (copied, at most 16); the group's values are ordered by them
+     * (stable: ties keep input order).  n_order 0 = input order. */
+    int n_order;
+    const xo_sort_key *order;
 } xo_agg;
 
 /* Result types (PostgreSQL's, with DuckDB's values where they differ):

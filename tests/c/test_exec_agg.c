@@ -259,6 +259,87 @@ static void test_agg_parallel(void)
     hs_pool_destroy(pool);
 }
 
+/* string_agg(s, ',' ORDER BY y DESC NULLS FIRST, x) and
+ * string_agg(g2 ORDER BY x) per g1 group; oracle: each group's rows
+ * stably sorted by the keys in this file, then joined. */
+static const xt_val *ord_rows;
+static int ord_cmp_rows(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    const xt_val *x = ord_rows + a * NC, *y = ord_rows + b * NC;
+    /* y DESC NULLS FIRST */
+    if (x[3].null != y[3].null)
+        return x[3].null ? -1 : 1;
+    if (!x[3].null && x[3].d != y[3].d)
+        return x[3].d > y[3].d ? -1 : 1;
+    /* x ASC NULLS LAST */
+    if (x[2].null != y[2].null)
+        return x[2].null ? 1 : -1;
+    if (!x[2].null && x[2].i != y[2].i)
+        return x[2].i < y[2].i ? -1 : 1;
+    return a < b ? -1 : a > b;   /* stable */
+}
+
+static void test_agg_order(void)
+{
+    LEAK_START();
+    hs_field s;
+    schema8(&s);
+    for (int t = 0; t < 10; t++) {
+        int64_t n = 60;
+        xt_val *rows = random_rows(n);
+        xo_ctx ctx = {0};
+        xo_op *v = xt_values(&ctx, &s, rows, n, 1 + (int64_t)(xt_rnd() % 30)), *op;
+        xo_sort_key k2[2] = {{3, true, true}, {2, false, false}};
+        xo_agg aggs[1] = {{.fn = XO_AGG_STRING_AGG, .arg = 6, .sep = ",", .sep_col = -1,
+                           .n_order = 2, .order = k2}};
+        hs_error err = {0};
+        CHECK_OK(xo_hashagg(v, 1, 1, aggs, &op, &err), &err);
+        xt_val *got;
+        int64_t n_got;
+        CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+        bool same = true;
+        int64_t groups = 0;
+        for (int64_t r = 0; r < n; r++) {
+            bool first = true;
+            for (int64_t q = 0; q < r && first; q++)
+                first = xt_val_cmp(&rows[q * NC], &rows[r * NC]) != 0;
+            if (!first)
+                continue;
+            groups++;
+            int64_t idx[64], m = 0;
+            for (int64_t q = 0; q < n; q++)
+                if (xt_val_cmp(&rows[q * NC], &rows[r * NC]) == 0 && !rows[q * NC + 6].null)
+                    idx[m++] = q;
+            ord_rows = rows;
+            qsort(idx, (size_t)m, sizeof *idx, ord_cmp_rows);
+            char want[128] = "";
+            for (int64_t k = 0; k < m; k++) {
+                if (k)
+                    strcat(want, ",");
+                strcat(want, rows[idx[k] * NC + 6].s);
+            }
+            bool found = false;
+            for (int64_t g = 0; g < n_got && !found; g++)
+                if (xt_val_cmp(&got[g * 2], &rows[r * NC]) == 0) {
+                    found = true;
+                    same = same && (m == 0 ? got[g * 2 + 1].null : strcmp(got[g * 2 + 1].s, want) == 0);
+                    if (!same)
+                        fprintf(stderr, "group %lld: got '%s' want '%s'\n", (long long)rows[r * NC].i,
+                                got[g * 2 + 1].s, want);
+                }
+            same = same && found;
+        }
+        CHECK(n_got == groups);
+        CHECK(same);
+        xo_free(op);
+        hs_free(got);
+        hs_free(rows);
+    }
+    hs_field_clear(&s);
+    LEAK_END();
+}
+
 static void test_global_empty(void)
 {
     LEAK_START();
@@ -436,6 +517,7 @@ int main(void)
 {
     HS_RUN(test_agg_random);
     HS_RUN(test_agg_parallel);
+    HS_RUN(test_agg_order);
     HS_RUN(test_global_empty);
     HS_RUN(test_sum_int64_exact_and_array_agg);
     HS_RUN(test_memory_limit);
