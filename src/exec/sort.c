@@ -254,9 +254,14 @@ hs_status xo_sort_perm(const xo_ctx *ctx, hs_column *const *cols, int n_keys,
             perm[0] = 0;
         return HS_OK;
     }
+    /* the entries and the merge scratch, accounted while the sort runs */
+    int64_t bytes = n * (int64_t)(2 * sizeof(sort_ent));
+    HS_TRY(xo_mem_reserve((xo_ctx *)ctx, bytes, "Sort", err));
     sort_ent *e = hs_malloc((size_t)n * sizeof *e);
-    if (!e)
+    if (!e) {
+        xo_mem_release((xo_ctx *)ctx, bytes);
         return hs_err_nomem(err, (size_t)n * sizeof *e);
+    }
     /* images for the leading keys, up to the first whose image is inexact
      * (a tie there must be settled by the full comparison anyway) */
     int n_img = 0;
@@ -285,6 +290,7 @@ hs_status xo_sort_perm(const xo_ctx *ctx, hs_column *const *cols, int n_keys,
     for (int64_t i = 0; st == HS_OK && i < n; i++)
         perm[i] = e[i].row;
     hs_free(e);
+    xo_mem_release((xo_ctx *)ctx, bytes);
     return st;
 }
 
