@@ -2026,6 +2026,17 @@ static hs_status bind_pv_op(binder *b, const char *opname, ex_node *l, ex_node *
     ex_node *a[2] = {l, r};
     ex_t t = EX_T_NULL;
     int rc = which < 0 ? 1 : pv_resolve(ops[which].c, ops[which].nc, a, 2, &t);
+    if (rc == 1 && !strcmp(opname, "||")) {
+        /* anynonarray || text: PostgreSQL's text concatenation of the value's text */
+        ex_t lt = l->type.t, rt = r->type.t;
+        bool ltext = lt == EX_T_STR || lt == EX_T_UNKNOWN || lt == EX_T_NULL;
+        bool rtext = rt == EX_T_STR || rt == EX_T_UNKNOWN || rt == EX_T_NULL;
+        if ((ex_is_pv(lt) && rtext) || (ex_is_pv(rt) && ltext)) {
+            HS_TRY(cast_to(b, &l, ty(EX_T_STR), false));
+            HS_TRY(cast_to(b, &r, ty(EX_T_STR), false));
+            return bind_arith(b, '|', l, r, loc, out);
+        }
+    }
     if (rc == 1)
         return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", pg_tname(&l->type), opname,
                       pg_tname(&r->type));

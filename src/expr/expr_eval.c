@@ -2166,9 +2166,15 @@ hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value 
         case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN:
         case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT:
             if (!out->null) {
-                char *p = hs_arena_strndup(arena, (const char *)v.v.s[0].p, v.v.s[0].n);
+                /* bytes, not a C string: blobs and bytea hold NULs */
+                char *p = hs_arena_alloc(arena, v.v.s[0].n + 1);
                 if (!p)
                     st = hs_err_nomem(err, v.v.s[0].n);
+                else {
+                    if (v.v.s[0].n)
+                        memcpy(p, v.v.s[0].p, v.v.s[0].n);
+                    p[v.v.s[0].n] = '\0';
+                }
                 out->s.p = (const uint8_t *)p;
                 out->s.n = v.v.s[0].n;
             }

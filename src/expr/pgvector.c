@@ -39,6 +39,7 @@ const char *pv_sqlstate(const char *msg)
         {"54000", "bit string length exceeds the maximum allowed", true},
         {"22023", "dimensions for type ", true},
         {"22023", "invalid type modifier", true},
+        {"22023", "length for type bit ", true},
         {"22026", "bit string length ", true},
         {"22004", "array must not contain nulls", true},
         {"22000", " must have at least 1 dimension", false},
