@@ -290,6 +290,26 @@ OPS_DIST = ["<->", "<#>", "<=>", "<+>"]
 FUNCS2 = ["l2_distance", "cosine_distance", "inner_product", "l1_distance"]
 
 
+ARRAY_EDGE = [
+    "ARRAY[1,2,3]::vector", "ARRAY[1.5,2]::vector", "ARRAY[1.5::float8,2]::halfvec",
+    "ARRAY[1.5::real,2]::sparsevec", "'{1,2,3}'::real[]::vector", "'{1,NULL}'::int[]::vector",
+    "'{{1,2},{3,4}}'::real[]::vector", "'{}'::real[]::vector", "'[1,2.5]'::vector::real[]",
+    "'[1,2.5]'::halfvec::real[]", "'{1.5,2}'::numeric[]::sparsevec", "ARRAY[1,2]::real[]::vector",
+    "'{a}'::int[]", "'[1,2]'::vector::double precision[]", "ARRAY[0.1]::vector", "'{1e39}'::real[]",
+    "'{NaN}'::real[]::vector", "'{1e300}'::float8[]::vector", "'{1e300}'::float8[]::sparsevec",
+    "'{0,0,1.5,0}'::float8[]::sparsevec", "'{0,0}'::int[]::sparsevec", "'{70000}'::int[]::halfvec",
+    "'{1,2}'::int[]::vector(3)", "'{ 1 , \"2\" , 3 }'::int[]::vector", "'{1,2'::int[]",
+    "'{1,2}x'::int[]", "'{3000000000}'::int[]", "'{0.30000001192092896}'::numeric[]::vector",
+    "'{16777217}'::numeric[]::vector", "'{16777217}'::int[]::vector", "'{1.5}'::real[]::int[]",
+    "'{2.5}'::float8[]::int[]", "'{2.5}'::numeric[]::int[]", "'{1e-50}'::float8[]::real[]",
+    "'{Infinity}'::numeric[]::vector", "'{inf}'::numeric[]", "ARRAY[1,2,3]::vector <-> '[1,1,1]'",
+]
+
+
+def test_arrays(ref, ours):
+    check(ARRAY_EDGE, ref, ours)
+
+
 def test_text_input_output_edges(ref, ours):
     check(INPUT_EDGE, ref, ours)
 
