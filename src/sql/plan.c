@@ -1314,6 +1314,8 @@ static hs_status build_leaf(planner *p, fnode *f, rel *out)
 {
     memset(out, 0, sizeof *out);
     if (f->kind == F_REL) {
+        for (int i = 0; i < f->rl.n && i < f->n_ns; i++)
+            f->rl.cols[i].hidden = f->ns[i].hidden;
         *out = f->rl;
         memset(&f->rl, 0, sizeof f->rl);
         return HS_OK;
