@@ -50,6 +50,7 @@
 #include "expr/expr.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1294,6 +1295,15 @@ static hs_status push_filters(planner *p, fromc *fc, conjs *cs)
         hs_status st = ex_format(e, &txt, p->err);
         ex_free(e);
         HS_TRY(st);
+        /* only text the scan's filter parser reads back is pushed (the
+         * conjunct stays a filter above the scan otherwise) */
+        ex_expr *chk = NULL;
+        hs_error e2 = {0};
+        if (ex_parse_filter(txt, &f->ts, &chk, &e2) != HS_OK) {
+            hs_free(txt);
+            continue;
+        }
+        ex_free(chk);
         if (f->filt.len)
             st = hs_buf_puts(&f->filt, " AND ");
         if (st == HS_OK)
@@ -2637,8 +2647,8 @@ static hs_status plan_query(planner *p, const json_t *sel, rel *out)
     return HS_OK;
 }
 
-static bool vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
-                        hs_status *st);
+static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
+                             bool *used);
 
 /* One SELECT ... FROM ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT. */
 static hs_status plan_block(planner *p, const json_t *sel, rel *out)
@@ -2663,12 +2673,12 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         st = fromc_build(p, jget(sel, "fromClause"), &fc);
     if (st == HS_OK)
         st = conjs_make(p, jget(sel, "whereClause"), &fc, &cs);
-    bool done = false;
-    if (st == HS_OK && (done = vsearch_try(p, sel, &fc, &cs, out, &st)))
-        goto cleanup;
+    bool vs = false;
     if (st == HS_OK)
+        st = vsearch_try(p, sel, &fc, &cs, &cur, &vs);
+    if (st == HS_OK && !vs)
         st = push_filters(p, &fc, &cs);
-    if (st == HS_OK)
+    if (st == HS_OK && !vs)
         st = build_from(p, &fc, &cs, &cur);
     /* the rest of WHERE: plain conjuncts first, then those with subqueries */
     if (st == HS_OK) {
@@ -2920,8 +2930,6 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(names);
     hs_free(ovals);
     hs_free(keys);
-cleanup:
-    (void)done;
     hs_free(extra);
     hs_free(key_of_col);
     qcols_free(pre_cols, n_pre);
@@ -3164,16 +3172,194 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
 /* ------------------------------------------------------------------ */
 /* vector search                                                       */
 
-static bool vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
-                        hs_status *st)
+static const char *cast_type(const json_t *j, const char **val);
+
+/* The float values of a vector literal '[1,2,3]' (hs_malloc'ed). */
+static float *parse_vec(const char *t, int *dim)
 {
-    (void)p;
-    (void)sel;
-    (void)fc;
-    (void)cs;
-    (void)out;
-    (void)st;
-    return false;
+    while (isspace((unsigned char)*t))
+        t++;
+    if (*t++ != '[')
+        return NULL;
+    int cap = 16, n = 0;
+    float *v = hs_malloc((size_t)cap * sizeof *v);
+    while (v) {
+        char *end;
+        float x = strtof(t, &end);
+        if (end == t || !isfinite(x))
+            break;
+        if (n == cap) {
+            float *nv = hs_realloc(v, (size_t)(cap *= 2) * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n++] = x;
+        t = end;
+        while (isspace((unsigned char)*t))
+            t++;
+        if (*t == ',') {
+            t++;
+            continue;
+        }
+        if (*t == ']') {
+            t++;
+            while (isspace((unsigned char)*t))
+                t++;
+            if (*t)
+                break;
+            *dim = n;
+            return v;
+        }
+        break;
+    }
+    hs_free(v);
+    return NULL;
+}
+
+/* ORDER BY col <-> const LIMIT k on one indexed table: the FROM becomes a
+ * VectorSearch with the WHERE as its filter (*used set).  The rest of the
+ * query (select list, ORDER BY on the k rows, LIMIT/OFFSET) plans as
+ * usual over it, so the distances are computed exactly as everywhere. */
+static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
+                             bool *used)
+{
+    *used = false;
+    json_t *sortc = jget(sel, "sortClause"), *sb, *ae, *lc = jget(sel, "limitCount");
+    if (fc->n_items != 1 || fc->items[0]->kind != F_TABLE || json_array_size(sortc) != 1 || !lc ||
+        jget(sel, "groupClause") || jget(sel, "havingClause") || jget(sel, "distinctClause"))
+        return HS_OK;
+    json_t *aggs = json_array();
+    collect_aggs(jget(sel, "targetList"), aggs, 0);
+    size_t na = json_array_size(aggs);
+    json_decref(aggs);
+    if (na)
+        return HS_OK;
+    for (int i = 0; i < cs->n; i++)
+        if (cs->a[i].sub || cs->a[i].outer || cs->a[i].n_refs != 1)
+            return HS_OK;
+    sb = jget(json_array_get(sortc, 0), "SortBy");
+    const char *dir = jstrv(sb, "sortby_dir"), *nulls = jstrv(sb, "sortby_nulls");
+    if ((dir && strcmp(dir, "SORTBY_DEFAULT") && strcmp(dir, "SORTBY_ASC")) ||
+        (nulls && strcmp(nulls, "SORTBY_NULLS_DEFAULT")))
+        return HS_OK;
+    if (!is_kind(jget(sb, "node"), "A_Expr", &ae))
+        return HS_OK;
+    const char *op = sq_str(json_array_get(jget(ae, "name"), 0));
+    const char *metric = !op ? NULL : !strcmp(op, "<->") ? "l2" : !strcmp(op, "<=>") ? "cosine"
+                       : !strcmp(op, "<#>") ? "ip" : NULL;
+    if (!metric)
+        return HS_OK;
+    json_t *cr = NULL, *cn = NULL, *x;
+    for (int side = 0; side < 2; side++) {
+        json_t *a = jget(ae, side ? "rexpr" : "lexpr"), *b = jget(ae, side ? "lexpr" : "rexpr");
+        if (is_kind(a, "ColumnRef", &x)) {
+            cr = x;
+            cn = b;
+        }
+    }
+    const char *lit = NULL, *tn;
+    if (!cr || !cn)
+        return HS_OK;
+    if ((tn = cast_type(cn, &lit)) == NULL) {
+        json_t *cb;
+        if (!is_kind(cn, "A_Const", &cb) || !jget(cb, "sval"))
+            return HS_OK;
+        lit = jstrv(jget(cb, "sval"), "sval");
+    } else if (strcmp(tn, "vector") != 0) {
+        return HS_OK;
+    }
+    int64_t k, off = 0;
+    bool null;
+    if (!is_kind(lc, "A_Const", NULL) || int_const(p, lc, "LIMIT", &k, &null) != HS_OK || null ||
+        k <= 0 || k > 100000)
+        return HS_OK;
+    json_t *lo = jget(sel, "limitOffset");
+    if (lo && (!is_kind(lo, "A_Const", NULL) || int_const(p, lo, "OFFSET", &off, &null) != HS_OK ||
+               off < 0 || off > 100000))
+        return HS_OK;
+    fnode *f = fc->items[0];
+    const char *names[8];
+    int n = colref_names(cr, names, 8);
+    layer l = {f->ns, f->n_ns, 0};
+    int col = n > 0 && names[n - 1] ? layer_find(&l, names, n) : -1;
+    if (col < 0)
+        return HS_OK;
+    const char *colname = f->ts.children[col].name;
+    /* an index of the column with the operator's metric */
+    char *js = NULL;
+    hs_error e2 = {0};
+    if (hs_table_list_indexes(f->t, &js, &e2) != HS_OK)
+        return HS_OK;
+    json_t *arr = json_loads(js, 0, NULL);
+    hs_string_free(js);
+    bool found = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        const char *c = jstrv(v, "column"), *kind = jstrv(v, "kind");
+        const char *m = jstrv(jget(v, "params"), "metric");
+        if (c && kind && !strcmp(c, colname) && (!strncmp(kind, "hnsw", 4) || !strncmp(kind, "ivf", 3)) &&
+            !strcmp(m ? m : "l2", metric))
+            found = true;
+    }
+    json_decref(arr);
+    int dim = 0;
+    float *q = found && lit ? parse_vec(lit, &dim) : NULL;
+    if (!q)
+        return HS_OK;
+    hs_status st = push_filters(p, fc, cs);
+    int nc = f->ts.n_children, kc = 0;
+    const char **cols = hs_calloc((size_t)nc + 1, sizeof *cols);
+    int *idx = hs_calloc((size_t)nc + 1, sizeof *idx);
+    if (st == HS_OK && (!cols || !idx))
+        st = nomem(p);
+    for (int c = 0; st == HS_OK && c < nc; c++)
+        if (name_needed(p, f->ts.children[c].name) || name_needed(p, f->ns[c].name)) {
+            idx[kc] = c;
+            cols[kc++] = f->ts.children[c].name;
+        }
+    if (st == HS_OK) {
+        hs_scan_options so = f->so;
+        so.columns = cols;
+        so.n_columns = kc;
+        so.filter = f->filt.len ? hs_buf_cstr(&f->filt) : NULL;
+        hs_search_options vo = HS_SEARCH_OPTIONS_INIT;
+        vo.column = colname;
+        vo.query = q;
+        vo.dim = dim;
+        vo.k = (int)(k + off);
+        vo.metric = metric;
+        vo.ef_search = p->s->set.ef_search;
+        vo.nprobe = p->s->set.probes;
+        vo.distance_column = "_distance";
+        st = xo_vsearch(p->ctx, f->t, &so, &vo, &out->op, p->err);
+    }
+    if (st == HS_OK) {
+        out->n = out->op->schema.n_children;
+        out->cols = hs_calloc((size_t)out->n + 1, sizeof *out->cols);
+        if (!out->cols)
+            st = nomem(p);
+        for (int c = 0; st == HS_OK && c < out->n; c++) {
+            bool dist = c >= kc;
+            out->cols[c].qual = hs_strdup(f->alias);
+            out->cols[c].name = hs_strdup(dist ? "" : f->ns[idx[c]].name);
+            out->cols[c].hidden = dist;
+            if (!out->cols[c].qual || !out->cols[c].name)
+                st = nomem(p);
+        }
+    }
+    hs_free(cols);
+    hs_free(idx);
+    hs_free(q);
+    if (st == HS_OK) {
+        for (int c = 0; c < cs->n; c++)
+            cs->a[c].used = true;
+        *used = true;
+    } else {
+        rel_clear(out);
+    }
+    return st;
 }
 
 /* ------------------------------------------------------------------ */
