@@ -916,6 +916,73 @@ static cte *find_cte(planner *p, const char *name)
 
 static hs_status from_item(planner *p, fromc *fc, const json_t *item, fnode **out);
 
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d);
+
+/* End of a (possibly qualified, possibly quoted) name starting at t, or NULL. */
+static const char *name_end(const char *t)
+{
+    for (;;) {
+        if (*t == '"') {
+            t++;
+            while (*t && !(*t == '"' && t[1] != '"'))
+                t += *t == '"' ? 2 : 1;
+            if (!*t)
+                return NULL;
+            t++;
+        } else if (isalpha((unsigned char)*t) || *t == '_' || (unsigned char)*t >= 0x80) {
+            while (isalnum((unsigned char)*t) || *t == '_' || *t == '$' || (unsigned char)*t >= 0x80)
+                t++;
+        } else {
+            return NULL;
+        }
+        if (*t != '.')
+            return t;
+        t++;
+    }
+}
+
+/* Applies a FOR SYSTEM_VERSION/SYSTEM_TIME clause written right after the
+ * table name of RangeVar b (session.c cut it out of the text). */
+static hs_status time_travel(planner *p, const json_t *b, fnode *f)
+{
+    int loc = sq_loc(b);
+    if (loc < 0 || p->s->n_tt == 0)
+        return HS_OK;
+    const char *e = name_end(p->text + loc);
+    if (!e)
+        return HS_OK;
+    int off0 = (int)(e - p->text);
+    while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r')
+        e++;
+    int off1 = (int)(e - p->text);
+    for (int i = 0; i < p->s->n_tt; i++) {
+        sq_tt *tt = &p->s->tt[i];
+        if (tt->off < off0 || tt->off > off1)
+            continue;
+        tt->used = true;
+        if (tt->version) {
+            f->so.use_snapshot_id = 1;
+            f->so.snapshot_id = tt->snapshot_id;
+            return HS_OK;
+        }
+        int y, mo, d, hh = 0, mi = 0;
+        double sec = 0;
+        char tz[16] = "";
+        int n = sscanf(tt->ts, "%d-%d-%d%*[ T]%d:%d:%lf%15s", &y, &mo, &d, &hh, &mi, &sec, tz);
+        if (n < 3 || mo < 1 || mo > 12 || d < 1 || d > 31 || (tz[0] && strcmp(tz, "Z") &&
+                                                               strcmp(tz, "+00") && strcmp(tz, "+00:00")))
+            return fail(p, HS_INVALID, "22007", tt->off,
+                        "invalid timestamp \"%s\" in FOR SYSTEM_TIME AS OF (YYYY-MM-DD[ HH:MM:SS] UTC)",
+                        tt->ts);
+        int64_t ms = (days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60) * 1000 +
+                     (int64_t)(sec * 1000 + 0.5);
+        f->so.use_as_of = 1;
+        f->so.as_of_ms = ms;
+        return HS_OK;
+    }
+    return HS_OK;
+}
+
 static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
 {
     const char *rel_name_s = jstrv(b, "relname");
@@ -953,6 +1020,7 @@ static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
         as.release(&as);
     HS_TRY(st);
     f->so = (hs_scan_options)HS_SCAN_OPTIONS_INIT;
+    HS_TRY(time_travel(p, b, f));
     f->est = table_rows(f->t);
     f->alias = hs_strdup(an ? an : rel_name_s ? rel_name_s : "");
     if (!f->alias)
@@ -3564,6 +3632,11 @@ hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const 
     HS_TRY(planner_init(&p, s, ctx, select, text, err));
     rel r = {0};
     hs_status st = plan_query(&p, select, &r);
+    for (int i = 0; st == HS_OK && i < s->n_tt; i++)
+        if (!s->tt[i].used)
+            st = sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, s->tt[i].off,
+                         "FOR SYSTEM_%s AS OF must follow a table name in FROM",
+                         s->tt[i].version ? "VERSION" : "TIME");
     if (st == HS_OK) {
         *out = r.op;
         r.op = NULL;
