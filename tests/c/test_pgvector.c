@@ -384,6 +384,42 @@ static void test_expressions(void)
     CHECK(ex_eval(e, b, &out, &err) == HS_INVALID);
     CHECK(strncmp(err.msg, "different vector dimensions 2 and 3", 35) == 0);
     ex_free(e);
+    /* ex_format prints text that binds back to the same expression (the
+     * filter fuzzer found pgvector constants printed without their type) */
+    static const char *const fmts[] = {
+        "subvector(fx, 1, 1) <-> '[3]'", "inner_product(emb, fx)", "l2_norm(fx::halfvec)",
+        "binary_quantize(fx) <~> B'11'", "ARRAY[vector_dims(fx), 2]::vector", "fx::real[]::vector = fx",
+        "fx::sparsevec = '{1:3,2:4}/2'", "CAST(fx AS vector(2)) + emb", "vector_norm(fx) + (fx <=> emb)",
+        "l2_normalize(fx::sparsevec)", "'[1,2]'::vector || fx", "B'101'::bit(2) || binary_quantize(fx)",
+        "'{1:1}/2'::sparsevec <-> fx", "'[1,2]'::halfvec = fx",
+    };
+    hs_err_clear(&err);
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        char *text = NULL, *t2 = NULL;
+        ex_expr *e2 = NULL;
+        CHECK_OK(ex_parse_scalar(fmts[i], &b->schema, &e, &err), &err);
+        CHECK_OK(ex_format(e, &text, &err), &err);
+        CHECK(ex_parse_scalar(text, &b->schema, &e2, &err) == HS_OK);
+        if (e2) {
+            CHECK_OK(ex_format(e2, &t2, &err), &err);
+            CHECK(strcmp(text, t2) == 0);
+            CHECK(ex_type(e)->type == ex_type(e2)->type);
+            hs_column *c1 = NULL, *c2 = NULL;
+            hs_error e1 = {0}, ee2 = {0};
+            hs_status s1 = ex_eval(e, b, &c1, &e1), s2 = ex_eval(e2, b, &c2, &ee2);
+            CHECK(s1 == s2);
+            CHECK(s1 != HS_OK || hs_col_equals(c1, c2));
+            hs_col_free(c1);
+            hs_col_free(c2);
+        } else {
+            fprintf(stderr, "  %s -> %s: %s\n", fmts[i], text, err.msg);
+            hs_err_clear(&err);
+        }
+        hs_free(text);
+        hs_free(t2);
+        ex_free(e2);
+        ex_free(e);
+    }
     hs_batch_free(b);
     hs_field_clear(&schema);
     LEAK_END();
