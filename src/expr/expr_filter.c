@@ -759,6 +759,13 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
             col = n->args[0]->args[0]; /* casts keep nulls and never make them */
         if (!col && n->args[0]->kind == EX_COL)
             col = n->args[0]; /* a pgvector column */
+        /* no null leaves on nested columns (lists, structs: vector and
+         * sparsevec columns): Iceberg keeps null counts on their leaf
+         * fields only, and table/plan.c reads a field without counts as a
+         * column added later, all null, which pruned every file */
+        if (col && col->field && (col->field->type == HS_TYPE_LIST || col->field->type == HS_TYPE_FIXED_LIST ||
+                                  col->field->type == HS_TYPE_STRUCT || col->field->type == HS_TYPE_MAP))
+            col = NULL;
         if (col)
             return leaf(c, col, n->neg != neg ? PR_E_NOT_NULL : PR_E_IS_NULL, PR_EQ, NULL, 0, out);
         break;
