@@ -491,6 +491,58 @@ static void test_pred_on_pgvector_columns(void)
     LEAK_END();
 }
 
+/* halfvec (list<float16>) and bit (string with pgvector.type = bit)
+ * columns read as their types; a malformed bit string is an error. */
+static void test_halfvec_and_bit_columns(void)
+{
+    LEAK_START();
+    hs_error err = {0};
+    hs_field schema, e1, hv, bits;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_field_init(&e1, "item", HS_TYPE_FLOAT16, false);
+    hs_field_init_list(&hv, "hv", true, &e1);
+    hv.field_id = 1;
+    CHECK(hs_field_add_child(&schema, &hv) == HS_OK);
+    hs_field_init(&bits, "b", HS_TYPE_STRING, true);
+    bits.field_id = 2;
+    CHECK(hs_field_set_meta(&bits, "pgvector.type", "bit") == HS_OK);
+    CHECK(hs_field_add_child(&schema, &bits) == HS_OK);
+    hs_batch *b;
+    CHECK_OK(hs_batch_create(&schema, 2, &b, &err), &err);
+    uint16_t h[2] = {0x3C00, 0x4000}; /* 1.0, 2.0 */
+    CHECK(hs_col_append_fixed_n(b->cols[0]->children[0], h, 2) == HS_OK);
+    CHECK(hs_col_list_end(b->cols[0]) == HS_OK);
+    CHECK(hs_col_append_fixed_n(b->cols[0]->children[0], h, 1) == HS_OK);
+    CHECK(hs_col_list_end(b->cols[0]) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[1], "1010", 4) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[1], "10x0", 4) == HS_OK);
+    b->n_rows = 2;
+    ex_expr *e = NULL;
+    CHECK_OK(ex_parse_scalar("(hv <-> '[1,4]')::text || ' ' || vector_dims(hv)", &schema, &e, &err), &err);
+    hs_column *out = NULL;
+    hs_batch one = *b;
+    one.n_rows = 1;
+    CHECK_OK(ex_eval(e, &one, &out, &err), &err);
+    REQUIRE(out);
+    const int32_t *o = HS_COL_OFFSETS(out);
+    CHECK(o[1] - o[0] == 3 && memcmp(out->values.data, "2 2", 3) == 0);
+    hs_col_free(out);
+    CHECK(ex_eval(e, b, &out, &err) == HS_INVALID); /* row 2 has 1 dimension */
+    CHECK(strncmp(err.msg, "different halfvec dimensions 1 and 2", 36) == 0);
+    hs_err_clear(&err);
+    ex_free(e);
+    CHECK_OK(ex_parse_scalar("b <~> B'0110'", &schema, &e, &err), &err);
+    CHECK_OK(ex_eval(e, &one, &out, &err), &err);
+    CHECK(HS_COL_VALUES(out, double)[0] == 2);
+    hs_col_free(out);
+    CHECK(ex_eval(e, b, &out, &err) == HS_INVALID);
+    CHECK(strncmp(err.msg, "\"x\" is not a valid binary digit", 31) == 0);
+    ex_free(e);
+    hs_batch_free(b);
+    hs_field_clear(&schema);
+    LEAK_END();
+}
+
 int main(void)
 {
     HS_RUN(test_text_io);
@@ -500,5 +552,6 @@ int main(void)
     HS_RUN(test_valid);
     HS_RUN(test_expressions);
     HS_RUN(test_pred_on_pgvector_columns);
+    HS_RUN(test_halfvec_and_bit_columns);
     return hs_test_summary();
 }
