@@ -175,16 +175,25 @@ class Reference:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
+        # the server must not inherit a sanitizer preload meant for the test library
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         r = subprocess.run([str(ORACLE), "start", self.dir + "/db", str(self.port)],
-                           capture_output=True, text=True, timeout=1800)
+                           capture_output=True, text=True, timeout=1800, env=env)
+        if r.returncode != 0:
+            shutil.rmtree(self.dir, ignore_errors=True)
         require(r.returncode == 0, f"reference server did not start: {r.stderr[-500:]}")
         self.psql = ["psql", "-X", "-q", "-A", "-t", "-h", self.dir + "/db", "-p", str(self.port),
                      "-U", "postgres", "-v", "ON_ERROR_STOP=1"]
-        self._run("CREATE EXTENSION vector;" + TRY_FN)
+        self.env = env
+        try:
+            self._run("CREATE EXTENSION vector;" + TRY_FN)
+        except BaseException:
+            self.stop()
+            raise
 
     def _run(self, sql):
         r = subprocess.run(self.psql + ["-R", "\x1e", "-F", "\x1d"], input=sql,
-                           capture_output=True, text=True, timeout=600)
+                           capture_output=True, text=True, timeout=600, env=self.env)
         assert r.returncode == 0, r.stderr
         return r.stdout
 
@@ -204,7 +213,8 @@ class Reference:
         return res
 
     def stop(self):
-        subprocess.run([str(ORACLE), "stop", self.dir + "/db"], capture_output=True, timeout=120)
+        subprocess.run([str(ORACLE), "stop", self.dir + "/db"], capture_output=True, timeout=120,
+                       env={k: v for k, v in os.environ.items() if k != "LD_PRELOAD"})
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -582,7 +592,7 @@ def _sum_one_state(lib, t, rows):
 
 def _pg_rows(ref, sql):
     r = subprocess.run(ref.psql + ["-F", "\x1f", "-P", "null=\u2400"], input=sql, capture_output=True,
-                       text=True, timeout=600)
+                       text=True, timeout=600, env=ref.env)
     assert r.returncode == 0, r.stderr
     return [line.split("\x1f") for line in r.stdout.splitlines() if line]
 
