@@ -3646,6 +3646,60 @@ hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const 
     return st;
 }
 
+/* The first batch is pulled while the statement executes, so that errors
+ * of evaluation that show in it (division by zero, bad casts) fail the
+ * statement itself with their SQLSTATE, as PostgreSQL reports them; this
+ * operator hands that batch out first, then pulls from its child. */
+typedef struct prefetch_op {
+    xo_op op;
+    hs_batch *first;
+    bool given;
+} prefetch_op;
+
+static hs_status prefetch_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    prefetch_op *pf = (prefetch_op *)op;
+    if (!pf->given) {
+        pf->given = true;
+        *out = pf->first;
+        pf->first = NULL;
+        return HS_OK;
+    }
+    return xo_next(op->children[0], out, err);
+}
+
+static void prefetch_destroy(xo_op *op) { hs_batch_free(((prefetch_op *)op)->first); }
+
+static hs_status prefetch(xo_op *child, xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    hs_batch *first = NULL;
+    hs_status st = xo_next(child, &first, err);
+    prefetch_op *pf = st == HS_OK ? hs_calloc(1, sizeof *pf) : NULL;
+    xo_op **kids = pf ? hs_calloc(1, sizeof *kids) : NULL;
+    if (st == HS_OK && (!pf || !kids || hs_field_copy(&child->schema, &pf->op.schema) != HS_OK))
+        st = hs_err_nomem(err, sizeof *pf);
+    if (st != HS_OK) {
+        if (pf)
+            hs_field_clear(&pf->op.schema);
+        hs_free(pf);
+        hs_free(kids);
+        hs_batch_free(first);
+        xo_free(child);
+        return st;
+    }
+    kids[0] = child;
+    pf->op.name = "Result";
+    pf->op.ctx = child->ctx;
+    pf->op.n_children = 1;
+    pf->op.children = kids;
+    pf->op.next = prefetch_next;
+    pf->op.destroy = prefetch_destroy;
+    pf->first = first;
+    *out = &pf->op;
+    return HS_OK;
+}
+
 hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, hs_result **out,
                         hs_error *err)
 {
@@ -3653,6 +3707,8 @@ hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, h
     HS_TRY(sq_ctx_new(s, &ctx, err));
     xo_op *op = NULL;
     hs_status st = sq_plan_query(s, ctx, select, text, &op, err);
+    if (st == HS_OK)
+        st = prefetch(op, &op, err);
     if (st != HS_OK) {
         sq_ctx_free(ctx);
         return st;
