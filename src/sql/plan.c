@@ -2106,6 +2106,46 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     return st;
 }
 
+/* A scalar subquery's rows pass through this operator, which fails with
+ * SQLSTATE 21000 when there is more than one (PostgreSQL's check). */
+typedef struct one_row_op {
+    xo_op op;
+    int64_t seen;
+} one_row_op;
+
+static hs_status one_row_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    one_row_op *o = (one_row_op *)op;
+    HS_TRY(xo_next(op->children[0], out, err));
+    if (*out && (o->seen += (*out)->n_rows) > 1) {
+        hs_batch_free(*out);
+        *out = NULL;
+        return hs_err_set(err, HS_INVALID, "more than one row returned by a subquery used as an expression");
+    }
+    return HS_OK;
+}
+
+static hs_status one_row(planner *p, rel *r)
+{
+    one_row_op *o = hs_calloc(1, sizeof *o);
+    xo_op **kids = o ? hs_calloc(1, sizeof *kids) : NULL;
+    if (!o || !kids || hs_field_copy(&r->op->schema, &o->op.schema) != HS_OK) {
+        if (o)
+            hs_field_clear(&o->op.schema);
+        hs_free(o);
+        hs_free(kids);
+        return nomem(p);
+    }
+    kids[0] = r->op;
+    o->op.name = "ScalarSubquery";
+    o->op.ctx = r->op->ctx;
+    o->op.n_children = 1;
+    o->op.children = kids;
+    o->op.next = one_row_next;
+    r->op = &o->op;
+    return HS_OK;
+}
+
 /* Joins the value of a scalar subquery into cur; *col = its column. */
 static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int *col)
 {
@@ -2173,6 +2213,8 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
         st = plan_select(p, rw ? rw : sub, &s);
     if (st == HS_OK && s.n != (int)ncorr + 1)
         st = fail(p, HS_INVALID, "42601", loc, "subquery must return only one column");
+    if (st == HS_OK && ncorr == 0)
+        st = one_row(p, &s);
     if (st == HS_OK) {
         for (int i = 0; i < s.n; i++)
             s.cols[i].hidden = true;
