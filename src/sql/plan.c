@@ -537,7 +537,7 @@ static void scope_rel(scope *sc, planner *p, const rel *r)
     sc->p = p;
     sc->layers[0] = (layer){r->cols, r->n, 0};
     sc->n_layers = 1;
-    sc->schema = &r->op->schema;
+    sc->schema = r->op ? &r->op->schema : NULL;
 }
 
 /* A schema of a's columns then b's (kept by the planner), ids 1..n. */
