@@ -188,7 +188,8 @@ ERRORS = [
     ("SELECT 1 FROM emp ORDER BY 5", "42P10", 28),
     ("SELECT id FROM emp UNION SELECT did, dname FROM dept", "42601", None),
     ("SELECT 1/0", "22012", None),
-    ("INSERT INTO emp VALUES (1)", "0A000", None),
+    ("SELECT rank() OVER (ORDER BY id) FROM emp", "0A000", 8),
+    ("GRANT SELECT ON emp TO bob", "0A000", None),
     ("SET nosuch.setting = 1", "42704", None),
     ("SELECT 1; SELECT 2", "42601", None),
 ]
