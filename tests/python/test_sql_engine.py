@@ -152,6 +152,12 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT e.id, (SELECT count(*) FROM orders o WHERE o.emp_id = e.id) AS n FROM emp e",
+    "SELECT e.id FROM emp e WHERE (SELECT count(o.tag) FROM orders o WHERE o.emp_id = e.id) = 0",
+    "SELECT d.did, e.name FROM emp e FULL JOIN (SELECT did AS dept, dname FROM dept) d USING (dept)"
+    if False else "SELECT dept, name, dname FROM emp FULL JOIN (SELECT did AS dept, dname FROM dept) d USING (dept)",
+    "SELECT * FROM emp e RIGHT JOIN (SELECT did AS dept, dname FROM dept) d USING (dept)",
+    "SELECT * FROM (SELECT did AS dept, dname FROM dept) d JOIN emp USING (dept)",
     "SELECT did, dname, budget FROM dept NATURAL JOIN (SELECT dept AS did, name FROM emp) x",
     "SELECT id FROM emp ORDER BY id FETCH FIRST 3 ROWS ONLY",
     "SELECT dept, bool_and(salary > 60) FROM emp GROUP BY dept",
