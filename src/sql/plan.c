@@ -225,6 +225,8 @@ static int node_loc(const json_t *j)
 /* Structural equality ignoring "location" keys. */
 static bool jeq(const json_t *a, const json_t *b)
 {
+    if (!a || !b)
+        return a == b;
     if (json_typeof(a) != json_typeof(b))
         return false;
     if (json_is_object(a)) {
@@ -1847,7 +1849,23 @@ static hs_status filter_rel(planner *p, rel *r, json_t **nodes, int n, const jso
 
 /* r := r's columns then the expression node (bound over r with sc's
  * hooks); *col gets its position.  The new column is hidden. */
+/* Node-to-column map used while binding (subquery results, aggregates,
+ * window functions). */
+typedef struct nmap {
+    const json_t **nodes;
+    int *cols;
+    int n, cap;
+} nmap;
+static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const nmap *m,
+                                 const layer *pre, const int *key_of_col, int *col);
+
 static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
+{
+    return rel_add_expr_in(p, r, node, NULL, NULL, NULL, col);
+}
+
+static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const nmap *m,
+                                 const layer *pre, const int *key_of_col, int *col)
 {
     json_t *b;
     if (is_kind(node, "ColumnRef", &b)) {
@@ -1875,6 +1893,13 @@ static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
         scope sc;
         scope_rel(&sc, p, r);
         sc.no_aggs = "this context";
+        if (m) {
+            sc.map_nodes = m->nodes;
+            sc.map_cols = m->cols;
+            sc.n_map = m->n;
+        }
+        sc.pre = pre;
+        sc.key_of_col = key_of_col;
         st = bind_in(&sc, node, false, &ex[n]);
         names[n] = "?column?";
     }
@@ -2345,12 +2370,7 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     return st;
 }
 
-/* Node-to-column map used while binding (subquery results, aggregates). */
-typedef struct nmap {
-    const json_t **nodes;
-    int *cols;
-    int n, cap;
-} nmap;
+
 
 static hs_status nmap_add(planner *p, nmap *m, const json_t *node, int col)
 {
@@ -2865,6 +2885,197 @@ static hs_status plan_query(planner *p, const json_t *sel, rel *out)
     return HS_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* window functions                                                    */
+
+static void collect_windows(const json_t *j, json_t *arr, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    json_t *b;
+    if (is_kind(j, "FuncCall", &b) && jget(b, "over")) {
+        for (size_t i = 0; i < json_array_size(arr); i++)
+            if (jeq(json_array_get(arr, i), j))
+                return;
+        json_array_append(arr, (json_t *)j);
+        return;
+    }
+    if (json_is_object(j)) {
+        if (json_object_get(j, "SubLink"))
+            return;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            collect_windows(v, arr, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            collect_windows(v, arr, depth + 1);
+    }
+}
+
+#define FO_NONDEFAULT 0x1
+#define FO_RANGE 0x2
+#define FO_ROWS 0x4
+#define FO_START_UNB_PREC 0x20
+#define FO_END_UNB_FOLL 0x100
+#define FO_END_CURRENT 0x400
+
+static bool frame_of(const json_t *over, xo_frame *fr)
+{
+    json_t *fo = jget(over, "frameOptions");
+    long long v = json_is_integer(fo) ? json_integer_value(fo) : 0;
+    if (!(v & FO_NONDEFAULT)) {
+        *fr = XO_FRAME_DEFAULT;
+        return true;
+    }
+    long long bounds = v & ~(long long)(FO_NONDEFAULT | FO_RANGE | FO_ROWS | 0x10 /* BETWEEN */);
+    if (bounds == (FO_START_UNB_PREC | FO_END_UNB_FOLL)) {
+        *fr = XO_FRAME_WHOLE;
+        return true;
+    }
+    if (bounds == (FO_START_UNB_PREC | FO_END_CURRENT)) {
+        *fr = v & FO_ROWS ? XO_FRAME_ROWS : XO_FRAME_DEFAULT;
+        return !(v & 0x8);  /* not GROUPS */
+    }
+    return false;
+}
+
+static bool win_fn(const char *nm, json_t *fc, xo_win_fn *fn)
+{
+    static const struct { const char *n; xo_win_fn f; } t[] = {
+        {"row_number", XO_WIN_ROW_NUMBER}, {"rank", XO_WIN_RANK}, {"dense_rank", XO_WIN_DENSE_RANK},
+        {"count", XO_WIN_COUNT}, {"sum", XO_WIN_SUM}, {"avg", XO_WIN_AVG}, {"min", XO_WIN_MIN},
+        {"max", XO_WIN_MAX}, {"lag", XO_WIN_LAG}, {"lead", XO_WIN_LEAD},
+        {"first_value", XO_WIN_FIRST_VALUE}, {"last_value", XO_WIN_LAST_VALUE},
+    };
+    for (size_t i = 0; nm && i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(nm, t[i].n)) {
+            *fn = t[i].f;
+            if (*fn == XO_WIN_COUNT && json_is_true(jget(fc, "agg_star")))
+                *fn = XO_WIN_COUNT_STAR;
+            return true;
+        }
+    return false;
+}
+
+/* Computes the window functions of the select list and ORDER BY over cur
+ * (one Window operator per distinct window), mapping each call to its
+ * column. */
+static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes, nmap *m,
+                               const layer *pre, const int *key_of_col)
+{
+    json_t *calls = json_array();
+    if (!calls)
+        return nomem(p);
+    for (int i = 0; i < n_nodes; i++)
+        collect_windows(nodes[i], calls, 0);
+    hs_status st = HS_OK;
+    size_t n = json_array_size(calls);
+    bool *done = hs_calloc(n + 1, sizeof *done);
+    xo_win *fns = hs_calloc(n + 1, sizeof *fns);
+    const json_t **which = hs_calloc(n + 1, sizeof *which);
+    if (!done || !fns || !which)
+        st = nomem(p);
+    for (size_t i = 0; i < n && st == HS_OK; i++) {
+        if (done[i])
+            continue;
+        json_t *fc0 = jget(json_array_get(calls, i), "FuncCall"), *over = jget(fc0, "over");
+        int loc = sq_loc(fc0);
+        if (jstrv(over, "name") || jstrv(over, "refname")) {
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "named windows are not supported");
+            break;
+        }
+        json_t *parts = jget(over, "partitionClause"), *ord = jget(over, "orderClause");
+        int np = (int)json_array_size(parts), nk = (int)json_array_size(ord);
+        int *pc = hs_calloc((size_t)np + 1, sizeof *pc);
+        xo_sort_key *keys = hs_calloc((size_t)nk + 1, sizeof *keys);
+        if (!pc || !keys)
+            st = nomem(p);
+        for (int k = 0; k < np && st == HS_OK; k++)
+            st = rel_add_expr_in(p, cur, json_array_get(parts, (size_t)k), m, pre, key_of_col, &pc[k]);
+        for (int k = 0; k < nk && st == HS_OK; k++) {
+            json_t *sb = jget(json_array_get(ord, (size_t)k), "SortBy");
+            bool desc, nf;
+            if (sort_dir(sb, &desc, &nf) != HS_OK)
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+            else
+                st = rel_add_expr_in(p, cur, jget(sb, "node"), m, pre, key_of_col, &keys[k].col);
+            keys[k].desc = desc;
+            keys[k].nulls_first = nf;
+        }
+        int nf_ = 0;
+        for (size_t j = i; j < n && st == HS_OK; j++) {
+            json_t *fc = jget(json_array_get(calls, j), "FuncCall"), *ov = jget(fc, "over");
+            if (done[j] || !jeq(jget(ov, "partitionClause"), parts) || !jeq(jget(ov, "orderClause"), ord))
+                continue;
+            xo_win *w = &fns[nf_];
+            const char *fname = func_name(fc);
+            json_t *args = jget(fc, "args");
+            size_t na = json_array_size(args);
+            if (!win_fn(fname, fc, &w->fn) || json_is_true(jget(fc, "agg_distinct")) ||
+                jget(fc, "agg_filter")) {
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "window function %s is not supported",
+                          fname ? fname : "?");
+                break;
+            }
+            if (!frame_of(ov, &w->frame)) {
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "this window frame is not supported");
+                break;
+            }
+            w->name = fname;
+            bool needs_arg = w->fn != XO_WIN_ROW_NUMBER && w->fn != XO_WIN_RANK &&
+                             w->fn != XO_WIN_DENSE_RANK && w->fn != XO_WIN_COUNT_STAR;
+            size_t max_args = w->fn == XO_WIN_LAG || w->fn == XO_WIN_LEAD ? 2 : needs_arg ? 1 : 0;
+            if ((needs_arg && na < 1) || na > max_args) {
+                st = fail(p, HS_NOT_FOUND, "42883", sq_loc(fc), "function %s with %zu arguments is not supported",
+                          fname, na);
+                break;
+            }
+            if (needs_arg)
+                st = rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
+            if (st == HS_OK && na == 2) {
+                int64_t off;
+                bool null;
+                st = int_const(p, json_array_get(args, 1), "lag/lead offset", &off, &null);
+                if (st == HS_OK && (null || off < 0))
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset must be a non-negative constant");
+                w->offset = off == 0 ? -1 : off;
+                if (off == 0)
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset 0 is not supported");
+            }
+            which[nf_++] = json_array_get(calls, j);
+            done[j] = true;
+        }
+        if (st == HS_OK) {
+            int base = cur->n;
+            xo_op *op;
+            st = xo_window(cur->op, np, pc, nk, keys, nf_, fns, &op, p->err);
+            cur->op = st == HS_OK ? op : NULL;
+            if (st == HS_OK) {
+                qcol *nc = hs_realloc(cur->cols, (size_t)(base + nf_ + 1) * sizeof *nc);
+                if (!nc)
+                    st = nomem(p);
+                else
+                    cur->cols = nc;
+                for (int k = 0; k < nf_ && st == HS_OK; k++) {
+                    cur->cols[base + k] = (qcol){NULL, hs_strdup(""), true};
+                    cur->n++;
+                    st = nmap_add(p, m, which[k], base + k);
+                }
+            }
+        }
+        hs_free(pc);
+        hs_free(keys);
+    }
+    hs_free(done);
+    hs_free(fns);
+    hs_free(which);
+    json_decref(calls);
+    return st;
+}
+
 static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
                              bool *used);
 
@@ -2972,11 +3183,13 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             }
         }
     }
-    /* scalar subqueries of the select list and ORDER BY */
+    /* scalar subqueries and window functions of the select list and ORDER BY */
     json_t *sortc = jget(sel, "sortClause");
     if (st == HS_OK) {
         json_t *both[2] = {tl, sortc};
         st = attach_scalars(p, &cur, both, 2, &m);
+        if (st == HS_OK)
+            st = apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
     }
     /* the select list */
     int cap = 16, n_out = 0;
