@@ -2457,6 +2457,8 @@ static const char *figure_name(const json_t *j, int depth)
     json_t *b;
     if (depth > 50 || !sq_node(j, &k, &b))
         return NULL;
+    if (jstrv(b, "hs_name"))
+        return jstrv(b, "hs_name");
     if (!strcmp(k, "ColumnRef")) {
         json_t *f = jget(b, "fields");
         return sq_str(json_array_get(f, json_array_size(f) - 1));
@@ -2628,14 +2630,34 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         ag[j].sep_col = -1;
         ag[j].name = fname;
         ag[j].distinct = json_is_true(jget(fc, "agg_distinct"));
-        if (jget(fc, "agg_filter") || jget(fc, "agg_order") || json_is_true(jget(fc, "agg_within_group")))
-            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "FILTER and ORDER BY in aggregates are not supported");
-        else if (json_is_true(jget(fc, "agg_star"))) {
-            if (fn != XO_AGG_COUNT)
-                st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
-                          "aggregate function", fname);
+        json_t *filt = jget(fc, "agg_filter");
+        json_t *one = NULL, *wrapped = NULL;
+        if (jget(fc, "agg_order") || json_is_true(jget(fc, "agg_within_group")))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "ORDER BY in aggregates is not supported");
+        else if (json_is_true(jget(fc, "agg_star")) && fn != XO_AGG_COUNT)
+            st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
+                      "aggregate function", fname);
+        else if (json_is_true(jget(fc, "agg_star")) && !filt)
             ag[j].fn = XO_AGG_COUNT_STAR;
-        } else {
+        else {
+            /* agg(x) FILTER (WHERE c) = agg(CASE WHEN c THEN x END);
+             * count(*) FILTER (WHERE c) = count(CASE WHEN c THEN 1 END) */
+            if (json_is_true(jget(fc, "agg_star"))) {
+                one = json_pack("[{s:{s:{s:i},s:i}}]", "A_Const", "ival", "ival", 1, "location", -1);
+                args = one;
+            }
+            if (filt && args && json_array_size(args) >= 1) {
+                wrapped = json_copy(args);
+                json_t *cw = json_pack("{s:{s:[{s:{s:O,s:O,s:i}}],s:i}}", "CaseExpr", "args",
+                                       "CaseWhen", "expr", filt, "result", json_array_get(args, 0),
+                                       "location", -1, "location", -1);
+                if (!wrapped || !cw || json_array_set_new(wrapped, 0, cw) != 0) {
+                    json_decref(wrapped);
+                    wrapped = NULL;
+                    st = nomem(p);
+                }
+                args = wrapped;
+            }
             size_t want = fn == XO_AGG_STRING_AGG ? 2 : 1;
             if (json_array_size(args) != want)
                 st = fail(p, HS_NOT_FOUND, "42883", loc, "function %s with %zu arguments does not exist",
@@ -2660,6 +2682,11 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
                 }
                 ag[j].sep = sv;
             }
+        }
+        if (one || wrapped) {
+            /* the bound expressions keep no reference into the JSON */
+            json_decref(one);
+            json_decref(wrapped);
         }
         if (st == HS_OK)
             st = nmap_add(p, m, a, ng + j);
@@ -3943,6 +3970,113 @@ static json_t *fold_interval(const json_t *j)
                      "hs_folded", 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* variance and standard deviation in terms of sum and count            */
+
+static json_t *mk_fn(const char *name, json_t *arg, const json_t *like)
+{
+    json_t *f = json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval",
+                          name, "args", arg, "location", -1);
+    json_t *b = f ? jget(f, "FuncCall") : NULL;
+    if (b && json_is_true(jget(like, "agg_distinct")))
+        json_object_set_new(b, "agg_distinct", json_true());
+    if (b && jget(like, "agg_filter"))
+        json_object_set(b, "agg_filter", jget(like, "agg_filter"));
+    return f;
+}
+
+static json_t *mk_op(const char *op, json_t *l, json_t *r)
+{
+    return json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_OP", "name",
+                     "String", "sval", op, "lexpr", l, "rexpr", r, "location", -1);
+}
+
+static json_t *mk_int(int v)
+{
+    return json_pack("{s:{s:{s:i},s:i}}", "A_Const", "ival", "ival", v, "location", -1);
+}
+
+/* var_samp/var_pop/variance/stddev*(x) as
+ *   v = (sum(x*x) - sum(x)*sum(x)/count(x)) / NULLIF(count(x) - k, 0)
+ * over x::float8 (k = 1 for the sample forms), clamped at 0, sqrt for
+ * stddev: PostgreSQL's definitions (NULL for no rows, and for one row with
+ * the sample forms). */
+static json_t *stat_agg(const json_t *node)
+{
+    json_t *b;
+    if (!is_kind(node, "FuncCall", &b) || jget(b, "over") || json_array_size(jget(b, "args")) != 1)
+        return NULL;
+    const char *nm = func_name(b);
+    if (!nm)
+        return NULL;
+    bool sample, root;
+    if (!strcmp(nm, "var_samp") || !strcmp(nm, "variance"))
+        sample = true, root = false;
+    else if (!strcmp(nm, "var_pop"))
+        sample = false, root = false;
+    else if (!strcmp(nm, "stddev_samp") || !strcmp(nm, "stddev"))
+        sample = true, root = true;
+    else if (!strcmp(nm, "stddev_pop"))
+        sample = false, root = true;
+    else
+        return NULL;
+    json_t *x = json_array_get(jget(b, "args"), 0);
+    json_t *f8 = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "float8", "typemod",
+                           -1, "location", -1);
+    json_t *xf = json_pack("{s:{s:O,s:o,s:i}}", "TypeCast", "arg", x, "typeName", f8, "location", -1);
+    if (!xf)
+        return NULL;
+    json_t *sxx = mk_fn("sum", mk_op("*", json_incref(xf), json_incref(xf)), b);
+    json_t *sx = mk_fn("sum", json_incref(xf), b);
+    json_t *n1 = mk_fn("count", json_incref(xf), b), *n2 = mk_fn("count", json_incref(xf), b);
+    json_t *num = mk_op("-", sxx, mk_op("/", mk_op("*", json_incref(sx), sx), n1));
+    json_t *den = json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_NULLIF",
+                            "name", "String", "sval", "=", "lexpr",
+                            sample ? mk_op("-", n2, mk_int(1)) : n2, "rexpr", mk_int(0),
+                            "location", -1);
+    json_t *v = mk_op("/", num, den);
+    /* CASE WHEN v < 0 THEN 0 ELSE v END (rounding can leave -1e-17) */
+    json_t *clamped = json_pack("{s:{s:[{s:{s:o,s:o,s:i}}],s:o,s:i}}", "CaseExpr", "args", "CaseWhen",
+                                "expr", mk_op("<", json_incref(v), mk_int(0)), "result", mk_int(0),
+                                "location", -1, "defresult", v, "location", -1);
+    json_decref(xf);
+    if (!clamped)
+        return NULL;
+    json_t *out = !root ? clamped
+                : json_pack("{s:{s:[{s:{s:s}}],s:[o],s:i}}", "FuncCall", "funcname", "String", "sval",
+                            "sqrt", "args", clamped, "location", sq_loc(b));
+    const char *k;
+    json_t *ob;
+    if (out && sq_node(out, &k, &ob))
+        json_object_set_new(ob, "hs_name", json_string(nm));   /* the result column's name */
+    return out;
+}
+
+static void rewrite_stats(json_t *j, int depth)
+{
+    if (depth > 2000)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            rewrite_stats(v, depth + 1);
+            json_t *r = stat_agg(v);
+            if (r)
+                json_object_set_new(j, k, r);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            rewrite_stats(v, depth + 1);
+            json_t *r = stat_agg(v);
+            if (r)
+                json_array_set_new(j, i, r);
+        }
+    }
+}
+
 static void fold_intervals(json_t *j, int depth)
 {
     if (depth > 2000)
@@ -3983,6 +4117,7 @@ static hs_status planner_init(planner *p, sq_session *s, xo_ctx *ctx, const json
     if (!p->names)
         return hs_err_nomem(err, 0);
     fold_intervals((json_t *)stmt, 0);
+    rewrite_stats((json_t *)stmt, 0);
     collect_names(p, stmt, 0);
     return HS_OK;
 }

@@ -153,6 +153,11 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT dept, count(*) FILTER (WHERE salary > 100), sum(salary) FILTER (WHERE name <> 'bob') "
+    "FROM emp GROUP BY dept",
+    "SELECT stddev_samp(amount), var_pop(amount), stddev_pop(salary), variance(salary) FROM orders, emp "
+    "WHERE orders.emp_id = emp.id",
+    "SELECT tag, stddev(amount), var_samp(amount) FROM orders GROUP BY tag",
     "SELECT id, row_number() OVER (ORDER BY id DESC) FROM emp",
     "SELECT id, dept, rank() OVER (PARTITION BY dept ORDER BY salary DESC NULLS LAST) AS r, "
     "dense_rank() OVER (ORDER BY dept) FROM emp",
