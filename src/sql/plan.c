@@ -632,6 +632,203 @@ static hs_status col_expr(planner *p, const hs_field *schema, int idx, ex_expr *
     return st;
 }
 
+/* ------------------------------------------------------------------ */
+/* projections that pass columns through                               */
+
+/* Expressions cannot produce nested values (lists, structs, maps), so a
+ * projection that passes such a column through is this operator: output
+ * column i is the child's column src[i] (moved out of the child's batch,
+ * copied when taken twice) or ex[i] evaluated over the batch. */
+typedef struct pass_op {
+    xo_op op;
+    int n;
+    int *src;
+    ex_expr **ex;
+} pass_op;
+
+static hs_status pass_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    pass_op *po = (pass_op *)op;
+    hs_batch *b = NULL;
+    *out = NULL;
+    HS_TRY(xo_next(op->children[0], &b, err));
+    if (!b)
+        return HS_OK;
+    hs_column **cols = hs_calloc((size_t)po->n + 1, sizeof *cols);
+    hs_status st = cols ? HS_OK : hs_err_nomem(err, 0);
+    for (int i = 0; i < po->n && st == HS_OK; i++)
+        if (po->src[i] < 0)
+            st = ex_eval(po->ex[i], b, &cols[i], err);
+    for (int i = 0; i < po->n && st == HS_OK; i++) {
+        int c = po->src[i];
+        if (c < 0)
+            continue;
+        if (b->cols[c]) {
+            cols[i] = b->cols[c];
+            b->cols[c] = NULL;
+        } else {
+            int j = 0;
+            while (po->src[j] != c)
+                j++;
+            st = hs_col_slice(cols[j], 0, b->n_rows, &cols[i], err);
+        }
+    }
+    hs_batch *o = NULL;
+    if (st == HS_OK)
+        st = hs_batch_create(&op->schema, 0, &o, err);
+    if (st == HS_OK) {
+        for (int i = 0; i < po->n; i++) {
+            hs_col_free(o->cols[i]);
+            o->cols[i] = cols[i];
+            cols[i] = NULL;
+        }
+        o->n_rows = b->n_rows;
+    }
+    for (int i = 0; cols && i < po->n; i++)
+        hs_col_free(cols[i]);
+    hs_free(cols);
+    hs_batch_free(b);
+    if (st != HS_OK) {
+        hs_batch_free(o);
+        return st;
+    }
+    *out = o;
+    return HS_OK;
+}
+
+static void pass_destroy(xo_op *op)
+{
+    pass_op *po = (pass_op *)op;
+    for (int i = 0; i < po->n; i++)
+        ex_free(po->ex[i]);
+    hs_free(po->ex);
+    hs_free(po->src);
+}
+
+/* Whether column idx of schema binds as an expression (not nested). */
+static bool col_bindable(planner *p, const hs_field *schema, int idx)
+{
+    json_t *j = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", "c",
+                          "location", -1);
+    if (!j)
+        return false;
+    hs_error e = {0};
+    ex_expr *x = NULL;
+    pos_ctx pc = {idx};
+    ex_scope es = {.schema = schema, .column = pos_column, .ctx = &pc};
+    hs_status st = ex_bind_json(j, p->text, &es, false, &x, &e);
+    ex_free(x);
+    json_decref(j);
+    return st == HS_OK;
+}
+
+/* Projects child into n columns: src[i] >= 0 passes child column src[i]
+ * through (ex[i] unused), else ex[i] (taken).  Uses xo_project when every
+ * column binds as an expression. */
+static hs_status project_mixed(planner *p, xo_op *child, int n, const int *src, ex_expr **ex,
+                               const char *const *names, xo_op **out)
+{
+    *out = NULL;
+    bool plain = true;
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && plain; i++)
+        if (src[i] >= 0 && !col_bindable(p, &child->schema, src[i]))
+            plain = false;
+    if (plain) {
+        for (int i = 0; i < n && st == HS_OK; i++)
+            if (src[i] >= 0) {
+                ex_free(ex[i]);
+                ex[i] = NULL;
+                st = col_expr(p, &child->schema, src[i], &ex[i]);
+            }
+        if (st == HS_OK) {
+            st = xo_project(child, n, ex, names, out, p->err);
+            for (int i = 0; i < n; i++)
+                ex[i] = NULL;   /* taken by xo_project, also on failure */
+            return st;
+        }
+        for (int i = 0; i < n; i++) {
+            ex_free(ex[i]);
+            ex[i] = NULL;
+        }
+        xo_free(child);
+        return st;
+    }
+    pass_op *po = hs_calloc(1, sizeof *po);
+    xo_op **kids = po ? hs_calloc(1, sizeof *kids) : NULL;
+    if (po) {
+        po->src = hs_calloc((size_t)n + 1, sizeof *po->src);
+        po->ex = hs_calloc((size_t)n + 1, sizeof *po->ex);
+    }
+    st = po && kids && po->src && po->ex ? HS_OK : nomem(p);
+    if (st == HS_OK)
+        hs_field_init(&po->op.schema, "", HS_TYPE_STRUCT, false);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        hs_field f;
+        const hs_field *from = src[i] >= 0 ? &child->schema.children[src[i]] : ex_type(ex[i]);
+        st = hs_field_copy(from, &f);
+        if (st == HS_OK) {
+            hs_free(f.name);
+            f.name = hs_strdup(names[i] ? names[i] : "?column?");
+            f.nullable = true;
+            st = f.name ? hs_field_add_child(&po->op.schema, &f) : HS_NOMEM;
+            if (st != HS_OK)
+                hs_field_clear(&f);
+        }
+        if (st != HS_OK)
+            st = nomem(p);
+        po->src[i] = src[i];
+        po->ex[i] = src[i] >= 0 ? NULL : ex[i];
+        if (src[i] >= 0)
+            ex_free(ex[i]);
+        ex[i] = NULL;
+    }
+    if (st != HS_OK) {
+        for (int i = 0; i < n; i++) {
+            ex_free(ex[i]);
+            ex[i] = NULL;
+        }
+        if (po) {
+            for (int i = 0; po->ex && i < n; i++)
+                ex_free(po->ex[i]);
+            hs_free(po->ex);
+            hs_free(po->src);
+            hs_field_clear(&po->op.schema);
+        }
+        hs_free(po);
+        hs_free(kids);
+        xo_free(child);
+        return st;
+    }
+    /* ids: top level 1..n, nested above n */
+    hs_field *f = &po->op.schema;
+    int next = f->n_children + 1;
+    for (int i = 0; i < f->n_children; i++) {
+        f->children[i].field_id = i + 1;
+        hs_field *stack[64];
+        int sp = 0;
+        stack[sp++] = &f->children[i];
+        while (sp > 0) {
+            hs_field *x = stack[--sp];
+            for (int j = 0; j < x->n_children; j++) {
+                x->children[j].field_id = next++;
+                if (sp < 64)
+                    stack[sp++] = &x->children[j];
+            }
+        }
+    }
+    kids[0] = child;
+    po->n = n;
+    po->op.name = "Project";
+    po->op.ctx = child->ctx;
+    po->op.n_children = 1;
+    po->op.children = kids;
+    po->op.next = pass_next;
+    po->op.destroy = pass_destroy;
+    *out = &po->op;
+    return HS_OK;
+}
+
 /* A TypeName node for field f's type (casts in set operations and VALUES). */
 static json_t *type_json(const hs_field *f)
 {
@@ -1881,14 +2078,17 @@ static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const n
     int n = r->n;
     ex_expr **ex = hs_calloc((size_t)n + 2, sizeof *ex);
     const char **names = hs_calloc((size_t)n + 2, sizeof *names);
+    int *src = hs_calloc((size_t)n + 2, sizeof *src);
     qcol *nc = hs_realloc(r->cols, (size_t)(n + 1) * sizeof *nc);
-    hs_status st = ex && names && nc ? HS_OK : nomem(p);
+    hs_status st = ex && names && nc && src ? HS_OK : nomem(p);
     if (nc)
         r->cols = nc;
     for (int i = 0; i < n && st == HS_OK; i++) {
         names[i] = r->op->schema.children[i].name;
-        st = col_expr(p, &r->op->schema, i, &ex[i]);
+        src[i] = i;
     }
+    if (src)
+        src[n] = -1;
     if (st == HS_OK) {
         scope sc;
         scope_rel(&sc, p, r);
@@ -1905,7 +2105,7 @@ static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const n
     }
     if (st == HS_OK) {
         xo_op *op;
-        st = xo_project(r->op, n + 1, ex, names, &op, p->err);
+        st = project_mixed(p, r->op, n + 1, src, ex, names, &op);
         r->op = st == HS_OK ? op : NULL;
         if (st == HS_OK) {
             r->cols[n] = (qcol){NULL, hs_strdup(""), true};
@@ -1920,6 +2120,7 @@ static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const n
     }
     hs_free(ex);
     hs_free(names);
+    hs_free(src);
     return st;
 }
 
@@ -2797,20 +2998,19 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
     if (n_out < r->op->schema.n_children) {
         ex_expr **ex = hs_calloc((size_t)n_out + 1, sizeof *ex);
         const char **names = hs_calloc((size_t)n_out + 1, sizeof *names);
-        st = ex && names ? HS_OK : nomem(p);
+        int *src = hs_calloc((size_t)n_out + 1, sizeof *src);
+        st = ex && names && src ? HS_OK : nomem(p);
         for (int i = 0; i < n_out && st == HS_OK; i++) {
             names[i] = r->op->schema.children[i].name;
-            st = col_expr(p, &r->op->schema, i, &ex[i]);
+            src[i] = i;
         }
         if (st == HS_OK) {
-            st = xo_project(r->op, n_out, ex, names, &op, p->err);
+            st = project_mixed(p, r->op, n_out, src, ex, names, &op);
             r->op = st == HS_OK ? op : NULL;
-        } else {
-            for (int i = 0; ex && i < n_out; i++)
-                ex_free(ex[i]);
         }
         hs_free(ex);
         hs_free(names);
+        hs_free(src);
         if (st == HS_OK && r->n > n_out) {
             for (int i = n_out; i < r->n; i++) {
                 hs_free(r->cols[i].qual);
@@ -3224,6 +3424,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     char **names = NULL;
     qcol *ocols = NULL;
     json_t **ovals = NULL;
+    int *srcs = NULL;
     sortk *keys = NULL;
     int nk = 0;
     if (st == HS_OK) {
@@ -3232,9 +3433,12 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         names = hs_calloc((size_t)cap, sizeof *names);
         ocols = hs_calloc((size_t)cap, sizeof *ocols);
         ovals = hs_calloc((size_t)cap, sizeof *ovals);
+        srcs = hs_calloc((size_t)cap, sizeof *srcs);
         keys = hs_calloc((size_t)json_array_size(sortc) + 1, sizeof *keys);
-        if (!ex || !names || !ocols || !ovals || !keys)
+        if (!ex || !names || !ocols || !ovals || !keys || !srcs)
             st = nomem(p);
+        for (int i = 0; srcs && i < cap; i++)
+            srcs[i] = -1;
     }
     scope sc;
     scope_rel(&sc, p, &cur);
@@ -3264,7 +3468,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                     if (qual && !name_eq(cur.cols[c].qual, qual))
                         continue;
                     found++;
-                    st = col_expr(p, &cur.op->schema, c, &ex[n_out]);
+                    srcs[n_out] = c;
                     names[n_out] = hs_strdup(cur.cols[c].name);
                     ocols[n_out].qual = dup_or_null(cur.cols[c].qual);
                     ocols[n_out].name = hs_strdup(cur.cols[c].name);
@@ -3279,7 +3483,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                         if (a3) ocols = a3;
                         json_t **a4 = hs_realloc(ovals, (size_t)nc * sizeof *ovals);
                         if (a4) ovals = a4;
-                        if (!a1 || !a2 || !a3 || !a4) {
+                        int *a5 = hs_realloc(srcs, (size_t)nc * sizeof *srcs);
+                        if (a5) srcs = a5;
+                        if (!a1 || !a2 || !a3 || !a4 || !a5) {
                             st = nomem(p);
                             break;
                         }
@@ -3288,6 +3494,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                             names[z] = NULL;
                             ocols[z] = (qcol){0};
                             ovals[z] = NULL;
+                            srcs[z] = -1;
                         }
                         cap = nc;
                     }
@@ -3298,7 +3505,17 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                 continue;
             }
         }
-        st = bind_in(&sc, val, false, &ex[n_out]);
+        int direct = -1;
+        if (!grouped && is_kind(val, "ColumnRef", &cb)) {
+            const char *nn[8];
+            int k = colref_names(cb, nn, 8);
+            if (k > 0 && nn[k - 1])
+                direct = scope_column(&sc, nn, k);
+        }
+        if (direct >= 0)
+            srcs[n_out] = direct;   /* passed through (nested columns too) */
+        else
+            st = bind_in(&sc, val, false, &ex[n_out]);
         if (st != HS_OK)
             break;
         const char *nm = target_name(rt);
@@ -3366,7 +3583,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     }
     if (st == HS_OK) {
         xo_op *op;
-        st = xo_project(cur.op, n_out, ex, (const char *const *)names, &op, p->err);
+        st = project_mixed(p, cur.op, n_out, srcs, ex, (const char *const *)names, &op);
         cur.op = NULL;
         for (int i = 0; i < n_out; i++)
             ex[i] = NULL;
@@ -3387,6 +3604,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(ex);
     hs_free(names);
     hs_free(ovals);
+    hs_free(srcs);
     hs_free(keys);
     hs_free(extra);
     hs_free(key_of_col);

@@ -39,7 +39,13 @@ def _tables():
         "tag": ["a", "b", "a", None, "c", "a", "b", "b", "c", "a", "a", "b", "c", "c", "a", None, "b", "a", "c", "b"],
     })
     empty = pa.table({"k": pa.array([], pa.int64()), "v": pa.array([], pa.string())})
-    return {"emp": emp, "dept": dept, "orders": orders, "empty": empty}
+    nested = pa.table({
+        "nid": pa.array([1, 2, 3, 4], pa.int64()),
+        "tags": pa.array([["a", "b"], [], None, ["c"]], pa.list_(pa.string())),
+        "pt": pa.array([{"x": 1, "y": 2.5}, None, {"x": 3, "y": None}, {"x": 4, "y": 0.5}],
+                       pa.struct([("x", pa.int64()), ("y", pa.float64())])),
+    })
+    return {"emp": emp, "dept": dept, "orders": orders, "empty": empty, "nested": nested}
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +159,10 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT * FROM nested",
+    "SELECT tags, nid + 1 AS n, pt FROM nested WHERE nid > 1 ORDER BY nid DESC",
+    "SELECT n.tags, e.name FROM nested n JOIN emp e ON e.id = n.nid",
+    "SELECT DISTINCT tags FROM nested",
     "SELECT dept, count(*) FILTER (WHERE salary > 100), sum(salary) FILTER (WHERE name <> 'bob') "
     "FROM emp GROUP BY dept",
     "SELECT stddev_samp(amount), var_pop(amount), stddev_pop(salary), variance(salary) FROM orders, emp "
