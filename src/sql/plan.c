@@ -4025,6 +4025,48 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
                 st = nomem(p);
         }
     }
+    /* rows whose vector is NULL have no distance and no place in the
+     * index; an exact ORDER BY returns them last (NULLS LAST), so they are
+     * added from a scan and the top-k above orders the union */
+    if (st == HS_OK) {
+        hs_buf nf = {0};
+        st = hs_buf_printf(&nf, "%s%s%s\"", f->filt.len ? "(" : "",
+                           f->filt.len ? hs_buf_cstr(&f->filt) : "", f->filt.len ? ") AND " : "");
+        for (const char *c = colname; st == HS_OK && *c; c++)
+            st = *c == '"' ? hs_buf_puts(&nf, "\"\"") : hs_buf_append_byte(&nf, (uint8_t)*c);
+        if (st == HS_OK)
+            st = hs_buf_puts(&nf, "\" IS NULL");
+        rel nulls = {0};
+        if (st == HS_OK) {
+            hs_scan_options so = f->so;
+            so.columns = cols;
+            so.n_columns = kc;
+            so.filter = hs_buf_cstr(&nf);
+            st = xo_scan(p->ctx, f->t, &so, &nulls.op, p->err);
+        } else {
+            st = nomem(p);
+        }
+        hs_buf_free(&nf);
+        if (st == HS_OK)
+            st = rel_name(&nulls, NULL, p->err);
+        json_t *nd = st == HS_OK ? json_pack("{s:{s:{s:{s:b,s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i}}",
+                                             "TypeCast", "arg", "A_Const", "isnull", 1, "location",
+                                             -1, "typeName", "names", "String", "sval", "float8",
+                                             "typemod", -1, "location", -1, "location", -1)
+                                 : NULL;
+        int dc;
+        if (st == HS_OK)
+            st = nd ? rel_add_expr(p, &nulls, nd, &dc) : nomem(p);
+        json_decref(nd);
+        if (st == HS_OK) {
+            xo_op *u;
+            xo_op *vo = out->op, *no = nulls.op;
+            out->op = nulls.op = NULL;
+            st = xo_setop(XO_SET_UNION, true, vo, no, &u, p->err);
+            out->op = st == HS_OK ? u : NULL;
+        }
+        rel_clear(&nulls);
+    }
     hs_free(cols);
     hs_free(idx);
     hs_free(q);

@@ -325,6 +325,22 @@ def test_vector_search_uses_index_and_matches_brute_force(tmp_path):
         want = list(np.argsort(dist, kind="stable")[:5])
         assert got.column("id").to_pylist() == want
         assert np.allclose(got.column("dist").to_numpy(), dist[want], rtol=1e-5)
+        # rows without a vector come last (NULL distance), as an exact ORDER BY gives them
+        t.write_arrow(pa.table({"id": pa.array([n, n + 1], pa.int64()),
+                                "cat": pa.array([2, 2], pa.int64()),
+                                "emb": pa.nulls(2, pa.list_(pa.float32(), dim))}))
+        t.commit()
+        s.close()
+        s = Session()
+        s.register("items", str(d))
+        s.sql("CREATE INDEX items_emb ON items USING hnsw (emb vector_l2_ops)")
+        s.sql("SET hnsw.ef_search = 400")
+        allq = sql.replace("LIMIT 5", "LIMIT 1000")
+        assert "VectorSearch" in "\n".join(s.sql("EXPLAIN " + allq).column(0).to_pylist())
+        got = s.sql(allq)
+        assert got.num_rows == int((cat == 2).sum()) + 2
+        assert got.column("id").to_pylist()[-2:] in ([n, n + 1], [n + 1, n])
+        assert got.column("dist").to_pylist()[-2:] == [None, None]
         # without the index: the exact plan gives the same rows
         assert s.sql("DROP INDEX items_emb") == "DROP INDEX"
         plan = "\n".join(s.sql("EXPLAIN " + sql).column(0).to_pylist())
