@@ -2789,12 +2789,18 @@ static hs_status group_node(planner *p, const json_t *g, const json_t *tl, const
     return HS_OK;
 }
 
+static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf);
+
 /* Projects cur into [group exprs, aggregate args] and aggregates it. */
 static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m,
                            int **key_of_col)
 {
     int ng = (int)json_array_size(groups), na = (int)json_array_size(aggs);
-    int cap = ng + 2 * na + 1;
+    json_t *agg_ord = NULL;   /* the ORDER BY inside aggregates (one for all) */
+    int n_ord_max = 0;
+    for (int j = 0; j < na; j++)
+        n_ord_max += (int)json_array_size(jget(jget(json_array_get(aggs, (size_t)j), "FuncCall"), "agg_order"));
+    int cap = ng + 2 * na + n_ord_max + 1;
     ex_expr **ex = hs_calloc((size_t)cap, sizeof *ex);
     const char **names = hs_calloc((size_t)cap, sizeof *names);
     xo_agg *ag = hs_calloc((size_t)na + 1, sizeof *ag);
@@ -2833,8 +2839,11 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         ag[j].distinct = json_is_true(jget(fc, "agg_distinct"));
         json_t *filt = jget(fc, "agg_filter");
         json_t *one = NULL, *wrapped = NULL;
-        if (jget(fc, "agg_order") || json_is_true(jget(fc, "agg_within_group")))
-            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "ORDER BY in aggregates is not supported");
+        if (json_is_true(jget(fc, "agg_within_group")))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "WITHIN GROUP is not supported");
+        else if (jget(fc, "agg_order") && agg_ord && !jeq(agg_ord, jget(fc, "agg_order")))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "aggregates with different ORDER BY in one query are not supported");
         else if (json_is_true(jget(fc, "agg_star")) && fn != XO_AGG_COUNT)
             st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
                       "aggregate function", fname);
@@ -2884,6 +2893,8 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
                 ag[j].sep = sv;
             }
         }
+        if (jget(fc, "agg_order"))
+            agg_ord = jget(fc, "agg_order");
         if (one || wrapped) {
             /* the bound expressions keep no reference into the JSON */
             json_decref(one);
@@ -2899,12 +2910,36 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         names[ne++] = "one";
         json_decref(one);
     }
+    /* aggregates that take their input in order (string_agg, array_agg
+     * with ORDER BY) get it sorted: the hash aggregate keeps input order
+     * within a group */
+    int n_ok = (int)json_array_size(agg_ord);
+    xo_sort_key *okeys = n_ok ? hs_calloc((size_t)n_ok, sizeof *okeys) : NULL;
+    if (n_ok && !okeys && st == HS_OK)
+        st = nomem(p);
+    for (int k = 0; k < n_ok && st == HS_OK; k++) {
+        json_t *sb = jget(json_array_get(agg_ord, (size_t)k), "SortBy");
+        bool desc, nf;
+        if (sort_dir(sb, &desc, &nf) != HS_OK) {
+            st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+            break;
+        }
+        st = bind_in(&sc, jget(sb, "node"), false, &ex[ne]);
+        names[ne] = "ord";
+        okeys[k] = (xo_sort_key){ne++, desc, nf};
+    }
     xo_op *op = NULL;
     if (st == HS_OK) {
         st = xo_project(cur->op, ne, ex, names, &op, p->err);
         cur->op = NULL;
         ne = 0;
     }
+    if (st == HS_OK && n_ok) {
+        xo_op *sorted;
+        st = xo_sort(op, n_ok, okeys, &sorted, p->err);
+        op = st == HS_OK ? sorted : NULL;
+    }
+    hs_free(okeys);
     for (int i = 0; i < ne; i++)
         ex_free(ex[i]);
     if (st == HS_OK) {
@@ -3505,12 +3540,20 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                 continue;
             }
         }
+        /* a column of the input as it is (passed through: nested types too) */
         int direct = -1;
-        if (!grouped && is_kind(val, "ColumnRef", &cb)) {
+        for (int k = 0; k < sc.n_map && direct < 0; k++)
+            if (sc.map_nodes[k] == val || jeq(sc.map_nodes[k], val))
+                direct = sc.map_cols[k];
+        if (direct < 0 && is_kind(val, "ColumnRef", &cb)) {
             const char *nn[8];
             int k = colref_names(cb, nn, 8);
-            if (k > 0 && nn[k - 1])
+            if (k > 0 && nn[k - 1] && !grouped)
                 direct = scope_column(&sc, nn, k);
+            else if (k > 0 && nn[k - 1] && grouped) {
+                int pc = layer_find(&pre, nn, k);
+                direct = pc >= 0 ? key_of_col[pc] : -1;
+            }
         }
         if (direct >= 0)
             srcs[n_out] = direct;   /* passed through (nested columns too) */
@@ -4312,6 +4355,44 @@ static json_t *stat_agg(const json_t *node)
     return out;
 }
 
+/* GREATEST(a, b, ...) / LEAST(...) as CASE (PostgreSQL: NULL arguments are
+ * ignored; NULL only when all are NULL), folded pairwise from the left. */
+static json_t *minmax_expr(const json_t *node)
+{
+    json_t *b;
+    if (!is_kind(node, "MinMaxExpr", &b))
+        return NULL;
+    const char *op = jstrv(b, "op");
+    json_t *args = jget(b, "args");
+    size_t n = json_array_size(args);
+    if (!op || n == 0)
+        return NULL;
+    const char *cmp = !strcmp(op, "IS_GREATEST") ? ">=" : "<=";
+    json_t *acc = json_incref(json_array_get(args, 0));
+    for (size_t i = 1; acc && i < n; i++) {
+        json_t *x = json_array_get(args, i);
+        json_t *nt_a = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", acc, "nulltesttype",
+                                 "IS_NULL", "location", -1);
+        json_t *nt_x = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype",
+                                 "IS_NULL", "location", -1);
+        json_t *ge = mk_op(cmp, json_incref(acc), json_incref(x));
+        json_t *c = json_pack("{s:{s:[{s:{s:o,s:O,s:i}},{s:{s:o,s:O,s:i}},{s:{s:o,s:O,s:i}}],s:O,s:i}}",
+                              "CaseExpr", "args", "CaseWhen", "expr", nt_a, "result", x, "location", -1,
+                              "CaseWhen", "expr", nt_x, "result", acc, "location", -1, "CaseWhen",
+                              "expr", ge, "result", acc, "location", -1, "defresult", x, "location",
+                              sq_loc(b));
+        json_decref(acc);
+        acc = c;
+    }
+    if (acc && n > 1) {
+        const char *k;
+        json_t *ob;
+        if (sq_node(acc, &k, &ob))
+            json_object_set_new(ob, "hs_name", json_string(!strcmp(op, "IS_GREATEST") ? "greatest" : "least"));
+    }
+    return acc;
+}
+
 static void rewrite_stats(json_t *j, int depth)
 {
     if (depth > 2000)
@@ -4323,6 +4404,8 @@ static void rewrite_stats(json_t *j, int depth)
         json_object_foreach_safe(j, tmp, k, v) {
             rewrite_stats(v, depth + 1);
             json_t *r = stat_agg(v);
+            if (!r)
+                r = minmax_expr(v);
             if (r)
                 json_object_set_new(j, k, r);
         }
@@ -4331,6 +4414,8 @@ static void rewrite_stats(json_t *j, int depth)
             json_t *v = json_array_get(j, i);
             rewrite_stats(v, depth + 1);
             json_t *r = stat_agg(v);
+            if (!r)
+                r = minmax_expr(v);
             if (r)
                 json_array_set_new(j, i, r);
         }

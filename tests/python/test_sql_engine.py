@@ -95,7 +95,10 @@ def check(env, sql, ordered=None):
     assert got.num_columns == len(cur.description), (sql, got.schema, cur.description)
     g = _rows(got)
     if ordered is None:   # an ORDER BY of the query, not of a window
-        ordered = "order by" in re.sub(r"over \([^)]*\)", "", sql.lower())
+        flat = sql.lower()
+        while re.search(r"\([^()]*\)", flat):
+            flat = re.sub(r"\([^()]*\)", "", flat)
+        ordered = "order by" in flat
     if not ordered:
         g, w = sorted(g, key=_key), sorted(w, key=_key)
     assert g == w, f"{sql}\n got: {g}\nwant: {w}"
@@ -159,6 +162,9 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT dept, string_agg(name, ',' ORDER BY name DESC) FROM emp GROUP BY dept",
+    "SELECT emp_id, array_agg(amount ORDER BY oid) FROM orders GROUP BY emp_id",
+    "SELECT id, greatest(salary, 120, NULL), least(dept, boss) FROM emp",
     "SELECT * FROM nested",
     "SELECT tags, nid + 1 AS n, pt FROM nested WHERE nid > 1 ORDER BY nid DESC",
     "SELECT n.tags, e.name FROM nested n JOIN emp e ON e.id = n.nid",
