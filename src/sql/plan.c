@@ -2291,9 +2291,10 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
         json_t *opn = jget(sublink, "operName");
         if (json_array_size(opn) > 0 && strcmp(sq_str(json_array_get(opn, 0)) ? sq_str(json_array_get(opn, 0)) : "", "="))
             return fail(p, HS_UNSUPPORTED, "0A000", loc, "only = ANY (IN) subqueries are supported");
-        if (is_kind(jget(sublink, "testexpr"), "RowExpr", NULL))
-            return fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (subquery) is not supported");
     }
+    json_t *rowb = NULL;
+    bool row = is_in && is_kind(jget(sublink, "testexpr"), "RowExpr", &rowb);
+    size_t nrow = row ? json_array_size(jget(rowb, "args")) : 1;
     corr c;
     hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
     if (st == HS_OK && !c.inner)
@@ -2303,8 +2304,8 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     json_t *targets = json_array();
     int *lk = NULL, *rk = NULL, nk = 0;
     size_t ncorr = json_array_size(c.corr);
-    lk = hs_calloc(ncorr + 2, sizeof *lk);
-    rk = hs_calloc(ncorr + 2, sizeof *rk);
+    lk = hs_calloc(ncorr + nrow + 2, sizeof *lk);
+    rk = hs_calloc(ncorr + nrow + 2, sizeof *rk);
     json_t **resid = hs_calloc(ncorr + 1, sizeof *resid);
     int nres = 0;
     if (st == HS_OK && (!targets || !lk || !rk || !resid))
@@ -2312,14 +2313,19 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     if (st == HS_OK && correlated && has_aggs_or_group(sub))
         st = fail(p, HS_UNSUPPORTED, "0A000", loc,
                   "correlated subqueries with GROUP BY or aggregates under EXISTS/IN are not supported");
+    if (st == HS_OK && row && correlated)
+        st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (correlated subquery) is not supported");
     if (st == HS_OK && is_in) {
-        if (json_array_size(jget(sub, "targetList")) != 1 && plain_select(sub))
-            st = fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
-        int col = -1;
-        if (st == HS_OK)
-            st = rel_add_expr(p, cur, jget(sublink, "testexpr"), &col);
-        lk[nk] = col;
-        rk[nk++] = 0;
+        if (json_array_size(jget(sub, "targetList")) != nrow && plain_select(sub))
+            st = fail(p, HS_INVALID, "42601", loc, "subquery has too %s columns",
+                      json_array_size(jget(sub, "targetList")) > nrow ? "many" : "few");
+        for (size_t i = 0; i < nrow && st == HS_OK; i++) {
+            int col = -1;
+            st = rel_add_expr(p, cur, row ? json_array_get(jget(rowb, "args"), i)
+                                          : jget(sublink, "testexpr"), &col);
+            lk[nk] = col;
+            rk[nk++] = (int)i;
+        }
     }
     if (st == HS_OK && correlated) {
         if (is_in)
@@ -2364,8 +2370,11 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     rel s = {0};
     if (st == HS_OK)
         st = plan_select(p, rw ? rw : sub, &s);
-    if (st == HS_OK && is_in && !correlated && s.n != 1)
+    if (st == HS_OK && is_in && !correlated && s.n != (int)nrow)
         st = fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
+    for (size_t i = 1; st == HS_OK && row && i < nrow; i++)
+        if (!key_types_ok(&cur->op->schema.children[lk[i]], &s.op->schema.children[i]))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (subquery) with different column types");
     if (st == HS_OK && is_in && !key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
         /* cast the subquery's column to the outer key's type */
         hs_field *types = hs_calloc((size_t)s.n + 1, sizeof *types);
@@ -2599,20 +2608,213 @@ static void nmap_free(nmap *m)
     memset(m, 0, sizeof *m);
 }
 
+/* ---- EXISTS / ANY / ALL / IN inside expressions ----
+ * Outside a WHERE conjunct (under OR, CASE, in the select list) these
+ * become expressions over scalar subqueries that the joins above handle
+ * (correlated ones too, when their correlation is by equality):
+ *   EXISTS (S)          cnt > 0
+ *   x op ANY (S)        CASE WHEN cnt = 0 THEN false WHEN x IS NULL THEN NULL
+ *                       WHEN <x matches> THEN true WHEN cnt > nn THEN NULL ELSE false END
+ *   x op ALL (S)        CASE WHEN cnt = 0 THEN true WHEN x IS NULL THEN NULL
+ *                       WHEN NOT <x passes the extreme> THEN false
+ *                       WHEN cnt > nn THEN NULL ELSE true END
+ * with cnt = count(*), nn = count(t) of S's one column t, <x matches> for
+ * = the count of t = x above 0, for < <= > >= a comparison with min(t) or
+ * max(t): PostgreSQL's three-valued results. */
+static json_t *mk_op(const char *op, json_t *l, json_t *r);
+static json_t *mk_int(int v);
+
+static json_t *mk_bool(bool v)
+{
+    return json_pack("{s:{s:{s:{s:{s:s},s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i}}", "TypeCast", "arg",
+                     "A_Const", "sval", "sval", v ? "true" : "false", "location", -1, "typeName",
+                     "names", "String", "sval", "bool", "typemod", -1, "location", -1, "location", -1);
+}
+
+static json_t *mk_null(void)
+{
+    return json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1);
+}
+
+static bool simple_select(const json_t *sub)
+{
+    return plain_select(sub) && !jget(sub, "groupClause") && !jget(sub, "havingClause") &&
+           !jget(sub, "distinctClause") && !jget(sub, "limitCount") && !jget(sub, "limitOffset") &&
+           !jget(sub, "withClause") && !jget(sub, "sortClause");
+}
+
+/* (SELECT agg FROM S...) where agg reads S's column through `arg`:
+ * arg NULL = count(*); where (may be NULL) an extra conjunct on it. */
+static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x, int loc)
+{
+    json_t *t = jget(jget(json_array_get(jget(sub, "targetList"), 0), "ResTarget"), "val");
+    json_t *q;
+    json_t *col = NULL;
+    if (simple_select(sub)) {
+        q = json_deep_copy(sub);
+        col = t ? json_incref(t) : NULL;
+    } else {
+        /* SELECT agg(_hs_q.c) FROM (S) _hs_q(c) */
+        q = json_pack("{s:[{s:{s:{s:O},s:{s:s,s:[{s:{s:s}}]}}}]}", "fromClause", "RangeSubselect",
+                      "subquery", "SelectStmt", sub, "alias", "aliasname", "_hs_q", "colnames",
+                      "String", "sval", "c");
+        col = json_pack("{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                        "_hs_q", "String", "sval", "c", "location", -1);
+    }
+    if (!q || (use_col && !col)) {
+        json_decref(q);
+        json_decref(col);
+        return NULL;
+    }
+    json_t *call = use_col
+        ? json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval", fn,
+                    "args", col, "location", -1)
+        : json_pack("{s:{s:[{s:{s:s}}],s:b,s:i}}", "FuncCall", "funcname", "String", "sval", "count",
+                    "agg_star", 1, "location", -1);
+    json_object_set_new(q, "targetList", json_pack("[{s:{s:o,s:i}}]", "ResTarget", "val", call,
+                                                   "location", -1));
+    if (eq_x) {
+        json_t *cond = mk_op("=", json_incref(col), json_incref((json_t *)eq_x));
+        json_t *w = jget(q, "whereClause");
+        json_t *both[2] = {w, cond};
+        json_t *nw = w ? mk_and(both, 2) : json_incref(cond);
+        json_decref(cond);
+        json_object_set_new(q, "whereClause", nw);
+    }
+    json_decref(col);
+    return json_pack("{s:{s:s,s:{s:o},s:i}}", "SubLink", "subLinkType", "EXPR_SUBLINK", "subselect",
+                     "SelectStmt", q, "location", loc);
+}
+
+static json_t *when(json_t *cond, json_t *res)
+{
+    return json_pack("{s:{s:o,s:o,s:i}}", "CaseWhen", "expr", cond, "result", res, "location", -1);
+}
+
+/* The expression that replaces an EXISTS/ANY/ALL SubLink (NULL: not one). */
+static json_t *sublink_expr(planner *p, const json_t *sl, hs_status *st)
+{
+    const char *type = jstrv(sl, "subLinkType");
+    json_t *sub = jget(jget(sl, "subselect"), "SelectStmt");
+    int loc = sq_loc(sl);
+    *st = HS_OK;
+    if (!type || !sub)
+        return NULL;
+    if (!strcmp(type, "EXISTS_SUBLINK")) {
+        json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+        return cnt ? mk_op(">", cnt, mk_int(0)) : NULL;
+    }
+    bool any = !strcmp(type, "ANY_SUBLINK"), all = !strcmp(type, "ALL_SUBLINK");
+    if (!any && !all)
+        return NULL;
+    const char *op = sq_str(json_array_get(jget(sl, "operName"), 0));
+    json_t *x = jget(sl, "testexpr");
+    if (!op)
+        op = "=";
+    if (is_kind(x, "RowExpr", NULL) || (plain_select(sub) && json_array_size(jget(sub, "targetList")) != 1)) {
+        *st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row comparisons with subqueries are not supported here");
+        return NULL;
+    }
+    bool eq = !strcmp(op, "="), ne = !strcmp(op, "<>") || !strcmp(op, "!=");
+    bool gt = !strcmp(op, ">") || !strcmp(op, ">="), lt = !strcmp(op, "<") || !strcmp(op, "<=");
+    if (!(eq && any) && !(ne && all) && !gt && !lt) {
+        *st = fail(p, HS_UNSUPPORTED, "0A000", loc, "%s %s with a subquery is not supported", op,
+                   any ? "ANY" : "ALL");
+        return NULL;
+    }
+    json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+    json_t *nn = agg_sublink(sub, "count", true, NULL, loc);
+    json_t *hit;
+    if (eq || ne)
+        hit = mk_op(">", agg_sublink(sub, "count", false, x, loc), mk_int(0));
+    else {
+        /* ANY: x > min, x < max; ALL: x > max, x < min */
+        const char *fn = (gt == any) ? "min" : "max";
+        hit = mk_op(op, json_incref(x), agg_sublink(sub, fn, true, NULL, loc));
+    }
+    json_t *xnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype", "IS_NULL",
+                              "location", -1);
+    json_t *some_null = mk_op(">", json_incref(cnt), nn);
+    json_t *cw;
+    if (any)
+        cw = json_pack("[o,o,o,o]", when(mk_op("=", json_incref(cnt), mk_int(0)), mk_bool(false)),
+                       when(xnull, mk_null()), when(hit, mk_bool(true)), when(some_null, mk_null()));
+    else {
+        /* ALL: for <> it is NOT (x = ANY) */
+        json_t *fails = ne ? hit
+                           : json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args",
+                                       hit, "location", -1);
+        cw = json_pack("[o,o,o,o]", when(mk_op("=", json_incref(cnt), mk_int(0)), mk_bool(true)),
+                       when(xnull, mk_null()), when(fails, mk_bool(false)), when(some_null, mk_null()));
+    }
+    json_decref(cnt);
+    json_t *r = cw ? json_pack("{s:{s:o,s:o,s:i}}", "CaseExpr", "args", cw, "defresult",
+                               mk_bool(all), "location", loc) : NULL;
+    if (!r)
+        *st = nomem(p);
+    return r;
+}
+
+/* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
+static hs_status rewrite_sublinks(planner *p, json_t *j, int depth)
+{
+    if (depth > 400 || !j)
+        return HS_OK;
+    hs_status st = HS_OK;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            json_t *b;
+            if (is_kind(v, "SubLink", &b)) {
+                json_t *r = sublink_expr(p, b, &st);
+                if (st != HS_OK)
+                    return st;
+                if (r)
+                    json_object_set_new(j, k, r);
+            } else if (strcmp(k, "SubLink") != 0) {
+                HS_TRY(rewrite_sublinks(p, v, depth + 1));
+            }
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i), *b;
+            if (is_kind(v, "SubLink", &b)) {
+                json_t *r = sublink_expr(p, b, &st);
+                if (st != HS_OK)
+                    return st;
+                if (r)
+                    json_array_set_new(j, i, r);
+            } else {
+                HS_TRY(rewrite_sublinks(p, v, depth + 1));
+            }
+        }
+    }
+    return HS_OK;
+}
+
 /* Joins every scalar subquery under the nodes into cur, mapping them. */
 static hs_status attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m)
 {
     json_t *arr = json_array();
     if (!arr)
         return nomem(p);
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && st == HS_OK; i++)
+        st = rewrite_sublinks(p, nodes[i], 0);
     for (int i = 0; i < n; i++)
         collect_sublinks(nodes[i], arr, 0);
-    hs_status st = HS_OK;
     for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
         json_t *node = json_array_get(arr, i), *b = jget(node, "SubLink");
         const char *type = jstrv(b, "subLinkType");
         if (!type || strcmp(type, "EXPR_SUBLINK") != 0)
             continue;   /* the binder reports it */
+        bool seen = false;
+        for (int k = 0; k < m->n && !seen; k++)
+            seen = jeq(m->nodes[k], node);
+        if (seen)
+            continue;   /* the same subquery twice: joined once */
         int col = -1;
         st = attach_scalar(p, cur, b, &col);
         if (st == HS_OK) {
@@ -2636,16 +2838,35 @@ static hs_status apply_sub_conj(planner *p, rel *cur, json_t *node)
         neg = true;
     }
     json_t *sl;
+    json_t *own = NULL;
     if (is_kind(x, "SubLink", &sl)) {
         const char *t = jstrv(sl, "subLinkType");
-        if (t && (!strcmp(t, "EXISTS_SUBLINK") || !strcmp(t, "ANY_SUBLINK")))
+        const char *op = sq_str(json_array_get(jget(sl, "operName"), 0));
+        bool row = is_kind(jget(sl, "testexpr"), "RowExpr", NULL);
+        if (t && (!strcmp(t, "EXISTS_SUBLINK") ||
+                  (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
             return attach_semi(p, cur, sl, neg);
+        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK"))) {
+            hs_status st2;
+            json_t *r = sublink_expr(p, sl, &st2);
+            HS_TRY(st2);
+            if (r && neg) {
+                own = json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args", r,
+                                "location", -1);
+            } else {
+                own = r;
+            }
+            if (!own)
+                return nomem(p);
+            node = own;
+        }
     }
     nmap m = {0};
     hs_status st = attach_scalars(p, cur, &node, 1, &m);
     if (st == HS_OK)
         st = filter_rel(p, cur, &node, 1, m.nodes, m.cols, m.n, "WHERE");
     nmap_free(&m);
+    json_decref(own);
     return st;
 }
 
