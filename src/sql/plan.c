@@ -3568,8 +3568,11 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     HS_TRY(check_clauses(p, sel));
     json_t *dc = jget(sel, "distinctClause");
     bool distinct = json_array_size(dc) > 0;
-    if (distinct && !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0))
-        return fail(p, HS_UNSUPPORTED, "0A000", first_loc(dc, 0), "DISTINCT ON is not supported");
+    json_t *distinct_on = NULL;
+    if (distinct && !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0)) {
+        distinct_on = dc;   /* DISTINCT ON (exprs): the first row of each group in ORDER BY order */
+        distinct = false;
+    }
     fromc fc = {0};
     conjs cs = {0};
     rel cur = {0};
@@ -3673,6 +3676,35 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         st = attach_scalars(p, &cur, both, 2, &m);
         if (st == HS_OK)
             st = apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
+    }
+    /* DISTINCT ON (e...): row_number() OVER (PARTITION BY e... ORDER BY the
+     * query's ORDER BY) = 1; PostgreSQL requires ORDER BY to start with e... */
+    json_t *don = NULL;
+    if (st == HS_OK && distinct_on) {
+        size_t nd = json_array_size(distinct_on);
+        for (size_t i = 0; i < nd && st == HS_OK; i++) {
+            json_t *sb = jget(json_array_get(sortc, i), "SortBy");
+            if (!sb || !jeq(jget(sb, "node"), json_array_get(distinct_on, i)))
+                st = fail(p, HS_INVALID, "42P10", first_loc(distinct_on, 0),
+                          "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+        }
+        if (st == HS_OK) {
+            json_t *ord = sortc ? json_incref(sortc) : json_array();
+            don = ord ? json_pack("{s:{s:[{s:{s:s}}],s:{s:O,s:o,s:i,s:i},s:i}}", "FuncCall",
+                                  "funcname", "String", "sval", "row_number", "over",
+                                  "partitionClause", distinct_on, "orderClause", ord,
+                                  "frameOptions", 1058, "location", -1, "location", -1)
+                      : NULL;
+            if (!don)
+                st = nomem(p);
+        }
+        if (st == HS_OK)
+            st = apply_windows(p, &cur, &don, 1, &m, grouped ? &pre : NULL, key_of_col);
+        if (st == HS_OK) {
+            json_t *eq1 = mk_op("=", json_incref(don), mk_int(1));
+            st = eq1 ? filter_rel(p, &cur, &eq1, 1, m.nodes, m.cols, m.n, "DISTINCT ON") : nomem(p);
+            json_decref(eq1);
+        }
     }
     /* the select list */
     int cap = 16, n_out = 0;
@@ -3871,6 +3903,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(srcs);
     hs_free(keys);
     hs_free(extra);
+    json_decref(don);
     hs_free(key_of_col);
     qcols_free(pre_cols, n_pre);
     nmap_free(&m);

@@ -162,6 +162,8 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT DISTINCT ON (emp_id) emp_id, oid, amount FROM orders ORDER BY emp_id, amount DESC, oid",
+    "SELECT DISTINCT ON (tag) tag, oid FROM orders ORDER BY tag NULLS FIRST, oid DESC",
     "SELECT id, id IN (SELECT emp_id FROM orders WHERE amount > 8) AS big FROM emp",
     "SELECT id, dept NOT IN (SELECT did FROM dept) FROM emp",
     "SELECT name FROM emp WHERE salary > ALL (SELECT salary FROM emp WHERE dept = 20 AND salary IS NOT NULL)",
