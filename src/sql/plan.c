@@ -946,7 +946,12 @@ static hs_status cast_rel(planner *p, rel *r, const hs_field *types)
         if (same_type(&sch->children[i], &types[i])) {
             st = ex_bind_json(cref, p->text, &es, false, &ex[i], p->err);
         } else {
-            json_t *c = cast_json(cref, &types[i]);
+            /* a column of NULLs (type NA) becomes a typed NULL constant */
+            json_t *src = sch->children[i].type == HS_TYPE_NA
+                              ? json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1)
+                              : json_incref(cref);
+            json_t *c = src ? cast_json(src, &types[i]) : NULL;
+            json_decref(src);
             st = c ? ex_bind_json(c, p->text, &es, false, &ex[i], p->err) : nomem(p);
             json_decref(c);
         }
@@ -3328,6 +3333,185 @@ static hs_status push_ctes(planner *p, const json_t *sel, cte **saved, cte **min
     return HS_OK;
 }
 
+/* ---- GROUPING SETS / ROLLUP / CUBE ----
+ * The query becomes a UNION ALL of one grouped query per set, in which the
+ * group expressions outside the set read as NULL (not inside aggregate
+ * arguments); ORDER BY and LIMIT apply to the union.  GROUPING() is not
+ * supported. */
+
+static bool in_list(const json_t *arr, const json_t *x)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (jeq(json_array_get(arr, i), x))
+            return true;
+    return false;
+}
+
+/* Replaces (in place) nodes of j equal to one of absent by NULL. */
+static void null_absent(json_t *j, const json_t *absent, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            if (is_agg_call(v) || is_kind(v, "SubLink", NULL))
+                continue;
+            if (json_is_object(v) && json_object_size(v) == 1 && in_list(absent, v))
+                json_object_set_new(j, k, mk_null());
+            else
+                null_absent(v, absent, depth + 1);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            if (is_agg_call(v) || is_kind(v, "SubLink", NULL))
+                continue;
+            if (json_is_object(v) && json_object_size(v) == 1 && in_list(absent, v))
+                json_array_set_new(j, i, mk_null());
+            else
+                null_absent(v, absent, depth + 1);
+        }
+    }
+}
+
+/* *out: the expanded query (a new SelectStmt body), or NULL when sel has
+ * no grouping sets. */
+static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
+{
+    *out = NULL;
+    json_t *gc = jget(sel, "groupClause"), *gs = NULL;
+    size_t i;
+    json_t *g;
+    json_array_foreach(gc, i, g) {
+        json_t *b;
+        if (is_kind(g, "GroupingSet", &b)) {
+            if (gs)
+                return fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "several grouping sets in one GROUP BY are not supported");
+            gs = b;
+        }
+    }
+    if (!gs)
+        return HS_OK;
+    const char *kind = jstrv(gs, "kind");
+    json_t *content = jget(gs, "content");
+    size_t n = json_array_size(content);
+    json_t *sets = json_array(), *all = json_array(), *plain = json_array();
+    hs_status st = sets && all && plain ? HS_OK : nomem(p);
+    json_array_foreach(gc, i, g)
+        if (!is_kind(g, "GroupingSet", NULL))
+            json_array_append(plain, g);
+    if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_ROLLUP")) {
+        for (size_t k = n + 1; k-- > 0;) {
+            json_t *set = json_array();
+            for (size_t e = 0; e < k; e++)
+                json_array_append(set, json_array_get(content, e));
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_CUBE")) {
+        if (n > 8)
+            st = fail(p, HS_UNSUPPORTED, "54000", sq_loc(gs), "CUBE of more than 8 expressions");
+        for (size_t mask = (1u << n); st == HS_OK && mask-- > 0;) {
+            json_t *set = json_array();
+            for (size_t e = 0; e < n; e++)
+                if (mask & (1u << e))
+                    json_array_append(set, json_array_get(content, e));
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_SETS")) {
+        json_t *it;
+        json_array_foreach(content, i, it) {
+            json_t *b, *set = json_array();
+            if (is_kind(it, "RowExpr", &b))
+                json_array_extend(set, jget(b, "args"));
+            else if (is_kind(it, "GroupingSet", &b)) {
+                const char *k2 = jstrv(b, "kind");
+                if (k2 && !strcmp(k2, "GROUPING_SET_SIMPLE"))
+                    json_array_extend(set, jget(b, "content"));
+                else if (!k2 || strcmp(k2, "GROUPING_SET_EMPTY")) {
+                    json_decref(set);
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "nested grouping sets are not supported");
+                    break;
+                }
+            } else {
+                json_array_append(set, it);
+            }
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK) {
+        st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(gs), "this grouping set is not supported");
+    }
+    json_t *s2;
+    json_array_foreach(sets, i, s2) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(s2, k, e)
+            if (!in_list(all, e) && !in_list(plain, e))
+                json_array_append(all, e);
+    }
+    json_t *u = NULL;
+    json_array_foreach(sets, i, s2) {
+        if (st != HS_OK)
+            break;
+        json_t *b = json_deep_copy(sel);
+        json_t *absent = json_array();
+        if (!b || !absent) {
+            json_decref(b);
+            json_decref(absent);
+            st = nomem(p);
+            break;
+        }
+        json_t *grp = json_copy(plain);
+        json_array_extend(grp, s2);
+        json_object_del(b, "sortClause");
+        json_object_del(b, "limitCount");
+        json_object_del(b, "limitOffset");
+        json_object_del(b, "limitOption");
+        json_object_del(b, "withClause");
+        if (json_array_size(grp))
+            json_object_set_new(b, "groupClause", grp);
+        else {
+            json_decref(grp);
+            json_object_del(b, "groupClause");
+            json_object_set_new(b, "hs_grouped", json_true());   /* one group: () */
+        }
+        size_t k;
+        json_t *e;
+        json_array_foreach(all, k, e)
+            if (!in_list(s2, e))
+                json_array_append(absent, e);
+        null_absent(jget(b, "targetList"), absent, 0);
+        null_absent(jget(b, "havingClause"), absent, 0);
+        json_decref(absent);
+        if (!u) {
+            u = b;
+        } else {
+            json_t *nu = json_pack("{s:s,s:b,s:{s:o},s:{s:o}}", "op", "SETOP_UNION", "all", 1,
+                                   "larg", "SelectStmt", u, "rarg", "SelectStmt", b);
+            if (!nu) {
+                st = nomem(p);
+                break;
+            }
+            u = nu;
+        }
+    }
+    if (st == HS_OK && u) {
+        static const char *const keep[] = {"sortClause", "limitCount", "limitOffset", "limitOption"};
+        for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
+            if (jget(sel, keep[k]))
+                json_object_set(u, keep[k], jget(sel, keep[k]));
+        *out = u;
+        u = NULL;
+    }
+    json_decref(u);
+    json_decref(sets);
+    json_decref(all);
+    json_decref(plain);
+    return st;
+}
+
 static hs_status plan_block(planner *p, const json_t *sel, rel *out);
 
 static hs_status plan_select(planner *p, const json_t *sel, rel *out)
@@ -3341,7 +3525,12 @@ static hs_status plan_select(planner *p, const json_t *sel, rel *out)
     int n_mine;
     hs_status st = push_ctes(p, sel, &saved, &mine, &n_mine);
     const char *op = jstrv(sel, "op");
-    if (st == HS_OK) {
+    json_t *expanded = NULL;
+    if (st == HS_OK && (!op || !strcmp(op, "SETOP_NONE")))
+        st = expand_grouping_sets(p, sel, &expanded);
+    if (st == HS_OK && expanded) {
+        st = jget(expanded, "op") ? plan_setop(p, expanded, out) : plan_block(p, expanded, out);
+    } else if (st == HS_OK) {
         if (op && strcmp(op, "SETOP_NONE") != 0)
             st = plan_setop(p, sel, out);
         else if (jget(sel, "valuesLists"))
@@ -3349,6 +3538,7 @@ static hs_status plan_select(planner *p, const json_t *sel, rel *out)
         else
             st = plan_block(p, sel, out);
     }
+    json_decref(expanded);
     p->ctes = saved;
     hs_free(mine);
     p->depth--;
@@ -3630,7 +3820,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         }
     }
     bool grouped = json_array_size(aggs) > 0 || json_array_size(groups) > 0 ||
-                   jget(sel, "havingClause") != NULL;
+                   jget(sel, "havingClause") != NULL || json_is_true(jget(sel, "hs_grouped"));
     if (st == HS_OK && grouped) {
         n_pre = cur.n;
         pre_cols = cur.cols;
