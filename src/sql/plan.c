@@ -2394,7 +2394,7 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
             st = cast_rel(p, &s, types);
             hs_free(types);
             if (st == HS_OK && !key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
-                int col;
+                int col = -1;
                 json_t *tn = cast_json(jget(sublink, "testexpr"), &s.op->schema.children[0]);
                 st = tn ? rel_add_expr(p, cur, tn, &col) : nomem(p);
                 json_decref(tn);
