@@ -162,6 +162,11 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT * FROM dept d LEFT JOIN orders o ON o.amount = d.did",
+    "SELECT * FROM dept d RIGHT JOIN orders o ON o.amount = d.did / 10",
+    "SELECT * FROM dept d FULL JOIN orders o ON o.amount = d.did",
+    "SELECT d.dname, o.oid FROM dept d JOIN orders o ON o.amount * 5 = d.did",
+    "SELECT * FROM dept d LEFT JOIN orders o ON o.amount * 5 = d.did",
     "SELECT emp_id, tag, sum(amount), count(*) FROM orders GROUP BY ROLLUP (emp_id, tag)",
     "SELECT emp_id, tag, sum(amount) FROM orders WHERE oid < 12 GROUP BY CUBE (emp_id, tag) ORDER BY 1, 2, 3",
     "SELECT dept, name, count(*) FROM emp GROUP BY GROUPING SETS ((dept, name), dept, ())",
@@ -290,6 +295,10 @@ def test_explain_shows_pushdown(env):
                            "AND d.budget > 400 AND e.salary < 300").column(0).to_pylist())
     assert "HashJoin" in plan, plan
     assert "budget > 400" in plan and "salary <" in plan, plan
+    # the smaller side is the hash table: the LEFT join runs as a RIGHT join
+    plan = "\n".join(s.sql("EXPLAIN SELECT * FROM dept d LEFT JOIN orders o ON o.amount = d.did")
+                     .column(0).to_pylist())
+    assert "Right" in plan, plan
     plan = "\n".join(s.sql("EXPLAIN ANALYZE SELECT count(*) FROM emp").column(0).to_pylist())
     assert "rows" in plan.lower(), plan
 
