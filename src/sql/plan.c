@@ -3071,7 +3071,6 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
                            int **key_of_col)
 {
     int ng = (int)json_array_size(groups), na = (int)json_array_size(aggs);
-    json_t *agg_ord = NULL;   /* the ORDER BY inside aggregates (one for all) */
     int n_ord_max = 0;
     for (int j = 0; j < na; j++)
         n_ord_max += (int)json_array_size(jget(jget(json_array_get(aggs, (size_t)j), "FuncCall"), "agg_order"));
@@ -3116,9 +3115,6 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         json_t *one = NULL, *wrapped = NULL;
         if (json_is_true(jget(fc, "agg_within_group")))
             st = fail(p, HS_UNSUPPORTED, "0A000", loc, "WITHIN GROUP is not supported");
-        else if (jget(fc, "agg_order") && agg_ord && !jeq(agg_ord, jget(fc, "agg_order")))
-            st = fail(p, HS_UNSUPPORTED, "0A000", loc,
-                      "aggregates with different ORDER BY in one query are not supported");
         else if (json_is_true(jget(fc, "agg_star")) && fn != XO_AGG_COUNT)
             st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
                       "aggregate function", fname);
@@ -3168,8 +3164,32 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
                 ag[j].sep = sv;
             }
         }
-        if (jget(fc, "agg_order"))
-            agg_ord = jget(fc, "agg_order");
+        json_t *ao = jget(fc, "agg_order");
+        if (st == HS_OK && ao) {
+            /* string_agg/array_agg(... ORDER BY keys): the aggregate orders
+             * its group's values by these columns */
+            int no = (int)json_array_size(ao);
+            if (fn != XO_AGG_STRING_AGG && fn != XO_AGG_ARRAY_AGG)
+                no = 0;   /* the order does not change other aggregates */
+            if (no > 16)
+                st = fail(p, HS_UNSUPPORTED, "54000", loc, "more than 16 ORDER BY keys in an aggregate");
+            xo_sort_key *ok = no ? hs_calloc((size_t)no, sizeof *ok) : NULL;
+            if (no && !ok && st == HS_OK)
+                st = nomem(p);
+            for (int k = 0; k < no && st == HS_OK; k++) {
+                json_t *sb = jget(json_array_get(ao, (size_t)k), "SortBy");
+                bool desc, nf;
+                if (sort_dir(sb, &desc, &nf) != HS_OK) {
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+                    break;
+                }
+                st = bind_in(&sc, jget(sb, "node"), false, &ex[ne]);
+                names[ne] = "ord";
+                ok[k] = (xo_sort_key){ne++, desc, nf};
+            }
+            ag[j].n_order = no;
+            ag[j].order = ok;
+        }
         if (one || wrapped) {
             /* the bound expressions keep no reference into the JSON */
             json_decref(one);
@@ -3185,36 +3205,13 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         names[ne++] = "one";
         json_decref(one);
     }
-    /* aggregates that take their input in order (string_agg, array_agg
-     * with ORDER BY) get it sorted: the hash aggregate keeps input order
-     * within a group */
-    int n_ok = (int)json_array_size(agg_ord);
-    xo_sort_key *okeys = n_ok ? hs_calloc((size_t)n_ok, sizeof *okeys) : NULL;
-    if (n_ok && !okeys && st == HS_OK)
-        st = nomem(p);
-    for (int k = 0; k < n_ok && st == HS_OK; k++) {
-        json_t *sb = jget(json_array_get(agg_ord, (size_t)k), "SortBy");
-        bool desc, nf;
-        if (sort_dir(sb, &desc, &nf) != HS_OK) {
-            st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
-            break;
-        }
-        st = bind_in(&sc, jget(sb, "node"), false, &ex[ne]);
-        names[ne] = "ord";
-        okeys[k] = (xo_sort_key){ne++, desc, nf};
-    }
     xo_op *op = NULL;
     if (st == HS_OK) {
         st = xo_project(cur->op, ne, ex, names, &op, p->err);
         cur->op = NULL;
         ne = 0;
     }
-    if (st == HS_OK && n_ok) {
-        xo_op *sorted;
-        st = xo_sort(op, n_ok, okeys, &sorted, p->err);
-        op = st == HS_OK ? sorted : NULL;
-    }
-    hs_free(okeys);
+
     for (int i = 0; i < ne; i++)
         ex_free(ex[i]);
     if (st == HS_OK) {
@@ -3224,6 +3221,8 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
     }
     hs_free(ex);
     hs_free(names);
+    for (int j = 0; ag && j < na; j++)
+        hs_free((void *)ag[j].order);
     hs_free(ag);
     if (st != HS_OK) {
         xo_free(op);
@@ -3644,12 +3643,36 @@ static void collect_windows(const json_t *j, json_t *arr, int depth)
 #define FO_END_UNB_FOLL 0x100
 #define FO_END_CURRENT 0x400
 
-static bool frame_of(const json_t *over, xo_frame *fr)
+static bool frame_of(planner *p, const json_t *over, xo_win *w)
 {
+    xo_frame *fr = &w->frame;
     json_t *fo = jget(over, "frameOptions");
     long long v = json_is_integer(fo) ? json_integer_value(fo) : 0;
     if (!(v & FO_NONDEFAULT)) {
         *fr = XO_FRAME_DEFAULT;
+        return true;
+    }
+    if ((v & FO_ROWS) && (v & (0x800 | 0x1000 | 0x2000 | 0x4000)) && !(v & 0x38000 /* EXCLUDE */)) {
+        /* ROWS BETWEEN <n PRECEDING|FOLLOWING|UNBOUNDED|CURRENT ROW> AND ... */
+        int64_t lo = 0, hi = 0, x;
+        bool null;
+        if (v & FO_START_UNB_PREC)
+            lo = INT64_MIN;
+        else if (v & (0x800 | 0x2000)) {
+            if (int_const(p, jget(over, "startOffset"), "frame offset", &x, &null) != HS_OK || null || x < 0)
+                return false;
+            lo = v & 0x800 ? -x : x;
+        }
+        if (v & FO_END_UNB_FOLL)
+            hi = INT64_MAX;
+        else if (v & (0x1000 | 0x4000)) {
+            if (int_const(p, jget(over, "endOffset"), "frame offset", &x, &null) != HS_OK || null || x < 0)
+                return false;
+            hi = v & 0x1000 ? -x : x;
+        }
+        *fr = XO_FRAME_ROWS_BETWEEN;
+        w->lo = lo;
+        w->hi = hi;
         return true;
     }
     long long bounds = v & ~(long long)(FO_NONDEFAULT | FO_RANGE | FO_ROWS | 0x10 /* BETWEEN */);
@@ -3671,6 +3694,8 @@ static bool win_fn(const char *nm, json_t *fc, xo_win_fn *fn)
         {"count", XO_WIN_COUNT}, {"sum", XO_WIN_SUM}, {"avg", XO_WIN_AVG}, {"min", XO_WIN_MIN},
         {"max", XO_WIN_MAX}, {"lag", XO_WIN_LAG}, {"lead", XO_WIN_LEAD},
         {"first_value", XO_WIN_FIRST_VALUE}, {"last_value", XO_WIN_LAST_VALUE},
+        {"ntile", XO_WIN_NTILE}, {"percent_rank", XO_WIN_PERCENT_RANK},
+        {"cume_dist", XO_WIN_CUME_DIST}, {"nth_value", XO_WIN_NTH_VALUE},
     };
     for (size_t i = 0; nm && i < sizeof t / sizeof t[0]; i++)
         if (!strcmp(nm, t[i].n)) {
@@ -3742,22 +3767,41 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
                           fname ? fname : "?");
                 break;
             }
-            if (!frame_of(ov, &w->frame)) {
+            if (!frame_of(p, ov, w)) {
                 st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "this window frame is not supported");
                 break;
             }
             w->name = fname;
             bool needs_arg = w->fn != XO_WIN_ROW_NUMBER && w->fn != XO_WIN_RANK &&
-                             w->fn != XO_WIN_DENSE_RANK && w->fn != XO_WIN_COUNT_STAR;
-            size_t max_args = w->fn == XO_WIN_LAG || w->fn == XO_WIN_LEAD ? 2 : needs_arg ? 1 : 0;
-            if ((needs_arg && na < 1) || na > max_args) {
+                             w->fn != XO_WIN_DENSE_RANK && w->fn != XO_WIN_COUNT_STAR &&
+                             w->fn != XO_WIN_NTILE && w->fn != XO_WIN_PERCENT_RANK &&
+                             w->fn != XO_WIN_CUME_DIST;
+            bool lagish = w->fn == XO_WIN_LAG || w->fn == XO_WIN_LEAD;
+            size_t min_args = w->fn == XO_WIN_NTILE ? 1 : w->fn == XO_WIN_NTH_VALUE ? 2 : needs_arg ? 1 : 0;
+            size_t max_args = lagish ? 3 : w->fn == XO_WIN_NTH_VALUE ? 2 : min_args;
+            if (na < min_args || na > max_args) {
                 st = fail(p, HS_NOT_FOUND, "42883", sq_loc(fc), "function %s with %zu arguments is not supported",
                           fname, na);
                 break;
             }
             if (needs_arg)
                 st = rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
-            if (st == HS_OK && na == 2) {
+            if (st == HS_OK && (w->fn == XO_WIN_NTILE || w->fn == XO_WIN_NTH_VALUE)) {
+                int64_t nb;
+                bool null;
+                st = int_const(p, json_array_get(args, w->fn == XO_WIN_NTILE ? 0 : 1), fname, &nb, &null);
+                if (st == HS_OK && (null || nb <= 0))
+                    st = fail(p, HS_INVALID, w->fn == XO_WIN_NTILE ? "22014" : "22016", sq_loc(fc),
+                              "argument of %s must be greater than zero", fname);
+                w->offset = nb;
+            } else if (st == HS_OK && lagish && na == 3) {
+                /* the default, of the argument's type */
+                json_t *cd = cast_json(json_array_get(args, 2), &cur->op->schema.children[w->arg]);
+                st = cd ? rel_add_expr_in(p, cur, cd, m, pre, key_of_col, &w->def_col) : nomem(p);
+                json_decref(cd);
+                w->has_default = true;
+            }
+            if (st == HS_OK && lagish && na >= 2) {
                 int64_t off;
                 bool null;
                 st = int_const(p, json_array_get(args, 1), "lag/lead offset", &off, &null);

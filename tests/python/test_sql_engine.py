@@ -162,6 +162,14 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT oid, ntile(3) OVER (ORDER BY oid), percent_rank() OVER (PARTITION BY tag ORDER BY amount), "
+    "cume_dist() OVER (ORDER BY amount) FROM orders",
+    "SELECT oid, nth_value(amount, 2) OVER (PARTITION BY emp_id ORDER BY oid), "
+    "lag(amount, 1, -1) OVER (ORDER BY oid), lead(tag, 2, 'none') OVER (ORDER BY oid) FROM orders",
+    "SELECT oid, sum(amount) OVER (ORDER BY oid ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), "
+    "avg(amount) OVER (PARTITION BY tag ORDER BY oid ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM orders",
+    "SELECT emp_id, string_agg(tag, ',' ORDER BY oid DESC), array_agg(amount ORDER BY amount, oid), "
+    "string_agg(tag, '' ORDER BY tag NULLS FIRST) FROM orders GROUP BY emp_id",
     "SELECT * FROM dept d LEFT JOIN orders o ON o.amount = d.did",
     "SELECT * FROM dept d RIGHT JOIN orders o ON o.amount = d.did / 10",
     "SELECT * FROM dept d FULL JOIN orders o ON o.amount = d.did",
@@ -248,7 +256,7 @@ ERRORS = [
     ("SELECT 1 FROM emp ORDER BY 5", "42P10", 28),
     ("SELECT id FROM emp UNION SELECT did, dname FROM dept", "42601", None),
     ("SELECT 1/0", "22012", None),
-    ("SELECT ntile(2) OVER (ORDER BY id) FROM emp", "0A000", 8),
+    ("SELECT ntile(2) OVER (ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM emp", "0A000", 8),
     ("GRANT SELECT ON emp TO bob", "0A000", None),
     ("SET nosuch.setting = 1", "42704", None),
     ("SELECT 1; SELECT 2", "42601", None),
