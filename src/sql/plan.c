@@ -2746,7 +2746,7 @@ static json_t *when(json_t *cond, json_t *res)
 }
 
 /* The expression that replaces an EXISTS/ANY/ALL SubLink (NULL: not one). */
-static json_t *sublink_expr(planner *p, const json_t *sl, hs_status *st)
+static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *st)
 {
     const char *type = jstrv(sl, "subLinkType");
     json_t *sub = jget(jget(sl, "subselect"), "SelectStmt");
@@ -2779,8 +2779,35 @@ static json_t *sublink_expr(planner *p, const json_t *sl, hs_status *st)
     json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
     json_t *nn = agg_sublink(sub, "count", true, NULL, loc);
     json_t *hit;
-    if (eq || ne)
-        hit = mk_op(">", agg_sublink(sub, "count", false, x, loc), mk_int(0));
+    if (eq || ne) {
+        /* x moves into the subquery's WHERE: it reads a column of its own
+         * (a name no table has), so inner columns of the same name cannot
+         * capture its references */
+        json_t *xin = json_incref(x);
+        if (cur) {
+            int col = -1;
+            /* COALESCE(x) = x, as a new column (never renaming a column of cur) */
+            json_t *wrapped = json_pack("{s:{s:[O],s:i}}", "CoalesceExpr", "args", x, "location", -1);
+            *st = wrapped ? rel_add_expr(p, cur, wrapped, &col) : nomem(p);
+            json_decref(wrapped);
+            if (*st != HS_OK) {
+                json_decref(xin);
+                json_decref(cnt);
+                json_decref(nn);
+                return NULL;
+            }
+            char nm[32];
+            snprintf(nm, sizeof nm, "\x01in%d", col);
+            hs_free(cur->cols[col].name);
+            cur->cols[col].name = hs_strdup(nm);
+            cur->cols[col].hidden = false;
+            json_decref(xin);
+            xin = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
+                            "location", -1);
+        }
+        hit = mk_op(">", agg_sublink(sub, "count", false, xin, loc), mk_int(0));
+        json_decref(xin);
+    }
     else {
         /* ANY: x > min, x < max; ALL: x > max, x < min */
         const char *fn = (gt == any) ? "min" : "max";
@@ -2810,7 +2837,7 @@ static json_t *sublink_expr(planner *p, const json_t *sl, hs_status *st)
 }
 
 /* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
-static hs_status rewrite_sublinks(planner *p, json_t *j, int depth)
+static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
 {
     if (depth > 400 || !j)
         return HS_OK;
@@ -2822,26 +2849,26 @@ static hs_status rewrite_sublinks(planner *p, json_t *j, int depth)
         json_object_foreach_safe(j, tmp, k, v) {
             json_t *b;
             if (is_kind(v, "SubLink", &b)) {
-                json_t *r = sublink_expr(p, b, &st);
+                json_t *r = sublink_expr(p, cur, b, &st);
                 if (st != HS_OK)
                     return st;
                 if (r)
                     json_object_set_new(j, k, r);
             } else if (strcmp(k, "SubLink") != 0) {
-                HS_TRY(rewrite_sublinks(p, v, depth + 1));
+                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
             }
         }
     } else if (json_is_array(j)) {
         for (size_t i = 0; i < json_array_size(j); i++) {
             json_t *v = json_array_get(j, i), *b;
             if (is_kind(v, "SubLink", &b)) {
-                json_t *r = sublink_expr(p, b, &st);
+                json_t *r = sublink_expr(p, cur, b, &st);
                 if (st != HS_OK)
                     return st;
                 if (r)
                     json_array_set_new(j, i, r);
             } else {
-                HS_TRY(rewrite_sublinks(p, v, depth + 1));
+                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
             }
         }
     }
@@ -2856,7 +2883,7 @@ static hs_status attach_scalars(planner *p, rel *cur, json_t *const *nodes, int 
         return nomem(p);
     hs_status st = HS_OK;
     for (int i = 0; i < n && st == HS_OK; i++)
-        st = rewrite_sublinks(p, nodes[i], 0);
+        st = rewrite_sublinks(p, cur, nodes[i], 0);
     for (int i = 0; i < n; i++)
         collect_sublinks(nodes[i], arr, 0);
     for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
@@ -2902,7 +2929,7 @@ static hs_status apply_sub_conj(planner *p, rel *cur, json_t *node)
             return attach_semi(p, cur, sl, neg);
         if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK"))) {
             hs_status st2;
-            json_t *r = sublink_expr(p, sl, &st2);
+            json_t *r = sublink_expr(p, cur, sl, &st2);
             HS_TRY(st2);
             if (r && neg) {
                 own = json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args", r,
