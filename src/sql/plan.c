@@ -3189,6 +3189,13 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
                     ag[j].sep_col = ne++;
                 }
                 ag[j].sep = sv;
+                /* string_agg(text, text) / (bytea, bytea) only, as in PostgreSQL */
+                const hs_field *at = st == HS_OK ? ex_type(ex[ag[j].arg]) : NULL;
+                const hs_field *sp = st == HS_OK && ag[j].sep_col >= 0 ? ex_type(ex[ag[j].sep_col]) : NULL;
+                if (at && ((at->type != HS_TYPE_STRING && at->type != HS_TYPE_BINARY) ||
+                           (sp && sp->type != at->type)))
+                    st = fail(p, HS_NOT_FOUND, "42883", loc, "function string_agg(%s, %s) does not exist",
+                              hs_type_name(at->type), sp ? hs_type_name(sp->type) : "text");
             }
         }
         json_t *ao = jget(fc, "agg_order");

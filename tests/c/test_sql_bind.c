@@ -219,6 +219,8 @@ static void test_errors(void)
     expect_error(fx.s, "SELECT FROM WHERE", "42601", -1);
     expect_error(fx.s, "SELECT sum(id) OVER (ORDER BY id RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t", "0A000", 8);
     expect_error(fx.s, "SELECT (SELECT k FROM u) FROM t", "21000", -1);
+    /* string_agg of a non-text column, with ORDER BY (fuzz_sql found a double free) */
+    expect_error(fx.s, "SELECT g, string_agg(3, ',' ORDER BY s) FROM t GROUP BY ROLLUP (g)", "42883", 11);
     /* success resets the state */
     CHECK(count_rows(fx.s, "SELECT 1", &err) == 1);
     CHECK(strcmp(hs_session_sqlstate(fx.s), "00000") == 0);
