@@ -1974,6 +1974,89 @@ static bool covered(const conj *c, const fromc *fc, const int *leaf_item, const 
     return true;
 }
 
+/* Index nested-loop join: when the joined item is a table with a scalar
+ * index on the key column of an equality with the (much smaller, at most
+ * INDEX_JOIN_MAX rows estimated) current side, the current side's keys go
+ * into the table's scan as an IN list (xo_index_join), so pruning and the
+ * sidecar index select the rows.  Other conditions filter the result.
+ * *done = false leaves the join to join_rels (nothing taken then). */
+#define INDEX_JOIN_MAX 10000
+static hs_status filter_rel(planner *p, rel *r, json_t **nodes, int n, const json_t **map_nodes,
+                            int *map_cols, int n_map, const char *clause);
+static hs_status index_join_try(planner *p, rel *cur, double cur_est, fnode *f, rel *r, double r_est,
+                                json_t **cond, int n, rel *out, bool *done)
+{
+    *done = false;
+    if (f->kind != F_TABLE || cur_est > INDEX_JOIN_MAX || r_est < 10 * cur_est || n == 0)
+        return HS_OK;
+    int key = -1, lc = -1, rc = -1;
+    for (int i = 0; i < n && key < 0; i++)
+        if (equi_cols(cond[i], cur, r, &lc, &rc)) {
+            hs_type lt = cur->op->schema.children[lc].type, rt = r->op->schema.children[rc].type;
+            if ((is_int_type(lt) && is_int_type(rt)) || (lt == HS_TYPE_STRING && rt == HS_TYPE_STRING))
+                key = i;
+        }
+    if (key < 0)
+        return HS_OK;
+    /* the table column of rc */
+    const char *tcol = NULL;
+    for (int k = 0; k < f->n_ns && !tcol; k++)
+        if (name_eq(f->ns[k].name, r->cols[rc].name))
+            tcol = f->ts.children[k].name;
+    char *js = NULL;
+    hs_error e2 = {0};
+    if (!tcol || hs_table_list_indexes(f->t, &js, &e2) != HS_OK)
+        return HS_OK;
+    json_t *arr = json_loads(js, 0, NULL);
+    hs_string_free(js);
+    bool indexed = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        const char *c = jstrv(v, "column"), *kind = jstrv(v, "kind");
+        if (c && kind && !strcmp(c, tcol) && strncmp(kind, "hnsw", 4) && strncmp(kind, "ivf", 3))
+            indexed = true;
+    }
+    json_decref(arr);
+    if (!indexed)
+        return HS_OK;
+    /* the same columns the scan of r reads */
+    const char **cols = hs_calloc((size_t)r->n + 1, sizeof *cols);
+    if (!cols)
+        return nomem(p);
+    for (int c = 0; c < r->n; c++)
+        for (int k = 0; k < f->n_ns; k++)
+            if (name_eq(f->ns[k].name, r->cols[c].name))
+                cols[c] = f->ts.children[k].name;
+    hs_scan_options so = f->so;
+    so.columns = cols;
+    so.n_columns = r->n;
+    so.filter = f->filt.len ? hs_buf_cstr(&f->filt) : NULL;
+    memset(out, 0, sizeof *out);
+    hs_status st = join_names(p, cur, r, XO_JOIN_INNER, out);
+    if (st == HS_OK) {
+        xo_op *l = cur->op;
+        cur->op = NULL;
+        st = xo_index_join(l, lc, f->t, &so, tcol, XO_JOIN_INNER, &out->op, p->err);
+    }
+    hs_free(cols);
+    rel_clear(cur);
+    rel_clear(r);
+    *done = true;
+    if (st == HS_OK && n > 1) {
+        json_t **rest = hs_calloc((size_t)n, sizeof *rest);
+        int nr = 0;
+        for (int k = 0; rest && k < n; k++)
+            if (k != key)
+                rest[nr++] = cond[k];
+        st = rest ? filter_rel(p, out, rest, nr, NULL, NULL, 0, "WHERE") : nomem(p);
+        hs_free(rest);
+    }
+    if (st != HS_OK)
+        rel_clear(out);
+    return st;
+}
+
 /* Joins the FROM items with the remaining (not pushed, subquery-free)
  * conjuncts; *out is the whole FROM. */
 static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
@@ -2011,7 +2094,14 @@ static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
     for (int i = 1; i < n; i++)
         if (est[i] > est[start])
             start = i;
+    double cur_est = est ? est[start] : 0;
+    int *sizes = hs_calloc((size_t)n + 1, sizeof *sizes), *order = hs_calloc((size_t)n + 1, sizeof *order);
+    if (st == HS_OK && (!sizes || !order))
+        st = nomem(p);
+    for (int i = 0; st == HS_OK && i < n; i++)
+        sizes[i] = items[i].n;
     if (st == HS_OK) {
+        order[0] = start;
         *out = items[start];
         memset(&items[start], 0, sizeof items[start]);
         inset[start] = 1;
@@ -2039,6 +2129,7 @@ static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
             }
         }
         inset[best] = 1;
+        order[step] = best;
         json_t **cond = hs_calloc((size_t)cs->n + 1, sizeof *cond);
         int nc = 0;
         if (!cond) {
@@ -2053,11 +2144,56 @@ static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
             c->used = true;
         }
         rel joined;
-        st = join_rels(p, out, &items[best], XO_JOIN_INNER, cond, nc, NULL, NULL, 0, false, &joined);
+        bool done = false;
+        st = index_join_try(p, out, cur_est, fc->items[best], &items[best], est[best], cond, nc,
+                            &joined, &done);
+        if (st == HS_OK && !done)
+            st = join_rels(p, out, &items[best], XO_JOIN_INNER, cond, nc, NULL, NULL, 0, false, &joined);
+        cur_est = cur_est > est[best] ? cur_est : est[best];
         hs_free(cond);
         if (st == HS_OK)
             *out = joined;
     }
+    /* the columns in FROM order (what * expands to), whatever the join order */
+    bool moved = false;
+    for (int k = 0; st == HS_OK && k < n; k++)
+        moved |= order[k] != k;
+    if (st == HS_OK && moved) {
+        int tot = out->n, *src = hs_calloc((size_t)tot + 1, sizeof *src);
+        ex_expr **ex = hs_calloc((size_t)tot + 1, sizeof *ex);
+        const char **names = hs_calloc((size_t)tot + 1, sizeof *names);
+        qcol *cols = hs_calloc((size_t)tot + 1, sizeof *cols);
+        st = src && ex && names && cols ? HS_OK : nomem(p);
+        int o = 0;
+        for (int i = 0; st == HS_OK && i < n; i++) {
+            int base = 0;
+            for (int k = 0; order[k] != i; k++)
+                base += sizes[order[k]];
+            for (int c = 0; c < sizes[i]; c++, o++) {
+                src[o] = base + c;
+                names[o] = out->op->schema.children[base + c].name;
+                cols[o] = out->cols[base + c];
+                out->cols[base + c] = (qcol){0};
+            }
+        }
+        if (st == HS_OK && o == tot) {
+            xo_op *op;
+            st = project_mixed(p, out->op, tot, src, ex, names, &op);
+            out->op = st == HS_OK ? op : NULL;
+            qcols_free(out->cols, out->n);
+            out->cols = cols;
+            cols = NULL;
+        } else if (st == HS_OK) {
+            st = fail(p, HS_INTERNAL, "XX000", -1, "join column bookkeeping: %d of %d columns", o, tot);
+        }
+        if (cols)
+            qcols_free(cols, tot);
+        hs_free(src);
+        hs_free(ex);
+        hs_free(names);
+    }
+    hs_free(sizes);
+    hs_free(order);
     for (int i = 0; i < n && items; i++)
         rel_clear(&items[i]);
     hs_free(items);

@@ -162,6 +162,8 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT * FROM dept d, emp e WHERE d.did = e.dept",
+    "SELECT * FROM dept, orders, emp WHERE emp.id = orders.emp_id AND dept.did = emp.dept AND amount > 8",
     "SELECT id, id IN (SELECT id FROM emp WHERE dept = 10) AS same_name, "
     "boss IN (SELECT boss FROM emp WHERE dept = 20) FROM emp",
     "SELECT oid, ntile(3) OVER (ORDER BY oid), percent_rank() OVER (PARTITION BY tag ORDER BY amount), "
