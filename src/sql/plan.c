@@ -2147,6 +2147,15 @@ static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
         bool done = false;
         st = index_join_try(p, out, cur_est, fc->items[best], &items[best], est[best], cond, nc,
                             &joined, &done);
+        if (st == HS_OK && !done && step == 1) {
+            /* the small item probes the first (largest) table through its index */
+            st = index_join_try(p, &items[best], est[best], fc->items[start], out, cur_est, cond, nc,
+                                &joined, &done);
+            if (st == HS_OK && done) {
+                order[0] = best;
+                order[1] = start;
+            }
+        }
         if (st == HS_OK && !done)
             st = join_rels(p, out, &items[best], XO_JOIN_INNER, cond, nc, NULL, NULL, 0, false, &joined);
         cur_est = cur_est > est[best] ? cur_est : est[best];

@@ -468,3 +468,33 @@ def test_tpch_queries_on_synthetic_data(tmp_path):
     finally:
         s.close()
         con.close()
+
+
+def test_index_join_uses_the_index_and_matches_duckdb(tmp_path):
+    """A small table joined to a large one with a scalar index on the join
+    key: the plan is an IndexJoin (the small side's keys pushed into the
+    large table's scan) and the rows are DuckDB's."""
+    big = pa.table({"k": pa.array(range(5000), pa.int64()),
+                    "v": pa.array([f"v{i % 97}" for i in range(5000)])})
+    small = pa.table({"id": pa.array([7, 4999, 123, 123, 6000], pa.int64()),
+                      "w": ["a", "b", "c", "d", "e"]})
+    s = Session()
+    con = duckdb.connect()
+    try:
+        for name, data in {"big": big, "small": small}.items():
+            t = hdb.Table(str(tmp_path / name))
+            t.write_arrow(data)
+            t.commit()
+            s.register(name, str(tmp_path / name))
+            con.register(name, data)
+        s.sql("CREATE INDEX ON big (k)")
+        for sql in ["SELECT * FROM small, big WHERE small.id = big.k",
+                    "SELECT * FROM big b, small s WHERE s.id = b.k AND b.v <> 'v26'"]:
+            plan = "\n".join(s.sql("EXPLAIN " + sql).column(0).to_pylist())
+            assert "IndexJoin" in plan, plan
+            got = sorted(tuple(r.values()) for r in s.sql(sql).to_pylist())
+            want = sorted(con.execute(sql).fetchall())
+            assert got == want, sql
+    finally:
+        s.close()
+        con.close()
