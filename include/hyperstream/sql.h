@@ -4,12 +4,13 @@
  *
  * A session holds named tables (registered handles, tables of an attached
  * catalog as namespace.table, path tables as a quoted path), settings
- * (SET/SHOW: hnsw.ef_search, ivfflat.probes, threads, memory limit,
- * statement_timeout) and at most one open transaction.  Statements run
+ * (SET/SHOW: hnsw.ef_search, ivfflat.probes, threads, memory_limit)
+ * and at most one open transaction.  Statements run
  * through hs_session_execute (one shot) or a prepared statement with typed
- * parameters ($1, $2, ...).  Results leave as an ArrowArrayStream: rows of
- * a query, or for other statements a one-row result with the command tag
- * ("INSERT 0 5", "DELETE 3", "CREATE INDEX", "SET") as hs_result_tag says.
+ * parameters ($1, $2, ...).  Results leave as an ArrowArrayStream: the rows
+ * of a query (SELECT, VALUES, EXPLAIN, SHOW); other statements return no
+ * rows, only the command tag ("INSERT 0 5", "DELETE 3", "CREATE INDEX",
+ * "SET") that hs_result_tag gives.
  *
  * Errors: every failing call sets hs_error as elsewhere and, in addition,
  * the session's SQLSTATE and error position (hs_session_sqlstate,
@@ -63,7 +64,7 @@ HS_API hs_status hs_session_register(hs_session *s, const char *name, hs_table *
 HS_API hs_status hs_session_unregister(hs_session *s, const char *name, hs_error *err);
 
 /* Session settings by name, as SET/SHOW would see them ("hnsw.ef_search",
- * "ivfflat.probes", "threads", "memory_limit", "statement_timeout").
+ * "ivfflat.probes", "threads", "memory_limit").
  * hs_session_get_setting writes the value as text into buf (NUL-terminated,
  * truncated to n bytes). */
 HS_API hs_status hs_session_set(hs_session *s, const char *name, const char *value, hs_error *err);

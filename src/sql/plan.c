@@ -225,6 +225,8 @@ static int node_loc(const json_t *j)
 /* Structural equality ignoring "location" keys. */
 static bool jeq(const json_t *a, const json_t *b)
 {
+    if (!a || !b)
+        return a == b;
     if (json_typeof(a) != json_typeof(b))
         return false;
     if (json_is_object(a)) {
@@ -537,7 +539,7 @@ static void scope_rel(scope *sc, planner *p, const rel *r)
     sc->p = p;
     sc->layers[0] = (layer){r->cols, r->n, 0};
     sc->n_layers = 1;
-    sc->schema = &r->op->schema;
+    sc->schema = r->op ? &r->op->schema : NULL;
 }
 
 /* A schema of a's columns then b's (kept by the planner), ids 1..n. */
@@ -628,6 +630,203 @@ static hs_status col_expr(planner *p, const hs_field *schema, int idx, ex_expr *
     hs_status st = ex_bind_json(j, p->text, &es, false, out, p->err);
     json_decref(j);
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* projections that pass columns through                               */
+
+/* Expressions cannot produce nested values (lists, structs, maps), so a
+ * projection that passes such a column through is this operator: output
+ * column i is the child's column src[i] (moved out of the child's batch,
+ * copied when taken twice) or ex[i] evaluated over the batch. */
+typedef struct pass_op {
+    xo_op op;
+    int n;
+    int *src;
+    ex_expr **ex;
+} pass_op;
+
+static hs_status pass_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    pass_op *po = (pass_op *)op;
+    hs_batch *b = NULL;
+    *out = NULL;
+    HS_TRY(xo_next(op->children[0], &b, err));
+    if (!b)
+        return HS_OK;
+    hs_column **cols = hs_calloc((size_t)po->n + 1, sizeof *cols);
+    hs_status st = cols ? HS_OK : hs_err_nomem(err, 0);
+    for (int i = 0; i < po->n && st == HS_OK; i++)
+        if (po->src[i] < 0)
+            st = ex_eval(po->ex[i], b, &cols[i], err);
+    for (int i = 0; i < po->n && st == HS_OK; i++) {
+        int c = po->src[i];
+        if (c < 0)
+            continue;
+        if (b->cols[c]) {
+            cols[i] = b->cols[c];
+            b->cols[c] = NULL;
+        } else {
+            int j = 0;
+            while (po->src[j] != c)
+                j++;
+            st = hs_col_slice(cols[j], 0, b->n_rows, &cols[i], err);
+        }
+    }
+    hs_batch *o = NULL;
+    if (st == HS_OK)
+        st = hs_batch_create(&op->schema, 0, &o, err);
+    if (st == HS_OK) {
+        for (int i = 0; i < po->n; i++) {
+            hs_col_free(o->cols[i]);
+            o->cols[i] = cols[i];
+            cols[i] = NULL;
+        }
+        o->n_rows = b->n_rows;
+    }
+    for (int i = 0; cols && i < po->n; i++)
+        hs_col_free(cols[i]);
+    hs_free(cols);
+    hs_batch_free(b);
+    if (st != HS_OK) {
+        hs_batch_free(o);
+        return st;
+    }
+    *out = o;
+    return HS_OK;
+}
+
+static void pass_destroy(xo_op *op)
+{
+    pass_op *po = (pass_op *)op;
+    for (int i = 0; i < po->n; i++)
+        ex_free(po->ex[i]);
+    hs_free(po->ex);
+    hs_free(po->src);
+}
+
+/* Whether column idx of schema binds as an expression (not nested). */
+static bool col_bindable(planner *p, const hs_field *schema, int idx)
+{
+    json_t *j = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", "c",
+                          "location", -1);
+    if (!j)
+        return false;
+    hs_error e = {0};
+    ex_expr *x = NULL;
+    pos_ctx pc = {idx};
+    ex_scope es = {.schema = schema, .column = pos_column, .ctx = &pc};
+    hs_status st = ex_bind_json(j, p->text, &es, false, &x, &e);
+    ex_free(x);
+    json_decref(j);
+    return st == HS_OK;
+}
+
+/* Projects child into n columns: src[i] >= 0 passes child column src[i]
+ * through (ex[i] unused), else ex[i] (taken).  Uses xo_project when every
+ * column binds as an expression. */
+static hs_status project_mixed(planner *p, xo_op *child, int n, const int *src, ex_expr **ex,
+                               const char *const *names, xo_op **out)
+{
+    *out = NULL;
+    bool plain = true;
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && plain; i++)
+        if (src[i] >= 0 && !col_bindable(p, &child->schema, src[i]))
+            plain = false;
+    if (plain) {
+        for (int i = 0; i < n && st == HS_OK; i++)
+            if (src[i] >= 0) {
+                ex_free(ex[i]);
+                ex[i] = NULL;
+                st = col_expr(p, &child->schema, src[i], &ex[i]);
+            }
+        if (st == HS_OK) {
+            st = xo_project(child, n, ex, names, out, p->err);
+            for (int i = 0; i < n; i++)
+                ex[i] = NULL;   /* taken by xo_project, also on failure */
+            return st;
+        }
+        for (int i = 0; i < n; i++) {
+            ex_free(ex[i]);
+            ex[i] = NULL;
+        }
+        xo_free(child);
+        return st;
+    }
+    pass_op *po = hs_calloc(1, sizeof *po);
+    xo_op **kids = po ? hs_calloc(1, sizeof *kids) : NULL;
+    if (po) {
+        po->src = hs_calloc((size_t)n + 1, sizeof *po->src);
+        po->ex = hs_calloc((size_t)n + 1, sizeof *po->ex);
+    }
+    st = po && kids && po->src && po->ex ? HS_OK : nomem(p);
+    if (st == HS_OK)
+        hs_field_init(&po->op.schema, "", HS_TYPE_STRUCT, false);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        hs_field f;
+        const hs_field *from = src[i] >= 0 ? &child->schema.children[src[i]] : ex_type(ex[i]);
+        st = hs_field_copy(from, &f);
+        if (st == HS_OK) {
+            hs_free(f.name);
+            f.name = hs_strdup(names[i] ? names[i] : "?column?");
+            f.nullable = true;
+            st = f.name ? hs_field_add_child(&po->op.schema, &f) : HS_NOMEM;
+            if (st != HS_OK)
+                hs_field_clear(&f);
+        }
+        if (st != HS_OK)
+            st = nomem(p);
+        po->src[i] = src[i];
+        po->ex[i] = src[i] >= 0 ? NULL : ex[i];
+        if (src[i] >= 0)
+            ex_free(ex[i]);
+        ex[i] = NULL;
+    }
+    if (st != HS_OK) {
+        for (int i = 0; i < n; i++) {
+            ex_free(ex[i]);
+            ex[i] = NULL;
+        }
+        if (po) {
+            for (int i = 0; po->ex && i < n; i++)
+                ex_free(po->ex[i]);
+            hs_free(po->ex);
+            hs_free(po->src);
+            hs_field_clear(&po->op.schema);
+        }
+        hs_free(po);
+        hs_free(kids);
+        xo_free(child);
+        return st;
+    }
+    /* ids: top level 1..n, nested above n */
+    hs_field *f = &po->op.schema;
+    int next = f->n_children + 1;
+    for (int i = 0; i < f->n_children; i++) {
+        f->children[i].field_id = i + 1;
+        hs_field *stack[64];
+        int sp = 0;
+        stack[sp++] = &f->children[i];
+        while (sp > 0) {
+            hs_field *x = stack[--sp];
+            for (int j = 0; j < x->n_children; j++) {
+                x->children[j].field_id = next++;
+                if (sp < 64)
+                    stack[sp++] = &x->children[j];
+            }
+        }
+    }
+    kids[0] = child;
+    po->n = n;
+    po->op.name = "Project";
+    po->op.ctx = child->ctx;
+    po->op.n_children = 1;
+    po->op.children = kids;
+    po->op.next = pass_next;
+    po->op.destroy = pass_destroy;
+    *out = &po->op;
+    return HS_OK;
 }
 
 /* A TypeName node for field f's type (casts in set operations and VALUES). */
@@ -747,7 +946,12 @@ static hs_status cast_rel(planner *p, rel *r, const hs_field *types)
         if (same_type(&sch->children[i], &types[i])) {
             st = ex_bind_json(cref, p->text, &es, false, &ex[i], p->err);
         } else {
-            json_t *c = cast_json(cref, &types[i]);
+            /* a column of NULLs (type NA) becomes a typed NULL constant */
+            json_t *src = sch->children[i].type == HS_TYPE_NA
+                              ? json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1)
+                              : json_incref(cref);
+            json_t *c = src ? cast_json(src, &types[i]) : NULL;
+            json_decref(src);
             st = c ? ex_bind_json(c, p->text, &es, false, &ex[i], p->err) : nomem(p);
             json_decref(c);
         }
@@ -1568,6 +1772,129 @@ static hs_status join_rels(planner *p, rel *l, rel *r, xo_join_kind kind, json_t
     return st;
 }
 
+/* Positional references "\x01<n>" in a JSON template (merge_using). */
+static int pos_name_column(void *ctx, const char *const *names, int n)
+{
+    (void)ctx;
+    const char *nm = names[n - 1];
+    return nm && nm[0] == '\x01' ? atoi(nm + 1) : -1;
+}
+
+/* RIGHT/FULL JOIN ... USING (c): the visible c is COALESCE(left.c,
+ * right.c) at the left column's place (PostgreSQL's merged column; * keeps
+ * the left table's column order); the originals stay reachable qualified. */
+static hs_status merge_using(planner *p, rel *r, int nl, const json_t *using)
+{
+    int n = r->n, nu = (int)json_array_size(using);
+    ex_expr **ex = hs_calloc((size_t)(n + nu) + 1, sizeof *ex);
+    const char **names = hs_calloc((size_t)(n + nu) + 1, sizeof *names);
+    qcol *cols = hs_calloc((size_t)(n + nu) + 1, sizeof *cols);
+    hs_status st = ex && names && cols ? HS_OK : nomem(p);
+    int k = 0, extra = n;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        const qcol *c = &r->cols[i];
+        int ui = -1, rc = -1;
+        for (int u = 0; i < nl && u < nu && ui < 0; u++)
+            if (name_eq(sq_str(json_array_get(using, (size_t)u)), c->name) && !c->hidden)
+                ui = u;
+        for (int j = nl; ui >= 0 && j < n && rc < 0; j++)
+            if (name_eq(r->cols[j].name, c->name) && r->cols[j].hidden)
+                rc = j;
+        if (ui >= 0 && rc >= 0) {
+            char a[24], b[24];
+            snprintf(a, sizeof a, "\x01%d", i);
+            snprintf(b, sizeof b, "\x01%d", rc);
+            json_t *co = json_pack("{s:{s:[{s:{s:[{s:{s:s}}],s:i}},{s:{s:[{s:{s:s}}],s:i}}],s:i}}",
+                                   "CoalesceExpr", "args", "ColumnRef", "fields", "String", "sval",
+                                   a, "location", -1, "ColumnRef", "fields", "String", "sval", b,
+                                   "location", -1, "location", -1);
+            ex_scope es = {.schema = &r->op->schema, .column = pos_name_column};
+            st = co ? ex_bind_json(co, p->text, &es, false, &ex[k], p->err) : nomem(p);
+            json_decref(co);
+            cols[k] = (qcol){NULL, hs_strdup(c->name), false};
+            names[k++] = c->name;
+            /* the original, qualified only */
+            if (st == HS_OK)
+                st = col_expr(p, &r->op->schema, i, &ex[extra]);
+            cols[extra] = (qcol){dup_or_null(c->qual), hs_strdup(c->name), true};
+            names[extra++] = c->name;
+            continue;
+        }
+        st = col_expr(p, &r->op->schema, i, &ex[k]);
+        cols[k] = (qcol){dup_or_null(c->qual), hs_strdup(c->name), c->hidden};
+        names[k++] = c->name;
+    }
+    /* move the originals after the right columns' slots: k == n here */
+    xo_op *op = NULL;
+    if (st == HS_OK) {
+        st = xo_project(r->op, extra, ex, names, &op, p->err);
+        r->op = NULL;
+        for (int i = 0; i < extra; i++)
+            ex[i] = NULL;
+    }
+    for (int i = 0; ex && i < n + nu; i++)
+        ex_free(ex[i]);
+    hs_free(ex);
+    hs_free(names);
+    if (st != HS_OK) {
+        qcols_free(cols, n + nu);
+        return st;
+    }
+    qcols_free(r->cols, r->n);
+    r->op = op;
+    r->cols = cols;
+    r->n = extra;
+    return HS_OK;
+}
+
+static double item_est(fnode *f);
+
+/* join_rels with the smaller side (by estimate) as the hash table: when the
+ * left is much smaller, the sides swap (LEFT <-> RIGHT) and a projection
+ * restores the column order. */
+static hs_status join_sides(planner *p, rel *l, rel *r, xo_join_kind kind, json_t **cond, int n,
+                            const int *lk, const int *rk, int nk, double lest, double rest,
+                            rel *out)
+{
+    if (!(lest * 4 < rest) || kind == XO_JOIN_SEMI || kind == XO_JOIN_ANTI ||
+        kind == XO_JOIN_ANTI_NULL_AWARE || (nk == 0 && n == 0))
+        return join_rels(p, l, r, kind, cond, n, lk, rk, nk, false, out);
+    xo_join_kind sk = kind == XO_JOIN_LEFT ? XO_JOIN_RIGHT : kind == XO_JOIN_RIGHT ? XO_JOIN_LEFT : kind;
+    int nl = l->n, nr = r->n;
+    rel sw;
+    HS_TRY(join_rels(p, r, l, sk, cond, n, rk, lk, nk, false, &sw));
+    int tot = nl + nr;
+    int *src = hs_calloc((size_t)tot + 1, sizeof *src);
+    ex_expr **ex = hs_calloc((size_t)tot + 1, sizeof *ex);
+    const char **names = hs_calloc((size_t)tot + 1, sizeof *names);
+    qcol *cols = hs_calloc((size_t)tot + 1, sizeof *cols);
+    hs_status st = src && ex && names && cols ? HS_OK : nomem(p);
+    for (int i = 0; i < tot && st == HS_OK; i++) {
+        int from = i < nl ? nr + i : i - nl;
+        src[i] = from;
+        names[i] = sw.op->schema.children[from].name;
+        cols[i] = sw.cols[from];
+        sw.cols[from] = (qcol){0};
+    }
+    xo_op *op = NULL;
+    if (st == HS_OK) {
+        st = project_mixed(p, sw.op, tot, src, ex, names, &op);
+        sw.op = NULL;
+    }
+    hs_free(src);
+    hs_free(ex);
+    hs_free(names);
+    rel_clear(&sw);
+    if (st != HS_OK) {
+        qcols_free(cols, tot);
+        return st;
+    }
+    out->op = op;
+    out->cols = cols;
+    out->n = tot;
+    return HS_OK;
+}
+
 static hs_status build_fnode(planner *p, fnode *f, rel *out)
 {
     if (f->kind != F_JOIN)
@@ -1599,6 +1926,7 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
         else if (!key_types_ok(&l.op->schema.children[lk[i]], &r.op->schema.children[rk[i]]))
             st = fail(p, HS_INVALID, "42804", f->loc, "JOIN/USING types for column \"%s\" differ", nm);
     }
+    int nl = l.n;
     if (st == HS_OK) {
         size_t n = json_array_size(arr);
         json_t **c = hs_calloc(n + 1, sizeof *c);
@@ -1607,7 +1935,8 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
         for (size_t i = 0; c && i < n; i++)
             c[i] = json_array_get(arr, i);
         if (st == HS_OK)
-            st = join_rels(p, &l, &r, join_kind(f->jtype), c, (int)n, lk, rk, nu, false, out);
+            st = join_sides(p, &l, &r, join_kind(f->jtype), c, (int)n, lk, rk, nu,
+                            item_est(f->l), item_est(f->r), out);
         hs_free(c);
     }
     hs_free(lk);
@@ -1615,6 +1944,9 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
     json_decref(arr);
     rel_clear(&l);
     rel_clear(&r);
+    xo_join_kind jk = join_kind(f->jtype);
+    if (st == HS_OK && nu > 0 && (jk == XO_JOIN_RIGHT || jk == XO_JOIN_FULL))
+        st = merge_using(p, out, nl, f->using);
     if (st == HS_OK && f->jalias)
         for (int i = 0; i < out->n; i++) {
             hs_free(out->cols[i].qual);
@@ -1640,6 +1972,89 @@ static bool covered(const conj *c, const fromc *fc, const int *leaf_item, const 
         if (c->lset[i] && !inset[leaf_item[i]])
             return false;
     return true;
+}
+
+/* Index nested-loop join: when the joined item is a table with a scalar
+ * index on the key column of an equality with the (much smaller, at most
+ * INDEX_JOIN_MAX rows estimated) current side, the current side's keys go
+ * into the table's scan as an IN list (xo_index_join), so pruning and the
+ * sidecar index select the rows.  Other conditions filter the result.
+ * *done = false leaves the join to join_rels (nothing taken then). */
+#define INDEX_JOIN_MAX 10000
+static hs_status filter_rel(planner *p, rel *r, json_t **nodes, int n, const json_t **map_nodes,
+                            int *map_cols, int n_map, const char *clause);
+static hs_status index_join_try(planner *p, rel *cur, double cur_est, fnode *f, rel *r, double r_est,
+                                json_t **cond, int n, rel *out, bool *done)
+{
+    *done = false;
+    if (f->kind != F_TABLE || cur_est > INDEX_JOIN_MAX || r_est < 10 * cur_est || n == 0)
+        return HS_OK;
+    int key = -1, lc = -1, rc = -1;
+    for (int i = 0; i < n && key < 0; i++)
+        if (equi_cols(cond[i], cur, r, &lc, &rc)) {
+            hs_type lt = cur->op->schema.children[lc].type, rt = r->op->schema.children[rc].type;
+            if ((is_int_type(lt) && is_int_type(rt)) || (lt == HS_TYPE_STRING && rt == HS_TYPE_STRING))
+                key = i;
+        }
+    if (key < 0)
+        return HS_OK;
+    /* the table column of rc */
+    const char *tcol = NULL;
+    for (int k = 0; k < f->n_ns && !tcol; k++)
+        if (name_eq(f->ns[k].name, r->cols[rc].name))
+            tcol = f->ts.children[k].name;
+    char *js = NULL;
+    hs_error e2 = {0};
+    if (!tcol || hs_table_list_indexes(f->t, &js, &e2) != HS_OK)
+        return HS_OK;
+    json_t *arr = json_loads(js, 0, NULL);
+    hs_string_free(js);
+    bool indexed = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        const char *c = jstrv(v, "column"), *kind = jstrv(v, "kind");
+        if (c && kind && !strcmp(c, tcol) && strncmp(kind, "hnsw", 4) && strncmp(kind, "ivf", 3))
+            indexed = true;
+    }
+    json_decref(arr);
+    if (!indexed)
+        return HS_OK;
+    /* the same columns the scan of r reads */
+    const char **cols = hs_calloc((size_t)r->n + 1, sizeof *cols);
+    if (!cols)
+        return nomem(p);
+    for (int c = 0; c < r->n; c++)
+        for (int k = 0; k < f->n_ns; k++)
+            if (name_eq(f->ns[k].name, r->cols[c].name))
+                cols[c] = f->ts.children[k].name;
+    hs_scan_options so = f->so;
+    so.columns = cols;
+    so.n_columns = r->n;
+    so.filter = f->filt.len ? hs_buf_cstr(&f->filt) : NULL;
+    memset(out, 0, sizeof *out);
+    hs_status st = join_names(p, cur, r, XO_JOIN_INNER, out);
+    if (st == HS_OK) {
+        xo_op *l = cur->op;
+        cur->op = NULL;
+        st = xo_index_join(l, lc, f->t, &so, tcol, XO_JOIN_INNER, &out->op, p->err);
+    }
+    hs_free(cols);
+    rel_clear(cur);
+    rel_clear(r);
+    *done = true;
+    if (st == HS_OK && n > 1) {
+        json_t **rest = hs_calloc((size_t)n, sizeof *rest);
+        int nr = 0;
+        for (int k = 0; rest && k < n; k++)
+            if (k != key)
+                rest[nr++] = cond[k];
+        st = rest ? filter_rel(p, out, rest, nr, NULL, NULL, 0, "WHERE") : nomem(p);
+        hs_free(rest);
+    }
+    if (st != HS_OK)
+        rel_clear(out);
+    return st;
 }
 
 /* Joins the FROM items with the remaining (not pushed, subquery-free)
@@ -1679,7 +2094,14 @@ static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
     for (int i = 1; i < n; i++)
         if (est[i] > est[start])
             start = i;
+    double cur_est = est ? est[start] : 0;
+    int *sizes = hs_calloc((size_t)n + 1, sizeof *sizes), *order = hs_calloc((size_t)n + 1, sizeof *order);
+    if (st == HS_OK && (!sizes || !order))
+        st = nomem(p);
+    for (int i = 0; st == HS_OK && i < n; i++)
+        sizes[i] = items[i].n;
     if (st == HS_OK) {
+        order[0] = start;
         *out = items[start];
         memset(&items[start], 0, sizeof items[start]);
         inset[start] = 1;
@@ -1707,6 +2129,7 @@ static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
             }
         }
         inset[best] = 1;
+        order[step] = best;
         json_t **cond = hs_calloc((size_t)cs->n + 1, sizeof *cond);
         int nc = 0;
         if (!cond) {
@@ -1721,11 +2144,65 @@ static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
             c->used = true;
         }
         rel joined;
-        st = join_rels(p, out, &items[best], XO_JOIN_INNER, cond, nc, NULL, NULL, 0, false, &joined);
+        bool done = false;
+        st = index_join_try(p, out, cur_est, fc->items[best], &items[best], est[best], cond, nc,
+                            &joined, &done);
+        if (st == HS_OK && !done && step == 1) {
+            /* the small item probes the first (largest) table through its index */
+            st = index_join_try(p, &items[best], est[best], fc->items[start], out, cur_est, cond, nc,
+                                &joined, &done);
+            if (st == HS_OK && done) {
+                order[0] = best;
+                order[1] = start;
+            }
+        }
+        if (st == HS_OK && !done)
+            st = join_rels(p, out, &items[best], XO_JOIN_INNER, cond, nc, NULL, NULL, 0, false, &joined);
+        cur_est = cur_est > est[best] ? cur_est : est[best];
         hs_free(cond);
         if (st == HS_OK)
             *out = joined;
     }
+    /* the columns in FROM order (what * expands to), whatever the join order */
+    bool moved = false;
+    for (int k = 0; st == HS_OK && k < n; k++)
+        moved |= order[k] != k;
+    if (st == HS_OK && moved) {
+        int tot = out->n, *src = hs_calloc((size_t)tot + 1, sizeof *src);
+        ex_expr **ex = hs_calloc((size_t)tot + 1, sizeof *ex);
+        const char **names = hs_calloc((size_t)tot + 1, sizeof *names);
+        qcol *cols = hs_calloc((size_t)tot + 1, sizeof *cols);
+        st = src && ex && names && cols ? HS_OK : nomem(p);
+        int o = 0;
+        for (int i = 0; st == HS_OK && i < n; i++) {
+            int base = 0;
+            for (int k = 0; order[k] != i; k++)
+                base += sizes[order[k]];
+            for (int c = 0; c < sizes[i]; c++, o++) {
+                src[o] = base + c;
+                names[o] = out->op->schema.children[base + c].name;
+                cols[o] = out->cols[base + c];
+                out->cols[base + c] = (qcol){0};
+            }
+        }
+        if (st == HS_OK && o == tot) {
+            xo_op *op;
+            st = project_mixed(p, out->op, tot, src, ex, names, &op);
+            out->op = st == HS_OK ? op : NULL;
+            qcols_free(out->cols, out->n);
+            out->cols = cols;
+            cols = NULL;
+        } else if (st == HS_OK) {
+            st = fail(p, HS_INTERNAL, "XX000", -1, "join column bookkeeping: %d of %d columns", o, tot);
+        }
+        if (cols)
+            qcols_free(cols, tot);
+        hs_free(src);
+        hs_free(ex);
+        hs_free(names);
+    }
+    hs_free(sizes);
+    hs_free(order);
     for (int i = 0; i < n && items; i++)
         rel_clear(&items[i]);
     hs_free(items);
@@ -1768,7 +2245,23 @@ static hs_status filter_rel(planner *p, rel *r, json_t **nodes, int n, const jso
 
 /* r := r's columns then the expression node (bound over r with sc's
  * hooks); *col gets its position.  The new column is hidden. */
+/* Node-to-column map used while binding (subquery results, aggregates,
+ * window functions). */
+typedef struct nmap {
+    const json_t **nodes;
+    int *cols;
+    int n, cap;
+} nmap;
+static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const nmap *m,
+                                 const layer *pre, const int *key_of_col, int *col);
+
 static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
+{
+    return rel_add_expr_in(p, r, node, NULL, NULL, NULL, col);
+}
+
+static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const nmap *m,
+                                 const layer *pre, const int *key_of_col, int *col)
 {
     json_t *b;
     if (is_kind(node, "ColumnRef", &b)) {
@@ -1784,24 +2277,34 @@ static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
     int n = r->n;
     ex_expr **ex = hs_calloc((size_t)n + 2, sizeof *ex);
     const char **names = hs_calloc((size_t)n + 2, sizeof *names);
+    int *src = hs_calloc((size_t)n + 2, sizeof *src);
     qcol *nc = hs_realloc(r->cols, (size_t)(n + 1) * sizeof *nc);
-    hs_status st = ex && names && nc ? HS_OK : nomem(p);
+    hs_status st = ex && names && nc && src ? HS_OK : nomem(p);
     if (nc)
         r->cols = nc;
     for (int i = 0; i < n && st == HS_OK; i++) {
         names[i] = r->op->schema.children[i].name;
-        st = col_expr(p, &r->op->schema, i, &ex[i]);
+        src[i] = i;
     }
+    if (src)
+        src[n] = -1;
     if (st == HS_OK) {
         scope sc;
         scope_rel(&sc, p, r);
         sc.no_aggs = "this context";
+        if (m) {
+            sc.map_nodes = m->nodes;
+            sc.map_cols = m->cols;
+            sc.n_map = m->n;
+        }
+        sc.pre = pre;
+        sc.key_of_col = key_of_col;
         st = bind_in(&sc, node, false, &ex[n]);
         names[n] = "?column?";
     }
     if (st == HS_OK) {
         xo_op *op;
-        st = xo_project(r->op, n + 1, ex, names, &op, p->err);
+        st = project_mixed(p, r->op, n + 1, src, ex, names, &op);
         r->op = st == HS_OK ? op : NULL;
         if (st == HS_OK) {
             r->cols[n] = (qcol){NULL, hs_strdup(""), true};
@@ -1816,6 +2319,7 @@ static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
     }
     hs_free(ex);
     hs_free(names);
+    hs_free(src);
     return st;
 }
 
@@ -1986,9 +2490,10 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
         json_t *opn = jget(sublink, "operName");
         if (json_array_size(opn) > 0 && strcmp(sq_str(json_array_get(opn, 0)) ? sq_str(json_array_get(opn, 0)) : "", "="))
             return fail(p, HS_UNSUPPORTED, "0A000", loc, "only = ANY (IN) subqueries are supported");
-        if (is_kind(jget(sublink, "testexpr"), "RowExpr", NULL))
-            return fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (subquery) is not supported");
     }
+    json_t *rowb = NULL;
+    bool row = is_in && is_kind(jget(sublink, "testexpr"), "RowExpr", &rowb);
+    size_t nrow = row ? json_array_size(jget(rowb, "args")) : 1;
     corr c;
     hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
     if (st == HS_OK && !c.inner)
@@ -1998,8 +2503,8 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     json_t *targets = json_array();
     int *lk = NULL, *rk = NULL, nk = 0;
     size_t ncorr = json_array_size(c.corr);
-    lk = hs_calloc(ncorr + 2, sizeof *lk);
-    rk = hs_calloc(ncorr + 2, sizeof *rk);
+    lk = hs_calloc(ncorr + nrow + 2, sizeof *lk);
+    rk = hs_calloc(ncorr + nrow + 2, sizeof *rk);
     json_t **resid = hs_calloc(ncorr + 1, sizeof *resid);
     int nres = 0;
     if (st == HS_OK && (!targets || !lk || !rk || !resid))
@@ -2007,14 +2512,19 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     if (st == HS_OK && correlated && has_aggs_or_group(sub))
         st = fail(p, HS_UNSUPPORTED, "0A000", loc,
                   "correlated subqueries with GROUP BY or aggregates under EXISTS/IN are not supported");
+    if (st == HS_OK && row && correlated)
+        st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (correlated subquery) is not supported");
     if (st == HS_OK && is_in) {
-        if (json_array_size(jget(sub, "targetList")) != 1 && plain_select(sub))
-            st = fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
-        int col = -1;
-        if (st == HS_OK)
-            st = rel_add_expr(p, cur, jget(sublink, "testexpr"), &col);
-        lk[nk] = col;
-        rk[nk++] = 0;
+        if (json_array_size(jget(sub, "targetList")) != nrow && plain_select(sub))
+            st = fail(p, HS_INVALID, "42601", loc, "subquery has too %s columns",
+                      json_array_size(jget(sub, "targetList")) > nrow ? "many" : "few");
+        for (size_t i = 0; i < nrow && st == HS_OK; i++) {
+            int col = -1;
+            st = rel_add_expr(p, cur, row ? json_array_get(jget(rowb, "args"), i)
+                                          : jget(sublink, "testexpr"), &col);
+            lk[nk] = col;
+            rk[nk++] = (int)i;
+        }
     }
     if (st == HS_OK && correlated) {
         if (is_in)
@@ -2059,8 +2569,11 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     rel s = {0};
     if (st == HS_OK)
         st = plan_select(p, rw ? rw : sub, &s);
-    if (st == HS_OK && is_in && !correlated && s.n != 1)
+    if (st == HS_OK && is_in && !correlated && s.n != (int)nrow)
         st = fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
+    for (size_t i = 1; st == HS_OK && row && i < nrow; i++)
+        if (!key_types_ok(&cur->op->schema.children[lk[i]], &s.op->schema.children[i]))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (subquery) with different column types");
     if (st == HS_OK && is_in && !key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
         /* cast the subquery's column to the outer key's type */
         hs_field *types = hs_calloc((size_t)s.n + 1, sizeof *types);
@@ -2075,7 +2588,7 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
             st = cast_rel(p, &s, types);
             hs_free(types);
             if (st == HS_OK && !key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
-                int col;
+                int col = -1;
                 json_t *tn = cast_json(jget(sublink, "testexpr"), &s.op->schema.children[0]);
                 st = tn ? rel_add_expr(p, cur, tn, &col) : nomem(p);
                 json_decref(tn);
@@ -2106,6 +2619,46 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     return st;
 }
 
+/* A scalar subquery's rows pass through this operator, which fails with
+ * SQLSTATE 21000 when there is more than one (PostgreSQL's check). */
+typedef struct one_row_op {
+    xo_op op;
+    int64_t seen;
+} one_row_op;
+
+static hs_status one_row_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    one_row_op *o = (one_row_op *)op;
+    HS_TRY(xo_next(op->children[0], out, err));
+    if (*out && (o->seen += (*out)->n_rows) > 1) {
+        hs_batch_free(*out);
+        *out = NULL;
+        return hs_err_set(err, HS_INVALID, "more than one row returned by a subquery used as an expression");
+    }
+    return HS_OK;
+}
+
+static hs_status one_row(planner *p, rel *r)
+{
+    one_row_op *o = hs_calloc(1, sizeof *o);
+    xo_op **kids = o ? hs_calloc(1, sizeof *kids) : NULL;
+    if (!o || !kids || hs_field_copy(&r->op->schema, &o->op.schema) != HS_OK) {
+        if (o)
+            hs_field_clear(&o->op.schema);
+        hs_free(o);
+        hs_free(kids);
+        return nomem(p);
+    }
+    kids[0] = r->op;
+    o->op.name = "ScalarSubquery";
+    o->op.ctx = r->op->ctx;
+    o->op.n_children = 1;
+    o->op.children = kids;
+    o->op.next = one_row_next;
+    r->op = &o->op;
+    return HS_OK;
+}
+
 /* Joins the value of a scalar subquery into cur; *col = its column. */
 static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int *col)
 {
@@ -2122,11 +2675,25 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     int *lk = hs_calloc(ncorr + 1, sizeof *lk), *rk = hs_calloc(ncorr + 1, sizeof *rk);
     if (st == HS_OK && (!lk || !rk))
         st = nomem(p);
+    bool count_target = false;
     if (st == HS_OK && ncorr > 0) {
         if (json_array_size(jget(sub, "groupClause")) || jget(sub, "havingClause") ||
             json_array_size(jget(sub, "targetList")) != 1)
             st = fail(p, HS_UNSUPPORTED, "0A000", loc,
                       "this correlated scalar subquery is not supported (GROUP BY/HAVING or several columns)");
+        json_t *tv = jget(jget(json_array_get(jget(sub, "targetList"), 0), "ResTarget"), "val"), *fb;
+        json_t *ag = json_array();
+        collect_aggs(tv, ag, 0);
+        bool has_count = false;
+        for (size_t i = 0; i < json_array_size(ag); i++) {
+            const char *fn = func_name(jget(json_array_get(ag, i), "FuncCall"));
+            has_count |= fn && !strcmp(fn, "count");
+        }
+        json_decref(ag);
+        count_target = is_kind(tv, "FuncCall", &fb) && func_name(fb) && !strcmp(func_name(fb), "count");
+        if (st == HS_OK && has_count && !count_target)
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "a correlated scalar subquery with count() inside an expression is not supported");
         json_t *tl = json_array(), *gl = json_array();
         if (st == HS_OK && (!tl || !gl))
             st = nomem(p);
@@ -2173,6 +2740,8 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
         st = plan_select(p, rw ? rw : sub, &s);
     if (st == HS_OK && s.n != (int)ncorr + 1)
         st = fail(p, HS_INVALID, "42601", loc, "subquery must return only one column");
+    if (st == HS_OK && ncorr == 0)
+        st = one_row(p, &s);
     if (st == HS_OK) {
         for (int i = 0; i < s.n; i++)
             s.cols[i].hidden = true;
@@ -2185,6 +2754,21 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
             *cur = joined;
             *col = base + (int)ncorr;
         }
+        /* the COUNT bug: outer rows without a group must see count's value
+         * over no rows, 0, not the join's NULL */
+        if (st == HS_OK && ncorr > 0 && count_target) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "\x01count%d", *col);
+            hs_free(cur->cols[*col].name);
+            cur->cols[*col].name = hs_strdup(nm);
+            cur->cols[*col].hidden = false;   /* the unique name resolves only here */
+            json_t *co = json_pack("{s:{s:[{s:{s:[{s:{s:s}}],s:i}},{s:{s:{s:i},s:i}}],s:i}}",
+                                   "CoalesceExpr", "args", "ColumnRef", "fields", "String", "sval",
+                                   nm, "location", -1, "A_Const", "ival", "ival", 0, "location",
+                                   -1, "location", -1);
+            st = cur->cols[*col].name && co ? rel_add_expr(p, cur, co, col) : nomem(p);
+            json_decref(co);
+        }
     } else {
         rel_clear(&s);
     }
@@ -2195,12 +2779,7 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     return st;
 }
 
-/* Node-to-column map used while binding (subquery results, aggregates). */
-typedef struct nmap {
-    const json_t **nodes;
-    int *cols;
-    int n, cap;
-} nmap;
+
 
 static hs_status nmap_add(planner *p, nmap *m, const json_t *node, int col)
 {
@@ -2228,20 +2807,240 @@ static void nmap_free(nmap *m)
     memset(m, 0, sizeof *m);
 }
 
+/* ---- EXISTS / ANY / ALL / IN inside expressions ----
+ * Outside a WHERE conjunct (under OR, CASE, in the select list) these
+ * become expressions over scalar subqueries that the joins above handle
+ * (correlated ones too, when their correlation is by equality):
+ *   EXISTS (S)          cnt > 0
+ *   x op ANY (S)        CASE WHEN cnt = 0 THEN false WHEN x IS NULL THEN NULL
+ *                       WHEN <x matches> THEN true WHEN cnt > nn THEN NULL ELSE false END
+ *   x op ALL (S)        CASE WHEN cnt = 0 THEN true WHEN x IS NULL THEN NULL
+ *                       WHEN NOT <x passes the extreme> THEN false
+ *                       WHEN cnt > nn THEN NULL ELSE true END
+ * with cnt = count(*), nn = count(t) of S's one column t, <x matches> for
+ * = the count of t = x above 0, for < <= > >= a comparison with min(t) or
+ * max(t): PostgreSQL's three-valued results. */
+static json_t *mk_op(const char *op, json_t *l, json_t *r);
+static json_t *mk_int(int v);
+
+static json_t *mk_bool(bool v)
+{
+    return json_pack("{s:{s:{s:{s:{s:s},s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i}}", "TypeCast", "arg",
+                     "A_Const", "sval", "sval", v ? "true" : "false", "location", -1, "typeName",
+                     "names", "String", "sval", "bool", "typemod", -1, "location", -1, "location", -1);
+}
+
+static json_t *mk_null(void)
+{
+    return json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1);
+}
+
+static bool simple_select(const json_t *sub)
+{
+    return plain_select(sub) && !jget(sub, "groupClause") && !jget(sub, "havingClause") &&
+           !jget(sub, "distinctClause") && !jget(sub, "limitCount") && !jget(sub, "limitOffset") &&
+           !jget(sub, "withClause") && !jget(sub, "sortClause");
+}
+
+/* (SELECT agg FROM S...) where agg reads S's column through `arg`:
+ * arg NULL = count(*); where (may be NULL) an extra conjunct on it. */
+static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x, int loc)
+{
+    json_t *t = jget(jget(json_array_get(jget(sub, "targetList"), 0), "ResTarget"), "val");
+    json_t *q;
+    json_t *col = NULL;
+    if (simple_select(sub)) {
+        q = json_deep_copy(sub);
+        col = t ? json_incref(t) : NULL;
+    } else {
+        /* SELECT agg(_hs_q.c) FROM (S) _hs_q(c) */
+        q = json_pack("{s:[{s:{s:{s:O},s:{s:s,s:[{s:{s:s}}]}}}]}", "fromClause", "RangeSubselect",
+                      "subquery", "SelectStmt", sub, "alias", "aliasname", "_hs_q", "colnames",
+                      "String", "sval", "c");
+        col = json_pack("{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                        "_hs_q", "String", "sval", "c", "location", -1);
+    }
+    if (!q || (use_col && !col)) {
+        json_decref(q);
+        json_decref(col);
+        return NULL;
+    }
+    json_t *call = use_col
+        ? json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval", fn,
+                    "args", col, "location", -1)
+        : json_pack("{s:{s:[{s:{s:s}}],s:b,s:i}}", "FuncCall", "funcname", "String", "sval", "count",
+                    "agg_star", 1, "location", -1);
+    json_object_set_new(q, "targetList", json_pack("[{s:{s:o,s:i}}]", "ResTarget", "val", call,
+                                                   "location", -1));
+    if (eq_x) {
+        json_t *cond = mk_op("=", json_incref(col), json_incref((json_t *)eq_x));
+        json_t *w = jget(q, "whereClause");
+        json_t *both[2] = {w, cond};
+        json_t *nw = w ? mk_and(both, 2) : json_incref(cond);
+        json_decref(cond);
+        json_object_set_new(q, "whereClause", nw);
+    }
+    json_decref(col);
+    return json_pack("{s:{s:s,s:{s:o},s:i}}", "SubLink", "subLinkType", "EXPR_SUBLINK", "subselect",
+                     "SelectStmt", q, "location", loc);
+}
+
+static json_t *when(json_t *cond, json_t *res)
+{
+    return json_pack("{s:{s:o,s:o,s:i}}", "CaseWhen", "expr", cond, "result", res, "location", -1);
+}
+
+/* The expression that replaces an EXISTS/ANY/ALL SubLink (NULL: not one). */
+static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *st)
+{
+    const char *type = jstrv(sl, "subLinkType");
+    json_t *sub = jget(jget(sl, "subselect"), "SelectStmt");
+    int loc = sq_loc(sl);
+    *st = HS_OK;
+    if (!type || !sub)
+        return NULL;
+    if (!strcmp(type, "EXISTS_SUBLINK")) {
+        json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+        return cnt ? mk_op(">", cnt, mk_int(0)) : NULL;
+    }
+    bool any = !strcmp(type, "ANY_SUBLINK"), all = !strcmp(type, "ALL_SUBLINK");
+    if (!any && !all)
+        return NULL;
+    const char *op = sq_str(json_array_get(jget(sl, "operName"), 0));
+    json_t *x = jget(sl, "testexpr");
+    if (!op)
+        op = "=";
+    if (is_kind(x, "RowExpr", NULL) || (plain_select(sub) && json_array_size(jget(sub, "targetList")) != 1)) {
+        *st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row comparisons with subqueries are not supported here");
+        return NULL;
+    }
+    bool eq = !strcmp(op, "="), ne = !strcmp(op, "<>") || !strcmp(op, "!=");
+    bool gt = !strcmp(op, ">") || !strcmp(op, ">="), lt = !strcmp(op, "<") || !strcmp(op, "<=");
+    if (!(eq && any) && !(ne && all) && !gt && !lt) {
+        *st = fail(p, HS_UNSUPPORTED, "0A000", loc, "%s %s with a subquery is not supported", op,
+                   any ? "ANY" : "ALL");
+        return NULL;
+    }
+    json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+    json_t *nn = agg_sublink(sub, "count", true, NULL, loc);
+    json_t *hit;
+    if (eq || ne) {
+        /* x moves into the subquery's WHERE: it reads a column of its own
+         * (a name no table has), so inner columns of the same name cannot
+         * capture its references */
+        json_t *xin = json_incref(x);
+        if (cur) {
+            int col = -1;
+            /* COALESCE(x) = x, as a new column (never renaming a column of cur) */
+            json_t *wrapped = json_pack("{s:{s:[O],s:i}}", "CoalesceExpr", "args", x, "location", -1);
+            *st = wrapped ? rel_add_expr(p, cur, wrapped, &col) : nomem(p);
+            json_decref(wrapped);
+            if (*st != HS_OK) {
+                json_decref(xin);
+                json_decref(cnt);
+                json_decref(nn);
+                return NULL;
+            }
+            char nm[32];
+            snprintf(nm, sizeof nm, "\x01in%d", col);
+            hs_free(cur->cols[col].name);
+            cur->cols[col].name = hs_strdup(nm);
+            cur->cols[col].hidden = false;
+            json_decref(xin);
+            xin = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
+                            "location", -1);
+        }
+        hit = mk_op(">", agg_sublink(sub, "count", false, xin, loc), mk_int(0));
+        json_decref(xin);
+    }
+    else {
+        /* ANY: x > min, x < max; ALL: x > max, x < min */
+        const char *fn = (gt == any) ? "min" : "max";
+        hit = mk_op(op, json_incref(x), agg_sublink(sub, fn, true, NULL, loc));
+    }
+    json_t *xnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype", "IS_NULL",
+                              "location", -1);
+    json_t *some_null = mk_op(">", json_incref(cnt), nn);
+    json_t *cw;
+    if (any)
+        cw = json_pack("[o,o,o,o]", when(mk_op("=", json_incref(cnt), mk_int(0)), mk_bool(false)),
+                       when(xnull, mk_null()), when(hit, mk_bool(true)), when(some_null, mk_null()));
+    else {
+        /* ALL: for <> it is NOT (x = ANY) */
+        json_t *fails = ne ? hit
+                           : json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args",
+                                       hit, "location", -1);
+        cw = json_pack("[o,o,o,o]", when(mk_op("=", json_incref(cnt), mk_int(0)), mk_bool(true)),
+                       when(xnull, mk_null()), when(fails, mk_bool(false)), when(some_null, mk_null()));
+    }
+    json_decref(cnt);
+    json_t *r = cw ? json_pack("{s:{s:o,s:o,s:i}}", "CaseExpr", "args", cw, "defresult",
+                               mk_bool(all), "location", loc) : NULL;
+    if (!r)
+        *st = nomem(p);
+    return r;
+}
+
+/* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
+static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
+{
+    if (depth > 400 || !j)
+        return HS_OK;
+    hs_status st = HS_OK;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            json_t *b;
+            if (is_kind(v, "SubLink", &b)) {
+                json_t *r = sublink_expr(p, cur, b, &st);
+                if (st != HS_OK)
+                    return st;
+                if (r)
+                    json_object_set_new(j, k, r);
+            } else if (strcmp(k, "SubLink") != 0) {
+                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
+            }
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i), *b;
+            if (is_kind(v, "SubLink", &b)) {
+                json_t *r = sublink_expr(p, cur, b, &st);
+                if (st != HS_OK)
+                    return st;
+                if (r)
+                    json_array_set_new(j, i, r);
+            } else {
+                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
+            }
+        }
+    }
+    return HS_OK;
+}
+
 /* Joins every scalar subquery under the nodes into cur, mapping them. */
 static hs_status attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m)
 {
     json_t *arr = json_array();
     if (!arr)
         return nomem(p);
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && st == HS_OK; i++)
+        st = rewrite_sublinks(p, cur, nodes[i], 0);
     for (int i = 0; i < n; i++)
         collect_sublinks(nodes[i], arr, 0);
-    hs_status st = HS_OK;
     for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
         json_t *node = json_array_get(arr, i), *b = jget(node, "SubLink");
         const char *type = jstrv(b, "subLinkType");
         if (!type || strcmp(type, "EXPR_SUBLINK") != 0)
             continue;   /* the binder reports it */
+        bool seen = false;
+        for (int k = 0; k < m->n && !seen; k++)
+            seen = jeq(m->nodes[k], node);
+        if (seen)
+            continue;   /* the same subquery twice: joined once */
         int col = -1;
         st = attach_scalar(p, cur, b, &col);
         if (st == HS_OK) {
@@ -2265,16 +3064,35 @@ static hs_status apply_sub_conj(planner *p, rel *cur, json_t *node)
         neg = true;
     }
     json_t *sl;
+    json_t *own = NULL;
     if (is_kind(x, "SubLink", &sl)) {
         const char *t = jstrv(sl, "subLinkType");
-        if (t && (!strcmp(t, "EXISTS_SUBLINK") || !strcmp(t, "ANY_SUBLINK")))
+        const char *op = sq_str(json_array_get(jget(sl, "operName"), 0));
+        bool row = is_kind(jget(sl, "testexpr"), "RowExpr", NULL);
+        if (t && (!strcmp(t, "EXISTS_SUBLINK") ||
+                  (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
             return attach_semi(p, cur, sl, neg);
+        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK"))) {
+            hs_status st2;
+            json_t *r = sublink_expr(p, cur, sl, &st2);
+            HS_TRY(st2);
+            if (r && neg) {
+                own = json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args", r,
+                                "location", -1);
+            } else {
+                own = r;
+            }
+            if (!own)
+                return nomem(p);
+            node = own;
+        }
     }
     nmap m = {0};
     hs_status st = attach_scalars(p, cur, &node, 1, &m);
     if (st == HS_OK)
         st = filter_rel(p, cur, &node, 1, m.nodes, m.cols, m.n, "WHERE");
     nmap_free(&m);
+    json_decref(own);
     return st;
 }
 
@@ -2287,6 +3105,8 @@ static const char *figure_name(const json_t *j, int depth)
     json_t *b;
     if (depth > 50 || !sq_node(j, &k, &b))
         return NULL;
+    if (jstrv(b, "hs_name"))
+        return jstrv(b, "hs_name");
     if (!strcmp(k, "ColumnRef")) {
         json_t *f = jget(b, "fields");
         return sq_str(json_array_get(f, json_array_size(f) - 1));
@@ -2416,12 +3236,17 @@ static hs_status group_node(planner *p, const json_t *g, const json_t *tl, const
     return HS_OK;
 }
 
+static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf);
+
 /* Projects cur into [group exprs, aggregate args] and aggregates it. */
 static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m,
                            int **key_of_col)
 {
     int ng = (int)json_array_size(groups), na = (int)json_array_size(aggs);
-    int cap = ng + 2 * na + 1;
+    int n_ord_max = 0;
+    for (int j = 0; j < na; j++)
+        n_ord_max += (int)json_array_size(jget(jget(json_array_get(aggs, (size_t)j), "FuncCall"), "agg_order"));
+    int cap = ng + 2 * na + n_ord_max + 1;
     ex_expr **ex = hs_calloc((size_t)cap, sizeof *ex);
     const char **names = hs_calloc((size_t)cap, sizeof *names);
     xo_agg *ag = hs_calloc((size_t)na + 1, sizeof *ag);
@@ -2458,14 +3283,34 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         ag[j].sep_col = -1;
         ag[j].name = fname;
         ag[j].distinct = json_is_true(jget(fc, "agg_distinct"));
-        if (jget(fc, "agg_filter") || jget(fc, "agg_order") || json_is_true(jget(fc, "agg_within_group")))
-            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "FILTER and ORDER BY in aggregates are not supported");
-        else if (json_is_true(jget(fc, "agg_star"))) {
-            if (fn != XO_AGG_COUNT)
-                st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
-                          "aggregate function", fname);
+        json_t *filt = jget(fc, "agg_filter");
+        json_t *one = NULL, *wrapped = NULL;
+        if (json_is_true(jget(fc, "agg_within_group")))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "WITHIN GROUP is not supported");
+        else if (json_is_true(jget(fc, "agg_star")) && fn != XO_AGG_COUNT)
+            st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
+                      "aggregate function", fname);
+        else if (json_is_true(jget(fc, "agg_star")) && !filt)
             ag[j].fn = XO_AGG_COUNT_STAR;
-        } else {
+        else {
+            /* agg(x) FILTER (WHERE c) = agg(CASE WHEN c THEN x END);
+             * count(*) FILTER (WHERE c) = count(CASE WHEN c THEN 1 END) */
+            if (json_is_true(jget(fc, "agg_star"))) {
+                one = json_pack("[{s:{s:{s:i},s:i}}]", "A_Const", "ival", "ival", 1, "location", -1);
+                args = one;
+            }
+            if (filt && args && json_array_size(args) >= 1) {
+                wrapped = json_copy(args);
+                json_t *cw = json_pack("{s:{s:[{s:{s:O,s:O,s:i}}],s:i}}", "CaseExpr", "args",
+                                       "CaseWhen", "expr", filt, "result", json_array_get(args, 0),
+                                       "location", -1, "location", -1);
+                if (!wrapped || !cw || json_array_set_new(wrapped, 0, cw) != 0) {
+                    json_decref(wrapped);
+                    wrapped = NULL;
+                    st = nomem(p);
+                }
+                args = wrapped;
+            }
             size_t want = fn == XO_AGG_STRING_AGG ? 2 : 1;
             if (json_array_size(args) != want)
                 st = fail(p, HS_NOT_FOUND, "42883", loc, "function %s with %zu arguments does not exist",
@@ -2489,7 +3334,45 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
                     ag[j].sep_col = ne++;
                 }
                 ag[j].sep = sv;
+                /* string_agg(text, text) / (bytea, bytea) only, as in PostgreSQL */
+                const hs_field *at = st == HS_OK ? ex_type(ex[ag[j].arg]) : NULL;
+                const hs_field *sp = st == HS_OK && ag[j].sep_col >= 0 ? ex_type(ex[ag[j].sep_col]) : NULL;
+                if (at && ((at->type != HS_TYPE_STRING && at->type != HS_TYPE_BINARY) ||
+                           (sp && sp->type != at->type)))
+                    st = fail(p, HS_NOT_FOUND, "42883", loc, "function string_agg(%s, %s) does not exist",
+                              hs_type_name(at->type), sp ? hs_type_name(sp->type) : "text");
             }
+        }
+        json_t *ao = jget(fc, "agg_order");
+        if (st == HS_OK && ao) {
+            /* string_agg/array_agg(... ORDER BY keys): the aggregate orders
+             * its group's values by these columns */
+            int no = (int)json_array_size(ao);
+            if (fn != XO_AGG_STRING_AGG && fn != XO_AGG_ARRAY_AGG)
+                no = 0;   /* the order does not change other aggregates */
+            if (no > 16)
+                st = fail(p, HS_UNSUPPORTED, "54000", loc, "more than 16 ORDER BY keys in an aggregate");
+            xo_sort_key *ok = no ? hs_calloc((size_t)no, sizeof *ok) : NULL;
+            if (no && !ok && st == HS_OK)
+                st = nomem(p);
+            for (int k = 0; k < no && st == HS_OK; k++) {
+                json_t *sb = jget(json_array_get(ao, (size_t)k), "SortBy");
+                bool desc, nf;
+                if (sort_dir(sb, &desc, &nf) != HS_OK) {
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+                    break;
+                }
+                st = bind_in(&sc, jget(sb, "node"), false, &ex[ne]);
+                names[ne] = "ord";
+                ok[k] = (xo_sort_key){ne++, desc, nf};
+            }
+            ag[j].n_order = no;
+            ag[j].order = ok;
+        }
+        if (one || wrapped) {
+            /* the bound expressions keep no reference into the JSON */
+            json_decref(one);
+            json_decref(wrapped);
         }
         if (st == HS_OK)
             st = nmap_add(p, m, a, ng + j);
@@ -2507,6 +3390,7 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         cur->op = NULL;
         ne = 0;
     }
+
     for (int i = 0; i < ne; i++)
         ex_free(ex[i]);
     if (st == HS_OK) {
@@ -2516,6 +3400,8 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
     }
     hs_free(ex);
     hs_free(names);
+    for (int j = 0; ag && j < na; j++)
+        hs_free((void *)ag[j].order);
     hs_free(ag);
     if (st != HS_OK) {
         xo_free(op);
@@ -2600,20 +3486,19 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
     if (n_out < r->op->schema.n_children) {
         ex_expr **ex = hs_calloc((size_t)n_out + 1, sizeof *ex);
         const char **names = hs_calloc((size_t)n_out + 1, sizeof *names);
-        st = ex && names ? HS_OK : nomem(p);
+        int *src = hs_calloc((size_t)n_out + 1, sizeof *src);
+        st = ex && names && src ? HS_OK : nomem(p);
         for (int i = 0; i < n_out && st == HS_OK; i++) {
             names[i] = r->op->schema.children[i].name;
-            st = col_expr(p, &r->op->schema, i, &ex[i]);
+            src[i] = i;
         }
         if (st == HS_OK) {
-            st = xo_project(r->op, n_out, ex, names, &op, p->err);
+            st = project_mixed(p, r->op, n_out, src, ex, names, &op);
             r->op = st == HS_OK ? op : NULL;
-        } else {
-            for (int i = 0; ex && i < n_out; i++)
-                ex_free(ex[i]);
         }
         hs_free(ex);
         hs_free(names);
+        hs_free(src);
         if (st == HS_OK && r->n > n_out) {
             for (int i = n_out; i < r->n; i++) {
                 hs_free(r->cols[i].qual);
@@ -2675,6 +3560,185 @@ static hs_status push_ctes(planner *p, const json_t *sel, cte **saved, cte **min
     return HS_OK;
 }
 
+/* ---- GROUPING SETS / ROLLUP / CUBE ----
+ * The query becomes a UNION ALL of one grouped query per set, in which the
+ * group expressions outside the set read as NULL (not inside aggregate
+ * arguments); ORDER BY and LIMIT apply to the union.  GROUPING() is not
+ * supported. */
+
+static bool in_list(const json_t *arr, const json_t *x)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (jeq(json_array_get(arr, i), x))
+            return true;
+    return false;
+}
+
+/* Replaces (in place) nodes of j equal to one of absent by NULL. */
+static void null_absent(json_t *j, const json_t *absent, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            if (is_agg_call(v) || is_kind(v, "SubLink", NULL))
+                continue;
+            if (json_is_object(v) && json_object_size(v) == 1 && in_list(absent, v))
+                json_object_set_new(j, k, mk_null());
+            else
+                null_absent(v, absent, depth + 1);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            if (is_agg_call(v) || is_kind(v, "SubLink", NULL))
+                continue;
+            if (json_is_object(v) && json_object_size(v) == 1 && in_list(absent, v))
+                json_array_set_new(j, i, mk_null());
+            else
+                null_absent(v, absent, depth + 1);
+        }
+    }
+}
+
+/* *out: the expanded query (a new SelectStmt body), or NULL when sel has
+ * no grouping sets. */
+static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
+{
+    *out = NULL;
+    json_t *gc = jget(sel, "groupClause"), *gs = NULL;
+    size_t i;
+    json_t *g;
+    json_array_foreach(gc, i, g) {
+        json_t *b;
+        if (is_kind(g, "GroupingSet", &b)) {
+            if (gs)
+                return fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "several grouping sets in one GROUP BY are not supported");
+            gs = b;
+        }
+    }
+    if (!gs)
+        return HS_OK;
+    const char *kind = jstrv(gs, "kind");
+    json_t *content = jget(gs, "content");
+    size_t n = json_array_size(content);
+    json_t *sets = json_array(), *all = json_array(), *plain = json_array();
+    hs_status st = sets && all && plain ? HS_OK : nomem(p);
+    json_array_foreach(gc, i, g)
+        if (!is_kind(g, "GroupingSet", NULL))
+            json_array_append(plain, g);
+    if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_ROLLUP")) {
+        for (size_t k = n + 1; k-- > 0;) {
+            json_t *set = json_array();
+            for (size_t e = 0; e < k; e++)
+                json_array_append(set, json_array_get(content, e));
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_CUBE")) {
+        if (n > 8)
+            st = fail(p, HS_UNSUPPORTED, "54000", sq_loc(gs), "CUBE of more than 8 expressions");
+        for (size_t mask = (1u << n); st == HS_OK && mask-- > 0;) {
+            json_t *set = json_array();
+            for (size_t e = 0; e < n; e++)
+                if (mask & (1u << e))
+                    json_array_append(set, json_array_get(content, e));
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_SETS")) {
+        json_t *it;
+        json_array_foreach(content, i, it) {
+            json_t *b, *set = json_array();
+            if (is_kind(it, "RowExpr", &b))
+                json_array_extend(set, jget(b, "args"));
+            else if (is_kind(it, "GroupingSet", &b)) {
+                const char *k2 = jstrv(b, "kind");
+                if (k2 && !strcmp(k2, "GROUPING_SET_SIMPLE"))
+                    json_array_extend(set, jget(b, "content"));
+                else if (!k2 || strcmp(k2, "GROUPING_SET_EMPTY")) {
+                    json_decref(set);
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "nested grouping sets are not supported");
+                    break;
+                }
+            } else {
+                json_array_append(set, it);
+            }
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK) {
+        st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(gs), "this grouping set is not supported");
+    }
+    json_t *s2;
+    json_array_foreach(sets, i, s2) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(s2, k, e)
+            if (!in_list(all, e) && !in_list(plain, e))
+                json_array_append(all, e);
+    }
+    json_t *u = NULL;
+    json_array_foreach(sets, i, s2) {
+        if (st != HS_OK)
+            break;
+        json_t *b = json_deep_copy(sel);
+        json_t *absent = json_array();
+        if (!b || !absent) {
+            json_decref(b);
+            json_decref(absent);
+            st = nomem(p);
+            break;
+        }
+        json_t *grp = json_copy(plain);
+        json_array_extend(grp, s2);
+        json_object_del(b, "sortClause");
+        json_object_del(b, "limitCount");
+        json_object_del(b, "limitOffset");
+        json_object_del(b, "limitOption");
+        json_object_del(b, "withClause");
+        if (json_array_size(grp))
+            json_object_set_new(b, "groupClause", grp);
+        else {
+            json_decref(grp);
+            json_object_del(b, "groupClause");
+            json_object_set_new(b, "hs_grouped", json_true());   /* one group: () */
+        }
+        size_t k;
+        json_t *e;
+        json_array_foreach(all, k, e)
+            if (!in_list(s2, e))
+                json_array_append(absent, e);
+        null_absent(jget(b, "targetList"), absent, 0);
+        null_absent(jget(b, "havingClause"), absent, 0);
+        json_decref(absent);
+        if (!u) {
+            u = b;
+        } else {
+            json_t *nu = json_pack("{s:s,s:b,s:{s:o},s:{s:o}}", "op", "SETOP_UNION", "all", 1,
+                                   "larg", "SelectStmt", u, "rarg", "SelectStmt", b);
+            if (!nu) {
+                st = nomem(p);
+                break;
+            }
+            u = nu;
+        }
+    }
+    if (st == HS_OK && u) {
+        static const char *const keep[] = {"sortClause", "limitCount", "limitOffset", "limitOption"};
+        for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
+            if (jget(sel, keep[k]))
+                json_object_set(u, keep[k], jget(sel, keep[k]));
+        *out = u;
+        u = NULL;
+    }
+    json_decref(u);
+    json_decref(sets);
+    json_decref(all);
+    json_decref(plain);
+    return st;
+}
+
 static hs_status plan_block(planner *p, const json_t *sel, rel *out);
 
 static hs_status plan_select(planner *p, const json_t *sel, rel *out)
@@ -2688,7 +3752,12 @@ static hs_status plan_select(planner *p, const json_t *sel, rel *out)
     int n_mine;
     hs_status st = push_ctes(p, sel, &saved, &mine, &n_mine);
     const char *op = jstrv(sel, "op");
-    if (st == HS_OK) {
+    json_t *expanded = NULL;
+    if (st == HS_OK && (!op || !strcmp(op, "SETOP_NONE")))
+        st = expand_grouping_sets(p, sel, &expanded);
+    if (st == HS_OK && expanded) {
+        st = jget(expanded, "op") ? plan_setop(p, expanded, out) : plan_block(p, expanded, out);
+    } else if (st == HS_OK) {
         if (op && strcmp(op, "SETOP_NONE") != 0)
             st = plan_setop(p, sel, out);
         else if (jget(sel, "valuesLists"))
@@ -2696,6 +3765,7 @@ static hs_status plan_select(planner *p, const json_t *sel, rel *out)
         else
             st = plan_block(p, sel, out);
     }
+    json_decref(expanded);
     p->ctes = saved;
     hs_free(mine);
     p->depth--;
@@ -2715,6 +3785,242 @@ static hs_status plan_query(planner *p, const json_t *sel, rel *out)
     return HS_OK;
 }
 
+/* ------------------------------------------------------------------ */
+/* window functions                                                    */
+
+static void collect_windows(const json_t *j, json_t *arr, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    json_t *b;
+    if (is_kind(j, "FuncCall", &b) && jget(b, "over")) {
+        for (size_t i = 0; i < json_array_size(arr); i++)
+            if (jeq(json_array_get(arr, i), j))
+                return;
+        json_array_append(arr, (json_t *)j);
+        return;
+    }
+    if (json_is_object(j)) {
+        if (json_object_get(j, "SubLink"))
+            return;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            collect_windows(v, arr, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            collect_windows(v, arr, depth + 1);
+    }
+}
+
+#define FO_NONDEFAULT 0x1
+#define FO_RANGE 0x2
+#define FO_ROWS 0x4
+#define FO_START_UNB_PREC 0x20
+#define FO_END_UNB_FOLL 0x100
+#define FO_END_CURRENT 0x400
+
+static bool frame_of(planner *p, const json_t *over, xo_win *w)
+{
+    xo_frame *fr = &w->frame;
+    json_t *fo = jget(over, "frameOptions");
+    long long v = json_is_integer(fo) ? json_integer_value(fo) : 0;
+    if (!(v & FO_NONDEFAULT)) {
+        *fr = XO_FRAME_DEFAULT;
+        return true;
+    }
+    if ((v & FO_ROWS) && (v & (0x800 | 0x1000 | 0x2000 | 0x4000)) && !(v & 0x38000 /* EXCLUDE */)) {
+        /* ROWS BETWEEN <n PRECEDING|FOLLOWING|UNBOUNDED|CURRENT ROW> AND ... */
+        int64_t lo = 0, hi = 0, x;
+        bool null;
+        if (v & FO_START_UNB_PREC)
+            lo = INT64_MIN;
+        else if (v & (0x800 | 0x2000)) {
+            if (int_const(p, jget(over, "startOffset"), "frame offset", &x, &null) != HS_OK || null || x < 0)
+                return false;
+            lo = v & 0x800 ? -x : x;
+        }
+        if (v & FO_END_UNB_FOLL)
+            hi = INT64_MAX;
+        else if (v & (0x1000 | 0x4000)) {
+            if (int_const(p, jget(over, "endOffset"), "frame offset", &x, &null) != HS_OK || null || x < 0)
+                return false;
+            hi = v & 0x1000 ? -x : x;
+        }
+        *fr = XO_FRAME_ROWS_BETWEEN;
+        w->lo = lo;
+        w->hi = hi;
+        return true;
+    }
+    long long bounds = v & ~(long long)(FO_NONDEFAULT | FO_RANGE | FO_ROWS | 0x10 /* BETWEEN */);
+    if (bounds == (FO_START_UNB_PREC | FO_END_UNB_FOLL)) {
+        *fr = XO_FRAME_WHOLE;
+        return true;
+    }
+    if (bounds == (FO_START_UNB_PREC | FO_END_CURRENT)) {
+        *fr = v & FO_ROWS ? XO_FRAME_ROWS : XO_FRAME_DEFAULT;
+        return !(v & 0x8);  /* not GROUPS */
+    }
+    return false;
+}
+
+static bool win_fn(const char *nm, json_t *fc, xo_win_fn *fn)
+{
+    static const struct { const char *n; xo_win_fn f; } t[] = {
+        {"row_number", XO_WIN_ROW_NUMBER}, {"rank", XO_WIN_RANK}, {"dense_rank", XO_WIN_DENSE_RANK},
+        {"count", XO_WIN_COUNT}, {"sum", XO_WIN_SUM}, {"avg", XO_WIN_AVG}, {"min", XO_WIN_MIN},
+        {"max", XO_WIN_MAX}, {"lag", XO_WIN_LAG}, {"lead", XO_WIN_LEAD},
+        {"first_value", XO_WIN_FIRST_VALUE}, {"last_value", XO_WIN_LAST_VALUE},
+        {"ntile", XO_WIN_NTILE}, {"percent_rank", XO_WIN_PERCENT_RANK},
+        {"cume_dist", XO_WIN_CUME_DIST}, {"nth_value", XO_WIN_NTH_VALUE},
+    };
+    for (size_t i = 0; nm && i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(nm, t[i].n)) {
+            *fn = t[i].f;
+            if (*fn == XO_WIN_COUNT && json_is_true(jget(fc, "agg_star")))
+                *fn = XO_WIN_COUNT_STAR;
+            return true;
+        }
+    return false;
+}
+
+/* Computes the window functions of the select list and ORDER BY over cur
+ * (one Window operator per distinct window), mapping each call to its
+ * column. */
+static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes, nmap *m,
+                               const layer *pre, const int *key_of_col)
+{
+    json_t *calls = json_array();
+    if (!calls)
+        return nomem(p);
+    for (int i = 0; i < n_nodes; i++)
+        collect_windows(nodes[i], calls, 0);
+    hs_status st = HS_OK;
+    size_t n = json_array_size(calls);
+    bool *done = hs_calloc(n + 1, sizeof *done);
+    xo_win *fns = hs_calloc(n + 1, sizeof *fns);
+    const json_t **which = hs_calloc(n + 1, sizeof *which);
+    if (!done || !fns || !which)
+        st = nomem(p);
+    for (size_t i = 0; i < n && st == HS_OK; i++) {
+        if (done[i])
+            continue;
+        json_t *fc0 = jget(json_array_get(calls, i), "FuncCall"), *over = jget(fc0, "over");
+        int loc = sq_loc(fc0);
+        if (jstrv(over, "name") || jstrv(over, "refname")) {
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "named windows are not supported");
+            break;
+        }
+        json_t *parts = jget(over, "partitionClause"), *ord = jget(over, "orderClause");
+        int np = (int)json_array_size(parts), nk = (int)json_array_size(ord);
+        int *pc = hs_calloc((size_t)np + 1, sizeof *pc);
+        xo_sort_key *keys = hs_calloc((size_t)nk + 1, sizeof *keys);
+        if (!pc || !keys)
+            st = nomem(p);
+        for (int k = 0; k < np && st == HS_OK; k++)
+            st = rel_add_expr_in(p, cur, json_array_get(parts, (size_t)k), m, pre, key_of_col, &pc[k]);
+        for (int k = 0; k < nk && st == HS_OK; k++) {
+            json_t *sb = jget(json_array_get(ord, (size_t)k), "SortBy");
+            bool desc, nf;
+            if (sort_dir(sb, &desc, &nf) != HS_OK)
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+            else
+                st = rel_add_expr_in(p, cur, jget(sb, "node"), m, pre, key_of_col, &keys[k].col);
+            keys[k].desc = desc;
+            keys[k].nulls_first = nf;
+        }
+        int nf_ = 0;
+        for (size_t j = i; j < n && st == HS_OK; j++) {
+            json_t *fc = jget(json_array_get(calls, j), "FuncCall"), *ov = jget(fc, "over");
+            if (done[j] || !jeq(jget(ov, "partitionClause"), parts) || !jeq(jget(ov, "orderClause"), ord))
+                continue;
+            xo_win *w = &fns[nf_];
+            const char *fname = func_name(fc);
+            json_t *args = jget(fc, "args");
+            size_t na = json_array_size(args);
+            if (!win_fn(fname, fc, &w->fn) || json_is_true(jget(fc, "agg_distinct")) ||
+                jget(fc, "agg_filter")) {
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "window function %s is not supported",
+                          fname ? fname : "?");
+                break;
+            }
+            if (!frame_of(p, ov, w)) {
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "this window frame is not supported");
+                break;
+            }
+            w->name = fname;
+            bool needs_arg = w->fn != XO_WIN_ROW_NUMBER && w->fn != XO_WIN_RANK &&
+                             w->fn != XO_WIN_DENSE_RANK && w->fn != XO_WIN_COUNT_STAR &&
+                             w->fn != XO_WIN_NTILE && w->fn != XO_WIN_PERCENT_RANK &&
+                             w->fn != XO_WIN_CUME_DIST;
+            bool lagish = w->fn == XO_WIN_LAG || w->fn == XO_WIN_LEAD;
+            size_t min_args = w->fn == XO_WIN_NTILE ? 1 : w->fn == XO_WIN_NTH_VALUE ? 2 : needs_arg ? 1 : 0;
+            size_t max_args = lagish ? 3 : w->fn == XO_WIN_NTH_VALUE ? 2 : min_args;
+            if (na < min_args || na > max_args) {
+                st = fail(p, HS_NOT_FOUND, "42883", sq_loc(fc), "function %s with %zu arguments is not supported",
+                          fname, na);
+                break;
+            }
+            if (needs_arg)
+                st = rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
+            if (st == HS_OK && (w->fn == XO_WIN_NTILE || w->fn == XO_WIN_NTH_VALUE)) {
+                int64_t nb;
+                bool null;
+                st = int_const(p, json_array_get(args, w->fn == XO_WIN_NTILE ? 0 : 1), fname, &nb, &null);
+                if (st == HS_OK && (null || nb <= 0))
+                    st = fail(p, HS_INVALID, w->fn == XO_WIN_NTILE ? "22014" : "22016", sq_loc(fc),
+                              "argument of %s must be greater than zero", fname);
+                w->offset = nb;
+            } else if (st == HS_OK && lagish && na == 3) {
+                /* the default, of the argument's type */
+                json_t *cd = cast_json(json_array_get(args, 2), &cur->op->schema.children[w->arg]);
+                st = cd ? rel_add_expr_in(p, cur, cd, m, pre, key_of_col, &w->def_col) : nomem(p);
+                json_decref(cd);
+                w->has_default = true;
+            }
+            if (st == HS_OK && lagish && na >= 2) {
+                int64_t off;
+                bool null;
+                st = int_const(p, json_array_get(args, 1), "lag/lead offset", &off, &null);
+                if (st == HS_OK && (null || off < 0))
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset must be a non-negative constant");
+                w->offset = off == 0 ? -1 : off;
+                if (off == 0)
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset 0 is not supported");
+            }
+            which[nf_++] = json_array_get(calls, j);
+            done[j] = true;
+        }
+        if (st == HS_OK) {
+            int base = cur->n;
+            xo_op *op;
+            st = xo_window(cur->op, np, pc, nk, keys, nf_, fns, &op, p->err);
+            cur->op = st == HS_OK ? op : NULL;
+            if (st == HS_OK) {
+                qcol *nc = hs_realloc(cur->cols, (size_t)(base + nf_ + 1) * sizeof *nc);
+                if (!nc)
+                    st = nomem(p);
+                else
+                    cur->cols = nc;
+                for (int k = 0; k < nf_ && st == HS_OK; k++) {
+                    cur->cols[base + k] = (qcol){NULL, hs_strdup(""), true};
+                    cur->n++;
+                    st = nmap_add(p, m, which[k], base + k);
+                }
+            }
+        }
+        hs_free(pc);
+        hs_free(keys);
+    }
+    hs_free(done);
+    hs_free(fns);
+    hs_free(which);
+    json_decref(calls);
+    return st;
+}
+
 static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
                              bool *used);
 
@@ -2724,8 +4030,11 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     HS_TRY(check_clauses(p, sel));
     json_t *dc = jget(sel, "distinctClause");
     bool distinct = json_array_size(dc) > 0;
-    if (distinct && !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0))
-        return fail(p, HS_UNSUPPORTED, "0A000", first_loc(dc, 0), "DISTINCT ON is not supported");
+    json_t *distinct_on = NULL;
+    if (distinct && !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0)) {
+        distinct_on = dc;   /* DISTINCT ON (exprs): the first row of each group in ORDER BY order */
+        distinct = false;
+    }
     fromc fc = {0};
     conjs cs = {0};
     rel cur = {0};
@@ -2783,7 +4092,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         }
     }
     bool grouped = json_array_size(aggs) > 0 || json_array_size(groups) > 0 ||
-                   jget(sel, "havingClause") != NULL;
+                   jget(sel, "havingClause") != NULL || json_is_true(jget(sel, "hs_grouped"));
     if (st == HS_OK && grouped) {
         n_pre = cur.n;
         pre_cols = cur.cols;
@@ -2822,11 +4131,42 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             }
         }
     }
-    /* scalar subqueries of the select list and ORDER BY */
+    /* scalar subqueries and window functions of the select list and ORDER BY */
     json_t *sortc = jget(sel, "sortClause");
     if (st == HS_OK) {
         json_t *both[2] = {tl, sortc};
         st = attach_scalars(p, &cur, both, 2, &m);
+        if (st == HS_OK)
+            st = apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
+    }
+    /* DISTINCT ON (e...): row_number() OVER (PARTITION BY e... ORDER BY the
+     * query's ORDER BY) = 1; PostgreSQL requires ORDER BY to start with e... */
+    json_t *don = NULL;
+    if (st == HS_OK && distinct_on) {
+        size_t nd = json_array_size(distinct_on);
+        for (size_t i = 0; i < nd && st == HS_OK; i++) {
+            json_t *sb = jget(json_array_get(sortc, i), "SortBy");
+            if (!sb || !jeq(jget(sb, "node"), json_array_get(distinct_on, i)))
+                st = fail(p, HS_INVALID, "42P10", first_loc(distinct_on, 0),
+                          "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+        }
+        if (st == HS_OK) {
+            json_t *ord = sortc ? json_incref(sortc) : json_array();
+            don = ord ? json_pack("{s:{s:[{s:{s:s}}],s:{s:O,s:o,s:i,s:i},s:i}}", "FuncCall",
+                                  "funcname", "String", "sval", "row_number", "over",
+                                  "partitionClause", distinct_on, "orderClause", ord,
+                                  "frameOptions", 1058, "location", -1, "location", -1)
+                      : NULL;
+            if (!don)
+                st = nomem(p);
+        }
+        if (st == HS_OK)
+            st = apply_windows(p, &cur, &don, 1, &m, grouped ? &pre : NULL, key_of_col);
+        if (st == HS_OK) {
+            json_t *eq1 = mk_op("=", json_incref(don), mk_int(1));
+            st = eq1 ? filter_rel(p, &cur, &eq1, 1, m.nodes, m.cols, m.n, "DISTINCT ON") : nomem(p);
+            json_decref(eq1);
+        }
     }
     /* the select list */
     int cap = 16, n_out = 0;
@@ -2834,6 +4174,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     char **names = NULL;
     qcol *ocols = NULL;
     json_t **ovals = NULL;
+    int *srcs = NULL;
     sortk *keys = NULL;
     int nk = 0;
     if (st == HS_OK) {
@@ -2842,9 +4183,12 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         names = hs_calloc((size_t)cap, sizeof *names);
         ocols = hs_calloc((size_t)cap, sizeof *ocols);
         ovals = hs_calloc((size_t)cap, sizeof *ovals);
+        srcs = hs_calloc((size_t)cap, sizeof *srcs);
         keys = hs_calloc((size_t)json_array_size(sortc) + 1, sizeof *keys);
-        if (!ex || !names || !ocols || !ovals || !keys)
+        if (!ex || !names || !ocols || !ovals || !keys || !srcs)
             st = nomem(p);
+        for (int i = 0; srcs && i < cap; i++)
+            srcs[i] = -1;
     }
     scope sc;
     scope_rel(&sc, p, &cur);
@@ -2874,7 +4218,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                     if (qual && !name_eq(cur.cols[c].qual, qual))
                         continue;
                     found++;
-                    st = col_expr(p, &cur.op->schema, c, &ex[n_out]);
+                    srcs[n_out] = c;
                     names[n_out] = hs_strdup(cur.cols[c].name);
                     ocols[n_out].qual = dup_or_null(cur.cols[c].qual);
                     ocols[n_out].name = hs_strdup(cur.cols[c].name);
@@ -2889,7 +4233,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                         if (a3) ocols = a3;
                         json_t **a4 = hs_realloc(ovals, (size_t)nc * sizeof *ovals);
                         if (a4) ovals = a4;
-                        if (!a1 || !a2 || !a3 || !a4) {
+                        int *a5 = hs_realloc(srcs, (size_t)nc * sizeof *srcs);
+                        if (a5) srcs = a5;
+                        if (!a1 || !a2 || !a3 || !a4 || !a5) {
                             st = nomem(p);
                             break;
                         }
@@ -2898,6 +4244,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                             names[z] = NULL;
                             ocols[z] = (qcol){0};
                             ovals[z] = NULL;
+                            srcs[z] = -1;
                         }
                         cap = nc;
                     }
@@ -2908,7 +4255,25 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                 continue;
             }
         }
-        st = bind_in(&sc, val, false, &ex[n_out]);
+        /* a column of the input as it is (passed through: nested types too) */
+        int direct = -1;
+        for (int k = 0; k < sc.n_map && direct < 0; k++)
+            if (sc.map_nodes[k] == val || jeq(sc.map_nodes[k], val))
+                direct = sc.map_cols[k];
+        if (direct < 0 && is_kind(val, "ColumnRef", &cb)) {
+            const char *nn[8];
+            int k = colref_names(cb, nn, 8);
+            if (k > 0 && nn[k - 1] && !grouped)
+                direct = scope_column(&sc, nn, k);
+            else if (k > 0 && nn[k - 1] && grouped) {
+                int pc = layer_find(&pre, nn, k);
+                direct = pc >= 0 ? key_of_col[pc] : -1;
+            }
+        }
+        if (direct >= 0)
+            srcs[n_out] = direct;   /* passed through (nested columns too) */
+        else
+            st = bind_in(&sc, val, false, &ex[n_out]);
         if (st != HS_OK)
             break;
         const char *nm = target_name(rt);
@@ -2976,7 +4341,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     }
     if (st == HS_OK) {
         xo_op *op;
-        st = xo_project(cur.op, n_out, ex, (const char *const *)names, &op, p->err);
+        st = project_mixed(p, cur.op, n_out, srcs, ex, (const char *const *)names, &op);
         cur.op = NULL;
         for (int i = 0; i < n_out; i++)
             ex[i] = NULL;
@@ -2997,8 +4362,10 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(ex);
     hs_free(names);
     hs_free(ovals);
+    hs_free(srcs);
     hs_free(keys);
     hs_free(extra);
+    json_decref(don);
     hs_free(key_of_col);
     qcols_free(pre_cols, n_pre);
     nmap_free(&m);
@@ -3417,6 +4784,48 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
                 st = nomem(p);
         }
     }
+    /* rows whose vector is NULL have no distance and no place in the
+     * index; an exact ORDER BY returns them last (NULLS LAST), so they are
+     * added from a scan and the top-k above orders the union */
+    if (st == HS_OK) {
+        hs_buf nf = {0};
+        st = hs_buf_printf(&nf, "%s%s%s\"", f->filt.len ? "(" : "",
+                           f->filt.len ? hs_buf_cstr(&f->filt) : "", f->filt.len ? ") AND " : "");
+        for (const char *c = colname; st == HS_OK && *c; c++)
+            st = *c == '"' ? hs_buf_puts(&nf, "\"\"") : hs_buf_append_byte(&nf, (uint8_t)*c);
+        if (st == HS_OK)
+            st = hs_buf_puts(&nf, "\" IS NULL");
+        rel nulls = {0};
+        if (st == HS_OK) {
+            hs_scan_options so = f->so;
+            so.columns = cols;
+            so.n_columns = kc;
+            so.filter = hs_buf_cstr(&nf);
+            st = xo_scan(p->ctx, f->t, &so, &nulls.op, p->err);
+        } else {
+            st = nomem(p);
+        }
+        hs_buf_free(&nf);
+        if (st == HS_OK)
+            st = rel_name(&nulls, NULL, p->err);
+        json_t *nd = st == HS_OK ? json_pack("{s:{s:{s:{s:b,s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i}}",
+                                             "TypeCast", "arg", "A_Const", "isnull", 1, "location",
+                                             -1, "typeName", "names", "String", "sval", "float8",
+                                             "typemod", -1, "location", -1, "location", -1)
+                                 : NULL;
+        int dc;
+        if (st == HS_OK)
+            st = nd ? rel_add_expr(p, &nulls, nd, &dc) : nomem(p);
+        json_decref(nd);
+        if (st == HS_OK) {
+            xo_op *u;
+            xo_op *vo = out->op, *no = nulls.op;
+            out->op = nulls.op = NULL;
+            st = xo_setop(XO_SET_UNION, true, vo, no, &u, p->err);
+            out->op = st == HS_OK ? u : NULL;
+        }
+        rel_clear(&nulls);
+    }
     hs_free(cols);
     hs_free(idx);
     hs_free(q);
@@ -3580,6 +4989,155 @@ static json_t *fold_interval(const json_t *j)
                      "hs_folded", 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* variance and standard deviation in terms of sum and count            */
+
+static json_t *mk_fn(const char *name, json_t *arg, const json_t *like)
+{
+    json_t *f = json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval",
+                          name, "args", arg, "location", -1);
+    json_t *b = f ? jget(f, "FuncCall") : NULL;
+    if (b && json_is_true(jget(like, "agg_distinct")))
+        json_object_set_new(b, "agg_distinct", json_true());
+    if (b && jget(like, "agg_filter"))
+        json_object_set(b, "agg_filter", jget(like, "agg_filter"));
+    return f;
+}
+
+static json_t *mk_op(const char *op, json_t *l, json_t *r)
+{
+    return json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_OP", "name",
+                     "String", "sval", op, "lexpr", l, "rexpr", r, "location", -1);
+}
+
+static json_t *mk_int(int v)
+{
+    return json_pack("{s:{s:{s:i},s:i}}", "A_Const", "ival", "ival", v, "location", -1);
+}
+
+/* var_samp/var_pop/variance/stddev*(x) as
+ *   v = (sum(x*x) - sum(x)*sum(x)/count(x)) / NULLIF(count(x) - k, 0)
+ * over x::float8 (k = 1 for the sample forms), clamped at 0, sqrt for
+ * stddev: PostgreSQL's definitions (NULL for no rows, and for one row with
+ * the sample forms). */
+static json_t *stat_agg(const json_t *node)
+{
+    json_t *b;
+    if (!is_kind(node, "FuncCall", &b) || jget(b, "over") || json_array_size(jget(b, "args")) != 1)
+        return NULL;
+    const char *nm = func_name(b);
+    if (!nm)
+        return NULL;
+    bool sample, root;
+    if (!strcmp(nm, "var_samp") || !strcmp(nm, "variance"))
+        sample = true, root = false;
+    else if (!strcmp(nm, "var_pop"))
+        sample = false, root = false;
+    else if (!strcmp(nm, "stddev_samp") || !strcmp(nm, "stddev"))
+        sample = true, root = true;
+    else if (!strcmp(nm, "stddev_pop"))
+        sample = false, root = true;
+    else
+        return NULL;
+    json_t *x = json_array_get(jget(b, "args"), 0);
+    json_t *f8 = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "float8", "typemod",
+                           -1, "location", -1);
+    json_t *xf = json_pack("{s:{s:O,s:o,s:i}}", "TypeCast", "arg", x, "typeName", f8, "location", -1);
+    if (!xf)
+        return NULL;
+    json_t *sxx = mk_fn("sum", mk_op("*", json_incref(xf), json_incref(xf)), b);
+    json_t *sx = mk_fn("sum", json_incref(xf), b);
+    json_t *n1 = mk_fn("count", json_incref(xf), b), *n2 = mk_fn("count", json_incref(xf), b);
+    json_t *num = mk_op("-", sxx, mk_op("/", mk_op("*", json_incref(sx), sx), n1));
+    json_t *den = json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_NULLIF",
+                            "name", "String", "sval", "=", "lexpr",
+                            sample ? mk_op("-", n2, mk_int(1)) : n2, "rexpr", mk_int(0),
+                            "location", -1);
+    json_t *v = mk_op("/", num, den);
+    /* CASE WHEN v < 0 THEN 0 ELSE v END (rounding can leave -1e-17) */
+    json_t *clamped = json_pack("{s:{s:[{s:{s:o,s:o,s:i}}],s:o,s:i}}", "CaseExpr", "args", "CaseWhen",
+                                "expr", mk_op("<", json_incref(v), mk_int(0)), "result", mk_int(0),
+                                "location", -1, "defresult", v, "location", -1);
+    json_decref(xf);
+    if (!clamped)
+        return NULL;
+    json_t *out = !root ? clamped
+                : json_pack("{s:{s:[{s:{s:s}}],s:[o],s:i}}", "FuncCall", "funcname", "String", "sval",
+                            "sqrt", "args", clamped, "location", sq_loc(b));
+    const char *k;
+    json_t *ob;
+    if (out && sq_node(out, &k, &ob))
+        json_object_set_new(ob, "hs_name", json_string(nm));   /* the result column's name */
+    return out;
+}
+
+/* GREATEST(a, b, ...) / LEAST(...) as CASE (PostgreSQL: NULL arguments are
+ * ignored; NULL only when all are NULL), folded pairwise from the left. */
+static json_t *minmax_expr(const json_t *node)
+{
+    json_t *b;
+    if (!is_kind(node, "MinMaxExpr", &b))
+        return NULL;
+    const char *op = jstrv(b, "op");
+    json_t *args = jget(b, "args");
+    size_t n = json_array_size(args);
+    if (!op || n == 0)
+        return NULL;
+    const char *cmp = !strcmp(op, "IS_GREATEST") ? ">=" : "<=";
+    json_t *acc = json_incref(json_array_get(args, 0));
+    for (size_t i = 1; acc && i < n; i++) {
+        json_t *x = json_array_get(args, i);
+        json_t *nt_a = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", acc, "nulltesttype",
+                                 "IS_NULL", "location", -1);
+        json_t *nt_x = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype",
+                                 "IS_NULL", "location", -1);
+        json_t *ge = mk_op(cmp, json_incref(acc), json_incref(x));
+        json_t *c = json_pack("{s:{s:[{s:{s:o,s:O,s:i}},{s:{s:o,s:O,s:i}},{s:{s:o,s:O,s:i}}],s:O,s:i}}",
+                              "CaseExpr", "args", "CaseWhen", "expr", nt_a, "result", x, "location", -1,
+                              "CaseWhen", "expr", nt_x, "result", acc, "location", -1, "CaseWhen",
+                              "expr", ge, "result", acc, "location", -1, "defresult", x, "location",
+                              sq_loc(b));
+        json_decref(acc);
+        acc = c;
+    }
+    if (acc && n > 1) {
+        const char *k;
+        json_t *ob;
+        if (sq_node(acc, &k, &ob))
+            json_object_set_new(ob, "hs_name", json_string(!strcmp(op, "IS_GREATEST") ? "greatest" : "least"));
+    }
+    return acc;
+}
+
+static void rewrite_stats(json_t *j, int depth)
+{
+    if (depth > 2000)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            rewrite_stats(v, depth + 1);
+            json_t *r = stat_agg(v);
+            if (!r)
+                r = minmax_expr(v);
+            if (r)
+                json_object_set_new(j, k, r);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            rewrite_stats(v, depth + 1);
+            json_t *r = stat_agg(v);
+            if (!r)
+                r = minmax_expr(v);
+            if (r)
+                json_array_set_new(j, i, r);
+        }
+    }
+}
+
 static void fold_intervals(json_t *j, int depth)
 {
     if (depth > 2000)
@@ -3620,6 +5178,7 @@ static hs_status planner_init(planner *p, sq_session *s, xo_ctx *ctx, const json
     if (!p->names)
         return hs_err_nomem(err, 0);
     fold_intervals((json_t *)stmt, 0);
+    rewrite_stats((json_t *)stmt, 0);
     collect_names(p, stmt, 0);
     return HS_OK;
 }
@@ -3646,6 +5205,60 @@ hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const 
     return st;
 }
 
+/* The first batch is pulled while the statement executes, so that errors
+ * of evaluation that show in it (division by zero, bad casts) fail the
+ * statement itself with their SQLSTATE, as PostgreSQL reports them; this
+ * operator hands that batch out first, then pulls from its child. */
+typedef struct prefetch_op {
+    xo_op op;
+    hs_batch *first;
+    bool given;
+} prefetch_op;
+
+static hs_status prefetch_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    prefetch_op *pf = (prefetch_op *)op;
+    if (!pf->given) {
+        pf->given = true;
+        *out = pf->first;
+        pf->first = NULL;
+        return HS_OK;
+    }
+    return xo_next(op->children[0], out, err);
+}
+
+static void prefetch_destroy(xo_op *op) { hs_batch_free(((prefetch_op *)op)->first); }
+
+static hs_status prefetch(xo_op *child, xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    hs_batch *first = NULL;
+    hs_status st = xo_next(child, &first, err);
+    prefetch_op *pf = st == HS_OK ? hs_calloc(1, sizeof *pf) : NULL;
+    xo_op **kids = pf ? hs_calloc(1, sizeof *kids) : NULL;
+    if (st == HS_OK && (!pf || !kids || hs_field_copy(&child->schema, &pf->op.schema) != HS_OK))
+        st = hs_err_nomem(err, sizeof *pf);
+    if (st != HS_OK) {
+        if (pf)
+            hs_field_clear(&pf->op.schema);
+        hs_free(pf);
+        hs_free(kids);
+        hs_batch_free(first);
+        xo_free(child);
+        return st;
+    }
+    kids[0] = child;
+    pf->op.name = "Result";
+    pf->op.ctx = child->ctx;
+    pf->op.n_children = 1;
+    pf->op.children = kids;
+    pf->op.next = prefetch_next;
+    pf->op.destroy = prefetch_destroy;
+    pf->first = first;
+    *out = &pf->op;
+    return HS_OK;
+}
+
 hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, hs_result **out,
                         hs_error *err)
 {
@@ -3653,6 +5266,8 @@ hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, h
     HS_TRY(sq_ctx_new(s, &ctx, err));
     xo_op *op = NULL;
     hs_status st = sq_plan_query(s, ctx, select, text, &op, err);
+    if (st == HS_OK)
+        st = prefetch(op, &op, err);
     if (st != HS_OK) {
         sq_ctx_free(ctx);
         return st;

@@ -1032,6 +1032,8 @@ hs_status hs_session_execute(hs_session *s, const char *sql, hs_result **out, hs
         return hs_err_set(err, HS_INVALID, "hs_session_execute: a session, text and a result pointer are needed");
     set_state(s, "00000", 0);
     atomic_store(&s->cancel, 0);
+    if (err)
+        memset(err, 0, sizeof *err);   /* a statement's error is its own */
     hs_status st = run_text(s, sql, NULL, NULL, out, err);
     settle_error(s, st, err);
     return st;
@@ -1197,6 +1199,8 @@ hs_status hs_session_prepare(hs_session *s, const char *sql, int n_param_types,
     if (!s || !sql || n_param_types < 0 || (n_param_types > 0 && !param_types))
         return hs_err_set(err, HS_INVALID, "hs_session_prepare: a session and text are needed");
     set_state(s, "00000", 0);
+    if (err)
+        memset(err, 0, sizeof *err);
     json_t *root = NULL, *stmt;
     hs_status st = sq_parse(s, sql, &root, err);
     if (st == HS_OK)
@@ -1265,6 +1269,8 @@ hs_status hs_prepared_execute(hs_prepared *p, int n_values, const char *const *v
     }
     p->n_values = n_values;
     p->values = values;
+    if (err)
+        memset(err, 0, sizeof *err);
     hs_status st = run_text(s, p->text, subst_rw, p, out, err);
     p->values = NULL;
     settle_error(s, st, err);
