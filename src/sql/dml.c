@@ -1283,6 +1283,222 @@ static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, con
 /* ------------------------------------------------------------------ */
 /* statements                                                          */
 
+/* ---- subqueries in expressions ----
+ *
+ * An uncorrelated subquery in WHERE, SET, ON or a MERGE clause runs once,
+ * before binding, and its node is replaced by its value:
+ *
+ *   subquery                          becomes
+ *   --------------------------------  ------------------------------------
+ *   (SELECT one column, <= 1 row)     the value as a typed literal (NULL
+ *                                     without rows; 21000 for two rows)
+ *   EXISTS (SELECT ...)               true / false
+ *   x IN (SELECT c ...), x = ANY      x IN (v1, v2, ...) - the same NULL
+ *                                     semantics - or false without rows
+ *
+ * A correlated subquery fails in planning (its outer column is unknown).
+ */
+
+/* A typed literal: TypeCast('text' or NULL AS type of f). */
+static json_t *literal_node(const char *text, const hs_field *f)
+{
+    json_t *a = text ? json_pack("{s:{s:{s:s}, s:i}}", "A_Const", "sval", "sval", text,
+                                 "location", -1)
+                     : json_pack("{s:{s:b, s:i}}", "A_Const", "isnull", 1, "location", -1);
+    if (!a)
+        return NULL;
+    json_t *n = cast_node(a, f);
+    json_decref(a);
+    return n;
+}
+
+/* Runs the subselect of a SubLink (body) into one batch. */
+static hs_status run_subselect(dctx *c, json_t *body, hs_batch **out, hs_error *err)
+{
+    const char *k;
+    json_t *sel;
+    *out = NULL;
+    if (!sq_node(json_object_get(body, "subselect"), &k, &sel) || strcmp(k, "SelectStmt") != 0)
+        return FAIL(c, HS_UNSUPPORTED, "0A000", sq_loc(body), "unsupported subquery");
+    xo_ctx *ctx = NULL;
+    xo_op *op = NULL;
+    hs_status st = sq_ctx_new(c->s, &ctx, err);
+    if (st == HS_OK)
+        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
+    if (st == HS_OK)
+        st = hs_batch_create(&op->schema, 0, out, err);
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = xo_next(op, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        st = batch_append(out, b, err);
+        hs_batch_free(b);
+    }
+    xo_free(op);
+    sq_ctx_free(ctx);
+    if (st != HS_OK) {
+        hs_batch_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* The replacement of one SubLink node (body); *out a new reference. */
+static hs_status sublink_value(dctx *c, json_t *body, json_t **out, hs_error *err)
+{
+    *out = NULL;
+    const char *type = jstr(body, "subLinkType");
+    int loc = sq_loc(body);
+    if (!type)
+        type = "";
+    bool exists = !strcmp(type, "EXISTS_SUBLINK"), expr = !strcmp(type, "EXPR_SUBLINK");
+    bool any = !strcmp(type, "ANY_SUBLINK");
+    json_t *opn = json_object_get(body, "operName");
+    if (any && opn && (json_array_size(opn) != 1 || !sq_str(json_array_get(opn, 0)) ||
+                       strcmp(sq_str(json_array_get(opn, 0)), "=") != 0))
+        any = false;
+    if (!exists && !expr && !any)
+        return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "this form of subquery is not supported in "
+                    "a data-modifying statement (scalar, EXISTS and IN subqueries are)");
+    hs_batch *b = NULL;
+    HS_TRY(run_subselect(c, body, &b, err));
+    hs_field boolf;
+    hs_field_init(&boolf, "", HS_TYPE_BOOL, true);
+    hs_status st = HS_OK;
+    if (exists) {
+        *out = literal_node(b->n_rows > 0 ? "t" : "f", &boolf);
+    } else if (b->n_cols != 1) {
+        st = FAIL(c, HS_INVALID, "42601", loc, "subquery must return only one column");
+    } else if (expr && b->n_rows > 1) {
+        st = FAIL(c, HS_INVALID, "21000", loc, "more than one row returned by a subquery used "
+                  "as an expression");
+    } else if (any && b->n_rows == 0) {
+        *out = literal_node("f", &boolf);
+    } else {
+        const hs_field *f = &b->schema.children[0];
+        int p, sc;
+        if (f->type != HS_TYPE_NA && !pg_type_name(f, &p, &sc))
+            st = FAIL(c, HS_UNSUPPORTED, "0A000", loc, "a subquery of this column type is not "
+                      "supported in a data-modifying statement");
+        hs_field textf;
+        hs_field_init(&textf, f->name, HS_TYPE_STRING, true);
+        hs_column *txt = NULL;
+        if (st == HS_OK && f->type != HS_TYPE_NA && b->n_rows > 0)
+            st = cast_column(c, b->cols[0], f, &textf, b->n_rows, &txt, err);
+        json_t *items = json_array();
+        if (st == HS_OK && !items)
+            st = hs_err_nomem(err, 64);
+        for (int64_t i = 0; st == HS_OK && i < (expr ? 1 : b->n_rows); i++) {
+            char *v = NULL;
+            if (txt && i < b->n_rows && hs_col_is_valid(txt, i)) {
+                const int32_t *off = HS_COL_OFFSETS(txt);
+                size_t len = (size_t)(off[i + 1] - off[i]);
+                v = hs_malloc(len + 1);
+                if (!v) {
+                    st = hs_err_nomem(err, len);
+                    break;
+                }
+                memcpy(v, txt->values.data + off[i], len);
+                v[len] = 0;
+            }
+            json_t *lit = f->type == HS_TYPE_NA
+                              ? json_pack("{s:{s:b, s:i}}", "A_Const", "isnull", 1, "location", -1)
+                              : literal_node(v, f);
+            hs_free(v);
+            if (!lit || json_array_append_new(items, lit) != 0)
+                st = hs_err_nomem(err, 64);
+        }
+        hs_col_free(txt);
+        hs_field_clear(&textf);
+        if (st == HS_OK && expr)
+            *out = json_incref(json_array_get(items, 0));
+        else if (st == HS_OK)
+            *out = json_pack("{s:{s:s, s:[{s:{s:s}}], s:O, s:{s:{s:O}}, s:i}}", "A_Expr", "kind",
+                             "AEXPR_IN", "name", "String", "sval", "=", "lexpr",
+                             json_object_get(body, "testexpr"), "rexpr", "List", "items", items,
+                             "location", loc);
+        json_decref(items);
+    }
+    hs_field_clear(&boolf);
+    hs_batch_free(b);
+    if (st == HS_OK && !*out)
+        st = hs_err_nomem(err, 64);
+    return st;
+}
+
+/* Replaces the SubLink nodes in j (a JSON tree the caller owns), not
+ * descending into the subqueries themselves. */
+static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
+{
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            const char *k;
+            json_t *b;
+            if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
+                json_t *r = NULL;
+                HS_TRY(sublink_value(c, b, &r, err));
+                json_array_set_new(j, i, r);
+            } else {
+                HS_TRY(inline_sublinks(c, v, err));
+            }
+        }
+        return HS_OK;
+    }
+    if (!json_is_object(j))
+        return HS_OK;
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(j, tmp, key, v) {
+        const char *k;
+        json_t *b;
+        if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
+            json_t *r = NULL;
+            HS_TRY(sublink_value(c, b, &r, err));
+            json_object_set_new(j, key, r);
+        } else if (strcmp(key, "SubLink") != 0 && strcmp(key, "subselect") != 0) {
+            HS_TRY(inline_sublinks(c, v, err));
+        }
+    }
+    return HS_OK;
+}
+
+/* A copy of an UPDATE/DELETE/MERGE body with the subqueries of its
+ * expressions inlined (FROM/USING items and the MERGE source are left to
+ * the planner).  Caller json_decrefs *out. */
+static hs_status inline_body(dctx *c, const json_t *body, json_t **out, hs_error *err)
+{
+    *out = json_deep_copy(body);
+    if (!*out)
+        return hs_err_nomem(err, 64);
+    static const char *const keys[] = {"whereClause", "targetList", "joinCondition",
+                                       "mergeWhenClauses"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *holder = json_object();   /* so that a root SubLink is replaced too */
+        json_t *v = json_object_get(*out, keys[i]);
+        if (!v) {
+            json_decref(holder);
+            continue;
+        }
+        hs_status st = holder ? HS_OK : hs_err_nomem(err, 64);
+        if (st == HS_OK && json_object_set(holder, "x", v) != 0)
+            st = hs_err_nomem(err, 64);
+        if (st == HS_OK)
+            st = inline_sublinks(c, holder, err);
+        if (st == HS_OK)
+            json_object_set(*out, keys[i], json_object_get(holder, "x"));
+        json_decref(holder);
+        if (st != HS_OK) {
+            json_decref(*out);
+            *out = NULL;
+            return st;
+        }
+    }
+    return HS_OK;
+}
+
 /* The target table of a statement: looked up, bound to the transaction,
  * its rows loaded. */
 static hs_status open_target(dctx *c, txn *x, json_t *rv, target *g, hs_error *err)
@@ -2125,6 +2341,16 @@ hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt, const
     hs_status st;
     const char *tag;
     char buf[64];
+    json_t *copy = NULL;
+    if (!strcmp(kind, "UpdateStmt") || !strcmp(kind, "DeleteStmt") || !strcmp(kind, "MergeStmt")) {
+        st = inline_body(&c, body, &copy, err);
+        if (st != HS_OK) {
+            if (d->open)
+                d->aborted = true;
+            return st;
+        }
+        body = copy;
+    }
     if (!strcmp(kind, "InsertStmt")) {
         st = exec_insert(&c, x, body, &n, err);
         tag = "INSERT 0";
@@ -2144,6 +2370,7 @@ hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt, const
         st = sq_fail(s, err, HS_UNSUPPORTED, "0A000", NULL, -1, "%s is not supported", kind);
         tag = "";
     }
+    json_decref(copy);
     if (st != HS_OK) {
         if (d->open)
             d->aborted = true;

@@ -9,6 +9,7 @@
  *                   insert, DO NOTHING): tags and the rows read back (scan
  *                   of the table) against values written here; each
  *                   statement commits one snapshot
+ *                   and subqueries (IN, NOT IN, EXISTS, scalar) in WHERE/SET
  *   errors          42703, 42601, 42804, 23502, 21000, 0A000 with the
  *                   table unchanged
  *   transactions    BEGIN ... ROLLBACK leaves the table; BEGIN ... COMMIT
@@ -200,6 +201,14 @@ static void statements(int fv)
     EXPECT_TAG("MERGE INTO t AS x USING (SELECT id + 11 AS id FROM src WHERE id = 2) AS y "
                "ON x.id = y.id WHEN MATCHED THEN DELETE", "MERGE 1");
     EXPECT_ROWS(t, "1:11:a! 2:200:m 9:1:ins 19:900:z");
+    /* uncorrelated subqueries in WHERE and SET */
+    EXPECT_TAG("DELETE FROM t WHERE id IN (SELECT id FROM src WHERE k > 800)", "DELETE 1");
+    EXPECT_TAG("UPDATE t SET k = (SELECT max(k) FROM src) WHERE id = 1", "UPDATE 1");
+    EXPECT_TAG("DELETE FROM t WHERE EXISTS (SELECT 1 FROM src WHERE k < 0)", "DELETE 0");
+    EXPECT_TAG("UPDATE t SET s = 'n' WHERE k NOT IN (SELECT k FROM src WHERE k < 500)",
+               "UPDATE 2");
+    EXPECT_ROWS(t, "1:900:n 2:200:m 19:900:n");
+    EXPECT_STATE("UPDATE t SET k = (SELECT k FROM src)", "21000");
     hs_session_close(s);
     hs_table_close(t);
     hs_table_close(src);

@@ -152,7 +152,16 @@ STEPS = int(os.environ.get("HS_SQL_DML_STEPS", "25"))
 def random_statement(rng, next_id):
     """(sql, duckdb sql or None, ids used)"""
     kind = rng.choice(["insert", "insert_cols", "insert_select", "delete", "delete_using",
-                       "update", "update_from", "merge", "merge_delete"])
+                       "update", "update_from", "merge", "merge_delete", "subquery"])
+    if kind == "subquery":
+        c = rng.randint(-5, 15)
+        return rng.choice([
+            f"DELETE FROM t WHERE id IN (SELECT id FROM src WHERE k > {c})",
+            f"DELETE FROM t WHERE k NOT IN (SELECT k FROM src WHERE id < {20 + 2 * c})",
+            f"UPDATE t SET v = (SELECT max(v) FROM src WHERE k < {c}) WHERE k < {c}",
+            f"UPDATE t SET s = 'e' WHERE EXISTS (SELECT 1 FROM src WHERE k = {c})",
+            f"MERGE INTO t USING src ON t.id = src.id AND src.k > (SELECT min(k) FROM src) "
+            f"WHEN MATCHED THEN UPDATE SET k = 0"]), None, 0
     if kind == "insert":
         rows = [random_row(rng, next_id + i) for i in range(rng.randint(1, 4))]
         vals = ", ".join("(" + ", ".join(lit(x) for x in r) + ")" for r in rows)
