@@ -1501,7 +1501,37 @@ static hs_status inline_body(dctx *c, const json_t *body, json_t **out, hs_error
 
 /* The target table of a statement: looked up, bound to the transaction,
  * its rows loaded. */
-static hs_status open_target(dctx *c, txn *x, json_t *rv, target *g, hs_error *err)
+/* The text of `where` (reading the target alone) that the table scan's
+ * filter parser reads back, for pruning and indexes; NULL when there is
+ * none (the WHERE is always evaluated exactly on the rows read). */
+static char *pushdown_text(dctx *c, const txn *x, const char *qual, json_t *where)
+{
+    if (!where)
+        return NULL;
+    hs_error e2 = {0};
+    hs_field schema;
+    dscope sc = {0};
+    char *txt = NULL;
+    ex_expr *e = NULL, *chk = NULL;
+    if (target_schema(x, &schema, &e2) == HS_OK && dscope_add(&sc, &schema, qual, 3, &e2) == HS_OK) {
+        ex_scope scope = scope_of(&sc);
+        if (ex_bind_json(where, c->text, &scope, true, &e, &e2) == HS_OK &&
+            ex_format(e, &txt, &e2) == HS_OK &&
+            ex_parse_filter(txt, &x->tschema, &chk, &e2) != HS_OK) {
+            hs_free(txt);
+            txt = NULL;
+        }
+    }
+    ex_free(chk);
+    ex_free(e);
+    dscope_clear(&sc);
+    hs_field_clear(&schema);
+    return txt;
+}
+
+/* where: a WHERE on the target alone, pushed into its scan (or NULL). */
+static hs_status open_target(dctx *c, txn *x, json_t *rv, json_t *where, target *g,
+                             hs_error *err)
 {
     memset(g, 0, sizeof *g);
     hs_table *t = NULL;
@@ -1510,7 +1540,10 @@ static hs_status open_target(dctx *c, txn *x, json_t *rv, target *g, hs_error *e
     HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
     g->t = t;
     g->qual = rel_qual(rv);
-    return target_load(x, g, NULL, err);
+    char *filter = pushdown_text(c, x, g->qual, where);
+    hs_status st = target_load(x, g, filter, err);
+    hs_free(filter);
+    return st;
 }
 
 static hs_status no_returning(dctx *c, json_t *body, hs_error *err)
@@ -1587,14 +1620,15 @@ static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
 {
     HS_TRY(no_returning(c, body, err));
     target g;
-    hs_status st = open_target(c, x, json_object_get(body, "relation"), &g, err);
+    json_t *using = json_object_get(body, "usingClause");
+    json_t *where = json_object_get(body, "whereClause");
+    hs_status st = open_target(c, x, json_object_get(body, "relation"),
+                               json_array_size(using) ? NULL : where, &g, err);
     dscope sc = {0};
     hs_buf rows = {0};
     hs_batch *S = NULL;
     if (st == HS_OK)
         st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
-    json_t *using = json_object_get(body, "usingClause");
-    json_t *where = json_object_get(body, "whereClause");
     if (st == HS_OK && json_array_size(using)) {
         const char *q = NULL;
         st = one_source(c, using, "DELETE ... USING", &S, &q, err);
@@ -1630,14 +1664,15 @@ static hs_status exec_update(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
 {
     HS_TRY(no_returning(c, body, err));
     target g;
-    hs_status st = open_target(c, x, json_object_get(body, "relation"), &g, err);
+    json_t *from = json_object_get(body, "fromClause");
+    json_t *where = json_object_get(body, "whereClause");
+    hs_status st = open_target(c, x, json_object_get(body, "relation"),
+                               json_array_size(from) ? NULL : where, &g, err);
     dscope sc = {0};
     hs_batch *S = NULL, *pb = NULL;
     hs_buf trow = {0};
     if (st == HS_OK)
         st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
-    json_t *from = json_object_get(body, "fromClause");
-    json_t *where = json_object_get(body, "whereClause");
     json_t *set = json_object_get(body, "targetList");
     if (st == HS_OK && json_array_size(from)) {
         const char *q = NULL;
@@ -1781,7 +1816,7 @@ static hs_status exec_merge(dctx *c, txn *x, json_t *body, int64_t *count, hs_er
 {
     HS_TRY(no_returning(c, body, err));
     target g;
-    hs_status st = open_target(c, x, json_object_get(body, "relation"), &g, err);
+    hs_status st = open_target(c, x, json_object_get(body, "relation"), NULL, &g, err);
     dscope sc = {0};
     hs_batch *S = NULL, *pb = NULL;
     hs_buf lo = {0}, ro = {0};
