@@ -17,6 +17,10 @@
  *                   25P02 after an error
  *   conflict        a transaction whose rows were deleted concurrently
  *                   fails COMMIT with 40001
+ *   crash_merge     cat_set_io_fault(k) for k = 1.. until a MERGE (update,
+ *                   delete, insert) passes: after each failure the table,
+ *                   reopened through a new catalog handle, reads exactly
+ *                   the old or the new rows (v2 and v3)
  *
  * tests/python/test_sql_dml.py compares random sequences against DuckDB.
  */
@@ -24,6 +28,7 @@
 #include "harness.h"
 
 #include "base/mem.h"
+#include "catalog/catalog.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/sql.h"
@@ -317,6 +322,96 @@ static void test_conflict(void)
     hs_catalog_close(cat);
 }
 
+/* Rows of table `name` read through a fresh catalog handle. */
+static hs_status reopen_rows(const char *dir, const char *name, char *out, size_t cap,
+                             hs_error *err)
+{
+    hs_catalog *cat = NULL;
+    hs_table *t = NULL;
+    hs_status st = hs_catalog_open_path(dir, &cat, err);
+    if (st == HS_OK)
+        st = hs_table_open(cat, name, &t, err);
+    if (st == HS_OK)
+        st = rows_text(t, out, cap, err);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    return st;
+}
+
+static void crash_merge(int fv)
+{
+    static const char *old_rows = "1:10:a 2:20:b 3:30:c 4:40:d";
+    static const char *new_rows = "1:100:u 3:30:c 4:40:d 7:70:n";
+    const char *merge = "MERGE INTO t USING src ON t.id = src.id "
+                        "WHEN MATCHED AND src.s = 'del' THEN DELETE "
+                        "WHEN MATCHED THEN UPDATE SET k = src.k, s = 'u' "
+                        "WHEN NOT MATCHED THEN INSERT VALUES (src.id, src.k, 'n')";
+    int n_old = 0, n_new = 0, k;
+    int failures = hs_test_failures;
+    for (k = 1; k <= 300; k++) {
+        hs_error err = {0};
+        hs_catalog *cat = NULL;
+        hs_table *t = NULL, *src = NULL;
+        hs_session *s = NULL;
+        char dir[600], name[16];
+        snprintf(dir, sizeof dir, "%s", tmp_dir(fv == 3 ? "crash3" : "crash2"));
+        snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/k%d", k);
+        mkdir(dir, 0777);
+        snprintf(name, sizeof name, "t");
+        hs_status st = setup(dir, fv, &cat, &t, &src, &s, &err);
+        if (st == HS_OK)
+            st = run(s, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b')", NULL, 0, &err);
+        if (st == HS_OK)
+            st = run(s, "INSERT INTO t VALUES (3, 30, 'c'), (4, 40, 'd')", NULL, 0, &err);
+        if (st == HS_OK)
+            st = run(s, "INSERT INTO src VALUES (1, 100, 'x'), (2, 0, 'del'), (7, 70, 'y')", NULL,
+                     0, &err);
+        if (st != HS_OK) {
+            fprintf(stderr, "  setup k=%d: %s\n", k, err.msg);
+            CHECK(0);
+            break;
+        }
+        cat_set_io_fault(k);
+        hs_err_clear(&err);
+        st = run(s, merge, NULL, 0, &err);
+        int64_t reached = cat_io_fault_count();
+        cat_set_io_fault(0);
+        CHECK(st == HS_OK || st == HS_IO);
+        if (st != HS_OK && st != HS_IO)
+            fprintf(stderr, "  k=%d: status %d: %s\n", k, (int)st, err.msg);
+        hs_session_close(s);
+        hs_table_close(t);
+        hs_table_close(src);
+        hs_catalog_close(cat);
+        char got[2048];
+        hs_error e2 = {0};
+        if (reopen_rows(dir, name, got, sizeof got, &e2) != HS_OK) {
+            fprintf(stderr, "  reopen k=%d: %s\n", k, e2.msg);
+            CHECK(0);
+            break;
+        }
+        bool is_old = strcmp(got, old_rows) == 0, is_new = strcmp(got, new_rows) == 0;
+        CHECK(is_old || is_new);
+        if (!is_old && !is_new)
+            fprintf(stderr, "  fv %d k=%d: neither old nor new: %s\n", fv, k, got);
+        if (st == HS_OK)
+            CHECK(is_new);
+        n_old += st != HS_OK && is_old;
+        n_new += st != HS_OK && is_new;
+        if (st == HS_OK && reached < k)
+            break;   /* the MERGE no longer reaches fault point k: all steps done */
+        if (hs_test_failures > failures + 10)
+            break;
+    }
+    CHECK(k <= 300);
+    CHECK(n_old > 0);
+    fprintf(stderr, "  MERGE v%d: %d fault points, %d failures read old, %d read new\n", fv,
+            k - 1, n_old, n_new);
+}
+
+static void test_crash_merge_v2(void) { crash_merge(2); }
+static void test_crash_merge_v3(void) { crash_merge(3); }
+
 int main(void)
 {
     HS_RUN(test_statements_v2);
@@ -324,5 +419,7 @@ int main(void)
     HS_RUN(test_errors);
     HS_RUN(test_transactions);
     HS_RUN(test_conflict);
+    HS_RUN(test_crash_merge_v2);
+    HS_RUN(test_crash_merge_v3);
     return hs_test_summary();
 }
