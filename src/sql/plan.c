@@ -537,7 +537,7 @@ static void scope_rel(scope *sc, planner *p, const rel *r)
     sc->p = p;
     sc->layers[0] = (layer){r->cols, r->n, 0};
     sc->n_layers = 1;
-    sc->schema = &r->op->schema;
+    sc->schema = r->op ? &r->op->schema : NULL;
 }
 
 /* A schema of a's columns then b's (kept by the planner), ids 1..n. */
@@ -916,6 +916,73 @@ static cte *find_cte(planner *p, const char *name)
 
 static hs_status from_item(planner *p, fromc *fc, const json_t *item, fnode **out);
 
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d);
+
+/* End of a (possibly qualified, possibly quoted) name starting at t, or NULL. */
+static const char *name_end(const char *t)
+{
+    for (;;) {
+        if (*t == '"') {
+            t++;
+            while (*t && !(*t == '"' && t[1] != '"'))
+                t += *t == '"' ? 2 : 1;
+            if (!*t)
+                return NULL;
+            t++;
+        } else if (isalpha((unsigned char)*t) || *t == '_' || (unsigned char)*t >= 0x80) {
+            while (isalnum((unsigned char)*t) || *t == '_' || *t == '$' || (unsigned char)*t >= 0x80)
+                t++;
+        } else {
+            return NULL;
+        }
+        if (*t != '.')
+            return t;
+        t++;
+    }
+}
+
+/* Applies a FOR SYSTEM_VERSION/SYSTEM_TIME clause written right after the
+ * table name of RangeVar b (session.c cut it out of the text). */
+static hs_status time_travel(planner *p, const json_t *b, fnode *f)
+{
+    int loc = sq_loc(b);
+    if (loc < 0 || p->s->n_tt == 0)
+        return HS_OK;
+    const char *e = name_end(p->text + loc);
+    if (!e)
+        return HS_OK;
+    int off0 = (int)(e - p->text);
+    while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r')
+        e++;
+    int off1 = (int)(e - p->text);
+    for (int i = 0; i < p->s->n_tt; i++) {
+        sq_tt *tt = &p->s->tt[i];
+        if (tt->off < off0 || tt->off > off1)
+            continue;
+        tt->used = true;
+        if (tt->version) {
+            f->so.use_snapshot_id = 1;
+            f->so.snapshot_id = tt->snapshot_id;
+            return HS_OK;
+        }
+        int y, mo, d, hh = 0, mi = 0;
+        double sec = 0;
+        char tz[16] = "";
+        int n = sscanf(tt->ts, "%d-%d-%d%*[ T]%d:%d:%lf%15s", &y, &mo, &d, &hh, &mi, &sec, tz);
+        if (n < 3 || mo < 1 || mo > 12 || d < 1 || d > 31 || (tz[0] && strcmp(tz, "Z") &&
+                                                               strcmp(tz, "+00") && strcmp(tz, "+00:00")))
+            return fail(p, HS_INVALID, "22007", tt->off,
+                        "invalid timestamp \"%s\" in FOR SYSTEM_TIME AS OF (YYYY-MM-DD[ HH:MM:SS] UTC)",
+                        tt->ts);
+        int64_t ms = (days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60) * 1000 +
+                     (int64_t)(sec * 1000 + 0.5);
+        f->so.use_as_of = 1;
+        f->so.as_of_ms = ms;
+        return HS_OK;
+    }
+    return HS_OK;
+}
+
 static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
 {
     const char *rel_name_s = jstrv(b, "relname");
@@ -953,6 +1020,7 @@ static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
         as.release(&as);
     HS_TRY(st);
     f->so = (hs_scan_options)HS_SCAN_OPTIONS_INIT;
+    HS_TRY(time_travel(p, b, f));
     f->est = table_rows(f->t);
     f->alias = hs_strdup(an ? an : rel_name_s ? rel_name_s : "");
     if (!f->alias)
@@ -2038,6 +2106,46 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     return st;
 }
 
+/* A scalar subquery's rows pass through this operator, which fails with
+ * SQLSTATE 21000 when there is more than one (PostgreSQL's check). */
+typedef struct one_row_op {
+    xo_op op;
+    int64_t seen;
+} one_row_op;
+
+static hs_status one_row_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    one_row_op *o = (one_row_op *)op;
+    HS_TRY(xo_next(op->children[0], out, err));
+    if (*out && (o->seen += (*out)->n_rows) > 1) {
+        hs_batch_free(*out);
+        *out = NULL;
+        return hs_err_set(err, HS_INVALID, "more than one row returned by a subquery used as an expression");
+    }
+    return HS_OK;
+}
+
+static hs_status one_row(planner *p, rel *r)
+{
+    one_row_op *o = hs_calloc(1, sizeof *o);
+    xo_op **kids = o ? hs_calloc(1, sizeof *kids) : NULL;
+    if (!o || !kids || hs_field_copy(&r->op->schema, &o->op.schema) != HS_OK) {
+        if (o)
+            hs_field_clear(&o->op.schema);
+        hs_free(o);
+        hs_free(kids);
+        return nomem(p);
+    }
+    kids[0] = r->op;
+    o->op.name = "ScalarSubquery";
+    o->op.ctx = r->op->ctx;
+    o->op.n_children = 1;
+    o->op.children = kids;
+    o->op.next = one_row_next;
+    r->op = &o->op;
+    return HS_OK;
+}
+
 /* Joins the value of a scalar subquery into cur; *col = its column. */
 static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int *col)
 {
@@ -2105,6 +2213,8 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
         st = plan_select(p, rw ? rw : sub, &s);
     if (st == HS_OK && s.n != (int)ncorr + 1)
         st = fail(p, HS_INVALID, "42601", loc, "subquery must return only one column");
+    if (st == HS_OK && ncorr == 0)
+        st = one_row(p, &s);
     if (st == HS_OK) {
         for (int i = 0; i < s.n; i++)
             s.cols[i].hidden = true;
@@ -3564,6 +3674,11 @@ hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const 
     HS_TRY(planner_init(&p, s, ctx, select, text, err));
     rel r = {0};
     hs_status st = plan_query(&p, select, &r);
+    for (int i = 0; st == HS_OK && i < s->n_tt; i++)
+        if (!s->tt[i].used)
+            st = sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, s->tt[i].off,
+                         "FOR SYSTEM_%s AS OF must follow a table name in FROM",
+                         s->tt[i].version ? "VERSION" : "TIME");
     if (st == HS_OK) {
         *out = r.op;
         r.op = NULL;
@@ -3573,6 +3688,60 @@ hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const 
     return st;
 }
 
+/* The first batch is pulled while the statement executes, so that errors
+ * of evaluation that show in it (division by zero, bad casts) fail the
+ * statement itself with their SQLSTATE, as PostgreSQL reports them; this
+ * operator hands that batch out first, then pulls from its child. */
+typedef struct prefetch_op {
+    xo_op op;
+    hs_batch *first;
+    bool given;
+} prefetch_op;
+
+static hs_status prefetch_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    prefetch_op *pf = (prefetch_op *)op;
+    if (!pf->given) {
+        pf->given = true;
+        *out = pf->first;
+        pf->first = NULL;
+        return HS_OK;
+    }
+    return xo_next(op->children[0], out, err);
+}
+
+static void prefetch_destroy(xo_op *op) { hs_batch_free(((prefetch_op *)op)->first); }
+
+static hs_status prefetch(xo_op *child, xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    hs_batch *first = NULL;
+    hs_status st = xo_next(child, &first, err);
+    prefetch_op *pf = st == HS_OK ? hs_calloc(1, sizeof *pf) : NULL;
+    xo_op **kids = pf ? hs_calloc(1, sizeof *kids) : NULL;
+    if (st == HS_OK && (!pf || !kids || hs_field_copy(&child->schema, &pf->op.schema) != HS_OK))
+        st = hs_err_nomem(err, sizeof *pf);
+    if (st != HS_OK) {
+        if (pf)
+            hs_field_clear(&pf->op.schema);
+        hs_free(pf);
+        hs_free(kids);
+        hs_batch_free(first);
+        xo_free(child);
+        return st;
+    }
+    kids[0] = child;
+    pf->op.name = "Result";
+    pf->op.ctx = child->ctx;
+    pf->op.n_children = 1;
+    pf->op.children = kids;
+    pf->op.next = prefetch_next;
+    pf->op.destroy = prefetch_destroy;
+    pf->first = first;
+    *out = &pf->op;
+    return HS_OK;
+}
+
 hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, hs_result **out,
                         hs_error *err)
 {
@@ -3580,6 +3749,8 @@ hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, h
     HS_TRY(sq_ctx_new(s, &ctx, err));
     xo_op *op = NULL;
     hs_status st = sq_plan_query(s, ctx, select, text, &op, err);
+    if (st == HS_OK)
+        st = prefetch(op, &op, err);
     if (st != HS_OK) {
         sq_ctx_free(ctx);
         return st;

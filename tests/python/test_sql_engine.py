@@ -152,6 +152,19 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT did, dname, budget FROM dept NATURAL JOIN (SELECT dept AS did, name FROM emp) x",
+    "SELECT id FROM emp ORDER BY id FETCH FIRST 3 ROWS ONLY",
+    "SELECT dept, bool_and(salary > 60) FROM emp GROUP BY dept",
+    "SELECT emp_id, count(DISTINCT tag), min(tag) FROM orders GROUP BY emp_id",
+    "SELECT e.id, x.n FROM emp e LEFT JOIN (SELECT emp_id, count(*) AS n FROM orders GROUP BY emp_id) x "
+    "ON x.emp_id = e.id",
+    "SELECT t.tag, t.c FROM (SELECT tag, count(*) AS c FROM orders GROUP BY tag) t WHERE t.c > 5",
+    "SELECT name FROM emp WHERE dept IN (SELECT did FROM dept WHERE budget > 400) AND salary > 90",
+    "SELECT name FROM emp e WHERE e.dept = 10 AND NOT EXISTS (SELECT 1 FROM orders o "
+    "WHERE o.emp_id = e.id AND o.tag = 'a')",
+    "SELECT a.oid FROM orders a WHERE EXISTS (SELECT * FROM orders b WHERE b.emp_id = a.emp_id "
+    "AND b.oid <> a.oid) AND NOT EXISTS (SELECT * FROM orders c WHERE c.emp_id = a.emp_id "
+    "AND c.oid <> a.oid AND c.amount > a.amount)",
     "SELECT * FROM emp WHERE false",
     "SELECT * FROM empty e LEFT JOIN emp ON e.k = emp.id",
 ]
@@ -160,3 +173,128 @@ QUERIES = [
 @pytest.mark.parametrize("sql", QUERIES)
 def test_query_matches_duckdb(env, sql):
     check(env, sql)
+
+
+# ---------------------------------------------------------------------------
+# errors: SQLSTATE and position as PostgreSQL reports them
+
+ERRORS = [
+    ("SELECT nope FROM emp", "42703", 8),
+    ("SELECT id FROM emp e JOIN orders o ON e.id = o.emp_id JOIN emp x ON x.id = e.boss", "42702", 8),
+    ("SELECT * FROM nosuch", "42P01", 15),
+    ("SELECT id FROM emp GROUP BY dept", "42803", 8),
+    ("SELECT count(*) FROM emp WHERE count(*) > 1", "42803", 32),
+    ("SELEC 1", "42601", 1),
+    ("SELECT 1 FROM emp ORDER BY 5", "42P10", 28),
+    ("SELECT id FROM emp UNION SELECT did, dname FROM dept", "42601", None),
+    ("SELECT 1/0", "22012", None),
+    ("INSERT INTO emp VALUES (1)", "0A000", None),
+    ("SET nosuch.setting = 1", "42704", None),
+    ("SELECT 1; SELECT 2", "42601", None),
+]
+
+
+@pytest.mark.parametrize("sql,state,pos", ERRORS)
+def test_errors_carry_sqlstate(env, sql, state, pos):
+    s, _ = env
+    with pytest.raises(SqlError) as ei:
+        s.sql(sql)
+    assert ei.value.sqlstate == state, str(ei.value)
+    if pos is not None:
+        assert ei.value.position == pos, str(ei.value)
+
+
+def test_settings(env):
+    s, _ = env
+    assert s.sql("SET hnsw.ef_search = 77") == "SET"
+    assert s.sql("SHOW hnsw.ef_search").column(0).to_pylist() == ["77"]
+    assert s.sql("RESET hnsw.ef_search") == "RESET"
+    with pytest.raises(SqlError) as ei:
+        s.sql("SET ivfflat.probes = 0")
+    assert ei.value.sqlstate == "22023"
+
+
+def test_prepared_parameters(env):
+    s, con = env
+    got = s.prepared("SELECT name FROM emp WHERE dept = $1 AND salary > $2 ORDER BY id",
+                     ["integer", "double precision"], [10, 95])
+    want = [r[0] for r in con.execute("SELECT name FROM emp WHERE dept = 10 AND salary > 95 "
+                                      "ORDER BY id").fetchall()]
+    assert got.column(0).to_pylist() == want
+    got = s.prepared("SELECT count(*) FROM emp WHERE name = $1", [None], [None])
+    assert got.column(0).to_pylist() == [0]
+    with pytest.raises(SqlError) as ei:
+        s.prepared("SELECT $1::int", ["integer"], ["x1"])
+    assert ei.value.sqlstate == "22P02"
+
+
+def test_explain_shows_pushdown(env):
+    s, _ = env
+    plan = "\n".join(s.sql("EXPLAIN SELECT name FROM emp e, dept d WHERE e.dept = d.did "
+                           "AND d.budget > 400 AND e.salary < 300").column(0).to_pylist())
+    assert "HashJoin" in plan, plan
+    assert "budget > 400" in plan and "salary <" in plan, plan
+    plan = "\n".join(s.sql("EXPLAIN ANALYZE SELECT count(*) FROM emp").column(0).to_pylist())
+    assert "rows" in plan.lower(), plan
+
+
+def test_time_travel(tmp_path):
+    d = tmp_path / "tt"
+    t = hdb.Table(str(d))
+    t.write_arrow(pa.table({"a": pa.array([1, 2], pa.int64())}))
+    t.commit()
+    first = t.current_snapshot_id
+    t.write_arrow(pa.table({"a": pa.array([3], pa.int64())}))
+    t.commit()
+    s = Session()
+    try:
+        s.register("t", str(d))
+        assert s.sql("SELECT count(*) FROM t").column(0).to_pylist() == [3]
+        got = s.sql(f"SELECT x.a FROM t FOR SYSTEM_VERSION AS OF {first} AS x ORDER BY 1")
+        assert got.column(0).to_pylist() == [1, 2]
+        with pytest.raises(SqlError) as ei:
+            s.sql("SELECT count(*) FROM t FOR SYSTEM_TIME AS OF '2001-01-01'")
+        assert ei.value.status == "HS_NOT_FOUND"
+        with pytest.raises(SqlError) as ei:
+            s.sql("SELECT 1 FOR SYSTEM_TIME AS OF '2001-01-01'")
+        assert ei.value.sqlstate == "0A000"
+    finally:
+        s.close()
+
+
+def test_vector_search_uses_index_and_matches_brute_force(tmp_path):
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(7)
+    n, dim = 400, 8
+    X = rng.standard_normal((n, dim)).astype(np.float32)
+    cat = np.arange(n) % 4
+    d = tmp_path / "vec"
+    t = hdb.Table(str(d))
+    t.write_arrow(pa.table({"id": pa.array(range(n), pa.int64()), "cat": pa.array(cat, pa.int64()),
+                            "emb": pa.FixedSizeListArray.from_arrays(pa.array(X.reshape(-1)), dim)}))
+    t.commit()
+    s = Session()
+    try:
+        s.register("items", str(d))
+        assert s.sql("CREATE INDEX items_emb ON items USING hnsw (emb vector_l2_ops) "
+                     "WITH (m = 16, ef_construction = 200)") == "CREATE INDEX"
+        s.sql("SET hnsw.ef_search = 400")
+        q = rng.standard_normal(dim).astype(np.float32)
+        lit = "[" + ",".join(repr(float(v)) for v in q) + "]"
+        sql = (f"SELECT id, emb <-> '{lit}' AS dist FROM items WHERE cat = 2 "
+               f"ORDER BY emb <-> '{lit}' LIMIT 5")
+        plan = "\n".join(s.sql("EXPLAIN " + sql).column(0).to_pylist())
+        assert "VectorSearch" in plan and "cat = 2" in plan, plan
+        got = s.sql(sql)
+        dist = np.sqrt(((X.astype(np.float64) - q.astype(np.float64)) ** 2).sum(1))
+        dist[cat != 2] = np.inf
+        want = list(np.argsort(dist, kind="stable")[:5])
+        assert got.column("id").to_pylist() == want
+        assert np.allclose(got.column("dist").to_numpy(), dist[want], rtol=1e-5)
+        # without the index: the exact plan gives the same rows
+        assert s.sql("DROP INDEX items_emb") == "DROP INDEX"
+        plan = "\n".join(s.sql("EXPLAIN " + sql).column(0).to_pylist())
+        assert "VectorSearch" not in plan, plan
+        assert s.sql(sql).column("id").to_pylist() == want
+    finally:
+        s.close()
