@@ -1546,16 +1546,6 @@ static hs_status open_target(dctx *c, txn *x, json_t *rv, json_t *where, target 
     return st;
 }
 
-static hs_status no_returning(dctx *c, json_t *body, hs_error *err)
-{
-    if (json_array_size(json_object_get(body, "returningList")))
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "RETURNING is not supported");
-    if (json_object_get(body, "withClause"))
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "WITH on a data-modifying statement is not "
-                    "supported");
-    return HS_OK;
-}
-
 /* One FROM/USING item as the source (its columns qualified by the item's
  * alias or name). */
 static hs_status one_source(dctx *c, json_t *items, const char *what, hs_batch **S,
@@ -1566,6 +1556,144 @@ static hs_status one_source(dctx *c, json_t *items, const char *what, hs_batch *
                     "(join them in a subquery)", what);
     *qual = item_qual(json_array_get(items, 0));
     return load_source(c, items, S, err);
+}
+
+/* Most distinct source keys pushed into the target's scan as an IN list. */
+#define SEMIJOIN_MAX 10000
+
+static bool int_type(hs_type t)
+{
+    return t == HS_TYPE_INT8 || t == HS_TYPE_INT16 || t == HS_TYPE_INT32 || t == HS_TYPE_INT64;
+}
+
+/* For a join of the target (sc's first n_left columns, nt of them table
+ * columns) with S on cond: "col IN (source values)" when cond has an
+ * equality between a target column and a source column of integer or text
+ * type and S has at most SEMIJOIN_MAX distinct non-null values there -
+ * target rows outside it cannot match, and a filter lets the scan prune
+ * files, pages and use indexes.  NULL when there is no such conjunct. */
+static char *semijoin_text(dscope *sc, int nt, int n_left, const hs_batch *S, json_t *cond)
+{
+    int lk[16], rk[16], nk = 0;
+    equi_keys(sc, n_left, cond, lk, rk, &nk, 16);
+    for (int k = 0; k < nk; k++) {
+        if (lk[k] >= nt)
+            continue;
+        const hs_field *tf = &sc->schema.children[lk[k]];
+        const hs_field *sf = &sc->schema.children[rk[k]];
+        const hs_column *col = S->cols[rk[k] - n_left];
+        bool ints = int_type(tf->type) && int_type(sf->type);
+        bool strs = tf->type == HS_TYPE_STRING && sf->type == HS_TYPE_STRING;
+        if (!ints && !strs)
+            continue;
+        hs_map seen = {0};
+        hs_buf txt = {0}, key = {0};
+        bool ok = hs_buf_puts(&txt, "\"") == HS_OK;
+        for (const char *p = tf->name; ok && *p; p++)
+            ok = (*p != '"' || hs_buf_puts(&txt, "\"") == HS_OK) && hs_buf_append(&txt, p, 1) == HS_OK;
+        ok = ok && hs_buf_puts(&txt, "\" IN (") == HS_OK;
+        int64_t n = 0;
+        for (int64_t i = 0; ok && i < S->n_rows; i++) {
+            hs_buf_reset(&key);
+            int r = key_bytes(col, sf, i, &key);
+            if (r < 0)
+                ok = false;
+            if (r != 1)
+                continue;
+            bool found = false;
+            uint64_t v;
+            if (hs_map_get_or_put(&seen, key.data, key.len, 1, &v, &found) != HS_OK) {
+                ok = false;
+                break;
+            }
+            if (found)
+                continue;
+            if (++n > SEMIJOIN_MAX) {
+                ok = false;
+                break;
+            }
+            ok = n == 1 || hs_buf_puts(&txt, ", ") == HS_OK;
+            if (ints) {
+                char num[32];
+                int64_t x = sf->type == HS_TYPE_INT64 ? HS_COL_VALUES(col, int64_t)[i]
+                            : sf->type == HS_TYPE_INT32 ? HS_COL_VALUES(col, int32_t)[i]
+                            : sf->type == HS_TYPE_INT16 ? HS_COL_VALUES(col, int16_t)[i]
+                                                        : HS_COL_VALUES(col, int8_t)[i];
+                snprintf(num, sizeof num, "%lld", (long long)x);
+                ok = ok && hs_buf_puts(&txt, num) == HS_OK;
+            } else {
+                const int32_t *off = HS_COL_OFFSETS(col);
+                ok = ok && hs_buf_puts(&txt, "'") == HS_OK;
+                for (int32_t b = off[i]; ok && b < off[i + 1]; b++) {
+                    char ch = (char)col->values.data[b];
+                    ok = (ch != '\'' || hs_buf_puts(&txt, "'") == HS_OK) &&
+                         hs_buf_append(&txt, &ch, 1) == HS_OK;
+                }
+                ok = ok && hs_buf_puts(&txt, "'") == HS_OK;
+            }
+        }
+        ok = ok && hs_buf_puts(&txt, ")") == HS_OK;
+        hs_map_free(&seen);
+        hs_buf_free(&key);
+        if (ok && n == 0) {
+            hs_buf_reset(&txt);
+            ok = hs_buf_puts(&txt, "false") == HS_OK;   /* nothing can match */
+        }
+        char *out = NULL;
+        if (ok) {
+            out = hs_malloc(txt.len + 1);
+            if (out) {
+                memcpy(out, txt.data, txt.len);
+                out[txt.len] = 0;
+            }
+        }
+        hs_buf_free(&txt);
+        if (out)
+            return out;
+    }
+    return NULL;
+}
+
+/* The target of a join with one source item (UPDATE ... FROM, DELETE ...
+ * USING, MERGE): the source is read first, so that the join's equality
+ * can narrow the target's scan (semijoin_text); sc gets the target's
+ * columns, then the source's. */
+static hs_status open_joined(dctx *c, txn *x, json_t *rv, json_t *items, const char *what,
+                             json_t *cond, target *g, dscope *sc, hs_batch **S, hs_error *err)
+{
+    memset(g, 0, sizeof *g);
+    hs_table *t = NULL;
+    HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
+    const char *name = jstr(rv, "relname");
+    HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
+    g->t = t;
+    g->qual = rel_qual(rv);
+    const char *q = NULL;
+    HS_TRY(one_source(c, items, what, S, &q, err));
+    hs_field ts;
+    hs_status st = target_schema(x, &ts, err);
+    if (st == HS_OK)
+        st = dscope_add(sc, &ts, g->qual, 3, err);
+    if (st == HS_OK)
+        st = dscope_add(sc, &(*S)->schema, q, 0, err);
+    hs_field_clear(&ts);
+    if (st != HS_OK)
+        return st;
+    int nt = x->tschema.n_children;
+    char *filter = semijoin_text(sc, nt, nt + 3, *S, cond);
+    st = target_load(x, g, filter, err);
+    hs_free(filter);
+    return st;
+}
+
+static hs_status no_returning(dctx *c, json_t *body, hs_error *err)
+{
+    if (json_array_size(json_object_get(body, "returningList")))
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "RETURNING is not supported");
+    if (json_object_get(body, "withClause"))
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "WITH on a data-modifying statement is not "
+                    "supported");
+    return HS_OK;
 }
 
 /* Rows of g->rows where `where` (NULL = all) is TRUE: sel list. */
@@ -1622,18 +1750,19 @@ static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     target g;
     json_t *using = json_object_get(body, "usingClause");
     json_t *where = json_object_get(body, "whereClause");
-    hs_status st = open_target(c, x, json_object_get(body, "relation"),
-                               json_array_size(using) ? NULL : where, &g, err);
+    json_t *rv = json_object_get(body, "relation");
     dscope sc = {0};
     hs_buf rows = {0};
     hs_batch *S = NULL;
-    if (st == HS_OK)
-        st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
-    if (st == HS_OK && json_array_size(using)) {
-        const char *q = NULL;
-        st = one_source(c, using, "DELETE ... USING", &S, &q, err);
+    hs_status st;
+    if (json_array_size(using)) {
+        st = open_joined(c, x, rv, using, "DELETE ... USING", where, &g, &sc, &S, err);
+    } else {
+        st = open_target(c, x, rv, where, &g, err);
         if (st == HS_OK)
-            st = dscope_add(&sc, &S->schema, q, 0, err);
+            st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
+    }
+    if (st == HS_OK && json_array_size(using)) {
         hs_buf lo = {0}, ro = {0}, keep = {0};
         if (st == HS_OK)
             st = join_pairs(c, &sc, g.rows, S, where, &lo, &ro, err);
@@ -1666,19 +1795,20 @@ static hs_status exec_update(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     target g;
     json_t *from = json_object_get(body, "fromClause");
     json_t *where = json_object_get(body, "whereClause");
-    hs_status st = open_target(c, x, json_object_get(body, "relation"),
-                               json_array_size(from) ? NULL : where, &g, err);
+    json_t *rv = json_object_get(body, "relation");
     dscope sc = {0};
     hs_batch *S = NULL, *pb = NULL;
     hs_buf trow = {0};
-    if (st == HS_OK)
-        st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
+    hs_status st;
+    if (json_array_size(from)) {
+        st = open_joined(c, x, rv, from, "UPDATE ... FROM", where, &g, &sc, &S, err);
+    } else {
+        st = open_target(c, x, rv, where, &g, err);
+        if (st == HS_OK)
+            st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
+    }
     json_t *set = json_object_get(body, "targetList");
     if (st == HS_OK && json_array_size(from)) {
-        const char *q = NULL;
-        st = one_source(c, from, "UPDATE ... FROM", &S, &q, err);
-        if (st == HS_OK)
-            st = dscope_add(&sc, &S->schema, q, 0, err);
         hs_buf lo = {0}, ro = {0}, keep = {0}, si = {0};
         if (st == HS_OK)
             st = join_pairs(c, &sc, g.rows, S, where, &lo, &ro, err);
@@ -1816,25 +1946,20 @@ static hs_status exec_merge(dctx *c, txn *x, json_t *body, int64_t *count, hs_er
 {
     HS_TRY(no_returning(c, body, err));
     target g;
-    hs_status st = open_target(c, x, json_object_get(body, "relation"), NULL, &g, err);
     dscope sc = {0};
     hs_batch *S = NULL, *pb = NULL;
     hs_buf lo = {0}, ro = {0};
     json_t *clauses = json_object_get(body, "mergeWhenClauses");
     size_t n_cl = json_array_size(clauses);
-    const char *q = NULL;
     json_t *items = json_array();
-    if (st == HS_OK && !items)
+    hs_status st = items ? HS_OK : hs_err_nomem(err, 64);
+    memset(&g, 0, sizeof g);
+    if (st == HS_OK && json_array_append(items, json_object_get(body, "sourceRelation")) != 0)
         st = hs_err_nomem(err, 64);
     if (st == HS_OK)
-        json_array_append(items, json_object_get(body, "sourceRelation"));
-    if (st == HS_OK)
-        st = one_source(c, items, "MERGE ... USING", &S, &q, err);
+        st = open_joined(c, x, json_object_get(body, "relation"), items, "MERGE ... USING",
+                         json_object_get(body, "joinCondition"), &g, &sc, &S, err);
     json_decref(items);
-    if (st == HS_OK)
-        st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
-    if (st == HS_OK)
-        st = dscope_add(&sc, &S->schema, q, 0, err);
     if (st == HS_OK)
         st = join_pairs(c, &sc, g.rows, S, json_object_get(body, "joinCondition"), &lo, &ro, err);
     int64_t n_pairs = (int64_t)HS_VEC_LEN(&lo, int64_t);

@@ -214,6 +214,13 @@ static void statements(int fv)
                "UPDATE 2");
     EXPECT_ROWS(t, "1:900:n 2:200:m 19:900:n");
     EXPECT_STATE("UPDATE t SET k = (SELECT k FROM src)", "21000");
+    /* joins whose equality narrows the target's scan (an IN list of the
+     * source's keys; none at all for an empty source) */
+    EXPECT_TAG("MERGE INTO t USING (SELECT * FROM src WHERE id < 0) AS e ON t.id = e.id "
+               "WHEN NOT MATCHED THEN INSERT VALUES (e.id, 1, 'z')", "MERGE 0");
+    EXPECT_TAG("DELETE FROM t USING src WHERE t.k = src.k AND src.s = 'z'", "DELETE 2");
+    EXPECT_TAG("UPDATE t SET k = 7 FROM (SELECT 'm' AS s) AS q WHERE t.s = q.s", "UPDATE 1");
+    EXPECT_ROWS(t, "2:7:m");
     hs_session_close(s);
     hs_table_close(t);
     hs_table_close(src);
