@@ -219,7 +219,8 @@ HS_API hs_status hs_table_delete(hs_table *t, const char *filter, int64_t *rows_
 /* Row deltas: what UPDATE, DELETE and MERGE commit                      */
 
 /* A row delta deletes rows by position in live data files and adds rows, in
- * ONE "overwrite" snapshot (docs/tables.md "Row deltas").  The positions
+ * ONE "overwrite" snapshot ("append" when it only adds rows; docs/tables.md
+ * "Row deltas").  The positions
  * come from a scan of snapshot read_snapshot_id with the "_file" and "_pos"
  * columns; the commit is validated against every snapshot committed since:
  * appends, and deletes or overwrites of other data files, rebase; a

@@ -292,7 +292,7 @@ typedef struct tbl_file_action {
 typedef hs_status (*tbl_validate_fn)(void *ctx, const ice_table_metadata *base,
                                      const ice_snapshot *s, hs_error *err);
 
-/* Commits one "overwrite" snapshot: for acts[0..n) (files of plan p, the
+/* Commits one "overwrite" snapshot ("append" when n == 0): for acts[0..n) (files of plan p, the
  * current snapshot of t) their positions deleted (v2 position delete files,
  * v3 deletion vectors merged with the file's existing one; a file losing
  * every live row is removed), plus `rows` (may be NULL) written as new data

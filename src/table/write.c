@@ -2359,9 +2359,10 @@ hs_status tbl_write_row_delta(hs_table *t, const tbl_plan *p, tbl_file_action *a
                               int64_t read_snapshot_id, tbl_validate_fn validate, void *vctx,
                               hs_error *err)
 {
+    /* only rows added: a fast append (no validation needed, any base) */
     tbl_wop op;
-    op_init(&op, t, "overwrite");
-    op.check_conflicts = true;
+    op_init(&op, t, n > 0 ? "overwrite" : "append");
+    op.check_conflicts = n > 0;
     op.planned_snapshot_id = read_snapshot_id;
     op.validate = validate;
     op.validate_ctx = vctx;

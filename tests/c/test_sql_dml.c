@@ -173,6 +173,21 @@ static hs_status rows_text(hs_table *t, char *out, size_t cap, hs_error *err)
                     hs_session_sqlstate(s), err.msg, state);                            \
     } while (0)
 
+/* The operation of t's current snapshot ("" when none). */
+static const char *current_op(hs_table *t)
+{
+    static hs_snapshot_info si;
+    hs_error err = {0};
+    memset(&si, 0, sizeof si);
+    for (int i = 0; i < hs_snapshot_count(t); i++) {
+        hs_snapshot_info x;
+        if (hs_snapshot_get(t, i, &x, &err) == HS_OK &&
+            x.snapshot_id == hs_table_current_snapshot_id(t))
+            si = x;
+    }
+    return si.operation;
+}
+
 static void statements(int fv)
 {
     hs_error err = {0};
@@ -184,9 +199,11 @@ static void statements(int fv)
     EXPECT_TAG("INSERT INTO t (s, id) VALUES ('d', 4)", "INSERT 0 1");
     EXPECT_TAG("INSERT INTO src VALUES (2, 200, 'x'), (3, 300, 'y'), (9, 900, 'z')", "INSERT 0 3");
     EXPECT_ROWS(t, "1:10:a 2:20:b 3:-:c 4:-:d");
+    CHECK(strcmp(current_op(t), "append") == 0);   /* only rows added */
     int n0 = hs_snapshot_count(t);
     EXPECT_TAG("UPDATE t SET k = k + 1, s = s || '!' WHERE id <= 2", "UPDATE 2");
     CHECK(hs_snapshot_count(t) == n0 + 1);
+    CHECK(strcmp(current_op(t), "overwrite") == 0);
     EXPECT_ROWS(t, "1:11:a! 2:21:b! 3:-:c 4:-:d");
     EXPECT_TAG("UPDATE t SET k = src.k FROM src WHERE t.id = src.id", "UPDATE 2");
     EXPECT_ROWS(t, "1:11:a! 2:200:b! 3:300:c 4:-:d");
