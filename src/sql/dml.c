@@ -535,7 +535,8 @@ static hs_status target_schema(const txn *x, hs_field *out, hs_error *err)
 
 /* Reads the target rows the transaction sees (filter: pushed-down text or
  * NULL; rows not matching it may still come back). */
-static hs_status target_load(txn *x, target *g, const char *filter, hs_error *err)
+static hs_status target_load(txn *x, target *g, const char *filter, const ex_expr *keep_expr,
+                             hs_error *err)
 {
     int nt = x->tschema.n_children;
     g->nt = nt;
@@ -592,15 +593,43 @@ static hs_status target_load(txn *x, target *g, const char *filter, hs_error *er
                 if (!txn_deleted(x, path, (uint32_t)HS_COL_VALUES(pc, int64_t)[i]))
                     keep[m++] = i;
             }
-            for (int c = 0; st == HS_OK && c < b->n_cols; c++) {
-                hs_column *tc = NULL;
-                st = hs_col_take(b->cols[c], keep, m, &tc, err);
-                if (st == HS_OK)
-                    st = hs_col_append_column(g->rows->cols[c], tc, err);
-                hs_col_free(tc);
-            }
+            /* the surviving rows under the target's schema (positional
+             * ids), then only those keep_expr holds for */
+            hs_column **tcols = st == HS_OK ? hs_calloc((size_t)b->n_cols + 1, sizeof *tcols)
+                                            : NULL;
+            hs_batch *tb = NULL;
+            if (st == HS_OK && !tcols)
+                st = hs_err_nomem(err, 64);
             if (st == HS_OK)
-                g->rows->n_rows += m;
+                st = take_cols(b, 0, b->n_cols, keep, m, tcols, err);
+            if (st == HS_OK)
+                st = mk_batch(&schema, tcols, b->n_cols, m, &tb, err);
+            hs_free(tcols);
+            if (st == HS_OK && keep_expr && m > 0) {
+                uint8_t *sel = hs_malloc((size_t)m);
+                int64_t mm = 0;
+                if (!sel)
+                    st = hs_err_nomem(err, (size_t)m);
+                if (st == HS_OK)
+                    st = ex_eval_filter(keep_expr, tb, NULL, sel, &mm, err);
+                int64_t k2 = 0;
+                for (int64_t i = 0; st == HS_OK && i < m; i++)
+                    if (sel[i])
+                        keep[k2++] = i;
+                for (int c = 0; st == HS_OK && c < tb->n_cols; c++) {
+                    hs_column *tc = NULL;
+                    st = hs_col_take(tb->cols[c], keep, k2, &tc, err);
+                    if (st == HS_OK)
+                        st = hs_col_append_column(g->rows->cols[c], tc, err);
+                    hs_col_free(tc);
+                }
+                if (st == HS_OK)
+                    g->rows->n_rows += k2;
+                hs_free(sel);
+            } else if (st == HS_OK) {
+                st = batch_append(&g->rows, tb, err);
+            }
+            hs_batch_free(tb);
             hs_free(keep);
             hs_batch_free(b);
         }
@@ -1501,32 +1530,34 @@ static hs_status inline_body(dctx *c, const json_t *body, json_t **out, hs_error
 
 /* The target table of a statement: looked up, bound to the transaction,
  * its rows loaded. */
-/* The text of `where` (reading the target alone) that the table scan's
- * filter parser reads back, for pruning and indexes; NULL when there is
- * none (the WHERE is always evaluated exactly on the rows read). */
-static char *pushdown_text(dctx *c, const txn *x, const char *qual, json_t *where)
+/* For a WHERE on the target alone: *expr, the WHERE bound on the target's
+ * rows (target_load keeps only the rows it holds for), and *text, its form
+ * that the table scan's filter parser reads back, for pruning and indexes.
+ * Either may be NULL (a WHERE that does not bind is reported later, by
+ * where_rows).  Caller frees both. */
+static void prepare_where(dctx *c, const txn *x, const char *qual, json_t *where, char **text,
+                          ex_expr **expr)
 {
+    *text = NULL;
+    *expr = NULL;
     if (!where)
-        return NULL;
+        return;
     hs_error e2 = {0};
     hs_field schema;
     dscope sc = {0};
-    char *txt = NULL;
-    ex_expr *e = NULL, *chk = NULL;
+    ex_expr *chk = NULL;
     if (target_schema(x, &schema, &e2) == HS_OK && dscope_add(&sc, &schema, qual, 3, &e2) == HS_OK) {
         ex_scope scope = scope_of(&sc);
-        if (ex_bind_json(where, c->text, &scope, true, &e, &e2) == HS_OK &&
-            ex_format(e, &txt, &e2) == HS_OK &&
-            ex_parse_filter(txt, &x->tschema, &chk, &e2) != HS_OK) {
-            hs_free(txt);
-            txt = NULL;
+        if (ex_bind_json(where, c->text, &scope, true, expr, &e2) == HS_OK &&
+            ex_format(*expr, text, &e2) == HS_OK &&
+            ex_parse_filter(*text, &x->tschema, &chk, &e2) != HS_OK) {
+            hs_free(*text);
+            *text = NULL;
         }
     }
     ex_free(chk);
-    ex_free(e);
     dscope_clear(&sc);
     hs_field_clear(&schema);
-    return txt;
 }
 
 /* where: a WHERE on the target alone, pushed into its scan (or NULL). */
@@ -1540,9 +1571,12 @@ static hs_status open_target(dctx *c, txn *x, json_t *rv, json_t *where, target 
     HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
     g->t = t;
     g->qual = rel_qual(rv);
-    char *filter = pushdown_text(c, x, g->qual, where);
-    hs_status st = target_load(x, g, filter, err);
+    char *filter = NULL;
+    ex_expr *e = NULL;
+    prepare_where(c, x, g->qual, where, &filter, &e);
+    hs_status st = target_load(x, g, filter, e, err);
     hs_free(filter);
+    ex_free(e);
     return st;
 }
 
@@ -1681,7 +1715,7 @@ static hs_status open_joined(dctx *c, txn *x, json_t *rv, json_t *items, const c
         return st;
     int nt = x->tschema.n_children;
     char *filter = semijoin_text(sc, nt, nt + 3, *S, cond);
-    st = target_load(x, g, filter, err);
+    st = target_load(x, g, filter, NULL, err);
     hs_free(filter);
     return st;
 }
