@@ -30,11 +30,13 @@
  * error inside a transaction, statements fail with 25P02 until ROLLBACK (or
  * COMMIT, which then rolls back), as in PostgreSQL.
  *
- * The target of UPDATE / DELETE / MERGE is read whole into memory (the
- * table's columns, _file, _pos, _row_id; WHERE is pushed into the scan as
- * a filter where it binds to the target alone), with the transaction's
- * deletes removed and its added rows appended (their _file is null, their
- * _pos the index in the buffer).  Joins (MERGE's ON, UPDATE ... FROM,
+ * The target of UPDATE / DELETE / MERGE is read into memory (the table's
+ * columns, _file, _pos, _row_id), with the transaction's deletes removed
+ * and its added rows appended (their _file is null, their _pos the index in
+ * the buffer).  Without a join, the WHERE is pushed into the scan as filter
+ * text (when the scan's parser reads it back) and only the rows it holds
+ * for are kept; with a join, the source is read first and its keys narrow
+ * the target's scan (semijoin_text).  Joins (MERGE's ON, UPDATE ... FROM,
  * DELETE ... USING) hash on the equality conjuncts between a target column
  * and a source column, then evaluate the whole condition on the candidate
  * pairs; without such conjuncts every pair is evaluated.  The source is any
@@ -55,11 +57,12 @@
  * command cannot affect row a second time").  UPDATE ... FROM with several
  * matching source rows uses one of them (PostgreSQL: unspecified which).
  *
- * COPY: FROM 'x.parquet' (columns by name) or 'x.csv' (FORMAT csv, HEADER:
- * columns by the header's names, else by position; DELIMITER one
- * character; NULL is an unquoted empty cell), TO 'x.parquet' of a table or
- * a query.  Command tags follow PostgreSQL: INSERT 0 n, UPDATE n,
- * DELETE n, MERGE n, COPY n, BEGIN, COMMIT, ROLLBACK.
+ * COPY: FROM 'x.parquet' (columns by name) or 'x.csv' (FORMAT csv; columns
+ * by position, HEADER skips the first record; DELIMITER one character;
+ * NULL is an unquoted empty cell), TO 'x.parquet' of a table or a query.
+ * RETURNING (INSERT, UPDATE, DELETE) returns rows with the tag.  Command
+ * tags follow PostgreSQL: INSERT 0 n, UPDATE n, DELETE n, MERGE n, COPY n,
+ * BEGIN, COMMIT, ROLLBACK.
  */
 #include "sql/sql_int.h"
 
@@ -279,6 +282,9 @@ static ex_scope scope_of(dscope *s)
 typedef struct dctx {
     sq_session *s;
     const char *text;
+    json_t *returning;   /* the statement's RETURNING list (borrowed), or NULL */
+    hs_batch *ret;       /* the RETURNING rows so far (owned) */
+    const char *ret_qual;/* INSERT: the target's name or alias (borrowed) */
 } dctx;
 
 /* An hs_error from a lower layer: SQLSTATE derived by the dispatcher. */
@@ -1258,6 +1264,89 @@ static hs_status add_rows(txn *x, hs_column **cols, hs_column *rid, int64_t n, h
     return st;
 }
 
+/* RETURNING: evaluates the statement's list over b (rows in scope sc:
+ * the rows deleted, the new versions of updated rows, the rows inserted)
+ * and appends the result to c->ret.  Called also for no rows, so that an
+ * empty result has its columns. */
+static hs_status returning_add(dctx *c, dscope *sc, const hs_batch *b, hs_error *err)
+{
+    size_t n_list = json_array_size(c->returning);
+    if (!n_list)
+        return HS_OK;
+    hs_field rs;
+    hs_field_init(&rs, "", HS_TYPE_STRUCT, false);
+    hs_buf cols = {0};   /* hs_column * */
+    hs_status st = HS_OK;
+    ex_scope scope = scope_of(sc);
+    for (size_t k = 0; st == HS_OK && k < n_list; k++) {
+        const char *kind;
+        json_t *rt, *vb;
+        if (!sq_node(json_array_get(c->returning, k), &kind, &rt) || strcmp(kind, "ResTarget"))
+            continue;
+        json_t *val = json_object_get(rt, "val");
+        const char *alias = jstr(rt, "name");
+        json_t *fields = sq_node(val, &kind, &vb) && !strcmp(kind, "ColumnRef")
+                             ? json_object_get(vb, "fields") : NULL;
+        size_t nf = json_array_size(fields);
+        const char *k2;
+        json_t *b2;
+        if (nf && sq_node(json_array_get(fields, nf - 1), &k2, &b2) && !strcmp(k2, "A_Star")) {
+            const char *qual = nf >= 2 ? sq_str(json_array_get(fields, nf - 2)) : NULL;
+            int found = 0;
+            for (int i = 0; st == HS_OK && i < sc->n; i++) {
+                const dcol *dc = &sc->cols[i];
+                if (dc->hidden || (qual && (!dc->qual || strcmp(dc->qual, qual) != 0)))
+                    continue;
+                hs_column *col = NULL;
+                found++;
+                st = hs_col_slice(b->cols[i], 0, b->n_rows, &col, err);
+                if (st == HS_OK && HS_VEC_PUSH(&cols, hs_column *, col) != HS_OK) {
+                    hs_col_free(col);
+                    st = hs_err_nomem(err, 8);
+                }
+                if (st == HS_OK)
+                    st = push_field(&rs, &sc->schema.children[i], NULL, err);
+            }
+            if (st == HS_OK && !found)
+                st = FAIL(c, HS_NOT_FOUND, "42P01", sq_loc(vb), "missing FROM-clause entry for "
+                          "table \"%s\"", qual ? qual : "");
+            continue;
+        }
+        ex_expr *e = NULL;
+        hs_column *col = NULL;
+        st = ex_bind_json(val, c->text, &scope, false, &e, err);
+        if (st == HS_OK)
+            st = ex_eval(e, b, &col, err);
+        const char *name = alias ? alias
+                           : nf ? sq_str(json_array_get(fields, nf - 1)) : NULL;
+        if (st == HS_OK)
+            st = push_field(&rs, ex_type(e), name ? name : "?column?", err);
+        if (st == HS_OK && HS_VEC_PUSH(&cols, hs_column *, col) != HS_OK)
+            st = hs_err_nomem(err, 8);
+        else if (st == HS_OK)
+            col = NULL;
+        hs_col_free(col);
+        ex_free(e);
+    }
+    int n = (int)HS_VEC_LEN(&cols, hs_column *);
+    hs_batch *res = NULL;
+    if (st == HS_OK) {
+        renumber(&rs);
+        for (int i = 0; i < rs.n_children; i++)
+            rs.children[i].nullable = true;
+        st = mk_batch(&rs, (hs_column **)cols.data, n, b->n_rows, &res, err);
+    } else {
+        for (int i = 0; i < n; i++)
+            hs_col_free(HS_VEC_AT(&cols, hs_column *, i));
+    }
+    if (st == HS_OK)
+        st = batch_append(&c->ret, res, err);
+    hs_batch_free(res);
+    hs_buf_free(&cols);
+    hs_field_clear(&rs);
+    return st;
+}
+
 /* UPDATE (and MERGE's UPDATE): pb is a batch in scope sc (the target's
  * columns first, as in g->rows) whose row k is target row trow[k]; SET
  * list `set`.  Deletes those target rows and adds their new versions. */
@@ -1291,6 +1380,24 @@ static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, con
     for (int i = 0; st == HS_OK && i < nt; i++)
         if (!nc[i])
             st = hs_col_take(g->rows->cols[i], trow, n, &nc[i], err);
+    if (st == HS_OK && json_array_size(c->returning)) {
+        /* the new versions, in pb's layout */
+        hs_column **rc = hs_calloc((size_t)pb->n_cols + 1, sizeof *rc);
+        hs_batch *nb = NULL;
+        if (!rc)
+            st = hs_err_nomem(err, 64);
+        for (int i = 0; st == HS_OK && i < pb->n_cols; i++)
+            st = hs_col_slice(i < nt ? nc[i] : pb->cols[i], 0, n, &rc[i], err);
+        if (st == HS_OK)
+            st = mk_batch(&pb->schema, rc, pb->n_cols, n, &nb, err);
+        else
+            for (int i = 0; rc && i < pb->n_cols; i++)
+                hs_col_free(rc[i]);
+        hs_free(rc);
+        if (st == HS_OK)
+            st = returning_add(c, sc, nb, err);
+        hs_batch_free(nb);
+    }
     hs_column *rid = NULL;
     if (st == HS_OK)
         st = hs_col_take(g->rows->cols[nt + 2], trow, n, &rid, err);
@@ -1503,7 +1610,7 @@ static hs_status inline_body(dctx *c, const json_t *body, json_t **out, hs_error
     if (!*out)
         return hs_err_nomem(err, 64);
     static const char *const keys[] = {"whereClause", "targetList", "joinCondition",
-                                       "mergeWhenClauses"};
+                                       "mergeWhenClauses", "returningList"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *holder = json_object();   /* so that a root SubLink is replaced too */
         json_t *v = json_object_get(*out, keys[i]);
@@ -1722,8 +1829,7 @@ static hs_status open_joined(dctx *c, txn *x, json_t *rv, json_t *items, const c
 
 static hs_status no_returning(dctx *c, json_t *body, hs_error *err)
 {
-    if (json_array_size(json_object_get(body, "returningList")))
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "RETURNING is not supported");
+    c->returning = json_object_get(body, "returningList");
     if (json_object_get(body, "withClause"))
         return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "WITH on a data-modifying statement is not "
                     "supported");
@@ -1796,16 +1902,19 @@ static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
         if (st == HS_OK)
             st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
     }
+    hs_buf srows = {0};   /* USING: the source row of each deleted row */
     if (st == HS_OK && json_array_size(using)) {
         hs_buf lo = {0}, ro = {0}, keep = {0};
         if (st == HS_OK)
             st = join_pairs(c, &sc, g.rows, S, where, &lo, &ro, err);
         if (st == HS_OK)
             st = first_pairs(&lo, g.rows->n_rows, &keep, err);
-        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&keep, int64_t); k++)
-            if (HS_VEC_PUSH(&rows, int64_t,
-                            HS_VEC_AT(&lo, int64_t, HS_VEC_AT(&keep, int64_t, k))) != HS_OK)
+        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&keep, int64_t); k++) {
+            int64_t pi = HS_VEC_AT(&keep, int64_t, k);
+            if (HS_VEC_PUSH(&rows, int64_t, HS_VEC_AT(&lo, int64_t, pi)) != HS_OK ||
+                HS_VEC_PUSH(&srows, int64_t, HS_VEC_AT(&ro, int64_t, pi)) != HS_OK)
                 st = hs_err_nomem(err, 8);
+        }
         hs_buf_free(&lo);
         hs_buf_free(&ro);
         hs_buf_free(&keep);
@@ -1813,6 +1922,15 @@ static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
         st = where_rows(c, &sc, &g, where, &rows, err);
     }
     int64_t n = (int64_t)HS_VEC_LEN(&rows, int64_t);
+    if (st == HS_OK && json_array_size(c->returning)) {
+        hs_batch *pb = NULL;
+        st = pair_batch(&sc, g.rows, S, (const int64_t *)rows.data, (const int64_t *)srows.data,
+                        n, &pb, err);
+        if (st == HS_OK)
+            st = returning_add(c, &sc, pb, err);
+        hs_batch_free(pb);
+    }
+    hs_buf_free(&srows);
     for (int64_t k = 0; st == HS_OK && k < n; k++)
         st = target_delete(x, &g, HS_VEC_AT(&rows, int64_t, k), err);
     *count = n;
@@ -1895,6 +2013,28 @@ static hs_status insert_batch(dctx *c, txn *x, const hs_batch *src, const int *m
     for (int i = 0; st == HS_OK && i < nt; i++)
         if (!cols[i])
             st = null_column(c, &x->tschema.children[i], n, &cols[i], err);
+    if (st == HS_OK && json_array_size(c->returning)) {
+        /* RETURNING over the rows inserted: the table's columns */
+        dscope sc = {0};
+        hs_column **rc = hs_calloc((size_t)nt + 1, sizeof *rc);
+        hs_batch *nb = NULL;
+        if (!rc)
+            st = hs_err_nomem(err, 64);
+        if (st == HS_OK)
+            st = dscope_add(&sc, &x->tschema, c->ret_qual, 0, err);
+        for (int i = 0; st == HS_OK && i < nt; i++)
+            st = hs_col_slice(cols[i], 0, n, &rc[i], err);
+        if (st == HS_OK)
+            st = mk_batch(&sc.schema, rc, nt, n, &nb, err);
+        else
+            for (int i = 0; rc && i < nt; i++)
+                hs_col_free(rc[i]);
+        hs_free(rc);
+        if (st == HS_OK)
+            st = returning_add(c, &sc, nb, err);
+        hs_batch_free(nb);
+        dscope_clear(&sc);
+    }
     if (st == HS_OK)
         return (st = add_rows(x, cols, NULL, n, err), hs_free(cols), st);
     for (int i = 0; cols && i < nt; i++)
@@ -1913,6 +2053,7 @@ static hs_status exec_insert(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
     const char *name = jstr(rv, "relname");
     HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
+    c->ret_qual = rel_qual(rv);
     int nt = x->tschema.n_children;
     json_t *cl = json_object_get(body, "cols");
     int n_cols = cl ? (int)json_array_size(cl) : nt;
@@ -2519,7 +2660,7 @@ hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt, const
                       hs_result **out, hs_error *err)
 {
     *out = NULL;
-    dctx c = {s, text};
+    dctx c = {s, text, NULL, NULL, NULL};
     json_t *body = (json_t *)stmt;
     dml_state *d = state_of(s, err);
     if (!d)
@@ -2569,10 +2710,25 @@ hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt, const
         if (d->open)
             d->aborted = true;
         txn_clear(&local);
+        hs_batch_free(c.ret);
         return st;
     }
-    if (!d->open)
-        HS_TRY(txn_commit(&c, &local, err));
+    if (!d->open) {
+        st = txn_commit(&c, &local, err);
+        if (st != HS_OK) {
+            hs_batch_free(c.ret);
+            return st;
+        }
+    }
     snprintf(buf, sizeof buf, "%s %lld", tag, (long long)n);
-    return sq_result_tag(buf, n, out, err);
+    if (!c.ret)
+        return sq_result_tag(buf, n, out, err);
+    /* RETURNING: the rows, with the command's tag */
+    struct ArrowArrayStream rs;
+    st = hs_arrow_export_one_batch(c.ret, &rs, err);
+    if (st == HS_OK)
+        st = sq_result_rows(buf, &rs, out, err);
+    if (st == HS_OK)
+        (*out)->rows_affected = n;
+    return st;
 }

@@ -17,6 +17,8 @@
  *                   25P02 after an error
  *   conflict        a transaction whose rows were deleted concurrently
  *                   fails COMMIT with 40001
+ *   returning       INSERT/UPDATE/DELETE [USING] ... RETURNING: rows, names,
+ *                   tags (also for no rows)
  *   crash_merge     cat_set_io_fault(k) for k = 1.. until a MERGE (update,
  *                   delete, insert) passes: after each failure the table,
  *                   reopened through a new catalog handle, reads exactly
@@ -265,7 +267,7 @@ static void test_errors(void)
     EXPECT_STATE("INSERT INTO t VALUES (1, 2, 'x', 4)", "42601");
     EXPECT_STATE("MERGE INTO t USING src ON t.id = src.id WHEN MATCHED THEN UPDATE SET k = 0",
                  "21000");
-    EXPECT_STATE("DELETE FROM t WHERE id = 1 RETURNING id", "0A000");
+    EXPECT_STATE("INSERT INTO t VALUES (7, 7, 'x') ON CONFLICT DO NOTHING", "0A000");
     EXPECT_STATE("DELETE FROM nosuch", "42P01");
     CHECK(hs_snapshot_count(t) == n0);
     EXPECT_ROWS(t, "1:10:a 2:20:b");
@@ -341,6 +343,98 @@ static void test_conflict(void)
     hs_session_close(s2);
     hs_session_close(s);
     hs_table_close(t2);
+    hs_table_close(t);
+    hs_table_close(src);
+    hs_catalog_close(cat);
+}
+
+/* Runs sql and formats the rows it returns: "v|v|v" per row, rows joined
+ * by spaces in result order (ints, doubles, strings; NULL as "-"); the
+ * column names into names ("a,b") and the tag into tag. */
+static hs_status run_rows(hs_session *s, const char *sql, char *out, size_t cap, char *names,
+                          size_t ncap, char *tag, size_t tcap, hs_error *err)
+{
+    out[0] = names[0] = tag[0] = 0;
+    hs_result *r = NULL;
+    HS_TRY(hs_session_execute(s, sql, &r, err));
+    snprintf(tag, tcap, "%s", hs_result_tag(r));
+    struct ArrowArrayStream st_;
+    hs_status st = hs_result_has_rows(r) ? hs_result_stream(r, &st_, err)
+                                         : hs_err_set(err, HS_INVALID, "no rows");
+    hs_result_free(r);
+    HS_TRY(st);
+    hs_batch_source src = {0};
+    HS_TRY(hs_arrow_import_stream(&st_, &src, err));
+    size_t len = 0, nlen = 0;
+    for (int i = 0; i < src.schema.n_children; i++)
+        nlen += (size_t)snprintf(names + nlen, nlen < ncap ? ncap - nlen : 0, "%s%s",
+                                 i ? "," : "", src.schema.children[i].name);
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = src.next(src.ctx, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        for (int64_t i = 0; i < b->n_rows; i++) {
+            len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s", len ? " " : "");
+            for (int c = 0; c < b->n_cols; c++) {
+                const hs_column *col = b->cols[c];
+                char v[64] = "-";
+                if (hs_col_is_valid(col, i)) {
+                    if (col->type == HS_TYPE_INT64)
+                        snprintf(v, sizeof v, "%lld", (long long)HS_COL_VALUES(col, int64_t)[i]);
+                    else if (col->type == HS_TYPE_INT32)
+                        snprintf(v, sizeof v, "%d", HS_COL_VALUES(col, int32_t)[i]);
+                    else if (col->type == HS_TYPE_FLOAT64)
+                        snprintf(v, sizeof v, "%g", HS_COL_VALUES(col, double)[i]);
+                    else if (col->type == HS_TYPE_STRING) {
+                        const int32_t *off = HS_COL_OFFSETS(col);
+                        snprintf(v, sizeof v, "%.*s", (int)(off[i + 1] - off[i]),
+                                 (const char *)col->values.data + off[i]);
+                    } else
+                        snprintf(v, sizeof v, "?");
+                }
+                len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s",
+                                        c ? "|" : "", v);
+            }
+        }
+        hs_batch_free(b);
+    }
+    src.close(src.ctx);
+    hs_field_clear(&src.schema);
+    return st;
+}
+
+#define EXPECT_RETURNING(sql, want_tag, want_names, want_rows)                          \
+    do {                                                                                \
+        char rows_[1024], names_[256], tag_[64];                                        \
+        CHECK_OK(run_rows(s, sql, rows_, sizeof rows_, names_, sizeof names_, tag_,     \
+                          sizeof tag_, &err), &err);                                    \
+        CHECK(strcmp(tag_, want_tag) == 0);                                             \
+        CHECK(strcmp(names_, want_names) == 0);                                         \
+        CHECK(strcmp(rows_, want_rows) == 0);                                           \
+        if (strcmp(rows_, want_rows) || strcmp(names_, want_names) ||                   \
+            strcmp(tag_, want_tag))                                                     \
+            fprintf(stderr, "  %s: %s [%s] \"%s\"\n", sql, tag_, names_, rows_);        \
+    } while (0)
+
+static void test_returning(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    hs_table *t = NULL, *src = NULL;
+    hs_session *s = NULL;
+    CHECK_OK(setup(tmp_dir("ret"), 3, &cat, &t, &src, &s, &err), &err);
+    EXPECT_TAG("INSERT INTO src VALUES (2, 0, 'x')", "INSERT 0 1");
+    EXPECT_RETURNING("INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, 'c') "
+                     "RETURNING id, k * 2 AS kk", "INSERT 0 3", "id,kk", "1|20 2|40 3|60");
+    EXPECT_RETURNING("UPDATE t SET k = k + 1 WHERE id = 2 RETURNING *", "UPDATE 1", "id,k,s",
+                     "2|21|b");
+    EXPECT_RETURNING("DELETE FROM t WHERE id = 1 RETURNING s, t.id", "DELETE 1", "s,id", "a|1");
+    EXPECT_RETURNING("DELETE FROM t USING src WHERE t.id = src.id RETURNING t.id, src.s",
+                     "DELETE 1", "id,s", "2|x");
+    EXPECT_RETURNING("DELETE FROM t WHERE id = 99 RETURNING id", "DELETE 0", "id", "");
+    EXPECT_ROWS(t, "3:30:c");
+    hs_session_close(s);
     hs_table_close(t);
     hs_table_close(src);
     hs_catalog_close(cat);
@@ -443,6 +537,7 @@ int main(void)
     HS_RUN(test_errors);
     HS_RUN(test_transactions);
     HS_RUN(test_conflict);
+    HS_RUN(test_returning);
     HS_RUN(test_crash_merge_v2);
     HS_RUN(test_crash_merge_v3);
     return hs_test_summary();

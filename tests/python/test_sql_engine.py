@@ -188,7 +188,7 @@ ERRORS = [
     ("SELECT 1 FROM emp ORDER BY 5", "42P10", 28),
     ("SELECT id FROM emp UNION SELECT did, dname FROM dept", "42601", None),
     ("SELECT 1/0", "22012", None),
-    ("INSERT INTO emp VALUES (1) RETURNING *", "0A000", None),   # DML: RETURNING
+    ("INSERT INTO emp VALUES (1) ON CONFLICT DO NOTHING", "0A000", None),   # DML: ON CONFLICT
     ("SET nosuch.setting = 1", "42704", None),
     ("SELECT 1; SELECT 2", "42601", None),
 ]
