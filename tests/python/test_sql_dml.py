@@ -40,6 +40,10 @@ class SqlLib(Lib):
         L.hs_result_tag.argtypes = [vp]
         L.hs_result_tag.restype = cp
         L.hs_result_free.argtypes = [vp]
+        L.hs_result_has_rows.argtypes = [vp]
+        L.hs_result_has_rows.restype = ctypes.c_int
+        L.hs_result_stream.argtypes = [vp, vp, vp]
+        L.hs_result_stream.restype = ctypes.c_int
 
     def session(self):
         s = ctypes.c_void_p()
@@ -61,6 +65,24 @@ class SqlLib(Lib):
         tag = self.lib.hs_result_tag(r).decode()
         self.lib.hs_result_free(r)
         return tag
+
+    def execute_rows(self, s, sql):
+        """(tag, rows as a list of tuples) of a statement that returns rows."""
+        r = ctypes.c_void_p()
+        err = _Err()
+        rc = self.lib.hs_session_execute(s, sql.encode(), ctypes.byref(r), ctypes.byref(err))
+        if rc != 0:
+            raise HsFail(rc, err.msg.decode(errors="replace"))
+        try:
+            tag = self.lib.hs_result_tag(r).decode()
+            assert self.lib.hs_result_has_rows(r)
+            from test_table_pyiceberg import _Stream
+            st = _Stream()
+            self.call("hs_result_stream", r, ctypes.byref(st))
+            tbl = pa.RecordBatchReader._import_from_c(ctypes.addressof(st)).read_all()
+        finally:
+            self.lib.hs_result_free(r)
+        return tag, [tuple(row.values()) for row in tbl.to_pylist()]
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +148,14 @@ class Pair:
         return rows_of(self.hs.scan(self.t))
 
     def both(self, sql, duck_sql=None, check_tag=True):
-        """Runs sql on both; returns our tag.  Counts must agree."""
+        """Runs sql on both; returns our tag.  Counts must agree; with
+        RETURNING, the rows returned too (as multisets)."""
+        if " RETURNING " in sql:
+            tag, rows = self.hs.execute_rows(self.s, sql)
+            want = self.duck.execute(duck_sql or sql).fetchall()
+            assert _sorted(rows) == _sorted([tuple(r) for r in want]), f"{sql}: RETURNING"
+            assert int(tag.split()[-1]) == len(want), f"{sql}: tag {tag}"
+            return tag
         tag = self.hs.execute(self.s, sql)
         res = self.duck.execute(duck_sql or sql).fetchall()
         if check_tag and tag.split()[0] in ("INSERT", "UPDATE", "DELETE", "MERGE", "COPY"):
@@ -218,6 +247,12 @@ def test_random_statements_vs_duckdb(hs, tmp_path, fv, spec, seed):
         next_id = 1000
         for step in range(STEPS):
             sql, dsql, used = random_statement(rng, next_id)
+            if rng.random() < 0.3 and not sql.startswith("MERGE"):
+                joined = " FROM src WHERE t." in sql or " USING src " in sql
+                sql += rng.choice([" RETURNING t.id, t.k", " RETURNING t.id * 2 AS twice"]
+                                  if joined else
+                                  [" RETURNING id", " RETURNING id, k, s",
+                                   " RETURNING id * 2 AS twice, s IS NULL AS nos"])
             next_id += 100000 if used == 1000 else 10
             p.both(sql, dsql)
             p.check(f"step {step}: {sql}")
