@@ -58,8 +58,9 @@
  * matching source rows uses one of them (PostgreSQL: unspecified which).
  *
  * COPY: FROM 'x.parquet' (columns by name) or 'x.csv' (FORMAT csv; columns
- * by position, HEADER skips the first record; DELIMITER one character;
- * NULL is an unquoted empty cell), TO 'x.parquet' of a table or a query.
+ * by position - the table's or the column list's -, HEADER skips the first
+ * record; DELIMITER one character; NULL is an unquoted empty cell), TO
+ * 'x.parquet' or 'x.csv' of a table or a query.
  * RETURNING (INSERT, UPDATE, DELETE) returns rows with the tag.  Command
  * tags follow PostgreSQL: INSERT 0 n, UPDATE n, DELETE n, MERGE n, COPY n,
  * BEGIN, COMMIT, ROLLBACK.
@@ -1997,8 +1998,8 @@ static hs_status exec_update(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     return st;
 }
 
-/* Rows for the table from a batch src (schema sf) whose column j goes to
- * table column map[j] (cast); other table columns null.  Added to x. */
+/* Rows for the table from a batch src whose column j goes to table column
+ * map[j] (cast; -1 = not taken); other table columns null.  Added to x. */
 static hs_status insert_batch(dctx *c, txn *x, const hs_batch *src, const int *map, int n_map,
                               hs_error *err)
 {
@@ -2007,6 +2008,8 @@ static hs_status insert_batch(dctx *c, txn *x, const hs_batch *src, const int *m
     hs_column **cols = hs_calloc((size_t)nt + 1, sizeof *cols);
     hs_status st = cols ? HS_OK : hs_err_nomem(err, 64);
     for (int j = 0; st == HS_OK && j < n_map; j++) {
+        if (map[j] < 0)
+            continue;   /* a source column not taken */
         const hs_field *to = &x->tschema.children[map[j]];
         st = cast_column(c, src->cols[j], &src->schema.children[j], to, n, &cols[map[j]], err);
     }
@@ -2393,19 +2396,20 @@ static hs_status copy_options(dctx *c, json_t *opts, const char *file, copy_opts
             return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY of \"%s\": say FORMAT csv or "
                         "FORMAT parquet (the text format is not supported)", file);
     }
-    if (o->format == 2 && o->delimiter != ',')
-        return FAIL(c, HS_INVALID, "42601", -1, "COPY delimiter is only for CSV");
+    if (o->format == 2 && (o->delimiter != ',' || o->header))
+        return FAIL(c, HS_INVALID, "42601", -1, "COPY delimiter and header are only for CSV");
     return HS_OK;
 }
 
-/* The CSV text with our own header line (the table's column names), the
+/* The CSV text with our own header line (the names of table columns
+ * cols[0..n_cols)), the
  * file's first record dropped when it is a header; delimiter turned into
  * commas outside quotes (so columnar/ingest reads it). */
-static hs_status csv_with_header(const txn *x, const hs_buf *in, const copy_opts *o,
-                                 hs_buf *out, hs_error *err)
+static hs_status csv_with_header(const txn *x, const int *cols, int n_cols, const hs_buf *in,
+                                 const copy_opts *o, hs_buf *out, hs_error *err)
 {
-    for (int i = 0; i < x->tschema.n_children; i++) {
-        const char *nm = x->tschema.children[i].name;
+    for (int i = 0; i < n_cols; i++) {
+        const char *nm = x->tschema.children[cols[i]].name;
         if (hs_buf_append(out, i ? "," : "", i ? 1 : 0) != HS_OK ||
             hs_buf_append(out, "\"", 1) != HS_OK)
             return hs_err_nomem(err, 64);
@@ -2458,8 +2462,6 @@ static hs_status copy_from(dctx *c, txn *x, json_t *body, const char *file, int6
     const char *name = jstr(rv, "relname");
     copy_opts o;
     HS_TRY(copy_options(c, json_object_get(body, "options"), file, &o, err));
-    if (json_array_size(json_object_get(body, "attlist")))
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY with a column list is not supported");
     if (json_object_get(body, "whereClause"))
         return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY FROM ... WHERE is not supported");
     HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
@@ -2470,6 +2472,26 @@ static hs_status copy_from(dctx *c, txn *x, json_t *body, const char *file, int6
     if (!map)
         return hs_err_nomem(err, 64);
     int n_map = 0;
+    /* a column list: the file's columns, in order (CSV) / the only ones
+     * read (Parquet); other columns get NULL */
+    json_t *att = json_object_get(body, "attlist");
+    int n_att = (int)json_array_size(att);
+    int *att_col = hs_calloc((size_t)n_att + 1, sizeof *att_col);
+    if (!att_col) {
+        hs_free(map);
+        return hs_err_nomem(err, 64);
+    }
+    for (int i = 0; st == HS_OK && i < n_att; i++) {
+        const char *an = sq_str(json_array_get(att, (size_t)i));
+        att_col[i] = an ? table_col(x, an) : -1;
+        if (att_col[i] < 0)
+            st = FAIL(c, HS_NOT_FOUND, "42703", -1, "column \"%s\" of relation \"%s\" does not "
+                      "exist", an ? an : "", x->tname);
+        for (int j = 0; st == HS_OK && j < i; j++)
+            if (att_col[j] == att_col[i])
+                st = FAIL(c, HS_INVALID, "42701", -1, "column \"%s\" specified more than once",
+                          an);
+    }
     if (o.format == 2) {
         struct ArrowArrayStream s;
         hs_field sf = {0};
@@ -2478,7 +2500,14 @@ static hs_status copy_from(dctx *c, txn *x, json_t *body, const char *file, int6
             st = read_stream(&s, &src, &sf, err);
         for (int j = 0; st == HS_OK && j < src->n_cols; j++) {
             int col = table_col(x, src->schema.children[j].name);
-            if (col < 0)
+            bool listed = n_att == 0;
+            for (int i = 0; i < n_att; i++)
+                listed |= att_col[i] == col;
+            if (col >= 0 && !listed)
+                col = -2;   /* not in the column list: not read */
+            if (col == -2)
+                map[n_map++] = -1;
+            else if (col < 0)
                 st = FAIL(c, HS_NOT_FOUND, "42703", -1, "column \"%s\" of %s does not exist in "
                           "relation \"%s\"", src->schema.children[j].name, file, x->tname);
             else
@@ -2487,18 +2516,21 @@ static hs_status copy_from(dctx *c, txn *x, json_t *body, const char *file, int6
         hs_field_clear(&sf);
     } else {
         hs_buf raw = {0}, text = {0};
-        st = hs_local_read_all(file, &raw, err);
+        int ncsv = n_att ? n_att : nt;
+        for (int i = 0; i < ncsv; i++)
+            map[n_map++] = n_att ? att_col[i] : i;
         if (st == HS_OK)
-            st = csv_with_header(x, &raw, &o, &text, err);
+            st = hs_local_read_all(file, &raw, err);
+        if (st == HS_OK)
+            st = csv_with_header(x, map, n_map, &raw, &o, &text, err);
         hs_buf_free(&raw);
         hs_field schema;
         hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
-        for (int i = 0; st == HS_OK && i < nt; i++) {
+        for (int i = 0; st == HS_OK && i < n_map; i++) {
             hs_field f;
-            hs_field_init(&f, x->tschema.children[i].name, HS_TYPE_STRING, true);
+            hs_field_init(&f, x->tschema.children[map[i]].name, HS_TYPE_STRING, true);
             if (hs_field_add_child(&schema, &f) != HS_OK)
                 st = hs_err_nomem(err, 64);
-            map[n_map++] = i;
         }
         hs_file *mf = NULL;
         hs_ingest *ig = NULL;
@@ -2529,6 +2561,96 @@ static hs_status copy_from(dctx *c, txn *x, json_t *body, const char *file, int6
     *count = src && st == HS_OK ? src->n_rows : 0;
     hs_batch_free(src);
     hs_free(map);
+    hs_free(att_col);
+    return st;
+}
+
+/* Appends one CSV cell (PostgreSQL's quoting: a value holding the
+ * delimiter, a quote, CR or LF, or the empty string, is quoted; NULL is an
+ * empty unquoted cell). */
+static hs_status csv_cell(hs_buf *out, const char *p, size_t n, bool null, char delim)
+{
+    if (null)
+        return HS_OK;
+    bool q = n == 0;
+    for (size_t i = 0; i < n && !q; i++)
+        q = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
+    if (!q)
+        return n ? hs_buf_append(out, p, n) : HS_OK;
+    HS_TRY(hs_buf_append(out, "\"", 1));
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '"')
+            HS_TRY(hs_buf_append(out, "\"", 1));
+        HS_TRY(hs_buf_append(out, &p[i], 1));
+    }
+    return hs_buf_append(out, "\"", 1);
+}
+
+/* COPY ... TO 'x.csv': every column as its text form (booleans t/f, as
+ * PostgreSQL's COPY writes them), HEADER the column names first. */
+static hs_status write_csv(dctx *c, const hs_batch *b, const char *file, const copy_opts *o,
+                           hs_error *err)
+{
+    int nc = b->n_cols;
+    hs_column **txt = hs_calloc((size_t)nc + 1, sizeof *txt);
+    if (!txt)
+        return hs_err_nomem(err, 64);
+    hs_status st = HS_OK;
+    for (int i = 0; st == HS_OK && i < nc; i++) {
+        const hs_field *f = &b->schema.children[i];
+        if (f->type == HS_TYPE_BOOL)
+            continue;
+        hs_field tf;
+        hs_field_init(&tf, f->name, HS_TYPE_STRING, true);
+        st = cast_column(c, b->cols[i], f, &tf, b->n_rows, &txt[i], err);
+        hs_field_clear(&tf);
+    }
+    hs_buf out = {0};
+    for (int i = 0; st == HS_OK && o->header && i < nc; i++) {
+        const char *nm = b->schema.children[i].name;
+        if ((i && hs_buf_append(&out, &o->delimiter, 1) != HS_OK) ||
+            csv_cell(&out, nm, strlen(nm), false, o->delimiter) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    }
+    if (st == HS_OK && o->header && hs_buf_append(&out, "\n", 1) != HS_OK)
+        st = hs_err_nomem(err, 1);
+    for (int64_t r = 0; st == HS_OK && r < b->n_rows; r++) {
+        for (int i = 0; st == HS_OK && i < nc; i++) {
+            const hs_column *col = txt[i] ? txt[i] : b->cols[i];
+            bool null = !hs_col_is_valid(col, r);
+            const char *p = "";
+            size_t n = 0;
+            if (!null && txt[i]) {
+                const int32_t *off = HS_COL_OFFSETS(col);
+                p = (const char *)col->values.data + off[r];
+                n = (size_t)(off[r + 1] - off[r]);
+            } else if (!null) {   /* boolean */
+                bool v = hs_bit_get(col->values.data, r);
+                p = v ? "t" : "f";
+                n = 1;
+            }
+            if ((i && hs_buf_append(&out, &o->delimiter, 1) != HS_OK) ||
+                csv_cell(&out, p, n, null, o->delimiter) != HS_OK)
+                st = hs_err_nomem(err, n);
+        }
+        if (st == HS_OK && hs_buf_append(&out, "\n", 1) != HS_OK)
+            st = hs_err_nomem(err, 1);
+    }
+    hs_wfile *wf = NULL;
+    if (st == HS_OK)
+        st = hs_local_create(file, false, &wf, err);
+    if (st == HS_OK && out.len)
+        st = hs_wfile_write(wf, out.data, out.len, err);
+    if (st == HS_OK) {
+        st = hs_wfile_close(wf, err);
+        wf = NULL;
+    }
+    if (wf)
+        hs_wfile_abort(wf);
+    hs_buf_free(&out);
+    for (int i = 0; i < nc; i++)
+        hs_col_free(txt[i]);
+    hs_free(txt);
     return st;
 }
 
@@ -2536,8 +2658,6 @@ static hs_status copy_to(dctx *c, json_t *body, const char *file, int64_t *count
 {
     copy_opts o;
     HS_TRY(copy_options(c, json_object_get(body, "options"), file, &o, err));
-    if (o.format != 2)
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY ... TO supports FORMAT parquet only");
     json_t *sel = NULL, *owned = NULL;
     const char *k;
     if (!sq_node(json_object_get(body, "query"), &k, &sel)) {
@@ -2571,7 +2691,15 @@ static hs_status copy_to(dctx *c, json_t *body, const char *file, int64_t *count
     xo_free(op);
     sq_ctx_free(ctx);
     json_decref(owned);
-    if (st == HS_OK) {
+    if (st == HS_OK && json_array_size(json_object_get(body, "attlist"))) {
+        hs_batch_free(all);
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY ... TO with a column list is not "
+                    "supported (select the columns in a query)");
+    }
+    if (st == HS_OK && o.format == 1) {
+        *count = all->n_rows;
+        st = write_csv(c, all, file, &o, err);
+    } else if (st == HS_OK) {
         for (int i = 0; i < all->schema.n_children; i++)
             all->schema.children[i].field_id = -1;   /* plain Parquet: no positional ids */
         *count = all->n_rows;

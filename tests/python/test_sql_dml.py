@@ -350,8 +350,20 @@ def test_copy(hs, tmp_path):
         assert hs.execute(p.s, f"COPY t FROM '{pq_in}'") == "COPY 1"
         p.duck.execute("INSERT INTO t (id, v) VALUES (10, 9.5)")
         p.check("COPY FROM parquet")
+        # CSV out, PostgreSQL's text forms and quoting (values written here)
+        out_csv = tmp_path / "out.csv"
+        assert hs.execute(p.s, f"COPY (SELECT id, k, s, v, k > 3 AS big FROM t WHERE id <= 3 "
+                               f"ORDER BY id) TO '{out_csv}' WITH (FORMAT csv, HEADER)") == "COPY 3"
+        assert out_csv.read_text() == ('id,k,s,v,big\n1,2,"a,b",1.5,f\n2,,"",,\n'
+                                       '3,4,plain,2,t\n')
+        # a column list: the file holds those columns, in that order
+        csv3 = tmp_path / "in3.csv"
+        csv3.write_text("x,20\n,21\n")
+        assert hs.execute(p.s, f"COPY t (s, id) FROM '{csv3}' (FORMAT csv)") == "COPY 2"
+        p.duck.execute("INSERT INTO t (s, id) VALUES ('x', 20), (NULL, 21)")
+        p.check("COPY FROM csv with a column list")
         out = tmp_path / "out.parquet"
-        assert hs.execute(p.s, f"COPY (SELECT id, s FROM t WHERE id > 1) TO '{out}'") == "COPY 4"
+        assert hs.execute(p.s, f"COPY (SELECT id, s FROM t WHERE id > 1) TO '{out}'") == "COPY 6"
         got = sorted(pq.read_table(out).to_pylist(), key=lambda r: r["id"])
         want = p.duck.execute("SELECT id, s FROM t WHERE id > 1 ORDER BY id").fetchall()
         assert [(r["id"], r["s"]) for r in got] == want
