@@ -19,6 +19,9 @@
  *                   fails COMMIT with 40001
  *   returning       INSERT/UPDATE/DELETE [USING] ... RETURNING: rows, names,
  *                   tags (also for no rows)
+ *   copy            COPY FROM csv (quotes, NULL vs '', HEADER, DELIMITER,
+ *                   column list) and parquet, COPY TO csv and parquet;
+ *                   corrupt, malformed and missing files fail cleanly
  *   crash_merge     cat_set_io_fault(k) for k = 1.. until a MERGE (update,
  *                   delete, insert) passes: after each failure the table,
  *                   reopened through a new catalog handle, reads exactly
@@ -440,6 +443,83 @@ static void test_returning(void)
     hs_catalog_close(cat);
 }
 
+static hs_status write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return HS_IO;
+    size_t n = strlen(text);
+    bool ok = fwrite(text, 1, n, f) == n;
+    return fclose(f) == 0 && ok ? HS_OK : HS_IO;
+}
+
+static char *read_text(const char *path)
+{
+    static char buf[4096];
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+static void test_copy(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    hs_table *t = NULL, *src = NULL;
+    hs_session *s = NULL;
+    const char *dir = tmp_dir("copy");
+    char d[600], sql[1400], in1[700], in2[700], out1[700], out2[700], bad[700];
+    snprintf(d, sizeof d, "%s", dir);
+    CHECK_OK(setup(d, 2, &cat, &t, &src, &s, &err), &err);
+    snprintf(in1, sizeof in1, "%s/in1.csv", d);
+    snprintf(in2, sizeof in2, "%s/in2.csv", d);
+    snprintf(out1, sizeof out1, "%s/out1.csv", d);
+    snprintf(out2, sizeof out2, "%s/out2.parquet", d);
+    snprintf(bad, sizeof bad, "%s/bad.parquet", d);
+    CHECK(write_text(in1, "id,k,s\n1,10,\"a;\"\"b\"\n2,,\"\"\n3,30,\n") == HS_OK);
+    CHECK(write_text(in2, "x|4\n") == HS_OK);
+    snprintf(sql, sizeof sql, "COPY t FROM '%s' WITH (FORMAT csv, HEADER)", in1);
+    EXPECT_TAG(sql, "COPY 3");
+    snprintf(sql, sizeof sql, "COPY t (s, id) FROM '%s' WITH (FORMAT csv, DELIMITER '|')", in2);
+    EXPECT_TAG(sql, "COPY 1");
+    EXPECT_ROWS(t, "1:10:a;\"b 2:-: 3:30:- 4:-:x");
+    snprintf(sql, sizeof sql, "COPY (SELECT id, s, k > 5 AS big FROM t ORDER BY id) TO '%s' "
+             "(FORMAT csv, HEADER, DELIMITER ';')", out1);
+    EXPECT_TAG(sql, "COPY 4");
+    const char *got = read_text(out1);
+    const char *want = "id;s;big\n1;\"a;\"\"b\";t\n2;\"\";\n3;;t\n4;x;\n";
+    CHECK(got && strcmp(got, want) == 0);
+    if (got && strcmp(got, want) != 0)
+        fprintf(stderr, "  csv out: %s", got);
+    snprintf(sql, sizeof sql, "COPY t TO '%s'", out2);
+    EXPECT_TAG(sql, "COPY 4");
+    snprintf(sql, sizeof sql, "COPY src FROM '%s'", out2);   /* round trip by name */
+    EXPECT_TAG(sql, "COPY 4");
+    EXPECT_ROWS(src, "1:10:a;\"b 2:-: 3:30:- 4:-:x");
+    /* bad input: errors, no crash, nothing committed */
+    int n0 = hs_snapshot_count(t);
+    CHECK(write_text(bad, "PAR1 this is not parquet") == HS_OK);
+    snprintf(sql, sizeof sql, "COPY t FROM '%s'", bad);
+    hs_err_clear(&err);
+    CHECK(run(s, sql, NULL, 0, &err) != HS_OK);
+    CHECK(write_text(in2, "1,\"unterminated\n") == HS_OK);
+    snprintf(sql, sizeof sql, "COPY t FROM '%s' (FORMAT csv)", in2);
+    CHECK(run(s, sql, NULL, 0, &err) != HS_OK);
+    CHECK(write_text(in2, "abc,1,x\n") == HS_OK);
+    EXPECT_STATE(sql, "22P02");
+    snprintf(sql, sizeof sql, "COPY t FROM '%s/nosuch.csv'", d);
+    CHECK(run(s, sql, NULL, 0, &err) != HS_OK);
+    CHECK(hs_snapshot_count(t) == n0);
+    hs_session_close(s);
+    hs_table_close(t);
+    hs_table_close(src);
+    hs_catalog_close(cat);
+}
+
 /* Rows of table `name` read through a fresh catalog handle. */
 static hs_status reopen_rows(const char *dir, const char *name, char *out, size_t cap,
                              hs_error *err)
@@ -538,6 +618,7 @@ int main(void)
     HS_RUN(test_transactions);
     HS_RUN(test_conflict);
     HS_RUN(test_returning);
+    HS_RUN(test_copy);
     HS_RUN(test_crash_merge_v2);
     HS_RUN(test_crash_merge_v3);
     return hs_test_summary();
