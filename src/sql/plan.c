@@ -225,6 +225,8 @@ static int node_loc(const json_t *j)
 /* Structural equality ignoring "location" keys. */
 static bool jeq(const json_t *a, const json_t *b)
 {
+    if (!a || !b)
+        return a == b;
     if (json_typeof(a) != json_typeof(b))
         return false;
     if (json_is_object(a)) {
@@ -628,6 +630,203 @@ static hs_status col_expr(planner *p, const hs_field *schema, int idx, ex_expr *
     hs_status st = ex_bind_json(j, p->text, &es, false, out, p->err);
     json_decref(j);
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* projections that pass columns through                               */
+
+/* Expressions cannot produce nested values (lists, structs, maps), so a
+ * projection that passes such a column through is this operator: output
+ * column i is the child's column src[i] (moved out of the child's batch,
+ * copied when taken twice) or ex[i] evaluated over the batch. */
+typedef struct pass_op {
+    xo_op op;
+    int n;
+    int *src;
+    ex_expr **ex;
+} pass_op;
+
+static hs_status pass_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    pass_op *po = (pass_op *)op;
+    hs_batch *b = NULL;
+    *out = NULL;
+    HS_TRY(xo_next(op->children[0], &b, err));
+    if (!b)
+        return HS_OK;
+    hs_column **cols = hs_calloc((size_t)po->n + 1, sizeof *cols);
+    hs_status st = cols ? HS_OK : hs_err_nomem(err, 0);
+    for (int i = 0; i < po->n && st == HS_OK; i++)
+        if (po->src[i] < 0)
+            st = ex_eval(po->ex[i], b, &cols[i], err);
+    for (int i = 0; i < po->n && st == HS_OK; i++) {
+        int c = po->src[i];
+        if (c < 0)
+            continue;
+        if (b->cols[c]) {
+            cols[i] = b->cols[c];
+            b->cols[c] = NULL;
+        } else {
+            int j = 0;
+            while (po->src[j] != c)
+                j++;
+            st = hs_col_slice(cols[j], 0, b->n_rows, &cols[i], err);
+        }
+    }
+    hs_batch *o = NULL;
+    if (st == HS_OK)
+        st = hs_batch_create(&op->schema, 0, &o, err);
+    if (st == HS_OK) {
+        for (int i = 0; i < po->n; i++) {
+            hs_col_free(o->cols[i]);
+            o->cols[i] = cols[i];
+            cols[i] = NULL;
+        }
+        o->n_rows = b->n_rows;
+    }
+    for (int i = 0; cols && i < po->n; i++)
+        hs_col_free(cols[i]);
+    hs_free(cols);
+    hs_batch_free(b);
+    if (st != HS_OK) {
+        hs_batch_free(o);
+        return st;
+    }
+    *out = o;
+    return HS_OK;
+}
+
+static void pass_destroy(xo_op *op)
+{
+    pass_op *po = (pass_op *)op;
+    for (int i = 0; i < po->n; i++)
+        ex_free(po->ex[i]);
+    hs_free(po->ex);
+    hs_free(po->src);
+}
+
+/* Whether column idx of schema binds as an expression (not nested). */
+static bool col_bindable(planner *p, const hs_field *schema, int idx)
+{
+    json_t *j = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", "c",
+                          "location", -1);
+    if (!j)
+        return false;
+    hs_error e = {0};
+    ex_expr *x = NULL;
+    pos_ctx pc = {idx};
+    ex_scope es = {.schema = schema, .column = pos_column, .ctx = &pc};
+    hs_status st = ex_bind_json(j, p->text, &es, false, &x, &e);
+    ex_free(x);
+    json_decref(j);
+    return st == HS_OK;
+}
+
+/* Projects child into n columns: src[i] >= 0 passes child column src[i]
+ * through (ex[i] unused), else ex[i] (taken).  Uses xo_project when every
+ * column binds as an expression. */
+static hs_status project_mixed(planner *p, xo_op *child, int n, const int *src, ex_expr **ex,
+                               const char *const *names, xo_op **out)
+{
+    *out = NULL;
+    bool plain = true;
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && plain; i++)
+        if (src[i] >= 0 && !col_bindable(p, &child->schema, src[i]))
+            plain = false;
+    if (plain) {
+        for (int i = 0; i < n && st == HS_OK; i++)
+            if (src[i] >= 0) {
+                ex_free(ex[i]);
+                ex[i] = NULL;
+                st = col_expr(p, &child->schema, src[i], &ex[i]);
+            }
+        if (st == HS_OK) {
+            st = xo_project(child, n, ex, names, out, p->err);
+            for (int i = 0; i < n; i++)
+                ex[i] = NULL;   /* taken by xo_project, also on failure */
+            return st;
+        }
+        for (int i = 0; i < n; i++) {
+            ex_free(ex[i]);
+            ex[i] = NULL;
+        }
+        xo_free(child);
+        return st;
+    }
+    pass_op *po = hs_calloc(1, sizeof *po);
+    xo_op **kids = po ? hs_calloc(1, sizeof *kids) : NULL;
+    if (po) {
+        po->src = hs_calloc((size_t)n + 1, sizeof *po->src);
+        po->ex = hs_calloc((size_t)n + 1, sizeof *po->ex);
+    }
+    st = po && kids && po->src && po->ex ? HS_OK : nomem(p);
+    if (st == HS_OK)
+        hs_field_init(&po->op.schema, "", HS_TYPE_STRUCT, false);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        hs_field f;
+        const hs_field *from = src[i] >= 0 ? &child->schema.children[src[i]] : ex_type(ex[i]);
+        st = hs_field_copy(from, &f);
+        if (st == HS_OK) {
+            hs_free(f.name);
+            f.name = hs_strdup(names[i] ? names[i] : "?column?");
+            f.nullable = true;
+            st = f.name ? hs_field_add_child(&po->op.schema, &f) : HS_NOMEM;
+            if (st != HS_OK)
+                hs_field_clear(&f);
+        }
+        if (st != HS_OK)
+            st = nomem(p);
+        po->src[i] = src[i];
+        po->ex[i] = src[i] >= 0 ? NULL : ex[i];
+        if (src[i] >= 0)
+            ex_free(ex[i]);
+        ex[i] = NULL;
+    }
+    if (st != HS_OK) {
+        for (int i = 0; i < n; i++) {
+            ex_free(ex[i]);
+            ex[i] = NULL;
+        }
+        if (po) {
+            for (int i = 0; po->ex && i < n; i++)
+                ex_free(po->ex[i]);
+            hs_free(po->ex);
+            hs_free(po->src);
+            hs_field_clear(&po->op.schema);
+        }
+        hs_free(po);
+        hs_free(kids);
+        xo_free(child);
+        return st;
+    }
+    /* ids: top level 1..n, nested above n */
+    hs_field *f = &po->op.schema;
+    int next = f->n_children + 1;
+    for (int i = 0; i < f->n_children; i++) {
+        f->children[i].field_id = i + 1;
+        hs_field *stack[64];
+        int sp = 0;
+        stack[sp++] = &f->children[i];
+        while (sp > 0) {
+            hs_field *x = stack[--sp];
+            for (int j = 0; j < x->n_children; j++) {
+                x->children[j].field_id = next++;
+                if (sp < 64)
+                    stack[sp++] = &x->children[j];
+            }
+        }
+    }
+    kids[0] = child;
+    po->n = n;
+    po->op.name = "Project";
+    po->op.ctx = child->ctx;
+    po->op.n_children = 1;
+    po->op.children = kids;
+    po->op.next = pass_next;
+    po->op.destroy = pass_destroy;
+    *out = &po->op;
+    return HS_OK;
 }
 
 /* A TypeName node for field f's type (casts in set operations and VALUES). */
@@ -1568,6 +1767,81 @@ static hs_status join_rels(planner *p, rel *l, rel *r, xo_join_kind kind, json_t
     return st;
 }
 
+/* Positional references "\x01<n>" in a JSON template (merge_using). */
+static int pos_name_column(void *ctx, const char *const *names, int n)
+{
+    (void)ctx;
+    const char *nm = names[n - 1];
+    return nm && nm[0] == '\x01' ? atoi(nm + 1) : -1;
+}
+
+/* RIGHT/FULL JOIN ... USING (c): the visible c is COALESCE(left.c,
+ * right.c) at the left column's place (PostgreSQL's merged column; * keeps
+ * the left table's column order); the originals stay reachable qualified. */
+static hs_status merge_using(planner *p, rel *r, int nl, const json_t *using)
+{
+    int n = r->n, nu = (int)json_array_size(using);
+    ex_expr **ex = hs_calloc((size_t)(n + nu) + 1, sizeof *ex);
+    const char **names = hs_calloc((size_t)(n + nu) + 1, sizeof *names);
+    qcol *cols = hs_calloc((size_t)(n + nu) + 1, sizeof *cols);
+    hs_status st = ex && names && cols ? HS_OK : nomem(p);
+    int k = 0, extra = n;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        const qcol *c = &r->cols[i];
+        int ui = -1, rc = -1;
+        for (int u = 0; i < nl && u < nu && ui < 0; u++)
+            if (name_eq(sq_str(json_array_get(using, (size_t)u)), c->name) && !c->hidden)
+                ui = u;
+        for (int j = nl; ui >= 0 && j < n && rc < 0; j++)
+            if (name_eq(r->cols[j].name, c->name) && r->cols[j].hidden)
+                rc = j;
+        if (ui >= 0 && rc >= 0) {
+            char a[24], b[24];
+            snprintf(a, sizeof a, "\x01%d", i);
+            snprintf(b, sizeof b, "\x01%d", rc);
+            json_t *co = json_pack("{s:{s:[{s:{s:[{s:{s:s}}],s:i}},{s:{s:[{s:{s:s}}],s:i}}],s:i}}",
+                                   "CoalesceExpr", "args", "ColumnRef", "fields", "String", "sval",
+                                   a, "location", -1, "ColumnRef", "fields", "String", "sval", b,
+                                   "location", -1, "location", -1);
+            ex_scope es = {.schema = &r->op->schema, .column = pos_name_column};
+            st = co ? ex_bind_json(co, p->text, &es, false, &ex[k], p->err) : nomem(p);
+            json_decref(co);
+            cols[k] = (qcol){NULL, hs_strdup(c->name), false};
+            names[k++] = c->name;
+            /* the original, qualified only */
+            if (st == HS_OK)
+                st = col_expr(p, &r->op->schema, i, &ex[extra]);
+            cols[extra] = (qcol){dup_or_null(c->qual), hs_strdup(c->name), true};
+            names[extra++] = c->name;
+            continue;
+        }
+        st = col_expr(p, &r->op->schema, i, &ex[k]);
+        cols[k] = (qcol){dup_or_null(c->qual), hs_strdup(c->name), c->hidden};
+        names[k++] = c->name;
+    }
+    /* move the originals after the right columns' slots: k == n here */
+    xo_op *op = NULL;
+    if (st == HS_OK) {
+        st = xo_project(r->op, extra, ex, names, &op, p->err);
+        r->op = NULL;
+        for (int i = 0; i < extra; i++)
+            ex[i] = NULL;
+    }
+    for (int i = 0; ex && i < n + nu; i++)
+        ex_free(ex[i]);
+    hs_free(ex);
+    hs_free(names);
+    if (st != HS_OK) {
+        qcols_free(cols, n + nu);
+        return st;
+    }
+    qcols_free(r->cols, r->n);
+    r->op = op;
+    r->cols = cols;
+    r->n = extra;
+    return HS_OK;
+}
+
 static hs_status build_fnode(planner *p, fnode *f, rel *out)
 {
     if (f->kind != F_JOIN)
@@ -1599,6 +1873,7 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
         else if (!key_types_ok(&l.op->schema.children[lk[i]], &r.op->schema.children[rk[i]]))
             st = fail(p, HS_INVALID, "42804", f->loc, "JOIN/USING types for column \"%s\" differ", nm);
     }
+    int nl = l.n;
     if (st == HS_OK) {
         size_t n = json_array_size(arr);
         json_t **c = hs_calloc(n + 1, sizeof *c);
@@ -1615,6 +1890,9 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
     json_decref(arr);
     rel_clear(&l);
     rel_clear(&r);
+    xo_join_kind jk = join_kind(f->jtype);
+    if (st == HS_OK && nu > 0 && (jk == XO_JOIN_RIGHT || jk == XO_JOIN_FULL))
+        st = merge_using(p, out, nl, f->using);
     if (st == HS_OK && f->jalias)
         for (int i = 0; i < out->n; i++) {
             hs_free(out->cols[i].qual);
@@ -1768,7 +2046,23 @@ static hs_status filter_rel(planner *p, rel *r, json_t **nodes, int n, const jso
 
 /* r := r's columns then the expression node (bound over r with sc's
  * hooks); *col gets its position.  The new column is hidden. */
+/* Node-to-column map used while binding (subquery results, aggregates,
+ * window functions). */
+typedef struct nmap {
+    const json_t **nodes;
+    int *cols;
+    int n, cap;
+} nmap;
+static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const nmap *m,
+                                 const layer *pre, const int *key_of_col, int *col);
+
 static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
+{
+    return rel_add_expr_in(p, r, node, NULL, NULL, NULL, col);
+}
+
+static hs_status rel_add_expr_in(planner *p, rel *r, const json_t *node, const nmap *m,
+                                 const layer *pre, const int *key_of_col, int *col)
 {
     json_t *b;
     if (is_kind(node, "ColumnRef", &b)) {
@@ -1784,24 +2078,34 @@ static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
     int n = r->n;
     ex_expr **ex = hs_calloc((size_t)n + 2, sizeof *ex);
     const char **names = hs_calloc((size_t)n + 2, sizeof *names);
+    int *src = hs_calloc((size_t)n + 2, sizeof *src);
     qcol *nc = hs_realloc(r->cols, (size_t)(n + 1) * sizeof *nc);
-    hs_status st = ex && names && nc ? HS_OK : nomem(p);
+    hs_status st = ex && names && nc && src ? HS_OK : nomem(p);
     if (nc)
         r->cols = nc;
     for (int i = 0; i < n && st == HS_OK; i++) {
         names[i] = r->op->schema.children[i].name;
-        st = col_expr(p, &r->op->schema, i, &ex[i]);
+        src[i] = i;
     }
+    if (src)
+        src[n] = -1;
     if (st == HS_OK) {
         scope sc;
         scope_rel(&sc, p, r);
         sc.no_aggs = "this context";
+        if (m) {
+            sc.map_nodes = m->nodes;
+            sc.map_cols = m->cols;
+            sc.n_map = m->n;
+        }
+        sc.pre = pre;
+        sc.key_of_col = key_of_col;
         st = bind_in(&sc, node, false, &ex[n]);
         names[n] = "?column?";
     }
     if (st == HS_OK) {
         xo_op *op;
-        st = xo_project(r->op, n + 1, ex, names, &op, p->err);
+        st = project_mixed(p, r->op, n + 1, src, ex, names, &op);
         r->op = st == HS_OK ? op : NULL;
         if (st == HS_OK) {
             r->cols[n] = (qcol){NULL, hs_strdup(""), true};
@@ -1816,6 +2120,7 @@ static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
     }
     hs_free(ex);
     hs_free(names);
+    hs_free(src);
     return st;
 }
 
@@ -2162,11 +2467,25 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     int *lk = hs_calloc(ncorr + 1, sizeof *lk), *rk = hs_calloc(ncorr + 1, sizeof *rk);
     if (st == HS_OK && (!lk || !rk))
         st = nomem(p);
+    bool count_target = false;
     if (st == HS_OK && ncorr > 0) {
         if (json_array_size(jget(sub, "groupClause")) || jget(sub, "havingClause") ||
             json_array_size(jget(sub, "targetList")) != 1)
             st = fail(p, HS_UNSUPPORTED, "0A000", loc,
                       "this correlated scalar subquery is not supported (GROUP BY/HAVING or several columns)");
+        json_t *tv = jget(jget(json_array_get(jget(sub, "targetList"), 0), "ResTarget"), "val"), *fb;
+        json_t *ag = json_array();
+        collect_aggs(tv, ag, 0);
+        bool has_count = false;
+        for (size_t i = 0; i < json_array_size(ag); i++) {
+            const char *fn = func_name(jget(json_array_get(ag, i), "FuncCall"));
+            has_count |= fn && !strcmp(fn, "count");
+        }
+        json_decref(ag);
+        count_target = is_kind(tv, "FuncCall", &fb) && func_name(fb) && !strcmp(func_name(fb), "count");
+        if (st == HS_OK && has_count && !count_target)
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "a correlated scalar subquery with count() inside an expression is not supported");
         json_t *tl = json_array(), *gl = json_array();
         if (st == HS_OK && (!tl || !gl))
             st = nomem(p);
@@ -2227,6 +2546,21 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
             *cur = joined;
             *col = base + (int)ncorr;
         }
+        /* the COUNT bug: outer rows without a group must see count's value
+         * over no rows, 0, not the join's NULL */
+        if (st == HS_OK && ncorr > 0 && count_target) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "\x01count%d", *col);
+            hs_free(cur->cols[*col].name);
+            cur->cols[*col].name = hs_strdup(nm);
+            cur->cols[*col].hidden = false;   /* the unique name resolves only here */
+            json_t *co = json_pack("{s:{s:[{s:{s:[{s:{s:s}}],s:i}},{s:{s:{s:i},s:i}}],s:i}}",
+                                   "CoalesceExpr", "args", "ColumnRef", "fields", "String", "sval",
+                                   nm, "location", -1, "A_Const", "ival", "ival", 0, "location",
+                                   -1, "location", -1);
+            st = cur->cols[*col].name && co ? rel_add_expr(p, cur, co, col) : nomem(p);
+            json_decref(co);
+        }
     } else {
         rel_clear(&s);
     }
@@ -2237,12 +2571,7 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     return st;
 }
 
-/* Node-to-column map used while binding (subquery results, aggregates). */
-typedef struct nmap {
-    const json_t **nodes;
-    int *cols;
-    int n, cap;
-} nmap;
+
 
 static hs_status nmap_add(planner *p, nmap *m, const json_t *node, int col)
 {
@@ -2329,6 +2658,8 @@ static const char *figure_name(const json_t *j, int depth)
     json_t *b;
     if (depth > 50 || !sq_node(j, &k, &b))
         return NULL;
+    if (jstrv(b, "hs_name"))
+        return jstrv(b, "hs_name");
     if (!strcmp(k, "ColumnRef")) {
         json_t *f = jget(b, "fields");
         return sq_str(json_array_get(f, json_array_size(f) - 1));
@@ -2458,12 +2789,18 @@ static hs_status group_node(planner *p, const json_t *g, const json_t *tl, const
     return HS_OK;
 }
 
+static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf);
+
 /* Projects cur into [group exprs, aggregate args] and aggregates it. */
 static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m,
                            int **key_of_col)
 {
     int ng = (int)json_array_size(groups), na = (int)json_array_size(aggs);
-    int cap = ng + 2 * na + 1;
+    json_t *agg_ord = NULL;   /* the ORDER BY inside aggregates (one for all) */
+    int n_ord_max = 0;
+    for (int j = 0; j < na; j++)
+        n_ord_max += (int)json_array_size(jget(jget(json_array_get(aggs, (size_t)j), "FuncCall"), "agg_order"));
+    int cap = ng + 2 * na + n_ord_max + 1;
     ex_expr **ex = hs_calloc((size_t)cap, sizeof *ex);
     const char **names = hs_calloc((size_t)cap, sizeof *names);
     xo_agg *ag = hs_calloc((size_t)na + 1, sizeof *ag);
@@ -2500,14 +2837,37 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         ag[j].sep_col = -1;
         ag[j].name = fname;
         ag[j].distinct = json_is_true(jget(fc, "agg_distinct"));
-        if (jget(fc, "agg_filter") || jget(fc, "agg_order") || json_is_true(jget(fc, "agg_within_group")))
-            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "FILTER and ORDER BY in aggregates are not supported");
-        else if (json_is_true(jget(fc, "agg_star"))) {
-            if (fn != XO_AGG_COUNT)
-                st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
-                          "aggregate function", fname);
+        json_t *filt = jget(fc, "agg_filter");
+        json_t *one = NULL, *wrapped = NULL;
+        if (json_is_true(jget(fc, "agg_within_group")))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "WITHIN GROUP is not supported");
+        else if (jget(fc, "agg_order") && agg_ord && !jeq(agg_ord, jget(fc, "agg_order")))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "aggregates with different ORDER BY in one query are not supported");
+        else if (json_is_true(jget(fc, "agg_star")) && fn != XO_AGG_COUNT)
+            st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
+                      "aggregate function", fname);
+        else if (json_is_true(jget(fc, "agg_star")) && !filt)
             ag[j].fn = XO_AGG_COUNT_STAR;
-        } else {
+        else {
+            /* agg(x) FILTER (WHERE c) = agg(CASE WHEN c THEN x END);
+             * count(*) FILTER (WHERE c) = count(CASE WHEN c THEN 1 END) */
+            if (json_is_true(jget(fc, "agg_star"))) {
+                one = json_pack("[{s:{s:{s:i},s:i}}]", "A_Const", "ival", "ival", 1, "location", -1);
+                args = one;
+            }
+            if (filt && args && json_array_size(args) >= 1) {
+                wrapped = json_copy(args);
+                json_t *cw = json_pack("{s:{s:[{s:{s:O,s:O,s:i}}],s:i}}", "CaseExpr", "args",
+                                       "CaseWhen", "expr", filt, "result", json_array_get(args, 0),
+                                       "location", -1, "location", -1);
+                if (!wrapped || !cw || json_array_set_new(wrapped, 0, cw) != 0) {
+                    json_decref(wrapped);
+                    wrapped = NULL;
+                    st = nomem(p);
+                }
+                args = wrapped;
+            }
             size_t want = fn == XO_AGG_STRING_AGG ? 2 : 1;
             if (json_array_size(args) != want)
                 st = fail(p, HS_NOT_FOUND, "42883", loc, "function %s with %zu arguments does not exist",
@@ -2533,6 +2893,13 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
                 ag[j].sep = sv;
             }
         }
+        if (jget(fc, "agg_order"))
+            agg_ord = jget(fc, "agg_order");
+        if (one || wrapped) {
+            /* the bound expressions keep no reference into the JSON */
+            json_decref(one);
+            json_decref(wrapped);
+        }
         if (st == HS_OK)
             st = nmap_add(p, m, a, ng + j);
     }
@@ -2543,12 +2910,36 @@ static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, n
         names[ne++] = "one";
         json_decref(one);
     }
+    /* aggregates that take their input in order (string_agg, array_agg
+     * with ORDER BY) get it sorted: the hash aggregate keeps input order
+     * within a group */
+    int n_ok = (int)json_array_size(agg_ord);
+    xo_sort_key *okeys = n_ok ? hs_calloc((size_t)n_ok, sizeof *okeys) : NULL;
+    if (n_ok && !okeys && st == HS_OK)
+        st = nomem(p);
+    for (int k = 0; k < n_ok && st == HS_OK; k++) {
+        json_t *sb = jget(json_array_get(agg_ord, (size_t)k), "SortBy");
+        bool desc, nf;
+        if (sort_dir(sb, &desc, &nf) != HS_OK) {
+            st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+            break;
+        }
+        st = bind_in(&sc, jget(sb, "node"), false, &ex[ne]);
+        names[ne] = "ord";
+        okeys[k] = (xo_sort_key){ne++, desc, nf};
+    }
     xo_op *op = NULL;
     if (st == HS_OK) {
         st = xo_project(cur->op, ne, ex, names, &op, p->err);
         cur->op = NULL;
         ne = 0;
     }
+    if (st == HS_OK && n_ok) {
+        xo_op *sorted;
+        st = xo_sort(op, n_ok, okeys, &sorted, p->err);
+        op = st == HS_OK ? sorted : NULL;
+    }
+    hs_free(okeys);
     for (int i = 0; i < ne; i++)
         ex_free(ex[i]);
     if (st == HS_OK) {
@@ -2642,20 +3033,19 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
     if (n_out < r->op->schema.n_children) {
         ex_expr **ex = hs_calloc((size_t)n_out + 1, sizeof *ex);
         const char **names = hs_calloc((size_t)n_out + 1, sizeof *names);
-        st = ex && names ? HS_OK : nomem(p);
+        int *src = hs_calloc((size_t)n_out + 1, sizeof *src);
+        st = ex && names && src ? HS_OK : nomem(p);
         for (int i = 0; i < n_out && st == HS_OK; i++) {
             names[i] = r->op->schema.children[i].name;
-            st = col_expr(p, &r->op->schema, i, &ex[i]);
+            src[i] = i;
         }
         if (st == HS_OK) {
-            st = xo_project(r->op, n_out, ex, names, &op, p->err);
+            st = project_mixed(p, r->op, n_out, src, ex, names, &op);
             r->op = st == HS_OK ? op : NULL;
-        } else {
-            for (int i = 0; ex && i < n_out; i++)
-                ex_free(ex[i]);
         }
         hs_free(ex);
         hs_free(names);
+        hs_free(src);
         if (st == HS_OK && r->n > n_out) {
             for (int i = n_out; i < r->n; i++) {
                 hs_free(r->cols[i].qual);
@@ -2755,6 +3145,197 @@ static hs_status plan_query(planner *p, const json_t *sel, rel *out)
         out->cols[i].hidden = false;
     }
     return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* window functions                                                    */
+
+static void collect_windows(const json_t *j, json_t *arr, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    json_t *b;
+    if (is_kind(j, "FuncCall", &b) && jget(b, "over")) {
+        for (size_t i = 0; i < json_array_size(arr); i++)
+            if (jeq(json_array_get(arr, i), j))
+                return;
+        json_array_append(arr, (json_t *)j);
+        return;
+    }
+    if (json_is_object(j)) {
+        if (json_object_get(j, "SubLink"))
+            return;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            collect_windows(v, arr, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            collect_windows(v, arr, depth + 1);
+    }
+}
+
+#define FO_NONDEFAULT 0x1
+#define FO_RANGE 0x2
+#define FO_ROWS 0x4
+#define FO_START_UNB_PREC 0x20
+#define FO_END_UNB_FOLL 0x100
+#define FO_END_CURRENT 0x400
+
+static bool frame_of(const json_t *over, xo_frame *fr)
+{
+    json_t *fo = jget(over, "frameOptions");
+    long long v = json_is_integer(fo) ? json_integer_value(fo) : 0;
+    if (!(v & FO_NONDEFAULT)) {
+        *fr = XO_FRAME_DEFAULT;
+        return true;
+    }
+    long long bounds = v & ~(long long)(FO_NONDEFAULT | FO_RANGE | FO_ROWS | 0x10 /* BETWEEN */);
+    if (bounds == (FO_START_UNB_PREC | FO_END_UNB_FOLL)) {
+        *fr = XO_FRAME_WHOLE;
+        return true;
+    }
+    if (bounds == (FO_START_UNB_PREC | FO_END_CURRENT)) {
+        *fr = v & FO_ROWS ? XO_FRAME_ROWS : XO_FRAME_DEFAULT;
+        return !(v & 0x8);  /* not GROUPS */
+    }
+    return false;
+}
+
+static bool win_fn(const char *nm, json_t *fc, xo_win_fn *fn)
+{
+    static const struct { const char *n; xo_win_fn f; } t[] = {
+        {"row_number", XO_WIN_ROW_NUMBER}, {"rank", XO_WIN_RANK}, {"dense_rank", XO_WIN_DENSE_RANK},
+        {"count", XO_WIN_COUNT}, {"sum", XO_WIN_SUM}, {"avg", XO_WIN_AVG}, {"min", XO_WIN_MIN},
+        {"max", XO_WIN_MAX}, {"lag", XO_WIN_LAG}, {"lead", XO_WIN_LEAD},
+        {"first_value", XO_WIN_FIRST_VALUE}, {"last_value", XO_WIN_LAST_VALUE},
+    };
+    for (size_t i = 0; nm && i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(nm, t[i].n)) {
+            *fn = t[i].f;
+            if (*fn == XO_WIN_COUNT && json_is_true(jget(fc, "agg_star")))
+                *fn = XO_WIN_COUNT_STAR;
+            return true;
+        }
+    return false;
+}
+
+/* Computes the window functions of the select list and ORDER BY over cur
+ * (one Window operator per distinct window), mapping each call to its
+ * column. */
+static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes, nmap *m,
+                               const layer *pre, const int *key_of_col)
+{
+    json_t *calls = json_array();
+    if (!calls)
+        return nomem(p);
+    for (int i = 0; i < n_nodes; i++)
+        collect_windows(nodes[i], calls, 0);
+    hs_status st = HS_OK;
+    size_t n = json_array_size(calls);
+    bool *done = hs_calloc(n + 1, sizeof *done);
+    xo_win *fns = hs_calloc(n + 1, sizeof *fns);
+    const json_t **which = hs_calloc(n + 1, sizeof *which);
+    if (!done || !fns || !which)
+        st = nomem(p);
+    for (size_t i = 0; i < n && st == HS_OK; i++) {
+        if (done[i])
+            continue;
+        json_t *fc0 = jget(json_array_get(calls, i), "FuncCall"), *over = jget(fc0, "over");
+        int loc = sq_loc(fc0);
+        if (jstrv(over, "name") || jstrv(over, "refname")) {
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "named windows are not supported");
+            break;
+        }
+        json_t *parts = jget(over, "partitionClause"), *ord = jget(over, "orderClause");
+        int np = (int)json_array_size(parts), nk = (int)json_array_size(ord);
+        int *pc = hs_calloc((size_t)np + 1, sizeof *pc);
+        xo_sort_key *keys = hs_calloc((size_t)nk + 1, sizeof *keys);
+        if (!pc || !keys)
+            st = nomem(p);
+        for (int k = 0; k < np && st == HS_OK; k++)
+            st = rel_add_expr_in(p, cur, json_array_get(parts, (size_t)k), m, pre, key_of_col, &pc[k]);
+        for (int k = 0; k < nk && st == HS_OK; k++) {
+            json_t *sb = jget(json_array_get(ord, (size_t)k), "SortBy");
+            bool desc, nf;
+            if (sort_dir(sb, &desc, &nf) != HS_OK)
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+            else
+                st = rel_add_expr_in(p, cur, jget(sb, "node"), m, pre, key_of_col, &keys[k].col);
+            keys[k].desc = desc;
+            keys[k].nulls_first = nf;
+        }
+        int nf_ = 0;
+        for (size_t j = i; j < n && st == HS_OK; j++) {
+            json_t *fc = jget(json_array_get(calls, j), "FuncCall"), *ov = jget(fc, "over");
+            if (done[j] || !jeq(jget(ov, "partitionClause"), parts) || !jeq(jget(ov, "orderClause"), ord))
+                continue;
+            xo_win *w = &fns[nf_];
+            const char *fname = func_name(fc);
+            json_t *args = jget(fc, "args");
+            size_t na = json_array_size(args);
+            if (!win_fn(fname, fc, &w->fn) || json_is_true(jget(fc, "agg_distinct")) ||
+                jget(fc, "agg_filter")) {
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "window function %s is not supported",
+                          fname ? fname : "?");
+                break;
+            }
+            if (!frame_of(ov, &w->frame)) {
+                st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "this window frame is not supported");
+                break;
+            }
+            w->name = fname;
+            bool needs_arg = w->fn != XO_WIN_ROW_NUMBER && w->fn != XO_WIN_RANK &&
+                             w->fn != XO_WIN_DENSE_RANK && w->fn != XO_WIN_COUNT_STAR;
+            size_t max_args = w->fn == XO_WIN_LAG || w->fn == XO_WIN_LEAD ? 2 : needs_arg ? 1 : 0;
+            if ((needs_arg && na < 1) || na > max_args) {
+                st = fail(p, HS_NOT_FOUND, "42883", sq_loc(fc), "function %s with %zu arguments is not supported",
+                          fname, na);
+                break;
+            }
+            if (needs_arg)
+                st = rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
+            if (st == HS_OK && na == 2) {
+                int64_t off;
+                bool null;
+                st = int_const(p, json_array_get(args, 1), "lag/lead offset", &off, &null);
+                if (st == HS_OK && (null || off < 0))
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset must be a non-negative constant");
+                w->offset = off == 0 ? -1 : off;
+                if (off == 0)
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset 0 is not supported");
+            }
+            which[nf_++] = json_array_get(calls, j);
+            done[j] = true;
+        }
+        if (st == HS_OK) {
+            int base = cur->n;
+            xo_op *op;
+            st = xo_window(cur->op, np, pc, nk, keys, nf_, fns, &op, p->err);
+            cur->op = st == HS_OK ? op : NULL;
+            if (st == HS_OK) {
+                qcol *nc = hs_realloc(cur->cols, (size_t)(base + nf_ + 1) * sizeof *nc);
+                if (!nc)
+                    st = nomem(p);
+                else
+                    cur->cols = nc;
+                for (int k = 0; k < nf_ && st == HS_OK; k++) {
+                    cur->cols[base + k] = (qcol){NULL, hs_strdup(""), true};
+                    cur->n++;
+                    st = nmap_add(p, m, which[k], base + k);
+                }
+            }
+        }
+        hs_free(pc);
+        hs_free(keys);
+    }
+    hs_free(done);
+    hs_free(fns);
+    hs_free(which);
+    json_decref(calls);
+    return st;
 }
 
 static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
@@ -2864,11 +3445,13 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             }
         }
     }
-    /* scalar subqueries of the select list and ORDER BY */
+    /* scalar subqueries and window functions of the select list and ORDER BY */
     json_t *sortc = jget(sel, "sortClause");
     if (st == HS_OK) {
         json_t *both[2] = {tl, sortc};
         st = attach_scalars(p, &cur, both, 2, &m);
+        if (st == HS_OK)
+            st = apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
     }
     /* the select list */
     int cap = 16, n_out = 0;
@@ -2876,6 +3459,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     char **names = NULL;
     qcol *ocols = NULL;
     json_t **ovals = NULL;
+    int *srcs = NULL;
     sortk *keys = NULL;
     int nk = 0;
     if (st == HS_OK) {
@@ -2884,9 +3468,12 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         names = hs_calloc((size_t)cap, sizeof *names);
         ocols = hs_calloc((size_t)cap, sizeof *ocols);
         ovals = hs_calloc((size_t)cap, sizeof *ovals);
+        srcs = hs_calloc((size_t)cap, sizeof *srcs);
         keys = hs_calloc((size_t)json_array_size(sortc) + 1, sizeof *keys);
-        if (!ex || !names || !ocols || !ovals || !keys)
+        if (!ex || !names || !ocols || !ovals || !keys || !srcs)
             st = nomem(p);
+        for (int i = 0; srcs && i < cap; i++)
+            srcs[i] = -1;
     }
     scope sc;
     scope_rel(&sc, p, &cur);
@@ -2916,7 +3503,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                     if (qual && !name_eq(cur.cols[c].qual, qual))
                         continue;
                     found++;
-                    st = col_expr(p, &cur.op->schema, c, &ex[n_out]);
+                    srcs[n_out] = c;
                     names[n_out] = hs_strdup(cur.cols[c].name);
                     ocols[n_out].qual = dup_or_null(cur.cols[c].qual);
                     ocols[n_out].name = hs_strdup(cur.cols[c].name);
@@ -2931,7 +3518,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                         if (a3) ocols = a3;
                         json_t **a4 = hs_realloc(ovals, (size_t)nc * sizeof *ovals);
                         if (a4) ovals = a4;
-                        if (!a1 || !a2 || !a3 || !a4) {
+                        int *a5 = hs_realloc(srcs, (size_t)nc * sizeof *srcs);
+                        if (a5) srcs = a5;
+                        if (!a1 || !a2 || !a3 || !a4 || !a5) {
                             st = nomem(p);
                             break;
                         }
@@ -2940,6 +3529,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                             names[z] = NULL;
                             ocols[z] = (qcol){0};
                             ovals[z] = NULL;
+                            srcs[z] = -1;
                         }
                         cap = nc;
                     }
@@ -2950,7 +3540,25 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                 continue;
             }
         }
-        st = bind_in(&sc, val, false, &ex[n_out]);
+        /* a column of the input as it is (passed through: nested types too) */
+        int direct = -1;
+        for (int k = 0; k < sc.n_map && direct < 0; k++)
+            if (sc.map_nodes[k] == val || jeq(sc.map_nodes[k], val))
+                direct = sc.map_cols[k];
+        if (direct < 0 && is_kind(val, "ColumnRef", &cb)) {
+            const char *nn[8];
+            int k = colref_names(cb, nn, 8);
+            if (k > 0 && nn[k - 1] && !grouped)
+                direct = scope_column(&sc, nn, k);
+            else if (k > 0 && nn[k - 1] && grouped) {
+                int pc = layer_find(&pre, nn, k);
+                direct = pc >= 0 ? key_of_col[pc] : -1;
+            }
+        }
+        if (direct >= 0)
+            srcs[n_out] = direct;   /* passed through (nested columns too) */
+        else
+            st = bind_in(&sc, val, false, &ex[n_out]);
         if (st != HS_OK)
             break;
         const char *nm = target_name(rt);
@@ -3018,7 +3626,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     }
     if (st == HS_OK) {
         xo_op *op;
-        st = xo_project(cur.op, n_out, ex, (const char *const *)names, &op, p->err);
+        st = project_mixed(p, cur.op, n_out, srcs, ex, (const char *const *)names, &op);
         cur.op = NULL;
         for (int i = 0; i < n_out; i++)
             ex[i] = NULL;
@@ -3039,6 +3647,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(ex);
     hs_free(names);
     hs_free(ovals);
+    hs_free(srcs);
     hs_free(keys);
     hs_free(extra);
     hs_free(key_of_col);
@@ -3459,6 +4068,48 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
                 st = nomem(p);
         }
     }
+    /* rows whose vector is NULL have no distance and no place in the
+     * index; an exact ORDER BY returns them last (NULLS LAST), so they are
+     * added from a scan and the top-k above orders the union */
+    if (st == HS_OK) {
+        hs_buf nf = {0};
+        st = hs_buf_printf(&nf, "%s%s%s\"", f->filt.len ? "(" : "",
+                           f->filt.len ? hs_buf_cstr(&f->filt) : "", f->filt.len ? ") AND " : "");
+        for (const char *c = colname; st == HS_OK && *c; c++)
+            st = *c == '"' ? hs_buf_puts(&nf, "\"\"") : hs_buf_append_byte(&nf, (uint8_t)*c);
+        if (st == HS_OK)
+            st = hs_buf_puts(&nf, "\" IS NULL");
+        rel nulls = {0};
+        if (st == HS_OK) {
+            hs_scan_options so = f->so;
+            so.columns = cols;
+            so.n_columns = kc;
+            so.filter = hs_buf_cstr(&nf);
+            st = xo_scan(p->ctx, f->t, &so, &nulls.op, p->err);
+        } else {
+            st = nomem(p);
+        }
+        hs_buf_free(&nf);
+        if (st == HS_OK)
+            st = rel_name(&nulls, NULL, p->err);
+        json_t *nd = st == HS_OK ? json_pack("{s:{s:{s:{s:b,s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i}}",
+                                             "TypeCast", "arg", "A_Const", "isnull", 1, "location",
+                                             -1, "typeName", "names", "String", "sval", "float8",
+                                             "typemod", -1, "location", -1, "location", -1)
+                                 : NULL;
+        int dc;
+        if (st == HS_OK)
+            st = nd ? rel_add_expr(p, &nulls, nd, &dc) : nomem(p);
+        json_decref(nd);
+        if (st == HS_OK) {
+            xo_op *u;
+            xo_op *vo = out->op, *no = nulls.op;
+            out->op = nulls.op = NULL;
+            st = xo_setop(XO_SET_UNION, true, vo, no, &u, p->err);
+            out->op = st == HS_OK ? u : NULL;
+        }
+        rel_clear(&nulls);
+    }
     hs_free(cols);
     hs_free(idx);
     hs_free(q);
@@ -3622,6 +4273,155 @@ static json_t *fold_interval(const json_t *j)
                      "hs_folded", 1);
 }
 
+/* ------------------------------------------------------------------ */
+/* variance and standard deviation in terms of sum and count            */
+
+static json_t *mk_fn(const char *name, json_t *arg, const json_t *like)
+{
+    json_t *f = json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval",
+                          name, "args", arg, "location", -1);
+    json_t *b = f ? jget(f, "FuncCall") : NULL;
+    if (b && json_is_true(jget(like, "agg_distinct")))
+        json_object_set_new(b, "agg_distinct", json_true());
+    if (b && jget(like, "agg_filter"))
+        json_object_set(b, "agg_filter", jget(like, "agg_filter"));
+    return f;
+}
+
+static json_t *mk_op(const char *op, json_t *l, json_t *r)
+{
+    return json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_OP", "name",
+                     "String", "sval", op, "lexpr", l, "rexpr", r, "location", -1);
+}
+
+static json_t *mk_int(int v)
+{
+    return json_pack("{s:{s:{s:i},s:i}}", "A_Const", "ival", "ival", v, "location", -1);
+}
+
+/* var_samp/var_pop/variance/stddev*(x) as
+ *   v = (sum(x*x) - sum(x)*sum(x)/count(x)) / NULLIF(count(x) - k, 0)
+ * over x::float8 (k = 1 for the sample forms), clamped at 0, sqrt for
+ * stddev: PostgreSQL's definitions (NULL for no rows, and for one row with
+ * the sample forms). */
+static json_t *stat_agg(const json_t *node)
+{
+    json_t *b;
+    if (!is_kind(node, "FuncCall", &b) || jget(b, "over") || json_array_size(jget(b, "args")) != 1)
+        return NULL;
+    const char *nm = func_name(b);
+    if (!nm)
+        return NULL;
+    bool sample, root;
+    if (!strcmp(nm, "var_samp") || !strcmp(nm, "variance"))
+        sample = true, root = false;
+    else if (!strcmp(nm, "var_pop"))
+        sample = false, root = false;
+    else if (!strcmp(nm, "stddev_samp") || !strcmp(nm, "stddev"))
+        sample = true, root = true;
+    else if (!strcmp(nm, "stddev_pop"))
+        sample = false, root = true;
+    else
+        return NULL;
+    json_t *x = json_array_get(jget(b, "args"), 0);
+    json_t *f8 = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "float8", "typemod",
+                           -1, "location", -1);
+    json_t *xf = json_pack("{s:{s:O,s:o,s:i}}", "TypeCast", "arg", x, "typeName", f8, "location", -1);
+    if (!xf)
+        return NULL;
+    json_t *sxx = mk_fn("sum", mk_op("*", json_incref(xf), json_incref(xf)), b);
+    json_t *sx = mk_fn("sum", json_incref(xf), b);
+    json_t *n1 = mk_fn("count", json_incref(xf), b), *n2 = mk_fn("count", json_incref(xf), b);
+    json_t *num = mk_op("-", sxx, mk_op("/", mk_op("*", json_incref(sx), sx), n1));
+    json_t *den = json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_NULLIF",
+                            "name", "String", "sval", "=", "lexpr",
+                            sample ? mk_op("-", n2, mk_int(1)) : n2, "rexpr", mk_int(0),
+                            "location", -1);
+    json_t *v = mk_op("/", num, den);
+    /* CASE WHEN v < 0 THEN 0 ELSE v END (rounding can leave -1e-17) */
+    json_t *clamped = json_pack("{s:{s:[{s:{s:o,s:o,s:i}}],s:o,s:i}}", "CaseExpr", "args", "CaseWhen",
+                                "expr", mk_op("<", json_incref(v), mk_int(0)), "result", mk_int(0),
+                                "location", -1, "defresult", v, "location", -1);
+    json_decref(xf);
+    if (!clamped)
+        return NULL;
+    json_t *out = !root ? clamped
+                : json_pack("{s:{s:[{s:{s:s}}],s:[o],s:i}}", "FuncCall", "funcname", "String", "sval",
+                            "sqrt", "args", clamped, "location", sq_loc(b));
+    const char *k;
+    json_t *ob;
+    if (out && sq_node(out, &k, &ob))
+        json_object_set_new(ob, "hs_name", json_string(nm));   /* the result column's name */
+    return out;
+}
+
+/* GREATEST(a, b, ...) / LEAST(...) as CASE (PostgreSQL: NULL arguments are
+ * ignored; NULL only when all are NULL), folded pairwise from the left. */
+static json_t *minmax_expr(const json_t *node)
+{
+    json_t *b;
+    if (!is_kind(node, "MinMaxExpr", &b))
+        return NULL;
+    const char *op = jstrv(b, "op");
+    json_t *args = jget(b, "args");
+    size_t n = json_array_size(args);
+    if (!op || n == 0)
+        return NULL;
+    const char *cmp = !strcmp(op, "IS_GREATEST") ? ">=" : "<=";
+    json_t *acc = json_incref(json_array_get(args, 0));
+    for (size_t i = 1; acc && i < n; i++) {
+        json_t *x = json_array_get(args, i);
+        json_t *nt_a = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", acc, "nulltesttype",
+                                 "IS_NULL", "location", -1);
+        json_t *nt_x = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype",
+                                 "IS_NULL", "location", -1);
+        json_t *ge = mk_op(cmp, json_incref(acc), json_incref(x));
+        json_t *c = json_pack("{s:{s:[{s:{s:o,s:O,s:i}},{s:{s:o,s:O,s:i}},{s:{s:o,s:O,s:i}}],s:O,s:i}}",
+                              "CaseExpr", "args", "CaseWhen", "expr", nt_a, "result", x, "location", -1,
+                              "CaseWhen", "expr", nt_x, "result", acc, "location", -1, "CaseWhen",
+                              "expr", ge, "result", acc, "location", -1, "defresult", x, "location",
+                              sq_loc(b));
+        json_decref(acc);
+        acc = c;
+    }
+    if (acc && n > 1) {
+        const char *k;
+        json_t *ob;
+        if (sq_node(acc, &k, &ob))
+            json_object_set_new(ob, "hs_name", json_string(!strcmp(op, "IS_GREATEST") ? "greatest" : "least"));
+    }
+    return acc;
+}
+
+static void rewrite_stats(json_t *j, int depth)
+{
+    if (depth > 2000)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            rewrite_stats(v, depth + 1);
+            json_t *r = stat_agg(v);
+            if (!r)
+                r = minmax_expr(v);
+            if (r)
+                json_object_set_new(j, k, r);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            rewrite_stats(v, depth + 1);
+            json_t *r = stat_agg(v);
+            if (!r)
+                r = minmax_expr(v);
+            if (r)
+                json_array_set_new(j, i, r);
+        }
+    }
+}
+
 static void fold_intervals(json_t *j, int depth)
 {
     if (depth > 2000)
@@ -3662,6 +4462,7 @@ static hs_status planner_init(planner *p, sq_session *s, xo_ctx *ctx, const json
     if (!p->names)
         return hs_err_nomem(err, 0);
     fold_intervals((json_t *)stmt, 0);
+    rewrite_stats((json_t *)stmt, 0);
     collect_names(p, stmt, 0);
     return HS_OK;
 }
