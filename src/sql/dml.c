@@ -714,6 +714,13 @@ static const char *pg_type_name(const hs_field *f, int *p, int *s)
     case HS_TYPE_TIME64: return "time";
     case HS_TYPE_TIMESTAMP: return f->tz ? "timestamptz" : "timestamp";
     case HS_TYPE_FIXED_BINARY: return f->ext == HS_EXT_UUID ? "uuid" : NULL;
+    case HS_TYPE_LIST:
+    case HS_TYPE_FIXED_LIST:   /* pgvector's column forms (docs/sql.md) */
+        if (f->n_children == 1 && f->children[0].type == HS_TYPE_FLOAT32)
+            return "vector";
+        if (f->n_children == 1 && f->children[0].type == HS_TYPE_FLOAT16)
+            return "halfvec";
+        return NULL;
     default: return NULL;
     }
 }
@@ -721,6 +728,26 @@ static const char *pg_type_name(const hs_field *f, int *p, int *s)
 static bool is_numeric(hs_type t)
 {
     return (t >= HS_TYPE_INT8 && t <= HS_TYPE_FLOAT64) || t == HS_TYPE_DECIMAL128;
+}
+
+/* The class of a type for assignment casts: 'n' numbers, 's' text, 'b'
+ * boolean, 'd' dates and timestamps, 't' time, 'v' vectors, 'x' bytea,
+ * 'u' uuid, 'o' others. */
+static char type_class(const hs_field *f)
+{
+    int p, s;
+    const char *nm = pg_type_name(f, &p, &s);
+    if (is_numeric(f->type))
+        return 'n';
+    switch (f->type) {
+    case HS_TYPE_STRING: return 's';
+    case HS_TYPE_BOOL: return 'b';
+    case HS_TYPE_DATE32: case HS_TYPE_TIMESTAMP: return 'd';
+    case HS_TYPE_TIME32: case HS_TYPE_TIME64: return 't';
+    case HS_TYPE_BINARY: return 'x';
+    case HS_TYPE_FIXED_BINARY: return f->ext == HS_EXT_UUID ? 'u' : 'o';
+    default: return nm && (!strcmp(nm, "vector") || !strcmp(nm, "halfvec")) ? 'v' : 'o';
+    }
 }
 
 /* Same value type (nullability aside; nested types by their kind only:
@@ -779,11 +806,14 @@ static hs_status bind_assign(dctx *c, json_t *node, dscope *sc, const hs_field *
     json_t *body = NULL;
     bool literal = sq_node(node, &k, &body) && !strcmp(k, "A_Const");
     bool text_in = ty->type == HS_TYPE_STRING && to->type != HS_TYPE_STRING;
-    bool bool_num = (ty->type == HS_TYPE_BOOL && is_numeric(to->type)) ||
-                    (to->type == HS_TYPE_BOOL && is_numeric(ty->type));
     int p, s;
     const char *tname = pg_type_name(to, &p, &s), *fname = pg_type_name(ty, &p, &s);
-    if ((strict && text_in && !literal) || bool_num || !tname) {
+    /* PostgreSQL's assignment casts: within numbers, within dates and
+     * timestamps, within vector types, anything to text, text (literals
+     * always; other text only when not strict) to anything */
+    char cf = type_class(ty), ct = type_class(to);
+    bool no_cast = ty->type != HS_TYPE_NA && cf != ct && ct != 's' && cf != 's';
+    if ((strict && text_in && !literal) || no_cast || !tname) {
         ex_free(e);
         int loc = body ? sq_loc(body) : -1;
         return FAIL(c, HS_INVALID, "42804", loc, "column \"%s\" is of type %s but expression is "

@@ -423,3 +423,34 @@ def test_indexed_table(hs, tmp_path, fv):
                 assert ours == want, f"step {step}: {sql}; filter {flt}"
     finally:
         p.close()
+
+
+def test_vector_columns(hs, tmp_path):
+    """pgvector columns (list<float32>): text literals and vector
+    expressions are assigned with a cast to vector; the values read back are
+    the ones written here; a vector-distance WHERE selects the rows."""
+    cat = hs.path_catalog(tmp_path)
+    sch = pa.schema([pa.field("id", pa.int64(), nullable=False), ("emb", pa.list_(pa.float32()))])
+    t = hs.create(cat, "t", sch, fv=3)
+    s = hs.session()
+    try:
+        hs.append(t, pa.table({"id": pa.array([1, 2], pa.int64()),
+                               "emb": pa.array([[1, 2, 3], [4, 5, 6]], pa.list_(pa.float32()))}))
+        hs.register(s, "t", t)
+        assert hs.execute(s, "INSERT INTO t VALUES (3, '[7,8,9]')") == "INSERT 0 1"
+        assert hs.execute(s, "UPDATE t SET emb = '[0,0,1]' WHERE id = 1") == "UPDATE 1"
+        assert hs.execute(s, "UPDATE t SET emb = emb + '[1,1,1]'::vector WHERE id = 2") == \
+            "UPDATE 1"
+        assert hs.execute(s, "MERGE INTO t USING (SELECT 3 AS id, '[9,9,9]'::vector AS e) AS q "
+                             "ON t.id = q.id WHEN MATCHED THEN UPDATE SET emb = q.e") == "MERGE 1"
+        assert hs.execute_rows(s, "DELETE FROM t WHERE emb <-> '[0,0,1]' < 0.5 RETURNING id") == \
+            ("DELETE 1", [(1,)])
+        got = sorted((r["id"], r["emb"]) for r in hs.scan(t).to_pylist())
+        assert got == [(2, [5.0, 6.0, 7.0]), (3, [9.0, 9.0, 9.0])]
+        with pytest.raises(HsFail) as e:   # a list of integers is no vector column
+            hs.execute(s, "UPDATE t SET emb = 5")
+        assert e.value.sqlstate == "42804"
+    finally:
+        hs.lib.hs_session_close(s)
+        hs.lib.hs_table_close(t)
+        hs.lib.hs_catalog_close(cat)
