@@ -946,7 +946,12 @@ static hs_status cast_rel(planner *p, rel *r, const hs_field *types)
         if (same_type(&sch->children[i], &types[i])) {
             st = ex_bind_json(cref, p->text, &es, false, &ex[i], p->err);
         } else {
-            json_t *c = cast_json(cref, &types[i]);
+            /* a column of NULLs (type NA) becomes a typed NULL constant */
+            json_t *src = sch->children[i].type == HS_TYPE_NA
+                              ? json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1)
+                              : json_incref(cref);
+            json_t *c = src ? cast_json(src, &types[i]) : NULL;
+            json_decref(src);
             st = c ? ex_bind_json(c, p->text, &es, false, &ex[i], p->err) : nomem(p);
             json_decref(c);
         }
@@ -2291,9 +2296,10 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
         json_t *opn = jget(sublink, "operName");
         if (json_array_size(opn) > 0 && strcmp(sq_str(json_array_get(opn, 0)) ? sq_str(json_array_get(opn, 0)) : "", "="))
             return fail(p, HS_UNSUPPORTED, "0A000", loc, "only = ANY (IN) subqueries are supported");
-        if (is_kind(jget(sublink, "testexpr"), "RowExpr", NULL))
-            return fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (subquery) is not supported");
     }
+    json_t *rowb = NULL;
+    bool row = is_in && is_kind(jget(sublink, "testexpr"), "RowExpr", &rowb);
+    size_t nrow = row ? json_array_size(jget(rowb, "args")) : 1;
     corr c;
     hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
     if (st == HS_OK && !c.inner)
@@ -2303,8 +2309,8 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     json_t *targets = json_array();
     int *lk = NULL, *rk = NULL, nk = 0;
     size_t ncorr = json_array_size(c.corr);
-    lk = hs_calloc(ncorr + 2, sizeof *lk);
-    rk = hs_calloc(ncorr + 2, sizeof *rk);
+    lk = hs_calloc(ncorr + nrow + 2, sizeof *lk);
+    rk = hs_calloc(ncorr + nrow + 2, sizeof *rk);
     json_t **resid = hs_calloc(ncorr + 1, sizeof *resid);
     int nres = 0;
     if (st == HS_OK && (!targets || !lk || !rk || !resid))
@@ -2312,14 +2318,19 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     if (st == HS_OK && correlated && has_aggs_or_group(sub))
         st = fail(p, HS_UNSUPPORTED, "0A000", loc,
                   "correlated subqueries with GROUP BY or aggregates under EXISTS/IN are not supported");
+    if (st == HS_OK && row && correlated)
+        st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (correlated subquery) is not supported");
     if (st == HS_OK && is_in) {
-        if (json_array_size(jget(sub, "targetList")) != 1 && plain_select(sub))
-            st = fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
-        int col = -1;
-        if (st == HS_OK)
-            st = rel_add_expr(p, cur, jget(sublink, "testexpr"), &col);
-        lk[nk] = col;
-        rk[nk++] = 0;
+        if (json_array_size(jget(sub, "targetList")) != nrow && plain_select(sub))
+            st = fail(p, HS_INVALID, "42601", loc, "subquery has too %s columns",
+                      json_array_size(jget(sub, "targetList")) > nrow ? "many" : "few");
+        for (size_t i = 0; i < nrow && st == HS_OK; i++) {
+            int col = -1;
+            st = rel_add_expr(p, cur, row ? json_array_get(jget(rowb, "args"), i)
+                                          : jget(sublink, "testexpr"), &col);
+            lk[nk] = col;
+            rk[nk++] = (int)i;
+        }
     }
     if (st == HS_OK && correlated) {
         if (is_in)
@@ -2364,8 +2375,11 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     rel s = {0};
     if (st == HS_OK)
         st = plan_select(p, rw ? rw : sub, &s);
-    if (st == HS_OK && is_in && !correlated && s.n != 1)
+    if (st == HS_OK && is_in && !correlated && s.n != (int)nrow)
         st = fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
+    for (size_t i = 1; st == HS_OK && row && i < nrow; i++)
+        if (!key_types_ok(&cur->op->schema.children[lk[i]], &s.op->schema.children[i]))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (subquery) with different column types");
     if (st == HS_OK && is_in && !key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
         /* cast the subquery's column to the outer key's type */
         hs_field *types = hs_calloc((size_t)s.n + 1, sizeof *types);
@@ -2599,20 +2613,213 @@ static void nmap_free(nmap *m)
     memset(m, 0, sizeof *m);
 }
 
+/* ---- EXISTS / ANY / ALL / IN inside expressions ----
+ * Outside a WHERE conjunct (under OR, CASE, in the select list) these
+ * become expressions over scalar subqueries that the joins above handle
+ * (correlated ones too, when their correlation is by equality):
+ *   EXISTS (S)          cnt > 0
+ *   x op ANY (S)        CASE WHEN cnt = 0 THEN false WHEN x IS NULL THEN NULL
+ *                       WHEN <x matches> THEN true WHEN cnt > nn THEN NULL ELSE false END
+ *   x op ALL (S)        CASE WHEN cnt = 0 THEN true WHEN x IS NULL THEN NULL
+ *                       WHEN NOT <x passes the extreme> THEN false
+ *                       WHEN cnt > nn THEN NULL ELSE true END
+ * with cnt = count(*), nn = count(t) of S's one column t, <x matches> for
+ * = the count of t = x above 0, for < <= > >= a comparison with min(t) or
+ * max(t): PostgreSQL's three-valued results. */
+static json_t *mk_op(const char *op, json_t *l, json_t *r);
+static json_t *mk_int(int v);
+
+static json_t *mk_bool(bool v)
+{
+    return json_pack("{s:{s:{s:{s:{s:s},s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i}}", "TypeCast", "arg",
+                     "A_Const", "sval", "sval", v ? "true" : "false", "location", -1, "typeName",
+                     "names", "String", "sval", "bool", "typemod", -1, "location", -1, "location", -1);
+}
+
+static json_t *mk_null(void)
+{
+    return json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1);
+}
+
+static bool simple_select(const json_t *sub)
+{
+    return plain_select(sub) && !jget(sub, "groupClause") && !jget(sub, "havingClause") &&
+           !jget(sub, "distinctClause") && !jget(sub, "limitCount") && !jget(sub, "limitOffset") &&
+           !jget(sub, "withClause") && !jget(sub, "sortClause");
+}
+
+/* (SELECT agg FROM S...) where agg reads S's column through `arg`:
+ * arg NULL = count(*); where (may be NULL) an extra conjunct on it. */
+static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x, int loc)
+{
+    json_t *t = jget(jget(json_array_get(jget(sub, "targetList"), 0), "ResTarget"), "val");
+    json_t *q;
+    json_t *col = NULL;
+    if (simple_select(sub)) {
+        q = json_deep_copy(sub);
+        col = t ? json_incref(t) : NULL;
+    } else {
+        /* SELECT agg(_hs_q.c) FROM (S) _hs_q(c) */
+        q = json_pack("{s:[{s:{s:{s:O},s:{s:s,s:[{s:{s:s}}]}}}]}", "fromClause", "RangeSubselect",
+                      "subquery", "SelectStmt", sub, "alias", "aliasname", "_hs_q", "colnames",
+                      "String", "sval", "c");
+        col = json_pack("{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                        "_hs_q", "String", "sval", "c", "location", -1);
+    }
+    if (!q || (use_col && !col)) {
+        json_decref(q);
+        json_decref(col);
+        return NULL;
+    }
+    json_t *call = use_col
+        ? json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval", fn,
+                    "args", col, "location", -1)
+        : json_pack("{s:{s:[{s:{s:s}}],s:b,s:i}}", "FuncCall", "funcname", "String", "sval", "count",
+                    "agg_star", 1, "location", -1);
+    json_object_set_new(q, "targetList", json_pack("[{s:{s:o,s:i}}]", "ResTarget", "val", call,
+                                                   "location", -1));
+    if (eq_x) {
+        json_t *cond = mk_op("=", json_incref(col), json_incref((json_t *)eq_x));
+        json_t *w = jget(q, "whereClause");
+        json_t *both[2] = {w, cond};
+        json_t *nw = w ? mk_and(both, 2) : json_incref(cond);
+        json_decref(cond);
+        json_object_set_new(q, "whereClause", nw);
+    }
+    json_decref(col);
+    return json_pack("{s:{s:s,s:{s:o},s:i}}", "SubLink", "subLinkType", "EXPR_SUBLINK", "subselect",
+                     "SelectStmt", q, "location", loc);
+}
+
+static json_t *when(json_t *cond, json_t *res)
+{
+    return json_pack("{s:{s:o,s:o,s:i}}", "CaseWhen", "expr", cond, "result", res, "location", -1);
+}
+
+/* The expression that replaces an EXISTS/ANY/ALL SubLink (NULL: not one). */
+static json_t *sublink_expr(planner *p, const json_t *sl, hs_status *st)
+{
+    const char *type = jstrv(sl, "subLinkType");
+    json_t *sub = jget(jget(sl, "subselect"), "SelectStmt");
+    int loc = sq_loc(sl);
+    *st = HS_OK;
+    if (!type || !sub)
+        return NULL;
+    if (!strcmp(type, "EXISTS_SUBLINK")) {
+        json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+        return cnt ? mk_op(">", cnt, mk_int(0)) : NULL;
+    }
+    bool any = !strcmp(type, "ANY_SUBLINK"), all = !strcmp(type, "ALL_SUBLINK");
+    if (!any && !all)
+        return NULL;
+    const char *op = sq_str(json_array_get(jget(sl, "operName"), 0));
+    json_t *x = jget(sl, "testexpr");
+    if (!op)
+        op = "=";
+    if (is_kind(x, "RowExpr", NULL) || (plain_select(sub) && json_array_size(jget(sub, "targetList")) != 1)) {
+        *st = fail(p, HS_UNSUPPORTED, "0A000", loc, "row comparisons with subqueries are not supported here");
+        return NULL;
+    }
+    bool eq = !strcmp(op, "="), ne = !strcmp(op, "<>") || !strcmp(op, "!=");
+    bool gt = !strcmp(op, ">") || !strcmp(op, ">="), lt = !strcmp(op, "<") || !strcmp(op, "<=");
+    if (!(eq && any) && !(ne && all) && !gt && !lt) {
+        *st = fail(p, HS_UNSUPPORTED, "0A000", loc, "%s %s with a subquery is not supported", op,
+                   any ? "ANY" : "ALL");
+        return NULL;
+    }
+    json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+    json_t *nn = agg_sublink(sub, "count", true, NULL, loc);
+    json_t *hit;
+    if (eq || ne)
+        hit = mk_op(">", agg_sublink(sub, "count", false, x, loc), mk_int(0));
+    else {
+        /* ANY: x > min, x < max; ALL: x > max, x < min */
+        const char *fn = (gt == any) ? "min" : "max";
+        hit = mk_op(op, json_incref(x), agg_sublink(sub, fn, true, NULL, loc));
+    }
+    json_t *xnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype", "IS_NULL",
+                              "location", -1);
+    json_t *some_null = mk_op(">", json_incref(cnt), nn);
+    json_t *cw;
+    if (any)
+        cw = json_pack("[o,o,o,o]", when(mk_op("=", json_incref(cnt), mk_int(0)), mk_bool(false)),
+                       when(xnull, mk_null()), when(hit, mk_bool(true)), when(some_null, mk_null()));
+    else {
+        /* ALL: for <> it is NOT (x = ANY) */
+        json_t *fails = ne ? hit
+                           : json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args",
+                                       hit, "location", -1);
+        cw = json_pack("[o,o,o,o]", when(mk_op("=", json_incref(cnt), mk_int(0)), mk_bool(true)),
+                       when(xnull, mk_null()), when(fails, mk_bool(false)), when(some_null, mk_null()));
+    }
+    json_decref(cnt);
+    json_t *r = cw ? json_pack("{s:{s:o,s:o,s:i}}", "CaseExpr", "args", cw, "defresult",
+                               mk_bool(all), "location", loc) : NULL;
+    if (!r)
+        *st = nomem(p);
+    return r;
+}
+
+/* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
+static hs_status rewrite_sublinks(planner *p, json_t *j, int depth)
+{
+    if (depth > 400 || !j)
+        return HS_OK;
+    hs_status st = HS_OK;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            json_t *b;
+            if (is_kind(v, "SubLink", &b)) {
+                json_t *r = sublink_expr(p, b, &st);
+                if (st != HS_OK)
+                    return st;
+                if (r)
+                    json_object_set_new(j, k, r);
+            } else if (strcmp(k, "SubLink") != 0) {
+                HS_TRY(rewrite_sublinks(p, v, depth + 1));
+            }
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i), *b;
+            if (is_kind(v, "SubLink", &b)) {
+                json_t *r = sublink_expr(p, b, &st);
+                if (st != HS_OK)
+                    return st;
+                if (r)
+                    json_array_set_new(j, i, r);
+            } else {
+                HS_TRY(rewrite_sublinks(p, v, depth + 1));
+            }
+        }
+    }
+    return HS_OK;
+}
+
 /* Joins every scalar subquery under the nodes into cur, mapping them. */
 static hs_status attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m)
 {
     json_t *arr = json_array();
     if (!arr)
         return nomem(p);
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && st == HS_OK; i++)
+        st = rewrite_sublinks(p, nodes[i], 0);
     for (int i = 0; i < n; i++)
         collect_sublinks(nodes[i], arr, 0);
-    hs_status st = HS_OK;
     for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
         json_t *node = json_array_get(arr, i), *b = jget(node, "SubLink");
         const char *type = jstrv(b, "subLinkType");
         if (!type || strcmp(type, "EXPR_SUBLINK") != 0)
             continue;   /* the binder reports it */
+        bool seen = false;
+        for (int k = 0; k < m->n && !seen; k++)
+            seen = jeq(m->nodes[k], node);
+        if (seen)
+            continue;   /* the same subquery twice: joined once */
         int col = -1;
         st = attach_scalar(p, cur, b, &col);
         if (st == HS_OK) {
@@ -2636,16 +2843,35 @@ static hs_status apply_sub_conj(planner *p, rel *cur, json_t *node)
         neg = true;
     }
     json_t *sl;
+    json_t *own = NULL;
     if (is_kind(x, "SubLink", &sl)) {
         const char *t = jstrv(sl, "subLinkType");
-        if (t && (!strcmp(t, "EXISTS_SUBLINK") || !strcmp(t, "ANY_SUBLINK")))
+        const char *op = sq_str(json_array_get(jget(sl, "operName"), 0));
+        bool row = is_kind(jget(sl, "testexpr"), "RowExpr", NULL);
+        if (t && (!strcmp(t, "EXISTS_SUBLINK") ||
+                  (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
             return attach_semi(p, cur, sl, neg);
+        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK"))) {
+            hs_status st2;
+            json_t *r = sublink_expr(p, sl, &st2);
+            HS_TRY(st2);
+            if (r && neg) {
+                own = json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args", r,
+                                "location", -1);
+            } else {
+                own = r;
+            }
+            if (!own)
+                return nomem(p);
+            node = own;
+        }
     }
     nmap m = {0};
     hs_status st = attach_scalars(p, cur, &node, 1, &m);
     if (st == HS_OK)
         st = filter_rel(p, cur, &node, 1, m.nodes, m.cols, m.n, "WHERE");
     nmap_free(&m);
+    json_decref(own);
     return st;
 }
 
@@ -3107,6 +3333,185 @@ static hs_status push_ctes(planner *p, const json_t *sel, cte **saved, cte **min
     return HS_OK;
 }
 
+/* ---- GROUPING SETS / ROLLUP / CUBE ----
+ * The query becomes a UNION ALL of one grouped query per set, in which the
+ * group expressions outside the set read as NULL (not inside aggregate
+ * arguments); ORDER BY and LIMIT apply to the union.  GROUPING() is not
+ * supported. */
+
+static bool in_list(const json_t *arr, const json_t *x)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (jeq(json_array_get(arr, i), x))
+            return true;
+    return false;
+}
+
+/* Replaces (in place) nodes of j equal to one of absent by NULL. */
+static void null_absent(json_t *j, const json_t *absent, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            if (is_agg_call(v) || is_kind(v, "SubLink", NULL))
+                continue;
+            if (json_is_object(v) && json_object_size(v) == 1 && in_list(absent, v))
+                json_object_set_new(j, k, mk_null());
+            else
+                null_absent(v, absent, depth + 1);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            if (is_agg_call(v) || is_kind(v, "SubLink", NULL))
+                continue;
+            if (json_is_object(v) && json_object_size(v) == 1 && in_list(absent, v))
+                json_array_set_new(j, i, mk_null());
+            else
+                null_absent(v, absent, depth + 1);
+        }
+    }
+}
+
+/* *out: the expanded query (a new SelectStmt body), or NULL when sel has
+ * no grouping sets. */
+static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
+{
+    *out = NULL;
+    json_t *gc = jget(sel, "groupClause"), *gs = NULL;
+    size_t i;
+    json_t *g;
+    json_array_foreach(gc, i, g) {
+        json_t *b;
+        if (is_kind(g, "GroupingSet", &b)) {
+            if (gs)
+                return fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "several grouping sets in one GROUP BY are not supported");
+            gs = b;
+        }
+    }
+    if (!gs)
+        return HS_OK;
+    const char *kind = jstrv(gs, "kind");
+    json_t *content = jget(gs, "content");
+    size_t n = json_array_size(content);
+    json_t *sets = json_array(), *all = json_array(), *plain = json_array();
+    hs_status st = sets && all && plain ? HS_OK : nomem(p);
+    json_array_foreach(gc, i, g)
+        if (!is_kind(g, "GroupingSet", NULL))
+            json_array_append(plain, g);
+    if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_ROLLUP")) {
+        for (size_t k = n + 1; k-- > 0;) {
+            json_t *set = json_array();
+            for (size_t e = 0; e < k; e++)
+                json_array_append(set, json_array_get(content, e));
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_CUBE")) {
+        if (n > 8)
+            st = fail(p, HS_UNSUPPORTED, "54000", sq_loc(gs), "CUBE of more than 8 expressions");
+        for (size_t mask = (1u << n); st == HS_OK && mask-- > 0;) {
+            json_t *set = json_array();
+            for (size_t e = 0; e < n; e++)
+                if (mask & (1u << e))
+                    json_array_append(set, json_array_get(content, e));
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_SETS")) {
+        json_t *it;
+        json_array_foreach(content, i, it) {
+            json_t *b, *set = json_array();
+            if (is_kind(it, "RowExpr", &b))
+                json_array_extend(set, jget(b, "args"));
+            else if (is_kind(it, "GroupingSet", &b)) {
+                const char *k2 = jstrv(b, "kind");
+                if (k2 && !strcmp(k2, "GROUPING_SET_SIMPLE"))
+                    json_array_extend(set, jget(b, "content"));
+                else if (!k2 || strcmp(k2, "GROUPING_SET_EMPTY")) {
+                    json_decref(set);
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "nested grouping sets are not supported");
+                    break;
+                }
+            } else {
+                json_array_append(set, it);
+            }
+            json_array_append_new(sets, set);
+        }
+    } else if (st == HS_OK) {
+        st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(gs), "this grouping set is not supported");
+    }
+    json_t *s2;
+    json_array_foreach(sets, i, s2) {
+        size_t k;
+        json_t *e;
+        json_array_foreach(s2, k, e)
+            if (!in_list(all, e) && !in_list(plain, e))
+                json_array_append(all, e);
+    }
+    json_t *u = NULL;
+    json_array_foreach(sets, i, s2) {
+        if (st != HS_OK)
+            break;
+        json_t *b = json_deep_copy(sel);
+        json_t *absent = json_array();
+        if (!b || !absent) {
+            json_decref(b);
+            json_decref(absent);
+            st = nomem(p);
+            break;
+        }
+        json_t *grp = json_copy(plain);
+        json_array_extend(grp, s2);
+        json_object_del(b, "sortClause");
+        json_object_del(b, "limitCount");
+        json_object_del(b, "limitOffset");
+        json_object_del(b, "limitOption");
+        json_object_del(b, "withClause");
+        if (json_array_size(grp))
+            json_object_set_new(b, "groupClause", grp);
+        else {
+            json_decref(grp);
+            json_object_del(b, "groupClause");
+            json_object_set_new(b, "hs_grouped", json_true());   /* one group: () */
+        }
+        size_t k;
+        json_t *e;
+        json_array_foreach(all, k, e)
+            if (!in_list(s2, e))
+                json_array_append(absent, e);
+        null_absent(jget(b, "targetList"), absent, 0);
+        null_absent(jget(b, "havingClause"), absent, 0);
+        json_decref(absent);
+        if (!u) {
+            u = b;
+        } else {
+            json_t *nu = json_pack("{s:s,s:b,s:{s:o},s:{s:o}}", "op", "SETOP_UNION", "all", 1,
+                                   "larg", "SelectStmt", u, "rarg", "SelectStmt", b);
+            if (!nu) {
+                st = nomem(p);
+                break;
+            }
+            u = nu;
+        }
+    }
+    if (st == HS_OK && u) {
+        static const char *const keep[] = {"sortClause", "limitCount", "limitOffset", "limitOption"};
+        for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
+            if (jget(sel, keep[k]))
+                json_object_set(u, keep[k], jget(sel, keep[k]));
+        *out = u;
+        u = NULL;
+    }
+    json_decref(u);
+    json_decref(sets);
+    json_decref(all);
+    json_decref(plain);
+    return st;
+}
+
 static hs_status plan_block(planner *p, const json_t *sel, rel *out);
 
 static hs_status plan_select(planner *p, const json_t *sel, rel *out)
@@ -3120,7 +3525,12 @@ static hs_status plan_select(planner *p, const json_t *sel, rel *out)
     int n_mine;
     hs_status st = push_ctes(p, sel, &saved, &mine, &n_mine);
     const char *op = jstrv(sel, "op");
-    if (st == HS_OK) {
+    json_t *expanded = NULL;
+    if (st == HS_OK && (!op || !strcmp(op, "SETOP_NONE")))
+        st = expand_grouping_sets(p, sel, &expanded);
+    if (st == HS_OK && expanded) {
+        st = jget(expanded, "op") ? plan_setop(p, expanded, out) : plan_block(p, expanded, out);
+    } else if (st == HS_OK) {
         if (op && strcmp(op, "SETOP_NONE") != 0)
             st = plan_setop(p, sel, out);
         else if (jget(sel, "valuesLists"))
@@ -3128,6 +3538,7 @@ static hs_status plan_select(planner *p, const json_t *sel, rel *out)
         else
             st = plan_block(p, sel, out);
     }
+    json_decref(expanded);
     p->ctes = saved;
     hs_free(mine);
     p->depth--;
@@ -3347,8 +3758,11 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     HS_TRY(check_clauses(p, sel));
     json_t *dc = jget(sel, "distinctClause");
     bool distinct = json_array_size(dc) > 0;
-    if (distinct && !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0))
-        return fail(p, HS_UNSUPPORTED, "0A000", first_loc(dc, 0), "DISTINCT ON is not supported");
+    json_t *distinct_on = NULL;
+    if (distinct && !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0)) {
+        distinct_on = dc;   /* DISTINCT ON (exprs): the first row of each group in ORDER BY order */
+        distinct = false;
+    }
     fromc fc = {0};
     conjs cs = {0};
     rel cur = {0};
@@ -3406,7 +3820,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         }
     }
     bool grouped = json_array_size(aggs) > 0 || json_array_size(groups) > 0 ||
-                   jget(sel, "havingClause") != NULL;
+                   jget(sel, "havingClause") != NULL || json_is_true(jget(sel, "hs_grouped"));
     if (st == HS_OK && grouped) {
         n_pre = cur.n;
         pre_cols = cur.cols;
@@ -3452,6 +3866,35 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         st = attach_scalars(p, &cur, both, 2, &m);
         if (st == HS_OK)
             st = apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
+    }
+    /* DISTINCT ON (e...): row_number() OVER (PARTITION BY e... ORDER BY the
+     * query's ORDER BY) = 1; PostgreSQL requires ORDER BY to start with e... */
+    json_t *don = NULL;
+    if (st == HS_OK && distinct_on) {
+        size_t nd = json_array_size(distinct_on);
+        for (size_t i = 0; i < nd && st == HS_OK; i++) {
+            json_t *sb = jget(json_array_get(sortc, i), "SortBy");
+            if (!sb || !jeq(jget(sb, "node"), json_array_get(distinct_on, i)))
+                st = fail(p, HS_INVALID, "42P10", first_loc(distinct_on, 0),
+                          "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+        }
+        if (st == HS_OK) {
+            json_t *ord = sortc ? json_incref(sortc) : json_array();
+            don = ord ? json_pack("{s:{s:[{s:{s:s}}],s:{s:O,s:o,s:i,s:i},s:i}}", "FuncCall",
+                                  "funcname", "String", "sval", "row_number", "over",
+                                  "partitionClause", distinct_on, "orderClause", ord,
+                                  "frameOptions", 1058, "location", -1, "location", -1)
+                      : NULL;
+            if (!don)
+                st = nomem(p);
+        }
+        if (st == HS_OK)
+            st = apply_windows(p, &cur, &don, 1, &m, grouped ? &pre : NULL, key_of_col);
+        if (st == HS_OK) {
+            json_t *eq1 = mk_op("=", json_incref(don), mk_int(1));
+            st = eq1 ? filter_rel(p, &cur, &eq1, 1, m.nodes, m.cols, m.n, "DISTINCT ON") : nomem(p);
+            json_decref(eq1);
+        }
     }
     /* the select list */
     int cap = 16, n_out = 0;
@@ -3650,6 +4093,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(srcs);
     hs_free(keys);
     hs_free(extra);
+    json_decref(don);
     hs_free(key_of_col);
     qcols_free(pre_cols, n_pre);
     nmap_free(&m);
