@@ -291,6 +291,15 @@ typedef struct dctx {
 /* An hs_error from a lower layer: SQLSTATE derived by the dispatcher. */
 #define FAIL(c, code, state, loc, ...) sq_fail((c)->s, err, code, state, (c)->text, loc, __VA_ARGS__)
 
+/* hs_session_cancel was called: the statement stops with 57014 (nothing
+ * committed).  Checked per batch read and per chunk of join pairs. */
+static hs_status check_cancel(dctx *c, hs_error *err)
+{
+    if (atomic_load(&c->s->cancel))
+        return FAIL(c, HS_CANCELLED, "57014", -1, "canceling statement due to user request");
+    return HS_OK;
+}
+
 static const char *jstr(const json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
@@ -542,8 +551,8 @@ static hs_status target_schema(const txn *x, hs_field *out, hs_error *err)
 
 /* Reads the target rows the transaction sees (filter: pushed-down text or
  * NULL; rows not matching it may still come back). */
-static hs_status target_load(txn *x, target *g, const char *filter, const ex_expr *keep_expr,
-                             hs_error *err)
+static hs_status target_load(dctx *c, txn *x, target *g, const char *filter,
+                             const ex_expr *keep_expr, hs_error *err)
 {
     int nt = x->tschema.n_children;
     g->nt = nt;
@@ -578,7 +587,7 @@ static hs_status target_load(txn *x, target *g, const char *filter, const ex_exp
         hs_batch_source src = {0};
         if (st == HS_OK)
             st = hs_arrow_import_stream(&s, &src, err);
-        while (st == HS_OK) {
+        while (st == HS_OK && (st = check_cancel(c, err)) == HS_OK) {
             hs_batch *b = NULL;
             st = src.next(src.ctx, &b, err);
             if (st != HS_OK || !b)
@@ -1159,6 +1168,9 @@ static hs_status join_pairs(dctx *c, dscope *sc, const hs_batch *L, const hs_bat
         st = hs_err_nomem(err, PAIR_CHUNK * 8);
     for (int64_t off = 0; st == HS_OK && off < n_all; off += PAIR_CHUNK) {
         int64_t n = n_all - off < PAIR_CHUNK ? n_all - off : PAIR_CHUNK;
+        st = check_cancel(c, err);
+        if (st != HS_OK)
+            break;
         for (int64_t k = 0; k < n; k++) {
             if (nk > 0) {
                 li[k] = HS_VEC_AT(&cl, int64_t, off + k);
@@ -1712,7 +1724,7 @@ static hs_status open_target(dctx *c, txn *x, json_t *rv, json_t *where, target 
     char *filter = NULL;
     ex_expr *e = NULL;
     prepare_where(c, x, g->qual, where, &filter, &e);
-    hs_status st = target_load(x, g, filter, e, err);
+    hs_status st = target_load(c, x, g, filter, e, err);
     hs_free(filter);
     ex_free(e);
     return st;
@@ -1853,7 +1865,7 @@ static hs_status open_joined(dctx *c, txn *x, json_t *rv, json_t *items, const c
         return st;
     int nt = x->tschema.n_children;
     char *filter = semijoin_text(sc, nt, nt + 3, *S, cond);
-    st = target_load(x, g, filter, NULL, err);
+    st = target_load(c, x, g, filter, NULL, err);
     hs_free(filter);
     return st;
 }

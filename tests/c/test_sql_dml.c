@@ -22,6 +22,8 @@
  *   copy            COPY FROM csv (quotes, NULL vs '', HEADER, DELIMITER,
  *                   column list) and parquet, COPY TO csv and parquet;
  *                   corrupt, malformed and missing files fail cleanly
+ *   cancel          hs_session_cancel from another thread stops a long
+ *                   UPDATE ... FROM with 57014, nothing committed
  *   crash_merge     cat_set_io_fault(k) for k = 1.. until a MERGE (update,
  *                   delete, insert) passes: after each failure the table,
  *                   reopened through a new catalog handle, reads exactly
@@ -39,6 +41,8 @@
 #include "hyperstream/sql.h"
 #include "hyperstream/table.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -520,6 +524,89 @@ static void test_copy(void)
     hs_catalog_close(cat);
 }
 
+/* Appends n rows (id = start + i, k = i % 97, s = "r") to t. */
+static hs_status append_rows(hs_table *t, int64_t start, int64_t n, hs_error *err)
+{
+    hs_field schema, f;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_field_init(&f, "id", HS_TYPE_INT64, false);
+    if (hs_field_add_child(&schema, &f) != HS_OK)
+        return HS_NOMEM;
+    hs_field_init(&f, "k", HS_TYPE_INT32, true);
+    if (hs_field_add_child(&schema, &f) != HS_OK)
+        return HS_NOMEM;
+    hs_field_init(&f, "s", HS_TYPE_STRING, true);
+    if (hs_field_add_child(&schema, &f) != HS_OK)
+        return HS_NOMEM;
+    hs_batch *b = NULL;
+    hs_status st = hs_batch_create(&schema, n, &b, err);
+    hs_field_clear(&schema);
+    for (int64_t i = 0; st == HS_OK && i < n; i++) {
+        int64_t id = start + i;
+        int32_t k = (int32_t)(i % 97);
+        if (hs_col_append_fixed(b->cols[0], &id) != HS_OK ||
+            hs_col_append_fixed(b->cols[1], &k) != HS_OK ||
+            hs_col_append_bytes(b->cols[2], "r", 1) != HS_OK)
+            st = HS_NOMEM;
+        b->n_rows++;
+    }
+    struct ArrowArrayStream s;
+    if (st == HS_OK) {
+        st = hs_arrow_export_one_batch(b, &s, err);
+        b = NULL;
+    }
+    hs_batch_free(b);
+    return st == HS_OK ? hs_table_append(t, &s, err) : st;
+}
+
+typedef struct canceller {
+    hs_session *s;
+    atomic_int done;
+} canceller;
+
+static void *cancel_loop(void *arg)
+{
+    canceller *cn = arg;
+    while (!atomic_load(&cn->done)) {
+        hs_session_cancel(cn->s);
+        usleep(2000);
+    }
+    return NULL;
+}
+
+/* hs_session_cancel from another thread stops a long statement with 57014
+ * and nothing committed: an UPDATE ... FROM without an equality (every one
+ * of 3000 x 3000 pairs evaluated, seconds of work) is cancelled by a
+ * thread that keeps cancelling until it returns. */
+static void test_cancel(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    hs_table *t = NULL, *src = NULL;
+    hs_session *s = NULL;
+    CHECK_OK(setup(tmp_dir("cancel"), 2, &cat, &t, &src, &s, &err), &err);
+    CHECK_OK(append_rows(t, 0, 3000, &err), &err);
+    CHECK_OK(append_rows(src, 0, 3000, &err), &err);
+    int n0 = hs_snapshot_count(t);
+    canceller cn = {.s = s};
+    atomic_init(&cn.done, 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, cancel_loop, &cn) == 0);
+    hs_status st = run(s, "UPDATE t SET k = src.k FROM src WHERE t.k + src.k < -5", NULL, 0,
+                       &err);
+    atomic_store(&cn.done, 1);
+    pthread_join(th, NULL);
+    CHECK(st == HS_CANCELLED);
+    CHECK(strcmp(hs_session_sqlstate(s), "57014") == 0);
+    CHECK(hs_snapshot_count(t) == n0);
+    /* the session goes on */
+    EXPECT_TAG("DELETE FROM t WHERE id < 10", "DELETE 10");
+    hs_session_close(s);
+    hs_table_close(t);
+    hs_table_close(src);
+    hs_catalog_close(cat);
+}
+
 /* Rows of table `name` read through a fresh catalog handle. */
 static hs_status reopen_rows(const char *dir, const char *name, char *out, size_t cap,
                              hs_error *err)
@@ -619,6 +706,7 @@ int main(void)
     HS_RUN(test_conflict);
     HS_RUN(test_returning);
     HS_RUN(test_copy);
+    HS_RUN(test_cancel);
     HS_RUN(test_crash_merge_v2);
     HS_RUN(test_crash_merge_v3);
     return hs_test_summary();
