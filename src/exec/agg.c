@@ -22,12 +22,24 @@
  *                             per stored value
  *      DISTINCT filters rows through a second map keyed by (group id,
  *      value key) first.
+ * string_agg/array_agg with ORDER BY also store their order columns and
+ * re-chain every group's values in key order at the end (one stable sort
+ * of all stored values by (group, keys)).
  * At the end of input the key columns and one column per aggregate are
  * built for all groups and emitted in slices of XO_BATCH_ROWS.
  * One integer-like group column (ints, dates, times, timestamps) is looked
  * up by value in an hs_imap instead (NULL is a group kept aside).
  * Memory: the row sets are accounted as they grow (xo_rows); the maps and
  * state arrays are accounted after every batch.
+ *
+ * Parallel: with ctx->pool and ctx->threads > 1, and when every aggregate
+ * merges by value (no DISTINCT, string_agg or array_agg), batches are
+ * pulled `threads` at a time on the calling thread and aggregated by
+ * `threads` workers (agg_op structs of their own, not in the tree), one
+ * batch each, in parallel; at the end each worker's groups are looked up in
+ * the operator's own tables as a batch of key rows and their states merged
+ * (counts and sums add, min/max compare, bool_and/or combine).  Groups then
+ * come out in the order the merge meets them.
  *
  * Distinct streams: a row is emitted the first time its key (all columns)
  * is seen.
@@ -40,11 +52,15 @@
 
 typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC } acc_class;
 
+#define XO_AGG_MAX_ORDER 16   /* ORDER BY keys of one string_agg/array_agg */
+
 typedef struct agg_state {
     xo_agg a;              /* a.sep, a.name owned copies */
     acc_class cls;
     int scale;             /* decimal argument's scale (avg) */
-    hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] */
+    hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] [, order cols] */
+    xo_sort_key *okeys;    /* ORDER BY keys over store columns (n = a.n_order) */
+    int first_ocol;        /* store position of the first order column */
     int64_t *cnt;
     __int128 *isum;
     double *fsum;
@@ -77,6 +93,9 @@ typedef struct agg_op {
     hs_batch *result;
     int64_t emitted;
     bool done;
+    /* parallel partial aggregation (see top) */
+    struct agg_op **workers;
+    int n_workers;
 } agg_op;
 
 static const char *fn_name(xo_agg_fn f)
@@ -337,6 +356,71 @@ static hs_status add_int(agg_state *a, int64_t g, __int128 v, hs_error *err)
     return HS_OK;
 }
 
+/* Tight loops for the common cases: count, and sum/avg of int32, int64
+ * and float64 columns, without DISTINCT.  Returns false when a case is
+ * not covered (the general loop then runs).  Integer sums cannot overflow
+ * __int128 within one batch from a zero start, but the running sum can:
+ * the check stays. */
+static bool update_fast(agg_state *a, const int64_t *gid, const hs_column *c, int64_t n,
+                        hs_status *st, hs_error *err)
+{
+    if (a->a.distinct || c->type == HS_TYPE_NA)
+        return false;
+    const uint8_t *valid = c->validity.data;
+    xo_agg_fn fn = a->a.fn;
+    if (fn == XO_AGG_COUNT) {
+        for (int64_t i = 0; i < n; i++)
+            a->cnt[gid[i]] += !valid || hs_bit_get(valid, i);
+        return true;
+    }
+    if (fn != XO_AGG_SUM && fn != XO_AGG_AVG)
+        return false;
+    *st = HS_OK;
+    switch (c->type) {
+    case HS_TYPE_FLOAT64: {
+        const double *v = HS_COL_VALUES(c, double);
+        for (int64_t i = 0; i < n; i++)
+            if (!valid || hs_bit_get(valid, i)) {
+                a->cnt[gid[i]]++;
+                a->fsum[gid[i]] += v[i];
+            }
+        return true;
+    }
+    case HS_TYPE_INT64: case HS_TYPE_INT32: {
+        bool w64 = c->type == HS_TYPE_INT64;
+        for (int64_t i = 0; i < n; i++)
+            if (!valid || hs_bit_get(valid, i)) {
+                int64_t g = gid[i];
+                __int128 x = w64 ? HS_COL_VALUES(c, int64_t)[i] : HS_COL_VALUES(c, int32_t)[i];
+                a->cnt[g]++;
+                if (__builtin_add_overflow(a->isum[g], x, &a->isum[g])) {
+                    *st = hs_err_set(err, HS_INVALID, "%s: numeric field overflow",
+                                     fn == XO_AGG_SUM ? "sum" : "avg");
+                    return true;
+                }
+            }
+        return true;
+    }
+    case HS_TYPE_DECIMAL128: {
+        for (int64_t i = 0; i < n; i++)
+            if (!valid || hs_bit_get(valid, i)) {
+                int64_t g = gid[i];
+                __int128 x;
+                memcpy(&x, c->values.data + 16 * i, 16);
+                a->cnt[g]++;
+                if (__builtin_add_overflow(a->isum[g], x, &a->isum[g])) {
+                    *st = hs_err_set(err, HS_INVALID, "%s: numeric field overflow",
+                                     fn == XO_AGG_SUM ? "sum" : "avg");
+                    return true;
+                }
+            }
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
 static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error *err)
 {
     const int64_t *gid = s->gid;
@@ -347,6 +431,9 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
         return HS_OK;
     }
     const hs_column *c = b->cols[a->a.arg];
+    hs_status fst = HS_OK;
+    if (update_fast(a, gid, c, n, &fst, err))
+        return fst;
     hs_buf picked = {0};   /* rows to store (string/array_agg, min/max candidates) */
     hs_buf touched = {0};  /* min/max: groups with a candidate in this batch */
     hs_status st = HS_OK;
@@ -401,8 +488,10 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
     }
     if (st == HS_NOMEM)
         (void)hs_err_nomem(err, 0);   /* keeps an earlier message */
-    hs_column *view_cols[2] = {(hs_column *)c,
-                               a->a.sep_col >= 0 ? b->cols[a->a.sep_col] : NULL};
+    hs_column *view_cols[2 + XO_AGG_MAX_ORDER] = {(hs_column *)c,
+                                                  a->a.sep_col >= 0 ? b->cols[a->a.sep_col] : NULL};
+    for (int k = 0; k < a->a.n_order; k++)
+        view_cols[a->first_ocol + k] = b->cols[a->a.order[k].col];
     hs_batch view = {.schema = a->store_schema, .n_rows = n,
                      .n_cols = a->store_schema.n_children, .cols = view_cols};
     if (st == HS_OK && (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX)) {
@@ -537,11 +626,73 @@ static hs_status build_array_agg(agg_op *s, agg_state *a, hs_column *col, hs_err
     return HS_OK;
 }
 
+/* string_agg/array_agg ... ORDER BY: sorts all stored values by (owning
+ * group, order keys) at once and rebuilds each group's chain in that
+ * order (stable, so ties keep input order). */
+static hs_status order_chains(agg_op *s, agg_state *a, hs_error *err)
+{
+    int64_t nv = xo_rows_count(&a->store);
+    if (a->a.n_order == 0 || nv < 2)
+        return HS_OK;
+    hs_field of;
+    hs_field_init(&of, "g", HS_TYPE_INT64, false);
+    hs_column *owner = NULL;
+    hs_status st = hs_col_create(&of, nv, &owner, err);
+    hs_field_clear(&of);
+    HS_TRY(st);
+    int64_t *own = hs_malloc((size_t)nv * sizeof *own), *perm = hs_malloc((size_t)nv * sizeof *perm);
+    int nc = 1 + a->store.b->n_cols;
+    hs_column **cols = hs_calloc((size_t)nc, sizeof *cols);
+    xo_sort_key *keys = hs_calloc((size_t)(1 + a->a.n_order), sizeof *keys);
+    if (!own || !perm || !cols || !keys) {
+        st = hs_err_nomem(err, 0);
+        goto done;
+    }
+    for (int64_t g = 0; g < s->n_total; g++)
+        for (int64_t k = a->best[g]; k >= 0; k = HS_VEC_AT(&a->nxt, int64_t, k))
+            own[k] = g;
+    if (hs_col_append_fixed_n(owner, own, nv) != HS_OK) {
+        st = hs_err_nomem(err, 0);
+        goto done;
+    }
+    cols[0] = owner;
+    for (int c = 0; c < a->store.b->n_cols; c++)
+        cols[1 + c] = a->store.b->cols[c];
+    keys[0] = (xo_sort_key){0, false, false};
+    for (int k = 0; k < a->a.n_order; k++) {
+        keys[1 + k] = a->okeys[k];
+        keys[1 + k].col += 1;
+    }
+    st = xo_sort_perm(s->op.ctx, cols, 1 + a->a.n_order, keys, nv, perm, err);
+    if (st != HS_OK)
+        goto done;
+    for (int64_t g = 0; g < s->n_total; g++)
+        a->best[g] = a->tail[g] = -1;
+    for (int64_t i = 0; i < nv; i++) {
+        int64_t k = perm[i], g = own[k];
+        if (a->best[g] < 0)
+            a->best[g] = k;
+        else
+            HS_VEC_AT(&a->nxt, int64_t, a->tail[g]) = k;
+        a->tail[g] = k;
+        HS_VEC_AT(&a->nxt, int64_t, k) = -1;
+    }
+done:
+    hs_col_free(owner);
+    hs_free(own);
+    hs_free(perm);
+    hs_free(cols);
+    hs_free(keys);
+    return st;
+}
+
 static hs_status build_agg_col(agg_op *s, agg_state *a, const hs_field *f, hs_column **out,
                                hs_error *err)
 {
     *out = NULL;
     int64_t n = s->n_total;
+    if (a->a.fn == XO_AGG_STRING_AGG || a->a.fn == XO_AGG_ARRAY_AGG)
+        HS_TRY(order_chains(s, a, err));
     if (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX) {
         if (!a->store.b)
             HS_TRY(xo_rows_init(&a->store, &a->store_schema, err));
@@ -638,9 +789,200 @@ static hs_status agg_finish(agg_op *s, hs_error *err)
     return st;
 }
 
+/* Aggregates one input batch into s (the operator or a worker). */
+static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
+{
+    hs_status st = assign_groups(s, b, err);
+    if (st == HS_OK)
+        st = ensure_groups(s, s->n_total, err);
+    for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
+        st = update_agg(s, &s->aggs[j], b, err);
+    if (st == HS_OK)
+        st = account(s, err);
+    return st;
+}
+
+static void agg_clear(agg_op *s);
+
+/* ---- parallel partial aggregation ---- */
+
+/* Parallel when the pool allows and every aggregate merges by value. */
+static bool can_parallel(const agg_op *s)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    if (!ctx || !ctx->pool || ctx->threads < 2)
+        return false;
+    for (int j = 0; j < s->n_aggs; j++)
+        if (s->aggs[j].a.distinct || s->aggs[j].a.fn == XO_AGG_STRING_AGG ||
+            s->aggs[j].a.fn == XO_AGG_ARRAY_AGG)
+            return false;
+    return true;
+}
+
+static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
+{
+    agg_op *w = hs_calloc(1, sizeof *w);
+    if (!w)
+        return hs_err_nomem(err, 0);
+    w->op.ctx = s->op.ctx;
+    w->op.name = s->op.name;
+    w->n_groups = s->n_groups;
+    w->int_key = s->int_key;
+    w->null_gid = -1;
+    *out = w;
+    w->aggs = hs_calloc((size_t)(s->n_aggs ? s->n_aggs : 1), sizeof *w->aggs);
+    if (!w->aggs || hs_field_copy(&s->key_schema, &w->key_schema) != HS_OK)
+        return hs_err_nomem(err, 0);
+    w->n_aggs = s->n_aggs;
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &w->aggs[j];
+        a->a = s->aggs[j].a;
+        a->a.sep = a->a.name = NULL;
+        a->a.order = NULL;   /* (parallel workers never hold ordered aggregates) */
+        a->a.n_order = 0;
+        a->cls = s->aggs[j].cls;
+        a->scale = s->aggs[j].scale;
+        if (hs_field_copy(&s->aggs[j].store_schema, &a->store_schema) != HS_OK)
+            return hs_err_nomem(err, 0);
+    }
+    if (s->n_groups == 0) {
+        w->n_total = 1;
+        HS_TRY(ensure_groups(w, 1, err));
+    }
+    return HS_OK;
+}
+
+typedef struct agg_job {
+    agg_op *w;
+    hs_batch *b;
+} agg_job;
+
+static hs_status agg_task(void *arg, hs_error *err)
+{
+    agg_job *j = arg;
+    return consume(j->w, j->b, err);
+}
+
+/* Folds worker w's groups into s: the worker's key rows are looked up as a
+ * batch (new groups are appended to s), then every state merges. */
+static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
+{
+    if (w->n_total == 0)
+        return HS_OK;
+    if (s->n_groups > 0) {
+        if (!w->keys.b)
+            return HS_OK;
+        HS_TRY(assign_groups(s, w->keys.b, err));
+    } else {
+        HS_TRY(assign_groups(s, &(hs_batch){.n_rows = w->n_total}, err));
+    }
+    HS_TRY(ensure_groups(s, s->n_total, err));
+    const int64_t *mg = s->gid;   /* worker group g -> group mg[g] of s */
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j], *b = &w->aggs[j];
+        hs_buf take = {0};
+        hs_status st = HS_OK;
+        int64_t base = xo_rows_count(&a->store);
+        for (int64_t g = 0; g < w->n_total && st == HS_OK; g++) {
+            int64_t m = mg[g];
+            a->cnt[m] += b->cnt[g];
+            switch (a->a.fn) {
+            case XO_AGG_SUM: case XO_AGG_AVG:
+                if (a->cls == ACC_FLOAT)
+                    a->fsum[m] += b->fsum[g];
+                else
+                    st = add_int(a, m, b->isum[g], err);
+                break;
+            case XO_AGG_BOOL_AND: a->flag[m] &= b->flag[g]; break;
+            case XO_AGG_BOOL_OR: a->flag[m] |= b->flag[g]; break;
+            case XO_AGG_MIN: case XO_AGG_MAX: {
+                if (b->best[g] < 0)
+                    break;
+                const hs_column *wc = b->store.b->cols[0];
+                if (a->best[m] >= 0) {
+                    int r = xo_val_cmp(wc, b->best[g], a->store.b->cols[0], a->best[m]);
+                    if (!(a->a.fn == XO_AGG_MIN ? r < 0 : r > 0))
+                        break;
+                }
+                a->best[m] = base + (int64_t)HS_VEC_LEN(&take, int64_t);
+                if (HS_VEC_PUSH(&take, int64_t, b->best[g]) != HS_OK)
+                    st = hs_err_nomem(err, 0);
+                break;
+            }
+            default: break;
+            }
+        }
+        if (st == HS_OK && take.len)
+            st = xo_rows_append_take(&a->store, s->op.ctx, s->op.name, b->store.b,
+                                     (int64_t *)take.data, (int64_t)HS_VEC_LEN(&take, int64_t), err);
+        hs_buf_free(&take);
+        HS_TRY(st);
+    }
+    return account(s, err);
+}
+
+static hs_status consume_parallel(agg_op *s, hs_error *err)
+{
+    xo_ctx *ctx = s->op.ctx;
+    int k = ctx->threads;
+    s->workers = hs_calloc((size_t)k, sizeof *s->workers);
+    agg_job *jobs = hs_calloc((size_t)k, sizeof *jobs);
+    hs_status st = s->workers && jobs ? HS_OK : hs_err_nomem(err, 0);
+    if (st == HS_OK)
+        s->n_workers = k;
+    for (int i = 0; i < k && st == HS_OK; i++)
+        st = make_worker(s, &s->workers[i], err);
+    bool eof = false;
+    while (st == HS_OK && !eof) {
+        int n = 0;
+        while (n < k && st == HS_OK) {
+            hs_batch *b;
+            st = xo_next(s->op.children[0], &b, err);
+            if (st != HS_OK || !b) {
+                eof = true;
+                break;
+            }
+            jobs[n] = (agg_job){s->workers[n], b};
+            n++;
+        }
+        if (st == HS_OK && n == 1) {
+            st = consume(jobs[0].w, jobs[0].b, err);
+        } else if (st == HS_OK && n > 1) {
+            hs_group *g;
+            st = hs_group_create(ctx->pool, &g, err);
+            hs_status sub = HS_OK;
+            for (int i = 0; i < n && st == HS_OK && sub == HS_OK; i++)
+                sub = hs_group_submit(g, agg_task, &jobs[i]);
+            if (st == HS_OK) {
+                st = hs_group_wait(g, err);
+                hs_group_destroy(g);
+                if (st == HS_OK && sub != HS_OK)
+                    st = hs_err_nomem(err, 0);
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            hs_batch_free(jobs[i].b);
+            jobs[i].b = NULL;
+        }
+    }
+    hs_free(jobs);
+    for (int i = 0; i < s->n_workers && st == HS_OK; i++) {
+        st = merge_worker(s, s->workers[i], err);
+        agg_clear(s->workers[i]);
+        hs_free(s->workers[i]);
+        s->workers[i] = NULL;
+    }
+    return st;
+}
+
 static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     agg_op *s = (agg_op *)op;
+    if (!s->done && can_parallel(s)) {
+        s->done = true;
+        HS_TRY(consume_parallel(s, err));
+        HS_TRY(agg_finish(s, err));
+    }
     while (!s->done) {
         hs_batch *b;
         HS_TRY(xo_next(op->children[0], &b, err));
@@ -649,14 +991,8 @@ static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
             HS_TRY(agg_finish(s, err));
             break;
         }
-        hs_status st = assign_groups(s, b, err);
-        if (st == HS_OK)
-            st = ensure_groups(s, s->n_total, err);
-        for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
-            st = update_agg(s, &s->aggs[j], b, err);
+        hs_status st = consume(s, b, err);
         hs_batch_free(b);
-        if (st == HS_OK)
-            st = account(s, err);
         HS_TRY(st);
     }
     HS_TRY(xo_check_cancel(op->ctx, err));
@@ -684,10 +1020,25 @@ static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 static void agg_destroy(xo_op *op)
 {
     agg_op *s = (agg_op *)op;
-    for (int j = 0; j < s->n_aggs; j++) {
+    for (int i = 0; i < s->n_workers; i++) {
+        if (s->workers[i])
+            agg_clear(s->workers[i]);
+        hs_free(s->workers[i]);
+    }
+    hs_free(s->workers);
+    agg_clear(s);
+}
+
+/* Frees what s holds (the operator's state or a worker's). */
+static void agg_clear(agg_op *s)
+{
+    xo_op *op = &s->op;
+    for (int j = 0; s->aggs && j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
         hs_free((char *)a->a.sep);
         hs_free((char *)a->a.name);
+        hs_free((void *)a->a.order);
+        hs_free(a->okeys);
         hs_field_clear(&a->store_schema);
         hs_free(a->cnt);
         hs_free(a->isum);
@@ -766,11 +1117,37 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
             hs_field_clear(&rf);
             return hs_err_nomem(err, 0);
         }
+        a->a.order = NULL;
+        if (aggs[j].fn != XO_AGG_STRING_AGG && aggs[j].fn != XO_AGG_ARRAY_AGG)
+            a->a.n_order = 0;
+        if (a->a.n_order < 0 || a->a.n_order > XO_AGG_MAX_ORDER)
+            return hs_err_set(err, HS_UNSUPPORTED, "%s: %d ORDER BY keys (at most %d)",
+                              fn_name(a->a.fn), a->a.n_order, XO_AGG_MAX_ORDER);
         if (arg && (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX ||
                     a->a.fn == XO_AGG_STRING_AGG || a->a.fn == XO_AGG_ARRAY_AGG)) {
             HS_TRY(field_copy_to(&a->store_schema, arg, err));
             if (a->a.sep_col >= 0)
                 HS_TRY(field_copy_to(&a->store_schema, &in->children[a->a.sep_col], err));
+            a->first_ocol = a->store_schema.n_children;
+            if (a->a.n_order > 0 && !(a->okeys = hs_calloc((size_t)a->a.n_order, sizeof *a->okeys)))
+                return hs_err_nomem(err, 0);
+            for (int k = 0; k < a->a.n_order; k++) {
+                int oc = aggs[j].order[k].col;
+                if (oc < 0 || oc >= in->n_children)
+                    return hs_err_set(err, HS_INVALID, "%s: ORDER BY column %d out of range",
+                                      fn_name(a->a.fn), oc);
+                a->okeys[k] = aggs[j].order[k];
+                a->okeys[k].col = a->first_ocol + k;
+                HS_TRY(field_copy_to(&a->store_schema, &in->children[oc], err));
+            }
+            /* the view of a batch reads the child's columns at these positions */
+            if (a->a.n_order > 0) {
+                xo_sort_key *copy = hs_calloc((size_t)a->a.n_order, sizeof *copy);
+                if (!copy)
+                    return hs_err_nomem(err, 0);
+                memcpy(copy, aggs[j].order, (size_t)a->a.n_order * sizeof *copy);
+                a->a.order = copy;
+            }
         }
         hs_status st;
         if (!arg)

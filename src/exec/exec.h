@@ -104,6 +104,11 @@ typedef struct xo_agg {
     int sep_col;
     const char *sep;
     const char *name;  /* output column name (copied; NULL = the function's name) */
+    /* string_agg/array_agg(... ORDER BY ...): keys over child columns
+     * (copied, at most 16); the group's values are ordered by them
+     * (stable: ties keep input order).  n_order 0 = input order. */
+    int n_order;
+    const xo_sort_key *order;
 } xo_agg;
 
 /* Result types (PostgreSQL's, with DuckDB's values where they differ):
@@ -163,6 +168,16 @@ HS_MUST_USE hs_status xo_join_set_residual(xo_op *join, ex_expr *residual, hs_er
 HS_MUST_USE hs_status xo_nljoin(xo_op *left, xo_op *right, xo_join_kind kind, ex_expr *cond,
                                 xo_op **out, hs_error *err);
 
+/* Index nested-loop join of a small left side with a table: the left child
+ * is read first, its distinct keys (column lkey; integers or strings) go
+ * into the scan's filter as `key_column IN (...)`, so the table's pruning
+ * and sidecar indexes select the rows, which are then hash-joined.  opt as
+ * in xo_scan (copied; its columns must include key_column).  Kinds INNER,
+ * LEFT, SEMI, ANTI; output as xo_hashjoin's.  The table is borrowed. */
+HS_MUST_USE hs_status xo_index_join(xo_op *left, int lkey, hs_table *t, const hs_scan_options *opt,
+                                    const char *key_column, xo_join_kind kind, xo_op **out,
+                                    hs_error *err);
+
 /* ---- set operations ---- */
 
 typedef enum xo_setop_kind { XO_SET_UNION = 0, XO_SET_INTERSECT, XO_SET_EXCEPT } xo_setop_kind;
@@ -177,7 +192,11 @@ HS_MUST_USE hs_status xo_setop(xo_setop_kind kind, bool all, xo_op *left, xo_op 
 typedef enum xo_win_fn {
     XO_WIN_ROW_NUMBER = 0, XO_WIN_RANK, XO_WIN_DENSE_RANK,
     XO_WIN_COUNT_STAR, XO_WIN_COUNT, XO_WIN_SUM, XO_WIN_AVG, XO_WIN_MIN, XO_WIN_MAX,
-    XO_WIN_LAG, XO_WIN_LEAD, XO_WIN_FIRST_VALUE, XO_WIN_LAST_VALUE
+    XO_WIN_LAG, XO_WIN_LEAD, XO_WIN_FIRST_VALUE, XO_WIN_LAST_VALUE,
+    XO_WIN_NTILE,         /* offset = the number of buckets (> 0) */
+    XO_WIN_PERCENT_RANK,  /* (rank - 1) / (partition rows - 1), 0 for one row; float64 */
+    XO_WIN_CUME_DIST,     /* rows up to the current row's last peer / partition rows; float64 */
+    XO_WIN_NTH_VALUE      /* offset = n (> 0): the frame's nth row, NULL past its end */
 } xo_win_fn;
 
 /* The frame of the aggregates and first/last_value (PostgreSQL's):
@@ -185,7 +204,14 @@ typedef enum xo_win_fn {
  *            current row's peers included); without: the whole partition
  *   ROWS     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
  *   WHOLE    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING */
-typedef enum xo_frame { XO_FRAME_DEFAULT = 0, XO_FRAME_ROWS, XO_FRAME_WHOLE } xo_frame;
+typedef enum xo_frame {
+    XO_FRAME_DEFAULT = 0, XO_FRAME_ROWS, XO_FRAME_WHOLE,
+    /* ROWS BETWEEN lo AND hi: row offsets from the current row (2 PRECEDING
+     * = -2, CURRENT ROW = 0, 1 FOLLOWING = 1; INT64_MIN = UNBOUNDED
+     * PRECEDING, INT64_MAX = UNBOUNDED FOLLOWING); clipped to the partition,
+     * possibly empty (count 0, the others NULL) */
+    XO_FRAME_ROWS_BETWEEN
+} xo_frame;
 
 typedef struct xo_win {
     xo_win_fn fn;
@@ -193,14 +219,20 @@ typedef struct xo_win {
     int64_t offset;    /* lag/lead: rows back/ahead (0 = the default 1) */
     xo_frame frame;
     const char *name;  /* output column name (copied; NULL = the function's) */
+    int64_t lo, hi;    /* XO_FRAME_ROWS_BETWEEN */
+    /* lag/lead: with has_default, rows whose offset row lies outside the
+     * partition take column def_col (of arg's type) of the current row */
+    bool has_default;
+    int def_col;
 } xo_win;
 
 /* Window functions sharing one window: PARTITION BY the child columns
  * part[0..n_part) (NULLs are one partition), ORDER BY keys.  Output: the
  * child's columns then one per function, rows ordered by partition then
- * keys (stable).  Result types: row_number/rank/dense_rank/count int64;
- * sum/avg as xo_hashagg's; min/max/lag/lead/first_value/last_value the
- * argument's type (NULL outside the partition for lag/lead). */
+ * keys (stable).  Result types: row_number/rank/dense_rank/count/ntile
+ * int64; percent_rank/cume_dist float64; sum/avg as xo_hashagg's;
+ * min/max/lag/lead/first_value/last_value/nth_value the argument's type
+ * (NULL outside the partition for lag/lead without a default). */
 HS_MUST_USE hs_status xo_window(xo_op *child, int n_part, const int *part, int n_keys,
                                 const xo_sort_key *keys, int n_fns, const xo_win *fns, xo_op **out,
                                 hs_error *err);

@@ -1,7 +1,9 @@
 /*
  * exec/exec_int.h - internals shared by the operator files of exec/:
- * op.c (the operator frame, EXPLAIN, batches, memory accounting, row keys
- * and value order), scan.c, basic.c, sort.c, agg.c, join.c, setop.c.
+ * op.c (the operator frame, EXPLAIN, batches, memory accounting, row sets,
+ * the output queue), value.c (row keys and value order), sort.c (also the
+ * sorted permutation Window uses), basic.c, scan.c, agg.c, join.c,
+ * indexjoin.c, setop.c, window.c.
  *
  * Row keys.  Hashing operators (aggregate groups, join keys, distinct, set
  * operations) turn the key columns of a row into a byte string and look it
@@ -83,12 +85,11 @@ HS_MUST_USE hs_status xo_rows_init(xo_rows *r, const hs_field *schema, hs_error 
 void xo_rows_free(xo_rows *r, xo_ctx *ctx);
 static inline int64_t xo_rows_count(const xo_rows *r) { return r->b ? r->b->n_rows : 0; }
 
-/* perm[0..n) = the rows 0..n-1 of cols in the order of keys (stable). */
-HS_MUST_USE hs_status xo_sort_perm(hs_column *const *cols, int n_keys, const xo_sort_key *keys,
-                                   int64_t n, int64_t *perm, hs_error *err);
-/* Stable merge sort of idx[0..n) with cmp(ctx, a, b). */
-HS_MUST_USE hs_status xo_msort(int64_t *idx, int64_t n, int (*cmp)(void *ctx, int64_t a, int64_t b),
-                               void *ctx, hs_error *err);
+/* perm[0..n) = the rows 0..n-1 of cols in the order of keys (stable);
+ * parallel on ctx->pool (ctx may be NULL). */
+HS_MUST_USE hs_status xo_sort_perm(const xo_ctx *ctx, hs_column *const *cols, int n_keys,
+                                   const xo_sort_key *keys, int64_t n, int64_t *perm,
+                                   hs_error *err);
 
 /* An output queue of batches (operators that produce several per input). */
 typedef struct xo_queue {

@@ -3,8 +3,8 @@
  * xo_next (statistics, cancellation), xo_free, xo_explain, and the small
  * services operators build on: output schemas renumbered to positional
  * field ids, batches assembled from columns or taken by row index, memory
- * accounting against ctx->mem_limit, materialised row sets (xo_rows), a
- * stable merge sort of row indices and an output queue.
+ * accounting against ctx->mem_limit, materialised row sets (xo_rows) and
+ * an output queue.
  *
  * EXPLAIN text, one operator per line, children below their parent
  * indented by two spaces and introduced by "-> ":
@@ -263,57 +263,6 @@ void xo_rows_free(xo_rows *r, xo_ctx *ctx)
     xo_mem_release(ctx, r->bytes);
     r->b = NULL;
     r->bytes = 0;
-}
-
-/* ---- merge sort of indices ---- */
-
-hs_status xo_msort(int64_t *idx, int64_t n, int (*cmp)(void *ctx, int64_t a, int64_t b), void *ctx,
-                   hs_error *err)
-{
-    if (n < 2)
-        return HS_OK;
-    /* insertion sort of runs of 16, then bottom-up merges */
-    const int64_t run = 16;
-    for (int64_t lo = 0; lo < n; lo += run) {
-        int64_t hi = lo + run < n ? lo + run : n;
-        for (int64_t i = lo + 1; i < hi; i++) {
-            int64_t v = idx[i], j = i;
-            while (j > lo && cmp(ctx, idx[j - 1], v) > 0) {
-                idx[j] = idx[j - 1];
-                j--;
-            }
-            idx[j] = v;
-        }
-    }
-    if (n <= run)
-        return HS_OK;
-    int64_t *tmp = hs_malloc((size_t)n * sizeof *tmp);
-    if (!tmp)
-        return hs_err_nomem(err, (size_t)n * sizeof *tmp);
-    int64_t *src = idx, *dst = tmp;
-    for (int64_t w = run; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * w) {
-            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            int64_t i = lo, j = mid, k = lo;
-            if (mid >= hi || cmp(ctx, src[mid - 1], src[mid]) <= 0) {
-                memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
-                continue;
-            }
-            while (i < mid && j < hi)
-                dst[k++] = cmp(ctx, src[i], src[j]) <= 0 ? src[i++] : src[j++];
-            while (i < mid)
-                dst[k++] = src[i++];
-            while (j < hi)
-                dst[k++] = src[j++];
-        }
-        int64_t *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != idx)
-        memcpy(idx, src, (size_t)n * sizeof *idx);
-    hs_free(tmp);
-    return HS_OK;
 }
 
 /* ---- output queue ---- */

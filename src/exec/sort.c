@@ -9,10 +9,14 @@
  *
  * TopK (ORDER BY ... LIMIT k) keeps at most about 2k rows: it appends each
  * input batch to its row set and, once that holds 2k rows (and at least one
- * batch more than k), sorts it and keeps the first k.  Rows enter in input
- * order and the sort is stable, so ties resolve as in Sort + Limit.
+ * batch more than k), sorts it and keeps the first k.  Once k rows are
+ * kept, only input rows that sort before the k-th one are appended at all.
+ * Rows enter in input order and the sort is stable, so ties resolve as in
+ * Sort + Limit.
  */
 #include "exec/exec_int.h"
+
+#include "base/threadpool.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +29,7 @@ typedef struct sort_op {
     xo_rows rows;
     int64_t *perm;
     int64_t n_perm, emitted;
+    int64_t boundary;     /* TopK: row of the k-th kept value after a compaction, -1 */
     bool sorted;
 } sort_op;
 
@@ -43,7 +48,8 @@ typedef struct sort_op {
  * collides with that also falls back to the full comparison, which is
  * exact.  Entries carry the images of up to XO_IMG_MAX leading keys, as
  * long as ties of the earlier images mean equal keys (image_exact).  The
- * merge sort is stable. */
+ * merge sort is stable; with ctx->pool (and 64K entries or more) chunks
+ * are sorted as parallel tasks and merged pairwise in parallel passes. */
 
 static uint64_t image_of(const hs_column *c, int64_t i)
 {
@@ -106,7 +112,25 @@ static inline int ent_cmp(const perm_ctx *c, const sort_ent *a, const sort_ent *
     return xo_keys_cmp(c->keys, c->n_keys, c->cols, a->row, c->cols, b->row);
 }
 
-static hs_status ent_sort(const perm_ctx *c, sort_ent *e, int64_t n, hs_error *err)
+/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi). */
+static void merge_runs(const perm_ctx *c, const sort_ent *src, sort_ent *dst, int64_t lo,
+                       int64_t mid, int64_t hi)
+{
+    if (mid >= hi || ent_cmp(c, &src[mid - 1], &src[mid]) <= 0) {
+        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
+        return;
+    }
+    int64_t i = lo, j = mid, k = lo;
+    while (i < mid && j < hi)
+        dst[k++] = ent_cmp(c, &src[i], &src[j]) <= 0 ? src[i++] : src[j++];
+    while (i < mid)
+        dst[k++] = src[i++];
+    while (j < hi)
+        dst[k++] = src[j++];
+}
+
+/* Sorts e[0..n) (stable), with tmp as scratch of n entries. */
+static void ent_sort_range(const perm_ctx *c, sort_ent *e, sort_ent *tmp, int64_t n)
 {
     const int64_t run = 16;
     for (int64_t lo = 0; lo < n; lo += run) {
@@ -121,35 +145,95 @@ static hs_status ent_sort(const perm_ctx *c, sort_ent *e, int64_t n, hs_error *e
             e[j] = v;
         }
     }
-    if (n <= run)
-        return HS_OK;
-    sort_ent *tmp = hs_malloc((size_t)n * sizeof *tmp);
-    if (!tmp)
-        return hs_err_nomem(err, (size_t)n * sizeof *tmp);
     sort_ent *src = e, *dst = tmp;
     for (int64_t w = run; w < n; w *= 2) {
-        for (int64_t lo = 0; lo < n; lo += 2 * w) {
-            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            if (mid >= hi || ent_cmp(c, &src[mid - 1], &src[mid]) <= 0) {
-                memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
-                continue;
-            }
-            int64_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                dst[k++] = ent_cmp(c, &src[i], &src[j]) <= 0 ? src[i++] : src[j++];
-            while (i < mid)
-                dst[k++] = src[i++];
-            while (j < hi)
-                dst[k++] = src[j++];
-        }
+        for (int64_t lo = 0; lo < n; lo += 2 * w)
+            merge_runs(c, src, dst, lo, lo + w < n ? lo + w : n, lo + 2 * w < n ? lo + 2 * w : n);
         sort_ent *t = src;
         src = dst;
         dst = t;
     }
     if (src != e)
         memcpy(e, src, (size_t)n * sizeof *e);
-    hs_free(tmp);
+}
+
+/* Parallel sort: chunks sorted as tasks, then merge passes whose pairs of
+ * runs are tasks too. */
+typedef struct sort_task {
+    const perm_ctx *c;
+    sort_ent *src, *dst;
+    int64_t lo, mid, hi;   /* a chunk [lo, hi) to sort (mid < 0), or runs to merge */
+} sort_task;
+
+static hs_status sort_task_run(void *arg, hs_error *err)
+{
+    (void)err;
+    sort_task *t = arg;
+    if (t->mid < 0)
+        ent_sort_range(t->c, t->src + t->lo, t->dst + t->lo, t->hi - t->lo);
+    else
+        merge_runs(t->c, t->src, t->dst, t->lo, t->mid, t->hi);
     return HS_OK;
+}
+
+static hs_status run_tasks(hs_pool *pool, sort_task *t, int n, hs_error *err)
+{
+    if (n == 1)
+        return sort_task_run(&t[0], err);
+    hs_group *g;
+    HS_TRY(hs_group_create(pool, &g, err));
+    hs_status sub = HS_OK;
+    for (int i = 0; i < n && sub == HS_OK; i++)
+        sub = hs_group_submit(g, sort_task_run, &t[i]);
+    hs_status st = hs_group_wait(g, err);
+    hs_group_destroy(g);
+    HS_TRY(st);
+    return sub == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+}
+
+static hs_status ent_sort(const perm_ctx *c, sort_ent *e, int64_t n, const xo_ctx *ctx,
+                          hs_error *err)
+{
+    if (n <= 16) {
+        sort_ent tmp[16];
+        ent_sort_range(c, e, tmp, n);
+        return HS_OK;
+    }
+    sort_ent *tmp = hs_malloc((size_t)n * sizeof *tmp);
+    if (!tmp)
+        return hs_err_nomem(err, (size_t)n * sizeof *tmp);
+    int parts = ctx && ctx->pool && ctx->threads > 1 && n >= 65536 ? ctx->threads : 1;
+    if (parts == 1) {
+        ent_sort_range(c, e, tmp, n);
+        hs_free(tmp);
+        return HS_OK;
+    }
+    sort_task *t = hs_calloc((size_t)parts, sizeof *t);
+    if (!t) {
+        hs_free(tmp);
+        return hs_err_nomem(err, 0);
+    }
+    int64_t chunk = (n + parts - 1) / parts;
+    int nt = 0;
+    for (int64_t lo = 0; lo < n; lo += chunk)
+        t[nt++] = (sort_task){c, e, tmp, lo, -1, lo + chunk < n ? lo + chunk : n};
+    hs_status st = run_tasks(ctx->pool, t, nt, err);
+    sort_ent *src = e, *dst = tmp;
+    for (int64_t w = chunk; st == HS_OK && w < n; w *= 2) {
+        nt = 0;
+        for (int64_t lo = 0; lo < n; lo += 2 * w)
+            t[nt++] = (sort_task){c, src, dst, lo, lo + w < n ? lo + w : n,
+                                  lo + 2 * w < n ? lo + 2 * w : n};
+        st = run_tasks(ctx->pool, t, nt, err);
+        sort_ent *x = src;
+        src = dst;
+        dst = x;
+    }
+    if (st == HS_OK && src != e)
+        memcpy(e, src, (size_t)n * sizeof *e);
+    hs_free(t);
+    hs_free(tmp);
+    return st;
 }
 
 /* True when equal images mean equal keys (NULLs included), so that the
@@ -162,8 +246,8 @@ static bool image_exact(const hs_column *c)
            c->type == HS_TYPE_FLOAT16 || (xo_is_int_type(c->type) && c->null_count == 0);
 }
 
-hs_status xo_sort_perm(hs_column *const *cols, int n_keys, const xo_sort_key *keys, int64_t n,
-                       int64_t *perm, hs_error *err)
+hs_status xo_sort_perm(const xo_ctx *ctx, hs_column *const *cols, int n_keys,
+                       const xo_sort_key *keys, int64_t n, int64_t *perm, hs_error *err)
 {
     if (n <= 1) {
         if (n == 1)
@@ -197,7 +281,7 @@ hs_status xo_sort_perm(hs_column *const *cols, int n_keys, const xo_sort_key *ke
         e[i].row = i;
     }
     perm_ctx c = {keys, n_keys, n_img, cols};
-    hs_status st = ent_sort(&c, e, n, err);
+    hs_status st = ent_sort(&c, e, n, ctx, err);
     for (int64_t i = 0; st == HS_OK && i < n; i++)
         perm[i] = e[i].row;
     hs_free(e);
@@ -216,7 +300,7 @@ static hs_status sort_rows(sort_op *s, hs_error *err)
     s->perm = hs_malloc((size_t)n * sizeof *s->perm);
     if (!s->perm)
         return hs_err_nomem(err, (size_t)n * sizeof *s->perm);
-    return xo_sort_perm(s->rows.b->cols, s->n_keys, s->keys, n, s->perm, err);
+    return xo_sort_perm(s->op.ctx, s->rows.b->cols, s->n_keys, s->keys, n, s->perm, err);
 }
 
 /* TopK: keeps the first k rows of the sorted row set. */
@@ -235,6 +319,7 @@ static hs_status topk_compact(sort_op *s, hs_error *err)
     hs_free(s->perm);
     s->perm = NULL;
     s->n_perm = 0;
+    s->boundary = keep == s->k && keep > 0 ? keep - 1 : -1;
     return HS_OK;
 }
 
@@ -246,8 +331,25 @@ static hs_status sort_consume(sort_op *s, hs_error *err)
         HS_TRY(xo_next(op->children[0], &b, err));
         if (!b)
             break;
-        hs_status st = xo_rows_append(&s->rows, op->ctx, op->name, b, err);
+        hs_status st = HS_OK;
         int64_t bn = b->n_rows;
+        if (s->boundary >= 0) {
+            /* TopK with k rows kept: only rows that sort before the k-th can
+             * enter (an equal row came later in the input, so it loses) */
+            int64_t *keep = hs_malloc((size_t)bn * sizeof *keep), nk = 0;
+            if (!keep) {
+                hs_batch_free(b);
+                return hs_err_nomem(err, 0);
+            }
+            for (int64_t i = 0; i < bn; i++)
+                if (xo_keys_cmp(s->keys, s->n_keys, b->cols, i, s->rows.b->cols, s->boundary) < 0)
+                    keep[nk++] = i;
+            st = xo_rows_append_take(&s->rows, op->ctx, op->name, b, keep, nk, err);
+            hs_free(keep);
+            bn = nk;
+        } else {
+            st = xo_rows_append(&s->rows, op->ctx, op->name, b, err);
+        }
         hs_batch_free(b);
         HS_TRY(st);
         if (s->k >= 0 && xo_rows_count(&s->rows) >= 2 * s->k &&
@@ -300,6 +402,7 @@ static hs_status sort_make(xo_op *child, int n_keys, const xo_sort_key *keys, in
     op->next = sort_next;
     op->destroy = sort_destroy;
     s->k = k;
+    s->boundary = -1;
     hs_field_clear(&op->schema);
     if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
         hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);

@@ -15,6 +15,7 @@
  * at p is the state then.  Ranking functions count positions and peer
  * groups; lag/lead/first_value/last_value pick a row index (-1 = NULL)
  * and take it from the argument column.
+ * ROWS BETWEEN frames with offsets slide instead (see compute_sliding).
  * Output: the rows in permutation order, child columns taken, the computed
  * columns sliced, in batches of XO_BATCH_ROWS.
  */
@@ -38,8 +39,20 @@ typedef struct win_op {
 static const char *win_name(xo_win_fn f)
 {
     static const char *names[] = {"row_number", "rank", "dense_rank", "count", "count", "sum",
-                                  "avg", "min", "max", "lag", "lead", "first_value", "last_value"};
+                                  "avg", "min", "max", "lag", "lead", "first_value", "last_value",
+                                  "ntile", "percent_rank", "cume_dist", "nth_value"};
     return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "?";
+}
+
+static bool needs_arg(xo_win_fn f)
+{
+    return (f >= XO_WIN_COUNT && f <= XO_WIN_LAST_VALUE) || f == XO_WIN_NTH_VALUE;
+}
+
+/* The result is a row of the argument (taken by index; -1 = NULL). */
+static bool picks_row(xo_win_fn f)
+{
+    return (f >= XO_WIN_MIN && f <= XO_WIN_LAST_VALUE) || f == XO_WIN_NTH_VALUE;
 }
 
 static bool same_keys(const win_op *w, const xo_sort_key *keys, int n, int64_t a, int64_t b)
@@ -52,14 +65,201 @@ static bool is_float(hs_type t)
     return t == HS_TYPE_FLOAT16 || t == HS_TYPE_FLOAT32 || t == HS_TYPE_FLOAT64;
 }
 
+/* ---- ROWS BETWEEN lo AND hi: a sliding window ----
+ * Both frame ends only move forward as the current row does, so the frame
+ * is kept as a window [ws, we] that adds rows at the end and removes them
+ * at the start: counts and sums add and subtract (integers and decimals
+ * exactly in __int128, floats in long double), min/max keep a monotonic
+ * deque of positions (the head is the answer), first/last_value read the
+ * frame's ends. */
+
+typedef struct slide {
+    const win_op *w;
+    const xo_win *f;
+    const hs_column *arg;
+    int64_t cstar, cnt;
+    __int128 isum;
+    long double fsum;
+    int64_t *dq;         /* positions (min/max), size of the partition */
+    int64_t dh, dt;      /* head, tail (exclusive) */
+    hs_error *err;
+} slide;
+
+static bool worse_or_equal(slide *sl, int64_t kept, int64_t fresh)
+{
+    int r = xo_val_cmp(sl->arg, sl->w->perm[kept], sl->arg, sl->w->perm[fresh]);
+    return sl->f->fn == XO_WIN_MIN ? r >= 0 : r <= 0;
+}
+
+static hs_status slide_add(slide *sl, int64_t k)
+{
+    sl->cstar++;
+    if (!sl->arg)
+        return HS_OK;
+    int64_t r = sl->w->perm[k];
+    if (sl->arg->type == HS_TYPE_NA || !hs_col_is_valid(sl->arg, r))
+        return HS_OK;
+    sl->cnt++;
+    switch (sl->f->fn) {
+    case XO_WIN_MIN: case XO_WIN_MAX:
+        while (sl->dt > sl->dh && worse_or_equal(sl, sl->dq[sl->dt - 1], k))
+            sl->dt--;
+        sl->dq[sl->dt++] = k;
+        return HS_OK;
+    case XO_WIN_SUM: case XO_WIN_AVG:
+        if (is_float(sl->arg->type)) {
+            sl->fsum += xo_float_at(sl->arg, r);
+        } else if (sl->arg->type == HS_TYPE_DECIMAL128) {
+            __int128 v;
+            memcpy(&v, sl->arg->values.data + 16 * r, 16);
+            if (__builtin_add_overflow(sl->isum, v, &sl->isum))
+                return hs_err_set(sl->err, HS_INVALID, "sum: numeric field overflow");
+        } else {
+            bool big;
+            int64_t v = xo_int_at(sl->arg, r, &big);
+            sl->isum += big ? (__int128)(uint64_t)v : (__int128)v;
+        }
+        return HS_OK;
+    default:
+        return HS_OK;
+    }
+}
+
+static void slide_remove(slide *sl, int64_t k)
+{
+    sl->cstar--;
+    if (!sl->arg)
+        return;
+    int64_t r = sl->w->perm[k];
+    if (sl->arg->type == HS_TYPE_NA || !hs_col_is_valid(sl->arg, r))
+        return;
+    sl->cnt--;
+    switch (sl->f->fn) {
+    case XO_WIN_MIN: case XO_WIN_MAX:
+        if (sl->dt > sl->dh && sl->dq[sl->dh] == k)
+            sl->dh++;
+        return;
+    case XO_WIN_SUM: case XO_WIN_AVG:
+        if (is_float(sl->arg->type)) {
+            sl->fsum -= xo_float_at(sl->arg, r);
+        } else if (sl->arg->type == HS_TYPE_DECIMAL128) {
+            __int128 v;
+            memcpy(&v, sl->arg->values.data + 16 * r, 16);
+            sl->isum -= v;
+        } else {
+            bool big;
+            int64_t v = xo_int_at(sl->arg, r, &big);
+            sl->isum -= big ? (__int128)(uint64_t)v : (__int128)v;
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+/* Appends the value of the current frame to col (or sets *pick). */
+static hs_status slide_value(slide *sl, const hs_field *of, int64_t fs, int64_t fe, hs_column *col,
+                             int64_t *pick)
+{
+    const xo_win *f = sl->f;
+    const int64_t *perm = sl->w->perm;
+    switch (f->fn) {
+    case XO_WIN_COUNT_STAR: return hs_col_append_fixed(col, &sl->cstar);
+    case XO_WIN_COUNT: return hs_col_append_fixed(col, &sl->cnt);
+    case XO_WIN_MIN: case XO_WIN_MAX:
+        *pick = sl->dt > sl->dh ? perm[sl->dq[sl->dh]] : -1;
+        return HS_OK;
+    case XO_WIN_FIRST_VALUE: *pick = fs <= fe ? perm[fs] : -1; return HS_OK;
+    case XO_WIN_LAST_VALUE: *pick = fs <= fe ? perm[fe] : -1; return HS_OK;
+    case XO_WIN_NTH_VALUE:
+        *pick = fs <= fe && fe - fs >= f->offset - 1 ? perm[fs + f->offset - 1] : -1;
+        return HS_OK;
+    default: break;
+    }
+    if (sl->cnt == 0)
+        return hs_col_append_null(col);
+    if (f->fn == XO_WIN_AVG) {
+        double v;
+        if (is_float(sl->arg->type)) {
+            v = (double)(sl->fsum / (long double)sl->cnt);
+        } else {
+            long double q = (long double)sl->isum / (long double)sl->cnt;
+            for (int k = 0; sl->arg->type == HS_TYPE_DECIMAL128 &&
+                            k < sl->w->rows.b->schema.children[f->arg].scale; k++)
+                q /= 10;
+            v = (double)q;
+        }
+        return hs_col_append_fixed(col, &v);
+    }
+    if (of->type == HS_TYPE_FLOAT64) {
+        double v = (double)sl->fsum;
+        return hs_col_append_fixed(col, &v);
+    }
+    if (of->type == HS_TYPE_INT64) {
+        if (sl->isum > INT64_MAX || sl->isum < INT64_MIN)
+            return hs_err_set(sl->err, HS_INVALID, "sum: bigint out of range");
+        int64_t v = (int64_t)sl->isum;
+        return hs_col_append_fixed(col, &v);
+    }
+    return hs_col_append_fixed(col, &sl->isum);
+}
+
+static hs_status compute_sliding(win_op *w, const xo_win *f, const hs_field *of,
+                                 const uint8_t *pnew, hs_column *col, int64_t *pick, hs_error *err)
+{
+    int64_t n = w->n;
+    slide sl = {.w = w, .f = f, .err = err,
+                .arg = needs_arg(f->fn) ? w->rows.b->cols[f->arg] : NULL};
+    sl.dq = hs_malloc((size_t)(n ? n : 1) * sizeof *sl.dq);
+    if (!sl.dq)
+        return hs_err_nomem(err, 0);
+    hs_status st = HS_OK;
+    int64_t ps = 0;
+    while (ps < n && st == HS_OK) {
+        int64_t pe = ps + 1;
+        while (pe < n && !pnew[pe])
+            pe++;
+        sl.cstar = sl.cnt = 0;
+        sl.isum = 0;
+        sl.fsum = 0;
+        sl.dh = sl.dt = 0;
+        int64_t ws = ps, we = ps - 1;   /* rows [ws, we] are in the window */
+        for (int64_t p = ps; p < pe && st == HS_OK; p++) {
+            int64_t fs = f->lo == INT64_MIN || f->lo < ps - p ? ps : p + f->lo;
+            int64_t fe = f->hi == INT64_MAX || f->hi > pe - 1 - p ? pe - 1 : p + f->hi;
+            if (fs > pe - 1)
+                fs = pe;
+            while (we < fe && st == HS_OK) {
+                we++;
+                if (we >= ws)
+                    st = slide_add(&sl, we);
+            }
+            while (ws < fs) {
+                if (ws <= we)
+                    slide_remove(&sl, ws);
+                ws++;
+            }
+            if (we < ws - 1)
+                we = ws - 1;
+            if (st == HS_OK)
+                st = slide_value(&sl, of, fs, fe, col, pick ? &pick[p] : NULL);
+        }
+        ps = pe;
+    }
+    hs_free(sl.dq);
+    if (st == HS_NOMEM)
+        (void)hs_err_nomem(err, 0);
+    return st;
+}
+
 /* Computes function f into *out (n rows in permutation order). */
 static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const uint8_t *pnew,
                          const uint8_t *peer_new, hs_column **out, hs_error *err)
 {
     int64_t n = w->n;
     const int64_t *perm = w->perm;
-    hs_column *arg = f->fn <= XO_WIN_COUNT_STAR ? NULL : w->rows.b->cols[f->arg];
-    bool picks = f->fn >= XO_WIN_MIN;   /* result is a row of arg */
+    hs_column *arg = needs_arg(f->fn) ? w->rows.b->cols[f->arg] : NULL;
+    bool picks = picks_row(f->fn);
     int64_t *pick = NULL;
     hs_column *col = NULL;
     if (picks) {
@@ -71,6 +271,14 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
     }
     hs_status st = HS_OK;
     int64_t ps = 0;
+    bool sliding = f->frame == XO_FRAME_ROWS_BETWEEN &&
+                   ((f->fn >= XO_WIN_COUNT_STAR && f->fn <= XO_WIN_MAX) ||
+                    f->fn == XO_WIN_FIRST_VALUE || f->fn == XO_WIN_LAST_VALUE ||
+                    f->fn == XO_WIN_NTH_VALUE);
+    if (sliding) {
+        st = compute_sliding(w, f, of, pnew, col, pick, err);
+        ps = n;
+    }
     while (ps < n && st == HS_OK) {
         int64_t pe = ps + 1;
         while (pe < n && !pnew[pe])
@@ -111,6 +319,35 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
             }
             case XO_WIN_FIRST_VALUE: pick[p] = perm[ps]; continue;
             case XO_WIN_LAST_VALUE: pick[p] = perm[fend]; continue;
+            case XO_WIN_NTH_VALUE:
+                pick[p] = fend - ps >= f->offset - 1 ? perm[ps + f->offset - 1] : -1;
+                continue;
+            case XO_WIN_NTILE: {
+                int64_t rows = pe - ps, q = p - ps, nb = f->offset;
+                int64_t size = rows / nb, rem = rows % nb, v;
+                if (q < rem * (size + 1))
+                    v = q / (size + 1) + 1;
+                else
+                    v = (q - rem * (size + 1)) / size + rem + 1;
+                st = hs_col_append_fixed(col, &v);
+                continue;
+            }
+            case XO_WIN_PERCENT_RANK: case XO_WIN_CUME_DIST: {
+                if (p == ps || peer_new[p])
+                    rank = p - ps + 1;
+                int64_t last = p;   /* the current row's last peer */
+                while (w->n_keys > 0 && last + 1 < pe && !peer_new[last + 1])
+                    last++;
+                if (w->n_keys == 0)
+                    last = pe - 1;
+                double rows = (double)(pe - ps), v;
+                if (f->fn == XO_WIN_CUME_DIST)
+                    v = (double)(last - ps + 1) / rows;
+                else
+                    v = pe - ps > 1 ? (double)(rank - 1) / (rows - 1) : 0;
+                st = hs_col_append_fixed(col, &v);
+                continue;
+            }
             default: break;
             }
             for (; consumed <= fend; consumed++) {
@@ -179,7 +416,21 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
         }
         ps = pe;
     }
-    if (st == HS_OK && picks)
+    if (st == HS_OK && picks && f->has_default &&
+        (f->fn == XO_WIN_LAG || f->fn == XO_WIN_LEAD)) {
+        /* rows outside the partition read the default column of the current
+         * row: take from arg ++ default (a combined copy) */
+        hs_column *both = NULL;
+        st = hs_col_slice(arg, 0, arg->length, &both, err);
+        if (st == HS_OK)
+            st = hs_col_append_column(both, w->rows.b->cols[f->def_col], err);
+        for (int64_t p = 0; st == HS_OK && p < n; p++)
+            if (pick[p] < 0)
+                pick[p] = arg->length + perm[p];
+        if (st == HS_OK)
+            st = hs_col_take_nullable(both, pick, n, out, err);
+        hs_col_free(both);
+    } else if (st == HS_OK && picks)
         st = hs_col_take_nullable(arg, pick, n, out, err);
     else if (st == HS_OK)
         *out = col, col = NULL;
@@ -211,7 +462,7 @@ static hs_status win_consume(win_op *w, hs_error *err)
     for (int64_t i = 0; st == HS_OK && i < n; i++)
         w->perm[i] = i;
     if (st == HS_OK)
-        st = xo_sort_perm(w->rows.b->cols, w->n_part + w->n_keys, w->sort, n, w->perm, err);
+        st = xo_sort_perm(w->op.ctx, w->rows.b->cols, w->n_part + w->n_keys, w->sort, n, w->perm, err);
     for (int64_t p = 0; st == HS_OK && p < n; p++) {
         pnew[p] = p == 0 || !same_keys(w, w->sort, w->n_part, w->perm[p - 1], w->perm[p]);
         peer[p] = pnew[p] || !same_keys(w, w->sort + w->n_part, w->n_keys, w->perm[p - 1], w->perm[p]);
@@ -281,8 +532,11 @@ static hs_status win_field(const xo_win *f, const hs_field *arg, hs_field *out, 
     const char *name = f->name ? f->name : win_name(f->fn);
     switch (f->fn) {
     case XO_WIN_ROW_NUMBER: case XO_WIN_RANK: case XO_WIN_DENSE_RANK: case XO_WIN_COUNT_STAR:
-    case XO_WIN_COUNT:
+    case XO_WIN_COUNT: case XO_WIN_NTILE:
         hs_field_init(out, name, HS_TYPE_INT64, false);
+        return HS_OK;
+    case XO_WIN_PERCENT_RANK: case XO_WIN_CUME_DIST:
+        hs_field_init(out, name, HS_TYPE_FLOAT64, false);
         return HS_OK;
     case XO_WIN_SUM: case XO_WIN_AVG:
         if (is_float(arg->type) || f->fn == XO_WIN_AVG) {
@@ -345,21 +599,40 @@ static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, 
     for (int j = 0; j < w->n_fns; j++) {
         w->fns[j] = fns[j];
         w->fns[j].name = NULL;
-        bool needs_arg = fns[j].fn > XO_WIN_COUNT_STAR;
-        if (needs_arg && (fns[j].arg < 0 || fns[j].arg >= in->n_children))
+        bool with_arg = needs_arg(fns[j].fn);
+        if ((fns[j].fn == XO_WIN_NTILE || fns[j].fn == XO_WIN_NTH_VALUE) && fns[j].offset <= 0)
+            return hs_err_set(err, HS_INVALID, "argument of %s must be greater than zero",
+                              win_name(fns[j].fn));
+        if (fns[j].has_default && (fns[j].fn == XO_WIN_LAG || fns[j].fn == XO_WIN_LEAD)) {
+            if (fns[j].def_col < 0 || fns[j].def_col >= in->n_children)
+                return hs_err_set(err, HS_INVALID, "Window: default column %d out of range",
+                                  fns[j].def_col);
+            const hs_field *af = &in->children[fns[j].arg < 0 || fns[j].arg >= in->n_children ? 0 : fns[j].arg];
+            const hs_field *df = &in->children[fns[j].def_col];
+            if (!hs_field_equals(af, df, false, false) &&
+                !(af->type == df->type && af->n_children == 0 && af->scale == df->scale &&
+                  af->unit == df->unit && af->width == df->width))
+                return hs_err_set(err, HS_INVALID, "Window: %s default is %s, the argument %s (cast first)",
+                                  win_name(fns[j].fn), hs_type_name(df->type), hs_type_name(af->type));
+        }
+        if (fns[j].frame == XO_FRAME_ROWS_BETWEEN &&
+            (fns[j].lo > fns[j].hi || fns[j].lo == INT64_MAX || fns[j].hi == INT64_MIN))
+            return hs_err_set(err, HS_INVALID, "Window: frame ROWS BETWEEN %lld AND %lld is empty by definition",
+                              (long long)fns[j].lo, (long long)fns[j].hi);
+        if (with_arg && (fns[j].arg < 0 || fns[j].arg >= in->n_children))
             return hs_err_set(err, HS_INVALID, "Window: %s argument column %d out of range",
                               win_name(fns[j].fn), fns[j].arg);
         if (fns[j].name && !(w->fns[j].name = hs_strdup(fns[j].name)))
             return hs_err_nomem(err, 0);
         hs_field f;
-        HS_TRY(win_field(&w->fns[j], needs_arg ? &in->children[fns[j].arg] : NULL, &f, err));
+        HS_TRY(win_field(&w->fns[j], with_arg ? &in->children[fns[j].arg] : NULL, &f, err));
         if (!f.name || hs_field_add_child(&w->op.schema, &f) != HS_OK) {
             hs_field_clear(&f);
             return hs_err_nomem(err, 0);
         }
         if (hs_buf_printf(d, "%s%s(%s)", j ? ", " : (d->len ? "; functions: " : "functions: "),
-                          win_name(fns[j].fn), needs_arg ? "#" : "") != HS_OK ||
-            (needs_arg && hs_buf_printf(d, "%d", fns[j].arg + 1) != HS_OK))
+                          win_name(fns[j].fn), with_arg ? "#" : "") != HS_OK ||
+            (with_arg && hs_buf_printf(d, "%d", fns[j].arg + 1) != HS_OK))
             return hs_err_nomem(err, 0);
     }
     xo_schema_renumber(&w->op.schema);

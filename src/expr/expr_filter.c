@@ -32,6 +32,7 @@
  * wildcards is equality; other patterns keep only their literal prefix.
  */
 #include "expr/expr_int.h"
+#include "expr/pgvector.h"
 
 #include "base/mem.h"
 #include "base/numfmt.h"
@@ -148,6 +149,10 @@ static hs_status join(conv *c, pr_ekind k, pr_expr *l, pr_expr *r, pr_expr **out
 static const ex_node *column_of(const ex_node *n, __int128 *m)
 {
     *m = 1;
+    /* pgvector values (and a bit column's '0'/'1' text) are not comparable
+     * by the predicate form's value kinds: no leaves on them but IS NULL */
+    if (ex_is_pvx(n->type.t) || (n->kind == EX_CAST && ex_is_pvx(n->args[0]->type.t)))
+        return NULL;
     if (n->kind == EX_COL)
         return n;
     if (n->kind != EX_CAST || n->args[0]->kind != EX_COL)
@@ -752,6 +757,15 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
         const ex_node *col = column_of(n->args[0], &m);
         if (!col && n->args[0]->kind == EX_CAST && n->args[0]->args[0]->kind == EX_COL)
             col = n->args[0]->args[0]; /* casts keep nulls and never make them */
+        if (!col && n->args[0]->kind == EX_COL)
+            col = n->args[0]; /* a pgvector column */
+        /* no null leaves on nested columns (lists, structs: vector and
+         * sparsevec columns): Iceberg keeps null counts on their leaf
+         * fields only, and table/plan.c reads a field without counts as a
+         * column added later, all null, which pruned every file */
+        if (col && col->field && (col->field->type == HS_TYPE_LIST || col->field->type == HS_TYPE_FIXED_LIST ||
+                                  col->field->type == HS_TYPE_STRUCT || col->field->type == HS_TYPE_MAP))
+            col = NULL;
         if (col)
             return leaf(c, col, n->neg != neg ? PR_E_NOT_NULL : PR_E_IS_NULL, PR_EQ, NULL, 0, out);
         break;
@@ -834,6 +848,18 @@ static const char *type_sql(const ex_ty *t, char *buf, size_t n)
         return t->unit == HS_UNIT_SECOND ? "timestamp_s" : t->unit == HS_UNIT_MILLI ? "timestamp_ms"
              : t->unit == HS_UNIT_NANO ? "timestamp_ns" : "timestamp";
     case EX_T_TIME: return "time";
+    case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: {
+        const char *nm = t->t == EX_T_VEC ? "vector" : t->t == EX_T_HALFVEC ? "halfvec"
+                       : t->t == EX_T_SPARSEVEC ? "sparsevec" : "bit";
+        if (t->dim > 0)
+            snprintf(buf, n, "%s(%d)", nm, (int)t->dim);
+        else
+            snprintf(buf, n, "%s", t->t == EX_T_BIT ? "varbit" : nm);
+        return buf;
+    }
+    case EX_T_ARRAY:
+        return t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+             : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     default: return "varchar";
     }
 }
@@ -856,6 +882,15 @@ static hs_status fmt_const(hs_buf *o, const ex_node *n)
         HS_TRY(put_quoted(o, v->s.p, v->s.n));
         return hs_buf_puts(o, "::varchar");
     default: break;
+    }
+    if (ex_is_pvx(t->t)) { /* '[1,2]'::vector, '{1,2}'::real[] */
+        hs_buf tmp = {0};
+        hs_status st = ex_value_text(t, v, &tmp);
+        if (st == HS_OK)
+            st = put_quoted(o, tmp.data, tmp.len);
+        hs_buf_free(&tmp);
+        HS_TRY(st);
+        return hs_buf_printf(o, "::%s", type_sql(t, tb, sizeof tb));
     }
     hs_buf tmp = {0};
     hs_status st = ex_value_text(t, v, &tmp);
@@ -888,6 +923,46 @@ static const char *dfield_name(int f)
     static const char *const names[] = {"year", "quarter", "month", "week", "day", "hour", "minute",
                                         "second", "dow", "doy", "epoch", "millisecond", "microsecond"};
     return f >= 0 && f < (int)(sizeof names / sizeof names[0]) ? names[f] : "?";
+}
+
+static hs_status fmt(hs_buf *o, const ex_node *n, int depth);
+
+/* pgvector's operators and functions, as text that binds back to them */
+static hs_status fmt_pv_func(hs_buf *o, const ex_node *n, int depth)
+{
+    static const char *const dist_op[] = {[PV_L2] = "<->", [PV_NEG_IP] = "<#>", [PV_COSINE] = "<=>",
+                                          [PV_L1] = "<+>", [PV_HAMMING] = "<~>", [PV_JACCARD] = "<%>"};
+    const char *name = NULL;
+    switch ((ex_fn)n->op) {
+    case EX_FN_PV_DIST:
+        if (n->aux == PV_IP)
+            name = "inner_product";
+        else if (n->aux == PV_L2_SQUARED)
+            name = "vector_l2_squared_distance";
+        else {
+            HS_TRY(hs_buf_puts(o, "("));
+            HS_TRY(fmt(o, n->args[0], depth + 1));
+            HS_TRY(hs_buf_printf(o, " %s ", dist_op[n->aux]));
+            HS_TRY(fmt(o, n->args[1], depth + 1));
+            return hs_buf_puts(o, ")");
+        }
+        break;
+    case EX_FN_PV_DIMS: name = "vector_dims"; break;
+    case EX_FN_PV_NORM: name = n->args[0]->type.t == EX_T_VEC ? "vector_norm" : "l2_norm"; break;
+    case EX_FN_PV_NORMALIZE: name = "l2_normalize"; break;
+    case EX_FN_PV_QUANTIZE: name = "binary_quantize"; break;
+    case EX_FN_PV_SUBVECTOR: name = "subvector"; break;
+    case EX_FN_PV_ARRAY: name = "ARRAY"; break;
+    default: name = "?"; break;
+    }
+    bool arr = n->op == EX_FN_PV_ARRAY;
+    HS_TRY(hs_buf_printf(o, "%s%c", name, arr ? '[' : '('));
+    for (int i = 0; i < n->n_args; i++) {
+        if (i)
+            HS_TRY(hs_buf_puts(o, ", "));
+        HS_TRY(fmt(o, n->args[i], depth + 1));
+    }
+    return hs_buf_puts(o, arr ? "]" : ")");
 }
 
 static hs_status fmt(hs_buf *o, const ex_node *n, int depth)
@@ -996,7 +1071,11 @@ static hs_status fmt(hs_buf *o, const ex_node *n, int depth)
         HS_TRY(hs_buf_puts(o, " AND "));
         HS_TRY(fmt(o, n->args[2], depth + 1));
         return hs_buf_puts(o, ")");
-    case EX_COALESCE: case EX_NULLIF: case EX_FUNC: {
+    case EX_FUNC:
+        if (n->op >= EX_FN_PV_DIST)
+            return fmt_pv_func(o, n, depth);
+        /* fall through */
+    case EX_COALESCE: case EX_NULLIF: {
         const char *name = n->kind == EX_COALESCE ? "COALESCE" : n->kind == EX_NULLIF ? "NULLIF" : fn_name(n->op);
         HS_TRY(hs_buf_printf(o, "%s(", name));
         if (n->kind == EX_FUNC && (n->op == EX_FN_DATE_PART || n->op == EX_FN_DATE_TRUNC))

@@ -1847,6 +1847,54 @@ static hs_status merge_using(planner *p, rel *r, int nl, const json_t *using)
     return HS_OK;
 }
 
+static double item_est(fnode *f);
+
+/* join_rels with the smaller side (by estimate) as the hash table: when the
+ * left is much smaller, the sides swap (LEFT <-> RIGHT) and a projection
+ * restores the column order. */
+static hs_status join_sides(planner *p, rel *l, rel *r, xo_join_kind kind, json_t **cond, int n,
+                            const int *lk, const int *rk, int nk, double lest, double rest,
+                            rel *out)
+{
+    if (!(lest * 4 < rest) || kind == XO_JOIN_SEMI || kind == XO_JOIN_ANTI ||
+        kind == XO_JOIN_ANTI_NULL_AWARE || (nk == 0 && n == 0))
+        return join_rels(p, l, r, kind, cond, n, lk, rk, nk, false, out);
+    xo_join_kind sk = kind == XO_JOIN_LEFT ? XO_JOIN_RIGHT : kind == XO_JOIN_RIGHT ? XO_JOIN_LEFT : kind;
+    int nl = l->n, nr = r->n;
+    rel sw;
+    HS_TRY(join_rels(p, r, l, sk, cond, n, rk, lk, nk, false, &sw));
+    int tot = nl + nr;
+    int *src = hs_calloc((size_t)tot + 1, sizeof *src);
+    ex_expr **ex = hs_calloc((size_t)tot + 1, sizeof *ex);
+    const char **names = hs_calloc((size_t)tot + 1, sizeof *names);
+    qcol *cols = hs_calloc((size_t)tot + 1, sizeof *cols);
+    hs_status st = src && ex && names && cols ? HS_OK : nomem(p);
+    for (int i = 0; i < tot && st == HS_OK; i++) {
+        int from = i < nl ? nr + i : i - nl;
+        src[i] = from;
+        names[i] = sw.op->schema.children[from].name;
+        cols[i] = sw.cols[from];
+        sw.cols[from] = (qcol){0};
+    }
+    xo_op *op = NULL;
+    if (st == HS_OK) {
+        st = project_mixed(p, sw.op, tot, src, ex, names, &op);
+        sw.op = NULL;
+    }
+    hs_free(src);
+    hs_free(ex);
+    hs_free(names);
+    rel_clear(&sw);
+    if (st != HS_OK) {
+        qcols_free(cols, tot);
+        return st;
+    }
+    out->op = op;
+    out->cols = cols;
+    out->n = tot;
+    return HS_OK;
+}
+
 static hs_status build_fnode(planner *p, fnode *f, rel *out)
 {
     if (f->kind != F_JOIN)
@@ -1887,7 +1935,8 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
         for (size_t i = 0; c && i < n; i++)
             c[i] = json_array_get(arr, i);
         if (st == HS_OK)
-            st = join_rels(p, &l, &r, join_kind(f->jtype), c, (int)n, lk, rk, nu, false, out);
+            st = join_sides(p, &l, &r, join_kind(f->jtype), c, (int)n, lk, rk, nu,
+                            item_est(f->l), item_est(f->r), out);
         hs_free(c);
     }
     hs_free(lk);
@@ -2394,7 +2443,7 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
             st = cast_rel(p, &s, types);
             hs_free(types);
             if (st == HS_OK && !key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
-                int col;
+                int col = -1;
                 json_t *tn = cast_json(jget(sublink, "testexpr"), &s.op->schema.children[0]);
                 st = tn ? rel_add_expr(p, cur, tn, &col) : nomem(p);
                 json_decref(tn);

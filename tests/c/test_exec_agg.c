@@ -12,6 +12,8 @@
  */
 #include "exec_testutil.h"
 
+#include "base/threadpool.h"
+
 #define LEAK_START() int64_t live0_ = hs_mem_live_count()
 #define LEAK_END() CHECK(hs_mem_live_count() == live0_)
 
@@ -142,11 +144,13 @@ static xt_val oracle(const xt_val *rows, int64_t n, const xt_val *key, int ng, c
     return out;
 }
 
+static xo_ctx case_ctx;   /* the context run_case uses (a pool in the parallel test) */
+
 static void run_case(int64_t n, int ng, int n_aggs, const agg_case *cases, int64_t chunk)
 {
     hs_field s;
     schema8(&s);
-    xo_ctx ctx = {0};
+    xo_ctx ctx = case_ctx;
     xt_val *rows = random_rows(n);
     xo_op *v = xt_values(&ctx, &s, rows, n, chunk), *op;
     xo_agg aggs[32];
@@ -198,9 +202,8 @@ static void run_case(int64_t n, int ng, int n_aggs, const agg_case *cases, int64
     hs_field_clear(&s);
 }
 
-static void test_agg_random(void)
+static void agg_random(void)
 {
-    LEAK_START();
     const agg_case all[] = {
         {XO_AGG_COUNT_STAR, 0, false}, {XO_AGG_COUNT, 2, false}, {XO_AGG_SUM, 2, false},
         {XO_AGG_SUM, 3, false}, {XO_AGG_SUM, 4, false}, {XO_AGG_SUM, 7, false},
@@ -220,6 +223,120 @@ static void test_agg_random(void)
         int na = n <= 17 ? n_all : n_all - 2;
         run_case(n, ng, na, all, 1 + (int64_t)(xt_rnd() % 400));
     }
+}
+
+static void test_agg_random(void)
+{
+    LEAK_START();
+    case_ctx = (xo_ctx){0};
+    agg_random();
+    LEAK_END();
+}
+
+/* The same on a pool: the aggregates without DISTINCT/string_agg/array_agg
+ * take the parallel partial-aggregation path (checked through the cases
+ * below that have only such aggregates). */
+static void test_agg_parallel(void)
+{
+    hs_pool *pool;
+    hs_error err = {0};
+    CHECK_OK(hs_pool_create(3, &pool, &err), &err);
+    LEAK_START();
+    case_ctx = (xo_ctx){.pool = pool, .threads = 3};
+    agg_random();
+    const agg_case mergeable[] = {
+        {XO_AGG_COUNT_STAR, 0, false}, {XO_AGG_COUNT, 2, false}, {XO_AGG_SUM, 2, false},
+        {XO_AGG_SUM, 3, false}, {XO_AGG_SUM, 4, false}, {XO_AGG_SUM, 7, false},
+        {XO_AGG_AVG, 2, false}, {XO_AGG_AVG, 3, false}, {XO_AGG_AVG, 4, false},
+        {XO_AGG_MIN, 6, false}, {XO_AGG_MAX, 6, false}, {XO_AGG_MIN, 3, false},
+        {XO_AGG_MAX, 4, false}, {XO_AGG_MIN, 1, false}, {XO_AGG_BOOL_AND, 5, false},
+        {XO_AGG_BOOL_OR, 5, false}};
+    const int64_t sizes[] = {0, 1, 50, 3000, 20000};
+    for (int t = 0; t < 15; t++)
+        run_case(sizes[t % 5], t / 5, 16, mergeable, 1 + (int64_t)(xt_rnd() % 700));
+    case_ctx = (xo_ctx){0};
+    LEAK_END();
+    hs_pool_destroy(pool);
+}
+
+/* string_agg(s, ',' ORDER BY y DESC NULLS FIRST, x) and
+ * string_agg(g2 ORDER BY x) per g1 group; oracle: each group's rows
+ * stably sorted by the keys in this file, then joined. */
+static const xt_val *ord_rows;
+static int ord_cmp_rows(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    const xt_val *x = ord_rows + a * NC, *y = ord_rows + b * NC;
+    /* y DESC NULLS FIRST */
+    if (x[3].null != y[3].null)
+        return x[3].null ? -1 : 1;
+    if (!x[3].null && x[3].d != y[3].d)
+        return x[3].d > y[3].d ? -1 : 1;
+    /* x ASC NULLS LAST */
+    if (x[2].null != y[2].null)
+        return x[2].null ? 1 : -1;
+    if (!x[2].null && x[2].i != y[2].i)
+        return x[2].i < y[2].i ? -1 : 1;
+    return a < b ? -1 : a > b;   /* stable */
+}
+
+static void test_agg_order(void)
+{
+    LEAK_START();
+    hs_field s;
+    schema8(&s);
+    for (int t = 0; t < 10; t++) {
+        int64_t n = 60;
+        xt_val *rows = random_rows(n);
+        xo_ctx ctx = {0};
+        xo_op *v = xt_values(&ctx, &s, rows, n, 1 + (int64_t)(xt_rnd() % 30)), *op;
+        xo_sort_key k2[2] = {{3, true, true}, {2, false, false}};
+        xo_agg aggs[1] = {{.fn = XO_AGG_STRING_AGG, .arg = 6, .sep = ",", .sep_col = -1,
+                           .n_order = 2, .order = k2}};
+        hs_error err = {0};
+        CHECK_OK(xo_hashagg(v, 1, 1, aggs, &op, &err), &err);
+        xt_val *got;
+        int64_t n_got;
+        CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+        bool same = true;
+        int64_t groups = 0;
+        for (int64_t r = 0; r < n; r++) {
+            bool first = true;
+            for (int64_t q = 0; q < r && first; q++)
+                first = xt_val_cmp(&rows[q * NC], &rows[r * NC]) != 0;
+            if (!first)
+                continue;
+            groups++;
+            int64_t idx[64], m = 0;
+            for (int64_t q = 0; q < n; q++)
+                if (xt_val_cmp(&rows[q * NC], &rows[r * NC]) == 0 && !rows[q * NC + 6].null)
+                    idx[m++] = q;
+            ord_rows = rows;
+            qsort(idx, (size_t)m, sizeof *idx, ord_cmp_rows);
+            char want[128] = "";
+            for (int64_t k = 0; k < m; k++) {
+                if (k)
+                    strcat(want, ",");
+                strcat(want, rows[idx[k] * NC + 6].s);
+            }
+            bool found = false;
+            for (int64_t g = 0; g < n_got && !found; g++)
+                if (xt_val_cmp(&got[g * 2], &rows[r * NC]) == 0) {
+                    found = true;
+                    same = same && (m == 0 ? got[g * 2 + 1].null : strcmp(got[g * 2 + 1].s, want) == 0);
+                    if (!same)
+                        fprintf(stderr, "group %lld: got '%s' want '%s'\n", (long long)rows[r * NC].i,
+                                got[g * 2 + 1].s, want);
+                }
+            same = same && found;
+        }
+        CHECK(n_got == groups);
+        CHECK(same);
+        xo_free(op);
+        hs_free(got);
+        hs_free(rows);
+    }
+    hs_field_clear(&s);
     LEAK_END();
 }
 
@@ -399,6 +516,8 @@ static void test_distinct(void)
 int main(void)
 {
     HS_RUN(test_agg_random);
+    HS_RUN(test_agg_parallel);
+    HS_RUN(test_agg_order);
     HS_RUN(test_global_empty);
     HS_RUN(test_sum_int64_exact_and_array_agg);
     HS_RUN(test_memory_limit);

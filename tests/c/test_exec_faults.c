@@ -2,8 +2,8 @@
  * tests/c/test_exec_faults.c - out-of-memory at every allocation of an
  * operator tree's life (construction, every xo_next, EXPLAIN, free):
  * Values -> Filter -> Project -> HashAggregate -> Sort, a HashJoin with a
- * residual, SetOp, Distinct, TopK and Window; the first tree again on a
- * pool of two threads.  Each run either succeeds
+ * residual, SetOp, Distinct, TopK and Window; an aggregate and a RIGHT join
+ * again on a pool of two threads (the parallel paths).  Each run either succeeds
  * with the result of the fault-free run or fails with HS_NOMEM; nothing
  * leaks (hs_mem_live_count) and nothing crashes (ASan build).
  *
@@ -94,13 +94,17 @@ static hs_status build(int which, xo_ctx *ctx, const hs_field *s, xo_op **out, h
                           {.fn = XO_AGG_STRING_AGG, .arg = 1, .sep = ",", .sep_col = -1},
                           {.fn = XO_AGG_MIN, .arg = 1, .distinct = true, .sep_col = -1},
                           {.fn = XO_AGG_ARRAY_AGG, .arg = 1, .sep_col = -1}};
-        HS_TRY(xo_hashagg(op, 1, 4, aggs, &op, err));
+        if (which == 4) {   /* mergeable aggregates only: the parallel aggregation */
+            aggs[1] = (xo_agg){.fn = XO_AGG_MAX, .arg = 1, .sep_col = -1};
+            aggs[2].distinct = false;
+        }
+        HS_TRY(xo_hashagg(op, 1, which == 4 ? 3 : 4, aggs, &op, err));
         xo_sort_key k = {0, true, true};
         return xo_sort(op, 1, &k, out, err);
     }
-    case 1: {
+    case 1: case 5: {   /* 5: a RIGHT join on a pool (parallel probes) */
         int lk = 0, rk = 0;
-        HS_TRY(xo_hashjoin(l, r, XO_JOIN_FULL, 1, &lk, &rk, NULL, &op, err));
+        HS_TRY(xo_hashjoin(l, r, which == 5 ? XO_JOIN_RIGHT : XO_JOIN_FULL, 1, &lk, &rk, NULL, &op, err));
         st = ex_parse_filter("a <> 3 AND c < 60", xo_join_input_schema(op), &e, err);
         if (st == HS_OK)
             st = xo_join_set_residual(op, e, err);
@@ -144,10 +148,10 @@ static void test_oom_everywhere(void)
     hs_pool *pool;
     hs_error perr = {0};
     CHECK_OK(hs_pool_create(2, &pool, &perr), &perr);
-    for (int which = 0; which < 5; which++) {
+    for (int which = 0; which < 6; which++) {
         /* the fault-free run */
         xo_ctx ctx = {0};
-        if (which == 4) {
+        if (which >= 4) {
             ctx.pool = pool;
             ctx.threads = 2;
         }

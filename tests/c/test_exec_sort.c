@@ -10,6 +10,8 @@
  */
 #include "exec_testutil.h"
 
+#include "base/threadpool.h"
+
 #define LEAK_START() int64_t live0_ = hs_mem_live_count()
 #define LEAK_END() CHECK(hs_mem_live_count() == live0_)
 
@@ -87,12 +89,14 @@ static int o_cmp(const void *x, const void *y)
     return a[5].i < b[5].i ? -1 : a[5].i > b[5].i;   /* stable */
 }
 
+static xo_ctx case_ctx;   /* run_case's context (a pool in the parallel test) */
+
 static void run_case(int64_t n, int spread, int n_keys, const xo_sort_key *keys, int64_t k,
                      int64_t chunk)
 {
     hs_field s;
     schema6(&s);
-    xo_ctx ctx = {0};
+    xo_ctx ctx = case_ctx;
     xt_val *rows = random_rows(n, spread);
     xo_op *v = xt_values(&ctx, &s, rows, n, chunk), *op;
     hs_error err = {0};
@@ -194,10 +198,28 @@ static void test_sort_memory_limit(void)
     LEAK_END();
 }
 
+/* 64K rows or more on a pool: chunks sorted in parallel, then merged. */
+static void test_sort_parallel(void)
+{
+    hs_pool *pool;
+    hs_error err = {0};
+    CHECK_OK(hs_pool_create(3, &pool, &err), &err);
+    LEAK_START();
+    case_ctx = (xo_ctx){.pool = pool, .threads = 3};
+    xo_sort_key k2[2] = {{0, false, false}, {2, true, true}};
+    run_case(70001, 300, 2, k2, -1, 8192);
+    xo_sort_key k1 = {1, true, false};
+    run_case(65536, 50, 1, &k1, -1, 5000);
+    case_ctx = (xo_ctx){0};
+    LEAK_END();
+    hs_pool_destroy(pool);
+}
+
 int main(void)
 {
     HS_RUN(test_sort_random);
     HS_RUN(test_topk_random);
+    HS_RUN(test_sort_parallel);
     HS_RUN(test_sort_memory_limit);
     return hs_test_summary();
 }

@@ -8,6 +8,7 @@
  * rows stably sorted by (partition ASC NULLS LAST, order key), and for
  * every row its frame scanned directly (default frame with ORDER BY =
  * partition start .. last peer; ROWS = .. current row; whole partition),
+ * ROWS BETWEEN lo AND hi = current row + lo .. + hi clipped to the partition,
  * rank = 1 + rows before the first peer, dense_rank = peer groups so far.
  */
 #include "exec_testutil.h"
@@ -61,6 +62,24 @@ static void test_window_random(void)
         {XO_WIN_COUNT, 2}, {XO_WIN_SUM, 2}, {XO_WIN_SUM, 2, 0, XO_FRAME_ROWS},
         {XO_WIN_SUM, 2, 0, XO_FRAME_WHOLE}, {XO_WIN_AVG, 2}, {XO_WIN_MIN, 3}, {XO_WIN_MAX, 2},
         {XO_WIN_LAG, 2, 2}, {XO_WIN_LEAD, 2}, {XO_WIN_FIRST_VALUE, 3}, {XO_WIN_LAST_VALUE, 2},
+        /* ROWS BETWEEN lo AND hi */
+        {XO_WIN_SUM, 2, 0, XO_FRAME_ROWS_BETWEEN, NULL, -2, 1},
+        {XO_WIN_COUNT, 2, 0, XO_FRAME_ROWS_BETWEEN, NULL, -1, -1},
+        {XO_WIN_MIN, 3, 0, XO_FRAME_ROWS_BETWEEN, NULL, 0, INT64_MAX},
+        {XO_WIN_MAX, 2, 0, XO_FRAME_ROWS_BETWEEN, NULL, -3, 0},
+        {XO_WIN_MIN, 2, 0, XO_FRAME_ROWS_BETWEEN, NULL, -1, 2},
+        {XO_WIN_AVG, 2, 0, XO_FRAME_ROWS_BETWEEN, NULL, INT64_MIN, 2},
+        {XO_WIN_FIRST_VALUE, 3, 0, XO_FRAME_ROWS_BETWEEN, NULL, 1, 3},
+        {XO_WIN_LAST_VALUE, 2, 0, XO_FRAME_ROWS_BETWEEN, NULL, -2, -1},
+        {XO_WIN_COUNT_STAR, 0, 0, XO_FRAME_ROWS_BETWEEN, NULL, -1, 1},
+        {XO_WIN_SUM, 2, 0, XO_FRAME_ROWS_BETWEEN, NULL, 2, INT64_MAX},
+        /* ntile, percent_rank, cume_dist, nth_value, lag/lead with a default */
+        {XO_WIN_NTILE, 0, 3}, {XO_WIN_NTILE, 0, 1}, {XO_WIN_NTILE, 0, 50},
+        {XO_WIN_PERCENT_RANK}, {XO_WIN_CUME_DIST},
+        {XO_WIN_NTH_VALUE, 2, 2},
+        {XO_WIN_NTH_VALUE, 3, 2, XO_FRAME_ROWS_BETWEEN, NULL, -1, 1},
+        {XO_WIN_LAG, 3, 1, .has_default = true, .def_col = 3},
+        {XO_WIN_LEAD, 2, 2, .has_default = true, .def_col = 2},
     };
     const int nf = (int)(sizeof fns / sizeof fns[0]);
     for (int t = 0; t < 30; t++) {
@@ -132,9 +151,16 @@ static void test_window_random(void)
             for (int f = 0; f < nf; f++) {
                 xt_val *o = &w[NC + f];
                 int64_t fe = fns[f].frame == XO_FRAME_ROWS ? q : fns[f].frame == XO_FRAME_WHOLE ? pe : peer_e;
+                int64_t fs = ps;
+                if (fns[f].frame == XO_FRAME_ROWS_BETWEEN) {
+                    fs = fns[f].lo == INT64_MIN ? ps : q + fns[f].lo;
+                    fe = fns[f].hi == INT64_MAX ? pe : q + fns[f].hi;
+                    fs = fs < ps ? ps : fs;
+                    fe = fe > pe ? pe : fe;
+                }
                 int64_t cnt = 0, cstar = 0, sum = 0;
                 xt_val best = {.null = true};
-                for (int64_t k = ps; k <= fe; k++) {
+                for (int64_t k = fs; k <= fe; k++) {
                     const xt_val *a = &rows[perm[k] * NC + fns[f].arg];
                     cstar++;
                     if (a->null)
@@ -153,18 +179,46 @@ static void test_window_random(void)
                 case XO_WIN_SUM: o->null = cnt == 0; o->i = sum; break;
                 case XO_WIN_AVG: o->null = cnt == 0; o->d = cnt ? (double)sum / (double)cnt : 0; break;
                 case XO_WIN_MIN: case XO_WIN_MAX: *o = best; break;
-                case XO_WIN_LAG: {
-                    int64_t k = q - fns[f].offset;
-                    if (k >= ps) *o = rows[perm[k] * NC + 2]; else o->null = true;
+                case XO_WIN_LAG: case XO_WIN_LEAD: {
+                    int64_t off = fns[f].offset > 0 ? fns[f].offset : 1;
+                    int64_t k = fns[f].fn == XO_WIN_LAG ? q - off : q + off;
+                    if (k >= ps && k <= pe) *o = rows[perm[k] * NC + fns[f].arg];
+                    else if (fns[f].has_default) *o = row[fns[f].def_col];
+                    else o->null = true;
                     break;
                 }
-                case XO_WIN_LEAD: {
-                    int64_t k = q + 1;
-                    if (k <= pe) *o = rows[perm[k] * NC + 2]; else o->null = true;
+                case XO_WIN_FIRST_VALUE:
+                    if (fs <= fe) *o = rows[perm[fs] * NC + 3]; else o->null = true;
+                    break;
+                case XO_WIN_NTILE: {
+                    int64_t nrows = pe - ps + 1, nb = fns[f].offset, qq = q - ps;
+                    /* PostgreSQL: the first nrows % nb buckets get one row more */
+                    int64_t size = nrows / nb, rem = nrows % nb, bucket = 0, start = 0;
+                    for (int64_t b = 0; b < nb; b++) {
+                        int64_t len = size + (b < rem);
+                        if (qq >= start && qq < start + len)
+                            bucket = b + 1;
+                        start += len;
+                    }
+                    o->i = bucket;
                     break;
                 }
-                case XO_WIN_FIRST_VALUE: *o = rows[perm[ps] * NC + 3]; break;
-                case XO_WIN_LAST_VALUE: *o = rows[perm[fe] * NC + 2]; break;
+                case XO_WIN_PERCENT_RANK: {
+                    int64_t nrows = pe - ps + 1, rk = peer_s - ps + 1;
+                    o->d = nrows > 1 ? (double)(rk - 1) / (double)(nrows - 1) : 0;
+                    break;
+                }
+                case XO_WIN_CUME_DIST:
+                    o->d = (double)(peer_e - ps + 1) / (double)(pe - ps + 1);
+                    break;
+                case XO_WIN_NTH_VALUE: {
+                    int64_t k = fs + fns[f].offset - 1;
+                    if (fs <= fe && k <= fe) *o = rows[perm[k] * NC + fns[f].arg]; else o->null = true;
+                    break;
+                }
+                case XO_WIN_LAST_VALUE:
+                    if (fs <= fe) *o = rows[perm[fe] * NC + 2]; else o->null = true;
+                    break;
                 default: break;
                 }
             }

@@ -20,6 +20,7 @@
 #include "columnar/column.h"
 #include "expr/expr.h"
 #include "expr/pgvector.h"
+#include "expr/pred.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -383,6 +384,160 @@ static void test_expressions(void)
     CHECK(ex_eval(e, b, &out, &err) == HS_INVALID);
     CHECK(strncmp(err.msg, "different vector dimensions 2 and 3", 35) == 0);
     ex_free(e);
+    /* ex_format prints text that binds back to the same expression (the
+     * filter fuzzer found pgvector constants printed without their type) */
+    static const char *const fmts[] = {
+        "subvector(fx, 1, 1) <-> '[3]'", "inner_product(emb, fx)", "l2_norm(fx::halfvec)",
+        "binary_quantize(fx) <~> B'11'", "ARRAY[vector_dims(fx), 2]::vector", "fx::real[]::vector = fx",
+        "fx::sparsevec = '{1:3,2:4}/2'", "CAST(fx AS vector(2)) + emb", "vector_norm(fx) + (fx <=> emb)",
+        "l2_normalize(fx::sparsevec)", "'[1,2]'::vector || fx", "B'101'::bit(2) || binary_quantize(fx)",
+        "'{1:1}/2'::sparsevec <-> fx", "'[1,2]'::halfvec = fx",
+    };
+    hs_err_clear(&err);
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+        char *text = NULL, *t2 = NULL;
+        ex_expr *e2 = NULL;
+        CHECK_OK(ex_parse_scalar(fmts[i], &b->schema, &e, &err), &err);
+        CHECK_OK(ex_format(e, &text, &err), &err);
+        CHECK(ex_parse_scalar(text, &b->schema, &e2, &err) == HS_OK);
+        if (e2) {
+            CHECK_OK(ex_format(e2, &t2, &err), &err);
+            CHECK(strcmp(text, t2) == 0);
+            CHECK(ex_type(e)->type == ex_type(e2)->type);
+            hs_column *c1 = NULL, *c2 = NULL;
+            hs_error e1 = {0}, ee2 = {0};
+            hs_status s1 = ex_eval(e, b, &c1, &e1), s2 = ex_eval(e2, b, &c2, &ee2);
+            CHECK(s1 == s2);
+            CHECK(s1 != HS_OK || hs_col_equals(c1, c2));
+            hs_col_free(c1);
+            hs_col_free(c2);
+        } else {
+            fprintf(stderr, "  %s -> %s: %s\n", fmts[i], text, err.msg);
+            hs_err_clear(&err);
+        }
+        hs_free(text);
+        hs_free(t2);
+        ex_free(e2);
+        ex_free(e);
+    }
+    hs_batch_free(b);
+    hs_field_clear(&schema);
+    LEAK_END();
+}
+
+/* The pruning view (ex_to_pred) of conditions on pgvector columns: a bit
+ * column is a string column underneath, but its values are not the
+ * constant's blob bytes, so no condition on it may become a string leaf
+ * (an IN once became FALSE and pruned every row). */
+static void test_pred_on_pgvector_columns(void)
+{
+    LEAK_START();
+    hs_error err = {0};
+    hs_field schema, bits, e1, emb;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_field_init(&bits, "b", HS_TYPE_STRING, true);
+    bits.field_id = 1;
+    CHECK(hs_field_set_meta(&bits, "pgvector.type", "bit") == HS_OK);
+    CHECK(hs_field_add_child(&schema, &bits) == HS_OK);
+    hs_field_init(&e1, "item", HS_TYPE_FLOAT32, false);
+    hs_field_init_list(&emb, "emb", true, &e1);
+    emb.field_id = 2;
+    CHECK(hs_field_add_child(&schema, &emb) == HS_OK);
+    static const char *const texts[] = {
+        "b IN (B'101', B'11')", "b = B'101'", "b NOT IN (B'101')", "b < B'11'", "b BETWEEN B'0' AND B'1'",
+        "emb = '[1,2]'", "emb IN ('[1,2]', '[3,4]')", "emb <-> '[1,2]' < 1",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        ex_expr *e = NULL;
+        CHECK_OK(ex_parse_filter(texts[i], &schema, &e, &err), &err);
+        pr_filter *f = NULL;
+        bool exact = true;
+        CHECK_OK(ex_to_pred(e, &f, &exact, &err), &err);
+        /* the implied filter must keep the row b = '101', emb = [1,2] */
+        hs_batch *b;
+        CHECK_OK(hs_batch_create(&schema, 1, &b, &err), &err);
+        CHECK(hs_col_append_bytes(b->cols[0], "101", 3) == HS_OK);
+        float v[2] = {1, 2};
+        CHECK(hs_col_append_fixed_n(b->cols[1]->children[0], v, 2) == HS_OK);
+        CHECK(hs_col_list_end(b->cols[1]) == HS_OK);
+        b->n_rows = 1;
+        uint8_t sel_e = 0, sel_f = 0;
+        int64_t n_e = 0, n_f = 0;
+        CHECK_OK(ex_eval_filter(e, b, NULL, &sel_e, &n_e, &err), &err);
+        CHECK_OK(pr_filter_eval(f, b, &sel_f, &n_f, &err), &err);
+        CHECK(!sel_e || sel_f);
+        if (sel_e && !sel_f)
+            fprintf(stderr, "  %s: the implied filter drops a matching row\n", texts[i]);
+        CHECK(!exact);
+        hs_batch_free(b);
+        pr_filter_free(f);
+        ex_free(e);
+    }
+    /* no IS [NOT] NULL leaves on nested columns: a file's statistics have no
+     * counts for them, which the scan planner read as "all null" and pruned
+     * every file (SELECT ... WHERE emb IS NOT NULL returned no rows) */
+    static const char *const nulls[] = {"emb IS NOT NULL", "emb IS NULL", "NOT (emb IS NULL)"};
+    for (size_t i = 0; i < sizeof nulls / sizeof nulls[0]; i++) {
+        ex_expr *e = NULL;
+        pr_filter *f = NULL;
+        bool exact = true;
+        CHECK_OK(ex_parse_filter(nulls[i], &schema, &e, &err), &err);
+        CHECK_OK(ex_to_pred(e, &f, &exact, &err), &err);
+        CHECK(pr_filter_is_true(f) && !exact);
+        pr_filter_free(f);
+        ex_free(e);
+    }
+    hs_field_clear(&schema);
+    LEAK_END();
+}
+
+/* halfvec (list<float16>) and bit (string with pgvector.type = bit)
+ * columns read as their types; a malformed bit string is an error. */
+static void test_halfvec_and_bit_columns(void)
+{
+    LEAK_START();
+    hs_error err = {0};
+    hs_field schema, e1, hv, bits;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_field_init(&e1, "item", HS_TYPE_FLOAT16, false);
+    hs_field_init_list(&hv, "hv", true, &e1);
+    hv.field_id = 1;
+    CHECK(hs_field_add_child(&schema, &hv) == HS_OK);
+    hs_field_init(&bits, "b", HS_TYPE_STRING, true);
+    bits.field_id = 2;
+    CHECK(hs_field_set_meta(&bits, "pgvector.type", "bit") == HS_OK);
+    CHECK(hs_field_add_child(&schema, &bits) == HS_OK);
+    hs_batch *b;
+    CHECK_OK(hs_batch_create(&schema, 2, &b, &err), &err);
+    uint16_t h[2] = {0x3C00, 0x4000}; /* 1.0, 2.0 */
+    CHECK(hs_col_append_fixed_n(b->cols[0]->children[0], h, 2) == HS_OK);
+    CHECK(hs_col_list_end(b->cols[0]) == HS_OK);
+    CHECK(hs_col_append_fixed_n(b->cols[0]->children[0], h, 1) == HS_OK);
+    CHECK(hs_col_list_end(b->cols[0]) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[1], "1010", 4) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[1], "10x0", 4) == HS_OK);
+    b->n_rows = 2;
+    ex_expr *e = NULL;
+    CHECK_OK(ex_parse_scalar("(hv <-> '[1,4]')::text || ' ' || vector_dims(hv)", &schema, &e, &err), &err);
+    hs_column *out = NULL;
+    hs_batch one = *b;
+    one.n_rows = 1;
+    CHECK_OK(ex_eval(e, &one, &out, &err), &err);
+    REQUIRE(out);
+    const int32_t *o = HS_COL_OFFSETS(out);
+    CHECK(o[1] - o[0] == 3 && memcmp(out->values.data, "2 2", 3) == 0);
+    hs_col_free(out);
+    CHECK(ex_eval(e, b, &out, &err) == HS_INVALID); /* row 2 has 1 dimension */
+    CHECK(strncmp(err.msg, "different halfvec dimensions 1 and 2", 36) == 0);
+    hs_err_clear(&err);
+    ex_free(e);
+    CHECK_OK(ex_parse_scalar("b <~> B'0110'", &schema, &e, &err), &err);
+    CHECK_OK(ex_eval(e, &one, &out, &err), &err);
+    CHECK(HS_COL_VALUES(out, double)[0] == 2);
+    hs_col_free(out);
+    CHECK(ex_eval(e, b, &out, &err) == HS_INVALID);
+    CHECK(strncmp(err.msg, "\"x\" is not a valid binary digit", 31) == 0);
+    ex_free(e);
     hs_batch_free(b);
     hs_field_clear(&schema);
     LEAK_END();
@@ -396,5 +551,7 @@ int main(void)
     HS_RUN(test_aggregates);
     HS_RUN(test_valid);
     HS_RUN(test_expressions);
+    HS_RUN(test_pred_on_pgvector_columns);
+    HS_RUN(test_halfvec_and_bit_columns);
     return hs_test_summary();
 }

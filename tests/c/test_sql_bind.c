@@ -440,6 +440,53 @@ static void test_cancel_and_prepare(void)
     teardown(&fx);
 }
 
+/* Tables of the session's SQL catalog as namespace.table; path tables by
+ * a quoted path. */
+static void test_catalog_names(void)
+{
+    hs_error err = {0};
+    char dir[1024], db[1100], path[1200];
+    snprintf(dir, sizeof dir, "%s/sqlcat", hs_test_tmpdir());
+    snprintf(db, sizeof db, "%s.db", dir);
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_sql(db, "default", dir, &cat, &err), &err);
+    CHECK_OK(hs_catalog_create_namespace(cat, "ns", &err), &err);
+    hs_table *t = make_table(cat, "ns.tab", 1, &err);
+    REQUIRE(t);
+    hs_session_options o = HS_SESSION_OPTIONS_INIT;
+    o.catalog = cat;
+    hs_session *s = NULL;
+    CHECK_OK(hs_session_open(&o, &s, &err), &err);
+    CHECK(count_rows(s, "SELECT * FROM ns.tab WHERE k < 10", &err) == 5);
+    CHECK(count_rows(s, "SELECT a.k FROM ns.tab a JOIN ns.tab b ON a.k = b.k", &err) == 20);
+    expect_error(s, "SELECT * FROM ns.nosuch", "42P01", 15);
+    expect_error(s, "SELECT * FROM nosuch", "42P01", 15);
+    hs_session_close(s);
+    /* a path table by its quoted location, without a catalog */
+    char pdir[1100];
+    snprintf(pdir, sizeof pdir, "%s/pathcat", hs_test_tmpdir());
+    hs_catalog *pcat = NULL;
+    CHECK_OK(hs_catalog_open_path(pdir, &pcat, &err), &err);
+    hs_table *pt = make_table(pcat, "pt", 1, &err);
+    REQUIRE(pt);
+    CHECK_OK(hs_session_open(NULL, &s, &err), &err);
+    const char *loc = hs_table_location(pt);
+    if (!strncmp(loc, "file://", 7))
+        loc += 7;
+    snprintf(path, sizeof path, "SELECT count(*) FROM \"%s\"", loc);
+    int64_t n = count_rows(s, path, &err);
+    if (n != 1)
+        fprintf(stderr, "  %s: %lld rows: %s\n", path, (long long)n, err.msg);
+    CHECK(n == 1);
+    hs_session_close(s);
+    hs_table_close(pt);
+    hs_catalog_close(pcat);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();
+    tbl_index_cache_clear();
+}
+
 int main(void)
 {
     HS_RUN(test_bind_json);
@@ -447,5 +494,6 @@ int main(void)
     HS_RUN(test_results);
     HS_RUN(test_plans);
     HS_RUN(test_cancel_and_prepare);
+    HS_RUN(test_catalog_names);
     return hs_test_summary();
 }

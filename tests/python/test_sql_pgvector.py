@@ -24,6 +24,7 @@ The reference server needs root (apt-get, make install): without it the
 module is skipped, except under CI=true, where it fails.
 """
 import ctypes
+import math
 import os
 import pathlib
 import random
@@ -34,7 +35,7 @@ import subprocess
 import tempfile
 
 import pytest
-from conftest import LIB_PATH, REPO, require
+from conftest import LIB_PATH, REPO, require, require_module
 
 def _oracle():
     """The script in $HS_ORACLES, or ../shared/oracles beside the checkout (or
@@ -575,3 +576,122 @@ def _sum_one_state(lib, t, rows):
     finally:
         lib.pv_agg_free(s)
         lib.hs_arena_destroy(arena)
+
+
+# ---------------------------------------------------------------- table columns through SQL
+
+def _pg_rows(ref, sql):
+    r = subprocess.run(ref.psql + ["-F", "\x1f", "-P", "null=\u2400"], input=sql, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return [line.split("\x1f") for line in r.stdout.splitlines() if line]
+
+
+def _same(pg, ours):
+    if ours is None:
+        return pg == "\u2400"
+    if isinstance(ours, bool):
+        return pg == ("t" if ours else "f")
+    if isinstance(ours, float):
+        return _is_float_text(pg) and (float(pg) == ours or (math.isnan(ours) and math.isnan(float(pg))))
+    return pg == str(ours)
+
+
+def test_table_columns(ref, tmp_path):
+    _table_queries(ref, tmp_path, None)
+
+
+@pytest.mark.xfail(strict=True, reason="ORDER BY a sparsevec column sorts the struct's fields, not by "
+                   "pgvector's order (exec's sort keys should compare pgvector types with pv_cmp); "
+                   "reported to sx-exec")
+def test_table_order_by_sparsevec(ref, tmp_path):
+    _table_queries(ref, tmp_path, ["SELECT id FROM items WHERE sv IS NOT NULL ORDER BY sv, id"])
+
+
+def _table_queries(ref, tmp_path, only):
+    """A table written by the hyperstreamdb package with a vector column
+    (list<float32>), a sparsevec column (struct<dim, indices, values>) and a
+    bit column (text of 0/1, cast with ::varbit), queried through the SQL
+    session; the same rows in the reference server as vector / sparsevec /
+    varbit columns answer the same SQL."""
+    hdb = require_module("hyperstreamdb")
+    require(_has_sessions(), "this build has no SQL sessions")
+    import pyarrow as pa
+    from sqlsession import Session
+    rnd = random.Random(99)
+    n, dim, sdim = 60, 4, 6
+    ids, embs, svs, bits = [], [], [], []
+    for i in range(n):
+        ids.append(i)
+        embs.append(None if rnd.random() < 0.1 else
+                    [float(struct.unpack("f", struct.pack("f", rnd.uniform(-3, 3)))[0]) for _ in range(dim)])
+        if rnd.random() < 0.1:
+            svs.append(None)
+        else:
+            idx = sorted(rnd.sample(range(sdim), rnd.randint(0, 3)))
+            svs.append({"dim": sdim, "indices": idx,
+                        "values": [float(struct.unpack("f", struct.pack("f", rnd.choice([-1, 1]) *
+                                                                          rnd.uniform(0.5, 2)))[0]) for _ in idx]})
+        bits.append(None if rnd.random() < 0.1 else bits_text(rnd, 8))
+    data = pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "emb": pa.array(embs, pa.list_(pa.float32())),
+        "sv": pa.array(svs, pa.struct([pa.field("dim", pa.int32(), False), ("indices", pa.list_(pa.int32())),
+                                       ("values", pa.list_(pa.float32()))])),
+        "bits": bits,
+    })
+    t = hdb.Table(str(tmp_path / "items"))
+    t.write_arrow(data)
+    t.commit()
+
+    def vtext(v):
+        return "NULL" if v is None else "'" + dense_text(v) + "'"
+
+    def stext(v):
+        return "NULL" if v is None else "'" + sparse_text(v["dim"], [(i + 1, x) for i, x in
+                                                                     zip(v["indices"], v["values"])]) + "'"
+    rows = ",".join(f"({i},{vtext(e)},{stext(s)},{'NULL' if b is None else repr(b)})"
+                    for i, e, s, b in zip(ids, embs, svs, bits))
+    ref._run("DROP TABLE IF EXISTS items; CREATE TABLE items (id bigint, emb vector(4), sv sparsevec(6), "
+             f"bits varbit); INSERT INTO items VALUES {rows};")
+    q = "'[0.5,-1,2,0.25]'"
+    qs = "'{1:1,4:-2}/6'"
+    queries = [
+        f"SELECT id, emb <-> {q} AS d FROM items WHERE emb IS NOT NULL ORDER BY d, id LIMIT 10",
+        f"SELECT id, emb <=> {q}, emb <#> {q}, emb <+> {q}, l2_distance(emb, {q}) FROM items ORDER BY id",
+        f"SELECT id, (l2_normalize(emb))::text, (emb + {q})::text, (emb * {q})::text FROM items ORDER BY id",
+        f"SELECT id, subvector(emb, 2, 2)::text, vector_dims(emb), vector_norm(emb), binary_quantize(emb)::text "
+        "FROM items ORDER BY id",
+        f"SELECT id FROM items WHERE emb <-> {q} < 3 ORDER BY id",
+        "SELECT id FROM items WHERE emb IS NOT NULL ORDER BY emb, id",
+        f"SELECT id, sv <-> {qs}, sv <#> {qs}, sv <=> {qs}, sv <+> {qs}, l2_norm(sv) FROM items ORDER BY id",
+        "SELECT id, sv::text, (sv::vector)::text, l2_normalize(sv)::text FROM items ORDER BY id",
+        "SELECT id, bits::varbit <~> B'10101010', bits::varbit <%> B'10101010' FROM items ORDER BY id",
+        "SELECT id FROM items WHERE bits::varbit <~> B'11110000' <= 3 ORDER BY id",
+        "SELECT id, (emb::sparsevec <-> subvector(sv::vector, 1, 4)::sparsevec), (emb::halfvec <-> emb) "
+        "FROM items ORDER BY id",
+        f"SELECT id, (emb = {q}), (emb < {q}) FROM items ORDER BY id",
+    ]
+    if only is not None:
+        queries = only
+    s = Session()
+    try:
+        s.register("items", str(tmp_path / "items"))
+        bad = []
+        for sql in queries:
+            want = _pg_rows(ref, sql + ";")
+            try:
+                res = s.sql(sql)
+                cols = [res.column(i).to_pylist() for i in range(res.num_columns)]
+                got = [list(r) for r in zip(*cols)] if cols else []
+            except Exception as e:  # noqa: BLE001 - reported below
+                bad.append((sql, "ERROR", str(e)[:300]))
+                continue
+            if len(want) != len(got) or not all(
+                    len(w) == len(g) and all(_same(a, b) for a, b in zip(w, g)) for w, g in zip(want, got)):
+                diff = [(w, g) for w, g in zip(want, got) if not (len(w) == len(g) and
+                                                                  all(_same(a, b) for a, b in zip(w, g)))]
+                bad.append((sql, len(want), len(got), diff[:3]))
+        assert not bad, "\n".join(map(str, bad))
+    finally:
+        s.close()
