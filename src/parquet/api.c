@@ -449,8 +449,10 @@ done:
     pq_writer_free(w);
     if (wf)
         hs_wfile_abort(wf);
-    if (have_src)
+    if (have_src) {
         src.close(src.ctx);
+        hs_field_clear(&src.schema);   /* the imported schema is the caller's to free */
+    }
     col_enc_list_free(&encs);
     if (s != HS_OK)
         hs_err_prefix(err, "writing %s", path);
