@@ -1102,6 +1102,8 @@ typedef struct TableObject {
     hs_catalog *cat;
     hs_table *t;
     PyThread_type_lock lock;
+    int pins;            /* SQL sessions it is registered in (they borrow t) */
+    int close_pending;   /* close() was called while pinned */
 } TableObject;
 
 static PyTypeObject Table_Type;
@@ -1118,7 +1120,7 @@ static PyTypeObject Table_Type;
 
 static int check_open(TableObject *self)
 {
-    if (!self->t) {
+    if (!self->t || self->close_pending) {
         PyErr_SetString(PyExc_ValueError, "the table handle is closed");
         return -1;
     }
@@ -1148,6 +1150,7 @@ static TableObject *table_new(void)
         return NULL;
     self->cat = NULL;
     self->t = NULL;
+    self->pins = self->close_pending = 0;
     self->lock = PyThread_allocate_lock();
     if (!self->lock) {
         Py_DECREF(self);
@@ -1275,16 +1278,26 @@ done:
     return ret;
 }
 
+/* A table registered in SQL sessions is closed when the last of them lets
+ * go of it (they borrow the hs_table). */
 static PyObject *Table_close(TableObject *self, UNUSED PyObject *noargs)
 {
-    if (self->t)
+    if (self->pins > 0)
+        self->close_pending = 1;
+    else if (self->t)
         LOCKED(self, table_close_now(self));
     Py_RETURN_NONE;
 }
 
+static void table_unpin(TableObject *self)   /* GIL held */
+{
+    if (--self->pins == 0 && self->close_pending && self->t)
+        LOCKED(self, table_close_now(self));
+}
+
 static PyObject *Table_closed(TableObject *self, UNUSED void *c)
 {
-    return PyBool_FromLong(self->t == NULL);
+    return PyBool_FromLong(self->t == NULL || self->close_pending);
 }
 
 static PyObject *str_or_none(const char *s)
@@ -2080,30 +2093,93 @@ static PyTypeObject Table_Type = {
  * whatever the Python-level handler raises) is what the caller sees.  Other
  * threads cancel with Session.cancel(). */
 
+/* The distinct registered tables, sorted by address.  The session borrows
+ * their hs_table, which is not for concurrent use, so everything that runs
+ * a statement or reads rows holds the session's lock and then theirs (in
+ * this order: no thread takes them the other way round). */
+typedef struct table_set {
+    TableObject **a;
+    Py_ssize_t n;
+} table_set;
+
 typedef struct SessionObject {
     PyObject_HEAD
     hs_session *s;
     hs_catalog *cat;
     PyThread_type_lock lock;
+    PyObject *tables;  /* dict: name -> TableObject (pinned, kept alive) */
+    table_set locked;  /* the values of `tables`; changed only under `lock` */
     Py_ssize_t live;   /* SqlResults holding an hs_result + exported streams (GIL) */
     int closing;       /* close() was called */
 } SessionObject;
 
 static PyTypeObject Session_Type;
 
-static void session_close_now(SessionObject *self)
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int table_set_of(PyObject *dict, table_set *out)   /* GIL held; 0 or -1 */
+{
+    out->n = 0;
+    out->a = PyMem_RawMalloc(((size_t)PyDict_Size(dict) + 1) * sizeof *out->a);
+    if (!out->a) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t pos = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(dict, &pos, &k, &v))
+        out->a[out->n++] = (TableObject *)v;
+    qsort(out->a, (size_t)out->n, sizeof *out->a, cmp_ptr);
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < out->n; i++)
+        if (m == 0 || out->a[m - 1] != out->a[i])
+            out->a[m++] = out->a[i];
+    out->n = m;
+    return 0;
+}
+
+/* Takes the session's lock and its tables' locks; no GIL needed. */
+static void session_enter(SessionObject *self)
+{
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    for (Py_ssize_t i = 0; i < self->locked.n; i++)
+        PyThread_acquire_lock(self->locked.a[i]->lock, WAIT_LOCK);
+}
+
+static void session_leave(SessionObject *self)
+{
+    for (Py_ssize_t i = self->locked.n; i-- > 0;)
+        PyThread_release_lock(self->locked.a[i]->lock);
+    PyThread_release_lock(self->lock);
+}
+
+static void session_close_now(SessionObject *self)   /* GIL held */
 {
     if (self->s) {
         hs_session *s = self->s;
         self->s = NULL;
         Py_BEGIN_ALLOW_THREADS
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        session_enter(self);
         hs_session_close(s);
-        PyThread_release_lock(self->lock);
+        session_leave(self);
         Py_END_ALLOW_THREADS
     }
     hs_catalog_close(self->cat);
     self->cat = NULL;
+    PyMem_RawFree(self->locked.a);
+    self->locked.a = NULL;
+    self->locked.n = 0;
+    if (self->tables) {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(self->tables, &pos, &k, &v))
+            table_unpin((TableObject *)v);
+        PyDict_Clear(self->tables);
+    }
 }
 
 static void session_unref_live(SessionObject *self)   /* GIL held */
@@ -2265,20 +2341,20 @@ typedef struct sql_stream {
 static int ss_get_schema(struct ArrowArrayStream *st, struct ArrowSchema *out)
 {
     sql_stream *p = st->private_data;
-    PyThread_acquire_lock(p->sess->lock, WAIT_LOCK);
+    session_enter(p->sess);
     int rc = p->inner.get_schema(&p->inner, out);
-    PyThread_release_lock(p->sess->lock);
+    session_leave(p->sess);
     return rc;
 }
 
 static int ss_get_next(struct ArrowArrayStream *st, struct ArrowArray *out)
 {
     sql_stream *p = st->private_data;
-    PyThread_acquire_lock(p->sess->lock, WAIT_LOCK);
+    session_enter(p->sess);
     int g = sigint_guard_on(p->sess->s);
     int rc = p->inner.get_next(&p->inner, out);
     sigint_guard_off(g);
-    PyThread_release_lock(p->sess->lock);
+    session_leave(p->sess);
     return rc;
 }
 
@@ -2296,9 +2372,9 @@ static void ss_release(struct ArrowArrayStream *st)
         return;
     sql_stream *p = st->private_data;
     if (p->inner.release) {
-        PyThread_acquire_lock(p->sess->lock, WAIT_LOCK);
+        session_enter(p->sess);
         p->inner.release(&p->inner);
-        PyThread_release_lock(p->sess->lock);
+        session_leave(p->sess);
     }
     PyGILState_STATE g = PyGILState_Ensure();
     session_unref_live(p->sess);
@@ -2329,11 +2405,11 @@ static void sqlresult_free_now(SqlResultObject *o)   /* GIL held */
     hs_result *r = o->r;
     o->r = NULL;
     Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(o->sess->lock, WAIT_LOCK);
+    session_enter(o->sess);
     if (o->stream.release)
         o->stream.release(&o->stream);
     hs_result_free(r);
-    PyThread_release_lock(o->sess->lock);
+    session_leave(o->sess);
     Py_END_ALLOW_THREADS
     session_unref_live(o->sess);
 }
@@ -2362,9 +2438,9 @@ static int sqlresult_take(SqlResultObject *o)
     hs_error err = {0};
     hs_status st;
     Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(o->sess->lock, WAIT_LOCK);
+    session_enter(o->sess);
     st = hs_result_stream(o->r, &o->stream, &err);
-    PyThread_release_lock(o->sess->lock);
+    session_leave(o->sess);
     Py_END_ALLOW_THREADS
     if (st != HS_OK)
         return raise_sql(st, &err, o->sess->s), -1;
@@ -2392,11 +2468,11 @@ static int sqlresult_next(SqlResultObject *o, struct ArrowArray *out)
     int rc;
     hs_session *s = o->sess->s;
     Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(o->sess->lock, WAIT_LOCK);
+    session_enter(o->sess);
     int g = sigint_guard_on(s);
     rc = o->stream.get_next(&o->stream, out);
     sigint_guard_off(g);
-    PyThread_release_lock(o->sess->lock);
+    session_leave(o->sess);
     Py_END_ALLOW_THREADS
     if (rc != 0) {
         if (out->release)
@@ -2438,9 +2514,9 @@ static int sqlresult_schema(SqlResultObject *o, struct ArrowSchema *out)
 {
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(o->sess->lock, WAIT_LOCK);
+    session_enter(o->sess);
     rc = o->stream.get_schema(&o->stream, out);
-    PyThread_release_lock(o->sess->lock);
+    session_leave(o->sess);
     Py_END_ALLOW_THREADS
     if (rc != 0) {
         raise_stream_error(&o->stream, rc, "reading the result schema");
@@ -2626,6 +2702,7 @@ static PyTypeObject SqlResult_Type = {
 static void Session_dealloc(SessionObject *self)
 {
     session_close_now(self);
+    Py_XDECREF(self->tables);
     if (self->lock)
         PyThread_free_lock(self->lock);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -2663,7 +2740,8 @@ static PyObject *Session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     }
     self->lock = PyThread_allocate_lock();
-    if (!self->lock) {
+    self->tables = PyDict_New();
+    if (!self->lock || !self->tables) {
         PyMem_RawFree(cat_path);
         PyMem_RawFree(warehouse);
         Py_DECREF(self);
@@ -2714,49 +2792,79 @@ static PyObject *Session_cancel(SessionObject *self, UNUSED PyObject *noargs)
     Py_RETURN_NONE;
 }
 
-/* register(name, TableHandle) */
-static PyObject *Session_register(SessionObject *self, PyObject *args)
+/* Registers (table non-NULL) or unregisters name: the C call and the swap
+ * of the locked set under the session's lock, then the pins. */
+static PyObject *session_set_table(SessionObject *self, PyObject *name_o, TableObject *t)
 {
-    const char *name;
-    PyObject *th;
-    if (!PyArg_ParseTuple(args, "sO!", &name, &Table_Type, &th))
+    const char *name = PyUnicode_AsUTF8(name_o);
+    if (!name)
         return NULL;
-    if (session_check_open(self) < 0)
+    PyObject *tables = PyDict_Copy(self->tables);
+    if (!tables)
         return NULL;
-    TableObject *t = (TableObject *)th;
-    if (check_open(t) < 0)
+    if ((t ? PyDict_SetItem(tables, name_o, (PyObject *)t)
+           : (PyDict_GetItemWithError(tables, name_o) ? PyDict_DelItem(tables, name_o) : 0)) < 0 ||
+        PyErr_Occurred()) {
+        Py_DECREF(tables);
         return NULL;
+    }
+    table_set set;
+    if (table_set_of(tables, &set) < 0) {
+        Py_DECREF(tables);
+        return NULL;
+    }
     hs_error err = {0};
     hs_status st;
     Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    PyThread_acquire_lock(t->lock, WAIT_LOCK);
-    st = hs_session_register(self->s, name, t->t, &err);
-    PyThread_release_lock(t->lock);
-    PyThread_release_lock(self->lock);
+    session_enter(self);
+    st = t ? hs_session_register(self->s, name, t->t, &err)
+           : hs_session_unregister(self->s, name, &err);
+    session_leave(self);
+    if (st == HS_OK) {
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        table_set old = self->locked;
+        self->locked = set;
+        set = old;
+        PyThread_release_lock(self->lock);
+    }
     Py_END_ALLOW_THREADS
-    if (st != HS_OK)
+    PyMem_RawFree(set.a);
+    if (st != HS_OK) {
+        Py_DECREF(tables);
         return raise_sql(st, &err, self->s);
+    }
+    PyObject *old = PyDict_GetItemWithError(self->tables, name_o);
+    Py_XINCREF(old);
+    Py_SETREF(self->tables, tables);
+    if (t)
+        t->pins++;
+    if (old) {
+        table_unpin((TableObject *)old);
+        Py_DECREF(old);
+    }
     Py_RETURN_NONE;
+}
+
+/* register(name, TableHandle): the session borrows the handle's hs_table;
+ * the handle stays open (close() is deferred) while registered. */
+static PyObject *Session_register(SessionObject *self, PyObject *args)
+{
+    PyObject *name, *th;
+    if (!PyArg_ParseTuple(args, "UO!", &name, &Table_Type, &th))
+        return NULL;
+    if (session_check_open(self) < 0 || check_open((TableObject *)th) < 0)
+        return NULL;
+    return session_set_table(self, name, (TableObject *)th);
 }
 
 static PyObject *Session_unregister(SessionObject *self, PyObject *args)
 {
-    const char *name;
-    if (!PyArg_ParseTuple(args, "s", &name))
+    PyObject *name;
+    if (!PyArg_ParseTuple(args, "U", &name))
         return NULL;
     if (session_check_open(self) < 0)
         return NULL;
-    hs_error err = {0};
-    hs_status st;
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    st = hs_session_unregister(self->s, name, &err);
-    PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS
-    if (st != HS_OK)
-        return raise_sql(st, &err, self->s);
-    Py_RETURN_NONE;
+    return session_set_table(self, name, NULL);
 }
 
 /* Parameters: a list of (type name or None, text or None). */
@@ -2857,12 +2965,12 @@ static PyObject *Session_execute(SessionObject *self, PyObject *args, PyObject *
     hs_session *s = self->s;
     int g;
     Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    session_enter(self);
     g = sigint_guard_on(s);
     Py_END_ALLOW_THREADS
     if (PyErr_CheckSignals() < 0) {   /* a Ctrl-C that came before: not run */
         sigint_guard_off(g);
-        PyThread_release_lock(self->lock);
+        session_leave(self);
         PyMem_RawFree(sql);
         sql_params_free(&prm);
         Py_DECREF(o);
@@ -2879,7 +2987,7 @@ static PyObject *Session_execute(SessionObject *self, PyObject *args, PyObject *
         st = hs_session_execute(s, sql, &o->r, &err);
     }
     sigint_guard_off(g);
-    PyThread_release_lock(self->lock);
+    session_leave(self);
     Py_END_ALLOW_THREADS
     PyMem_RawFree(sql);
     sql_params_free(&prm);
