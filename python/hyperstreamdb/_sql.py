@@ -149,24 +149,28 @@ class Result:
         self._table: Optional[pa.Table] = None      # all rows, once read
         self._streamed = False                      # handed to an Arrow consumer
         self._schema: Optional[pa.Schema] = None
+        self._has_rows = bool(core_result.has_rows)
+        self._final = None                          # (tag, rows_affected) once freed
 
     # ---- metadata --------------------------------------------------------
 
     @property
     def tag(self) -> str:
         """The command tag, as PostgreSQL reports it ("SELECT 3", "UPDATE 2")."""
+        if self._final is not None:
+            return self._final[0]
         return self._r.tag
 
     @property
     def has_rows(self) -> bool:
         """Whether the statement returns rows (queries, EXPLAIN, SHOW, ... RETURNING)."""
-        return self._r.has_rows
+        return self._has_rows
 
     @property
     def rowcount(self) -> int:
-        if self._r.has_rows:
+        if self._has_rows:
             return self._table.num_rows if self._table is not None else -1
-        return self._r.rows_affected
+        return self._final[1] if self._final is not None else self._r.rows_affected
 
     @property
     def schema(self) -> pa.Schema:
@@ -174,7 +178,7 @@ class Result:
         if self._table is not None:
             return self._table.schema
         if self._schema is None:
-            if not self._r.has_rows:
+            if not self._has_rows:
                 self._schema = pa.schema([])
             elif self._streamed:
                 raise RuntimeError("the rows were handed to an Arrow consumer")
@@ -198,7 +202,7 @@ class Result:
         """All rows as a pyarrow.Table (the library's buffers, not copied)."""
         if self._table is None:
             self._check_streamed()
-            if not self._r.has_rows:
+            if not self._has_rows:
                 self._table = pa.table({})
             else:
                 rest = pa.table(self._r.read_all())
@@ -207,7 +211,7 @@ class Result:
                                                  schema=rest.schema)
                 self._table = rest
                 self._batches = []
-            self._r.close()
+            self._free()
         return self._table
 
     def to_pandas(self, **kwargs):
@@ -233,7 +237,7 @@ class Result:
         if self._table is not None:
             yield from self._table.to_batches()
             return
-        if not self._r.has_rows:
+        if not self._has_rows:
             return
         self._check_streamed()
         yield from list(self._batches)
@@ -254,7 +258,7 @@ class Result:
         """The Arrow PyCapsule stream protocol.  Before any other reading, the
         library's stream itself (batches move to the consumer as they are
         produced; once); after to_arrow(), the kept table's stream."""
-        if self._table is None and not self._batches and self._r.has_rows \
+        if self._table is None and not self._batches and self._has_rows \
                 and not self._streamed:
             cap = self._r.__arrow_c_stream__(requested_schema)
             self._streamed = True
@@ -264,9 +268,14 @@ class Result:
     def __arrow_c_schema__(self):
         return self.schema.__arrow_c_schema__()
 
+    def _free(self) -> None:
+        if self._final is None:
+            self._final = (self._r.tag, self._r.rows_affected)
+        self._r.close()
+
     def close(self) -> None:
         """Frees what the library holds for this result (rows not read are dropped)."""
-        self._r.close()
+        self._free()
 
     def __repr__(self) -> str:
         return f"<hyperstreamdb.Result {self.tag!r}>"
