@@ -455,3 +455,35 @@ def test_session_options(data, tmp_path):
         hdb.Session(threads=0)
     with pytest.raises(ValueError):
         hdb.Session(memory_limit="lots")
+
+
+def test_sql_catalog_tables_as_namespace_dot_table(tmp_path):
+    """pyiceberg creates and fills a table in its SQLite catalog; the session
+    opened on that catalog reads it as db.events."""
+    pyiceberg_sql = require_module("pyiceberg.catalog.sql")
+    db, wh = tmp_path / "cat.db", tmp_path / "wh"
+    wh.mkdir()
+    cat = pyiceberg_sql.SqlCatalog("default", uri=f"sqlite:///{db}", warehouse=f"file://{wh}")
+    cat.create_namespace("db")
+    src = pa.table({"id": pa.array(np.arange(100, dtype=np.int64)),
+                    "kind": pa.array([["a", "b", "c"][i % 3] for i in range(100)])})
+    t = cat.create_table("db.events", schema=src.schema)
+    t.append(src)
+    s = hdb.Session(catalog=db, warehouse=wh)
+    got = s.sql("SELECT kind, count(*) AS n FROM db.events WHERE id >= 10 GROUP BY kind").to_arrow()
+    con = duckdb.connect()
+    con.register("src", src)
+    want = con.sql("SELECT kind, count(*) AS n FROM src WHERE id >= 10 GROUP BY kind").to_arrow_table()
+    same_multiset(got, want)
+    s.close()
+
+
+def test_path_table_by_quoted_path(data):
+    t, src = data["orders"]
+    s = hdb.Session()
+    got = s.sql(f'SELECT count(*) AS n, sum(amount) AS total FROM "{t.path}"').to_arrow()
+    con = duckdb.connect()
+    con.register("orders", src)
+    same_multiset(got, con.sql("SELECT count(*) AS n, sum(amount) AS total FROM orders")
+                  .to_arrow_table())
+    s.close()
