@@ -217,3 +217,22 @@ def test_terminal_mode_prompt_and_history(wh, tmp_path):
     assert os.WEXITSTATUS(status) == 0
     # libedit's history file encodes blanks as \040
     assert "SELECT 6 * 7" in hist.read_text().replace("\\040", " ")
+
+
+def test_sql_catalog_option(tmp_path):
+    """--sql: the tables of a SQLite catalog (made by pyiceberg) as namespace.table."""
+    pyiceberg_sql = require_module("pyiceberg.catalog.sql")
+    db, wh = tmp_path / "cat.db", tmp_path / "wh"
+    wh.mkdir()
+    cat = pyiceberg_sql.SqlCatalog("default", uri=f"sqlite:///{db}", warehouse=f"file://{wh}")
+    cat.create_namespace("db")
+    src = pa.table({"id": pa.array(list(range(10)), pa.int64())})
+    cat.create_table("db.ten", schema=src.schema).append(src)
+    p = subprocess.run([HS, "sql", "--sql", str(db), str(wh), "--format", "csv",
+                        "-c", "SELECT count(*) AS n, sum(id) AS s FROM db.ten"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "n,s\n10,45\n"
+    p = subprocess.run([HS, "sql", "--sql", str(db), str(wh)], input="\\d\n",
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and " db     | ten" in p.stdout
