@@ -1216,13 +1216,17 @@ static int run_interactive(shell *sh)
     while (!sh->quit) {
         g_interrupted = 0;
         char *line = readline(sp.text.len ? "hyperstream-> " : "hyperstream=> ");
+        if (g_interrupted) {   /* Ctrl-C at the prompt: drop the statement typed so far */
+            g_interrupted = 0;
+            hs_buf_free(&sp.text);
+            memset(&sp, 0, sizeof sp);
+            fputc('\n', stdout);
+            free(line);
+            continue;
+        }
         if (!line) {    /* EOF (Ctrl-D) */
             fputc('\n', stdout);
             break;
-        }
-        if (g_interrupted) {   /* Ctrl-C at the prompt: drop the statement typed so far */
-            hs_buf_free(&sp.text);
-            memset(&sp, 0, sizeof sp);
         }
         const char *p = line;
         while (isspace((unsigned char)*p))

@@ -194,23 +194,30 @@ def test_terminal_mode_prompt_and_history(wh, tmp_path):
         os.execve(HS, [HS, "sql", "--format", "csv", str(root)], env)
     out = b""
 
-    def read_until(token, timeout=60):
+    def read_until(token, count=1, timeout=60):
         nonlocal out
         end = time.monotonic() + timeout
-        while token not in out and time.monotonic() < end:
+        while out.count(token) < count and time.monotonic() < end:
             r, _, _ = select.select([fd], [], [], 0.5)
             if r:
                 try:
                     out += os.read(fd, 4096)
                 except OSError:
                     break
-        return token in out
+        return out.count(token) >= count
 
     assert read_until(b"hyperstream=> ")
     os.write(fd, b"SELECT 6 * 7\n")
     assert read_until(b"hyperstream-> ")           # continuation prompt
     os.write(fd, b"  AS answer;\n")
     assert read_until(b"42")
+    os.write(fd, b"SELECT 'not finished\n")
+    assert read_until(b"hyperstream-> ", 2)
+    prompts = out.count(b"hyperstream=> ")
+    os.write(fd, b"\x03")                            # Ctrl-C drops the statement typed so far
+    assert read_until(b"hyperstream=> ", prompts + 1)
+    os.write(fd, b"SELECT 5 AS five;\n")
+    assert read_until(b"five\r\n5")
     os.write(fd, b"\\q\n")
     _, status = os.waitpid(pid, 0)
     os.close(fd)
