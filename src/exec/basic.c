@@ -103,9 +103,10 @@ hs_status xo_values(xo_ctx *ctx, const hs_field *schema, int n, hs_batch **batch
     for (int i = 0; i < n; i++) {
         hs_batch *b = v->batches[i];
         if (b->n_cols != schema->n_children) {
+            s = hs_err_set(err, HS_INVALID, "Values: batch %d has %d columns, schema has %d", i,
+                           b->n_cols, schema->n_children);
             xo_free(op);
-            return hs_err_set(err, HS_INVALID, "Values: batch %d has %d columns, schema has %d", i,
-                              b->n_cols, schema->n_children);
+            return s;
         }
         for (int c = 0; c < b->n_cols; c++)
             if (b->cols[c]->type != schema->children[c].type || b->cols[c]->length != b->n_rows) {

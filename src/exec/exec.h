@@ -147,6 +147,10 @@ typedef enum xo_join_kind {
 HS_MUST_USE hs_status xo_hashjoin(xo_op *left, xo_op *right, xo_join_kind kind, int n_keys,
                                   const int *lkeys, const int *rkeys, ex_expr *residual,
                                   xo_op **out, hs_error *err);
+/* The schema a join residual is bound against: left's columns then right's,
+ * renumbered (ids 1..n, nested above).  Caller clears *out. */
+HS_MUST_USE hs_status xo_schema_concat(const hs_field *left, const hs_field *right, hs_field *out,
+                                       hs_error *err);
 /* Non-equi / cross join: cond (NULL = cross join) on left||right. */
 HS_MUST_USE hs_status xo_nljoin(xo_op *left, xo_op *right, xo_join_kind kind, ex_expr *cond,
                                 xo_op **out, hs_error *err);

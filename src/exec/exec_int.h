@@ -53,6 +53,12 @@ void xo_mem_release(xo_ctx *ctx, int64_t bytes);
 HS_MUST_USE hs_status xo_check_cancel(const xo_ctx *ctx, hs_error *err);
 int64_t xo_now_ns(void);
 
+/* Values: integers of any width (and dates/times) as int64 (*big: a uint64
+ * above INT64_MAX, returned as its bits); floats of any width as double. */
+bool xo_is_int_type(hs_type t);
+int64_t xo_int_at(const hs_column *c, int64_t i, bool *big);
+double xo_float_at(const hs_column *c, int64_t i);
+
 /* Row keys (see top). */
 HS_MUST_USE hs_status xo_key_append(hs_buf *out, const hs_column *c, int64_t row);
 /* Order of two non-null values of columns of the same type (see xo_sort). */

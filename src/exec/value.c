@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-static int64_t int_at(const hs_column *c, int64_t i, bool *big)
+int64_t xo_int_at(const hs_column *c, int64_t i, bool *big)
 {
     *big = false;
     switch (c->type) {
@@ -33,7 +33,7 @@ static int64_t int_at(const hs_column *c, int64_t i, bool *big)
     }
 }
 
-static double float_at(const hs_column *c, int64_t i)
+double xo_float_at(const hs_column *c, int64_t i)
 {
     switch (c->type) {
     case HS_TYPE_FLOAT16: return hs_half_to_float(HS_COL_VALUES(c, uint16_t)[i]);
@@ -42,7 +42,7 @@ static double float_at(const hs_column *c, int64_t i)
     }
 }
 
-static bool is_int_type(hs_type t)
+bool xo_is_int_type(hs_type t)
 {
     return (t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64) || t == HS_TYPE_DATE32 ||
            t == HS_TYPE_TIME32 || t == HS_TYPE_TIME64 || t == HS_TYPE_TIMESTAMP;
@@ -64,9 +64,9 @@ hs_status xo_key_append(hs_buf *out, const hs_column *c, int64_t row)
 {
     if (c->type == HS_TYPE_NA || !hs_col_is_valid(c, row))
         return hs_buf_append_byte(out, 0);
-    if (is_int_type(c->type)) {
+    if (xo_is_int_type(c->type)) {
         bool big;
-        int64_t v = int_at(c, row, &big);
+        int64_t v = xo_int_at(c, row, &big);
         HS_TRY(hs_buf_append_byte(out, big ? 2 : 1));
         return hs_buf_append(out, &v, 8);
     }
@@ -74,7 +74,7 @@ hs_status xo_key_append(hs_buf *out, const hs_column *c, int64_t row)
     switch (c->type) {
     case HS_TYPE_BOOL: return hs_buf_append_byte(out, hs_bit_get(c->values.data, row));
     case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32: case HS_TYPE_FLOAT64: {
-        double d = float_at(c, row);
+        double d = xo_float_at(c, row);
         if (d == 0)
             d = 0;   /* -0 -> +0 */
         if (isnan(d))
@@ -141,7 +141,7 @@ int xo_val_cmp(const hs_column *a, int64_t i, const hs_column *b, int64_t j)
         return x < y ? -1 : x > y;
     }
     case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32: case HS_TYPE_FLOAT64:
-        return cmp_double(float_at(a, i), float_at(b, j));
+        return cmp_double(xo_float_at(a, i), xo_float_at(b, j));
     case HS_TYPE_DECIMAL128: {
         __int128 x, y;
         memcpy(&x, a->values.data + i * 16, 16);
@@ -175,9 +175,9 @@ int xo_val_cmp(const hs_column *a, int64_t i, const hs_column *b, int64_t j)
         }
         return 0;
     default:
-        if (is_int_type(a->type)) {
+        if (xo_is_int_type(a->type)) {
             bool big;
-            int64_t x = int_at(a, i, &big), y = int_at(b, j, &big);
+            int64_t x = xo_int_at(a, i, &big), y = xo_int_at(b, j, &big);
             return x < y ? -1 : x > y;
         }
         return 0;

@@ -780,6 +780,7 @@ static const hs_field *find_child(const hs_field *parent, const char *name, size
 static ex_ty type_of_field(const hs_field *f) { return ex_type_of_field(f); }
 
 static hs_status bind_scope_column(binder *b, json_t *body, ex_node **out);
+static hs_status scope_col(binder *b, int idx, int loc, ex_node **out);
 
 static hs_status bind_column(binder *b, json_t *body, ex_node **out)
 {

@@ -329,6 +329,7 @@ void hs_session_close(hs_session *s)
     ents_free(s->reg, s->n_reg);
     ents_free(s->opened, s->n_opened);
     hs_catalog_close(s->path_cat);
+    json_decref(s->index_names);
     hs_free(s);
 }
 
@@ -460,9 +461,29 @@ hs_status sq_table_lookup(sq_session *s, const json_t *rv, const char *text, hs_
 /* statement contexts                                                  */
 
 typedef struct sq_ctx_box {
-    xo_ctx ctx;
+    xo_ctx ctx;              /* first: an xo_ctx * is a box */
     hs_pool *pool;
+    hs_field **keep;
+    int n_keep, cap_keep;
 } sq_ctx_box;
+
+hs_status sq_ctx_keep(xo_ctx *ctx, hs_field *f, hs_error *err)
+{
+    sq_ctx_box *b = (sq_ctx_box *)ctx;
+    if (b->n_keep == b->cap_keep) {
+        int nc = b->cap_keep ? b->cap_keep * 2 : 16;
+        hs_field **na = hs_realloc(b->keep, (size_t)nc * sizeof *na);
+        if (!na) {
+            hs_field_clear(f);
+            hs_free(f);
+            return hs_err_nomem(err, 0);
+        }
+        b->keep = na;
+        b->cap_keep = nc;
+    }
+    b->keep[b->n_keep++] = f;
+    return HS_OK;
+}
 
 static int default_threads(void)
 {
@@ -511,6 +532,11 @@ void sq_ctx_free(void *ctx)
         return;
     sq_ctx_box *b = (sq_ctx_box *)ctx;  /* ctx is the first member */
     hs_pool_destroy(b->pool);
+    for (int i = 0; i < b->n_keep; i++) {
+        hs_field_clear(b->keep[i]);
+        hs_free(b->keep[i]);
+    }
+    hs_free(b->keep);
     hs_free(b);
 }
 
@@ -571,9 +597,6 @@ void hs_result_free(hs_result *r)
     hs_free(r);
 }
 
-/* One column of text rows (SHOW, EXPLAIN). */
-hs_status sq_result_text(const char *tag, const char *colname, int n, const char *const *rows,
-                         hs_result **out, hs_error *err);
 hs_status sq_result_text(const char *tag, const char *colname, int n, const char *const *rows,
                          hs_result **out, hs_error *err)
 {
@@ -824,7 +847,7 @@ static hs_status exec_show(sq_session *s, json_t *b, const char *text, hs_result
         name = "";
     if (!strcasecmp(name, "all")) {
         size_t n = sizeof SETTINGS / sizeof SETTINGS[0];
-        char vals[8][64], lines[8][128];
+        char vals[8][64], lines[8][640];
         const char *rows[8];
         for (size_t i = 0; i < n; i++) {
             setting_text(s, &SETTINGS[i], vals[i], sizeof vals[i]);

@@ -61,6 +61,7 @@ struct hs_session {
     char sqlstate[6];
     int errpos;              /* 1-based character position, 0 = none */
     void *dml;               /* sx-dml's per-session state (open transaction) */
+    json_t *index_names;     /* CREATE INDEX names: name -> [table key, column, kind] */
 };
 
 struct hs_result {
@@ -97,13 +98,20 @@ HS_MUST_USE hs_status sq_result_tag(const char *tag, int64_t rows, hs_result **o
 HS_MUST_USE hs_status sq_result_rows(const char *tag, struct ArrowArrayStream *stream,
                                      hs_result **out, hs_error *err);
 
+/* A result of one text column (SHOW, EXPLAIN): rows[i] NULL = SQL NULL. */
+HS_MUST_USE hs_status sq_result_text(const char *tag, const char *colname, int n,
+                                     const char *const *rows, hs_result **out, hs_error *err);
+
 /* ---- statements ---- */
 
 /* A statement context: cancellation, threads, memory limit from the
  * session's settings.  Caller frees with sq_ctx_free (or hands it to
  * xo_to_stream's on_close). */
 HS_MUST_USE hs_status sq_ctx_new(sq_session *s, xo_ctx **out, hs_error *err);
-void sq_ctx_free(void *ctx);  /* accepts NULL; frees the pool too */
+void sq_ctx_free(void *ctx);  /* accepts NULL; frees the pool and kept schemas too */
+/* Makes ctx own schema f (hs_malloc'ed; cleared and freed with ctx), for
+ * schemas that expressions of the statement's operators are bound to. */
+HS_MUST_USE hs_status sq_ctx_keep(xo_ctx *ctx, hs_field *f, hs_error *err);
 
 /* Plans a query (SelectStmt node; text is the whole statement) into an
  * operator tree whose output is the query's result (plan.c).  *out owned

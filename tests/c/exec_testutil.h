@@ -45,7 +45,7 @@ typedef struct xt_val {
     bool null;
     int64_t i;
     double d;
-    char s[24];
+    char s[128];
 } xt_val;
 
 /* Appends v to column c of type t. */
