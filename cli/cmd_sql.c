@@ -65,6 +65,7 @@
 
 #include <editline/readline.h>
 #include <jansson.h>
+#include <sqlite3.h>
 
 static const char sql_usage[] =
     "Usage: hyperstream sql [options] [WAREHOUSE]\n"
@@ -93,6 +94,7 @@ typedef struct shell {
     int depth;               /* \i nesting */
     bool quit;
     int errors;              /* statements that failed */
+    const char *sqlcat;      /* --sql file, or NULL */
     hs_table **tables;       /* WAREHOUSE's path tables, registered (the session borrows them) */
     size_t n_tables;
 } shell;
@@ -894,7 +896,50 @@ static int parse_format(const char *s, out_format *out)
     return 0;
 }
 
-/* \d: the catalog's tables, as a one-column listing. */
+/* Appends the names hs_catalog_list_tables gives for ns (JSON strings) to
+ * arr. */
+static hs_status list_into(shell *sh, const char *ns, json_t *arr, hs_error *err)
+{
+    char *json = NULL;
+    HS_TRY(hs_catalog_list_tables(sh->cat, ns, &json, err));
+    json_error_t je;
+    json_t *got = json_loads(json, 0, &je);
+    hs_string_free(json);
+    if (!json_is_array(got) || json_array_extend(arr, got) != 0) {
+        json_decref(got);
+        return hs_err_set(err, HS_INTERNAL, "the table list is not a JSON array");
+    }
+    json_decref(got);
+    return HS_OK;
+}
+
+/* The namespaces of the SQL catalog (its iceberg_tables rows): the public
+ * API lists the tables of one namespace at a time. */
+static hs_status sql_namespaces(const char *db, json_t *out, hs_error *err)
+{
+    sqlite3 *h = NULL;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        hs_status st = hs_err_set(err, HS_IO, "%s: %s", db, h ? sqlite3_errmsg(h) : "cannot open");
+        sqlite3_close(h);
+        return st;
+    }
+    sqlite3_stmt *q = NULL;
+    hs_status st = HS_OK;
+    if (sqlite3_prepare_v2(h, "SELECT DISTINCT table_namespace FROM iceberg_tables "
+                              "WHERE catalog_name = 'default' ORDER BY 1", -1, &q, NULL) ==
+        SQLITE_OK) {
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            const unsigned char *ns = sqlite3_column_text(q, 0);
+            if (ns && json_array_append_new(out, json_string((const char *)ns)) != 0)
+                st = hs_err_nomem(err, 0);
+        }
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    return st;
+}
+
+/* \d: the catalog's tables (schema = namespace, name). */
 static int meta_list_tables(shell *sh)
 {
     if (!sh->cat) {
@@ -902,22 +947,32 @@ static int meta_list_tables(shell *sh)
                          "path table is reachable as \"/its/path\").\n");
         return 0;
     }
-    char *json = NULL;
     hs_error err = {0};
-    hs_status st = hs_catalog_list_tables(sh->cat, NULL, &json, &err);
+    json_t *arr = json_array(), *nss = json_array();
+    hs_status st = arr && nss ? HS_OK : hs_err_nomem(&err, 0);
+    if (st == HS_OK && sh->sqlcat) {
+        st = sql_namespaces(sh->sqlcat, nss, &err);
+        size_t i;
+        json_t *v;
+        json_array_foreach(nss, i, v) {
+            if (st == HS_OK)
+                st = list_into(sh, json_string_value(v), arr, &err);
+        }
+    } else if (st == HS_OK) {
+        st = list_into(sh, NULL, arr, &err);
+    }
+    json_decref(nss);
     if (st != HS_OK) {
         fprintf(stderr, "ERROR:  %s\n", err.msg[0] ? err.msg : hs_status_name(st));
+        json_decref(arr);
         return -1;
     }
-    json_error_t je;
-    json_t *arr = json_loads(json, 0, &je);
-    hs_string_free(json);
     grid g = {0};
     g.n_cols = 2;
     g.names = hs_calloc(2, sizeof *g.names);
     g.right = hs_calloc(2, sizeof *g.right);
     int rc = 0;
-    if (!arr || !g.names || !g.right) {
+    if (!g.names || !g.right) {
         rc = -1;
         goto done;
     }
@@ -1356,7 +1411,7 @@ int cmd_sql(int argc, char **argv)
             return cli_usage_error("sql ", "more than one WAREHOUSE ('%s', '%s')", warehouse, a);
         }
     }
-    shell sh = {.out = stdout};
+    shell sh = {.out = stdout, .sqlcat = sqlcat};
     if (format && parse_format(format, &sh.fmt) != 0) {
         hs_free(scripts);
         return cli_usage_error("sql ", "--format must be aligned, csv or jsonl, not '%s'", format);
