@@ -297,7 +297,7 @@ static bool common_type(const ex_ty *a, const ex_ty *b, ex_ty *out)
         case EX_T_BIN:
             out->uuid = a->uuid && b->uuid;
             return true;
-        case EX_T_OTHER:
+        case EX_T_OTHER: case EX_T_ARRAY:
             return false;
         default:
             return true;
@@ -325,6 +325,11 @@ static bool castable(const ex_ty *from, const ex_ty *to)
     ex_t f = from->t, t = to->t;
     if (f == EX_T_OTHER || t == EX_T_OTHER || t == EX_T_UNKNOWN)
         return false;
+    if (f == EX_T_ARRAY || t == EX_T_ARRAY) /* the arrays of pgvector's casts */
+        return f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR ||
+               (f == EX_T_ARRAY && t == EX_T_ARRAY) ||
+               (f == EX_T_ARRAY && t != EX_T_BIT && ex_is_pv(t)) ||
+               ((f == EX_T_VEC || f == EX_T_HALFVEC) && to->elem == PV_E_FLOAT4);
     if (ex_is_pv(f) || ex_is_pv(t)) /* pgvector's casts; text both ways (I/O casts) */
         return f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR || f == t ||
                (ex_is_pv(f) && ex_is_pv(t) && f != EX_T_BIT && t != EX_T_BIT);
@@ -375,6 +380,8 @@ static bool same_repr(const ex_ty *a, const ex_ty *b)
         return a->unit == b->unit;
     if (ex_is_pv(a->t))
         return a->dim == b->dim || b->dim == 0;
+    if (a->t == EX_T_ARRAY)
+        return a->elem == b->elem;
     return true;
 }
 
@@ -871,15 +878,16 @@ static hs_status bind_column(binder *b, json_t *body, ex_node **out)
 /* type names (casts)                                                  */
 
 static bool bind_pv_typename(const char *nm);
+static hs_status bind_pv_arraytype(binder *b, json_t *tn, int loc, ex_ty *out);
 static hs_status bind_pv_typmod(binder *b, const char *nm, size_t n_mods, const int64_t *mv, int loc,
                                 ex_ty *out);
 
 static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
 {
     int loc = loc_of(tn);
-    if (json_array_size(json_object_get(tn, "arrayBounds")) > 0)
-        return err_at(b, HS_UNSUPPORTED, loc, "array types are not supported");
     bool other;
+    if (json_array_size(json_object_get(tn, "arrayBounds")) > 0)
+        return bind_pv_arraytype(b, tn, loc, out);
     const char *nm = last_name(json_object_get(tn, "names"), &other);
     if (!nm || other)
         return err_at(b, HS_UNSUPPORTED, loc, "unsupported type name");
@@ -1851,6 +1859,8 @@ static const char *unsupported_name(const char *k)
     return NULL;
 }
 
+static hs_status bind_pv_array(binder *b, json_t *body, ex_node **out);
+
 static hs_status bind(binder *b, json_t *j, ex_node **out)
 {
     const char *k;
@@ -1888,6 +1898,8 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
         st = bind_case(b, body, out);
     else if (!strcmp(k, "CoalesceExpr"))
         st = bind_coalesce(b, body, out);
+    else if (!strcmp(k, "A_ArrayExpr"))
+        st = bind_pv_array(b, body, out);
     else {
         const char *what = unsupported_name(k);
         int loc = loc_of(body);
@@ -2040,6 +2052,9 @@ static const char *pg_tname(const ex_ty *t)
     case EX_T_HALFVEC: return "halfvec";
     case EX_T_SPARSEVEC: return "sparsevec";
     case EX_T_BIT: return "bit";
+    case EX_T_ARRAY:
+        return t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+             : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     default: return "record";
     }
 }
@@ -2087,6 +2102,80 @@ static hs_status bind_pv_bitconst(binder *b, json_t *v, int loc, ex_node **out)
     n->val.s.n = pv.n;
     *out = n;
     return HS_OK;
+}
+
+/* int4[], real[], double precision[], numeric[] (other element types: unsupported) */
+static hs_status bind_pv_arraytype(binder *b, json_t *tn, int loc, ex_ty *out)
+{
+    bool other;
+    const char *nm = last_name(json_object_get(tn, "names"), &other);
+    if (!nm || other)
+        return err_at(b, HS_UNSUPPORTED, loc, "unsupported type name");
+    ex_ty t = ty(EX_T_ARRAY);
+    if (!strcasecmp(nm, "int4") || !strcasecmp(nm, "int") || !strcasecmp(nm, "integer"))
+        t.elem = PV_E_INT4;
+    else if (!strcasecmp(nm, "float4") || !strcasecmp(nm, "real"))
+        t.elem = PV_E_FLOAT4;
+    else if (!strcasecmp(nm, "float8") || !strcasecmp(nm, "double"))
+        t.elem = PV_E_FLOAT8;
+    else if (!strcasecmp(nm, "numeric") || !strcasecmp(nm, "decimal"))
+        t.elem = PV_E_NUMERIC;
+    else
+        return err_at(b, HS_UNSUPPORTED, loc, "arrays of %s are not supported", nm);
+    *out = t;
+    return HS_OK;
+}
+
+/* ARRAY[...] of numbers: integer[] when every element is an integer of at
+ * most 32 bits, double precision[] when one is a float, else numeric[]. */
+static hs_status bind_pv_array(binder *b, json_t *body, ex_node **out)
+{
+    int loc = loc_of(body);
+    ex_node **a;
+    int n;
+    HS_TRY(bind_list(b, json_object_get(body, "elements"), &a, &n));
+    bool any_float = false, any_dec = false, all_f32 = true, any = false;
+    for (int i = 0; i < n; i++) {
+        ex_ty *t = &a[i]->type;
+        if (t->t == EX_T_UNKNOWN || t->t == EX_T_NULL)
+            continue;
+        any = true;
+        if (t->t == EX_T_FLOAT) {
+            any_float = true;
+            all_f32 &= t->bits == 32;
+        } else if (t->t == EX_T_DEC) {
+            any_dec = true;
+            all_f32 = false;
+        } else if (t->t == EX_T_INT && t->bits <= 32) {
+            all_f32 = false;
+        } else {
+            return err_at(b, HS_UNSUPPORTED, a[i]->loc >= 0 ? a[i]->loc : loc,
+                          "ARRAY of %s is not supported (arrays of numbers only)", pg_tname(t));
+        }
+    }
+    if (!any)
+        return err_at(b, HS_UNSUPPORTED, loc, "ARRAY of text or NULL is not supported");
+    ex_ty at = ty(EX_T_ARRAY);
+    at.elem = any_float ? (all_f32 ? PV_E_FLOAT4 : PV_E_FLOAT8) : any_dec ? PV_E_NUMERIC : PV_E_INT4;
+    ex_ty et = at.elem == PV_E_INT4 ? ty(EX_T_INT) : at.elem == PV_E_NUMERIC ? ty(EX_T_NULL) : ty(EX_T_FLOAT);
+    for (int i = 0; i < n; i++) {
+        ex_t t = a[i]->type.t;
+        if (at.elem == PV_E_NUMERIC) {
+            if (t == EX_T_UNKNOWN)
+                return err_at(b, HS_UNSUPPORTED, loc, "ARRAY with untyped literals is not supported");
+            continue; /* INT and DEC elements convert in the kernel */
+        }
+        if (t == EX_T_UNKNOWN || t != et.t)
+            HS_TRY(cast_to(b, &a[i], et, t == EX_T_UNKNOWN));
+    }
+    ex_node *x = mk(b, EX_FUNC, at, loc, 0);
+    if (!x)
+        return nomem(b);
+    x->op = EX_FN_PV_ARRAY;
+    x->args = a;
+    x->n_args = n;
+    *out = x;
+    return fold(b, out, false);
 }
 
 static bool pv_implicit(ex_t from, ex_t to)

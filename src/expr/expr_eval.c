@@ -80,6 +80,9 @@ const char *ex_type_name(const ex_ty *t, char *buf, size_t n)
     case EX_T_HALFVEC: return "halfvec";
     case EX_T_SPARSEVEC: return "sparsevec";
     case EX_T_BIT: return "bit";
+    case EX_T_ARRAY:
+        return t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+             : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     }
     return "?";
 }
@@ -126,7 +129,7 @@ static hs_status pv_type_to_field(const ex_ty *t, const char *name, hs_field *ou
 
 hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
 {
-    if (ex_is_pv(t->t))
+    if (ex_is_pvx(t->t))
         return pv_type_to_field(t, name, out);
     hs_type ht;
     switch (t->t) {
@@ -205,7 +208,7 @@ static size_t elem_size(ex_t t)
     case EX_T_INT: case EX_T_FLOAT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: return 8;
     case EX_T_DEC: return 16;
     case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return sizeof(ex_str);
-    case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: return sizeof(ex_str);
+    case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY: return sizeof(ex_str);
     default: return 1;
     }
 }
@@ -834,7 +837,7 @@ static hs_status to_text(ectx *c, const ex_ty *t, const ex_vec *a, int j, ex_str
 {
     char buf[96];
     int n = 0;
-    if (ex_is_pv(t->t))
+    if (ex_is_pvx(t->t))
         return pv_text(c, t, &a->v.s[j], dst);
     switch (t->t) {
     case EX_T_STR: case EX_T_UNKNOWN:
@@ -990,7 +993,7 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
 {
     const ex_ty *tt = &n->type;
     char b1[48];
-    if (ex_is_pv(tt->t) || ex_is_pv(ft->t))
+    if (ex_is_pvx(tt->t) || ex_is_pvx(ft->t))
         return pv_cast_rows(c, n, ft, a, sel, ns, out);
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
@@ -1219,7 +1222,7 @@ static hs_status ev_const(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         case EX_T_FLOAT: out->v.f[j] = v->f; break;
         case EX_T_DEC: out->v.d[j] = v->d; break;
         case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: out->v.s[j] = v->s; break;
-        case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: out->v.s[j] = v->s; break;
+        case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY: out->v.s[j] = v->s; break;
         default: break;
         }
     }
@@ -2164,7 +2167,7 @@ hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value 
         case EX_T_FLOAT: out->f = v.v.f[0]; break;
         case EX_T_DEC: out->d = v.v.d[0]; break;
         case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN:
-        case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT:
+        case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY:
             if (!out->null) {
                 /* bytes, not a C string: blobs and bytea hold NULs */
                 char *p = hs_arena_alloc(arena, v.v.s[0].n + 1);
@@ -2289,7 +2292,7 @@ static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, 
             }
             break;
         case EX_T_TS: st = hs_col_append_fixed(col, &v->v.i[j]); break;
-        case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT:
+        case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY:
             st = pv_append(t, col, &v->v.s[j]);
             break;
         case EX_T_STR: case EX_T_UNKNOWN: case EX_T_BIN:
@@ -2431,6 +2434,20 @@ static hs_status pv_type_to_field(const ex_ty *t, const char *name, hs_field *ou
         hs_field_init(out, name, HS_TYPE_STRING, true);
         st = out->name ? HS_OK : HS_NOMEM;
         break;
+    case EX_T_ARRAY: {
+        /* a plain list (no pgvector.type): real[] reads back as a vector */
+        hs_field e;
+        hs_field_init(&e, "item", t->elem == PV_E_INT4 ? HS_TYPE_INT32
+                                  : t->elem == PV_E_FLOAT4 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64, true);
+        if (!e.name)
+            return HS_NOMEM;
+        hs_field_init_list(out, name, true, &e);
+        if (!out->name || out->n_children != 1) {
+            hs_field_clear(out);
+            return HS_NOMEM;
+        }
+        return HS_OK;
+    }
     case EX_T_SPARSEVEC: {
         hs_field_init(out, name, HS_TYPE_STRUCT, true);
         if (!out->name)
@@ -2565,7 +2582,8 @@ static hs_status pv_text(ectx *c, const ex_ty *t, const ex_str *v, ex_str *dst)
 {
     hs_buf b = {0};
     pv_val pv = {v->p, v->n};
-    hs_status st = pv_out((pv_type)ex_pv_type(t->t), pv, &b);
+    hs_status st = t->t == EX_T_ARRAY ? pv_arr_out((pv_elem)t->elem, pv, &b)
+                                      : pv_out((pv_type)ex_pv_type(t->t), pv, &b);
     if (st == HS_OK)
         st = put_str(c, dst, (const char *)b.data, b.len);
     else
@@ -2609,6 +2627,24 @@ static hs_status pv_cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const 
             HS_TRY(pv_text(c, ft, &a->v.s[j], &out->v.s[j]));
             continue;
         }
+        v.p = a->v.s[j].p;
+        v.n = a->v.s[j].n;
+        if (tt->t == EX_T_ARRAY || ft->t == EX_T_ARRAY) {
+            hs_status st;
+            if (tt->t == EX_T_ARRAY && (ft->t == EX_T_STR || ft->t == EX_T_UNKNOWN))
+                st = pv_arr_in((pv_elem)tt->elem, (const char *)v.p, v.n, c->arena, &r, &e);
+            else if (tt->t == EX_T_ARRAY && ft->t == EX_T_ARRAY)
+                st = pv_arr_cast((pv_elem)ft->elem, (pv_elem)tt->elem, v, c->arena, &r, &e);
+            else if (tt->t == EX_T_ARRAY)
+                st = pv_to_arr(from, v, c->arena, &r, &e);
+            else
+                st = pv_arr_to(to, (pv_elem)ft->elem, v, typmod, c->arena, &r, &e);
+            if (st != HS_OK)
+                return pv_fail(c, n, &e);
+            out->v.s[j].p = r.p;
+            out->v.s[j].n = r.n;
+            continue;
+        }
         if (!from && (ft->t == EX_T_STR || ft->t == EX_T_UNKNOWN)) {
             const ex_str *s = &a->v.s[j];
             if (pv_in(to, (const char *)s->p, s->n, to == PV_BIT ? -1 : typmod, c->arena, &r, &e) != HS_OK)
@@ -2637,6 +2673,54 @@ static hs_status pv_cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const 
     return HS_OK;
 }
 
+/* ARRAY[x, y, ...] of numbers (INT, FLOAT or DEC arguments) of element kind n->type.elem */
+static hs_status pv_ev_array(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    HS_TRY(vec_new(c, EX_T_ARRAY, out));
+    pv_elem el = (pv_elem)n->type.elem;
+    ex_vec *a = hs_arena_alloc(c->arena, sizeof *a * (size_t)(n->n_args ? n->n_args : 1));
+    if (!a)
+        return hs_err_nomem(c->err, 0);
+    for (int i = 0; i < n->n_args; i++)
+        HS_TRY(ev(c, n->args[i], sel, ns, &a[i]));
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        hs_error e = {0};
+        pv_val r;
+        double *d;
+        float *f;
+        uint8_t *nul;
+        if (pv_arr_new(c->arena, n->n_args, &r, &d, &f, &nul, &e) != HS_OK)
+            return pv_fail(c, n, &e);
+        int32_t flags = 0;
+        for (int i = 0; i < n->n_args; i++) {
+            const ex_ty *at = &n->args[i]->type;
+            if (a[i].nul[j] || at->t == EX_T_NULL) {
+                nul[i] = 1;
+                flags |= PV_ARR_HAS_NULL;
+                continue;
+            }
+            if (at->t == EX_T_INT) {
+                d[i] = (double)a[i].v.i[j];
+                f[i] = el == PV_E_INT4 ? (float)(int32_t)a[i].v.i[j] : (float)d[i];
+            } else if (at->t == EX_T_FLOAT) {
+                d[i] = a[i].v.f[j];
+                f[i] = (float)d[i];
+            } else { /* DEC: numeric, float4 through its text */
+                char t[64];
+                int len = fmt_dec(a[i].v.d[j], at->scale, t);
+                if (pv_arr_set_text(PV_E_NUMERIC, r, i, t, (size_t)len, &e) != HS_OK)
+                    return pv_fail(c, n, &e);
+            }
+        }
+        memcpy((uint8_t *)r.p + 4, &flags, 4);
+        out->nul[j] = 0;
+        out->v.s[j].p = r.p;
+        out->v.s[j].n = r.n;
+    }
+    return HS_OK;
+}
+
 /* EX_ARITH and the pgvector EX_FUNCs: arguments evaluated on all rows of
  * sel; a null argument gives a null result (the functions are STRICT). */
 static hs_status pv_ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
@@ -2646,6 +2730,8 @@ static hs_status pv_ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_
     for (int i = 0; i < na; i++)
         HS_TRY(ev(c, n->args[i], sel, ns, &a[i]));
     HS_TRY(vec_new(c, n->type.t, out));
+    if (n->kind == EX_FUNC && n->op == EX_FN_PV_ARRAY)
+        return pv_ev_array(c, n, sel, ns, out);
     pv_type t = (pv_type)ex_pv_type(n->args[0]->type.t);
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
@@ -2679,7 +2765,7 @@ static hs_status pv_ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_
         }
         if (st != HS_OK)
             return pv_fail(c, n, &e);
-        if (ex_is_pv(n->type.t)) {
+        if (ex_is_pvx(n->type.t)) {
             out->v.s[j].p = r.p;
             out->v.s[j].n = r.n;
         }
@@ -2689,7 +2775,7 @@ static hs_status pv_ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_
 
 static hs_status pv_append(const ex_ty *t, hs_column *col, const ex_str *v)
 {
-    pv_type pt = (pv_type)ex_pv_type(t->t);
+    int pt = ex_pv_type(t->t);
     pv_val pv = {v->p, v->n};
     switch (pt) {
     case PV_VECTOR: case PV_HALFVEC: {
@@ -2709,6 +2795,29 @@ static hs_status pv_append(const ex_ty *t, hs_column *col, const ex_str *v)
             HS_TRY(hs_col_append_fixed_n(col->children[2]->children[0], v->p + 8 + 4 * (size_t)h[1], h[1]));
         HS_TRY(hs_col_list_end(col->children[2]));
         return hs_col_struct_append_valid(col);
+    }
+    case 0: { /* EX_T_ARRAY */
+        if (t->t != EX_T_ARRAY)
+            return HS_INVALID;
+        int32_t h[2];
+        memcpy(h, v->p, 8);
+        const double *d = (const double *)(v->p + 8);
+        const float *f = (const float *)(v->p + 8 + 8 * (size_t)h[0]);
+        const uint8_t *nul = v->p + 8 + 12 * (size_t)h[0];
+        hs_column *ch = col->children[0];
+        for (int32_t i = 0; i < h[0]; i++) {
+            if (nul[i]) {
+                HS_TRY(hs_col_append_null(ch));
+            } else if (t->elem == PV_E_INT4) {
+                int32_t x = (int32_t)d[i];
+                HS_TRY(hs_col_append_fixed(ch, &x));
+            } else if (t->elem == PV_E_FLOAT4) {
+                HS_TRY(hs_col_append_fixed(ch, &f[i]));
+            } else {
+                HS_TRY(hs_col_append_fixed(ch, &d[i]));
+            }
+        }
+        return hs_col_list_end(col);
     }
     case PV_BIT: {
         hs_buf b = {0};

@@ -76,10 +76,14 @@ typedef enum ex_t {
     EX_T_VEC,       /* vector(n) */
     EX_T_HALFVEC,   /* halfvec(n) */
     EX_T_SPARSEVEC, /* sparsevec(n) */
-    EX_T_BIT        /* bit(n) / bit varying */
+    EX_T_BIT,       /* bit(n) / bit varying */
+    EX_T_ARRAY      /* int4[], real[], double precision[], numeric[] (elem = pv_elem):
+                     * values of casts to and from the pgvector types only */
 } ex_t;
 
 static inline bool ex_is_pv(ex_t t) { return t >= EX_T_VEC && t <= EX_T_BIT; }
+/* pgvector types and the arrays that cast to them: the pgvector code paths */
+static inline bool ex_is_pvx(ex_t t) { return t >= EX_T_VEC && t <= EX_T_ARRAY; }
 
 typedef struct ex_ty {
     ex_t t;
@@ -90,6 +94,7 @@ typedef struct ex_ty {
     int8_t prec;    /* DEC */
     int8_t scale;   /* DEC */
     int32_t dim;    /* VEC, HALFVEC, SPARSEVEC, BIT: type modifier, 0 = none */
+    int8_t elem;    /* ARRAY: pv_elem of the elements */
 } ex_ty;
 
 typedef struct ex_str {
@@ -134,7 +139,8 @@ typedef enum ex_fn {
     EX_FN_CONCAT, EX_FN_DATE_PART, EX_FN_DATE_TRUNC,
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
-    EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR
+    EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
+    EX_FN_PV_ARRAY       /* ARRAY[...] of numbers: type ARRAY */
 } ex_fn;
 
 /* date_part / date_trunc fields */

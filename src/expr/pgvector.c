@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ------------------------------------------------------------------ */
 /* SQLSTATEs                                                           */
@@ -32,6 +33,7 @@ const char *pv_sqlstate(const char *msg)
         {"22P02", "\" is not a valid binary digit", false},
         {"22P02", "\" is not a valid hexadecimal digit", false},
         {"22P02", "ran out of buffer", true},
+        {"22P02", "malformed array literal", true},
         {"22003", "\" is out of range for type", false},
         {"22003", "value out of range: ", true},
         {"54000", " cannot have more than ", false},
@@ -56,6 +58,7 @@ const char *pv_sqlstate(const char *msg)
         {"42883", " does not exist", false},
         {"42846", "cannot cast type", true},
         {"42804", "argument of ", true},
+        {"0A000", " is not supported", false},
     };
     if (!msg)
         return "XX000";
@@ -1301,5 +1304,373 @@ hs_status pv_agg_final(const pv_agg *s, hs_arena *ar, pv_val *out, bool *is_null
         return perr(err, "infinite value not allowed in %s", pv_type_name(s->t));
     out->p = p;
     out->n = (size_t)s->dim * es;
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* arrays                                                              */
+
+size_t pv_arr_size(int64_t n) { return 8 + 13 * (size_t)n; }
+
+typedef struct arr_view {
+    int32_t n, flags;
+    double *d;
+    float *f;
+    uint8_t *nul;
+} arr_view;
+
+static arr_view arr_of(pv_val v)
+{
+    arr_view a;
+    int32_t h[2];
+    memcpy(h, v.p, 8);
+    a.n = h[0];
+    a.flags = h[1];
+    a.d = (double *)(v.p + 8);
+    a.f = (float *)(v.p + 8 + 8 * (size_t)a.n);
+    a.nul = (uint8_t *)(v.p + 8 + 12 * (size_t)a.n);
+    return a;
+}
+
+hs_status pv_arr_new(hs_arena *ar, int64_t n, pv_val *out, double **d, float **f, uint8_t **nul,
+                     hs_error *err)
+{
+    if (n > INT32_MAX / 16)
+        return perr(err, "array size exceeds the maximum allowed (%d)", INT32_MAX / 16);
+    size_t sz = pv_arr_size(n);
+    uint8_t *p = hs_arena_calloc(ar, 1, sz);
+    if (!p)
+        return nomem(err, sz);
+    int32_t h[2] = {(int32_t)n, 0};
+    memcpy(p, h, 8);
+    out->p = p;
+    out->n = sz;
+    arr_view a = arr_of(*out);
+    if (d)
+        *d = a.d;
+    if (f)
+        *f = a.f;
+    if (nul)
+        *nul = a.nul;
+    return HS_OK;
+}
+
+static const char *elem_name(pv_elem e)
+{
+    switch (e) {
+    case PV_E_INT4: return "integer";
+    case PV_E_FLOAT4: return "real";
+    case PV_E_FLOAT8: return "double precision";
+    case PV_E_NUMERIC: return "numeric";
+    }
+    return "?";
+}
+
+/* PostgreSQL's float4in / float8in: strtod with NaN / Infinity spellings,
+ * range errors for overflow and (float8) underflow to zero. */
+static hs_status float_text(pv_elem e, const char *s, double *d, float *f, hs_error *err)
+{
+    const char *p = s;
+    while (pg_isspace(*p))
+        p++;
+    char *end;
+    errno = 0;
+    if (e == PV_E_FLOAT4) {
+        float v = hs_strtof(p, &end);
+        if (end == p)
+            return perr(err, "invalid input syntax for type real: \"%.*s\"", LIT_MAX, s);
+        if (errno == ERANGE && (isinf(v) || v == 0))
+            return perr(err, "\"%.*s\" is out of range for type real", LIT_MAX, s);
+        while (pg_isspace(*end))
+            end++;
+        if (*end)
+            return perr(err, "invalid input syntax for type real: \"%.*s\"", LIT_MAX, s);
+        *f = v;
+        *d = v;
+        return HS_OK;
+    }
+    double v = hs_strtod(p, &end);
+    if (end == p)
+        return perr(err, "invalid input syntax for type %s: \"%.*s\"", elem_name(e), LIT_MAX, s);
+    if (e == PV_E_FLOAT8 && errno == ERANGE && (isinf(v) || v == 0))
+        return perr(err, "\"%.*s\" is out of range for type double precision", LIT_MAX, s);
+    while (pg_isspace(*end))
+        end++;
+    if (*end)
+        return perr(err, "invalid input syntax for type %s: \"%.*s\"", elem_name(e), LIT_MAX, s);
+    *d = v;
+    if (e == PV_E_NUMERIC) {
+        /* numeric syntax: digits, '.', exponent, NaN, Infinity (no hex, no "inf") */
+        const char *t = p + (*p == '+' || *p == '-');
+        size_t tl = (size_t)(end - t);
+        bool special = (tl == 8 && !strncasecmp(t, "infinity", 8)) || (tl == 3 && !strncasecmp(t, "nan", 3)) ||
+                       (tl == 3 && !strncasecmp(t, "inf", 3));
+        for (const char *q = t; q < end && !special; q++)
+            if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' || *q == '-'))
+                return perr(err, "invalid input syntax for type numeric: \"%.*s\"", LIT_MAX, s);
+        char tmp[400];
+        size_t len = (size_t)(end - p) < sizeof tmp - 1 ? (size_t)(end - p) : sizeof tmp - 1;
+        memcpy(tmp, p, len);
+        tmp[len] = '\0';
+        *f = hs_strtof(tmp, NULL); /* numeric_float4: float4in of the numeric's text */
+        return HS_OK;
+    }
+    *f = (float)v;
+    return HS_OK;
+}
+
+hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_t n, hs_error *err)
+{
+    arr_view a = arr_of(arr);
+    char buf[512];
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    if (e == PV_E_INT4) {
+        const char *p = buf;
+        while (pg_isspace(*p))
+            p++;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        const char *q = end;
+        while (pg_isspace(*q))
+            q++;
+        if (end == p || *q)
+            return perr(err, "invalid input syntax for type integer: \"%s\"", buf);
+        if (errno == ERANGE || v > INT32_MAX || v < INT32_MIN)
+            return perr(err, "value \"%s\" is out of range for type integer", buf);
+        a.d[i] = (double)v;
+        a.f[i] = (float)(int32_t)v;
+        return HS_OK;
+    }
+    return float_text(e, buf, &a.d[i], &a.f[i], err);
+}
+
+/* array_in for one-dimensional arrays of numbers (and the multidimensional
+ * shape, flagged: the casts then say "array must be 1-D"). */
+hs_status pv_arr_in(pv_elem e, const char *s0, size_t n0, hs_arena *ar, pv_val *out, hs_error *err)
+{
+    const char *nulb = memchr(s0, '\0', n0);
+    size_t n = nulb ? (size_t)(nulb - s0) : n0;
+    char *s = hs_arena_strndup(ar, s0, n);
+    if (!s)
+        return nomem(err, n);
+    const char *p = s;
+    while (pg_isspace(*p))
+        p++;
+    if (*p != '{')
+        return perr(err, "malformed array literal: \"%.*s\"", LIT_MAX, s);
+    /* count the elements and the nesting */
+    int depth = 0, max_depth = 0;
+    int64_t count = 0;
+    bool in_q = false, any = false;
+    for (const char *q = p; *q; q++) {
+        if (in_q) {
+            if (*q == '\\' && q[1])
+                q++;
+            else if (*q == '"')
+                in_q = false;
+            continue;
+        }
+        if (*q == '"') {
+            in_q = true;
+            any = true;
+        } else if (*q == '{') {
+            depth++;
+            if (depth > max_depth)
+                max_depth = depth;
+        } else if (*q == '}') {
+            if (any)
+                count++;
+            any = false;
+            depth--;
+        } else if (*q == ',') {
+            if (any)
+                count++;
+            any = false;
+        } else if (!pg_isspace(*q)) {
+            any = true;
+        }
+    }
+    if (in_q || depth != 0)
+        return perr(err, "malformed array literal: \"%.*s\"", LIT_MAX, s);
+    pv_val v;
+    double *d;
+    float *f;
+    uint8_t *nul;
+    HS_TRY(pv_arr_new(ar, count, &v, &d, &f, &nul, err));
+    int32_t flags = max_depth > 1 ? PV_ARR_MULTIDIM : 0;
+    /* parse the elements */
+    int64_t i = 0;
+    depth = 0;
+    const char *q = p;
+    bool expect_elem = true;
+    while (*q) {
+        if (*q == '{') {
+            depth++;
+            q++;
+            expect_elem = true;
+            continue;
+        }
+        if (*q == '}') {
+            depth--;
+            q++;
+            const char *r = q;
+            while (pg_isspace(*r))
+                r++;
+            if (depth == 0 && *r)
+                return perr(err, "malformed array literal: \"%.*s\"", LIT_MAX, s);
+            continue;
+        }
+        if (*q == ',' || pg_isspace(*q)) {
+            q++;
+            continue;
+        }
+        if (!expect_elem && 0)
+            break;
+        /* an element: quoted or up to , or } */
+        char ebuf[512];
+        size_t el = 0;
+        bool quoted = false;
+        if (*q == '"') {
+            quoted = true;
+            q++;
+            while (*q && *q != '"') {
+                if (*q == '\\' && q[1])
+                    q++;
+                if (el < sizeof ebuf - 1)
+                    ebuf[el++] = *q;
+                q++;
+            }
+            if (*q == '"')
+                q++;
+        } else {
+            while (*q && *q != ',' && *q != '}' && *q != '{') {
+                if (el < sizeof ebuf - 1)
+                    ebuf[el++] = *q;
+                q++;
+            }
+            while (el > 0 && pg_isspace(ebuf[el - 1]))
+                el--;
+        }
+        ebuf[el] = '\0';
+        if (i >= count)
+            return perr(err, "malformed array literal: \"%.*s\"", LIT_MAX, s);
+        if (!quoted && strcasecmp(ebuf, "NULL") == 0) {
+            nul[i] = 1;
+            flags |= PV_ARR_HAS_NULL;
+        } else {
+            HS_TRY(pv_arr_set_text(e, v, i, ebuf, el, err));
+        }
+        i++;
+    }
+    int32_t h[2] = {(int32_t)count, flags};
+    memcpy((uint8_t *)v.p, h, 8);
+    *out = v;
+    return HS_OK;
+}
+
+hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
+{
+    arr_view a = arr_of(v);
+    char num[48];
+    HS_TRY(hs_buf_append_byte(out, '{'));
+    for (int32_t i = 0; i < a.n; i++) {
+        if (i)
+            HS_TRY(hs_buf_append_byte(out, ','));
+        int k;
+        if (a.nul[i])
+            k = sprintf(num, "NULL");
+        else if (e == PV_E_INT4)
+            k = sprintf(num, "%d", (int32_t)a.d[i]);
+        else if (e == PV_E_FLOAT4)
+            k = pv_fmt_float4(a.f[i], num);
+        else
+            k = pv_fmt_float8(a.d[i], num);
+        HS_TRY(hs_buf_append(out, num, (size_t)k));
+    }
+    return hs_buf_append_byte(out, '}');
+}
+
+hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *out, hs_error *err)
+{
+    arr_view a = arr_of(v);
+    pv_val r;
+    double *d;
+    float *f;
+    uint8_t *nul;
+    HS_TRY(pv_arr_new(ar, a.n, &r, &d, &f, &nul, err));
+    memcpy((uint8_t *)r.p + 4, &a.flags, 4);
+    for (int32_t i = 0; i < a.n; i++) {
+        nul[i] = a.nul[i];
+        if (a.nul[i])
+            continue;
+        double x = from == PV_E_FLOAT4 ? (double)a.f[i] : a.d[i];
+        switch (to) {
+        case PV_E_INT4: {
+            if (isnan(x) || rint(x) < -2147483648.0 || rint(x) >= 2147483648.0)
+                return perr(err, "integer out of range");
+            double rx = from == PV_E_NUMERIC ? round(x) : rint(x); /* numeric rounds half away */
+            d[i] = rx;
+            f[i] = (float)(int32_t)rx;
+            break;
+        }
+        case PV_E_FLOAT4:
+            if (from == PV_E_FLOAT8 && isinf((float)x) && !isinf(x))
+                return perr(err, "value out of range: overflow");
+            if (from == PV_E_FLOAT8 && (float)x == 0 && x != 0)
+                return perr(err, "value out of range: underflow");
+            f[i] = from == PV_E_NUMERIC ? a.f[i] : (float)x;
+            d[i] = f[i];
+            break;
+        case PV_E_FLOAT8:
+            d[i] = x;
+            f[i] = (float)x;
+            break;
+        case PV_E_NUMERIC: {
+            if (from == PV_E_INT4 || from == PV_E_NUMERIC) {
+                d[i] = x;
+                f[i] = from == PV_E_NUMERIC ? a.f[i] : (float)x;
+                break;
+            }
+            /* float -> numeric keeps FLT_DIG / DBL_DIG significant digits */
+            char t[64];
+            hs_snprintf_c(t, sizeof t, "%.*g", from == PV_E_FLOAT4 ? 6 : 15, x);
+            d[i] = hs_strtod(t, NULL);
+            f[i] = hs_strtof(t, NULL);
+            break;
+        }
+        }
+    }
+    *out = r;
+    return HS_OK;
+}
+
+hs_status pv_arr_to(pv_type to, pv_elem e, pv_val arr, int32_t typmod, hs_arena *ar, pv_val *out,
+                    hs_error *err)
+{
+    arr_view a = arr_of(arr);
+    if (a.flags & PV_ARR_MULTIDIM)
+        return perr(err, "array must be 1-D");
+    double *x = hs_arena_alloc(ar, 8 * (size_t)(a.n ? a.n : 1));
+    if (!x)
+        return nomem(err, 8 * (size_t)a.n);
+    for (int32_t i = 0; i < a.n; i++)
+        x[i] = e == PV_E_FLOAT8 || e == PV_E_INT4 ? a.d[i] : (double)a.f[i];
+    return pv_from_array(to, e == PV_E_NUMERIC ? PV_E_FLOAT4 : e, x, a.n, (a.flags & PV_ARR_HAS_NULL) != 0,
+                         typmod, ar, out, err);
+}
+
+hs_status pv_to_arr(pv_type from, pv_val v, hs_arena *ar, pv_val *out, hs_error *err)
+{
+    int64_t n = pv_dims(from, v);
+    double *d;
+    float *f;
+    HS_TRY(pv_arr_new(ar, n, out, &d, &f, NULL, err));
+    pv_to_float4(from, v, f);
+    for (int64_t i = 0; i < n; i++)
+        d[i] = f[i];
     return HS_OK;
 }

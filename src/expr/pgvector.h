@@ -156,6 +156,35 @@ HS_MUST_USE hs_status pv_from_array(pv_type to, pv_elem e, const double *x, int6
 /* vector / halfvec -> real[]: the n = dims float4 elements into x. */
 void pv_to_float4(pv_type t, pv_val v, float *x);
 
+/* ---- arrays: the int4[], real[], double precision[] and numeric[] values
+ * that cast to and from the vector types ----
+ * Blob: int32 n, int32 flags (PV_ARR_HAS_NULL, PV_ARR_MULTIDIM), double d[n]
+ * (the element; numeric: its value as a double), float f[n] (the element as
+ * float4 the way PostgreSQL converts it: numeric through its text), uint8
+ * null[n].  Arrays are expression values only (no column form). */
+#define PV_ARR_HAS_NULL 1
+#define PV_ARR_MULTIDIM 2
+size_t pv_arr_size(int64_t n);
+/* A new array of n elements in ar (zeroed); pointers into it. */
+HS_MUST_USE hs_status pv_arr_new(hs_arena *ar, int64_t n, pv_val *out, double **d, float **f,
+                                 uint8_t **nul, hs_error *err);
+/* Element i of kind e set from text (the element's input function: errors
+ * "invalid input syntax for type integer: ..." etc.). */
+HS_MUST_USE hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_t n,
+                                      hs_error *err);
+/* PostgreSQL's array input ('{1,2,NULL}', "malformed array literal"). */
+HS_MUST_USE hs_status pv_arr_in(pv_elem e, const char *s, size_t n, hs_arena *ar, pv_val *out,
+                                hs_error *err);
+HS_MUST_USE hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out);
+/* Element casts between array kinds (int4[] -> real[], ...). */
+HS_MUST_USE hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *out,
+                                  hs_error *err);
+/* array_to_vector / array_to_halfvec / array_to_sparsevec. */
+HS_MUST_USE hs_status pv_arr_to(pv_type to, pv_elem e, pv_val arr, int32_t typmod, hs_arena *ar,
+                                pv_val *out, hs_error *err);
+/* vector_to_float4 / halfvec_to_float4: a real[]. */
+HS_MUST_USE hs_status pv_to_arr(pv_type from, pv_val v, hs_arena *ar, pv_val *out, hs_error *err);
+
 /* ---- aggregates: avg(vector|halfvec), sum(vector|halfvec) ----
  * Use: pv_agg_init, pv_agg_add per non-null input (in input order),
  * pv_agg_combine to merge partial states (parallel workers), pv_agg_final.
