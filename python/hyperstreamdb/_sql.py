@@ -299,7 +299,7 @@ class Session:
     string like "4GB") bounds hash tables and sorts before they spill to
     disk; catalog is a SQLite catalog file (pyiceberg's SQL catalog schema;
     its tables are ``namespace.table``; new tables go under ``warehouse``) or
-    a directory of path tables.  A path table is always reachable by its
+    a directory of path tables (each registered by its directory name).  A path table is always reachable by its
     quoted path: ``SELECT * FROM "/data/t"``.
 
     Tables registered with ``register(name, table)`` are visible by name.
@@ -320,6 +320,22 @@ class Session:
         self._s = _core.Session(threads=int(threads or 0),
                                 memory_limit=_memory_bytes(memory_limit),
                                 catalog=cat, catalog_kind=kind or "path", warehouse=wh)
+        if kind == "path":
+            self._register_warehouse(cat)
+
+    def _register_warehouse(self, root: str) -> None:
+        """A directory of path tables: each table directory (one holding
+        metadata/version-hint.text or metadata/*.metadata.json) directly
+        under root is registered by its name, as `hyperstream sql WAREHOUSE`
+        does."""
+        from ._table import Table
+        for name in sorted(os.listdir(root)):
+            meta = os.path.join(root, name, "metadata")
+            if not os.path.isdir(meta) or not any(
+                    f == "version-hint.text" or f.endswith(".metadata.json")
+                    for f in os.listdir(meta)):
+                continue
+            self.register(name, Table.open(os.path.join(root, name)))
 
     def register(self, name: str, table) -> None:
         """Makes ``table`` (a hyperstreamdb.Table) visible to SQL as ``name``

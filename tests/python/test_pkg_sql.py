@@ -490,3 +490,21 @@ def test_path_table_by_quoted_path(data):
     same_multiset(got, con.sql("SELECT count(*) AS n, sum(amount) AS total FROM orders")
                   .to_arrow_table())
     s.close()
+
+
+def test_directory_catalog_registers_its_tables(tmp_path):
+    a = pa.table({"x": pa.array([1, 2, 3], pa.int64())})
+    b = pa.table({"y": pa.array(["p", "q"])})
+    for name, src in (("alpha", a), ("beta", b)):
+        t = hdb.Table(tmp_path / name)
+        t.write_arrow(src)
+        t.commit()
+    (tmp_path / "not_a_table").mkdir()
+    s = hdb.Session(catalog=tmp_path)
+    assert sorted(s.tables) == ["alpha", "beta"]
+    got = s.sql("SELECT x, y FROM alpha CROSS JOIN beta").to_arrow()
+    con = duckdb.connect()
+    con.register("alpha", a)
+    con.register("beta", b)
+    same_multiset(got, con.sql("SELECT x, y FROM alpha CROSS JOIN beta").to_arrow_table())
+    s.close()
