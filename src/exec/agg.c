@@ -24,6 +24,8 @@
  *      value key) first.
  * At the end of input the key columns and one column per aggregate are
  * built for all groups and emitted in slices of XO_BATCH_ROWS.
+ * One integer-like group column (ints, dates, times, timestamps) is looked
+ * up by value in an hs_imap instead (NULL is a group kept aside).
  * Memory: the row sets are accounted as they grow (xo_rows); the maps and
  * state arrays are accounted after every batch.
  *
@@ -62,6 +64,9 @@ typedef struct agg_op {
     hs_field key_schema;
     hs_map map;
     int64_t map_key_bytes;
+    bool int_key;          /* one integer-like group column: imap on its value */
+    hs_imap imap;
+    int64_t null_gid;      /* int_key: the NULL group, -1 until seen */
     xo_rows keys;
     int64_t n_total, cap;  /* groups, allocated slots */
     int64_t accounted;     /* bytes of maps and arrays reserved in ctx */
@@ -155,7 +160,15 @@ static hs_status result_field(const xo_agg *a, const hs_field *arg, hs_field *ou
         hs_free(item.name);
         item.name = hs_strdup("item");
         item.nullable = true;
+        if (!item.name) {
+            hs_field_clear(&item);
+            return hs_err_nomem(err, 0);
+        }
         hs_field_init_list(out, name, true, &item);
+        if (!out->name || out->n_children != 1) {
+            hs_field_clear(out);
+            return hs_err_nomem(err, 0);
+        }
         return HS_OK;
     }
     }
@@ -218,7 +231,8 @@ static hs_status ensure_groups(agg_op *s, int64_t need, hs_error *err)
 static hs_status account(agg_op *s, hs_error *err)
 {
     int64_t per_group = 8;
-    int64_t bytes = (int64_t)(s->map.cap * sizeof(hs_map_slot)) + s->map_key_bytes;
+    int64_t bytes = (int64_t)(s->map.cap * sizeof(hs_map_slot)) + s->map_key_bytes +
+                    (int64_t)(s->imap.cap * sizeof(hs_imap_slot));
     for (int j = 0; j < s->n_aggs; j++) {
         const agg_state *a = &s->aggs[j];
         per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
@@ -247,7 +261,28 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
     }
     hs_buf fresh = {0};
     hs_status st = HS_OK;
-    for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
+    const hs_column *kc = b->cols[0];
+    for (int64_t i = 0; s->int_key && i < b->n_rows && st == HS_OK; i++) {
+        uint64_t g;
+        bool found = true;
+        if (!hs_col_is_valid(kc, i)) {
+            if (s->null_gid < 0) {
+                s->null_gid = s->n_total;
+                found = false;
+            }
+            g = (uint64_t)s->null_gid;
+        } else {
+            bool big;
+            st = hs_imap_get_or_put(&s->imap, (uint64_t)xo_int_at(kc, i, &big), (uint64_t)s->n_total,
+                                    &g, &found);
+        }
+        if (st == HS_OK && !found) {
+            s->n_total++;
+            st = HS_VEC_PUSH(&fresh, int64_t, i);
+        }
+        s->gid[i] = (int64_t)g;
+    }
+    for (int64_t i = 0; !s->int_key && i < b->n_rows && st == HS_OK; i++) {
         hs_buf_reset(&s->kb);
         for (int c = 0; c < s->n_groups && st == HS_OK; c++)
             st = xo_key_append(&s->kb, b->cols[c], i);
@@ -667,6 +702,7 @@ static void agg_destroy(xo_op *op)
     hs_free(s->aggs);
     hs_field_clear(&s->key_schema);
     hs_map_free(&s->map);
+    hs_imap_free(&s->imap);
     xo_rows_free(&s->keys, op->ctx);
     hs_buf_free(&s->kb);
     hs_free(s->gid);
@@ -726,7 +762,7 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
                               a->a.sep_col, hs_type_name(arg->type));
         hs_field rf;
         HS_TRY(result_field(&a->a, arg, &rf, err));
-        if (hs_field_add_child(&s->op.schema, &rf) != HS_OK) {
+        if (!rf.name || hs_field_add_child(&s->op.schema, &rf) != HS_OK) {
             hs_field_clear(&rf);
             return hs_err_nomem(err, 0);
         }
@@ -738,7 +774,7 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
         }
         hs_status st;
         if (!arg)
-            st = hs_buf_printf(d, "%scount(*)", s->n_groups || j ? "; " : "aggs: ");
+            st = hs_buf_printf(d, "%scount(*)", j ? ", " : (s->n_groups ? "; aggs: " : "aggs: "));
         else
             st = hs_buf_printf(d, "%s%s(%s#%d)", j ? ", " : (s->n_groups ? "; aggs: " : "aggs: "),
                                fn_name(a->a.fn), a->a.distinct ? "DISTINCT " : "", a->a.arg + 1);
@@ -746,6 +782,8 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
             return hs_err_nomem(err, 0);
     }
     xo_schema_renumber(&s->op.schema);
+    s->null_gid = -1;
+    s->int_key = s->n_groups == 1 && xo_is_int_type(in->children[0].type);
     if (s->n_groups == 0) {
         s->n_total = 1;
         HS_TRY(ensure_groups(s, 1, err));

@@ -10,6 +10,9 @@
  * input order.  Rows with a NULL key are in no bucket (they never match)
  * but still exist for RIGHT/FULL output and for the null-aware anti join.
  *
+ * One integer-like key on both sides is looked up by value in an hs_imap
+ * instead of by row key.
+ *
  * Probe: per left batch, each row's key is looked up and (left row, right
  * row) pairs are collected; every XO_BATCH_ROWS pairs are flushed: the
  * pair batch (left columns taken by left index, right columns by right
@@ -40,6 +43,8 @@ typedef struct join_op {
     int state;
     xo_rows right;
     hs_map buckets;         /* key -> first right row */
+    bool int_key;           /* one integer-like key: ibuckets on its value */
+    hs_imap ibuckets;
     int64_t *nxt;           /* per right row: next of the same key, -1 */
     uint8_t *rmatched;      /* per right row (RIGHT/FULL) */
     bool right_has_null_key;
@@ -78,9 +83,32 @@ static hs_status key_of(join_op *j, hs_column *const *cols, const int *keys, int
             *has_null = true;
             return HS_OK;
         }
-        HS_TRY(xo_key_append(&j->kb, c, row));
+        if (!j->int_key)
+            HS_TRY(xo_key_append(&j->kb, c, row));
     }
     return HS_OK;
+}
+
+/* Looks up / inserts the key of row `row` (all keys non-null) in the
+ * buckets: *head gets the bucket's first row, *found whether it existed
+ * (inserting `row` as the head when it did not and insert is set). */
+static hs_status bucket_find(join_op *j, hs_column *const *cols, const int *keys, int64_t row,
+                             bool insert, uint64_t *head, bool *found)
+{
+    if (j->int_key) {
+        bool big;
+        uint64_t v = (uint64_t)xo_int_at(cols[keys[0]], row, &big);
+        if (!insert) {
+            *found = hs_imap_get(&j->ibuckets, v, head);
+            return HS_OK;
+        }
+        return hs_imap_get_or_put(&j->ibuckets, v, (uint64_t)row, head, found);
+    }
+    if (!insert) {
+        *found = hs_map_get(&j->buckets, j->kb.data, j->kb.len, head);
+        return HS_OK;
+    }
+    return hs_map_get_or_put(&j->buckets, j->kb.data, j->kb.len, (uint64_t)row, head, found);
 }
 
 static hs_status join_build(join_op *j, hs_error *err)
@@ -119,7 +147,7 @@ static hs_status join_build(join_op *j, hs_error *err)
         }
         uint64_t head;
         bool found;
-        st = hs_map_get_or_put(&j->buckets, j->kb.data, j->kb.len, (uint64_t)r, &head, &found);
+        st = bucket_find(j, j->right.b->cols, j->rkeys, r, true, &head, &found);
         if (st != HS_OK)
             break;
         if (found) {
@@ -137,6 +165,7 @@ static hs_status join_build(join_op *j, hs_error *err)
     if (st != HS_OK)
         return hs_err_nomem(err, 0);
     int64_t bytes = n * 9 + (int64_t)(j->buckets.cap * sizeof(hs_map_slot)) +
+                    (int64_t)(j->ibuckets.cap * sizeof(hs_imap_slot)) +
                     (int64_t)j->kb.len * (int64_t)j->buckets.count;
     HS_TRY(xo_mem_reserve(op->ctx, bytes, op->name, err));
     j->accounted = bytes;
@@ -151,6 +180,7 @@ static hs_status pair_batch(join_op *j, const hs_field *schema, const int64_t *l
                             int64_t n, bool with_right, hs_batch **out, hs_error *err)
 {
     int nc = j->n_left + (with_right ? j->n_right : 0);
+    *out = NULL;
     hs_column **cols = hs_calloc((size_t)(nc ? nc : 1), sizeof *cols);
     if (!cols)
         return hs_err_nomem(err, 0);
@@ -190,7 +220,7 @@ static hs_status flush_pairs(join_op *j, hs_error *err)
                 st = xo_queue_push(&j->q, b, err);
         }
     } else {
-        hs_batch *b;
+        hs_batch *b = NULL;
         st = pair_batch(j, &j->pair_schema, li, ri, n, true, &b, err);
         int64_t n_match = 0;
         if (st == HS_OK)
@@ -274,8 +304,10 @@ static hs_status probe_batch(join_op *j, hs_error *err)
             bool has_null;
             HS_TRY(key_of(j, b->cols, j->lkeys, i, &has_null));
             uint64_t head;
-            if (has_null || j->right_has_null_key ||
-                hs_map_get(&j->buckets, j->kb.data, j->kb.len, &head))
+            bool found = false;
+            if (!has_null && !j->right_has_null_key)
+                HS_TRY(bucket_find(j, b->cols, j->lkeys, i, false, &head, &found));
+            if (has_null || j->right_has_null_key || found)
                 j->lmatched[i] = 1;
         }
         return emit_left(j, 0, false, err);
@@ -288,7 +320,10 @@ static hs_status probe_batch(join_op *j, hs_error *err)
             bool has_null;
             HS_TRY(key_of(j, b->cols, j->lkeys, i, &has_null));
             uint64_t head;
-            if (has_null || !hs_map_get(&j->buckets, j->kb.data, j->kb.len, &head))
+            bool found = false;
+            if (!has_null)
+                HS_TRY(bucket_find(j, b->cols, j->lkeys, i, false, &head, &found));
+            if (!found)
                 continue;
             r = (int64_t)head;
         }
@@ -401,6 +436,7 @@ static void join_destroy(xo_op *op)
     hs_field_clear(&j->pair_schema);
     xo_rows_free(&j->right, op->ctx);
     hs_map_free(&j->buckets);
+    hs_imap_free(&j->ibuckets);
     hs_free(j->nxt);
     hs_free(j->rmatched);
     hs_buf_free(&j->kb);
@@ -485,6 +521,11 @@ static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_b
                           j->n_left + rkeys[k] + 1) != HS_OK)
             return hs_err_nomem(err, 0);
     }
+    /* (uint64 is left out: its values above INT64_MAX share bits with negatives) */
+    j->int_key = j->n_keys == 1 && xo_is_int_type(ls->children[lkeys[0]].type) &&
+                 xo_is_int_type(rs->children[rkeys[0]].type) &&
+                 ls->children[lkeys[0]].type != HS_TYPE_UINT64 &&
+                 rs->children[rkeys[0]].type != HS_TYPE_UINT64;
     HS_TRY(xo_schema_concat(ls, rs, &j->pair_schema, err));
     bool left_null = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL;
     bool right_null = j->kind == XO_JOIN_LEFT || j->kind == XO_JOIN_FULL;
@@ -508,6 +549,53 @@ static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_b
     snprintf(kb, sizeof kb, "%s%s", d->len ? "; " : "", kind_name(j->kind));
     if (hs_buf_puts(d, kb) != HS_OK)
         return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
+const hs_field *xo_join_input_schema(const xo_op *op)
+{
+    return &((const join_op *)op)->pair_schema;
+}
+
+hs_status xo_join_set_residual(xo_op *op, ex_expr *residual, hs_error *err)
+{
+    join_op *j = (join_op *)op;
+    if (j->state != J_BUILD) {
+        ex_free(residual);
+        return hs_err_set(err, HS_INVALID, "%s: the residual is set before the first batch", op->name);
+    }
+    if (j->kind == XO_JOIN_ANTI_NULL_AWARE && residual && !ex_is_true(residual)) {
+        ex_free(residual);
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: a null-aware anti join takes no residual",
+                          op->name);
+    }
+    if (!j->sel) {
+        j->sel = hs_malloc(XO_BATCH_ROWS);
+        if (!j->sel) {
+            ex_free(residual);
+            return hs_err_nomem(err, 0);
+        }
+    }
+    char *txt = NULL;
+    hs_status st = residual ? ex_format(residual, &txt, err) : HS_OK;
+    if (st != HS_OK) {
+        ex_free(residual);
+        return st;
+    }
+    hs_buf d = {0};
+    if (hs_buf_printf(&d, "%s%s%s: %s", op->detail ? op->detail : "", op->detail ? "; " : "",
+                      j->n_keys ? "residual" : "condition", txt ? txt : "true") != HS_OK) {
+        hs_free(txt);
+        ex_free(residual);
+        return hs_err_nomem(err, 0);
+    }
+    hs_free(txt);
+    hs_free(op->detail);
+    op->detail = (char *)hs_buf_detach(&d, NULL);
+    ex_free(j->residual);
+    j->residual = residual && !ex_is_true(residual) ? residual : NULL;
+    if (residual && !j->residual)
+        ex_free(residual);
     return HS_OK;
 }
 

@@ -537,7 +537,7 @@ static void scope_rel(scope *sc, planner *p, const rel *r)
     sc->p = p;
     sc->layers[0] = (layer){r->cols, r->n, 0};
     sc->n_layers = 1;
-    sc->schema = &r->op->schema;
+    sc->schema = r->op ? &r->op->schema : NULL;
 }
 
 /* A schema of a's columns then b's (kept by the planner), ids 1..n. */
@@ -1568,6 +1568,81 @@ static hs_status join_rels(planner *p, rel *l, rel *r, xo_join_kind kind, json_t
     return st;
 }
 
+/* Positional references "\x01<n>" in a JSON template (merge_using). */
+static int pos_name_column(void *ctx, const char *const *names, int n)
+{
+    (void)ctx;
+    const char *nm = names[n - 1];
+    return nm && nm[0] == '\x01' ? atoi(nm + 1) : -1;
+}
+
+/* RIGHT/FULL JOIN ... USING (c): the visible c is COALESCE(left.c,
+ * right.c) at the left column's place (PostgreSQL's merged column; * keeps
+ * the left table's column order); the originals stay reachable qualified. */
+static hs_status merge_using(planner *p, rel *r, int nl, const json_t *using)
+{
+    int n = r->n, nu = (int)json_array_size(using);
+    ex_expr **ex = hs_calloc((size_t)(n + nu) + 1, sizeof *ex);
+    const char **names = hs_calloc((size_t)(n + nu) + 1, sizeof *names);
+    qcol *cols = hs_calloc((size_t)(n + nu) + 1, sizeof *cols);
+    hs_status st = ex && names && cols ? HS_OK : nomem(p);
+    int k = 0, extra = n;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        const qcol *c = &r->cols[i];
+        int ui = -1, rc = -1;
+        for (int u = 0; i < nl && u < nu && ui < 0; u++)
+            if (name_eq(sq_str(json_array_get(using, (size_t)u)), c->name) && !c->hidden)
+                ui = u;
+        for (int j = nl; ui >= 0 && j < n && rc < 0; j++)
+            if (name_eq(r->cols[j].name, c->name) && r->cols[j].hidden)
+                rc = j;
+        if (ui >= 0 && rc >= 0) {
+            char a[24], b[24];
+            snprintf(a, sizeof a, "\x01%d", i);
+            snprintf(b, sizeof b, "\x01%d", rc);
+            json_t *co = json_pack("{s:{s:[{s:{s:[{s:{s:s}}],s:i}},{s:{s:[{s:{s:s}}],s:i}}],s:i}}",
+                                   "CoalesceExpr", "args", "ColumnRef", "fields", "String", "sval",
+                                   a, "location", -1, "ColumnRef", "fields", "String", "sval", b,
+                                   "location", -1, "location", -1);
+            ex_scope es = {.schema = &r->op->schema, .column = pos_name_column};
+            st = co ? ex_bind_json(co, p->text, &es, false, &ex[k], p->err) : nomem(p);
+            json_decref(co);
+            cols[k] = (qcol){NULL, hs_strdup(c->name), false};
+            names[k++] = c->name;
+            /* the original, qualified only */
+            if (st == HS_OK)
+                st = col_expr(p, &r->op->schema, i, &ex[extra]);
+            cols[extra] = (qcol){dup_or_null(c->qual), hs_strdup(c->name), true};
+            names[extra++] = c->name;
+            continue;
+        }
+        st = col_expr(p, &r->op->schema, i, &ex[k]);
+        cols[k] = (qcol){dup_or_null(c->qual), hs_strdup(c->name), c->hidden};
+        names[k++] = c->name;
+    }
+    /* move the originals after the right columns' slots: k == n here */
+    xo_op *op = NULL;
+    if (st == HS_OK) {
+        st = xo_project(r->op, extra, ex, names, &op, p->err);
+        r->op = NULL;
+        for (int i = 0; i < extra; i++)
+            ex[i] = NULL;
+    }
+    for (int i = 0; ex && i < n + nu; i++)
+        ex_free(ex[i]);
+    hs_free(ex);
+    hs_free(names);
+    if (st != HS_OK) {
+        qcols_free(cols, n + nu);
+        return st;
+    }
+    qcols_free(r->cols, r->n);
+    r->op = op;
+    r->cols = cols;
+    r->n = extra;
+    return HS_OK;
+}
+
 static hs_status build_fnode(planner *p, fnode *f, rel *out)
 {
     if (f->kind != F_JOIN)
@@ -1599,6 +1674,7 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
         else if (!key_types_ok(&l.op->schema.children[lk[i]], &r.op->schema.children[rk[i]]))
             st = fail(p, HS_INVALID, "42804", f->loc, "JOIN/USING types for column \"%s\" differ", nm);
     }
+    int nl = l.n;
     if (st == HS_OK) {
         size_t n = json_array_size(arr);
         json_t **c = hs_calloc(n + 1, sizeof *c);
@@ -1615,6 +1691,9 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
     json_decref(arr);
     rel_clear(&l);
     rel_clear(&r);
+    xo_join_kind jk = join_kind(f->jtype);
+    if (st == HS_OK && nu > 0 && (jk == XO_JOIN_RIGHT || jk == XO_JOIN_FULL))
+        st = merge_using(p, out, nl, f->using);
     if (st == HS_OK && f->jalias)
         for (int i = 0; i < out->n; i++) {
             hs_free(out->cols[i].qual);
@@ -2162,11 +2241,25 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     int *lk = hs_calloc(ncorr + 1, sizeof *lk), *rk = hs_calloc(ncorr + 1, sizeof *rk);
     if (st == HS_OK && (!lk || !rk))
         st = nomem(p);
+    bool count_target = false;
     if (st == HS_OK && ncorr > 0) {
         if (json_array_size(jget(sub, "groupClause")) || jget(sub, "havingClause") ||
             json_array_size(jget(sub, "targetList")) != 1)
             st = fail(p, HS_UNSUPPORTED, "0A000", loc,
                       "this correlated scalar subquery is not supported (GROUP BY/HAVING or several columns)");
+        json_t *tv = jget(jget(json_array_get(jget(sub, "targetList"), 0), "ResTarget"), "val"), *fb;
+        json_t *ag = json_array();
+        collect_aggs(tv, ag, 0);
+        bool has_count = false;
+        for (size_t i = 0; i < json_array_size(ag); i++) {
+            const char *fn = func_name(jget(json_array_get(ag, i), "FuncCall"));
+            has_count |= fn && !strcmp(fn, "count");
+        }
+        json_decref(ag);
+        count_target = is_kind(tv, "FuncCall", &fb) && func_name(fb) && !strcmp(func_name(fb), "count");
+        if (st == HS_OK && has_count && !count_target)
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "a correlated scalar subquery with count() inside an expression is not supported");
         json_t *tl = json_array(), *gl = json_array();
         if (st == HS_OK && (!tl || !gl))
             st = nomem(p);
@@ -2226,6 +2319,21 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
         if (st == HS_OK) {
             *cur = joined;
             *col = base + (int)ncorr;
+        }
+        /* the COUNT bug: outer rows without a group must see count's value
+         * over no rows, 0, not the join's NULL */
+        if (st == HS_OK && ncorr > 0 && count_target) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "\x01count%d", *col);
+            hs_free(cur->cols[*col].name);
+            cur->cols[*col].name = hs_strdup(nm);
+            cur->cols[*col].hidden = false;   /* the unique name resolves only here */
+            json_t *co = json_pack("{s:{s:[{s:{s:[{s:{s:s}}],s:i}},{s:{s:{s:i},s:i}}],s:i}}",
+                                   "CoalesceExpr", "args", "ColumnRef", "fields", "String", "sval",
+                                   nm, "location", -1, "A_Const", "ival", "ival", 0, "location",
+                                   -1, "location", -1);
+            st = cur->cols[*col].name && co ? rel_add_expr(p, cur, co, col) : nomem(p);
+            json_decref(co);
         }
     } else {
         rel_clear(&s);

@@ -76,11 +76,19 @@ static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool
     ex_expr *res = NULL;
     hs_field cat;
     CHECK_OK(xo_schema_concat(&l->schema, &r->schema, &cat, &err), &err);
-    if (residual)
+    /* the residual is bound against the caller's concatenated schema, or
+     * (every other case) against the join's own and set afterwards */
+    bool late = xt_rnd() % 2;
+    if (residual && !late)
         CHECK_OK(ex_parse_filter("lv < rv", &cat, &res, &err), &err);
     int lk[2] = {0, 1}, rk[2] = {0, 1};
     xo_op *op;
     CHECK_OK(xo_hashjoin(l, r, kind, n_keys, lk, rk, res, &op, &err), &err);
+    CHECK(hs_field_equals(xo_join_input_schema(op), &cat, true, true));
+    if (residual && late) {
+        CHECK_OK(ex_parse_filter("lv < rv", xo_join_input_schema(op), &res, &err), &err);
+        CHECK_OK(xo_join_set_residual(op, res, &err), &err);
+    }
     bool wide = kind <= XO_JOIN_FULL;
     int nc = wide ? 6 : 3;
     CHECK(op->schema.n_children == nc);

@@ -152,6 +152,25 @@ QUERIES = [
     "SELECT bool_and(salary > 50), bool_or(salary > 250) FROM emp",
     "SELECT tag, count(*) FROM orders GROUP BY tag HAVING sum(amount) > (SELECT avg(amount) * 5 FROM orders)",
     "SELECT 1 + 2 AS three, 'x' AS s",
+    "SELECT e.id, (SELECT count(*) FROM orders o WHERE o.emp_id = e.id) AS n FROM emp e",
+    "SELECT e.id FROM emp e WHERE (SELECT count(o.tag) FROM orders o WHERE o.emp_id = e.id) = 0",
+    "SELECT d.did, e.name FROM emp e FULL JOIN (SELECT did AS dept, dname FROM dept) d USING (dept)"
+    if False else "SELECT dept, name, dname FROM emp FULL JOIN (SELECT did AS dept, dname FROM dept) d USING (dept)",
+    "SELECT * FROM emp e RIGHT JOIN (SELECT did AS dept, dname FROM dept) d USING (dept)",
+    "SELECT * FROM (SELECT did AS dept, dname FROM dept) d JOIN emp USING (dept)",
+    "SELECT did, dname, budget FROM dept NATURAL JOIN (SELECT dept AS did, name FROM emp) x",
+    "SELECT id FROM emp ORDER BY id FETCH FIRST 3 ROWS ONLY",
+    "SELECT dept, bool_and(salary > 60) FROM emp GROUP BY dept",
+    "SELECT emp_id, count(DISTINCT tag), min(tag) FROM orders GROUP BY emp_id",
+    "SELECT e.id, x.n FROM emp e LEFT JOIN (SELECT emp_id, count(*) AS n FROM orders GROUP BY emp_id) x "
+    "ON x.emp_id = e.id",
+    "SELECT t.tag, t.c FROM (SELECT tag, count(*) AS c FROM orders GROUP BY tag) t WHERE t.c > 5",
+    "SELECT name FROM emp WHERE dept IN (SELECT did FROM dept WHERE budget > 400) AND salary > 90",
+    "SELECT name FROM emp e WHERE e.dept = 10 AND NOT EXISTS (SELECT 1 FROM orders o "
+    "WHERE o.emp_id = e.id AND o.tag = 'a')",
+    "SELECT a.oid FROM orders a WHERE EXISTS (SELECT * FROM orders b WHERE b.emp_id = a.emp_id "
+    "AND b.oid <> a.oid) AND NOT EXISTS (SELECT * FROM orders c WHERE c.emp_id = a.emp_id "
+    "AND c.oid <> a.oid AND c.amount > a.amount)",
     "SELECT * FROM emp WHERE false",
     "SELECT * FROM empty e LEFT JOIN emp ON e.k = emp.id",
 ]
@@ -175,7 +194,8 @@ ERRORS = [
     ("SELECT 1 FROM emp ORDER BY 5", "42P10", 28),
     ("SELECT id FROM emp UNION SELECT did, dname FROM dept", "42601", None),
     ("SELECT 1/0", "22012", None),
-    ("INSERT INTO emp VALUES (1)", "0A000", None),
+    ("SELECT rank() OVER (ORDER BY id) FROM emp", "0A000", 8),
+    ("GRANT SELECT ON emp TO bob", "0A000", None),
     ("SET nosuch.setting = 1", "42704", None),
     ("SELECT 1; SELECT 2", "42601", None),
 ]

@@ -118,6 +118,41 @@ class Ours:
         return ("OK", out)
 
 
+class OursSession:
+    """SELECT (expr)::text through the SQL session (hyperstream/sql.h), when
+    the library has it: errors carry the session's SQLSTATE."""
+
+    def __init__(self):
+        import sqlsession
+        self.mod = sqlsession
+        self.s = sqlsession.Session()
+        self.lib = self.s.lib
+
+    def eval(self, expr):
+        import pyarrow as pa
+        try:
+            t = self.s.sql(f"SELECT ({expr})::text AS v")
+        except self.mod.SqlError as e:
+            msg = str(e).split("] ", 1)[1] if "] " in str(e) else str(e)
+            return ("ERR", e.sqlstate, msg.split(" at character")[0])
+        except pa.ArrowException as e:
+            # an error while the result streams: an ArrowArrayStream carries
+            # a message only, so its SQLSTATE is the one of that message
+            msg = str(e).split(" at character")[0]
+            self.lib.pv_sqlstate.restype = ctypes.c_char_p
+            return ("ERR", self.lib.pv_sqlstate(msg.encode()).decode(), msg)
+        rows = t.column(0).to_pylist()
+        assert len(rows) == 1, rows
+        return ("OK", rows[0])
+
+
+def _has_sessions():
+    try:
+        return hasattr(ctypes.CDLL(str(LIB_PATH)), "hs_session_execute")
+    except OSError:
+        return False
+
+
 # ---------------------------------------------------------------- the reference server
 
 TRY_FN = r"""
@@ -179,9 +214,18 @@ def ref():
     r.stop()
 
 
-@pytest.fixture(scope="module")
-def ours():
-    return Ours()
+@pytest.fixture(scope="module", params=["expr", "session"])
+def ours(request):
+    """Our side twice: the expression layer itself (ex_parse_scalar, SQLSTATE
+    from pv_sqlstate), and SELECT through the SQL session."""
+    if request.param == "expr":
+        yield Ours()
+        return
+    if not _has_sessions():
+        pytest.skip("this build has no SQL sessions (hs_session_execute)")
+    o = OursSession()
+    yield o
+    o.s.close()
 
 
 # ---------------------------------------------------------------- comparison
@@ -194,6 +238,14 @@ def _is_float_text(s):
         return False
 
 
+# Known gaps of the session's SQLSTATE (src/sql/session.c sq_guess_sqlstate
+# guesses from message words: "...more than 16000 dimensions" -> 22000 instead
+# of 54000, "operator is not unique" -> 22023 instead of 42725).  The fix is
+# for sq_guess_sqlstate to ask pv_sqlstate(msg) first (reported to sx-sql);
+# the expression-layer run of this module checks these states strictly.
+SESSION_STATE_GAPS = {("54000", "22000"), ("42725", "22023")}
+
+
 def compare(exprs, ref, ours):
     want = ref.eval_many(exprs)
     bad = []
@@ -203,7 +255,9 @@ def compare(exprs, ref, ours):
             if w[0] != g[0]:
                 bad.append((e, w, g))
             elif w[1][:2] != g[1][:2]:
-                bad.append((e, w, g))
+                if not (isinstance(ours, OursSession) and (w[1], g[1]) in SESSION_STATE_GAPS
+                        and w[2] == g[2]):
+                    bad.append((e, w, g))
             elif w[1][:2] in ("22", "54") and w[2] != g[2]:
                 bad.append((e, w, g))   # pgvector's own messages: word for word
             continue
@@ -450,6 +504,8 @@ def agg_ours(lib, t, is_avg, texts):
 
 
 def test_aggregates_avg_sum(ref, ours):
+    if not isinstance(ours, Ours):
+        pytest.skip("the accumulators are tested once, without the session")
     """avg(vector|halfvec), sum(vector|halfvec) over random rows: PostgreSQL
     runs the transition function row by row (a single process for these
     sizes); ours adds the first half and the second half into two states and
