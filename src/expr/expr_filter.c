@@ -148,6 +148,10 @@ static hs_status join(conv *c, pr_ekind k, pr_expr *l, pr_expr *r, pr_expr **out
 static const ex_node *column_of(const ex_node *n, __int128 *m)
 {
     *m = 1;
+    /* pgvector values (and a bit column's '0'/'1' text) are not comparable
+     * by the predicate form's value kinds: no leaves on them but IS NULL */
+    if (ex_is_pvx(n->type.t) || (n->kind == EX_CAST && ex_is_pvx(n->args[0]->type.t)))
+        return NULL;
     if (n->kind == EX_COL)
         return n;
     if (n->kind != EX_CAST || n->args[0]->kind != EX_COL)
@@ -752,6 +756,8 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
         const ex_node *col = column_of(n->args[0], &m);
         if (!col && n->args[0]->kind == EX_CAST && n->args[0]->args[0]->kind == EX_COL)
             col = n->args[0]->args[0]; /* casts keep nulls and never make them */
+        if (!col && n->args[0]->kind == EX_COL)
+            col = n->args[0]; /* a pgvector column */
         if (col)
             return leaf(c, col, n->neg != neg ? PR_E_NOT_NULL : PR_E_IS_NULL, PR_EQ, NULL, 0, out);
         break;
