@@ -218,6 +218,7 @@ static void test_errors(void)
     expect_error(fx.s, "SELECT id FROM t WHERE id IN (SELECT k, s FROM u)", "42601", -1);
     expect_error(fx.s, "SELECT FROM WHERE", "42601", -1);
     expect_error(fx.s, "SELECT row_number() OVER () FROM t", "0A000", 8);
+    expect_error(fx.s, "DELETE FROM t RETURNING id", "0A000", -1);   /* DML: RETURNING */
     expect_error(fx.s, "SELECT (SELECT k FROM u) FROM t", "21000", -1);
     /* success resets the state */
     CHECK(count_rows(fx.s, "SELECT 1", &err) == 1);
