@@ -244,3 +244,16 @@ def test_sql_catalog_option(tmp_path):
     p = subprocess.run([HS, "sql", "--sql", str(db), str(wh)], input="\\d\n",
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and " db     | ten" in p.stdout
+
+
+def test_dml_prints_command_tags(tmp_path):
+    t = hdb.Table(tmp_path / "t")
+    t.write_arrow(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    t.commit()
+    p = subprocess.run([HS, "sql", str(tmp_path), "--format", "csv", "-c",
+                        "INSERT INTO t VALUES (4), (5); DELETE FROM t WHERE id < 3; "
+                        "SELECT sum(id) AS s FROM t;"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "INSERT 0 2\nDELETE 2\ns\n12\n"
+    assert sorted(hdb.Table(tmp_path / "t").to_arrow().column("id").to_pylist()) == [3, 4, 5]

@@ -508,3 +508,30 @@ def test_directory_catalog_registers_its_tables(tmp_path):
     con.register("beta", b)
     same_multiset(got, con.sql("SELECT x, y FROM alpha CROSS JOIN beta").to_arrow_table())
     s.close()
+
+
+def test_dml_tags_rowcounts_and_the_table_after(tmp_path):
+    """INSERT / UPDATE / DELETE through a session: tags and rowcounts as
+    PostgreSQL reports them; the Table (whose handle the session borrows)
+    and DuckDB, given the same statements, hold the same rows after."""
+    src = pa.table({"id": pa.array(np.arange(10, dtype=np.int64)),
+                    "v": pa.array(np.arange(10, dtype=np.float64) / 2)})
+    t = hdb.Table(tmp_path / "t")
+    t.write_arrow(src)
+    t.commit()
+    s = hdb.Session()
+    s.register("t", t)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t AS SELECT * FROM src")
+    steps = [("INSERT INTO t VALUES (100, 1.5), (101, NULL)", "INSERT 0 2", 2),
+             ("UPDATE t SET v = v * 10 WHERE id < 3", "UPDATE 3", 3),
+             ("DELETE FROM t WHERE id % 4 = 1", "DELETE 4", 4)]
+    for stmt, tag, n in steps:
+        r = s.sql(stmt)
+        assert not r.has_rows
+        assert (r.tag, r.rowcount) == (tag, n)
+        con.execute(stmt)
+        same_multiset(t.to_arrow(), con.sql("SELECT * FROM t").to_arrow_table())
+        same_multiset(s.sql("SELECT * FROM t").to_arrow(),
+                      con.sql("SELECT * FROM t").to_arrow_table())
+    s.close()
