@@ -102,6 +102,10 @@ typedef struct tbl_wop {
     hs_map parts;                   /* partition tuple keys written (tuple_key) */
     hs_buf pvals;                   /* pv_owned: partition tuples of the files written */
     tbl_ixw ixw;                    /* declared indexes of the files written (index.c) */
+    /* extra conflict check per attempt (tbl_rewrite_*: maintenance) */
+    hs_status (*check)(void *ctx, const ice_table_metadata *base, hs_error *err);
+    void *check_ctx;
+    ice_kv extra_summary;           /* more summary keys (tbl_rewrite_summary) */
 } tbl_wop;
 
 typedef struct pv_owned {
@@ -141,6 +145,7 @@ static void op_free(tbl_wop *op)
     }
     hs_buf_free(&op->pvals);
     tbl_ixw_free(&op->ixw);
+    ice_kv_clear(&op->extra_summary);
     hs_arena_destroy(&op->arena);
 }
 
@@ -1232,6 +1237,8 @@ static hs_status build_summary(const tbl_wop *op, const ice_snapshot *parent, ic
     summary_add(kv, "total-position-deletes", parent_total(parent, "total-position-deletes") +
                 op->added_pos_deletes - op->removed_pos_deletes, &st);
     summary_add(kv, "total-equality-deletes", parent_total(parent, "total-equality-deletes"), &st);
+    for (int i = 0; st == HS_OK && i < op->extra_summary.n; i++)
+        st = ice_kv_set(kv, op->extra_summary.keys[i], op->extra_summary.values[i]);
     return st;
 }
 
@@ -1266,6 +1273,8 @@ static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const cha
     }
     if (op->check_conflicts)
         HS_TRY(check_since(op, base, err));
+    if (op->check)
+        HS_TRY(op->check(op->check_ctx, base, err));
     while (ice_metadata_snapshot(base, op->snapshot_id))
         op->snapshot_id = ice_new_snapshot_id();
     const ice_snapshot *parent = ice_metadata_current_snapshot(base);
@@ -2337,4 +2346,108 @@ hs_status hs_table_overwrite_partitions(hs_table *t, struct ArrowArrayStream *in
     if (!in)
         return hs_err_set(err, HS_INVALID, "overwrite_partitions: no rows given");
     return overwrite_impl(t, in, NULL, true, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* rewrites for table maintenance (table/maint.c)                      */
+
+struct tbl_rewrite {
+    tbl_wop op;
+    bool committed;
+};
+
+hs_status tbl_rewrite_begin(hs_table *t, const char *operation, int64_t planned_snapshot_id,
+                            tbl_rewrite_check_fn check, void *check_ctx, tbl_rewrite **out,
+                            hs_error *err)
+{
+    *out = NULL;
+    tbl_rewrite *rw = hs_calloc(1, sizeof *rw);
+    if (!rw)
+        return hs_err_nomem(err, sizeof *rw);
+    op_init(&rw->op, t, operation);
+    rw->op.planned_snapshot_id = planned_snapshot_id;
+    rw->op.check = check;
+    rw->op.check_ctx = check_ctx;
+    *out = rw;
+    return HS_OK;
+}
+
+int64_t tbl_rewrite_snapshot_id(const tbl_rewrite *rw) { return rw->op.snapshot_id; }
+
+hs_status tbl_rewrite_rows(tbl_rewrite *rw, const hs_batch *rows, hs_error *err)
+{
+    if (!rows || rows->n_rows == 0)
+        return HS_OK;
+    return write_rows(&rw->op, rows, err);
+}
+
+hs_status tbl_rewrite_remove(tbl_rewrite *rw, const tbl_plan *p, const bool *remove_file,
+                             const hs_map *remove_del, hs_error *err)
+{
+    for (int i = 0; i < p->n_files; i++)
+        if (remove_file[i]) {
+            rw->op.removed_files++;
+            rw->op.removed_records += p->files[i].record_count;
+            rw->op.removed_size += p->files[i].file_size;
+        }
+    return rewrite_manifests(&rw->op, p, remove_file, remove_del, err);
+}
+
+void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, int64_t files, int64_t records)
+{
+    rw->op.removed_del_files += files;
+    rw->op.removed_pos_deletes += records;
+}
+
+hs_status tbl_rewrite_add_manifest(tbl_rewrite *rw, int content, const ice_schema *schema,
+                                   const ice_partition_spec *spec, const ice_manifest_entry *e,
+                                   int64_t n, hs_error *err)
+{
+    return write_manifest(&rw->op, content, schema, spec, e, n, err);
+}
+
+hs_status tbl_rewrite_replace(tbl_rewrite *rw, const char *manifest_path, hs_error *err)
+{
+    const char *path = op_str(&rw->op, manifest_path);
+    if (!path || HS_VEC_PUSH(&rw->op.replace, const char *, path) != HS_OK)
+        return hs_err_nomem(err, 64);
+    return HS_OK;
+}
+
+void tbl_rewrite_count_added(tbl_rewrite *rw, int64_t files, int64_t records, int64_t bytes)
+{
+    rw->op.added_files += files;
+    rw->op.added_records += records;
+    rw->op.added_size += bytes;
+}
+
+hs_status tbl_rewrite_summary(tbl_rewrite *rw, const char *key, const char *value, hs_error *err)
+{
+    if (ice_kv_set(&rw->op.extra_summary, key, value) != HS_OK)
+        return hs_err_nomem(err, strlen(value));
+    return HS_OK;
+}
+
+void tbl_rewrite_written(const tbl_rewrite *rw, int64_t *files, int64_t *records, int64_t *bytes)
+{
+    *files = rw->op.added_files;
+    *records = rw->op.added_records;
+    *bytes = rw->op.added_size;
+}
+
+hs_status tbl_rewrite_commit(tbl_rewrite *rw, hs_error *err)
+{
+    hs_status st = op_commit(&rw->op, err);
+    rw->committed = st == HS_OK;
+    return st;
+}
+
+void tbl_rewrite_free(tbl_rewrite *rw)
+{
+    if (!rw)
+        return;
+    if (!rw->committed)
+        op_cleanup_files(&rw->op);
+    op_free(&rw->op);
+    hs_free(rw);
 }
