@@ -494,9 +494,6 @@ def test_threads_share_a_table(table):
 def test_maintenance_not_implemented_leaves_table(table):
     t, df = table
     before = t.current_snapshot_id
-    for fn in (t.compact, t.expire_snapshots, t.remove_orphan_files, t.rewrite_data_files):
-        with pytest.raises(NotImplementedError, match="not implemented"):
-            fn()
     session = hdb.Session()
     session.register("users", t)
     with pytest.raises(NotImplementedError, match="SQL"):
