@@ -710,6 +710,11 @@ static hs_status sweep(const char *dir, const fset *keep, int64_t cutoff, const 
         }
         if (!S_ISREG(s.st_mode) || fset_has(keep, path) || mtime_ms(&s) >= cutoff)
             continue;
+        char *real = realpath(path, NULL);
+        bool kept = real && fset_has(keep, real);
+        free(real);
+        if (kept)
+            continue;
         if (strcmp(de->d_name, "version-hint.text") == 0)
             continue;
         st = fset_add(out, path, kind_by_place(path, loc), err);
@@ -760,6 +765,14 @@ hs_status hs_table_remove_orphan_files(hs_table *t, const hs_orphan_options *opt
                             &keep, NULL, err);
     for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&rels, char *); i++)
         st = reach_registry(m->location, HS_VEC_AT(&rels, char *, i), &keep, NULL, err);
+    /* the same files by their canonical names (relative or symlinked
+     * locations, "//"): a file is kept when either name matches */
+    for (size_t i = 0, n = fset_len(&keep); st == HS_OK && i < n; i++) {
+        char *real = realpath(fset_path(&keep, i), NULL);
+        if (real)
+            st = fset_add(&keep, real, fset_kind(&keep, i), err);
+        free(real);
+    }
     const char *subs[] = {"metadata", "data", "index"};
     char *root = NULL;
     for (size_t i = 0; st == HS_OK && i < 3; i++) {
