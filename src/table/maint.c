@@ -597,6 +597,10 @@ hs_status hs_table_expire_snapshots(hs_table *t, const hs_expire_options *opt, c
     if (result_json)
         *result_json = NULL;
     HS_OPTS_IN(opt, hs_expire_options, err);
+    if (!opt) {   /* NULL = every default */
+        memset(&opt_in_, 0, sizeof opt_in_);
+        opt = &opt_in_;
+    }
     HS_TRY(tbl_check_writable(t, err));
     if (opt->n_snapshot_ids < 0 || (opt->n_snapshot_ids > 0 && !opt->snapshot_ids) ||
         opt->retain_last < 0)
@@ -744,6 +748,10 @@ hs_status hs_table_remove_orphan_files(hs_table *t, const hs_orphan_options *opt
     if (result_json)
         *result_json = NULL;
     HS_OPTS_IN(opt, hs_orphan_options, err);
+    if (!opt) {   /* NULL = every default */
+        memset(&opt_in_, 0, sizeof opt_in_);
+        opt = &opt_in_;
+    }
     HS_TRY(tbl_check_writable(t, err));
     HS_TRY(hs_table_refresh(t, err));
     const ice_table_metadata *m = &t->meta;
@@ -818,6 +826,10 @@ hs_status hs_table_rewrite_manifests(hs_table *t, const hs_rewrite_manifests_opt
     if (result_json)
         *result_json = NULL;
     HS_OPTS_IN(opt, hs_rewrite_manifests_options, err);
+    if (!opt) {   /* NULL = every default */
+        memset(&opt_in_, 0, sizeof opt_in_);
+        opt = &opt_in_;
+    }
     HS_TRY(tbl_check_writable(t, err));
     if (opt->target_size_bytes < 0)
         return hs_err_set(err, HS_INVALID, "rewrite_manifests: negative target size");
@@ -1132,6 +1144,10 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     if (result_json)
         *result_json = NULL;
     HS_OPTS_IN(opt, hs_compact_options, err);
+    if (!opt) {   /* NULL = every default */
+        memset(&opt_in_, 0, sizeof opt_in_);
+        opt = &opt_in_;
+    }
     HS_TRY(tbl_check_writable(t, err));
     if (opt->target_file_size_bytes < 0 || opt->min_input_files < 0)
         return hs_err_set(err, HS_INVALID, "compact: negative target size or file count");

@@ -1,0 +1,804 @@
+/*
+ * tests/c/test_table_maint.c - table maintenance through the public API
+ * (hyperstream/table.h "Maintenance"): expire_snapshots (retain last N,
+ * older than, explicit ids, tags and branches kept, dry run, the files it
+ * deletes are exactly those no remaining snapshot reaches), remove_orphan
+ * files (stray files in every directory, the safety window, dry run),
+ * rewrite_manifests, compaction (rows unchanged as a multiset against the
+ * rows the test generated, deletes applied and dropped, sidecars rebuilt
+ * and used, a concurrent append kept, a concurrent delete of rewritten rows
+ * a conflict, cancel), cherrypick.  The oracle is the generator: row i has
+ * id = i and cat = "c<i % 5>", and the test knows which ids it deleted.
+ * Every test checks that the library's allocations return to where they
+ * started.
+ */
+#include "harness.h"
+
+#include "base/mem.h"
+#include "columnar/arrow_c.h"
+#include "columnar/column.h"
+#include "hyperstream/index.h"
+#include "hyperstream/table.h"
+#include "parquet/reader.h"
+#include "table/mcache.h"
+#include "table/table_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* ---- rows ---- */
+
+static hs_batch *make_rows(int64_t start, int64_t n)
+{
+    hs_field schema, f;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_field_init(&f, "id", HS_TYPE_INT64, false);
+    if (hs_field_add_child(&schema, &f) != HS_OK) return NULL;
+    hs_field_init(&f, "cat", HS_TYPE_STRING, true);
+    if (hs_field_add_child(&schema, &f) != HS_OK) return NULL;
+    hs_batch *b = NULL;
+    hs_status st = hs_batch_create(&schema, n, &b, NULL);
+    hs_field_clear(&schema);
+    if (st != HS_OK)
+        return NULL;
+    char buf[16];
+    for (int64_t i = start; i < start + n; i++) {
+        int len = snprintf(buf, sizeof buf, "c%d", (int)(i % 5));
+        if (hs_col_append_fixed(b->cols[0], &i) != HS_OK ||
+            hs_col_append_bytes(b->cols[1], buf, (size_t)len) != HS_OK)
+            return NULL;
+    }
+    b->n_rows = n;
+    return b;
+}
+
+typedef struct one_src { hs_batch *b; } one_src;
+
+static hs_status one_next(void *ctx, hs_batch **out, hs_error *err)
+{
+    one_src *s = ctx;
+    *out = s->b;
+    s->b = NULL;
+    return HS_OK;
+}
+
+static void one_close(void *ctx)
+{
+    one_src *s = ctx;
+    hs_batch_free(s->b);
+    hs_free(s);
+}
+
+static hs_status append_rows(hs_table *t, int64_t start, int64_t n, hs_error *err)
+{
+    hs_batch *b = make_rows(start, n);
+    if (!b)
+        return HS_NOMEM;
+    one_src *s = hs_calloc(1, sizeof *s);
+    s->b = b;
+    hs_batch_source src = {.next = one_next, .close = one_close, .ctx = s};
+    struct ArrowArrayStream out;
+    if (hs_field_copy(&b->schema, &src.schema) != HS_OK)
+        return HS_NOMEM;
+    HS_TRY(hs_arrow_export_stream(&src, &out, err));
+    return hs_table_append(t, &out, err);
+}
+
+/* ---- reading back: the multiset of ids as count, sum, sum of squares ---- */
+
+typedef struct digest { int64_t n, sum, sq; } digest;
+
+static void digest_add(digest *d, int64_t id)
+{
+    d->n++;
+    d->sum += id;
+    d->sq += id * id;
+}
+
+static bool digest_eq(digest a, digest b) { return a.n == b.n && a.sum == b.sum && a.sq == b.sq; }
+
+/* Scan of snapshot `snap` (-1 = current) with filter; -1 in n on failure.
+ * stats (may be NULL) gets the index counters. */
+static digest scan_digest(hs_table *t, int64_t snap, const char *filter, hs_index_stats *stats)
+{
+    digest d = {-1, 0, 0};
+    hs_scan_options o = HS_SCAN_OPTIONS_INIT;
+    const char *cols[] = {"id"};
+    o.columns = cols;
+    o.n_columns = 1;
+    o.filter = filter;
+    if (snap >= 0) {
+        o.use_snapshot_id = 1;
+        o.snapshot_id = snap;
+    }
+    hs_scan *s = NULL;
+    hs_error err = {0};
+    if (hs_scan_plan(t, &o, &s, &err) != HS_OK) {
+        fprintf(stderr, "scan: %s\n", err.msg);
+        return d;
+    }
+    struct ArrowArrayStream st;
+    if (hs_scan_stream(s, &st, &err) != HS_OK)
+        return d;
+    d.n = 0;
+    struct ArrowArray a;
+    while (st.get_next(&st, &a) == 0 && a.release) {
+        const int64_t *v = a.children[0]->buffers[1];
+        for (int64_t i = 0; i < a.length; i++)
+            digest_add(&d, v[i + a.children[0]->offset]);
+        a.release(&a);
+    }
+    if (stats)
+        hs_scan_get_index_stats(s, stats);
+    st.release(&st);
+    return d;
+}
+
+static digest expect_digest(int64_t n, bool (*deleted)(int64_t), bool (*match)(int64_t))
+{
+    digest d = {0, 0, 0};
+    for (int64_t i = 0; i < n; i++)
+        if ((!deleted || !deleted(i)) && (!match || match(i)))
+            digest_add(&d, i);
+    return d;
+}
+
+/* ---- tables and files ---- */
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/maint-%s-%d", hs_test_tmpdir(), name, (int)getpid());
+    return buf[k];
+}
+
+static hs_table *create_table(hs_catalog *cat, const char *name, int fv, const char *partition,
+                              hs_error *err)
+{
+    hs_batch *b = make_rows(0, 0);
+    struct ArrowSchema as;
+    if (!b || hs_arrow_export_schema(&b->schema, &as, err) != HS_OK)
+        return NULL;
+    hs_batch_free(b);
+    hs_table_create_options o = {.arrow_schema = &as, .format_version = fv,
+                                 .partition_spec = partition};
+    hs_table *t = NULL;
+    hs_status st = hs_table_create(cat, name, &o, &t, err);
+    as.release(&as);
+    return st == HS_OK ? t : NULL;
+}
+
+static bool file_exists(const char *p)
+{
+    struct stat s;
+    return stat(p, &s) == 0;
+}
+
+/* Files under dir (recursive), counted; names containing `part` only. */
+static int count_files(const char *dir, const char *part)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "find '%s' -type f -name '*%s*' 2>/dev/null | wc -l", dir, part);
+    FILE *p = popen(cmd, "r");
+    int n = 0;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1)
+            n = 0;
+        pclose(p);
+    }
+    return n;
+}
+
+static int64_t now_ms(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+/* The current snapshot's summary value of key, as a number (-1 if none). */
+static int64_t summary_of(hs_table *t, int64_t snap, const char *key)
+{
+    char *s = NULL;
+    if (hs_table_snapshots(t, &s, NULL) != HS_OK)
+        return -2;
+    json_t *j = json_loads(s, 0, NULL);
+    hs_string_free(s);
+    int64_t r = -1;
+    size_t i;
+    json_t *o;
+    json_array_foreach(j, i, o) {
+        if (json_integer_value(json_object_get(o, "snapshot-id")) != snap)
+            continue;
+        const char *v = json_string_value(json_object_get(json_object_get(o, "summary"), key));
+        if (v)
+            r = strcmp(key, "operation") == 0 ? (strcmp(v, "replace") == 0 ? 1 : 0)
+                                              : strtoll(v, NULL, 10);
+    }
+    json_decref(j);
+    return r;
+}
+
+static void cleanup_caches(void)
+{
+    pq_footer_cache_clear();
+    tbl_index_cache_clear();
+    tbl_mcache_clear();
+}
+
+/* ---- expire_snapshots ---- */
+
+static bool del_mod7(int64_t i) { return i % 7 == 3; }
+
+static void test_expire(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("expire"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, NULL, &err);
+    REQUIRE(t);
+    int64_t snaps[6];
+    for (int k = 0; k < 5; k++) {
+        CHECK_OK(append_rows(t, k * 100, 100, &err), &err);
+        snaps[k] = hs_table_current_snapshot_id(t);
+    }
+    int64_t n_del = 0;
+    CHECK_OK(hs_table_delete(t, "id % 7 = 3", &n_del, &err), &err);
+    snaps[5] = hs_table_current_snapshot_id(t);
+    CHECK(n_del == expect_digest(500, NULL, del_mod7).n);
+    CHECK_OK(hs_table_create_tag(t, "keep", snaps[1], &err), &err);
+    /* the rows each snapshot holds, before */
+    digest at[6];
+    for (int k = 0; k < 6; k++)
+        at[k] = scan_digest(t, snaps[k], NULL, NULL);
+    CHECK(digest_eq(at[5], expect_digest(500, del_mod7, NULL)));
+    char *ml_expired = NULL;
+    {
+        /* the manifest list of snapshot 0 (to be expired) */
+        char *s = NULL;
+        CHECK_OK(hs_table_snapshots(t, &s, &err), &err);
+        json_t *j = json_loads(s, 0, NULL);
+        hs_string_free(s);
+        ml_expired = strdup(json_string_value(json_object_get(json_array_get(j, 0),
+                                                              "manifest-list")));
+        json_decref(j);
+    }
+    /* the current snapshot cannot be expired by id; a tagged one neither */
+    hs_expire_options o = HS_EXPIRE_OPTIONS_INIT;
+    o.snapshot_ids = &snaps[5];
+    o.n_snapshot_ids = 1;
+    CHECK(hs_table_expire_snapshots(t, &o, NULL, &err) == HS_INVALID);
+    hs_err_clear(&err);
+    o.snapshot_ids = &snaps[1];
+    CHECK(hs_table_expire_snapshots(t, &o, NULL, &err) == HS_INVALID);
+    hs_err_clear(&err);
+    /* dry run: lists, changes nothing */
+    hs_expire_options d = HS_EXPIRE_OPTIONS_INIT;
+    d.retain_last = 2;
+    d.dry_run = 1;
+    char *res = NULL;
+    CHECK_OK(hs_table_expire_snapshots(t, &d, &res, &err), &err);
+    json_t *jr = json_loads(res, 0, NULL);
+    hs_string_free(res);
+    /* retain 2 of main (snaps 5, 4) + the tag (snap 1): 0, 2, 3 go */
+    CHECK(json_array_size(json_object_get(jr, "expired_snapshot_ids")) == 3);
+    size_t n_listed = json_array_size(json_object_get(jr, "deleted_files"));
+    CHECK(n_listed > 0);
+    json_decref(jr);
+    CHECK(hs_snapshot_count(t) == 6);
+    CHECK(file_exists(ml_expired));
+    /* the real thing */
+    CHECK_OK(hs_table_expire_snapshots(t, &(hs_expire_options){.struct_size = sizeof d,
+                                                               .retain_last = 2}, &res, &err),
+             &err);
+    jr = json_loads(res, 0, NULL);
+    hs_string_free(res);
+    CHECK(json_array_size(json_object_get(jr, "deleted_files")) == n_listed);
+    /* every deleted file is gone; none is reachable any more */
+    size_t i;
+    json_t *f;
+    int n_data = 0;
+    json_array_foreach(json_object_get(jr, "deleted_files"), i, f) {
+        CHECK(!file_exists(json_string_value(json_object_get(f, "path"))));
+        n_data += strcmp(json_string_value(json_object_get(f, "kind")), "data") == 0;
+    }
+    /* appends only add files: the expired snapshots' data files all stay
+     * reachable from the kept ones */
+    CHECK(n_data == 0);
+    json_decref(jr);
+    CHECK(hs_snapshot_count(t) == 3);
+    CHECK(!file_exists(ml_expired));
+    free(ml_expired);
+    /* the kept snapshots still read what they held */
+    CHECK(digest_eq(scan_digest(t, snaps[1], NULL, NULL), at[1]));
+    CHECK(digest_eq(scan_digest(t, snaps[4], NULL, NULL), at[4]));
+    CHECK(digest_eq(scan_digest(t, snaps[5], NULL, NULL), at[5]));
+    /* the history names no expired snapshot */
+    char *h = NULL;
+    CHECK_OK(hs_table_history(t, &h, &err), &err);
+    json_t *jh = json_loads(h, 0, NULL);
+    hs_string_free(h);
+    CHECK(json_array_size(jh) == 3);
+    json_t *he;
+    json_array_foreach(jh, i, he) {
+        int64_t sid = json_integer_value(json_object_get(he, "snapshot_id"));
+        CHECK(sid == snaps[1] || sid == snaps[4] || sid == snaps[5]);
+    }
+    json_decref(jh);
+    /* older than: nothing is older than an hour ago */
+    hs_expire_options ot = HS_EXPIRE_OPTIONS_INIT;
+    ot.use_older_than = 1;
+    ot.older_than_ms = now_ms() - 3600 * 1000;
+    CHECK_OK(hs_table_expire_snapshots(t, &ot, NULL, &err), &err);
+    CHECK(hs_snapshot_count(t) == 3);
+    /* dropping the tag frees snapshot 1; expiring everything but the
+     * current one now deletes the data files only snapshot 1 held (none:
+     * appends), and the snapshot-4 files the delete removed (none either:
+     * the delete wrote position deletes) */
+    CHECK_OK(hs_table_remove_tag(t, "keep", &err), &err);
+    ot.older_than_ms = now_ms() + 1000;
+    ot.retain_last = 1;
+    CHECK_OK(hs_table_expire_snapshots(t, &ot, NULL, &err), &err);
+    CHECK(hs_snapshot_count(t) == 1);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), at[5]));
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+/* expire after compaction deletes the rewritten data files and delete files */
+static void test_expire_after_compact(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("expire2"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, NULL, &err);
+    REQUIRE(t);
+    for (int k = 0; k < 4; k++)
+        CHECK_OK(append_rows(t, k * 100, 100, &err), &err);
+    CHECK_OK(hs_table_delete(t, "id % 7 = 3", NULL, &err), &err);
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", hs_table_location(t));
+    CHECK(count_files(data, ".parquet") == 8);   /* 4 data + 4 position delete files */
+    CHECK_OK(hs_table_compact(t, NULL, NULL, &err), &err);
+    CHECK(count_files(data, ".parquet") == 9);
+    hs_expire_options o = HS_EXPIRE_OPTIONS_INIT;
+    o.retain_last = 1;
+    char *res = NULL;
+    CHECK_OK(hs_table_expire_snapshots(t, &o, &res, &err), &err);
+    CHECK(strstr(res, "\"position-deletes\"") != NULL);
+    hs_string_free(res);
+    CHECK(count_files(data, ".parquet") == 1);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(400, del_mod7, NULL)));
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+/* ---- remove_orphan_files ---- */
+
+static void touch(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("junk", f);
+        fclose(f);
+    }
+}
+
+static void test_orphans(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("orphans"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, "cat", &err);
+    REQUIRE(t);
+    for (int k = 0; k < 3; k++)
+        CHECK_OK(append_rows(t, k * 50, 50, &err), &err);
+    hs_index_options io = {.kind = "inverted", .n_threads = 1};
+    CHECK_OK(hs_table_add_index(t, "id", &io, &err), &err);
+    CHECK_OK(hs_table_delete(t, "id = 7", NULL, &err), &err);
+    char loc[600];   /* a copy: the borrowed string changes with refreshes */
+    snprintf(loc, sizeof loc, "%s", hs_table_location(t));
+    char p[5][700];
+    snprintf(p[0], sizeof p[0], "%s/data/stray.parquet", loc);
+    snprintf(p[1], sizeof p[1], "%s/data/cat=c1/stray2.parquet", loc);
+    snprintf(p[2], sizeof p[2], "%s/metadata/0000-stray-m0.avro", loc);
+    snprintf(p[3], sizeof p[3], "%s/index/stray.1.inverted", loc);
+    snprintf(p[4], sizeof p[4], "%s/index/registry/stray.json", loc);
+    for (int k = 0; k < 5; k++)
+        touch(p[k]);
+    int before = count_files(loc, "");
+    digest d0 = scan_digest(t, -1, NULL, NULL);
+    /* the default window (3 days) keeps everything just written */
+    char *res = NULL;
+    CHECK_OK(hs_table_remove_orphan_files(t, NULL, &res, &err), &err);
+    CHECK(strstr(res, "\"deleted_files\":[]") != NULL);
+    hs_string_free(res);
+    /* a window that includes now: dry run lists exactly the strays */
+    hs_orphan_options o = HS_ORPHAN_OPTIONS_INIT;
+    o.use_older_than = 1;
+    o.older_than_ms = now_ms() + 5000;
+    o.dry_run = 1;
+    CHECK_OK(hs_table_remove_orphan_files(t, &o, &res, &err), &err);
+    json_t *jr = json_loads(res, 0, NULL);
+    hs_string_free(res);
+    json_t *files = json_object_get(jr, "deleted_files");
+    CHECK(json_array_size(files) == 5);
+    for (int k = 0; k < 5; k++) {
+        bool found = false;
+        size_t i;
+        json_t *f;
+        json_array_foreach(files, i, f) found |= strcmp(json_string_value(json_object_get(f, "path")), p[k]) == 0;
+        CHECK(found);
+    }
+    json_decref(jr);
+    CHECK(count_files(loc, "") == before);
+    o.dry_run = 0;
+    CHECK_OK(hs_table_remove_orphan_files(t, &o, NULL, &err), &err);
+    CHECK(count_files(loc, "") == before - 5);
+    for (int k = 0; k < 5; k++)
+        CHECK(!file_exists(p[k]));
+    /* the table reads the same, indexes included, and every snapshot too */
+    hs_index_stats is;
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), d0));
+    scan_digest(t, -1, "id = 8", &is);
+    CHECK(is.files_indexed >= 1 && is.index_files_skipped == 0);
+    for (int i = 0; i < hs_snapshot_count(t); i++) {
+        hs_snapshot_info si;
+        CHECK_OK(hs_snapshot_get(t, i, &si, &err), &err);
+        CHECK(scan_digest(t, si.snapshot_id, NULL, NULL).n >= 0);
+    }
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+/* ---- compaction ---- */
+
+static bool is_cat2(int64_t i) { return i % 5 == 2; }
+static bool is_id_17(int64_t i) { return i == 17 || i == 617; }
+
+static void test_compact(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("compact"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, NULL, &err);
+    REQUIRE(t);
+    hs_index_options io = {.kind = "inverted", .n_threads = 1};
+    CHECK_OK(hs_table_add_index(t, "cat", &io, &err), &err);
+    for (int k = 0; k < 6; k++)
+        CHECK_OK(append_rows(t, k * 200, 200, &err), &err);
+    CHECK_OK(hs_table_delete(t, "id % 7 = 3", NULL, &err), &err);
+    digest want = expect_digest(1200, del_mod7, NULL);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+    /* dry run */
+    char *res = NULL;
+    hs_compact_options o = HS_COMPACT_OPTIONS_INIT;
+    o.dry_run = 1;
+    int64_t snap0 = hs_table_current_snapshot_id(t);
+    CHECK_OK(hs_table_compact(t, &o, &res, &err), &err);
+    CHECK(strstr(res, "\"rewritten_data_files\":6") != NULL);
+    hs_string_free(res);
+    CHECK(hs_table_current_snapshot_id(t) == snap0);
+    o.dry_run = 0;
+    CHECK_OK(hs_table_compact(t, &o, &res, &err), &err);
+    json_t *jr = json_loads(res, 0, NULL);
+    hs_string_free(res);
+    CHECK(json_integer_value(json_object_get(jr, "rewritten_data_files")) == 6);
+    CHECK(json_integer_value(json_object_get(jr, "added_data_files")) == 1);
+    CHECK(json_integer_value(json_object_get(jr, "removed_delete_files")) == 6);
+    int64_t snap1 = json_integer_value(json_object_get(jr, "snapshot_id"));
+    json_decref(jr);
+    CHECK(snap1 == hs_table_current_snapshot_id(t));
+    CHECK(summary_of(t, snap1, "operation") == 1);
+    CHECK(summary_of(t, snap1, "total-data-files") == 1);
+    CHECK(summary_of(t, snap1, "total-delete-files") == 0);
+    CHECK(summary_of(t, snap1, "total-records") == want.n);
+    /* the same rows, no delete file applies, the index answers */
+    hs_scan *s = NULL;
+    CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
+    hs_scan_stats ss;
+    hs_scan_get_stats(s, &ss);
+    CHECK(ss.delete_files == 0 && ss.data_files_total == 1);
+    hs_scan_free(s);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+    hs_index_stats is;
+    CHECK(digest_eq(scan_digest(t, -1, "cat = 'c2'", &is), expect_digest(1200, del_mod7, is_cat2)));
+    CHECK(is.files_indexed == 1 && is.index_files_skipped == 0);
+    /* the old snapshot still reads its rows (time travel) */
+    CHECK(digest_eq(scan_digest(t, snap0, NULL, NULL), want));
+    /* nothing left to do: no commit */
+    CHECK_OK(hs_table_compact(t, &o, &res, &err), &err);
+    CHECK(strstr(res, "\"snapshot_id\":null") != NULL);
+    hs_string_free(res);
+    CHECK(hs_table_current_snapshot_id(t) == snap1);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+static void test_compact_partitioned(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("compactp"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, "cat", &err);
+    REQUIRE(t);
+    for (int k = 0; k < 3; k++)
+        CHECK_OK(append_rows(t, k * 100, 100, &err), &err);   /* 5 files each */
+    CHECK_OK(hs_table_delete(t, "id = 17 OR id = 617", NULL, &err), &err);
+    /* only partition c2 (the filter prunes the others) */
+    hs_compact_options o = HS_COMPACT_OPTIONS_INIT;
+    o.filter = "cat = 'c2'";
+    char *res = NULL;
+    CHECK_OK(hs_table_compact(t, &o, &res, &err), &err);
+    json_t *jr = json_loads(res, 0, NULL);
+    hs_string_free(res);
+    CHECK(json_integer_value(json_object_get(jr, "rewritten_data_files")) == 3);
+    CHECK(json_array_size(json_object_get(jr, "groups")) == 1);
+    json_decref(jr);
+    hs_scan *s = NULL;
+    CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
+    hs_scan_stats ss;
+    hs_scan_get_stats(s, &ss);
+    CHECK(ss.data_files_total == 13);
+    hs_scan_free(s);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(300, is_id_17, NULL)));
+    /* all partitions: one file each */
+    CHECK_OK(hs_table_compact(t, NULL, NULL, &err), &err);
+    CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
+    hs_scan_get_stats(s, &ss);
+    CHECK(ss.data_files_total == 5 && ss.delete_files == 0);
+    hs_scan_free(s);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(300, is_id_17, NULL)));
+    /* a small target size: bins of at most that many bytes (one file each) */
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+/* The progress callback runs after each file is read, before the commit:
+ * it commits from a second handle (an append, or a delete). */
+typedef struct race {
+    hs_table *other;
+    int what;            /* 0 append, 1 delete rows of a rewritten file, 2 cancel */
+    int calls;
+    hs_status st;
+} race;
+
+static int race_progress(void *ctx, const char *what, int64_t done, int64_t total)
+{
+    race *r = ctx;
+    if (r->calls++ != 0)
+        return 0;
+    hs_error err = {0};
+    if (r->what == 0)
+        r->st = append_rows(r->other, 5000, 10, &err);
+    else if (r->what == 1)
+        r->st = hs_table_delete(r->other, "id = 5", NULL, &err);
+    else
+        return 1;
+    if (r->st != HS_OK)
+        fprintf(stderr, "race: %s\n", err.msg);
+    return 0;
+}
+
+static bool is_5(int64_t i) { return i == 5; }
+
+static void test_compact_concurrent(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("compactc"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, NULL, &err);
+    REQUIRE(t);
+    for (int k = 0; k < 4; k++)
+        CHECK_OK(append_rows(t, k * 100, 100, &err), &err);
+    hs_table *other = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &other, &err), &err);
+    char data[600];
+    snprintf(data, sizeof data, "%s/data", hs_table_location(t));
+    /* a concurrent append survives the compaction */
+    race r = {other, 0, 0, HS_OK};
+    hs_compact_options o = HS_COMPACT_OPTIONS_INIT;
+    o.progress = race_progress;
+    o.progress_ctx = &r;
+    CHECK_OK(hs_table_compact(t, &o, NULL, &err), &err);
+    CHECK(r.st == HS_OK);
+    digest d5010 = expect_digest(400, NULL, NULL);
+    for (int64_t i = 5000; i < 5010; i++)
+        digest_add(&d5010, i);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), d5010));
+    hs_scan *s = NULL;
+    CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
+    hs_scan_stats ss;
+    hs_scan_get_stats(s, &ss);
+    CHECK(ss.data_files_total == 2);   /* the compacted file + the append */
+    hs_scan_free(s);
+    /* a concurrent delete of a rewritten row: HS_CONFLICT, the delete stays,
+     * the compaction's files are gone */
+    int files_before = count_files(data, ".parquet");
+    int64_t snap_before = hs_table_current_snapshot_id(t);
+    (void)snap_before;
+    race r2 = {other, 1, 0, HS_OK};
+    o.progress_ctx = &r2;
+    o.min_input_files = 1;
+    o.target_file_size_bytes = 1 << 30;
+    CHECK(hs_table_compact(t, &o, NULL, &err) == HS_CONFLICT);
+    CHECK(strstr(err.msg, "deleted rows") != NULL);
+    hs_err_clear(&err);
+    CHECK(r2.st == HS_OK);
+    CHECK(count_files(data, ".parquet") == files_before + 1);   /* + the delete's file only */
+    CHECK_OK(hs_table_refresh(t, &err), &err);
+    digest want = expect_digest(400, is_5, NULL);
+    for (int64_t i = 5000; i < 5010; i++)
+        digest_add(&want, i);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+    /* compacting again now succeeds and applies that delete */
+    o.progress = NULL;
+    CHECK_OK(hs_table_compact(t, &o, NULL, &err), &err);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+    /* cancel: nothing committed, nothing left behind */
+    CHECK_OK(append_rows(t, 6000, 10, &err), &err);
+    files_before = count_files(data, ".parquet");
+    int64_t snap = hs_table_current_snapshot_id(t);
+    race r3 = {other, 2, 0, HS_OK};
+    o.progress = race_progress;
+    o.progress_ctx = &r3;
+    CHECK(hs_table_compact(t, &o, NULL, &err) == HS_CANCELLED);
+    hs_err_clear(&err);
+    CHECK(hs_table_current_snapshot_id(t) == snap);
+    CHECK(count_files(data, ".parquet") == files_before);
+    hs_table_close(other);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+static void test_compact_v3_refused(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("compact3"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 3, NULL, &err);
+    REQUIRE(t);
+    CHECK_OK(append_rows(t, 0, 10, &err), &err);
+    CHECK_OK(append_rows(t, 10, 10, &err), &err);
+    int64_t snap = hs_table_current_snapshot_id(t);
+    CHECK(hs_table_compact(t, NULL, NULL, &err) == HS_UNSUPPORTED);
+    CHECK(strstr(err.msg, "row lineage") != NULL);
+    hs_err_clear(&err);
+    CHECK(hs_table_current_snapshot_id(t) == snap);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+/* ---- rewrite_manifests ---- */
+
+static void test_rewrite_manifests(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("manifests"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, NULL, &err);
+    REQUIRE(t);
+    for (int k = 0; k < 8; k++)
+        CHECK_OK(append_rows(t, k * 10, 10, &err), &err);
+    CHECK_OK(hs_table_delete(t, "id = 5", NULL, &err), &err);
+    hs_scan *s = NULL;
+    hs_scan_stats ss;
+    CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
+    hs_scan_get_stats(s, &ss);
+    CHECK(ss.manifests_total == 8);
+    hs_scan_free(s);
+    char *res = NULL;
+    CHECK_OK(hs_table_rewrite_manifests(t, NULL, &res, &err), &err);
+    json_t *jr = json_loads(res, 0, NULL);
+    hs_string_free(res);
+    CHECK(json_integer_value(json_object_get(jr, "rewritten_manifests")) == 8);
+    CHECK(json_integer_value(json_object_get(jr, "kept_manifests")) == 1);  /* the deletes */
+    json_decref(jr);
+    CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
+    hs_scan_get_stats(s, &ss);
+    CHECK(ss.manifests_total == 1 && ss.data_files_total == 8 && ss.delete_files == 1);
+    hs_scan_free(s);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(80, is_5, NULL)));
+    CHECK(summary_of(t, hs_table_current_snapshot_id(t), "operation") == 1);
+    /* nothing to merge now */
+    CHECK_OK(hs_table_rewrite_manifests(t, NULL, &res, &err), &err);
+    CHECK(strstr(res, "\"snapshot_id\":null") != NULL);
+    hs_string_free(res);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+/* ---- cherrypick ---- */
+
+static void test_cherrypick(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path("pick"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, NULL, &err);
+    REQUIRE(t);
+    CHECK_OK(append_rows(t, 0, 10, &err), &err);
+    int64_t a = hs_table_current_snapshot_id(t);
+    CHECK_OK(append_rows(t, 10, 10, &err), &err);
+    int64_t b = hs_table_current_snapshot_id(t);
+    CHECK(hs_table_cherrypick_snapshot(t, b, &err) == HS_INVALID);   /* an ancestor */
+    hs_err_clear(&err);
+    CHECK(hs_table_cherrypick_snapshot(t, 12345, &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    /* fast-forward: b's parent is current again after the rollback */
+    CHECK_OK(hs_table_rollback_to_snapshot(t, a, &err), &err);
+    CHECK_OK(hs_table_cherrypick_snapshot(t, b, &err), &err);
+    CHECK(hs_table_current_snapshot_id(t) == b);
+    /* a real pick: roll back, append c, pick b onto c */
+    CHECK_OK(hs_table_rollback_to_snapshot(t, a, &err), &err);
+    CHECK_OK(append_rows(t, 100, 10, &err), &err);
+    CHECK_OK(hs_table_cherrypick_snapshot(t, b, &err), &err);
+    int64_t p = hs_table_current_snapshot_id(t);
+    CHECK(p != b);
+    CHECK(summary_of(t, p, "source-snapshot-id") == b);
+    CHECK(summary_of(t, p, "added-records") == 10);
+    CHECK(summary_of(t, p, "total-records") == 30);
+    digest want = expect_digest(20, NULL, NULL);
+    for (int64_t i = 100; i < 110; i++)
+        digest_add(&want, i);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+    CHECK(hs_table_cherrypick_snapshot(t, b, &err) == HS_INVALID);   /* picked already */
+    hs_err_clear(&err);
+    /* deletes cannot be picked onto another parent */
+    CHECK_OK(hs_table_delete(t, "id = 3", NULL, &err), &err);
+    int64_t d = hs_table_current_snapshot_id(t);
+    CHECK_OK(hs_table_rollback_to_snapshot(t, a, &err), &err);
+    CHECK_OK(append_rows(t, 200, 1, &err), &err);
+    CHECK(hs_table_cherrypick_snapshot(t, d, &err) == HS_UNSUPPORTED);
+    hs_err_clear(&err);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+int main(void)
+{
+    HS_RUN(test_expire);
+    HS_RUN(test_expire_after_compact);
+    HS_RUN(test_orphans);
+    HS_RUN(test_compact);
+    HS_RUN(test_compact_partitioned);
+    HS_RUN(test_compact_concurrent);
+    HS_RUN(test_compact_v3_refused);
+    HS_RUN(test_rewrite_manifests);
+    HS_RUN(test_cherrypick);
+    return hs_test_summary();
+}
