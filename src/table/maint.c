@@ -61,6 +61,7 @@
 #include "base/mem.h"
 #include "base/numfmt.h"
 #include "base/opts.h"
+#include "columnar/arrow_c.h"
 #include "index/registry.h"
 #include "io/io.h"
 
@@ -1078,6 +1079,75 @@ static hs_status collect_batch(void *ctx, hs_batch *b, hs_error *err)
     return st;
 }
 
+/* The rows of a list of plan files (deletes applied), one file read at a
+ * time, as a batch source for tbl_rewrite_stream.  The stream owns the
+ * source; what went wrong (cancel included) is kept in *out_st / out_err,
+ * which the caller owns. */
+typedef struct bin_src {
+    const tbl_plan *p;
+    const hs_field *schema;
+    hs_buf files;                 /* int: plan indexes (owned copy) */
+    size_t next_file;
+    hs_buf queue;                 /* hs_batch *: batches of the file read last */
+    size_t qpos;
+    const hs_compact_options *o;
+    int64_t *done, total;
+    hs_status *out_st;
+    hs_error *out_err;
+} bin_src;
+
+static hs_status queue_batch(void *ctx, hs_batch *b, hs_error *err)
+{
+    if (HS_VEC_PUSH((hs_buf *)ctx, hs_batch *, b) != HS_OK) {
+        hs_batch_free(b);
+        return hs_err_nomem(err, 8);
+    }
+    return HS_OK;
+}
+
+static void bin_src_drain(bin_src *s)
+{
+    for (size_t i = s->qpos; i < HS_VEC_LEN(&s->queue, hs_batch *); i++)
+        hs_batch_free(HS_VEC_AT(&s->queue, hs_batch *, i));
+    hs_buf_reset(&s->queue);
+    s->qpos = 0;
+}
+
+static hs_status bin_src_next(void *ctx, hs_batch **out, hs_error *err)
+{
+    bin_src *s = ctx;
+    *out = NULL;
+    while (s->qpos == HS_VEC_LEN(&s->queue, hs_batch *) &&
+           s->next_file < HS_VEC_LEN(&s->files, int)) {
+        bin_src_drain(s);
+        const tbl_plan_file *f = &s->p->files[HS_VEC_AT(&s->files, int, s->next_file++)];
+        hs_status st = tbl_read_file(f, s->schema, NULL, 0, queue_batch, &s->queue, NULL, NULL,
+                                     s->out_err);
+        *s->done += f->record_count;
+        if (st == HS_OK && s->o->progress &&
+            s->o->progress(s->o->progress_ctx, "compact", *s->done, s->total))
+            st = hs_err_set(s->out_err, HS_CANCELLED, "compact: cancelled after %lld of %lld "
+                            "rows; nothing was committed", (long long)*s->done,
+                            (long long)s->total);
+        if (st != HS_OK) {
+            *s->out_st = st;
+            return hs_err_set(err, st, "%s", s->out_err->msg);
+        }
+    }
+    if (s->qpos < HS_VEC_LEN(&s->queue, hs_batch *))
+        *out = HS_VEC_AT(&s->queue, hs_batch *, s->qpos++);
+    return HS_OK;
+}
+
+static void bin_src_close(void *ctx)
+{
+    bin_src *s = ctx;
+    bin_src_drain(s);
+    hs_buf_free(&s->queue);
+    hs_buf_free(&s->files);
+    hs_free(s);
+}
+
 static int cmp_size_desc(const void *a, const void *b, void *ctx)
 {
     const tbl_plan *p = ctx;
@@ -1286,7 +1356,44 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     bool work = n_in > 0 && !opt->dry_run;
     if (st == HS_OK && work)
         st = tbl_rewrite_begin(t, "replace", cc.planned, compact_check, &cc, &rw, err);
-    for (size_t b = 0; st == HS_OK && work && b < HS_VEC_LEN(&bins, bin); b++) {
+    /* without declared indexes, each bin streams through the append path
+     * (memory bounded by hyperstream.write.buffer-bytes, files rolled at
+     * the target); sidecars are built from a whole file's rows in memory,
+     * so an indexed table's bin is read whole and written as one file per
+     * partition */
+    bool indexed = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY) != NULL;
+    for (size_t b = 0; st == HS_OK && work && !indexed && b < HS_VEC_LEN(&bins, bin); b++) {
+        const bin *bb = &HS_VEC_AT(&bins, bin, b);
+        hs_status src_st = HS_OK;
+        hs_error src_err;
+        hs_err_clear(&src_err);
+        bin_src *bs = hs_calloc(1, sizeof *bs);
+        hs_batch_source src = {0};
+        if (!bs || hs_buf_append(&bs->files, bb->files.data, bb->files.len) != HS_OK ||
+            hs_field_copy(&sc->root, &src.schema) != HS_OK) {
+            if (bs)
+                bin_src_close(bs);
+            st = hs_err_nomem(err, 64);
+            break;
+        }
+        bs->p = p;
+        bs->schema = &sc->root;
+        bs->o = opt;
+        bs->done = &done;
+        bs->total = total_rows;
+        bs->out_st = &src_st;
+        bs->out_err = &src_err;
+        src.next = bin_src_next;
+        src.close = bin_src_close;
+        src.ctx = bs;
+        struct ArrowArrayStream in;
+        st = hs_arrow_export_stream(&src, &in, err);
+        if (st == HS_OK)
+            st = tbl_rewrite_stream(rw, &in, target, err);
+        if (src_st != HS_OK)   /* the source's own error (cancel), not the stream's form */
+            st = hs_err_set(err, src_st, "%s", src_err.msg);
+    }
+    for (size_t b = 0; st == HS_OK && work && indexed && b < HS_VEC_LEN(&bins, bin); b++) {
         const bin *bb = &HS_VEC_AT(&bins, bin, b);
         hs_batch *acc = NULL;
         st = hs_batch_create(&sc->root, 0, &acc, err);

@@ -295,6 +295,11 @@ HS_MUST_USE hs_status tbl_rewrite_begin(hs_table *t, const char *operation,
 int64_t tbl_rewrite_snapshot_id(const tbl_rewrite *rw);
 /* Writes rows (the current schema; borrowed) as data files + one manifest. */
 HS_MUST_USE hs_status tbl_rewrite_rows(tbl_rewrite *rw, const hs_batch *rows, hs_error *err);
+/* Writes the rows of stream `in` (moved) as an append does: memory bounded
+ * by hyperstream.write.buffer-bytes, files rolled at `target` bytes (0 =
+ * the table property), one manifest. */
+HS_MUST_USE hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStream *in,
+                                         int64_t target, hs_error *err);
 /* Removes plan files (remove_file[i]) and delete entries (remove_del: keys
  * int manifest index, and int64_t[2] {manifest index, entry index}; may be
  * NULL) by rewriting their manifests; counts the removed data files. */

@@ -106,6 +106,7 @@ typedef struct tbl_wop {
     hs_status (*check)(void *ctx, const ice_table_metadata *base, hs_error *err);
     void *check_ctx;
     ice_kv extra_summary;           /* more summary keys (tbl_rewrite_summary) */
+    int64_t target_file_size;       /* 0 = write.target-file-size-bytes */
 } tbl_wop;
 
 typedef struct pv_owned {
@@ -1583,7 +1584,9 @@ static hs_status append_stream(tbl_wop *op, struct ArrowArrayStream *in, hs_erro
     ap.budget = prop_i64(t, "hyperstream.write.buffer-bytes", APPEND_BUFFER_DEFAULT);
     if (ap.budget < (1 << 20))
         ap.budget = 1 << 20;
-    ap.target = prop_i64(t, "write.target-file-size-bytes", TARGET_FILE_DEFAULT);
+    ap.target = op->target_file_size > 0
+                    ? op->target_file_size
+                    : prop_i64(t, "write.target-file-size-bytes", TARGET_FILE_DEFAULT);
     int64_t limit = ap.indexed ? ap.budget / 4 : ap.budget / 2;
     hs_batch_source src = {0};
     HS_TRY(hs_arrow_import_stream(in, &src, err));
@@ -2379,6 +2382,13 @@ hs_status tbl_rewrite_rows(tbl_rewrite *rw, const hs_batch *rows, hs_error *err)
     if (!rows || rows->n_rows == 0)
         return HS_OK;
     return write_rows(&rw->op, rows, err);
+}
+
+hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStream *in, int64_t target,
+                             hs_error *err)
+{
+    rw->op.target_file_size = target;
+    return append_stream(&rw->op, in, err);
 }
 
 hs_status tbl_rewrite_remove(tbl_rewrite *rw, const tbl_plan *p, const bool *remove_file,
