@@ -273,9 +273,10 @@ static hs_status reach_all(const ice_table_metadata *m, fset *out, hs_error *err
 
 /* The registry version named by metadata m (rel = its property value) with
  * its sidecars, added to out (registry and index kinds).  An unreadable
- * registry is kept (its file added) but lists nothing. */
+ * registry is kept (its file added) but lists nothing, unless strict: then
+ * a registry that exists but cannot be read or parsed fails the call. */
 static hs_status reach_registry(const char *location, const char *rel, fset *out,
-                                ix_registry *reg_out, hs_error *err)
+                                ix_registry *reg_out, bool strict, hs_error *err)
 {
     if (!rel)
         return HS_OK;
@@ -286,8 +287,12 @@ static hs_status reach_registry(const char *location, const char *rel, fset *out
     ix_registry reg = {0};
     hs_error e;
     hs_err_clear(&e);
-    if (st == HS_OK && ix_registry_load(location, rel, &reg, &e) != HS_OK)
+    hs_status ls = st == HS_OK ? ix_registry_load(location, rel, &reg, &e) : HS_OK;
+    if (ls != HS_OK) {
         memset(&reg, 0, sizeof reg);
+        if (strict && ls != HS_NOT_FOUND)
+            st = hs_err_set(err, ls, "%s (nothing was deleted)", e.msg);
+    }
     for (int i = 0; st == HS_OK && i < reg.n_entries; i++) {
         if (ix_resolve_path(location, reg.entries[i].index_file, &p) != HS_OK)
             st = hs_err_nomem(err, 256);
@@ -302,10 +307,13 @@ static hs_status reach_registry(const char *location, const char *rel, fset *out
     return st;
 }
 
-/* The registry property of each metadata-log file (readable ones), in
- * `rels` (char *, owned). */
+/* The registry property of each metadata-log file, in `rels` (char *,
+ * owned).  strict (orphan removal, where a registry not read would have its
+ * sidecars taken for orphans): a file that exists but cannot be read or
+ * parsed fails the call; otherwise (expiry, where it only means deleting
+ * less) it is skipped.  A metadata file that is gone names nothing. */
 static hs_status logged_registries(const ice_table_metadata *m, hs_buf *rels, fset *meta_files,
-                                   hs_error *err)
+                                   bool strict, hs_error *err)
 {
     for (int i = 0; i < m->n_metadata_log; i++) {
         const char *file = m->metadata_log[i].file;
@@ -314,12 +322,20 @@ static hs_status logged_registries(const ice_table_metadata *m, hs_buf *rels, fs
         hs_buf text = {0};
         hs_error e;
         hs_err_clear(&e);
-        if (cat_io_read_all(tbl_local(file), &text, &e) != HS_OK) {
+        hs_status rs = cat_io_read_all(tbl_local(file), &text, &e);
+        if (rs != HS_OK) {
             hs_buf_free(&text);
+            if (strict && rs != HS_NOT_FOUND)
+                return hs_err_set(err, rs, "metadata log: %s", e.msg);
             continue;
         }
         ice_table_metadata old = {0};
-        if (ice_metadata_parse((const char *)text.data, text.len, &old, &e) == HS_OK) {
+        hs_status ps = ice_metadata_parse((const char *)text.data, text.len, &old, &e);
+        if (ps != HS_OK && strict) {
+            hs_buf_free(&text);
+            return hs_err_set(err, ps, "metadata log: %s: %s", file, e.msg);
+        }
+        if (ps == HS_OK) {
             const char *rel = ice_kv_get(&old.properties, IX_REGISTRY_PROPERTY);
             char *c = rel ? hs_strdup(rel) : NULL;
             if (rel && (!c || HS_VEC_PUSH(rels, char *, c) != HS_OK)) {
@@ -356,9 +372,10 @@ static void delete_files(const fset *del, json_t *failed)
             if (fset_kind(del, i) != order[o])
                 continue;
             const char *p = fset_path(del, i);
-            if (unlink(p) != 0 && errno != ENOENT && failed)
-                json_array_append_new(failed, json_pack("{s:s,s:s}", "path", p,
-                                                        "error", strerror(errno)));
+            hs_error e;
+            hs_err_clear(&e);
+            if (cat_io_unlink(p, &e) != HS_OK && failed)
+                json_array_append_new(failed, json_pack("{s:s,s:s}", "path", p, "error", e.msg));
         }
 }
 
@@ -542,7 +559,7 @@ static hs_status expired_files(const expire_ctx *c, const ice_table_metadata *be
     const char *cur = ice_kv_get(&after->properties, IX_REGISTRY_PROPERTY);
     fset cur_files = {0};
     if (st == HS_OK)
-        st = reach_registry(after->location, cur, &cur_files, NULL, err);
+        st = reach_registry(after->location, cur, &cur_files, NULL, false, err);
     if (st == HS_OK && cur) {
         char *cc = hs_strdup(cur);
         if (!cc || HS_VEC_PUSH(&rels, char *, cc) != HS_OK) {
@@ -551,7 +568,7 @@ static hs_status expired_files(const expire_ctx *c, const ice_table_metadata *be
         }
     }
     if (st == HS_OK)
-        st = logged_registries(after, &rels, NULL, err);
+        st = logged_registries(after, &rels, NULL, false, err);
     hs_buf p = {0};
     for (size_t r = 0; st == HS_OK && r < HS_VEC_LEN(&rels, char *); r++) {
         const char *rel = HS_VEC_AT(&rels, char *, r);
@@ -768,12 +785,12 @@ hs_status hs_table_remove_orphan_files(hs_table *t, const hs_orphan_options *opt
     if (st == HS_OK)
         st = fset_add(&keep, t->metadata_location, FK_METADATA, err);
     if (st == HS_OK)
-        st = logged_registries(m, &rels, &keep, err);
+        st = logged_registries(m, &rels, &keep, true, err);
     if (st == HS_OK)
         st = reach_registry(m->location, ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY),
-                            &keep, NULL, err);
+                            &keep, NULL, true, err);
     for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&rels, char *); i++)
-        st = reach_registry(m->location, HS_VEC_AT(&rels, char *, i), &keep, NULL, err);
+        st = reach_registry(m->location, HS_VEC_AT(&rels, char *, i), &keep, NULL, true, err);
     /* the same files by their canonical names (relative or symlinked
      * locations, "//"): a file is kept when either name matches */
     for (size_t i = 0, n = fset_len(&keep); st == HS_OK && i < n; i++) {

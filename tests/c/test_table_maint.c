@@ -15,6 +15,7 @@
 #include "harness.h"
 
 #include "base/mem.h"
+#include "catalog/catalog.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/index.h"
@@ -451,6 +452,25 @@ static void test_orphans(void)
     CHECK(count_files(loc, "") == before - 5);
     for (int k = 0; k < 5; k++)
         CHECK(!file_exists(p[k]));
+    /* a registry that cannot be read (here: a directory in its place) fails
+     * the call: its sidecars must not pass for orphans */
+    char *props = NULL;
+    CHECK_OK(hs_table_properties(t, &props, &err), &err);
+    json_t *jp = json_loads(props, 0, NULL);
+    hs_string_free(props);
+    char reg[800], bak[820];
+    snprintf(reg, sizeof reg, "%s/%s", loc,
+             json_string_value(json_object_get(jp, "hyperstream.index-registry")));
+    json_decref(jp);
+    snprintf(bak, sizeof bak, "%s.bak", reg);
+    int n_index = count_files(loc, ".inverted");
+    CHECK(n_index > 0 && rename(reg, bak) == 0 && mkdir(reg, 0755) == 0);
+    hs_status ost = hs_table_remove_orphan_files(t, &o, NULL, &err);
+    CHECK(ost != HS_OK);
+    CHECK(strstr(err.msg, "index registry") != NULL);
+    hs_err_clear(&err);
+    CHECK(count_files(loc, ".inverted") == n_index);
+    CHECK(rmdir(reg) == 0 && rename(bak, reg) == 0);
     /* the table reads the same, indexes included, and every snapshot too */
     hs_index_stats is;
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), d0));
@@ -789,6 +809,169 @@ static void test_cherrypick(void)
     CHECK(hs_mem_live_count() == live0);
 }
 
+
+/* ---- faults: every I/O step of compaction and expiry fails once ---- */
+
+/* io hook: at the first removal of a data file, the next fault point (the
+ * next removal) fails. */
+static void fail_next_unlink(const char *what, void *ctx)
+{
+    int *armed = ctx;
+    size_t n = strlen(what);
+    if (n > 8 && strcmp(what + n - 8, ".parquet") == 0 && !*armed) {
+        *armed = 1;
+        cat_set_io_fault(1);
+    }
+}
+
+static void fault_loop(bool indexed)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(tmp_path(indexed ? "faultsi" : "faults"), &cat, &err), &err);
+    hs_table *t = create_table(cat, "t", 2, "cat", &err);
+    REQUIRE(t);
+    if (indexed) {
+        hs_index_options io = {.kind = "inverted", .n_threads = 1};
+        CHECK_OK(hs_table_add_index(t, "id", &io, &err), &err);
+    }
+    for (int k = 0; k < 3; k++)
+        CHECK_OK(append_rows(t, k * 40, 40, &err), &err);
+    CHECK_OK(hs_table_delete(t, "id % 7 = 3", NULL, &err), &err);
+    digest want = expect_digest(120, del_mod7, NULL);
+    char loc[600];
+    snprintf(loc, sizeof loc, "%s", hs_table_location(t));
+    int files0 = count_files(loc, "");
+    int64_t snap0 = hs_table_current_snapshot_id(t);
+    int k, failures = 0;
+    hs_status st = HS_IO;
+    for (k = 1; k < 400 && st != HS_OK; k++) {
+        cat_set_io_fault(k);
+        st = hs_table_compact(t, NULL, NULL, &err);
+        cat_set_io_fault(0);
+        hs_err_clear(&err);
+        hs_table *r = NULL;
+        CHECK_OK(hs_table_open(cat, "t", &r, &err), &err);
+        digest got = scan_digest(r, -1, NULL, NULL);
+        CHECK(digest_eq(got, want));
+        if (st != HS_OK && hs_table_current_snapshot_id(r) == snap0) {
+            failures++;
+            CHECK(count_files(loc, "") == files0);   /* nothing left behind */
+        }
+        hs_table_close(r);
+        if (st != HS_OK)
+            CHECK_OK(hs_table_refresh(t, &err), &err);
+    }
+    CHECK(st == HS_OK && failures > 3);
+    hs_index_stats is;
+    CHECK(digest_eq(scan_digest(t, -1, "id = 8", &is), (digest){1, 8, 64}));
+    if (indexed)   /* every partition's new file has its sidecar */
+        CHECK(is.files_indexed == is.files_planned && is.files_planned == 5 &&
+              is.index_files_skipped == 0);
+    /* expiry: a failed commit deletes nothing; a failed delete is reported */
+    st = HS_IO;
+    for (k = 1; k < 400 && st != HS_OK; k++) {
+        hs_expire_options o = HS_EXPIRE_OPTIONS_INIT;
+        o.retain_last = 1;
+        char *res = NULL;
+        cat_set_io_fault(k);
+        st = hs_table_expire_snapshots(t, &o, &res, &err);
+        cat_set_io_fault(0);
+        hs_err_clear(&err);
+        hs_string_free(res);
+        hs_table *r = NULL;
+        CHECK_OK(hs_table_open(cat, "t", &r, &err), &err);
+        CHECK(digest_eq(scan_digest(r, -1, NULL, NULL), want));
+        /* every remaining snapshot still reads */
+        for (int i = 0; i < hs_snapshot_count(r); i++) {
+            hs_snapshot_info si;
+            CHECK_OK(hs_snapshot_get(r, i, &si, &err), &err);
+            CHECK(scan_digest(r, si.snapshot_id, NULL, NULL).n >= 0);
+        }
+        hs_table_close(r);
+        if (st != HS_OK)
+            CHECK_OK(hs_table_refresh(t, &err), &err);
+    }
+    CHECK(st == HS_OK && hs_snapshot_count(t) == 1);
+    /* a delete that fails after the commit is reported, not raised */
+    CHECK_OK(hs_table_compact(t, &(hs_compact_options){.struct_size = sizeof(hs_compact_options),
+                                                        .min_input_files = 1}, NULL, &err), &err);
+    CHECK_OK(append_rows(t, 1000, 5, &err), &err);
+    digest_add(&want, 1000);
+    digest_add(&want, 1001);
+    digest_add(&want, 1002);
+    digest_add(&want, 1003);
+    digest_add(&want, 1004);
+    hs_expire_options eo = HS_EXPIRE_OPTIONS_INIT;
+    eo.retain_last = 1;
+    char *er = NULL;
+    int armed = 0;
+    cat_set_io_hook(fail_next_unlink, &armed);
+    CHECK_OK(hs_table_expire_snapshots(t, &eo, &er, &err), &err);
+    cat_set_io_hook(NULL, NULL);
+    cat_set_io_fault(0);
+    CHECK(er && strstr(er, "\"delete_errors\":[{") != NULL);
+    hs_string_free(er);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+    /* orphan removal with a fault at each step: an unreadable registry or
+     * metadata file fails the call, never lets referenced sidecars or files
+     * pass for orphans */
+    st = HS_IO;
+    for (k = 1; k < 400 && st != HS_OK; k++) {
+        hs_orphan_options oo = HS_ORPHAN_OPTIONS_INIT;
+        oo.use_older_than = 1;
+        oo.older_than_ms = now_ms() + 5000;
+        oo.dry_run = 1;
+        char *dr = NULL;
+        cat_set_io_fault(k);
+        st = hs_table_remove_orphan_files(t, &oo, &dr, &err);
+        cat_set_io_fault(0);
+        hs_err_clear(&err);
+        if (st == HS_OK) {
+            /* what the failed delete and the failed attempts left */
+            CHECK(strstr(dr, "\"deleted_files\":[{") != NULL);
+            hs_string_free(dr);
+            break;
+        }
+        CHECK(st == HS_IO);
+    }
+    CHECK(st == HS_OK && k > 1);
+    for (k = 1; k < 400; k++) {
+        hs_orphan_options oo = HS_ORPHAN_OPTIONS_INIT;
+        oo.use_older_than = 1;
+        oo.older_than_ms = now_ms() + 5000;
+        cat_set_io_fault(k);
+        st = hs_table_remove_orphan_files(t, &oo, NULL, &err);
+        int64_t reached = cat_io_fault_count();
+        cat_set_io_fault(0);
+        hs_err_clear(&err);
+        CHECK(digest_eq(scan_digest(t, -1, "id = 8", &is), (digest){1, 8, 64}));
+        if (indexed)
+            CHECK(is.files_indexed == is.files_planned && is.index_files_skipped == 0);
+        CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+        if (reached < k)
+            break;   /* the fault was never reached: every step ran */
+    }
+    /* the orphans are all gone now */
+    hs_orphan_options oo = HS_ORPHAN_OPTIONS_INIT;
+    oo.use_older_than = 1;
+    oo.older_than_ms = now_ms() + 5000;
+    oo.dry_run = 1;
+    char *res = NULL;
+    CHECK_OK(hs_table_remove_orphan_files(t, &oo, &res, &err), &err);
+    CHECK(strstr(res, "\"deleted_files\":[]") != NULL);
+    hs_string_free(res);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    cleanup_caches();
+    CHECK(hs_mem_live_count() == live0);
+}
+
+static void test_faults(void) { fault_loop(false); }
+static void test_faults_indexed(void) { fault_loop(true); }
+
 int main(void)
 {
     HS_RUN(test_expire);
@@ -800,5 +983,7 @@ int main(void)
     HS_RUN(test_compact_v3_refused);
     HS_RUN(test_rewrite_manifests);
     HS_RUN(test_cherrypick);
+    HS_RUN(test_faults);
+    HS_RUN(test_faults_indexed);
     return hs_test_summary();
 }
