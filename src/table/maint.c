@@ -1018,6 +1018,38 @@ typedef struct compact_ctx {
     const char *ident;
 } compact_ctx;
 
+/* Whether a delete file without referenced_data_file may hold positions of
+ * a rewritten file: its file_path bounds (lower <= path <= upper, bytewise;
+ * truncated bounds still enclose the paths) include one, or it has none.
+ * Equality deletes may apply to any file. */
+static bool delete_may_apply(const compact_ctx *c, const ice_data_file *df)
+{
+    if (df->content != ICE_CONTENT_POSITION_DELETES)
+        return true;
+    const ice_id_bytes *lo = NULL, *hi = NULL;
+    for (int k = 0; k < df->n_lower_bounds; k++)
+        if (df->lower_bounds[k].id == ICE_FIELD_ID_FILE_PATH && df->lower_bounds[k].p)
+            lo = &df->lower_bounds[k];
+    for (int k = 0; k < df->n_upper_bounds; k++)
+        if (df->upper_bounds[k].id == ICE_FIELD_ID_FILE_PATH && df->upper_bounds[k].p)
+            hi = &df->upper_bounds[k];
+    if (!lo || !hi)
+        return true;
+    for (int i = 0; i < c->p->n_files; i++) {
+        if (!c->rewrite[i])
+            continue;
+        const char *path = c->p->files[i].path;
+        size_t n = strlen(path);
+        int a = memcmp(path, lo->p, n < lo->len ? n : lo->len);
+        int b = memcmp(path, hi->p, n < hi->len ? n : hi->len);
+        bool ge_lo = a > 0 || (a == 0 && n >= lo->len);
+        bool le_hi = b < 0 || (b == 0 && n <= hi->len);
+        if (ge_lo && le_hi)
+            return true;
+    }
+    return false;
+}
+
 /* Whether a snapshot committed since planning conflicts (header comment). */
 static hs_status compact_check_snapshot(compact_ctx *c, const ice_table_metadata *base,
                                         const ice_snapshot *s, hs_error *err)
@@ -1047,7 +1079,8 @@ static hs_status compact_check_snapshot(compact_ctx *c, const ice_table_metadata
             const char *hit = NULL;
             if (df->content != ICE_CONTENT_DATA && e->status == ICE_STATUS_ADDED) {
                 const char *r = df->referenced_data_file;
-                if (!r || hs_map_get(&c->paths, tbl_local(r), strlen(tbl_local(r)), NULL))
+                if (r ? hs_map_get(&c->paths, tbl_local(r), strlen(tbl_local(r)), NULL)
+                      : delete_may_apply(c, df))
                     hit = r ? r : df->file_path;
             } else if (df->content == ICE_CONTENT_DATA && e->status == ICE_STATUS_DELETED) {
                 const char *pth = tbl_local(df->file_path);
