@@ -352,3 +352,46 @@ def test_java_reads_compacted_and_expired(table, tmp_path):
         h.close()
     got = sorted((r["id"], r["cat"], float(r["v"])) for r in rows)
     assert got == expected(batches, "id % 7 <> 3")
+
+
+def _cli():
+    build = os.environ.get("HS_BUILD", str(REPO / "build"))
+    hs = pathlib.Path(build if os.path.isabs(build) else REPO / build) / "hyperstream"
+    require(hs.exists(), f"{hs} not built")
+    return str(hs)
+
+
+def test_cli_maintenance(tmp_path):
+    import subprocess
+    hs = _cli()
+
+    def run(*args, rc=0):
+        p = subprocess.run([hs, "table", *args], capture_output=True, text=True)
+        assert p.returncode == rc, p.stderr
+        return json.loads(p.stdout) if p.stdout.strip() else None
+
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "cat": f"c{i % 5}", "v": float(i % 97)}) + "\n"
+                           for i in range(30)))
+    t = str(tmp_path / "t")
+    run("create", t, "--like", str(src), "--format", "jsonl")
+    for _ in range(3):
+        run("append", t, str(src), "--format", "jsonl")
+    run("delete", t, "--filter", "id = 4")
+    plan = run("compact", t, "--dry-run")
+    assert plan["rewritten_data_files"] == 3 and plan["snapshot_id"] is None
+    done = run("compact", t, "--min-files", "2")
+    assert done["added_data_files"] == 1 and done["removed_delete_files"] == 3
+    assert run("rewrite-manifests", t, "--dry-run")["dry_run"] is True
+    exp = run("expire", t, "--retain-last", "1")
+    assert len(exp["expired_snapshot_ids"]) == 4   # 3 appends + the delete
+    assert all(not os.path.exists(f["path"]) for f in exp["deleted_files"])
+    assert run("remove-orphans", t, "--older-than", "2999-01-01T00:00:00",
+               "--dry-run")["deleted_files"] == []
+    run("cherrypick", t, "12345", rc=1)
+    run("expire", t, "--retain-last", "x", rc=2)
+    table = hdb.Table(t)
+    rows = sorted(r for r in rows_of(StaticTable.from_metadata(table.metadata_location)
+                                     .scan().to_arrow()))
+    want = sorted((i, f"c{i % 5}", float(i % 97)) for i in range(30) if i != 4) * 3
+    assert rows == sorted(want)
