@@ -600,7 +600,8 @@ static void test_compact_partitioned(void)
  * it commits from a second handle (an append, or a delete). */
 typedef struct race {
     hs_table *other;
-    int what;            /* 0 append, 1 delete rows of a rewritten file, 2 cancel */
+    int what;            /* 0 append, 1 delete rows of a rewritten file, 2 cancel,
+                          * 3 compact */
     int calls;
     hs_status st;
     const char *del_filter;   /* what == 1; NULL = "id = 5" */
@@ -616,6 +617,8 @@ static int race_progress(void *ctx, const char *what, int64_t done, int64_t tota
         r->st = append_rows(r->other, 5000, 10, &err);
     else if (r->what == 1)
         r->st = hs_table_delete(r->other, r->del_filter ? r->del_filter : "id = 5", NULL, &err);
+    else if (r->what == 3)
+        r->st = hs_table_compact(r->other, NULL, NULL, &err);
     else
         return 1;
     if (r->st != HS_OK)
@@ -678,6 +681,20 @@ static void test_compact_concurrent(void)
     /* compacting again now succeeds and applies that delete */
     o.progress = NULL;
     CHECK_OK(hs_table_compact(t, &o, NULL, &err), &err);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
+    /* two compactions at once: the second to commit fails, rows unchanged */
+    CHECK_OK(append_rows(t, 7000, 10, &err), &err);
+    CHECK_OK(append_rows(t, 7010, 10, &err), &err);
+    for (int64_t i = 7000; i < 7020; i++)
+        digest_add(&want, i);
+    race r4 = {other, 3, 0, HS_OK};
+    o.progress = race_progress;
+    o.progress_ctx = &r4;
+    o.min_input_files = 2;
+    CHECK(hs_table_compact(t, &o, NULL, &err) == HS_CONFLICT);
+    hs_err_clear(&err);
+    CHECK(r4.st == HS_OK);
+    CHECK_OK(hs_table_refresh(t, &err), &err);
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
     /* cancel: nothing committed, nothing left behind */
     CHECK_OK(append_rows(t, 6000, 10, &err), &err);

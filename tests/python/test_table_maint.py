@@ -197,6 +197,9 @@ def test_expire_deletes_exactly_the_unreachable(table):
     meta_before = t.metadata_location
     reach_before = reach(meta_before)
     old_sidecars = [p for ps in registry_sidecars_of_versions(t).values() for p in ps]
+    reg_dir = pathlib.Path(t.location) / "index" / "registry"
+    registries = {str(f): json.loads(f.read_text()) for f in reg_dir.glob("*.json")}
+    current_reg = str(pathlib.Path(t.location) / t.properties["hyperstream.index-registry"])
     dry = t.expire_snapshots(retain_last=1, dry_run=True)
     assert t.metadata_location == meta_before
     r = t.expire_snapshots(retain_last=1)
@@ -218,6 +221,12 @@ def test_expire_deletes_exactly_the_unreachable(table):
     for p in old_sidecars:
         live = any(p in ps for ps in registry_sidecars(t).values())
         assert os.path.exists(p) == live
+    # registry versions: deleted exactly when not current, with entries, none
+    # of which names a data file a remaining snapshot reaches
+    want_gone = {f for f, reg in registries.items()
+                 if f != current_reg and reg["entries"]
+                 and not any(_local(e["data-file"]) in reach_after for e in reg["entries"])}
+    assert want_gone and {p for p, k in deleted.items() if k == "index-registry"} == want_gone
     assert rows_of(t.to_arrow()) == want
     assert pyiceberg_rows(t) == want
     ex = t.explain(filter="cat = 'c4'")
