@@ -1273,10 +1273,6 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         return hs_err_set(err, HS_INVALID, "compact: negative target size or file count");
     HS_TRY(hs_table_refresh(t, err));
     const ice_table_metadata *m = &t->meta;
-    if (m->format_version >= 3)
-        return hs_err_set(err, HS_UNSUPPORTED, "compact: %s is a format v3 table; rewriting its "
-                          "rows would have to copy their row lineage (_row_id), which this "
-                          "build does not do yet", t->ident);
     int64_t target = opt->target_file_size_bytes
                          ? opt->target_file_size_bytes
                          : prop_i64(m, "write.target-file-size-bytes", (int64_t)512 << 20);
@@ -1412,7 +1408,29 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
      * so an indexed table's bin is read whole and written as one file per
      * partition */
     bool indexed = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY) != NULL;
-    for (size_t b = 0; st == HS_OK && work && !indexed && b < HS_VEC_LEN(&bins, bin); b++) {
+    /* v3: rows keep their lineage.  They are read with _row_id and
+     * _last_updated_sequence_number (stored or inherited) and written with
+     * those columns (spec "Row Lineage": a moved row keeps both), through
+     * the in-memory path */
+    bool lineage = m->format_version >= 3;
+    ice_schema file_schema = {0};
+    if (st == HS_OK && lineage) {
+        hs_field f;
+        st = hs_field_copy(&sc->root, &file_schema.root) == HS_OK ? HS_OK
+                                                               : hs_err_nomem(err, 64);
+        hs_field_init(&f, "_row_id", HS_TYPE_INT64, true);
+        f.field_id = ICE_FIELD_ID_ROW_ID;
+        if (st == HS_OK && hs_field_add_child(&file_schema.root, &f) != HS_OK)
+            st = hs_err_nomem(err, 64);
+        hs_field_init(&f, "_last_updated_sequence_number", HS_TYPE_INT64, true);
+        f.field_id = ICE_FIELD_ID_LAST_UPDATED_SEQ;
+        if (st == HS_OK && hs_field_add_child(&file_schema.root, &f) != HS_OK)
+            st = hs_err_nomem(err, 64);
+        file_schema.schema_id = sc->schema_id;
+    }
+    const hs_field *read_root = lineage ? &file_schema.root : &sc->root;
+    for (size_t b = 0; st == HS_OK && work && !indexed && !lineage &&
+                       b < HS_VEC_LEN(&bins, bin); b++) {
         const bin *bb = &HS_VEC_AT(&bins, bin, b);
         hs_status src_st = HS_OK;
         hs_error src_err;
@@ -1443,13 +1461,14 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         if (src_st != HS_OK)   /* the source's own error (cancel), not the stream's form */
             st = hs_err_set(err, src_st, "%s", src_err.msg);
     }
-    for (size_t b = 0; st == HS_OK && work && indexed && b < HS_VEC_LEN(&bins, bin); b++) {
+    for (size_t b = 0; st == HS_OK && work && (indexed || lineage) &&
+                       b < HS_VEC_LEN(&bins, bin); b++) {
         const bin *bb = &HS_VEC_AT(&bins, bin, b);
         hs_batch *acc = NULL;
-        st = hs_batch_create(&sc->root, 0, &acc, err);
+        st = hs_batch_create(read_root, 0, &acc, err);
         for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&bb->files, int); k++) {
             const tbl_plan_file *f = &p->files[HS_VEC_AT(&bb->files, int, k)];
-            st = tbl_read_file(f, &sc->root, NULL, 0, collect_batch, acc, NULL, NULL, err);
+            st = tbl_read_file(f, read_root, NULL, 0, collect_batch, acc, NULL, NULL, err);
             done += f->record_count;
             if (st == HS_OK && opt->progress &&
                 opt->progress(opt->progress_ctx, "compact", done, total_rows))
@@ -1458,7 +1477,8 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
                                 (long long)total_rows);
         }
         if (st == HS_OK)
-            st = tbl_rewrite_rows(rw, acc, err);
+            st = lineage ? tbl_rewrite_rows_as(rw, acc, &file_schema, err)
+                         : tbl_rewrite_rows(rw, acc, err);
         hs_batch_free(acc);
     }
     if (st == HS_OK && work) {
@@ -1486,6 +1506,7 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         st = r ? json_out(r, result_json, err) : hs_err_nomem(err, 256);
     }
     json_decref(jgroups);
+    ice_schema_clear(&file_schema);
     hs_map_free(&cc.paths);
     hs_map_free(&refs);
     hs_map_free(&remove_del);

@@ -295,6 +295,11 @@ HS_MUST_USE hs_status tbl_rewrite_begin(hs_table *t, const char *operation,
 int64_t tbl_rewrite_snapshot_id(const tbl_rewrite *rw);
 /* Writes rows (the current schema; borrowed) as data files + one manifest. */
 HS_MUST_USE hs_status tbl_rewrite_rows(tbl_rewrite *rw, const hs_batch *rows, hs_error *err);
+/* The same with the data files written in file_schema (a superset of the
+ * current schema by field id: v3 compaction adds the row lineage columns,
+ * so moved rows keep their _row_id and _last_updated_sequence_number). */
+HS_MUST_USE hs_status tbl_rewrite_rows_as(tbl_rewrite *rw, const hs_batch *rows,
+                                          const ice_schema *file_schema, hs_error *err);
 /* Writes the rows of stream `in` (moved) as an append does: memory bounded
  * by hyperstream.write.buffer-bytes, files rolled at `target` bytes (0 =
  * the table property), one manifest. */

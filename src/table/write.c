@@ -2384,6 +2384,30 @@ hs_status tbl_rewrite_rows(tbl_rewrite *rw, const hs_batch *rows, hs_error *err)
     return write_rows(&rw->op, rows, err);
 }
 
+hs_status tbl_rewrite_rows_as(tbl_rewrite *rw, const hs_batch *rows, const ice_schema *file_schema,
+                              hs_error *err)
+{
+    if (!rows || rows->n_rows == 0)
+        return HS_OK;
+    tbl_wop *op = &rw->op;
+    const ice_schema *schema = ice_metadata_current_schema(&op->t->meta);
+    const ice_partition_spec *spec = ice_metadata_default_spec(&op->t->meta);
+    if (!schema || !spec)
+        return hs_err_set(err, HS_CORRUPT, "table metadata lacks a current schema or spec");
+    /* as write_rows, with the data files in file_schema (the manifest
+     * header keeps the table schema) */
+    one_file_per_group w = {op, file_schema, {0}};
+    int n_groups = 0;
+    hs_status st = partition_rows(op, rows, NULL, one_file_sink, &w, &n_groups, err);
+    op->changed_partitions += n_groups;
+    if (st == HS_OK)
+        st = write_manifest(op, ICE_MANIFEST_DATA, schema, spec,
+                            (const ice_manifest_entry *)w.entries.data,
+                            (int64_t)HS_VEC_LEN(&w.entries, ice_manifest_entry), err);
+    hs_buf_free(&w.entries);
+    return st;
+}
+
 hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStream *in, int64_t target,
                              hs_error *err)
 {

@@ -755,7 +755,52 @@ static void test_compact_concurrent_other_partition(void)
     CHECK(hs_mem_live_count() == live0);
 }
 
-static void test_compact_v3_refused(void)
+/* (id, _row_id, _last_updated_sequence_number) of every row, sorted by id;
+ * *n rows (-1 on failure).  Caller frees. */
+typedef struct lrow { int64_t id, row_id, seq; } lrow;
+
+static int cmp_lrow(const void *a, const void *b)
+{
+    int64_t x = ((const lrow *)a)->id, y = ((const lrow *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static lrow *lineage_rows(hs_table *t, int64_t *n)
+{
+    *n = -1;
+    hs_scan_options o = HS_SCAN_OPTIONS_INIT;
+    const char *cols[] = {"id", "_row_id", "_last_updated_sequence_number"};
+    o.columns = cols;
+    o.n_columns = 3;
+    struct ArrowArrayStream st;
+    hs_error err = {0};
+    if (hs_table_scan(t, &o, &st, &err) != HS_OK)
+        return NULL;
+    lrow *v = NULL;
+    int64_t cnt = 0;
+    struct ArrowArray a;
+    while (st.get_next(&st, &a) == 0 && a.release) {
+        v = realloc(v, sizeof *v * (size_t)(cnt + a.length + 1));
+        for (int64_t i = 0; i < a.length; i++) {
+            const int64_t *c0 = a.children[0]->buffers[1], *c1 = a.children[1]->buffers[1],
+                          *c2 = a.children[2]->buffers[1];
+            int64_t k = i + a.children[0]->offset;
+            v[cnt].id = c0[k];
+            v[cnt].row_id = a.children[1]->null_count ? -1 : c1[i + a.children[1]->offset];
+            v[cnt].seq = a.children[2]->null_count ? -1 : c2[i + a.children[2]->offset];
+            cnt++;
+        }
+        a.release(&a);
+    }
+    st.release(&st);
+    qsort(v, (size_t)cnt, sizeof *v, cmp_lrow);
+    *n = cnt;
+    return v;
+}
+
+/* v3: deletion vectors applied and dropped, every row keeps its _row_id and
+ * _last_updated_sequence_number. */
+static void test_compact_v3_lineage(void)
 {
     int64_t live0 = hs_mem_live_count();
     hs_error err = {0};
@@ -763,13 +808,39 @@ static void test_compact_v3_refused(void)
     CHECK_OK(hs_catalog_open_path(tmp_path("compact3"), &cat, &err), &err);
     hs_table *t = create_table(cat, "t", 3, NULL, &err);
     REQUIRE(t);
-    CHECK_OK(append_rows(t, 0, 10, &err), &err);
-    CHECK_OK(append_rows(t, 10, 10, &err), &err);
-    int64_t snap = hs_table_current_snapshot_id(t);
-    CHECK(hs_table_compact(t, NULL, NULL, &err) == HS_UNSUPPORTED);
-    CHECK(strstr(err.msg, "row lineage") != NULL);
-    hs_err_clear(&err);
-    CHECK(hs_table_current_snapshot_id(t) == snap);
+    for (int k = 0; k < 3; k++)
+        CHECK_OK(append_rows(t, k * 30, 30, &err), &err);
+    CHECK_OK(hs_table_delete(t, "id % 7 = 3", NULL, &err), &err);
+    int64_t n0 = 0, n1 = 0;
+    lrow *before = lineage_rows(t, &n0);
+    REQUIRE(before && n0 == expect_digest(90, del_mod7, NULL).n);
+    /* the oracle: appends assign ids in order, one sequence number each */
+    for (int64_t i = 0; i < n0; i++) {
+        CHECK(before[i].row_id == before[i].id);
+        CHECK(before[i].seq == 1 + before[i].id / 30);
+    }
+    char *res = NULL;
+    CHECK_OK(hs_table_compact(t, NULL, &res, &err), &err);
+    CHECK(strstr(res, "\"removed_delete_files\":3") != NULL);
+    hs_string_free(res);
+    hs_scan *s = NULL;
+    CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
+    hs_scan_stats ss;
+    hs_scan_get_stats(s, &ss);
+    CHECK(ss.data_files_total == 1 && ss.delete_files == 0);
+    hs_scan_free(s);
+    lrow *after = lineage_rows(t, &n1);
+    CHECK(after && n1 == n0);
+    for (int64_t i = 0; after && i < n0 && i < n1; i++)
+        CHECK(after[i].id == before[i].id && after[i].row_id == before[i].row_id &&
+              after[i].seq == before[i].seq);
+    free(before);
+    free(after);
+    /* a later append's rows get ids above every id assigned so far */
+    CHECK_OK(append_rows(t, 1000, 3, &err), &err);
+    after = lineage_rows(t, &n1);
+    CHECK(after && n1 == n0 + 3 && after[n1 - 1].row_id >= 90);
+    free(after);
     hs_table_close(t);
     hs_catalog_close(cat);
     cleanup_caches();
@@ -1091,7 +1162,7 @@ int main(void)
     HS_RUN(test_compact_partitioned);
     HS_RUN(test_compact_concurrent);
     HS_RUN(test_compact_concurrent_other_partition);
-    HS_RUN(test_compact_v3_refused);
+    HS_RUN(test_compact_v3_lineage);
     HS_RUN(test_rewrite_manifests);
     HS_RUN(test_cherrypick);
     HS_RUN(test_sql_catalog);
