@@ -460,8 +460,9 @@ typedef struct hs_compact_options {
  * "replace" snapshot; the table's rows are unchanged.  Validated against
  * concurrent commits: appends made meanwhile are kept; a commit that
  * deleted rows of (or removed) a rewritten file fails the compaction with
- * HS_CONFLICT and the table is unchanged.  Format v3 tables are
- * HS_UNSUPPORTED (rewritten rows would need their row lineage copied).
+ * HS_CONFLICT and the table is unchanged.  On format v3 tables the moved
+ * rows keep their _row_id and _last_updated_sequence_number (the new files
+ * store both columns).
  * Result: {"rewritten_data_files":N, "added_data_files":M,
  * "removed_delete_files":D, "rewritten_bytes":B, "added_bytes":A,
  * "rows":R, "groups":[{"partition":..,"files":[paths]}], "snapshot_id":id|null,
