@@ -17,7 +17,8 @@
  *                building sidecars (also for the files a write produces),
  *                index lookups for scans (bitmap algebra), explain
  *   maint.c      table maintenance: expire snapshots, remove orphan files,
- *                rewrite manifests, compaction (rewrite data files), cherrypick
+ *                rewrite manifests, cherrypick
+ *   maint_compact.c  compaction (rewrite data files, bin-pack)
  *
  * An hs_table holds the parsed metadata of one version plus its location;
  * every commit made through the handle replaces both with what was
@@ -331,6 +332,18 @@ void tbl_rewrite_written(const tbl_rewrite *rw, int64_t *files, int64_t *records
                          int64_t *bytes);
 HS_MUST_USE hs_status tbl_rewrite_commit(tbl_rewrite *rw, hs_error *err);
 void tbl_rewrite_free(tbl_rewrite *rw);   /* accepts NULL */
+
+/* ---- maint.c: helpers shared with maint_compact.c ---- */
+
+/* A manifest list read whole (*out: caller frees with ice_manifest_list_free). */
+HS_MUST_USE hs_status tbl_maint_read_list(const char *path, ice_manifest_list **out,
+                                          hs_error *err);
+/* An integer table property, dflt when absent or not a number. */
+int64_t tbl_maint_prop_i64(const ice_table_metadata *m, const char *key, int64_t dflt);
+/* Serializes j (taken) into *out (caller frees with hs_string_free); out may
+ * be NULL (j is only released). */
+struct json_t;
+HS_MUST_USE hs_status tbl_maint_json_out(struct json_t *j, char **out, hs_error *err);
 
 /* ---- index.c ---- */
 
