@@ -414,6 +414,7 @@ typedef struct hs_orphan_options {
  * write.data.path) and index/ directories that nothing references: not
  * the current metadata file, the metadata log's files, version-hint.text,
  * any snapshot's manifest list, manifests, data and delete files, the
+ * statistics files the metadata lists, the
  * index registry versions named by those metadata files, nor the sidecars
  * their entries list.  Dot files (locks, temporaries) are kept.  Result:
  * {"deleted_files":[..], "dry_run":bool}. */

@@ -790,6 +790,25 @@ hs_status hs_table_remove_orphan_files(hs_table *t, const hs_orphan_options *opt
             st = fset_add(&keep, real, fset_kind(&keep, i), err);
         free(real);
     }
+    /* statistics files (Puffin, written by other engines) the metadata lists */
+    const char *stats[2] = {m->statistics_json, m->partition_statistics_json};
+    for (int k = 0; st == HS_OK && k < 2; k++) {
+        if (!stats[k])
+            continue;
+        json_error_t je;
+        json_t *a = hs_json_loads(stats[k], 0, &je);
+        if (!json_is_array(a))
+            st = hs_err_set(err, HS_CORRUPT, "%s: %s is not an array (nothing was deleted)",
+                            t->metadata_location, k ? "partition-statistics" : "statistics");
+        size_t i;
+        json_t *o;
+        json_array_foreach(a, i, o) {
+            const char *sp = json_string_value(json_object_get(o, "statistics-path"));
+            if (st == HS_OK && sp)
+                st = fset_add(&keep, sp, FK_OTHER, err);
+        }
+        json_decref(a);
+    }
     const char *subs[] = {"metadata", "data", "index"};
     char *root = NULL;
     for (size_t i = 0; st == HS_OK && i < 3; i++) {

@@ -471,6 +471,38 @@ static void test_orphans(void)
     hs_err_clear(&err);
     CHECK(count_files(loc, ".inverted") == n_index);
     CHECK(rmdir(reg) == 0 && rename(bak, reg) == 0);
+    /* a statistics file another engine listed in the metadata is kept: a
+     * new metadata version (as Java's UpdateStatistics writes) names one */
+    char *mj = NULL;
+    CHECK_OK(hs_table_metadata_json(t, &mj, &err), &err);
+    json_t *meta = json_loads(mj, 0, NULL);
+    hs_string_free(mj);
+    char stats[800], next[800], hint[800];
+    snprintf(stats, sizeof stats, "%s/metadata/stats-1.puffin", loc);
+    touch(stats);
+    json_object_set_new(meta, "statistics",
+                        json_pack("[{s:I,s:s,s:i,s:i,s:[]}]", "snapshot-id",
+                                  (json_int_t)hs_table_current_snapshot_id(t), "statistics-path",
+                                  stats, "file-size-in-bytes", 4, "file-footer-size-in-bytes", 0,
+                                  "blob-metadata"));
+    int v = -1;
+    sscanf(strrchr(hs_table_metadata_location(t), '/'), "/v%d.metadata.json", &v);
+    snprintf(next, sizeof next, "%s/metadata/v%d.metadata.json", loc, v + 1);
+    snprintf(hint, sizeof hint, "%s/metadata/version-hint.text", loc);
+    CHECK(v > 0 && json_dump_file(meta, next, 0) == 0);
+    json_decref(meta);
+    FILE *hf = fopen(hint, "w");
+    if (hf) {
+        fprintf(hf, "%d", v + 1);
+        fclose(hf);
+    }
+    CHECK_OK(hs_table_refresh(t, &err), &err);
+    o.dry_run = 1;
+    char *sr = NULL;
+    CHECK_OK(hs_table_remove_orphan_files(t, &o, &sr, &err), &err);
+    CHECK(sr && strstr(sr, "stats-1.puffin") == NULL);
+    hs_string_free(sr);
+    o.dry_run = 0;
     /* the table reads the same, indexes included, and every snapshot too */
     hs_index_stats is;
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), d0));
