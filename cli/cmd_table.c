@@ -22,6 +22,11 @@
  *   explain     run a scan, report pruning and index use  hs_table_explain
  *   index       add | drop | list | orphans: sidecar      hs_table_add_index / drop_index /
  *               indexes (hyperstream/index.h)             list_indexes / remove_orphan_indexes
+ *   expire      expire snapshots, delete their files      hs_table_expire_snapshots
+ *   remove-orphans  delete unreferenced files             hs_table_remove_orphan_files
+ *   rewrite-manifests  merge small manifests              hs_table_rewrite_manifests
+ *   compact     bin-pack small data files, apply deletes  hs_table_compact
+ *   cherrypick  apply a snapshot onto main                hs_table_cherrypick_snapshot
  *
  * TABLE is a directory (a path table) unless --sql FILE names a SQLite
  * catalog (pyiceberg SqlCatalog layout), where TABLE is "namespace.name".
@@ -78,6 +83,12 @@ static const char table_usage[] =
     "  upgrade TABLE [--format-version 3]\n"
     "  delete TABLE --filter EXPR\n"
     "  overwrite TABLE FILE --filter EXPR\n"
+    "Maintenance (JSON result on stdout; --dry-run lists without changing anything):\n"
+    "  expire TABLE [--older-than TIME] [--retain-last N] [--snapshot ID] [--keep-files]\n"
+    "  remove-orphans TABLE [--older-than TIME]   default: files older than 3 days\n"
+    "  rewrite-manifests TABLE [--target-size BYTES]\n"
+    "  compact TABLE [--target-size BYTES] [--min-files N] [--filter EXPR]\n"
+    "  cherrypick TABLE SNAPSHOT_ID\n"
     "\n"
     "Catalog options (any tool):\n"
     "  --sql FILE              SQLite catalog (pyiceberg SqlCatalog / JDBC layout)\n"
@@ -112,6 +123,9 @@ typedef struct targs {
     int format_version;
     int64_t limit;
     int row_lineage;
+    const char *older_than;         /* maintenance */
+    int64_t retain_last, target_size, min_files;
+    int dry_run, keep_files;
 } targs;
 
 static int parse_args(int argc, char **argv, targs *a)
@@ -144,7 +158,23 @@ static int parse_args(int argc, char **argv, targs *a)
         VAL("--snapshot", snapshot)
         VAL("--kind", kind)
         VAL("--params", params)
+        VAL("--older-than", older_than)
 #undef VAL
+        if (strcmp(s, "--retain-last") == 0 || strcmp(s, "--target-size") == 0 ||
+            strcmp(s, "--min-files") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            char *end;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 0 || argv[i][0] == '\0' || v > (1LL << 50))
+                return cli_usage_error("table ", "option %s needs a number, got '%s'", s, argv[i]);
+            *(s[2] == 'r' ? &a->retain_last : s[2] == 't' ? &a->target_size : &a->min_files) = v;
+            continue;
+        }
+        if (strcmp(s, "--dry-run") == 0 || strcmp(s, "--keep-files") == 0) {
+            *(s[2] == 'd' ? &a->dry_run : &a->keep_files) = 1;
+            continue;
+        }
         if (strcmp(s, "--threads") == 0 || strcmp(s, "--older-than-ms") == 0) {
             if (i + 1 >= argc)
                 return cli_usage_error("table ", "option %s needs a value", s);
@@ -643,6 +673,65 @@ static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total
     return 0;
 }
 
+
+/* expire, remove-orphans, rewrite-manifests, compact */
+static int tool_maint(const targs *a, hs_table *t)
+{
+    hs_error err = {0};
+    hs_status st;
+    char *out = NULL;
+    int64_t older = 0;
+    if (a->older_than) {
+        char *end;
+        older = strtoll(a->older_than, &end, 10);
+        if ((*end || !*a->older_than) &&
+            !pr_parse_timestamp(a->older_than, strlen(a->older_than), HS_UNIT_MILLI, &older))
+            return cli_usage_error("table ", "--older-than needs milliseconds or a timestamp, "
+                                   "got '%s'", a->older_than);
+    }
+    if (strcmp(a->tool, "expire") == 0) {
+        hs_expire_options o = HS_EXPIRE_OPTIONS_INIT;
+        int64_t id = 0;
+        if (a->snapshot && !parse_id(a->snapshot, &id))
+            return cli_usage_error("table ", "--snapshot needs a snapshot id, got '%s'",
+                                   a->snapshot);
+        o.use_older_than = a->older_than != NULL;
+        o.older_than_ms = older;
+        o.retain_last = (int)(a->retain_last > 1000000 ? 1000000 : a->retain_last);
+        o.snapshot_ids = a->snapshot ? &id : NULL;
+        o.n_snapshot_ids = a->snapshot ? 1 : 0;
+        o.dry_run = a->dry_run;
+        o.keep_files = a->keep_files;
+        st = hs_table_expire_snapshots(t, &o, &out, &err);
+    } else if (strcmp(a->tool, "remove-orphans") == 0) {
+        hs_orphan_options o = HS_ORPHAN_OPTIONS_INIT;
+        o.use_older_than = a->older_than != NULL;
+        o.older_than_ms = older;
+        o.dry_run = a->dry_run;
+        st = hs_table_remove_orphan_files(t, &o, &out, &err);
+    } else if (strcmp(a->tool, "rewrite-manifests") == 0) {
+        hs_rewrite_manifests_options o = HS_REWRITE_MANIFESTS_OPTIONS_INIT;
+        o.target_size_bytes = a->target_size;
+        o.dry_run = a->dry_run;
+        st = hs_table_rewrite_manifests(t, &o, &out, &err);
+    } else {
+        hs_compact_options o = HS_COMPACT_OPTIONS_INIT;
+        o.target_file_size_bytes = a->target_size;
+        o.min_input_files = (int)(a->min_files > 1000000 ? 1000000 : a->min_files);
+        o.filter = a->filter;
+        o.dry_run = a->dry_run;
+        bar_state bar = {0};
+        if (isatty(STDERR_FILENO)) {
+            o.progress = progress_bar;
+            o.progress_ctx = &bar;
+        }
+        st = hs_table_compact(t, &o, &out, &err);
+        if (bar.shown && !bar.ended)
+            fputc('\n', stderr);
+    }
+    return print_json(st, out, &err);
+}
+
 int cmd_table(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "search") == 0)
@@ -654,7 +743,8 @@ int cmd_table(int argc, char **argv)
     static const char *const tools[] = {"create", "append", "scan", "files", "snapshots", "history",
                                         "refs", "rollback", "tag", "schema", "spec", "sort",
                                         "properties", "upgrade", "delete", "overwrite", "explain",
-                                        "index"};
+                                        "index", "expire", "remove-orphans", "rewrite-manifests",
+                                        "compact", "cherrypick"};
     bool known = false;
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         known |= strcmp(argv[1], tools[i]) == 0;
@@ -720,6 +810,15 @@ int cmd_table(int argc, char **argv)
     else if (strcmp(tool, "refs") == 0) {
         st = hs_table_refs(t, &s, &err);
         rc = print_json(st, s, &err);
+    }
+    else if (strcmp(tool, "expire") == 0 || strcmp(tool, "remove-orphans") == 0 ||
+             strcmp(tool, "rewrite-manifests") == 0 || strcmp(tool, "compact") == 0)
+        rc = tool_maint(&a, t);
+    else if (strcmp(tool, "cherrypick") == 0) {
+        if (a.n_pos != 1 || !parse_id(a.pos[0], &id))
+            rc = cli_usage_error("table ", "cherrypick needs SNAPSHOT_ID");
+        else if ((st = hs_table_cherrypick_snapshot(t, id, &err)) != HS_OK)
+            rc = cli_fail_err(st, &err);
     }
     else if (strcmp(tool, "rollback") == 0) {
         if (a.n_pos != 1 || !parse_id(a.pos[0], &id))

@@ -39,10 +39,8 @@
 extern "C" {
 #endif
 
-/* Progress of a long operation: done of total units (rows, files); return
- * nonzero to cancel (the call then fails with HS_CANCELLED and registers
- * nothing).  Called from the calling thread. */
-typedef int (*hs_progress_fn)(void *ctx, const char *what, int64_t done, int64_t total);
+/* hs_progress_fn (table.h): a progress callback; cancelling add_index
+ * registers nothing. */
 
 typedef struct hs_index_options {
     size_t struct_size;           /* sizeof(hs_index_options) or 0; see common.h */

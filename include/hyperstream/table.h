@@ -395,6 +395,133 @@ HS_API hs_status hs_table_create_tag(hs_table *t, const char *name, int64_t snap
 /* Removes a tag (HS_NOT_FOUND if absent; branches are refused). */
 HS_API hs_status hs_table_remove_tag(hs_table *t, const char *name, hs_error *err);
 
+/* Applies the changes of snapshot_id (not an ancestor of the current
+ * snapshot: a snapshot of a branch, or one left aside by a rollback) to
+ * main.  When its parent is the current snapshot, main fast-forwards to it
+ * (no new snapshot).  Otherwise an "append" snapshot's added data files are
+ * added again in a new "append" snapshot whose summary records
+ * "source-snapshot-id" (Iceberg's cherrypick).  Other operations are
+ * HS_UNSUPPORTED; a snapshot already picked, or one that is an ancestor of
+ * the current snapshot, is HS_INVALID; an unknown id HS_NOT_FOUND. */
+HS_API hs_status hs_table_cherrypick_snapshot(hs_table *t, int64_t snapshot_id, hs_error *err);
+
+/* ------------------------------------------------------------------ */
+/* Maintenance (docs/tables.md "Maintenance")                            */
+
+/* Progress of a long operation: done of total units (rows, files); return
+ * nonzero to cancel (the call then fails with HS_CANCELLED and commits
+ * nothing).  Called from the calling thread. */
+typedef int (*hs_progress_fn)(void *ctx, const char *what, int64_t done, int64_t total);
+
+/* Each maintenance call below returns (result_json, may be NULL; caller
+ * frees with hs_string_free) a JSON object that says what it did or, with
+ * dry_run, what it would do; "deleted_files" lists {"path":..,"kind":..}
+ * with kind one of "manifest-list", "manifest", "data", "position-deletes",
+ * "deletion-vector", "equality-deletes", "index", "index-registry",
+ * "metadata", "other". */
+
+typedef struct hs_expire_options {
+    size_t struct_size;           /* sizeof(hs_expire_options) or 0; see common.h */
+    /* Expire snapshots older than this time (ms since the epoch).  Unset:
+     * now minus table property history.expire.max-snapshot-age-ms (default
+     * 5 days) when retain_last is 0 too, else no age limit. */
+    int use_older_than; int64_t older_than_ms;
+    /* Keep at least the retain_last most recent ancestors of every branch
+     * head, whatever their age (0 = table property
+     * history.expire.min-snapshots-to-keep, default 1; a branch's own
+     * min-snapshots-to-keep / max-snapshot-age-ms override). */
+    int retain_last;
+    /* Also expire exactly these (borrowed); a current or referenced one is
+     * HS_INVALID, an unknown one HS_NOT_FOUND. */
+    const int64_t *snapshot_ids; int n_snapshot_ids;
+    int dry_run;                  /* list, commit and delete nothing */
+    int keep_files;               /* commit the expiry but delete no file */
+} hs_expire_options;
+#define HS_EXPIRE_OPTIONS_INIT {sizeof(hs_expire_options)}
+
+/* Iceberg's ExpireSnapshots: removes from the metadata every snapshot the
+ * options select, except the current snapshot, snapshots a branch or tag
+ * points at, and the retained ancestors of each branch; the snapshot log
+ * loses their entries.  After the commit it deletes the files that only
+ * the expired snapshots reached: manifest lists, manifests, data and
+ * delete files, their sidecar indexes, and index registry versions that no
+ * longer name a reachable data file (never the current one).  Files still
+ * reachable from any remaining snapshot are never deleted.  Result:
+ * {"expired_snapshot_ids":[..], "deleted_files":[..], "dry_run":bool}. */
+HS_API hs_status hs_table_expire_snapshots(hs_table *t, const hs_expire_options *opt,
+                                           char **result_json, hs_error *err);
+
+typedef struct hs_orphan_options {
+    size_t struct_size;           /* sizeof(hs_orphan_options) or 0; see common.h */
+    /* Only files last modified before this time (ms since the epoch) are
+     * removed.  Unset: now minus 3 days (a safety window: files being
+     * written by a commit in progress must not be taken for orphans). */
+    int use_older_than; int64_t older_than_ms;
+    int dry_run;
+} hs_orphan_options;
+#define HS_ORPHAN_OPTIONS_INIT {sizeof(hs_orphan_options)}
+
+/* Deletes the files under the table's metadata/, data/ (and
+ * write.data.path) and index/ directories that nothing references: not
+ * the current metadata file, the metadata log's files, version-hint.text,
+ * any snapshot's manifest list, manifests, data and delete files, the
+ * statistics files the metadata lists, the
+ * index registry versions named by those metadata files, nor the sidecars
+ * their entries list.  Dot files (locks, temporaries) are kept.  Result:
+ * {"deleted_files":[..], "dry_run":bool}. */
+HS_API hs_status hs_table_remove_orphan_files(hs_table *t, const hs_orphan_options *opt,
+                                              char **result_json, hs_error *err);
+
+typedef struct hs_rewrite_manifests_options {
+    size_t struct_size;           /* sizeof(hs_rewrite_manifests_options) or 0 */
+    int64_t target_size_bytes;    /* 0 = commit.manifest.target-size-bytes (8 MiB) */
+    int dry_run;
+} hs_rewrite_manifests_options;
+#define HS_REWRITE_MANIFESTS_OPTIONS_INIT {sizeof(hs_rewrite_manifests_options)}
+
+/* Merges the current snapshot's small manifests (per content and partition
+ * spec) into manifests of about the target size, in one "replace" snapshot
+ * with the same data and delete files.  Nothing is committed when no
+ * manifest would change.  Result: {"rewritten_manifests":N,
+ * "added_manifests":M, "snapshot_id":id|null, "dry_run":bool}. */
+HS_API hs_status hs_table_rewrite_manifests(hs_table *t, const hs_rewrite_manifests_options *opt,
+                                            char **result_json, hs_error *err);
+
+typedef struct hs_compact_options {
+    size_t struct_size;           /* sizeof(hs_compact_options) or 0; see common.h */
+    /* Files smaller than this are compacted, and output files are about
+     * this size (0 = write.target-file-size-bytes, default 512 MiB). */
+    int64_t target_file_size_bytes;
+    /* A partition is rewritten when it has at least this many small files
+     * (0 = 2), or any file with position deletes or deletion vectors. */
+    int min_input_files;
+    /* Only files that may hold rows matching this filter (partition and
+     * bound pruning; whole files are rewritten).  NULL = all. */
+    const char *filter;
+    hs_progress_fn progress; void *progress_ctx;   /* optional: rows done of total */
+    int dry_run;
+} hs_compact_options;
+#define HS_COMPACT_OPTIONS_INIT {sizeof(hs_compact_options)}
+
+/* Iceberg's rewrite_data_files with the bin-pack strategy: within each
+ * partition, the small data files (and every file with deletes) are read
+ * with their deletes applied and written as new files of about the target
+ * size (sorted by the table's sort order when it has one; partitioned by
+ * the default spec), with every declared sidecar index built for them.
+ * The delete files that only applied to rewritten files are dropped.  One
+ * "replace" snapshot; the table's rows are unchanged.  Validated against
+ * concurrent commits: appends made meanwhile are kept; a commit that
+ * deleted rows of (or removed) a rewritten file fails the compaction with
+ * HS_CONFLICT and the table is unchanged.  On format v3 tables the moved
+ * rows keep their _row_id and _last_updated_sequence_number (the new files
+ * store both columns).
+ * Result: {"rewritten_data_files":N, "added_data_files":M,
+ * "removed_delete_files":D, "rewritten_bytes":B, "added_bytes":A,
+ * "rows":R, "groups":[{"partition":..,"files":[paths]}], "snapshot_id":id|null,
+ * "dry_run":bool}. */
+HS_API hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,
+                                  hs_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Evolution                                                             */
 

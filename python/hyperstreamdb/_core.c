@@ -2008,6 +2008,126 @@ static PyObject *Table_remove_orphan_indexes(TableObject *self, PyObject *args, 
     return PyLong_FromLongLong(n);
 }
 
+
+/* Table maintenance (table.h "Maintenance"): op is "expire_snapshots",
+ * "remove_orphan_files", "rewrite_manifests" or "compact"; the options
+ * that op does not read are ignored.  Returns the call's JSON result text. */
+static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"op", "older_than_ms", "retain_last", "snapshot_ids", "dry_run",
+                             "keep_files", "target_size_bytes", "min_input_files", "filter",
+                             "progress", NULL};
+    const char *op;
+    PyObject *older_o = Py_None, *ids_o = Py_None, *filter_o = Py_None, *progress = Py_None;
+    int retain_last = 0, dry_run = 0, keep_files = 0, min_input_files = 0;
+    long long target = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OiOppLiOO", kwlist, &op, &older_o,
+                                     &retain_last, &ids_o, &dry_run, &keep_files, &target,
+                                     &min_input_files, &filter_o, &progress))
+        return NULL;
+    if (check_open(self) < 0)
+        return NULL;
+    if (progress != Py_None && !PyCallable_Check(progress)) {
+        PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
+        return NULL;
+    }
+    long long older = 0;
+    if (older_o != Py_None && (older = PyLong_AsLongLong(older_o)) == -1 && PyErr_Occurred())
+        return NULL;
+    int64_t *ids = NULL;
+    Py_ssize_t n_ids = 0;
+    if (ids_o != Py_None) {
+        PyObject *seq = PySequence_Fast(ids_o, "snapshot_ids must be a sequence of ints");
+        if (!seq)
+            return NULL;
+        n_ids = PySequence_Fast_GET_SIZE(seq);
+        ids = PyMem_RawCalloc((size_t)n_ids + 1, sizeof *ids);
+        for (Py_ssize_t i = 0; ids && i < n_ids; i++) {
+            ids[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+            if (ids[i] == -1 && PyErr_Occurred()) {
+                Py_DECREF(seq);
+                PyMem_RawFree(ids);
+                return NULL;
+            }
+        }
+        Py_DECREF(seq);
+        if (!ids)
+            return PyErr_NoMemory();
+    }
+    char *filter = NULL;
+    if (arg_str(filter_o, "filter", &filter) < 0) {
+        PyMem_RawFree(ids);
+        return NULL;
+    }
+    progress_ctx pc = {0};
+    pc.cb = progress;
+    hs_error err = {0};
+    hs_status st = HS_INVALID;
+    char *out = NULL;
+    if (strcmp(op, "expire_snapshots") == 0) {
+        hs_expire_options o = HS_EXPIRE_OPTIONS_INIT;
+        o.use_older_than = older_o != Py_None;
+        o.older_than_ms = older;
+        o.retain_last = retain_last;
+        o.snapshot_ids = ids;
+        o.n_snapshot_ids = (int)n_ids;
+        o.dry_run = dry_run;
+        o.keep_files = keep_files;
+        LOCKED(self, st = hs_table_expire_snapshots(self->t, &o, &out, &err));
+    } else if (strcmp(op, "remove_orphan_files") == 0) {
+        hs_orphan_options o = HS_ORPHAN_OPTIONS_INIT;
+        o.use_older_than = older_o != Py_None;
+        o.older_than_ms = older;
+        o.dry_run = dry_run;
+        LOCKED(self, st = hs_table_remove_orphan_files(self->t, &o, &out, &err));
+    } else if (strcmp(op, "rewrite_manifests") == 0) {
+        hs_rewrite_manifests_options o = HS_REWRITE_MANIFESTS_OPTIONS_INIT;
+        o.target_size_bytes = target;
+        o.dry_run = dry_run;
+        LOCKED(self, st = hs_table_rewrite_manifests(self->t, &o, &out, &err));
+    } else if (strcmp(op, "compact") == 0) {
+        hs_compact_options o = HS_COMPACT_OPTIONS_INIT;
+        o.target_file_size_bytes = target;
+        o.min_input_files = min_input_files;
+        o.filter = filter;
+        o.progress = progress_fn;
+        o.progress_ctx = &pc;
+        o.dry_run = dry_run;
+        LOCKED(self, st = hs_table_compact(self->t, &o, &out, &err));
+    } else {
+        PyMem_RawFree(ids);
+        PyMem_RawFree(filter);
+        return PyErr_Format(PyExc_ValueError, "unknown maintenance operation %s", op);
+    }
+    PyMem_RawFree(ids);
+    PyMem_RawFree(filter);
+    if (saved_exc_restore(&pc.exc)) {
+        hs_string_free(out);
+        return NULL;
+    }
+    if (st != HS_OK)
+        return raise_status(st, &err);
+    PyObject *r = PyUnicode_FromString(out ? out : "{}");
+    hs_string_free(out);
+    return r;
+}
+
+static PyObject *Table_cherrypick(TableObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"snapshot_id", NULL};
+    long long id;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L", kwlist, &id))
+        return NULL;
+    if (check_open(self) < 0)
+        return NULL;
+    hs_error err = {0};
+    hs_status st;
+    LOCKED(self, st = hs_table_cherrypick_snapshot(self->t, id, &err));
+    if (st != HS_OK)
+        return raise_status(st, &err);
+    Py_RETURN_NONE;
+}
+
 #define KWFN(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
 
 static PyMethodDef Table_methods[] = {
@@ -2038,6 +2158,11 @@ static PyMethodDef Table_methods[] = {
      "search(column, query, k, metric=None, ef_search=0, nprobe=0, distance_column=None, "
      "<scan options>) -> Result"},
     {"rollback", KWFN(Table_rollback), "rollback(snapshot_id)"},
+    {"maintain", KWFN(Table_maintain),
+     "maintain(op, older_than_ms=None, retain_last=0, snapshot_ids=None, dry_run=False, "
+     "keep_files=False, target_size_bytes=0, min_input_files=0, filter=None, progress=None) "
+     "-> JSON text"},
+    {"cherrypick", KWFN(Table_cherrypick), "cherrypick(snapshot_id)"},
     {"create_tag", KWFN(Table_create_tag), "create_tag(name, snapshot_id=-1)"},
     {"remove_tag", (PyCFunction)Table_remove_tag, METH_VARARGS, "remove_tag(name)"},
     {"update_schema", (PyCFunction)Table_update_schema, METH_VARARGS, "update_schema(json)"},

@@ -68,6 +68,16 @@ def _as_of_ms(as_of) -> Optional[int]:
                     f"{type(as_of).__name__}; for a snapshot id pass snapshot_id=")
 
 
+def _time_ms(t) -> int:
+    """Epoch milliseconds of a datetime / date / numpy datetime64, of a
+    timedelta (that long before now), or of an int (already milliseconds)."""
+    if isinstance(t, _dt.timedelta):
+        return int((_dt.datetime.now().timestamp() - t.total_seconds()) * 1000)
+    if isinstance(t, (int, np.integer)) and not isinstance(t, bool):
+        return int(t)
+    return _as_of_ms(t)
+
+
 def _columns_arg(columns) -> Optional[List[str]]:
     if columns is None:
         return None
@@ -1051,20 +1061,76 @@ class Table:
                    f"{what}: not implemented by this build of HyperStreamDB (the table is "
                    f"unchanged). {hint}", "HS_UNSUPPORTED")
 
-    def compact(self, *args, **kwargs) -> None:
-        """Not implemented yet: raises NotImplementedError (UnsupportedError)."""
-        self._not_yet("compact()", "The tables are standard Iceberg: Spark's "
-                      "rewrite_data_files procedure can compact them meanwhile.")
+    def compact(self, target_file_size: Optional[int] = None, min_input_files: int = 2,
+                filter: Optional[str] = None, dry_run: bool = False,
+                progress: ProgressArg = None) -> dict:
+        """Bin-pack compaction (Iceberg rewrite_data_files): within each
+        partition, files smaller than ``target_file_size`` bytes (default: the
+        table property write.target-file-size-bytes, 512 MiB) and every file
+        with deletes are rewritten, deletes applied, as files of about that
+        size, sorted by the table's sort order, with every declared index
+        built; one "replace" snapshot.  Appends committed meanwhile are kept;
+        a concurrent delete of rewritten rows raises ConflictError (nothing
+        committed).  ``filter`` limits it to files that may hold matching rows.
+        Returns what was (with ``dry_run``: would be) rewritten.  Shows a
+        progress bar (see set_progress); Ctrl-C cancels."""
+        if progress is None:
+            progress = self._progress
+        with Progress(progress, "compacting", " rows") as cb:
+            out = self._handle().maintain("compact", target_size_bytes=int(target_file_size or 0),
+                                          min_input_files=int(min_input_files), filter=filter,
+                                          dry_run=bool(dry_run), progress=cb)
+        return json.loads(out)
 
-    def rewrite_data_files(self, *args, **kwargs) -> None:
-        """Not implemented yet: raises NotImplementedError (UnsupportedError)."""
-        self._not_yet("rewrite_data_files()", "Spark's rewrite_data_files procedure can "
-                      "compact the table meanwhile.")
+    rewrite_data_files = compact
 
-    def expire_snapshots(self, *args, **kwargs) -> None:
-        """Not implemented yet: raises NotImplementedError (UnsupportedError)."""
-        self._not_yet("expire_snapshots()", "Old snapshots stay readable (time travel); "
-                      "Spark's expire_snapshots procedure can expire them meanwhile.")
+    def expire_snapshots(self, older_than=None, retain_last: Optional[int] = None,
+                         snapshot_ids: Optional[Sequence[int]] = None, dry_run: bool = False,
+                         keep_files: bool = False) -> dict:
+        """Removes old snapshots (Iceberg ExpireSnapshots) and deletes the files
+        only they reached (manifest lists, manifests, data and delete files,
+        their index sidecars and registry versions).  ``older_than``: a
+        datetime, a timedelta (that long ago) or epoch milliseconds;
+        ``retain_last``: keep at least that many recent snapshots of each
+        branch; with neither, the table properties decide (5 days, 1).  The
+        current snapshot and snapshots of branches and tags are never
+        expired.  Returns {"expired_snapshot_ids": [...], "deleted_files":
+        [{"path", "kind"}], ...}; ``dry_run`` only lists."""
+        ms = None if older_than is None else _time_ms(older_than)
+        out = self._handle().maintain("expire_snapshots", older_than_ms=ms,
+                                      retain_last=int(retain_last or 0),
+                                      snapshot_ids=None if snapshot_ids is None
+                                      else [int(i) for i in snapshot_ids],
+                                      dry_run=bool(dry_run), keep_files=bool(keep_files))
+        return json.loads(out)
+
+    def remove_orphan_files(self, older_than=None, dry_run: bool = False) -> dict:
+        """Deletes files under the table's metadata/, data/ and index/
+        directories that no snapshot, metadata file or index registry
+        references and that are older than ``older_than`` (a datetime, a
+        timedelta or epoch milliseconds; default 3 days ago, so that files of
+        commits in progress are safe).  Returns {"deleted_files": [...]}."""
+        ms = None if older_than is None else _time_ms(older_than)
+        out = self._handle().maintain("remove_orphan_files", older_than_ms=ms,
+                                      dry_run=bool(dry_run))
+        return json.loads(out)
+
+    def rewrite_manifests(self, target_size: Optional[int] = None, dry_run: bool = False) -> dict:
+        """Merges small manifests into ones of about ``target_size`` bytes
+        (default commit.manifest.target-size-bytes, 8 MiB) in one "replace"
+        snapshot; the data is unchanged."""
+        out = self._handle().maintain("rewrite_manifests",
+                                      target_size_bytes=int(target_size or 0),
+                                      dry_run=bool(dry_run))
+        return json.loads(out)
+
+    def cherrypick_snapshot(self, snapshot_id: int) -> None:
+        """Applies an append snapshot that is not an ancestor of the current
+        one (a rolled-back or branch snapshot) to main; fast-forwards when its
+        parent is the current snapshot."""
+        if not isinstance(snapshot_id, (int, np.integer)) or isinstance(snapshot_id, bool):
+            raise TypeError(f"snapshot_id must be an int, not {type(snapshot_id).__name__}")
+        self._handle().cherrypick(int(snapshot_id))
 
     def execute_sql(self, query: str, params=None):
         """Runs one SQL statement with this table registered as ``t`` (a
@@ -1082,12 +1148,6 @@ class Table:
             s.close()   # takes effect once the result is dropped
 
     sql = execute_sql
-
-    def remove_orphan_files(self, *args, **kwargs) -> None:
-        """Not implemented yet for data files: raises NotImplementedError.
-        (remove_orphan_indexes() deletes orphaned sidecar index files.)"""
-        self._not_yet("remove_orphan_files()", "remove_orphan_indexes() deletes orphaned "
-                      "index files; Spark's remove_orphan_files procedure handles data files.")
 
 
 def _strip_field_ids(schema: pa.Schema) -> pa.Schema:

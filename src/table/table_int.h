@@ -18,6 +18,9 @@
  *   index.c      sidecar indexes: the registry commits, add/drop/list/orphans,
  *                building sidecars (also for the files a write produces),
  *                index lookups for scans (bitmap algebra), explain
+ *   maint.c      table maintenance: expire snapshots, remove orphan files,
+ *                rewrite manifests, cherrypick
+ *   maint_compact.c  compaction (rewrite data files, bin-pack)
  *
  * An hs_table holds the parsed metadata of one version plus its location;
  * every commit made through the handle replaces both with what was
@@ -29,6 +32,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/hashmap.h"
 #include "catalog/catalog.h"
 #include "columnar/column.h"
 #include "hyperstream/table.h"
@@ -306,6 +310,73 @@ HS_MUST_USE hs_status tbl_write_row_delta(hs_table *t, const tbl_plan *p, tbl_fi
                                           const ice_schema *rows_schema,
                                           int64_t read_snapshot_id, tbl_validate_fn validate,
                                           void *vctx, hs_error *err);
+
+/* ---- write.c: rewrites for maintenance (maint.c) ---- */
+
+/* One "replace"-like commit built piece by piece: data files written from
+ * rows (default spec, sorted by the default order, declared indexes built),
+ * files removed from manifests, manifests added or replaced.  The commit
+ * (tbl_commit with rebase) keeps the base's manifests minus the replaced
+ * ones (HS_CONFLICT when one of those left the base), adds ours, and calls
+ * `check` (may be NULL) on every attempt's base first.  tbl_rewrite_free
+ * removes every file written unless the commit succeeded. */
+typedef struct tbl_rewrite tbl_rewrite;
+typedef hs_status (*tbl_rewrite_check_fn)(void *ctx, const ice_table_metadata *base,
+                                          hs_error *err);
+HS_MUST_USE hs_status tbl_rewrite_begin(hs_table *t, const char *operation,
+                                        int64_t planned_snapshot_id, tbl_rewrite_check_fn check,
+                                        void *check_ctx, tbl_rewrite **out, hs_error *err);
+int64_t tbl_rewrite_snapshot_id(const tbl_rewrite *rw);
+/* Writes rows (the current schema; borrowed) as data files + one manifest. */
+HS_MUST_USE hs_status tbl_rewrite_rows(tbl_rewrite *rw, const hs_batch *rows, hs_error *err);
+/* The same with the data files written in file_schema (a superset of the
+ * current schema by field id: v3 compaction adds the row lineage columns,
+ * so moved rows keep their _row_id and _last_updated_sequence_number). */
+HS_MUST_USE hs_status tbl_rewrite_rows_as(tbl_rewrite *rw, const hs_batch *rows,
+                                          const ice_schema *file_schema, hs_error *err);
+/* Writes the rows of stream `in` (moved) as an append does: memory bounded
+ * by hyperstream.write.buffer-bytes, files rolled at `target` bytes (0 =
+ * the table property), one manifest. */
+HS_MUST_USE hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStream *in,
+                                         int64_t target, hs_error *err);
+/* Removes plan files (remove_file[i]) and delete entries (remove_del: keys
+ * int manifest index, and int64_t[2] {manifest index, entry index}; may be
+ * NULL) by rewriting their manifests; counts the removed data files. */
+HS_MUST_USE hs_status tbl_rewrite_remove(tbl_rewrite *rw, const tbl_plan *p,
+                                         const bool *remove_file, const hs_map *remove_del,
+                                         hs_error *err);
+void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, int64_t files, int64_t records);
+/* Writes a manifest of entries (borrowed) and adds it to the snapshot. */
+HS_MUST_USE hs_status tbl_rewrite_add_manifest(tbl_rewrite *rw, int content,
+                                               const ice_schema *schema,
+                                               const ice_partition_spec *spec,
+                                               const ice_manifest_entry *e, int64_t n,
+                                               hs_error *err);
+/* The base's manifest at manifest_path is left out of the new snapshot. */
+HS_MUST_USE hs_status tbl_rewrite_replace(tbl_rewrite *rw, const char *manifest_path,
+                                          hs_error *err);
+/* Counts data files added by manifests (tbl_rewrite_add_manifest) in the
+ * snapshot summary. */
+void tbl_rewrite_count_added(tbl_rewrite *rw, int64_t files, int64_t records, int64_t bytes);
+/* One more snapshot summary key (copied). */
+HS_MUST_USE hs_status tbl_rewrite_summary(tbl_rewrite *rw, const char *key, const char *value,
+                                          hs_error *err);
+void tbl_rewrite_written(const tbl_rewrite *rw, int64_t *files, int64_t *records,
+                         int64_t *bytes);
+HS_MUST_USE hs_status tbl_rewrite_commit(tbl_rewrite *rw, hs_error *err);
+void tbl_rewrite_free(tbl_rewrite *rw);   /* accepts NULL */
+
+/* ---- maint.c: helpers shared with maint_compact.c ---- */
+
+/* A manifest list read whole (*out: caller frees with ice_manifest_list_free). */
+HS_MUST_USE hs_status tbl_maint_read_list(const char *path, ice_manifest_list **out,
+                                          hs_error *err);
+/* An integer table property, dflt when absent or not a number. */
+int64_t tbl_maint_prop_i64(const ice_table_metadata *m, const char *key, int64_t dflt);
+/* Serializes j (taken) into *out (caller frees with hs_string_free); out may
+ * be NULL (j is only released). */
+struct json_t;
+HS_MUST_USE hs_status tbl_maint_json_out(struct json_t *j, char **out, hs_error *err);
 
 /* ---- index.c ---- */
 

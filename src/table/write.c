@@ -106,6 +106,11 @@ typedef struct tbl_wop {
      * (NULL = every such snapshot is a conflict) */
     tbl_validate_fn validate;
     void *validate_ctx;
+    /* extra conflict check per attempt (tbl_rewrite_*: maintenance) */
+    hs_status (*check)(void *ctx, const ice_table_metadata *base, hs_error *err);
+    void *check_ctx;
+    ice_kv extra_summary;           /* more summary keys (tbl_rewrite_summary) */
+    int64_t target_file_size;       /* 0 = write.target-file-size-bytes */
 } tbl_wop;
 
 typedef struct pv_owned {
@@ -145,6 +150,7 @@ static void op_free(tbl_wop *op)
     }
     hs_buf_free(&op->pvals);
     tbl_ixw_free(&op->ixw);
+    ice_kv_clear(&op->extra_summary);
     hs_arena_destroy(&op->arena);
 }
 
@@ -1245,6 +1251,8 @@ static hs_status build_summary(const tbl_wop *op, const ice_snapshot *parent, ic
     summary_add(kv, "total-position-deletes", parent_total(parent, "total-position-deletes") +
                 op->added_pos_deletes - op->removed_pos_deletes, &st);
     summary_add(kv, "total-equality-deletes", parent_total(parent, "total-equality-deletes"), &st);
+    for (int i = 0; st == HS_OK && i < op->extra_summary.n; i++)
+        st = ice_kv_set(kv, op->extra_summary.keys[i], op->extra_summary.values[i]);
     return st;
 }
 
@@ -1283,6 +1291,8 @@ static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const cha
     }
     if (op->check_conflicts)
         HS_TRY(check_since(op, base, err));
+    if (op->check)
+        HS_TRY(op->check(op->check_ctx, base, err));
     while (ice_metadata_snapshot(base, op->snapshot_id))
         op->snapshot_id = ice_new_snapshot_id();
     const ice_snapshot *parent = ice_metadata_current_snapshot(base);
@@ -1591,7 +1601,9 @@ static hs_status append_stream(tbl_wop *op, struct ArrowArrayStream *in, hs_erro
     ap.budget = prop_i64(t, "hyperstream.write.buffer-bytes", APPEND_BUFFER_DEFAULT);
     if (ap.budget < (1 << 20))
         ap.budget = 1 << 20;
-    ap.target = prop_i64(t, "write.target-file-size-bytes", TARGET_FILE_DEFAULT);
+    ap.target = op->target_file_size > 0
+                    ? op->target_file_size
+                    : prop_i64(t, "write.target-file-size-bytes", TARGET_FILE_DEFAULT);
     int64_t limit = ap.indexed ? ap.budget / 4 : ap.budget / 2;
     hs_batch_source src = {0};
     HS_TRY(hs_arrow_import_stream(in, &src, err));
@@ -2396,4 +2408,139 @@ hs_status tbl_write_row_delta(hs_table *t, const tbl_plan *p, tbl_file_action *a
     hs_free(remove);
     op_free(&op);
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* rewrites for table maintenance (table/maint.c)                      */
+
+struct tbl_rewrite {
+    tbl_wop op;
+    bool committed;
+};
+
+hs_status tbl_rewrite_begin(hs_table *t, const char *operation, int64_t planned_snapshot_id,
+                            tbl_rewrite_check_fn check, void *check_ctx, tbl_rewrite **out,
+                            hs_error *err)
+{
+    *out = NULL;
+    tbl_rewrite *rw = hs_calloc(1, sizeof *rw);
+    if (!rw)
+        return hs_err_nomem(err, sizeof *rw);
+    op_init(&rw->op, t, operation);
+    rw->op.planned_snapshot_id = planned_snapshot_id;
+    rw->op.check = check;
+    rw->op.check_ctx = check_ctx;
+    *out = rw;
+    return HS_OK;
+}
+
+int64_t tbl_rewrite_snapshot_id(const tbl_rewrite *rw) { return rw->op.snapshot_id; }
+
+hs_status tbl_rewrite_rows(tbl_rewrite *rw, const hs_batch *rows, hs_error *err)
+{
+    if (!rows || rows->n_rows == 0)
+        return HS_OK;
+    return write_rows(&rw->op, rows, err);
+}
+
+hs_status tbl_rewrite_rows_as(tbl_rewrite *rw, const hs_batch *rows, const ice_schema *file_schema,
+                              hs_error *err)
+{
+    if (!rows || rows->n_rows == 0)
+        return HS_OK;
+    tbl_wop *op = &rw->op;
+    const ice_schema *schema = ice_metadata_current_schema(&op->t->meta);
+    const ice_partition_spec *spec = ice_metadata_default_spec(&op->t->meta);
+    if (!schema || !spec)
+        return hs_err_set(err, HS_CORRUPT, "table metadata lacks a current schema or spec");
+    /* as write_rows, with the data files in file_schema (the manifest
+     * header keeps the table schema) */
+    one_file_per_group w = {op, file_schema, {0}};
+    int n_groups = 0;
+    hs_status st = partition_rows(op, rows, NULL, one_file_sink, &w, &n_groups, err);
+    op->changed_partitions += n_groups;
+    if (st == HS_OK)
+        st = write_manifest(op, ICE_MANIFEST_DATA, schema, spec,
+                            (const ice_manifest_entry *)w.entries.data,
+                            (int64_t)HS_VEC_LEN(&w.entries, ice_manifest_entry), err);
+    hs_buf_free(&w.entries);
+    return st;
+}
+
+hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStream *in, int64_t target,
+                             hs_error *err)
+{
+    rw->op.target_file_size = target;
+    return append_stream(&rw->op, in, err);
+}
+
+hs_status tbl_rewrite_remove(tbl_rewrite *rw, const tbl_plan *p, const bool *remove_file,
+                             const hs_map *remove_del, hs_error *err)
+{
+    for (int i = 0; i < p->n_files; i++)
+        if (remove_file[i]) {
+            rw->op.removed_files++;
+            rw->op.removed_records += p->files[i].record_count;
+            rw->op.removed_size += p->files[i].file_size;
+        }
+    return rewrite_manifests(&rw->op, p, remove_file, remove_del, err);
+}
+
+void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, int64_t files, int64_t records)
+{
+    rw->op.removed_del_files += files;
+    rw->op.removed_pos_deletes += records;
+}
+
+hs_status tbl_rewrite_add_manifest(tbl_rewrite *rw, int content, const ice_schema *schema,
+                                   const ice_partition_spec *spec, const ice_manifest_entry *e,
+                                   int64_t n, hs_error *err)
+{
+    return write_manifest(&rw->op, content, schema, spec, e, n, err);
+}
+
+hs_status tbl_rewrite_replace(tbl_rewrite *rw, const char *manifest_path, hs_error *err)
+{
+    const char *path = op_str(&rw->op, manifest_path);
+    if (!path || HS_VEC_PUSH(&rw->op.replace, const char *, path) != HS_OK)
+        return hs_err_nomem(err, 64);
+    return HS_OK;
+}
+
+void tbl_rewrite_count_added(tbl_rewrite *rw, int64_t files, int64_t records, int64_t bytes)
+{
+    rw->op.added_files += files;
+    rw->op.added_records += records;
+    rw->op.added_size += bytes;
+}
+
+hs_status tbl_rewrite_summary(tbl_rewrite *rw, const char *key, const char *value, hs_error *err)
+{
+    if (ice_kv_set(&rw->op.extra_summary, key, value) != HS_OK)
+        return hs_err_nomem(err, strlen(value));
+    return HS_OK;
+}
+
+void tbl_rewrite_written(const tbl_rewrite *rw, int64_t *files, int64_t *records, int64_t *bytes)
+{
+    *files = rw->op.added_files;
+    *records = rw->op.added_records;
+    *bytes = rw->op.added_size;
+}
+
+hs_status tbl_rewrite_commit(tbl_rewrite *rw, hs_error *err)
+{
+    hs_status st = op_commit(&rw->op, err);
+    rw->committed = st == HS_OK;
+    return st;
+}
+
+void tbl_rewrite_free(tbl_rewrite *rw)
+{
+    if (!rw)
+        return;
+    if (!rw->committed)
+        op_cleanup_files(&rw->op);
+    op_free(&rw->op);
+    hs_free(rw);
 }

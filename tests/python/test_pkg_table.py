@@ -491,15 +491,6 @@ def test_threads_share_a_table(table):
     assert t.to_arrow().num_rows == N + 3
 
 
-def test_maintenance_not_implemented_leaves_table(table):
-    t, df = table
-    before = t.current_snapshot_id
-    for fn in (t.compact, t.expire_snapshots, t.remove_orphan_files, t.rewrite_data_files):
-        with pytest.raises(NotImplementedError, match="not implemented"):
-            fn()
-    assert t.current_snapshot_id == before and t.to_arrow().num_rows == N
-
-
 def test_uncommitted_rows_warn_and_discard(tmp_path):
     t = hdb.Table(tmp_path / "t")
     t.write_arrow(pa.table({"id": [1]}))

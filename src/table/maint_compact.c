@@ -1,0 +1,592 @@
+/*
+ * table/maint_compact.c - compaction (hyperstream/table.h hs_table_compact:
+ * Iceberg's rewrite_data_files with the bin-pack strategy); the rest of
+ * table maintenance is in maint.c, whose header comment shows how the
+ * operations fit together.
+ *
+ *   step          what
+ *   ------------  -----------------------------------------------------------
+ *   plan          the whole current snapshot (which deletes apply to which
+ *                 file), plus the files the filter selects
+ *   choose        per partition (spec id + tuple): files below the target
+ *                 size, and every file with deletes; a partition is
+ *                 rewritten when it has min_input_files of them or deletes
+ *   pack          first-fit decreasing bins of at most the target size
+ *   rewrite       per bin, rows read with deletes applied, written as new
+ *                 files of the default spec, sorted by the default order,
+ *                 declared indexes built (write.c tbl_rewrite_*):
+ *                   no index, v2   streamed (append path: bounded memory,
+ *                                  files rolled at the target)
+ *                   indexes, or v3 the bin in memory, one file per partition
+ *                                  (sidecars need a file's rows; v3 files
+ *                                  carry _row_id and
+ *                                  _last_updated_sequence_number)
+ *   drop          the rewritten files, and every delete entry all of whose
+ *                 data files are rewritten
+ *   commit        one "replace" snapshot; compact_check on every attempt
+ *
+ * Conflicts (compact_check, per commit attempt against the fresh base,
+ * besides write.c's check that every manifest it rewrites is still
+ * listed): walking from the base's current snapshot back to the planned
+ * one, an "append" is always fine; any other snapshot fails the compaction
+ * with HS_CONFLICT when it added a delete file that may apply to a
+ * rewritten file (its referenced data file is one; or, without one, its
+ * file_path bounds include one; equality deletes always may) or removed a
+ * rewritten file.  A planned snapshot that is no longer an ancestor (a
+ * rollback) is a conflict too.
+ */
+#define _GNU_SOURCE 1 /* qsort_r */
+#include "table/mcache.h"
+#include "table/table_int.h"
+
+#include "base/mem.h"
+#include "base/numfmt.h"
+#include "base/opts.h"
+#include "columnar/arrow_c.h"
+#include "index/registry.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ */
+/* compact                                                             */
+
+typedef struct cgroup {
+    hs_buf key;                   /* spec id + partition tuple */
+    hs_buf files;                 /* int: plan indexes */
+} cgroup;
+
+/* A key of the partition of plan file f: spec id, then each value. */
+static hs_status part_key(const tbl_plan_file *f, hs_buf *key)
+{
+    hs_buf_reset(key);
+    HS_TRY(hs_buf_append(key, &f->spec_id, sizeof f->spec_id));
+    for (int i = 0; i < f->n_partition; i++) {
+        const ice_value *v = &f->partition[i];
+        uint8_t tag[2] = {(uint8_t)v->is_null, (uint8_t)v->type};
+        HS_TRY(hs_buf_append(key, tag, 2));
+        size_t at = key->len;
+        uint32_t len = 0;
+        HS_TRY(hs_buf_append(key, &len, sizeof len));
+        size_t before = key->len;
+        if (!v->is_null)
+            HS_TRY(ice_value_to_bytes(v, key));
+        len = (uint32_t)(key->len - before);
+        memcpy(key->data + at, &len, sizeof len);
+    }
+    return HS_OK;
+}
+
+typedef struct compact_ctx {
+    const tbl_plan *p;
+    const bool *rewrite;          /* per plan file */
+    hs_map paths;                 /* local paths of rewritten files */
+    int64_t planned;
+    const char *ident;
+} compact_ctx;
+
+/* Whether a delete file without referenced_data_file may hold positions of
+ * a rewritten file: its file_path bounds (lower <= path <= upper, bytewise;
+ * truncated bounds still enclose the paths) include one, or it has none.
+ * Equality deletes may apply to any file. */
+static bool delete_may_apply(const compact_ctx *c, const ice_data_file *df)
+{
+    if (df->content != ICE_CONTENT_POSITION_DELETES)
+        return true;
+    const ice_id_bytes *lo = NULL, *hi = NULL;
+    for (int k = 0; k < df->n_lower_bounds; k++)
+        if (df->lower_bounds[k].id == ICE_FIELD_ID_FILE_PATH && df->lower_bounds[k].p)
+            lo = &df->lower_bounds[k];
+    for (int k = 0; k < df->n_upper_bounds; k++)
+        if (df->upper_bounds[k].id == ICE_FIELD_ID_FILE_PATH && df->upper_bounds[k].p)
+            hi = &df->upper_bounds[k];
+    if (!lo || !hi)
+        return true;
+    for (int i = 0; i < c->p->n_files; i++) {
+        if (!c->rewrite[i])
+            continue;
+        const char *path = c->p->files[i].path;
+        size_t n = strlen(path);
+        int a = memcmp(path, lo->p, n < lo->len ? n : lo->len);
+        int b = memcmp(path, hi->p, n < hi->len ? n : hi->len);
+        bool ge_lo = a > 0 || (a == 0 && n >= lo->len);
+        bool le_hi = b < 0 || (b == 0 && n <= hi->len);
+        if (ge_lo && le_hi)
+            return true;
+    }
+    return false;
+}
+
+/* Whether a snapshot committed since planning conflicts (header comment). */
+static hs_status compact_check_snapshot(compact_ctx *c, const ice_table_metadata *base,
+                                        const ice_snapshot *s, hs_error *err)
+{
+    if (!s->manifest_list)
+        return hs_err_set(err, HS_CONFLICT, "%s: a concurrent commit (snapshot %lld) cannot be "
+                          "checked; compaction not committed", c->ident,
+                          (long long)s->snapshot_id);
+    ice_manifest_list *l = NULL;
+    HS_TRY(tbl_maint_read_list(s->manifest_list, &l, err));
+    hs_status st = HS_OK;
+    for (int i = 0; st == HS_OK && i < l->n_files; i++) {
+        const ice_manifest_file *mf = &l->files[i];
+        if (!mf->has_added_snapshot_id || mf->added_snapshot_id != s->snapshot_id)
+            continue;
+        const ice_partition_spec *spec = ice_metadata_spec(base, mf->partition_spec_id);
+        const ice_schema *sc = spec ? tbl_schema_for_spec(base, spec) : NULL;
+        const ice_manifest *man = NULL;
+        tbl_fref *ref = NULL;
+        st = tbl_mcache_get(mf, sc ? spec : NULL, sc, &man, &ref, err);
+        for (int64_t k = 0; st == HS_OK && k < man->n_entries; k++) {
+            const ice_manifest_entry *e = &man->entries[k];
+            bool ours = e->has_snapshot_id && e->snapshot_id == s->snapshot_id;
+            if (!ours)
+                continue;
+            const ice_data_file *df = &e->file;
+            const char *hit = NULL;
+            if (df->content != ICE_CONTENT_DATA && e->status == ICE_STATUS_ADDED) {
+                const char *r = df->referenced_data_file;
+                if (r ? hs_map_get(&c->paths, tbl_local(r), strlen(tbl_local(r)), NULL)
+                      : delete_may_apply(c, df))
+                    hit = r ? r : df->file_path;
+            } else if (df->content == ICE_CONTENT_DATA && e->status == ICE_STATUS_DELETED) {
+                const char *pth = tbl_local(df->file_path);
+                if (hs_map_get(&c->paths, pth, strlen(pth), NULL))
+                    hit = df->file_path;
+            }
+            if (hit)
+                st = hs_err_set(err, HS_CONFLICT, "%s: a concurrent %s (snapshot %lld) deleted "
+                                "rows of %s, which this compaction rewrites; nothing was "
+                                "committed (compact again)", c->ident,
+                                ice_snapshot_operation(s) ? ice_snapshot_operation(s) : "commit",
+                                (long long)s->snapshot_id, hit);
+        }
+        tbl_mcache_release(ref);
+    }
+    ice_manifest_list_free(l);
+    return st;
+}
+
+static hs_status compact_check(void *vctx, const ice_table_metadata *base, hs_error *err)
+{
+    compact_ctx *c = vctx;
+    const ice_snapshot *s = ice_metadata_current_snapshot(base);
+    for (int guard = 0; s && guard <= base->n_snapshots; guard++) {
+        if (s->snapshot_id == c->planned)
+            return HS_OK;
+        const char *o = ice_snapshot_operation(s);
+        if (!o || strcmp(o, "append") != 0)
+            HS_TRY(compact_check_snapshot(c, base, s, err));
+        s = s->has_parent ? ice_metadata_snapshot(base, s->parent_id) : NULL;
+    }
+    return hs_err_set(err, HS_CONFLICT, "%s: snapshot %lld, on which this compaction was "
+                      "planned, is no longer an ancestor of the current snapshot; nothing was "
+                      "committed", c->ident, (long long)c->planned);
+}
+
+static hs_status collect_batch(void *ctx, hs_batch *b, hs_error *err)
+{
+    hs_batch *acc = ctx;
+    hs_status st = HS_OK;
+    for (int c = 0; c < acc->n_cols && st == HS_OK; c++)
+        st = hs_col_append_column(acc->cols[c], b->cols[c], err);
+    if (st == HS_OK)
+        acc->n_rows += b->n_rows;
+    hs_batch_free(b);
+    return st;
+}
+
+/* The rows of a list of plan files (deletes applied), one file read at a
+ * time, as a batch source for tbl_rewrite_stream.  The stream owns the
+ * source; what went wrong (cancel included) is kept in *out_st / out_err,
+ * which the caller owns. */
+typedef struct bin_src {
+    const tbl_plan *p;
+    const hs_field *schema;
+    hs_buf files;                 /* int: plan indexes (owned copy) */
+    size_t next_file;
+    hs_buf queue;                 /* hs_batch *: batches of the file read last */
+    size_t qpos;
+    const hs_compact_options *o;
+    int64_t *done, total;
+    hs_status *out_st;
+    hs_error *out_err;
+} bin_src;
+
+static hs_status queue_batch(void *ctx, hs_batch *b, hs_error *err)
+{
+    if (HS_VEC_PUSH((hs_buf *)ctx, hs_batch *, b) != HS_OK) {
+        hs_batch_free(b);
+        return hs_err_nomem(err, 8);
+    }
+    return HS_OK;
+}
+
+static void bin_src_drain(bin_src *s)
+{
+    for (size_t i = s->qpos; i < HS_VEC_LEN(&s->queue, hs_batch *); i++)
+        hs_batch_free(HS_VEC_AT(&s->queue, hs_batch *, i));
+    hs_buf_reset(&s->queue);
+    s->qpos = 0;
+}
+
+static hs_status bin_src_next(void *ctx, hs_batch **out, hs_error *err)
+{
+    bin_src *s = ctx;
+    *out = NULL;
+    while (s->qpos == HS_VEC_LEN(&s->queue, hs_batch *) &&
+           s->next_file < HS_VEC_LEN(&s->files, int)) {
+        bin_src_drain(s);
+        const tbl_plan_file *f = &s->p->files[HS_VEC_AT(&s->files, int, s->next_file++)];
+        hs_status st = tbl_read_file(f, s->schema, NULL, 0, queue_batch, &s->queue, NULL, NULL,
+                                     s->out_err);
+        *s->done += f->record_count;
+        if (st == HS_OK && s->o->progress &&
+            s->o->progress(s->o->progress_ctx, "compact", *s->done, s->total))
+            st = hs_err_set(s->out_err, HS_CANCELLED, "compact: cancelled after %lld of %lld "
+                            "rows; nothing was committed", (long long)*s->done,
+                            (long long)s->total);
+        if (st != HS_OK) {
+            *s->out_st = st;
+            return hs_err_set(err, st, "%s", s->out_err->msg);
+        }
+    }
+    if (s->qpos < HS_VEC_LEN(&s->queue, hs_batch *))
+        *out = HS_VEC_AT(&s->queue, hs_batch *, s->qpos++);
+    return HS_OK;
+}
+
+static void bin_src_close(void *ctx)
+{
+    bin_src *s = ctx;
+    bin_src_drain(s);
+    hs_buf_free(&s->queue);
+    hs_buf_free(&s->files);
+    hs_free(s);
+}
+
+static int cmp_size_desc(const void *a, const void *b, void *ctx)
+{
+    const tbl_plan *p = ctx;
+    int64_t x = p->files[*(const int *)a].file_size, y = p->files[*(const int *)b].file_size;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+typedef struct bin {
+    hs_buf files;                 /* int */
+    int64_t bytes;
+} bin;
+
+/* First-fit decreasing bins of the group's chosen files. */
+static hs_status pack_bins(const tbl_plan *p, int *idx, int n, int64_t target, hs_buf *bins,
+                           hs_error *err)
+{
+    qsort_r(idx, (size_t)n, sizeof *idx, cmp_size_desc, (void *)p);
+    size_t first = HS_VEC_LEN(bins, bin);
+    for (int i = 0; i < n; i++) {
+        int64_t sz = p->files[idx[i]].file_size;
+        size_t b = first;
+        for (; b < HS_VEC_LEN(bins, bin); b++)
+            if (HS_VEC_AT(bins, bin, b).bytes + sz <= target)
+                break;
+        if (b == HS_VEC_LEN(bins, bin)) {
+            bin nb = {{0}, 0};
+            if (hs_buf_append(bins, &nb, sizeof nb) != HS_OK)
+                return hs_err_nomem(err, sizeof nb);
+        }
+        bin *bb = &HS_VEC_AT(bins, bin, b);
+        bb->bytes += sz;
+        if (HS_VEC_PUSH(&bb->files, int, idx[i]) != HS_OK)
+            return hs_err_nomem(err, 8);
+    }
+    return HS_OK;
+}
+
+static void bins_free(hs_buf *bins)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(bins, bin); i++)
+        hs_buf_free(&HS_VEC_AT(bins, bin, i).files);
+    hs_buf_free(bins);
+}
+
+static json_t *partition_json(const tbl_plan_file *f)
+{
+    json_t *a = json_array();
+    hs_buf b = {0};
+    for (int i = 0; a && i < f->n_partition; i++) {
+        hs_buf_reset(&b);
+        if (ice_value_to_json(&f->partition[i], &b) != HS_OK)
+            break;
+        json_error_t je;
+        json_t *v = hs_json_loadb((const char *)b.data, b.len, JSON_DECODE_ANY, &je);
+        json_array_append_new(a, v ? v : json_null());
+    }
+    hs_buf_free(&b);
+    return a;
+}
+
+hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,
+                           hs_error *err)
+{
+    if (result_json)
+        *result_json = NULL;
+    HS_OPTS_IN(opt, hs_compact_options, err);
+    if (!opt) {   /* NULL = every default */
+        memset(&opt_in_, 0, sizeof opt_in_);
+        opt = &opt_in_;
+    }
+    HS_TRY(tbl_check_writable(t, err));
+    if (opt->target_file_size_bytes < 0 || opt->min_input_files < 0)
+        return hs_err_set(err, HS_INVALID, "compact: negative target size or file count");
+    HS_TRY(hs_table_refresh(t, err));
+    const ice_table_metadata *m = &t->meta;
+    int64_t target = opt->target_file_size_bytes
+                         ? opt->target_file_size_bytes
+                         : tbl_maint_prop_i64(m, "write.target-file-size-bytes", (int64_t)512 << 20);
+    int min_files = opt->min_input_files ? opt->min_input_files : 2;
+    const ice_snapshot *snap = ice_metadata_current_snapshot(m);
+    const ice_schema *sc = ice_metadata_current_schema(m);
+    if (!sc)
+        return hs_err_set(err, HS_CORRUPT, "table metadata has no current schema");
+    tbl_plan *p = NULL, *pf = NULL;
+    /* the whole table (which deletes apply to which files), and the files
+     * the filter selects */
+    hs_status st = tbl_plan_make(m, snap, sc, NULL, &p, err);
+    if (st == HS_OK && opt->filter && *opt->filter)
+        st = tbl_plan_make(m, snap, sc, opt->filter, &pf, err);
+    hs_map eligible = {0};
+    for (int i = 0; st == HS_OK && pf && i < pf->n_files; i++) {
+        const char *l = tbl_local(pf->files[i].path);
+        if (hs_map_put(&eligible, l, strlen(l), 1) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    }
+    /* groups by partition */
+    cgroup *groups = NULL;
+    int n_groups = 0;
+    hs_map gmap = {0};
+    hs_buf key = {0};
+    for (int i = 0; st == HS_OK && p && i < p->n_files; i++) {
+        const tbl_plan_file *f = &p->files[i];
+        const char *l = tbl_local(f->path);
+        if (pf && !hs_map_get(&eligible, l, strlen(l), NULL))
+            continue;
+        if (f->file_size >= target && f->n_deletes == 0)
+            continue;
+        if (part_key(f, &key) != HS_OK) {
+            st = hs_err_nomem(err, 64);
+            break;
+        }
+        uint64_t g;
+        if (!hs_map_get(&gmap, key.data, key.len, &g)) {
+            cgroup *ng = hs_realloc(groups, sizeof *groups * (size_t)(n_groups + 1));
+            if (!ng || hs_map_put(&gmap, key.data, key.len, (uint64_t)n_groups) != HS_OK) {
+                if (ng)
+                    groups = ng;
+                st = hs_err_nomem(err, 64);
+                break;
+            }
+            groups = ng;
+            memset(&groups[n_groups], 0, sizeof *groups);
+            g = (uint64_t)n_groups++;
+        }
+        if (HS_VEC_PUSH(&groups[g].files, int, i) != HS_OK)
+            st = hs_err_nomem(err, 8);
+    }
+    hs_buf_free(&key);
+    /* which groups are rewritten, and their bins */
+    bool *rewrite = hs_calloc((size_t)(p ? p->n_files : 0) + 1, sizeof(bool));
+    hs_buf bins = {0};
+    json_t *jgroups = json_array();
+    int64_t total_rows = 0, n_in = 0, in_bytes = 0;
+    if (st == HS_OK && (!rewrite || !jgroups))
+        st = hs_err_nomem(err, 64);
+    for (int g = 0; st == HS_OK && g < n_groups; g++) {
+        int n = (int)HS_VEC_LEN(&groups[g].files, int);
+        int *idx = (int *)groups[g].files.data;
+        bool deletes = false;
+        for (int k = 0; k < n; k++)
+            deletes = deletes || p->files[idx[k]].n_deletes > 0;
+        if (n < min_files && !deletes)
+            continue;
+        json_t *jf = json_array();
+        for (int k = 0; k < n; k++) {
+            rewrite[idx[k]] = true;
+            total_rows += p->files[idx[k]].record_count;
+            in_bytes += p->files[idx[k]].file_size;
+            n_in++;
+            json_array_append_new(jf, json_string(p->files[idx[k]].path));
+        }
+        json_array_append_new(jgroups, json_pack("{s:o,s:i,s:o}", "partition",
+                                                 partition_json(&p->files[idx[0]]), "spec_id",
+                                                 (int)p->files[idx[0]].spec_id, "files", jf));
+        st = pack_bins(p, idx, n, target, &bins, err);
+    }
+    /* delete entries that apply only to rewritten files go too */
+    hs_map refs = {0}, remove_del = {0};
+    int64_t del_files = 0, del_records = 0;
+    for (int i = 0; st == HS_OK && p && i < p->n_files; i++)
+        for (int k = 0; k < p->files[i].n_deletes; k++) {
+            const tbl_delete_ref *d = &p->files[i].deletes[k];
+            int64_t kk[2] = {d->manifest_index, d->entry_index};
+            uint64_t v = 0;
+            (void)hs_map_get(&refs, kk, sizeof kk, &v);
+            /* low 32 bits: files it applies to; high: rewritten ones */
+            v += 1 + (rewrite[i] ? ((uint64_t)1 << 32) : 0);
+            if (hs_map_put(&refs, kk, sizeof kk, v) != HS_OK)
+                st = hs_err_nomem(err, 64);
+        }
+    for (int i = 0; st == HS_OK && p && i < p->n_files; i++)
+        for (int k = 0; k < p->files[i].n_deletes; k++) {
+            const tbl_delete_ref *d = &p->files[i].deletes[k];
+            int64_t kk[2] = {d->manifest_index, d->entry_index};
+            uint64_t v = 0;
+            (void)hs_map_get(&refs, kk, sizeof kk, &v);
+            if ((v & 0xffffffffu) != (v >> 32) || hs_map_get(&remove_del, kk, sizeof kk, NULL))
+                continue;
+            int mi = d->manifest_index;
+            char mkey[sizeof mi];
+            memcpy(mkey, &mi, sizeof mi);
+            if (hs_map_put(&remove_del, kk, sizeof kk, 1) != HS_OK ||
+                hs_map_put(&remove_del, mkey, sizeof mi, 1) != HS_OK)
+                st = hs_err_nomem(err, 64);
+            del_files++;
+            del_records += d->record_count;
+        }
+    /* write */
+    compact_ctx cc = {0};
+    cc.p = p;
+    cc.rewrite = rewrite;
+    cc.planned = snap ? snap->snapshot_id : -1;
+    cc.ident = t->ident;
+    for (int i = 0; st == HS_OK && p && i < p->n_files; i++)
+        if (rewrite[i]) {
+            const char *l = tbl_local(p->files[i].path);
+            if (hs_map_put(&cc.paths, l, strlen(l), 1) != HS_OK)
+                st = hs_err_nomem(err, 64);
+        }
+    tbl_rewrite *rw = NULL;
+    int64_t done = 0, new_id = -1, out_files = 0, out_rows = 0, out_bytes = 0;
+    bool work = n_in > 0 && !opt->dry_run;
+    if (st == HS_OK && work)
+        st = tbl_rewrite_begin(t, "replace", cc.planned, compact_check, &cc, &rw, err);
+    /* without declared indexes, each bin streams through the append path
+     * (memory bounded by hyperstream.write.buffer-bytes, files rolled at
+     * the target); sidecars are built from a whole file's rows in memory,
+     * so an indexed table's bin is read whole and written as one file per
+     * partition */
+    bool indexed = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY) != NULL;
+    /* v3: rows keep their lineage.  They are read with _row_id and
+     * _last_updated_sequence_number (stored or inherited) and written with
+     * those columns (spec "Row Lineage": a moved row keeps both), through
+     * the in-memory path */
+    bool lineage = m->format_version >= 3;
+    ice_schema file_schema = {0};
+    if (st == HS_OK && lineage) {
+        hs_field f;
+        st = hs_field_copy(&sc->root, &file_schema.root) == HS_OK ? HS_OK
+                                                               : hs_err_nomem(err, 64);
+        hs_field_init(&f, "_row_id", HS_TYPE_INT64, true);
+        f.field_id = ICE_FIELD_ID_ROW_ID;
+        if (st == HS_OK && hs_field_add_child(&file_schema.root, &f) != HS_OK)
+            st = hs_err_nomem(err, 64);
+        hs_field_init(&f, "_last_updated_sequence_number", HS_TYPE_INT64, true);
+        f.field_id = ICE_FIELD_ID_LAST_UPDATED_SEQ;
+        if (st == HS_OK && hs_field_add_child(&file_schema.root, &f) != HS_OK)
+            st = hs_err_nomem(err, 64);
+        file_schema.schema_id = sc->schema_id;
+    }
+    const hs_field *read_root = lineage ? &file_schema.root : &sc->root;
+    for (size_t b = 0; st == HS_OK && work && !indexed && !lineage &&
+                       b < HS_VEC_LEN(&bins, bin); b++) {
+        const bin *bb = &HS_VEC_AT(&bins, bin, b);
+        hs_status src_st = HS_OK;
+        hs_error src_err;
+        hs_err_clear(&src_err);
+        bin_src *bs = hs_calloc(1, sizeof *bs);
+        hs_batch_source src = {0};
+        if (!bs || hs_buf_append(&bs->files, bb->files.data, bb->files.len) != HS_OK ||
+            hs_field_copy(&sc->root, &src.schema) != HS_OK) {
+            if (bs)
+                bin_src_close(bs);
+            st = hs_err_nomem(err, 64);
+            break;
+        }
+        bs->p = p;
+        bs->schema = &sc->root;
+        bs->o = opt;
+        bs->done = &done;
+        bs->total = total_rows;
+        bs->out_st = &src_st;
+        bs->out_err = &src_err;
+        src.next = bin_src_next;
+        src.close = bin_src_close;
+        src.ctx = bs;
+        struct ArrowArrayStream in;
+        st = hs_arrow_export_stream(&src, &in, err);
+        if (st == HS_OK)
+            st = tbl_rewrite_stream(rw, &in, target, err);
+        if (src_st != HS_OK)   /* the source's own error (cancel), not the stream's form */
+            st = hs_err_set(err, src_st, "%s", src_err.msg);
+    }
+    for (size_t b = 0; st == HS_OK && work && (indexed || lineage) &&
+                       b < HS_VEC_LEN(&bins, bin); b++) {
+        const bin *bb = &HS_VEC_AT(&bins, bin, b);
+        hs_batch *acc = NULL;
+        st = hs_batch_create(read_root, 0, &acc, err);
+        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&bb->files, int); k++) {
+            const tbl_plan_file *f = &p->files[HS_VEC_AT(&bb->files, int, k)];
+            st = tbl_read_file(f, read_root, NULL, 0, collect_batch, acc, NULL, NULL, err);
+            done += f->record_count;
+            if (st == HS_OK && opt->progress &&
+                opt->progress(opt->progress_ctx, "compact", done, total_rows))
+                st = hs_err_set(err, HS_CANCELLED, "compact: cancelled after %lld of %lld rows; "
+                                "nothing was committed", (long long)done,
+                                (long long)total_rows);
+        }
+        if (st == HS_OK)
+            st = lineage ? tbl_rewrite_rows_as(rw, acc, &file_schema, err)
+                         : tbl_rewrite_rows(rw, acc, err);
+        hs_batch_free(acc);
+    }
+    if (st == HS_OK && work) {
+        bool *remove = rewrite;
+        st = tbl_rewrite_remove(rw, p, remove, &remove_del, err);
+        tbl_rewrite_count_deletes_removed(rw, del_files, del_records);
+        tbl_rewrite_written(rw, &out_files, &out_rows, &out_bytes);
+    }
+    if (st == HS_OK && work)
+        st = tbl_rewrite_commit(rw, err);
+    if (st == HS_OK && work)
+        new_id = tbl_rewrite_snapshot_id(rw);
+    tbl_rewrite_free(rw);
+    if (st == HS_OK) {
+        json_t *r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:o,s:b,s:I}",
+                              "rewritten_data_files", (json_int_t)n_in,
+                              "added_data_files", (json_int_t)out_files,
+                              "removed_delete_files", (json_int_t)del_files,
+                              "rewritten_bytes", (json_int_t)in_bytes,
+                              "added_bytes", (json_int_t)out_bytes,
+                              "rows", (json_int_t)total_rows, "groups", jgroups,
+                              "snapshot_id", new_id >= 0 ? json_integer(new_id) : json_null(),
+                              "dry_run", opt->dry_run != 0,
+                              "target_file_size_bytes", (json_int_t)target);
+        st = r ? tbl_maint_json_out(r, result_json, err) : hs_err_nomem(err, 256);
+    }
+    json_decref(jgroups);
+    ice_schema_clear(&file_schema);
+    hs_map_free(&cc.paths);
+    hs_map_free(&refs);
+    hs_map_free(&remove_del);
+    bins_free(&bins);
+    hs_free(rewrite);
+    for (int g = 0; g < n_groups; g++) {
+        hs_buf_free(&groups[g].files);
+        hs_buf_free(&groups[g].key);
+    }
+    hs_free(groups);
+    hs_map_free(&gmap);
+    hs_map_free(&eligible);
+    tbl_plan_free(pf);
+    tbl_plan_free(p);
+    return st;
+}

@@ -1,0 +1,513 @@
+"""Table maintenance from Python: compact, expire_snapshots,
+remove_orphan_files, rewrite_manifests, cherrypick_snapshot.
+
+Oracles, none of them our own output:
+  * rows: the source data filtered by DuckDB (the expected multiset), and
+    pyiceberg reading the table (StaticTable.from_metadata) after each
+    operation;
+  * files: the set of files each metadata version reaches, computed here
+    with fastavro from the metadata JSON, manifest lists and manifests (the
+    files expire deletes must be exactly reach(before) - reach(after), and
+    everything reach(after) names must still exist);
+  * Java Iceberg (scripts/java-harness.sh), when built, reads the compacted
+    and expired table equal to the expected rows.
+"""
+import datetime as dt
+import json
+import os
+import pathlib
+import shutil
+import time
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import REPO, require, require_module
+
+import hyperstreamdb as hdb
+
+fastavro = require_module("fastavro")
+pyiceberg_table = require_module("pyiceberg.table")
+StaticTable = pyiceberg_table.StaticTable
+
+
+SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("v", pa.float64())])
+
+
+def make_data(start, n):
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table({
+        "id": ids,
+        "cat": pa.array([f"c{i % 5}" for i in ids], pa.string()),
+        "v": pa.array((ids % 97).astype(np.float64)),
+    }, schema=SCHEMA)
+
+
+def expected(batches, where="TRUE"):
+    """Rows of the source batches matching a SQL condition, via DuckDB, as a
+    sorted list of tuples."""
+    src = pa.concat_tables(batches)  # noqa: F841 (DuckDB reads it by name)
+    rows = duckdb.sql(f"SELECT id, cat, v FROM src WHERE {where}").fetchall()
+    return sorted(rows)
+
+
+def rows_of(tbl):
+    return sorted(zip(tbl.column("id").to_pylist(), tbl.column("cat").to_pylist(),
+                      tbl.column("v").to_pylist()))
+
+
+def pyiceberg_rows(t, snapshot_id=None):
+    st = StaticTable.from_metadata(t.metadata_location)
+    scan = st.scan(snapshot_id=snapshot_id) if snapshot_id else st.scan()
+    return rows_of(scan.to_arrow())
+
+
+def _local(p):
+    return p[len("file://"):] if p.startswith("file://") else p
+
+
+def reach(metadata_path):
+    """{path: kind} of every file the snapshots of this metadata version
+    reach, read with fastavro (live entries only: status != DELETED)."""
+    meta = json.loads(pathlib.Path(metadata_path).read_text())
+    out, seen = {}, set()
+    for s in meta.get("snapshots", []):
+        ml = _local(s["manifest-list"])
+        out[ml] = "manifest-list"
+        with open(ml, "rb") as f:
+            manifests = [r["manifest_path"] for r in fastavro.reader(f)]
+        for mp in manifests:
+            mp = _local(mp)
+            out[mp] = "manifest"
+            if mp in seen:
+                continue
+            seen.add(mp)
+            with open(mp, "rb") as f:
+                for e in fastavro.reader(f):
+                    if e["status"] == 2:
+                        continue
+                    df = e["data_file"]
+                    kind = {0: "data", 1: "deletes", 2: "deletes"}[df["content"]]
+                    out[_local(df["file_path"])] = kind
+    return out
+
+
+def registry_sidecars(t):
+    """{data file: [sidecar paths]} of the current index registry."""
+    rel = t.properties.get("hyperstream.index-registry")
+    if not rel:
+        return {}
+    reg = json.loads((pathlib.Path(t.location) / rel).read_text())
+    out = {}
+    for e in reg["entries"]:
+        out.setdefault(e["data-file"], []).append(str(pathlib.Path(t.location) / e["index-file"]))
+    return out
+
+
+@pytest.fixture
+def table(tmp_path):
+    """A v2 table of 6 appends (600 rows) with an index on cat, then a
+    delete of id % 7 = 3 (position delete files)."""
+    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    t.add_index("cat", "inverted")
+    batches = []
+    for k in range(6):
+        b = make_data(k * 100, 100)
+        batches.append(b)
+        t.write_arrow(b)
+        t.commit()
+    assert t.delete("id % 7 = 3") == len(expected(batches, "id % 7 = 3"))
+    return t, batches
+
+
+def test_compact_rows_indexes_and_pyiceberg(table):
+    t, batches = table
+    want = expected(batches, "id % 7 <> 3")
+    before_snap = t.current_snapshot_id
+    assert pyiceberg_rows(t) == want
+    plan = t.compact(dry_run=True)
+    assert plan["rewritten_data_files"] == 6 and plan["snapshot_id"] is None
+    assert t.current_snapshot_id == before_snap
+    seen = []
+    r = t.compact(progress=lambda what, done, total: seen.append((done, total)))
+    assert r["rewritten_data_files"] == 6 and r["added_data_files"] == 1
+    assert r["removed_delete_files"] == 6
+    assert seen and seen[-1][0] == seen[-1][1] == r["rows"]
+    assert t.snapshot().operation == "replace"
+    # the rows: ours, pyiceberg's, DuckDB's expectation
+    assert rows_of(t.to_arrow()) == want
+    assert pyiceberg_rows(t) == want
+    assert pyiceberg_rows(t, before_snap) == want
+    # one data file, no deletes, every declared index built for it
+    files = t.files()
+    assert len(files) == 1 and not files[0].get("deletes")
+    side = registry_sidecars(t)
+    assert list(side) == [files[0]["file_path"]] and all(os.path.exists(p) for p in side[files[0]["file_path"]])
+    # the filtered query uses the rebuilt index and returns DuckDB's rows
+    ex = t.explain(filter="cat = 'c2'")
+    assert ex["totals"]["files_indexed"] == 1 and ex["totals"]["index_files_skipped"] == 0
+    assert rows_of(t.to_arrow(filter="cat = 'c2'")) == expected(batches,
+                                                                "id % 7 <> 3 AND cat = 'c2'")
+
+
+def test_compact_concurrent_append_survives(tmp_path, table):
+    t, batches = table
+    other = hdb.Table(t.path)
+    extra = make_data(10_000, 25)
+    state = {"done": False}
+
+    def progress(what, done, total):
+        if not state["done"]:
+            state["done"] = True
+            other.write_arrow(extra)
+            other.commit()
+
+    t.compact(progress=progress)
+    assert state["done"]
+    want = expected(batches + [extra], "id % 7 <> 3 OR id >= 10000")
+    assert rows_of(t.to_arrow()) == want
+    assert pyiceberg_rows(t) == want
+    other.close()
+
+
+def test_compact_concurrent_delete_conflicts(table):
+    t, batches = table
+    other = hdb.Table(t.path)
+    before = t.current_snapshot_id
+
+    def progress(what, done, total):
+        if other.current_snapshot_id == before:
+            other.delete("id = 1")
+
+    with pytest.raises(hdb.CommitConflictError, match="deleted rows"):
+        t.compact(progress=progress)
+    t.refresh()
+    want = expected(batches, "id % 7 <> 3 AND id <> 1")
+    assert rows_of(t.to_arrow()) == want
+    assert pyiceberg_rows(t) == want
+    other.close()
+
+
+def test_expire_deletes_exactly_the_unreachable(table):
+    t, batches = table
+    t.compact()
+    t.rewrite_manifests()
+    want = expected(batches, "id % 7 <> 3")
+    meta_before = t.metadata_location
+    reach_before = reach(meta_before)
+    old_sidecars = [p for ps in registry_sidecars_of_versions(t).values() for p in ps]
+    reg_dir = pathlib.Path(t.location) / "index" / "registry"
+    registries = {str(f): json.loads(f.read_text()) for f in reg_dir.glob("*.json")}
+    current_reg = str(pathlib.Path(t.location) / t.properties["hyperstream.index-registry"])
+    dry = t.expire_snapshots(retain_last=1, dry_run=True)
+    assert t.metadata_location == meta_before
+    r = t.expire_snapshots(retain_last=1)
+    assert sorted(r["expired_snapshot_ids"]) == sorted(dry["expired_snapshot_ids"])
+    assert len(t.snapshots()) == 1
+    reach_after = reach(t.metadata_location)
+    deleted = {_local(f["path"]): f["kind"] for f in r["deleted_files"]}
+    # the Iceberg files deleted are exactly those no remaining snapshot reaches
+    iceberg_deleted = {p for p, k in deleted.items() if k not in ("index", "index-registry")}
+    assert iceberg_deleted == set(reach_before) - set(reach_after)
+    assert {_local(f["path"]) for f in dry["deleted_files"]} == set(deleted)
+    for p in deleted:
+        assert not os.path.exists(p)
+    for p in reach_after:
+        assert os.path.exists(p)
+    # the 6 old data files and their 6 sidecars are gone; the live sidecar stays
+    assert sum(k == "data" for k in deleted.values()) == 6
+    assert sum(k == "index" for k in deleted.values()) == 6
+    for p in old_sidecars:
+        live = any(p in ps for ps in registry_sidecars(t).values())
+        assert os.path.exists(p) == live
+    # registry versions: deleted exactly when not current, with entries, none
+    # of which names a data file a remaining snapshot reaches
+    want_gone = {f for f, reg in registries.items()
+                 if f != current_reg and reg["entries"]
+                 and not any(_local(e["data-file"]) in reach_after for e in reg["entries"])}
+    assert want_gone and {p for p, k in deleted.items() if k == "index-registry"} == want_gone
+    assert rows_of(t.to_arrow()) == want
+    assert pyiceberg_rows(t) == want
+    ex = t.explain(filter="cat = 'c4'")
+    assert ex["totals"]["files_indexed"] == 1 and ex["totals"]["index_files_skipped"] == 0
+    # nothing under the table is an orphan now (every file is reachable)
+    assert t.remove_orphan_files(older_than=int(time.time() * 1000) + 5000,
+                                 dry_run=True)["deleted_files"] == []
+
+
+def registry_sidecars_of_versions(t):
+    """{data file: [sidecars]} over every registry version on disk."""
+    out = {}
+    for f in (pathlib.Path(t.location) / "index" / "registry").glob("*.json"):
+        for e in json.loads(f.read_text())["entries"]:
+            out.setdefault(e["data-file"], []).append(str(pathlib.Path(t.location) /
+                                                          e["index-file"]))
+    return out
+
+
+def test_expire_keeps_tags_branches_and_recent(tmp_path):
+    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    batches, snaps = [], []
+    for k in range(5):
+        b = make_data(k * 10, 10)
+        batches.append(b)
+        t.write_arrow(b)
+        snaps.append(t.commit())
+    t.create_tag("v1", snaps[1])
+    # older_than an hour ago: all are recent, nothing goes
+    assert t.expire_snapshots(older_than=dt.timedelta(hours=1))["expired_snapshot_ids"] == []
+    r = t.expire_snapshots(older_than=dt.datetime.now() + dt.timedelta(seconds=5))
+    # default retain_last 1 (history.expire.min-snapshots-to-keep) + the tag
+    assert sorted(r["expired_snapshot_ids"]) == sorted([snaps[0], snaps[2], snaps[3]])
+    assert {s.snapshot_id for s in t.snapshots()} == {snaps[1], snaps[4]}
+    assert pyiceberg_rows(t, snaps[1]) == expected(batches[:2])
+    assert pyiceberg_rows(t) == expected(batches)
+    with pytest.raises(hdb.InvalidArgumentError, match="referenced by a branch or tag"):
+        t.expire_snapshots(snapshot_ids=[snaps[1]])
+
+
+def test_remove_orphan_files_window(table):
+    t, batches = table
+    loc = pathlib.Path(t.location)
+    old = time.time() - 4 * 86400
+    strays = [loc / "data" / "stray-old.parquet", loc / "metadata" / "stray-old-m0.avro",
+              loc / "index" / "stray.3.inverted", loc / "index" / "registry" / "stray.json"]
+    for p in strays:
+        p.write_bytes(b"junk")
+        os.utime(p, (old, old))
+    recent = loc / "data" / "stray-new.parquet"
+    recent.write_bytes(b"junk")
+    all_before = {str(p) for p in loc.rglob("*") if p.is_file()}
+    r = t.remove_orphan_files(dry_run=True)
+    assert {f["path"] for f in r["deleted_files"]} == {str(p) for p in strays}
+    assert {str(p) for p in loc.rglob("*") if p.is_file()} == all_before
+    r = t.remove_orphan_files()
+    assert not any(p.exists() for p in strays) and recent.exists()
+    want = expected(batches, "id % 7 <> 3")
+    assert rows_of(t.to_arrow()) == want
+    assert pyiceberg_rows(t) == want
+    # every snapshot still reads in pyiceberg (nothing reachable was deleted)
+    for s in t.snapshots():
+        pyiceberg_rows(t, s.snapshot_id)
+
+
+def test_rewrite_manifests_and_cherrypick(tmp_path):
+    t = hdb.Table.create(tmp_path / "t", SCHEMA, partition_by="cat")
+    batches = []
+    for k in range(6):
+        b = make_data(k * 10, 10)
+        batches.append(b)
+        t.write_arrow(b)
+        t.commit()
+    r = t.rewrite_manifests()
+    assert r["rewritten_manifests"] == 6 and r["added_manifests"] == 1
+    assert t.snapshot().operation == "replace"
+    assert pyiceberg_rows(t) == expected(batches)
+    # cherrypick an append left aside by a rollback
+    snaps = [s.snapshot_id for s in t.snapshots()]
+    extra = make_data(1000, 5)
+    t.write_arrow(extra)
+    picked = t.commit()
+    t.rollback_to_snapshot(snaps[-1])
+    more = make_data(2000, 5)
+    t.write_arrow(more)
+    t.commit()
+    t.cherrypick_snapshot(picked)
+    assert t.snapshot().summary.get("source-snapshot-id") == str(picked)
+    want = expected(batches + [extra, more])
+    assert rows_of(t.to_arrow()) == want
+    assert pyiceberg_rows(t) == want
+
+
+def test_compact_partitioned_sorted(tmp_path):
+    t = hdb.Table.create(tmp_path / "t", SCHEMA, partition_by="cat",
+                         sort_order="v DESC, id")
+    batches = []
+    for k in range(4):
+        b = make_data(k * 50, 50)
+        batches.append(b)
+        t.write_arrow(b)
+        t.commit()
+    t.delete("v < 3")
+    r = t.compact()
+    assert r["rewritten_data_files"] == 20 and r["added_data_files"] == 5
+    want = expected(batches, "v >= 3")
+    assert pyiceberg_rows(t) == want
+    # each new file is sorted by the table's order (pyiceberg reads one file)
+    st = StaticTable.from_metadata(t.metadata_location)
+    for task in st.scan().plan_files():
+        import pyarrow.parquet as pq
+        tb = pq.read_table(_local(task.file.file_path))
+        keys = list(zip((-tb.column("v").to_numpy()).tolist(), tb.column("id").to_pylist()))
+        assert keys == sorted(keys)
+
+
+HARNESS_JAR = pathlib.Path(os.environ.get("HS_JAVA_HARNESS")
+                           or REPO / "build-java" / "iceberg-harness.jar")
+
+
+def test_java_reads_compacted_and_expired(table, tmp_path):
+    require(shutil.which("java") is not None, "java not installed")
+    require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
+    from test_iceberg_java import JavaHarness
+    t, batches = table
+    t.compact()
+    t.expire_snapshots(retain_last=1)
+    h = JavaHarness(HARNESS_JAR)
+    try:
+        rows = h.read(t.metadata_location, tmp=tmp_path)
+    finally:
+        h.close()
+    got = sorted((r["id"], r["cat"], float(r["v"])) for r in rows)
+    assert got == expected(batches, "id % 7 <> 3")
+
+
+def _cli():
+    build = os.environ.get("HS_BUILD", str(REPO / "build"))
+    hs = pathlib.Path(build if os.path.isabs(build) else REPO / build) / "hyperstream"
+    require(hs.exists(), f"{hs} not built")
+    return str(hs)
+
+
+def test_cli_maintenance(tmp_path):
+    import subprocess
+    hs = _cli()
+
+    def run(*args, rc=0):
+        p = subprocess.run([hs, "table", *args], capture_output=True, text=True)
+        assert p.returncode == rc, p.stderr
+        return json.loads(p.stdout) if p.stdout.strip() else None
+
+    src = tmp_path / "rows.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "cat": f"c{i % 5}", "v": float(i % 97)}) + "\n"
+                           for i in range(30)))
+    t = str(tmp_path / "t")
+    run("create", t, "--like", str(src), "--format", "jsonl")
+    for _ in range(3):
+        run("append", t, str(src), "--format", "jsonl")
+    run("delete", t, "--filter", "id = 4")
+    plan = run("compact", t, "--dry-run")
+    assert plan["rewritten_data_files"] == 3 and plan["snapshot_id"] is None
+    done = run("compact", t, "--min-files", "2")
+    assert done["added_data_files"] == 1 and done["removed_delete_files"] == 3
+    assert run("rewrite-manifests", t, "--dry-run")["dry_run"] is True
+    exp = run("expire", t, "--retain-last", "1")
+    assert len(exp["expired_snapshot_ids"]) == 4   # 3 appends + the delete
+    assert all(not os.path.exists(f["path"]) for f in exp["deleted_files"])
+    assert run("remove-orphans", t, "--older-than", "2999-01-01T00:00:00",
+               "--dry-run")["deleted_files"] == []
+    run("cherrypick", t, "12345", rc=1)
+    run("expire", t, "--retain-last", "x", rc=2)
+    table = hdb.Table(t)
+    rows = sorted(r for r in rows_of(StaticTable.from_metadata(table.metadata_location)
+                                     .scan().to_arrow()))
+    want = sorted((i, f"c{i % 5}", float(i % 97)) for i in range(30) if i != 4) * 3
+    assert rows == sorted(want)
+
+
+def test_compact_v3_deletion_vectors_and_lineage(tmp_path):
+    """v3: deletion vectors are applied and dropped, rows keep _row_id and
+    _last_updated_sequence_number (oracle: appends assign ids in order, one
+    sequence number per commit), pyiceberg reads the same rows."""
+    t = hdb.Table.create(tmp_path / "t", SCHEMA, format_version=3)
+    batches = []
+    for k in range(3):
+        b = make_data(k * 40, 40)
+        batches.append(b)
+        t.write_arrow(b)
+        t.commit()
+    t.delete("id % 7 = 3")
+    want = expected(batches, "id % 7 <> 3")
+    assert pyiceberg_rows(t) == want
+
+    def lineage():
+        tb = t.query().select(["id", "_row_id", "_last_updated_sequence_number"]).to_arrow()
+        return sorted(zip(*(tb.column(c).to_pylist() for c in tb.column_names)))
+
+    before = lineage()
+    assert before == [(i, i, 1 + i // 40) for i in range(120) if i % 7 != 3]
+    r = t.compact()
+    assert r["removed_delete_files"] == 3 and r["added_data_files"] == 1
+    assert lineage() == before
+    assert not t.files()[0].get("deletes")
+    assert pyiceberg_rows(t) == want
+    t.expire_snapshots(retain_last=1)
+    assert pyiceberg_rows(t) == want and lineage() == before
+
+
+def test_java_reads_compacted_v3(tmp_path):
+    require(shutil.which("java") is not None, "java not installed")
+    require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
+    from test_iceberg_java import JavaHarness
+    t = hdb.Table.create(tmp_path / "t", SCHEMA, format_version=3)
+    batches = [make_data(k * 40, 40) for k in range(3)]
+    for b in batches:
+        t.write_arrow(b)
+        t.commit()
+    t.delete("id % 7 = 3")
+    t.compact()
+    t.expire_snapshots(retain_last=1)
+    h = JavaHarness(HARNESS_JAR)
+    try:
+        rows = h.read(t.metadata_location, tmp=tmp_path)
+    finally:
+        h.close()
+    got = sorted((r["id"], r["cat"], float(r["v"])) for r in rows)
+    assert got == expected(batches, "id % 7 <> 3")
+
+
+_KILL_CHILD = r"""
+import sys, hyperstreamdb as hdb
+t = hdb.Table(sys.argv[1])
+print("ready", flush=True)
+if sys.argv[2] == "compact":
+    t.compact(progress=False)
+else:
+    t.expire_snapshots(retain_last=2)
+print("done", flush=True)
+"""
+
+
+def test_kill9_during_compaction_and_expiry(tmp_path):
+    """kill -9 at a random moment of compaction or expiry: the table always
+    opens, ours and pyiceberg read exactly the rows written, and orphan
+    removal afterwards leaves only reachable files.  HS_LONG_TESTS=1 runs
+    200 rounds instead of 12."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    rounds = 200 if os.environ.get("HS_LONG_TESTS") else 12
+    rng = random.Random(1234)
+    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    t.add_index("cat", "inverted")
+    batches = []
+    env = dict(os.environ)
+    for r in range(rounds):
+        for k in range(6):
+            b = make_data(len(batches) * 50, 50)
+            batches.append(b)
+            t.write_arrow(b)
+            t.commit()
+        op = "compact" if r % 3 != 2 else "expire"
+        p = subprocess.Popen([sys.executable, "-c", _KILL_CHILD, t.path, op],
+                             stdout=subprocess.PIPE, text=True, env=env)
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(rng.random() * 0.3)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+        t.refresh()
+        want = expected(batches)
+        assert rows_of(t.to_arrow()) == want
+        assert pyiceberg_rows(t) == want
+        assert rows_of(t.to_arrow(filter="cat = 'c3'")) == expected(batches, "cat = 'c3'")
+    t.expire_snapshots(retain_last=1)
+    t.remove_orphan_files(older_than=int(time.time() * 1000) + 5000)
+    reachable = reach(t.metadata_location)
+    on_disk = {str(f) for f in pathlib.Path(t.location, "data").rglob("*") if f.is_file()}
+    assert on_disk == {p for p, k in reachable.items() if k in ("data", "deletes")}
+    assert pyiceberg_rows(t) == expected(batches)
+    ex = t.explain(filter="cat = 'c1'")
+    assert ex["totals"]["index_files_skipped"] == 0
