@@ -1,0 +1,404 @@
+#!/usr/bin/env python3
+"""Runs the SQL golden corpus against our engine and compares with the
+expected results DuckDB produced (expected/*.json, see gen_expected.py).
+
+    HS_BUILD=build .venv/bin/python tests/sql/runner.py [-v] [-k SUBSTRING] [--backend B]
+
+Tables: built from sqldata.py with the hyperstreamdb package in a temporary
+directory (the same definitions DuckDB loaded).  Engine backends:
+
+  ctypes   the C session API of $HS_BUILD/libhyperstream_testing.so
+           (hs_session_open/register/execute, hs_result_stream imported into
+           pyarrow with RecordBatchReader._import_from_c); tables opened by path
+  package  hyperstreamdb.Session().register()/.sql() (once it is implemented)
+  auto     (default) package if Session.sql works, else ctypes
+
+Queries run in a child process that reports each one as a JSON line; a
+query that crashes the child or runs past --timeout seconds is recorded as
+such and the child restarts at the next query, so one bad query never hides
+the others.  Prints a summary per category; exit status 1 when a query that
+is not in known_failures.txt fails, or a listed one passes (keep the list
+honest: delete its line).
+
+known_failures.txt: one line per query, "<id>  <reason>"; '#' comments.
+"""
+import argparse
+import ctypes
+import json
+import os
+import pathlib
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+
+import sqlcompare  # noqa: E402
+
+KNOWN_FAILURES = HERE / "known_failures.txt"
+
+
+def load_expected(categories=None):
+    recs = []
+    for f in sorted((HERE / "expected").glob("*.json")):
+        if categories and f.stem not in categories:
+            continue
+        recs.extend(json.loads(f.read_text()))
+    return recs
+
+
+def load_known_failures(path=KNOWN_FAILURES):
+    known = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            qid, _, reason = line.partition(" ")
+            if not reason.strip():
+                raise ValueError(f"{path.name}: {qid} has no reason")
+            known[qid] = reason.strip()
+    return known
+
+
+# ----------------------------------------------------------------- backends
+
+class EngineError(Exception):
+    def __init__(self, msg, sqlstate=None):
+        super().__init__(msg)
+        self.sqlstate = sqlstate
+
+
+class _Err(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 512),
+                ("src_file", ctypes.c_char_p), ("src_line", ctypes.c_int)]
+
+
+class _Stream(ctypes.Structure):
+    _fields_ = [("get_schema", ctypes.c_void_p), ("get_next", ctypes.c_void_p),
+                ("get_last_error", ctypes.c_void_p), ("release", ctypes.c_void_p),
+                ("private_data", ctypes.c_void_p)]
+
+
+class _SessionOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_size_t), ("threads", ctypes.c_int),
+                ("memory_limit", ctypes.c_int64), ("catalog", ctypes.c_void_p)]
+
+
+def lib_path():
+    b = pathlib.Path(os.environ.get("HS_BUILD", "build"))
+    b = b if b.is_absolute() else REPO / b
+    return b / "libhyperstream_testing.so"
+
+
+def ctypes_available():
+    p = lib_path()
+    if not p.exists():
+        return False, f"{p} is not built"
+    lib = ctypes.CDLL(str(p))
+    if not hasattr(lib, "hs_session_open"):
+        return False, f"{p} has no hs_session_open (no SQL engine in this build)"
+    return True, ""
+
+
+class CtypesEngine:
+    """The C session API through ctypes; tables opened by path."""
+
+    def __init__(self, tables, threads=0):
+        self.lib = lib = ctypes.CDLL(str(lib_path()))
+        P, I, C = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
+        for name, args, res in [
+            ("hs_catalog_open_path", [C, P, P], I), ("hs_catalog_close", [P], None),
+            ("hs_table_open", [P, C, P, P], I), ("hs_table_close", [P], None),
+            ("hs_session_open", [P, P, P], I), ("hs_session_close", [P], None),
+            ("hs_session_register", [P, C, P, P], I), ("hs_session_execute", [P, C, P, P], I),
+            ("hs_session_sqlstate", [P], C), ("hs_session_cancel", [P], None),
+            ("hs_result_has_rows", [P], I), ("hs_result_stream", [P, P, P], I),
+            ("hs_result_free", [P], None)]:
+            f = getattr(lib, name)
+            f.argtypes, f.restype = args, res
+        self.cat, self.tables, self.sess = P(), [], P()
+        self._call(lib.hs_catalog_open_path(None, ctypes.byref(self.cat), ctypes.byref(err := _Err())), err)
+        opt = _SessionOptions(ctypes.sizeof(_SessionOptions), threads, 0, None)
+        self._call(lib.hs_session_open(ctypes.byref(opt), ctypes.byref(self.sess), ctypes.byref(err)), err)
+        for name, path in tables.items():
+            t = P()
+            self._call(lib.hs_table_open(self.cat, str(path).encode(), ctypes.byref(t), ctypes.byref(err)), err)
+            self.tables.append(t)
+            self._call(lib.hs_session_register(self.sess, name.encode(), t, ctypes.byref(err)), err)
+
+    def _call(self, rc, err):
+        if rc != 0:
+            state = None
+            if self.sess:
+                s = self.lib.hs_session_sqlstate(self.sess)
+                state = s.decode() if s else None
+            raise EngineError(f"status {rc}: {err.msg.decode('utf-8', 'replace')}", state)
+
+    def cancel(self):
+        self.lib.hs_session_cancel(self.sess)
+
+    def execute(self, sql):
+        import pyarrow as pa
+        err, res = _Err(), ctypes.c_void_p()
+        self._call(self.lib.hs_session_execute(self.sess, sql.encode(), ctypes.byref(res),
+                                               ctypes.byref(err)), err)
+        try:
+            if not self.lib.hs_result_has_rows(res):
+                return None
+            stream = _Stream()
+            self._call(self.lib.hs_result_stream(res, ctypes.byref(stream), ctypes.byref(err)), err)
+            reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(stream))
+            try:
+                return reader.read_all()
+            except pa.ArrowException as e:
+                s = self.lib.hs_session_sqlstate(self.sess)
+                raise EngineError(f"reading the result: {e}", s.decode() if s else None)
+        finally:
+            self.lib.hs_result_free(res)
+
+    def close(self):
+        self.lib.hs_session_close(self.sess)
+        for t in self.tables:
+            self.lib.hs_table_close(t)
+        self.lib.hs_catalog_close(self.cat)
+
+
+def package_available():
+    try:
+        import hyperstreamdb as hdb
+    except ImportError as e:
+        return False, f"hyperstreamdb is not installed ({e})"
+    try:
+        hdb.Session().sql("SELECT 1")
+    except NotImplementedError as e:
+        return False, f"hyperstreamdb.Session.sql is not implemented ({e})"
+    except Exception:  # noqa: BLE001 - any other answer means there is an engine
+        pass
+    return True, ""
+
+
+class PackageEngine:
+    def __init__(self, tables, threads=0):
+        import hyperstreamdb as hdb
+        self.tables = {n: hdb.Table.open(str(p)) for n, p in tables.items()}
+        self.sess = hdb.Session()
+        for n, t in self.tables.items():
+            self.sess.register(n, t)
+
+    def cancel(self):
+        pass
+
+    def execute(self, sql):
+        import pyarrow as pa
+        try:
+            r = self.sess.sql(sql)
+            return pa.table(r) if not hasattr(r, "to_arrow") else r.to_arrow()
+        except Exception as e:  # noqa: BLE001 - every engine error is a result here
+            raise EngineError(f"{type(e).__name__}: {e}", getattr(e, "sqlstate", None))
+
+    def close(self):
+        for t in self.tables.values():
+            t.close()
+
+
+def pick_backend(name):
+    if name in ("auto", "package"):
+        ok, why = package_available()
+        if ok:
+            return "package", ""
+        if name == "package":
+            return None, why
+    ok, why = ctypes_available()
+    return ("ctypes", "") if ok else (None, why)
+
+
+# ----------------------------------------------------------------- one query
+
+def judge(rec, engine):
+    """Runs one expected record; returns (status, detail) with status
+    'pass' or 'fail'."""
+    try:
+        t = engine.execute(rec["sql"])
+    except EngineError as e:
+        if "error" in rec:
+            if e.sqlstate and e.sqlstate[:2] != rec["error"][:2]:
+                return "fail", f"SQLSTATE {e.sqlstate}, expected {rec['error']} ({e})"
+            return "pass", None
+        return "fail", f"error {e.sqlstate or ''}: {e}"
+    if "error" in rec:
+        return "fail", f"no error, expected SQLSTATE {rec['error']}"
+    if t is None:
+        return "fail", "no rows returned (not a query result)"
+    try:
+        rows = sqlcompare.canonical_rows(t)
+    except Exception as e:  # noqa: BLE001
+        return "fail", f"result not comparable: {e}"
+    diff = sqlcompare.compare(rec, rows)
+    return ("fail", diff) if diff else ("pass", None)
+
+
+def child_main(args):
+    """Runs records from index --start, one JSON line each on stdout."""
+    recs = load_expected(args.categories)
+    if args.k:
+        recs = [r for r in recs if args.k in r["id"] or args.k in r["sql"]]
+    tables = json.loads(os.environ["HS_SQL_TABLES"])
+    engine = (PackageEngine if args.backend == "package" else CtypesEngine)(tables, args.threads)
+    out = sys.stdout
+    for i in range(args.start, len(recs)):
+        out.write(json.dumps({"start": i}) + "\n")
+        out.flush()
+        status, detail = judge(recs[i], engine)
+        out.write(json.dumps({"i": i, "id": recs[i]["id"], "status": status,
+                              "detail": detail}) + "\n")
+        out.flush()
+    engine.close()
+    out.write(json.dumps({"done": True}) + "\n")
+    out.flush()
+
+
+def build_tables(root):
+    import hyperstreamdb as hdb
+    import sqldata
+    tables = sqldata.load_hyperstream(hdb, root)
+    paths = {n: t.path for n, t in tables.items()}
+    for t in tables.values():
+        t.close()
+    return paths
+
+
+def run_all(backend, categories=None, k=None, timeout=60.0, threads=0, verbose=False,
+            log=print):
+    """Runs the corpus; returns {id: (status, detail)} with status pass, fail,
+    crash or timeout."""
+    recs = load_expected(categories)
+    if k:
+        recs = [r for r in recs if k in r["id"] or k in r["sql"]]
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="hs-sql-golden-") as root:
+        env = dict(os.environ, HS_SQL_TABLES=json.dumps(build_tables(root)))
+        start = 0
+        while start < len(recs):
+            cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child",
+                   "--backend", backend, "--start", str(start), "--threads", str(threads)]
+            if categories:
+                cmd += ["--categories", ",".join(categories)]
+            if k:
+                cmd += ["-k", k]
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 text=True)
+            current, last = None, time.monotonic()
+            buf = ""
+            while True:
+                r, _, _ = select.select([p.stdout], [], [], 1.0)
+                if r:
+                    line = p.stdout.readline()
+                    if not line:
+                        break
+                    msg = json.loads(line)
+                    last = time.monotonic()
+                    if "start" in msg:
+                        current = msg["start"]
+                    elif "i" in msg:
+                        results[msg["id"]] = (msg["status"], msg["detail"])
+                        if verbose and msg["status"] != "pass":
+                            log(f"{msg['id']}: {msg['status']}: {msg['detail']}")
+                        current = None
+                        start = msg["i"] + 1
+                    elif msg.get("done"):
+                        start = len(recs)
+                elif time.monotonic() - last > timeout and current is not None:
+                    p.kill()
+                    results[recs[current]["id"]] = ("timeout", f"no answer in {timeout:.0f} s")
+                    if verbose:
+                        log(f"{recs[current]['id']}: timeout")
+                    start = current + 1
+                    current = None
+                    break
+            p.wait()
+            if current is not None:  # died inside a query
+                buf = p.stderr.read()[-400:] if p.stderr else ""
+                results[recs[current]["id"]] = ("crash", f"exit {p.returncode}: {buf.strip()}")
+                if verbose:
+                    log(f"{recs[current]['id']}: crash (exit {p.returncode})")
+                start = current + 1
+            elif start < len(recs) and p.returncode != 0:
+                err = p.stderr.read()[-2000:]
+                raise RuntimeError(f"the runner's child failed before the queries: {err}")
+            p.stderr.close()
+            p.stdout.close()
+    return results
+
+
+def summarize(results, known, log=print):
+    """Prints the per-category summary; returns the list of problems
+    (unexpected failures and allow-listed queries that pass)."""
+    by_cat = {}
+    problems = []
+    for qid, (status, detail) in sorted(results.items()):
+        cat = qid.rsplit("_", 1)[0]
+        c = by_cat.setdefault(cat, {"total": 0, "pass": 0, "known": 0, "new": 0})
+        c["total"] += 1
+        if status == "pass":
+            c["pass"] += 1
+            if qid in known:
+                problems.append(f"{qid}: passes but is listed in known_failures.txt "
+                                f"({known[qid]}): delete its line")
+        elif qid in known:
+            c["known"] += 1
+        else:
+            c["new"] += 1
+            problems.append(f"{qid}: {status}: {detail}")
+    log(f"{'category':<12} {'queries':>7} {'pass':>6} {'known':>6} {'new fail':>8}")
+    tot = {"total": 0, "pass": 0, "known": 0, "new": 0}
+    for cat, c in sorted(by_cat.items()):
+        log(f"{cat:<12} {c['total']:>7} {c['pass']:>6} {c['known']:>6} {c['new']:>8}")
+        for key in tot:
+            tot[key] += c[key]
+    log(f"{'TOTAL':<12} {tot['total']:>7} {tot['pass']:>6} {tot['known']:>6} {tot['new']:>8}")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--backend", default="auto", choices=["auto", "ctypes", "package"])
+    ap.add_argument("--categories", type=lambda s: s.split(","), default=None)
+    ap.add_argument("-k", default=None, help="only queries whose id or text contains this")
+    ap.add_argument("--timeout", type=float, default=60.0)
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--write-known", action="store_true",
+                    help="append every unlisted failure to known_failures.txt with its detail "
+                         "as the reason (review the lines before committing)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child_main(args)
+    backend, why = pick_backend(args.backend)
+    if backend is None:
+        print(f"no SQL engine to test: {why}")
+        return 2
+    print(f"backend: {backend}")
+    results = run_all(backend, args.categories, args.k, args.timeout, args.threads, args.verbose)
+    known = load_known_failures()
+    problems = summarize(results, known)
+    if args.write_known:
+        with open(KNOWN_FAILURES, "a") as fh:
+            for qid, (status, detail) in sorted(results.items()):
+                if status != "pass" and qid not in known:
+                    fh.write(f"{qid}  {status}: {(detail or '').splitlines()[0][:160] if detail else ''}\n")
+    for p in problems[:200]:
+        print("  " + p)
+    if len(problems) > 200:
+        print(f"  ... and {len(problems) - 200} more")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
