@@ -206,7 +206,41 @@ class PackageEngine:
             t.close()
 
 
+class SelftestEngine:
+    """Not an engine test: DuckDB over the rows our tables return
+    (Table.to_arrow()), to check the harness itself (table loading, result
+    canonicalization, comparison) -- every query should pass."""
+
+    def __init__(self, tables, threads=0):
+        import duckdb
+        import hyperstreamdb as hdb
+        import sqldata
+        self.con = duckdb.connect()
+        for st in sqldata.DUCKDB_SETTINGS:
+            self.con.execute(st)
+        self.con.execute("SET arrow_lossless_conversion = true")
+        for n, p in tables.items():
+            with hdb.Table.open(str(p)) as t:
+                data = t.to_arrow()  # noqa: F841 (DuckDB's replacement scan)
+                self.con.execute(f'CREATE TABLE "{n}" AS SELECT * FROM data')
+
+    def cancel(self):
+        self.con.interrupt()
+
+    def execute(self, sql):
+        import duckdb
+        try:
+            return self.con.sql(sql).to_arrow_table()
+        except duckdb.Error as e:
+            raise EngineError(str(e).splitlines()[0])
+
+    def close(self):
+        self.con.close()
+
+
 def pick_backend(name):
+    if name == "selftest":
+        return "selftest", ""
     if name in ("auto", "package"):
         ok, why = package_available()
         if ok:
@@ -243,12 +277,12 @@ def judge(rec, engine):
 
 
 def child_main(args):
-    """Runs records from index --start, one JSON line each on stdout."""
-    recs = load_expected(args.categories)
-    if args.k:
-        recs = [r for r in recs if args.k in r["id"] or args.k in r["sql"]]
+    """Runs the records of $HS_SQL_RECORDS from index --start, one JSON line
+    each on stdout."""
+    recs = json.loads(pathlib.Path(os.environ["HS_SQL_RECORDS"]).read_text())
     tables = json.loads(os.environ["HS_SQL_TABLES"])
-    engine = (PackageEngine if args.backend == "package" else CtypesEngine)(tables, args.threads)
+    engine = {"package": PackageEngine, "selftest": SelftestEngine}.get(args.backend, CtypesEngine)(
+        tables, args.threads)
     out = sys.stdout
     for i in range(args.start, len(recs)):
         out.write(json.dumps({"start": i}) + "\n")
@@ -274,26 +308,32 @@ def build_tables(root):
 
 def run_all(backend, categories=None, k=None, timeout=60.0, threads=0, verbose=False,
             log=print):
-    """Runs the corpus; returns {id: (status, detail)} with status pass, fail,
-    crash or timeout."""
+    """Runs the golden corpus on freshly built tables; returns {id: (status, detail)}."""
     recs = load_expected(categories)
     if k:
         recs = [r for r in recs if k in r["id"] or k in r["sql"]]
-    results = {}
     with tempfile.TemporaryDirectory(prefix="hs-sql-golden-") as root:
-        env = dict(os.environ, HS_SQL_TABLES=json.dumps(build_tables(root)))
+        return run_records(backend, recs, build_tables(root), timeout, threads, verbose, log)
+
+
+def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, log=print):
+    """Runs expected records (dicts as in expected/*.json) against the tables
+    {name: path} in child processes; returns {id: (status, detail)} with
+    status pass, fail, crash or timeout."""
+    results = {}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="hs-sql-recs-", delete=False) as fh:
+        json.dump(recs, fh)
+        recs_path = fh.name
+    env = dict(os.environ, HS_SQL_TABLES=json.dumps({n: str(p) for n, p in tables.items()}),
+               HS_SQL_RECORDS=recs_path)
+    try:
         start = 0
         while start < len(recs):
             cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child",
                    "--backend", backend, "--start", str(start), "--threads", str(threads)]
-            if categories:
-                cmd += ["--categories", ",".join(categories)]
-            if k:
-                cmd += ["-k", k]
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                                  text=True)
             current, last = None, time.monotonic()
-            buf = ""
             while True:
                 r, _, _ = select.select([p.stdout], [], [], 1.0)
                 if r:
@@ -312,7 +352,7 @@ def run_all(backend, categories=None, k=None, timeout=60.0, threads=0, verbose=F
                         start = msg["i"] + 1
                     elif msg.get("done"):
                         start = len(recs)
-                elif time.monotonic() - last > timeout and current is not None:
+                elif current is not None and time.monotonic() - last > timeout:
                     p.kill()
                     results[recs[current]["id"]] = ("timeout", f"no answer in {timeout:.0f} s")
                     if verbose:
@@ -320,18 +360,21 @@ def run_all(backend, categories=None, k=None, timeout=60.0, threads=0, verbose=F
                     start = current + 1
                     current = None
                     break
+                elif p.poll() is not None and not r:
+                    break
             p.wait()
+            err = p.stderr.read()
+            p.stderr.close()
+            p.stdout.close()
             if current is not None:  # died inside a query
-                buf = p.stderr.read()[-400:] if p.stderr else ""
-                results[recs[current]["id"]] = ("crash", f"exit {p.returncode}: {buf.strip()}")
+                results[recs[current]["id"]] = ("crash", f"exit {p.returncode}: {err[-400:].strip()}")
                 if verbose:
                     log(f"{recs[current]['id']}: crash (exit {p.returncode})")
                 start = current + 1
             elif start < len(recs) and p.returncode != 0:
-                err = p.stderr.read()[-2000:]
-                raise RuntimeError(f"the runner's child failed before the queries: {err}")
-            p.stderr.close()
-            p.stdout.close()
+                raise RuntimeError(f"the runner's child failed outside the queries: {err[-2000:]}")
+    finally:
+        os.unlink(recs_path)
     return results
 
 
@@ -366,7 +409,7 @@ def summarize(results, known, log=print):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--backend", default="auto", choices=["auto", "ctypes", "package"])
+    ap.add_argument("--backend", default="auto", choices=["auto", "ctypes", "package", "selftest"])
     ap.add_argument("--categories", type=lambda s: s.split(","), default=None)
     ap.add_argument("-k", default=None, help="only queries whose id or text contains this")
     ap.add_argument("--timeout", type=float, default=60.0)
