@@ -189,6 +189,8 @@ class PackageEngine:
         self.sess = hdb.Session()
         for n, t in self.tables.items():
             self.sess.register(n, t)
+        if threads:
+            self.sess.sql(f"SET threads = {int(threads)}")
 
     def cancel(self):
         pass
@@ -219,6 +221,8 @@ class SelftestEngine:
         for st in sqldata.DUCKDB_SETTINGS:
             self.con.execute(st)
         self.con.execute("SET arrow_lossless_conversion = true")
+        if threads:
+            self.con.execute(f"SET threads = {int(threads)}")
         for n, p in tables.items():
             with hdb.Table.open(str(p)) as t:
                 data = t.to_arrow()  # noqa: F841 (DuckDB's replacement scan)
@@ -287,9 +291,16 @@ def child_main(args):
     for i in range(args.start, len(recs)):
         out.write(json.dumps({"start": i}) + "\n")
         out.flush()
+        t0 = time.perf_counter()
         status, detail = judge(recs[i], engine)
+        times = [time.perf_counter() - t0]
+        # bench/sql: "repeat" more timed runs after the checked one.
+        for _ in range(recs[i].get("repeat", 0) if status == "pass" else 0):
+            t0 = time.perf_counter()
+            engine.execute(recs[i]["sql"])
+            times.append(time.perf_counter() - t0)
         out.write(json.dumps({"i": i, "id": recs[i]["id"], "status": status,
-                              "detail": detail}) + "\n")
+                              "detail": detail, "times": times}) + "\n")
         out.flush()
     engine.close()
     out.write(json.dumps({"done": True}) + "\n")
@@ -316,10 +327,12 @@ def run_all(backend, categories=None, k=None, timeout=60.0, threads=0, verbose=F
         return run_records(backend, recs, build_tables(root), timeout, threads, verbose, log)
 
 
-def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, log=print):
+def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, log=print,
+                timings=None):
     """Runs expected records (dicts as in expected/*.json) against the tables
     {name: path} in child processes; returns {id: (status, detail)} with
-    status pass, fail, crash or timeout."""
+    status pass, fail, crash or timeout.  timings (a dict) receives each
+    query's run times in seconds (the checked run, then rec["repeat"] more)."""
     results = {}
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="hs-sql-recs-", delete=False) as fh:
         json.dump(recs, fh)
@@ -346,6 +359,8 @@ def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, l
                         current = msg["start"]
                     elif "i" in msg:
                         results[msg["id"]] = (msg["status"], msg["detail"])
+                        if timings is not None:
+                            timings[msg["id"]] = msg.get("times", [])
                         if verbose and msg["status"] != "pass":
                             log(f"{msg['id']}: {msg['status']}: {msg['detail']}")
                         current = None
