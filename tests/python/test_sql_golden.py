@@ -35,7 +35,10 @@ def test_corpus_size_and_sources():
     assert len(recs) >= 500
     assert len({r["id"] for r in recs}) == len(recs)
     for r in recs:
-        assert r["source"].startswith("duckdb") or (r["source"] == "postgresql" and "error" in r)
+        # DuckDB's answer; PostgreSQL's SQLSTATE for errors; PostgreSQL's answer
+        # where it differs from DuckDB (check_postgres.py, DuckDB's kept beside it).
+        assert (r["source"].startswith("duckdb") or (r["source"] == "postgresql" and "error" in r)
+                or (r["source"].startswith("postgresql 15 (") and "duckdb_rows" in r)), r["id"]
     known = runner.load_known_failures()
     ids = {r["id"] for r in recs}
     assert not set(known) - ids, f"known_failures.txt names unknown queries: {set(known) - ids}"
@@ -73,7 +76,10 @@ def test_harness_selftest(category):
     """DuckDB over Table.to_arrow() of our tables: must agree with DuckDB over
     the source rows, or the tables/harness are wrong (not an engine test)."""
     results = runner.run_all("selftest", [category], timeout=120)
-    bad = {k: v for k, v in results.items() if v[0] != "pass"}
+    pg_only = {r["id"] for r in runner.load_expected([category])
+               if r["source"].startswith("postgresql 15")}
+    bad = {k: v for k, v in results.items() if v[0] != "pass" and k not in pg_only}
+    assert len(results) > 100
     assert not bad, bad
 
 

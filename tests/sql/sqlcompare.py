@@ -43,6 +43,12 @@ def _canon_scalar(v, typ):
             return bool(v)
         if typ.extension_name == "arrow.json":
             return str(v)
+        if typ.extension_name == "arrow.opaque":
+            # DuckDB's HUGEINT/UHUGEINT (sum of bigints) under arrow_lossless_conversion:
+            # 16 little-endian bytes.
+            if typ.type_name in ("hugeint", "uhugeint"):
+                return int.from_bytes(bytes(v), "little", signed=typ.type_name == "hugeint")
+            raise TypeError(f"no canonical form for opaque type {typ.vendor_name}.{typ.type_name}")
         return _canon_scalar(v, typ.storage_type)
     if pa.types.is_integer(typ):
         return int(v)
