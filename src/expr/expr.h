@@ -87,6 +87,35 @@ HS_MUST_USE hs_status ex_parse_scalar(const char *text, const hs_field *schema, 
                                       hs_error *err);
 void ex_free(ex_expr *e);  /* accepts NULL */
 
+/* Binding one expression node of a whole SQL statement (src/sql/).
+ *
+ * node is a libpg_query JSON node ({"A_Expr": {...}}) of a statement whose
+ * text is `text` (its locations are byte offsets into text, which error
+ * messages quote).  Columns come from the scope:
+ *   - column(ctx, names, n) resolves a ColumnRef of n names (identifiers as
+ *     the parser gives them: unquoted ones folded to lower case) to the
+ *     0-based index of a child of schema, or returns -1 (unknown: error
+ *     "column "x" does not exist", HS_NOT_FOUND, SQLSTATE 42703) or -2
+ *     (ambiguous: "column reference "x" is ambiguous", HS_INVALID, 42702);
+ *   - node(ctx, node, &col, err) (may be NULL) is asked first about every
+ *     node: setting col >= 0 binds the whole node as that column (how the
+ *     planner refers to aggregates, GROUP BY expressions and subquery
+ *     results); a status other than HS_OK fails the binding.
+ * The schema (a STRUCT whose children carry field ids 1..n, as operator
+ * schemas do) is borrowed and must outlive the expression.  filter: the
+ * expression must be boolean (NULL/unknown become boolean).  Caller frees
+ * *out with ex_free. */
+struct json_t;
+typedef struct ex_scope {
+    const hs_field *schema;
+    int (*column)(void *ctx, const char *const *names, int n);
+    hs_status (*node)(void *ctx, const struct json_t *node, int *col, hs_error *err);
+    void *ctx;
+} ex_scope;
+HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
+                                   const ex_scope *scope, bool filter, ex_expr **out,
+                                   hs_error *err);
+
 /* The result type of a bound expression (borrowed from e). */
 const hs_field *ex_type(const ex_expr *e);
 /* True when the filter is the constant TRUE. */

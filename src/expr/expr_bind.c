@@ -48,6 +48,12 @@ static const char PREFIX[] = "SELECT 1 FROM t WHERE ";
 #define PREFIX_LEN ((int)(sizeof PREFIX - 1))
 #define EX_MAX_TEXT (16u << 20)   /* bytes of filter text */
 
+/* Bytes before the user's text in the parsed query: PREFIX_LEN for filter
+ * text, 0 while ex_bind_json binds a node of a whole statement (the
+ * statement is the text).  Per thread, so bindings on other threads keep
+ * their own. */
+static _Thread_local int tl_prefix_len = PREFIX_LEN;
+
 /* ------------------------------------------------------------------ */
 /* errors with a position                                               */
 
@@ -125,6 +131,7 @@ typedef struct binder {
     size_t query_len;
     hs_error *err;
     int depth;
+    const ex_scope *scope;   /* ex_bind_json: resolves columns and whole nodes */
 } binder;
 
 static hs_status nomem(binder *b) { return hs_err_nomem(b->err, 0); }
@@ -135,7 +142,7 @@ static int loc_of(const json_t *body)
     if (!json_is_integer(l))
         return -1;
     json_int_t v = json_integer_value(l);
-    return v >= PREFIX_LEN && v <= (json_int_t)INT32_MAX ? (int)(v - PREFIX_LEN) : -1;
+    return v >= tl_prefix_len && v <= (json_int_t)INT32_MAX ? (int)(v - tl_prefix_len) : -1;
 }
 
 static hs_status err_at(binder *b, hs_status code, int loc, const char *fmt, ...) HS_PRINTF(4, 5);
@@ -554,7 +561,7 @@ static int first_loc(json_t *j, int depth)
  * '-' signs, '(' and comments before the digits. */
 static bool scan_int(binder *b, int loc, int64_t *out)
 {
-    size_t i = (size_t)loc + PREFIX_LEN, n = b->query_len;
+    size_t i = (size_t)loc + (size_t)tl_prefix_len, n = b->query_len;
     const char *q = b->query;
     bool neg = false;
     while (i < n) {
@@ -772,8 +779,13 @@ static const hs_field *find_child(const hs_field *parent, const char *name, size
 
 static ex_ty type_of_field(const hs_field *f) { return ex_type_of_field(f); }
 
+static hs_status bind_scope_column(binder *b, json_t *body, ex_node **out);
+static hs_status scope_col(binder *b, int idx, int loc, ex_node **out);
+
 static hs_status bind_column(binder *b, json_t *body, ex_node **out)
 {
+    if (b->scope)
+        return bind_scope_column(b, body, out);
     int loc = loc_of(body);
     json_t *fields = json_object_get(body, "fields");
     size_t n = json_array_size(fields);
@@ -1817,7 +1829,12 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
                       EX_MAX_DEPTH);
     }
     hs_status st;
-    if (!strcmp(k, "A_Const"))
+    int col = -1;
+    if (b->scope && b->scope->node &&
+        ((st = b->scope->node(b->scope->ctx, j, &col, b->err)) != HS_OK || col >= 0)) {
+        if (st == HS_OK)
+            st = scope_col(b, col, loc_of(body), out);
+    } else if (!strcmp(k, "A_Const"))
         st = bind_const(b, body, out);
     else if (!strcmp(k, "ColumnRef"))
         st = bind_column(b, body, out);
@@ -1847,6 +1864,115 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
     }
     b->depth--;
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* binding against a scope (ex_bind_json)                              */
+
+static hs_status make_root_type(ex_expr *e, hs_error *err);
+
+/* Column idx of the scope's schema as a COL node. */
+static hs_status scope_col(binder *b, int idx, int loc, ex_node **out)
+{
+    const hs_field *sch = b->scope->schema;
+    if (idx < 0 || idx >= sch->n_children)
+        return err_at(b, HS_INTERNAL, loc, "scope column %d out of range", idx);
+    const hs_field *f = &sch->children[idx];
+    ex_ty t = type_of_field(f);
+    ex_node *c = mk(b, EX_COL, t, loc, 0);
+    const char *nm = f->name ? f->name : "";
+    char *name = hs_arena_strndup(&b->e->arena, nm, strlen(nm));
+    const char **path = hs_arena_calloc(&b->e->arena, 1, sizeof *path);
+    if (!c || !name || !path)
+        return nomem(b);
+    path[0] = f->name;
+    c->field = f;
+    c->field_id = f->field_id;
+    c->name = name;
+    c->path = path;
+    c->path_len = 1;
+    c->slot = b->e->n_slots++;
+    *out = c;
+    return HS_OK;
+}
+
+/* A ColumnRef resolved by the scope: PostgreSQL's errors (undefined column,
+ * ambiguous reference) with the position of the reference. */
+static hs_status bind_scope_column(binder *b, json_t *body, ex_node **out)
+{
+    int loc = loc_of(body);
+    json_t *fields = json_object_get(body, "fields");
+    size_t n = json_array_size(fields);
+    if (n == 0 || n > 8)
+        return err_at(b, HS_UNSUPPORTED, loc, "unsupported column reference");
+    const char *names[8];
+    char full[512];
+    size_t fl = 0;
+    full[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const char *k;
+        json_t *nb;
+        size_t len;
+        if (node_of(json_array_get(fields, i), &k, &nb) && strcmp(k, "A_Star") == 0)
+            return err_at(b, HS_UNSUPPORTED, loc, "'*' is not allowed here");
+        names[i] = string_node(json_array_get(fields, i), &len);
+        if (!names[i])
+            return err_at(b, HS_UNSUPPORTED, loc, "unsupported column reference");
+        int w = snprintf(full + fl, sizeof full - fl, "%s%s", i ? "." : "", names[i]);
+        if (w > 0)
+            fl = fl + (size_t)w < sizeof full ? fl + (size_t)w : sizeof full - 1;
+    }
+    int idx = b->scope->column(b->scope->ctx, names, (int)n);
+    if (idx == -2)
+        return err_at(b, HS_INVALID, loc, "column reference \"%s\" is ambiguous", full);
+    if (idx < 0)
+        return err_at(b, HS_NOT_FOUND, loc, "column \"%s\" does not exist", full);
+    return scope_col(b, idx, loc, out);
+}
+
+hs_status ex_bind_json(const struct json_t *node, const char *text, const ex_scope *scope, bool filter,
+                       ex_expr **out, hs_error *err)
+{
+    *out = NULL;
+    if (!scope || !scope->schema || scope->schema->type != HS_TYPE_STRUCT || !scope->column)
+        return hs_err_set(err, HS_INVALID, "expression: the scope needs a struct schema and a resolver");
+    ex_expr *e = hs_calloc(1, sizeof *e);
+    if (!e)
+        return hs_err_nomem(err, sizeof *e);
+    e->schema = scope->schema;
+    size_t len = text ? strlen(text) : 0;
+    e->text = hs_arena_strndup(&e->arena, text ? text : "", len);
+    if (!e->text) {
+        ex_free(e);
+        return hs_err_nomem(err, len);
+    }
+    binder b = {.e = e, .err = err, .scope = scope, .query = e->text, .query_len = len};
+    int saved = tl_prefix_len;
+    tl_prefix_len = 0;
+    hs_status st = bind(&b, (json_t *)node, &e->root);
+    tl_prefix_len = saved;
+    if (st == HS_OK && filter) {
+        ex_t t = e->root->type.t;
+        if (t == EX_T_NULL || t == EX_T_UNKNOWN) {
+            st = cast_to(&b, &e->root, ty(EX_T_BOOL), true);
+        } else if (t != EX_T_BOOL) {
+            char b1[48];
+            st = ex_err_at(err, HS_INVALID, e->text, e->root->loc,
+                           "argument of %s must be type boolean, not type %s",
+                           "WHERE", tname(&e->root->type, b1));
+        }
+    }
+    if (st == HS_OK && e->root->type.t == EX_T_OTHER)
+        st = ex_err_at(err, HS_UNSUPPORTED, e->text, e->root->loc,
+                       "expressions cannot return nested columns");
+    if (st == HS_OK)
+        st = make_root_type(e, err);
+    if (st != HS_OK) {
+        ex_free(e);
+        return st;
+    }
+    *out = e;
+    return HS_OK;
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,0 +1,864 @@
+/*
+ * exec/agg.c - HashAggregate and Distinct.
+ *
+ * HashAggregate.  Groups are numbered 0, 1, ... in order of first
+ * appearance.  Per input batch:
+ *   1. group ids: the key columns of each row are encoded as a row key
+ *      (exec_int.h) and looked up in an hs_map (key -> group id); rows that
+ *      open a new group are taken into `keys` (an xo_rows of the group
+ *      columns), so row g of `keys` holds group g's key values.  Without
+ *      group columns every row is group 0, which exists from the start (so
+ *      a global aggregate returns one row even on empty input).
+ *   2. each aggregate updates per-group state arrays indexed by group id:
+ *        count(*), count      cnt
+ *        sum, avg             cnt + isum (__int128: integers, decimals) or fsum
+ *        bool_and, bool_or    cnt + flag
+ *        min, max             best: the row of `store` holding the best value
+ *                             so far (one candidate per group per batch is
+ *                             appended, after a per-batch pre-selection)
+ *        string_agg,          values appended to `store` (with the separator
+ *        array_agg            column when it is not constant), chained per
+ *                             group in input order: head/tail per group, nxt
+ *                             per stored value
+ *      DISTINCT filters rows through a second map keyed by (group id,
+ *      value key) first.
+ * At the end of input the key columns and one column per aggregate are
+ * built for all groups and emitted in slices of XO_BATCH_ROWS.
+ * Memory: the row sets are accounted as they grow (xo_rows); the maps and
+ * state arrays are accounted after every batch.
+ *
+ * Distinct streams: a row is emitted the first time its key (all columns)
+ * is seen.
+ */
+#include "exec/exec_int.h"
+#include "base/hashmap.h"
+
+#include <math.h>
+#include <stdio.h>
+
+typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC } acc_class;
+
+typedef struct agg_state {
+    xo_agg a;              /* a.sep, a.name owned copies */
+    acc_class cls;
+    int scale;             /* decimal argument's scale (avg) */
+    hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] */
+    int64_t *cnt;
+    __int128 *isum;
+    double *fsum;
+    uint8_t *flag;
+    int64_t *best;         /* min/max: store row; string/array_agg: head */
+    int64_t *tail;
+    xo_rows store;
+    hs_buf nxt;            /* int64 per stored value */
+    hs_map seen;           /* DISTINCT */
+    int64_t seen_bytes;
+} agg_state;
+
+typedef struct agg_op {
+    xo_op op;
+    int n_groups, n_aggs;
+    agg_state *aggs;
+    hs_field key_schema;
+    hs_map map;
+    int64_t map_key_bytes;
+    xo_rows keys;
+    int64_t n_total, cap;  /* groups, allocated slots */
+    int64_t accounted;     /* bytes of maps and arrays reserved in ctx */
+    hs_buf kb;             /* key scratch */
+    int64_t *gid;
+    int64_t gid_cap;
+    int64_t *scratch;      /* min/max per-batch best, size cap */
+    hs_batch *result;
+    int64_t emitted;
+    bool done;
+} agg_op;
+
+static const char *fn_name(xo_agg_fn f)
+{
+    static const char *names[] = {"count", "count", "sum", "avg", "min", "max",
+                                  "bool_and", "bool_or", "string_agg", "array_agg"};
+    return (unsigned)f < sizeof names / sizeof names[0] ? names[f] : "?";
+}
+
+static acc_class class_of(hs_type t)
+{
+    if (t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64)
+        return ACC_INT;
+    if (t == HS_TYPE_FLOAT16 || t == HS_TYPE_FLOAT32 || t == HS_TYPE_FLOAT64)
+        return ACC_FLOAT;
+    if (t == HS_TYPE_DECIMAL128)
+        return ACC_DEC;
+    return ACC_NONE;
+}
+
+/* The result field of aggregate a over argument field arg (NULL for count(*)). */
+static hs_status result_field(const xo_agg *a, const hs_field *arg, hs_field *out, hs_error *err)
+{
+    const char *name = a->name ? a->name : fn_name(a->fn);
+    memset(out, 0, sizeof *out);
+    switch (a->fn) {
+    case XO_AGG_COUNT_STAR: case XO_AGG_COUNT:
+        hs_field_init(out, name, HS_TYPE_INT64, false);
+        return HS_OK;
+    case XO_AGG_SUM:
+        switch (class_of(arg->type)) {
+        case ACC_INT:
+            if (arg->type == HS_TYPE_INT64 || arg->type == HS_TYPE_UINT64) {
+                hs_field_init(out, name, HS_TYPE_DECIMAL128, true);
+                out->precision = 38;
+                out->scale = 0;
+            } else {
+                hs_field_init(out, name, HS_TYPE_INT64, true);
+            }
+            return HS_OK;
+        case ACC_FLOAT: hs_field_init(out, name, HS_TYPE_FLOAT64, true); return HS_OK;
+        case ACC_DEC:
+            hs_field_init(out, name, HS_TYPE_DECIMAL128, true);
+            out->precision = 38;
+            out->scale = arg->scale;
+            return HS_OK;
+        default: break;
+        }
+        break;
+    case XO_AGG_AVG:
+        if (class_of(arg->type) != ACC_NONE) {
+            hs_field_init(out, name, HS_TYPE_FLOAT64, true);
+            return HS_OK;
+        }
+        break;
+    case XO_AGG_MIN: case XO_AGG_MAX:
+        if (arg->type == HS_TYPE_MAP)
+            break;
+        if (hs_field_copy(arg, out) != HS_OK)
+            return hs_err_nomem(err, 0);
+        hs_free(out->name);
+        out->name = hs_strdup(name);
+        out->nullable = true;
+        return out->name ? HS_OK : hs_err_nomem(err, 0);
+    case XO_AGG_BOOL_AND: case XO_AGG_BOOL_OR:
+        if (arg->type == HS_TYPE_BOOL) {
+            hs_field_init(out, name, HS_TYPE_BOOL, true);
+            return HS_OK;
+        }
+        break;
+    case XO_AGG_STRING_AGG:
+        if (arg->type == HS_TYPE_STRING || arg->type == HS_TYPE_BINARY) {
+            hs_field_init(out, name, arg->type, true);
+            return HS_OK;
+        }
+        break;
+    case XO_AGG_ARRAY_AGG: {
+        hs_field item;
+        if (hs_field_copy(arg, &item) != HS_OK)
+            return hs_err_nomem(err, 0);
+        hs_free(item.name);
+        item.name = hs_strdup("item");
+        item.nullable = true;
+        hs_field_init_list(out, name, true, &item);
+        return HS_OK;
+    }
+    }
+    return hs_err_set(err, HS_INVALID, "function %s(%s) does not exist", fn_name(a->fn),
+                      arg ? hs_type_name(arg->type) : "*");
+}
+
+/* ---- state arrays ---- */
+
+static hs_status grow(void **p, int64_t cap, size_t elem, hs_error *err)
+{
+    void *n = hs_realloc(*p, (size_t)cap * elem);
+    if (!n)
+        return hs_err_nomem(err, (size_t)cap * elem);
+    *p = n;
+    return HS_OK;
+}
+
+static hs_status ensure_groups(agg_op *s, int64_t need, hs_error *err)
+{
+    if (need <= s->cap)
+        return HS_OK;
+    int64_t cap = s->cap ? s->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    HS_TRY(grow((void **)&s->scratch, cap, sizeof(int64_t), err));
+    for (int64_t g = s->cap; g < cap; g++)
+        s->scratch[g] = -1;
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        HS_TRY(grow((void **)&a->cnt, cap, sizeof *a->cnt, err));
+        memset(a->cnt + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->cnt);
+        switch (a->a.fn) {
+        case XO_AGG_SUM: case XO_AGG_AVG:
+            if (a->cls == ACC_FLOAT) {
+                HS_TRY(grow((void **)&a->fsum, cap, sizeof *a->fsum, err));
+                memset(a->fsum + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->fsum);
+            } else {
+                HS_TRY(grow((void **)&a->isum, cap, sizeof *a->isum, err));
+                memset(a->isum + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->isum);
+            }
+            break;
+        case XO_AGG_BOOL_AND: case XO_AGG_BOOL_OR:
+            HS_TRY(grow((void **)&a->flag, cap, 1, err));
+            memset(a->flag + s->cap, a->a.fn == XO_AGG_BOOL_AND, (size_t)(cap - s->cap));
+            break;
+        case XO_AGG_MIN: case XO_AGG_MAX: case XO_AGG_STRING_AGG: case XO_AGG_ARRAY_AGG:
+            HS_TRY(grow((void **)&a->best, cap, sizeof *a->best, err));
+            HS_TRY(grow((void **)&a->tail, cap, sizeof *a->tail, err));
+            for (int64_t g = s->cap; g < cap; g++)
+                a->best[g] = a->tail[g] = -1;
+            break;
+        default: break;
+        }
+    }
+    s->cap = cap;
+    return HS_OK;
+}
+
+static hs_status account(agg_op *s, hs_error *err)
+{
+    int64_t per_group = 8;
+    int64_t bytes = (int64_t)(s->map.cap * sizeof(hs_map_slot)) + s->map_key_bytes;
+    for (int j = 0; j < s->n_aggs; j++) {
+        const agg_state *a = &s->aggs[j];
+        per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
+                     (a->best ? 16 : 0);
+        bytes += (int64_t)(a->seen.cap * sizeof(hs_map_slot)) + a->seen_bytes + (int64_t)a->nxt.cap;
+    }
+    bytes += per_group * s->cap + s->gid_cap * 8;
+    if (bytes > s->accounted) {
+        HS_TRY(xo_mem_reserve(s->op.ctx, bytes - s->accounted, s->op.name, err));
+        s->accounted = bytes;
+    }
+    return HS_OK;
+}
+
+/* ---- per batch ---- */
+
+static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
+{
+    if (b->n_rows > s->gid_cap) {
+        HS_TRY(grow((void **)&s->gid, b->n_rows, sizeof *s->gid, err));
+        s->gid_cap = b->n_rows;
+    }
+    if (s->n_groups == 0) {
+        memset(s->gid, 0, (size_t)b->n_rows * sizeof *s->gid);
+        return HS_OK;
+    }
+    hs_buf fresh = {0};
+    hs_status st = HS_OK;
+    for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
+        hs_buf_reset(&s->kb);
+        for (int c = 0; c < s->n_groups && st == HS_OK; c++)
+            st = xo_key_append(&s->kb, b->cols[c], i);
+        if (st != HS_OK)
+            break;
+        uint64_t g;
+        bool found;
+        st = hs_map_get_or_put(&s->map, s->kb.data, s->kb.len, (uint64_t)s->n_total, &g, &found);
+        if (st != HS_OK)
+            break;
+        if (!found) {
+            s->map_key_bytes += (int64_t)s->kb.len;
+            s->n_total++;
+            st = HS_VEC_PUSH(&fresh, int64_t, i);
+        }
+        s->gid[i] = (int64_t)g;
+    }
+    if (st != HS_OK) {
+        hs_buf_free(&fresh);
+        return st == HS_NOMEM ? hs_err_nomem(err, 0) : st;
+    }
+    if (fresh.len) {
+        hs_batch view = {.schema = s->key_schema, .n_rows = b->n_rows, .n_cols = s->n_groups,
+                         .cols = b->cols};
+        st = xo_rows_append_take(&s->keys, s->op.ctx, s->op.name, &view, (int64_t *)fresh.data,
+                                 (int64_t)HS_VEC_LEN(&fresh, int64_t), err);
+    }
+    hs_buf_free(&fresh);
+    return st;
+}
+
+/* DISTINCT: true when (g, value of row i) was not seen before (and records it). */
+static hs_status first_seen(agg_op *s, agg_state *a, int64_t g, const hs_column *c, int64_t i,
+                            bool *first)
+{
+    hs_buf_reset(&s->kb);
+    HS_TRY(hs_buf_append(&s->kb, &g, sizeof g));
+    HS_TRY(xo_key_append(&s->kb, c, i));
+    uint64_t v;
+    bool found;
+    HS_TRY(hs_map_get_or_put(&a->seen, s->kb.data, s->kb.len, 0, &v, &found));
+    if (!found)
+        a->seen_bytes += (int64_t)s->kb.len;
+    *first = !found;
+    return HS_OK;
+}
+
+static hs_status add_int(agg_state *a, int64_t g, __int128 v, hs_error *err)
+{
+    if (__builtin_add_overflow(a->isum[g], v, &a->isum[g]))
+        return hs_err_set(err, HS_INVALID, "%s: numeric field overflow", fn_name(a->a.fn));
+    return HS_OK;
+}
+
+static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error *err)
+{
+    const int64_t *gid = s->gid;
+    int64_t n = b->n_rows;
+    if (a->a.fn == XO_AGG_COUNT_STAR) {
+        for (int64_t i = 0; i < n; i++)
+            a->cnt[gid[i]]++;
+        return HS_OK;
+    }
+    const hs_column *c = b->cols[a->a.arg];
+    hs_buf picked = {0};   /* rows to store (string/array_agg, min/max candidates) */
+    hs_buf touched = {0};  /* min/max: groups with a candidate in this batch */
+    hs_status st = HS_OK;
+    for (int64_t i = 0; i < n && st == HS_OK; i++) {
+        int64_t g = gid[i];
+        bool valid = hs_col_is_valid(c, i) && c->type != HS_TYPE_NA;
+        if (!valid && a->a.fn != XO_AGG_ARRAY_AGG)
+            continue;
+        if (a->a.distinct) {
+            bool first;
+            st = first_seen(s, a, g, c, i, &first);
+            if (st != HS_OK || !first)
+                continue;
+        }
+        a->cnt[g]++;
+        switch (a->a.fn) {
+        case XO_AGG_SUM: case XO_AGG_AVG:
+            if (a->cls == ACC_FLOAT) {
+                a->fsum[g] += xo_float_at(c, i);
+            } else if (a->cls == ACC_DEC) {
+                __int128 v;
+                memcpy(&v, c->values.data + 16 * i, 16);
+                st = add_int(a, g, v, err);
+            } else {
+                bool big;
+                int64_t v = xo_int_at(c, i, &big);
+                st = add_int(a, g, big ? (__int128)(uint64_t)v : (__int128)v, err);
+            }
+            break;
+        case XO_AGG_BOOL_AND: case XO_AGG_BOOL_OR: {
+            uint8_t v = hs_bit_get(c->values.data, i);
+            a->flag[g] = a->a.fn == XO_AGG_BOOL_AND ? (a->flag[g] & v) : (a->flag[g] | v);
+            break;
+        }
+        case XO_AGG_MIN: case XO_AGG_MAX: {
+            int64_t cur = s->scratch[g];
+            if (cur < 0) {
+                st = HS_VEC_PUSH(&touched, int64_t, g);
+                s->scratch[g] = i;
+            } else {
+                int r = xo_val_cmp(c, i, c, cur);
+                if (a->a.fn == XO_AGG_MIN ? r < 0 : r > 0)
+                    s->scratch[g] = i;
+            }
+            break;
+        }
+        case XO_AGG_STRING_AGG: case XO_AGG_ARRAY_AGG:
+            st = HS_VEC_PUSH(&picked, int64_t, i);
+            break;
+        default: break;
+        }
+    }
+    if (st == HS_NOMEM)
+        (void)hs_err_nomem(err, 0);   /* keeps an earlier message */
+    hs_column *view_cols[2] = {(hs_column *)c,
+                               a->a.sep_col >= 0 ? b->cols[a->a.sep_col] : NULL};
+    hs_batch view = {.schema = a->store_schema, .n_rows = n,
+                     .n_cols = a->store_schema.n_children, .cols = view_cols};
+    if (st == HS_OK && (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX)) {
+        /* keep only the candidates that beat the stored best */
+        int64_t nt = (int64_t)HS_VEC_LEN(&touched, int64_t);
+        int64_t *tg = (int64_t *)touched.data;
+        int64_t base = xo_rows_count(&a->store);
+        for (int64_t k = 0; k < nt && st == HS_OK; k++) {
+            int64_t g = tg[k], i = s->scratch[g];
+            s->scratch[g] = -1;
+            if (a->best[g] >= 0) {
+                int r = xo_val_cmp(c, i, a->store.b->cols[0], a->best[g]);
+                if (!(a->a.fn == XO_AGG_MIN ? r < 0 : r > 0))
+                    continue;
+            }
+            a->best[g] = base + (int64_t)HS_VEC_LEN(&picked, int64_t);
+            st = HS_VEC_PUSH(&picked, int64_t, i);
+        }
+        if (st == HS_OK)
+            st = xo_rows_append_take(&a->store, s->op.ctx, s->op.name, &view,
+                                     (int64_t *)picked.data, (int64_t)HS_VEC_LEN(&picked, int64_t),
+                                     err);
+    } else if (st == HS_OK && (a->a.fn == XO_AGG_STRING_AGG || a->a.fn == XO_AGG_ARRAY_AGG)) {
+        int64_t np = (int64_t)HS_VEC_LEN(&picked, int64_t);
+        int64_t *pi = (int64_t *)picked.data;
+        int64_t base = xo_rows_count(&a->store);
+        st = xo_rows_append_take(&a->store, s->op.ctx, s->op.name, &view, pi, np, err);
+        if (st == HS_OK && hs_buf_reserve(&a->nxt, (size_t)np * 8) != HS_OK)
+            st = hs_err_nomem(err, 0);
+        for (int64_t k = 0; k < np && st == HS_OK; k++) {
+            int64_t g = gid[pi[k]], idx = base + k;
+            if (a->best[g] < 0)
+                a->best[g] = idx;
+            else
+                HS_VEC_AT(&a->nxt, int64_t, a->tail[g]) = idx;
+            a->tail[g] = idx;
+            st = HS_VEC_PUSH(&a->nxt, int64_t, -1);
+        }
+    }
+    hs_buf_free(&picked);
+    hs_buf_free(&touched);
+    return st;
+}
+
+/* ---- results ---- */
+
+static hs_status append_i128_dec(hs_column *col, __int128 v)
+{
+    return hs_col_append_fixed(col, &v);
+}
+
+static hs_status build_string_agg(agg_op *s, agg_state *a, hs_column *col, hs_error *err)
+{
+    hs_buf tmp = {0};
+    hs_status st = HS_OK;
+    const hs_column *vals = a->store.b ? a->store.b->cols[0] : NULL;
+    const hs_column *seps = a->store.b && a->a.sep_col >= 0 ? a->store.b->cols[1] : NULL;
+    size_t sep_len = a->a.sep ? strlen(a->a.sep) : 0;
+    for (int64_t g = 0; g < s->n_total && st == HS_OK; g++) {
+        if (a->best[g] < 0) {
+            st = hs_col_append_null(col);
+            continue;
+        }
+        hs_buf_reset(&tmp);
+        bool first = true;
+        for (int64_t k = a->best[g]; k >= 0 && st == HS_OK; k = HS_VEC_AT(&a->nxt, int64_t, k)) {
+            if (!first) {
+                if (seps) {
+                    if (hs_col_is_valid(seps, k)) {
+                        const int32_t *o = HS_COL_OFFSETS(seps);
+                        st = hs_buf_append(&tmp, seps->values.data + o[k], (size_t)(o[k + 1] - o[k]));
+                    }
+                } else if (sep_len) {
+                    st = hs_buf_append(&tmp, a->a.sep, sep_len);
+                }
+            }
+            first = false;
+            const int32_t *o = HS_COL_OFFSETS(vals);
+            if (st == HS_OK)
+                st = hs_buf_append(&tmp, vals->values.data + o[k], (size_t)(o[k + 1] - o[k]));
+        }
+        if (st == HS_OK)
+            st = hs_col_append_bytes(col, tmp.data ? tmp.data : (const uint8_t *)"", tmp.len);
+    }
+    hs_buf_free(&tmp);
+    return st == HS_NOMEM ? hs_err_nomem(err, 0) : st;
+}
+
+static hs_status build_array_agg(agg_op *s, agg_state *a, hs_column *col, hs_error *err)
+{
+    int64_t n_vals = xo_rows_count(&a->store);
+    int64_t *order = hs_malloc((size_t)(n_vals ? n_vals : 1) * sizeof *order);
+    if (!order)
+        return hs_err_nomem(err, 0);
+    int64_t k = 0;
+    hs_status st = hs_col_ensure_validity(col);
+    if (st == HS_OK)
+        st = hs_col_reserve(col, s->n_total, 0);
+    if (st != HS_OK) {
+        hs_free(order);
+        return hs_err_nomem(err, 0);
+    }
+    int32_t *off = HS_COL_OFFSETS(col);
+    int64_t nulls = 0;
+    off[0] = 0;
+    for (int64_t g = 0; g < s->n_total; g++) {
+        bool valid = a->best[g] >= 0;
+        for (int64_t r = a->best[g]; r >= 0; r = HS_VEC_AT(&a->nxt, int64_t, r))
+            order[k++] = r;
+        off[g + 1] = (int32_t)k;
+        if (valid)
+            hs_bit_set(col->validity.data, g);
+        else {
+            hs_bit_clear(col->validity.data, g);
+            nulls++;
+        }
+    }
+    hs_column *elems = NULL;
+    if (n_vals > 0)
+        st = hs_col_take(a->store.b->cols[0], order, k, &elems, err);
+    hs_free(order);
+    if (st != HS_OK)
+        return st;
+    if (elems) {
+        hs_col_free(col->children[0]);
+        col->children[0] = elems;
+    }
+    col->length = s->n_total;
+    col->null_count = nulls;
+    col->offsets.len = (size_t)(s->n_total + 1) * 4;
+    col->validity.len = (size_t)(s->n_total + 7) / 8;
+    return HS_OK;
+}
+
+static hs_status build_agg_col(agg_op *s, agg_state *a, const hs_field *f, hs_column **out,
+                               hs_error *err)
+{
+    *out = NULL;
+    int64_t n = s->n_total;
+    if (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX) {
+        if (!a->store.b)
+            HS_TRY(xo_rows_init(&a->store, &a->store_schema, err));
+        return hs_col_take_nullable(a->store.b->cols[0], a->best, n, out, err);
+    }
+    hs_column *col;
+    HS_TRY(hs_col_create(f, n, &col, err));
+    hs_status st = HS_OK;
+    if (a->a.fn == XO_AGG_STRING_AGG)
+        st = build_string_agg(s, a, col, err);
+    else if (a->a.fn == XO_AGG_ARRAY_AGG)
+        st = build_array_agg(s, a, col, err);
+    for (int64_t g = 0; g < n && st == HS_OK && a->a.fn != XO_AGG_STRING_AGG &&
+                        a->a.fn != XO_AGG_ARRAY_AGG; g++) {
+        if (a->a.fn == XO_AGG_COUNT || a->a.fn == XO_AGG_COUNT_STAR) {
+            st = hs_col_append_fixed(col, &a->cnt[g]);
+            continue;
+        }
+        if (a->cnt[g] == 0) {
+            st = hs_col_append_null(col);
+            continue;
+        }
+        switch (a->a.fn) {
+        case XO_AGG_SUM:
+            if (a->cls == ACC_FLOAT) {
+                st = hs_col_append_fixed(col, &a->fsum[g]);
+            } else if (f->type == HS_TYPE_INT64) {
+                if (a->isum[g] > INT64_MAX || a->isum[g] < INT64_MIN) {
+                    hs_col_free(col);
+                    return hs_err_set(err, HS_INVALID, "sum: bigint out of range");
+                }
+                int64_t v = (int64_t)a->isum[g];
+                st = hs_col_append_fixed(col, &v);
+            } else {
+                st = append_i128_dec(col, a->isum[g]);
+            }
+            break;
+        case XO_AGG_AVG: {
+            double v;
+            if (a->cls == ACC_FLOAT) {
+                v = a->fsum[g] / (double)a->cnt[g];
+            } else {
+                long double q = (long double)a->isum[g] / (long double)a->cnt[g];
+                if (a->cls == ACC_DEC)
+                    for (int k = 0; k < a->scale; k++)
+                        q /= 10;
+                v = (double)q;
+            }
+            st = hs_col_append_fixed(col, &v);
+            break;
+        }
+        case XO_AGG_BOOL_AND: case XO_AGG_BOOL_OR:
+            st = hs_col_append_fixed(col, &a->flag[g]);
+            break;
+        default: break;
+        }
+    }
+    if (st != HS_OK) {
+        hs_col_free(col);
+        if (st == HS_NOMEM)
+            (void)hs_err_nomem(err, 0);
+        return st;
+    }
+    *out = col;
+    return HS_OK;
+}
+
+static hs_status agg_finish(agg_op *s, hs_error *err)
+{
+    int nc = s->op.schema.n_children;
+    hs_column **cols = hs_calloc((size_t)(nc ? nc : 1), sizeof *cols);
+    if (!cols)
+        return hs_err_nomem(err, 0);
+    hs_status st = HS_OK;
+    if (s->n_groups > 0) {
+        if (!s->keys.b)
+            st = xo_rows_init(&s->keys, &s->key_schema, err);
+        for (int c = 0; c < s->n_groups && st == HS_OK; c++) {
+            cols[c] = s->keys.b->cols[c];
+            s->keys.b->cols[c] = NULL;
+        }
+        if (s->keys.b)
+            s->keys.b->n_cols = 0;
+    }
+    for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
+        st = build_agg_col(s, &s->aggs[j], &s->op.schema.children[s->n_groups + j],
+                           &cols[s->n_groups + j], err);
+    if (st == HS_OK)
+        st = xo_batch_wrap(&s->op.schema, nc, cols, s->n_total, &s->result, err);
+    else
+        for (int c = 0; c < nc; c++)
+            hs_col_free(cols[c]);
+    hs_free(cols);
+    return st;
+}
+
+static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    agg_op *s = (agg_op *)op;
+    while (!s->done) {
+        hs_batch *b;
+        HS_TRY(xo_next(op->children[0], &b, err));
+        if (!b) {
+            s->done = true;
+            HS_TRY(agg_finish(s, err));
+            break;
+        }
+        hs_status st = assign_groups(s, b, err);
+        if (st == HS_OK)
+            st = ensure_groups(s, s->n_total, err);
+        for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
+            st = update_agg(s, &s->aggs[j], b, err);
+        hs_batch_free(b);
+        if (st == HS_OK)
+            st = account(s, err);
+        HS_TRY(st);
+    }
+    HS_TRY(xo_check_cancel(op->ctx, err));
+    if (!s->result || s->emitted >= s->result->n_rows)
+        return HS_OK;
+    int64_t n = s->result->n_rows - s->emitted;
+    if (n > XO_BATCH_ROWS)
+        n = XO_BATCH_ROWS;
+    if (s->emitted == 0 && n == s->result->n_rows) {
+        *out = s->result;
+        s->result = NULL;
+        return HS_OK;
+    }
+    int64_t *idx = hs_malloc((size_t)n * sizeof *idx);
+    if (!idx)
+        return hs_err_nomem(err, 0);
+    for (int64_t i = 0; i < n; i++)
+        idx[i] = s->emitted + i;
+    hs_status st = xo_batch_take(&op->schema, s->result, idx, n, out, err);
+    hs_free(idx);
+    s->emitted += n;
+    return st;
+}
+
+static void agg_destroy(xo_op *op)
+{
+    agg_op *s = (agg_op *)op;
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        hs_free((char *)a->a.sep);
+        hs_free((char *)a->a.name);
+        hs_field_clear(&a->store_schema);
+        hs_free(a->cnt);
+        hs_free(a->isum);
+        hs_free(a->fsum);
+        hs_free(a->flag);
+        hs_free(a->best);
+        hs_free(a->tail);
+        xo_rows_free(&a->store, op->ctx);
+        hs_buf_free(&a->nxt);
+        hs_map_free(&a->seen);
+    }
+    hs_free(s->aggs);
+    hs_field_clear(&s->key_schema);
+    hs_map_free(&s->map);
+    xo_rows_free(&s->keys, op->ctx);
+    hs_buf_free(&s->kb);
+    hs_free(s->gid);
+    hs_free(s->scratch);
+    hs_batch_free(s->result);
+    xo_mem_release(op->ctx, s->accounted);
+}
+
+static hs_status field_copy_to(hs_field *parent, const hs_field *f, hs_error *err)
+{
+    hs_field c;
+    if (hs_field_copy(f, &c) != HS_OK)
+        return hs_err_nomem(err, 0);
+    if (hs_field_add_child(parent, &c) != HS_OK) {
+        hs_field_clear(&c);
+        return hs_err_nomem(err, 0);
+    }
+    return HS_OK;
+}
+
+static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *err)
+{
+    const hs_field *in = &s->op.children[0]->schema;
+    hs_field_init(&s->key_schema, "", HS_TYPE_STRUCT, false);
+    if (s->n_groups < 0 || s->n_groups > in->n_children)
+        return hs_err_set(err, HS_INVALID, "HashAggregate: %d group columns but the input has %d",
+                          s->n_groups, in->n_children);
+    for (int c = 0; c < s->n_groups; c++) {
+        HS_TRY(field_copy_to(&s->key_schema, &in->children[c], err));
+        HS_TRY(field_copy_to(&s->op.schema, &in->children[c], err));
+        if (hs_buf_printf(d, "%s#%d", c ? ", " : "groups: ", c + 1) != HS_OK)
+            return hs_err_nomem(err, 0);
+    }
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        a->a = aggs[j];
+        a->a.sep = NULL;
+        a->a.name = NULL;
+        hs_field_init(&a->store_schema, "", HS_TYPE_STRUCT, false);
+        const hs_field *arg = NULL;
+        if (aggs[j].fn != XO_AGG_COUNT_STAR) {
+            if (aggs[j].arg < 0 || aggs[j].arg >= in->n_children)
+                return hs_err_set(err, HS_INVALID, "HashAggregate: %s argument column %d out of range",
+                                  fn_name(aggs[j].fn), aggs[j].arg);
+            arg = &in->children[aggs[j].arg];
+            a->cls = class_of(arg->type);
+            a->scale = arg->type == HS_TYPE_DECIMAL128 ? arg->scale : 0;
+        }
+        if ((aggs[j].sep && !(a->a.sep = hs_strdup(aggs[j].sep))) ||
+            (aggs[j].name && !(a->a.name = hs_strdup(aggs[j].name))))
+            return hs_err_nomem(err, 0);
+        if (aggs[j].fn != XO_AGG_STRING_AGG)
+            a->a.sep_col = -1;
+        else if (a->a.sep_col >= in->n_children ||
+                 (a->a.sep_col >= 0 && in->children[a->a.sep_col].type != arg->type))
+            return hs_err_set(err, HS_INVALID, "string_agg: separator column %d is not of %s",
+                              a->a.sep_col, hs_type_name(arg->type));
+        hs_field rf;
+        HS_TRY(result_field(&a->a, arg, &rf, err));
+        if (hs_field_add_child(&s->op.schema, &rf) != HS_OK) {
+            hs_field_clear(&rf);
+            return hs_err_nomem(err, 0);
+        }
+        if (arg && (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX ||
+                    a->a.fn == XO_AGG_STRING_AGG || a->a.fn == XO_AGG_ARRAY_AGG)) {
+            HS_TRY(field_copy_to(&a->store_schema, arg, err));
+            if (a->a.sep_col >= 0)
+                HS_TRY(field_copy_to(&a->store_schema, &in->children[a->a.sep_col], err));
+        }
+        hs_status st;
+        if (!arg)
+            st = hs_buf_printf(d, "%scount(*)", s->n_groups || j ? "; " : "aggs: ");
+        else
+            st = hs_buf_printf(d, "%s%s(%s#%d)", j ? ", " : (s->n_groups ? "; aggs: " : "aggs: "),
+                               fn_name(a->a.fn), a->a.distinct ? "DISTINCT " : "", a->a.arg + 1);
+        if (st != HS_OK)
+            return hs_err_nomem(err, 0);
+    }
+    xo_schema_renumber(&s->op.schema);
+    if (s->n_groups == 0) {
+        s->n_total = 1;
+        HS_TRY(ensure_groups(s, 1, err));
+    }
+    return HS_OK;
+}
+
+hs_status xo_hashagg(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs, xo_op **out,
+                     hs_error *err)
+{
+    *out = NULL;
+    xo_op *op;
+    HS_TRY(xo_op_alloc(sizeof(agg_op), child->ctx, "HashAggregate", 1, &child, &op, err));
+    agg_op *s = (agg_op *)op;
+    op->next = agg_next;
+    op->destroy = agg_destroy;
+    s->n_groups = n_groups;
+    s->aggs = hs_calloc((size_t)(n_aggs > 0 ? n_aggs : 1), sizeof *s->aggs);
+    if (!s->aggs) {
+        xo_free(op);
+        return hs_err_nomem(err, 0);
+    }
+    s->n_aggs = n_aggs;
+    hs_buf d = {0};
+    hs_status st = agg_setup(s, aggs, &d, err);
+    if (st != HS_OK) {
+        hs_buf_free(&d);
+        xo_free(op);
+        return st;
+    }
+    op->detail = d.len ? (char *)hs_buf_detach(&d, NULL) : NULL;
+    hs_buf_free(&d);
+    *out = op;
+    return HS_OK;
+}
+
+/* ---- Distinct ---- */
+
+typedef struct distinct_op {
+    xo_op op;
+    hs_map seen;
+    int64_t key_bytes, accounted;
+    hs_buf kb;
+} distinct_op;
+
+static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    distinct_op *s = (distinct_op *)op;
+    for (;;) {
+        hs_batch *b;
+        HS_TRY(xo_next(op->children[0], &b, err));
+        if (!b)
+            return HS_OK;
+        hs_buf keep = {0};
+        hs_status st = HS_OK;
+        for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
+            hs_buf_reset(&s->kb);
+            for (int c = 0; c < b->n_cols && st == HS_OK; c++)
+                st = xo_key_append(&s->kb, b->cols[c], i);
+            uint64_t v;
+            bool found = true;
+            if (st == HS_OK)
+                st = hs_map_get_or_put(&s->seen, s->kb.data, s->kb.len, 0, &v, &found);
+            if (st == HS_OK && !found) {
+                s->key_bytes += (int64_t)s->kb.len;
+                st = HS_VEC_PUSH(&keep, int64_t, i);
+            }
+        }
+        if (st != HS_OK)
+            st = hs_err_nomem(err, 0);
+        int64_t bytes = (int64_t)(s->seen.cap * sizeof(hs_map_slot)) + s->key_bytes;
+        if (st == HS_OK && bytes > s->accounted) {
+            st = xo_mem_reserve(op->ctx, bytes - s->accounted, op->name, err);
+            if (st == HS_OK)
+                s->accounted = bytes;
+        }
+        int64_t nk = (int64_t)HS_VEC_LEN(&keep, int64_t);
+        if (st == HS_OK && nk == b->n_rows) {
+            hs_buf_free(&keep);
+            *out = b;
+            return HS_OK;
+        }
+        if (st == HS_OK && nk > 0)
+            st = xo_batch_take(&op->schema, b, (int64_t *)keep.data, nk, out, err);
+        hs_buf_free(&keep);
+        hs_batch_free(b);
+        HS_TRY(st);
+        if (*out)
+            return HS_OK;
+    }
+}
+
+static void distinct_destroy(xo_op *op)
+{
+    distinct_op *s = (distinct_op *)op;
+    hs_map_free(&s->seen);
+    hs_buf_free(&s->kb);
+    xo_mem_release(op->ctx, s->accounted);
+}
+
+hs_status xo_distinct(xo_op *child, xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    xo_op *op;
+    HS_TRY(xo_op_alloc(sizeof(distinct_op), child->ctx, "Distinct", 1, &child, &op, err));
+    op->next = distinct_next;
+    op->destroy = distinct_destroy;
+    hs_field_clear(&op->schema);
+    if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
+        hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
+        xo_free(op);
+        return hs_err_nomem(err, 0);
+    }
+    *out = op;
+    return HS_OK;
+}

@@ -1,0 +1,176 @@
+/*
+ * exec/exec.h - constructors of every physical operator (see exec/op.h for
+ * the contract they all follow) and the stream adapter.
+ *
+ * Common rules:
+ *   - Constructors take ownership of their children, expressions and
+ *     key/aggregate arrays' contents (the arrays themselves are copied), also
+ *     when they fail (then everything is freed).  *out is the new operator.
+ *   - Column arguments are 0-based positions in the child's output schema.
+ *   - Output schemas name their columns for display only; every output
+ *     column i has field id i + 1; nested fields get ids above the number of
+ *     top-level columns (so pr_batch_find_id never confuses a nested field
+ *     with a top-level column).
+ *
+ * Operator             output columns
+ * ------------------   ------------------------------------------------------
+ * Values               the given schema
+ * Scan                 the scan's columns (hs_scan_options), renumbered
+ * VectorSearch         the scan's columns, then the distance (float64)
+ * Filter, Limit, Sort, TopK, Distinct
+ *                      the child's columns
+ * Project              one per expression
+ * HashAggregate        the n group columns, then one per aggregate
+ * HashJoin/NestedLoop  left then right columns (SEMI/ANTI: left only); the
+ *                      side that may be missing becomes nullable
+ * SetOp                the left child's columns (right must have the same
+ *                      number of columns of the same types)
+ * Window               the child's columns, then one per window function
+ */
+#ifndef HS_EXEC_EXEC_H
+#define HS_EXEC_EXEC_H
+
+#include "exec/op.h"
+#include "hyperstream/arrow_c_abi.h"
+#include "hyperstream/index.h"
+#include "hyperstream/table.h"
+
+/* ---- sources ---- */
+
+/* Rows of n batches (taken, also on failure) whose columns have the types of
+ * schema (a STRUCT, copied).  Batches of more than XO_BATCH_ROWS rows are
+ * split; empty ones are skipped. */
+HS_MUST_USE hs_status xo_values(xo_ctx *ctx, const hs_field *schema, int n, hs_batch **batches,
+                                xo_op **out, hs_error *err);
+
+/* A table scan: opt (borrowed during the call; may be NULL) chooses the
+ * snapshot (time travel), the columns and the filter TEXT, which the table
+ * layer uses for partition/bound pruning and sidecar indexes and applies
+ * exactly.  The table is borrowed and must outlive the operator.  Planning
+ * happens in the constructor (so binding errors surface there). */
+HS_MUST_USE hs_status xo_scan(xo_ctx *ctx, hs_table *t, const hs_scan_options *opt, xo_op **out,
+                              hs_error *err);
+
+/* Vector top-k through hs_table_search: rows of the scan (columns, filter,
+ * snapshot as in xo_scan) nearest to so->query, nearest first, the distance
+ * as the last column (float64).  so and its query are copied. */
+HS_MUST_USE hs_status xo_vsearch(xo_ctx *ctx, hs_table *t, const hs_scan_options *opt,
+                                 const hs_search_options *so, xo_op **out, hs_error *err);
+
+/* ---- row at a time operators ---- */
+
+/* Rows of child for which pred (bound on child's schema) is TRUE. */
+HS_MUST_USE hs_status xo_filter(xo_op *child, ex_expr *pred, xo_op **out, hs_error *err);
+/* n expressions bound on child's schema; names[i] (copied; NULL = "?column?"). */
+HS_MUST_USE hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *names,
+                                 xo_op **out, hs_error *err);
+/* Skips offset rows, then passes at most limit rows (limit < 0 = all); stops
+ * pulling from the child once the limit is reached. */
+HS_MUST_USE hs_status xo_limit(xo_op *child, int64_t limit, int64_t offset, xo_op **out,
+                               hs_error *err);
+
+/* ---- sorting ---- */
+
+typedef struct xo_sort_key {
+    int col;           /* position in the child */
+    bool desc;
+    bool nulls_first;  /* PostgreSQL default: desc (NULLS LAST for ASC, FIRST for DESC) */
+} xo_sort_key;
+
+/* Order of values: booleans false < true; numbers by value (NaN above every
+ * other float, -0 = 0); decimals by value; strings and binaries as unsigned
+ * bytes, then length; dates/times by value; lists and structs element-wise.
+ * Ties keep input order (stable). */
+HS_MUST_USE hs_status xo_sort(xo_op *child, int n_keys, const xo_sort_key *keys, xo_op **out,
+                              hs_error *err);
+/* ORDER BY keys LIMIT k in bounded memory (about 2k rows); same order and
+ * tie rule as xo_sort followed by a limit of k. */
+HS_MUST_USE hs_status xo_topk(xo_op *child, int n_keys, const xo_sort_key *keys, int64_t k,
+                              xo_op **out, hs_error *err);
+
+/* ---- aggregation ---- */
+
+typedef enum xo_agg_fn {
+    XO_AGG_COUNT_STAR = 0, XO_AGG_COUNT, XO_AGG_SUM, XO_AGG_AVG, XO_AGG_MIN, XO_AGG_MAX,
+    XO_AGG_BOOL_AND, XO_AGG_BOOL_OR, XO_AGG_STRING_AGG, XO_AGG_ARRAY_AGG
+} xo_agg_fn;
+
+typedef struct xo_agg {
+    xo_agg_fn fn;
+    int arg;           /* child column (ignored for count(*)) */
+    bool distinct;     /* aggregate over the distinct non-null values */
+    /* string_agg: the separator, from column sep_col when >= 0, else the
+     * constant sep (NULL = no separator); copied. */
+    int sep_col;
+    const char *sep;
+    const char *name;  /* output column name (copied; NULL = the function's name) */
+} xo_agg;
+
+/* Result types (PostgreSQL's, with DuckDB's values where they differ):
+ *   count(*), count(x)              int64, 0 on no rows
+ *   sum(int8/16/32, uint8/16/32)    int64 (error "bigint out of range" on overflow)
+ *   sum(int64, uint64)              decimal128(38,0) (PostgreSQL numeric; DuckDB int128)
+ *   sum(decimal(p,s))               decimal128(38,s)
+ *   sum(float32/64)                 float64
+ *   avg(any number)                 float64 (DuckDB; PostgreSQL gives numeric for
+ *                                   integers and decimals)
+ *   min/max(x)                      x's type (any sortable type, order of xo_sort)
+ *   bool_and/bool_or(bool)          bool
+ *   string_agg(text, sep)           string, in input order
+ *   array_agg(x)                    list<x>, in input order, NULLs kept
+ * All but count return NULL for a group without non-null input (array_agg
+ * of no rows is NULL, of NULLs a list of NULLs).  NULL is a group of its
+ * own; with n_groups == 0 there is exactly one output row, even on empty
+ * input. */
+HS_MUST_USE hs_status xo_hashagg(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
+                                 xo_op **out, hs_error *err);
+/* Distinct rows of child (NULLs equal), in order of first appearance. */
+HS_MUST_USE hs_status xo_distinct(xo_op *child, xo_op **out, hs_error *err);
+
+/* ---- joins ---- */
+
+typedef enum xo_join_kind {
+    XO_JOIN_INNER = 0, XO_JOIN_LEFT, XO_JOIN_RIGHT, XO_JOIN_FULL, XO_JOIN_SEMI, XO_JOIN_ANTI,
+    /* x NOT IN (right): one key; a left row passes when right is empty, or
+     * when its key is not null, matches no right key and right has no null
+     * key.  No residual. */
+    XO_JOIN_ANTI_NULL_AWARE
+} xo_join_kind;
+
+/* Equi-join: left key columns lkeys[i] equal right key columns rkeys[i]
+ * (integers of any width compare by value; other key types must match
+ * exactly); NULL keys never match.  residual (may be NULL) is bound on the
+ * concatenated left||right schema (left columns, then right ones) and is
+ * part of the join condition (outer joins keep rows it rejects as
+ * unmatched).  The right child is built into a hash table; the left is
+ * streamed.  n_keys == 0 is a nested-loop join. */
+HS_MUST_USE hs_status xo_hashjoin(xo_op *left, xo_op *right, xo_join_kind kind, int n_keys,
+                                  const int *lkeys, const int *rkeys, ex_expr *residual,
+                                  xo_op **out, hs_error *err);
+/* The schema a join residual is bound against: left's columns then right's,
+ * renumbered (ids 1..n, nested above).  Caller clears *out. */
+HS_MUST_USE hs_status xo_schema_concat(const hs_field *left, const hs_field *right, hs_field *out,
+                                       hs_error *err);
+/* Non-equi / cross join: cond (NULL = cross join) on left||right. */
+HS_MUST_USE hs_status xo_nljoin(xo_op *left, xo_op *right, xo_join_kind kind, ex_expr *cond,
+                                xo_op **out, hs_error *err);
+
+/* ---- set operations ---- */
+
+typedef enum xo_setop_kind { XO_SET_UNION = 0, XO_SET_INTERSECT, XO_SET_EXCEPT } xo_setop_kind;
+/* PostgreSQL semantics: rows compare with NULLs equal; without ALL the
+ * result is distinct; INTERSECT ALL keeps min(m, n) copies of a row, EXCEPT
+ * ALL max(m - n, 0). */
+HS_MUST_USE hs_status xo_setop(xo_setop_kind kind, bool all, xo_op *left, xo_op *right,
+                               xo_op **out, hs_error *err);
+
+/* ---- output ---- */
+
+/* Moves the operator tree into an ArrowArrayStream (caller releases it): the
+ * stream's schema is op's, every get_next pulls one batch.  on_close(owner)
+ * runs after the tree is freed (to free the xo_ctx and what the statement
+ * holds; may be NULL).  On failure op is freed and on_close has run. */
+HS_MUST_USE hs_status xo_to_stream(xo_op *op, void (*on_close)(void *owner), void *owner,
+                                   struct ArrowArrayStream *out, hs_error *err);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * exec/exec_int.h - internals shared by the operator files of exec/:
+ * op.c (the operator frame, EXPLAIN, batches, memory accounting, row keys
+ * and value order), scan.c, basic.c, sort.c, agg.c, join.c, setop.c.
+ *
+ * Row keys.  Hashing operators (aggregate groups, join keys, distinct, set
+ * operations) turn the key columns of a row into a byte string and look it
+ * up in an hs_map: two rows have equal keys exactly when their strings are
+ * equal.  Encoding per column: one tag byte (0 = NULL, 1 = value) then
+ *   BOOL                1 byte
+ *   signed/unsigned ints, DATE32, TIME32/64, TIMESTAMP
+ *                       8 bytes int64 (so int32 = int64 keys match; uint64
+ *                       above INT64_MAX gets tag 2 and its own bits)
+ *   FLOAT16/32/64       8 bytes of the double (-0 -> 0, every NaN -> one NaN)
+ *   DECIMAL128          16 bytes (same scale assumed)
+ *   STRING/BINARY/FIXED_BINARY
+ *                       uint32 length + bytes
+ *   LIST/FIXED_LIST/MAP uint32 count + each element encoded
+ *   STRUCT              each child encoded
+ *   NA                  tag 0 only
+ */
+#ifndef HS_EXEC_EXEC_INT_H
+#define HS_EXEC_EXEC_INT_H
+
+#include "base/buf.h"
+#include "base/mem.h"
+#include "exec/exec.h"
+
+#include <time.h>
+
+/* Allocates an operator of `size` bytes (>= sizeof(xo_op), zeroed) that owns
+ * the n children (freed here on failure).  schema is left empty. */
+HS_MUST_USE hs_status xo_op_alloc(size_t size, xo_ctx *ctx, const char *name, int n,
+                                  xo_op **children, xo_op **out, hs_error *err);
+/* Gives schema's top-level children field ids 1..n and nested ones ids
+ * above n. */
+void xo_schema_renumber(hs_field *schema);
+/* Builds a batch with a copy of schema and the columns (taken, also on failure). */
+HS_MUST_USE hs_status xo_batch_wrap(const hs_field *schema, int n_cols, hs_column **cols,
+                                    int64_t n_rows, hs_batch **out, hs_error *err);
+/* A batch of rows idx[0..n) of b (idx -1 = a null row), with schema. */
+HS_MUST_USE hs_status xo_batch_take(const hs_field *schema, const hs_batch *b, const int64_t *idx,
+                                    int64_t n, hs_batch **out, hs_error *err);
+/* Replaces b's schema by a copy of schema (same column types). */
+HS_MUST_USE hs_status xo_batch_set_schema(hs_batch *b, const hs_field *schema, hs_error *err);
+/* Bytes held by a column (capacity of its buffers, children included). */
+int64_t xo_col_bytes(const hs_column *c);
+int64_t xo_batch_bytes(const hs_batch *b);
+/* Accounts bytes against ctx->mem_limit; HS_NOMEM naming op when past it
+ * (nothing is accounted then). */
+HS_MUST_USE hs_status xo_mem_reserve(xo_ctx *ctx, int64_t bytes, const char *op, hs_error *err);
+void xo_mem_release(xo_ctx *ctx, int64_t bytes);
+HS_MUST_USE hs_status xo_check_cancel(const xo_ctx *ctx, hs_error *err);
+int64_t xo_now_ns(void);
+
+/* Values: integers of any width (and dates/times) as int64 (*big: a uint64
+ * above INT64_MAX, returned as its bits); floats of any width as double. */
+bool xo_is_int_type(hs_type t);
+int64_t xo_int_at(const hs_column *c, int64_t i, bool *big);
+double xo_float_at(const hs_column *c, int64_t i);
+
+/* Row keys (see top). */
+HS_MUST_USE hs_status xo_key_append(hs_buf *out, const hs_column *c, int64_t row);
+/* Order of two non-null values of columns of the same type (see xo_sort). */
+int xo_val_cmp(const hs_column *a, int64_t i, const hs_column *b, int64_t j);
+/* Full key comparison (nulls placed per key) between row i of batch a and
+ * row j of batch b, which have the same column types. */
+int xo_keys_cmp(const xo_sort_key *keys, int n_keys, hs_column *const *a, int64_t i,
+                hs_column *const *b, int64_t j);
+
+/* A growing set of rows with fixed column types (materialised input). */
+typedef struct xo_rows {
+    hs_batch *b;       /* NULL until created; columns grow */
+    int64_t bytes;     /* accounted in ctx */
+} xo_rows;
+HS_MUST_USE hs_status xo_rows_append(xo_rows *r, xo_ctx *ctx, const char *op, const hs_batch *src,
+                                     hs_error *err);
+/* The same, for only the rows idx[0..n) of src. */
+HS_MUST_USE hs_status xo_rows_append_take(xo_rows *r, xo_ctx *ctx, const char *op,
+                                          const hs_batch *src, const int64_t *idx, int64_t n,
+                                          hs_error *err);
+HS_MUST_USE hs_status xo_rows_init(xo_rows *r, const hs_field *schema, hs_error *err);
+void xo_rows_free(xo_rows *r, xo_ctx *ctx);
+static inline int64_t xo_rows_count(const xo_rows *r) { return r->b ? r->b->n_rows : 0; }
+
+/* Stable merge sort of idx[0..n) with cmp(ctx, a, b). */
+HS_MUST_USE hs_status xo_msort(int64_t *idx, int64_t n, int (*cmp)(void *ctx, int64_t a, int64_t b),
+                               void *ctx, hs_error *err);
+
+/* An output queue of batches (operators that produce several per input). */
+typedef struct xo_queue {
+    hs_batch **a;
+    int n, head, cap;
+} xo_queue;
+HS_MUST_USE hs_status xo_queue_push(xo_queue *q, hs_batch *b, hs_error *err); /* takes b */
+hs_batch *xo_queue_pop(xo_queue *q);   /* NULL when empty */
+void xo_queue_free(xo_queue *q);
+
+#endif

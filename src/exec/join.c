@@ -1,0 +1,564 @@
+/*
+ * exec/join.c - HashJoin and NestedLoopJoin (one implementation: a nested
+ * loop is a hash join with no keys, where every right row is in the one
+ * bucket).
+ *
+ * Build: the right child is read to the end into `right` (xo_rows, memory
+ * accounted).  Each right row whose keys are all non-null is chained into
+ * the bucket of its row key (exec_int.h; integers of any width encode
+ * alike): head[key] -> first row, nxt[row] -> next row of the same key, in
+ * input order.  Rows with a NULL key are in no bucket (they never match)
+ * but still exist for RIGHT/FULL output and for the null-aware anti join.
+ *
+ * Probe: per left batch, each row's key is looked up and (left row, right
+ * row) pairs are collected; every XO_BATCH_ROWS pairs are flushed: the
+ * pair batch (left columns taken by left index, right columns by right
+ * index) is filtered by the residual, the passing pairs mark their left
+ * and right rows matched and, for INNER/LEFT/RIGHT/FULL, are emitted.
+ * After a left batch: LEFT/FULL emit its unmatched rows with NULL right
+ * columns, SEMI its matched rows, ANTI its unmatched rows.  After the last
+ * left batch: RIGHT/FULL emit the unmatched right rows with NULL left
+ * columns.  Output batches wait in a queue.
+ *
+ * State machine: BUILD -> PROBE (per left batch) -> RIGHT_TAIL -> DONE.
+ */
+#include "exec/exec_int.h"
+#include "base/hashmap.h"
+
+#include <stdio.h>
+
+enum { J_BUILD = 0, J_PROBE, J_TAIL, J_DONE };
+
+typedef struct join_op {
+    xo_op op;
+    xo_join_kind kind;
+    int n_keys;
+    int *lkeys, *rkeys;
+    ex_expr *residual;
+    hs_field pair_schema;   /* left || right, ids 1..n */
+    int n_left, n_right;    /* columns */
+    int state;
+    xo_rows right;
+    hs_map buckets;         /* key -> first right row */
+    int64_t *nxt;           /* per right row: next of the same key, -1 */
+    uint8_t *rmatched;      /* per right row (RIGHT/FULL) */
+    bool right_has_null_key;
+    int64_t accounted;
+    hs_buf kb;
+    /* current left batch */
+    hs_batch *left;
+    uint8_t *lmatched;
+    hs_buf pl, pr;          /* pending pairs (int64 left row, right row) */
+    uint8_t *sel;
+    xo_queue q;
+    int64_t tail_pos;
+} join_op;
+
+static const char *kind_name(xo_join_kind k)
+{
+    static const char *n[] = {"Inner", "Left", "Right", "Full", "Semi", "Anti", "Null-aware Anti"};
+    return (unsigned)k < 7 ? n[k] : "?";
+}
+
+static bool emits_pairs(xo_join_kind k)
+{
+    return k == XO_JOIN_INNER || k == XO_JOIN_LEFT || k == XO_JOIN_RIGHT || k == XO_JOIN_FULL;
+}
+
+/* ---- build ---- */
+
+static hs_status key_of(join_op *j, hs_column *const *cols, const int *keys, int64_t row,
+                        bool *has_null)
+{
+    hs_buf_reset(&j->kb);
+    *has_null = false;
+    for (int k = 0; k < j->n_keys; k++) {
+        const hs_column *c = cols[keys[k]];
+        if (c->type == HS_TYPE_NA || !hs_col_is_valid(c, row)) {
+            *has_null = true;
+            return HS_OK;
+        }
+        HS_TRY(xo_key_append(&j->kb, c, row));
+    }
+    return HS_OK;
+}
+
+static hs_status join_build(join_op *j, hs_error *err)
+{
+    xo_op *op = &j->op;
+    xo_op *rc = op->children[1];
+    HS_TRY(xo_rows_init(&j->right, &rc->schema, err));
+    for (;;) {
+        hs_batch *b;
+        HS_TRY(xo_next(rc, &b, err));
+        if (!b)
+            break;
+        hs_status st = xo_rows_append(&j->right, op->ctx, op->name, b, err);
+        hs_batch_free(b);
+        HS_TRY(st);
+    }
+    int64_t n = xo_rows_count(&j->right);
+    j->nxt = hs_malloc((size_t)(n ? n : 1) * sizeof *j->nxt);
+    j->rmatched = hs_calloc((size_t)(n ? n : 1), 1);
+    if (!j->nxt || !j->rmatched)
+        return hs_err_nomem(err, (size_t)n * 9);
+    /* tails of the chains, so that chains keep input order */
+    int64_t *tail = hs_malloc((size_t)(n ? n : 1) * sizeof *tail);
+    if (!tail)
+        return hs_err_nomem(err, (size_t)n * 8);
+    hs_status st = HS_OK;
+    for (int64_t r = 0; r < n && st == HS_OK; r++) {
+        j->nxt[r] = -1;
+        bool has_null;
+        st = key_of(j, j->right.b->cols, j->rkeys, r, &has_null);
+        if (st != HS_OK)
+            break;
+        if (has_null) {
+            j->right_has_null_key = true;
+            continue;
+        }
+        uint64_t head;
+        bool found;
+        st = hs_map_get_or_put(&j->buckets, j->kb.data, j->kb.len, (uint64_t)r, &head, &found);
+        if (st != HS_OK)
+            break;
+        if (found) {
+            j->nxt[tail[head]] = r;
+            tail[head] = r;
+        } else {
+            tail[r] = r;
+        }
+        if ((r & 1023) == 0 && xo_cancelled(op->ctx)) {
+            hs_free(tail);
+            return xo_check_cancel(op->ctx, err);
+        }
+    }
+    hs_free(tail);
+    if (st != HS_OK)
+        return hs_err_nomem(err, 0);
+    int64_t bytes = n * 9 + (int64_t)(j->buckets.cap * sizeof(hs_map_slot)) +
+                    (int64_t)j->kb.len * (int64_t)j->buckets.count;
+    HS_TRY(xo_mem_reserve(op->ctx, bytes, op->name, err));
+    j->accounted = bytes;
+    return HS_OK;
+}
+
+/* ---- output ---- */
+
+/* A batch of schema from rows li of the current left batch and rows ri of
+ * the right rows (-1 = NULL); with_right false: the left columns only. */
+static hs_status pair_batch(join_op *j, const hs_field *schema, const int64_t *li, const int64_t *ri,
+                            int64_t n, bool with_right, hs_batch **out, hs_error *err)
+{
+    int nc = j->n_left + (with_right ? j->n_right : 0);
+    hs_column **cols = hs_calloc((size_t)(nc ? nc : 1), sizeof *cols);
+    if (!cols)
+        return hs_err_nomem(err, 0);
+    hs_status st = HS_OK;
+    for (int c = 0; c < nc && st == HS_OK; c++) {
+        if (c < j->n_left)
+            st = hs_col_take_nullable(j->left->cols[c], li, n, &cols[c], err);
+        else
+            st = hs_col_take_nullable(j->right.b->cols[c - j->n_left], ri, n, &cols[c], err);
+    }
+    if (st == HS_OK) {
+        st = xo_batch_wrap(schema, nc, cols, n, out, err);   /* takes the columns */
+    } else {
+        for (int c = 0; c < nc; c++)
+            hs_col_free(cols[c]);
+    }
+    hs_free(cols);
+    return st;
+}
+
+static hs_status flush_pairs(join_op *j, hs_error *err)
+{
+    int64_t n = (int64_t)HS_VEC_LEN(&j->pl, int64_t);
+    if (n == 0)
+        return HS_OK;
+    int64_t *li = (int64_t *)j->pl.data, *ri = (int64_t *)j->pr.data;
+    hs_status st = HS_OK;
+    if (!j->residual) {
+        for (int64_t k = 0; k < n; k++) {
+            j->lmatched[li[k]] = 1;
+            j->rmatched[ri[k]] = 1;
+        }
+        if (emits_pairs(j->kind)) {
+            hs_batch *b;
+            st = pair_batch(j, &j->op.schema, li, ri, n, true, &b, err);
+            if (st == HS_OK)
+                st = xo_queue_push(&j->q, b, err);
+        }
+    } else {
+        hs_batch *b;
+        st = pair_batch(j, &j->pair_schema, li, ri, n, true, &b, err);
+        int64_t n_match = 0;
+        if (st == HS_OK)
+            st = ex_eval_filter(j->residual, b, NULL, j->sel, &n_match, err);
+        if (st == HS_OK && n_match > 0) {
+            int64_t k2 = 0;
+            for (int64_t k = 0; k < n; k++)
+                if (j->sel[k]) {
+                    j->lmatched[li[k]] = 1;
+                    j->rmatched[ri[k]] = 1;
+                    li[k2] = k;   /* reuse li as the selection (li[k] read above) */
+                    k2++;
+                }
+            if (emits_pairs(j->kind)) {
+                hs_batch *o;
+                st = xo_batch_take(&j->op.schema, b, li, k2, &o, err);
+                if (st == HS_OK)
+                    st = xo_queue_push(&j->q, o, err);
+            }
+        }
+        hs_batch_free(b);
+    }
+    hs_buf_reset(&j->pl);
+    hs_buf_reset(&j->pr);
+    return st;
+}
+
+static hs_status push_pair(join_op *j, int64_t l, int64_t r, hs_error *err)
+{
+    if (HS_VEC_PUSH(&j->pl, int64_t, l) != HS_OK || HS_VEC_PUSH(&j->pr, int64_t, r) != HS_OK)
+        return hs_err_nomem(err, 0);
+    if ((int64_t)HS_VEC_LEN(&j->pl, int64_t) >= XO_BATCH_ROWS)
+        return flush_pairs(j, err);
+    return HS_OK;
+}
+
+/* Emits the left rows with lmatched == want (right columns NULL when wide). */
+static hs_status emit_left(join_op *j, uint8_t want, bool wide, hs_error *err)
+{
+    int64_t n = j->left->n_rows, k = 0;
+    int64_t *li = hs_malloc((size_t)n * sizeof *li), *ri = hs_malloc((size_t)n * sizeof *ri);
+    if (!li || !ri) {
+        hs_free(li);
+        hs_free(ri);
+        return hs_err_nomem(err, 0);
+    }
+    for (int64_t i = 0; i < n; i++)
+        if (j->lmatched[i] == want) {
+            li[k] = i;
+            ri[k++] = -1;
+        }
+    hs_status st = HS_OK;
+    if (k > 0) {
+        hs_batch *b;
+        st = pair_batch(j, &j->op.schema, li, ri, k, wide, &b, err);
+        if (st == HS_OK)
+            st = xo_queue_push(&j->q, b, err);
+    }
+    hs_free(li);
+    hs_free(ri);
+    return st;
+}
+
+static hs_status probe_batch(join_op *j, hs_error *err)
+{
+    hs_batch *b = j->left;
+    int64_t n = b->n_rows;
+    hs_free(j->lmatched);
+    j->lmatched = hs_calloc((size_t)(n ? n : 1), 1);
+    if (!j->lmatched)
+        return hs_err_nomem(err, 0);
+    int64_t n_right = xo_rows_count(&j->right);
+    bool stop_at_first = !j->residual && !emits_pairs(j->kind);
+    if (j->kind == XO_JOIN_ANTI_NULL_AWARE) {
+        /* x NOT IN (right keys) */
+        for (int64_t i = 0; i < n; i++) {
+            if (n_right == 0) {
+                j->lmatched[i] = 0;
+                continue;
+            }
+            bool has_null;
+            HS_TRY(key_of(j, b->cols, j->lkeys, i, &has_null));
+            uint64_t head;
+            if (has_null || j->right_has_null_key ||
+                hs_map_get(&j->buckets, j->kb.data, j->kb.len, &head))
+                j->lmatched[i] = 1;
+        }
+        return emit_left(j, 0, false, err);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t r;
+        if (j->n_keys == 0) {
+            r = n_right > 0 ? 0 : -1;
+        } else {
+            bool has_null;
+            HS_TRY(key_of(j, b->cols, j->lkeys, i, &has_null));
+            uint64_t head;
+            if (has_null || !hs_map_get(&j->buckets, j->kb.data, j->kb.len, &head))
+                continue;
+            r = (int64_t)head;
+        }
+        for (; r >= 0; r = j->n_keys == 0 ? (r + 1 < n_right ? r + 1 : -1) : j->nxt[r]) {
+            HS_TRY(push_pair(j, i, r, err));
+            if (stop_at_first)
+                break;
+        }
+        if ((i & 255) == 0)
+            HS_TRY(xo_check_cancel(j->op.ctx, err));
+    }
+    HS_TRY(flush_pairs(j, err));
+    switch (j->kind) {
+    case XO_JOIN_LEFT: case XO_JOIN_FULL: return emit_left(j, 0, true, err);
+    case XO_JOIN_SEMI: return emit_left(j, 1, false, err);
+    case XO_JOIN_ANTI: return emit_left(j, 0, false, err);
+    default: return HS_OK;
+    }
+}
+
+static hs_status emit_right_tail(join_op *j, hs_error *err)
+{
+    int64_t n = xo_rows_count(&j->right);
+    while (j->tail_pos < n && j->q.n - j->q.head == 0) {
+        int64_t *li = hs_malloc(XO_BATCH_ROWS * sizeof *li), *ri = hs_malloc(XO_BATCH_ROWS * sizeof *ri);
+        if (!li || !ri) {
+            hs_free(li);
+            hs_free(ri);
+            return hs_err_nomem(err, 0);
+        }
+        int64_t k = 0;
+        for (; j->tail_pos < n && k < XO_BATCH_ROWS; j->tail_pos++)
+            if (!j->rmatched[j->tail_pos]) {
+                li[k] = -1;
+                ri[k++] = j->tail_pos;
+            }
+        hs_status st = HS_OK;
+        if (k > 0) {
+            /* left columns all NULL: take from the left child's schema */
+            hs_column **cols = hs_calloc((size_t)(j->n_left + j->n_right), sizeof *cols);
+            int made = 0;
+            st = cols ? HS_OK : hs_err_nomem(err, 0);
+            for (; st == HS_OK && made < j->n_left; made++) {
+                st = hs_col_create(&j->op.children[0]->schema.children[made], k, &cols[made], err);
+                if (st == HS_OK && hs_col_append_nulls(cols[made], k) != HS_OK)
+                    st = hs_err_nomem(err, 0);
+            }
+            for (; st == HS_OK && made < j->n_left + j->n_right; made++)
+                st = hs_col_take_nullable(j->right.b->cols[made - j->n_left], ri, k, &cols[made], err);
+            hs_batch *b = NULL;
+            if (st == HS_OK) {
+                st = xo_batch_wrap(&j->op.schema, j->n_left + j->n_right, cols, k, &b, err);
+                if (st == HS_OK)
+                    st = xo_queue_push(&j->q, b, err);
+            } else if (cols) {
+                for (int i = 0; i < j->n_left + j->n_right; i++)
+                    hs_col_free(cols[i]);
+            }
+            hs_free(cols);
+        }
+        hs_free(li);
+        hs_free(ri);
+        HS_TRY(st);
+    }
+    return HS_OK;
+}
+
+static hs_status join_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    join_op *j = (join_op *)op;
+    for (;;) {
+        *out = xo_queue_pop(&j->q);
+        if (*out)
+            return HS_OK;
+        switch (j->state) {
+        case J_BUILD:
+            HS_TRY(join_build(j, err));
+            j->state = J_PROBE;
+            break;
+        case J_PROBE: {
+            hs_batch_free(j->left);
+            j->left = NULL;
+            hs_batch *b;
+            HS_TRY(xo_next(op->children[0], &b, err));
+            if (!b) {
+                j->state = (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL) ? J_TAIL : J_DONE;
+                break;
+            }
+            j->left = b;
+            HS_TRY(probe_batch(j, err));
+            break;
+        }
+        case J_TAIL:
+            HS_TRY(emit_right_tail(j, err));
+            if (j->q.n - j->q.head == 0)
+                j->state = J_DONE;
+            break;
+        default:
+            return HS_OK;
+        }
+    }
+}
+
+static void join_destroy(xo_op *op)
+{
+    join_op *j = (join_op *)op;
+    hs_free(j->lkeys);
+    hs_free(j->rkeys);
+    ex_free(j->residual);
+    hs_field_clear(&j->pair_schema);
+    xo_rows_free(&j->right, op->ctx);
+    hs_map_free(&j->buckets);
+    hs_free(j->nxt);
+    hs_free(j->rmatched);
+    hs_buf_free(&j->kb);
+    hs_batch_free(j->left);
+    hs_free(j->lmatched);
+    hs_buf_free(&j->pl);
+    hs_buf_free(&j->pr);
+    hs_free(j->sel);
+    xo_queue_free(&j->q);
+    xo_mem_release(op->ctx, j->accounted);
+}
+
+static hs_status append_fields(hs_field *dst, const hs_field *src, bool make_nullable,
+                               hs_error *err)
+{
+    for (int i = 0; i < src->n_children; i++) {
+        hs_field f;
+        if (hs_field_copy(&src->children[i], &f) != HS_OK)
+            return hs_err_nomem(err, 0);
+        if (make_nullable)
+            f.nullable = true;
+        if (hs_field_add_child(dst, &f) != HS_OK) {
+            hs_field_clear(&f);
+            return hs_err_nomem(err, 0);
+        }
+    }
+    return HS_OK;
+}
+
+hs_status xo_schema_concat(const hs_field *left, const hs_field *right, hs_field *out,
+                           hs_error *err)
+{
+    hs_field_init(out, "", HS_TYPE_STRUCT, false);
+    hs_status st = append_fields(out, left, false, err);
+    if (st == HS_OK)
+        st = append_fields(out, right, false, err);
+    if (st != HS_OK) {
+        hs_field_clear(out);
+        return st;
+    }
+    xo_schema_renumber(out);
+    return HS_OK;
+}
+
+static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_buf *d,
+                            hs_error *err)
+{
+    const hs_field *ls = &j->op.children[0]->schema, *rs = &j->op.children[1]->schema;
+    j->n_left = ls->n_children;
+    j->n_right = rs->n_children;
+    if (j->kind == XO_JOIN_ANTI_NULL_AWARE && (j->n_keys != 1 || j->residual))
+        return hs_err_set(err, HS_UNSUPPORTED,
+                          "%s: a null-aware anti join takes exactly one key and no residual",
+                          j->op.name);
+    j->lkeys = hs_calloc((size_t)(j->n_keys ? j->n_keys : 1), sizeof(int));
+    j->rkeys = hs_calloc((size_t)(j->n_keys ? j->n_keys : 1), sizeof(int));
+    if (!j->lkeys || !j->rkeys)
+        return hs_err_nomem(err, 0);
+    for (int k = 0; k < j->n_keys; k++) {
+        if (lkeys[k] < 0 || lkeys[k] >= j->n_left || rkeys[k] < 0 || rkeys[k] >= j->n_right)
+            return hs_err_set(err, HS_INVALID, "%s: key %d (#%d = #%d) out of range", j->op.name, k,
+                              lkeys[k] + 1, rkeys[k] + 1);
+        const hs_field *lf = &ls->children[lkeys[k]], *rf = &rs->children[rkeys[k]];
+        bool li = xo_is_int_type(lf->type), ri = xo_is_int_type(rf->type);
+        bool same = (li && ri) ? ((lf->type == HS_TYPE_DATE32) == (rf->type == HS_TYPE_DATE32))
+                               : hs_field_equals(lf, rf, false, false) ||
+                                     (lf->type == rf->type && lf->type != HS_TYPE_DECIMAL128 &&
+                                      lf->type != HS_TYPE_TIMESTAMP && lf->n_children == 0);
+        if (lf->type == HS_TYPE_DECIMAL128 && rf->type == HS_TYPE_DECIMAL128)
+            same = lf->scale == rf->scale;
+        if (lf->type == HS_TYPE_TIMESTAMP && rf->type == HS_TYPE_TIMESTAMP)
+            same = lf->unit == rf->unit;
+        if ((lf->type == HS_TYPE_FLOAT32 || lf->type == HS_TYPE_FLOAT64 || lf->type == HS_TYPE_FLOAT16) &&
+            (rf->type == HS_TYPE_FLOAT32 || rf->type == HS_TYPE_FLOAT64 || rf->type == HS_TYPE_FLOAT16))
+            same = true;
+        if (!same)
+            return hs_err_set(err, HS_INVALID, "%s: key %d compares %s with %s (cast one side first)",
+                              j->op.name, k, hs_type_name(lf->type), hs_type_name(rf->type));
+        j->lkeys[k] = lkeys[k];
+        j->rkeys[k] = rkeys[k];
+        if (hs_buf_printf(d, "%s#%d = #%d", k ? ", " : "keys: ", lkeys[k] + 1,
+                          j->n_left + rkeys[k] + 1) != HS_OK)
+            return hs_err_nomem(err, 0);
+    }
+    HS_TRY(xo_schema_concat(ls, rs, &j->pair_schema, err));
+    bool left_null = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL;
+    bool right_null = j->kind == XO_JOIN_LEFT || j->kind == XO_JOIN_FULL;
+    HS_TRY(append_fields(&j->op.schema, ls, left_null, err));
+    if (emits_pairs(j->kind))
+        HS_TRY(append_fields(&j->op.schema, rs, right_null, err));
+    xo_schema_renumber(&j->op.schema);
+    if (j->residual) {
+        j->sel = hs_malloc(XO_BATCH_ROWS);
+        if (!j->sel)
+            return hs_err_nomem(err, 0);
+        char *txt = NULL;
+        HS_TRY(ex_format(j->residual, &txt, err));
+        hs_status st = hs_buf_printf(d, "%s%s: %s", d->len ? "; " : "",
+                                     j->n_keys ? "residual" : "condition", txt);
+        hs_free(txt);
+        if (st != HS_OK)
+            return hs_err_nomem(err, 0);
+    }
+    char kb[64];
+    snprintf(kb, sizeof kb, "%s%s", d->len ? "; " : "", kind_name(j->kind));
+    if (hs_buf_puts(d, kb) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
+static hs_status join_make(const char *name, xo_op *left, xo_op *right, xo_join_kind kind,
+                           int n_keys, const int *lkeys, const int *rkeys, ex_expr *residual,
+                           xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    xo_op *kids[2] = {left, right}, *op;
+    hs_status st = xo_op_alloc(sizeof(join_op), left->ctx, name, 2, kids, &op, err);
+    if (st != HS_OK) {
+        ex_free(residual);
+        return st;
+    }
+    join_op *j = (join_op *)op;
+    op->next = join_next;
+    op->destroy = join_destroy;
+    j->kind = kind;
+    j->n_keys = n_keys < 0 ? 0 : n_keys;
+    j->residual = residual && !ex_is_true(residual) ? residual : NULL;
+    if (residual && !j->residual)
+        ex_free(residual);
+    hs_buf d = {0};
+    st = (unsigned)kind > XO_JOIN_ANTI_NULL_AWARE
+             ? hs_err_set(err, HS_INVALID, "%s: unknown join kind %d", name, (int)kind)
+             : join_setup(j, lkeys, rkeys, &d, err);
+    if (st != HS_OK) {
+        hs_buf_free(&d);
+        xo_free(op);
+        return st;
+    }
+    op->detail = (char *)hs_buf_detach(&d, NULL);
+    *out = op;
+    return HS_OK;
+}
+
+hs_status xo_hashjoin(xo_op *left, xo_op *right, xo_join_kind kind, int n_keys, const int *lkeys,
+                      const int *rkeys, ex_expr *residual, xo_op **out, hs_error *err)
+{
+    return join_make(n_keys > 0 ? "HashJoin" : "NestedLoopJoin", left, right, kind, n_keys, lkeys,
+                     rkeys, residual, out, err);
+}
+
+hs_status xo_nljoin(xo_op *left, xo_op *right, xo_join_kind kind, ex_expr *cond, xo_op **out,
+                    hs_error *err)
+{
+    if (kind == XO_JOIN_ANTI_NULL_AWARE) {
+        xo_free(left);
+        xo_free(right);
+        ex_free(cond);
+        return hs_err_set(err, HS_UNSUPPORTED, "NestedLoopJoin: null-aware anti join needs a key");
+    }
+    return join_make("NestedLoopJoin", left, right, kind, 0, NULL, NULL, cond, out, err);
+}

@@ -1,0 +1,241 @@
+/*
+ * exec/setop.c - UNION [ALL], INTERSECT [ALL], EXCEPT [ALL] with
+ * PostgreSQL's semantics (rows compare as row keys, so NULLs are equal).
+ *
+ *   UNION ALL       left's batches, then right's (relabelled)
+ *   UNION           both, a row emitted the first time its key is seen
+ *   INTERSECT [ALL], EXCEPT [ALL]
+ *                   the right child is read first into a map key -> count;
+ *                   left rows then stream:
+ *                     INTERSECT      count > 0: emit, count = 0
+ *                     INTERSECT ALL  count > 0: emit, count - 1
+ *                     EXCEPT         not in right and first time seen: emit
+ *                     EXCEPT ALL     count > 0: count - 1; else emit
+ * Output order: left rows in input order (then right rows for UNION).
+ * The output schema is the left child's, a column nullable when either
+ * side's is.
+ */
+#include "exec/exec_int.h"
+#include "base/hashmap.h"
+
+typedef struct setop_op {
+    xo_op op;
+    xo_setop_kind kind;
+    bool all;
+    bool built;
+    int side;           /* child being streamed */
+    hs_map right;       /* key -> count (INTERSECT / EXCEPT) */
+    hs_map seen;        /* keys already emitted (UNION, INTERSECT, EXCEPT) */
+    int64_t key_bytes, accounted;
+    hs_buf kb;
+} setop_op;
+
+static hs_status row_key(setop_op *s, const hs_batch *b, int64_t i)
+{
+    hs_buf_reset(&s->kb);
+    for (int c = 0; c < b->n_cols; c++)
+        HS_TRY(xo_key_append(&s->kb, b->cols[c], i));
+    return HS_OK;
+}
+
+static hs_status setop_account(setop_op *s, hs_error *err)
+{
+    int64_t bytes = (int64_t)((s->right.cap + s->seen.cap) * sizeof(hs_map_slot)) + s->key_bytes;
+    if (bytes > s->accounted) {
+        HS_TRY(xo_mem_reserve(s->op.ctx, bytes - s->accounted, s->op.name, err));
+        s->accounted = bytes;
+    }
+    return HS_OK;
+}
+
+static hs_status build_right(setop_op *s, hs_error *err)
+{
+    xo_op *rc = s->op.children[1];
+    for (;;) {
+        hs_batch *b;
+        HS_TRY(xo_next(rc, &b, err));
+        if (!b)
+            return HS_OK;
+        hs_status st = HS_OK;
+        for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
+            st = row_key(s, b, i);
+            uint64_t cnt = 0;
+            bool found = false;
+            if (st == HS_OK)
+                found = hs_map_get(&s->right, s->kb.data, s->kb.len, &cnt);
+            if (st == HS_OK)
+                st = hs_map_put(&s->right, s->kb.data, s->kb.len, cnt + 1);
+            if (st == HS_OK && !found)
+                s->key_bytes += (int64_t)s->kb.len;
+        }
+        hs_batch_free(b);
+        if (st != HS_OK)
+            return hs_err_nomem(err, 0);
+        HS_TRY(setop_account(s, err));
+    }
+}
+
+/* Decides for row i of b whether it is emitted. */
+static hs_status keep_row(setop_op *s, const hs_batch *b, int64_t i, bool *keep)
+{
+    HS_TRY(row_key(s, b, i));
+    uint64_t cnt = 0, v;
+    bool found;
+    *keep = false;
+    switch (s->kind) {
+    case XO_SET_UNION:
+        HS_TRY(hs_map_get_or_put(&s->seen, s->kb.data, s->kb.len, 0, &v, &found));
+        if (!found)
+            s->key_bytes += (int64_t)s->kb.len;
+        *keep = !found;
+        return HS_OK;
+    case XO_SET_INTERSECT:
+        if (hs_map_get(&s->right, s->kb.data, s->kb.len, &cnt) && cnt > 0) {
+            *keep = true;
+            return hs_map_put(&s->right, s->kb.data, s->kb.len, s->all ? cnt - 1 : 0);
+        }
+        return HS_OK;
+    case XO_SET_EXCEPT:
+        found = hs_map_get(&s->right, s->kb.data, s->kb.len, &cnt);
+        if (s->all) {
+            if (found && cnt > 0)
+                return hs_map_put(&s->right, s->kb.data, s->kb.len, cnt - 1);
+            *keep = true;
+            return HS_OK;
+        }
+        if (found)
+            return HS_OK;
+        HS_TRY(hs_map_get_or_put(&s->seen, s->kb.data, s->kb.len, 0, &v, &found));
+        if (!found)
+            s->key_bytes += (int64_t)s->kb.len;
+        *keep = !found;
+        return HS_OK;
+    }
+    return HS_OK;
+}
+
+static hs_status setop_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    setop_op *s = (setop_op *)op;
+    if (!s->built) {
+        if (s->kind != XO_SET_UNION)
+            HS_TRY(build_right(s, err));
+        s->built = true;
+    }
+    for (;;) {
+        int last = s->kind == XO_SET_UNION ? 1 : 0;
+        if (s->side > last)
+            return HS_OK;
+        hs_batch *b;
+        HS_TRY(xo_next(op->children[s->side], &b, err));
+        if (!b) {
+            s->side++;
+            continue;
+        }
+        if (s->kind == XO_SET_UNION && s->all) {
+            hs_status st = xo_batch_set_schema(b, &op->schema, err);
+            if (st != HS_OK) {
+                hs_batch_free(b);
+                return st;
+            }
+            *out = b;
+            return HS_OK;
+        }
+        hs_buf keep = {0};
+        hs_status st = HS_OK;
+        for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
+            bool k;
+            st = keep_row(s, b, i, &k);
+            if (st == HS_OK && k)
+                st = HS_VEC_PUSH(&keep, int64_t, i);
+        }
+        if (st != HS_OK)
+            st = hs_err_nomem(err, 0);
+        if (st == HS_OK)
+            st = setop_account(s, err);
+        int64_t nk = (int64_t)HS_VEC_LEN(&keep, int64_t);
+        if (st == HS_OK && nk > 0)
+            st = xo_batch_take(&op->schema, b, (int64_t *)keep.data, nk, out, err);
+        hs_buf_free(&keep);
+        hs_batch_free(b);
+        HS_TRY(st);
+        if (*out)
+            return HS_OK;
+    }
+}
+
+static void setop_destroy(xo_op *op)
+{
+    setop_op *s = (setop_op *)op;
+    hs_map_free(&s->right);
+    hs_map_free(&s->seen);
+    hs_buf_free(&s->kb);
+    xo_mem_release(op->ctx, s->accounted);
+}
+
+static bool types_match(const hs_field *a, const hs_field *b)
+{
+    if (a->type != b->type || a->n_children != b->n_children)
+        return false;
+    switch (a->type) {
+    case HS_TYPE_DECIMAL128: if (a->scale != b->scale) return false; break;
+    case HS_TYPE_TIME32: case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP:
+        if (a->unit != b->unit) return false;
+        break;
+    case HS_TYPE_FIXED_BINARY: case HS_TYPE_FIXED_LIST: if (a->width != b->width) return false; break;
+    default: break;
+    }
+    for (int i = 0; i < a->n_children; i++)
+        if (!types_match(&a->children[i], &b->children[i]))
+            return false;
+    return true;
+}
+
+hs_status xo_setop(xo_setop_kind kind, bool all, xo_op *left, xo_op *right, xo_op **out,
+                   hs_error *err)
+{
+    *out = NULL;
+    static const char *names[] = {"Union", "Intersect", "Except"};
+    xo_op *kids[2] = {left, right}, *op;
+    if ((unsigned)kind > XO_SET_EXCEPT) {
+        xo_free(left);
+        xo_free(right);
+        return hs_err_set(err, HS_INVALID, "SetOp: unknown kind %d", (int)kind);
+    }
+    HS_TRY(xo_op_alloc(sizeof(setop_op), left->ctx, names[kind], 2, kids, &op, err));
+    setop_op *s = (setop_op *)op;
+    s->kind = kind;
+    s->all = all;
+    op->next = setop_next;
+    op->destroy = setop_destroy;
+    const hs_field *ls = &left->schema, *rs = &right->schema;
+    if (ls->n_children != rs->n_children) {
+        hs_status st = hs_err_set(err, HS_INVALID, "each %s query must have the same number of columns (%d vs %d)",
+                                  kind == XO_SET_UNION ? "UNION" : kind == XO_SET_INTERSECT ? "INTERSECT" : "EXCEPT",
+                                  ls->n_children, rs->n_children);
+        xo_free(op);
+        return st;
+    }
+    for (int i = 0; i < ls->n_children; i++)
+        if (!types_match(&ls->children[i], &rs->children[i])) {
+            hs_status st = hs_err_set(err, HS_INVALID, "%s: column %d types %s and %s cannot be matched",
+                                      names[kind], i + 1, hs_type_name(ls->children[i].type),
+                                      hs_type_name(rs->children[i].type));
+            xo_free(op);
+            return st;
+        }
+    hs_field_clear(&op->schema);
+    if (hs_field_copy(ls, &op->schema) != HS_OK) {
+        hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
+        xo_free(op);
+        return hs_err_nomem(err, 0);
+    }
+    for (int i = 0; i < ls->n_children; i++)
+        op->schema.children[i].nullable = ls->children[i].nullable || rs->children[i].nullable;
+    if (!(op->detail = hs_strdup(all ? "ALL" : "DISTINCT"))) {
+        xo_free(op);
+        return hs_err_nomem(err, 0);
+    }
+    *out = op;
+    return HS_OK;
+}

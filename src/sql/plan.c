@@ -1,0 +1,3442 @@
+/*
+ * sql/plan.c - queries: libpg_query JSON -> bound relations -> a tree of
+ * physical operators (exec/exec.h); EXPLAIN; CREATE/DROP INDEX.
+ *
+ * A relation (rel) is an operator plus the SQL names of its output columns
+ * (qualifier = the table's alias, name).  Expressions bind against a chain
+ * of relations (the scope: inner ones first, as SQL resolves names) through
+ * ex_bind_json; every column of a relation is the field with id i+1 of its
+ * operator's schema.
+ *
+ * plan_select, one SELECT block:
+ *   1. WITH: the CTEs become visible by name (planned at each reference).
+ *   2. FROM: the items become a join tree whose leaves are base tables not
+ *      yet scanned (so WHERE can still reach them), derived tables, CTEs
+ *      and VALUES (already planned).
+ *   3. WHERE is split into conjuncts.  A conjunct that reads one base table
+ *      only, with no subquery, and whose table is not on the nullable side
+ *      of an outer join, is pushed into the table scan as filter text (the
+ *      bound conjunct printed by ex_format), so partition/bound pruning and
+ *      sidecar indexes apply.  [NOT] EXISTS / [NOT] IN (subquery) conjuncts
+ *      become semi/anti joins (correlated ones decorrelated: the subquery's
+ *      conjuncts that read outer columns become join keys or residuals);
+ *      scalar subqueries become joined columns (uncorrelated: a left
+ *      cross join of the one-row result; correlated with equality
+ *      correlation: the subquery grouped by its correlated columns, left
+ *      hash-joined).
+ *   4. Scans are built (only the columns the statement names, unless it
+ *      has a '*'), joins are formed: explicit JOINs as written, comma
+ *      items greedily (the largest table streams, connected items join in
+ *      as hash-join build sides by estimated size, equality conjuncts
+ *      between plain columns are the hash keys, others residuals).
+ *   5. GROUP BY / aggregates (a projection of keys and arguments, then a
+ *      hash aggregate; later expressions find keys and aggregates as
+ *      columns through the binder's node hook), HAVING, the select list,
+ *      DISTINCT, ORDER BY (sort or top-k; keys not in the select list ride
+ *      along as hidden columns), LIMIT/OFFSET.
+ * Set operations plan both sides and cast the right to the left's types;
+ * VALUES rows are projections of a one-row source, unioned.
+ * Vector search: ORDER BY <distance>(col, constant) LIMIT k over one table
+ * becomes a VectorSearch (the WHERE conjuncts its filter) when the table
+ * has a vector index on col; otherwise the ordinary plan computes it
+ * exactly (top-k).
+ */
+#include "sql/sql_int.h"
+
+#include "base/mem.h"
+#include "columnar/arrow_c.h"
+#include "columnar/column.h"
+#include "exec/exec.h"
+#include "expr/expr.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_DEPTH 64      /* nesting of subqueries / CTE references */
+
+/* ------------------------------------------------------------------ */
+/* relations                                                           */
+
+typedef struct qcol {
+    char *qual;      /* table alias or NULL */
+    char *name;
+    bool hidden;     /* not visible unqualified nor to '*' (right USING column) */
+} qcol;
+
+typedef struct rel {
+    xo_op *op;       /* owned */
+    int n;
+    qcol *cols;      /* owned */
+} rel;
+
+static void qcols_free(qcol *c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        hs_free(c[i].qual);
+        hs_free(c[i].name);
+    }
+    hs_free(c);
+}
+
+static void rel_clear(rel *r)
+{
+    xo_free(r->op);
+    qcols_free(r->cols, r->n);
+    memset(r, 0, sizeof *r);
+}
+
+static char *dup_or_null(const char *s) { return s ? hs_strdup(s) : NULL; }
+
+/* Names r's columns from its operator's schema, all qualified by qual. */
+static hs_status rel_name(rel *r, const char *qual, hs_error *err)
+{
+    const hs_field *sch = &r->op->schema;
+    qcols_free(r->cols, r->n);
+    r->n = sch->n_children;
+    r->cols = hs_calloc((size_t)r->n + 1, sizeof *r->cols);
+    if (!r->cols) {
+        r->n = 0;
+        return hs_err_nomem(err, 0);
+    }
+    for (int i = 0; i < r->n; i++) {
+        r->cols[i].qual = dup_or_null(qual);
+        r->cols[i].name = hs_strdup(sch->children[i].name ? sch->children[i].name : "");
+        if ((qual && !r->cols[i].qual) || !r->cols[i].name)
+            return hs_err_nomem(err, 0);
+    }
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* planner state                                                       */
+
+typedef struct cte {
+    const char *name;
+    const json_t *query;      /* SelectStmt body */
+    const json_t *colnames;   /* aliascolnames or NULL */
+    struct cte *next;
+    int in_use;               /* recursion guard */
+} cte;
+
+typedef struct planner {
+    sq_session *s;
+    xo_ctx *ctx;
+    const char *text;
+    hs_error *err;
+    cte *ctes;
+    bool all_columns;         /* the statement has a '*' or NATURAL join */
+    json_t *names;            /* object: lower-case column names the statement mentions */
+    int depth;
+} planner;
+
+static hs_status fail(planner *p, hs_status code, const char *state, int loc, const char *fmt,
+                      ...) HS_PRINTF(5, 6);
+static hs_status fail(planner *p, hs_status code, const char *state, int loc, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return sq_fail(p->s, p->err, code, state, p->text, loc, "%s", msg);
+}
+
+static hs_status nomem(planner *p) { return hs_err_nomem(p->err, 0); }
+
+/* Keeps a schema alive as long as the statement's operators (bound
+ * expressions borrow it): the statement context owns it. */
+static hs_status keep_schema(planner *p, hs_field *f)
+{
+    return sq_ctx_keep(p->ctx, f, p->err);
+}
+
+static void planner_free(planner *p)
+{
+    json_decref(p->names);
+}
+
+/* ------------------------------------------------------------------ */
+/* JSON helpers                                                        */
+
+static json_t *jget(const json_t *o, const char *k) { return json_object_get(o, k); }
+
+static const char *jstrv(const json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static bool is_kind(const json_t *j, const char *kind, json_t **body)
+{
+    const char *k;
+    json_t *b;
+    if (!sq_node(j, &k, &b) || strcmp(k, kind) != 0)
+        return false;
+    if (body)
+        *body = b;
+    return true;
+}
+
+/* First location inside a node (for errors about nodes without one). */
+static int first_loc(const json_t *j, int depth)
+{
+    if (depth > 100)
+        return -1;
+    if (json_is_object(j)) {
+        json_t *l = json_object_get(j, "location");
+        if (json_is_integer(l) && json_integer_value(l) >= 0)
+            return (int)json_integer_value(l);
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v) {
+            int x = first_loc(v, depth + 1);
+            if (x >= 0)
+                return x;
+        }
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v) {
+            int x = first_loc(v, depth + 1);
+            if (x >= 0)
+                return x;
+        }
+    }
+    return -1;
+}
+
+static int node_loc(const json_t *j)
+{
+    const char *k;
+    json_t *b;
+    if (sq_node(j, &k, &b)) {
+        int l = sq_loc(b);
+        if (l >= 0)
+            return l;
+    }
+    return first_loc(j, 0);
+}
+
+/* Structural equality ignoring "location" keys. */
+static bool jeq(const json_t *a, const json_t *b)
+{
+    if (json_typeof(a) != json_typeof(b))
+        return false;
+    if (json_is_object(a)) {
+        const char *k;
+        json_t *v;
+        size_t na = 0, nb = 0;
+        json_object_foreach((json_t *)a, k, v) {
+            if (!strcmp(k, "location"))
+                continue;
+            na++;
+            json_t *w = json_object_get(b, k);
+            if (!w || !jeq(v, w))
+                return false;
+        }
+        json_object_foreach((json_t *)b, k, v)
+            nb += strcmp(k, "location") != 0;
+        return na == nb;
+    }
+    if (json_is_array(a)) {
+        if (json_array_size(a) != json_array_size(b))
+            return false;
+        for (size_t i = 0; i < json_array_size(a); i++)
+            if (!jeq(json_array_get(a, i), json_array_get(b, i)))
+                return false;
+        return true;
+    }
+    return json_equal((json_t *)a, (json_t *)b);
+}
+
+/* The function name of a FuncCall body (last part, lower case as parsed). */
+static const char *func_name(const json_t *fc)
+{
+    json_t *names = jget(fc, "funcname");
+    size_t n = json_array_size(names);
+    return n ? sq_str(json_array_get(names, n - 1)) : NULL;
+}
+
+static bool agg_name(const char *nm, xo_agg_fn *fn)
+{
+    static const struct { const char *n; xo_agg_fn f; } t[] = {
+        {"count", XO_AGG_COUNT}, {"sum", XO_AGG_SUM}, {"avg", XO_AGG_AVG}, {"min", XO_AGG_MIN},
+        {"max", XO_AGG_MAX}, {"bool_and", XO_AGG_BOOL_AND}, {"bool_or", XO_AGG_BOOL_OR},
+        {"every", XO_AGG_BOOL_AND}, {"string_agg", XO_AGG_STRING_AGG},
+        {"array_agg", XO_AGG_ARRAY_AGG},
+    };
+    for (size_t i = 0; nm && i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(nm, t[i].n)) {
+            if (fn)
+                *fn = t[i].f;
+            return true;
+        }
+    return false;
+}
+
+static bool is_agg_call(const json_t *j)
+{
+    json_t *b;
+    return is_kind(j, "FuncCall", &b) && !jget(b, "over") && agg_name(func_name(b), NULL);
+}
+
+/* Collects aggregate calls under j (not inside subqueries) into arr. */
+static void collect_aggs(const json_t *j, json_t *arr, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    if (is_agg_call(j)) {
+        for (size_t i = 0; i < json_array_size(arr); i++)
+            if (jeq(json_array_get(arr, i), j))
+                return;
+        json_array_append(arr, (json_t *)j);
+        return;
+    }
+    if (json_is_object(j)) {
+        if (json_object_get(j, "SubLink"))
+            return;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            collect_aggs(v, arr, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            collect_aggs(v, arr, depth + 1);
+    }
+}
+
+/* Collects SubLink nodes under j (not inside other subqueries). */
+static void collect_sublinks(const json_t *j, json_t *arr, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    if (json_is_object(j)) {
+        if (json_object_get(j, "SubLink") && json_object_size(j) == 1) {
+            json_array_append(arr, (json_t *)j);
+            return;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            collect_sublinks(v, arr, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            collect_sublinks(v, arr, depth + 1);
+    }
+}
+
+/* Every column name (last part, lower case) the statement mentions, and
+ * whether it has a '*' or a NATURAL join (then scans read all columns). */
+static void collect_names(planner *p, const json_t *j, int depth)
+{
+    if (depth > 2000 || !j)
+        return;
+    if (json_is_object(j)) {
+        json_t *cr = json_object_get(j, "ColumnRef");
+        if (cr && json_object_size(j) == 1) {
+            json_t *f = jget(cr, "fields");
+            json_t *last = json_array_get(f, json_array_size(f) - 1);
+            if (is_kind(last, "A_Star", NULL)) {
+                p->all_columns = true;
+            } else {
+                const char *nm = sq_str(last);
+                for (size_t i = 0; i < json_array_size(f); i++) {
+                    const char *x = sq_str(json_array_get(f, i));
+                    if (x) {
+                        char low[256];
+                        size_t k = 0;
+                        for (; x[k] && k < sizeof low - 1; k++)
+                            low[k] = (char)tolower((unsigned char)x[k]);
+                        low[k] = 0;
+                        json_object_set_new(p->names, low, json_true());
+                    }
+                }
+                (void)nm;
+            }
+            return;
+        }
+        if (json_is_true(json_object_get(j, "isNatural")))
+            p->all_columns = true;
+        json_t *using = json_object_get(j, "usingClause");
+        size_t i;
+        json_t *v;
+        json_array_foreach(using, i, v) {
+            const char *x = sq_str(v);
+            if (x)
+                json_object_set_new(p->names, x, json_true());
+        }
+        const char *k;
+        json_object_foreach((json_t *)j, k, v)
+            collect_names(p, v, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            collect_names(p, v, depth + 1);
+    }
+}
+
+static bool name_needed(const planner *p, const char *name)
+{
+    if (p->all_columns)
+        return true;
+    char low[256];
+    size_t k = 0;
+    for (; name[k] && k < sizeof low - 1; k++)
+        low[k] = (char)tolower((unsigned char)name[k]);
+    low[k] = 0;
+    return json_object_get(p->names, low) != NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* scopes: name resolution and binding                                 */
+
+typedef struct layer {
+    const qcol *cols;
+    int n;
+    int offset;      /* position of the layer's first column in the scope's schema */
+} layer;
+
+#define MAX_LAYERS 4
+
+typedef struct scope {
+    planner *p;
+    layer layers[MAX_LAYERS];
+    int n_layers;
+    const hs_field *schema;
+    /* node hook: these nodes bind as these columns */
+    const json_t **map_nodes;
+    int *map_cols;
+    int n_map;
+    /* after aggregation: ColumnRefs must be group keys */
+    const layer *pre;        /* the relation before aggregation */
+    const int *key_of_col;   /* pre column -> output column, -1 = not a key */
+    const char *no_aggs;     /* clause name where aggregates are not allowed (NULL = allowed via map) */
+} scope;
+
+static bool name_eq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* Column of a layer for names[0..n): -1 none, -2 ambiguous. */
+static int layer_find(const layer *l, const char *const *names, int n)
+{
+    const char *qual = n >= 2 ? names[n - 2] : NULL, *name = names[n - 1];
+    int hit = -1, count = 0;
+    for (int i = 0; i < l->n; i++) {
+        const qcol *c = &l->cols[i];
+        if (!name_eq(c->name, name) || (qual && !name_eq(c->qual, qual)) || (!qual && c->hidden))
+            continue;
+        if (hit < 0)
+            hit = i;
+        count++;
+    }
+    if (count > 1)
+        return -2;
+    if (hit >= 0)
+        return hit;
+    /* case-insensitive, unique (columns of files written with upper case) */
+    for (int i = 0; i < l->n; i++) {
+        const qcol *c = &l->cols[i];
+        if (!c->name || strcasecmp(c->name, name) != 0 || (!qual && c->hidden) ||
+            (qual && (!c->qual || strcasecmp(c->qual, qual) != 0)))
+            continue;
+        if (hit >= 0)
+            return -2;
+        hit = i;
+    }
+    return hit;
+}
+
+static int scope_column(void *ctx, const char *const *names, int n)
+{
+    scope *sc = ctx;
+    for (int i = 0; i < sc->n_layers; i++) {
+        int c = layer_find(&sc->layers[i], names, n);
+        if (c == -2)
+            return -2;
+        if (c >= 0)
+            return sc->layers[i].offset + c;
+    }
+    return -1;
+}
+
+/* names of a ColumnRef body (NULL entries for '*'); returns n or -1. */
+static int colref_names(const json_t *cr, const char **names, int max)
+{
+    json_t *f = jget(cr, "fields");
+    int n = (int)json_array_size(f);
+    if (n < 1 || n > max)
+        return -1;
+    for (int i = 0; i < n; i++)
+        names[i] = sq_str(json_array_get(f, i));
+    return n;
+}
+
+static hs_status scope_node(void *ctx, const json_t *node, int *col, hs_error *err)
+{
+    scope *sc = ctx;
+    planner *p = sc->p;
+    (void)err;
+    *col = -1;
+    for (int i = 0; i < sc->n_map; i++)
+        if (sc->map_nodes[i] == node || jeq(sc->map_nodes[i], node)) {
+            *col = sc->map_cols[i];
+            return HS_OK;
+        }
+    json_t *b;
+    if (sc->pre && is_kind(node, "ColumnRef", &b)) {
+        const char *names[8];
+        int n = colref_names(b, names, 8);
+        if (n > 0 && names[n - 1]) {
+            int c = layer_find(sc->pre, names, n);
+            if (c >= 0) {
+                if (sc->key_of_col[c] >= 0) {
+                    *col = sc->key_of_col[c];
+                    return HS_OK;
+                }
+                return fail(p, HS_INVALID, "42803", sq_loc(b),
+                            "column \"%s%s%s\" must appear in the GROUP BY clause or be used in an "
+                            "aggregate function",
+                            n > 1 && names[n - 2] ? names[n - 2] : "", n > 1 ? "." : "",
+                            names[n - 1]);
+            }
+        }
+        return HS_OK;
+    }
+    if (is_kind(node, "FuncCall", &b)) {
+        if (jget(b, "over"))
+            return fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "window functions are not supported");
+        if (agg_name(func_name(b), NULL))
+            return fail(p, HS_INVALID, "42803", sq_loc(b), "aggregate functions are not allowed in %s",
+                        sc->no_aggs ? sc->no_aggs : "this context");
+    }
+    if (is_kind(node, "SubLink", &b))
+        return fail(p, HS_UNSUPPORTED, "0A000", node_loc(node),
+                    "this form of subquery is not supported here");
+    return HS_OK;
+}
+
+static hs_status bind_in(scope *sc, const json_t *node, bool filter, ex_expr **out)
+{
+    ex_scope es = {.schema = sc->schema, .column = scope_column, .node = scope_node, .ctx = sc};
+    return ex_bind_json(node, sc->p->text, &es, filter, out, sc->p->err);
+}
+
+/* A scope over one relation. */
+static void scope_rel(scope *sc, planner *p, const rel *r)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->p = p;
+    sc->layers[0] = (layer){r->cols, r->n, 0};
+    sc->n_layers = 1;
+    sc->schema = &r->op->schema;
+}
+
+/* A schema of a's columns then b's (kept by the planner), ids 1..n. */
+static hs_status concat_schema(planner *p, const hs_field *a, const hs_field *b,
+                               const hs_field **out)
+{
+    hs_field *f = hs_calloc(1, sizeof *f);
+    if (!f)
+        return nomem(p);
+    hs_field_init(f, "", HS_TYPE_STRUCT, false);
+    hs_status st = HS_OK;
+    for (int k = 0; k < 2 && st == HS_OK; k++) {
+        const hs_field *s = k ? b : a;
+        for (int i = 0; s && i < s->n_children && st == HS_OK; i++) {
+            hs_field c;
+            st = hs_field_copy(&s->children[i], &c);
+            if (st == HS_OK) {
+                c.nullable = true;
+                st = hs_field_add_child(f, &c);
+                if (st != HS_OK)
+                    hs_field_clear(&c);
+            }
+        }
+    }
+    if (st != HS_OK) {
+        hs_field_clear(f);
+        hs_free(f);
+        return nomem(p);
+    }
+    /* ids: top level 1..n, nested above n */
+    int next = f->n_children + 1;
+    for (int i = 0; i < f->n_children; i++) {
+        f->children[i].field_id = i + 1;
+        /* nested ids */
+        hs_field *stack[64];
+        int sp = 0;
+        stack[sp++] = &f->children[i];
+        while (sp > 0) {
+            hs_field *x = stack[--sp];
+            for (int j = 0; j < x->n_children; j++) {
+                x->children[j].field_id = next++;
+                if (sp < 64)
+                    stack[sp++] = &x->children[j];
+            }
+        }
+    }
+    HS_TRY(keep_schema(p, f));
+    *out = f;
+    return HS_OK;
+}
+
+/* A scope whose schema is inner||outer: inner names resolve first. */
+static hs_status scope_pair(scope *sc, planner *p, const rel *outer, const rel *inner,
+                            bool inner_first)
+{
+    memset(sc, 0, sizeof *sc);
+    sc->p = p;
+    const hs_field *sch = NULL;
+    HS_TRY(concat_schema(p, &outer->op->schema, &inner->op->schema, &sch));
+    sc->schema = sch;
+    layer lo = {outer->cols, outer->n, 0}, li = {inner->cols, inner->n, outer->n};
+    sc->layers[0] = inner_first ? li : lo;
+    sc->layers[1] = inner_first ? lo : li;
+    sc->n_layers = 2;
+    return HS_OK;
+}
+
+/* {"ColumnRef": ...} for a column index of a scope (positional binding). */
+typedef struct pos_ctx {
+    int col;
+} pos_ctx;
+static int pos_column(void *ctx, const char *const *names, int n)
+{
+    (void)names;
+    (void)n;
+    return ((pos_ctx *)ctx)->col;
+}
+
+/* An expression reading column idx of schema. */
+static hs_status col_expr(planner *p, const hs_field *schema, int idx, ex_expr **out)
+{
+    json_t *j = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", "c",
+                          "location", -1);
+    if (!j)
+        return nomem(p);
+    pos_ctx pc = {idx};
+    ex_scope es = {.schema = schema, .column = pos_column, .ctx = &pc};
+    hs_status st = ex_bind_json(j, p->text, &es, false, out, p->err);
+    json_decref(j);
+    return st;
+}
+
+/* A TypeName node for field f's type (casts in set operations and VALUES). */
+static json_t *type_json(const hs_field *f)
+{
+    const char *nm = "text";
+    int prec = -1, scale = -1;
+    switch (f->type) {
+    case HS_TYPE_BOOL: nm = "bool"; break;
+    case HS_TYPE_INT8: case HS_TYPE_INT16: case HS_TYPE_UINT8: nm = "int2"; break;
+    case HS_TYPE_INT32: case HS_TYPE_UINT16: nm = "int4"; break;
+    case HS_TYPE_INT64: case HS_TYPE_UINT32: case HS_TYPE_UINT64: nm = "int8"; break;
+    case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32: nm = "float4"; break;
+    case HS_TYPE_FLOAT64: nm = "float8"; break;
+    case HS_TYPE_DECIMAL128: nm = "numeric"; prec = f->precision; scale = f->scale; break;
+    case HS_TYPE_DATE32: nm = "date"; break;
+    case HS_TYPE_TIMESTAMP: nm = f->tz ? "timestamptz" : "timestamp"; break;
+    case HS_TYPE_TIME32: case HS_TYPE_TIME64: nm = "time"; break;
+    case HS_TYPE_BINARY: nm = "bytea"; break;
+    case HS_TYPE_FIXED_BINARY: nm = f->ext == HS_EXT_UUID ? "uuid" : "bytea"; break;
+    default: nm = "text"; break;
+    }
+    json_t *tn = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", nm, "typemod", -1,
+                           "location", -1);
+    if (tn && prec > 0)
+        json_object_set_new(tn, "typmods",
+                            json_pack("[{s:{s:{s:i},s:i}},{s:{s:{s:i},s:i}}]", "A_Const", "ival",
+                                      "ival", prec, "location", -1, "A_Const", "ival", "ival", scale,
+                                      "location", -1));
+    return tn;
+}
+
+static bool is_int_type(hs_type t) { return t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64; }
+static bool is_num_type(hs_type t)
+{
+    return is_int_type(t) || t == HS_TYPE_FLOAT16 || t == HS_TYPE_FLOAT32 ||
+           t == HS_TYPE_FLOAT64 || t == HS_TYPE_DECIMAL128;
+}
+
+static bool same_type(const hs_field *a, const hs_field *b)
+{
+    if (a->type != b->type)
+        return false;
+    if (a->type == HS_TYPE_DECIMAL128)
+        return a->precision == b->precision && a->scale == b->scale;
+    if (a->type == HS_TYPE_TIMESTAMP)
+        return a->unit == b->unit && !a->tz == !b->tz;
+    if (a->type == HS_TYPE_LIST || a->type == HS_TYPE_FIXED_LIST || a->type == HS_TYPE_STRUCT ||
+        a->type == HS_TYPE_MAP)
+        return hs_field_equals(a, b, false, false);
+    return true;
+}
+
+/* The type two columns unify to (set operations, VALUES, CASE-like). */
+static void unify_type(const hs_field *a, const hs_field *b, hs_field *out)
+{
+    *out = *a;
+    if (same_type(a, b) || b->type == HS_TYPE_NA)
+        return;
+    if (a->type == HS_TYPE_NA) {
+        *out = *b;
+        return;
+    }
+    if (is_int_type(a->type) && is_int_type(b->type)) {
+        out->type = HS_TYPE_INT64;
+        return;
+    }
+    if (is_num_type(a->type) && is_num_type(b->type)) {
+        if (a->type == HS_TYPE_DECIMAL128 && b->type == HS_TYPE_DECIMAL128) {
+            out->type = HS_TYPE_DECIMAL128;
+            out->scale = a->scale > b->scale ? a->scale : b->scale;
+            out->precision = 38;
+        } else if ((a->type == HS_TYPE_DECIMAL128 && is_int_type(b->type)) ||
+                   (b->type == HS_TYPE_DECIMAL128 && is_int_type(a->type))) {
+            const hs_field *d = a->type == HS_TYPE_DECIMAL128 ? a : b;
+            out->type = HS_TYPE_DECIMAL128;
+            out->scale = d->scale;
+            out->precision = 38;
+        } else {
+            out->type = HS_TYPE_FLOAT64;
+        }
+        return;
+    }
+    out->type = HS_TYPE_STRING;
+}
+
+/* Wraps node in CAST(node AS type of f) (a new reference). */
+static json_t *cast_json(json_t *node, const hs_field *f)
+{
+    json_t *tn = type_json(f);
+    if (!tn)
+        return NULL;
+    return json_pack("{s:{s:O,s:o,s:i}}", "TypeCast", "arg", node, "typeName", tn, "location", -1);
+}
+
+/* Projects r so column i has type types[i] (casting where needed). */
+static hs_status cast_rel(planner *p, rel *r, const hs_field *types)
+{
+    const hs_field *sch = &r->op->schema;
+    bool need = false;
+    for (int i = 0; i < sch->n_children; i++)
+        need |= !same_type(&sch->children[i], &types[i]);
+    if (!need)
+        return HS_OK;
+    int n = sch->n_children;
+    ex_expr **ex = hs_calloc((size_t)n, sizeof *ex);
+    const char **names = hs_calloc((size_t)n, sizeof *names);
+    hs_status st = ex && names ? HS_OK : nomem(p);
+    json_t *cref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                             "c", "location", -1);
+    if (!cref && st == HS_OK)
+        st = nomem(p);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        names[i] = sch->children[i].name;
+        pos_ctx pc = {i};
+        ex_scope es = {.schema = sch, .column = pos_column, .ctx = &pc};
+        if (same_type(&sch->children[i], &types[i])) {
+            st = ex_bind_json(cref, p->text, &es, false, &ex[i], p->err);
+        } else {
+            json_t *c = cast_json(cref, &types[i]);
+            st = c ? ex_bind_json(c, p->text, &es, false, &ex[i], p->err) : nomem(p);
+            json_decref(c);
+        }
+    }
+    json_decref(cref);
+    if (st == HS_OK) {
+        xo_op *op;
+        st = xo_project(r->op, n, ex, names, &op, p->err);
+        r->op = st == HS_OK ? op : NULL;
+        ex = st == HS_OK ? (hs_free(ex), NULL) : (hs_free(ex), NULL);
+    } else {
+        for (int i = 0; i < n && ex; i++)
+            ex_free(ex[i]);
+        hs_free(ex);
+    }
+    hs_free(names);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* FROM                                                                */
+
+enum { F_TABLE, F_REL, F_JOIN };
+
+typedef struct fnode {
+    int kind;
+    int loc;
+    bool nullable;            /* on the nullable side of an outer join */
+    /* F_TABLE */
+    hs_table *t;
+    hs_field ts;              /* the table's schema (owned) */
+    hs_scan_options so;       /* snapshot (time travel) */
+    hs_buf filt;              /* pushed conjuncts, " AND "-joined */
+    double est;               /* estimated rows */
+    /* F_REL */
+    rel rl;
+    /* F_TABLE and F_REL: names for resolution */
+    char *alias;
+    qcol *ns;
+    int n_ns;
+    /* F_JOIN */
+    const char *jtype;        /* JOIN_INNER, JOIN_LEFT, JOIN_RIGHT, JOIN_FULL */
+    struct fnode *l, *r;
+    const json_t *quals, *using;
+    bool natural;
+    char *jalias;
+} fnode;
+
+typedef struct fromc {
+    fnode **items;
+    int n_items;
+    fnode **leaves;
+    int n_leaves;
+    fnode **all;
+    int n_all;
+} fromc;
+
+static void fnode_free(fnode *f)
+{
+    if (!f)
+        return;
+    hs_field_clear(&f->ts);
+    hs_buf_free(&f->filt);
+    rel_clear(&f->rl);
+    hs_free(f->alias);
+    hs_free(f->jalias);
+    qcols_free(f->ns, f->n_ns);
+    hs_free(f);
+}
+
+static void fromc_free(fromc *fc)
+{
+    for (int i = 0; i < fc->n_all; i++)
+        fnode_free(fc->all[i]);
+    hs_free(fc->all);
+    hs_free(fc->items);
+    hs_free(fc->leaves);
+    memset(fc, 0, sizeof *fc);
+}
+
+static hs_status push_ptr(planner *p, fnode ***a, int *n, fnode *f)
+{
+    fnode **na = hs_realloc(*a, (size_t)(*n + 1) * sizeof *na);
+    if (!na)
+        return nomem(p);
+    *a = na;
+    na[(*n)++] = f;
+    return HS_OK;
+}
+
+static hs_status new_fnode(planner *p, fromc *fc, int kind, int loc, fnode **out)
+{
+    fnode *f = hs_calloc(1, sizeof *f);
+    if (!f)
+        return nomem(p);
+    f->kind = kind;
+    f->loc = loc;
+    hs_status st = push_ptr(p, &fc->all, &fc->n_all, f);
+    if (st != HS_OK) {
+        hs_free(f);
+        return st;
+    }
+    *out = f;
+    return HS_OK;
+}
+
+static hs_status plan_query(planner *p, const json_t *sel, rel *out);
+
+/* Rows of the table's current snapshot (summary), or 1000. */
+static double table_rows(hs_table *t)
+{
+    int64_t cur = hs_table_current_snapshot_id(t);
+    int n = hs_snapshot_count(t);
+    for (int i = 0; i < n; i++) {
+        hs_snapshot_info si;
+        hs_error e = {0};
+        if (hs_snapshot_get(t, i, &si, &e) == HS_OK && si.snapshot_id == cur)
+            return si.total_records >= 0 ? (double)si.total_records : 1000.0;
+    }
+    return n == 0 ? 0.0 : 1000.0;
+}
+
+/* Renames r's columns with alias (qualifier) and optional column aliases. */
+static hs_status apply_alias(planner *p, rel *r, const char *alias, const json_t *colnames, int loc)
+{
+    HS_TRY(rel_name(r, alias, p->err));
+    size_t nc = json_array_size(colnames);
+    if ((int)nc > r->n)
+        return fail(p, HS_INVALID, "42P10", loc,
+                    "table \"%s\" has %d columns available but %zu columns specified",
+                    alias ? alias : "?", r->n, nc);
+    for (size_t i = 0; i < nc; i++) {
+        const char *nm = sq_str(json_array_get(colnames, i));
+        char *d = hs_strdup(nm ? nm : "");
+        if (!d)
+            return nomem(p);
+        hs_free(r->cols[i].name);
+        r->cols[i].name = d;
+    }
+    return HS_OK;
+}
+
+static hs_status leaf_ns_from_rel(planner *p, fnode *f)
+{
+    f->n_ns = f->rl.n;
+    f->ns = hs_calloc((size_t)f->n_ns + 1, sizeof *f->ns);
+    if (!f->ns)
+        return nomem(p);
+    for (int i = 0; i < f->n_ns; i++) {
+        f->ns[i].qual = dup_or_null(f->rl.cols[i].qual);
+        f->ns[i].name = hs_strdup(f->rl.cols[i].name);
+        f->ns[i].hidden = f->rl.cols[i].hidden;
+        if (!f->ns[i].name)
+            return nomem(p);
+    }
+    return HS_OK;
+}
+
+static cte *find_cte(planner *p, const char *name)
+{
+    for (cte *c = p->ctes; c; c = c->next)
+        if (!strcmp(c->name, name))
+            return c;
+    return NULL;
+}
+
+static hs_status from_item(planner *p, fromc *fc, const json_t *item, fnode **out);
+
+static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
+{
+    const char *rel_name_s = jstrv(b, "relname");
+    json_t *alias = jget(b, "alias");
+    const char *an = alias ? jstrv(alias, "aliasname") : NULL;
+    json_t *colnames = alias ? jget(alias, "colnames") : NULL;
+    int loc = sq_loc(b);
+    cte *c = !jget(b, "schemaname") && rel_name_s ? find_cte(p, rel_name_s) : NULL;
+    fnode *f;
+    if (c) {
+        if (c->in_use)
+            return fail(p, HS_UNSUPPORTED, "0A000", loc, "recursive CTEs are not supported");
+        HS_TRY(new_fnode(p, fc, F_REL, loc, &f));
+        c->in_use = 1;
+        /* the CTE sees only the CTEs defined before it */
+        cte *saved = p->ctes;
+        p->ctes = c->next;
+        hs_status st = plan_query(p, c->query, &f->rl);
+        p->ctes = saved;
+        c->in_use = 0;
+        HS_TRY(st);
+        HS_TRY(apply_alias(p, &f->rl, an ? an : c->name, c->colnames, loc));
+        if (colnames)
+            HS_TRY(apply_alias(p, &f->rl, an, colnames, loc));
+        HS_TRY(leaf_ns_from_rel(p, f));
+        *out = f;
+        return HS_OK;
+    }
+    HS_TRY(new_fnode(p, fc, F_TABLE, loc, &f));
+    HS_TRY(sq_table_lookup(p->s, b, p->text, &f->t, p->err));
+    struct ArrowSchema as;
+    HS_TRY(hs_table_schema(f->t, &as, p->err));
+    hs_status st = hs_arrow_import_schema(&as, &f->ts, p->err);
+    if (as.release)
+        as.release(&as);
+    HS_TRY(st);
+    f->so = (hs_scan_options)HS_SCAN_OPTIONS_INIT;
+    f->est = table_rows(f->t);
+    f->alias = hs_strdup(an ? an : rel_name_s ? rel_name_s : "");
+    if (!f->alias)
+        return nomem(p);
+    f->n_ns = f->ts.n_children;
+    f->ns = hs_calloc((size_t)f->n_ns + 1, sizeof *f->ns);
+    if (!f->ns)
+        return nomem(p);
+    size_t nc = json_array_size(colnames);
+    if ((int)nc > f->n_ns)
+        return fail(p, HS_INVALID, "42P10", loc,
+                    "table \"%s\" has %d columns available but %zu columns specified", f->alias,
+                    f->n_ns, nc);
+    for (int i = 0; i < f->n_ns; i++) {
+        const char *nm = (size_t)i < nc ? sq_str(json_array_get(colnames, i)) : f->ts.children[i].name;
+        f->ns[i].qual = hs_strdup(f->alias);
+        f->ns[i].name = hs_strdup(nm ? nm : "");
+        if (!f->ns[i].qual || !f->ns[i].name)
+            return nomem(p);
+    }
+    *out = f;
+    return HS_OK;
+}
+
+static hs_status from_item(planner *p, fromc *fc, const json_t *item, fnode **out)
+{
+    const char *k;
+    json_t *b;
+    if (!sq_node(item, &k, &b))
+        return fail(p, HS_INTERNAL, "XX000", -1, "malformed FROM item");
+    if (fc->n_leaves >= 200)
+        return fail(p, HS_UNSUPPORTED, "54000", first_loc(b, 0), "more than 200 tables in one FROM");
+    if (!strcmp(k, "RangeVar")) {
+        HS_TRY(from_rangevar(p, fc, b, out));
+        return push_ptr(p, &fc->leaves, &fc->n_leaves, *out);
+    }
+    if (!strcmp(k, "RangeSubselect")) {
+        if (json_is_true(jget(b, "lateral")))
+            return fail(p, HS_UNSUPPORTED, "0A000", first_loc(b, 0), "LATERAL is not supported");
+        json_t *alias = jget(b, "alias");
+        json_t *sb;
+        if (!is_kind(jget(b, "subquery"), "SelectStmt", &sb))
+            return fail(p, HS_UNSUPPORTED, "0A000", first_loc(b, 0), "unsupported subquery in FROM");
+        fnode *f;
+        HS_TRY(new_fnode(p, fc, F_REL, first_loc(b, 0), &f));
+        HS_TRY(plan_query(p, sb, &f->rl));
+        HS_TRY(apply_alias(p, &f->rl, alias ? jstrv(alias, "aliasname") : NULL,
+                           alias ? jget(alias, "colnames") : NULL, f->loc));
+        HS_TRY(leaf_ns_from_rel(p, f));
+        *out = f;
+        return push_ptr(p, &fc->leaves, &fc->n_leaves, f);
+    }
+    if (!strcmp(k, "JoinExpr")) {
+        fnode *f;
+        HS_TRY(new_fnode(p, fc, F_JOIN, first_loc(b, 0), &f));
+        f->jtype = jstrv(b, "jointype");
+        if (!f->jtype)
+            f->jtype = "JOIN_INNER";
+        if (strcmp(f->jtype, "JOIN_INNER") && strcmp(f->jtype, "JOIN_LEFT") &&
+            strcmp(f->jtype, "JOIN_RIGHT") && strcmp(f->jtype, "JOIN_FULL"))
+            return fail(p, HS_UNSUPPORTED, "0A000", f->loc, "unsupported join type %s", f->jtype);
+        f->quals = jget(b, "quals");
+        f->using = jget(b, "usingClause");
+        f->natural = json_is_true(jget(b, "isNatural"));
+        json_t *alias = jget(b, "alias");
+        if (alias && jstrv(alias, "aliasname")) {
+            f->jalias = hs_strdup(jstrv(alias, "aliasname"));
+            if (!f->jalias)
+                return nomem(p);
+        }
+        HS_TRY(from_item(p, fc, jget(b, "larg"), &f->l));
+        HS_TRY(from_item(p, fc, jget(b, "rarg"), &f->r));
+        *out = f;
+        return HS_OK;
+    }
+    if (!strcmp(k, "RangeFunction"))
+        return fail(p, HS_UNSUPPORTED, "0A000", first_loc(b, 0), "functions in FROM are not supported");
+    return fail(p, HS_UNSUPPORTED, "0A000", first_loc(b, 0), "unsupported FROM item (%s)", k);
+}
+
+/* Marks the leaves under f nullable. */
+static void mark_nullable(fnode *f)
+{
+    if (!f)
+        return;
+    f->nullable = true;
+    mark_nullable(f->l);
+    mark_nullable(f->r);
+}
+
+/* Leaves under f (in order) into arr. */
+static void leaves_of(fnode *f, fnode **arr, int *n)
+{
+    if (f->kind == F_JOIN) {
+        leaves_of(f->l, arr, n);
+        leaves_of(f->r, arr, n);
+    } else {
+        arr[(*n)++] = f;
+    }
+}
+
+/* Which leaf a name belongs to among leaves (USING-hidden columns skipped
+ * unqualified); -1 none, -2 ambiguous.  *col gets the column. */
+static int leaf_find(fnode **leaves, int n_leaves, const char *const *names, int n, int *col)
+{
+    int hit = -1;
+    for (int i = 0; i < n_leaves; i++) {
+        layer l = {leaves[i]->ns, leaves[i]->n_ns, 0};
+        int c = layer_find(&l, names, n);
+        if (c == -2)
+            return -2;
+        if (c >= 0) {
+            if (hit >= 0)
+                return -2;
+            hit = i;
+            *col = c;
+        }
+    }
+    return hit;
+}
+
+/* Sets up the joins' nullability and USING visibility. */
+static hs_status prepare_joins(planner *p, fnode *f)
+{
+    if (f->kind != F_JOIN)
+        return HS_OK;
+    HS_TRY(prepare_joins(p, f->l));
+    HS_TRY(prepare_joins(p, f->r));
+    if (!strcmp(f->jtype, "JOIN_LEFT") || !strcmp(f->jtype, "JOIN_FULL"))
+        mark_nullable(f->r);
+    if (!strcmp(f->jtype, "JOIN_RIGHT") || !strcmp(f->jtype, "JOIN_FULL"))
+        mark_nullable(f->l);
+    /* NATURAL: the common column names become a USING list */
+    fnode *lv[256], *rv[256];
+    int nl = 0, nr = 0;
+    leaves_of(f->l, lv, &nl);
+    leaves_of(f->r, rv, &nr);
+    if (f->natural) {
+        json_t *u = json_array();
+        if (!u)
+            return nomem(p);
+        for (int i = 0; i < nl; i++)
+            for (int c = 0; c < lv[i]->n_ns; c++) {
+                if (lv[i]->ns[c].hidden)
+                    continue;
+                const char *nm = lv[i]->ns[c].name;
+                int col;
+                if (leaf_find(rv, nr, &nm, 1, &col) >= 0)
+                    json_array_append_new(u, json_pack("{s:{s:s}}", "String", "sval", nm));
+            }
+        /* kept alive by the planner's names object */
+        char key[32];
+        snprintf(key, sizeof key, "\x01natural%p", (void *)f);
+        json_object_set_new(p->names, key, u);
+        f->using = u;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(f->using, i, v) {
+        const char *nm = sq_str(v);
+        int lc, rc;
+        int li = nm ? leaf_find(lv, nl, &nm, 1, &lc) : -1;
+        int ri = nm ? leaf_find(rv, nr, &nm, 1, &rc) : -1;
+        if (li < 0 || ri < 0)
+            return fail(p, HS_NOT_FOUND, "42703", f->loc,
+                        "column \"%s\" specified in USING clause does not exist in %s table",
+                        nm ? nm : "?", li < 0 ? "left" : "right");
+        rv[ri]->ns[rc].hidden = true;
+    }
+    return HS_OK;
+}
+
+static hs_status fromc_build(planner *p, const json_t *from, fromc *fc)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(from, i, v) {
+        fnode *f;
+        HS_TRY(from_item(p, fc, v, &f));
+        HS_TRY(push_ptr(p, &fc->items, &fc->n_items, f));
+        HS_TRY(prepare_joins(p, f));
+    }
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* WHERE conjuncts                                                     */
+
+typedef struct conj {
+    json_t *node;
+    unsigned char *lset;      /* leaves it reads (n_leaves) */
+    int n_refs;               /* leaves it reads */
+    bool sub;                 /* contains a subquery */
+    bool outer;               /* reads a column that is not in this FROM */
+    bool used;
+} conj;
+
+typedef struct conjs {
+    conj *a;
+    int n;
+} conjs;
+
+static void conjs_free(conjs *c)
+{
+    for (int i = 0; i < c->n; i++) {
+        hs_free(c->a[i].lset);
+        json_decref(c->a[i].node);
+    }
+    hs_free(c->a);
+    memset(c, 0, sizeof *c);
+}
+
+/* Splits an AND tree into conjuncts (new references appended to arr). */
+static void split_and(const json_t *j, json_t *arr)
+{
+    json_t *b;
+    if (!j)
+        return;
+    if (is_kind(j, "BoolExpr", &b) && jstrv(b, "boolop") && !strcmp(jstrv(b, "boolop"), "AND_EXPR")) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(jget(b, "args"), i, v)
+            split_and(v, arr);
+        return;
+    }
+    json_array_append(arr, (json_t *)j);
+}
+
+/* AND of the nodes (a new reference; NULL for none). */
+static json_t *mk_and(json_t **nodes, int n)
+{
+    if (n == 0)
+        return NULL;
+    if (n == 1)
+        return json_incref(nodes[0]);
+    json_t *args = json_array();
+    for (int i = 0; args && i < n; i++)
+        json_array_append(args, nodes[i]);
+    return json_pack("{s:{s:s,s:o,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", args,
+                     "location", -1);
+}
+
+/* Walks ColumnRefs under j (not inside subqueries), recording leaves. */
+static void conj_refs(const json_t *j, fnode **leaves, int n_leaves, conj *c, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    if (json_is_object(j)) {
+        json_t *b;
+        if (json_object_size(j) == 1 && is_kind(j, "SubLink", &b)) {
+            c->sub = true;
+            conj_refs(jget(b, "testexpr"), leaves, n_leaves, c, depth + 1);
+            return;
+        }
+        if (json_object_size(j) == 1 && is_kind(j, "ColumnRef", &b)) {
+            const char *names[8];
+            int n = colref_names(b, names, 8);
+            int col;
+            if (n < 1 || !names[n - 1])
+                return;
+            int li = leaf_find(leaves, n_leaves, names, n, &col);
+            if (li >= 0) {
+                if (!c->lset[li])
+                    c->n_refs++;
+                c->lset[li] = 1;
+            } else if (li == -1) {
+                c->outer = true;
+            }
+            return;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            conj_refs(v, leaves, n_leaves, c, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            conj_refs(v, leaves, n_leaves, c, depth + 1);
+    }
+}
+
+static hs_status conjs_make(planner *p, const json_t *where, fromc *fc, conjs *out)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        return nomem(p);
+    split_and(where, arr);
+    size_t n = json_array_size(arr);
+    out->a = hs_calloc(n + 1, sizeof *out->a);
+    if (!out->a) {
+        json_decref(arr);
+        return nomem(p);
+    }
+    for (size_t i = 0; i < n; i++) {
+        conj *c = &out->a[out->n++];
+        c->node = json_incref(json_array_get(arr, i));
+        c->lset = hs_calloc((size_t)fc->n_leaves + 1, 1);
+        if (!c->lset) {
+            json_decref(arr);
+            return nomem(p);
+        }
+        conj_refs(c->node, fc->leaves, fc->n_leaves, c, 0);
+    }
+    json_decref(arr);
+    return HS_OK;
+}
+
+static int leaf_index(const fromc *fc, const fnode *f)
+{
+    for (int i = 0; i < fc->n_leaves; i++)
+        if (fc->leaves[i] == f)
+            return i;
+    return -1;
+}
+
+/* Pushes the conjuncts that read one base table into its scan filter. */
+static hs_status push_filters(planner *p, fromc *fc, conjs *cs)
+{
+    for (int i = 0; i < cs->n; i++) {
+        conj *c = &cs->a[i];
+        if (c->sub || c->outer || c->n_refs != 1)
+            continue;
+        int li = 0;
+        while (!c->lset[li])
+            li++;
+        fnode *f = fc->leaves[li];
+        if (f->kind != F_TABLE || f->nullable)
+            continue;
+        scope sc;
+        memset(&sc, 0, sizeof sc);
+        sc.p = p;
+        sc.layers[0] = (layer){f->ns, f->n_ns, 0};
+        sc.n_layers = 1;
+        sc.schema = &f->ts;
+        sc.no_aggs = "WHERE";
+        ex_expr *e;
+        HS_TRY(bind_in(&sc, c->node, true, &e));
+        char *txt = NULL;
+        hs_status st = ex_format(e, &txt, p->err);
+        ex_free(e);
+        HS_TRY(st);
+        if (f->filt.len)
+            st = hs_buf_puts(&f->filt, " AND ");
+        if (st == HS_OK)
+            st = hs_buf_puts(&f->filt, txt);
+        hs_free(txt);
+        if (st != HS_OK)
+            return nomem(p);
+        f->est = f->est / 4 + 1;
+        c->used = true;
+    }
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* scans and joins                                                     */
+
+static hs_status build_leaf(planner *p, fnode *f, rel *out)
+{
+    memset(out, 0, sizeof *out);
+    if (f->kind == F_REL) {
+        *out = f->rl;
+        memset(&f->rl, 0, sizeof f->rl);
+        return HS_OK;
+    }
+    int n = f->ts.n_children;
+    const char **cols = hs_calloc((size_t)n + 1, sizeof *cols);
+    int *idx = hs_calloc((size_t)n + 1, sizeof *idx);
+    if (!cols || !idx) {
+        hs_free(cols);
+        hs_free(idx);
+        return nomem(p);
+    }
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (name_needed(p, f->ts.children[i].name) || name_needed(p, f->ns[i].name)) {
+            idx[k] = i;
+            cols[k++] = f->ts.children[i].name;
+        }
+    if (k == 0 && n > 0) {
+        idx[0] = 0;
+        cols[k++] = f->ts.children[0].name;
+    }
+    hs_scan_options so = f->so;
+    so.columns = cols;
+    so.n_columns = k;
+    so.filter = f->filt.len ? hs_buf_cstr(&f->filt) : NULL;
+    hs_status st = xo_scan(p->ctx, f->t, &so, &out->op, p->err);
+    hs_free(cols);
+    if (st == HS_OK) {
+        out->n = k;
+        out->cols = hs_calloc((size_t)k + 1, sizeof *out->cols);
+        if (!out->cols)
+            st = nomem(p);
+        for (int i = 0; i < k && st == HS_OK; i++) {
+            out->cols[i].qual = hs_strdup(f->alias);
+            out->cols[i].name = hs_strdup(f->ns[idx[i]].name);
+            out->cols[i].hidden = f->ns[idx[i]].hidden;
+            if (!out->cols[i].qual || !out->cols[i].name)
+                st = nomem(p);
+        }
+    }
+    hs_free(idx);
+    if (st != HS_OK)
+        rel_clear(out);
+    return st;
+}
+
+static bool key_types_ok(const hs_field *a, const hs_field *b)
+{
+    if (is_int_type(a->type) && is_int_type(b->type))
+        return true;
+    return same_type(a, b) && a->type != HS_TYPE_FLOAT16;
+}
+
+/* If c is `x = y` with x a column of l and y one of r (or swapped). */
+static bool equi_cols(const json_t *c, const rel *l, const rel *r, int *lc, int *rc)
+{
+    json_t *b;
+    if (!is_kind(c, "A_Expr", &b) || strcmp(jstrv(b, "kind") ? jstrv(b, "kind") : "", "AEXPR_OP"))
+        return false;
+    json_t *nm = jget(b, "name");
+    if (json_array_size(nm) != 1 || !sq_str(json_array_get(nm, 0)) ||
+        strcmp(sq_str(json_array_get(nm, 0)), "="))
+        return false;
+    json_t *x, *y;
+    if (!is_kind(jget(b, "lexpr"), "ColumnRef", &x) || !is_kind(jget(b, "rexpr"), "ColumnRef", &y))
+        return false;
+    const char *nx[8], *ny[8];
+    int n1 = colref_names(x, nx, 8), n2 = colref_names(y, ny, 8);
+    if (n1 < 1 || n2 < 1 || !nx[n1 - 1] || !ny[n2 - 1])
+        return false;
+    layer L = {l->cols, l->n, 0}, R = {r->cols, r->n, 0};
+    int a = layer_find(&L, nx, n1), bb = layer_find(&R, ny, n2);
+    int a2 = layer_find(&R, nx, n1), b2 = layer_find(&L, ny, n2);
+    if (a >= 0 && bb >= 0 && a2 < 0 && b2 < 0) {
+        *lc = a;
+        *rc = bb;
+    } else if (a2 >= 0 && b2 >= 0 && a < 0 && bb < 0) {
+        *lc = b2;
+        *rc = a2;
+    } else {
+        return false;
+    }
+    return key_types_ok(&l->op->schema.children[*lc], &r->op->schema.children[*rc]);
+}
+
+static xo_join_kind join_kind(const char *t)
+{
+    if (!strcmp(t, "JOIN_LEFT"))
+        return XO_JOIN_LEFT;
+    if (!strcmp(t, "JOIN_RIGHT"))
+        return XO_JOIN_RIGHT;
+    if (!strcmp(t, "JOIN_FULL"))
+        return XO_JOIN_FULL;
+    return XO_JOIN_INNER;
+}
+
+/* Output names of joining l and r (l's then r's; only l's for semi/anti). */
+static hs_status join_names(planner *p, const rel *l, const rel *r, xo_join_kind kind, rel *out)
+{
+    int n = l->n + (kind == XO_JOIN_SEMI || kind == XO_JOIN_ANTI || kind == XO_JOIN_ANTI_NULL_AWARE ? 0 : r->n);
+    out->cols = hs_calloc((size_t)n + 1, sizeof *out->cols);
+    if (!out->cols)
+        return nomem(p);
+    out->n = n;
+    for (int i = 0; i < n; i++) {
+        const qcol *c = i < l->n ? &l->cols[i] : &r->cols[i - l->n];
+        out->cols[i].qual = dup_or_null(c->qual);
+        out->cols[i].name = hs_strdup(c->name ? c->name : "");
+        out->cols[i].hidden = c->hidden;
+        if ((c->qual && !out->cols[i].qual) || !out->cols[i].name)
+            return nomem(p);
+    }
+    return HS_OK;
+}
+
+/* Joins l and r (both taken) on conditions cond[0..n): equalities of
+ * columns become hash keys (extra pairs lk/rk may be given), the rest a
+ * residual.  *out gets the joined relation. */
+static hs_status join_rels(planner *p, rel *l, rel *r, xo_join_kind kind, json_t **cond, int n,
+                           const int *xlk, const int *xrk, int nx, bool right_first, rel *out)
+{
+    memset(out, 0, sizeof *out);
+    int *lk = hs_calloc((size_t)(n + nx) + 1, sizeof *lk);
+    int *rk = hs_calloc((size_t)(n + nx) + 1, sizeof *rk);
+    json_t **res = hs_calloc((size_t)n + 1, sizeof *res);
+    hs_status st = lk && rk && res ? HS_OK : nomem(p);
+    int nk = 0, nr = 0;
+    for (int i = 0; i < nx && st == HS_OK; i++) {
+        lk[nk] = xlk[i];
+        rk[nk++] = xrk[i];
+    }
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        int a, b;
+        if (equi_cols(cond[i], l, r, &a, &b)) {
+            lk[nk] = a;
+            rk[nk++] = b;
+        } else {
+            res[nr++] = cond[i];
+        }
+    }
+    ex_expr *resid = NULL;
+    if (st == HS_OK && nr > 0) {
+        json_t *all = mk_and(res, nr);
+        scope sc;
+        st = all ? scope_pair(&sc, p, l, r, right_first) : nomem(p);
+        if (st == HS_OK) {
+            sc.no_aggs = "JOIN conditions";
+            st = bind_in(&sc, all, true, &resid);
+        }
+        json_decref(all);
+    }
+    if (st == HS_OK)
+        st = join_names(p, l, r, kind, out);
+    if (st == HS_OK) {
+        xo_op *lo = l->op, *ro = r->op;
+        l->op = r->op = NULL;
+        if (nk > 0)
+            st = xo_hashjoin(lo, ro, kind, nk, lk, rk, resid, &out->op, p->err);
+        else
+            st = xo_nljoin(lo, ro, kind, resid, &out->op, p->err);
+        resid = NULL;
+    }
+    ex_free(resid);
+    hs_free(lk);
+    hs_free(rk);
+    hs_free(res);
+    rel_clear(l);
+    rel_clear(r);
+    if (st != HS_OK)
+        rel_clear(out);
+    return st;
+}
+
+static hs_status build_fnode(planner *p, fnode *f, rel *out)
+{
+    if (f->kind != F_JOIN)
+        return build_leaf(p, f, out);
+    rel l = {0}, r = {0};
+    hs_status st = build_fnode(p, f->l, &l);
+    if (st == HS_OK)
+        st = build_fnode(p, f->r, &r);
+    json_t *arr = json_array();
+    if (st == HS_OK && !arr)
+        st = nomem(p);
+    if (st == HS_OK)
+        split_and(f->quals, arr);
+    int nu = (int)json_array_size(f->using);
+    int *lk = hs_calloc((size_t)nu + 1, sizeof *lk), *rk = hs_calloc((size_t)nu + 1, sizeof *rk);
+    if (st == HS_OK && (!lk || !rk))
+        st = nomem(p);
+    for (int i = 0; i < nu && st == HS_OK; i++) {
+        const char *nm = sq_str(json_array_get(f->using, (size_t)i));
+        layer L = {l.cols, l.n, 0};
+        lk[i] = nm ? layer_find(&L, &nm, 1) : -1;
+        rk[i] = -1;
+        for (int c = 0; nm && c < r.n; c++)
+            if (name_eq(r.cols[c].name, nm) && (rk[i] < 0 || r.cols[c].hidden))
+                rk[i] = c;
+        if (lk[i] < 0 || rk[i] < 0)
+            st = fail(p, HS_NOT_FOUND, "42703", f->loc,
+                      "column \"%s\" specified in USING clause does not exist", nm ? nm : "?");
+        else if (!key_types_ok(&l.op->schema.children[lk[i]], &r.op->schema.children[rk[i]]))
+            st = fail(p, HS_INVALID, "42804", f->loc, "JOIN/USING types for column \"%s\" differ", nm);
+    }
+    if (st == HS_OK) {
+        size_t n = json_array_size(arr);
+        json_t **c = hs_calloc(n + 1, sizeof *c);
+        if (!c)
+            st = nomem(p);
+        for (size_t i = 0; c && i < n; i++)
+            c[i] = json_array_get(arr, i);
+        if (st == HS_OK)
+            st = join_rels(p, &l, &r, join_kind(f->jtype), c, (int)n, lk, rk, nu, false, out);
+        hs_free(c);
+    }
+    hs_free(lk);
+    hs_free(rk);
+    json_decref(arr);
+    rel_clear(&l);
+    rel_clear(&r);
+    if (st == HS_OK && f->jalias)
+        for (int i = 0; i < out->n; i++) {
+            hs_free(out->cols[i].qual);
+            out->cols[i].qual = hs_strdup(f->jalias);
+        }
+    return st;
+}
+
+static double item_est(fnode *f)
+{
+    if (f->kind == F_TABLE)
+        return f->est;
+    if (f->kind == F_REL)
+        return 1000;
+    double a = item_est(f->l), b = item_est(f->r);
+    return a > b ? a : b;
+}
+
+/* Whether conjunct c reads only leaves in the item set inset (leaf -> item). */
+static bool covered(const conj *c, const fromc *fc, const int *leaf_item, const unsigned char *inset)
+{
+    for (int i = 0; i < fc->n_leaves; i++)
+        if (c->lset[i] && !inset[leaf_item[i]])
+            return false;
+    return true;
+}
+
+/* Joins the FROM items with the remaining (not pushed, subquery-free)
+ * conjuncts; *out is the whole FROM. */
+static hs_status build_from(planner *p, fromc *fc, conjs *cs, rel *out)
+{
+    memset(out, 0, sizeof *out);
+    int n = fc->n_items;
+    if (n == 0) {
+        /* no FROM: one row of no columns */
+        hs_field sch;
+        hs_field_init(&sch, "", HS_TYPE_STRUCT, false);
+        hs_batch *b = NULL;
+        hs_status st = hs_batch_create(&sch, 1, &b, p->err);
+        if (st == HS_OK) {
+            b->n_rows = 1;
+            st = xo_values(p->ctx, &sch, 1, &b, &out->op, p->err);
+        }
+        hs_field_clear(&sch);
+        return st;
+    }
+    int *leaf_item = hs_calloc((size_t)fc->n_leaves + 1, sizeof *leaf_item);
+    unsigned char *inset = hs_calloc((size_t)n + 1, 1);
+    rel *items = hs_calloc((size_t)n + 1, sizeof *items);
+    double *est = hs_calloc((size_t)n + 1, sizeof *est);
+    hs_status st = leaf_item && inset && items && est ? HS_OK : nomem(p);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        fnode *lv[256];
+        int nl = 0;
+        leaves_of(fc->items[i], lv, &nl);
+        for (int k = 0; k < nl; k++)
+            leaf_item[leaf_index(fc, lv[k])] = i;
+        est[i] = item_est(fc->items[i]);
+        st = build_fnode(p, fc->items[i], &items[i]);
+    }
+    int start = 0;
+    for (int i = 1; i < n; i++)
+        if (est[i] > est[start])
+            start = i;
+    if (st == HS_OK) {
+        *out = items[start];
+        memset(&items[start], 0, sizeof items[start]);
+        inset[start] = 1;
+    }
+    for (int step = 1; step < n && st == HS_OK; step++) {
+        int best = -1;
+        bool best_conn = false;
+        for (int j = 0; j < n; j++) {
+            if (inset[j])
+                continue;
+            bool conn = false;
+            for (int i = 0; i < cs->n && !conn; i++) {
+                conj *c = &cs->a[i];
+                int a, b;
+                if (c->used || c->sub || c->outer)
+                    continue;
+                inset[j] = 1;
+                bool cov = covered(c, fc, leaf_item, inset);
+                inset[j] = 0;
+                conn = cov && equi_cols(c->node, out, &items[j], &a, &b);
+            }
+            if (best < 0 || (conn && !best_conn) || (conn == best_conn && est[j] < est[best])) {
+                best = j;
+                best_conn = conn;
+            }
+        }
+        inset[best] = 1;
+        json_t **cond = hs_calloc((size_t)cs->n + 1, sizeof *cond);
+        int nc = 0;
+        if (!cond) {
+            st = nomem(p);
+            break;
+        }
+        for (int i = 0; i < cs->n; i++) {
+            conj *c = &cs->a[i];
+            if (c->used || c->sub || c->outer || c->n_refs == 0 || !covered(c, fc, leaf_item, inset))
+                continue;
+            cond[nc++] = c->node;
+            c->used = true;
+        }
+        rel joined;
+        st = join_rels(p, out, &items[best], XO_JOIN_INNER, cond, nc, NULL, NULL, 0, false, &joined);
+        hs_free(cond);
+        if (st == HS_OK)
+            *out = joined;
+    }
+    for (int i = 0; i < n && items; i++)
+        rel_clear(&items[i]);
+    hs_free(items);
+    hs_free(est);
+    hs_free(inset);
+    hs_free(leaf_item);
+    if (st != HS_OK)
+        rel_clear(out);
+    return st;
+}
+
+/* Filters r by the AND of nodes (bound with sc's hooks over r). */
+static hs_status filter_rel(planner *p, rel *r, json_t **nodes, int n, const json_t **map_nodes,
+                            int *map_cols, int n_map, const char *clause)
+{
+    if (n == 0)
+        return HS_OK;
+    json_t *all = mk_and(nodes, n);
+    if (!all)
+        return nomem(p);
+    scope sc;
+    scope_rel(&sc, p, r);
+    sc.map_nodes = map_nodes;
+    sc.map_cols = map_cols;
+    sc.n_map = n_map;
+    sc.no_aggs = clause;
+    ex_expr *e;
+    hs_status st = bind_in(&sc, all, true, &e);
+    json_decref(all);
+    if (st == HS_OK) {
+        xo_op *op;
+        st = xo_filter(r->op, e, &op, p->err);
+        r->op = st == HS_OK ? op : NULL;
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* projections                                                         */
+
+/* r := r's columns then the expression node (bound over r with sc's
+ * hooks); *col gets its position.  The new column is hidden. */
+static hs_status rel_add_expr(planner *p, rel *r, const json_t *node, int *col)
+{
+    json_t *b;
+    if (is_kind(node, "ColumnRef", &b)) {
+        const char *names[8];
+        int n = colref_names(b, names, 8);
+        layer l = {r->cols, r->n, 0};
+        int c = n > 0 && names[n - 1] ? layer_find(&l, names, n) : -1;
+        if (c >= 0) {
+            *col = c;
+            return HS_OK;
+        }
+    }
+    int n = r->n;
+    ex_expr **ex = hs_calloc((size_t)n + 2, sizeof *ex);
+    const char **names = hs_calloc((size_t)n + 2, sizeof *names);
+    qcol *nc = hs_realloc(r->cols, (size_t)(n + 1) * sizeof *nc);
+    hs_status st = ex && names && nc ? HS_OK : nomem(p);
+    if (nc)
+        r->cols = nc;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        names[i] = r->op->schema.children[i].name;
+        st = col_expr(p, &r->op->schema, i, &ex[i]);
+    }
+    if (st == HS_OK) {
+        scope sc;
+        scope_rel(&sc, p, r);
+        sc.no_aggs = "this context";
+        st = bind_in(&sc, node, false, &ex[n]);
+        names[n] = "?column?";
+    }
+    if (st == HS_OK) {
+        xo_op *op;
+        st = xo_project(r->op, n + 1, ex, names, &op, p->err);
+        r->op = st == HS_OK ? op : NULL;
+        if (st == HS_OK) {
+            r->cols[n] = (qcol){NULL, hs_strdup(""), true};
+            r->n = n + 1;
+            *col = n;
+            if (!r->cols[n].name)
+                st = nomem(p);
+        }
+    } else {
+        for (int i = 0; ex && i <= n; i++)
+            ex_free(ex[i]);
+    }
+    hs_free(ex);
+    hs_free(names);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* subqueries                                                          */
+
+static hs_status plan_select(planner *p, const json_t *sel, rel *out);
+
+typedef struct corr {
+    json_t *inner;    /* conjuncts reading only the subquery's FROM */
+    json_t *corr;     /* conjuncts reading outer columns */
+    fnode **leaves;   /* the subquery's FROM leaves (borrowed from fc) */
+    int n_leaves;
+    fromc fc;
+} corr;
+
+static void corr_free(corr *c)
+{
+    json_decref(c->inner);
+    json_decref(c->corr);
+    fromc_free(&c->fc);
+}
+
+/* Splits the subquery's WHERE into inner and correlated conjuncts. */
+static hs_status sub_split(planner *p, const json_t *sub, corr *c)
+{
+    memset(c, 0, sizeof *c);
+    c->inner = json_array();
+    c->corr = json_array();
+    if (!c->inner || !c->corr)
+        return nomem(p);
+    if (jget(sub, "withClause"))
+        return HS_OK;   /* planned as written; outer references fail to bind */
+    HS_TRY(fromc_build(p, jget(sub, "fromClause"), &c->fc));
+    conjs cs = {0};
+    HS_TRY(conjs_make(p, jget(sub, "whereClause"), &c->fc, &cs));
+    for (int i = 0; i < cs.n; i++)
+        json_array_append(cs.a[i].outer ? c->corr : c->inner, cs.a[i].node);
+    conjs_free(&cs);
+    c->leaves = c->fc.leaves;
+    c->n_leaves = c->fc.n_leaves;
+    return HS_OK;
+}
+
+/* Whether every ColumnRef under j resolves among the leaves (inner) or
+ * none does (outer); *inner / *outer say which kinds occur. */
+static void ref_kinds(const json_t *j, const corr *c, bool *inner, bool *outer, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    json_t *b;
+    if (is_kind(j, "SubLink", &b)) {
+        *inner = *outer = true;  /* not a plain expression */
+        return;
+    }
+    if (is_kind(j, "ColumnRef", &b)) {
+        const char *names[8];
+        int n = colref_names(b, names, 8), col;
+        if (n > 0 && names[n - 1] && leaf_find(c->leaves, c->n_leaves, names, n, &col) != -1)
+            *inner = true;
+        else
+            *outer = true;
+        return;
+    }
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            ref_kinds(v, c, inner, outer, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            ref_kinds(v, c, inner, outer, depth + 1);
+    }
+}
+
+/* Inner ColumnRefs under j appended (once) to arr. */
+static void inner_refs(const json_t *j, const corr *c, json_t *arr, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    json_t *b;
+    if (is_kind(j, "ColumnRef", &b)) {
+        const char *names[8];
+        int n = colref_names(b, names, 8), col;
+        if (n > 0 && names[n - 1] && leaf_find(c->leaves, c->n_leaves, names, n, &col) >= 0) {
+            for (size_t i = 0; i < json_array_size(arr); i++)
+                if (jeq(json_array_get(arr, i), j))
+                    return;
+            json_array_append(arr, (json_t *)j);
+        }
+        return;
+    }
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            inner_refs(v, c, arr, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            inner_refs(v, c, arr, depth + 1);
+    }
+}
+
+/* If conjunct j is `a = b` with one side only outer, the other only inner:
+ * *o / *in get them (borrowed). */
+static bool corr_equality(const json_t *j, const corr *c, json_t **o, json_t **in)
+{
+    json_t *b;
+    if (!is_kind(j, "A_Expr", &b) || strcmp(jstrv(b, "kind") ? jstrv(b, "kind") : "", "AEXPR_OP"))
+        return false;
+    json_t *nm = jget(b, "name");
+    if (json_array_size(nm) != 1 || !sq_str(json_array_get(nm, 0)) ||
+        strcmp(sq_str(json_array_get(nm, 0)), "="))
+        return false;
+    json_t *x = jget(b, "lexpr"), *y = jget(b, "rexpr");
+    bool xi = false, xo = false, yi = false, yo = false;
+    ref_kinds(x, c, &xi, &xo, 0);
+    ref_kinds(y, c, &yi, &yo, 0);
+    if (xo && !xi && yi && !yo) {
+        *o = x;
+        *in = y;
+        return true;
+    }
+    if (yo && !yi && xi && !xo) {
+        *o = y;
+        *in = x;
+        return true;
+    }
+    return false;
+}
+
+static json_t *res_target(json_t *val)
+{
+    return json_pack("{s:{s:O,s:i}}", "ResTarget", "val", val, "location", -1);
+}
+
+static bool has_aggs_or_group(const json_t *sub)
+{
+    json_t *a = json_array();
+    collect_aggs(jget(sub, "targetList"), a, 0);
+    collect_aggs(jget(sub, "havingClause"), a, 0);
+    bool r = json_array_size(a) > 0 || json_array_size(jget(sub, "groupClause")) > 0 ||
+             jget(sub, "havingClause") != NULL;
+    json_decref(a);
+    return r;
+}
+
+static bool plain_select(const json_t *sub)
+{
+    const char *op = jstrv(sub, "op");
+    return (!op || !strcmp(op, "SETOP_NONE")) && !jget(sub, "valuesLists");
+}
+
+/* Attaches [NOT] EXISTS / [NOT] IN (subquery) to cur as a semi/anti join. */
+static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool neg)
+{
+    json_t *sb = jget(sublink, "subselect"), *sub;
+    const char *type = jstrv(sublink, "subLinkType");
+    int loc = sq_loc(sublink);
+    bool is_in = type && !strcmp(type, "ANY_SUBLINK");
+    if (!is_kind(sb, "SelectStmt", &sub))
+        return fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
+    if (is_in) {
+        json_t *opn = jget(sublink, "operName");
+        if (json_array_size(opn) > 0 && strcmp(sq_str(json_array_get(opn, 0)) ? sq_str(json_array_get(opn, 0)) : "", "="))
+            return fail(p, HS_UNSUPPORTED, "0A000", loc, "only = ANY (IN) subqueries are supported");
+        if (is_kind(jget(sublink, "testexpr"), "RowExpr", NULL))
+            return fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (subquery) is not supported");
+    }
+    corr c;
+    hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
+    if (st == HS_OK && !c.inner)
+        c.inner = json_array(), c.corr = json_array();
+    bool correlated = st == HS_OK && json_array_size(c.corr) > 0;
+    json_t *rw = NULL;
+    json_t *targets = json_array();
+    int *lk = NULL, *rk = NULL, nk = 0;
+    size_t ncorr = json_array_size(c.corr);
+    lk = hs_calloc(ncorr + 2, sizeof *lk);
+    rk = hs_calloc(ncorr + 2, sizeof *rk);
+    json_t **resid = hs_calloc(ncorr + 1, sizeof *resid);
+    int nres = 0;
+    if (st == HS_OK && (!targets || !lk || !rk || !resid))
+        st = nomem(p);
+    if (st == HS_OK && correlated && has_aggs_or_group(sub))
+        st = fail(p, HS_UNSUPPORTED, "0A000", loc,
+                  "correlated subqueries with GROUP BY or aggregates under EXISTS/IN are not supported");
+    if (st == HS_OK && is_in) {
+        if (json_array_size(jget(sub, "targetList")) != 1 && plain_select(sub))
+            st = fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
+        int col = -1;
+        if (st == HS_OK)
+            st = rel_add_expr(p, cur, jget(sublink, "testexpr"), &col);
+        lk[nk] = col;
+        rk[nk++] = 0;
+    }
+    if (st == HS_OK && correlated) {
+        if (is_in)
+            json_array_append(targets, jget(jget(json_array_get(jget(sub, "targetList"), 0), "ResTarget"), "val"));
+        for (size_t i = 0; i < ncorr && st == HS_OK; i++) {
+            json_t *cj = json_array_get(c.corr, i), *o, *in;
+            if (corr_equality(cj, &c, &o, &in)) {
+                int col;
+                st = rel_add_expr(p, cur, o, &col);
+                lk[nk] = col;
+                rk[nk++] = (int)json_array_size(targets);
+                json_array_append(targets, in);
+            } else {
+                resid[nres++] = cj;
+                inner_refs(cj, &c, targets, 0);
+            }
+        }
+        if (st == HS_OK) {
+            rw = json_deep_copy(sub);
+            json_t *tl = json_array();
+            for (size_t i = 0; tl && i < json_array_size(targets); i++)
+                json_array_append_new(tl, res_target(json_array_get(targets, i)));
+            if (!rw || !tl)
+                st = nomem(p);
+            else
+                json_object_set_new(rw, "targetList", tl);
+            json_t *w = mk_and((json_t **)NULL, 0);
+            size_t ni = json_array_size(c.inner);
+            json_t **inn = hs_calloc(ni + 1, sizeof *inn);
+            for (size_t i = 0; inn && i < ni; i++)
+                inn[i] = json_array_get(c.inner, i);
+            w = inn ? mk_and(inn, (int)ni) : NULL;
+            hs_free(inn);
+            if (rw) {
+                if (w)
+                    json_object_set_new(rw, "whereClause", w);
+                else
+                    json_object_del(rw, "whereClause");
+            }
+        }
+    }
+    rel s = {0};
+    if (st == HS_OK)
+        st = plan_select(p, rw ? rw : sub, &s);
+    if (st == HS_OK && is_in && !correlated && s.n != 1)
+        st = fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
+    if (st == HS_OK && is_in && !key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
+        /* cast the subquery's column to the outer key's type */
+        hs_field *types = hs_calloc((size_t)s.n + 1, sizeof *types);
+        if (!types)
+            st = nomem(p);
+        for (int i = 0; types && i < s.n; i++)
+            types[i] = s.op->schema.children[i];
+        if (types) {
+            hs_field u;
+            unify_type(&cur->op->schema.children[lk[0]], &s.op->schema.children[0], &u);
+            types[0] = u;
+            st = cast_rel(p, &s, types);
+            hs_free(types);
+            if (st == HS_OK && !key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
+                int col;
+                json_t *tn = cast_json(jget(sublink, "testexpr"), &s.op->schema.children[0]);
+                st = tn ? rel_add_expr(p, cur, tn, &col) : nomem(p);
+                json_decref(tn);
+                lk[0] = col;
+            }
+        }
+    }
+    xo_join_kind kind = !neg ? XO_JOIN_SEMI
+                      : is_in && !correlated ? XO_JOIN_ANTI_NULL_AWARE : XO_JOIN_ANTI;
+    rel joined;
+    if (st == HS_OK) {
+        rel l = *cur;
+        memset(cur, 0, sizeof *cur);
+        if (!is_in && !correlated)
+            nk = 0;
+        st = join_rels(p, &l, &s, kind, resid, nres, lk, rk, nk, true, &joined);
+        if (st == HS_OK)
+            *cur = joined;
+    } else {
+        rel_clear(&s);
+    }
+    hs_free(lk);
+    hs_free(rk);
+    hs_free(resid);
+    json_decref(targets);
+    json_decref(rw);
+    corr_free(&c);
+    return st;
+}
+
+/* Joins the value of a scalar subquery into cur; *col = its column. */
+static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int *col)
+{
+    json_t *sb = jget(sublink, "subselect"), *sub;
+    int loc = sq_loc(sublink);
+    if (!is_kind(sb, "SelectStmt", &sub))
+        return fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
+    corr c;
+    hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
+    if (st == HS_OK && !c.inner)
+        c.inner = json_array(), c.corr = json_array();
+    size_t ncorr = st == HS_OK ? json_array_size(c.corr) : 0;
+    json_t *rw = NULL;
+    int *lk = hs_calloc(ncorr + 1, sizeof *lk), *rk = hs_calloc(ncorr + 1, sizeof *rk);
+    if (st == HS_OK && (!lk || !rk))
+        st = nomem(p);
+    if (st == HS_OK && ncorr > 0) {
+        if (json_array_size(jget(sub, "groupClause")) || jget(sub, "havingClause") ||
+            json_array_size(jget(sub, "targetList")) != 1)
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "this correlated scalar subquery is not supported (GROUP BY/HAVING or several columns)");
+        json_t *tl = json_array(), *gl = json_array();
+        if (st == HS_OK && (!tl || !gl))
+            st = nomem(p);
+        bool aggs = st == HS_OK && has_aggs_or_group(sub);
+        for (size_t i = 0; i < ncorr && st == HS_OK; i++) {
+            json_t *o, *in;
+            if (!corr_equality(json_array_get(c.corr, i), &c, &o, &in)) {
+                st = fail(p, HS_UNSUPPORTED, "0A000", node_loc(json_array_get(c.corr, i)),
+                          "correlated scalar subqueries are supported with equality correlation only");
+                break;
+            }
+            st = rel_add_expr(p, cur, o, &lk[i]);
+            rk[i] = (int)i;
+            json_array_append_new(tl, res_target(in));
+            if (aggs)
+                json_array_append(gl, in);
+        }
+        if (st == HS_OK) {
+            json_array_append(tl, json_array_get(jget(sub, "targetList"), 0));
+            rw = json_deep_copy(sub);
+            if (!rw)
+                st = nomem(p);
+        }
+        if (st == HS_OK) {
+            json_object_set(rw, "targetList", tl);
+            if (aggs)
+                json_object_set(rw, "groupClause", gl);
+            size_t ni = json_array_size(c.inner);
+            json_t **inn = hs_calloc(ni + 1, sizeof *inn);
+            for (size_t i = 0; inn && i < ni; i++)
+                inn[i] = json_array_get(c.inner, i);
+            json_t *w = inn ? mk_and(inn, (int)ni) : NULL;
+            hs_free(inn);
+            if (w)
+                json_object_set_new(rw, "whereClause", w);
+            else
+                json_object_del(rw, "whereClause");
+        }
+        json_decref(tl);
+        json_decref(gl);
+    }
+    rel s = {0};
+    if (st == HS_OK)
+        st = plan_select(p, rw ? rw : sub, &s);
+    if (st == HS_OK && s.n != (int)ncorr + 1)
+        st = fail(p, HS_INVALID, "42601", loc, "subquery must return only one column");
+    if (st == HS_OK) {
+        for (int i = 0; i < s.n; i++)
+            s.cols[i].hidden = true;
+        int base = cur->n;
+        rel l = *cur;
+        memset(cur, 0, sizeof *cur);
+        rel joined;
+        st = join_rels(p, &l, &s, XO_JOIN_LEFT, NULL, 0, lk, rk, (int)ncorr, false, &joined);
+        if (st == HS_OK) {
+            *cur = joined;
+            *col = base + (int)ncorr;
+        }
+    } else {
+        rel_clear(&s);
+    }
+    hs_free(lk);
+    hs_free(rk);
+    json_decref(rw);
+    corr_free(&c);
+    return st;
+}
+
+/* Node-to-column map used while binding (subquery results, aggregates). */
+typedef struct nmap {
+    const json_t **nodes;
+    int *cols;
+    int n, cap;
+} nmap;
+
+static hs_status nmap_add(planner *p, nmap *m, const json_t *node, int col)
+{
+    if (m->n == m->cap) {
+        int nc = m->cap ? m->cap * 2 : 16;
+        const json_t **nn = hs_realloc(m->nodes, (size_t)nc * sizeof *nn);
+        if (!nn)
+            return nomem(p);
+        m->nodes = nn;
+        int *ncol = hs_realloc(m->cols, (size_t)nc * sizeof *ncol);
+        if (!ncol)
+            return nomem(p);
+        m->cols = ncol;
+        m->cap = nc;
+    }
+    m->nodes[m->n] = node;
+    m->cols[m->n++] = col;
+    return HS_OK;
+}
+
+static void nmap_free(nmap *m)
+{
+    hs_free(m->nodes);
+    hs_free(m->cols);
+    memset(m, 0, sizeof *m);
+}
+
+/* Joins every scalar subquery under the nodes into cur, mapping them. */
+static hs_status attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        return nomem(p);
+    for (int i = 0; i < n; i++)
+        collect_sublinks(nodes[i], arr, 0);
+    hs_status st = HS_OK;
+    for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
+        json_t *node = json_array_get(arr, i), *b = jget(node, "SubLink");
+        const char *type = jstrv(b, "subLinkType");
+        if (!type || strcmp(type, "EXPR_SUBLINK") != 0)
+            continue;   /* the binder reports it */
+        int col = -1;
+        st = attach_scalar(p, cur, b, &col);
+        if (st == HS_OK) {
+            /* earlier mapped columns keep their positions (joins append) */
+            st = nmap_add(p, m, node, col);
+        }
+    }
+    json_decref(arr);
+    return st;
+}
+
+/* A WHERE conjunct with subqueries: semi/anti joins for top-level
+ * [NOT] EXISTS / [NOT] IN, else scalar subqueries joined then a filter. */
+static hs_status apply_sub_conj(planner *p, rel *cur, json_t *node)
+{
+    json_t *b, *x = node;
+    bool neg = false;
+    if (is_kind(node, "BoolExpr", &b) && jstrv(b, "boolop") && !strcmp(jstrv(b, "boolop"), "NOT_EXPR") &&
+        json_array_size(jget(b, "args")) == 1) {
+        x = json_array_get(jget(b, "args"), 0);
+        neg = true;
+    }
+    json_t *sl;
+    if (is_kind(x, "SubLink", &sl)) {
+        const char *t = jstrv(sl, "subLinkType");
+        if (t && (!strcmp(t, "EXISTS_SUBLINK") || !strcmp(t, "ANY_SUBLINK")))
+            return attach_semi(p, cur, sl, neg);
+    }
+    nmap m = {0};
+    hs_status st = attach_scalars(p, cur, &node, 1, &m);
+    if (st == HS_OK)
+        st = filter_rel(p, cur, &node, 1, m.nodes, m.cols, m.n, "WHERE");
+    nmap_free(&m);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* result column names (PostgreSQL's FigureColname)                    */
+
+static const char *figure_name(const json_t *j, int depth)
+{
+    const char *k;
+    json_t *b;
+    if (depth > 50 || !sq_node(j, &k, &b))
+        return NULL;
+    if (!strcmp(k, "ColumnRef")) {
+        json_t *f = jget(b, "fields");
+        return sq_str(json_array_get(f, json_array_size(f) - 1));
+    }
+    if (!strcmp(k, "FuncCall"))
+        return func_name(b);
+    if (!strcmp(k, "TypeCast")) {
+        const char *n = figure_name(jget(b, "arg"), depth + 1);
+        if (n)
+            return n;
+        json_t *names = jget(jget(b, "typeName"), "names");
+        return sq_str(json_array_get(names, json_array_size(names) - 1));
+    }
+    if (!strcmp(k, "CaseExpr"))
+        return "case";
+    if (!strcmp(k, "CoalesceExpr"))
+        return "coalesce";
+    if (!strcmp(k, "MinMaxExpr")) {
+        const char *op = jstrv(b, "op");
+        return op && !strcmp(op, "IS_GREATEST") ? "greatest" : "least";
+    }
+    if (!strcmp(k, "A_Expr")) {
+        const char *kind = jstrv(b, "kind");
+        if (kind && !strcmp(kind, "AEXPR_NULLIF"))
+            return "nullif";
+        return NULL;
+    }
+    if (!strcmp(k, "SubLink")) {
+        const char *t = jstrv(b, "subLinkType");
+        if (t && !strcmp(t, "EXISTS_SUBLINK"))
+            return "exists";
+        if (t && !strcmp(t, "EXPR_SUBLINK")) {
+            json_t *sub = jget(jget(b, "subselect"), "SelectStmt");
+            json_t *rt = jget(json_array_get(jget(sub, "targetList"), 0), "ResTarget");
+            const char *nm = jstrv(rt, "name");
+            return nm ? nm : figure_name(jget(rt, "val"), depth + 1);
+        }
+        return NULL;
+    }
+    if (!strcmp(k, "SQLValueFunction"))
+        return NULL;
+    return NULL;
+}
+
+static const char *target_name(const json_t *rt)
+{
+    const char *nm = jstrv(rt, "name");
+    if (nm)
+        return nm;
+    nm = figure_name(jget(rt, "val"), 0);
+    return nm ? nm : "?column?";
+}
+
+/* ------------------------------------------------------------------ */
+/* constants                                                           */
+
+/* An integer constant (LIMIT, OFFSET, positions): *null for NULL/ALL. */
+static hs_status int_const(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
+{
+    json_t *b;
+    *null = false;
+    int loc = node_loc(j);
+    if (!is_kind(j, "A_Const", &b))
+        return fail(p, HS_UNSUPPORTED, "0A000", loc, "%s must be an integer constant", what);
+    if (json_is_true(jget(b, "isnull"))) {
+        *null = true;
+        return HS_OK;
+    }
+    json_t *iv = jget(b, "ival");
+    if (!iv)
+        return fail(p, HS_INVALID, "22023", loc, "%s must be an integer", what);
+    json_t *v = jget(iv, "ival");
+    if (json_is_integer(v)) {
+        *out = json_integer_value(v);
+        return HS_OK;
+    }
+    /* libpg_query prints 0 and negatives without a value: read the text */
+    const char *t = p->text + (loc >= 0 ? loc : 0);
+    while (*t == '(' || isspace((unsigned char)*t))
+        t++;
+    *out = strtoll(t, NULL, 10);
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* SELECT blocks                                                       */
+
+typedef struct agg_info {
+    json_t *aggs;        /* aggregate call nodes */
+    json_t *groups;      /* group expressions */
+} agg_info;
+
+/* The expression a GROUP BY item stands for (positions, output names). */
+static hs_status group_node(planner *p, const json_t *g, const json_t *tl, const rel *cur,
+                            json_t **out)
+{
+    json_t *b;
+    *out = (json_t *)g;
+    if (is_kind(g, "A_Const", &b) && jget(b, "ival")) {
+        int64_t k;
+        bool null;
+        HS_TRY(int_const(p, g, "GROUP BY position", &k, &null));
+        if (k < 1 || k > (int64_t)json_array_size(tl))
+            return fail(p, HS_INVALID, "42P10", node_loc(g), "GROUP BY position %lld is not in select list",
+                        (long long)k);
+        *out = jget(jget(json_array_get(tl, (size_t)(k - 1)), "ResTarget"), "val");
+        return HS_OK;
+    }
+    if (is_kind(g, "ColumnRef", &b)) {
+        const char *names[8];
+        int n = colref_names(b, names, 8);
+        layer l = {cur->cols, cur->n, 0};
+        if (n == 1 && names[0] && layer_find(&l, names, 1) == -1) {
+            for (size_t i = 0; i < json_array_size(tl); i++) {
+                json_t *rt = jget(json_array_get(tl, i), "ResTarget");
+                if (name_eq(jstrv(rt, "name"), names[0])) {
+                    *out = jget(rt, "val");
+                    return HS_OK;
+                }
+            }
+        }
+    }
+    if (is_kind(g, "GroupingSet", NULL))
+        return fail(p, HS_UNSUPPORTED, "0A000", node_loc(g), "GROUPING SETS, ROLLUP and CUBE are not supported");
+    return HS_OK;
+}
+
+/* Projects cur into [group exprs, aggregate args] and aggregates it. */
+static hs_status aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m,
+                           int **key_of_col)
+{
+    int ng = (int)json_array_size(groups), na = (int)json_array_size(aggs);
+    int cap = ng + 2 * na + 1;
+    ex_expr **ex = hs_calloc((size_t)cap, sizeof *ex);
+    const char **names = hs_calloc((size_t)cap, sizeof *names);
+    xo_agg *ag = hs_calloc((size_t)na + 1, sizeof *ag);
+    *key_of_col = hs_calloc((size_t)cur->n + 1, sizeof **key_of_col);
+    hs_status st = ex && names && ag && *key_of_col ? HS_OK : nomem(p);
+    for (int i = 0; *key_of_col && i < cur->n; i++)
+        (*key_of_col)[i] = -1;
+    scope sc;
+    scope_rel(&sc, p, cur);
+    sc.no_aggs = "GROUP BY";
+    int ne = 0;
+    for (int i = 0; i < ng && st == HS_OK; i++) {
+        json_t *g = json_array_get(groups, (size_t)i), *b;
+        st = bind_in(&sc, g, false, &ex[ne]);
+        names[ne++] = figure_name(g, 0) ? figure_name(g, 0) : "?column?";
+        if (st == HS_OK && is_kind(g, "ColumnRef", &b)) {
+            const char *nm[8];
+            int n = colref_names(b, nm, 8);
+            int c = n > 0 && nm[n - 1] ? layer_find(&sc.layers[0], nm, n) : -1;
+            if (c >= 0 && (*key_of_col)[c] < 0)
+                (*key_of_col)[c] = i;
+        }
+        if (st == HS_OK)
+            st = nmap_add(p, m, g, i);
+    }
+    sc.no_aggs = "aggregate function calls";   /* "cannot be nested" */
+    for (int j = 0; j < na && st == HS_OK; j++) {
+        json_t *a = json_array_get(aggs, (size_t)j), *fc = jget(a, "FuncCall");
+        const char *fname = func_name(fc);
+        xo_agg_fn fn = XO_AGG_COUNT;
+        agg_name(fname, &fn);
+        json_t *args = jget(fc, "args");
+        int loc = sq_loc(fc);
+        ag[j].sep_col = -1;
+        ag[j].name = fname;
+        ag[j].distinct = json_is_true(jget(fc, "agg_distinct"));
+        if (jget(fc, "agg_filter") || jget(fc, "agg_order") || json_is_true(jget(fc, "agg_within_group")))
+            st = fail(p, HS_UNSUPPORTED, "0A000", loc, "FILTER and ORDER BY in aggregates are not supported");
+        else if (json_is_true(jget(fc, "agg_star"))) {
+            if (fn != XO_AGG_COUNT)
+                st = fail(p, HS_INVALID, "42809", loc, "%s(*) must be used to call a parameterless "
+                          "aggregate function", fname);
+            ag[j].fn = XO_AGG_COUNT_STAR;
+        } else {
+            size_t want = fn == XO_AGG_STRING_AGG ? 2 : 1;
+            if (json_array_size(args) != want)
+                st = fail(p, HS_NOT_FOUND, "42883", loc, "function %s with %zu arguments does not exist",
+                          fname, json_array_size(args));
+            ag[j].fn = fn;
+            if (st == HS_OK) {
+                st = bind_in(&sc, json_array_get(args, 0), false, &ex[ne]);
+                names[ne] = fname;
+                ag[j].arg = ne++;
+            }
+            if (st == HS_OK && fn == XO_AGG_STRING_AGG) {
+                json_t *sepn = json_array_get(args, 1), *cb;
+                const char *sv = NULL;
+                if (is_kind(sepn, "A_Const", &cb) && jget(cb, "sval"))
+                    sv = jstrv(jget(cb, "sval"), "sval");
+                if (is_kind(sepn, "A_Const", &cb) && json_is_true(jget(cb, "isnull")))
+                    sv = NULL;
+                else if (!sv) {
+                    st = bind_in(&sc, sepn, false, &ex[ne]);
+                    names[ne] = "sep";
+                    ag[j].sep_col = ne++;
+                }
+                ag[j].sep = sv;
+            }
+        }
+        if (st == HS_OK)
+            st = nmap_add(p, m, a, ng + j);
+    }
+    if (st == HS_OK && ne == 0) {
+        /* count(*) only: aggregate a projection of one constant */
+        json_t *one = json_pack("{s:{s:{s:i},s:i}}", "A_Const", "ival", "ival", 1, "location", -1);
+        st = one ? bind_in(&sc, one, false, &ex[ne]) : nomem(p);
+        names[ne++] = "one";
+        json_decref(one);
+    }
+    xo_op *op = NULL;
+    if (st == HS_OK) {
+        st = xo_project(cur->op, ne, ex, names, &op, p->err);
+        cur->op = NULL;
+        ne = 0;
+    }
+    for (int i = 0; i < ne; i++)
+        ex_free(ex[i]);
+    if (st == HS_OK) {
+        xo_op *agg;
+        st = xo_hashagg(op, ng, na, ag, &agg, p->err);
+        op = st == HS_OK ? agg : NULL;
+    }
+    hs_free(ex);
+    hs_free(names);
+    hs_free(ag);
+    if (st != HS_OK) {
+        xo_free(op);
+        return st;
+    }
+    qcols_free(cur->cols, cur->n);
+    cur->cols = NULL;
+    cur->n = 0;
+    cur->op = op;
+    HS_TRY(rel_name(cur, NULL, p->err));
+    for (int i = 0; i < cur->n; i++)
+        cur->cols[i].hidden = true;
+    return HS_OK;
+}
+
+typedef struct sortk {
+    int col;          /* output column (or hidden extra) */
+    bool desc, nulls_first;
+} sortk;
+
+static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf)
+{
+    const char *d = jstrv(sb, "sortby_dir"), *nl = jstrv(sb, "sortby_nulls");
+    *desc = d && !strcmp(d, "SORTBY_DESC");
+    *nf = *desc;
+    if (nl && !strcmp(nl, "SORTBY_NULLS_FIRST"))
+        *nf = true;
+    else if (nl && !strcmp(nl, "SORTBY_NULLS_LAST"))
+        *nf = false;
+    return d && !strcmp(d, "SORTBY_USING") ? HS_UNSUPPORTED : HS_OK;
+}
+
+/* ORDER BY / DISTINCT / LIMIT over r (whose first n_out columns are the
+ * output; the rest hidden sort keys). */
+static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk, bool distinct,
+                        const json_t *sel)
+{
+    hs_status st = HS_OK;
+    xo_op *op;
+    if (distinct) {
+        HS_TRY(xo_distinct(r->op, &op, p->err));
+        r->op = op;
+    }
+    int64_t limit = -1, offset = 0;
+    bool null;
+    json_t *lc = jget(sel, "limitCount"), *lo = jget(sel, "limitOffset");
+    const char *lopt = jstrv(sel, "limitOption");
+    if (lopt && !strcmp(lopt, "LIMIT_OPTION_WITH_TIES"))
+        return fail(p, HS_UNSUPPORTED, "0A000", node_loc(lc), "FETCH ... WITH TIES is not supported");
+    if (lc) {
+        HS_TRY(int_const(p, lc, "LIMIT", &limit, &null));
+        if (null)
+            limit = -1;
+        else if (limit < 0)
+            return fail(p, HS_INVALID, "2201W", node_loc(lc), "LIMIT must not be negative");
+    }
+    if (lo) {
+        HS_TRY(int_const(p, lo, "OFFSET", &offset, &null));
+        if (null)
+            offset = 0;
+        else if (offset < 0)
+            return fail(p, HS_INVALID, "2201X", node_loc(lo), "OFFSET must not be negative");
+    }
+    if (nk > 0) {
+        xo_sort_key *k = hs_calloc((size_t)nk, sizeof *k);
+        if (!k)
+            return nomem(p);
+        for (int i = 0; i < nk; i++)
+            k[i] = (xo_sort_key){keys[i].col, keys[i].desc, keys[i].nulls_first};
+        if (limit >= 0 && limit <= INT64_MAX - offset && limit + offset < (1 << 20))
+            st = xo_topk(r->op, nk, k, limit + offset, &op, p->err);
+        else
+            st = xo_sort(r->op, nk, k, &op, p->err);
+        hs_free(k);
+        r->op = st == HS_OK ? op : NULL;
+        HS_TRY(st);
+    }
+    if (limit >= 0 || offset > 0) {
+        HS_TRY(xo_limit(r->op, limit, offset, &op, p->err));
+        r->op = op;
+    }
+    if (n_out < r->op->schema.n_children) {
+        ex_expr **ex = hs_calloc((size_t)n_out + 1, sizeof *ex);
+        const char **names = hs_calloc((size_t)n_out + 1, sizeof *names);
+        st = ex && names ? HS_OK : nomem(p);
+        for (int i = 0; i < n_out && st == HS_OK; i++) {
+            names[i] = r->op->schema.children[i].name;
+            st = col_expr(p, &r->op->schema, i, &ex[i]);
+        }
+        if (st == HS_OK) {
+            st = xo_project(r->op, n_out, ex, names, &op, p->err);
+            r->op = st == HS_OK ? op : NULL;
+        } else {
+            for (int i = 0; ex && i < n_out; i++)
+                ex_free(ex[i]);
+        }
+        hs_free(ex);
+        hs_free(names);
+        if (st == HS_OK && r->n > n_out) {
+            for (int i = n_out; i < r->n; i++) {
+                hs_free(r->cols[i].qual);
+                hs_free(r->cols[i].name);
+            }
+            r->n = n_out;
+        }
+    }
+    return st;
+}
+
+static hs_status plan_setop(planner *p, const json_t *sel, rel *out);
+static hs_status plan_values(planner *p, const json_t *sel, rel *out);
+
+static hs_status check_clauses(planner *p, const json_t *sel)
+{
+    static const struct { const char *key, *what; } t[] = {
+        {"intoClause", "SELECT INTO"}, {"lockingClause", "FOR UPDATE/SHARE"},
+        {"windowClause", "WINDOW"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        json_t *v = jget(sel, t[i].key);
+        if (v && !(json_is_array(v) && json_array_size(v) == 0))
+            return fail(p, HS_UNSUPPORTED, "0A000", first_loc(v, 0), "%s is not supported", t[i].what);
+    }
+    return HS_OK;
+}
+
+/* Registers the WITH clause's CTEs (prepended to p->ctes). */
+static hs_status push_ctes(planner *p, const json_t *sel, cte **saved, cte **mine, int *n_mine)
+{
+    *saved = p->ctes;
+    *mine = NULL;
+    *n_mine = 0;
+    json_t *w = jget(sel, "withClause"), *wb;
+    if (!w)
+        return HS_OK;
+    wb = jget(w, "WithClause") ? jget(w, "WithClause") : w;
+    if (json_is_true(jget(wb, "recursive")))
+        return fail(p, HS_UNSUPPORTED, "0A000", sq_loc(wb), "WITH RECURSIVE is not supported");
+    json_t *list = jget(wb, "ctes");
+    size_t n = json_array_size(list);
+    *mine = hs_calloc(n + 1, sizeof **mine);
+    if (!*mine)
+        return nomem(p);
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = jget(json_array_get(list, i), "CommonTableExpr"), *q;
+        if (!c || !is_kind(jget(c, "ctequery"), "SelectStmt", &q))
+            return fail(p, HS_UNSUPPORTED, "0A000", first_loc(c, 0),
+                        "only SELECT is supported in WITH");
+        cte *e = &(*mine)[i];
+        e->name = jstrv(c, "ctename");
+        e->query = q;
+        e->colnames = jget(c, "aliascolnames");
+        e->next = p->ctes;
+        p->ctes = e;
+        (*n_mine)++;
+    }
+    return HS_OK;
+}
+
+static hs_status plan_block(planner *p, const json_t *sel, rel *out);
+
+static hs_status plan_select(planner *p, const json_t *sel, rel *out)
+{
+    memset(out, 0, sizeof *out);
+    if (++p->depth > MAX_DEPTH) {
+        p->depth--;
+        return fail(p, HS_INVALID, "54001", -1, "query nested too deeply (more than %d levels)", MAX_DEPTH);
+    }
+    cte *saved, *mine;
+    int n_mine;
+    hs_status st = push_ctes(p, sel, &saved, &mine, &n_mine);
+    const char *op = jstrv(sel, "op");
+    if (st == HS_OK) {
+        if (op && strcmp(op, "SETOP_NONE") != 0)
+            st = plan_setop(p, sel, out);
+        else if (jget(sel, "valuesLists"))
+            st = plan_values(p, sel, out);
+        else
+            st = plan_block(p, sel, out);
+    }
+    p->ctes = saved;
+    hs_free(mine);
+    p->depth--;
+    if (st != HS_OK)
+        rel_clear(out);
+    return st;
+}
+
+static hs_status plan_query(planner *p, const json_t *sel, rel *out)
+{
+    HS_TRY(plan_select(p, sel, out));
+    for (int i = 0; i < out->n; i++) {
+        hs_free(out->cols[i].qual);
+        out->cols[i].qual = NULL;
+        out->cols[i].hidden = false;
+    }
+    return HS_OK;
+}
+
+static bool vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
+                        hs_status *st);
+
+/* One SELECT ... FROM ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT. */
+static hs_status plan_block(planner *p, const json_t *sel, rel *out)
+{
+    HS_TRY(check_clauses(p, sel));
+    json_t *dc = jget(sel, "distinctClause");
+    bool distinct = json_array_size(dc) > 0;
+    if (distinct && !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0))
+        return fail(p, HS_UNSUPPORTED, "0A000", first_loc(dc, 0), "DISTINCT ON is not supported");
+    fromc fc = {0};
+    conjs cs = {0};
+    rel cur = {0};
+    nmap m = {0};
+    int *key_of_col = NULL;
+    qcol *pre_cols = NULL;
+    int n_pre = 0;
+    json_t *aggs = json_array(), *groups = json_array();
+    json_t *tl = jget(sel, "targetList");
+    json_t **extra = NULL;
+    hs_status st = aggs && groups ? HS_OK : nomem(p);
+    if (st == HS_OK)
+        st = fromc_build(p, jget(sel, "fromClause"), &fc);
+    if (st == HS_OK)
+        st = conjs_make(p, jget(sel, "whereClause"), &fc, &cs);
+    bool done = false;
+    if (st == HS_OK && (done = vsearch_try(p, sel, &fc, &cs, out, &st)))
+        goto cleanup;
+    if (st == HS_OK)
+        st = push_filters(p, &fc, &cs);
+    if (st == HS_OK)
+        st = build_from(p, &fc, &cs, &cur);
+    /* the rest of WHERE: plain conjuncts first, then those with subqueries */
+    if (st == HS_OK) {
+        json_t **plain = hs_calloc((size_t)cs.n + 1, sizeof *plain);
+        int np = 0;
+        if (!plain)
+            st = nomem(p);
+        for (int i = 0; plain && i < cs.n; i++)
+            if (!cs.a[i].used && !cs.a[i].sub)
+                plain[np++] = cs.a[i].node;
+        if (st == HS_OK)
+            st = filter_rel(p, &cur, plain, np, NULL, NULL, 0, "WHERE");
+        hs_free(plain);
+    }
+    for (int i = 0; i < cs.n && st == HS_OK; i++)
+        if (!cs.a[i].used && cs.a[i].sub)
+            st = apply_sub_conj(p, &cur, cs.a[i].node);
+    /* aggregation */
+    if (st == HS_OK) {
+        collect_aggs(tl, aggs, 0);
+        collect_aggs(jget(sel, "havingClause"), aggs, 0);
+        collect_aggs(jget(sel, "sortClause"), aggs, 0);
+        size_t i;
+        json_t *g;
+        json_array_foreach(jget(sel, "groupClause"), i, g) {
+            json_t *gn;
+            if ((st = group_node(p, g, tl, &cur, &gn)) != HS_OK)
+                break;
+            bool dup = false;
+            for (size_t k = 0; k < json_array_size(groups); k++)
+                dup |= jeq(json_array_get(groups, k), gn);
+            if (!dup)
+                json_array_append(groups, gn);
+        }
+    }
+    bool grouped = json_array_size(aggs) > 0 || json_array_size(groups) > 0 ||
+                   jget(sel, "havingClause") != NULL;
+    if (st == HS_OK && grouped) {
+        n_pre = cur.n;
+        pre_cols = cur.cols;
+        cur.cols = NULL;
+        cur.n = 0;
+        cur.cols = hs_calloc((size_t)n_pre + 1, sizeof *cur.cols);
+        if (!cur.cols)
+            st = nomem(p);
+        for (int i = 0; i < n_pre && st == HS_OK; i++) {
+            cur.cols[i].qual = dup_or_null(pre_cols[i].qual);
+            cur.cols[i].name = hs_strdup(pre_cols[i].name);
+            cur.cols[i].hidden = pre_cols[i].hidden;
+        }
+        cur.n = n_pre;
+        if (st == HS_OK)
+            st = aggregate(p, &cur, groups, aggs, &m, &key_of_col);
+    }
+    layer pre = {pre_cols, n_pre, 0};
+    json_t *having = jget(sel, "havingClause");
+    if (st == HS_OK && having) {
+        st = attach_scalars(p, &cur, &having, 1, &m);
+        if (st == HS_OK) {
+            scope sc;
+            scope_rel(&sc, p, &cur);
+            sc.map_nodes = m.nodes;
+            sc.map_cols = m.cols;
+            sc.n_map = m.n;
+            sc.pre = &pre;
+            sc.key_of_col = key_of_col;
+            ex_expr *e;
+            st = bind_in(&sc, having, true, &e);
+            if (st == HS_OK) {
+                xo_op *op;
+                st = xo_filter(cur.op, e, &op, p->err);
+                cur.op = st == HS_OK ? op : NULL;
+            }
+        }
+    }
+    /* scalar subqueries of the select list and ORDER BY */
+    json_t *sortc = jget(sel, "sortClause");
+    if (st == HS_OK) {
+        json_t *both[2] = {tl, sortc};
+        st = attach_scalars(p, &cur, both, 2, &m);
+    }
+    /* the select list */
+    int cap = 16, n_out = 0;
+    ex_expr **ex = NULL;
+    char **names = NULL;
+    qcol *ocols = NULL;
+    json_t **ovals = NULL;
+    sortk *keys = NULL;
+    int nk = 0;
+    if (st == HS_OK) {
+        cap = (int)json_array_size(tl) + cur.n + (int)json_array_size(sortc) + 4;
+        ex = hs_calloc((size_t)cap, sizeof *ex);
+        names = hs_calloc((size_t)cap, sizeof *names);
+        ocols = hs_calloc((size_t)cap, sizeof *ocols);
+        ovals = hs_calloc((size_t)cap, sizeof *ovals);
+        keys = hs_calloc((size_t)json_array_size(sortc) + 1, sizeof *keys);
+        if (!ex || !names || !ocols || !ovals || !keys)
+            st = nomem(p);
+    }
+    scope sc;
+    scope_rel(&sc, p, &cur);
+    sc.map_nodes = m.nodes;
+    sc.map_cols = m.cols;
+    sc.n_map = m.n;
+    if (grouped) {
+        sc.pre = &pre;
+        sc.key_of_col = key_of_col;
+    }
+    sc.no_aggs = grouped ? "this context" : NULL;
+    for (size_t i = 0; i < json_array_size(tl) && st == HS_OK; i++) {
+        json_t *rt = jget(json_array_get(tl, i), "ResTarget"), *val = jget(rt, "val"), *cb;
+        if (is_kind(val, "ColumnRef", &cb)) {
+            json_t *f = jget(cb, "fields");
+            size_t nf = json_array_size(f);
+            if (is_kind(json_array_get(f, nf - 1), "A_Star", NULL)) {
+                const char *qual = nf >= 2 ? sq_str(json_array_get(f, nf - 2)) : NULL;
+                if (grouped) {
+                    st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(cb), "'*' with GROUP BY or aggregates is not supported");
+                    break;
+                }
+                int found = 0;
+                for (int c = 0; c < cur.n && st == HS_OK; c++) {
+                    if (cur.cols[c].hidden && !(qual && name_eq(cur.cols[c].qual, qual) && *cur.cols[c].name))
+                        continue;
+                    if (qual && !name_eq(cur.cols[c].qual, qual))
+                        continue;
+                    found++;
+                    st = col_expr(p, &cur.op->schema, c, &ex[n_out]);
+                    names[n_out] = hs_strdup(cur.cols[c].name);
+                    ocols[n_out].qual = dup_or_null(cur.cols[c].qual);
+                    ocols[n_out].name = hs_strdup(cur.cols[c].name);
+                    n_out++;
+                    if (n_out >= cap - 2) {
+                        int nc = cap * 2;
+                        ex_expr **a1 = hs_realloc(ex, (size_t)nc * sizeof *ex);
+                        if (a1) ex = a1;
+                        char **a2 = hs_realloc(names, (size_t)nc * sizeof *names);
+                        if (a2) names = a2;
+                        qcol *a3 = hs_realloc(ocols, (size_t)nc * sizeof *ocols);
+                        if (a3) ocols = a3;
+                        json_t **a4 = hs_realloc(ovals, (size_t)nc * sizeof *ovals);
+                        if (a4) ovals = a4;
+                        if (!a1 || !a2 || !a3 || !a4) {
+                            st = nomem(p);
+                            break;
+                        }
+                        for (int z = cap; z < nc; z++) {
+                            ex[z] = NULL;
+                            names[z] = NULL;
+                            ocols[z] = (qcol){0};
+                            ovals[z] = NULL;
+                        }
+                        cap = nc;
+                    }
+                }
+                if (st == HS_OK && qual && !found)
+                    st = fail(p, HS_NOT_FOUND, "42P01", sq_loc(cb),
+                              "missing FROM-clause entry for table \"%s\"", qual);
+                continue;
+            }
+        }
+        st = bind_in(&sc, val, false, &ex[n_out]);
+        if (st != HS_OK)
+            break;
+        const char *nm = target_name(rt);
+        names[n_out] = hs_strdup(nm);
+        ocols[n_out].name = hs_strdup(nm);
+        ovals[n_out] = val;
+        if (is_kind(val, "ColumnRef", &cb) && !jstrv(rt, "name")) {
+            const char *nn[8];
+            int k = colref_names(cb, nn, 8);
+            int c = k > 0 ? scope_column(&sc, nn, k) : -1;
+            if (c >= 0 && c < cur.n)
+                ocols[n_out].qual = dup_or_null(cur.cols[c].qual);
+            else if (c < 0 && grouped) {
+                int pc = layer_find(&pre, nn, k);
+                if (pc >= 0)
+                    ocols[n_out].qual = dup_or_null(pre_cols[pc].qual);
+            }
+        }
+        n_out++;
+        if (n_out >= cap - (int)json_array_size(sortc) - 2) {
+            st = fail(p, HS_INTERNAL, "XX000", -1, "select list grew past its estimate");
+            break;
+        }
+    }
+    /* ORDER BY */
+    int n_vis = n_out;
+    for (size_t i = 0; i < json_array_size(sortc) && st == HS_OK; i++) {
+        json_t *sb = jget(json_array_get(sortc, i), "SortBy"), *node = jget(sb, "node"), *cb;
+        sortk *k = &keys[nk];
+        if (sort_dir(sb, &k->desc, &k->nulls_first) != HS_OK) {
+            st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+            break;
+        }
+        k->col = -1;
+        if (is_kind(node, "A_Const", &cb) && jget(cb, "ival")) {
+            int64_t pos;
+            bool null;
+            st = int_const(p, node, "ORDER BY position", &pos, &null);
+            if (st == HS_OK && (pos < 1 || pos > n_vis))
+                st = fail(p, HS_INVALID, "42P10", node_loc(node),
+                          "ORDER BY position %lld is not in select list", (long long)pos);
+            k->col = (int)pos - 1;
+        } else if (is_kind(node, "ColumnRef", &cb) && json_array_size(jget(cb, "fields")) == 1) {
+            const char *nm = sq_str(json_array_get(jget(cb, "fields"), 0));
+            for (int c = 0; nm && c < n_vis && k->col < 0; c++)
+                if (name_eq(names[c], nm))
+                    k->col = c;
+        }
+        for (int c = 0; k->col < 0 && c < n_vis; c++)
+            if (ovals[c] && jeq(ovals[c], node))
+                k->col = c;
+        if (st == HS_OK && k->col < 0) {
+            if (distinct) {
+                st = fail(p, HS_INVALID, "42P10", node_loc(node),
+                          "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
+                break;
+            }
+            st = bind_in(&sc, node, false, &ex[n_out]);
+            names[n_out] = hs_strdup("?sort?");
+            ocols[n_out].name = hs_strdup("");
+            ocols[n_out].hidden = true;
+            k->col = n_out++;
+        }
+        nk++;
+    }
+    if (st == HS_OK) {
+        xo_op *op;
+        st = xo_project(cur.op, n_out, ex, (const char *const *)names, &op, p->err);
+        cur.op = NULL;
+        for (int i = 0; i < n_out; i++)
+            ex[i] = NULL;
+        if (st == HS_OK) {
+            out->op = op;
+            out->cols = ocols;
+            out->n = n_out;
+            ocols = NULL;
+            st = finish(p, out, n_vis, keys, nk, distinct, sel);
+        }
+    }
+    for (int i = 0; ex && i < cap; i++)
+        ex_free(ex[i]);
+    for (int i = 0; names && i < cap; i++)
+        hs_free(names[i]);
+    if (ocols)
+        qcols_free(ocols, cap);
+    hs_free(ex);
+    hs_free(names);
+    hs_free(ovals);
+    hs_free(keys);
+cleanup:
+    (void)done;
+    hs_free(extra);
+    hs_free(key_of_col);
+    qcols_free(pre_cols, n_pre);
+    nmap_free(&m);
+    json_decref(aggs);
+    json_decref(groups);
+    rel_clear(&cur);
+    conjs_free(&cs);
+    fromc_free(&fc);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* set operations and VALUES                                           */
+
+static hs_status order_outputs(planner *p, rel *r, const json_t *sel)
+{
+    json_t *sortc = jget(sel, "sortClause");
+    int nk = (int)json_array_size(sortc);
+    sortk *keys = hs_calloc((size_t)nk + 1, sizeof *keys);
+    if (!keys)
+        return nomem(p);
+    hs_status st = HS_OK;
+    for (int i = 0; i < nk && st == HS_OK; i++) {
+        json_t *sb = jget(json_array_get(sortc, (size_t)i), "SortBy"), *node = jget(sb, "node"), *cb;
+        sortk *k = &keys[i];
+        if (sort_dir(sb, &k->desc, &k->nulls_first) != HS_OK) {
+            st = fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
+            break;
+        }
+        k->col = -1;
+        if (is_kind(node, "A_Const", &cb) && jget(cb, "ival")) {
+            int64_t pos;
+            bool null;
+            st = int_const(p, node, "ORDER BY position", &pos, &null);
+            if (st == HS_OK && (pos < 1 || pos > r->n))
+                st = fail(p, HS_INVALID, "42P10", node_loc(node),
+                          "ORDER BY position %lld is not in select list", (long long)pos);
+            k->col = (int)pos - 1;
+        } else if (is_kind(node, "ColumnRef", &cb)) {
+            const char *nn[8];
+            int n = colref_names(cb, nn, 8);
+            layer l = {r->cols, r->n, 0};
+            k->col = n > 0 && nn[n - 1] ? layer_find(&l, nn + n - 1, 1) : -1;
+            if (k->col < 0)
+                st = fail(p, HS_NOT_FOUND, "42703", sq_loc(cb), "column \"%s\" does not exist",
+                          nn[n - 1] ? nn[n - 1] : "?");
+        } else {
+            st = fail(p, HS_UNSUPPORTED, "0A000", node_loc(node),
+                      "ORDER BY on a UNION/INTERSECT/EXCEPT result must be on result columns");
+        }
+    }
+    if (st == HS_OK)
+        st = finish(p, r, r->n, keys, nk, false, sel);
+    hs_free(keys);
+    return st;
+}
+
+static hs_status plan_setop(planner *p, const json_t *sel, rel *out)
+{
+    const char *op = jstrv(sel, "op");
+    json_t *lb, *rb;
+    if (!is_kind(jget(sel, "larg"), "SelectStmt", &lb) && !(lb = jget(sel, "larg")))
+        return fail(p, HS_INTERNAL, "XX000", -1, "malformed set operation");
+    if (!is_kind(jget(sel, "rarg"), "SelectStmt", &rb) && !(rb = jget(sel, "rarg")))
+        return fail(p, HS_INTERNAL, "XX000", -1, "malformed set operation");
+    xo_setop_kind kind = !strcmp(op, "SETOP_UNION") ? XO_SET_UNION
+                       : !strcmp(op, "SETOP_INTERSECT") ? XO_SET_INTERSECT : XO_SET_EXCEPT;
+    const char *kw = kind == XO_SET_UNION ? "UNION" : kind == XO_SET_INTERSECT ? "INTERSECT" : "EXCEPT";
+    bool all = json_is_true(jget(sel, "all"));
+    rel l = {0}, r = {0};
+    hs_status st = plan_query(p, lb, &l);
+    if (st == HS_OK)
+        st = plan_query(p, rb, &r);
+    if (st == HS_OK && l.n != r.n)
+        st = fail(p, HS_INVALID, "42601", first_loc(rb, 0), "each %s query must have the same number of columns", kw);
+    hs_field *types = NULL;
+    if (st == HS_OK) {
+        types = hs_calloc((size_t)l.n + 1, sizeof *types);
+        if (!types)
+            st = nomem(p);
+        for (int i = 0; types && i < l.n; i++) {
+            const hs_field *a = &l.op->schema.children[i], *b = &r.op->schema.children[i];
+            unify_type(a, b, &types[i]);
+            if ((a->type == HS_TYPE_STRING) != (b->type == HS_TYPE_STRING) &&
+                a->type != HS_TYPE_NA && b->type != HS_TYPE_NA)
+                st = fail(p, HS_INVALID, "42804", first_loc(rb, 0), "%s types %s and %s cannot be matched",
+                          kw, hs_type_name(a->type), hs_type_name(b->type));
+        }
+    }
+    if (st == HS_OK)
+        st = cast_rel(p, &l, types);
+    if (st == HS_OK)
+        st = cast_rel(p, &r, types);
+    hs_free(types);
+    if (st == HS_OK) {
+        xo_op *o;
+        xo_op *lo = l.op, *ro = r.op;
+        l.op = r.op = NULL;
+        st = xo_setop(kind, all, lo, ro, &o, p->err);
+        if (st == HS_OK) {
+            out->op = o;
+            out->cols = l.cols;
+            out->n = l.n;
+            l.cols = NULL;
+            l.n = 0;
+        }
+    }
+    rel_clear(&l);
+    rel_clear(&r);
+    if (st == HS_OK)
+        st = order_outputs(p, out, sel);
+    return st;
+}
+
+static int no_column(void *ctx, const char *const *names, int n)
+{
+    (void)ctx;
+    (void)names;
+    (void)n;
+    return -1;
+}
+
+static hs_status plan_values(planner *p, const json_t *sel, rel *out)
+{
+    json_t *rows = jget(sel, "valuesLists");
+    size_t nr = json_array_size(rows);
+    size_t nc = json_array_size(jget(jget(json_array_get(rows, 0), "List"), "items"));
+    hs_field empty;
+    hs_field_init(&empty, "", HS_TYPE_STRUCT, false);
+    hs_batch *one = NULL;
+    hs_field *types = hs_calloc(nc + 1, sizeof *types);
+    ex_expr **ex = hs_calloc(nc + 1, sizeof *ex);
+    hs_column **cols = hs_calloc(nc + 1, sizeof *cols);
+    hs_status st = types && ex && cols ? hs_batch_create(&empty, 1, &one, p->err) : nomem(p);
+    if (st == HS_OK)
+        one->n_rows = 1;
+    ex_scope es = {.schema = &empty, .column = no_column};
+    /* types: unify over rows */
+    for (size_t r = 0; r < nr && st == HS_OK; r++) {
+        json_t *items = jget(jget(json_array_get(rows, r), "List"), "items");
+        if (json_array_size(items) != nc) {
+            st = fail(p, HS_INVALID, "42601", first_loc(json_array_get(rows, r), 0),
+                      "VALUES lists must all be the same length");
+            break;
+        }
+        for (size_t c = 0; c < nc && st == HS_OK; c++) {
+            ex_expr *e;
+            st = ex_bind_json(json_array_get(items, c), p->text, &es, false, &e, p->err);
+            if (st != HS_OK)
+                break;
+            const hs_field *t = ex_type(e);
+            json_t *cn = json_array_get(items, c), *cb;
+            bool null_lit = is_kind(cn, "A_Const", &cb) && json_is_true(jget(cb, "isnull"));
+            if (r == 0 || types[c].type == HS_TYPE_NA) {
+                types[c] = *t;
+                if (null_lit)
+                    types[c].type = HS_TYPE_NA;
+            } else if (!null_lit) {
+                hs_field u;
+                unify_type(&types[c], t, &u);
+                types[c] = u;
+            }
+            types[c].name = NULL;
+            types[c].children = NULL;
+            types[c].n_children = 0;
+            types[c].tz = NULL;
+            types[c].n_meta = 0;
+            types[c].meta_keys = types[c].meta_values = NULL;
+            ex_free(e);
+        }
+    }
+    for (size_t c = 0; c < nc && st == HS_OK; c++)
+        if (types[c].type == HS_TYPE_NA)
+            types[c].type = HS_TYPE_STRING;
+    /* evaluate */
+    hs_field schema;
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    for (size_t c = 0; c < nc && st == HS_OK; c++) {
+        char nm[32];
+        snprintf(nm, sizeof nm, "column%zu", c + 1);
+        hs_field f;
+        hs_field_init(&f, nm, types[c].type, true);
+        f.precision = types[c].precision;
+        f.scale = types[c].scale;
+        f.unit = types[c].unit;
+        f.field_id = (int32_t)c + 1;
+        st = hs_field_add_child(&schema, &f);
+        if (st != HS_OK) {
+            hs_field_clear(&f);
+            st = nomem(p);
+        }
+    }
+    for (size_t r = 0; r < nr && st == HS_OK; r++) {
+        json_t *items = jget(jget(json_array_get(rows, r), "List"), "items");
+        for (size_t c = 0; c < nc && st == HS_OK; c++) {
+            json_t *node = json_array_get(items, c);
+            json_t *cast = cast_json(node, &types[c]);
+            ex_expr *e = NULL;
+            hs_column *col = NULL;
+            st = cast ? ex_bind_json(cast, p->text, &es, false, &e, p->err) : nomem(p);
+            json_decref(cast);
+            if (st == HS_OK)
+                st = ex_eval(e, one, &col, p->err);
+            if (st == HS_OK && !cols[c])
+                st = hs_col_create(&schema.children[c], (int64_t)nr, &cols[c], p->err);
+            if (st == HS_OK)
+                st = hs_col_append_column(cols[c], col, p->err);
+            hs_col_free(col);
+            ex_free(e);
+        }
+    }
+    hs_batch *b = NULL;
+    if (st == HS_OK)
+        st = hs_batch_create(&schema, 0, &b, p->err);
+    if (st == HS_OK) {
+        for (int c = 0; c < b->n_cols; c++) {
+            hs_col_free(b->cols[c]);
+            b->cols[c] = cols[c];
+            cols[c] = NULL;
+        }
+        b->n_rows = (int64_t)nr;
+        st = xo_values(p->ctx, &schema, 1, &b, &out->op, p->err);
+    }
+    for (size_t c = 0; cols && c < nc; c++)
+        hs_col_free(cols[c]);
+    hs_free(cols);
+    hs_free(ex);
+    hs_free(types);
+    hs_batch_free(one);
+    hs_field_clear(&schema);
+    hs_field_clear(&empty);
+    if (st == HS_OK)
+        st = rel_name(out, NULL, p->err);
+    if (st == HS_OK)
+        st = order_outputs(p, out, sel);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* vector search                                                       */
+
+static bool vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
+                        hs_status *st)
+{
+    (void)p;
+    (void)sel;
+    (void)fc;
+    (void)cs;
+    (void)out;
+    (void)st;
+    return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* entry points                                                        */
+
+static hs_status planner_init(planner *p, sq_session *s, xo_ctx *ctx, const json_t *stmt,
+                              const char *text, hs_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->s = s;
+    p->ctx = ctx;
+    p->text = text;
+    p->err = err;
+    p->names = json_object();
+    if (!p->names)
+        return hs_err_nomem(err, 0);
+    collect_names(p, stmt, 0);
+    return HS_OK;
+}
+
+hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const char *text,
+                        xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    planner p;
+    HS_TRY(planner_init(&p, s, ctx, select, text, err));
+    rel r = {0};
+    hs_status st = plan_query(&p, select, &r);
+    if (st == HS_OK) {
+        *out = r.op;
+        r.op = NULL;
+    }
+    rel_clear(&r);
+    planner_free(&p);
+    return st;
+}
+
+hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, hs_result **out,
+                        hs_error *err)
+{
+    xo_ctx *ctx;
+    HS_TRY(sq_ctx_new(s, &ctx, err));
+    xo_op *op = NULL;
+    hs_status st = sq_plan_query(s, ctx, select, text, &op, err);
+    if (st != HS_OK) {
+        sq_ctx_free(ctx);
+        return st;
+    }
+    struct ArrowArrayStream stream;
+    HS_TRY(xo_to_stream(op, sq_ctx_free, ctx, &stream, err));
+    return sq_result_rows("SELECT", &stream, out, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* EXPLAIN                                                             */
+
+hs_status sq_exec_explain(sq_session *s, const json_t *stmt, const char *text, hs_result **out,
+                          hs_error *err)
+{
+    json_t *q = jget(stmt, "query"), *sel;
+    bool analyze = false;
+    size_t i;
+    json_t *o;
+    json_array_foreach(jget(stmt, "options"), i, o) {
+        json_t *d = jget(o, "DefElem");
+        const char *nm = jstrv(d, "defname");
+        json_t *arg = jget(d, "arg");
+        bool on = true;
+        if (arg) {
+            json_t *bv = jget(arg, "Boolean");
+            const char *sv = sq_str(arg);
+            if (bv)
+                on = json_is_true(jget(bv, "boolval"));
+            else if (sv)
+                on = !strcasecmp(sv, "true") || !strcasecmp(sv, "on") || !strcmp(sv, "1");
+        }
+        if (nm && !strcmp(nm, "analyze"))
+            analyze = on;
+        else if (nm && strcmp(nm, "verbose") && strcmp(nm, "costs") && strcmp(nm, "timing") &&
+                 strcmp(nm, "summary") && strcmp(nm, "buffers"))
+            return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, sq_loc(d),
+                           "EXPLAIN option \"%s\" is not supported", nm);
+    }
+    if (!is_kind(q, "SelectStmt", &sel))
+        return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, node_loc(q),
+                       "EXPLAIN is supported for queries only");
+    xo_ctx *ctx;
+    HS_TRY(sq_ctx_new(s, &ctx, err));
+    xo_op *op = NULL;
+    hs_status st = sq_plan_query(s, ctx, sel, text, &op, err);
+    while (st == HS_OK && analyze) {
+        hs_batch *b = NULL;
+        st = xo_next(op, &b, err);
+        if (!b)
+            break;
+        hs_batch_free(b);
+    }
+    hs_buf buf = {0};
+    if (st == HS_OK)
+        st = xo_explain(op, analyze, &buf, err);
+    xo_free(op);
+    sq_ctx_free(ctx);
+    if (st != HS_OK) {
+        hs_buf_free(&buf);
+        return st;
+    }
+    /* one row per line */
+    const char *t = buf.len ? hs_buf_cstr(&buf) : "";
+    int n = 0;
+    for (const char *c = t; *c; c++)
+        n += *c == '\n';
+    n += 1;
+    char **rows = hs_calloc((size_t)n + 1, sizeof *rows);
+    char *copy = hs_strdup(t);
+    int k = 0;
+    if (rows && copy) {
+        char *save = NULL;
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            rows[k++] = line;
+        st = sq_result_text("EXPLAIN", "QUERY PLAN", k, (const char *const *)rows, out, err);
+    } else {
+        st = hs_err_nomem(err, buf.len);
+    }
+    hs_free(rows);
+    hs_free(copy);
+    hs_buf_free(&buf);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* CREATE INDEX / DROP INDEX                                           */
+
+/* USING method + operator class -> our index kind and metric. */
+static hs_status index_kind(sq_session *s, const char *text, int loc, const char *method,
+                            const char *opclass, const char **kind, const char **metric,
+                            hs_error *err)
+{
+    *metric = NULL;
+    if (!strcmp(method, "hnsw") || !strcmp(method, "ivfflat")) {
+        *kind = !strcmp(method, "hnsw") ? "hnsw" : "ivf_hnsw";
+        if (!opclass || !strcmp(opclass, "vector_l2_ops"))
+            *metric = "l2";
+        else if (!strcmp(opclass, "vector_cosine_ops"))
+            *metric = "cosine";
+        else if (!strcmp(opclass, "vector_ip_ops"))
+            *metric = "ip";
+        else
+            return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, loc,
+                           "operator class \"%s\" is not supported for access method \"%s\"",
+                           opclass, method);
+        return HS_OK;
+    }
+    if (!strcmp(method, "btree") || !strcmp(method, "brin"))
+        *kind = "range";
+    else if (!strcmp(method, "hash") || !strcmp(method, "gin"))
+        *kind = "inverted";
+    else
+        return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, loc,
+                       "access method \"%s\" is not supported", method);
+    return HS_OK;
+}
+
+static hs_status create_index(sq_session *s, const json_t *b, const char *text, hs_result **out,
+                              hs_error *err)
+{
+    int loc = first_loc(b, 0);
+    if (json_is_true(jget(b, "unique")) || json_is_true(jget(b, "primary")))
+        return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, loc, "unique indexes are not supported");
+    if (jget(b, "whereClause"))
+        return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, loc, "partial indexes are not supported");
+    json_t *params = jget(b, "indexParams");
+    if (json_array_size(params) != 1)
+        return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, loc,
+                       "indexes are on one column");
+    json_t *ie = jget(json_array_get(params, 0), "IndexElem");
+    const char *col = jstrv(ie, "name");
+    if (!col)
+        return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, loc, "expression indexes are not supported");
+    json_t *oc = jget(ie, "opclass");
+    const char *opclass = json_array_size(oc) ? sq_str(json_array_get(oc, json_array_size(oc) - 1)) : NULL;
+    const char *method = jstrv(b, "accessMethod");
+    const char *kind = NULL, *metric = NULL;
+    HS_TRY(index_kind(s, text, loc, method ? method : "btree", opclass, &kind, &metric, err));
+    json_t *rv = jget(b, "relation");
+    hs_table *t;
+    HS_TRY(sq_table_lookup(s, rv, text, &t, err));
+    json_t *pj = json_object();
+    if (!pj)
+        return hs_err_nomem(err, 0);
+    if (metric)
+        json_object_set_new(pj, "metric", json_string(metric));
+    size_t i;
+    json_t *o;
+    hs_status st = HS_OK;
+    json_array_foreach(jget(b, "options"), i, o) {
+        json_t *d = jget(o, "DefElem"), *arg = jget(d, "arg");
+        const char *nm = jstrv(d, "defname");
+        json_t *iv = jget(jget(arg, "Integer"), "ival");
+        long long v = json_is_integer(iv) ? json_integer_value(iv) : 0;
+        const char *key = !nm ? NULL : !strcmp(nm, "m") ? "m"
+                        : !strcmp(nm, "ef_construction") ? "ef_construction"
+                        : !strcmp(nm, "lists") ? "ivf_lists" : NULL;
+        if (!key || (!jget(arg, "Integer"))) {
+            st = sq_fail(s, err, HS_INVALID, "22023", text, sq_loc(d),
+                         "unrecognized parameter \"%s\"", nm ? nm : "?");
+            break;
+        }
+        if (v < 1 || v > 100000) {
+            st = sq_fail(s, err, HS_INVALID, "22023", text, sq_loc(d),
+                         "value %lld out of bounds for option \"%s\"", v, nm);
+            break;
+        }
+        json_object_set_new(pj, key, json_integer(v));
+    }
+    char *pstr = st == HS_OK ? json_dumps(pj, JSON_COMPACT) : NULL;
+    json_decref(pj);
+    if (st != HS_OK)
+        return st;
+    hs_index_options io = HS_INDEX_OPTIONS_INIT;
+    io.kind = kind;
+    io.params_json = pstr;
+    st = hs_table_add_index(t, col, &io, err);
+    free(pstr);
+    HS_TRY(st);
+    /* remember the name for DROP INDEX (default: <table>_<column>_idx) */
+    const char *relname = jstrv(jget(rv, "RangeVar") ? jget(rv, "RangeVar") : rv, "relname");
+    char defname[256];
+    const char *name = jstrv(b, "idxname");
+    if (!name) {
+        snprintf(defname, sizeof defname, "%s_%s_idx", relname ? relname : "t", col);
+        name = defname;
+    }
+    if (!s->index_names && !(s->index_names = json_object()))
+        return hs_err_nomem(err, 0);
+    json_object_set_new(s->index_names, name, json_pack("{s:O,s:s,s:s}", "rel", rv, "col", col,
+                                                        "kind", kind));
+    return sq_result_tag("CREATE INDEX", -1, out, err);
+}
+
+static hs_status drop_index(sq_session *s, const json_t *b, const char *text, hs_result **out,
+                            hs_error *err)
+{
+    bool missing_ok = json_is_true(jget(b, "missing_ok"));
+    size_t i;
+    json_t *o;
+    json_array_foreach(jget(b, "objects"), i, o) {
+        json_t *items = jget(jget(o, "List"), "items");
+        const char *name = sq_str(json_array_get(items, json_array_size(items) - 1));
+        json_t *ent = name && s->index_names ? json_object_get(s->index_names, name) : NULL;
+        if (!ent) {
+            if (missing_ok)
+                continue;
+            return sq_fail(s, err, HS_NOT_FOUND, "42704", text, first_loc(b, 0),
+                           "index \"%s\" does not exist", name ? name : "?");
+        }
+        hs_table *t;
+        HS_TRY(sq_table_lookup(s, jget(ent, "rel"), text, &t, err));
+        HS_TRY(hs_table_drop_index(t, jstrv(ent, "col"), jstrv(ent, "kind"), err));
+        json_object_del(s->index_names, name);
+    }
+    return sq_result_tag("DROP INDEX", -1, out, err);
+}
+
+hs_status sq_exec_index(sq_session *s, const char *kind, const json_t *stmt, const char *text,
+                        hs_result **out, hs_error *err)
+{
+    if (!strcmp(kind, "IndexStmt"))
+        return create_index(s, stmt, text, out, err);
+    return drop_index(s, stmt, text, out, err);
+}

@@ -1,0 +1,151 @@
+/*
+ * sql/sql_int.h - internals shared by the files of the SQL front end.
+ *
+ *   session.c   the public API of hyperstream/sql.h: sessions, the table
+ *               registry, settings (SET/SHOW/RESET), results, prepared
+ *               statements, SQLSTATEs, and the statement dispatcher
+ *   plan.c      SELECT: libpg_query JSON -> bound relations -> operator tree
+ *               (exec/exec.h), EXPLAIN, CREATE/DROP INDEX
+ *   dml.c       INSERT/UPDATE/DELETE/MERGE/COPY/BEGIN/COMMIT/ROLLBACK
+ *               (helper sx-dml owns it; sq_exec_dml is its entry point)
+ *
+ * A statement runs as: text -> pg_query_parse -> jansson tree ->
+ * sq_dispatch on the statement node's kind.  Errors set hs_error as the
+ * rest of the library does and, through sq_fail, the session's SQLSTATE and
+ * 1-based error position (hs_session_sqlstate/hs_session_error_position).
+ * When a callee only set hs_error, the dispatcher derives the SQLSTATE from
+ * the status and message (sq_guess_sqlstate) and the position from
+ * "at character N" in the message.
+ *
+ * Ownership: the session owns what it opened (catalog tables looked up by
+ * name, the path catalog); registered tables are borrowed.  A result owns
+ * its stream until hs_result_stream moves it out.
+ */
+#ifndef HS_SQL_SQL_INT_H
+#define HS_SQL_SQL_INT_H
+
+#include "base/buf.h"
+#include "base/error.h"
+#include "exec/op.h"
+#include "hyperstream/index.h"
+#include "hyperstream/sql.h"
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+typedef struct hs_session sq_session;
+
+typedef struct sq_table_ent {
+    char *name;          /* registered name, or "ns.table" / path for opened ones (owned) */
+    hs_table *t;
+    bool owned;          /* opened by the session (closed with it) */
+} sq_table_ent;
+
+typedef struct sq_settings {
+    int ef_search;       /* hnsw.ef_search; 0 = the index's own */
+    int probes;          /* ivfflat.probes; 0 = the index's own */
+    int threads;         /* 0 = hs_config scan_threads (all cores) */
+    int64_t memory_limit;/* bytes; 0 = 1/4 of RAM */
+} sq_settings;
+
+struct hs_session {
+    hs_catalog *catalog;     /* borrowed (options) or NULL */
+    hs_catalog *path_cat;    /* owned: names are paths; opened on first use */
+    sq_table_ent *reg;       /* registered tables */
+    int n_reg, cap_reg;
+    sq_table_ent *opened;    /* tables the session opened by name (owned) */
+    int n_opened, cap_opened;
+    sq_settings set, defaults;
+    atomic_int cancel;
+    char sqlstate[6];
+    int errpos;              /* 1-based character position, 0 = none */
+    void *dml;               /* sx-dml's per-session state (open transaction) */
+    json_t *index_names;     /* CREATE INDEX names: name -> [table key, column, kind] */
+};
+
+struct hs_result {
+    char *tag;               /* owned */
+    bool has_rows;
+    bool stream_taken;
+    int64_t rows_affected;
+    struct ArrowArrayStream stream;  /* valid while has_rows && !stream_taken */
+};
+
+/* ---- errors ---- */
+
+/* Sets err (code, message with "at character N" when loc >= 0, loc a byte
+ * offset into text) and the session's SQLSTATE and position.  Returns code. */
+hs_status sq_fail(sq_session *s, hs_error *err, hs_status code, const char *sqlstate,
+                  const char *text, int loc, const char *fmt, ...) HS_PRINTF(7, 8);
+/* The SQLSTATE PostgreSQL would give for an error the lower layers reported
+ * only as a status and message. */
+const char *sq_guess_sqlstate(hs_status code, const char *msg);
+
+/* ---- tables ---- */
+
+/* The table a RangeVar node names: a registered name, a catalog's
+ * namespace.table, or a path ("quoted" or schema-qualified with a path
+ * catalog).  Borrowed from the session.  HS_NOT_FOUND + 42P01 when none. */
+HS_MUST_USE hs_status sq_table_lookup(sq_session *s, const json_t *rangevar, const char *text,
+                                      hs_table **out, hs_error *err);
+
+/* ---- results ---- */
+
+/* A result without rows: tag (copied), rows affected (-1 = none). */
+HS_MUST_USE hs_status sq_result_tag(const char *tag, int64_t rows, hs_result **out, hs_error *err);
+/* A result with rows: the stream is moved in (released on failure). */
+HS_MUST_USE hs_status sq_result_rows(const char *tag, struct ArrowArrayStream *stream,
+                                     hs_result **out, hs_error *err);
+
+/* A result of one text column (SHOW, EXPLAIN): rows[i] NULL = SQL NULL. */
+HS_MUST_USE hs_status sq_result_text(const char *tag, const char *colname, int n,
+                                     const char *const *rows, hs_result **out, hs_error *err);
+
+/* ---- statements ---- */
+
+/* A statement context: cancellation, threads, memory limit from the
+ * session's settings.  Caller frees with sq_ctx_free (or hands it to
+ * xo_to_stream's on_close). */
+HS_MUST_USE hs_status sq_ctx_new(sq_session *s, xo_ctx **out, hs_error *err);
+void sq_ctx_free(void *ctx);  /* accepts NULL; frees the pool and kept schemas too */
+/* Makes ctx own schema f (hs_malloc'ed; cleared and freed with ctx), for
+ * schemas that expressions of the statement's operators are bound to. */
+HS_MUST_USE hs_status sq_ctx_keep(xo_ctx *ctx, hs_field *f, hs_error *err);
+
+/* Plans a query (SelectStmt node; text is the whole statement) into an
+ * operator tree whose output is the query's result (plan.c).  *out owned
+ * by the caller (xo_free). */
+HS_MUST_USE hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select,
+                                    const char *text, xo_op **out, hs_error *err);
+
+/* SELECT / VALUES / set operations: runs the query into a result. */
+HS_MUST_USE hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text,
+                                    hs_result **out, hs_error *err);
+/* EXPLAIN [ANALYZE] (plan.c). */
+HS_MUST_USE hs_status sq_exec_explain(sq_session *s, const json_t *stmt, const char *text,
+                                      hs_result **out, hs_error *err);
+/* CREATE INDEX / DROP INDEX (plan.c). */
+HS_MUST_USE hs_status sq_exec_index(sq_session *s, const char *kind, const json_t *stmt,
+                                    const char *text, hs_result **out, hs_error *err);
+
+/* DML and transaction statements (dml.c, helper sx-dml): InsertStmt,
+ * UpdateStmt, DeleteStmt, MergeStmt, CopyStmt, TransactionStmt.  kind is the
+ * node's name, stmt its body, text the whole statement.  Errors go through
+ * sq_fail (or only hs_error: the dispatcher then derives the SQLSTATE). */
+HS_MUST_USE hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt,
+                                  const char *text, hs_result **out, hs_error *err);
+/* Frees s->dml (rolling back an open transaction); called by
+ * hs_session_close.  Accepts s->dml == NULL. */
+void sq_dml_session_free(sq_session *s);
+
+/* ---- JSON helpers ---- */
+
+/* {"Kind": body} -> kind and body; false when j is not such a node. */
+bool sq_node(const json_t *j, const char **kind, json_t **body);
+/* The "location" field of a node body, or -1. */
+int sq_loc(const json_t *body);
+/* The string of a {"String": {"sval": ...}} node (NULL when not one). */
+const char *sq_str(const json_t *j);
+
+#endif

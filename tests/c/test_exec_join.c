@@ -1,0 +1,299 @@
+/*
+ * tests/c/test_exec_join.c - HashJoin and NestedLoopJoin, every kind
+ * (INNER, LEFT, RIGHT, FULL, SEMI, ANTI, null-aware ANTI), one or two keys
+ * of different integer widths and strings, NULL keys, residual conditions,
+ * cross joins with more pairs than one batch.
+ *
+ * Oracle: a brute-force nested loop over the same rows in this file, with
+ * SQL's rules written out (a pair matches when every key is non-null and
+ * equal and the residual is TRUE; outer joins add unmatched rows padded
+ * with NULLs; NOT IN is false/unknown as soon as the right side holds a
+ * NULL); results compared as multisets.
+ */
+#include "exec_testutil.h"
+
+#include "expr/expr.h"
+
+#define LEAK_START() int64_t live0_ = hs_mem_live_count()
+#define LEAK_END() CHECK(hs_mem_live_count() == live0_)
+#define APPEND(...)                                  \
+    do {                                             \
+        if (hs_buf_append(__VA_ARGS__) != HS_OK)     \
+            abort();                                 \
+    } while (0)
+
+/* left: a int64, s string, lv int64;  right: b int32, t string, rv float64 */
+static void schemas(hs_field *l, hs_field *r)
+{
+    hs_field_init(l, "", HS_TYPE_STRUCT, false);
+    xt_add_field(l, "a", HS_TYPE_INT64);
+    xt_add_field(l, "s", HS_TYPE_STRING);
+    xt_add_field(l, "lv", HS_TYPE_INT64);
+    hs_field_init(r, "", HS_TYPE_STRUCT, false);
+    xt_add_field(r, "b", HS_TYPE_INT32);
+    xt_add_field(r, "t", HS_TYPE_STRING);
+    xt_add_field(r, "rv", HS_TYPE_FLOAT64);
+}
+
+static xt_val *random_rows(int64_t n, bool right, int null_pct)
+{
+    xt_val *rows = hs_calloc((size_t)(n * 3 + 1), sizeof *rows);
+    for (int64_t r = 0; r < n; r++) {
+        xt_val *v = rows + r * 3;
+        for (int c = 0; c < 3; c++)
+            v[c].null = (int)(xt_rnd() % 100) < null_pct;
+        v[0].i = (int64_t)(xt_rnd() % 12);
+        snprintf(v[1].s, sizeof v[1].s, "%c", 'p' + (int)(xt_rnd() % 3));
+        if (right)
+            v[2].d = (double)(xt_rnd() % 100);
+        else
+            v[2].i = (int64_t)(xt_rnd() % 100);
+    }
+    return rows;
+}
+
+static bool pair_matches(const xt_val *l, const xt_val *r, int n_keys, bool residual)
+{
+    if (l[0].null || r[0].null || l[0].i != r[0].i)
+        return false;
+    if (n_keys > 1 && (l[1].null || r[1].null || strcmp(l[1].s, r[1].s) != 0))
+        return false;
+    if (residual && (l[2].null || r[2].null || !((double)l[2].i < r[2].d)))
+        return false;
+    return true;
+}
+
+static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool residual,
+                     int null_pct)
+{
+    hs_field ls, rs;
+    schemas(&ls, &rs);
+    xo_ctx ctx = {0};
+    xt_val *lrows = random_rows(nl, false, null_pct), *rrows = random_rows(nr, true, null_pct);
+    xo_op *l = xt_values(&ctx, &ls, lrows, nl, 1 + (int64_t)(xt_rnd() % 200));
+    xo_op *r = xt_values(&ctx, &rs, rrows, nr, 1 + (int64_t)(xt_rnd() % 200));
+    hs_error err = {0};
+    ex_expr *res = NULL;
+    hs_field cat;
+    CHECK_OK(xo_schema_concat(&l->schema, &r->schema, &cat, &err), &err);
+    if (residual)
+        CHECK_OK(ex_parse_filter("lv < rv", &cat, &res, &err), &err);
+    int lk[2] = {0, 1}, rk[2] = {0, 1};
+    xo_op *op;
+    CHECK_OK(xo_hashjoin(l, r, kind, n_keys, lk, rk, res, &op, &err), &err);
+    bool wide = kind <= XO_JOIN_FULL;
+    int nc = wide ? 6 : 3;
+    CHECK(op->schema.n_children == nc);
+    xt_val *got;
+    int64_t n_got;
+    CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+
+    /* brute force */
+    hs_buf w = {0};
+    uint8_t *rmatched = hs_calloc((size_t)(nr + 1), 1);
+    bool right_null = false;
+    for (int64_t j = 0; j < nr; j++)
+        right_null = right_null || rrows[j * 3].null;
+    xt_val nulls[3] = {{.null = true}, {.null = true}, {.null = true}};
+    for (int64_t i = 0; i < nl; i++) {
+        const xt_val *lr = lrows + i * 3;
+        bool matched = false;
+        for (int64_t j = 0; j < nr; j++) {
+            const xt_val *rr = rrows + j * 3;
+            if (!pair_matches(lr, rr, n_keys, residual))
+                continue;
+            matched = true;
+            rmatched[j] = 1;
+            if (wide) {
+                APPEND(&w, lr, 3 * sizeof *lr);
+                APPEND(&w, rr, 3 * sizeof *rr);
+            }
+        }
+        bool emit_left = false;
+        switch (kind) {
+        case XO_JOIN_LEFT: case XO_JOIN_FULL:
+            if (!matched) {
+                APPEND(&w, lr, 3 * sizeof *lr);
+                APPEND(&w, nulls, sizeof nulls);
+            }
+            break;
+        case XO_JOIN_SEMI: emit_left = matched; break;
+        case XO_JOIN_ANTI: emit_left = !matched; break;
+        case XO_JOIN_ANTI_NULL_AWARE:
+            emit_left = nr == 0 || (!lr[0].null && !right_null && !matched);
+            break;
+        default: break;
+        }
+        if (emit_left)
+            APPEND(&w, lr, 3 * sizeof *lr);
+    }
+    if (kind == XO_JOIN_RIGHT || kind == XO_JOIN_FULL)
+        for (int64_t j = 0; j < nr; j++)
+            if (!rmatched[j]) {
+                APPEND(&w, nulls, sizeof nulls);
+                APPEND(&w, rrows + j * 3, 3 * sizeof(xt_val));
+            }
+    xt_val *want = (xt_val *)w.data;
+    int64_t n_want = (int64_t)(w.len / (sizeof(xt_val) * (size_t)nc));
+    CHECK(n_got == n_want);
+    xt_sort_rows(got, n_got, nc);
+    if (want)
+        xt_sort_rows(want, n_want, nc);
+    bool same = n_got == n_want && xt_rows_equal(got, want, n_want, nc);
+    CHECK(same);
+    if (!same) {
+        fprintf(stderr, "kind %d nl %lld nr %lld keys %d residual %d\n", (int)kind, (long long)nl,
+                (long long)nr, n_keys, residual);
+        xt_print_rows("got", got, n_got, nc);
+        xt_print_rows("want", want, n_want, nc);
+    }
+    hs_buf_free(&w);
+    hs_free(rmatched);
+    xo_free(op);
+    hs_free(got);
+    hs_free(lrows);
+    hs_free(rrows);
+    hs_field_clear(&cat);
+    hs_field_clear(&ls);
+    hs_field_clear(&rs);
+}
+
+static void test_hashjoin_random(void)
+{
+    LEAK_START();
+    const int64_t sizes[] = {0, 1, 7, 60, 400};
+    for (int kind = XO_JOIN_INNER; kind <= XO_JOIN_ANTI; kind++)
+        for (int t = 0; t < 14; t++) {
+            int64_t nl = sizes[xt_rnd() % 5], nr = sizes[xt_rnd() % 5];
+            run_case((xo_join_kind)kind, nl, nr, 1 + t % 2, t % 3 == 0, t % 4 == 0 ? 0 : 15);
+        }
+    for (int t = 0; t < 20; t++)
+        run_case(XO_JOIN_ANTI_NULL_AWARE, sizes[xt_rnd() % 5], sizes[xt_rnd() % 5], 1, false,
+                 t % 2 ? 0 : 3);
+    LEAK_END();
+}
+
+/* Nested loop joins: the condition is the key equality plus residual, written
+ * as one expression; must equal the hash join's result by the same oracle.
+ * Also a cross join whose pairs span several batches. */
+static void test_nljoin(void)
+{
+    LEAK_START();
+    hs_field ls, rs;
+    schemas(&ls, &rs);
+    for (int kind = XO_JOIN_INNER; kind <= XO_JOIN_ANTI; kind++) {
+        xo_ctx ctx = {0};
+        int64_t nl = 150, nr = 90;
+        xt_val *lrows = random_rows(nl, false, 10), *rrows = random_rows(nr, true, 10);
+        xo_op *l = xt_values(&ctx, &ls, lrows, nl, 64), *r = xt_values(&ctx, &rs, rrows, nr, 50);
+        hs_field cat;
+        hs_error err = {0};
+        CHECK_OK(xo_schema_concat(&l->schema, &r->schema, &cat, &err), &err);
+        ex_expr *cond;
+        CHECK_OK(ex_parse_filter("a = b AND lv < rv", &cat, &cond, &err), &err);
+        xo_op *op;
+        CHECK_OK(xo_nljoin(l, r, (xo_join_kind)kind, cond, &op, &err), &err);
+        CHECK(strcmp(op->name, "NestedLoopJoin") == 0);
+        xt_val *got;
+        int64_t n_got;
+        CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+        int64_t want = 0, lm = 0;
+        uint8_t rm[90] = {0};
+        for (int64_t i = 0; i < nl; i++) {
+            bool m = false;
+            for (int64_t j = 0; j < nr; j++)
+                if (pair_matches(lrows + i * 3, rrows + j * 3, 1, true)) {
+                    want++;
+                    m = true;
+                    rm[j] = 1;
+                }
+            lm += m;
+        }
+        int64_t rum = 0;
+        for (int64_t j = 0; j < nr; j++)
+            rum += !rm[j];
+        int64_t expect = kind == XO_JOIN_INNER  ? want
+                         : kind == XO_JOIN_LEFT ? want + (nl - lm)
+                         : kind == XO_JOIN_RIGHT ? want + rum
+                         : kind == XO_JOIN_FULL  ? want + (nl - lm) + rum
+                         : kind == XO_JOIN_SEMI  ? lm
+                                                 : nl - lm;
+        CHECK(n_got == expect);
+        xo_free(op);
+        hs_free(got);
+        hs_free(lrows);
+        hs_free(rrows);
+        hs_field_clear(&cat);
+    }
+    /* cross join: 200 x 100 = 20000 rows, each pair once */
+    xo_ctx ctx = {0};
+    xt_val *lrows = random_rows(200, false, 0), *rrows = random_rows(100, true, 0);
+    for (int i = 0; i < 200; i++)
+        lrows[i * 3 + 2].i = i;
+    for (int j = 0; j < 100; j++)
+        rrows[j * 3 + 2].d = j;
+    xo_op *l = xt_values(&ctx, &ls, lrows, 200, 33), *r = xt_values(&ctx, &rs, rrows, 100, 7), *op;
+    hs_error err = {0};
+    CHECK_OK(xo_nljoin(l, r, XO_JOIN_INNER, NULL, &op, &err), &err);
+    xt_val *got;
+    int64_t n_got;
+    CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+    CHECK(n_got == 20000);
+    uint8_t *seen = hs_calloc(20000, 1);
+    bool once = true;
+    for (int64_t k = 0; k < n_got; k++) {
+        int64_t id = got[k * 6 + 2].i * 100 + (int64_t)got[k * 6 + 5].d;
+        once = once && id >= 0 && id < 20000 && !seen[id];
+        if (id >= 0 && id < 20000)
+            seen[id] = 1;
+    }
+    CHECK(once);
+    CHECK(op->batches_out >= 3);
+    hs_free(seen);
+    xo_free(op);
+    hs_free(got);
+    hs_free(lrows);
+    hs_free(rrows);
+    hs_field_clear(&ls);
+    hs_field_clear(&rs);
+    LEAK_END();
+}
+
+static void test_join_errors(void)
+{
+    LEAK_START();
+    hs_field ls, rs;
+    schemas(&ls, &rs);
+    xo_ctx ctx = {0};
+    hs_error err = {0};
+    xo_op *l = xt_values(&ctx, &ls, NULL, 0, 1), *r = xt_values(&ctx, &rs, NULL, 0, 1), *op;
+    int lk = 1, rk = 2;   /* string = double */
+    CHECK(xo_hashjoin(l, r, XO_JOIN_INNER, 1, &lk, &rk, NULL, &op, &err) == HS_INVALID);
+    CHECK(strstr(err.msg, "string with double") != NULL);
+    /* memory limit on the build side */
+    xo_ctx small = {.mem_limit = 20000};
+    xt_val *rows = random_rows(3000, true, 0);
+    l = xt_values(&small, &ls, NULL, 0, 1);
+    r = xt_values(&small, &rs, rows, 3000, 100);
+    lk = 0;
+    rk = 0;
+    hs_err_clear(&err);
+    CHECK_OK(xo_hashjoin(l, r, XO_JOIN_INNER, 1, &lk, &rk, NULL, &op, &err), &err);
+    hs_batch *b;
+    CHECK(xo_next(op, &b, &err) == HS_NOMEM);
+    CHECK(strstr(err.msg, "HashJoin") != NULL);
+    xo_free(op);
+    CHECK(atomic_load(&small.mem_used) == 0);
+    hs_free(rows);
+    hs_field_clear(&ls);
+    hs_field_clear(&rs);
+    LEAK_END();
+}
+
+int main(void)
+{
+    HS_RUN(test_hashjoin_random);
+    HS_RUN(test_nljoin);
+    HS_RUN(test_join_errors);
+    return hs_test_summary();
+}
