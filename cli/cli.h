@@ -37,5 +37,6 @@ int cmd_parquet(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_table_search(int argc, char **argv);
+int cmd_sql(int argc, char **argv);
 
 #endif

@@ -48,7 +48,8 @@ from ._core import (  # noqa: F401
     UnsupportedError,
 )
 from ._progress import get_progress, set_progress  # noqa: F401
-from ._table import HistoryEntry, Query, Session, Snapshot, Table  # noqa: F401
+from ._sql import Result, Session  # noqa: F401
+from ._table import HistoryEntry, Query, Snapshot, Table  # noqa: F401
 from ._vector import (  # noqa: F401
     ComputeContext,
     Device,
@@ -98,7 +99,7 @@ def get_config(key):
 
 
 __all__ = [
-    "Table", "Query", "Snapshot", "HistoryEntry", "Session",
+    "Table", "Query", "Snapshot", "HistoryEntry", "Session", "Result",
     "HyperStreamError", "InvalidArgumentError", "NotFoundError", "CommitConflictError",
     "CorruptDataError", "UnsupportedError", "StorageError", "InternalError", "HyperStreamWarning",
     "set_progress", "get_progress", "set_config", "get_config",

@@ -1066,12 +1066,20 @@ class Table:
         self._not_yet("expire_snapshots()", "Old snapshots stay readable (time travel); "
                       "Spark's expire_snapshots procedure can expire them meanwhile.")
 
-    def execute_sql(self, query: str):
-        """Not implemented yet (no SQL engine in this build): raises
-        NotImplementedError (UnsupportedError).  Use to_pandas(filter=...) and
-        query() meanwhile."""
-        self._not_yet("execute_sql()", "Use to_pandas(filter=..., vector_filter=...) or "
-                      "query() meanwhile; DuckDB can query to_reader() results.")
+    def execute_sql(self, query: str, params=None):
+        """Runs one SQL statement with this table registered as ``t`` (a
+        session of its own; see hyperstreamdb.Session for the language,
+        parameters and errors).  Returns a hyperstreamdb.Result::
+
+            table.execute_sql("SELECT * FROM t WHERE id > 100").to_pandas()
+        """
+        from ._sql import Session
+        s = Session()
+        s.register("t", self)
+        try:
+            return s.sql(query, params)
+        finally:
+            s.close()   # takes effect once the result is dropped
 
     sql = execute_sql
 
@@ -1234,29 +1242,3 @@ class Query:
         if self._columns is not None:
             parts.append(f"select={self._columns!r}")
         return ", ".join(parts) + ")"
-
-
-class Session:
-    """A SQL session over registered tables (pgvector syntax).  This build has
-    no SQL engine yet: register() works, sql() raises NotImplementedError
-    (UnsupportedError)."""
-
-    def __init__(self):
-        self._tables: Dict[str, Table] = {}
-
-    def register(self, name: str, table: Table) -> None:
-        if not isinstance(name, str) or not name:
-            raise TypeError("the table name must be a non-empty str")
-        if not isinstance(table, Table):
-            raise TypeError(f"register() takes a hyperstreamdb.Table, not {type(table).__name__}")
-        self._tables[name] = table
-
-    @property
-    def tables(self) -> Dict[str, Table]:
-        return dict(self._tables)
-
-    def sql(self, query: str):
-        raise _err(_core.UnsupportedError,
-                   "Session.sql(): SQL is not implemented by this build of HyperStreamDB yet. "
-                   "Use Table.to_pandas(filter=..., vector_filter=...) or Table.query() "
-                   "meanwhile; DuckDB can run SQL over Table.to_reader().", "HS_UNSUPPORTED")

@@ -497,12 +497,6 @@ def test_maintenance_not_implemented_leaves_table(table):
     for fn in (t.compact, t.expire_snapshots, t.remove_orphan_files, t.rewrite_data_files):
         with pytest.raises(NotImplementedError, match="not implemented"):
             fn()
-    session = hdb.Session()
-    session.register("users", t)
-    with pytest.raises(NotImplementedError, match="SQL"):
-        session.sql("SELECT 1")
-    with pytest.raises(NotImplementedError, match="not implemented"):
-        t.execute_sql("SELECT * FROM t WHERE id > 100")
     assert t.current_snapshot_id == before and t.to_arrow().num_rows == N
 
 
