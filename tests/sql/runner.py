@@ -156,8 +156,12 @@ class CtypesEngine:
             try:
                 return reader.read_all()
             except pa.ArrowException as e:
+                # The stream reports errors through get_last_error only: the
+                # session's SQLSTATE is that of its last call (hs_session_execute,
+                # which succeeded), so the class cannot be checked here.
                 s = self.lib.hs_session_sqlstate(self.sess)
-                raise EngineError(f"reading the result: {e}", s.decode() if s else None)
+                s = s.decode() if s else None
+                raise EngineError(f"reading the result: {e}", None if s == "00000" else s)
         finally:
             self.lib.hs_result_free(res)
 
