@@ -426,6 +426,27 @@ def summarize(results, known, log=print):
     return problems
 
 
+def known_reason(status, detail):
+    """A first draft of an allow-list reason: 'unsupported (SQLSTATE): what'
+    for an honest refusal, 'WRONG ANSWER: ...' for a result that differs,
+    'WRONG ERROR' / 'NO ERROR' for error queries, else the status."""
+    import re
+    d = (detail or "").splitlines()[0] if detail else ""
+    d = re.sub(r" at character \d+", "", d)
+    m = re.match(r"error (\w{5})?: (?:\w+Error: |status \d+: )?(.*)", d)
+    if status == "fail" and m and m.group(1) == "0A000":
+        return f"unsupported (0A000): {m.group(2)[:140]}"
+    if status == "fail" and m:
+        return f"WRONG ERROR ({m.group(1)}): {m.group(2)[:140]}"
+    if status == "fail" and d.startswith("no error"):
+        return f"NO ERROR: {d[:140]}"
+    if status == "fail" and d.startswith("SQLSTATE"):
+        return f"WRONG SQLSTATE: {d[:140]}"
+    if status == "fail":
+        return f"WRONG ANSWER: {d[:150]}"
+    return f"{status.upper()}: {d[:150]}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--backend", default="auto", choices=["auto", "ctypes", "package", "selftest"])
@@ -454,7 +475,7 @@ def main():
         with open(KNOWN_FAILURES, "a") as fh:
             for qid, (status, detail) in sorted(results.items()):
                 if status != "pass" and qid not in known:
-                    fh.write(f"{qid}  {status}: {(detail or '').splitlines()[0][:160] if detail else ''}\n")
+                    fh.write(f"{qid}  {known_reason(status, detail)}\n")
     for p in problems[:200]:
         print("  " + p)
     if len(problems) > 200:
