@@ -303,8 +303,11 @@ def child_main(args):
             t0 = time.perf_counter()
             engine.execute(recs[i]["sql"])
             times.append(time.perf_counter() - t0)
-        out.write(json.dumps({"i": i, "id": recs[i]["id"], "status": status,
-                              "detail": detail, "times": times}) + "\n")
+        msg = {"i": i, "id": recs[i]["id"], "status": status, "detail": detail, "times": times}
+        if recs[i].get("return_rows") and not (detail or "").startswith("error"):
+            # bench/sql scores approximate (vector) answers itself.
+            msg["rows"] = sqlcompare.canonical_rows(engine.execute(recs[i]["sql"]))
+        out.write(json.dumps(msg) + "\n")
         out.flush()
     engine.close()
     out.write(json.dumps({"done": True}) + "\n")
@@ -365,6 +368,8 @@ def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, l
                         results[msg["id"]] = (msg["status"], msg["detail"])
                         if timings is not None:
                             timings[msg["id"]] = msg.get("times", [])
+                            if "rows" in msg:
+                                timings[msg["id"] + ":rows"] = msg["rows"]
                         if verbose and msg["status"] != "pass":
                             log(f"{msg['id']}: {msg['status']}: {msg['detail']}")
                         current = None
