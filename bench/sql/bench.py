@@ -117,7 +117,7 @@ def bench_tpch(args, backend, summary):
         duck[n] = best(lambda: con.sql(sql).to_arrow_table(), args.repeat)
         recs.append({"id": f"q{n:02d}", "sql": sql, "keys": keys, "limited": limited,
                      "columns": res.schema.names, "rows": sqlcompare.canonical_rows(res),
-                     "repeat": args.repeat})
+                     "repeat": args.repeat, "repeat_below": 10.0})
 
     df = {}
     try:
@@ -315,7 +315,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "3")))
     ap.add_argument("--rows", type=int, default=int(os.environ.get("BENCH_SQL_ROWS", "4000000")))
     ap.add_argument("--vec-rows", type=int, default=int(os.environ.get("BENCH_SQL_VEC_ROWS", "200000")))
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per query of ours")
+    ap.add_argument("--timeout", type=float, default=float(os.environ.get("BENCH_SQL_TIMEOUT", "300")),
+                    help="seconds per query of ours (then: timeout, the next query goes on)")
     ap.add_argument("--only", default="tpch,index,scan")
     ap.add_argument("--backend", default="auto", choices=["auto", "ctypes", "package", "selftest"])
     args = ap.parse_args()

@@ -91,9 +91,24 @@ def backend():
     return name
 
 
+class _Results(dict):
+    """{id: (status, detail)} (a short repr keeps pytest's failure reports readable)."""
+
+    def __repr__(self):
+        return f"<{sum(v[0] == 'pass' for v in self.values())}/{len(self)} golden queries pass>"
+
+
+@pytest.fixture(scope="module")
+def golden_results(backend):
+    """The whole corpus, run once (one set of tables, one child process unless
+    a query crashes or hangs)."""
+    return _Results(runner.run_all(backend, timeout=120))
+
+
 @pytest.mark.parametrize("category", CATEGORIES)
-def test_golden(category, backend):
-    results = runner.run_all(backend, [category], timeout=120)
+def test_golden(category, golden_results):
+    results = {k: v for k, v in golden_results.items() if k.rsplit("_", 1)[0] == category}
+    assert results, f"no results for category {category}"
     lines = []
     problems = runner.summarize(results, runner.load_known_failures(), log=lines.append)
     assert not problems, "\n".join(lines + problems[:60])
