@@ -24,8 +24,19 @@
  *      value key) first.
  * At the end of input the key columns and one column per aggregate are
  * built for all groups and emitted in slices of XO_BATCH_ROWS.
+ * One integer-like group column (ints, dates, times, timestamps) is looked
+ * up by value in an hs_imap instead (NULL is a group kept aside).
  * Memory: the row sets are accounted as they grow (xo_rows); the maps and
  * state arrays are accounted after every batch.
+ *
+ * Parallel: with ctx->pool and ctx->threads > 1, and when every aggregate
+ * merges by value (no DISTINCT, string_agg or array_agg), batches are
+ * pulled `threads` at a time on the calling thread and aggregated by
+ * `threads` workers (agg_op structs of their own, not in the tree), one
+ * batch each, in parallel; at the end each worker's groups are looked up in
+ * the operator's own tables as a batch of key rows and their states merged
+ * (counts and sums add, min/max compare, bool_and/or combine).  Groups then
+ * come out in the order the merge meets them.
  *
  * Distinct streams: a row is emitted the first time its key (all columns)
  * is seen.
@@ -62,6 +73,9 @@ typedef struct agg_op {
     hs_field key_schema;
     hs_map map;
     int64_t map_key_bytes;
+    bool int_key;          /* one integer-like group column: imap on its value */
+    hs_imap imap;
+    int64_t null_gid;      /* int_key: the NULL group, -1 until seen */
     xo_rows keys;
     int64_t n_total, cap;  /* groups, allocated slots */
     int64_t accounted;     /* bytes of maps and arrays reserved in ctx */
@@ -72,6 +86,9 @@ typedef struct agg_op {
     hs_batch *result;
     int64_t emitted;
     bool done;
+    /* parallel partial aggregation (see top) */
+    struct agg_op **workers;
+    int n_workers;
 } agg_op;
 
 static const char *fn_name(xo_agg_fn f)
@@ -155,7 +172,15 @@ static hs_status result_field(const xo_agg *a, const hs_field *arg, hs_field *ou
         hs_free(item.name);
         item.name = hs_strdup("item");
         item.nullable = true;
+        if (!item.name) {
+            hs_field_clear(&item);
+            return hs_err_nomem(err, 0);
+        }
         hs_field_init_list(out, name, true, &item);
+        if (!out->name || out->n_children != 1) {
+            hs_field_clear(out);
+            return hs_err_nomem(err, 0);
+        }
         return HS_OK;
     }
     }
@@ -218,7 +243,8 @@ static hs_status ensure_groups(agg_op *s, int64_t need, hs_error *err)
 static hs_status account(agg_op *s, hs_error *err)
 {
     int64_t per_group = 8;
-    int64_t bytes = (int64_t)(s->map.cap * sizeof(hs_map_slot)) + s->map_key_bytes;
+    int64_t bytes = (int64_t)(s->map.cap * sizeof(hs_map_slot)) + s->map_key_bytes +
+                    (int64_t)(s->imap.cap * sizeof(hs_imap_slot));
     for (int j = 0; j < s->n_aggs; j++) {
         const agg_state *a = &s->aggs[j];
         per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
@@ -247,7 +273,28 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
     }
     hs_buf fresh = {0};
     hs_status st = HS_OK;
-    for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
+    const hs_column *kc = b->cols[0];
+    for (int64_t i = 0; s->int_key && i < b->n_rows && st == HS_OK; i++) {
+        uint64_t g;
+        bool found = true;
+        if (!hs_col_is_valid(kc, i)) {
+            if (s->null_gid < 0) {
+                s->null_gid = s->n_total;
+                found = false;
+            }
+            g = (uint64_t)s->null_gid;
+        } else {
+            bool big;
+            st = hs_imap_get_or_put(&s->imap, (uint64_t)xo_int_at(kc, i, &big), (uint64_t)s->n_total,
+                                    &g, &found);
+        }
+        if (st == HS_OK && !found) {
+            s->n_total++;
+            st = HS_VEC_PUSH(&fresh, int64_t, i);
+        }
+        s->gid[i] = (int64_t)g;
+    }
+    for (int64_t i = 0; !s->int_key && i < b->n_rows && st == HS_OK; i++) {
         hs_buf_reset(&s->kb);
         for (int c = 0; c < s->n_groups && st == HS_OK; c++)
             st = xo_key_append(&s->kb, b->cols[c], i);
@@ -603,9 +650,198 @@ static hs_status agg_finish(agg_op *s, hs_error *err)
     return st;
 }
 
+/* Aggregates one input batch into s (the operator or a worker). */
+static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
+{
+    hs_status st = assign_groups(s, b, err);
+    if (st == HS_OK)
+        st = ensure_groups(s, s->n_total, err);
+    for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
+        st = update_agg(s, &s->aggs[j], b, err);
+    if (st == HS_OK)
+        st = account(s, err);
+    return st;
+}
+
+static void agg_clear(agg_op *s);
+
+/* ---- parallel partial aggregation ---- */
+
+/* Parallel when the pool allows and every aggregate merges by value. */
+static bool can_parallel(const agg_op *s)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    if (!ctx || !ctx->pool || ctx->threads < 2)
+        return false;
+    for (int j = 0; j < s->n_aggs; j++)
+        if (s->aggs[j].a.distinct || s->aggs[j].a.fn == XO_AGG_STRING_AGG ||
+            s->aggs[j].a.fn == XO_AGG_ARRAY_AGG)
+            return false;
+    return true;
+}
+
+static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
+{
+    agg_op *w = hs_calloc(1, sizeof *w);
+    if (!w)
+        return hs_err_nomem(err, 0);
+    w->op.ctx = s->op.ctx;
+    w->op.name = s->op.name;
+    w->n_groups = s->n_groups;
+    w->int_key = s->int_key;
+    w->null_gid = -1;
+    *out = w;
+    w->aggs = hs_calloc((size_t)(s->n_aggs ? s->n_aggs : 1), sizeof *w->aggs);
+    if (!w->aggs || hs_field_copy(&s->key_schema, &w->key_schema) != HS_OK)
+        return hs_err_nomem(err, 0);
+    w->n_aggs = s->n_aggs;
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &w->aggs[j];
+        a->a = s->aggs[j].a;
+        a->a.sep = a->a.name = NULL;
+        a->cls = s->aggs[j].cls;
+        a->scale = s->aggs[j].scale;
+        if (hs_field_copy(&s->aggs[j].store_schema, &a->store_schema) != HS_OK)
+            return hs_err_nomem(err, 0);
+    }
+    if (s->n_groups == 0) {
+        w->n_total = 1;
+        HS_TRY(ensure_groups(w, 1, err));
+    }
+    return HS_OK;
+}
+
+typedef struct agg_job {
+    agg_op *w;
+    hs_batch *b;
+} agg_job;
+
+static hs_status agg_task(void *arg, hs_error *err)
+{
+    agg_job *j = arg;
+    return consume(j->w, j->b, err);
+}
+
+/* Folds worker w's groups into s: the worker's key rows are looked up as a
+ * batch (new groups are appended to s), then every state merges. */
+static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
+{
+    if (w->n_total == 0)
+        return HS_OK;
+    if (s->n_groups > 0) {
+        if (!w->keys.b)
+            return HS_OK;
+        HS_TRY(assign_groups(s, w->keys.b, err));
+    } else {
+        HS_TRY(assign_groups(s, &(hs_batch){.n_rows = w->n_total}, err));
+    }
+    HS_TRY(ensure_groups(s, s->n_total, err));
+    const int64_t *mg = s->gid;   /* worker group g -> group mg[g] of s */
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j], *b = &w->aggs[j];
+        hs_buf take = {0};
+        hs_status st = HS_OK;
+        int64_t base = xo_rows_count(&a->store);
+        for (int64_t g = 0; g < w->n_total && st == HS_OK; g++) {
+            int64_t m = mg[g];
+            a->cnt[m] += b->cnt[g];
+            switch (a->a.fn) {
+            case XO_AGG_SUM: case XO_AGG_AVG:
+                if (a->cls == ACC_FLOAT)
+                    a->fsum[m] += b->fsum[g];
+                else
+                    st = add_int(a, m, b->isum[g], err);
+                break;
+            case XO_AGG_BOOL_AND: a->flag[m] &= b->flag[g]; break;
+            case XO_AGG_BOOL_OR: a->flag[m] |= b->flag[g]; break;
+            case XO_AGG_MIN: case XO_AGG_MAX: {
+                if (b->best[g] < 0)
+                    break;
+                const hs_column *wc = b->store.b->cols[0];
+                if (a->best[m] >= 0) {
+                    int r = xo_val_cmp(wc, b->best[g], a->store.b->cols[0], a->best[m]);
+                    if (!(a->a.fn == XO_AGG_MIN ? r < 0 : r > 0))
+                        break;
+                }
+                a->best[m] = base + (int64_t)HS_VEC_LEN(&take, int64_t);
+                if (HS_VEC_PUSH(&take, int64_t, b->best[g]) != HS_OK)
+                    st = hs_err_nomem(err, 0);
+                break;
+            }
+            default: break;
+            }
+        }
+        if (st == HS_OK && take.len)
+            st = xo_rows_append_take(&a->store, s->op.ctx, s->op.name, b->store.b,
+                                     (int64_t *)take.data, (int64_t)HS_VEC_LEN(&take, int64_t), err);
+        hs_buf_free(&take);
+        HS_TRY(st);
+    }
+    return account(s, err);
+}
+
+static hs_status consume_parallel(agg_op *s, hs_error *err)
+{
+    xo_ctx *ctx = s->op.ctx;
+    int k = ctx->threads;
+    s->workers = hs_calloc((size_t)k, sizeof *s->workers);
+    agg_job *jobs = hs_calloc((size_t)k, sizeof *jobs);
+    hs_status st = s->workers && jobs ? HS_OK : hs_err_nomem(err, 0);
+    if (st == HS_OK)
+        s->n_workers = k;
+    for (int i = 0; i < k && st == HS_OK; i++)
+        st = make_worker(s, &s->workers[i], err);
+    bool eof = false;
+    while (st == HS_OK && !eof) {
+        int n = 0;
+        while (n < k && st == HS_OK) {
+            hs_batch *b;
+            st = xo_next(s->op.children[0], &b, err);
+            if (st != HS_OK || !b) {
+                eof = true;
+                break;
+            }
+            jobs[n] = (agg_job){s->workers[n], b};
+            n++;
+        }
+        if (st == HS_OK && n == 1) {
+            st = consume(jobs[0].w, jobs[0].b, err);
+        } else if (st == HS_OK && n > 1) {
+            hs_group *g;
+            st = hs_group_create(ctx->pool, &g, err);
+            hs_status sub = HS_OK;
+            for (int i = 0; i < n && st == HS_OK && sub == HS_OK; i++)
+                sub = hs_group_submit(g, agg_task, &jobs[i]);
+            if (st == HS_OK) {
+                st = hs_group_wait(g, err);
+                hs_group_destroy(g);
+                if (st == HS_OK && sub != HS_OK)
+                    st = hs_err_nomem(err, 0);
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            hs_batch_free(jobs[i].b);
+            jobs[i].b = NULL;
+        }
+    }
+    hs_free(jobs);
+    for (int i = 0; i < s->n_workers && st == HS_OK; i++) {
+        st = merge_worker(s, s->workers[i], err);
+        agg_clear(s->workers[i]);
+        hs_free(s->workers[i]);
+        s->workers[i] = NULL;
+    }
+    return st;
+}
+
 static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     agg_op *s = (agg_op *)op;
+    if (!s->done && can_parallel(s)) {
+        s->done = true;
+        HS_TRY(consume_parallel(s, err));
+        HS_TRY(agg_finish(s, err));
+    }
     while (!s->done) {
         hs_batch *b;
         HS_TRY(xo_next(op->children[0], &b, err));
@@ -614,14 +850,8 @@ static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
             HS_TRY(agg_finish(s, err));
             break;
         }
-        hs_status st = assign_groups(s, b, err);
-        if (st == HS_OK)
-            st = ensure_groups(s, s->n_total, err);
-        for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
-            st = update_agg(s, &s->aggs[j], b, err);
+        hs_status st = consume(s, b, err);
         hs_batch_free(b);
-        if (st == HS_OK)
-            st = account(s, err);
         HS_TRY(st);
     }
     HS_TRY(xo_check_cancel(op->ctx, err));
@@ -649,7 +879,20 @@ static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 static void agg_destroy(xo_op *op)
 {
     agg_op *s = (agg_op *)op;
-    for (int j = 0; j < s->n_aggs; j++) {
+    for (int i = 0; i < s->n_workers; i++) {
+        if (s->workers[i])
+            agg_clear(s->workers[i]);
+        hs_free(s->workers[i]);
+    }
+    hs_free(s->workers);
+    agg_clear(s);
+}
+
+/* Frees what s holds (the operator's state or a worker's). */
+static void agg_clear(agg_op *s)
+{
+    xo_op *op = &s->op;
+    for (int j = 0; s->aggs && j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
         hs_free((char *)a->a.sep);
         hs_free((char *)a->a.name);
@@ -667,6 +910,7 @@ static void agg_destroy(xo_op *op)
     hs_free(s->aggs);
     hs_field_clear(&s->key_schema);
     hs_map_free(&s->map);
+    hs_imap_free(&s->imap);
     xo_rows_free(&s->keys, op->ctx);
     hs_buf_free(&s->kb);
     hs_free(s->gid);
@@ -726,7 +970,7 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
                               a->a.sep_col, hs_type_name(arg->type));
         hs_field rf;
         HS_TRY(result_field(&a->a, arg, &rf, err));
-        if (hs_field_add_child(&s->op.schema, &rf) != HS_OK) {
+        if (!rf.name || hs_field_add_child(&s->op.schema, &rf) != HS_OK) {
             hs_field_clear(&rf);
             return hs_err_nomem(err, 0);
         }
@@ -738,7 +982,7 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
         }
         hs_status st;
         if (!arg)
-            st = hs_buf_printf(d, "%scount(*)", s->n_groups || j ? "; " : "aggs: ");
+            st = hs_buf_printf(d, "%scount(*)", j ? ", " : (s->n_groups ? "; aggs: " : "aggs: "));
         else
             st = hs_buf_printf(d, "%s%s(%s#%d)", j ? ", " : (s->n_groups ? "; aggs: " : "aggs: "),
                                fn_name(a->a.fn), a->a.distinct ? "DISTINCT " : "", a->a.arg + 1);
@@ -746,6 +990,8 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
             return hs_err_nomem(err, 0);
     }
     xo_schema_renumber(&s->op.schema);
+    s->null_gid = -1;
+    s->int_key = s->n_groups == 1 && xo_is_int_type(in->children[0].type);
     if (s->n_groups == 0) {
         s->n_total = 1;
         HS_TRY(ensure_groups(s, 1, err));

@@ -5,8 +5,10 @@
  *
  * Filter evaluates the bound predicate into a selection vector and takes
  * the selected rows (a batch whose rows all pass goes through untouched);
- * Project evaluates each expression into a new column; Limit slices and
- * stops pulling from its child once it has produced `limit` rows.
+ * Project evaluates each expression into a new column; both run batches in
+ * parallel on ctx->pool when ctx->threads > 1 (morsels = the child's
+ * batches, results in input order).  Limit slices and stops pulling from
+ * its child once it has produced `limit` rows.
  */
 #include "exec/exec_int.h"
 #include "columnar/arrow_c.h"
@@ -122,9 +124,114 @@ hs_status xo_values(xo_ctx *ctx, const hs_field *schema, int n, hs_batch **batch
     }
     char buf[64];
     snprintf(buf, sizeof buf, "%d batch%s", n, n == 1 ? "" : "es");
-    op->detail = hs_strdup(buf);
+    if (!(op->detail = hs_strdup(buf))) {
+        xo_free(op);
+        return hs_err_nomem(err, 0);
+    }
     *out = op;
     return HS_OK;
+}
+
+/* ---- parallel map: Filter and Project ----
+ *
+ * Filter and Project transform each batch on its own (apply).  With a
+ * pool in ctx (ctx->threads > 1) they pull up to ctx->threads batches from
+ * the child on the calling thread, apply them as tasks of one group, and
+ * return the results in input order; otherwise they apply inline. */
+
+typedef hs_status (*apply_fn)(xo_op *op, hs_batch *in, hs_batch **out, hs_error *err);
+
+typedef struct par_job {
+    xo_op *op;
+    apply_fn fn;
+    hs_batch *in, *out;
+} par_job;
+
+typedef struct par_state {
+    par_job *jobs;
+    int n, pos, cap;
+    bool eof;
+} par_state;
+
+static hs_status par_task(void *arg, hs_error *err)
+{
+    par_job *j = arg;
+    hs_batch *in = j->in;
+    j->in = NULL;
+    return j->fn(j->op, in, &j->out, err);
+}
+
+static void par_free(par_state *ps)
+{
+    for (int i = 0; i < ps->n; i++) {
+        hs_batch_free(ps->jobs[i].in);
+        hs_batch_free(ps->jobs[i].out);
+    }
+    hs_free(ps->jobs);
+    memset(ps, 0, sizeof *ps);
+}
+
+static hs_status par_next(xo_op *op, apply_fn fn, par_state *ps, hs_batch **out, hs_error *err)
+{
+    xo_ctx *ctx = op->ctx;
+    int window = ctx && ctx->pool && ctx->threads > 1 ? ctx->threads : 1;
+    for (;;) {
+        while (ps->pos < ps->n) {
+            par_job *j = &ps->jobs[ps->pos++];
+            *out = j->out;
+            j->out = NULL;
+            if (*out)
+                return HS_OK;
+        }
+        if (ps->eof)
+            return HS_OK;
+        if (window == 1) {
+            hs_batch *b;
+            HS_TRY(xo_next(op->children[0], &b, err));
+            if (!b) {
+                ps->eof = true;
+                return HS_OK;
+            }
+            HS_TRY(fn(op, b, out, err));
+            if (*out)
+                return HS_OK;
+            continue;
+        }
+        if (ps->cap < window) {
+            par_job *a = hs_realloc(ps->jobs, (size_t)window * sizeof *a);
+            if (!a)
+                return hs_err_nomem(err, 0);
+            ps->jobs = a;
+            ps->cap = window;
+        }
+        ps->n = ps->pos = 0;
+        while (ps->n < window) {
+            hs_batch *b;
+            HS_TRY(xo_next(op->children[0], &b, err));
+            if (!b) {
+                ps->eof = true;
+                break;
+            }
+            ps->jobs[ps->n++] = (par_job){op, fn, b, NULL};
+        }
+        if (ps->n == 1) {
+            par_job *j = &ps->jobs[0];
+            hs_batch *in = j->in;
+            j->in = NULL;
+            HS_TRY(fn(op, in, &j->out, err));
+            continue;
+        }
+        hs_group *g;
+        HS_TRY(hs_group_create(ctx->pool, &g, err));
+        hs_status st = HS_OK;
+        for (int i = 0; i < ps->n && st == HS_OK; i++)
+            st = hs_group_submit(g, par_task, &ps->jobs[i]);
+        hs_status wst = hs_group_wait(g, err);
+        hs_group_destroy(g);
+        if (st != HS_OK)
+            return hs_err_nomem(err, 0);
+        HS_TRY(wst);
+    }
 }
 
 /* ---- Filter ---- */
@@ -132,59 +239,55 @@ hs_status xo_values(xo_ctx *ctx, const hs_field *schema, int n, hs_batch **batch
 typedef struct filter_op {
     xo_op op;
     ex_expr *pred;
-    uint8_t *sel;
-    int64_t sel_cap;
-    int64_t *idx;
+    par_state par;
 } filter_op;
+
+/* Takes `in`; *out = its rows that pass (NULL when none). */
+static hs_status filter_apply(xo_op *op, hs_batch *b, hs_batch **out, hs_error *err)
+{
+    filter_op *f = (filter_op *)op;
+    *out = NULL;
+    size_t n = (size_t)b->n_rows;
+    uint8_t *sel = hs_malloc(n);
+    if (!sel) {
+        hs_batch_free(b);
+        return hs_err_nomem(err, n);
+    }
+    int64_t n_match;
+    hs_status s = ex_eval_filter(f->pred, b, NULL, sel, &n_match, err);
+    if (s == HS_OK && n_match == b->n_rows) {
+        hs_free(sel);
+        *out = b;
+        return HS_OK;
+    }
+    if (s == HS_OK && n_match > 0) {
+        int64_t *idx = hs_malloc((size_t)n_match * sizeof *idx);
+        if (!idx) {
+            s = hs_err_nomem(err, 0);
+        } else {
+            int64_t k = 0;
+            for (int64_t i = 0; i < b->n_rows; i++)
+                if (sel[i])
+                    idx[k++] = i;
+            s = xo_batch_take(&op->schema, b, idx, k, out, err);
+            hs_free(idx);
+        }
+    }
+    hs_free(sel);
+    hs_batch_free(b);
+    return s;
+}
 
 static hs_status filter_next(xo_op *op, hs_batch **out, hs_error *err)
 {
-    filter_op *f = (filter_op *)op;
-    for (;;) {
-        hs_batch *b;
-        HS_TRY(xo_next(op->children[0], &b, err));
-        if (!b)
-            return HS_OK;
-        if (b->n_rows > f->sel_cap) {
-            hs_free(f->sel);
-            hs_free(f->idx);
-            f->sel = hs_malloc((size_t)b->n_rows);
-            f->idx = hs_malloc((size_t)b->n_rows * sizeof *f->idx);
-            if (!f->sel || !f->idx) {
-                f->sel_cap = 0;
-                hs_batch_free(b);
-                return hs_err_nomem(err, (size_t)b->n_rows * 9);
-            }
-            f->sel_cap = b->n_rows;
-        }
-        int64_t n_match;
-        hs_status s = ex_eval_filter(f->pred, b, NULL, f->sel, &n_match, err);
-        if (s != HS_OK || n_match == 0) {
-            hs_batch_free(b);
-            if (s != HS_OK)
-                return s;
-            continue;
-        }
-        if (n_match == b->n_rows) {
-            *out = b;
-            return HS_OK;
-        }
-        int64_t k = 0;
-        for (int64_t i = 0; i < b->n_rows; i++)
-            if (f->sel[i])
-                f->idx[k++] = i;
-        s = xo_batch_take(&op->schema, b, f->idx, k, out, err);
-        hs_batch_free(b);
-        return s;
-    }
+    return par_next(op, filter_apply, &((filter_op *)op)->par, out, err);
 }
 
 static void filter_destroy(xo_op *op)
 {
     filter_op *f = (filter_op *)op;
     ex_free(f->pred);
-    hs_free(f->sel);
-    hs_free(f->idx);
+    par_free(&f->par);
 }
 
 hs_status xo_filter(xo_op *child, ex_expr *pred, xo_op **out, hs_error *err)
@@ -229,15 +332,13 @@ typedef struct project_op {
     xo_op op;
     int n;
     ex_expr **exprs;
+    par_state par;
 } project_op;
 
-static hs_status project_next(xo_op *op, hs_batch **out, hs_error *err)
+static hs_status project_apply(xo_op *op, hs_batch *b, hs_batch **out, hs_error *err)
 {
     project_op *p = (project_op *)op;
-    hs_batch *b;
-    HS_TRY(xo_next(op->children[0], &b, err));
-    if (!b)
-        return HS_OK;
+    *out = NULL;
     hs_column **cols = hs_calloc((size_t)(p->n > 0 ? p->n : 1), sizeof *cols);
     if (!cols) {
         hs_batch_free(b);
@@ -260,12 +361,18 @@ static hs_status project_next(xo_op *op, hs_batch **out, hs_error *err)
     return s;
 }
 
+static hs_status project_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    return par_next(op, project_apply, &((project_op *)op)->par, out, err);
+}
+
 static void project_destroy(xo_op *op)
 {
     project_op *p = (project_op *)op;
     for (int i = 0; i < p->n; i++)
         ex_free(p->exprs[i]);
     hs_free(p->exprs);
+    par_free(&p->par);
 }
 
 hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *names, xo_op **out,

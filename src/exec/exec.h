@@ -148,9 +148,17 @@ HS_MUST_USE hs_status xo_hashjoin(xo_op *left, xo_op *right, xo_join_kind kind, 
                                   const int *lkeys, const int *rkeys, ex_expr *residual,
                                   xo_op **out, hs_error *err);
 /* The schema a join residual is bound against: left's columns then right's,
- * renumbered (ids 1..n, nested above).  Caller clears *out. */
+ * renumbered (ids 1..n, nested above).  Caller clears *out.  A bound
+ * expression borrows the schema it was bound to: bind a residual either
+ * against a schema that outlives the join, or, simpler, against the join's
+ * own copy (xo_join_input_schema, borrowed until the join is freed) and
+ * hand it over with xo_join_set_residual before the first xo_next. */
 HS_MUST_USE hs_status xo_schema_concat(const hs_field *left, const hs_field *right, hs_field *out,
                                        hs_error *err);
+const hs_field *xo_join_input_schema(const xo_op *join);
+/* Sets (replaces) the residual of a HashJoin/NestedLoopJoin; takes it,
+ * also on failure. */
+HS_MUST_USE hs_status xo_join_set_residual(xo_op *join, ex_expr *residual, hs_error *err);
 /* Non-equi / cross join: cond (NULL = cross join) on left||right. */
 HS_MUST_USE hs_status xo_nljoin(xo_op *left, xo_op *right, xo_join_kind kind, ex_expr *cond,
                                 xo_op **out, hs_error *err);
@@ -163,6 +171,39 @@ typedef enum xo_setop_kind { XO_SET_UNION = 0, XO_SET_INTERSECT, XO_SET_EXCEPT }
  * ALL max(m - n, 0). */
 HS_MUST_USE hs_status xo_setop(xo_setop_kind kind, bool all, xo_op *left, xo_op *right,
                                xo_op **out, hs_error *err);
+
+/* ---- window functions ---- */
+
+typedef enum xo_win_fn {
+    XO_WIN_ROW_NUMBER = 0, XO_WIN_RANK, XO_WIN_DENSE_RANK,
+    XO_WIN_COUNT_STAR, XO_WIN_COUNT, XO_WIN_SUM, XO_WIN_AVG, XO_WIN_MIN, XO_WIN_MAX,
+    XO_WIN_LAG, XO_WIN_LEAD, XO_WIN_FIRST_VALUE, XO_WIN_LAST_VALUE
+} xo_win_fn;
+
+/* The frame of the aggregates and first/last_value (PostgreSQL's):
+ *   DEFAULT  with ORDER BY: RANGE UNBOUNDED PRECEDING .. CURRENT ROW (the
+ *            current row's peers included); without: the whole partition
+ *   ROWS     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+ *   WHOLE    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING */
+typedef enum xo_frame { XO_FRAME_DEFAULT = 0, XO_FRAME_ROWS, XO_FRAME_WHOLE } xo_frame;
+
+typedef struct xo_win {
+    xo_win_fn fn;
+    int arg;           /* child column (aggregates, lag/lead, first/last_value) */
+    int64_t offset;    /* lag/lead: rows back/ahead (0 = the default 1) */
+    xo_frame frame;
+    const char *name;  /* output column name (copied; NULL = the function's) */
+} xo_win;
+
+/* Window functions sharing one window: PARTITION BY the child columns
+ * part[0..n_part) (NULLs are one partition), ORDER BY keys.  Output: the
+ * child's columns then one per function, rows ordered by partition then
+ * keys (stable).  Result types: row_number/rank/dense_rank/count int64;
+ * sum/avg as xo_hashagg's; min/max/lag/lead/first_value/last_value the
+ * argument's type (NULL outside the partition for lag/lead). */
+HS_MUST_USE hs_status xo_window(xo_op *child, int n_part, const int *part, int n_keys,
+                                const xo_sort_key *keys, int n_fns, const xo_win *fns, xo_op **out,
+                                hs_error *err);
 
 /* ---- output ---- */
 

@@ -83,6 +83,9 @@ HS_MUST_USE hs_status xo_rows_init(xo_rows *r, const hs_field *schema, hs_error 
 void xo_rows_free(xo_rows *r, xo_ctx *ctx);
 static inline int64_t xo_rows_count(const xo_rows *r) { return r->b ? r->b->n_rows : 0; }
 
+/* perm[0..n) = the rows 0..n-1 of cols in the order of keys (stable). */
+HS_MUST_USE hs_status xo_sort_perm(hs_column *const *cols, int n_keys, const xo_sort_key *keys,
+                                   int64_t n, int64_t *perm, hs_error *err);
 /* Stable merge sort of idx[0..n) with cmp(ctx, a, b). */
 HS_MUST_USE hs_status xo_msort(int64_t *idx, int64_t n, int (*cmp)(void *ctx, int64_t a, int64_t b),
                                void *ctx, hs_error *err);

@@ -10,6 +10,9 @@
  * input order.  Rows with a NULL key are in no bucket (they never match)
  * but still exist for RIGHT/FULL output and for the null-aware anti join.
  *
+ * One integer-like key on both sides is looked up by value in an hs_imap
+ * instead of by row key.
+ *
  * Probe: per left batch, each row's key is looked up and (left row, right
  * row) pairs are collected; every XO_BATCH_ROWS pairs are flushed: the
  * pair batch (left columns taken by left index, right columns by right
@@ -29,6 +32,32 @@
 
 enum { J_BUILD = 0, J_PROBE, J_TAIL, J_DONE };
 
+struct join_op;
+/* The state of probing one left batch (one per parallel task). */
+typedef struct probe {
+    struct join_op *j;
+    hs_buf kb;              /* key scratch */
+    hs_batch *left;         /* the left batch */
+    uint8_t *lmatched;      /* per left row */
+    hs_buf pl, pr;          /* pending pairs (int64 left row, right row) */
+    uint8_t *sel;           /* residual selection, XO_BATCH_ROWS */
+    xo_queue q;             /* output */
+} probe;
+
+static void probe_clear(probe *p)
+{
+    hs_buf_free(&p->kb);
+    hs_batch_free(p->left);
+    p->left = NULL;
+    hs_free(p->lmatched);
+    p->lmatched = NULL;
+    hs_buf_free(&p->pl);
+    hs_buf_free(&p->pr);
+    hs_free(p->sel);
+    p->sel = NULL;
+    xo_queue_free(&p->q);
+}
+
 typedef struct join_op {
     xo_op op;
     xo_join_kind kind;
@@ -40,17 +69,15 @@ typedef struct join_op {
     int state;
     xo_rows right;
     hs_map buckets;         /* key -> first right row */
+    bool int_key;           /* one integer-like key: ibuckets on its value */
+    hs_imap ibuckets;
     int64_t *nxt;           /* per right row: next of the same key, -1 */
     uint8_t *rmatched;      /* per right row (RIGHT/FULL) */
     bool right_has_null_key;
     int64_t accounted;
-    hs_buf kb;
-    /* current left batch */
-    hs_batch *left;
-    uint8_t *lmatched;
-    hs_buf pl, pr;          /* pending pairs (int64 left row, right row) */
-    uint8_t *sel;
-    xo_queue q;
+    probe main;             /* the build, sequential probes, the output queue */
+    probe *par;             /* parallel probes (ctx->threads of them) or NULL */
+    int n_par;
     int64_t tail_pos;
 } join_op;
 
@@ -67,10 +94,11 @@ static bool emits_pairs(xo_join_kind k)
 
 /* ---- build ---- */
 
-static hs_status key_of(join_op *j, hs_column *const *cols, const int *keys, int64_t row,
+static hs_status key_of(probe *p, hs_column *const *cols, const int *keys, int64_t row,
                         bool *has_null)
 {
-    hs_buf_reset(&j->kb);
+    join_op *j = p->j;
+    hs_buf_reset(&p->kb);
     *has_null = false;
     for (int k = 0; k < j->n_keys; k++) {
         const hs_column *c = cols[keys[k]];
@@ -78,9 +106,33 @@ static hs_status key_of(join_op *j, hs_column *const *cols, const int *keys, int
             *has_null = true;
             return HS_OK;
         }
-        HS_TRY(xo_key_append(&j->kb, c, row));
+        if (!j->int_key)
+            HS_TRY(xo_key_append(&p->kb, c, row));
     }
     return HS_OK;
+}
+
+/* Looks up / inserts the key of row `row` (all keys non-null) in the
+ * buckets: *head gets the bucket's first row, *found whether it existed
+ * (inserting `row` as the head when it did not and insert is set). */
+static hs_status bucket_find(probe *p, hs_column *const *cols, const int *keys, int64_t row,
+                             bool insert, uint64_t *head, bool *found)
+{
+    join_op *j = p->j;
+    if (j->int_key) {
+        bool big;
+        uint64_t v = (uint64_t)xo_int_at(cols[keys[0]], row, &big);
+        if (!insert) {
+            *found = hs_imap_get(&j->ibuckets, v, head);
+            return HS_OK;
+        }
+        return hs_imap_get_or_put(&j->ibuckets, v, (uint64_t)row, head, found);
+    }
+    if (!insert) {
+        *found = hs_map_get(&j->buckets, p->kb.data, p->kb.len, head);
+        return HS_OK;
+    }
+    return hs_map_get_or_put(&j->buckets, p->kb.data, p->kb.len, (uint64_t)row, head, found);
 }
 
 static hs_status join_build(join_op *j, hs_error *err)
@@ -110,7 +162,7 @@ static hs_status join_build(join_op *j, hs_error *err)
     for (int64_t r = 0; r < n && st == HS_OK; r++) {
         j->nxt[r] = -1;
         bool has_null;
-        st = key_of(j, j->right.b->cols, j->rkeys, r, &has_null);
+        st = key_of(&j->main, j->right.b->cols, j->rkeys, r, &has_null);
         if (st != HS_OK)
             break;
         if (has_null) {
@@ -119,7 +171,7 @@ static hs_status join_build(join_op *j, hs_error *err)
         }
         uint64_t head;
         bool found;
-        st = hs_map_get_or_put(&j->buckets, j->kb.data, j->kb.len, (uint64_t)r, &head, &found);
+        st = bucket_find(&j->main, j->right.b->cols, j->rkeys, r, true, &head, &found);
         if (st != HS_OK)
             break;
         if (found) {
@@ -137,7 +189,8 @@ static hs_status join_build(join_op *j, hs_error *err)
     if (st != HS_OK)
         return hs_err_nomem(err, 0);
     int64_t bytes = n * 9 + (int64_t)(j->buckets.cap * sizeof(hs_map_slot)) +
-                    (int64_t)j->kb.len * (int64_t)j->buckets.count;
+                    (int64_t)(j->ibuckets.cap * sizeof(hs_imap_slot)) +
+                    (int64_t)j->main.kb.len * (int64_t)j->buckets.count;
     HS_TRY(xo_mem_reserve(op->ctx, bytes, op->name, err));
     j->accounted = bytes;
     return HS_OK;
@@ -147,17 +200,19 @@ static hs_status join_build(join_op *j, hs_error *err)
 
 /* A batch of schema from rows li of the current left batch and rows ri of
  * the right rows (-1 = NULL); with_right false: the left columns only. */
-static hs_status pair_batch(join_op *j, const hs_field *schema, const int64_t *li, const int64_t *ri,
+static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li, const int64_t *ri,
                             int64_t n, bool with_right, hs_batch **out, hs_error *err)
 {
+    join_op *j = p->j;
     int nc = j->n_left + (with_right ? j->n_right : 0);
+    *out = NULL;
     hs_column **cols = hs_calloc((size_t)(nc ? nc : 1), sizeof *cols);
     if (!cols)
         return hs_err_nomem(err, 0);
     hs_status st = HS_OK;
     for (int c = 0; c < nc && st == HS_OK; c++) {
         if (c < j->n_left)
-            st = hs_col_take_nullable(j->left->cols[c], li, n, &cols[c], err);
+            st = hs_col_take_nullable(p->left->cols[c], li, n, &cols[c], err);
         else
             st = hs_col_take_nullable(j->right.b->cols[c - j->n_left], ri, n, &cols[c], err);
     }
@@ -171,36 +226,42 @@ static hs_status pair_batch(join_op *j, const hs_field *schema, const int64_t *l
     return st;
 }
 
-static hs_status flush_pairs(join_op *j, hs_error *err)
+static hs_status flush_pairs(probe *p, hs_error *err)
 {
-    int64_t n = (int64_t)HS_VEC_LEN(&j->pl, int64_t);
+    join_op *j = p->j;
+    int64_t n = (int64_t)HS_VEC_LEN(&p->pl, int64_t);
     if (n == 0)
         return HS_OK;
-    int64_t *li = (int64_t *)j->pl.data, *ri = (int64_t *)j->pr.data;
+    int64_t *li = (int64_t *)p->pl.data, *ri = (int64_t *)p->pr.data;
     hs_status st = HS_OK;
     if (!j->residual) {
+        bool mark_right = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL;
         for (int64_t k = 0; k < n; k++) {
-            j->lmatched[li[k]] = 1;
-            j->rmatched[ri[k]] = 1;
+            p->lmatched[li[k]] = 1;
+            if (mark_right)
+                j->rmatched[ri[k]] = 1;
         }
         if (emits_pairs(j->kind)) {
             hs_batch *b;
-            st = pair_batch(j, &j->op.schema, li, ri, n, true, &b, err);
+            st = pair_batch(p, &j->op.schema, li, ri, n, true, &b, err);
             if (st == HS_OK)
-                st = xo_queue_push(&j->q, b, err);
+                st = xo_queue_push(&p->q, b, err);
         }
     } else {
-        hs_batch *b;
-        st = pair_batch(j, &j->pair_schema, li, ri, n, true, &b, err);
+        if (!p->sel && !(p->sel = hs_malloc(XO_BATCH_ROWS)))
+            return hs_err_nomem(err, XO_BATCH_ROWS);
+        hs_batch *b = NULL;
+        st = pair_batch(p, &j->pair_schema, li, ri, n, true, &b, err);
         int64_t n_match = 0;
         if (st == HS_OK)
-            st = ex_eval_filter(j->residual, b, NULL, j->sel, &n_match, err);
+            st = ex_eval_filter(j->residual, b, NULL, p->sel, &n_match, err);
         if (st == HS_OK && n_match > 0) {
             int64_t k2 = 0;
             for (int64_t k = 0; k < n; k++)
-                if (j->sel[k]) {
-                    j->lmatched[li[k]] = 1;
-                    j->rmatched[ri[k]] = 1;
+                if (p->sel[k]) {
+                    p->lmatched[li[k]] = 1;
+                    if (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL)
+                        j->rmatched[ri[k]] = 1;
                     li[k2] = k;   /* reuse li as the selection (li[k] read above) */
                     k2++;
                 }
@@ -208,29 +269,30 @@ static hs_status flush_pairs(join_op *j, hs_error *err)
                 hs_batch *o;
                 st = xo_batch_take(&j->op.schema, b, li, k2, &o, err);
                 if (st == HS_OK)
-                    st = xo_queue_push(&j->q, o, err);
+                    st = xo_queue_push(&p->q, o, err);
             }
         }
         hs_batch_free(b);
     }
-    hs_buf_reset(&j->pl);
-    hs_buf_reset(&j->pr);
+    hs_buf_reset(&p->pl);
+    hs_buf_reset(&p->pr);
     return st;
 }
 
-static hs_status push_pair(join_op *j, int64_t l, int64_t r, hs_error *err)
+static hs_status push_pair(probe *p, int64_t l, int64_t r, hs_error *err)
 {
-    if (HS_VEC_PUSH(&j->pl, int64_t, l) != HS_OK || HS_VEC_PUSH(&j->pr, int64_t, r) != HS_OK)
+    if (HS_VEC_PUSH(&p->pl, int64_t, l) != HS_OK || HS_VEC_PUSH(&p->pr, int64_t, r) != HS_OK)
         return hs_err_nomem(err, 0);
-    if ((int64_t)HS_VEC_LEN(&j->pl, int64_t) >= XO_BATCH_ROWS)
-        return flush_pairs(j, err);
+    if ((int64_t)HS_VEC_LEN(&p->pl, int64_t) >= XO_BATCH_ROWS)
+        return flush_pairs(p, err);
     return HS_OK;
 }
 
 /* Emits the left rows with lmatched == want (right columns NULL when wide). */
-static hs_status emit_left(join_op *j, uint8_t want, bool wide, hs_error *err)
+static hs_status emit_left(probe *p, uint8_t want, bool wide, hs_error *err)
 {
-    int64_t n = j->left->n_rows, k = 0;
+    join_op *j = p->j;
+    int64_t n = p->left->n_rows, k = 0;
     int64_t *li = hs_malloc((size_t)n * sizeof *li), *ri = hs_malloc((size_t)n * sizeof *ri);
     if (!li || !ri) {
         hs_free(li);
@@ -238,29 +300,30 @@ static hs_status emit_left(join_op *j, uint8_t want, bool wide, hs_error *err)
         return hs_err_nomem(err, 0);
     }
     for (int64_t i = 0; i < n; i++)
-        if (j->lmatched[i] == want) {
+        if (p->lmatched[i] == want) {
             li[k] = i;
             ri[k++] = -1;
         }
     hs_status st = HS_OK;
     if (k > 0) {
         hs_batch *b;
-        st = pair_batch(j, &j->op.schema, li, ri, k, wide, &b, err);
+        st = pair_batch(p, &j->op.schema, li, ri, k, wide, &b, err);
         if (st == HS_OK)
-            st = xo_queue_push(&j->q, b, err);
+            st = xo_queue_push(&p->q, b, err);
     }
     hs_free(li);
     hs_free(ri);
     return st;
 }
 
-static hs_status probe_batch(join_op *j, hs_error *err)
+static hs_status probe_batch(probe *p, hs_error *err)
 {
-    hs_batch *b = j->left;
+    join_op *j = p->j;
+    hs_batch *b = p->left;
     int64_t n = b->n_rows;
-    hs_free(j->lmatched);
-    j->lmatched = hs_calloc((size_t)(n ? n : 1), 1);
-    if (!j->lmatched)
+    hs_free(p->lmatched);
+    p->lmatched = hs_calloc((size_t)(n ? n : 1), 1);
+    if (!p->lmatched)
         return hs_err_nomem(err, 0);
     int64_t n_right = xo_rows_count(&j->right);
     bool stop_at_first = !j->residual && !emits_pairs(j->kind);
@@ -268,17 +331,19 @@ static hs_status probe_batch(join_op *j, hs_error *err)
         /* x NOT IN (right keys) */
         for (int64_t i = 0; i < n; i++) {
             if (n_right == 0) {
-                j->lmatched[i] = 0;
+                p->lmatched[i] = 0;
                 continue;
             }
             bool has_null;
-            HS_TRY(key_of(j, b->cols, j->lkeys, i, &has_null));
+            HS_TRY(key_of(p, b->cols, j->lkeys, i, &has_null));
             uint64_t head;
-            if (has_null || j->right_has_null_key ||
-                hs_map_get(&j->buckets, j->kb.data, j->kb.len, &head))
-                j->lmatched[i] = 1;
+            bool found = false;
+            if (!has_null && !j->right_has_null_key)
+                HS_TRY(bucket_find(p, b->cols, j->lkeys, i, false, &head, &found));
+            if (has_null || j->right_has_null_key || found)
+                p->lmatched[i] = 1;
         }
-        return emit_left(j, 0, false, err);
+        return emit_left(p, 0, false, err);
     }
     for (int64_t i = 0; i < n; i++) {
         int64_t r;
@@ -286,25 +351,28 @@ static hs_status probe_batch(join_op *j, hs_error *err)
             r = n_right > 0 ? 0 : -1;
         } else {
             bool has_null;
-            HS_TRY(key_of(j, b->cols, j->lkeys, i, &has_null));
+            HS_TRY(key_of(p, b->cols, j->lkeys, i, &has_null));
             uint64_t head;
-            if (has_null || !hs_map_get(&j->buckets, j->kb.data, j->kb.len, &head))
+            bool found = false;
+            if (!has_null)
+                HS_TRY(bucket_find(p, b->cols, j->lkeys, i, false, &head, &found));
+            if (!found)
                 continue;
             r = (int64_t)head;
         }
         for (; r >= 0; r = j->n_keys == 0 ? (r + 1 < n_right ? r + 1 : -1) : j->nxt[r]) {
-            HS_TRY(push_pair(j, i, r, err));
+            HS_TRY(push_pair(p, i, r, err));
             if (stop_at_first)
                 break;
         }
         if ((i & 255) == 0)
             HS_TRY(xo_check_cancel(j->op.ctx, err));
     }
-    HS_TRY(flush_pairs(j, err));
+    HS_TRY(flush_pairs(p, err));
     switch (j->kind) {
-    case XO_JOIN_LEFT: case XO_JOIN_FULL: return emit_left(j, 0, true, err);
-    case XO_JOIN_SEMI: return emit_left(j, 1, false, err);
-    case XO_JOIN_ANTI: return emit_left(j, 0, false, err);
+    case XO_JOIN_LEFT: case XO_JOIN_FULL: return emit_left(p, 0, true, err);
+    case XO_JOIN_SEMI: return emit_left(p, 1, false, err);
+    case XO_JOIN_ANTI: return emit_left(p, 0, false, err);
     default: return HS_OK;
     }
 }
@@ -312,7 +380,7 @@ static hs_status probe_batch(join_op *j, hs_error *err)
 static hs_status emit_right_tail(join_op *j, hs_error *err)
 {
     int64_t n = xo_rows_count(&j->right);
-    while (j->tail_pos < n && j->q.n - j->q.head == 0) {
+    while (j->tail_pos < n && j->main.q.n - j->main.q.head == 0) {
         int64_t *li = hs_malloc(XO_BATCH_ROWS * sizeof *li), *ri = hs_malloc(XO_BATCH_ROWS * sizeof *ri);
         if (!li || !ri) {
             hs_free(li);
@@ -342,7 +410,7 @@ static hs_status emit_right_tail(join_op *j, hs_error *err)
             if (st == HS_OK) {
                 st = xo_batch_wrap(&j->op.schema, j->n_left + j->n_right, cols, k, &b, err);
                 if (st == HS_OK)
-                    st = xo_queue_push(&j->q, b, err);
+                    st = xo_queue_push(&j->main.q, b, err);
             } else if (cols) {
                 for (int i = 0; i < j->n_left + j->n_right; i++)
                     hs_col_free(cols[i]);
@@ -356,11 +424,77 @@ static hs_status emit_right_tail(join_op *j, hs_error *err)
     return HS_OK;
 }
 
+/* Parallel probing: INNER, LEFT, SEMI, ANTI and null-aware ANTI read the
+ * built table only (RIGHT/FULL mark right rows and stay sequential), so
+ * with ctx->pool and ctx->threads > 1 up to `threads` left batches are
+ * probed at once, each by its own probe state, and their outputs queued in
+ * input order. */
+static bool can_parallel(const join_op *j)
+{
+    const xo_ctx *ctx = j->op.ctx;
+    return ctx && ctx->pool && ctx->threads > 1 && j->kind != XO_JOIN_RIGHT &&
+           j->kind != XO_JOIN_FULL;
+}
+
+static hs_status probe_task(void *arg, hs_error *err)
+{
+    return probe_batch((probe *)arg, err);
+}
+
+/* Reads up to `threads` left batches and probes them; false at the end. */
+static hs_status probe_parallel(join_op *j, bool *more, hs_error *err)
+{
+    xo_ctx *ctx = j->op.ctx;
+    int k = ctx->threads;
+    if (!j->par) {
+        j->par = hs_calloc((size_t)k, sizeof *j->par);
+        if (!j->par)
+            return hs_err_nomem(err, 0);
+        j->n_par = k;
+        for (int i = 0; i < k; i++)
+            j->par[i].j = j;
+    }
+    int n = 0;
+    *more = true;
+    while (n < k) {
+        hs_batch *b;
+        HS_TRY(xo_next(j->op.children[0], &b, err));
+        if (!b) {
+            *more = false;
+            break;
+        }
+        hs_batch_free(j->par[n].left);
+        j->par[n++].left = b;
+    }
+    if (n == 1) {
+        HS_TRY(probe_batch(&j->par[0], err));
+    } else if (n > 1) {
+        hs_group *g;
+        HS_TRY(hs_group_create(ctx->pool, &g, err));
+        hs_status sub = HS_OK;
+        for (int i = 0; i < n && sub == HS_OK; i++)
+            sub = hs_group_submit(g, probe_task, &j->par[i]);
+        hs_status st = hs_group_wait(g, err);
+        hs_group_destroy(g);
+        HS_TRY(st);
+        if (sub != HS_OK)
+            return hs_err_nomem(err, 0);
+    }
+    for (int i = 0; i < n; i++) {
+        hs_batch *b;
+        while ((b = xo_queue_pop(&j->par[i].q)))
+            HS_TRY(xo_queue_push(&j->main.q, b, err));
+        hs_batch_free(j->par[i].left);
+        j->par[i].left = NULL;
+    }
+    return HS_OK;
+}
+
 static hs_status join_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     join_op *j = (join_op *)op;
     for (;;) {
-        *out = xo_queue_pop(&j->q);
+        *out = xo_queue_pop(&j->main.q);
         if (*out)
             return HS_OK;
         switch (j->state) {
@@ -369,21 +503,28 @@ static hs_status join_next(xo_op *op, hs_batch **out, hs_error *err)
             j->state = J_PROBE;
             break;
         case J_PROBE: {
-            hs_batch_free(j->left);
-            j->left = NULL;
+            if (can_parallel(j)) {
+                bool more = false;
+                HS_TRY(probe_parallel(j, &more, err));
+                if (!more)
+                    j->state = J_DONE;
+                break;
+            }
+            hs_batch_free(j->main.left);
+            j->main.left = NULL;
             hs_batch *b;
             HS_TRY(xo_next(op->children[0], &b, err));
             if (!b) {
                 j->state = (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL) ? J_TAIL : J_DONE;
                 break;
             }
-            j->left = b;
-            HS_TRY(probe_batch(j, err));
+            j->main.left = b;
+            HS_TRY(probe_batch(&j->main, err));
             break;
         }
         case J_TAIL:
             HS_TRY(emit_right_tail(j, err));
-            if (j->q.n - j->q.head == 0)
+            if (j->main.q.n - j->main.q.head == 0)
                 j->state = J_DONE;
             break;
         default:
@@ -401,15 +542,13 @@ static void join_destroy(xo_op *op)
     hs_field_clear(&j->pair_schema);
     xo_rows_free(&j->right, op->ctx);
     hs_map_free(&j->buckets);
+    hs_imap_free(&j->ibuckets);
     hs_free(j->nxt);
     hs_free(j->rmatched);
-    hs_buf_free(&j->kb);
-    hs_batch_free(j->left);
-    hs_free(j->lmatched);
-    hs_buf_free(&j->pl);
-    hs_buf_free(&j->pr);
-    hs_free(j->sel);
-    xo_queue_free(&j->q);
+    probe_clear(&j->main);
+    for (int i = 0; i < j->n_par; i++)
+        probe_clear(&j->par[i]);
+    hs_free(j->par);
     xo_mem_release(op->ctx, j->accounted);
 }
 
@@ -485,6 +624,11 @@ static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_b
                           j->n_left + rkeys[k] + 1) != HS_OK)
             return hs_err_nomem(err, 0);
     }
+    /* (uint64 is left out: its values above INT64_MAX share bits with negatives) */
+    j->int_key = j->n_keys == 1 && xo_is_int_type(ls->children[lkeys[0]].type) &&
+                 xo_is_int_type(rs->children[rkeys[0]].type) &&
+                 ls->children[lkeys[0]].type != HS_TYPE_UINT64 &&
+                 rs->children[rkeys[0]].type != HS_TYPE_UINT64;
     HS_TRY(xo_schema_concat(ls, rs, &j->pair_schema, err));
     bool left_null = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL;
     bool right_null = j->kind == XO_JOIN_LEFT || j->kind == XO_JOIN_FULL;
@@ -493,9 +637,6 @@ static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_b
         HS_TRY(append_fields(&j->op.schema, rs, right_null, err));
     xo_schema_renumber(&j->op.schema);
     if (j->residual) {
-        j->sel = hs_malloc(XO_BATCH_ROWS);
-        if (!j->sel)
-            return hs_err_nomem(err, 0);
         char *txt = NULL;
         HS_TRY(ex_format(j->residual, &txt, err));
         hs_status st = hs_buf_printf(d, "%s%s: %s", d->len ? "; " : "",
@@ -508,6 +649,46 @@ static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_b
     snprintf(kb, sizeof kb, "%s%s", d->len ? "; " : "", kind_name(j->kind));
     if (hs_buf_puts(d, kb) != HS_OK)
         return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
+const hs_field *xo_join_input_schema(const xo_op *op)
+{
+    return &((const join_op *)op)->pair_schema;
+}
+
+hs_status xo_join_set_residual(xo_op *op, ex_expr *residual, hs_error *err)
+{
+    join_op *j = (join_op *)op;
+    if (j->state != J_BUILD) {
+        ex_free(residual);
+        return hs_err_set(err, HS_INVALID, "%s: the residual is set before the first batch", op->name);
+    }
+    if (j->kind == XO_JOIN_ANTI_NULL_AWARE && residual && !ex_is_true(residual)) {
+        ex_free(residual);
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: a null-aware anti join takes no residual",
+                          op->name);
+    }
+    char *txt = NULL;
+    hs_status st = residual ? ex_format(residual, &txt, err) : HS_OK;
+    if (st != HS_OK) {
+        ex_free(residual);
+        return st;
+    }
+    hs_buf d = {0};
+    if (hs_buf_printf(&d, "%s%s%s: %s", op->detail ? op->detail : "", op->detail ? "; " : "",
+                      j->n_keys ? "residual" : "condition", txt ? txt : "true") != HS_OK) {
+        hs_free(txt);
+        ex_free(residual);
+        return hs_err_nomem(err, 0);
+    }
+    hs_free(txt);
+    hs_free(op->detail);
+    op->detail = (char *)hs_buf_detach(&d, NULL);
+    ex_free(j->residual);
+    j->residual = residual && !ex_is_true(residual) ? residual : NULL;
+    if (residual && !j->residual)
+        ex_free(residual);
     return HS_OK;
 }
 
@@ -525,6 +706,7 @@ static hs_status join_make(const char *name, xo_op *left, xo_op *right, xo_join_
     join_op *j = (join_op *)op;
     op->next = join_next;
     op->destroy = join_destroy;
+    j->main.j = j;
     j->kind = kind;
     j->n_keys = n_keys < 0 ? 0 : n_keys;
     j->residual = residual && !ex_is_true(residual) ? residual : NULL;

@@ -89,6 +89,11 @@ hs_status xo_op_alloc(size_t size, xo_ctx *ctx, const char *name, int n, xo_op *
         kids[i] = children[i];
     hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
     *out = op;
+    if (!op->schema.name) {
+        xo_free(op);
+        *out = NULL;
+        return hs_err_nomem(err, 0);
+    }
     return HS_OK;
 }
 

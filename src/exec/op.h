@@ -9,7 +9,10 @@
  *     children of every schema field ids 1..n (column i has field id i+1),
  *     so expressions bound against an operator's schema (expr/expr.h) find
  *     their columns in its batches with pr_batch_find_id.  Names are for
- *     display (EXPLAIN, result column names) and may repeat.
+ *     display (EXPLAIN, result column names) and may repeat.  Nested fields
+ *     (struct children, list elements) get ids above n, in depth-first
+ *     order (xo_schema_renumber), so that a nested id never shadows a
+ *     top-level column in pr_batch_find_id's search.
  *   - next(op, &b, err): *b gets the next non-empty batch (caller owns it,
  *     frees with hs_batch_free) or NULL at the end.  After the end or an
  *     error, next must not be called again.  Batches are at most
@@ -25,6 +28,8 @@
  *   - Statistics for EXPLAIN ANALYZE: rows_out, batches_out and ns (time
  *     spent inside next, children included) are kept by xo_next, which is
  *     what parents call (never op->next directly).
+ *
+ * Constructors of every operator are declared in exec/exec.h.
  *
  * Ownership: constructors take ownership of their children and of the
  * expressions passed to them (ex_expr, freed with the operator), also on

@@ -2,10 +2,10 @@
  * exec/sort.c - Sort and TopK.
  *
  * Sort materialises its whole input (xo_rows, accounted against the
- * memory limit), sorts a permutation of row indices with a stable merge
- * sort whose comparator walks the keys (xo_keys_cmp: direction and NULL
- * placement per key, value order of value.c), and emits the permutation in
- * batches of XO_BATCH_ROWS taken from the materialised rows.
+ * memory limit), sorts a permutation of row indices (xo_sort_perm, below:
+ * a stable merge sort of 64-bit key images with the full comparison of
+ * xo_keys_cmp on ties), and emits the permutation in batches of
+ * XO_BATCH_ROWS taken from the materialised rows.
  *
  * TopK (ORDER BY ... LIMIT k) keeps at most about 2k rows: it appends each
  * input batch to its row set and, once that holds 2k rows (and at least one
@@ -15,6 +15,7 @@
 #include "exec/exec_int.h"
 
 #include <stdio.h>
+#include <string.h>
 
 typedef struct sort_op {
     xo_op op;
@@ -27,15 +28,180 @@ typedef struct sort_op {
     bool sorted;
 } sort_op;
 
-typedef struct cmp_ctx {
-    const sort_op *s;
-    hs_column *const *cols;
-} cmp_ctx;
+/* ---- sorting a permutation ----
+ *
+ * The comparator of xo_keys_cmp reads values through the columns, which
+ * for a large input is one cache miss per comparison.  So the sort works
+ * on an array of (prefix, row) pairs: prefix is a 64-bit image of the
+ * first key that orders like the key (direction and NULL placement
+ * included) wherever two prefixes differ; only equal prefixes fall back to
+ * the full comparison.  Images: integers and dates/times with the sign bit
+ * flipped; floats by their IEEE bits made monotonic (NaN highest, -0 = 0);
+ * decimals by their high 64 bits; strings/binaries by their first 8 bytes,
+ * big-endian; booleans 1/2; other types 0 (always the full comparison).
+ * NULLs get 0 (NULLS FIRST) or UINT64_MAX (NULLS LAST); a value whose image
+ * collides with that also falls back to the full comparison, which is
+ * exact.  Entries carry the images of up to XO_IMG_MAX leading keys, as
+ * long as ties of the earlier images mean equal keys (image_exact).  The
+ * merge sort is stable. */
 
-static int row_cmp(void *ctx, int64_t a, int64_t b)
+static uint64_t image_of(const hs_column *c, int64_t i)
 {
-    cmp_ctx *c = ctx;
-    return xo_keys_cmp(c->s->keys, c->s->n_keys, c->cols, a, c->cols, b);
+    switch (c->type) {
+    case HS_TYPE_BOOL: return 1 + hs_bit_get(c->values.data, i);
+    case HS_TYPE_UINT64: return HS_COL_VALUES(c, uint64_t)[i];
+    case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32: case HS_TYPE_FLOAT64: {
+        double d = xo_float_at(c, i);
+        if (d != d)
+            return UINT64_MAX - 1;
+        if (d == 0)
+            d = 0;
+        uint64_t b;
+        memcpy(&b, &d, 8);
+        return (b >> 63) ? ~b : b | (1ull << 63);
+    }
+    case HS_TYPE_DECIMAL128: {
+        __int128 v;
+        memcpy(&v, c->values.data + 16 * i, 16);
+        return (uint64_t)(v >> 64) ^ (1ull << 63);
+    }
+    case HS_TYPE_STRING: case HS_TYPE_BINARY: {
+        const int32_t *o = HS_COL_OFFSETS(c);
+        int32_t n = o[i + 1] - o[i];
+        const uint8_t *p = c->values.data + o[i];
+        uint64_t k = 0;
+        for (int b = 0; b < 8; b++)
+            k = (k << 8) | (b < n ? p[b] : 0);
+        return k;
+    }
+    default:
+        if (xo_is_int_type(c->type)) {
+            bool big;
+            return (uint64_t)xo_int_at(c, i, &big) ^ (1ull << 63);
+        }
+        return 0;
+    }
+}
+
+/* Entries: XO_IMG_MAX words of key images, then the row. */
+#define XO_IMG_MAX 4
+
+typedef struct perm_ctx {
+    const xo_sort_key *keys;
+    int n_keys;
+    int n_img;             /* images per entry (<= XO_IMG_MAX) */
+    hs_column *const *cols;
+} perm_ctx;
+
+typedef struct sort_ent {
+    uint64_t k[XO_IMG_MAX];
+    int64_t row;
+} sort_ent;
+
+static inline int ent_cmp(const perm_ctx *c, const sort_ent *a, const sort_ent *b)
+{
+    for (int i = 0; i < c->n_img; i++)
+        if (a->k[i] != b->k[i])
+            return a->k[i] < b->k[i] ? -1 : 1;
+    return xo_keys_cmp(c->keys, c->n_keys, c->cols, a->row, c->cols, b->row);
+}
+
+static hs_status ent_sort(const perm_ctx *c, sort_ent *e, int64_t n, hs_error *err)
+{
+    const int64_t run = 16;
+    for (int64_t lo = 0; lo < n; lo += run) {
+        int64_t hi = lo + run < n ? lo + run : n;
+        for (int64_t i = lo + 1; i < hi; i++) {
+            sort_ent v = e[i];
+            int64_t j = i;
+            while (j > lo && ent_cmp(c, &e[j - 1], &v) > 0) {
+                e[j] = e[j - 1];
+                j--;
+            }
+            e[j] = v;
+        }
+    }
+    if (n <= run)
+        return HS_OK;
+    sort_ent *tmp = hs_malloc((size_t)n * sizeof *tmp);
+    if (!tmp)
+        return hs_err_nomem(err, (size_t)n * sizeof *tmp);
+    sort_ent *src = e, *dst = tmp;
+    for (int64_t w = run; w < n; w *= 2) {
+        for (int64_t lo = 0; lo < n; lo += 2 * w) {
+            int64_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            if (mid >= hi || ent_cmp(c, &src[mid - 1], &src[mid]) <= 0) {
+                memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof *dst);
+                continue;
+            }
+            int64_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = ent_cmp(c, &src[i], &src[j]) <= 0 ? src[i++] : src[j++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        sort_ent *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != e)
+        memcpy(e, src, (size_t)n * sizeof *e);
+    hs_free(tmp);
+    return HS_OK;
+}
+
+/* True when equal images mean equal keys (NULLs included), so that the
+ * next key's image may decide: booleans (images 1, 2) and floats (images
+ * never 0 or UINT64_MAX); integers only without NULLs (they use all 64
+ * bits, so a NULL's image may equal a value's). */
+static bool image_exact(const hs_column *c)
+{
+    return c->type == HS_TYPE_BOOL || c->type == HS_TYPE_FLOAT32 || c->type == HS_TYPE_FLOAT64 ||
+           c->type == HS_TYPE_FLOAT16 || (xo_is_int_type(c->type) && c->null_count == 0);
+}
+
+hs_status xo_sort_perm(hs_column *const *cols, int n_keys, const xo_sort_key *keys, int64_t n,
+                       int64_t *perm, hs_error *err)
+{
+    if (n <= 1) {
+        if (n == 1)
+            perm[0] = 0;
+        return HS_OK;
+    }
+    sort_ent *e = hs_malloc((size_t)n * sizeof *e);
+    if (!e)
+        return hs_err_nomem(err, (size_t)n * sizeof *e);
+    /* images for the leading keys, up to the first whose image is inexact
+     * (a tie there must be settled by the full comparison anyway) */
+    int n_img = 0;
+    while (n_img < n_keys && n_img < XO_IMG_MAX) {
+        n_img++;
+        if (!image_exact(cols[keys[n_img - 1].col]))
+            break;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        for (int k = 0; k < n_img; k++) {
+            const hs_column *c = cols[keys[k].col];
+            uint64_t v;
+            if (!hs_col_is_valid(c, i) || c->type == HS_TYPE_NA) {
+                v = keys[k].nulls_first ? 0 : UINT64_MAX;
+            } else {
+                v = image_of(c, i);
+                if (keys[k].desc)
+                    v = ~v;
+            }
+            e[i].k[k] = v;
+        }
+        e[i].row = i;
+    }
+    perm_ctx c = {keys, n_keys, n_img, cols};
+    hs_status st = ent_sort(&c, e, n, err);
+    for (int64_t i = 0; st == HS_OK && i < n; i++)
+        perm[i] = e[i].row;
+    hs_free(e);
+    return st;
 }
 
 /* Sorts the current rows into s->perm (n_perm = all rows). */
@@ -50,10 +216,7 @@ static hs_status sort_rows(sort_op *s, hs_error *err)
     s->perm = hs_malloc((size_t)n * sizeof *s->perm);
     if (!s->perm)
         return hs_err_nomem(err, (size_t)n * sizeof *s->perm);
-    for (int64_t i = 0; i < n; i++)
-        s->perm[i] = i;
-    cmp_ctx c = {s, s->rows.b->cols};
-    return xo_msort(s->perm, n, row_cmp, &c, err);
+    return xo_sort_perm(s->rows.b->cols, s->n_keys, s->keys, n, s->perm, err);
 }
 
 /* TopK: keeps the first k rows of the sorted row set. */

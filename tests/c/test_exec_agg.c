@@ -12,6 +12,8 @@
  */
 #include "exec_testutil.h"
 
+#include "base/threadpool.h"
+
 #define LEAK_START() int64_t live0_ = hs_mem_live_count()
 #define LEAK_END() CHECK(hs_mem_live_count() == live0_)
 
@@ -142,11 +144,13 @@ static xt_val oracle(const xt_val *rows, int64_t n, const xt_val *key, int ng, c
     return out;
 }
 
+static xo_ctx case_ctx;   /* the context run_case uses (a pool in the parallel test) */
+
 static void run_case(int64_t n, int ng, int n_aggs, const agg_case *cases, int64_t chunk)
 {
     hs_field s;
     schema8(&s);
-    xo_ctx ctx = {0};
+    xo_ctx ctx = case_ctx;
     xt_val *rows = random_rows(n);
     xo_op *v = xt_values(&ctx, &s, rows, n, chunk), *op;
     xo_agg aggs[32];
@@ -198,9 +202,8 @@ static void run_case(int64_t n, int ng, int n_aggs, const agg_case *cases, int64
     hs_field_clear(&s);
 }
 
-static void test_agg_random(void)
+static void agg_random(void)
 {
-    LEAK_START();
     const agg_case all[] = {
         {XO_AGG_COUNT_STAR, 0, false}, {XO_AGG_COUNT, 2, false}, {XO_AGG_SUM, 2, false},
         {XO_AGG_SUM, 3, false}, {XO_AGG_SUM, 4, false}, {XO_AGG_SUM, 7, false},
@@ -220,7 +223,40 @@ static void test_agg_random(void)
         int na = n <= 17 ? n_all : n_all - 2;
         run_case(n, ng, na, all, 1 + (int64_t)(xt_rnd() % 400));
     }
+}
+
+static void test_agg_random(void)
+{
+    LEAK_START();
+    case_ctx = (xo_ctx){0};
+    agg_random();
     LEAK_END();
+}
+
+/* The same on a pool: the aggregates without DISTINCT/string_agg/array_agg
+ * take the parallel partial-aggregation path (checked through the cases
+ * below that have only such aggregates). */
+static void test_agg_parallel(void)
+{
+    hs_pool *pool;
+    hs_error err = {0};
+    CHECK_OK(hs_pool_create(3, &pool, &err), &err);
+    LEAK_START();
+    case_ctx = (xo_ctx){.pool = pool, .threads = 3};
+    agg_random();
+    const agg_case mergeable[] = {
+        {XO_AGG_COUNT_STAR, 0, false}, {XO_AGG_COUNT, 2, false}, {XO_AGG_SUM, 2, false},
+        {XO_AGG_SUM, 3, false}, {XO_AGG_SUM, 4, false}, {XO_AGG_SUM, 7, false},
+        {XO_AGG_AVG, 2, false}, {XO_AGG_AVG, 3, false}, {XO_AGG_AVG, 4, false},
+        {XO_AGG_MIN, 6, false}, {XO_AGG_MAX, 6, false}, {XO_AGG_MIN, 3, false},
+        {XO_AGG_MAX, 4, false}, {XO_AGG_MIN, 1, false}, {XO_AGG_BOOL_AND, 5, false},
+        {XO_AGG_BOOL_OR, 5, false}};
+    const int64_t sizes[] = {0, 1, 50, 3000, 20000};
+    for (int t = 0; t < 15; t++)
+        run_case(sizes[t % 5], t / 5, 16, mergeable, 1 + (int64_t)(xt_rnd() % 700));
+    case_ctx = (xo_ctx){0};
+    LEAK_END();
+    hs_pool_destroy(pool);
 }
 
 static void test_global_empty(void)
@@ -399,6 +435,7 @@ static void test_distinct(void)
 int main(void)
 {
     HS_RUN(test_agg_random);
+    HS_RUN(test_agg_parallel);
     HS_RUN(test_global_empty);
     HS_RUN(test_sum_int64_exact_and_array_agg);
     HS_RUN(test_memory_limit);

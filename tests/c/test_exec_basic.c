@@ -10,6 +10,7 @@
  */
 #include "exec_testutil.h"
 
+#include "base/threadpool.h"
 #include "columnar/arrow_c.h"
 #include "expr/expr.h"
 
@@ -67,15 +68,13 @@ static void test_values_roundtrip(void)
     LEAK_END();
 }
 
-static void test_filter_project(void)
+static void filter_project_case(xo_ctx *ctxp, int64_t n, int64_t chunk)
 {
-    LEAK_START();
+    xo_ctx ctx = *ctxp;
     hs_field s;
     schema3(&s);
-    xo_ctx ctx = {0};
-    int64_t n = 5000;
     xt_val *rows = random_rows(n);
-    xo_op *v = xt_values(&ctx, &s, rows, n, 777);
+    xo_op *v = xt_values(&ctx, &s, rows, n, chunk);
     ex_expr *pred;
     hs_error err = {0};
     CHECK_OK(ex_parse_filter("a > 10 AND (b IS NOT NULL OR c < 20)", &v->schema, &pred, &err), &err);
@@ -137,7 +136,48 @@ static void test_filter_project(void)
     hs_free(want);
     hs_free(rows);
     hs_field_clear(&s);
+}
+
+static void test_filter_project(void)
+{
+    LEAK_START();
+    xo_ctx ctx = {0};
+    filter_project_case(&ctx, 5000, 777);
+    filter_project_case(&ctx, 0, 10);
     LEAK_END();
+}
+
+/* The same on a pool of 4 threads: results in input order. */
+static void test_filter_project_parallel(void)
+{
+    hs_pool *pool;
+    hs_error err = {0};
+    CHECK_OK(hs_pool_create(4, &pool, &err), &err);
+    LEAK_START();
+    xo_ctx ctx = {.pool = pool, .threads = 4};
+    filter_project_case(&ctx, 50000, 1000);
+    filter_project_case(&ctx, 3001, 3000);
+    filter_project_case(&ctx, 7, 1);
+    /* an error in one of the parallel batches is reported */
+    hs_field s;
+    schema3(&s);
+    xt_val *rows = random_rows(20000);
+    for (int64_t r = 0; r < 20000; r++)
+        rows[r * 3].null = r != 15000;
+    rows[15000 * 3].i = 0;
+    xo_op *v = xt_values(&ctx, &s, rows, 20000, 500), *f;
+    ex_expr *pred;
+    CHECK_OK(ex_parse_filter("10 / a > 1", &v->schema, &pred, &err), &err);
+    CHECK_OK(xo_filter(v, pred, &f, &err), &err);
+    xt_val *got = NULL;
+    int64_t n_got;
+    CHECK(xt_run(f, &got, &n_got, &err) == HS_INVALID);
+    CHECK(strstr(err.msg, "division by zero") != NULL);
+    xo_free(f);
+    hs_free(rows);
+    hs_field_clear(&s);
+    LEAK_END();
+    hs_pool_destroy(pool);
 }
 
 static void test_limit(void)
@@ -289,6 +329,7 @@ int main(void)
 {
     HS_RUN(test_values_roundtrip);
     HS_RUN(test_filter_project);
+    HS_RUN(test_filter_project_parallel);
     HS_RUN(test_limit);
     HS_RUN(test_cancel);
     HS_RUN(test_stream);

@@ -12,6 +12,7 @@
  */
 #include "exec_testutil.h"
 
+#include "base/threadpool.h"
 #include "expr/expr.h"
 
 #define LEAK_START() int64_t live0_ = hs_mem_live_count()
@@ -63,12 +64,14 @@ static bool pair_matches(const xt_val *l, const xt_val *r, int n_keys, bool resi
     return true;
 }
 
+static xo_ctx case_ctx;   /* run_case's context (a pool in the parallel test) */
+
 static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool residual,
                      int null_pct)
 {
     hs_field ls, rs;
     schemas(&ls, &rs);
-    xo_ctx ctx = {0};
+    xo_ctx ctx = case_ctx;
     xt_val *lrows = random_rows(nl, false, null_pct), *rrows = random_rows(nr, true, null_pct);
     xo_op *l = xt_values(&ctx, &ls, lrows, nl, 1 + (int64_t)(xt_rnd() % 200));
     xo_op *r = xt_values(&ctx, &rs, rrows, nr, 1 + (int64_t)(xt_rnd() % 200));
@@ -76,11 +79,19 @@ static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool
     ex_expr *res = NULL;
     hs_field cat;
     CHECK_OK(xo_schema_concat(&l->schema, &r->schema, &cat, &err), &err);
-    if (residual)
+    /* the residual is bound against the caller's concatenated schema, or
+     * (every other case) against the join's own and set afterwards */
+    bool late = xt_rnd() % 2;
+    if (residual && !late)
         CHECK_OK(ex_parse_filter("lv < rv", &cat, &res, &err), &err);
     int lk[2] = {0, 1}, rk[2] = {0, 1};
     xo_op *op;
     CHECK_OK(xo_hashjoin(l, r, kind, n_keys, lk, rk, res, &op, &err), &err);
+    CHECK(hs_field_equals(xo_join_input_schema(op), &cat, true, true));
+    if (residual && late) {
+        CHECK_OK(ex_parse_filter("lv < rv", xo_join_input_schema(op), &res, &err), &err);
+        CHECK_OK(xo_join_set_residual(op, res, &err), &err);
+    }
     bool wide = kind <= XO_JOIN_FULL;
     int nc = wide ? 6 : 3;
     CHECK(op->schema.n_children == nc);
@@ -158,9 +169,8 @@ static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool
     hs_field_clear(&rs);
 }
 
-static void test_hashjoin_random(void)
+static void hashjoin_random(void)
 {
-    LEAK_START();
     const int64_t sizes[] = {0, 1, 7, 60, 400};
     for (int kind = XO_JOIN_INNER; kind <= XO_JOIN_ANTI; kind++)
         for (int t = 0; t < 14; t++) {
@@ -170,7 +180,33 @@ static void test_hashjoin_random(void)
     for (int t = 0; t < 20; t++)
         run_case(XO_JOIN_ANTI_NULL_AWARE, sizes[xt_rnd() % 5], sizes[xt_rnd() % 5], 1, false,
                  t % 2 ? 0 : 3);
+}
+
+static void test_hashjoin_random(void)
+{
+    LEAK_START();
+    case_ctx = (xo_ctx){0};
+    hashjoin_random();
     LEAK_END();
+}
+
+/* The same on a pool of 3 threads: INNER/LEFT/SEMI/ANTI probe left
+ * batches in parallel (RIGHT/FULL stay sequential); also a large probe
+ * side so that many windows of batches run. */
+static void test_hashjoin_parallel(void)
+{
+    hs_pool *pool;
+    hs_error err = {0};
+    CHECK_OK(hs_pool_create(3, &pool, &err), &err);
+    LEAK_START();
+    case_ctx = (xo_ctx){.pool = pool, .threads = 3};
+    hashjoin_random();
+    for (int kind = XO_JOIN_INNER; kind <= XO_JOIN_ANTI_NULL_AWARE; kind++)
+        run_case((xo_join_kind)kind, 3000, 200, kind == XO_JOIN_ANTI_NULL_AWARE ? 1 : 2,
+                 kind == XO_JOIN_ANTI_NULL_AWARE ? false : kind % 2 == 0, 5);
+    case_ctx = (xo_ctx){0};
+    LEAK_END();
+    hs_pool_destroy(pool);
 }
 
 /* Nested loop joins: the condition is the key equality plus residual, written
@@ -293,6 +329,7 @@ static void test_join_errors(void)
 int main(void)
 {
     HS_RUN(test_hashjoin_random);
+    HS_RUN(test_hashjoin_parallel);
     HS_RUN(test_nljoin);
     HS_RUN(test_join_errors);
     return hs_test_summary();

@@ -35,7 +35,7 @@ static xt_val *random_rows(int64_t n, int spread)
         for (int c = 0; c < 5; c++)
             v[c].null = xt_rnd() % 6 == 0;
         v[0].i = (int64_t)(xt_rnd() % (uint64_t)spread) - spread / 2;
-        static const char *strs[] = {"", "a", "ab", "b", "\xc3\xa9", "B", "aa", "zz"};
+        static const char *strs[] = {"", "a", "abcdefghij", "b", "\xc3\xa9", "abcdefgh", "abcdefghi", "zz"};
         snprintf(v[1].s, sizeof v[1].s, "%s%d", strs[xt_rnd() % 8], (int)(xt_rnd() % 3));
         if (xt_rnd() % 5 == 0)
             v[2].d = specials[xt_rnd() % 6];
@@ -177,8 +177,8 @@ static void test_sort_memory_limit(void)
     CHECK(strstr(err.msg, "Sort") != NULL && strstr(err.msg, "memory limit") != NULL);
     xo_free(op);
     CHECK(atomic_load(&ctx.mem_used) == 0);
-    /* a TopK of 10 rows stays far below the same limit */
-    xo_ctx ctx2 = {.mem_limit = 100000};
+    /* a TopK of 10 rows stays far below what the sort needs (1.2 MB) */
+    xo_ctx ctx2 = {.mem_limit = 300000};
     v = xt_values(&ctx2, &s, rows, 20000, 1000);
     hs_err_clear(&err);
     CHECK_OK(xo_topk(v, 1, &k, 10, &op, &err), &err);
