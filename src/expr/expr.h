@@ -18,6 +18,11 @@
  *   literals: integers, decimals, floats (also 'NaN'::double), 'strings',
  *   true/false/null, DATE 'YYYY-MM-DD', TIMESTAMP '...', TIMESTAMPTZ '...',
  *   INTERVAL is not supported (HS_UNSUPPORTED).
+ * pgvector 0.8.1: the types vector(n), halfvec(n), sparsevec(n) and bit(n),
+ * their literals ('[1,2]'::vector, B'101'), casts, the operators <-> <#> <=>
+ * <+> <~> <%> + - * || and comparisons, and pgvector's functions, exactly as
+ * PostgreSQL 15 with pgvector 0.8.1 (expr/pgvector.h; docs/sql.md, "pgvector
+ * types", lists them and the column forms: list<float32> is a vector).
  * Columns: name, "Quoted Name", nested struct fields by dotted name (s.a).
  * Errors (HS_INVALID, HS_NOT_FOUND for unknown columns, HS_UNSUPPORTED for
  * constructs we do not bind) carry a message that quotes the text and points

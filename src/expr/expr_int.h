@@ -70,8 +70,20 @@ typedef enum ex_t {
     EX_T_DATE,
     EX_T_TS,
     EX_T_TIME,
-    EX_T_OTHER      /* nested column (list, struct, map): only IS [NOT] NULL */
+    EX_T_OTHER,     /* nested column (list, struct, map): only IS [NOT] NULL */
+    /* pgvector's types (expr/pgvector.h): values are blobs held in ex_value.s;
+     * ex_ty.dim is the type modifier (dimensions, bit length), 0 = none */
+    EX_T_VEC,       /* vector(n) */
+    EX_T_HALFVEC,   /* halfvec(n) */
+    EX_T_SPARSEVEC, /* sparsevec(n) */
+    EX_T_BIT,       /* bit(n) / bit varying */
+    EX_T_ARRAY      /* int4[], real[], double precision[], numeric[] (elem = pv_elem):
+                     * values of casts to and from the pgvector types only */
 } ex_t;
+
+static inline bool ex_is_pv(ex_t t) { return t >= EX_T_VEC && t <= EX_T_BIT; }
+/* pgvector types and the arrays that cast to them: the pgvector code paths */
+static inline bool ex_is_pvx(ex_t t) { return t >= EX_T_VEC && t <= EX_T_ARRAY; }
 
 typedef struct ex_ty {
     ex_t t;
@@ -81,6 +93,8 @@ typedef struct ex_ty {
     bool uuid;      /* BIN: 16-byte uuid (literals parse as uuid text) */
     int8_t prec;    /* DEC */
     int8_t scale;   /* DEC */
+    int32_t dim;    /* VEC, HALFVEC, SPARSEVEC, BIT: type modifier, 0 = none */
+    int8_t elem;    /* ARRAY: pv_elem of the elements */
 } ex_ty;
 
 typedef struct ex_str {
@@ -115,13 +129,18 @@ typedef enum ex_cmode {
     EX_CM_F64_I64,   /* FLOAT left, INT right: exact */
     EX_CM_DEC,       /* DEC, scales may differ: exact */
     EX_CM_BYTES,     /* STR, BIN: unsigned bytes, then length */
-    EX_CM_BOOL       /* BOOL (one byte per row) */
+    EX_CM_BOOL,      /* BOOL (one byte per row) */
+    EX_CM_PV         /* pgvector types: pv_cmp (btree order) */
 } ex_cmode;
 
 typedef enum ex_fn {
     EX_FN_LOWER = 0, EX_FN_UPPER, EX_FN_LENGTH, EX_FN_ABS, EX_FN_ROUND, EX_FN_FLOOR, EX_FN_CEIL,
     EX_FN_SQRT, EX_FN_STARTS_WITH, EX_FN_SUBSTR, EX_FN_BTRIM, EX_FN_LTRIM, EX_FN_RTRIM,
-    EX_FN_CONCAT, EX_FN_DATE_PART, EX_FN_DATE_TRUNC
+    EX_FN_CONCAT, EX_FN_DATE_PART, EX_FN_DATE_TRUNC,
+    /* pgvector (expr_pgvector.c); the argument types select the kernel */
+    EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
+    EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
+    EX_FN_PV_ARRAY       /* ARRAY[...] of numbers: type ARRAY */
 } ex_fn;
 
 /* date_part / date_trunc fields */
@@ -215,6 +234,15 @@ size_t ex_case_map(const uint8_t *s, size_t n, uint8_t *out, bool upper); /* out
 HS_MUST_USE hs_status ex_like_compile(const uint8_t *p, size_t n, int esc, bool ci,
                                       hs_arena *arena, ex_like *out, hs_error *err);
 bool ex_like_match(const ex_like *pat, const uint8_t *s, size_t n);
+
+/* ---- pgvector (the "pgvector" sections of expr_eval.c and expr_bind.c) ----
+ * Values of EX_T_VEC..EX_T_BIT are blobs (expr/pgvector.h) in ex_value.s and
+ * in the ex_str rows of evaluation vectors. */
+
+/* The pv_type of an EX_T_VEC.. type. */
+int ex_pv_type(ex_t t);
+/* Columns that read as pgvector types (docs/sql.md, "pgvector types"). */
+bool ex_pv_type_of_field(const hs_field *f, ex_ty *out);
 
 /* ---- dates (expr_func.c) ---- */
 

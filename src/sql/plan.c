@@ -50,6 +50,7 @@
 #include "expr/expr.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -536,7 +537,7 @@ static void scope_rel(scope *sc, planner *p, const rel *r)
     sc->p = p;
     sc->layers[0] = (layer){r->cols, r->n, 0};
     sc->n_layers = 1;
-    sc->schema = &r->op->schema;
+    sc->schema = r->op ? &r->op->schema : NULL;
 }
 
 /* A schema of a's columns then b's (kept by the planner), ids 1..n. */
@@ -915,6 +916,73 @@ static cte *find_cte(planner *p, const char *name)
 
 static hs_status from_item(planner *p, fromc *fc, const json_t *item, fnode **out);
 
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d);
+
+/* End of a (possibly qualified, possibly quoted) name starting at t, or NULL. */
+static const char *name_end(const char *t)
+{
+    for (;;) {
+        if (*t == '"') {
+            t++;
+            while (*t && !(*t == '"' && t[1] != '"'))
+                t += *t == '"' ? 2 : 1;
+            if (!*t)
+                return NULL;
+            t++;
+        } else if (isalpha((unsigned char)*t) || *t == '_' || (unsigned char)*t >= 0x80) {
+            while (isalnum((unsigned char)*t) || *t == '_' || *t == '$' || (unsigned char)*t >= 0x80)
+                t++;
+        } else {
+            return NULL;
+        }
+        if (*t != '.')
+            return t;
+        t++;
+    }
+}
+
+/* Applies a FOR SYSTEM_VERSION/SYSTEM_TIME clause written right after the
+ * table name of RangeVar b (session.c cut it out of the text). */
+static hs_status time_travel(planner *p, const json_t *b, fnode *f)
+{
+    int loc = sq_loc(b);
+    if (loc < 0 || p->s->n_tt == 0)
+        return HS_OK;
+    const char *e = name_end(p->text + loc);
+    if (!e)
+        return HS_OK;
+    int off0 = (int)(e - p->text);
+    while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r')
+        e++;
+    int off1 = (int)(e - p->text);
+    for (int i = 0; i < p->s->n_tt; i++) {
+        sq_tt *tt = &p->s->tt[i];
+        if (tt->off < off0 || tt->off > off1)
+            continue;
+        tt->used = true;
+        if (tt->version) {
+            f->so.use_snapshot_id = 1;
+            f->so.snapshot_id = tt->snapshot_id;
+            return HS_OK;
+        }
+        int y, mo, d, hh = 0, mi = 0;
+        double sec = 0;
+        char tz[16] = "";
+        int n = sscanf(tt->ts, "%d-%d-%d%*[ T]%d:%d:%lf%15s", &y, &mo, &d, &hh, &mi, &sec, tz);
+        if (n < 3 || mo < 1 || mo > 12 || d < 1 || d > 31 || (tz[0] && strcmp(tz, "Z") &&
+                                                               strcmp(tz, "+00") && strcmp(tz, "+00:00")))
+            return fail(p, HS_INVALID, "22007", tt->off,
+                        "invalid timestamp \"%s\" in FOR SYSTEM_TIME AS OF (YYYY-MM-DD[ HH:MM:SS] UTC)",
+                        tt->ts);
+        int64_t ms = (days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60) * 1000 +
+                     (int64_t)(sec * 1000 + 0.5);
+        f->so.use_as_of = 1;
+        f->so.as_of_ms = ms;
+        return HS_OK;
+    }
+    return HS_OK;
+}
+
 static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
 {
     const char *rel_name_s = jstrv(b, "relname");
@@ -952,6 +1020,7 @@ static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
         as.release(&as);
     HS_TRY(st);
     f->so = (hs_scan_options)HS_SCAN_OPTIONS_INIT;
+    HS_TRY(time_travel(p, b, f));
     f->est = table_rows(f->t);
     f->alias = hs_strdup(an ? an : rel_name_s ? rel_name_s : "");
     if (!f->alias)
@@ -1294,6 +1363,15 @@ static hs_status push_filters(planner *p, fromc *fc, conjs *cs)
         hs_status st = ex_format(e, &txt, p->err);
         ex_free(e);
         HS_TRY(st);
+        /* only text the scan's filter parser reads back is pushed (the
+         * conjunct stays a filter above the scan otherwise) */
+        ex_expr *chk = NULL;
+        hs_error e2 = {0};
+        if (ex_parse_filter(txt, &f->ts, &chk, &e2) != HS_OK) {
+            hs_free(txt);
+            continue;
+        }
+        ex_free(chk);
         if (f->filt.len)
             st = hs_buf_puts(&f->filt, " AND ");
         if (st == HS_OK)
@@ -1314,6 +1392,8 @@ static hs_status build_leaf(planner *p, fnode *f, rel *out)
 {
     memset(out, 0, sizeof *out);
     if (f->kind == F_REL) {
+        for (int i = 0; i < f->rl.n && i < f->n_ns; i++)
+            f->rl.cols[i].hidden = f->ns[i].hidden;
         *out = f->rl;
         memset(&f->rl, 0, sizeof f->rl);
         return HS_OK;
@@ -2026,6 +2106,46 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     return st;
 }
 
+/* A scalar subquery's rows pass through this operator, which fails with
+ * SQLSTATE 21000 when there is more than one (PostgreSQL's check). */
+typedef struct one_row_op {
+    xo_op op;
+    int64_t seen;
+} one_row_op;
+
+static hs_status one_row_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    one_row_op *o = (one_row_op *)op;
+    HS_TRY(xo_next(op->children[0], out, err));
+    if (*out && (o->seen += (*out)->n_rows) > 1) {
+        hs_batch_free(*out);
+        *out = NULL;
+        return hs_err_set(err, HS_INVALID, "more than one row returned by a subquery used as an expression");
+    }
+    return HS_OK;
+}
+
+static hs_status one_row(planner *p, rel *r)
+{
+    one_row_op *o = hs_calloc(1, sizeof *o);
+    xo_op **kids = o ? hs_calloc(1, sizeof *kids) : NULL;
+    if (!o || !kids || hs_field_copy(&r->op->schema, &o->op.schema) != HS_OK) {
+        if (o)
+            hs_field_clear(&o->op.schema);
+        hs_free(o);
+        hs_free(kids);
+        return nomem(p);
+    }
+    kids[0] = r->op;
+    o->op.name = "ScalarSubquery";
+    o->op.ctx = r->op->ctx;
+    o->op.n_children = 1;
+    o->op.children = kids;
+    o->op.next = one_row_next;
+    r->op = &o->op;
+    return HS_OK;
+}
+
 /* Joins the value of a scalar subquery into cur; *col = its column. */
 static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int *col)
 {
@@ -2093,6 +2213,8 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
         st = plan_select(p, rw ? rw : sub, &s);
     if (st == HS_OK && s.n != (int)ncorr + 1)
         st = fail(p, HS_INVALID, "42601", loc, "subquery must return only one column");
+    if (st == HS_OK && ncorr == 0)
+        st = one_row(p, &s);
     if (st == HS_OK) {
         for (int i = 0; i < s.n; i++)
             s.cols[i].hidden = true;
@@ -2214,6 +2336,8 @@ static const char *figure_name(const json_t *j, int depth)
     if (!strcmp(k, "FuncCall"))
         return func_name(b);
     if (!strcmp(k, "TypeCast")) {
+        if (jget(b, "hs_folded"))
+            return NULL;   /* a folded date +- interval: PostgreSQL's ?column? */
         const char *n = figure_name(jget(b, "arg"), depth + 1);
         if (n)
             return n;
@@ -2633,8 +2757,8 @@ static hs_status plan_query(planner *p, const json_t *sel, rel *out)
     return HS_OK;
 }
 
-static bool vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
-                        hs_status *st);
+static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
+                             bool *used);
 
 /* One SELECT ... FROM ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT. */
 static hs_status plan_block(planner *p, const json_t *sel, rel *out)
@@ -2659,12 +2783,12 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         st = fromc_build(p, jget(sel, "fromClause"), &fc);
     if (st == HS_OK)
         st = conjs_make(p, jget(sel, "whereClause"), &fc, &cs);
-    bool done = false;
-    if (st == HS_OK && (done = vsearch_try(p, sel, &fc, &cs, out, &st)))
-        goto cleanup;
+    bool vs = false;
     if (st == HS_OK)
+        st = vsearch_try(p, sel, &fc, &cs, &cur, &vs);
+    if (st == HS_OK && !vs)
         st = push_filters(p, &fc, &cs);
-    if (st == HS_OK)
+    if (st == HS_OK && !vs)
         st = build_from(p, &fc, &cs, &cur);
     /* the rest of WHERE: plain conjuncts first, then those with subqueries */
     if (st == HS_OK) {
@@ -2916,8 +3040,6 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(names);
     hs_free(ovals);
     hs_free(keys);
-cleanup:
-    (void)done;
     hs_free(extra);
     hs_free(key_of_col);
     qcols_free(pre_cols, n_pre);
@@ -3160,16 +3282,369 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
 /* ------------------------------------------------------------------ */
 /* vector search                                                       */
 
-static bool vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
-                        hs_status *st)
+static const char *cast_type(const json_t *j, const char **val);
+
+/* The float values of a vector literal '[1,2,3]' (hs_malloc'ed). */
+static float *parse_vec(const char *t, int *dim)
 {
-    (void)p;
-    (void)sel;
-    (void)fc;
-    (void)cs;
-    (void)out;
-    (void)st;
-    return false;
+    while (isspace((unsigned char)*t))
+        t++;
+    if (*t++ != '[')
+        return NULL;
+    int cap = 16, n = 0;
+    float *v = hs_malloc((size_t)cap * sizeof *v);
+    while (v) {
+        char *end;
+        float x = strtof(t, &end);
+        if (end == t || !isfinite(x))
+            break;
+        if (n == cap) {
+            float *nv = hs_realloc(v, (size_t)(cap *= 2) * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n++] = x;
+        t = end;
+        while (isspace((unsigned char)*t))
+            t++;
+        if (*t == ',') {
+            t++;
+            continue;
+        }
+        if (*t == ']') {
+            t++;
+            while (isspace((unsigned char)*t))
+                t++;
+            if (*t)
+                break;
+            *dim = n;
+            return v;
+        }
+        break;
+    }
+    hs_free(v);
+    return NULL;
+}
+
+/* ORDER BY col <-> const LIMIT k on one indexed table: the FROM becomes a
+ * VectorSearch with the WHERE as its filter (*used set).  The rest of the
+ * query (select list, ORDER BY on the k rows, LIMIT/OFFSET) plans as
+ * usual over it, so the distances are computed exactly as everywhere. */
+static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
+                             bool *used)
+{
+    *used = false;
+    json_t *sortc = jget(sel, "sortClause"), *sb, *ae, *lc = jget(sel, "limitCount");
+    if (fc->n_items != 1 || fc->items[0]->kind != F_TABLE || json_array_size(sortc) != 1 || !lc ||
+        jget(sel, "groupClause") || jget(sel, "havingClause") || jget(sel, "distinctClause"))
+        return HS_OK;
+    json_t *aggs = json_array();
+    collect_aggs(jget(sel, "targetList"), aggs, 0);
+    size_t na = json_array_size(aggs);
+    json_decref(aggs);
+    if (na)
+        return HS_OK;
+    for (int i = 0; i < cs->n; i++)
+        if (cs->a[i].sub || cs->a[i].outer || cs->a[i].n_refs != 1)
+            return HS_OK;
+    sb = jget(json_array_get(sortc, 0), "SortBy");
+    const char *dir = jstrv(sb, "sortby_dir"), *nulls = jstrv(sb, "sortby_nulls");
+    if ((dir && strcmp(dir, "SORTBY_DEFAULT") && strcmp(dir, "SORTBY_ASC")) ||
+        (nulls && strcmp(nulls, "SORTBY_NULLS_DEFAULT")))
+        return HS_OK;
+    if (!is_kind(jget(sb, "node"), "A_Expr", &ae))
+        return HS_OK;
+    const char *op = sq_str(json_array_get(jget(ae, "name"), 0));
+    const char *metric = !op ? NULL : !strcmp(op, "<->") ? "l2" : !strcmp(op, "<=>") ? "cosine"
+                       : !strcmp(op, "<#>") ? "ip" : NULL;
+    if (!metric)
+        return HS_OK;
+    json_t *cr = NULL, *cn = NULL, *x;
+    for (int side = 0; side < 2; side++) {
+        json_t *a = jget(ae, side ? "rexpr" : "lexpr"), *b = jget(ae, side ? "lexpr" : "rexpr");
+        if (is_kind(a, "ColumnRef", &x)) {
+            cr = x;
+            cn = b;
+        }
+    }
+    const char *lit = NULL, *tn;
+    if (!cr || !cn)
+        return HS_OK;
+    if ((tn = cast_type(cn, &lit)) == NULL) {
+        json_t *cb;
+        if (!is_kind(cn, "A_Const", &cb) || !jget(cb, "sval"))
+            return HS_OK;
+        lit = jstrv(jget(cb, "sval"), "sval");
+    } else if (strcmp(tn, "vector") != 0) {
+        return HS_OK;
+    }
+    int64_t k, off = 0;
+    bool null;
+    if (!is_kind(lc, "A_Const", NULL) || int_const(p, lc, "LIMIT", &k, &null) != HS_OK || null ||
+        k <= 0 || k > 100000)
+        return HS_OK;
+    json_t *lo = jget(sel, "limitOffset");
+    if (lo && (!is_kind(lo, "A_Const", NULL) || int_const(p, lo, "OFFSET", &off, &null) != HS_OK ||
+               off < 0 || off > 100000))
+        return HS_OK;
+    fnode *f = fc->items[0];
+    const char *names[8];
+    int n = colref_names(cr, names, 8);
+    layer l = {f->ns, f->n_ns, 0};
+    int col = n > 0 && names[n - 1] ? layer_find(&l, names, n) : -1;
+    if (col < 0)
+        return HS_OK;
+    const char *colname = f->ts.children[col].name;
+    /* an index of the column with the operator's metric */
+    char *js = NULL;
+    hs_error e2 = {0};
+    if (hs_table_list_indexes(f->t, &js, &e2) != HS_OK)
+        return HS_OK;
+    json_t *arr = json_loads(js, 0, NULL);
+    hs_string_free(js);
+    bool found = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        const char *c = jstrv(v, "column"), *kind = jstrv(v, "kind");
+        const char *m = jstrv(jget(v, "params"), "metric");
+        if (c && kind && !strcmp(c, colname) && (!strncmp(kind, "hnsw", 4) || !strncmp(kind, "ivf", 3)) &&
+            !strcmp(m ? m : "l2", metric))
+            found = true;
+    }
+    json_decref(arr);
+    int dim = 0;
+    float *q = found && lit ? parse_vec(lit, &dim) : NULL;
+    if (!q)
+        return HS_OK;
+    hs_status st = push_filters(p, fc, cs);
+    int nc = f->ts.n_children, kc = 0;
+    const char **cols = hs_calloc((size_t)nc + 1, sizeof *cols);
+    int *idx = hs_calloc((size_t)nc + 1, sizeof *idx);
+    if (st == HS_OK && (!cols || !idx))
+        st = nomem(p);
+    for (int c = 0; st == HS_OK && c < nc; c++)
+        if (name_needed(p, f->ts.children[c].name) || name_needed(p, f->ns[c].name)) {
+            idx[kc] = c;
+            cols[kc++] = f->ts.children[c].name;
+        }
+    if (st == HS_OK) {
+        hs_scan_options so = f->so;
+        so.columns = cols;
+        so.n_columns = kc;
+        so.filter = f->filt.len ? hs_buf_cstr(&f->filt) : NULL;
+        hs_search_options vo = HS_SEARCH_OPTIONS_INIT;
+        vo.column = colname;
+        vo.query = q;
+        vo.dim = dim;
+        vo.k = (int)(k + off);
+        vo.metric = metric;
+        vo.ef_search = p->s->set.ef_search;
+        vo.nprobe = p->s->set.probes;
+        vo.distance_column = "_distance";
+        st = xo_vsearch(p->ctx, f->t, &so, &vo, &out->op, p->err);
+    }
+    if (st == HS_OK) {
+        out->n = out->op->schema.n_children;
+        out->cols = hs_calloc((size_t)out->n + 1, sizeof *out->cols);
+        if (!out->cols)
+            st = nomem(p);
+        for (int c = 0; st == HS_OK && c < out->n; c++) {
+            bool dist = c >= kc;
+            out->cols[c].qual = hs_strdup(f->alias);
+            out->cols[c].name = hs_strdup(dist ? "" : f->ns[idx[c]].name);
+            out->cols[c].hidden = dist;
+            if (!out->cols[c].qual || !out->cols[c].name)
+                st = nomem(p);
+        }
+    }
+    hs_free(cols);
+    hs_free(idx);
+    hs_free(q);
+    if (st == HS_OK) {
+        for (int c = 0; c < cs->n; c++)
+            cs->a[c].used = true;
+        *used = true;
+    } else {
+        rel_clear(out);
+    }
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* constant date/timestamp +- interval (folded before binding)          */
+
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp + (mp < 10 ? 3 : -9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+static const char *cast_type(const json_t *j, const char **val)
+{
+    json_t *b, *cb;
+    if (!is_kind(j, "TypeCast", &b) || !is_kind(jget(b, "arg"), "A_Const", &cb) || !jget(cb, "sval"))
+        return NULL;
+    *val = jstrv(jget(cb, "sval"), "sval");
+    json_t *names = jget(jget(b, "typeName"), "names");
+    return *val ? sq_str(json_array_get(names, json_array_size(names) - 1)) : NULL;
+}
+
+/* Parses an interval literal into months, days and seconds. */
+static bool parse_interval(const json_t *tc, const char *s, int64_t *mon, int64_t *day, int64_t *sec)
+{
+    *mon = *day = *sec = 0;
+    json_t *mods = jget(jget(jget(tc, "TypeCast"), "typeName"), "typmods");
+    if (json_array_size(mods) >= 1) {
+        json_t *iv = jget(jget(jget(json_array_get(mods, 0), "A_Const"), "ival"), "ival");
+        long long mask = json_is_integer(iv) ? json_integer_value(iv) : 0;
+        char *end;
+        long long n = strtoll(s, &end, 10);
+        while (isspace((unsigned char)*end))
+            end++;
+        if (end == s || *end)
+            return false;
+        switch (mask) {
+        case 4: *mon = n * 12; return true;
+        case 2: *mon = n; return true;
+        case 8: *day = n; return true;
+        case 1024: *sec = n * 3600; return true;
+        case 2048: *sec = n * 60; return true;
+        case 4096: *sec = n; return true;
+        default: return false;
+        }
+    }
+    const char *q = s;
+    bool any = false;
+    while (*q) {
+        while (isspace((unsigned char)*q))
+            q++;
+        if (!*q)
+            break;
+        char *end;
+        long long n = strtoll(q, &end, 10);
+        if (end == q)
+            return false;
+        q = end;
+        while (isspace((unsigned char)*q))
+            q++;
+        const char *u = q;
+        while (isalpha((unsigned char)*q))
+            q++;
+        size_t ul = (size_t)(q - u);
+        if (ul >= 1 && !strncasecmp(u, "years", ul < 5 ? ul : 5) && ul >= 1 && (u[0] == 'y' || u[0] == 'Y'))
+            *mon += n * 12;
+        else if (ul >= 3 && !strncasecmp(u, "months", ul < 6 ? ul : 6) && !strncasecmp(u, "mon", 3))
+            *mon += n;
+        else if (ul >= 1 && (u[0] == 'w' || u[0] == 'W'))
+            *day += n * 7;
+        else if (ul >= 1 && (u[0] == 'd' || u[0] == 'D'))
+            *day += n;
+        else if (ul >= 1 && (u[0] == 'h' || u[0] == 'H'))
+            *sec += n * 3600;
+        else if (ul >= 3 && !strncasecmp(u, "min", 3))
+            *sec += n * 60;
+        else if (ul >= 1 && (u[0] == 's' || u[0] == 'S'))
+            *sec += n;
+        else
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/* date/timestamp literal +- interval literal -> a timestamp literal. */
+static json_t *fold_interval(const json_t *j)
+{
+    json_t *b;
+    if (!is_kind(j, "A_Expr", &b) || strcmp(jstrv(b, "kind") ? jstrv(b, "kind") : "", "AEXPR_OP"))
+        return NULL;
+    const char *op = sq_str(json_array_get(jget(b, "name"), 0));
+    if (!op || (strcmp(op, "+") && strcmp(op, "-")))
+        return NULL;
+    json_t *l = jget(b, "lexpr"), *r = jget(b, "rexpr");
+    const char *lv = NULL, *rv = NULL;
+    const char *lt = cast_type(l, &lv), *rt = cast_type(r, &rv);
+    if (!lt || !rt)
+        return NULL;
+    if (!strcmp(lt, "interval") && !strcmp(op, "+")) {
+        json_t *t = l;
+        const char *tv = lv, *tt = lt;
+        l = r, lv = rv, lt = rt;
+        r = t, rv = tv, rt = tt;
+    }
+    if (strcmp(rt, "interval") || (strcmp(lt, "date") && strcmp(lt, "timestamp")))
+        return NULL;
+    int y, mo, d, hh = 0, mi = 0, ss = 0;
+    if (sscanf(lv, "%d-%d-%d %d:%d:%d", &y, &mo, &d, &hh, &mi, &ss) < 3)
+        return NULL;
+    int64_t mon, day, sec;
+    if (!parse_interval(r, rv, &mon, &day, &sec))
+        return NULL;
+    int sign = !strcmp(op, "-") ? -1 : 1;
+    int64_t ym = (int64_t)y * 12 + (mo - 1) + sign * mon;
+    int64_t ny = ym >= 0 ? ym / 12 : -((-ym + 11) / 12), nm = ym - ny * 12 + 1;
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int64_t lim = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
+    int64_t nd = d > lim ? lim : d;
+    int64_t days = days_from_civil(ny, nm, nd) + sign * day;
+    int64_t secs = (int64_t)hh * 3600 + mi * 60 + ss + sign * sec;
+    days += secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+    secs -= (secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400)) * 86400;
+    int64_t oy, om, od;
+    civil_from_days(days, &oy, &om, &od);
+    char buf[160];
+    snprintf(buf, sizeof buf, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld", (long long)oy,
+             (long long)om, (long long)od, (long long)(secs / 3600), (long long)(secs / 60 % 60),
+             (long long)(secs % 60));
+    int loc = sq_loc(b);
+    return json_pack("{s:{s:{s:{s:{s:s},s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i,s:b}}", "TypeCast",
+                     "arg", "A_Const", "sval", "sval", buf, "location", loc, "typeName", "names",
+                     "String", "sval", "timestamp", "typemod", -1, "location", loc, "location", loc,
+                     "hs_folded", 1);
+}
+
+static void fold_intervals(json_t *j, int depth)
+{
+    if (depth > 2000)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            fold_intervals(v, depth + 1);
+            json_t *f = fold_interval(v);
+            if (f)
+                json_object_set_new(j, k, f);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            fold_intervals(v, depth + 1);
+            json_t *f = fold_interval(v);
+            if (f)
+                json_array_set_new(j, i, f);
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -3186,6 +3661,7 @@ static hs_status planner_init(planner *p, sq_session *s, xo_ctx *ctx, const json
     p->names = json_object();
     if (!p->names)
         return hs_err_nomem(err, 0);
+    fold_intervals((json_t *)stmt, 0);
     collect_names(p, stmt, 0);
     return HS_OK;
 }
@@ -3198,6 +3674,11 @@ hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const 
     HS_TRY(planner_init(&p, s, ctx, select, text, err));
     rel r = {0};
     hs_status st = plan_query(&p, select, &r);
+    for (int i = 0; st == HS_OK && i < s->n_tt; i++)
+        if (!s->tt[i].used)
+            st = sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, s->tt[i].off,
+                         "FOR SYSTEM_%s AS OF must follow a table name in FROM",
+                         s->tt[i].version ? "VERSION" : "TIME");
     if (st == HS_OK) {
         *out = r.op;
         r.op = NULL;
@@ -3207,6 +3688,60 @@ hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const 
     return st;
 }
 
+/* The first batch is pulled while the statement executes, so that errors
+ * of evaluation that show in it (division by zero, bad casts) fail the
+ * statement itself with their SQLSTATE, as PostgreSQL reports them; this
+ * operator hands that batch out first, then pulls from its child. */
+typedef struct prefetch_op {
+    xo_op op;
+    hs_batch *first;
+    bool given;
+} prefetch_op;
+
+static hs_status prefetch_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    prefetch_op *pf = (prefetch_op *)op;
+    if (!pf->given) {
+        pf->given = true;
+        *out = pf->first;
+        pf->first = NULL;
+        return HS_OK;
+    }
+    return xo_next(op->children[0], out, err);
+}
+
+static void prefetch_destroy(xo_op *op) { hs_batch_free(((prefetch_op *)op)->first); }
+
+static hs_status prefetch(xo_op *child, xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    hs_batch *first = NULL;
+    hs_status st = xo_next(child, &first, err);
+    prefetch_op *pf = st == HS_OK ? hs_calloc(1, sizeof *pf) : NULL;
+    xo_op **kids = pf ? hs_calloc(1, sizeof *kids) : NULL;
+    if (st == HS_OK && (!pf || !kids || hs_field_copy(&child->schema, &pf->op.schema) != HS_OK))
+        st = hs_err_nomem(err, sizeof *pf);
+    if (st != HS_OK) {
+        if (pf)
+            hs_field_clear(&pf->op.schema);
+        hs_free(pf);
+        hs_free(kids);
+        hs_batch_free(first);
+        xo_free(child);
+        return st;
+    }
+    kids[0] = child;
+    pf->op.name = "Result";
+    pf->op.ctx = child->ctx;
+    pf->op.n_children = 1;
+    pf->op.children = kids;
+    pf->op.next = prefetch_next;
+    pf->op.destroy = prefetch_destroy;
+    pf->first = first;
+    *out = &pf->op;
+    return HS_OK;
+}
+
 hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, hs_result **out,
                         hs_error *err)
 {
@@ -3214,6 +3749,8 @@ hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, h
     HS_TRY(sq_ctx_new(s, &ctx, err));
     xo_op *op = NULL;
     hs_status st = sq_plan_query(s, ctx, select, text, &op, err);
+    if (st == HS_OK)
+        st = prefetch(op, &op, err);
     if (st != HS_OK) {
         sq_ctx_free(ctx);
         return st;

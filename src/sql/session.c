@@ -897,10 +897,120 @@ static hs_status dispatch(sq_session *s, json_t *stmt, const char *text, hs_resu
     return sq_fail(s, err, HS_UNSUPPORTED, "0A000", NULL, -1, "statement %s is not supported", k);
 }
 
-static hs_status run_text(hs_session *s, const char *sql, json_t *(*rewrite)(void *, json_t *),
+static bool word_at(const char *p, const char *w, const char **end)
+{
+    size_t n = strlen(w);
+    if (strncasecmp(p, w, n) != 0 || isalnum((unsigned char)p[n]) || p[n] == '_')
+        return false;
+    *end = p + n;
+    return true;
+}
+
+static const char *skip_ws(const char *p)
+{
+    while (isspace((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* Cuts FOR SYSTEM_VERSION AS OF <id> / FOR SYSTEM_TIME AS OF [TIMESTAMP]
+ * '<ts>' out of sql (replaced by spaces, so positions stay), recording them
+ * in s->tt.  *out is the text to parse (caller frees). */
+static hs_status cut_time_travel(sq_session *s, const char *sql, char **out, hs_error *err)
+{
+    s->n_tt = 0;
+    char *t = hs_strdup(sql);
+    if (!t)
+        return hs_err_nomem(err, strlen(sql));
+    for (char *p = t; *p;) {
+        if (*p == '\'' || *p == '"') {
+            char q = *p++;
+            while (*p && !(*p == q && p[1] != q))
+                p += *p == q ? 2 : 1;
+            if (*p)
+                p++;
+            continue;
+        }
+        if (p[0] == '-' && p[1] == '-') {
+            while (*p && *p != '\n')
+                p++;
+            continue;
+        }
+        if (p[0] == '/' && p[1] == '*') {
+            char *e = strstr(p + 2, "*/");
+            p = e ? e + 2 : p + strlen(p);
+            continue;
+        }
+        const char *e;
+        bool boundary = p == t || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        if (boundary && word_at(p, "for", &e)) {
+            const char *q = skip_ws(e), *r;
+            bool version = false;
+            if (word_at(q, "system_version", &r))
+                version = true;
+            else if (!word_at(q, "system_time", &r)) {
+                p++;
+                continue;
+            }
+            q = skip_ws(r);
+            if (!word_at(q, "as", &r) || !word_at(skip_ws(r), "of", &r)) {
+                p++;
+                continue;
+            }
+            q = skip_ws(r);
+            if (s->n_tt == SQ_MAX_TT) {
+                hs_free(t);
+                return sq_fail(s, err, HS_UNSUPPORTED, "54000", sql, (int)(p - t),
+                               "more than %d time-travel clauses", SQ_MAX_TT);
+            }
+            sq_tt *tt = &s->tt[s->n_tt];
+            memset(tt, 0, sizeof *tt);
+            tt->off = (int)(p - t);
+            tt->version = version;
+            if (version) {
+                char *end;
+                long long v = strtoll(q, &end, 10);
+                if (end == q) {
+                    hs_free(t);
+                    return sq_fail(s, err, HS_INVALID, "42601", sql, (int)(q - t),
+                                   "FOR SYSTEM_VERSION AS OF needs a snapshot id");
+                }
+                tt->snapshot_id = v;
+                r = end;
+            } else {
+                if (word_at(q, "timestamp", &r))
+                    q = skip_ws(r);
+                if (*q != '\'') {
+                    hs_free(t);
+                    return sq_fail(s, err, HS_INVALID, "42601", sql, (int)(q - t),
+                                   "FOR SYSTEM_TIME AS OF needs a quoted timestamp");
+                }
+                const char *c = strchr(q + 1, '\'');
+                if (!c || (size_t)(c - q - 1) >= sizeof tt->ts) {
+                    hs_free(t);
+                    return sq_fail(s, err, HS_INVALID, "22007", sql, (int)(q - t),
+                                   "invalid timestamp in FOR SYSTEM_TIME AS OF");
+                }
+                memcpy(tt->ts, q + 1, (size_t)(c - q - 1));
+                r = c + 1;
+            }
+            memset(p, ' ', (size_t)(r - p));
+            s->n_tt++;
+            p = (char *)r;
+            continue;
+        }
+        p++;
+    }
+    *out = t;
+    return HS_OK;
+}
+
+static hs_status run_text(hs_session *s, const char *sql0, json_t *(*rewrite)(void *, json_t *),
                           void *rw_ctx, hs_result **out, hs_error *err)
 {
     json_t *root = NULL, *stmt;
+    char *sql = NULL;
+    HS_TRY(cut_time_travel(s, sql0, &sql, err));
     hs_status st = sq_parse(s, sql, &root, err);
     if (st == HS_OK)
         st = one_stmt(s, root, sql, &stmt, err);
@@ -909,6 +1019,8 @@ static hs_status run_text(hs_session *s, const char *sql, json_t *(*rewrite)(voi
     if (st == HS_OK)
         st = dispatch(s, stmt, sql, out, err);
     json_decref(root);
+    hs_free(sql);
+    s->n_tt = 0;
     return st;
 }
 
@@ -920,6 +1032,8 @@ hs_status hs_session_execute(hs_session *s, const char *sql, hs_result **out, hs
         return hs_err_set(err, HS_INVALID, "hs_session_execute: a session, text and a result pointer are needed");
     set_state(s, "00000", 0);
     atomic_store(&s->cancel, 0);
+    if (err)
+        memset(err, 0, sizeof *err);   /* a statement's error is its own */
     hs_status st = run_text(s, sql, NULL, NULL, out, err);
     settle_error(s, st, err);
     return st;
@@ -1085,6 +1199,8 @@ hs_status hs_session_prepare(hs_session *s, const char *sql, int n_param_types,
     if (!s || !sql || n_param_types < 0 || (n_param_types > 0 && !param_types))
         return hs_err_set(err, HS_INVALID, "hs_session_prepare: a session and text are needed");
     set_state(s, "00000", 0);
+    if (err)
+        memset(err, 0, sizeof *err);
     json_t *root = NULL, *stmt;
     hs_status st = sq_parse(s, sql, &root, err);
     if (st == HS_OK)
@@ -1153,6 +1269,8 @@ hs_status hs_prepared_execute(hs_prepared *p, int n_values, const char *const *v
     }
     p->n_values = n_values;
     p->values = values;
+    if (err)
+        memset(err, 0, sizeof *err);
     hs_status st = run_text(s, p->text, subst_rw, p, out, err);
     p->values = NULL;
     settle_error(s, st, err);

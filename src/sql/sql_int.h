@@ -49,6 +49,18 @@ typedef struct sq_settings {
     int64_t memory_limit;/* bytes; 0 = 1/4 of RAM */
 } sq_settings;
 
+/* A time-travel clause cut out of the statement text before parsing
+ * (libpg_query does not know SQL:2011's FOR SYSTEM_TIME / SYSTEM_VERSION):
+ * it applies to the table named just before offset `off`. */
+typedef struct sq_tt {
+    int off;                 /* byte offset where the clause was */
+    bool version;            /* FOR SYSTEM_VERSION AS OF <snapshot id> */
+    int64_t snapshot_id;
+    char ts[64];             /* FOR SYSTEM_TIME AS OF '<timestamp>' */
+    bool used;               /* a table took it (else the statement fails) */
+} sq_tt;
+#define SQ_MAX_TT 32
+
 struct hs_session {
     hs_catalog *catalog;     /* borrowed (options) or NULL */
     hs_catalog *path_cat;    /* owned: names are paths; opened on first use */
@@ -62,6 +74,8 @@ struct hs_session {
     int errpos;              /* 1-based character position, 0 = none */
     void *dml;               /* sx-dml's per-session state (open transaction) */
     json_t *index_names;     /* CREATE INDEX names: name -> [table key, column, kind] */
+    sq_tt tt[SQ_MAX_TT];     /* time-travel clauses of the running statement */
+    int n_tt;
 };
 
 struct hs_result {
