@@ -216,6 +216,56 @@ HS_API hs_status hs_table_delete(hs_table *t, const char *filter, int64_t *rows_
                           hs_error *err);
 
 /* ------------------------------------------------------------------ */
+/* Row deltas: what UPDATE, DELETE and MERGE commit                      */
+
+/* A row delta deletes rows by position in live data files and adds rows, in
+ * ONE "overwrite" snapshot (docs/tables.md "Row deltas").  The positions
+ * come from a scan of snapshot read_snapshot_id with the "_file" and "_pos"
+ * columns; the commit is validated against every snapshot committed since:
+ * appends, and deletes or overwrites of other data files, rebase; a
+ * concurrent commit that removed or deleted rows of a data file this delta
+ * deletes from is HS_CONFLICT (nothing committed; run the statement again).
+ * v2 tables get position delete files, v3 tables deletion vectors (merged
+ * with a file's existing vector); a file losing all its live rows is
+ * dropped.  Added rows are written as appends write them (partitioned,
+ * sorted, declared sidecar indexes built).  v3 row lineage: an int64 column
+ * "_row_id" in the added rows gives an updated row the row id it keeps
+ * (null = a new row); v2 ignores that column.
+ *
+ *   hs_row_delta *d;
+ *   hs_row_delta_open(t, snapshot_read, &d, &err);
+ *   hs_row_delta_delete(d, file, positions, n, &err);   (any number)
+ *   hs_row_delta_add(d, &stream, &err);                 (any number)
+ *   hs_row_delta_commit(d, &err);
+ *   hs_row_delta_free(d);
+ *
+ * The handle borrows t (which must outlive it); commit refreshes t and
+ * leaves it at the committed metadata.  Added rows are buffered in memory
+ * until commit. */
+typedef struct hs_row_delta hs_row_delta;
+
+/* read_snapshot_id: the snapshot the positions were read from (-1: the
+ * table had none).  Caller frees *out with hs_row_delta_free. */
+HS_API hs_status hs_row_delta_open(hs_table *t, int64_t read_snapshot_id, hs_row_delta **out,
+                                   hs_error *err);
+/* Marks rows positions[0..n) of data file `data_file` (the path as the
+ * scan's "_file" column gives it) deleted; repeated positions count once. */
+HS_API hs_status hs_row_delta_delete(hs_row_delta *d, const char *data_file,
+                                     const int64_t *positions, int64_t n, hs_error *err);
+/* Adds the rows of `in` (moved: released by this call, also on failure);
+ * columns matched by name as in hs_table_append, plus the optional
+ * "_row_id" column. */
+HS_API hs_status hs_row_delta_add(hs_row_delta *d, struct ArrowArrayStream *in, hs_error *err);
+/* Distinct positions marked so far / rows added so far. */
+HS_API int64_t hs_row_delta_rows_deleted(const hs_row_delta *d);
+HS_API int64_t hs_row_delta_rows_added(const hs_row_delta *d);
+/* Commits (nothing when nothing was marked or added).  HS_CONFLICT as
+ * above; HS_INVALID for a position past the end of its file.  The delta
+ * is spent afterwards, whatever the result. */
+HS_API hs_status hs_row_delta_commit(hs_row_delta *d, hs_error *err);
+HS_API void hs_row_delta_free(hs_row_delta *d);  /* accepts NULL */
+
+/* ------------------------------------------------------------------ */
 /* Scanning                                                              */
 
 typedef struct hs_scan_options {

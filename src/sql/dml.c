@@ -1,22 +1,2419 @@
 /*
  * sql/dml.c - INSERT, UPDATE, DELETE, MERGE, COPY and BEGIN/COMMIT/ROLLBACK.
  *
- * Owned by helper sx-dml, who replaces this file.  Until then every such
- * statement fails with SQLSTATE 0A000 (feature_not_supported) and the
- * session keeps no transaction state.
+ * Every data change goes through a row delta (hyperstream/table.h
+ * hs_row_delta_*): the rows a statement removes are named by data file and
+ * position (the scan's _file/_pos columns), the rows it writes are added,
+ * and ONE snapshot publishes both (position delete files on v2 tables,
+ * deletion vectors on v3; updated rows keep their _row_id on v3).
+ *
+ * Changes collect in a transaction (txn below): the statement's own, or
+ * the session's open one between BEGIN and COMMIT.
+ *
+ *   state              reads                            writes
+ *   -----------------  -------------------------------  ------------------------------
+ *   no BEGIN           the table's current snapshot      one commit at the end of the
+ *                                                        statement
+ *   BEGIN ... COMMIT   the snapshot current at the       buffered; one commit at COMMIT
+ *                      first write of the transaction,   (HS_CONFLICT -> SQLSTATE 40001
+ *                      plus the transaction's own        and the transaction is rolled
+ *                      changes (DML statements)          back); ROLLBACK drops them
+ *
+ * Isolation: snapshot isolation.  A statement or transaction reads one
+ * snapshot; at commit, the row delta is validated against what others
+ * committed since (table layer, rowdelta.c): concurrent appends and changes
+ * to other data files rebase, a concurrent change to a data file this
+ * transaction deletes rows from fails it with 40001 (serialization_failure).
+ * A transaction writes one table (a second one is 0A000).  SELECT statements
+ * inside a transaction read the committed table (they do not see the
+ * transaction's uncommitted changes); DML statements do see them.  After an
+ * error inside a transaction, statements fail with 25P02 until ROLLBACK (or
+ * COMMIT, which then rolls back), as in PostgreSQL.
+ *
+ * The target of UPDATE / DELETE / MERGE is read whole into memory (the
+ * table's columns, _file, _pos, _row_id; WHERE is pushed into the scan as
+ * a filter where it binds to the target alone), with the transaction's
+ * deletes removed and its added rows appended (their _file is null, their
+ * _pos the index in the buffer).  Joins (MERGE's ON, UPDATE ... FROM,
+ * DELETE ... USING) hash on the equality conjuncts between a target column
+ * and a source column, then evaluate the whole condition on the candidate
+ * pairs; without such conjuncts every pair is evaluated.  The source is any
+ * FROM item, planned as SELECT * FROM item (sq_plan_query).
+ *
+ * Assignment (INSERT values, SET, MERGE's UPDATE/INSERT) casts to the
+ * column's type as CAST does; PostgreSQL's assignment rules refuse some
+ * casts that CAST allows (text expression into integer, boolean into
+ * integer and back): those are 42804 here too, except that INSERT accepts
+ * text for any column type (VALUES literals are typed text by the planner).
+ * A null into a required column is 23502.
+ *
+ * MERGE follows PostgreSQL 15: for each source row, the target rows joined
+ * by ON are MATCHED; the first WHEN MATCHED clause whose AND condition
+ * holds acts (UPDATE / DELETE / DO NOTHING); a source row without matches
+ * takes the first WHEN NOT MATCHED clause that holds (INSERT / DO NOTHING).
+ * A target row updated or deleted by two source rows is 21000 ("MERGE
+ * command cannot affect row a second time").  UPDATE ... FROM with several
+ * matching source rows uses one of them (PostgreSQL: unspecified which).
+ *
+ * COPY: FROM 'x.parquet' (columns by name) or 'x.csv' (FORMAT csv, HEADER:
+ * columns by the header's names, else by position; DELIMITER one
+ * character; NULL is an unquoted empty cell), TO 'x.parquet' of a table or
+ * a query.  Command tags follow PostgreSQL: INSERT 0 n, UPDATE n,
+ * DELETE n, MERGE n, COPY n, BEGIN, COMMIT, ROLLBACK.
  */
 #include "sql/sql_int.h"
 
-hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt, const char *text,
-                      hs_result **out, hs_error *err)
+#include "base/hashmap.h"
+#include "base/mem.h"
+#include "columnar/arrow_c.h"
+#include "columnar/column.h"
+#include "columnar/ingest.h"
+#include "exec/exec.h"
+#include "expr/expr.h"
+#include "hyperstream/parquet.h"
+#include "hyperstream/table.h"
+#include "io/io.h"
+
+#include <roaring/roaring.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ------------------------------------------------------------------ */
+/* batches                                                             */
+
+/* A batch of schema (copied) over columns cols[0..n) (taken, also on
+ * failure). */
+static hs_status mk_batch(const hs_field *schema, hs_column **cols, int n, int64_t n_rows,
+                          hs_batch **out, hs_error *err)
 {
-    (void)stmt;
-    (void)text;
     *out = NULL;
-    return sq_fail(s, err, HS_UNSUPPORTED, "0A000", NULL, -1, "%s is not supported yet", kind);
+    hs_batch *b = NULL;
+    hs_status st = hs_batch_create(schema, 0, &b, err);
+    if (st != HS_OK || b->n_cols != n) {
+        if (st == HS_OK)
+            st = hs_err_set(err, HS_INTERNAL, "mk_batch: %d columns for %d fields", n, b->n_cols);
+        hs_batch_free(b);
+        for (int i = 0; i < n; i++)
+            hs_col_free(cols[i]);
+        return st;
+    }
+    for (int i = 0; i < n; i++) {
+        hs_col_free(b->cols[i]);
+        b->cols[i] = cols[i];
+    }
+    b->n_rows = n_rows;
+    *out = b;
+    return HS_OK;
+}
+
+/* Rows idx[0..n) of columns [from, to) of b (idx[i] == -1: a null row). */
+static hs_status take_cols(const hs_batch *b, int from, int to, const int64_t *idx, int64_t n,
+                           hs_column **cols, hs_error *err)
+{
+    for (int c = from; c < to; c++) {
+        hs_status st = hs_col_take_nullable(b->cols[c], idx, n, &cols[c - from], err);
+        if (st != HS_OK) {
+            for (int k = from; k < c; k++) {
+                hs_col_free(cols[k - from]);
+                cols[k - from] = NULL;
+            }
+            return st;
+        }
+    }
+    return HS_OK;
+}
+
+/* Appends b's rows to *acc (created on first use with b's schema). */
+static hs_status batch_append(hs_batch **acc, const hs_batch *b, hs_error *err)
+{
+    if (!*acc)
+        HS_TRY(hs_batch_create(&b->schema, 0, acc, err));
+    for (int i = 0; i < b->n_cols; i++)
+        HS_TRY(hs_col_append_column((*acc)->cols[i], b->cols[i], err));
+    (*acc)->n_rows += b->n_rows;
+    return HS_OK;
+}
+
+/* Reads a stream (moved) into one batch (*out NULL when it had no rows;
+ * schema_out, when given, gets the stream's schema). */
+static hs_status read_stream(struct ArrowArrayStream *in, hs_batch **out, hs_field *schema_out,
+                             hs_error *err)
+{
+    *out = NULL;
+    hs_batch_source src = {0};
+    HS_TRY(hs_arrow_import_stream(in, &src, err));
+    hs_status st = HS_OK;
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = src.next(src.ctx, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        st = batch_append(out, b, err);
+        hs_batch_free(b);
+    }
+    if (st == HS_OK && schema_out && hs_field_copy(&src.schema, schema_out) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK && !*out && schema_out)
+        st = hs_batch_create(schema_out, 0, out, err);
+    src.close(src.ctx);
+    hs_field_clear(&src.schema);
+    if (st != HS_OK) {
+        hs_batch_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* Gives the top-level children of f the positional ids 1..n. */
+static void renumber(hs_field *f)
+{
+    for (int i = 0; i < f->n_children; i++)
+        f->children[i].field_id = i + 1;
+}
+
+static hs_status push_field(hs_field *st, const hs_field *f, const char *name, hs_error *err)
+{
+    hs_field c = {0};
+    if (hs_field_copy(f, &c) != HS_OK)
+        return hs_err_nomem(err, 64);
+    if (name) {
+        char *nm = hs_malloc(strlen(name) + 1);
+        if (!nm) {
+            hs_field_clear(&c);
+            return hs_err_nomem(err, 64);
+        }
+        strcpy(nm, name);
+        hs_free(c.name);
+        c.name = nm;
+    }
+    if (hs_field_add_child(st, &c) != HS_OK) {
+        hs_field_clear(&c);
+        return hs_err_nomem(err, 64);
+    }
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* name scopes                                                         */
+
+typedef struct dcol {
+    const char *qual;    /* borrowed: the relation's alias or name; NULL = none */
+    const char *name;    /* borrowed */
+    bool hidden;         /* _file/_pos/_row_id: not visible to names */
+} dcol;
+
+typedef struct dscope {
+    dcol *cols;          /* owned array */
+    int n;
+    hs_field schema;     /* STRUCT, children ids 1..n (owned) */
+} dscope;
+
+static void dscope_clear(dscope *s)
+{
+    hs_free(s->cols);
+    hs_field_clear(&s->schema);
+    memset(s, 0, sizeof *s);
+}
+
+/* Adds the children of schema, qualified by qual (borrowed), the last
+ * n_hidden of them hidden. */
+static hs_status dscope_add(dscope *s, const hs_field *schema, const char *qual, int n_hidden,
+                            hs_error *err)
+{
+    if (!s->schema.type)
+        hs_field_init(&s->schema, "", HS_TYPE_STRUCT, false);
+    int n = schema->n_children;
+    dcol *c = hs_realloc(s->cols, (size_t)(s->n + n + 1) * sizeof *c);
+    if (!c)
+        return hs_err_nomem(err, 64);
+    s->cols = c;
+    for (int i = 0; i < n; i++) {
+        HS_TRY(push_field(&s->schema, &schema->children[i], NULL, err));
+        s->cols[s->n] = (dcol){qual, schema->children[i].name, i >= n - n_hidden};
+        s->n++;
+    }
+    renumber(&s->schema);
+    /* names point into s->schema (stable: children are not reallocated
+     * below this point by callers that keep using the scope) */
+    for (int i = 0; i < s->n; i++)
+        s->cols[i].name = s->schema.children[i].name;
+    return HS_OK;
+}
+
+static int dscope_column(void *ctx, const char *const *names, int n)
+{
+    const dscope *s = ctx;
+    const char *qual = n >= 2 ? names[n - 2] : NULL;
+    const char *name = names[n - 1];
+    int found = -1;
+    for (int pass = 0; pass < 2 && found < 0; pass++) {
+        for (int i = 0; i < s->n; i++) {
+            const dcol *c = &s->cols[i];
+            if (c->hidden)
+                continue;
+            if (qual && (!c->qual || strcmp(c->qual, qual) != 0))
+                continue;
+            bool eq = pass == 0 ? strcmp(c->name, name) == 0 : strcasecmp(c->name, name) == 0;
+            if (!eq)
+                continue;
+            if (found >= 0)
+                return -2;
+            found = i;
+        }
+    }
+    return found;
+}
+
+static ex_scope scope_of(dscope *s)
+{
+    ex_scope sc = {&s->schema, dscope_column, NULL, s};
+    return sc;
+}
+
+/* ------------------------------------------------------------------ */
+/* the statement context                                               */
+
+typedef struct dctx {
+    sq_session *s;
+    const char *text;
+} dctx;
+
+/* An hs_error from a lower layer: SQLSTATE derived by the dispatcher. */
+#define FAIL(c, code, state, loc, ...) sq_fail((c)->s, err, code, state, (c)->text, loc, __VA_ARGS__)
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* transactions                                                        */
+
+typedef struct txn {
+    hs_table *t;             /* the table written (borrowed from the session); NULL = none yet */
+    char *tname;             /* its name in the statement (owned) */
+    int64_t read_snap;       /* snapshot read (-1 = empty table) */
+    hs_field tschema;        /* the table's columns (owned) */
+    hs_map del_idx;          /* data file path -> index */
+    hs_buf del_paths;        /* char * (owned) */
+    hs_buf del_bms;          /* roaring_bitmap_t * (owned) */
+    hs_batch *added;         /* rows added: table columns + _row_id (owned) */
+    hs_buf added_dead;       /* uint8_t per added row: 1 = removed again */
+} txn;
+
+typedef struct dml_state {
+    bool open;               /* BEGIN seen */
+    bool aborted;            /* an error in the open transaction */
+    txn tx;
+} dml_state;
+
+static void txn_clear(txn *x)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(&x->del_paths, char *); i++) {
+        hs_free(HS_VEC_AT(&x->del_paths, char *, i));
+        roaring_bitmap_free(HS_VEC_AT(&x->del_bms, roaring_bitmap_t *, i));
+    }
+    hs_buf_free(&x->del_paths);
+    hs_buf_free(&x->del_bms);
+    hs_map_free(&x->del_idx);
+    hs_batch_free(x->added);
+    hs_buf_free(&x->added_dead);
+    hs_field_clear(&x->tschema);
+    hs_free(x->tname);
+    memset(x, 0, sizeof *x);
+}
+
+/* Binds the transaction to table t (first write) or checks it is t. */
+static hs_status txn_use(dctx *c, txn *x, hs_table *t, const char *name, int loc, hs_error *err)
+{
+    if (x->t == t)
+        return HS_OK;
+    if (x->t)
+        return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "a transaction may write only one table "
+                    "(it writes \"%s\"; this statement writes \"%s\")", x->tname, name);
+    HS_TRY(hs_table_refresh(t, err));
+    struct ArrowSchema as;
+    HS_TRY(hs_table_schema(t, &as, err));
+    hs_status st = hs_arrow_import_schema(&as, &x->tschema, err);
+    as.release(&as);
+    HS_TRY(st);
+    x->t = t;
+    x->read_snap = hs_table_current_snapshot_id(t);
+    x->tname = hs_malloc(strlen(name) + 1);
+    if (!x->tname)
+        return hs_err_nomem(err, 64);
+    strcpy(x->tname, name);
+    hs_field rs;
+    hs_field_init(&rs, "", HS_TYPE_STRUCT, false);
+    st = HS_OK;
+    for (int i = 0; i < x->tschema.n_children && st == HS_OK; i++)
+        st = push_field(&rs, &x->tschema.children[i], NULL, err);
+    hs_field rid;
+    hs_field_init(&rid, "_row_id", HS_TYPE_INT64, true);
+    if (st == HS_OK && hs_field_add_child(&rs, &rid) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = hs_batch_create(&rs, 0, &x->added, err);
+    hs_field_clear(&rs);
+    return st;
+}
+
+static bool txn_deleted(const txn *x, const char *path, uint32_t pos)
+{
+    uint64_t i;
+    if (!hs_map_get(&x->del_idx, path, strlen(path), &i))
+        return false;
+    return roaring_bitmap_contains(HS_VEC_AT(&x->del_bms, roaring_bitmap_t *, i), pos);
+}
+
+/* Marks (path, pos) deleted; path NULL = added row pos. */
+static hs_status txn_delete(txn *x, const char *path, int64_t pos, hs_error *err)
+{
+    if (!path) {
+        if (pos < 0 || (size_t)pos >= x->added_dead.len)
+            return hs_err_set(err, HS_INTERNAL, "delete of added row %lld out of range",
+                              (long long)pos);
+        x->added_dead.data[pos] = 1;
+        return HS_OK;
+    }
+    size_t len = strlen(path);
+    uint64_t i;
+    if (!hs_map_get(&x->del_idx, path, len, &i)) {
+        char *p = hs_malloc(len + 1);
+        roaring_bitmap_t *bm = roaring_bitmap_create();
+        i = HS_VEC_LEN(&x->del_paths, char *);
+        if (!p || !bm || HS_VEC_PUSH(&x->del_paths, char *, p) != HS_OK) {
+            hs_free(p);
+            if (bm)
+                roaring_bitmap_free(bm);
+            return hs_err_nomem(err, len);
+        }
+        memcpy(p, path, len + 1);
+        if (HS_VEC_PUSH(&x->del_bms, roaring_bitmap_t *, bm) != HS_OK) {
+            roaring_bitmap_free(bm);
+            x->del_paths.len -= sizeof(char *);
+            hs_free(p);
+            return hs_err_nomem(err, len);
+        }
+        if (hs_map_put(&x->del_idx, p, len, i) != HS_OK)
+            return hs_err_nomem(err, len);
+    }
+    roaring_bitmap_add(HS_VEC_AT(&x->del_bms, roaring_bitmap_t *, i), (uint32_t)pos);
+    return HS_OK;
+}
+
+/* Adds rows: b has the table's columns (in order, table types) and a
+ * trailing int64 _row_id column. */
+static hs_status txn_add(txn *x, const hs_batch *b, hs_error *err)
+{
+    for (int i = 0; i < b->n_cols; i++)
+        HS_TRY(hs_col_append_column(x->added->cols[i], b->cols[i], err));
+    x->added->n_rows += b->n_rows;
+    for (int64_t i = 0; i < b->n_rows; i++)
+        if (hs_buf_append(&x->added_dead, "", 1) != HS_OK)
+            return hs_err_nomem(err, 1);
+    return HS_OK;
+}
+
+/* Commits the transaction's changes as one row delta; the txn is cleared
+ * whatever the result.  HS_CONFLICT -> 40001. */
+static hs_status txn_commit(dctx *c, txn *x, hs_error *err)
+{
+    if (!x->t) {
+        txn_clear(x);
+        return HS_OK;
+    }
+    hs_row_delta *d = NULL;
+    hs_status st = hs_row_delta_open(x->t, x->read_snap, &d, err);
+    int64_t *pos = NULL;
+    for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&x->del_paths, char *); i++) {
+        roaring_bitmap_t *bm = HS_VEC_AT(&x->del_bms, roaring_bitmap_t *, i);
+        uint64_t n = roaring_bitmap_get_cardinality(bm);
+        if (!n)
+            continue;
+        uint32_t *p32 = hs_malloc(n * 4);
+        int64_t *p64 = hs_realloc(pos, n * 8);
+        if (!p32 || !p64) {
+            hs_free(p32);
+            pos = p64 ? p64 : pos;
+            st = hs_err_nomem(err, n * 8);
+            break;
+        }
+        pos = p64;
+        roaring_bitmap_to_uint32_array(bm, p32);
+        for (uint64_t k = 0; k < n; k++)
+            pos[k] = p32[k];
+        hs_free(p32);
+        st = hs_row_delta_delete(d, HS_VEC_AT(&x->del_paths, char *, i), pos, (int64_t)n, err);
+    }
+    hs_free(pos);
+    /* the added rows still alive */
+    int64_t n_live = 0;
+    for (size_t i = 0; i < x->added_dead.len; i++)
+        n_live += !x->added_dead.data[i];
+    if (st == HS_OK && n_live > 0) {
+        int64_t *idx = hs_malloc((size_t)n_live * 8);
+        hs_column **cols = hs_calloc((size_t)x->added->n_cols + 1, sizeof *cols);
+        hs_batch *b = NULL;
+        if (!idx || !cols)
+            st = hs_err_nomem(err, (size_t)n_live * 8);
+        int64_t k = 0;
+        for (size_t i = 0; st == HS_OK && i < x->added_dead.len; i++)
+            if (!x->added_dead.data[i])
+                idx[k++] = (int64_t)i;
+        if (st == HS_OK)
+            st = take_cols(x->added, 0, x->added->n_cols, idx, n_live, cols, err);
+        if (st == HS_OK)
+            st = mk_batch(&x->added->schema, cols, x->added->n_cols, n_live, &b, err);
+        hs_free(cols);
+        hs_free(idx);
+        struct ArrowArrayStream s;
+        if (st == HS_OK) {
+            st = hs_arrow_export_one_batch(b, &s, err);
+            b = NULL;
+        }
+        if (st == HS_OK)
+            st = hs_row_delta_add(d, &s, err);
+        hs_batch_free(b);
+    }
+    if (st == HS_OK)
+        st = hs_row_delta_commit(d, err);
+    hs_row_delta_free(d);
+    txn_clear(x);
+    if (st == HS_CONFLICT)
+        return FAIL(c, HS_CONFLICT, "40001", -1, "could not serialize access due to concurrent "
+                    "update: %s", err->msg);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* the target: its rows with _file, _pos, _row_id                      */
+
+typedef struct target {
+    hs_table *t;
+    const char *qual;        /* alias or relation name (borrowed from the JSON) */
+    int nt;                  /* table columns */
+    hs_batch *rows;          /* nt columns + _file + _pos + _row_id; ids 1..nt+3 */
+} target;
+
+static void target_clear(target *g)
+{
+    hs_batch_free(g->rows);
+    memset(g, 0, sizeof *g);
+}
+
+static const char *rel_qual(const json_t *rv)
+{
+    json_t *al = json_object_get(rv, "alias");
+    const char *a = al ? jstr(al, "aliasname") : NULL;
+    return a ? a : jstr(rv, "relname");
+}
+
+/* The schema of target rows (table columns + hidden metadata columns). */
+static hs_status target_schema(const txn *x, hs_field *out, hs_error *err)
+{
+    hs_field_init(out, "", HS_TYPE_STRUCT, false);
+    for (int i = 0; i < x->tschema.n_children; i++)
+        HS_TRY(push_field(out, &x->tschema.children[i], NULL, err));
+    hs_field f;
+    hs_field_init(&f, "_file", HS_TYPE_STRING, true);
+    if (hs_field_add_child(out, &f) != HS_OK)
+        return hs_err_nomem(err, 64);
+    hs_field_init(&f, "_pos", HS_TYPE_INT64, true);
+    if (hs_field_add_child(out, &f) != HS_OK)
+        return hs_err_nomem(err, 64);
+    hs_field_init(&f, "_row_id", HS_TYPE_INT64, true);
+    if (hs_field_add_child(out, &f) != HS_OK)
+        return hs_err_nomem(err, 64);
+    renumber(out);
+    return HS_OK;
+}
+
+/* Reads the target rows the transaction sees (filter: pushed-down text or
+ * NULL; rows not matching it may still come back). */
+static hs_status target_load(txn *x, target *g, const char *filter, hs_error *err)
+{
+    int nt = x->tschema.n_children;
+    g->nt = nt;
+    hs_field schema;
+    HS_TRY(target_schema(x, &schema, err));
+    hs_status st = hs_batch_create(&schema, 0, &g->rows, err);
+    if (st == HS_OK && x->read_snap >= 0) {
+        const char **cols = hs_calloc((size_t)nt + 3, sizeof *cols);
+        if (!cols)
+            st = hs_err_nomem(err, 64);
+        for (int i = 0; st == HS_OK && i < nt; i++)
+            cols[i] = x->tschema.children[i].name;
+        struct ArrowArrayStream s;
+        if (st == HS_OK) {
+            cols[nt] = "_file";
+            cols[nt + 1] = "_pos";
+            cols[nt + 2] = "_row_id";
+            hs_scan_options o = HS_SCAN_OPTIONS_INIT;
+            o.use_snapshot_id = 1;
+            o.snapshot_id = x->read_snap;
+            o.columns = cols;
+            o.n_columns = nt + 3;
+            o.filter = filter;
+            st = hs_table_scan(x->t, &o, &s, err);
+            if (st != HS_OK && filter) {   /* the pushed-down text did not bind: read all */
+                hs_err_clear(err);
+                o.filter = NULL;
+                st = hs_table_scan(x->t, &o, &s, err);
+            }
+        }
+        hs_free(cols);
+        hs_batch_source src = {0};
+        if (st == HS_OK)
+            st = hs_arrow_import_stream(&s, &src, err);
+        while (st == HS_OK) {
+            hs_batch *b = NULL;
+            st = src.next(src.ctx, &b, err);
+            if (st != HS_OK || !b)
+                break;
+            /* drop rows this transaction deleted */
+            int64_t *keep = hs_malloc((size_t)b->n_rows * 8 + 8);
+            int64_t m = 0;
+            if (!keep)
+                st = hs_err_nomem(err, (size_t)b->n_rows * 8);
+            const hs_column *fc = b->cols[nt], *pc = b->cols[nt + 1];
+            for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++) {
+                const int32_t *off = HS_COL_OFFSETS(fc);
+                char path[4096];
+                size_t len = (size_t)(off[i + 1] - off[i]);
+                if (len >= sizeof path)
+                    len = sizeof path - 1;
+                memcpy(path, fc->values.data + off[i], len);
+                path[len] = 0;
+                if (!txn_deleted(x, path, (uint32_t)HS_COL_VALUES(pc, int64_t)[i]))
+                    keep[m++] = i;
+            }
+            for (int c = 0; st == HS_OK && c < b->n_cols; c++) {
+                hs_column *tc = NULL;
+                st = hs_col_take(b->cols[c], keep, m, &tc, err);
+                if (st == HS_OK)
+                    st = hs_col_append_column(g->rows->cols[c], tc, err);
+                hs_col_free(tc);
+            }
+            if (st == HS_OK)
+                g->rows->n_rows += m;
+            hs_free(keep);
+            hs_batch_free(b);
+        }
+        if (src.close)
+            src.close(src.ctx);
+        hs_field_clear(&src.schema);
+    }
+    /* the transaction's added rows: _file null, _pos = index */
+    for (size_t i = 0; st == HS_OK && x->added && i < x->added_dead.len; i++) {
+        if (x->added_dead.data[i])
+            continue;
+        int64_t idx = (int64_t)i, one = -1;
+        for (int c = 0; st == HS_OK && c < nt; c++) {
+            hs_column *tc = NULL;
+            st = hs_col_take(x->added->cols[c], &idx, 1, &tc, err);
+            if (st == HS_OK)
+                st = hs_col_append_column(g->rows->cols[c], tc, err);
+            hs_col_free(tc);
+        }
+        hs_column *rid = NULL;
+        if (st == HS_OK)
+            st = hs_col_take(x->added->cols[nt], &idx, 1, &rid, err);
+        if (st == HS_OK && (hs_col_append_null(g->rows->cols[nt]) != HS_OK ||
+                            hs_col_append_fixed(g->rows->cols[nt + 1], &idx) != HS_OK))
+            st = hs_err_nomem(err, 8);
+        if (st == HS_OK)
+            st = hs_col_append_column(g->rows->cols[nt + 2], rid, err);
+        hs_col_free(rid);
+        (void)one;
+        if (st == HS_OK)
+            g->rows->n_rows++;
+    }
+    hs_field_clear(&schema);
+    return st;
+}
+
+/* Deletes target row i (of g->rows). */
+static hs_status target_delete(txn *x, const target *g, int64_t i, hs_error *err)
+{
+    const hs_column *fc = g->rows->cols[g->nt], *pc = g->rows->cols[g->nt + 1];
+    int64_t pos = HS_COL_VALUES(pc, int64_t)[i];
+    if (!hs_col_is_valid(fc, i))
+        return txn_delete(x, NULL, pos, err);
+    const int32_t *off = HS_COL_OFFSETS(fc);
+    size_t len = (size_t)(off[i + 1] - off[i]);
+    char *path = hs_malloc(len + 1);
+    if (!path)
+        return hs_err_nomem(err, len);
+    memcpy(path, fc->values.data + off[i], len);
+    path[len] = 0;
+    hs_status st = txn_delete(x, path, pos, err);
+    hs_free(path);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* assignment casts                                                    */
+
+/* PostgreSQL's name of the type of f, into buf (with typmods for
+ * decimals: *p, *s >= 0), or NULL when it has none we cast to. */
+static const char *pg_type_name(const hs_field *f, int *p, int *s)
+{
+    *p = *s = -1;
+    switch (f->type) {
+    case HS_TYPE_BOOL: return "bool";
+    case HS_TYPE_INT8: case HS_TYPE_INT16: return "int2";
+    case HS_TYPE_INT32: return "int4";
+    case HS_TYPE_INT64: return "int8";
+    case HS_TYPE_FLOAT32: return "float4";
+    case HS_TYPE_FLOAT64: return "float8";
+    case HS_TYPE_DECIMAL128: *p = f->precision; *s = f->scale; return "numeric";
+    case HS_TYPE_STRING: return "text";
+    case HS_TYPE_BINARY: return "bytea";
+    case HS_TYPE_DATE32: return "date";
+    case HS_TYPE_TIME64: return "time";
+    case HS_TYPE_TIMESTAMP: return f->tz ? "timestamptz" : "timestamp";
+    case HS_TYPE_FIXED_BINARY: return f->ext == HS_EXT_UUID ? "uuid" : NULL;
+    default: return NULL;
+    }
+}
+
+static bool is_numeric(hs_type t)
+{
+    return (t >= HS_TYPE_INT8 && t <= HS_TYPE_FLOAT64) || t == HS_TYPE_DECIMAL128;
+}
+
+/* Same value type (nullability aside; nested types by their kind only:
+ * the table layer conforms their children when the rows are added). */
+static bool same_type(const hs_field *a, const hs_field *b)
+{
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case HS_TYPE_DECIMAL128: return a->precision == b->precision && a->scale == b->scale;
+    case HS_TYPE_TIMESTAMP:
+        return a->unit == b->unit && (a->tz == NULL) == (b->tz == NULL);
+    case HS_TYPE_TIME32: case HS_TYPE_TIME64: return a->unit == b->unit;
+    case HS_TYPE_FIXED_BINARY: case HS_TYPE_FIXED_LIST: return a->width == b->width;
+    default: return true;
+    }
+}
+
+/* {"TypeCast": {"arg": arg (a new reference), "typeName": ...}} for type
+ * `to`, or NULL when `to` has no cast target. */
+static json_t *cast_node(json_t *arg, const hs_field *to)
+{
+    int p, s;
+    const char *nm = pg_type_name(to, &p, &s);
+    if (!nm)
+        return NULL;
+    json_t *names = json_pack("[{s:{s:s}}]", "String", "sval", nm);
+    json_t *tn = json_pack("{s:o, s:i, s:i}", "names", names, "typemod", -1, "location", -1);
+    if (tn && p >= 0) {
+        json_t *mods = json_pack("[{s:{s:{s:i}, s:i}}, {s:{s:{s:i}, s:i}}]",
+                                 "A_Const", "ival", "ival", p, "location", -1,
+                                 "A_Const", "ival", "ival", s, "location", -1);
+        json_object_set_new(tn, "typmods", mods);
+    }
+    return json_pack("{s:{s:O, s:o, s:i}}", "TypeCast", "arg", arg, "typeName", tn,
+                     "location", -1);
+}
+
+/* Binds expression node (of the statement) for assignment into column `to`
+ * (named col): bound as is when its type is `to`'s, else wrapped in a
+ * cast.  strict: PostgreSQL's assignment rules (text expressions other
+ * than literals and boolean <-> number are 42804). */
+static hs_status bind_assign(dctx *c, json_t *node, dscope *sc, const hs_field *to,
+                             const char *col, bool strict, ex_expr **out, hs_error *err)
+{
+    *out = NULL;
+    ex_scope scope = scope_of(sc);
+    ex_expr *e = NULL;
+    HS_TRY(ex_bind_json(node, c->text, &scope, false, &e, err));
+    const hs_field *ty = ex_type(e);
+    if (same_type(ty, to)) {
+        *out = e;
+        return HS_OK;
+    }
+    const char *k = NULL;
+    json_t *body = NULL;
+    bool literal = sq_node(node, &k, &body) && !strcmp(k, "A_Const");
+    bool text_in = ty->type == HS_TYPE_STRING && to->type != HS_TYPE_STRING;
+    bool bool_num = (ty->type == HS_TYPE_BOOL && is_numeric(to->type)) ||
+                    (to->type == HS_TYPE_BOOL && is_numeric(ty->type));
+    int p, s;
+    const char *tname = pg_type_name(to, &p, &s), *fname = pg_type_name(ty, &p, &s);
+    if ((strict && text_in && !literal) || bool_num || !tname) {
+        ex_free(e);
+        int loc = body ? sq_loc(body) : -1;
+        return FAIL(c, HS_INVALID, "42804", loc, "column \"%s\" is of type %s but expression is "
+                    "of type %s", col, tname ? tname : "a nested type",
+                    fname ? fname : "a nested type");
+    }
+    ex_free(e);
+    json_t *cn = cast_node(node, to);
+    if (!cn)
+        return hs_err_nomem(err, 64);
+    hs_status st = ex_bind_json(cn, c->text, &scope, false, &e, err);
+    json_decref(cn);
+    HS_TRY(st);
+    if (!same_type(ex_type(e), to)) {
+        ex_free(e);
+        return FAIL(c, HS_INVALID, "42804", -1, "column \"%s\": cannot assign a value of this "
+                    "type", col);
+    }
+    *out = e;
+    return HS_OK;
+}
+
+/* Evaluates e over b into a column of exactly type `to` (same physical
+ * type; nullability checked: 23502). */
+static hs_status eval_assign(dctx *c, const ex_expr *e, const hs_batch *b, const hs_field *to,
+                             hs_column **out, hs_error *err)
+{
+    HS_TRY(ex_eval(e, b, out, err));
+    if ((*out)->type != to->type) {
+        hs_col_free(*out);
+        *out = NULL;
+        return FAIL(c, HS_INVALID, "42804", -1, "column \"%s\": the value has another type",
+                    to->name);
+    }
+    if (!to->nullable && (*out)->null_count > 0) {
+        hs_col_free(*out);
+        *out = NULL;
+        return FAIL(c, HS_INVALID, "23502", -1, "null value in column \"%s\" violates not-null "
+                    "constraint", to->name);
+    }
+    return HS_OK;
+}
+
+/* Casts column col (type from, named name) of n rows to `to`, for INSERT
+ * ... SELECT/VALUES and COPY (text accepted for any type). */
+static hs_status cast_column(dctx *c, const hs_column *col, const hs_field *from,
+                             const hs_field *to, int64_t n, hs_column **out, hs_error *err)
+{
+    *out = NULL;
+    if (same_type(from, to)) {
+        HS_TRY(hs_col_slice(col, 0, n, out, err));
+        if (!to->nullable && (*out)->null_count > 0) {
+            hs_col_free(*out);
+            *out = NULL;
+            return FAIL(c, HS_INVALID, "23502", -1, "null value in column \"%s\" violates "
+                        "not-null constraint", to->name);
+        }
+        return HS_OK;
+    }
+    dscope sc = {0};
+    hs_field one;
+    hs_field_init(&one, "", HS_TYPE_STRUCT, false);
+    hs_status st = push_field(&one, from, "v", err);
+    if (st == HS_OK)
+        st = dscope_add(&sc, &one, NULL, 0, err);
+    json_t *ref = json_pack("{s:{s:[{s:{s:s}}], s:i}}", "ColumnRef", "fields", "String", "sval",
+                            "v", "location", -1);
+    ex_expr *e = NULL;
+    if (st == HS_OK && !ref)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = bind_assign(c, ref, &sc, to, to->name, false, &e, err);
+    json_decref(ref);
+    hs_batch *b = NULL;
+    hs_column *cp = NULL;
+    if (st == HS_OK)
+        st = hs_col_slice(col, 0, n, &cp, err);
+    if (st == HS_OK) {
+        hs_column *cols[1] = {cp};
+        st = mk_batch(&sc.schema, cols, 1, n, &b, err);
+    }
+    if (st == HS_OK)
+        st = eval_assign(c, e, b, to, out, err);
+    hs_batch_free(b);
+    ex_free(e);
+    dscope_clear(&sc);
+    hs_field_clear(&one);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* sources and joins                                                   */
+
+/* Plans SELECT * FROM <items> (a JSON array of FROM items, borrowed) and
+ * reads it whole. */
+static hs_status load_source(dctx *c, json_t *items, hs_batch **out, hs_error *err)
+{
+    *out = NULL;
+    json_t *sel = json_pack("{s:[{s:{s:{s:{s:[{s:{}}], s:i}}, s:i}}], s:O, s:s, s:s}",
+                            "targetList", "ResTarget", "val", "ColumnRef", "fields", "A_Star",
+                            "location", -1, "location", -1, "fromClause", items,
+                            "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE");
+    if (!sel)
+        return hs_err_nomem(err, 64);
+    xo_ctx *ctx = NULL;
+    xo_op *op = NULL;
+    hs_status st = sq_ctx_new(c->s, &ctx, err);
+    if (st == HS_OK)
+        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
+    if (st == HS_OK)
+        st = hs_batch_create(&op->schema, 0, out, err);
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = xo_next(op, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        for (int i = 0; st == HS_OK && i < b->n_cols && i < (*out)->n_cols; i++)
+            st = hs_col_append_column((*out)->cols[i], b->cols[i], err);
+        (*out)->n_rows += b->n_rows;
+        hs_batch_free(b);
+    }
+    xo_free(op);
+    sq_ctx_free(ctx);
+    json_decref(sel);
+    if (st != HS_OK) {
+        hs_batch_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* The qualifier of a FROM item: alias or relation name (RangeVar), alias
+ * (subquery, function); NULL when none. */
+static const char *item_qual(const json_t *item)
+{
+    const char *k;
+    json_t *b;
+    if (!sq_node(item, &k, &b))
+        return NULL;
+    if (!strcmp(k, "RangeVar"))
+        return rel_qual(b);
+    json_t *al = json_object_get(b, "alias");
+    return al ? jstr(al, "aliasname") : NULL;
+}
+
+/* Hash key bytes of row i of column col (type f) appended to k: 1, or 0
+ * when the value is null (never equal), -1 when out of memory.  Numbers
+ * become doubles (so 1 = 1.0 hash alike); equal values give equal keys,
+ * and the join condition is evaluated exactly afterwards. */
+static int key_bytes(const hs_column *col, const hs_field *f, int64_t i, hs_buf *k)
+{
+    bool ok = true;
+    if (!hs_col_is_valid(col, i))
+        return 0;
+    double d = 0;
+    bool num = true;
+    switch (f->type) {
+    case HS_TYPE_INT8: d = HS_COL_VALUES(col, int8_t)[i]; break;
+    case HS_TYPE_INT16: d = HS_COL_VALUES(col, int16_t)[i]; break;
+    case HS_TYPE_INT32: d = HS_COL_VALUES(col, int32_t)[i]; break;
+    case HS_TYPE_INT64: d = (double)HS_COL_VALUES(col, int64_t)[i]; break;
+    case HS_TYPE_FLOAT32: d = HS_COL_VALUES(col, float)[i]; break;
+    case HS_TYPE_FLOAT64: d = HS_COL_VALUES(col, double)[i]; break;
+    case HS_TYPE_DECIMAL128: {
+        const uint8_t *p = col->values.data + (size_t)i * 16;
+        int64_t lo;
+        memcpy(&lo, p, 8);
+        d = (double)lo / pow(10, f->scale);
+        break;
+    }
+    default: num = false;
+    }
+    if (num) {
+        if (d == 0)
+            d = 0;   /* -0 */
+        ok = hs_buf_append(k, "n", 1) == HS_OK && hs_buf_append(k, &d, 8) == HS_OK;
+        return ok ? 1 : -1;
+    }
+    if (f->type == HS_TYPE_STRING || f->type == HS_TYPE_BINARY) {
+        const int32_t *off = HS_COL_OFFSETS(col);
+        uint32_t len = (uint32_t)(off[i + 1] - off[i]);
+        ok = hs_buf_append(k, "s", 1) == HS_OK && hs_buf_append(k, &len, 4) == HS_OK &&
+             (len == 0 || hs_buf_append(k, col->values.data + off[i], len) == HS_OK);
+        return ok ? 1 : -1;
+    }
+    if (col->width > 0 && f->n_children == 0) {
+        ok = hs_buf_append(k, "f", 1) == HS_OK &&
+             hs_buf_append(k, col->values.data + (size_t)i * (size_t)col->width,
+                           (size_t)col->width) == HS_OK;
+        return ok ? 1 : -1;
+    }
+    return 0;
+}
+
+static bool hashable_pair(const hs_field *a, const hs_field *b)
+{
+    if (is_numeric(a->type) && is_numeric(b->type))
+        return true;
+    if ((a->type == HS_TYPE_STRING || a->type == HS_TYPE_BINARY) && a->type == b->type)
+        return true;
+    return a->n_children == 0 && b->n_children == 0 && hs_field_equals(a, b, false, false) &&
+           a->type != HS_TYPE_BOOL;
+}
+
+/* Equality conjuncts col(left side) = col(right side) of cond, as
+ * positions: lk[i] < n_left <= rk[i]. */
+static void equi_keys(dscope *sc, int n_left, const json_t *cond, int *lk, int *rk, int *nk,
+                      int max)
+{
+    const char *k;
+    json_t *b;
+    if (!cond || !sq_node(cond, &k, &b))
+        return;
+    if (!strcmp(k, "BoolExpr")) {
+        const char *op = jstr(b, "boolop");
+        if (!op || strcmp(op, "AND_EXPR") != 0)
+            return;
+        json_t *args = json_object_get(b, "args");
+        for (size_t i = 0; i < json_array_size(args); i++)
+            equi_keys(sc, n_left, json_array_get(args, i), lk, rk, nk, max);
+        return;
+    }
+    if (strcmp(k, "A_Expr") != 0 || *nk >= max)
+        return;
+    const char *kind = jstr(b, "kind");
+    json_t *name = json_object_get(b, "name");
+    if (!kind || strcmp(kind, "AEXPR_OP") != 0 || json_array_size(name) != 1)
+        return;
+    const char *op = sq_str(json_array_get(name, 0));
+    if (!op || strcmp(op, "=") != 0)
+        return;
+    int pos[2];
+    const char *sides[2] = {"lexpr", "rexpr"};
+    for (int s = 0; s < 2; s++) {
+        json_t *ref = NULL;
+        const char *rk2;
+        if (!sq_node(json_object_get(b, sides[s]), &rk2, &ref) || strcmp(rk2, "ColumnRef") != 0)
+            return;
+        json_t *fields = json_object_get(ref, "fields");
+        size_t n = json_array_size(fields);
+        if (n < 1 || n > 3)
+            return;
+        const char *names[3];
+        for (size_t i = 0; i < n; i++)
+            if (!(names[i] = sq_str(json_array_get(fields, i))))
+                return;
+        pos[s] = dscope_column(sc, names, (int)n);
+        if (pos[s] < 0)
+            return;
+    }
+    int l = pos[0] < pos[1] ? pos[0] : pos[1], r = pos[0] < pos[1] ? pos[1] : pos[0];
+    if (l >= n_left || r < n_left)
+        return;
+    if (!hashable_pair(&sc->schema.children[l], &sc->schema.children[r]))
+        return;
+    lk[*nk] = l;
+    rk[*nk] = r;
+    (*nk)++;
+}
+
+#define PAIR_CHUNK 65536
+
+/* Pair batch: L rows li[0..n) ++ R rows ri[0..n) (-1 = null row), schema
+ * sc->schema (nl + nr columns). */
+static hs_status pair_batch(const dscope *sc, const hs_batch *L, const hs_batch *R,
+                            const int64_t *li, const int64_t *ri, int64_t n, hs_batch **out,
+                            hs_error *err)
+{
+    int nl = L->n_cols, nr = R ? R->n_cols : 0;
+    hs_column **cols = hs_calloc((size_t)(nl + nr) + 1, sizeof *cols);
+    if (!cols)
+        return hs_err_nomem(err, 64);
+    hs_status st = take_cols(L, 0, nl, li, n, cols, err);
+    if (st == HS_OK && nr) {
+        st = take_cols(R, 0, nr, ri, n, cols + nl, err);
+        if (st != HS_OK)
+            for (int i = 0; i < nl; i++)
+                hs_col_free(cols[i]);
+    }
+    if (st == HS_OK)
+        st = mk_batch(&sc->schema, cols, nl + nr, n, out, err);
+    hs_free(cols);
+    return st;
+}
+
+/* Pairs (li, ri) of L x R for which cond (bound on sc: L's columns then
+ * R's) is TRUE, in order of L then R.  Candidates come from a hash of R on
+ * the equality conjuncts when there are any. */
+static hs_status join_pairs(dctx *c, dscope *sc, const hs_batch *L, const hs_batch *R,
+                            json_t *cond, hs_buf *lo, hs_buf *ro, hs_error *err)
+{
+    ex_expr *e = NULL;
+    ex_scope scope = scope_of(sc);
+    if (cond)
+        HS_TRY(ex_bind_json(cond, c->text, &scope, true, &e, err));
+    int lk[16], rk[16], nk = 0;
+    equi_keys(sc, L->n_cols, cond, lk, rk, &nk, 16);
+    hs_buf cl = {0}, cr = {0};   /* candidate pairs */
+    hs_status st = HS_OK;
+    int64_t *next = NULL;
+    hs_map heads = {0};
+    hs_buf key = {0};
+    if (nk > 0) {
+        next = hs_malloc((size_t)R->n_rows * 8 + 8);
+        if (!next)
+            st = hs_err_nomem(err, (size_t)R->n_rows * 8);
+        for (int64_t j = R->n_rows - 1; st == HS_OK && j >= 0; j--) {
+            hs_buf_reset(&key);
+            int ok = 1;
+            for (int k = 0; k < nk && ok == 1; k++)
+                ok = key_bytes(R->cols[rk[k] - L->n_cols], &sc->schema.children[rk[k]], j, &key);
+            next[j] = -1;
+            if (ok < 0)
+                st = hs_err_nomem(err, key.len);
+            if (ok != 1)
+                continue;
+            uint64_t h;
+            if (hs_map_get(&heads, key.data, key.len, &h))
+                next[j] = (int64_t)h;
+            if (hs_map_put(&heads, key.data, key.len, (uint64_t)j) != HS_OK)
+                st = hs_err_nomem(err, key.len);
+        }
+        for (int64_t i = 0; st == HS_OK && i < L->n_rows; i++) {
+            hs_buf_reset(&key);
+            int ok = 1;
+            for (int k = 0; k < nk && ok == 1; k++)
+                ok = key_bytes(L->cols[lk[k]], &sc->schema.children[lk[k]], i, &key);
+            uint64_t h;
+            if (ok < 0)
+                st = hs_err_nomem(err, key.len);
+            if (ok != 1 || !hs_map_get(&heads, key.data, key.len, &h))
+                continue;
+            for (int64_t j = (int64_t)h; j >= 0 && st == HS_OK; j = next[j])
+                if (HS_VEC_PUSH(&cl, int64_t, i) != HS_OK || HS_VEC_PUSH(&cr, int64_t, j) != HS_OK)
+                    st = hs_err_nomem(err, 16);
+        }
+    }
+    /* evaluate the condition on candidate pairs, a chunk at a time */
+    int64_t n_all = nk > 0 ? (int64_t)HS_VEC_LEN(&cl, int64_t) : L->n_rows * R->n_rows;
+    int64_t *li = hs_malloc(PAIR_CHUNK * 8), *ri = hs_malloc(PAIR_CHUNK * 8);
+    uint8_t *sel = hs_malloc(PAIR_CHUNK);
+    if (st == HS_OK && (!li || !ri || !sel))
+        st = hs_err_nomem(err, PAIR_CHUNK * 8);
+    for (int64_t off = 0; st == HS_OK && off < n_all; off += PAIR_CHUNK) {
+        int64_t n = n_all - off < PAIR_CHUNK ? n_all - off : PAIR_CHUNK;
+        for (int64_t k = 0; k < n; k++) {
+            if (nk > 0) {
+                li[k] = HS_VEC_AT(&cl, int64_t, off + k);
+                ri[k] = HS_VEC_AT(&cr, int64_t, off + k);
+            } else {
+                li[k] = (off + k) / R->n_rows;
+                ri[k] = (off + k) % R->n_rows;
+            }
+        }
+        int64_t m = n;
+        if (e) {
+            hs_batch *pb = NULL;
+            st = pair_batch(sc, L, R, li, ri, n, &pb, err);
+            if (st == HS_OK)
+                st = ex_eval_filter(e, pb, NULL, sel, &m, err);
+            hs_batch_free(pb);
+        } else {
+            memset(sel, 1, (size_t)n);
+        }
+        for (int64_t k = 0; st == HS_OK && k < n; k++)
+            if (sel[k] && (HS_VEC_PUSH(lo, int64_t, li[k]) != HS_OK ||
+                           HS_VEC_PUSH(ro, int64_t, ri[k]) != HS_OK))
+                st = hs_err_nomem(err, 16);
+    }
+    hs_free(li);
+    hs_free(ri);
+    hs_free(sel);
+    hs_free(next);
+    hs_map_free(&heads);
+    hs_buf_free(&key);
+    hs_buf_free(&cl);
+    hs_buf_free(&cr);
+    ex_free(e);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* writing rows                                                        */
+
+/* Index of table column `name` in x->tschema, or -1. */
+static int table_col(const txn *x, const char *name)
+{
+    for (int i = 0; i < x->tschema.n_children; i++)
+        if (!strcmp(x->tschema.children[i].name, name))
+            return i;
+    for (int i = 0; i < x->tschema.n_children; i++)
+        if (!strcasecmp(x->tschema.children[i].name, name))
+            return i;
+    return -1;
+}
+
+/* Checks a SET list / INSERT column list (ResTarget nodes): known, distinct,
+ * plain columns.  cols[k] = table column of entry k. */
+static hs_status assign_targets(dctx *c, const txn *x, json_t *list, bool with_values,
+                                int *cols, hs_error *err)
+{
+    size_t n = json_array_size(list);
+    for (size_t k = 0; k < n; k++) {
+        const char *kind;
+        json_t *rt;
+        if (!sq_node(json_array_get(list, k), &kind, &rt) || strcmp(kind, "ResTarget") != 0)
+            return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "unsupported assignment target");
+        const char *name = jstr(rt, "name");
+        int loc = sq_loc(rt);
+        if (json_object_get(rt, "indirection"))
+            return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "assignment to a field or element of "
+                        "column \"%s\" is not supported", name ? name : "");
+        const char *vk;
+        json_t *vb;
+        if (with_values && sq_node(json_object_get(rt, "val"), &vk, &vb) &&
+            !strcmp(vk, "MultiAssignRef"))
+            return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "multiple-column assignment (a, b) = "
+                        "(...) is not supported");
+        int col = name ? table_col(x, name) : -1;
+        if (col < 0)
+            return FAIL(c, HS_NOT_FOUND, "42703", loc, "column \"%s\" of relation \"%s\" does "
+                        "not exist", name ? name : "", x->tname);
+        for (size_t j = 0; j < k; j++)
+            if (cols[j] == col)
+                return FAIL(c, HS_INVALID, "42601", loc, "multiple assignments to same column "
+                            "\"%s\"", name);
+        cols[k] = col;
+    }
+    return HS_OK;
+}
+
+/* A column of n nulls of type f (23502 when f is required). */
+static hs_status null_column(dctx *c, const hs_field *f, int64_t n, hs_column **out,
+                             hs_error *err)
+{
+    *out = NULL;
+    if (!f->nullable && n > 0)
+        return FAIL(c, HS_INVALID, "23502", -1, "null value in column \"%s\" violates not-null "
+                    "constraint", f->name);
+    HS_TRY(hs_col_create(f, n, out, err));
+    if (hs_col_append_nulls(*out, n) != HS_OK) {
+        hs_col_free(*out);
+        *out = NULL;
+        return hs_err_nomem(err, (size_t)n);
+    }
+    return HS_OK;
+}
+
+/* Adds rows built from cols[0..nt) (taken) plus _row_id (taken; NULL =
+ * nulls) to the transaction. */
+static hs_status add_rows(txn *x, hs_column **cols, hs_column *rid, int64_t n, hs_error *err)
+{
+    int nt = x->tschema.n_children;
+    hs_status st = HS_OK;
+    if (!rid) {
+        st = hs_col_create(&x->added->schema.children[nt], n, &rid, err);
+        if (st == HS_OK && hs_col_append_nulls(rid, n) != HS_OK)
+            st = hs_err_nomem(err, (size_t)n);
+    }
+    hs_column **all = hs_calloc((size_t)nt + 2, sizeof *all);
+    if (st == HS_OK && !all)
+        st = hs_err_nomem(err, 64);
+    if (st != HS_OK) {
+        for (int i = 0; i < nt; i++)
+            hs_col_free(cols[i]);
+        hs_col_free(rid);
+        hs_free(all);
+        return st;
+    }
+    for (int i = 0; i < nt; i++)
+        all[i] = cols[i];
+    all[nt] = rid;
+    hs_batch *b = NULL;
+    st = mk_batch(&x->added->schema, all, nt + 1, n, &b, err);
+    hs_free(all);
+    if (st == HS_OK)
+        st = txn_add(x, b, err);
+    hs_batch_free(b);
+    return st;
+}
+
+/* UPDATE (and MERGE's UPDATE): pb is a batch in scope sc (the target's
+ * columns first, as in g->rows) whose row k is target row trow[k]; SET
+ * list `set`.  Deletes those target rows and adds their new versions. */
+static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, const hs_batch *pb,
+                               const int64_t *trow, int64_t n, json_t *set, hs_error *err)
+{
+    int nt = g->nt;
+    size_t n_set = json_array_size(set);
+    int *cols = hs_calloc(n_set + 1, sizeof *cols);
+    hs_column **nc = hs_calloc((size_t)nt + 1, sizeof *nc);
+    hs_status st = cols && nc ? HS_OK : hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = assign_targets(c, x, set, true, cols, err);
+    for (size_t k = 0; st == HS_OK && k < n_set; k++) {
+        const char *kind;
+        json_t *rt, *vb;
+        (void)sq_node(json_array_get(set, k), &kind, &rt);
+        json_t *val = json_object_get(rt, "val");
+        const hs_field *to = &x->tschema.children[cols[k]];
+        if (sq_node(val, &kind, &vb) && !strcmp(kind, "SetToDefault")) {
+            st = null_column(c, to, n, &nc[cols[k]], err);
+            continue;
+        }
+        ex_expr *e = NULL;
+        st = bind_assign(c, val, sc, to, to->name, true, &e, err);
+        if (st == HS_OK)
+            st = eval_assign(c, e, pb, to, &nc[cols[k]], err);
+        ex_free(e);
+    }
+    /* unchanged columns and the row ids come from the target rows */
+    for (int i = 0; st == HS_OK && i < nt; i++)
+        if (!nc[i])
+            st = hs_col_take(g->rows->cols[i], trow, n, &nc[i], err);
+    hs_column *rid = NULL;
+    if (st == HS_OK)
+        st = hs_col_take(g->rows->cols[nt + 2], trow, n, &rid, err);
+    if (st == HS_OK) {
+        st = add_rows(x, nc, rid, n, err);
+        memset(nc, 0, (size_t)nt * sizeof *nc);
+    } else {
+        hs_col_free(rid);
+    }
+    for (int64_t k = 0; st == HS_OK && k < n; k++)
+        st = target_delete(x, g, trow[k], err);
+    for (int i = 0; i < nt; i++)
+        hs_col_free(nc[i]);
+    hs_free(nc);
+    hs_free(cols);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* statements                                                          */
+
+/* ---- subqueries in expressions ----
+ *
+ * An uncorrelated subquery in WHERE, SET, ON or a MERGE clause runs once,
+ * before binding, and its node is replaced by its value:
+ *
+ *   subquery                          becomes
+ *   --------------------------------  ------------------------------------
+ *   (SELECT one column, <= 1 row)     the value as a typed literal (NULL
+ *                                     without rows; 21000 for two rows)
+ *   EXISTS (SELECT ...)               true / false
+ *   x IN (SELECT c ...), x = ANY      x IN (v1, v2, ...) - the same NULL
+ *                                     semantics - or false without rows
+ *
+ * A correlated subquery fails in planning (its outer column is unknown).
+ */
+
+/* A typed literal: TypeCast('text' or NULL AS type of f). */
+static json_t *literal_node(const char *text, const hs_field *f)
+{
+    json_t *a = text ? json_pack("{s:{s:{s:s}, s:i}}", "A_Const", "sval", "sval", text,
+                                 "location", -1)
+                     : json_pack("{s:{s:b, s:i}}", "A_Const", "isnull", 1, "location", -1);
+    if (!a)
+        return NULL;
+    json_t *n = cast_node(a, f);
+    json_decref(a);
+    return n;
+}
+
+/* Runs the subselect of a SubLink (body) into one batch. */
+static hs_status run_subselect(dctx *c, json_t *body, hs_batch **out, hs_error *err)
+{
+    const char *k;
+    json_t *sel;
+    *out = NULL;
+    if (!sq_node(json_object_get(body, "subselect"), &k, &sel) || strcmp(k, "SelectStmt") != 0)
+        return FAIL(c, HS_UNSUPPORTED, "0A000", sq_loc(body), "unsupported subquery");
+    xo_ctx *ctx = NULL;
+    xo_op *op = NULL;
+    hs_status st = sq_ctx_new(c->s, &ctx, err);
+    if (st == HS_OK)
+        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
+    if (st == HS_OK)
+        st = hs_batch_create(&op->schema, 0, out, err);
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = xo_next(op, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        st = batch_append(out, b, err);
+        hs_batch_free(b);
+    }
+    xo_free(op);
+    sq_ctx_free(ctx);
+    if (st != HS_OK) {
+        hs_batch_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* The replacement of one SubLink node (body); *out a new reference. */
+static hs_status sublink_value(dctx *c, json_t *body, json_t **out, hs_error *err)
+{
+    *out = NULL;
+    const char *type = jstr(body, "subLinkType");
+    int loc = sq_loc(body);
+    if (!type)
+        type = "";
+    bool exists = !strcmp(type, "EXISTS_SUBLINK"), expr = !strcmp(type, "EXPR_SUBLINK");
+    bool any = !strcmp(type, "ANY_SUBLINK");
+    json_t *opn = json_object_get(body, "operName");
+    if (any && opn && (json_array_size(opn) != 1 || !sq_str(json_array_get(opn, 0)) ||
+                       strcmp(sq_str(json_array_get(opn, 0)), "=") != 0))
+        any = false;
+    if (!exists && !expr && !any)
+        return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "this form of subquery is not supported in "
+                    "a data-modifying statement (scalar, EXISTS and IN subqueries are)");
+    hs_batch *b = NULL;
+    HS_TRY(run_subselect(c, body, &b, err));
+    hs_field boolf;
+    hs_field_init(&boolf, "", HS_TYPE_BOOL, true);
+    hs_status st = HS_OK;
+    if (exists) {
+        *out = literal_node(b->n_rows > 0 ? "t" : "f", &boolf);
+    } else if (b->n_cols != 1) {
+        st = FAIL(c, HS_INVALID, "42601", loc, "subquery must return only one column");
+    } else if (expr && b->n_rows > 1) {
+        st = FAIL(c, HS_INVALID, "21000", loc, "more than one row returned by a subquery used "
+                  "as an expression");
+    } else if (any && b->n_rows == 0) {
+        *out = literal_node("f", &boolf);
+    } else {
+        const hs_field *f = &b->schema.children[0];
+        int p, sc;
+        if (f->type != HS_TYPE_NA && !pg_type_name(f, &p, &sc))
+            st = FAIL(c, HS_UNSUPPORTED, "0A000", loc, "a subquery of this column type is not "
+                      "supported in a data-modifying statement");
+        hs_field textf;
+        hs_field_init(&textf, f->name, HS_TYPE_STRING, true);
+        hs_column *txt = NULL;
+        if (st == HS_OK && f->type != HS_TYPE_NA && b->n_rows > 0)
+            st = cast_column(c, b->cols[0], f, &textf, b->n_rows, &txt, err);
+        json_t *items = json_array();
+        if (st == HS_OK && !items)
+            st = hs_err_nomem(err, 64);
+        for (int64_t i = 0; st == HS_OK && i < (expr ? 1 : b->n_rows); i++) {
+            char *v = NULL;
+            if (txt && i < b->n_rows && hs_col_is_valid(txt, i)) {
+                const int32_t *off = HS_COL_OFFSETS(txt);
+                size_t len = (size_t)(off[i + 1] - off[i]);
+                v = hs_malloc(len + 1);
+                if (!v) {
+                    st = hs_err_nomem(err, len);
+                    break;
+                }
+                memcpy(v, txt->values.data + off[i], len);
+                v[len] = 0;
+            }
+            json_t *lit = f->type == HS_TYPE_NA
+                              ? json_pack("{s:{s:b, s:i}}", "A_Const", "isnull", 1, "location", -1)
+                              : literal_node(v, f);
+            hs_free(v);
+            if (!lit || json_array_append_new(items, lit) != 0)
+                st = hs_err_nomem(err, 64);
+        }
+        hs_col_free(txt);
+        hs_field_clear(&textf);
+        if (st == HS_OK && expr)
+            *out = json_incref(json_array_get(items, 0));
+        else if (st == HS_OK)
+            *out = json_pack("{s:{s:s, s:[{s:{s:s}}], s:O, s:{s:{s:O}}, s:i}}", "A_Expr", "kind",
+                             "AEXPR_IN", "name", "String", "sval", "=", "lexpr",
+                             json_object_get(body, "testexpr"), "rexpr", "List", "items", items,
+                             "location", loc);
+        json_decref(items);
+    }
+    hs_field_clear(&boolf);
+    hs_batch_free(b);
+    if (st == HS_OK && !*out)
+        st = hs_err_nomem(err, 64);
+    return st;
+}
+
+/* Replaces the SubLink nodes in j (a JSON tree the caller owns), not
+ * descending into the subqueries themselves. */
+static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
+{
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            const char *k;
+            json_t *b;
+            if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
+                json_t *r = NULL;
+                HS_TRY(sublink_value(c, b, &r, err));
+                json_array_set_new(j, i, r);
+            } else {
+                HS_TRY(inline_sublinks(c, v, err));
+            }
+        }
+        return HS_OK;
+    }
+    if (!json_is_object(j))
+        return HS_OK;
+    const char *key;
+    json_t *v;
+    void *tmp;
+    json_object_foreach_safe(j, tmp, key, v) {
+        const char *k;
+        json_t *b;
+        if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
+            json_t *r = NULL;
+            HS_TRY(sublink_value(c, b, &r, err));
+            json_object_set_new(j, key, r);
+        } else if (strcmp(key, "SubLink") != 0 && strcmp(key, "subselect") != 0) {
+            HS_TRY(inline_sublinks(c, v, err));
+        }
+    }
+    return HS_OK;
+}
+
+/* A copy of an UPDATE/DELETE/MERGE body with the subqueries of its
+ * expressions inlined (FROM/USING items and the MERGE source are left to
+ * the planner).  Caller json_decrefs *out. */
+static hs_status inline_body(dctx *c, const json_t *body, json_t **out, hs_error *err)
+{
+    *out = json_deep_copy(body);
+    if (!*out)
+        return hs_err_nomem(err, 64);
+    static const char *const keys[] = {"whereClause", "targetList", "joinCondition",
+                                       "mergeWhenClauses"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *holder = json_object();   /* so that a root SubLink is replaced too */
+        json_t *v = json_object_get(*out, keys[i]);
+        if (!v) {
+            json_decref(holder);
+            continue;
+        }
+        hs_status st = holder ? HS_OK : hs_err_nomem(err, 64);
+        if (st == HS_OK && json_object_set(holder, "x", v) != 0)
+            st = hs_err_nomem(err, 64);
+        if (st == HS_OK)
+            st = inline_sublinks(c, holder, err);
+        if (st == HS_OK)
+            json_object_set(*out, keys[i], json_object_get(holder, "x"));
+        json_decref(holder);
+        if (st != HS_OK) {
+            json_decref(*out);
+            *out = NULL;
+            return st;
+        }
+    }
+    return HS_OK;
+}
+
+/* The target table of a statement: looked up, bound to the transaction,
+ * its rows loaded. */
+/* The text of `where` (reading the target alone) that the table scan's
+ * filter parser reads back, for pruning and indexes; NULL when there is
+ * none (the WHERE is always evaluated exactly on the rows read). */
+static char *pushdown_text(dctx *c, const txn *x, const char *qual, json_t *where)
+{
+    if (!where)
+        return NULL;
+    hs_error e2 = {0};
+    hs_field schema;
+    dscope sc = {0};
+    char *txt = NULL;
+    ex_expr *e = NULL, *chk = NULL;
+    if (target_schema(x, &schema, &e2) == HS_OK && dscope_add(&sc, &schema, qual, 3, &e2) == HS_OK) {
+        ex_scope scope = scope_of(&sc);
+        if (ex_bind_json(where, c->text, &scope, true, &e, &e2) == HS_OK &&
+            ex_format(e, &txt, &e2) == HS_OK &&
+            ex_parse_filter(txt, &x->tschema, &chk, &e2) != HS_OK) {
+            hs_free(txt);
+            txt = NULL;
+        }
+    }
+    ex_free(chk);
+    ex_free(e);
+    dscope_clear(&sc);
+    hs_field_clear(&schema);
+    return txt;
+}
+
+/* where: a WHERE on the target alone, pushed into its scan (or NULL). */
+static hs_status open_target(dctx *c, txn *x, json_t *rv, json_t *where, target *g,
+                             hs_error *err)
+{
+    memset(g, 0, sizeof *g);
+    hs_table *t = NULL;
+    HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
+    const char *name = jstr(rv, "relname");
+    HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
+    g->t = t;
+    g->qual = rel_qual(rv);
+    char *filter = pushdown_text(c, x, g->qual, where);
+    hs_status st = target_load(x, g, filter, err);
+    hs_free(filter);
+    return st;
+}
+
+static hs_status no_returning(dctx *c, json_t *body, hs_error *err)
+{
+    if (json_array_size(json_object_get(body, "returningList")))
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "RETURNING is not supported");
+    if (json_object_get(body, "withClause"))
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "WITH on a data-modifying statement is not "
+                    "supported");
+    return HS_OK;
+}
+
+/* One FROM/USING item as the source (its columns qualified by the item's
+ * alias or name). */
+static hs_status one_source(dctx *c, json_t *items, const char *what, hs_batch **S,
+                            const char **qual, hs_error *err)
+{
+    if (json_array_size(items) != 1)
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "%s with more than one item is not supported "
+                    "(join them in a subquery)", what);
+    *qual = item_qual(json_array_get(items, 0));
+    return load_source(c, items, S, err);
+}
+
+/* Rows of g->rows where `where` (NULL = all) is TRUE: sel list. */
+static hs_status where_rows(dctx *c, dscope *sc, const target *g, json_t *where, hs_buf *rows,
+                            hs_error *err)
+{
+    int64_t n = g->rows->n_rows;
+    uint8_t *sel = hs_malloc((size_t)n + 1);
+    if (!sel)
+        return hs_err_nomem(err, (size_t)n);
+    hs_status st = HS_OK;
+    if (where) {
+        ex_scope scope = scope_of(sc);
+        ex_expr *e = NULL;
+        int64_t m = 0;
+        st = ex_bind_json(where, c->text, &scope, true, &e, err);
+        if (st == HS_OK && n > 0)
+            st = ex_eval_filter(e, g->rows, NULL, sel, &m, err);
+        ex_free(e);
+    } else {
+        memset(sel, 1, (size_t)n);
+    }
+    for (int64_t i = 0; st == HS_OK && i < n; i++)
+        if (sel[i] && HS_VEC_PUSH(rows, int64_t, i) != HS_OK)
+            st = hs_err_nomem(err, 8);
+    hs_free(sel);
+    return st;
+}
+
+/* Distinct left rows of pairs, keeping the first pair of each: idx of the
+ * pairs kept. */
+static hs_status first_pairs(const hs_buf *lo, int64_t n_left, hs_buf *keep, hs_error *err)
+{
+    uint8_t *seen = hs_calloc((size_t)n_left + 1, 1);
+    if (!seen)
+        return hs_err_nomem(err, (size_t)n_left);
+    for (size_t k = 0; k < HS_VEC_LEN(lo, int64_t); k++) {
+        int64_t l = HS_VEC_AT(lo, int64_t, k);
+        if (seen[l])
+            continue;
+        seen[l] = 1;
+        if (HS_VEC_PUSH(keep, int64_t, (int64_t)k) != HS_OK) {
+            hs_free(seen);
+            return hs_err_nomem(err, 8);
+        }
+    }
+    hs_free(seen);
+    return HS_OK;
+}
+
+static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
+{
+    HS_TRY(no_returning(c, body, err));
+    target g;
+    json_t *using = json_object_get(body, "usingClause");
+    json_t *where = json_object_get(body, "whereClause");
+    hs_status st = open_target(c, x, json_object_get(body, "relation"),
+                               json_array_size(using) ? NULL : where, &g, err);
+    dscope sc = {0};
+    hs_buf rows = {0};
+    hs_batch *S = NULL;
+    if (st == HS_OK)
+        st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
+    if (st == HS_OK && json_array_size(using)) {
+        const char *q = NULL;
+        st = one_source(c, using, "DELETE ... USING", &S, &q, err);
+        if (st == HS_OK)
+            st = dscope_add(&sc, &S->schema, q, 0, err);
+        hs_buf lo = {0}, ro = {0}, keep = {0};
+        if (st == HS_OK)
+            st = join_pairs(c, &sc, g.rows, S, where, &lo, &ro, err);
+        if (st == HS_OK)
+            st = first_pairs(&lo, g.rows->n_rows, &keep, err);
+        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&keep, int64_t); k++)
+            if (HS_VEC_PUSH(&rows, int64_t,
+                            HS_VEC_AT(&lo, int64_t, HS_VEC_AT(&keep, int64_t, k))) != HS_OK)
+                st = hs_err_nomem(err, 8);
+        hs_buf_free(&lo);
+        hs_buf_free(&ro);
+        hs_buf_free(&keep);
+    } else if (st == HS_OK) {
+        st = where_rows(c, &sc, &g, where, &rows, err);
+    }
+    int64_t n = (int64_t)HS_VEC_LEN(&rows, int64_t);
+    for (int64_t k = 0; st == HS_OK && k < n; k++)
+        st = target_delete(x, &g, HS_VEC_AT(&rows, int64_t, k), err);
+    *count = n;
+    hs_buf_free(&rows);
+    hs_batch_free(S);
+    dscope_clear(&sc);
+    target_clear(&g);
+    return st;
+}
+
+static hs_status exec_update(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
+{
+    HS_TRY(no_returning(c, body, err));
+    target g;
+    json_t *from = json_object_get(body, "fromClause");
+    json_t *where = json_object_get(body, "whereClause");
+    hs_status st = open_target(c, x, json_object_get(body, "relation"),
+                               json_array_size(from) ? NULL : where, &g, err);
+    dscope sc = {0};
+    hs_batch *S = NULL, *pb = NULL;
+    hs_buf trow = {0};
+    if (st == HS_OK)
+        st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
+    json_t *set = json_object_get(body, "targetList");
+    if (st == HS_OK && json_array_size(from)) {
+        const char *q = NULL;
+        st = one_source(c, from, "UPDATE ... FROM", &S, &q, err);
+        if (st == HS_OK)
+            st = dscope_add(&sc, &S->schema, q, 0, err);
+        hs_buf lo = {0}, ro = {0}, keep = {0}, si = {0};
+        if (st == HS_OK)
+            st = join_pairs(c, &sc, g.rows, S, where, &lo, &ro, err);
+        if (st == HS_OK)
+            st = first_pairs(&lo, g.rows->n_rows, &keep, err);
+        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&keep, int64_t); k++) {
+            int64_t p = HS_VEC_AT(&keep, int64_t, k);
+            if (HS_VEC_PUSH(&trow, int64_t, HS_VEC_AT(&lo, int64_t, p)) != HS_OK ||
+                HS_VEC_PUSH(&si, int64_t, HS_VEC_AT(&ro, int64_t, p)) != HS_OK)
+                st = hs_err_nomem(err, 8);
+        }
+        if (st == HS_OK)
+            st = pair_batch(&sc, g.rows, S, (const int64_t *)trow.data, (const int64_t *)si.data,
+                            (int64_t)HS_VEC_LEN(&trow, int64_t), &pb, err);
+        hs_buf_free(&lo);
+        hs_buf_free(&ro);
+        hs_buf_free(&keep);
+        hs_buf_free(&si);
+    } else if (st == HS_OK) {
+        st = where_rows(c, &sc, &g, where, &trow, err);
+        if (st == HS_OK)
+            st = pair_batch(&sc, g.rows, NULL, (const int64_t *)trow.data, NULL,
+                            (int64_t)HS_VEC_LEN(&trow, int64_t), &pb, err);
+    }
+    int64_t n = (int64_t)HS_VEC_LEN(&trow, int64_t);
+    if (st == HS_OK)
+        st = write_updates(c, x, &g, &sc, pb, (const int64_t *)trow.data, n, set, err);
+    *count = n;
+    hs_buf_free(&trow);
+    hs_batch_free(pb);
+    hs_batch_free(S);
+    dscope_clear(&sc);
+    target_clear(&g);
+    return st;
+}
+
+/* Rows for the table from a batch src (schema sf) whose column j goes to
+ * table column map[j] (cast); other table columns null.  Added to x. */
+static hs_status insert_batch(dctx *c, txn *x, const hs_batch *src, const int *map, int n_map,
+                              hs_error *err)
+{
+    int nt = x->tschema.n_children;
+    int64_t n = src->n_rows;
+    hs_column **cols = hs_calloc((size_t)nt + 1, sizeof *cols);
+    hs_status st = cols ? HS_OK : hs_err_nomem(err, 64);
+    for (int j = 0; st == HS_OK && j < n_map; j++) {
+        const hs_field *to = &x->tschema.children[map[j]];
+        st = cast_column(c, src->cols[j], &src->schema.children[j], to, n, &cols[map[j]], err);
+    }
+    for (int i = 0; st == HS_OK && i < nt; i++)
+        if (!cols[i])
+            st = null_column(c, &x->tschema.children[i], n, &cols[i], err);
+    if (st == HS_OK)
+        return (st = add_rows(x, cols, NULL, n, err), hs_free(cols), st);
+    for (int i = 0; cols && i < nt; i++)
+        hs_col_free(cols[i]);
+    hs_free(cols);
+    return st;
+}
+
+static hs_status exec_insert(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
+{
+    HS_TRY(no_returning(c, body, err));
+    if (json_object_get(body, "onConflictClause"))
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "ON CONFLICT is not supported");
+    json_t *rv = json_object_get(body, "relation");
+    hs_table *t = NULL;
+    HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
+    const char *name = jstr(rv, "relname");
+    HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
+    int nt = x->tschema.n_children;
+    json_t *cl = json_object_get(body, "cols");
+    int n_cols = cl ? (int)json_array_size(cl) : nt;
+    int *map = hs_calloc((size_t)n_cols + 1, sizeof *map);
+    if (!map)
+        return hs_err_nomem(err, 64);
+    hs_status st = HS_OK;
+    if (cl)
+        st = assign_targets(c, x, cl, false, map, err);
+    else
+        for (int i = 0; i < nt; i++)
+            map[i] = i;
+    json_t *sel = NULL;
+    const char *k;
+    hs_batch *src = NULL;
+    if (st == HS_OK && sq_node(json_object_get(body, "selectStmt"), &k, &sel)) {
+        xo_ctx *ctx = NULL;
+        xo_op *op = NULL;
+        st = sq_ctx_new(c->s, &ctx, err);
+        if (st == HS_OK)
+            st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
+        if (st == HS_OK && op->schema.n_children > n_cols)
+            st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more expressions than target "
+                      "columns");
+        if (st == HS_OK && op->schema.n_children < n_cols)
+            st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more target columns than "
+                      "expressions");
+        if (st == HS_OK)
+            st = hs_batch_create(&op->schema, 0, &src, err);
+        while (st == HS_OK) {
+            hs_batch *b = NULL;
+            st = xo_next(op, &b, err);
+            if (st != HS_OK || !b)
+                break;
+            st = batch_append(&src, b, err);
+            hs_batch_free(b);
+        }
+        xo_free(op);
+        sq_ctx_free(ctx);
+        if (st == HS_OK)
+            st = insert_batch(c, x, src, map, n_cols, err);
+        *count = src && st == HS_OK ? src->n_rows : 0;
+    } else if (st == HS_OK) {
+        /* DEFAULT VALUES: one row of nulls */
+        hs_field empty;
+        hs_field_init(&empty, "", HS_TYPE_STRUCT, false);
+        st = hs_batch_create(&empty, 1, &src, err);
+        if (st == HS_OK) {
+            src->n_rows = 1;
+            st = insert_batch(c, x, src, map, 0, err);
+        }
+        hs_field_clear(&empty);
+        *count = 1;
+    }
+    hs_batch_free(src);
+    hs_free(map);
+    return st;
+}
+
+/* ---- MERGE ---- */
+
+enum { ACT_NONE = -1 };
+
+static hs_status exec_merge(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
+{
+    HS_TRY(no_returning(c, body, err));
+    target g;
+    hs_status st = open_target(c, x, json_object_get(body, "relation"), NULL, &g, err);
+    dscope sc = {0};
+    hs_batch *S = NULL, *pb = NULL;
+    hs_buf lo = {0}, ro = {0};
+    json_t *clauses = json_object_get(body, "mergeWhenClauses");
+    size_t n_cl = json_array_size(clauses);
+    const char *q = NULL;
+    json_t *items = json_array();
+    if (st == HS_OK && !items)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        json_array_append(items, json_object_get(body, "sourceRelation"));
+    if (st == HS_OK)
+        st = one_source(c, items, "MERGE ... USING", &S, &q, err);
+    json_decref(items);
+    if (st == HS_OK)
+        st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
+    if (st == HS_OK)
+        st = dscope_add(&sc, &S->schema, q, 0, err);
+    if (st == HS_OK)
+        st = join_pairs(c, &sc, g.rows, S, json_object_get(body, "joinCondition"), &lo, &ro, err);
+    int64_t n_pairs = (int64_t)HS_VEC_LEN(&lo, int64_t);
+    /* unmatched source rows: pairs with a null target */
+    uint8_t *src_matched = st == HS_OK ? hs_calloc((size_t)S->n_rows + 1, 1) : NULL;
+    if (st == HS_OK && !src_matched)
+        st = hs_err_nomem(err, (size_t)S->n_rows);
+    for (int64_t k = 0; st == HS_OK && k < n_pairs; k++)
+        src_matched[HS_VEC_AT(&ro, int64_t, k)] = 1;
+    hs_buf ul = {0}, ur = {0};
+    for (int64_t j = 0; st == HS_OK && S && j < S->n_rows; j++)
+        if (!src_matched[j] &&
+            (HS_VEC_PUSH(&ul, int64_t, -1) != HS_OK || HS_VEC_PUSH(&ur, int64_t, j) != HS_OK))
+            st = hs_err_nomem(err, 8);
+    int64_t n_un = (int64_t)HS_VEC_LEN(&ul, int64_t);
+    hs_batch *ub = NULL;
+    if (st == HS_OK)
+        st = pair_batch(&sc, g.rows, S, (const int64_t *)lo.data, (const int64_t *)ro.data,
+                        n_pairs, &pb, err);
+    if (st == HS_OK)
+        st = pair_batch(&sc, g.rows, S, (const int64_t *)ul.data, (const int64_t *)ur.data, n_un,
+                        &ub, err);
+    /* 1. which clause acts on each pair / unmatched source row */
+    int *act_m = st == HS_OK ? hs_malloc((size_t)n_pairs * sizeof(int) + 4) : NULL;
+    int *act_u = st == HS_OK ? hs_malloc((size_t)n_un * sizeof(int) + 4) : NULL;
+    uint8_t *und = st == HS_OK ? hs_malloc((size_t)(n_pairs > n_un ? n_pairs : n_un) + 1) : NULL;
+    uint8_t *sel = st == HS_OK ? hs_malloc((size_t)(n_pairs > n_un ? n_pairs : n_un) + 1) : NULL;
+    if (st == HS_OK && (!act_m || !act_u || !und || !sel))
+        st = hs_err_nomem(err, (size_t)n_pairs * 4);
+    for (int pass = 0; st == HS_OK && pass < 2; pass++) {
+        bool matched = pass == 0;
+        int64_t n = matched ? n_pairs : n_un;
+        int *act = matched ? act_m : act_u;
+        hs_batch *b = matched ? pb : ub;
+        for (int64_t i = 0; i < n; i++) {
+            act[i] = ACT_NONE;
+            und[i] = 1;
+        }
+        for (size_t k = 0; st == HS_OK && k < n_cl && n > 0; k++) {
+            const char *kind;
+            json_t *cb;
+            (void)sq_node(json_array_get(clauses, k), &kind, &cb);
+            if (json_is_true(json_object_get(cb, "matched")) != matched)
+                continue;
+            json_t *cond = json_object_get(cb, "condition");
+            int64_t m = 0;
+            if (cond) {
+                ex_scope scope = scope_of(&sc);
+                ex_expr *e = NULL;
+                st = ex_bind_json(cond, c->text, &scope, true, &e, err);
+                if (st == HS_OK)
+                    st = ex_eval_filter(e, b, und, sel, &m, err);
+                ex_free(e);
+            } else {
+                memcpy(sel, und, (size_t)n);
+            }
+            for (int64_t i = 0; st == HS_OK && i < n; i++)
+                if (sel[i]) {
+                    act[i] = (int)k;
+                    und[i] = 0;
+                }
+        }
+    }
+    /* 2. a target row acted on twice */
+    uint8_t *hit = st == HS_OK ? hs_calloc((size_t)g.rows->n_rows + 1, 1) : NULL;
+    if (st == HS_OK && !hit)
+        st = hs_err_nomem(err, (size_t)g.rows->n_rows);
+    for (int64_t i = 0; st == HS_OK && i < n_pairs; i++) {
+        if (act_m[i] == ACT_NONE)
+            continue;
+        const char *kind;
+        json_t *cb;
+        (void)sq_node(json_array_get(clauses, (size_t)act_m[i]), &kind, &cb);
+        const char *ct = jstr(cb, "commandType");
+        if (ct && !strcmp(ct, "CMD_NOTHING"))
+            continue;
+        int64_t t = HS_VEC_AT(&lo, int64_t, i);
+        if (hit[t]++)
+            st = FAIL(c, HS_INVALID, "21000", -1, "MERGE command cannot affect row a second "
+                      "time (ensure that not more than one source row matches any one target "
+                      "row)");
+    }
+    /* 3. the actions, clause by clause */
+    int64_t total = 0;
+    for (size_t k = 0; st == HS_OK && k < n_cl; k++) {
+        const char *kind;
+        json_t *cb;
+        (void)sq_node(json_array_get(clauses, k), &kind, &cb);
+        const char *ct = jstr(cb, "commandType");
+        bool matched = json_is_true(json_object_get(cb, "matched"));
+        int64_t n = matched ? n_pairs : n_un;
+        int *act = matched ? act_m : act_u;
+        hs_buf idx = {0};
+        for (int64_t i = 0; st == HS_OK && i < n; i++)
+            if (act[i] == (int)k && HS_VEC_PUSH(&idx, int64_t, i) != HS_OK)
+                st = hs_err_nomem(err, 8);
+        int64_t m = (int64_t)HS_VEC_LEN(&idx, int64_t);
+        const int64_t *ix = (const int64_t *)idx.data;
+        if (st != HS_OK || m == 0 || !ct || !strcmp(ct, "CMD_NOTHING")) {
+            hs_buf_free(&idx);
+            continue;
+        }
+        hs_batch *sub = NULL;
+        hs_column **cols = hs_calloc((size_t)sc.n + 1, sizeof *cols);
+        if (!cols)
+            st = hs_err_nomem(err, 64);
+        hs_batch *from = matched ? pb : ub;
+        if (st == HS_OK)
+            st = take_cols(from, 0, from->n_cols, ix, m, cols, err);
+        if (st == HS_OK)
+            st = mk_batch(&sc.schema, cols, from->n_cols, m, &sub, err);
+        hs_free(cols);
+        int64_t *trow = hs_malloc((size_t)m * 8 + 8);
+        if (st == HS_OK && !trow)
+            st = hs_err_nomem(err, (size_t)m * 8);
+        for (int64_t i = 0; st == HS_OK && matched && i < m; i++)
+            trow[i] = HS_VEC_AT(&lo, int64_t, ix[i]);
+        if (st == HS_OK && !strcmp(ct, "CMD_UPDATE")) {
+            st = write_updates(c, x, &g, &sc, sub, trow, m, json_object_get(cb, "targetList"),
+                               err);
+        } else if (st == HS_OK && !strcmp(ct, "CMD_DELETE")) {
+            for (int64_t i = 0; st == HS_OK && i < m; i++)
+                st = target_delete(x, &g, trow[i], err);
+        } else if (st == HS_OK && !strcmp(ct, "CMD_INSERT")) {
+            json_t *tl = json_object_get(cb, "targetList");
+            json_t *vals = json_object_get(cb, "values");
+            int nt = g.nt;
+            int nv = (int)json_array_size(vals);
+            int n_tl = tl ? (int)json_array_size(tl) : nt;
+            int *map = hs_calloc((size_t)(n_tl > nt ? n_tl : nt) + 1, sizeof *map);
+            hs_column **nc = hs_calloc((size_t)nt + 1, sizeof *nc);
+            if (!map || !nc)
+                st = hs_err_nomem(err, 64);
+            if (st == HS_OK && tl)
+                st = assign_targets(c, x, tl, false, map, err);
+            else
+                for (int i = 0; map && i < nt; i++)
+                    map[i] = i;
+            if (st == HS_OK && vals && nv != n_tl)
+                st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more %s than %s",
+                          nv > n_tl ? "expressions" : "target columns",
+                          nv > n_tl ? "target columns" : "expressions");
+            for (int j = 0; st == HS_OK && vals && j < nv; j++) {
+                json_t *v = json_array_get(vals, (size_t)j);
+                const hs_field *to = &x->tschema.children[map[j]];
+                const char *vk;
+                json_t *vb;
+                if (sq_node(v, &vk, &vb) && !strcmp(vk, "SetToDefault"))
+                    continue;
+                ex_expr *e = NULL;
+                st = bind_assign(c, v, &sc, to, to->name, true, &e, err);
+                if (st == HS_OK)
+                    st = eval_assign(c, e, sub, to, &nc[map[j]], err);
+                ex_free(e);
+            }
+            for (int i = 0; st == HS_OK && i < nt; i++)
+                if (!nc[i])
+                    st = null_column(c, &x->tschema.children[i], m, &nc[i], err);
+            if (st == HS_OK) {
+                st = add_rows(x, nc, NULL, m, err);
+                memset(nc, 0, (size_t)nt * sizeof *nc);
+            }
+            for (int i = 0; nc && i < nt; i++)
+                hs_col_free(nc[i]);
+            hs_free(nc);
+            hs_free(map);
+        }
+        total += m;
+        hs_free(trow);
+        hs_batch_free(sub);
+        hs_buf_free(&idx);
+    }
+    *count = total;
+    hs_free(hit);
+    hs_free(act_m);
+    hs_free(act_u);
+    hs_free(und);
+    hs_free(sel);
+    hs_free(src_matched);
+    hs_buf_free(&ul);
+    hs_buf_free(&ur);
+    hs_buf_free(&lo);
+    hs_buf_free(&ro);
+    hs_batch_free(ub);
+    hs_batch_free(pb);
+    hs_batch_free(S);
+    dscope_clear(&sc);
+    target_clear(&g);
+    return st;
+}
+
+/* ---- COPY ---- */
+
+typedef struct copy_opts {
+    int format;              /* 0 = by extension, 1 = csv, 2 = parquet */
+    bool header;
+    char delimiter;
+} copy_opts;
+
+static bool defelem_bool(json_t *arg, bool dflt)
+{
+    const char *k;
+    json_t *b;
+    if (!arg || !sq_node(arg, &k, &b))
+        return dflt ? dflt : true;   /* a bare option name means true */
+    if (!strcmp(k, "Boolean"))
+        return json_is_true(json_object_get(b, "boolval"));
+    if (!strcmp(k, "Integer"))
+        return json_integer_value(json_object_get(b, "ival")) != 0;
+    const char *s = sq_str(arg);
+    return s && (!strcasecmp(s, "true") || !strcasecmp(s, "on") || !strcmp(s, "1"));
+}
+
+static hs_status copy_options(dctx *c, json_t *opts, const char *file, copy_opts *o, hs_error *err)
+{
+    memset(o, 0, sizeof *o);
+    o->delimiter = ',';
+    for (size_t i = 0; i < json_array_size(opts); i++) {
+        const char *k;
+        json_t *d;
+        if (!sq_node(json_array_get(opts, i), &k, &d) || strcmp(k, "DefElem") != 0)
+            continue;
+        const char *name = jstr(d, "defname");
+        json_t *arg = json_object_get(d, "arg");
+        const char *sv = arg ? sq_str(arg) : NULL;
+        int loc = sq_loc(d);
+        if (!name)
+            continue;
+        if (!strcmp(name, "format")) {
+            if (sv && !strcasecmp(sv, "csv"))
+                o->format = 1;
+            else if (sv && !strcasecmp(sv, "parquet"))
+                o->format = 2;
+            else
+                return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "COPY format \"%s\" is not "
+                            "supported (csv, parquet)", sv ? sv : "");
+        } else if (!strcmp(name, "header")) {
+            o->header = defelem_bool(arg, false);
+        } else if (!strcmp(name, "delimiter")) {
+            if (!sv || strlen(sv) != 1)
+                return FAIL(c, HS_INVALID, "22023", loc, "COPY delimiter must be a single "
+                            "one-byte character");
+            o->delimiter = sv[0];
+        } else {
+            return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "COPY option \"%s\" is not supported",
+                        name);
+        }
+    }
+    if (o->format == 0) {
+        size_t n = strlen(file);
+        if (n >= 4 && !strcasecmp(file + n - 4, ".csv"))
+            o->format = 1;
+        else if (n >= 8 && !strcasecmp(file + n - 8, ".parquet"))
+            o->format = 2;
+        else
+            return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY of \"%s\": say FORMAT csv or "
+                        "FORMAT parquet (the text format is not supported)", file);
+    }
+    if (o->format == 2 && o->delimiter != ',')
+        return FAIL(c, HS_INVALID, "42601", -1, "COPY delimiter is only for CSV");
+    return HS_OK;
+}
+
+/* The CSV text with our own header line (the table's column names), the
+ * file's first record dropped when it is a header; delimiter turned into
+ * commas outside quotes (so columnar/ingest reads it). */
+static hs_status csv_with_header(const txn *x, const hs_buf *in, const copy_opts *o,
+                                 hs_buf *out, hs_error *err)
+{
+    for (int i = 0; i < x->tschema.n_children; i++) {
+        const char *nm = x->tschema.children[i].name;
+        if (hs_buf_append(out, i ? "," : "", i ? 1 : 0) != HS_OK ||
+            hs_buf_append(out, "\"", 1) != HS_OK)
+            return hs_err_nomem(err, 64);
+        for (const char *p = nm; *p; p++)
+            if ((*p == '"' && hs_buf_append(out, "\"", 1) != HS_OK) ||
+                hs_buf_append(out, p, 1) != HS_OK)
+                return hs_err_nomem(err, 64);
+        if (hs_buf_append(out, "\"", 1) != HS_OK)
+            return hs_err_nomem(err, 64);
+    }
+    if (hs_buf_append(out, "\n", 1) != HS_OK)
+        return hs_err_nomem(err, 64);
+    size_t i = 0;
+    bool q = false;
+    if (o->header) {
+        for (; i < in->len; i++) {
+            if (in->data[i] == '"')
+                q = !q;
+            else if (in->data[i] == '\n' && !q) {
+                i++;
+                break;
+            }
+        }
+    }
+    q = false;
+    for (; i < in->len; i++) {
+        uint8_t ch = in->data[i];
+        if (ch == '"')
+            q = !q;
+        if (!q && o->delimiter != ',' && ch == (uint8_t)o->delimiter)
+            ch = ',';
+        else if (!q && o->delimiter != ',' && ch == ',') {
+            /* a literal comma in an unquoted cell: quote would be needed;
+             * refuse rather than split the cell */
+            return hs_err_set(err, HS_UNSUPPORTED, "COPY: an unquoted ',' in a file whose "
+                              "delimiter is '%c'", o->delimiter);
+        }
+        if (hs_buf_append(out, &ch, 1) != HS_OK)
+            return hs_err_nomem(err, 64);
+    }
+    return HS_OK;
+}
+
+static hs_status copy_from(dctx *c, txn *x, json_t *body, const char *file, int64_t *count,
+                           hs_error *err)
+{
+    json_t *rv = json_object_get(body, "relation");
+    hs_table *t = NULL;
+    HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
+    const char *name = jstr(rv, "relname");
+    copy_opts o;
+    HS_TRY(copy_options(c, json_object_get(body, "options"), file, &o, err));
+    if (json_array_size(json_object_get(body, "attlist")))
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY with a column list is not supported");
+    if (json_object_get(body, "whereClause"))
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY FROM ... WHERE is not supported");
+    HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
+    int nt = x->tschema.n_children;
+    hs_batch *src = NULL;
+    hs_status st = HS_OK;
+    int *map = hs_calloc((size_t)nt + 1, sizeof *map);
+    if (!map)
+        return hs_err_nomem(err, 64);
+    int n_map = 0;
+    if (o.format == 2) {
+        struct ArrowArrayStream s;
+        hs_field sf = {0};
+        st = hs_parquet_read(file, NULL, 0, 0, &s, err);
+        if (st == HS_OK)
+            st = read_stream(&s, &src, &sf, err);
+        for (int j = 0; st == HS_OK && j < src->n_cols; j++) {
+            int col = table_col(x, src->schema.children[j].name);
+            if (col < 0)
+                st = FAIL(c, HS_NOT_FOUND, "42703", -1, "column \"%s\" of %s does not exist in "
+                          "relation \"%s\"", src->schema.children[j].name, file, x->tname);
+            else
+                map[n_map++] = col;
+        }
+        hs_field_clear(&sf);
+    } else {
+        hs_buf raw = {0}, text = {0};
+        st = hs_local_read_all(file, &raw, err);
+        if (st == HS_OK)
+            st = csv_with_header(x, &raw, &o, &text, err);
+        hs_buf_free(&raw);
+        hs_field schema;
+        hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+        for (int i = 0; st == HS_OK && i < nt; i++) {
+            hs_field f;
+            hs_field_init(&f, x->tschema.children[i].name, HS_TYPE_STRING, true);
+            if (hs_field_add_child(&schema, &f) != HS_OK)
+                st = hs_err_nomem(err, 64);
+            map[n_map++] = i;
+        }
+        hs_file *mf = NULL;
+        hs_ingest *ig = NULL;
+        if (st == HS_OK)
+            st = hs_mem_open(file, text.data, text.len, false, &mf, err);
+        hs_ingest_options io = {.format = HS_INGEST_CSV, .schema = &schema, .name = file};
+        if (st == HS_OK)
+            st = hs_ingest_open(mf, &io, &ig, err);
+        if (st == HS_OK)
+            st = hs_batch_create(&schema, 0, &src, err);
+        while (st == HS_OK) {
+            hs_batch *b = NULL;
+            st = hs_ingest_next(ig, &b, err);
+            if (st != HS_OK || !b)
+                break;
+            st = batch_append(&src, b, err);
+            hs_batch_free(b);
+        }
+        hs_ingest_close(ig);
+        hs_file_close(mf);
+        hs_buf_free(&text);
+        hs_field_clear(&schema);
+        if (st != HS_OK)
+            st = FAIL(c, st, st == HS_NOMEM ? "53200" : "22P04", -1, "%s", err->msg);
+    }
+    if (st == HS_OK)
+        st = insert_batch(c, x, src, map, n_map, err);
+    *count = src && st == HS_OK ? src->n_rows : 0;
+    hs_batch_free(src);
+    hs_free(map);
+    return st;
+}
+
+static hs_status copy_to(dctx *c, json_t *body, const char *file, int64_t *count, hs_error *err)
+{
+    copy_opts o;
+    HS_TRY(copy_options(c, json_object_get(body, "options"), file, &o, err));
+    if (o.format != 2)
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY ... TO supports FORMAT parquet only");
+    json_t *sel = NULL, *owned = NULL;
+    const char *k;
+    if (!sq_node(json_object_get(body, "query"), &k, &sel)) {
+        json_t *rv = json_object_get(body, "relation");
+        owned = json_pack("{s:[{s:{s:{s:{s:[{s:{}}], s:i}}, s:i}}], s:[{s:O}], s:s, s:s}",
+                          "targetList", "ResTarget", "val", "ColumnRef", "fields", "A_Star",
+                          "location", -1, "location", -1, "fromClause", "RangeVar", rv,
+                          "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE");
+        if (!owned)
+            return hs_err_nomem(err, 64);
+        sel = owned;
+    } else if (strcmp(k, "SelectStmt") != 0) {
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY (%s) TO is not supported", k);
+    }
+    xo_ctx *ctx = NULL;
+    xo_op *op = NULL;
+    hs_batch *all = NULL;
+    hs_status st = sq_ctx_new(c->s, &ctx, err);
+    if (st == HS_OK)
+        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
+    if (st == HS_OK)
+        st = hs_batch_create(&op->schema, 0, &all, err);
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = xo_next(op, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        st = batch_append(&all, b, err);
+        hs_batch_free(b);
+    }
+    xo_free(op);
+    sq_ctx_free(ctx);
+    json_decref(owned);
+    if (st == HS_OK) {
+        for (int i = 0; i < all->schema.n_children; i++)
+            all->schema.children[i].field_id = -1;   /* plain Parquet: no positional ids */
+        *count = all->n_rows;
+        struct ArrowArrayStream s;
+        st = hs_arrow_export_one_batch(all, &s, err);
+        all = NULL;
+        if (st == HS_OK)
+            st = hs_parquet_write(file, &s, NULL, err);
+    }
+    hs_batch_free(all);
+    return st;
+}
+
+static hs_status exec_copy(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
+{
+    const char *file = jstr(body, "filename");
+    if (json_is_true(json_object_get(body, "is_program")))
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY ... PROGRAM is not supported");
+    if (!file)
+        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY %s STDIN/STDOUT is not supported "
+                    "here (give a file name)", json_is_true(json_object_get(body, "is_from"))
+                    ? "FROM" : "TO");
+    if (json_is_true(json_object_get(body, "is_from")))
+        return copy_from(c, x, body, file, count, err);
+    return copy_to(c, body, file, count, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* the entry points                                                    */
+
+static dml_state *state_of(sq_session *s, hs_error *err)
+{
+    if (!s->dml) {
+        s->dml = hs_calloc(1, sizeof(dml_state));
+        if (!s->dml)
+            (void)hs_err_nomem(err, sizeof(dml_state));
+    }
+    return s->dml;
 }
 
 void sq_dml_session_free(sq_session *s)
 {
-    (void)s;
+    dml_state *d = s->dml;
+    if (!d)
+        return;
+    txn_clear(&d->tx);   /* an open transaction rolls back */
+    hs_free(d);
+    s->dml = NULL;
+}
+
+static hs_status exec_transaction(dctx *c, dml_state *d, json_t *body, hs_result **out,
+                                  hs_error *err)
+{
+    const char *kind = jstr(body, "kind");
+    if (!kind)
+        kind = "";
+    if (!strcmp(kind, "TRANS_STMT_BEGIN") || !strcmp(kind, "TRANS_STMT_START")) {
+        /* PostgreSQL warns about a transaction already in progress; the
+         * isolation level asked for is served as snapshot isolation */
+        if (!d->open) {
+            d->open = true;
+            d->aborted = false;
+        }
+        return sq_result_tag("BEGIN", -1, out, err);
+    }
+    if (!strcmp(kind, "TRANS_STMT_COMMIT")) {
+        bool was_aborted = d->aborted;
+        d->open = d->aborted = false;
+        if (was_aborted) {
+            txn_clear(&d->tx);
+            return sq_result_tag("ROLLBACK", -1, out, err);
+        }
+        HS_TRY(txn_commit(c, &d->tx, err));
+        return sq_result_tag("COMMIT", -1, out, err);
+    }
+    if (!strcmp(kind, "TRANS_STMT_ROLLBACK")) {
+        d->open = d->aborted = false;
+        txn_clear(&d->tx);
+        return sq_result_tag("ROLLBACK", -1, out, err);
+    }
+    return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "%s is not supported (BEGIN, COMMIT, ROLLBACK "
+                "are)", kind);
+}
+
+hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt, const char *text,
+                      hs_result **out, hs_error *err)
+{
+    *out = NULL;
+    dctx c = {s, text};
+    json_t *body = (json_t *)stmt;
+    dml_state *d = state_of(s, err);
+    if (!d)
+        return HS_NOMEM;
+    if (!strcmp(kind, "TransactionStmt"))
+        return exec_transaction(&c, d, body, out, err);
+    if (d->open && d->aborted)
+        return sq_fail(s, err, HS_INVALID, "25P02", NULL, -1, "current transaction is aborted, "
+                       "commands ignored until end of transaction block");
+    txn local = {0};
+    txn *x = d->open ? &d->tx : &local;
+    int64_t n = 0;
+    hs_status st;
+    const char *tag;
+    char buf[64];
+    json_t *copy = NULL;
+    if (!strcmp(kind, "UpdateStmt") || !strcmp(kind, "DeleteStmt") || !strcmp(kind, "MergeStmt")) {
+        st = inline_body(&c, body, &copy, err);
+        if (st != HS_OK) {
+            if (d->open)
+                d->aborted = true;
+            return st;
+        }
+        body = copy;
+    }
+    if (!strcmp(kind, "InsertStmt")) {
+        st = exec_insert(&c, x, body, &n, err);
+        tag = "INSERT 0";
+    } else if (!strcmp(kind, "UpdateStmt")) {
+        st = exec_update(&c, x, body, &n, err);
+        tag = "UPDATE";
+    } else if (!strcmp(kind, "DeleteStmt")) {
+        st = exec_delete(&c, x, body, &n, err);
+        tag = "DELETE";
+    } else if (!strcmp(kind, "MergeStmt")) {
+        st = exec_merge(&c, x, body, &n, err);
+        tag = "MERGE";
+    } else if (!strcmp(kind, "CopyStmt")) {
+        st = exec_copy(&c, x, body, &n, err);
+        tag = "COPY";
+    } else {
+        st = sq_fail(s, err, HS_UNSUPPORTED, "0A000", NULL, -1, "%s is not supported", kind);
+        tag = "";
+    }
+    json_decref(copy);
+    if (st != HS_OK) {
+        if (d->open)
+            d->aborted = true;
+        txn_clear(&local);
+        return st;
+    }
+    if (!d->open)
+        HS_TRY(txn_commit(&c, &local, err));
+    snprintf(buf, sizeof buf, "%s %lld", tag, (long long)n);
+    return sq_result_tag(buf, n, out, err);
 }

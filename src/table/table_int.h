@@ -13,6 +13,8 @@
  *                merge-on-read of deletes, row lineage columns, projection
  *   write.c      append, overwrite, delete: data files (partitioned, sorted),
  *                metrics, manifests, manifest lists, commits with rebase
+ *   rowdelta.c   row deltas (hs_row_delta_*): positions deleted in live data
+ *                files + rows added, one snapshot, validated per data file
  *   index.c      sidecar indexes: the registry commits, add/drop/list/orphans,
  *                building sidecars (also for the files a write produces),
  *                index lookups for scans (bitmap algebra), explain
@@ -273,6 +275,37 @@ HS_MUST_USE hs_status tbl_scan_keep_reports(hs_scan *s, hs_error *err);
 HS_MUST_USE hs_status tbl_scan_drain(hs_scan *s, hs_error *err);
 /* The reports (one per planned file, in plan order) or NULL. */
 const tbl_file_report *tbl_scan_reports(const hs_scan *s);
+
+/* ---- write.c: the row delta primitive (rowdelta.c drives it) ---- */
+
+/* What happens to one planned data file. */
+typedef struct tbl_file_action {
+    int file;                       /* plan index */
+    roaring_bitmap_t *hits;         /* live positions to delete (owned) */
+    int64_t live;                   /* live rows before this operation */
+    bool remove_all;                /* hits are all its live rows: drop the file */
+} tbl_file_action;
+
+/* Judges snapshot s (not an append) committed on top of the snapshot an
+ * operation was planned on: HS_OK when it does not touch what the
+ * operation changes, HS_CONFLICT (with a message) when it does. */
+typedef hs_status (*tbl_validate_fn)(void *ctx, const ice_table_metadata *base,
+                                     const ice_snapshot *s, hs_error *err);
+
+/* Commits one "overwrite" snapshot: for acts[0..n) (files of plan p, the
+ * current snapshot of t) their positions deleted (v2 position delete files,
+ * v3 deletion vectors merged with the file's existing one; a file losing
+ * every live row is removed), plus `rows` (may be NULL) written as new data
+ * files.  rows is in the current schema, or in rows_schema (the current
+ * schema + a trailing _row_id column, v3 lineage of updated rows) when that
+ * is non-NULL.  Snapshots committed since read_snapshot_id (-1 = none) that
+ * are not appends go through validate.  Nothing is committed when nothing
+ * changes.  acts are borrowed. */
+HS_MUST_USE hs_status tbl_write_row_delta(hs_table *t, const tbl_plan *p, tbl_file_action *acts,
+                                          int n, const hs_batch *rows,
+                                          const ice_schema *rows_schema,
+                                          int64_t read_snapshot_id, tbl_validate_fn validate,
+                                          void *vctx, hs_error *err);
 
 /* ---- index.c ---- */
 

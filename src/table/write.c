@@ -102,6 +102,10 @@ typedef struct tbl_wop {
     hs_map parts;                   /* partition tuple keys written (tuple_key) */
     hs_buf pvals;                   /* pv_owned: partition tuples of the files written */
     tbl_ixw ixw;                    /* declared indexes of the files written (index.c) */
+    /* row deltas: judges each non-append snapshot committed since planning
+     * (NULL = every such snapshot is a conflict) */
+    tbl_validate_fn validate;
+    void *validate_ctx;
 } tbl_wop;
 
 typedef struct pv_owned {
@@ -694,9 +698,12 @@ static hs_status dfile_write(tbl_wop *op, const ice_schema *schema, dfile *f, co
     HS_TRY(pq_writer_write(f->w, b, err));
     metric_acc m = {0};
     hs_status st = HS_OK;
-    for (int i = 0; i < b->n_cols && st == HS_OK; i++)
+    for (int i = 0; i < b->n_cols && st == HS_OK; i++) {
+        if (b->schema.children[i].field_id == ICE_FIELD_ID_ROW_ID)
+            continue;   /* row lineage column of a row delta: no metrics */
         if (metrics_of(op, &b->schema.children[i], b->cols[i], NULL, b->n_rows, &m) != HS_OK)
             st = hs_err_nomem(err, 64);
+    }
     if (st == HS_OK && fm_merge(f, schema, &m) != HS_OK)
         st = hs_err_nomem(err, 64);
     metric_free(&m);
@@ -1118,14 +1125,15 @@ static hs_status one_file_sink(void *ctx, const row_group *g, hs_error *err)
  * default spec, one per partition tuple, sorted by the default sort order,
  * plus one data manifest.  Used by overwrites, whose rows are in memory
  * anyway; appends stream (appender below). */
-static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
+static hs_status write_rows_as(tbl_wop *op, const hs_batch *all, const ice_schema *file_schema,
+                               hs_error *err)
 {
     const ice_table_metadata *m = &op->t->meta;
     const ice_schema *schema = ice_metadata_current_schema(m);
     const ice_partition_spec *spec = ice_metadata_default_spec(m);
     if (!schema || !spec)
         return hs_err_set(err, HS_CORRUPT, "table metadata lacks a current schema or spec");
-    one_file_per_group w = {op, schema, {0}};
+    one_file_per_group w = {op, file_schema ? file_schema : schema, {0}};
     int n_groups = 0;
     hs_status st = partition_rows(op, all, NULL, one_file_sink, &w, &n_groups, err);
     op->changed_partitions += n_groups;
@@ -1135,6 +1143,11 @@ static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
                             (int64_t)HS_VEC_LEN(&w.entries, ice_manifest_entry), err);
     hs_buf_free(&w.entries);
     return st;
+}
+
+static hs_status write_rows(tbl_wop *op, const hs_batch *all, hs_error *err)
+{
+    return write_rows_as(op, all, NULL, err);
 }
 
 /* Reads a stream (moved) into one batch conformed to the current schema. */
@@ -1243,6 +1256,10 @@ static hs_status check_since(const tbl_wop *op, const ice_table_metadata *base, 
         if (s->snapshot_id == op->planned_snapshot_id)
             return HS_OK;
         const char *o = ice_snapshot_operation(s);
+        if (op->validate && (!o || strcmp(o, "append") != 0)) {
+            HS_TRY(op->validate(op->validate_ctx, base, s, err));
+            o = "append";   /* judged harmless */
+        }
         if (!o || strcmp(o, "append") != 0)
             return hs_err_set(err, HS_CONFLICT, "%s: a concurrent %s (snapshot %lld) changed the "
                               "rows this %s planned on; retry the operation", op->t->ident,
@@ -1641,12 +1658,7 @@ hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *er
 /* ------------------------------------------------------------------ */
 /* removing files and rows                                             */
 
-typedef struct file_action {
-    int file;                       /* plan index */
-    roaring_bitmap_t *hits;         /* matching live positions (owned) */
-    int64_t live;                   /* live rows before this operation */
-    bool remove_all;
-} file_action;
+typedef tbl_file_action file_action;   /* table_int.h */
 
 /* Rewrites the manifests of plan files being removed (and of replaced DV
  * entries): removed -> DELETED, the rest -> EXISTING. */
@@ -2337,4 +2349,50 @@ hs_status hs_table_overwrite_partitions(hs_table *t, struct ArrowArrayStream *in
     if (!in)
         return hs_err_set(err, HS_INVALID, "overwrite_partitions: no rows given");
     return overwrite_impl(t, in, NULL, true, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* row delta (rowdelta.c prepares it)                                  */
+
+hs_status tbl_write_row_delta(hs_table *t, const tbl_plan *p, tbl_file_action *acts, int n,
+                              const hs_batch *rows, const ice_schema *rows_schema,
+                              int64_t read_snapshot_id, tbl_validate_fn validate, void *vctx,
+                              hs_error *err)
+{
+    tbl_wop op;
+    op_init(&op, t, "overwrite");
+    op.check_conflicts = true;
+    op.planned_snapshot_id = read_snapshot_id;
+    op.validate = validate;
+    op.validate_ctx = vctx;
+    bool *remove = hs_calloc((size_t)p->n_files + 1, sizeof(bool));
+    hs_map remove_del = {0};
+    hs_status st = remove ? HS_OK : hs_err_nomem(err, (size_t)p->n_files);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        if (!acts[i].remove_all)
+            continue;
+        const tbl_plan_file *pf = &p->files[acts[i].file];
+        remove[acts[i].file] = true;
+        op.removed_files++;
+        op.removed_records += pf->record_count;
+        op.removed_size += pf->file_size;
+    }
+    if (st == HS_OK && n > 0) {
+        if (t->meta.format_version >= 3)
+            st = write_dvs(&op, p, acts, n, &remove_del, err);
+        else
+            st = write_pos_deletes(&op, p, acts, n, err);
+    }
+    if (st == HS_OK && rows && rows->n_rows > 0)
+        st = write_rows_as(&op, rows, rows_schema, err);
+    if (st == HS_OK)
+        st = rewrite_manifests(&op, p, remove, &remove_del, err);
+    if (st == HS_OK && (op.added_files || op.removed_files || op.added_del_files))
+        st = op_commit(&op, err);   /* removes the files itself when it fails */
+    else if (st != HS_OK)
+        op_cleanup_files(&op);
+    hs_map_free(&remove_del);
+    hs_free(remove);
+    op_free(&op);
+    return st;
 }
