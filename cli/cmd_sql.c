@@ -6,8 +6,9 @@
  *                   [--threads N] [-c SQL]... [-f FILE]... [WAREHOUSE]
  *
  * Tables: with --sql, the SQLite catalog's tables (namespace.table; new ones
- * under WAREHOUSE); else the path tables under WAREHOUSE as namespace.table;
- * any path table as a quoted path ("/data/t").
+ * under WAREHOUSE); else the path tables found under WAREHOUSE at start,
+ * registered by their names (WAREHOUSE/events is `events`); any path table
+ * as a quoted path ("/data/t").
  *
  * Modes.
  *   batch        -c and -f run in the order given; the first failing
@@ -64,6 +65,7 @@
 
 #include <editline/readline.h>
 #include <jansson.h>
+#include <sqlite3.h>
 
 static const char sql_usage[] =
     "Usage: hyperstream sql [options] [WAREHOUSE]\n"
@@ -92,6 +94,9 @@ typedef struct shell {
     int depth;               /* \i nesting */
     bool quit;
     int errors;              /* statements that failed */
+    const char *sqlcat;      /* --sql file, or NULL */
+    hs_table **tables;       /* WAREHOUSE's path tables, registered (the session borrows them) */
+    size_t n_tables;
 } shell;
 
 /* ================================================================== */
@@ -643,8 +648,16 @@ static void print_error(shell *sh, const char *sql, hs_status st, const hs_error
     const char *msg = err->msg[0] ? err->msg : hs_status_name(st);
     if (st == HS_CANCELLED && (!state || strcmp(state, "57014") != 0))
         msg = "canceling statement due to user request";
-    fprintf(stderr, "ERROR:  %s\n", msg);
     int pos = hs_session_error_position(sh->s);
+    /* The library's message may already quote the statement under a first
+     * line ending in " at character N"; psql's report gives that as LINE. */
+    int len = (int)strcspn(msg, "\n");
+    const char *at = NULL;
+    for (const char *p = msg; (p = strstr(p, " at character ")) && p < msg + len; p++)
+        at = p;
+    if (pos > 0 && at && strspn(at + 14, "0123456789") == (size_t)(msg + len - at - 14))
+        len = (int)(at - msg);
+    fprintf(stderr, "ERROR:  %.*s\n", len, msg);
     if (pos <= 0 || !sql)
         return;
     /* pos counts characters (code points), 1-based */
@@ -663,7 +676,7 @@ static void print_error(shell *sh, const char *sql, hs_status st, const hs_error
         }
     }
     const char *line_end = strchr(line_start, '\n');
-    int len = line_end ? (int)(line_end - line_start) : (int)strlen(line_start);
+    len = line_end ? (int)(line_end - line_start) : (int)strlen(line_start);
     char prefix[32];
     int pl = snprintf(prefix, sizeof prefix, "LINE %d: ", line_no);
     fprintf(stderr, "%s%.*s\n%*s^\n", prefix, len, line_start, pl + col, "");
@@ -883,7 +896,50 @@ static int parse_format(const char *s, out_format *out)
     return 0;
 }
 
-/* \d: the catalog's tables, as a one-column listing. */
+/* Appends the names hs_catalog_list_tables gives for ns (JSON strings) to
+ * arr. */
+static hs_status list_into(shell *sh, const char *ns, json_t *arr, hs_error *err)
+{
+    char *json = NULL;
+    HS_TRY(hs_catalog_list_tables(sh->cat, ns, &json, err));
+    json_error_t je;
+    json_t *got = json_loads(json, 0, &je);
+    hs_string_free(json);
+    if (!json_is_array(got) || json_array_extend(arr, got) != 0) {
+        json_decref(got);
+        return hs_err_set(err, HS_INTERNAL, "the table list is not a JSON array");
+    }
+    json_decref(got);
+    return HS_OK;
+}
+
+/* The namespaces of the SQL catalog (its iceberg_tables rows): the public
+ * API lists the tables of one namespace at a time. */
+static hs_status sql_namespaces(const char *db, json_t *out, hs_error *err)
+{
+    sqlite3 *h = NULL;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        hs_status st = hs_err_set(err, HS_IO, "%s: %s", db, h ? sqlite3_errmsg(h) : "cannot open");
+        sqlite3_close(h);
+        return st;
+    }
+    sqlite3_stmt *q = NULL;
+    hs_status st = HS_OK;
+    if (sqlite3_prepare_v2(h, "SELECT DISTINCT table_namespace FROM iceberg_tables "
+                              "WHERE catalog_name = 'default' ORDER BY 1", -1, &q, NULL) ==
+        SQLITE_OK) {
+        while (sqlite3_step(q) == SQLITE_ROW) {
+            const unsigned char *ns = sqlite3_column_text(q, 0);
+            if (ns && json_array_append_new(out, json_string((const char *)ns)) != 0)
+                st = hs_err_nomem(err, 0);
+        }
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    return st;
+}
+
+/* \d: the catalog's tables (schema = namespace, name). */
 static int meta_list_tables(shell *sh)
 {
     if (!sh->cat) {
@@ -891,22 +947,32 @@ static int meta_list_tables(shell *sh)
                          "path table is reachable as \"/its/path\").\n");
         return 0;
     }
-    char *json = NULL;
     hs_error err = {0};
-    hs_status st = hs_catalog_list_tables(sh->cat, NULL, &json, &err);
+    json_t *arr = json_array(), *nss = json_array();
+    hs_status st = arr && nss ? HS_OK : hs_err_nomem(&err, 0);
+    if (st == HS_OK && sh->sqlcat) {
+        st = sql_namespaces(sh->sqlcat, nss, &err);
+        size_t i;
+        json_t *v;
+        json_array_foreach(nss, i, v) {
+            if (st == HS_OK)
+                st = list_into(sh, json_string_value(v), arr, &err);
+        }
+    } else if (st == HS_OK) {
+        st = list_into(sh, NULL, arr, &err);
+    }
+    json_decref(nss);
     if (st != HS_OK) {
         fprintf(stderr, "ERROR:  %s\n", err.msg[0] ? err.msg : hs_status_name(st));
+        json_decref(arr);
         return -1;
     }
-    json_error_t je;
-    json_t *arr = json_loads(json, 0, &je);
-    hs_string_free(json);
     grid g = {0};
     g.n_cols = 2;
     g.names = hs_calloc(2, sizeof *g.names);
     g.right = hs_calloc(2, sizeof *g.right);
     int rc = 0;
-    if (!arr || !g.names || !g.right) {
+    if (!g.names || !g.right) {
         rc = -1;
         goto done;
     }
@@ -1253,6 +1319,48 @@ static int run_interactive(shell *sh)
 /* ================================================================== */
 /* the command                                                          */
 
+/* Registers every path table under the warehouse by its name (the names
+ * hs_catalog_list_tables gives).  Tables that fail to open are skipped with
+ * a warning: the others stay usable. */
+static hs_status register_warehouse(shell *sh, hs_error *err)
+{
+    char *json = NULL;
+    HS_TRY(hs_catalog_list_tables(sh->cat, NULL, &json, err));
+    json_error_t je;
+    json_t *arr = json_loads(json, 0, &je);
+    hs_string_free(json);
+    if (!json_is_array(arr)) {
+        json_decref(arr);
+        return hs_err_set(err, HS_INTERNAL, "the table list is not a JSON array");
+    }
+    sh->tables = hs_calloc(json_array_size(arr) + 1, sizeof *sh->tables);
+    if (!sh->tables) {
+        json_decref(arr);
+        return hs_err_nomem(err, 0);
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        const char *name = json_string_value(v);
+        hs_table *t = NULL;
+        hs_error e2 = {0};
+        if (!name)
+            continue;
+        hs_status st = hs_table_open(sh->cat, name, &t, &e2);
+        if (st == HS_OK)
+            st = hs_session_register(sh->s, name, t, &e2);
+        if (st != HS_OK) {
+            fprintf(stderr, "hyperstream: warning: table %s skipped: %s\n", name,
+                    e2.msg[0] ? e2.msg : hs_status_name(st));
+            hs_table_close(t);
+            continue;
+        }
+        sh->tables[sh->n_tables++] = t;
+    }
+    json_decref(arr);
+    return HS_OK;
+}
+
 typedef struct script { bool is_file; const char *text; } script;
 
 int cmd_sql(int argc, char **argv)
@@ -1303,7 +1411,7 @@ int cmd_sql(int argc, char **argv)
             return cli_usage_error("sql ", "more than one WAREHOUSE ('%s', '%s')", warehouse, a);
         }
     }
-    shell sh = {.out = stdout};
+    shell sh = {.out = stdout, .sqlcat = sqlcat};
     if (format && parse_format(format, &sh.fmt) != 0) {
         hs_free(scripts);
         return cli_usage_error("sql ", "--format must be aligned, csv or jsonl, not '%s'", format);
@@ -1320,7 +1428,13 @@ int cmd_sql(int argc, char **argv)
         o.catalog = sh.cat;
         st = hs_session_open(&o, &sh.s, &err);
     }
+    if (st == HS_OK && warehouse && !sqlcat)
+        st = register_warehouse(&sh, &err);
     if (st != HS_OK) {
+        hs_session_close(sh.s);
+        for (size_t i = 0; i < sh.n_tables; i++)
+            hs_table_close(sh.tables[i]);
+        hs_free(sh.tables);
         hs_catalog_close(sh.cat);
         hs_free(scripts);
         return cli_fail_err(st, &err);
@@ -1374,6 +1488,9 @@ int cmd_sql(int argc, char **argv)
         fclose(sh.out);
     signal(SIGINT, SIG_DFL);
     hs_session_close(sh.s);
+    for (size_t i = 0; i < sh.n_tables; i++)
+        hs_table_close(sh.tables[i]);
+    hs_free(sh.tables);
     hs_catalog_close(sh.cat);
     hs_free(scripts);
     return rc == 0 ? 0 : CLI_EXIT_FAIL;

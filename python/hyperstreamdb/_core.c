@@ -2318,8 +2318,44 @@ static void raise_sql_stream_error(struct ArrowArrayStream *st, int rc, const hs
     snprintf(e.msg, sizeof e.msg, "%s", m && m[0] ? m : strerror(rc));
     e.code = code;
     raise_status(code, &e);
-    if (s && strcmp(hs_session_sqlstate(s), "00000") != 0)
+    if (s && strcmp(hs_session_sqlstate(s), "00000") != 0) {
         attach_sql_state(s);
+        return;
+    }
+    /* The session did not record one: the class of the status (PostgreSQL's
+     * class codes: 22000 data exception, ...). */
+    const char *state;
+    switch (code) {
+    case HS_INVALID: state = "22000"; break;
+    case HS_NOMEM: state = "53200"; break;
+    case HS_CANCELLED: state = "57014"; break;
+    case HS_UNSUPPORTED: state = "0A000"; break;
+    case HS_NOT_FOUND: state = "42704"; break;
+    case HS_IO: state = "58030"; break;
+    case HS_CORRUPT: state = "XX001"; break;
+    default: state = "XX000"; break;
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+#endif
+    if (exc) {
+        PyObject *so = PyUnicode_FromString(state);
+        if (so) {
+            (void)PyObject_SetAttrString(exc, "sqlstate", so);
+            (void)PyObject_SetAttrString(exc, "position", Py_None);
+        }
+        Py_XDECREF(so);
+        PyErr_Clear();
+    }
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(type, exc, tb);
+#endif
 }
 
 static int session_check_open(SessionObject *self)

@@ -214,8 +214,9 @@ def test_terminal_mode_prompt_and_history(wh, tmp_path):
     os.write(fd, b"SELECT 'not finished\n")
     assert read_until(b"hyperstream-> ", 2)
     prompts = out.count(b"hyperstream=> ")
+    time.sleep(0.3)                                  # let libedit reach its read
     os.write(fd, b"\x03")                            # Ctrl-C drops the statement typed so far
-    assert read_until(b"hyperstream=> ", prompts + 1)
+    assert read_until(b"hyperstream=> ", prompts + 1), out
     os.write(fd, b"SELECT 5 AS five;\n")
     assert read_until(b"five\r\n5")
     os.write(fd, b"\\q\n")
