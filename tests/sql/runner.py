@@ -466,6 +466,8 @@ def main():
     ap.add_argument("--write-known", action="store_true",
                     help="append every unlisted failure to known_failures.txt with its detail "
                          "as the reason (review the lines before committing)")
+    ap.add_argument("--prune-known", action="store_true",
+                    help="delete the known_failures.txt lines of queries that now pass")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -484,6 +486,11 @@ def main():
             for qid, (status, detail) in sorted(results.items()):
                 if status != "pass" and qid not in known:
                     fh.write(f"{qid}  {known_reason(status, detail)}\n")
+    if args.prune_known:
+        passing = {q for q, (st, _) in results.items() if st == "pass" and q in known}
+        lines = KNOWN_FAILURES.read_text().splitlines()
+        KNOWN_FAILURES.write_text("".join(l + "\n" for l in lines if l.split(" ")[0] not in passing))
+        print(f"pruned {len(passing)} lines of known_failures.txt")
     for p in problems[:200]:
         print("  " + p)
     if len(problems) > 200:
