@@ -1,4 +1,4 @@
-"""The SQL golden corpus (tests/sql/): 749 queries over tables of every
+"""The SQL golden corpus (tests/sql/): 770 queries over tables of every
 column type, NULLs, an empty table, a partitioned table, indexed tables and
 tables after deletes; expected results produced by DuckDB in PostgreSQL mode
 (tests/sql/gen_expected.py), never by our engine.

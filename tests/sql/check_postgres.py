@@ -46,6 +46,8 @@ def pg_type(t):
         return f"numeric({t.precision},{t.scale})"
     if pa.types.is_struct(t):
         return "st_t"
+    if pa.types.is_list(t) and pa.types.is_float32(t.value_type):
+        return "vector"  # pgvector (our list<float32> columns read as vector)
     return PG_TYPES[str(t)]
 
 
@@ -93,6 +95,7 @@ def canon(v):
 def load(conn):
     from psycopg.types.composite import CompositeInfo, register_composite
     cur = conn.cursor()
+    cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
     cur.execute("CREATE TYPE st_t AS (x integer, y text)")
     register_composite(CompositeInfo.fetch(conn, "st_t"), conn)
     for td in sqldata.table_defs():
@@ -114,6 +117,8 @@ def load(conn):
                 v = r[n]
                 if pa.types.is_struct(f.type):
                     vals += [v is None, None if v is None else v["x"], None if v is None else v["y"]]
+                elif pa.types.is_list(f.type) and pa.types.is_float32(f.type.value_type):
+                    vals.append(None if v is None else "[" + ",".join(repr(x) for x in v) + "]")
                 elif isinstance(f.type, pa.BaseExtensionType):  # uuid
                     vals.append(None if v is None else (v if isinstance(v, uuid.UUID) else uuid.UUID(bytes=v)))
                 else:

@@ -564,6 +564,26 @@ Q("window", "SELECT ename, salary, rank() OVER (ORDER BY salary DESC) FROM emp")
 Q("window", "SELECT ename, dept_id, salary, sum(salary) OVER (PARTITION BY dept_id ORDER BY emp_id) FROM emp")
 Q("window", "SELECT * FROM (SELECT id, grp, row_number() OVER (PARTITION BY grp ORDER BY i32 DESC, id) AS rn FROM t_all) x WHERE rn <= 3")
 
+# ---------------------------------------------------------------- vector top-k (pgvector operators)
+# Exact answers (DuckDB's <-> / <=> over FLOAT[] equal pgvector's l2 / cosine
+# distance); an index search must return them (2000 rows: full recall).
+VQ = ["[0.5,-0.25,0.1,0,0.75,-0.5,0.3,0.2]", "[-1,-1,-1,-1,-1,-1,-1,-1]",
+      "[0.01,0.02,0.03,0.04,0.05,0.06,0.07,0.08]"]
+for qv in VQ:
+    Q("vector", f"SELECT id FROM t_vec ORDER BY emb <-> '{qv}' LIMIT 10")
+    Q("vector", f"SELECT id FROM t_vec ORDER BY emb <=> '{qv}' LIMIT 10")
+    Q("vector", f"SELECT id FROM t_vec WHERE cat = 'v3' ORDER BY emb <-> '{qv}' LIMIT 10")
+    Q("vector", f"SELECT id FROM t_vec WHERE cat = 'rare' ORDER BY emb <-> '{qv}' LIMIT 5")
+Q("vector", f"SELECT id, emb <-> '{VQ[0]}' AS d FROM t_vec ORDER BY d LIMIT 20", keys=[1], limited=True)
+Q("vector", f"SELECT id, emb <=> '{VQ[0]}' AS d FROM t_vec WHERE cat IN ('v1', 'v2') ORDER BY d LIMIT 20", keys=[1], limited=True)
+Q("vector", f"SELECT id FROM t_vec WHERE cat = 'rare' ORDER BY emb <-> '{VQ[1]}' LIMIT 100")
+Q("vector", f"SELECT id FROM t_vec WHERE id < 500 AND cat <> 'v0' ORDER BY emb <-> '{VQ[2]}' LIMIT 7")
+Q("vector", f"SELECT count(*) FROM (SELECT id FROM t_vec ORDER BY emb <-> '{VQ[1]}' LIMIT 25) x")
+Q("vector", f"SELECT id FROM t_vec WHERE emb <-> '{VQ[0]}' < 0.6")
+Q("vector", f"SELECT count(*) FROM t_vec WHERE emb IS NULL")
+Q("vector", f"SELECT cat, count(*) FROM t_vec WHERE emb <=> '{VQ[2]}' < 0.5 GROUP BY cat")
+Q("vector", f"SELECT id FROM t_vec ORDER BY emb <-> '{VQ[0]}' LIMIT 5 OFFSET 5")
+
 # ---------------------------------------------------------------- errors (PostgreSQL SQLSTATEs)
 E("error", "SELECT 1 / 0", "22012")
 E("error", "SELECT i32 / 0 FROM t_all", "22012")

@@ -27,6 +27,8 @@ Tables
   dept, emp       a small schema for joins (NULL keys, duplicates, unmatched rows,
                   a self-referencing manager_id)
   s1, s2          integer/string multisets with duplicates and NULLs for set operations
+  t_vec    2000 rows of 8-dimensional embeddings (list<float32>, 5% NULL) in 2 files,
+           HNSW index on emb, inverted index on cat ('rare': 40 rows)
 """
 import datetime as dt
 import decimal
@@ -189,6 +191,20 @@ def make_s(which):
     return pa.table({"a": pa.array(a, pa.int32()), "b": b})
 
 
+def make_t_vec(n=2000, dim=8, seed=6):
+    """Embeddings (list<float32>, read by SQL as pgvector's vector) on a
+    0.01 grid, 5% NULL, and a filter column."""
+    rng = random.Random(seed)
+    rows = {"id": [], "cat": [], "emb": []}
+    for i in range(n):
+        rows["id"].append(i + 1)
+        rows["cat"].append(f"v{rng.randint(0, 9)}" if i % 50 else "rare")
+        rows["emb"].append(_maybe(rng, 0.05, [rng.randint(-100, 100) / 100.0 for _ in range(dim)]))
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("cat", pa.string()),
+                        ("emb", pa.list_(pa.float32()))])
+    return pa.table(rows, schema=schema)
+
+
 class TableDef:
     def __init__(self, name, data, chunks=1, partition_by=None, indexes=(), deletes=()):
         self.name, self.data, self.chunks = name, data, chunks
@@ -211,6 +227,7 @@ def table_defs():
         TableDef("emp", make_emp(), chunks=2),
         TableDef("s1", make_s(1)),
         TableDef("s2", make_s(2)),
+        TableDef("t_vec", make_t_vec(), chunks=2, indexes=[("emb", "hnsw"), ("cat", "inverted")]),
     ]
 
 
