@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Runs the SQL golden corpus against our engine and compares with the
-expected results DuckDB produced (expected/*.json, see gen_expected.py).
+expected results DuckDB (or PostgreSQL, where the two differ) produced
+(expected/*.json, see gen_expected.py).
 
     HS_BUILD=build .venv/bin/python tests/sql/runner.py [-v] [-k SUBSTRING] [--backend B]
+        [--categories a,b] [--timeout S] [--write-known | --prune-known]
 
 Tables: built from sqldata.py with the hyperstreamdb package in a temporary
 directory (the same definitions DuckDB loaded).  Engine backends:
@@ -10,8 +12,10 @@ directory (the same definitions DuckDB loaded).  Engine backends:
   ctypes   the C session API of $HS_BUILD/libhyperstream_testing.so
            (hs_session_open/register/execute, hs_result_stream imported into
            pyarrow with RecordBatchReader._import_from_c); tables opened by path
-  package  hyperstreamdb.Session().register()/.sql() (once it is implemented)
+  package  hyperstreamdb.Session().register()/.sql()
   auto     (default) package if Session.sql works, else ctypes
+  selftest DuckDB over Table.to_arrow() of our tables: checks the harness and
+           the table loading, not the engine
 
 Queries run in a child process that reports each one as a JSON line; a
 query that crashes the child or runs past --timeout seconds is recorded as
@@ -21,6 +25,8 @@ is not in known_failures.txt fails, or a listed one passes (keep the list
 honest: delete its line).
 
 known_failures.txt: one line per query, "<id>  <reason>"; '#' comments.
+--write-known appends a drafted line for every unlisted failure (review the
+reasons), --prune-known deletes the lines of queries that now pass.
 """
 import argparse
 import ctypes
