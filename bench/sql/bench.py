@@ -84,8 +84,12 @@ def ratio(peer, ours):
 def ours_times(backend, recs, tables, args):
     """Runs recs through our engine; returns {id: seconds or status string}."""
     timings = {}
+    def progress(msg):  # partial results survive an interrupted run
+        t = min(msg["times"]) * 1000 if msg.get("times") and msg["status"] == "pass" else None
+        print(f"  ours {msg['id']}: {msg['status']}" + (f" {t:.1f} ms" if t else ""), flush=True)
+
     res = runner.run_records(backend, recs, tables, timeout=args.timeout, threads=args.threads,
-                             timings=timings)
+                             timings=timings, progress=progress)
     out = {}
     for r in recs:
         status, detail = res.get(r["id"], ("missing", ""))

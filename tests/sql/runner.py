@@ -344,11 +344,12 @@ def run_all(backend, categories=None, k=None, timeout=60.0, threads=0, verbose=F
 
 
 def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, log=print,
-                timings=None):
+                timings=None, progress=None):
     """Runs expected records (dicts as in expected/*.json) against the tables
     {name: path} in child processes; returns {id: (status, detail)} with
     status pass, fail, crash or timeout.  timings (a dict) receives each
-    query's run times in seconds (the checked run, then rec["repeat"] more)."""
+    query's run times in seconds (the checked run, then rec["repeat"] more);
+    progress(msg), when given, sees each query's report as it arrives."""
     results = {}
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="hs-sql-recs-", delete=False) as fh:
         json.dump(recs, fh)
@@ -381,6 +382,8 @@ def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, l
                                 timings[msg["id"] + ":rows"] = msg["rows"]
                         if verbose and msg["status"] != "pass":
                             log(f"{msg['id']}: {msg['status']}: {msg['detail']}")
+                        if progress:
+                            progress(msg)
                         current = None
                         start = msg["i"] + 1
                     elif msg.get("done"):
