@@ -361,35 +361,41 @@ def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, l
         while start < len(recs):
             cmd = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child",
                    "--backend", backend, "--start", str(start), "--threads", str(threads)]
+            # stdout unbuffered and split here: a line already read into a file
+            # buffer would be invisible to select() (a "start" seen late = no timeout).
             p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                 text=True)
-            current, last = None, time.monotonic()
-            while True:
+                                 bufsize=0)
+            current, last, pending, eof, killed = None, time.monotonic(), b"", False, False
+            while not eof:
                 r, _, _ = select.select([p.stdout], [], [], 1.0)
                 if r:
-                    line = p.stdout.readline()
-                    if not line:
-                        break
-                    msg = json.loads(line)
-                    last = time.monotonic()
-                    if "start" in msg:
-                        current = msg["start"]
-                    elif "i" in msg:
-                        results[msg["id"]] = (msg["status"], msg["detail"])
-                        if timings is not None:
-                            timings[msg["id"]] = msg.get("times", [])
-                            if "rows" in msg:
-                                timings[msg["id"] + ":rows"] = msg["rows"]
-                        if verbose and msg["status"] != "pass":
-                            log(f"{msg['id']}: {msg['status']}: {msg['detail']}")
-                        if progress:
-                            progress(msg)
-                        current = None
-                        start = msg["i"] + 1
-                    elif msg.get("done"):
-                        start = len(recs)
+                    chunk = os.read(p.stdout.fileno(), 1 << 16)
+                    if not chunk:
+                        eof = True
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        msg = json.loads(line)
+                        last = time.monotonic()
+                        if "start" in msg:
+                            current = msg["start"]
+                        elif "i" in msg:
+                            results[msg["id"]] = (msg["status"], msg["detail"])
+                            if timings is not None:
+                                timings[msg["id"]] = msg.get("times", [])
+                                if "rows" in msg:
+                                    timings[msg["id"] + ":rows"] = msg["rows"]
+                            if verbose and msg["status"] != "pass":
+                                log(f"{msg['id']}: {msg['status']}: {msg['detail']}")
+                            if progress:
+                                progress(msg)
+                            current = None
+                            start = msg["i"] + 1
+                        elif msg.get("done"):
+                            start = len(recs)
                 elif current is not None and time.monotonic() - last > timeout:
                     p.kill()
+                    killed = True
                     results[recs[current]["id"]] = ("timeout", f"no answer in {timeout:.0f} s")
                     if verbose:
                         log(f"{recs[current]['id']}: timeout")
@@ -399,7 +405,7 @@ def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, l
                 elif p.poll() is not None and not r:
                     break
             p.wait()
-            err = p.stderr.read()
+            err = p.stderr.read().decode("utf-8", "replace")
             p.stderr.close()
             p.stdout.close()
             if current is not None:  # died inside a query
@@ -407,7 +413,7 @@ def run_records(backend, recs, tables, timeout=60.0, threads=0, verbose=False, l
                 if verbose:
                     log(f"{recs[current]['id']}: crash (exit {p.returncode})")
                 start = current + 1
-            elif start < len(recs) and p.returncode != 0:
+            elif start < len(recs) and p.returncode != 0 and not killed:
                 raise RuntimeError(f"the runner's child failed outside the queries: {err[-2000:]}")
     finally:
         os.unlink(recs_path)
