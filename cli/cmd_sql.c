@@ -41,6 +41,7 @@
  * Ctrl-C while a statement runs cancels it (hs_session_cancel from the
  * signal handler); at the prompt it discards the statement being typed.
  */
+#include "base/numfmt.h"
 #include "cli.h"
 
 #include "base/buf.h"
@@ -710,8 +711,11 @@ static int run_statement(shell *sh, const char *sql)
         print_error(sh, sql, st, &err);
         sh->errors++;
     }
-    if (sh->timing)
-        fprintf(sh->out, "Time: %.3f ms\n", now_ms() - t0);
+    if (sh->timing) {
+        char tb[64];
+        hs_snprintf_c(tb, sizeof tb, "Time: %.3f ms\n", now_ms() - t0);
+        fputs(tb, sh->out);
+    }
     fflush(sh->out);
     return st == HS_OK ? 0 : -1;
 }
@@ -903,7 +907,7 @@ static hs_status list_into(shell *sh, const char *ns, json_t *arr, hs_error *err
     char *json = NULL;
     HS_TRY(hs_catalog_list_tables(sh->cat, ns, &json, err));
     json_error_t je;
-    json_t *got = json_loads(json, 0, &je);
+    json_t *got = hs_json_loads(json, 0, &je);
     hs_string_free(json);
     if (!json_is_array(got) || json_array_extend(arr, got) != 0) {
         json_decref(got);
@@ -1067,13 +1071,13 @@ static int meta_describe(shell *sh, const char *name)
     char *idx = NULL;
     if (hs_table_list_indexes(t, &idx, &err) == HS_OK) {
         json_error_t je;
-        json_t *arr = json_loads(idx, 0, &je);
+        json_t *arr = hs_json_loads(idx, 0, &je);
         if (arr && json_array_size(arr)) {
             fprintf(sh->out, "Indexes:\n");
             size_t i;
             json_t *v;
             json_array_foreach(arr, i, v) {
-                char *params = json_dumps(json_object_get(v, "params"), JSON_COMPACT);
+                char *params = hs_json_dumps(json_object_get(v, "params"), JSON_COMPACT);
                 fprintf(sh->out, "    %s on (%s) %s, %lld/%lld files indexed\n",
                         json_string_value(json_object_get(v, "kind")),
                         json_string_value(json_object_get(v, "column")),
@@ -1327,7 +1331,7 @@ static hs_status register_warehouse(shell *sh, hs_error *err)
     char *json = NULL;
     HS_TRY(hs_catalog_list_tables(sh->cat, NULL, &json, err));
     json_error_t je;
-    json_t *arr = json_loads(json, 0, &je);
+    json_t *arr = hs_json_loads(json, 0, &je);
     hs_string_free(json);
     if (!json_is_array(arr)) {
         json_decref(arr);

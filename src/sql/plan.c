@@ -41,6 +41,7 @@
  * has a vector index on col; otherwise the ordinary plan computes it
  * exactly (top-k).
  */
+#include "base/numfmt.h"
 #include "sql/sql_int.h"
 
 #include "base/mem.h"
@@ -1171,8 +1172,11 @@ static hs_status time_travel(planner *p, const json_t *b, fnode *f)
         }
         int y, mo, d, hh = 0, mi = 0;
         double sec = 0;
-        char tz[16] = "";
-        int n = sscanf(tt->ts, "%d-%d-%d%*[ T]%d:%d:%lf%15s", &y, &mo, &d, &hh, &mi, &sec, tz);
+        char tz[16] = "", secs[32] = "";
+        /* seconds as text, converted locale-independently (hs_strtod) */
+        int n = sscanf(tt->ts, "%d-%d-%d%*[ T]%d:%d:%31[0-9.]%15s", &y, &mo, &d, &hh, &mi, secs, tz);
+        if (n >= 6)
+            sec = hs_strtod(secs, NULL);
         if (n < 3 || mo < 1 || mo > 12 || d < 1 || d > 31 || (tz[0] && strcmp(tz, "Z") &&
                                                                strcmp(tz, "+00") && strcmp(tz, "+00:00")))
             return fail(p, HS_INVALID, "22007", tt->off,
@@ -2007,7 +2011,7 @@ static hs_status index_join_try(planner *p, rel *cur, double cur_est, fnode *f, 
     hs_error e2 = {0};
     if (!tcol || hs_table_list_indexes(f->t, &js, &e2) != HS_OK)
         return HS_OK;
-    json_t *arr = json_loads(js, 0, NULL);
+    json_t *arr = hs_json_loads(js, 0, NULL);
     hs_string_free(js);
     bool indexed = false;
     size_t i;
@@ -4620,7 +4624,7 @@ static float *parse_vec(const char *t, int *dim)
     float *v = hs_malloc((size_t)cap * sizeof *v);
     while (v) {
         char *end;
-        float x = strtof(t, &end);
+        float x = hs_strtof(t, &end);
         if (end == t || !isfinite(x))
             break;
         if (n == cap) {
@@ -4726,7 +4730,7 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
     hs_error e2 = {0};
     if (hs_table_list_indexes(f->t, &js, &e2) != HS_OK)
         return HS_OK;
-    json_t *arr = json_loads(js, 0, NULL);
+    json_t *arr = hs_json_loads(js, 0, NULL);
     hs_string_free(js);
     bool found = false;
     size_t i;
@@ -5438,7 +5442,7 @@ static hs_status create_index(sq_session *s, const json_t *b, const char *text, 
         }
         json_object_set_new(pj, key, json_integer(v));
     }
-    char *pstr = st == HS_OK ? json_dumps(pj, JSON_COMPACT) : NULL;
+    char *pstr = st == HS_OK ? hs_json_dumps(pj, JSON_COMPACT) : NULL;
     json_decref(pj);
     if (st != HS_OK)
         return st;

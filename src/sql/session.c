@@ -25,6 +25,7 @@
  * lower layer (hs_error only), the dispatcher derives it with
  * sq_guess_sqlstate and takes the position from "at character N".
  */
+#include "base/numfmt.h"
 #include "sql/sql_int.h"
 
 #include "base/config.h"
@@ -254,7 +255,7 @@ static hs_status sq_parse(sq_session *s, const char *text, json_t **root, hs_err
         return st;
     }
     json_error_t je;
-    *root = job.r.parse_tree ? json_loads(job.r.parse_tree, 0, &je) : NULL;
+    *root = job.r.parse_tree ? hs_json_loads(job.r.parse_tree, 0, &je) : NULL;
     pg_query_free_parse_result(job.r);
     if (!*root)
         return sq_fail(s, err, HS_INVALID, "54001", NULL, -1, "statement nested too deeply");
