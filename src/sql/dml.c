@@ -916,6 +916,41 @@ static hs_status cast_column(dctx *c, const hs_column *col, const hs_field *from
 /* ------------------------------------------------------------------ */
 /* sources and joins                                                   */
 
+/* Plans the SelectStmt sel (borrowed) and reads its rows into one batch
+ * (*out, never NULL on success, with the query's columns).  n_target >= 0
+ * is the column count an INSERT expects: a mismatch fails before any row is
+ * read. */
+static hs_status run_select(dctx *c, json_t *sel, int n_target, hs_batch **out, hs_error *err)
+{
+    *out = NULL;
+    xo_ctx *ctx = NULL;
+    xo_op *op = NULL;
+    hs_status st = sq_ctx_new(c->s, &ctx, err);
+    if (st == HS_OK)
+        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
+    if (st == HS_OK && n_target >= 0 && op->schema.n_children > n_target)
+        st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more expressions than target columns");
+    if (st == HS_OK && n_target >= 0 && op->schema.n_children < n_target)
+        st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more target columns than expressions");
+    if (st == HS_OK)
+        st = hs_batch_create(&op->schema, 0, out, err);
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = xo_next(op, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        st = batch_append(out, b, err);
+        hs_batch_free(b);
+    }
+    xo_free(op);
+    sq_ctx_free(ctx);
+    if (st != HS_OK) {
+        hs_batch_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 /* Plans SELECT * FROM <items> (a JSON array of FROM items, borrowed) and
  * reads it whole. */
 static hs_status load_source(dctx *c, json_t *items, hs_batch **out, hs_error *err)
@@ -927,30 +962,8 @@ static hs_status load_source(dctx *c, json_t *items, hs_batch **out, hs_error *e
                             "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE");
     if (!sel)
         return hs_err_nomem(err, 64);
-    xo_ctx *ctx = NULL;
-    xo_op *op = NULL;
-    hs_status st = sq_ctx_new(c->s, &ctx, err);
-    if (st == HS_OK)
-        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
-    if (st == HS_OK)
-        st = hs_batch_create(&op->schema, 0, out, err);
-    while (st == HS_OK) {
-        hs_batch *b = NULL;
-        st = xo_next(op, &b, err);
-        if (st != HS_OK || !b)
-            break;
-        for (int i = 0; st == HS_OK && i < b->n_cols && i < (*out)->n_cols; i++)
-            st = hs_col_append_column((*out)->cols[i], b->cols[i], err);
-        (*out)->n_rows += b->n_rows;
-        hs_batch_free(b);
-    }
-    xo_free(op);
-    sq_ctx_free(ctx);
+    hs_status st = run_select(c, sel, -1, out, err);
     json_decref(sel);
-    if (st != HS_OK) {
-        hs_batch_free(*out);
-        *out = NULL;
-    }
     return st;
 }
 
@@ -1499,28 +1512,7 @@ static hs_status run_subselect(dctx *c, json_t *body, hs_batch **out, hs_error *
     *out = NULL;
     if (!sq_node(json_object_get(body, "subselect"), &k, &sel) || strcmp(k, "SelectStmt") != 0)
         return FAIL(c, HS_UNSUPPORTED, "0A000", sq_loc(body), "unsupported subquery");
-    xo_ctx *ctx = NULL;
-    xo_op *op = NULL;
-    hs_status st = sq_ctx_new(c->s, &ctx, err);
-    if (st == HS_OK)
-        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
-    if (st == HS_OK)
-        st = hs_batch_create(&op->schema, 0, out, err);
-    while (st == HS_OK) {
-        hs_batch *b = NULL;
-        st = xo_next(op, &b, err);
-        if (st != HS_OK || !b)
-            break;
-        st = batch_append(out, b, err);
-        hs_batch_free(b);
-    }
-    xo_free(op);
-    sq_ctx_free(ctx);
-    if (st != HS_OK) {
-        hs_batch_free(*out);
-        *out = NULL;
-    }
-    return st;
+    return run_select(c, sel, -1, out, err);
 }
 
 /* The replacement of one SubLink node (body); *out a new reference. */
@@ -2115,29 +2107,7 @@ static hs_status exec_insert(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     const char *k;
     hs_batch *src = NULL;
     if (st == HS_OK && sq_node(json_object_get(body, "selectStmt"), &k, &sel)) {
-        xo_ctx *ctx = NULL;
-        xo_op *op = NULL;
-        st = sq_ctx_new(c->s, &ctx, err);
-        if (st == HS_OK)
-            st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
-        if (st == HS_OK && op->schema.n_children > n_cols)
-            st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more expressions than target "
-                      "columns");
-        if (st == HS_OK && op->schema.n_children < n_cols)
-            st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more target columns than "
-                      "expressions");
-        if (st == HS_OK)
-            st = hs_batch_create(&op->schema, 0, &src, err);
-        while (st == HS_OK) {
-            hs_batch *b = NULL;
-            st = xo_next(op, &b, err);
-            if (st != HS_OK || !b)
-                break;
-            st = batch_append(&src, b, err);
-            hs_batch_free(b);
-        }
-        xo_free(op);
-        sq_ctx_free(ctx);
+        st = run_select(c, sel, n_cols, &src, err);
         if (st == HS_OK)
             st = insert_batch(c, x, src, map, n_cols, err);
         *count = src && st == HS_OK ? src->n_rows : 0;
@@ -2714,30 +2684,14 @@ static hs_status copy_to(dctx *c, json_t *body, const char *file, int64_t *count
     } else if (strcmp(k, "SelectStmt") != 0) {
         return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY (%s) TO is not supported", k);
     }
-    xo_ctx *ctx = NULL;
-    xo_op *op = NULL;
-    hs_batch *all = NULL;
-    hs_status st = sq_ctx_new(c->s, &ctx, err);
-    if (st == HS_OK)
-        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
-    if (st == HS_OK)
-        st = hs_batch_create(&op->schema, 0, &all, err);
-    while (st == HS_OK) {
-        hs_batch *b = NULL;
-        st = xo_next(op, &b, err);
-        if (st != HS_OK || !b)
-            break;
-        st = batch_append(&all, b, err);
-        hs_batch_free(b);
-    }
-    xo_free(op);
-    sq_ctx_free(ctx);
-    json_decref(owned);
-    if (st == HS_OK && json_array_size(json_object_get(body, "attlist"))) {
-        hs_batch_free(all);
+    if (json_array_size(json_object_get(body, "attlist"))) {
+        json_decref(owned);
         return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY ... TO with a column list is not "
                     "supported (select the columns in a query)");
     }
+    hs_batch *all = NULL;
+    hs_status st = run_select(c, sel, -1, &all, err);
+    json_decref(owned);
     if (st == HS_OK && o.format == 1) {
         *count = all->n_rows;
         st = write_csv(c, all, file, &o, err);

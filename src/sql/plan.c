@@ -288,12 +288,14 @@ static bool is_agg_call(const json_t *j)
     return is_kind(j, "FuncCall", &b) && !jget(b, "over") && agg_name(func_name(b), NULL);
 }
 
-/* Collects aggregate calls under j (not inside subqueries) into arr. */
-static void collect_aggs(const json_t *j, json_t *arr, int depth)
+/* Collects the calls under j (not inside subqueries) for which want() holds
+ * into arr, each distinct call once; calls inside a collected call are not
+ * visited. */
+static void collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *), int depth)
 {
     if (depth > 400 || !j)
         return;
-    if (is_agg_call(j)) {
+    if (want(j)) {
         for (size_t i = 0; i < json_array_size(arr); i++)
             if (jeq(json_array_get(arr, i), j))
                 return;
@@ -306,13 +308,19 @@ static void collect_aggs(const json_t *j, json_t *arr, int depth)
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)j, k, v)
-            collect_aggs(v, arr, depth + 1);
+            collect_calls(v, arr, want, depth + 1);
     } else if (json_is_array(j)) {
         size_t i;
         json_t *v;
         json_array_foreach(j, i, v)
-            collect_aggs(v, arr, depth + 1);
+            collect_calls(v, arr, want, depth + 1);
     }
+}
+
+/* Aggregate calls under j (not inside subqueries), into arr. */
+static void collect_aggs(const json_t *j, json_t *arr, int depth)
+{
+    collect_calls(j, arr, is_agg_call, depth);
 }
 
 /* Collects SubLink nodes under j (not inside other subqueries). */
@@ -3792,31 +3800,15 @@ static hs_status plan_query(planner *p, const json_t *sel, rel *out)
 /* ------------------------------------------------------------------ */
 /* window functions                                                    */
 
+static bool is_window_call(const json_t *j)
+{
+    json_t *b;
+    return is_kind(j, "FuncCall", &b) && jget(b, "over");
+}
+
 static void collect_windows(const json_t *j, json_t *arr, int depth)
 {
-    if (depth > 400 || !j)
-        return;
-    json_t *b;
-    if (is_kind(j, "FuncCall", &b) && jget(b, "over")) {
-        for (size_t i = 0; i < json_array_size(arr); i++)
-            if (jeq(json_array_get(arr, i), j))
-                return;
-        json_array_append(arr, (json_t *)j);
-        return;
-    }
-    if (json_is_object(j)) {
-        if (json_object_get(j, "SubLink"))
-            return;
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            collect_windows(v, arr, depth + 1);
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(j, i, v)
-            collect_windows(v, arr, depth + 1);
-    }
+    collect_calls(j, arr, is_window_call, depth);
 }
 
 #define FO_NONDEFAULT 0x1
