@@ -1,0 +1,261 @@
+/*
+ * sql/plan_int.h - what the files of the SELECT planner share:
+ *
+ *   plan.c         relations, scopes and binding, FROM, WHERE conjuncts,
+ *                  scans and joins, projections, the entry points
+ *   plan_subq.c    subqueries: [NOT] EXISTS / IN as semi/anti joins,
+ *                  scalar subqueries, decorrelation, SubLinks in expressions
+ *   plan_select.c  SELECT blocks: result names, GROUP BY and aggregates,
+ *                  windows, ORDER BY / LIMIT, set operations and VALUES,
+ *                  vector search
+ *   plan_rewrite.c rewrites of the parse tree before binding: constant
+ *                  date +- interval, variance / stddev as sums and counts
+ *   plan_stmt.c    EXPLAIN [ANALYZE], CREATE INDEX / DROP INDEX
+ *
+ * plan.c's header comment describes how a SELECT is planned.
+ */
+#ifndef HS_SQL_PLAN_INT_H
+#define HS_SQL_PLAN_INT_H
+
+#include "base/numfmt.h"
+#include "sql/sql_int.h"
+#include "base/mem.h"
+#include "columnar/arrow_c.h"
+#include "columnar/column.h"
+#include "exec/exec.h"
+#include "expr/expr.h"
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_DEPTH 64      /* nesting of subqueries / CTE references */
+
+typedef struct qcol {
+    char *qual;      /* table alias or NULL */
+    char *name;
+    bool hidden;     /* not visible unqualified nor to '*' (right USING column) */
+} qcol;
+
+typedef struct rel {
+    xo_op *op;       /* owned */
+    int n;
+    qcol *cols;      /* owned */
+} rel;
+
+typedef struct cte {
+    const char *name;
+    const json_t *query;      /* SelectStmt body */
+    const json_t *colnames;   /* aliascolnames or NULL */
+    struct cte *next;
+    int in_use;               /* recursion guard */
+} cte;
+
+typedef struct planner {
+    sq_session *s;
+    xo_ctx *ctx;
+    const char *text;
+    hs_error *err;
+    cte *ctes;
+    bool all_columns;         /* the statement has a '*' or NATURAL join */
+    json_t *names;            /* object: lower-case column names the statement mentions */
+    int depth;
+} planner;
+
+typedef struct layer {
+    const qcol *cols;
+    int n;
+    int offset;      /* position of the layer's first column in the scope's schema */
+} layer;
+
+#define MAX_LAYERS 4
+
+typedef struct scope {
+    planner *p;
+    layer layers[MAX_LAYERS];
+    int n_layers;
+    const hs_field *schema;
+    /* node hook: these nodes bind as these columns */
+    const json_t **map_nodes;
+    int *map_cols;
+    int n_map;
+    /* after aggregation: ColumnRefs must be group keys */
+    const layer *pre;        /* the relation before aggregation */
+    const int *key_of_col;   /* pre column -> output column, -1 = not a key */
+    const char *no_aggs;     /* clause name where aggregates are not allowed (NULL = allowed via map) */
+} scope;
+
+/* {"ColumnRef": ...} for a column index of a scope (positional binding). */
+typedef struct pos_ctx {
+    int col;
+} pos_ctx;
+
+/* Expressions cannot produce nested values (lists, structs, maps), so a
+ * projection that passes such a column through is this operator: output
+ * column i is the child's column src[i] (moved out of the child's batch,
+ * copied when taken twice) or ex[i] evaluated over the batch. */
+typedef struct pass_op {
+    xo_op op;
+    int n;
+    int *src;
+    ex_expr **ex;
+} pass_op;
+
+enum { F_TABLE, F_REL, F_JOIN };
+
+typedef struct fnode {
+    int kind;
+    int loc;
+    bool nullable;            /* on the nullable side of an outer join */
+    /* F_TABLE */
+    hs_table *t;
+    hs_field ts;              /* the table's schema (owned) */
+    hs_scan_options so;       /* snapshot (time travel) */
+    hs_buf filt;              /* pushed conjuncts, " AND "-joined */
+    double est;               /* estimated rows */
+    /* F_REL */
+    rel rl;
+    /* F_TABLE and F_REL: names for resolution */
+    char *alias;
+    qcol *ns;
+    int n_ns;
+    /* F_JOIN */
+    const char *jtype;        /* JOIN_INNER, JOIN_LEFT, JOIN_RIGHT, JOIN_FULL */
+    struct fnode *l, *r;
+    const json_t *quals, *using;
+    bool natural;
+    char *jalias;
+} fnode;
+
+typedef struct fromc {
+    fnode **items;
+    int n_items;
+    fnode **leaves;
+    int n_leaves;
+    fnode **all;
+    int n_all;
+} fromc;
+
+typedef struct conj {
+    json_t *node;
+    unsigned char *lset;      /* leaves it reads (n_leaves) */
+    int n_refs;               /* leaves it reads */
+    bool sub;                 /* contains a subquery */
+    bool outer;               /* reads a column that is not in this FROM */
+    bool used;
+} conj;
+
+typedef struct conjs {
+    conj *a;
+    int n;
+} conjs;
+
+#define INDEX_JOIN_MAX 10000
+
+/* Node-to-column map used while binding (subquery results, aggregates,
+ * window functions). */
+typedef struct nmap {
+    const json_t **nodes;
+    int *cols;
+    int n, cap;
+} nmap;
+
+/* The first batch is pulled while the statement executes, so that errors
+ * of evaluation that show in it (division by zero, bad casts) fail the
+ * statement itself with their SQLSTATE, as PostgreSQL reports them; this
+ * operator hands that batch out first, then pulls from its child. */
+typedef struct prefetch_op {
+    xo_op op;
+    hs_batch *first;
+    bool given;
+} prefetch_op;
+
+typedef struct corr {
+    json_t *inner;    /* conjuncts reading only the subquery's FROM */
+    json_t *corr;     /* conjuncts reading outer columns */
+    fnode **leaves;   /* the subquery's FROM leaves (borrowed from fc) */
+    int n_leaves;
+    fromc fc;
+} corr;
+
+/* A scalar subquery's rows pass through this operator, which fails with
+ * SQLSTATE 21000 when there is more than one (PostgreSQL's check). */
+typedef struct one_row_op {
+    xo_op op;
+    int64_t seen;
+} one_row_op;
+
+typedef struct agg_info {
+    json_t *aggs;        /* aggregate call nodes */
+    json_t *groups;      /* group expressions */
+} agg_info;
+
+typedef struct sortk {
+    int col;          /* output column (or hidden extra) */
+    bool desc, nulls_first;
+} sortk;
+
+/* ---- functions shared between the files (defined in the file named above) ---- */
+
+void pl_qcols_free(qcol *c, int n);
+void pl_rel_clear(rel *r);
+char *pl_dup_or_null(const char *s);
+HS_MUST_USE hs_status pl_rel_name(rel *r, const char *qual, hs_error *err);
+HS_MUST_USE hs_status pl_fail(planner *p, hs_status code, const char *state, int loc, const char *fmt, ...) HS_PRINTF(5, 6);
+HS_MUST_USE hs_status pl_nomem(planner *p);
+json_t *pl_jget(const json_t *o, const char *k);
+const char *pl_jstrv(const json_t *o, const char *k);
+bool pl_is_kind(const json_t *j, const char *kind, json_t **body);
+int pl_first_loc(const json_t *j, int depth);
+int pl_node_loc(const json_t *j);
+bool pl_jeq(const json_t *a, const json_t *b);
+const char *pl_func_name(const json_t *fc);
+bool pl_agg_name(const char *nm, xo_agg_fn *fn);
+bool pl_is_agg_call(const json_t *j);
+void pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *), int depth);
+void pl_collect_aggs(const json_t *j, json_t *arr, int depth);
+void pl_collect_sublinks(const json_t *j, json_t *arr, int depth);
+bool pl_name_needed(const planner *p, const char *name);
+bool pl_name_eq(const char *a, const char *b);
+int pl_layer_find(const layer *l, const char *const *names, int n);
+int pl_scope_column(void *ctx, const char *const *names, int n);
+int pl_colref_names(const json_t *cr, const char **names, int max);
+HS_MUST_USE hs_status pl_bind_in(scope *sc, const json_t *node, bool filter, ex_expr **out);
+void pl_scope_rel(scope *sc, planner *p, const rel *r);
+HS_MUST_USE hs_status pl_project_mixed(planner *p, xo_op *child, int n, const int *src, ex_expr **ex, const char *const *names, xo_op **out);
+void pl_unify_type(const hs_field *a, const hs_field *b, hs_field *out);
+json_t *pl_cast_json(json_t *node, const hs_field *f);
+HS_MUST_USE hs_status pl_cast_rel(planner *p, rel *r, const hs_field *types);
+void pl_fromc_free(fromc *fc);
+int pl_leaf_find(fnode **leaves, int n_leaves, const char *const *names, int n, int *col);
+HS_MUST_USE hs_status pl_fromc_build(planner *p, const json_t *from, fromc *fc);
+void pl_conjs_free(conjs *c);
+json_t *pl_mk_and(json_t **nodes, int n);
+HS_MUST_USE hs_status pl_conjs_make(planner *p, const json_t *where, fromc *fc, conjs *out);
+HS_MUST_USE hs_status pl_push_filters(planner *p, fromc *fc, conjs *cs);
+bool pl_key_types_ok(const hs_field *a, const hs_field *b);
+HS_MUST_USE hs_status pl_join_rels(planner *p, rel *l, rel *r, xo_join_kind kind, json_t **cond, int n, const int *xlk, const int *xrk, int nx, bool right_first, rel *out);
+HS_MUST_USE hs_status pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out);
+HS_MUST_USE hs_status pl_filter_rel(planner *p, rel *r, json_t **nodes, int n, const json_t **map_nodes, int *map_cols, int n_map, const char *clause);
+HS_MUST_USE hs_status pl_rel_add_expr(planner *p, rel *r, const json_t *node, int *col);
+HS_MUST_USE hs_status pl_rel_add_expr_in(planner *p, rel *r, const json_t *node, const nmap *m, const layer *pre, const int *key_of_col, int *col);
+HS_MUST_USE hs_status pl_nmap_add(planner *p, nmap *m, const json_t *node, int col);
+void pl_nmap_free(nmap *m);
+json_t *pl_mk_null(void);
+json_t *pl_when(json_t *cond, json_t *res);
+HS_MUST_USE hs_status pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m);
+HS_MUST_USE hs_status pl_apply_sub_conj(planner *p, rel *cur, json_t *node);
+HS_MUST_USE hs_status pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m, int **key_of_col);
+HS_MUST_USE hs_status pl_plan_select(planner *p, const json_t *sel, rel *out);
+HS_MUST_USE hs_status pl_plan_query(planner *p, const json_t *sel, rel *out);
+int64_t pl_days_from_civil(int64_t y, int64_t m, int64_t d);
+const char *pl_cast_type(const json_t *j, const char **val);
+json_t *pl_mk_op(const char *op, json_t *l, json_t *r);
+json_t *pl_mk_int(int v);
+void pl_rewrite_stats(json_t *j, int depth);
+void pl_fold_intervals(json_t *j, int depth);
+
+#endif

@@ -1,0 +1,331 @@
+/*
+ * sql/plan_rewrite.c - rewrites of the parse tree before binding: constant
+ * date/timestamp +- interval folded to literals, variance and standard
+ * deviation in terms of sum and count.
+ * See plan_int.h for how the planner files divide the work.
+ */
+#include "sql/plan_int.h"
+
+/* ------------------------------------------------------------------ */
+/* constant date/timestamp +- interval (folded before binding)          */
+
+int64_t  pl_days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp + (mp < 10 ? 3 : -9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+const char *pl_cast_type(const json_t *j, const char **val)
+{
+    json_t *b, *cb;
+    if (!pl_is_kind(j, "TypeCast", &b) || !pl_is_kind(pl_jget(b, "arg"), "A_Const", &cb) || !pl_jget(cb, "sval"))
+        return NULL;
+    *val = pl_jstrv(pl_jget(cb, "sval"), "sval");
+    json_t *names = pl_jget(pl_jget(b, "typeName"), "names");
+    return *val ? sq_str(json_array_get(names, json_array_size(names) - 1)) : NULL;
+}
+
+/* Parses an interval literal into months, days and seconds. */
+static bool parse_interval(const json_t *tc, const char *s, int64_t *mon, int64_t *day, int64_t *sec)
+{
+    *mon = *day = *sec = 0;
+    json_t *mods = pl_jget(pl_jget(pl_jget(tc, "TypeCast"), "typeName"), "typmods");
+    if (json_array_size(mods) >= 1) {
+        json_t *iv = pl_jget(pl_jget(pl_jget(json_array_get(mods, 0), "A_Const"), "ival"), "ival");
+        long long mask = json_is_integer(iv) ? json_integer_value(iv) : 0;
+        char *end;
+        long long n = strtoll(s, &end, 10);
+        while (isspace((unsigned char)*end))
+            end++;
+        if (end == s || *end)
+            return false;
+        switch (mask) {
+        case 4: *mon = n * 12; return true;
+        case 2: *mon = n; return true;
+        case 8: *day = n; return true;
+        case 1024: *sec = n * 3600; return true;
+        case 2048: *sec = n * 60; return true;
+        case 4096: *sec = n; return true;
+        default: return false;
+        }
+    }
+    const char *q = s;
+    bool any = false;
+    while (*q) {
+        while (isspace((unsigned char)*q))
+            q++;
+        if (!*q)
+            break;
+        char *end;
+        long long n = strtoll(q, &end, 10);
+        if (end == q)
+            return false;
+        q = end;
+        while (isspace((unsigned char)*q))
+            q++;
+        const char *u = q;
+        while (isalpha((unsigned char)*q))
+            q++;
+        size_t ul = (size_t)(q - u);
+        if (ul >= 1 && !strncasecmp(u, "years", ul < 5 ? ul : 5) && ul >= 1 && (u[0] == 'y' || u[0] == 'Y'))
+            *mon += n * 12;
+        else if (ul >= 3 && !strncasecmp(u, "months", ul < 6 ? ul : 6) && !strncasecmp(u, "mon", 3))
+            *mon += n;
+        else if (ul >= 1 && (u[0] == 'w' || u[0] == 'W'))
+            *day += n * 7;
+        else if (ul >= 1 && (u[0] == 'd' || u[0] == 'D'))
+            *day += n;
+        else if (ul >= 1 && (u[0] == 'h' || u[0] == 'H'))
+            *sec += n * 3600;
+        else if (ul >= 3 && !strncasecmp(u, "min", 3))
+            *sec += n * 60;
+        else if (ul >= 1 && (u[0] == 's' || u[0] == 'S'))
+            *sec += n;
+        else
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/* date/timestamp literal +- interval literal -> a timestamp literal. */
+static json_t *fold_interval(const json_t *j)
+{
+    json_t *b;
+    if (!pl_is_kind(j, "A_Expr", &b) || strcmp(pl_jstrv(b, "kind") ? pl_jstrv(b, "kind") : "", "AEXPR_OP"))
+        return NULL;
+    const char *op = sq_str(json_array_get(pl_jget(b, "name"), 0));
+    if (!op || (strcmp(op, "+") && strcmp(op, "-")))
+        return NULL;
+    json_t *l = pl_jget(b, "lexpr"), *r = pl_jget(b, "rexpr");
+    const char *lv = NULL, *rv = NULL;
+    const char *lt = pl_cast_type(l, &lv), *rt = pl_cast_type(r, &rv);
+    if (!lt || !rt)
+        return NULL;
+    if (!strcmp(lt, "interval") && !strcmp(op, "+")) {
+        json_t *t = l;
+        const char *tv = lv, *tt = lt;
+        l = r, lv = rv, lt = rt;
+        r = t, rv = tv, rt = tt;
+    }
+    if (strcmp(rt, "interval") || (strcmp(lt, "date") && strcmp(lt, "timestamp")))
+        return NULL;
+    int y, mo, d, hh = 0, mi = 0, ss = 0;
+    if (sscanf(lv, "%d-%d-%d %d:%d:%d", &y, &mo, &d, &hh, &mi, &ss) < 3)
+        return NULL;
+    int64_t mon, day, sec;
+    if (!parse_interval(r, rv, &mon, &day, &sec))
+        return NULL;
+    int sign = !strcmp(op, "-") ? -1 : 1;
+    int64_t ym = (int64_t)y * 12 + (mo - 1) + sign * mon;
+    int64_t ny = ym >= 0 ? ym / 12 : -((-ym + 11) / 12), nm = ym - ny * 12 + 1;
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int64_t lim = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
+    int64_t nd = d > lim ? lim : d;
+    int64_t days = pl_days_from_civil(ny, nm, nd) + sign * day;
+    int64_t secs = (int64_t)hh * 3600 + mi * 60 + ss + sign * sec;
+    days += secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
+    secs -= (secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400)) * 86400;
+    int64_t oy, om, od;
+    civil_from_days(days, &oy, &om, &od);
+    char buf[160];
+    snprintf(buf, sizeof buf, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld", (long long)oy,
+             (long long)om, (long long)od, (long long)(secs / 3600), (long long)(secs / 60 % 60),
+             (long long)(secs % 60));
+    int loc = sq_loc(b);
+    return json_pack("{s:{s:{s:{s:{s:s},s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i,s:b}}", "TypeCast",
+                     "arg", "A_Const", "sval", "sval", buf, "location", loc, "typeName", "names",
+                     "String", "sval", "timestamp", "typemod", -1, "location", loc, "location", loc,
+                     "hs_folded", 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* variance and standard deviation in terms of sum and count            */
+
+static json_t *mk_fn(const char *name, json_t *arg, const json_t *like)
+{
+    json_t *f = json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval",
+                          name, "args", arg, "location", -1);
+    json_t *b = f ? pl_jget(f, "FuncCall") : NULL;
+    if (b && json_is_true(pl_jget(like, "agg_distinct")))
+        json_object_set_new(b, "agg_distinct", json_true());
+    if (b && pl_jget(like, "agg_filter"))
+        json_object_set(b, "agg_filter", pl_jget(like, "agg_filter"));
+    return f;
+}
+
+json_t *pl_mk_op(const char *op, json_t *l, json_t *r)
+{
+    return json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_OP", "name",
+                     "String", "sval", op, "lexpr", l, "rexpr", r, "location", -1);
+}
+
+json_t *pl_mk_int(int v)
+{
+    return json_pack("{s:{s:{s:i},s:i}}", "A_Const", "ival", "ival", v, "location", -1);
+}
+
+/* var_samp/var_pop/variance/stddev*(x) as
+ *   v = (sum(x*x) - sum(x)*sum(x)/count(x)) / NULLIF(count(x) - k, 0)
+ * over x::float8 (k = 1 for the sample forms), clamped at 0, sqrt for
+ * stddev: PostgreSQL's definitions (NULL for no rows, and for one row with
+ * the sample forms). */
+static json_t *stat_agg(const json_t *node)
+{
+    json_t *b;
+    if (!pl_is_kind(node, "FuncCall", &b) || pl_jget(b, "over") || json_array_size(pl_jget(b, "args")) != 1)
+        return NULL;
+    const char *nm = pl_func_name(b);
+    if (!nm)
+        return NULL;
+    bool sample, root;
+    if (!strcmp(nm, "var_samp") || !strcmp(nm, "variance"))
+        sample = true, root = false;
+    else if (!strcmp(nm, "var_pop"))
+        sample = false, root = false;
+    else if (!strcmp(nm, "stddev_samp") || !strcmp(nm, "stddev"))
+        sample = true, root = true;
+    else if (!strcmp(nm, "stddev_pop"))
+        sample = false, root = true;
+    else
+        return NULL;
+    json_t *x = json_array_get(pl_jget(b, "args"), 0);
+    json_t *f8 = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "float8", "typemod",
+                           -1, "location", -1);
+    json_t *xf = json_pack("{s:{s:O,s:o,s:i}}", "TypeCast", "arg", x, "typeName", f8, "location", -1);
+    if (!xf)
+        return NULL;
+    json_t *sxx = mk_fn("sum", pl_mk_op("*", json_incref(xf), json_incref(xf)), b);
+    json_t *sx = mk_fn("sum", json_incref(xf), b);
+    json_t *n1 = mk_fn("count", json_incref(xf), b), *n2 = mk_fn("count", json_incref(xf), b);
+    json_t *num = pl_mk_op("-", sxx, pl_mk_op("/", pl_mk_op("*", json_incref(sx), sx), n1));
+    json_t *den = json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_NULLIF",
+                            "name", "String", "sval", "=", "lexpr",
+                            sample ? pl_mk_op("-", n2, pl_mk_int(1)) : n2, "rexpr", pl_mk_int(0),
+                            "location", -1);
+    json_t *v = pl_mk_op("/", num, den);
+    /* CASE WHEN v < 0 THEN 0 ELSE v END (rounding can leave -1e-17) */
+    json_t *clamped = json_pack("{s:{s:[{s:{s:o,s:o,s:i}}],s:o,s:i}}", "CaseExpr", "args", "CaseWhen",
+                                "expr", pl_mk_op("<", json_incref(v), pl_mk_int(0)), "result", pl_mk_int(0),
+                                "location", -1, "defresult", v, "location", -1);
+    json_decref(xf);
+    if (!clamped)
+        return NULL;
+    json_t *out = !root ? clamped
+                : json_pack("{s:{s:[{s:{s:s}}],s:[o],s:i}}", "FuncCall", "funcname", "String", "sval",
+                            "sqrt", "args", clamped, "location", sq_loc(b));
+    const char *k;
+    json_t *ob;
+    if (out && sq_node(out, &k, &ob))
+        json_object_set_new(ob, "hs_name", json_string(nm));   /* the result column's name */
+    return out;
+}
+
+/* GREATEST(a, b, ...) / LEAST(...) as CASE (PostgreSQL: NULL arguments are
+ * ignored; NULL only when all are NULL), folded pairwise from the left. */
+static json_t *minmax_expr(const json_t *node)
+{
+    json_t *b;
+    if (!pl_is_kind(node, "MinMaxExpr", &b))
+        return NULL;
+    const char *op = pl_jstrv(b, "op");
+    json_t *args = pl_jget(b, "args");
+    size_t n = json_array_size(args);
+    if (!op || n == 0)
+        return NULL;
+    const char *cmp = !strcmp(op, "IS_GREATEST") ? ">=" : "<=";
+    json_t *acc = json_incref(json_array_get(args, 0));
+    for (size_t i = 1; acc && i < n; i++) {
+        json_t *x = json_array_get(args, i);
+        json_t *nt_a = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", acc, "nulltesttype",
+                                 "IS_NULL", "location", -1);
+        json_t *nt_x = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype",
+                                 "IS_NULL", "location", -1);
+        json_t *ge = pl_mk_op(cmp, json_incref(acc), json_incref(x));
+        json_t *c = json_pack("{s:{s:[{s:{s:o,s:O,s:i}},{s:{s:o,s:O,s:i}},{s:{s:o,s:O,s:i}}],s:O,s:i}}",
+                              "CaseExpr", "args", "CaseWhen", "expr", nt_a, "result", x, "location", -1,
+                              "CaseWhen", "expr", nt_x, "result", acc, "location", -1, "CaseWhen",
+                              "expr", ge, "result", acc, "location", -1, "defresult", x, "location",
+                              sq_loc(b));
+        json_decref(acc);
+        acc = c;
+    }
+    if (acc && n > 1) {
+        const char *k;
+        json_t *ob;
+        if (sq_node(acc, &k, &ob))
+            json_object_set_new(ob, "hs_name", json_string(!strcmp(op, "IS_GREATEST") ? "greatest" : "least"));
+    }
+    return acc;
+}
+
+void  pl_rewrite_stats(json_t *j, int depth)
+{
+    if (depth > 2000)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            pl_rewrite_stats(v, depth + 1);
+            json_t *r = stat_agg(v);
+            if (!r)
+                r = minmax_expr(v);
+            if (r)
+                json_object_set_new(j, k, r);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            pl_rewrite_stats(v, depth + 1);
+            json_t *r = stat_agg(v);
+            if (!r)
+                r = minmax_expr(v);
+            if (r)
+                json_array_set_new(j, i, r);
+        }
+    }
+}
+
+void  pl_fold_intervals(json_t *j, int depth)
+{
+    if (depth > 2000)
+        return;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            pl_fold_intervals(v, depth + 1);
+            json_t *f = fold_interval(v);
+            if (f)
+                json_object_set_new(j, k, f);
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            pl_fold_intervals(v, depth + 1);
+            json_t *f = fold_interval(v);
+            if (f)
+                json_array_set_new(j, i, f);
+        }
+    }
+}

@@ -1,0 +1,764 @@
+/*
+ * sql/plan_subq.c - subqueries: [NOT] EXISTS / [NOT] IN (subquery) as semi/anti joins,
+ * scalar subqueries as joined columns, decorrelation of correlated ones, and
+ * EXISTS / ANY / ALL inside expressions.
+ * See plan_int.h for how the planner files divide the work.
+ */
+#include "sql/plan_int.h"
+
+/* ------------------------------------------------------------------ */
+/* subqueries                                                          */
+
+
+
+static void corr_free(corr *c)
+{
+    json_decref(c->inner);
+    json_decref(c->corr);
+    pl_fromc_free(&c->fc);
+}
+
+/* Splits the subquery's WHERE into inner and correlated conjuncts. */
+static hs_status sub_split(planner *p, const json_t *sub, corr *c)
+{
+    memset(c, 0, sizeof *c);
+    c->inner = json_array();
+    c->corr = json_array();
+    if (!c->inner || !c->corr)
+        return pl_nomem(p);
+    if (pl_jget(sub, "withClause"))
+        return HS_OK;   /* planned as written; outer references fail to bind */
+    HS_TRY(pl_fromc_build(p, pl_jget(sub, "fromClause"), &c->fc));
+    conjs cs = {0};
+    HS_TRY(pl_conjs_make(p, pl_jget(sub, "whereClause"), &c->fc, &cs));
+    for (int i = 0; i < cs.n; i++)
+        json_array_append(cs.a[i].outer ? c->corr : c->inner, cs.a[i].node);
+    pl_conjs_free(&cs);
+    c->leaves = c->fc.leaves;
+    c->n_leaves = c->fc.n_leaves;
+    return HS_OK;
+}
+
+/* Whether every ColumnRef under j resolves among the leaves (inner) or
+ * none does (outer); *inner / *outer say which kinds occur. */
+static void ref_kinds(const json_t *j, const corr *c, bool *inner, bool *outer, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    json_t *b;
+    if (pl_is_kind(j, "SubLink", &b)) {
+        *inner = *outer = true;  /* not a plain expression */
+        return;
+    }
+    if (pl_is_kind(j, "ColumnRef", &b)) {
+        const char *names[8];
+        int n = pl_colref_names(b, names, 8), col;
+        if (n > 0 && names[n - 1] && pl_leaf_find(c->leaves, c->n_leaves, names, n, &col) != -1)
+            *inner = true;
+        else
+            *outer = true;
+        return;
+    }
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            ref_kinds(v, c, inner, outer, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            ref_kinds(v, c, inner, outer, depth + 1);
+    }
+}
+
+/* Inner ColumnRefs under j appended (once) to arr. */
+static void inner_refs(const json_t *j, const corr *c, json_t *arr, int depth)
+{
+    if (depth > 400 || !j)
+        return;
+    json_t *b;
+    if (pl_is_kind(j, "ColumnRef", &b)) {
+        const char *names[8];
+        int n = pl_colref_names(b, names, 8), col;
+        if (n > 0 && names[n - 1] && pl_leaf_find(c->leaves, c->n_leaves, names, n, &col) >= 0) {
+            for (size_t i = 0; i < json_array_size(arr); i++)
+                if (pl_jeq(json_array_get(arr, i), j))
+                    return;
+            json_array_append(arr, (json_t *)j);
+        }
+        return;
+    }
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            inner_refs(v, c, arr, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            inner_refs(v, c, arr, depth + 1);
+    }
+}
+
+/* If conjunct j is `a = b` with one side only outer, the other only inner:
+ * *o / *in get them (borrowed). */
+static bool corr_equality(const json_t *j, const corr *c, json_t **o, json_t **in)
+{
+    json_t *b;
+    if (!pl_is_kind(j, "A_Expr", &b) || strcmp(pl_jstrv(b, "kind") ? pl_jstrv(b, "kind") : "", "AEXPR_OP"))
+        return false;
+    json_t *nm = pl_jget(b, "name");
+    if (json_array_size(nm) != 1 || !sq_str(json_array_get(nm, 0)) ||
+        strcmp(sq_str(json_array_get(nm, 0)), "="))
+        return false;
+    json_t *x = pl_jget(b, "lexpr"), *y = pl_jget(b, "rexpr");
+    bool xi = false, xo = false, yi = false, yo = false;
+    ref_kinds(x, c, &xi, &xo, 0);
+    ref_kinds(y, c, &yi, &yo, 0);
+    if (xo && !xi && yi && !yo) {
+        *o = x;
+        *in = y;
+        return true;
+    }
+    if (yo && !yi && xi && !xo) {
+        *o = y;
+        *in = x;
+        return true;
+    }
+    return false;
+}
+
+static json_t *res_target(json_t *val)
+{
+    return json_pack("{s:{s:O,s:i}}", "ResTarget", "val", val, "location", -1);
+}
+
+static bool has_aggs_or_group(const json_t *sub)
+{
+    json_t *a = json_array();
+    pl_collect_aggs(pl_jget(sub, "targetList"), a, 0);
+    pl_collect_aggs(pl_jget(sub, "havingClause"), a, 0);
+    bool r = json_array_size(a) > 0 || json_array_size(pl_jget(sub, "groupClause")) > 0 ||
+             pl_jget(sub, "havingClause") != NULL;
+    json_decref(a);
+    return r;
+}
+
+static bool plain_select(const json_t *sub)
+{
+    const char *op = pl_jstrv(sub, "op");
+    return (!op || !strcmp(op, "SETOP_NONE")) && !pl_jget(sub, "valuesLists");
+}
+
+/* Attaches [NOT] EXISTS / [NOT] IN (subquery) to cur as a semi/anti join. */
+static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool neg)
+{
+    json_t *sb = pl_jget(sublink, "subselect"), *sub;
+    const char *type = pl_jstrv(sublink, "subLinkType");
+    int loc = sq_loc(sublink);
+    bool is_in = type && !strcmp(type, "ANY_SUBLINK");
+    if (!pl_is_kind(sb, "SelectStmt", &sub))
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
+    if (is_in) {
+        json_t *opn = pl_jget(sublink, "operName");
+        if (json_array_size(opn) > 0 && strcmp(sq_str(json_array_get(opn, 0)) ? sq_str(json_array_get(opn, 0)) : "", "="))
+            return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "only = ANY (IN) subqueries are supported");
+    }
+    json_t *rowb = NULL;
+    bool row = is_in && pl_is_kind(pl_jget(sublink, "testexpr"), "RowExpr", &rowb);
+    size_t nrow = row ? json_array_size(pl_jget(rowb, "args")) : 1;
+    corr c;
+    hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
+    if (st == HS_OK && !c.inner)
+        c.inner = json_array(), c.corr = json_array();
+    bool correlated = st == HS_OK && json_array_size(c.corr) > 0;
+    json_t *rw = NULL;
+    json_t *targets = json_array();
+    int *lk = NULL, *rk = NULL, nk = 0;
+    size_t ncorr = json_array_size(c.corr);
+    lk = hs_calloc(ncorr + nrow + 2, sizeof *lk);
+    rk = hs_calloc(ncorr + nrow + 2, sizeof *rk);
+    json_t **resid = hs_calloc(ncorr + 1, sizeof *resid);
+    int nres = 0;
+    if (st == HS_OK && (!targets || !lk || !rk || !resid))
+        st = pl_nomem(p);
+    if (st == HS_OK && correlated && has_aggs_or_group(sub))
+        st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
+                  "correlated subqueries with GROUP BY or aggregates under EXISTS/IN are not supported");
+    if (st == HS_OK && row && correlated)
+        st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (correlated subquery) is not supported");
+    if (st == HS_OK && is_in) {
+        if (json_array_size(pl_jget(sub, "targetList")) != nrow && plain_select(sub))
+            st = pl_fail(p, HS_INVALID, "42601", loc, "subquery has too %s columns",
+                      json_array_size(pl_jget(sub, "targetList")) > nrow ? "many" : "few");
+        for (size_t i = 0; i < nrow && st == HS_OK; i++) {
+            int col = -1;
+            st = pl_rel_add_expr(p, cur, row ? json_array_get(pl_jget(rowb, "args"), i)
+                                          : pl_jget(sublink, "testexpr"), &col);
+            lk[nk] = col;
+            rk[nk++] = (int)i;
+        }
+    }
+    if (st == HS_OK && correlated) {
+        if (is_in)
+            json_array_append(targets, pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val"));
+        for (size_t i = 0; i < ncorr && st == HS_OK; i++) {
+            json_t *cj = json_array_get(c.corr, i), *o, *in;
+            if (corr_equality(cj, &c, &o, &in)) {
+                int col;
+                st = pl_rel_add_expr(p, cur, o, &col);
+                lk[nk] = col;
+                rk[nk++] = (int)json_array_size(targets);
+                json_array_append(targets, in);
+            } else {
+                resid[nres++] = cj;
+                inner_refs(cj, &c, targets, 0);
+            }
+        }
+        if (st == HS_OK) {
+            rw = json_deep_copy(sub);
+            json_t *tl = json_array();
+            for (size_t i = 0; tl && i < json_array_size(targets); i++)
+                json_array_append_new(tl, res_target(json_array_get(targets, i)));
+            if (!rw || !tl)
+                st = pl_nomem(p);
+            else
+                json_object_set_new(rw, "targetList", tl);
+            json_t *w = pl_mk_and((json_t **)NULL, 0);
+            size_t ni = json_array_size(c.inner);
+            json_t **inn = hs_calloc(ni + 1, sizeof *inn);
+            for (size_t i = 0; inn && i < ni; i++)
+                inn[i] = json_array_get(c.inner, i);
+            w = inn ? pl_mk_and(inn, (int)ni) : NULL;
+            hs_free(inn);
+            if (rw) {
+                if (w)
+                    json_object_set_new(rw, "whereClause", w);
+                else
+                    json_object_del(rw, "whereClause");
+            }
+        }
+    }
+    rel s = {0};
+    if (st == HS_OK)
+        st = pl_plan_select(p, rw ? rw : sub, &s);
+    if (st == HS_OK && is_in && !correlated && s.n != (int)nrow)
+        st = pl_fail(p, HS_INVALID, "42601", loc, "subquery has too many columns");
+    for (size_t i = 1; st == HS_OK && row && i < nrow; i++)
+        if (!pl_key_types_ok(&cur->op->schema.children[lk[i]], &s.op->schema.children[i]))
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (subquery) with different column types");
+    if (st == HS_OK && is_in && !pl_key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
+        /* cast the subquery's column to the outer key's type */
+        hs_field *types = hs_calloc((size_t)s.n + 1, sizeof *types);
+        if (!types)
+            st = pl_nomem(p);
+        for (int i = 0; types && i < s.n; i++)
+            types[i] = s.op->schema.children[i];
+        if (types) {
+            hs_field u;
+            pl_unify_type(&cur->op->schema.children[lk[0]], &s.op->schema.children[0], &u);
+            types[0] = u;
+            st = pl_cast_rel(p, &s, types);
+            hs_free(types);
+            if (st == HS_OK && !pl_key_types_ok(&cur->op->schema.children[lk[0]], &s.op->schema.children[0])) {
+                int col = -1;
+                json_t *tn = pl_cast_json(pl_jget(sublink, "testexpr"), &s.op->schema.children[0]);
+                st = tn ? pl_rel_add_expr(p, cur, tn, &col) : pl_nomem(p);
+                json_decref(tn);
+                lk[0] = col;
+            }
+        }
+    }
+    xo_join_kind kind = !neg ? XO_JOIN_SEMI
+                      : is_in && !correlated ? XO_JOIN_ANTI_NULL_AWARE : XO_JOIN_ANTI;
+    rel joined;
+    if (st == HS_OK) {
+        rel l = *cur;
+        memset(cur, 0, sizeof *cur);
+        if (!is_in && !correlated)
+            nk = 0;
+        st = pl_join_rels(p, &l, &s, kind, resid, nres, lk, rk, nk, true, &joined);
+        if (st == HS_OK)
+            *cur = joined;
+    } else {
+        pl_rel_clear(&s);
+    }
+    hs_free(lk);
+    hs_free(rk);
+    hs_free(resid);
+    json_decref(targets);
+    json_decref(rw);
+    corr_free(&c);
+    return st;
+}
+
+
+static hs_status one_row_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    one_row_op *o = (one_row_op *)op;
+    HS_TRY(xo_next(op->children[0], out, err));
+    if (*out && (o->seen += (*out)->n_rows) > 1) {
+        hs_batch_free(*out);
+        *out = NULL;
+        return hs_err_set(err, HS_INVALID, "more than one row returned by a subquery used as an expression");
+    }
+    return HS_OK;
+}
+
+static hs_status one_row(planner *p, rel *r)
+{
+    one_row_op *o = hs_calloc(1, sizeof *o);
+    xo_op **kids = o ? hs_calloc(1, sizeof *kids) : NULL;
+    if (!o || !kids || hs_field_copy(&r->op->schema, &o->op.schema) != HS_OK) {
+        if (o)
+            hs_field_clear(&o->op.schema);
+        hs_free(o);
+        hs_free(kids);
+        return pl_nomem(p);
+    }
+    kids[0] = r->op;
+    o->op.name = "ScalarSubquery";
+    o->op.ctx = r->op->ctx;
+    o->op.n_children = 1;
+    o->op.children = kids;
+    o->op.next = one_row_next;
+    r->op = &o->op;
+    return HS_OK;
+}
+
+/* Joins the value of a scalar subquery into cur; *col = its column. */
+static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int *col)
+{
+    json_t *sb = pl_jget(sublink, "subselect"), *sub;
+    int loc = sq_loc(sublink);
+    if (!pl_is_kind(sb, "SelectStmt", &sub))
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
+    corr c;
+    hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
+    if (st == HS_OK && !c.inner)
+        c.inner = json_array(), c.corr = json_array();
+    size_t ncorr = st == HS_OK ? json_array_size(c.corr) : 0;
+    json_t *rw = NULL;
+    int *lk = hs_calloc(ncorr + 1, sizeof *lk), *rk = hs_calloc(ncorr + 1, sizeof *rk);
+    if (st == HS_OK && (!lk || !rk))
+        st = pl_nomem(p);
+    bool count_target = false;
+    if (st == HS_OK && ncorr > 0) {
+        if (json_array_size(pl_jget(sub, "groupClause")) || pl_jget(sub, "havingClause") ||
+            json_array_size(pl_jget(sub, "targetList")) != 1)
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "this correlated scalar subquery is not supported (GROUP BY/HAVING or several columns)");
+        json_t *tv = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val"), *fb;
+        json_t *ag = json_array();
+        pl_collect_aggs(tv, ag, 0);
+        bool has_count = false;
+        for (size_t i = 0; i < json_array_size(ag); i++) {
+            const char *fn = pl_func_name(pl_jget(json_array_get(ag, i), "FuncCall"));
+            has_count |= fn && !strcmp(fn, "count");
+        }
+        json_decref(ag);
+        count_target = pl_is_kind(tv, "FuncCall", &fb) && pl_func_name(fb) && !strcmp(pl_func_name(fb), "count");
+        if (st == HS_OK && has_count && !count_target)
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "a correlated scalar subquery with count() inside an expression is not supported");
+        json_t *tl = json_array(), *gl = json_array();
+        if (st == HS_OK && (!tl || !gl))
+            st = pl_nomem(p);
+        bool aggs = st == HS_OK && has_aggs_or_group(sub);
+        for (size_t i = 0; i < ncorr && st == HS_OK; i++) {
+            json_t *o, *in;
+            if (!corr_equality(json_array_get(c.corr, i), &c, &o, &in)) {
+                st = pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(json_array_get(c.corr, i)),
+                          "correlated scalar subqueries are supported with equality correlation only");
+                break;
+            }
+            st = pl_rel_add_expr(p, cur, o, &lk[i]);
+            rk[i] = (int)i;
+            json_array_append_new(tl, res_target(in));
+            if (aggs)
+                json_array_append(gl, in);
+        }
+        if (st == HS_OK) {
+            json_array_append(tl, json_array_get(pl_jget(sub, "targetList"), 0));
+            rw = json_deep_copy(sub);
+            if (!rw)
+                st = pl_nomem(p);
+        }
+        if (st == HS_OK) {
+            json_object_set(rw, "targetList", tl);
+            if (aggs)
+                json_object_set(rw, "groupClause", gl);
+            size_t ni = json_array_size(c.inner);
+            json_t **inn = hs_calloc(ni + 1, sizeof *inn);
+            for (size_t i = 0; inn && i < ni; i++)
+                inn[i] = json_array_get(c.inner, i);
+            json_t *w = inn ? pl_mk_and(inn, (int)ni) : NULL;
+            hs_free(inn);
+            if (w)
+                json_object_set_new(rw, "whereClause", w);
+            else
+                json_object_del(rw, "whereClause");
+        }
+        json_decref(tl);
+        json_decref(gl);
+    }
+    rel s = {0};
+    if (st == HS_OK)
+        st = pl_plan_select(p, rw ? rw : sub, &s);
+    if (st == HS_OK && s.n != (int)ncorr + 1)
+        st = pl_fail(p, HS_INVALID, "42601", loc, "subquery must return only one column");
+    if (st == HS_OK && ncorr == 0)
+        st = one_row(p, &s);
+    if (st == HS_OK) {
+        for (int i = 0; i < s.n; i++)
+            s.cols[i].hidden = true;
+        int base = cur->n;
+        rel l = *cur;
+        memset(cur, 0, sizeof *cur);
+        rel joined;
+        st = pl_join_rels(p, &l, &s, XO_JOIN_LEFT, NULL, 0, lk, rk, (int)ncorr, false, &joined);
+        if (st == HS_OK) {
+            *cur = joined;
+            *col = base + (int)ncorr;
+        }
+        /* the COUNT bug: outer rows without a group must see count's value
+         * over no rows, 0, not the join's NULL */
+        if (st == HS_OK && ncorr > 0 && count_target) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "\x01count%d", *col);
+            hs_free(cur->cols[*col].name);
+            cur->cols[*col].name = hs_strdup(nm);
+            cur->cols[*col].hidden = false;   /* the unique name resolves only here */
+            json_t *co = json_pack("{s:{s:[{s:{s:[{s:{s:s}}],s:i}},{s:{s:{s:i},s:i}}],s:i}}",
+                                   "CoalesceExpr", "args", "ColumnRef", "fields", "String", "sval",
+                                   nm, "location", -1, "A_Const", "ival", "ival", 0, "location",
+                                   -1, "location", -1);
+            st = cur->cols[*col].name && co ? pl_rel_add_expr(p, cur, co, col) : pl_nomem(p);
+            json_decref(co);
+        }
+    } else {
+        pl_rel_clear(&s);
+    }
+    hs_free(lk);
+    hs_free(rk);
+    json_decref(rw);
+    corr_free(&c);
+    return st;
+}
+
+
+
+hs_status  pl_nmap_add(planner *p, nmap *m, const json_t *node, int col)
+{
+    if (m->n == m->cap) {
+        int nc = m->cap ? m->cap * 2 : 16;
+        const json_t **nn = hs_realloc(m->nodes, (size_t)nc * sizeof *nn);
+        if (!nn)
+            return pl_nomem(p);
+        m->nodes = nn;
+        int *ncol = hs_realloc(m->cols, (size_t)nc * sizeof *ncol);
+        if (!ncol)
+            return pl_nomem(p);
+        m->cols = ncol;
+        m->cap = nc;
+    }
+    m->nodes[m->n] = node;
+    m->cols[m->n++] = col;
+    return HS_OK;
+}
+
+void  pl_nmap_free(nmap *m)
+{
+    hs_free(m->nodes);
+    hs_free(m->cols);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- EXISTS / ANY / ALL / IN inside expressions ----
+ * Outside a WHERE conjunct (under OR, CASE, in the select list) these
+ * become expressions over scalar subqueries that the joins above handle
+ * (correlated ones too, when their correlation is by equality):
+ *   EXISTS (S)          cnt > 0
+ *   x op ANY (S)        CASE WHEN cnt = 0 THEN false WHEN x IS NULL THEN NULL
+ *                       WHEN <x matches> THEN true WHEN cnt > nn THEN NULL ELSE false END
+ *   x op ALL (S)        CASE WHEN cnt = 0 THEN true WHEN x IS NULL THEN NULL
+ *                       WHEN NOT <x passes the extreme> THEN false
+ *                       WHEN cnt > nn THEN NULL ELSE true END
+ * with cnt = count(*), nn = count(t) of S's one column t, <x matches> for
+ * = the count of t = x above 0, for < <= > >= a comparison with min(t) or
+ * max(t): PostgreSQL's three-valued results. */
+
+static json_t *mk_bool(bool v)
+{
+    return json_pack("{s:{s:{s:{s:{s:s},s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i}}", "TypeCast", "arg",
+                     "A_Const", "sval", "sval", v ? "true" : "false", "location", -1, "typeName",
+                     "names", "String", "sval", "bool", "typemod", -1, "location", -1, "location", -1);
+}
+
+json_t *pl_mk_null(void)
+{
+    return json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1);
+}
+
+static bool simple_select(const json_t *sub)
+{
+    return plain_select(sub) && !pl_jget(sub, "groupClause") && !pl_jget(sub, "havingClause") &&
+           !pl_jget(sub, "distinctClause") && !pl_jget(sub, "limitCount") && !pl_jget(sub, "limitOffset") &&
+           !pl_jget(sub, "withClause") && !pl_jget(sub, "sortClause");
+}
+
+/* (SELECT agg FROM S...) where agg reads S's column through `arg`:
+ * arg NULL = count(*); where (may be NULL) an extra conjunct on it. */
+static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x, int loc)
+{
+    json_t *t = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val");
+    json_t *q;
+    json_t *col = NULL;
+    if (simple_select(sub)) {
+        q = json_deep_copy(sub);
+        col = t ? json_incref(t) : NULL;
+    } else {
+        /* SELECT agg(_hs_q.c) FROM (S) _hs_q(c) */
+        q = json_pack("{s:[{s:{s:{s:O},s:{s:s,s:[{s:{s:s}}]}}}]}", "fromClause", "RangeSubselect",
+                      "subquery", "SelectStmt", sub, "alias", "aliasname", "_hs_q", "colnames",
+                      "String", "sval", "c");
+        col = json_pack("{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                        "_hs_q", "String", "sval", "c", "location", -1);
+    }
+    if (!q || (use_col && !col)) {
+        json_decref(q);
+        json_decref(col);
+        return NULL;
+    }
+    json_t *call = use_col
+        ? json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval", fn,
+                    "args", col, "location", -1)
+        : json_pack("{s:{s:[{s:{s:s}}],s:b,s:i}}", "FuncCall", "funcname", "String", "sval", "count",
+                    "agg_star", 1, "location", -1);
+    json_object_set_new(q, "targetList", json_pack("[{s:{s:o,s:i}}]", "ResTarget", "val", call,
+                                                   "location", -1));
+    if (eq_x) {
+        json_t *cond = pl_mk_op("=", json_incref(col), json_incref((json_t *)eq_x));
+        json_t *w = pl_jget(q, "whereClause");
+        json_t *both[2] = {w, cond};
+        json_t *nw = w ? pl_mk_and(both, 2) : json_incref(cond);
+        json_decref(cond);
+        json_object_set_new(q, "whereClause", nw);
+    }
+    json_decref(col);
+    return json_pack("{s:{s:s,s:{s:o},s:i}}", "SubLink", "subLinkType", "EXPR_SUBLINK", "subselect",
+                     "SelectStmt", q, "location", loc);
+}
+
+json_t *pl_when(json_t *cond, json_t *res)
+{
+    return json_pack("{s:{s:o,s:o,s:i}}", "CaseWhen", "expr", cond, "result", res, "location", -1);
+}
+
+/* The expression that replaces an EXISTS/ANY/ALL SubLink (NULL: not one). */
+static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *st)
+{
+    const char *type = pl_jstrv(sl, "subLinkType");
+    json_t *sub = pl_jget(pl_jget(sl, "subselect"), "SelectStmt");
+    int loc = sq_loc(sl);
+    *st = HS_OK;
+    if (!type || !sub)
+        return NULL;
+    if (!strcmp(type, "EXISTS_SUBLINK")) {
+        json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+        return cnt ? pl_mk_op(">", cnt, pl_mk_int(0)) : NULL;
+    }
+    bool any = !strcmp(type, "ANY_SUBLINK"), all = !strcmp(type, "ALL_SUBLINK");
+    if (!any && !all)
+        return NULL;
+    const char *op = sq_str(json_array_get(pl_jget(sl, "operName"), 0));
+    json_t *x = pl_jget(sl, "testexpr");
+    if (!op)
+        op = "=";
+    if (pl_is_kind(x, "RowExpr", NULL) || (plain_select(sub) && json_array_size(pl_jget(sub, "targetList")) != 1)) {
+        *st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "row comparisons with subqueries are not supported here");
+        return NULL;
+    }
+    bool eq = !strcmp(op, "="), ne = !strcmp(op, "<>") || !strcmp(op, "!=");
+    bool gt = !strcmp(op, ">") || !strcmp(op, ">="), lt = !strcmp(op, "<") || !strcmp(op, "<=");
+    if (!(eq && any) && !(ne && all) && !gt && !lt) {
+        *st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s %s with a subquery is not supported", op,
+                   any ? "ANY" : "ALL");
+        return NULL;
+    }
+    json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+    json_t *nn = agg_sublink(sub, "count", true, NULL, loc);
+    json_t *hit;
+    if (eq || ne) {
+        /* x moves into the subquery's WHERE: it reads a column of its own
+         * (a name no table has), so inner columns of the same name cannot
+         * capture its references */
+        json_t *xin = json_incref(x);
+        if (cur) {
+            int col = -1;
+            /* COALESCE(x) = x, as a new column (never renaming a column of cur) */
+            json_t *wrapped = json_pack("{s:{s:[O],s:i}}", "CoalesceExpr", "args", x, "location", -1);
+            *st = wrapped ? pl_rel_add_expr(p, cur, wrapped, &col) : pl_nomem(p);
+            json_decref(wrapped);
+            if (*st != HS_OK) {
+                json_decref(xin);
+                json_decref(cnt);
+                json_decref(nn);
+                return NULL;
+            }
+            char nm[32];
+            snprintf(nm, sizeof nm, "\x01in%d", col);
+            hs_free(cur->cols[col].name);
+            cur->cols[col].name = hs_strdup(nm);
+            cur->cols[col].hidden = false;
+            json_decref(xin);
+            xin = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
+                            "location", -1);
+        }
+        hit = pl_mk_op(">", agg_sublink(sub, "count", false, xin, loc), pl_mk_int(0));
+        json_decref(xin);
+    }
+    else {
+        /* ANY: x > min, x < max; ALL: x > max, x < min */
+        const char *fn = (gt == any) ? "min" : "max";
+        hit = pl_mk_op(op, json_incref(x), agg_sublink(sub, fn, true, NULL, loc));
+    }
+    json_t *xnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype", "IS_NULL",
+                              "location", -1);
+    json_t *some_null = pl_mk_op(">", json_incref(cnt), nn);
+    json_t *cw;
+    if (any)
+        cw = json_pack("[o,o,o,o]", pl_when(pl_mk_op("=", json_incref(cnt), pl_mk_int(0)), mk_bool(false)),
+                       pl_when(xnull, pl_mk_null()), pl_when(hit, mk_bool(true)), pl_when(some_null, pl_mk_null()));
+    else {
+        /* ALL: for <> it is NOT (x = ANY) */
+        json_t *fails = ne ? hit
+                           : json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args",
+                                       hit, "location", -1);
+        cw = json_pack("[o,o,o,o]", pl_when(pl_mk_op("=", json_incref(cnt), pl_mk_int(0)), mk_bool(true)),
+                       pl_when(xnull, pl_mk_null()), pl_when(fails, mk_bool(false)), pl_when(some_null, pl_mk_null()));
+    }
+    json_decref(cnt);
+    json_t *r = cw ? json_pack("{s:{s:o,s:o,s:i}}", "CaseExpr", "args", cw, "defresult",
+                               mk_bool(all), "location", loc) : NULL;
+    if (!r)
+        *st = pl_nomem(p);
+    return r;
+}
+
+/* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
+static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
+{
+    if (depth > 400 || !j)
+        return HS_OK;
+    hs_status st = HS_OK;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            json_t *b;
+            if (pl_is_kind(v, "SubLink", &b)) {
+                json_t *r = sublink_expr(p, cur, b, &st);
+                if (st != HS_OK)
+                    return st;
+                if (r)
+                    json_object_set_new(j, k, r);
+            } else if (strcmp(k, "SubLink") != 0) {
+                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
+            }
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i), *b;
+            if (pl_is_kind(v, "SubLink", &b)) {
+                json_t *r = sublink_expr(p, cur, b, &st);
+                if (st != HS_OK)
+                    return st;
+                if (r)
+                    json_array_set_new(j, i, r);
+            } else {
+                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
+            }
+        }
+    }
+    return HS_OK;
+}
+
+/* Joins every scalar subquery under the nodes into cur, mapping them. */
+hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        return pl_nomem(p);
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && st == HS_OK; i++)
+        st = rewrite_sublinks(p, cur, nodes[i], 0);
+    for (int i = 0; i < n; i++)
+        pl_collect_sublinks(nodes[i], arr, 0);
+    for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
+        json_t *node = json_array_get(arr, i), *b = pl_jget(node, "SubLink");
+        const char *type = pl_jstrv(b, "subLinkType");
+        if (!type || strcmp(type, "EXPR_SUBLINK") != 0)
+            continue;   /* the binder reports it */
+        bool seen = false;
+        for (int k = 0; k < m->n && !seen; k++)
+            seen = pl_jeq(m->nodes[k], node);
+        if (seen)
+            continue;   /* the same subquery twice: joined once */
+        int col = -1;
+        st = attach_scalar(p, cur, b, &col);
+        if (st == HS_OK) {
+            /* earlier mapped columns keep their positions (joins append) */
+            st = pl_nmap_add(p, m, node, col);
+        }
+    }
+    json_decref(arr);
+    return st;
+}
+
+/* A WHERE conjunct with subqueries: semi/anti joins for top-level
+ * [NOT] EXISTS / [NOT] IN, else scalar subqueries joined then a filter. */
+hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
+{
+    json_t *b, *x = node;
+    bool neg = false;
+    if (pl_is_kind(node, "BoolExpr", &b) && pl_jstrv(b, "boolop") && !strcmp(pl_jstrv(b, "boolop"), "NOT_EXPR") &&
+        json_array_size(pl_jget(b, "args")) == 1) {
+        x = json_array_get(pl_jget(b, "args"), 0);
+        neg = true;
+    }
+    json_t *sl;
+    json_t *own = NULL;
+    if (pl_is_kind(x, "SubLink", &sl)) {
+        const char *t = pl_jstrv(sl, "subLinkType");
+        const char *op = sq_str(json_array_get(pl_jget(sl, "operName"), 0));
+        bool row = pl_is_kind(pl_jget(sl, "testexpr"), "RowExpr", NULL);
+        if (t && (!strcmp(t, "EXISTS_SUBLINK") ||
+                  (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
+            return attach_semi(p, cur, sl, neg);
+        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK"))) {
+            hs_status st2;
+            json_t *r = sublink_expr(p, cur, sl, &st2);
+            HS_TRY(st2);
+            if (r && neg) {
+                own = json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args", r,
+                                "location", -1);
+            } else {
+                own = r;
+            }
+            if (!own)
+                return pl_nomem(p);
+            node = own;
+        }
+    }
+    nmap m = {0};
+    hs_status st = pl_attach_scalars(p, cur, &node, 1, &m);
+    if (st == HS_OK)
+        st = pl_filter_rel(p, cur, &node, 1, m.nodes, m.cols, m.n, "WHERE");
+    pl_nmap_free(&m);
+    json_decref(own);
+    return st;
+}
