@@ -1,6 +1,8 @@
 /*
  * index/registry.c - the index registry model, its JSON form, and reading
- * and writing versions (the format is in registry.h).
+ * and writing versions: format-1 files, format-2 roots and segments, the
+ * composition of segments and the merge policy (the format is in
+ * registry.h).
  *
  * Parsing is strict about what it needs and lenient about the rest: each
  * declaration and entry must have its required keys with the right JSON
@@ -53,8 +55,16 @@ static void drop_index(ix_registry *r)
     r->indexed = false;
 }
 
+static void segments_free(ix_segment *a, int n)
+{
+    for (int i = 0; i < n; i++)
+        hs_free(a[i].path);
+    hs_free(a);
+}
+
 void ix_registry_clear(ix_registry *r)
 {
+    segments_free(r->segments, r->n_segments);
     for (int i = 0; i < r->n_decls; i++)
         decl_clear(&r->decls[i]);
     for (int i = 0; i < r->n_entries; i++)
@@ -63,6 +73,16 @@ void ix_registry_clear(ix_registry *r)
     hs_free(r->entries);
     drop_index(r);
     memset(r, 0, sizeof *r);
+}
+
+void ix_registry_clear_entries(ix_registry *r)
+{
+    drop_index(r);
+    for (int i = 0; i < r->n_entries; i++)
+        entry_clear(&r->entries[i]);
+    hs_free(r->entries);
+    r->entries = NULL;
+    r->n_entries = r->cap_entries = 0;
 }
 
 static hs_status entry_copy(const ix_entry *s, ix_entry *d)
@@ -228,6 +248,19 @@ hs_status ix_registry_copy(const ix_registry *src, ix_registry *dst, hs_error *e
 {
     memset(dst, 0, sizeof *dst);
     hs_status st = HS_OK;
+    dst->format_version = src->format_version;
+    if (src->n_segments) {
+        dst->segments = hs_calloc((size_t)src->n_segments, sizeof *dst->segments);
+        if (!dst->segments)
+            return hs_err_nomem(err, (size_t)src->n_segments * sizeof *dst->segments);
+        for (int i = 0; i < src->n_segments && st == HS_OK; i++) {
+            dst->segments[i] = src->segments[i];
+            dst->segments[i].path = hs_strdup(src->segments[i].path);
+            dst->n_segments++;
+            if (!dst->segments[i].path)
+                st = hs_err_nomem(err, 64);
+        }
+    }
     for (int i = 0; i < src->n_decls && st == HS_OK; i++) {
         const ix_decl *d = &src->decls[i];
         st = ix_registry_add_decl(dst, d->column, d->field_id, d->kind, d->params, err);
@@ -343,6 +376,49 @@ static hs_status seen_key(hs_buf *k, char tag, int32_t field_id, const char *kin
 static hs_status parse_items(const char *name, const json_t *decls, const json_t *ents,
                              ix_registry *r, hs_map *seen, hs_buf *key, hs_error *err);
 
+/* A segment path must be a plain file under index/registry/ (relative, no
+ * "..", no URI): a root is untrusted and must not point readers, or the
+ * maintenance that keeps what it names, elsewhere. */
+static bool segment_path_ok(const char *p)
+{
+    return p && strncmp(p, "index/registry/", 15) == 0 && p[15] && !strstr(p, "..") &&
+           !strchr(p + 15, '/') && !strchr(p, '\\') && strlen(p) < 512;
+}
+
+static hs_status parse_segment_list(const char *name, const json_t *segs, ix_registry *r,
+                                    hs_error *err)
+{
+    if (!json_is_array(segs))
+        return HS_CORRUPT_AT(err, "index registry %s: format 2 without a \"segments\" array",
+                             name);
+    size_t n = json_array_size(segs);
+    if (n > 100000)
+        return HS_CORRUPT_AT(err, "index registry %s: %zu segments", name, n);
+    if (n == 0)
+        return HS_OK;
+    r->segments = hs_calloc(n, sizeof *r->segments);
+    if (!r->segments)
+        return hs_err_nomem(err, n * sizeof *r->segments);
+    size_t i;
+    const json_t *o;
+    json_array_foreach(segs, i, o) {
+        const char *path = str_of(o, "path");
+        ix_segment sg = {0};
+        if (!json_is_object(o) || !segment_path_ok(path))
+            return bad(err, name, "segment", i, "path");
+        if (!int_of(o, "entries", 0, INT32_MAX, &sg.n_entries))
+            return bad(err, name, "segment", i, "entries");
+        if (!int_of(o, "removed", 0, INT32_MAX, &sg.n_removed))
+            return bad(err, name, "segment", i, "removed");
+        if (!int_of(o, "bytes", 0, INT64_MAX, &sg.bytes))
+            return bad(err, name, "segment", i, "bytes");
+        if (!(sg.path = hs_strdup(path)))
+            return hs_err_nomem(err, 64);
+        r->segments[r->n_segments++] = sg;
+    }
+    return HS_OK;
+}
+
 static hs_status parse_root(const char *name, const json_t *root, ix_registry *r, hs_error *err)
 {
     if (!json_is_object(root))
@@ -354,11 +430,16 @@ static hs_status parse_root(const char *name, const json_t *root, ix_registry *r
         return hs_err_set(err, HS_UNSUPPORTED, "index registry %s: format version %lld is newer "
                           "than this build reads (%d)", name, (long long)fv,
                           IX_REGISTRY_FORMAT_VERSION);
+    if (json_is_true(json_object_get(root, "segment")))
+        return HS_CORRUPT_AT(err, "index registry %s: a segment, not a registry root", name);
     const json_t *decls = json_object_get(root, "declared");
-    const json_t *ents = json_object_get(root, "entries");
+    const json_t *ents = fv >= 2 ? NULL : json_object_get(root, "entries");
     if ((decls && !json_is_array(decls)) || (ents && !json_is_array(ents)))
         return HS_CORRUPT_AT(err, "index registry %s: \"declared\" and \"entries\" must be "
                              "arrays", name);
+    r->format_version = (int)fv;
+    if (fv >= 2)
+        HS_TRY(parse_segment_list(name, json_object_get(root, "segments"), r, err));
     hs_map seen = {0};
     hs_buf key = {0};
     hs_status st = parse_items(name, decls, ents, r, &seen, &key, err);
@@ -463,17 +544,12 @@ static int set_int(json_t *o, const char *k, int64_t v)
     return json_object_set_new(o, k, json_integer((json_int_t)v));
 }
 
-hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err)
+/* Appends the JSON objects of decls / entries to arrays; nonzero on OOM. */
+static int decls_to_array(const ix_decl *a, int n, json_t *arr)
 {
-    json_t *root = json_object(), *decls = json_array(), *ents = json_array();
-    int bad_alloc = !root || !decls || !ents;
-    if (!bad_alloc) {
-        bad_alloc |= set_int(root, "format-version", IX_REGISTRY_FORMAT_VERSION);
-        bad_alloc |= json_object_set(root, "declared", decls);
-        bad_alloc |= json_object_set(root, "entries", ents);
-    }
-    for (int i = 0; !bad_alloc && i < r->n_decls; i++) {
-        const ix_decl *d = &r->decls[i];
+    int bad_alloc = 0;
+    for (int i = 0; !bad_alloc && i < n; i++) {
+        const ix_decl *d = &a[i];
         json_t *o = json_object();
         json_t *p = hs_json_loads(d->params ? d->params : "{}", 0, NULL);
         if (!p || !json_is_object(p)) {
@@ -486,13 +562,19 @@ hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err)
             bad_alloc |= set_int(o, "field-id", d->field_id);
             bad_alloc |= set_str(o, "kind", d->kind);
             bad_alloc |= json_object_set(o, "params", p);
-            bad_alloc |= json_array_append(decls, o);
+            bad_alloc |= json_array_append(arr, o);
         }
         json_decref(p);
         json_decref(o);
     }
-    for (int i = 0; !bad_alloc && i < r->n_entries; i++) {
-        const ix_entry *e = &r->entries[i];
+    return bad_alloc;
+}
+
+static int entries_to_array(const ix_entry *a, int n, json_t *arr)
+{
+    int bad_alloc = 0;
+    for (int i = 0; !bad_alloc && i < n; i++) {
+        const ix_entry *e = &a[i];
         char ck[32];
         snprintf(ck, sizeof ck, "xxh64:%016" PRIx64, e->checksum);
         json_t *o = json_object();
@@ -505,19 +587,245 @@ hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err)
             bad_alloc |= set_str(o, "index-file", e->index_file);
             bad_alloc |= set_int(o, "index-file-size", e->index_file_size);
             bad_alloc |= set_str(o, "checksum", ck);
-            bad_alloc |= json_array_append(ents, o);
+            bad_alloc |= json_array_append(arr, o);
         }
         json_decref(o);
     }
-    char *s = bad_alloc ? NULL : hs_json_dumps(root, JSON_COMPACT);
-    json_decref(decls);
-    json_decref(ents);
+    return bad_alloc;
+}
+
+/* Dumps root (stolen) compactly into out. */
+static hs_status dump_into(json_t *root, int bad_alloc, hs_buf *out, hs_error *err)
+{
+    char *s = bad_alloc || !root ? NULL : hs_json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (!s)
         return hs_err_nomem(err, 256);
     hs_status st = hs_buf_puts(out, s);
     free(s);
     return st == HS_OK ? HS_OK : hs_err_nomem(err, out->len);
+}
+
+hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err)
+{
+    json_t *root = json_object(), *decls = json_array(), *ents = json_array();
+    int bad_alloc = !root || !decls || !ents;
+    if (!bad_alloc) {
+        bad_alloc |= set_int(root, "format-version", 1);
+        bad_alloc |= json_object_set(root, "declared", decls);
+        bad_alloc |= json_object_set(root, "entries", ents);
+    }
+    bad_alloc |= bad_alloc || decls_to_array(r->decls, r->n_decls, decls);
+    bad_alloc |= bad_alloc || entries_to_array(r->entries, r->n_entries, ents);
+    json_decref(decls);
+    json_decref(ents);
+    return dump_into(root, bad_alloc, out, err);
+}
+
+/* A format-2 root: r's declarations and the segments segs[0..n). */
+static hs_status root_to_json(const ix_registry *r, const ix_segment *segs, int n, hs_buf *out,
+                              hs_error *err)
+{
+    json_t *root = json_object(), *decls = json_array(), *sa = json_array();
+    int bad_alloc = !root || !decls || !sa;
+    if (!bad_alloc) {
+        bad_alloc |= set_int(root, "format-version", 2);
+        bad_alloc |= json_object_set(root, "declared", decls);
+        bad_alloc |= json_object_set(root, "segments", sa);
+    }
+    bad_alloc |= bad_alloc || decls_to_array(r->decls, r->n_decls, decls);
+    for (int i = 0; !bad_alloc && i < n; i++) {
+        json_t *o = json_object();
+        bad_alloc |= !o;
+        if (!bad_alloc) {
+            bad_alloc |= set_str(o, "path", segs[i].path);
+            bad_alloc |= set_int(o, "entries", segs[i].n_entries);
+            bad_alloc |= set_int(o, "removed", segs[i].n_removed);
+            bad_alloc |= set_int(o, "bytes", segs[i].bytes);
+            bad_alloc |= json_array_append(sa, o);
+        }
+        json_decref(o);
+    }
+    json_decref(decls);
+    json_decref(sa);
+    return dump_into(root, bad_alloc, out, err);
+}
+
+hs_status ix_segment_to_json(const ix_segdata *sd, hs_buf *out, hs_error *err)
+{
+    json_t *root = json_object(), *rm = json_array(), *ents = json_array();
+    int bad_alloc = !root || !rm || !ents;
+    if (!bad_alloc) {
+        bad_alloc |= set_int(root, "format-version", 2);
+        bad_alloc |= json_object_set_new(root, "segment", json_true());
+        bad_alloc |= json_object_set(root, "removed", rm);
+        bad_alloc |= json_object_set(root, "entries", ents);
+    }
+    for (int i = 0; !bad_alloc && i < sd->n_removed; i++)
+        bad_alloc |= json_array_append_new(rm, json_string(sd->removed[i]));
+    bad_alloc |= bad_alloc || entries_to_array(sd->entries, sd->n_entries, ents);
+    json_decref(rm);
+    json_decref(ents);
+    return dump_into(root, bad_alloc, out, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* segments                                                            */
+
+void ix_segdata_clear(ix_segdata *sd)
+{
+    for (int i = 0; i < sd->n_entries; i++)
+        entry_clear(&sd->entries[i]);
+    for (int i = 0; i < sd->n_removed; i++)
+        hs_free(sd->removed[i]);
+    hs_free(sd->entries);
+    hs_free(sd->removed);
+    memset(sd, 0, sizeof *sd);
+}
+
+static hs_status seg_push_removed(ix_segdata *sd, const char *path, hs_error *err)
+{
+    if (sd->n_removed == sd->cap_removed) {
+        int cap = sd->cap_removed ? sd->cap_removed * 2 : 8;
+        char **nr = hs_realloc(sd->removed, (size_t)cap * sizeof *nr);
+        if (!nr)
+            return hs_err_nomem(err, (size_t)cap * sizeof *nr);
+        sd->removed = nr;
+        sd->cap_removed = cap;
+    }
+    char *c = hs_strdup(path);
+    if (!c)
+        return hs_err_nomem(err, strlen(path));
+    sd->removed[sd->n_removed++] = c;
+    return HS_OK;
+}
+
+static hs_status seg_push_entry(ix_segdata *sd, const ix_entry *e, hs_error *err)
+{
+    if (sd->n_entries == sd->cap_entries) {
+        int cap = sd->cap_entries ? sd->cap_entries * 2 : 16;
+        ix_entry *ne = hs_realloc(sd->entries, (size_t)cap * sizeof *ne);
+        if (!ne)
+            return hs_err_nomem(err, (size_t)cap * sizeof *ne);
+        sd->entries = ne;
+        sd->cap_entries = cap;
+    }
+    if (entry_copy(e, &sd->entries[sd->n_entries]) != HS_OK)
+        return hs_err_nomem(err, 256);
+    sd->n_entries++;
+    return HS_OK;
+}
+
+static hs_status parse_segment(const char *name, const json_t *root, ix_segdata *out,
+                               hs_error *err)
+{
+    if (!json_is_object(root))
+        return HS_CORRUPT_AT(err, "index registry segment %s: not a JSON object", name);
+    int64_t fv = 0;
+    if (!int_of(root, "format-version", 2, INT32_MAX, &fv))
+        return HS_CORRUPT_AT(err, "index registry segment %s: no valid \"format-version\"", name);
+    if (fv > IX_REGISTRY_FORMAT_VERSION)
+        return hs_err_set(err, HS_UNSUPPORTED, "index registry segment %s: format version %lld "
+                          "is newer than this build reads (%d)", name, (long long)fv,
+                          IX_REGISTRY_FORMAT_VERSION);
+    if (!json_is_true(json_object_get(root, "segment")))
+        return HS_CORRUPT_AT(err, "index registry segment %s: not a segment", name);
+    const json_t *rm = json_object_get(root, "removed");
+    const json_t *ents = json_object_get(root, "entries");
+    if ((rm && !json_is_array(rm)) || (ents && !json_is_array(ents)))
+        return HS_CORRUPT_AT(err, "index registry segment %s: \"removed\" and \"entries\" must "
+                             "be arrays", name);
+    size_t i;
+    const json_t *o;
+    json_array_foreach(rm, i, o) {
+        const char *p = json_string_value(o);
+        if (!p || !*p)
+            return bad(err, name, "removed item", i, "(string)");
+        HS_TRY(seg_push_removed(out, p, err));
+    }
+    /* entries through the registry parser (its checks and deduplication) */
+    ix_registry tmp = {0};
+    hs_map seen = {0};
+    hs_buf key = {0};
+    hs_status st = parse_items(name, NULL, ents, &tmp, &seen, &key, err);
+    hs_map_free(&seen);
+    hs_buf_free(&key);
+    if (st == HS_OK) {
+        out->entries = tmp.entries;
+        out->n_entries = tmp.n_entries;
+        out->cap_entries = tmp.cap_entries;
+        tmp.entries = NULL;
+        tmp.n_entries = tmp.cap_entries = 0;
+    }
+    ix_registry_clear(&tmp);
+    return st;
+}
+
+hs_status ix_segment_parse(const char *name, const char *json, size_t len, ix_segdata *out,
+                           hs_error *err)
+{
+    json_error_t je;
+    json_t *root = hs_json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return HS_CORRUPT_AT(err, "index registry segment %s: not valid JSON: %s (line %d)",
+                             name, je.text, je.line);
+    hs_status st = parse_segment(name, root, out, err);
+    json_decref(root);
+    if (st != HS_OK)
+        ix_segdata_clear(out);
+    return st;
+}
+
+/* Newest segment first: an entry survives unless a newer segment removed
+ * its data file or holds the same key; the survivors are then put back
+ * oldest first (the order the segments give). */
+static hs_status compose(const ix_segdata *segs, int n, bool drop_removed, ix_segdata *out,
+                         hs_error *err)
+{
+    hs_map dead = {0}, seen = {0};
+    hs_buf key = {0};
+    hs_status st = HS_OK;
+    for (int s = n - 1; s >= 0 && st == HS_OK; s--) {
+        const ix_segdata *sd = &segs[s];
+        for (int i = sd->n_entries - 1; i >= 0 && st == HS_OK; i--) {
+            const ix_entry *e = &sd->entries[i];
+            if (hs_map_get(&dead, e->data_file, strlen(e->data_file), NULL))
+                continue;
+            bool dup = false;
+            if (seen_key(&key, 'E', e->field_id, e->kind, e->data_file) != HS_OK ||
+                hs_map_get_or_put(&seen, key.data, key.len, 0, NULL, &dup) != HS_OK)
+                st = hs_err_nomem(err, 256);
+            else if (!dup)
+                st = seg_push_entry(out, e, err);
+        }
+        for (int i = 0; i < sd->n_removed && st == HS_OK; i++) {
+            const char *p = sd->removed[i];
+            bool dup = false;
+            if (hs_map_get_or_put(&dead, p, strlen(p), 0, NULL, &dup) != HS_OK)
+                st = hs_err_nomem(err, 256);
+            else if (!dup && !drop_removed)
+                st = seg_push_removed(out, p, err);
+        }
+    }
+    for (int i = 0, j = out->n_entries - 1; i < j; i++, j--) {
+        ix_entry t = out->entries[i];
+        out->entries[i] = out->entries[j];
+        out->entries[j] = t;
+    }
+    hs_map_free(&dead);
+    hs_map_free(&seen);
+    hs_buf_free(&key);
+    return st;
+}
+
+hs_status ix_segments_compose(const ix_segdata *segs, int n, bool drop_removed, ix_segdata *out,
+                              hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    hs_status st = compose(segs, n, drop_removed, out, err);
+    if (st != HS_OK)
+        ix_segdata_clear(out);
+    return st;
 }
 
 /* ------------------------------------------------------------------ */
@@ -561,38 +869,161 @@ hs_status ix_sidecar_rel(const char *data_file, int32_t field_id, const char *ki
     return HS_OK;
 }
 
-hs_status ix_registry_load(const char *location, const char *rel, ix_registry *out,
-                           hs_error *err)
+/* Reads the file at location-relative rel. */
+static hs_status read_rel(const char *location, const char *rel, hs_buf *text, hs_error *err)
+{
+    hs_buf path = {0};
+    if (ix_resolve_path(location, rel, &path) != HS_OK)
+        return hs_err_nomem(err, strlen(rel));
+    hs_status st = hs_local_read_all(cat_local_path(hs_buf_cstr(&path)), text, err);
+    hs_buf_free(&path);
+    return st;
+}
+
+hs_status ix_registry_load_root(const char *location, const char *rel, ix_registry *out,
+                                hs_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!rel || !*rel)
         return HS_OK;
-    hs_buf path = {0}, text = {0};
-    if (ix_resolve_path(location, rel, &path) != HS_OK)
-        return hs_err_nomem(err, strlen(rel));
-    hs_status st = hs_local_read_all(cat_local_path(hs_buf_cstr(&path)), &text, err);
+    hs_buf text = {0};
+    hs_status st = read_rel(location, rel, &text, err);
     if (st == HS_OK)
         st = ix_registry_parse(rel, (const char *)text.data, text.len, out, err);
     else
         hs_err_prefix(err, "index registry");
     hs_buf_free(&text);
-    hs_buf_free(&path);
     return st;
 }
 
-hs_status ix_registry_write(const char *location, const ix_registry *r, int wflags,
-                            char **rel_out, hs_error *err)
+/* Reads and parses segment sg; its size must be the root's record of it. */
+hs_status ix_segment_load(const char *location, const ix_segment *sg, ix_segdata *out,
+                          hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    hs_buf text = {0};
+    hs_status st = read_rel(location, sg->path, &text, err);
+    if (st != HS_OK)
+        hs_err_prefix(err, "index registry segment");
+    else if ((int64_t)text.len != sg->bytes)
+        st = HS_CORRUPT_AT(err, "index registry segment %s: %zu bytes, the root says %lld",
+                           sg->path, text.len, (long long)sg->bytes);
+    else
+        st = ix_segment_parse(sg->path, (const char *)text.data, text.len, out, err);
+    hs_buf_free(&text);
+    return st;
+}
+
+static void segdatas_free(ix_segdata *a, int n)
+{
+    for (int i = 0; a && i < n; i++)
+        ix_segdata_clear(&a[i]);
+    hs_free(a);
+}
+
+/* Loads segments [from, to) of sgs. */
+static hs_status load_run(const char *location, const ix_segment *sgs, int from, int to,
+                          ix_segdata **out, hs_error *err)
+{
+    *out = NULL;
+    if (to <= from)
+        return HS_OK;
+    ix_segdata *a = hs_calloc((size_t)(to - from), sizeof *a);
+    if (!a)
+        return hs_err_nomem(err, (size_t)(to - from) * sizeof *a);
+    hs_status st = HS_OK;
+    for (int i = from; i < to && st == HS_OK; i++)
+        st = ix_segment_load(location, &sgs[i], &a[i - from], err);
+    if (st != HS_OK) {
+        segdatas_free(a, to - from);
+        return st;
+    }
+    *out = a;
+    return HS_OK;
+}
+
+hs_status ix_registry_load_segments(const char *location, ix_registry *r, hs_error *err)
+{
+    if (r->format_version < 2)
+        return HS_OK;
+    ix_segdata *segs = NULL, all = {0};
+    hs_status st = load_run(location, r->segments, 0, r->n_segments, &segs, err);
+    if (st == HS_OK)
+        st = ix_segments_compose(segs, r->n_segments, true, &all, err);
+    segdatas_free(segs, r->n_segments);
+    if (st != HS_OK)
+        return st;
+    ix_registry_clear_entries(r);
+    r->entries = all.entries;
+    r->n_entries = all.n_entries;
+    r->cap_entries = all.cap_entries;
+    all.entries = NULL;
+    all.n_entries = 0;
+    ix_segdata_clear(&all);
+    return HS_OK;
+}
+
+hs_status ix_registry_load(const char *location, const char *rel, ix_registry *out,
+                           hs_error *err)
+{
+    HS_TRY(ix_registry_load_root(location, rel, out, err));
+    hs_status st = ix_registry_load_segments(location, out, err);
+    if (st != HS_OK)
+        ix_registry_clear(out);
+    return st;
+}
+
+/* ---- writing ---- */
+
+/* Files written by one call, removed again when the call fails. */
+typedef struct wrote {
+    const char *location;
+    hs_buf rels;                   /* char * (owned) */
+} wrote;
+
+static void wrote_undo(wrote *w)
+{
+    hs_buf p = {0};
+    for (size_t i = 0; i < HS_VEC_LEN(&w->rels, char *); i++) {
+        char *rel = HS_VEC_AT(&w->rels, char *, i);
+        if (ix_resolve_path(w->location, rel, &p) == HS_OK) {
+            hs_status ignored = cat_io_unlink(cat_local_path(hs_buf_cstr(&p)), NULL);
+            (void)ignored;   /* best effort: an orphan that orphan removal finds */
+        }
+        hs_free(rel);
+    }
+    hs_buf_free(&p);
+    hs_buf_free(&w->rels);
+}
+
+/* Moves the names into created (or frees them when created is NULL). */
+static hs_status wrote_keep(wrote *w, hs_buf *created, hs_error *err)
+{
+    hs_status st = HS_OK;
+    for (size_t i = 0; i < HS_VEC_LEN(&w->rels, char *); i++) {
+        char *rel = HS_VEC_AT(&w->rels, char *, i);
+        if (created && st == HS_OK && HS_VEC_PUSH(created, char *, rel) == HS_OK)
+            continue;
+        if (created && st == HS_OK)
+            st = hs_err_nomem(err, 64);
+        hs_free(rel);
+    }
+    hs_buf_free(&w->rels);
+    return st;
+}
+
+/* Writes bytes as <location>/index/registry/<prefix><uuid>.json. */
+static hs_status write_new(wrote *w, const char *prefix, const hs_buf *bytes, int wflags,
+                           char **rel_out, hs_error *err)
 {
     *rel_out = NULL;
     char uuid[37];
     cat_uuid4(uuid);
-    hs_buf rel = {0}, path = {0}, json = {0};
+    hs_buf rel = {0}, path = {0};
     hs_status st = HS_OK;
-    if (hs_buf_printf(&rel, "index/registry/%s.json", uuid) != HS_OK ||
-        ix_resolve_path(location, hs_buf_cstr(&rel), &path) != HS_OK)
+    if (hs_buf_printf(&rel, "index/registry/%s%s.json", prefix, uuid) != HS_OK ||
+        ix_resolve_path(w->location, hs_buf_cstr(&rel), &path) != HS_OK)
         st = hs_err_nomem(err, 256);
-    if (st == HS_OK)
-        st = ix_registry_to_json(r, &json, err);
     const char *local = st == HS_OK ? cat_local_path(hs_buf_cstr(&path)) : NULL;
     if (st == HS_OK) {
         const char *slash = strrchr(local, '/');
@@ -604,13 +1035,216 @@ hs_status ix_registry_write(const char *location, const ix_registry *r, int wfla
         hs_free(dir);
     }
     if (st == HS_OK)
-        st = cat_io_write_all_ex(local, wflags | HS_WFILE_EXCLUSIVE, json.data, json.len, err);
+        st = cat_io_write_all_ex(local, wflags | HS_WFILE_EXCLUSIVE, bytes->data, bytes->len, err);
+    char *r = NULL;
     if (st == HS_OK) {
-        size_t n;
-        *rel_out = (char *)hs_buf_detach(&rel, &n);
+        r = (char *)hs_buf_detach(&rel, NULL);
+        char *keep = r ? hs_strdup(r) : NULL;
+        if (!r || !keep || HS_VEC_PUSH(&w->rels, char *, keep) != HS_OK) {
+            hs_free(keep);
+            hs_status ignored = cat_io_unlink(local, NULL);
+            (void)ignored;
+            hs_free(r);
+            r = NULL;
+            st = hs_err_nomem(err, 64);
+        }
     }
     hs_buf_free(&rel);
     hs_buf_free(&path);
+    *rel_out = r;
+    return st;
+}
+
+/* Writes sd as a new segment; *out describes it (path owned). */
+static hs_status write_segment(wrote *w, const ix_segdata *sd, int wflags, ix_segment *out,
+                               hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    hs_buf json = {0};
+    hs_status st = ix_segment_to_json(sd, &json, err);
+    if (st == HS_OK)
+        st = write_new(w, "seg-", &json, wflags, &out->path, err);
+    out->n_entries = sd->n_entries;
+    out->n_removed = sd->n_removed;
+    out->bytes = (int64_t)json.len;
     hs_buf_free(&json);
     return st;
+}
+
+static hs_status write_root(wrote *w, const ix_registry *decls, const ix_segment *segs, int n,
+                            int wflags, char **rel_out, hs_error *err)
+{
+    hs_buf json = {0};
+    hs_status st = root_to_json(decls, segs, n, &json, err);
+    if (st == HS_OK)
+        st = write_new(w, "", &json, wflags, rel_out, err);
+    hs_buf_free(&json);
+    return st;
+}
+
+/* A growable list of segments (paths owned). */
+typedef struct seglist { int n, cap; ix_segment *a; } seglist;
+
+static hs_status seglist_push(seglist *l, const ix_segment *sg, bool copy_path, hs_error *err)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        ix_segment *na = hs_realloc(l->a, (size_t)cap * sizeof *na);
+        if (!na)
+            return hs_err_nomem(err, (size_t)cap * sizeof *na);
+        l->a = na;
+        l->cap = cap;
+    }
+    ix_segment c = *sg;
+    if (copy_path && !(c.path = hs_strdup(sg->path)))
+        return hs_err_nomem(err, 64);
+    l->a[l->n++] = c;
+    return HS_OK;
+}
+
+static int seg_level(const ix_segment *sg)
+{
+    int64_t items = sg->n_entries + sg->n_removed;
+    int level = 0;
+    while (items >= IX_SEG_FANIN) {
+        items /= IX_SEG_FANIN;
+        level++;
+    }
+    return level;
+}
+
+/* Replaces segments [from, n) of l by their merge. */
+static hs_status merge_tail(wrote *w, const char *location, seglist *l, int from, int wflags,
+                            hs_error *err)
+{
+    ix_segdata *segs = NULL, merged = {0};
+    hs_status st = load_run(location, l->a, from, l->n, &segs, err);
+    if (st == HS_OK)
+        st = ix_segments_compose(segs, l->n - from, from == 0, &merged, err);
+    segdatas_free(segs, l->n - from);
+    ix_segment out = {0};
+    if (st == HS_OK)
+        st = write_segment(w, &merged, wflags, &out, err);
+    ix_segdata_clear(&merged);
+    if (st != HS_OK) {
+        hs_free(out.path);
+        return st;
+    }
+    for (int i = from; i < l->n; i++)
+        hs_free(l->a[i].path);
+    l->a[from] = out;
+    l->n = from + 1;
+    return HS_OK;
+}
+
+/* The merge policy (registry.h): trailing runs of IX_SEG_FANIN segments of
+ * one level or less, below IX_SEG_MERGE_MAX_LEVEL; everything when there
+ * are more than IX_SEG_MAX. */
+static hs_status apply_policy(wrote *w, const char *location, seglist *l, int wflags,
+                              hs_error *err)
+{
+    for (;;) {
+        if (l->n > IX_SEG_MAX) {
+            HS_TRY(merge_tail(w, location, l, 0, wflags, err));
+            continue;
+        }
+        if (l->n < IX_SEG_FANIN)
+            return HS_OK;
+        int level = seg_level(&l->a[l->n - 1]);
+        if (level >= IX_SEG_MERGE_MAX_LEVEL)
+            return HS_OK;
+        int from = l->n - 1;
+        while (from > 0 && seg_level(&l->a[from - 1]) <= level)
+            from--;
+        if (l->n - from < IX_SEG_FANIN)
+            return HS_OK;
+        HS_TRY(merge_tail(w, location, l, from, wflags, err));
+    }
+}
+
+static void seglist_free(seglist *l)
+{
+    segments_free(l->a, l->n);
+    memset(l, 0, sizeof *l);
+}
+
+static hs_status finish_write(wrote *w, hs_status st, char **rel_out, char *root_rel,
+                              hs_buf *created, hs_error *err)
+{
+    if (st == HS_OK)
+        st = wrote_keep(w, created, err);
+    if (st != HS_OK) {
+        wrote_undo(w);
+        hs_free(root_rel);
+        return st;
+    }
+    *rel_out = root_rel;
+    return HS_OK;
+}
+
+hs_status ix_registry_write(const char *location, const ix_registry *r, int wflags,
+                            char **rel_out, hs_buf *created, hs_error *err)
+{
+    *rel_out = NULL;
+    wrote w = {location, {0}};
+    ix_segment sg = {0};
+    ix_segdata sd = {0};
+    sd.entries = r->entries;       /* borrowed for writing */
+    sd.n_entries = r->n_entries;
+    hs_status st = HS_OK;
+    if (r->n_entries > 0)
+        st = write_segment(&w, &sd, wflags, &sg, err);
+    char *root = NULL;
+    if (st == HS_OK)
+        st = write_root(&w, r, &sg, r->n_entries > 0 ? 1 : 0, wflags, &root, err);
+    hs_free(sg.path);
+    return finish_write(&w, st, rel_out, root, created, err);
+}
+
+hs_status ix_registry_write_delta(const char *location, const ix_registry *root,
+                                  const ix_entry *add, int n_add, const char *const *removed,
+                                  int n_removed, int wflags, char **rel_out, hs_buf *created,
+                                  hs_error *err)
+{
+    *rel_out = NULL;
+    wrote w = {location, {0}};
+    seglist l = {0};
+    hs_status st = HS_OK;
+    ix_segment sg = {0};
+    if (root->format_version < 2 && root->n_entries > 0) {
+        /* a format-1 registry: its entries become the first segment */
+        ix_segdata sd = {0};
+        sd.entries = root->entries;
+        sd.n_entries = root->n_entries;
+        st = write_segment(&w, &sd, wflags, &sg, err);
+        if (st == HS_OK)
+            st = seglist_push(&l, &sg, false, err);
+        else
+            hs_free(sg.path);
+    }
+    for (int i = 0; root->format_version >= 2 && i < root->n_segments && st == HS_OK; i++)
+        st = seglist_push(&l, &root->segments[i], true, err);
+    if (st == HS_OK && (n_add > 0 || n_removed > 0)) {
+        ix_segdata sd = {0};
+        for (int i = 0; i < n_removed && st == HS_OK; i++)
+            st = seg_push_removed(&sd, removed[i], err);
+        sd.entries = (ix_entry *)add;   /* borrowed for writing */
+        sd.n_entries = n_add;
+        if (st == HS_OK)
+            st = write_segment(&w, &sd, wflags, &sg, err);
+        sd.entries = NULL;
+        sd.n_entries = 0;
+        ix_segdata_clear(&sd);
+        if (st == HS_OK)
+            st = seglist_push(&l, &sg, false, err);
+        if (st != HS_OK)
+            hs_free(sg.path);
+    }
+    if (st == HS_OK)
+        st = apply_policy(&w, location, &l, wflags, err);
+    char *root_rel = NULL;
+    if (st == HS_OK)
+        st = write_root(&w, root, l.a, l.n, wflags, &root_rel, err);
+    seglist_free(&l);
+    return finish_write(&w, st, rel_out, root_rel, created, err);
 }

@@ -2,15 +2,50 @@
  * index/registry.h - the index registry of a table: which indexes are
  * declared, and which sidecar index file covers which data file.
  *
- * A registry version is one immutable JSON file
+ * The table property "hyperstream.index-registry" names the registry's
+ * current ROOT (its path relative to the table location).  Table properties
+ * survive every engine's commits and are per metadata version, so each
+ * metadata version keeps the registry it had; a registry change is a
+ * metadata commit that writes new files and moves the property (see
+ * table/index.c for the commit and merge rules).  Every file is immutable,
+ * written once with an exclusive create under a fresh UUID name.
  *
- *   <table>/index/registry/<uuid>.json
+ * Format 2 (incremental: an append writes one small segment and a small
+ * root, whatever the number of files already indexed):
  *
- * named by the table property "hyperstream.index-registry" (its path
- * relative to the table location).  Table properties survive every engine's
- * commits, so the pointer stays with the table; a registry change is a
- * metadata commit that writes a new version and moves the property (see
- * table/index.c for the commit and merge rules).
+ *   file                                 holds
+ *   -----------------------------------  ------------------------------------------
+ *   index/registry/<uuid>.json   (root)  format-version 2, "declared", and
+ *                                        "segments": the segment files, oldest
+ *                                        first, each {"path", "entries",
+ *                                        "removed", "bytes"}
+ *   index/registry/seg-<uuid>.json       format-version 2, "segment": true,
+ *                (segment)               "removed": data-file paths whose entries
+ *                                        in EARLIER segments are dropped, then
+ *                                        "entries" (same objects as format 1)
+ *
+ *   {"format-version": 2,
+ *    "declared": [ {"column": "cat", "field-id": 4, "kind": "inverted", "params": {}} ],
+ *    "segments": [ {"path": "index/registry/seg-<uuid>.json", "entries": 120,
+ *                   "removed": 0, "bytes": 30911} ]}
+ *   {"format-version": 2, "segment": true, "removed": ["/wh/t/data/old.parquet"],
+ *    "entries": [ {"data-file": ..., ...} ]}
+ *
+ * The registry a root stands for is its declarations plus its segments
+ * applied oldest first: a segment's tombstones remove earlier entries of
+ * those data files, then its entries are added (an entry replaces an
+ * earlier one with the same (data-file, field-id, kind)).  Appends add one
+ * segment (their entries, and tombstones for the files they remove); when
+ * IX_SEG_FANIN trailing segments of one size level (level = floor(log8
+ * items)) pile up they are merged into one (a run that starts at the oldest
+ * segment also drops its tombstones), up to IX_SEG_MERGE_MAX_LEVEL; more
+ * than IX_SEG_MAX segments fold into one.  Declaring, dropping and pruning
+ * rewrite the registry as one segment.  Each entry is rewritten about
+ * log8(entries) times over its life, so an append's cost does not grow
+ * with the table.
+ *
+ * Format 1 (one file, written by earlier versions; still read, and turned
+ * into a first segment by the next write):
  *
  *   {
  *     "format-version": 1,
@@ -35,6 +70,7 @@
  *   index-file       the sidecar: relative to the table location, or absolute
  *   checksum         xxh64 of the whole sidecar file (hex), for tools; readers
  *                    rely on the sidecar's own trailer checksum and its size
+ *   segments.path    a segment, relative to the table location (never absolute)
  *
  * Unknown keys are ignored (forward compatible); a registry whose
  * format-version is newer than ours is HS_UNSUPPORTED.  Entries are unique
@@ -58,7 +94,10 @@
 #include <stdint.h>
 
 #define IX_REGISTRY_PROPERTY "hyperstream.index-registry"
-#define IX_REGISTRY_FORMAT_VERSION 1
+#define IX_REGISTRY_FORMAT_VERSION 2
+#define IX_SEG_FANIN 8              /* trailing segments of one level merged at once */
+#define IX_SEG_MERGE_MAX_LEVEL 4    /* appends merge runs of levels below this (< 8^4 items) */
+#define IX_SEG_MAX 64               /* more segments than this: fold them all into one */
 
 typedef struct ix_decl {
     char *column;            /* dotted name as declared (owned) */
@@ -77,7 +116,26 @@ typedef struct ix_entry {
     uint64_t checksum;       /* xxh64 of the sidecar */
 } ix_entry;
 
+/* One segment of a format-2 root. */
+typedef struct ix_segment {
+    char *path;              /* relative to the table location (owned) */
+    int64_t n_entries;       /* entries it holds */
+    int64_t n_removed;       /* tombstones it holds */
+    int64_t bytes;           /* its file size */
+} ix_segment;
+
+/* The contents of one segment file. */
+typedef struct ix_segdata {
+    int n_entries, cap_entries;
+    ix_entry *entries;       /* owned */
+    int n_removed, cap_removed;
+    char **removed;          /* data-file paths (owned) */
+} ix_segdata;
+
 typedef struct ix_registry {
+    int format_version;      /* of the version loaded: 1, 2, or 0 (none) */
+    int n_segments;          /* format 2: the root's segments, oldest first */
+    ix_segment *segments;    /* (owned) */
     int n_decls, cap_decls;
     ix_decl *decls;
     int n_entries, cap_entries;
@@ -90,27 +148,74 @@ typedef struct ix_registry {
 } ix_registry;
 
 void ix_registry_clear(ix_registry *r);   /* frees contents; r stays usable (empty) */
+void ix_registry_clear_entries(ix_registry *r);   /* frees the entries only */
 
-/* Parses a registry version (untrusted bytes).  *out must be zeroed; on
- * failure it is left empty.  HS_CORRUPT naming `name` for malformed JSON or
- * missing/mistyped required keys. */
+/* Parses a registry version (untrusted bytes): a format-1 file (decls and
+ * entries) or a format-2 root (decls and segments; no entries until
+ * ix_registry_load_segments).  *out must be zeroed; on failure it is left
+ * empty.  HS_CORRUPT naming `name` for malformed JSON or missing/mistyped
+ * required keys. */
 HS_MUST_USE hs_status ix_registry_parse(const char *name, const char *json, size_t len,
                                         ix_registry *out, hs_error *err);
-/* Serializes r (compact JSON) into out (appended). */
+/* Serializes r as a format-1 file (compact JSON: decls and entries) into
+ * out (appended); tools and tests use it, writers write format 2. */
 HS_MUST_USE hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err);
 /* Deep copy; *dst zeroed. */
 HS_MUST_USE hs_status ix_registry_copy(const ix_registry *src, ix_registry *dst, hs_error *err);
 
+/* ---- segments ---- */
+
+void ix_segdata_clear(ix_segdata *s);
+/* Parses a segment file (untrusted bytes); *out zeroed.  HS_CORRUPT naming
+ * `name` as ix_registry_parse does. */
+HS_MUST_USE hs_status ix_segment_parse(const char *name, const char *json, size_t len,
+                                       ix_segdata *out, hs_error *err);
+/* Serializes s as a segment file (compact JSON) into out (appended). */
+HS_MUST_USE hs_status ix_segment_to_json(const ix_segdata *s, hs_buf *out, hs_error *err);
+/* Applies segs[0..n) (oldest first) as one: the entries that survive, and
+ * (unless drop_removed) every tombstone, into *out (zeroed).  What a merge
+ * of those segments writes. */
+HS_MUST_USE hs_status ix_segments_compose(const ix_segdata *segs, int n, bool drop_removed,
+                                          ix_segdata *out, hs_error *err);
+
+/* ---- files ---- */
+
 /* Loads the version named by property value `rel` (NULL = none: an empty
- * registry) under table location `location`.  *out zeroed. */
+ * registry) under table location `location`: a format-1 file, or a root
+ * and every segment it lists (entries composed).  *out zeroed.  A segment
+ * that is missing is HS_NOT_FOUND, one that is damaged HS_CORRUPT. */
 HS_MUST_USE hs_status ix_registry_load(const char *location, const char *rel, ix_registry *out,
                                        hs_error *err);
-/* Writes r as a new version <location>/index/registry/<uuid>.json (io.h
- * HS_WFILE_* flags; exclusive create is added).  *rel_out (caller frees
- * with hs_free) gets the path relative to the location, for the property. */
+/* Only the root (declarations and segments; a format-1 file whole). */
+HS_MUST_USE hs_status ix_registry_load_root(const char *location, const char *rel,
+                                            ix_registry *out, hs_error *err);
+/* Reads and parses one segment of a root (its size must be the root's
+ * record); *out zeroed.  HS_NOT_FOUND when the file is missing. */
+HS_MUST_USE hs_status ix_segment_load(const char *location, const ix_segment *sg,
+                                      ix_segdata *out, hs_error *err);
+/* For a registry parsed from a format-2 root: reads its segments and sets
+ * its entries to their composition (replacing any entries it had). */
+HS_MUST_USE hs_status ix_registry_load_segments(const char *location, ix_registry *r,
+                                                hs_error *err);
+/* Writes r whole as a new version: its entries as one segment and a root
+ * (io.h HS_WFILE_* flags; exclusive create is added).  *rel_out (caller
+ * frees with hs_free) gets the root's path relative to the location, for
+ * the property.  Every file written (root included) is pushed onto
+ * `created` (char *, caller frees; may be NULL) so that a commit that
+ * fails can remove them; on failure this call removes its own files. */
 HS_MUST_USE hs_status ix_registry_write(const char *location, const ix_registry *r, int wflags,
-                                        char **rel_out, hs_error *err);
-
+                                        char **rel_out, hs_buf *created, hs_error *err);
+/* Writes a new version that is `root` (as loaded by ix_registry_load_root;
+ * its declarations are written as they are in it now) plus one segment
+ * holding `add` entries and tombstones for `removed` data files, then
+ * merges segments by the policy above.  A format-1 root's entries become
+ * the first segment.  Reads only segments it merges.  Outputs as
+ * ix_registry_write. */
+HS_MUST_USE hs_status ix_registry_write_delta(const char *location, const ix_registry *root,
+                                              const ix_entry *add, int n_add,
+                                              const char *const *removed, int n_removed,
+                                              int wflags, char **rel_out, hs_buf *created,
+                                              hs_error *err);
 /* ---- declarations ---- */
 
 /* Index of the declaration (field_id, kind), or -1. kind NULL: the first on field_id. */

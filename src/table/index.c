@@ -7,8 +7,9 @@
  * Where things are (DESIGN.md "Storage layout"; format in index/registry.h):
  *
  *   <table>/index/<data-file-stem>.<field-id>.<kind>   sidecar of one data file
- *   <table>/index/registry/<uuid>.json                 registry version, named by
+ *   <table>/index/registry/<uuid>.json                 registry root, named by
  *                                                       property hyperstream.index-registry
+ *   <table>/index/registry/seg-<uuid>.json             registry segment (listed by roots)
  *
  * Commits.  Every registry change is a metadata commit (tbl_commit) whose
  * rebase callback re-reads the registry of the fresh base and applies the
@@ -22,13 +23,18 @@
  *   append/overwrite  our entries (write.c commits them with   sidecars for indexes declared
  *   /delete           the snapshot: one commit); entries of    since the write began are built
  *                     the files the operation removes go       from the written files
+ *   refresh_indexes   entries for live files that lack one     files that came meanwhile get
+ *                     (written by other engines)               theirs too
  *   drop_index        declarations and their entries go        -
  *   remove_orphans    entries of data files not live go        (re-checked against the base)
  *
- * A new registry version is written per attempt (unique name, exclusive
- * create); a failed attempt's file is removed before the next one, and a
- * failed operation removes its sidecars.  Sidecar files are immutable and
- * never overwritten: a taken name gets a random suffix.
+ * Writes and refresh add one segment to the base's root (only the root is
+ * read: index/registry.h's format 2, whose merge policy keeps the segment
+ * count logarithmic); add_index, drop_index and pruning write the registry
+ * whole (one segment).  The files of each attempt (unique names, exclusive
+ * create) are removed before the next one, and a failed operation removes
+ * its sidecars.  Sidecar files are immutable and never overwritten: a taken
+ * name gets a random suffix.
  *
  * Reading (tbl_ixscan_*).  A scan loads the registry once.  Per planned data
  * file, entries are used only when path AND size match the file; the
@@ -201,6 +207,35 @@ static void remove_local(const char *location, const char *rel)
     if (ix_resolve_path(location, rel, &p) == HS_OK)
         (void)unlink(tbl_local(hs_buf_cstr(&p)));
     hs_buf_free(&p);
+}
+
+/* Removes the files of a list of location-relative names (char *, owned)
+ * and empties it. */
+static void remove_listed(const char *location, hs_buf *rels)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(rels, char *); i++) {
+        if (location)
+            remove_local(location, HS_VEC_AT(rels, char *, i));
+        hs_free(HS_VEC_AT(rels, char *, i));
+    }
+    hs_buf_free(rels);
+}
+
+/* The root of the registry of metadata m (declarations and segments, no
+ * segment read); unreadable is treated as load_registry_of does. */
+static hs_status load_root_of(const ice_table_metadata *m, ix_registry *reg, hs_error *err)
+{
+    const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
+    hs_error e;
+    hs_err_clear(&e);
+    hs_status st = ix_registry_load_root(m->location, rel, reg, &e);
+    if (st == HS_NOMEM)
+        return hs_err_nomem(err, 64);
+    if (st != HS_OK) {
+        warn("%s: %s; starting a new index registry", m->location, e.msg);
+        memset(reg, 0, sizeof *reg);
+    }
+    return HS_OK;
 }
 
 /* The registry of metadata m: empty when there is none; an unreadable one is
@@ -508,48 +543,57 @@ static bool sidecar_present(const char *location, const ix_entry *e)
 /* ------------------------------------------------------------------ */
 /* registry commits                                                    */
 
+/* A change applied to the base's registry (entries loaded): either it
+ * edits reg and sets *changed (the registry is written whole), or it
+ * pushes entries onto *add (ix_entry, strings borrowed from the change's
+ * context) to be written as one new segment on the base's root. */
 typedef hs_status (*reg_change_fn)(void *ctx, const ice_table_metadata *base, ix_registry *reg,
-                                   bool *changed, hs_error *err);
+                                   bool *changed, hs_buf *add, hs_error *err);
 
 typedef struct reg_commit {
     reg_change_fn fn;
     void *ctx;
-    char *written;                 /* location-relative path of the last attempt's file */
+    hs_buf written;                /* char *: files of the last attempt (location-relative) */
     char *location;                /* of that attempt */
 } reg_commit;
 
-static void reg_commit_forget(reg_commit *c, bool remove_file)
+static void reg_commit_forget(reg_commit *c, bool remove_files)
 {
-    if (c->written && remove_file)
-        remove_local(c->location, c->written);
-    hs_free(c->written);
+    remove_listed(remove_files ? c->location : NULL, &c->written);
     hs_free(c->location);
-    c->written = c->location = NULL;
+    c->location = NULL;
 }
 
 static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const char *loc,
                                ice_table_metadata *nm, hs_error *err)
 {
     reg_commit *c = vctx;
+    (void)loc;
     reg_commit_forget(c, true);
     ix_registry reg = {0};
     HS_TRY(load_registry_of(base, &reg, err));
     bool changed = false;
-    hs_status st = c->fn(c->ctx, base, &reg, &changed, err);
+    hs_buf add = {0};
+    hs_status st = c->fn(c->ctx, base, &reg, &changed, &add, err);
     char *rel = NULL;
     if (st == HS_OK)
         st = ice_metadata_copy(base, nm, err);
-    if (st == HS_OK && changed) {
-        st = ix_registry_write(base->location, &reg, wflags_of(base), &rel, err);
-        if (st == HS_OK) {
-            c->written = rel;
-            c->location = hs_strdup(base->location);
-            if (!c->location)
-                st = hs_err_nomem(err, 64);
-        }
+    if (st == HS_OK && (changed || add.len > 0)) {
+        c->location = hs_strdup(base->location);
+        if (!c->location)
+            st = hs_err_nomem(err, 64);
+        else if (changed)
+            st = ix_registry_write(base->location, &reg, wflags_of(base), &rel, &c->written,
+                                   err);
+        else
+            st = ix_registry_write_delta(base->location, &reg, (const ix_entry *)add.data,
+                                         (int)HS_VEC_LEN(&add, ix_entry), NULL, 0,
+                                         wflags_of(base), &rel, &c->written, err);
         if (st == HS_OK)
             st = ice_metadata_set_property(nm, IX_REGISTRY_PROPERTY, rel, err);
+        hs_free(rel);
     }
+    hs_buf_free(&add);
     ix_registry_clear(&reg);
     return st;
 }
@@ -557,7 +601,7 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
 /* Commits a registry change (fn applied to each fresh base's registry). */
 static hs_status reg_commit_run(hs_table *t, reg_change_fn fn, void *ctx, hs_error *err)
 {
-    reg_commit c = {fn, ctx, NULL, NULL};
+    reg_commit c = {fn, ctx, {0}, NULL};
     hs_status st = tbl_commit(t, reg_commit_cb, &c, err);
     reg_commit_forget(&c, st != HS_OK);
     return st;
@@ -799,8 +843,9 @@ static bool entry_live(void *ctx, const ix_entry *e)
 }
 
 static hs_status add_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
-                            bool *changed, hs_error *err)
+                            bool *changed, hs_buf *add, hs_error *err)
 {
+    (void)add;
     add_ctx *c = vctx;
     int64_t cur = ice_metadata_current_snapshot(base) ? base->current_snapshot_id : -1;
     if (cur != c->planned_snapshot) {
@@ -1000,8 +1045,9 @@ typedef struct drop_ctx {
 } drop_ctx;
 
 static hs_status drop_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
-                             bool *changed, hs_error *err)
+                             bool *changed, hs_buf *add, hs_error *err)
 {
+    (void)add;
     drop_ctx *c = vctx;
     int removed = 0;
     if (c->field_id >= 0)
@@ -1084,8 +1130,9 @@ hs_status hs_table_list_indexes(const hs_table *t, char **out, hs_error *err)
 /* orphans                                                             */
 
 static hs_status prune_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
-                              bool *changed, hs_error *err)
+                              bool *changed, hs_buf *add, hs_error *err)
 {
+    (void)add;
     live_set live;
     HS_TRY(live_of(base, &live, err));
     *changed = ix_registry_retain(reg, entry_live, &live) > 0;
@@ -1171,9 +1218,10 @@ hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int
         if (hs_map_put(&keep, l, strlen(l), 1) != HS_OK)
             st = hs_err_nomem(err, 256);
     }
+    /* the current root and its segments */
     const char *cur = ice_kv_get(&t->meta.properties, IX_REGISTRY_PROPERTY);
-    if (st == HS_OK && cur) {
-        if (ix_resolve_path(t->meta.location, cur, &p) != HS_OK)
+    for (int i = -1; st == HS_OK && cur && i < reg.n_segments; i++) {
+        if (ix_resolve_path(t->meta.location, i < 0 ? cur : reg.segments[i].path, &p) != HS_OK)
             st = hs_err_nomem(err, 256);
         else {
             const char *l = tbl_local(hs_buf_cstr(&p));
@@ -1252,6 +1300,7 @@ static void cache_release(tbl_fref *ref)
 
 typedef struct ent_ctx {
     int kind;
+    const char *location;          /* registry: the table's, for its segments */
     const hs_field *field;
     int64_t want_size;
     char *why;
@@ -1285,6 +1334,8 @@ static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj
     } else if (st == HS_OK) {
         st = ix_registry_parse(path, (const char *)c->bytes.data, c->bytes.len, &c->reg, &e2);
         hs_buf_free(&c->bytes);
+        if (st == HS_OK && x->location)
+            st = ix_registry_load_segments(x->location, &c->reg, &e2);
         if (st == HS_OK)
             st = ix_registry_build_index(&c->reg, &e2);
     }
@@ -1305,14 +1356,15 @@ static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj
 
 /* The entry for file `path` (local), loaded when needed.  *out NULL with
  * why[] set when the file is missing or unusable. */
-static hs_status cache_get(int kind, const char *path, const hs_field *field, int64_t want_size,
+static hs_status cache_get(int kind, const char *location, const char *path,
+                           const hs_field *field, int64_t want_size,
                            cache_ent **out, tbl_fref **ref, char *why, size_t why_cap,
                            hs_error *err)
 {
     *out = NULL;
     why[0] = '\0';
     int64_t key[2] = {kind, field ? (int64_t)pr_kind_of(field) : -1};
-    ent_ctx ctx = {kind, field, want_size, why, why_cap};
+    ent_ctx ctx = {kind, location, field, want_size, why, why_cap};
     void *obj = NULL;
     HS_TRY(tbl_fcache_get(&g_ix_cache, path, key, 2, ent_load, &ctx, &obj, ref, err));
     *out = obj;
@@ -1347,7 +1399,7 @@ hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out, int64_t
         return hs_err_nomem(err, 64);
     }
     char why[1200];
-    hs_status st = cache_get(CE_REGISTRY, tbl_local(hs_buf_cstr(&p)), NULL, -1, &x->ent,
+    hs_status st = cache_get(CE_REGISTRY, m->location, tbl_local(hs_buf_cstr(&p)), NULL, -1, &x->ent,
                              &x->ref, why, sizeof why, err);
     hs_buf_free(&p);
     if (st == HS_OK && !x->ent) {
@@ -1443,8 +1495,8 @@ static hs_status side_open(ixeval *v, side *s, const hs_field *field, bool *ok, 
     if (ix_resolve_path(v->x->location, e->index_file, &p) != HS_OK)
         return hs_err_nomem(err, 256);
     char why[1200];
-    hs_status st = cache_get(CE_SIDECAR, tbl_local(hs_buf_cstr(&p)), field, e->index_file_size,
-                             &s->ent, &s->ref, why, sizeof why, err);
+    hs_status st = cache_get(CE_SIDECAR, NULL, tbl_local(hs_buf_cstr(&p)), field,
+                             e->index_file_size, &s->ent, &s->ref, why, sizeof why, err);
     hs_buf_free(&p);
     HS_TRY(st);
     if (!s->ent) {
@@ -1849,7 +1901,7 @@ static hs_status ixw_load(tbl_ixw *w, hs_error *err)
         return hs_err_nomem(err, 64);
     }
     w->reg = reg;
-    return load_registry_of(&w->t->meta, reg, err);
+    return load_root_of(&w->t->meta, reg, err);   /* the declarations: no segment is read */
 }
 
 static bool ixw_has_entry(const tbl_ixw *w, const char *path, int32_t fid, const char *kind)
@@ -1915,34 +1967,22 @@ hs_status tbl_ixw_file_removed(tbl_ixw *w, const char *path, hs_error *err)
     return HS_OK;
 }
 
-static bool keep_not_removed(void *ctx, const ix_entry *e)
-{
-    const tbl_ixw *w = ctx;
-    for (size_t i = 0; i < HS_VEC_LEN(&w->removed, char *); i++)
-        if (strcmp(HS_VEC_AT(&w->removed, char *, i), e->data_file) == 0)
-            return false;
-    return true;
-}
-
 hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base, ice_table_metadata *nm,
                         hs_error *err)
 {
-    if (w->prev_registry) {
-        remove_local(base->location, w->prev_registry);
-        hs_free(w->prev_registry);
-        w->prev_registry = NULL;
-    }
+    remove_listed(base->location, &w->prev_registry);
     const char *rel = ice_kv_get(&base->properties, IX_REGISTRY_PROPERTY);
     if (!rel)
         return HS_OK;   /* no registry: nothing to record */
+    /* the base's root only: declarations and segments (an append costs the
+     * same however many files the registry covers) */
     ix_registry reg = {0};
     hs_status st;
     if (w->reg && w->loaded_rel && strcmp(w->loaded_rel, rel) == 0)
         st = ix_registry_copy(w->reg, &reg, err);
     else
-        st = load_registry_of(base, &reg, err);
+        st = load_root_of(base, &reg, err);
     HS_TRY(st);
-    bool changed = false;
     /* indexes declared since the write began: build them from our files */
     const ice_schema *sc = ice_metadata_current_schema(base);
     for (int i = 0; st == HS_OK && sc && i < reg.n_decls; i++) {
@@ -1963,23 +2003,27 @@ hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base, ice_table_me
                 st = ixw_push_entry(w, &e, err);
         }
     }
-    /* entries of removed files go; ours come in when still declared */
-    if (st == HS_OK && HS_VEC_LEN(&w->removed, char *) > 0)
-        changed |= ix_registry_retain(&reg, keep_not_removed, w) > 0;
+    /* one segment: tombstones for the removed files, our entries of
+     * indexes still declared */
+    hs_buf add = {0};
     for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&w->entries, ix_entry); i++) {
         const ix_entry *e = &HS_VEC_AT(&w->entries, ix_entry, i);
         if (ix_registry_find_decl(&reg, e->field_id, e->kind) < 0)
             continue;   /* dropped meanwhile */
-        st = ix_registry_add_entry(&reg, e, err);
-        changed = true;
+        if (hs_buf_append(&add, e, sizeof *e) != HS_OK)
+            st = hs_err_nomem(err, 64);
     }
+    int n_add = (int)HS_VEC_LEN(&add, ix_entry);
+    int n_removed = (int)HS_VEC_LEN(&w->removed, char *);
     char *nrel = NULL;
-    if (st == HS_OK && changed)
-        st = ix_registry_write(base->location, &reg, wflags_of(base), &nrel, err);
-    if (st == HS_OK && nrel) {
-        w->prev_registry = nrel;
+    if (st == HS_OK && (n_add > 0 || n_removed > 0))
+        st = ix_registry_write_delta(base->location, &reg, (const ix_entry *)add.data, n_add,
+                                     (const char *const *)w->removed.data, n_removed,
+                                     wflags_of(base), &nrel, &w->prev_registry, err);
+    if (st == HS_OK && nrel)
         st = ice_metadata_set_property(nm, IX_REGISTRY_PROPERTY, nrel, err);
-    }
+    hs_free(nrel);
+    hs_buf_free(&add);
     ix_registry_clear(&reg);
     return st;
 }
@@ -1991,11 +2035,8 @@ void tbl_ixw_abort(tbl_ixw *w)
     const char *loc = w->t->meta.location;
     for (size_t i = 0; i < HS_VEC_LEN(&w->sidecars, char *); i++)
         remove_local(loc, HS_VEC_AT(&w->sidecars, char *, i));
-    if (w->prev_registry)
-        remove_local(loc, w->prev_registry);
+    remove_listed(loc, &w->prev_registry);
     free_strs(&w->sidecars);
-    hs_free(w->prev_registry);
-    w->prev_registry = NULL;
 }
 
 void tbl_ixw_free(tbl_ixw *w)
@@ -2006,7 +2047,7 @@ void tbl_ixw_free(tbl_ixw *w)
     free_strs(&w->removed);
     free_entries(&w->entries);
     free_strs(&w->sidecars);
-    hs_free(w->prev_registry);
+    remove_listed(NULL, &w->prev_registry);
     hs_free(w->loaded_rel);
     if (w->reg) {
         ix_registry_clear(w->reg);

@@ -11,9 +11,10 @@
  *   a snapshot                   its manifest list, the manifests it lists,
  *                                and the data / delete files of their
  *                                entries that are not DELETED
- *   a metadata file (current     itself, and the index registry version its
+ *   a metadata file (current     itself, and the index registry root its
  *   and its metadata log)        property hyperstream.index-registry names,
- *                                with every sidecar that version lists
+ *                                the segments that root lists (a format-2
+ *                                registry), and every sidecar they list
  *   a path table                 metadata/version-hint.text
  *
  * A manifest is read once per call however many snapshots list it (the
@@ -25,8 +26,10 @@
  *   -------------------  -----------------------------  ------------------------------
  *   expire_snapshots     metadata without the expired   reach(expired) - reach(kept),
  *                        snapshots (and their snapshot  their sidecars, and registry
- *                        log entries)                   versions (not current) whose
- *                                                       entries all name files gone
+ *                        log entries)                   roots (not current) whose
+ *                                                       entries all name files gone,
+ *                                                       with their segments that no
+ *                                                       other root lists
  *   remove_orphan_files  nothing                        files under metadata/, data/,
  *                                                       index/ older than the window
  *                                                       that nothing above reaches
@@ -263,9 +266,12 @@ static hs_status reach_all(const ice_table_metadata *m, fset *out, hs_error *err
 }
 
 /* The registry version named by metadata m (rel = its property value) with
- * its sidecars, added to out (registry and index kinds).  An unreadable
- * registry is kept (its file added) but lists nothing, unless strict: then
- * a registry that exists but cannot be read or parsed fails the call. */
+ * its segments and sidecars, added to out (registry and index kinds).  An
+ * unreadable registry is kept (its files added) but lists nothing, unless
+ * strict: then a root or segment that exists but cannot be read or parsed
+ * fails the call.  A missing root or segment names nothing (it was removed
+ * with its version: its entries' sidecars are whatever other versions
+ * keep). */
 static hs_status reach_registry(const char *location, const char *rel, fset *out,
                                 ix_registry *reg_out, bool strict, hs_error *err)
 {
@@ -278,12 +284,45 @@ static hs_status reach_registry(const char *location, const char *rel, fset *out
     ix_registry reg = {0};
     hs_error e;
     hs_err_clear(&e);
-    hs_status ls = st == HS_OK ? ix_registry_load(location, rel, &reg, &e) : HS_OK;
+    hs_status ls = st == HS_OK ? ix_registry_load_root(location, rel, &reg, &e) : HS_OK;
     if (ls != HS_OK) {
         memset(&reg, 0, sizeof reg);
         if (strict && ls != HS_NOT_FOUND)
             st = hs_err_set(err, ls, "%s (nothing was deleted)", e.msg);
     }
+    /* format 2: every segment is kept; their entries, composed, are the
+     * registry's (a missing segment contributes none) */
+    ix_segdata *segs = reg.n_segments ? hs_calloc((size_t)reg.n_segments, sizeof *segs) : NULL;
+    if (st == HS_OK && reg.n_segments && !segs)
+        st = hs_err_nomem(err, 256);
+    for (int i = 0; st == HS_OK && i < reg.n_segments; i++) {
+        if (ix_resolve_path(location, reg.segments[i].path, &p) != HS_OK) {
+            st = hs_err_nomem(err, 256);
+            break;
+        }
+        st = fset_add(out, hs_buf_cstr(&p), FK_REGISTRY, err);
+        hs_err_clear(&e);
+        ls = st == HS_OK ? ix_segment_load(location, &reg.segments[i], &segs[i], &e) : HS_OK;
+        if (ls == HS_NOMEM)
+            st = hs_err_nomem(err, 256);
+        else if (ls != HS_OK && strict && ls != HS_NOT_FOUND)
+            st = hs_err_set(err, ls, "%s (nothing was deleted)", e.msg);
+    }
+    if (st == HS_OK && reg.n_segments) {
+        ix_segdata all = {0};
+        st = ix_segments_compose(segs, reg.n_segments, true, &all, err);
+        if (st == HS_OK) {
+            ix_registry_clear_entries(&reg);
+            reg.entries = all.entries;
+            reg.n_entries = reg.cap_entries = all.n_entries;
+            all.entries = NULL;
+            all.n_entries = 0;
+        }
+        ix_segdata_clear(&all);
+    }
+    for (int i = 0; segs && i < reg.n_segments; i++)
+        ix_segdata_clear(&segs[i]);
+    hs_free(segs);
     for (int i = 0; st == HS_OK && i < reg.n_entries; i++) {
         if (ix_resolve_path(location, reg.entries[i].index_file, &p) != HS_OK)
             st = hs_err_nomem(err, 256);
@@ -560,14 +599,19 @@ static hs_status expired_files(const expire_ctx *c, const ice_table_metadata *be
     }
     if (st == HS_OK)
         st = logged_registries(after, &rels, NULL, false, err);
+    /* roots that go, and the files of the ones that stay */
     hs_buf p = {0};
+    fset stay = {0}, go = {0};
     for (size_t r = 0; st == HS_OK && r < HS_VEC_LEN(&rels, char *); r++) {
         const char *rel = HS_VEC_AT(&rels, char *, r);
         ix_registry reg = {0};
+        fset files = {0};
         hs_error e;
         hs_err_clear(&e);
-        if (ix_registry_load(after->location, rel, &reg, &e) != HS_OK)
+        if (reach_registry(after->location, rel, &files, &reg, false, &e) != HS_OK) {
+            fset_free(&files);
             continue;
+        }
         bool any_live = false;
         for (int i = 0; st == HS_OK && i < reg.n_entries; i++) {
             const ix_entry *en = &reg.entries[i];
@@ -583,14 +627,19 @@ static hs_status expired_files(const expire_ctx *c, const ice_table_metadata *be
                 st = fset_add(del, hs_buf_cstr(&p), FK_INDEX, err);
         }
         bool is_cur = cur && strcmp(rel, cur) == 0;
-        if (st == HS_OK && !is_cur && !any_live && reg.n_entries > 0) {
-            if (ix_resolve_path(after->location, rel, &p) != HS_OK)
-                st = hs_err_nomem(err, 256);
-            else if (!fset_has(&cur_files, hs_buf_cstr(&p)))
-                st = fset_add(del, hs_buf_cstr(&p), FK_REGISTRY, err);
-        }
+        bool goes = !is_cur && !any_live && reg.n_entries > 0;
+        /* the root and its segments (registry kind) go or stay together */
+        for (size_t i = 0; st == HS_OK && i < fset_len(&files); i++)
+            if (fset_kind(&files, i) == FK_REGISTRY)
+                st = fset_add(goes ? &go : &stay, fset_path(&files, i), FK_REGISTRY, err);
+        fset_free(&files);
         ix_registry_clear(&reg);
     }
+    for (size_t i = 0; st == HS_OK && i < fset_len(&go); i++)
+        if (!fset_has(&stay, fset_path(&go, i)) && !fset_has(&cur_files, fset_path(&go, i)))
+            st = fset_add(del, fset_path(&go, i), FK_REGISTRY, err);
+    fset_free(&stay);
+    fset_free(&go);
     hs_buf_free(&p);
     strv_free(&rels);
     fset_free(&cur_files);

@@ -421,7 +421,7 @@ typedef struct tbl_ixw {
     hs_buf removed;                /* char *: data files removed (owned strings) */
     hs_buf entries;                /* ix_entry: sidecars built (owned strings) */
     hs_buf sidecars;               /* char *: sidecar paths written (owned) */
-    char *prev_registry;           /* registry file of the previous attempt (owned) */
+    hs_buf prev_registry;          /* char *: registry files of the previous attempt (owned) */
 } tbl_ixw;
 
 void tbl_ixw_init(tbl_ixw *w, hs_table *t);
