@@ -20,8 +20,9 @@
  *   delete      delete rows matching a filter             hs_table_delete
  *   overwrite   replace rows matching a filter            hs_table_overwrite
  *   explain     run a scan, report pruning and index use  hs_table_explain
- *   index       add | drop | list | orphans: sidecar      hs_table_add_index / drop_index /
- *               indexes (hyperstream/index.h)             list_indexes / remove_orphan_indexes
+ *   index       add | drop | list | orphans | refresh:    hs_table_add_index / drop_index /
+ *               sidecar indexes (hyperstream/index.h)     list_indexes / remove_orphan_indexes /
+ *                                                         refresh_indexes
  *   expire      expire snapshots, delete their files      hs_table_expire_snapshots
  *   remove-orphans  delete unreferenced files             hs_table_remove_orphan_files
  *   rewrite-manifests  merge small manifests              hs_table_rewrite_manifests
@@ -73,6 +74,7 @@ static const char table_usage[] =
     "  index drop TABLE COLUMN [--kind K]\n"
     "  index list TABLE\n"
     "  index orphans TABLE [--older-than-ms MS]   delete unreferenced sidecar files\n"
+    "  index refresh TABLE [--threads N]   index files other engines added since add_index\n"
     "  files TABLE [--filter EXPR] [--snapshot ID]\n"
     "  snapshots TABLE | history TABLE | refs TABLE\n"
     "  rollback TABLE SNAPSHOT_ID\n"
@@ -618,6 +620,22 @@ static int tool_index(const targs *a, hs_table *t)
         printf("{\"removed\":%lld}\n", (long long)n);
         return 0;
     }
+    if (strcmp(act, "refresh") == 0) {
+        hs_index_options o = {.struct_size = sizeof o, .n_threads = a->threads};
+        bar_state bar = {0};
+        if (isatty(STDERR_FILENO)) {
+            o.progress = progress_bar;
+            o.progress_ctx = &bar;
+        }
+        int64_t n = 0;
+        st = hs_table_refresh_indexes(t, &o, &n, &err);
+        if (bar.shown && !bar.ended && st != HS_OK)
+            fputc('\n', stderr);
+        if (st != HS_OK)
+            return cli_fail_err(st, &err);
+        printf("{\"entries_added\":%lld}\n", (long long)n);
+        return 0;
+    }
     if (a->n_pos != 1)
         return cli_usage_error("table ", "index %s needs TABLE COLUMN", act);
     if (strcmp(act, "add") == 0) {
@@ -758,12 +776,12 @@ int cmd_table(int argc, char **argv)
     targs a;
     bool index = strcmp(argv[1], "index") == 0;
     if (index) {
-        static const char *const acts[] = {"add", "drop", "list", "orphans"};
+        static const char *const acts[] = {"add", "drop", "list", "orphans", "refresh"};
         bool ok = false;
         for (size_t i = 0; argc > 2 && i < sizeof acts / sizeof acts[0]; i++)
             ok |= strcmp(argv[2], acts[i]) == 0;
         if (!ok)
-            return cli_usage_error("table ", "index needs add, drop, list or orphans");
+            return cli_usage_error("table ", "index needs add, drop, list, orphans or refresh");
     }
     int rc = index ? parse_args(argc - 1, argv + 1, &a) : parse_args(argc, argv, &a);
     if (rc)

@@ -77,6 +77,19 @@ HS_API hs_status hs_table_list_indexes_stream(const hs_table *t, struct ArrowArr
  * *n_removed (may be NULL) gets the count. */
 HS_API hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int64_t *n_removed,
                                          hs_error *err);
+/* Index catch-up: builds every declared index for the live data files of
+ * the current snapshot that lack a usable sidecar (files another engine -
+ * pyiceberg, Spark, Java - committed after add_index, or whose sidecar is
+ * missing or stale) and commits their entries as one registry change
+ * (retried on conflicts; files committed meanwhile are built too).  Until
+ * then scans use the sidecars present and read the other files: results
+ * are the same.  opt: n_threads and progress (kind and params are
+ * ignored; NULL = defaults).  *n_built (may be NULL) gets the number of
+ * registry entries added (0: nothing was missing, nothing committed).
+ * With the table property "hyperstream.index.auto-refresh" = "true",
+ * hs_table_open runs it (a failure there is a warning, not an error). */
+HS_API hs_status hs_table_refresh_indexes(hs_table *t, const hs_index_options *opt,
+                                          int64_t *n_built, hs_error *err);
 
 /* Counters of the filtered scan path, filled while a stream is read (and by
  * planning).  Read them with hs_scan_get_index_stats after the stream has

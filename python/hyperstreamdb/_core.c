@@ -87,6 +87,7 @@
 #pragma weak hs_table_drop_index
 #pragma weak hs_table_list_indexes
 #pragma weak hs_table_remove_orphan_indexes
+#pragma weak hs_table_refresh_indexes
 #pragma weak hs_table_explain
 #pragma weak hs_table_search
 #pragma weak hs_table_search_batch
@@ -1988,6 +1989,41 @@ static PyObject *Table_remove_orphan_indexes(TableObject *self, PyObject *args, 
     return PyLong_FromLongLong(n);
 }
 
+static PyObject *Table_refresh_indexes(TableObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"progress", "n_threads", NULL};
+    PyObject *progress = Py_None;
+    int n_threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Oi", kwlist, &progress, &n_threads))
+        return NULL;
+    REQUIRE_FN(hs_table_refresh_indexes);
+    if (check_open(self) < 0)
+        return NULL;
+    if (progress != Py_None && !PyCallable_Check(progress)) {
+        PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
+        return NULL;
+    }
+    if (n_threads < 0) {
+        PyErr_SetString(PyExc_ValueError, "n_threads must be >= 0");
+        return NULL;
+    }
+    progress_ctx pc = {0};
+    pc.cb = progress;
+    hs_index_options opt = {0};
+    opt.progress = progress_fn;
+    opt.progress_ctx = &pc;
+    opt.n_threads = n_threads;
+    int64_t n = 0;
+    hs_error err = {0};
+    hs_status st;
+    LOCKED(self, st = hs_table_refresh_indexes(self->t, &opt, &n, &err));
+    if (saved_exc_restore(&pc.exc))
+        return NULL;
+    if (st != HS_OK)
+        return raise_status(st, &err);
+    return PyLong_FromLongLong(n);
+}
+
 
 /* Table maintenance (table.h "Maintenance"): op is "expire_snapshots",
  * "remove_orphan_files", "rewrite_manifests" or "compact"; the options
@@ -2157,6 +2193,8 @@ static PyMethodDef Table_methods[] = {
     {"drop_index", KWFN(Table_drop_index), "drop_index(column, kind=None)"},
     {"remove_orphan_indexes", KWFN(Table_remove_orphan_indexes),
      "remove_orphan_indexes(older_than_ms=0) -> files removed"},
+    {"refresh_indexes", KWFN(Table_refresh_indexes),
+     "refresh_indexes(progress=None, n_threads=0) -> registry entries added"},
     {NULL}};
 
 static PyGetSetDef Table_getset[] = {

@@ -1048,11 +1048,26 @@ class Table:
         than ``older_than`` (a datetime or timedelta; default: 1 hour ago)."""
         if older_than is None:
             older_than = _dt.timedelta(hours=1)
+        # the engine takes an age (how long ago), not a point in time
         if isinstance(older_than, _dt.timedelta):
-            ms = int((_dt.datetime.now().timestamp() - older_than.total_seconds()) * 1000)
+            age_ms = int(older_than.total_seconds() * 1000)
         else:
-            ms = _as_of_ms(older_than)
-        return self._handle().remove_orphan_indexes(ms)
+            age_ms = int(_dt.datetime.now().timestamp() * 1000) - _as_of_ms(older_than)
+        return self._handle().remove_orphan_indexes(max(age_ms, 0))
+
+    def refresh_indexes(self, *, progress: ProgressArg = None, n_threads: int = 0) -> int:
+        """Index catch-up: builds every declared index for the live data files
+        that lack one (files pyiceberg, Spark or Java committed after
+        add_index, or whose sidecar is missing or stale) and commits them in
+        one registry change.  Until then scans use the indexes present and
+        read the other files, with the same results.  Returns the number of
+        registry entries added (0: nothing was missing).  The table property
+        ``hyperstream.index.auto-refresh = "true"`` runs this whenever the
+        table is opened."""
+        if progress is None:
+            progress = self._progress
+        with Progress(progress, "refreshing indexes", "") as cb:
+            return self._handle().refresh_indexes(progress=cb, n_threads=int(n_threads))
 
     # ---- maintenance the engine does not have yet ---------------------------
 

@@ -842,11 +842,11 @@ static bool entry_live(void *ctx, const ix_entry *e)
     return live_has(ctx, e->data_file, e->data_file_size);
 }
 
-static hs_status add_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
-                            bool *changed, hs_buf *add, hs_error *err)
+/* On a base newer than the one planned: drops our entries of files that
+ * left, builds sidecars for the files that came. */
+static hs_status add_catch_up(add_ctx *c, const ice_table_metadata *base, const ix_registry *reg,
+                              hs_error *err)
 {
-    (void)add;
-    add_ctx *c = vctx;
     int64_t cur = ice_metadata_current_snapshot(base) ? base->current_snapshot_id : -1;
     if (cur != c->planned_snapshot) {
         /* files came or went since planning: drop ours that left, build the new ones */
@@ -872,6 +872,15 @@ static hs_status add_change(void *vctx, const ice_table_metadata *base, ix_regis
         HS_TRY(st);
         c->planned_snapshot = cur;
     }
+    return HS_OK;
+}
+
+static hs_status add_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
+                            bool *changed, hs_buf *add, hs_error *err)
+{
+    (void)add;
+    add_ctx *c = vctx;
+    HS_TRY(add_catch_up(c, base, reg, err));
     HS_TRY(ix_registry_add_decl(reg, c->decl.column, c->decl.field_id, c->decl.kind,
                                 c->decl.params, err));
     for (size_t i = 0; i < HS_VEC_LEN(&c->mine, ix_entry); i++) {
@@ -1033,6 +1042,171 @@ hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_opt
     hs_free(kind);
     hs_free(params);
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* refresh_indexes (catch-up)                                          */
+
+/* One add_ctx per declaration (strings copied: the registry they come from
+ * is freed before the commit). */
+typedef struct refresh_ctx {
+    add_ctx *c;
+    int n;
+    int64_t n_added;               /* entries of the last attempt */
+} refresh_ctx;
+
+static void refresh_ctx_free(refresh_ctx *r, const char *location, bool remove_mine)
+{
+    for (int i = 0; i < r->n; i++) {
+        add_ctx *c = &r->c[i];
+        for (size_t k = 0; remove_mine && location && k < HS_VEC_LEN(&c->mine, ix_entry); k++)
+            remove_local(location, HS_VEC_AT(&c->mine, ix_entry, k).index_file);
+        free_entries(&c->mine);
+        ice_schema_clear(&c->schema_copy);
+        hs_free(c->decl.column);
+        hs_free(c->decl.kind);
+        hs_free(c->decl.params);
+    }
+    hs_free(r->c);
+    memset(r, 0, sizeof *r);
+}
+
+/* Our entries, for declarations the base still has, that the base lacks
+ * (a concurrent refresh or add_index may have built some: theirs stay). */
+static hs_status refresh_change(void *vctx, const ice_table_metadata *base, ix_registry *reg,
+                                bool *changed, hs_buf *add, hs_error *err)
+{
+    refresh_ctx *r = vctx;
+    (void)changed;
+    r->n_added = 0;
+    for (int i = 0; i < r->n; i++) {
+        add_ctx *c = &r->c[i];
+        if (ix_registry_find_decl(reg, c->decl.field_id, c->decl.kind) < 0)
+            continue;   /* dropped meanwhile */
+        HS_TRY(add_catch_up(c, base, reg, err));
+        for (size_t k = 0; k < HS_VEC_LEN(&c->mine, ix_entry); k++) {
+            const ix_entry *e = &HS_VEC_AT(&c->mine, ix_entry, k);
+            const ix_entry *theirs = ix_registry_find_entry(reg, e->data_file, e->field_id,
+                                                            e->kind);
+            if (theirs && theirs->data_file_size == e->data_file_size &&
+                sidecar_present(base->location, theirs))
+                continue;
+            if (hs_buf_append(add, e, sizeof *e) != HS_OK)
+                return hs_err_nomem(err, 64);
+            r->n_added++;
+        }
+    }
+    return HS_OK;
+}
+
+/* Sets up r->c[] for the declarations of reg whose column and kind this
+ * build can index, and builds what the live files lack. */
+static hs_status refresh_plan(hs_table *t, const ix_registry *reg, const live_set *live,
+                              const hs_index_options *opt, refresh_ctx *r, hs_error *err)
+{
+    const ice_schema *sc = ice_metadata_current_schema(&t->meta);
+    if (!sc || reg->n_decls == 0)
+        return HS_OK;
+    r->c = hs_calloc((size_t)reg->n_decls, sizeof *r->c);
+    if (!r->c)
+        return hs_err_nomem(err, (size_t)reg->n_decls * sizeof *r->c);
+    hs_status st = HS_OK;
+    for (int i = 0; i < reg->n_decls && st == HS_OK; i++) {
+        const ix_decl *d = &reg->decls[i];
+        if (!ice_schema_find_id(sc, d->field_id) || !top_of(sc, d->field_id) ||
+            !tbl_ixkind_find(d->kind))
+            continue;   /* column dropped, or a kind this build cannot make */
+        add_ctx *c = &r->c[r->n++];
+        c->t = t;
+        c->decl.column = hs_strdup(d->column);
+        c->decl.kind = hs_strdup(d->kind);
+        c->decl.params = hs_strdup(d->params ? d->params : "{}");
+        c->decl.field_id = d->field_id;
+        c->n_threads = opt ? opt->n_threads : 0;
+        c->planned_snapshot = live->snapshot_id;
+        if (!c->decl.column || !c->decl.kind || !c->decl.params)
+            st = hs_err_nomem(err, 64);
+        if (st == HS_OK)
+            st = ice_schema_copy(sc, &c->schema_copy);
+        if (st == HS_OK) {
+            c->schema = &c->schema_copy;
+            c->field = ice_schema_find_id(&c->schema_copy, d->field_id);
+        }
+        hs_buf reqs = {0};
+        if (st == HS_OK)
+            st = missing_reqs(c, &t->meta, live, reg, &reqs, err);
+        if (st == HS_OK)
+            st = build_reqs_into(c, &reqs, opt, t->meta.location, err);
+        hs_buf_free(&reqs);
+    }
+    return st;
+}
+
+hs_status hs_table_refresh_indexes(hs_table *t, const hs_index_options *opt, int64_t *n_built,
+                                   hs_error *err)
+{
+    if (n_built)
+        *n_built = 0;
+    HS_TRY(tbl_check_writable(t, err));
+    HS_OPTS_IN(opt, hs_index_options, err);
+    HS_TRY(hs_table_refresh(t, err));
+    if (!ice_kv_get(&t->meta.properties, IX_REGISTRY_PROPERTY))
+        return HS_OK;   /* nothing declared */
+    ix_registry reg = {0};
+    live_set live = {0};
+    refresh_ctx r = {0};
+    HS_TRY(load_registry_of(&t->meta, &reg, err));
+    hs_status st = live_of(&t->meta, &live, err);
+    if (st == HS_OK)
+        st = refresh_plan(t, &reg, &live, opt, &r, err);
+    int64_t built = 0;
+    for (int i = 0; i < r.n; i++)
+        built += (int64_t)HS_VEC_LEN(&r.c[i].mine, ix_entry);
+    char *location = hs_strdup(t->meta.location);
+    if (st == HS_OK && !location)
+        st = hs_err_nomem(err, 64);
+    /* nothing missing now: commit only when the table moved since (the
+     * commit's catch-up then builds the new files) */
+    if (st == HS_OK && built > 0)
+        st = reg_commit_run(t, refresh_change, &r, err);
+    if (st == HS_OK && built > 0) {
+        /* sidecars that lost to a concurrent refresh or add_index: remove */
+        ix_registry now = {0};
+        if (load_registry_of(&t->meta, &now, NULL) == HS_OK) {
+            for (int i = 0; i < r.n; i++) {
+                add_ctx *c = &r.c[i];
+                for (size_t k = 0; k < HS_VEC_LEN(&c->mine, ix_entry); k++) {
+                    const ix_entry *e = &HS_VEC_AT(&c->mine, ix_entry, k);
+                    const ix_entry *x = ix_registry_find_entry(&now, e->data_file, e->field_id,
+                                                               e->kind);
+                    if (!x || strcmp(x->index_file, e->index_file) != 0)
+                        remove_local(location, e->index_file);
+                }
+            }
+        }
+        ix_registry_clear(&now);
+        if (n_built)
+            *n_built = r.n_added;
+    }
+    refresh_ctx_free(&r, location, st != HS_OK);
+    hs_free(location);
+    live_free(&live);
+    ix_registry_clear(&reg);
+    return st;
+}
+
+void tbl_index_auto_refresh(hs_table *t)
+{
+    const char *v = ice_kv_get(&t->meta.properties, "hyperstream.index.auto-refresh");
+    if (!t->catalog || !v || strcasecmp(v, "true") != 0 ||
+        !ice_kv_get(&t->meta.properties, IX_REGISTRY_PROPERTY))
+        return;
+    hs_error e;
+    hs_err_clear(&e);
+    int64_t n = 0;
+    if (hs_table_refresh_indexes(t, NULL, &n, &e) != HS_OK)
+        warn("%s: index auto-refresh: %s; scans read the files without a sidecar",
+             t->meta.location, e.msg);
 }
 
 /* ------------------------------------------------------------------ */

@@ -185,6 +185,7 @@ hs_status hs_table_open(hs_catalog *cat, const char *name, hs_table **out, hs_er
         table_free(t);
         return st;
     }
+    tbl_index_auto_refresh(t);   /* index catch-up, when the table asks for it (index.c) */
     *out = t;
     return HS_OK;
 }

@@ -440,6 +440,10 @@ HS_MUST_USE hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base,
                                     ice_table_metadata *nm, hs_error *err);
 /* Removes every sidecar and registry file written (the commit failed). */
 void tbl_ixw_abort(tbl_ixw *w);
+/* Runs hs_table_refresh_indexes when the table property
+ * "hyperstream.index.auto-refresh" is "true" (hs_table_open calls it); a
+ * failure is a warning: scans stay exact without the sidecars. */
+void tbl_index_auto_refresh(hs_table *t);
 void tbl_ixw_free(tbl_ixw *w);   /* frees memory only */
 
 /* ---- index kinds ---- */

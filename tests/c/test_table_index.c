@@ -18,6 +18,7 @@
 #include "columnar/column.h"
 #include "hyperstream/index.h"
 #include "hyperstream/table.h"
+#include "index/registry.h"
 #include "parquet/reader.h"
 #include "table/table_int.h"
 
@@ -481,8 +482,17 @@ static json_t *registry_of(hs_table *t, char *path, size_t cap)
     const char *rel = json_string_value(json_object_get(p, "hyperstream.index-registry"));
     json_t *r = NULL;
     if (rel) {
+        /* the registry as a format-1 document: a format-2 root's segments
+         * composed (callers that write it back write format 1 over the
+         * root, which readers still take) */
         snprintf(path, cap, "%s/%s", hs_table_location(t), rel);
-        r = json_load_file(path, 0, NULL);
+        ix_registry reg = {0};
+        hs_buf text = {0};
+        if (ix_registry_load(hs_table_location(t), rel, &reg, NULL) == HS_OK &&
+            ix_registry_to_json(&reg, &text, NULL) == HS_OK)
+            r = json_loadb((const char *)text.data, text.len, 0, NULL);
+        hs_buf_free(&text);
+        ix_registry_clear(&reg);
     }
     json_decref(p);
     return r;

@@ -26,6 +26,7 @@ import pytest
 from conftest import REPO, require, require_module
 
 import hyperstreamdb as hdb
+from helpers import registry as R
 
 fastavro = require_module("fastavro")
 pyiceberg_table = require_module("pyiceberg.table")
@@ -98,7 +99,7 @@ def registry_sidecars(t):
     rel = t.properties.get("hyperstream.index-registry")
     if not rel:
         return {}
-    reg = json.loads((pathlib.Path(t.location) / rel).read_text())
+    reg = R.read(t.location, rel)
     out = {}
     for e in reg["entries"]:
         out.setdefault(e["data-file"], []).append(str(pathlib.Path(t.location) / e["index-file"]))
@@ -197,8 +198,7 @@ def test_expire_deletes_exactly_the_unreachable(table):
     meta_before = t.metadata_location
     reach_before = reach(meta_before)
     old_sidecars = [p for ps in registry_sidecars_of_versions(t).values() for p in ps]
-    reg_dir = pathlib.Path(t.location) / "index" / "registry"
-    registries = {str(f): json.loads(f.read_text()) for f in reg_dir.glob("*.json")}
+    registries = {str(f): R.read(t.location, str(f)) for f in R.roots(t.location)}
     current_reg = str(pathlib.Path(t.location) / t.properties["hyperstream.index-registry"])
     dry = t.expire_snapshots(retain_last=1, dry_run=True)
     assert t.metadata_location == meta_before
@@ -223,9 +223,13 @@ def test_expire_deletes_exactly_the_unreachable(table):
         assert os.path.exists(p) == live
     # registry versions: deleted exactly when not current, with entries, none
     # of which names a data file a remaining snapshot reaches
-    want_gone = {f for f, reg in registries.items()
-                 if f != current_reg and reg["entries"]
-                 and not any(_local(e["data-file"]) in reach_after for e in reg["entries"])}
+    gone_roots = {f for f, reg in registries.items()
+                  if f != current_reg and reg["entries"]
+                  and not any(_local(e["data-file"]) in reach_after for e in reg["entries"])}
+    # ... with their segments that no root that stays lists
+    staying = {s for f, reg in registries.items() if f not in gone_roots for s in reg["segments"]}
+    want_gone = gone_roots | {s for f in gone_roots for s in registries[f]["segments"]
+                              if s not in staying}
     assert want_gone and {p for p, k in deleted.items() if k == "index-registry"} == want_gone
     assert rows_of(t.to_arrow()) == want
     assert pyiceberg_rows(t) == want
@@ -239,8 +243,8 @@ def test_expire_deletes_exactly_the_unreachable(table):
 def registry_sidecars_of_versions(t):
     """{data file: [sidecars]} over every registry version on disk."""
     out = {}
-    for f in (pathlib.Path(t.location) / "index" / "registry").glob("*.json"):
-        for e in json.loads(f.read_text())["entries"]:
+    for f in R.roots(t.location):
+        for e in R.read(t.location, str(f))["entries"]:
             out.setdefault(e["data-file"], []).append(str(pathlib.Path(t.location) /
                                                           e["index-file"]))
     return out

@@ -37,6 +37,7 @@ import pytest
 from conftest import require, require_module  # noqa: E402
 
 from helpers import idxlib as X
+from helpers import registry as R
 
 require(X.LIB.exists(), f"{X.LIB} not built")
 
@@ -384,7 +385,7 @@ def test_cosine_index_and_metric_choice(table):
 def sidecars(hs, t):
     loc = X.strip_file_scheme(hs.location(t))
     props = hs.properties(t)
-    reg = json.loads(pathlib.Path(loc, props["hyperstream.index-registry"]).read_text())
+    reg = R.read(loc, props["hyperstream.index-registry"])
     return [pathlib.Path(loc, e["index-file"]) for e in reg["entries"]]
 
 
