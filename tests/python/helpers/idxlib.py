@@ -169,6 +169,7 @@ class Hs:
             "hs_table_list_indexes": [vp, P(vp), vp],
             "hs_table_remove_orphan_indexes": [vp, i64, P(i64), vp],
             "hs_table_explain": [vp, vp, P(vp), vp],
+            "hs_table_refresh_indexes": [vp, vp, P(i64), vp],
         }
         self.missing = []
         for name, args in sigs.items():
@@ -372,6 +373,15 @@ class Hs:
     def remove_orphan_indexes(self, t, older_than_ms=-1):
         n = i64()
         self.call("hs_table_remove_orphan_indexes", t, older_than_ms, ctypes.byref(n))
+        return n.value
+
+    def refresh_indexes(self, t, n_threads=1):
+        """Index catch-up (hs_table_refresh_indexes): registry entries added."""
+        o = IndexOpts()
+        o.n_threads = n_threads
+        n = i64()
+        self.call("hs_table_refresh_indexes", t, ctypes.byref(o), ctypes.byref(n),
+                  what="refresh_indexes")
         return n.value
 
     def explain(self, t, flt=None, columns=None):
