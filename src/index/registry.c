@@ -228,6 +228,15 @@ static hs_status push_entry(ix_registry *r, ix_entry *copy, hs_error *err)
     return HS_OK;
 }
 
+hs_status ix_registry_append_entry(ix_registry *r, const ix_entry *e, hs_error *err)
+{
+    drop_index(r);
+    ix_entry copy;
+    if (entry_copy(e, &copy) != HS_OK)
+        return hs_err_nomem(err, 256);
+    return push_entry(r, &copy, err);
+}
+
 int ix_registry_retain(ix_registry *r, bool (*keep)(void *ctx, const ix_entry *e), void *ctx)
 {
     drop_index(r);

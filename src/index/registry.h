@@ -231,6 +231,9 @@ int ix_registry_remove_decls(ix_registry *r, int32_t field_id, const char *kind)
 
 /* Adds a copy of e, replacing an entry with the same (data_file, field_id, kind). */
 HS_MUST_USE hs_status ix_registry_add_entry(ix_registry *r, const ix_entry *e, hs_error *err);
+/* Appends a copy of e without looking for one with its key (the caller
+ * knows there is none). */
+HS_MUST_USE hs_status ix_registry_append_entry(ix_registry *r, const ix_entry *e, hs_error *err);
 /* The entry (data_file, field_id, kind) or NULL (linear; see the index below for scans). */
 const ix_entry *ix_registry_find_entry(const ix_registry *r, const char *data_file,
                                        int32_t field_id, const char *kind);

@@ -1554,7 +1554,9 @@ struct tbl_ixscan {
     char *location;
     cache_ent *ent;                /* the registry version ... */
     tbl_fref *ref;                 /* ... and its cache reference */
-    const ix_registry *reg;        /* &ent->reg: indexed by data file */
+    const ix_registry *reg;        /* &ent->reg (or &own): indexed by data file */
+    ix_registry own;               /* time travel: the current registry plus the old one's
+                                    * entries it lacks */
 };
 
 hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out, int64_t *skipped,
@@ -1590,12 +1592,111 @@ hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out, int64_t
     return HS_OK;
 }
 
+/* Time travel.  The registry root that the table had while snapshot
+ * `snap` was current: the property of the newest metadata-log file (from
+ * the snapshot's commit on) whose current snapshot is snap.  *rel_out NULL
+ * when none is found or readable (then the current registry alone serves:
+ * its entries still match the files they cover). */
+static hs_status root_at_snapshot(const ice_table_metadata *m, const ice_snapshot *snap,
+                                  char **rel_out, hs_error *err)
+{
+    *rel_out = NULL;
+    for (int i = 0; i < m->n_metadata_log; i++) {
+        const ice_metadata_log_entry *le = &m->metadata_log[i];
+        if (le->timestamp_ms < snap->timestamp_ms)
+            continue;
+        hs_buf text = {0};
+        ice_table_metadata old = {0};
+        hs_error e;
+        hs_err_clear(&e);
+        hs_status st = hs_local_read_all(tbl_local(le->file), &text, &e);
+        if (st == HS_OK)
+            st = ice_metadata_parse((const char *)text.data, text.len, &old, &e);
+        hs_buf_free(&text);
+        bool current = st == HS_OK && old.current_snapshot_id == snap->snapshot_id;
+        const char *rel = current ? ice_kv_get(&old.properties, IX_REGISTRY_PROPERTY) : NULL;
+        if (current) {
+            hs_free(*rel_out);
+            *rel_out = rel ? hs_strdup(rel) : NULL;
+            if (rel && !*rel_out) {
+                ice_metadata_free(&old);
+                return hs_err_nomem(err, 64);
+            }
+        }
+        ice_metadata_free(&old);
+        if (st == HS_NOMEM)
+            return hs_err_nomem(err, 64);
+        if (st == HS_OK && !current && *rel_out)
+            break;   /* past the versions where snap was current */
+    }
+    return HS_OK;
+}
+
+hs_status tbl_ixscan_open_at(const ice_table_metadata *m, const ice_snapshot *snap,
+                             tbl_ixscan **out, int64_t *skipped, hs_error *err)
+{
+    HS_TRY(tbl_ixscan_open(m, out, skipped, err));
+    const char *cur = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
+    if (!snap || !ice_metadata_current_snapshot(m) || snap->snapshot_id == m->current_snapshot_id)
+        return HS_OK;
+    char *rel = NULL;
+    HS_TRY(root_at_snapshot(m, snap, &rel, err));
+    if (!rel || (cur && strcmp(rel, cur) == 0)) {
+        hs_free(rel);
+        return HS_OK;
+    }
+    /* the old version, loaded quietly: a version removed since (orphan
+     * removal) only means its entries are not used */
+    hs_buf p = {0};
+    cache_ent *old = NULL;
+    tbl_fref *old_ref = NULL;
+    char why[1200];
+    hs_status st = ix_resolve_path(m->location, rel, &p) == HS_OK ? HS_OK
+                                                                   : hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = cache_get(CE_REGISTRY, m->location, tbl_local(hs_buf_cstr(&p)), NULL, -1, &old,
+                       &old_ref, why, sizeof why, err);
+    hs_buf_free(&p);
+    hs_free(rel);
+    tbl_ixscan *x = *out;
+    if (st == HS_OK && old && old->reg.n_entries > 0 && !x) {
+        x = hs_calloc(1, sizeof *x);
+        if (!x || !(x->location = hs_strdup(m->location))) {
+            tbl_ixscan_free(x);
+            x = NULL;
+            st = hs_err_nomem(err, 64);
+        }
+    }
+    if (st == HS_OK && old && old->reg.n_entries > 0) {
+        /* the current registry first, then the old one's entries it lacks */
+        if (x->reg)
+            st = ix_registry_copy(x->reg, &x->own, err);
+        for (int i = 0; st == HS_OK && i < old->reg.n_entries; i++) {
+            const ix_entry *e = &old->reg.entries[i];
+            if (!x->reg || !ix_registry_find_entry(x->reg, e->data_file, e->field_id, e->kind))
+                st = ix_registry_append_entry(&x->own, e, err);
+        }
+        if (st == HS_OK)
+            st = ix_registry_build_index(&x->own, err);
+        if (st == HS_OK)
+            x->reg = &x->own;
+        *out = x;
+    }
+    cache_release(old_ref);
+    if (st != HS_OK) {
+        tbl_ixscan_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 const ix_registry *tbl_ixscan_registry(const tbl_ixscan *x) { return x->reg; }
 
 void tbl_ixscan_free(tbl_ixscan *x)
 {
     if (!x)
         return;
+    ix_registry_clear(&x->own);
     cache_release(x->ref);
     hs_free(x->location);
     hs_free(x);

@@ -1842,7 +1842,8 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
 {
     if (!tbl_pred_is_true(&s->plan->pred)) {
         s->ix_loaded = true;
-        HS_TRY(tbl_ixscan_open(&s->meta, &s->ix, &s->istats.index_files_skipped, err));
+        HS_TRY(tbl_ixscan_open_at(&s->meta, s->plan->snap, &s->ix,
+                                  &s->istats.index_files_skipped, err));
     }
     int threads = scan_threads();
     if (threads > s->plan->n_files)

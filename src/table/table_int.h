@@ -388,6 +388,12 @@ typedef struct tbl_ixscan tbl_ixscan;
  * *skipped counts it).  Caller frees with tbl_ixscan_free. */
 HS_MUST_USE hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out,
                                       int64_t *skipped, hs_error *err);
+/* The same for a scan of snapshot snap (NULL = current): for an older
+ * snapshot, the current registry plus the entries it lacks from the
+ * registry the table had while snap was current (time travel keeps the
+ * indexes that existed then, e.g. of files an overwrite removed since). */
+HS_MUST_USE hs_status tbl_ixscan_open_at(const ice_table_metadata *m, const ice_snapshot *snap,
+                                         tbl_ixscan **out, int64_t *skipped, hs_error *err);
 void tbl_ixscan_free(tbl_ixscan *x);  /* accepts NULL */
 /* The registry version it holds (indexed by data file; borrowed until
  * tbl_ixscan_free), shared through the process-wide cache. */

@@ -279,3 +279,38 @@ def test_package_refresh_and_orphan_age(tmp_path):
         assert pathlib.Path(t.location.removeprefix("file://"), e["index-file"]).exists()
     assert sorted(t.to_arrow(filter="region = 'north'").column("id").to_pylist()) == \
         sorted(want)
+
+
+def test_time_travel_uses_the_indexes_of_then(tmp_path):
+    """An overwrite drops the registry entries of the files it removes (the
+    current registry is smaller); a scan of a snapshot from before still
+    uses their sidecars, through the registry the table had then (the
+    property of that metadata version), with the rows pyarrow finds."""
+    import pyarrow.compute as pc
+    hdb = pytest.importorskip("hyperstreamdb")
+    t = hdb.Table(tmp_path / "t")
+    rng = np.random.default_rng(11)
+    written = []
+    for k in range(3):
+        b = batch(rng, k * 400, 400)
+        written.append(b)
+        t.write_arrow(b)
+        t.commit()
+    t.add_index("code", "inverted")
+    old = t.current_snapshot_id
+    old_files = {e["data-file"] for e in R.read_current(t.location, t.properties)["entries"]}
+    assert len(old_files) == 3
+    t.overwrite(batch(rng, 10_000, 300))              # every old file goes
+    now_files = {e["data-file"] for e in R.read_current(t.location, t.properties)["entries"]}
+    assert now_files and not (now_files & old_files)
+    everything = pa.concat_tables(written)
+    want = sorted(everything.filter(pc.equal(everything["code"], 17))["id"].to_pylist())
+    got = t.to_arrow(filter="code = 17", snapshot_id=old)
+    assert sorted(got.column("id").to_pylist()) == want
+    ex = t.explain(filter="code = 17", snapshot_id=old)
+    tot = ex["totals"]
+    assert tot["files_planned"] == 3 and tot["files_indexed"] == 3, tot
+    assert tot["index_files_skipped"] == 0, tot
+    # the current snapshot: only the new file, indexed
+    tot = t.explain(filter="code = 17")["totals"]
+    assert tot["files_planned"] == tot["files_indexed"] == 1, tot
