@@ -972,6 +972,40 @@ hs_status ix_registry_load_segments(const char *location, ix_registry *r, hs_err
     return HS_OK;
 }
 
+hs_status ix_registry_load_segments_lenient(const char *location, ix_registry *r,
+                                            int *n_skipped, hs_error *why, hs_error *err)
+{
+    *n_skipped = 0;
+    if (r->format_version < 2 || r->n_segments == 0)
+        return HS_OK;
+    ix_segdata *segs = hs_calloc((size_t)r->n_segments, sizeof *segs), all = {0};
+    if (!segs)
+        return hs_err_nomem(err, (size_t)r->n_segments * sizeof *segs);
+    hs_status st = HS_OK;
+    for (int i = 0; i < r->n_segments && st == HS_OK; i++) {
+        hs_error e;
+        hs_err_clear(&e);
+        hs_status ls = ix_segment_load(location, &r->segments[i], &segs[i], &e);
+        if (ls == HS_NOMEM)
+            st = hs_err_nomem(err, (size_t)r->segments[i].bytes);
+        else if (ls != HS_OK && (*n_skipped)++ == 0 && why)
+            *why = e;
+    }
+    if (st == HS_OK)
+        st = ix_segments_compose(segs, r->n_segments, true, &all, err);
+    segdatas_free(segs, r->n_segments);
+    if (st != HS_OK)
+        return st;
+    ix_registry_clear_entries(r);
+    r->entries = all.entries;
+    r->n_entries = all.n_entries;
+    r->cap_entries = all.cap_entries;
+    all.entries = NULL;
+    all.n_entries = 0;
+    ix_segdata_clear(&all);
+    return HS_OK;
+}
+
 hs_status ix_registry_load(const char *location, const char *rel, ix_registry *out,
                            hs_error *err)
 {

@@ -197,6 +197,14 @@ HS_MUST_USE hs_status ix_segment_load(const char *location, const ix_segment *sg
  * its entries to their composition (replacing any entries it had). */
 HS_MUST_USE hs_status ix_registry_load_segments(const char *location, ix_registry *r,
                                                 hs_error *err);
+/* The same, but a segment that cannot be read or parsed is left out (its
+ * entries are lost, not the rest): *n_skipped counts them and *why (may be
+ * NULL) gets the first one's message.  Fails only for HS_NOMEM.  Writers
+ * and scans use it: entries are checked against the files they cover
+ * anyway, and a refresh rebuilds what a lost segment listed. */
+HS_MUST_USE hs_status ix_registry_load_segments_lenient(const char *location, ix_registry *r,
+                                                        int *n_skipped, hs_error *why,
+                                                        hs_error *err);
 /* Writes r whole as a new version: its entries as one segment and a root
  * (io.h HS_WFILE_* flags; exclusive create is added).  *rel_out (caller
  * frees with hs_free) gets the root's path relative to the location, for

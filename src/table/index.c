@@ -245,13 +245,24 @@ static hs_status load_registry_of(const ice_table_metadata *m, ix_registry *reg,
     const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
     hs_error e;
     hs_err_clear(&e);
-    hs_status st = ix_registry_load(m->location, rel, reg, &e);
+    hs_status st = ix_registry_load_root(m->location, rel, reg, &e);
     if (st == HS_NOMEM)
         return hs_err_nomem(err, 64);
     if (st != HS_OK) {
         warn("%s: %s; starting a new index registry", m->location, e.msg);
         memset(reg, 0, sizeof *reg);
+        return HS_OK;
     }
+    /* a damaged segment loses its entries only (a refresh rebuilds them) */
+    int bad = 0;
+    st = ix_registry_load_segments_lenient(m->location, reg, &bad, &e, err);
+    if (st != HS_OK) {
+        ix_registry_clear(reg);
+        return st;
+    }
+    if (bad)
+        warn("%s: index registry %s: %d segment(s) unusable, their entries are dropped "
+             "(first: %s)", m->location, rel, bad, e.msg);
     return HS_OK;
 }
 
@@ -1508,8 +1519,16 @@ static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj
     } else if (st == HS_OK) {
         st = ix_registry_parse(path, (const char *)c->bytes.data, c->bytes.len, &c->reg, &e2);
         hs_buf_free(&c->bytes);
+        int bad = 0;
+        hs_error e3;
+        hs_err_clear(&e3);
         if (st == HS_OK && x->location)
-            st = ix_registry_load_segments(x->location, &c->reg, &e2);
+            st = ix_registry_load_segments_lenient(x->location, &c->reg, &bad, &e3, &e2);
+        if (st == HS_OK && bad) {
+            /* the entries of the segments that remain are still used */
+            warn("%s: %d index registry segment(s) unusable, their sidecars are not used "
+                 "(first: %s)", path, bad, e3.msg);
+        }
         if (st == HS_OK)
             st = ix_registry_build_index(&c->reg, &e2);
     }
