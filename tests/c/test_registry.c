@@ -376,7 +376,7 @@ static void append_cost(int n, int reps1, int reps2, double *f1_bytes, double *f
         snprintf(df, sizeof df, "/wh/t/data/%08d-0-3f1c2a1e-8e9b-4c11-a1f0-%012d.parquet", i, i);
         snprintf(ixf, sizeof ixf, "index/%08d-0-3f1c2a1e.1.inverted", i);
         ix_entry e = mk_entry(df, 1, ixf);
-        if (ix_registry_add_entry(&r, &e, &err) != HS_OK)
+        if (ix_registry_append_entry(&r, &e, &err) != HS_OK)   /* keys are unique */
             return;
     }
     /* format 1: the old path, one full rewrite per append */

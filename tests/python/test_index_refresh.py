@@ -314,3 +314,48 @@ def test_time_travel_uses_the_indexes_of_then(tmp_path):
     # the current snapshot: only the new file, indexed
     tot = t.explain(filter="code = 17")["totals"]
     assert tot["files_planned"] == tot["files_indexed"] == 1, tot
+
+
+def test_maintenance_keeps_live_segments(tmp_path):
+    """Many appends give a registry of several segments (merged on the way).
+    remove_orphan_files, expire_snapshots and remove_orphan_indexes with no
+    safety window delete old roots and merged-away segments but never a file
+    the current root lists: the registry still reads (independent reader),
+    covers every live file, and every file is answered by its index."""
+    import pyarrow.compute as pc
+    hdb = pytest.importorskip("hyperstreamdb")
+    t = hdb.Table(tmp_path / "t")
+    rng = np.random.default_rng(5)
+    t.write_arrow(batch(rng, 0, 100))
+    t.commit()
+    t.add_index("code", "inverted")
+    written = []
+    for k in range(20):
+        b = batch(rng, 1000 + k * 50, 50)
+        written.append(b)
+        t.write_arrow(b)
+        t.commit()
+    reg = R.read_current(t.location, t.properties)
+    assert 1 < len(reg["segments"]) < 20, reg["segments"]    # appended, and merged
+    reg_dir = pathlib.Path(t.location.removeprefix("file://"), "index", "registry")
+    n_files_before = len(list(reg_dir.iterdir()))
+    later = dt.datetime.now() + dt.timedelta(minutes=1)
+    t.remove_orphan_files(older_than=later)
+    r = t.expire_snapshots(retain_last=1)
+    assert r["expired_snapshot_ids"]
+    # (appends keep every data file live: no registry version is all-dead)
+    assert not any(f["kind"] == "index-registry" for f in r["deleted_files"])
+    t.remove_orphan_indexes(dt.timedelta(0))
+    assert len(list(reg_dir.iterdir())) < n_files_before
+    reg = R.read_current(t.location, t.properties)
+    for p in [reg["root"], *reg["segments"]]:
+        assert os.path.exists(p), p
+    live = {f["file_path"].removeprefix("file://") for f in t.files()}
+    covered = {e["data-file"].removeprefix("file://") for e in reg["entries"]}
+    assert len(live) == 21 and live <= covered, live - covered
+    tot = t.explain(filter="code = 17")["totals"]
+    assert tot["files_indexed"] == tot["files_planned"] == 21, tot
+    assert tot["index_files_skipped"] == 0, tot
+    everything = t.to_arrow()
+    want = sorted(everything.filter(pc.equal(everything["code"], 17))["id"].to_pylist())
+    assert sorted(t.to_arrow(filter="code = 17").column("id").to_pylist()) == want
