@@ -1450,13 +1450,18 @@ hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int
  * evicted least-recently-used beyond HS_INDEX_CACHE_MB (default 256; 0
  * disables keeping them). */
 
-enum { CE_SIDECAR = 1, CE_REGISTRY = 2 };
+enum { CE_SIDECAR = 1, CE_REGISTRY = 2, CE_SEGMENT = 3 };
 
+/* A registry root's entry holds the composed registry; its segments are
+ * entries of their own, so that the root written by the next append (one
+ * new segment, the others shared) is composed from cached segments and
+ * only the new segment is read and parsed. */
 typedef struct cache_ent {
     int64_t size;                  /* bytes of the file */
     hs_buf bytes;                  /* sidecar file */
     sidx_index *ix;                /* sidecar, over bytes */
     ix_registry reg;               /* registry, indexed by data file */
+    ix_segdata seg;                /* registry segment */
 } cache_ent;
 
 static void ent_free(void *obj)
@@ -1465,6 +1470,7 @@ static void ent_free(void *obj)
     sidx_close(c->ix);
     hs_buf_free(&c->bytes);
     ix_registry_clear(&c->reg);
+    ix_segdata_clear(&c->seg);
     hs_free(c);
 }
 
@@ -1492,6 +1498,9 @@ typedef struct ent_ctx {
     size_t why_cap;
 } ent_ctx;
 
+static hs_status compose_cached(const char *location, const char *root_path, ix_registry *r,
+                                hs_error *err);
+
 /* Loads what an entry holds (tbl_fcache_load); *obj NULL with x->why set
  * when the file is unusable (the message for the warning). */
 static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj, size_t *cost,
@@ -1513,22 +1522,22 @@ static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj
         ent_free(c);
         return HS_OK;
     }
-    if (st == HS_OK && x->kind == CE_SIDECAR) {
+    if (st == HS_OK && x->kind == CE_SEGMENT) {
+        if (x->want_size >= 0 && (int64_t)c->bytes.len != x->want_size)
+            st = hs_err_set(&e2, HS_CORRUPT, "%s: %zu bytes, the root says %lld", path,
+                            c->bytes.len, (long long)x->want_size);
+        else
+            st = ix_segment_parse(path, (const char *)c->bytes.data, c->bytes.len, &c->seg,
+                                  &e2);
+        hs_buf_free(&c->bytes);
+    } else if (st == HS_OK && x->kind == CE_SIDECAR) {
         st = sidx_open(c->bytes.data ? c->bytes.data : (const uint8_t *)"", c->bytes.len,
                        x->field, &c->ix, &e2);
     } else if (st == HS_OK) {
         st = ix_registry_parse(path, (const char *)c->bytes.data, c->bytes.len, &c->reg, &e2);
         hs_buf_free(&c->bytes);
-        int bad = 0;
-        hs_error e3;
-        hs_err_clear(&e3);
-        if (st == HS_OK && x->location)
-            st = ix_registry_load_segments_lenient(x->location, &c->reg, &bad, &e3, &e2);
-        if (st == HS_OK && bad) {
-            /* the entries of the segments that remain are still used */
-            warn("%s: %d index registry segment(s) unusable, their sidecars are not used "
-                 "(first: %s)", path, bad, e3.msg);
-        }
+        if (st == HS_OK && x->location && c->reg.format_version >= 2)
+            st = compose_cached(x->location, path, &c->reg, &e2);
         if (st == HS_OK)
             st = ix_registry_build_index(&c->reg, &e2);
     }
@@ -1542,7 +1551,7 @@ static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj
         ent_free(c);
         return HS_OK;
     }
-    *cost = c->bytes.len + (size_t)c->reg.n_entries * 256 + 512;
+    *cost = c->bytes.len + ((size_t)c->reg.n_entries + (size_t)c->seg.n_entries) * 256 + 512;
     *obj = c;
     return HS_OK;
 }
@@ -1563,6 +1572,58 @@ static hs_status cache_get(int kind, const char *location, const char *path,
     *out = obj;
     if (!obj && !why[0])
         snprintf(why, why_cap, "%s: unreadable", path);
+    return HS_OK;
+}
+
+/* Sets r's entries (r parsed from a format-2 root) to the composition of
+ * its segments, each taken from the cache (loaded when needed).  A segment
+ * that is missing or damaged is left out with a warning: the entries of
+ * the others are still good. */
+static hs_status compose_cached(const char *location, const char *root_path, ix_registry *r,
+                                hs_error *err)
+{
+    int n = r->n_segments;
+    if (n == 0)
+        return HS_OK;
+    ix_segdata *segs = hs_calloc((size_t)n, sizeof *segs);
+    tbl_fref **refs = hs_calloc((size_t)n, sizeof *refs);
+    hs_status st = segs && refs ? HS_OK : hs_err_nomem(err, (size_t)n * sizeof *segs);
+    hs_buf p = {0};
+    int bad = 0;
+    char why[1200], first[1200] = "";
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        cache_ent *se = NULL;
+        if (ix_resolve_path(location, r->segments[i].path, &p) != HS_OK) {
+            st = hs_err_nomem(err, 256);
+            break;
+        }
+        st = cache_get(CE_SEGMENT, NULL, tbl_local(hs_buf_cstr(&p)), NULL, r->segments[i].bytes,
+                       &se, &refs[i], why, sizeof why, err);
+        if (st == HS_OK && se)
+            segs[i] = se->seg;   /* borrowed while refs[i] is held */
+        else if (st == HS_OK && bad++ == 0)
+            snprintf(first, sizeof first, "%s", why);
+    }
+    ix_segdata all = {0};
+    if (st == HS_OK)
+        st = ix_segments_compose(segs, n, true, &all, err);
+    for (int i = 0; refs && i < n; i++)
+        cache_release(refs[i]);
+    hs_free(refs);
+    hs_free(segs);
+    hs_buf_free(&p);
+    if (st != HS_OK)
+        return st;
+    if (bad)
+        warn("%s: %d index registry segment(s) unusable, their sidecars are not used "
+             "(first: %s)", root_path, bad, first);
+    ix_registry_clear_entries(r);
+    r->entries = all.entries;
+    r->n_entries = all.n_entries;
+    r->cap_entries = all.cap_entries;
+    all.entries = NULL;
+    all.n_entries = 0;
+    ix_segdata_clear(&all);
     return HS_OK;
 }
 
