@@ -1126,7 +1126,11 @@ static hs_status write_root(wrote *w, const ix_registry *decls, const ix_segment
 }
 
 /* A growable list of segments (paths owned). */
-typedef struct seglist { int n, cap; ix_segment *a; } seglist;
+typedef struct seglist {
+    int n, cap;
+    ix_segment *a;
+    bool stuck;                    /* a segment could not be read: no more merging */
+} seglist;
 
 static hs_status seglist_push(seglist *l, const ix_segment *sg, bool copy_path, hs_error *err)
 {
@@ -1156,12 +1160,24 @@ static int seg_level(const ix_segment *sg)
     return level;
 }
 
-/* Replaces segments [from, n) of l by their merge. */
-static hs_status merge_tail(wrote *w, const char *location, seglist *l, int from, int wflags,
-                            hs_error *err)
+/* Replaces segments [from, n) of l by their merge.  Segments that cannot
+ * be read are no reason to fail the write that merges: then nothing is
+ * merged and l->stuck is set (scans skip the damaged segment; a refresh or
+ * add_index rewrites the registry whole without it).  Only HS_NOMEM and
+ * write errors fail. */
+static hs_status merge_or_keep(wrote *w, const char *location, seglist *l, int from, int wflags,
+                               hs_error *err)
 {
     ix_segdata *segs = NULL, merged = {0};
-    hs_status st = load_run(location, l->a, from, l->n, &segs, err);
+    hs_error le;
+    hs_err_clear(&le);
+    hs_status st = load_run(location, l->a, from, l->n, &segs, &le);
+    if (st == HS_NOMEM)
+        return hs_err_nomem(err, 256);
+    if (st != HS_OK) {
+        l->stuck = true;
+        return HS_OK;
+    }
     if (st == HS_OK)
         st = ix_segments_compose(segs, l->n - from, from == 0, &merged, err);
     segdatas_free(segs, l->n - from);
@@ -1186,9 +1202,11 @@ static hs_status merge_tail(wrote *w, const char *location, seglist *l, int from
 static hs_status apply_policy(wrote *w, const char *location, seglist *l, int wflags,
                               hs_error *err)
 {
-    for (;;) {
+    while (!l->stuck) {
         if (l->n > IX_SEG_MAX) {
-            HS_TRY(merge_tail(w, location, l, 0, wflags, err));
+            hs_status st = merge_or_keep(w, location, l, 0, wflags, err);
+            if (st != HS_OK || l->n > IX_SEG_MAX)
+                return st;
             continue;
         }
         if (l->n < IX_SEG_FANIN)
@@ -1201,8 +1219,9 @@ static hs_status apply_policy(wrote *w, const char *location, seglist *l, int wf
             from--;
         if (l->n - from < IX_SEG_FANIN)
             return HS_OK;
-        HS_TRY(merge_tail(w, location, l, from, wflags, err));
+        HS_TRY(merge_or_keep(w, location, l, from, wflags, err));
     }
+    return HS_OK;
 }
 
 static void seglist_free(seglist *l)

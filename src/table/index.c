@@ -240,7 +240,18 @@ static hs_status load_root_of(const ice_table_metadata *m, ix_registry *reg, hs_
 
 /* The registry of metadata m: empty when there is none; an unreadable one is
  * reported (warning) and treated as empty, so that writers can repair it. */
+static hs_status load_registry_ex(const ice_table_metadata *m, ix_registry *reg, int *n_bad,
+                                  hs_error *err);
+
 static hs_status load_registry_of(const ice_table_metadata *m, ix_registry *reg, hs_error *err)
+{
+    int bad = 0;
+    return load_registry_ex(m, reg, &bad, err);
+}
+
+/* The same; *n_bad counts the segments left out. */
+static hs_status load_registry_ex(const ice_table_metadata *m, ix_registry *reg, int *n_bad,
+                                  hs_error *err)
 {
     const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
     hs_error e;
@@ -256,6 +267,7 @@ static hs_status load_registry_of(const ice_table_metadata *m, ix_registry *reg,
     /* a damaged segment loses its entries only (a refresh rebuilds them) */
     int bad = 0;
     st = ix_registry_load_segments_lenient(m->location, reg, &bad, &e, err);
+    *n_bad = bad;
     if (st != HS_OK) {
         ix_registry_clear(reg);
         return st;
@@ -582,10 +594,19 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
     (void)loc;
     reg_commit_forget(c, true);
     ix_registry reg = {0};
-    HS_TRY(load_registry_of(base, &reg, err));
+    int bad = 0;
+    HS_TRY(load_registry_ex(base, &reg, &bad, err));
     bool changed = false;
     hs_buf add = {0};
     hs_status st = c->fn(c->ctx, base, &reg, &changed, &add, err);
+    if (st == HS_OK && bad > 0 && add.len > 0) {
+        /* the base lists segments that cannot be read: write the registry
+         * whole, without them, instead of one more segment on that root */
+        for (size_t i = 0; i < HS_VEC_LEN(&add, ix_entry) && st == HS_OK; i++)
+            st = ix_registry_add_entry(&reg, &HS_VEC_AT(&add, ix_entry, i), err);
+        add.len = 0;
+        changed = true;
+    }
     char *rel = NULL;
     if (st == HS_OK)
         st = ice_metadata_copy(base, nm, err);
