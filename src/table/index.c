@@ -2391,6 +2391,8 @@ hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base, ice_table_me
     }
     int n_add = (int)HS_VEC_LEN(&add, ix_entry);
     int n_removed = (int)HS_VEC_LEN(&w->removed, char *);
+    if (reg.n_segments == 0 && reg.n_entries == 0)
+        n_removed = 0;   /* nothing listed yet: no tombstones needed */
     char *nrel = NULL;
     if (st == HS_OK && (n_add > 0 || n_removed > 0))
         st = ix_registry_write_delta(base->location, &reg, (const ix_entry *)add.data, n_add,
