@@ -1676,8 +1676,8 @@ hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out, int64_t
         return hs_err_nomem(err, 64);
     }
     char why[1200];
-    hs_status st = cache_get(CE_REGISTRY, m->location, tbl_local(hs_buf_cstr(&p)), NULL, -1, &x->ent,
-                             &x->ref, why, sizeof why, err);
+    hs_status st = cache_get(CE_REGISTRY, m->location, tbl_local(hs_buf_cstr(&p)), NULL, -1,
+                             &x->ent, &x->ref, why, sizeof why, err);
     hs_buf_free(&p);
     if (st == HS_OK && !x->ent) {
         warn("%s: index registry %s: %s; indexes are not used", m->location, rel, why);

@@ -361,8 +361,8 @@ static void test_bad_files(void)
  * format 1 (read the whole file, rewrite it with one more entry: what
  * every append did before) and format 2 (read the root, write a segment and a root; merges
  * included, averaged over `reps` appends). */
-static void append_cost(int n, int reps1, int reps2, double *f1_bytes, double *f1_ms, double *f2_bytes,
-                        double *f2_ms, int *f2_segments)
+static void append_cost(int n, int reps1, int reps2, double *f1_bytes, double *f1_ms,
+                        double *f2_bytes, double *f2_ms, int *f2_segments)
 {
     char name[64];
     snprintf(name, sizeof name, "cost%d", n);

@@ -30,7 +30,8 @@ static void as_registry(const uint8_t *data, size_t size)
         hs_buf out = {0};
         if (ix_registry_to_json(&r, &out, &err) == HS_OK) {
             ix_registry again = {0};
-            if (ix_registry_parse("again", (const char *)out.data, out.len, &again, &err) != HS_OK ||
+            if (ix_registry_parse("again", (const char *)out.data, out.len, &again, &err) !=
+                    HS_OK ||
                 again.n_entries != r.n_entries || again.n_decls != r.n_decls)
                 abort(); /* what we write must read back */
             ix_registry_clear(&again);
