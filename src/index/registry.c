@@ -882,8 +882,10 @@ hs_status ix_sidecar_rel(const char *data_file, int32_t field_id, const char *ki
 static hs_status read_rel(const char *location, const char *rel, hs_buf *text, hs_error *err)
 {
     hs_buf path = {0};
-    if (ix_resolve_path(location, rel, &path) != HS_OK)
+    if (ix_resolve_path(location, rel, &path) != HS_OK) {
+        hs_buf_free(&path);
         return hs_err_nomem(err, strlen(rel));
+    }
     hs_status st = hs_local_read_all(cat_local_path(hs_buf_cstr(&path)), text, err);
     hs_buf_free(&path);
     return st;
@@ -1288,6 +1290,7 @@ hs_status ix_registry_write_delta(const char *location, const ix_registry *root,
         st = seglist_push(&l, &root->segments[i], true, err);
     if (st == HS_OK && (n_add > 0 || n_removed > 0)) {
         ix_segdata sd = {0};
+        memset(&sg, 0, sizeof sg);   /* the first segment's path belongs to l now */
         for (int i = 0; i < n_removed && st == HS_OK; i++)
             st = seg_push_removed(&sd, removed[i], err);
         sd.entries = (ix_entry *)add;   /* borrowed for writing */

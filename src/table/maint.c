@@ -278,8 +278,10 @@ static hs_status reach_registry(const char *location, const char *rel, fset *out
     if (!rel)
         return HS_OK;
     hs_buf p = {0};
-    if (ix_resolve_path(location, rel, &p) != HS_OK)
+    if (ix_resolve_path(location, rel, &p) != HS_OK) {
+        hs_buf_free(&p);
         return hs_err_nomem(err, 256);
+    }
     hs_status st = fset_add(out, hs_buf_cstr(&p), FK_REGISTRY, err);
     ix_registry reg = {0};
     hs_error e;

@@ -481,11 +481,87 @@ static void test_append_cost(void)
     CHECK(f2_at[2] < 2 * f2_at[0]);
 }
 
+static int count_dir(const char *loc)
+{
+    char cmd[800];
+    snprintf(cmd, sizeof cmd, "ls '%s/index/registry' 2>/dev/null | wc -l", loc);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1)
+            n = -1;
+        pclose(p);
+    }
+    return n;
+}
+
+/* Out of memory at every allocation of an append that merges, and of a
+ * load: HS_NOMEM or success, nothing leaked, and a failed write leaves no
+ * file behind. */
+static void test_oom(void)
+{
+    const char *loc = new_location("oom");
+    REQUIRE(loc);
+    hs_error err = {0};
+    ix_registry root = {0};
+    CHECK_OK(ix_registry_add_decl(&root, "c", 1, "inverted", "{}", &err), &err);
+    char *rel = NULL;
+    char df[64], ixf[64];
+    for (int i = 0; i < IX_SEG_FANIN - 1; i++) {   /* the next append merges */
+        snprintf(df, sizeof df, "/wh/t/data/f%d.parquet", i);
+        snprintf(ixf, sizeof ixf, "index/f%d.1.inverted", i);
+        ix_entry e = mk_entry(df, 1, ixf);
+        char *nrel = NULL;
+        CHECK_OK(ix_registry_write_delta(loc, &root, &e, 1, NULL, 0, HS_WFILE_NO_SYNC, &nrel,
+                                         NULL, &err), &err);
+        hs_free(rel);
+        rel = nrel;
+        ix_registry_clear(&root);
+        CHECK_OK(ix_registry_load_root(loc, rel, &root, &err), &err);
+    }
+    const char *gone[] = {"/wh/t/data/f2.parquet"};
+    ix_entry e = mk_entry("/wh/t/data/last.parquet", 1, "index/last.1.inverted");
+    int failures = 0;
+    bool done = false;
+    for (int64_t k = 1; k < 20000 && !done; k++) {
+        int files0 = count_dir(loc);
+        int64_t live = hs_mem_live_count();
+        char *nrel = NULL;
+        hs_error e2 = {0};
+        hs_mem_fail_after(k);
+        hs_status st = ix_registry_write_delta(loc, &root, &e, 1, gone, 1, HS_WFILE_NO_SYNC,
+                                               &nrel, NULL, &e2);
+        ix_registry full = {0};
+        hs_status ls = st == HS_OK ? ix_registry_load(loc, nrel, &full, &e2) : HS_OK;
+        hs_mem_fail_after(0);
+        CHECK(st == HS_OK || st == HS_NOMEM);
+        CHECK(ls == HS_OK || ls == HS_NOMEM);
+        if (st != HS_OK) {
+            failures++;
+            CHECK(count_dir(loc) == files0);   /* what it wrote is gone */
+            CHECK(hs_mem_live_count() == live);
+            continue;
+        }
+        if (ls == HS_OK) {
+            done = true;
+            CHECK(full.n_entries == IX_SEG_FANIN - 1);   /* 7 - f2 + last */
+            CHECK(full.n_segments == 1);                 /* the merge happened */
+        }
+        ix_registry_clear(&full);
+        hs_free(nrel);
+        CHECK(hs_mem_live_count() == live);
+    }
+    CHECK(done && failures > 10);
+    hs_free(rel);
+    ix_registry_clear(&root);
+}
+
 int main(void)
 {
     HS_RUN(test_segments_vs_model);
     HS_RUN(test_format1_compat);
     HS_RUN(test_bad_files);
+    HS_RUN(test_oom);
     HS_RUN(test_append_cost);
     return hs_test_summary();
 }
