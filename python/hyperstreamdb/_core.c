@@ -582,6 +582,11 @@ static int stream_from_object(PyObject *obj, struct ArrowArrayStream *out)
     return -1;
 }
 
+int stream_from_object_pub(PyObject *obj, struct ArrowArrayStream *out)
+{
+    return stream_from_object(obj, out);
+}
+
 /* Counting wrapper around an input stream: reports progress, checks signals. */
 typedef struct count_stream {
     struct ArrowArrayStream inner;
@@ -2719,7 +2724,7 @@ PyMODINIT_FUNC PyInit__core(void)
 {
     if (PyType_Ready(&Result_Type) < 0 || PyType_Ready(&Stream_Type) < 0 ||
         PyType_Ready(&Table_Type) < 0 || PyType_Ready(&Session_Type) < 0 ||
-        PyType_Ready(&SqlResult_Type) < 0)
+        PyType_Ready(&SqlResult_Type) < 0 || PyType_Ready(&AppendStream_Type) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&core_module);
     if (!mod)
@@ -2728,7 +2733,8 @@ PyMODINIT_FUNC PyInit__core(void)
         PyModule_AddObjectRef(mod, "Stream", (PyObject *)&Stream_Type) < 0 ||
         PyModule_AddObjectRef(mod, "TableHandle", (PyObject *)&Table_Type) < 0 ||
         PyModule_AddObjectRef(mod, "Session", (PyObject *)&Session_Type) < 0 ||
-        PyModule_AddObjectRef(mod, "SqlResult", (PyObject *)&SqlResult_Type) < 0)
+        PyModule_AddObjectRef(mod, "SqlResult", (PyObject *)&SqlResult_Type) < 0 ||
+        PyModule_AddObjectRef(mod, "AppendStream", (PyObject *)&AppendStream_Type) < 0)
         goto fail;
     {   /* the thread Ctrl-C reaches (see "SQL sessions") */
         PyObject *th = PyImport_ImportModule("threading");
