@@ -51,6 +51,7 @@
  *   HS_UNSUPPORTED -> UnsupportedError(NotImplementedError)
  *   HS_IO -> StorageError(OSError)         HS_NOMEM -> MemoryError
  *   HS_INTERNAL -> InternalError(RuntimeError)
+ *   HS_BUSY -> BusyError (append stream memory budget full, stream held)
  *   HS_CANCELLED -> the pending KeyboardInterrupt / callback exception, or
  *                   KeyboardInterrupt
  * Every one derives from HyperStreamError and carries .status ("HS_...").
@@ -113,7 +114,7 @@
 /* exceptions                                                          */
 
 static PyObject *E_base, *E_invalid, *E_notfound, *E_conflict, *E_corrupt, *E_unsupported,
-    *E_storage, *E_internal;
+    *E_storage, *E_internal, *E_busy;
 
 /* Raises the exception of st with the library's message (keeps an exception
  * already pending, e.g. KeyboardInterrupt from a signal check).  Returns NULL. */
@@ -134,6 +135,7 @@ PyObject *raise_status(hs_status st, const hs_error *e)
     case HS_UNSUPPORTED: type = E_unsupported; break;
     case HS_IO: type = E_storage; break;
     case HS_INTERNAL: type = E_internal; break;
+    case HS_BUSY: type = E_busy; break;
     case HS_NOMEM:
         PyErr_SetObject(PyExc_MemoryError, text);
         Py_DECREF(text);
@@ -2772,7 +2774,10 @@ PyMODINIT_FUNC PyInit__core(void)
                               "HS_IO: an operating-system or object-store call failed (also an "
                               "OSError).")) ||
         !(E_internal = new_sub(mod, "InternalError", PyExc_RuntimeError,
-                               "HS_INTERNAL: a broken invariant inside the library (a bug).")))
+                               "HS_INTERNAL: a broken invariant inside the library (a bug).")) ||
+        !(E_busy = new_sub(mod, "BusyError", NULL,
+                           "HS_BUSY: an append stream's memory budget stayed full past the busy "
+                           "timeout, or another stream holds the table's write-ahead log.")))
         goto fail;
     W_warning = PyErr_NewExceptionWithDoc(
         "hyperstreamdb.HyperStreamWarning",
