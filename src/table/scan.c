@@ -1688,6 +1688,18 @@ static hs_status build_schemas(hs_scan *s, const ice_schema *sc, const hs_scan_o
     return st;
 }
 
+/* The scan reads row addresses (_file, _pos: DML computing positions to
+ * delete): an append stream's tail rows have none, so it reads committed
+ * rows only. */
+static bool wants_positions(const hs_scan_options *o)
+{
+    for (int i = 0; o && o->columns && i < o->n_columns; i++)
+        if (o->columns[i] && (strcmp(o->columns[i], "_file") == 0 ||
+                              strcmp(o->columns[i], "_pos") == 0))
+            return true;
+    return false;
+}
+
 hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err)
 {
     *out = NULL;
@@ -1700,7 +1712,8 @@ hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, h
     hs_status st = HS_OK;
     /* the current snapshot of a handle with an append stream: its tail too
      * (captured first: it may refresh t) */
-    if (t->tail && !(opt && (opt->use_snapshot_id || opt->use_as_of || opt->ref)))
+    if (t->tail && !(opt && (opt->use_snapshot_id || opt->use_as_of || opt->ref)) &&
+        !wants_positions(opt))
         st = tbl_tail_capture(t, &s->tail, err);
     if (st == HS_OK)
         st = ice_metadata_copy(&t->meta, &s->meta, err);
