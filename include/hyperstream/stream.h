@@ -19,8 +19,10 @@
  * hs_scan_plan of the current snapshot, any filter) return the committed
  * rows plus the acknowledged rows not yet flushed, as an exact scan of both
  * would: acknowledged rows become visible within the refresh interval, or
- * at once after hs_stream_refresh.  They read null for _file, _pos and the
- * row lineage columns.  Time travel (a snapshot id, time or ref) reads only
+ * at once after hs_stream_refresh.  They read null for the row lineage
+ * columns.  hs_table_search / hs_table_search_batch on the handle merge
+ * them (exact distances) into each query's top k.  Time travel (a snapshot
+ * id, time or ref) and scans reading _file / _pos (DML) read only
  * committed rows.  Other handles and other processes see rows once flushed.
  *
  * Flush: the tail becomes Parquet data files (partitioned and sorted as an

@@ -172,6 +172,53 @@ def test_second_stream_is_busy_and_reopen_recovers(tmp_path):
     assert rows_of(other.to_arrow()) == expected([make_data(0, 30)])
 
 
+def test_vector_search_sees_the_tail(tmp_path):
+    """k nearest over committed + unflushed rows equal numpy brute force
+    (exact search: no vector index, so the answer is deterministic)."""
+    d = 8
+    schema = pa.schema([("id", pa.int64()), ("cat", pa.string()),
+                        ("vec", pa.list_(pa.float32(), d))])
+    rng = np.random.default_rng(5)
+
+    def vb(start, n):
+        v = rng.standard_normal((n, d), dtype=np.float32)
+        ids = np.arange(start, start + n, dtype=np.int64)
+        return pa.table({"id": ids, "cat": pa.array([f"c{i % 3}" for i in ids]),
+                         "vec": pa.FixedSizeListArray.from_arrays(pa.array(v.ravel()), d)},
+                        schema=schema), v
+    t = hdb.Table.create(tmp_path / "t", schema)
+    all_ids, all_v, cats = [], [], []
+    with t.stream(refresh_ms=-1, flush_interval_ms=3_600_000) as s:
+        for k in range(4):
+            b, v = vb(k * 50, 50)
+            s.write(b)
+            all_ids.extend(b.column("id").to_pylist())
+            all_v.append(v)
+            cats.extend(b.column("cat").to_pylist())
+            if k == 1:
+                s.flush()                      # half committed, half in the tail
+        V = np.concatenate(all_v)
+        ids = np.array(all_ids)
+        for q in rng.standard_normal((5, d), dtype=np.float32):
+            dist = np.sqrt(((V - q) ** 2).sum(axis=1))
+            want = ids[np.argsort(dist, kind="stable")[:10]].tolist()
+            got = t.search("vec", q, k=10, metric="l2")
+            assert got["id"].tolist() == want
+            dcol = [c for c in got.columns if "distance" in c][0]
+            np.testing.assert_allclose(got[dcol].to_numpy(), np.sort(dist)[:10], rtol=1e-5)
+            mask = np.array([c == "c1" for c in cats])
+            fw = ids[mask][np.argsort(dist[mask], kind="stable")[:7]].tolist()
+            assert t.search("vec", q, k=7, filter="cat = 'c1'", metric="l2")["id"].tolist() == fw
+        # a batch of queries: each answered as above
+        Q = rng.standard_normal((3, d), dtype=np.float32)
+        res = t.to_arrow(vector_filter={"column": "vec", "query": Q, "k": 4, "metric": "l2"})
+        for qi in range(3):
+            dist = np.sqrt(((V - Q[qi]) ** 2).sum(axis=1))
+            want = ids[np.argsort(dist, kind="stable")[:4]].tolist()
+            got = [r["id"] for r in res.to_pylist() if r["query_index"] == qi]
+            assert got == want
+
+
 # ---- kill -9 -----------------------------------------------------------------
 
 _CHILD = r"""
