@@ -1201,8 +1201,10 @@ class AppendStream:
         return self._s.write(data)
 
     def flush(self) -> None:
-        """Commits every acknowledged row now (one snapshot; none when none)."""
+        """Commits every acknowledged row now (one snapshot; none when none);
+        the Table then reads the new metadata."""
         self._s.flush()
+        self._table.refresh()
 
     def refresh(self) -> None:
         """Makes every acknowledged row visible to reads of the Table now."""
@@ -1222,6 +1224,8 @@ class AppendStream:
         """Flushes, then ends the stream (on a failed flush the rows stay in
         the write-ahead log for the next stream; the error is raised)."""
         self._s.close()
+        if not self._table._h.closed:
+            self._table.refresh()
 
     def abort(self) -> None:
         """Ends the stream without flushing (rows stay in the log)."""
