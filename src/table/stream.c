@@ -29,7 +29,9 @@
  * wait on cv_durable until the background thread's group fdatasync covers
  * the record.  Acknowledged = synced_seq >= seq.
  *
- * Flush (background thread on a trigger, hs_stream_flush, close): take the
+ * Flush (the flusher thread on a trigger, hs_stream_flush, close; a
+ * separate syncer thread keeps group commits and visibility going while a
+ * flush builds indexes): take the
  * acknowledged records (references), write them through the append path of
  * write.c (tbl_rewrite "append": partitioned, sorted, indexes built) with
  * summary hyperstream.wal.seq and property hyperstream.wal.committed-seq =
@@ -383,7 +385,7 @@ struct hs_stream {
     char *location;                /* local path of the table directory */
     wal *w;
     pthread_mutex_t wal_mu, flush_mu;
-    pthread_t bg;
+    pthread_t bg, fl;              /* syncer, flusher (bg_loop) */
     bool bg_started;
     int policy;
     int64_t fsync_interval_ms, flush_rows, flush_bytes, flush_interval_ms;
@@ -638,15 +640,17 @@ static bool flush_due(hs_stream *s, int64_t now)
            now - oldest->born_ms >= s->flush_interval_ms;
 }
 
-static void *bg_main(void *arg)
+/* Two background threads run this loop: the syncer (group commit and
+ * visibility; never blocked by a flush, which may take seconds of index
+ * building) and the flusher (flush triggers). */
+static void bg_loop(hs_stream *s, bool flusher)
 {
-    hs_stream *s = arg;
     tbl_tail *tl = s->tail;
     pthread_mutex_lock(&tl->mu);
     while (!tl->stop) {
         int64_t now = now_ms();
         /* group commit */
-        if (s->policy == HS_WAL_FSYNC_INTERVAL && !tl->failed && tl->written_seq > tl->synced_seq &&
+        if (!flusher && s->policy == HS_WAL_FSYNC_INTERVAL && !tl->failed && tl->written_seq > tl->synced_seq &&
             now - tl->last_sync_ms >= s->fsync_interval_ms) {
             pthread_mutex_unlock(&tl->mu);
             hs_error e;
@@ -672,13 +676,13 @@ static void *bg_main(void *arg)
             continue;
         }
         /* visibility */
-        if (s->refresh_ms > 0 && tl->visible_seq < tl->synced_seq &&
+        if (!flusher && s->refresh_ms > 0 && tl->visible_seq < tl->synced_seq &&
             now - tl->last_refresh_ms >= s->refresh_ms) {
             tl->visible_seq = tl->synced_seq;
             tl->last_refresh_ms = now;
         }
         /* flush */
-        if (flush_due(s, now)) {
+        if (flusher && flush_due(s, now)) {
             tl->flush_wanted = false;
             pthread_mutex_unlock(&tl->mu);
             hs_error e;
@@ -697,11 +701,11 @@ static void *bg_main(void *arg)
         }
         /* sleep until the next thing may be due */
         int64_t wait = 100;
-        if (s->policy == HS_WAL_FSYNC_INTERVAL && tl->written_seq > tl->synced_seq) {
+        if (!flusher && s->policy == HS_WAL_FSYNC_INTERVAL && tl->written_seq > tl->synced_seq) {
             int64_t d = tl->last_sync_ms + s->fsync_interval_ms - now;
             wait = d < wait ? d : wait;
         }
-        if (s->refresh_ms > 0 && tl->visible_seq < tl->synced_seq) {
+        if (!flusher && s->refresh_ms > 0 && tl->visible_seq < tl->synced_seq) {
             int64_t d = tl->last_refresh_ms + s->refresh_ms - now;
             wait = d < wait ? d : wait;
         }
@@ -712,6 +716,17 @@ static void *bg_main(void *arg)
         pthread_cond_timedwait(&tl->cv_bg, &tl->mu, &ts);
     }
     pthread_mutex_unlock(&tl->mu);
+}
+
+static void *sync_main(void *arg)
+{
+    bg_loop(arg, false);
+    return NULL;
+}
+
+static void *flush_main(void *arg)
+{
+    bg_loop(arg, true);
     return NULL;
 }
 
@@ -728,6 +743,7 @@ static void stream_free(hs_stream *s)
         pthread_cond_broadcast(&tl->cv_bg);
         pthread_mutex_unlock(&tl->mu);
         pthread_join(s->bg, NULL);
+        pthread_join(s->fl, NULL);
     }
     wal_close(s->w);
     if (tl) {
@@ -843,9 +859,16 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
         }
     }
     if (st == HS_OK) {
-        if (pthread_create(&s->bg, NULL, bg_main, s) != 0)
+        if (pthread_create(&s->bg, NULL, sync_main, s) != 0)
             st = hs_err_set(err, HS_IO, "stream: cannot start the background thread");
-        else
+        else if (pthread_create(&s->fl, NULL, flush_main, s) != 0) {
+            pthread_mutex_lock(&s->tail->mu);
+            s->tail->stop = true;
+            pthread_cond_broadcast(&s->tail->cv_bg);
+            pthread_mutex_unlock(&s->tail->mu);
+            pthread_join(s->bg, NULL);
+            st = hs_err_set(err, HS_IO, "stream: cannot start the background thread");
+        } else
             s->bg_started = true;
     }
     if (st != HS_OK) {
@@ -1099,6 +1122,7 @@ hs_status hs_stream_close(hs_stream *s, hs_error *err)
         pthread_cond_broadcast(&tl->cv_bg);
         pthread_mutex_unlock(&tl->mu);
         pthread_join(s->bg, NULL);
+        pthread_join(s->fl, NULL);
         s->bg_started = false;
         /* interval policy: make what was written durable (and acked) first */
         pthread_mutex_lock(&s->wal_mu);
