@@ -219,6 +219,28 @@ def test_vector_search_sees_the_tail(tmp_path):
             assert got == want
 
 
+@pytest.mark.parametrize("data_path_is_root", [False, True])
+def test_orphan_removal_keeps_the_log(tmp_path, data_path_is_root):
+    """wal/ is referenced by no Iceberg metadata, yet remove_orphan_files
+    must never delete it (also when write.data.path is the table root, so
+    that the sweep walks the table's own directory)."""
+    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    if data_path_is_root:
+        t.set_properties({"write.data.path": t.location})
+    s = t.stream(flush_interval_ms=3_600_000)
+    s.write(make_data(0, 40))
+    s.abort()                                          # rows only in the log
+    segs = sorted(pathlib.Path(t.location, "wal").glob("*.wal"))
+    assert segs
+    res = t.remove_orphan_files(older_than=int(time.time() * 1000) + 60_000)
+    deleted = [d["path"] for d in res["deleted_files"]]
+    assert not [p for p in deleted if "/wal/" in p]
+    assert all(p.exists() for p in segs)
+    with t.stream():
+        pass                                           # recovery + flush
+    assert rows_of(t.to_arrow()) == expected([make_data(0, 40)])
+
+
 # ---- kill -9 -----------------------------------------------------------------
 
 _CHILD = r"""
