@@ -28,6 +28,9 @@
  *   rewrite-manifests  merge small manifests              hs_table_rewrite_manifests
  *   compact     bin-pack small data files, apply deletes  hs_table_compact
  *   cherrypick  apply a snapshot onto main                hs_table_cherrypick_snapshot
+ *   ingest      JSON Lines on stdin through the table's    hs_stream_open / write / close
+ *               append stream (write-ahead log); one
+ *               acknowledgement line per record
  *
  * TABLE is a directory (a path table) unless --sql FILE names a SQLite
  * catalog (pyiceberg SqlCatalog layout), where TABLE is "namespace.name".
@@ -45,10 +48,12 @@ static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total
 #include "columnar/jsonl.h"
 #include "hyperstream/index.h"
 #include "hyperstream/parquet.h"
+#include "hyperstream/stream.h"
 #include "hyperstream/table.h"
 #include "io/io.h"
 #include "expr/pred.h"
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +96,13 @@ static const char table_usage[] =
     "  rewrite-manifests TABLE [--target-size BYTES]\n"
     "  compact TABLE [--target-size BYTES] [--min-files N] [--filter EXPR]\n"
     "  cherrypick TABLE SNAPSHOT_ID\n"
+    "Streaming ingest:\n"
+    "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none]\n"
+    "         JSON Lines on stdin -> the table's write-ahead log; prints one line\n"
+    "         {\"seq\":S,\"rows\":R,\"acked_rows\":T} per durable record (a record is\n"
+    "         N lines, default 1000, or fewer when stdin has nothing more yet); at\n"
+    "         EOF flushes and prints {\"acked_rows\":T,\"snapshot_id\":ID}.  Empty\n"
+    "         stdin only recovers a crashed stream's rows (docs/streaming.md)\n"
     "\n"
     "Catalog options (any tool):\n"
     "  --sql FILE              SQLite catalog (pyiceberg SqlCatalog / JDBC layout)\n"
@@ -128,6 +140,7 @@ typedef struct targs {
     const char *older_than;         /* maintenance */
     int64_t retain_last, target_size, min_files;
     int dry_run, keep_files;
+    const char *fsync, *batch_rows;  /* ingest */
 } targs;
 
 static int parse_args(int argc, char **argv, targs *a)
@@ -161,6 +174,8 @@ static int parse_args(int argc, char **argv, targs *a)
         VAL("--kind", kind)
         VAL("--params", params)
         VAL("--older-than", older_than)
+        VAL("--fsync", fsync)
+        VAL("--batch-rows", batch_rows)
 #undef VAL
         if (strcmp(s, "--retain-last") == 0 || strcmp(s, "--target-size") == 0 ||
             strcmp(s, "--min-files") == 0) {
@@ -535,6 +550,122 @@ static int tool_append(const targs *a, hs_table *t, bool overwrite)
     return 0;
 }
 
+/* ingest: one record of JSON Lines text (chunk) through the stream. */
+static hs_status ingest_chunk(hs_stream *s, const hs_buf *chunk, const hs_field *schema,
+                              int64_t *seq, hs_error *err)
+{
+    ingest_src *src = hs_calloc(1, sizeof *src);
+    if (!src)
+        return hs_err_nomem(err, sizeof *src);
+    hs_status st = hs_mem_open("stdin", chunk->data, chunk->len, false, &src->f, err);
+    hs_ingest_options o = {.format = HS_INGEST_JSONL, .schema = schema, .name = "stdin"};
+    if (st == HS_OK)
+        st = hs_ingest_open(src->f, &o, &src->ig, err);
+    hs_batch_source bs = {.next = ingest_next, .close = ingest_close, .ctx = src};
+    if (st == HS_OK && hs_field_copy(hs_ingest_schema(src->ig), &bs.schema) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    if (st != HS_OK) {
+        ingest_close(src);
+        return st;
+    }
+    struct ArrowArrayStream in;
+    HS_TRY(hs_arrow_export_stream(&bs, &in, err));
+    return hs_stream_write(s, &in, seq, err);
+}
+
+static bool stdin_has_more(void)
+{
+    struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+    return poll(&p, 1, 0) > 0;
+}
+
+static int tool_ingest(const targs *a, hs_table *t)
+{
+    hs_stream_options o = HS_STREAM_OPTIONS_INIT;
+    int64_t batch_rows = 1000;
+    if (a->batch_rows) {
+        char *end;
+        batch_rows = strtoll(a->batch_rows, &end, 10);
+        if (*end || batch_rows < 1)
+            return cli_usage_error("table ", "--batch-rows needs a positive number, got '%s'",
+                                   a->batch_rows);
+    }
+    if (a->fsync) {
+        if (strcmp(a->fsync, "batch") == 0)
+            o.fsync_policy = HS_WAL_FSYNC_BATCH;
+        else if (strcmp(a->fsync, "interval") == 0)
+            o.fsync_policy = HS_WAL_FSYNC_INTERVAL;
+        else if (strcmp(a->fsync, "none") == 0)
+            o.fsync_policy = HS_WAL_FSYNC_NONE;
+        else
+            return cli_usage_error("table ", "--fsync needs batch, interval or none");
+    }
+    hs_error err = {0};
+    hs_field schema = {0};
+    hs_status st = table_field(t, &schema, &err);
+    hs_stream *s = NULL;
+    if (st == HS_OK)
+        st = hs_stream_open(t, &o, &s, &err);
+    if (st != HS_OK) {
+        hs_field_clear(&schema);
+        return cli_fail_err(st, &err);
+    }
+    hs_buf chunk = {0};
+    int64_t lines = 0, acked = 0, line_no = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    for (;;) {
+        ssize_t n = getline(&line, &cap, stdin);
+        bool eof = n < 0;
+        if (!eof) {
+            line_no++;
+            size_t k = (size_t)n;
+            while (k && (line[k - 1] == '\n' || line[k - 1] == '\r' || line[k - 1] == ' '))
+                k--;
+            if (k) {
+                if (hs_buf_append(&chunk, line, k) != HS_OK ||
+                    hs_buf_append_byte(&chunk, '\n') != HS_OK) {
+                    st = hs_err_nomem(&err, chunk.len);
+                    break;
+                }
+                lines++;
+            }
+        }
+        if (lines && (eof || lines >= batch_rows || !stdin_has_more())) {
+            int64_t seq = 0;
+            st = ingest_chunk(s, &chunk, &schema, &seq, &err);
+            if (st != HS_OK) {
+                hs_err_prefix(&err, "stdin lines %lld..%lld", (long long)(line_no - lines + 1),
+                              (long long)line_no);
+                break;
+            }
+            acked += lines;
+            printf("{\"seq\":%lld,\"rows\":%lld,\"acked_rows\":%lld}\n", (long long)seq,
+                   (long long)lines, (long long)acked);
+            fflush(stdout);
+            hs_buf_reset(&chunk);
+            lines = 0;
+        }
+        if (eof)
+            break;
+    }
+    free(line);
+    hs_buf_free(&chunk);
+    hs_field_clear(&schema);
+    hs_error cerr = {0};
+    hs_status cst = hs_stream_close(s, &cerr);
+    if (st != HS_OK)
+        return cli_fail_err(st, &err);
+    if (cst != HS_OK)
+        return cli_fail_err(cst, &cerr);
+    hs_error rerr = {0};
+    if (hs_table_refresh(t, &rerr) != HS_OK)
+        return cli_fail_err(rerr.code, &rerr);
+    printf("{\"acked_rows\":%lld,\"snapshot_id\":%lld}\n", (long long)acked,
+           (long long)hs_table_current_snapshot_id(t));
+    return 0;
+}
+
 static int tool_properties(const targs *a, hs_table *t)
 {
     hs_error err = {0};
@@ -762,7 +893,7 @@ int cmd_table(int argc, char **argv)
                                         "refs", "rollback", "tag", "schema", "spec", "sort",
                                         "properties", "upgrade", "delete", "overwrite", "explain",
                                         "index", "expire", "remove-orphans", "rewrite-manifests",
-                                        "compact", "cherrypick"};
+                                        "compact", "cherrypick", "ingest"};
     bool known = false;
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         known |= strcmp(argv[1], tools[i]) == 0;
@@ -811,6 +942,8 @@ int cmd_table(int argc, char **argv)
         rc = tool_append(&a, t, false);
     else if (strcmp(tool, "overwrite") == 0)
         rc = tool_append(&a, t, true);
+    else if (strcmp(tool, "ingest") == 0)
+        rc = tool_ingest(&a, t);
     else if (strcmp(tool, "scan") == 0)
         rc = tool_scan(&a, t, 0);
     else if (strcmp(tool, "files") == 0)

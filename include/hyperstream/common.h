@@ -43,7 +43,9 @@ typedef enum hs_status {
     HS_NOT_FOUND,    /* a named file, table, column or key does not exist */
     HS_UNSUPPORTED,  /* valid, but not implemented by this build */
     HS_INTERNAL,     /* a broken invariant inside the library (a bug) */
-    HS_CANCELLED     /* the caller cancelled (progress callback, interrupt) */
+    HS_CANCELLED,    /* the caller cancelled (progress callback, interrupt) */
+    HS_BUSY          /* a bounded resource stayed full past its timeout (append
+                      * stream memory budget), or another writer holds it */
 } hs_status;
 
 #define HS_ERROR_MSG_MAX 512

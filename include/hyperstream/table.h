@@ -467,7 +467,9 @@ typedef struct hs_orphan_options {
  * any snapshot's manifest list, manifests, data and delete files, the
  * statistics files the metadata lists, the
  * index registry versions named by those metadata files, nor the sidecars
- * their entries list.  Dot files (locks, temporaries) are kept.  Result:
+ * their entries list.  Dot files (locks, temporaries) are kept, and so is
+ * <table>/wal/ (the write-ahead log of append streams, hyperstream/stream.h:
+ * unreferenced by Iceberg metadata but holding acknowledged rows).  Result:
  * {"deleted_files":[..], "dry_run":bool}. */
 HS_API hs_status hs_table_remove_orphan_files(hs_table *t, const hs_orphan_options *opt,
                                               char **result_json, hs_error *err);

@@ -37,6 +37,7 @@ thread, right after the library reported them.
 See docs/python.md for the full guide.
 """
 from ._core import (  # noqa: F401
+    BusyError,
     CommitConflictError,
     CorruptDataError,
     HyperStreamError,
@@ -49,7 +50,7 @@ from ._core import (  # noqa: F401
 )
 from ._progress import get_progress, set_progress  # noqa: F401
 from ._sql import Result, Session  # noqa: F401
-from ._table import HistoryEntry, Query, Snapshot, Table  # noqa: F401
+from ._table import AppendStream, HistoryEntry, Query, Snapshot, Table  # noqa: F401
 from ._vector import (  # noqa: F401
     ComputeContext,
     Device,
@@ -99,7 +100,7 @@ def get_config(key):
 
 
 __all__ = [
-    "Table", "Query", "Snapshot", "HistoryEntry", "Session", "Result",
+    "Table", "Query", "Snapshot", "HistoryEntry", "Session", "Result", "AppendStream", "BusyError",
     "HyperStreamError", "InvalidArgumentError", "NotFoundError", "CommitConflictError",
     "CorruptDataError", "UnsupportedError", "StorageError", "InternalError", "HyperStreamWarning",
     "set_progress", "get_progress", "set_config", "get_config",

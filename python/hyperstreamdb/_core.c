@@ -51,6 +51,7 @@
  *   HS_UNSUPPORTED -> UnsupportedError(NotImplementedError)
  *   HS_IO -> StorageError(OSError)         HS_NOMEM -> MemoryError
  *   HS_INTERNAL -> InternalError(RuntimeError)
+ *   HS_BUSY -> BusyError (append stream memory budget full, stream held)
  *   HS_CANCELLED -> the pending KeyboardInterrupt / callback exception, or
  *                   KeyboardInterrupt
  * Every one derives from HyperStreamError and carries .status ("HS_...").
@@ -114,7 +115,7 @@
 /* exceptions                                                          */
 
 static PyObject *E_base, *E_invalid, *E_notfound, *E_conflict, *E_corrupt, *E_unsupported,
-    *E_storage, *E_internal;
+    *E_storage, *E_internal, *E_busy;
 
 /* Raises the exception of st with the library's message (keeps an exception
  * already pending, e.g. KeyboardInterrupt from a signal check).  Returns NULL. */
@@ -135,6 +136,7 @@ PyObject *raise_status(hs_status st, const hs_error *e)
     case HS_UNSUPPORTED: type = E_unsupported; break;
     case HS_IO: type = E_storage; break;
     case HS_INTERNAL: type = E_internal; break;
+    case HS_BUSY: type = E_busy; break;
     case HS_NOMEM:
         PyErr_SetObject(PyExc_MemoryError, text);
         Py_DECREF(text);
@@ -581,6 +583,11 @@ static int stream_from_object(PyObject *obj, struct ArrowArrayStream *out)
                                   "__arrow_c_array__, e.g. a pyarrow Table), got %.100s",
                  Py_TYPE(obj)->tp_name);
     return -1;
+}
+
+int stream_from_object_pub(PyObject *obj, struct ArrowArrayStream *out)
+{
+    return stream_from_object(obj, out);
 }
 
 /* Counting wrapper around an input stream: reports progress, checks signals. */
@@ -2757,7 +2764,7 @@ PyMODINIT_FUNC PyInit__core(void)
 {
     if (PyType_Ready(&Result_Type) < 0 || PyType_Ready(&Stream_Type) < 0 ||
         PyType_Ready(&Table_Type) < 0 || PyType_Ready(&Session_Type) < 0 ||
-        PyType_Ready(&SqlResult_Type) < 0)
+        PyType_Ready(&SqlResult_Type) < 0 || PyType_Ready(&AppendStream_Type) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&core_module);
     if (!mod)
@@ -2766,7 +2773,8 @@ PyMODINIT_FUNC PyInit__core(void)
         PyModule_AddObjectRef(mod, "Stream", (PyObject *)&Stream_Type) < 0 ||
         PyModule_AddObjectRef(mod, "TableHandle", (PyObject *)&Table_Type) < 0 ||
         PyModule_AddObjectRef(mod, "Session", (PyObject *)&Session_Type) < 0 ||
-        PyModule_AddObjectRef(mod, "SqlResult", (PyObject *)&SqlResult_Type) < 0)
+        PyModule_AddObjectRef(mod, "SqlResult", (PyObject *)&SqlResult_Type) < 0 ||
+        PyModule_AddObjectRef(mod, "AppendStream", (PyObject *)&AppendStream_Type) < 0)
         goto fail;
     {   /* the thread Ctrl-C reaches (see "SQL sessions") */
         PyObject *th = PyImport_ImportModule("threading");
@@ -2804,7 +2812,10 @@ PyMODINIT_FUNC PyInit__core(void)
                               "HS_IO: an operating-system or object-store call failed (also an "
                               "OSError).")) ||
         !(E_internal = new_sub(mod, "InternalError", PyExc_RuntimeError,
-                               "HS_INTERNAL: a broken invariant inside the library (a bug).")))
+                               "HS_INTERNAL: a broken invariant inside the library (a bug).")) ||
+        !(E_busy = new_sub(mod, "BusyError", NULL,
+                           "HS_BUSY: an append stream's memory budget stayed full past the busy "
+                           "timeout, or another stream holds the table's write-ahead log.")))
         goto fail;
     W_warning = PyErr_NewExceptionWithDoc(
         "hyperstreamdb.HyperStreamWarning",

@@ -41,6 +41,7 @@ typedef struct TableObject {
 
 extern PyTypeObject Result_Type, Table_Type;     /* _core.c */
 extern PyTypeObject Session_Type, SqlResult_Type; /* _core_sql.c */
+extern PyTypeObject AppendStream_Type;            /* _core_stream.c */
 /* The thread Ctrl-C reaches (set by the module's init; _core_sql.c). */
 extern pthread_t g_main_thread;
 extern int g_main_thread_known;
@@ -52,6 +53,8 @@ void schema_capsule_free(PyObject *cap);
 PyObject *stream_capsule(struct ArrowArrayStream *s);
 int arg_str(PyObject *o, const char *what, char **out);
 int check_open(TableObject *self);
+/* Arrow data (PyCapsule protocol) -> a stream (moved); 0 or -1 with an exception. */
+int stream_from_object_pub(PyObject *obj, struct ArrowArrayStream *out);
 void table_unpin(TableObject *self);
 
 #endif

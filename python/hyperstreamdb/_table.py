@@ -1164,6 +1164,101 @@ class Table:
 
     sql = execute_sql
 
+    # ---- streaming ingest -----------------------------------------------------
+
+    def stream(self, *, fsync: Optional[str] = None, fsync_interval_ms: int = 0,
+               flush_rows: int = 0, flush_bytes: int = 0, flush_interval_ms: int = 0,
+               memory_bytes: int = 0, busy_timeout_ms: int = 0, refresh_ms: int = 0,
+               segment_bytes: int = 0) -> "AppendStream":
+        """Opens the table's append stream (docs/streaming.md): each write()
+        goes to the write-ahead log and returns, once durable, its sequence
+        number; reads of this Table (to_arrow, to_pandas, count, ...) see
+        acknowledged rows within the refresh interval (default 1 s;
+        stream.refresh() for at once); flushes commit them as one snapshot
+        each.  Opening it recovers rows a crashed stream acknowledged but did
+        not commit.  Use as a context manager (close() flushes)::
+
+            with t.stream() as s:
+                s.write(batch)
+
+        fsync: "batch" (fdatasync per write), "interval" (group commit every
+        fsync_interval_ms) or "none"; None and the 0s take the table
+        properties hyperstream.wal.* (or their defaults).  refresh_ms < 0:
+        every acknowledged row visible at once."""
+        h = self._handle()
+        return AppendStream(self, _core.AppendStream(
+            h, fsync, int(fsync_interval_ms), int(flush_rows), int(flush_bytes),
+            int(flush_interval_ms), int(memory_bytes), int(busy_timeout_ms), int(refresh_ms),
+            int(segment_bytes)))
+
+
+class AppendStream:
+    """The append stream of a Table (Table.stream()): write(), flush(),
+    refresh(), stats(), close().  write() may be called from several threads
+    (their fsyncs are shared under the "interval" policy)."""
+
+    def __init__(self, table: "Table", handle):
+        self._table = table
+        self._s = handle
+
+    def write(self, data) -> int:
+        """Writes a pyarrow Table / RecordBatch / reader, a pandas DataFrame
+        (converted to the table's types) or any Arrow PyCapsule exporter as
+        one log record; returns its sequence number once it is durable (0 for
+        no rows).  BusyError (status "HS_BUSY") when the
+        unflushed rows fill the memory budget for the busy timeout."""
+        if _is_pandas(data):
+            data = _pandas_to_arrow(data, self._table.schema)
+        elif isinstance(data, dict):
+            data = pa.table(data)
+        elif isinstance(data, (list, tuple)):
+            data = _to_arrow_table(data)
+        return self._s.write(data)
+
+    def flush(self) -> None:
+        """Commits every acknowledged row now (one snapshot; none when none);
+        the Table then reads the new metadata."""
+        self._s.flush()
+        self._table.refresh()
+
+    def refresh(self) -> None:
+        """Makes every acknowledged row visible to reads of the Table now."""
+        self._s.refresh()
+
+    def stats(self) -> Dict[str, int]:
+        """Counters: acked_seq, committed_seq, visible_seq, tail_rows,
+        tail_bytes, wal_bytes, wal_segments, flushes, rows_written,
+        replayed_records, replayed_rows, busy_rejections."""
+        return self._s.stats()
+
+    @property
+    def closed(self) -> bool:
+        return self._s.closed
+
+    def close(self) -> None:
+        """Flushes, then ends the stream (on a failed flush the rows stay in
+        the write-ahead log for the next stream; the error is raised)."""
+        self._s.close()
+        if not self._table._h.closed:
+            self._table.refresh()
+
+    def abort(self) -> None:
+        """Ends the stream without flushing (rows stay in the log)."""
+        self._s.abort()
+
+    def __enter__(self) -> "AppendStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self._s.closed:
+            return "hyperstreamdb.AppendStream(closed)"
+        st = self._s.stats()
+        return (f"hyperstreamdb.AppendStream(acked_seq={st['acked_seq']}, "
+                f"committed_seq={st['committed_seq']}, tail_rows={st['tail_rows']})")
+
 
 def _strip_field_ids(schema: pa.Schema) -> pa.Schema:
     """Field ids are assigned by the table; drop pandas / field-id metadata so

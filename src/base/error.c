@@ -28,6 +28,7 @@ const char *hs_status_name(hs_status s)
     case HS_UNSUPPORTED: return "HS_UNSUPPORTED";
     case HS_INTERNAL: return "HS_INTERNAL";
     case HS_CANCELLED: return "HS_CANCELLED";
+    case HS_BUSY: return "HS_BUSY";
     }
     return "HS_UNKNOWN";
 }

@@ -375,6 +375,16 @@ static int sync_fd(int fd)
     return fsync(fd);
 }
 
+int hs_io_fsync_fd(int fd, bool data_only)
+{
+    int64_t k = ++g_sync_count;
+    if (g_sync_fault_at > 0 && k == g_sync_fault_at) {
+        errno = EIO;
+        return -1;
+    }
+    return data_only ? fdatasync(fd) : fsync(fd);
+}
+
 /* fsync the directory holding path, so the rename or link itself is
  * durable.  0, or the errno of what failed (a directory name too long to
  * open is ENAMETOOLONG, never a skipped sync). */

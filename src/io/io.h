@@ -130,6 +130,9 @@ HS_MUST_USE hs_status hs_local_create_ex(const char *path, int flags, hs_wfile *
  * (of a written file or of its directory, by writers without
  * HS_WFILE_NO_SYNC) fails with EIO; 0 disarms.  Process-global. */
 void hs_io_set_sync_fault(int64_t fail_at);
+/* fsync(fd) (fdatasync when data_only) through the same fault hook, for
+ * writers that keep their own descriptors (table/wal.c); 0 or -1 with errno. */
+int hs_io_fsync_fd(int fd, bool data_only);
 /* Whole-file helpers. */
 HS_MUST_USE hs_status hs_local_read_all(const char *path, hs_buf *out, hs_error *err);
 

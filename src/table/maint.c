@@ -742,6 +742,15 @@ static int kind_by_place(const char *path, const char *loc)
 
 /* Walks dir recursively: regular files not in keep, older than cutoff, not
  * dot files, go into out. */
+/* dir is the table's own directory (loc, maybe with a trailing slash). */
+static bool is_table_root(const char *dir, const char *loc)
+{
+    size_t n = strlen(loc);
+    while (n > 1 && loc[n - 1] == '/')
+        n--;
+    return strncmp(dir, loc, n) == 0 && (dir[n] == 0 || (dir[n] == '/' && dir[n + 1] == 0));
+}
+
 static hs_status sweep(const char *dir, const fset *keep, int64_t cutoff, const char *loc,
                        fset *out, int depth, hs_error *err)
 {
@@ -769,6 +778,13 @@ static hs_status sweep(const char *dir, const fset *keep, int64_t cutoff, const 
         if (lstat(path, &s) != 0)
             continue;
         if (S_ISDIR(s.st_mode)) {
+            /* <table>/wal/ holds the write-ahead log of append streams
+             * (table/wal.c): no Iceberg metadata references its segments,
+             * yet they hold acknowledged rows not yet committed, so they
+             * are never orphans (reached when write.data.path is the
+             * table's own directory) */
+            if (depth == 0 && strcmp(de->d_name, "wal") == 0 && is_table_root(dir, loc))
+                continue;
             st = sweep(path, keep, cutoff, loc, out, depth + 1, err);
             continue;
         }

@@ -1565,6 +1565,8 @@ struct hs_scan {
     int cur;                   /* slot of the oldest job */
     int n_jobs;                /* jobs started and not yet consumed */
     bool failed;
+    /* an append stream's acknowledged rows read after the files (stream.c) */
+    tbl_tail_view *tail;
 };
 
 static void job_reset(scan_job *j)
@@ -1590,6 +1592,7 @@ void hs_scan_free(hs_scan *s)
     tbl_ixscan_free(s->ix);
     hs_free(s->reports);
     tbl_plan_free(s->plan);
+    tbl_tail_view_free(s->tail);
     hs_field_clear(&s->read_schema);
     hs_field_clear(&s->out_schema);
     ice_metadata_free(&s->meta);
@@ -1685,6 +1688,18 @@ static hs_status build_schemas(hs_scan *s, const ice_schema *sc, const hs_scan_o
     return st;
 }
 
+/* The scan reads row addresses (_file, _pos: DML computing positions to
+ * delete): an append stream's tail rows have none, so it reads committed
+ * rows only. */
+static bool wants_positions(const hs_scan_options *o)
+{
+    for (int i = 0; o && o->columns && i < o->n_columns; i++)
+        if (o->columns[i] && (strcmp(o->columns[i], "_file") == 0 ||
+                              strcmp(o->columns[i], "_pos") == 0))
+            return true;
+    return false;
+}
+
 hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err)
 {
     *out = NULL;
@@ -1694,7 +1709,14 @@ hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, h
         return hs_err_nomem(err, sizeof *s);
     const ice_snapshot *snap = NULL;
     const ice_schema *sc = NULL;
-    hs_status st = ice_metadata_copy(&t->meta, &s->meta, err);
+    hs_status st = HS_OK;
+    /* the current snapshot of a handle with an append stream: its tail too
+     * (captured first: it may refresh t) */
+    if (t->tail && !(opt && (opt->use_snapshot_id || opt->use_as_of || opt->ref)) &&
+        !wants_positions(opt))
+        st = tbl_tail_capture(t, &s->tail, err);
+    if (st == HS_OK)
+        st = ice_metadata_copy(&t->meta, &s->meta, err);
     if (st == HS_OK)
         st = tbl_resolve_snapshot(&s->meta, opt, &snap, &sc, err);
     if (st == HS_OK)
@@ -1942,8 +1964,16 @@ static hs_status scan_next(void *ctx, hs_batch **out, hs_error *err)
                 s->failed = true;
                 return st;
             }
-            if (s->n_jobs == 0)
-                return HS_OK;   /* end */
+            if (s->n_jobs == 0) {
+                /* the files are done: the stream's tail, then the end */
+                st = tbl_tail_view_next(s->tail, &s->read_schema, &s->plan->pred,
+                                        &s->out_schema, out, err);
+                if (st != HS_OK)
+                    s->failed = true;
+                else if (*out)
+                    s->plan->stats.rows_emitted += (*out)->n_rows;
+                return st;
+            }
         }
         scan_job *j = &s->jobs[s->cur];
         if (!j->done) {

@@ -1050,9 +1050,14 @@ static hs_status add_plain(hs_field *schema, const char *name, hs_type type, hs_
 
 /* Builds the result batch: for each query in order its winners, nearest
  * first; with_qi: a first column query_index (int32). */
+/* Candidates of an append stream's tail (near-real-time rows): file
+ * TAIL_FILE, pos = the row in the tail batch; they sort after every data
+ * file on ties. */
+#define TAIL_FILE INT32_MAX
+
 static hs_status materialize(const search_call *c, const hs_field *rs, const char *dist_name,
                              cand *const *win, const size_t *n_win, int n_queries, bool with_qi,
-                             hs_batch **out, hs_error *err)
+                             hs_column **tail_cols, hs_batch **out, hs_error *err)
 {
     *out = NULL;
     int nc = rs->n_children;
@@ -1074,15 +1079,26 @@ static hs_status materialize(const search_call *c, const hs_field *rs, const cha
         st = unique_rows(win, n_win, n_queries, &u, &nu, err);
     for (int i = 0; st == HS_OK && i < nc; i++)
         st = hs_col_create(&rs->children[i], (int64_t)nu, &all[i], err);
+    /* tail candidates sort last in u: the data files' rows are u[0..nu_files) */
+    size_t nu_files = 0;
+    while (nu_files < nu && u[nu_files].file != TAIL_FILE)
+        nu_files++;
     if (st == HS_OK)
-        st = read_unique(c, rs, vcol, u, nu, all, err);
-    /* output row r is the row of (file, pos) in `all`, which is its index in u */
+        st = read_unique(c, rs, vcol, u, nu_files, all, err);
+    for (int i = 0; st == HS_OK && tail_cols && i < nc; i++)
+        st = hs_col_append_column(all[i], tail_cols[i], err);
+    /* output row r is the row of (file, pos) in `all`: its index in u, or
+     * nu_files + pos for a tail row */
     size_t r = 0;
     for (int q = 0; st == HS_OK && q < n_queries; q++)
         for (size_t i = 0; i < n_win[q]; i++) {
             cand key = win[q][i];
             key.d = 0;
-            const cand *hit = bsearch(&key, u, nu, sizeof *u, cand_cmp);
+            if (key.file == TAIL_FILE) {
+                take[r++] = (int64_t)(nu_files + key.pos);
+                continue;
+            }
+            const cand *hit = bsearch(&key, u, nu_files, sizeof *u, cand_cmp);
             take[r++] = hit ? (int64_t)(hit - u) : 0;
         }
     for (int i = 0; st == HS_OK && i < nc; i++)
@@ -1135,6 +1151,116 @@ static hs_status materialize(const search_call *c, const hs_field *rs, const cha
 
 /* ------------------------------------------------------------------ */
 /* entry points                                                        */
+
+/* The vector of row i of column v (list or fixed_size_list of float32):
+ * NULL when null; *dim its length. */
+static const float *row_vector(const hs_column *v, int64_t i, int *dim)
+{
+    if (!hs_col_is_valid(v, i))
+        return NULL;
+    const hs_column *e = v->children[0];
+    int64_t lo, hi;
+    if (v->type == HS_TYPE_FIXED_LIST) {
+        lo = i * v->width;
+        hi = lo + v->width;
+    } else {
+        lo = HS_COL_OFFSETS(v)[i];
+        hi = HS_COL_OFFSETS(v)[i + 1];
+    }
+    *dim = (int)(hi - lo);
+    for (int64_t k = lo; k < hi; k++)
+        if (!hs_col_is_valid(e, k))
+            return NULL;   /* a vector with a null element has no distance */
+    return HS_COL_VALUES(e, const float) + lo;
+}
+
+/* Near-real-time rows: the visible rows of t's append stream that pass the
+ * filter join every query's candidates (exact distances; the tail is small,
+ * bounded by the stream's memory budget), each winner list is cut to k
+ * again, and *tail_cols get the tail rows' columns of rs for materialize
+ * (caller frees them, rs->n_children of them). */
+static hs_status tail_merge(const search_call *c, tbl_tail_view *tv, const hs_field *rs,
+                            const hs_field *fsch, const tbl_pred *pred, int n_queries,
+                            cand **win, size_t *n_win, hs_column ***tail_cols, hs_error *err)
+{
+    *tail_cols = NULL;
+    hs_field trs = {0};
+    hs_batch *all = NULL;
+    hs_status st = hs_field_copy(rs, &trs) == HS_OK ? HS_OK : hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = add_field(&trs, c->col, err);
+    for (int i = 0; st == HS_OK && i < fsch->n_children; i++)
+        st = add_field(&trs, &fsch->children[i], err);
+    int vpos = -1;
+    for (int i = 0; i < trs.n_children; i++)
+        if (trs.children[i].field_id == c->col->field_id)
+            vpos = i;
+    if (st == HS_OK)
+        st = hs_batch_create(&trs, 0, &all, err);
+    while (st == HS_OK) {
+        hs_batch *b = NULL;
+        st = tbl_tail_view_next(tv, &trs, pred, &trs, &b, err);
+        if (st != HS_OK || !b)
+            break;
+        for (int i = 0; st == HS_OK && i < all->n_cols; i++)
+            st = hs_col_append_column(all->cols[i], b->cols[i], err);
+        all->n_rows += b->n_rows;
+        hs_batch_free(b);
+    }
+    size_t k = (size_t)c->so->k;
+    for (int q = 0; st == HS_OK && q < n_queries && all->n_rows > 0; q++) {
+        const float *qv = c->so->query + (size_t)q * (size_t)c->so->dim;
+        topk t = {.k = k, .h = hs_malloc((k + 1) * sizeof(cand))};
+        if (!t.h) {
+            st = hs_err_nomem(err, k * sizeof(cand));
+            break;
+        }
+        for (size_t i = 0; i < n_win[q]; i++)
+            topk_offer(&t, win[q][i]);
+        for (int64_t i = 0; i < all->n_rows && st == HS_OK; i++) {
+            int dim = 0;
+            const float *v = row_vector(all->cols[vpos], i, &dim);
+            if (!v)
+                continue;
+            if (dim != c->so->dim) {
+                st = hs_err_set(err, HS_INVALID, "query vector has %d dimensions, column \"%s\" "
+                                "has %d (a row of the append stream)", c->so->dim,
+                                c->col->name, dim);
+                break;
+            }
+            float d = vd_order_dist_f32(c->kern, c->metric, qv, v, (size_t)dim);
+            topk_offer(&t, (cand){d == d ? d : INFINITY, TAIL_FILE, (uint32_t)i});
+        }
+        if (st != HS_OK) {
+            hs_free(t.h);
+            break;
+        }
+        if (t.n > 1)
+            qsort(t.h, t.n, sizeof(cand), cand_cmp);
+        hs_free(win[q]);
+        win[q] = t.h;
+        n_win[q] = t.n;
+    }
+    int nc = rs->n_children;
+    if (st == HS_OK) {
+        hs_column **cols = hs_calloc((size_t)nc + 1, sizeof *cols);
+        if (!cols)
+            st = hs_err_nomem(err, 64);
+        for (int i = 0; st == HS_OK && i < nc; i++) {
+            cols[i] = all->cols[i];   /* moved: rs's columns come first in trs */
+            all->cols[i] = NULL;
+        }
+        *tail_cols = cols;
+    }
+    if (all) {
+        for (int i = 0; i < all->n_cols; i++)
+            hs_col_free(all->cols[i]);
+        all->n_cols = 0;
+        hs_batch_free(all);
+    }
+    hs_field_clear(&trs);
+    return st;
+}
 
 static hs_status check_options(const hs_search_options *so, int n_queries, hs_error *err)
 {
@@ -1227,18 +1353,31 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     const char *dist_name = so->distance_column ? so->distance_column : "_distance";
     const ice_snapshot *snap = NULL;
     const ice_schema *schema = NULL;
-    HS_TRY(tbl_resolve_snapshot(&t->meta, scan, &snap, &schema, err));
+    /* the current snapshot of a handle with an append stream: its tail
+     * too (captured first: it may refresh t) */
+    tbl_tail_view *tv = NULL;
+    if (t->tail && !(scan && (scan->use_snapshot_id || scan->use_as_of || scan->ref)))
+        HS_TRY(tbl_tail_capture(t, &tv, err));
+    hs_status rst = tbl_resolve_snapshot(&t->meta, scan, &snap, &schema, err);
+    if (rst != HS_OK) {
+        tbl_tail_view_free(tv);
+        return rst;
+    }
     c.col = top_field(schema, so->column);
+    int dim = c.col ? tbl_vector_dimension(&t->meta, c.col->field_id) : 0;
     if (!c.col)
-        return hs_err_set(err, HS_NOT_FOUND, "search: no column \"%s\" in the table schema",
-                          so->column);
-    if (!tbl_is_float_vector_type(c.col))
-        return hs_err_set(err, HS_INVALID, "search: column \"%s\" is %s, not a vector column "
-                          "(list<float>)", c.col->name, hs_type_name(c.col->type));
-    int dim = tbl_vector_dimension(&t->meta, c.col->field_id);
-    if (dim > 0 && dim != so->dim)
-        return hs_err_set(err, HS_INVALID, "search: query vector has %d dimensions, column "
-                          "\"%s\" has %d", so->dim, c.col->name, dim);
+        rst = hs_err_set(err, HS_NOT_FOUND, "search: no column \"%s\" in the table schema",
+                         so->column);
+    else if (!tbl_is_float_vector_type(c.col))
+        rst = hs_err_set(err, HS_INVALID, "search: column \"%s\" is %s, not a vector column "
+                         "(list<float>)", c.col->name, hs_type_name(c.col->type));
+    else if (dim > 0 && dim != so->dim)
+        rst = hs_err_set(err, HS_INVALID, "search: query vector has %d dimensions, column "
+                         "\"%s\" has %d", so->dim, c.col->name, dim);
+    if (rst != HS_OK) {
+        tbl_tail_view_free(tv);
+        return rst;
+    }
     hs_field rs = {0}, fsch = {0};
     tbl_plan *plan = NULL;
     bool plan_owned = true;
@@ -1282,9 +1421,18 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
         st = hs_err_nomem(err, (size_t)n_queries * 16);
     if (st == HS_OK && c.k > 0)
         st = run_queries(&c, so->query, n_queries, win, n_win, err);
+    hs_column **tail_cols = NULL;
+    if (st == HS_OK && tv)
+        st = tail_merge(&c, tv, &rs, &fsch, &plan->pred, n_queries, win, n_win, &tail_cols,
+                        err);
     hs_batch *res = NULL;
     if (st == HS_OK)
-        st = materialize(&c, &rs, dist_name, win, n_win, n_queries, batch, &res, err);
+        st = materialize(&c, &rs, dist_name, win, n_win, n_queries, batch, tail_cols, &res,
+                         err);
+    for (int i = 0; tail_cols && i < rs.n_children; i++)
+        hs_col_free(tail_cols[i]);
+    hs_free(tail_cols);
+    tbl_tail_view_free(tv);
     if (st == HS_OK)
         st = hs_arrow_export_one_batch(res, out, err);
     for (int q = 0; win && q < n_queries; q++)

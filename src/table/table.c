@@ -151,6 +151,7 @@ static void table_free(hs_table *t)
     if (!t)
         return;
     tbl_search_cache_clear(t);
+    tbl_tail_detach(t);
     ice_metadata_free(&t->meta);
     hs_free(t->ident);
     hs_free(t->metadata_location);

@@ -58,6 +58,10 @@ struct hs_table {
      * handle by tbl_search_cache_clear) */
     struct tbl_plan *search_plan;
     char *search_plan_meta;       /* owned: the metadata_location it was made under */
+    /* table/stream.c: the in-memory tail of an append stream opened on this
+     * handle (a reference; NULL = none): scans of the current snapshot read
+     * its acknowledged rows beside the committed ones */
+    struct tbl_tail *tail;
 };
 
 /* Frees the handle's cached search plan (table/search.c). */
@@ -361,6 +365,9 @@ void tbl_rewrite_count_added(tbl_rewrite *rw, int64_t files, int64_t records, in
 /* One more snapshot summary key (copied). */
 HS_MUST_USE hs_status tbl_rewrite_summary(tbl_rewrite *rw, const char *key, const char *value,
                                           hs_error *err);
+/* One more table property set by the same metadata commit (copied). */
+HS_MUST_USE hs_status tbl_rewrite_property(tbl_rewrite *rw, const char *key, const char *value,
+                                           hs_error *err);
 void tbl_rewrite_written(const tbl_rewrite *rw, int64_t *files, int64_t *records,
                          int64_t *bytes);
 HS_MUST_USE hs_status tbl_rewrite_commit(tbl_rewrite *rw, hs_error *err);
@@ -377,6 +384,30 @@ int64_t tbl_maint_prop_i64(const ice_table_metadata *m, const char *key, int64_t
  * be NULL (j is only released). */
 struct json_t;
 HS_MUST_USE hs_status tbl_maint_json_out(struct json_t *j, char **out, hs_error *err);
+
+/* ---- stream.c: near-real-time reads of an append stream's tail ---- */
+
+/* The acknowledged, not yet committed rows a scan of t's current snapshot
+ * adds (hs_stream_open attached them to t).  Refreshes t first when the
+ * stream has committed past t's metadata (the flushed rows left the tail),
+ * so that no row is missing or read twice.  *out = NULL when t has no tail
+ * or it holds no visible row; else caller frees with tbl_tail_view_free. */
+typedef struct tbl_tail_view tbl_tail_view;
+HS_MUST_USE hs_status tbl_tail_capture(hs_table *t, tbl_tail_view **out, hs_error *err);
+/* The next batch of the view: rows in read_schema (columns by field id;
+ * metadata columns read null), pred (may be NULL) applied exactly, the first
+ * out_schema->n_children columns kept.  *out = NULL at the end. */
+HS_MUST_USE hs_status tbl_tail_view_next(tbl_tail_view *v, const hs_field *read_schema,
+                                         const tbl_pred *pred, const hs_field *out_schema,
+                                         hs_batch **out, hs_error *err);
+int64_t tbl_tail_view_rows(const tbl_tail_view *v);
+void tbl_tail_view_free(tbl_tail_view *v);   /* accepts NULL */
+/* hs_table_close: drops t's reference to the tail. */
+void tbl_tail_detach(hs_table *t);
+/* The last WAL seq committed in m: the table property
+ * hyperstream.wal.committed-seq, or the summary key hyperstream.wal.seq of
+ * the newest ancestor of main that has one, whichever is larger; 0 = none. */
+uint64_t tbl_wal_committed_seq(const ice_table_metadata *m);
 
 /* ---- index.c ---- */
 

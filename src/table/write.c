@@ -110,6 +110,7 @@ typedef struct tbl_wop {
     hs_status (*check)(void *ctx, const ice_table_metadata *base, hs_error *err);
     void *check_ctx;
     ice_kv extra_summary;           /* more summary keys (tbl_rewrite_summary) */
+    ice_kv extra_props;             /* table properties set by the commit (tbl_rewrite_property) */
     int64_t target_file_size;       /* 0 = write.target-file-size-bytes */
 } tbl_wop;
 
@@ -151,6 +152,7 @@ static void op_free(tbl_wop *op)
     hs_buf_free(&op->pvals);
     tbl_ixw_free(&op->ixw);
     ice_kv_clear(&op->extra_summary);
+    ice_kv_clear(&op->extra_props);
     hs_arena_destroy(&op->arena);
 }
 
@@ -1391,6 +1393,9 @@ static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const cha
         st = ice_metadata_copy(base, nm, err);
     if (st == HS_OK)
         st = ice_metadata_add_snapshot(nm, &snap, "main", err);
+    for (int i = 0; st == HS_OK && i < op->extra_props.n; i++)
+        if (ice_kv_set(&nm->properties, op->extra_props.keys[i], op->extra_props.values[i]) != HS_OK)
+            st = hs_err_nomem(err, 64);
     /* the registry entries of the files written / removed: same commit */
     if (st == HS_OK)
         st = tbl_ixw_apply(&op->ixw, base, nm, err);
@@ -2517,6 +2522,13 @@ void tbl_rewrite_count_added(tbl_rewrite *rw, int64_t files, int64_t records, in
 hs_status tbl_rewrite_summary(tbl_rewrite *rw, const char *key, const char *value, hs_error *err)
 {
     if (ice_kv_set(&rw->op.extra_summary, key, value) != HS_OK)
+        return hs_err_nomem(err, strlen(value));
+    return HS_OK;
+}
+
+hs_status tbl_rewrite_property(tbl_rewrite *rw, const char *key, const char *value, hs_error *err)
+{
+    if (ice_kv_set(&rw->op.extra_props, key, value) != HS_OK)
         return hs_err_nomem(err, strlen(value));
     return HS_OK;
 }

@@ -1,0 +1,187 @@
+"""bench/ingest: streaming ingest, HyperStreamDB's append stream vs LanceDB.
+
+Data: BENCH_ROWS rows (id int64, cat string of 8 values, x float64, vec
+fixed_size_list<float32>[BENCH_DIM]) written in batches of BENCH_BATCH rows
+into a table with a scalar index on `cat` and an HNSW index on `vec`.
+
+  ours, fsync per batch   one writer, Table.stream(fsync="batch"): every
+                          write() returns after fdatasync; flushes (100k
+                          rows or 5 s) write Parquet + both indexes meanwhile
+  ours, group commit      BENCH_WRITERS threads, fsync="interval" (5 ms):
+                          one fdatasync acknowledges every waiting write
+  LanceDB                 table.add(batch) per batch on a table whose scalar
+                          (BTREE on cat) and vector (IVF_PQ on vec) indexes
+                          were built on the first 10% of the rows (as a
+                          LanceDB user creates them); one writer
+  ack -> searchable       a write of a fresh id, then polling a filtered
+                          scan (id = X) on the same handle until the row is
+                          returned, BENCH_LAT_SAMPLES times at random gaps;
+                          ours at the default refresh (1 s); LanceDB reads
+                          its own writes at once
+
+rows/s counts the write loop (acknowledged rows); "with close" adds the
+final flush (ours) so nothing is left unindexed.  Env: HS_BUILD, BENCH_ROWS,
+BENCH_BATCH, BENCH_DIM, BENCH_WRITERS, BENCH_LAT_SAMPLES.
+"""
+import os
+import random
+import shutil
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pyarrow as pa
+
+import hyperstreamdb as hdb
+
+N = int(os.environ.get("BENCH_ROWS", "100000"))
+B = int(os.environ.get("BENCH_BATCH", "100"))
+D = int(os.environ.get("BENCH_DIM", "32"))
+W = int(os.environ.get("BENCH_WRITERS", "4"))
+LAT = int(os.environ.get("BENCH_LAT_SAMPLES", "100"))
+
+SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("x", pa.float64()),
+                    ("vec", pa.list_(pa.float32(), D))])
+CATS = np.array([f"c{i}" for i in range(8)])
+
+
+def batch(start, n, seed=0):
+    rng = np.random.default_rng(start + seed)
+    ids = np.arange(start, start + n, dtype=np.int64)
+    vec = rng.standard_normal((n, D), dtype=np.float32)
+    return pa.table({
+        "id": ids,
+        "cat": pa.array(CATS[ids % 8]),
+        "x": rng.random(n),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), D),
+    }, schema=SCHEMA)
+
+
+BATCHES = [batch(k, min(B, N - k)) for k in range(0, N, B)]
+
+
+def pct(a, p):
+    a = sorted(a)
+    return a[min(len(a) - 1, int(round(p / 100 * (len(a) - 1))))]
+
+
+def ours_table(root):
+    t = hdb.Table.create(os.path.join(root, "t"), SCHEMA)
+    t.add_index("cat", "inverted")
+    t.add_index("vec", "hnsw")
+    return t
+
+
+def ours_single(root):
+    t = ours_table(root)
+    s = t.stream(fsync="batch")
+    t0 = time.perf_counter()
+    for b in BATCHES:
+        s.write(b)
+    loop = time.perf_counter() - t0
+    s.close()
+    total = time.perf_counter() - t0
+    assert t.count() == N
+    return N / loop, N / total
+
+
+def ours_group(root):
+    t = ours_table(root)
+    s = t.stream(fsync="interval")
+    parts = [BATCHES[i::W] for i in range(W)]
+
+    def run(bs):
+        for b in bs:
+            s.write(b)
+    threads = [threading.Thread(target=run, args=(p,)) for p in parts]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    loop = time.perf_counter() - t0
+    s.close()
+    total = time.perf_counter() - t0
+    assert t.count() == N
+    return N / loop, N / total
+
+
+def ours_latency(root):
+    t = ours_table(root)
+    s = t.stream(fsync="batch")
+    for b in BATCHES[: max(1, len(BATCHES) // 10)]:
+        s.write(b)
+    rng = random.Random(7)
+    lat = []
+    for k in range(LAT):
+        x = 10**9 + k
+        s.write(batch(x, 1))
+        ack = time.perf_counter()
+        while t.count(filter=f"id = {x}") != 1:
+            time.sleep(0.002)
+        lat.append(time.perf_counter() - ack)
+        time.sleep(rng.random() * 0.2)
+    s.close()
+    return lat
+
+
+def lance_run(root):
+    import lancedb
+    db = lancedb.connect(os.path.join(root, "lance"))
+    warm = BATCHES[: max(1, len(BATCHES) // 10)]
+    tbl = db.create_table("t", data=pa.concat_tables(warm), schema=SCHEMA)
+    tbl.create_scalar_index("cat")
+    n_warm = sum(b.num_rows for b in warm)
+    tbl.create_index(vector_column_name="vec", metric="l2",
+                     num_partitions=max(1, n_warm // 4096), num_sub_vectors=max(1, D // 8))
+    rest = BATCHES[len(warm):]
+    t0 = time.perf_counter()
+    for b in rest:
+        tbl.add(b)
+    loop = time.perf_counter() - t0
+    rows = sum(b.num_rows for b in rest)
+    assert tbl.count_rows() == N
+    rng = random.Random(7)
+    lat = []
+    for k in range(LAT):
+        x = 10**9 + k
+        tbl.add(batch(x, 1))
+        ack = time.perf_counter()
+        while tbl.count_rows(f"id = {x}") != 1:
+            time.sleep(0.002)
+        lat.append(time.perf_counter() - ack)
+        time.sleep(rng.random() * 0.2)
+    return rows / loop, lat
+
+
+def main():
+    root = tempfile.mkdtemp(prefix="bench-ingest-")
+    try:
+        print(f"bench/ingest: {N} rows, batches of {B}, vec dim {D}, indexes: inverted(cat), "
+              f"hnsw(vec)")
+        single, single_total = ours_single(os.path.join(root, "a"))
+        print(f"  ours   fsync per batch   {single:10.0f} rows/s   (with close/flush: "
+              f"{single_total:.0f})")
+        group, group_total = ours_group(os.path.join(root, "b"))
+        print(f"  ours   group commit x{W}   {group:10.0f} rows/s   (with close/flush: "
+              f"{group_total:.0f})")
+        lat = ours_latency(os.path.join(root, "c"))
+        print(f"  ours   ack->searchable   p50 {pct(lat, 50) * 1000:7.1f} ms   p99 "
+              f"{pct(lat, 99) * 1000:7.1f} ms   (refresh 1 s)")
+        try:
+            lance, llat = lance_run(os.path.join(root, "d"))
+        except ImportError:
+            print("  LanceDB: not installed (bench/ingest/run.sh installs it)")
+            return
+        print(f"  lance  table.add         {lance:10.0f} rows/s")
+        print(f"  lance  ack->searchable   p50 {pct(llat, 50) * 1000:7.1f} ms   p99 "
+              f"{pct(llat, 99) * 1000:7.1f} ms")
+        print(f"  ratio  ours fsync/batch vs lance: {single / lance:.2f}x   group commit vs "
+              f"lance: {group / lance:.2f}x")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
