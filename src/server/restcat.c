@@ -55,6 +55,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define RC_MAX_SEG 12
 
@@ -794,7 +795,7 @@ static void table_commit(rc_call *c, const char *ident)
 static void table_drop(rc_call *c, const char *ident)
 {
     const char *p = query(c, "purgeRequested");
-    bool purge = p && strcmp(p, "true") == 0;
+    bool purge = p && strcasecmp(p, "true") == 0;   /* pyiceberg sends "True" */
     hs_error err = { 0 };
     hs_status st = cat_drop(c->cat, ident, purge, &err);
     if (st == HS_NOT_FOUND) {

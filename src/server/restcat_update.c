@@ -579,9 +579,10 @@ static hs_status apply_update(json_t *doc, json_t *u, upd_state *us, hs_error *e
  * TableMetadata.buildFromEmpty(). */
 static json_t *empty_metadata(void)
 {
-    return json_pack("{s:i, s:I, s:i, s:[], s:i, s:[], s:i, s:i, s:{}, s:[], s:i, s:[], s:[],"
-                     " s:[], s:{}}",
-                     "format-version", 2, "last-updated-ms", (json_int_t)ice_now_ms(),
+    return json_pack("{s:i, s:i, s:I, s:i, s:[], s:i, s:[], s:i, s:i, s:{}, s:[], s:i, s:[],"
+                     " s:[], s:[], s:{}}",
+                     "format-version", 2, "last-sequence-number", 0,
+                     "last-updated-ms", (json_int_t)ice_now_ms(),
                      "last-column-id", 0, "schemas", "current-schema-id", -1,
                      "partition-specs", "default-spec-id", -1, "last-partition-id", 999,
                      "properties", "sort-orders", "default-sort-order-id", -1, "snapshots",
