@@ -133,8 +133,12 @@ hs_status hs_catalog_open_uri(const char *uri, const char *options_json, hs_cata
         else
             st = hs_catalog_open_sql(p, opt_str(opts, "name"), warehouse, out, err);
     } else if (strncmp(uri, "http://", 7) == 0 || strncmp(uri, "https://", 8) == 0) {
-        st = hs_err_set(err, HS_UNSUPPORTED, "%s: REST catalogs are not supported by this "
-                        "build", uri);
+        hs_catalog *c = hs_calloc(1, sizeof *c);
+        st = c ? cat_rest_open(uri, options_json, &c->cat, err) : hs_err_nomem(err, sizeof *c);
+        if (st == HS_OK)
+            *out = c;
+        else
+            hs_free(c);
     } else if (strstr(cat_local_path(uri), "://")) {
         st = hs_err_set(err, HS_UNSUPPORTED, "%s: unknown catalog URI scheme (sqlite:, "
                         "http(s):// for REST, or a directory of path tables)", uri);
