@@ -589,7 +589,7 @@ static hs_status r_default_location(cat_catalog *c, const char *ident, char **lo
         return *location ? HS_OK : hs_err_nomem(err, strlen(sloc));
     }
     json_decref(r);
-    if (sst == HS_NOT_FOUND) {   /* no such namespace */
+    if (sst == HS_NOT_FOUND || sst == HS_CONFLICT) {   /* no such namespace; table exists */
         hs_free(ns);
         if (err)
             *err = e2;

@@ -311,3 +311,92 @@ def test_refuses_to_start_without_token(tmp_path):
     p = subprocess.run([str(CLI), "serve", "--catalog", str(tmp_path / "c.db"), "--port", "0"],
                        env=env, capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "token" in p.stderr
+
+
+# ---- our REST client (catalog/rest.c through hdb.Catalog) against our server,
+# ---- with pyiceberg (RestCatalog and SqlCatalog) as the oracle
+
+
+def test_our_rest_client_session(server):
+    hdb = require_module("hyperstreamdb")
+    cat = hdb.Catalog(server.url, token=TOKEN)
+    assert cat.kind == "rest"
+    cat.create_namespace("db", {"owner": "carol"})
+    cat.create_namespace("db.sub")
+    assert cat.list_namespaces() == ["db"]
+    assert cat.list_namespaces("db") == ["db.sub"]
+    assert cat.namespace_properties("db")["owner"] == "carol"
+    t = cat.create_table("db.events", SCHEMA, partition_by="bucket(4, id)",
+                         properties={"k": "v"})
+    t.write_arrow(_rows(range(0, 60)))
+    t.commit()
+    t.write_arrow(_rows(range(60, 100)))
+    t.commit()
+    t.add_column("extra", "string")
+    t.add_index("id", "inverted")
+
+    pc = _rest(server)
+    pt = pc.load_table("db.events")
+    assert pt.metadata_location == t.metadata_location
+    assert pt.metadata.table_uuid.hex == t.metadata["table-uuid"].replace("-", "")
+    assert pt.properties["k"] == "v"
+    assert [f.name for f in pt.schema().fields] == ["id", "name", "extra"]
+    assert str(pt.spec()).count("bucket[4]") == 1
+    got = pt.scan().to_arrow().sort_by("id")
+    assert got.select(["id", "name"]).equals(_rows(range(100)))
+    assert _sql(server).load_table("db.events").scan().to_arrow().num_rows == 100
+
+    # pyiceberg commits in between: ours rebases (a 409, then a retry), and
+    # our index registry property survives pyiceberg's commit
+    pt.append(pa.table({"id": pa.array([500], pa.int64()), "name": ["x"],
+                        "extra": ["e"]}))
+    t.write_arrow(_rows([501]))
+    t.commit()
+    ids = sorted(pc.load_table("db.events").scan().to_arrow()["id"].to_pylist())
+    assert ids == list(range(100)) + [500, 501]
+    assert "hyperstream.index-registry" in pc.load_table("db.events").properties
+    assert t.to_arrow(filter="id = 500")["extra"].to_pylist() == ["e"]
+    # row-level delete by us, read by pyiceberg
+    t.delete("id < 50")
+    assert sorted(pc.load_table("db.events").scan().to_arrow()["id"].to_pylist()) == \
+        list(range(50, 100)) + [500, 501]
+
+    # concurrent handles: both commits land (the loser reloads and rebases)
+    t2 = cat.load_table("db.events")
+    t.write_arrow(_rows([600]))
+    t.commit()
+    t2.write_arrow(_rows([601]))
+    t2.commit()
+    assert {600, 601} <= set(pc.load_table("db.events").scan().to_arrow()["id"].to_pylist())
+
+    assert cat.list_tables("db") == ["db.events"]
+    assert cat.table_exists("db.events") and not cat.table_exists("db.nope")
+    with pytest.raises(hdb.NotFoundError):
+        cat.load_table("db.nope")
+    with pytest.raises(hdb.CommitConflictError):
+        cat.create_table("db.events", SCHEMA)
+    with pytest.raises(hdb.NotFoundError):
+        cat.create_table("nope.t", SCHEMA)
+    cat.rename_table("db.events", "db.renamed")
+    assert pc.list_tables("db") == [("db", "renamed")]
+    with pytest.raises(hdb.InvalidArgumentError, match="not empty"):
+        cat.drop_namespace("db")
+    cat.drop_table("db.renamed", purge=True)
+    cat.drop_namespace("db.sub")
+    cat.drop_namespace("db")
+    assert pc.list_namespaces() == []
+
+
+def test_our_rest_client_auth(server):
+    hdb = require_module("hyperstreamdb")
+    with pytest.raises(hdb.InvalidArgumentError, match="401"):
+        hdb.Catalog(server.url, token="wrong")
+    with pytest.raises(hdb.InvalidArgumentError, match="401"):
+        hdb.Catalog(server.url)
+    cat = hdb.Catalog(server.url, credential="tester:s3cret")   # OAuth2 client credentials
+    cat.create_namespace("o")
+    assert _rest(server).list_namespaces() == [("o",)]
+    with pytest.raises(hdb.InvalidArgumentError, match="invalid_client"):
+        hdb.Catalog(server.url, credential="tester:bad")
+    with pytest.raises(hdb.StorageError):
+        hdb.Catalog("http://127.0.0.1:9", token=TOKEN)   # nothing listens there
