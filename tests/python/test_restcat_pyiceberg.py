@@ -400,3 +400,53 @@ def test_our_rest_client_auth(server):
         hdb.Catalog(server.url, credential="tester:bad")
     with pytest.raises(hdb.StorageError):
         hdb.Catalog("http://127.0.0.1:9", token=TOKEN)   # nothing listens there
+
+
+# ---- Java's RESTCatalog (the Java interop harness, tests/interop/java) against
+# ---- our server, pyiceberg and our client reading what it wrote
+
+
+def test_java_restcatalog_session(server, tmp_path):
+    import shutil
+    from test_iceberg_java import HARNESS_JAR, JavaHarness
+    hdb = require_module("hyperstreamdb")
+    require(shutil.which("java") is not None, "java not installed")
+    require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
+    java = JavaHarness(HARNESS_JAR)
+    try:
+        spec = f"rest:{server.url}|{TOKEN}|jdb.events"
+        schema = tmp_path / "schema.json"
+        schema.write_text(json.dumps({"type": "struct", "schema-id": 0, "fields": [
+            {"id": 1, "name": "id", "required": False, "type": "long"},
+            {"id": 2, "name": "name", "required": False, "type": "string"}]}))
+        java.call("create", spec, str(schema), "--partition", "bucket(4, id)")
+
+        def rows(ids):
+            f = tmp_path / f"rows-{ids[0]}.jsonl"
+            f.write_text("".join(json.dumps({"id": i, "name": f"n{i}"}) + "\n" for i in ids))
+            return str(f)
+
+        java.call("append", spec, rows(list(range(0, 10))))
+        pc = _rest(server)
+        assert sorted(pc.load_table("jdb.events").scan().to_arrow()["id"].to_pylist()) == \
+            list(range(10))
+        # we append and index through our REST client; Java commits after us
+        ours = hdb.Catalog(server.url, token=TOKEN)
+        t = ours.load_table("jdb.events")
+        t.write_arrow(_rows(range(10, 15)))
+        t.commit()
+        t.add_index("id", "inverted")
+        java.call("append", spec, rows(list(range(15, 20))))
+        java.call("delete", spec, "id", "3")
+        mloc = java.call("current-metadata", spec)[-1]
+        assert mloc == pc.load_table("jdb.events").metadata_location
+        want = sorted(set(range(20)) - {3})
+        assert sorted(r["id"] for r in java.read(mloc, tmp=tmp_path)) == want
+        assert sorted(pc.load_table("jdb.events").scan().to_arrow()["id"].to_pylist()) == want
+        t.refresh()
+        assert "hyperstream.index-registry" in t.properties
+        assert sorted(t.to_arrow()["id"].to_pylist()) == want
+        assert t.to_arrow(filter="id = 17")["name"].to_pylist() == ["n17"]
+        assert t.to_arrow(filter="id = 3").num_rows == 0
+    finally:
+        java.close()
