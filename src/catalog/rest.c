@@ -57,6 +57,7 @@ typedef struct rest_catalog {
     char *prefix;    /* NULL = none */
     char *auth;      /* "Authorization: Bearer ..." or NULL */
     char *warehouse;
+    char *ns_sep;    /* namespace level separator in paths, escaped (default %1F) */
     /* the last metadata seen: ident, its location, the document */
     char *cache_ident, *cache_loc;
     json_t *cache_doc;
@@ -142,6 +143,33 @@ static hs_status http_error(long status, const hs_buf *resp, const char *what, h
     return r;
 }
 
+/* Decodes %XX escapes in place; false when one is malformed or NUL. */
+static bool url_unescape_inplace(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (*r != '%') {
+            *w++ = *r;
+            continue;
+        }
+        int v = 0;
+        for (int i = 1; i <= 2; i++) {
+            char c = r[i];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                return false;
+            v = v * 16 + d;
+        }
+        if (!v)
+            return false;
+        *w++ = (char)v;
+        r += 2;
+    }
+    *w = 0;
+    return true;
+}
+
 static char *esc(rest_catalog *rc, const char *s)
 {
     char *e = curl_easy_escape(rc->curl, s, 0);
@@ -166,7 +194,8 @@ static char *ns_path(rest_catalog *rc, const char *ns)
             lvl[n] = 0;
             e = esc(rc, lvl);
         }
-        ok = e && (p == ns || hs_buf_puts(&b, "%1F") == HS_OK) && hs_buf_puts(&b, e) == HS_OK;
+        ok = e && (p == ns || hs_buf_puts(&b, rc->ns_sep ? rc->ns_sep : "%1F") == HS_OK) &&
+             hs_buf_puts(&b, e) == HS_OK;
         hs_free(lvl);
         hs_free(e);
         p += n + (d ? 1 : 0);
@@ -908,6 +937,7 @@ static void r_free(cat_catalog *c)
     hs_free(rc->prefix);
     hs_free(rc->auth);
     hs_free(rc->warehouse);
+    hs_free(rc->ns_sep);
     hs_free(rc);
 }
 
@@ -1037,6 +1067,14 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
         }
         if (opt(merged, "prefix") && *opt(merged, "prefix"))
             rc->prefix = hs_strdup(opt(merged, "prefix"));
+        /* "namespace-separator" (URL-encoded, e.g. "%2E"): levels joined by it */
+        const char *sep = opt(merged, "namespace-separator");
+        if (sep && *sep) {
+            char *d = hs_strdup(sep);
+            if (d && url_unescape_inplace(d) && *d)
+                rc->ns_sep = esc(rc, d);
+            hs_free(d);
+        }
         if (opt(merged, "warehouse"))
             rc->warehouse = hs_strdup(cat_local_path(opt(merged, "warehouse")));
         if (!rc->uri)
