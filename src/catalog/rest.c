@@ -118,7 +118,7 @@ static hs_status http_error(long status, const hs_buf *resp, const char *what, h
 {
     const char *type = "", *msg = "";
     json_error_t je;
-    json_t *j = resp->len ? json_loadb((const char *)resp->data, resp->len, 0, &je) : NULL;
+    json_t *j = resp->len ? hs_json_loadb((const char *)resp->data, resp->len, 0, &je) : NULL;
     json_t *e = json_object_get(j, "error");
     if (json_is_object(e)) {
         type = json_string_value(json_object_get(e, "type")) ? json_string_value(
@@ -237,7 +237,7 @@ static hs_status call(rest_catalog *rc, const char *method, const char *path, js
         st = http_error(status, &resp, what, err);
     if (st == HS_OK && out && resp.len) {
         json_error_t je;
-        *out = json_loadb((const char *)resp.data, resp.len, 0, &je);
+        *out = hs_json_loadb((const char *)resp.data, resp.len, 0, &je);
         if (!*out)
             st = hs_err_set(err, HS_IO, "REST catalog: %s: the response is not JSON (%s)", what,
                             je.text);
@@ -549,7 +549,7 @@ static hs_status post_commit(rest_catalog *rc, const char *ident, json_t *base, 
                              size_t len, char **new_location, hs_error *err)
 {
     json_error_t je;
-    json_t *nw = json_loadb(json, len, 0, &je);
+    json_t *nw = hs_json_loadb(json, len, 0, &je);
     if (!json_is_object(nw)) {
         json_decref(nw);
         return hs_err_set(err, HS_INVALID, "%s: new metadata is not a JSON object", ident);
@@ -977,7 +977,7 @@ static hs_status fetch_token(rest_catalog *rc, const char *credential, const cha
     if (st == HS_OK && (status < 200 || status > 299))
         st = http_error(status, &resp, "OAuth2 token request", err);
     json_error_t je;
-    json_t *r = st == HS_OK ? json_loadb((const char *)resp.data, resp.len, 0, &je) : NULL;
+    json_t *r = st == HS_OK ? hs_json_loadb((const char *)resp.data, resp.len, 0, &je) : NULL;
     const char *tok = json_string_value(json_object_get(r, "access_token"));
     if (st == HS_OK && !tok)
         st = hs_err_set(err, HS_IO, "REST catalog: the token endpoint %s returned no "
@@ -1002,7 +1002,7 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
     *out = NULL;
     pthread_once(&g_curl_once, curl_init_once);
     json_error_t je;
-    json_t *o = options_json && *options_json ? json_loads(options_json, 0, &je) : json_object();
+    json_t *o = options_json && *options_json ? hs_json_loads(options_json, 0, &je) : json_object();
     if (!json_is_object(o)) {
         json_decref(o);
         return hs_err_set(err, HS_INVALID, "REST catalog options: not a JSON object");
@@ -1042,7 +1042,7 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
                   : hs_err_nomem(err, 256);
         if (st == HS_OK && (status < 200 || status > 299))
             st = http_error(status, &resp, "GET config", err);
-        if (st == HS_OK && !(cfg = json_loadb((const char *)resp.data, resp.len, 0, &je)))
+        if (st == HS_OK && !(cfg = hs_json_loadb((const char *)resp.data, resp.len, 0, &je)))
             st = hs_err_set(err, HS_IO, "REST catalog: %s: the config response is not JSON",
                             path);
         hs_buf_free(&resp);

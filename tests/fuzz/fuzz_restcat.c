@@ -9,6 +9,7 @@
  *
  * The answer must be a status the server documents, with a JSON body (or
  * none for 204); an applied commit that validates must parse again. */
+#include "base/numfmt.h"
 #include "iceberg/model.h"
 #include "server/restcat.h"
 
@@ -40,7 +41,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         "\"transform\":\"bucket[4]\"}]}",
         NULL, 2, &err);
     json_error_t je;
-    g_base = m ? json_loads(m, 0, &je) : NULL;
+    g_base = m ? hs_json_loads(m, 0, &je) : NULL;
     ice_debug_free(m);
     if (!g_base)
         abort();
@@ -60,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         *nl = 0;
     if (strcmp(in, "COMMIT") == 0) {
         json_error_t je;
-        json_t *req = json_loads(body, 0, &je), *out = NULL;
+        json_t *req = hs_json_loads(body, 0, &je), *out = NULL;
         hs_error err = { 0 };
         if (req && rc_apply_commit(g_base, "/tmp/fuzz_restcat_table/metadata/v1.metadata.json",
                                    req, &out, &err) == HS_OK) {
@@ -89,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             if (s != 204) {
                 json_error_t je;
-                json_t *j = json_loadb((const char *)resp.body.data, resp.body.len, 0, &je);
+                json_t *j = hs_json_loadb((const char *)resp.body.data, resp.body.len, 0, &je);
                 if (!j)
                     abort(); /* every answer is JSON */
                 json_decref(j);
