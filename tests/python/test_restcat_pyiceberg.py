@@ -450,3 +450,16 @@ def test_java_restcatalog_session(server, tmp_path):
         assert t.to_arrow(filter="id = 3").num_rows == 0
     finally:
         java.close()
+
+
+def test_sql_session_resolves_through_rest(server):
+    hdb = require_module("hyperstreamdb")
+    cat = _rest(server)
+    cat.create_namespace("db")
+    t = cat.create_table("db.nums", schema=SCHEMA)
+    t.append(_rows(list(range(100))))
+    for catalog in (hdb.Catalog(server.url, token=TOKEN), f"sqlite:///{server.db}"):
+        s = hdb.Session(catalog=catalog)
+        r = s.sql("SELECT count(*) AS n, sum(id) AS s FROM db.nums WHERE id >= 10").to_arrow()
+        assert r.to_pylist() == [{"n": 90, "s": sum(range(10, 100))}]
+        s.close()
