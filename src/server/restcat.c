@@ -74,12 +74,23 @@ typedef struct rc_call {
 
 /* ---- responses ---------------------------------------------------------------------------- */
 
+static const char OOM_BODY[] = "{\"error\":{\"message\":\"cannot build the response\","
+                               "\"type\":\"InternalServerError\",\"code\":500}}";
+
+/* Sends j (consumed); j NULL: no body for 204, else a 500 (a response that
+ * could not be built, e.g. out of memory). */
 static void reply_json(rc_call *c, int status, json_t *j)
 {
     c->resp->status = status;
     hs_buf_reset(&c->resp->body);
-    if (!j)
+    if (!j) {
+        if (status != 204) {
+            c->resp->status = 500;
+            if (hs_buf_puts(&c->resp->body, OOM_BODY) != HS_OK)
+                hs_buf_reset(&c->resp->body);
+        }
         return;
+    }
     char *s = hs_json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!s || hs_buf_puts(&c->resp->body, s) != HS_OK) {
@@ -91,8 +102,13 @@ static void reply_json(rc_call *c, int status, json_t *j)
 
 static void reply_error(rc_call *c, int status, const char *type, const char *msg)
 {
-    reply_json(c, status, json_pack("{s:{s:s, s:s, s:i}}", "error", "message", msg ? msg : "",
-                                    "type", type, "code", status));
+    json_t *j = json_pack("{s:{s:s, s:s, s:i}}", "error", "message", msg ? msg : "", "type",
+                          type, "code", status);
+    if (!j)   /* a message quoting bytes that are not UTF-8 */
+        j = json_pack("{s:{s:s, s:s, s:i}}", "error", "message",
+                      "(the message quotes input that is not valid UTF-8)", "type", type, "code",
+                      status);
+    reply_json(c, status, j);
 }
 
 /* An error status of the catalog layer as the spec's error.  not_found: the
@@ -979,10 +995,12 @@ static bool split_path(rc_call *c, const char *path)
         memcpy(s, p, n);
         s[n] = 0;
         c->seg[c->n_seg++] = s;
-        if (!hs_http_unescape(s)) {
-            bad_request(c, "malformed %-escape in the path");
+        json_t *utf8 = NULL;
+        if (!hs_http_unescape(s) || !(utf8 = json_string(s))) {
+            bad_request(c, "malformed %-escape or invalid UTF-8 in the path");
             return false;
         }
+        json_decref(utf8);
         p += n + (slash ? 1 : 0);
     }
     return true;
