@@ -38,5 +38,6 @@ int cmd_demo(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_table_search(int argc, char **argv);
 int cmd_sql(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 #endif

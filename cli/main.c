@@ -6,6 +6,7 @@
  *   parquet <tool> ...   cmd_parquet.c   schema, meta, cat, convert
  *   table <tool> ...     cmd_table.c     Iceberg tables (docs/tables.md)
  *   sql [WAREHOUSE]      cmd_sql.c       SQL shell and batch runner (docs/cli.md)
+ *   serve [--rest] ...   cmd_serve.c     Iceberg REST catalog server (docs/catalogs.md)
  *   demo generate N OUT  cmd_demo.c      sample JSON Lines for `make run`
  *                                        (hidden: not in --help)
  *
@@ -75,6 +76,7 @@ static const struct {
     {"parquet", cmd_parquet, "inspect Parquet files and convert JSON Lines / CSV to Parquet"},
     {"table", cmd_table, "Iceberg tables: create, append, scan, snapshots, evolve, delete"},
     {"sql", cmd_sql, "SQL shell (psql-like) and batch mode: -c SQL, -f FILE"},
+    {"serve", cmd_serve, "servers: the Iceberg REST catalog (docs/catalogs.md)"},
     {"demo", cmd_demo, NULL},
 };
 

@@ -131,6 +131,46 @@ HS_API hs_status hs_catalog_drop_table(hs_catalog *cat, const char *name, int pu
 HS_API hs_status hs_catalog_rename_table(hs_catalog *cat, const char *from, const char *to,
                                   hs_error *err);
 
+/* A catalog named by a URI (docs/catalogs.md): "sqlite:///rel.db" or
+ * "sqlite:////abs.db" (SQLAlchemy's spelling, as pyiceberg's SqlCatalog
+ * takes it) = SQL catalog; "http://..." / "https://..." = Iceberg REST
+ * catalog; anything else = a directory of path tables (file:// accepted).
+ * options_json (NULL = none) is a JSON object of strings: "name" (SQL
+ * catalog_name, default "default"), "warehouse", and for REST "token",
+ * "credential" ("client_id:client_secret"), "scope", "oauth2-server-uri",
+ * "prefix".  Caller frees with hs_catalog_close. */
+HS_API hs_status hs_catalog_open_uri(const char *uri, const char *options_json,
+                                     hs_catalog **out, hs_error *err);
+/* JSON array of the namespaces directly under parent (NULL = top level),
+ * full dotted names (["a", "a.b"]).  Path catalogs: directories that are not
+ * tables.  Caller frees *out with hs_string_free. */
+HS_API hs_status hs_catalog_list_namespaces(hs_catalog *cat, const char *parent, char **out,
+                                            hs_error *err);
+/* Creates namespace ns with properties (a JSON object of strings; NULL =
+ * none; path catalogs take none).  HS_CONFLICT if it exists. */
+HS_API hs_status hs_catalog_create_namespace_props(hs_catalog *cat, const char *ns,
+                                                   const char *properties_json, hs_error *err);
+/* Drops an empty namespace (HS_NOT_FOUND if absent, HS_INVALID if not empty). */
+HS_API hs_status hs_catalog_drop_namespace(hs_catalog *cat, const char *ns, hs_error *err);
+/* The namespace's properties as a JSON object; caller frees with hs_string_free. */
+HS_API hs_status hs_catalog_namespace_properties(hs_catalog *cat, const char *ns, char **out,
+                                                 hs_error *err);
+/* Sets the properties of set_json (object of strings, NULL = none) and
+ * removes the keys of remove_json (array of strings, NULL = none). */
+HS_API hs_status hs_catalog_update_namespace_properties(hs_catalog *cat, const char *ns,
+                                                        const char *set_json,
+                                                        const char *remove_json, hs_error *err);
+/* *exists = 1 when the table exists, else 0. */
+HS_API hs_status hs_catalog_table_exists(hs_catalog *cat, const char *name, int *exists,
+                                         hs_error *err);
+/* The newest metadata file under a table location that has no
+ * version-hint.text (tables of pyiceberg's SqlCatalog, JDBC and REST
+ * catalogs: metadata/NNNNN-<uuid>.metadata.json): the highest NNNNN (or
+ * v<N>), ties broken by last-updated-ms.  Only the catalog knows the current
+ * one for sure: open the result with hs_table_open_metadata (read-only).
+ * Caller frees *out with hs_string_free. */
+HS_API hs_status hs_table_find_metadata(const char *location, char **out, hs_error *err);
+
 /* ------------------------------------------------------------------ */
 /* Creating and opening tables                                           */
 

@@ -48,6 +48,7 @@ from ._core import (  # noqa: F401
     StorageError,
     UnsupportedError,
 )
+from ._catalog import Catalog  # noqa: F401
 from ._progress import get_progress, set_progress  # noqa: F401
 from ._sql import Result, Session  # noqa: F401
 from ._table import AppendStream, HistoryEntry, Query, Snapshot, Table  # noqa: F401
@@ -101,6 +102,7 @@ def get_config(key):
 
 __all__ = [
     "Table", "Query", "Snapshot", "HistoryEntry", "Session", "Result", "AppendStream", "BusyError",
+    "Catalog",
     "HyperStreamError", "InvalidArgumentError", "NotFoundError", "CommitConflictError",
     "CorruptDataError", "UnsupportedError", "StorageError", "InternalError", "HyperStreamWarning",
     "set_progress", "get_progress", "set_config", "get_config",

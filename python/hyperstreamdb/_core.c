@@ -1148,12 +1148,24 @@ static TableObject *table_new(void)
     return self;
 }
 
-/* _core.open_table(path) */
+/* Opens the catalog a table handle owns: a path catalog without root, or the
+ * catalog named by uri (hs_catalog_open_uri; _core_catalog.c). */
+static hs_status open_own_catalog(const char *uri, const char *opts, hs_catalog **out,
+                                  hs_error *err)
+{
+    return uri ? hs_catalog_open_uri(uri, opts, out, err) : hs_catalog_open_path(NULL, out, err);
+}
+
+/* _core.open_table(path, catalog=None, catalog_options=None, metadata=False):
+ * metadata=True opens the metadata file `path` read-only. */
 static PyObject *mod_open_table(UNUSED PyObject *m, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"path", NULL};
+    static char *kwlist[] = {"path", "catalog", "catalog_options", "metadata", NULL};
     PyObject *path_o;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O", kwlist, &path_o))
+    const char *cat_uri = NULL, *cat_opts = NULL;
+    int metadata = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|zzp", kwlist, &path_o, &cat_uri, &cat_opts,
+                                     &metadata))
         return NULL;
     char *path;
     if (arg_str(path_o, "path", &path) < 0)
@@ -1170,9 +1182,13 @@ static PyObject *mod_open_table(UNUSED PyObject *m, PyObject *args, PyObject *kw
     hs_error err = {0};
     hs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = hs_catalog_open_path(NULL, &self->cat, &err);
-    if (st == HS_OK)
-        st = hs_table_open(self->cat, path, &self->t, &err);
+    if (metadata) {
+        st = hs_table_open_metadata(path, &self->t, &err);
+    } else {
+        st = open_own_catalog(cat_uri, cat_opts, &self->cat, &err);
+        if (st == HS_OK)
+            st = hs_table_open(self->cat, path, &self->t, &err);
+    }
     Py_END_ALLOW_THREADS
     PyMem_RawFree(path);
     if (st != HS_OK) {
@@ -1183,15 +1199,18 @@ static PyObject *mod_open_table(UNUSED PyObject *m, PyObject *args, PyObject *kw
 }
 
 /* _core.create_table(path, schema, partition_spec=None, sort_order=None,
- *                    properties=None, format_version=0) */
+ *                    properties=None, format_version=0, catalog=None,
+ *                    catalog_options=None, location=None) */
 static PyObject *mod_create_table(UNUSED PyObject *m, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"path", "schema", "partition_spec", "sort_order", "properties",
-                             "format_version", NULL};
+                             "format_version", "catalog", "catalog_options", "location", NULL};
     PyObject *path_o, *schema_o, *spec_o = Py_None, *sort_o = Py_None, *props = Py_None;
     int fv = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOOi", kwlist, &path_o, &schema_o, &spec_o,
-                                     &sort_o, &props, &fv))
+    const char *cat_uri = NULL, *cat_opts = NULL, *location = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OOOizzz", kwlist, &path_o, &schema_o,
+                                     &spec_o, &sort_o, &props, &fv, &cat_uri, &cat_opts,
+                                     &location))
         return NULL;
     char *path = NULL, *spec = NULL, *sort = NULL;
     strvec keys = {0}, vals = {0};
@@ -1242,10 +1261,11 @@ static PyObject *mod_create_table(UNUSED PyObject *m, PyObject *args, PyObject *
     opt.property_values = (const char *const *)vals.v;
     opt.n_properties = keys.n;
     opt.format_version = fv;
+    opt.location = location;
     hs_error err = {0};
     hs_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = hs_catalog_open_path(NULL, &self->cat, &err);
+    st = open_own_catalog(cat_uri, cat_opts, &self->cat, &err);
     if (st == HS_OK)
         st = hs_table_create(self->cat, path, &opt, &self->t, &err);
     Py_END_ALLOW_THREADS
@@ -2708,10 +2728,11 @@ static PyObject *mod_available(UNUSED PyObject *m, PyObject *args)
 }
 
 static PyMethodDef module_methods[] = {
-    {"open_table", KWFN(mod_open_table), "open_table(path) -> TableHandle"},
+    {"open_table", KWFN(mod_open_table),
+     "open_table(path, catalog=None, catalog_options=None, metadata=False) -> TableHandle"},
     {"create_table", KWFN(mod_create_table),
      "create_table(path, schema, partition_spec=None, sort_order=None, properties=None, "
-     "format_version=0) -> TableHandle"},
+     "format_version=0, catalog=None, catalog_options=None, location=None) -> TableHandle"},
     {"distance", mod_distance, METH_VARARGS, "distance(metric, a, b) -> float"},
     {"distance_batch", mod_distance_batch, METH_VARARGS,
      "distance_batch(metric, queries, database, out, n_threads=0)"},
@@ -2764,7 +2785,8 @@ PyMODINIT_FUNC PyInit__core(void)
 {
     if (PyType_Ready(&Result_Type) < 0 || PyType_Ready(&Stream_Type) < 0 ||
         PyType_Ready(&Table_Type) < 0 || PyType_Ready(&Session_Type) < 0 ||
-        PyType_Ready(&SqlResult_Type) < 0 || PyType_Ready(&AppendStream_Type) < 0)
+        PyType_Ready(&SqlResult_Type) < 0 || PyType_Ready(&AppendStream_Type) < 0 ||
+        PyType_Ready(&Catalog_Type) < 0)
         return NULL;
     PyObject *mod = PyModule_Create(&core_module);
     if (!mod)
@@ -2774,7 +2796,9 @@ PyMODINIT_FUNC PyInit__core(void)
         PyModule_AddObjectRef(mod, "TableHandle", (PyObject *)&Table_Type) < 0 ||
         PyModule_AddObjectRef(mod, "Session", (PyObject *)&Session_Type) < 0 ||
         PyModule_AddObjectRef(mod, "SqlResult", (PyObject *)&SqlResult_Type) < 0 ||
-        PyModule_AddObjectRef(mod, "AppendStream", (PyObject *)&AppendStream_Type) < 0)
+        PyModule_AddObjectRef(mod, "AppendStream", (PyObject *)&AppendStream_Type) < 0 ||
+        PyModule_AddObjectRef(mod, "CatalogHandle", (PyObject *)&Catalog_Type) < 0 ||
+        PyModule_AddFunctions(mod, catalog_module_methods) < 0)
         goto fail;
     {   /* the thread Ctrl-C reaches (see "SQL sessions") */
         PyObject *th = PyImport_ImportModule("threading");

@@ -42,6 +42,8 @@ typedef struct TableObject {
 extern PyTypeObject Result_Type, Table_Type;     /* _core.c */
 extern PyTypeObject Session_Type, SqlResult_Type; /* _core_sql.c */
 extern PyTypeObject AppendStream_Type;            /* _core_stream.c */
+extern PyTypeObject Catalog_Type;                 /* _core_catalog.c */
+extern PyMethodDef catalog_module_methods[];      /* _core_catalog.c */
 /* The thread Ctrl-C reaches (set by the module's init; _core_sql.c). */
 extern pthread_t g_main_thread;
 extern int g_main_thread_known;

@@ -686,7 +686,9 @@ static void Session_dealloc(SessionObject *self)
 }
 
 /* _core.Session(threads=0, memory_limit=0, catalog=None, catalog_kind="path",
- *               warehouse=None): catalog_kind "sql" opens the SQLite catalog
+ *               warehouse=None): catalog_kind "uri" opens catalog with
+ *               hs_catalog_open_uri (warehouse = its options JSON);
+ *               catalog_kind "sql" opens the SQLite catalog
  * `catalog` (new tables under warehouse), "path" the path tables under
  * the directory `catalog`. */
 static PyObject *Session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -702,9 +704,9 @@ static PyObject *Session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     if (threads < 0 || mem < 0)
         return PyErr_Format(PyExc_ValueError, "threads and memory_limit must be >= 0");
-    if (strcmp(kind, "path") != 0 && strcmp(kind, "sql") != 0)
-        return PyErr_Format(PyExc_ValueError, "catalog_kind must be 'path' or 'sql', not '%s'",
-                            kind);
+    if (strcmp(kind, "path") != 0 && strcmp(kind, "sql") != 0 && strcmp(kind, "uri") != 0)
+        return PyErr_Format(PyExc_ValueError, "catalog_kind must be 'path', 'sql' or 'uri', "
+                            "not '%s'", kind);
     char *cat_path = NULL, *warehouse = NULL;
     if (arg_str(cat_o, "catalog", &cat_path) < 0 || arg_str(wh_o, "warehouse", &warehouse) < 0) {
         PyMem_RawFree(cat_path);
@@ -726,10 +728,13 @@ static PyObject *Session_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     }
     hs_error err = {0};
     hs_status st = HS_OK;
-    int is_sql = strcmp(kind, "sql") == 0;
+    int is_sql = strcmp(kind, "sql") == 0, is_uri = strcmp(kind, "uri") == 0;
     Py_BEGIN_ALLOW_THREADS
+    /* "uri": hs_catalog_open_uri (sqlite:, http(s):// REST); warehouse is then
+     * the options JSON (hyperstreamdb.Catalog's) */
     if (cat_path)
-        st = is_sql ? hs_catalog_open_sql(cat_path, NULL, warehouse, &self->cat, &err)
+        st = is_uri ? hs_catalog_open_uri(cat_path, warehouse, &self->cat, &err)
+           : is_sql ? hs_catalog_open_sql(cat_path, NULL, warehouse, &self->cat, &err)
                     : hs_catalog_open_path(cat_path, &self->cat, &err);
     if (st == HS_OK) {
         hs_session_options o = HS_SESSION_OPTIONS_INIT;

@@ -297,7 +297,8 @@ class Session:
     threads runs one statement on that many workers (None: the library's
     scan_threads setting, all cores by default); memory_limit (bytes, or a
     string like "4GB") bounds hash tables and sorts before they spill to
-    disk; catalog is a SQLite catalog file (pyiceberg's SQL catalog schema;
+    disk; catalog is a hyperstreamdb.Catalog or a catalog URI ("sqlite:///...",
+    "http(s)://..." REST; docs/catalogs.md), a SQLite catalog file (pyiceberg's SQL catalog schema;
     its tables are ``namespace.table``; new tables go under ``warehouse``) or
     a directory of path tables (each registered by its directory name).  A path table is always reachable by its
     quoted path: ``SELECT * FROM "/data/t"``.
@@ -312,10 +313,18 @@ class Session:
                 threads, (int, np.integer)) or threads < 1):
             raise ValueError(f"threads must be a positive int or None, got {threads!r}")
         cat = kind = None
-        if catalog is not None:
+        wh = os.path.abspath(os.fspath(warehouse)) if warehouse is not None else None
+        from ._catalog import Catalog
+        if isinstance(catalog, Catalog) or (isinstance(catalog, str) and catalog.startswith(
+                ("sqlite:", "http://", "https://"))):
+            # a catalog URI (docs/catalogs.md): namespace.table resolves through it
+            if not isinstance(catalog, Catalog):
+                catalog = Catalog(catalog, warehouse=wh)
+            cat, kind = catalog.uri, "uri"
+            wh = catalog._opts or "{}"
+        elif catalog is not None:
             cat = os.path.abspath(os.fspath(catalog))
             kind = _catalog_kind(cat)
-        wh = os.path.abspath(os.fspath(warehouse)) if warehouse is not None else None
         self._tables: Dict[str, Any] = {}
         self._s = _core.Session(threads=int(threads or 0),
                                 memory_limit=_memory_bytes(memory_limit),

@@ -326,7 +326,12 @@ class Table:
 
     ``Table(path)`` opens the table at ``path`` (a local directory or a
     ``file://`` URI); when none exists yet, the first ``commit()`` creates it
-    from the schema of the written rows.
+    from the schema of the written rows.  ``path`` may also be a
+    ``*.metadata.json`` file, or the directory of a table that a catalog
+    (pyiceberg's SqlCatalog, JDBC, REST) wrote and that has no
+    version-hint.text: such a table opens read-only (``read_only``) at that
+    file, or at the newest metadata file; ``hyperstreamdb.Catalog(uri)
+    .load_table("ns.name")`` opens it for writing.
 
     Writing::
 
@@ -373,10 +378,48 @@ class Table:
         self._pending: List[pa.Table] = []
         self._lock = threading.RLock()
         self._h = None
+        self._cat: Dict[str, str] = {}
+        self._static: Optional[str] = None
         try:
             self._h = _core.open_table(self._path)
         except _core.NotFoundError:
-            self._h = None   # created by the first commit()
+            # no path table: a metadata file, or a catalog's table directory
+            # (no version-hint.text), read-only; else created by the first commit()
+            self._h = self._open_static()
+
+    def _open_static(self):
+        """A read-only handle on the metadata file self._path, or on the newest
+        metadata file of the table directory self._path when it has no
+        version-hint.text (tables that pyiceberg's SqlCatalog, JDBC or REST
+        catalogs wrote); None when neither is there."""
+        p = self._path
+        local = p[len("file://"):] if p.startswith("file://") else p
+        if "://" in local:
+            return None
+        if local.endswith(".metadata.json") and os.path.isfile(local):
+            self._static = "file"
+            return _core.open_table(p, metadata=True)
+        if os.path.isdir(os.path.join(local, "metadata")):
+            try:
+                m = _core.find_metadata(p)
+            except _core.NotFoundError:
+                return None
+            self._static = "dir"
+            return _core.open_table(m, metadata=True)
+        return None
+
+    @classmethod
+    def _from_catalog(cls, ident: str, handle, cat: Dict[str, str]) -> "Table":
+        """A table of hyperstreamdb.Catalog: ident is the catalog's name for
+        it, cat the open_table/create_table keywords naming the catalog."""
+        t = cls.__new__(cls)
+        t._path = ident
+        t._create_opts = dict(format_version=2, partition_spec=None, sort_order=None,
+                              properties=None)
+        t._autocommit, t._progress = False, None
+        t._pending, t._lock, t._h = [], threading.RLock(), handle
+        t._cat, t._static = dict(cat), None
+        return t
 
     # ---- construction ------------------------------------------------------
 
@@ -389,7 +432,13 @@ class Table:
                               properties=None)
         t._autocommit, t._progress = False, None
         t._pending, t._lock, t._h = [], threading.RLock(), None
-        t._h = _core.open_table(t._path)
+        t._cat, t._static = {}, None
+        try:
+            t._h = _core.open_table(t._path)
+        except _core.NotFoundError:
+            t._h = t._open_static()
+            if t._h is None:
+                raise
         return t
 
     @classmethod
@@ -405,6 +454,7 @@ class Table:
         t._path = _normalize_path(path)
         t._autocommit, t._progress = bool(autocommit), None
         t._pending, t._lock, t._h = [], threading.RLock(), None
+        t._cat, t._static = {}, None
         if isinstance(schema, pa.Schema):
             schema = _strip_field_ids(schema)
         spec = cls._spec_text(partition_by) if partition_by is not None else None
@@ -464,6 +514,13 @@ class Table:
         return self._path
 
     @property
+    def read_only(self) -> bool:
+        """True for a table opened from a metadata file, or from a directory
+        without version-hint.text (its newest metadata file): only its catalog
+        knows the current version, so changes go through hyperstreamdb.Catalog."""
+        return self._static is not None
+
+    @property
     def exists(self) -> bool:
         """Whether the table has been created (the first commit() creates it)."""
         return self._h is not None
@@ -511,9 +568,14 @@ class Table:
         """Reloads the current metadata (to see other writers' commits)."""
         if self._h is None:
             try:
-                self._h = _core.open_table(self._path)
+                self._h = _core.open_table(self._path, **self._cat)
             except _core.NotFoundError:
-                pass
+                if not self._cat:
+                    self._h = self._open_static()
+        elif self._static == "dir":   # the newest metadata file may have changed
+            old, self._h = self._h, _core.open_table(_core.find_metadata(self._path),
+                                                     metadata=True)
+            old.close()
         else:
             self._handle().refresh()
         return self
@@ -620,9 +682,9 @@ class Table:
     def _create_from(self, schema: pa.Schema) -> None:
         try:
             self._h = _core.create_table(self._path, _strip_field_ids(schema),
-                                         **self._create_opts)
+                                         **self._create_opts, **self._cat)
         except _core.CommitConflictError:
-            self._h = _core.open_table(self._path)  # created concurrently: use it
+            self._h = _core.open_table(self._path, **self._cat)  # created concurrently
 
     def overwrite(self, data=None, filter: Optional[str] = None, *,
                   progress: ProgressArg = None) -> Optional[int]:

@@ -80,7 +80,7 @@ typedef struct cat_catalog cat_catalog;
 /* Defined by iceberg/model.h (a repeated identical typedef is valid C11). */
 typedef struct ice_table_metadata ice_table_metadata;
 
-typedef enum cat_kind { CAT_PATH = 1, CAT_SQL = 2 } cat_kind;
+typedef enum cat_kind { CAT_PATH = 1, CAT_SQL = 2, CAT_REST = 3 } cat_kind;
 
 /* ---- opening ------------------------------------------------------------- */
 
@@ -101,6 +101,14 @@ HS_MUST_USE hs_status cat_sql_open(const char *db_path, const char *catalog_name
  * servers that prefer to fail fast).  A lock still held when it runs out is
  * HS_CONFLICT, which the commit loop retries.  No-op for path catalogs. */
 void cat_sql_set_busy_timeout(cat_catalog *c, int ms);
+
+/* An Iceberg REST catalog at uri ("http(s)://host:port[/path]"), catalog/rest.c.
+ * options_json (NULL = none): a JSON object of strings - "token" (bearer),
+ * "credential" ("client_id:client_secret", OAuth2 client credentials),
+ * "scope", "oauth2-server-uri", "warehouse", "prefix".  Fetches the
+ * server's config (its overrides win).  Identifiers are "ns.table". */
+HS_MUST_USE hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog **out,
+                                    hs_error *err);
 
 void cat_free(cat_catalog *c);
 cat_kind cat_get_kind(const cat_catalog *c);

@@ -236,6 +236,7 @@ public final class IcebergHarness {
         + "       iceberg-harness append <table dir> <rows.jsonl>\n"
         + "       iceberg-harness delete <table dir> <column> <json value>\n"
         + "       iceberg-harness current-metadata <table dir>\n"
+        + "       (a table dir may be rest:<uri>|<token>|ns.table: Java's RESTCatalog)\n"
         + "       iceberg-harness batch <file of commands, one a line, arguments"
         + " separated by tabs>\n"
         + "       iceberg-harness serve   (the same commands on stdin, each answered"
@@ -585,7 +586,30 @@ public final class IcebergHarness {
   // create / append / delete (HadoopTables: metadata/vN.metadata.json + version-hint.text)
 
   private static Table loadTable(String dir) {
+    if (dir.startsWith("rest:")) {
+      return restCatalog(dir).loadTable(restIdent(dir));
+    }
     return new HadoopTables(hadoopConf()).load(dir);
+  }
+
+  // Tables of an Iceberg REST catalog (Java's RESTCatalog): "rest:<uri>|<token>|ns.table"
+  // wherever a table dir is taken (create, append, delete, current-metadata).
+  private static org.apache.iceberg.rest.RESTCatalog restCatalog(String spec) {
+    String[] p = spec.substring("rest:".length()).split("\\|", 3);
+    if (p.length != 3) {
+      throw new IllegalArgumentException(spec + ": want rest:<uri>|<token>|ns.table");
+    }
+    Map<String, String> props = new HashMap<>();
+    props.put(org.apache.iceberg.CatalogProperties.URI, p[0]);
+    props.put("token", p[1]);
+    org.apache.iceberg.rest.RESTCatalog c = new org.apache.iceberg.rest.RESTCatalog();
+    c.setConf(hadoopConf());
+    c.initialize("rest", props);
+    return c;
+  }
+
+  private static org.apache.iceberg.catalog.TableIdentifier restIdent(String spec) {
+    return org.apache.iceberg.catalog.TableIdentifier.parse(spec.split("\\|", 3)[2]);
   }
 
   private static String currentMetadata(Table t) {
@@ -652,7 +676,17 @@ public final class IcebergHarness {
     Map<String, String> props = new HashMap<>();
     String fv = option(args, "--format-version");
     props.put(TableProperties.FORMAT_VERSION, fv != null ? fv : "2");
-    Table t = new HadoopTables(hadoopConf()).create(schema, spec, props, args[1]);
+    Table t;
+    if (args[1].startsWith("rest:")) {
+      org.apache.iceberg.rest.RESTCatalog c = restCatalog(args[1]);
+      org.apache.iceberg.catalog.TableIdentifier id = restIdent(args[1]);
+      if (!c.namespaceExists(id.namespace())) {
+        c.createNamespace(id.namespace());
+      }
+      t = c.createTable(id, schema, spec, props);
+    } else {
+      t = new HadoopTables(hadoopConf()).create(schema, spec, props, args[1]);
+    }
     System.out.println(currentMetadata(t));
   }
 

@@ -1,0 +1,1093 @@
+/*
+ * catalog/rest.c - the Iceberg REST catalog client behind the catalog
+ * interface (catalog.h), over libcurl, so `namespace.table` resolves through
+ * any REST catalog (ours, `hyperstream serve`; Apache Iceberg's; Polaris,
+ * Nessie, Unity, Glue and the others that speak the protocol).
+ *
+ *   catalog operation     request
+ *   --------------------  ---------------------------------------------------
+ *   open                  [POST oauth/tokens], GET /v1/config?warehouse=
+ *   load / current_loc.   GET  namespaces/{ns}/tables/{t}
+ *   create                POST namespaces/{ns}/tables/{t} with assert-create
+ *                         and the updates that build the table (our uuid and
+ *                         field ids, so the handle's metadata stays true)
+ *   commit                POST namespaces/{ns}/tables/{t}: requirements
+ *                         (table uuid, main's snapshot, and the ids of what
+ *                         changed) + updates, diffed from the base metadata
+ *   drop                  DELETE ...?purgeRequested=
+ *   rename                POST tables/rename
+ *   list / exists         GET namespaces/{ns}/tables, HEAD .../tables/{t}
+ *   namespaces            GET/POST namespaces, GET/DELETE namespaces/{ns},
+ *                         POST namespaces/{ns}/properties
+ *
+ * Identifiers are "a.b.t" (the last dot splits; namespace levels travel
+ * joined by %1F).  Status mapping: 404 -> HS_NOT_FOUND, 409 -> HS_CONFLICT
+ * (so the commit loop reloads and retries), 400/422 -> HS_INVALID,
+ * 401/403 -> HS_INVALID "not authorized", 406 -> HS_UNSUPPORTED, other
+ * failures -> HS_IO; messages carry the server's error type and message.
+ *
+ * Options (hs_catalog_open_uri's JSON): "token" (sent as Authorization:
+ * Bearer), "credential" ("client_id:client_secret", exchanged at the token
+ * endpoint: "oauth2-server-uri" or <uri>/v1/oauth/tokens, "scope" default
+ * "catalog"), "warehouse" (sent to the config endpoint), "prefix".  The
+ * config response's defaults and overrides are merged as the spec says
+ * (defaults < client options < overrides); "uri" and "prefix" from it are
+ * honoured.
+ *
+ * The base of a commit: the last metadata loaded or committed through this
+ * handle when its location is the base location, else a fresh GET (a moved
+ * table is HS_CONFLICT).  The handle holds one curl easy handle (keep-alive);
+ * like every catalog handle it is not thread-safe.
+ */
+#include "catalog/catalog_int.h"
+
+#include "base/mem.h"
+#include "base/numfmt.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rest_catalog {
+    cat_catalog base;
+    CURL *curl;
+    char *uri;       /* base URL without trailing '/' */
+    char *prefix;    /* NULL = none */
+    char *auth;      /* "Authorization: Bearer ..." or NULL */
+    char *warehouse;
+    char *ns_sep;    /* namespace level separator in paths, escaped (default %1F) */
+    /* the last metadata seen: ident, its location, the document */
+    char *cache_ident, *cache_loc;
+    json_t *cache_doc;
+} rest_catalog;
+
+static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+/* ---- HTTP ------------------------------------------------------------------------------------ */
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+    hs_buf *b = ud;
+    return hs_buf_append(b, p, size * n) == HS_OK ? size * n : 0;
+}
+
+/* One request: method to url (absolute), body (NULL = none; form = urlencoded
+ * instead of JSON).  *status = the HTTP status; resp = the body. */
+static hs_status http(rest_catalog *rc, const char *method, const char *url, const char *body,
+                      bool form, bool with_auth, long *status, hs_buf *resp, hs_error *err)
+{
+    hs_buf_reset(resp);
+    CURL *c = rc->curl;
+    curl_easy_reset(c);
+    struct curl_slist *h = NULL;
+    h = curl_slist_append(h, form ? "Content-Type: application/x-www-form-urlencoded"
+                                  : "Content-Type: application/json");
+    h = curl_slist_append(h, "Accept: application/json");
+    h = curl_slist_append(h, "X-Client-Version: hyperstream");
+    if (with_auth && rc->auth)
+        h = curl_slist_append(h, rc->auth);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
+    if (strcmp(method, "HEAD") == 0)
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    else if (strcmp(method, "GET") != 0)
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    CURLcode cc = curl_easy_perform(c);
+    curl_slist_free_all(h);
+    if (cc != CURLE_OK)
+        return hs_err_set(err, HS_IO, "REST catalog %s %s: %s", method, url,
+                          curl_easy_strerror(cc));
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    return HS_OK;
+}
+
+/* An error response as a status + message naming the server's error. */
+static hs_status http_error(long status, const hs_buf *resp, const char *what, hs_error *err)
+{
+    const char *type = "", *msg = "";
+    json_error_t je;
+    json_t *j = resp->len ? hs_json_loadb((const char *)resp->data, resp->len, 0, &je) : NULL;
+    json_t *e = json_object_get(j, "error");
+    if (json_is_object(e)) {
+        type = json_string_value(json_object_get(e, "type")) ? json_string_value(
+                   json_object_get(e, "type")) : "";
+        msg = json_string_value(json_object_get(e, "message")) ? json_string_value(
+                  json_object_get(e, "message")) : "";
+    } else if (json_is_string(e)) {   /* OAuth2 errors: {"error": "...", ...} */
+        type = json_string_value(e);
+        msg = json_string_value(json_object_get(j, "error_description"))
+                  ? json_string_value(json_object_get(j, "error_description")) : "";
+    }
+    hs_status st = status == 404 ? HS_NOT_FOUND
+                 : status == 409 ? HS_CONFLICT
+                 : status == 406 ? HS_UNSUPPORTED
+                 : (status == 400 || status == 422 || status == 401 || status == 403)
+                     ? HS_INVALID : HS_IO;
+    hs_status r = hs_err_set(err, st, "REST catalog: %s: HTTP %ld%s%s%s%s%s", what, status,
+                             *type ? " " : "", type, *msg ? ": " : "", msg,
+                             status == 401 || status == 403 ? " (not authorized: check the "
+                                                              "token or credential)" : "");
+    json_decref(j);
+    return r;
+}
+
+/* Decodes %XX escapes in place; false when one is malformed or NUL. */
+static bool url_unescape_inplace(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r; r++) {
+        if (*r != '%') {
+            *w++ = *r;
+            continue;
+        }
+        int v = 0;
+        for (int i = 1; i <= 2; i++) {
+            char c = r[i];
+            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            if (d < 0)
+                return false;
+            v = v * 16 + d;
+        }
+        if (!v)
+            return false;
+        *w++ = (char)v;
+        r += 2;
+    }
+    *w = 0;
+    return true;
+}
+
+static char *esc(rest_catalog *rc, const char *s)
+{
+    char *e = curl_easy_escape(rc->curl, s, 0);
+    char *r = e ? hs_strdup(e) : NULL;
+    curl_free(e);
+    return r;
+}
+
+/* "a.b" -> "a%1Fb" (each level escaped). */
+static char *ns_path(rest_catalog *rc, const char *ns)
+{
+    hs_buf b = { 0 };
+    const char *p = ns;
+    bool ok = true;
+    while (ok && *p) {
+        const char *d = strchr(p, '.');
+        size_t n = d ? (size_t)(d - p) : strlen(p);
+        char *lvl = hs_malloc(n + 1);
+        char *e = NULL;
+        if (lvl) {
+            memcpy(lvl, p, n);
+            lvl[n] = 0;
+            e = esc(rc, lvl);
+        }
+        ok = e && (p == ns || hs_buf_puts(&b, rc->ns_sep ? rc->ns_sep : "%1F") == HS_OK) &&
+             hs_buf_puts(&b, e) == HS_OK;
+        hs_free(lvl);
+        hs_free(e);
+        p += n + (d ? 1 : 0);
+    }
+    char *out = ok ? hs_strdup(hs_buf_cstr(&b)) : NULL;
+    hs_buf_free(&b);
+    return out;
+}
+
+/* <uri>/v1/[<prefix>/]<path> */
+static char *url_of(rest_catalog *rc, const char *path)
+{
+    return rc->prefix ? cat_sprintf("%s/v1/%s/%s", rc->uri, rc->prefix, path)
+                      : cat_sprintf("%s/v1/%s", rc->uri, path);
+}
+
+/* A request to an API path; 2xx -> HS_OK with the parsed body in *out (may be
+ * NULL for none); else the mapped error. */
+static hs_status call(rest_catalog *rc, const char *method, const char *path, json_t *body,
+                      const char *what, json_t **out, long *status_out, hs_error *err)
+{
+    if (out)
+        *out = NULL;
+    char *url = url_of(rc, path);
+    char *text = body ? hs_json_dumps(body, JSON_COMPACT) : NULL;
+    if (!url || (body && !text)) {
+        hs_free(url);
+        free(text);
+        return hs_err_nomem(err, 256);
+    }
+    hs_buf resp = { 0 };
+    long status = 0;
+    hs_status st = http(rc, method, url, text, false, true, &status, &resp, err);
+    hs_free(url);
+    free(text);
+    if (status_out)
+        *status_out = status;
+    if (st == HS_OK && (status < 200 || status > 299))
+        st = http_error(status, &resp, what, err);
+    if (st == HS_OK && out && resp.len) {
+        json_error_t je;
+        *out = hs_json_loadb((const char *)resp.data, resp.len, 0, &je);
+        if (!*out)
+            st = hs_err_set(err, HS_IO, "REST catalog: %s: the response is not JSON (%s)", what,
+                            je.text);
+    }
+    hs_buf_free(&resp);
+    return st;
+}
+
+/* ---- identifiers -------------------------------------------------------------------------------- */
+
+/* "ns.t" -> "namespaces/<ns>/tables/<t>" (suffix appended). */
+static hs_status table_path(rest_catalog *rc, const char *ident, char **out, hs_error *err)
+{
+    *out = NULL;
+    const char *dot = strrchr(ident, '.');
+    if (!dot || dot == ident || !dot[1])
+        return hs_err_set(err, HS_INVALID, "%s: a REST catalog table is namespace.table",
+                          ident);
+    char *ns = hs_malloc((size_t)(dot - ident) + 1);
+    if (!ns)
+        return hs_err_nomem(err, strlen(ident));
+    memcpy(ns, ident, (size_t)(dot - ident));
+    ns[dot - ident] = 0;
+    char *np = ns_path(rc, ns), *tp = esc(rc, dot + 1);
+    hs_free(ns);
+    if (np && tp)
+        *out = cat_sprintf("namespaces/%s/tables/%s", np, tp);
+    hs_free(np);
+    hs_free(tp);
+    return *out ? HS_OK : hs_err_nomem(err, strlen(ident));
+}
+
+static json_t *ns_json(const char *ns)
+{
+    json_t *a = json_array();
+    const char *p = ns;
+    while (a && *p) {
+        const char *d = strchr(p, '.');
+        size_t n = d ? (size_t)(d - p) : strlen(p);
+        json_array_append_new(a, json_stringn(p, n));
+        p += n + (d ? 1 : 0);
+    }
+    return a;
+}
+
+static json_t *ident_json(const char *ident)
+{
+    const char *dot = strrchr(ident, '.');
+    if (!dot)
+        return NULL;
+    char *ns = hs_malloc((size_t)(dot - ident) + 1);
+    if (!ns)
+        return NULL;
+    memcpy(ns, ident, (size_t)(dot - ident));
+    ns[dot - ident] = 0;
+    json_t *j = json_pack("{s:o, s:s}", "namespace", ns_json(ns), "name", dot + 1);
+    hs_free(ns);
+    return j;
+}
+
+/* A namespace array ["a","b"] -> "a.b" (hs_malloc'ed). */
+static char *ns_dotted(json_t *a)
+{
+    hs_buf b = { 0 };
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        if ((i && hs_buf_append_byte(&b, '.') != HS_OK) ||
+            hs_buf_puts(&b, json_string_value(e) ? json_string_value(e) : "") != HS_OK) {
+            hs_buf_free(&b);
+            return NULL;
+        }
+    }
+    char *s = hs_strdup(hs_buf_cstr(&b));
+    hs_buf_free(&b);
+    return s;
+}
+
+/* ---- the metadata cache ------------------------------------------------------------------------- */
+
+static void cache_set(rest_catalog *rc, const char *ident, const char *loc, json_t *doc)
+{
+    hs_free(rc->cache_ident);
+    hs_free(rc->cache_loc);
+    json_decref(rc->cache_doc);
+    rc->cache_ident = ident ? hs_strdup(ident) : NULL;
+    rc->cache_loc = loc ? hs_strdup(loc) : NULL;
+    rc->cache_doc = doc ? json_incref(doc) : NULL;
+    if (!rc->cache_ident || !rc->cache_loc || !rc->cache_doc) {
+        hs_free(rc->cache_ident);
+        hs_free(rc->cache_loc);
+        json_decref(rc->cache_doc);
+        rc->cache_ident = rc->cache_loc = NULL;
+        rc->cache_doc = NULL;
+    }
+}
+
+/* GET the table: its metadata document and location. */
+static hs_status load_table(rest_catalog *rc, const char *ident, json_t **doc, char **loc,
+                            hs_error *err)
+{
+    *doc = NULL;
+    *loc = NULL;
+    char *path = NULL;
+    HS_TRY(table_path(rc, ident, &path, err));
+    json_t *r = NULL;
+    hs_status st = call(rc, "GET", path, NULL, ident, &r, NULL, err);
+    hs_free(path);
+    if (st != HS_OK)
+        return st;
+    json_t *m = json_object_get(r, "metadata");
+    const char *l = json_string_value(json_object_get(r, "metadata-location"));
+    if (!json_is_object(m) || !l) {
+        json_decref(r);
+        return hs_err_set(err, HS_IO, "REST catalog: %s: LoadTableResult without metadata or "
+                          "metadata-location", ident);
+    }
+    *doc = json_incref(m);
+    *loc = hs_strdup(l);
+    json_decref(r);
+    if (!*loc) {
+        json_decref(*doc);
+        *doc = NULL;
+        return hs_err_nomem(err, strlen(l));
+    }
+    cache_set(rc, ident, *loc, *doc);
+    return HS_OK;
+}
+
+/* ---- metadata diff -> requirements + updates --------------------------------------------------------- */
+
+static json_int_t jint(json_t *o, const char *k, json_int_t d)
+{
+    json_t *v = json_object_get(o, k);
+    return json_is_integer(v) ? json_integer_value(v) : d;
+}
+
+static json_t *by_id(json_t *a, const char *key, json_int_t id)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        if (jint(e, key, INT64_MIN) == id)
+            return e;
+    }
+    return NULL;
+}
+
+#define PUSH(arr, j) json_array_append_new((arr), (j))
+
+/* Adds the elements of new[list] whose id is not in base[list] (add_action,
+ * body key), then the current-id change (set_action; -1 when the current one
+ * was added now). */
+static void diff_versioned(json_t *base, json_t *nw, json_t *ups, const char *list,
+                           const char *idkey, const char *add_action, const char *body_key,
+                           const char *cur_key, const char *set_action, const char *set_key)
+{
+    json_t *ba = json_object_get(base, list), *na = json_object_get(nw, list);
+    json_int_t cur = jint(nw, cur_key, INT64_MIN);
+    bool cur_added = false;
+    size_t i;
+    json_t *e;
+    json_array_foreach(na, i, e) {
+        json_int_t id = jint(e, idkey, INT64_MIN);
+        if (base && by_id(ba, idkey, id))
+            continue;
+        json_t *u = json_pack("{s:s, s:O}", "action", add_action, body_key, e);
+        if (strcmp(list, "schemas") == 0)
+            json_object_set_new(u, "last-column-id", json_integer(jint(nw, "last-column-id", 0)));
+        PUSH(ups, u);
+        if (id == cur)
+            cur_added = true;
+    }
+    if (cur != INT64_MIN && (!base || jint(base, cur_key, INT64_MIN) != cur || cur_added))
+        PUSH(ups, json_pack("{s:s, s:I}", "action", set_action, set_key,
+                            cur_added ? (json_int_t)-1 : cur));
+}
+
+static void diff_stats(json_t *base, json_t *nw, json_t *ups, const char *list,
+                       const char *set_action, const char *rm_action)
+{
+    json_t *ba = json_object_get(base, list), *na = json_object_get(nw, list);
+    size_t i;
+    json_t *e;
+    json_array_foreach(na, i, e) {
+        json_t *old = by_id(ba, "snapshot-id", jint(e, "snapshot-id", INT64_MIN));
+        if (!old || !json_equal(old, e))
+            PUSH(ups, json_pack("{s:s, s:I, s:O}", "action", set_action, "snapshot-id",
+                                jint(e, "snapshot-id", 0), list, e));
+    }
+    json_array_foreach(ba, i, e) {
+        if (!by_id(na, "snapshot-id", jint(e, "snapshot-id", INT64_MIN)))
+            PUSH(ups, json_pack("{s:s, s:I}", "action", rm_action, "snapshot-id",
+                                jint(e, "snapshot-id", 0)));
+    }
+}
+
+/* The CommitTableRequest turning base (NULL = create) into nw. */
+static json_t *commit_request(const char *ident, json_t *base, json_t *nw)
+{
+    json_t *reqs = json_array(), *ups = json_array();
+    if (!base) {
+        PUSH(reqs, json_pack("{s:s}", "type", "assert-create"));
+        if (json_object_get(nw, "table-uuid"))
+            PUSH(ups, json_pack("{s:s, s:O}", "action", "assign-uuid", "uuid",
+                                json_object_get(nw, "table-uuid")));
+        PUSH(ups, json_pack("{s:s, s:I}", "action", "upgrade-format-version", "format-version",
+                            jint(nw, "format-version", 2)));
+    } else {
+        if (json_object_get(base, "table-uuid"))
+            PUSH(reqs, json_pack("{s:s, s:O}", "type", "assert-table-uuid", "uuid",
+                                 json_object_get(base, "table-uuid")));
+        /* main's snapshot: every commit is a compare-and-swap on the branch */
+        json_t *bm = json_object_get(json_object_get(base, "refs"), "main");
+        json_int_t bmain = bm ? jint(bm, "snapshot-id", -1) : jint(base, "current-snapshot-id", -1);
+        PUSH(reqs, bmain >= 0 ? json_pack("{s:s, s:s, s:I}", "type", "assert-ref-snapshot-id",
+                                          "ref", "main", "snapshot-id", bmain)
+                              : json_pack("{s:s, s:s, s:n}", "type", "assert-ref-snapshot-id",
+                                          "ref", "main", "snapshot-id"));
+        if (jint(nw, "format-version", 2) > jint(base, "format-version", 2))
+            PUSH(ups, json_pack("{s:s, s:I}", "action", "upgrade-format-version",
+                                "format-version", jint(nw, "format-version", 2)));
+        const struct { const char *req, *reqkey, *basekey; } ids[] = {
+            { "assert-current-schema-id", "current-schema-id", "current-schema-id" },
+            { "assert-last-assigned-field-id", "last-assigned-field-id", "last-column-id" },
+            { "assert-default-spec-id", "default-spec-id", "default-spec-id" },
+            { "assert-last-assigned-partition-id", "last-assigned-partition-id",
+              "last-partition-id" },
+            { "assert-default-sort-order-id", "default-sort-order-id", "default-sort-order-id" },
+        };
+        for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+            json_t *bv = json_object_get(base, ids[i].basekey);
+            if (json_is_integer(bv) &&
+                !json_equal(bv, json_object_get(nw, ids[i].basekey)))
+                PUSH(reqs, json_pack("{s:s, s:O}", "type", ids[i].req, ids[i].reqkey, bv));
+        }
+    }
+    diff_versioned(base, nw, ups, "schemas", "schema-id", "add-schema", "schema",
+                   "current-schema-id", "set-current-schema", "schema-id");
+    diff_versioned(base, nw, ups, "partition-specs", "spec-id", "add-spec", "spec",
+                   "default-spec-id", "set-default-spec", "spec-id");
+    diff_versioned(base, nw, ups, "sort-orders", "order-id", "add-sort-order", "sort-order",
+                   "default-sort-order-id", "set-default-sort-order", "sort-order-id");
+    json_t *loc = json_object_get(nw, "location");
+    if (json_is_string(loc) && (!base || !json_equal(loc, json_object_get(base, "location"))))
+        PUSH(ups, json_pack("{s:s, s:O}", "action", "set-location", "location", loc));
+    /* properties */
+    json_t *bp = json_object_get(base, "properties"), *np = json_object_get(nw, "properties");
+    json_t *set = json_object(), *rm = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(np, k, v) {
+        if (!json_equal(json_object_get(bp, k), v))
+            json_object_set(set, k, v);
+    }
+    json_object_foreach(bp, k, v) {
+        if (!json_object_get(np, k))
+            json_array_append_new(rm, json_string(k));
+    }
+    if (json_object_size(set))
+        PUSH(ups, json_pack("{s:s, s:O}", "action", "set-properties", "updates", set));
+    if (json_array_size(rm))
+        PUSH(ups, json_pack("{s:s, s:O}", "action", "remove-properties", "removals", rm));
+    json_decref(set);
+    json_decref(rm);
+    /* snapshots added, refs set or removed, snapshots removed */
+    json_t *bs = json_object_get(base, "snapshots"), *ns = json_object_get(nw, "snapshots");
+    size_t i;
+    json_t *e;
+    json_array_foreach(ns, i, e) {
+        if (!by_id(bs, "snapshot-id", jint(e, "snapshot-id", INT64_MIN)))
+            PUSH(ups, json_pack("{s:s, s:O}", "action", "add-snapshot", "snapshot", e));
+    }
+    json_t *br = json_object_get(base, "refs"), *nr = json_object_get(nw, "refs");
+    json_object_foreach(br, k, v) {
+        if (!json_object_get(nr, k))
+            PUSH(ups, json_pack("{s:s, s:s}", "action", "remove-snapshot-ref", "ref-name", k));
+    }
+    json_object_foreach(nr, k, v) {
+        if (json_equal(json_object_get(br, k), v))
+            continue;
+        json_t *u = json_deep_copy(v);
+        json_object_set_new(u, "action", json_string("set-snapshot-ref"));
+        json_object_set_new(u, "ref-name", json_string(k));
+        PUSH(ups, u);
+        json_t *old = json_object_get(br, k);
+        if (base && strcmp(k, "main") != 0)
+            PUSH(reqs, old ? json_pack("{s:s, s:s, s:I}", "type", "assert-ref-snapshot-id",
+                                       "ref", k, "snapshot-id", jint(old, "snapshot-id", -1))
+                           : json_pack("{s:s, s:s, s:n}", "type", "assert-ref-snapshot-id",
+                                       "ref", k, "snapshot-id"));
+    }
+    json_t *gone = json_array();
+    json_array_foreach(bs, i, e) {
+        if (!by_id(ns, "snapshot-id", jint(e, "snapshot-id", INT64_MIN)))
+            json_array_append_new(gone, json_integer(jint(e, "snapshot-id", 0)));
+    }
+    if (json_array_size(gone))
+        PUSH(ups, json_pack("{s:s, s:O}", "action", "remove-snapshots", "snapshot-ids", gone));
+    json_decref(gone);
+    diff_stats(base, nw, ups, "statistics", "set-statistics", "remove-statistics");
+    diff_stats(base, nw, ups, "partition-statistics", "set-partition-statistics",
+               "remove-partition-statistics");
+    return json_pack("{s:o, s:o, s:o}", "identifier", ident_json(ident), "requirements", reqs,
+                     "updates", ups);
+}
+
+static hs_status post_commit(rest_catalog *rc, const char *ident, json_t *base, const char *json,
+                             size_t len, char **new_location, hs_error *err)
+{
+    json_error_t je;
+    json_t *nw = hs_json_loadb(json, len, 0, &je);
+    if (!json_is_object(nw)) {
+        json_decref(nw);
+        return hs_err_set(err, HS_INVALID, "%s: new metadata is not a JSON object", ident);
+    }
+    json_t *req = commit_request(ident, base, nw);
+    json_decref(nw);
+    if (!req || !json_object_get(req, "identifier"))
+        return hs_err_nomem(err, len);
+    char *path = NULL;
+    hs_status st = table_path(rc, ident, &path, err);
+    json_t *r = NULL;
+    if (st == HS_OK)
+        st = call(rc, "POST", path, req, ident, &r, NULL, err);
+    hs_free(path);
+    json_decref(req);
+    if (st == HS_NOT_FOUND && !base)   /* create: the namespace is missing */
+        return st;
+    const char *loc = st == HS_OK ? json_string_value(json_object_get(r, "metadata-location"))
+                                  : NULL;
+    json_t *m = json_object_get(r, "metadata");
+    if (st == HS_OK && (!loc || !json_is_object(m)))
+        st = hs_err_set(err, HS_IO, "REST catalog: %s: commit response without "
+                        "metadata-location or metadata", ident);
+    if (st == HS_OK) {
+        cache_set(rc, ident, loc, m);
+        if (new_location && !(*new_location = hs_strdup(loc)))
+            st = hs_err_nomem(err, strlen(loc));
+    }
+    json_decref(r);
+    return st;
+}
+
+/* ---- vtable -------------------------------------------------------------------------------------- */
+
+static hs_status r_default_location(cat_catalog *c, const char *ident, char **location,
+                                    hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    const char *dot = strrchr(ident, '.');
+    if (!dot)
+        return hs_err_set(err, HS_INVALID, "%s: a REST catalog table is namespace.table", ident);
+    char *ns = hs_malloc((size_t)(dot - ident) + 1);
+    if (!ns)
+        return hs_err_nomem(err, strlen(ident));
+    memcpy(ns, ident, (size_t)(dot - ident));
+    ns[dot - ident] = 0;
+    /* the server decides: a staged create answers with the location it would
+     * give (nothing is created); servers without staged creates: the
+     * namespace's "location" property, else <warehouse>/<ns levels>.db/<table> */
+    char *np = ns_path(rc, ns);
+    char *path = np ? cat_sprintf("namespaces/%s/tables", np) : NULL;
+    hs_free(np);
+    json_t *req = json_pack("{s:s, s:{s:s, s:i, s:[]}, s:b}", "name", dot + 1, "schema", "type",
+                            "struct", "schema-id", 0, "fields", "stage-create", 1);
+    json_t *r = NULL;
+    hs_error e2 = { 0 };
+    hs_status sst = (path && req) ? call(rc, "POST", path, req, ident, &r, NULL, &e2) : HS_NOMEM;
+    hs_free(path);
+    json_decref(req);
+    const char *sloc = json_string_value(json_object_get(json_object_get(r, "metadata"),
+                                                         "location"));
+    if (sst == HS_OK && sloc) {
+        *location = hs_strdup(sloc);
+        json_decref(r);
+        hs_free(ns);
+        return *location ? HS_OK : hs_err_nomem(err, strlen(sloc));
+    }
+    json_decref(r);
+    if (sst == HS_NOT_FOUND || sst == HS_CONFLICT) {   /* no such namespace; table exists */
+        hs_free(ns);
+        if (err)
+            *err = e2;
+        return sst;
+    }
+    char **k = NULL, **v = NULL;
+    size_t n = 0;
+    hs_status st = cat_namespace_properties(c, ns, &k, &v, &n, err);
+    const char *nsloc = NULL;
+    for (size_t i = 0; st == HS_OK && i < n; i++)
+        if (strcmp(k[i], "location") == 0)
+            nsloc = v[i];
+    if (st == HS_OK) {
+        if (nsloc) {
+            *location = cat_path_join(nsloc, dot + 1);
+        } else if (rc->warehouse) {
+            char *nsdir = hs_strdup(ns);
+            for (char *p = nsdir; p && *p; p++)
+                if (*p == '.')
+                    *p = '/';
+            *location = nsdir ? cat_sprintf("%s/%s.db/%s", rc->warehouse, nsdir, dot + 1) : NULL;
+            hs_free(nsdir);
+        } else {
+            st = hs_err_set(err, HS_INVALID, "%s: the REST catalog gave no warehouse and the "
+                            "namespace has no location: pass a table location", ident);
+        }
+        if (st == HS_OK && !*location)
+            st = hs_err_nomem(err, 256);
+    }
+    cat_strv_free(k, n);
+    cat_strv_free(v, n);
+    hs_free(ns);
+    return st;
+}
+
+static hs_status r_load(cat_catalog *c, const char *ident, hs_buf *json, char **mloc,
+                        hs_error *err)
+{
+    json_t *doc = NULL;
+    char *loc = NULL;
+    HS_TRY(load_table((rest_catalog *)c, ident, &doc, &loc, err));
+    char *s = hs_json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    hs_buf_reset(json);
+    hs_status st = s ? hs_buf_puts(json, s) : HS_NOMEM;
+    free(s);
+    if (st != HS_OK) {
+        hs_free(loc);
+        return hs_err_nomem(err, 256);
+    }
+    *mloc = loc;
+    return HS_OK;
+}
+
+static hs_status r_current_location(cat_catalog *c, const char *ident, char **mloc,
+                                    hs_error *err)
+{
+    json_t *doc = NULL;
+    HS_TRY(load_table((rest_catalog *)c, ident, &doc, mloc, err));
+    json_decref(doc);
+    return HS_OK;
+}
+
+static hs_status r_create(cat_catalog *c, const char *ident, const char *json, size_t len,
+                          char **mloc, hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    hs_status st = post_commit(rc, ident, NULL, json, len, mloc, err);
+    if (st == HS_CONFLICT) {
+        hs_err_clear(err);
+        return hs_err_set(err, HS_CONFLICT, "%s: table already exists", ident);
+    }
+    return st;
+}
+
+static hs_status r_commit(cat_catalog *c, const char *ident, const char *base, const char *json,
+                          size_t len, char **new_location, hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    json_t *bdoc = NULL;
+    if (rc->cache_ident && strcmp(rc->cache_ident, ident) == 0 && rc->cache_loc &&
+        strcmp(rc->cache_loc, base) == 0) {
+        bdoc = json_incref(rc->cache_doc);
+    } else {
+        char *loc = NULL;
+        HS_TRY(load_table(rc, ident, &bdoc, &loc, err));
+        bool moved = strcmp(loc, base) != 0;
+        hs_free(loc);
+        if (moved) {
+            json_decref(bdoc);
+            return hs_err_set(err, HS_CONFLICT, "%s: the table moved on since %s was loaded",
+                              ident, base);
+        }
+    }
+    hs_status st = post_commit(rc, ident, bdoc, json, len, new_location, err);
+    json_decref(bdoc);
+    return st;
+}
+
+static hs_status r_drop(cat_catalog *c, const char *ident, bool purge, hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    char *path = NULL;
+    HS_TRY(table_path(rc, ident, &path, err));
+    char *p2 = cat_sprintf("%s?purgeRequested=%s", path, purge ? "true" : "false");
+    hs_free(path);
+    if (!p2)
+        return hs_err_nomem(err, 256);
+    hs_status st = call(rc, "DELETE", p2, NULL, ident, NULL, NULL, err);
+    hs_free(p2);
+    if (st == HS_OK && rc->cache_ident && strcmp(rc->cache_ident, ident) == 0)
+        cache_set(rc, NULL, NULL, NULL);
+    return st;
+}
+
+static hs_status r_rename(cat_catalog *c, const char *from, const char *to, hs_error *err)
+{
+    json_t *b = json_pack("{s:o, s:o}", "source", ident_json(from), "destination",
+                          ident_json(to));
+    if (!b)
+        return hs_err_set(err, HS_INVALID, "rename: identifiers are namespace.table");
+    hs_status st = call((rest_catalog *)c, "POST", "tables/rename", b, from, NULL, NULL, err);
+    json_decref(b);
+    return st;
+}
+
+static hs_status r_list(cat_catalog *c, const char *ns, char ***out, size_t *n_out,
+                        hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    if (!*ns)
+        return hs_err_set(err, HS_INVALID, "listing tables of a REST catalog needs a namespace");
+    char *np = ns_path(rc, ns);
+    char *path = np ? cat_sprintf("namespaces/%s/tables", np) : NULL;
+    hs_free(np);
+    if (!path)
+        return hs_err_nomem(err, strlen(ns));
+    json_t *r = NULL;
+    hs_status st = call(rc, "GET", path, NULL, ns, &r, NULL, err);
+    hs_free(path);
+    if (st != HS_OK)
+        return st;
+    json_t *ids = json_object_get(r, "identifiers");
+    size_t n = json_array_size(ids), i;
+    char **names = hs_calloc(n + 1, sizeof *names);
+    json_t *e;
+    json_array_foreach(ids, i, e) {
+        const char *nm = json_string_value(json_object_get(e, "name"));
+        if (names && !(names[i] = hs_strdup(nm ? nm : ""))) {
+            cat_strv_free(names, n);
+            names = NULL;
+        }
+    }
+    json_decref(r);
+    if (!names)
+        return hs_err_nomem(err, n * 16);
+    cat_strv_sort(names, n);
+    *out = names;
+    *n_out = n;
+    return HS_OK;
+}
+
+static hs_status r_exists(cat_catalog *c, const char *ident, bool *exists, hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    char *path = NULL;
+    HS_TRY(table_path(rc, ident, &path, err));
+    long status = 0;
+    hs_status st = call(rc, "HEAD", path, NULL, ident, NULL, &status, err);
+    hs_free(path);
+    if (st == HS_NOT_FOUND) {
+        hs_err_clear(err);
+        *exists = false;
+        return HS_OK;
+    }
+    *exists = st == HS_OK;
+    return st;
+}
+
+static hs_status r_ns_create(cat_catalog *c, const char *ns, const char *const *keys,
+                             const char *const *values, size_t n, hs_error *err)
+{
+    json_t *props = json_object();
+    for (size_t i = 0; props && i < n; i++)
+        json_object_set_new(props, keys[i], json_string(values[i]));
+    json_t *b = json_pack("{s:o, s:o}", "namespace", ns_json(ns), "properties", props);
+    if (!b)
+        return hs_err_nomem(err, 256);
+    hs_status st = call((rest_catalog *)c, "POST", "namespaces", b, ns, NULL, NULL, err);
+    json_decref(b);
+    return st;
+}
+
+static hs_status r_ns_list(cat_catalog *c, const char *parent, char ***out, size_t *n_out,
+                           hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    char *path;
+    if (*parent) {
+        char *np = ns_path(rc, parent);
+        path = np ? cat_sprintf("namespaces?parent=%s", np) : NULL;
+        hs_free(np);
+    } else {
+        path = hs_strdup("namespaces");
+    }
+    if (!path)
+        return hs_err_nomem(err, 256);
+    json_t *r = NULL;
+    hs_status st = call(rc, "GET", path, NULL, "list namespaces", &r, NULL, err);
+    hs_free(path);
+    if (st != HS_OK)
+        return st;
+    json_t *a = json_object_get(r, "namespaces");
+    size_t n = json_array_size(a), i;
+    char **names = hs_calloc(n + 1, sizeof *names);
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        if (names && !(names[i] = ns_dotted(e))) {
+            cat_strv_free(names, n);
+            names = NULL;
+        }
+    }
+    json_decref(r);
+    if (!names)
+        return hs_err_nomem(err, n * 16);
+    cat_strv_sort(names, n);
+    *out = names;
+    *n_out = n;
+    return HS_OK;
+}
+
+static hs_status r_ns_drop(cat_catalog *c, const char *ns, hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    char *np = ns_path(rc, ns);
+    char *path = np ? cat_sprintf("namespaces/%s", np) : NULL;
+    hs_free(np);
+    if (!path)
+        return hs_err_nomem(err, 256);
+    hs_status st = call(rc, "DELETE", path, NULL, ns, NULL, NULL, err);
+    hs_free(path);
+    if (st == HS_CONFLICT) {   /* NamespaceNotEmptyException: as the SQL catalog says it */
+        hs_err_clear(err);
+        st = hs_err_set(err, HS_INVALID, "namespace %s is not empty", ns);
+    }
+    return st;
+}
+
+static hs_status r_ns_properties(cat_catalog *c, const char *ns, char ***keys, char ***values,
+                                 size_t *n_out, hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    char *np = ns_path(rc, ns);
+    char *path = np ? cat_sprintf("namespaces/%s", np) : NULL;
+    hs_free(np);
+    if (!path)
+        return hs_err_nomem(err, 256);
+    json_t *r = NULL;
+    hs_status st = call(rc, "GET", path, NULL, ns, &r, NULL, err);
+    hs_free(path);
+    if (st != HS_OK)
+        return st;
+    json_t *p = json_object_get(r, "properties");
+    size_t n = json_is_object(p) ? json_object_size(p) : 0, i = 0;
+    char **k = hs_calloc(n + 1, sizeof *k), **v = hs_calloc(n + 1, sizeof *v);
+    const char *key;
+    json_t *val;
+    bool ok = k && v;
+    if (ok && n)
+        json_object_foreach(p, key, val) {
+            k[i] = hs_strdup(key);
+            v[i] = hs_strdup(json_string_value(val) ? json_string_value(val) : "");
+            ok = ok && k[i] && v[i];
+            i++;
+        }
+    json_decref(r);
+    if (!ok) {
+        cat_strv_free(k, n);
+        cat_strv_free(v, n);
+        return hs_err_nomem(err, n * 16);
+    }
+    *keys = k;
+    *values = v;
+    *n_out = n;
+    return HS_OK;
+}
+
+static hs_status r_ns_update(cat_catalog *c, const char *ns, const char *const *set_keys,
+                             const char *const *set_values, size_t n_set,
+                             const char *const *remove_keys, size_t n_remove, hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    json_t *up = json_object(), *rm = json_array();
+    for (size_t i = 0; up && i < n_set; i++)
+        json_object_set_new(up, set_keys[i], json_string(set_values[i]));
+    for (size_t i = 0; rm && i < n_remove; i++)
+        json_array_append_new(rm, json_string(remove_keys[i]));
+    json_t *b = json_pack("{s:o, s:o}", "updates", up, "removals", rm);
+    char *np = ns_path(rc, ns);
+    char *path = np ? cat_sprintf("namespaces/%s/properties", np) : NULL;
+    hs_free(np);
+    hs_status st = (b && path) ? call(rc, "POST", path, b, ns, NULL, NULL, err)
+                               : hs_err_nomem(err, 256);
+    hs_free(path);
+    json_decref(b);
+    return st;
+}
+
+static void r_free(cat_catalog *c)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    if (rc->curl)
+        curl_easy_cleanup(rc->curl);
+    cache_set(rc, NULL, NULL, NULL);
+    hs_free(rc->uri);
+    hs_free(rc->prefix);
+    hs_free(rc->auth);
+    hs_free(rc->warehouse);
+    hs_free(rc->ns_sep);
+    hs_free(rc);
+}
+
+static const cat_vtbl rest_vtbl = {
+    r_default_location, r_load, r_current_location, r_create, r_commit, r_drop, r_rename,
+    r_list, r_exists, r_ns_create, r_ns_list, r_ns_drop, r_ns_properties, r_ns_update, r_free,
+};
+
+/* ---- opening: OAuth2 and the config endpoint ------------------------------------------------------ */
+
+static hs_status fetch_token(rest_catalog *rc, const char *credential, const char *scope,
+                             const char *token_uri, hs_error *err)
+{
+    const char *colon = strchr(credential, ':');
+    char *id = colon ? hs_malloc((size_t)(colon - credential) + 1) : hs_strdup(credential);
+    if (!id)
+        return hs_err_nomem(err, 64);
+    if (colon) {
+        memcpy(id, credential, (size_t)(colon - credential));
+        id[colon - credential] = 0;
+    }
+    char *eid = esc(rc, id), *esec = esc(rc, colon ? colon + 1 : ""),
+         *escope = esc(rc, scope ? scope : "catalog");
+    hs_free(id);
+    char *form = (eid && esec && escope)
+                     ? cat_sprintf("grant_type=client_credentials&client_id=%s&client_secret=%s"
+                                   "&scope=%s", eid, esec, escope)
+                     : NULL;
+    hs_free(eid);
+    hs_free(esec);
+    hs_free(escope);
+    char *url = token_uri ? hs_strdup(token_uri) : cat_sprintf("%s/v1/oauth/tokens", rc->uri);
+    hs_buf resp = { 0 };
+    long status = 0;
+    hs_status st = (form && url) ? http(rc, "POST", url, form, true, false, &status, &resp, err)
+                                 : hs_err_nomem(err, 256);
+    if (st == HS_OK && (status < 200 || status > 299))
+        st = http_error(status, &resp, "OAuth2 token request", err);
+    json_error_t je;
+    json_t *r = st == HS_OK ? hs_json_loadb((const char *)resp.data, resp.len, 0, &je) : NULL;
+    const char *tok = json_string_value(json_object_get(r, "access_token"));
+    if (st == HS_OK && !tok)
+        st = hs_err_set(err, HS_IO, "REST catalog: the token endpoint %s returned no "
+                        "access_token", url);
+    if (st == HS_OK && !(rc->auth = cat_sprintf("Authorization: Bearer %s", tok)))
+        st = hs_err_nomem(err, 256);
+    json_decref(r);
+    hs_buf_free(&resp);
+    hs_free(form);
+    hs_free(url);
+    return st;
+}
+
+static const char *opt(json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog **out,
+                        hs_error *err)
+{
+    *out = NULL;
+    pthread_once(&g_curl_once, curl_init_once);
+    json_error_t je;
+    json_t *o = options_json && *options_json ? hs_json_loads(options_json, 0, &je) : json_object();
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return hs_err_set(err, HS_INVALID, "REST catalog options: not a JSON object");
+    }
+    rest_catalog *rc = hs_calloc(1, sizeof *rc);
+    hs_status st = rc ? HS_OK : hs_err_nomem(err, sizeof *rc);
+    if (st == HS_OK) {
+        rc->base.vt = &rest_vtbl;
+        rc->base.kind = CAT_REST;
+        rc->curl = curl_easy_init();
+        rc->uri = hs_strdup(uri);
+        if (!rc->curl || !rc->uri)
+            st = hs_err_nomem(err, strlen(uri));
+    }
+    if (st == HS_OK) {
+        size_t n = strlen(rc->uri);
+        while (n > 0 && rc->uri[n - 1] == '/')
+            rc->uri[--n] = 0;
+        if (n > 3 && strcmp(rc->uri + n - 3, "/v1") == 0)   /* accept ".../v1" too */
+            rc->uri[n - 3] = 0;
+        if (opt(o, "token"))
+            rc->auth = cat_sprintf("Authorization: Bearer %s", opt(o, "token"));
+        else if (opt(o, "credential"))
+            st = fetch_token(rc, opt(o, "credential"), opt(o, "scope"),
+                             opt(o, "oauth2-server-uri"), err);
+    }
+    /* GET config: defaults < our options < overrides */
+    json_t *cfg = NULL;
+    if (st == HS_OK) {
+        char *wh = opt(o, "warehouse") ? esc(rc, opt(o, "warehouse")) : NULL;
+        char *path = wh ? cat_sprintf("%s/v1/config?warehouse=%s", rc->uri, wh)
+                        : cat_sprintf("%s/v1/config", rc->uri);
+        hs_free(wh);
+        hs_buf resp = { 0 };
+        long status = 0;
+        st = path ? http(rc, "GET", path, NULL, false, true, &status, &resp, err)
+                  : hs_err_nomem(err, 256);
+        if (st == HS_OK && (status < 200 || status > 299))
+            st = http_error(status, &resp, "GET config", err);
+        if (st == HS_OK && !(cfg = hs_json_loadb((const char *)resp.data, resp.len, 0, &je)))
+            st = hs_err_set(err, HS_IO, "REST catalog: %s: the config response is not JSON",
+                            path);
+        hs_buf_free(&resp);
+        hs_free(path);
+    }
+    if (st == HS_OK) {
+        json_t *merged = json_deep_copy(json_object_get(cfg, "defaults"));
+        if (!json_is_object(merged)) {
+            json_decref(merged);
+            merged = json_object();
+        }
+        json_object_update(merged, o);
+        if (json_is_object(json_object_get(cfg, "overrides")))
+            json_object_update(merged, json_object_get(cfg, "overrides"));
+        const char *u = opt(merged, "uri");
+        if (u && strcmp(u, uri) != 0) {
+            hs_free(rc->uri);
+            rc->uri = hs_strdup(u);
+            size_t n = rc->uri ? strlen(rc->uri) : 0;
+            while (n > 0 && rc->uri[n - 1] == '/')
+                rc->uri[--n] = 0;
+        }
+        if (opt(merged, "prefix") && *opt(merged, "prefix"))
+            rc->prefix = hs_strdup(opt(merged, "prefix"));
+        /* "namespace-separator" (URL-encoded, e.g. "%2E"): levels joined by it */
+        const char *sep = opt(merged, "namespace-separator");
+        if (sep && *sep) {
+            char *d = hs_strdup(sep);
+            if (d && url_unescape_inplace(d) && *d)
+                rc->ns_sep = esc(rc, d);
+            hs_free(d);
+        }
+        if (opt(merged, "warehouse"))
+            rc->warehouse = hs_strdup(cat_local_path(opt(merged, "warehouse")));
+        if (!rc->uri)
+            st = hs_err_nomem(err, 256);
+        json_decref(merged);
+    }
+    json_decref(cfg);
+    json_decref(o);
+    if (st != HS_OK) {
+        if (rc)
+            r_free(&rc->base);
+        return st;
+    }
+    *out = &rc->base;
+    return HS_OK;
+}
