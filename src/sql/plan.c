@@ -1325,7 +1325,122 @@ void  pl_conjs_free(conjs *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Splits an AND tree into conjuncts (new references appended to arr). */
+static void split_and(const json_t *j, json_t *arr);
+
+/* Whether j calls a volatile function (two calls may differ, so equal
+ * texts are not equal values) or holds a subquery. */
+static bool volatile_node(const json_t *j, int depth)
+{
+    if (!j || depth > 400)
+        return false;
+    if (json_is_object(j)) {
+        json_t *b;
+        if (json_object_size(j) == 1 && pl_is_kind(j, "SubLink", &b))
+            return true;
+        if (json_object_size(j) == 1 && pl_is_kind(j, "FuncCall", &b)) {
+            static const char *const vol[] = {"random", "gen_random_uuid", "uuid_generate_v4",
+                                              "setseed", "nextval", "clock_timestamp",
+                                              "timeofday", NULL};
+            const char *fn = pl_func_name(b);
+            for (int i = 0; fn && vol[i]; i++)
+                if (!strcmp(fn, vol[i]))
+                    return true;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            if (volatile_node(v, depth + 1))
+                return true;
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            if (volatile_node(v, depth + 1))
+                return true;
+    }
+    return false;
+}
+
+static bool arr_has(const json_t *arr, const json_t *x)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (pl_jeq(json_array_get(arr, i), x))
+            return true;
+    return false;
+}
+
+/* An OR whose branches share conjuncts: (A AND B) OR (A AND C) is
+ * A AND (B OR C), and (A) OR (A AND C) is A (both hold in three-valued
+ * logic: AND and OR form a distributive lattice over false < NULL < true).
+ * Appends the common conjuncts and the OR of the rest to arr and returns
+ * true; false (nothing appended) when the branches share nothing.  This
+ * turns TPC-H Q19's p_partkey = l_partkey, repeated in each branch, into a
+ * hash join key. */
+static bool factor_or(json_t *args, json_t *arr)
+{
+    size_t n = json_array_size(args);
+    if (n < 2 || n > 64)
+        return false;
+    json_t *br[64] = {0};
+    json_t *common = json_array();
+    bool ok = common != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        br[i] = json_array();
+        ok = br[i] != NULL;
+        if (ok)
+            split_and(json_array_get(args, i), br[i]);
+    }
+    for (size_t k = 0; ok && k < json_array_size(br[0]); k++) {
+        json_t *c = json_array_get(br[0], k);
+        bool all = !volatile_node(c, 0) && !arr_has(common, c);
+        for (size_t i = 1; all && i < n; i++)
+            all = arr_has(br[i], c);
+        if (all)
+            ok = json_array_append(common, c) == 0;
+    }
+    bool done = false;
+    if (ok && json_array_size(common) > 0) {
+        json_t *ors = json_array();
+        bool absorbed = false;
+        for (size_t i = 0; ors && i < n && !absorbed; i++) {
+            json_t *rest[256];
+            int nr = 0;
+            for (size_t k = 0; k < json_array_size(br[i]); k++) {
+                json_t *c = json_array_get(br[i], k);
+                if (!arr_has(common, c) && nr < 256)
+                    rest[nr++] = c;
+            }
+            if (nr == 0) {
+                absorbed = true;
+                break;
+            }
+            if (nr == 256 || json_array_append_new(ors, pl_mk_and(rest, nr)) != 0) {
+                json_decref(ors);
+                ors = NULL;
+            }
+        }
+        json_t *orn = NULL;
+        if (ors && !absorbed)
+            orn = json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "OR_EXPR", "args", ors,
+                            "location", -1);
+        if (ors && (absorbed || orn)) {
+            for (size_t k = 0; k < json_array_size(common); k++)
+                json_array_append(arr, json_array_get(common, k));
+            if (orn)
+                json_array_append(arr, orn);
+            done = true;
+        }
+        json_decref(orn);
+        json_decref(ors);
+    }
+    for (size_t i = 0; i < n; i++)
+        json_decref(br[i]);
+    json_decref(common);
+    return done;
+}
+
+/* Splits an AND tree into conjuncts (new references appended to arr);
+ * conjuncts common to every branch of an OR are factored out of it. */
 static void split_and(const json_t *j, json_t *arr)
 {
     json_t *b;
@@ -1338,6 +1453,9 @@ static void split_and(const json_t *j, json_t *arr)
             split_and(v, arr);
         return;
     }
+    if (pl_is_kind(j, "BoolExpr", &b) && pl_jstrv(b, "boolop") && !strcmp(pl_jstrv(b, "boolop"), "OR_EXPR")
+        && factor_or(pl_jget(b, "args"), arr))
+        return;
     json_array_append(arr, (json_t *)j);
 }
 
@@ -1395,6 +1513,87 @@ static void conj_refs(const json_t *j, fnode **leaves, int n_leaves, conj *c, in
     }
 }
 
+/* For an OR conjunct over several tables whose every branch has conjuncts
+ * on one table T alone, the OR of those (per branch, ANDed) is implied
+ * by it and reads T only: it is added as a conjunct of its own, so it is
+ * pushed into T's scan (the OR itself stays).  TPC-H Q7's
+ * (n1.n_name = 'FRANCE' AND n2.n_name = 'GERMANY') OR (n1.n_name =
+ * 'GERMANY' AND n2.n_name = 'FRANCE') gives n1.n_name = 'FRANCE' OR
+ * n1.n_name = 'GERMANY', and the same for n2. */
+static hs_status derive_or_filters(planner *p, fromc *fc, conjs *out)
+{
+    int n0 = out->n;
+    for (int ci = 0; ci < n0; ci++) {
+        json_t *b;
+        conj *c0 = &out->a[ci];
+        if (c0->sub || c0->outer || c0->n_refs < 2 || !pl_is_kind(c0->node, "BoolExpr", &b)
+            || !pl_jstrv(b, "boolop") || strcmp(pl_jstrv(b, "boolop"), "OR_EXPR"))
+            continue;
+        json_t *args = pl_jget(b, "args");
+        size_t nb = json_array_size(args);
+        if (nb < 2 || nb > 64)
+            continue;
+        for (int li = 0; li < fc->n_leaves; li++) {
+            if (!out->a[ci].lset[li])
+                continue;
+            json_t *ors = json_array();
+            if (!ors)
+                return pl_nomem(p);
+            bool all = true;
+            for (size_t k = 0; all && k < nb; k++) {
+                json_t *parts = json_array();
+                if (!parts) {
+                    json_decref(ors);
+                    return pl_nomem(p);
+                }
+                split_and(json_array_get(args, k), parts);
+                json_t *mine[64];
+                int nm = 0;
+                for (size_t q = 0; q < json_array_size(parts) && nm < 64; q++) {
+                    json_t *x = json_array_get(parts, q);
+                    conj t = {0};
+                    t.lset = hs_calloc((size_t)fc->n_leaves + 1, 1);
+                    if (!t.lset) {
+                        json_decref(parts);
+                        json_decref(ors);
+                        return pl_nomem(p);
+                    }
+                    conj_refs(x, fc->leaves, fc->n_leaves, &t, 0);
+                    if (!t.sub && !t.outer && t.n_refs == 1 && t.lset[li] && !volatile_node(x, 0))
+                        mine[nm++] = x;
+                    hs_free(t.lset);
+                }
+                all = nm > 0 && json_array_append_new(ors, pl_mk_and(mine, nm)) == 0;
+                json_decref(parts);
+            }
+            json_t *node = NULL;
+            if (all)
+                node = json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "OR_EXPR", "args",
+                                 ors, "location", -1);
+            json_decref(ors);
+            if (!node)
+                continue;
+            conj *na = hs_realloc(out->a, ((size_t)out->n + 1) * sizeof *na);
+            if (!na) {
+                json_decref(node);
+                return pl_nomem(p);
+            }
+            out->a = na;
+            conj *c = &out->a[out->n];
+            memset(c, 0, sizeof *c);
+            c->node = node;
+            c->lset = hs_calloc((size_t)fc->n_leaves + 1, 1);
+            if (!c->lset) {
+                json_decref(node);
+                return pl_nomem(p);
+            }
+            out->n++;
+            conj_refs(c->node, fc->leaves, fc->n_leaves, c, 0);
+        }
+    }
+    return HS_OK;
+}
+
 hs_status  pl_conjs_make(planner *p, const json_t *where, fromc *fc, conjs *out)
 {
     json_t *arr = json_array();
@@ -1418,7 +1617,7 @@ hs_status  pl_conjs_make(planner *p, const json_t *where, fromc *fc, conjs *out)
         conj_refs(c->node, fc->leaves, fc->n_leaves, c, 0);
     }
     json_decref(arr);
-    return HS_OK;
+    return derive_or_filters(p, fc, out);
 }
 
 static int leaf_index(const fromc *fc, const fnode *f)
