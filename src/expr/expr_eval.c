@@ -262,8 +262,24 @@ static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, s
 /* ------------------------------------------------------------------ */
 /* numbers                                                             */
 
+#define P19_ ((__int128)10000000000000000000ULL)
+static const __int128 pow10_tab[39] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
+    10000000000LL, 100000000000LL, 1000000000000LL, 10000000000000LL, 100000000000000LL,
+    1000000000000000LL, 10000000000000000LL, 100000000000000000LL, 1000000000000000000LL,
+    P19_, P19_ * 10, P19_ * 100, P19_ * 1000, P19_ * 10000, P19_ * 100000, P19_ * 1000000,
+    P19_ * 10000000, P19_ * 100000000, P19_ * 1000000000, P19_ * 10000000000LL,
+    P19_ * 100000000000LL, P19_ * 1000000000000LL, P19_ * 10000000000000LL,
+    P19_ * 100000000000000LL, P19_ * 1000000000000000LL, P19_ * 10000000000000000LL,
+    P19_ * 100000000000000000LL, P19_ * 1000000000000000000LL, P19_ * P19_};
+#undef P19_
+
+/* 10^k for 0 <= k <= 38 (a table: this is in every decimal operation's
+ * inner loop). */
 static __int128 pow10_i128(int k)
 {
+    if (k >= 0 && k <= 38)
+        return pow10_tab[k];
     __int128 r = 1;
     for (int i = 0; i < k; i++)
         r *= 10;
@@ -279,18 +295,24 @@ static double pow10_f(int k)
     return pow(10.0, k);
 }
 
-#define DEC_MAX (pow10_i128(38) - 1)
+#define DEC_MAX (pow10_tab[38] - 1)
 
 static bool dec_fits(__int128 v) { return v <= DEC_MAX && v >= -DEC_MAX; }
 
 /* v * 10^k with overflow detection (k >= 0). */
 static bool dec_up(__int128 v, int k, __int128 *out)
 {
-    for (int i = 0; i < k; i++)
-        if (__builtin_mul_overflow(v, (__int128)10, &v))
-            return false;
-    *out = v;
-    return true;
+    if (k <= 0 || v == 0) {
+        *out = v;
+        return true;
+    }
+    if (k > 38)
+        return false;
+    if (v == (int64_t)v && k <= 18) {
+        *out = (__int128)(int64_t)v * (int64_t)pow10_tab[k];
+        return true;
+    }
+    return !__builtin_mul_overflow(v, pow10_tab[k], out);
 }
 
 /* v / 10^k rounded half away from zero (k >= 0). */
@@ -1666,7 +1688,10 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         __int128 x = a.v.d[j], y = b.v.d[j], r = 0;
         bool ovf = false;
         if (op == '*') {
-            ovf = __builtin_mul_overflow(x, y, &r);
+            if (x == (int64_t)x && y == (int64_t)y)
+                r = (__int128)(int64_t)x * (int64_t)y;
+            else
+                ovf = __builtin_mul_overflow(x, y, &r);
         } else {
             if (!dec_up(x, sr - sa, &x) || !dec_up(y, sr - sb, &y)) {
                 ovf = true;
@@ -2311,6 +2336,28 @@ static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, 
     if (st != HS_OK)
         return hs_err_set(err, st, "expression: cannot build the result column");
     return HS_OK;
+}
+
+const hs_column *ex_passthrough(const ex_expr *e, const hs_batch *b)
+{
+    const ex_node *n = e->root;
+    if (!b || !n || n->kind != EX_COL || ex_is_pv(n->type.t) || n->type.t == EX_T_OTHER
+        || n->type.t == EX_T_NULL)
+        return NULL;
+    pr_col_ref r;
+    bool found = n->field_id >= 0 ? pr_batch_find_id(b, n->field_id, &r) : find_by_path(b, n, &r);
+    if (!found || r.n_parents > 0 || !r.col || !r.field || r.col->length < b->n_rows)
+        return NULL;
+    const hs_field *f = r.field, *t = &e->type_field;
+    if (f->type != t->type || r.col->type != t->type || f->n_children != 0 || t->n_children != 0
+        || f->ext != t->ext || f->width != t->width)
+        return NULL;
+    if (t->type == HS_TYPE_DECIMAL128 && f->scale != t->scale)
+        return NULL;
+    if ((t->type == HS_TYPE_TIMESTAMP || t->type == HS_TYPE_TIME32 || t->type == HS_TYPE_TIME64)
+        && f->unit != t->unit)
+        return NULL;
+    return r.col;
 }
 
 hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error *err)
