@@ -331,6 +331,19 @@ static void collect_names(planner *p, const json_t *j, int depth)
             }
             return;
         }
+        json_t *sl = json_object_get(j, "SubLink"), *sub;
+        if (sl && json_object_size(j) == 1 && pl_jstrv(sl, "subLinkType")
+            && !strcmp(pl_jstrv(sl, "subLinkType"), "EXISTS_SUBLINK")
+            && pl_is_kind(pl_jget(sl, "subselect"), "SelectStmt", &sub)
+            && !pl_jget(sub, "distinctClause")) {
+            /* EXISTS ignores its select list: its '*' reads no column */
+            const char *k;
+            json_t *v;
+            json_object_foreach(sub, k, v)
+                if (strcmp(k, "targetList"))
+                    collect_names(p, v, depth + 1);
+            return;
+        }
         if (json_is_true(json_object_get(j, "isNatural")))
             p->all_columns = true;
         json_t *using = json_object_get(j, "usingClause");
