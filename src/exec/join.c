@@ -24,6 +24,16 @@
  * columns.  Output batches wait in a queue.
  *
  * State machine: BUILD -> PROBE (per left batch) -> RIGHT_TAIL -> DONE.
+ *
+ * Reversed build (SEMI and ANTI with keys, not null-aware): the left child
+ * is read first, up to REV_MAX_ROWS rows.  When it ends within that, its
+ * rows are the built table instead (keys swapped) and the right child's
+ * batches probe it, marking the built rows they match (every row of a
+ * bucket, the residual checked on each pair); at the end the marked
+ * (SEMI) or unmarked (ANTI) left rows come out in input order.  The big
+ * side (TPC-H Q4's lineitem under EXISTS) then streams instead of being
+ * kept and hashed.  Otherwise the right side is built as usual and the
+ * left batches read ahead are probed first.
  */
 #include "exec/exec_int.h"
 #include "base/hashmap.h"
@@ -79,7 +89,15 @@ typedef struct join_op {
     probe *par;             /* parallel probes (ctx->threads of them) or NULL */
     int n_par;
     int64_t tail_pos;
+    /* SEMI/ANTI with a small left side: built from the left rows, probed by
+     * the right child (see "Reversed build" at the top) */
+    bool rev;
+    hs_batch **pend;        /* left batches read before choosing */
+    int n_pend, pend_head;
 } join_op;
+
+/* Left rows read ahead before a SEMI/ANTI join chooses its build side. */
+#define REV_MAX_ROWS (1 << 20)
 
 static const char *kind_name(xo_join_kind k)
 {
@@ -135,12 +153,59 @@ static hs_status bucket_find(probe *p, hs_column *const *cols, const int *keys, 
     return hs_map_get_or_put(&j->buckets, p->kb.data, p->kb.len, (uint64_t)row, head, found);
 }
 
+/* SEMI/ANTI: reads the left child ahead (up to REV_MAX_ROWS rows); when
+ * it ends there, its rows become the built table (j->rev). */
+static hs_status choose_build(join_op *j, bool *rev, hs_error *err)
+{
+    xo_op *op = &j->op;
+    *rev = false;
+    if ((j->kind != XO_JOIN_SEMI && j->kind != XO_JOIN_ANTI) || j->n_keys == 0)
+        return HS_OK;
+    int64_t rows = 0;
+    int cap = 0;
+    for (;;) {
+        hs_batch *b;
+        HS_TRY(xo_next(op->children[0], &b, err));
+        if (!b)
+            break;
+        if (j->n_pend == cap) {
+            int nc = cap ? cap * 2 : 16;
+            hs_batch **np = hs_realloc(j->pend, (size_t)nc * sizeof *np);
+            if (!np) {
+                hs_batch_free(b);
+                return hs_err_nomem(err, 0);
+            }
+            j->pend = np;
+            cap = nc;
+        }
+        j->pend[j->n_pend++] = b;
+        rows += b->n_rows;
+        if (rows > REV_MAX_ROWS)
+            return HS_OK;
+    }
+    HS_TRY(xo_rows_init(&j->right, &op->children[0]->schema, err));
+    for (int i = 0; i < j->n_pend; i++) {
+        HS_TRY(xo_rows_append(&j->right, op->ctx, op->name, j->pend[i], err));
+        hs_batch_free(j->pend[i]);
+        j->pend[i] = NULL;
+    }
+    j->n_pend = 0;
+    int *t = j->lkeys;
+    j->lkeys = j->rkeys;
+    j->rkeys = t;
+    j->rev = *rev = true;
+    return HS_OK;
+}
+
 static hs_status join_build(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
     xo_op *rc = op->children[1];
-    HS_TRY(xo_rows_init(&j->right, &rc->schema, err));
-    for (;;) {
+    bool rev;
+    HS_TRY(choose_build(j, &rev, err));
+    if (!rev)
+        HS_TRY(xo_rows_init(&j->right, &rc->schema, err));
+    for (; !rev;) {
         hs_batch *b;
         HS_TRY(xo_next(rc, &b, err));
         if (!b)
@@ -211,7 +276,10 @@ static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li,
         return hs_err_nomem(err, 0);
     hs_status st = HS_OK;
     for (int c = 0; c < nc && st == HS_OK; c++) {
-        if (c < j->n_left)
+        if (j->rev) /* built rows are the left columns, the probe batch the right ones */
+            st = c < j->n_left ? hs_col_take_nullable(j->right.b->cols[c], ri, n, &cols[c], err)
+                               : hs_col_take_nullable(p->left->cols[c - j->n_left], li, n, &cols[c], err);
+        else if (c < j->n_left)
             st = hs_col_take_nullable(p->left->cols[c], li, n, &cols[c], err);
         else
             st = hs_col_take_nullable(j->right.b->cols[c - j->n_left], ri, n, &cols[c], err);
@@ -235,13 +303,13 @@ static hs_status flush_pairs(probe *p, hs_error *err)
     int64_t *li = (int64_t *)p->pl.data, *ri = (int64_t *)p->pr.data;
     hs_status st = HS_OK;
     if (!j->residual) {
-        bool mark_right = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL;
+        bool mark_right = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL || j->rev;
         for (int64_t k = 0; k < n; k++) {
             p->lmatched[li[k]] = 1;
             if (mark_right)
                 __atomic_store_n(&j->rmatched[ri[k]], 1, __ATOMIC_RELAXED);
         }
-        if (emits_pairs(j->kind)) {
+        if (emits_pairs(j->kind) && !j->rev) {
             hs_batch *b;
             st = pair_batch(p, &j->op.schema, li, ri, n, true, &b, err);
             if (st == HS_OK)
@@ -260,12 +328,12 @@ static hs_status flush_pairs(probe *p, hs_error *err)
             for (int64_t k = 0; k < n; k++)
                 if (p->sel[k]) {
                     p->lmatched[li[k]] = 1;
-                    if (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL)
+                    if (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL || j->rev)
                         __atomic_store_n(&j->rmatched[ri[k]], 1, __ATOMIC_RELAXED);
                     li[k2] = k;   /* reuse li as the selection (li[k] read above) */
                     k2++;
                 }
-            if (emits_pairs(j->kind)) {
+            if (emits_pairs(j->kind) && !j->rev) {
                 hs_batch *o;
                 st = xo_batch_take(&j->op.schema, b, li, k2, &o, err);
                 if (st == HS_OK)
@@ -326,7 +394,26 @@ static hs_status probe_batch(probe *p, hs_error *err)
     if (!p->lmatched)
         return hs_err_nomem(err, 0);
     int64_t n_right = xo_rows_count(&j->right);
-    bool stop_at_first = !j->residual && !emits_pairs(j->kind);
+    bool stop_at_first = !j->residual && !emits_pairs(j->kind) && !j->rev;
+    if (j->rev && !j->residual) {
+        /* mark every built row of the bucket; a marked head means the
+         * bucket was marked whole already */
+        for (int64_t i = 0; i < n; i++) {
+            bool has_null;
+            HS_TRY(key_of(p, b->cols, j->lkeys, i, &has_null));
+            uint64_t head;
+            bool found = false;
+            if (!has_null)
+                HS_TRY(bucket_find(p, b->cols, j->lkeys, i, false, &head, &found));
+            if (!found || __atomic_load_n(&j->rmatched[head], __ATOMIC_RELAXED))
+                continue;
+            for (int64_t r = (int64_t)head; r >= 0; r = j->nxt[r])
+                __atomic_store_n(&j->rmatched[r], 1, __ATOMIC_RELAXED);
+            if ((i & 1023) == 0)
+                HS_TRY(xo_check_cancel(j->op.ctx, err));
+        }
+        return HS_OK;
+    }
     if (j->kind == XO_JOIN_ANTI_NULL_AWARE) {
         /* x NOT IN (right keys) */
         for (int64_t i = 0; i < n; i++) {
@@ -369,6 +456,8 @@ static hs_status probe_batch(probe *p, hs_error *err)
             HS_TRY(xo_check_cancel(j->op.ctx, err));
     }
     HS_TRY(flush_pairs(p, err));
+    if (j->rev)
+        return HS_OK;
     switch (j->kind) {
     case XO_JOIN_LEFT: case XO_JOIN_FULL: return emit_left(p, 0, true, err);
     case XO_JOIN_SEMI: return emit_left(p, 1, false, err);
@@ -388,13 +477,20 @@ static hs_status emit_right_tail(join_op *j, hs_error *err)
             return hs_err_nomem(err, 0);
         }
         int64_t k = 0;
+        uint8_t want = j->rev && j->kind == XO_JOIN_SEMI ? 1 : 0;
         for (; j->tail_pos < n && k < XO_BATCH_ROWS; j->tail_pos++)
-            if (!j->rmatched[j->tail_pos]) {
+            if (j->rmatched[j->tail_pos] == want) {
                 li[k] = -1;
                 ri[k++] = j->tail_pos;
             }
         hs_status st = HS_OK;
-        if (k > 0) {
+        if (k > 0 && j->rev) {
+            /* the built rows are the left rows, the output's only columns */
+            hs_batch *b = NULL;
+            st = xo_batch_take(&j->op.schema, j->right.b, ri, k, &b, err);
+            if (st == HS_OK)
+                st = xo_queue_push(&j->main.q, b, err);
+        } else if (k > 0) {
             /* left columns all NULL: take from the left child's schema */
             hs_column **cols = hs_calloc((size_t)(j->n_left + j->n_right), sizeof *cols);
             int made = 0;
@@ -429,6 +525,23 @@ static hs_status emit_right_tail(join_op *j, hs_error *err)
  * probe has finished), so with ctx->pool and ctx->threads > 1 up to
  * `threads` left batches are probed at once, each by its own probe state,
  * and their outputs queued in input order. */
+/* The next batch to probe with: the left batches read ahead first, then
+ * the probing child (the right one when reversed). */
+static hs_status next_probe_batch(join_op *j, hs_batch **out, hs_error *err)
+{
+    if (j->pend_head < j->n_pend) {
+        *out = j->pend[j->pend_head];
+        j->pend[j->pend_head++] = NULL;
+        return HS_OK;
+    }
+    return xo_next(j->op.children[j->rev ? 1 : 0], out, err);
+}
+
+static bool has_tail(const join_op *j)
+{
+    return j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL || j->rev;
+}
+
 static bool can_parallel(const join_op *j)
 {
     const xo_ctx *ctx = j->op.ctx;
@@ -457,7 +570,7 @@ static hs_status probe_parallel(join_op *j, bool *more, hs_error *err)
     *more = true;
     while (n < k) {
         hs_batch *b;
-        HS_TRY(xo_next(j->op.children[0], &b, err));
+        HS_TRY(next_probe_batch(j, &b, err));
         if (!b) {
             *more = false;
             break;
@@ -506,15 +619,15 @@ static hs_status join_next(xo_op *op, hs_batch **out, hs_error *err)
                 bool more = false;
                 HS_TRY(probe_parallel(j, &more, err));
                 if (!more)
-                    j->state = (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL) ? J_TAIL : J_DONE;
+                    j->state = has_tail(j) ? J_TAIL : J_DONE;
                 break;
             }
             hs_batch_free(j->main.left);
             j->main.left = NULL;
             hs_batch *b;
-            HS_TRY(xo_next(op->children[0], &b, err));
+            HS_TRY(next_probe_batch(j, &b, err));
             if (!b) {
-                j->state = (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL) ? J_TAIL : J_DONE;
+                j->state = has_tail(j) ? J_TAIL : J_DONE;
                 break;
             }
             j->main.left = b;
@@ -548,6 +661,9 @@ static void join_destroy(xo_op *op)
     for (int i = 0; i < j->n_par; i++)
         probe_clear(&j->par[i]);
     hs_free(j->par);
+    for (int i = 0; i < j->n_pend; i++)
+        hs_batch_free(j->pend[i]);
+    hs_free(j->pend);
     xo_mem_release(op->ctx, j->accounted);
 }
 
