@@ -281,19 +281,30 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
     hs_buf fresh = {0};
     hs_status st = HS_OK;
     const hs_column *kc = b->cols[0];
+    /* runs of one key (sorted or clustered input: TPC-H lineitem by
+     * l_orderkey) reuse the previous row's group without a lookup */
+    bool have_prev = false;
+    int64_t prev_key = 0, prev_g = 0;
     for (int64_t i = 0; s->int_key && i < b->n_rows && st == HS_OK; i++) {
         uint64_t g;
         bool found = true;
-        if (!hs_col_is_valid(kc, i)) {
+        if (hs_col_is_valid(kc, i)) {
+            bool big;
+            int64_t v = xo_int_at(kc, i, &big);
+            if (have_prev && v == prev_key) {
+                s->gid[i] = prev_g;
+                continue;
+            }
+            st = hs_imap_get_or_put(&s->imap, (uint64_t)v, (uint64_t)s->n_total, &g, &found);
+            have_prev = true;
+            prev_key = v;
+            prev_g = (int64_t)g;
+        } else {
             if (s->null_gid < 0) {
                 s->null_gid = s->n_total;
                 found = false;
             }
             g = (uint64_t)s->null_gid;
-        } else {
-            bool big;
-            st = hs_imap_get_or_put(&s->imap, (uint64_t)xo_int_at(kc, i, &big), (uint64_t)s->n_total,
-                                    &g, &found);
         }
         if (st == HS_OK && !found) {
             s->n_total++;
@@ -301,12 +312,17 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
         }
         s->gid[i] = (int64_t)g;
     }
+    hs_buf prevk = {0};
     for (int64_t i = 0; !s->int_key && i < b->n_rows && st == HS_OK; i++) {
         hs_buf_reset(&s->kb);
         for (int c = 0; c < s->n_groups && st == HS_OK; c++)
             st = xo_key_append(&s->kb, b->cols[c], i);
         if (st != HS_OK)
             break;
+        if (have_prev && prevk.len == s->kb.len && !memcmp(prevk.data, s->kb.data, s->kb.len)) {
+            s->gid[i] = prev_g;
+            continue;
+        }
         uint64_t g;
         bool found;
         st = hs_map_get_or_put(&s->map, s->kb.data, s->kb.len, (uint64_t)s->n_total, &g, &found);
@@ -318,7 +334,13 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             st = HS_VEC_PUSH(&fresh, int64_t, i);
         }
         s->gid[i] = (int64_t)g;
+        hs_buf_reset(&prevk);
+        if (st == HS_OK)
+            st = hs_buf_append(&prevk, s->kb.data, s->kb.len);
+        have_prev = true;
+        prev_g = (int64_t)g;
     }
+    hs_buf_free(&prevk);
     if (st != HS_OK) {
         hs_buf_free(&fresh);
         return st == HS_NOMEM ? hs_err_nomem(err, 0) : st;

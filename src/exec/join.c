@@ -432,10 +432,28 @@ static hs_status probe_batch(probe *p, hs_error *err)
         }
         return emit_left(p, 0, false, err);
     }
+    /* one integer key: runs of one value (clustered probe input, TPC-H
+     * lineitem by l_orderkey) look it up once */
+    bool have_prev = false, prev_found = false;
+    uint64_t prev_v = 0, prev_head = 0;
+    const hs_column *ikc = j->int_key ? b->cols[j->lkeys[0]] : NULL;
     for (int64_t i = 0; i < n; i++) {
         int64_t r;
         if (j->n_keys == 0) {
             r = n_right > 0 ? 0 : -1;
+        } else if (ikc) {
+            if (ikc->type == HS_TYPE_NA || !hs_col_is_valid(ikc, i))
+                continue;
+            bool big;
+            uint64_t v = (uint64_t)xo_int_at(ikc, i, &big);
+            if (!have_prev || v != prev_v) {
+                prev_found = hs_imap_get(&j->ibuckets, v, &prev_head);
+                prev_v = v;
+                have_prev = true;
+            }
+            if (!prev_found)
+                continue;
+            r = (int64_t)prev_head;
         } else {
             bool has_null;
             HS_TRY(key_of(p, b->cols, j->lkeys, i, &has_null));

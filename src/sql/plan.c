@@ -2187,6 +2187,29 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
         est[i] = item_est(fc->items[i]);
         st = build_fnode(p, fc->items[i], &items[i]);
     }
+    /* uncorrelated [NOT] EXISTS / IN whose operand reads one item: that
+     * item's semi/anti join, before the items join (TPC-H Q18's
+     * o_orderkey IN (...) cuts orders to 57 rows before lineitem joins) */
+    for (int i = 0; i < cs->n && st == HS_OK && n > 1; i++) {
+        conj *c = &cs->a[i];
+        if (c->used || !c->sub || c->outer || c->n_refs == 0)
+            continue;
+        int it = -1;
+        bool one = true;
+        for (int k = 0; k < fc->n_leaves; k++)
+            if (c->lset[k]) {
+                one &= it < 0 || it == leaf_item[k];
+                it = leaf_item[k];
+            }
+        bool ok = false;
+        if (one && it >= 0)
+            st = pl_sub_pushable(p, c->node, &ok);
+        if (st == HS_OK && ok) {
+            st = pl_apply_sub_conj(p, &items[it], c->node);
+            c->used = true;
+            est[it] = est[it] / 4 + 1;
+        }
+    }
     int start = 0;
     for (int i = 1; i < n; i++)
         if (est[i] > est[start])
