@@ -1995,6 +1995,85 @@ static hs_status join_sides(planner *p, rel *l, rel *r, xo_join_kind kind, json_
     return HS_OK;
 }
 
+/* Which side of a join an ON conjunct reads: 1 only l's columns, 2 only
+ * r's, 0 both, none, an unknown or ambiguous name, or a subquery. */
+static void on_side_walk(const json_t *j, const rel *l, const rel *r, int *mask, int depth)
+{
+    if (!j || depth > 400 || *mask & 4)
+        return;
+    if (json_is_object(j)) {
+        json_t *b;
+        if (json_object_size(j) == 1 && pl_is_kind(j, "SubLink", NULL)) {
+            *mask |= 4;
+            return;
+        }
+        if (json_object_size(j) == 1 && pl_is_kind(j, "ColumnRef", &b)) {
+            const char *names[8];
+            int n = pl_colref_names(b, names, 8);
+            if (n < 1 || !names[n - 1]) {
+                *mask |= 4;
+                return;
+            }
+            layer L = {l->cols, l->n, 0}, R = {r->cols, r->n, 0};
+            int a = pl_layer_find(&L, names, n), c = pl_layer_find(&R, names, n);
+            if (a == -2 || c == -2 || (a >= 0) == (c >= 0))
+                *mask |= 4;
+            else
+                *mask |= a >= 0 ? 1 : 2;
+            return;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            on_side_walk(v, l, r, mask, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            on_side_walk(v, l, r, mask, depth + 1);
+    }
+}
+
+static int on_side(const json_t *c, const rel *l, const rel *r)
+{
+    int mask = 0;
+    on_side_walk(c, l, r, &mask, 0);
+    return mask == 1 ? 1 : mask == 2 ? 2 : 0;
+}
+
+/* ON conjuncts that read one side only and may filter that side before
+ * the join: the inner side of a LEFT/RIGHT join (it only decides which of
+ * its rows match; TPC-H Q13's o_comment NOT LIKE ... under customer LEFT
+ * JOIN orders), either side of an INNER join.  The rest is left in c. */
+static hs_status push_on_conds(planner *p, xo_join_kind jk, rel *l, rel *r, json_t **c, int *n)
+{
+    if (jk == XO_JOIN_FULL)
+        return HS_OK;
+    json_t **ls = hs_calloc((size_t)*n + 1, sizeof *ls), **rs = hs_calloc((size_t)*n + 1, sizeof *rs);
+    if (!ls || !rs) {
+        hs_free(ls);
+        hs_free(rs);
+        return pl_nomem(p);
+    }
+    int nl = 0, nr = 0, k = 0;
+    for (int i = 0; i < *n; i++) {
+        int side = on_side(c[i], l, r);
+        if (side == 1 && (jk == XO_JOIN_INNER || jk == XO_JOIN_RIGHT))
+            ls[nl++] = c[i];
+        else if (side == 2 && (jk == XO_JOIN_INNER || jk == XO_JOIN_LEFT))
+            rs[nr++] = c[i];
+        else
+            c[k++] = c[i];
+    }
+    *n = k;
+    hs_status st = pl_filter_rel(p, l, ls, nl, NULL, NULL, 0, "JOIN conditions");
+    if (st == HS_OK)
+        st = pl_filter_rel(p, r, rs, nr, NULL, NULL, 0, "JOIN conditions");
+    hs_free(ls);
+    hs_free(rs);
+    return st;
+}
+
 static hs_status build_fnode(planner *p, fnode *f, rel *out)
 {
     if (f->kind != F_JOIN)
@@ -2034,8 +2113,11 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
             st = pl_nomem(p);
         for (size_t i = 0; c && i < n; i++)
             c[i] = json_array_get(arr, i);
+        int nc = (int)n;
         if (st == HS_OK)
-            st = join_sides(p, &l, &r, join_kind(f->jtype), c, (int)n, lk, rk, nu,
+            st = push_on_conds(p, join_kind(f->jtype), &l, &r, c, &nc);
+        if (st == HS_OK)
+            st = join_sides(p, &l, &r, join_kind(f->jtype), c, nc, lk, rk, nu,
                             item_est(f->l), item_est(f->r), out);
         hs_free(c);
     }
