@@ -616,3 +616,8 @@ Q("join", "SELECT e.ename, d.dname FROM emp e JOIN dept d ON (e.dept_id = d.dept
 Q("join", "SELECT e.ename, d.dname FROM emp e LEFT JOIN dept d ON (e.dept_id = d.dept_id AND e.city = 'NY') OR (e.dept_id = d.dept_id AND d.city = 'SF')")
 Q("join", "SELECT e.ename, d.dname FROM emp e, dept d WHERE (e.city = 'SF' AND d.city = 'NY' AND e.salary > 100000) OR (e.city = 'LA' AND d.budget > 200000) OR (e.city IS NULL AND d.city IS NULL)")
 Q("join", "SELECT e.ename, d.dname FROM emp e LEFT JOIN dept d ON e.dept_id = d.dept_id WHERE (d.city = 'SF' AND e.salary > 100000) OR (d.city IS NULL AND e.city = 'LA')")
+# a date compared with a timestamp constant: at midnight it compares as a date
+Q("filter", "SELECT id FROM t_all WHERE d <= DATE '2021-03-01' - INTERVAL '90' DAY")
+Q("filter", "SELECT id FROM t_all WHERE d < TIMESTAMP '2021-03-01 00:00:00' OR d >= TIMESTAMP '2023-06-01 00:00:00'")
+Q("filter", "SELECT id FROM t_all WHERE d > TIMESTAMP '2021-03-01 12:30:00' AND d <= TIMESTAMP '2022-01-01 00:00:00'")
+Q("filter", "SELECT id FROM t_all WHERE TIMESTAMP '2022-02-02 00:00:00' = d OR d = TIMESTAMP '2022-02-03 00:00:01'")
