@@ -80,6 +80,8 @@ typedef struct join_op {
     xo_rows right;
     hs_map buckets;         /* key -> first right row */
     bool int_key;           /* one integer-like key: ibuckets on its value */
+    bool packed;            /* two integer keys whose built values fit in
+                               int32: ibuckets on both packed in 64 bits */
     hs_imap ibuckets;
     int64_t *nxt;           /* per right row: next of the same key, -1 */
     uint8_t *rmatched;      /* per right row (RIGHT/FULL) */
@@ -124,7 +126,7 @@ static hs_status key_of(probe *p, hs_column *const *cols, const int *keys, int64
             *has_null = true;
             return HS_OK;
         }
-        if (!j->int_key)
+        if (!j->int_key && !j->packed)
             HS_TRY(xo_key_append(&p->kb, c, row));
     }
     return HS_OK;
@@ -137,6 +139,20 @@ static hs_status bucket_find(probe *p, hs_column *const *cols, const int *keys, 
                              bool insert, uint64_t *head, bool *found)
 {
     join_op *j = p->j;
+    if (j->packed) {
+        bool big;
+        int64_t a = xo_int_at(cols[keys[0]], row, &big), b = xo_int_at(cols[keys[1]], row, &big);
+        if (a != (int32_t)a || b != (int32_t)b) {   /* no built key is out of int32 */
+            *found = false;
+            return HS_OK;
+        }
+        uint64_t v = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+        if (!insert) {
+            *found = hs_imap_get(&j->ibuckets, v, head);
+            return HS_OK;
+        }
+        return hs_imap_get_or_put(&j->ibuckets, v, (uint64_t)row, head, found);
+    }
     if (j->int_key) {
         bool big;
         uint64_t v = (uint64_t)xo_int_at(cols[keys[0]], row, &big);
@@ -215,6 +231,30 @@ static hs_status join_build(join_op *j, hs_error *err)
         HS_TRY(st);
     }
     int64_t n = xo_rows_count(&j->right);
+    /* two integer keys (TPC-H partsupp's (partkey, suppkey)): packed into
+     * one 64-bit value when every built value fits in int32 */
+    if (j->n_keys == 2 && n > 0) {
+        const hs_column *k0 = j->right.b->cols[j->rkeys[0]], *k1 = j->right.b->cols[j->rkeys[1]];
+        bool ok = xo_is_int_type(k0->type) && xo_is_int_type(k1->type) &&
+                  k0->type != HS_TYPE_UINT64 && k1->type != HS_TYPE_UINT64;
+        const hs_field *ls = &op->children[j->rev ? 1 : 0]->schema;
+        ok = ok && xo_is_int_type(ls->children[j->lkeys[0]].type) &&
+             xo_is_int_type(ls->children[j->lkeys[1]].type) &&
+             ls->children[j->lkeys[0]].type != HS_TYPE_UINT64 &&
+             ls->children[j->lkeys[1]].type != HS_TYPE_UINT64;
+        for (int64_t r = 0; ok && r < n; r++) {
+            bool big;
+            if (hs_col_is_valid(k0, r)) {
+                int64_t v = xo_int_at(k0, r, &big);
+                ok = v == (int32_t)v;
+            }
+            if (ok && hs_col_is_valid(k1, r)) {
+                int64_t v = xo_int_at(k1, r, &big);
+                ok = v == (int32_t)v;
+            }
+        }
+        j->packed = ok;
+    }
     j->nxt = hs_malloc((size_t)(n ? n : 1) * sizeof *j->nxt);
     j->rmatched = hs_calloc((size_t)(n ? n : 1), 1);
     if (!j->nxt || !j->rmatched)

@@ -2147,6 +2147,16 @@ static double item_est(fnode *f)
     return a > b ? a : b;
 }
 
+/* Whether a FROM item has a table with filters pushed into its scan. */
+static bool item_filtered(const fnode *f)
+{
+    if (f->kind == F_TABLE)
+        return f->filt.len > 0;
+    if (f->kind == F_JOIN)
+        return item_filtered(f->l) || item_filtered(f->r);
+    return false;
+}
+
 /* Whether conjunct c reads only leaves in the item set inset (leaf -> item). */
 static bool covered(const conj *c, const fromc *fc, const int *leaf_item, const unsigned char *inset)
 {
@@ -2310,7 +2320,7 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
     }
     for (int step = 1; step < n && st == HS_OK; step++) {
         int best = -1;
-        bool best_conn = false;
+        bool best_conn = false, best_filt = false;
         for (int j = 0; j < n; j++) {
             if (inset[j])
                 continue;
@@ -2325,9 +2335,16 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
                 inset[j] = 0;
                 conn = cov && equi_cols(c->node, out, &items[j], &a, &b);
             }
-            if (best < 0 || (conn && !best_conn) || (conn == best_conn && est[j] < est[best])) {
+            /* connected first; then items with pushed filters (a join with
+             * an unfiltered table on its key rarely cuts rows: TPC-H Q9's
+             * part with p_name LIKE comes before supplier), smallest first */
+            bool filt = item_filtered(fc->items[j]);
+            if (best < 0 || (conn && !best_conn) ||
+                (conn == best_conn && filt && !best_filt) ||
+                (conn == best_conn && filt == best_filt && est[j] < est[best])) {
                 best = j;
                 best_conn = conn;
+                best_filt = filt;
             }
         }
         inset[best] = 1;
