@@ -621,3 +621,8 @@ Q("filter", "SELECT id FROM t_all WHERE d <= DATE '2021-03-01' - INTERVAL '90' D
 Q("filter", "SELECT id FROM t_all WHERE d < TIMESTAMP '2021-03-01 00:00:00' OR d >= TIMESTAMP '2023-06-01 00:00:00'")
 Q("filter", "SELECT id FROM t_all WHERE d > TIMESTAMP '2021-03-01 12:30:00' AND d <= TIMESTAMP '2022-01-01 00:00:00'")
 Q("filter", "SELECT id FROM t_all WHERE TIMESTAMP '2022-02-02 00:00:00' = d OR d = TIMESTAMP '2022-02-03 00:00:01'")
+# two integer join keys (packed into one hash key when the built values fit in int32)
+Q("join", "SELECT a.id, b.id FROM t_all a JOIN t_all b ON a.i32 = b.i32 AND a.i16 = b.i16")
+Q("join", "SELECT a.id, b.id FROM t_all a JOIN t_all b ON a.i64 = b.i32 AND a.i16 = b.i16")
+Q("join", "SELECT a.id, b.id FROM t_all a JOIN t_all b ON a.i64 % 100000 = b.i32 AND a.i16 = b.i16")
+Q("join", "SELECT a.id, b.id FROM t_all a LEFT JOIN t_all b ON a.i64 = b.i64 AND a.i16 = b.i16 AND a.id <> b.id")
