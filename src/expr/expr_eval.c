@@ -2274,10 +2274,75 @@ hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const uint8_t *sel
 
 static hs_status pv_append(const ex_ty *t, hs_column *col, const ex_str *v);
 
+/* Fixed-width results whose vector holds the column's values as they are
+ * (int64, double, decimal128, 64-bit timestamps and times) or converted
+ * in place (int32/16/8, float, date): runs of non-null rows are appended
+ * at once. */
+static bool append_fast(const ex_ty *t, hs_column *col, const ex_vec *v, int cn, hs_status *st)
+{
+    int w;
+    switch (t->t) {
+    case EX_T_INT: w = t->bits == 8 ? 1 : t->bits == 16 ? 2 : t->bits == 32 ? 4 : 8; break;
+    case EX_T_FLOAT: w = t->bits == 32 ? 4 : 8; break;
+    case EX_T_DEC: w = 16; break;
+    case EX_T_DATE: w = 4; break;
+    case EX_T_TS: w = 8; break;
+    case EX_T_TIME: w = t->unit <= HS_UNIT_MILLI ? 4 : 8; break;
+    default: return false;
+    }
+    if (col->width != w || col->type == HS_TYPE_BOOL)
+        return false;
+    union { int8_t i8[EX_CHUNK]; int16_t i16[EX_CHUNK]; int32_t i32[EX_CHUNK]; float f[EX_CHUNK]; } tmp;
+    *st = HS_OK;
+    for (int j = 0; j < cn && *st == HS_OK;) {
+        if (v->nul[j]) {
+            int k = j;
+            while (k < cn && v->nul[k])
+                k++;
+            *st = hs_col_append_nulls(col, k - j);
+            j = k;
+            continue;
+        }
+        int k = j;
+        while (k < cn && !v->nul[k])
+            k++;
+        int n = k - j;
+        const void *src;
+        if (t->t == EX_T_DEC) {
+            src = &v->v.d[j];
+        } else if (t->t == EX_T_FLOAT && w == 8) {
+            src = &v->v.f[j];
+        } else if (t->t == EX_T_FLOAT) {
+            for (int q = 0; q < n; q++)
+                tmp.f[q] = (float)v->v.f[j + q];
+            src = tmp.f;
+        } else if (w == 8) {
+            src = &v->v.i[j];
+        } else if (w == 4) {
+            for (int q = 0; q < n; q++)
+                tmp.i32[q] = (int32_t)v->v.i[j + q];
+            src = tmp.i32;
+        } else if (w == 2) {
+            for (int q = 0; q < n; q++)
+                tmp.i16[q] = (int16_t)v->v.i[j + q];
+            src = tmp.i16;
+        } else {
+            for (int q = 0; q < n; q++)
+                tmp.i8[q] = (int8_t)v->v.i[j + q];
+            src = tmp.i8;
+        }
+        *st = hs_col_append_fixed_n(col, src, n);
+        j = k;
+    }
+    return true;
+}
+
 static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, int cn, hs_error *err)
 {
     const ex_ty *t = &e->root->type;
     hs_status st = HS_OK;
+    if (append_fast(t, col, v, cn, &st))
+        cn = 0;   /* done (st says how) */
     for (int j = 0; j < cn && st == HS_OK; j++) {
         if (v->nul[j] || t->t == EX_T_NULL) {
             st = hs_col_append_null(col);
