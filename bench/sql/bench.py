@@ -52,6 +52,13 @@ def best(fn, repeat):
     return min(ts)
 
 
+def load():
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
 def geomean(xs):
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
@@ -313,7 +320,9 @@ def bench_scan(args, summary, tables):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=os.environ.get("BENCH_SQL_DATA", str(HERE / "data")))
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
+    ap.add_argument("--data", default=os.environ.get("BENCH_SQL_DATA",
+                                                      str(cache / "hyperstreamdb" / "bench-sql")))
     ap.add_argument("--sf", default=os.environ.get("BENCH_SQL_SF", "1"))
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", os.cpu_count() or 1)))
     ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "3")))
@@ -327,7 +336,7 @@ def main():
     parts = set(args.only.split(","))
     backend, why = runner.pick_backend(args.backend)
     print(f"bench/sql: threads {args.threads}, best of {args.repeat}; our engine: "
-          f"{backend or 'NONE (' + why + ')'}")
+          f"{backend or 'NONE (' + why + ')'}; load average {load()}")
     if backend == "selftest":
         print("WARNING: --backend selftest times DuckDB over in-memory copies of our tables in the "
               "'ours' column; it checks the bench, it does not measure our engine")
@@ -341,6 +350,8 @@ def main():
     if "scan" in parts and scan_tables:
         bench_scan(args, summary, scan_tables)
     print("\nsummary:" + (" (SELFTEST: 'ours' is DuckDB, not our engine)" if backend == "selftest" else ""))
+    print(f"  machine: {os.cpu_count()} cores, load average at the end {load()} (other work on the "
+          f"machine slows every engine, not evenly: compare ratios of one run)")
     for s in summary:
         print("  " + s)
     return 0
