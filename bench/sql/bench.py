@@ -8,7 +8,8 @@ Parts (issue 13, acceptance 6):
   tpch   TPC-H at --sf (default 1): data from tpchgen-cli, written into our
          tables once (cached under --data); each of the 22 queries (tests/sql/
          tpch.py) through our session API, and DuckDB and DataFusion reading
-         the data files of those same tables.  Best of --repeat runs after
+         the data files of those same tables, one query at a time with the
+         three engines back to back (the load of a shared machine drifts).  Best of --repeat runs after
          one checked run (our answer compared with DuckDB's); per query times,
          ratios and the geometric means.
          Targets: geomean at least as fast as DataFusion, within 1.5x of DuckDB.
@@ -122,31 +123,37 @@ def bench_tpch(args, backend, summary):
 
     con = tpch.duckdb_connect(files=files, threads=args.threads)
     con.execute("SET arrow_lossless_conversion = true")
-    duck, recs = {}, []
-    for n, (sql, keys, limited) in tpch.QUERIES.items():
-        res = con.sql(sql).to_arrow_table()
-        duck[n] = best(lambda: con.sql(sql).to_arrow_table(), args.repeat)
-        recs.append({"id": f"q{n:02d}", "sql": sql, "keys": keys, "limited": limited,
-                     "columns": res.schema.names, "rows": sqlcompare.canonical_rows(res),
-                     "repeat": args.repeat, "repeat_below": 10.0})
-
-    df = {}
+    ctx = None
     try:
         import datafusion
         ctx = datafusion.SessionContext(
             datafusion.SessionConfig().with_target_partitions(args.threads))
         for t, p in tables.items():
             ctx.register_parquet(t, os.path.join(p, "data") + "/")
-        for n, (sql, _, _) in tpch.QUERIES.items():
+    except ImportError:
+        print("  datafusion is not installed (pip install datafusion): no DataFusion column")
+
+    # One query at a time, the three engines back to back: on a machine
+    # shared with other work the load drifts over minutes, and timing each
+    # engine's 22 queries in its own stretch would compare different loads.
+    duck, df, ours = {}, {}, {}
+    for n, (sql, keys, limited) in tpch.QUERIES.items():
+        res = con.sql(sql).to_arrow_table()
+        duck[n] = best(lambda: con.sql(sql).to_arrow_table(), args.repeat)
+        if ctx is not None:
             try:
                 df[n] = best(lambda: ctx.sql(sql).to_arrow_table(), args.repeat)
             except Exception as e:  # noqa: BLE001 - a peer's failure is reported, not fatal
                 df[n] = "error"
                 print(f"  DataFusion Q{n}: {str(e).splitlines()[0][:160]}")
-    except ImportError:
-        print("  datafusion is not installed (pip install datafusion): no DataFusion column")
+        rec = {"id": f"q{n:02d}", "sql": sql, "keys": keys, "limited": limited,
+               "columns": res.schema.names, "rows": sqlcompare.canonical_rows(res),
+               "repeat": args.repeat, "repeat_below": 10.0}
+        if backend:
+            ours.update(ours_times(backend, [rec], tables, args))
+        print(f"  Q{n}: DuckDB {fmt(duck[n]).strip()} ms, DataFusion {fmt(df.get(n)).strip()} ms; "
+              f"load {load()}", flush=True)
 
-    ours = ours_times(backend, recs, tables, args) if backend else {}
     print(f"\n{'query':<6} {'ours ms':>9} {'DuckDB ms':>9} {'DataFusion':>10}   "
           f"{'vs DuckDB':>9} {'vs DataFusion':>13}")
     ok_o, ok_d, ok_f = [], [], []
