@@ -213,6 +213,24 @@ static hs_status choose_build(join_op *j, bool *rev, hs_error *err)
     return HS_OK;
 }
 
+/* Sizes an empty imap for n keys at once (the load hs_imap keeps, at most
+ * 0.7), so that building does not rehash as it grows. */
+static hs_status imap_presize(hs_imap *m, int64_t n)
+{
+    if (m->slots || n <= 0)
+        return HS_OK;
+    size_t cap = 16;
+    while ((size_t)n * 10 > cap * 7 && cap < ((size_t)1 << 30))
+        cap <<= 1;
+    m->slots = hs_calloc(cap, sizeof *m->slots);
+    if (!m->slots)
+        return HS_NOMEM;
+    m->cap = cap;
+    m->count = 0;
+    m->shift = (unsigned)(64 - __builtin_ctzll((unsigned long long)cap));
+    return HS_OK;
+}
+
 static hs_status join_build(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
@@ -255,6 +273,8 @@ static hs_status join_build(join_op *j, hs_error *err)
         }
         j->packed = ok;
     }
+    if ((j->int_key || j->packed) && imap_presize(&j->ibuckets, n) != HS_OK)
+        return hs_err_nomem(err, (size_t)n * 16);
     j->nxt = hs_malloc((size_t)(n ? n : 1) * sizeof *j->nxt);
     j->rmatched = hs_calloc((size_t)(n ? n : 1), 1);
     if (!j->nxt || !j->rmatched)
