@@ -82,6 +82,7 @@ typedef struct agg_op {
     int64_t map_key_bytes;
     bool int_key;          /* one integer-like group column: imap on its value */
     bool str_keys;         /* all group columns strings: short keys packed (pack_keys) */
+    bool int_pair;         /* two integer group columns: pairs within int32 packed */
     hs_imap imap;
     int64_t null_gid;      /* int_key: the NULL group, -1 until seen */
     xo_rows keys;
@@ -297,6 +298,20 @@ static bool pack_keys(hs_column *const *cols, int n, int64_t row, uint64_t *out)
     return true;
 }
 
+/* Two integer group columns, both non-null and within int32 (TPC-H Q20's
+ * (l_partkey, l_suppkey)): one 64-bit value. */
+static bool pack_pair(hs_column *const *cols, int64_t row, uint64_t *out)
+{
+    if (!hs_col_is_valid(cols[0], row) || !hs_col_is_valid(cols[1], row))
+        return false;
+    bool big;
+    int64_t a = xo_int_at(cols[0], row, &big), b = xo_int_at(cols[1], row, &big);
+    if (a != (int32_t)a || b != (int32_t)b)
+        return false;
+    *out = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    return true;
+}
+
 static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
 {
     if (b->n_rows > s->gid_cap) {
@@ -347,7 +362,8 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
     int64_t prev_pg = 0;
     for (int64_t i = 0; !s->int_key && i < b->n_rows && st == HS_OK; i++) {
         uint64_t pk;
-        if (s->str_keys && pack_keys(b->cols, s->n_groups, i, &pk)) {
+        if ((s->str_keys && pack_keys(b->cols, s->n_groups, i, &pk)) ||
+            (s->int_pair && pack_pair(b->cols, i, &pk))) {
             if (have_pp && pk == prev_pk) {
                 s->gid[i] = prev_pg;
                 continue;
@@ -904,6 +920,7 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
     w->n_groups = s->n_groups;
     w->int_key = s->int_key;
     w->str_keys = s->str_keys;
+    w->int_pair = s->int_pair;
     w->null_gid = -1;
     *out = w;
     w->aggs = hs_calloc((size_t)(s->n_aggs ? s->n_aggs : 1), sizeof *w->aggs);
@@ -1240,6 +1257,9 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
     s->str_keys = s->n_groups > 0 && s->n_groups <= 8;
     for (int c = 0; c < s->n_groups; c++)
         s->str_keys &= in->children[c].type == HS_TYPE_STRING || in->children[c].type == HS_TYPE_BINARY;
+    s->int_pair = s->n_groups == 2;
+    for (int c = 0; c < s->n_groups; c++)
+        s->int_pair &= xo_is_int_type(in->children[c].type) && in->children[c].type != HS_TYPE_UINT64;
     if (s->n_groups == 0) {
         s->n_total = 1;
         HS_TRY(ensure_groups(s, 1, err));
