@@ -526,6 +526,9 @@ static hs_status probe_batch(probe *p, hs_error *err)
             r = (int64_t)head;
         }
         for (; r >= 0; r = j->n_keys == 0 ? (r + 1 < n_right ? r + 1 : -1) : j->nxt[r]) {
+            /* reversed: a built row matched once needs no other pair */
+            if (j->rev && __atomic_load_n(&j->rmatched[r], __ATOMIC_RELAXED))
+                continue;
             HS_TRY(push_pair(p, i, r, err));
             if (stop_at_first)
                 break;

@@ -2339,6 +2339,22 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
              * an unfiltered table on its key rarely cuts rows: TPC-H Q9's
              * part with p_name LIKE comes before supplier), smallest first */
             bool filt = item_filtered(fc->items[j]);
+            /* or one join away from a filtered item not joined yet (a
+             * dimension chain: TPC-H Q21's supplier before nation's
+             * n_name = '...') */
+            for (int i = 0; i < cs->n && !filt; i++) {
+                conj *c = &cs->a[i];
+                if (c->used || c->sub || c->outer || c->n_refs != 2)
+                    continue;
+                int it[2], m = 0;
+                for (int k = 0; k < fc->n_leaves && m < 2; k++)
+                    if (c->lset[k])
+                        it[m++] = leaf_item[k];
+                if (m == 2 && (it[0] == j || it[1] == j)) {
+                    int o = it[0] == j ? it[1] : it[0];
+                    filt = o != j && !inset[o] && item_filtered(fc->items[o]);
+                }
+            }
             if (best < 0 || (conn && !best_conn) ||
                 (conn == best_conn && filt && !best_filt) ||
                 (conn == best_conn && filt == best_filt && est[j] < est[best])) {
