@@ -25,14 +25,18 @@
  *
  * State machine: BUILD -> PROBE (per left batch) -> RIGHT_TAIL -> DONE.
  *
- * Reversed build (SEMI and ANTI with keys, not null-aware): the left child
- * is read first, up to REV_MAX_ROWS rows.  When it ends within that, its
- * rows are the built table instead (keys swapped) and the right child's
- * batches probe it, marking the built rows they match (every row of a
- * bucket, the residual checked on each pair); at the end the marked
- * (SEMI) or unmarked (ANTI) left rows come out in input order.  The big
- * side (TPC-H Q4's lineitem under EXISTS) then streams instead of being
- * kept and hashed.  Otherwise the right side is built as usual and the
+ * Reversed build (SEMI, ANTI and INNER with keys): the left child is read
+ * first, up to REV_MAX_ROWS rows.  When it ends within that, its rows are
+ * the built table instead (keys swapped) and the right child's batches
+ * probe it.  SEMI/ANTI always do this: the probes mark the built rows they
+ * match (every row of a bucket, the residual checked on each pair; rows
+ * matched already take no more pairs), and at the end the marked (SEMI)
+ * or unmarked (ANTI) left rows come out in input order, so the big side
+ * (TPC-H Q4's lineitem under EXISTS) streams instead of being kept and
+ * hashed.  INNER reads the right child ahead as well until it is larger
+ * (rows x columns) than the left: if it ends first it is built as usual,
+ * else the left is, and the pairs come out as probed (left columns from
+ * the built rows).  Otherwise the right side is built as usual and the
  * left batches read ahead are probed first.
  */
 #include "exec/exec_int.h"
@@ -171,34 +175,26 @@ static hs_status bucket_find(probe *p, hs_column *const *cols, const int *keys, 
 
 /* SEMI/ANTI: reads the left child ahead (up to REV_MAX_ROWS rows); when
  * it ends there, its rows become the built table (j->rev). */
-static hs_status choose_build(join_op *j, bool *rev, hs_error *err)
+static hs_status pend_push(hs_batch ***arr, int *n, int *cap, hs_batch *b, hs_error *err)
+{
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        hs_batch **np = hs_realloc(*arr, (size_t)nc * sizeof *np);
+        if (!np) {
+            hs_batch_free(b);
+            return hs_err_nomem(err, 0);
+        }
+        *arr = np;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = b;
+    return HS_OK;
+}
+
+/* Moves the left batches read ahead into the built rows and swaps the keys. */
+static hs_status build_from_left(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
-    *rev = false;
-    if ((j->kind != XO_JOIN_SEMI && j->kind != XO_JOIN_ANTI) || j->n_keys == 0)
-        return HS_OK;
-    int64_t rows = 0;
-    int cap = 0;
-    for (;;) {
-        hs_batch *b;
-        HS_TRY(xo_next(op->children[0], &b, err));
-        if (!b)
-            break;
-        if (j->n_pend == cap) {
-            int nc = cap ? cap * 2 : 16;
-            hs_batch **np = hs_realloc(j->pend, (size_t)nc * sizeof *np);
-            if (!np) {
-                hs_batch_free(b);
-                return hs_err_nomem(err, 0);
-            }
-            j->pend = np;
-            cap = nc;
-        }
-        j->pend[j->n_pend++] = b;
-        rows += b->n_rows;
-        if (rows > REV_MAX_ROWS)
-            return HS_OK;
-    }
     HS_TRY(xo_rows_init(&j->right, &op->children[0]->schema, err));
     for (int i = 0; i < j->n_pend; i++) {
         HS_TRY(xo_rows_append(&j->right, op->ctx, op->name, j->pend[i], err));
@@ -209,8 +205,79 @@ static hs_status choose_build(join_op *j, bool *rev, hs_error *err)
     int *t = j->lkeys;
     j->lkeys = j->rkeys;
     j->rkeys = t;
-    j->rev = *rev = true;
+    j->rev = true;
     return HS_OK;
+}
+
+/* SEMI/ANTI/INNER with keys: reads the left child ahead (up to REV_MAX_ROWS
+ * rows); when it ends there, SEMI/ANTI build on it (j->rev), and INNER
+ * reads the right child ahead too, building on whichever side ended
+ * smaller in rows x columns (the right one as usual when it did:
+ * *right_read). */
+static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
+{
+    xo_op *op = &j->op;
+    *right_read = false;
+    bool semi = j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI;
+    if ((!semi && j->kind != XO_JOIN_INNER) || j->n_keys == 0)
+        return HS_OK;
+    int64_t rows = 0;
+    int cap = 0;
+    for (;;) {
+        hs_batch *b;
+        HS_TRY(xo_next(op->children[0], &b, err));
+        if (!b)
+            break;
+        HS_TRY(pend_push(&j->pend, &j->n_pend, &cap, b, err));
+        rows += b->n_rows;
+        if (rows > REV_MAX_ROWS)
+            return HS_OK;
+    }
+    if (semi)
+        return build_from_left(j, err);
+    hs_batch **rp = NULL;
+    int nr = 0, rcap = 0;
+    int64_t rrows = 0;
+    bool rend = false;
+    hs_status st = HS_OK;
+    while (st == HS_OK) {
+        hs_batch *b;
+        st = xo_next(op->children[1], &b, err);
+        if (st != HS_OK)
+            break;
+        if (!b) {
+            rend = true;
+            break;
+        }
+        rrows += b->n_rows;
+        st = pend_push(&rp, &nr, &rcap, b, err);
+        /* sizes as rows x columns: the built rows are kept whole */
+        if (rrows * (j->n_right + 1) > rows * (j->n_left + 1))
+            break;
+    }
+    if (st == HS_OK && rend) {
+        /* the right side is the smaller: built as usual */
+        st = xo_rows_init(&j->right, &op->children[1]->schema, err);
+        for (int i = 0; i < nr && st == HS_OK; i++)
+            st = xo_rows_append(&j->right, op->ctx, op->name, rp[i], err);
+        *right_read = true;
+    } else if (st == HS_OK) {
+        /* the left side is the smaller: built; the right batches read
+         * ahead are probed first */
+        st = build_from_left(j, err);
+        if (st == HS_OK) {
+            hs_free(j->pend);
+            j->pend = rp;
+            j->n_pend = nr;
+            j->pend_head = 0;
+            rp = NULL;
+            nr = 0;
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        hs_batch_free(rp[i]);
+    hs_free(rp);
+    return st;
 }
 
 /* Sizes an empty imap for n keys at once (the load hs_imap keeps, at most
@@ -235,11 +302,12 @@ static hs_status join_build(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
     xo_op *rc = op->children[1];
-    bool rev;
-    HS_TRY(choose_build(j, &rev, err));
-    if (!rev)
+    bool right_read;
+    HS_TRY(choose_build(j, &right_read, err));
+    bool rev = j->rev;
+    if (!rev && !right_read)
         HS_TRY(xo_rows_init(&j->right, &rc->schema, err));
-    for (; !rev;) {
+    for (; !rev && !right_read;) {
         hs_batch *b;
         HS_TRY(xo_next(rc, &b, err));
         if (!b)
@@ -369,7 +437,7 @@ static hs_status flush_pairs(probe *p, hs_error *err)
             if (mark_right)
                 __atomic_store_n(&j->rmatched[ri[k]], 1, __ATOMIC_RELAXED);
         }
-        if (emits_pairs(j->kind) && !j->rev) {
+        if (emits_pairs(j->kind) && (!j->rev || j->kind == XO_JOIN_INNER)) {
             hs_batch *b;
             st = pair_batch(p, &j->op.schema, li, ri, n, true, &b, err);
             if (st == HS_OK)
@@ -393,7 +461,7 @@ static hs_status flush_pairs(probe *p, hs_error *err)
                     li[k2] = k;   /* reuse li as the selection (li[k] read above) */
                     k2++;
                 }
-            if (emits_pairs(j->kind) && !j->rev) {
+            if (emits_pairs(j->kind) && (!j->rev || j->kind == XO_JOIN_INNER)) {
                 hs_batch *o;
                 st = xo_batch_take(&j->op.schema, b, li, k2, &o, err);
                 if (st == HS_OK)
@@ -455,7 +523,7 @@ static hs_status probe_batch(probe *p, hs_error *err)
         return hs_err_nomem(err, 0);
     int64_t n_right = xo_rows_count(&j->right);
     bool stop_at_first = !j->residual && !emits_pairs(j->kind) && !j->rev;
-    if (j->rev && !j->residual) {
+    if (j->rev && !j->residual && j->kind != XO_JOIN_INNER) {
         /* mark every built row of the bucket; a marked head means the
          * bucket was marked whole already */
         for (int64_t i = 0; i < n; i++) {
@@ -527,7 +595,8 @@ static hs_status probe_batch(probe *p, hs_error *err)
         }
         for (; r >= 0; r = j->n_keys == 0 ? (r + 1 < n_right ? r + 1 : -1) : j->nxt[r]) {
             /* reversed: a built row matched once needs no other pair */
-            if (j->rev && __atomic_load_n(&j->rmatched[r], __ATOMIC_RELAXED))
+            if (j->rev && j->kind != XO_JOIN_INNER &&
+                __atomic_load_n(&j->rmatched[r], __ATOMIC_RELAXED))
                 continue;
             HS_TRY(push_pair(p, i, r, err));
             if (stop_at_first)
@@ -620,7 +689,8 @@ static hs_status next_probe_batch(join_op *j, hs_batch **out, hs_error *err)
 
 static bool has_tail(const join_op *j)
 {
-    return j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL || j->rev;
+    return j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL ||
+           (j->rev && j->kind != XO_JOIN_INNER);
 }
 
 static bool can_parallel(const join_op *j)
