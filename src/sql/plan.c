@@ -2321,6 +2321,7 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
     for (int step = 1; step < n && st == HS_OK; step++) {
         int best = -1;
         bool best_conn = false, best_filt = false;
+        int best_nb = -1;
         for (int j = 0; j < n; j++) {
             if (inset[j])
                 continue;
@@ -2339,6 +2340,7 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
              * an unfiltered table on its key rarely cuts rows: TPC-H Q9's
              * part with p_name LIKE comes before supplier), smallest first */
             bool filt = item_filtered(fc->items[j]);
+            int nbj = -1;
             /* or one join away from a filtered item not joined yet (a
              * dimension chain: TPC-H Q21's supplier before nation's
              * n_name = '...') */
@@ -2353,6 +2355,8 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
                 if (m == 2 && (it[0] == j || it[1] == j)) {
                     int o = it[0] == j ? it[1] : it[0];
                     filt = o != j && !inset[o] && item_filtered(fc->items[o]);
+                    if (filt)
+                        nbj = o;
                 }
             }
             if (best < 0 || (conn && !best_conn) ||
@@ -2361,6 +2365,7 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
                 best = j;
                 best_conn = conn;
                 best_filt = filt;
+                best_nb = nbj;
             }
         }
         inset[best] = 1;
@@ -2371,6 +2376,40 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
             st = pl_nomem(p);
             break;
         }
+        /* chosen for a filtered neighbor (a dimension chain, TPC-H Q11's
+         * supplier and nation): the two join each other first, and the
+         * joined pair is the build side */
+        bool paired = false;
+        if (best_nb >= 0 && best_conn && !inset[best_nb] && step + 1 < n) {
+            unsigned char *pin = hs_calloc((size_t)n + 1, 1);
+            if (!pin) {
+                hs_free(cond);
+                st = pl_nomem(p);
+                break;
+            }
+            pin[best] = pin[best_nb] = 1;
+            int npc = 0;
+            for (int i = 0; i < cs->n; i++) {
+                conj *c = &cs->a[i];
+                if (c->used || c->sub || c->outer || c->n_refs == 0 || !covered(c, fc, leaf_item, pin))
+                    continue;
+                cond[npc++] = c->node;
+                c->used = true;
+            }
+            hs_free(pin);
+            rel pr;
+            st = pl_join_rels(p, &items[best], &items[best_nb], XO_JOIN_INNER, cond, npc, NULL, NULL,
+                              0, false, &pr);
+            if (st != HS_OK) {
+                hs_free(cond);
+                break;
+            }
+            items[best] = pr;
+            inset[best_nb] = 1;
+            order[++step] = best_nb;
+            est[best] = est[best] / 4 + 1;
+            paired = true;
+        }
         for (int i = 0; i < cs->n; i++) {
             conj *c = &cs->a[i];
             if (c->used || c->sub || c->outer || c->n_refs == 0 || !covered(c, fc, leaf_item, inset))
@@ -2380,9 +2419,10 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
         }
         rel joined;
         bool done = false;
-        st = index_join_try(p, out, cur_est, fc->items[best], &items[best], est[best], cond, nc,
-                            &joined, &done);
-        if (st == HS_OK && !done && step == 1) {
+        if (!paired)
+            st = index_join_try(p, out, cur_est, fc->items[best], &items[best], est[best], cond, nc,
+                                &joined, &done);
+        if (st == HS_OK && !done && step == 1 && !paired) {
             /* the small item probes the first (largest) table through its index */
             st = index_join_try(p, &items[best], est[best], fc->items[start], out, cur_est, cond, nc,
                                 &joined, &done);
