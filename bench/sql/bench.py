@@ -8,7 +8,8 @@ Parts (issue 13, acceptance 6):
   tpch   TPC-H at --sf (default 1): data from tpchgen-cli, written into our
          tables once (cached under --data); each of the 22 queries (tests/sql/
          tpch.py) through our session API, and DuckDB and DataFusion reading
-         the data files of those same tables.  Best of --repeat runs after
+         the data files of those same tables, one query at a time with the
+         three engines back to back (the load of a shared machine drifts).  Best of --repeat runs after
          one checked run (our answer compared with DuckDB's); per query times,
          ratios and the geometric means.
          Targets: geomean at least as fast as DataFusion, within 1.5x of DuckDB.
@@ -50,6 +51,13 @@ def best(fn, repeat):
         fn()
         ts.append(time.perf_counter() - t0)
     return min(ts)
+
+
+def load():
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
 
 
 def geomean(xs):
@@ -115,31 +123,37 @@ def bench_tpch(args, backend, summary):
 
     con = tpch.duckdb_connect(files=files, threads=args.threads)
     con.execute("SET arrow_lossless_conversion = true")
-    duck, recs = {}, []
-    for n, (sql, keys, limited) in tpch.QUERIES.items():
-        res = con.sql(sql).to_arrow_table()
-        duck[n] = best(lambda: con.sql(sql).to_arrow_table(), args.repeat)
-        recs.append({"id": f"q{n:02d}", "sql": sql, "keys": keys, "limited": limited,
-                     "columns": res.schema.names, "rows": sqlcompare.canonical_rows(res),
-                     "repeat": args.repeat, "repeat_below": 10.0})
-
-    df = {}
+    ctx = None
     try:
         import datafusion
         ctx = datafusion.SessionContext(
             datafusion.SessionConfig().with_target_partitions(args.threads))
         for t, p in tables.items():
             ctx.register_parquet(t, os.path.join(p, "data") + "/")
-        for n, (sql, _, _) in tpch.QUERIES.items():
+    except ImportError:
+        print("  datafusion is not installed (pip install datafusion): no DataFusion column")
+
+    # One query at a time, the three engines back to back: on a machine
+    # shared with other work the load drifts over minutes, and timing each
+    # engine's 22 queries in its own stretch would compare different loads.
+    duck, df, ours = {}, {}, {}
+    for n, (sql, keys, limited) in tpch.QUERIES.items():
+        res = con.sql(sql).to_arrow_table()
+        duck[n] = best(lambda: con.sql(sql).to_arrow_table(), args.repeat)
+        if ctx is not None:
             try:
                 df[n] = best(lambda: ctx.sql(sql).to_arrow_table(), args.repeat)
             except Exception as e:  # noqa: BLE001 - a peer's failure is reported, not fatal
                 df[n] = "error"
                 print(f"  DataFusion Q{n}: {str(e).splitlines()[0][:160]}")
-    except ImportError:
-        print("  datafusion is not installed (pip install datafusion): no DataFusion column")
+        rec = {"id": f"q{n:02d}", "sql": sql, "keys": keys, "limited": limited,
+               "columns": res.schema.names, "rows": sqlcompare.canonical_rows(res),
+               "repeat": args.repeat, "repeat_below": 10.0}
+        if backend:
+            ours.update(ours_times(backend, [rec], tables, args))
+        print(f"  Q{n}: DuckDB {fmt(duck[n]).strip()} ms, DataFusion {fmt(df.get(n)).strip()} ms; "
+              f"load {load()}", flush=True)
 
-    ours = ours_times(backend, recs, tables, args) if backend else {}
     print(f"\n{'query':<6} {'ours ms':>9} {'DuckDB ms':>9} {'DataFusion':>10}   "
           f"{'vs DuckDB':>9} {'vs DataFusion':>13}")
     ok_o, ok_d, ok_f = [], [], []
@@ -313,7 +327,9 @@ def bench_scan(args, summary, tables):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=os.environ.get("BENCH_SQL_DATA", str(HERE / "data")))
+    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
+    ap.add_argument("--data", default=os.environ.get("BENCH_SQL_DATA",
+                                                      str(cache / "hyperstreamdb" / "bench-sql")))
     ap.add_argument("--sf", default=os.environ.get("BENCH_SQL_SF", "1"))
     ap.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", os.cpu_count() or 1)))
     ap.add_argument("--repeat", type=int, default=int(os.environ.get("BENCH_REPEAT", "3")))
@@ -327,7 +343,7 @@ def main():
     parts = set(args.only.split(","))
     backend, why = runner.pick_backend(args.backend)
     print(f"bench/sql: threads {args.threads}, best of {args.repeat}; our engine: "
-          f"{backend or 'NONE (' + why + ')'}")
+          f"{backend or 'NONE (' + why + ')'}; load average {load()}")
     if backend == "selftest":
         print("WARNING: --backend selftest times DuckDB over in-memory copies of our tables in the "
               "'ours' column; it checks the bench, it does not measure our engine")
@@ -341,6 +357,8 @@ def main():
     if "scan" in parts and scan_tables:
         bench_scan(args, summary, scan_tables)
     print("\nsummary:" + (" (SELFTEST: 'ours' is DuckDB, not our engine)" if backend == "selftest" else ""))
+    print(f"  machine: {os.cpu_count()} cores, load average at the end {load()} (other work on the "
+          f"machine slows every engine, not evenly: compare ratios of one run)")
     for s in summary:
         print("  " + s)
     return 0

@@ -3,8 +3,11 @@
 # DataFusion: TPC-H (SF 1 by default), indexed selective queries and vector
 # top-k, Table.to_arrow() vs pyarrow (see bench.py).  Not part of `make test`.
 #
-# Data is generated once and cached under bench/sql/data (BENCH_SQL_DATA);
-# delete it to start over.  Environment: BENCH_SQL_SF, BENCH_THREADS (default:
+# Data is generated once and cached under ~/.cache/hyperstreamdb/bench-sql
+# (BENCH_SQL_DATA; $XDG_CACHE_HOME if set); delete it to start over.  Only
+# TPC-H: run.sh --only tpch.  The engine timed is the installed hyperstreamdb
+# package when it has SQL, else BUILD_DIR's library (--backend ctypes forces
+# the build directory's).  Environment: BENCH_SQL_SF, BENCH_THREADS (default:
 # all cores, the same for every engine), BENCH_REPEAT, BENCH_SQL_ROWS,
 # BENCH_SQL_VEC_ROWS, PYTHON (default .venv/bin/python).
 set -euo pipefail

@@ -863,8 +863,14 @@ static hs_status append_take(hs_column *dst, const hs_column *src, const int64_t
         for (int64_t i = 0; i < n; i++) {
             if (idx[i] >= 0) {
                 int32_t a = so[idx[i]], len = so[idx[i] + 1] - a;
-                if (len)
+                if (len > 16) {
                     memcpy(dst->values.data + pos, src->values.data + a, (size_t)len);
+                } else {  /* short strings (flags, codes): no call per row */
+                    uint8_t *dp = dst->values.data + pos;
+                    const uint8_t *sp = src->values.data + a;
+                    for (int32_t q = 0; q < len; q++)
+                        dp[q] = sp[q];
+                }
                 pos += len;
             }
             d[dst->length + i + 1] = pos;
@@ -918,6 +924,15 @@ static hs_status append_take(hs_column *dst, const hs_column *src, const int64_t
         case 2: TAKE_FIXED(uint16_t); break;
         case 4: TAKE_FIXED(uint32_t); break;
         case 8: TAKE_FIXED(uint64_t); break;
+        case 16: { /* decimal128: two words, not a memcpy call per row */
+            uint64_t *d = (uint64_t *)dst->values.data + 2 * dst->length;
+            const uint64_t *sv = (const uint64_t *)src->values.data;
+            for (int64_t i = 0; i < n; i++) {
+                d[2 * i] = idx[i] >= 0 ? sv[2 * idx[i]] : 0;
+                d[2 * i + 1] = idx[i] >= 0 ? sv[2 * idx[i] + 1] : 0;
+            }
+            break;
+        }
         default: {
             size_t w = (size_t)src->width;
             uint8_t *d = dst->values.data + (size_t)dst->length * w;

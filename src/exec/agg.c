@@ -81,6 +81,8 @@ typedef struct agg_op {
     hs_map map;
     int64_t map_key_bytes;
     bool int_key;          /* one integer-like group column: imap on its value */
+    bool str_keys;         /* all group columns strings: short keys packed (pack_keys) */
+    bool int_pair;         /* two integer group columns: pairs within int32 packed */
     hs_imap imap;
     int64_t null_gid;      /* int_key: the NULL group, -1 until seen */
     xo_rows keys;
@@ -268,6 +270,48 @@ static hs_status account(agg_op *s, hs_error *err)
 
 /* ---- per batch ---- */
 
+/* Group keys of string columns whose row fits in 8 bytes as (length
+ * byte, bytes) per column, 0xFF for NULL (TPC-H Q1's l_returnflag,
+ * l_linestatus): one 64-bit value, looked up in the imap.  The packing is
+ * a function of the key, so a key always takes the same map. */
+static bool pack_keys(hs_column *const *cols, int n, int64_t row, uint64_t *out)
+{
+    uint8_t buf[8] = {0};
+    int pos = 0;
+    for (int c = 0; c < n; c++) {
+        const hs_column *col = cols[c];
+        if (!hs_col_is_valid(col, row)) {
+            if (pos >= 8)
+                return false;
+            buf[pos++] = 0xFF;
+            continue;
+        }
+        const int32_t *o = HS_COL_OFFSETS(col);
+        int32_t len = o[row + 1] - o[row];
+        if (len < 0 || len > 7 || pos + 1 + len > 8)
+            return false;
+        buf[pos++] = (uint8_t)len;
+        memcpy(buf + pos, col->values.data + o[row], (size_t)len);
+        pos += len;
+    }
+    memcpy(out, buf, 8);
+    return true;
+}
+
+/* Two integer group columns, both non-null and within int32 (TPC-H Q20's
+ * (l_partkey, l_suppkey)): one 64-bit value. */
+static bool pack_pair(hs_column *const *cols, int64_t row, uint64_t *out)
+{
+    if (!hs_col_is_valid(cols[0], row) || !hs_col_is_valid(cols[1], row))
+        return false;
+    bool big;
+    int64_t a = xo_int_at(cols[0], row, &big), b = xo_int_at(cols[1], row, &big);
+    if (a != (int32_t)a || b != (int32_t)b)
+        return false;
+    *out = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    return true;
+}
+
 static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
 {
     if (b->n_rows > s->gid_cap) {
@@ -281,19 +325,30 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
     hs_buf fresh = {0};
     hs_status st = HS_OK;
     const hs_column *kc = b->cols[0];
+    /* runs of one key (sorted or clustered input: TPC-H lineitem by
+     * l_orderkey) reuse the previous row's group without a lookup */
+    bool have_prev = false;
+    int64_t prev_key = 0, prev_g = 0;
     for (int64_t i = 0; s->int_key && i < b->n_rows && st == HS_OK; i++) {
         uint64_t g;
         bool found = true;
-        if (!hs_col_is_valid(kc, i)) {
+        if (hs_col_is_valid(kc, i)) {
+            bool big;
+            int64_t v = xo_int_at(kc, i, &big);
+            if (have_prev && v == prev_key) {
+                s->gid[i] = prev_g;
+                continue;
+            }
+            st = hs_imap_get_or_put(&s->imap, (uint64_t)v, (uint64_t)s->n_total, &g, &found);
+            have_prev = true;
+            prev_key = v;
+            prev_g = (int64_t)g;
+        } else {
             if (s->null_gid < 0) {
                 s->null_gid = s->n_total;
                 found = false;
             }
             g = (uint64_t)s->null_gid;
-        } else {
-            bool big;
-            st = hs_imap_get_or_put(&s->imap, (uint64_t)xo_int_at(kc, i, &big), (uint64_t)s->n_total,
-                                    &g, &found);
         }
         if (st == HS_OK && !found) {
             s->n_total++;
@@ -301,12 +356,42 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
         }
         s->gid[i] = (int64_t)g;
     }
+    hs_buf prevk = {0};
+    bool have_pp = false;
+    uint64_t prev_pk = 0;
+    int64_t prev_pg = 0;
     for (int64_t i = 0; !s->int_key && i < b->n_rows && st == HS_OK; i++) {
+        uint64_t pk;
+        if ((s->str_keys && pack_keys(b->cols, s->n_groups, i, &pk)) ||
+            (s->int_pair && pack_pair(b->cols, i, &pk))) {
+            if (have_pp && pk == prev_pk) {
+                s->gid[i] = prev_pg;
+                continue;
+            }
+            uint64_t g;
+            bool found;
+            st = hs_imap_get_or_put(&s->imap, pk, (uint64_t)s->n_total, &g, &found);
+            if (st != HS_OK)
+                break;
+            if (!found) {
+                s->n_total++;
+                st = HS_VEC_PUSH(&fresh, int64_t, i);
+            }
+            s->gid[i] = (int64_t)g;
+            have_pp = true;
+            prev_pk = pk;
+            prev_pg = (int64_t)g;
+            continue;
+        }
         hs_buf_reset(&s->kb);
         for (int c = 0; c < s->n_groups && st == HS_OK; c++)
             st = xo_key_append(&s->kb, b->cols[c], i);
         if (st != HS_OK)
             break;
+        if (have_prev && prevk.len == s->kb.len && !memcmp(prevk.data, s->kb.data, s->kb.len)) {
+            s->gid[i] = prev_g;
+            continue;
+        }
         uint64_t g;
         bool found;
         st = hs_map_get_or_put(&s->map, s->kb.data, s->kb.len, (uint64_t)s->n_total, &g, &found);
@@ -318,7 +403,13 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             st = HS_VEC_PUSH(&fresh, int64_t, i);
         }
         s->gid[i] = (int64_t)g;
+        hs_buf_reset(&prevk);
+        if (st == HS_OK)
+            st = hs_buf_append(&prevk, s->kb.data, s->kb.len);
+        have_prev = true;
+        prev_g = (int64_t)g;
     }
+    hs_buf_free(&prevk);
     if (st != HS_OK) {
         hs_buf_free(&fresh);
         return st == HS_NOMEM ? hs_err_nomem(err, 0) : st;
@@ -828,6 +919,8 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
     w->op.name = s->op.name;
     w->n_groups = s->n_groups;
     w->int_key = s->int_key;
+    w->str_keys = s->str_keys;
+    w->int_pair = s->int_pair;
     w->null_gid = -1;
     *out = w;
     w->aggs = hs_calloc((size_t)(s->n_aggs ? s->n_aggs : 1), sizeof *w->aggs);
@@ -1161,6 +1254,12 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
     xo_schema_renumber(&s->op.schema);
     s->null_gid = -1;
     s->int_key = s->n_groups == 1 && xo_is_int_type(in->children[0].type);
+    s->str_keys = s->n_groups > 0 && s->n_groups <= 8;
+    for (int c = 0; c < s->n_groups; c++)
+        s->str_keys &= in->children[c].type == HS_TYPE_STRING || in->children[c].type == HS_TYPE_BINARY;
+    s->int_pair = s->n_groups == 2;
+    for (int c = 0; c < s->n_groups; c++)
+        s->int_pair &= xo_is_int_type(in->children[c].type) && in->children[c].type != HS_TYPE_UINT64;
     if (s->n_groups == 0) {
         s->n_total = 1;
         HS_TRY(ensure_groups(s, 1, err));

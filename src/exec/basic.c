@@ -345,16 +345,34 @@ static hs_status project_apply(xo_op *op, hs_batch *b, hs_batch **out, hs_error 
         return hs_err_nomem(err, 0);
     }
     hs_status s = HS_OK;
-    int made = 0;
-    for (; made < p->n; made++) {
-        s = ex_eval(p->exprs[made], b, &cols[made], err);
-        if (s != HS_OK)
-            break;
+    /* bare column references pass the batch's column through (moved when
+     * no later one takes it too, else copied): computed columns first, as
+     * they may read the columns that move */
+    for (int i = 0; i < p->n && s == HS_OK; i++)
+        if (!ex_passthrough(p->exprs[i], b))
+            s = ex_eval(p->exprs[i], b, &cols[i], err);
+    for (int i = 0; i < p->n && s == HS_OK; i++) {
+        const hs_column *src = ex_passthrough(p->exprs[i], b);
+        if (!src)
+            continue;
+        bool later = false;
+        for (int k = i + 1; k < p->n && !later; k++)
+            later = ex_passthrough(p->exprs[k], b) == src;
+        int at = -1;
+        for (int c = 0; c < b->n_cols && at < 0; c++)
+            if (b->cols[c] == src)
+                at = c;
+        if (!later && at >= 0 && src->length == b->n_rows) {
+            cols[i] = b->cols[at];
+            b->cols[at] = NULL;
+        } else {
+            s = hs_col_slice(src, 0, b->n_rows, &cols[i], err);
+        }
     }
     if (s == HS_OK)
         s = xo_batch_wrap(&op->schema, p->n, cols, b->n_rows, out, err);
     else
-        for (int i = 0; i < made; i++)
+        for (int i = 0; i < p->n; i++)
             hs_col_free(cols[i]);
     hs_free(cols);
     hs_batch_free(b);

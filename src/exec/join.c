@@ -24,6 +24,20 @@
  * columns.  Output batches wait in a queue.
  *
  * State machine: BUILD -> PROBE (per left batch) -> RIGHT_TAIL -> DONE.
+ *
+ * Reversed build (SEMI, ANTI and INNER with keys): the left child is read
+ * first, up to REV_MAX_ROWS rows.  When it ends within that, its rows are
+ * the built table instead (keys swapped) and the right child's batches
+ * probe it.  SEMI/ANTI always do this: the probes mark the built rows they
+ * match (every row of a bucket, the residual checked on each pair; rows
+ * matched already take no more pairs), and at the end the marked (SEMI)
+ * or unmarked (ANTI) left rows come out in input order, so the big side
+ * (TPC-H Q4's lineitem under EXISTS) streams instead of being kept and
+ * hashed.  INNER reads the right child ahead as well until it is larger
+ * (rows x columns) than the left: if it ends first it is built as usual,
+ * else the left is, and the pairs come out as probed (left columns from
+ * the built rows).  Otherwise the right side is built as usual and the
+ * left batches read ahead are probed first.
  */
 #include "exec/exec_int.h"
 #include "base/hashmap.h"
@@ -70,6 +84,8 @@ typedef struct join_op {
     xo_rows right;
     hs_map buckets;         /* key -> first right row */
     bool int_key;           /* one integer-like key: ibuckets on its value */
+    bool packed;            /* two integer keys whose built values fit in
+                               int32: ibuckets on both packed in 64 bits */
     hs_imap ibuckets;
     int64_t *nxt;           /* per right row: next of the same key, -1 */
     uint8_t *rmatched;      /* per right row (RIGHT/FULL) */
@@ -79,7 +95,15 @@ typedef struct join_op {
     probe *par;             /* parallel probes (ctx->threads of them) or NULL */
     int n_par;
     int64_t tail_pos;
+    /* SEMI/ANTI with a small left side: built from the left rows, probed by
+     * the right child (see "Reversed build" at the top) */
+    bool rev;
+    hs_batch **pend;        /* left batches read before choosing */
+    int n_pend, pend_head;
 } join_op;
+
+/* Left rows read ahead before a SEMI/ANTI join chooses its build side. */
+#define REV_MAX_ROWS (1 << 20)
 
 static const char *kind_name(xo_join_kind k)
 {
@@ -106,7 +130,7 @@ static hs_status key_of(probe *p, hs_column *const *cols, const int *keys, int64
             *has_null = true;
             return HS_OK;
         }
-        if (!j->int_key)
+        if (!j->int_key && !j->packed)
             HS_TRY(xo_key_append(&p->kb, c, row));
     }
     return HS_OK;
@@ -119,6 +143,20 @@ static hs_status bucket_find(probe *p, hs_column *const *cols, const int *keys, 
                              bool insert, uint64_t *head, bool *found)
 {
     join_op *j = p->j;
+    if (j->packed) {
+        bool big;
+        int64_t a = xo_int_at(cols[keys[0]], row, &big), b = xo_int_at(cols[keys[1]], row, &big);
+        if (a != (int32_t)a || b != (int32_t)b) {   /* no built key is out of int32 */
+            *found = false;
+            return HS_OK;
+        }
+        uint64_t v = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+        if (!insert) {
+            *found = hs_imap_get(&j->ibuckets, v, head);
+            return HS_OK;
+        }
+        return hs_imap_get_or_put(&j->ibuckets, v, (uint64_t)row, head, found);
+    }
     if (j->int_key) {
         bool big;
         uint64_t v = (uint64_t)xo_int_at(cols[keys[0]], row, &big);
@@ -135,12 +173,141 @@ static hs_status bucket_find(probe *p, hs_column *const *cols, const int *keys, 
     return hs_map_get_or_put(&j->buckets, p->kb.data, p->kb.len, (uint64_t)row, head, found);
 }
 
+/* SEMI/ANTI: reads the left child ahead (up to REV_MAX_ROWS rows); when
+ * it ends there, its rows become the built table (j->rev). */
+static hs_status pend_push(hs_batch ***arr, int *n, int *cap, hs_batch *b, hs_error *err)
+{
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        hs_batch **np = hs_realloc(*arr, (size_t)nc * sizeof *np);
+        if (!np) {
+            hs_batch_free(b);
+            return hs_err_nomem(err, 0);
+        }
+        *arr = np;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = b;
+    return HS_OK;
+}
+
+/* Moves the left batches read ahead into the built rows and swaps the keys. */
+static hs_status build_from_left(join_op *j, hs_error *err)
+{
+    xo_op *op = &j->op;
+    HS_TRY(xo_rows_init(&j->right, &op->children[0]->schema, err));
+    for (int i = 0; i < j->n_pend; i++) {
+        HS_TRY(xo_rows_append(&j->right, op->ctx, op->name, j->pend[i], err));
+        hs_batch_free(j->pend[i]);
+        j->pend[i] = NULL;
+    }
+    j->n_pend = 0;
+    int *t = j->lkeys;
+    j->lkeys = j->rkeys;
+    j->rkeys = t;
+    j->rev = true;
+    return HS_OK;
+}
+
+/* SEMI/ANTI/INNER with keys: reads the left child ahead (up to REV_MAX_ROWS
+ * rows); when it ends there, SEMI/ANTI build on it (j->rev), and INNER
+ * reads the right child ahead too, building on whichever side ended
+ * smaller in rows x columns (the right one as usual when it did:
+ * *right_read). */
+static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
+{
+    xo_op *op = &j->op;
+    *right_read = false;
+    bool semi = j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI;
+    if ((!semi && j->kind != XO_JOIN_INNER) || j->n_keys == 0)
+        return HS_OK;
+    int64_t rows = 0;
+    int cap = 0;
+    for (;;) {
+        hs_batch *b;
+        HS_TRY(xo_next(op->children[0], &b, err));
+        if (!b)
+            break;
+        HS_TRY(pend_push(&j->pend, &j->n_pend, &cap, b, err));
+        rows += b->n_rows;
+        if (rows > REV_MAX_ROWS)
+            return HS_OK;
+    }
+    if (semi)
+        return build_from_left(j, err);
+    hs_batch **rp = NULL;
+    int nr = 0, rcap = 0;
+    int64_t rrows = 0;
+    bool rend = false;
+    hs_status st = HS_OK;
+    while (st == HS_OK) {
+        hs_batch *b;
+        st = xo_next(op->children[1], &b, err);
+        if (st != HS_OK)
+            break;
+        if (!b) {
+            rend = true;
+            break;
+        }
+        rrows += b->n_rows;
+        st = pend_push(&rp, &nr, &rcap, b, err);
+        /* sizes as rows x columns: the built rows are kept whole */
+        if (rrows * (j->n_right + 1) > rows * (j->n_left + 1))
+            break;
+    }
+    if (st == HS_OK && rend) {
+        /* the right side is the smaller: built as usual */
+        st = xo_rows_init(&j->right, &op->children[1]->schema, err);
+        for (int i = 0; i < nr && st == HS_OK; i++)
+            st = xo_rows_append(&j->right, op->ctx, op->name, rp[i], err);
+        *right_read = true;
+    } else if (st == HS_OK) {
+        /* the left side is the smaller: built; the right batches read
+         * ahead are probed first */
+        st = build_from_left(j, err);
+        if (st == HS_OK) {
+            hs_free(j->pend);
+            j->pend = rp;
+            j->n_pend = nr;
+            j->pend_head = 0;
+            rp = NULL;
+            nr = 0;
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        hs_batch_free(rp[i]);
+    hs_free(rp);
+    return st;
+}
+
+/* Sizes an empty imap for n keys at once (the load hs_imap keeps, at most
+ * 0.7), so that building does not rehash as it grows. */
+static hs_status imap_presize(hs_imap *m, int64_t n)
+{
+    if (m->slots || n <= 0)
+        return HS_OK;
+    size_t cap = 16;
+    while ((size_t)n * 10 > cap * 7 && cap < ((size_t)1 << 30))
+        cap <<= 1;
+    m->slots = hs_calloc(cap, sizeof *m->slots);
+    if (!m->slots)
+        return HS_NOMEM;
+    m->cap = cap;
+    m->count = 0;
+    m->shift = (unsigned)(64 - __builtin_ctzll((unsigned long long)cap));
+    return HS_OK;
+}
+
 static hs_status join_build(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
     xo_op *rc = op->children[1];
-    HS_TRY(xo_rows_init(&j->right, &rc->schema, err));
-    for (;;) {
+    bool right_read;
+    HS_TRY(choose_build(j, &right_read, err));
+    bool rev = j->rev;
+    if (!rev && !right_read)
+        HS_TRY(xo_rows_init(&j->right, &rc->schema, err));
+    for (; !rev && !right_read;) {
         hs_batch *b;
         HS_TRY(xo_next(rc, &b, err));
         if (!b)
@@ -150,6 +317,32 @@ static hs_status join_build(join_op *j, hs_error *err)
         HS_TRY(st);
     }
     int64_t n = xo_rows_count(&j->right);
+    /* two integer keys (TPC-H partsupp's (partkey, suppkey)): packed into
+     * one 64-bit value when every built value fits in int32 */
+    if (j->n_keys == 2 && n > 0) {
+        const hs_column *k0 = j->right.b->cols[j->rkeys[0]], *k1 = j->right.b->cols[j->rkeys[1]];
+        bool ok = xo_is_int_type(k0->type) && xo_is_int_type(k1->type) &&
+                  k0->type != HS_TYPE_UINT64 && k1->type != HS_TYPE_UINT64;
+        const hs_field *ls = &op->children[j->rev ? 1 : 0]->schema;
+        ok = ok && xo_is_int_type(ls->children[j->lkeys[0]].type) &&
+             xo_is_int_type(ls->children[j->lkeys[1]].type) &&
+             ls->children[j->lkeys[0]].type != HS_TYPE_UINT64 &&
+             ls->children[j->lkeys[1]].type != HS_TYPE_UINT64;
+        for (int64_t r = 0; ok && r < n; r++) {
+            bool big;
+            if (hs_col_is_valid(k0, r)) {
+                int64_t v = xo_int_at(k0, r, &big);
+                ok = v == (int32_t)v;
+            }
+            if (ok && hs_col_is_valid(k1, r)) {
+                int64_t v = xo_int_at(k1, r, &big);
+                ok = v == (int32_t)v;
+            }
+        }
+        j->packed = ok;
+    }
+    if ((j->int_key || j->packed) && imap_presize(&j->ibuckets, n) != HS_OK)
+        return hs_err_nomem(err, (size_t)n * 16);
     j->nxt = hs_malloc((size_t)(n ? n : 1) * sizeof *j->nxt);
     j->rmatched = hs_calloc((size_t)(n ? n : 1), 1);
     if (!j->nxt || !j->rmatched)
@@ -211,7 +404,10 @@ static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li,
         return hs_err_nomem(err, 0);
     hs_status st = HS_OK;
     for (int c = 0; c < nc && st == HS_OK; c++) {
-        if (c < j->n_left)
+        if (j->rev) /* built rows are the left columns, the probe batch the right ones */
+            st = c < j->n_left ? hs_col_take_nullable(j->right.b->cols[c], ri, n, &cols[c], err)
+                               : hs_col_take_nullable(p->left->cols[c - j->n_left], li, n, &cols[c], err);
+        else if (c < j->n_left)
             st = hs_col_take_nullable(p->left->cols[c], li, n, &cols[c], err);
         else
             st = hs_col_take_nullable(j->right.b->cols[c - j->n_left], ri, n, &cols[c], err);
@@ -235,13 +431,13 @@ static hs_status flush_pairs(probe *p, hs_error *err)
     int64_t *li = (int64_t *)p->pl.data, *ri = (int64_t *)p->pr.data;
     hs_status st = HS_OK;
     if (!j->residual) {
-        bool mark_right = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL;
+        bool mark_right = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL || j->rev;
         for (int64_t k = 0; k < n; k++) {
             p->lmatched[li[k]] = 1;
             if (mark_right)
                 __atomic_store_n(&j->rmatched[ri[k]], 1, __ATOMIC_RELAXED);
         }
-        if (emits_pairs(j->kind)) {
+        if (emits_pairs(j->kind) && (!j->rev || j->kind == XO_JOIN_INNER)) {
             hs_batch *b;
             st = pair_batch(p, &j->op.schema, li, ri, n, true, &b, err);
             if (st == HS_OK)
@@ -260,12 +456,12 @@ static hs_status flush_pairs(probe *p, hs_error *err)
             for (int64_t k = 0; k < n; k++)
                 if (p->sel[k]) {
                     p->lmatched[li[k]] = 1;
-                    if (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL)
+                    if (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL || j->rev)
                         __atomic_store_n(&j->rmatched[ri[k]], 1, __ATOMIC_RELAXED);
                     li[k2] = k;   /* reuse li as the selection (li[k] read above) */
                     k2++;
                 }
-            if (emits_pairs(j->kind)) {
+            if (emits_pairs(j->kind) && (!j->rev || j->kind == XO_JOIN_INNER)) {
                 hs_batch *o;
                 st = xo_batch_take(&j->op.schema, b, li, k2, &o, err);
                 if (st == HS_OK)
@@ -326,7 +522,26 @@ static hs_status probe_batch(probe *p, hs_error *err)
     if (!p->lmatched)
         return hs_err_nomem(err, 0);
     int64_t n_right = xo_rows_count(&j->right);
-    bool stop_at_first = !j->residual && !emits_pairs(j->kind);
+    bool stop_at_first = !j->residual && !emits_pairs(j->kind) && !j->rev;
+    if (j->rev && !j->residual && j->kind != XO_JOIN_INNER) {
+        /* mark every built row of the bucket; a marked head means the
+         * bucket was marked whole already */
+        for (int64_t i = 0; i < n; i++) {
+            bool has_null;
+            HS_TRY(key_of(p, b->cols, j->lkeys, i, &has_null));
+            uint64_t head;
+            bool found = false;
+            if (!has_null)
+                HS_TRY(bucket_find(p, b->cols, j->lkeys, i, false, &head, &found));
+            if (!found || __atomic_load_n(&j->rmatched[head], __ATOMIC_RELAXED))
+                continue;
+            for (int64_t r = (int64_t)head; r >= 0; r = j->nxt[r])
+                __atomic_store_n(&j->rmatched[r], 1, __ATOMIC_RELAXED);
+            if ((i & 1023) == 0)
+                HS_TRY(xo_check_cancel(j->op.ctx, err));
+        }
+        return HS_OK;
+    }
     if (j->kind == XO_JOIN_ANTI_NULL_AWARE) {
         /* x NOT IN (right keys) */
         for (int64_t i = 0; i < n; i++) {
@@ -345,10 +560,28 @@ static hs_status probe_batch(probe *p, hs_error *err)
         }
         return emit_left(p, 0, false, err);
     }
+    /* one integer key: runs of one value (clustered probe input, TPC-H
+     * lineitem by l_orderkey) look it up once */
+    bool have_prev = false, prev_found = false;
+    uint64_t prev_v = 0, prev_head = 0;
+    const hs_column *ikc = j->int_key ? b->cols[j->lkeys[0]] : NULL;
     for (int64_t i = 0; i < n; i++) {
         int64_t r;
         if (j->n_keys == 0) {
             r = n_right > 0 ? 0 : -1;
+        } else if (ikc) {
+            if (ikc->type == HS_TYPE_NA || !hs_col_is_valid(ikc, i))
+                continue;
+            bool big;
+            uint64_t v = (uint64_t)xo_int_at(ikc, i, &big);
+            if (!have_prev || v != prev_v) {
+                prev_found = hs_imap_get(&j->ibuckets, v, &prev_head);
+                prev_v = v;
+                have_prev = true;
+            }
+            if (!prev_found)
+                continue;
+            r = (int64_t)prev_head;
         } else {
             bool has_null;
             HS_TRY(key_of(p, b->cols, j->lkeys, i, &has_null));
@@ -361,6 +594,10 @@ static hs_status probe_batch(probe *p, hs_error *err)
             r = (int64_t)head;
         }
         for (; r >= 0; r = j->n_keys == 0 ? (r + 1 < n_right ? r + 1 : -1) : j->nxt[r]) {
+            /* reversed: a built row matched once needs no other pair */
+            if (j->rev && j->kind != XO_JOIN_INNER &&
+                __atomic_load_n(&j->rmatched[r], __ATOMIC_RELAXED))
+                continue;
             HS_TRY(push_pair(p, i, r, err));
             if (stop_at_first)
                 break;
@@ -369,6 +606,8 @@ static hs_status probe_batch(probe *p, hs_error *err)
             HS_TRY(xo_check_cancel(j->op.ctx, err));
     }
     HS_TRY(flush_pairs(p, err));
+    if (j->rev)
+        return HS_OK;
     switch (j->kind) {
     case XO_JOIN_LEFT: case XO_JOIN_FULL: return emit_left(p, 0, true, err);
     case XO_JOIN_SEMI: return emit_left(p, 1, false, err);
@@ -388,13 +627,20 @@ static hs_status emit_right_tail(join_op *j, hs_error *err)
             return hs_err_nomem(err, 0);
         }
         int64_t k = 0;
+        uint8_t want = j->rev && j->kind == XO_JOIN_SEMI ? 1 : 0;
         for (; j->tail_pos < n && k < XO_BATCH_ROWS; j->tail_pos++)
-            if (!j->rmatched[j->tail_pos]) {
+            if (j->rmatched[j->tail_pos] == want) {
                 li[k] = -1;
                 ri[k++] = j->tail_pos;
             }
         hs_status st = HS_OK;
-        if (k > 0) {
+        if (k > 0 && j->rev) {
+            /* the built rows are the left rows, the output's only columns */
+            hs_batch *b = NULL;
+            st = xo_batch_take(&j->op.schema, j->right.b, ri, k, &b, err);
+            if (st == HS_OK)
+                st = xo_queue_push(&j->main.q, b, err);
+        } else if (k > 0) {
             /* left columns all NULL: take from the left child's schema */
             hs_column **cols = hs_calloc((size_t)(j->n_left + j->n_right), sizeof *cols);
             int made = 0;
@@ -429,6 +675,24 @@ static hs_status emit_right_tail(join_op *j, hs_error *err)
  * probe has finished), so with ctx->pool and ctx->threads > 1 up to
  * `threads` left batches are probed at once, each by its own probe state,
  * and their outputs queued in input order. */
+/* The next batch to probe with: the left batches read ahead first, then
+ * the probing child (the right one when reversed). */
+static hs_status next_probe_batch(join_op *j, hs_batch **out, hs_error *err)
+{
+    if (j->pend_head < j->n_pend) {
+        *out = j->pend[j->pend_head];
+        j->pend[j->pend_head++] = NULL;
+        return HS_OK;
+    }
+    return xo_next(j->op.children[j->rev ? 1 : 0], out, err);
+}
+
+static bool has_tail(const join_op *j)
+{
+    return j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL ||
+           (j->rev && j->kind != XO_JOIN_INNER);
+}
+
 static bool can_parallel(const join_op *j)
 {
     const xo_ctx *ctx = j->op.ctx;
@@ -457,7 +721,7 @@ static hs_status probe_parallel(join_op *j, bool *more, hs_error *err)
     *more = true;
     while (n < k) {
         hs_batch *b;
-        HS_TRY(xo_next(j->op.children[0], &b, err));
+        HS_TRY(next_probe_batch(j, &b, err));
         if (!b) {
             *more = false;
             break;
@@ -506,15 +770,15 @@ static hs_status join_next(xo_op *op, hs_batch **out, hs_error *err)
                 bool more = false;
                 HS_TRY(probe_parallel(j, &more, err));
                 if (!more)
-                    j->state = (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL) ? J_TAIL : J_DONE;
+                    j->state = has_tail(j) ? J_TAIL : J_DONE;
                 break;
             }
             hs_batch_free(j->main.left);
             j->main.left = NULL;
             hs_batch *b;
-            HS_TRY(xo_next(op->children[0], &b, err));
+            HS_TRY(next_probe_batch(j, &b, err));
             if (!b) {
-                j->state = (j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL) ? J_TAIL : J_DONE;
+                j->state = has_tail(j) ? J_TAIL : J_DONE;
                 break;
             }
             j->main.left = b;
@@ -548,6 +812,9 @@ static void join_destroy(xo_op *op)
     for (int i = 0; i < j->n_par; i++)
         probe_clear(&j->par[i]);
     hs_free(j->par);
+    for (int i = 0; i < j->n_pend; i++)
+        hs_batch_free(j->pend[i]);
+    hs_free(j->pend);
     xo_mem_release(op->ctx, j->accounted);
 }
 

@@ -125,6 +125,11 @@ HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
 const hs_field *ex_type(const ex_expr *e);
 /* True when the filter is the constant TRUE. */
 bool ex_is_true(const ex_expr *e);
+/* When e is a bare reference to a top-level column of b whose layout is that
+ * of e's result (same type, scale, unit, width; no pgvector form), b's
+ * column (its first b->n_rows rows are e's result); else NULL.  Lets a
+ * projection pass a column through instead of evaluating it row by row. */
+const hs_column *ex_passthrough(const ex_expr *e, const hs_batch *b);
 /* Field ids the expression reads (each once), appended to ids (int32_t vector). */
 HS_MUST_USE hs_status ex_field_ids(const ex_expr *e, hs_buf *ids);
 

@@ -971,11 +971,33 @@ static hs_status bind_list(binder *b, json_t *arr, ex_node ***out, int *n_out)
     return HS_OK;
 }
 
+/* date <op> timestamp-constant-at-midnight compares as dates (the date
+ * is that midnight), so the column is not cast row by row and the bound
+ * stays a date for pruning: TPC-H's date '...' - interval '90' day folds
+ * to a timestamp. */
+static void date_vs_midnight(binder *b, ex_node *d, ex_node **c)
+{
+    ex_node *k = *c;
+    if (d->type.t != EX_T_DATE || k->kind != EX_CONST || k->type.t != EX_T_TS || k->type.tz ||
+        k->val.null)
+        return;
+    int64_t per_day = 86400 * ex_unit_per_sec(k->type.unit);
+    if (k->val.i % per_day != 0)
+        return;
+    ex_node *n = mk(b, EX_CONST, ty(EX_T_DATE), k->loc, 0);
+    if (!n)
+        return;
+    n->val.i = k->val.i / per_day;
+    *c = n;
+}
+
 static hs_status make_cmp(binder *b, int op, ex_node *l, ex_node *r, int loc, ex_node **out)
 {
     ex_node *n = mk(b, EX_CMP, ty(EX_T_BOOL), loc, 2);
     if (!n)
         return nomem(b);
+    date_vs_midnight(b, l, &r);
+    date_vs_midnight(b, r, &l);
     HS_TRY(unify_cmp(b, &l, &r, loc, op_text(op), &n->cmode));
     n->op = op;
     n->args[0] = l;

@@ -262,8 +262,24 @@ static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, s
 /* ------------------------------------------------------------------ */
 /* numbers                                                             */
 
+#define P19_ ((__int128)10000000000000000000ULL)
+static const __int128 pow10_tab[39] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
+    10000000000LL, 100000000000LL, 1000000000000LL, 10000000000000LL, 100000000000000LL,
+    1000000000000000LL, 10000000000000000LL, 100000000000000000LL, 1000000000000000000LL,
+    P19_, P19_ * 10, P19_ * 100, P19_ * 1000, P19_ * 10000, P19_ * 100000, P19_ * 1000000,
+    P19_ * 10000000, P19_ * 100000000, P19_ * 1000000000, P19_ * 10000000000LL,
+    P19_ * 100000000000LL, P19_ * 1000000000000LL, P19_ * 10000000000000LL,
+    P19_ * 100000000000000LL, P19_ * 1000000000000000LL, P19_ * 10000000000000000LL,
+    P19_ * 100000000000000000LL, P19_ * 1000000000000000000LL, P19_ * P19_};
+#undef P19_
+
+/* 10^k for 0 <= k <= 38 (a table: this is in every decimal operation's
+ * inner loop). */
 static __int128 pow10_i128(int k)
 {
+    if (k >= 0 && k <= 38)
+        return pow10_tab[k];
     __int128 r = 1;
     for (int i = 0; i < k; i++)
         r *= 10;
@@ -279,18 +295,24 @@ static double pow10_f(int k)
     return pow(10.0, k);
 }
 
-#define DEC_MAX (pow10_i128(38) - 1)
+#define DEC_MAX (pow10_tab[38] - 1)
 
 static bool dec_fits(__int128 v) { return v <= DEC_MAX && v >= -DEC_MAX; }
 
 /* v * 10^k with overflow detection (k >= 0). */
 static bool dec_up(__int128 v, int k, __int128 *out)
 {
-    for (int i = 0; i < k; i++)
-        if (__builtin_mul_overflow(v, (__int128)10, &v))
-            return false;
-    *out = v;
-    return true;
+    if (k <= 0 || v == 0) {
+        *out = v;
+        return true;
+    }
+    if (k > 38)
+        return false;
+    if (v == (int64_t)v && k <= 18) {
+        *out = (__int128)(int64_t)v * (int64_t)pow10_tab[k];
+        return true;
+    }
+    return !__builtin_mul_overflow(v, pow10_tab[k], out);
 }
 
 /* v / 10^k rounded half away from zero (k >= 0). */
@@ -1666,7 +1688,10 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         __int128 x = a.v.d[j], y = b.v.d[j], r = 0;
         bool ovf = false;
         if (op == '*') {
-            ovf = __builtin_mul_overflow(x, y, &r);
+            if (x == (int64_t)x && y == (int64_t)y)
+                r = (__int128)(int64_t)x * (int64_t)y;
+            else
+                ovf = __builtin_mul_overflow(x, y, &r);
         } else {
             if (!dec_up(x, sr - sa, &x) || !dec_up(y, sr - sb, &y)) {
                 ovf = true;
@@ -2249,10 +2274,75 @@ hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const uint8_t *sel
 
 static hs_status pv_append(const ex_ty *t, hs_column *col, const ex_str *v);
 
+/* Fixed-width results whose vector holds the column's values as they are
+ * (int64, double, decimal128, 64-bit timestamps and times) or converted
+ * in place (int32/16/8, float, date): runs of non-null rows are appended
+ * at once. */
+static bool append_fast(const ex_ty *t, hs_column *col, const ex_vec *v, int cn, hs_status *st)
+{
+    int w;
+    switch (t->t) {
+    case EX_T_INT: w = t->bits == 8 ? 1 : t->bits == 16 ? 2 : t->bits == 32 ? 4 : 8; break;
+    case EX_T_FLOAT: w = t->bits == 32 ? 4 : 8; break;
+    case EX_T_DEC: w = 16; break;
+    case EX_T_DATE: w = 4; break;
+    case EX_T_TS: w = 8; break;
+    case EX_T_TIME: w = t->unit <= HS_UNIT_MILLI ? 4 : 8; break;
+    default: return false;
+    }
+    if (col->width != w || col->type == HS_TYPE_BOOL)
+        return false;
+    union { int8_t i8[EX_CHUNK]; int16_t i16[EX_CHUNK]; int32_t i32[EX_CHUNK]; float f[EX_CHUNK]; } tmp;
+    *st = HS_OK;
+    for (int j = 0; j < cn && *st == HS_OK;) {
+        if (v->nul[j]) {
+            int k = j;
+            while (k < cn && v->nul[k])
+                k++;
+            *st = hs_col_append_nulls(col, k - j);
+            j = k;
+            continue;
+        }
+        int k = j;
+        while (k < cn && !v->nul[k])
+            k++;
+        int n = k - j;
+        const void *src;
+        if (t->t == EX_T_DEC) {
+            src = &v->v.d[j];
+        } else if (t->t == EX_T_FLOAT && w == 8) {
+            src = &v->v.f[j];
+        } else if (t->t == EX_T_FLOAT) {
+            for (int q = 0; q < n; q++)
+                tmp.f[q] = (float)v->v.f[j + q];
+            src = tmp.f;
+        } else if (w == 8) {
+            src = &v->v.i[j];
+        } else if (w == 4) {
+            for (int q = 0; q < n; q++)
+                tmp.i32[q] = (int32_t)v->v.i[j + q];
+            src = tmp.i32;
+        } else if (w == 2) {
+            for (int q = 0; q < n; q++)
+                tmp.i16[q] = (int16_t)v->v.i[j + q];
+            src = tmp.i16;
+        } else {
+            for (int q = 0; q < n; q++)
+                tmp.i8[q] = (int8_t)v->v.i[j + q];
+            src = tmp.i8;
+        }
+        *st = hs_col_append_fixed_n(col, src, n);
+        j = k;
+    }
+    return true;
+}
+
 static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, int cn, hs_error *err)
 {
     const ex_ty *t = &e->root->type;
     hs_status st = HS_OK;
+    if (append_fast(t, col, v, cn, &st))
+        cn = 0;   /* done (st says how) */
     for (int j = 0; j < cn && st == HS_OK; j++) {
         if (v->nul[j] || t->t == EX_T_NULL) {
             st = hs_col_append_null(col);
@@ -2311,6 +2401,28 @@ static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, 
     if (st != HS_OK)
         return hs_err_set(err, st, "expression: cannot build the result column");
     return HS_OK;
+}
+
+const hs_column *ex_passthrough(const ex_expr *e, const hs_batch *b)
+{
+    const ex_node *n = e->root;
+    if (!b || !n || n->kind != EX_COL || ex_is_pv(n->type.t) || n->type.t == EX_T_OTHER
+        || n->type.t == EX_T_NULL)
+        return NULL;
+    pr_col_ref r;
+    bool found = n->field_id >= 0 ? pr_batch_find_id(b, n->field_id, &r) : find_by_path(b, n, &r);
+    if (!found || r.n_parents > 0 || !r.col || !r.field || r.col->length < b->n_rows)
+        return NULL;
+    const hs_field *f = r.field, *t = &e->type_field;
+    if (f->type != t->type || r.col->type != t->type || f->n_children != 0 || t->n_children != 0
+        || f->ext != t->ext || f->width != t->width)
+        return NULL;
+    if (t->type == HS_TYPE_DECIMAL128 && f->scale != t->scale)
+        return NULL;
+    if ((t->type == HS_TYPE_TIMESTAMP || t->type == HS_TYPE_TIME32 || t->type == HS_TYPE_TIME64)
+        && f->unit != t->unit)
+        return NULL;
+    return r.col;
 }
 
 hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error *err)

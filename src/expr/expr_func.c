@@ -239,7 +239,96 @@ hs_status ex_like_compile(const uint8_t *p, size_t n, int esc, bool ci, hs_arena
     }
     out->n = k;
     out->ops = ops;
+    /* literal runs between '%'s, when there is no '_' */
+    out->n_seg = -1;
+    out->seg = NULL;
+    out->seg_len = NULL;
+    bool simple = true;
+    int runs = 0;
+    for (int i = 0; i < k; i++) {
+        if (ops[i].kind == OP_ONE)
+            simple = false;
+        if (ops[i].kind == OP_LIT && (i == 0 || ops[i - 1].kind != OP_LIT))
+            runs++;
+    }
+    if (!simple)
+        return HS_OK;
+    uint8_t *bytes = hs_arena_alloc(arena, (size_t)k + 1);
+    const uint8_t **seg = hs_arena_alloc(arena, ((size_t)runs + 1) * sizeof *seg);
+    size_t *len = hs_arena_alloc(arena, ((size_t)runs + 1) * sizeof *len);
+    if (!bytes || !seg || !len)
+        return hs_err_nomem(err, (size_t)k);
+    int ns = 0;
+    for (int i = 0; i < k; i++) {
+        if (ops[i].kind != OP_LIT)
+            continue;
+        if (i == 0 || ops[i - 1].kind != OP_LIT) {
+            seg[ns] = bytes + i;
+            len[ns++] = 0;
+        }
+        bytes[i] = ops[i].byte;
+        len[ns - 1]++;
+    }
+    out->lead_any = k > 0 && ops[0].kind == OP_ANY;
+    out->trail_any = k > 0 && ops[k - 1].kind == OP_ANY;
+    out->seg = seg;
+    out->seg_len = len;
+    out->n_seg = ns;
     return HS_OK;
+}
+
+/* The first occurrence of needle (nl > 0 bytes) in h[0..hn), or NULL. */
+static const uint8_t *find_bytes(const uint8_t *h, size_t hn, const uint8_t *needle, size_t nl)
+{
+    while (hn >= nl) {
+        const uint8_t *c = memchr(h, needle[0], hn - nl + 1);
+        if (!c)
+            return NULL;
+        if (!memcmp(c + 1, needle + 1, nl - 1))
+            return c;
+        hn -= (size_t)(c - h) + 1;
+        h = c + 1;
+    }
+    return NULL;
+}
+
+/* '%'-and-literal patterns: the first run anchored at the start unless the
+ * pattern starts with '%', the last at the end unless it ends with '%',
+ * the others found leftmost in order (leftmost is never worse for the
+ * runs after it). */
+static bool like_simple(const ex_like *pat, const uint8_t *s, size_t n)
+{
+    int ns = pat->n_seg;
+    if (ns == 0)
+        return pat->n == 0 ? n == 0 : true;  /* "" or only '%' */
+    size_t lo = 0, hi = n;
+    int first = 0, last = ns - 1;
+    if (!pat->lead_any) {
+        size_t l = pat->seg_len[0];
+        if (l > n || memcmp(s, pat->seg[0], l))
+            return false;
+        lo = l;
+        first = 1;
+        if (ns == 1 && !pat->trail_any)
+            return l == n;
+    }
+    if (!pat->trail_any && last >= first) {
+        size_t l = pat->seg_len[last];
+        if (l > hi - lo || memcmp(s + n - l, pat->seg[last], l))
+            return false;
+        hi = n - l;
+        last--;
+    }
+    for (int i = first; i <= last; i++) {
+        size_t l = pat->seg_len[i];
+        if (l > hi - lo)
+            return false;
+        const uint8_t *f = find_bytes(s + lo, hi - lo, pat->seg[i], l);
+        if (!f)
+            return false;
+        lo = (size_t)(f - s) + l;
+    }
+    return true;
 }
 
 static size_t cp_len_at(const uint8_t *s, size_t n, size_t i)
@@ -252,6 +341,8 @@ static size_t cp_len_at(const uint8_t *s, size_t n, size_t i)
 
 bool ex_like_match(const ex_like *pat, const uint8_t *s, size_t n)
 {
+    if (pat->n_seg >= 0)
+        return like_simple(pat, s, n);
     const ex_like_op *p = pat->ops;
     int np = pat->n, pi = 0, star = -1;
     size_t si = 0, star_s = 0;

@@ -158,6 +158,12 @@ typedef struct ex_like_op {
 typedef struct ex_like {
     int n;
     ex_like_op *ops;
+    /* patterns of literals and '%' only: the literal runs (bytes, lens),
+     * matched with memcmp/memmem; n_seg < 0 otherwise */
+    int n_seg;
+    bool lead_any, trail_any;
+    const uint8_t **seg;
+    size_t *seg_len;
 } ex_like;
 
 /* Sorted constant IN items, for binary search (I64, F64 or BYTES modes). */

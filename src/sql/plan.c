@@ -331,6 +331,19 @@ static void collect_names(planner *p, const json_t *j, int depth)
             }
             return;
         }
+        json_t *sl = json_object_get(j, "SubLink"), *sub;
+        if (sl && json_object_size(j) == 1 && pl_jstrv(sl, "subLinkType")
+            && !strcmp(pl_jstrv(sl, "subLinkType"), "EXISTS_SUBLINK")
+            && pl_is_kind(pl_jget(sl, "subselect"), "SelectStmt", &sub)
+            && !pl_jget(sub, "distinctClause")) {
+            /* EXISTS ignores its select list: its '*' reads no column */
+            const char *k;
+            json_t *v;
+            json_object_foreach(sub, k, v)
+                if (strcmp(k, "targetList"))
+                    collect_names(p, v, depth + 1);
+            return;
+        }
         if (json_is_true(json_object_get(j, "isNatural")))
             p->all_columns = true;
         json_t *using = json_object_get(j, "usingClause");
@@ -1325,7 +1338,122 @@ void  pl_conjs_free(conjs *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Splits an AND tree into conjuncts (new references appended to arr). */
+static void split_and(const json_t *j, json_t *arr);
+
+/* Whether j calls a volatile function (two calls may differ, so equal
+ * texts are not equal values) or holds a subquery. */
+static bool volatile_node(const json_t *j, int depth)
+{
+    if (!j || depth > 400)
+        return false;
+    if (json_is_object(j)) {
+        json_t *b;
+        if (json_object_size(j) == 1 && pl_is_kind(j, "SubLink", &b))
+            return true;
+        if (json_object_size(j) == 1 && pl_is_kind(j, "FuncCall", &b)) {
+            static const char *const vol[] = {"random", "gen_random_uuid", "uuid_generate_v4",
+                                              "setseed", "nextval", "clock_timestamp",
+                                              "timeofday", NULL};
+            const char *fn = pl_func_name(b);
+            for (int i = 0; fn && vol[i]; i++)
+                if (!strcmp(fn, vol[i]))
+                    return true;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            if (volatile_node(v, depth + 1))
+                return true;
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            if (volatile_node(v, depth + 1))
+                return true;
+    }
+    return false;
+}
+
+static bool arr_has(const json_t *arr, const json_t *x)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (pl_jeq(json_array_get(arr, i), x))
+            return true;
+    return false;
+}
+
+/* An OR whose branches share conjuncts: (A AND B) OR (A AND C) is
+ * A AND (B OR C), and (A) OR (A AND C) is A (both hold in three-valued
+ * logic: AND and OR form a distributive lattice over false < NULL < true).
+ * Appends the common conjuncts and the OR of the rest to arr and returns
+ * true; false (nothing appended) when the branches share nothing.  This
+ * turns TPC-H Q19's p_partkey = l_partkey, repeated in each branch, into a
+ * hash join key. */
+static bool factor_or(json_t *args, json_t *arr)
+{
+    size_t n = json_array_size(args);
+    if (n < 2 || n > 64)
+        return false;
+    json_t *br[64] = {0};
+    json_t *common = json_array();
+    bool ok = common != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        br[i] = json_array();
+        ok = br[i] != NULL;
+        if (ok)
+            split_and(json_array_get(args, i), br[i]);
+    }
+    for (size_t k = 0; ok && k < json_array_size(br[0]); k++) {
+        json_t *c = json_array_get(br[0], k);
+        bool all = !volatile_node(c, 0) && !arr_has(common, c);
+        for (size_t i = 1; all && i < n; i++)
+            all = arr_has(br[i], c);
+        if (all)
+            ok = json_array_append(common, c) == 0;
+    }
+    bool done = false;
+    if (ok && json_array_size(common) > 0) {
+        json_t *ors = json_array();
+        bool absorbed = false;
+        for (size_t i = 0; ors && i < n && !absorbed; i++) {
+            json_t *rest[256];
+            int nr = 0;
+            for (size_t k = 0; k < json_array_size(br[i]); k++) {
+                json_t *c = json_array_get(br[i], k);
+                if (!arr_has(common, c) && nr < 256)
+                    rest[nr++] = c;
+            }
+            if (nr == 0) {
+                absorbed = true;
+                break;
+            }
+            if (nr == 256 || json_array_append_new(ors, pl_mk_and(rest, nr)) != 0) {
+                json_decref(ors);
+                ors = NULL;
+            }
+        }
+        json_t *orn = NULL;
+        if (ors && !absorbed)
+            orn = json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "OR_EXPR", "args", ors,
+                            "location", -1);
+        if (ors && (absorbed || orn)) {
+            for (size_t k = 0; k < json_array_size(common); k++)
+                json_array_append(arr, json_array_get(common, k));
+            if (orn)
+                json_array_append(arr, orn);
+            done = true;
+        }
+        json_decref(orn);
+        json_decref(ors);
+    }
+    for (size_t i = 0; i < n; i++)
+        json_decref(br[i]);
+    json_decref(common);
+    return done;
+}
+
+/* Splits an AND tree into conjuncts (new references appended to arr);
+ * conjuncts common to every branch of an OR are factored out of it. */
 static void split_and(const json_t *j, json_t *arr)
 {
     json_t *b;
@@ -1338,6 +1466,9 @@ static void split_and(const json_t *j, json_t *arr)
             split_and(v, arr);
         return;
     }
+    if (pl_is_kind(j, "BoolExpr", &b) && pl_jstrv(b, "boolop") && !strcmp(pl_jstrv(b, "boolop"), "OR_EXPR")
+        && factor_or(pl_jget(b, "args"), arr))
+        return;
     json_array_append(arr, (json_t *)j);
 }
 
@@ -1395,6 +1526,87 @@ static void conj_refs(const json_t *j, fnode **leaves, int n_leaves, conj *c, in
     }
 }
 
+/* For an OR conjunct over several tables whose every branch has conjuncts
+ * on one table T alone, the OR of those (per branch, ANDed) is implied
+ * by it and reads T only: it is added as a conjunct of its own, so it is
+ * pushed into T's scan (the OR itself stays).  TPC-H Q7's
+ * (n1.n_name = 'FRANCE' AND n2.n_name = 'GERMANY') OR (n1.n_name =
+ * 'GERMANY' AND n2.n_name = 'FRANCE') gives n1.n_name = 'FRANCE' OR
+ * n1.n_name = 'GERMANY', and the same for n2. */
+static hs_status derive_or_filters(planner *p, fromc *fc, conjs *out)
+{
+    int n0 = out->n;
+    for (int ci = 0; ci < n0; ci++) {
+        json_t *b;
+        conj *c0 = &out->a[ci];
+        if (c0->sub || c0->outer || c0->n_refs < 2 || !pl_is_kind(c0->node, "BoolExpr", &b)
+            || !pl_jstrv(b, "boolop") || strcmp(pl_jstrv(b, "boolop"), "OR_EXPR"))
+            continue;
+        json_t *args = pl_jget(b, "args");
+        size_t nb = json_array_size(args);
+        if (nb < 2 || nb > 64)
+            continue;
+        for (int li = 0; li < fc->n_leaves; li++) {
+            if (!out->a[ci].lset[li])
+                continue;
+            json_t *ors = json_array();
+            if (!ors)
+                return pl_nomem(p);
+            bool all = true;
+            for (size_t k = 0; all && k < nb; k++) {
+                json_t *parts = json_array();
+                if (!parts) {
+                    json_decref(ors);
+                    return pl_nomem(p);
+                }
+                split_and(json_array_get(args, k), parts);
+                json_t *mine[64];
+                int nm = 0;
+                for (size_t q = 0; q < json_array_size(parts) && nm < 64; q++) {
+                    json_t *x = json_array_get(parts, q);
+                    conj t = {0};
+                    t.lset = hs_calloc((size_t)fc->n_leaves + 1, 1);
+                    if (!t.lset) {
+                        json_decref(parts);
+                        json_decref(ors);
+                        return pl_nomem(p);
+                    }
+                    conj_refs(x, fc->leaves, fc->n_leaves, &t, 0);
+                    if (!t.sub && !t.outer && t.n_refs == 1 && t.lset[li] && !volatile_node(x, 0))
+                        mine[nm++] = x;
+                    hs_free(t.lset);
+                }
+                all = nm > 0 && json_array_append_new(ors, pl_mk_and(mine, nm)) == 0;
+                json_decref(parts);
+            }
+            json_t *node = NULL;
+            if (all)
+                node = json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "OR_EXPR", "args",
+                                 ors, "location", -1);
+            json_decref(ors);
+            if (!node)
+                continue;
+            conj *na = hs_realloc(out->a, ((size_t)out->n + 1) * sizeof *na);
+            if (!na) {
+                json_decref(node);
+                return pl_nomem(p);
+            }
+            out->a = na;
+            conj *c = &out->a[out->n];
+            memset(c, 0, sizeof *c);
+            c->node = node;
+            c->lset = hs_calloc((size_t)fc->n_leaves + 1, 1);
+            if (!c->lset) {
+                json_decref(node);
+                return pl_nomem(p);
+            }
+            out->n++;
+            conj_refs(c->node, fc->leaves, fc->n_leaves, c, 0);
+        }
+    }
+    return HS_OK;
+}
+
 hs_status  pl_conjs_make(planner *p, const json_t *where, fromc *fc, conjs *out)
 {
     json_t *arr = json_array();
@@ -1418,7 +1630,7 @@ hs_status  pl_conjs_make(planner *p, const json_t *where, fromc *fc, conjs *out)
         conj_refs(c->node, fc->leaves, fc->n_leaves, c, 0);
     }
     json_decref(arr);
-    return HS_OK;
+    return derive_or_filters(p, fc, out);
 }
 
 static int leaf_index(const fromc *fc, const fnode *f)
@@ -1783,6 +1995,85 @@ static hs_status join_sides(planner *p, rel *l, rel *r, xo_join_kind kind, json_
     return HS_OK;
 }
 
+/* Which side of a join an ON conjunct reads: 1 only l's columns, 2 only
+ * r's, 0 both, none, an unknown or ambiguous name, or a subquery. */
+static void on_side_walk(const json_t *j, const rel *l, const rel *r, int *mask, int depth)
+{
+    if (!j || depth > 400 || *mask & 4)
+        return;
+    if (json_is_object(j)) {
+        json_t *b;
+        if (json_object_size(j) == 1 && pl_is_kind(j, "SubLink", NULL)) {
+            *mask |= 4;
+            return;
+        }
+        if (json_object_size(j) == 1 && pl_is_kind(j, "ColumnRef", &b)) {
+            const char *names[8];
+            int n = pl_colref_names(b, names, 8);
+            if (n < 1 || !names[n - 1]) {
+                *mask |= 4;
+                return;
+            }
+            layer L = {l->cols, l->n, 0}, R = {r->cols, r->n, 0};
+            int a = pl_layer_find(&L, names, n), c = pl_layer_find(&R, names, n);
+            if (a == -2 || c == -2 || (a >= 0) == (c >= 0))
+                *mask |= 4;
+            else
+                *mask |= a >= 0 ? 1 : 2;
+            return;
+        }
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            on_side_walk(v, l, r, mask, depth + 1);
+    } else if (json_is_array(j)) {
+        size_t i;
+        json_t *v;
+        json_array_foreach(j, i, v)
+            on_side_walk(v, l, r, mask, depth + 1);
+    }
+}
+
+static int on_side(const json_t *c, const rel *l, const rel *r)
+{
+    int mask = 0;
+    on_side_walk(c, l, r, &mask, 0);
+    return mask == 1 ? 1 : mask == 2 ? 2 : 0;
+}
+
+/* ON conjuncts that read one side only and may filter that side before
+ * the join: the inner side of a LEFT/RIGHT join (it only decides which of
+ * its rows match; TPC-H Q13's o_comment NOT LIKE ... under customer LEFT
+ * JOIN orders), either side of an INNER join.  The rest is left in c. */
+static hs_status push_on_conds(planner *p, xo_join_kind jk, rel *l, rel *r, json_t **c, int *n)
+{
+    if (jk == XO_JOIN_FULL)
+        return HS_OK;
+    json_t **ls = hs_calloc((size_t)*n + 1, sizeof *ls), **rs = hs_calloc((size_t)*n + 1, sizeof *rs);
+    if (!ls || !rs) {
+        hs_free(ls);
+        hs_free(rs);
+        return pl_nomem(p);
+    }
+    int nl = 0, nr = 0, k = 0;
+    for (int i = 0; i < *n; i++) {
+        int side = on_side(c[i], l, r);
+        if (side == 1 && (jk == XO_JOIN_INNER || jk == XO_JOIN_RIGHT))
+            ls[nl++] = c[i];
+        else if (side == 2 && (jk == XO_JOIN_INNER || jk == XO_JOIN_LEFT))
+            rs[nr++] = c[i];
+        else
+            c[k++] = c[i];
+    }
+    *n = k;
+    hs_status st = pl_filter_rel(p, l, ls, nl, NULL, NULL, 0, "JOIN conditions");
+    if (st == HS_OK)
+        st = pl_filter_rel(p, r, rs, nr, NULL, NULL, 0, "JOIN conditions");
+    hs_free(ls);
+    hs_free(rs);
+    return st;
+}
+
 static hs_status build_fnode(planner *p, fnode *f, rel *out)
 {
     if (f->kind != F_JOIN)
@@ -1822,8 +2113,11 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
             st = pl_nomem(p);
         for (size_t i = 0; c && i < n; i++)
             c[i] = json_array_get(arr, i);
+        int nc = (int)n;
         if (st == HS_OK)
-            st = join_sides(p, &l, &r, join_kind(f->jtype), c, (int)n, lk, rk, nu,
+            st = push_on_conds(p, join_kind(f->jtype), &l, &r, c, &nc);
+        if (st == HS_OK)
+            st = join_sides(p, &l, &r, join_kind(f->jtype), c, nc, lk, rk, nu,
                             item_est(f->l), item_est(f->r), out);
         hs_free(c);
     }
@@ -1851,6 +2145,16 @@ static double item_est(fnode *f)
         return 1000;
     double a = item_est(f->l), b = item_est(f->r);
     return a > b ? a : b;
+}
+
+/* Whether a FROM item has a table with filters pushed into its scan. */
+static bool item_filtered(const fnode *f)
+{
+    if (f->kind == F_TABLE)
+        return f->filt.len > 0;
+    if (f->kind == F_JOIN)
+        return item_filtered(f->l) || item_filtered(f->r);
+    return false;
 }
 
 /* Whether conjunct c reads only leaves in the item set inset (leaf -> item). */
@@ -1975,6 +2279,29 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
         est[i] = item_est(fc->items[i]);
         st = build_fnode(p, fc->items[i], &items[i]);
     }
+    /* uncorrelated [NOT] EXISTS / IN whose operand reads one item: that
+     * item's semi/anti join, before the items join (TPC-H Q18's
+     * o_orderkey IN (...) cuts orders to 57 rows before lineitem joins) */
+    for (int i = 0; i < cs->n && st == HS_OK && n > 1; i++) {
+        conj *c = &cs->a[i];
+        if (c->used || !c->sub || c->outer || c->n_refs == 0)
+            continue;
+        int it = -1;
+        bool one = true;
+        for (int k = 0; k < fc->n_leaves; k++)
+            if (c->lset[k]) {
+                one &= it < 0 || it == leaf_item[k];
+                it = leaf_item[k];
+            }
+        bool ok = false;
+        if (one && it >= 0)
+            st = pl_sub_pushable(p, c->node, &ok);
+        if (st == HS_OK && ok) {
+            st = pl_apply_sub_conj(p, &items[it], c->node);
+            c->used = true;
+            est[it] = est[it] / 4 + 1;
+        }
+    }
     int start = 0;
     for (int i = 1; i < n; i++)
         if (est[i] > est[start])
@@ -1993,7 +2320,8 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
     }
     for (int step = 1; step < n && st == HS_OK; step++) {
         int best = -1;
-        bool best_conn = false;
+        bool best_conn = false, best_filt = false;
+        int best_nb = -1;
         for (int j = 0; j < n; j++) {
             if (inset[j])
                 continue;
@@ -2008,9 +2336,36 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
                 inset[j] = 0;
                 conn = cov && equi_cols(c->node, out, &items[j], &a, &b);
             }
-            if (best < 0 || (conn && !best_conn) || (conn == best_conn && est[j] < est[best])) {
+            /* connected first; then items with pushed filters (a join with
+             * an unfiltered table on its key rarely cuts rows: TPC-H Q9's
+             * part with p_name LIKE comes before supplier), smallest first */
+            bool filt = item_filtered(fc->items[j]);
+            int nbj = -1;
+            /* or one join away from a filtered item not joined yet (a
+             * dimension chain: TPC-H Q21's supplier before nation's
+             * n_name = '...') */
+            for (int i = 0; i < cs->n && !filt; i++) {
+                conj *c = &cs->a[i];
+                if (c->used || c->sub || c->outer || c->n_refs != 2)
+                    continue;
+                int it[2], m = 0;
+                for (int k = 0; k < fc->n_leaves && m < 2; k++)
+                    if (c->lset[k])
+                        it[m++] = leaf_item[k];
+                if (m == 2 && (it[0] == j || it[1] == j)) {
+                    int o = it[0] == j ? it[1] : it[0];
+                    filt = o != j && !inset[o] && item_filtered(fc->items[o]);
+                    if (filt)
+                        nbj = o;
+                }
+            }
+            if (best < 0 || (conn && !best_conn) ||
+                (conn == best_conn && filt && !best_filt) ||
+                (conn == best_conn && filt == best_filt && est[j] < est[best])) {
                 best = j;
                 best_conn = conn;
+                best_filt = filt;
+                best_nb = nbj;
             }
         }
         inset[best] = 1;
@@ -2021,6 +2376,40 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
             st = pl_nomem(p);
             break;
         }
+        /* chosen for a filtered neighbor (a dimension chain, TPC-H Q11's
+         * supplier and nation): the two join each other first, and the
+         * joined pair is the build side */
+        bool paired = false;
+        if (best_nb >= 0 && best_conn && !inset[best_nb] && step + 1 < n) {
+            unsigned char *pin = hs_calloc((size_t)n + 1, 1);
+            if (!pin) {
+                hs_free(cond);
+                st = pl_nomem(p);
+                break;
+            }
+            pin[best] = pin[best_nb] = 1;
+            int npc = 0;
+            for (int i = 0; i < cs->n; i++) {
+                conj *c = &cs->a[i];
+                if (c->used || c->sub || c->outer || c->n_refs == 0 || !covered(c, fc, leaf_item, pin))
+                    continue;
+                cond[npc++] = c->node;
+                c->used = true;
+            }
+            hs_free(pin);
+            rel pr;
+            st = pl_join_rels(p, &items[best], &items[best_nb], XO_JOIN_INNER, cond, npc, NULL, NULL,
+                              0, false, &pr);
+            if (st != HS_OK) {
+                hs_free(cond);
+                break;
+            }
+            items[best] = pr;
+            inset[best_nb] = 1;
+            order[++step] = best_nb;
+            est[best] = est[best] / 4 + 1;
+            paired = true;
+        }
         for (int i = 0; i < cs->n; i++) {
             conj *c = &cs->a[i];
             if (c->used || c->sub || c->outer || c->n_refs == 0 || !covered(c, fc, leaf_item, inset))
@@ -2030,9 +2419,10 @@ hs_status  pl_build_from(planner *p, fromc *fc, conjs *cs, rel *out)
         }
         rel joined;
         bool done = false;
-        st = index_join_try(p, out, cur_est, fc->items[best], &items[best], est[best], cond, nc,
-                            &joined, &done);
-        if (st == HS_OK && !done && step == 1) {
+        if (!paired)
+            st = index_join_try(p, out, cur_est, fc->items[best], &items[best], est[best], cond, nc,
+                                &joined, &done);
+        if (st == HS_OK && !done && step == 1 && !paired) {
             /* the small item probes the first (largest) table through its index */
             st = index_join_try(p, &items[best], est[best], fc->items[start], out, cur_est, cond, nc,
                                 &joined, &done);

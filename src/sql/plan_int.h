@@ -248,6 +248,7 @@ json_t *pl_mk_null(void);
 json_t *pl_when(json_t *cond, json_t *res);
 HS_MUST_USE hs_status pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m);
 HS_MUST_USE hs_status pl_apply_sub_conj(planner *p, rel *cur, json_t *node);
+HS_MUST_USE hs_status pl_sub_pushable(planner *p, const json_t *node, bool *ok);
 HS_MUST_USE hs_status pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m, int **key_of_col);
 HS_MUST_USE hs_status pl_plan_select(planner *p, const json_t *sel, rel *out);
 HS_MUST_USE hs_status pl_plan_query(planner *p, const json_t *sel, rel *out);

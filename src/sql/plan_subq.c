@@ -719,6 +719,39 @@ hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, 
     return st;
 }
 
+/* Whether conjunct node is [NOT] EXISTS / [NOT] IN (subquery) that becomes
+ * a semi/anti join, with a plain subquery whose WHERE reads no outer
+ * column (then only its IN operand reads the outer query, and the join
+ * may be applied to the FROM item that operand reads, before the others
+ * join: pl_build_from). */
+hs_status pl_sub_pushable(planner *p, const json_t *node, bool *ok)
+{
+    *ok = false;
+    json_t *b, *x = (json_t *)node, *sl, *sub;
+    bool neg = false;
+    if (pl_is_kind(node, "BoolExpr", &b) && pl_jstrv(b, "boolop") && !strcmp(pl_jstrv(b, "boolop"), "NOT_EXPR") &&
+        json_array_size(pl_jget(b, "args")) == 1) {
+        x = json_array_get(pl_jget(b, "args"), 0);
+        neg = true;
+    }
+    if (!pl_is_kind(x, "SubLink", &sl) || !pl_is_kind(pl_jget(sl, "subselect"), "SelectStmt", &sub))
+        return HS_OK;
+    const char *t = pl_jstrv(sl, "subLinkType");
+    const char *op = sq_str(json_array_get(pl_jget(sl, "operName"), 0));
+    bool row = pl_is_kind(pl_jget(sl, "testexpr"), "RowExpr", NULL);
+    if (!t || !(!strcmp(t, "EXISTS_SUBLINK") ||
+                (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
+        return HS_OK;
+    if (!plain_select(sub) || pl_jget(sub, "withClause"))
+        return HS_OK;
+    corr c;
+    hs_status st = sub_split(p, sub, &c);
+    if (st == HS_OK)
+        *ok = json_array_size(c.corr) == 0;
+    corr_free(&c);
+    return st;
+}
+
 /* A WHERE conjunct with subqueries: semi/anti joins for top-level
  * [NOT] EXISTS / [NOT] IN, else scalar subqueries joined then a filter. */
 hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)

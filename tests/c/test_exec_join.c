@@ -305,10 +305,12 @@ static void test_join_errors(void)
     int lk = 1, rk = 2;   /* string = double */
     CHECK(xo_hashjoin(l, r, XO_JOIN_INNER, 1, &lk, &rk, NULL, &op, &err) == HS_INVALID);
     CHECK(strstr(err.msg, "string with double") != NULL);
-    /* memory limit on the build side */
+    /* memory limit on the build side (the left side as large as the right
+     * one, so that the right one is built: an inner join builds the
+     * smaller side) */
     xo_ctx small = {.mem_limit = 20000};
-    xt_val *rows = random_rows(3000, true, 0);
-    l = xt_values(&small, &ls, NULL, 0, 1);
+    xt_val *rows = random_rows(3000, true, 0), *lrows = random_rows(3000, false, 0);
+    l = xt_values(&small, &ls, lrows, 3000, 100);
     r = xt_values(&small, &rs, rows, 3000, 100);
     lk = 0;
     rk = 0;
@@ -320,6 +322,7 @@ static void test_join_errors(void)
     xo_free(op);
     CHECK(atomic_load(&small.mem_used) == 0);
     hs_free(rows);
+    hs_free(lrows);
     hs_field_clear(&ls);
     hs_field_clear(&rs);
     LEAK_END();

@@ -498,3 +498,25 @@ def test_index_join_uses_the_index_and_matches_duckdb(tmp_path):
     finally:
         s.close()
         con.close()
+
+
+def test_like_random_patterns_match_duckdb(env):
+    """LIKE / NOT LIKE / ILIKE on random strings and patterns (literal runs
+    between '%'s take a memcmp/search path, patterns with '_' the general
+    matcher), constant and per-row patterns, against DuckDB."""
+    import random
+    rng = random.Random(13)
+    alpha = ["a", "b", "A", "é", "%", "_"]
+
+    def word(n, pat):
+        return "".join(rng.choice(alpha if pat else alpha[:4]) for _ in range(n))
+
+    pairs = [(word(rng.randint(0, 7), False), word(rng.randint(0, 5), True)) for _ in range(300)]
+    pairs += [("", ""), ("", "%"), ("a", ""), ("aba", "a%a"), ("a", "a%a"), ("abab", "%ab%ab%"),
+              ("ab", "%ab%ab%"), ("baab", "%a_b"), ("é", "_"), ("éa", "%a")]
+    vals = ", ".join(f"('{s}', '{p}')" for s, p in pairs)
+    for op in ["LIKE", "NOT LIKE", "ILIKE"]:
+        check(env, f"SELECT s, p, s {op} p FROM (VALUES {vals}) AS t(s, p)")
+    strs = ", ".join(f"('{s}')" for s, _ in pairs[:120])
+    for p in ["%a%b%", "a%", "%b", "%", "", "ab", "%aé%", "a%b%a", "%%a", "a_%", "%Aa%"]:
+        check(env, f"SELECT s, s LIKE '{p}', s NOT LIKE '{p}', s ILIKE '{p}' FROM (VALUES {strs}) AS t(s)")

@@ -2,7 +2,9 @@
 dialect) over data from tpchgen-cli written into our tables with the
 hyperstreamdb package; expected results from DuckDB over the same Parquet
 files tpchgen-cli wrote.  Scale factor 0.01 by default (seconds);
-HS_TPCH_SF=1 runs the acceptance scale (minutes; not in CI).
+HS_TPCH_SF=1 runs the acceptance scale (minutes; not in CI); HS_TPCH_DATA=DIR
+keeps the data under DIR/tpch-sf<SF> between runs (bench/sql's cache,
+~/.cache/hyperstreamdb/bench-sql, has the same layout).
 
 HS_SQL_BACKEND=selftest checks the harness (DuckDB over our tables' rows).
 
@@ -38,7 +40,8 @@ def tpch_results(tmp_path_factory):
     require(tpch.tpchgen_exe() is not None, "tpchgen-cli is not installed (pip install tpchgen-cli)")
     backend, why = runner.pick_backend(os.environ.get("HS_SQL_BACKEND", "auto"))
     require(backend is not None, f"no SQL engine to run TPC-H: {why}")
-    base = tmp_path_factory.mktemp(f"tpch-sf{SF}")
+    cache = os.environ.get("HS_TPCH_DATA")   # e.g. the bench's cache: generated and loaded once
+    base = (pathlib.Path(cache) / f"tpch-sf{SF}") if cache else tmp_path_factory.mktemp(f"tpch-sf{SF}")
     pq_dir = tpch.generate(SF, base / "parquet")
     tables = tpch.load_ours(hdb, pq_dir, str(base / "tables"), rows_per_commit=1 << 20)
     con = tpch.duckdb_connect(pq_dir)

@@ -599,3 +599,30 @@ E("error", "SELECT a FROM s1 UNION SELECT a, b FROM s2", "42601")
 E("error", "SELEC 1", "42601")
 E("error", "SELECT '2020-13-45'::date", "22008")
 E("error", "SELECT nosuchfunc(1)", "42883")
+
+# ---------------------------------------------------------------- OR factoring
+# Conjuncts common to every branch of an OR are factored out of it
+# ((A AND B) OR (A AND C) -> A AND (B OR C)), and each table's part of every
+# branch is pushed into its scan as an implied filter; NULLs in every column.
+Q("filter", "SELECT id FROM t_all WHERE (i32 > 0 AND b) OR (i32 > 0 AND f64 < 0)")
+Q("filter", "SELECT id FROM t_all WHERE (b AND i32 > 0) OR b")
+Q("filter", "SELECT id FROM t_all WHERE (b AND i32 > 0 AND s < 'm') OR (s < 'm' AND f64 < 0 AND b) OR (b AND s < 'm' AND i16 IS NULL)")
+Q("filter", "SELECT id FROM t_all WHERE NOT ((i32 > 0 AND b) OR (i32 > 0 AND f64 < 0))")
+Q("filter", "SELECT id, ((i32 > 0 AND b) OR (i32 > 0 AND f64 < 0)) IS NULL FROM t_all")
+# an OR whose every branch holds the join key (TPC-H Q19's shape) is a hash join on it
+Q("join", "SELECT e.ename, d.dname FROM emp e, dept d WHERE (e.dept_id = d.dept_id AND e.city = 'SF' AND d.budget > 200000) OR (d.dept_id = e.dept_id AND e.city = 'SF' AND d.city IS NULL) OR (e.dept_id = d.dept_id AND e.salary < 60000)")
+Q("join", "SELECT e.ename, d.dname FROM emp e, dept d WHERE (e.dept_id = d.dept_id AND e.city = d.city) OR (e.dept_id = d.dept_id AND d.budget IS NULL) OR (e.dept_id = d.dept_id)")
+Q("join", "SELECT e.ename, d.dname FROM emp e JOIN dept d ON (e.dept_id = d.dept_id AND e.city = d.city) OR (e.dept_id = d.dept_id AND d.budget < 300000)")
+Q("join", "SELECT e.ename, d.dname FROM emp e LEFT JOIN dept d ON (e.dept_id = d.dept_id AND e.city = 'NY') OR (e.dept_id = d.dept_id AND d.city = 'SF')")
+Q("join", "SELECT e.ename, d.dname FROM emp e, dept d WHERE (e.city = 'SF' AND d.city = 'NY' AND e.salary > 100000) OR (e.city = 'LA' AND d.budget > 200000) OR (e.city IS NULL AND d.city IS NULL)")
+Q("join", "SELECT e.ename, d.dname FROM emp e LEFT JOIN dept d ON e.dept_id = d.dept_id WHERE (d.city = 'SF' AND e.salary > 100000) OR (d.city IS NULL AND e.city = 'LA')")
+# a date compared with a timestamp constant: at midnight it compares as a date
+Q("filter", "SELECT id FROM t_all WHERE d <= DATE '2021-03-01' - INTERVAL '90' DAY")
+Q("filter", "SELECT id FROM t_all WHERE d < TIMESTAMP '2021-03-01 00:00:00' OR d >= TIMESTAMP '2023-06-01 00:00:00'")
+Q("filter", "SELECT id FROM t_all WHERE d > TIMESTAMP '2021-03-01 12:30:00' AND d <= TIMESTAMP '2022-01-01 00:00:00'")
+Q("filter", "SELECT id FROM t_all WHERE TIMESTAMP '2022-02-02 00:00:00' = d OR d = TIMESTAMP '2022-02-03 00:00:01'")
+# two integer join keys (packed into one hash key when the built values fit in int32)
+Q("join", "SELECT a.id, b.id FROM t_all a JOIN t_all b ON a.i32 = b.i32 AND a.i16 = b.i16")
+Q("join", "SELECT a.id, b.id FROM t_all a JOIN t_all b ON a.i64 = b.i32 AND a.i16 = b.i16")
+Q("join", "SELECT a.id, b.id FROM t_all a JOIN t_all b ON a.i64 % 100000 = b.i32 AND a.i16 = b.i16")
+Q("join", "SELECT a.id, b.id FROM t_all a LEFT JOIN t_all b ON a.i64 = b.i64 AND a.i16 = b.i16 AND a.id <> b.id")
