@@ -570,7 +570,7 @@ hs_status ix_registry_load(const char *location, const char *rel, ix_registry *o
     hs_buf path = {0}, text = {0};
     if (ix_resolve_path(location, rel, &path) != HS_OK)
         return hs_err_nomem(err, strlen(rel));
-    hs_status st = hs_local_read_all(cat_local_path(hs_buf_cstr(&path)), &text, err);
+    hs_status st = hs_io_read_all(cat_local_path(hs_buf_cstr(&path)), &text, err);
     if (st == HS_OK)
         st = ix_registry_parse(rel, (const char *)text.data, text.len, out, err);
     else

@@ -756,3 +756,12 @@ hs_status hs_io_delete(const char *uri, hs_error *err)
         return hs_err_set(err, HS_IO, "%s: cannot remove: %s", p, strerror(errno));
     return HS_OK;
 }
+
+hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n, hs_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_list(uri, recursive, names, n, err);
+    return hs_err_set(err, HS_UNSUPPORTED, "%s: hs_io_list lists object stores only", uri);
+}

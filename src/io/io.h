@@ -148,6 +148,13 @@ HS_MUST_USE hs_status hs_io_read_all(const char *uri, hs_buf *out, hs_error *err
 HS_MUST_USE hs_status hs_io_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
 /* Removes a file or object; a missing one is not an error. */
 HS_MUST_USE hs_status hs_io_delete(const char *uri, hs_error *err);
+/* Object stores only: the names under the "directory" uri (keys under
+ * uri + "/"), as in io/s3.h's hs_s3_list (recursive: whole relative keys;
+ * otherwise names of objects and common prefixes directly under it).
+ * Caller frees each name and the array with hs_free.  HS_UNSUPPORTED for
+ * local paths (catalog/fsio.c lists local directories). */
+HS_MUST_USE hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n,
+                                 hs_error *err);
 /* True for URIs of an object store (no directories, no rename, no flock). */
 bool hs_io_is_object_uri(const char *uri);
 /* A local path for a local path or file:// URI (borrowed from uri); the URI

@@ -479,7 +479,7 @@ typedef struct del_entry {
 
 static hs_status open_local(const char *loc, hs_file **f, hs_error *err)
 {
-    return hs_local_open(tbl_local(loc), f, err);
+    return hs_io_open(loc, f, err);
 }
 
 static hs_status push_file(tbl_plan *p, const tbl_plan_file *pf, hs_error *err)
