@@ -716,6 +716,8 @@ hs_status hs_io_create(const char *uri, int flags, hs_wfile **out, hs_error *err
 
 hs_status hs_io_read_all(const char *uri, hs_buf *out, hs_error *err)
 {
+    if (hs_s3_is_uri(uri))
+        return hs_s3_read_all(uri, out, err);
     hs_file *f;
     HS_TRY(hs_io_open(uri, &f, err));
     hs_status st = HS_OK;

@@ -520,6 +520,17 @@ static size_t on_upload(char *p, size_t sz, size_t nm, void *u)
     return n;
 }
 
+/* curl rewinds the body when it resends on a reused connection that died */
+static int on_seek(void *u, curl_off_t off, int origin)
+{
+    s3_req *r = u;
+    if (origin != SEEK_SET || off < 0 || (uint64_t)off > r->body_len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    r->up = r->body + off;
+    r->up_left = r->body_len - (size_t)off;
+    return CURL_SEEKFUNC_OK;
+}
+
 static void count(const char *method, uint64_t in, uint64_t out, bool retry)
 {
     pthread_mutex_lock(&g_lock);
@@ -680,6 +691,8 @@ static hs_status s3_do(s3_req *r, const char *what, hs_error *err)
             curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
             curl_easy_setopt(h, CURLOPT_READFUNCTION, on_upload);
             curl_easy_setopt(h, CURLOPT_READDATA, r);
+            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
+            curl_easy_setopt(h, CURLOPT_SEEKDATA, r);
             curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
         } else if (strcmp(r->method, "POST") == 0) {
             /* not curl's default form type: servers would parse the XML as a form */
@@ -1031,6 +1044,27 @@ hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
     }
     *out = &sf->base;
     return HS_OK;
+}
+
+hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
+{
+    hs_buf_reset(out);
+    s3_loc loc;
+    HS_TRY(parse_uri(uri, &loc, err));
+    if (!loc.key[0])
+        return hs_err_set(err, HS_INVALID, "%s: names a bucket, not an object", uri);
+    s3_req r = { 0 };
+    r.method = "GET";
+    r.bucket = loc.bucket;
+    r.key = loc.key;
+    r.resp = out;
+    hs_status st = s3_do(&r, uri, err);
+    if (st == HS_OK && r.status == 404)
+        st = hs_err_set(err, HS_NOT_FOUND, "%s: cannot open: no such object", uri);
+    else if (st == HS_OK && !ok2xx(&r))
+        st = http_error(&r, uri, err);
+    req_done(&r);
+    return st;
 }
 
 hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err)

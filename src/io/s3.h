@@ -27,6 +27,9 @@ HS_MUST_USE hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err);
 /* flags: HS_WFILE_EXCLUSIVE (conditional PUT, HS_CONFLICT when the key
  * exists); HS_WFILE_NO_SYNC is meaningless here and ignored. */
 HS_MUST_USE hs_status hs_s3_create(const char *uri, int flags, hs_wfile **out, hs_error *err);
+/* The whole object in one GET (no HEAD, no If-Match: for small mutable
+ * objects such as version-hint.text); HS_NOT_FOUND when absent. */
+HS_MUST_USE hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err);
 /* *exists and, when it exists, *size (either may be NULL). */
 HS_MUST_USE hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
 /* DELETE; a missing key is not an error. */
