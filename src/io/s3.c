@@ -68,6 +68,7 @@
 #include "base/mem.h"
 
 #include <curl/curl.h>
+#include <openssl/sha.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -441,8 +442,6 @@ typedef struct s3_req {
     bool have_length;
     int attempts;              /* how many attempts the last s3_do made */
     bool overflow;
-    const uint8_t *up;         /* upload cursor */
-    size_t up_left;
 } s3_req;
 
 static size_t on_body(char *p, size_t sz, size_t nm, void *u)
@@ -506,29 +505,6 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
         }
     }
     return n;
-}
-
-static size_t on_upload(char *p, size_t sz, size_t nm, void *u)
-{
-    s3_req *r = u;
-    size_t n = sz * nm;
-    if (n > r->up_left)
-        n = r->up_left;
-    memcpy(p, r->up, n);
-    r->up += n;
-    r->up_left -= n;
-    return n;
-}
-
-/* curl rewinds the body when it resends on a reused connection that died */
-static int on_seek(void *u, curl_off_t off, int origin)
-{
-    s3_req *r = u;
-    if (origin != SEEK_SET || off < 0 || (uint64_t)off > r->body_len)
-        return CURL_SEEKFUNC_CANTSEEK;
-    r->up = r->body + off;
-    r->up_left = r->body_len - (size_t)off;
-    return CURL_SEEKFUNC_OK;
 }
 
 static void count(const char *method, uint64_t in, uint64_t out, bool retry)
@@ -628,6 +604,21 @@ static hs_status s3_do(s3_req *r, const char *what, hs_error *err)
     for (int i = 0; r->hdr[i]; i++)
         if (strncasecmp(r->hdr[i], "If-None-Match", 13) == 0)
             conditional = true;
+    /* The payload's SHA-256, in x-amz-content-sha256 (S3 requires the header;
+     * curl 7.x signs the hash of the POSTFIELDS body, curl 8 the header's
+     * value: both are this hash, so the signature agrees on either). */
+    char sha_hdr[64 + 32];
+    {
+        static const char hex[] = "0123456789abcdef";
+        uint8_t md[SHA256_DIGEST_LENGTH];
+        SHA256(r->body ? r->body : (const uint8_t *)"", r->body_len, md);
+        int k = snprintf(sha_hdr, sizeof sha_hdr, "x-amz-content-sha256: ");
+        for (int i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+            sha_hdr[k++] = hex[md[i] >> 4];
+            sha_hdr[k++] = hex[md[i] & 15];
+        }
+        sha_hdr[k] = 0;
+    }
     char curl_msg[CURL_ERROR_SIZE];
     for (int attempt = 0;; attempt++) {
         r->attempts = attempt + 1;
@@ -639,18 +630,18 @@ static hs_status s3_do(s3_req *r, const char *what, hs_error *err)
         if (r->resp)
             hs_buf_reset(r->resp);
         hs_buf_reset(&r->errbody);
-        r->up = r->body;
-        r->up_left = r->body_len;
         curl_msg[0] = 0;
 
         curl_easy_reset(h);
         struct curl_slist *hl = NULL, *t;
         bool oom = false;
 #define ADD_HDR(s) (t = curl_slist_append(hl, (s)), t ? (void)(hl = t) : (void)(oom = true))
-        ADD_HDR("Expect:");   /* no 100-continue round trip */
-        ADD_HDR("x-amz-content-sha256: UNSIGNED-PAYLOAD");
+        ADD_HDR(sha_hdr);
+        /* not curl's default form type: servers would parse the body as a form */
         if (strcmp(r->method, "POST") == 0)
             ADD_HDR("Content-Type: application/xml");
+        else if (strcmp(r->method, "PUT") == 0)
+            ADD_HDR("Content-Type: application/octet-stream");
         for (int i = 0; r->hdr[i]; i++)
             ADD_HDR(r->hdr[i]);
         if (cfg.sign && cfg.session_token) {
@@ -680,6 +671,10 @@ static hs_status s3_do(s3_req *r, const char *what, hs_error *err)
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
         curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, cfg.low_speed_s);
         curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+        /* no waiting for "100 Continue" before large bodies (an empty
+         * "Expect:" header would suppress it, but curl's SigV4 would sign
+         * that header, which it then does not send) */
+        curl_easy_setopt(h, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
         curl_easy_setopt(h, CURLOPT_VERBOSE, cfg.verbose ? 1L : 0L);
         if (cfg.sign) {
             curl_easy_setopt(h, CURLOPT_AWS_SIGV4, hs_buf_cstr(&auth));
@@ -687,18 +682,13 @@ static hs_status s3_do(s3_req *r, const char *what, hs_error *err)
         }
         if (strcmp(r->method, "HEAD") == 0) {
             curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
-        } else if (strcmp(r->method, "PUT") == 0) {
-            curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-            curl_easy_setopt(h, CURLOPT_READFUNCTION, on_upload);
-            curl_easy_setopt(h, CURLOPT_READDATA, r);
-            curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, on_seek);
-            curl_easy_setopt(h, CURLOPT_SEEKDATA, r);
-            curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
-        } else if (strcmp(r->method, "POST") == 0) {
-            /* not curl's default form type: servers would parse the XML as a form */
-            curl_easy_setopt(h, CURLOPT_POST, 1L);
+        } else if (strcmp(r->method, "PUT") == 0 || strcmp(r->method, "POST") == 0) {
+            /* the body as POSTFIELDS (curl hashes it for the signature), sent
+             * with the method's name */
             curl_easy_setopt(h, CURLOPT_POSTFIELDS, r->body ? (const char *)r->body : "");
             curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+            if (r->method[1] == 'U')
+                curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, "PUT");
         } else if (strcmp(r->method, "GET") != 0) {
             curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
         }

@@ -4,7 +4,8 @@
  * Decoder tests always run.  The object tests run against a real
  * S3-compatible server: ctest starts one (moto, or SeaweedFS with
  * HS_S3_SERVER=seaweedfs) through tests/s3/s3server.py, which exports
- * HS_TEST_S3_ENDPOINT, HS_TEST_S3_BUCKET and the AWS_* variables.  Without
+ * HS_TEST_S3_ENDPOINT, HS_TEST_S3_BUCKET and the AWS_* variables (moto
+ * runs with signature checks on: HS_TEST_S3_AUTH=1).  Without
  * HS_TEST_S3_ENDPOINT they skip (they fail under CI=true: ctest always
  * provides the server there).  Every read is checked against the bytes the
  * test wrote, and listings against the names it created.
@@ -433,6 +434,25 @@ static void test_profile_credentials(void)
     hs_s3_reset();
 }
 
+static void test_bad_credentials(void)
+{
+    NEED_SERVER();
+    const char *auth = getenv("HS_TEST_S3_AUTH");
+    if (!auth || strcmp(auth, "1") != 0)
+        SKIP("this server does not check signatures");
+    char *saved = strdup(getenv("AWS_SECRET_ACCESS_KEY"));
+    setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret", 1);
+    hs_s3_reset();
+    hs_error err = { 0 };
+    hs_wfile *w;
+    CHECK_OK(hs_io_create(uri_of("unit/denied"), 0, &w, &err), &err);
+    CHECK(hs_wfile_close(w, &err) == HS_IO);
+    CHECK(strstr(err.msg, "403") != NULL && strstr(err.msg, "SignatureDoesNotMatch") != NULL);
+    setenv("AWS_SECRET_ACCESS_KEY", saved, 1);
+    free(saved);
+    hs_s3_reset();
+}
+
 static void test_unreachable(void)
 {
     /* a closed port: transport errors are retried, then reported */
@@ -467,6 +487,7 @@ int main(void)
     HS_RUN(test_multipart);
     HS_RUN(test_list);
     HS_RUN(test_profile_credentials);
+    HS_RUN(test_bad_credentials);
     hs_s3_reset();
     return hs_test_summary();
 }

@@ -20,6 +20,7 @@ or around a command (what ctest does for tests/c/test_s3.c)::
 which exports the same variables plus HS_TEST_S3_ENDPOINT and HS_TEST_S3_BUCKET.
 """
 import argparse
+import json
 import os
 import pathlib
 import shutil
@@ -87,6 +88,8 @@ class S3Server:
         self.proc = None
         self.tmp = None
         self.port = None
+        self.access_key, self.secret_key = ACCESS_KEY, SECRET_KEY
+        self.verifies_signatures = False
 
     @property
     def endpoint(self):
@@ -96,11 +99,12 @@ class S3Server:
     def env(self):
         return {
             "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
             "AWS_REGION": "us-east-1",
             "HS_TEST_S3_ENDPOINT": self.endpoint,
             "HS_TEST_S3_BUCKET": self.bucket,
+            "HS_TEST_S3_AUTH": "1" if self.verifies_signatures else "0",
         }
 
     def uri(self, key=""):
@@ -112,7 +116,11 @@ class S3Server:
         log = os.path.join(self.tmp, "server.log")
         logf = open(log, "wb")
         if self.kind == "moto":
-            env = dict(os.environ, MOTO_ALLOW_NONEXISTENT_REGION="true")
+            # moto checks SigV4 signatures once its first 4 (unauthenticated)
+            # actions (the readiness probe, then an IAM user, its key and its
+            # policy) are done
+            env = dict(os.environ, MOTO_ALLOW_NONEXISTENT_REGION="true",
+                       INITIAL_NO_AUTH_ACTION_COUNT="4")
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                 stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -132,10 +140,34 @@ class S3Server:
             raise ValueError(f"unknown S3 server kind {self.kind!r} (moto, seaweedfs)")
         logf.close()
         _wait_http(self.endpoint + "/", self.proc, 60, log)
+        if self.kind == "moto":
+            self._moto_user()
         self.make_bucket(self.bucket)
         return self
 
+    def _moto_user(self):
+        import boto3   # installed with moto
+        iam = boto3.client("iam", endpoint_url=self.endpoint, region_name="us-east-1",
+                           aws_access_key_id="setup", aws_secret_access_key="setup")
+        iam.create_user(UserName="hs")
+        key = iam.create_access_key(UserName="hs")["AccessKey"]
+        iam.put_user_policy(UserName="hs", PolicyName="all", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        self.access_key, self.secret_key = key["AccessKeyId"], key["SecretAccessKey"]
+        self.verifies_signatures = True
+
     def make_bucket(self, name):
+        if self.verifies_signatures:
+            import boto3
+            c = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
+                             aws_access_key_id=self.access_key,
+                             aws_secret_access_key=self.secret_key)
+            try:
+                c.create_bucket(Bucket=name)
+            except c.exceptions.BucketAlreadyOwnedByYou:
+                pass
+            return
         deadline = time.time() + 30
         while True:
             req = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT", data=b"")
