@@ -31,13 +31,15 @@
  * HTTP 408, 429, 500, 502, 503 (SlowDown), 504, 409 on a conditional PUT
  * (AWS's ConditionalRequestConflict) and 400 RequestTimeout, after a sleep
  * drawn uniformly from [0, min(2 s, 25 ms * 2^attempt)] ("full jitter").
- * Retried writes are idempotent except two, which check what happened:
- *   - a conditional PUT that gets 412 on a retry may have been applied by the
- *     attempt whose response was lost: the object is read back and, when its
- *     bytes equal ours, the create succeeded (metadata files carry unique
- *     snapshot ids and timestamps, so equal bytes are our write);
- *   - a CompleteMultipartUpload that gets 404 NoSuchUpload on a retry: the
- *     object is HEADed and its size compared.
+ * Retried writes are idempotent except two, which check what happened
+ * (always: curl itself resends a request whose reused connection died
+ * without an answer, so "first attempt" cannot be told from the outside):
+ *   - a conditional PUT that gets 412 may have been applied by an attempt
+ *     whose response was lost: the object is read back and, when its bytes
+ *     equal ours, the create succeeded (metadata files carry unique snapshot
+ *     ids and timestamps, so equal bytes are our write);
+ *   - a CompleteMultipartUpload that gets 404 NoSuchUpload: the object is
+ *     HEADed and its size compared.
  *
  * Reads and the byte cache: read_at calls of at most 1 MiB are widened to
  * whole 64 KiB blocks (aligned, clipped to the object) and the fetched extent
@@ -1157,7 +1159,9 @@ static hs_status put_object(s3_wfile *w, hs_error *err)
         r.hdr[0] = "If-None-Match: *";
     hs_status st = s3_do(&r, w->uri, err);
     if (st == HS_OK && r.status == 412 && w->exclusive) {
-        if (r.attempts > 1 && holds_our_bytes(w))
+        /* not only after our own retries: curl itself resends a request
+         * whose reused connection died without an answer */
+        if (holds_our_bytes(w))
             st = HS_OK;   /* our earlier attempt landed; its answer was lost */
         else
             st = hs_err_set(err, HS_CONFLICT, "%s: already exists (conditional PUT refused)",
@@ -1265,8 +1269,9 @@ static hs_status complete_upload(s3_wfile *w, hs_error *err)
         r.resp = &resp;
         st = s3_do(&r, w->uri, err);
     }
-    if (st == HS_OK && r.status == 404 && r.attempts > 1) {
-        /* NoSuchUpload on a retry: the first attempt completed it */
+    if (st == HS_OK && r.status == 404) {
+        /* NoSuchUpload on a resend (ours or curl's): an earlier attempt
+         * completed it */
         uint64_t size = 0;
         bool exists = false;
         hs_error e2 = { 0 };

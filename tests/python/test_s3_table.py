@@ -268,3 +268,32 @@ def test_concurrent_appenders_through_faults(s3):
     assert acked | set(failed) >= present
     assert len(acked) >= 4 * n_commits * 0.9, (failed, faults)
     assert not failed, failed   # the retries absorb 10% failures
+
+
+def test_cli_on_s3(s3, tmp_path):
+    cli = REPO / os.environ.get("HS_BUILD", "build") / "hyperstream"
+    require(cli.exists(), f"{cli} not built")
+    src = tmp_path / "in.parquet"
+    df = make_df(50, seed=3).drop(columns=["embedding"])
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), src)
+    uri = s3.uri("tables/cli")
+    env = dict(os.environ, **s3.env)
+
+    def run(*args):
+        r = subprocess.run([str(cli), "table", *args], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    run("create", uri, "--like", str(src))
+    run("append", uri, str(src))
+    run("index", "add", uri, "category", "--kind", "inverted")
+    out = run("scan", uri, "--filter", "category = 'art'")
+    got = sorted(json.loads(line)["id"] for line in out.splitlines())
+    assert got == sorted(df[df["category"] == "art"]["id"])
+    # pyarrow's S3 client reads the data object the CLI wrote
+    fs = arrow_fs(s3)
+    files = [i.path for i in fs.get_file_info(
+        pafs.FileSelector(f"{s3.bucket}/tables/cli/data", recursive=True))]
+    assert len(files) == 1
+    assert sorted(pq.read_table(files[0], filesystem=fs)["id"].to_pylist()) == sorted(df["id"])
