@@ -106,6 +106,7 @@ typedef struct s3_config {
     uint64_t cache_budget;
     bool conditional_writes;
     bool verbose;
+    int64_t head_ttl_s;
 } s3_config;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  /* config, pool, cache, stats */
@@ -258,6 +259,7 @@ static void load_config(void)
     c->cache_budget = (uint64_t)env_int("HS_S3_CACHE_MB", 256, 0, 1 << 20) << 20;
     c->conditional_writes = env_true("HS_S3_CONDITIONAL_WRITES", true);
     c->verbose = env_true("HS_S3_VERBOSE", false);
+    c->head_ttl_s = env_int("HS_S3_HEAD_CACHE_S", 3600, 0, INT32_MAX);
 }
 
 /* ---- connection pool --------------------------------------------------------- */
@@ -869,6 +871,8 @@ void hs_s3_get_stats(hs_s3_stats *out)
     pthread_mutex_unlock(&g_lock);
 }
 
+static void head_clear_locked(void);
+
 void hs_s3_reset(void)
 {
     pthread_mutex_lock(&g_lock);
@@ -878,6 +882,7 @@ void hs_s3_reset(void)
         ent_free(e);
     }
     g_cache_bytes = 0;
+    head_clear_locked();
     while (g_n_idle > 0)
         curl_easy_cleanup(g_idle[--g_n_idle]);
     hs_free(g_cfg.session_token);
@@ -885,6 +890,83 @@ void hs_s3_reset(void)
     g_loaded = false;
     memset(&g_stats, 0, sizeof g_stats);
     pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- HEAD cache ---------------------------------------------------------------- */
+
+/* The size and ETag of objects opened recently, so a warm query opens its
+ * data files, manifests and sidecars without a HEAD each.  Tables write
+ * those once under unique names; an object replaced anyway is caught by the
+ * If-Match of the next GET (412: "changed since it was opened"), which also
+ * drops its entry here.  Direct-mapped, bounded; entries older than
+ * HS_S3_HEAD_CACHE_S seconds (default 3600; 0 = off) are ignored. */
+#define HEAD_SLOTS 4096
+typedef struct head_ent {
+    uint64_t hash;
+    char *key;          /* "bucket/key"; owned */
+    uint64_t size;
+    char etag[72];
+    int64_t when;       /* CLOCK_MONOTONIC seconds */
+} head_ent;
+static head_ent g_heads[HEAD_SLOTS];
+
+static int64_t mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec;
+}
+
+static bool head_get(const char *key, uint64_t h, int64_t ttl, uint64_t *size, char *etag)
+{
+    if (ttl <= 0)
+        return false;
+    bool hit = false;
+    pthread_mutex_lock(&g_lock);
+    head_ent *e = &g_heads[h % HEAD_SLOTS];
+    if (e->key && e->hash == h && strcmp(e->key, key) == 0 && mono_s() - e->when < ttl) {
+        *size = e->size;
+        memcpy(etag, e->etag, sizeof e->etag);
+        hit = true;
+        g_stats.head_hits++;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return hit;
+}
+
+static void head_put(const char *key, uint64_t h, uint64_t size, const char *etag)
+{
+    char *k = hs_strdup(key);
+    if (!k)
+        return;
+    pthread_mutex_lock(&g_lock);
+    head_ent *e = &g_heads[h % HEAD_SLOTS];
+    hs_free(e->key);
+    e->key = k;
+    e->hash = h;
+    e->size = size;
+    copy_str(e->etag, sizeof e->etag, etag);
+    e->when = mono_s();
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void head_drop(const char *key, uint64_t h)
+{
+    pthread_mutex_lock(&g_lock);
+    head_ent *e = &g_heads[h % HEAD_SLOTS];
+    if (e->key && e->hash == h && strcmp(e->key, key) == 0) {
+        hs_free(e->key);
+        memset(e, 0, sizeof *e);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void head_clear_locked(void)
+{
+    for (int i = 0; i < HEAD_SLOTS; i++) {
+        hs_free(g_heads[i].key);
+        memset(&g_heads[i], 0, sizeof g_heads[i]);
+    }
 }
 
 /* ---- reading ------------------------------------------------------------------- */
@@ -895,6 +977,8 @@ typedef struct s3_file {
     char *uri;      /* owned; loc.key points into it */
     char *ident;    /* cache key; owned */
     uint64_t ident_hash;
+    char *hkey;     /* HEAD cache key "bucket/key"; owned */
+    uint64_t hkey_hash;
 } s3_file;
 
 static hs_status head(const s3_loc *loc, const char *what, s3_req *r, hs_error *err)
@@ -923,9 +1007,11 @@ static hs_status get_range(s3_file *sf, uint64_t off, size_t len, void *dst, hs_
     r.dst = dst;
     r.dst_cap = len;
     hs_status st = s3_do(&r, sf->uri, err);
-    if (st == HS_OK && r.status == 412)
+    if (st == HS_OK && r.status == 412) {
+        head_drop(sf->hkey, sf->hkey_hash);
         st = hs_err_set(err, HS_IO, "%s: object changed since it was opened (ETag %s)",
                         sf->uri, sf->base.id.version);
+    }
     else if (st == HS_OK && !ok2xx(&r))
         st = http_error(&r, sf->uri, err);
     else if (st == HS_OK && r.status == 200 && !(off == 0 && len == sf->base.size))
@@ -968,6 +1054,7 @@ static void s3_close(hs_file *f)
     s3_file *sf = (s3_file *)f;
     hs_free(sf->uri);
     hs_free(sf->ident);
+    hs_free(sf->hkey);
     hs_free(sf);
 }
 
@@ -1003,39 +1090,66 @@ hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
     hs_status st = parse_uri(sf->uri, &sf->loc, err);
     if (st == HS_OK && !sf->loc.key[0])
         st = hs_err_set(err, HS_INVALID, "%s: names a bucket, not an object", uri);
+    size_t hn = strlen(sf->loc.bucket) + strlen(sf->loc.key) + 2;
+    if (st == HS_OK && !(sf->hkey = hs_malloc(hn)))
+        st = hs_err_nomem(err, hn);
+    uint64_t size = 0;
+    char etag[72] = "";
     s3_req r = { 0 };
-    if (st == HS_OK)
-        st = head(&sf->loc, uri, &r, err);
-    if (st == HS_OK && r.status == 404)
-        st = hs_err_set(err, HS_NOT_FOUND, "%s: cannot open: no such object", uri);
-    else if (st == HS_OK && !ok2xx(&r))
-        st = http_error(&r, uri, err);
-    else if (st == HS_OK && !r.have_length)
-        st = hs_err_set(err, HS_IO, "%s: HEAD gave no Content-Length", uri);
+    if (st == HS_OK) {
+        snprintf(sf->hkey, hn, "%s/%s", sf->loc.bucket, sf->loc.key);
+        sf->hkey_hash = fnv(sf->hkey);
+        s3_config cfg = cfg_now();
+        if (!head_get(sf->hkey, sf->hkey_hash, cfg.head_ttl_s, &size, etag)) {
+            st = head(&sf->loc, uri, &r, err);
+            if (st == HS_OK && r.status == 404)
+                st = hs_err_set(err, HS_NOT_FOUND, "%s: cannot open: no such object", uri);
+            else if (st == HS_OK && !ok2xx(&r))
+                st = http_error(&r, uri, err);
+            else if (st == HS_OK && !r.have_length)
+                st = hs_err_set(err, HS_IO, "%s: HEAD gave no Content-Length", uri);
+            if (st == HS_OK) {
+                size = r.content_length;
+                copy_str(etag, sizeof etag, r.etag);
+                if (etag[0])
+                    head_put(sf->hkey, sf->hkey_hash, size, etag);
+            }
+        }
+    }
     if (st == HS_OK) {
         sf->base.vt = &s3_vtbl;
-        sf->base.size = r.content_length;
+        sf->base.size = size;
         sf->base.id.kind = HS_FILE_ID_OBJECT;
-        copy_str(sf->base.id.version, sizeof sf->base.id.version, r.etag);
+        copy_str(sf->base.id.version, sizeof sf->base.id.version, etag);
         sf->base.name = sf->uri;   /* s3_close frees uri; base.name is not freed twice */
-        size_t n = strlen(uri) + strlen(r.etag) + 2;
+        size_t n = hn + strlen(etag) + 2;
         sf->ident = hs_malloc(n);
         if (!sf->ident)
             st = hs_err_nomem(err, n);
         else {
-            snprintf(sf->ident, n, "%s\n%s", uri + (uri[2] == 'a' ? 6 : 5), r.etag);
+            snprintf(sf->ident, n, "%s\n%s", sf->hkey, etag);
             sf->ident_hash = fnv(sf->ident);
         }
     }
     req_done(&r);
     if (st != HS_OK) {
         hs_free(sf->ident);
+        hs_free(sf->hkey);
         hs_free(sf->uri);
         hs_free(sf);
         return st;
     }
     *out = &sf->base;
     return HS_OK;
+}
+
+/* This process changed the object: its cached HEAD is stale. */
+static void forget_head(const s3_loc *loc)
+{
+    char key[1100];
+    int n = snprintf(key, sizeof key, "%s/%s", loc->bucket, loc->key);
+    if (n > 0 && (size_t)n < sizeof key)
+        head_drop(key, fnv(key));
 }
 
 hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
@@ -1091,6 +1205,7 @@ hs_status hs_s3_delete(const char *uri, hs_error *err)
     if (st == HS_OK && !ok2xx(&r) && r.status != 404)
         st = http_error(&r, uri, err);
     req_done(&r);
+    forget_head(&loc);
     return st;
 }
 
@@ -1334,6 +1449,7 @@ static hs_status s3_wclose(hs_wfile *f, hs_error *err)
 {
     s3_wfile *w = (s3_wfile *)f;
     hs_status st;
+    forget_head(&w->loc);
     if (w->upload_id) {
         st = w->buf.len ? upload_part(w, w->buf.data, w->buf.len, err) : HS_OK;
         if (st == HS_OK)

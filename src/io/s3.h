@@ -51,6 +51,7 @@ typedef struct hs_s3_stats {
     uint64_t cache_hits;     /* read_at calls served from the byte cache */
     uint64_t cache_misses;   /* cacheable read_at calls that went to the store */
     uint64_t cache_bytes;    /* bytes held by the cache now */
+    uint64_t head_hits;      /* opens served by the HEAD cache */
 } hs_s3_stats;
 void hs_s3_get_stats(hs_s3_stats *out);
 /* Forgets the configuration (re-read on the next request), the byte cache,

@@ -893,6 +893,8 @@ static hs_status vc_load(void *ctx, const char *local, tbl_fref *ref, void **obj
                                 err));
     vi->ref = ref;
     int64_t sz = tbl_fref_file_size(ref);
+    if (sz < 0)
+        sz = x->file_size;   /* not stat'ed (object stores): the registry's size */
     *cost = (size_t)(sz > 0 ? sz : 0) + sizeof *vi;
     *obj = vi;
     return HS_OK;

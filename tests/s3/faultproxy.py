@@ -15,7 +15,8 @@ instead meets one fault, chosen uniformly from ``kinds``:
                   promises the whole body) and the connection closed
 
 ``delay_s`` adds a fixed delay to every request (a round trip to a remote
-store, for bench/s3).  Counters: ``requests``, ``faults`` (by kind).
+store, for bench/s3).  Counters: ``requests``, ``bytes_out`` (response bodies),
+``faults`` (by kind); ``reset_counters()``.
 
 Usage::
 
@@ -123,6 +124,8 @@ class _Handler(socketserver.StreamRequestHandler):
                     self.wfile.write("".join(out).encode("latin-1"))
                     self.wfile.flush()
                     continue
+                with proxy.lock:
+                    proxy.bytes_out += len(data)
                 out.append(f"Content-Length: {len(data)}\r\n\r\n")
                 head = "".join(out).encode("latin-1")
                 if fault == "truncated" and len(data) > 1:
@@ -153,9 +156,16 @@ class FaultProxy:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.requests = 0
+        self.bytes_out = 0   # response body bytes sent to the client
         self.faults = {k: 0 for k in self.kinds}
         self.server = None
         self.thread = None
+
+    def reset_counters(self):
+        with self.lock:
+            self.requests = 0
+            self.bytes_out = 0
+            self.faults = {k: 0 for k in self.kinds}
 
     def pick(self):
         with self.lock:
