@@ -604,10 +604,10 @@ hs_status cat_path_open(const char *root, cat_catalog **out, hs_error *err)
     pc->base.kind = CAT_PATH;
     if (root && *root) {
         const char *r = cat_local_path(root);
-        if (strstr(r, "://")) {
+        if (strstr(r, "://") && !hs_io_is_object_uri(r)) {
             hs_free(pc);
-            return hs_err_set(err, HS_UNSUPPORTED, "%s: only local paths and file:// URIs are "
-                              "supported as path-catalog roots", root);
+            return hs_err_set(err, HS_UNSUPPORTED, "%s: path-catalog roots are local paths, "
+                              "file://, s3:// or s3a:// URIs", root);
         }
         if (!(pc->root = hs_strdup(r))) {
             hs_free(pc);
