@@ -444,6 +444,8 @@ typedef struct s3_req {
     char etag[72];
     uint64_t content_length;
     bool have_length;
+    uint64_t total_size;       /* from Content-Range: bytes a-b/<total> */
+    bool have_total;
     int attempts;              /* how many attempts the last s3_do made */
     bool overflow;
 } s3_req;
@@ -480,6 +482,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
         r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
         r->etag[0] = 0;
         r->have_length = false;
+        r->have_total = false;
         return n;
     }
     const char *colon = memchr(p, ':', n);
@@ -497,6 +500,20 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
             vn = sizeof r->etag - 1;
         memcpy(r->etag, v, vn);
         r->etag[vn] = 0;
+    } else if (kn == 13 && strncasecmp(p, "content-range", 13) == 0 && vn < 80) {
+        const char *slash = memchr(v, '/', vn);
+        if (slash && slash + 1 < v + vn && (size_t)(v + vn - slash - 1) < 21) {
+            char tmp[24];
+            size_t tl = (size_t)(v + vn - slash - 1);
+            memcpy(tmp, slash + 1, tl);
+            tmp[tl] = 0;
+            char *e;
+            unsigned long long x = strtoull(tmp, &e, 10);
+            if (*e == 0 && isdigit((unsigned char)tmp[0])) {
+                r->total_size = x;
+                r->have_total = true;
+            }
+        }
     } else if (kn == 14 && strncasecmp(p, "content-length", 14) == 0 && vn > 0 && vn < 21) {
         char tmp[24];
         memcpy(tmp, v, vn);
@@ -631,6 +648,7 @@ static hs_status s3_do(s3_req *r, const char *what, hs_error *err)
         r->overflow = false;
         r->etag[0] = 0;
         r->have_length = false;
+        r->have_total = false;
         if (r->resp)
             hs_buf_reset(r->resp);
         hs_buf_reset(&r->errbody);
@@ -708,8 +726,13 @@ static hs_status s3_do(s3_req *r, const char *what, hs_error *err)
         bool truncated = cc == CURLE_OK && r->status >= 200 && r->status < 300 &&
                          strcmp(r->method, "HEAD") != 0 && r->have_length &&
                          r->content_length != r->got;
-        bool retry = (cc != CURLE_OK && (transient_curl(cc) || r->overflow)) || truncated ||
+        bool retry = (cc != CURLE_OK && transient_curl(cc) && !r->overflow) || truncated ||
                      (cc == CURLE_OK && transient_status(r, conditional));
+        if (!retry && r->overflow) {
+            st = hs_err_set(err, HS_IO, "%s: %s answered more bytes than asked for (the "
+                            "server ignored the Range header?)", what, r->method);
+            break;
+        }
         if (!retry && cc != CURLE_OK) {
             st = hs_err_set(err, HS_IO, "%s: %s %s failed: %s", what, r->method,
                             hs_buf_cstr(&url), curl_msg[0] ? curl_msg : curl_easy_strerror(cc));
@@ -1061,6 +1084,17 @@ static void s3_close(hs_file *f)
 static hs_status s3_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_error *err)
 {
     s3_file *sf = (s3_file *)f;
+    char etag[72];
+    uint64_t sz;
+    /* a cached identity is as good as a HEAD: any change this process made
+     * dropped it, and a change by others fails the next GET's If-Match */
+    if (head_get(sf->hkey, sf->hkey_hash, cfg_now().head_ttl_s, &sz, etag)) {
+        memset(id, 0, sizeof *id);
+        id->kind = HS_FILE_ID_OBJECT;
+        copy_str(id->version, sizeof id->version, etag);
+        *size = sz;
+        return HS_OK;
+    }
     s3_req r;
     hs_status st = head(&sf->loc, sf->uri, &r, err);
     if (st == HS_OK && !ok2xx(&r))
@@ -1078,6 +1112,57 @@ static hs_status s3_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_error 
 }
 
 static const hs_file_vtbl s3_vtbl = { s3_read_at, s3_close, NULL, s3_restat };
+
+/* GET bytes=-S3_BLOCK.  *known = true with *size, etag set (and the tail
+ * cached) when the answer tells them; false (HS_OK) to fall back to a HEAD:
+ * an empty object (416), a server that ignored the Range on a large object. */
+static hs_status open_by_tail(s3_file *sf, uint64_t *size, char *etag, bool *known,
+                              hs_error *err)
+{
+    *known = false;
+    uint8_t *blk = hs_malloc(S3_BLOCK);
+    if (!blk)
+        return HS_OK;
+    char range[48];
+    snprintf(range, sizeof range, "Range: bytes=-%" PRIu64, S3_BLOCK);
+    s3_req r = { 0 };
+    r.method = "GET";
+    r.bucket = sf->loc.bucket;
+    r.key = sf->loc.key;
+    r.hdr[0] = range;
+    r.dst = blk;
+    r.dst_cap = S3_BLOCK;
+    hs_error e2 = { 0 };
+    hs_status st = s3_do(&r, sf->uri, &e2);
+    if (st == HS_OK && r.status == 404) {
+        st = hs_err_set(err, HS_NOT_FOUND, "%s: cannot open: no such object", sf->uri);
+    } else if (st == HS_OK && ok2xx(&r) && r.etag[0]) {
+        uint64_t total = r.status == 206 && r.have_total ? r.total_size
+                         : r.status == 200 ? (uint64_t)r.got : UINT64_MAX;
+        if (total != UINT64_MAX && r.got <= total && (r.got == total || r.got == S3_BLOCK)) {
+            *size = total;
+            copy_str(etag, 72, r.etag);
+            *known = true;
+            head_put(sf->hkey, sf->hkey_hash, total, r.etag);
+            size_t n = strlen(sf->hkey) + strlen(r.etag) + 2;
+            char *ident = hs_malloc(n);
+            if (ident && r.got > 0) {
+                snprintf(ident, n, "%s\n%s", sf->hkey, r.etag);
+                cache_put(ident, fnv(ident), total - r.got, blk, r.got, cfg_now().cache_budget);
+                blk = NULL;   /* the cache owns it */
+            }
+            hs_free(ident);
+        }
+    } else if (st != HS_OK && r.status == 0 && !r.overflow) {
+        if (err && err->code == HS_OK)
+            *err = e2;   /* transport failure after the retries: report it */
+    } else {
+        st = HS_OK;      /* 416, an ignored Range, a missing ETag: ask with HEAD */
+    }
+    req_done(&r);
+    hs_free(blk);
+    return st;
+}
 
 hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
 {
@@ -1100,7 +1185,14 @@ hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
         snprintf(sf->hkey, hn, "%s/%s", sf->loc.bucket, sf->loc.key);
         sf->hkey_hash = fnv(sf->hkey);
         s3_config cfg = cfg_now();
-        if (!head_get(sf->hkey, sf->hkey_hash, cfg.head_ttl_s, &size, etag)) {
+        bool known = head_get(sf->hkey, sf->hkey_hash, cfg.head_ttl_s, &size, etag);
+        if (!known && cfg.cache_budget > 0) {
+            /* one GET of the last block instead of a HEAD: size and ETag from
+             * its headers, and the tail (a Parquet footer, or all of a small
+             * manifest or sidecar) into the byte cache */
+            st = open_by_tail(sf, &size, etag, &known, err);
+        }
+        if (st == HS_OK && !known) {
             st = head(&sf->loc, uri, &r, err);
             if (st == HS_OK && r.status == 404)
                 st = hs_err_set(err, HS_NOT_FOUND, "%s: cannot open: no such object", uri);
