@@ -767,3 +767,12 @@ hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n, 
         return hs_s3_list(uri, recursive, names, n, err);
     return hs_err_set(err, HS_UNSUPPORTED, "%s: hs_io_list lists object stores only", uri);
 }
+
+void hs_io_prefetch(const char *const *uris, size_t n)
+{
+    size_t k = 0;
+    while (k < n && !hs_s3_is_uri(uris[k]))
+        k++;
+    if (k < n)
+        hs_s3_prefetch(uris + k, n - k);
+}

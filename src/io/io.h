@@ -155,6 +155,10 @@ HS_MUST_USE hs_status hs_io_delete(const char *uri, hs_error *err);
  * local paths (catalog/fsio.c lists local directories). */
 HS_MUST_USE hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n,
                                  hs_error *err);
+/* Object stores: warms the caches of io/s3.c with the objects' sizes,
+ * identities and tails, in parallel, before a caller opens them one by one
+ * (manifests of a scan plan).  A no-op for local paths. */
+void hs_io_prefetch(const char *const *uris, size_t n);
 /* True for URIs of an object store (no directories, no rename, no flock). */
 bool hs_io_is_object_uri(const char *uri);
 /* A local path for a local path or file:// URI (borrowed from uri); the URI

@@ -2013,3 +2013,42 @@ char *s3_ini_get(const char *text, size_t len, const char *profile, bool config_
     }
     return found;
 }
+
+/* ---- prefetch ------------------------------------------------------------------ */
+
+typedef struct prefetch_job {
+    const char *const *uris;
+    size_t n;
+    _Atomic size_t next;
+} prefetch_job;
+
+static void *prefetch_main(void *arg)
+{
+    prefetch_job *j = arg;
+    for (;;) {
+        size_t i = j->next++;
+        if (i >= j->n)
+            break;
+        hs_file *f = NULL;
+        hs_error ignored = { 0 };
+        if (hs_s3_is_uri(j->uris[i]) && hs_s3_open(j->uris[i], &f, &ignored) == HS_OK)
+            hs_file_close(f);
+    }
+    return NULL;
+}
+
+void hs_s3_prefetch(const char *const *uris, size_t n)
+{
+    if (n < 2 || cfg_now().cache_budget == 0)
+        return;   /* one object: the caller's own open costs the same */
+    prefetch_job j = { uris, n, 0 };
+    pthread_t th[16];
+    size_t nt = n < 16 ? n : 16, started = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (pthread_create(&th[started], NULL, prefetch_main, &j) == 0)
+            started++;
+    if (started == 0)
+        prefetch_main(&j);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}

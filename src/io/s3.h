@@ -41,6 +41,11 @@ HS_MUST_USE hs_status hs_s3_delete(const char *uri, hs_error *err);
 HS_MUST_USE hs_status hs_s3_list(const char *uri, bool recursive, char ***names, size_t *n,
                                  hs_error *err);
 
+/* Opens the objects concurrently (up to 16 requests in flight) so their
+ * size, ETag and last 64 KiB land in the caches; errors are left for the
+ * caller's own open.  For small objects read next (manifests). */
+void hs_s3_prefetch(const char *const *uris, size_t n);
+
 /* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */
 typedef struct hs_s3_stats {
     uint64_t requests;       /* HTTP requests sent, retries included */
