@@ -1175,7 +1175,7 @@ hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
     hs_status st = parse_uri(sf->uri, &sf->loc, err);
     if (st == HS_OK && !sf->loc.key[0])
         st = hs_err_set(err, HS_INVALID, "%s: names a bucket, not an object", uri);
-    size_t hn = strlen(sf->loc.bucket) + strlen(sf->loc.key) + 2;
+    size_t hn = st == HS_OK ? strlen(sf->loc.bucket) + strlen(sf->loc.key) + 2 : 0;
     if (st == HS_OK && !(sf->hkey = hs_malloc(hn)))
         st = hs_err_nomem(err, hn);
     uint64_t size = 0;
