@@ -46,6 +46,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def free_port_pair():
+    """A free port p below 55536 whose p + 10000 is free too (SeaweedFS puts each
+    service's gRPC port 10000 above its HTTP port)."""
+    for _ in range(200):
+        p = free_port()
+        if p >= 55536:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p + 10000))
+                return p
+            except OSError:
+                continue
+    raise RuntimeError("no free port pair for SeaweedFS")
+
+
 def _wait_http(url, proc, timeout, log):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -112,7 +128,7 @@ class S3Server:
 
     def start(self):
         self.tmp = tempfile.mkdtemp(prefix="hs-s3-")
-        self.port = free_port()
+        self.port = free_port_pair()
         log = os.path.join(self.tmp, "server.log")
         logf = open(log, "wb")
         if self.kind == "moto":
@@ -129,11 +145,20 @@ class S3Server:
             if not weed:
                 raise RuntimeError("SeaweedFS is not installed: run scripts/install-seaweedfs.sh "
                                    "(or set HS_S3_BUILD_WEED=1)")
-            master, volume, filer = free_port(), free_port(), free_port()
+            master, volume, filer = free_port_pair(), free_port_pair(), free_port_pair()
+            # an identity, so that SeaweedFS checks SigV4 signatures
+            conf = os.path.join(self.tmp, "s3.json")
+            with open(conf, "w") as f:
+                json.dump({"identities": [{
+                    "name": "hs",
+                    "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                    "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}, f)
+            self.verifies_signatures = True
             self.proc = subprocess.Popen(
                 [weed, "server", "-dir", self.tmp, "-ip", "127.0.0.1", "-ip.bind", "127.0.0.1",
                  f"-master.port={master}", f"-volume.port={volume}", f"-filer.port={filer}",
-                 "-s3", f"-s3.port={self.port}", "-master.volumeSizeLimitMB=64",
+                 "-s3", f"-s3.port={self.port}", f"-s3.config={conf}",
+                 "-master.volumeSizeLimitMB=64",
                  "-volume.max=0"],
                 stdout=logf, stderr=subprocess.STDOUT, start_new_session=True)
         else:
@@ -163,11 +188,17 @@ class S3Server:
             c = boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
                              aws_access_key_id=self.access_key,
                              aws_secret_access_key=self.secret_key)
-            try:
-                c.create_bucket(Bucket=name)
-            except c.exceptions.BucketAlreadyOwnedByYou:
-                pass
-            return
+            deadline = time.time() + 60
+            while True:   # SeaweedFS answers before its filer is ready
+                try:
+                    c.create_bucket(Bucket=name)
+                    return
+                except (c.exceptions.BucketAlreadyOwnedByYou, c.exceptions.BucketAlreadyExists):
+                    return
+                except Exception:
+                    if time.time() > deadline:
+                        raise
+                    time.sleep(0.5)
         deadline = time.time() + 30
         while True:
             req = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT", data=b"")
