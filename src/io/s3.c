@@ -58,7 +58,9 @@
  * Credentials, in order: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+
  * AWS_SESSION_TOKEN); the profile AWS_PROFILE (or "default") in
  * AWS_SHARED_CREDENTIALS_FILE (~/.aws/credentials) and AWS_CONFIG_FILE
- * (~/.aws/config, "[profile name]" sections); none = unsigned requests
+ * (~/.aws/config, "[profile name]" sections); container credentials
+ * (AWS_CONTAINER_CREDENTIALS_FULL_URI / _RELATIVE_URI, refreshed before they
+ * expire); none = unsigned requests
  * (public buckets), also forced by AWS_NO_SIGN_REQUEST=true.  Region:
  * AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else us-east-1.
  *
@@ -68,6 +70,9 @@
  */
 #include "io/s3.h"
 #include "base/mem.h"
+#include "base/numfmt.h"
+
+#include <jansson.h>
 
 #include <curl/curl.h>
 #include <openssl/sha.h>
@@ -107,6 +112,7 @@ typedef struct s3_config {
     bool conditional_writes;
     bool verbose;
     int64_t head_ttl_s;
+    int64_t creds_expire;     /* container credentials: epoch seconds, 0 = never */
 } s3_config;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;  /* config, pool, cache, stats */
@@ -202,6 +208,80 @@ static char *profile_value(const char *profile, const char *key)
     return out;
 }
 
+static size_t creds_body(char *p, size_t sz, size_t nm, void *u)
+{
+    hs_buf *b = u;
+    size_t n = sz * nm;
+    if (b->len + n > 65536 || hs_buf_append(b, p, n) != HS_OK)
+        return 0;
+    return n;
+}
+
+/* Container credentials (ECS/EKS Pod Identity style): GET
+ * AWS_CONTAINER_CREDENTIALS_FULL_URI, or http://169.254.170.2 +
+ * AWS_CONTAINER_CREDENTIALS_RELATIVE_URI, with Authorization from
+ * AWS_CONTAINER_AUTHORIZATION_TOKEN(_FILE); the JSON answer carries
+ * AccessKeyId, SecretAccessKey, Token and Expiration (ISO 8601, UTC). */
+static void container_credentials(s3_config *c)
+{
+    const char *full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    const char *rel = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+    if (!full && !rel)
+        return;
+    char url[1024], auth[2100] = "";
+    snprintf(url, sizeof url, "%s%s", full ? "" : "http://169.254.170.2", full ? full : rel);
+    const char *tok = env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+    char *tokf = NULL;
+    size_t tl = 0;
+    if (!tok && env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"))
+        tok = tokf = slurp(env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"), &tl);
+    if (tok) {
+        size_t n = strcspn(tok, "\r\n");
+        snprintf(auth, sizeof auth, "Authorization: %.*s", (int)(n < 2048 ? n : 2048), tok);
+    }
+    hs_free(tokf);
+    CURL *h = curl_easy_init();
+    if (!h)
+        return;
+    hs_buf body = { 0 };
+    struct curl_slist *hl = auth[0] ? curl_slist_append(NULL, auth) : NULL;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (hl)
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, creds_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
+    long code = 0;
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(h);
+    json_error_t je;
+    json_t *j = code == 200 ? hs_json_loadb((const char *)body.data, body.len, 0, &je) : NULL;
+    hs_buf_free(&body);
+    const char *ak = json_string_value(json_object_get(j, "AccessKeyId"));
+    const char *sk = json_string_value(json_object_get(j, "SecretAccessKey"));
+    const char *st = json_string_value(json_object_get(j, "Token"));
+    const char *ex = json_string_value(json_object_get(j, "Expiration"));
+    if (ak && sk && *ak && *sk) {
+        copy_str(c->access_key, sizeof c->access_key, ak);
+        copy_str(c->secret_key, sizeof c->secret_key, sk);
+        c->session_token = st && *st ? hs_strdup(st) : NULL;
+        struct tm tm = { 0 };
+        if (ex && sscanf(ex, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                         &tm.tm_hour, &tm.tm_min, &tm.tm_sec) == 6) {
+            tm.tm_year -= 1900;
+            tm.tm_mon -= 1;
+            c->creds_expire = (int64_t)timegm(&tm);
+        } else {
+            c->creds_expire = (int64_t)time(NULL) + 600;   /* no expiry given: ask again */
+        }
+    }
+    json_decref(j);
+}
+
 static void load_config(void)
 {
     s3_config *c = &g_cfg;
@@ -250,6 +330,8 @@ static void load_config(void)
         }
         hs_free(pak);
         hs_free(psk);
+        if (!c->access_key[0])
+            container_credentials(c);
     }
     c->sign = c->access_key[0] && !env_true("AWS_NO_SIGN_REQUEST", false);
     c->max_attempts = (int)env_int("HS_S3_MAX_ATTEMPTS", 10, 1, 100);
@@ -306,8 +388,8 @@ static CURL *pool_get(s3_config *cfg)
 {
     pthread_once(&g_curl_once, curl_init_once);
     pthread_mutex_lock(&g_lock);
-    if (!g_loaded) {
-        load_config();
+    if (!g_loaded || (g_cfg.creds_expire && (int64_t)time(NULL) > g_cfg.creds_expire - 300)) {
+        load_config();   /* first use, or temporary credentials about to expire */
         g_loaded = true;
     }
     *cfg = g_cfg;

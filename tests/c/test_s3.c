@@ -15,8 +15,13 @@
 #include "io/s3.h"
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 static const char *bucket(void)
 {
@@ -453,6 +458,86 @@ static void test_bad_credentials(void)
     hs_s3_reset();
 }
 
+/* A one-thread HTTP server answering every request with creds_json, noting
+ * whether it saw the expected Authorization header. */
+typedef struct creds_srv {
+    int fd;
+    char json[1024];
+    int requests, authorized;
+} creds_srv;
+
+static void *creds_main(void *arg)
+{
+    creds_srv *s = arg;
+    for (;;) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        char req[4096];
+        ssize_t n = recv(c, req, sizeof req - 1, 0);
+        if (n > 0) {
+            req[n] = 0;
+            s->requests++;
+            if (strstr(req, "\r\nAuthorization: hs-token\r\n"))
+                s->authorized++;
+            char resp[1400];
+            int k = snprintf(resp, sizeof resp, "HTTP/1.1 200 OK\r\nContent-Type: application/json"
+                             "\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                             strlen(s->json), s->json);
+            (void)!send(c, resp, (size_t)k, 0);
+        }
+        close(c);
+    }
+}
+
+static void test_container_credentials(void)
+{
+    NEED_SERVER();
+    creds_srv srv = { 0 };
+    snprintf(srv.json, sizeof srv.json,
+             "{\"AccessKeyId\":\"%s\",\"SecretAccessKey\":\"%s\",\"Token\":\"\","
+             "\"Expiration\":\"2099-01-01T00:00:00Z\"}",
+             getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"));
+    srv.fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { 0 };
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    REQUIRE(bind(srv.fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(srv.fd, 8) == 0 &&
+            getsockname(srv.fd, (struct sockaddr *)&a, &al) == 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, creds_main, &srv) == 0);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/creds", ntohs(a.sin_port));
+    char *saved[2] = { strdup(getenv("AWS_ACCESS_KEY_ID")), strdup(getenv("AWS_SECRET_ACCESS_KEY")) };
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+    setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
+    setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", url, 1);
+    setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "hs-token", 1);
+    hs_s3_reset();
+    hs_error err = { 0 };
+    hs_wfile *w;
+    CHECK_OK(hs_io_create(uri_of("unit/container.txt"), 0, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, "c", 1, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);   /* signed with the fetched keys */
+    CHECK_OK(hs_io_delete(uri_of("unit/container.txt"), &err), &err);
+    CHECK(srv.requests == 1 && srv.authorized == 1);   /* fetched once, with the token */
+    setenv("AWS_ACCESS_KEY_ID", saved[0], 1);
+    setenv("AWS_SECRET_ACCESS_KEY", saved[1], 1);
+    free(saved[0]);
+    free(saved[1]);
+    unsetenv("AWS_SHARED_CREDENTIALS_FILE");
+    unsetenv("AWS_CONFIG_FILE");
+    unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+    unsetenv("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+    shutdown(srv.fd, SHUT_RDWR);
+    close(srv.fd);
+    pthread_join(th, NULL);
+    hs_s3_reset();
+}
+
 static void test_unreachable(void)
 {
     /* a closed port: transport errors are retried, then reported */
@@ -488,6 +573,7 @@ int main(void)
     HS_RUN(test_list);
     HS_RUN(test_profile_credentials);
     HS_RUN(test_bad_credentials);
+    HS_RUN(test_container_credentials);
     hs_s3_reset();
     return hs_test_summary();
 }
