@@ -294,8 +294,11 @@ void cat_set_io_hook(void (*fn)(const char *what, void *ctx), void *ctx);
 HS_MUST_USE hs_status cat_io_fault_point(const char *what, hs_error *err);
 
 /* Turns "file:///x" and "file:/x" into "/x"; returns other strings as they are
- * (borrowed: points into s).  s3:// and others are left for the caller to
- * refuse. */
+ * (borrowed: points into s).  s3:// and s3a:// URIs stay URIs: every cat_io_*
+ * helper accepts them (io.h's URI layer); on object stores mkdirs is a no-op,
+ * an empty prefix lists as HS_NOT_FOUND, and the commit lock is none (the
+ * conditional PUT is the commit point) unless HS_S3_LOCK_DIR names a local
+ * lock directory. */
 const char *cat_local_path(const char *uri);
 
 /* Creates a file through hs_local_create, wrapped so that every write and the

@@ -78,10 +78,11 @@ static hs_status resolve(path_catalog *pc, const char *ident, char **dir, hs_err
 {
     *dir = NULL;
     const char *p = cat_local_path(ident);
-    if (strstr(p, "://"))
-        return hs_err_set(err, HS_UNSUPPORTED, "%s: only local paths and file:// URIs are "
-                          "supported for path tables", ident);
-    char *d = (p[0] != '/' && pc->root) ? cat_path_join(pc->root, p) : hs_strdup(p);
+    bool object = hs_io_is_object_uri(p);
+    if (!object && strstr(p, "://"))
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: path tables are local paths, file://, "
+                          "s3:// or s3a:// URIs", ident);
+    char *d = (!object && p[0] != '/' && pc->root) ? cat_path_join(pc->root, p) : hs_strdup(p);
     if (!d)
         return hs_err_nomem(err, strlen(p));
     size_t n = strlen(d);
@@ -603,10 +604,10 @@ hs_status cat_path_open(const char *root, cat_catalog **out, hs_error *err)
     pc->base.kind = CAT_PATH;
     if (root && *root) {
         const char *r = cat_local_path(root);
-        if (strstr(r, "://")) {
+        if (strstr(r, "://") && !hs_io_is_object_uri(r)) {
             hs_free(pc);
-            return hs_err_set(err, HS_UNSUPPORTED, "%s: only local paths and file:// URIs are "
-                              "supported as path-catalog roots", root);
+            return hs_err_set(err, HS_UNSUPPORTED, "%s: path-catalog roots are local paths, "
+                              "file://, s3:// or s3a:// URIs", root);
         }
         if (!(pc->root = hs_strdup(r))) {
             hs_free(pc);

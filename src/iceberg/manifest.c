@@ -1902,7 +1902,7 @@ static char *dump_json(json_t *j, hs_error *err)
 static hs_status open_list(const char *path, ice_manifest_list **out, hs_error *err)
 {
     hs_file *f;
-    HS_TRY(hs_local_open(path, &f, err));
+    HS_TRY(hs_io_open(path, &f, err));
     hs_status s = ice_manifest_list_read(f, out, err);
     hs_file_close(f);
     return s;
@@ -1943,7 +1943,7 @@ char *ice_manifest_debug_json(const char *manifest_path, const char *list_path, 
     }
     hs_file *f;
     ice_manifest *m = NULL;
-    hs_status s = hs_local_open(manifest_path, &f, err);
+    hs_status s = hs_io_open(manifest_path, &f, err);
     if (s == HS_OK) {
         s = ice_manifest_read(f, mf, NULL, NULL, &m, err);
         hs_file_close(f);
@@ -2024,7 +2024,7 @@ static hs_status dbg_id_bytes(json_t *o, hs_arena *a, int *n, ice_id_bytes **out
 static hs_status dbg_write_file(const char *path, const hs_buf *b, hs_error *err)
 {
     hs_wfile *w;
-    HS_TRY(hs_local_create(path, false, &w, err));
+    HS_TRY(hs_io_create(path, 0, &w, err));
     hs_status s = hs_wfile_write(w, b->data, b->len, err);
     if (s != HS_OK) {
         hs_wfile_abort(w);

@@ -427,7 +427,7 @@ static hs_status put_id_bytes(hs_buf *b, const char *key, const ice_id_bytes *m,
 char *ice_metrics_debug_json(const char *path, const char *schema_json, hs_error *err)
 {
     hs_file *f;
-    if (hs_local_open(path, &f, err) != HS_OK)
+    if (hs_io_open(path, &f, err) != HS_OK)
         return NULL;
     hs_buf tail = {0}, foot = {0}, out = {0};
     hs_arena arena = {0};

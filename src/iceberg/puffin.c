@@ -582,7 +582,7 @@ char *ice_puffin_debug_write(const char *path, const char *json, hs_error *err)
     }
     hs_wfile *w = NULL;
     if (s == HS_OK)
-        s = hs_local_create(path, false, &w, err);
+        s = hs_io_create(path, 0, &w, err);
     if (s == HS_OK) {
         s = ice_puffin_write_dvs(w, dvs, (int)n, NULL, locs, err);
         if (s == HS_OK)
@@ -615,7 +615,7 @@ static bool collect_pos(uint32_t v, void *ctx)
 char *ice_puffin_debug_read(const char *path, int64_t offset, int64_t length, hs_error *err)
 {
     hs_file *f;
-    if (hs_local_open(path, &f, err) != HS_OK)
+    if (hs_io_open(path, &f, err) != HS_OK)
         return NULL;
     roaring_bitmap_t *b = NULL;
     hs_status s = ice_dv_read(f, offset, length, &b, err);

@@ -886,7 +886,7 @@ static hs_status read_rel(const char *location, const char *rel, hs_buf *text, h
         hs_buf_free(&path);
         return hs_err_nomem(err, strlen(rel));
     }
-    hs_status st = hs_local_read_all(cat_local_path(hs_buf_cstr(&path)), text, err);
+    hs_status st = hs_io_read_all(cat_local_path(hs_buf_cstr(&path)), text, err);
     hs_buf_free(&path);
     return st;
 }

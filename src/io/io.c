@@ -35,6 +35,7 @@
  * they fail.
  */
 #include "io/io.h"
+#include "io/s3.h"
 #include "base/config.h"
 #include "base/mem.h"
 
@@ -670,4 +671,118 @@ hs_status hs_fault_wrap(hs_file *inner, int64_t *counter, int64_t fail_at, hs_fi
     ff->fail_at = fail_at;
     *out = &ff->base;
     return HS_OK;
+}
+
+/* ---- URI dispatch ----------------------------------------------------------- */
+
+const char *hs_io_local_path(const char *uri)
+{
+    if (strncmp(uri, "file://", 7) == 0)
+        return uri + 7;   /* file:///x -> /x */
+    if (strncmp(uri, "file:/", 6) == 0)
+        return uri + 5;   /* file:/x -> /x */
+    return uri;
+}
+
+bool hs_io_is_object_uri(const char *uri)
+{
+    return hs_s3_is_uri(uri);
+}
+
+/* HS_OK for local paths; HS_UNSUPPORTED for schemes we have no backend for. */
+static hs_status check_scheme(const char *uri, hs_error *err)
+{
+    const char *sep = strstr(uri, "://");
+    if (!sep)
+        return HS_OK;
+    for (const char *p = uri; p < sep; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '+' || *p == '-' || *p == '.'))
+            return HS_OK;   /* not a scheme: a local name that contains "://" */
+    return hs_err_set(err, HS_UNSUPPORTED, "%s: unsupported URI scheme \"%.*s\" (supported: "
+                      "local paths, file://, s3://, s3a://; gs:// and Azure through their "
+                      "S3-compatible endpoints, see docs/storage.md)", uri, (int)(sep - uri), uri);
+}
+
+hs_status hs_io_open(const char *uri, hs_file **out, hs_error *err)
+{
+    *out = NULL;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_open(uri, out, err);
+    const char *p = hs_io_local_path(uri);
+    HS_TRY(check_scheme(p, err));
+    return hs_local_open(p, out, err);
+}
+
+hs_status hs_io_create(const char *uri, int flags, hs_wfile **out, hs_error *err)
+{
+    *out = NULL;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_create(uri, flags, out, err);
+    const char *p = hs_io_local_path(uri);
+    HS_TRY(check_scheme(p, err));
+    return hs_local_create_ex(p, flags, out, err);
+}
+
+hs_status hs_io_read_all(const char *uri, hs_buf *out, hs_error *err)
+{
+    if (hs_s3_is_uri(uri))
+        return hs_s3_read_all(uri, out, err);
+    hs_file *f;
+    HS_TRY(hs_io_open(uri, &f, err));
+    hs_status st = HS_OK;
+    if (f->size > SIZE_MAX / 2)
+        st = hs_err_set(err, HS_NOMEM, "%s: file of %" PRIu64 " bytes is too large", uri, f->size);
+    else
+        st = hs_file_read_buf(f, 0, (size_t)f->size, out, err);
+    hs_file_close(f);
+    return st;
+}
+
+hs_status hs_io_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err)
+{
+    *exists = false;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_stat(uri, exists, size, err);
+    const char *p = hs_io_local_path(uri);
+    HS_TRY(check_scheme(p, err));
+    struct stat st;
+    if (stat(p, &st) == 0) {
+        *exists = true;
+        if (size)
+            *size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+        return HS_OK;
+    }
+    if (errno == ENOENT || errno == ENOTDIR)
+        return HS_OK;
+    return hs_err_set(err, HS_IO, "%s: cannot stat: %s", p, strerror(errno));
+}
+
+hs_status hs_io_delete(const char *uri, hs_error *err)
+{
+    if (hs_s3_is_uri(uri))
+        return hs_s3_delete(uri, err);
+    const char *p = hs_io_local_path(uri);
+    HS_TRY(check_scheme(p, err));
+    if (unlink(p) != 0 && errno != ENOENT)
+        return hs_err_set(err, HS_IO, "%s: cannot remove: %s", p, strerror(errno));
+    return HS_OK;
+}
+
+hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n, hs_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_list(uri, recursive, names, n, err);
+    return hs_err_set(err, HS_UNSUPPORTED, "%s: hs_io_list lists object stores only", uri);
+}
+
+void hs_io_prefetch(const char *const *uris, size_t n)
+{
+    size_t k = 0;
+    while (k < n && !hs_s3_is_uri(uris[k]))
+        k++;
+    if (k < n)
+        hs_s3_prefetch(uris + k, n - k);
 }

@@ -136,6 +136,38 @@ int hs_io_fsync_fd(int fd, bool data_only);
 /* Whole-file helpers. */
 HS_MUST_USE hs_status hs_local_read_all(const char *path, hs_buf *out, hs_error *err);
 
+/* URIs.  Each of these accepts a local path, a file:// URI (file:///x or
+ * file:/x) or an object URI (s3://bucket/key, s3a://bucket/key; io/s3.c) and
+ * dispatches on the scheme; any other "scheme://" is HS_UNSUPPORTED naming
+ * it.  Exclusive create (HS_WFILE_EXCLUSIVE) is link() on local disk and a
+ * conditional PUT (If-None-Match: *) on S3: HS_CONFLICT when the name exists.
+ * On object stores HS_WFILE_NO_SYNC is meaningless (a PUT is durable when it
+ * is acknowledged) and a writer publishes nothing until close. */
+HS_MUST_USE hs_status hs_io_open(const char *uri, hs_file **out, hs_error *err);
+HS_MUST_USE hs_status hs_io_create(const char *uri, int flags, hs_wfile **out, hs_error *err);
+HS_MUST_USE hs_status hs_io_read_all(const char *uri, hs_buf *out, hs_error *err);
+/* *exists, and *size when it exists (size may be NULL).  A local directory
+ * exists (size 0); an object store has no directories. */
+HS_MUST_USE hs_status hs_io_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
+/* Removes a file or object; a missing one is not an error. */
+HS_MUST_USE hs_status hs_io_delete(const char *uri, hs_error *err);
+/* Object stores only: the names under the "directory" uri (keys under
+ * uri + "/"), as in io/s3.h's hs_s3_list (recursive: whole relative keys;
+ * otherwise names of objects and common prefixes directly under it).
+ * Caller frees each name and the array with hs_free.  HS_UNSUPPORTED for
+ * local paths (catalog/fsio.c lists local directories). */
+HS_MUST_USE hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n,
+                                 hs_error *err);
+/* Object stores: warms the caches of io/s3.c with the objects' sizes,
+ * identities and tails, in parallel, before a caller opens them one by one
+ * (manifests of a scan plan).  A no-op for local paths. */
+void hs_io_prefetch(const char *const *uris, size_t n);
+/* True for URIs of an object store (no directories, no rename, no flock). */
+bool hs_io_is_object_uri(const char *uri);
+/* A local path for a local path or file:// URI (borrowed from uri); the URI
+ * itself for anything else. */
+const char *hs_io_local_path(const char *uri);
+
 /* Memory: reads `data` (borrowed: must outlive the file) or takes ownership
  * of a hs_buf's bytes when `own` is true (freed at close). */
 HS_MUST_USE hs_status hs_mem_open(const char *name, const void *data, size_t len, bool own,

@@ -4,7 +4,7 @@
  *
  * Read path
  *
- *   hs_local_open(path) -> hs_file ---borrowed by---> pq_reader ---> pq_scan
+ *   hs_io_open(path) -> hs_file ---borrowed by---> pq_reader ---> pq_scan
  *                                                                      |
  *   ArrowArrayStream <- hs_arrow_export_stream <- hs_batch_source{next = pq_scan_next}
  *
@@ -177,7 +177,7 @@ static hs_status open_read(const char *path, const char *const *columns, int n_c
     if (!c)
         return hs_err_nomem(err, sizeof *c);
     c->stats = stats;
-    s = hs_local_open(path, &c->file, err);
+    s = hs_io_open(path, &c->file, err);
     if (s != HS_OK)
         goto fail;
     s = pq_reader_open(c->file, &c->reader, err);
@@ -428,7 +428,7 @@ hs_status hs_parquet_write(const char *path, struct ArrowArrayStream *in,
     if (s != HS_OK)
         goto done;
     have_src = true;
-    s = hs_local_create_ex(path, HS_WFILE_NO_SYNC, &wf, err);
+    s = hs_io_create(path, HS_WFILE_NO_SYNC, &wf, err);
     if (s != HS_OK)
         goto done;
     s = pq_writer_open(wf, &src.schema, &wo, &w, err);

@@ -437,7 +437,7 @@ static long long last_updated_ms(const char *path)
     hs_buf b = { 0 };
     hs_error e = { 0 };
     long long ms = -1;
-    if (hs_local_read_all(path, &b, &e) == HS_OK) {
+    if (hs_io_read_all(path, &b, &e) == HS_OK) {
         json_error_t je;
         json_t *j = hs_json_loads(hs_buf_cstr(&b), 0, &je);
         json_t *v = j ? json_object_get(j, "last-updated-ms") : NULL;

@@ -14,6 +14,7 @@
 #include "base/fork.h"
 #include "base/hash.h"
 #include "base/mem.h"
+#include "io/io.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -207,8 +208,12 @@ hs_status tbl_fcache_get(tbl_fcache *c, const char *path, const int64_t *key, in
     first_use(c);
     size_t limit = budget(c);
     struct stat sb;
-    r->have_stat = stat(path, &sb) == 0;
-    if (r->have_stat) {
+    if (hs_io_is_object_uri(path)) {
+        /* object stores: the files cached here (manifests, sidecars, index
+         * images) are written once under unique names and never replaced,
+         * so the name is the identity (no HEAD per lookup; size unknown) */
+        r->have_stat = true;
+    } else if ((r->have_stat = stat(path, &sb) == 0)) {
         r->dev = (uint64_t)sb.st_dev;
         r->ino = (uint64_t)sb.st_ino;
         r->size = (int64_t)sb.st_size;

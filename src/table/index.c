@@ -205,7 +205,7 @@ static void remove_local(const char *location, const char *rel)
 {
     hs_buf p = {0};
     if (ix_resolve_path(location, rel, &p) == HS_OK)
-        (void)unlink(tbl_local(hs_buf_cstr(&p)));
+        (void)!hs_io_delete(hs_buf_cstr(&p), NULL);
     hs_buf_free(&p);
 }
 
@@ -555,10 +555,11 @@ static bool live_has(const live_set *l, const char *path, int64_t size)
 static bool sidecar_present(const char *location, const ix_entry *e)
 {
     hs_buf p = {0};
-    struct stat stt;
+    bool exists = false;
+    uint64_t size = 0;
     bool ok = ix_resolve_path(location, e->index_file, &p) == HS_OK &&
-              stat(tbl_local(hs_buf_cstr(&p)), &stt) == 0 &&
-              (int64_t)stt.st_size == e->index_file_size;
+              hs_io_stat(hs_buf_cstr(&p), &exists, &size, NULL) == HS_OK && exists &&
+              (int64_t)size == e->index_file_size;
     hs_buf_free(&p);
     return ok;
 }
@@ -1534,7 +1535,7 @@ static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj
         return hs_err_nomem(err, sizeof *c);
     hs_error e2;
     hs_err_clear(&e2);
-    hs_status st = hs_local_read_all(path, &c->bytes, &e2);
+    hs_status st = hs_io_read_all(path, &c->bytes, &e2);
     c->size = (int64_t)c->bytes.len;
     if (st == HS_OK && x->kind == CE_SIDECAR && x->want_size >= 0 &&
         (int64_t)c->bytes.len != x->want_size) {
@@ -1710,7 +1711,7 @@ static hs_status root_at_snapshot(const ice_table_metadata *m, const ice_snapsho
         ice_table_metadata old = {0};
         hs_error e;
         hs_err_clear(&e);
-        hs_status st = hs_local_read_all(tbl_local(le->file), &text, &e);
+        hs_status st = hs_io_read_all(tbl_local(le->file), &text, &e);
         if (st == HS_OK)
             st = ice_metadata_parse((const char *)text.data, text.len, &old, &e);
         hs_buf_free(&text);

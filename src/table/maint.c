@@ -164,7 +164,7 @@ static json_t *files_json(const fset *s)
 hs_status tbl_maint_read_list(const char *path, ice_manifest_list **out, hs_error *err)
 {
     hs_file *f = NULL;
-    HS_TRY(hs_local_open(tbl_local(path), &f, err));
+    HS_TRY(hs_io_open(path, &f, err));
     hs_status st = ice_manifest_list_read(f, out, err);
     hs_file_close(f);
     return st;

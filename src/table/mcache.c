@@ -22,7 +22,7 @@ static hs_status mload(void *ctx, const char *path, tbl_fref *ref, void **obj, s
     (void)ref;
     const mload_ctx *m = ctx;
     hs_file *f = NULL;
-    HS_TRY(hs_local_open(path, &f, err));
+    HS_TRY(hs_io_open(path, &f, err));
     ice_manifest *man = NULL;
     hs_status st = ice_manifest_read(f, m->mf, m->spec, m->schema, &man, err);
     /* decoded entries take several times the Avro bytes */

@@ -479,7 +479,7 @@ typedef struct del_entry {
 
 static hs_status open_local(const char *loc, hs_file **f, hs_error *err)
 {
-    return hs_local_open(tbl_local(loc), f, err);
+    return hs_io_open(loc, f, err);
 }
 
 static hs_status push_file(tbl_plan *p, const tbl_plan_file *pf, hs_error *err)
@@ -742,6 +742,16 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
                 st = ice_manifest_list_read(f, &p->list, err);
             hs_file_close(f);
         }
+    }
+    if (st == HS_OK && p->list && p->list->n_files > 1 &&
+        hs_io_is_object_uri(p->list->files[0].manifest_path)) {
+        /* object stores: fetch the manifests' tails in parallel first */
+        const char **uris = hs_calloc((size_t)p->list->n_files, sizeof *uris);
+        for (int mi = 0; uris && mi < p->list->n_files; mi++)
+            uris[mi] = p->list->files[mi].manifest_path;
+        if (uris)
+            hs_io_prefetch(uris, (size_t)p->list->n_files);
+        hs_free(uris);
     }
     spec_proj *projs = NULL;
     int n_projs = 0;

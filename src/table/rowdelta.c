@@ -357,7 +357,7 @@ static hs_status rd_validate(void *vctx, const ice_table_metadata *base, const i
                           d->t->ident, (long long)s->snapshot_id);
     hs_file *f = NULL;
     ice_manifest_list *l = NULL;
-    hs_status st = hs_local_open(tbl_local(s->manifest_list), &f, err);
+    hs_status st = hs_io_open(s->manifest_list, &f, err);
     if (st == HS_OK)
         st = ice_manifest_list_read(f, &l, err);
     hs_file_close(f);
@@ -368,7 +368,7 @@ static hs_status rd_validate(void *vctx, const ice_table_metadata *base, const i
         const ice_partition_spec *spec = ice_metadata_spec(base, mf->partition_spec_id);
         const ice_schema *sc = spec ? tbl_schema_for_spec(base, spec) : NULL;
         ice_manifest *man = NULL;
-        st = hs_local_open(tbl_local(mf->manifest_path), &f, err);
+        st = hs_io_open(mf->manifest_path, &f, err);
         if (st == HS_OK)
             st = ice_manifest_read(f, mf, spec, sc, &man, err);
         hs_file_close(f);

@@ -519,7 +519,7 @@ static hs_status frd_open(frd *fr, const tbl_plan_file *pf, tbl_file_report *rep
     memset(fr, 0, sizeof *fr);
     fr->pf = pf;
     fr->rep = rep;
-    HS_TRY(hs_local_open(tbl_local(pf->path), &fr->f, err));
+    HS_TRY(hs_io_open(pf->path, &fr->f, err));
     hs_status st = pq_reader_open(fr->f, &fr->r, err);
     if (st != HS_OK) {
         hs_err_prefix(err, "%s", pf->path);

@@ -195,7 +195,7 @@ hs_status hs_table_open_metadata(const char *metadata_path, hs_table **out, hs_e
 {
     *out = NULL;
     hs_buf b = {0};
-    HS_TRY(hs_local_read_all(tbl_local(metadata_path), &b, err));
+    HS_TRY(hs_io_read_all(tbl_local(metadata_path), &b, err));
     hs_table *t = hs_calloc(1, sizeof *t);
     hs_status st = t ? HS_OK : hs_err_nomem(err, sizeof *t);
     if (st == HS_OK) {

@@ -320,7 +320,7 @@ hs_status tbl_vcol_open(const char *path, const hs_field *field, tbl_vcol **out,
     vc->name = hs_strdup(field->name);
     hs_status st = vc->path && vc->name ? HS_OK : hs_err_nomem(err, strlen(path));
     if (st == HS_OK)
-        st = hs_local_open(tbl_local(path), &vc->f, err);
+        st = hs_io_open(path, &vc->f, err);
     if (st == HS_OK)
         st = pq_reader_open(vc->f, &vc->r, err);
     if (st == HS_OK) {
@@ -827,7 +827,7 @@ hs_status tbl_vindex_open_file(const char *path, int32_t field_id, int64_t data_
 {
     *out = NULL;
     hs_file *f = NULL;
-    HS_TRY(hs_local_open(tbl_local(path), &f, err));
+    HS_TRY(hs_io_open(path, &f, err));
     size_t n = (size_t)f->size;
     if (file_size >= 0 && f->size != (uint64_t)file_size) {
         hs_file_close(f);
@@ -893,6 +893,8 @@ static hs_status vc_load(void *ctx, const char *local, tbl_fref *ref, void **obj
                                 err));
     vi->ref = ref;
     int64_t sz = tbl_fref_file_size(ref);
+    if (sz < 0)
+        sz = x->file_size;   /* not stat'ed (object stores): the registry's size */
     *cost = (size_t)(sz > 0 ? sz : 0) + sizeof *vi;
     *obj = vi;
     return HS_OK;

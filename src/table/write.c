@@ -1302,7 +1302,7 @@ static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const cha
     hs_status st = HS_OK;
     if (parent && parent->manifest_list) {
         hs_file *f = NULL;
-        st = hs_local_open(tbl_local(parent->manifest_list), &f, err);
+        st = hs_io_open(parent->manifest_list, &f, err);
         if (st == HS_OK)
             st = ice_manifest_list_read(f, &old, err);
         hs_file_close(f);
@@ -1702,7 +1702,7 @@ static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *r
         const ice_schema *sc = tbl_schema_for_spec(p->meta, spec);
         hs_file *f = NULL;
         ice_manifest *man = NULL;
-        st = hs_local_open(tbl_local(mf->manifest_path), &f, err);
+        st = hs_io_open(mf->manifest_path, &f, err);
         if (st == HS_OK)
             st = ice_manifest_read(f, mf, spec, sc, &man, err);
         hs_file_close(f);
@@ -2036,7 +2036,7 @@ static hs_status write_dvs(tbl_wop *op, const tbl_plan *p, file_action *acts, in
                 continue;
             hs_file *f = NULL;
             roaring_bitmap_t *old = NULL;
-            st = hs_local_open(tbl_local(dr->path), &f, err);
+            st = hs_io_open(dr->path, &f, err);
             if (st == HS_OK)
                 st = ice_dv_read(f, dr->offset, dr->length, &old, err);
             hs_file_close(f);

@@ -214,9 +214,9 @@ def test_status_mapping(t, tmp_path):
     with pytest.raises(hdb.CommitConflictError) as ei:
         hdb.Table.create(t.path, pa.schema([("id", pa.int64())]))
     assert ei.value.status == "HS_CONFLICT"
-    # HS_UNSUPPORTED (no S3 in this build)
+    # HS_UNSUPPORTED (no native gs:// client; s3:// is tests/python/test_s3_table.py's)
     with pytest.raises(NotImplementedError) as ei:
-        hdb.Table("s3://bucket/table")
+        hdb.Table("gs://bucket/table")
     assert ei.value.status == "HS_UNSUPPORTED"
     # HS_NOT_FOUND
     with pytest.raises(FileNotFoundError):

@@ -1,0 +1,242 @@
+"""bench/s3: requests, bytes and latency per query on an S3 table,
+HyperStreamDB against pyiceberg + pyarrow, in one run.
+
+A table of BENCH_ROWS rows (id sorted, category of 100 values, value,
+embedding float32[32]) in BENCH_FILES data files is written to a local S3
+server (moto, or SeaweedFS with HS_S3_SERVER=seaweedfs) with indexes on id
+(range), category (inverted) and embedding (HNSW).  Each engine then runs
+every query in a fresh process (cold: empty caches, the table opened inside
+the timed region) and a second, different query of the same kind in the same
+process (warm, not repeated), through tests/s3/faultproxy.py, which counts the
+requests and response bytes and adds a fixed delay per request (BENCH_DELAYS_MS,
+default "0,20": a round trip to a remote store).
+
+Queries:
+  point      id = X                                 (columns id, category, value)
+  range      X <= id < X + rows/1000 (0.1%)         (same columns)
+  vector     top-10 nearest to q among category = C (ours: the HNSW index with the
+             filter as allow-list; pyiceberg: scan the filtered rows' embeddings,
+             numpy brute force)
+  full       every row, columns id, category, value
+
+Prints one line per (delay, engine, query, cold/warm) and the ratios
+(pyiceberg / ours) for requests and latency.  Env: BENCH_ROWS (default
+200000; 1000000 for the issue's target), BENCH_FILES (default 4),
+BENCH_DELAYS_MS, BENCH_REPEAT (cold runs per query, median; default 3).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "s3"))
+from faultproxy import FaultProxy  # noqa: E402
+from s3server import S3Server  # noqa: E402
+
+ROWS = int(os.environ.get("BENCH_ROWS", "200000"))
+FILES = int(os.environ.get("BENCH_FILES", "4"))
+DELAYS = [float(x) for x in os.environ.get("BENCH_DELAYS_MS", "0,20").split(",")]
+REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
+DIM = 32
+CATS = 100
+COLS = ["id", "category", "value"]
+
+WORKER = r'''
+import json, sys, time
+import numpy as np
+engine, uri, meta, endpoint, key, secret = sys.argv[1:7]
+rows = int(sys.argv[7])
+COLS = ["id", "category", "value"]
+if engine == "ours":
+    import hyperstreamdb as hdb
+else:
+    from pyiceberg.table import StaticTable
+    from pyiceberg.expressions import EqualTo, And, GreaterThanOrEqual, LessThan
+    props = {"s3.endpoint": endpoint, "s3.access-key-id": key, "s3.secret-access-key": secret,
+             "s3.region": "us-east-1"}
+t = None
+def table():
+    global t
+    if t is None:
+        t = hdb.Table(uri) if engine == "ours" else StaticTable.from_metadata(meta, properties=props)
+    return t
+def run(q):
+    kind, a = q["kind"], q["arg"]
+    if engine == "ours":
+        tb = table()
+        if kind == "point":
+            return tb.to_arrow(filter=f"id = {a}", columns=COLS).num_rows
+        if kind == "range":
+            return tb.to_arrow(filter=f"id >= {a} AND id < {a + rows // 1000}", columns=COLS).num_rows
+        if kind == "vector":
+            r = tb.to_arrow(filter=f"category = 'c{a}'", columns=["id"],
+                            vector_filter={"column": "embedding", "query": q["vec"], "k": 10})
+            return r["id"].to_pylist()
+        return tb.to_arrow(columns=COLS).num_rows
+    tb = table()
+    if kind == "point":
+        return tb.scan(row_filter=EqualTo("id", a), selected_fields=tuple(COLS)).to_arrow().num_rows
+    if kind == "range":
+        f = And(GreaterThanOrEqual("id", a), LessThan("id", a + rows // 1000))
+        return tb.scan(row_filter=f, selected_fields=tuple(COLS)).to_arrow().num_rows
+    if kind == "vector":
+        r = tb.scan(row_filter=EqualTo("category", f"c{a}"), selected_fields=("id", "embedding")).to_arrow()
+        emb = np.stack(r["embedding"].to_numpy(zero_copy_only=False)).astype(np.float32)
+        d = np.linalg.norm(emb - np.asarray(q["vec"], np.float32), axis=1)
+        return r["id"].to_numpy()[np.argsort(d, kind="stable")[:10]].tolist()
+    return tb.scan(selected_fields=tuple(COLS)).to_arrow().num_rows
+# warm the engine up (imports, first-query initialisation) on a local table, so that
+# "cold" measures empty S3 caches, not interpreter and library start-up
+warm_meta = sys.argv[8]
+if engine == "ours":
+    hdb.Table(warm_meta.rsplit("/metadata/", 1)[0]).to_arrow(filter="id = 1", columns=COLS)
+else:
+    StaticTable.from_metadata(warm_meta).scan(row_filter=EqualTo("id", 1),
+                                             selected_fields=tuple(COLS)).to_arrow()
+print("READY", flush=True)
+for line in sys.stdin:
+    q = json.loads(line)
+    t0 = time.perf_counter()
+    res = run(q)
+    ms = (time.perf_counter() - t0) * 1000
+    print(json.dumps({"ms": ms, "result": res}), flush=True)
+'''
+
+
+WARM_META = None
+
+
+def build_warmup_table(tmp):
+    """A tiny local table of the same schema for the workers' warm-up."""
+    import hyperstreamdb as hdb
+    t = hdb.Table(os.path.join(tmp, "warm"))
+    t.write_pandas(pd.DataFrame({"id": np.arange(10, dtype=np.int64),
+                                 "category": ["c1"] * 10, "value": np.zeros(10),
+                                 "embedding": list(np.zeros((10, DIM), np.float32))}))
+    t.commit()
+    return t.metadata_location
+
+
+def build_table(s3):
+    import hyperstreamdb as hdb
+    rng = np.random.default_rng(1)
+    uri = s3.uri(f"bench/t{ROWS}")
+    t = hdb.Table(uri)
+    per = ROWS // FILES
+    for f in range(FILES):
+        ids = np.arange(f * per, (f + 1) * per if f < FILES - 1 else ROWS, dtype=np.int64)
+        df = pd.DataFrame({"id": ids,
+                           "category": [f"c{c}" for c in rng.integers(0, CATS, len(ids))],
+                           "value": rng.random(len(ids)),
+                           "embedding": list(rng.standard_normal((len(ids), DIM)).astype(np.float32))})
+        t.write_pandas(df)
+        t.commit()
+    t.add_index("id", "range")
+    t.add_index("category", "inverted")
+    t.add_index("embedding", "hnsw")
+    return uri, t.metadata_location
+
+
+class Worker:
+    def __init__(self, engine, uri, meta, s3, endpoint):
+        env = dict(os.environ, **s3.env)
+        env["AWS_ENDPOINT_URL"] = endpoint
+        self.p = subprocess.Popen(
+            [sys.executable, "-c", WORKER, engine, uri, meta, endpoint, s3.access_key,
+             s3.secret_key, str(ROWS), WARM_META], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True)
+        assert self.p.stdout.readline().strip() == "READY"
+
+    def ask(self, q):
+        self.p.stdin.write(json.dumps(q) + "\n")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError("worker died")
+        return json.loads(line)
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(60)
+
+
+def queries(rng):
+    vec = rng.standard_normal(DIM).astype(np.float32).tolist()
+    return [{"kind": "point", "arg": int(rng.integers(0, ROWS))},
+            {"kind": "range", "arg": int(rng.integers(0, ROWS - ROWS // 1000))},
+            {"kind": "vector", "arg": int(rng.integers(0, CATS)), "vec": vec},
+            {"kind": "full", "arg": 0}]
+
+
+def measure(proxy, w, q):
+    proxy.reset_counters()
+    r = w.ask(q)
+    return {"ms": r["ms"], "requests": proxy.requests, "bytes": proxy.bytes_out,
+            "result": r["result"]}
+
+
+def main():
+    global WARM_META
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="bench-s3-")
+    WARM_META = build_warmup_table(tmp)
+    with S3Server() as s3:
+        os.environ.update(s3.env)
+        t0 = time.time()
+        uri, meta = build_table(s3)
+        print(f"bench/s3: {ROWS} rows in {FILES} files on {s3.kind} "
+              f"(written and indexed in {time.time() - t0:.1f}s)", flush=True)
+        results = {}
+        for delay in DELAYS:
+            with FaultProxy(s3.port, delay_s=delay / 1000) as proxy:
+                for engine in ("ours", "pyiceberg"):
+                    rng = np.random.default_rng(42)   # the same queries for both engines
+                    cold = {}
+                    warm = {}
+                    for rep in range(REPEAT):
+                        qs, qs2 = queries(rng), queries(rng)
+                        for q, q2 in zip(qs, qs2):
+                            w = Worker(engine, uri, meta, s3, proxy.endpoint)
+                            c = measure(proxy, w, q)
+                            m = measure(proxy, w, q2)
+                            w.close()
+                            cold.setdefault(q["kind"], []).append(c)
+                            warm.setdefault(q["kind"], []).append(m)
+                    for kind in cold:
+                        for label, runs in (("cold", cold[kind]), ("warm", warm[kind])):
+                            rec = {k: statistics.median(r[k] for r in runs)
+                                   for k in ("ms", "requests", "bytes")}
+                            results[(delay, engine, kind, label)] = rec
+                            print(f"delay={delay:>4.0f}ms {engine:9s} {kind:6s} {label}: "
+                                  f"{rec['ms']:9.1f} ms p50  {rec['requests']:6.0f} requests  "
+                                  f"{rec['bytes'] / 1e6:9.3f} MB", flush=True)
+                    # the answers agree (vector: the filtered top-10 of ours vs brute force)
+                    results[(delay, engine, "answers")] = [r["result"] for k in cold for r in cold[k]]
+        for delay in DELAYS:
+            a = results[(delay, "ours", "answers")]
+            b = results[(delay, "pyiceberg", "answers")]
+            agree = sum(1 for x, y in zip(a, b)
+                        if (x == y) or (isinstance(x, list) and len(set(x) & set(y)) >= 9))
+            print(f"delay={delay:.0f}ms: {agree}/{len(a)} answers agree with pyiceberg's")
+            for kind in ("point", "range", "vector", "full"):
+                for label in ("cold", "warm"):
+                    o = results[(delay, "ours", kind, label)]
+                    p = results[(delay, "pyiceberg", kind, label)]
+                    print(f"delay={delay:>4.0f}ms {kind:6s} {label}: requests x{p['requests'] / max(o['requests'], 1):.1f}"
+                          f"  latency x{p['ms'] / max(o['ms'], 1e-3):.1f}  (pyiceberg / ours)")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        if WARM_META:
+            import shutil
+            shutil.rmtree(WARM_META.rsplit("/warm/", 1)[0], ignore_errors=True)

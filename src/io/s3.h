@@ -1,0 +1,96 @@
+/*
+ * io/s3.h - the S3 backend of io.h (internal to io/; io.c dispatches
+ * s3:// and s3a:// URIs here) and its decoders of untrusted bytes.
+ *
+ * URIs: s3://bucket/key and s3a://bucket/key (Hadoop's spelling) name the
+ * same object.  A "directory" is a key prefix ending in '/': listing
+ * uri "s3://b/t/metadata" lists keys under "t/metadata/".
+ *
+ * Configuration is read from the environment (and the AWS shared files) the
+ * first time a request is made, and again after hs_s3_reset(); see
+ * docs/storage.md for the variables.  Everything here is thread-safe.
+ *
+ * The decoders (s3_parse_*) take (bytes, len), never read past len and never
+ * need NUL termination; tests/fuzz/fuzz_s3.c drives them.
+ */
+#ifndef HS_IO_S3_H
+#define HS_IO_S3_H
+
+#include "io/io.h"
+#include <stddef.h>
+
+/* True for "s3://..." and "s3a://..." (case-sensitive, as Iceberg writes them). */
+bool hs_s3_is_uri(const char *uri);
+
+/* HEAD: size and ETag (identity kind HS_FILE_ID_OBJECT, version = ETag). */
+HS_MUST_USE hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err);
+/* flags: HS_WFILE_EXCLUSIVE (conditional PUT, HS_CONFLICT when the key
+ * exists); HS_WFILE_NO_SYNC is meaningless here and ignored. */
+HS_MUST_USE hs_status hs_s3_create(const char *uri, int flags, hs_wfile **out, hs_error *err);
+/* The whole object in one GET (no HEAD, no If-Match: for small mutable
+ * objects such as version-hint.text); HS_NOT_FOUND when absent. */
+HS_MUST_USE hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err);
+/* *exists and, when it exists, *size (either may be NULL). */
+HS_MUST_USE hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
+/* DELETE; a missing key is not an error. */
+HS_MUST_USE hs_status hs_s3_delete(const char *uri, hs_error *err);
+/* ListObjectsV2 under uri + "/".  recursive=false: names of the objects and
+ * "subdirectories" directly under it (like readdir); recursive=true: every
+ * key below it, relative to it.  Caller frees each name and the array with
+ * hs_free.  An empty listing is HS_OK with *n = 0. */
+HS_MUST_USE hs_status hs_s3_list(const char *uri, bool recursive, char ***names, size_t *n,
+                                 hs_error *err);
+
+/* Opens the objects concurrently (up to 16 requests in flight) so their
+ * size, ETag and last 64 KiB land in the caches; errors are left for the
+ * caller's own open.  For small objects read next (manifests). */
+void hs_s3_prefetch(const char *const *uris, size_t n);
+
+/* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */
+typedef struct hs_s3_stats {
+    uint64_t requests;       /* HTTP requests sent, retries included */
+    uint64_t gets, heads, puts, lists, deletes, posts;
+    uint64_t retries;        /* requests that were retries */
+    uint64_t bytes_in;       /* response body bytes */
+    uint64_t bytes_out;      /* request body bytes */
+    uint64_t cache_hits;     /* read_at calls served from the byte cache */
+    uint64_t cache_misses;   /* cacheable read_at calls that went to the store */
+    uint64_t cache_bytes;    /* bytes held by the cache now */
+    uint64_t head_hits;      /* opens served by the HEAD cache */
+} hs_s3_stats;
+void hs_s3_get_stats(hs_s3_stats *out);
+/* Forgets the configuration (re-read on the next request), the byte cache,
+ * the pooled connections and the counters.  For tests that switch endpoints;
+ * must not race with requests in flight. */
+void hs_s3_reset(void);
+
+/* ---- decoders (exposed for tests and the fuzz target) -------------------- */
+
+/* One page of a ListObjectsV2 result. */
+typedef struct s3_list_page {
+    char **keys;            /* <Contents><Key>, decoded; owned */
+    uint64_t *sizes;        /* <Contents><Size> (0 when absent) */
+    size_t n_keys;
+    char **prefixes;        /* <CommonPrefixes><Prefix>, decoded; owned */
+    size_t n_prefixes;
+    bool truncated;         /* <IsTruncated>true */
+    char *next_token;       /* <NextContinuationToken>, or NULL; owned */
+} s3_list_page;
+HS_MUST_USE hs_status s3_parse_list(const char *xml, size_t len, s3_list_page *out,
+                                    hs_error *err);
+void s3_list_page_free(s3_list_page *p);
+/* <Error><Code>..</Code><Message>..</Message>: false when the body has no
+ * <Error> element.  code and msg are NUL-terminated and truncated to fit. */
+bool s3_parse_error(const char *xml, size_t len, char *code, size_t code_cap, char *msg,
+                    size_t msg_cap);
+/* The text of the first <name>...</name> element (entities decoded) into a
+ * new string (caller frees with hs_free); NULL when absent. */
+char *s3_xml_text(const char *xml, size_t len, const char *name);
+/* The value of `key` in `section` of an AWS shared credentials/config file
+ * (INI: [section], key = value, '#' or ';' comments).  In the config file
+ * profiles other than "default" are "[profile name]": pass config_style.
+ * Returns a new string (caller frees with hs_free) or NULL. */
+char *s3_ini_get(const char *text, size_t len, const char *profile, bool config_style,
+                 const char *key);
+
+#endif
