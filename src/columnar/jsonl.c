@@ -344,6 +344,22 @@ static int utf8_seq(const uint8_t *s, size_t avail)
     return need + 1;
 }
 
+size_t hs_utf8_valid_prefix(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        int len = utf8_seq(s + i, n - i);
+        if (len < 0)
+            return i;
+        i += (size_t)len;
+    }
+    return n;
+}
+
 static char *put_string(char *p, const uint8_t *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
