@@ -519,7 +519,9 @@ static hs_status json_value(const hs_field *f, const hs_column *c, int64_t row, 
     char *p, *e;
     if (f->type == HS_TYPE_NA || !hs_col_is_valid(c, row))
         return hs_buf_append(out, "null", 4);
-    const uint8_t *vals = c->values.data;
+    /* a column of empty strings may have no value buffer at all */
+    static const uint8_t none[1];
+    const uint8_t *vals = c->values.data ? c->values.data : none;
     switch (f->type) {
     case HS_TYPE_BOOL:
         if (hs_bit_get(vals, row))
