@@ -1302,17 +1302,19 @@ static hs_status read_header(hs_ingest *ig, bool infer, hs_error *err)
         return hs_err_nomem(err, 0);
     const cell *cl = (const cell *)ig->cells.data;
     for (int j = 0; j < n; j++) {
-        const uint8_t *nb = ig->line_buf.data + cl[j].off;
+        /* (a header of empty cells may have no line buffer at all) */
+        const uint8_t *nb = cl[j].len ? ig->line_buf.data + cl[j].off : (const uint8_t *)"";
         if (hs_utf8_valid_prefix(nb, cl[j].len) < cl[j].len || memchr(nb, 0, cl[j].len))
             return hs_err_set(err, HS_INVALID, "%s:1: column %d of the header is not a name "
                               "(not UTF-8, or a NUL byte)", ig->name, j + 1);
         for (int i = 0; i < j; i++)
-            if (cl[i].len == cl[j].len && memcmp(ig->line_buf.data + cl[i].off, nb, cl[j].len) == 0)
+            if (cl[i].len == cl[j].len &&
+                (cl[j].len == 0 || memcmp(ig->line_buf.data + cl[i].off, nb, cl[j].len) == 0))
                 return hs_err_set(err, HS_INVALID, "%s:1: column \"%.*s\" appears twice in the "
                                   "header (columns %d and %d)", ig->name,
                                   (int)(cl[j].len > 60 ? 60 : cl[j].len), (const char *)nb, i + 1,
                                   j + 1);
-        char *name = hs_strndup((const char *)ig->line_buf.data + cl[j].off, cl[j].len);
+        char *name = hs_strndup((const char *)nb, cl[j].len);
         if (!name)
             return hs_err_nomem(err, 0);
         ig->csv_col[j] = -1;
