@@ -58,9 +58,14 @@ struct hs_table {
      * handle by tbl_search_cache_clear) */
     struct tbl_plan *search_plan;
     char *search_plan_meta;       /* owned: the metadata_location it was made under */
+    /* table/search.c: the files of the last filtered search as prepared
+     * (plan, allowed rows, sidecars held), reused by the next search with
+     * the same metadata file, snapshot, filter and column (owned; freed by
+     * tbl_search_cache_clear) */
+    struct tbl_fsearch *search_filtered;
 };
 
-/* Frees the handle's cached search plan (table/search.c). */
+/* Frees the handle's cached search plans (table/search.c). */
 void tbl_search_cache_clear(hs_table *t);
 
 /* roaring_bitmap_free that accepts NULL (older CRoaring does not). */

@@ -531,6 +531,8 @@ static void test_ingest_errors(void)
                 "t.in:1: column \"a\" appears twice in the header (columns 1 and 3)", __LINE__);
     check_error(sch, HS_INGEST_CSV, "age,age\n1,2\n",
                 "t.in:1: column \"age\" appears twice in the header (columns 1 and 2)", __LINE__);
+    check_error(NULL, HS_INGEST_CSV, ",\n1,2\n",
+                "t.in:1: column \"\" appears twice in the header (columns 1 and 2)", __LINE__);
     check_error(NULL, HS_INGEST_CSV, "a,b\xc3\n1,2\n",
                 "t.in:1: column 2 of the header is not a name (not UTF-8, or a NUL byte)", __LINE__);
     /* a schema that fails to parse leaves nothing to free (fuzz_ingest: the
