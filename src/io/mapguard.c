@@ -42,6 +42,7 @@
  * live mappings) hs_map_register fails and the caller reads through pread.
  */
 #include "io/io.h"
+#include "base/fork.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -68,6 +69,9 @@ static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct sigaction g_prev;               /* the action ours chains to */
 static int g_installed;                       /* under g_mu; read with acquire */
 static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
+/* never nested in each other or around anything (fork.h: leaves) */
+HS_FORK_GUARD(g_mu, HS_FORK_RANK_LEAF)
+HS_FORK_GUARD(g_sig_mu, HS_FORK_RANK_LEAF)
 static uintptr_t g_page;                      /* page size, set before the first install */
 
 /* The slot holding address a, or NULL (async-signal-safe). */
