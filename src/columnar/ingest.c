@@ -1281,7 +1281,9 @@ static hs_status put_csv_row(hs_ingest *ig, hs_batch *b, const uint8_t *bytes, c
                 st = f->nullable ? hs_col_append_null(b->cols[i])
                                  : why(ig, "empty value in a non-nullable column");
             else
-                st = put_text(ig, f, b->cols[i], (const char *)bytes + cl->off, cl->len, 0);
+                /* (a quoted empty cell may come with no byte buffer at all) */
+                st = put_text(ig, f, b->cols[i], cl->len ? (const char *)bytes + cl->off : "",
+                              cl->len, 0);
         }
         if (st != HS_OK)
             return row_error(ig, st, err);
