@@ -20,7 +20,11 @@ sweep that reaches recall@10 >= 0.95 (and >= 0.99 where reached) is used for:
   all      every column (the vector too), one query per call
   f50 ... f0.1   all columns with filter "sel < m" at 50/10/1/0.1% selectivity
                  (recall against the filtered brute force); sel has a range
-                 index, as a filtered column would (--no-sel-index: none)
+                 index, as a filtered column would (--no-sel-index: none);
+                 the same filter every query, so from the second on the
+                 handle's kept preparation of that filter applies
+                 (--cold-filters also times a filter text that changes every
+                 query: fN_cold_ms, the cost of a filter's first query)
   batch    all columns, every query in one call (2-D query, query_index),
            time per query (median of 3 calls)
 
@@ -169,9 +173,15 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
             row = {"set": name, "layout": layout, "kind": kind, "build_s": round(build_s, 1),
                    "sidecar_mb": round(side / 2**20, 1), "data_mb": round(data_bytes / 2**20, 1)}
 
-            def q_fn(cols, ef, flt=None):
+            def q_fn(cols, ef, flt=None, cold=False):
+                calls = [0]
+
                 def f(q):
-                    r = t.to_arrow(filter=flt, columns=cols, vector_filter={
+                    text = flt
+                    if cold:   # two spellings in turn: the handle's kept preparation misses
+                        calls[0] += 1
+                        text = flt.replace(" < ", " <  ") if calls[0] % 2 else flt
+                    r = t.to_arrow(filter=text, columns=cols, vector_filter={
                         "column": "embedding", "query": q, "k": K, "ef_search": ef})
                     return r.column("id").to_numpy()
                 return f
@@ -198,6 +208,9 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
                 f_ms, res = median_ms(q_fn(None, ef, f"sel < {m}"), queries)
                 row[f"f{frac * 100:g}_ms"] = round(f_ms, 3)
                 row[f"f{frac * 100:g}_recall"] = round(recall(res, fgts[frac]), 4)
+                if args.cold_filters:
+                    c_ms, _ = median_ms(q_fn(None, ef, f"sel < {m}", cold=True), queries)
+                    row[f"f{frac * 100:g}_cold_ms"] = round(c_ms, 3)
             t.to_arrow(vector_filter={"column": "embedding", "query": queries[:20], "k": K,
                                       "ef_search": ef})
             bts = []
@@ -317,6 +330,11 @@ def report(rows, sets):
             worst_f = max(r[f"f{f * 100:g}_ms"] for f in FILTERS) / r["all_ms"]
             out.append(f"- {r['layout']}/{r['kind']}: filtered/unfiltered (all columns) at most "
                        f"{worst_f:.2f}x; batch recall {r['batch_recall']}")
+            if "f50_cold_ms" in r:
+                cold = [r[f"f{f * 100:g}_cold_ms"] for f in FILTERS]
+                out.append(f"  a filter's first query (cold) f50/f10/f1/f0.1: "
+                           f"{' / '.join(map(str, cold))} ms, at most "
+                           f"{max(cold) / r['all_ms']:.2f}x unfiltered")
     return "\n".join(out)
 
 
@@ -332,6 +350,10 @@ def main():
                     help="no range index on the filtered column (filters then scan it)")
     ap.add_argument("--no-hnswlib", action="store_true")
     ap.add_argument("--json", type=pathlib.Path, help="also write the raw rows here")
+    ap.add_argument("--cold-filters", action="store_true",
+                    help="also time each filter with its text changing every query, so the "
+                         "table handle's kept filtered preparation never applies (fN_cold_ms: "
+                         "a filter's first query)")
     args = ap.parse_args()
     args.kinds = args.kinds.split(",")
     args.layouts = args.layouts.split(",")

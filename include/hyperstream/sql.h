@@ -100,6 +100,13 @@ HS_API void hs_session_cancel(hs_session *s);
  * error refers to (0 = none). */
 HS_API const char *hs_session_sqlstate(const hs_session *s);
 HS_API int hs_session_error_position(const hs_session *s);
+/* The message of the last failed call on s ("" after success; borrowed
+ * until the next call on s).  A result stream whose get_next fails after
+ * its statement returned (an error found while the rows stream: division
+ * by zero in a later batch, I/O, cancel) sets the session's SQLSTATE and
+ * this message too, position 0; the stream's get_last_error has the same
+ * message. */
+HS_API const char *hs_session_error_message(const hs_session *s);
 
 /* A result: the command tag, and for statements that return rows a stream
  * that can be taken once.  The stream holds what it needs: it may outlive

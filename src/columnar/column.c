@@ -865,7 +865,8 @@ static hs_status append_take(hs_column *dst, const hs_column *src, const int64_t
                 int32_t a = so[idx[i]], len = so[idx[i] + 1] - a;
                 if (len > 16) {
                     memcpy(dst->values.data + pos, src->values.data + a, (size_t)len);
-                } else {  /* short strings (flags, codes): no call per row */
+                } else if (len > 0) {  /* short strings (flags, codes): no call per row;
+                                        * empty ones may have no value buffer at all */
                     uint8_t *dp = dst->values.data + pos;
                     const uint8_t *sp = src->values.data + a;
                     for (int32_t q = 0; q < len; q++)

@@ -771,8 +771,15 @@ static hs_status put_text(hs_ingest *ig, const hs_field *f, hs_column *c, const 
             return expected_text(ig, f, s, n, "timestamps are YYYY-MM-DDTHH:MM:SS[.fraction][Z]");
         return hs_col_append_fixed(c, &t);
     }
-    case HS_TYPE_STRING:
+    case HS_TYPE_STRING: {
+        /* Arrow strings are UTF-8: CSV bytes that are not cannot become one
+         * (JSON text is checked by the JSON parser already) */
+        size_t ok = hs_utf8_valid_prefix((const uint8_t *)s, n);
+        if (ok < n)
+            return why(ig, "expected string, got bytes that are not UTF-8 (at byte %zu of the "
+                       "value)", ok);
         return hs_col_append_bytes(c, s, n);
+    }
     case HS_TYPE_BINARY: {
         hs_buf_reset(&ig->tmp);
         if (!base64_decode(s, n, &ig->tmp))
@@ -1274,7 +1281,9 @@ static hs_status put_csv_row(hs_ingest *ig, hs_batch *b, const uint8_t *bytes, c
                 st = f->nullable ? hs_col_append_null(b->cols[i])
                                  : why(ig, "empty value in a non-nullable column");
             else
-                st = put_text(ig, f, b->cols[i], (const char *)bytes + cl->off, cl->len, 0);
+                /* (a quoted empty cell may come with no byte buffer at all) */
+                st = put_text(ig, f, b->cols[i], cl->len ? (const char *)bytes + cl->off : "",
+                              cl->len, 0);
         }
         if (st != HS_OK)
             return row_error(ig, st, err);
@@ -1295,7 +1304,19 @@ static hs_status read_header(hs_ingest *ig, bool infer, hs_error *err)
         return hs_err_nomem(err, 0);
     const cell *cl = (const cell *)ig->cells.data;
     for (int j = 0; j < n; j++) {
-        char *name = hs_strndup((const char *)ig->line_buf.data + cl[j].off, cl[j].len);
+        /* (a header of empty cells may have no line buffer at all) */
+        const uint8_t *nb = cl[j].len ? ig->line_buf.data + cl[j].off : (const uint8_t *)"";
+        if (hs_utf8_valid_prefix(nb, cl[j].len) < cl[j].len || memchr(nb, 0, cl[j].len))
+            return hs_err_set(err, HS_INVALID, "%s:1: column %d of the header is not a name "
+                              "(not UTF-8, or a NUL byte)", ig->name, j + 1);
+        for (int i = 0; i < j; i++)
+            if (cl[i].len == cl[j].len &&
+                (cl[j].len == 0 || memcmp(ig->line_buf.data + cl[i].off, nb, cl[j].len) == 0))
+                return hs_err_set(err, HS_INVALID, "%s:1: column \"%.*s\" appears twice in the "
+                                  "header (columns %d and %d)", ig->name,
+                                  (int)(cl[j].len > 60 ? 60 : cl[j].len), (const char *)nb, i + 1,
+                                  j + 1);
+        char *name = hs_strndup((const char *)nb, cl[j].len);
         if (!name)
             return hs_err_nomem(err, 0);
         ig->csv_col[j] = -1;
@@ -1840,9 +1861,11 @@ hs_status hs_schema_parse_json(const char *text, size_t len, hs_field *out, hs_e
     json_error_t jerr;
     json_t *root = hs_json_loadb(text, len, 0, &jerr);
     hs_field_init(out, "", HS_TYPE_STRUCT, false);
-    if (!root)
+    if (!root) {
+        hs_field_clear(out);   /* out holds nothing on failure (fuzz_ingest found the leak) */
         return hs_err_set(err, HS_INVALID, "schema: invalid JSON at line %d column %d: %s", jerr.line,
                           jerr.column, jerr.text);
+    }
     json_t *fields = json_is_array(root) ? root : json_object_get(root, "fields");
     hs_status st = HS_OK;
     if (!json_is_array(fields) || json_array_size(fields) == 0)

@@ -344,6 +344,22 @@ static int utf8_seq(const uint8_t *s, size_t avail)
     return need + 1;
 }
 
+size_t hs_utf8_valid_prefix(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        int len = utf8_seq(s + i, n - i);
+        if (len < 0)
+            return i;
+        i += (size_t)len;
+    }
+    return n;
+}
+
 static char *put_string(char *p, const uint8_t *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
@@ -503,7 +519,9 @@ static hs_status json_value(const hs_field *f, const hs_column *c, int64_t row, 
     char *p, *e;
     if (f->type == HS_TYPE_NA || !hs_col_is_valid(c, row))
         return hs_buf_append(out, "null", 4);
-    const uint8_t *vals = c->values.data;
+    /* a column of empty strings may have no value buffer at all */
+    static const uint8_t none[1];
+    const uint8_t *vals = c->values.data ? c->values.data : none;
     switch (f->type) {
     case HS_TYPE_BOOL:
         if (hs_bit_get(vals, row))

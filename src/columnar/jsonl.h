@@ -51,6 +51,9 @@ HS_MUST_USE hs_status hs_json_append_scalar(const hs_field *f, const void *v, si
  * '\\' and control characters and replacing invalid UTF-8 with U+FFFD. */
 HS_MUST_USE hs_status hs_json_append_string(hs_buf *out, const uint8_t *s, size_t n);
 
+/* Length of the longest valid UTF-8 prefix of s[0..n) (n: all valid). */
+size_t hs_utf8_valid_prefix(const uint8_t *s, size_t n);
+
 /* Number text helpers (write into dst, return length; dst needs 32 bytes). */
 int hs_fmt_double(double v, char *dst);   /* shortest round-trip; finite only */
 int hs_fmt_float(float v, char *dst);     /* shortest float32 round-trip; finite only */

@@ -1681,6 +1681,57 @@ static hs_status want_int(binder *b, ex_node **np, const char *fn)
     return want_type(b, np, EX_T_INT, fn);
 }
 
+/* Scalar functions of PostgreSQL 15 that this binder does not implement:
+ * calling one is 0A000 feature_not_supported ("function replace is not
+ * supported"), while a name PostgreSQL does not know either is 42883
+ * undefined_function, as PostgreSQL reports it.  Names only (sorted). */
+static const char *const pg_builtins[] = {
+    "acos", "acosd", "acosh", "age", "array_append", "array_cat", "array_dims",
+    "array_fill", "array_length", "array_lower", "array_ndims", "array_position",
+    "array_positions", "array_prepend", "array_remove", "array_replace", "array_to_json",
+    "array_to_string", "array_upper", "ascii", "asin", "asind", "asinh", "atan", "atan2",
+    "atan2d", "atand", "atanh", "bit_count", "bit_length", "cardinality", "cbrt", "chr",
+    "clock_timestamp", "coalesce", "concat_ws", "convert_from", "convert_to", "cos", "cosd",
+    "cosh", "cot", "cotd", "current_date", "current_setting", "current_time",
+    "current_timestamp", "date_bin", "decode", "degrees", "div", "encode", "exp",
+    "factorial", "format", "gcd", "gen_random_uuid", "get_bit", "get_byte", "greatest",
+    "initcap", "isfinite", "json_array_length", "json_build_array", "json_build_object",
+    "json_extract_path", "json_extract_path_text", "json_object", "json_typeof",
+    "jsonb_array_length", "jsonb_build_array", "jsonb_build_object", "jsonb_extract_path",
+    "jsonb_extract_path_text", "jsonb_path_query", "jsonb_pretty", "jsonb_set",
+    "jsonb_typeof", "justify_days", "justify_hours", "justify_interval", "lcm", "least",
+    "left", "ln", "localtime", "localtimestamp", "log", "log10", "lpad", "make_date",
+    "make_interval", "make_time", "make_timestamp", "make_timestamptz", "md5",
+    "min_scale", "mod", "now", "nullif", "octet_length", "overlay", "pg_typeof", "pi",
+    "position", "power", "quote_ident", "quote_literal", "quote_nullable", "radians",
+    "random", "regexp_count", "regexp_instr", "regexp_like", "regexp_match",
+    "regexp_matches", "regexp_replace", "regexp_split_to_array", "regexp_substr",
+    "repeat", "replace", "reverse", "right", "rpad", "scale", "set_bit",
+    "set_byte", "setseed", "sha224", "sha256", "sha384", "sha512", "sign", "sin", "sind",
+    "sinh", "split_part", "statement_timestamp", "string_to_array", "strpos", "tan",
+    "tand", "tanh", "timeofday", "to_ascii", "to_char", "to_date", "to_hex", "to_json",
+    "to_jsonb", "to_number", "to_timestamp", "transaction_timestamp", "translate", "trim_scale",
+    "trunc", "unistr", "unnest", "uuid_generate_v4", "version", "width_bucket",
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, *(const char *const *)b);
+}
+
+static bool pg_builtin_name(const char *fn)
+{
+    char low[64];
+    size_t i = 0;
+    for (; fn[i] && i < sizeof low - 1; i++)
+        low[i] = (char)tolower((unsigned char)fn[i]);
+    if (fn[i])
+        return false;
+    low[i] = 0;
+    return bsearch(low, pg_builtins, sizeof pg_builtins / sizeof pg_builtins[0],
+                   sizeof pg_builtins[0], cmp_name) != NULL;
+}
+
 static bool pv_funcname(const char *fn);
 static hs_status bind_pv_func(binder *b, const char *fn, json_t *args, int loc, ex_node **out);
 
@@ -1716,11 +1767,25 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)
         if (strcasecmp(fn, fns[i].name) == 0)
             which = (int)i;
-    if (which < 0)
-        return err_at(b, HS_UNSUPPORTED, loc, "function %s is not supported", fn);
     ex_node **a;
     int n;
     HS_TRY(bind_list(b, json_object_get(body, "args"), &a, &n));
+    if (which < 0 && !other && pg_builtin_name(fn))
+        return err_at(b, HS_UNSUPPORTED, loc, "function %s is not supported", fn);
+    if (which < 0) {
+        /* as PostgreSQL: the arguments bind first (their errors win), then a
+         * name no function has is 42883 undefined_function */
+        char sig[200];
+        size_t at = 0;
+        sig[0] = 0;
+        for (int i = 0; i < n && at < sizeof sig - 1; i++) {
+            char tb[48];
+            int k = snprintf(sig + at, sizeof sig - at, "%s%s", i ? ", " : "",
+                             tname(&a[i]->type, tb));
+            at = k < 0 ? at : (size_t)k >= sizeof sig - at ? sizeof sig - 1 : at + (size_t)k;
+        }
+        return err_at(b, HS_NOT_FOUND, loc, "function %s(%s) does not exist", fn, sig);
+    }
     if (n < fns[which].min || n > fns[which].max)
         return err_at(b, HS_INVALID, loc, "function %s takes %d to %d arguments, not %d", fn,
                       fns[which].min, fns[which].max, n);

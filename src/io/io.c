@@ -29,6 +29,10 @@
  * exclusive create unlinks the file it just published, so the error means
  * "not published".  hs_io_set_sync_fault injects such failures in tests.
  *
+ * Mappings (hs_file_map, local files only) are registered with the SIGBUS
+ * guard of io/mapguard.c, so a file truncated under a reader never kills
+ * the process; a mapping that cannot be registered is not made.
+ *
  * Ownership: every handle owns its name; hs_file_close / hs_wfile_close /
  * hs_wfile_abort free the handle (close frees it on failure too).  hs_mem_open
  * with own=true and hs_fault_wrap take ownership of their input even when
@@ -93,8 +97,10 @@ hs_status hs_file_map(hs_file *f, const uint8_t **addr, hs_error *err)
 
 void hs_file_unmap(const uint8_t *addr, uint64_t size)
 {
-    if (addr && size)
+    if (addr && size) {
+        hs_map_unregister(addr);
         munmap((void *)(uintptr_t)addr, (size_t)size);
+    }
 }
 
 bool hs_file_id_equal(const hs_file_id *a, uint64_t a_size, const hs_file_id *b,
@@ -198,6 +204,10 @@ static hs_status local_map(hs_file *f, const uint8_t **addr, hs_error *err)
     void *p = mmap(NULL, (size_t)f->size, PROT_READ, MAP_SHARED, lf->fd, 0);
     if (p == MAP_FAILED)
         return hs_err_set(err, HS_UNSUPPORTED, "%s: mmap failed: %s", f->name, strerror(errno));
+    if (!hs_map_register(p, f->size)) {   /* unguarded, a truncation could kill the host */
+        munmap(p, (size_t)f->size);
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: no SIGBUS guard for a mapping", f->name);
+    }
     *addr = p;
     return HS_OK;
 }

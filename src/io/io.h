@@ -95,10 +95,11 @@ void hs_file_close(hs_file *f);
  * the caller, who releases it with hs_file_unmap(addr, f->size); it stays
  * valid after hs_file_close.  HS_UNSUPPORTED where the backend has none
  * (memory, fault injection, object stores), for empty files, and when the
- * environment sets HS_MMAP=0.  Only for immutable files: a file truncated
- * while mapped faults (SIGBUS) when the lost bytes are touched, as with
- * Lucene's MMapDirectory; Iceberg data files are never modified in place,
- * and readers that keep a mapping check hs_file_check first. */
+ * environment sets HS_MMAP=0.  A file truncated while mapped would fault
+ * (SIGBUS) when the lost bytes are touched: the mapping is registered with
+ * the SIGBUS guard below, which turns such a fault into zero pages and a
+ * damaged mark; readers check hs_file_check before and hs_map_damaged after
+ * touching mapped bytes. */
 HS_MUST_USE hs_status hs_file_map(hs_file *f, const uint8_t **addr, hs_error *err);
 void hs_file_unmap(const uint8_t *addr, uint64_t size);
 /* HS_OK while the file still has the identity and size it had at open;
@@ -108,6 +109,23 @@ void hs_file_unmap(const uint8_t *addr, uint64_t size);
  * with SIGBUS); backends without a way to look again always pass.  One
  * fstat for local files. */
 HS_MUST_USE hs_status hs_file_check(hs_file *f, hs_error *err);
+
+/* Mappings made by hs_file_map are registered with a SIGBUS guard
+ * (io/mapguard.c): a fault in a registered mapping (its file shrank while a
+ * reader touched it) replaces the lost pages with zeros and marks the
+ * mapping damaged instead of killing the process; other SIGBUS go to the
+ * handler that was installed before.  Readers of a mapping call
+ * hs_map_guard_check before a batch (re-installs the guard in front of a
+ * handler the host installed later; cheap when nothing changed) and, after
+ * it, fail the batch with HS_IO when hs_map_damaged(addr) (hs_map_fault_count
+ * changes first, so the lookup is needed only then).  hs_map_register fails
+ * (false) when the guard cannot be installed or every slot is taken; the
+ * mapping must then not be used. */
+bool hs_map_register(const uint8_t *addr, uint64_t len);
+void hs_map_unregister(const uint8_t *addr);
+void hs_map_guard_check(void);
+uint64_t hs_map_fault_count(void);
+bool hs_map_damaged(const uint8_t *addr);
 
 HS_MUST_USE hs_status hs_wfile_write(hs_wfile *f, const void *p, size_t n, hs_error *err);
 HS_MUST_USE hs_status hs_wfile_close(hs_wfile *f, hs_error *err);

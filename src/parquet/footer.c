@@ -353,12 +353,13 @@ hs_status pq_footer_get(hs_file *f, pq_footer **out, hs_error *err)
  *
  * Files that change under a mapping: the mapping is made only after
  * hs_file_check found the file as it was opened, and pq_scan_next checks
- * again (one fstat) before every batch that may touch mapped bytes, so a
- * file truncated, rewritten or deleted-and-recreated between batches fails
- * the scan with HS_IO instead of faulting.  A truncation racing with the
- * batch that is reading the mapping is not caught: Iceberg data files are
- * immutable; set HS_MMAP=0 to read every page through pread where files can
- * change in place (a shrunk file is then HS_CORRUPT "file shrank"). */
+ * again (one fstat) before and after every batch that may touch mapped
+ * bytes, so a file truncated, rewritten or deleted-and-recreated between
+ * batches fails the scan with HS_IO instead of faulting.  A truncation
+ * racing with the batch that is reading the mapping faults into the SIGBUS
+ * guard of io/mapguard.c (zero pages, the mapping marked damaged) and fails
+ * that batch with HS_IO.  HS_MMAP=0 reads every page through pread (a shrunk
+ * file is then HS_CORRUPT "file shrank"). */
 const uint8_t *pq_footer_map(pq_footer *ft, hs_file *f)
 {
     int st = __atomic_load_n(&ft->map_state, __ATOMIC_ACQUIRE);

@@ -50,9 +50,11 @@
  *                    and so are the decoded levels of repeated leaves: a
  *                    page that later scans touch again is not
  *                    decompressed or level-decoded again.  Before every
- *                    batch that may touch the mapping, the file's
- *                    identity is checked (hs_file_check): a file changed
- *                    since it was opened fails with HS_IO, never SIGBUS.
+ *                    batch that may touch the mapping, and after it, the
+ *                    file's identity is checked (hs_file_check), and a
+ *                    truncation during the batch is caught by the SIGBUS
+ *                    guard (io/mapguard.c): a file changed since it was
+ *                    opened fails with HS_IO, never SIGBUS.
  *
  * Flat leaves of a scan with a selection do not execute runs one by one:
  * pq_cur_gather takes the batch's rows as ranges and, page by page, reads the

@@ -462,7 +462,54 @@ static hs_status leaf_cols(const pq_leaf *lf, hs_column *top, hs_column **cols, 
     return HS_OK;
 }
 
+static hs_status scan_next(pq_scan *s, hs_batch **out, hs_error *err);
+
+/* One batch, with the guard for mapped bytes: pages of a batch may be read in
+ * place from the file's mapping, and a file truncated or rewritten since it
+ * was opened would fault (SIGBUS) or show other bytes there.  So, when the
+ * file is mapped: its identity is checked before the batch (in scan_next)
+ * and after it (one fstat each), and a truncation that lands while the batch
+ * runs, whose fault io/mapguard.c turns into zero pages, fails the batch by
+ * the mapping's damaged mark.  Either way HS_IO, never a signal, never
+ * another version's bytes. */
 hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
+{
+    bool mapped = __atomic_load_n(&s->r->ft->map_state, __ATOMIC_ACQUIRE) > 0;
+    if (mapped)
+        hs_map_guard_check();
+    uint64_t faults = hs_map_fault_count();
+    hs_status st = scan_next(s, out, err);
+    if (st == HS_CORRUPT) {
+        /* bytes that look corrupt because the file shrank or changed under
+         * the reader (pread path: "file shrank") are an I/O condition */
+        hs_error now = {0};
+        if (hs_file_check(s->r->f, &now) != HS_OK) {
+            hs_err_clear(err);
+            st = hs_err_set(err, HS_IO, "%s", now.msg);
+        }
+        hs_err_clear(&now);
+    }
+    if (__atomic_load_n(&s->r->ft->map_state, __ATOMIC_ACQUIRE) <= 0)
+        return st;
+    hs_status bad = HS_OK;
+    if (hs_map_fault_count() != faults && hs_map_damaged(s->r->ft->map)) {
+        hs_err_clear(err);
+        bad = hs_err_set(err, HS_IO, "%s: file truncated while being read (the mapped "
+                         "pages are gone)", s->r->fname);
+    } else if (st == HS_OK && *out) {
+        bad = hs_file_check(s->r->f, err);
+    }
+    if (bad != HS_OK) {
+        hs_batch_free(*out);
+        *out = NULL;
+        scan_close_rg(s);
+        s->rg_i = s->n_rgs;  /* a failed scan stays failed */
+        return bad;
+    }
+    return st;
+}
+
+static hs_status scan_next(pq_scan *s, hs_batch **out, hs_error *err)
 {
     *out = NULL;
     for (;;) {
@@ -480,10 +527,8 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
         }
         break;
     }
-    /* pages of this batch may be read in place from the file's mapping: a
-     * file truncated or rewritten since it was opened would fault (SIGBUS)
-     * or show other bytes there, so its identity is checked first (one
-     * fstat per batch; see pq_footer_map) */
+    /* pages of this batch may be read in place from the file's mapping:
+     * the file's identity is checked first (see pq_scan_next) */
     if (__atomic_load_n(&s->r->ft->map_state, __ATOMIC_ACQUIRE) > 0)
         HS_TRY(hs_file_check(s->r->f, err));
     /* the runs of this batch */

@@ -2641,12 +2641,15 @@ static hs_status prefetch_next(xo_op *op, hs_batch **out, hs_error *err)
         pf->first = NULL;
         return HS_OK;
     }
-    return xo_next(op->children[0], out, err);
+    hs_status st = xo_next(op->children[0], out, err);
+    if (st != HS_OK)
+        sq_stream_failed(pf->s, st, err);   /* the session's SQLSTATE and message */
+    return st;
 }
 
 static void prefetch_destroy(xo_op *op) { hs_batch_free(((prefetch_op *)op)->first); }
 
-static hs_status prefetch(xo_op *child, xo_op **out, hs_error *err)
+static hs_status prefetch(sq_session *s, xo_op *child, xo_op **out, hs_error *err)
 {
     *out = NULL;
     hs_batch *first = NULL;
@@ -2672,6 +2675,7 @@ static hs_status prefetch(xo_op *child, xo_op **out, hs_error *err)
     pf->op.next = prefetch_next;
     pf->op.destroy = prefetch_destroy;
     pf->first = first;
+    pf->s = s;
     *out = &pf->op;
     return HS_OK;
 }
@@ -2684,7 +2688,7 @@ hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text, h
     xo_op *op = NULL;
     hs_status st = sq_plan_query(s, ctx, select, text, &op, err);
     if (st == HS_OK)
-        st = prefetch(op, &op, err);
+        st = prefetch(s, op, &op, err);
     if (st != HS_OK) {
         sq_ctx_free(ctx);
         return st;

@@ -171,6 +171,7 @@ typedef struct prefetch_op {
     xo_op op;
     hs_batch *first;
     bool given;
+    sq_session *s;   /* borrowed: a result stream never outlives its session */
 } prefetch_op;
 
 typedef struct corr {

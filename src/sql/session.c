@@ -171,8 +171,10 @@ static void settle_error(sq_session *s, hs_status st, const hs_error *err)
 {
     if (st == HS_OK) {
         set_state(s, "00000", 0);
+        s->errmsg[0] = 0;
         return;
     }
+    snprintf(s->errmsg, sizeof s->errmsg, "%s", err && err->msg[0] ? err->msg : hs_status_name(st));
     if (strcmp(s->sqlstate, "00000") != 0)
         return;
     const char *msg = err ? err->msg : NULL;
@@ -181,6 +183,15 @@ static void settle_error(sq_session *s, hs_status st, const hs_error *err)
     if (at)
         pos = atoi(at + 14);
     set_state(s, sq_guess_sqlstate(st, msg), pos);
+}
+
+void sq_stream_failed(sq_session *s, hs_status code, const hs_error *err)
+{
+    if (!s || code == HS_OK)
+        return;
+    const char *msg = err && err->msg[0] ? err->msg : hs_status_name(code);
+    set_state(s, sq_guess_sqlstate(code, msg), 0);
+    snprintf(s->errmsg, sizeof s->errmsg, "%s", msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1048,6 +1059,7 @@ void hs_session_cancel(hs_session *s)
 
 const char *hs_session_sqlstate(const hs_session *s) { return s ? s->sqlstate : "08003"; }
 int hs_session_error_position(const hs_session *s) { return s ? s->errpos : 0; }
+const char *hs_session_error_message(const hs_session *s) { return s ? s->errmsg : ""; }
 
 /* ------------------------------------------------------------------ */
 /* prepared statements                                                 */

@@ -72,6 +72,7 @@ struct hs_session {
     atomic_int cancel;
     char sqlstate[6];
     int errpos;              /* 1-based character position, 0 = none */
+    char errmsg[HS_ERROR_MSG_MAX];  /* message of the last failed call ("" after success) */
     void *dml;               /* sx-dml's per-session state (open transaction) */
     json_t *index_names;     /* CREATE INDEX names: name -> [table key, column, kind] */
     sq_tt tt[SQ_MAX_TT];     /* time-travel clauses of the running statement */
@@ -95,6 +96,10 @@ hs_status sq_fail(sq_session *s, hs_error *err, hs_status code, const char *sqls
 /* The SQLSTATE PostgreSQL would give for an error the lower layers reported
  * only as a status and message. */
 const char *sq_guess_sqlstate(hs_status code, const char *msg);
+/* A result stream's get_next failed after its statement returned: sets the
+ * session's SQLSTATE (from code and message, position 0) and its last error
+ * message (hs_session_error_message), as a failed call would. */
+void sq_stream_failed(sq_session *s, hs_status code, const hs_error *err);
 
 /* ---- tables ---- */
 

@@ -62,9 +62,14 @@ struct hs_table {
      * handle (a reference; NULL = none): scans of the current snapshot read
      * its acknowledged rows beside the committed ones */
     struct tbl_tail *tail;
+    /* table/search.c: the files of the last filtered search as prepared
+     * (plan, allowed rows, sidecars held), reused by the next search with
+     * the same metadata file, snapshot, filter and column (owned; freed by
+     * tbl_search_cache_clear) */
+    struct tbl_fsearch *search_filtered;
 };
 
-/* Frees the handle's cached search plan (table/search.c). */
+/* Frees the handle's cached search plans (table/search.c). */
 void tbl_search_cache_clear(hs_table *t);
 
 /* roaring_bitmap_free that accepts NULL (older CRoaring does not). */

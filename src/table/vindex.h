@@ -187,5 +187,8 @@ HS_MUST_USE hs_status tbl_vindex_ids_of(const tbl_vindex *vi, const roaring_bitm
  * searched through a sidecar, files searched exactly, sidecars skipped
  * (missing, truncated, corrupt, stale; an unreadable registry counts one). */
 void tbl_search_counters(int64_t *files_indexed, int64_t *files_exact, int64_t *skipped);
+/* Filtered searches that prepared their files (allowed rows, sidecars) and
+ * that reused the handle's kept preparation (tbl_fsearch in search.c). */
+void tbl_search_filter_counters(int64_t *prepared, int64_t *reused);
 
 #endif

@@ -3,7 +3,9 @@
  * PostgreSQL's SQLSTATEs and positions, ex_bind_json's scope resolution,
  * and the plans the planner chooses (read from EXPLAIN): filter pushdown
  * into scans, hash joins on equalities, semi/anti joins for EXISTS and IN,
- * outer-join conjuncts kept above the join, vector search with an index.
+ * outer-join conjuncts kept above the join, vector search with an index;
+ * unknown functions (42883) and errors raised while a result streams
+ * (the session's SQLSTATE and message).
  *
  * Oracles: the expected SQLSTATE/position are PostgreSQL 15's for the same
  * statements; row counts are known by construction (t: id 0..99, g = id %
@@ -26,6 +28,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* rows of table 2 ("big": id 0..BIG_N-1, several executor batches) */
+#define BIG_N 200000
+
 static hs_table *make_table(hs_catalog *cat, const char *name, int which, hs_error *err)
 {
     hs_field s, f;
@@ -37,13 +42,16 @@ static hs_table *make_table(hs_catalog *cat, const char *name, int which, hs_err
         if (hs_field_add_child(&s, &f) != HS_OK) abort();
         hs_field_init(&f, "s", HS_TYPE_STRING, true);
         if (hs_field_add_child(&s, &f) != HS_OK) abort();
-    } else {
+    } else if (which == 1) {
         hs_field_init(&f, "k", HS_TYPE_INT64, true);
         if (hs_field_add_child(&s, &f) != HS_OK) abort();
         hs_field_init(&f, "s", HS_TYPE_STRING, true);
         if (hs_field_add_child(&s, &f) != HS_OK) abort();
+    } else {
+        hs_field_init(&f, "id", HS_TYPE_INT64, false);
+        if (hs_field_add_child(&s, &f) != HS_OK) abort();
     }
-    int n = which == 0 ? 100 : 20;
+    int n = which == 0 ? 100 : which == 1 ? 20 : BIG_N;
     hs_batch *b;
     if (hs_batch_create(&s, n, &b, NULL) != HS_OK) abort();
     for (int64_t i = 0; i < n; i++) {
@@ -54,6 +62,9 @@ static hs_table *make_table(hs_catalog *cat, const char *name, int which, hs_err
             if (hs_col_append_fixed(b->cols[0], &i) != HS_OK ||
                 hs_col_append_fixed(b->cols[1], &g) != HS_OK ||
                 hs_col_append_bytes(b->cols[2], buf, (size_t)len) != HS_OK)
+                abort();
+        } else if (which == 2) {
+            if (hs_col_append_fixed(b->cols[0], &i) != HS_OK)
                 abort();
         } else {
             int64_t k = i * 2;
@@ -221,6 +232,12 @@ static void test_errors(void)
     expect_error(fx.s, "SELECT (SELECT k FROM u) FROM t", "21000", -1);
     /* string_agg of a non-text column, with ORDER BY (fuzz_sql found a double free) */
     expect_error(fx.s, "SELECT g, string_agg(3, ',' ORDER BY s) FROM t GROUP BY ROLLUP (g)", "42883", 11);
+    /* an unknown function is 42883 (undefined_function), as PostgreSQL;
+     * a PostgreSQL function we lack is 0A000; argument errors come first */
+    expect_error(fx.s, "SELECT nosuchfunc(1)", "42883", 8);
+    expect_error(fx.s, "SELECT id, nosuchfunc(s, id) FROM t", "42883", 12);
+    expect_error(fx.s, "SELECT nosuchfunc(nosuchcol) FROM t", "42703", 19);
+    expect_error(fx.s, "SELECT replace(s, 'a', 'b') FROM t", "0A000", 8);
     /* success resets the state */
     CHECK(count_rows(fx.s, "SELECT 1", &err) == 1);
     CHECK(strcmp(hs_session_sqlstate(fx.s), "00000") == 0);
@@ -255,6 +272,74 @@ static void test_results(void)
     /* a correlated scalar subquery: ids above their group's average */
     CHECK(count_rows(fx.s, "SELECT id FROM t a WHERE id > (SELECT avg(id) FROM t b WHERE b.g = a.g)", &err) == 50);
     teardown(&fx);
+}
+
+/* An error met while the rows stream (after hs_session_execute returned:
+ * division by zero, a bad cast in a later batch) sets the session's
+ * SQLSTATE and message, as PostgreSQL reports it for the statement;
+ * the stream's get_last_error says the same. */
+static void test_stream_errors(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    fixture fx;
+    if (!setup(&fx, "stream_errors", &err)) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        CHECK(0);
+        teardown(&fx);
+        return;
+    }
+    hs_table *big = make_table(fx.cat, "big", 2, &err);
+    CHECK(big != NULL);
+    if (!big) {
+        teardown(&fx);
+        return;
+    }
+    CHECK_OK(hs_session_register(fx.s, "big", big, &err), &err);
+    static const struct { const char *sql, *state, *msg; } qs[] = {
+        {"SELECT 100 / (id - 150000) AS x FROM big", "22012", "division by zero"},
+        {"SELECT CAST(CASE WHEN id = 190000 THEN 'x' ELSE '1' END AS integer) FROM big",
+         "22P02", "invalid input syntax"},
+    };
+    for (int q = 0; q < 2; q++) {
+        /* a failed statement first: the stream's error must replace its state */
+        expect_error(fx.s, "SELECT * FROM missing", "42P01", 15);
+        hs_result *r = NULL;
+        CHECK_OK(hs_session_execute(fx.s, qs[q].sql, &r, &err), &err);
+        CHECK(strcmp(hs_session_sqlstate(fx.s), "00000") == 0);
+        CHECK(strcmp(hs_session_error_message(fx.s), "") == 0);
+        struct ArrowArrayStream st;
+        CHECK_OK(hs_result_stream(r, &st, &err), &err);
+        hs_result_free(r);
+        int rc = 0;
+        int64_t n = 0;
+        for (;;) {
+            struct ArrowArray a;
+            rc = st.get_next(&st, &a);
+            if (rc != 0 || !a.release)
+                break;
+            n += a.length;
+            a.release(&a);
+        }
+        CHECK(rc != 0);
+        CHECK(n > 0 && n < BIG_N);   /* rows came before the error */
+        const char *m = st.get_last_error(&st);
+        CHECK(m && strstr(m, qs[q].msg));
+        if (strcmp(hs_session_sqlstate(fx.s), qs[q].state) != 0)
+            fprintf(stderr, "  %s: %s (%s)\n", qs[q].sql, hs_session_sqlstate(fx.s), m);
+        CHECK(strcmp(hs_session_sqlstate(fx.s), qs[q].state) == 0);
+        CHECK(strstr(hs_session_error_message(fx.s), qs[q].msg) != NULL);
+        CHECK(hs_session_error_position(fx.s) == 0);
+        st.release(&st);
+        /* and the next success clears both */
+        CHECK(count_rows(fx.s, "SELECT 1", &err) == 1);
+        CHECK(strcmp(hs_session_sqlstate(fx.s), "00000") == 0);
+        CHECK(strcmp(hs_session_error_message(fx.s), "") == 0);
+    }
+    CHECK_OK(hs_session_unregister(fx.s, "big", &err), &err);
+    hs_table_close(big);
+    teardown(&fx);
+    CHECK(hs_mem_live_count() == live0);
 }
 
 static bool has(const char *plan, const char *what)
@@ -494,6 +579,7 @@ int main(void)
     HS_RUN(test_bind_json);
     HS_RUN(test_errors);
     HS_RUN(test_results);
+    HS_RUN(test_stream_errors);
     HS_RUN(test_plans);
     HS_RUN(test_cancel_and_prepare);
     HS_RUN(test_catalog_names);

@@ -30,6 +30,7 @@
 #include "hyperstream/table.h"
 #include "parquet/reader.h"
 #include "table/mcache.h"
+#include "table/table_int.h"
 #include "table/vindex.h"
 
 #include <math.h>
@@ -813,6 +814,64 @@ static void test_plan_kept(void)
     CHECK(hs_mem_live_count() == live);
 }
 
+/* A filtered search (table/search.c's tbl_fsearch) keeps its prepared files
+ * (allowed rows, sidecars) in the handle for the next search with the same
+ * filter: reused only while the metadata file, snapshot, filter, column and
+ * metric are the same, so commits, refreshes, time travel and other
+ * filters in between see their own rows. */
+static void test_filtered_kept(void)
+{
+    int64_t live = hs_mem_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    const char *name = tmp_path("filtered-kept");
+    hs_table *t = make_table(cat, name, &err);
+    REQUIRE(t);
+    int64_t s0 = hs_table_current_snapshot_id(t);
+    int64_t prep0, reuse0, prep, reuse;
+    tbl_search_filter_counters(&prep0, &reuse0);
+    hs_scan_options flt = {.filter = "id >= 300"};
+    check_all_from(t, &flt, 300);
+    check_all_from(t, &flt, 300);   /* kept */
+    tbl_search_filter_counters(&prep, &reuse);
+    CHECK(prep - prep0 == 1 && reuse - reuse0 == 1);
+    /* another filter, an unfiltered search, then the first filter again */
+    hs_scan_options flt2 = {.filter = "id >= 350"}, cur = {0};
+    check_all_from(t, &flt2, 350);
+    check_all_from(t, &cur, 0);
+    check_all_from(t, &flt, 300);
+    tbl_search_filter_counters(&prep, &reuse);
+    CHECK(prep - prep0 == 3 && reuse - reuse0 == 1);
+    /* a commit through this handle: the deleted rows are gone */
+    int64_t n_del = 0;
+    CHECK_OK(hs_table_delete(t, "id < 320", &n_del, &err), &err);
+    CHECK(n_del > 0);
+    check_all_from(t, &flt, 320);
+    check_all_from(t, &flt, 320);
+    /* time travel with the same filter: the rows of then */
+    hs_scan_options at0 = {.use_snapshot_id = 1, .snapshot_id = s0, .filter = "id >= 300"};
+    check_all_from(t, &at0, 300);
+    check_all_from(t, &flt, 320);
+    /* a commit through another handle: seen after refresh only */
+    hs_table *t2 = NULL;
+    CHECK_OK(hs_table_open(cat, name, &t2, &err), &err);
+    REQUIRE(t2);
+    CHECK_OK(hs_table_delete(t2, "id < 340", &n_del, &err), &err);
+    check_all_from(t2, &flt, 340);
+    check_all_from(t, &flt, 320);
+    CHECK_OK(hs_table_refresh(t, &err), &err);
+    check_all_from(t, &flt, 340);
+    hs_table_close(t2);
+    hs_table_close(t);   /* frees the kept preparation */
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();
+    tbl_vindex_cache_clear();
+    tbl_index_cache_clear();
+    tbl_mcache_clear();
+    CHECK(hs_mem_live_count() == live);
+}
+
 static int write_file(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -979,9 +1038,12 @@ static void test_vindex_oom(void)
     }
 }
 
-/* Every process-wide cache a search fills (they are not leaks). */
-static void clear_caches(void)
+/* Every cache a search fills (they are not leaks): the process-wide ones
+ * and what the handle keeps (its plans, its last filtered preparation). */
+static void clear_caches(hs_table *t)
 {
+    if (t)
+        tbl_search_cache_clear(t);
     pq_footer_cache_clear();   /* with the Parquet buffer pool */
     tbl_vindex_cache_clear();
     tbl_index_cache_clear();
@@ -1007,7 +1069,7 @@ static void test_search_oom(void)
     /* how many allocations one search makes */
     hs_alloc_hook hook = {count_malloc, count_realloc, count_free, NULL};
     int n = 0;
-    clear_caches();
+    clear_caches(t);
     int64_t live = hs_mem_live_count();
     hs_set_alloc_hook(&hook);
     g_allocs = 0;
@@ -1015,7 +1077,7 @@ static void test_search_oom(void)
     int64_t total = g_allocs;
     hs_set_alloc_hook(NULL);
     CHECK(n == want && total > 50);
-    clear_caches();
+    clear_caches(t);
     CHECK(hs_mem_live_count() == live);
     /* fail each one (every step-th when there are many) */
     int64_t step = total / 1500 + 1, failures = 0;
@@ -1024,7 +1086,7 @@ static void test_search_oom(void)
         hs_mem_fail_after(nth);
         hs_status st = run_search(t, "id < 500", q, DIM, 5, "l2", ids, d, &n, &err);
         hs_mem_fail_after(0);
-        clear_caches();
+        clear_caches(t);
         CHECK(hs_mem_live_count() == live);
         if (st == HS_OK) {
             /* the failure was absorbed (a fallback): still the right answer */
@@ -1038,7 +1100,7 @@ static void test_search_oom(void)
     CHECK(failures > total / step / 2);
     hs_table_close(t);
     hs_catalog_close(cat);
-    clear_caches();
+    clear_caches(NULL);
 }
 
 int main(void)
@@ -1050,6 +1112,7 @@ int main(void)
     HS_RUN(test_exact_vectors_image);
     HS_RUN(test_search_exact);
     HS_RUN(test_plan_kept);
+    HS_RUN(test_filtered_kept);
     HS_RUN(test_cache);
     HS_RUN(test_vindex_oom);
     HS_RUN(test_search_oom);

@@ -241,10 +241,37 @@ def test_error_syntax(session):
 def test_error_division_by_zero(session):
     with pytest.raises(hdb.HyperStreamError) as ei:
         session.sql("SELECT id / 0 AS x FROM users").to_arrow()
-    # raised while the rows are read: PostgreSQL's class 22 (data exception);
-    # 22012 itself once the session records the states of stream errors
-    assert ei.value.sqlstate.startswith("22")
+    assert ei.value.sqlstate == "22012"
     assert "division by zero" in str(ei.value)
+
+
+@pytest.mark.parametrize("query,state,text", [
+    ("SELECT 100 / (id - 150000) AS x FROM big", "22012", "division by zero"),
+    ("SELECT CAST(CASE WHEN id = 190000 THEN 'x' ELSE '1' END AS integer) FROM big",
+     "22P02", "invalid input syntax"),
+])
+def test_error_while_streaming_has_its_sqlstate(tmp_path, query, state, text):
+    # 200,000 rows: the statement returns (its first batch is fine) and the
+    # error shows in a later batch, while the rows stream; PostgreSQL reports
+    # it with the statement's SQLSTATE, and so must the exception
+    t = hdb.Table(tmp_path / "big")
+    t.write_arrow(pa.table({"id": pa.array(np.arange(200_000, dtype=np.int64))}))
+    t.commit()
+    s = hdb.Session()
+    s.register("big", t)
+    try:
+        with pytest.raises(hdb.HyperStreamError) as ei:
+            s.sql("SELECT * FROM missing")       # a failed statement first
+        assert ei.value.sqlstate == "42P01"
+        r = s.sql(query)                          # returns: the first batch is fine
+        with pytest.raises(hdb.HyperStreamError) as ei:
+            r.to_arrow()
+        assert ei.value.sqlstate == state, str(ei.value)
+        assert text in str(ei.value)
+        assert ei.value.position is None
+        assert s.sql("SELECT 1").to_arrow().num_rows == 1   # usable afterwards
+    finally:
+        s.close()
 
 
 def test_session_usable_after_error(session):

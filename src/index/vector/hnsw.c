@@ -213,6 +213,7 @@ typedef struct hnsw_q {
     const vd_table *k;
     size_t d;
     int64_t ndist;
+    bool two_hop;          /* allow-list below 1/4 of the rows: see search_l0_t */
 } hnsw_q;
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -1391,7 +1392,7 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
     size_t nc = 0, nt = 0;
     int64_t nd = 0;
     float lower = INFINITY;
-    uint32_t nbuf[2 * HNSW_MAX_M];
+    uint32_t nbuf[4 * HNSW_MAX_M];   /* direct neighbours + two-hop ones (<= 2 M0) */
 
     tags[ep] = tag;
     if (allowed_slot(ix, allow, (size_t)g->base + ep)) {
@@ -1422,6 +1423,22 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
             if (tags[nb] == tag)
                 continue;
             tags[nb] = tag;
+            if (c->two_hop && !allowed_slot(ix, allow, (size_t)g->base + nb)) {
+                /* a row the filter rejects is not measured: the walk goes
+                 * through it to its allowed neighbours (two hops, as
+                 * ACORN-1), at most M0 measured per expansion in all */
+                const uint32_t *l2 = (const uint32_t *)(const void *)(l0 + (size_t)nb * es);
+                uint32_t c2 = l2[0];
+                for (uint32_t j2 = 0; j2 < c2 && m < M0; j2++) {
+                    uint32_t nn = l2[1 + j2];
+                    if (tags[nn] == tag || !allowed_slot(ix, allow, (size_t)g->base + nn))
+                        continue;
+                    tags[nn] = tag;
+                    nbuf[m++] = nn;
+                    __builtin_prefetch(l0 + (size_t)nn * es + po, 0, 3);
+                }
+                continue;
+            }
             nbuf[m++] = nb;
             __builtin_prefetch(l0 + (size_t)nb * es + po, 0, 3);
         }
@@ -1843,6 +1860,14 @@ hs_status hnsw_search(const hnsw_index *ix, const float *q, const hnsw_search_op
     hnsw_scratch *s;
     HS_TRY(scratch_get(ix, &s, err));
     hnsw_q c = { .k = vd_kernels(), .d = ix->d, .q = q, .qn = q };
+    /* under an allow-list of 1/16 to 1/4 of the rows the walk does not
+     * measure rejected rows but steps through them (search_l0_t): on
+     * fashion-mnist at 10% allowed, ef 16, 0.293 -> 0.132 ms CPU a query,
+     * recall 1.0 -> 0.979; at 50% measuring them was faster (0.123 vs
+     * 0.162); below 1/16 two hops no longer connect the allowed rows
+     * (test_hnsw at 1%, graph forced: recall 0.81), and such lists are
+     * searched exactly by the table layer anyway */
+    c.two_hop = o->allow && allowed < (uint64_t)ix->n / 4 && allowed >= (uint64_t)ix->n / 16;
     hs_status st = HS_OK;
     if (ix->metric == HS_METRIC_COSINE) {
         if (!GROW(s, qbuf, qbuf_cap, ix->d)) {
