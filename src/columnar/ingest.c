@@ -1629,8 +1629,14 @@ static hs_status tp_child(tparse *t, const char *dflt, bool need_name, hs_field 
                 return tp_fail(t, "expected 'name: type'");
             t->p = save;
             snprintf(name, sizeof name, "%s", dflt);
+            n = strlen(name);
         }
     }
+    /* names become Arrow/Iceberg field names and JSON keys: whole, valid UTF-8 */
+    if (n + 1 >= sizeof name)
+        return tp_fail(t, "field name longer than 254 bytes");
+    if (hs_utf8_valid_prefix((const uint8_t *)name, strlen(name)) < strlen(name))
+        return tp_fail(t, "field name is not valid UTF-8");
     hs_status st = tp_type(t, name, out, depth + 1);
     if (st != HS_OK) {
         hs_field_clear(out);
@@ -1797,6 +1803,12 @@ static hs_status tp_type(tparse *t, const char *name, hs_field *out, int depth)
         do {
             hs_field kid;
             HS_TRY(tp_child(t, "", true, &kid, depth));
+            for (int i = 0; i < out->n_children; i++) {
+                if (!strcmp(out->children[i].name, kid.name)) {
+                    hs_field_clear(&kid);
+                    return tp_fail(t, "duplicate struct field name");
+                }
+            }
             if (hs_field_add_child(out, &kid) != HS_OK)
                 return HS_NOMEM;
         } while (tp_eat(t, ','));

@@ -627,7 +627,10 @@ static void test_type_grammar(void)
         hs_field_clear(&f);
     }
     static const char *bad[] = {"int", "list<int64", "decimal(50,2)", "struct<>", "time32[us]",
-                                "fixed_size_list<int8>", "int64 junk", "map<string>"};
+                                "fixed_size_list<int8>", "int64 junk", "map<string>",
+                                /* fuzz_ingest: names that could not round-trip */
+                                "struct<a: int64, a: string>", "struct<\"\": int8, \"\": int8>",
+                                "struct<\xb8ts: int64>", "struct<`x\xff`: int64>"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         hs_field f;
         hs_error e2 = {0};
