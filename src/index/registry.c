@@ -953,6 +953,18 @@ static hs_status load_run(const char *location, const ix_segment *sgs, int from,
     return HS_OK;
 }
 
+/* r's entries become the composed ones of all (moved; all is cleared). */
+static void adopt_entries(ix_registry *r, ix_segdata *all)
+{
+    ix_registry_clear_entries(r);
+    r->entries = all->entries;
+    r->n_entries = all->n_entries;
+    r->cap_entries = all->cap_entries;
+    all->entries = NULL;
+    all->n_entries = 0;
+    ix_segdata_clear(all);
+}
+
 hs_status ix_registry_load_segments(const char *location, ix_registry *r, hs_error *err)
 {
     if (r->format_version < 2)
@@ -962,16 +974,9 @@ hs_status ix_registry_load_segments(const char *location, ix_registry *r, hs_err
     if (st == HS_OK)
         st = ix_segments_compose(segs, r->n_segments, true, &all, err);
     segdatas_free(segs, r->n_segments);
-    if (st != HS_OK)
-        return st;
-    ix_registry_clear_entries(r);
-    r->entries = all.entries;
-    r->n_entries = all.n_entries;
-    r->cap_entries = all.cap_entries;
-    all.entries = NULL;
-    all.n_entries = 0;
-    ix_segdata_clear(&all);
-    return HS_OK;
+    if (st == HS_OK)
+        adopt_entries(r, &all);
+    return st;
 }
 
 hs_status ix_registry_load_segments_lenient(const char *location, ix_registry *r,
@@ -996,16 +1001,9 @@ hs_status ix_registry_load_segments_lenient(const char *location, ix_registry *r
     if (st == HS_OK)
         st = ix_segments_compose(segs, r->n_segments, true, &all, err);
     segdatas_free(segs, r->n_segments);
-    if (st != HS_OK)
-        return st;
-    ix_registry_clear_entries(r);
-    r->entries = all.entries;
-    r->n_entries = all.n_entries;
-    r->cap_entries = all.cap_entries;
-    all.entries = NULL;
-    all.n_entries = 0;
-    ix_segdata_clear(&all);
-    return HS_OK;
+    if (st == HS_OK)
+        adopt_entries(r, &all);
+    return st;
 }
 
 hs_status ix_registry_load(const char *location, const char *rel, ix_registry *out,
