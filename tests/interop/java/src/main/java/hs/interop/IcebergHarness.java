@@ -33,6 +33,20 @@
  *   current-metadata <table dir>
  *       Prints the current metadata file location.
  *
+ *   rewrite <table dir>
+ *       What Spark's rewrite_data_files does, with core Java Iceberg only:
+ *       reads every live row of the current snapshot (deletes applied),
+ *       writes them as new Parquet files (one per partition of each spec)
+ *       and commits one RewriteFiles "replace" that removes every data
+ *       file and every delete file of the snapshot (validated from that
+ *       snapshot; the new files keep its data sequence number).  Format v2
+ *       only (a v3 rewrite would have to carry _row_id).
+ *
+ *   expire <table dir> [--retain-last N]
+ *       ExpireSnapshots older than now, keeping the last N (default 1), with
+ *       Java deleting the data, delete, manifest and metadata files that no
+ *       remaining snapshot references (it knows nothing of index sidecars).
+ *
  *   serve
  *       Reads such commands from stdin, one a line, arguments separated by
  *       tabs, and after each prints "##done 0", or "##done 1 <message>"
@@ -105,7 +119,9 @@ import org.apache.iceberg.FileScanTask;
 import org.apache.iceberg.MetadataColumns;
 import org.apache.iceberg.PartitionKey;
 import org.apache.iceberg.PartitionSpec;
+import org.apache.iceberg.RewriteFiles;
 import org.apache.iceberg.RowDelta;
+import org.apache.iceberg.Snapshot;
 import org.apache.iceberg.Schema;
 import org.apache.iceberg.SchemaParser;
 import org.apache.iceberg.StaticTableOperations;
@@ -223,6 +239,12 @@ public final class IcebergHarness {
       case "current-metadata":
         System.out.println(currentMetadata(loadTable(args[1])));
         break;
+      case "rewrite":
+        rewrite(args);
+        break;
+      case "expire":
+        expire(args);
+        break;
       default:
         usage();
     }
@@ -236,6 +258,8 @@ public final class IcebergHarness {
         + "       iceberg-harness append <table dir> <rows.jsonl>\n"
         + "       iceberg-harness delete <table dir> <column> <json value>\n"
         + "       iceberg-harness current-metadata <table dir>\n"
+        + "       iceberg-harness rewrite <table dir>\n"
+        + "       iceberg-harness expire <table dir> [--retain-last N]\n"
         + "       (a table dir may be rest:<uri>|<token>|ns.table: Java's RESTCatalog)\n"
         + "       iceberg-harness batch <file of commands, one a line, arguments"
         + " separated by tabs>\n"
@@ -860,6 +884,100 @@ public final class IcebergHarness {
       delta.addDeletes(d);
     }
     delta.commit();
+    System.out.println(currentMetadata(table));
+  }
+
+  private static void rewrite(String[] args) throws IOException {
+    Table table = loadTable(args[1]);
+    Snapshot base = table.currentSnapshot();
+    if (base == null) {
+      System.out.println(currentMetadata(table));
+      return;
+    }
+    if (((HasTableOperations) table).operations().current().formatVersion() >= 3) {
+      throw new IllegalArgumentException("rewrite: format v2 tables only");
+    }
+    Map<String, DataFile> oldData = new LinkedHashMap<>();
+    Map<String, DeleteFile> oldDeletes = new LinkedHashMap<>();
+    // Live rows grouped by (spec, partition) of the file they come from.
+    Map<String, List<Record>> groups = new LinkedHashMap<>();
+    Map<String, DataFile> groupFile = new HashMap<>();
+    try (CloseableIterable<FileScanTask> tasks =
+        table.newScan().useSnapshot(base.snapshotId()).planFiles()) {
+      for (FileScanTask t : tasks) {
+        oldData.put(t.file().location(), t.file());
+        for (DeleteFile d : t.deletes()) {
+          oldDeletes.put(d.location(), d);
+        }
+      }
+    }
+    Schema schema = table.schema();
+    Schema proj = new Schema(
+        concat(List.of(MetadataColumns.FILE_PATH), schema.columns()));
+    try (CloseableIterable<Record> rows =
+        IcebergGenerics.read(table).useSnapshot(base.snapshotId()).project(proj).build()) {
+      for (Record r : rows) {
+        DataFile f = oldData.get(r.get(0).toString());
+        String k = f.specId() + "/" + table.specs().get(f.specId()).partitionToPath(f.partition());
+        groupFile.putIfAbsent(k, f);
+        Record out = GenericRecord.create(schema);
+        for (int i = 0; i < schema.columns().size(); i++) {
+          out.set(i, r.get(i + 1));
+        }
+        groups.computeIfAbsent(k, x -> new ArrayList<>()).add(out);
+      }
+    }
+    GenericFileWriterFactory factory =
+        new GenericFileWriterFactory.Builder(table).dataFileFormat(FileFormat.PARQUET).build();
+    OutputFileFactory files =
+        OutputFileFactory.builderFor(table, 1, System.nanoTime() & 0x7fffffff)
+            .format(FileFormat.PARQUET)
+            .build();
+    RewriteFiles op =
+        table.newRewrite()
+            .validateFromSnapshot(base.snapshotId())
+            .dataSequenceNumber(base.sequenceNumber());
+    for (DataFile f : oldData.values()) {
+      op.deleteFile(f);
+    }
+    for (DeleteFile d : oldDeletes.values()) {
+      op.deleteFile(d);
+    }
+    for (Map.Entry<String, List<Record>> e : groups.entrySet()) {
+      DataFile like = groupFile.get(e.getKey());
+      PartitionSpec spec = table.specs().get(like.specId());
+      DataWriter<Record> w =
+          factory.newDataWriter(
+              spec.isUnpartitioned()
+                  ? files.newOutputFile()
+                  : files.newOutputFile(spec, like.partition()),
+              spec,
+              spec.isUnpartitioned() ? null : like.partition());
+      try (DataWriter<Record> closing = w) {
+        for (Record r : e.getValue()) {
+          closing.write(r);
+        }
+      }
+      op.addFile(w.toDataFile());
+    }
+    op.commit();
+    System.out.println(currentMetadata(table));
+  }
+
+  private static <T> List<T> concat(List<T> a, List<T> b) {
+    List<T> out = new ArrayList<>(a);
+    out.addAll(b);
+    return out;
+  }
+
+  private static void expire(String[] args) {
+    Table table = loadTable(args[1]);
+    String keep = option(args, "--retain-last");
+    table
+        .expireSnapshots()
+        .expireOlderThan(System.currentTimeMillis() + 1)
+        .retainLast(keep == null ? 1 : Integer.parseInt(keep))
+        .commit();
     System.out.println(currentMetadata(table));
   }
 
