@@ -60,7 +60,8 @@
  * COPY: FROM 'x.parquet' (columns by name) or 'x.csv' (FORMAT csv; columns
  * by position - the table's or the column list's -, HEADER skips the first
  * record; DELIMITER one character; NULL is an unquoted empty cell), TO
- * 'x.parquet' or 'x.csv' of a table or a query.
+ * 'x.parquet' or 'x.csv' of a table or a query.  File names are URIs
+ * (io/io.h: local paths, file://, s3:// and s3a:// objects).
  * RETURNING (INSERT, UPDATE, DELETE) returns rows with the tag.  Command
  * tags follow PostgreSQL: INSERT 0 n, UPDATE n, DELETE n, MERGE n, COPY n,
  * BEGIN, COMMIT, ROLLBACK.
@@ -2532,7 +2533,7 @@ static hs_status copy_from(dctx *c, txn *x, json_t *body, const char *file, int6
         for (int i = 0; i < ncsv; i++)
             map[n_map++] = n_att ? att_col[i] : i;
         if (st == HS_OK)
-            st = hs_local_read_all(file, &raw, err);
+            st = hs_io_read_all(file, &raw, err);
         if (st == HS_OK)
             st = csv_with_header(x, map, n_map, &raw, &o, &text, err);
         hs_buf_free(&raw);
@@ -2650,7 +2651,7 @@ static hs_status write_csv(dctx *c, const hs_batch *b, const char *file, const c
     }
     hs_wfile *wf = NULL;
     if (st == HS_OK)
-        st = hs_local_create(file, false, &wf, err);
+        st = hs_io_create(file, 0, &wf, err);
     if (st == HS_OK && out.len)
         st = hs_wfile_write(wf, out.data, out.len, err);
     if (st == HS_OK) {
