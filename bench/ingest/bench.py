@@ -1,4 +1,5 @@
-"""bench/ingest: streaming ingest, HyperStreamDB's append stream vs LanceDB.
+"""bench/ingest: streaming ingest, HyperStreamDB's append stream vs LanceDB
+and Lucene 8.7.
 
 Data: BENCH_ROWS rows (id int64, cat string of 8 values, x float64, vec
 fixed_size_list<float32>[BENCH_DIM]) written in batches of BENCH_BATCH rows
@@ -13,6 +14,13 @@ into a table with a scalar index on `cat` and an HNSW index on `vec`.
                           (BTREE on cat) and vector (IVF_PQ on vec) indexes
                           were built on the first 10% of the rows (as a
                           LanceDB user creates them); one writer
+  Lucene 8.7              bench/ingest/LuceneIngest.java on the same rows
+                          (Debian liblucene8-java; id as LongPoint, cat as
+                          StringField, x and vec stored: Lucene 8 has no
+                          vector index): commit() per batch (durable ack),
+                          group commit from BENCH_WRITERS threads, and
+                          ack -> searchable through a SearcherManager
+                          refreshed every second
   ack -> searchable       a write of a fresh id, then polling a filtered
                           scan (id = X) on the same handle until the row is
                           returned, BENCH_LAT_SAMPLES times at random gaps;
@@ -155,6 +163,39 @@ def lance_run(root):
     return rows / loop, lat
 
 
+LUCENE_JARS = ["/usr/share/java/lucene-core-8.7.0.jar"]
+
+
+def lucene_run(root):
+    """Runs LuceneIngest.java over BATCHES' rows; None when Lucene or a JDK is missing."""
+    import glob
+    import subprocess
+    jars = [j for j in LUCENE_JARS if os.path.exists(j)] or \
+        sorted(glob.glob("/usr/share/java/lucene-core-8*.jar"))
+    if not jars or not shutil.which("javac"):
+        return None
+    os.makedirs(root)
+    rows = os.path.join(root, "rows.bin")
+    rec = np.dtype([("id", "<i8"), ("cat", "u1"), ("x", "<f8"), ("vec", "<f4", (D,))])
+    with open(rows, "wb") as f:
+        for b in BATCHES:
+            a = np.zeros(b.num_rows, dtype=rec)
+            ids = b.column("id").to_numpy()
+            a["id"] = ids
+            a["cat"] = ids % 8
+            a["x"] = b.column("x").to_numpy()
+            a["vec"] = b.column("vec").combine_chunks().flatten().to_numpy().reshape(-1, D)
+            f.write(a.tobytes())
+    cls = os.path.join(root, "classes")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "LuceneIngest.java")
+    cp = ":".join(jars)
+    subprocess.run(["javac", "-d", cls, "-cp", cp, src], check=True)
+    out = subprocess.run(["java", "-cp", cp + ":" + cls, "LuceneIngest", rows, str(N), str(D),
+                          str(B), str(W), str(LAT), os.path.join(root, "idx")],
+                         check=True, capture_output=True, text=True).stdout
+    return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
+
+
 def main():
     root = tempfile.mkdtemp(prefix="bench-ingest-")
     try:
@@ -169,6 +210,16 @@ def main():
         lat = ours_latency(os.path.join(root, "c"))
         print(f"  ours   ack->searchable   p50 {pct(lat, 50) * 1000:7.1f} ms   p99 "
               f"{pct(lat, 99) * 1000:7.1f} ms   (refresh 1 s)")
+        luc = lucene_run(os.path.join(root, "e"))
+        if luc is None:
+            print("  Lucene: not installed (bench/ingest/run.sh installs liblucene8-java)")
+        else:
+            print(f"  lucene commit per batch  {luc['batch']:10.0f} rows/s")
+            print(f"  lucene group commit x{W}  {luc['group']:10.0f} rows/s")
+            print(f"  lucene ack->searchable   p50 {luc['p50'] * 1000:7.1f} ms   p99 "
+                  f"{luc['p99'] * 1000:7.1f} ms   (SearcherManager refreshed every 1 s)")
+            print(f"  ratio  ours vs lucene: fsync/batch {single / luc['batch']:.2f}x   group "
+                  f"commit {group / luc['group']:.2f}x")
         try:
             lance, llat = lance_run(os.path.join(root, "d"))
         except ImportError:
