@@ -186,6 +186,11 @@ typedef enum xo_setop_kind { XO_SET_UNION = 0, XO_SET_INTERSECT, XO_SET_EXCEPT }
  * ALL max(m - n, 0). */
 HS_MUST_USE hs_status xo_setop(xo_setop_kind kind, bool all, xo_op *left, xo_op *right,
                                xo_op **out, hs_error *err);
+/* UNION ALL that reads `right` only when `left` gave fewer than n rows (and
+ * never opens it otherwise): the NULL-vector rows that follow a vector
+ * search's k nearest only matter when the search found fewer than k. */
+HS_MUST_USE hs_status xo_union_fill(xo_op *left, xo_op *right, int64_t n, xo_op **out,
+                                    hs_error *err);
 
 /* ---- window functions ---- */
 

@@ -2,7 +2,9 @@
  * exec/setop.c - UNION [ALL], INTERSECT [ALL], EXCEPT [ALL] with
  * PostgreSQL's semantics (rows compare as row keys, so NULLs are equal).
  *
- *   UNION ALL       left's batches, then right's (relabelled)
+ *   UNION ALL       left's batches, then right's (relabelled); with a fill
+ *                   count n (xo_union_fill) the right child is read only
+ *                   when the left one gave fewer than n rows
  *   UNION           both, a row emitted the first time its key is seen
  *   INTERSECT [ALL], EXCEPT [ALL]
  *                   the right child is read first into a map key -> count;
@@ -18,12 +20,16 @@
 #include "exec/exec_int.h"
 #include "base/hashmap.h"
 
+#include <stdio.h>
+
 typedef struct setop_op {
     xo_op op;
     xo_setop_kind kind;
     bool all;
     bool built;
     int side;           /* child being streamed */
+    int64_t fill;       /* xo_union_fill: the right child only below this many rows */
+    int64_t left_rows;  /* rows the left child gave */
     hs_map right;       /* key -> count (INTERSECT / EXCEPT) */
     hs_map seen;        /* keys already emitted (UNION, INTERSECT, EXCEPT) */
     int64_t key_bytes, accounted;
@@ -126,12 +132,16 @@ static hs_status setop_next(xo_op *op, hs_batch **out, hs_error *err)
         int last = s->kind == XO_SET_UNION ? 1 : 0;
         if (s->side > last)
             return HS_OK;
+        if (s->side == 1 && s->fill > 0 && s->left_rows >= s->fill)
+            return HS_OK;
         hs_batch *b;
         HS_TRY(xo_next(op->children[s->side], &b, err));
         if (!b) {
             s->side++;
             continue;
         }
+        if (s->side == 0)
+            s->left_rows += b->n_rows;
         if (s->kind == XO_SET_UNION && s->all) {
             hs_status st = xo_batch_set_schema(b, &op->schema, err);
             if (st != HS_OK) {
@@ -237,5 +247,24 @@ hs_status xo_setop(xo_setop_kind kind, bool all, xo_op *left, xo_op *right, xo_o
         return hs_err_nomem(err, 0);
     }
     *out = op;
+    return HS_OK;
+}
+
+hs_status xo_union_fill(xo_op *left, xo_op *right, int64_t n, xo_op **out, hs_error *err)
+{
+    HS_TRY(xo_setop(XO_SET_UNION, true, left, right, out, err));
+    setop_op *s = (setop_op *)*out;
+    s->fill = n;
+    char buf[96];
+    snprintf(buf, sizeof buf, "ALL; second input read only when the first gives < %lld rows",
+             (long long)n);
+    char *d = hs_strdup(buf);
+    if (!d) {
+        xo_free(*out);
+        *out = NULL;
+        return hs_err_nomem(err, 0);
+    }
+    hs_free((*out)->detail);
+    (*out)->detail = d;
     return HS_OK;
 }

@@ -1672,7 +1672,10 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
     }
     /* rows whose vector is NULL have no distance and no place in the
      * index; an exact ORDER BY returns them last (NULLS LAST), so they are
-     * added from a scan and the top-k above orders the union */
+     * added from a scan and the top-k above orders the union - read only
+     * when the search found fewer than k + offset rows (otherwise none of
+     * them can be among the first k + offset, and the scan would decode the
+     * whole vector column to find out) */
     if (st == HS_OK) {
         hs_buf nf = {0};
         st = hs_buf_printf(&nf, "%s%s%s\"", f->filt.len ? "(" : "",
@@ -1707,7 +1710,7 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
             xo_op *u;
             xo_op *vo = out->op, *no = nulls.op;
             out->op = nulls.op = NULL;
-            st = xo_setop(XO_SET_UNION, true, vo, no, &u, p->err);
+            st = xo_union_fill(vo, no, k + off, &u, p->err);
             out->op = st == HS_OK ? u : NULL;
         }
         pl_rel_clear(&nulls);

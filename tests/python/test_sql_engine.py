@@ -384,6 +384,11 @@ def test_vector_search_uses_index_and_matches_brute_force(tmp_path):
         assert got.num_rows == int((cat == 2).sum()) + 2
         assert got.column("id").to_pylist()[-2:] in ([n, n + 1], [n + 1, n])
         assert got.column("dist").to_pylist()[-2:] == [None, None]
+        # with k rows found the NULL-vector rows cannot be among them: their
+        # scan is never read (it decoded the whole vector column before)
+        assert s.sql(sql).column("id").to_pylist() == want
+        an = "\n".join(s.sql("EXPLAIN ANALYZE " + sql).column(0).to_pylist())
+        assert "rows decoded 0" in an and "Row groups: 0 read" in an, an
         # without the index: the exact plan gives the same rows
         assert s.sql("DROP INDEX items_emb") == "DROP INDEX"
         plan = "\n".join(s.sql("EXPLAIN " + sql).column(0).to_pylist())
