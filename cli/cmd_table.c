@@ -94,7 +94,7 @@ static const char table_usage[] =
     "  expire TABLE [--older-than TIME] [--retain-last N] [--snapshot ID] [--keep-files]\n"
     "  remove-orphans TABLE [--older-than TIME]   default: files older than 3 days\n"
     "  rewrite-manifests TABLE [--target-size BYTES]\n"
-    "  compact TABLE [--target-size BYTES] [--min-files N] [--filter EXPR]\n"
+    "  compact TABLE [--target-size BYTES] [--min-files N] [--filter EXPR] [--zorder a,b]\n"
     "  cherrypick TABLE SNAPSHOT_ID\n"
     "Streaming ingest:\n"
     "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none]\n"
@@ -141,6 +141,7 @@ typedef struct targs {
     int64_t retain_last, target_size, min_files;
     int dry_run, keep_files;
     const char *fsync, *batch_rows;  /* ingest */
+    const char *zorder;             /* compact */
 } targs;
 
 static int parse_args(int argc, char **argv, targs *a)
@@ -176,6 +177,7 @@ static int parse_args(int argc, char **argv, targs *a)
         VAL("--older-than", older_than)
         VAL("--fsync", fsync)
         VAL("--batch-rows", batch_rows)
+        VAL("--zorder", zorder)
 #undef VAL
         if (strcmp(s, "--retain-last") == 0 || strcmp(s, "--target-size") == 0 ||
             strcmp(s, "--min-files") == 0) {
@@ -868,6 +870,7 @@ static int tool_maint(const targs *a, hs_table *t)
         o.target_file_size_bytes = a->target_size;
         o.min_input_files = (int)(a->min_files > 1000000 ? 1000000 : a->min_files);
         o.filter = a->filter;
+        o.zorder_by = a->zorder;
         o.dry_run = a->dry_run;
         bar_state bar = {0};
         if (isatty(STDERR_FILENO)) {

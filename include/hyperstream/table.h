@@ -542,6 +542,13 @@ typedef struct hs_compact_options {
     const char *filter;
     hs_progress_fn progress; void *progress_ctx;   /* optional: rows done of total */
     int dry_run;
+    /* Z-order clustering: "a, b" (1 to 16 column names of scalar, ordered
+     * types) puts each rewritten bin's rows in the z-order (Morton order)
+     * of those columns instead of the table's sort order, so min/max
+     * pruning works on each of them (Spark's rewrite_data_files strategy
+     * "zorder").  HS_INVALID when the table has a sort order (its writes
+     * sort by it) or a column is unknown or has no order.  NULL = off. */
+    const char *zorder_by;
 } hs_compact_options;
 #define HS_COMPACT_OPTIONS_INIT {sizeof(hs_compact_options)}
 
@@ -550,7 +557,8 @@ typedef struct hs_compact_options {
  * with their deletes applied and written as new files of about the target
  * size (sorted by the table's sort order when it has one; partitioned by
  * the default spec), with every declared sidecar index built for them.
- * The delete files that only applied to rewritten files are dropped.  One
+ * With zorder_by the rows of each bin are z-ordered (see above) and bins
+ * are read whole.  The delete files that only applied to rewritten files are dropped.  One
  * "replace" snapshot; the table's rows are unchanged.  Validated against
  * concurrent commits: appends made meanwhile are kept; a commit that
  * deleted rows of (or removed) a rewritten file fails the compaction with

@@ -2059,14 +2059,15 @@ static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"op", "older_than_ms", "retain_last", "snapshot_ids", "dry_run",
                              "keep_files", "target_size_bytes", "min_input_files", "filter",
-                             "progress", NULL};
+                             "progress", "zorder_by", NULL};
     const char *op;
     PyObject *older_o = Py_None, *ids_o = Py_None, *filter_o = Py_None, *progress = Py_None;
+    PyObject *zorder_o = Py_None;
     int retain_last = 0, dry_run = 0, keep_files = 0, min_input_files = 0;
     long long target = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OiOppLiOO", kwlist, &op, &older_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OiOppLiOOO", kwlist, &op, &older_o,
                                      &retain_last, &ids_o, &dry_run, &keep_files, &target,
-                                     &min_input_files, &filter_o, &progress))
+                                     &min_input_files, &filter_o, &progress, &zorder_o))
         return NULL;
     if (check_open(self) < 0)
         return NULL;
@@ -2097,9 +2098,10 @@ static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
         if (!ids)
             return PyErr_NoMemory();
     }
-    char *filter = NULL;
-    if (arg_str(filter_o, "filter", &filter) < 0) {
+    char *filter = NULL, *zorder = NULL;
+    if (arg_str(filter_o, "filter", &filter) < 0 || arg_str(zorder_o, "zorder_by", &zorder) < 0) {
         PyMem_RawFree(ids);
+        PyMem_RawFree(filter);
         return NULL;
     }
     progress_ctx pc = {0};
@@ -2136,14 +2138,17 @@ static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
         o.progress = progress_fn;
         o.progress_ctx = &pc;
         o.dry_run = dry_run;
+        o.zorder_by = zorder;
         LOCKED(self, st = hs_table_compact(self->t, &o, &out, &err));
     } else {
         PyMem_RawFree(ids);
         PyMem_RawFree(filter);
+        PyMem_RawFree(zorder);
         return PyErr_Format(PyExc_ValueError, "unknown maintenance operation %s", op);
     }
     PyMem_RawFree(ids);
     PyMem_RawFree(filter);
+    PyMem_RawFree(zorder);
     if (saved_exc_restore(&pc.exc)) {
         hs_string_free(out);
         return NULL;
@@ -2202,7 +2207,8 @@ static PyMethodDef Table_methods[] = {
     {"rollback", KWFN(Table_rollback), "rollback(snapshot_id)"},
     {"maintain", KWFN(Table_maintain),
      "maintain(op, older_than_ms=None, retain_last=0, snapshot_ids=None, dry_run=False, "
-     "keep_files=False, target_size_bytes=0, min_input_files=0, filter=None, progress=None) "
+     "keep_files=False, target_size_bytes=0, min_input_files=0, filter=None, progress=None, "
+     "zorder_by=None) "
      "-> JSON text"},
     {"cherrypick", KWFN(Table_cherrypick), "cherrypick(snapshot_id)"},
     {"create_tag", KWFN(Table_create_tag), "create_tag(name, snapshot_id=-1)"},

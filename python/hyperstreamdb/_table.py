@@ -1140,7 +1140,8 @@ class Table:
 
     def compact(self, target_file_size: Optional[int] = None, min_input_files: int = 2,
                 filter: Optional[str] = None, dry_run: bool = False,
-                progress: ProgressArg = None) -> dict:
+                progress: ProgressArg = None,
+                zorder_by: Union[str, Sequence[str], None] = None) -> dict:
         """Bin-pack compaction (Iceberg rewrite_data_files): within each
         partition, files smaller than ``target_file_size`` bytes (default: the
         table property write.target-file-size-bytes, 512 MiB) and every file
@@ -1149,14 +1150,22 @@ class Table:
         built; one "replace" snapshot.  Appends committed meanwhile are kept;
         a concurrent delete of rewritten rows raises ConflictError (nothing
         committed).  ``filter`` limits it to files that may hold matching rows.
+        ``zorder_by`` (column names, or "a, b") instead clusters the rows in
+        the z-order of those columns (the table must have no sort order):
+        up to the table property hyperstream.compact.zorder-group-bytes
+        (1 GiB) of a partition's files are sorted as one and cut into files
+        of the target size, so min/max pruning works on each column.
         Returns what was (with ``dry_run``: would be) rewritten.  Shows a
         progress bar (see set_progress); Ctrl-C cancels."""
         if progress is None:
             progress = self._progress
+        if zorder_by is not None and not isinstance(zorder_by, str):
+            zorder_by = ", ".join(_columns_arg(zorder_by))
         with Progress(progress, "compacting", " rows") as cb:
             out = self._handle().maintain("compact", target_size_bytes=int(target_file_size or 0),
                                           min_input_files=int(min_input_files), filter=filter,
-                                          dry_run=bool(dry_run), progress=cb)
+                                          dry_run=bool(dry_run), progress=cb,
+                                          zorder_by=zorder_by)
         return json.loads(out)
 
     rewrite_data_files = compact

@@ -13,7 +13,10 @@
  *                 rewritten when it has min_input_files of them or deletes
  *   pack          first-fit decreasing bins of at most the target size
  *   rewrite       per bin, rows read with deletes applied, written as new
- *                 files of the default spec, sorted by the default order,
+ *                 files of the default spec, sorted by the default order
+ *                 (or z-ordered: zorder_by, columnar/zorder.c: bins of up to
+ *                 hyperstream.compact.zorder-group-bytes, default 1 GiB, read
+ *                 whole, sorted as one, cut into files of the target size),
  *                 declared indexes built (write.c tbl_rewrite_*):
  *                   no index, v2   streamed (append path: bounded memory,
  *                                  files rolled at the target)
@@ -43,6 +46,7 @@
 #include "base/numfmt.h"
 #include "base/opts.h"
 #include "columnar/arrow_c.h"
+#include "columnar/zorder.h"
 #include "index/registry.h"
 
 #include <stdlib.h>
@@ -325,6 +329,105 @@ static json_t *partition_json(const tbl_plan_file *f)
     return a;
 }
 
+/* zorder_by "a, b" -> the columns' names (*names: n copies, hs_free each
+ * and the array), checked against the current schema: known, ordered
+ * types, 1..16 of them, none twice; and the table must have no sort order. */
+static hs_status zorder_parse(const ice_table_metadata *m, const ice_schema *sc, const char *text,
+                              char ***names, int *n, hs_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    const ice_sort_order *so = ice_metadata_default_sort_order(m);
+    if (so && so->n_fields > 0)
+        return hs_err_set(err, HS_INVALID, "compact: z-order needs a table without a sort order "
+                          "(writes sort by it); replace the sort order with an empty one first");
+    char **out = hs_calloc(17, sizeof *out);
+    if (!out)
+        return hs_err_nomem(err, 17 * sizeof *out);
+    hs_status st = HS_OK;
+    int k = 0;
+    for (const char *p = text; st == HS_OK && *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        const char *a = p, *b = p + len;
+        while (a < b && (*a == ' ' || *a == '\t'))
+            a++;
+        while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        p = e ? e + 1 : p + len;
+        if (a == b) {
+            st = hs_err_set(err, HS_INVALID, "compact: empty column name in zorder_by \"%s\"", text);
+            break;
+        }
+        if (k == 16) {
+            st = hs_err_set(err, HS_INVALID, "compact: z-order over at most 16 columns");
+            break;
+        }
+        if (!(out[k] = hs_strndup(a, (size_t)(b - a)))) {
+            st = hs_err_nomem(err, 64);
+            break;
+        }
+        int c = -1;
+        for (int i = 0; i < sc->root.n_children; i++)
+            if (strcmp(sc->root.children[i].name, out[k]) == 0)
+                c = i;
+        if (c < 0)
+            st = hs_err_set(err, HS_NOT_FOUND, "compact: z-order column \"%s\" is not a "
+                            "top-level column of the table", out[k]);
+        else if (!hs_zorder_type_ok(sc->root.children[c].type))
+            st = hs_err_set(err, HS_INVALID, "compact: z-order column \"%s\" has type %s, which "
+                            "has no order", out[k], hs_type_name(sc->root.children[c].type));
+        for (int j = 0; st == HS_OK && j < k; j++)
+            if (strcmp(out[j], out[k]) == 0)
+                st = hs_err_set(err, HS_INVALID, "compact: z-order column \"%s\" given twice",
+                                out[k]);
+        k++;
+    }
+    if (st == HS_OK && k == 0)
+        st = hs_err_set(err, HS_INVALID, "compact: zorder_by names no column");
+    if (st != HS_OK) {
+        for (int i = 0; i < k; i++)
+            hs_free(out[i]);
+        hs_free(out);
+        return st;
+    }
+    *names = out;
+    *n = k;
+    return HS_OK;
+}
+
+/* Writes acc's rows in the z-order of the named columns, as files of about
+ * `target` bytes each (the bin's input bytes, in_bytes, divided evenly by
+ * rows): the whole bin is one sort, so each file covers a compact box of
+ * the z-order columns' values. */
+static hs_status zorder_write(tbl_rewrite *rw, const hs_batch *acc, const ice_schema *as,
+                              char *const *names, int n, int64_t in_bytes, int64_t target,
+                              hs_error *err)
+{
+    int cols[16];
+    for (int j = 0; j < n; j++)
+        if ((cols[j] = hs_batch_find(acc, names[j])) < 0)
+            return hs_err_set(err, HS_INTERNAL, "compact: z-order column %s not read", names[j]);
+    int64_t *perm = NULL;
+    HS_TRY(hs_zorder_permutation(acc, cols, n, &perm, err));
+    int64_t parts = target > 0 ? (in_bytes + target - 1) / target : 1;
+    if (parts < 1)
+        parts = 1;
+    if (parts > acc->n_rows)
+        parts = acc->n_rows > 0 ? acc->n_rows : 1;
+    hs_status st = HS_OK;
+    for (int64_t k = 0; st == HS_OK && k < parts; k++) {
+        int64_t lo = acc->n_rows * k / parts, hi = acc->n_rows * (k + 1) / parts;
+        hs_batch *part = NULL;
+        st = hs_batch_take(acc, perm + lo, hi - lo, &part, err);
+        if (st == HS_OK)
+            st = as ? tbl_rewrite_rows_as(rw, part, as, err) : tbl_rewrite_rows(rw, part, err);
+        hs_batch_free(part);
+    }
+    hs_free(perm);
+    return st;
+}
+
 hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,
                            hs_error *err)
 {
@@ -344,10 +447,20 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
                          ? opt->target_file_size_bytes
                          : tbl_maint_prop_i64(m, "write.target-file-size-bytes", (int64_t)512 << 20);
     int min_files = opt->min_input_files ? opt->min_input_files : 2;
+    /* z-order sorts a whole group of files at once (read into memory), then
+     * writes it as files of the target size */
+    int64_t zgroup = tbl_maint_prop_i64(m, "hyperstream.compact.zorder-group-bytes",
+                                        (int64_t)1 << 30);
+    if (zgroup < target)
+        zgroup = target;
     const ice_snapshot *snap = ice_metadata_current_snapshot(m);
     const ice_schema *sc = ice_metadata_current_schema(m);
     if (!sc)
         return hs_err_set(err, HS_CORRUPT, "table metadata has no current schema");
+    char **zcols = NULL;
+    int n_z = 0;
+    if (opt->zorder_by && *opt->zorder_by)
+        HS_TRY(zorder_parse(m, sc, opt->zorder_by, &zcols, &n_z, err));
     tbl_plan *p = NULL, *pf = NULL;
     /* the whole table (which deletes apply to which files), and the files
      * the filter selects */
@@ -419,7 +532,7 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         json_array_append_new(jgroups, json_pack("{s:o,s:i,s:o}", "partition",
                                                  partition_json(&p->files[idx[0]]), "spec_id",
                                                  (int)p->files[idx[0]].spec_id, "files", jf));
-        st = pack_bins(p, idx, n, target, &bins, err);
+        st = pack_bins(p, idx, n, n_z ? zgroup : target, &bins, err);
     }
     /* delete entries that apply only to rewritten files go too */
     hs_map refs = {0}, remove_del = {0};
@@ -496,8 +609,9 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         file_schema.schema_id = sc->schema_id;
     }
     const hs_field *read_root = lineage ? &file_schema.root : &sc->root;
-    for (size_t b = 0; st == HS_OK && work && !indexed && !lineage &&
-                       b < HS_VEC_LEN(&bins, bin); b++) {
+    /* z-order sorts a bin's rows as a whole: the in-memory path too */
+    bool whole = indexed || lineage || n_z > 0;
+    for (size_t b = 0; st == HS_OK && work && !whole && b < HS_VEC_LEN(&bins, bin); b++) {
         const bin *bb = &HS_VEC_AT(&bins, bin, b);
         hs_status src_st = HS_OK;
         hs_error src_err;
@@ -528,8 +642,7 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         if (src_st != HS_OK)   /* the source's own error (cancel), not the stream's form */
             st = hs_err_set(err, src_st, "%s", src_err.msg);
     }
-    for (size_t b = 0; st == HS_OK && work && (indexed || lineage) &&
-                       b < HS_VEC_LEN(&bins, bin); b++) {
+    for (size_t b = 0; st == HS_OK && work && whole && b < HS_VEC_LEN(&bins, bin); b++) {
         const bin *bb = &HS_VEC_AT(&bins, bin, b);
         hs_batch *acc = NULL;
         st = hs_batch_create(read_root, 0, &acc, err);
@@ -543,7 +656,10 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
                                 "nothing was committed", (long long)done,
                                 (long long)total_rows);
         }
-        if (st == HS_OK)
+        if (st == HS_OK && n_z > 0)
+            st = zorder_write(rw, acc, lineage ? &file_schema : NULL, zcols, n_z, bb->bytes,
+                              target, err);
+        else if (st == HS_OK)
             st = lineage ? tbl_rewrite_rows_as(rw, acc, &file_schema, err)
                          : tbl_rewrite_rows(rw, acc, err);
         hs_batch_free(acc);
@@ -559,8 +675,11 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     if (st == HS_OK && work)
         new_id = tbl_rewrite_snapshot_id(rw);
     tbl_rewrite_free(rw);
+    json_t *jz = n_z ? json_array() : json_null();
+    for (int j = 0; j < n_z; j++)
+        json_array_append_new(jz, json_string(zcols[j]));
     if (st == HS_OK) {
-        json_t *r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:o,s:b,s:I}",
+        json_t *r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:o,s:b,s:I,s:O}",
                               "rewritten_data_files", (json_int_t)n_in,
                               "added_data_files", (json_int_t)out_files,
                               "removed_delete_files", (json_int_t)del_files,
@@ -569,10 +688,15 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
                               "rows", (json_int_t)total_rows, "groups", jgroups,
                               "snapshot_id", new_id >= 0 ? json_integer(new_id) : json_null(),
                               "dry_run", opt->dry_run != 0,
-                              "target_file_size_bytes", (json_int_t)target);
+                              "target_file_size_bytes", (json_int_t)target,
+                              "zorder_by", jz);
         st = r ? tbl_maint_json_out(r, result_json, err) : hs_err_nomem(err, 256);
     }
     json_decref(jgroups);
+    json_decref(jz);
+    for (int j = 0; j < n_z; j++)
+        hs_free(zcols[j]);
+    hs_free(zcols);
     ice_schema_clear(&file_schema);
     hs_map_free(&cc.paths);
     hs_map_free(&refs);
