@@ -195,10 +195,12 @@ class Table:
     # maintenance (docs/tables.md "Maintenance"); each returns its JSON result as a dict
     def compact(self, target_file_size: Optional[int] = None, min_input_files: int = 2,
                 filter: Optional[str] = None, dry_run: bool = False,
-                progress: ProgressArg = None) -> Dict[str, Any]: ...
+                progress: ProgressArg = None,
+                zorder_by: Union[str, Sequence[str], None] = None) -> Dict[str, Any]: ...
     def rewrite_data_files(self, target_file_size: Optional[int] = None, min_input_files: int = 2,
                            filter: Optional[str] = None, dry_run: bool = False,
-                           progress: ProgressArg = None) -> Dict[str, Any]: ...
+                           progress: ProgressArg = None,
+                           zorder_by: Union[str, Sequence[str], None] = None) -> Dict[str, Any]: ...
     def expire_snapshots(self, older_than: Union[datetime.datetime, datetime.timedelta, int,
                                                  None] = None,
                          retain_last: Optional[int] = None,
