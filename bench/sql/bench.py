@@ -269,7 +269,7 @@ def bench_index(args, backend, summary):
         exact[i] = res
         rec = {"id": f"idx{i}", "sql": ours_sql, "keys": None, "limited": False,
                "columns": res.schema.names, "rows": sqlcompare.canonical_rows(res),
-               "repeat": args.repeat, "return_rows": not point}
+               "repeat": args.repeat, "return_rows": not point, "approximate": not point}
         recs.append(rec)
     ours = {}
     if backend:
