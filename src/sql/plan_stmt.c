@@ -114,6 +114,52 @@ static hs_status index_kind(sq_session *s, const char *text, int loc, const char
     return HS_OK;
 }
 
+/* Index names outlive the session: CREATE INDEX records the name as the
+ * table property hyperstream.sql.index.<name> = {"column":..,"kind":..}, and
+ * DROP INDEX finds it in the properties of the session's tables (registered
+ * or opened by name); PostgreSQL's names are unique per schema, ours per
+ * table, looked up across the session's tables. */
+#define IX_NAME_PREFIX "hyperstream.sql.index."
+
+/* The {"column","kind"} recorded under name on t, or NULL (new reference). */
+static json_t *ix_name_get(hs_table *t, const char *name)
+{
+    char *js = NULL;
+    hs_error e = {0};
+    if (hs_table_properties(t, &js, &e) != HS_OK)
+        return NULL;
+    json_t *props = hs_json_loads(js, 0, NULL);
+    hs_string_free(js);
+    hs_buf key = {0};
+    json_t *v = NULL;
+    if (props && hs_buf_printf(&key, IX_NAME_PREFIX "%s", name) == HS_OK) {
+        const char *txt = json_string_value(json_object_get(props, hs_buf_cstr(&key)));
+        v = txt ? hs_json_loads(txt, 0, NULL) : NULL;
+        if (v && (!json_is_string(json_object_get(v, "column")) ||
+                  !json_is_string(json_object_get(v, "kind")))) {
+            json_decref(v);
+            v = NULL;
+        }
+    }
+    hs_buf_free(&key);
+    json_decref(props);
+    return v;
+}
+
+/* The session's table holding an index named name (and its record), or NULL. */
+static hs_table *ix_name_find(sq_session *s, const char *name, json_t **rec)
+{
+    *rec = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        sq_table_ent *a = pass ? s->opened : s->reg;
+        int n = pass ? s->n_opened : s->n_reg;
+        for (int i = 0; i < n; i++)
+            if (a[i].t && (*rec = ix_name_get(a[i].t, name)) != NULL)
+                return a[i].t;
+    }
+    return NULL;
+}
+
 static hs_status create_index(sq_session *s, const json_t *b, const char *text, hs_result **out,
                               hs_error *err)
 {
@@ -138,6 +184,25 @@ static hs_status create_index(sq_session *s, const json_t *b, const char *text, 
     json_t *rv = pl_jget(b, "relation");
     hs_table *t;
     HS_TRY(sq_table_lookup(s, rv, text, &t, err));
+    /* the name (default: <table>_<column>_idx), which must be new */
+    const char *relname = pl_jstrv(pl_jget(rv, "RangeVar") ? pl_jget(rv, "RangeVar") : rv, "relname");
+    char defname[256];
+    const char *name = pl_jstrv(b, "idxname");
+    if (!name) {
+        snprintf(defname, sizeof defname, "%s_%s_idx", relname ? relname : "t", col);
+        name = defname;
+    }
+    json_t *prev = NULL;
+    hs_table *holder = ix_name_find(s, name, &prev);
+    if (!holder && (prev = ix_name_get(t, name)) != NULL)
+        holder = t;
+    json_decref(prev);
+    if (holder) {
+        if (json_is_true(pl_jget(b, "if_not_exists")))
+            return sq_result_tag("CREATE INDEX", -1, out, err);
+        return sq_fail(s, err, HS_CONFLICT, "42P07", text, loc, "relation \"%s\" already exists",
+                       name);
+    }
     json_t *pj = json_object();
     if (!pj)
         return hs_err_nomem(err, 0);
@@ -176,18 +241,21 @@ static hs_status create_index(sq_session *s, const json_t *b, const char *text, 
     st = hs_table_add_index(t, col, &io, err);
     free(pstr);
     HS_TRY(st);
-    /* remember the name for DROP INDEX (default: <table>_<column>_idx) */
-    const char *relname = pl_jstrv(pl_jget(rv, "RangeVar") ? pl_jget(rv, "RangeVar") : rv, "relname");
-    char defname[256];
-    const char *name = pl_jstrv(b, "idxname");
-    if (!name) {
-        snprintf(defname, sizeof defname, "%s_%s_idx", relname ? relname : "t", col);
-        name = defname;
+    /* record the name with the table (one more commit: properties) */
+    json_t *rec = json_pack("{s:s,s:s}", "column", col, "kind", kind);
+    char *val = rec ? hs_json_dumps(rec, JSON_COMPACT) : NULL;
+    json_decref(rec);
+    hs_buf key = {0};
+    if (!val || hs_buf_printf(&key, IX_NAME_PREFIX "%s", name) != HS_OK) {
+        free(val);
+        hs_buf_free(&key);
+        return hs_err_nomem(err, 64);
     }
-    if (!s->index_names && !(s->index_names = json_object()))
-        return hs_err_nomem(err, 0);
-    json_object_set_new(s->index_names, name, json_pack("{s:O,s:s,s:s}", "rel", rv, "col", col,
-                                                        "kind", kind));
+    const char *k1[1] = {hs_buf_cstr(&key)}, *v1[1] = {val};
+    st = hs_table_set_properties(t, k1, v1, 1, err);
+    free(val);
+    hs_buf_free(&key);
+    HS_TRY(st);
     return sq_result_tag("CREATE INDEX", -1, out, err);
 }
 
@@ -200,17 +268,27 @@ static hs_status drop_index(sq_session *s, const json_t *b, const char *text, hs
     json_array_foreach(pl_jget(b, "objects"), i, o) {
         json_t *items = pl_jget(pl_jget(o, "List"), "items");
         const char *name = sq_str(json_array_get(items, json_array_size(items) - 1));
-        json_t *ent = name && s->index_names ? json_object_get(s->index_names, name) : NULL;
-        if (!ent) {
+        json_t *rec = NULL;
+        hs_table *t = name ? ix_name_find(s, name, &rec) : NULL;
+        if (!t) {
             if (missing_ok)
                 continue;
             return sq_fail(s, err, HS_NOT_FOUND, "42704", text, pl_first_loc(b, 0),
                            "index \"%s\" does not exist", name ? name : "?");
         }
-        hs_table *t;
-        HS_TRY(sq_table_lookup(s, pl_jget(ent, "rel"), text, &t, err));
-        HS_TRY(hs_table_drop_index(t, pl_jstrv(ent, "col"), pl_jstrv(ent, "kind"), err));
-        json_object_del(s->index_names, name);
+        /* an index dropped outside SQL meanwhile: only its name goes */
+        hs_status st = hs_table_drop_index(t, pl_jstrv(rec, "column"), pl_jstrv(rec, "kind"), err);
+        json_decref(rec);
+        if (st == HS_NOT_FOUND)
+            st = HS_OK;
+        HS_TRY(st);
+        hs_buf key = {0};
+        if (hs_buf_printf(&key, IX_NAME_PREFIX "%s", name) != HS_OK)
+            return hs_err_nomem(err, 64);
+        const char *k1[1] = {hs_buf_cstr(&key)};
+        st = hs_table_remove_properties(t, k1, 1, err);
+        hs_buf_free(&key);
+        HS_TRY(st);
     }
     return sq_result_tag("DROP INDEX", -1, out, err);
 }

@@ -341,7 +341,6 @@ void hs_session_close(hs_session *s)
     ents_free(s->reg, s->n_reg);
     ents_free(s->opened, s->n_opened);
     hs_catalog_close(s->path_cat);
-    json_decref(s->index_names);
     hs_free(s);
 }
 

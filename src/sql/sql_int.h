@@ -74,7 +74,6 @@ struct hs_session {
     int errpos;              /* 1-based character position, 0 = none */
     char errmsg[HS_ERROR_MSG_MAX];  /* message of the last failed call ("" after success) */
     void *dml;               /* sx-dml's per-session state (open transaction) */
-    json_t *index_names;     /* CREATE INDEX names: name -> [table key, column, kind] */
     sq_tt tt[SQ_MAX_TT];     /* time-travel clauses of the running statement */
     int n_tt;
 };

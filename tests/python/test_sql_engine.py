@@ -376,7 +376,10 @@ def test_vector_search_uses_index_and_matches_brute_force(tmp_path):
         s.close()
         s = Session()
         s.register("items", str(d))
-        s.sql("CREATE INDEX items_emb ON items USING hnsw (emb vector_l2_ops)")
+        # the index and its name carried over to the new session (table property)
+        with pytest.raises(SqlError) as ei:
+            s.sql("CREATE INDEX items_emb ON items USING hnsw (emb vector_l2_ops)")
+        assert ei.value.sqlstate == "42P07"
         s.sql("SET hnsw.ef_search = 400")
         allq = sql.replace("LIMIT 5", "LIMIT 1000")
         assert "VectorSearch" in "\n".join(s.sql("EXPLAIN " + allq).column(0).to_pylist())
