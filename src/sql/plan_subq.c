@@ -180,7 +180,7 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     size_t ncorr = json_array_size(c.corr);
     lk = hs_calloc(ncorr + nrow + 2, sizeof *lk);
     rk = hs_calloc(ncorr + nrow + 2, sizeof *rk);
-    json_t **resid = hs_calloc(ncorr + 1, sizeof *resid);
+    json_t **resid = hs_calloc(ncorr + 2, sizeof *resid);
     int nres = 0;
     if (st == HS_OK && (!targets || !lk || !rk || !resid))
         st = pl_nomem(p);
@@ -201,9 +201,65 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
             rk[nk++] = (int)i;
         }
     }
+    /* correlated NOT IN: an anti join on the correlation keys alone, whose
+     * residual `x = v OR v IS NULL OR x IS NULL` holds for a subquery row
+     * when it makes `x NOT IN (...)` false or NULL - so an outer row stays
+     * only when its group is empty or every v is non-NULL and differs from a
+     * non-NULL x (the IN key as a hash key would keep x = NULL and groups
+     * holding a NULL v) */
+    json_t *nullaware = NULL;
+    bool na = neg && is_in && correlated && !row;
+    char xname[32] = "";
+    if (st == HS_OK && na) {
+        nk = 0;
+        /* x as a column of its own with a name no subquery column can take
+         * (the residual binds over both sides: an unqualified x could
+         * resolve to an inner column of the same name) */
+        json_t *wrapped = json_pack("{s:{s:[O],s:i}}", "CoalesceExpr", "args",
+                                    pl_jget(sublink, "testexpr"), "location", -1);
+        int xcol = -1;
+        st = wrapped ? pl_rel_add_expr(p, cur, wrapped, &xcol) : pl_nomem(p);
+        json_decref(wrapped);
+        snprintf(xname, sizeof xname, "x%d", xcol);
+        if (st == HS_OK) {
+            qcol *q = &cur->cols[xcol];
+            hs_free(q->qual);
+            hs_free(q->name);
+            q->qual = hs_strdup("__hs_not_in");
+            q->name = hs_strdup(xname);
+            q->hidden = true;
+            if (!q->qual || !q->name)
+                st = pl_nomem(p);
+        }
+    }
+    if (st == HS_OK && na) {
+        json_t *x = json_pack("{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String",
+                              "sval", "__hs_not_in", "String", "sval", xname, "location", -1);
+        json_t *v = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val");
+        json_t *vnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", v, "nulltesttype",
+                                  "IS_NULL", "location", -1);
+        json_t *xnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype",
+                                  "IS_NULL", "location", -1);
+        json_t *eq = x ? pl_mk_op("=", json_incref(x), json_incref(v)) : NULL;
+        json_decref(x);
+        nullaware = vnull && xnull && eq
+                        ? json_pack("{s:{s:s,s:[o,o,o],s:i}}", "BoolExpr", "boolop", "OR_EXPR",
+                                    "args", eq, vnull, xnull, "location", -1)
+                        : NULL;
+        if (!nullaware) {
+            json_decref(vnull);
+            json_decref(xnull);
+            json_decref(eq);
+            st = pl_nomem(p);
+        }
+    }
     if (st == HS_OK && correlated) {
         if (is_in)
             json_array_append(targets, pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val"));
+        if (nullaware) {
+            resid[nres++] = nullaware;
+            inner_refs(nullaware, &c, targets, 0);
+        }
         for (size_t i = 0; i < ncorr && st == HS_OK; i++) {
             json_t *cj = json_array_get(c.corr, i), *o, *in;
             if (corr_equality(cj, &c, &o, &in)) {
@@ -288,6 +344,7 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     hs_free(lk);
     hs_free(rk);
     hs_free(resid);
+    json_decref(nullaware);
     json_decref(targets);
     json_decref(rw);
     corr_free(&c);
