@@ -824,6 +824,7 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
             if (done[j] || !pl_jeq(pl_jget(ov, "partitionClause"), parts) || !pl_jeq(pl_jget(ov, "orderClause"), ord))
                 continue;
             xo_win *w = &fns[nf_];
+            memset(w, 0, sizeof *w);   /* the slot served the previous window's functions */
             const char *fname = pl_func_name(fc);
             json_t *args = pl_jget(fc, "args");
             size_t na = json_array_size(args);
