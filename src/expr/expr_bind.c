@@ -1762,6 +1762,10 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         {"concat", EX_FN_CONCAT, 1, 1000}, {"date_part", EX_FN_DATE_PART, 2, 2},
         {"extract", EX_FN_DATE_PART, 2, 2}, {"datepart", EX_FN_DATE_PART, 2, 2},
         {"date_trunc", EX_FN_DATE_TRUNC, 2, 2}, {"datetrunc", EX_FN_DATE_TRUNC, 2, 2},
+        {"replace", EX_FN_REPLACE, 3, 3}, {"strpos", EX_FN_STRPOS, 2, 2},
+        {"position", EX_FN_STRPOS, 2, 2}, {"left", EX_FN_LEFT, 2, 2},
+        {"right", EX_FN_RIGHT, 2, 2}, {"repeat", EX_FN_REPEAT, 2, 2},
+        {"reverse", EX_FN_REVERSE, 1, 1}, {"split_part", EX_FN_SPLIT_PART, 3, 3},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)
@@ -1843,6 +1847,25 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
     case EX_FN_BTRIM: case EX_FN_LTRIM: case EX_FN_RTRIM:
         for (int i = 0; i < n; i++)
             HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
+        break;
+    case EX_FN_REPLACE: case EX_FN_REVERSE:
+        for (int i = 0; i < n; i++)
+            HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
+        break;
+    case EX_FN_STRPOS:
+        /* position(sub IN s) arrives as position(s, sub), as in PostgreSQL */
+        for (int i = 0; i < n; i++)
+            HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
+        rt = ty(EX_T_INT);
+        break;
+    case EX_FN_LEFT: case EX_FN_RIGHT: case EX_FN_REPEAT:
+        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
+        HS_TRY(want_int(b, &a[1], fn));
+        break;
+    case EX_FN_SPLIT_PART:
+        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
+        HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
+        HS_TRY(want_int(b, &a[2], fn));
         break;
     case EX_FN_CONCAT:
         for (int i = 0; i < n; i++) {

@@ -1962,6 +1962,34 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
             out->v.s[j].p = p;
             break;
         }
+        case EX_FN_REPLACE:
+            if (ex_str_replace(c->arena, &a[0].v.s[j], &a[1].v.s[j], &a[2].v.s[j],
+                               &out->v.s[j]) != HS_OK)
+                return hs_err_nomem(c->err, a[0].v.s[j].n);
+            break;
+        case EX_FN_STRPOS:
+            out->v.i[j] = ex_str_strpos(&a[0].v.s[j], &a[1].v.s[j]);
+            break;
+        case EX_FN_LEFT: case EX_FN_RIGHT:
+            ex_str_left(&a[0].v.s[j], a[1].v.i[j], fn == EX_FN_RIGHT, &out->v.s[j]);
+            break;
+        case EX_FN_REPEAT: {
+            hs_status rs = ex_str_repeat(c->arena, &a[0].v.s[j], a[1].v.i[j], &out->v.s[j]);
+            if (rs == HS_INVALID)
+                return fail(c, n, "requested length too large");
+            if (rs != HS_OK)
+                return hs_err_nomem(c->err, a[0].v.s[j].n);
+            break;
+        }
+        case EX_FN_REVERSE:
+            if (ex_str_reverse(c->arena, &a[0].v.s[j], &out->v.s[j]) != HS_OK)
+                return hs_err_nomem(c->err, a[0].v.s[j].n);
+            break;
+        case EX_FN_SPLIT_PART:
+            if (a[2].v.i[j] == 0)
+                return fail(c, n, "field position must not be zero");
+            ex_str_split_part(&a[0].v.s[j], &a[1].v.s[j], a[2].v.i[j], &out->v.s[j]);
+            break;
         case EX_FN_LENGTH:
             out->v.i[j] = t0->t == EX_T_BIN ? (int64_t)a[0].v.s[j].n
                                             : (int64_t)ex_utf8_len(a[0].v.s[j].p, a[0].v.s[j].n);

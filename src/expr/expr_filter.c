@@ -914,7 +914,9 @@ static const char *fn_name(int fn)
 {
     static const char *const names[] = {"lower", "upper", "length", "abs", "round", "floor", "ceil",
                                         "sqrt", "starts_with", "substr", "btrim", "ltrim", "rtrim",
-                                        "concat", "date_part", "date_trunc"};
+                                        "concat", "date_part", "date_trunc", "replace",
+                                        "strpos", "left", "right", "repeat", "reverse",
+                                        "split_part"};
     return fn >= 0 && fn < (int)(sizeof names / sizeof names[0]) ? names[fn] : "?";
 }
 

@@ -137,6 +137,10 @@ typedef enum ex_fn {
     EX_FN_LOWER = 0, EX_FN_UPPER, EX_FN_LENGTH, EX_FN_ABS, EX_FN_ROUND, EX_FN_FLOOR, EX_FN_CEIL,
     EX_FN_SQRT, EX_FN_STARTS_WITH, EX_FN_SUBSTR, EX_FN_BTRIM, EX_FN_LTRIM, EX_FN_RTRIM,
     EX_FN_CONCAT, EX_FN_DATE_PART, EX_FN_DATE_TRUNC,
+    /* string functions of expr_strfn.c (PostgreSQL's semantics, characters
+     * of UTF-8 text) */
+    EX_FN_REPLACE, EX_FN_STRPOS, EX_FN_LEFT, EX_FN_RIGHT, EX_FN_REPEAT, EX_FN_REVERSE,
+    EX_FN_SPLIT_PART,
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
     EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
@@ -259,5 +263,17 @@ bool ex_date_part(ex_dfield f, ex_t t, int unit, int64_t v, int64_t *out);
 /* date_trunc of a TS value (unit) to field f; false when f cannot truncate. */
 bool ex_date_trunc(ex_dfield f, int unit, int64_t v, int64_t *out);
 bool ex_dfield_parse(const char *s, size_t n, ex_dfield *out);
+
+/* expr_strfn.c: string functions (see there); results in arena a or
+ * slices of the argument.  HS_NOMEM / HS_INVALID (repeat: over 1 GiB) with
+ * no message: the caller words the error. */
+typedef struct hs_arena hs_arena;
+hs_status ex_str_replace(hs_arena *a, const ex_str *s, const ex_str *from, const ex_str *to,
+                         ex_str *out);
+int64_t ex_str_strpos(const ex_str *s, const ex_str *sub);
+void ex_str_left(const ex_str *s, int64_t n, bool right, ex_str *out);
+hs_status ex_str_repeat(hs_arena *a, const ex_str *s, int64_t n, ex_str *out);
+hs_status ex_str_reverse(hs_arena *a, const ex_str *s, ex_str *out);
+void ex_str_split_part(const ex_str *s, const ex_str *d, int64_t n, ex_str *out);
 
 #endif
