@@ -563,9 +563,11 @@ static hs_status join_build(join_op *j, hs_error *err)
 /* ---- output ---- */
 
 /* A batch of schema from rows li of the current left batch and rows ri of
- * the right rows (-1 = NULL); with_right false: the left columns only. */
+ * the right rows (-1 = NULL); with_right false: the left columns only.
+ * move: li is every row of the probe batch in order and the batch is not
+ * read again, so its columns move into the output instead of being taken. */
 static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li, const int64_t *ri,
-                            int64_t n, bool with_right, hs_batch **out, hs_error *err)
+                            int64_t n, bool with_right, bool move, hs_batch **out, hs_error *err)
 {
     join_op *j = p->j;
     int nc = j->n_left + (with_right ? j->n_right : 0);
@@ -575,7 +577,12 @@ static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li,
         return hs_err_nomem(err, 0);
     hs_status st = HS_OK;
     for (int c = 0; c < nc && st == HS_OK; c++) {
-        if (j->rev) /* built rows are the left columns, the probe batch the right ones */
+        bool probe_side = j->rev ? c >= j->n_left : c < j->n_left;
+        int pc = j->rev ? c - j->n_left : c;
+        if (probe_side && move) {
+            cols[c] = p->left->cols[pc];
+            p->left->cols[pc] = NULL;
+        } else if (j->rev) /* built rows are the left columns, the probe batch the right ones */
             st = c < j->n_left ? hs_col_take_nullable(j->right.b->cols[c], ri, n, &cols[c], err)
                                : hs_col_take_nullable(p->left->cols[c - j->n_left], li, n, &cols[c], err);
         else if (c < j->n_left)
@@ -593,7 +600,9 @@ static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li,
     return st;
 }
 
-static hs_status flush_pairs(probe *p, hs_error *err)
+/* last: the probe batch's final flush (nothing reads the batch after it
+ * when there is no residual and every row matched: see pair_batch's move) */
+static hs_status flush_pairs(probe *p, bool last, hs_error *err)
 {
     join_op *j = p->j;
     int64_t n = (int64_t)HS_VEC_LEN(&p->pl, int64_t);
@@ -601,6 +610,9 @@ static hs_status flush_pairs(probe *p, hs_error *err)
         return HS_OK;
     int64_t *li = (int64_t *)p->pl.data, *ri = (int64_t *)p->pr.data;
     hs_status st = HS_OK;
+    bool move = last && !j->residual && n == p->left->n_rows && li[0] == 0 && li[n - 1] == n - 1;
+    for (int64_t k = 0; move && k < n; k++)   /* li is nondecreasing: identity? */
+        move = li[k] == k;
     if (!j->residual) {
         bool mark_right = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL || j->rev;
         for (int64_t k = 0; k < n; k++) {
@@ -610,7 +622,7 @@ static hs_status flush_pairs(probe *p, hs_error *err)
         }
         if (emits_pairs(j->kind) && (!j->rev || j->kind == XO_JOIN_INNER)) {
             hs_batch *b;
-            st = pair_batch(p, &j->op.schema, li, ri, n, true, &b, err);
+            st = pair_batch(p, &j->op.schema, li, ri, n, true, move, &b, err);
             if (st == HS_OK)
                 st = xo_queue_push(&p->q, b, err);
         }
@@ -618,7 +630,7 @@ static hs_status flush_pairs(probe *p, hs_error *err)
         if (!p->sel && !(p->sel = hs_malloc(XO_BATCH_ROWS)))
             return hs_err_nomem(err, XO_BATCH_ROWS);
         hs_batch *b = NULL;
-        st = pair_batch(p, &j->pair_schema, li, ri, n, true, &b, err);
+        st = pair_batch(p, &j->pair_schema, li, ri, n, true, false, &b, err);
         int64_t n_match = 0;
         if (st == HS_OK)
             st = ex_eval_filter(j->residual, b, NULL, p->sel, &n_match, err);
@@ -646,12 +658,14 @@ static hs_status flush_pairs(probe *p, hs_error *err)
     return st;
 }
 
+/* Full pairs are flushed before the next is added, so that a probe batch
+ * whose rows each matched once reaches its final flush whole. */
 static hs_status push_pair(probe *p, int64_t l, int64_t r, hs_error *err)
 {
+    if ((int64_t)HS_VEC_LEN(&p->pl, int64_t) >= XO_BATCH_ROWS)
+        HS_TRY(flush_pairs(p, false, err));
     if (HS_VEC_PUSH(&p->pl, int64_t, l) != HS_OK || HS_VEC_PUSH(&p->pr, int64_t, r) != HS_OK)
         return hs_err_nomem(err, 0);
-    if ((int64_t)HS_VEC_LEN(&p->pl, int64_t) >= XO_BATCH_ROWS)
-        return flush_pairs(p, err);
     return HS_OK;
 }
 
@@ -674,7 +688,7 @@ static hs_status emit_left(probe *p, uint8_t want, bool wide, hs_error *err)
     hs_status st = HS_OK;
     if (k > 0) {
         hs_batch *b;
-        st = pair_batch(p, &j->op.schema, li, ri, k, wide, &b, err);
+        st = pair_batch(p, &j->op.schema, li, ri, k, wide, false, &b, err);
         if (st == HS_OK)
             st = xo_queue_push(&p->q, b, err);
     }
@@ -790,7 +804,7 @@ static hs_status probe_batch(probe *p, hs_error *err)
         if ((i & 255) == 0)
             HS_TRY(xo_check_cancel(j->op.ctx, err));
     }
-    HS_TRY(flush_pairs(p, err));
+    HS_TRY(flush_pairs(p, true, err));
     if (j->rev)
         return HS_OK;
     switch (j->kind) {

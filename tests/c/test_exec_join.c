@@ -463,11 +463,87 @@ static void test_hashjoin_big_build(void)
     LEAK_END();
 }
 
+/* Every probe row matches exactly one built row: the probe batch's columns
+ * move into the output instead of being taken (join.c, pair_batch).  LEFT
+ * and FULL build the right side; INNER with the small side on the left
+ * builds the left and probes with the right batches.  Oracle: the output
+ * is the probe rows in order, each beside the built row of its key. */
+static void one_match_case(xo_join_kind kind, bool pooled)
+{
+    enum { NB = 1000, NP = 3000 };
+    hs_pool *pool = NULL;
+    hs_error err = {0};
+    if (pooled)
+        CHECK_OK(hs_pool_create(2, &pool, &err), &err);
+    xo_ctx ctx = {.pool = pool, .threads = pooled ? 2 : 1};
+    hs_field ps, bs;
+    hs_field_init(&ps, "", HS_TYPE_STRUCT, false);
+    xt_add_field(&ps, "a", HS_TYPE_INT64);
+    xt_add_field(&ps, "s", HS_TYPE_STRING);
+    xt_add_field(&ps, "pv", HS_TYPE_INT64);
+    hs_field_init(&bs, "", HS_TYPE_STRUCT, false);
+    xt_add_field(&bs, "b", HS_TYPE_INT32);
+    xt_add_field(&bs, "bv", HS_TYPE_INT64);
+    xt_val *prow = hs_calloc(NP * 3, sizeof *prow), *brow = hs_calloc(NB * 2, sizeof *brow);
+    for (int64_t r = 0; r < NB; r++) {
+        brow[r * 2].i = r;
+        brow[r * 2 + 1].i = r * 10;
+    }
+    for (int64_t r = 0; r < NP; r++) {
+        prow[r * 3].i = (r * 37) % NB;
+        snprintf(prow[r * 3 + 1].s, sizeof prow[r * 3 + 1].s, "s%lld", (long long)r);
+        prow[r * 3 + 2].i = r;
+    }
+    bool rev = kind == XO_JOIN_INNER;   /* the small built side is the left child */
+    xo_op *l = rev ? xt_values(&ctx, &bs, brow, NB, 128) : xt_values(&ctx, &ps, prow, NP, 300);
+    xo_op *r = rev ? xt_values(&ctx, &ps, prow, NP, 300) : xt_values(&ctx, &bs, brow, NB, 128);
+    int k = 0;
+    xo_op *op;
+    CHECK_OK(xo_hashjoin(l, r, kind, 1, &k, &k, NULL, &op, &err), &err);
+    xt_val *got;
+    int64_t n_got;
+    CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+    int nc = op->schema.n_children;
+    CHECK(nc == 5);
+    int pa = rev ? 2 : 0, ba = rev ? 0 : 3;   /* first column of each side */
+    bool ok = n_got == NP;
+    for (int64_t g = 0; ok && g < n_got; g++) {
+        const xt_val *row = got + g * nc;
+        char want_s[32];
+        snprintf(want_s, sizeof want_s, "s%lld", (long long)g);
+        ok = row[pa + 2].i == g && row[pa].i == (g * 37) % NB && strcmp(row[pa + 1].s, want_s) == 0 &&
+             !row[ba].null && row[ba].i == row[pa].i && row[ba + 1].i == row[pa].i * 10;
+    }
+    if (kind == XO_JOIN_FULL) {
+        /* keys (r * 37) % 1000 cover every built row: no right tail */
+        CHECK(n_got == NP);
+    }
+    CHECK(ok);
+    hs_free(got);
+    xo_free(op);
+    hs_free(prow);
+    hs_free(brow);
+    hs_field_clear(&ps);
+    hs_field_clear(&bs);
+    hs_pool_destroy(pool);
+}
+
+static void test_hashjoin_one_match(void)
+{
+    LEAK_START();
+    const xo_join_kind kinds[] = {XO_JOIN_LEFT, XO_JOIN_FULL, XO_JOIN_INNER};
+    for (int i = 0; i < 3; i++)
+        for (int pooled = 0; pooled <= 1; pooled++)
+            one_match_case(kinds[i], pooled);
+    LEAK_END();
+}
+
 int main(void)
 {
     HS_RUN(test_hashjoin_random);
     HS_RUN(test_hashjoin_parallel);
     HS_RUN(test_hashjoin_big_build);
+    HS_RUN(test_hashjoin_one_match);
     HS_RUN(test_nljoin);
     HS_RUN(test_join_errors);
     return hs_test_summary();
