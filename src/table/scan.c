@@ -29,8 +29,9 @@
  *                  materialization) phase 1 reads the filter columns of S,
  *                  evaluates, keeps the passing rows of the filter columns
  *                  that are also output; phase 2 reads the other output
- *                  columns for the passing rows P ("sparse", |P| <= |S|/8) or
- *                  for S again, cut by phase 1's verdicts ("dense")
+ *                  columns for the passing rows P ("sparse": |P| <= |S|/8,
+ *                  or P's runs average 16 rows or more) or for S again,
+ *                  cut by phase 1's verdicts ("dense")
  *
  * Files are read ahead on a thread pool (HS_SCAN_THREADS, default the cores
  * up to 8): a window of jobs, each collecting one file's batches, consumed
