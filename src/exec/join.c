@@ -10,8 +10,14 @@
  * input order.  Rows with a NULL key are in no bucket (they never match)
  * but still exist for RIGHT/FULL output and for the null-aware anti join.
  *
- * One integer-like key on both sides is looked up by value in an hs_imap
- * instead of by row key.
+ * One integer-like key on both sides (or two packed into 64 bits) is
+ * looked up by value in hs_imaps instead of by row key: the built keys are
+ * split by a second hash of the value into n_parts tables (a power of two,
+ * about two per thread; one without a pool or under J_PAR_MIN_ROWS rows),
+ * which the pool's workers fill at once, each inserting its rows in input
+ * order, so the chains keep input order and no two workers write the same
+ * table or chain.  Build and probe prefetch the slot of a key a few rows
+ * ahead (the tables are larger than the caches).
  *
  * Probe: per left batch, each row's key is looked up and (left row, right
  * row) pairs are collected; every XO_BATCH_ROWS pairs are flushed: the
@@ -46,6 +52,12 @@
 
 enum { J_BUILD = 0, J_PROBE, J_TAIL, J_DONE };
 
+/* Integer-keyed hash tables built at once (see the top). */
+#define J_MAX_PARTS 16
+#define J_PAR_MIN_ROWS 65536
+/* Rows between a key's prefetch and its lookup. */
+#define J_PREFETCH 8
+
 struct join_op;
 /* The state of probing one left batch (one per parallel task). */
 typedef struct probe {
@@ -56,6 +68,9 @@ typedef struct probe {
     hs_buf pl, pr;          /* pending pairs (int64 left row, right row) */
     uint8_t *sel;           /* residual selection, XO_BATCH_ROWS */
     xo_queue q;             /* output */
+    uint64_t *ikeys;        /* integer key values of the batch (int_key, packed) */
+    uint8_t *iok;           /* ... whether row i has one */
+    int64_t icap;
 } probe;
 
 static void probe_clear(probe *p)
@@ -69,6 +84,11 @@ static void probe_clear(probe *p)
     hs_buf_free(&p->pr);
     hs_free(p->sel);
     p->sel = NULL;
+    hs_free(p->ikeys);
+    hs_free(p->iok);
+    p->ikeys = NULL;
+    p->iok = NULL;
+    p->icap = 0;
     xo_queue_free(&p->q);
 }
 
@@ -83,10 +103,12 @@ typedef struct join_op {
     int state;
     xo_rows right;
     hs_map buckets;         /* key -> first right row */
-    bool int_key;           /* one integer-like key: ibuckets on its value */
+    bool int_key;           /* one integer-like key: parts on its value */
     bool packed;            /* two integer keys whose built values fit in
-                               int32: ibuckets on both packed in 64 bits */
-    hs_imap ibuckets;
+                               int32: parts on both packed in 64 bits */
+    hs_imap parts[J_MAX_PARTS];
+    int n_parts;            /* power of two */
+    unsigned part_shift;    /* 64 - log2(n_parts) */
     int64_t *nxt;           /* per right row: next of the same key, -1 */
     uint8_t *rmatched;      /* per right row (RIGHT/FULL) */
     bool right_has_null_key;
@@ -136,6 +158,46 @@ static hs_status key_of(probe *p, hs_column *const *cols, const int *keys, int64
     return HS_OK;
 }
 
+/* The table of an integer key value: a multiplicative hash other than
+ * hs_imap's own (which places the key inside the table by its top bits). */
+static inline hs_imap *part_of(join_op *j, uint64_t v)
+{
+    return j->n_parts == 1 ? &j->parts[0]
+                           : &j->parts[(v * 0xD6E8FEB86659FD93ull) >> j->part_shift];
+}
+
+/* Starts loading v's slot of m (hs_imap's home slot: hashmap.c). */
+static inline void imap_prefetch(const hs_imap *m, uint64_t v)
+{
+    if (m->cap)
+        __builtin_prefetch(&m->slots[(v * 0x9E3779B97F4A7C15ull) >> m->shift]);
+}
+
+/* The integer key value of row `row` (int_key or packed): false when the
+ * row has a NULL key or (packed) a value outside int32, which no built row
+ * has. */
+static inline bool int_key_at(const join_op *j, hs_column *const *cols, const int *keys,
+                              int64_t row, uint64_t *v)
+{
+    bool big;
+    const hs_column *c0 = cols[keys[0]];
+    if (c0->type == HS_TYPE_NA || !hs_col_is_valid(c0, row))
+        return false;
+    int64_t a = xo_int_at(c0, row, &big);
+    if (!j->packed) {
+        *v = (uint64_t)a;
+        return true;
+    }
+    const hs_column *c1 = cols[keys[1]];
+    if (c1->type == HS_TYPE_NA || !hs_col_is_valid(c1, row))
+        return false;
+    int64_t b = xo_int_at(c1, row, &big);
+    if (a != (int32_t)a || b != (int32_t)b)
+        return false;
+    *v = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+    return true;
+}
+
 /* Looks up / inserts the key of row `row` (all keys non-null) in the
  * buckets: *head gets the bucket's first row, *found whether it existed
  * (inserting `row` as the head when it did not and insert is set). */
@@ -143,28 +205,17 @@ static hs_status bucket_find(probe *p, hs_column *const *cols, const int *keys, 
                              bool insert, uint64_t *head, bool *found)
 {
     join_op *j = p->j;
-    if (j->packed) {
-        bool big;
-        int64_t a = xo_int_at(cols[keys[0]], row, &big), b = xo_int_at(cols[keys[1]], row, &big);
-        if (a != (int32_t)a || b != (int32_t)b) {   /* no built key is out of int32 */
+    if (j->packed || j->int_key) {
+        uint64_t v;
+        if (!int_key_at(j, cols, keys, row, &v)) {   /* no built key is out of int32 */
             *found = false;
             return HS_OK;
         }
-        uint64_t v = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
         if (!insert) {
-            *found = hs_imap_get(&j->ibuckets, v, head);
+            *found = hs_imap_get(part_of(j, v), v, head);
             return HS_OK;
         }
-        return hs_imap_get_or_put(&j->ibuckets, v, (uint64_t)row, head, found);
-    }
-    if (j->int_key) {
-        bool big;
-        uint64_t v = (uint64_t)xo_int_at(cols[keys[0]], row, &big);
-        if (!insert) {
-            *found = hs_imap_get(&j->ibuckets, v, head);
-            return HS_OK;
-        }
-        return hs_imap_get_or_put(&j->ibuckets, v, (uint64_t)row, head, found);
+        return hs_imap_get_or_put(part_of(j, v), v, (uint64_t)row, head, found);
     }
     if (!insert) {
         *found = hs_map_get(&j->buckets, p->kb.data, p->kb.len, head);
@@ -298,6 +349,116 @@ static hs_status imap_presize(hs_imap *m, int64_t n)
     return HS_OK;
 }
 
+/* One table of an integer-keyed build: its rows in input order and their
+ * key values. */
+typedef struct build_part {
+    join_op *j;
+    hs_imap *m;
+    const int64_t *rows;
+    const uint64_t *keys;
+    int64_t n;
+    int64_t *tail;          /* shared, per row: the chain's last row */
+} build_part;
+
+static hs_status build_part_run(void *arg, hs_error *err)
+{
+    build_part *b = arg;
+    join_op *j = b->j;
+    int64_t *nxt = j->nxt, *tail = b->tail;
+    for (int64_t i = 0; i < b->n; i++) {
+        if (i + J_PREFETCH < b->n)
+            imap_prefetch(b->m, b->keys[i + J_PREFETCH]);
+        int64_t r = b->rows[i];
+        uint64_t head;
+        bool found;
+        if (hs_imap_get_or_put(b->m, b->keys[i], (uint64_t)r, &head, &found) != HS_OK)
+            return hs_err_nomem(err, 0);
+        if (found) {
+            nxt[tail[head]] = r;
+            tail[head] = r;
+        } else {
+            tail[r] = r;
+        }
+        if ((i & 65535) == 65535 && xo_cancelled(j->op.ctx))
+            return xo_check_cancel(j->op.ctx, err);
+    }
+    return HS_OK;
+}
+
+static bool can_parallel(const join_op *j);
+
+/* Chains the n built rows into the integer-keyed tables (see the top):
+ * rows grouped by table (a counting sort, input order within a table),
+ * then the tables filled, at once on the pool when there are several. */
+static hs_status build_int(join_op *j, int64_t n, int64_t *tail, hs_error *err)
+{
+    xo_ctx *ctx = j->op.ctx;
+    int parts = 1;
+    if (can_parallel(j) && n >= J_PAR_MIN_ROWS)
+        while (parts < 2 * ctx->threads && parts < J_MAX_PARTS)
+            parts <<= 1;
+    j->n_parts = parts;
+    j->part_shift = (unsigned)(64 - __builtin_ctz((unsigned)parts));
+    uint8_t *pid = hs_malloc((size_t)(n ? n : 1));
+    int64_t *rows = hs_malloc((size_t)(n ? n : 1) * sizeof *rows);
+    uint64_t *keys = hs_malloc((size_t)(n ? n : 1) * sizeof *keys);
+    int64_t cnt[J_MAX_PARTS] = {0}, off[J_MAX_PARTS];
+    hs_status st = pid && rows && keys ? HS_OK : hs_err_nomem(err, (size_t)n * 17);
+    hs_column *const *cols = j->right.b ? j->right.b->cols : NULL;
+    for (int64_t r = 0; r < n && st == HS_OK; r++) {
+        uint64_t v;
+        j->nxt[r] = -1;
+        if (!int_key_at(j, cols, j->rkeys, r, &v)) {
+            j->right_has_null_key = true;   /* only NULLs: every built value fits */
+            pid[r] = UINT8_MAX;
+            continue;
+        }
+        int p = (int)(part_of(j, v) - j->parts);
+        pid[r] = (uint8_t)p;
+        cnt[p]++;
+    }
+    int64_t at = 0;
+    for (int p = 0; p < parts; p++) {
+        off[p] = at;
+        at += cnt[p];
+        if (st == HS_OK && imap_presize(&j->parts[p], cnt[p]) != HS_OK)
+            st = hs_err_nomem(err, (size_t)cnt[p] * 16);
+    }
+    for (int64_t r = 0; r < n && st == HS_OK; r++) {
+        uint64_t v;
+        if (pid[r] == UINT8_MAX || !int_key_at(j, cols, j->rkeys, r, &v))
+            continue;
+        int64_t k = off[pid[r]]++;
+        rows[k] = r;
+        keys[k] = v;
+    }
+    build_part bp[J_MAX_PARTS];
+    for (int p = 0; p < parts; p++) {
+        int64_t first = off[p] - cnt[p];
+        bp[p] = (build_part){.j = j, .m = &j->parts[p], .rows = rows + first,
+                             .keys = keys + first, .n = cnt[p], .tail = tail};
+    }
+    if (st == HS_OK && parts == 1) {
+        st = build_part_run(&bp[0], err);
+    } else if (st == HS_OK) {
+        hs_group *g;
+        st = hs_group_create(ctx->pool, &g, err);
+        if (st == HS_OK) {
+            hs_status sub = HS_OK;
+            for (int p = 0; p < parts && sub == HS_OK; p++)
+                sub = hs_group_submit(g, build_part_run, &bp[p]);
+            st = hs_group_wait(g, err);
+            hs_group_destroy(g);
+            if (st == HS_OK && sub != HS_OK)
+                st = hs_err_nomem(err, 0);
+        }
+    }
+    hs_free(pid);
+    hs_free(rows);
+    hs_free(keys);
+    return st;
+}
+
 static hs_status join_build(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
@@ -341,8 +502,6 @@ static hs_status join_build(join_op *j, hs_error *err)
         }
         j->packed = ok;
     }
-    if ((j->int_key || j->packed) && imap_presize(&j->ibuckets, n) != HS_OK)
-        return hs_err_nomem(err, (size_t)n * 16);
     j->nxt = hs_malloc((size_t)(n ? n : 1) * sizeof *j->nxt);
     j->rmatched = hs_calloc((size_t)(n ? n : 1), 1);
     if (!j->nxt || !j->rmatched)
@@ -352,6 +511,14 @@ static hs_status join_build(join_op *j, hs_error *err)
     if (!tail)
         return hs_err_nomem(err, (size_t)n * 8);
     hs_status st = HS_OK;
+    if (j->int_key || j->packed) {
+        st = build_int(j, n, tail, err);
+        if (st != HS_OK) {
+            hs_free(tail);
+            return st;
+        }
+        n = 0;   /* chained */
+    }
     for (int64_t r = 0; r < n && st == HS_OK; r++) {
         j->nxt[r] = -1;
         bool has_null;
@@ -381,8 +548,12 @@ static hs_status join_build(join_op *j, hs_error *err)
     hs_free(tail);
     if (st != HS_OK)
         return hs_err_nomem(err, 0);
+    int64_t icap = 0;
+    for (int p = 0; p < j->n_parts; p++)
+        icap += (int64_t)j->parts[p].cap;
+    n = xo_rows_count(&j->right);
     int64_t bytes = n * 9 + (int64_t)(j->buckets.cap * sizeof(hs_map_slot)) +
-                    (int64_t)(j->ibuckets.cap * sizeof(hs_imap_slot)) +
+                    icap * (int64_t)sizeof(hs_imap_slot) +
                     (int64_t)j->main.kb.len * (int64_t)j->buckets.count;
     HS_TRY(xo_mem_reserve(op->ctx, bytes, op->name, err));
     j->accounted = bytes;
@@ -392,9 +563,11 @@ static hs_status join_build(join_op *j, hs_error *err)
 /* ---- output ---- */
 
 /* A batch of schema from rows li of the current left batch and rows ri of
- * the right rows (-1 = NULL); with_right false: the left columns only. */
+ * the right rows (-1 = NULL); with_right false: the left columns only.
+ * move: li is every row of the probe batch in order and the batch is not
+ * read again, so its columns move into the output instead of being taken. */
 static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li, const int64_t *ri,
-                            int64_t n, bool with_right, hs_batch **out, hs_error *err)
+                            int64_t n, bool with_right, bool move, hs_batch **out, hs_error *err)
 {
     join_op *j = p->j;
     int nc = j->n_left + (with_right ? j->n_right : 0);
@@ -404,7 +577,12 @@ static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li,
         return hs_err_nomem(err, 0);
     hs_status st = HS_OK;
     for (int c = 0; c < nc && st == HS_OK; c++) {
-        if (j->rev) /* built rows are the left columns, the probe batch the right ones */
+        bool probe_side = j->rev ? c >= j->n_left : c < j->n_left;
+        int pc = j->rev ? c - j->n_left : c;
+        if (probe_side && move) {
+            cols[c] = p->left->cols[pc];
+            p->left->cols[pc] = NULL;
+        } else if (j->rev) /* built rows are the left columns, the probe batch the right ones */
             st = c < j->n_left ? hs_col_take_nullable(j->right.b->cols[c], ri, n, &cols[c], err)
                                : hs_col_take_nullable(p->left->cols[c - j->n_left], li, n, &cols[c], err);
         else if (c < j->n_left)
@@ -422,7 +600,9 @@ static hs_status pair_batch(probe *p, const hs_field *schema, const int64_t *li,
     return st;
 }
 
-static hs_status flush_pairs(probe *p, hs_error *err)
+/* last: the probe batch's final flush (nothing reads the batch after it
+ * when there is no residual and every row matched: see pair_batch's move) */
+static hs_status flush_pairs(probe *p, bool last, hs_error *err)
 {
     join_op *j = p->j;
     int64_t n = (int64_t)HS_VEC_LEN(&p->pl, int64_t);
@@ -430,6 +610,9 @@ static hs_status flush_pairs(probe *p, hs_error *err)
         return HS_OK;
     int64_t *li = (int64_t *)p->pl.data, *ri = (int64_t *)p->pr.data;
     hs_status st = HS_OK;
+    bool move = last && !j->residual && n == p->left->n_rows && li[0] == 0 && li[n - 1] == n - 1;
+    for (int64_t k = 0; move && k < n; k++)   /* li is nondecreasing: identity? */
+        move = li[k] == k;
     if (!j->residual) {
         bool mark_right = j->kind == XO_JOIN_RIGHT || j->kind == XO_JOIN_FULL || j->rev;
         for (int64_t k = 0; k < n; k++) {
@@ -439,7 +622,7 @@ static hs_status flush_pairs(probe *p, hs_error *err)
         }
         if (emits_pairs(j->kind) && (!j->rev || j->kind == XO_JOIN_INNER)) {
             hs_batch *b;
-            st = pair_batch(p, &j->op.schema, li, ri, n, true, &b, err);
+            st = pair_batch(p, &j->op.schema, li, ri, n, true, move, &b, err);
             if (st == HS_OK)
                 st = xo_queue_push(&p->q, b, err);
         }
@@ -447,7 +630,7 @@ static hs_status flush_pairs(probe *p, hs_error *err)
         if (!p->sel && !(p->sel = hs_malloc(XO_BATCH_ROWS)))
             return hs_err_nomem(err, XO_BATCH_ROWS);
         hs_batch *b = NULL;
-        st = pair_batch(p, &j->pair_schema, li, ri, n, true, &b, err);
+        st = pair_batch(p, &j->pair_schema, li, ri, n, true, false, &b, err);
         int64_t n_match = 0;
         if (st == HS_OK)
             st = ex_eval_filter(j->residual, b, NULL, p->sel, &n_match, err);
@@ -475,12 +658,14 @@ static hs_status flush_pairs(probe *p, hs_error *err)
     return st;
 }
 
+/* Full pairs are flushed before the next is added, so that a probe batch
+ * whose rows each matched once reaches its final flush whole. */
 static hs_status push_pair(probe *p, int64_t l, int64_t r, hs_error *err)
 {
+    if ((int64_t)HS_VEC_LEN(&p->pl, int64_t) >= XO_BATCH_ROWS)
+        HS_TRY(flush_pairs(p, false, err));
     if (HS_VEC_PUSH(&p->pl, int64_t, l) != HS_OK || HS_VEC_PUSH(&p->pr, int64_t, r) != HS_OK)
         return hs_err_nomem(err, 0);
-    if ((int64_t)HS_VEC_LEN(&p->pl, int64_t) >= XO_BATCH_ROWS)
-        return flush_pairs(p, err);
     return HS_OK;
 }
 
@@ -503,7 +688,7 @@ static hs_status emit_left(probe *p, uint8_t want, bool wide, hs_error *err)
     hs_status st = HS_OK;
     if (k > 0) {
         hs_batch *b;
-        st = pair_batch(p, &j->op.schema, li, ri, k, wide, &b, err);
+        st = pair_batch(p, &j->op.schema, li, ri, k, wide, false, &b, err);
         if (st == HS_OK)
             st = xo_queue_push(&p->q, b, err);
     }
@@ -560,22 +745,36 @@ static hs_status probe_batch(probe *p, hs_error *err)
         }
         return emit_left(p, 0, false, err);
     }
-    /* one integer key: runs of one value (clustered probe input, TPC-H
-     * lineitem by l_orderkey) look it up once */
+    /* integer keys: the batch's values first, so that the slot of row
+     * i + J_PREFETCH loads while row i is looked up; runs of one value
+     * (clustered probe input, TPC-H lineitem by l_orderkey) look it up once */
+    bool ints = j->n_keys > 0 && (j->int_key || j->packed);
+    if (ints && p->icap < n) {
+        hs_free(p->ikeys);
+        hs_free(p->iok);
+        p->ikeys = hs_malloc((size_t)n * sizeof *p->ikeys);
+        p->iok = hs_malloc((size_t)n);
+        p->icap = p->ikeys && p->iok ? n : 0;
+        if (!p->icap)
+            return hs_err_nomem(err, (size_t)n * 9);
+    }
+    for (int64_t i = 0; ints && i < n; i++)
+        p->iok[i] = int_key_at(j, b->cols, j->lkeys, i, &p->ikeys[i]);
     bool have_prev = false, prev_found = false;
     uint64_t prev_v = 0, prev_head = 0;
-    const hs_column *ikc = j->int_key ? b->cols[j->lkeys[0]] : NULL;
     for (int64_t i = 0; i < n; i++) {
         int64_t r;
         if (j->n_keys == 0) {
             r = n_right > 0 ? 0 : -1;
-        } else if (ikc) {
-            if (ikc->type == HS_TYPE_NA || !hs_col_is_valid(ikc, i))
+        } else if (ints) {
+            int64_t a = i + J_PREFETCH;
+            if (a < n && p->iok[a] && p->ikeys[a] != p->ikeys[a - 1])
+                imap_prefetch(part_of(j, p->ikeys[a]), p->ikeys[a]);
+            if (!p->iok[i])
                 continue;
-            bool big;
-            uint64_t v = (uint64_t)xo_int_at(ikc, i, &big);
+            uint64_t v = p->ikeys[i];
             if (!have_prev || v != prev_v) {
-                prev_found = hs_imap_get(&j->ibuckets, v, &prev_head);
+                prev_found = hs_imap_get(part_of(j, v), v, &prev_head);
                 prev_v = v;
                 have_prev = true;
             }
@@ -605,7 +804,7 @@ static hs_status probe_batch(probe *p, hs_error *err)
         if ((i & 255) == 0)
             HS_TRY(xo_check_cancel(j->op.ctx, err));
     }
-    HS_TRY(flush_pairs(p, err));
+    HS_TRY(flush_pairs(p, true, err));
     if (j->rev)
         return HS_OK;
     switch (j->kind) {
@@ -805,7 +1004,8 @@ static void join_destroy(xo_op *op)
     hs_field_clear(&j->pair_schema);
     xo_rows_free(&j->right, op->ctx);
     hs_map_free(&j->buckets);
-    hs_imap_free(&j->ibuckets);
+    for (int p = 0; p < J_MAX_PARTS; p++)
+        hs_imap_free(&j->parts[p]);
     hs_free(j->nxt);
     hs_free(j->rmatched);
     probe_clear(&j->main);
@@ -891,6 +1091,7 @@ static hs_status join_setup(join_op *j, const int *lkeys, const int *rkeys, hs_b
             return hs_err_nomem(err, 0);
     }
     /* (uint64 is left out: its values above INT64_MAX share bits with negatives) */
+    j->n_parts = 1;
     j->int_key = j->n_keys == 1 && xo_is_int_type(ls->children[lkeys[0]].type) &&
                  xo_is_int_type(rs->children[rkeys[0]].type) &&
                  ls->children[lkeys[0]].type != HS_TYPE_UINT64 &&

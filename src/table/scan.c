@@ -29,8 +29,9 @@
  *                  materialization) phase 1 reads the filter columns of S,
  *                  evaluates, keeps the passing rows of the filter columns
  *                  that are also output; phase 2 reads the other output
- *                  columns for the passing rows P ("sparse", |P| <= |S|/8) or
- *                  for S again, cut by phase 1's verdicts ("dense")
+ *                  columns for the passing rows P ("sparse": |P| <= |S|/8,
+ *                  or P's runs average 16 rows or more) or for S again,
+ *                  cut by phase 1's verdicts ("dense")
  *
  * Files are read ahead on a thread pool (HS_SCAN_THREADS, default the cores
  * up to 8): a window of jobs, each collecting one file's batches, consumed
@@ -1084,6 +1085,7 @@ typedef struct rd_state {
     int64_t acc_off;
     hs_buf mask;                   /* phase 1 verdict per selected row (dense phase 2) */
     size_t mask_off;
+    int64_t pass_runs;             /* runs of passing rows in phase 1's batches */
     bool sparse;
 } rd_state;
 
@@ -1204,6 +1206,10 @@ static hs_status cb_phase1(void *vctx, hs_column **cols, int64_t n, const uint32
     hs_batch *b = NULL;
     int64_t m = 0;
     HS_TRY(rd_eval(r, cols, n, pos, &b, &m, err));
+    for (int64_t i = 0, prev = 0; i < n; i++) {
+        r->pass_runs += r->sel[i] && !prev;
+        prev = r->sel[i];
+    }
     hs_status st = hs_buf_append(&r->mask, r->sel, (size_t)n) == HS_OK ? HS_OK
                                                                         : hs_err_nomem(err, (size_t)n);
     for (int j = 0; j < r->n_which && st == HS_OK && m > 0; j++) {
@@ -1474,9 +1480,11 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
         uint64_t n_pass = st == HS_OK ? roaring_bitmap_get_cardinality(r.hits) : 0;
         uint64_t n_sel = sel ? roaring_bitmap_get_cardinality(sel) : (uint64_t)fr.n_rows;
         if (st == HS_OK && n_pass > 0 && emit) {
-            /* few passing rows: read only them; many: read the same rows
-             * again (long runs decode faster than scattered ones) */
-            r.sparse = n_pass * 8 <= n_sel;
+            /* few passing rows, or long runs of them (TPC-H Q1's 98%): read
+             * only them, the reader gathers the runs inside its pages;
+             * many short runs: read the same rows again and take the
+             * passing ones (long runs decode faster than scattered ones) */
+            r.sparse = n_pass * 8 <= n_sel || (uint64_t)r.pass_runs * 16 <= n_pass;
             rep->sparse_second = r.sparse;
             int k2 = 0;
             for (int i = 0; i < n_out; i++)

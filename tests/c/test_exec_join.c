@@ -328,10 +328,222 @@ static void test_join_errors(void)
     LEAK_END();
 }
 
+
+/* Integer-keyed builds of 64K rows and more are split into tables filled
+ * at once on the pool (join.c).  Right side built (LEFT, RIGHT), or the
+ * left side (SEMI, ANTI: reversed), by one int64 key or two packed ones
+ * (int64, int32); every built key value k < K occurs at rows k and k + K,
+ * some keys NULL.  The oracle is arithmetic: a probe row of key k pairs
+ * with the built rows k and k + K in that order (chains keep input
+ * order); pairs come out in probe-row order. */
+static void big_build_case(xo_join_kind kind, int n_keys, bool pooled)
+{
+    enum { K = 40000, NB = 2 * K + 500, NP = 6000 };
+    hs_pool *pool = NULL;
+    hs_error err = {0};
+    if (pooled)
+        CHECK_OK(hs_pool_create(2, &pool, &err), &err);
+    xo_ctx ctx = {.pool = pool, .threads = pooled ? 2 : 1};
+    bool rev = kind == XO_JOIN_SEMI || kind == XO_JOIN_ANTI;
+    hs_field ps, bs;   /* probe side, built side */
+    hs_field_init(&ps, "", HS_TYPE_STRUCT, false);
+    xt_add_field(&ps, "a", HS_TYPE_INT64);
+    xt_add_field(&ps, "c", HS_TYPE_INT32);
+    xt_add_field(&ps, "pv", HS_TYPE_INT64);
+    hs_field_init(&bs, "", HS_TYPE_STRUCT, false);
+    xt_add_field(&bs, "b", HS_TYPE_INT64);
+    xt_add_field(&bs, "d", HS_TYPE_INT32);
+    xt_add_field(&bs, "bv", HS_TYPE_INT64);
+    xt_val *prow = hs_calloc(NP * 3, sizeof *prow), *brow = hs_calloc(NB * 3, sizeof *brow);
+    for (int64_t r = 0; r < NB; r++) {
+        xt_val *v = brow + r * 3;
+        v[0].null = r >= 2 * K;               /* the last 500: NULL keys */
+        v[0].i = r % K;
+        v[1].i = (r % K) % 7;
+        v[2].i = r;
+    }
+    for (int64_t r = 0; r < NP; r++) {
+        xt_val *v = prow + r * 3;
+        v[0].null = r % 11 == 0;
+        v[0].i = (int64_t)(xt_rnd() % (K + K / 4));   /* a fifth match nothing */
+        v[1].i = v[0].i % 7 + (r % 13 == 0);          /* packed: some miss on c */
+        v[2].i = r;
+    }
+    int k[2] = {0, 1};
+    /* reversed kinds build on the left child: the big side goes left */
+    xo_op *l = rev ? xt_values(&ctx, &bs, brow, NB, 777) : xt_values(&ctx, &ps, prow, NP, 300);
+    xo_op *r = rev ? xt_values(&ctx, &ps, prow, NP, 300) : xt_values(&ctx, &bs, brow, NB, 777);
+    xo_op *op;
+    CHECK_OK(xo_hashjoin(l, r, kind, n_keys, k, k, NULL, &op, &err), &err);
+    xt_val *got;
+    int64_t n_got;
+    CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+    int nc = op->schema.n_children;
+    hs_buf w = {0};   /* expected rows, same layout */
+    uint8_t *bm = hs_calloc(NB, 1);
+    int64_t unmatched_probe = 0;
+    for (int64_t i = 0; i < NP; i++) {
+        const xt_val *pv = prow + i * 3;
+        bool hit = !pv[0].null && pv[0].i < K && (n_keys == 1 || pv[1].i == pv[0].i % 7);
+        if (hit) {
+            bm[pv[0].i] = bm[pv[0].i + K] = 1;
+            if (!rev) {
+                APPEND(&w, pv, 3 * sizeof *pv);
+                APPEND(&w, brow + pv[0].i * 3, 3 * sizeof(xt_val));
+                APPEND(&w, pv, 3 * sizeof *pv);
+                APPEND(&w, brow + (pv[0].i + K) * 3, 3 * sizeof(xt_val));
+            }
+        } else {
+            unmatched_probe++;
+        }
+    }
+    xt_val *want = (xt_val *)w.data;
+    if (kind == XO_JOIN_LEFT) {
+        /* the pairs in order, then (per batch) the unmatched left rows */
+        int64_t n_pairs = 0, n_lonely = 0;
+        bool order_ok = true;
+        for (int64_t g = 0; g < n_got; g++) {
+            const xt_val *row = got + g * nc;
+            if (row[3].null) {
+                n_lonely++;
+                continue;
+            }
+            const xt_val *e = want + n_pairs * 6;
+            order_ok = order_ok && (int64_t)(w.len / (sizeof(xt_val) * 6)) > n_pairs &&
+                       row[2].i == e[2].i && row[5].i == e[5].i;
+            n_pairs++;
+        }
+        CHECK(order_ok);
+        CHECK(n_pairs * 6 * (int64_t)sizeof(xt_val) == (int64_t)w.len);
+        CHECK(n_lonely == unmatched_probe);
+    } else if (kind == XO_JOIN_RIGHT) {
+        int64_t n_pairs = 0, n_lonely = 0;
+        for (int64_t g = 0; g < n_got; g++)
+            if (got[g * nc].null && got[g * nc + 2].null) {
+                n_lonely++;
+                CHECK(!bm[got[g * nc + 5].i]);
+            } else {
+                n_pairs++;
+            }
+        int64_t want_lonely = 0;
+        for (int64_t b = 0; b < NB; b++)
+            want_lonely += !bm[b];
+        CHECK(n_pairs * 6 * (int64_t)sizeof(xt_val) == (int64_t)w.len);
+        CHECK(n_lonely == want_lonely);
+    } else {
+        /* SEMI/ANTI reversed: the built (left) rows marked or not, in order */
+        int64_t at = 0;
+        bool ok = true;
+        for (int64_t b = 0; b < NB; b++)
+            if (bm[b] == (kind == XO_JOIN_SEMI)) {
+                ok = ok && at < n_got && got[at * nc + 2].i == b;
+                at++;
+            }
+        CHECK(ok && at == n_got);
+    }
+    hs_buf_free(&w);
+    hs_free(bm);
+    hs_free(got);
+    xo_free(op);
+    hs_free(prow);
+    hs_free(brow);
+    hs_field_clear(&ps);
+    hs_field_clear(&bs);
+    hs_pool_destroy(pool);
+}
+
+static void test_hashjoin_big_build(void)
+{
+    LEAK_START();
+    const xo_join_kind kinds[] = {XO_JOIN_LEFT, XO_JOIN_RIGHT, XO_JOIN_SEMI, XO_JOIN_ANTI};
+    for (int i = 0; i < 4; i++)
+        for (int keys = 1; keys <= 2; keys++)
+            for (int pooled = 0; pooled <= 1; pooled++)
+                big_build_case(kinds[i], keys, pooled);
+    LEAK_END();
+}
+
+/* Every probe row matches exactly one built row: the probe batch's columns
+ * move into the output instead of being taken (join.c, pair_batch).  LEFT
+ * and FULL build the right side; INNER with the small side on the left
+ * builds the left and probes with the right batches.  Oracle: the output
+ * is the probe rows in order, each beside the built row of its key. */
+static void one_match_case(xo_join_kind kind, bool pooled)
+{
+    enum { NB = 1000, NP = 3000 };
+    hs_pool *pool = NULL;
+    hs_error err = {0};
+    if (pooled)
+        CHECK_OK(hs_pool_create(2, &pool, &err), &err);
+    xo_ctx ctx = {.pool = pool, .threads = pooled ? 2 : 1};
+    hs_field ps, bs;
+    hs_field_init(&ps, "", HS_TYPE_STRUCT, false);
+    xt_add_field(&ps, "a", HS_TYPE_INT64);
+    xt_add_field(&ps, "s", HS_TYPE_STRING);
+    xt_add_field(&ps, "pv", HS_TYPE_INT64);
+    hs_field_init(&bs, "", HS_TYPE_STRUCT, false);
+    xt_add_field(&bs, "b", HS_TYPE_INT32);
+    xt_add_field(&bs, "bv", HS_TYPE_INT64);
+    xt_val *prow = hs_calloc(NP * 3, sizeof *prow), *brow = hs_calloc(NB * 2, sizeof *brow);
+    for (int64_t r = 0; r < NB; r++) {
+        brow[r * 2].i = r;
+        brow[r * 2 + 1].i = r * 10;
+    }
+    for (int64_t r = 0; r < NP; r++) {
+        prow[r * 3].i = (r * 37) % NB;
+        snprintf(prow[r * 3 + 1].s, sizeof prow[r * 3 + 1].s, "s%lld", (long long)r);
+        prow[r * 3 + 2].i = r;
+    }
+    bool rev = kind == XO_JOIN_INNER;   /* the small built side is the left child */
+    xo_op *l = rev ? xt_values(&ctx, &bs, brow, NB, 128) : xt_values(&ctx, &ps, prow, NP, 300);
+    xo_op *r = rev ? xt_values(&ctx, &ps, prow, NP, 300) : xt_values(&ctx, &bs, brow, NB, 128);
+    int k = 0;
+    xo_op *op;
+    CHECK_OK(xo_hashjoin(l, r, kind, 1, &k, &k, NULL, &op, &err), &err);
+    xt_val *got;
+    int64_t n_got;
+    CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+    int nc = op->schema.n_children;
+    CHECK(nc == 5);
+    int pa = rev ? 2 : 0, ba = rev ? 0 : 3;   /* first column of each side */
+    bool ok = n_got == NP;
+    for (int64_t g = 0; ok && g < n_got; g++) {
+        const xt_val *row = got + g * nc;
+        char want_s[32];
+        snprintf(want_s, sizeof want_s, "s%lld", (long long)g);
+        ok = row[pa + 2].i == g && row[pa].i == (g * 37) % NB && strcmp(row[pa + 1].s, want_s) == 0 &&
+             !row[ba].null && row[ba].i == row[pa].i && row[ba + 1].i == row[pa].i * 10;
+    }
+    if (kind == XO_JOIN_FULL) {
+        /* keys (r * 37) % 1000 cover every built row: no right tail */
+        CHECK(n_got == NP);
+    }
+    CHECK(ok);
+    hs_free(got);
+    xo_free(op);
+    hs_free(prow);
+    hs_free(brow);
+    hs_field_clear(&ps);
+    hs_field_clear(&bs);
+    hs_pool_destroy(pool);
+}
+
+static void test_hashjoin_one_match(void)
+{
+    LEAK_START();
+    const xo_join_kind kinds[] = {XO_JOIN_LEFT, XO_JOIN_FULL, XO_JOIN_INNER};
+    for (int i = 0; i < 3; i++)
+        for (int pooled = 0; pooled <= 1; pooled++)
+            one_match_case(kinds[i], pooled);
+    LEAK_END();
+}
+
 int main(void)
 {
     HS_RUN(test_hashjoin_random);
     HS_RUN(test_hashjoin_parallel);
+    HS_RUN(test_hashjoin_big_build);
+    HS_RUN(test_hashjoin_one_match);
     HS_RUN(test_nljoin);
     HS_RUN(test_join_errors);
     return hs_test_summary();
