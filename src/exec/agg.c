@@ -41,14 +41,36 @@
  * (counts and sums add, min/max compare, bool_and/or combine).  Groups then
  * come out in the order the merge meets them.
  *
+ * Spilling (hybrid hash aggregation).  When the next input batch could
+ * take the operator past the statement's memory limit (estimate: its rows
+ * all new groups, the maps and arrays doubling), the operator stops making
+ * groups: from then on a row whose group exists is aggregated as before,
+ * and a row of a group not in memory is written to one of AGG_PARTS
+ * partitions of a spill file (exec_int.h), chosen by a hash of its key
+ * (seeded by the recursion level).  So every group lives either wholly in
+ * memory or wholly in one partition, with its rows in input order (which
+ * string_agg/array_agg and DISTINCT rely on).  At the end the in-memory
+ * groups come out first; their memory is then freed and each partition is
+ * aggregated by a HashAggregate of its own over a reader of its blocks,
+ * which may spill again one level deeper (at most AGG_MAX_LEVEL).  The
+ * parallel path stops at half the limit, merges its workers, and goes on
+ * serially.  Not covered: the states of groups already in memory still
+ * grow (DISTINCT sets, string_agg, array_agg of existing groups) and fail
+ * with HS_NOMEM past the limit; a global aggregate never spills.
+ *
  * Distinct streams: a row is emitted the first time its key (all columns)
  * is seen.
  */
 #include "exec/exec_int.h"
 #include "base/hashmap.h"
 
+#include "base/hash.h"
+
 #include <math.h>
 #include <stdio.h>
+
+#define AGG_PARTS 16
+#define AGG_MAX_LEVEL 4
 
 typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC } acc_class;
 
@@ -98,6 +120,16 @@ typedef struct agg_op {
     /* parallel partial aggregation (see top) */
     struct agg_op **workers;
     int n_workers;
+    bool par_tried;
+    /* spilling (see top) */
+    bool probe_only;       /* assign_groups: look up only, -1 for a missing group */
+    bool spilling;
+    int level;             /* 0, or the depth of a partition's aggregate */
+    xo_spill sp;
+    hs_buf part[AGG_PARTS];/* block offsets (int64) of each partition */
+    int next_part;
+    xo_op *sub;            /* the aggregate of the partition being emitted */
+    int64_t spilled_rows, sub_spilled;
 } agg_op;
 
 static const char *fn_name(xo_agg_fn f)
@@ -339,12 +371,17 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
                 s->gid[i] = prev_g;
                 continue;
             }
-            st = hs_imap_get_or_put(&s->imap, (uint64_t)v, (uint64_t)s->n_total, &g, &found);
+            if (s->probe_only) {
+                if (!hs_imap_get(&s->imap, (uint64_t)v, &g))
+                    g = UINT64_MAX;
+            } else {
+                st = hs_imap_get_or_put(&s->imap, (uint64_t)v, (uint64_t)s->n_total, &g, &found);
+            }
             have_prev = true;
             prev_key = v;
             prev_g = (int64_t)g;
         } else {
-            if (s->null_gid < 0) {
+            if (s->null_gid < 0 && !s->probe_only) {
                 s->null_gid = s->n_total;
                 found = false;
             }
@@ -369,8 +406,13 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
                 continue;
             }
             uint64_t g;
-            bool found;
-            st = hs_imap_get_or_put(&s->imap, pk, (uint64_t)s->n_total, &g, &found);
+            bool found = true;
+            if (s->probe_only) {
+                if (!hs_imap_get(&s->imap, pk, &g))
+                    g = UINT64_MAX;
+            } else {
+                st = hs_imap_get_or_put(&s->imap, pk, (uint64_t)s->n_total, &g, &found);
+            }
             if (st != HS_OK)
                 break;
             if (!found) {
@@ -393,8 +435,14 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             continue;
         }
         uint64_t g;
-        bool found;
-        st = hs_map_get_or_put(&s->map, s->kb.data, s->kb.len, (uint64_t)s->n_total, &g, &found);
+        bool found = true;
+        if (s->probe_only) {
+            if (!hs_map_get(&s->map, s->kb.data, s->kb.len, &g))
+                g = UINT64_MAX;
+        } else {
+            st = hs_map_get_or_put(&s->map, s->kb.data, s->kb.len, (uint64_t)s->n_total, &g,
+                                   &found);
+        }
         if (st != HS_OK)
             break;
         if (!found) {
@@ -903,6 +951,11 @@ static bool can_parallel(const agg_op *s)
     const xo_ctx *ctx = s->op.ctx;
     if (!ctx || !ctx->pool || ctx->threads < 2)
         return false;
+    /* under a small limit (a round of new groups could pass it) serially,
+     * where spilling works */
+    if (s->n_groups > 0 && ctx->mem_limit > 0 &&
+        ctx->mem_limit / 2 < (int64_t)ctx->threads * XO_BATCH_ROWS * (64 + 16 * s->n_groups))
+        return false;
     for (int j = 0; j < s->n_aggs; j++)
         if (s->aggs[j].a.distinct || s->aggs[j].a.fn == XO_AGG_STRING_AGG ||
             s->aggs[j].a.fn == XO_AGG_ARRAY_AGG)
@@ -1014,10 +1067,13 @@ static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
     return account(s, err);
 }
 
-static hs_status consume_parallel(agg_op *s, hs_error *err)
+/* Aggregates on the workers until the end of input (*eof) or, with
+ * groups, until half the memory limit is in use; then merges them. */
+static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
 {
     xo_ctx *ctx = s->op.ctx;
     int k = ctx->threads;
+    *eof_out = false;
     s->workers = hs_calloc((size_t)k, sizeof *s->workers);
     agg_job *jobs = hs_calloc((size_t)k, sizeof *jobs);
     hs_status st = s->workers && jobs ? HS_OK : hs_err_nomem(err, 0);
@@ -1027,6 +1083,9 @@ static hs_status consume_parallel(agg_op *s, hs_error *err)
         st = make_worker(s, &s->workers[i], err);
     bool eof = false;
     while (st == HS_OK && !eof) {
+        if (s->n_groups > 0 && ctx->mem_limit > 0 &&
+            atomic_load(&ctx->mem_used) > ctx->mem_limit / 2)
+            break;
         int n = 0;
         while (n < k && st == HS_OK) {
             hs_batch *b;
@@ -1059,6 +1118,7 @@ static hs_status consume_parallel(agg_op *s, hs_error *err)
         }
     }
     hs_free(jobs);
+    *eof_out = eof;
     for (int i = 0; i < s->n_workers && st == HS_OK; i++) {
         st = merge_worker(s, s->workers[i], err);
         agg_clear(s->workers[i]);
@@ -1068,13 +1128,247 @@ static hs_status consume_parallel(agg_op *s, hs_error *err)
     return st;
 }
 
+
+/* ---- spilling (see top) ---- */
+
+static void agg_release_state(agg_op *s);
+
+/* Bytes one more group costs in the state arrays (as account counts). */
+static int64_t group_bytes(const agg_op *s)
+{
+    int64_t per_group = 8;
+    for (int j = 0; j < s->n_aggs; j++) {
+        const agg_state *a = &s->aggs[j];
+        per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
+                     (a->best ? 16 : 0);
+    }
+    return per_group;
+}
+
+/* True when b could take the operator past the limit: all its rows new
+ * groups, what is held now doubling (maps, arrays, key rows), and b's
+ * bytes again for the values stored. */
+static bool agg_should_spill(const agg_op *s, const hs_batch *b)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    if (!ctx || ctx->mem_limit <= 0 || s->n_groups == 0 || s->n_total == 0 ||
+        s->level >= AGG_MAX_LEVEL)
+        return false;
+    int64_t need = s->accounted + s->keys.bytes + xo_batch_bytes(b) +
+                   b->n_rows * (group_bytes(s) + 2 * (int64_t)sizeof(hs_map_slot));
+    return atomic_load(&((xo_ctx *)ctx)->mem_used) + need > ctx->mem_limit;
+}
+
+/* Writes rows idx[0..n) of b to partition p. */
+static hs_status spill_rows(agg_op *s, const hs_batch *b, int p, const int64_t *idx, int64_t n,
+                            hs_error *err)
+{
+    hs_batch *t;
+    HS_TRY(xo_batch_take(&s->op.children[0]->schema, b, idx, n, &t, err));
+    int64_t off;
+    hs_status st = xo_spill_write(s->op.ctx, &s->sp, t, &off, err);
+    hs_batch_free(t);
+    HS_TRY(st);
+    if (HS_VEC_PUSH(&s->part[p], int64_t, off) != HS_OK)
+        return hs_err_nomem(err, 0);
+    s->spilled_rows += n;
+    return HS_OK;
+}
+
+/* Spilling: rows of groups in memory are aggregated, the others go to
+ * their partitions. */
+static hs_status consume_spilling(agg_op *s, const hs_batch *b, hs_error *err)
+{
+    s->probe_only = true;
+    hs_status st = assign_groups(s, b, err);
+    s->probe_only = false;
+    HS_TRY(st);
+    int64_t n = b->n_rows, n_in = 0;
+    int64_t *idx = hs_malloc((size_t)n * sizeof *idx);
+    int64_t *cnt = hs_calloc(AGG_PARTS + 1, sizeof *cnt);
+    uint8_t *pof = hs_malloc((size_t)n);
+    if (!idx || !cnt || !pof)
+        st = hs_err_nomem(err, 0);
+    /* partition of each missing row (AGG_PARTS: in memory) */
+    uint64_t seed = 0x9E3779B97F4A7C15ull * (uint64_t)(s->level + 1);
+    for (int64_t i = 0; st == HS_OK && i < n; i++) {
+        if (s->gid[i] >= 0) {
+            pof[i] = AGG_PARTS;
+            n_in++;
+            continue;
+        }
+        hs_buf_reset(&s->kb);
+        for (int c = 0; c < s->n_groups && st == HS_OK; c++)
+            if (xo_key_append(&s->kb, b->cols[c], i) != HS_OK)
+                st = hs_err_nomem(err, 0);
+        pof[i] = (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, seed) % AGG_PARTS);
+    }
+    for (int64_t i = 0; st == HS_OK && i < n; i++)
+        cnt[pof[i]]++;
+    /* each partition's rows in input order: counting sort by partition */
+    int64_t start[AGG_PARTS + 1], at[AGG_PARTS + 1];
+    for (int p = 0, acc = 0; st == HS_OK && p <= AGG_PARTS; p++) {
+        start[p] = at[p] = acc;
+        acc += (int)cnt[p];
+    }
+    for (int64_t i = 0; st == HS_OK && i < n; i++)
+        idx[at[pof[i]]++] = i;
+    for (int p = 0; st == HS_OK && p < AGG_PARTS; p++)
+        if (cnt[p] > 0)
+            st = spill_rows(s, b, p, idx + start[p], cnt[p], err);
+    if (st == HS_OK && n_in == n) {
+        st = consume(s, b, err);
+    } else if (st == HS_OK && n_in > 0) {
+        hs_batch *t;
+        st = xo_batch_take(&b->schema, b, idx + start[AGG_PARTS], n_in, &t, err);
+        if (st == HS_OK) {
+            st = consume(s, t, err);
+            hs_batch_free(t);
+        }
+    }
+    hs_free(idx);
+    hs_free(cnt);
+    hs_free(pof);
+    return st;
+}
+
+/* Serial input under a memory limit: b in slices small enough that one
+ * slice of new groups takes at most a quarter of the limit, each slice
+ * aggregated, or spilled where that could pass the limit. */
+static hs_status consume_limited(agg_op *s, const hs_batch *b, hs_error *err)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    int64_t piece = b->n_rows;
+    if (ctx && ctx->mem_limit > 0 && s->n_groups > 0 && b->n_rows > 1) {
+        int64_t row = xo_batch_bytes(b) / b->n_rows + 2 * (group_bytes(s) + 32);
+        int64_t fit = ctx->mem_limit / 4 / row;
+        if (fit < piece)
+            piece = fit < 1 ? 1 : fit;
+    }
+    for (int64_t at = 0; at < b->n_rows; at += piece) {
+        int64_t n = b->n_rows - at < piece ? b->n_rows - at : piece;
+        hs_batch *part = NULL;
+        const hs_batch *src = b;
+        if (n < b->n_rows) {
+            int64_t *idx = hs_malloc((size_t)n * sizeof *idx);
+            if (!idx)
+                return hs_err_nomem(err, 0);
+            for (int64_t i = 0; i < n; i++)
+                idx[i] = at + i;
+            hs_status st = xo_batch_take(&b->schema, b, idx, n, &part, err);
+            hs_free(idx);
+            HS_TRY(st);
+            src = part;
+        }
+        if (!s->spilling && agg_should_spill(s, src))
+            s->spilling = true;
+        hs_status st = s->spilling ? consume_spilling(s, src, err) : consume(s, src, err);
+        hs_batch_free(part);
+        HS_TRY(st);
+    }
+    return HS_OK;
+}
+
+/* The reader of one partition's blocks: a source operator. */
+typedef struct part_reader {
+    xo_op op;
+    const xo_spill *sp;    /* the aggregate's file (borrowed) */
+    int64_t *offs;
+    int64_t n, next;
+} part_reader;
+
+static hs_status reader_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    part_reader *r = (part_reader *)op;
+    HS_TRY(xo_check_cancel(op->ctx, err));
+    if (r->next >= r->n)
+        return HS_OK;
+    return xo_spill_read(r->sp, &op->schema, r->offs[r->next++], out, NULL, err);
+}
+
+static void reader_destroy(xo_op *op)
+{
+    hs_free(((part_reader *)op)->offs);
+}
+
+/* s->sub = a HashAggregate like s over partition p. */
+static hs_status open_partition(agg_op *s, int p, hs_error *err)
+{
+    xo_op *rop;
+    HS_TRY(xo_op_alloc(sizeof(part_reader), s->op.ctx, "SpillRead", 0, NULL, &rop, err));
+    part_reader *r = (part_reader *)rop;
+    rop->next = reader_next;
+    rop->destroy = reader_destroy;
+    r->sp = &s->sp;
+    r->n = (int64_t)HS_VEC_LEN(&s->part[p], int64_t);
+    r->offs = (int64_t *)hs_buf_detach(&s->part[p], NULL);
+    hs_field_clear(&rop->schema);
+    xo_agg *aggs = hs_calloc((size_t)(s->n_aggs ? s->n_aggs : 1), sizeof *aggs);
+    if (!aggs || hs_field_copy(&s->op.children[0]->schema, &rop->schema) != HS_OK) {
+        if (!rop->schema.name)
+            hs_field_init(&rop->schema, "", HS_TYPE_STRUCT, false);
+        hs_free(aggs);
+        xo_free(rop);
+        return hs_err_nomem(err, 0);
+    }
+    for (int j = 0; j < s->n_aggs; j++)
+        aggs[j] = s->aggs[j].a;
+    xo_op *sub;
+    hs_status st = xo_hashagg(rop, s->n_groups, s->n_aggs, aggs, &sub, err);
+    hs_free(aggs);
+    HS_TRY(st);
+    ((agg_op *)sub)->level = s->level + 1;
+    s->sub = sub;
+    return HS_OK;
+}
+
+/* After the in-memory groups: the partitions' groups, one partition at a
+ * time. */
+static hs_status next_spilled(agg_op *s, hs_batch **out, hs_error *err)
+{
+    for (;;) {
+        if (s->sub) {
+            HS_TRY(xo_next(s->sub, out, err));
+            if (*out)
+                return HS_OK;
+            agg_op *sa = (agg_op *)s->sub;
+            s->sub_spilled += sa->spilled_rows + sa->sub_spilled;
+            xo_free(s->sub);
+            s->sub = NULL;
+        }
+        if (s->next_part >= AGG_PARTS) {
+            xo_spill_close(&s->sp);
+            return HS_OK;
+        }
+        int p = s->next_part++;
+        if (s->part[p].len)
+            HS_TRY(open_partition(s, p, err));
+    }
+}
+
+static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
+{
+    const agg_op *s = (const agg_op *)op;
+    if (!s->spilling)
+        return HS_OK;
+    if (hs_buf_printf(out, "spilled: %lld rows to %d partitions (%lld bytes), %lld rows again "
+                      "in deeper levels", (long long)s->spilled_rows, AGG_PARTS,
+                      (long long)s->sp.written, (long long)s->sub_spilled) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
 static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     agg_op *s = (agg_op *)op;
-    if (!s->done && can_parallel(s)) {
-        s->done = true;
-        HS_TRY(consume_parallel(s, err));
-        HS_TRY(agg_finish(s, err));
+    if (!s->done && !s->par_tried && can_parallel(s)) {
+        s->par_tried = true;
+        bool eof;
+        HS_TRY(consume_parallel(s, &eof, err));
+        if (eof) {
+            s->done = true;
+            HS_TRY(agg_finish(s, err));
+        }
     }
     while (!s->done) {
         hs_batch *b;
@@ -1084,13 +1378,21 @@ static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
             HS_TRY(agg_finish(s, err));
             break;
         }
-        hs_status st = consume(s, b, err);
+        hs_status st = consume_limited(s, b, err);
         hs_batch_free(b);
         HS_TRY(st);
     }
     HS_TRY(xo_check_cancel(op->ctx, err));
-    if (!s->result || s->emitted >= s->result->n_rows)
-        return HS_OK;
+    if (!s->result || s->emitted >= s->result->n_rows) {
+        if (!s->spilling)
+            return HS_OK;
+        if (s->cap) {   /* the in-memory groups are out: free them for the partitions */
+            hs_batch_free(s->result);
+            s->result = NULL;
+            agg_release_state(s);
+        }
+        return next_spilled(s, out, err);
+    }
     int64_t n = s->result->n_rows - s->emitted;
     if (n > XO_BATCH_ROWS)
         n = XO_BATCH_ROWS;
@@ -1122,10 +1424,43 @@ static void agg_destroy(xo_op *op)
     agg_clear(s);
 }
 
+/* Frees the groups and states (not the aggregates' descriptions). */
+static void agg_release_state(agg_op *s)
+{
+    xo_op *op = &s->op;
+    for (int j = 0; s->aggs && j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        hs_free(a->cnt);
+        hs_free(a->isum);
+        hs_free(a->fsum);
+        hs_free(a->flag);
+        hs_free(a->best);
+        hs_free(a->tail);
+        a->cnt = a->best = a->tail = NULL;
+        a->isum = NULL;
+        a->fsum = NULL;
+        a->flag = NULL;
+        xo_rows_free(&a->store, op->ctx);
+        hs_buf_free(&a->nxt);
+        hs_map_free(&a->seen);
+        a->seen_bytes = 0;
+    }
+    hs_map_free(&s->map);
+    hs_imap_free(&s->imap);
+    s->map_key_bytes = 0;
+    xo_rows_free(&s->keys, op->ctx);
+    hs_free(s->gid);
+    hs_free(s->scratch);
+    s->gid = s->scratch = NULL;
+    s->gid_cap = s->cap = s->n_total = 0;
+    xo_mem_release(op->ctx, s->accounted);
+    s->accounted = 0;
+}
+
 /* Frees what s holds (the operator's state or a worker's). */
 static void agg_clear(agg_op *s)
 {
-    xo_op *op = &s->op;
+    agg_release_state(s);
     for (int j = 0; s->aggs && j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
         hs_free((char *)a->a.sep);
@@ -1133,26 +1468,15 @@ static void agg_clear(agg_op *s)
         hs_free((void *)a->a.order);
         hs_free(a->okeys);
         hs_field_clear(&a->store_schema);
-        hs_free(a->cnt);
-        hs_free(a->isum);
-        hs_free(a->fsum);
-        hs_free(a->flag);
-        hs_free(a->best);
-        hs_free(a->tail);
-        xo_rows_free(&a->store, op->ctx);
-        hs_buf_free(&a->nxt);
-        hs_map_free(&a->seen);
     }
     hs_free(s->aggs);
     hs_field_clear(&s->key_schema);
-    hs_map_free(&s->map);
-    hs_imap_free(&s->imap);
-    xo_rows_free(&s->keys, op->ctx);
     hs_buf_free(&s->kb);
-    hs_free(s->gid);
-    hs_free(s->scratch);
     hs_batch_free(s->result);
-    xo_mem_release(op->ctx, s->accounted);
+    xo_free(s->sub);
+    for (int p = 0; p < AGG_PARTS; p++)
+        hs_buf_free(&s->part[p]);
+    xo_spill_close(&s->sp);
 }
 
 static hs_status field_copy_to(hs_field *parent, const hs_field *f, hs_error *err)
@@ -1276,6 +1600,7 @@ hs_status xo_hashagg(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
     agg_op *s = (agg_op *)op;
     op->next = agg_next;
     op->destroy = agg_destroy;
+    op->explain_extra = agg_extra;
     s->n_groups = n_groups;
     s->aggs = hs_calloc((size_t)(n_aggs > 0 ? n_aggs : 1), sizeof *s->aggs);
     if (!s->aggs) {
