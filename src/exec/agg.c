@@ -55,8 +55,9 @@
  * which may spill again one level deeper (at most AGG_MAX_LEVEL).  The
  * parallel path stops at half the limit, merges its workers, and goes on
  * serially.  Not covered: the states of groups already in memory still
- * grow (DISTINCT sets, string_agg, array_agg of existing groups) and fail
- * with HS_NOMEM past the limit; a global aggregate never spills.
+ * grow (DISTINCT sets, string_agg, array_agg of existing groups; spilling
+ * starts at half the limit for them) and fail with HS_NOMEM past the
+ * limit when they outgrow it; a global aggregate never spills.
  *
  * Distinct streams: a row is emitted the first time its key (all columns)
  * is seen.
@@ -1156,7 +1157,21 @@ static bool agg_should_spill(const agg_op *s, const hs_batch *b)
         return false;
     int64_t need = s->accounted + s->keys.bytes + xo_batch_bytes(b) +
                    b->n_rows * (group_bytes(s) + 2 * (int64_t)sizeof(hs_map_slot));
-    return atomic_load(&((xo_ctx *)ctx)->mem_used) + need > ctx->mem_limit;
+    /* states that keep growing after spilling starts (DISTINCT sets, the
+     * values of string_agg/array_agg): keep half the limit for them */
+    int64_t limit = ctx->mem_limit;
+    /* string_agg/array_agg ... ORDER BY sort their stored values at the
+     * end: 88 bytes a value (xo_sort_perm) */
+    for (int j = 0; j < s->n_aggs; j++)
+        if (s->aggs[j].a.n_order > 0)
+            need += (xo_rows_count(&s->aggs[j].store) + b->n_rows) * 88;
+    for (int j = 0; j < s->n_aggs; j++)
+        if (s->aggs[j].a.distinct || s->aggs[j].a.fn == XO_AGG_STRING_AGG ||
+            s->aggs[j].a.fn == XO_AGG_ARRAY_AGG) {
+            limit /= 2;
+            break;
+        }
+    return atomic_load(&((xo_ctx *)ctx)->mem_used) + need > limit;
 }
 
 /* Writes rows idx[0..n) of b to partition p. */

@@ -42,11 +42,14 @@ typedef struct sq_table_ent {
     bool owned;          /* opened by the session (closed with it) */
 } sq_table_ent;
 
+#define SQ_TEMP_DIR_MAX 512
+
 typedef struct sq_settings {
     int ef_search;       /* hnsw.ef_search; 0 = the index's own */
     int probes;          /* ivfflat.probes; 0 = the index's own */
     int threads;         /* 0 = hs_config scan_threads (all cores) */
     int64_t memory_limit;/* bytes; 0 = 1/4 of RAM */
+    char temp_dir[SQ_TEMP_DIR_MAX]; /* temp_directory (spill files); "" = $TMPDIR or /tmp */
 } sq_settings;
 
 /* A time-travel clause cut out of the statement text before parsing
