@@ -13,6 +13,8 @@
  *        count(*), count      cnt
  *        sum, avg             cnt + isum (__int128: integers, decimals) or fsum
  *        bool_and, bool_or    cnt + flag
+ *        sum, avg of vector   pv: pgvector's accumulators (expr/pgvector.h),
+ *        or halfvec           results vector/halfvec as pgvector's
  *        min, max             best: the row of `store` holding the best value
  *                             so far (one candidate per group per batch is
  *                             appended, after a per-batch pre-selection)
@@ -63,7 +65,9 @@
  * is seen.
  */
 #include "exec/exec_int.h"
+#include "base/arena.h"
 #include "base/hashmap.h"
+#include "expr/pgvector.h"
 
 #include "base/hash.h"
 
@@ -88,6 +92,8 @@ typedef struct agg_state {
     __int128 *isum;
     double *fsum;
     uint8_t *flag;
+    pv_type pvt;           /* sum/avg of vector/halfvec (0: not): pv per group */
+    pv_agg *pv;
     int64_t *best;         /* min/max: store row; string/array_agg: head */
     int64_t *tail;
     xo_rows store;
@@ -152,10 +158,34 @@ static acc_class class_of(hs_type t)
 }
 
 /* The result field of aggregate a over argument field arg (NULL for count(*)). */
+/* vector (list of float32) or halfvec (of float16) argument: its pv_type. */
+static pv_type pv_of(const hs_field *f)
+{
+    if (!f || (f->type != HS_TYPE_LIST && f->type != HS_TYPE_FIXED_LIST) || f->n_children != 1)
+        return 0;
+    return f->children[0].type == HS_TYPE_FLOAT32 ? PV_VECTOR
+           : f->children[0].type == HS_TYPE_FLOAT16 ? PV_HALFVEC : 0;
+}
+
 static hs_status result_field(const xo_agg *a, const hs_field *arg, hs_field *out, hs_error *err)
 {
     const char *name = a->name ? a->name : fn_name(a->fn);
     memset(out, 0, sizeof *out);
+    pv_type pvt = pv_of(arg);
+    if ((a->fn == XO_AGG_SUM || a->fn == XO_AGG_AVG) && pvt) {
+        /* pgvector: avg/sum(vector) -> vector, of halfvec -> halfvec */
+        hs_field e;
+        hs_field_init(&e, "item", pvt == PV_VECTOR ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT16, false);
+        if (!e.name)
+            return hs_err_nomem(err, 0);
+        hs_field_init_list(out, name, true, &e);
+        if (!out->name || out->n_children != 1 ||
+            hs_field_set_meta(out, "pgvector.type", pvt == PV_VECTOR ? "vector" : "halfvec") != HS_OK) {
+            hs_field_clear(out);
+            return hs_err_nomem(err, 0);
+        }
+        return HS_OK;
+    }
     switch (a->fn) {
     case XO_AGG_COUNT_STAR: case XO_AGG_COUNT:
         hs_field_init(out, name, HS_TYPE_INT64, false);
@@ -257,7 +287,11 @@ static hs_status ensure_groups(agg_op *s, int64_t need, hs_error *err)
         memset(a->cnt + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->cnt);
         switch (a->a.fn) {
         case XO_AGG_SUM: case XO_AGG_AVG:
-            if (a->cls == ACC_FLOAT) {
+            if (a->pvt) {
+                HS_TRY(grow((void **)&a->pv, cap, sizeof *a->pv, err));
+                for (int64_t g = s->cap; g < cap; g++)
+                    pv_agg_init(&a->pv[g], a->pvt, a->a.fn == XO_AGG_AVG);
+            } else if (a->cls == ACC_FLOAT) {
                 HS_TRY(grow((void **)&a->fsum, cap, sizeof *a->fsum, err));
                 memset(a->fsum + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->fsum);
             } else {
@@ -290,7 +324,7 @@ static hs_status account(agg_op *s, hs_error *err)
     for (int j = 0; j < s->n_aggs; j++) {
         const agg_state *a = &s->aggs[j];
         per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
-                     (a->best ? 16 : 0);
+                     (a->best ? 16 : 0) + (a->pv ? (int64_t)sizeof(pv_agg) + 8 * 16 : 0);
         bytes += (int64_t)(a->seen.cap * sizeof(hs_map_slot)) + a->seen_bytes + (int64_t)a->nxt.cap;
     }
     bytes += per_group * s->cap + s->gid_cap * 8;
@@ -561,6 +595,38 @@ static bool update_fast(agg_state *a, const int64_t *gid, const hs_column *c, in
     }
 }
 
+/* sum/avg of vector/halfvec: each non-null value into its group's
+ * accumulator (DISTINCT values once per group). */
+static hs_status update_pv(agg_op *s, agg_state *a, const hs_column *c, int64_t n, hs_error *err)
+{
+    const hs_column *ch = c->children[0];
+    size_t es = a->pvt == PV_VECTOR ? 4 : 2;
+    for (int64_t i = 0; i < n; i++) {
+        if (!hs_col_is_valid(c, i))
+            continue;
+        int64_t g = s->gid[i];
+        if (a->a.distinct) {
+            bool first;
+            if (first_seen(s, a, g, c, i, &first) != HS_OK)
+                return hs_err_nomem(err, 0);
+            if (!first)
+                continue;
+        }
+        int64_t o0, o1;
+        if (c->type == HS_TYPE_FIXED_LIST) {
+            o0 = i * c->width;
+            o1 = o0 + c->width;
+        } else {
+            o0 = HS_COL_OFFSETS(c)[i];
+            o1 = HS_COL_OFFSETS(c)[i + 1];
+        }
+        pv_val v = {ch->values.data + es * (size_t)o0, es * (size_t)(o1 - o0)};
+        a->cnt[g]++;
+        HS_TRY(pv_agg_add(&a->pv[g], v, err));
+    }
+    return HS_OK;
+}
+
 static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error *err)
 {
     const int64_t *gid = s->gid;
@@ -571,6 +637,8 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
         return HS_OK;
     }
     const hs_column *c = b->cols[a->a.arg];
+    if (a->pvt)
+        return update_pv(s, a, c, n, err);
     hs_status fst = HS_OK;
     if (update_fast(a, gid, c, n, &fst, err))
         return fst;
@@ -841,6 +909,32 @@ static hs_status build_agg_col(agg_op *s, agg_state *a, const hs_field *f, hs_co
     hs_column *col;
     HS_TRY(hs_col_create(f, n, &col, err));
     hs_status st = HS_OK;
+    if (a->pvt) {
+        hs_arena ar = {0};
+        for (int64_t g = 0; g < n && st == HS_OK; g++) {
+            pv_val v;
+            bool null;
+            st = pv_agg_final(&a->pv[g], &ar, &v, &null, err);
+            if (st == HS_OK && null)
+                st = hs_col_append_null(col);
+            else if (st == HS_OK) {
+                st = hs_col_append_fixed_n(col->children[0], v.p,
+                                           (int64_t)(v.n / (a->pvt == PV_VECTOR ? 4 : 2)));
+                if (st == HS_OK)
+                    st = hs_col_list_end(col);
+                if (st != HS_OK)
+                    st = hs_err_nomem(err, 0);
+            }
+            hs_arena_reset(&ar);
+        }
+        hs_arena_destroy(&ar);
+        if (st != HS_OK) {
+            hs_col_free(col);
+            return st;
+        }
+        *out = col;
+        return HS_OK;
+    }
     if (a->a.fn == XO_AGG_STRING_AGG)
         st = build_string_agg(s, a, col, err);
     else if (a->a.fn == XO_AGG_ARRAY_AGG)
@@ -988,6 +1082,7 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
         a->a.order = NULL;   /* (parallel workers never hold ordered aggregates) */
         a->a.n_order = 0;
         a->cls = s->aggs[j].cls;
+        a->pvt = s->aggs[j].pvt;
         a->scale = s->aggs[j].scale;
         if (hs_field_copy(&s->aggs[j].store_schema, &a->store_schema) != HS_OK)
             return hs_err_nomem(err, 0);
@@ -1035,7 +1130,9 @@ static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
             a->cnt[m] += b->cnt[g];
             switch (a->a.fn) {
             case XO_AGG_SUM: case XO_AGG_AVG:
-                if (a->cls == ACC_FLOAT)
+                if (a->pvt)
+                    st = pv_agg_combine(&a->pv[m], &b->pv[g], err);
+                else if (a->cls == ACC_FLOAT)
                     a->fsum[m] += b->fsum[g];
                 else
                     st = add_int(a, m, b->isum[g], err);
@@ -1141,7 +1238,7 @@ static int64_t group_bytes(const agg_op *s)
     for (int j = 0; j < s->n_aggs; j++) {
         const agg_state *a = &s->aggs[j];
         per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
-                     (a->best ? 16 : 0);
+                     (a->best ? 16 : 0) + (a->pv ? (int64_t)sizeof(pv_agg) + 8 * 16 : 0);
     }
     return per_group;
 }
@@ -1445,6 +1542,10 @@ static void agg_release_state(agg_op *s)
     xo_op *op = &s->op;
     for (int j = 0; s->aggs && j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
+        for (int64_t g = 0; a->pv && g < s->cap; g++)
+            pv_agg_free(&a->pv[g]);
+        hs_free(a->pv);
+        a->pv = NULL;
         hs_free(a->cnt);
         hs_free(a->isum);
         hs_free(a->fsum);
@@ -1532,6 +1633,8 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
                                   fn_name(aggs[j].fn), aggs[j].arg);
             arg = &in->children[aggs[j].arg];
             a->cls = class_of(arg->type);
+            if (aggs[j].fn == XO_AGG_SUM || aggs[j].fn == XO_AGG_AVG)
+                a->pvt = pv_of(arg);
             a->scale = arg->type == HS_TYPE_DECIMAL128 ? arg->scale : 0;
         }
         if ((aggs[j].sep && !(a->a.sep = hs_strdup(aggs[j].sep))) ||
