@@ -1170,8 +1170,11 @@ static hs_status values_of(planner *p, const hs_field *schema, hs_batch *const *
     hs_status st = HS_OK;
     for (int i = 0; i < n && st == HS_OK; i++)
         st = copy_batch(p, schema, bs[i], &cp[i]);
-    if (st == HS_OK)
-        return xo_values(p->ctx, schema, n, cp, out, p->err);   /* takes cp[i] */
+    if (st == HS_OK) {
+        st = xo_values(p->ctx, schema, n, cp, out, p->err);   /* takes cp[i] */
+        hs_free(cp);
+        return st;
+    }
     for (int i = 0; i < n; i++)
         hs_batch_free(cp[i]);
     hs_free(cp);
@@ -1382,6 +1385,21 @@ static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
     HS_TRY(st);
     f->so = (hs_scan_options)HS_SCAN_OPTIONS_INIT;
     HS_TRY(time_travel(p, b, f));
+    if (!f->so.use_snapshot_id && !f->so.use_as_of) {
+        /* inside BEGIN ... COMMIT, a table the transaction wrote reads as
+         * the transaction sees it (its uncommitted changes included) */
+        hs_batch *view;
+        HS_TRY(sq_txn_view(p->s, f->t, &view, p->err));
+        if (view) {
+            f->kind = F_REL;
+            HS_TRY(xo_values(p->ctx, &view->schema, 1, &view, &f->rl.op, p->err));
+            HS_TRY(pl_rel_name(&f->rl, NULL, p->err));
+            HS_TRY(apply_alias(p, &f->rl, an ? an : rel_name_s, colnames, loc));
+            HS_TRY(leaf_ns_from_rel(p, f));
+            *out = f;
+            return HS_OK;
+        }
+    }
     f->est = table_rows(f->t);
     f->alias = hs_strdup(an ? an : rel_name_s ? rel_name_s : "");
     if (!f->alias)

@@ -160,6 +160,10 @@ HS_MUST_USE hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t 
 /* Frees s->dml (rolling back an open transaction); called by
  * hs_session_close.  Accepts s->dml == NULL. */
 void sq_dml_session_free(sq_session *s);
+/* The rows of t as the session's open transaction sees them, its own
+ * uncommitted changes included (dml.c): *out = one batch of the table's
+ * columns (field ids 1..n), or NULL when no open transaction wrote t. */
+HS_MUST_USE hs_status sq_txn_view(sq_session *s, hs_table *t, hs_batch **out, hs_error *err);
 
 /* ---- JSON helpers ---- */
 
