@@ -171,7 +171,7 @@ static void test_oom_everywhere(void)
             ctx.threads = 2;
         }
         if (which >= 6)
-            ctx.mem_limit = which == 6 ? 14000 : 3000;
+            ctx.mem_limit = which == 6 ? 14000 : 8000;
         hs_error err = {0};
         xo_op *op;
         CHECK_OK(build(which, &ctx, &s, &op, &err), &err);
