@@ -18,15 +18,15 @@ hdb = require_module("hyperstreamdb")
 
 from sqlsession import Session, SqlError  # noqa: E402
 
-N = 200_000
+N = 120_000
 
 
 def _data():
     rng = np.random.default_rng(7)
-    k = rng.integers(0, 60_000, N)
+    k = rng.integers(0, 40_000, N)
     x = rng.integers(-1000, 1000, N).astype(np.int32)
     y = rng.normal(size=N)
-    s = np.array([f"s{v % 40_000:05d}" for v in rng.integers(0, 1 << 30, N)], dtype=object)
+    s = np.array([f"s{v % 25_000:05d}" for v in rng.integers(0, 1 << 30, N)], dtype=object)
     null = rng.random(N) < 0.05
     return pa.table({
         "id": pa.array(np.arange(N, dtype=np.int64)),
