@@ -4,7 +4,8 @@
  *
  * A session holds named tables (registered handles, tables of an attached
  * catalog as namespace.table, path tables as a quoted path), settings
- * (SET/SHOW: hnsw.ef_search, ivfflat.probes, threads, memory_limit)
+ * (SET/SHOW: hnsw.ef_search, ivfflat.probes, threads, memory_limit,
+ * temp_directory: where sorts and aggregates spill past memory_limit)
  * and at most one open transaction.  Statements run
  * through hs_session_execute (one shot) or a prepared statement with typed
  * parameters ($1, $2, ...).  Results leave as an ArrowArrayStream: the rows
@@ -64,7 +65,7 @@ HS_API hs_status hs_session_register(hs_session *s, const char *name, hs_table *
 HS_API hs_status hs_session_unregister(hs_session *s, const char *name, hs_error *err);
 
 /* Session settings by name, as SET/SHOW would see them ("hnsw.ef_search",
- * "ivfflat.probes", "threads", "memory_limit").
+ * "ivfflat.probes", "threads", "memory_limit", "temp_directory").
  * hs_session_get_setting writes the value as text into buf (NUL-terminated,
  * truncated to n bytes). */
 HS_API hs_status hs_session_set(hs_session *s, const char *name, const char *value, hs_error *err);

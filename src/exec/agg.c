@@ -13,6 +13,8 @@
  *        count(*), count      cnt
  *        sum, avg             cnt + isum (__int128: integers, decimals) or fsum
  *        bool_and, bool_or    cnt + flag
+ *        sum, avg of vector   pv: pgvector's accumulators (expr/pgvector.h),
+ *        or halfvec           results vector/halfvec as pgvector's
  *        min, max             best: the row of `store` holding the best value
  *                             so far (one candidate per group per batch is
  *                             appended, after a per-batch pre-selection)
@@ -41,14 +43,39 @@
  * (counts and sums add, min/max compare, bool_and/or combine).  Groups then
  * come out in the order the merge meets them.
  *
+ * Spilling (hybrid hash aggregation).  When the next input batch could
+ * take the operator past the statement's memory limit (estimate: its rows
+ * all new groups, the maps and arrays doubling), the operator stops making
+ * groups: from then on a row whose group exists is aggregated as before,
+ * and a row of a group not in memory is written to one of AGG_PARTS
+ * partitions of a spill file (exec_int.h), chosen by a hash of its key
+ * (seeded by the recursion level).  So every group lives either wholly in
+ * memory or wholly in one partition, with its rows in input order (which
+ * string_agg/array_agg and DISTINCT rely on).  At the end the in-memory
+ * groups come out first; their memory is then freed and each partition is
+ * aggregated by a HashAggregate of its own over a reader of its blocks,
+ * which may spill again one level deeper (at most AGG_MAX_LEVEL).  The
+ * parallel path stops at half the limit, merges its workers, and goes on
+ * serially.  Not covered: the states of groups already in memory still
+ * grow (DISTINCT sets, string_agg, array_agg of existing groups; spilling
+ * starts at half the limit for them) and fail with HS_NOMEM past the
+ * limit when they outgrow it; a global aggregate never spills.
+ *
  * Distinct streams: a row is emitted the first time its key (all columns)
  * is seen.
  */
 #include "exec/exec_int.h"
+#include "base/arena.h"
 #include "base/hashmap.h"
+#include "expr/pgvector.h"
+
+#include "base/hash.h"
 
 #include <math.h>
 #include <stdio.h>
+
+#define AGG_PARTS 16
+#define AGG_MAX_LEVEL 4
 
 typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC } acc_class;
 
@@ -65,6 +92,8 @@ typedef struct agg_state {
     __int128 *isum;
     double *fsum;
     uint8_t *flag;
+    pv_type pvt;           /* sum/avg of vector/halfvec (0: not): pv per group */
+    pv_agg *pv;
     int64_t *best;         /* min/max: store row; string/array_agg: head */
     int64_t *tail;
     xo_rows store;
@@ -98,6 +127,16 @@ typedef struct agg_op {
     /* parallel partial aggregation (see top) */
     struct agg_op **workers;
     int n_workers;
+    bool par_tried;
+    /* spilling (see top) */
+    bool probe_only;       /* assign_groups: look up only, -1 for a missing group */
+    bool spilling;
+    int level;             /* 0, or the depth of a partition's aggregate */
+    xo_spill sp;
+    hs_buf part[AGG_PARTS];/* block offsets (int64) of each partition */
+    int next_part;
+    xo_op *sub;            /* the aggregate of the partition being emitted */
+    int64_t spilled_rows, sub_spilled;
 } agg_op;
 
 static const char *fn_name(xo_agg_fn f)
@@ -119,10 +158,34 @@ static acc_class class_of(hs_type t)
 }
 
 /* The result field of aggregate a over argument field arg (NULL for count(*)). */
+/* vector (list of float32) or halfvec (of float16) argument: its pv_type. */
+static pv_type pv_of(const hs_field *f)
+{
+    if (!f || (f->type != HS_TYPE_LIST && f->type != HS_TYPE_FIXED_LIST) || f->n_children != 1)
+        return 0;
+    return f->children[0].type == HS_TYPE_FLOAT32 ? PV_VECTOR
+           : f->children[0].type == HS_TYPE_FLOAT16 ? PV_HALFVEC : 0;
+}
+
 static hs_status result_field(const xo_agg *a, const hs_field *arg, hs_field *out, hs_error *err)
 {
     const char *name = a->name ? a->name : fn_name(a->fn);
     memset(out, 0, sizeof *out);
+    pv_type pvt = pv_of(arg);
+    if ((a->fn == XO_AGG_SUM || a->fn == XO_AGG_AVG) && pvt) {
+        /* pgvector: avg/sum(vector) -> vector, of halfvec -> halfvec */
+        hs_field e;
+        hs_field_init(&e, "item", pvt == PV_VECTOR ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT16, false);
+        if (!e.name)
+            return hs_err_nomem(err, 0);
+        hs_field_init_list(out, name, true, &e);
+        if (!out->name || out->n_children != 1 ||
+            hs_field_set_meta(out, "pgvector.type", pvt == PV_VECTOR ? "vector" : "halfvec") != HS_OK) {
+            hs_field_clear(out);
+            return hs_err_nomem(err, 0);
+        }
+        return HS_OK;
+    }
     switch (a->fn) {
     case XO_AGG_COUNT_STAR: case XO_AGG_COUNT:
         hs_field_init(out, name, HS_TYPE_INT64, false);
@@ -224,7 +287,11 @@ static hs_status ensure_groups(agg_op *s, int64_t need, hs_error *err)
         memset(a->cnt + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->cnt);
         switch (a->a.fn) {
         case XO_AGG_SUM: case XO_AGG_AVG:
-            if (a->cls == ACC_FLOAT) {
+            if (a->pvt) {
+                HS_TRY(grow((void **)&a->pv, cap, sizeof *a->pv, err));
+                for (int64_t g = s->cap; g < cap; g++)
+                    pv_agg_init(&a->pv[g], a->pvt, a->a.fn == XO_AGG_AVG);
+            } else if (a->cls == ACC_FLOAT) {
                 HS_TRY(grow((void **)&a->fsum, cap, sizeof *a->fsum, err));
                 memset(a->fsum + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->fsum);
             } else {
@@ -257,7 +324,7 @@ static hs_status account(agg_op *s, hs_error *err)
     for (int j = 0; j < s->n_aggs; j++) {
         const agg_state *a = &s->aggs[j];
         per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
-                     (a->best ? 16 : 0);
+                     (a->best ? 16 : 0) + (a->pv ? (int64_t)sizeof(pv_agg) + 8 * 16 : 0);
         bytes += (int64_t)(a->seen.cap * sizeof(hs_map_slot)) + a->seen_bytes + (int64_t)a->nxt.cap;
     }
     bytes += per_group * s->cap + s->gid_cap * 8;
@@ -339,12 +406,17 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
                 s->gid[i] = prev_g;
                 continue;
             }
-            st = hs_imap_get_or_put(&s->imap, (uint64_t)v, (uint64_t)s->n_total, &g, &found);
+            if (s->probe_only) {
+                if (!hs_imap_get(&s->imap, (uint64_t)v, &g))
+                    g = UINT64_MAX;
+            } else {
+                st = hs_imap_get_or_put(&s->imap, (uint64_t)v, (uint64_t)s->n_total, &g, &found);
+            }
             have_prev = true;
             prev_key = v;
             prev_g = (int64_t)g;
         } else {
-            if (s->null_gid < 0) {
+            if (s->null_gid < 0 && !s->probe_only) {
                 s->null_gid = s->n_total;
                 found = false;
             }
@@ -369,8 +441,13 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
                 continue;
             }
             uint64_t g;
-            bool found;
-            st = hs_imap_get_or_put(&s->imap, pk, (uint64_t)s->n_total, &g, &found);
+            bool found = true;
+            if (s->probe_only) {
+                if (!hs_imap_get(&s->imap, pk, &g))
+                    g = UINT64_MAX;
+            } else {
+                st = hs_imap_get_or_put(&s->imap, pk, (uint64_t)s->n_total, &g, &found);
+            }
             if (st != HS_OK)
                 break;
             if (!found) {
@@ -393,8 +470,14 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             continue;
         }
         uint64_t g;
-        bool found;
-        st = hs_map_get_or_put(&s->map, s->kb.data, s->kb.len, (uint64_t)s->n_total, &g, &found);
+        bool found = true;
+        if (s->probe_only) {
+            if (!hs_map_get(&s->map, s->kb.data, s->kb.len, &g))
+                g = UINT64_MAX;
+        } else {
+            st = hs_map_get_or_put(&s->map, s->kb.data, s->kb.len, (uint64_t)s->n_total, &g,
+                                   &found);
+        }
         if (st != HS_OK)
             break;
         if (!found) {
@@ -512,6 +595,38 @@ static bool update_fast(agg_state *a, const int64_t *gid, const hs_column *c, in
     }
 }
 
+/* sum/avg of vector/halfvec: each non-null value into its group's
+ * accumulator (DISTINCT values once per group). */
+static hs_status update_pv(agg_op *s, agg_state *a, const hs_column *c, int64_t n, hs_error *err)
+{
+    const hs_column *ch = c->children[0];
+    size_t es = a->pvt == PV_VECTOR ? 4 : 2;
+    for (int64_t i = 0; i < n; i++) {
+        if (!hs_col_is_valid(c, i))
+            continue;
+        int64_t g = s->gid[i];
+        if (a->a.distinct) {
+            bool first;
+            if (first_seen(s, a, g, c, i, &first) != HS_OK)
+                return hs_err_nomem(err, 0);
+            if (!first)
+                continue;
+        }
+        int64_t o0, o1;
+        if (c->type == HS_TYPE_FIXED_LIST) {
+            o0 = i * c->width;
+            o1 = o0 + c->width;
+        } else {
+            o0 = HS_COL_OFFSETS(c)[i];
+            o1 = HS_COL_OFFSETS(c)[i + 1];
+        }
+        pv_val v = {ch->values.data + es * (size_t)o0, es * (size_t)(o1 - o0)};
+        a->cnt[g]++;
+        HS_TRY(pv_agg_add(&a->pv[g], v, err));
+    }
+    return HS_OK;
+}
+
 static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error *err)
 {
     const int64_t *gid = s->gid;
@@ -522,6 +637,8 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
         return HS_OK;
     }
     const hs_column *c = b->cols[a->a.arg];
+    if (a->pvt)
+        return update_pv(s, a, c, n, err);
     hs_status fst = HS_OK;
     if (update_fast(a, gid, c, n, &fst, err))
         return fst;
@@ -792,6 +909,32 @@ static hs_status build_agg_col(agg_op *s, agg_state *a, const hs_field *f, hs_co
     hs_column *col;
     HS_TRY(hs_col_create(f, n, &col, err));
     hs_status st = HS_OK;
+    if (a->pvt) {
+        hs_arena ar = {0};
+        for (int64_t g = 0; g < n && st == HS_OK; g++) {
+            pv_val v;
+            bool null;
+            st = pv_agg_final(&a->pv[g], &ar, &v, &null, err);
+            if (st == HS_OK && null)
+                st = hs_col_append_null(col);
+            else if (st == HS_OK) {
+                st = hs_col_append_fixed_n(col->children[0], v.p,
+                                           (int64_t)(v.n / (a->pvt == PV_VECTOR ? 4 : 2)));
+                if (st == HS_OK)
+                    st = hs_col_list_end(col);
+                if (st != HS_OK)
+                    st = hs_err_nomem(err, 0);
+            }
+            hs_arena_reset(&ar);
+        }
+        hs_arena_destroy(&ar);
+        if (st != HS_OK) {
+            hs_col_free(col);
+            return st;
+        }
+        *out = col;
+        return HS_OK;
+    }
     if (a->a.fn == XO_AGG_STRING_AGG)
         st = build_string_agg(s, a, col, err);
     else if (a->a.fn == XO_AGG_ARRAY_AGG)
@@ -903,6 +1046,11 @@ static bool can_parallel(const agg_op *s)
     const xo_ctx *ctx = s->op.ctx;
     if (!ctx || !ctx->pool || ctx->threads < 2)
         return false;
+    /* under a small limit (a round of new groups could pass it) serially,
+     * where spilling works */
+    if (s->n_groups > 0 && ctx->mem_limit > 0 &&
+        ctx->mem_limit / 2 < (int64_t)ctx->threads * XO_BATCH_ROWS * (64 + 16 * s->n_groups))
+        return false;
     for (int j = 0; j < s->n_aggs; j++)
         if (s->aggs[j].a.distinct || s->aggs[j].a.fn == XO_AGG_STRING_AGG ||
             s->aggs[j].a.fn == XO_AGG_ARRAY_AGG)
@@ -934,6 +1082,7 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
         a->a.order = NULL;   /* (parallel workers never hold ordered aggregates) */
         a->a.n_order = 0;
         a->cls = s->aggs[j].cls;
+        a->pvt = s->aggs[j].pvt;
         a->scale = s->aggs[j].scale;
         if (hs_field_copy(&s->aggs[j].store_schema, &a->store_schema) != HS_OK)
             return hs_err_nomem(err, 0);
@@ -981,7 +1130,9 @@ static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
             a->cnt[m] += b->cnt[g];
             switch (a->a.fn) {
             case XO_AGG_SUM: case XO_AGG_AVG:
-                if (a->cls == ACC_FLOAT)
+                if (a->pvt)
+                    st = pv_agg_combine(&a->pv[m], &b->pv[g], err);
+                else if (a->cls == ACC_FLOAT)
                     a->fsum[m] += b->fsum[g];
                 else
                     st = add_int(a, m, b->isum[g], err);
@@ -1014,10 +1165,13 @@ static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
     return account(s, err);
 }
 
-static hs_status consume_parallel(agg_op *s, hs_error *err)
+/* Aggregates on the workers until the end of input (*eof) or, with
+ * groups, until half the memory limit is in use; then merges them. */
+static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
 {
     xo_ctx *ctx = s->op.ctx;
     int k = ctx->threads;
+    *eof_out = false;
     s->workers = hs_calloc((size_t)k, sizeof *s->workers);
     agg_job *jobs = hs_calloc((size_t)k, sizeof *jobs);
     hs_status st = s->workers && jobs ? HS_OK : hs_err_nomem(err, 0);
@@ -1027,6 +1181,9 @@ static hs_status consume_parallel(agg_op *s, hs_error *err)
         st = make_worker(s, &s->workers[i], err);
     bool eof = false;
     while (st == HS_OK && !eof) {
+        if (s->n_groups > 0 && ctx->mem_limit > 0 &&
+            atomic_load(&ctx->mem_used) > ctx->mem_limit / 2)
+            break;
         int n = 0;
         while (n < k && st == HS_OK) {
             hs_batch *b;
@@ -1059,6 +1216,7 @@ static hs_status consume_parallel(agg_op *s, hs_error *err)
         }
     }
     hs_free(jobs);
+    *eof_out = eof;
     for (int i = 0; i < s->n_workers && st == HS_OK; i++) {
         st = merge_worker(s, s->workers[i], err);
         agg_clear(s->workers[i]);
@@ -1068,13 +1226,261 @@ static hs_status consume_parallel(agg_op *s, hs_error *err)
     return st;
 }
 
+
+/* ---- spilling (see top) ---- */
+
+static void agg_release_state(agg_op *s);
+
+/* Bytes one more group costs in the state arrays (as account counts). */
+static int64_t group_bytes(const agg_op *s)
+{
+    int64_t per_group = 8;
+    for (int j = 0; j < s->n_aggs; j++) {
+        const agg_state *a = &s->aggs[j];
+        per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
+                     (a->best ? 16 : 0) + (a->pv ? (int64_t)sizeof(pv_agg) + 8 * 16 : 0);
+    }
+    return per_group;
+}
+
+/* True when b could take the operator past the limit: all its rows new
+ * groups, what is held now doubling (maps, arrays, key rows), and b's
+ * bytes again for the values stored. */
+static bool agg_should_spill(const agg_op *s, const hs_batch *b)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    if (!ctx || ctx->mem_limit <= 0 || s->n_groups == 0 || s->n_total == 0 ||
+        s->level >= AGG_MAX_LEVEL)
+        return false;
+    int64_t need = s->accounted + s->keys.bytes + xo_batch_bytes(b) +
+                   b->n_rows * (group_bytes(s) + 2 * (int64_t)sizeof(hs_map_slot));
+    /* states that keep growing after spilling starts (DISTINCT sets, the
+     * values of string_agg/array_agg): keep half the limit for them */
+    int64_t limit = ctx->mem_limit;
+    /* string_agg/array_agg ... ORDER BY sort their stored values at the
+     * end: 88 bytes a value (xo_sort_perm) */
+    for (int j = 0; j < s->n_aggs; j++)
+        if (s->aggs[j].a.n_order > 0)
+            need += (xo_rows_count(&s->aggs[j].store) + b->n_rows) * 88;
+    for (int j = 0; j < s->n_aggs; j++)
+        if (s->aggs[j].a.distinct || s->aggs[j].a.fn == XO_AGG_STRING_AGG ||
+            s->aggs[j].a.fn == XO_AGG_ARRAY_AGG) {
+            limit /= 2;
+            break;
+        }
+    return atomic_load(&((xo_ctx *)ctx)->mem_used) + need > limit;
+}
+
+/* Writes rows idx[0..n) of b to partition p. */
+static hs_status spill_rows(agg_op *s, const hs_batch *b, int p, const int64_t *idx, int64_t n,
+                            hs_error *err)
+{
+    hs_batch *t;
+    HS_TRY(xo_batch_take(&s->op.children[0]->schema, b, idx, n, &t, err));
+    int64_t off;
+    hs_status st = xo_spill_write(s->op.ctx, &s->sp, t, &off, err);
+    hs_batch_free(t);
+    HS_TRY(st);
+    if (HS_VEC_PUSH(&s->part[p], int64_t, off) != HS_OK)
+        return hs_err_nomem(err, 0);
+    s->spilled_rows += n;
+    return HS_OK;
+}
+
+/* Spilling: rows of groups in memory are aggregated, the others go to
+ * their partitions. */
+static hs_status consume_spilling(agg_op *s, const hs_batch *b, hs_error *err)
+{
+    s->probe_only = true;
+    hs_status st = assign_groups(s, b, err);
+    s->probe_only = false;
+    HS_TRY(st);
+    int64_t n = b->n_rows, n_in = 0;
+    int64_t *idx = hs_malloc((size_t)n * sizeof *idx);
+    int64_t *cnt = hs_calloc(AGG_PARTS + 1, sizeof *cnt);
+    uint8_t *pof = hs_malloc((size_t)n);
+    if (!idx || !cnt || !pof)
+        st = hs_err_nomem(err, 0);
+    /* partition of each missing row (AGG_PARTS: in memory) */
+    uint64_t seed = 0x9E3779B97F4A7C15ull * (uint64_t)(s->level + 1);
+    for (int64_t i = 0; st == HS_OK && i < n; i++) {
+        if (s->gid[i] >= 0) {
+            pof[i] = AGG_PARTS;
+            n_in++;
+            continue;
+        }
+        hs_buf_reset(&s->kb);
+        for (int c = 0; c < s->n_groups && st == HS_OK; c++)
+            if (xo_key_append(&s->kb, b->cols[c], i) != HS_OK)
+                st = hs_err_nomem(err, 0);
+        pof[i] = (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, seed) % AGG_PARTS);
+    }
+    for (int64_t i = 0; st == HS_OK && i < n; i++)
+        cnt[pof[i]]++;
+    /* each partition's rows in input order: counting sort by partition */
+    int64_t start[AGG_PARTS + 1], at[AGG_PARTS + 1];
+    for (int p = 0, acc = 0; st == HS_OK && p <= AGG_PARTS; p++) {
+        start[p] = at[p] = acc;
+        acc += (int)cnt[p];
+    }
+    for (int64_t i = 0; st == HS_OK && i < n; i++)
+        idx[at[pof[i]]++] = i;
+    for (int p = 0; st == HS_OK && p < AGG_PARTS; p++)
+        if (cnt[p] > 0)
+            st = spill_rows(s, b, p, idx + start[p], cnt[p], err);
+    if (st == HS_OK && n_in == n) {
+        st = consume(s, b, err);
+    } else if (st == HS_OK && n_in > 0) {
+        hs_batch *t;
+        st = xo_batch_take(&b->schema, b, idx + start[AGG_PARTS], n_in, &t, err);
+        if (st == HS_OK) {
+            st = consume(s, t, err);
+            hs_batch_free(t);
+        }
+    }
+    hs_free(idx);
+    hs_free(cnt);
+    hs_free(pof);
+    return st;
+}
+
+/* Serial input under a memory limit: b in slices small enough that one
+ * slice of new groups takes at most a quarter of the limit, each slice
+ * aggregated, or spilled where that could pass the limit. */
+static hs_status consume_limited(agg_op *s, const hs_batch *b, hs_error *err)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    int64_t piece = b->n_rows;
+    if (ctx && ctx->mem_limit > 0 && s->n_groups > 0 && b->n_rows > 1) {
+        int64_t row = xo_batch_bytes(b) / b->n_rows + 2 * (group_bytes(s) + 32);
+        int64_t fit = ctx->mem_limit / 4 / row;
+        if (fit < piece)
+            piece = fit < 1 ? 1 : fit;
+    }
+    for (int64_t at = 0; at < b->n_rows; at += piece) {
+        int64_t n = b->n_rows - at < piece ? b->n_rows - at : piece;
+        hs_batch *part = NULL;
+        const hs_batch *src = b;
+        if (n < b->n_rows) {
+            int64_t *idx = hs_malloc((size_t)n * sizeof *idx);
+            if (!idx)
+                return hs_err_nomem(err, 0);
+            for (int64_t i = 0; i < n; i++)
+                idx[i] = at + i;
+            hs_status st = xo_batch_take(&b->schema, b, idx, n, &part, err);
+            hs_free(idx);
+            HS_TRY(st);
+            src = part;
+        }
+        if (!s->spilling && agg_should_spill(s, src))
+            s->spilling = true;
+        hs_status st = s->spilling ? consume_spilling(s, src, err) : consume(s, src, err);
+        hs_batch_free(part);
+        HS_TRY(st);
+    }
+    return HS_OK;
+}
+
+/* The reader of one partition's blocks: a source operator. */
+typedef struct part_reader {
+    xo_op op;
+    const xo_spill *sp;    /* the aggregate's file (borrowed) */
+    int64_t *offs;
+    int64_t n, next;
+} part_reader;
+
+static hs_status reader_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    part_reader *r = (part_reader *)op;
+    HS_TRY(xo_check_cancel(op->ctx, err));
+    if (r->next >= r->n)
+        return HS_OK;
+    return xo_spill_read(r->sp, &op->schema, r->offs[r->next++], out, NULL, err);
+}
+
+static void reader_destroy(xo_op *op)
+{
+    hs_free(((part_reader *)op)->offs);
+}
+
+/* s->sub = a HashAggregate like s over partition p. */
+static hs_status open_partition(agg_op *s, int p, hs_error *err)
+{
+    xo_op *rop;
+    HS_TRY(xo_op_alloc(sizeof(part_reader), s->op.ctx, "SpillRead", 0, NULL, &rop, err));
+    part_reader *r = (part_reader *)rop;
+    rop->next = reader_next;
+    rop->destroy = reader_destroy;
+    r->sp = &s->sp;
+    r->n = (int64_t)HS_VEC_LEN(&s->part[p], int64_t);
+    r->offs = (int64_t *)hs_buf_detach(&s->part[p], NULL);
+    hs_field_clear(&rop->schema);
+    xo_agg *aggs = hs_calloc((size_t)(s->n_aggs ? s->n_aggs : 1), sizeof *aggs);
+    if (!aggs || hs_field_copy(&s->op.children[0]->schema, &rop->schema) != HS_OK) {
+        if (!rop->schema.name)
+            hs_field_init(&rop->schema, "", HS_TYPE_STRUCT, false);
+        hs_free(aggs);
+        xo_free(rop);
+        return hs_err_nomem(err, 0);
+    }
+    for (int j = 0; j < s->n_aggs; j++)
+        aggs[j] = s->aggs[j].a;
+    xo_op *sub;
+    hs_status st = xo_hashagg(rop, s->n_groups, s->n_aggs, aggs, &sub, err);
+    hs_free(aggs);
+    HS_TRY(st);
+    ((agg_op *)sub)->level = s->level + 1;
+    s->sub = sub;
+    return HS_OK;
+}
+
+/* After the in-memory groups: the partitions' groups, one partition at a
+ * time. */
+static hs_status next_spilled(agg_op *s, hs_batch **out, hs_error *err)
+{
+    for (;;) {
+        if (s->sub) {
+            HS_TRY(xo_next(s->sub, out, err));
+            if (*out)
+                return HS_OK;
+            agg_op *sa = (agg_op *)s->sub;
+            s->sub_spilled += sa->spilled_rows + sa->sub_spilled;
+            xo_free(s->sub);
+            s->sub = NULL;
+        }
+        if (s->next_part >= AGG_PARTS) {
+            xo_spill_close(&s->sp);
+            return HS_OK;
+        }
+        int p = s->next_part++;
+        if (s->part[p].len)
+            HS_TRY(open_partition(s, p, err));
+    }
+}
+
+static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
+{
+    const agg_op *s = (const agg_op *)op;
+    if (!s->spilling)
+        return HS_OK;
+    if (hs_buf_printf(out, "spilled: %lld rows to %d partitions (%lld bytes), %lld rows again "
+                      "in deeper levels", (long long)s->spilled_rows, AGG_PARTS,
+                      (long long)s->sp.written, (long long)s->sub_spilled) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
 static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     agg_op *s = (agg_op *)op;
-    if (!s->done && can_parallel(s)) {
-        s->done = true;
-        HS_TRY(consume_parallel(s, err));
-        HS_TRY(agg_finish(s, err));
+    if (!s->done && !s->par_tried && can_parallel(s)) {
+        s->par_tried = true;
+        bool eof;
+        HS_TRY(consume_parallel(s, &eof, err));
+        if (eof) {
+            s->done = true;
+            HS_TRY(agg_finish(s, err));
+        }
     }
     while (!s->done) {
         hs_batch *b;
@@ -1084,13 +1490,21 @@ static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
             HS_TRY(agg_finish(s, err));
             break;
         }
-        hs_status st = consume(s, b, err);
+        hs_status st = consume_limited(s, b, err);
         hs_batch_free(b);
         HS_TRY(st);
     }
     HS_TRY(xo_check_cancel(op->ctx, err));
-    if (!s->result || s->emitted >= s->result->n_rows)
-        return HS_OK;
+    if (!s->result || s->emitted >= s->result->n_rows) {
+        if (!s->spilling)
+            return HS_OK;
+        if (s->cap) {   /* the in-memory groups are out: free them for the partitions */
+            hs_batch_free(s->result);
+            s->result = NULL;
+            agg_release_state(s);
+        }
+        return next_spilled(s, out, err);
+    }
     int64_t n = s->result->n_rows - s->emitted;
     if (n > XO_BATCH_ROWS)
         n = XO_BATCH_ROWS;
@@ -1122,10 +1536,47 @@ static void agg_destroy(xo_op *op)
     agg_clear(s);
 }
 
+/* Frees the groups and states (not the aggregates' descriptions). */
+static void agg_release_state(agg_op *s)
+{
+    xo_op *op = &s->op;
+    for (int j = 0; s->aggs && j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        for (int64_t g = 0; a->pv && g < s->cap; g++)
+            pv_agg_free(&a->pv[g]);
+        hs_free(a->pv);
+        a->pv = NULL;
+        hs_free(a->cnt);
+        hs_free(a->isum);
+        hs_free(a->fsum);
+        hs_free(a->flag);
+        hs_free(a->best);
+        hs_free(a->tail);
+        a->cnt = a->best = a->tail = NULL;
+        a->isum = NULL;
+        a->fsum = NULL;
+        a->flag = NULL;
+        xo_rows_free(&a->store, op->ctx);
+        hs_buf_free(&a->nxt);
+        hs_map_free(&a->seen);
+        a->seen_bytes = 0;
+    }
+    hs_map_free(&s->map);
+    hs_imap_free(&s->imap);
+    s->map_key_bytes = 0;
+    xo_rows_free(&s->keys, op->ctx);
+    hs_free(s->gid);
+    hs_free(s->scratch);
+    s->gid = s->scratch = NULL;
+    s->gid_cap = s->cap = s->n_total = 0;
+    xo_mem_release(op->ctx, s->accounted);
+    s->accounted = 0;
+}
+
 /* Frees what s holds (the operator's state or a worker's). */
 static void agg_clear(agg_op *s)
 {
-    xo_op *op = &s->op;
+    agg_release_state(s);
     for (int j = 0; s->aggs && j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
         hs_free((char *)a->a.sep);
@@ -1133,26 +1584,15 @@ static void agg_clear(agg_op *s)
         hs_free((void *)a->a.order);
         hs_free(a->okeys);
         hs_field_clear(&a->store_schema);
-        hs_free(a->cnt);
-        hs_free(a->isum);
-        hs_free(a->fsum);
-        hs_free(a->flag);
-        hs_free(a->best);
-        hs_free(a->tail);
-        xo_rows_free(&a->store, op->ctx);
-        hs_buf_free(&a->nxt);
-        hs_map_free(&a->seen);
     }
     hs_free(s->aggs);
     hs_field_clear(&s->key_schema);
-    hs_map_free(&s->map);
-    hs_imap_free(&s->imap);
-    xo_rows_free(&s->keys, op->ctx);
     hs_buf_free(&s->kb);
-    hs_free(s->gid);
-    hs_free(s->scratch);
     hs_batch_free(s->result);
-    xo_mem_release(op->ctx, s->accounted);
+    xo_free(s->sub);
+    for (int p = 0; p < AGG_PARTS; p++)
+        hs_buf_free(&s->part[p]);
+    xo_spill_close(&s->sp);
 }
 
 static hs_status field_copy_to(hs_field *parent, const hs_field *f, hs_error *err)
@@ -1193,6 +1633,8 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
                                   fn_name(aggs[j].fn), aggs[j].arg);
             arg = &in->children[aggs[j].arg];
             a->cls = class_of(arg->type);
+            if (aggs[j].fn == XO_AGG_SUM || aggs[j].fn == XO_AGG_AVG)
+                a->pvt = pv_of(arg);
             a->scale = arg->type == HS_TYPE_DECIMAL128 ? arg->scale : 0;
         }
         if ((aggs[j].sep && !(a->a.sep = hs_strdup(aggs[j].sep))) ||
@@ -1276,6 +1718,7 @@ hs_status xo_hashagg(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
     agg_op *s = (agg_op *)op;
     op->next = agg_next;
     op->destroy = agg_destroy;
+    op->explain_extra = agg_extra;
     s->n_groups = n_groups;
     s->aggs = hs_calloc((size_t)(n_aggs > 0 ? n_aggs : 1), sizeof *s->aggs);
     if (!s->aggs) {

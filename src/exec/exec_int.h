@@ -91,6 +91,27 @@ HS_MUST_USE hs_status xo_sort_perm(const xo_ctx *ctx, hs_column *const *cols, in
                                    const xo_sort_key *keys, int64_t n, int64_t *perm,
                                    hs_error *err);
 
+/* Spill files (spill.c): blocks of serialised batches in an unlinked
+ * temporary file of ctx->spill_dir (NULL: $TMPDIR or /tmp), created on the
+ * first write and gone when closed.  A zeroed xo_spill is empty. */
+typedef struct xo_spill {
+    int fd;
+    bool open;
+    int64_t size;       /* bytes in the file */
+    int64_t written;    /* bytes written over its life (statistics) */
+} xo_spill;
+/* Appends b as one block; *off = where it starts. */
+HS_MUST_USE hs_status xo_spill_write(const xo_ctx *ctx, xo_spill *sp, const hs_batch *b,
+                                     int64_t *off, hs_error *err);
+/* Reads the block at off (written with this schema); *next = the offset
+ * just after it (may be NULL). */
+HS_MUST_USE hs_status xo_spill_read(const xo_spill *sp, const hs_field *schema, int64_t off,
+                                    hs_batch **out, int64_t *next, hs_error *err);
+void xo_spill_close(xo_spill *sp);
+/* Test hook: the k-th spill file creation, write or read from now fails
+ * with HS_IO (k <= 0: off). */
+void xo_spill_fail_after(int64_t k);
+
 /* An output queue of batches (operators that produce several per input). */
 typedef struct xo_queue {
     hs_batch **a;

@@ -23,8 +23,8 @@
  *     per batch it produces or consumes and fails with HS_CANCELLED.
  *   - Memory: blocking operators (hash aggregate, sort, hash join build)
  *     account what they hold in ctx->mem_used against ctx->mem_limit and
- *     fail with HS_NOMEM naming the operator when past it (spilling is a
- *     later step).
+ *     fail with HS_NOMEM naming the operator when past it; Sort and
+ *     HashAggregate spill to files in ctx->spill_dir first (exec_int.h).
  *   - Statistics for EXPLAIN ANALYZE: rows_out, batches_out and ns (time
  *     spent inside next, children included) are kept by xo_next, which is
  *     what parents call (never op->next directly).
@@ -58,6 +58,7 @@ typedef struct xo_ctx {
     int threads;               /* 1 = no parallelism */
     int64_t mem_limit;         /* bytes for blocking operators; <= 0 = unlimited */
     _Atomic int64_t mem_used;
+    const char *spill_dir;     /* Sort/HashAggregate spill files; NULL = $TMPDIR or /tmp */
 } xo_ctx;
 
 typedef struct xo_op xo_op;

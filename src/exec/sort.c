@@ -13,6 +13,17 @@
  * kept, only input rows that sort before the k-th one are appended at all.
  * Rows enter in input order and the sort is stable, so ties resolve as in
  * Sort + Limit.
+ *
+ * External sort.  When the next input batch would take Sort past the
+ * statement's memory limit (rows, their sort entries and the growth of
+ * the row set counted), the rows held so far are sorted and written to a
+ * spill file (exec_int.h) as a run of blocks, and memory is freed.  At the
+ * end the rest becomes a run too, and runs are merged: a binary heap over
+ * the runs' current rows (ties: the earlier run first, so the sort stays
+ * stable), each run read one block at a time.  With more than SORT_FANIN
+ * runs, passes merge groups of SORT_FANIN consecutive runs into longer
+ * runs first.  Blocks are sized so that the blocks of one merge hold about
+ * half the memory limit.  TopK never spills (it holds about 2k rows).
  */
 #include "exec/exec_int.h"
 
@@ -31,6 +42,17 @@ typedef struct sort_op {
     int64_t n_perm, emitted;
     int64_t boundary;     /* TopK: row of the k-th kept value after a compaction, -1 */
     bool sorted;
+    /* external sort (see top) */
+    xo_spill sp;
+    int64_t (*runs)[2];   /* [start, end) of each sorted run in sp */
+    int n_runs, cap_runs;
+    int64_t block_rows;   /* rows per spilled block */
+    struct merge_rd *rd;  /* the runs being merged */
+    int n_rd;
+    int *heap, n_heap;
+    bool merging;
+    int passes;
+    int64_t spilled_rows;
 } sort_op;
 
 /* ---- sorting a permutation ----
@@ -329,6 +351,315 @@ static hs_status topk_compact(sort_op *s, hs_error *err)
     return HS_OK;
 }
 
+
+/* ---- external sort (see top) ---- */
+
+#define SORT_FANIN 16
+
+typedef struct merge_rd {
+    int64_t off, end;     /* next block, end of the run */
+    hs_batch *b;          /* current block */
+    int64_t pos;          /* next row of b */
+    hs_buf take;          /* rows of b taken in this round (int64) */
+} merge_rd;
+
+/* True when appending b to the rows would take Sort past the limit: the
+ * rows (whose buffers may double), b, and 88 bytes a row while sorting. */
+static bool sort_should_spill(const sort_op *s, const hs_batch *b)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    int64_t n = xo_rows_count(&s->rows);
+    if (!ctx || ctx->mem_limit <= 0 || s->k >= 0 || n == 0)
+        return false;
+    int64_t bb = xo_batch_bytes(b);
+    int64_t grow = s->rows.bytes > 2 * bb ? s->rows.bytes : 2 * bb;
+    int64_t need = grow + (n + b->n_rows) * (int64_t)(2 * sizeof(sort_ent) + sizeof(int64_t));
+    return atomic_load(&((xo_ctx *)ctx)->mem_used) + need > ctx->mem_limit;
+}
+
+static hs_status push_run(sort_op *s, int64_t start, int64_t end, hs_error *err)
+{
+    if (s->n_runs == s->cap_runs) {
+        int cap = s->cap_runs ? 2 * s->cap_runs : 16;
+        void *r = hs_realloc(s->runs, (size_t)cap * sizeof *s->runs);
+        if (!r)
+            return hs_err_nomem(err, 0);
+        s->runs = r;
+        s->cap_runs = cap;
+    }
+    s->runs[s->n_runs][0] = start;
+    s->runs[s->n_runs][1] = end;
+    s->n_runs++;
+    return HS_OK;
+}
+
+/* Sorts the rows held and writes them as one run; frees them. */
+static hs_status write_run(sort_op *s, hs_error *err)
+{
+    int64_t n = xo_rows_count(&s->rows);
+    if (n == 0)
+        return HS_OK;
+    if (s->block_rows == 0) {
+        const xo_ctx *ctx = s->op.ctx;
+        int64_t row_bytes = s->rows.bytes / n + 1;
+        int64_t br = ctx->mem_limit / (4 * SORT_FANIN) / row_bytes;
+        s->block_rows = br < 256 ? 256 : br > XO_BATCH_ROWS ? XO_BATCH_ROWS : br;
+    }
+    HS_TRY(sort_rows(s, err));
+    int64_t start = s->sp.size, off;
+    for (int64_t i = 0; i < n; i += s->block_rows) {
+        int64_t m = n - i < s->block_rows ? n - i : s->block_rows;
+        hs_batch *t;
+        HS_TRY(xo_batch_take(&s->op.schema, s->rows.b, s->perm + i, m, &t, err));
+        hs_status st = xo_spill_write(s->op.ctx, &s->sp, t, &off, err);
+        hs_batch_free(t);
+        HS_TRY(st);
+    }
+    HS_TRY(push_run(s, start, s->sp.size, err));
+    s->spilled_rows += n;
+    xo_rows_free(&s->rows, s->op.ctx);
+    hs_free(s->perm);
+    s->perm = NULL;
+    s->n_perm = 0;
+    return HS_OK;
+}
+
+static void merge_close(sort_op *s)
+{
+    for (int i = 0; i < s->n_rd; i++) {
+        hs_batch_free(s->rd[i].b);
+        hs_buf_free(&s->rd[i].take);
+    }
+    hs_free(s->rd);
+    hs_free(s->heap);
+    s->rd = NULL;
+    s->heap = NULL;
+    s->n_rd = s->n_heap = 0;
+}
+
+/* Heap order: the run whose current row sorts first; ties: lower run. */
+static bool rd_less(const sort_op *s, int a, int b)
+{
+    const merge_rd *x = &s->rd[a], *y = &s->rd[b];
+    int c = xo_keys_cmp(s->keys, s->n_keys, x->b->cols, x->pos, y->b->cols, y->pos);
+    return c < 0 || (c == 0 && a < b);
+}
+
+static void sift_down(sort_op *s, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, m = i;
+        if (l < s->n_heap && rd_less(s, s->heap[l], s->heap[m]))
+            m = l;
+        if (l + 1 < s->n_heap && rd_less(s, s->heap[l + 1], s->heap[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        int t = s->heap[i];
+        s->heap[i] = s->heap[m];
+        s->heap[m] = t;
+        i = m;
+    }
+}
+
+/* Opens runs [first, first + n) for merging. */
+static hs_status merge_open(sort_op *s, int first, int n, hs_error *err)
+{
+    merge_close(s);
+    s->rd = hs_calloc((size_t)n, sizeof *s->rd);
+    s->heap = hs_calloc((size_t)n, sizeof *s->heap);
+    if (!s->rd || !s->heap)
+        return hs_err_nomem(err, 0);
+    s->n_rd = n;
+    for (int i = 0; i < n; i++) {
+        merge_rd *r = &s->rd[i];
+        r->off = s->runs[first + i][0];
+        r->end = s->runs[first + i][1];
+        if (r->off < r->end) {
+            HS_TRY(xo_spill_read(&s->sp, &s->op.schema, r->off, &r->b, &r->off, err));
+            s->heap[s->n_heap++] = i;
+        }
+    }
+    for (int i = s->n_heap / 2 - 1; i >= 0; i--)
+        sift_down(s, i);
+    return HS_OK;
+}
+
+/* The next merged batch (NULL at the end): rows are taken from the runs'
+ * current blocks until XO_BATCH_ROWS or until a block is used up. */
+static hs_status merge_step(sort_op *s, hs_batch **out, hs_error *err)
+{
+    *out = NULL;
+    if (s->n_heap == 0)
+        return HS_OK;
+    hs_buf order = {0};   /* run of each output row (int32) */
+    int used_up = -1;
+    hs_status st = HS_OK;
+    int64_t n = 0;
+    while (n < XO_BATCH_ROWS && s->n_heap > 0) {
+        int top = s->heap[0];
+        merge_rd *r = &s->rd[top];
+        if (HS_VEC_PUSH(&r->take, int64_t, r->pos) != HS_OK ||
+            HS_VEC_PUSH(&order, int32_t, top) != HS_OK) {
+            st = hs_err_nomem(err, 0);
+            break;
+        }
+        n++;
+        if (++r->pos == r->b->n_rows) {
+            used_up = top;
+            break;
+        }
+        sift_down(s, 0);
+    }
+    /* gather: each run's rows in one take, then interleave */
+    hs_batch *parts[SORT_FANIN] = {NULL};
+    int64_t base[SORT_FANIN] = {0}, seen[SORT_FANIN] = {0};
+    int n_parts = 0, last = -1;
+    xo_rows all = {0};
+    for (int i = 0; st == HS_OK && i < s->n_rd; i++) {
+        merge_rd *r = &s->rd[i];
+        int64_t m = (int64_t)HS_VEC_LEN(&r->take, int64_t);
+        if (m == 0)
+            continue;
+        base[i] = xo_rows_count(&all);
+        st = xo_batch_take(&s->op.schema, r->b, (int64_t *)r->take.data, m, &parts[i], err);
+        if (st == HS_OK)
+            st = xo_rows_append(&all, NULL, s->op.name, parts[i], err);
+        n_parts++;
+        last = i;
+        hs_buf_reset(&r->take);
+    }
+    if (st == HS_OK && n_parts == 1) {
+        *out = parts[last];
+        parts[last] = NULL;
+    } else if (st == HS_OK) {
+        int64_t *idx = hs_malloc((size_t)n * sizeof *idx);
+        const int32_t *ord = (const int32_t *)order.data;
+        if (!idx)
+            st = hs_err_nomem(err, 0);
+        for (int64_t i = 0; st == HS_OK && i < n; i++)
+            idx[i] = base[ord[i]] + seen[ord[i]]++;
+        if (st == HS_OK)
+            st = xo_batch_take(&s->op.schema, all.b, idx, n, out, err);
+        hs_free(idx);
+    }
+    for (int i = 0; i < s->n_rd; i++)
+        hs_batch_free(parts[i]);
+    xo_rows_free(&all, NULL);
+    hs_buf_free(&order);
+    if (st == HS_OK && used_up >= 0) {
+        merge_rd *r = &s->rd[used_up];
+        hs_batch_free(r->b);
+        r->b = NULL;
+        r->pos = 0;
+        if (r->off < r->end) {
+            st = xo_spill_read(&s->sp, &s->op.schema, r->off, &r->b, &r->off, err);
+        } else {
+            s->heap[0] = s->heap[--s->n_heap];
+        }
+        if (st == HS_OK && s->n_heap > 0)
+            sift_down(s, 0);
+    }
+    if (st != HS_OK) {
+        hs_batch_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* Merges groups of SORT_FANIN runs into longer runs until at most
+ * SORT_FANIN remain, then opens the final merge. */
+static hs_status merge_prepare(sort_op *s, hs_error *err)
+{
+    while (s->n_runs > SORT_FANIN) {
+        int64_t (*old)[2] = s->runs;
+        int n_old = s->n_runs;
+        s->runs = NULL;
+        s->n_runs = s->cap_runs = 0;
+        hs_status st = HS_OK;
+        for (int g = 0; g < n_old && st == HS_OK; g += SORT_FANIN) {
+            int n = n_old - g < SORT_FANIN ? n_old - g : SORT_FANIN;
+            /* the runs to merge are read from `old` through s->runs */
+            int64_t (*keep)[2] = s->runs;
+            int kn = s->n_runs, kc = s->cap_runs;
+            s->runs = old + g;
+            st = merge_open(s, 0, n, err);
+            s->runs = keep;
+            s->n_runs = kn;
+            s->cap_runs = kc;
+            int64_t start = s->sp.size, off;
+            while (st == HS_OK) {
+                hs_batch *b;
+                st = xo_check_cancel(s->op.ctx, err);
+                if (st == HS_OK)
+                    st = merge_step(s, &b, err);
+                if (st != HS_OK || !b)
+                    break;
+                st = xo_spill_write(s->op.ctx, &s->sp, b, &off, err);
+                hs_batch_free(b);
+            }
+            merge_close(s);
+            if (st == HS_OK)
+                st = push_run(s, start, s->sp.size, err);
+        }
+        hs_free(old);
+        HS_TRY(st);
+        s->passes++;
+    }
+    s->passes++;
+    s->merging = true;
+    return merge_open(s, 0, s->n_runs, err);
+}
+
+static hs_status sort_extra(const xo_op *op, hs_buf *out, hs_error *err)
+{
+    const sort_op *s = (const sort_op *)op;
+    if (s->n_runs == 0 && s->passes == 0)
+        return HS_OK;
+    if (hs_buf_printf(out, "spilled: %lld rows in %d runs, %lld bytes written, %d merge passes",
+                      (long long)s->spilled_rows, s->n_runs, (long long)s->sp.written,
+                      s->passes) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
+/* Sort: appends b to the rows, spilling them as a run first when b would
+ * take them past the memory limit.  Under a limit too small for a
+ * quarter of b with its sort entries, b goes in in slices. */
+static hs_status sort_add(sort_op *s, const hs_batch *b, hs_error *err)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    int64_t piece = b->n_rows;
+    if (ctx && ctx->mem_limit > 0 && b->n_rows > 1) {
+        int64_t row = xo_batch_bytes(b) / b->n_rows + (int64_t)(2 * sizeof(sort_ent) + 8);
+        int64_t fit = ctx->mem_limit / 4 / row;
+        if (fit < piece)
+            piece = fit < 1 ? 1 : fit;
+    }
+    for (int64_t at = 0; at < b->n_rows; at += piece) {
+        int64_t n = b->n_rows - at < piece ? b->n_rows - at : piece;
+        hs_batch *part = NULL;
+        const hs_batch *src = b;
+        if (n < b->n_rows) {
+            int64_t *idx = hs_malloc((size_t)n * sizeof *idx);
+            if (!idx)
+                return hs_err_nomem(err, 0);
+            for (int64_t i = 0; i < n; i++)
+                idx[i] = at + i;
+            hs_status st = xo_batch_take(&b->schema, b, idx, n, &part, err);
+            hs_free(idx);
+            HS_TRY(st);
+            src = part;
+        }
+        hs_status st = sort_should_spill(s, src) ? write_run(s, err) : HS_OK;
+        if (st == HS_OK)
+            st = xo_rows_append(&s->rows, s->op.ctx, s->op.name, src, err);
+        hs_batch_free(part);
+        HS_TRY(st);
+    }
+    return HS_OK;
+}
+
 static hs_status sort_consume(sort_op *s, hs_error *err)
 {
     xo_op *op = &s->op;
@@ -339,6 +670,12 @@ static hs_status sort_consume(sort_op *s, hs_error *err)
             break;
         hs_status st = HS_OK;
         int64_t bn = b->n_rows;
+        if (s->k < 0) {
+            st = sort_add(s, b, err);
+            hs_batch_free(b);
+            HS_TRY(st);
+            continue;
+        }
         if (s->boundary >= 0) {
             /* TopK with k rows kept: only rows that sort before the k-th can
              * enter (an equal row came later in the input, so it loses) */
@@ -362,10 +699,14 @@ static hs_status sort_consume(sort_op *s, hs_error *err)
             xo_rows_count(&s->rows) >= s->k + bn)
             HS_TRY(topk_compact(s, err));
     }
+    s->sorted = true;
+    if (s->n_runs > 0) {
+        HS_TRY(write_run(s, err));
+        return merge_prepare(s, err);
+    }
     HS_TRY(sort_rows(s, err));
     if (s->k >= 0 && s->n_perm > s->k)
         s->n_perm = s->k;
-    s->sorted = true;
     return HS_OK;
 }
 
@@ -375,6 +716,14 @@ static hs_status sort_next(xo_op *op, hs_batch **out, hs_error *err)
     if (!s->sorted)
         HS_TRY(sort_consume(s, err));
     HS_TRY(xo_check_cancel(op->ctx, err));
+    if (s->merging) {
+        HS_TRY(merge_step(s, out, err));
+        if (!*out) {
+            merge_close(s);
+            xo_spill_close(&s->sp);
+        }
+        return HS_OK;
+    }
     if (s->emitted >= s->n_perm)
         return HS_OK;
     int64_t n = s->n_perm - s->emitted;
@@ -396,6 +745,9 @@ static void sort_destroy(xo_op *op)
     xo_rows_free(&s->rows, op->ctx);
     hs_free(s->perm);
     hs_free(s->keys);
+    merge_close(s);
+    hs_free(s->runs);
+    xo_spill_close(&s->sp);
 }
 
 static hs_status sort_make(xo_op *child, int n_keys, const xo_sort_key *keys, int64_t k,
@@ -407,6 +759,7 @@ static hs_status sort_make(xo_op *child, int n_keys, const xo_sort_key *keys, in
     sort_op *s = (sort_op *)op;
     op->next = sort_next;
     op->destroy = sort_destroy;
+    op->explain_extra = sort_extra;
     s->k = k;
     s->boundary = -1;
     hs_field_clear(&op->schema);

@@ -694,7 +694,7 @@ static hs_status bind_const(binder *b, json_t *body, ex_node **out)
         else if (loc >= 0 && !scan_int(b, loc, &x))
             return err_at(b, HS_INTERNAL, loc, "cannot read the integer constant");
         ex_ty t = ty(EX_T_INT);
-        t.bits = 32;
+        t.bits = x == (int32_t)x ? 32 : 64;   /* PostgreSQL: integer, else bigint */
         ex_node *n = mk_const(b, t, loc);
         if (!n)
             return nomem(b);
@@ -1111,7 +1111,12 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
         HS_TRY(coerce(b, &l, t));
         HS_TRY(coerce(b, &r, t));
     } else if (a->t == EX_T_INT && c->t == EX_T_INT) {
+        /* PostgreSQL: smallint, integer or bigint, the wider operand's
+         * (overflow is 22003 at run time) */
         t = ty(EX_T_INT);
+        t.bits = a->bits > c->bits ? a->bits : c->bits;
+        if (t.bits < 16)
+            t.bits = 16;
     } else {
         /* decimal arithmetic; integers become scale-0 decimals */
         if (a->t == EX_T_INT)
@@ -1157,8 +1162,8 @@ static hs_status bind_neg(binder *b, ex_node *x, int loc, ex_node **out)
     ex_node *n = mk(b, EX_NEG, x->type, loc, 1);
     if (!n)
         return nomem(b);
-    if (n->type.t == EX_T_INT)
-        n->type.bits = 64;
+    if (n->type.t == EX_T_INT && n->type.bits < 16)
+        n->type.bits = 16;
     n->args[0] = x;
     *out = n;
     return fold(b, out, false);

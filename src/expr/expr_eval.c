@@ -1628,6 +1628,11 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         return HS_OK;
     }
     if (rt == EX_T_INT) {
+        /* PostgreSQL: the result has the wider operand's type (smallint,
+         * integer, bigint) and leaving its range is 22003 */
+        int bits = n->type.bits;   /* (8: an Arrow int8 column's width, kept exact) */
+        int64_t lo = bits == 8 ? INT8_MIN : bits == 16 ? INT16_MIN : bits == 32 ? INT32_MIN : INT64_MIN;
+        int64_t hi = bits == 8 ? INT8_MAX : bits == 16 ? INT16_MAX : bits == 32 ? INT32_MAX : INT64_MAX;
         for (int k = 0; k < ns; k++) {
             int j = sel[k];
             if (out->nul[j])
@@ -1652,8 +1657,8 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
                 r = y == -1 ? 0 : x % y;
                 break;
             }
-            if (ovf)
-                return fail(c, n, "integer out of range");
+            if (ovf || r < lo || r > hi)
+                return fail(c, n, "%s out of range", int_type_name(bits == 8 ? 16 : bits));
             out->v.i[j] = r;
         }
         return HS_OK;
@@ -1720,11 +1725,14 @@ static hs_status ev_neg(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
         if (out->nul[j])
             continue;
         switch (n->type.t) {
-        case EX_T_INT:
-            if (out->v.i[j] == INT64_MIN)
-                return fail(c, n, "integer out of range");
+        case EX_T_INT: {
+            int bits = n->type.bits;
+            int64_t lo = bits == 16 ? INT16_MIN : bits == 32 ? INT32_MIN : INT64_MIN;
+            if (out->v.i[j] <= lo)
+                return fail(c, n, "%s out of range", int_type_name(bits));
             out->v.i[j] = -out->v.i[j];
             break;
+        }
         case EX_T_FLOAT: out->v.f[j] = -out->v.f[j]; break;
         case EX_T_DEC: out->v.d[j] = -out->v.d[j]; break;
         default: break;

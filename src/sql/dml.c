@@ -2747,6 +2747,39 @@ void sq_dml_session_free(sq_session *s)
     s->dml = NULL;
 }
 
+hs_status sq_txn_view(sq_session *s, hs_table *t, hs_batch **out, hs_error *err)
+{
+    *out = NULL;
+    dml_state *d = s->dml;
+    if (!d || !d->open || d->tx.t != t)
+        return HS_OK;
+    dctx c = {.s = s, .text = ""};
+    target g = {0};
+    hs_field schema = {0};
+    hs_status st = target_load(&c, &d->tx, &g, NULL, NULL, err);
+    if (st == HS_OK && hs_field_copy(&d->tx.tschema, &schema) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK) {
+        renumber(&schema);
+        st = hs_batch_create(&schema, 0, out, err);
+    }
+    for (int i = 0; st == HS_OK && i < (*out)->n_cols; i++) {   /* the table's columns move */
+        hs_col_free((*out)->cols[i]);
+        (*out)->cols[i] = g.rows->cols[i];
+        g.rows->cols[i] = NULL;
+    }
+    if (st == HS_OK)
+        (*out)->n_rows = g.rows->n_rows;
+    if (schema.name)
+        hs_field_clear(&schema);
+    target_clear(&g);
+    if (st != HS_OK) {
+        hs_batch_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 static hs_status exec_transaction(dctx *c, dml_state *d, json_t *body, hs_result **out,
                                   hs_error *err)
 {

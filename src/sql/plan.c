@@ -1100,6 +1100,243 @@ static hs_status time_travel(planner *p, const json_t *b, fnode *f)
     return HS_OK;
 }
 
+/* ---- WITH RECURSIVE ----
+ * A recursive CTE (anchor UNION [ALL] recursive term) is run the first time
+ * it is referenced, while planning: the anchor's rows are the first working
+ * table; then, until an iteration adds no rows, the recursive term is
+ * planned again (its self-reference reads the working table as Values)
+ * and run, and its rows (UNION: only rows not seen before, as EXCEPT
+ * against all rows so far) become the next working table.  Every
+ * reference then reads all rows as Values.  Column types are the anchor's;
+ * the recursive term must produce the same (else 42804, as PostgreSQL).
+ * At most PL_REC_MAX_ITER iterations (54001 past them). */
+
+#define PL_REC_MAX_ITER 100000
+
+void pl_cte_clear(cte *c)
+{
+    for (int i = 0; i < c->n_rows; i++)
+        hs_batch_free(c->rows[i]);
+    for (int i = 0; i < c->n_work; i++)
+        hs_batch_free(c->work[i]);
+    hs_free(c->rows);
+    hs_free(c->work);
+    c->rows = c->work = NULL;
+    c->n_rows = c->n_work = 0;
+    if (c->rec_schema.name)
+        hs_field_clear(&c->rec_schema);
+    c->rec_state = 0;
+}
+
+/* Appends b (taken) to the array *a of *n. */
+static hs_status push_batch(planner *p, hs_batch ***a, int *n, hs_batch *b)
+{
+    hs_batch **na = hs_realloc(*a, (size_t)(*n + 1) * sizeof *na);
+    if (!na) {
+        hs_batch_free(b);
+        return pl_nomem(p);
+    }
+    na[(*n)++] = b;
+    *a = na;
+    return HS_OK;
+}
+
+/* A deep copy of b with schema. */
+static hs_status copy_batch(planner *p, const hs_field *schema, const hs_batch *b, hs_batch **out)
+{
+    HS_TRY(hs_batch_create(schema, 0, out, p->err));
+    for (int c = 0; c < b->n_cols && c < (*out)->n_cols; c++) {
+        hs_column *col;
+        hs_status st = hs_col_slice(b->cols[c], 0, b->n_rows, &col, p->err);
+        if (st != HS_OK) {
+            hs_batch_free(*out);
+            *out = NULL;
+            return st;
+        }
+        hs_col_free((*out)->cols[c]);
+        (*out)->cols[c] = col;
+    }
+    (*out)->n_rows = b->n_rows;
+    return HS_OK;
+}
+
+/* Values over copies of the n batches. */
+static hs_status values_of(planner *p, const hs_field *schema, hs_batch *const *bs, int n,
+                           xo_op **out)
+{
+    hs_batch **cp = hs_calloc((size_t)n + 1, sizeof *cp);
+    if (!cp)
+        return pl_nomem(p);
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && st == HS_OK; i++)
+        st = copy_batch(p, schema, bs[i], &cp[i]);
+    if (st == HS_OK) {
+        st = xo_values(p->ctx, schema, n, cp, out, p->err);   /* takes cp[i] */
+        hs_free(cp);
+        return st;
+    }
+    for (int i = 0; i < n; i++)
+        hs_batch_free(cp[i]);
+    hs_free(cp);
+    return st;
+}
+
+/* Runs op to its end (freed), appending its batches (schema set to c's)
+ * to *a. */
+static hs_status drain(planner *p, cte *c, xo_op *op, hs_batch ***a, int *n)
+{
+    hs_status st = HS_OK;
+    for (;;) {
+        hs_batch *b;
+        st = xo_next(op, &b, p->err);
+        if (st != HS_OK || !b)
+            break;
+        hs_batch *cp;
+        st = copy_batch(p, &c->rec_schema, b, &cp);   /* (with the CTE's names) */
+        hs_batch_free(b);
+        if (st == HS_OK)
+            st = push_batch(p, a, n, cp);
+        if (st != HS_OK)
+            break;
+    }
+    xo_free(op);
+    return st;
+}
+
+static hs_status cte_materialize(planner *p, cte *c, int loc)
+{
+    const json_t *q = c->query;
+    json_t *lb, *rb;
+    if (!pl_is_kind(pl_jget(q, "larg"), "SelectStmt", &lb) && !(lb = pl_jget(q, "larg")))
+        return pl_fail(p, HS_INVALID, "42P19", loc, "recursive query \"%s\" has no anchor", c->name);
+    if (!pl_is_kind(pl_jget(q, "rarg"), "SelectStmt", &rb) && !(rb = pl_jget(q, "rarg")))
+        return pl_fail(p, HS_INVALID, "42P19", loc, "recursive query \"%s\" has no recursive term",
+                       c->name);
+    bool all = json_is_true(pl_jget(q, "all"));
+    cte *saved = p->ctes;
+    /* the anchor sees the CTEs before this one */
+    rel r = {0};
+    p->ctes = c->next;
+    c->in_use = 1;
+    hs_status st = pl_plan_query(p, lb, &r);
+    c->in_use = 0;
+    p->ctes = saved;
+    HS_TRY(st);
+    if (hs_field_copy(&r.op->schema, &c->rec_schema) != HS_OK) {
+        pl_rel_clear(&r);
+        return pl_nomem(p);
+    }
+    for (int i = 0; i < c->rec_schema.n_children && i < r.n; i++) {
+        char *nm = hs_strdup(r.cols[i].name ? r.cols[i].name : "");
+        if (!nm) {
+            pl_rel_clear(&r);
+            return pl_nomem(p);
+        }
+        hs_free(c->rec_schema.children[i].name);
+        c->rec_schema.children[i].name = nm;
+    }
+    xo_op *op = r.op;
+    r.op = NULL;
+    pl_rel_clear(&r);
+    if (!all) {
+        st = xo_distinct(op, &op, p->err);
+        if (st != HS_OK)
+            return st;
+    }
+    st = drain(p, c, op, &c->work, &c->n_work);
+    for (int i = 0; i < c->n_work && st == HS_OK; i++) {
+        hs_batch *cp;
+        st = copy_batch(p, &c->rec_schema, c->work[i], &cp);
+        if (st == HS_OK)
+            st = push_batch(p, &c->rows, &c->n_rows, cp);
+    }
+    int64_t iter = 0;
+    while (st == HS_OK && c->n_work > 0) {
+        if (++iter > PL_REC_MAX_ITER) {
+            st = pl_fail(p, HS_INVALID, "54001", loc,
+                         "recursive query \"%s\" did not end within %d iterations", c->name,
+                         PL_REC_MAX_ITER);
+            break;
+        }
+        /* the recursive term sees this CTE (reading the working table) */
+        c->rec_state = 1;
+        p->ctes = c;
+        st = pl_plan_query(p, rb, &r);
+        p->ctes = saved;
+        c->rec_state = 0;
+        if (st != HS_OK)
+            break;
+        const hs_field *rs = &r.op->schema;
+        if (rs->n_children != c->rec_schema.n_children) {
+            pl_rel_clear(&r);
+            st = pl_fail(p, HS_INVALID, "42601", loc,
+                         "each UNION query must have the same number of columns");
+            break;
+        }
+        for (int i = 0; i < rs->n_children && st == HS_OK; i++) {
+            hs_field a = c->rec_schema.children[i], b = rs->children[i];
+            a.nullable = b.nullable = true;
+            if (!hs_field_equals(&a, &b, false, false))
+                st = pl_fail(p, HS_INVALID, "42804",
+                             loc, "recursive query \"%s\" column %d has type %s in non-recursive "
+                             "term but type %s overall", c->name, i + 1,
+                             hs_type_name(a.type), hs_type_name(b.type));
+        }
+        if (st != HS_OK) {
+            pl_rel_clear(&r);
+            break;
+        }
+        op = r.op;
+        r.op = NULL;
+        pl_rel_clear(&r);
+        if (!all) {   /* only rows not seen before */
+            xo_op *seen;
+            st = values_of(p, &c->rec_schema, c->rows, c->n_rows, &seen);
+            if (st == HS_OK)
+                st = xo_setop(XO_SET_EXCEPT, false, op, seen, &op, p->err);
+            else
+                xo_free(op);
+            if (st != HS_OK)
+                break;
+        }
+        hs_batch **next = NULL;
+        int n_next = 0;
+        st = drain(p, c, op, &next, &n_next);
+        for (int i = 0; i < c->n_work; i++)
+            hs_batch_free(c->work[i]);
+        hs_free(c->work);
+        c->work = next;
+        c->n_work = n_next;
+        for (int i = 0; i < c->n_work && st == HS_OK; i++) {
+            hs_batch *cp;
+            st = copy_batch(p, &c->rec_schema, c->work[i], &cp);
+            if (st == HS_OK)
+                st = push_batch(p, &c->rows, &c->n_rows, cp);
+        }
+    }
+    for (int i = 0; i < c->n_work; i++)
+        hs_batch_free(c->work[i]);
+    hs_free(c->work);
+    c->work = NULL;
+    c->n_work = 0;
+    if (st == HS_OK)
+        c->rec_state = 2;
+    return st;
+}
+
+/* A reference to a recursive CTE: its rows (the working table inside its
+ * own recursive term). */
+static hs_status from_recursive(planner *p, cte *c, fnode *f, int loc)
+{
+    if (c->rec_state == 0)
+        HS_TRY(cte_materialize(p, c, loc));
+    if (c->rec_state == 1)
+        HS_TRY(values_of(p, &c->rec_schema, c->work, c->n_work, &f->rl.op));
+    else
+        HS_TRY(values_of(p, &c->rec_schema, c->rows, c->n_rows, &f->rl.op));
+    return pl_rel_name(&f->rl, NULL, p->err);
+}
+
 static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
 {
     const char *rel_name_s = pl_jstrv(b, "relname");
@@ -1109,6 +1346,16 @@ static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
     int loc = sq_loc(b);
     cte *c = !pl_jget(b, "schemaname") && rel_name_s ? find_cte(p, rel_name_s) : NULL;
     fnode *f;
+    if (c && c->recursive) {
+        HS_TRY(new_fnode(p, fc, F_REL, loc, &f));
+        HS_TRY(from_recursive(p, c, f, loc));
+        HS_TRY(apply_alias(p, &f->rl, an ? an : c->name, c->colnames, loc));
+        if (colnames)
+            HS_TRY(apply_alias(p, &f->rl, an, colnames, loc));
+        HS_TRY(leaf_ns_from_rel(p, f));
+        *out = f;
+        return HS_OK;
+    }
     if (c) {
         if (c->in_use)
             return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "recursive CTEs are not supported");
@@ -1138,6 +1385,21 @@ static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
     HS_TRY(st);
     f->so = (hs_scan_options)HS_SCAN_OPTIONS_INIT;
     HS_TRY(time_travel(p, b, f));
+    if (!f->so.use_snapshot_id && !f->so.use_as_of) {
+        /* inside BEGIN ... COMMIT, a table the transaction wrote reads as
+         * the transaction sees it (its uncommitted changes included) */
+        hs_batch *view;
+        HS_TRY(sq_txn_view(p->s, f->t, &view, p->err));
+        if (view) {
+            f->kind = F_REL;
+            HS_TRY(xo_values(p->ctx, &view->schema, 1, &view, &f->rl.op, p->err));
+            HS_TRY(pl_rel_name(&f->rl, NULL, p->err));
+            HS_TRY(apply_alias(p, &f->rl, an ? an : rel_name_s, colnames, loc));
+            HS_TRY(leaf_ns_from_rel(p, f));
+            *out = f;
+            return HS_OK;
+        }
+    }
     f->est = table_rows(f->t);
     f->alias = hs_strdup(an ? an : rel_name_s ? rel_name_s : "");
     if (!f->alias)

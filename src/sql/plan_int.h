@@ -52,7 +52,17 @@ typedef struct cte {
     const json_t *colnames;   /* aliascolnames or NULL */
     struct cte *next;
     int in_use;               /* recursion guard */
+    /* WITH RECURSIVE of the form anchor UNION [ALL] recursive term: run
+     * once when first referenced (plan.c, cte_materialize), then read from
+     * rows; while the recursive term runs, its self-reference reads work */
+    bool recursive;
+    int rec_state;            /* 0 not run, 1 running, 2 done */
+    hs_field rec_schema;      /* the anchor's column types (STRUCT) */
+    hs_batch **work, **rows;
+    int n_work, n_rows;
 } cte;
+/* Frees what a materialised recursive CTE holds. */
+void pl_cte_clear(cte *c);
 
 typedef struct planner {
     sq_session *s;

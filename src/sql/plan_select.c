@@ -440,8 +440,7 @@ static hs_status push_ctes(planner *p, const json_t *sel, cte **saved, cte **min
     if (!w)
         return HS_OK;
     wb = pl_jget(w, "WithClause") ? pl_jget(w, "WithClause") : w;
-    if (json_is_true(pl_jget(wb, "recursive")))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(wb), "WITH RECURSIVE is not supported");
+    bool recursive = json_is_true(pl_jget(wb, "recursive"));
     json_t *list = pl_jget(wb, "ctes");
     size_t n = json_array_size(list);
     *mine = hs_calloc(n + 1, sizeof **mine);
@@ -456,6 +455,10 @@ static hs_status push_ctes(planner *p, const json_t *sel, cte **saved, cte **min
         e->name = pl_jstrv(c, "ctename");
         e->query = q;
         e->colnames = pl_jget(c, "aliascolnames");
+        /* WITH RECURSIVE: a UNION [ALL] runs as a recursive CTE (plan.c);
+         * other CTEs of the list are plain ones */
+        const char *op = pl_jstrv(q, "op");
+        e->recursive = recursive && op && !strcmp(op, "SETOP_UNION");
         e->next = p->ctes;
         p->ctes = e;
         (*n_mine)++;
@@ -670,6 +673,8 @@ hs_status  pl_plan_select(planner *p, const json_t *sel, rel *out)
     }
     json_decref(expanded);
     p->ctes = saved;
+    for (int i = 0; i < n_mine; i++)
+        pl_cte_clear(&mine[i]);
     hs_free(mine);
     p->depth--;
     if (st != HS_OK)

@@ -476,6 +476,7 @@ typedef struct sq_ctx_box {
     hs_pool *pool;
     hs_field **keep;
     int n_keep, cap_keep;
+    char spill_dir[SQ_TEMP_DIR_MAX];   /* ctx.spill_dir points here */
 } sq_ctx_box;
 
 hs_status sq_ctx_keep(xo_ctx *ctx, hs_field *f, hs_error *err)
@@ -532,6 +533,10 @@ hs_status sq_ctx_new(sq_session *s, xo_ctx **out, hs_error *err)
     b->ctx.pool = b->pool;
     b->ctx.threads = threads;
     b->ctx.mem_limit = s->set.memory_limit > 0 ? s->set.memory_limit : default_mem();
+    if (s->set.temp_dir[0]) {
+        memcpy(b->spill_dir, s->set.temp_dir, sizeof b->spill_dir);
+        b->ctx.spill_dir = b->spill_dir;
+    }
     atomic_init(&b->ctx.mem_used, 0);
     *out = &b->ctx;
     return HS_OK;
@@ -642,7 +647,7 @@ hs_status sq_result_text(const char *tag, const char *colname, int n, const char
 
 typedef struct setting_def {
     const char *name;
-    int kind;      /* 0 int, 1 int64 bytes */
+    int kind;      /* 0 int, 1 int64 bytes, 2 text (temp_directory) */
     int64_t lo, hi;
 } setting_def;
 
@@ -651,6 +656,7 @@ static const setting_def SETTINGS[] = {
     {"ivfflat.probes", 0, 1, 32768},
     {"threads", 0, 0, 256},
     {"memory_limit", 1, 0, INT64_MAX},
+    {"temp_directory", 2, 0, 0},
 };
 
 static const setting_def *find_setting(const char *name)
@@ -719,6 +725,18 @@ static hs_status set_setting(sq_session *s, const char *name, const char *value,
     if (!d)
         return sq_fail(s, err, HS_NOT_FOUND, "42704", text, loc,
                        "unrecognized configuration parameter \"%s\"", name);
+    if (d->kind == 2) {   /* temp_directory: where Sort/HashAggregate spill ('' = default) */
+        if (reset || !value) {
+            memcpy(s->set.temp_dir, s->defaults.temp_dir, sizeof s->set.temp_dir);
+            return HS_OK;
+        }
+        if (strlen(value) >= sizeof s->set.temp_dir)
+            return sq_fail(s, err, HS_INVALID, "22023", text, loc,
+                           "invalid value for parameter \"%s\": longer than %d bytes", d->name,
+                           (int)sizeof s->set.temp_dir - 1);
+        snprintf(s->set.temp_dir, sizeof s->set.temp_dir, "%s", value);
+        return HS_OK;
+    }
     int *s32, *d32;
     int64_t *s64 = setting_slot64(&s->set, d->name, &s32);
     int64_t *d64 = setting_slot64(&s->defaults, d->name, &d32);
@@ -746,6 +764,11 @@ static hs_status set_setting(sq_session *s, const char *name, const char *value,
 
 static void setting_text(sq_session *s, const setting_def *d, char *buf, size_t n)
 {
+    if (d->kind == 2) {
+        const char *t = getenv("TMPDIR");
+        snprintf(buf, n, "%s", s->set.temp_dir[0] ? s->set.temp_dir : t && *t ? t : "/tmp");
+        return;
+    }
     int *s32;
     int64_t *s64 = setting_slot64(&s->set, d->name, &s32);
     int64_t v = s32 ? *s32 : *s64;
@@ -858,11 +881,11 @@ static hs_status exec_show(sq_session *s, json_t *b, const char *text, hs_result
         name = "";
     if (!strcasecmp(name, "all")) {
         size_t n = sizeof SETTINGS / sizeof SETTINGS[0];
-        char vals[8][64], lines[8][640];
+        char vals[8][SQ_TEMP_DIR_MAX], lines[8][SQ_TEMP_DIR_MAX + 64];
         const char *rows[8];
         for (size_t i = 0; i < n; i++) {
             setting_text(s, &SETTINGS[i], vals[i], sizeof vals[i]);
-            snprintf(lines[i], sizeof lines[i], "%s=%s", SETTINGS[i].name, vals[i]);
+            snprintf(lines[i], sizeof lines[i], "%.40s=%.511s", SETTINGS[i].name, vals[i]);
             rows[i] = lines[i];
         }
         return sq_result_text("SHOW", "setting", (int)n, rows, out, err);
@@ -871,7 +894,7 @@ static hs_status exec_show(sq_session *s, json_t *b, const char *text, hs_result
     if (!d)
         return sq_fail(s, err, HS_NOT_FOUND, "42704", text, -1,
                        "unrecognized configuration parameter \"%s\"", name);
-    char val[64];
+    char val[SQ_TEMP_DIR_MAX];
     setting_text(s, d, val, sizeof val);
     const char *row = val;
     return sq_result_text("SHOW", d->name, 1, &row, out, err);

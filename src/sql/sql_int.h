@@ -42,11 +42,14 @@ typedef struct sq_table_ent {
     bool owned;          /* opened by the session (closed with it) */
 } sq_table_ent;
 
+#define SQ_TEMP_DIR_MAX 512
+
 typedef struct sq_settings {
     int ef_search;       /* hnsw.ef_search; 0 = the index's own */
     int probes;          /* ivfflat.probes; 0 = the index's own */
     int threads;         /* 0 = hs_config scan_threads (all cores) */
     int64_t memory_limit;/* bytes; 0 = 1/4 of RAM */
+    char temp_dir[SQ_TEMP_DIR_MAX]; /* temp_directory (spill files); "" = $TMPDIR or /tmp */
 } sq_settings;
 
 /* A time-travel clause cut out of the statement text before parsing
@@ -156,6 +159,10 @@ HS_MUST_USE hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t 
 /* Frees s->dml (rolling back an open transaction); called by
  * hs_session_close.  Accepts s->dml == NULL. */
 void sq_dml_session_free(sq_session *s);
+/* The rows of t as the session's open transaction sees them, its own
+ * uncommitted changes included (dml.c): *out = one batch of the table's
+ * columns (field ids 1..n), or NULL when no open transaction wrote t. */
+HS_MUST_USE hs_status sq_txn_view(sq_session *s, hs_table *t, hs_batch **out, hs_error *err);
 
 /* ---- JSON helpers ---- */
 

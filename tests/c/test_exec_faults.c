@@ -3,7 +3,8 @@
  * operator tree's life (construction, every xo_next, EXPLAIN, free):
  * Values -> Filter -> Project -> HashAggregate -> Sort, a HashJoin with a
  * residual, SetOp, Distinct, TopK and Window; an aggregate and a RIGHT join
- * again on a pool of two threads (the parallel paths).  Each run either succeeds
+ * again on a pool of two threads (the parallel paths); an aggregate and a
+ * sort under a tiny memory limit (their spill paths).  Each run either succeeds
  * with the result of the fault-free run or fails with HS_NOMEM; nothing
  * leaks (hs_mem_live_count) and nothing crashes (ASan build).
  *
@@ -112,6 +113,20 @@ static hs_status build(int which, xo_ctx *ctx, const hs_field *s, xo_op **out, h
         *out = op;
         return HS_OK;
     }
+    case 6: {   /* under a tiny memory limit (ctx from the caller): both spill */
+        xo_free(r);
+        xo_agg aggs[3] = {{.fn = XO_AGG_COUNT_STAR, .sep_col = -1},
+                          {.fn = XO_AGG_MAX, .arg = 2, .sep_col = -1},
+                          {.fn = XO_AGG_MIN, .arg = 1, .sep_col = -1}};
+        HS_TRY(xo_hashagg(l, 2, 3, aggs, &op, err));
+        xo_sort_key k = {3, true, true};
+        return xo_sort(op, 1, &k, out, err);
+    }
+    case 7: {
+        xo_free(r);
+        xo_sort_key k[2] = {{2, true, true}, {1, false, false}};
+        return xo_sort(l, 2, k, out, err);
+    }
     case 2:
         HS_TRY(xo_setop(XO_SET_INTERSECT, true, l, r, &op, err));
         return xo_distinct(op, out, err);
@@ -148,19 +163,25 @@ static void test_oom_everywhere(void)
     hs_pool *pool;
     hs_error perr = {0};
     CHECK_OK(hs_pool_create(2, &pool, &perr), &perr);
-    for (int which = 0; which < 6; which++) {
+    for (int which = 0; which < 8; which++) {
         /* the fault-free run */
         xo_ctx ctx = {0};
-        if (which >= 4) {
+        if (which == 4 || which == 5) {
             ctx.pool = pool;
             ctx.threads = 2;
         }
+        if (which >= 6)
+            ctx.mem_limit = which == 6 ? 14000 : 8000;
         hs_error err = {0};
         xo_op *op;
         CHECK_OK(build(which, &ctx, &s, &op, &err), &err);
         int64_t want;
         hs_buf want_text = {0};
         CHECK_OK(run(op, &want, &want_text, &err), &err);
+        if (which >= 6) {   /* tree 6: the aggregate and the sort both spilled */
+            const char *sp = strstr(hs_buf_cstr(&want_text), "spilled: ");
+            CHECK(sp != NULL && (which == 7 || strstr(sp + 1, "spilled: ") != NULL));
+        }
         xo_free(op);
         int failures = 0, successes = 0;
         for (int64_t k = 1; k < 20000; k++) {

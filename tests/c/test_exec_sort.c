@@ -9,6 +9,7 @@
  * for DESC by default); TopK must equal the first k rows of that order.
  */
 #include "exec_testutil.h"
+#include "exec/exec_int.h"
 
 #include "base/threadpool.h"
 
@@ -165,29 +166,75 @@ static void test_topk_random(void)
     LEAK_END();
 }
 
-static void test_sort_memory_limit(void)
+/* Past the memory limit Sort spills sorted runs and merges them: the
+ * result is still the brute-force order (stable), nothing leaks, the
+ * accounting returns to 0; with many runs, merge passes run first. */
+static void test_sort_spill(void)
 {
     LEAK_START();
+    int64_t limits[] = {100000, 30000, 400000};
+    for (int t = 0; t < 12; t++) {
+        xo_sort_key keys[3];
+        int n_keys = 1 + (int)(xt_rnd() % 3);
+        for (int i = 0; i < n_keys; i++) {
+            keys[i].col = (int)(xt_rnd() % 5);
+            keys[i].desc = xt_rnd() % 2;
+            keys[i].nulls_first = xt_rnd() % 2 ? keys[i].desc : (bool)(xt_rnd() % 2);
+        }
+        case_ctx = (xo_ctx){.mem_limit = limits[t % 3]};
+        int64_t n = 5000 + (int64_t)(xt_rnd() % 20000);
+        run_case(n, 1 + (int)(xt_rnd() % 200), n_keys, keys, -1, 1 + (int64_t)(xt_rnd() % 3000));
+    }
+    case_ctx = (xo_ctx){0};
+    /* EXPLAIN ANALYZE shows the runs and passes */
     hs_field s;
     schema6(&s);
-    xo_ctx ctx = {.mem_limit = 100000};
-    xt_val *rows = random_rows(20000, 100);
-    xo_op *v = xt_values(&ctx, &s, rows, 20000, 1000), *op;
+    xo_ctx ctx = {.mem_limit = 30000};
+    xt_val *rows = random_rows(30000, 100);
+    xo_op *v = xt_values(&ctx, &s, rows, 30000, 1000), *op;
     xo_sort_key k = {0, false, false};
     hs_error err = {0};
     CHECK_OK(xo_sort(v, 1, &k, &op, &err), &err);
-    hs_batch *b;
-    CHECK(xo_next(op, &b, &err) == HS_NOMEM);
-    CHECK(strstr(err.msg, "Sort") != NULL && strstr(err.msg, "memory limit") != NULL);
+    xt_val *got;
+    int64_t n_got;
+    CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+    CHECK(n_got == 30000);
+    hs_buf ex = {0};
+    CHECK_OK(xo_explain(op, true, &ex, &err), &err);
+    CHECK(hs_buf_append_byte(&ex, 0) == HS_OK);
+    CHECK(strstr((char *)ex.data, "spilled: 30000 rows") != NULL);
+    CHECK(strstr((char *)ex.data, "merge passes") != NULL && !strstr((char *)ex.data, " 1 merge passes"));
+    hs_buf_free(&ex);
     xo_free(op);
+    hs_free(got);
     CHECK(atomic_load(&ctx.mem_used) == 0);
+    /* a failing spill file write or read at every step: HS_IO, no leak */
+    int io_fails = 0;
+    for (int64_t f = 1; f < 400; f += 7) {
+        xo_ctx c2 = {.mem_limit = 30000};
+        v = xt_values(&c2, &s, rows, 30000, 1000);
+        hs_err_clear(&err);
+        CHECK_OK(xo_sort(v, 1, &k, &op, &err), &err);
+        xo_spill_fail_after(f);
+        hs_batch *b = NULL;
+        hs_status st;
+        int64_t n = 0;
+        while ((st = xo_next(op, &b, &err)) == HS_OK && b) {
+            n += b->n_rows;
+            hs_batch_free(b);
+        }
+        xo_spill_fail_after(0);
+        CHECK(st == HS_OK ? n == 30000 : st == HS_IO);
+        io_fails += st == HS_IO;
+        xo_free(op);
+        CHECK(atomic_load(&c2.mem_used) == 0);
+    }
+    CHECK(io_fails > 10);
     /* a TopK of 10 rows stays far below what the sort needs (1.2 MB) */
     xo_ctx ctx2 = {.mem_limit = 300000};
     v = xt_values(&ctx2, &s, rows, 20000, 1000);
     hs_err_clear(&err);
     CHECK_OK(xo_topk(v, 1, &k, 10, &op, &err), &err);
-    xt_val *got;
-    int64_t n_got;
     CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
     CHECK(n_got == 10);
     xo_free(op);
@@ -220,6 +267,6 @@ int main(void)
     HS_RUN(test_sort_random);
     HS_RUN(test_topk_random);
     HS_RUN(test_sort_parallel);
-    HS_RUN(test_sort_memory_limit);
+    HS_RUN(test_sort_spill);
     return hs_test_summary();
 }

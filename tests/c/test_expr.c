@@ -218,7 +218,7 @@ static void test_errors_with_positions(void)
     CHECK(strstr(msg, "syntax error at end of input") != NULL);
 
     CHECK(parse_msg(&s, "i + 1", msg, sizeof msg) == HS_INVALID);
-    CHECK(strstr(msg, "argument of WHERE must be type boolean, not type int64") != NULL);
+    CHECK(strstr(msg, "argument of WHERE must be type boolean, not type int32") != NULL);
     CHECK(parse_msg(&s, "i AND b", msg, sizeof msg) == HS_INVALID);
     CHECK(strstr(msg, "argument of AND must be type boolean") != NULL);
 
@@ -485,7 +485,7 @@ static void test_arithmetic_errors(void)
     hs_batch *b = num_batch(&s);
     char msg[HS_ERROR_MSG_MAX], rows[8];
     CHECK(eval_msg(&s, b, "a + 1 > 0", msg, sizeof msg) == HS_INVALID);
-    CHECK(strstr(msg, "integer out of range at character 3") != NULL);
+    CHECK(strstr(msg, "bigint out of range at character 3") != NULL);
     CHECK(eval_msg(&s, b, "a - 1 < 0", msg, sizeof msg) == HS_INVALID);
     CHECK(eval_msg(&s, b, "a * 2 < 0", msg, sizeof msg) == HS_INVALID);
     CHECK(eval_msg(&s, b, "-a < 0", msg, sizeof msg) == HS_INVALID);
@@ -597,10 +597,10 @@ static void test_scalar_values(void)
     make_schema(&s);
     hs_batch *b = random_batch(&s, 3, 0);
     static const struct { const char *expr; hs_type t; const char *want; } cases[] = {
-        {"1 + 2 * 3", HS_TYPE_INT64, "7"},
-        {"7 / 2", HS_TYPE_INT64, "3"},
-        {"-7 / 2", HS_TYPE_INT64, "-3"},
-        {"-7 % 3", HS_TYPE_INT64, "-1"},
+        {"1 + 2 * 3", HS_TYPE_INT32, "7"},
+        {"7 / 2", HS_TYPE_INT32, "3"},
+        {"-7 / 2", HS_TYPE_INT32, "-3"},
+        {"-7 % 3", HS_TYPE_INT32, "-1"},
         {"1.5 + 1", HS_TYPE_DECIMAL128, "25/s1"},
         {"1.25 * 2.5", HS_TYPE_DECIMAL128, "3125/s3"},
         {"1.5 / 2", HS_TYPE_FLOAT64, "0.75"},
@@ -678,7 +678,7 @@ static void test_scalar_values(void)
         {"5 BETWEEN SYMMETRIC 10 AND 1", HS_TYPE_BOOL, "true"},
         {"5 NOT BETWEEN 10 AND 1", HS_TYPE_BOOL, "true"},
         {"-(-(-0))", HS_TYPE_INT32, "0"},
-        {"- 5 + -(3)", HS_TYPE_INT64, "-8"},
+        {"- 5 + -(3)", HS_TYPE_INT32, "-8"},
         {"-2147483648", HS_TYPE_INT64, "-2147483648"},
         {"9223372036854775807", HS_TYPE_INT64, "9223372036854775807"},
         {"NULL", HS_TYPE_NA, "NULL"},

@@ -277,11 +277,19 @@ def test_transactions(hs, tmp_path):
         assert hs.execute(p.s, "ROLLBACK") == "ROLLBACK"
         assert p.ours() == before
         assert hs.execute(p.s, "BEGIN") == "BEGIN"
+        p.duck.execute("BEGIN")
         for sql in ["DELETE FROM t WHERE id < 3", "INSERT INTO t VALUES (100, 1, 'n', 1.5)",
                     "UPDATE t SET k = 7 WHERE id = 100 OR id = 1", "DELETE FROM t WHERE k = 7",
                     "UPDATE t SET v = v * 2 WHERE id > 5"]:
             hs.execute(p.s, sql)
             p.duck.execute(sql)
+            # a SELECT inside the transaction sees its uncommitted changes (as DuckDB's)
+            for q in ["SELECT id, k, s, v FROM t",
+                      "SELECT a.id, b.k, a.s, b.v FROM t a JOIN t AS b ON a.id = b.id WHERE a.v > 2"]:
+                _, got = hs.execute_rows(p.s, q)
+                assert _sorted(got) == _sorted([tuple(r) for r in p.duck.execute(q).fetchall()]), \
+                    (sql, q)
+        p.duck.execute("COMMIT")
         assert hs.execute(p.s, "COMMIT") == "COMMIT"
         p.check("after COMMIT")
         # an error aborts the transaction until ROLLBACK

@@ -239,6 +239,19 @@ QUERIES = [
     "AND c.oid <> a.oid AND c.amount > a.amount)",
     "SELECT * FROM emp WHERE false",
     "SELECT * FROM empty e LEFT JOIN emp ON e.k = emp.id",
+    # WITH RECURSIVE (UNION ALL and UNION)
+    "WITH RECURSIVE chain(id, boss, depth) AS (SELECT id, boss, 0 FROM emp WHERE boss IS NULL "
+    "UNION ALL SELECT e.id, e.boss, c.depth + 1 FROM emp e JOIN chain c ON e.boss = c.id) "
+    "SELECT * FROM chain",
+    "WITH RECURSIVE f(a, b) AS (SELECT 0, 1 UNION ALL SELECT b, a + b FROM f WHERE b < 1000) "
+    "SELECT a, b FROM f ORDER BY a, b",
+    "WITH RECURSIVE r(n) AS (SELECT 1 UNION SELECT (n * 3) % 17 FROM r) SELECT n FROM r",
+    "WITH RECURSIVE r(n) AS (SELECT did FROM dept UNION ALL SELECT n + 10 FROM r WHERE n < 40) "
+    "SELECT n, count(*) FROM r GROUP BY n",
+    "WITH RECURSIVE up(id, name) AS (SELECT id, name FROM emp WHERE id = 4 UNION "
+    "SELECT e.id, e.name FROM emp e, up WHERE e.id = (SELECT boss FROM emp x WHERE x.id = up.id)) "
+    "SELECT * FROM up",
+    "WITH RECURSIVE r(n) AS (SELECT 1 WHERE false UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r",
 ]
 
 
@@ -264,6 +277,11 @@ ERRORS = [
     ("GRANT SELECT ON emp TO bob", "0A000", None),
     ("SET nosuch.setting = 1", "42704", None),
     ("SELECT 1; SELECT 2", "42601", None),
+    ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n::bigint + 1 FROM r WHERE n < 3) "
+     "SELECT * FROM r", "42804", None),
+    ("SELECT 2147483647::integer + 1", "22003", None),
+    ("SELECT 32767::smallint * 2::smallint", "22003", None),
+    ("SELECT 9223372036854775807 + 1", "22003", None),
 ]
 
 

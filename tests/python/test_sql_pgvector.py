@@ -705,3 +705,69 @@ def _table_queries(ref, tmp_path, only):
         assert not bad, "\n".join(map(str, bad))
     finally:
         s.close()
+
+
+def test_aggregates_avg_sum_in_session_group_by(ref, tmp_path):
+    """avg/sum(vector|halfvec) wired into the hash aggregate: a table of
+    random groups of vectors, GROUP BY through the SQL session (one thread,
+    so sums add in input order as PostgreSQL's transition function does),
+    each group's avg/sum text equal to the reference server's over the same
+    values; a dimension mismatch fails with pgvector's error."""
+    if not _has_sessions():
+        pytest.skip("this build has no SQL sessions (hs_session_execute)")
+    np = require_module("numpy")
+    pa = require_module("pyarrow")
+    hdb = require_module("hyperstreamdb")
+    import sqlsession
+    rnd = random.Random(11)
+    s = sqlsession.Session()
+    try:
+        s.sql("SET threads = 1")
+        for t, arrow_t, np_t in (("vector", pa.float32(), np.float32),
+                                 ("halfvec", pa.float16(), np.float16)):
+            dim = rnd.choice([1, 3, 8])
+            gs, vs, texts = [], [], {}
+            for g in range(25):
+                for _ in range(rnd.choice([0, 1, 2, 7])):
+                    if rnd.random() < 0.1:
+                        gs.append(g)
+                        vs.append(None)
+                        continue
+                    xs = [float(np_t(rnd.uniform(-100, 100) if t == "vector" else
+                                     rnd.randint(-400, 400) / 8)) for _ in range(dim)]
+                    gs.append(g)
+                    vs.append(np.array(xs, dtype=np_t))
+                    texts.setdefault(g, []).append(dense_text(xs))
+            data = pa.table({"g": pa.array(gs, pa.int64()),
+                             "v": pa.array(vs, pa.list_(arrow_t))})
+            path = tmp_path / t
+            tb = hdb.Table(str(path))
+            tb.write_arrow(data)
+            tb.commit()
+            s.register("t_" + t, str(path))
+            # (tables keep halfvec as float32 lists: the cast makes it halfvec again)
+            got = s.sql(f"SELECT g, avg(v::{t})::text AS a, sum(v::{t})::text AS s FROM t_{t} "
+                        "GROUP BY g")
+            got = {r["g"]: (r["a"], r["s"]) for r in got.to_pylist()}
+            groups = sorted(set(gs))
+            exprs = []
+            for g in groups:
+                vals = ",".join(f"('{x}'::{t})" for x in texts.get(g, [])) or f"(NULL::{t})"
+                for fn in ("avg", "sum"):
+                    exprs.append(f"(SELECT {fn}(v) FROM (VALUES {vals}) AS x(v) WHERE v IS NOT NULL)")
+            want = ref.eval_many(exprs)
+            bad = []
+            for i, g in enumerate(groups):
+                w = (want[2 * i][1], want[2 * i + 1][1])
+                assert want[2 * i][0] == "OK" and want[2 * i + 1][0] == "OK", want[2 * i: 2 * i + 2]
+                if got[g] != w:
+                    bad.append((t, g, texts.get(g), w, got[g]))
+            assert not bad, "\n".join(map(str, bad[:10]))
+            # a dimension mismatch: pgvector's error and SQLSTATE
+            w = ref.eval_many([f"(SELECT avg(v) FROM (VALUES ('[1,2]'::{t}), ('[1,2,3]'::{t})) x(v))"])[0]
+            with pytest.raises(sqlsession.SqlError) as ei:
+                s.sql(f"SELECT avg(v) FROM (SELECT CASE WHEN g = {gs[0]} THEN v::{t} ELSE "
+                      f"'[1{',1' * dim}]'::{t} END AS v FROM t_{t}) x")
+            assert w[0] == "ERR" and ei.value.sqlstate == w[1], (w, str(ei.value))
+    finally:
+        s.close()
