@@ -1712,8 +1712,8 @@ hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, h
     hs_status st = HS_OK;
     /* the current snapshot of a handle with an append stream: its tail too
      * (captured first: it may refresh t) */
-    if (t->tail && !(opt && (opt->use_snapshot_id || opt->use_as_of || opt->ref)) &&
-        !wants_positions(opt))
+    if (!(opt && (opt->use_snapshot_id || opt->use_as_of || opt->ref)) &&
+        !wants_positions(opt) && tbl_tail_attach(t))
         st = tbl_tail_capture(t, &s->tail, err);
     if (st == HS_OK)
         st = ice_metadata_copy(&t->meta, &s->meta, err);
