@@ -229,6 +229,12 @@ static hs_status local_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_err
         return hs_err_set(err, HS_IO, "%s: cannot stat: %s", f->name, strerror(errno));
     id_from_stat(&st, id);
     *size = (uint64_t)st.st_size;
+    /* Unlinked while open (expire_snapshots deleted a file a reader still
+     * reads): the unlink changed only the link count, and with it ctime;
+     * the bytes behind the descriptor are the same (mtime and size still
+     * say so), so this is no change. */
+    if (st.st_nlink == 0 && id->dev == f->id.dev && id->ino == f->id.ino)
+        id->ctime_ns = f->id.ctime_ns;
     return HS_OK;
 }
 

@@ -778,8 +778,9 @@ static int64_t wall_ms(void)
  *                                         table's target file size) when a
  *                                         partition has this many small files
  *   hyperstream.wal.expire-age-ms         at most every max(1 s, age / 4),
- *                                         expire snapshots older than this
- *                                         (the current one is always kept)
+ *                                         expire snapshots that stopped being
+ *                                         current longer ago than this (the
+ *                                         current one is always kept)
  *
  * The age is the grace period of readers in other handles and processes:
  * a scan planned on a replaced snapshot finds its files for at least that
@@ -810,10 +811,21 @@ static void auto_maintain(hs_stream *s)
     int64_t every = s->expire_age_ms / 4 > 1000 ? s->expire_age_ms / 4 : 1000;
     if (s->expire_age_ms > 0 && now - s->last_expire_ms >= every) {
         s->last_expire_ms = now;
+        /* A snapshot's age counts from when it stopped being current (its
+         * child's commit), not from its own commit: keep every ancestor
+         * that was current within the age, so a reader that planned it
+         * just before a compaction replaced it still finds its files. */
+        int64_t cutoff = wall_ms() - s->expire_age_ms;
+        const ice_table_metadata *m = &s->wt->meta;
+        int keep = 1;
+        for (const ice_snapshot *a = ice_metadata_current_snapshot(m);
+             a && a->timestamp_ms >= cutoff && a->has_parent && keep < 1000000;
+             a = ice_metadata_snapshot(m, a->parent_id))
+            keep++;
         hs_expire_options eo = HS_EXPIRE_OPTIONS_INIT;
         eo.use_older_than = 1;
-        eo.older_than_ms = wall_ms() - s->expire_age_ms;
-        eo.retain_last = 1;
+        eo.older_than_ms = cutoff;
+        eo.retain_last = keep;
         char *res = NULL;
         if (hs_table_expire_snapshots(s->wt, &eo, &res, &e) != HS_OK)
             n_fail++;
