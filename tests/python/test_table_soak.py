@@ -39,6 +39,8 @@ pyiceberg_table = require_module("pyiceberg.table")
 StaticTable = pyiceberg_table.StaticTable
 
 LONG = bool(os.environ.get("HS_LONG_TESTS"))
+# the soak's deleter: one 20-row range delete this often (HS_SOAK_DELETE_S)
+DELETE_EVERY_S = float(os.environ.get("HS_SOAK_DELETE_S", "0.2"))
 SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("v", pa.float64())])
 
 
@@ -113,7 +115,7 @@ def storage(t):
 
 def test_soak_storage_bounded(tmp_path):
     seconds = int(os.environ.get("HS_SOAK_SECONDS", 1800 if LONG else 70))
-    expire_age_ms = 3000
+    expire_age_ms = int(os.environ.get("HS_SOAK_EXPIRE_MS", "1500"))
     t = hdb.Table.create(tmp_path / "t", SCHEMA)
     t.add_index("cat", "inverted")
     t.set_properties({
@@ -161,7 +163,7 @@ def test_soak_storage_bounded(tmp_path):
         rng = random.Random(2)
         try:
             while not stop.is_set():
-                time.sleep(0.05)
+                time.sleep(DELETE_EVERY_S)
                 with lock:
                     hi = committed_hi[0]
                 if hi < 100:
