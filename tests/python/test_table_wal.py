@@ -363,5 +363,10 @@ def test_other_handles_and_deletes_see_unflushed_rows(tmp_path):
         assert rows_of(t.to_arrow()) == want
         s.write(b2)
         assert rows_of(other.to_arrow()) == expected([b1, b2], "id >= 10 AND id <> 99")
-    assert pyiceberg_rows(t) == expected([b1, b2], "id >= 10 AND id <> 99")
+        # SQL DML plans from committed rows: refused while rows are pending
+        with pytest.raises(hdb.BusyError, match="flush the stream"):
+            other.execute_sql("DELETE FROM t WHERE id = 105")
+        s.flush()
+        other.execute_sql("DELETE FROM t WHERE id = 105")
+    assert pyiceberg_rows(t) == expected([b1, b2], "id >= 10 AND id <> 99 AND id <> 105")
     other.close()
