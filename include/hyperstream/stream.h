@@ -103,6 +103,9 @@ typedef struct hs_stream_stats {
     int64_t rows_written;      /* by this stream's writes */
     int64_t replayed_records, replayed_rows;   /* recovered at open */
     int64_t busy_rejections;   /* writes that got HS_BUSY */
+    /* automatic maintenance after flushes (hyperstream.wal.compact-min-files,
+     * hyperstream.wal.expire-age-ms): commits made, attempts that failed */
+    int64_t compactions, expirations, maintenance_failures;
 } hs_stream_stats;
 
 /* Opens the append stream of table t (writable, through a catalog; local

@@ -206,7 +206,7 @@ static PyObject *AppendStream_stats(AppendStreamObject *self, UNUSED PyObject *a
         hs_stream_get_stats(self->s, &x);
     pthread_rwlock_unlock(&self->rw);
     Py_END_ALLOW_THREADS
-    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsLsLsL}",
+    return Py_BuildValue("{sLsLsLsLsLsLsLsLsLsLsLsLsLsLsL}",
                          "acked_seq", (long long)x.acked_seq,
                          "committed_seq", (long long)x.committed_seq,
                          "visible_seq", (long long)x.visible_seq,
@@ -218,7 +218,10 @@ static PyObject *AppendStream_stats(AppendStreamObject *self, UNUSED PyObject *a
                          "rows_written", (long long)x.rows_written,
                          "replayed_records", (long long)x.replayed_records,
                          "replayed_rows", (long long)x.replayed_rows,
-                         "busy_rejections", (long long)x.busy_rejections);
+                         "busy_rejections", (long long)x.busy_rejections,
+                         "compactions", (long long)x.compactions,
+                         "expirations", (long long)x.expirations,
+                         "maintenance_failures", (long long)x.maintenance_failures);
 }
 
 static PyObject *AppendStream_close(AppendStreamObject *self, UNUSED PyObject *a)

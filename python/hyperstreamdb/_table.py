@@ -1299,7 +1299,10 @@ class AppendStream:
     def stats(self) -> Dict[str, int]:
         """Counters: acked_seq, committed_seq, visible_seq, tail_rows,
         tail_bytes, wal_bytes, wal_segments, flushes, rows_written,
-        replayed_records, replayed_rows, busy_rejections."""
+        replayed_records, replayed_rows, busy_rejections, and of the
+        automatic maintenance (table properties hyperstream.wal.compact-
+        min-files and expire-age-ms): compactions, expirations,
+        maintenance_failures."""
         return self._s.stats()
 
     @property

@@ -588,6 +588,35 @@ static void policy_from_model(const ice_table_metadata *m, cat_retry_policy *out
         out->max_wait_ms = out->min_wait_ms;
 }
 
+static bool in_metadata_log(const ice_table_metadata *m, const char *file)
+{
+    for (int i = 0; i < m->n_metadata_log; i++)
+        if (m->metadata_log[i].file && strcmp(m->metadata_log[i].file, file) == 0)
+            return true;
+    return false;
+}
+
+/* Iceberg's write.metadata.delete-after-commit.enabled (default false): after
+ * a commit, the metadata files that fell out of the metadata log (beyond
+ * write.metadata.previous-versions-max) are deleted, so a table committed
+ * to every second keeps a bounded metadata/ directory.  Best effort: a file
+ * left behind is an orphan for remove_orphan_files. */
+static void delete_dropped_metadata(const ice_table_metadata *base, const char *base_loc,
+                                    const ice_table_metadata *next)
+{
+    const char *v = ice_kv_get(&next->properties, "write.metadata.delete-after-commit.enabled");
+    if (!v || strcmp(v, "true") != 0)
+        return;
+    for (int i = 0; i <= base->n_metadata_log; i++) {
+        const char *f = i < base->n_metadata_log ? base->metadata_log[i].file : base_loc;
+        if (!f || in_metadata_log(next, f))
+            continue;
+        hs_error e = {0};
+        if (cat_io_unlink(cat_local_path(f), &e) != HS_OK)
+            hs_err_clear(&e);   /* left for remove_orphan_files */
+    }
+}
+
 /* One attempt on the model: base -> fn -> metadata log -> JSON -> commit.
  * On success *committed (when non-NULL, zeroed) takes the written model. */
 static hs_status commit_attempt(cat_catalog *c, const char *ident, const ice_table_metadata *base,
@@ -611,6 +640,8 @@ static hs_status commit_attempt(cat_catalog *c, const char *ident, const ice_tab
         st = cat_commit_json(c, ident, base_loc, (const char *)json.data, json.len,
                              new_location, err);
     hs_buf_free(&json);
+    if (st == HS_OK && base_loc)
+        delete_dropped_metadata(base, base_loc, &next);
     if (st == HS_OK && committed) {
         *committed = next;
         memset(&next, 0, sizeof next);

@@ -284,6 +284,10 @@ HS_MUST_USE hs_status cat_commit_with_retry_ex(cat_catalog *c, const char *ident
  * 0 disables.  The counter is process-global (not thread-safe: tests only).
  * cat_io_fault_count() = fault points passed since the last cat_set_io_fault. */
 void cat_set_io_fault(int64_t fail_at);
+/* The same, modelling an errno (ENOSPC, EIO): the message ends with its
+ * strerror text, and with ENOSPC a failing write first writes half of its
+ * bytes (a disk filling up mid-write), so callers must discard the prefix. */
+void cat_set_io_fault_errno(int64_t fail_at, int errnum);
 int64_t cat_io_fault_count(void);
 /* Test hook: fn(what, ctx) runs at every fault point (before the fault
  * check), so a test can act at an exact step of a commit (drop the table

@@ -51,6 +51,7 @@
  * arming itself is meant for single-threaded tests. */
 static _Atomic int64_t g_fault_at;     /* 0 = disarmed */
 static _Atomic int64_t g_fault_count;  /* fault points passed since arming */
+static _Atomic int g_fault_errno;      /* 0: plain "injected fault"; else ENOSPC, EIO, ... */
 static void (*_Atomic g_hook)(const char *what, void *ctx);
 static void *_Atomic g_hook_ctx;
 
@@ -64,6 +65,13 @@ void cat_set_io_fault(int64_t fail_at)
 {
     g_fault_at = fail_at > 0 ? fail_at : 0;
     g_fault_count = 0;
+    g_fault_errno = 0;
+}
+
+void cat_set_io_fault_errno(int64_t fail_at, int errnum)
+{
+    cat_set_io_fault(fail_at);
+    g_fault_errno = fail_at > 0 ? errnum : 0;
 }
 
 int64_t cat_io_fault_count(void) { return g_fault_count; }
@@ -75,8 +83,13 @@ hs_status cat_io_fault_point(const char *what, hs_error *err)
     void (*hook)(const char *, void *) = g_hook;
     if (hook)
         hook(what, g_hook_ctx);
-    if (at > 0 && k == at)
+    if (at > 0 && k == at) {
+        int e = g_fault_errno;
+        if (e)
+            return hs_err_set(err, HS_IO, "%s: injected fault (I/O step %lld): %s", what,
+                              (long long)k, strerror(e));
         return hs_err_set(err, HS_IO, "%s: injected fault (I/O step %lld)", what, (long long)k);
+    }
     return HS_OK;
 }
 
@@ -101,7 +114,15 @@ static void fw_free(fault_wfile *w)
 static hs_status fw_write(hs_wfile *f, const void *p, size_t n, hs_error *err)
 {
     fault_wfile *w = (fault_wfile *)f;
-    HS_TRY(cat_io_fault_point(f->name, err));
+    hs_status st = cat_io_fault_point(f->name, err);
+    if (st != HS_OK && g_fault_errno == ENOSPC && n > 1) {
+        /* a full disk takes part of a write before it refuses the rest: the
+         * temporary file is left with a prefix that the caller must discard */
+        hs_error e2 = {0};
+        if (hs_wfile_write(w->inner, p, n / 2, &e2) != HS_OK)
+            hs_err_clear(&e2);   /* the injected error is the one reported */
+    }
+    HS_TRY(st);
     return hs_wfile_write(w->inner, p, n, err);
 }
 

@@ -229,6 +229,12 @@ static hs_status local_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_err
         return hs_err_set(err, HS_IO, "%s: cannot stat: %s", f->name, strerror(errno));
     id_from_stat(&st, id);
     *size = (uint64_t)st.st_size;
+    /* Unlinked while open (expire_snapshots deleted a file a reader still
+     * reads): the unlink changed only the link count, and with it ctime;
+     * the bytes behind the descriptor are the same (mtime and size still
+     * say so), so this is no change. */
+    if (st.st_nlink == 0 && id->dev == f->id.dev && id->ino == f->id.ino)
+        id->ctime_ns = f->id.ctime_ns;
     return HS_OK;
 }
 
@@ -627,15 +633,34 @@ typedef struct fault_file {
     int64_t *counter;   /* borrowed, or &own_counter */
     int64_t own_counter;
     int64_t fail_at;
+    int errnum;         /* 0, or the errno the failure models (message text) */
 } fault_file;
+
+/* Process-wide read faults (hs_io_set_read_fault): files opened by
+ * hs_io_open while armed are wrapped and share this counter. */
+static int64_t g_read_fault_count;
+static _Atomic int64_t g_read_fault_at;
+static _Atomic int g_read_fault_errno;
+
+void hs_io_set_read_fault(int64_t fail_at, int errnum)
+{
+    __atomic_store_n(&g_read_fault_count, 0, __ATOMIC_RELAXED);
+    g_read_fault_errno = errnum;
+    g_read_fault_at = fail_at > 0 ? fail_at : 0;
+}
+
+int64_t hs_io_read_fault_count(void) { return __atomic_load_n(&g_read_fault_count, __ATOMIC_RELAXED); }
 
 static hs_status fault_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err)
 {
     fault_file *ff = (fault_file *)f;
     int64_t n = __atomic_add_fetch(ff->counter, 1, __ATOMIC_RELAXED);
-    if (ff->fail_at > 0 && n == ff->fail_at)
+    /* wrapped by hs_io_open: the global arming decides (disarming stops it) */
+    int64_t at = ff->counter == &g_read_fault_count ? g_read_fault_at : ff->fail_at;
+    if (at > 0 && n == at)
         return hs_err_set(err, HS_IO, "%s: injected I/O fault on read call %" PRId64
-                          " (%zu bytes at offset %" PRIu64 ")", f->name, n, len, off);
+                          " (%zu bytes at offset %" PRIu64 ")%s%s", f->name, n, len, off,
+                          ff->errnum ? ": " : "", ff->errnum ? strerror(ff->errnum) : "");
     return hs_file_read_at(ff->inner, off, len, dst, err);
 }
 
@@ -721,7 +746,15 @@ hs_status hs_io_open(const char *uri, hs_file **out, hs_error *err)
         return hs_s3_open(uri, out, err);
     const char *p = hs_io_local_path(uri);
     HS_TRY(check_scheme(p, err));
-    return hs_local_open(p, out, err);
+    HS_TRY(hs_local_open(p, out, err));
+    int64_t at = g_read_fault_at;
+    if (at > 0) {
+        hs_file *in = *out;
+        *out = NULL;
+        HS_TRY(hs_fault_wrap(in, &g_read_fault_count, at, out, err));
+        ((fault_file *)*out)->errnum = g_read_fault_errno;
+    }
+    return HS_OK;
 }
 
 hs_status hs_io_create(const char *uri, int flags, hs_wfile **out, hs_error *err)

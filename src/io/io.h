@@ -197,5 +197,13 @@ HS_MUST_USE hs_status hs_mem_create(hs_buf *target, hs_wfile **out, hs_error *er
  * call (1-based, counted in *counter shared across files) fails with HS_IO. */
 HS_MUST_USE hs_status hs_fault_wrap(hs_file *inner, int64_t *counter, int64_t fail_at,
                                     hs_file **out, hs_error *err);
+/* Test hook: while armed (fail_at >= 1), every local file hs_io_open opens is
+ * wrapped by the fault backend above, all sharing one process-wide counter:
+ * the fail_at-th read_at call from arming fails with HS_IO, its message ending
+ * with strerror(errnum) when errnum != 0 (EIO).  Such files have no mapping,
+ * so readers take their read path.  0 disarms (also for files wrapped
+ * while armed).  hs_io_read_fault_count: read calls counted since arming. */
+void hs_io_set_read_fault(int64_t fail_at, int errnum);
+int64_t hs_io_read_fault_count(void);
 
 #endif

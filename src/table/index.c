@@ -231,6 +231,12 @@ static hs_status load_root_of(const ice_table_metadata *m, ix_registry *reg, hs_
     hs_status st = ix_registry_load_root(m->location, rel, reg, &e);
     if (st == HS_NOMEM)
         return hs_err_nomem(err, 64);
+    if (st == HS_IO) {   /* a read that failed (EIO): not damage; retry later */
+        memset(reg, 0, sizeof *reg);
+        if (err)
+            *err = e;
+        return st;
+    }
     if (st != HS_OK) {
         warn("%s: %s; starting a new index registry", m->location, e.msg);
         memset(reg, 0, sizeof *reg);
@@ -259,15 +265,28 @@ static hs_status load_registry_ex(const ice_table_metadata *m, ix_registry *reg,
     hs_status st = ix_registry_load_root(m->location, rel, reg, &e);
     if (st == HS_NOMEM)
         return hs_err_nomem(err, 64);
+    if (st == HS_IO) {   /* a read that failed (EIO): not damage; retry later */
+        memset(reg, 0, sizeof *reg);
+        if (err)
+            *err = e;
+        return st;
+    }
     if (st != HS_OK) {
         warn("%s: %s; starting a new index registry", m->location, e.msg);
         memset(reg, 0, sizeof *reg);
         return HS_OK;
     }
-    /* a damaged segment loses its entries only (a refresh rebuilds them) */
+    /* a damaged segment loses its entries only (a refresh rebuilds them);
+     * one that could not be read (EIO) fails the call instead: writing a
+     * registry without its entries would drop indexes that are fine */
     int bad = 0;
     st = ix_registry_load_segments_lenient(m->location, reg, &bad, &e, err);
     *n_bad = bad;
+    if (st == HS_OK && bad && e.code == HS_IO) {
+        if (err)
+            *err = e;
+        st = HS_IO;
+    }
     if (st != HS_OK) {
         ix_registry_clear(reg);
         return st;

@@ -569,6 +569,77 @@ static hs_status expire_cb(void *vctx, const ice_table_metadata *base, const cha
                                          (int)HS_VEC_LEN(&c->ids, int64_t), err);
 }
 
+/* The sidecars of the data files in del, found by name (the layout names
+ * them <table>/index/<data-file stem>.<field-id>.<kind>), added to del
+ * unless the current registry lists them.  The registry versions that once
+ * listed them may have left the metadata log (a compaction drops the
+ * entries of the files it rewrote; write.metadata.previous-versions-max
+ * bounds the log), and nothing else would ever name them again. */
+static hs_status sidecars_by_stem(const char *location, fset *del, const fset *cur_files,
+                                  hs_error *err)
+{
+    fset stems = {0};
+    hs_status st = HS_OK;
+    size_t n_del = fset_len(del);
+    for (size_t i = 0; st == HS_OK && i < n_del; i++) {
+        if (fset_kind(del, i) != FK_DATA)
+            continue;
+        const char *path = fset_path(del, i);
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        const char *dot = strchr(base, '.');
+        char stem[512];
+        size_t len = dot ? (size_t)(dot - base) : strlen(base);
+        if (len == 0 || len >= sizeof stem)
+            continue;
+        memcpy(stem, base, len);
+        stem[len] = 0;
+        st = fset_add(&stems, stem, FK_OTHER, err);
+    }
+    if (st != HS_OK || fset_len(&stems) == 0) {
+        fset_free(&stems);
+        return st;
+    }
+    hs_buf dir = {0}, p = {0};
+    char **names = NULL;
+    size_t n = 0;
+    if (hs_buf_printf(&dir, "%s/index", tbl_local(location)) != HS_OK)
+        st = hs_err_nomem(err, 256);
+    if (st == HS_OK) {
+        hs_error e;
+        hs_err_clear(&e);
+        hs_status ls = cat_io_list_dir(hs_buf_cstr(&dir), &names, &n, &e);
+        if (ls != HS_OK && ls != HS_NOT_FOUND) {
+            st = ls;
+            if (err)
+                *err = e;
+        }
+    }
+    for (size_t i = 0; st == HS_OK && i < n; i++) {
+        const char *dot = strchr(names[i], '.');
+        char stem[512];
+        size_t len = dot ? (size_t)(dot - names[i]) : 0;
+        if (len == 0 || len >= sizeof stem)
+            continue;
+        memcpy(stem, names[i], len);
+        stem[len] = 0;
+        if (!fset_has(&stems, stem))
+            continue;
+        hs_buf_reset(&p);
+        if (hs_buf_printf(&p, "%s/%s", hs_buf_cstr(&dir), names[i]) != HS_OK) {
+            st = hs_err_nomem(err, 256);
+            break;
+        }
+        if (!fset_has(cur_files, hs_buf_cstr(&p)) && !fset_has(del, hs_buf_cstr(&p)))
+            st = fset_add(del, hs_buf_cstr(&p), FK_INDEX, err);
+    }
+    cat_strv_free(names, n);
+    hs_buf_free(&dir);
+    hs_buf_free(&p);
+    fset_free(&stems);
+    return st;
+}
+
 /* The files to delete after expiring c->expired from `before` (the table
  * as it was), leaving `after`. */
 static hs_status expired_files(const expire_ctx *c, const ice_table_metadata *before,
@@ -640,6 +711,8 @@ static hs_status expired_files(const expire_ctx *c, const ice_table_metadata *be
     for (size_t i = 0; st == HS_OK && i < fset_len(&go); i++)
         if (!fset_has(&stay, fset_path(&go, i)) && !fset_has(&cur_files, fset_path(&go, i)))
             st = fset_add(del, fset_path(&go, i), FK_REGISTRY, err);
+    if (st == HS_OK)
+        st = sidecars_by_stem(after->location, del, &cur_files, err);
     fset_free(&stay);
     fset_free(&go);
     hs_buf_free(&p);

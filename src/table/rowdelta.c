@@ -82,6 +82,14 @@ hs_status hs_row_delta_open(hs_table *t, int64_t read_snapshot_id, hs_row_delta 
 {
     *out = NULL;
     HS_TRY(tbl_check_writable(t, err));
+    /* The rows were planned from committed data: rows of an append stream
+     * that are acknowledged but not committed would escape the change. */
+    int64_t pending = tbl_tail_pending_rows(t);
+    if (pending > 0)
+        return hs_err_set(err, HS_BUSY, "%s: %lld acknowledged rows of the table's append stream "
+                          "are not committed yet; flush the stream (hs_stream_flush, "
+                          "AppendStream.flush()) before UPDATE, DELETE or MERGE", t->ident,
+                          (long long)pending);
     const ice_schema *sc = ice_metadata_current_schema(&t->meta);
     if (!sc)
         return hs_err_set(err, HS_CORRUPT, "%s: table metadata has no current schema", t->ident);

@@ -1708,7 +1708,38 @@ static bool wants_positions(const hs_scan_options *o)
     return false;
 }
 
+static hs_status scan_plan_once(hs_table *t, const hs_scan_options *opt, hs_scan **out,
+                                hs_error *err);
+
+/* A handle that still points at a snapshot another writer replaced and
+ * expired finds its manifests gone (HS_NOT_FOUND while planning): the
+ * current snapshot is read instead, after one refresh (docs/tables.md,
+ * "Readers and expiry").  Time travel to the expired snapshot stays an
+ * error. */
 hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, hs_error *err)
+{
+    hs_error e1;
+    hs_err_clear(&e1);
+    hs_status st = scan_plan_once(t, opt, out, &e1);
+    bool time_travel = opt && (opt->use_snapshot_id || opt->use_as_of || opt->ref);
+    if (st == HS_NOT_FOUND && !time_travel && t->catalog) {
+        char *before = hs_strdup(t->metadata_location ? t->metadata_location : "");
+        hs_error e2;
+        hs_err_clear(&e2);
+        if (before && hs_table_refresh(t, &e2) == HS_OK &&
+            strcmp(before, t->metadata_location ? t->metadata_location : "") != 0) {
+            hs_free(before);
+            return scan_plan_once(t, opt, out, err);
+        }
+        hs_free(before);
+    }
+    if (st != HS_OK && err)
+        *err = e1;
+    return st;
+}
+
+static hs_status scan_plan_once(hs_table *t, const hs_scan_options *opt, hs_scan **out,
+                                hs_error *err)
 {
     *out = NULL;
     HS_OPTS_IN(opt, hs_scan_options, err);
@@ -1720,8 +1751,8 @@ hs_status hs_scan_plan(hs_table *t, const hs_scan_options *opt, hs_scan **out, h
     hs_status st = HS_OK;
     /* the current snapshot of a handle with an append stream: its tail too
      * (captured first: it may refresh t) */
-    if (t->tail && !(opt && (opt->use_snapshot_id || opt->use_as_of || opt->ref)) &&
-        !wants_positions(opt))
+    if (!(opt && (opt->use_snapshot_id || opt->use_as_of || opt->ref)) &&
+        !wants_positions(opt) && tbl_tail_attach(t))
         st = tbl_tail_capture(t, &s->tail, err);
     if (st == HS_OK)
         st = ice_metadata_copy(&t->meta, &s->meta, err);

@@ -1458,7 +1458,8 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     /* the current snapshot of a handle with an append stream: its tail
      * too (captured first: it may refresh t) */
     tbl_tail_view *tv = NULL;
-    if (t->tail && !(scan && (scan->use_snapshot_id || scan->use_as_of || scan->ref)))
+    if (!(scan && (scan->use_snapshot_id || scan->use_as_of || scan->ref)) &&
+        tbl_tail_attach(t))
         HS_TRY(tbl_tail_capture(t, &tv, err));
     hs_status rst = tbl_resolve_snapshot(&t->meta, scan, &snap, &schema, err);
     if (rst != HS_OK) {

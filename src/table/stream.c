@@ -134,6 +134,7 @@ typedef struct tbl_tail {
     bool closed;                   /* the stream is gone (t may still hold it) */
     bool flush_wanted;
     int64_t last_sync_ms, last_refresh_ms, flush_retry_ms;
+    int64_t busy_timeout_ms;       /* the stream's (deletes wait that long) */
     hs_error flush_err;            /* last background flush failure */
     hs_stream_stats stats;
 } tbl_tail;
@@ -187,6 +188,137 @@ void tbl_tail_detach(hs_table *t)
 {
     tail_unref(t->tail);
     t->tail = NULL;
+}
+
+/* The tails of the streams open in this process, by table directory, so
+ * that every handle of the table in the process reads the acknowledged
+ * rows (not only the handle the stream was opened on) and its deletes can
+ * flush them first.  Each entry holds a reference. */
+typedef struct tail_reg {
+    char *location;                /* local path of the table directory */
+    tbl_tail *tl;
+    struct tail_reg *next;
+} tail_reg;
+static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static tail_reg *g_reg;
+
+static void reg_add(const char *location, tbl_tail *tl)
+{
+    tail_reg *r = hs_calloc(1, sizeof *r);
+    char *loc = hs_strdup(location);
+    if (!r || !loc) {   /* other handles then see rows once flushed */
+        hs_free(r);
+        hs_free(loc);
+        return;
+    }
+    atomic_fetch_add(&tl->refs, 1);
+    r->location = loc;
+    r->tl = tl;
+    pthread_mutex_lock(&g_reg_mu);
+    r->next = g_reg;
+    g_reg = r;
+    pthread_mutex_unlock(&g_reg_mu);
+}
+
+static void reg_remove(tbl_tail *tl)
+{
+    pthread_mutex_lock(&g_reg_mu);
+    tail_reg *found = NULL;
+    for (tail_reg **pp = &g_reg; *pp; pp = &(*pp)->next)
+        if ((*pp)->tl == tl) {
+            found = *pp;
+            *pp = found->next;
+            break;
+        }
+    pthread_mutex_unlock(&g_reg_mu);
+    if (found) {
+        tail_unref(found->tl);
+        hs_free(found->location);
+        hs_free(found);
+    }
+}
+
+static bool tail_closed(tbl_tail *tl)
+{
+    pthread_mutex_lock(&tl->mu);
+    bool c = tl->closed;
+    pthread_mutex_unlock(&tl->mu);
+    return c;
+}
+
+bool tbl_tail_attach(hs_table *t)
+{
+    if (t->no_tail)
+        return false;
+    if (t->tail && !tail_closed(t->tail))
+        return true;
+    /* none, or its stream is gone (the closed tail is kept until another
+     * stream's replaces it: its committed seq still makes scans refresh) */
+    const char *loc = tbl_local(t->meta.location);
+    tbl_tail *found = NULL;
+    pthread_mutex_lock(&g_reg_mu);
+    for (tail_reg *r = g_reg; r; r = r->next)
+        if (strcmp(r->location, loc) == 0) {
+            atomic_fetch_add(&r->tl->refs, 1);
+            found = r->tl;
+            break;
+        }
+    pthread_mutex_unlock(&g_reg_mu);
+    if (found) {
+        tbl_tail_detach(t);
+        t->tail = found;
+    }
+    return t->tail != NULL;
+}
+
+int64_t tbl_tail_pending_rows(hs_table *t)
+{
+    if (!tbl_tail_attach(t))
+        return 0;
+    tbl_tail *tl = t->tail;
+    int64_t n = 0;
+    pthread_mutex_lock(&tl->mu);
+    for (size_t i = 0; i < HS_VEC_LEN(&tl->recs, tail_rec *); i++) {
+        tail_rec *r = HS_VEC_AT(&tl->recs, tail_rec *, i);
+        if (r->seq > tl->committed_seq && r->seq <= tl->synced_seq)
+            n += r->b->n_rows;
+    }
+    pthread_mutex_unlock(&tl->mu);
+    return n;
+}
+
+hs_status tbl_tail_flush_pending(hs_table *t, const char *what, hs_error *err)
+{
+    if (!tbl_tail_attach(t))
+        return HS_OK;
+    tbl_tail *tl = t->tail;
+    hs_status st = HS_OK;
+    pthread_mutex_lock(&tl->mu);
+    /* every acknowledged row, also those not yet visible to scans: a delete
+     * must not let an acknowledged row survive it */
+    uint64_t target = tl->synced_seq;
+    int64_t timeout = tl->busy_timeout_ms;
+    struct timespec ts;
+    deadline_ts(&ts, timeout);
+    while (tl->committed_seq < target && !tl->closed) {
+        tl->flush_wanted = true;
+        pthread_cond_broadcast(&tl->cv_bg);
+        if (pthread_cond_timedwait(&tl->cv_space, &tl->mu, &ts) == ETIMEDOUT &&
+            tl->committed_seq < target) {
+            st = hs_err_set(err, HS_BUSY, "%s: %s waits for the append stream to commit its "
+                            "acknowledged rows (seq %llu), and it did not within %lld ms%s%s",
+                            t->ident, what, (unsigned long long)target, (long long)timeout,
+                            tl->flush_err.msg[0] ? "; last flush error: " : "",
+                            tl->flush_err.msg);
+            break;
+        }
+    }
+    if (st == HS_OK && tl->committed_seq < target)
+        st = hs_err_set(err, HS_BUSY, "%s: %s: the append stream closed with acknowledged rows "
+                        "not committed (they are in its log; reopen the stream to commit them)",
+                        t->ident, what);
+    pthread_mutex_unlock(&tl->mu);
+    return st;
 }
 
 uint64_t tbl_wal_committed_seq(const ice_table_metadata *m)
@@ -391,6 +523,9 @@ struct hs_stream {
     int64_t fsync_interval_ms, flush_rows, flush_bytes, flush_interval_ms;
     int64_t memory_bytes, busy_timeout_ms, refresh_ms;
     bool commit_fsync;             /* the table's commits are fsynced */
+    int64_t compact_min_files;     /* automatic maintenance (0 = off) */
+    int64_t expire_age_ms;
+    int64_t last_expire_ms;        /* monotonic */
 };
 
 static int64_t prop_i64(const ice_table_metadata *m, const char *key, int64_t set,
@@ -626,6 +761,86 @@ static hs_status do_flush(hs_stream *s, hs_error *err)
     return st;
 }
 
+/* ---- automatic maintenance ---- */
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* After a background flush (flusher thread, flush_mu held), so that a table
+ * fed by a stream stays small without a maintenance job:
+ *
+ *   property                              effect (0 = off, the default)
+ *   hyperstream.wal.compact-min-files     compact (hs_table_compact, at the
+ *                                         table's target file size) when a
+ *                                         partition has this many small files
+ *   hyperstream.wal.expire-age-ms         at most every max(1 s, age / 4),
+ *                                         expire snapshots that stopped being
+ *                                         current longer ago than this (the
+ *                                         current one is always kept)
+ *
+ * The age is the grace period of readers in other handles and processes:
+ * a scan planned on a replaced snapshot finds its files for at least that
+ * long (docs/tables.md, "Readers and expiry").  The flush's rows are
+ * committed whatever happens here; a failure (a conflict with another
+ * writer's delete, a full disk) is counted and tried again after the next
+ * flush.  Writes go on meanwhile into the tail (the memory budget bounds
+ * it). */
+static void auto_maintain(hs_stream *s)
+{
+    if (s->compact_min_files <= 0 && s->expire_age_ms <= 0)
+        return;
+    tbl_tail *tl = s->tail;
+    hs_error e;
+    hs_err_clear(&e);
+    int64_t n_compact = 0, n_expire = 0, n_fail = 0;
+    if (s->compact_min_files > 0) {
+        hs_compact_options co = HS_COMPACT_OPTIONS_INIT;
+        co.min_input_files = (int)s->compact_min_files;
+        int64_t before = hs_table_current_snapshot_id(s->wt);
+        if (hs_table_compact(s->wt, &co, NULL, &e) != HS_OK)
+            n_fail++;
+        else if (hs_table_current_snapshot_id(s->wt) != before)
+            n_compact++;
+        hs_err_clear(&e);
+    }
+    int64_t now = now_ms();
+    int64_t every = s->expire_age_ms / 4 > 1000 ? s->expire_age_ms / 4 : 1000;
+    if (s->expire_age_ms > 0 && now - s->last_expire_ms >= every) {
+        s->last_expire_ms = now;
+        /* A snapshot's age counts from when it stopped being current (its
+         * child's commit), not from its own commit: keep every ancestor
+         * that was current within the age, so a reader that planned it
+         * just before a compaction replaced it still finds its files. */
+        int64_t cutoff = wall_ms() - s->expire_age_ms;
+        const ice_table_metadata *m = &s->wt->meta;
+        int keep = 1;
+        for (const ice_snapshot *a = ice_metadata_current_snapshot(m);
+             a && a->timestamp_ms >= cutoff && a->has_parent && keep < 1000000;
+             a = ice_metadata_snapshot(m, a->parent_id))
+            keep++;
+        hs_expire_options eo = HS_EXPIRE_OPTIONS_INIT;
+        eo.use_older_than = 1;
+        eo.older_than_ms = cutoff;
+        eo.retain_last = keep;
+        char *res = NULL;
+        if (hs_table_expire_snapshots(s->wt, &eo, &res, &e) != HS_OK)
+            n_fail++;
+        else if (res && !strstr(res, "\"expired_snapshot_ids\":[]"))
+            n_expire++;
+        hs_string_free(res);
+        hs_err_clear(&e);
+    }
+    pthread_mutex_lock(&tl->mu);
+    tl->stats.compactions += n_compact;
+    tl->stats.expirations += n_expire;
+    tl->stats.maintenance_failures += n_fail;
+    pthread_mutex_unlock(&tl->mu);
+}
+
 /* ---- background thread ---- */
 
 static bool flush_due(hs_stream *s, int64_t now)
@@ -689,6 +904,8 @@ static void bg_loop(hs_stream *s, bool flusher)
             hs_err_clear(&e);
             pthread_mutex_lock(&s->flush_mu);
             hs_status st = do_flush(s, &e);
+            if (st == HS_OK)
+                auto_maintain(s);
             pthread_mutex_unlock(&s->flush_mu);
             pthread_mutex_lock(&tl->mu);
             if (st != HS_OK) {
@@ -746,6 +963,8 @@ static void stream_free(hs_stream *s)
         pthread_join(s->fl, NULL);
     }
     wal_close(s->w);
+    if (tl)
+        reg_remove(tl);
     if (tl) {
         /* rows not committed leave the readers' view (they stay in the log) */
         pthread_mutex_lock(&tl->mu);
@@ -794,6 +1013,8 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
     if (st == HS_OK)
         st = hs_table_open(t->catalog, t->ident, &s->wt, err);
     if (st == HS_OK)
+        s->wt->no_tail = true;   /* flushes and maintenance read committed rows only */
+    if (st == HS_OK)
         st = ice_metadata_copy(&s->wt->meta, &s->meta, err);
     if (st == HS_OK) {
         s->schema = ice_metadata_current_schema(&s->meta);
@@ -837,6 +1058,8 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
             s->memory_bytes = 1;
         if (s->busy_timeout_ms < 0)
             s->busy_timeout_ms = 0;
+        s->compact_min_files = prop_i64(m, "hyperstream.wal.compact-min-files", 0, 0);
+        s->expire_age_ms = prop_i64(m, "hyperstream.wal.expire-age-ms", 0, 0);
         const char *cf = ice_kv_get(&m->properties, "hyperstream.commit.fsync");
         s->commit_fsync = cf && strcmp(cf, "true") == 0;
         char dir[4096];
@@ -877,6 +1100,8 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
     }
     atomic_fetch_add(&s->tail->refs, 1);
     t->tail = s->tail;
+    s->tail->busy_timeout_ms = s->busy_timeout_ms;
+    reg_add(s->location, s->tail);
     *out = s;
     return HS_OK;
 }

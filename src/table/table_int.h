@@ -62,6 +62,7 @@ struct hs_table {
      * handle (a reference; NULL = none): scans of the current snapshot read
      * its acknowledged rows beside the committed ones */
     struct tbl_tail *tail;
+    bool no_tail;                 /* an append stream's own handle: never attaches */
     /* table/search.c: the files of the last filtered search as prepared
      * (plan, allowed rows, sidecars held), reused by the next search with
      * the same metadata file, snapshot, filter and column (owned; freed by
@@ -409,6 +410,20 @@ int64_t tbl_tail_view_rows(const tbl_tail_view *v);
 void tbl_tail_view_free(tbl_tail_view *v);   /* accepts NULL */
 /* hs_table_close: drops t's reference to the tail. */
 void tbl_tail_detach(hs_table *t);
+/* Attaches t to the tail of the append stream open on its table in this
+ * process (any handle, not only the one the stream was opened on; drops a
+ * tail whose stream closed).  True when t has a live tail. */
+bool tbl_tail_attach(hs_table *t);
+/* Before a delete or overwrite through t (`what` names it for messages):
+ * when an append stream of the table is open in this process, asks it to
+ * commit every acknowledged row and waits (up to its busy timeout) until it
+ * has, so that the delete also applies to rows not yet flushed.  HS_BUSY
+ * when the stream could not commit them in time (flushes failing) or
+ * closed with rows left in its log.  HS_OK at once without a stream. */
+HS_MUST_USE hs_status tbl_tail_flush_pending(hs_table *t, const char *what, hs_error *err);
+/* Acknowledged rows of the process's append stream on t's table that are
+ * not committed yet (0 without a stream). */
+int64_t tbl_tail_pending_rows(hs_table *t);
 /* The last WAL seq committed in m: the table property
  * hyperstream.wal.committed-seq, or the summary key hyperstream.wal.seq of
  * the newest ancestor of main that has one, whichever is larger; 0 = none. */

@@ -2145,6 +2145,7 @@ hs_status hs_table_delete(hs_table *t, const char *filter, int64_t *rows_deleted
     if (!filter || !*filter)
         return hs_err_set(err, HS_INVALID, "delete: a filter is required (use overwrite to "
                           "replace all rows)");
+    HS_TRY(tbl_tail_flush_pending(t, "delete", err));   /* rows of an open stream too */
     HS_TRY(hs_table_refresh(t, err));
     tbl_plan *p = NULL;
     HS_TRY(plan_current(t, filter, &p, err));
@@ -2262,6 +2263,8 @@ static hs_status overwrite_impl(hs_table *t, struct ArrowArrayStream *in, const 
                                 bool by_partition, hs_error *err)
 {
     hs_status st = tbl_check_writable(t, err);
+    if (st == HS_OK)   /* rows of an open stream are replaced too */
+        st = tbl_tail_flush_pending(t, "overwrite", err);
     if (st == HS_OK)
         st = hs_table_refresh(t, err);
     if (st != HS_OK) {

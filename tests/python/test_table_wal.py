@@ -341,3 +341,32 @@ def test_cli_ingest_jsonl(tmp_path):
     bad = subprocess.run([hs, "table", "ingest", t.path], input=b'{"id": "x"}\n',
                          capture_output=True)
     assert bad.returncode == 1 and b"stdin" in bad.stderr
+
+
+def test_other_handles_and_deletes_see_unflushed_rows(tmp_path):
+    """Every handle of the table in the process reads the stream's
+    acknowledged rows; a delete through any handle first has the stream
+    commit them, so it removes matching unflushed rows too (DuckDB's rows
+    of the written batches are the expectation; pyiceberg reads the end)."""
+    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    other = hdb.Table(t.path)
+    b1, b2 = make_data(0, 100), make_data(100, 20)
+    with t.stream(refresh_ms=-1, flush_interval_ms=3_600_000) as s:
+        s.write(b1)
+        assert s.stats()["committed_seq"] == 0
+        assert rows_of(other.to_arrow()) == expected([b1])
+        assert other.count(filter="id >= 50") == 50
+        assert other.delete("id < 10 OR id = 99") == 11
+        assert s.stats()["committed_seq"] == 1 and s.stats()["tail_rows"] == 0
+        want = expected([b1], "id >= 10 AND id <> 99")
+        assert rows_of(other.to_arrow()) == want
+        assert rows_of(t.to_arrow()) == want
+        s.write(b2)
+        assert rows_of(other.to_arrow()) == expected([b1, b2], "id >= 10 AND id <> 99")
+        # SQL DML plans from committed rows: refused while rows are pending
+        with pytest.raises(hdb.BusyError, match="flush the stream"):
+            other.execute_sql("DELETE FROM t WHERE id = 105")
+        s.flush()
+        other.execute_sql("DELETE FROM t WHERE id = 105")
+    assert pyiceberg_rows(t) == expected([b1, b2], "id >= 10 AND id <> 99 AND id <> 105")
+    other.close()
