@@ -29,7 +29,6 @@ adds S3 v3 and 20k rows.
 """
 import datetime as dt
 import decimal
-import json
 import os
 import pathlib
 import signal
@@ -113,6 +112,7 @@ def spark(tmp_path_factory):
          .config("spark.sql.extensions",
                  "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
          .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.shuffle.partitions", "2")
          .config("spark.default.parallelism", "2")
          .config("spark.driver.memory", "1g")
@@ -212,9 +212,14 @@ def _ours_rows(ids, cols, tag=None):
     return pa.table({c: data[c] for c in cols})
 
 
-def _explain_uses_index(ht, flt):
+def _check_index_use(ht, flt, every_file):
+    """Our scan consulted the indexes (explain()); every_file: each planned file
+    that statistics did not prune was answered by an index."""
     plan = ht.explain(filter=flt)
-    return "inverted" in json.dumps(plan) or "index" in json.dumps(plan).lower(), plan
+    assert plan["totals"]["index_lookups"] > 0, (flt, plan)
+    if every_file:
+        for f in plan["files"]:
+            assert f["indexes_used"] or f["pruned_by"] == "statistics", (flt, f)
 
 
 # ---- the scripted session ---------------------------------------------------------------------
@@ -257,7 +262,8 @@ def spark_session(spark, cat, server, fmt, s3=None):
     sel = f"SELECT {', '.join(cols)} FROM {tbl}"
     want = spark_rows(spark, sel)
     ids = sorted(r[0] for r in want)
-    assert len(ids) == len(set(ids)) == n1 + N // 4 + 150 - (n1 + N // 4) // 10
+    expect = ({i for i in range(N + N // 4) if i % 10 != 3} | set(range(lo, hi + 50)))
+    assert ids == sorted(expect)
 
     # ---- we read what Spark wrote
     ours = hdb.Catalog(server.url, token=TOKEN)
@@ -285,16 +291,19 @@ def spark_session(spark, cat, server, fmt, s3=None):
     # ---- we index and commit
     ht.add_index("id", "inverted")
     ht.add_index("name", "inverted")
+    ht.add_index("tag", "inverted")      # a column Spark added by schema evolution
     reg = ht.properties["hyperstream.index-registry"]
     probes = ["id = 1234", f"id = {lo + 10}", "name = 'm%d'" % (lo + 20),
               f"id BETWEEN {N // 2} AND {N // 2 + 40}", "id = 3"]
 
-    def check_probes(ht):
-        for flt in probes:
+    def check_probes(ht, every_file=True):
+        for i, flt in enumerate(probes):
             got = arrow_rows(ht.to_arrow(filter=flt), cols)
             assert got == spark_rows(spark, f"{sel} WHERE {flt}"), flt
-            used, plan = _explain_uses_index(ht, flt)
-            assert used, (flt, plan)
+            # the newest probes match only Spark's newest files: until the index
+            # refresh, statistics may prune every indexed file before a lookup
+            if every_file or i < 5:
+                _check_index_use(ht, flt, every_file)
 
     check_probes(ht)
     ht.write_arrow(_ours_rows(list(range(10 * N, 10 * N + 100)), cols, tag="ours"))
@@ -326,7 +335,7 @@ def spark_session(spark, cat, server, fmt, s3=None):
     assert ht.properties["hyperstream.index-registry"]
     assert arrow_rows(ht.to_arrow(), cols) == want
     probes += [f"id = {10 * N + 5}", "name = 'upd'", "tag = 'merged'"]
-    check_probes(ht)                   # Spark's new files are read without index entries
+    check_probes(ht, every_file=False)   # Spark's new files are read without index entries
     added = ht.refresh_indexes()       # index catch-up for Spark's files
     assert added > 0
     check_probes(ht)
