@@ -7,7 +7,8 @@ scripts/spark-harness.sh installs pyspark into .venv and fetches
 iceberg-spark-runtime and iceberg-aws-bundle (S3FileIO) with Maven (versions
 pinned there); under CI=true a missing Spark fails instead of skipping.
 
-One scripted session per (storage, format version), all in one SparkSession:
+One scripted session per (storage, format version), all in one SparkSession
+(plus a vector test: Spark writes ARRAY<FLOAT>, we index and search):
 
 * Spark: create (bucket-partitioned; timestamps and decimals), two appends,
   a row-level DELETE (merge-on-read: position delete files on v2, deletion
@@ -452,5 +453,54 @@ def test_rest_server_s3_warehouse_pyiceberg(tmp_path, s3):
         assert sorted(got["id"].to_pylist()) == list(range(10, 100)) + [500]
         pc.purge_table("db.t")
         assert pc.list_tables("db") == []
+    finally:
+        server.stop()
+
+
+def test_spark_vectors_our_search(spark, tmp_path):
+    """Spark writes an ARRAY<FLOAT> column (no dimension property: other engines
+    have none) and deletes rows; we add an HNSW index and search it, filtered and
+    not; brute-force numpy over Spark's own rows is the oracle."""
+    np = pytest.importorskip("numpy")
+    server = RestServer(tmp_path / "srv", str(tmp_path / "wh"))
+    cat = "hs_vec"
+    try:
+        _catalog(spark, cat, server)
+        tbl = f"{cat}.db.vecs"
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat}.db")
+        spark.sql(f"CREATE TABLE {tbl} (id BIGINT, cat STRING, emb ARRAY<FLOAT>) USING iceberg "
+                  "TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='merge-on-read')")
+        rng = np.random.default_rng(7)
+        n, d = (20000 if LONG else 2000), 16
+        vecs = rng.standard_normal((n, d)).astype(np.float32)
+        rows = [(i, f"c{i % 5}", vecs[i].tolist()) for i in range(n)]
+        (spark.createDataFrame(rows, "id BIGINT, cat STRING, emb ARRAY<FLOAT>")
+         .repartition(2).writeTo(tbl).append())
+        spark.sql(f"DELETE FROM {tbl} WHERE id % 7 = 0")
+        live = {r[0]: np.array(r[2], np.float32) for r in
+                spark.sql(f"SELECT id, cat, emb FROM {tbl}").collect()}
+        ht = hdb.Catalog(server.url, token=TOKEN).load_table("db.vecs")
+        ht.add_index("emb", "hnsw", metric="l2")
+        ids = np.array(sorted(live))
+        mat = np.stack([live[i] for i in ids])
+        hits = total = 0
+        for qi in range(10):
+            q = rng.standard_normal(d).astype(np.float32)
+            for flt in (None, "cat = 'c3'"):
+                sel = ids if flt is None else np.array([i for i in ids if i % 5 == 3])
+                m = mat if flt is None else np.stack([live[i] for i in sel])
+                dist = np.sqrt(((m - q) ** 2).sum(axis=1))
+                want = set(sel[np.argsort(dist, kind="stable")[:10]].tolist())
+                got = ht.search("emb", q, k=10, filter=flt)
+                assert len(got) == 10 and not any(i % 7 == 0 for i in got["id"])
+                if flt:
+                    assert set(got["cat"]) == {"c3"}
+                # the distances we report are the true ones for the rows returned
+                for i, dd in zip(got["id"], got["distance"]):
+                    assert abs(dd - float(np.sqrt(((live[i] - q) ** 2).sum()))) < 1e-4
+                hits += len(want & set(got["id"].tolist()))
+                total += 10
+        assert hits / total >= 0.95, hits / total
+        assert [ix["column"] for ix in ht.indexes()] == ["emb"]
     finally:
         server.stop()
