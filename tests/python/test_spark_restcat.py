@@ -22,8 +22,9 @@ One scripted session per (storage, format version), all in one SparkSession
   (rewrite_data_files); we read the refs and the rewritten files, and a table
   we create is written, renamed and purged by Spark;
 * we add indexes (add_index) and commit (append, delete) to the table; Spark,
-  holding cached metadata, appends anyway (the server answers its stale
-  commit with 409 and Spark retries), then reads our rows after REFRESH, runs
+  possibly holding cached metadata, appends without a refresh (a stale commit
+  gets the server's 409 and Spark retries; our rows must survive), then reads
+  our rows after REFRESH, runs
   MERGE and DELETE, and keeps our index registry property; we refresh the
   indexes (refresh_indexes) and our indexed queries return what Spark returns,
   with the indexes in use (explain()).
