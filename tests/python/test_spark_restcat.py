@@ -77,7 +77,7 @@ def _harness():
 class RestServer:
     """`hyperstream serve --rest` on a free port, with a bearer token."""
 
-    def __init__(self, tmp: pathlib.Path, warehouse: str, env=None):
+    def __init__(self, tmp: pathlib.Path, warehouse: str, env=None, extra=()):
         require(CLI.exists(), f"{CLI} not built")
         tmp.mkdir(parents=True, exist_ok=True)
         self.db = tmp / "rest.db"
@@ -85,7 +85,7 @@ class RestServer:
         self.log = open(tmp / "server.log", "wb")
         self.proc = subprocess.Popen(
             [str(CLI), "serve", "--rest", "--catalog", str(self.db), "--warehouse", warehouse,
-             "--port", "0", "--port-file", str(port_file)],
+             "--port", "0", "--port-file", str(port_file), *extra],
             env=dict(os.environ, **(env or {}), HYPERSTREAM_REST_TOKEN=TOKEN),
             stderr=self.log)
         for _ in range(400):
@@ -158,15 +158,20 @@ def s3():
 _catalogs = {}
 
 
-def _catalog(spark, name, server, s3=None):
-    """Registers Spark catalog `name` on our server (before its first use)."""
+def _catalog(spark, name, server, s3=None, credential=None):
+    """Registers Spark catalog `name` on our server (before its first use);
+    credential "id:secret": OAuth2 client credentials instead of the token."""
     if name in _catalogs:
         return
     p = f"spark.sql.catalog.{name}"
     spark.conf.set(p, "org.apache.iceberg.spark.SparkCatalog")
     spark.conf.set(f"{p}.type", "rest")
     spark.conf.set(f"{p}.uri", server.url)
-    spark.conf.set(f"{p}.token", TOKEN)
+    if credential:
+        spark.conf.set(f"{p}.credential", credential)
+        spark.conf.set(f"{p}.oauth2-server-uri", server.url + "/v1/oauth/tokens")
+    else:
+        spark.conf.set(f"{p}.token", TOKEN)
     if s3 is not None:
         spark.conf.set(f"{p}.io-impl", "org.apache.iceberg.aws.s3.S3FileIO")
         spark.conf.set(f"{p}.s3.endpoint", s3.endpoint)
@@ -468,12 +473,15 @@ def test_rest_server_s3_warehouse_pyiceberg(tmp_path, s3):
 def test_spark_vectors_our_search(spark, tmp_path):
     """Spark writes an ARRAY<FLOAT> column (no dimension property: other engines
     have none) and deletes rows; we add an HNSW index and search it, filtered and
-    not; brute-force numpy over Spark's own rows is the oracle."""
+    not; brute-force numpy over Spark's own rows is the oracle.  Spark
+    authenticates with OAuth2 client credentials here."""
     np = pytest.importorskip("numpy")
-    server = RestServer(tmp_path / "srv", str(tmp_path / "wh"))
+    (tmp_path / "secret").write_text("sp4rk\n")
+    server = RestServer(tmp_path / "srv", str(tmp_path / "wh"), extra=(
+        "--client-id", "spark", "--client-secret-file", str(tmp_path / "secret")))
     cat = "hs_vec"
     try:
-        _catalog(spark, cat, server)
+        _catalog(spark, cat, server, credential="spark:sp4rk")
         tbl = f"{cat}.db.vecs"
         spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {cat}.db")
         spark.sql(f"CREATE TABLE {tbl} (id BIGINT, cat STRING, emb ARRAY<FLOAT>) USING iceberg "
