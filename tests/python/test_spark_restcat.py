@@ -192,8 +192,9 @@ def spark_rows(spark, query):
         row = []
         for v in r:
             if isinstance(v, dt.datetime):
-                v = v.replace(tzinfo=dt.timezone.utc) if v.tzinfo is None else v
-                v = int(v.timestamp()) * 1_000_000 + v.microsecond
+                # pyspark hands out naive datetimes in this process's local time
+                # (datetime.fromtimestamp); .timestamp() inverts that
+                v = int(v.replace(microsecond=0).timestamp()) * 1_000_000 + v.microsecond
             row.append(v)
         out.append(tuple(row))
     return sorted(out, key=repr)
