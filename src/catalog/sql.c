@@ -38,6 +38,7 @@
 #include "catalog/catalog_int.h"
 #include "base/mem.h"
 #include "base/numfmt.h"
+#include "io/io.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -332,11 +333,12 @@ static hs_status table_location(sql_catalog *sc, const tident *t, char **mloc, h
     return HS_OK;
 }
 
-/* A local path for a location URI, or HS_UNSUPPORTED. */
+/* What cat_io_* takes for a location URI: a local path (file:// stripped) or an
+ * object-store URI (s3://, s3a://; io/io.h), else HS_UNSUPPORTED. */
 static hs_status local_of(const char *uri, const char **path, hs_error *err)
 {
     *path = cat_local_path(uri);
-    if (strstr(*path, "://"))
+    if (strstr(*path, "://") && !hs_io_is_object_uri(*path))
         return hs_err_set(err, HS_UNSUPPORTED, "%s: only local paths and file:// URIs are "
                           "supported by this build", uri);
     return HS_OK;
