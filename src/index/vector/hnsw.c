@@ -1772,7 +1772,7 @@ static hs_status search_in(const hnsw_index *ix, hnsw_q *c, const float *q_raw,
     bool quant = ix->quant != VQ_FLAT;
     size_t res_k = k;
     if (quant) {
-        size_t r = k * (size_t)ix->rerank;
+        size_t r = k * (size_t)(o->rerank > 0 ? o->rerank : ix->rerank);
         res_k = r > ef ? r : ef;
         ef = res_k;
     }

@@ -94,6 +94,7 @@ typedef struct hnsw_search_opts {
      * (0 = a default from n and k, like Qdrant's full_scan_threshold) */
     int64_t exact_threshold;
     hnsw_fetch_fn fetch; void *fetch_ctx;  /* required unless quant is VQ_FLAT */
+    int rerank;               /* quantized: 0 = the index's rerank factor */
 } hnsw_search_opts;
 
 typedef struct hnsw_search_stats {
