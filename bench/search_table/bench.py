@@ -28,15 +28,24 @@ sweep that reaches recall@10 >= 0.95 (and >= 0.99 where reached) is used for:
   batch    all columns, every query in one call (2-D query, query_index),
            time per query (median of 3 calls)
 
+Quantized kinds are swept twice: with the index's rerank factor (the best
+max(4k, ef) candidates reranked) and with the query option rerank = 1 (the
+walk's ef candidates reranked); the faster setting reaching recall 0.95 is
+used for every line of the kind (column "ef": "16 r1" = ef 16, rerank 1).
+
 LanceDB (same rows, embedding as fixed_size_list) with IVF_HNSW_SQ and IVF_PQ
 + refine: a small sweep of nprobes / ef / refine_factor, every column
 returned; the fastest setting whose recall is >= ours is the comparison.
 hnswlib: knn_query at the smallest ef whose recall is >= ours (M=16,
-ef_construction=200, one thread).
+ef_construction=200, one thread).  Both peers are built before our tables
+and timed twice, before and after ours; the faster of the two is kept.
 
-Times are the median of the per-query wall times (batch: total / queries),
-after one warm-up pass, so that a busy shared machine's spikes count less;
-ground truth is exact (numpy, float64 re-rank of float32 candidates).
+Times are the best of --passes (default 3) medians of the per-query wall
+times over the queries (batch: total / queries, median of 3 calls), after one
+warm-up pass, so that a busy shared machine's spikes count less; ground
+truth is exact (numpy, float64 re-rank of float32 candidates).
+--tables-dir keeps a table per (set, layout, kind) and reuses it in a later
+run (index builds dominate the run time on a loaded machine).
 
 Targets (default layout): all columns >= 3x faster than LanceDB at equal or
 higher recall; hnsw id-only <= 1.5x hnswlib; all columns <= 1.5x id-only;
@@ -169,16 +178,28 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
     data = arrow_rows(base, labels, perm)
     for layout in args.layouts:
         path = work / f"{name}-{layout}"
-        t = hdb.Table(path, properties=LAYOUTS[layout] or None)
-        t.write_arrow(data)
-        t.commit()
-        if not args.no_sel_index:
-            t.add_index("sel", "range", progress=False)   # the filtered column, as users do
-        data_bytes = sum(p.stat().st_size for p in (path / "data").rglob("*.parquet"))
+        t = None
         for kind in args.layout_kinds.get(layout, args.kinds):
+            if args.tables_dir:   # a table per kind, kept, reused when there
+                path = args.tables_dir / f"{name}-{layout}-{kind}"
+                if t is not None:
+                    t.close()
+                    t = None
+                reuse = (path / "metadata").exists()
+            else:
+                reuse = False
+            if t is None:
+                t = hdb.Table(path, properties=LAYOUTS[layout] or None)
+                if not reuse:
+                    t.write_arrow(data)
+                    t.commit()
+                    if not args.no_sel_index:   # the filtered column, as users do
+                        t.add_index("sel", "range", progress=False)
+            data_bytes = sum(p.stat().st_size for p in (path / "data").rglob("*.parquet"))
             t0 = time.time()
-            t.add_index("embedding", {"type": kind, "metric": metric}, progress=False)
-            build_s = time.time() - t0
+            if not reuse:
+                t.add_index("embedding", {"type": kind, "metric": metric}, progress=False)
+            build_s = time.time() - t0 if not reuse else float("nan")
             side = sum(p.stat().st_size for p in (path / "index").glob(f"*.{kind}"))
             row = {"set": name, "layout": layout, "kind": kind, "build_s": round(build_s, 1),
                    "sidecar_mb": round(side / 2**20, 1), "data_mb": round(data_bytes / 2**20, 1)}
@@ -249,8 +270,10 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
                                                gts), 4)
             log(json.dumps(row))
             rows.append(row)
-            t.drop_index("embedding")
-        shutil.rmtree(path, ignore_errors=True)
+            if not args.tables_dir:
+                t.drop_index("embedding")
+        if not args.tables_dir:
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def build_lance(args, work, name, base, queries, labels, perm, metric, gts):
@@ -383,6 +406,7 @@ def report(rows, sets):
 
 
 def main():
+    global PASSES
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sets", default="fashion-mnist,wordnet384")
     ap.add_argument("--kinds", default="hnsw,hnsw_tq8")
@@ -396,6 +420,9 @@ def main():
     ap.add_argument("--layout-kinds", default="",
                     help="per-layout kinds overriding --kinds, e.g. "
                          "'uncompressed=hnsw,hnsw_tq8;zstd=hnsw,hnsw_tq8,hnsw_pq'")
+    ap.add_argument("--tables-dir", type=pathlib.Path,
+                    help="keep one table per (set, layout, kind) here and reuse the ones "
+                         "already there (NAME-LAYOUT-KIND) instead of building them")
     ap.add_argument("--passes", type=int, default=PASSES,
                     help="each time is the best of this many medians over the queries")
     ap.add_argument("--json", type=pathlib.Path, help="also write the raw rows here")
@@ -408,7 +435,6 @@ def main():
     args.layouts = args.layouts.split(",")
     args.layout_kinds = {lay: ks.split(",") for lay, _, ks in
                          (part.partition("=") for part in args.layout_kinds.split(";") if part)}
-    global PASSES
     PASSES = args.passes
     sets = args.sets.split(",")
     rows = []
