@@ -530,7 +530,9 @@ static hs_status search_index(query_run *r, int32_t file, hs_error *err)
     fetch_ctx fc = {.c = r->c, .pf = &r->c->plan->files[file], .vi = fs->vi, .dim = info.dim};
     hnsw_search_opts o = {.k = (int)k, .ef = r->c->so->ef_search, .nprobe = r->c->so->nprobe,
                           .allow = fs->ids, .fetch = fetch_vectors, .fetch_ctx = &fc,
-                          .rerank = r->c->so->rerank};
+                          .rerank = r->c->so->rerank,
+                          /* version 2 sidecars: exact search and reranking read in place */
+                          .vectors = tbl_vindex_vectors(fs->vi)};
     o.exact_threshold = exact_threshold(ix, o.ef);
     int n_out = 0;
     hs_status st = hnsw_search(ix, r->q, &o, r->hits, &n_out, NULL, err);
