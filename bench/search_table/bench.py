@@ -28,15 +28,24 @@ sweep that reaches recall@10 >= 0.95 (and >= 0.99 where reached) is used for:
   batch    all columns, every query in one call (2-D query, query_index),
            time per query (median of 3 calls)
 
+Quantized kinds are swept twice: with the index's rerank factor (the best
+max(4k, ef) candidates reranked) and with the query option rerank = 1 (the
+walk's ef candidates reranked); the faster setting reaching recall 0.95 is
+used for every line of the kind (column "ef": "16 r1" = ef 16, rerank 1).
+
 LanceDB (same rows, embedding as fixed_size_list) with IVF_HNSW_SQ and IVF_PQ
 + refine: a small sweep of nprobes / ef / refine_factor, every column
 returned; the fastest setting whose recall is >= ours is the comparison.
 hnswlib: knn_query at the smallest ef whose recall is >= ours (M=16,
-ef_construction=200, one thread).
+ef_construction=200, one thread).  Both peers are built before our tables
+and timed twice, before and after ours; the faster of the two is kept.
 
-Times are the median of the per-query wall times (batch: total / queries),
-after one warm-up pass, so that a busy shared machine's spikes count less;
-ground truth is exact (numpy, float64 re-rank of float32 candidates).
+Times are the best of --passes (default 3) medians of the per-query wall
+times over the queries (batch: total / queries, median of 3 calls), after one
+warm-up pass, so that a busy shared machine's spikes count less; ground
+truth is exact (numpy, float64 re-rank of float32 candidates).
+--tables-dir keeps a table per (set, layout, kind) and reuses it in a later
+run (index builds dominate the run time on a loaded machine).
 
 Targets (default layout): all columns >= 3x faster than LanceDB at equal or
 higher recall; hnsw id-only <= 1.5x hnswlib; all columns <= 1.5x id-only;
@@ -130,17 +139,27 @@ def recall(got, want):
     return float(np.mean([len(set(g) & set(w)) / max(1, len(w)) for g, w in zip(got, want)]))
 
 
-def median_ms(fn, queries, warm=True):
+PASSES = 3
+
+
+def median_ms(fn, queries, warm=True, passes=None):
+    """Best (lowest) of PASSES medians of the per-query wall times, and the
+    answers of the last pass: on a shared machine the best pass is the one
+    least disturbed by other work."""
     if warm:
         for q in queries[:20]:
             fn(q)
-    ts, res = [], []
-    for q in queries:
-        t0 = time.perf_counter()
-        r = fn(q)
-        ts.append(time.perf_counter() - t0)
-        res.append(r)
-    return statistics.median(ts) * 1e3, res
+    best = None
+    for _ in range(passes or PASSES):
+        ts, res = [], []
+        for q in queries:
+            t0 = time.perf_counter()
+            r = fn(q)
+            ts.append(time.perf_counter() - t0)
+            res.append(r)
+        m = statistics.median(ts) * 1e3
+        best = m if best is None else min(best, m)
+    return best, res
 
 
 # ---------------------------------------------------------------- engines
@@ -159,45 +178,71 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
     data = arrow_rows(base, labels, perm)
     for layout in args.layouts:
         path = work / f"{name}-{layout}"
-        t = hdb.Table(path, properties=LAYOUTS[layout] or None)
-        t.write_arrow(data)
-        t.commit()
-        if not args.no_sel_index:
-            t.add_index("sel", "range", progress=False)   # the filtered column, as users do
-        data_bytes = sum(p.stat().st_size for p in (path / "data").rglob("*.parquet"))
-        for kind in args.kinds:
+        t = None
+        for kind in args.layout_kinds.get(layout, args.kinds):
+            if args.tables_dir:   # a table per kind, kept, reused when there
+                path = args.tables_dir / f"{name}-{layout}-{kind}"
+                if t is not None:
+                    t.close()
+                    t = None
+                reuse = (path / "metadata").exists()
+            else:
+                reuse = False
+            if t is None:
+                t = hdb.Table(path, properties=LAYOUTS[layout] or None)
+                if not reuse:
+                    t.write_arrow(data)
+                    t.commit()
+                    if not args.no_sel_index:   # the filtered column, as users do
+                        t.add_index("sel", "range", progress=False)
+            data_bytes = sum(p.stat().st_size for p in (path / "data").rglob("*.parquet"))
             t0 = time.time()
-            t.add_index("embedding", {"type": kind, "metric": metric}, progress=False)
-            build_s = time.time() - t0
+            if not reuse:
+                t.add_index("embedding", {"type": kind, "metric": metric}, progress=False)
+            build_s = time.time() - t0 if not reuse else float("nan")
             side = sum(p.stat().st_size for p in (path / "index").glob(f"*.{kind}"))
             row = {"set": name, "layout": layout, "kind": kind, "build_s": round(build_s, 1),
                    "sidecar_mb": round(side / 2**20, 1), "data_mb": round(data_bytes / 2**20, 1)}
 
+            rr = 0   # the index's rerank factor (quantized kinds: swept below)
+
             def q_fn(cols, ef, flt=None, cold=False):
                 calls = [0]
+                vf = {"column": "embedding", "k": K, "ef_search": ef}
+                if rr:
+                    vf["rerank"] = rr
 
                 def f(q):
                     text = flt
                     if cold:   # two spellings in turn: the handle's kept preparation misses
                         calls[0] += 1
                         text = flt.replace(" < ", " <  ") if calls[0] % 2 else flt
-                    r = t.to_arrow(filter=text, columns=cols, vector_filter={
-                        "column": "embedding", "query": q, "k": K, "ef_search": ef})
+                    r = t.to_arrow(filter=text, columns=cols, vector_filter={**vf, "query": q})
                     return r.column("id").to_numpy()
                 return f
-            chosen = {}
-            for ef in EF_SWEEP:
-                ms, res = median_ms(q_fn(["id"], ef), queries)
-                rc = recall(res, gts)
-                for target in (0.95, 0.99):
-                    if rc >= target and target not in chosen:
-                        chosen[target] = (ef, ms, rc)
-                if 0.99 in chosen:
-                    break
-            if 0.95 not in chosen:
-                chosen[0.95] = (ef, ms, rc)
+            # the smallest ef reaching recall 0.95 (0.99); quantized kinds also
+            # with rerank 1 (every candidate of the walk reranked, ef = the
+            # candidates): the faster of the two settings at >= 0.95 is used
+            best = None
+            for rr in ([0, 1] if kind != "hnsw" and kind != "ivf_hnsw" else [0]):
+                chosen = {}
+                for ef in EF_SWEEP:
+                    ms, res = median_ms(q_fn(["id"], ef), queries)
+                    rc = recall(res, gts)
+                    for target in (0.95, 0.99):
+                        if rc >= target and target not in chosen:
+                            chosen[target] = (ef, ms, rc)
+                    if 0.99 in chosen:
+                        break
+                if 0.95 not in chosen:
+                    chosen[0.95] = (ef, ms, rc)
+                log(f"{name}/{layout}/{kind} rerank {rr or 'default'}: {chosen}")
+                key = (chosen[0.95][2] < 0.95, chosen[0.95][1])   # reached first, then faster
+                if best is None or key < best[0]:
+                    best = (key, rr, chosen)
+            _, rr, chosen = best
             ef, id_ms, rc = chosen[0.95]
-            row.update(ef=ef, recall=round(rc, 4), id_ms=round(id_ms, 3))
+            row.update(ef=ef, rerank=rr, recall=round(rc, 4), id_ms=round(id_ms, 3))
             if 0.99 in chosen:
                 row.update(ef99=chosen[0.99][0], id99_ms=round(chosen[0.99][1], 3))
             all_ms, res = median_ms(q_fn(None, ef), queries)
@@ -211,13 +256,12 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
                 if args.cold_filters:
                     c_ms, _ = median_ms(q_fn(None, ef, f"sel < {m}", cold=True), queries)
                     row[f"f{frac * 100:g}_cold_ms"] = round(c_ms, 3)
-            t.to_arrow(vector_filter={"column": "embedding", "query": queries[:20], "k": K,
-                                      "ef_search": ef})
+            bvf = {"column": "embedding", "k": K, "ef_search": ef, **({"rerank": rr} if rr else {})}
+            t.to_arrow(vector_filter={**bvf, "query": queries[:20]})
             bts = []
             for _ in range(3):
                 t0 = time.perf_counter()
-                r = t.to_arrow(vector_filter={"column": "embedding", "query": queries, "k": K,
-                                              "ef_search": ef})
+                r = t.to_arrow(vector_filter={**bvf, "query": queries})
                 bts.append(time.perf_counter() - t0)
             row["batch_ms"] = round(statistics.median(bts) * 1e3 / len(queries), 3)
             qi = r.column("query_index").to_numpy()
@@ -226,16 +270,20 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
                                                gts), 4)
             log(json.dumps(row))
             rows.append(row)
-            t.drop_index("embedding")
-        shutil.rmtree(path, ignore_errors=True)
+            if not args.tables_dir:
+                t.drop_index("embedding")
+        if not args.tables_dir:
+            shutil.rmtree(path, ignore_errors=True)
 
 
-def run_lance(args, work, name, base, queries, labels, perm, metric, gts, rows):
+def build_lance(args, work, name, base, queries, labels, perm, metric, gts):
+    """LanceDB tables and indexes; returns measure() -> rows (every setting
+    swept), called before and after our runs (the best of both is kept)."""
     try:
         import lancedb
     except ImportError:
         log("lancedb not installed: skipped")
-        return
+        return None
     d = base.shape[1]
     emb = pa.FixedSizeListArray.from_arrays(pa.array(base.reshape(-1)), d)
     data = pa.table({"id": np.arange(len(base), dtype=np.int64), "label": labels,
@@ -246,49 +294,67 @@ def run_lance(args, work, name, base, queries, labels, perm, metric, gts, rows):
                ("IVF_PQ", {"num_sub_vectors": d // 8 if d % 8 == 0 else d // 4},
                 [dict(nprobes=n, refine_factor=r) for n, r in
                  ((10, 5), (20, 10), (40, 20), (64, 40))])]
+    built = []
     for index_type, kw, settings in configs:
         tbl = db.create_table(f"t_{index_type.lower()}", data, mode="overwrite")
         t0 = time.time()
         parts = max(1, int(np.sqrt(len(base)) / 2))
         tbl.create_index(metric=metric, vector_column_name="embedding", index_type=index_type,
                          num_partitions=parts, **kw)
-        build_s = time.time() - t0
-        for s in settings:
-            def f(q, s=s):
-                b = tbl.search(q, vector_column_name="embedding").metric(metric).limit(K)
-                b = b.nprobes(s["nprobes"])
-                if "ef" in s:
-                    b = b.ef(s["ef"])
-                if "refine_factor" in s:
-                    b = b.refine_factor(s["refine_factor"])
-                return b.to_arrow().column("id").to_numpy()
-            ms, res = median_ms(f, queries)
-            row = {"set": name, "engine": "lancedb", "index": index_type, "params": s,
-                   "build_s": round(build_s, 1), "all_ms": round(ms, 3),
-                   "recall": round(recall(res, gts), 4)}
-            log(json.dumps(row))
-            rows.append(row)
+        built.append((index_type, tbl, settings, round(time.time() - t0, 1)))
+
+    def measure():
+        rows = []
+        for index_type, tbl, settings, build_s in built:
+            for s in settings:
+                def f(q, s=s, tbl=tbl):
+                    b = tbl.search(q, vector_column_name="embedding").metric(metric).limit(K)
+                    b = b.nprobes(s["nprobes"])
+                    if "ef" in s:
+                        b = b.ef(s["ef"])
+                    if "refine_factor" in s:
+                        b = b.refine_factor(s["refine_factor"])
+                    return b.to_arrow().column("id").to_numpy()
+                ms, res = median_ms(f, queries, passes=2)
+                row = {"set": name, "engine": "lancedb", "index": index_type, "params": s,
+                       "build_s": build_s, "all_ms": round(ms, 3),
+                       "recall": round(recall(res, gts), 4)}
+                log(json.dumps(row))
+                rows.append(row)
+        return rows
+    return measure
 
 
-def run_hnswlib(args, name, base, queries, metric, gts, rows):
+def build_hnswlib(args, name, base, queries, metric, gts):
+    """hnswlib's index; returns measure() -> rows (the ef sweep)."""
     try:
         import hnswlib
     except ImportError:
         log("hnswlib not installed: skipped")
-        return
+        return None
     p = hnswlib.Index(space="l2" if metric == "l2" else "cosine", dim=base.shape[1])
     t0 = time.time()
     p.init_index(max_elements=len(base), M=16, ef_construction=200, random_seed=1)
     p.add_items(base, num_threads=max(1, os.cpu_count() or 1))
-    build_s = time.time() - t0
+    build_s = round(time.time() - t0, 1)
     p.set_num_threads(1)
-    for ef in EF_SWEEP:
-        p.set_ef(max(ef, K))
-        ms, res = median_ms(lambda q: p.knn_query(q, k=K)[0][0], queries)
-        row = {"set": name, "engine": "hnswlib", "ef": ef, "build_s": round(build_s, 1),
-               "id_ms": round(ms, 3), "recall": round(recall(res, gts), 4)}
-        log(json.dumps(row))
-        rows.append(row)
+
+    def measure():
+        rows = []
+        for ef in EF_SWEEP:
+            p.set_ef(max(ef, K))
+            ms, res = median_ms(lambda q: p.knn_query(q, k=K)[0][0], queries)
+            row = {"set": name, "engine": "hnswlib", "ef": ef, "build_s": build_s,
+                   "id_ms": round(ms, 3), "recall": round(recall(res, gts), 4)}
+            log(json.dumps(row))
+            rows.append(row)
+        return rows
+    return measure
+
+
+def best_of(first, second, key):
+    """Row by row (same order), the lower time of two measurements."""
+    return [a if a[key] <= b[key] else b for a, b in zip(first, second)]
 
 
 # ---------------------------------------------------------------- report
@@ -317,7 +383,8 @@ def report(rows, sets):
             hb = fastest_at(hl, r["recall"], "id_ms")
             fcells = [r[f"f{f * 100:g}_ms"] for f in FILTERS]
             frec = min(r[f"f{f * 100:g}_recall"] for f in FILTERS)
-            cells = [r["layout"], r["kind"], r["ef"], r["recall"], r["id_ms"], r["all_ms"],
+            cells = [r["layout"], r["kind"], f"{r['ef']}" + (f" r{r['rerank']}" if r.get("rerank")
+                                                            else ""), r["recall"], r["id_ms"], r["all_ms"],
                      f"{r['all_ms'] / r['id_ms']:.2f}", r["batch_ms"], *fcells[:3],
                      f"{fcells[3]} ({frec})",
                      f"{lb['all_ms']} ({lb['index']}, {lb['recall']})" if lb else "-",
@@ -339,6 +406,7 @@ def report(rows, sets):
 
 
 def main():
+    global PASSES
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sets", default="fashion-mnist,wordnet384")
     ap.add_argument("--kinds", default="hnsw,hnsw_tq8")
@@ -349,6 +417,14 @@ def main():
     ap.add_argument("--no-sel-index", action="store_true",
                     help="no range index on the filtered column (filters then scan it)")
     ap.add_argument("--no-hnswlib", action="store_true")
+    ap.add_argument("--layout-kinds", default="",
+                    help="per-layout kinds overriding --kinds, e.g. "
+                         "'uncompressed=hnsw,hnsw_tq8;zstd=hnsw,hnsw_tq8,hnsw_pq'")
+    ap.add_argument("--tables-dir", type=pathlib.Path,
+                    help="keep one table per (set, layout, kind) here and reuse the ones "
+                         "already there (NAME-LAYOUT-KIND) instead of building them")
+    ap.add_argument("--passes", type=int, default=PASSES,
+                    help="each time is the best of this many medians over the queries")
     ap.add_argument("--json", type=pathlib.Path, help="also write the raw rows here")
     ap.add_argument("--cold-filters", action="store_true",
                     help="also time each filter with its text changing every query, so the "
@@ -357,6 +433,9 @@ def main():
     args = ap.parse_args()
     args.kinds = args.kinds.split(",")
     args.layouts = args.layouts.split(",")
+    args.layout_kinds = {lay: ks.split(",") for lay, _, ks in
+                         (part.partition("=") for part in args.layout_kinds.split(";") if part)}
+    PASSES = args.passes
     sets = args.sets.split(",")
     rows = []
     work = pathlib.Path(tempfile.mkdtemp(prefix="hs-search-table-",
@@ -375,11 +454,16 @@ def main():
             gts = ground_truth(base, queries, metric)
             fgts = {f: ground_truth(base, queries, metric, perm < max(1, int(len(base) * f)))
                     for f in FILTERS}
+            # peers built first and timed before and after ours (best of both):
+            # a load change on the shared machine then affects both sides
+            hl = None if args.no_hnswlib else build_hnswlib(args, name, base, queries, metric,
+                                                            gts)
+            ln = None if args.no_lance else build_lance(args, work, name, base, queries, labels,
+                                                         perm, metric, gts)
+            before = [m() if m else [] for m in (hl, ln)]
             run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, rows)
-            if not args.no_hnswlib:
-                run_hnswlib(args, name, base, queries, metric, gts, rows)
-            if not args.no_lance:
-                run_lance(args, work, name, base, queries, labels, perm, metric, gts, rows)
+            after = [m() if m else [] for m in (hl, ln)]
+            rows += best_of(before[0], after[0], "id_ms") + best_of(before[1], after[1], "all_ms")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:

@@ -1672,12 +1672,12 @@ static int get_f32_vector(PyObject *o, const char *what, Py_buffer *view)
 static PyObject *Table_search(TableObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"column", "query", "k", "metric", "ef_search", "nprobe",
-                             "distance_column", SCAN_KW, NULL};
+                             "distance_column", "rerank", SCAN_KW, NULL};
     PyObject *column_o, *query_o, *metric_o = Py_None, *dcol_o = Py_None;
-    int k, ef = 0, nprobe = 0;
+    int k, ef = 0, nprobe = 0, rerank = 0;
     SCAN_DECL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOi|OiiO" SCAN_FMT, kwlist, &column_o, &query_o,
-                                     &k, &metric_o, &ef, &nprobe, &dcol_o, SCAN_ARGS))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOi|OiiOi" SCAN_FMT, kwlist, &column_o, &query_o,
+                                     &k, &metric_o, &ef, &nprobe, &dcol_o, &rerank, SCAN_ARGS))
         return NULL;
     REQUIRE_FN(hs_table_search);
     if (check_open(self) < 0)
@@ -1686,8 +1686,8 @@ static PyObject *Table_search(TableObject *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "k must be > 0, got %d", k);
         return NULL;
     }
-    if (ef < 0 || nprobe < 0) {
-        PyErr_SetString(PyExc_ValueError, "ef_search and nprobe must be >= 0");
+    if (ef < 0 || nprobe < 0 || rerank < 0) {
+        PyErr_SetString(PyExc_ValueError, "ef_search, nprobe and rerank must be >= 0");
         return NULL;
     }
     char *column = NULL, *metric = NULL, *dcol = NULL;
@@ -1730,7 +1730,7 @@ static PyObject *Table_search(TableObject *self, PyObject *args, PyObject *kw)
                              "at index %zd", i);
             goto done;
         }
-    hs_search_options so = {0};
+    hs_search_options so = HS_SEARCH_OPTIONS_INIT;
     so.column = column;
     so.query = q.buf;
     so.dim = (int)dim;
@@ -1739,6 +1739,7 @@ static PyObject *Table_search(TableObject *self, PyObject *args, PyObject *kw)
     so.ef_search = ef;
     so.nprobe = nprobe;
     so.distance_column = dcol;
+    so.rerank = rerank;
     struct ArrowArrayStream s = {0};
     hs_error err = {0};
     hs_status st;
@@ -2202,7 +2203,7 @@ static PyMethodDef Table_methods[] = {
     {"files_json", KWFN(Table_files_json), "files_json(...) -> the planned files (JSON)"},
     {"explain", KWFN(Table_explain), "explain(...) -> JSON report"},
     {"search", KWFN(Table_search),
-     "search(column, query, k, metric=None, ef_search=0, nprobe=0, distance_column=None, "
+     "search(column, query, k, metric=None, ef_search=0, nprobe=0, distance_column=None, rerank=0, "
      "<scan options>) -> Result"},
     {"rollback", KWFN(Table_rollback), "rollback(snapshot_id)"},
     {"maintain", KWFN(Table_maintain),

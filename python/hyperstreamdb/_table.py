@@ -29,7 +29,8 @@ from . import _core
 from ._progress import Progress, ProgressArg
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-_VECTOR_KEYS = {"column", "query", "k", "metric", "ef_search", "nprobe", "distance_column"}
+_VECTOR_KEYS = {"column", "query", "k", "metric", "ef_search", "nprobe", "distance_column",
+                "rerank"}
 
 
 def _err(cls, msg: str, status: str):
@@ -749,10 +750,11 @@ class Table:
             if key not in vf:
                 raise ValueError(f"vector_filter requires the {key!r} key")
         return self._search_kw(vf["column"], vf["query"], vf.get("k", 10), vf.get("metric"),
-                               vf.get("ef_search"), vf.get("nprobe"), vf.get("distance_column"))
+                               vf.get("ef_search"), vf.get("nprobe"), vf.get("distance_column"),
+                               vf.get("rerank"))
 
     def _search_kw(self, column, query, k, metric=None, ef_search=None, nprobe=None,
-                   distance_column=None) -> dict:
+                   distance_column=None, rerank=None) -> dict:
         if not isinstance(column, str):
             raise TypeError(f"the vector column must be a str, not {type(column).__name__}")
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
@@ -766,9 +768,12 @@ class Table:
             q = _query_vectors(query)
         if distance_column is None:
             distance_column = self._default_distance_column()
-        return dict(column=column, query=q, k=int(k), metric=metric,
-                    ef_search=int(ef_search or 0), nprobe=int(nprobe or 0),
-                    distance_column=distance_column)
+        kw = dict(column=column, query=q, k=int(k), metric=metric,
+                  ef_search=int(ef_search or 0), nprobe=int(nprobe or 0),
+                  distance_column=distance_column)
+        if rerank:   # quantized kinds: candidates reranked = max(k * rerank, ef_search)
+            kw["rerank"] = int(rerank)
+        return kw
 
     def _default_distance_column(self) -> str:
         """"distance", or "_distance" when the table has a column "distance";
@@ -793,7 +798,7 @@ class Table:
         filter:        "id > 1 AND category = 'science'" (indexes are used when
                        present).
         vector_filter: {"column": "embedding", "query": vec, "k": 10, optional
-                       "metric", "ef_search", "nprobe"}: the k nearest rows
+                       "metric", "ef_search", "nprobe", "rerank"}: the k nearest rows
                        (among those matching ``filter``), nearest first, with a
                        "distance" column appended.  A 2-D query (one row per
                        query) is a batch searched on threads in one call: the

@@ -74,6 +74,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -528,7 +529,10 @@ static hs_status search_index(query_run *r, int32_t file, hs_error *err)
     }
     fetch_ctx fc = {.c = r->c, .pf = &r->c->plan->files[file], .vi = fs->vi, .dim = info.dim};
     hnsw_search_opts o = {.k = (int)k, .ef = r->c->so->ef_search, .nprobe = r->c->so->nprobe,
-                          .allow = fs->ids, .fetch = fetch_vectors, .fetch_ctx = &fc};
+                          .allow = fs->ids, .fetch = fetch_vectors, .fetch_ctx = &fc,
+                          .rerank = r->c->so->rerank,
+                          /* version 2 sidecars: exact search and reranking read in place */
+                          .vectors = tbl_vindex_vectors(fs->vi)};
     o.exact_threshold = exact_threshold(ix, o.ef);
     int n_out = 0;
     hs_status st = hnsw_search(ix, r->q, &o, r->hits, &n_out, NULL, err);
@@ -1287,6 +1291,9 @@ static hs_status check_options(const hs_search_options *so, int n_queries, hs_er
     if (so->ef_search < 0 || so->nprobe < 0)
         return hs_err_set(err, HS_INVALID, "search: ef_search (%d) and nprobe (%d) must be >= 0",
                           so->ef_search, so->nprobe);
+    if (so->rerank < 0 || so->rerank > 10000)
+        return hs_err_set(err, HS_INVALID, "search: rerank = %d is outside [0, 10000]",
+                          so->rerank);
     size_t n = (size_t)so->dim * (size_t)n_queries;
     for (size_t i = 0; i < n; i++)
         if (!isfinite(so->query[i]))
@@ -1440,7 +1447,13 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
         return hs_err_set(err, HS_INVALID, "search: NULL table or output stream");
     memset(out, 0, sizeof *out);
     HS_OPTS_IN(scan, hs_scan_options, err);
-    HS_OPTS_IN(so, hs_search_options, err);
+    /* rerank was appended after 0.1: a struct_size of 0 means the layout before it */
+    hs_search_options so_in_;
+    if (so) {
+        HS_TRY(hs_opts_copy(&so_in_, sizeof so_in_, offsetof(hs_search_options, rerank), so,
+                            "hs_search_options", err));
+        so = &so_in_;
+    }
     HS_TRY(check_options(so, n_queries, err));
     search_call c = {.so = so, .kern = vd_kernels()};
     bool metric_given = false;

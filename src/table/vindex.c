@@ -970,6 +970,11 @@ const float *tbl_vindex_vector(const tbl_vindex *vi, uint32_t id)
     return vi->ix ? hnsw_exact_vector(vi->ix, id) : NULL;
 }
 
+const float *tbl_vindex_vectors(const tbl_vindex *vi)
+{
+    return vi->vecs;
+}
+
 hs_status tbl_vindex_ids_of(const tbl_vindex *vi, const roaring_bitmap_t *positions,
                             roaring_bitmap_t **out, hs_error *err)
 {

@@ -176,6 +176,9 @@ bool tbl_vindex_has_vectors(const tbl_vindex *vi);
  * file holds; borrowed until release), or NULL (id out of range, or
  * !tbl_vindex_has_vectors). */
 const float *tbl_vindex_vector(const tbl_vindex *vi, uint32_t id);
+/* The exact vectors as one block (n_vectors x dim, graph-id order) when the
+ * sidecar stores them (version 2), else NULL (a flat graph's own). */
+const float *tbl_vindex_vectors(const tbl_vindex *vi);
 /* The graph ids of the file positions in `positions` (rows without a vector
  * drop out): a new bitmap (caller frees), or NULL when positions is NULL. */
 HS_MUST_USE hs_status tbl_vindex_ids_of(const tbl_vindex *vi, const roaring_bitmap_t *positions,

@@ -123,6 +123,52 @@ def test_hnsw_recall_vs_brute_force(data, tmp_path, kind):
     assert t.indexes() == []
 
 
+@pytest.mark.parametrize("kind", ["hnsw_tq8", "hnsw_pq", "hnsw"])
+def test_rerank_option(data, tmp_path, kind):
+    """vector_filter's "rerank" sets the candidates reranked with exact
+    vectors (max(k * rerank, ef_search)) per query: enough of them make a
+    quantized index's answer the exact brute-force top k even at a small
+    ef; rerank=1 still returns exact distances, nearest first; a flat graph
+    ignores it.  Negative or huge values are refused."""
+    path, df, vecs = data
+    t = hdb.Table(tmp_path / "copy")
+    t.write_pandas(df)
+    t.commit()
+    t.add_index("embedding", kind, progress=False)
+    k = 10
+    rr = ROWS // k + 1                      # k * rr >= every row: all reranked
+    for _ in range(5):
+        q = RNG.standard_normal(DIM).astype(np.float32)
+        vf = {"column": "embedding", "query": q, "k": k, "ef_search": k}
+        got = t.to_pandas(vector_filter={**vf, "rerank": rr})
+        if kind != "hnsw":
+            check_exact(got, vecs, q, k)
+        mask = (df["category"] == "art").to_numpy()
+        got = t.to_pandas(filter="category = 'art'", vector_filter={**vf, "rerank": rr})
+        if kind != "hnsw":
+            check_exact(got, vecs, q, k, mask=mask)
+        one = t.to_pandas(vector_filter={**vf, "rerank": 1})
+        assert len(one) == k
+        true = np.linalg.norm(vecs[one["id"].to_numpy()].astype(np.float64) - q, axis=1)
+        np.testing.assert_allclose(one["distance"].to_numpy(), true, rtol=1e-4, atol=1e-4)
+        assert list(one["distance"]) == sorted(one["distance"])
+        if kind == "hnsw":   # no codes: the same answer whatever rerank says
+            plain = t.to_pandas(vector_filter=vf)
+            assert list(one["id"]) == list(plain["id"])
+        # batches take it too
+        qs = RNG.standard_normal((3, DIM)).astype(np.float32)
+        b = t.to_arrow(vector_filter={**vf, "query": qs, "rerank": rr})
+        if kind != "hnsw":
+            qi = b.column("query_index").to_numpy()
+            for i in range(3):
+                assert list(b.column("id").to_numpy()[qi == i]) == list(brute(vecs, qs[i], k)[0])
+    with pytest.raises(ValueError):
+        t.to_arrow(vector_filter={"column": "embedding", "query": vecs[0], "k": 3, "rerank": -1})
+    with pytest.raises(ValueError, match="rerank"):
+        t.to_arrow(vector_filter={"column": "embedding", "query": vecs[0], "k": 3,
+                                  "rerank": 10001})
+
+
 def test_readme_style_index_then_write(tmp_path):
     t = hdb.Table(tmp_path / "r")
     t.write_pandas(pd.DataFrame({"id": [1, 2, 3],

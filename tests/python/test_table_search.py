@@ -56,6 +56,11 @@ class SearchOpts(ctypes.Structure):
                 ("distance_column", X.cp)]
 
 
+class SearchOptsRerank(ctypes.Structure):
+    """hs_search_options with the field appended after 0.1 (struct_size set)."""
+    _fields_ = SearchOpts._fields_ + [("rerank", ctypes.c_int)]
+
+
 PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, X.vp, X.cp, X.i64, X.i64)
 
 
@@ -69,9 +74,12 @@ class Hs(X.Hs):
             self.lib.hs_table_search.restype = ctypes.c_int
 
     def search(self, t, column, q, k, metric=None, flt=None, columns=None, ef=0,
-               dist_col=None):
+               dist_col=None, rerank=None):
         q = np.ascontiguousarray(q, dtype=np.float32)
-        so = SearchOpts()
+        so = SearchOpts() if rerank is None else SearchOptsRerank()
+        if rerank is not None:
+            so.struct_size = ctypes.sizeof(SearchOptsRerank)
+            so.rerank = rerank
         so.column = column.encode()
         so.query = q.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
         so.dim = len(q)
@@ -488,6 +496,46 @@ def test_sidecar_vectors_rerank_exactly_and_come_back(table, kind, params, versi
         want, _ = orc.topk(q, 5, metric)
         np.testing.assert_array_equal(np.array(got.column("embedding").to_pylist(), np.float32),
                                       orc.vecs[want].astype(np.float32))
+        assert "skipped" not in capfd.readouterr().err
+    finally:
+        hs.close(t)
+        hs.close_catalog(cat)
+
+
+@pytest.mark.parametrize("kind", ["hnsw_tq8", "hnsw_pq"])
+def test_rerank_option_through_the_c_api(table, kind, capfd):
+    """hs_search_options.rerank (appended after 0.1, so read only with a
+    struct_size that covers it): with k * rerank >= the rows of a file every
+    candidate is reranked exactly and the answer is brute force's, deletes,
+    null vectors and filters included, even at ef = k; rerank = 1 returns
+    exact distances; a negative or huge rerank is HS_INVALID."""
+    hs, cat0, t0, orc, wh = table
+    cat, t = copy_table(hs, wh, f"t_rerank_{kind}")
+    try:
+        params = {"m": 12, "ef_construction": 80}
+        if kind == "hnsw_pq":
+            params["pq_m"] = 6
+        hs.add_index(t, "embedding", kind, params, n_threads=2)
+        capfd.readouterr()
+        k = 10
+        for _ in range(3):
+            q = RNG.standard_normal(DIM).astype(np.float32)
+            got = hs.search(t, "embedding", q, k, ef=k, rerank=PER_FILE // k + 1)
+            check_exact(got, orc, q, k, "l2")
+            mask = orc.sel < N // 4
+            got = hs.search(t, "embedding", q, k, flt=f"sel < {N // 4}", ef=k,
+                            rerank=PER_FILE // k + 1)
+            check_exact(got, orc, q, k, "l2", mask)
+            one = hs.search(t, "embedding", q, k, ef=k, rerank=1)
+            ids = one.column("id").to_numpy()
+            assert len(ids) == k
+            want = np.linalg.norm(orc.vecs[ids].astype(np.float64) - q, axis=1)
+            np.testing.assert_allclose(one.column("_distance").to_numpy(), want, rtol=1e-4,
+                                       atol=1e-4)
+        for bad in (-1, 10001):
+            with pytest.raises(X.HsFail) as ei:
+                hs.search(t, "embedding", q, k, rerank=bad)
+            assert ei.value.status == "HS_INVALID" and "rerank" in ei.value.msg
         assert "skipped" not in capfd.readouterr().err
     finally:
         hs.close(t)

@@ -1647,6 +1647,11 @@ static hs_status index_exact(const hnsw_index *ix, hnsw_q *c, const float *q_raw
         e.map = ix->slot_of_row;
         e.dm = c->dm;
         e.q = c->q;
+    } else if (o->vectors) {
+        e.base = (const uint8_t *)(const void *)o->vectors;
+        e.stride = ix->d * sizeof(float);
+        e.dm = DM_ORDER;
+        e.q = q_raw;
     } else {
         e.fetch = o->fetch;
         e.fetch_ctx = o->fetch_ctx;
@@ -1735,15 +1740,20 @@ static hs_status rerank(const hnsw_index *ix, hnsw_q *c, const float *q_raw, siz
         }
         s->ibuf[j] = v;
     }
-    hs_status st = o->fetch(o->fetch_ctx, s->ibuf, n_res, s->fbuf, err);
-    if (st != HS_OK) {
-        hs_err_prefix(err, "hnsw rerank: fetching %zu vectors", n_res);
-        return st;
+    if (!o->vectors) {
+        hs_status st = o->fetch(o->fetch_ctx, s->ibuf, n_res, s->fbuf, err);
+        if (st != HS_OK) {
+            hs_err_prefix(err, "hnsw rerank: fetching %zu vectors", n_res);
+            return st;
+        }
     }
     exact_src e = { .d = ix->d, .dm = DM_ORDER, .metric = ix->metric, .q = q_raw, .k = c->k };
     size_t nh = 0;
-    for (size_t i = 0; i < n_res; i++)
-        tk_offer(s->tmp, &nh, k, (hnsw_pair){ exact_dist(&e, s->fbuf + i * ix->d), s->ibuf[i] });
+    for (size_t i = 0; i < n_res; i++) {
+        const float *v = o->vectors ? o->vectors + (size_t)s->ibuf[i] * ix->d
+                                    : s->fbuf + i * ix->d;
+        tk_offer(s->tmp, &nh, k, (hnsw_pair){ exact_dist(&e, v), s->ibuf[i] });
+    }
     tk_sort(s->tmp, nh);
     for (size_t i = 0; i < nh; i++)
         out[i] = (hnsw_hit){ s->tmp[i].id, s->tmp[i].d };
@@ -1772,7 +1782,7 @@ static hs_status search_in(const hnsw_index *ix, hnsw_q *c, const float *q_raw,
     bool quant = ix->quant != VQ_FLAT;
     size_t res_k = k;
     if (quant) {
-        size_t r = k * (size_t)ix->rerank;
+        size_t r = k * (size_t)(o->rerank > 0 ? o->rerank : ix->rerank);
         res_k = r > ef ? r : ef;
         ef = res_k;
     }

@@ -94,6 +94,11 @@ typedef struct hnsw_search_opts {
      * (0 = a default from n and k, like Qdrant's full_scan_threshold) */
     int64_t exact_threshold;
     hnsw_fetch_fn fetch; void *fetch_ctx;  /* required unless quant is VQ_FLAT */
+    int rerank;               /* quantized: 0 = the index's rerank factor */
+    /* quantized: the exact vectors of rows 0..n-1 (d floats each, one block),
+     * read in place by exact search and reranking instead of fetch; NULL =
+     * fetch */
+    const float *vectors;
 } hnsw_search_opts;
 
 typedef struct hnsw_search_stats {
