@@ -29,6 +29,7 @@
 #include "hyperstream/config.h"
 #include "hyperstream/table.h"
 #include "parquet/reader.h"
+#include "io/io.h"
 #include "table/mcache.h"
 #include "table/table_int.h"
 #include "table/vindex.h"
@@ -621,8 +622,47 @@ static hs_status run_search(hs_table *t, const char *filter, const float *q, int
 static const char *tmp_path(const char *name)
 {
     static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s-%d", hs_test_tmpdir(), name, (int)getpid());
+    snprintf(buf, sizeof buf, "%s/%s-%d", hs_test_table_root(), name, (int)getpid());
     return buf;
+}
+
+/* Cuts the first HNSW sidecar under <loc>/index to 100 bytes: in place on
+ * disk, replaced by a 100-byte object on S3 (a new ETag, as a rewrite has). */
+static int truncate_one_sidecar(const char *loc)
+{
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/index", loc);
+    if (!hs_io_is_object_uri(dir)) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "for f in %s/*.hnsw; do truncate -s 100 \"$f\"; break; done",
+                 dir);
+        return system(cmd);
+    }
+    char **names = NULL;
+    size_t nn = 0;
+    if (hs_io_list(dir, false, &names, &nn, NULL) != HS_OK)
+        return -1;
+    char victim[1200] = "";
+    for (size_t i = 0; i < nn; i++) {
+        size_t l = strlen(names[i]);
+        if (!victim[0] && l > 5 && strcmp(names[i] + l - 5, ".hnsw") == 0)
+            snprintf(victim, sizeof victim, "%s/%s", dir, names[i]);
+        hs_free(names[i]);
+    }
+    hs_free(names);
+    hs_buf b = {0};
+    hs_wfile *w = NULL;
+    int rc = -1;
+    if (victim[0] && hs_io_read_all(victim, &b, NULL) == HS_OK && b.len > 100 &&
+        hs_io_create(victim, 0, &w, NULL) == HS_OK) {
+        rc = hs_wfile_write(w, b.data, 100, NULL) == HS_OK ? 0 : -1;
+        if (rc == 0)
+            rc = hs_wfile_close(w, NULL) == HS_OK ? 0 : -1;
+        else
+            hs_wfile_abort(w);
+    }
+    hs_buf_free(&b);
+    return rc;
 }
 
 static void test_search_exact(void)
@@ -723,10 +763,7 @@ static void test_search_exact(void)
     CHECK(hits >= total * 95 / 100);
     /* a truncated sidecar: skipped (counted, warned), that file searched
      * exactly, still min(k, matches) rows */
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "for f in %s/index/*.hnsw; do truncate -s 100 \"$f\"; "
-             "break; done", tmp_path("search-exact"));
-    CHECK(system(cmd) == 0);
+    CHECK(truncate_one_sidecar(tmp_path("search-exact")) == 0);
     int64_t idx0, ex0, sk0, idx1, ex1, sk1;
     tbl_search_counters(&idx0, &ex0, &sk0);
     CHECK_OK(run_search(t, NULL, q, DIM, 10, NULL, ids, d, &n, &err), &err);
@@ -890,7 +927,7 @@ static void test_cache(void)
     uint8_t *img = build_image("hnsw", "{\"m\":4,\"ef_construction\":16}", 60, &len);
     REQUIRE(img);
     char path[600];
-    snprintf(path, sizeof path, "%s-sidecar", tmp_path("cache"));
+    snprintf(path, sizeof path, "%s/cache-%d-sidecar", hs_test_tmpdir(), (int)getpid());
     REQUIRE(write_file(path, img, len) == 0);
     hs_error err = {0};
     const tbl_vindex *a = NULL, *b = NULL, *c = NULL;

@@ -34,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401
 import pytest
-from conftest import require, require_module  # noqa: E402
+from conftest import as_path, require, require_module  # noqa: E402
 
 from helpers import idxlib as X
 from helpers import registry as R
@@ -199,8 +199,8 @@ def build(hs, wh, name):
 
 
 @pytest.fixture(scope="module")
-def table(hs, tmp_path_factory):
-    wh = tmp_path_factory.mktemp("search")
+def table(hs, table_dir_factory):
+    wh = table_dir_factory.mktemp("search")
     cat, t, orc = build(hs, wh, "t")
     yield hs, cat, t, orc, wh
     hs.close(t)
@@ -383,10 +383,10 @@ def test_cosine_index_and_metric_choice(table):
 
 
 def sidecars(hs, t):
-    loc = X.strip_file_scheme(hs.location(t))
+    loc = as_path(hs.location(t))
     props = hs.properties(t)
     reg = R.read(loc, props["hyperstream.index-registry"])
-    return [pathlib.Path(loc, e["index-file"]) for e in reg["entries"]]
+    return [loc / e["index-file"] for e in reg["entries"]]
 
 
 def test_damaged_sidecars_give_exact_results(table, capfd):
@@ -635,7 +635,7 @@ def test_cancel_from_progress_registers_nothing(table):
         assert calls and calls[0] == (0, N_FILES), calls
         assert hs.list_indexes(t) == []
         assert "hyperstream.index-registry" not in hs.properties(t)
-        loc = pathlib.Path(X.strip_file_scheme(hs.location(t)))
+        loc = as_path(hs.location(t))
         left = [p.name for p in (loc / "index").glob("*")] if (loc / "index").exists() else []
         assert [n for n in left if n != "registry"] == [], left
         # and the search still answers exactly
@@ -716,7 +716,7 @@ def test_pyiceberg_table_indexed_and_searched(hs, tmp_path):
 # ----------------------------------------------------------------------------
 # the command line
 
-def test_cli_table_search(table):
+def test_cli_table_search(table, tmp_path):
     hs, cat, t, orc, wh = table
     cli = X.CLI
     require(cli.exists(), f"{cli} not built")
@@ -733,7 +733,7 @@ def test_cli_table_search(table):
     assert all(list(row) == ["id", "cat", "_distance"] and row["cat"] == "c" for row in rows)
     np.testing.assert_allclose([row["_distance"] for row in rows], wd, atol=1e-4)
     # the query from a file, comma-separated
-    qf = wh / "q.txt"
+    qf = tmp_path / "q.txt"
     qf.write_text(",".join(repr(float(x)) for x in q))
     r = subprocess.run([str(cli), "table", "search", loc, "--column", "embedding", "--query",
                         f"@{qf}", "--k", "3", "--distance-column", "d"], capture_output=True,
