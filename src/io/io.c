@@ -768,6 +768,30 @@ hs_status hs_io_stat(const char *uri, bool *exists, uint64_t *size, hs_error *er
     return hs_err_set(err, HS_IO, "%s: cannot stat: %s", p, strerror(errno));
 }
 
+hs_status hs_io_stat_mtime(const char *uri, bool *exists, uint64_t *size, int64_t *mtime_ms,
+                           hs_error *err)
+{
+    *exists = false;
+    *mtime_ms = -1;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_stat_mtime(uri, exists, size, mtime_ms, err);
+    const char *p = hs_io_local_path(uri);
+    HS_TRY(check_scheme(p, err));
+    struct stat st;
+    if (stat(p, &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return HS_OK;   /* a directory: not a file */
+        *exists = true;
+        if (size)
+            *size = (uint64_t)st.st_size;
+        *mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+        return HS_OK;
+    }
+    if (errno == ENOENT || errno == ENOTDIR)
+        return HS_OK;
+    return hs_err_set(err, HS_IO, "%s: cannot stat: %s", p, strerror(errno));
+}
+
 hs_status hs_io_delete(const char *uri, hs_error *err)
 {
     if (hs_s3_is_uri(uri))

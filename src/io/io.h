@@ -167,6 +167,11 @@ HS_MUST_USE hs_status hs_io_read_all(const char *uri, hs_buf *out, hs_error *err
 /* *exists, and *size when it exists (size may be NULL).  A local directory
  * exists (size 0); an object store has no directories. */
 HS_MUST_USE hs_status hs_io_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
+/* A regular file or object: *exists, *size (may be NULL) and its modification
+ * time in ms since the epoch (*mtime_ms; -1 when the store gave none; S3's
+ * Last-Modified has seconds resolution).  Directories do not exist here. */
+HS_MUST_USE hs_status hs_io_stat_mtime(const char *uri, bool *exists, uint64_t *size,
+                                       int64_t *mtime_ms, hs_error *err);
 /* Removes a file or object; a missing one is not an error. */
 HS_MUST_USE hs_status hs_io_delete(const char *uri, hs_error *err);
 /* Object stores only: the names under the "directory" uri (keys under

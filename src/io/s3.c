@@ -528,6 +528,7 @@ typedef struct s3_req {
     bool have_length;
     uint64_t total_size;       /* from Content-Range: bytes a-b/<total> */
     bool have_total;
+    int64_t last_modified;     /* Last-Modified, seconds since the epoch; -1 = none */
     int attempts;              /* how many attempts the last s3_do made */
     bool overflow;
 } s3_req;
@@ -565,6 +566,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
         r->etag[0] = 0;
         r->have_length = false;
         r->have_total = false;
+        r->last_modified = -1;
         return n;
     }
     const char *colon = memchr(p, ':', n);
@@ -606,6 +608,12 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
             r->content_length = x;
             r->have_length = true;
         }
+    } else if (kn == 13 && strncasecmp(p, "last-modified", 13) == 0 && vn > 0 && vn < 64) {
+        char tmp[64];
+        memcpy(tmp, v, vn);
+        tmp[vn] = 0;
+        time_t t = curl_getdate(tmp, NULL);   /* RFC 1123 dates (and the older forms) */
+        r->last_modified = t >= 0 ? (int64_t)t : -1;
     }
     return n;
 }
@@ -1349,8 +1357,16 @@ hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
 
 hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err)
 {
+    return hs_s3_stat_mtime(uri, exists, size, NULL, err);
+}
+
+hs_status hs_s3_stat_mtime(const char *uri, bool *exists, uint64_t *size, int64_t *mtime_ms,
+                           hs_error *err)
+{
     if (exists)
         *exists = false;
+    if (mtime_ms)
+        *mtime_ms = -1;
     s3_loc loc;
     HS_TRY(parse_uri(uri, &loc, err));
     s3_req r;
@@ -1360,6 +1376,8 @@ hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *er
             *exists = true;
         if (size)
             *size = r.content_length;
+        if (mtime_ms && r.last_modified >= 0)
+            *mtime_ms = r.last_modified * 1000;
     } else if (st == HS_OK && r.status != 404) {
         st = http_error(&r, uri, err);
     }

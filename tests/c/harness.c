@@ -1,4 +1,6 @@
 #include "harness.h"
+#include "base/mem.h"
+#include "io/s3.h"
 
 #include <sys/stat.h>
 #include <time.h>
@@ -84,6 +86,12 @@ int hs_test_on_s3(void)
         exit(2);
     }
     return 1;
+}
+
+int64_t hs_test_live_count(void)
+{
+    hs_s3_reset();
+    return hs_mem_live_count();
 }
 
 const char *hs_test_table_root(void)

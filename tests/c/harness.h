@@ -23,6 +23,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "hyperstream/common.h"
@@ -102,6 +103,10 @@ const char *hs_test_tmpdir(void);
  * the switch is set without a server).  Tests that are local by nature (they
  * damage files in place, mmap, permissions) SKIP_ON_S3("why"). */
 int hs_test_on_s3(void);
+/* hs_mem_live_count() after dropping the S3 layer's process-wide caches
+ * (byte, HEAD; as tests clear the footer and index caches before counting),
+ * so leak checks mean the same on both sides of the storage matrix. */
+int64_t hs_test_live_count(void);
 const char *hs_test_table_root(void);
 #define SKIP_ON_S3(why)                                                                 \
     do {                                                                                \

@@ -566,6 +566,8 @@ static void test_sql_catalog(void)
     CHECK_OK(hs_catalog_open_sql(db, "default", dir, &cat, &err), &err);
     CHECK_OK(hs_catalog_create_namespace(cat, "ns", &err), &err);
     hs_table *t = create_table(cat, "ns.tab", NULL, 2, NULL, &err);
+    if (!t)
+        fprintf(stderr, "create_table: %s\n", err.msg);
     REQUIRE(t);
     CHECK_OK(append_rows(t, 0, 20, &err), &err);
     CHECK_OK(append_rows(t, 20, 20, &err), &err);
@@ -598,6 +600,8 @@ static void stale_handle_case(hs_catalog *cat, const char *name)
 {
     hs_error err = {0};
     hs_table *old = create_table(cat, name, NULL, 2, NULL, &err);
+    if (!old)
+        fprintf(stderr, "create_table: %s\n", err.msg);
     REQUIRE(old);
     CHECK_OK(append_rows(old, 0, 10, &err), &err);          /* old at v2 */
     CHECK_OK(hs_catalog_drop_table(cat, name, 0, &err), &err);

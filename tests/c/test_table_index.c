@@ -526,7 +526,7 @@ static int metadata_version(hs_table *t)
 
 static void test_filtered_scans(void)
 {
-    int64_t live0 = hs_mem_live_count();
+    int64_t live0 = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(tmp_path("wh_scan"), &cat, &err), &err);
@@ -617,12 +617,12 @@ static void test_filtered_scans(void)
     hs_catalog_close(cat);
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live0);
+    CHECK(hs_test_live_count() == live0);
 }
 
 static void test_errors(void)
 {
-    int64_t live0 = hs_mem_live_count();
+    int64_t live0 = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(tmp_path("wh_err"), &cat, &err), &err);
@@ -655,14 +655,14 @@ static void test_errors(void)
     hs_catalog_close(cat);
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live0);
+    CHECK(hs_test_live_count() == live0);
 }
 
 static bool deleted_7(int64_t i) { return i == 7 || i == 60007; }
 
 static void test_writes_keep_registry(int fv)
 {
-    int64_t live0 = hs_mem_live_count();
+    int64_t live0 = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(tmp_path(fv == 3 ? "wh_w3" : "wh_w2"), &cat, &err), &err);
@@ -723,7 +723,7 @@ static void test_writes_keep_registry(int fv)
     hs_catalog_close(cat);
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live0);
+    CHECK(hs_test_live_count() == live0);
 }
 
 static void test_writes_v2(void) { test_writes_keep_registry(2); }
@@ -792,7 +792,7 @@ static int damage(hs_table *t, const char *suffix, int how)
 static void test_damaged_sidecars(void)
 {
     SKIP_ON_S3("damages sidecar files in place (truncate, flip a byte)");
-    int64_t live0 = hs_mem_live_count();
+    int64_t live0 = hs_test_live_count();
     for (int how = 0; how < 4; how++) {
         hs_error err = {0};
         hs_catalog *cat = NULL;
@@ -819,7 +819,7 @@ static void test_damaged_sidecars(void)
     }
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live0);
+    CHECK(hs_test_live_count() == live0);
 }
 
 typedef struct cancel_ctx { int calls; int cancel_at; } cancel_ctx;
@@ -833,7 +833,7 @@ static int cancel_progress(void *vctx, const char *what, int64_t done, int64_t t
 
 static void test_cancel(void)
 {
-    int64_t live0 = hs_mem_live_count();
+    int64_t live0 = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(tmp_path("wh_cancel"), &cat, &err), &err);
@@ -863,7 +863,7 @@ static void test_cancel(void)
     hs_catalog_close(cat);
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live0);
+    CHECK(hs_test_live_count() == live0);
 }
 
 /* add_index whose build is overtaken by an append from another handle (the
@@ -911,7 +911,7 @@ static void *race_thread(void *vp)
 
 static void test_concurrent(void)
 {
-    int64_t live0 = hs_mem_live_count();
+    int64_t live0 = hs_test_live_count();
     hs_error err = {0};
     const char *wh = tmp_path("wh_conc");
     hs_catalog *cat = NULL, *cat2 = NULL;
@@ -970,7 +970,7 @@ static void test_concurrent(void)
     hs_catalog_close(cat);
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live0);
+    CHECK(hs_test_live_count() == live0);
 }
 
 /* Index catch-up: files committed while the registry pointer was away (as
@@ -979,7 +979,7 @@ static void test_concurrent(void)
  * property hyperstream.index.auto-refresh does it on open. */
 static void test_refresh(void)
 {
-    int64_t live0 = hs_mem_live_count();
+    int64_t live0 = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(tmp_path("wh_refresh"), &cat, &err), &err);
@@ -1047,7 +1047,7 @@ static void test_refresh(void)
     hs_catalog_close(cat);
     pq_footer_cache_clear();
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live0);
+    CHECK(hs_test_live_count() == live0);
 }
 
 /* The root named by t's property (root only), into *out; its rel in rel. */
@@ -1070,7 +1070,7 @@ static int current_root(hs_table *t, ix_registry *out, char *rel, size_t cap)
 static void test_damaged_segment(void)
 {
     SKIP_ON_S3("damages registry segment files in place");
-    int64_t live0 = hs_mem_live_count();
+    int64_t live0 = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(tmp_path("wh_seg"), &cat, &err), &err);
@@ -1122,7 +1122,7 @@ static void test_damaged_segment(void)
     hs_catalog_close(cat);
     pq_footer_cache_clear();
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live0);
+    CHECK(hs_test_live_count() == live0);
 }
 
 int main(void)
