@@ -185,6 +185,13 @@ HS_MUST_USE hs_status hs_io_list(const char *uri, bool recursive, char ***names,
  * identities and tails, in parallel, before a caller opens them one by one
  * (manifests of a scan plan).  A no-op for local paths. */
 void hs_io_prefetch(const char *const *uris, size_t n);
+/* Object stores: the size and version (ETag) of an object, from io/s3.c's
+ * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
+ * else by opening it (one GET of its tail, which then serves the caller's
+ * reads from the byte cache).  Caches of decoded objects key on it, so an
+ * object replaced under its name (a new ETag) is decoded again. */
+HS_MUST_USE hs_status hs_io_object_identity(const char *uri, uint64_t *size, char version[72],
+                                            hs_error *err);
 /* True for URIs of an object store (no directories, no rename, no flock). */
 bool hs_io_is_object_uri(const char *uri);
 /* A local path for a local path or file:// URI (borrowed from uri); the URI
