@@ -55,7 +55,7 @@ S3_C_FULL = ^test_table$$|^test_table_index$$|^test_table_search$$
 S3_PY_QUICK = tests/python/test_pkg_table.py tests/python/test_pkg_search.py \
 	tests/python/test_index_pyiceberg.py
 S3_PY_FULL = $(S3_PY_QUICK) tests/python/test_table_search.py tests/python/test_table_pyiceberg.py \
-	tests/python/test_index_differential.py tests/python/test_s3_table.py
+	tests/python/test_s3_table.py
 S3_FULL = $(filter full,$(HS_S3_MATRIX))
 test-s3: build
 	@cd $(BUILD) && HS_TEST_STORAGE=s3 ctest --output-on-failure -j $(JOBS) \
