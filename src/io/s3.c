@@ -90,6 +90,10 @@
 
 #define S3_BLOCK ((uint64_t)64 << 10)
 #define S3_CACHE_MAX_READ ((size_t)1 << 20)
+/* A small read that misses fetches at least this much (aligned, within the
+ * object): the next small reads near it (the other columns' pages of a row
+ * group, the rest of a sidecar) then cost no round trip. */
+#define S3_READAHEAD ((uint64_t)256 << 10)
 #define S3_MIN_PART ((size_t)5 << 20)
 #define S3_MAX_PARTS 10000
 
@@ -1136,6 +1140,17 @@ static hs_status get_range(s3_file *sf, uint64_t off, size_t len, void *dst, hs_
     return st;
 }
 
+/* Whether block [a, min(a + S3_BLOCK, size)) of the object is cached; copies
+ * the part of it inside [off, off + len) into dst (dst holds [off, off+len)). */
+static bool block_cached(const s3_file *sf, uint64_t a, uint64_t off, size_t len, uint8_t *dst)
+{
+    uint64_t e = a + S3_BLOCK < sf->base.size ? a + S3_BLOCK : sf->base.size;
+    uint64_t lo = a > off ? a : off, hi = e < off + len ? e : off + len;
+    if (hi <= lo)
+        return true;
+    return cache_get(sf->ident, sf->ident_hash, lo, (size_t)(hi - lo), dst + (lo - off));
+}
+
 static hs_status s3_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err)
 {
     s3_file *sf = (s3_file *)f;
@@ -1148,6 +1163,25 @@ static hs_status s3_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_
     uint64_t b = (off + len + S3_BLOCK - 1) / S3_BLOCK * S3_BLOCK;
     if (b > f->size)
         b = f->size;
+    /* the range may straddle cached extents (a footer's tail block, an
+     * earlier read): serve the cached blocks at both ends, fetch the rest */
+    while (a < b && block_cached(sf, a, off, len, dst))
+        a += S3_BLOCK;
+    while (b > a && block_cached(sf, (b - 1) / S3_BLOCK * S3_BLOCK, off, len, dst))
+        b = (b - 1) / S3_BLOCK * S3_BLOCK;
+    if (a >= b)
+        return HS_OK;
+    uint64_t need_a = a, need_b = b;   /* what dst still lacks, within [off, off+len) */
+    if (b - a < S3_READAHEAD) {        /* read ahead, but not over cached blocks */
+        uint64_t ra = b;
+        while (ra - a < S3_READAHEAD && ra < f->size) {
+            uint8_t probe;
+            if (cache_get(sf->ident, sf->ident_hash, ra, 1, &probe))
+                break;
+            ra += S3_BLOCK;
+        }
+        b = ra > f->size ? f->size : ra;
+    }
     size_t n = (size_t)(b - a);
     uint8_t *blk = hs_malloc(n);
     if (!blk)
@@ -1157,7 +1191,10 @@ static hs_status s3_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_
         hs_free(blk);
         return st;
     }
-    memcpy(dst, blk + (off - a), len);
+    uint64_t lo = need_a > off ? need_a : off;
+    uint64_t hi = need_b < off + len ? need_b : off + len;
+    if (hi > lo)
+        memcpy((uint8_t *)dst + (lo - off), blk + (lo - a), (size_t)(hi - lo));
     cache_put(sf->ident, sf->ident_hash, a, blk, n, budget);
     return HS_OK;
 }
@@ -1334,6 +1371,34 @@ static void forget_head(const s3_loc *loc)
         head_drop(key, fnv(key));
 }
 
+/* A whole object from the caches without a request: its size and ETag in the
+ * HEAD cache (trusted, as for an open) and all of its bytes in one cached
+ * extent (the tail block of a small object that was opened: a sidecar,
+ * manifest or registry segment).  Objects only ever read with read_all
+ * (version-hint.text, metadata JSON) are never in the HEAD cache. */
+static bool read_all_cached(const s3_loc *loc, hs_buf *out)
+{
+    s3_config cfg = cfg_now();
+    if (cfg.cache_budget == 0)
+        return false;
+    char hkey[1100];
+    int hn = snprintf(hkey, sizeof hkey, "%s/%s", loc->bucket, loc->key);
+    if (hn <= 0 || (size_t)hn >= sizeof hkey)
+        return false;
+    uint64_t size = 0;
+    char etag[72];
+    if (!head_get(hkey, fnv(hkey), cfg.head_ttl_s, &size, etag) || size > S3_BLOCK)
+        return false;
+    char ident[1200];
+    int n = snprintf(ident, sizeof ident, "%s\n%s", hkey, etag);
+    if (n <= 0 || (size_t)n >= sizeof ident || hs_buf_reserve(out, (size_t)size + 1) != HS_OK)
+        return false;
+    if (size > 0 && !cache_get(ident, fnv(ident), 0, (size_t)size, out->data))
+        return false;
+    out->len = (size_t)size;
+    return true;
+}
+
 hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
 {
     hs_buf_reset(out);
@@ -1341,6 +1406,8 @@ hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
     HS_TRY(parse_uri(uri, &loc, err));
     if (!loc.key[0])
         return hs_err_set(err, HS_INVALID, "%s: names a bucket, not an object", uri);
+    if (read_all_cached(&loc, out))
+        return HS_OK;
     s3_req r = { 0 };
     r.method = "GET";
     r.bucket = loc.bucket;
