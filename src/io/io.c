@@ -833,3 +833,12 @@ void hs_io_prefetch(const char *const *uris, size_t n)
     if (k < n)
         hs_s3_prefetch(uris + k, n - k);
 }
+
+void hs_io_prefetch_async(const char *const *uris, size_t n)
+{
+    size_t k = 0;
+    while (k < n && !hs_s3_is_uri(uris[k]))
+        k++;
+    if (k < n)
+        hs_s3_prefetch_async(uris + k, n - k);
+}

@@ -185,6 +185,10 @@ HS_MUST_USE hs_status hs_io_list(const char *uri, bool recursive, char ***names,
  * identities and tails, in parallel, before a caller opens them one by one
  * (manifests of a scan plan).  A no-op for local paths. */
 void hs_io_prefetch(const char *const *uris, size_t n);
+/* hs_io_prefetch without waiting (object stores; uris are copied): for
+ * objects a query will open after some dependent round trips, so their
+ * fetch overlaps those.  A no-op for local paths. */
+void hs_io_prefetch_async(const char *const *uris, size_t n);
 /* Object stores: the size and version (ETag) of an object, from io/s3.c's
  * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
  * else by opening it (one GET of its tail, which then serves the caller's

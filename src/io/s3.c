@@ -990,9 +990,14 @@ void hs_s3_get_stats(hs_s3_stats *out)
 
 static void head_clear_locked(void);
 
+static int g_async_running;
+static pthread_cond_t g_async_cv;
+
 void hs_s3_reset(void)
 {
     pthread_mutex_lock(&g_lock);
+    while (g_async_running > 0)   /* asynchronous prefetches finish first */
+        pthread_cond_wait(&g_async_cv, &g_lock);
     while (g_lru_head) {
         cache_ent *e = g_lru_head;
         lru_unlink(e);
@@ -1291,6 +1296,55 @@ static hs_status open_by_tail(s3_file *sf, uint64_t *size, char *etag, bool *kno
     return st;
 }
 
+/* Opens in flight: an open of an object whose tail another thread (an
+ * asynchronous prefetch) is fetching waits for that answer instead of
+ * sending the same GET again.  Bounded; with no free slot an open just goes
+ * ahead.  Slots and waits use g_lock. */
+#define INFLIGHT_SLOTS 64
+static uint64_t g_inflight[INFLIGHT_SLOTS];   /* hashes of "bucket/key"; 0 = free */
+static pthread_cond_t g_inflight_cv = PTHREAD_COND_INITIALIZER;
+
+/* >= 0: this thread fetches (a slot to leave); -1: it waited for another
+ * thread's fetch (look in the caches again); -2: no slot, fetch anyway. */
+static int inflight_enter(uint64_t h)
+{
+    if (h == 0)
+        h = 1;
+    pthread_mutex_lock(&g_lock);
+    bool waited = false;
+    for (;;) {
+        int busy = -1;
+        for (int i = 0; i < INFLIGHT_SLOTS && busy < 0; i++)
+            if (g_inflight[i] == h)
+                busy = i;
+        if (busy < 0)
+            break;
+        waited = true;
+        pthread_cond_wait(&g_inflight_cv, &g_lock);
+    }
+    int slot = -2;
+    if (waited)
+        slot = -1;
+    else
+        for (int i = 0; i < INFLIGHT_SLOTS && slot < 0; i++)
+            if (g_inflight[i] == 0) {
+                g_inflight[i] = h;
+                slot = i;
+            }
+    pthread_mutex_unlock(&g_lock);
+    return slot;
+}
+
+static void inflight_leave(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&g_lock);
+    g_inflight[slot] = 0;
+    pthread_cond_broadcast(&g_inflight_cv);
+    pthread_mutex_unlock(&g_lock);
+}
+
 hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
 {
     *out = NULL;
@@ -1317,7 +1371,12 @@ hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
             /* one GET of the last block instead of a HEAD: size and ETag from
              * its headers, and the tail (a Parquet footer, or all of a small
              * manifest or sidecar) into the byte cache */
-            st = open_by_tail(sf, &size, etag, &known, err);
+            int slot = inflight_enter(sf->hkey_hash);
+            if (slot == -1)   /* a prefetch just fetched it */
+                known = head_get(sf->hkey, sf->hkey_hash, cfg.head_ttl_s, &size, etag);
+            if (!known)
+                st = open_by_tail(sf, &size, etag, &known, err);
+            inflight_leave(slot);
         }
         if (st == HS_OK && !known) {
             st = head(&sf->loc, uri, &r, err);
@@ -2218,4 +2277,93 @@ void hs_s3_prefetch(const char *const *uris, size_t n)
         prefetch_main(&j);
     for (size_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+}
+
+/* Asynchronous prefetch: detached threads open the objects (tails into the
+ * caches) while the caller goes on; an open of one of them meanwhile waits
+ * for its GET (inflight_enter) instead of repeating it.  hs_s3_reset waits
+ * for running jobs. */
+typedef struct async_job {
+    prefetch_job j;
+    char **owned;
+} async_job;
+
+static int g_async_running;
+static pthread_cond_t g_async_cv = PTHREAD_COND_INITIALIZER;
+
+typedef struct async_group {
+    async_job job;
+    _Atomic int threads_left;
+} async_group;
+
+static void *group_main(void *arg)
+{
+    async_group *g = arg;
+    prefetch_main(&g->job.j);
+    if (--g->threads_left == 0) {
+        for (size_t i = 0; i < g->job.j.n; i++)
+            hs_free(g->job.owned[i]);
+        hs_free(g->job.owned);
+        hs_free(g);
+        pthread_mutex_lock(&g_lock);
+        g_async_running--;
+        pthread_cond_broadcast(&g_async_cv);
+        pthread_mutex_unlock(&g_lock);
+    }
+    return NULL;
+}
+
+void hs_s3_prefetch_async(const char *const *uris, size_t n)
+{
+    if (n == 0 || cfg_now().cache_budget == 0)
+        return;
+    async_group *g = hs_calloc(1, sizeof *g);
+    char **owned = g ? hs_calloc(n, sizeof *owned) : NULL;
+    size_t k = 0;
+    for (size_t i = 0; owned && i < n; i++)
+        if (hs_s3_is_uri(uris[i]) && (owned[k] = hs_strdup(uris[i])))
+            k++;
+    if (!g || !owned || k == 0) {
+        for (size_t i = 0; owned && i < k; i++)
+            hs_free(owned[i]);
+        hs_free(owned);
+        hs_free(g);
+        return;
+    }
+    g->job.owned = owned;
+    g->job.j.uris = (const char *const *)owned;
+    g->job.j.n = k;
+    g->job.j.next = 0;
+    size_t nt = k < 8 ? k : 8;
+    g->threads_left = (int)nt;
+    pthread_mutex_lock(&g_lock);
+    g_async_running++;
+    pthread_mutex_unlock(&g_lock);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    size_t started = 0;
+    for (size_t i = 0; i < nt; i++) {
+        pthread_t th;
+        if (pthread_create(&th, &at, group_main, g) == 0)
+            started++;
+    }
+    pthread_attr_destroy(&at);
+    if (started < nt) {   /* fewer threads than counted: account for the missing ones */
+        int missing = (int)(nt - started);
+        if (started == 0) {
+            g->threads_left = 1;
+            group_main(g);   /* synchronously, frees g */
+        } else if ((g->threads_left -= missing) == 0) {
+            /* every started thread already finished: nothing left to free it */
+            for (size_t i = 0; i < k; i++)
+                hs_free(owned[i]);
+            hs_free(owned);
+            hs_free(g);
+            pthread_mutex_lock(&g_lock);
+            g_async_running--;
+            pthread_cond_broadcast(&g_async_cv);
+            pthread_mutex_unlock(&g_lock);
+        }
+    }
 }

@@ -49,6 +49,10 @@ HS_MUST_USE hs_status hs_s3_list(const char *uri, bool recursive, char ***names,
  * size, ETag and last 64 KiB land in the caches; errors are left for the
  * caller's own open.  For small objects read next (manifests). */
 void hs_s3_prefetch(const char *const *uris, size_t n);
+/* The same without waiting: detached threads fetch while the caller goes on;
+ * an open of one of these objects meanwhile waits for its fetch instead of
+ * sending another GET.  uris are copied. */
+void hs_s3_prefetch_async(const char *const *uris, size_t n);
 
 /* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */
 typedef struct hs_s3_stats {
