@@ -69,6 +69,7 @@
  * the table holds the commit lock (catalog/fsio.c: HS_S3_LOCK_DIR).
  */
 #include "io/s3.h"
+#include "base/fork.h"
 #include "base/mem.h"
 #include "base/numfmt.h"
 
@@ -992,10 +993,12 @@ static void head_clear_locked(void);
 
 static int g_async_running;
 static pthread_cond_t g_async_cv;
+static void inflight_after_fork_locked(void);
 
 void hs_s3_reset(void)
 {
     pthread_mutex_lock(&g_lock);
+    inflight_after_fork_locked();
     while (g_async_running > 0)   /* asynchronous prefetches finish first */
         pthread_cond_wait(&g_async_cv, &g_lock);
     while (g_lru_head) {
@@ -1306,11 +1309,25 @@ static pthread_cond_t g_inflight_cv = PTHREAD_COND_INITIALIZER;
 
 /* >= 0: this thread fetches (a slot to leave); -1: it waited for another
  * thread's fetch (look in the caches again); -2: no slot, fetch anyway. */
+static uint64_t g_inflight_gen;   /* hs_fork_generation() the slots belong to */
+static int g_async_running;
+static void inflight_after_fork_locked(void)
+{
+    /* a forked child has none of the threads that held slots or ran jobs */
+    uint64_t gen = hs_fork_generation();
+    if (gen != g_inflight_gen) {
+        memset(g_inflight, 0, sizeof g_inflight);
+        g_async_running = 0;
+        g_inflight_gen = gen;
+    }
+}
+
 static int inflight_enter(uint64_t h)
 {
     if (h == 0)
         h = 1;
     pthread_mutex_lock(&g_lock);
+    inflight_after_fork_locked();
     bool waited = false;
     for (;;) {
         int busy = -1;
