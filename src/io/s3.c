@@ -1023,7 +1023,7 @@ void hs_s3_reset(void)
  * data files, manifests and sidecars without a HEAD each.  Tables write
  * those once under unique names; an object replaced anyway is caught by the
  * If-Match of the next GET (412: "changed since it was opened"), which also
- * drops its entry here.  Direct-mapped, bounded; entries older than
+ * drops its entry here.  Set associative (below), bounded; entries older than
  * HS_S3_HEAD_CACHE_S seconds (default 3600; 0 = off) are ignored. */
 #define HEAD_SLOTS 4096
 typedef struct head_ent {
@@ -1042,14 +1042,27 @@ static int64_t mono_s(void)
     return (int64_t)ts.tv_sec;
 }
 
+/* 4-way set associative: a set's ways are g_heads[set * 4 .. set * 4 + 3] (a
+ * direct-mapped table let two objects of one query evict each other, and
+ * every lookup of the decoded-object caches then cost a GET). */
+#define HEAD_WAYS 4
+static head_ent *head_find_locked(const char *key, uint64_t h)
+{
+    head_ent *set = &g_heads[(h % (HEAD_SLOTS / HEAD_WAYS)) * HEAD_WAYS];
+    for (int i = 0; i < HEAD_WAYS; i++)
+        if (set[i].key && set[i].hash == h && strcmp(set[i].key, key) == 0)
+            return &set[i];
+    return NULL;
+}
+
 static bool head_get(const char *key, uint64_t h, int64_t ttl, uint64_t *size, char *etag)
 {
     if (ttl <= 0)
         return false;
     bool hit = false;
     pthread_mutex_lock(&g_lock);
-    head_ent *e = &g_heads[h % HEAD_SLOTS];
-    if (e->key && e->hash == h && strcmp(e->key, key) == 0 && mono_s() - e->when < ttl) {
+    head_ent *e = head_find_locked(key, h);
+    if (e && mono_s() - e->when < ttl) {
         *size = e->size;
         memcpy(etag, e->etag, sizeof e->etag);
         hit = true;
@@ -1065,7 +1078,19 @@ static void head_put(const char *key, uint64_t h, uint64_t size, const char *eta
     if (!k)
         return;
     pthread_mutex_lock(&g_lock);
-    head_ent *e = &g_heads[h % HEAD_SLOTS];
+    head_ent *e = head_find_locked(key, h);
+    if (!e) {   /* a free way, else the least recently stored */
+        head_ent *set = &g_heads[(h % (HEAD_SLOTS / HEAD_WAYS)) * HEAD_WAYS];
+        e = &set[0];
+        for (int i = 0; i < HEAD_WAYS; i++) {
+            if (!set[i].key) {
+                e = &set[i];
+                break;
+            }
+            if (set[i].when < e->when)
+                e = &set[i];
+        }
+    }
     hs_free(e->key);
     e->key = k;
     e->hash = h;
@@ -1078,8 +1103,8 @@ static void head_put(const char *key, uint64_t h, uint64_t size, const char *eta
 static void head_drop(const char *key, uint64_t h)
 {
     pthread_mutex_lock(&g_lock);
-    head_ent *e = &g_heads[h % HEAD_SLOTS];
-    if (e->key && e->hash == h && strcmp(e->key, key) == 0) {
+    head_ent *e = head_find_locked(key, h);
+    if (e) {
         hs_free(e->key);
         memset(e, 0, sizeof *e);
     }
