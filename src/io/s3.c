@@ -2362,9 +2362,21 @@ void hs_s3_prefetch_async(const char *const *uris, size_t n)
     async_group *g = hs_calloc(1, sizeof *g);
     char **owned = g ? hs_calloc(n, sizeof *owned) : NULL;
     size_t k = 0;
-    for (size_t i = 0; owned && i < n; i++)
-        if (hs_s3_is_uri(uris[i]) && (owned[k] = hs_strdup(uris[i])))
+    int64_t ttl = cfg_now().head_ttl_s;
+    for (size_t i = 0; owned && i < n; i++) {
+        if (!hs_s3_is_uri(uris[i]))
+            continue;
+        s3_loc loc;
+        char hkey[1100], etag[72];
+        uint64_t size;
+        int hn;
+        if (parse_uri(uris[i], &loc, NULL) == HS_OK &&
+            (hn = snprintf(hkey, sizeof hkey, "%s/%s", loc.bucket, loc.key)) > 0 &&
+            (size_t)hn < sizeof hkey && head_get(hkey, fnv(hkey), ttl, &size, etag))
+            continue;   /* opened before: its open costs no request (a warm query) */
+        if ((owned[k] = hs_strdup(uris[i])))
             k++;
+    }
     if (!g || !owned || k == 0) {
         for (size_t i = 0; owned && i < k; i++)
             hs_free(owned[i]);
