@@ -3,6 +3,8 @@
 #   make test   build and pass all tests (C unit tests, the same under ASan+UBSan,
 #               Python oracle tests, short fuzz runs); with CI=true in the
 #               environment (.ci/run exports it) a missing oracle fails, not skips
+#   make test-s3  the table, index and vector tests with their tables on an S3 server
+#               (a subset; HS_S3_MATRIX=full for all; part of make test)
 #   make bench  benchmarks against peers (not part of the tests)
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -12,7 +14,7 @@ FUZZ_SECONDS ?= 20
 FUZZ_LONG_SECONDS ?= 1800
 PY = .venv/bin/python
 
-.PHONY: all bootstrap build build-asan build-fuzz run test test-c test-asan test-python fuzz fuzz-long bench clean
+.PHONY: all bootstrap build build-asan build-fuzz run test test-c test-asan test-python test-s3 fuzz fuzz-long bench clean
 
 all: build
 
@@ -46,6 +48,23 @@ test-python: build
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps .
 	@HS_BUILD=$(BUILD) $(PY) -m pytest -q tests/python
 
+# The storage matrix on S3 (HS_TEST_STORAGE=s3: the tests start moto, or SeaweedFS with
+# HS_S3_SERVER=seaweedfs, and keep their tables there; docs/storage.md "Tests").  `make test`
+# runs a representative subset (a few minutes); HS_S3_MATRIX=full runs the whole matrix.
+S3_C_QUICK = ^test_table$$|^test_table_index$$
+S3_C_FULL = ^test_table$$|^test_table_index$$|^test_table_search$$
+S3_PY_QUICK = tests/python/test_pkg_table.py tests/python/test_pkg_search.py \
+	tests/python/test_index_pyiceberg.py
+S3_PY_FULL = $(S3_PY_QUICK) tests/python/test_table_search.py tests/python/test_table_pyiceberg.py \
+	tests/python/test_s3_table.py
+S3_FULL = $(filter full,$(HS_S3_MATRIX))
+test-s3: build
+	@cd $(BUILD) && HS_TEST_STORAGE=s3 ctest --output-on-failure -j $(JOBS) \
+		-R '$(if $(S3_FULL),$(S3_C_FULL),$(S3_C_QUICK))'
+	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps .
+	@HS_BUILD=$(BUILD) HS_TEST_STORAGE=s3 $(PY) -m pytest -q \
+		$(if $(S3_FULL),$(S3_PY_FULL),$(S3_PY_QUICK))
+
 fuzz: build-fuzz
 	@scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
@@ -53,7 +72,7 @@ fuzz: build-fuzz
 fuzz-long: build-fuzz
 	@scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_LONG_SECONDS)
 
-test: test-c test-asan test-python fuzz
+test: test-c test-asan test-python test-s3 fuzz
 
 bench: build
 	@bench/parquet/run.sh $(BUILD)

@@ -333,14 +333,15 @@ static hs_status table_location(sql_catalog *sc, const tident *t, char **mloc, h
     return HS_OK;
 }
 
-/* What cat_io_* takes for a location URI: a local path (file:// stripped) or an
- * object-store URI (s3://, s3a://; io/io.h), else HS_UNSUPPORTED. */
+/* What fsio.c takes for a location URI: a local path for a local path or
+ * file:// URI, the URI itself for an object store (s3://, s3a://);
+ * HS_UNSUPPORTED for any other scheme. */
 static hs_status local_of(const char *uri, const char **path, hs_error *err)
 {
     *path = cat_local_path(uri);
     if (strstr(*path, "://") && !hs_io_is_object_uri(*path))
-        return hs_err_set(err, HS_UNSUPPORTED, "%s: only local paths and file:// URIs are "
-                          "supported by this build", uri);
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: only local paths, file:// and s3:// URIs "
+                          "are supported by this build", uri);
     return HS_OK;
 }
 

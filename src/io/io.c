@@ -724,6 +724,19 @@ bool hs_io_is_object_uri(const char *uri)
     return hs_s3_is_uri(uri);
 }
 
+hs_status hs_io_object_identity(const char *uri, uint64_t *size, char version[72],
+                                 hs_error *err)
+{
+    if (!hs_s3_is_uri(uri))
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: not an object store URI", uri);
+    hs_file *f;
+    HS_TRY(hs_s3_open(uri, &f, err));   /* no request while io/s3.c trusts its HEAD cache */
+    *size = f->size;
+    memcpy(version, f->id.version, sizeof f->id.version);
+    hs_file_close(f);
+    return HS_OK;
+}
+
 /* HS_OK for local paths; HS_UNSUPPORTED for schemes we have no backend for. */
 static hs_status check_scheme(const char *uri, hs_error *err)
 {
@@ -801,6 +814,30 @@ hs_status hs_io_stat(const char *uri, bool *exists, uint64_t *size, hs_error *er
     return hs_err_set(err, HS_IO, "%s: cannot stat: %s", p, strerror(errno));
 }
 
+hs_status hs_io_stat_mtime(const char *uri, bool *exists, uint64_t *size, int64_t *mtime_ms,
+                           hs_error *err)
+{
+    *exists = false;
+    *mtime_ms = -1;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_stat_mtime(uri, exists, size, mtime_ms, err);
+    const char *p = hs_io_local_path(uri);
+    HS_TRY(check_scheme(p, err));
+    struct stat st;
+    if (stat(p, &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return HS_OK;   /* a directory: not a file */
+        *exists = true;
+        if (size)
+            *size = (uint64_t)st.st_size;
+        *mtime_ms = (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000;
+        return HS_OK;
+    }
+    if (errno == ENOENT || errno == ENOTDIR)
+        return HS_OK;
+    return hs_err_set(err, HS_IO, "%s: cannot stat: %s", p, strerror(errno));
+}
+
 hs_status hs_io_delete(const char *uri, hs_error *err)
 {
     if (hs_s3_is_uri(uri))
@@ -828,4 +865,13 @@ void hs_io_prefetch(const char *const *uris, size_t n)
         k++;
     if (k < n)
         hs_s3_prefetch(uris + k, n - k);
+}
+
+void hs_io_prefetch_async(const char *const *uris, size_t n)
+{
+    size_t k = 0;
+    while (k < n && !hs_s3_is_uri(uris[k]))
+        k++;
+    if (k < n)
+        hs_s3_prefetch_async(uris + k, n - k);
 }

@@ -167,6 +167,11 @@ HS_MUST_USE hs_status hs_io_read_all(const char *uri, hs_buf *out, hs_error *err
 /* *exists, and *size when it exists (size may be NULL).  A local directory
  * exists (size 0); an object store has no directories. */
 HS_MUST_USE hs_status hs_io_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
+/* A regular file or object: *exists, *size (may be NULL) and its modification
+ * time in ms since the epoch (*mtime_ms; -1 when the store gave none; S3's
+ * Last-Modified has seconds resolution).  Directories do not exist here. */
+HS_MUST_USE hs_status hs_io_stat_mtime(const char *uri, bool *exists, uint64_t *size,
+                                       int64_t *mtime_ms, hs_error *err);
 /* Removes a file or object; a missing one is not an error. */
 HS_MUST_USE hs_status hs_io_delete(const char *uri, hs_error *err);
 /* Object stores only: the names under the "directory" uri (keys under
@@ -180,6 +185,17 @@ HS_MUST_USE hs_status hs_io_list(const char *uri, bool recursive, char ***names,
  * identities and tails, in parallel, before a caller opens them one by one
  * (manifests of a scan plan).  A no-op for local paths. */
 void hs_io_prefetch(const char *const *uris, size_t n);
+/* hs_io_prefetch without waiting (object stores; uris are copied): for
+ * objects a query will open after some dependent round trips, so their
+ * fetch overlaps those.  A no-op for local paths. */
+void hs_io_prefetch_async(const char *const *uris, size_t n);
+/* Object stores: the size and version (ETag) of an object, from io/s3.c's
+ * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
+ * else by opening it (one GET of its tail, which then serves the caller's
+ * reads from the byte cache).  Caches of decoded objects key on it, so an
+ * object replaced under its name (a new ETag) is decoded again. */
+HS_MUST_USE hs_status hs_io_object_identity(const char *uri, uint64_t *size, char version[72],
+                                            hs_error *err);
 /* True for URIs of an object store (no directories, no rename, no flock). */
 bool hs_io_is_object_uri(const char *uri);
 /* A local path for a local path or file:// URI (borrowed from uri); the URI

@@ -69,6 +69,7 @@
  * the table holds the commit lock (catalog/fsio.c: HS_S3_LOCK_DIR).
  */
 #include "io/s3.h"
+#include "base/fork.h"
 #include "base/mem.h"
 #include "base/numfmt.h"
 
@@ -90,6 +91,10 @@
 
 #define S3_BLOCK ((uint64_t)64 << 10)
 #define S3_CACHE_MAX_READ ((size_t)1 << 20)
+/* A small read that misses fetches at least this much (aligned, within the
+ * object): the next small reads near it (the other columns' pages of a row
+ * group, the rest of a sidecar) then cost no round trip. */
+#define S3_READAHEAD ((uint64_t)256 << 10)
 #define S3_MIN_PART ((size_t)5 << 20)
 #define S3_MAX_PARTS 10000
 
@@ -528,6 +533,7 @@ typedef struct s3_req {
     bool have_length;
     uint64_t total_size;       /* from Content-Range: bytes a-b/<total> */
     bool have_total;
+    int64_t last_modified;     /* Last-Modified, seconds since the epoch; -1 = none */
     int attempts;              /* how many attempts the last s3_do made */
     bool overflow;
 } s3_req;
@@ -565,6 +571,7 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
         r->etag[0] = 0;
         r->have_length = false;
         r->have_total = false;
+        r->last_modified = -1;
         return n;
     }
     const char *colon = memchr(p, ':', n);
@@ -606,6 +613,12 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
             r->content_length = x;
             r->have_length = true;
         }
+    } else if (kn == 13 && strncasecmp(p, "last-modified", 13) == 0 && vn > 0 && vn < 64) {
+        char tmp[64];
+        memcpy(tmp, v, vn);
+        tmp[vn] = 0;
+        time_t t = curl_getdate(tmp, NULL);   /* RFC 1123 dates (and the older forms) */
+        r->last_modified = t >= 0 ? (int64_t)t : -1;
     }
     return n;
 }
@@ -978,9 +991,16 @@ void hs_s3_get_stats(hs_s3_stats *out)
 
 static void head_clear_locked(void);
 
+static int g_async_running;
+static pthread_cond_t g_async_cv;
+static void inflight_after_fork_locked(void);
+
 void hs_s3_reset(void)
 {
     pthread_mutex_lock(&g_lock);
+    inflight_after_fork_locked();
+    while (g_async_running > 0)   /* asynchronous prefetches finish first */
+        pthread_cond_wait(&g_async_cv, &g_lock);
     while (g_lru_head) {
         cache_ent *e = g_lru_head;
         lru_unlink(e);
@@ -1003,7 +1023,7 @@ void hs_s3_reset(void)
  * data files, manifests and sidecars without a HEAD each.  Tables write
  * those once under unique names; an object replaced anyway is caught by the
  * If-Match of the next GET (412: "changed since it was opened"), which also
- * drops its entry here.  Direct-mapped, bounded; entries older than
+ * drops its entry here.  Set associative (below), bounded; entries older than
  * HS_S3_HEAD_CACHE_S seconds (default 3600; 0 = off) are ignored. */
 #define HEAD_SLOTS 4096
 typedef struct head_ent {
@@ -1022,14 +1042,27 @@ static int64_t mono_s(void)
     return (int64_t)ts.tv_sec;
 }
 
+/* 4-way set associative: a set's ways are g_heads[set * 4 .. set * 4 + 3] (a
+ * direct-mapped table let two objects of one query evict each other, and
+ * every lookup of the decoded-object caches then cost a GET). */
+#define HEAD_WAYS 4
+static head_ent *head_find_locked(const char *key, uint64_t h)
+{
+    head_ent *set = &g_heads[(h % (HEAD_SLOTS / HEAD_WAYS)) * HEAD_WAYS];
+    for (int i = 0; i < HEAD_WAYS; i++)
+        if (set[i].key && set[i].hash == h && strcmp(set[i].key, key) == 0)
+            return &set[i];
+    return NULL;
+}
+
 static bool head_get(const char *key, uint64_t h, int64_t ttl, uint64_t *size, char *etag)
 {
     if (ttl <= 0)
         return false;
     bool hit = false;
     pthread_mutex_lock(&g_lock);
-    head_ent *e = &g_heads[h % HEAD_SLOTS];
-    if (e->key && e->hash == h && strcmp(e->key, key) == 0 && mono_s() - e->when < ttl) {
+    head_ent *e = head_find_locked(key, h);
+    if (e && mono_s() - e->when < ttl) {
         *size = e->size;
         memcpy(etag, e->etag, sizeof e->etag);
         hit = true;
@@ -1045,7 +1078,19 @@ static void head_put(const char *key, uint64_t h, uint64_t size, const char *eta
     if (!k)
         return;
     pthread_mutex_lock(&g_lock);
-    head_ent *e = &g_heads[h % HEAD_SLOTS];
+    head_ent *e = head_find_locked(key, h);
+    if (!e) {   /* a free way, else the least recently stored */
+        head_ent *set = &g_heads[(h % (HEAD_SLOTS / HEAD_WAYS)) * HEAD_WAYS];
+        e = &set[0];
+        for (int i = 0; i < HEAD_WAYS; i++) {
+            if (!set[i].key) {
+                e = &set[i];
+                break;
+            }
+            if (set[i].when < e->when)
+                e = &set[i];
+        }
+    }
     hs_free(e->key);
     e->key = k;
     e->hash = h;
@@ -1058,8 +1103,8 @@ static void head_put(const char *key, uint64_t h, uint64_t size, const char *eta
 static void head_drop(const char *key, uint64_t h)
 {
     pthread_mutex_lock(&g_lock);
-    head_ent *e = &g_heads[h % HEAD_SLOTS];
-    if (e->key && e->hash == h && strcmp(e->key, key) == 0) {
+    head_ent *e = head_find_locked(key, h);
+    if (e) {
         hs_free(e->key);
         memset(e, 0, sizeof *e);
     }
@@ -1128,6 +1173,17 @@ static hs_status get_range(s3_file *sf, uint64_t off, size_t len, void *dst, hs_
     return st;
 }
 
+/* Whether block [a, min(a + S3_BLOCK, size)) of the object is cached; copies
+ * the part of it inside [off, off + len) into dst (dst holds [off, off+len)). */
+static bool block_cached(const s3_file *sf, uint64_t a, uint64_t off, size_t len, uint8_t *dst)
+{
+    uint64_t e = a + S3_BLOCK < sf->base.size ? a + S3_BLOCK : sf->base.size;
+    uint64_t lo = a > off ? a : off, hi = e < off + len ? e : off + len;
+    if (hi <= lo)
+        return true;
+    return cache_get(sf->ident, sf->ident_hash, lo, (size_t)(hi - lo), dst + (lo - off));
+}
+
 static hs_status s3_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err)
 {
     s3_file *sf = (s3_file *)f;
@@ -1140,6 +1196,25 @@ static hs_status s3_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_
     uint64_t b = (off + len + S3_BLOCK - 1) / S3_BLOCK * S3_BLOCK;
     if (b > f->size)
         b = f->size;
+    /* the range may straddle cached extents (a footer's tail block, an
+     * earlier read): serve the cached blocks at both ends, fetch the rest */
+    while (a < b && block_cached(sf, a, off, len, dst))
+        a += S3_BLOCK;
+    while (b > a && block_cached(sf, (b - 1) / S3_BLOCK * S3_BLOCK, off, len, dst))
+        b = (b - 1) / S3_BLOCK * S3_BLOCK;
+    if (a >= b)
+        return HS_OK;
+    uint64_t need_a = a, need_b = b;   /* what dst still lacks, within [off, off+len) */
+    if (b - a < S3_READAHEAD) {        /* read ahead, but not over cached blocks */
+        uint64_t ra = b;
+        while (ra - a < S3_READAHEAD && ra < f->size) {
+            uint8_t probe;
+            if (cache_get(sf->ident, sf->ident_hash, ra, 1, &probe))
+                break;
+            ra += S3_BLOCK;
+        }
+        b = ra > f->size ? f->size : ra;
+    }
     size_t n = (size_t)(b - a);
     uint8_t *blk = hs_malloc(n);
     if (!blk)
@@ -1149,7 +1224,10 @@ static hs_status s3_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_
         hs_free(blk);
         return st;
     }
-    memcpy(dst, blk + (off - a), len);
+    uint64_t lo = need_a > off ? need_a : off;
+    uint64_t hi = need_b < off + len ? need_b : off + len;
+    if (hi > lo)
+        memcpy((uint8_t *)dst + (lo - off), blk + (lo - a), (size_t)(hi - lo));
     cache_put(sf->ident, sf->ident_hash, a, blk, n, budget);
     return HS_OK;
 }
@@ -1246,6 +1324,69 @@ static hs_status open_by_tail(s3_file *sf, uint64_t *size, char *etag, bool *kno
     return st;
 }
 
+/* Opens in flight: an open of an object whose tail another thread (an
+ * asynchronous prefetch) is fetching waits for that answer instead of
+ * sending the same GET again.  Bounded; with no free slot an open just goes
+ * ahead.  Slots and waits use g_lock. */
+#define INFLIGHT_SLOTS 64
+static uint64_t g_inflight[INFLIGHT_SLOTS];   /* hashes of "bucket/key"; 0 = free */
+static pthread_cond_t g_inflight_cv = PTHREAD_COND_INITIALIZER;
+
+/* >= 0: this thread fetches (a slot to leave); -1: it waited for another
+ * thread's fetch (look in the caches again); -2: no slot, fetch anyway. */
+static uint64_t g_inflight_gen;   /* hs_fork_generation() the slots belong to */
+static int g_async_running;
+static void inflight_after_fork_locked(void)
+{
+    /* a forked child has none of the threads that held slots or ran jobs */
+    uint64_t gen = hs_fork_generation();
+    if (gen != g_inflight_gen) {
+        memset(g_inflight, 0, sizeof g_inflight);
+        g_async_running = 0;
+        g_inflight_gen = gen;
+    }
+}
+
+static int inflight_enter(uint64_t h)
+{
+    if (h == 0)
+        h = 1;
+    pthread_mutex_lock(&g_lock);
+    inflight_after_fork_locked();
+    bool waited = false;
+    for (;;) {
+        int busy = -1;
+        for (int i = 0; i < INFLIGHT_SLOTS && busy < 0; i++)
+            if (g_inflight[i] == h)
+                busy = i;
+        if (busy < 0)
+            break;
+        waited = true;
+        pthread_cond_wait(&g_inflight_cv, &g_lock);
+    }
+    int slot = -2;
+    if (waited)
+        slot = -1;
+    else
+        for (int i = 0; i < INFLIGHT_SLOTS && slot < 0; i++)
+            if (g_inflight[i] == 0) {
+                g_inflight[i] = h;
+                slot = i;
+            }
+    pthread_mutex_unlock(&g_lock);
+    return slot;
+}
+
+static void inflight_leave(int slot)
+{
+    if (slot < 0)
+        return;
+    pthread_mutex_lock(&g_lock);
+    g_inflight[slot] = 0;
+    pthread_cond_broadcast(&g_inflight_cv);
+    pthread_mutex_unlock(&g_lock);
+}
+
 hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
 {
     *out = NULL;
@@ -1272,7 +1413,12 @@ hs_status hs_s3_open(const char *uri, hs_file **out, hs_error *err)
             /* one GET of the last block instead of a HEAD: size and ETag from
              * its headers, and the tail (a Parquet footer, or all of a small
              * manifest or sidecar) into the byte cache */
-            st = open_by_tail(sf, &size, etag, &known, err);
+            int slot = inflight_enter(sf->hkey_hash);
+            if (slot == -1)   /* a prefetch just fetched it */
+                known = head_get(sf->hkey, sf->hkey_hash, cfg.head_ttl_s, &size, etag);
+            if (!known)
+                st = open_by_tail(sf, &size, etag, &known, err);
+            inflight_leave(slot);
         }
         if (st == HS_OK && !known) {
             st = head(&sf->loc, uri, &r, err);
@@ -1326,6 +1472,34 @@ static void forget_head(const s3_loc *loc)
         head_drop(key, fnv(key));
 }
 
+/* A whole object from the caches without a request: its size and ETag in the
+ * HEAD cache (trusted, as for an open) and all of its bytes in one cached
+ * extent (the tail block of a small object that was opened: a sidecar,
+ * manifest or registry segment).  Objects only ever read with read_all
+ * (version-hint.text, metadata JSON) are never in the HEAD cache. */
+static bool read_all_cached(const s3_loc *loc, hs_buf *out)
+{
+    s3_config cfg = cfg_now();
+    if (cfg.cache_budget == 0)
+        return false;
+    char hkey[1100];
+    int hn = snprintf(hkey, sizeof hkey, "%s/%s", loc->bucket, loc->key);
+    if (hn <= 0 || (size_t)hn >= sizeof hkey)
+        return false;
+    uint64_t size = 0;
+    char etag[72];
+    if (!head_get(hkey, fnv(hkey), cfg.head_ttl_s, &size, etag) || size > S3_BLOCK)
+        return false;
+    char ident[1200];
+    int n = snprintf(ident, sizeof ident, "%s\n%s", hkey, etag);
+    if (n <= 0 || (size_t)n >= sizeof ident || hs_buf_reserve(out, (size_t)size + 1) != HS_OK)
+        return false;
+    if (size > 0 && !cache_get(ident, fnv(ident), 0, (size_t)size, out->data))
+        return false;
+    out->len = (size_t)size;
+    return true;
+}
+
 hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
 {
     hs_buf_reset(out);
@@ -1333,6 +1507,8 @@ hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
     HS_TRY(parse_uri(uri, &loc, err));
     if (!loc.key[0])
         return hs_err_set(err, HS_INVALID, "%s: names a bucket, not an object", uri);
+    if (read_all_cached(&loc, out))
+        return HS_OK;
     s3_req r = { 0 };
     r.method = "GET";
     r.bucket = loc.bucket;
@@ -1349,8 +1525,16 @@ hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
 
 hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err)
 {
+    return hs_s3_stat_mtime(uri, exists, size, NULL, err);
+}
+
+hs_status hs_s3_stat_mtime(const char *uri, bool *exists, uint64_t *size, int64_t *mtime_ms,
+                           hs_error *err)
+{
     if (exists)
         *exists = false;
+    if (mtime_ms)
+        *mtime_ms = -1;
     s3_loc loc;
     HS_TRY(parse_uri(uri, &loc, err));
     s3_req r;
@@ -1360,6 +1544,8 @@ hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *er
             *exists = true;
         if (size)
             *size = r.content_length;
+        if (mtime_ms && r.last_modified >= 0)
+            *mtime_ms = r.last_modified * 1000;
     } else if (st == HS_OK && r.status != 404) {
         st = http_error(&r, uri, err);
     }
@@ -2133,4 +2319,105 @@ void hs_s3_prefetch(const char *const *uris, size_t n)
         prefetch_main(&j);
     for (size_t i = 0; i < started; i++)
         pthread_join(th[i], NULL);
+}
+
+/* Asynchronous prefetch: detached threads open the objects (tails into the
+ * caches) while the caller goes on; an open of one of them meanwhile waits
+ * for its GET (inflight_enter) instead of repeating it.  hs_s3_reset waits
+ * for running jobs. */
+typedef struct async_job {
+    prefetch_job j;
+    char **owned;
+} async_job;
+
+static int g_async_running;
+static pthread_cond_t g_async_cv = PTHREAD_COND_INITIALIZER;
+
+typedef struct async_group {
+    async_job job;
+    _Atomic int threads_left;
+} async_group;
+
+static void *group_main(void *arg)
+{
+    async_group *g = arg;
+    prefetch_main(&g->job.j);
+    if (--g->threads_left == 0) {
+        for (size_t i = 0; i < g->job.j.n; i++)
+            hs_free(g->job.owned[i]);
+        hs_free(g->job.owned);
+        hs_free(g);
+        pthread_mutex_lock(&g_lock);
+        g_async_running--;
+        pthread_cond_broadcast(&g_async_cv);
+        pthread_mutex_unlock(&g_lock);
+    }
+    return NULL;
+}
+
+void hs_s3_prefetch_async(const char *const *uris, size_t n)
+{
+    if (n == 0 || cfg_now().cache_budget == 0)
+        return;
+    async_group *g = hs_calloc(1, sizeof *g);
+    char **owned = g ? hs_calloc(n, sizeof *owned) : NULL;
+    size_t k = 0;
+    int64_t ttl = cfg_now().head_ttl_s;
+    for (size_t i = 0; owned && i < n; i++) {
+        if (!hs_s3_is_uri(uris[i]))
+            continue;
+        s3_loc loc;
+        char hkey[1100], etag[72];
+        uint64_t size;
+        int hn;
+        if (parse_uri(uris[i], &loc, NULL) == HS_OK &&
+            (hn = snprintf(hkey, sizeof hkey, "%s/%s", loc.bucket, loc.key)) > 0 &&
+            (size_t)hn < sizeof hkey && head_get(hkey, fnv(hkey), ttl, &size, etag))
+            continue;   /* opened before: its open costs no request (a warm query) */
+        if ((owned[k] = hs_strdup(uris[i])))
+            k++;
+    }
+    if (!g || !owned || k == 0) {
+        for (size_t i = 0; owned && i < k; i++)
+            hs_free(owned[i]);
+        hs_free(owned);
+        hs_free(g);
+        return;
+    }
+    g->job.owned = owned;
+    g->job.j.uris = (const char *const *)owned;
+    g->job.j.n = k;
+    g->job.j.next = 0;
+    size_t nt = k < 8 ? k : 8;
+    g->threads_left = (int)nt;
+    pthread_mutex_lock(&g_lock);
+    g_async_running++;
+    pthread_mutex_unlock(&g_lock);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    size_t started = 0;
+    for (size_t i = 0; i < nt; i++) {
+        pthread_t th;
+        if (pthread_create(&th, &at, group_main, g) == 0)
+            started++;
+    }
+    pthread_attr_destroy(&at);
+    if (started < nt) {   /* fewer threads than counted: account for the missing ones */
+        int missing = (int)(nt - started);
+        if (started == 0) {
+            g->threads_left = 1;
+            group_main(g);   /* synchronously, frees g */
+        } else if ((g->threads_left -= missing) == 0) {
+            /* every started thread already finished: nothing left to free it */
+            for (size_t i = 0; i < k; i++)
+                hs_free(owned[i]);
+            hs_free(owned);
+            hs_free(g);
+            pthread_mutex_lock(&g_lock);
+            g_async_running--;
+            pthread_cond_broadcast(&g_async_cv);
+            pthread_mutex_unlock(&g_lock);
+        }
+    }
 }

@@ -32,6 +32,10 @@ HS_MUST_USE hs_status hs_s3_create(const char *uri, int flags, hs_wfile **out, h
 HS_MUST_USE hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err);
 /* *exists and, when it exists, *size (either may be NULL). */
 HS_MUST_USE hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
+/* hs_s3_stat plus the object's Last-Modified in ms since the epoch (-1 when
+ * the server sent none; seconds resolution). */
+HS_MUST_USE hs_status hs_s3_stat_mtime(const char *uri, bool *exists, uint64_t *size,
+                                       int64_t *mtime_ms, hs_error *err);
 /* DELETE; a missing key is not an error. */
 HS_MUST_USE hs_status hs_s3_delete(const char *uri, hs_error *err);
 /* ListObjectsV2 under uri + "/".  recursive=false: names of the objects and
@@ -45,6 +49,10 @@ HS_MUST_USE hs_status hs_s3_list(const char *uri, bool recursive, char ***names,
  * size, ETag and last 64 KiB land in the caches; errors are left for the
  * caller's own open.  For small objects read next (manifests). */
 void hs_s3_prefetch(const char *const *uris, size_t n);
+/* The same without waiting: detached threads fetch while the caller goes on;
+ * an open of one of these objects meanwhile waits for its fetch instead of
+ * sending another GET.  uris are copied. */
+void hs_s3_prefetch_async(const char *const *uris, size_t n);
 
 /* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */
 typedef struct hs_s3_stats {

@@ -209,10 +209,16 @@ hs_status tbl_fcache_get(tbl_fcache *c, const char *path, const int64_t *key, in
     size_t limit = budget(c);
     struct stat sb;
     if (hs_io_is_object_uri(path)) {
-        /* object stores: the files cached here (manifests, sidecars, index
-         * images) are written once under unique names and never replaced,
-         * so the name is the identity (no HEAD per lookup; size unknown) */
-        r->have_stat = true;
+        /* object stores: name, size and ETag, from io/s3.c's HEAD cache (no
+         * request per lookup while it trusts the entry; else the open whose
+         * tail GET the loader then reads from the byte cache), so an object
+         * replaced under its name is loaded again, as a rewritten local file is */
+        uint64_t osz = 0;
+        char ver[72] = "";
+        if ((r->have_stat = hs_io_object_identity(path, &osz, ver, NULL) == HS_OK)) {
+            r->size = (int64_t)osz;
+            r->ino = hs_xxh64(ver, strlen(ver), 0);
+        }
     } else if ((r->have_stat = stat(path, &sb) == 0)) {
         r->dev = (uint64_t)sb.st_dev;
         r->ino = (uint64_t)sb.st_ino;

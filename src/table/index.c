@@ -1366,11 +1366,6 @@ static hs_status prune_change(void *vctx, const ice_table_metadata *base, ix_reg
     return HS_OK;
 }
 
-static int64_t mtime_ms(const struct stat *s)
-{
-    return (int64_t)s->st_mtim.tv_sec * 1000 + s->st_mtim.tv_nsec / 1000000;
-}
-
 /* Deletes the files of dir (not subdirectories) not in `keep` (absolute
  * local paths) and last modified before cutoff_ms. */
 static hs_status sweep_dir(const char *dir, const hs_map *keep, int64_t cutoff_ms,
@@ -1392,17 +1387,17 @@ static hs_status sweep_dir(const char *dir, const hs_map *keep, int64_t cutoff_m
             break;
         }
         const char *path = hs_buf_cstr(&p);
-        struct stat s;
-        if (stat(path, &s) != 0 || !S_ISREG(s.st_mode))
+        if (hs_map_get(keep, path, strlen(path), NULL) || strstr(names[i], ".tmp-"))
+            continue;   /* referenced, or a file being written */
+        /* through io.h: local files and objects alike (S3: HEAD, Last-Modified) */
+        bool exists = false;
+        int64_t mtime = -1;
+        st = hs_io_stat_mtime(path, &exists, NULL, &mtime, err);
+        if (st != HS_OK || !exists || mtime < 0 || mtime > cutoff_ms)
             continue;
-        if (hs_map_get(keep, path, strlen(path), NULL) || mtime_ms(&s) > cutoff_ms)
-            continue;
-        if (strstr(names[i], ".tmp-"))
-            continue;   /* a file being written */
-        if (unlink(path) == 0)
+        st = hs_io_delete(path, err);
+        if (st == HS_OK)
             (*n_removed)++;
-        else if (errno != ENOENT)
-            st = hs_err_set(err, HS_IO, "%s: cannot remove: %s", path, strerror(errno));
     }
     hs_buf_free(&p);
     cat_strv_free(names, n);

@@ -48,6 +48,7 @@
 #include "base/mem.h"
 #include "expr/expr.h"
 #include "iceberg/puffin.h"
+#include "index/registry.h"
 #include "io/io.h"
 #include "parquet/reader.h"
 
@@ -731,6 +732,17 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     p->snap = snap;
     p->schema = schema;
     hs_status st = tbl_pred_make(filter_text, &schema->root, &p->pred, err);
+    const char *reg_rel = ice_kv_get(&meta->properties, IX_REGISTRY_PROPERTY);
+    if (st == HS_OK && reg_rel && hs_io_is_object_uri(meta->location)) {
+        /* object stores: the index registry's root (named by a table property)
+         * arrives while the manifest list and manifests are read */
+        hs_buf rp = {0};
+        if (ix_resolve_path(meta->location, reg_rel, &rp) == HS_OK) {
+            const char *u = hs_buf_cstr(&rp);
+            hs_io_prefetch_async(&u, 1);
+        }
+        hs_buf_free(&rp);
+    }
     if (st == HS_OK && snap) {
         if (!snap->manifest_list) {
             st = hs_err_set(err, HS_UNSUPPORTED, "snapshot %lld has no manifest list (format v1 "
@@ -804,6 +816,14 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     if (st != HS_OK) {
         tbl_plan_free(p);
         return st;
+    }
+    if (p->n_files > 0 && p->n_files <= 16 && hs_io_is_object_uri(p->files[0].path)) {
+        /* object stores: the data files' footers arrive while the index
+         * registry and sidecars are read (a few files: a selective query) */
+        const char *uris[16];
+        for (int i = 0; i < p->n_files; i++)
+            uris[i] = p->files[i].path;
+        hs_io_prefetch_async(uris, (size_t)p->n_files);
     }
     *out = p;
     return HS_OK;

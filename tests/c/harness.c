@@ -1,6 +1,9 @@
 #include "harness.h"
+#include "base/mem.h"
+#include "io/s3.h"
 
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 int hs_test_failures;
@@ -70,6 +73,44 @@ const char *hs_test_tmpdir(void)
         mkdir(parent, 0755);
         mkdir(path, 0755);
     }
+    return path;
+}
+
+int hs_test_on_s3(void)
+{
+    const char *v = getenv("HS_TEST_STORAGE");
+    if (!v || !*v || strcmp(v, "local") == 0)
+        return 0;
+    if (strcmp(v, "s3") != 0) {
+        fprintf(stderr, "HS_TEST_STORAGE=%s: expected local or s3\n", v);
+        exit(2);
+    }
+    return 1;
+}
+
+int64_t hs_test_live_count(void)
+{
+    hs_s3_reset();
+    return hs_mem_live_count();
+}
+
+const char *hs_test_table_root(void)
+{
+    static char path[4096];
+    if (path[0])
+        return path;
+    if (!hs_test_on_s3()) {
+        snprintf(path, sizeof path, "%s", hs_test_tmpdir());
+        return path;
+    }
+    const char *bucket = getenv("HS_TEST_S3_BUCKET");
+    if (!bucket || !*bucket) {
+        fprintf(stderr, "HS_TEST_STORAGE=s3 without a server: run the test through "
+                        "tests/s3/s3server.py run -- <test> (ctest does)\n");
+        exit(2);
+    }
+    snprintf(path, sizeof path, "s3://%s/hs-test-%d-%ld", bucket, (int)getpid(),
+             (long)time(NULL));
     return path;
 }
 

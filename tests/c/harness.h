@@ -23,6 +23,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "hyperstream/common.h"
@@ -93,5 +94,24 @@ const char *hs_test_errmsg(const hs_error *e);
 const char *hs_testdata_dir(void);
 /* A scratch directory for this test binary (created), from $HS_TMP or /tmp. */
 const char *hs_test_tmpdir(void);
+/* The test matrix switch: HS_TEST_STORAGE=s3 puts the tables of the table,
+ * index and vector tests on the S3 server that tests/s3/s3server.py started
+ * (HS_TEST_S3_BUCKET; the ctest entries of those tests run through it when
+ * the switch is set).  hs_test_on_s3() says whether it is set;
+ * hs_test_table_root() is where this binary's tables live: hs_test_tmpdir()
+ * locally, s3://<bucket>/<test>-<pid>-<time> on S3 (exits with a message when
+ * the switch is set without a server).  Tests that are local by nature (they
+ * damage files in place, mmap, permissions) SKIP_ON_S3("why"). */
+int hs_test_on_s3(void);
+/* hs_mem_live_count() after dropping the S3 layer's process-wide caches
+ * (byte, HEAD; as tests clear the footer and index caches before counting),
+ * so leak checks mean the same on both sides of the storage matrix. */
+int64_t hs_test_live_count(void);
+const char *hs_test_table_root(void);
+#define SKIP_ON_S3(why)                                                                 \
+    do {                                                                                \
+        if (hs_test_on_s3())                                                            \
+            SKIP("local storage only: " why);                                           \
+    } while (0)
 
 #endif

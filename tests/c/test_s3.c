@@ -259,6 +259,92 @@ static void test_put_get_ranges(void)
     hs_free(got);
 }
 
+/* Reads that straddle cached extents fetch only the gap; a small miss reads
+ * ahead; random small reads return the object's bytes whatever the cache
+ * holds; read_all of a small object that was opened costs no request, of one
+ * that was only ever read whole (a version hint) always one, and of one this
+ * process rewrote returns the new bytes. */
+static void test_cache_stitching_and_read_all(void)
+{
+    NEED_SERVER();
+    hs_s3_reset();
+    size_t n = 1000000;
+    uint8_t *data = hs_malloc(n), *got = hs_malloc(n);
+    REQUIRE(data && got);
+    fill(data, n, 7);
+    hs_error err = { 0 };
+    hs_wfile *w;
+    const char *u = uri_of("unit/stitch.bin");
+    CHECK_OK(hs_io_create(u, 0, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, data, n, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    hs_file *f = NULL;
+    CHECK_OK(hs_io_open(u, &f, &err), &err);   /* the last 64 KiB are cached now */
+    REQUIRE(f != NULL);
+    hs_s3_stats a, b;
+    hs_s3_get_stats(&a);
+    /* 80 KiB ending inside the cached tail: one request for the gap */
+    CHECK_OK(hs_file_read_at(f, n - 80000, 70000, got, &err), &err);
+    CHECK(memcmp(got, data + n - 80000, 70000) == 0);
+    hs_s3_get_stats(&b);
+    CHECK(b.requests == a.requests + 1);
+    /* a small miss at the start reads ahead: 200 KB further is a hit */
+    CHECK_OK(hs_file_read_at(f, 10, 100, got, &err), &err);
+    CHECK(memcmp(got, data + 10, 100) == 0);
+    hs_s3_get_stats(&a);
+    CHECK_OK(hs_file_read_at(f, 200000, 100, got, &err), &err);
+    CHECK(memcmp(got, data + 200000, 100) == 0);
+    hs_s3_get_stats(&b);
+    CHECK(b.requests == a.requests);
+    /* random small reads, all correct */
+    uint32_t x = 12345;
+    int bad = 0;
+    for (int i = 0; i < 300; i++) {
+        x = x * 1103515245u + 12345u;
+        uint64_t off = (x >> 8) % n;
+        x = x * 1103515245u + 12345u;
+        size_t len = 1 + (x >> 8) % 150000;
+        if (off + len > n)
+            len = (size_t)(n - off);
+        memset(got, 0, len);
+        if (hs_file_read_at(f, off, len, got, &err) != HS_OK || memcmp(got, data + off, len) != 0)
+            bad++;
+    }
+    CHECK(bad == 0);
+    hs_file_close(f);
+    CHECK_OK(hs_io_delete(u, &err), &err);
+
+    /* small objects */
+    const char *s1 = uri_of("unit/small.json"), *s2 = uri_of("unit/hint.text");
+    CHECK_OK(hs_io_create(s1, 0, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, data, 3000, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    CHECK_OK(hs_io_create(s2, 0, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, "7", 1, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    CHECK_OK(hs_io_open(s1, &f, &err), &err);
+    hs_file_close(f);
+    hs_buf all = { 0 };
+    hs_s3_get_stats(&a);
+    CHECK_OK(hs_io_read_all(s1, &all, &err), &err);
+    hs_s3_get_stats(&b);
+    CHECK(b.requests == a.requests && all.len == 3000 && memcmp(all.data, data, 3000) == 0);
+    CHECK_OK(hs_io_read_all(s2, &all, &err), &err);
+    CHECK_OK(hs_io_read_all(s2, &all, &err), &err);
+    hs_s3_get_stats(&a);
+    CHECK(a.requests == b.requests + 2 && all.len == 1 && all.data[0] == '7');
+    CHECK_OK(hs_io_create(s1, 0, &w, &err), &err);   /* rewritten by this process */
+    CHECK_OK(hs_wfile_write(w, data + 5000, 2000, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    CHECK_OK(hs_io_read_all(s1, &all, &err), &err);
+    CHECK(all.len == 2000 && memcmp(all.data, data + 5000, 2000) == 0);
+    hs_buf_free(&all);
+    CHECK_OK(hs_io_delete(s1, &err), &err);
+    CHECK_OK(hs_io_delete(s2, &err), &err);
+    hs_free(data);
+    hs_free(got);
+}
+
 static void test_exclusive_create(void)
 {
     NEED_SERVER();
@@ -568,6 +654,7 @@ int main(void)
     HS_RUN(test_uri_dispatch);
     HS_RUN(test_unreachable);
     HS_RUN(test_put_get_ranges);
+    HS_RUN(test_cache_stitching_and_read_all);
     HS_RUN(test_exclusive_create);
     HS_RUN(test_multipart);
     HS_RUN(test_list);

@@ -29,6 +29,7 @@
 #include "hyperstream/config.h"
 #include "hyperstream/table.h"
 #include "parquet/reader.h"
+#include "io/io.h"
 #include "table/mcache.h"
 #include "table/table_int.h"
 #include "table/vindex.h"
@@ -102,7 +103,7 @@ static hs_column *vector_column(int64_t start, int64_t n, int dim)
 
 static void test_params(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     tbl_vindex_spec s;
     hs_error err = {0};
     CHECK_OK(tbl_vindex_parse("hnsw", NULL, &s, &err), &err);
@@ -140,7 +141,7 @@ static void test_params(void)
     }
     CHECK(tbl_vindex_is_vector_kind("HNSW_TQ8") && !tbl_vindex_is_vector_kind("inverted") &&
           !tbl_vindex_is_vector_kind(NULL));
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 /* ---- builder ---- */
@@ -181,7 +182,7 @@ static uint8_t *build_image(const char *kind, const char *params, int64_t n, siz
 
 static void test_builder_roundtrip(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     hs_error err = {0};
     for (int with_nulls = 0; with_nulls < 2; with_nulls++) {
         int64_t n = with_nulls ? 300 : 3;   /* rows 0..2 have no null vector */
@@ -253,12 +254,12 @@ static void test_builder_roundtrip(void)
         tbl_vbuilder_free(b);
         hs_field_clear(&f);
     }
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 static void test_builder_errors(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     hs_field f, s;
     list_field(&f, "v");
     hs_field_init(&s, "s", HS_TYPE_STRING, true);
@@ -300,12 +301,12 @@ static void test_builder_errors(void)
     }
     hs_field_clear(&f);
     hs_field_clear(&s);
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 static void test_image_damage(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     static const char *const kinds[][2] = {{"hnsw", "{\"m\":4,\"ef_construction\":16}"},
                                            {"hnsw_pq", "{\"m\":4,\"pq_m\":4}"}};
     for (size_t k = 0; k < 2; k++) {
@@ -344,7 +345,7 @@ static void test_image_damage(void)
         hs_free_aligned(p);
         hs_free_aligned(img);
     }
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 /* Exact vectors in the sidecar (format version 2): which kinds keep them,
@@ -352,7 +353,7 @@ static void test_image_damage(void)
  * maps agree, and that "exact_vectors": false writes version 1. */
 static void test_exact_vectors_image(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     static const struct {
         const char *kind, *params;
         uint32_t version;
@@ -434,7 +435,7 @@ static void test_exact_vectors_image(void)
     }
     hs_free_aligned(p);
     hs_free_aligned(img);
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 /* ---- a table ---- */
@@ -621,13 +622,52 @@ static hs_status run_search(hs_table *t, const char *filter, const float *q, int
 static const char *tmp_path(const char *name)
 {
     static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s-%d", hs_test_tmpdir(), name, (int)getpid());
+    snprintf(buf, sizeof buf, "%s/%s-%d", hs_test_table_root(), name, (int)getpid());
     return buf;
+}
+
+/* Cuts the first HNSW sidecar under <loc>/index to 100 bytes: in place on
+ * disk, replaced by a 100-byte object on S3 (a new ETag, as a rewrite has). */
+static int truncate_one_sidecar(const char *loc)
+{
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/index", loc);
+    if (!hs_io_is_object_uri(dir)) {
+        char cmd[1200];
+        snprintf(cmd, sizeof cmd, "for f in %s/*.hnsw; do truncate -s 100 \"$f\"; break; done",
+                 dir);
+        return system(cmd);
+    }
+    char **names = NULL;
+    size_t nn = 0;
+    if (hs_io_list(dir, false, &names, &nn, NULL) != HS_OK)
+        return -1;
+    char victim[1200] = "";
+    for (size_t i = 0; i < nn; i++) {
+        size_t l = strlen(names[i]);
+        if (!victim[0] && l > 5 && strcmp(names[i] + l - 5, ".hnsw") == 0)
+            snprintf(victim, sizeof victim, "%s/%s", dir, names[i]);
+        hs_free(names[i]);
+    }
+    hs_free(names);
+    hs_buf b = {0};
+    hs_wfile *w = NULL;
+    int rc = -1;
+    if (victim[0] && hs_io_read_all(victim, &b, NULL) == HS_OK && b.len > 100 &&
+        hs_io_create(victim, 0, &w, NULL) == HS_OK) {
+        rc = hs_wfile_write(w, b.data, 100, NULL) == HS_OK ? 0 : -1;
+        if (rc == 0)
+            rc = hs_wfile_close(w, NULL) == HS_OK ? 0 : -1;
+        else
+            hs_wfile_abort(w);
+    }
+    hs_buf_free(&b);
+    return rc;
 }
 
 static void test_search_exact(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
@@ -723,10 +763,7 @@ static void test_search_exact(void)
     CHECK(hits >= total * 95 / 100);
     /* a truncated sidecar: skipped (counted, warned), that file searched
      * exactly, still min(k, matches) rows */
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "for f in %s/index/*.hnsw; do truncate -s 100 \"$f\"; "
-             "break; done", tmp_path("search-exact"));
-    CHECK(system(cmd) == 0);
+    CHECK(truncate_one_sidecar(tmp_path("search-exact")) == 0);
     int64_t idx0, ex0, sk0, idx1, ex1, sk1;
     tbl_search_counters(&idx0, &ex0, &sk0);
     CHECK_OK(run_search(t, NULL, q, DIM, 10, NULL, ids, d, &n, &err), &err);
@@ -737,7 +774,7 @@ static void test_search_exact(void)
     pq_footer_cache_clear();   /* the process-wide caches are not leaks */
     tbl_vindex_cache_clear();
     tbl_index_cache_clear();
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 /* Live rows with a vector and id >= min_id (the generator's, after
@@ -771,7 +808,7 @@ static void check_all_from(hs_table *t, const hs_scan_options *so, int64_t min_i
  * filtered searches in between. */
 static void test_plan_kept(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
@@ -811,7 +848,7 @@ static void test_plan_kept(void)
     tbl_vindex_cache_clear();
     tbl_index_cache_clear();
     tbl_mcache_clear();
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 /* A filtered search (table/search.c's tbl_fsearch) keeps its prepared files
@@ -821,7 +858,7 @@ static void test_plan_kept(void)
  * filters in between see their own rows. */
 static void test_filtered_kept(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     hs_error err = {0};
     hs_catalog *cat = NULL;
     CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
@@ -869,7 +906,7 @@ static void test_filtered_kept(void)
     tbl_vindex_cache_clear();
     tbl_index_cache_clear();
     tbl_mcache_clear();
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 static int write_file(const char *path, const void *p, size_t n)
@@ -885,12 +922,12 @@ static int write_file(const char *path, const void *p, size_t n)
  * unchanged; a rewritten file is opened (and validated) again. */
 static void test_cache(void)
 {
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     size_t len = 0;
     uint8_t *img = build_image("hnsw", "{\"m\":4,\"ef_construction\":16}", 60, &len);
     REQUIRE(img);
     char path[600];
-    snprintf(path, sizeof path, "%s-sidecar", tmp_path("cache"));
+    snprintf(path, sizeof path, "%s/cache-%d-sidecar", hs_test_tmpdir(), (int)getpid());
     REQUIRE(write_file(path, img, len) == 0);
     hs_error err = {0};
     const tbl_vindex *a = NULL, *b = NULL, *c = NULL;
@@ -934,7 +971,7 @@ static void test_cache(void)
     unlink(path);
     hs_free_aligned(img);
     tbl_vindex_cache_clear();
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
 }
 
 /* An allocation hook that counts the allocations of the library. */
@@ -1022,13 +1059,13 @@ static void test_vindex_oom(void)
         int64_t total = g_allocs;
         hs_set_alloc_hook(NULL);
         CHECK_OK(st, &err);
-        int64_t live = hs_mem_live_count(), failures = 0;
+        int64_t live = hs_test_live_count(), failures = 0;
         for (int64_t nth = 1; nth <= total; nth++) {
             hs_err_clear(&err);
             hs_mem_fail_after(nth);
             st = vindex_cycle(kind, &err);
             hs_mem_fail_after(0);
-            CHECK(hs_mem_live_count() == live);
+            CHECK(hs_test_live_count() == live);
             if (st != HS_OK) {
                 failures++;
                 CHECK(err.msg[0] != 0);
@@ -1070,7 +1107,7 @@ static void test_search_oom(void)
     hs_alloc_hook hook = {count_malloc, count_realloc, count_free, NULL};
     int n = 0;
     clear_caches(t);
-    int64_t live = hs_mem_live_count();
+    int64_t live = hs_test_live_count();
     hs_set_alloc_hook(&hook);
     g_allocs = 0;
     CHECK_OK(run_search(t, "id < 500", q, DIM, 5, "l2", ids, d, &n, &err), &err);
@@ -1078,7 +1115,7 @@ static void test_search_oom(void)
     hs_set_alloc_hook(NULL);
     CHECK(n == want && total > 50);
     clear_caches(t);
-    CHECK(hs_mem_live_count() == live);
+    CHECK(hs_test_live_count() == live);
     /* fail each one (every step-th when there are many) */
     int64_t step = total / 1500 + 1, failures = 0;
     for (int64_t nth = 1; nth <= total; nth += step) {
@@ -1087,7 +1124,7 @@ static void test_search_oom(void)
         hs_status st = run_search(t, "id < 500", q, DIM, 5, "l2", ids, d, &n, &err);
         hs_mem_fail_after(0);
         clear_caches(t);
-        CHECK(hs_mem_live_count() == live);
+        CHECK(hs_test_live_count() == live);
         if (st == HS_OK) {
             /* the failure was absorbed (a fallback): still the right answer */
             CHECK(n == want && memcmp(ids, wid, (size_t)want * sizeof *ids) == 0);

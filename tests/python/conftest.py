@@ -442,3 +442,180 @@ def assert_tables_equal(got, want, what=""):
     for name in want.column_names:
         d = arrays_equal(got.column(name), want.column(name))
         assert not d, f"{what}: column {name}: {d}"
+
+
+# ---- the storage matrix switch (HS_TEST_STORAGE=local|s3) ----
+#
+# HS_TEST_STORAGE=s3 puts the tables of the table, index, vector and Python
+# table tests on an S3 server (tests/s3/s3server.py: moto, or SeaweedFS with
+# HS_S3_SERVER=seaweedfs) that this session starts once and stops at its end.
+# Tests take `table_dir` instead of `tmp_path` for where their tables live:
+# tmp_path locally, an s3://<bucket>/<test>/ prefix (os.PathLike, so
+# hdb.Table(table_dir / "t") works) on S3.  pyiceberg's StaticTable.from_metadata
+# (the oracle) gets the server's endpoint and keys for s3:// locations
+# (pyarrow's own S3 client takes them from the AWS_* environment).  Tests that
+# are local by nature (they edit files in place, mmap, permissions, kill -9 of a
+# local WAL) call local_only("why") or use tmp_path, which stays local.
+
+STORAGE = os.environ.get("HS_TEST_STORAGE", "local")
+if STORAGE not in ("local", "s3"):
+    raise RuntimeError(f"HS_TEST_STORAGE={STORAGE}: expected local or s3")
+ON_S3 = STORAGE == "s3"
+_S3_SERVER = None
+
+
+def storage_server():
+    """The session's S3 server (started at the first call; stopped at exit).
+    Its AWS_* variables go into os.environ before the library's first S3
+    request (the library reads them once per process)."""
+    global _S3_SERVER
+    if _S3_SERVER is None:
+        import atexit
+        sys.path.insert(0, str(REPO / "tests" / "s3"))
+        from s3server import S3Server
+        server = S3Server()
+        try:
+            server.start()
+        except RuntimeError as e:
+            server.stop()
+            require(False, f"S3 server {server.kind} did not start: {e}")
+        atexit.register(server.stop)
+        os.environ.update(server.env)
+        _S3_SERVER = server
+    return _S3_SERVER
+
+
+def s3_fileio_properties(server):
+    """pyiceberg FileIO properties for the test server."""
+    return {"s3.endpoint": server.endpoint, "s3.access-key-id": server.access_key,
+            "s3.secret-access-key": server.secret_key, "s3.region": "us-east-1"}
+
+
+class S3Path(os.PathLike):
+    """An s3:// prefix that joins like a pathlib.Path (`p / "t"`)."""
+
+    def __init__(self, uri):
+        self.uri = uri.rstrip("/")
+
+    def __truediv__(self, name):
+        return S3Path(f"{self.uri}/{name}")
+
+    def __fspath__(self):
+        return self.uri
+
+    def __str__(self):
+        return self.uri
+
+    def __repr__(self):
+        return f"S3Path({self.uri!r})"
+
+    @property
+    def name(self):
+        return self.uri.rsplit("/", 1)[-1]
+
+    # the few pathlib.Path reads and writes the tests make, through pyarrow's
+    # own S3 client (an oracle independent of ours; it takes the AWS_* variables)
+    def _fs(self):
+        import pyarrow.fs as pafs
+        fs, key = pafs.FileSystem.from_uri(self.uri)
+        return fs, key
+
+    def read_bytes(self):
+        fs, key = self._fs()
+        with fs.open_input_stream(key) as f:
+            return f.read()
+
+    def read_text(self):
+        return self.read_bytes().decode()
+
+    def write_bytes(self, data):
+        fs, key = self._fs()
+        with fs.open_output_stream(key) as f:
+            f.write(data)
+
+    def write_text(self, text):
+        self.write_bytes(text.encode())
+
+    def unlink(self):
+        fs, key = self._fs()
+        fs.delete_file(key)
+
+    def exists(self):
+        import pyarrow.fs as pafs
+        fs, key = self._fs()
+        if fs.get_file_info(key).type != pafs.FileType.NotFound:
+            return True
+        return bool(fs.get_file_info(pafs.FileSelector(key, allow_not_found=True)))
+
+    def glob(self, pattern):
+        import fnmatch
+        import pyarrow.fs as pafs
+        fs, key = self._fs()
+        for info in fs.get_file_info(pafs.FileSelector(key, allow_not_found=True)):
+            if fnmatch.fnmatch(info.base_name, pattern):
+                yield self / info.base_name
+
+
+def as_path(location):
+    """pathlib.Path of a local path or file:// URI; S3Path of an s3:// URI."""
+    s = os.fspath(location)
+    if s.startswith(("s3://", "s3a://")):
+        return S3Path("s3://" + s.split("://", 1)[1])
+    if s.startswith("file://"):
+        s = s[len("file://"):]
+    elif s.startswith("file:"):
+        s = s[len("file:"):]
+    return pathlib.Path(s)
+
+
+def local_only(why):
+    """Skips the calling test when the storage matrix is on S3 (never a
+    failure: these tests are local by nature and run in the local matrix)."""
+    if ON_S3:
+        pytest.skip(f"local storage only: {why}")
+
+
+_TABLE_DIRS = [0]
+
+
+@pytest.fixture
+def table_dir(request, tmp_path):
+    """Where the test's tables live: tmp_path, or a fresh s3:// prefix on the
+    session's S3 server with HS_TEST_STORAGE=s3."""
+    if not ON_S3:
+        return tmp_path
+    server = storage_server()
+    _TABLE_DIRS[0] += 1
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in request.node.name)[:80]
+    return S3Path(server.uri(f"py-{os.getpid()}/{_TABLE_DIRS[0]}-{safe}"))
+
+
+if ON_S3:
+    try:
+        from pyiceberg.table import StaticTable as _StaticTable
+
+        _orig_from_metadata = _StaticTable.from_metadata.__func__
+
+        def _from_metadata(cls, metadata_location, properties=None):
+            props = dict(properties or {})
+            if str(metadata_location).startswith(("s3://", "s3a://")):
+                props = {**s3_fileio_properties(storage_server()), **props}
+            return _orig_from_metadata(cls, metadata_location, props)
+
+        _StaticTable.from_metadata = classmethod(_from_metadata)
+    except ImportError:
+        pass
+
+
+class _S3DirFactory:
+    """tmp_path_factory's mktemp for s3:// prefixes."""
+
+    def mktemp(self, name):
+        _TABLE_DIRS[0] += 1
+        return S3Path(storage_server().uri(f"py-{os.getpid()}/{_TABLE_DIRS[0]}-{name}"))
+
+
+@pytest.fixture(scope="session")
+def table_dir_factory(tmp_path_factory):
+    """tmp_path_factory, or its s3:// counterpart with HS_TEST_STORAGE=s3."""
+    return _S3DirFactory() if ON_S3 else tmp_path_factory

@@ -201,13 +201,13 @@ def test_add_index_to_pyiceberg_table(hs, tmp_path):
     hs.close_catalog(cat)
 
 
-def test_pyiceberg_static_reads_indexed_path_table(hs, tmp_path):
+def test_pyiceberg_static_reads_indexed_path_table(hs, table_dir):
     """A path table we index stays readable by pyiceberg's StaticTable, and
     index-pruned scans equal pyiceberg's scans of the same metadata."""
     from pyiceberg.table import StaticTable
 
     rng = np.random.default_rng(3)
-    cat = hs.path_catalog(tmp_path)
+    cat = hs.path_catalog(table_dir)
     t = hs.create(cat, "p", ARROW, spec="bucket(4, code)")
     for i in range(4):
         hs.append(t, batch(rng, i * 2500, 2500))

@@ -41,12 +41,12 @@ def brute(vectors, q, k, metric="l2", mask=None):
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
+def data(table_dir_factory):
     vecs = RNG.standard_normal((ROWS, DIM)).astype(np.float32)
     cats = np.array(["science", "art", "news"])[RNG.integers(0, 3, ROWS)]
     df = pd.DataFrame({"id": np.arange(ROWS), "category": cats,
                        "embedding": list(vecs)})
-    path = tmp_path_factory.mktemp("search") / "t"
+    path = table_dir_factory.mktemp("search") / "t"
     t = hdb.Table(path)
     per = ROWS // FILES
     for i in range(FILES):
@@ -97,9 +97,9 @@ def test_hybrid_and_fluent_and_k_larger_than_matches(data):
 @pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8", "hnsw_tq4",
                                   {"type": "hnsw_pq", "complexity": 16, "quality": 100,
                                    "compression": 8}])
-def test_hnsw_recall_vs_brute_force(data, tmp_path, kind):
+def test_hnsw_recall_vs_brute_force(data, table_dir, kind):
     path, df, vecs = data
-    t = hdb.Table(tmp_path / "copy")
+    t = hdb.Table(table_dir / "copy")
     t.write_pandas(df)
     t.commit()
     calls = []
@@ -169,8 +169,8 @@ def test_rerank_option(data, tmp_path, kind):
                                   "rerank": 10001})
 
 
-def test_readme_style_index_then_write(tmp_path):
-    t = hdb.Table(tmp_path / "r")
+def test_readme_style_index_then_write(table_dir):
+    t = hdb.Table(table_dir / "r")
     t.write_pandas(pd.DataFrame({"id": [1, 2, 3],
                                  "embedding": [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]}))
     t.commit()
@@ -182,9 +182,9 @@ def test_readme_style_index_then_write(tmp_path):
     assert t.indexes()[0]["files_indexed"] == t.indexes()[0]["files_live"] == 2
 
 
-def test_scalar_index_keeps_results_and_is_used(data, tmp_path):
+def test_scalar_index_keeps_results_and_is_used(data, table_dir):
     path, df, vecs = data
-    t = hdb.Table(tmp_path / "s")
+    t = hdb.Table(table_dir / "s")
     for i in range(FILES):
         t.write_pandas(df.iloc[i * 1000:(i + 1) * 1000])
         t.commit()
@@ -202,12 +202,12 @@ def test_scalar_index_keeps_results_and_is_used(data, tmp_path):
 
 
 @pytest.mark.parametrize("kind", [None, "hnsw_tq8"])
-def test_batch_query_through_the_package(data, tmp_path, kind):
+def test_batch_query_through_the_package(data, table_dir, kind):
     """A 2-D query is a batch: one call, a query_index column, per query the
     rows of the single query; exact against numpy (no index, or full ef)."""
     path, df, vecs = data
     if kind:
-        t = hdb.Table(tmp_path / "b")
+        t = hdb.Table(table_dir / "b")
         for i in range(FILES):
             t.write_pandas(df.iloc[i * 1000:(i + 1) * 1000])
             t.commit()
@@ -248,12 +248,12 @@ def test_batch_query_through_the_package(data, tmp_path, kind):
 
 
 @pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8", "hnsw_pq"])
-def test_index_answers_after_deletes_and_in_the_past(data, tmp_path, kind):
+def test_index_answers_after_deletes_and_in_the_past(data, table_dir, kind):
     """Sidecars cover immutable data files: after a delete the deleted rows
     never come back, and the snapshot before it still returns them; at full
     ef every answer is numpy's ORDER BY distance, vectors included."""
     path, df, vecs = data
-    t = hdb.Table(tmp_path / "d")
+    t = hdb.Table(table_dir / "d")
     t.write_pandas(df)
     t.commit()
     t.add_index("embedding", kind, progress=False)
@@ -276,13 +276,13 @@ def test_index_answers_after_deletes_and_in_the_past(data, tmp_path, kind):
                                       vecs[want])
 
 
-def test_search_follows_commits_of_the_same_table(data, tmp_path):
+def test_search_follows_commits_of_the_same_table(data, table_dir):
     """The table handle keeps the plan of an unfiltered search between calls
     (table/search.c): searches before and after a delete, an append and
     another handle's commit (after refresh) each give numpy's answer for
     the table as it is then."""
     path, df, vecs = data
-    t = hdb.Table(tmp_path / "c")
+    t = hdb.Table(table_dir / "c")
     t.write_pandas(df.iloc[:2000])
     t.commit()
     q = RNG.standard_normal(DIM).astype(np.float32)
@@ -299,7 +299,7 @@ def test_search_follows_commits_of_the_same_table(data, tmp_path):
     t.commit()
     live[2000:] = True
     check_exact(t.to_pandas(vector_filter=vf), vecs, q, 15, mask=live)
-    other = hdb.Table(tmp_path / "c")
+    other = hdb.Table(table_dir / "c")
     near = brute(vecs, q, 3, mask=live)[0]
     other.delete("id IN (" + ", ".join(str(i) for i in near) + ")")
     before = live.copy()

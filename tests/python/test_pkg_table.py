@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import require_module  # noqa: E402
+from conftest import local_only, require_module  # noqa: E402
 
 import hyperstreamdb as hdb
 
@@ -74,8 +74,8 @@ def pyiceberg_arrow(t: hdb.Table, snapshot_id=None) -> pa.Table:
 
 
 @pytest.fixture
-def table(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def table(table_dir):
+    t = hdb.Table(table_dir / "t")
     df = make_df()
     t.write_pandas(df)
     t.commit()
@@ -83,8 +83,8 @@ def table(tmp_path):
     t.close()
 
 
-def test_write_is_buffered_until_commit(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_write_is_buffered_until_commit(table_dir):
+    t = hdb.Table(table_dir / "t")
     assert not t.exists
     df1, df2 = make_df(100), make_df(50, start=100, seed=1)
     t.write_pandas(df1)
@@ -116,6 +116,7 @@ def test_read_matches_source_and_pyiceberg(table):
 
 
 def test_file_uri_and_relative_path(tmp_path, monkeypatch):
+    local_only("file:// URIs and relative paths name local files")
     t = hdb.Table("file://" + str(tmp_path / "u"))
     t.write_arrow(pa.table({"id": [1, 2, 3]}))
     t.commit()
@@ -166,8 +167,8 @@ def test_columns_projection(table):
     assert sorted(got["category"].to_pylist()) == sorted(df[df["id"] < 5]["category"])
 
 
-def test_time_travel_snapshot_as_of_and_tags(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_time_travel_snapshot_as_of_and_tags(table_dir):
+    t = hdb.Table(table_dir / "t")
     dfs = [make_df(100, start=100 * i, seed=i) for i in range(3)]
     snaps, times = [], []
     for d in dfs:
@@ -191,8 +192,8 @@ def test_time_travel_snapshot_as_of_and_tags(tmp_path):
         t.to_arrow(snapshot_id=snaps[0], as_of=times[0])
 
 
-def test_snapshots_and_history_vs_pyiceberg(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_snapshots_and_history_vs_pyiceberg(table_dir):
+    t = hdb.Table(table_dir / "t")
     for i in range(3):
         t.write_pandas(make_df(10, start=10 * i, seed=i))
         t.commit()
@@ -216,8 +217,8 @@ def test_snapshots_and_history_vs_pyiceberg(tmp_path):
     assert t.snapshot().snapshot_id == t.current_snapshot_id
 
 
-def test_rollback_to_snapshot(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_rollback_to_snapshot(table_dir):
+    t = hdb.Table(table_dir / "t")
     d1, d2 = make_df(100), make_df(100, start=100, seed=1)
     t.write_pandas(d1)
     s1 = t.commit()
@@ -233,7 +234,7 @@ def test_rollback_to_snapshot(tmp_path):
     assert reopened.current_snapshot_id == s1
 
 
-def test_pyiceberg_reads_python_written_types(tmp_path):
+def test_pyiceberg_reads_python_written_types(table_dir):
     src = pa.table({
         "id": pa.array([1, 2, 3], pa.int64()),
         "i32": pa.array([1, None, -3], pa.int32()),
@@ -250,7 +251,7 @@ def test_pyiceberg_reads_python_written_types(tmp_path):
         "st": pa.array([{"a": 1, "b": "x"}, None, {"a": None, "b": "z"}],
                        pa.struct([("a", pa.int64()), ("b", pa.string())])),
     })
-    t = hdb.Table(tmp_path / "types")
+    t = hdb.Table(table_dir / "types")
     t.write_arrow(src)
     t.commit()
     ours = sort_by_id(t.to_arrow())
@@ -261,7 +262,7 @@ def test_pyiceberg_reads_python_written_types(tmp_path):
         assert theirs.column(name).to_pylist() == want, name
 
 
-def test_write_arrow_inputs(tmp_path):
+def test_write_arrow_inputs(table_dir):
     base = pa.table({"id": pa.array([0, 1], pa.int64()), "x": pa.array([0.5, 1.5])})
 
     class OnlyStream:          # e.g. a polars DataFrame / DuckDB relation
@@ -278,7 +279,7 @@ def test_write_arrow_inputs(tmp_path):
         def __arrow_c_array__(self, requested_schema=None):
             return self.b.__arrow_c_array__(requested_schema)
 
-    t = hdb.Table(tmp_path / "t")
+    t = hdb.Table(table_dir / "t")
     inputs = [
         base,
         base.to_batches()[0],
@@ -299,8 +300,8 @@ def test_write_arrow_inputs(tmp_path):
     assert sorted(got["x"].to_pylist()) == sorted([0.5, 1.5] * len(inputs))
 
 
-def test_write_pandas_uses_table_types_and_vectors(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_write_pandas_uses_table_types_and_vectors(table_dir):
+    t = hdb.Table(table_dir / "t")
     df = pd.DataFrame({"id": [1, 2, 3], "embedding": [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]]})
     t.write_pandas(df)
     t.commit()
@@ -374,8 +375,8 @@ def test_schema_evolution_vs_pyiceberg(table):
         t.drop_column("no_such_column")
 
 
-def test_update_spec_and_sort_order_vs_pyiceberg(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_update_spec_and_sort_order_vs_pyiceberg(table_dir):
+    t = hdb.Table(table_dir / "t")
     t.write_pandas(make_df(200))
     t.commit()
     t.update_spec(["bucket(4, id)", "identity(category)"])
@@ -392,7 +393,7 @@ def test_update_spec_and_sort_order_vs_pyiceberg(tmp_path):
     files = [f for f in t.files() if f["spec_id"] == spec.spec_id]
     assert files and all(len(f["partition"]) == 2 for f in files)
     for f in files:   # the new files are sorted by score DESC (nulls last), id
-        path = f["file_path"].replace("file://", "")
+        path = f["file_path"].replace("file://", "")   # s3:// through pyarrow's own S3 client
         col = pq.read_table(path, columns=["score"])["score"].to_pylist()
         vals = [v for v in col if v is not None]
         assert vals == sorted(vals, reverse=True)
@@ -402,8 +403,8 @@ def test_update_spec_and_sort_order_vs_pyiceberg(tmp_path):
     assert StaticTable.from_metadata(t.metadata_location).sort_order().is_unsorted
 
 
-def test_properties_and_upgrade(tmp_path):
-    t = hdb.Table(tmp_path / "t", properties={"owner": "me"})
+def test_properties_and_upgrade(table_dir):
+    t = hdb.Table(table_dir / "t", properties={"owner": "me"})
     t.write_arrow(pa.table({"id": [1, 2]}))
     t.commit()
     assert t.properties["owner"] == "me"
@@ -442,23 +443,23 @@ def test_delete_and_overwrite(table):
         (want[want["id"] < 50000]["category"] == "science").sum())
 
 
-def test_explicit_create_open_and_autocommit(tmp_path):
+def test_explicit_create_open_and_autocommit(table_dir):
     schema = pa.schema([("id", pa.int64()), ("day", pa.date32()), ("v", pa.float64())])
-    t = hdb.Table.create(tmp_path / "c", schema, partition_by="day(day)",
+    t = hdb.Table.create(table_dir / "c", schema, partition_by="day(day)",
                          sort_order=["id"], properties={"k": "v"}, autocommit=True)
     assert t.current_snapshot_id is None and t.to_arrow().num_rows == 0
     assert t.to_arrow().schema.names == ["id", "day", "v"]
     t.write_arrow(pa.table({"id": [2, 1], "day": [dt.date(2024, 1, 2), dt.date(2024, 1, 1)],
                             "v": [0.5, 1.5]}, schema=schema))
     assert t.pending_rows == 0 and t.to_arrow().num_rows == 2   # autocommit
-    o = hdb.Table.open(tmp_path / "c")
+    o = hdb.Table.open(table_dir / "c")
     assert o.to_arrow().num_rows == 2 and o.properties["k"] == "v"
     st = StaticTable.from_metadata(o.metadata_location)
     assert str(st.spec().fields[0].transform) == "day"
     with pytest.raises(hdb.CommitConflictError):
-        hdb.Table.create(tmp_path / "c", schema)
+        hdb.Table.create(table_dir / "c", schema)
     with pytest.raises(FileNotFoundError):
-        hdb.Table.open(tmp_path / "absent")
+        hdb.Table.open(table_dir / "absent")
 
 
 def test_threads_share_a_table(table):
@@ -491,8 +492,8 @@ def test_threads_share_a_table(table):
     assert t.to_arrow().num_rows == N + 3
 
 
-def test_uncommitted_rows_warn_and_discard(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_uncommitted_rows_warn_and_discard(table_dir):
+    t = hdb.Table(table_dir / "t")
     t.write_arrow(pa.table({"id": [1]}))
     assert t.discard() == 1 and t.pending_rows == 0
     t.write_arrow(pa.table({"id": [1]}))
@@ -529,12 +530,12 @@ def test_type_stubs_cover_the_api():
             assert f"def {name}(" in text or f"{name} =" in text, name
 
 
-def test_overwrite_partitions_refresh_and_small_methods(tmp_path):
+def test_overwrite_partitions_refresh_and_small_methods(table_dir):
     df = make_df(300)
-    t = hdb.Table(tmp_path / "p", partition_by="category")
+    t = hdb.Table(table_dir / "p", partition_by="category")
     t.write(df)                                   # write() dispatches to write_pandas
     s1 = t.commit()
-    other = hdb.Table(tmp_path / "p")             # a second handle on the same table
+    other = hdb.Table(table_dir / "p")             # a second handle on the same table
     new_art = make_df(5, start=9000, seed=5).assign(category="art")
     t.overwrite_partitions(new_art)
     want = pd.concat([df[df["category"] != "art"], new_art])
@@ -556,9 +557,9 @@ def test_overwrite_partitions_refresh_and_small_methods(tmp_path):
     assert t.indexes() == [] and t.remove_orphan_indexes(older_than=dt.timedelta(0)) >= 0
 
 
-def test_make_optional_on_a_required_column(tmp_path):
+def test_make_optional_on_a_required_column(table_dir):
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.float64())])
-    t = hdb.Table.create(tmp_path / "r", schema)
+    t = hdb.Table.create(table_dir / "r", schema)
     st = StaticTable.from_metadata(t.metadata_location)
     assert st.schema().find_field("id").required
     t.make_optional("id")

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
-from conftest import require, require_module  # noqa: E402
+from conftest import ON_S3, require, require_module, storage_server  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -44,6 +44,9 @@ LONG = os.environ.get("HS_LONG_TESTS") == "1"
 
 @pytest.fixture(scope="module")
 def s3():
+    if ON_S3:   # the storage matrix's server: the library talks to one server per process
+        yield storage_server()
+        return
     server = S3Server()
     try:
         server.start()

@@ -25,7 +25,7 @@ import warnings
 
 import pyarrow as pa
 import pytest
-from conftest import require, require_module  # noqa: E402
+from conftest import as_path, require, require_module  # noqa: E402
 
 pyiceberg = require_module("pyiceberg")
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
@@ -275,7 +275,7 @@ def test_all_types_roundtrip_static_and_sql(hs, tmp_path):
     ("hour(ts)", "ts > '2020-03-01T00:00:00'"),
     ("bucket(4, name), month(d)", "name = 'n5' OR d > '2021-01-01'"),
 ])
-def test_partition_transforms(hs, tmp_path, spec, flt):
+def test_partition_transforms(hs, table_dir, spec, flt):
     n = 120
     data = pa.table({
         "id": pa.array(range(n), pa.int64()),
@@ -285,7 +285,7 @@ def test_partition_transforms(hs, tmp_path, spec, flt):
         "ts": pa.array([dt.datetime(2020, 1, 1) + dt.timedelta(hours=i * 83) for i in range(n)],
                        pa.timestamp("us")),
     })
-    cat = hs.path_catalog(tmp_path)
+    cat = hs.path_catalog(table_dir)
     t = hs.create(cat, "p", data.schema, spec=spec, sort="id DESC")
     hs.append(t, data)
     st = StaticTable.from_metadata(hs.metadata_location(t))
@@ -299,8 +299,8 @@ def test_partition_transforms(hs, tmp_path, spec, flt):
 
 
 @pytest.mark.parametrize("fv", [2, 3])
-def test_evolution_and_deletes(hs, tmp_path, fv):
-    cat = hs.path_catalog(tmp_path)
+def test_evolution_and_deletes(hs, table_dir, fv):
+    cat = hs.path_catalog(table_dir)
     data = pa.table({"id": pa.array(range(60), pa.int64()),
                      "name": [f"n{i}" for i in range(60)],
                      "v": pa.array([i * 0.5 for i in range(60)], pa.float32()),
@@ -336,8 +336,8 @@ def test_evolution_and_deletes(hs, tmp_path, fv):
     hs.lib.hs_catalog_close(cat)
 
 
-def test_row_lineage_v3(hs, tmp_path):
-    cat = hs.path_catalog(tmp_path)
+def test_row_lineage_v3(hs, table_dir):
+    cat = hs.path_catalog(table_dir)
     data = pa.table({"id": pa.array(range(10), pa.int64())})
     t = hs.create(cat, "l", data.schema, fv=3)
     hs.append(t, data.slice(0, 4))
@@ -347,7 +347,7 @@ def test_row_lineage_v3(hs, tmp_path):
     got = sorted(zip(r.column("id").to_pylist(), r.column("_row_id").to_pylist(),
                      r.column("_last_updated_sequence_number").to_pylist()))
     assert got == [(i, i, 1 if i < 4 else 2) for i in range(10)]
-    meta = json.load(open(hs.metadata_location(t)))
+    meta = json.loads(as_path(hs.metadata_location(t)).read_text())
     assert meta["next-row-id"] == 10
     assert py_static(hs, t).num_rows == 10
     hs.lib.hs_table_close(t)

@@ -76,6 +76,10 @@ class _Handler(socketserver.StreamRequestHandler):
                     return
                 method, target, headers, body = req
                 fault = proxy.pick()
+                if proxy.trace is not None:
+                    rng = next((v for k, v in headers if k.lower() == "range"), "")
+                    with proxy.lock:
+                        proxy.trace.append((time.perf_counter(), method, target, rng))
                 if proxy.delay_s:
                     time.sleep(proxy.delay_s)
                 if fault == "drop_before":
@@ -158,6 +162,7 @@ class FaultProxy:
         self.requests = 0
         self.bytes_out = 0   # response body bytes sent to the client
         self.faults = {k: 0 for k in self.kinds}
+        self.trace = None    # a list: (time, method, target, Range) of each request
         self.server = None
         self.thread = None
 
@@ -166,6 +171,8 @@ class FaultProxy:
             self.requests = 0
             self.bytes_out = 0
             self.faults = {k: 0 for k in self.kinds}
+            if self.trace is not None:
+                self.trace = []
 
     def pick(self):
         with self.lock:

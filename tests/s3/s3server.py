@@ -18,6 +18,9 @@ or around a command (what ctest does for tests/c/test_s3.c)::
     python tests/s3/s3server.py run [--fault-rate 0.1] -- ./build/test_s3
 
 which exports the same variables plus HS_TEST_S3_ENDPOINT and HS_TEST_S3_BUCKET.
+``matrix`` instead of ``run`` starts the server only when HS_TEST_STORAGE=s3 (the
+test matrix switch: the table, index and vector tests then keep their tables on
+it), else runs the command as is.
 """
 import argparse
 import json
@@ -241,13 +244,17 @@ class S3Server:
 
 def main(argv):
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["run"])
+    ap.add_argument("mode", choices=["run", "matrix"],
+                    help="run: start the server around the command; matrix: only when "
+                         "HS_TEST_STORAGE=s3 (the test matrix switch), else run it as is")
     ap.add_argument("--kind", default=None)
     ap.add_argument("--fault-rate", type=float, default=0.0,
                     help="put tests/s3/faultproxy.py in front, failing this share of requests")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args(argv)
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    if a.mode == "matrix" and os.environ.get("HS_TEST_STORAGE", "local") != "s3":
+        return subprocess.call(cmd)
     with S3Server(a.kind) as s3:
         env = dict(os.environ, **s3.env)
         proxy = None

@@ -30,9 +30,10 @@ def read(location, rel):
     """{"format-version", "declared", "entries", "root", "segments"} of the
     registry version `rel` (relative to the table location, or absolute):
     root is its file, segments the files of its segments (format 2)."""
-    loc = pathlib.Path(str(location).removeprefix("file://"))
-    rel = str(rel).removeprefix("file://")
-    root_path = pathlib.Path(rel) if rel.startswith("/") else loc / rel
+    from conftest import as_path   # local paths, file:// and s3:// URIs
+    loc = as_path(location)
+    rel = str(rel)
+    root_path = as_path(rel) if rel.startswith(("/", "file:", "s3://", "s3a://")) else loc / rel
     root = json.loads(root_path.read_text())
     out = {"format-version": root["format-version"], "declared": root.get("declared", []),
            "root": str(root_path), "segments": []}
