@@ -82,6 +82,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -2290,10 +2291,15 @@ typedef struct prefetch_job {
     _Atomic size_t next;
 } prefetch_job;
 
+/* Set at process exit (async_atexit): prefetch threads stop taking objects. */
+static atomic_int g_prefetch_stop;
+
 static void *prefetch_main(void *arg)
 {
     prefetch_job *j = arg;
     for (;;) {
+        if (atomic_load(&g_prefetch_stop))
+            break;
         size_t i = j->next++;
         if (i >= j->n)
             break;
@@ -2355,10 +2361,32 @@ static void *group_main(void *arg)
     return NULL;
 }
 
+/* At exit, detached prefetch threads must not outlive the process's
+ * teardown (OpenSSL's and libc's exit handlers free what their requests
+ * use: a thread still in a GET crashed the CLI at exit).  Registered after
+ * curl's initialisation, so it runs before OpenSSL's own handler: stop
+ * taking objects, wait (up to 5 s) for the requests in flight. */
+static void async_atexit(void)
+{
+    atomic_store(&g_prefetch_stop, 1);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    pthread_mutex_lock(&g_lock);
+    while (g_async_running > 0)
+        if (pthread_cond_timedwait(&g_async_cv, &g_lock, &until) != 0)
+            break;
+    pthread_mutex_unlock(&g_lock);
+}
+
+static pthread_once_t g_async_atexit_once = PTHREAD_ONCE_INIT;
+static void async_atexit_register(void) { atexit(async_atexit); }
+
 void hs_s3_prefetch_async(const char *const *uris, size_t n)
 {
-    if (n == 0 || cfg_now().cache_budget == 0)
+    if (n == 0 || cfg_now().cache_budget == 0 || atomic_load(&g_prefetch_stop))
         return;
+    pthread_once(&g_async_atexit_once, async_atexit_register);
     async_group *g = hs_calloc(1, sizeof *g);
     char **owned = g ? hs_calloc(n, sizeof *owned) : NULL;
     size_t k = 0;

@@ -33,7 +33,6 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests/s3"))
 from faultproxy import FaultProxy  # noqa: E402
-from s3server import S3Server  # noqa: E402
 
 require_module("moto")
 pyiceberg_table = require_module("pyiceberg.table")
@@ -44,23 +43,9 @@ LONG = os.environ.get("HS_LONG_TESTS") == "1"
 
 @pytest.fixture(scope="module")
 def s3():
-    if ON_S3:   # the storage matrix's server: the library talks to one server per process
-        yield storage_server()
-        return
-    server = S3Server()
-    try:
-        server.start()
-    except RuntimeError as e:
-        require(False, f"S3 server {server.kind} did not start: {e}")
-    saved = {k: os.environ.get(k) for k in server.env}
-    os.environ.update(server.env)   # the library reads them at its first S3 request
-    yield server
-    server.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    # the session's one S3 server (conftest.storage_server, also the storage
+    # matrix's): the library reads the endpoint once per process
+    yield storage_server()
 
 
 def arrow_fs(s3):

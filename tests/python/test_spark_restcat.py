@@ -44,7 +44,7 @@ import time
 
 import pyarrow as pa
 import pytest
-from conftest import _build_dir, require, require_module  # noqa: E402
+from conftest import _build_dir, require, require_module, storage_server  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -138,21 +138,10 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def s3():
+    # the session's one S3 server (conftest.storage_server): our library reads
+    # the endpoint once per process, so every module must talk to the same one
     require_module("moto")
-    server = S3Server()
-    try:
-        server.start()
-    except RuntimeError as e:
-        require(False, f"S3 server {server.kind} did not start: {e}")
-    saved = {k: os.environ.get(k) for k in server.env}
-    os.environ.update(server.env)   # our library reads them at its first S3 request
-    yield server
-    server.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    yield storage_server()
 
 
 _catalogs = {}

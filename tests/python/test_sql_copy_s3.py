@@ -6,20 +6,12 @@ Oracles: pyarrow's own S3 client writes the objects COPY FROM reads and
 reads the objects COPY TO writes; DuckDB evaluates the exported query over
 the same rows; the table's rows after COPY FROM equal the source rows.
 """
-import os
-import pathlib
-import sys
-
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
-from conftest import require, require_module  # noqa: E402
-
-HERE = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "tests/s3"))
-from s3server import S3Server  # noqa: E402
+from conftest import require_module, storage_server  # noqa: E402
 
 require_module("moto")
 duckdb = require_module("duckdb")
@@ -28,20 +20,8 @@ import hyperstreamdb as hdb  # noqa: E402
 
 @pytest.fixture(scope="module")
 def s3():
-    server = S3Server()
-    try:
-        server.start()
-    except RuntimeError as e:
-        require(False, f"S3 server {server.kind} did not start: {e}")
-    saved = {k: os.environ.get(k) for k in server.env}
-    os.environ.update(server.env)
-    yield server
-    server.stop()
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
+    # the session's one S3 server: the library reads the endpoint once per process
+    yield storage_server()
 
 
 def _fs(s3):
