@@ -2348,7 +2348,7 @@ static void *group_main(void *arg)
 {
     async_group *g = arg;
     prefetch_main(&g->job.j);
-    if (--g->threads_left == 0) {
+    if (atomic_fetch_sub(&g->threads_left, 1) == 1) {
         for (size_t i = 0; i < g->job.j.n; i++)
             hs_free(g->job.owned[i]);
         hs_free(g->job.owned);
@@ -2436,7 +2436,7 @@ void hs_s3_prefetch_async(const char *const *uris, size_t n)
         if (started == 0) {
             g->threads_left = 1;
             group_main(g);   /* synchronously, frees g */
-        } else if ((g->threads_left -= missing) == 0) {
+        } else if (atomic_fetch_sub(&g->threads_left, missing) == missing) {
             /* every started thread already finished: nothing left to free it */
             for (size_t i = 0; i < k; i++)
                 hs_free(owned[i]);
