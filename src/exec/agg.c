@@ -1362,14 +1362,7 @@ static hs_status consume_limited(agg_op *s, const hs_batch *b, hs_error *err)
         hs_batch *part = NULL;
         const hs_batch *src = b;
         if (n < b->n_rows) {
-            int64_t *idx = hs_malloc((size_t)n * sizeof *idx);
-            if (!idx)
-                return hs_err_nomem(err, 0);
-            for (int64_t i = 0; i < n; i++)
-                idx[i] = at + i;
-            hs_status st = xo_batch_take(&b->schema, b, idx, n, &part, err);
-            hs_free(idx);
-            HS_TRY(st);
+            HS_TRY(xo_batch_rows(b, at, n, &part, err));
             src = part;
         }
         if (!s->spilling && agg_should_spill(s, src))

@@ -41,6 +41,10 @@ void xo_schema_renumber(hs_field *schema);
 HS_MUST_USE hs_status xo_batch_wrap(const hs_field *schema, int n_cols, hs_column **cols,
                                     int64_t n_rows, hs_batch **out, hs_error *err);
 /* A batch of rows idx[0..n) of b (idx -1 = a null row), with schema. */
+/* A new batch of rows [at, at + n) of b (memory-limited consumers cut big
+ * input batches into pieces). */
+HS_MUST_USE hs_status xo_batch_rows(const hs_batch *b, int64_t at, int64_t n, hs_batch **out,
+                                    hs_error *err);
 HS_MUST_USE hs_status xo_batch_take(const hs_field *schema, const hs_batch *b, const int64_t *idx,
                                     int64_t n, hs_batch **out, hs_error *err);
 /* Replaces b's schema by a copy of schema (same column types). */

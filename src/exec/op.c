@@ -366,3 +366,15 @@ hs_status xo_explain(const xo_op *op, bool analyze, hs_buf *out, hs_error *err)
 {
     return explain_rec(op, analyze, 0, out, err);
 }
+
+hs_status xo_batch_rows(const hs_batch *b, int64_t at, int64_t n, hs_batch **out, hs_error *err)
+{
+    int64_t *idx = hs_malloc((size_t)(n ? n : 1) * sizeof *idx);
+    if (!idx)
+        return hs_err_nomem(err, (size_t)n * sizeof *idx);
+    for (int64_t i = 0; i < n; i++)
+        idx[i] = at + i;
+    hs_status st = xo_batch_take(&b->schema, b, idx, n, out, err);
+    hs_free(idx);
+    return st;
+}
