@@ -183,6 +183,20 @@ static hs_status d_list(dctx *d, uint8_t want, const char *what, uint32_t *n)
             return nested_s_;                             \
     } while (0)
 
+/* Decodes a list<struct> field into a fresh arena array `arr` of `count`
+ * elements, each with struct decoder `decoder` one level deeper. */
+#define STRUCT_LIST(what, arr, count, decoder)                    \
+    do {                                                          \
+        uint32_t sl_n_;                                           \
+        HS_TRY(d_list(d, PQ_T_STRUCT, (what), &sl_n_));           \
+        (arr) = d_calloc(d, sl_n_, sizeof *(arr));                \
+        if (sl_n_ && !(arr))                                      \
+            return HS_NOMEM;                                      \
+        for (uint32_t sl_i_ = 0; sl_i_ < sl_n_; sl_i_++)          \
+            NESTED(decoder(d, &(arr)[sl_i_]));                    \
+        (count) = (int32_t)sl_n_;                                 \
+    } while (0)
+
 static hs_status d_i32_enum(dctx *d, int32_t *v) { return pq_tr_i32(&d->r, v); }
 
 /* --- Statistics --- */
@@ -502,15 +516,7 @@ static hs_status d_kv(dctx *d, pq_kv *kv)
 
 static hs_status d_kv_list(dctx *d, int32_t *n_out, pq_kv **out)
 {
-    uint32_t n, i;
-    HS_TRY(d_list(d, PQ_T_STRUCT, "key_value_metadata", &n));
-    pq_kv *a = d_calloc(d, n, sizeof *a);
-    if (n && !a)
-        return HS_NOMEM;
-    for (i = 0; i < n; i++)
-        NESTED(d_kv(d, &a[i]));
-    *n_out = (int32_t)n;
-    *out = a;
+    STRUCT_LIST("key_value_metadata", *out, *n_out, d_kv);
     return HS_OK;
 }
 
@@ -591,13 +597,7 @@ static hs_status d_column_meta(dctx *d, pq_column_meta *m)
         break;
     case 13:
         EXPECT(PQ_T_LIST);
-        HS_TRY(d_list(d, PQ_T_STRUCT, "encoding_stats", &n));
-        m->encoding_stats = d_calloc(d, n, sizeof *m->encoding_stats);
-        if (n && !m->encoding_stats)
-            return HS_NOMEM;
-        for (i = 0; i < n; i++)
-            NESTED(d_encoding_stats(d, &m->encoding_stats[i]));
-        m->n_encoding_stats = (int32_t)n;
+        STRUCT_LIST("encoding_stats", m->encoding_stats, m->n_encoding_stats, d_encoding_stats);
         break;
     case 14:
         EXPECT(PQ_T_I64);
@@ -708,31 +708,18 @@ static hs_status d_sorting_column(dctx *d, pq_sorting_column *s)
 static hs_status d_row_group(dctx *d, pq_row_group *g)
 {
     bool s1 = false, s2 = false, s3 = false;
-    uint32_t n, i;
     memset(g, 0, sizeof *g);
     FIELD_LOOP_BEGIN
     case 1:
         EXPECT(PQ_T_LIST);
-        HS_TRY(d_list(d, PQ_T_STRUCT, "columns", &n));
-        g->columns = d_calloc(d, n, sizeof *g->columns);
-        if (n && !g->columns)
-            return HS_NOMEM;
-        for (i = 0; i < n; i++)
-            NESTED(d_column_chunk(d, &g->columns[i]));
-        g->n_columns = (int32_t)n;
+        STRUCT_LIST("columns", g->columns, g->n_columns, d_column_chunk);
         s1 = true;
         break;
     case 2: EXPECT(PQ_T_I64); HS_TRY(pq_tr_i64(&d->r, &g->total_byte_size)); s2 = true; break;
     case 3: EXPECT(PQ_T_I64); HS_TRY(pq_tr_i64(&d->r, &g->num_rows)); s3 = true; break;
     case 4:
         EXPECT(PQ_T_LIST);
-        HS_TRY(d_list(d, PQ_T_STRUCT, "sorting_columns", &n));
-        g->sorting_columns = d_calloc(d, n, sizeof *g->sorting_columns);
-        if (n && !g->sorting_columns)
-            return HS_NOMEM;
-        for (i = 0; i < n; i++)
-            NESTED(d_sorting_column(d, &g->sorting_columns[i]));
-        g->n_sorting_columns = (int32_t)n;
+        STRUCT_LIST("sorting_columns", g->sorting_columns, g->n_sorting_columns, d_sorting_column);
         break;
     case 5:
         EXPECT(PQ_T_I64);
@@ -767,25 +754,13 @@ static hs_status d_file_meta(dctx *d, pq_file_meta *m)
     case 1: EXPECT(PQ_T_I32); HS_TRY(pq_tr_i32(&d->r, &m->version)); s1 = true; break;
     case 2:
         EXPECT(PQ_T_LIST);
-        HS_TRY(d_list(d, PQ_T_STRUCT, "schema", &n));
-        m->schema = d_calloc(d, n, sizeof *m->schema);
-        if (n && !m->schema)
-            return HS_NOMEM;
-        for (i = 0; i < n; i++)
-            NESTED(d_schema_element(d, &m->schema[i]));
-        m->n_schema = (int32_t)n;
+        STRUCT_LIST("schema", m->schema, m->n_schema, d_schema_element);
         s2 = true;
         break;
     case 3: EXPECT(PQ_T_I64); HS_TRY(pq_tr_i64(&d->r, &m->num_rows)); s3 = true; break;
     case 4:
         EXPECT(PQ_T_LIST);
-        HS_TRY(d_list(d, PQ_T_STRUCT, "row_groups", &n));
-        m->row_groups = d_calloc(d, n, sizeof *m->row_groups);
-        if (n && !m->row_groups)
-            return HS_NOMEM;
-        for (i = 0; i < n; i++)
-            NESTED(d_row_group(d, &m->row_groups[i]));
-        m->n_row_groups = (int32_t)n;
+        STRUCT_LIST("row_groups", m->row_groups, m->n_row_groups, d_row_group);
         s4 = true;
         break;
     case 5: EXPECT(PQ_T_LIST); NESTED(d_kv_list(d, &m->n_kv, &m->kv)); break;
@@ -926,18 +901,11 @@ static hs_status d_page_location(dctx *d, pq_page_location *l)
 static hs_status d_offset_index(dctx *d, pq_offset_index *oi)
 {
     bool s1 = false;
-    uint32_t n, i;
     memset(oi, 0, sizeof *oi);
     FIELD_LOOP_BEGIN
     case 1:
         EXPECT(PQ_T_LIST);
-        HS_TRY(d_list(d, PQ_T_STRUCT, "page_locations", &n));
-        oi->pages = d_calloc(d, n, sizeof *oi->pages);
-        if (n && !oi->pages)
-            return HS_NOMEM;
-        for (i = 0; i < n; i++)
-            NESTED(d_page_location(d, &oi->pages[i]));
-        oi->n_pages = (int32_t)n;
+        STRUCT_LIST("page_locations", oi->pages, oi->n_pages, d_page_location);
         s1 = true;
         break;
     FIELD_LOOP_END
