@@ -1768,7 +1768,9 @@ done:
     return ret;
 }
 
-static PyObject *Table_rollback(TableObject *self, PyObject *args, PyObject *kw)
+/* Table.rollback / Table.cherrypick: one snapshot id in, nothing out. */
+static PyObject *snapshot_op(TableObject *self, PyObject *args, PyObject *kw,
+                             hs_status (*op)(hs_table *, int64_t, hs_error *))
 {
     static char *kwlist[] = {"snapshot_id", NULL};
     long long id;
@@ -1778,10 +1780,15 @@ static PyObject *Table_rollback(TableObject *self, PyObject *args, PyObject *kw)
         return NULL;
     hs_error err = {0};
     hs_status st;
-    LOCKED(self, st = hs_table_rollback_to_snapshot(self->t, id, &err));
+    LOCKED(self, st = op(self->t, id, &err));
     if (st != HS_OK)
         return raise_status(st, &err);
     Py_RETURN_NONE;
+}
+
+static PyObject *Table_rollback(TableObject *self, PyObject *args, PyObject *kw)
+{
+    return snapshot_op(self, args, kw, hs_table_rollback_to_snapshot);
 }
 
 static PyObject *Table_create_tag(TableObject *self, PyObject *args, PyObject *kw)
@@ -2163,18 +2170,7 @@ static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *Table_cherrypick(TableObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"snapshot_id", NULL};
-    long long id;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "L", kwlist, &id))
-        return NULL;
-    if (check_open(self) < 0)
-        return NULL;
-    hs_error err = {0};
-    hs_status st;
-    LOCKED(self, st = hs_table_cherrypick_snapshot(self->t, id, &err));
-    if (st != HS_OK)
-        return raise_status(st, &err);
-    Py_RETURN_NONE;
+    return snapshot_op(self, args, kw, hs_table_cherrypick_snapshot);
 }
 
 
