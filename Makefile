@@ -45,6 +45,7 @@ test-asan: build-asan
 test-python: build
 	@scripts/java-harness.sh
 	@scripts/spark-harness.sh
+	@scripts/duckdb-harness.sh
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps .
 	@HS_BUILD=$(BUILD) $(PY) -m pytest -q tests/python
 

@@ -1494,8 +1494,14 @@ static hs_status read_manifest_file(rd *r, int version, const hs_avro_schema *s,
     const hs_avro_value *pv = fld(s, v, 507, &ps);
     mf->n_partitions = -1;
     if (pv) {
-        if (pv->kind != HS_AVRO_ARRAY || ps->kind != HS_AVRO_ARRAY || !ps->items ||
-            ps->items->kind != HS_AVRO_RECORD || pv->u.arr.n > INT32_MAX)
+        /* The spec's element is a required field_summary record; DuckDB
+         * writes it optional (items: ["null", record]).  Either is read; a
+         * null element, or one without contains_null, leaves the list
+         * unknown (n_partitions -1: no pruning by summaries), never wrong. */
+        const hs_avro_schema *items = ps->kind == HS_AVRO_ARRAY ? ps->items : NULL;
+        bool items_union = items && items->kind == HS_AVRO_UNION;
+        if (pv->kind != HS_AVRO_ARRAY || !items ||
+            (items->kind != HS_AVRO_RECORD && !items_union) || pv->u.arr.n > INT32_MAX)
             return HS_CORRUPT_AT(r->err, "%s: manifest %s partitions is not a list of summaries",
                                  r->name, mf->manifest_path);
         int n = (int)pv->u.arr.n;
@@ -1505,20 +1511,35 @@ static hs_status read_manifest_file(rd *r, int version, const hs_avro_schema *s,
         mf->n_partitions = n;
         for (int i = 0; i < n; i++) {
             const hs_avro_value *e = &pv->u.arr.items[i];
+            const hs_avro_schema *es = items;
+            if (items_union) {
+                if (e->kind == HS_AVRO_NULL) {
+                    mf->n_partitions = -1;
+                    break;
+                }
+                if (e->branch < 0 || e->branch >= items->n)
+                    return HS_CORRUPT_AT(r->err, "%s: partition summary has a bad union branch",
+                                         r->name);
+                es = items->branches[e->branch];
+            }
             ice_field_summary *fs = &mf->partitions[i];
-            if (e->kind != HS_AVRO_RECORD)
+            if (e->kind != HS_AVRO_RECORD || es->kind != HS_AVRO_RECORD)
                 return HS_CORRUPT_AT(r->err, "%s: partition summary is not a record", r->name);
-            const hs_avro_value *cn = fld(ps->items, e, 509, NULL);
+            const hs_avro_value *cn = fld(es, e, 509, NULL);
+            if (!cn && items_union) {
+                mf->n_partitions = -1;
+                break;
+            }
             if (!cn || cn->kind != HS_AVRO_BOOLEAN)
                 return HS_CORRUPT_AT(r->err, "%s: partition summary lacks contains_null", r->name);
             fs->contains_null = cn->u.b;
-            const hs_avro_value *nan = fld(ps->items, e, 518, NULL);
+            const hs_avro_value *nan = fld(es, e, 518, NULL);
             if (nan && nan->kind == HS_AVRO_BOOLEAN) {
                 fs->has_contains_nan = true;
                 fs->contains_nan = nan->u.b;
             }
-            HS_TRY(get_bytes(r, ps->items, e, 510, "lower_bound", &fs->lower, &fs->lower_len));
-            HS_TRY(get_bytes(r, ps->items, e, 511, "upper_bound", &fs->upper, &fs->upper_len));
+            HS_TRY(get_bytes(r, es, e, 510, "lower_bound", &fs->lower, &fs->lower_len));
+            HS_TRY(get_bytes(r, es, e, 511, "upper_bound", &fs->upper, &fs->upper_len));
         }
     }
     HS_TRY(get_bytes(r, s, v, 519, "key_metadata", &mf->key_metadata, &mf->key_metadata_len));

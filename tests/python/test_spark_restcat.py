@@ -37,7 +37,6 @@ import datetime as dt
 import decimal
 import os
 import pathlib
-import signal
 import subprocess
 import sys
 import time
@@ -50,6 +49,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "tests/s3"))
 from s3server import S3Server  # noqa: E402
+from helpers.restserver import RestServer as _RestServer  # noqa: E402
 
 CLI = _build_dir() / "hyperstream"
 TOKEN = "spark-t0ken"
@@ -74,36 +74,12 @@ def _harness():
     return jars
 
 
-class RestServer:
-    """`hyperstream serve --rest` on a free port, with a bearer token."""
+class RestServer(_RestServer):
+    """`hyperstream serve --rest` on a free port, with the Spark tests' token."""
 
     def __init__(self, tmp: pathlib.Path, warehouse: str, env=None, extra=()):
         require(CLI.exists(), f"{CLI} not built")
-        tmp.mkdir(parents=True, exist_ok=True)
-        self.db = tmp / "rest.db"
-        port_file = tmp / "port"
-        self.log = open(tmp / "server.log", "wb")
-        self.proc = subprocess.Popen(
-            [str(CLI), "serve", "--rest", "--catalog", str(self.db), "--warehouse", warehouse,
-             "--port", "0", "--port-file", str(port_file), *extra],
-            env=dict(os.environ, **(env or {}), HYPERSTREAM_REST_TOKEN=TOKEN),
-            stderr=self.log)
-        for _ in range(400):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {(tmp / 'server.log').read_text()}")
-            time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{port_file.read_text().strip()}"
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            assert self.proc.wait(timeout=30) == 0
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.log.close()
+        super().__init__(CLI, tmp, warehouse, TOKEN, env=env, extra=extra)
 
 
 @pytest.fixture(scope="module")
