@@ -2,7 +2,9 @@
 (`hyperstream serve --rest`, bearer token): DuckDB 1.4 with its Iceberg
 extension (from PyPI, scripts/duckdb-harness.sh, in a virtual environment of
 its own, helpers/duckdb_iceberg.py), ATTACHed to the server as any user would
-(docs/catalogs.md, "DuckDB").
+(docs/catalogs.md, "DuckDB"), with the warehouse on local disk and on the
+tests' S3 server (DuckDB then reads and writes the objects with its own S3
+client, httpfs).
 
 * DuckDB reads an indexed table we wrote, with our position deletes, and a
   partitioned one: its rows are ours (and pyarrow's reading of our files is
@@ -18,10 +20,12 @@ Under CI=true a missing DuckDB/extension fails instead of skipping.
 """
 import json
 import subprocess
+from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow as pa
-from conftest import REPO, _build_dir, require, require_module  # noqa: E402
+import pytest
+from conftest import REPO, _build_dir, require, require_module, storage_server  # noqa: E402
 from helpers.restserver import RestServer
 
 hdb = require_module("hyperstreamdb")
@@ -43,9 +47,12 @@ def _harness():
     return EXT_FILE.read_text().strip()
 
 
-def _duck(ext, server, statements=(), queries=None):
+def _duck(ext, server, statements=(), queries=None, s3=None):
     job = {"endpoint": server.url, "token": TOKEN, "statements": list(statements),
            "queries": queries or {}}
+    if s3 is not None:
+        job["s3"] = {"key": s3.env["AWS_ACCESS_KEY_ID"], "secret": s3.env["AWS_SECRET_ACCESS_KEY"],
+                     "endpoint": urlparse(s3.endpoint).netloc}
     r = subprocess.run([str(DUCK_PY), str(RUNNER), ext], input=json.dumps(job),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -81,10 +88,18 @@ def _values(tbl):
     return ", ".join(out)
 
 
-def test_duckdb_reads_and_writes_our_indexed_table(tmp_path):
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_duckdb_reads_and_writes_our_indexed_table(tmp_path, where):
     ext = _harness()
     require(CLI.exists(), f"{CLI} not built")
-    server = RestServer(CLI, tmp_path / "srv", str(tmp_path / "wh"), TOKEN)
+    s3 = None
+    if where == "s3":
+        require_module("moto")
+        s3 = storage_server()
+        server = RestServer(CLI, tmp_path / "srv", s3.uri("wh-duck"), TOKEN, env=s3.env)
+    else:
+        server = RestServer(CLI, tmp_path / "srv", str(tmp_path / "wh"), TOKEN)
+    duck = (lambda *a, **k: _duck(*a, s3=s3, **k))
     rng = np.random.default_rng(11)
     try:
         cat = hdb.Catalog(server.url, token=TOKEN)
@@ -101,7 +116,7 @@ def test_duckdb_reads_and_writes_our_indexed_table(tmp_path):
         p.commit()
 
         # 1. DuckDB reads what we wrote
-        r = _duck(ext, server, queries={
+        r = duck(ext, server, queries={
             "t": "SELECT id, cat, x, emb FROM cat.db.t ORDER BY id",
             "p": "SELECT id, cat, x, emb FROM cat.db.p WHERE cat = 'c2' ORDER BY id",
         })
@@ -111,7 +126,7 @@ def test_duckdb_reads_and_writes_our_indexed_table(tmp_path):
 
         # 2. DuckDB writes to our indexed table: one commit per statement
         new = _data(rng, list(range(5000, 5300)))
-        r = _duck(ext, server, statements=[
+        r = duck(ext, server, statements=[
             f"INSERT INTO cat.db.t VALUES {_values(new)}",
             "DELETE FROM cat.db.t WHERE id % 7 = 0 AND id < 1000",
             "UPDATE cat.db.t SET cat = 'upd' WHERE id BETWEEN 100 AND 130",
@@ -156,7 +171,7 @@ def test_duckdb_reads_and_writes_our_indexed_table(tmp_path):
         t2.write(_data(rng, list(range(9000, 9010))))
         t2.commit()
         assert t2.delete("id = 5001") == 1
-        r = _duck(ext, server, queries={"agg": "SELECT count(*), sum(id) FROM cat.db.t"})
+        r = duck(ext, server, queries={"agg": "SELECT count(*), sum(id) FROM cat.db.t"})
         final = t2.to_arrow()
         assert r["agg"] == [[final.num_rows, sum(final.column("id").to_pylist())]]
     finally:

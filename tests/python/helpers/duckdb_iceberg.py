@@ -5,7 +5,8 @@ the one of .venv).  Used by tests/python/test_duckdb_restcat.py:
 
     build-duckdb/venv/bin/python helpers/duckdb_iceberg.py EXT_DIR < job.json
 
-job: {"endpoint", "token", "statements": [sql...], "queries": {name: sql}};
+job: {"endpoint", "token", "statements": [sql...], "queries": {name: sql},
+      "s3": {"key", "secret", "endpoint": "host:port"} for an S3 warehouse};
 prints {"queries": {name: [[value...]...]}} as JSON (lists stay lists; other
 non-JSON values as their str())."""
 import json
@@ -21,6 +22,11 @@ def main():
                                "autoload_known_extensions": False})
     for e in ("avro", "httpfs", "iceberg"):
         c.execute(f"LOAD '{os.path.join(ext_dir, e + '.duckdb_extension')}'")
+    if job.get("s3"):
+        s3 = job["s3"]
+        c.execute(f"CREATE SECRET s3_store (TYPE s3, KEY_ID {_lit(s3['key'])}, "
+                  f"SECRET {_lit(s3['secret'])}, REGION 'us-east-1', "
+                  f"ENDPOINT {_lit(s3['endpoint'])}, URL_STYLE 'path', USE_SSL false)")
     c.execute("CREATE SECRET rest_token (TYPE iceberg, TOKEN ?)".replace("?", _lit(job["token"])))
     c.execute(f"ATTACH 'warehouse' AS cat (TYPE iceberg, ENDPOINT {_lit(job['endpoint'])}, "
               "SECRET rest_token)")
