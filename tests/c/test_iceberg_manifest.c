@@ -582,11 +582,49 @@ static void test_metrics_from_footer(void)
     ice_schema_clear(&schema);
 }
 
+/* A manifest list DuckDB 1.4's Iceberg extension wrote (tests/fuzz/seeds-fuzz_manifest/
+ * duckdb-manifest-list.avro, from test_duckdb_restcat): every field nullable, and the
+ * partition summaries a list of optional records (items ["null", record]); summaries are
+ * empty lists for two manifests and null for four.  Read, with the summaries as written
+ * (empty: n_partitions 0; null: -1). */
+static void test_manifest_list_duckdb(void)
+{
+    const char *slash = strrchr(__FILE__, '/');
+    char path[1024];
+    snprintf(path, sizeof path, "%.*s/../fuzz/seeds-fuzz_manifest/duckdb-manifest-list.avro",
+             slash ? (int)(slash - __FILE__) : 1, slash ? __FILE__ : ".");
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "  %s missing (tests/c compiled from elsewhere?)\n", path);
+        CHECK(f != NULL);
+        return;
+    }
+    uint8_t buf[8192];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    hs_error err = {0};
+    ice_manifest_list *l = NULL;
+    CHECK_OK(ice_manifest_list_read_mem("duckdb.avro", buf, n, &l, &err), &err);
+    REQUIRE(l && l->n_files == 6);
+    int empty = 0, unknown = 0;
+    for (int i = 0; i < l->n_files; i++) {
+        const ice_manifest_file *m = &l->files[i];
+        CHECK(strstr(m->manifest_path, "-m0.avro") != NULL);
+        CHECK(m->manifest_length > 0);
+        empty += m->n_partitions == 0;
+        unknown += m->n_partitions == -1;
+    }
+    CHECK(empty == 2 && unknown == 4);
+    CHECK(l->files[0].content == 1 && l->files[1].content == 0);
+    ice_manifest_list_free(l);
+}
+
 int main(void)
 {
     HS_RUN(test_metrics_from_footer);
     HS_RUN(test_manifest_roundtrip);
     HS_RUN(test_manifest_list);
+    HS_RUN(test_manifest_list_duckdb);
     HS_RUN(test_manifest_corrupt_and_faults);
     HS_RUN(test_unpartitioned_deletes_v3);
     return hs_test_summary();
