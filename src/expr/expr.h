@@ -121,6 +121,11 @@ HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
                                    const ex_scope *scope, bool filter, ex_expr **out,
                                    hs_error *err);
 
+/* The metadata key that tags a field holding one of pgvector's types (value
+ * "vector", "halfvec", "sparsevec" or "bit"): result fields of pgvector
+ * expressions carry it. */
+#define EX_PV_META "pgvector.type"
+
 /* The result type of a bound expression (borrowed from e). */
 const hs_field *ex_type(const ex_expr *e);
 /* True when the filter is the constant TRUE. */

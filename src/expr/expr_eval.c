@@ -2510,7 +2510,7 @@ hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error
  * sparsevec, bit) so that they read back as the same type.
  */
 
-#define PV_META "pgvector.type"
+#define PV_META EX_PV_META
 
 int ex_pv_type(ex_t t)
 {

@@ -793,8 +793,34 @@ static json_t *type_json(const hs_field *f)
     case HS_TYPE_FIXED_BINARY: nm = f->ext == HS_EXT_UUID ? "uuid" : "bytea"; break;
     default: nm = "text"; break;
     }
+    /* pgvector's types (tagged by the expression layer) and one-dimensional
+     * arrays of scalars */
+    const char *pv = hs_field_get_meta(f, EX_PV_META);
+    bool array = false;
+    char abuf[32];
+    if (pv) {
+        /* bit(n)'s length is not in the field: varbit casts without padding
+         * or truncating */
+        nm = strcmp(pv, "bit") == 0 ? "varbit" : pv;
+    } else if (f->type == HS_TYPE_LIST && f->n_children == 1) {
+        hs_field e = f->children[0];
+        e.n_meta = 0;
+        json_t *et = e.type == HS_TYPE_LIST || e.type == HS_TYPE_STRUCT ? NULL : type_json(&e);
+        json_t *names = et ? json_object_get(et, "names") : NULL;
+        json_t *last = names ? json_array_get(names, json_array_size(names) - 1) : NULL;
+        const char *en = last ? json_string_value(json_object_get(json_object_get(last, "String"),
+                                                                  "sval")) : NULL;
+        if (en && strlen(en) < sizeof abuf) {
+            snprintf(abuf, sizeof abuf, "%s", en);
+            nm = abuf;
+            array = true;
+        }
+        json_decref(et);
+    }
     json_t *tn = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", nm, "typemod", -1,
                            "location", -1);
+    if (tn && array)
+        json_object_set_new(tn, "arrayBounds", json_pack("[{s:{s:i}}]", "Integer", "ival", -1));
     if (tn && prec > 0)
         json_object_set_new(tn, "typmods",
                             json_pack("[{s:{s:{s:i},s:i}},{s:{s:{s:i},s:i}}]", "A_Const", "ival",

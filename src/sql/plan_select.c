@@ -1381,6 +1381,18 @@ static int no_column(void *ctx, const char *const *names, int n)
     return -1;
 }
 
+/* Drops f's children and metadata (a VALUES column unified to a scalar type). */
+static void values_plain(hs_field *f)
+{
+    hs_field g;
+    hs_field_init(&g, f->name, f->type, f->nullable);
+    g.precision = f->precision;
+    g.scale = f->scale;
+    g.unit = f->unit;
+    hs_field_clear(f);
+    *f = g;
+}
+
 static hs_status plan_values(planner *p, const json_t *sel, rel *out)
 {
     json_t *rows = pl_jget(sel, "valuesLists");
@@ -1396,6 +1408,8 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
     if (st == HS_OK)
         one->n_rows = 1;
     ex_scope es = {.schema = &empty, .column = no_column};
+    for (size_t c = 0; types && c < nc; c++)
+        types[c].type = HS_TYPE_NA;
     /* types: unify over rows */
     for (size_t r = 0; r < nr && st == HS_OK; r++) {
         json_t *items = pl_jget(pl_jget(json_array_get(rows, r), "List"), "items");
@@ -1411,22 +1425,29 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
                 break;
             const hs_field *t = ex_type(e);
             json_t *cn = json_array_get(items, c), *cb;
-            bool null_lit = pl_is_kind(cn, "A_Const", &cb) && json_is_true(pl_jget(cb, "isnull"));
-            if (r == 0 || types[c].type == HS_TYPE_NA) {
-                types[c] = *t;
-                if (null_lit)
-                    types[c].type = HS_TYPE_NA;
-            } else if (!null_lit) {
-                hs_field u;
-                pl_unify_type(&types[c], t, &u);
-                types[c] = u;
+            /* NULL and quoted literals have no type of their own (PostgreSQL's
+             * "unknown"): they take the column's type; all unknown is text */
+            bool unknown = pl_is_kind(cn, "A_Const", &cb) &&
+                           (json_is_true(pl_jget(cb, "isnull")) || pl_jget(cb, "sval"));
+            if (!unknown) {
+                /* types[c] is a deep copy: nested types (pgvector's vector is a
+                 * list<float32> tagged pgvector.type; arrays; structs) keep
+                 * their children and tags */
+                hs_field u, copy;
+                bool first = types[c].type == HS_TYPE_NA;
+                if (first)
+                    u = *t;
+                else
+                    pl_unify_type(&types[c], t, &u);
+                bool changed = !first && u.type != types[c].type;
+                st = hs_field_copy(&u, &copy) == HS_OK ? HS_OK : pl_nomem(p);
+                if (st == HS_OK) {
+                    if (changed)  /* to a wider number or to text: no children, no tags */
+                        values_plain(&copy);
+                    hs_field_clear(&types[c]);
+                    types[c] = copy;
+                }
             }
-            types[c].name = NULL;
-            types[c].children = NULL;
-            types[c].n_children = 0;
-            types[c].tz = NULL;
-            types[c].n_meta = 0;
-            types[c].meta_keys = types[c].meta_values = NULL;
             ex_free(e);
         }
     }
@@ -1440,12 +1461,14 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
         char nm[32];
         snprintf(nm, sizeof nm, "column%zu", c + 1);
         hs_field f;
-        hs_field_init(&f, nm, types[c].type, true);
-        f.precision = types[c].precision;
-        f.scale = types[c].scale;
-        f.unit = types[c].unit;
-        f.field_id = (int32_t)c + 1;
-        st = hs_field_add_child(&schema, &f);
+        st = hs_field_copy(&types[c], &f);
+        if (st == HS_OK) {
+            hs_free(f.name);
+            f.name = hs_strdup(nm);
+            f.nullable = true;
+            f.field_id = (int32_t)c + 1;
+            st = f.name ? hs_field_add_child(&schema, &f) : HS_NOMEM;
+        }
         if (st != HS_OK) {
             hs_field_clear(&f);
             st = pl_nomem(p);
@@ -1486,6 +1509,8 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
         hs_col_free(cols[c]);
     hs_free(cols);
     hs_free(ex);
+    for (size_t c = 0; types && c < nc; c++)
+        hs_field_clear(&types[c]);
     hs_free(types);
     hs_batch_free(one);
     hs_field_clear(&schema);
