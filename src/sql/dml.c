@@ -2737,6 +2737,12 @@ static dml_state *state_of(sq_session *s, hs_error *err)
     return s->dml;
 }
 
+bool sq_txn_open(const sq_session *s)
+{
+    const dml_state *d = s->dml;
+    return d && d->open;
+}
+
 void sq_dml_session_free(sq_session *s)
 {
     dml_state *d = s->dml;

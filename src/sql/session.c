@@ -9,6 +9,8 @@
  *       SelectStmt                  sq_exec_query (plan.c)
  *       ExplainStmt                 sq_exec_explain (plan.c)
  *       IndexStmt, DropStmt(index)  sq_exec_index (plan.c)
+ *       Create[TableAs]Stmt, AlterTableStmt, RenameStmt, DropStmt(table),
+ *       Create/DropStmt(schema)     sq_exec_ddl (ddl.c)
  *       VariableSetStmt / Show      settings (here)
  *       Insert/Update/Delete/Merge/Copy/TransactionStmt
  *                                   sq_exec_dml (dml.c)
@@ -920,6 +922,8 @@ static hs_status dispatch(sq_session *s, json_t *stmt, const char *text, hs_resu
         return exec_show(s, b, text, out, err);
     if (!strcmp(k, "IndexStmt"))
         return sq_exec_index(s, k, b, text, out, err);
+    if (sq_is_ddl(k, b))
+        return sq_exec_ddl(s, k, b, text, out, err);
     if (!strcmp(k, "DropStmt")) {
         const char *rt = json_string_value(json_object_get(b, "removeType"));
         if (rt && !strcmp(rt, "OBJECT_INDEX"))
@@ -949,7 +953,7 @@ static const char *skip_ws(const char *p)
 
 /* Cuts FOR SYSTEM_VERSION AS OF <id> / FOR SYSTEM_TIME AS OF [TIMESTAMP]
  * '<ts>' out of sql (replaced by spaces, so positions stay), recording them
- * in s->tt.  *out is the text to parse (caller frees). */
+ * in s->tt, and rewrites PARTITIONED BY (in place, same length).  *out is the text to parse (caller frees). */
 static hs_status cut_time_travel(sq_session *s, const char *sql, char **out, hs_error *err)
 {
     s->n_tt = 0;
@@ -977,6 +981,18 @@ static hs_status cut_time_travel(sq_session *s, const char *sql, char **out, hs_
         }
         const char *e;
         bool boundary = p == t || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        /* Spark's CREATE TABLE ... PARTITIONED BY (...): PostgreSQL's
+         * PARTITION BY <strategy> (...), same length (ddl.c ignores the
+         * strategy) */
+        if (boundary && word_at(p, "partitioned", &e)) {
+            const char *q = skip_ws(e), *r;
+            if (q > e && word_at(q, "by", &r) && *skip_ws(r) == '(' && r - p >= 14) {
+                memset(p, ' ', (size_t)(r - p));
+                memcpy(p, "PARTITION BY h", 14);
+                p = (char *)r;
+                continue;
+            }
+        }
         if (boundary && word_at(p, "for", &e)) {
             const char *q = skip_ws(e), *r;
             bool version = false;

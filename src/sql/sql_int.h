@@ -150,12 +150,20 @@ HS_MUST_USE hs_status sq_exec_explain(sq_session *s, const json_t *stmt, const c
 HS_MUST_USE hs_status sq_exec_index(sq_session *s, const char *kind, const json_t *stmt,
                                     const char *text, hs_result **out, hs_error *err);
 
+/* DDL (ddl.c): CREATE/DROP/ALTER TABLE, CREATE TABLE AS, CREATE/DROP
+ * SCHEMA.  sq_is_ddl says whether a statement node (kind, body) is one. */
+bool sq_is_ddl(const char *kind, const json_t *stmt);
+HS_MUST_USE hs_status sq_exec_ddl(sq_session *s, const char *kind, const json_t *stmt,
+                                  const char *text, hs_result **out, hs_error *err);
+
 /* DML and transaction statements (dml.c, helper sx-dml): InsertStmt,
  * UpdateStmt, DeleteStmt, MergeStmt, CopyStmt, TransactionStmt.  kind is the
  * node's name, stmt its body, text the whole statement.  Errors go through
  * sq_fail (or only hs_error: the dispatcher then derives the SQLSTATE). */
 HS_MUST_USE hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt,
                                   const char *text, hs_result **out, hs_error *err);
+/* Whether the session has a BEGIN ... COMMIT block open (dml.c). */
+bool sq_txn_open(const sq_session *s);
 /* Frees s->dml (rolling back an open transaction); called by
  * hs_session_close.  Accepts s->dml == NULL. */
 void sq_dml_session_free(sq_session *s);
