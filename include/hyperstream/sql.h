@@ -49,6 +49,13 @@ typedef struct hs_session_options {
      * must outlive the session; NULL = none).  Path tables are always
      * reachable as a quoted path: SELECT * FROM "/data/t". */
     hs_catalog *catalog;
+    /* Nonzero: no access to files by name - quoted path tables (in queries
+     * and DDL) and COPY to or from files or object URIs fail with SQLSTATE
+     * 42501 (insufficient_privilege), as COPY to a file does for a
+     * PostgreSQL role without pg_write_server_files.  For sessions of
+     * untrusted clients (servers) and fuzz targets; registered tables and
+     * the catalog's tables stay reachable. */
+    int no_file_access;
 } hs_session_options;
 #define HS_SESSION_OPTIONS_INIT {sizeof(hs_session_options)}
 

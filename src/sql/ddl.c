@@ -76,6 +76,7 @@ static hs_status resolve_name(sq_session *s, const json_t *rv, const char *text,
                            "no schema has been selected for \"%s\": name it "
                            "namespace.table in the session's catalog, or give a quoted "
                            "path (\"/dir/table\")", rel);
+        HS_TRY(sq_file_access(s, "path tables", text, loc, err));
         if (!s->path_cat)
             HS_TRY(hs_catalog_open_path(NULL, &s->path_cat, err));
         out->cat = s->path_cat;

@@ -2719,6 +2719,7 @@ static hs_status exec_copy(dctx *c, txn *x, json_t *body, int64_t *count, hs_err
         return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY %s STDIN/STDOUT is not supported "
                     "here (give a file name)", json_is_true(json_object_get(body, "is_from"))
                     ? "FROM" : "TO");
+    HS_TRY(sq_file_access(c->s, "COPY to or from files", c->text, -1, err));
     if (json_is_true(json_object_get(body, "is_from")))
         return copy_from(c, x, body, file, count, err);
     return copy_to(c, body, file, count, err);

@@ -32,6 +32,7 @@
 
 #include "base/config.h"
 #include "base/mem.h"
+#include "base/opts.h"
 #include "base/threadpool.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
@@ -310,13 +311,12 @@ static void defaults_of(const hs_session_options *opt, sq_settings *d)
 hs_status hs_session_open(const hs_session_options *opt, hs_session **out, hs_error *err)
 {
     *out = NULL;
-    if (opt && opt->struct_size != 0 && opt->struct_size > sizeof(hs_session_options))
-        return hs_err_set(err, HS_INVALID, "hs_session_options: struct_size %zu is larger than "
-                          "this library knows (%zu)", opt->struct_size, sizeof(hs_session_options));
+    HS_OPTS_IN(opt, hs_session_options, err);
     hs_session *s = hs_calloc(1, sizeof *s);
     if (!s)
         return hs_err_nomem(err, sizeof *s);
     s->catalog = opt ? opt->catalog : NULL;
+    s->no_file_access = opt && opt->no_file_access;
     defaults_of(opt, &s->defaults);
     s->set = s->defaults;
     atomic_init(&s->cancel, 0);
@@ -396,6 +396,15 @@ hs_status hs_session_unregister(hs_session *s, const char *name, hs_error *err)
     return HS_OK;
 }
 
+hs_status sq_file_access(sq_session *s, const char *what, const char *text, int loc,
+                         hs_error *err)
+{
+    if (!s->no_file_access)
+        return HS_OK;
+    return sq_fail(s, err, HS_UNSUPPORTED, "42501", text, loc,
+                   "permission denied: %s are not available in this session", what);
+}
+
 /* Opens (once per session) the table `ident` of catalog cat. */
 static hs_status open_cached(sq_session *s, hs_catalog *cat, const char *key, const char *ident,
                              hs_table **out, hs_error *err)
@@ -438,6 +447,7 @@ hs_status sq_table_lookup(sq_session *s, const json_t *rv, const char *text, hs_
         }
         /* a path table: the name itself is a path ("quoted" in the text) */
         if (strchr(rel, '/')) {
+            HS_TRY(sq_file_access(s, "path tables", text, loc, err));
             if (!s->path_cat) {
                 hs_status st = hs_catalog_open_path(NULL, &s->path_cat, err);
                 if (st != HS_OK)

@@ -67,6 +67,7 @@ typedef struct sq_tt {
 struct hs_session {
     hs_catalog *catalog;     /* borrowed (options) or NULL */
     hs_catalog *path_cat;    /* owned: names are paths; opened on first use */
+    bool no_file_access;     /* hs_session_options.no_file_access */
     sq_table_ent *reg;       /* registered tables */
     int n_reg, cap_reg;
     sq_table_ent *opened;    /* tables the session opened by name (owned) */
@@ -110,6 +111,11 @@ void sq_stream_failed(sq_session *s, hs_status code, const hs_error *err);
  * catalog).  Borrowed from the session.  HS_NOT_FOUND + 42P01 when none. */
 HS_MUST_USE hs_status sq_table_lookup(sq_session *s, const json_t *rangevar, const char *text,
                                       hs_table **out, hs_error *err);
+
+/* HS_OK when the session may touch files by name (path tables, COPY
+ * files); else 42501 at loc, naming what (hs_session_options.no_file_access). */
+HS_MUST_USE hs_status sq_file_access(sq_session *s, const char *what, const char *text, int loc,
+                                     hs_error *err);
 
 /* ---- results ---- */
 

@@ -578,6 +578,50 @@ static void *cancel_loop(void *arg)
  * and nothing committed: an UPDATE ... FROM without an equality (every one
  * of 3000 x 3000 pairs evaluated, seconds of work) is cancelled by a
  * thread that keeps cancelling until it returns. */
+/* hs_session_options.no_file_access: path tables (queries, INSERT, DDL) and
+ * COPY files are 42501; registered tables still work; nothing is created. */
+static void test_no_file_access(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    hs_table *t = NULL, *src = NULL;
+    hs_session *open_s = NULL;
+    const char *dir = tmp_dir("nofile");
+    char d[600], sql[1400], p[700];
+    snprintf(d, sizeof d, "%s", dir);
+    CHECK_OK(setup(d, 2, &cat, &t, &src, &open_s, &err), &err);
+    hs_session_close(open_s);
+    hs_session_options o = HS_SESSION_OPTIONS_INIT;
+    o.no_file_access = 1;
+    hs_session *s = NULL;
+    CHECK_OK(hs_session_open(&o, &s, &err), &err);
+    CHECK_OK(hs_session_register(s, "t", t, &err), &err);
+    EXPECT_TAG("INSERT INTO t VALUES (1, 2, 'x')", "INSERT 0 1");
+    snprintf(p, sizeof p, "%s/t", d);
+    const char *stmts[] = {"SELECT * FROM \"%s\"", "INSERT INTO \"%s\" VALUES (1, 2, 'y')",
+                           "CREATE TABLE \"%s2\" (a int)", "DROP TABLE \"%s\"",
+                           "COPY t TO '%s.csv'", "COPY t FROM '%s.csv'",
+                           "CREATE TABLE \"%s3\" AS SELECT * FROM t"};
+    for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
+        snprintf(sql, sizeof sql, stmts[i], p);
+        hs_error e2 = {0};
+        CHECK(run(s, sql, NULL, 0, &e2) != HS_OK);
+        CHECK(strcmp(hs_session_sqlstate(s), "42501") == 0);
+        if (strcmp(hs_session_sqlstate(s), "42501") != 0)
+            fprintf(stderr, "  %s: %s %s\n", sql, hs_session_sqlstate(s), e2.msg);
+    }
+    struct stat sb;
+    snprintf(sql, sizeof sql, "%s2", p);
+    CHECK(stat(sql, &sb) != 0);
+    snprintf(sql, sizeof sql, "%s.csv", p);
+    CHECK(stat(sql, &sb) != 0);
+    EXPECT_ROWS(t, "1:2:x");
+    hs_session_close(s);
+    hs_table_close(t);
+    hs_table_close(src);
+    hs_catalog_close(cat);
+}
+
 static void test_cancel(void)
 {
     hs_error err = {0};
@@ -706,6 +750,7 @@ int main(void)
     HS_RUN(test_conflict);
     HS_RUN(test_returning);
     HS_RUN(test_copy);
+    HS_RUN(test_no_file_access);
     HS_RUN(test_cancel);
     HS_RUN(test_crash_merge_v2);
     HS_RUN(test_crash_merge_v3);

@@ -4,7 +4,8 @@
  * NULLs; u: 6 rows of k/s) created once in a scratch directory: parsing,
  * binding, planning and execution, reading at most 64 batches of the
  * result.  Every failure must carry a five-character SQLSTATE; nothing may
- * crash or leak. */
+ * crash or leak.  The session has no file access (path tables, COPY files:
+ * 42501), so DDL and COPY inputs cannot write to the machine. */
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/sql.h"
@@ -84,7 +85,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sql[size] = '\0';
     hs_session *s = NULL;
     hs_error err = {0};
-    if (hs_session_open(NULL, &s, &err) != HS_OK || hs_session_register(s, "t", tt, &err) != HS_OK ||
+    /* no files by name: a found "CREATE TABLE \"/x\"" or COPY TO must not write
+     * outside the scratch directory */
+    hs_session_options so = HS_SESSION_OPTIONS_INIT;
+    so.no_file_access = 1;
+    if (hs_session_open(&so, &s, &err) != HS_OK || hs_session_register(s, "t", tt, &err) != HS_OK ||
         hs_session_register(s, "u", tu, &err) != HS_OK || hs_session_set(s, "threads", "1", &err) != HS_OK)
         abort();
     hs_result *r = NULL;
