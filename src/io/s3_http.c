@@ -91,7 +91,8 @@ static CURL *pool_get(s3_config *cfg)
 {
     pthread_once(&g_curl_once, curl_init_once);
     pthread_mutex_lock(&g_s3_lock);
-    if (!g_s3_loaded || (g_s3_cfg.creds_expire && (int64_t)time(NULL) > g_s3_cfg.creds_expire - 300)) {
+    if (!g_s3_loaded ||
+        (g_s3_cfg.creds_refresh_at && (int64_t)time(NULL) > g_s3_cfg.creds_refresh_at)) {
         s3_load_config_locked();   /* first use, or temporary credentials about to expire */
         g_s3_loaded = true;
     }
@@ -517,9 +518,11 @@ hs_status s3_do(s3_req *r, const char *what, hs_error *err)
                                 r->method, attempt + 1,
                                 curl_msg[0] ? curl_msg : curl_easy_strerror(cc));
             else
-                st = hs_err_set(err, HS_IO, "%s: %s failed after %d attempts: HTTP %ld%s",
+                st = hs_err_set(err, HS_IO, "%s: %s failed after %d attempts: HTTP %ld%s%s%s%s",
                                 what, r->method, attempt + 1, r->status,
-                                truncated ? " (truncated body)" : "");
+                                truncated ? " (truncated body)" : "",
+                                cfg.creds_note[0] ? " (no credentials: " : "", cfg.creds_note,
+                                cfg.creds_note[0] ? ")" : "");
             break;
         }
         backoff(attempt);
@@ -540,8 +543,17 @@ hs_status s3_http_error(s3_req *r, const char *what, hs_error *err)
     (void)s3_parse_error((const char *)r->errbody.data, r->errbody.len, code, sizeof code, msg,
                          sizeof msg);
     hs_status s = r->status == 404 ? HS_NOT_FOUND : r->status == 412 ? HS_CONFLICT : HS_IO;
-    return hs_err_set(err, s, "%s: %s: HTTP %ld%s%s%s%s", what, r->method, r->status,
-                      code[0] ? " " : "", code, msg[0] ? ": " : "", msg);
+    /* refused: say where the credentials came from, or why they did not */
+    char why[300] = "";
+    if (r->status == 400 || r->status == 401 || r->status == 403) {
+        s3_config c = s3_cfg_now();
+        if (c.creds_note[0])
+            snprintf(why, sizeof why, " (no credentials: %s)", c.creds_note);
+        else if (!c.sign)
+            snprintf(why, sizeof why, " (the request was not signed: no credentials found)");
+    }
+    return hs_err_set(err, s, "%s: %s: HTTP %ld%s%s%s%s%s", what, r->method, r->status,
+                      code[0] ? " " : "", code, msg[0] ? ": " : "", msg, why);
 }
 
 bool s3_ok2xx(const s3_req *r) { return r->status >= 200 && r->status < 300; }

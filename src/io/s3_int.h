@@ -58,7 +58,9 @@ typedef struct s3_config {
     bool conditional_writes;
     bool verbose;
     int64_t head_ttl_s;
-    int64_t creds_expire;     /* container credentials: epoch seconds, 0 = never */
+    int64_t creds_expire;     /* temporary credentials: epoch seconds, 0 = never */
+    int64_t creds_refresh_at; /* reload the configuration after this (epoch s; 0 = never) */
+    char creds_note[256];     /* why a configured credential provider gave no keys */
 } s3_config;
 
 extern pthread_mutex_t g_s3_lock;  /* config, pool, caches, counters */
