@@ -8,12 +8,17 @@
  *   2. the profile AWS_PROFILE (or "default") in AWS_SHARED_CREDENTIALS_FILE
  *      (~/.aws/credentials) and AWS_CONFIG_FILE (~/.aws/config, "[profile
  *      name]" sections);
- *   3. container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI /
+ *   3. the profile's credential_process (a command printing JSON keys);
+ *   4. container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI /
  *      _RELATIVE_URI);
+ *   5. EC2 instance metadata, IMDSv2 (AWS_EC2_METADATA_SERVICE_ENDPOINT);
  *   none: unsigned requests (public buckets), also forced by
- *   AWS_NO_SIGN_REQUEST=true.
+ *   AWS_NO_SIGN_REQUEST=true.  A provider that is configured but gives no
+ *   keys leaves a note (creds_note) that errors of refused requests carry.
  * Temporary credentials carry their expiry (creds_expire); s3_http.c reloads
- * the configuration 5 minutes before it.
+ * the configuration at creds_refresh_at, 5 minutes before it; a reload that
+ * gets no keys keeps the old ones while they are valid (retrying every 30 s).
+ * Providers run under g_s3_lock (requests wait for a refresh, once).
  *
  * Region: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else
  * us-east-1.
