@@ -19,7 +19,11 @@ Queries:
              numpy brute force)
   full       every row, columns id, category, value
 
-Prints one line per (delay, engine, query, cold/warm) and the ratios
+Prints one line per (delay, engine, query, cold/warm): latency, requests, bytes,
+the requests by purpose (hint, metadata, manifest-list, manifest, registry,
+sidecar-vector, sidecar-scalar, data, list; from the first run's trace) and
+the dependent round trips ("rounds": waves of requests, each started after an
+answer); then the ratios
 (pyiceberg / ours) for requests and latency.  Env: BENCH_ROWS (default
 200000; 1000000 for the issue's target), BENCH_FILES (default 4),
 BENCH_DELAYS_MS, BENCH_REPEAT (cold runs per query, median; default 3),
@@ -219,8 +223,19 @@ def measure(proxy, w, q, label=""):
     for _t, method, target, _rng in trace:
         c = classify(method, target)
         by[c] = by.get(c, 0) + 1
+    # dependent round trips: requests that start more than half the injected
+    # delay after the previous one waited for an answer (a new wave)
+    rounds, last = 0, None
+    for t, *_ in sorted(trace):
+        if last is None or t - last > max(DELAY_NOW[0] / 2000, 0.005):
+            rounds += 1
+        last = t
+    by["rounds"] = rounds
     return {"ms": r["ms"], "requests": proxy.requests, "bytes": proxy.bytes_out,
             "result": r["result"], "by": by}
+
+
+DELAY_NOW = [0.0]   # the injected delay of the current run, ms
 
 
 def main():
@@ -236,6 +251,7 @@ def main():
               f"(written and indexed in {time.time() - t0:.1f}s)", flush=True)
         results = {}
         for delay in DELAYS:
+            DELAY_NOW[0] = delay
             with FaultProxy(s3.port, delay_s=delay / 1000) as proxy:
                 proxy.trace = []   # classified per query (BENCH_TRACE=1 prints it too)
                 for engine in ENGINES:
@@ -261,7 +277,7 @@ def main():
                                   f"{rec['ms']:9.1f} ms p50  {rec['requests']:6.0f} requests  "
                                   f"{rec['bytes'] / 1e6:9.3f} MB   ["
                                   + " ".join(f"{c}={by[c]}" for c in CLASSES if by.get(c))
-                                  + "]", flush=True)
+                                  + f"] rounds={by.get('rounds', 0)}", flush=True)
                     # the answers agree (vector: the filtered top-10 of ours vs brute force)
                     results[(delay, engine, "answers")] = [r["result"] for k in cold for r in cold[k]]
         for delay in DELAYS if set(ENGINES) >= {"ours", "pyiceberg"} else ():
