@@ -858,6 +858,23 @@ hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n, 
     return hs_err_set(err, HS_UNSUPPORTED, "%s: hs_io_list lists object stores only", uri);
 }
 
+hs_status hs_io_list_entries(const char *uri, hs_io_entry **out, size_t *n, hs_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_list_entries(uri, out, n, err);
+    return hs_err_set(err, HS_UNSUPPORTED, "%s: hs_io_list_entries lists object stores only",
+                      uri);
+}
+
+void hs_io_entries_free(hs_io_entry *e, size_t n)
+{
+    for (size_t i = 0; e && i < n; i++)
+        hs_free(e[i].name);
+    hs_free(e);
+}
+
 void hs_io_prefetch(const char *const *uris, size_t n)
 {
     size_t k = 0;

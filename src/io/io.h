@@ -181,6 +181,20 @@ HS_MUST_USE hs_status hs_io_delete(const char *uri, hs_error *err);
  * local paths (catalog/fsio.c lists local directories). */
 HS_MUST_USE hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n,
                                  hs_error *err);
+/* An object of a listing: name relative to the listed prefix, size, and
+ * Last-Modified in ms since the epoch (-1 when the store gave none). */
+typedef struct hs_io_entry {
+    char *name;
+    uint64_t size;
+    int64_t mtime_ms;
+} hs_io_entry;
+/* Object stores only: every object below the "directory" uri (keys under
+ * uri + "/", at any depth) with its size and modification time, from the
+ * listing itself (ListObjectsV2: one request per 1000 objects, no HEADs).
+ * Caller frees with hs_io_entries_free.  HS_UNSUPPORTED for local paths. */
+HS_MUST_USE hs_status hs_io_list_entries(const char *uri, hs_io_entry **out, size_t *n,
+                                         hs_error *err);
+void hs_io_entries_free(hs_io_entry *e, size_t n);   /* accepts NULL */
 /* Object stores: warms the caches of io/s3.c with the objects' sizes,
  * identities and tails, in parallel, before a caller opens them one by one
  * (manifests of a scan plan).  A no-op for local paths. */

@@ -740,11 +740,37 @@ static hs_status push_name(char ***v, size_t *n, size_t *cap, const char *s, siz
     return HS_OK;
 }
 
-hs_status hs_s3_list(const char *uri, bool recursive, char ***names, size_t *n_out,
-                     hs_error *err)
+static hs_status push_entry(hs_io_entry **v, size_t *n, size_t *cap, const char *s,
+                            uint64_t size, int64_t mtime_ms, hs_error *err)
 {
-    *names = NULL;
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 16;
+        hs_io_entry *nv = hs_realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return hs_err_nomem(err, nc * sizeof *nv);
+        *v = nv;
+        *cap = nc;
+    }
+    if (!((*v)[*n].name = hs_strdup(s)))
+        return hs_err_nomem(err, strlen(s));
+    (*v)[*n].size = size;
+    (*v)[*n].mtime_ms = mtime_ms;
+    (*n)++;
+    return HS_OK;
+}
+
+/* ListObjectsV2 page after page: names into *names (objects and, unless
+ * recursive, common prefixes), or, when entries is not NULL, objects with
+ * their size and Last-Modified into *entries. */
+static hs_status list_impl(const char *uri, bool recursive, char ***names, hs_io_entry **entries,
+                           size_t *n_out, hs_error *err)
+{
+    if (names)
+        *names = NULL;
+    if (entries)
+        *entries = NULL;
     *n_out = 0;
+    hs_io_entry *ev = NULL;
     s3_loc loc;
     HS_TRY(s3_parse_uri(uri, &loc, err));
     hs_buf prefix = { 0 };
@@ -792,9 +818,10 @@ hs_status hs_s3_list(const char *uri, bool recursive, char ***names, size_t *n_o
             const char *k = pg.keys[i];
             if (strncmp(k, pfx, plen) != 0 || !k[plen])
                 continue;   /* the "directory marker" itself, or outside the prefix */
-            st = push_name(&v, &n, &cap, k + plen, strlen(k + plen), err);
+            st = entries ? push_entry(&ev, &n, &cap, k + plen, pg.sizes[i], pg.mtimes_ms[i], err)
+                         : push_name(&v, &n, &cap, k + plen, strlen(k + plen), err);
         }
-        for (size_t i = 0; st == HS_OK && i < pg.n_prefixes; i++) {
+        for (size_t i = 0; st == HS_OK && !entries && i < pg.n_prefixes; i++) {
             const char *k = pg.prefixes[i];
             size_t kl = strlen(k);
             if (strncmp(k, pfx, plen) != 0 || kl <= plen)
@@ -821,12 +848,26 @@ hs_status hs_s3_list(const char *uri, bool recursive, char ***names, size_t *n_o
     hs_buf_free(&body);
     hs_buf_free(&prefix);
     if (st != HS_OK) {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; v && i < n; i++)
             hs_free(v[i]);
         hs_free(v);
+        hs_io_entries_free(ev, n);
         return st;
     }
-    *names = v;
+    if (entries)
+        *entries = ev;
+    else
+        *names = v;
     *n_out = n;
     return HS_OK;
+}
+
+hs_status hs_s3_list(const char *uri, bool recursive, char ***names, size_t *n, hs_error *err)
+{
+    return list_impl(uri, recursive, names, NULL, n, err);
+}
+
+hs_status hs_s3_list_entries(const char *uri, hs_io_entry **out, size_t *n, hs_error *err)
+{
+    return list_impl(uri, true, NULL, out, n, err);
 }

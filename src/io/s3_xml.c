@@ -170,9 +170,48 @@ void s3_list_page_free(s3_list_page *p)
         hs_free(p->prefixes[i]);
     hs_free(p->keys);
     hs_free(p->sizes);
+    hs_free(p->mtimes_ms);
     hs_free(p->prefixes);
     hs_free(p->next_token);
     memset(p, 0, sizeof *p);
+}
+
+int64_t s3_parse_iso8601_ms(const char *s)
+{
+    /* "2026-12-06T06:22:28.123Z": digits where digits belong, then an
+     * optional fraction (milliseconds kept), then Z (S3 always answers UTC) */
+    static const char shape[] = "dddd-dd-ddTdd:dd:dd";
+    if (!s || strlen(s) < sizeof shape - 1)
+        return -1;
+    for (size_t i = 0; i < sizeof shape - 1; i++)
+        if (shape[i] == 'd' ? !isdigit((unsigned char)s[i]) : s[i] != shape[i])
+            return -1;
+    int v[6];
+    sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
+    if (v[0] < 1970 || v[1] < 1 || v[1] > 12 || v[2] < 1 || v[2] > 31 || v[3] > 23 ||
+        v[4] > 59 || v[5] > 60)
+        return -1;
+    const char *p = s + sizeof shape - 1;
+    int64_t ms = 0;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; isdigit((unsigned char)*p); p++, digits++)
+            if (digits < 3)
+                ms = ms * 10 + (*p - '0');
+        if (digits == 0)
+            return -1;
+        for (; digits < 3; digits++)
+            ms *= 10;
+    }
+    if (strcmp(p, "Z") != 0 && strcmp(p, "+00:00") != 0)
+        return -1;
+    /* days from the civil date (Howard Hinnant's algorithm): no timegm, no TZ */
+    int64_t y = v[0] - (v[1] <= 2), m = v[1];
+    int64_t era = y / 400, yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + v[2] - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    int64_t days = era * 146097 + doe - 719468;
+    return ((days * 24 + v[3]) * 60 + v[4]) * 60000 + (int64_t)v[5] * 1000 + ms;
 }
 
 hs_status s3_parse_list(const char *xml, size_t len, s3_list_page *out, hs_error *err)
@@ -193,6 +232,9 @@ hs_status s3_parse_list(const char *xml, size_t len, s3_list_page *out, hs_error
             break;
         char *key = s3_xml_text(ec, ecl, "Key");
         char *size = s3_xml_text(ec, ecl, "Size");
+        char *lm = s3_xml_text(ec, ecl, "LastModified");
+        int64_t mt = s3_parse_iso8601_ms(lm);
+        hs_free(lm);
         if (!key) {
             hs_free(size);
             st = HS_CORRUPT_AT(err, "ListObjectsV2: <Contents> without <Key>");
@@ -202,11 +244,14 @@ hs_status s3_parse_list(const char *xml, size_t len, s3_list_page *out, hs_error
             size_t nc = kcap ? kcap * 2 : 16;
             char **nk = hs_realloc(out->keys, nc * sizeof *nk);
             uint64_t *ns = nk ? hs_realloc(out->sizes, nc * sizeof *ns) : NULL;
+            int64_t *nm = ns ? hs_realloc(out->mtimes_ms, nc * sizeof *nm) : NULL;
             if (nk)
                 out->keys = nk;
             if (ns)
                 out->sizes = ns;
-            if (!nk || !ns) {
+            if (nm)
+                out->mtimes_ms = nm;
+            if (!nk || !ns || !nm) {
                 hs_free(key);
                 hs_free(size);
                 st = hs_err_nomem(err, nc * 8);
@@ -230,6 +275,7 @@ hs_status s3_parse_list(const char *xml, size_t len, s3_list_page *out, hs_error
         hs_free(size);
         out->keys[out->n_keys] = key;
         out->sizes[out->n_keys] = sz;
+        out->mtimes_ms[out->n_keys] = mt;
         out->n_keys++;
         p = ea;
     }

@@ -80,7 +80,8 @@ static void test_parse_list(void)
         "<Name>b</Name><Prefix>t/</Prefix><KeyCount>3</KeyCount>"
         "<IsTruncated>true</IsTruncated>"
         "<NextContinuationToken>a&amp;b=</NextContinuationToken>"
-        "<Contents><Key>t/a&lt;1&gt;.json</Key><Size>12</Size><ETag>&quot;x&quot;</ETag></Contents>"
+        "<Contents><Key>t/a&lt;1&gt;.json</Key><Size>12</Size><ETag>&quot;x&quot;</ETag>"
+        "<LastModified>2026-12-06T06:22:28.123Z</LastModified></Contents>"
         "<Contents><Key>t/caf&#233;&#x2F;</Key><Size>0</Size></Contents>"
         "<CommonPrefixes><Prefix>t/data/</Prefix></CommonPrefixes>"
         "</ListBucketResult>";
@@ -90,6 +91,8 @@ static void test_parse_list(void)
     REQUIRE(pg.n_keys == 2 && pg.n_prefixes == 1);
     CHECK(strcmp(pg.keys[0], "t/a<1>.json") == 0);
     CHECK(pg.sizes[0] == 12 && pg.sizes[1] == 0);
+    /* date -u -d 2026-12-06T06:22:28Z +%s = 1796538148 */
+    CHECK(pg.mtimes_ms[0] == INT64_C(1796538148123) && pg.mtimes_ms[1] == -1);
     CHECK(strcmp(pg.keys[1], "t/caf\xc3\xa9/") == 0);
     CHECK(strcmp(pg.prefixes[0], "t/data/") == 0);
     CHECK(pg.truncated);
@@ -115,6 +118,19 @@ static void test_parse_list(void)
     const char *badsz = "<ListBucketResult><Contents><Key>k</Key><Size>-1</Size></Contents>"
                         "</ListBucketResult>";
     CHECK(s3_parse_list(badsz, strlen(badsz), &pg, &err) == HS_CORRUPT);
+    hs_err_clear(&err);
+
+    /* Last-Modified as S3 writes it; anything else is "unknown" (-1) */
+    CHECK(s3_parse_iso8601_ms("1970-01-01T00:00:00.000Z") == 0);
+    CHECK(s3_parse_iso8601_ms("2000-02-29T23:59:59Z") == INT64_C(951868799000));
+    CHECK(s3_parse_iso8601_ms("2026-12-06T06:22:28.5Z") == INT64_C(1796538148500));
+    CHECK(s3_parse_iso8601_ms("2026-12-06T06:22:28.123456+00:00") == INT64_C(1796538148123));
+    CHECK(s3_parse_iso8601_ms("2026-12-06T06:22:28+02:00") == -1);
+    CHECK(s3_parse_iso8601_ms("2026-13-06T06:22:28Z") == -1);
+    CHECK(s3_parse_iso8601_ms("2026-12-06 06:22:28Z") == -1);
+    CHECK(s3_parse_iso8601_ms("2026-12-06T06:22:28.Z") == -1);
+    CHECK(s3_parse_iso8601_ms("Sun, 06 Dec 2026 06:22:28 GMT") == -1);
+    CHECK(s3_parse_iso8601_ms("") == -1 && s3_parse_iso8601_ms(NULL) == -1);
 }
 
 static void test_parse_error_and_ini(void)
@@ -459,6 +475,24 @@ static void test_list(void)
     for (size_t i = 0; i < n; i++)
         hs_free(names[i]);
     hs_free(names);
+    /* with sizes and Last-Modified, from the listing pages alone */
+    hs_io_entry *ent = NULL;
+    size_t ne = 0;
+    hs_s3_stats s0, s1;
+    hs_s3_get_stats(&s0);
+    CHECK_OK(hs_io_list_entries(uri_of("unit/list"), &ent, &ne, &err), &err);
+    hs_s3_get_stats(&s1);
+    CHECK(s1.requests - s0.requests == 4);   /* 26 keys, 7 a page: no HEAD */
+    CHECK(ne == (size_t)n_files + 3);
+    int64_t now_ms = (int64_t)time(NULL) * 1000;
+    for (size_t i = 0; i < ne; i++) {
+        bool sub = strncmp(ent[i].name, "sub", 3) == 0;
+        CHECK(ent[i].size == (sub ? 0 : strlen("unit/list/") + strlen(ent[i].name)));
+        CHECK(ent[i].mtime_ms > now_ms - 600000 && ent[i].mtime_ms < now_ms + 600000);
+    }
+    hs_io_entries_free(ent, ne);
+    CHECK(hs_io_list_entries(hs_test_tmpdir(), &ent, &ne, &err) == HS_UNSUPPORTED);
+    hs_err_clear(&err);
     CHECK_OK(hs_s3_list(uri_of("unit/list/"), true, &names, &n, &err), &err);
     CHECK(n == (size_t)n_files + 3);
     qsort(names, n, sizeof *names, cmp_str);
