@@ -737,6 +737,18 @@ hs_status hs_io_object_identity(const char *uri, uint64_t *size, char version[72
     return HS_OK;
 }
 
+hs_status hs_io_read_whole(const char *uri, void *dst, uint64_t size, hs_error *err)
+{
+    if (!hs_s3_is_uri(uri))
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: not an object store URI", uri);
+    return hs_s3_read_whole(uri, dst, size, err);
+}
+
+bool hs_io_identity_cached(const char *uri)
+{
+    return hs_s3_is_uri(uri) && hs_s3_identity_cached(uri);
+}
+
 /* HS_OK for local paths; HS_UNSUPPORTED for schemes we have no backend for. */
 static hs_status check_scheme(const char *uri, hs_error *err)
 {

@@ -390,6 +390,58 @@ hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err)
     return st;
 }
 
+bool hs_s3_identity_cached(const char *uri)
+{
+    s3_loc loc;
+    char hkey[1100], etag[72];
+    uint64_t size;
+    if (s3_parse_uri(uri, &loc, NULL) != HS_OK)
+        return false;
+    int hn = snprintf(hkey, sizeof hkey, "%s/%s", loc.bucket, loc.key);
+    return hn > 0 && (size_t)hn < sizeof hkey &&
+           s3_head_get(hkey, s3_fnv(hkey), s3_cfg_now().head_ttl_s, &size, etag);
+}
+
+hs_status hs_s3_read_whole(const char *uri, void *dst, uint64_t size, hs_error *err)
+{
+    s3_loc loc;
+    HS_TRY(s3_parse_uri(uri, &loc, err));
+    if (!loc.key[0])
+        return hs_err_set(err, HS_INVALID, "%s: names a bucket, not an object", uri);
+    if (size == 0 || size > (uint64_t)SIZE_MAX / 2)
+        return hs_err_set(err, HS_INVALID, "%s: read_whole of %" PRIu64 " bytes", uri, size);
+    char range[64];
+    snprintf(range, sizeof range, "Range: bytes=0-%" PRIu64, size - 1);
+    s3_req r = { 0 };
+    r.method = "GET";
+    r.bucket = loc.bucket;
+    r.key = loc.key;
+    r.hdr[0] = range;
+    r.dst = dst;
+    r.dst_cap = (size_t)size;
+    hs_status st = s3_do(&r, uri, err);
+    if (st == HS_OK && r.status == 404) {
+        st = hs_err_set(err, HS_NOT_FOUND, "%s: cannot open: no such object", uri);
+    } else if (st == HS_OK && !s3_ok2xx(&r)) {
+        st = s3_http_error(&r, uri, err);
+    } else if (st == HS_OK) {
+        uint64_t total = r.status == 206 && r.have_total ? r.total_size
+                         : r.status == 200 ? (uint64_t)r.got : UINT64_MAX;
+        if (total != size || r.got != size)
+            st = hs_err_set(err, HS_CONFLICT, "%s: the object has %s%" PRIu64 " bytes, not "
+                            "%" PRIu64, uri, total == UINT64_MAX ? "an unknown number of " : "",
+                            total == UINT64_MAX ? (uint64_t)r.got : total, size);
+        else if (r.etag[0]) {
+            char hkey[1100];
+            int hn = snprintf(hkey, sizeof hkey, "%s/%s", loc.bucket, loc.key);
+            if (hn > 0 && (size_t)hn < sizeof hkey)
+                s3_head_put(hkey, s3_fnv(hkey), size, r.etag);
+        }
+    }
+    s3_req_done(&r);
+    return st;
+}
+
 hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err)
 {
     return hs_s3_stat_mtime(uri, exists, size, NULL, err);

@@ -30,6 +30,10 @@ HS_MUST_USE hs_status hs_s3_create(const char *uri, int flags, hs_wfile **out, h
 /* The whole object in one GET (no HEAD, no If-Match: for small mutable
  * objects such as version-hint.text); HS_NOT_FOUND when absent. */
 HS_MUST_USE hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err);
+/* io.h's hs_io_read_whole and hs_io_identity_cached. */
+HS_MUST_USE hs_status hs_s3_read_whole(const char *uri, void *dst, uint64_t size,
+                                       hs_error *err);
+bool hs_s3_identity_cached(const char *uri);
 /* *exists and, when it exists, *size (either may be NULL). */
 HS_MUST_USE hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
 /* hs_s3_stat plus the object's Last-Modified in ms since the epoch (-1 when
