@@ -303,9 +303,11 @@ static bool imds_credentials(s3_config *c)
         goto out;
     }
     if (code == 200 && b.len > 0 && b.len < 1000) {
-        size_t n = strcspn((const char *)b.data, "\r\n");
-        snprintf(tokhdr, sizeof tokhdr, "X-aws-ec2-metadata-token: %.*s",
-                 (int)(n < b.len ? n : b.len), (const char *)b.data);
+        size_t n = 0;   /* the body is not NUL-terminated */
+        while (n < b.len && b.data[n] != '\r' && b.data[n] != '\n')
+            n++;
+        snprintf(tokhdr, sizeof tokhdr, "X-aws-ec2-metadata-token: %.*s", (int)n,
+                 (const char *)b.data);
     } else if (code != 404 && code != 405) {
         note(c, "the instance metadata service refused "
                  "a session token: HTTP %ld", code);
