@@ -94,3 +94,51 @@ def test_vector_sidecar_one_get(s3):
         finally:
             p.stdin.close()
             p.wait(60)
+
+
+SCALAR_WORKER = textwrap.dedent('''
+    import json, sys
+    import hyperstreamdb as hdb
+    t = hdb.Table(sys.argv[1])
+    for line in sys.stdin:
+        r = t.to_arrow(filter=f"tag = '{line.strip()}'", columns=["id"])
+        print(json.dumps(r["id"].to_pylist()), flush=True)
+''')
+
+
+def test_scalar_sidecar_one_get(s3):
+    # 20,000 distinct tags: an inverted sidecar far larger than the 64 KiB
+    # tail an open fetches, read whole in one GET by the registry's size
+    uri = s3.uri(f"requests/s-{os.getpid()}")
+    n = 20000
+    t = hdb.Table(uri)
+    t.write_pandas(pd.DataFrame({"id": np.arange(n, dtype=np.int64),
+                                 "tag": [f"tag-{i:06d}-{'x' * (i % 17)}" for i in range(n)]}))
+    t.commit()
+    t.add_index("tag", "inverted")
+    with FaultProxy(s3.port) as proxy:
+        proxy.trace = []
+        env = dict(os.environ, **s3.env)
+        env["AWS_ENDPOINT_URL"] = proxy.endpoint
+        env.pop("AWS_ENDPOINT_URL_S3", None)
+        p = subprocess.Popen([sys.executable, "-c", SCALAR_WORKER, uri], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            for i in (123, 19999):
+                with proxy.lock:
+                    proxy.trace.clear()
+                p.stdin.write(f"tag-{i:06d}-{'x' * (i % 17)}\n")
+                p.stdin.flush()
+                assert json.loads(p.stdout.readline()) == [i]
+                with proxy.lock:
+                    side = [(m, r) for _, m, tg, r in proxy.trace if "/index/" in tg and
+                            "/registry/" not in tg]
+                if i == 123:
+                    assert len(side) == 1 and side[0][1].startswith("bytes=0-"), side
+                    size = int(side[0][1].split("-")[1]) + 1
+                    assert size > 65536, size   # really larger than a tail
+                else:
+                    assert side == []
+        finally:
+            p.stdin.close()
+            p.wait(60)
