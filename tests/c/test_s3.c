@@ -816,10 +816,16 @@ static void test_imds_credentials(void)
         CHECK(strstr(err.msg, "403") != NULL);
         hs_err_clear(&err);
     }
-    /* named but silent: the 403 says why nothing signed the request */
+    /* a refresh that fails keeps the keys while they are valid */
+    snprintf(srv.secret, sizeof srv.secret, "%s", saved.v[1]);   /* AWS_SECRET_ACCESS_KEY */
+    srv.expire_in_s = 120;   /* valid two more minutes, inside the refresh window */
+    hs_s3_reset();
+    CHECK_OK(put_small("unit/imds-k1", &err), &err);
     shutdown(srv.fd, SHUT_RDWR);
     close(srv.fd);
     pthread_join(th, NULL);
+    CHECK_OK(put_small("unit/imds-k2", &err), &err);   /* the endpoint is gone: old keys */
+    /* named but silent: the 403 says why nothing signed the request */
     if (checks) {
         setenv("HS_S3_MAX_ATTEMPTS", "2", 1);
         hs_s3_reset();
