@@ -19,7 +19,11 @@ Queries:
              numpy brute force)
   full       every row, columns id, category, value
 
-Prints one line per (delay, engine, query, cold/warm) and the ratios
+Prints one line per (delay, engine, query, cold/warm): latency, requests, bytes,
+the requests by purpose (hint, metadata, manifest-list, manifest, registry,
+sidecar-vector, sidecar-scalar, data, list; from the first run's trace) and
+the dependent round trips ("rounds": waves of requests, each started after an
+answer); then the ratios
 (pyiceberg / ours) for requests and latency.  Env: BENCH_ROWS (default
 200000; 1000000 for the issue's target), BENCH_FILES (default 4),
 BENCH_DELAYS_MS, BENCH_REPEAT (cold runs per query, median; default 3),
@@ -180,17 +184,58 @@ def queries(rng):
 
 TRACE = os.environ.get("BENCH_TRACE") == "1"
 
+# what each request was for, from its path (the table layout: metadata/, data/,
+# index/registry/, index/ sidecars; ours names vector sidecars *.hnsw*, pyiceberg
+# reads none)
+CLASSES = ("hint", "metadata", "manifest-list", "manifest", "registry", "sidecar-vector",
+           "sidecar-scalar", "data", "list", "other")
+
+
+def classify(method, target):
+    path = target.split("?", 1)[0]
+    if "list-type=" in target:
+        return "list"
+    if path.endswith("version-hint.text"):
+        return "hint"
+    if "/metadata/" in path:
+        if path.endswith(".metadata.json"):
+            return "metadata"
+        return "manifest-list" if "/snap-" in path else "manifest"
+    if "/index/registry/" in path:
+        return "registry"
+    if "/index/" in path:
+        return "sidecar-vector" if ("hnsw" in path or ".vec" in path) else "sidecar-scalar"
+    if path.endswith(".parquet"):
+        return "data"
+    return "other"
+
 
 def measure(proxy, w, q, label=""):
     proxy.reset_counters()
     t0 = time.perf_counter()
     r = w.ask(q)
-    if TRACE and label and proxy.trace:
-        print(f"  trace {label} {q['kind']}: {len(proxy.trace)} requests, {r['ms']:.1f} ms")
-        for t, method, target, rng in proxy.trace:
+    trace = list(proxy.trace or [])
+    if TRACE and label and trace:
+        print(f"  trace {label} {q['kind']}: {len(trace)} requests, {r['ms']:.1f} ms")
+        for t, method, target, rng in trace:
             print(f"    {(t - t0) * 1000:8.1f} ms  {method:4s} {target[:90]} {rng}")
+    by = {}
+    for _t, method, target, _rng in trace:
+        c = classify(method, target)
+        by[c] = by.get(c, 0) + 1
+    # dependent round trips: requests that start more than half the injected
+    # delay after the previous one waited for an answer (a new wave)
+    rounds, last = 0, None
+    for t, *_ in sorted(trace):
+        if last is None or t - last > max(DELAY_NOW[0] / 2000, 0.005):
+            rounds += 1
+        last = t
+    by["rounds"] = rounds
     return {"ms": r["ms"], "requests": proxy.requests, "bytes": proxy.bytes_out,
-            "result": r["result"]}
+            "result": r["result"], "by": by}
+
+
+DELAY_NOW = [0.0]   # the injected delay of the current run, ms
 
 
 def main():
@@ -206,9 +251,9 @@ def main():
               f"(written and indexed in {time.time() - t0:.1f}s)", flush=True)
         results = {}
         for delay in DELAYS:
+            DELAY_NOW[0] = delay
             with FaultProxy(s3.port, delay_s=delay / 1000) as proxy:
-                if TRACE:
-                    proxy.trace = []
+                proxy.trace = []   # classified per query (BENCH_TRACE=1 prints it too)
                 for engine in ENGINES:
                     rng = np.random.default_rng(42)   # the same queries for both engines
                     cold = {}
@@ -227,9 +272,12 @@ def main():
                             rec = {k: statistics.median(r[k] for r in runs)
                                    for k in ("ms", "requests", "bytes")}
                             results[(delay, engine, kind, label)] = rec
+                            by = runs[0]["by"]   # the first run's requests, by purpose
                             print(f"delay={delay:>4.0f}ms {engine:9s} {kind:6s} {label}: "
                                   f"{rec['ms']:9.1f} ms p50  {rec['requests']:6.0f} requests  "
-                                  f"{rec['bytes'] / 1e6:9.3f} MB", flush=True)
+                                  f"{rec['bytes'] / 1e6:9.3f} MB   ["
+                                  + " ".join(f"{c}={by[c]}" for c in CLASSES if by.get(c))
+                                  + f"] rounds={by.get('rounds', 0)}", flush=True)
                     # the answers agree (vector: the filtered top-10 of ours vs brute force)
                     results[(delay, engine, "answers")] = [r["result"] for k in cold for r in cold[k]]
         for delay in DELAYS if set(ENGINES) >= {"ours", "pyiceberg"} else ():

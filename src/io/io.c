@@ -737,6 +737,18 @@ hs_status hs_io_object_identity(const char *uri, uint64_t *size, char version[72
     return HS_OK;
 }
 
+hs_status hs_io_read_whole(const char *uri, void *dst, uint64_t size, hs_error *err)
+{
+    if (!hs_s3_is_uri(uri))
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: not an object store URI", uri);
+    return hs_s3_read_whole(uri, dst, size, err);
+}
+
+bool hs_io_identity_cached(const char *uri)
+{
+    return hs_s3_is_uri(uri) && hs_s3_identity_cached(uri);
+}
+
 /* HS_OK for local paths; HS_UNSUPPORTED for schemes we have no backend for. */
 static hs_status check_scheme(const char *uri, hs_error *err)
 {
@@ -856,6 +868,23 @@ hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n, 
     if (hs_s3_is_uri(uri))
         return hs_s3_list(uri, recursive, names, n, err);
     return hs_err_set(err, HS_UNSUPPORTED, "%s: hs_io_list lists object stores only", uri);
+}
+
+hs_status hs_io_list_entries(const char *uri, hs_io_entry **out, size_t *n, hs_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (hs_s3_is_uri(uri))
+        return hs_s3_list_entries(uri, out, n, err);
+    return hs_err_set(err, HS_UNSUPPORTED, "%s: hs_io_list_entries lists object stores only",
+                      uri);
+}
+
+void hs_io_entries_free(hs_io_entry *e, size_t n)
+{
+    for (size_t i = 0; e && i < n; i++)
+        hs_free(e[i].name);
+    hs_free(e);
 }
 
 void hs_io_prefetch(const char *const *uris, size_t n)

@@ -181,6 +181,20 @@ HS_MUST_USE hs_status hs_io_delete(const char *uri, hs_error *err);
  * local paths (catalog/fsio.c lists local directories). */
 HS_MUST_USE hs_status hs_io_list(const char *uri, bool recursive, char ***names, size_t *n,
                                  hs_error *err);
+/* An object of a listing: name relative to the listed prefix, size, and
+ * Last-Modified in ms since the epoch (-1 when the store gave none). */
+typedef struct hs_io_entry {
+    char *name;
+    uint64_t size;
+    int64_t mtime_ms;
+} hs_io_entry;
+/* Object stores only: every object below the "directory" uri (keys under
+ * uri + "/", at any depth) with its size and modification time, from the
+ * listing itself (ListObjectsV2: one request per 1000 objects, no HEADs).
+ * Caller frees with hs_io_entries_free.  HS_UNSUPPORTED for local paths. */
+HS_MUST_USE hs_status hs_io_list_entries(const char *uri, hs_io_entry **out, size_t *n,
+                                         hs_error *err);
+void hs_io_entries_free(hs_io_entry *e, size_t n);   /* accepts NULL */
 /* Object stores: warms the caches of io/s3.c with the objects' sizes,
  * identities and tails, in parallel, before a caller opens them one by one
  * (manifests of a scan plan).  A no-op for local paths. */
@@ -196,6 +210,17 @@ void hs_io_prefetch_async(const char *const *uris, size_t n);
  * object replaced under its name (a new ETag) is decoded again. */
 HS_MUST_USE hs_status hs_io_object_identity(const char *uri, uint64_t *size, char version[72],
                                             hs_error *err);
+/* Object stores: the whole object, whose size the caller knows (an index
+ * registry records it), in one GET without an open before it (which would
+ * cost a round trip of its own): its bytes into dst[0..size), and its size
+ * and version into io/s3.c's HEAD cache, so hs_io_object_identity and
+ * hs_io_open of it then cost no request.  HS_CONFLICT when the object does
+ * not have `size` bytes (replaced or truncated); HS_UNSUPPORTED for local
+ * paths (map or read them instead). */
+HS_MUST_USE hs_status hs_io_read_whole(const char *uri, void *dst, uint64_t size, hs_error *err);
+/* Object stores: true when hs_io_object_identity of uri would cost no request
+ * (io/s3.c trusts a size and version it holds). */
+bool hs_io_identity_cached(const char *uri);
 /* True for URIs of an object store (no directories, no rename, no flock). */
 bool hs_io_is_object_uri(const char *uri);
 /* A local path for a local path or file:// URI (borrowed from uri); the URI

@@ -30,6 +30,10 @@ HS_MUST_USE hs_status hs_s3_create(const char *uri, int flags, hs_wfile **out, h
 /* The whole object in one GET (no HEAD, no If-Match: for small mutable
  * objects such as version-hint.text); HS_NOT_FOUND when absent. */
 HS_MUST_USE hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err);
+/* io.h's hs_io_read_whole and hs_io_identity_cached. */
+HS_MUST_USE hs_status hs_s3_read_whole(const char *uri, void *dst, uint64_t size,
+                                       hs_error *err);
+bool hs_s3_identity_cached(const char *uri);
 /* *exists and, when it exists, *size (either may be NULL). */
 HS_MUST_USE hs_status hs_s3_stat(const char *uri, bool *exists, uint64_t *size, hs_error *err);
 /* hs_s3_stat plus the object's Last-Modified in ms since the epoch (-1 when
@@ -44,6 +48,10 @@ HS_MUST_USE hs_status hs_s3_delete(const char *uri, hs_error *err);
  * hs_free.  An empty listing is HS_OK with *n = 0. */
 HS_MUST_USE hs_status hs_s3_list(const char *uri, bool recursive, char ***names, size_t *n,
                                  hs_error *err);
+/* Every object below uri + "/" (recursive ListObjectsV2) with its size and
+ * Last-Modified, names relative to uri (io.h's hs_io_list_entries). */
+HS_MUST_USE hs_status hs_s3_list_entries(const char *uri, hs_io_entry **out, size_t *n,
+                                         hs_error *err);
 
 /* Opens the objects concurrently (up to 16 requests in flight) so their
  * size, ETag and last 64 KiB land in the caches; errors are left for the
@@ -78,6 +86,8 @@ void hs_s3_reset(void);
 typedef struct s3_list_page {
     char **keys;            /* <Contents><Key>, decoded; owned */
     uint64_t *sizes;        /* <Contents><Size> (0 when absent) */
+    int64_t *mtimes_ms;     /* <Contents><LastModified>, ms since the epoch (-1 when
+                             * absent or not ISO 8601 UTC) */
     size_t n_keys;
     char **prefixes;        /* <CommonPrefixes><Prefix>, decoded; owned */
     size_t n_prefixes;
@@ -87,6 +97,9 @@ typedef struct s3_list_page {
 HS_MUST_USE hs_status s3_parse_list(const char *xml, size_t len, s3_list_page *out,
                                     hs_error *err);
 void s3_list_page_free(s3_list_page *p);
+/* ISO 8601 UTC ("2026-12-06T06:22:28.000Z", fraction optional) as ms since
+ * the epoch; -1 when s is NULL or not of that shape. */
+int64_t s3_parse_iso8601_ms(const char *s);
 /* <Error><Code>..</Code><Message>..</Message>: false when the body has no
  * <Error> element.  code and msg are NUL-terminated and truncated to fit. */
 bool s3_parse_error(const char *xml, size_t len, char *code, size_t code_cap, char *msg,

@@ -1532,6 +1532,8 @@ typedef struct ent_ctx {
     int64_t want_size;
     char *why;
     size_t why_cap;
+    hs_buf pre;                    /* a sidecar read whole already (object stores) */
+    bool have_pre;
 } ent_ctx;
 
 static hs_status compose_cached(const char *location, const char *root_path, ix_registry *r,
@@ -1549,7 +1551,14 @@ static hs_status ent_load(void *ctx, const char *path, tbl_fref *ref, void **obj
         return hs_err_nomem(err, sizeof *c);
     hs_error e2;
     hs_err_clear(&e2);
-    hs_status st = hs_io_read_all(path, &c->bytes, &e2);
+    hs_status st = HS_OK;
+    if (x->have_pre) {   /* cache_get read it: take the bytes */
+        c->bytes = x->pre;
+        memset(&x->pre, 0, sizeof x->pre);
+        x->have_pre = false;
+    } else {
+        st = hs_io_read_all(path, &c->bytes, &e2);
+    }
     c->size = (int64_t)c->bytes.len;
     if (st == HS_OK && x->kind == CE_SIDECAR && x->want_size >= 0 &&
         (int64_t)c->bytes.len != x->want_size) {
@@ -1602,9 +1611,23 @@ static hs_status cache_get(int kind, const char *location, const char *path,
     *out = NULL;
     why[0] = '\0';
     int64_t key[2] = {kind, field ? (int64_t)pr_kind_of(field) : -1};
-    ent_ctx ctx = {kind, location, field, want_size, why, why_cap};
+    ent_ctx ctx = {kind, location, field, want_size, why, why_cap, {0}, false};
+    /* object stores: a sidecar not seen before is read whole by the
+     * registry's size, which gives the cache its identity too (one GET, not
+     * a tail GET to open it and then a GET of the rest); on any failure the
+     * usual path runs and reports */
+    if (kind == CE_SIDECAR && want_size > 0 && want_size < ((int64_t)1 << 32) &&
+        hs_io_is_object_uri(path) && !hs_io_identity_cached(path) &&
+        hs_buf_reserve(&ctx.pre, (size_t)want_size) == HS_OK) {
+        hs_error ignored = {0};
+        ctx.have_pre = hs_io_read_whole(path, ctx.pre.data, (uint64_t)want_size, &ignored) ==
+                       HS_OK;
+        ctx.pre.len = ctx.have_pre ? (size_t)want_size : 0;
+    }
     void *obj = NULL;
-    HS_TRY(tbl_fcache_get(&g_ix_cache, path, key, 2, ent_load, &ctx, &obj, ref, err));
+    hs_status gs = tbl_fcache_get(&g_ix_cache, path, key, 2, ent_load, &ctx, &obj, ref, err);
+    hs_buf_free(&ctx.pre);   /* not taken: the cache held the entry already */
+    HS_TRY(gs);
     *out = obj;
     if (!obj && !why[0])
         snprintf(why, why_cap, "%s: unreadable", path);

@@ -877,6 +877,36 @@ static hs_status sweep(const char *dir, const fset *keep, int64_t cutoff, const 
     return st;
 }
 
+/* sweep for object stores (S3): one recursive listing, whose Last-Modified
+ * is the age; the same exclusions (dot names, version-hint.text, the
+ * table's wal/). */
+static hs_status sweep_objects(const char *dir, const fset *keep, int64_t cutoff,
+                               const char *loc, fset *out, hs_error *err)
+{
+    hs_io_entry *e = NULL;
+    size_t n = 0;
+    HS_TRY(hs_io_list_entries(dir, &e, &n, err));
+    hs_status st = HS_OK;
+    hs_buf p = {0};
+    bool root = is_table_root(dir, loc);
+    for (size_t i = 0; i < n && st == HS_OK; i++) {
+        const char *name = e[i].name, *base = strrchr(name, '/');
+        base = base ? base + 1 : name;
+        if (name[0] == '.' || strstr(name, "/.") || strcmp(base, "version-hint.text") == 0 ||
+            (root && strncmp(name, "wal/", 4) == 0) || e[i].mtime_ms < 0 ||
+            e[i].mtime_ms >= cutoff)
+            continue;
+        hs_buf_reset(&p);
+        if (hs_buf_printf(&p, "%s/%s", dir, name) != HS_OK)
+            st = hs_err_nomem(err, 256);
+        else if (!fset_has(keep, hs_buf_cstr(&p)))
+            st = fset_add(out, hs_buf_cstr(&p), kind_by_place(hs_buf_cstr(&p), loc), err);
+    }
+    hs_buf_free(&p);
+    hs_io_entries_free(e, n);
+    return st;
+}
+
 static char *dir_of(const char *loc, const char *sub)
 {
     size_t n = strlen(loc);
@@ -905,9 +935,10 @@ hs_status hs_table_remove_orphan_files(hs_table *t, const hs_orphan_options *opt
     HS_TRY(hs_table_refresh(t, err));
     const ice_table_metadata *m = &t->meta;
     const char *loc = tbl_local(m->location);
-    if (loc[0] != '/')
+    bool objects = hs_io_is_object_uri(loc);   /* S3: sweep_objects */
+    if (loc[0] != '/' && !objects)
         return hs_err_set(err, HS_UNSUPPORTED, "remove_orphan_files: %s is not a local "
-                          "directory", m->location);
+                          "directory or object store location", m->location);
     int64_t cutoff = opt->use_older_than ? opt->older_than_ms : ice_now_ms() - 3 * DAY_MS;
     fset keep = {0}, del = {0};
     hs_buf rels = {0};
@@ -956,12 +987,15 @@ hs_status hs_table_remove_orphan_files(hs_table *t, const hs_orphan_options *opt
         if (!root)
             st = hs_err_nomem(err, 256);
         else
-            st = sweep(root, &keep, cutoff, loc, &del, 0, err);
+            st = objects ? sweep_objects(root, &keep, cutoff, loc, &del, err)
+                         : sweep(root, &keep, cutoff, loc, &del, 0, err);
         hs_free(root);
     }
     const char *data_path = ice_kv_get(&m->properties, "write.data.path");
     if (st == HS_OK && data_path && tbl_local(data_path)[0] == '/')
         st = sweep(tbl_local(data_path), &keep, cutoff, loc, &del, 0, err);
+    else if (st == HS_OK && data_path && hs_io_is_object_uri(data_path))
+        st = sweep_objects(data_path, &keep, cutoff, loc, &del, err);
     json_t *failed = json_array();
     if (st == HS_OK && !opt->dry_run)
         delete_files(&del, failed);

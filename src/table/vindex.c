@@ -822,6 +822,30 @@ hs_status tbl_vindex_open_image(uint8_t *p, size_t n, bool own, tbl_vindex **out
     return HS_OK;
 }
 
+/* Opens the image p[0..n) of the sidecar at path (takes ownership of p, an
+ * hs_malloc_aligned buffer) and checks that it covers the data file. */
+static hs_status open_owned(const char *path, uint8_t *p, size_t n, int32_t field_id,
+                            int64_t data_file_size, tbl_vindex **out, hs_error *err)
+{
+    tbl_vindex *vi = NULL;
+    hs_status st = tbl_vindex_open_image(p, n, true, &vi, err);
+    if (st == HS_OK && (vi->info.field_id != field_id ||
+                        vi->info.data_file_size != data_file_size)) {
+        st = HS_CORRUPT_AT(err, "vector index is stale: it covers field %" PRId32 " of a "
+                           "data file of %" PRId64 " bytes, not field %" PRId32 " of %" PRId64
+                           " bytes", vi->info.field_id, vi->info.data_file_size, field_id,
+                           data_file_size);
+        tbl_vindex_close(vi);
+        vi = NULL;
+    }
+    if (st != HS_OK) {
+        hs_err_prefix(err, "%s", path);
+        return st;
+    }
+    *out = vi;
+    return HS_OK;
+}
+
 hs_status tbl_vindex_open_file(const char *path, int32_t field_id, int64_t data_file_size,
                                int64_t file_size, tbl_vindex **out, hs_error *err)
 {
@@ -841,23 +865,7 @@ hs_status tbl_vindex_open_file(const char *path, int32_t field_id, int64_t data_
         hs_free_aligned(p);
         return st;
     }
-    tbl_vindex *vi = NULL;
-    st = tbl_vindex_open_image(p, n, true, &vi, err);
-    if (st == HS_OK && (vi->info.field_id != field_id ||
-                        vi->info.data_file_size != data_file_size)) {
-        st = HS_CORRUPT_AT(err, "vector index is stale: it covers field %" PRId32 " of a "
-                           "data file of %" PRId64 " bytes, not field %" PRId32 " of %" PRId64
-                           " bytes", vi->info.field_id, vi->info.data_file_size, field_id,
-                           data_file_size);
-        tbl_vindex_close(vi);
-        vi = NULL;
-    }
-    if (st != HS_OK) {
-        hs_err_prefix(err, "%s", path);
-        return st;
-    }
-    *out = vi;
-    return HS_OK;
+    return open_owned(path, p, n, field_id, data_file_size, out, err);
 }
 
 /* ---- the cache ---- */
@@ -881,16 +889,24 @@ typedef struct vc_load_ctx {
     const char *path;         /* as the registry names it, for messages */
     int32_t field_id;
     int64_t data_file_size, file_size;
+    uint8_t *pre;             /* the whole sidecar, already read (object stores); owned */
 } vc_load_ctx;
 
 static hs_status vc_load(void *ctx, const char *local, tbl_fref *ref, void **obj, size_t *cost,
                          hs_error *err)
 {
     (void)local;
-    const vc_load_ctx *x = ctx;
+    vc_load_ctx *x = ctx;
     tbl_vindex *vi = NULL;
-    HS_TRY(tbl_vindex_open_file(x->path, x->field_id, x->data_file_size, x->file_size, &vi,
-                                err));
+    if (x->pre) {
+        uint8_t *p = x->pre;
+        x->pre = NULL;   /* open_owned owns it now */
+        HS_TRY(open_owned(x->path, p, (size_t)x->file_size, x->field_id, x->data_file_size,
+                          &vi, err));
+    } else {
+        HS_TRY(tbl_vindex_open_file(x->path, x->field_id, x->data_file_size, x->file_size, &vi,
+                                    err));
+    }
     vi->ref = ref;
     int64_t sz = tbl_fref_file_size(ref);
     if (sz < 0)
@@ -904,10 +920,28 @@ hs_status tbl_vindex_acquire(const char *path, int32_t field_id, int64_t data_fi
                              int64_t file_size, const tbl_vindex **out, hs_error *err)
 {
     *out = NULL;
-    vc_load_ctx ctx = {path, field_id, data_file_size, file_size};
+    vc_load_ctx ctx = {path, field_id, data_file_size, file_size, NULL};
+    /* On an object store, opening a sidecar (for the cache's identity check)
+     * costs a GET of its tail before the GET of the whole image: a sidecar
+     * not seen before is read whole at once instead, by the size the
+     * registry records, which also tells the cache its identity (one round
+     * trip, not two).  Any failure here falls back to the usual path, which
+     * reports it. */
+    if (file_size > 0 && file_size < ((int64_t)1 << 40) && hs_io_is_object_uri(path) &&
+        !hs_io_identity_cached(path)) {
+        hs_error ignored = {0};
+        ctx.pre = hs_malloc_aligned((size_t)file_size);
+        if (ctx.pre && hs_io_read_whole(path, ctx.pre, (uint64_t)file_size, &ignored) != HS_OK) {
+            hs_free_aligned(ctx.pre);
+            ctx.pre = NULL;
+        }
+    }
     void *obj = NULL;
     tbl_fref *ref = NULL;
-    HS_TRY(tbl_fcache_get(&g_vc, tbl_local(path), NULL, 0, vc_load, &ctx, &obj, &ref, err));
+    hs_status gs = tbl_fcache_get(&g_vc, tbl_local(path), NULL, 0, vc_load, &ctx, &obj, &ref,
+                                  err);
+    hs_free_aligned(ctx.pre);   /* not taken: the cache held the image already */
+    HS_TRY(gs);
     tbl_vindex *vi = obj;
     /* a cached image was opened for the file, maybe for another registry entry */
     hs_status cs = check_cover(vi, path, field_id, data_file_size, err);

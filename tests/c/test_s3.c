@@ -21,6 +21,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *bucket(void)
@@ -78,7 +80,8 @@ static void test_parse_list(void)
         "<Name>b</Name><Prefix>t/</Prefix><KeyCount>3</KeyCount>"
         "<IsTruncated>true</IsTruncated>"
         "<NextContinuationToken>a&amp;b=</NextContinuationToken>"
-        "<Contents><Key>t/a&lt;1&gt;.json</Key><Size>12</Size><ETag>&quot;x&quot;</ETag></Contents>"
+        "<Contents><Key>t/a&lt;1&gt;.json</Key><Size>12</Size><ETag>&quot;x&quot;</ETag>"
+        "<LastModified>2026-12-06T06:22:28.123Z</LastModified></Contents>"
         "<Contents><Key>t/caf&#233;&#x2F;</Key><Size>0</Size></Contents>"
         "<CommonPrefixes><Prefix>t/data/</Prefix></CommonPrefixes>"
         "</ListBucketResult>";
@@ -88,6 +91,8 @@ static void test_parse_list(void)
     REQUIRE(pg.n_keys == 2 && pg.n_prefixes == 1);
     CHECK(strcmp(pg.keys[0], "t/a<1>.json") == 0);
     CHECK(pg.sizes[0] == 12 && pg.sizes[1] == 0);
+    /* date -u -d 2026-12-06T06:22:28Z +%s = 1796538148 */
+    CHECK(pg.mtimes_ms[0] == INT64_C(1796538148123) && pg.mtimes_ms[1] == -1);
     CHECK(strcmp(pg.keys[1], "t/caf\xc3\xa9/") == 0);
     CHECK(strcmp(pg.prefixes[0], "t/data/") == 0);
     CHECK(pg.truncated);
@@ -113,6 +118,19 @@ static void test_parse_list(void)
     const char *badsz = "<ListBucketResult><Contents><Key>k</Key><Size>-1</Size></Contents>"
                         "</ListBucketResult>";
     CHECK(s3_parse_list(badsz, strlen(badsz), &pg, &err) == HS_CORRUPT);
+    hs_err_clear(&err);
+
+    /* Last-Modified as S3 writes it; anything else is "unknown" (-1) */
+    CHECK(s3_parse_iso8601_ms("1970-01-01T00:00:00.000Z") == 0);
+    CHECK(s3_parse_iso8601_ms("2000-02-29T23:59:59Z") == INT64_C(951868799000));
+    CHECK(s3_parse_iso8601_ms("2026-12-06T06:22:28.5Z") == INT64_C(1796538148500));
+    CHECK(s3_parse_iso8601_ms("2026-12-06T06:22:28.123456+00:00") == INT64_C(1796538148123));
+    CHECK(s3_parse_iso8601_ms("2026-12-06T06:22:28+02:00") == -1);
+    CHECK(s3_parse_iso8601_ms("2026-13-06T06:22:28Z") == -1);
+    CHECK(s3_parse_iso8601_ms("2026-12-06 06:22:28Z") == -1);
+    CHECK(s3_parse_iso8601_ms("2026-12-06T06:22:28.Z") == -1);
+    CHECK(s3_parse_iso8601_ms("Sun, 06 Dec 2026 06:22:28 GMT") == -1);
+    CHECK(s3_parse_iso8601_ms("") == -1 && s3_parse_iso8601_ms(NULL) == -1);
 }
 
 static void test_parse_error_and_ini(void)
@@ -457,6 +475,24 @@ static void test_list(void)
     for (size_t i = 0; i < n; i++)
         hs_free(names[i]);
     hs_free(names);
+    /* with sizes and Last-Modified, from the listing pages alone */
+    hs_io_entry *ent = NULL;
+    size_t ne = 0;
+    hs_s3_stats s0, s1;
+    hs_s3_get_stats(&s0);
+    CHECK_OK(hs_io_list_entries(uri_of("unit/list"), &ent, &ne, &err), &err);
+    hs_s3_get_stats(&s1);
+    CHECK(s1.requests - s0.requests == 4);   /* 26 keys, 7 a page: no HEAD */
+    CHECK(ne == (size_t)n_files + 3);
+    int64_t now_ms = (int64_t)time(NULL) * 1000;
+    for (size_t i = 0; i < ne; i++) {
+        bool sub = strncmp(ent[i].name, "sub", 3) == 0;
+        CHECK(ent[i].size == (sub ? 0 : strlen("unit/list/") + strlen(ent[i].name)));
+        CHECK(ent[i].mtime_ms > now_ms - 600000 && ent[i].mtime_ms < now_ms + 600000);
+    }
+    hs_io_entries_free(ent, ne);
+    CHECK(hs_io_list_entries(hs_test_tmpdir(), &ent, &ne, &err) == HS_UNSUPPORTED);
+    hs_err_clear(&err);
     CHECK_OK(hs_s3_list(uri_of("unit/list/"), true, &names, &n, &err), &err);
     CHECK(n == (size_t)n_files + 3);
     qsort(names, n, sizeof *names, cmp_str);
@@ -624,6 +660,242 @@ static void test_container_credentials(void)
     hs_s3_reset();
 }
 
+/* Saves and clears the credential variables; restore_creds puts them back. */
+typedef struct saved_env {
+    char *v[6];
+} saved_env;
+static const char *const CRED_VARS[6] = { "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                          "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+                                          "AWS_PROFILE", "AWS_SESSION_TOKEN" };
+
+static void clear_creds(saved_env *s)
+{
+    for (int i = 0; i < 6; i++) {
+        s->v[i] = getenv(CRED_VARS[i]) ? strdup(getenv(CRED_VARS[i])) : NULL;
+        unsetenv(CRED_VARS[i]);
+    }
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/credentials", 1);
+    setenv("AWS_CONFIG_FILE", "/nonexistent/config", 1);
+}
+
+static void restore_creds(saved_env *s)
+{
+    for (int i = 0; i < 6; i++) {
+        if (s->v[i])
+            setenv(CRED_VARS[i], s->v[i], 1);
+        else
+            unsetenv(CRED_VARS[i]);
+        free(s->v[i]);
+    }
+    hs_s3_reset();
+}
+
+/* Writes and deletes one small object; the status of the write. */
+static hs_status put_small(const char *key, hs_error *err)
+{
+    hs_wfile *w;
+    hs_status st = hs_io_create(uri_of(key), 0, &w, err);
+    if (st != HS_OK)
+        return st;
+    st = hs_wfile_write(w, "x", 1, err);
+    if (st != HS_OK) {
+        hs_wfile_abort(w);
+        return st;
+    }
+    st = hs_wfile_close(w, err);
+    if (st == HS_OK)
+        st = hs_io_delete(uri_of(key), err);
+    return st;
+}
+
+/* A fake EC2 instance metadata service speaking IMDSv2: PUT /latest/api/token
+ * needs the TTL header and hands out a token, the credential GETs need that
+ * token; credentials expire expire_in_s seconds after they are handed out. */
+typedef struct imds_srv {
+    int fd;
+    char key[256], secret[256];
+    int expire_in_s;
+    int tokens, role_gets, cred_gets, bad;   /* bad: a request refused */
+} imds_srv;
+
+static void *imds_main(void *arg)
+{
+    imds_srv *s = arg;
+    for (;;) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        char req[4096], body[1200] = "";
+        int status = 404;
+        ssize_t n = recv(c, req, sizeof req - 1, 0);
+        if (n > 0) {
+            req[n] = 0;
+            bool tok = strstr(req, "\r\nX-aws-ec2-metadata-token: tok-123\r\n") != NULL;
+            const char *creds = "GET /latest/meta-data/iam/security-credentials/";
+            if (strncmp(req, "PUT /latest/api/token ", 22) == 0) {
+                bool ttl = strstr(req, "\r\nX-aws-ec2-metadata-token-ttl-seconds: 21600\r\n");
+                status = ttl ? 200 : 400;
+                s->tokens += ttl;
+                s->bad += !ttl;
+                snprintf(body, sizeof body, "%s", ttl ? "tok-123" : "");
+            } else if (strncmp(req, creds, strlen(creds)) == 0) {
+                const char *rest = req + strlen(creds);
+                status = tok ? 200 : 401;
+                s->bad += !tok;
+                if (tok && rest[0] == ' ') {
+                    s->role_gets++;
+                    snprintf(body, sizeof body, "hs-role");
+                } else if (tok && strncmp(rest, "hs-role ", 8) == 0) {
+                    s->cred_gets++;
+                    time_t e = time(NULL) + s->expire_in_s;
+                    struct tm tm;
+                    gmtime_r(&e, &tm);
+                    char ex[32];
+                    strftime(ex, sizeof ex, "%Y-%m-%dT%H:%M:%SZ", &tm);
+                    snprintf(body, sizeof body, "{\"Code\":\"Success\",\"Type\":\"AWS-HMAC\","
+                             "\"AccessKeyId\":\"%s\",\"SecretAccessKey\":\"%s\",\"Token\":\"\","
+                             "\"Expiration\":\"%s\"}", s->key, s->secret, ex);
+                } else if (tok) {
+                    status = 404;
+                }
+            }
+        }
+        char resp[1600];
+        int k = snprintf(resp, sizeof resp, "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n"
+                         "Connection: close\r\n\r\n%s", status, strlen(body), body);
+        (void)!send(c, resp, (size_t)k, 0);
+        close(c);
+    }
+}
+
+static void test_imds_credentials(void)
+{
+    NEED_SERVER();
+    const char *auth = getenv("HS_TEST_S3_AUTH");
+    bool checks = auth && strcmp(auth, "1") == 0;
+    imds_srv srv = { 0 };
+    snprintf(srv.key, sizeof srv.key, "%s", getenv("AWS_ACCESS_KEY_ID"));
+    snprintf(srv.secret, sizeof srv.secret, "%s", getenv("AWS_SECRET_ACCESS_KEY"));
+    srv.expire_in_s = 3600;
+    srv.fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { 0 };
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    REQUIRE(bind(srv.fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(srv.fd, 8) == 0 &&
+            getsockname(srv.fd, (struct sockaddr *)&a, &al) == 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, imds_main, &srv) == 0);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", ntohs(a.sin_port));
+    saved_env saved;
+    clear_creds(&saved);
+    setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", url, 1);
+    hs_s3_reset();
+    hs_error err = { 0 };
+    /* token, role, credentials: once, then every request signs with them */
+    CHECK_OK(put_small("unit/imds-1", &err), &err);
+    CHECK_OK(put_small("unit/imds-2", &err), &err);
+    CHECK(srv.tokens == 1 && srv.role_gets == 1 && srv.cred_gets == 1 && srv.bad == 0);
+
+    /* credentials within 5 minutes of their expiry are fetched again */
+    srv.expire_in_s = 120;
+    hs_s3_reset();
+    int before = srv.cred_gets;
+    CHECK_OK(put_small("unit/imds-3", &err), &err);
+    CHECK_OK(put_small("unit/imds-4", &err), &err);
+    CHECK(srv.cred_gets - before >= 3);   /* the load, then again before later requests */
+    CHECK(srv.bad == 0);
+
+    if (checks) {
+        /* the keys it hands out are the ones that sign: a wrong secret is refused */
+        snprintf(srv.secret, sizeof srv.secret, "not-the-secret");
+        srv.expire_in_s = 3600;
+        hs_s3_reset();
+        CHECK(put_small("unit/imds-5", &err) == HS_IO);
+        CHECK(strstr(err.msg, "403") != NULL);
+        hs_err_clear(&err);
+    }
+    /* a refresh that fails keeps the keys while they are valid */
+    snprintf(srv.secret, sizeof srv.secret, "%s", saved.v[1]);   /* AWS_SECRET_ACCESS_KEY */
+    srv.expire_in_s = 120;   /* valid two more minutes, inside the refresh window */
+    hs_s3_reset();
+    CHECK_OK(put_small("unit/imds-k1", &err), &err);
+    shutdown(srv.fd, SHUT_RDWR);
+    close(srv.fd);
+    pthread_join(th, NULL);
+    CHECK_OK(put_small("unit/imds-k2", &err), &err);   /* the endpoint is gone: old keys */
+    /* named but silent: the 403 says why nothing signed the request */
+    if (checks) {
+        setenv("HS_S3_MAX_ATTEMPTS", "2", 1);
+        hs_s3_reset();
+        CHECK(put_small("unit/imds-6", &err) == HS_IO);
+        CHECK(strstr(err.msg, "instance metadata service") != NULL);   /* 403, or moto's 500 */
+        hs_err_clear(&err);
+        unsetenv("HS_S3_MAX_ATTEMPTS");
+    }
+    unsetenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+    restore_creds(&saved);
+}
+
+static void test_process_credentials(void)
+{
+    NEED_SERVER();
+    const char *auth = getenv("HS_TEST_S3_AUTH");
+    bool checks = auth && strcmp(auth, "1") == 0;
+    char script[512], bad[512], marker[512], conf[512];
+    snprintf(script, sizeof script, "%s/creds-ok.sh", hs_test_tmpdir());
+    snprintf(bad, sizeof bad, "%s/creds-bad.sh", hs_test_tmpdir());
+    snprintf(marker, sizeof marker, "%s/creds-ran", hs_test_tmpdir());
+    snprintf(conf, sizeof conf, "%s/creds-config", hs_test_tmpdir());
+    unlink(marker);
+    FILE *fp = fopen(script, "w");
+    REQUIRE(fp != NULL);
+    fprintf(fp, "#!/bin/sh\necho ran >> '%s'\nprintf '{\"Version\": 1, \"AccessKeyId\": "
+                "\"%%s\", \"SecretAccessKey\": \"%%s\"}\\n' \"$1\" \"$2\"\n",
+            marker);
+    fclose(fp);
+    fp = fopen(bad, "w");
+    REQUIRE(fp != NULL);
+    fprintf(fp, "#!/bin/sh\necho 'no credentials for you' >&2\nexit 3\n");
+    fclose(fp);
+    REQUIRE(chmod(script, 0700) == 0 && chmod(bad, 0700) == 0);
+    fp = fopen(conf, "w");
+    REQUIRE(fp != NULL);
+    /* arguments after the command, as the AWS CLI passes them */
+    fprintf(fp, "[profile hsproc]\ncredential_process = %s %s %s\n"
+                "[profile hsbad]\ncredential_process = %s\n",
+            script, getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"), bad);
+    fclose(fp);
+    saved_env saved;
+    clear_creds(&saved);
+    setenv("AWS_CONFIG_FILE", conf, 1);
+    setenv("AWS_PROFILE", "hsproc", 1);
+    hs_s3_reset();
+    hs_error err = { 0 };
+    CHECK_OK(put_small("unit/process-1", &err), &err);
+    CHECK_OK(put_small("unit/process-2", &err), &err);
+    size_t len = 0;
+    char *ran = NULL;
+    hs_buf mb = { 0 };
+    if (hs_io_read_all(marker, &mb, &err) == HS_OK)
+        ran = (char *)mb.data, len = mb.len;
+    CHECK(ran != NULL && len == 4);   /* ran once: the keys have no expiry */
+    hs_buf_free(&mb);
+    hs_err_clear(&err);
+    if (checks) {
+        setenv("AWS_PROFILE", "hsbad", 1);
+        setenv("HS_S3_MAX_ATTEMPTS", "2", 1);   /* moto answers an unsigned PUT with 500 */
+        hs_s3_reset();
+        CHECK(put_small("unit/process-3", &err) == HS_IO);
+        CHECK(strstr(err.msg, "credential_process of profile hsbad failed (exit status 3)") !=
+              NULL);
+        hs_err_clear(&err);
+        unsetenv("HS_S3_MAX_ATTEMPTS");
+    }
+    restore_creds(&saved);
+}
+
 static void test_unreachable(void)
 {
     /* a closed port: transport errors are retried, then reported */
@@ -661,6 +933,8 @@ int main(void)
     HS_RUN(test_profile_credentials);
     HS_RUN(test_bad_credentials);
     HS_RUN(test_container_credentials);
+    HS_RUN(test_imds_credentials);
+    HS_RUN(test_process_credentials);
     hs_s3_reset();
     return hs_test_summary();
 }

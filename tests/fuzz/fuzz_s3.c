@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hs_error err = { 0 };
     if (s3_parse_list(s, size, &pg, &err) == HS_OK) {
         for (size_t i = 0; i < pg.n_keys; i++)
-            if (!pg.keys[i] || strlen(pg.keys[i]) > size)
+            if (!pg.keys[i] || strlen(pg.keys[i]) > size || pg.mtimes_ms[i] < -1)
                 abort();
         for (size_t i = 0; i < pg.n_prefixes; i++)
             if (!pg.prefixes[i] || strlen(pg.prefixes[i]) > size)
@@ -34,6 +34,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (t && strlen(t) > size)
         abort();
     hs_free(t);
+    char date[64];
+    size_t dn = size < sizeof date - 1 ? size : sizeof date - 1;
+    memcpy(date, s, dn);
+    date[dn] = 0;
+    if (s3_parse_iso8601_ms(date) < -1)
+        abort();
     static const char *profiles[] = { "default", "dev" };
     for (int i = 0; i < 2; i++)
         for (int cfg = 0; cfg < 2; cfg++) {
