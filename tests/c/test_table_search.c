@@ -909,6 +909,128 @@ static void test_filtered_kept(void)
     CHECK(hs_test_live_count() == live);
 }
 
+/* Rows of a filtered scan (every column read). */
+static hs_status count_rows_at(hs_table *t, const hs_scan_options *so, int64_t *n, hs_error *err)
+{
+    hs_scan *s = NULL;
+    *n = 0;
+    HS_TRY(hs_scan_plan(t, so, &s, err));
+    struct ArrowArrayStream st;
+    HS_TRY(hs_scan_stream(s, &st, err));
+    hs_status rc = HS_OK;
+    for (;;) {
+        struct ArrowArray a;
+        if (st.get_next(&st, &a) != 0) {
+            rc = stream_failed(&st, err);
+            break;
+        }
+        if (!a.release)
+            break;
+        *n += a.length;
+        a.release(&a);
+    }
+    st.release(&st);
+    return rc;
+}
+
+static hs_status count_rows(hs_table *t, const char *filter, int64_t *n, hs_error *err)
+{
+    hs_scan_options so = {.filter = filter};
+    return count_rows_at(t, &so, n, err);
+}
+
+/* Live rows with id < m (the oracle of "id < m"). */
+static int64_t live_below(int64_t m)
+{
+    int64_t n = 0;
+    for (int64_t r = 0; r < N_ROWS && r < m; r++)
+        n += !deleted(r);
+    return n;
+}
+
+/* plan.c's process-wide cache of bound filters: a text is parsed and bound
+ * once per schema; the same text under another schema (a rename, another
+ * table) binds anew; plans hold their entry while evicted; bounded. */
+static void test_filter_cache(void)
+{
+    int64_t live = hs_test_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    hs_table *t = make_table(cat, tmp_path("filter-cache"), &err);
+    REQUIRE(t);
+    tbl_filter_cache_clear();
+    int64_t h0, m0, h, m, n;
+    int entries;
+    tbl_filter_cache_stats(&h0, &m0, &entries);
+    CHECK(entries == 0);
+    CHECK_OK(count_rows(t, "id < 300", &n, &err), &err);
+    CHECK(n == live_below(300));
+    CHECK_OK(count_rows(t, "id < 300", &n, &err), &err);
+    CHECK(n == live_below(300));
+    tbl_filter_cache_stats(&h, &m, &entries);
+    CHECK(h - h0 == 1 && m - m0 == 1 && entries == 1);
+    /* a vector search with the same text uses the same entry, same rows */
+    float q[DIM] = {0};
+    int64_t ids[N_ROWS];
+    double d[N_ROWS];
+    int nr = 0;
+    CHECK_OK(run_search(t, "id < 300", q, DIM, 5, "l2", ids, d, &nr, &err), &err);
+    CHECK(nr == 5);
+    for (int i = 0; i < nr; i++)
+        CHECK(ids[i] < 300 && !deleted(ids[i]));
+    tbl_filter_cache_stats(&h, &m, &entries);
+    CHECK(h - h0 == 2 && m - m0 == 1);
+    /* the column renamed: the same text no longer binds (an entry keyed by
+     * the text alone would still answer) */
+    int64_t s0 = hs_table_current_snapshot_id(t);
+    CHECK_OK(hs_table_update_schema(t, "[{\"op\":\"rename\",\"name\":\"id\",\"to\":\"ident\"}]",
+                                    &err), &err);
+    CHECK(count_rows(t, "id < 300", &n, &err) == HS_NOT_FOUND);
+    CHECK_OK(count_rows(t, "ident < 300", &n, &err), &err);
+    CHECK(n == live_below(300));
+    /* the snapshot read by id binds against its own (first) schema, in turn
+     * with the current one: two entries of one text */
+    for (int i = 0; i < 2; i++) {
+        hs_scan_options at0 = {.use_snapshot_id = 1, .snapshot_id = s0, .filter = "id < 300"};
+        CHECK_OK(count_rows_at(t, &at0, &n, &err), &err);
+        CHECK(n == live_below(300));
+        CHECK(count_rows(t, "id < 300", &n, &err) == HS_NOT_FOUND);
+    }
+    /* a plan made now keeps its entry while 100 other texts evict it */
+    hs_scan_options held_o = {.filter = "ident < 77"};
+    hs_scan *held = NULL;
+    CHECK_OK(hs_scan_plan(t, &held_o, &held, &err), &err);
+    for (int i = 0; i < 100; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "ident < %d", 100 + 11 * i);
+        CHECK_OK(count_rows(t, f, &n, &err), &err);
+        CHECK(n == live_below(100 + 11 * i));
+    }
+    tbl_filter_cache_stats(&h, &m, &entries);
+    CHECK(entries <= 64 && entries > 0);
+    struct ArrowArrayStream st;
+    CHECK_OK(hs_scan_stream(held, &st, &err), &err);
+    int64_t held_n = 0;
+    for (;;) {
+        struct ArrowArray a;
+        if (st.get_next(&st, &a) != 0 || !a.release)
+            break;
+        held_n += a.length;
+        a.release(&a);
+    }
+    st.release(&st);
+    CHECK(held_n == live_below(77));
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();
+    tbl_vindex_cache_clear();
+    tbl_index_cache_clear();   /* clears the filter and manifest-list caches too */
+    tbl_filter_cache_stats(NULL, NULL, &entries);
+    CHECK(entries == 0);
+    CHECK(hs_test_live_count() == live);
+}
+
 static int write_file(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -1150,6 +1272,7 @@ int main(void)
     HS_RUN(test_search_exact);
     HS_RUN(test_plan_kept);
     HS_RUN(test_filtered_kept);
+    HS_RUN(test_filter_cache);
     HS_RUN(test_cache);
     HS_RUN(test_vindex_oom);
     HS_RUN(test_search_oom);
