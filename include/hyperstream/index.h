@@ -138,7 +138,8 @@ typedef struct hs_search_options {
     const char *distance_column; /* name of the appended distance column; NULL = "_distance" */
     /* quantized indexes: the best max(k * rerank, ef_search) candidates by
      * code distance are reranked with exact vectors; 0 = the index's
-     * "rerank" parameter (default 4).  Appended after 0.1: set struct_size. */
+     * "rerank" parameter (default 1 for hnsw_tq8 kinds, 4 for the other
+     * quantized kinds).  Appended after 0.1: set struct_size. */
     int rerank;
 } hs_search_options;
 #define HS_SEARCH_OPTIONS_INIT {sizeof(hs_search_options)}

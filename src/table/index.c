@@ -1518,6 +1518,8 @@ void tbl_index_cache_clear(void)
     hs_avro_schema_cache_clear();   /* the manifests' parsed schemas, too */
     tbl_mcache_clear();             /* and decoded manifests */
     tbl_vindex_cache_clear();       /* and opened vector indexes */
+    tbl_list_cache_clear();         /* and decoded manifest lists */
+    tbl_filter_cache_clear();       /* and bound filters */
 }
 
 static void cache_release(tbl_fref *ref)

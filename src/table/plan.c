@@ -41,9 +41,12 @@
  * (field 2147483546) contain the file's path or are absent.  Equality deletes
  * are refused (HS_UNSUPPORTED) - nothing this project reads writes them yet.
  */
+#include "table/fcache.h"
 #include "table/mcache.h"
 #include "table/table_int.h"
 
+#include "base/fork.h"
+#include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/mem.h"
 #include "expr/expr.h"
@@ -52,6 +55,8 @@
 #include "io/io.h"
 #include "parquet/reader.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------ */
@@ -72,6 +77,227 @@ hs_status tbl_pred_make(const char *text, const hs_field *schema, tbl_pred *p, h
         tbl_pred_clear(p);
     }
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* the bound-filter cache                                              */
+
+/* Parsing and binding a filter (libpg_query's parse, its JSON output read
+ * back, binding, ex_to_pred) costs ~60 us: more than the rest of a
+ * selective indexed query or a filtered vector search (issue 12: a new
+ * filter's first query).  Applications repeat filter texts (a tenant, a
+ * category, a window), so bound filters are kept process-wide.
+ *
+ * A bound filter depends on its text and the schema it was bound against
+ * and on nothing else (no session settings: expr/expr_bind.c has no
+ * time-dependent or setting-dependent function), so the key is the text and
+ * the schema compared whole (names, field ids, types, nullability, keys and
+ * values of field metadata).  An entry owns a deep copy of that schema and
+ * the tbl_pred bound to the copy; a plan using it holds a reference and a
+ * shallow copy of the pred, read-only (evaluation only reads an expression:
+ * expr/expr.h, so threads share it).  At most PCACHE_MAX entries; beyond
+ * that the least recently used unreferenced one goes (a referenced one is
+ * freed at its last release).  Texts longer than PCACHE_TEXT_MAX are not
+ * kept (big IN lists: their parse is not the cost that matters).  Parse
+ * errors are not kept.  HS_FILTER_CACHE=0 turns the cache off. */
+#define PCACHE_MAX 64
+#define PCACHE_TEXT_MAX 4096
+
+typedef struct tbl_pcache_ent {
+    struct tbl_pcache_ent *newer, *older;   /* recency list (while cached) */
+    char *text;
+    uint64_t hash;            /* of text */
+    hs_field schema;          /* deep copy: pred is bound to it */
+    tbl_pred pred;
+    int refs;
+    bool cached;
+} tbl_pcache_ent;
+
+static struct {
+    pthread_mutex_t mu;
+    tbl_pcache_ent *newest, *oldest;
+    int n;
+    int64_t hits, misses;
+} g_pcache = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, 0};
+HS_FORK_GUARD(g_pcache.mu, HS_FORK_RANK_LEAF);
+
+static bool pcache_enabled(void)
+{
+    static int on = -1;
+    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
+    if (v < 0) {
+        const char *e = getenv("HS_FILTER_CACHE");
+        v = !(e && strcmp(e, "0") == 0);
+        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+static bool meta_equal(const hs_field *a, const hs_field *b)
+{
+    if (a->n_meta != b->n_meta)
+        return false;
+    for (int i = 0; i < a->n_meta; i++)
+        if (strcmp(a->meta_keys[i], b->meta_keys[i]) != 0 ||
+            strcmp(a->meta_values[i] ? a->meta_values[i] : "",
+                   b->meta_values[i] ? b->meta_values[i] : "") != 0)
+            return false;
+    for (int i = 0; i < a->n_children; i++)
+        if (!meta_equal(&a->children[i], &b->children[i]))
+            return false;
+    return true;
+}
+
+/* The same schema for binding: hs_field_equals with names and ids, plus
+ * metadata (children counts already equal when it returns true). */
+static bool schema_same(const hs_field *a, const hs_field *b)
+{
+    return hs_field_equals(a, b, true, true) && meta_equal(a, b);
+}
+
+static void pcache_ent_free(tbl_pcache_ent *e)
+{
+    if (!e)
+        return;
+    tbl_pred_clear(&e->pred);
+    hs_field_clear(&e->schema);
+    hs_free(e->text);
+    hs_free(e);
+}
+
+/* lock held: takes e out of the recency list */
+static void pcache_unlink(tbl_pcache_ent *e)
+{
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        g_pcache.newest = e->older;
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        g_pcache.oldest = e->newer;
+    e->newer = e->older = NULL;
+    e->cached = false;
+    g_pcache.n--;
+}
+
+/* lock held */
+static void pcache_push(tbl_pcache_ent *e)
+{
+    e->older = g_pcache.newest;
+    e->newer = NULL;
+    if (g_pcache.newest)
+        g_pcache.newest->newer = e;
+    else
+        g_pcache.oldest = e;
+    g_pcache.newest = e;
+    e->cached = true;
+    g_pcache.n++;
+}
+
+static void pcache_release(tbl_pcache_ent *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&g_pcache.mu);
+    bool dead = --e->refs == 0 && !e->cached;
+    pthread_mutex_unlock(&g_pcache.mu);
+    if (dead)
+        pcache_ent_free(e);
+}
+
+/* The pred of text bound to schema: from the cache (*ref set, *p a shallow
+ * copy to leave untouched) or made now (*ref NULL when it could not be kept:
+ * *p owned). */
+static hs_status pred_acquire(const char *text, const hs_field *schema, tbl_pred *p,
+                              tbl_pcache_ent **ref, hs_error *err)
+{
+    *ref = NULL;
+    size_t len = text ? strlen(text) : 0;
+    if (!pcache_enabled() || len == 0 || len > PCACHE_TEXT_MAX)
+        return tbl_pred_make(text, schema, p, err);
+    uint64_t h = hs_xxh64(text, len, 0);
+    pthread_mutex_lock(&g_pcache.mu);
+    for (tbl_pcache_ent *e = g_pcache.newest; e; e = e->older) {
+        if (e->hash != h || strcmp(e->text, text) != 0 || !schema_same(&e->schema, schema))
+            continue;
+        e->refs++;
+        g_pcache.hits++;
+        pcache_unlink(e);   /* to the front */
+        pcache_push(e);
+        pthread_mutex_unlock(&g_pcache.mu);
+        *p = e->pred;
+        *ref = e;
+        return HS_OK;
+    }
+    g_pcache.misses++;
+    pthread_mutex_unlock(&g_pcache.mu);
+    tbl_pcache_ent *e = hs_calloc(1, sizeof *e);
+    if (!e || !(e->text = hs_strdup(text)) || hs_field_copy(schema, &e->schema) != HS_OK) {
+        pcache_ent_free(e);
+        return tbl_pred_make(text, schema, p, err);   /* uncached */
+    }
+    hs_status st = tbl_pred_make(text, &e->schema, &e->pred, err);
+    if (st != HS_OK) {
+        pcache_ent_free(e);
+        return st;
+    }
+    e->hash = h;
+    e->refs = 1;
+    tbl_pcache_ent *dead = NULL;
+    pthread_mutex_lock(&g_pcache.mu);
+    pcache_push(e);
+    for (tbl_pcache_ent *o = g_pcache.oldest; o && g_pcache.n > PCACHE_MAX;) {
+        tbl_pcache_ent *next = o->newer;
+        if (o->refs == 0) {
+            pcache_unlink(o);
+            o->older = dead;   /* a private list of the evicted */
+            dead = o;
+        }
+        o = next;
+    }
+    pthread_mutex_unlock(&g_pcache.mu);
+    while (dead) {
+        tbl_pcache_ent *next = dead->older;
+        pcache_ent_free(dead);
+        dead = next;
+    }
+    *p = e->pred;
+    *ref = e;
+    return HS_OK;
+}
+
+void tbl_filter_cache_stats(int64_t *hits, int64_t *misses, int *entries)
+{
+    pthread_mutex_lock(&g_pcache.mu);
+    if (hits)
+        *hits = g_pcache.hits;
+    if (misses)
+        *misses = g_pcache.misses;
+    if (entries)
+        *entries = g_pcache.n;
+    pthread_mutex_unlock(&g_pcache.mu);
+}
+
+void tbl_filter_cache_clear(void)
+{
+    tbl_pcache_ent *dead = NULL;
+    pthread_mutex_lock(&g_pcache.mu);
+    for (tbl_pcache_ent *o = g_pcache.oldest; o;) {
+        tbl_pcache_ent *next = o->newer;
+        pcache_unlink(o);
+        if (o->refs == 0) {
+            o->older = dead;
+            dead = o;
+        }
+        o = next;
+    }
+    pthread_mutex_unlock(&g_pcache.mu);
+    while (dead) {
+        tbl_pcache_ent *next = dead->older;
+        pcache_ent_free(dead);
+        dead = next;
+    }
 }
 
 void tbl_pred_clear(tbl_pred *p)
@@ -483,6 +709,35 @@ static hs_status open_local(const char *loc, hs_file **f, hs_error *err)
     return hs_io_open(loc, f, err);
 }
 
+/* Decoded manifest lists, process-wide (table/fcache.h): a list file is
+ * written once per snapshot and never changed, and every plan of the
+ * snapshot reads it (~16 us to open and decode a one-manifest list: as
+ * much as a selective indexed lookup).  Keyed by path and file identity;
+ * the budget is the manifest cache's setting (HS_MANIFEST_CACHE_MB). */
+static void free_list(void *obj) { ice_manifest_list_free(obj); }
+
+static tbl_fcache g_lists = TBL_FCACHE_INIT("HS_MANIFEST_CACHE_MB", 64, free_list);
+
+static hs_status list_load(void *ctx, const char *path, tbl_fref *ref, void **obj,
+                           size_t *cost, hs_error *err)
+{
+    (void)ctx;
+    (void)ref;
+    hs_file *f = NULL;
+    HS_TRY(open_local(path, &f, err));
+    ice_manifest_list *l = NULL;
+    hs_status st = ice_manifest_list_read(f, &l, err);
+    size_t c = (size_t)f->size * 4 + 1024;
+    hs_file_close(f);
+    if (st != HS_OK)
+        return st;
+    *obj = l;
+    *cost = c + (size_t)l->n_files * 256;
+    return HS_OK;
+}
+
+void tbl_list_cache_clear(void) { tbl_fcache_clear(&g_lists); }
+
 static hs_status push_file(tbl_plan *p, const tbl_plan_file *pf, hs_error *err)
 {
     if (p->n_files == p->cap_files) {
@@ -714,8 +969,14 @@ void tbl_plan_free(tbl_plan *p)
         hs_free(p->files[i].partition);
     }
     hs_free(p->files);
-    ice_manifest_list_free(p->list);
-    tbl_pred_clear(&p->pred);
+    if (p->list_ref)
+        tbl_fcache_release(&g_lists, p->list_ref);
+    else
+        ice_manifest_list_free(p->list);
+    if (p->pred_ref)
+        pcache_release(p->pred_ref);
+    else
+        tbl_pred_clear(&p->pred);
     hs_arena_destroy(&p->arena);
     hs_free(p);
 }
@@ -731,7 +992,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     p->meta = meta;
     p->snap = snap;
     p->schema = schema;
-    hs_status st = tbl_pred_make(filter_text, &schema->root, &p->pred, err);
+    hs_status st = pred_acquire(filter_text, &schema->root, &p->pred, &p->pred_ref, err);
     const char *reg_rel = ice_kv_get(&meta->properties, IX_REGISTRY_PROPERTY);
     if (st == HS_OK && reg_rel && hs_io_is_object_uri(meta->location)) {
         /* object stores: the index registry's root (named by a table property)
@@ -748,11 +1009,10 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             st = hs_err_set(err, HS_UNSUPPORTED, "snapshot %lld has no manifest list (format v1 "
                             "manifests field): not supported", (long long)snap->snapshot_id);
         } else {
-            hs_file *f = NULL;
-            st = open_local(snap->manifest_list, &f, err);
-            if (st == HS_OK)
-                st = ice_manifest_list_read(f, &p->list, err);
-            hs_file_close(f);
+            void *obj = NULL;
+            st = tbl_fcache_get(&g_lists, tbl_local(snap->manifest_list), NULL, 0, list_load,
+                                NULL, &obj, &p->list_ref, err);
+            p->list = obj;
         }
     }
     if (st == HS_OK && p->list && p->list->n_files > 1 &&

@@ -299,6 +299,26 @@ static hs_status allowed_rows(const tbl_plan *plan, const tbl_ixscan *six,
             *out = cand;
             return HS_OK;
         }
+        if (cand && exact && pred->exact) {
+            /* the index answered the whole filter: the allowed rows are its
+             * rows less the deleted ones, without opening the data file
+             * (what tbl_read_file_ex would compute with nothing to evaluate) */
+            roaring_bitmap_t *del = NULL;
+            hs_status st = tbl_plan_load_deletes(pf, &del, err);
+            if (st != HS_OK) {
+                roaring_bitmap_free(cand);
+                return st;
+            }
+            if (del) {
+                roaring_bitmap_andnot_inplace(cand, del);
+                roaring_bitmap_free(del);
+            }
+            roaring_bitmap_remove_range(cand, (uint64_t)(pf->record_count > 0 ? pf->record_count
+                                                                             : 0),
+                                        (uint64_t)UINT32_MAX + 1);
+            *out = cand;
+            return HS_OK;
+        }
         tbl_read_opts o = {.pred = pred, .candidates = cand,
                            .candidates_exact = cand && exact && pred->exact,
                            .use_stats = true, .n_out = 0, .batch_size = 65536};

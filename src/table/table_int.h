@@ -188,7 +188,13 @@ typedef struct tbl_plan {
                                         * the IMPLIED simple filter, for pruning; rows
                                         * are evaluated with tbl_pred_eval /
                                         * tbl_read_file(..., &plan->pred, ...)) */
-    ice_manifest_list *list;           /* owned; NULL when no snapshot */
+    ice_manifest_list *list;           /* NULL when no snapshot; shared from the
+                                        * process's decoded-list cache (read-only)
+                                        * while list_ref is set, else owned */
+    struct tbl_fref *list_ref;         /* the cache reference, released at free */
+    struct tbl_pcache_ent *pred_ref;   /* pred is a shallow copy of a cached bound
+                                        * filter (read-only; tbl_plan_free releases
+                                        * it instead of clearing pred); NULL = owned */
     int n_files;
     tbl_plan_file *files;              /* hs_realloc'd */
     int cap_files;
@@ -203,6 +209,12 @@ HS_MUST_USE hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_sn
                                     const ice_schema *schema, const char *filter_text,
                                     tbl_plan **out, hs_error *err);
 void tbl_plan_free(tbl_plan *p);
+/* The process-wide caches plans use (plan.c): bound filters (HS_FILTER_CACHE=0
+ * turns it off; counters for tests) and decoded manifest lists.  The clears
+ * drop unreferenced entries (tests balancing allocations). */
+void tbl_filter_cache_stats(int64_t *hits, int64_t *misses, int *entries);
+void tbl_filter_cache_clear(void);
+void tbl_list_cache_clear(void);
 /* The positions deleted in data file f (merge of its position deletes and
  * DV): a new bitmap (caller frees) or NULL when none. */
 HS_MUST_USE hs_status tbl_plan_load_deletes(const tbl_plan_file *f, roaring_bitmap_t **out,

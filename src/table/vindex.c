@@ -257,7 +257,8 @@ hs_status tbl_vindex_params_json(const tbl_vindex_spec *s, hs_buf *out)
                          p->ef_construction ? p->ef_construction : 200,
                          p->ef_search ? p->ef_search : 64, hs_metric_name(p->metric)));
     if (p->quant.type != VQ_FLAT)
-        HS_TRY(hs_buf_printf(out, ",\"rerank\":%d", p->rerank ? p->rerank : 4));
+        HS_TRY(hs_buf_printf(out, ",\"rerank\":%d",
+                             p->rerank ? p->rerank : hnsw_default_rerank(p->quant.type)));
     if (p->quant.type == VQ_PQ && p->quant.pq_m)
         HS_TRY(hs_buf_printf(out, ",\"pq_m\":%d", p->quant.pq_m));
     if (p->ivf_lists > 0)

@@ -35,6 +35,7 @@
 #include "table/vindex.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -909,6 +910,259 @@ static void test_filtered_kept(void)
     CHECK(hs_test_live_count() == live);
 }
 
+/* Rows of a filtered scan (every column read). */
+static hs_status count_rows_at(hs_table *t, const hs_scan_options *so, int64_t *n, hs_error *err)
+{
+    hs_scan *s = NULL;
+    *n = 0;
+    HS_TRY(hs_scan_plan(t, so, &s, err));
+    struct ArrowArrayStream st;
+    HS_TRY(hs_scan_stream(s, &st, err));
+    hs_status rc = HS_OK;
+    for (;;) {
+        struct ArrowArray a;
+        if (st.get_next(&st, &a) != 0) {
+            rc = stream_failed(&st, err);
+            break;
+        }
+        if (!a.release)
+            break;
+        *n += a.length;
+        a.release(&a);
+    }
+    st.release(&st);
+    return rc;
+}
+
+static hs_status count_rows(hs_table *t, const char *filter, int64_t *n, hs_error *err)
+{
+    hs_scan_options so = {.filter = filter};
+    return count_rows_at(t, &so, n, err);
+}
+
+/* Live rows with id < m (the oracle of "id < m"). */
+static int64_t live_below(int64_t m)
+{
+    int64_t n = 0;
+    for (int64_t r = 0; r < N_ROWS && r < m; r++)
+        n += !deleted(r);
+    return n;
+}
+
+/* plan.c's process-wide cache of bound filters: a text is parsed and bound
+ * once per schema; the same text under another schema (a rename, another
+ * table) binds anew; plans hold their entry while evicted; bounded. */
+static void test_filter_cache(void)
+{
+    int64_t live = hs_test_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    hs_table *t = make_table(cat, tmp_path("filter-cache"), &err);
+    REQUIRE(t);
+    tbl_filter_cache_clear();
+    int64_t h0, m0, h, m, n;
+    int entries;
+    tbl_filter_cache_stats(&h0, &m0, &entries);
+    CHECK(entries == 0);
+    CHECK_OK(count_rows(t, "id < 300", &n, &err), &err);
+    CHECK(n == live_below(300));
+    CHECK_OK(count_rows(t, "id < 300", &n, &err), &err);
+    CHECK(n == live_below(300));
+    tbl_filter_cache_stats(&h, &m, &entries);
+    CHECK(h - h0 == 1 && m - m0 == 1 && entries == 1);
+    /* a vector search with the same text uses the same entry, same rows */
+    float q[DIM] = {0};
+    int64_t ids[N_ROWS];
+    double d[N_ROWS];
+    int nr = 0;
+    CHECK_OK(run_search(t, "id < 300", q, DIM, 5, "l2", ids, d, &nr, &err), &err);
+    CHECK(nr == 5);
+    for (int i = 0; i < nr; i++)
+        CHECK(ids[i] < 300 && !deleted(ids[i]));
+    tbl_filter_cache_stats(&h, &m, &entries);
+    CHECK(h - h0 == 2 && m - m0 == 1);
+    /* the column renamed: the same text no longer binds (an entry keyed by
+     * the text alone would still answer) */
+    int64_t s0 = hs_table_current_snapshot_id(t);
+    CHECK_OK(hs_table_update_schema(t, "[{\"op\":\"rename\",\"name\":\"id\",\"to\":\"ident\"}]",
+                                    &err), &err);
+    CHECK(count_rows(t, "id < 300", &n, &err) == HS_NOT_FOUND);
+    CHECK_OK(count_rows(t, "ident < 300", &n, &err), &err);
+    CHECK(n == live_below(300));
+    /* the snapshot read by id binds against its own (first) schema, in turn
+     * with the current one: two entries of one text */
+    for (int i = 0; i < 2; i++) {
+        hs_scan_options at0 = {.use_snapshot_id = 1, .snapshot_id = s0, .filter = "id < 300"};
+        CHECK_OK(count_rows_at(t, &at0, &n, &err), &err);
+        CHECK(n == live_below(300));
+        CHECK(count_rows(t, "id < 300", &n, &err) == HS_NOT_FOUND);
+    }
+    /* a plan made now keeps its entry while 100 other texts evict it */
+    hs_scan_options held_o = {.filter = "ident < 77"};
+    hs_scan *held = NULL;
+    CHECK_OK(hs_scan_plan(t, &held_o, &held, &err), &err);
+    for (int i = 0; i < 100; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "ident < %d", 100 + 11 * i);
+        CHECK_OK(count_rows(t, f, &n, &err), &err);
+        CHECK(n == live_below(100 + 11 * i));
+    }
+    tbl_filter_cache_stats(&h, &m, &entries);
+    CHECK(entries <= 64 && entries > 0);
+    struct ArrowArrayStream st;
+    CHECK_OK(hs_scan_stream(held, &st, &err), &err);
+    int64_t held_n = 0;
+    for (;;) {
+        struct ArrowArray a;
+        if (st.get_next(&st, &a) != 0 || !a.release)
+            break;
+        held_n += a.length;
+        a.release(&a);
+    }
+    st.release(&st);
+    CHECK(held_n == live_below(77));
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();
+    tbl_vindex_cache_clear();
+    tbl_index_cache_clear();   /* clears the filter and manifest-list caches too */
+    tbl_filter_cache_stats(NULL, NULL, &entries);
+    CHECK(entries == 0);
+    CHECK(hs_test_live_count() == live);
+}
+
+/* Threads planning filtered scans of one table at once, over more texts
+ * than the bound-filter cache holds: entries are evicted while other
+ * threads' plans hold them (ASan: no use after free, no leak). */
+typedef struct fc_worker {
+    hs_table *t;
+    int seed, bad;
+} fc_worker;
+
+static void *fc_run(void *arg)
+{
+    fc_worker *w = arg;
+    hs_error err = {0};
+    for (int i = 0; i < 150; i++) {
+        int m = 5 + (int)((w->seed * 7919u + (unsigned)i * 104729u) % 97u) * 11;
+        char f[64];
+        snprintf(f, sizeof f, "ident < %d", m);
+        int64_t n = -1;
+        if (count_rows(w->t, f, &n, &err) != HS_OK || n != live_below(m))
+            w->bad++;
+    }
+    return NULL;
+}
+
+static void test_filter_cache_threads(void)
+{
+    int64_t live = hs_test_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    hs_table *t = make_table(cat, tmp_path("filter-cache-threads"), &err);
+    REQUIRE(t);
+    CHECK_OK(hs_table_update_schema(t, "[{\"op\":\"rename\",\"name\":\"id\",\"to\":\"ident\"}]",
+                                    &err), &err);
+    tbl_filter_cache_clear();
+    enum { W = 4 };
+    pthread_t th[W];
+    fc_worker w[W];
+    for (int i = 0; i < W; i++) {
+        w[i] = (fc_worker){t, i + 1, 0};
+        CHECK(pthread_create(&th[i], NULL, fc_run, &w[i]) == 0);
+    }
+    for (int i = 0; i < W; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(w[i].bad == 0);
+    }
+    int entries;
+    int64_t hits, misses;
+    tbl_filter_cache_stats(&hits, &misses, &entries);
+    CHECK(entries <= 64 && misses >= 97);   /* every one of the 97 texts once at least */
+    int64_t n = 0, h2, m2;
+    CHECK_OK(count_rows(t, "ident < 5", &n, &err), &err);
+    CHECK_OK(count_rows(t, "ident < 5", &n, &err), &err);
+    CHECK(n == live_below(5));
+    tbl_filter_cache_stats(&h2, &m2, &entries);
+    CHECK(h2 > hits && entries <= 64);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();
+    tbl_vindex_cache_clear();
+    tbl_index_cache_clear();
+    CHECK(hs_test_live_count() == live);
+}
+
+static bool deleted_later(int64_t r) { return r % 7 == 1 && r < 900; }
+
+/* The rows every search may return: live, with a vector, within [lo, hi). */
+static int allowed_ids(int64_t lo, int64_t hi, bool later, int64_t *ids)
+{
+    int n = 0;
+    for (int64_t r = lo; r < hi && r < N_ROWS; r++)
+        if (!vec_null(r) && !deleted(r) && !(later && deleted_later(r)))
+            ids[n++] = r;
+    return n;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A filter that a range index answers exactly: the allowed rows come from
+ * the index less the deletes (search.c's allowed_rows, no data file read);
+ * with k >= every row, the answer is exactly the live matching rows with a
+ * vector, before and after a delete made after the index was built, with
+ * and without the flat index on the vectors. */
+static void test_filter_index_exact(void)
+{
+    int64_t live = hs_test_live_count();
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    hs_table *t = make_table(cat, tmp_path("filter-index-exact"), &err);
+    REQUIRE(t);
+    hs_index_options ro = {.kind = "range", .n_threads = 1};
+    CHECK_OK(hs_table_add_index(t, "id", &ro, &err), &err);
+    static int64_t got[N_ROWS], want[N_ROWS];
+    static double d[N_ROWS];
+    float q[DIM] = {0};
+    static const struct { const char *f; int64_t lo, hi; } cases[] = {
+        {"id < 300", 0, 300}, {"id >= 1000", 1000, N_ROWS}, {"id >= 390 AND id < 810", 390, 810},
+        {"id < 0", 0, 0},
+    };
+    for (int pass = 0; pass < 3; pass++) {
+        if (pass == 1) {   /* deletes after the index was built */
+            int64_t n_del = 0;
+            CHECK_OK(hs_table_delete(t, "id % 7 = 1 AND id < 900", &n_del, &err), &err);
+            CHECK(n_del > 0);
+        }
+        if (pass == 2) {
+            hs_index_options io = {.kind = "hnsw", .params_json = "{\"m\":8}", .n_threads = 1};
+            CHECK_OK(hs_table_add_index(t, "v", &io, &err), &err);
+        }
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+            int n = 0;
+            CHECK_OK(run_search(t, cases[ci].f, q, DIM, N_ROWS, "l2", got, d, &n, &err), &err);
+            int nw = allowed_ids(cases[ci].lo, cases[ci].hi, pass > 0, want);
+            CHECK(n == nw);
+            qsort(got, (size_t)n, sizeof *got, cmp_i64);
+            for (int i = 0; i < n && i < nw; i++)
+                CHECK(got[i] == want[i]);
+        }
+    }
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    pq_footer_cache_clear();
+    tbl_vindex_cache_clear();
+    tbl_index_cache_clear();
+    CHECK(hs_test_live_count() == live);
+}
+
 static int write_file(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -1150,6 +1404,9 @@ int main(void)
     HS_RUN(test_search_exact);
     HS_RUN(test_plan_kept);
     HS_RUN(test_filtered_kept);
+    HS_RUN(test_filter_cache);
+    HS_RUN(test_filter_index_exact);
+    HS_RUN(test_filter_cache_threads);
     HS_RUN(test_cache);
     HS_RUN(test_vindex_oom);
     HS_RUN(test_search_oom);

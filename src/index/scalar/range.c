@@ -238,7 +238,6 @@ typedef struct rblock {
 /* Scratch for decoding blocks (max_count entries each; vbuf grows). */
 typedef struct rscratch {
     uint64_t *keys;
-    uint64_t *tmp;
     uint32_t *pos;
     uint8_t *vbuf;
     size_t vcap;
@@ -254,13 +253,11 @@ static hs_status scratch_new(const sidx_index *ix, rscratch *sc, hs_error *err)
     memset(sc, 0, sizeof *sc);
     sc->cached = -1;
     sc->keys = hs_malloc(m * 8);
-    sc->tmp = hs_malloc(m * 8);
     sc->pos = hs_malloc(m * 4);
-    if (!sc->keys || !sc->tmp || !sc->pos) {
+    if (!sc->keys || !sc->pos) {
         hs_free(sc->keys);
-        hs_free(sc->tmp);
         hs_free(sc->pos);
-        return hs_err_nomem(err, m * 20);
+        return hs_err_nomem(err, m * 12);
     }
     return HS_OK;
 }
@@ -268,7 +265,6 @@ static hs_status scratch_new(const sidx_index *ix, rscratch *sc, hs_error *err)
 static void scratch_free(rscratch *sc)
 {
     hs_free(sc->keys);
-    hs_free(sc->tmp);
     hs_free(sc->pos);
     hs_free(sc->vbuf);
 }
@@ -499,15 +495,27 @@ static hs_status block_positions(const sidx_index *ix, int64_t b, const rblock *
                                  size_t lo, size_t hi, hs_error *err)
 {
     uint64_t lim = (uint64_t)ix->info.n_rows, cur = k->pos_base;
-    if (k->pmode)
-        lo = 0;
-    for (size_t i = lo; i < hi; i++)
-        sc->tmp[i] = sidx_unpack1(k->pos, i, k->pbits);
+    if (!k->pmode) {
+        /* one pass, no branch per position: the largest offset is checked
+         * once at the end (a lookup of half a file's rows decodes them all:
+         * this loop was most of a filtered vector search's preparation) */
+        uint64_t most = 0;
+        const uint8_t *p = k->pos;
+        int bits = k->pbits;
+        for (size_t i = lo; i < hi; i++) {
+            uint64_t x = sidx_unpack1(p, i, bits);
+            most = x > most ? x : most;
+            sc->pos[i] = (uint32_t)(cur + x);
+        }
+        if (lo < hi && cur + most >= lim)
+            return HS_CORRUPT_AT(err, "scalar index: block %lld holds row %llu of %llu",
+                                 (long long)b, (unsigned long long)(cur + most),
+                                 (unsigned long long)lim);
+        return HS_OK;
+    }
+    lo = 0;
     for (size_t i = lo; i < hi; i++) {
-        if (k->pmode)
-            cur = i ? cur + 1 + sc->tmp[i] : cur;
-        else
-            cur = (uint64_t)k->pos_base + sc->tmp[i];
+        cur = i ? cur + 1 + sidx_unpack1(k->pos, i, k->pbits) : cur;
         if (cur >= lim)
             return HS_CORRUPT_AT(err, "scalar index: block %lld holds row %llu of %llu",
                                  (long long)b, (unsigned long long)cur, (unsigned long long)lim);

@@ -91,7 +91,8 @@
  * exactly instead; a graph search that finds fewer than min(k, allowed)
  * rows is widened (ef and nprobe doubled) and, when nothing is left to
  * widen, replaced by exact search: the answer always has min(k, allowed)
- * rows.  Quantized indexes keep max(k * rerank, ef) candidates and rerank
+ * rows.  Quantized indexes keep max(k * rerank, ef) candidates (rerank:
+ * hnsw_default_rerank, 1 for TQ8 and 4 otherwise, unless set) and rerank
  * them with exact vectors from the caller's fetch callback (ids ascending,
  * so the table layer reads rows in file order).  Distances are the metric's
  * ordering distances; a flat COSINE index compares normalized vectors, so a
@@ -577,6 +578,19 @@ const float *hnsw_exact_vector(const hnsw_index *ix, uint32_t row)
 
 /* ---- parameters --------------------------------------------------------- */
 
+/* The rerank factor when none is given: candidates reranked =
+ * max(k * rerank, ef), and the walk keeps that many.  8-bit TurboQuant
+ * codes order candidates almost as exact distances do, so reranking the
+ * walk's own ef candidates (rerank 1, as hnswlib's ef) loses no recall at a
+ * given ef and lets a small ef stay small: with 4, k = 10 forced a walk of
+ * 40 whatever ef asked, slower than a flat graph at the same recall
+ * (issue 12).  Coarser codes (4-bit, PQ, sign bits) keep 4: their order is
+ * too rough for the walk's list alone. */
+int hnsw_default_rerank(vq_type quant)
+{
+    return quant == VQ_TQ8 ? 1 : 4;
+}
+
 static hs_status resolve_params(const hnsw_params *in, hnsw_params *p, hs_error *err)
 {
     static const hnsw_params zero;
@@ -601,7 +615,7 @@ static hs_status resolve_params(const hnsw_params *in, hnsw_params *p, hs_error 
     if ((int)p->quant.type < VQ_FLAT || (int)p->quant.type > VQ_BIN)
         return hs_err_set(err, HS_INVALID, "hnsw: unknown quantizer type %d", (int)p->quant.type);
     if (p->rerank == 0)
-        p->rerank = 4;
+        p->rerank = hnsw_default_rerank(p->quant.type);
     if (p->rerank < 1 || p->rerank > 10000)
         return hs_err_set(err, HS_INVALID, "hnsw: rerank = %d is outside [1, 10000]", p->rerank);
     if (p->ivf_lists < 0 || p->ivf_lists > (1 << 20))

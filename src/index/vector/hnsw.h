@@ -32,7 +32,8 @@ typedef struct hnsw_params {
     int ef_search;            /* default ef stored in the index; 0 = 64 */
     hs_metric metric;         /* L2, COSINE or IP */
     vq_params quant;          /* quant.type VQ_FLAT = plain hnsw */
-    int rerank;               /* candidates reranked = max(k * rerank, ef); 0 = 4 */
+    int rerank;               /* candidates reranked = max(k * rerank, ef); 0 =
+                               * hnsw_default_rerank(quant.type): 1 for TQ8, else 4 */
     int ivf_lists;            /* 0 = no IVF; > 0: k-means lists, one graph each */
     int ivf_nprobe;           /* default nprobe; 0 = max(1, lists / 8) */
     uint64_t seed;            /* level generator (0 = fixed default) */
@@ -54,6 +55,9 @@ typedef struct hnsw_index hnsw_index;
 /* Builds over x (n vectors of dimension d, row-major; borrowed during the
  * call).  Vectors must be finite (HS_INVALID naming the row otherwise).
  * Caller frees with hnsw_free. */
+/* The rerank factor of an index built without one (see hnsw_params). */
+int hnsw_default_rerank(vq_type quant);
+
 HS_MUST_USE hs_status hnsw_build(const float *x, size_t n, size_t d, const hnsw_params *p,
                                  hnsw_progress_fn progress, void *progress_ctx,
                                  hnsw_index **out, hs_error *err);
