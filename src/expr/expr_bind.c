@@ -2219,8 +2219,8 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         if (!ok)
             return err_at(b, HS_INVALID, x->loc, "function %s does not take %s", fn, tname(&x->type, b1));
         if (f == EX_FN_DATE_TRUNC && (df == EX_DF_DOW || df == EX_DF_DOY || df == EX_DF_EPOCH ||
-                                      df == EX_DF_ISODOW))
-            return err_at(b, HS_INVALID, fld->loc, "date_trunc cannot truncate to that unit");
+                                      df == EX_DF_ISODOW || df == EX_DF_ISOYEAR))
+            return err_at(b, HS_INVALID, fld->loc, "unit \"%.*s\" not recognized for type timestamp", (int)(fld->val.s.n > 40 ? 40 : fld->val.s.n), (const char *)fld->val.s.p);
         a[0] = x;
         n = 1;
         rt = f == EX_FN_DATE_PART ? ty(df == EX_DF_EPOCH ? EX_T_FLOAT : EX_T_INT) : x->type;

@@ -474,14 +474,6 @@ bool ex_date_trunc(ex_dfield f, int unit, int64_t v, int64_t *out)
     case EX_DF_QUARTER: nd = hs_days_from_civil(y, (m - 1) / 3 * 3 + 1, 1); break;
     case EX_DF_MONTH: nd = hs_days_from_civil(y, m, 1); break;
     case EX_DF_WEEK: nd = days - ((days % 7) + 7 + 3) % 7; break;
-    case EX_DF_ISOYEAR: { /* the Monday of week 1 of the ISO year */
-        int64_t iy;
-        unsigned im, id;
-        hs_civil_from_days(days - (((days % 7) + 7 + 3) % 7) + 3, &iy, &im, &id);
-        int64_t jan4 = hs_days_from_civil(iy, 1, 4);
-        nd = jan4 - ((jan4 % 7) + 7 + 3) % 7;
-        break;
-    }
     case EX_DF_DAY: nd = days; break;
     case EX_DF_HOUR: *out = ex_floor_div(v, 3600 * ups) * 3600 * ups; return true;
     case EX_DF_MINUTE: *out = ex_floor_div(v, 60 * ups) * 60 * ups; return true;
