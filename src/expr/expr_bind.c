@@ -1221,8 +1221,8 @@ static hs_status build_inset(binder *b, ex_node *n)
     if (n->cmode != EX_CM_I64 && n->cmode != EX_CM_F64 && n->cmode != EX_CM_BYTES)
         return HS_OK;
     int k = n->n_args - 1;
-    if (k < 8)
-        return HS_OK; /* a short list is as fast to scan */
+    if (k < 8 && n->cmode != EX_CM_BYTES)
+        return HS_OK; /* a short list of numbers is as fast to scan */
     for (int i = 1; i < n->n_args; i++)
         if (!is_const(n->args[i]))
             return HS_OK;
@@ -1255,6 +1255,25 @@ static hs_status build_inset(binder *b, ex_node *n)
         s->f = arr;
     else
         s->s = arr;
+    if (n->cmode == EX_CM_BYTES && m > EX_INSET_LINEAR) {
+        /* strings: a hash table (a probe hashes the row once) */
+        uint64_t cap = 16;
+        while (cap < (uint64_t)m * 2)
+            cap *= 2;
+        s->slots = hs_arena_calloc(&b->e->arena, (size_t)cap, sizeof *s->slots);
+        if (!s->slots)
+            return nomem(b);
+        s->mask = cap - 1;
+        for (int64_t i = 0; i < m; i++) {
+            const ex_str *x = &s->s[i];
+            if (i > 0 && cmp_str(x, &s->s[i - 1]) == 0)
+                continue; /* a duplicate item */
+            uint64_t h = ex_str_hash(x->p, x->n) & s->mask;
+            while (s->slots[h])
+                h = (h + 1) & s->mask;
+            s->slots[h] = (uint32_t)(i + 1);
+        }
+    }
     n->set = s;
     return HS_OK;
 }

@@ -1401,8 +1401,28 @@ static hs_status ev_cmp(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
     return HS_OK;
 }
 
+static bool inset_has_str(const ex_inset *s, const ex_str *x)
+{
+    if (!s->slots) {
+        for (int64_t i = 0; i < s->n; i++)
+            if (s->s[i].n == x->n && (x->n == 0 || memcmp(s->s[i].p, x->p, x->n) == 0))
+                return true;
+        return false;
+    }
+    for (uint64_t h = ex_str_hash(x->p, x->n) & s->mask;; h = (h + 1) & s->mask) {
+        uint32_t e = s->slots[h];
+        if (!e)
+            return false;
+        const ex_str *y = &s->s[e - 1];
+        if (y->n == x->n && (x->n == 0 || memcmp(y->p, x->p, x->n) == 0))
+            return true;
+    }
+}
+
 static bool inset_has(const ex_inset *s, ex_cmode m, const ex_vec *a, int j)
 {
+    if (m == EX_CM_BYTES)
+        return inset_has_str(s, &a->v.s[j]);
     int64_t lo = 0, hi = s->n - 1;
     while (lo <= hi) {
         int64_t mid = lo + (hi - lo) / 2;

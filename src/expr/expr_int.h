@@ -195,7 +195,22 @@ typedef struct ex_inset {
     double *f;
     ex_str *s;
     bool has_null;    /* a NULL item: a miss is unknown, not false */
+    /* BYTES: an open-addressing hash table over s (slot = index + 1, 0 =
+     * empty; mask + 1 slots, a power of two at least twice n), used when
+     * n > EX_INSET_LINEAR; shorter lists are scanned (length, then bytes) */
+    uint32_t *slots;
+    uint64_t mask;
 } ex_inset;
+
+#define EX_INSET_LINEAR 4
+/* The hash of the BYTES set (expr_bind.c builds it, expr_eval.c probes). */
+static inline uint64_t ex_str_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
 
 typedef struct ex_node ex_node;
 struct ex_node {
