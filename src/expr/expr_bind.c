@@ -2133,6 +2133,7 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         return err_at(b, HS_INVALID, loc, "function %s takes %d to %d arguments, not %d", fn,
                       fns[which].min, fns[which].max, n);
     ex_fn f = fns[which].fn;
+    int n_given = n;
     if (f >= EX_FN_SIGN)
         return bind_func_more(b, fn, f, a, n, loc, out);
     ex_ty rt = ty(EX_T_STR);
@@ -2255,6 +2256,8 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
     x->aux = aux;
     x->args = a;
     x->n_args = n;
+    /* round(double, n) (not PostgreSQL's) keeps rounding half away from zero */
+    x->neg = f == EX_FN_ROUND && n_given == 2;
     *out = x;
     return fold(b, out, false);
 }

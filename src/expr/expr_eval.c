@@ -2466,8 +2466,10 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
         case EX_FN_ROUND:
             if (t0->t == EX_T_FLOAT) {
                 double x = a[0].v.f[j], r;
-                if (n->aux == 0) {
+                if (n->aux == 0 && !n->neg) {
                     r = nearbyint(x); /* PostgreSQL's rint: half to even */
+                } else if (n->aux == 0) {
+                    r = round(x);
                 } else if (n->aux > 0) {
                     double m = pow10_f(n->aux);
                     r = round(x * m) / m;
