@@ -1255,6 +1255,15 @@ static hs_status build_inset(binder *b, ex_node *n)
         s->f = arr;
     else
         s->s = arr;
+    if (n->cmode == EX_CM_BYTES) {
+        s->pre = hs_arena_calloc(&b->e->arena, (size_t)(m ? m : 1), sizeof *s->pre);
+        if (!s->pre)
+            return nomem(b);
+        for (int64_t i = 0; i < m; i++) {
+            s->pre[i] = ex_str_pre8(s->s[i].p, s->s[i].n);
+            s->lens |= (uint64_t)1 << (s->s[i].n < 63 ? s->s[i].n : 63);
+        }
+    }
     if (n->cmode == EX_CM_BYTES && m > EX_INSET_LINEAR) {
         /* strings: a hash table (a probe hashes the row once) */
         uint64_t cap = 16;

@@ -1401,11 +1401,20 @@ static hs_status ev_cmp(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
     return HS_OK;
 }
 
+static inline bool inset_eq(const ex_inset *s, int64_t i, const ex_str *x, uint64_t w)
+{
+    return s->s[i].n == x->n && s->pre[i] == w &&
+           (x->n <= 8 || memcmp(s->s[i].p + 8, x->p + 8, x->n - 8) == 0);
+}
+
 static bool inset_has_str(const ex_inset *s, const ex_str *x)
 {
+    if (!((s->lens >> (x->n < 63 ? x->n : 63)) & 1))
+        return false; /* no item has this length */
+    uint64_t w = ex_str_pre8(x->p, x->n);
     if (!s->slots) {
         for (int64_t i = 0; i < s->n; i++)
-            if (s->s[i].n == x->n && (x->n == 0 || memcmp(s->s[i].p, x->p, x->n) == 0))
+            if (inset_eq(s, i, x, w))
                 return true;
         return false;
     }
@@ -1413,8 +1422,7 @@ static bool inset_has_str(const ex_inset *s, const ex_str *x)
         uint32_t e = s->slots[h];
         if (!e)
             return false;
-        const ex_str *y = &s->s[e - 1];
-        if (y->n == x->n && (x->n == 0 || memcmp(y->p, x->p, x->n) == 0))
+        if (inset_eq(s, e - 1, x, w))
             return true;
     }
 }

@@ -200,7 +200,25 @@ typedef struct ex_inset {
      * n > EX_INSET_LINEAR; shorter lists are scanned (length, then bytes) */
     uint32_t *slots;
     uint64_t mask;
+    uint64_t *pre;    /* BYTES: the first 8 bytes of each item (ex_str_pre8) */
+    uint64_t lens;    /* BYTES: bit k set when an item has k bytes (k < 63); bit 63:
+                       * an item of 63 bytes or more */
 } ex_inset;
+
+/* The first min(n, 8) bytes of p, zero-padded, as one word: equal strings
+ * of equal length have equal words, and strings of at most 8 bytes are
+ * equal when their lengths and words are. */
+static inline uint64_t ex_str_pre8(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    if (n >= 8) {
+        __builtin_memcpy(&v, p, 8);
+        return v;
+    }
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
 
 #define EX_INSET_LINEAR 4
 /* The hash of the BYTES set (expr_bind.c builds it, expr_eval.c probes). */
