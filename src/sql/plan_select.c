@@ -1004,6 +1004,8 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     json_t **extra = NULL;
     hs_status st = aggs && groups ? HS_OK : pl_nomem(p);
     if (st == HS_OK)
+        st = pl_lateral_rewrite(p, sel);
+    if (st == HS_OK)
         st = pl_fromc_build(p, pl_jget(sel, "fromClause"), &fc);
     if (st == HS_OK)
         st = pl_conjs_make(p, pl_jget(sel, "whereClause"), &fc, &cs);
