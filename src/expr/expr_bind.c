@@ -2019,8 +2019,16 @@ static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a,
     case EX_FN_TO_CHAR:
         if (a[0]->type.t == EX_T_UNKNOWN)
             return err_at(b, HS_INVALID, loc, "function to_char(unknown, unknown) is not unique");
-        if (is_num(a[0]->type.t))
-            return err_at(b, HS_UNSUPPORTED, loc, "to_char of numbers is not supported");
+        if (is_num(a[0]->type.t)) {
+            HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
+            if (is_const(a[1]) && !a[1]->val.null) {
+                char msg[256];
+                int nf = ex_to_char_frac_digits(&a[1]->val.s, msg);
+                if (nf < 0)
+                    return err_at(b, nf == -1 ? HS_UNSUPPORTED : HS_INVALID, a[1]->loc, "%s", msg);
+            }
+            break;
+        }
         if (a[0]->type.t == EX_T_DATE)
             HS_TRY(cast_to(b, &a[0], ty(EX_T_TS), false));
         if (a[0]->type.t != EX_T_TS && a[0]->type.t != EX_T_NULL)

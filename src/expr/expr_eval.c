@@ -2118,6 +2118,83 @@ static int dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, 
     return 0;
 }
 
+/* to_char(number, fmt): the value as sign, integer and fraction digits
+ * rounded to the template's fraction (expr_sqlfn.c formats them). */
+static hs_status to_char_num(ectx *c, const ex_node *n, const ex_ty *t, const ex_vec *a, int j,
+                             const ex_str *fmt, ex_str *out)
+{
+    char msg[256], ip[420], fp[128];
+    int nf = ex_to_char_frac_digits(fmt, msg);
+    if (nf < 0)
+        return ex_err_at(c->err, nf == -1 ? HS_UNSUPPORTED : HS_INVALID, c->e->text, n->loc, "%s", msg);
+    if (nf > 100)
+        return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                         "to_char: more than 100 fraction digits are not supported");
+    bool neg = false;
+    int float_post = -1;
+    memset(fp, '0', (size_t)nf);
+    fp[nf] = 0;
+    if (t->t == EX_T_FLOAT) {
+        double x = a->v.f[j];
+        if (!isfinite(x))
+            return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                             "to_char of NaN or infinity is not supported");
+        char tmp[520];
+        int pre = snprintf(tmp, sizeof tmp, "%.0f", fabs(x));
+        float_post = pre >= 15 ? 0 : nf < 15 - pre ? nf : 15 - pre;
+        snprintf(tmp, sizeof tmp, "%.*f", float_post, x);
+        const char *q = tmp;
+        if (*q == '-') {
+            neg = true;
+            q++;
+        }
+        while (*q == '0')
+            q++;
+        size_t k = 0;
+        while (*q && *q != '.' && k < sizeof ip - 1)
+            ip[k++] = *q++;
+        ip[k] = 0;
+        if (*q == '.')
+            memcpy(fp, q + 1, (size_t)float_post);
+    } else {
+        unsigned __int128 u;
+        int s = 0;
+        if (t->t == EX_T_INT) {
+            int64_t v = a->v.i[j];
+            neg = v < 0;
+            u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
+        } else {
+            __int128 d = a->v.d[j];
+            s = t->scale;
+            if (nf < s) {
+                d = dec_down_round(d, s - nf);
+                s = nf;
+            }
+            neg = d < 0;
+            u = (unsigned __int128)(neg ? -d : d);
+        }
+        /* digits of u, the last s of them the fraction */
+        char dg[48];
+        int nd = 0;
+        do {
+            dg[nd++] = (char)('0' + (int)(u % 10));
+            u /= 10;
+        } while (u);
+        while (nd <= s)
+            dg[nd++] = '0';
+        size_t k = 0;
+        for (int i = nd - 1; i >= s; i--)
+            ip[k++] = dg[i];
+        ip[k] = 0;
+        if (k == 1 && ip[0] == '0')
+            ip[0] = 0;
+        for (int i = 0; i < s; i++)
+            fp[i] = dg[s - 1 - i];
+    }
+    hs_status st = ex_to_char_num(c->arena, neg, ip, fp, fmt, float_post, out);
+    return st == HS_NOMEM ? hs_err_nomem(c->err, fmt->n) : st;
+}
+
 static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     ex_fn fn = (ex_fn)n->op;
@@ -2364,6 +2441,10 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
             break;
         }
         case EX_FN_TO_CHAR:
+            if (t0->t == EX_T_INT || t0->t == EX_T_DEC || t0->t == EX_T_FLOAT) {
+                st = to_char_num(c, n, t0, &a[0], j, &a[1].v.s[j], &out->v.s[j]);
+                break;
+            }
             st = ex_to_char_ts(c->arena, a[0].v.i[j], t0->unit, &a[1].v.s[j], &out->v.s[j], msg);
             if (st == HS_INVALID || st == HS_UNSUPPORTED)
                 st = ex_err_at(c->err, st, c->e->text, n->loc, "%s", msg);

@@ -361,5 +361,12 @@ hs_status ex_regex_replace(hs_arena *a, ex_regex *r, const ex_str *s, const ex_s
 /* to_char: fmt applied to a timestamp (unit: hs_time_unit; a date is
  * passed as a timestamp). */
 hs_status ex_to_char_ts(hs_arena *a, int64_t v, int unit, const ex_str *fmt, ex_str *out, char *msg);
+/* to_char of a number: the template's fraction digits (-1: msg, 0A000;
+ * -3: msg, 42601), then the text of the value given as its sign, integer
+ * digits (no leading zeros, "" for zero) and exactly that many fraction
+ * digits (already rounded). */
+int ex_to_char_frac_digits(const ex_str *fmt, char *msg);
+hs_status ex_to_char_num(hs_arena *a, bool neg, const char *ip, const char *fp, const ex_str *fmt,
+                         int float_post, ex_str *out);
 
 #endif

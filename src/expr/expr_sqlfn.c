@@ -823,3 +823,154 @@ hs_status ex_to_char_ts(hs_arena *a, int64_t v, int unit, const ex_str *fmt, ex_
     out->n = n;
     return HS_OK;
 }
+
+/* ---- to_char(number, fmt) ----
+ * Templates of 9 and 0 digit positions with , or G (group separator ",")
+ * and . or D (decimal point "."), optionally after FM; the value is rounded
+ * to the template's fraction digits first (numerics half away from zero,
+ * doubles as printf rounds their binary value, as PostgreSQL does).  Other
+ * template characters (S, MI, PL, SG, EEEE, V, RN, TH, L, literals) are
+ * refused (0A000). */
+
+int ex_to_char_frac_digits(const ex_str *fmt, char *msg)
+{
+    size_t i = 0;
+    if (fmt->n >= 2 && (memcmp(fmt->p, "FM", 2) == 0 || memcmp(fmt->p, "fm", 2) == 0))
+        i = 2;
+    int nf = -1, ni = 0;
+    for (; i < fmt->n; i++) {
+        uint8_t c = fmt->p[i];
+        if (c == '9' || c == '0') {
+            if (nf >= 0)
+                nf++;
+            else
+                ni++;
+        } else if (c == '.' || c == 'D' || c == 'd') {
+            if (nf >= 0) {
+                snprintf(msg, 256, "multiple decimal points");
+                return -3;
+            }
+            nf = 0;
+        } else if ((c == ',' || c == 'G' || c == 'g') && nf < 0) {
+            continue;
+        } else {
+            snprintf(msg, 256, "to_char: the number template character \"%c\" is not supported "
+                               "(only FM, 9, 0, ',', G, '.', D)", c);
+            return -1;
+        }
+    }
+    if (ni + (nf > 0 ? nf : 0) == 0) {
+        snprintf(msg, 256, "to_char: a number template needs 9 or 0 digit positions");
+        return -1;
+    }
+    return nf < 0 ? 0 : nf;
+}
+
+hs_status ex_to_char_num(hs_arena *a, bool neg, const char *ip, const char *fp, const ex_str *fmt,
+                         int float_post, ex_str *out)
+{
+    bool fm = fmt->n >= 2 && (memcmp(fmt->p, "FM", 2) == 0 || memcmp(fmt->p, "fm", 2) == 0);
+    const uint8_t *f = fmt->p + (fm ? 2 : 0);
+    size_t fn = fmt->n - (fm ? 2 : 0);
+    int ni = 0, zero_at = -1, point = -1;
+    for (size_t i = 0; i < fn; i++) {
+        uint8_t c = f[i];
+        if (c == '.' || c == 'D' || c == 'd') {
+            point = (int)i;
+            break;
+        }
+        if (c == '9' || c == '0') {
+            if (c == '0' && zero_at < 0)
+                zero_at = ni;
+            ni++;
+        }
+    }
+    size_t il = strlen(ip);
+    if (il == 0 && point < 0)
+        ip = "0", il = 1; /* an integer template prints a zero value as 0 */
+    bool over = (int)il > ni;
+    /* doubles (PostgreSQL's float8_to_char): DBL_DIG digits at most, so the
+     * fraction keeps float_post digits; overflow '#'s drop the rest of the
+     * fraction, and with no fraction digit left the point goes too */
+    int keep = -1;
+    if (float_post >= 0 && (over || float_post == 0))
+        keep = float_post;
+    size_t cap = fn * 4 + 8;
+    char *buf = hs_arena_alloc(a, cap);
+    if (!buf)
+        return HS_NOMEM;
+    /* body: one char per template char, ' ' for blanks */
+    char *body = buf + 1;
+    int pos = 0;           /* integer digit position, left to right */
+    bool printed = false;  /* a digit printed to the left */
+    size_t fi = 0, k = 0;
+    for (size_t i = 0; i < fn; i++) {
+        uint8_t c = f[i];
+        if ((int)i == point) {
+            if (keep == 0)
+                break;
+            body[k++] = '.';
+            printed = true;
+            continue;
+        }
+        if (point >= 0 && (int)i > point) { /* fraction digit */
+            if (keep >= 0 && (int)fi >= keep)
+                break;
+            body[k++] = over ? '#' : fp[fi];
+            fi++;
+            continue;
+        }
+        if (c == '9' || c == '0') {
+            int from_right = ni - pos; /* 1 = the units digit */
+            pos++;
+            char d;
+            if (over)
+                d = '#';
+            else if ((size_t)from_right <= il)
+                d = ip[il - (size_t)from_right];
+            else if (zero_at >= 0 && pos - 1 >= zero_at)
+                d = '0';
+            else
+                d = ' ';
+            if (d != ' ')
+                printed = true;
+            body[k++] = d;
+            continue;
+        }
+        /* group separator */
+        body[k++] = printed ? ',' : ' ';
+    }
+    /* trailing zeros of 9 fraction positions go in FM mode */
+    size_t end = k;
+    if (fm && point >= 0 && !over && keep != 0) /* body[i] is template char f[i] */
+        while (end > (size_t)point + 1 && body[end - 1] == '0' && f[end - 1] == '9')
+            end--;
+    /* the sign goes before the first non-blank; blanks before it are padding */
+    size_t first = 0;
+    while (first < end && body[first] == ' ')
+        first++;
+    char *o = buf;
+    size_t n = 0;
+    if (!fm) {
+        for (size_t i = 0; i < first; i++)
+            o[n++] = ' ';
+        o[n++] = neg ? '-' : ' ';
+    } else if (neg) {
+        o[n++] = '-';
+    }
+    bool any_digit = false;
+    for (size_t i = first; i < end; i++) {
+        if (fm && body[i] == ' ')
+            continue;
+        any_digit |= body[i] >= '0' && body[i] <= '9';
+        o[n++] = body[i];
+    }
+    if (fm && !any_digit && !over) { /* PostgreSQL prints 0 for a value that lost every digit */
+        memmove(o + 1 + (neg ? 1 : 0), o + (neg ? 1 : 0), n - (neg ? 1 : 0));
+        o[neg ? 1 : 0] = '0';
+        n++;
+    }
+    out->p = (const uint8_t *)o;
+    out->n = n;
+    return HS_OK;
+}
