@@ -341,6 +341,7 @@ hs_status ex_regex_compile(const ex_str *pat, bool ci, const ex_str *flags, ex_r
         return HS_NOMEM;
     rbuf b = {0};
     int ere_groups = 0, depth = 0;
+    double bound_prod = 1.0;
     const uint8_t *s = pat->p;
     size_t n = pat->n;
     if (n >= 3 && s[0] == '*' && s[1] == '*' && s[2] == '*') {
@@ -487,6 +488,35 @@ hs_status ex_regex_compile(const ex_str *pat, bool ci, const ex_str *flags, ex_r
         }
         if (c == ')')
             depth--;
+        if (c == '{') { /* a bound: PostgreSQL allows counts up to 255 (DUPMAX) */
+            size_t j = i + 1;
+            long v = 0;
+            bool big = false;
+            while (j < n && ((s[j] >= '0' && s[j] <= '9') || s[j] == ',')) {
+                if (s[j] == ',')
+                    v = 0;
+                else if ((v = v * 10 + (s[j] - '0')) > 255)
+                    big = true;
+                j++;
+            }
+            if (big) {
+                snprintf(msg, 256, "invalid regular expression: invalid repetition count(s)");
+                goto fail_inv;
+            }
+            /* nested bounds multiply the size of the C library's automaton:
+             * the product of all counts (nested or not) is capped */
+            long hi = 0;
+            for (size_t q = i + 1; q < j; q++)
+                hi = s[q] == ',' ? hi : hi * 10 + (s[q] - '0');
+            if (j > i + 1 && s[j - 1] == ',')
+                hi = 255; /* {m,}: unbounded */
+            bound_prod *= hi > 1 ? (double)hi : 1.0;
+            if (bound_prod > 100000.0) {
+                snprintf(msg, 256, "regular expression bounds {m,n} whose counts multiply past 100000 "
+                                   "are not supported");
+                goto fail_unsup;
+            }
+        }
         if ((c == '*' || c == '+' || c == '?' || c == '}') && i + 1 < n && s[i + 1] == '?') {
             snprintf(msg, 256, "non-greedy quantifiers are not supported");
             goto fail_unsup;
