@@ -359,9 +359,19 @@ static int dec_cmp(__int128 a, int sa, __int128 b, int sb)
     return a < b ? -1 : a > b;
 }
 
+static int fmt_dec(__int128 v, int scale, char *buf);
+
+/* The double nearest to d / 10^scale (correctly rounded: exact operands
+ * and one division when they fit in a double's 53 bits, else the decimal
+ * text through strtod), so 150000000000000000000 at scale 20 is 1.5. */
 static double dec_to_double(__int128 d, int scale)
 {
-    return (double)d / pow10_f(scale);
+    const __int128 lim = (__int128)1 << 53;
+    if (d < lim && d > -lim && scale <= 22)
+        return (double)d / pow10_f(scale);
+    char buf[64];
+    fmt_dec(d, scale, buf);
+    return strtod(buf, NULL);
 }
 
 /* NaN equals NaN and sorts above everything (PostgreSQL, DuckDB). */
