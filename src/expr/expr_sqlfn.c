@@ -281,6 +281,8 @@ bool ex_make_date(int64_t y, int64_t m, int64_t d, int64_t *days, char *msg)
 
 struct ex_regex {
     regex_t re;
+    char *buf;         /* the subject with a terminating NUL (regexec's sanitizer */
+    size_t cap;        /* interceptors read to it even with REG_STARTEND) */
     int n_pg;          /* PostgreSQL's capture groups */
     int map[10];       /* PostgreSQL group i (1..9) -> ERE group */
 };
@@ -553,6 +555,7 @@ void ex_regex_free(ex_regex *r)
     if (!r)
         return;
     regfree(&r->re);
+    free(r->buf);
     free(r);
 }
 
@@ -562,7 +565,22 @@ int ex_regex_find(ex_regex *r, const ex_str *s, size_t from, size_t *m0, size_t 
     regmatch_t pm[10];
     pm[0].rm_so = (regoff_t)from;
     pm[0].rm_eo = (regoff_t)s->n;
-    int rc = regexec(&r->re, s->n ? (const char *)s->p : "", 10, pm, REG_STARTEND);
+    if (s->n + 1 > r->cap) {
+        size_t c = r->cap ? r->cap : 64;
+        while (c < s->n + 1)
+            c *= 2;
+        char *q = realloc(r->buf, c);
+        if (!q) {
+            snprintf(msg, 256, "out of memory");
+            return -1;
+        }
+        r->buf = q;
+        r->cap = c;
+    }
+    if (s->n)
+        memcpy(r->buf, s->p, s->n);
+    r->buf[s->n] = 0;
+    int rc = regexec(&r->re, r->buf, 10, pm, REG_STARTEND);
     if (rc == REG_NOMATCH)
         return 0;
     if (rc != 0) {
