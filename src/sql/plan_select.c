@@ -1458,7 +1458,12 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
     hs_field *types = hs_calloc(nc + 1, sizeof *types);
     ex_expr **ex = hs_calloc(nc + 1, sizeof *ex);
     hs_column **cols = hs_calloc(nc + 1, sizeof *cols);
-    hs_status st = types && ex && cols ? hs_batch_create(&empty, 1, &one, p->err) : pl_nomem(p);
+    /* columns whose every row has one nested or annotated type (pgvector's
+     * vector is a list<float> with field metadata): kept whole, no cast */
+    hs_field *whole = hs_calloc(nc + 1, sizeof *whole);
+    int8_t *whole_ok = hs_calloc(nc + 1, 1);  /* 0 undecided, 1 kept, -1 not */
+    hs_status st = types && ex && cols && whole && whole_ok ? hs_batch_create(&empty, 1, &one, p->err)
+                                                             : pl_nomem(p);
     if (st == HS_OK)
         one->n_rows = 1;
     ex_scope es = {.schema = &empty, .column = no_column};
@@ -1478,6 +1483,19 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
             const hs_field *t = ex_type(e);
             json_t *cn = json_array_get(items, c), *cb;
             bool null_lit = pl_is_kind(cn, "A_Const", &cb) && json_is_true(pl_jget(cb, "isnull"));
+            bool annotated = t->n_children > 0 || t->n_meta > 0;
+            if (null_lit) {
+                /* NULL fits any column */
+            } else if (whole_ok[c] == 0 && annotated) {
+                if (hs_field_copy(t, &whole[c]) != HS_OK)
+                    st = pl_nomem(p);
+                whole_ok[c] = 1;
+            } else if (whole_ok[c] == 0) {
+                whole_ok[c] = -1;
+            } else if (whole_ok[c] == 1 && !hs_field_equals(t, &whole[c], false, false)) {
+                hs_field_clear(&whole[c]);
+                whole_ok[c] = -1;
+            }
             if (r == 0 || types[c].type == HS_TYPE_NA) {
                 types[c] = *t;
                 if (null_lit)
@@ -1506,11 +1524,26 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
         char nm[32];
         snprintf(nm, sizeof nm, "column%zu", c + 1);
         hs_field f;
-        hs_field_init(&f, nm, types[c].type, true);
-        f.precision = types[c].precision;
-        f.scale = types[c].scale;
-        f.unit = types[c].unit;
-        f.field_id = (int32_t)c + 1;
+        if (whole_ok[c] == 1) {
+            st = hs_field_copy(&whole[c], &f);
+            if (st == HS_OK) {
+                hs_free(f.name);
+                f.name = hs_strdup(nm);
+                f.nullable = true;
+                f.field_id = (int32_t)c + 1;
+                st = f.name ? HS_OK : HS_NOMEM;
+            }
+            if (st != HS_OK) {
+                st = pl_nomem(p);
+                break;
+            }
+        } else {
+            hs_field_init(&f, nm, types[c].type, true);
+            f.precision = types[c].precision;
+            f.scale = types[c].scale;
+            f.unit = types[c].unit;
+            f.field_id = (int32_t)c + 1;
+        }
         st = hs_field_add_child(&schema, &f);
         if (st != HS_OK) {
             hs_field_clear(&f);
@@ -1520,8 +1553,15 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
     for (size_t r = 0; r < nr && st == HS_OK; r++) {
         json_t *items = pl_jget(pl_jget(json_array_get(rows, r), "List"), "items");
         for (size_t c = 0; c < nc && st == HS_OK; c++) {
-            json_t *node = json_array_get(items, c);
-            json_t *cast = pl_cast_json(node, &types[c]);
+            json_t *node = json_array_get(items, c), *nb;
+            if (whole_ok[c] == 1 && pl_is_kind(node, "A_Const", &nb) && json_is_true(pl_jget(nb, "isnull"))) {
+                if (!cols[c])
+                    st = hs_col_create(&schema.children[c], (int64_t)nr, &cols[c], p->err);
+                if (st == HS_OK && hs_col_append_null(cols[c]) != HS_OK)
+                    st = pl_nomem(p);
+                continue;
+            }
+            json_t *cast = whole_ok[c] == 1 ? json_incref(node) : pl_cast_json(node, &types[c]);
             ex_expr *e = NULL;
             hs_column *col = NULL;
             st = cast ? ex_bind_json(cast, p->text, &es, false, &e, p->err) : pl_nomem(p);
@@ -1553,6 +1593,11 @@ static hs_status plan_values(planner *p, const json_t *sel, rel *out)
     hs_free(cols);
     hs_free(ex);
     hs_free(types);
+    for (size_t c = 0; whole && c < nc; c++)
+        if (whole_ok[c] == 1)
+            hs_field_clear(&whole[c]);
+    hs_free(whole);
+    hs_free(whole_ok);
     hs_batch_free(one);
     hs_field_clear(&schema);
     hs_field_clear(&empty);
