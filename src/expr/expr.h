@@ -42,10 +42,12 @@
  * literals by converting the literal ('2024-01-02').
  *
  * Where PostgreSQL and DuckDB differ, this module follows DuckDB for values
- * and PostgreSQL for errors: decimal / decimal is a double; double % double
+ * and PostgreSQL for errors: decimal / decimal is a decimal at PostgreSQL's
+ * scale (docs/sql.md, "Numbers"); double % double
  * is fmod (x % 0 is NaN); double overflow is +-Infinity, not an error;
- * sqrt of a negative number is NaN; round(double) rounds half away from zero
- * (round(x, n) scales by 10^n first); floor/ceil of an integer is a double;
+ * sqrt of a negative number is NaN; round(double) rounds half to even as
+ * PostgreSQL's rint (round(x, n), which PostgreSQL lacks, scales by 10^n and
+ * rounds half away from zero); floor/ceil of an integer is a double;
  * extract(second ...) is the whole seconds (epoch is a double with the
  * fraction); substr takes code points, and a start below 1 counts positions
  * before the first character (PostgreSQL; DuckDB counts negative starts from

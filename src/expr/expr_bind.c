@@ -1106,7 +1106,7 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
         return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", tname(a, b1), opname,
                       tname(c, b2));
     }
-    if (a->t == EX_T_FLOAT || c->t == EX_T_FLOAT || (op == '/' && (a->t == EX_T_DEC || c->t == EX_T_DEC))) {
+    if (a->t == EX_T_FLOAT || c->t == EX_T_FLOAT) {
         t = ty(EX_T_FLOAT);
         HS_TRY(coerce(b, &l, t));
         HS_TRY(coerce(b, &r, t));
@@ -1127,7 +1127,30 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
         c = &r->type;
         int s1 = a->scale, s2 = c->scale;
         int d1 = int_digits(a), d2 = int_digits(c);
-        if (op == '*') {
+        if (op == '/') {
+            /* numeric division (PostgreSQL): each quotient is rounded at
+             * the scale PostgreSQL picks for its operands (ex_div_scale);
+             * the column holds them at one scale S, at least 20 (PostgreSQL
+             * gives 16 to 20 digits for quotients of 1e-4 and more), more
+             * when the operands leave room; a quotient that does not fit
+             * at S fails with 22003.  Constants get exactly their scale. */
+            int S = s1 > s2 ? s1 : s2;
+            if (S < 20)
+                S = 20;
+            int room = 38 - (d1 + s2);
+            if (room > 32)
+                room = 32;
+            if (room > S)
+                S = room;
+            if (is_const(l) && is_const(r) && !l->val.null && !r->val.null && r->val.d != 0) {
+                int rs = ex_div_scale(l->val.d, s1, r->val.d, s2);
+                if (rs <= 38)
+                    S = rs;
+            }
+            if (S > 38)
+                S = 38;
+            t = dec_type(38 - S, S);
+        } else if (op == '*') {
             if (s1 + s2 > 38) {
                 t = ty(EX_T_FLOAT);
                 HS_TRY(coerce(b, &l, t));
@@ -1198,8 +1221,8 @@ static hs_status build_inset(binder *b, ex_node *n)
     if (n->cmode != EX_CM_I64 && n->cmode != EX_CM_F64 && n->cmode != EX_CM_BYTES)
         return HS_OK;
     int k = n->n_args - 1;
-    if (k < 8)
-        return HS_OK; /* a short list is as fast to scan */
+    if (k < 8 && n->cmode != EX_CM_BYTES)
+        return HS_OK; /* a short list of numbers is as fast to scan */
     for (int i = 1; i < n->n_args; i++)
         if (!is_const(n->args[i]))
             return HS_OK;
@@ -1232,6 +1255,34 @@ static hs_status build_inset(binder *b, ex_node *n)
         s->f = arr;
     else
         s->s = arr;
+    if (n->cmode == EX_CM_BYTES) {
+        s->pre = hs_arena_calloc(&b->e->arena, (size_t)(m ? m : 1), sizeof *s->pre);
+        if (!s->pre)
+            return nomem(b);
+        for (int64_t i = 0; i < m; i++) {
+            s->pre[i] = ex_str_pre8(s->s[i].p, s->s[i].n);
+            s->lens |= (uint64_t)1 << (s->s[i].n < 63 ? s->s[i].n : 63);
+        }
+    }
+    if (n->cmode == EX_CM_BYTES && m > EX_INSET_LINEAR) {
+        /* strings: a hash table (a probe hashes the row once) */
+        uint64_t cap = 16;
+        while (cap < (uint64_t)m * 2)
+            cap *= 2;
+        s->slots = hs_arena_calloc(&b->e->arena, (size_t)cap, sizeof *s->slots);
+        if (!s->slots)
+            return nomem(b);
+        s->mask = cap - 1;
+        for (int64_t i = 0; i < m; i++) {
+            const ex_str *x = &s->s[i];
+            if (i > 0 && cmp_str(x, &s->s[i - 1]) == 0)
+                continue; /* a duplicate item */
+            uint64_t h = ex_str_hash(x->p, x->n) & s->mask;
+            while (s->slots[h])
+                h = (h + 1) & s->mask;
+            s->slots[h] = (uint32_t)(i + 1);
+        }
+    }
     n->set = s;
     return HS_OK;
 }
@@ -1395,6 +1446,11 @@ static bool pv_opname(const char *op);
 static hs_status bind_pv_op(binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
                             ex_node **out);
 
+static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc,
+                                ex_node **out);
+static hs_status bind_regex_op(binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
+                               ex_node **out);
+
 static hs_status bind_aexpr(binder *b, json_t *body, ex_node **out)
 {
     int loc = loc_of(body);
@@ -1479,6 +1535,23 @@ static hs_status bind_aexpr(binder *b, json_t *body, ex_node **out)
         HS_TRY(bind(b, lj, &l));
         HS_TRY(bind(b, rj, &r));
         return bind_pv_op(b, opname, l, r, loc, out);
+    }
+    if (!strcmp(opname, "~") || !strcmp(opname, "~*") || !strcmp(opname, "!~") || !strcmp(opname, "!~*")) {
+        ex_node *l, *r;
+        HS_TRY(bind(b, lj, &l));
+        HS_TRY(bind(b, rj, &r));
+        return bind_regex_op(b, opname, l, r, loc, out);
+    }
+    if (!strcmp(opname, "^")) { /* power: double precision (numeric: see docs/sql.md) */
+        ex_node *l, *r;
+        HS_TRY(bind(b, lj, &l));
+        HS_TRY(bind(b, rj, &r));
+        ex_node **a = hs_arena_alloc(&b->e->arena, 2 * sizeof *a);
+        if (!a)
+            return nomem(b);
+        a[0] = l;
+        a[1] = r;
+        return bind_func_more(b, "power", EX_FN_POWER, a, 2, loc, out);
     }
     int cmp = parse_cmp_op(opname);
     static const char arith[] = "+-*/%";
@@ -1740,6 +1813,269 @@ static bool pg_builtin_name(const char *fn)
 static bool pv_funcname(const char *fn);
 static hs_status bind_pv_func(binder *b, const char *fn, json_t *args, int loc, ex_node **out);
 
+/* The functions of expr_sqlfn.c and the numeric ones added with them
+ * (PostgreSQL's argument and result types; docs/sql.md). */
+static hs_status check_regex(binder *b, ex_node *pat, ex_node *flags, bool ci, int loc)
+{
+    if (!is_const(pat) || pat->val.null || (flags && (!is_const(flags) || flags->val.null)))
+        return HS_OK;
+    char msg[256];
+    ex_regex *r = NULL;
+    hs_status st = ex_regex_compile(&pat->val.s, ci, flags ? &flags->val.s : NULL, &r, NULL, msg);
+    ex_regex_free(r);
+    if (st == HS_NOMEM)
+        return nomem(b);
+    if (st != HS_OK)
+        return err_at(b, st, loc, "%s", msg);
+    return HS_OK;
+}
+
+static hs_status want_float(binder *b, ex_node **np, const char *fn)
+{
+    ex_node *n = *np;
+    if (n->type.t == EX_T_UNKNOWN || n->type.t == EX_T_NULL)
+        return cast_to(b, np, ty(EX_T_FLOAT), true);
+    if (!is_num(n->type.t)) {
+        char b1[48];
+        return err_at(b, HS_NOT_FOUND, n->loc, "function %s(%s) does not exist", fn, tname(&n->type, b1));
+    }
+    return coerce(b, np, ty(EX_T_FLOAT));
+}
+
+static hs_status want_dec(binder *b, ex_node **np, const char *fn)
+{
+    ex_node *n = *np;
+    if (n->type.t == EX_T_UNKNOWN || n->type.t == EX_T_NULL)
+        return cast_to(b, np, dec_type(38 - 18, 18), true);
+    if (n->type.t == EX_T_INT)
+        return cast_to(b, np, dec_type(int_digits(&n->type), 0), false);
+    if (n->type.t != EX_T_DEC) {
+        char b1[48];
+        return err_at(b, HS_NOT_FOUND, n->loc, "function %s(%s) does not exist", fn, tname(&n->type, b1));
+    }
+    return HS_OK;
+}
+
+static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc,
+                                ex_node **out)
+{
+    ex_ty rt = ty(EX_T_STR);
+    int aux = 0;
+    bool neg = false, ci = false;
+    char b1[48];
+    switch (f) {
+    case EX_FN_SIGN:
+        if (a[0]->type.t == EX_T_DEC) {
+            rt = dec_type(1, 0);
+        } else {
+            HS_TRY(want_float(b, &a[0], fn));
+            rt = ty(EX_T_FLOAT);
+        }
+        break;
+    case EX_FN_TRUNC:
+        if (n == 1 && a[0]->type.t != EX_T_DEC) {
+            HS_TRY(want_float(b, &a[0], fn));
+            rt = ty(EX_T_FLOAT);
+            break;
+        }
+        HS_TRY(want_dec(b, &a[0], fn));
+        if (n == 2) {
+            HS_TRY(want_int(b, &a[1], fn));
+            if (!is_const(a[1]) || a[1]->val.null)
+                return err_at(b, HS_UNSUPPORTED, a[1]->loc, "trunc: the digits must be a constant");
+            int64_t d = a[1]->val.i;
+            aux = d < -38 ? -38 : d > 38 ? 38 : (int)d;
+        }
+        rt = dec_type(int_digits(&a[0]->type), aux < 0 ? 0 : aux);
+        n = 1;
+        break;
+    case EX_FN_MATH: {
+        static const char *const names[] = {"exp", "ln", "log10", "cbrt", "sin", "cos", "tan",
+                                            "asin", "acos", "atan", "degrees", "radians"};
+        for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+            if (!strcasecmp(fn, names[i]))
+                aux = i;
+        HS_TRY(want_float(b, &a[0], fn));
+        rt = ty(EX_T_FLOAT);
+        break;
+    }
+    case EX_FN_LOG2:
+        if (n == 1) { /* log(x) is log10(x) */
+            f = EX_FN_MATH;
+            aux = EX_M_LOG10;
+            HS_TRY(want_float(b, &a[0], fn));
+            rt = ty(EX_T_FLOAT);
+            break;
+        }
+        /* fallthrough */
+    case EX_FN_POWER: case EX_FN_ATAN2:
+        if (n == 0) { /* pi() */
+            ex_node *c = mk_const(b, ty(EX_T_FLOAT), loc);
+            if (!c)
+                return nomem(b);
+            c->val.f = 3.14159265358979323846;
+            *out = c;
+            return HS_OK;
+        }
+        HS_TRY(want_float(b, &a[0], fn));
+        HS_TRY(want_float(b, &a[1], fn));
+        rt = ty(EX_T_FLOAT);
+        break;
+    case EX_FN_DIV:
+        if (!strcasecmp(fn, "mod")) {
+            if (a[0]->type.t == EX_T_FLOAT || a[1]->type.t == EX_T_FLOAT) {
+                char b2[48];
+                return err_at(b, HS_NOT_FOUND, loc, "function mod(%s, %s) does not exist",
+                              tname(&a[0]->type, b1), tname(&a[1]->type, b2));
+            }
+            return bind_arith(b, '%', a[0], a[1], loc, out);
+        }
+        HS_TRY(want_dec(b, &a[0], fn));
+        HS_TRY(want_dec(b, &a[1], fn));
+        rt = dec_type(38, 0);
+        break;
+    case EX_FN_LPAD: case EX_FN_RPAD:
+        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
+        HS_TRY(want_int(b, &a[1], fn));
+        if (n == 3)
+            HS_TRY(want_type(b, &a[2], EX_T_STR, fn));
+        break;
+    case EX_FN_CONCAT_WS:
+        for (int i = 0; i < n; i++) {
+            if (a[i]->type.t == EX_T_OTHER)
+                return err_at(b, HS_INVALID, a[i]->loc, "concat_ws cannot take %s", tname(&a[i]->type, b1));
+            HS_TRY(cast_to(b, &a[i], ty(EX_T_STR), false));
+        }
+        break;
+    case EX_FN_TRANSLATE: case EX_FN_INITCAP:
+        for (int i = 0; i < n; i++)
+            HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
+        break;
+    case EX_FN_MD5: case EX_FN_OCTET_LENGTH: case EX_FN_BIT_LENGTH:
+        if (a[0]->type.t != EX_T_BIN)
+            HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
+        if (f != EX_FN_MD5) {
+            rt = ty(EX_T_INT);
+            rt.bits = 32;
+        }
+        break;
+    case EX_FN_CHR:
+        HS_TRY(want_int(b, &a[0], fn));
+        break;
+    case EX_FN_ASCII:
+        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
+        rt = ty(EX_T_INT);
+        rt.bits = 32;
+        break;
+    case EX_FN_MAKE_DATE:
+        for (int i = 0; i < 3; i++)
+            HS_TRY(want_int(b, &a[i], fn));
+        rt = ty(EX_T_DATE);
+        break;
+    case EX_FN_REGEX: case EX_FN_REGEXP_REPLACE: case EX_FN_REGEXP_COUNT: case EX_FN_REGEXP_SUBSTR: {
+        for (int i = 0; i < n; i++) {
+            if (f == EX_FN_REGEXP_COUNT && i == 2)
+                HS_TRY(want_int(b, &a[i], fn));
+            else
+                HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
+        }
+        int fi = f == EX_FN_REGEX ? 2 : f == EX_FN_REGEXP_REPLACE ? 3 : f == EX_FN_REGEXP_COUNT ? 3 : -1;
+        if (f == EX_FN_REGEXP_COUNT && n < 4) {
+            ex_node **a4 = hs_arena_calloc(&b->e->arena, 4, sizeof *a4);
+            if (!a4)
+                return nomem(b);
+            memcpy(a4, a, (size_t)n * sizeof *a);
+            a = a4;
+        }
+        if (f == EX_FN_REGEXP_COUNT && n == 3) { /* regexp_count(s, p, start): no flags */
+            ex_node *c = mk_const(b, ty(EX_T_STR), loc);
+            if (!c)
+                return nomem(b);
+            c->val.s.p = (const uint8_t *)"";
+            a[3] = c;
+            n = 4;
+        }
+        if (f == EX_FN_REGEXP_COUNT && n == 2) {
+            ex_node *one = mk_const(b, ty(EX_T_INT), loc), *c = mk_const(b, ty(EX_T_STR), loc);
+            if (!one || !c)
+                return nomem(b);
+            one->val.i = 1;
+            c->val.s.p = (const uint8_t *)"";
+            a[2] = one;
+            a[3] = c;
+            n = 4;
+        }
+        if (f == EX_FN_REGEX && n == 3) { /* regexp_like(s, p, flags): 'g' is refused */
+            ex_node *fl = a[2];
+            if (is_const(fl) && !fl->val.null && memchr(fl->val.s.p, 'g', fl->val.s.n))
+                return err_at(b, HS_INVALID, loc, "regexp_like() does not support the \"global\" option");
+        }
+        HS_TRY(check_regex(b, a[1], fi >= 0 && fi < n ? a[fi] : NULL, false, loc));
+        rt = f == EX_FN_REGEX ? ty(EX_T_BOOL) : f == EX_FN_REGEXP_COUNT ? ty(EX_T_INT) : ty(EX_T_STR);
+        if (f == EX_FN_REGEXP_COUNT)
+            rt.bits = 32;
+        break;
+    }
+    case EX_FN_TO_CHAR:
+        if (a[0]->type.t == EX_T_UNKNOWN)
+            return err_at(b, HS_INVALID, loc, "function to_char(unknown, unknown) is not unique");
+        if (is_num(a[0]->type.t)) {
+            HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
+            if (is_const(a[1]) && !a[1]->val.null) {
+                char msg[256];
+                int nf = ex_to_char_frac_digits(&a[1]->val.s, msg);
+                if (nf < 0)
+                    return err_at(b, nf == -1 ? HS_UNSUPPORTED : HS_INVALID, a[1]->loc, "%s", msg);
+            }
+            break;
+        }
+        if (a[0]->type.t == EX_T_DATE)
+            HS_TRY(cast_to(b, &a[0], ty(EX_T_TS), false));
+        if (a[0]->type.t != EX_T_TS && a[0]->type.t != EX_T_NULL)
+            return err_at(b, HS_NOT_FOUND, loc, "function to_char(%s, text) does not exist",
+                          tname(&a[0]->type, b1));
+        if (a[0]->type.t == EX_T_NULL)
+            HS_TRY(cast_to(b, &a[0], ty(EX_T_TS), false));
+        if (a[0]->type.tz)
+            return err_at(b, HS_UNSUPPORTED, loc, "to_char of timestamptz is not supported (cast to timestamp: UTC)");
+        HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
+        break;
+    default:
+        return err_at(b, HS_INTERNAL, loc, "function %s is not supported", fn);
+    }
+    (void)neg;
+    (void)ci;
+    ex_node *x = mk(b, EX_FUNC, rt, loc, 0);
+    if (!x)
+        return nomem(b);
+    x->op = (int)f;
+    x->aux = aux;
+    x->args = a;
+    x->n_args = n;
+    *out = x;
+    return fold(b, out, false);
+}
+
+/* s ~ p, s ~* p, s !~ p, s !~* p */
+static hs_status bind_regex_op(binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
+                               ex_node **out)
+{
+    HS_TRY(want_type(b, &l, EX_T_STR, opname));
+    HS_TRY(want_type(b, &r, EX_T_STR, opname));
+    bool ci = strchr(opname, '*') != NULL, neg = opname[0] == '!';
+    HS_TRY(check_regex(b, r, NULL, ci, loc));
+    ex_node *x = mk(b, EX_FUNC, ty(EX_T_BOOL), loc, 2);
+    if (!x)
+        return nomem(b);
+    x->op = EX_FN_REGEX;
+    x->args[0] = l;
+    x->args[1] = r;
+    x->neg = neg;
+    x->ci = ci;
+    *out = x;
+    return fold(b, out, false);
+}
+
 static hs_status bind_func(binder *b, json_t *body, ex_node **out)
 {
     int loc = loc_of(body);
@@ -1771,6 +2107,21 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         {"position", EX_FN_STRPOS, 2, 2}, {"left", EX_FN_LEFT, 2, 2},
         {"right", EX_FN_RIGHT, 2, 2}, {"repeat", EX_FN_REPEAT, 2, 2},
         {"reverse", EX_FN_REVERSE, 1, 1}, {"split_part", EX_FN_SPLIT_PART, 3, 3},
+        {"sign", EX_FN_SIGN, 1, 1}, {"trunc", EX_FN_TRUNC, 1, 2}, {"power", EX_FN_POWER, 2, 2},
+        {"pow", EX_FN_POWER, 2, 2}, {"exp", EX_FN_MATH, 1, 1}, {"ln", EX_FN_MATH, 1, 1},
+        {"log", EX_FN_LOG2, 1, 2}, {"log10", EX_FN_MATH, 1, 1}, {"cbrt", EX_FN_MATH, 1, 1},
+        {"sin", EX_FN_MATH, 1, 1}, {"cos", EX_FN_MATH, 1, 1}, {"tan", EX_FN_MATH, 1, 1},
+        {"asin", EX_FN_MATH, 1, 1}, {"acos", EX_FN_MATH, 1, 1}, {"atan", EX_FN_MATH, 1, 1},
+        {"degrees", EX_FN_MATH, 1, 1}, {"radians", EX_FN_MATH, 1, 1},
+        {"atan2", EX_FN_ATAN2, 2, 2}, {"pi", EX_FN_ATAN2, 0, 0}, {"mod", EX_FN_DIV, 2, 2},
+        {"div", EX_FN_DIV, 2, 2}, {"lpad", EX_FN_LPAD, 2, 3}, {"rpad", EX_FN_RPAD, 2, 3},
+        {"concat_ws", EX_FN_CONCAT_WS, 1, 1000}, {"translate", EX_FN_TRANSLATE, 3, 3},
+        {"md5", EX_FN_MD5, 1, 1}, {"chr", EX_FN_CHR, 1, 1}, {"ascii", EX_FN_ASCII, 1, 1},
+        {"octet_length", EX_FN_OCTET_LENGTH, 1, 1}, {"bit_length", EX_FN_BIT_LENGTH, 1, 1},
+        {"initcap", EX_FN_INITCAP, 1, 1}, {"make_date", EX_FN_MAKE_DATE, 3, 3},
+        {"regexp_like", EX_FN_REGEX, 2, 3}, {"regexp_replace", EX_FN_REGEXP_REPLACE, 3, 4},
+        {"regexp_count", EX_FN_REGEXP_COUNT, 2, 4}, {"regexp_substr", EX_FN_REGEXP_SUBSTR, 2, 2},
+        {"to_char", EX_FN_TO_CHAR, 2, 2},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)
@@ -1799,6 +2150,9 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         return err_at(b, HS_INVALID, loc, "function %s takes %d to %d arguments, not %d", fn,
                       fns[which].min, fns[which].max, n);
     ex_fn f = fns[which].fn;
+    int n_given = n;
+    if (f >= EX_FN_SIGN)
+        return bind_func_more(b, fn, f, a, n, loc, out);
     ex_ty rt = ty(EX_T_STR);
     int aux = 0;
     char b1[48];
@@ -1819,6 +2173,11 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
                           tname(&a[0]->type, b1));
         if (f == EX_FN_SQRT || ((f == EX_FN_FLOOR || f == EX_FN_CEIL) && a[0]->type.t == EX_T_INT))
             HS_TRY(coerce(b, &a[0], ty(EX_T_FLOAT)));
+        /* PostgreSQL: round(integer) is round(double precision), round(integer,
+         * n) round(numeric, n) */
+        if (f == EX_FN_ROUND && a[0]->type.t == EX_T_INT)
+            HS_TRY(n == 1 ? coerce(b, &a[0], ty(EX_T_FLOAT))
+                          : cast_to(b, &a[0], dec_type(int_digits(&a[0]->type), 0), false));
         rt = a[0]->type;
         if (rt.t == EX_T_INT)
             rt.bits = 64;
@@ -1832,10 +2191,8 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
                 int64_t d = a[1]->val.i;
                 aux = d < -38 ? -38 : d > 38 ? 38 : (int)d;
             }
-            if (rt.t == EX_T_DEC) {
-                int s = aux < 0 ? 0 : aux < rt.scale ? aux : rt.scale;
-                rt = dec_type(int_digits(&a[0]->type) + 1, s);
-            }
+            if (rt.t == EX_T_DEC) /* the result's scale is the digits (PostgreSQL) */
+                rt = dec_type(int_digits(&a[0]->type) + 1, aux < 0 ? 0 : aux);
             n = 1;
         }
         break;
@@ -1898,8 +2255,9 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
                                        : xt == EX_T_TS;
         if (!ok)
             return err_at(b, HS_INVALID, x->loc, "function %s does not take %s", fn, tname(&x->type, b1));
-        if (f == EX_FN_DATE_TRUNC && (df == EX_DF_DOW || df == EX_DF_DOY || df == EX_DF_EPOCH))
-            return err_at(b, HS_INVALID, fld->loc, "date_trunc cannot truncate to that unit");
+        if (f == EX_FN_DATE_TRUNC && (df == EX_DF_DOW || df == EX_DF_DOY || df == EX_DF_EPOCH ||
+                                      df == EX_DF_ISODOW || df == EX_DF_ISOYEAR))
+            return err_at(b, HS_INVALID, fld->loc, "unit \"%.*s\" not recognized for type timestamp", (int)(fld->val.s.n > 40 ? 40 : fld->val.s.n), (const char *)fld->val.s.p);
         a[0] = x;
         n = 1;
         rt = f == EX_FN_DATE_PART ? ty(df == EX_DF_EPOCH ? EX_T_FLOAT : EX_T_INT) : x->type;
@@ -1915,6 +2273,8 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
     x->aux = aux;
     x->args = a;
     x->n_args = n;
+    /* round(double, n) (not PostgreSQL's) keeps rounding half away from zero */
+    x->neg = f == EX_FN_ROUND && n_given == 2;
     *out = x;
     return fold(b, out, false);
 }

@@ -359,9 +359,19 @@ static int dec_cmp(__int128 a, int sa, __int128 b, int sb)
     return a < b ? -1 : a > b;
 }
 
+static int fmt_dec(__int128 v, int scale, char *buf);
+
+/* The double nearest to d / 10^scale (correctly rounded: exact operands
+ * and one division when they fit in a double's 53 bits, else the decimal
+ * text through strtod), so 150000000000000000000 at scale 20 is 1.5. */
 static double dec_to_double(__int128 d, int scale)
 {
-    return (double)d / pow10_f(scale);
+    const __int128 lim = (__int128)1 << 53;
+    if (d < lim && d > -lim && scale <= 22)
+        return (double)d / pow10_f(scale);
+    char buf[64];
+    fmt_dec(d, scale, buf);
+    return strtod(buf, NULL);
 }
 
 /* NaN equals NaN and sorts above everything (PostgreSQL, DuckDB). */
@@ -1401,8 +1411,36 @@ static hs_status ev_cmp(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
     return HS_OK;
 }
 
+static inline bool inset_eq(const ex_inset *s, int64_t i, const ex_str *x, uint64_t w)
+{
+    return s->s[i].n == x->n && s->pre[i] == w &&
+           (x->n <= 8 || memcmp(s->s[i].p + 8, x->p + 8, x->n - 8) == 0);
+}
+
+static bool inset_has_str(const ex_inset *s, const ex_str *x)
+{
+    if (!((s->lens >> (x->n < 63 ? x->n : 63)) & 1))
+        return false; /* no item has this length */
+    uint64_t w = ex_str_pre8(x->p, x->n);
+    if (!s->slots) {
+        for (int64_t i = 0; i < s->n; i++)
+            if (inset_eq(s, i, x, w))
+                return true;
+        return false;
+    }
+    for (uint64_t h = ex_str_hash(x->p, x->n) & s->mask;; h = (h + 1) & s->mask) {
+        uint32_t e = s->slots[h];
+        if (!e)
+            return false;
+        if (inset_eq(s, e - 1, x, w))
+            return true;
+    }
+}
+
 static bool inset_has(const ex_inset *s, ex_cmode m, const ex_vec *a, int j)
 {
+    if (m == EX_CM_BYTES)
+        return inset_has_str(s, &a->v.s[j]);
     int64_t lo = 0, hi = s->n - 1;
     while (lo <= hi) {
         int64_t mid = lo + (hi - lo) / 2;
@@ -1589,6 +1627,8 @@ static hs_status concat2(ectx *c, const ex_str *x, const ex_str *y, ex_str *dst)
 
 static hs_status pv_ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out);
 
+static int dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out);
+
 static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     if (ex_is_pv(n->type.t))
@@ -1686,6 +1726,20 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
     }
     /* decimals */
     int sa = ta->scale, sb = tb->scale, sr = n->type.scale;
+    if (op == '/') {
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            if (out->nul[j])
+                continue;
+            int rc = dec_div(a.v.d[j], sa, b.v.d[j], sb, sr, false, &out->v.d[j]);
+            if (rc == 1)
+                return fail(c, n, "division by zero");
+            if (rc == 2)
+                return fail(c, n, "value out of range: the quotient needs more than 38 digits "
+                                  "at scale %d (numeric precision is limited to 38 digits)", sr);
+        }
+        return HS_OK;
+    }
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
         if (out->nul[j])
@@ -1923,6 +1977,499 @@ static void trim(const ex_str *s, const ex_str *set, bool left, bool right, ex_s
     out->n = en - st;
 }
 
+
+/* ---- the functions of expr_sqlfn.c and the numeric ones added with them ---- */
+
+/* PostgreSQL's float errors (SQLSTATEs from the session's message table) */
+static hs_status math_check(ectx *c, const ex_node *n, double x, double r)
+{
+    if (isinf(r) && !isinf(x))
+        return fail(c, n, "value out of range: overflow");
+    if (r == 0 && x != 0 && n->aux == EX_M_EXP)
+        return fail(c, n, "value out of range: underflow");
+    return HS_OK;
+}
+
+/* A pattern (and flags) compiled for the rows of one chunk: once when they
+ * are constants, else again whenever a row's pattern differs. */
+typedef struct rx_cache {
+    ex_regex *re;
+    ex_str pat, flags;
+    bool has, global;
+} rx_cache;
+
+static hs_status rx_get(ectx *c, const ex_node *n, rx_cache *rc, const ex_str *pat,
+                        const ex_str *flags)
+{
+    static const ex_str none = {(const uint8_t *)"", 0};
+    if (!flags)
+        flags = &none;
+    if (rc->has && rc->pat.n == pat->n && rc->flags.n == flags->n &&
+        (pat->n == 0 || memcmp(rc->pat.p, pat->p, pat->n) == 0) &&
+        (flags->n == 0 || memcmp(rc->flags.p, flags->p, flags->n) == 0))
+        return HS_OK;
+    ex_regex_free(rc->re);
+    rc->re = NULL;
+    rc->has = false;
+    char msg[256];
+    hs_status st = ex_regex_compile(pat, n->ci, flags, &rc->re, &rc->global, msg);
+    if (st == HS_NOMEM)
+        return hs_err_nomem(c->err, pat->n);
+    if (st != HS_OK)
+        return ex_err_at(c->err, st, c->e->text, n->loc, "%s", msg);
+    rc->pat = *pat;
+    rc->flags = *flags;
+    rc->has = true;
+    return HS_OK;
+}
+
+/* PostgreSQL's select_div_scale: the display scale of numeric x / y, from the
+ * weights and first digits of the operands in base 10000. */
+static int ndigits_u128(unsigned __int128 u)
+{
+    int k = 1;
+    while (k < 39 && u >= (unsigned __int128)pow10_tab[k])
+        k++;
+    return k;
+}
+
+static void nbase_lead(__int128 v, int scale, int *weight, int *first)
+{
+    unsigned __int128 u = (unsigned __int128)(v < 0 ? -v : v);
+    if (u == 0) {
+        *weight = 0;
+        *first = 0;
+        return;
+    }
+    int nd = ndigits_u128(u);
+    int e = nd - 1 - scale;                 /* decimal exponent of the leading digit */
+    int w = e >= 0 ? e / 4 : -((-e + 3) / 4); /* floor(e / 4) */
+    int k = e - 4 * w + 1;                  /* decimal digits of the first base-10000 digit */
+    *weight = w;
+    *first = nd >= k ? (int)(u / (unsigned __int128)pow10_tab[nd - k])
+                     : (int)(u * (unsigned __int128)pow10_tab[k - nd]);
+}
+
+int ex_div_scale(__int128 x, int sx, __int128 y, int sy)
+{
+    int w1, f1, w2, f2;
+    nbase_lead(x, sx, &w1, &f1);
+    nbase_lead(y, sy, &w2, &f2);
+    int qw = w1 - w2 - (f1 <= f2 ? 1 : 0);
+    int r = 16 - qw * 4;
+    if (r < sx)
+        r = sx;
+    if (r < sy)
+        r = sy;
+    return r < 0 ? 0 : r > 1000 ? 1000 : r;
+}
+
+/* x / y as numeric: rounded half away from zero at PostgreSQL's scale
+ * (ex_div_scale), then given at scale sr.  0: ok; 1: division by zero; 2:
+ * the result needs more than 38 digits at scale sr (the exact range). */
+static int dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out)
+{
+    if (y == 0)
+        return 1;
+    if (x == 0) {
+        *out = 0;
+        return 0;
+    }
+    int rs = trunc_ ? 0 : ex_div_scale(x, sx, y, sy);
+    bool negr = (x < 0) != (y < 0);
+    unsigned __int128 X = (unsigned __int128)(x < 0 ? -x : x), Y = (unsigned __int128)(y < 0 ? -y : y);
+    /* quotient digits: X * 10^(rs + sy - sx) / Y; rs >= sx so the exponent is >= sy >= 0 */
+    int E = rs + sy - sx;
+    if (E < 0) { /* trunc_ with sx > sy: divide the divisor's scale out instead */
+        if (-E > 38)
+            return 2;
+        unsigned __int128 p = (unsigned __int128)pow10_tab[-E];
+        if (Y > ((unsigned __int128)1 << 127) / p)
+            { *out = 0; return 0; }
+        Y *= p;
+        E = 0;
+    }
+    unsigned __int128 q = X / Y, r = X % Y;
+    int dy = ndigits_u128(Y), chunk = 38 - dy;
+    const unsigned __int128 LIM = (unsigned __int128)pow10_tab[38];
+    while (E > 0) {
+        int k = E < chunk ? E : chunk;
+        if (k <= 0) { /* a divisor of 38 digits: one digit at a time would overflow */
+            if (r > ((unsigned __int128)-1) / 10)
+                return 2;
+            k = 1;
+        }
+        unsigned __int128 p = (unsigned __int128)pow10_tab[k];
+        if (q > LIM / p)
+            return 2;
+        r *= p;
+        q = q * p + r / Y;
+        r %= Y;
+        E -= k;
+    }
+    if (!trunc_ && r >= Y - r) /* 2r >= Y: half away from zero */
+        q++;
+    if (q >= LIM)
+        return 2;
+    if (rs < sr) {
+        unsigned __int128 p = (unsigned __int128)pow10_tab[sr - rs];
+        if (q > (LIM - 1) / p)
+            return 2;
+        q *= p;
+    } else if (rs > sr) {
+        if (rs - sr > 38)
+            return q == 0 ? (*out = 0, 0) : 2;
+        unsigned __int128 p = (unsigned __int128)pow10_tab[rs - sr];
+        if (q % p)
+            return 2;
+        q /= p;
+    }
+    *out = negr ? -(__int128)q : (__int128)q;
+    return 0;
+}
+
+/* to_char(number, fmt): the value as sign, integer and fraction digits
+ * rounded to the template's fraction (expr_sqlfn.c formats them). */
+static hs_status to_char_num(ectx *c, const ex_node *n, const ex_ty *t, const ex_vec *a, int j,
+                             const ex_str *fmt, ex_str *out)
+{
+    char msg[256], ip[420], fp[128];
+    int nf = ex_to_char_frac_digits(fmt, msg);
+    if (nf < 0)
+        return ex_err_at(c->err, nf == -1 ? HS_UNSUPPORTED : HS_INVALID, c->e->text, n->loc, "%s", msg);
+    if (nf > 100)
+        return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                         "to_char: more than 100 fraction digits are not supported");
+    bool neg = false;
+    int float_post = -1;
+    memset(fp, '0', (size_t)nf);
+    fp[nf] = 0;
+    if (t->t == EX_T_FLOAT) {
+        double x = a->v.f[j];
+        if (!isfinite(x))
+            return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                             "to_char of NaN or infinity is not supported");
+        char tmp[520];
+        int pre = snprintf(tmp, sizeof tmp, "%.0f", fabs(x));
+        float_post = pre >= 15 ? 0 : nf < 15 - pre ? nf : 15 - pre;
+        snprintf(tmp, sizeof tmp, "%.*f", float_post, x);
+        const char *q = tmp;
+        if (*q == '-') {
+            neg = true;
+            q++;
+        }
+        while (*q == '0')
+            q++;
+        size_t k = 0;
+        while (*q && *q != '.' && k < sizeof ip - 1)
+            ip[k++] = *q++;
+        ip[k] = 0;
+        if (*q == '.')
+            memcpy(fp, q + 1, (size_t)float_post);
+    } else {
+        unsigned __int128 u;
+        int s = 0;
+        if (t->t == EX_T_INT) {
+            int64_t v = a->v.i[j];
+            neg = v < 0;
+            u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
+        } else {
+            __int128 d = a->v.d[j];
+            s = t->scale;
+            if (nf < s) {
+                d = dec_down_round(d, s - nf);
+                s = nf;
+            }
+            neg = d < 0;
+            u = (unsigned __int128)(neg ? -d : d);
+        }
+        /* digits of u, the last s of them the fraction */
+        char dg[48];
+        int nd = 0;
+        do {
+            dg[nd++] = (char)('0' + (int)(u % 10));
+            u /= 10;
+        } while (u);
+        while (nd <= s)
+            dg[nd++] = '0';
+        size_t k = 0;
+        for (int i = nd - 1; i >= s; i--)
+            ip[k++] = dg[i];
+        ip[k] = 0;
+        if (k == 1 && ip[0] == '0')
+            ip[0] = 0;
+        for (int i = 0; i < s; i++)
+            fp[i] = dg[s - 1 - i];
+    }
+    hs_status st = ex_to_char_num(c->arena, neg, ip, fp, fmt, float_post, out);
+    return st == HS_NOMEM ? hs_err_nomem(c->err, fmt->n) : st;
+}
+
+static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_fn fn = (ex_fn)n->op;
+    HS_TRY(vec_new(c, n->type.t, out));
+    if (fn == EX_FN_CONCAT_WS) {
+        ex_vec sep;
+        HS_TRY(ev(c, n->args[0], sel, ns, &sep));
+        bool *any = hs_arena_calloc(c->arena, EX_CHUNK, 1);
+        if (!any)
+            return hs_err_nomem(c->err, EX_CHUNK);
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            out->nul[j] = sep.nul[j];
+            out->v.s[j].p = (const uint8_t *)"";
+            out->v.s[j].n = 0;
+        }
+        for (int i = 1; i < n->n_args; i++) {
+            ex_vec x;
+            HS_TRY(ev(c, n->args[i], sel, ns, &x));
+            for (int k = 0; k < ns; k++) {
+                int j = sel[k];
+                if (out->nul[j] || x.nul[j])
+                    continue;
+                if (any[j])
+                    HS_TRY(concat2(c, &out->v.s[j], &sep.v.s[j], &out->v.s[j]));
+                HS_TRY(concat2(c, &out->v.s[j], &x.v.s[j], &out->v.s[j]));
+                any[j] = true;
+            }
+        }
+        return HS_OK;
+    }
+    ex_vec a[4];
+    int na = n->n_args < 4 ? n->n_args : 4;
+    for (int i = 0; i < na; i++)
+        HS_TRY(ev(c, n->args[i], sel, ns, &a[i]));
+    const ex_ty *t0 = na ? &n->args[0]->type : NULL;
+    static const ex_str space = {(const uint8_t *)" ", 1};
+    rx_cache rc = {0};
+    hs_status st = HS_OK;
+    char msg[256];
+    for (int k = 0; k < ns && st == HS_OK; k++) {
+        int j = sel[k];
+        bool nul = false;
+        for (int i = 0; i < na; i++)
+            nul |= a[i].nul[j];
+        out->nul[j] = nul;
+        if (nul)
+            continue;
+        switch (fn) {
+        case EX_FN_SIGN:
+            if (t0->t == EX_T_DEC) {
+                out->v.d[j] = a[0].v.d[j] > 0 ? 1 : a[0].v.d[j] < 0 ? -1 : 0;
+            } else {
+                double x = a[0].v.f[j];
+                out->v.f[j] = x > 0 ? 1.0 : x < 0 ? -1.0 : isnan(x) ? x : 0.0;
+            }
+            break;
+        case EX_FN_TRUNC:
+            if (t0->t == EX_T_FLOAT) {
+                out->v.f[j] = trunc(a[0].v.f[j]);
+            } else {
+                __int128 v = a[0].v.d[j];
+                int s = t0->scale, rs = n->type.scale, keep = n->aux;
+                if (keep < s) { /* drop the digits after `keep` (toward zero) */
+                    int drop = s - keep;
+                    __int128 p = pow10_i128(drop > 38 ? 38 : drop);
+                    v = drop > 38 ? 0 : v / p;
+                    if (keep < 0 && !dec_up(v, -keep, &v))
+                        st = fail(c, n, "numeric field overflow");
+                    s = keep < 0 ? 0 : keep;
+                }
+                if (st == HS_OK && rs > s && (!dec_up(v, rs - s, &v) || !dec_fits(v)))
+                    st = fail(c, n, "numeric field overflow");
+                out->v.d[j] = v;
+            }
+            break;
+        case EX_FN_MATH: {
+            double x = a[0].v.f[j], r = 0;
+            switch ((ex_math)n->aux) {
+            case EX_M_EXP: r = exp(x); break;
+            case EX_M_LN: case EX_M_LOG10:
+                if (x == 0)
+                    return fail(c, n, "cannot take logarithm of zero");
+                if (x < 0)
+                    return fail(c, n, "cannot take logarithm of a negative number");
+                r = n->aux == EX_M_LN ? log(x) : log10(x);
+                break;
+            case EX_M_CBRT: r = cbrt(x); break;
+            case EX_M_SIN: r = sin(x); break;
+            case EX_M_COS: r = cos(x); break;
+            case EX_M_TAN: r = tan(x); break;
+            case EX_M_ASIN: case EX_M_ACOS:
+                if (x < -1 || x > 1)
+                    return fail(c, n, "input is out of range");
+                r = n->aux == EX_M_ASIN ? asin(x) : acos(x);
+                break;
+            case EX_M_ATAN: r = atan(x); break;
+            case EX_M_DEGREES: r = x * (180.0 / 3.14159265358979323846); break;
+            case EX_M_RADIANS: r = x * (3.14159265358979323846 / 180.0); break;
+            }
+            if ((n->aux == EX_M_SIN || n->aux == EX_M_COS || n->aux == EX_M_TAN) && isinf(x))
+                return fail(c, n, "input is out of range");
+            HS_TRY(math_check(c, n, x, r));
+            out->v.f[j] = r;
+            break;
+        }
+        case EX_FN_POWER: {
+            double x = a[0].v.f[j], y = a[1].v.f[j];
+            if (x == 0 && y < 0)
+                return fail(c, n, "zero raised to a negative power is undefined");
+            if (x < 0 && floor(y) != y && isfinite(y))
+                return fail(c, n, "a negative number raised to a non-integer power yields a complex result");
+            double r = pow(x, y);
+            if (isinf(r) && isfinite(x) && isfinite(y))
+                return fail(c, n, "value out of range: overflow");
+            if (r == 0 && x != 0 && isfinite(x) && isfinite(y))
+                return fail(c, n, "value out of range: underflow");
+            out->v.f[j] = r;
+            break;
+        }
+        case EX_FN_LOG2: { /* log(b, x) */
+            double bb = a[0].v.f[j], x = a[1].v.f[j];
+            if (bb == 0 || x == 0)
+                return fail(c, n, "cannot take logarithm of zero");
+            if (bb < 0 || x < 0)
+                return fail(c, n, "cannot take logarithm of a negative number");
+            if (bb == 1)
+                return fail(c, n, "division by zero");
+            out->v.f[j] = log(x) / log(bb);
+            break;
+        }
+        case EX_FN_ATAN2:
+            out->v.f[j] = atan2(a[0].v.f[j], a[1].v.f[j]);
+            break;
+        case EX_FN_DIV: {
+            int rc2 = dec_div(a[0].v.d[j], n->args[0]->type.scale, a[1].v.d[j],
+                              n->args[1]->type.scale, 0, true, &out->v.d[j]);
+            if (rc2 == 1)
+                return fail(c, n, "division by zero");
+            if (rc2 == 2)
+                return fail(c, n, "value out of range: the quotient has more than 38 digits");
+            break;
+        }
+        case EX_FN_LPAD: case EX_FN_RPAD:
+            st = ex_str_pad(c->arena, &a[0].v.s[j], a[1].v.i[j], na == 3 ? &a[2].v.s[j] : &space,
+                            fn == EX_FN_LPAD, &out->v.s[j]);
+            if (st == HS_INVALID)
+                return fail(c, n, "requested length too large");
+            break;
+        case EX_FN_TRANSLATE:
+            st = ex_str_translate(c->arena, &a[0].v.s[j], &a[1].v.s[j], &a[2].v.s[j], &out->v.s[j]);
+            break;
+        case EX_FN_MD5:
+            st = ex_str_md5(c->arena, &a[0].v.s[j], &out->v.s[j]);
+            break;
+        case EX_FN_CHR:
+            st = ex_str_chr(c->arena, a[0].v.i[j], &out->v.s[j], msg);
+            if (st == HS_INVALID)
+                return fail(c, n, "%s", msg);
+            break;
+        case EX_FN_ASCII:
+            out->v.i[j] = ex_str_ascii(&a[0].v.s[j]);
+            break;
+        case EX_FN_OCTET_LENGTH:
+            out->v.i[j] = (int64_t)a[0].v.s[j].n;
+            break;
+        case EX_FN_BIT_LENGTH:
+            out->v.i[j] = (int64_t)a[0].v.s[j].n * 8;
+            break;
+        case EX_FN_INITCAP:
+            st = ex_str_initcap(c->arena, &a[0].v.s[j], &out->v.s[j]);
+            break;
+        case EX_FN_MAKE_DATE:
+            if (!ex_make_date(a[0].v.i[j], a[1].v.i[j], a[2].v.i[j], &out->v.i[j], msg))
+                return fail(c, n, "%s", msg);
+            break;
+        case EX_FN_REGEX: {
+            st = rx_get(c, n, &rc, &a[1].v.s[j], na == 3 ? &a[2].v.s[j] : NULL);
+            if (st != HS_OK)
+                break;
+            size_t m0, m1;
+            int r = ex_regex_find(rc.re, &a[0].v.s[j], 0, &m0, &m1, NULL, msg);
+            if (r < 0)
+                st = fail(c, n, "%s", msg);
+            out->v.b[j] = (uint8_t)((r == 1) != n->neg);
+            break;
+        }
+        case EX_FN_REGEXP_REPLACE:
+            st = rx_get(c, n, &rc, &a[1].v.s[j], na == 4 ? &a[3].v.s[j] : NULL);
+            if (st == HS_OK) {
+                st = ex_regex_replace(c->arena, rc.re, &a[0].v.s[j], &a[2].v.s[j], rc.global,
+                                      &out->v.s[j], msg);
+                if (st == HS_INVALID)
+                    st = fail(c, n, "%s", msg);
+            }
+            break;
+        case EX_FN_REGEXP_COUNT: {
+            if (a[2].v.i[j] <= 0) {
+                st = fail(c, n, "invalid value for parameter \"start\": %lld", (long long)a[2].v.i[j]);
+                break;
+            }
+            st = rx_get(c, n, &rc, &a[1].v.s[j], &a[3].v.s[j]);
+            if (st != HS_OK)
+                break;
+            const ex_str *sv = &a[0].v.s[j];
+            size_t from = cp_offset(sv->p, sv->n, a[2].v.i[j] - 1), m0, m1;
+            int64_t cnt = 0;
+            while (from <= sv->n) {
+                int r = ex_regex_find(rc.re, sv, from, &m0, &m1, NULL, msg);
+                if (r < 0) {
+                    st = fail(c, n, "%s", msg);
+                    break;
+                }
+                if (r == 0)
+                    break;
+                cnt++;
+                if (m1 > m0)
+                    from = m1;
+                else if (m0 >= sv->n)
+                    break;
+                else {
+                    size_t e = m0 + 1;
+                    while (e < sv->n && (sv->p[e] & 0xC0) == 0x80)
+                        e++;
+                    from = e;
+                }
+            }
+            out->v.i[j] = cnt;
+            break;
+        }
+        case EX_FN_REGEXP_SUBSTR: {
+            st = rx_get(c, n, &rc, &a[1].v.s[j], NULL);
+            if (st != HS_OK)
+                break;
+            size_t m0, m1;
+            int r = ex_regex_find(rc.re, &a[0].v.s[j], 0, &m0, &m1, NULL, msg);
+            if (r < 0)
+                st = fail(c, n, "%s", msg);
+            out->nul[j] = r != 1;
+            if (r == 1) {
+                out->v.s[j].p = a[0].v.s[j].p + m0;
+                out->v.s[j].n = m1 - m0;
+            }
+            break;
+        }
+        case EX_FN_TO_CHAR:
+            if (t0->t == EX_T_INT || t0->t == EX_T_DEC || t0->t == EX_T_FLOAT) {
+                st = to_char_num(c, n, t0, &a[0], j, &a[1].v.s[j], &out->v.s[j]);
+                break;
+            }
+            st = ex_to_char_ts(c->arena, a[0].v.i[j], t0->unit, &a[1].v.s[j], &out->v.s[j], msg);
+            if (st == HS_INVALID || st == HS_UNSUPPORTED)
+                st = ex_err_at(c->err, st, c->e->text, n->loc, "%s", msg);
+            break;
+        default:
+            st = fail(c, n, "internal: unknown function");
+            break;
+        }
+        if (st == HS_NOMEM)
+            st = hs_err_nomem(c->err, 0);
+    }
+    ex_regex_free(rc.re);
+    return st;
+}
+
 static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     ex_vec a[3];
@@ -1930,6 +2477,8 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
     ex_fn fn = (ex_fn)n->op;
     if (fn >= EX_FN_PV_DIST)
         return pv_ev(c, n, sel, ns, out);
+    if (fn >= EX_FN_SIGN)
+        return ev_func_more(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT) {
         HS_TRY(vec_new(c, EX_T_STR, out));
         for (int k = 0; k < ns; k++) {
@@ -2016,7 +2565,9 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
         case EX_FN_ROUND:
             if (t0->t == EX_T_FLOAT) {
                 double x = a[0].v.f[j], r;
-                if (n->aux == 0) {
+                if (n->aux == 0 && !n->neg) {
+                    r = nearbyint(x); /* PostgreSQL's rint: half to even */
+                } else if (n->aux == 0) {
                     r = round(x);
                 } else if (n->aux > 0) {
                     double m = pow10_f(n->aux);
@@ -2030,6 +2581,8 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
                 __int128 v = a[0].v.d[j];
                 int s = t0->scale, rs = n->type.scale;
                 v = dec_down_round(v, s - rs);
+                if (rs > s && (!dec_up(v, rs - s, &v) || !dec_fits(v)))
+                    return fail(c, n, "numeric field overflow");
                 if (n->aux < 0) {
                     v = dec_down_round(v, -n->aux);
                     if (!dec_up(v, -n->aux, &v) || !dec_fits(v))

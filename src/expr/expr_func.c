@@ -390,7 +390,7 @@ bool ex_dfield_parse(const char *s, size_t n, ex_dfield *out)
         {"dayofyear", EX_DF_DOY}, {"epoch", EX_DF_EPOCH}, {"millisecond", EX_DF_MILLISECOND},
         {"milliseconds", EX_DF_MILLISECOND}, {"ms", EX_DF_MILLISECOND},
         {"microsecond", EX_DF_MICROSECOND}, {"microseconds", EX_DF_MICROSECOND},
-        {"us", EX_DF_MICROSECOND},
+        {"us", EX_DF_MICROSECOND}, {"isodow", EX_DF_ISODOW}, {"isoyear", EX_DF_ISOYEAR},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (strlen(t[i].name) == n && strncasecmp(s, t[i].name, n) == 0) {
@@ -446,6 +446,14 @@ bool ex_date_part(ex_dfield f, ex_t t, int unit, int64_t v, int64_t *out)
         return true;
     case EX_DF_DOW: *out = ((days % 7) + 7 + 4) % 7; return true;
     case EX_DF_DOY: *out = days - hs_days_from_civil(y, 1, 1) + 1; return true;
+    case EX_DF_ISODOW: *out = ((days % 7) + 7 + 3) % 7 + 1; return true; /* Monday 1 .. Sunday 7 */
+    case EX_DF_ISOYEAR: { /* the year of the ISO week's Thursday */
+        int64_t iy;
+        unsigned im, id;
+        hs_civil_from_days(days - (((days % 7) + 7 + 3) % 7) + 3, &iy, &im, &id);
+        *out = iy;
+        return true;
+    }
     case EX_DF_EPOCH:
         *out = t == EX_T_DATE ? days * 86400 : t == EX_T_TIME ? secs : ex_floor_div(v, ups);
         return true;

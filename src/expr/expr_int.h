@@ -141,16 +141,34 @@ typedef enum ex_fn {
      * of UTF-8 text) */
     EX_FN_REPLACE, EX_FN_STRPOS, EX_FN_LEFT, EX_FN_RIGHT, EX_FN_REPEAT, EX_FN_REVERSE,
     EX_FN_SPLIT_PART,
+    /* expr_sqlfn.c and the numeric functions of expr_eval.c (PostgreSQL's
+     * semantics; docs/sql.md lists the differences) */
+    EX_FN_SIGN, EX_FN_TRUNC,
+    EX_FN_MATH,          /* aux = ex_math: double precision in and out */
+    EX_FN_POWER, EX_FN_LOG2, EX_FN_ATAN2, /* (double, double) -> double */
+    EX_FN_DIV,           /* div(numeric, numeric): trunc(a / b), scale 0 */
+    EX_FN_LPAD, EX_FN_RPAD, EX_FN_CONCAT_WS, EX_FN_TRANSLATE, EX_FN_MD5, EX_FN_CHR,
+    EX_FN_ASCII, EX_FN_OCTET_LENGTH, EX_FN_BIT_LENGTH, EX_FN_INITCAP, EX_FN_MAKE_DATE,
+    EX_FN_REGEX,         /* s ~ p: neg (!~), ci (~*); regexp_like */
+    EX_FN_REGEXP_REPLACE, EX_FN_REGEXP_COUNT, EX_FN_REGEXP_SUBSTR,
+    EX_FN_TO_CHAR,       /* to_char(timestamp|date|number, fmt) */
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
     EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
     EX_FN_PV_ARRAY       /* ARRAY[...] of numbers: type ARRAY */
 } ex_fn;
 
+/* EX_FN_MATH functions */
+typedef enum ex_math {
+    EX_M_EXP = 0, EX_M_LN, EX_M_LOG10, EX_M_CBRT, EX_M_SIN, EX_M_COS, EX_M_TAN, EX_M_ASIN,
+    EX_M_ACOS, EX_M_ATAN, EX_M_DEGREES, EX_M_RADIANS
+} ex_math;
+
 /* date_part / date_trunc fields */
 typedef enum ex_dfield {
     EX_DF_YEAR = 0, EX_DF_QUARTER, EX_DF_MONTH, EX_DF_WEEK, EX_DF_DAY, EX_DF_HOUR, EX_DF_MINUTE,
-    EX_DF_SECOND, EX_DF_DOW, EX_DF_DOY, EX_DF_EPOCH, EX_DF_MILLISECOND, EX_DF_MICROSECOND
+    EX_DF_SECOND, EX_DF_DOW, EX_DF_DOY, EX_DF_EPOCH, EX_DF_MILLISECOND, EX_DF_MICROSECOND,
+    EX_DF_ISODOW, EX_DF_ISOYEAR
 } ex_dfield;
 
 /* A compiled LIKE pattern: ops of kind LIT (byte), ONE ('_': one code
@@ -177,7 +195,40 @@ typedef struct ex_inset {
     double *f;
     ex_str *s;
     bool has_null;    /* a NULL item: a miss is unknown, not false */
+    /* BYTES: an open-addressing hash table over s (slot = index + 1, 0 =
+     * empty; mask + 1 slots, a power of two at least twice n), used when
+     * n > EX_INSET_LINEAR; shorter lists are scanned (length, then bytes) */
+    uint32_t *slots;
+    uint64_t mask;
+    uint64_t *pre;    /* BYTES: the first 8 bytes of each item (ex_str_pre8) */
+    uint64_t lens;    /* BYTES: bit k set when an item has k bytes (k < 63); bit 63:
+                       * an item of 63 bytes or more */
 } ex_inset;
+
+/* The first min(n, 8) bytes of p, zero-padded, as one word: equal strings
+ * of equal length have equal words, and strings of at most 8 bytes are
+ * equal when their lengths and words are. */
+static inline uint64_t ex_str_pre8(const uint8_t *p, size_t n)
+{
+    uint64_t v = 0;
+    if (n >= 8) {
+        __builtin_memcpy(&v, p, 8);
+        return v;
+    }
+    for (size_t i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+#define EX_INSET_LINEAR 4
+/* The hash of the BYTES set (expr_bind.c builds it, expr_eval.c probes). */
+static inline uint64_t ex_str_hash(const uint8_t *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL ^ (uint64_t)n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h ^ (h >> 29);
+}
 
 typedef struct ex_node ex_node;
 struct ex_node {
@@ -234,6 +285,9 @@ ex_ty ex_type_of_field(const hs_field *f);
  * whose strings live in arena.  Errors go to err (positions via e->text). */
 HS_MUST_USE hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value *out,
                               hs_error *err);
+/* PostgreSQL's display scale of the numeric quotient x / y (unscaled values
+ * with their scales; select_div_scale). */
+int ex_div_scale(__int128 x, int sx, __int128 y, int sy);
 /* Appends the SQL text of a non-null constant (for ex_format and leaves). */
 HS_MUST_USE hs_status ex_value_text(const ex_ty *t, const ex_value *v, hs_buf *out);
 /* Unicode-ish helpers (expr_func.c). */
@@ -275,5 +329,44 @@ void ex_str_left(const ex_str *s, int64_t n, bool right, ex_str *out);
 hs_status ex_str_repeat(hs_arena *a, const ex_str *s, int64_t n, ex_str *out);
 hs_status ex_str_reverse(hs_arena *a, const ex_str *s, ex_str *out);
 void ex_str_split_part(const ex_str *s, const ex_str *d, int64_t n, ex_str *out);
+
+/* expr_sqlfn.c: more of PostgreSQL's functions (see there).  Results live in
+ * arena a.  Each returns HS_OK, HS_NOMEM (no message), or HS_INVALID with
+ * msg (a buffer of 256 bytes) set to PostgreSQL's message; *state (when
+ * given) gets the SQLSTATE of that message. */
+hs_status ex_str_pad(hs_arena *a, const ex_str *s, int64_t len, const ex_str *fill, bool left,
+                     ex_str *out);
+hs_status ex_str_translate(hs_arena *a, const ex_str *s, const ex_str *from, const ex_str *to,
+                           ex_str *out);
+hs_status ex_str_md5(hs_arena *a, const ex_str *s, ex_str *out);
+hs_status ex_str_chr(hs_arena *a, int64_t cp, ex_str *out, char *msg);
+int64_t ex_str_ascii(const ex_str *s);
+hs_status ex_str_initcap(hs_arena *a, const ex_str *s, ex_str *out);
+/* make_date: days since 1970-01-01; false (msg set) when out of range */
+bool ex_make_date(int64_t y, int64_t m, int64_t d, int64_t *days, char *msg);
+
+/* Regular expressions: PostgreSQL's pattern text translated to POSIX ERE
+ * (regcomp; see expr_sqlfn.c for what differs from PostgreSQL's ARE).
+ * flags: PostgreSQL's flag letters ('i', 'c', 'g', 'n'...); *global gets 'g'. */
+typedef struct ex_regex ex_regex;
+hs_status ex_regex_compile(const ex_str *pat, bool ci, const ex_str *flags, ex_regex **out,
+                           bool *global, char *msg);
+void ex_regex_free(ex_regex *r);
+/* 1 match, 0 no match, -1 error (msg) */
+int ex_regex_find(ex_regex *r, const ex_str *s, size_t from, size_t *m0, size_t *m1,
+                  size_t groups[20], char *msg);
+hs_status ex_regex_replace(hs_arena *a, ex_regex *r, const ex_str *s, const ex_str *rep,
+                           bool global, ex_str *out, char *msg);
+
+/* to_char: fmt applied to a timestamp (unit: hs_time_unit; a date is
+ * passed as a timestamp). */
+hs_status ex_to_char_ts(hs_arena *a, int64_t v, int unit, const ex_str *fmt, ex_str *out, char *msg);
+/* to_char of a number: the template's fraction digits (-1: msg, 0A000;
+ * -3: msg, 42601), then the text of the value given as its sign, integer
+ * digits (no leading zeros, "" for zero) and exactly that many fraction
+ * digits (already rounded). */
+int ex_to_char_frac_digits(const ex_str *fmt, char *msg);
+hs_status ex_to_char_num(hs_arena *a, bool neg, const char *ip, const char *fp, const ex_str *fmt,
+                         int float_post, ex_str *out);
 
 #endif

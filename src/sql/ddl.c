@@ -34,6 +34,7 @@
 #include "sql/sql_int.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "iceberg/model.h"
@@ -395,7 +396,7 @@ static hs_status iceberg_type_json(const hs_field *f, json_t **out, hs_error *er
     if (st == HS_OK)
         st = ice_schema_to_json(&sc, &text, err);
     if (st == HS_OK) {
-        j = json_loadb((const char *)text.data, text.len, 0, NULL);
+        j = hs_json_loadb((const char *)text.data, text.len, 0, NULL);
         if (!j)
             st = hs_err_nomem(err, text.len);
     }
@@ -825,7 +826,7 @@ static hs_status exec_alter(sq_session *s, const json_t *b, const char *text, hs
             st = alter_cmd(s, t, cmd, text, changes, err);
     }
     if (st == HS_OK && json_array_size(changes)) {
-        char *cj = json_dumps(changes, JSON_COMPACT);
+        char *cj = hs_json_dumps(changes, JSON_COMPACT);
         st = cj ? hs_table_update_schema(t, cj, err) : hs_err_nomem(err, 0);
         free(cj);
     }
@@ -874,7 +875,7 @@ static hs_status exec_rename(sq_session *s, const json_t *b, const char *text, h
     const char *col = json_string_value(json_object_get(b, "subname"));
     json_t *ch = json_pack("[{s:s,s:s,s:s}]", "op", "rename", "name", col ? col : "", "to",
                            newname);
-    char *cj = ch ? json_dumps(ch, JSON_COMPACT) : NULL;
+    char *cj = ch ? hs_json_dumps(ch, JSON_COMPACT) : NULL;
     hs_status st = cj ? hs_table_update_schema(t, cj, err) : hs_err_nomem(err, 0);
     free(cj);
     json_decref(ch);

@@ -1463,8 +1463,8 @@ static hs_status from_item(planner *p, fromc *fc, const json_t *item, fnode **ou
         return push_ptr(p, &fc->leaves, &fc->n_leaves, *out);
     }
     if (!strcmp(k, "RangeSubselect")) {
-        if (json_is_true(pl_jget(b, "lateral")))
-            return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(b, 0), "LATERAL is not supported");
+        /* a LATERAL subquery that references nothing before it (the
+         * correlated ones were rewritten into joins: plan_lateral.c) */
         json_t *alias = pl_jget(b, "alias");
         json_t *sb;
         if (!pl_is_kind(pl_jget(b, "subquery"), "SelectStmt", &sb))

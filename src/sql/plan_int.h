@@ -218,6 +218,9 @@ HS_MUST_USE hs_status pl_rel_name(rel *r, const char *qual, hs_error *err);
 HS_MUST_USE hs_status pl_fail(planner *p, hs_status code, const char *state, int loc, const char *fmt, ...) HS_PRINTF(5, 6);
 HS_MUST_USE hs_status pl_nomem(planner *p);
 json_t *pl_jget(const json_t *o, const char *k);
+/* plan_lateral.c: correlated LATERAL subqueries of sel's FROM become joins
+ * (the parse tree is edited in place). */
+HS_MUST_USE hs_status pl_lateral_rewrite(planner *p, const json_t *sel);
 const char *pl_jstrv(const json_t *o, const char *k);
 bool pl_is_kind(const json_t *j, const char *kind, json_t **body);
 int pl_first_loc(const json_t *j, int depth);

@@ -156,9 +156,12 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
     int cap = ng + 2 * na + n_ord_max + 1;
     ex_expr **ex = hs_calloc((size_t)cap, sizeof *ex);
     const char **names = hs_calloc((size_t)cap, sizeof *names);
-    xo_agg *ag = hs_calloc((size_t)na + 1, sizeof *ag);
+    xo_agg *ag = hs_calloc((size_t)(2 * na) + 1, sizeof *ag);
+    int *avg_cnt = hs_calloc((size_t)na + 1, sizeof *avg_cnt); /* avg j: its count aggregate, or 0 */
+    char (*avg_names)[2][32] = hs_calloc((size_t)na + 1, sizeof *avg_names);
+    int n_extra = 0;
     *key_of_col = hs_calloc((size_t)cur->n + 1, sizeof **key_of_col);
-    hs_status st = ex && names && ag && *key_of_col ? HS_OK : pl_nomem(p);
+    hs_status st = ex && names && ag && avg_cnt && avg_names && *key_of_col ? HS_OK : pl_nomem(p);
     for (int i = 0; *key_of_col && i < cur->n; i++)
         (*key_of_col)[i] = -1;
     scope sc;
@@ -276,6 +279,31 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
             ag[j].n_order = no;
             ag[j].order = ok;
         }
+        if (st == HS_OK && ag[j].fn == XO_AGG_AVG) {
+            /* PostgreSQL: avg of integers and numerics is numeric, the sum
+             * divided by the count as numeric_div does: sum and count here,
+             * the division in a projection after the aggregate */
+            const hs_field *at = ex_type(ex[ag[j].arg]);
+            bool exact = at->type == HS_TYPE_INT8 || at->type == HS_TYPE_INT16 ||
+                         at->type == HS_TYPE_INT32 || at->type == HS_TYPE_INT64 ||
+                         at->type == HS_TYPE_UINT8 || at->type == HS_TYPE_UINT16 ||
+                         at->type == HS_TYPE_UINT32 || at->type == HS_TYPE_UINT64 ||
+                         at->type == HS_TYPE_DECIMAL128;
+            if (exact) {
+                snprintf(avg_names[j][0], 32, "hs_avg_sum_%d", j);
+                snprintf(avg_names[j][1], 32, "hs_avg_cnt_%d", j);
+                ag[j].fn = XO_AGG_SUM;
+                ag[j].name = avg_names[j][0];
+                xo_agg *c = &ag[na + n_extra];
+                *c = ag[j];
+                c->fn = XO_AGG_COUNT;
+                c->name = avg_names[j][1];
+                c->n_order = 0;
+                c->order = NULL;
+                avg_cnt[j] = na + n_extra + 1;
+                n_extra++;
+            }
+        }
         if (one || wrapped) {
             /* the bound expressions keep no reference into the JSON */
             json_decref(one);
@@ -302,9 +330,45 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
         ex_free(ex[i]);
     if (st == HS_OK) {
         xo_op *agg;
-        st = xo_hashagg(op, ng, na, ag, &agg, p->err);
+        st = xo_hashagg(op, ng, na + n_extra, ag, &agg, p->err);
         op = st == HS_OK ? agg : NULL;
     }
+    if (st == HS_OK && n_extra > 0) {
+        /* avg = sum / count as numerics; the count columns are dropped */
+        int nk = ng + na;
+        int *src = hs_calloc((size_t)nk, sizeof *src);
+        ex_expr **pe = hs_calloc((size_t)nk, sizeof *pe);
+        const char **pn = hs_calloc((size_t)nk, sizeof *pn);
+        st = src && pe && pn ? HS_OK : pl_nomem(p);
+        for (int i = 0; i < nk && st == HS_OK; i++) {
+            src[i] = i;
+            pn[i] = op->schema.children[i].name;
+            int j = i - ng;
+            if (j < 0 || !avg_cnt[j])
+                continue;
+            const hs_field *sf = &op->schema.children[i];
+            char txt[200];
+            snprintf(txt, sizeof txt, "%s\"%s\"%s / CAST(\"%s\" AS numeric(19,0))",
+                     sf->type == HS_TYPE_DECIMAL128 ? "" : "CAST(", avg_names[j][0],
+                     sf->type == HS_TYPE_DECIMAL128 ? "" : " AS numeric(38,0))", avg_names[j][1]);
+            st = ex_parse_scalar(txt, &op->schema, &pe[i], p->err);
+            src[i] = -1;
+            pn[i] = "avg";
+        }
+        if (st == HS_OK) {
+            xo_op *pr = NULL;
+            st = pl_project_mixed(p, op, nk, src, pe, pn, &pr);
+            op = st == HS_OK ? pr : NULL;
+        } else {
+            for (int i = 0; pe && i < nk; i++)
+                ex_free(pe[i]);
+        }
+        hs_free(src);
+        hs_free(pe);
+        hs_free(pn);
+    }
+    hs_free(avg_cnt);
+    hs_free(avg_names);
     hs_free(ex);
     hs_free(names);
     for (int j = 0; ag && j < na; j++)
@@ -939,6 +1003,8 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     json_t *tl = pl_jget(sel, "targetList");
     json_t **extra = NULL;
     hs_status st = aggs && groups ? HS_OK : pl_nomem(p);
+    if (st == HS_OK)
+        st = pl_lateral_rewrite(p, sel);
     if (st == HS_OK)
         st = pl_fromc_build(p, pl_jget(sel, "fromClause"), &fc);
     if (st == HS_OK)

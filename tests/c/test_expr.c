@@ -603,13 +603,19 @@ static void test_scalar_values(void)
         {"-7 % 3", HS_TYPE_INT32, "-1"},
         {"1.5 + 1", HS_TYPE_DECIMAL128, "25/s1"},
         {"1.25 * 2.5", HS_TYPE_DECIMAL128, "3125/s3"},
-        {"1.5 / 2", HS_TYPE_FLOAT64, "0.75"},
+        {"1.5 / 0.5", HS_TYPE_DECIMAL128, "30000000000000000/s16"},  /* PostgreSQL: 3.0000000000000000 */
+        {"7.0 / 2", HS_TYPE_DECIMAL128, "35000000000000000/s16"},
+        {"10 / 4.0", HS_TYPE_DECIMAL128, "25000000000000000/s16"},
+        {"-20 / 3.0", HS_TYPE_DECIMAL128, "-66666666666666667/s16"},
         {"5.5::double % 2", HS_TYPE_FLOAT64, "1.5"},
-        {"round(2.5::double)", HS_TYPE_FLOAT64, "3"},
-        {"round(-2.5::double)", HS_TYPE_FLOAT64, "-3"},
+        {"round(2.5::double)", HS_TYPE_FLOAT64, "2"},   /* rint: half to even */
+        {"round(-2.5::double)", HS_TYPE_FLOAT64, "-2"},
+        {"round(3.5::double)", HS_TYPE_FLOAT64, "4"},
+        {"round(2.5)", HS_TYPE_DECIMAL128, "3/s0"},     /* numeric: half away from zero */
+        {"round(-2.5)", HS_TYPE_DECIMAL128, "-3/s0"},
         {"round(1.25, 1)", HS_TYPE_DECIMAL128, "13/s1"},
         {"round(-1.25, 1)", HS_TYPE_DECIMAL128, "-13/s1"},
-        {"round(15, -1)", HS_TYPE_INT64, "20"},
+        {"round(15, -1)", HS_TYPE_DECIMAL128, "20/s0"},  /* round(numeric, int) */
         {"round(123.456::double, -1)", HS_TYPE_FLOAT64, "120"},
         {"floor(-1.5)", HS_TYPE_DECIMAL128, "-2/s0"},
         {"ceil(-1.5)", HS_TYPE_DECIMAL128, "-1/s0"},

@@ -182,14 +182,17 @@ class Gen:
                 a, b = b, a
             return "(%s %s %s)" % (a, self.pick("+", "-", "*", "/"), b)
         if k == 3:
-            return "%s(%s)" % (self.pick("floor", "ceil", "abs", "round"), self.float_(d - 1))
+            # round(double) is PostgreSQL's rint here (half to even), DuckDB
+            # rounds half away from zero: only round(x, n) is compared
+            return "%s(%s)" % (self.pick("floor", "ceil", "abs"), self.float_(d - 1))
         if k == 4:
             return "round(%s, %d)" % (self.float_(d - 1), self.r.randint(-1, 2))
         if k == 5:
             return "sqrt(%s)" % self.float_(d - 1)
         if k == 6:
             return "CAST(%s AS DOUBLE)" % self.pick(self.int_(d - 1), self.dec_(d - 1))
-        return "(%s / %s)" % (self.dec_(d - 1), self.pick(self.dec_(d - 1), self.int_(d - 1)))
+        # numeric / numeric is numeric here (PostgreSQL), a double in DuckDB
+        return "(CAST(%s AS DOUBLE) / %s)" % (self.dec_(d - 1), self.pick(self.dec_(d - 1), self.int_(d - 1)))
 
     def dec_(self, d):
         if d <= 0 or self.r.random() < 0.4:
