@@ -776,7 +776,8 @@ static int64_t wall_ms(void)
  *   property                              effect (0 = off, the default)
  *   hyperstream.wal.compact-min-files     compact (hs_table_compact, at the
  *                                         table's target file size) when a
- *                                         partition has this many small files
+ *                                         partition has this many small files,
+ *                                         or a file has this many delete files
  *   hyperstream.wal.expire-age-ms         at most every max(1 s, age / 4),
  *                                         expire snapshots that stopped being
  *                                         current longer ago than this (the
@@ -800,6 +801,14 @@ static void auto_maintain(hs_stream *s)
     if (s->compact_min_files > 0) {
         hs_compact_options co = HS_COMPACT_OPTIONS_INIT;
         co.min_input_files = (int)s->compact_min_files;
+        /* a data file that collected as many delete files as a partition
+         * needs small files is rewritten too (its deletes applied), so that
+         * a stream of small deletes does not pile up delete files on the
+         * big files (Iceberg's default delete-file-threshold never does);
+         * the table property hyperstream.compact.delete-file-threshold
+         * overrides it */
+        if (!ice_kv_get(&s->wt->meta.properties, "hyperstream.compact.delete-file-threshold"))
+            co.delete_file_threshold = (int)s->compact_min_files;
         int64_t before = hs_table_current_snapshot_id(s->wt);
         if (hs_table_compact(s->wt, &co, NULL, &e) != HS_OK)
             n_fail++;

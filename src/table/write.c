@@ -112,6 +112,8 @@ typedef struct tbl_wop {
     ice_kv extra_summary;           /* more summary keys (tbl_rewrite_summary) */
     ice_kv extra_props;             /* table properties set by the commit (tbl_rewrite_property) */
     int64_t target_file_size;       /* 0 = write.target-file-size-bytes */
+    tbl_row_map_fn row_map;         /* where rows went (tbl_rewrite_set_row_map) */
+    void *row_map_ctx;
 } tbl_wop;
 
 typedef struct pv_owned {
@@ -1126,6 +1128,12 @@ static hs_status one_file_sink(void *ctx, const row_group *g, hs_error *err)
     hs_status st = write_one_file(w->op, w->schema, b, g->part_path, pv, g->n_values,
                                   &w->entries, err);
     hs_batch_free(b);
+    if (st == HS_OK && w->op->row_map) {
+        const ice_manifest_entry *e = &HS_VEC_AT(&w->entries, ice_manifest_entry,
+                                                 HS_VEC_LEN(&w->entries, ice_manifest_entry) - 1);
+        st = w->op->row_map(w->op->row_map_ctx, e->file.file_path, pv, g->n_values, 0, 0, g->idx,
+                            g->cnt, err);
+    }
     return st;
 }
 
@@ -1471,6 +1479,7 @@ typedef struct appender {
     hs_buf cur_key;             /* its tuple_key */
     ice_value *cur_pvals;       /* its partition tuple (op_pvals) */
     hs_buf entries;             /* ice_manifest_entry */
+    int64_t chunk_base;         /* input row number of the chunk's first row */
 } appender;
 
 static int64_t col_bytes(const hs_column *c)
@@ -1543,6 +1552,13 @@ static hs_status ap_group(void *ctx, const row_group *g, hs_error *err)
         hs_status st = write_one_file(ap->op, ap->schema, b, g->part_path, pv, g->n_values,
                                       &ap->entries, err);
         hs_batch_free(b);
+        if (st == HS_OK && ap->op->row_map) {
+            const ice_manifest_entry *e =
+                &HS_VEC_AT(&ap->entries, ice_manifest_entry,
+                           HS_VEC_LEN(&ap->entries, ice_manifest_entry) - 1);
+            st = ap->op->row_map(ap->op->row_map_ctx, e->file.file_path, pv, g->n_values, 0,
+                                 ap->chunk_base, g->idx, g->cnt, err);
+        }
         return st;
     }
     bool same = ap->cur_open && ap->cur_key.len == g->key_len &&
@@ -1558,6 +1574,10 @@ static hs_status ap_group(void *ctx, const row_group *g, hs_error *err)
         if (!ap->cur_open)
             HS_TRY(ap_open_cur(ap, g, err));
         int64_t n = g->cnt - off < slice ? g->cnt - off : slice;
+        if (ap->op->row_map)
+            HS_TRY(ap->op->row_map(ap->op->row_map_ctx, (const char *)ap->cur.path.data,
+                                   ap->cur_pvals, g->n_values, ap->cur.rows, ap->chunk_base,
+                                   g->idx + off, n, err));
         hs_batch *b = NULL;
         HS_TRY(take_rows(g->all, g->idx + off, n, &b, err));
         hs_status st = dfile_write(ap->op, ap->schema, &ap->cur, b, err);
@@ -1577,6 +1597,7 @@ static hs_status ap_flush(appender *ap, hs_error *err)
 {
     if (ap->chunk->n_rows == 0)
         return HS_OK;
+    ap->chunk_base = ap->rows_total - ap->chunk->n_rows;
     hs_status st = partition_rows(ap->op, ap->chunk, ap->cur_open ? &ap->cur_key : NULL,
                                   ap_group, ap, NULL, err);
     hs_batch_free(ap->chunk);
@@ -2424,6 +2445,9 @@ hs_status tbl_write_row_delta(hs_table *t, const tbl_plan *p, tbl_file_action *a
 struct tbl_rewrite {
     tbl_wop op;
     bool committed;
+    /* tbl_rewrite_mark */
+    size_t mark_add, mark_written;
+    int64_t mark_counts[7];
 };
 
 hs_status tbl_rewrite_begin(hs_table *t, const char *operation, int64_t planned_snapshot_id,
@@ -2558,4 +2582,51 @@ void tbl_rewrite_free(tbl_rewrite *rw)
         op_cleanup_files(&rw->op);
     op_free(&rw->op);
     hs_free(rw);
+}
+
+void tbl_rewrite_set_row_map(tbl_rewrite *rw, tbl_row_map_fn fn, void *ctx)
+{
+    rw->op.row_map = fn;
+    rw->op.row_map_ctx = ctx;
+}
+
+void tbl_rewrite_mark(tbl_rewrite *rw)
+{
+    tbl_wop *op = &rw->op;
+    rw->mark_add = HS_VEC_LEN(&op->add, ice_manifest_file);
+    rw->mark_written = HS_VEC_LEN(&op->written, char *);
+    int64_t c[7] = {op->removed_files, op->removed_records, op->removed_size, op->added_del_files,
+                    op->added_pos_deletes, op->removed_del_files, op->removed_pos_deletes};
+    memcpy(rw->mark_counts, c, sizeof c);
+}
+
+void tbl_rewrite_reset(tbl_rewrite *rw)
+{
+    tbl_wop *op = &rw->op;
+    for (size_t i = rw->mark_written; i < HS_VEC_LEN(&op->written, char *); i++)
+        (void)remove(tbl_local(HS_VEC_AT(&op->written, char *, i)));
+    op->written.len = rw->mark_written * sizeof(char *);
+    op->add.len = rw->mark_add * sizeof(ice_manifest_file);
+    hs_buf_reset(&op->replace);
+    for (size_t i = 0; i < HS_VEC_LEN(&op->ixw.removed, char *); i++)
+        hs_free(HS_VEC_AT(&op->ixw.removed, char *, i));
+    hs_buf_reset(&op->ixw.removed);
+    const int64_t *c = rw->mark_counts;
+    op->removed_files = c[0];
+    op->removed_records = c[1];
+    op->removed_size = c[2];
+    op->added_del_files = c[3];
+    op->added_pos_deletes = c[4];
+    op->removed_del_files = c[5];
+    op->removed_pos_deletes = c[6];
+}
+
+hs_status tbl_rewrite_position_deletes(tbl_rewrite *rw, const tbl_plan *p, tbl_file_action *acts,
+                                       int n, hs_map *remove_del, hs_error *err)
+{
+    if (n == 0)
+        return HS_OK;
+    if (rw->op.t->meta.format_version >= 3)
+        return write_dvs(&rw->op, p, acts, n, remove_del, err);
+    return write_pos_deletes(&rw->op, p, acts, n, err);
 }
