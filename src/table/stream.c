@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1379,3 +1380,53 @@ hs_status hs_stream_close(hs_stream *s, hs_error *err)
 }
 
 void hs_stream_abort(hs_stream *s) { stream_free(s); }
+
+/* ---- recovery when a table is opened (hs_table_open) ---- */
+
+static _Thread_local bool recovering_on_open;
+
+static bool wal_has_segments(const char *location)
+{
+    char dir[4096];
+    if ((size_t)snprintf(dir, sizeof dir, "%s/wal", location) >= sizeof dir)
+        return false;
+    char **names = NULL;
+    size_t n = 0;
+    hs_error e;
+    hs_err_clear(&e);
+    if (cat_io_list_dir(dir, &names, &n, &e) != HS_OK)
+        return false;
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++) {
+        size_t len = strlen(names[i]);
+        any = len > 4 && strcmp(names[i] + len - 4, ".wal") == 0;
+    }
+    cat_strv_free(names, n);
+    return any;
+}
+
+void tbl_wal_recover_on_open(hs_table *t)
+{
+    if (recovering_on_open || !t->catalog)
+        return;
+    const char *loc = tbl_local(t->meta.location);
+    if (!loc || loc[0] != '/')
+        return;
+    const char *v = ice_kv_get(&t->meta.properties, "hyperstream.wal.recover-on-open");
+    if (v && strcasecmp(v, "false") == 0)
+        return;
+    hs_error e;
+    hs_err_clear(&e);
+    if (tbl_check_writable(t, &e) != HS_OK || !wal_has_segments(loc))
+        return;
+    recovering_on_open = true;   /* the handles opened below do not recurse */
+    hs_table *r = NULL;
+    hs_stream *s = NULL;
+    if (hs_table_open(t->catalog, t->ident, &r, &e) == HS_OK &&
+        hs_stream_open(r, NULL, &s, &e) == HS_OK)
+        (void)hs_stream_close(s, &e);   /* on failure the rows stay in the log */
+    hs_table_close(r);
+    recovering_on_open = false;
+    hs_err_clear(&e);
+    (void)hs_table_refresh(t, &e);
+}

@@ -451,6 +451,13 @@ int64_t tbl_tail_pending_rows(hs_table *t);
  * hyperstream.wal.committed-seq, or the summary key hyperstream.wal.seq of
  * the newest ancestor of main that has one, whichever is larger; 0 = none. */
 uint64_t tbl_wal_committed_seq(const ice_table_metadata *m);
+/* hs_table_open: when the table's log (<table>/wal/) holds segments and no
+ * stream holds it, replays and commits them (a stream opened and closed on
+ * a handle of its own), then refreshes t.  Best effort: a log that cannot
+ * be recovered (held by a live stream, corrupt, a read-only catalog) is
+ * left for the next stream open, which reports it.  Off with the table
+ * property hyperstream.wal.recover-on-open = false. */
+void tbl_wal_recover_on_open(hs_table *t);
 
 /* ---- index.c ---- */
 

@@ -42,7 +42,7 @@ def expected(batches, where="TRUE"):
 
 def count(batches, where):
     src = pa.concat_tables(batches)  # noqa: F841
-    return duckdb.sql(f"SELECT count(*) FROM src WHERE {where}").fetchone()[0]
+    return duckdb.sql(f"SELECT count(*) FROM src WHERE {where}").fetchall()[0][0]
 
 
 def rows_of(tbl):
