@@ -1335,6 +1335,15 @@ static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const cha
         for (size_t k = 0; k < n_rep; k++)
             if (strcmp(old->files[i].manifest_path, HS_VEC_AT(&op->replace, const char *, k)) == 0)
                 drop = seen[k] = true;
+        /* a manifest left with only DELETED entries (an earlier snapshot
+         * removed all its files; that snapshot keeps it) is not carried
+         * into this one, as Iceberg's snapshot producers do: otherwise
+         * every compaction leaves such manifests behind for good (v2+:
+         * the counts are required there) */
+        const ice_manifest_file *mo = &old->files[i];
+        if (!drop && base->format_version >= 2 && mo->added_files_count == 0 &&
+            mo->existing_files_count == 0 && mo->deleted_files_count > 0)
+            continue;
         if (!drop)
             files[n++] = old->files[i];
     }
