@@ -995,6 +995,10 @@ static void stream_free(hs_stream *s)
     hs_free(s);
 }
 
+/* Set while this thread opens table handles that must not recover a log
+ * on open (tbl_wal_recover_on_open): the stream's own, and the recovery's. */
+static _Thread_local bool recovering_on_open;
+
 hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **out,
                          hs_error *err)
 {
@@ -1020,8 +1024,12 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
     s->tail = tail_new();
     s->ident = hs_strdup(t->ident);
     hs_status st = s->tail && s->ident ? HS_OK : hs_err_nomem(err, 64);
-    if (st == HS_OK)
+    if (st == HS_OK) {   /* the stream recovers its log itself (wal_open below) */
+        bool was = recovering_on_open;
+        recovering_on_open = true;
         st = hs_table_open(t->catalog, t->ident, &s->wt, err);
+        recovering_on_open = was;
+    }
     if (st == HS_OK)
         s->wt->no_tail = true;   /* flushes and maintenance read committed rows only */
     if (st == HS_OK)
@@ -1382,8 +1390,6 @@ hs_status hs_stream_close(hs_stream *s, hs_error *err)
 void hs_stream_abort(hs_stream *s) { stream_free(s); }
 
 /* ---- recovery when a table is opened (hs_table_open) ---- */
-
-static _Thread_local bool recovering_on_open;
 
 static bool wal_has_segments(const char *location)
 {
