@@ -560,6 +560,13 @@ typedef struct hs_compact_options {
      * as Iceberg). */
     int delete_file_threshold;
     double delete_ratio_threshold;
+    /* Size-tiered selection (what automatic stream maintenance uses): in a
+     * partition, a small file larger than all its other small files
+     * together is left as it is (unless it has many deletes), so each
+     * compaction rewrites at most about twice the new data and a row is
+     * rewritten about log2(partition size / flush size) times instead of
+     * at every compaction.  0 = off (Iceberg's bin-pack: every small file). */
+    int size_tiered;
 } hs_compact_options;
 #define HS_COMPACT_OPTIONS_INIT {sizeof(hs_compact_options)}
 

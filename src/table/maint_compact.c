@@ -800,7 +800,30 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         bool deletes = false;
         for (int k = 0; k < n; k++)
             deletes = deletes || many_deletes(&p->files[idx[k]], del_threshold, ratio_threshold);
-        if (n < min_files && !deletes)
+        if (opt->size_tiered && n > 1) {
+            /* size-tiered: a small file larger than all the other small
+             * files together stays (unless it has many deletes), so a row
+             * is rewritten about log2(partition / flush size) times, not
+             * at every compaction */
+            qsort_r(idx, (size_t)n, sizeof *idx, cmp_size_desc, (void *)p);
+            int64_t rest = 0;
+            for (int k = 0; k < n; k++)
+                rest += p->files[idx[k]].file_size;
+            int k = 0, kept = 0;
+            for (; k < n; k++) {
+                const tbl_plan_file *f = &p->files[idx[k]];
+                rest -= f->file_size;
+                if (many_deletes(f, del_threshold, ratio_threshold))
+                    idx[kept++] = idx[k];
+                else if (f->file_size <= rest)
+                    break;
+            }
+            for (; k < n; k++)
+                idx[kept++] = idx[k];
+            n = kept;
+            groups[g].files.len = (size_t)n * sizeof(int);
+        }
+        if (n == 0 || (n < min_files && !deletes))
             continue;
         json_t *jf = json_array();
         for (int k = 0; k < n; k++) {

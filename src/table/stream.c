@@ -802,6 +802,7 @@ static void auto_maintain(hs_stream *s)
     if (s->compact_min_files > 0) {
         hs_compact_options co = HS_COMPACT_OPTIONS_INIT;
         co.min_input_files = (int)s->compact_min_files;
+        co.size_tiered = 1;
         /* a data file that collected as many delete files as a partition
          * needs small files is rewritten too (its deletes applied), so that
          * a stream of small deletes does not pile up delete files on the

@@ -1709,11 +1709,23 @@ typedef tbl_file_action file_action;   /* table_int.h */
 
 /* Rewrites the manifests of plan files being removed (and of replaced DV
  * entries): removed -> DELETED, the rest -> EXISTING. */
+/* The touched manifests' entries go into ONE new manifest per (content,
+ * spec) rather than one per touched manifest: a compaction touching the
+ * manifests of many small appends writes a couple of manifests, not one
+ * each (each Avro manifest carries kilobytes of header). */
+typedef struct mbucket {
+    int content;
+    int32_t spec_id;
+    hs_buf entries;               /* ice_manifest_entry (point into mans) */
+} mbucket;
+
 static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *remove_file,
                                    const hs_map *remove_del, hs_error *err)
 {
     const ice_manifest_list *l = p->list;
     hs_status st = HS_OK;
+    hs_buf mans = {0};            /* ice_manifest *: alive until written */
+    hs_buf buckets = {0};         /* mbucket */
     for (int mi = 0; l && mi < l->n_files && st == HS_OK; mi++) {
         const ice_manifest_file *mf = &l->files[mi];
         bool touched = false;
@@ -1736,7 +1748,23 @@ static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *r
         if (st == HS_OK)
             st = ice_manifest_read(f, mf, spec, sc, &man, err);
         hs_file_close(f);
-        hs_buf entries = {0};
+        if (st == HS_OK && HS_VEC_PUSH(&mans, ice_manifest *, man) != HS_OK) {
+            ice_manifest_free(man);
+            st = hs_err_nomem(err, 64);
+        }
+        mbucket *bk = NULL;
+        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&buckets, mbucket); k++) {
+            mbucket *x = &HS_VEC_AT(&buckets, mbucket, k);
+            if (x->content == mf->content && x->spec_id == mf->partition_spec_id)
+                bk = x;
+        }
+        if (st == HS_OK && !bk) {
+            mbucket nb = {mf->content, mf->partition_spec_id, {0}};
+            if (hs_buf_append(&buckets, &nb, sizeof nb) != HS_OK)
+                st = hs_err_nomem(err, sizeof nb);
+            else
+                bk = &HS_VEC_AT(&buckets, mbucket, HS_VEC_LEN(&buckets, mbucket) - 1);
+        }
         for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {
             ice_manifest_entry e = man->entries[i];
             if (e.status == ICE_STATUS_DELETED)
@@ -1759,24 +1787,28 @@ static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *r
             } else {
                 e.status = ICE_STATUS_EXISTING;
             }
-            if (st == HS_OK && hs_buf_append(&entries, &e, sizeof e) != HS_OK)
+            if (st == HS_OK && hs_buf_append(&bk->entries, &e, sizeof e) != HS_OK)
                 st = hs_err_nomem(err, sizeof e);
-        }
-        if (st == HS_OK)
-            st = write_manifest(op, mf->content, sc, spec,
-                                (const ice_manifest_entry *)entries.data,
-                                (int64_t)HS_VEC_LEN(&entries, ice_manifest_entry), err);
-        if (st == HS_OK && man && HS_VEC_LEN(&entries, ice_manifest_entry) == 0) {
-            /* nothing left: the manifest simply disappears from the list */
         }
         if (st == HS_OK) {
             const char *path = op_str(op, mf->manifest_path);
             if (!path || HS_VEC_PUSH(&op->replace, const char *, path) != HS_OK)
                 st = hs_err_nomem(err, 64);
         }
-        hs_buf_free(&entries);
-        ice_manifest_free(man);
     }
+    for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&buckets, mbucket); k++) {
+        mbucket *bk = &HS_VEC_AT(&buckets, mbucket, k);
+        const ice_partition_spec *spec = ice_metadata_spec(p->meta, bk->spec_id);
+        st = write_manifest(op, bk->content, tbl_schema_for_spec(p->meta, spec), spec,
+                            (const ice_manifest_entry *)bk->entries.data,
+                            (int64_t)HS_VEC_LEN(&bk->entries, ice_manifest_entry), err);
+    }
+    for (size_t k = 0; k < HS_VEC_LEN(&buckets, mbucket); k++)
+        hs_buf_free(&HS_VEC_AT(&buckets, mbucket, k).entries);
+    hs_buf_free(&buckets);
+    for (size_t k = 0; k < HS_VEC_LEN(&mans, ice_manifest *); k++)
+        ice_manifest_free(HS_VEC_AT(&mans, ice_manifest *, k));
+    hs_buf_free(&mans);
     return st;
 }
 
