@@ -777,8 +777,9 @@ static int64_t wall_ms(void)
  *   property                              effect (0 = off, the default)
  *   hyperstream.wal.compact-min-files     compact (hs_table_compact, at the
  *                                         table's target file size) when a
- *                                         partition has this many small files,
- *                                         or a file has this many delete files
+ *                                         partition has this many small files
+ *                                         (size-tiered), or a data file 4x as
+ *                                         many delete files
  *   hyperstream.wal.expire-age-ms         at most every max(1 s, age / 4),
  *                                         expire snapshots that stopped being
  *                                         current longer ago than this (the
@@ -803,14 +804,17 @@ static void auto_maintain(hs_stream *s)
         hs_compact_options co = HS_COMPACT_OPTIONS_INIT;
         co.min_input_files = (int)s->compact_min_files;
         co.size_tiered = 1;
-        /* a data file that collected as many delete files as a partition
-         * needs small files is rewritten too (its deletes applied), so that
-         * a stream of small deletes does not pile up delete files on the
-         * big files (Iceberg's default delete-file-threshold never does);
-         * the table property hyperstream.compact.delete-file-threshold
-         * overrides it */
+        /* a data file that collected 4x as many delete files as a
+         * partition needs small files is rewritten too (its deletes
+         * applied), so that a stream of small deletes does not pile up
+         * delete files on the big files forever (Iceberg's default
+         * delete-file-threshold never rewrites for them); 4x: each such
+         * rewrite copies a big file, and those copies are what storage
+         * holds beyond the live data until expiry (measured in the soak:
+         * 1x doubled the dead data bytes).  The table property
+         * hyperstream.compact.delete-file-threshold overrides it */
         if (!ice_kv_get(&s->wt->meta.properties, "hyperstream.compact.delete-file-threshold"))
-            co.delete_file_threshold = (int)s->compact_min_files;
+            co.delete_file_threshold = (int)(4 * s->compact_min_files);
         int64_t before = hs_table_current_snapshot_id(s->wt);
         if (hs_table_compact(s->wt, &co, NULL, &e) != HS_OK)
             n_fail++;
