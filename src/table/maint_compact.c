@@ -232,6 +232,46 @@ static bool planned_ref(const tbl_plan_file *pf, const tbl_delete_ref *d)
     return false;
 }
 
+/* The delete entries of plan fp that apply only to removed files
+ * (remove[i]), as tbl_rewrite_remove's remove_del; counted in *files and
+ * *records. */
+static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *remove_del,
+                              int64_t *files, int64_t *records, hs_error *err)
+{
+    hs_map refs = {0};
+    hs_status st = HS_OK;
+    for (int i = 0; st == HS_OK && i < fp->n_files; i++)
+        for (int k = 0; k < fp->files[i].n_deletes; k++) {
+            const tbl_delete_ref *d = &fp->files[i].deletes[k];
+            int64_t kk[2] = {d->manifest_index, d->entry_index};
+            uint64_t v = 0;
+            (void)hs_map_get(&refs, kk, sizeof kk, &v);
+            /* low 32 bits: files it applies to; high: removed ones */
+            v += 1 + (remove[i] ? ((uint64_t)1 << 32) : 0);
+            if (hs_map_put(&refs, kk, sizeof kk, v) != HS_OK)
+                st = hs_err_nomem(err, 64);
+        }
+    for (int i = 0; st == HS_OK && i < fp->n_files; i++)
+        for (int k = 0; st == HS_OK && k < fp->files[i].n_deletes; k++) {
+            const tbl_delete_ref *d = &fp->files[i].deletes[k];
+            int64_t kk[2] = {d->manifest_index, d->entry_index};
+            uint64_t v = 0;
+            (void)hs_map_get(&refs, kk, sizeof kk, &v);
+            if ((v & 0xffffffffu) != (v >> 32) || hs_map_get(remove_del, kk, sizeof kk, NULL))
+                continue;
+            int mi = d->manifest_index;
+            char mkey[sizeof mi];
+            memcpy(mkey, &mi, sizeof mi);
+            if (hs_map_put(remove_del, kk, sizeof kk, 1) != HS_OK ||
+                hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
+                st = hs_err_nomem(err, 64);
+            (*files)++;
+            *records += d->record_count;
+        }
+    hs_map_free(&refs);
+    return st;
+}
+
 /* The commit check, on every attempt's base (header comment, "Commit"):
  * redoes the removal against the base's current snapshot and carries the
  * deletes committed since planning over to the new files. */
@@ -335,35 +375,9 @@ static hs_status compact_attempt(void *vctx, const ice_table_metadata *base, hs_
             st = carry(c, &c->src[s], it.current_value, bms, err);
     }
     /* delete entries that apply only to rewritten files go too */
-    hs_map refs = {0}, remove_del = {0};
-    for (int i = 0; st == HS_OK && i < fp->n_files; i++)
-        for (int k = 0; k < fp->files[i].n_deletes; k++) {
-            const tbl_delete_ref *d = &fp->files[i].deletes[k];
-            int64_t kk[2] = {d->manifest_index, d->entry_index};
-            uint64_t v = 0;
-            (void)hs_map_get(&refs, kk, sizeof kk, &v);
-            /* low 32 bits: files it applies to; high: rewritten ones */
-            v += 1 + (remove[i] ? ((uint64_t)1 << 32) : 0);
-            if (hs_map_put(&refs, kk, sizeof kk, v) != HS_OK)
-                st = hs_err_nomem(err, 64);
-        }
-    for (int i = 0; st == HS_OK && i < fp->n_files; i++)
-        for (int k = 0; st == HS_OK && k < fp->files[i].n_deletes; k++) {
-            const tbl_delete_ref *d = &fp->files[i].deletes[k];
-            int64_t kk[2] = {d->manifest_index, d->entry_index};
-            uint64_t v = 0;
-            (void)hs_map_get(&refs, kk, sizeof kk, &v);
-            if ((v & 0xffffffffu) != (v >> 32) || hs_map_get(&remove_del, kk, sizeof kk, NULL))
-                continue;
-            int mi = d->manifest_index;
-            char mkey[sizeof mi];
-            memcpy(mkey, &mi, sizeof mi);
-            if (hs_map_put(&remove_del, kk, sizeof kk, 1) != HS_OK ||
-                hs_map_put(&remove_del, mkey, sizeof mi, 1) != HS_OK)
-                st = hs_err_nomem(err, 64);
-            c->del_files++;
-            c->del_records += d->record_count;
-        }
+    hs_map remove_del = {0};
+    if (st == HS_OK)
+        st = drop_deletes(fp, remove, &remove_del, &c->del_files, &c->del_records, err);
     if (st == HS_OK)
         st = tbl_rewrite_remove(c->rw, fp, remove, &remove_del, err);
     if (st == HS_OK)
@@ -412,7 +426,6 @@ static hs_status compact_attempt(void *vctx, const ice_table_metadata *base, hs_
     hs_free(bms);
     hs_free(found);
     hs_free(remove);
-    hs_map_free(&refs);
     hs_map_free(&remove_del);
     tbl_plan_free(own);
     return st;
@@ -972,6 +985,12 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         st = tbl_rewrite_commit(rw, err);
     }
     int64_t del_files = cc.del_files;
+    if (st == HS_OK && opt->dry_run && n_in > 0) {   /* what the commit would drop */
+        hs_map rd = {0};
+        int64_t recs = 0;
+        st = drop_deletes(p, rewrite, &rd, &del_files, &recs, err);
+        hs_map_free(&rd);
+    }
     if (st == HS_OK && work)
         new_id = tbl_rewrite_snapshot_id(rw);
     tbl_rewrite_free(rw);

@@ -548,6 +548,7 @@ static void test_compact(void)
     int64_t snap0 = hs_table_current_snapshot_id(t);
     CHECK_OK(hs_table_compact(t, &o, &res, &err), &err);
     CHECK(strstr(res, "\"rewritten_data_files\":6") != NULL);
+    CHECK(strstr(res, "\"removed_delete_files\":6") != NULL);
     hs_string_free(res);
     CHECK(hs_table_current_snapshot_id(t) == snap0);
     o.dry_run = 0;
