@@ -549,24 +549,45 @@ typedef struct hs_compact_options {
      * "zorder").  HS_INVALID when the table has a sort order (its writes
      * sort by it) or a column is unknown or has no order.  NULL = off. */
     const char *zorder_by;
+    /* Iceberg's rewrite_data_files options delete-file-threshold and
+     * delete-ratio-threshold: a file with position deletes or a deletion
+     * vector is rewritten whatever its size (and makes its partition
+     * qualify) only when it has at least delete_file_threshold delete files
+     * or delete_ratio_threshold of its rows deleted; otherwise it is
+     * treated as any file (rewritten when small, deletes applied).  0 = the
+     * table properties hyperstream.compact.delete-file-threshold (default
+     * 2^31-1) and hyperstream.compact.delete-ratio-threshold (default 0.3,
+     * as Iceberg). */
+    int delete_file_threshold;
+    double delete_ratio_threshold;
+    /* Size-tiered selection (what automatic stream maintenance uses): in a
+     * partition, a small file larger than all its other small files
+     * together is left as it is (unless it has many deletes), so each
+     * compaction rewrites at most about twice the new data and a row is
+     * rewritten about log2(partition size / flush size) times instead of
+     * at every compaction.  0 = off (Iceberg's bin-pack: every small file). */
+    int size_tiered;
 } hs_compact_options;
 #define HS_COMPACT_OPTIONS_INIT {sizeof(hs_compact_options)}
 
 /* Iceberg's rewrite_data_files with the bin-pack strategy: within each
- * partition, the small data files (and every file with deletes) are read
+ * partition, the small data files (and files with many deletes, above) are read
  * with their deletes applied and written as new files of about the target
  * size (sorted by the table's sort order when it has one; partitioned by
  * the default spec), with every declared sidecar index built for them.
  * With zorder_by the rows of each bin are z-ordered (see above) and bins
  * are read whole.  The delete files that only applied to rewritten files are dropped.  One
  * "replace" snapshot; the table's rows are unchanged.  Validated against
- * concurrent commits: appends made meanwhile are kept; a commit that
- * deleted rows of (or removed) a rewritten file fails the compaction with
+ * concurrent commits on every attempt: appends made meanwhile are kept;
+ * rows of rewritten files deleted meanwhile by position deletes or deletion
+ * vectors (or whole files removed) are deleted from the new files in the
+ * same snapshot ("carried_deletes"); concurrent equality deletes on a
+ * rewritten file, or a rollback past the planned snapshot, fail it with
  * HS_CONFLICT and the table is unchanged.  On format v3 tables the moved
  * rows keep their _row_id and _last_updated_sequence_number (the new files
  * store both columns).
  * Result: {"rewritten_data_files":N, "added_data_files":M,
- * "removed_delete_files":D, "rewritten_bytes":B, "added_bytes":A,
+ * "removed_delete_files":D, "carried_deletes":C, "rewritten_bytes":B, "added_bytes":A,
  * "rows":R, "groups":[{"partition":..,"files":[paths]}], "snapshot_id":id|null,
  * "dry_run":bool}. */
 HS_API hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,

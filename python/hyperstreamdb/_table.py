@@ -1146,15 +1146,24 @@ class Table:
     def compact(self, target_file_size: Optional[int] = None, min_input_files: int = 2,
                 filter: Optional[str] = None, dry_run: bool = False,
                 progress: ProgressArg = None,
-                zorder_by: Union[str, Sequence[str], None] = None) -> dict:
+                zorder_by: Union[str, Sequence[str], None] = None,
+                delete_file_threshold: int = 0,
+                delete_ratio_threshold: float = 0.0) -> dict:
         """Bin-pack compaction (Iceberg rewrite_data_files): within each
         partition, files smaller than ``target_file_size`` bytes (default: the
-        table property write.target-file-size-bytes, 512 MiB) and every file
-        with deletes are rewritten, deletes applied, as files of about that
+        table property write.target-file-size-bytes, 512 MiB) and files with
+        many deletes are rewritten, deletes applied, as files of about that
         size, sorted by the table's sort order, with every declared index
-        built; one "replace" snapshot.  Appends committed meanwhile are kept;
-        a concurrent delete of rewritten rows raises ConflictError (nothing
-        committed).  ``filter`` limits it to files that may hold matching rows.
+        built; one "replace" snapshot.  "Many deletes" is Iceberg's rule: at
+        least ``delete_file_threshold`` delete files or
+        ``delete_ratio_threshold`` of the rows deleted (0 = the table
+        properties hyperstream.compact.delete-file-threshold, default
+        2^31-1, and hyperstream.compact.delete-ratio-threshold, default 0.3).
+        Appends committed meanwhile are kept; rows of rewritten files deleted
+        meanwhile (position deletes, deletion vectors) are deleted from the
+        new files in the same snapshot (result key "carried_deletes"); a
+        concurrent equality delete on a rewritten file raises ConflictError
+        (nothing committed).  ``filter`` limits it to files that may hold matching rows.
         ``zorder_by`` (column names, or "a, b") instead clusters the rows in
         the z-order of those columns (the table must have no sort order):
         up to the table property hyperstream.compact.zorder-group-bytes
@@ -1170,7 +1179,9 @@ class Table:
             out = self._handle().maintain("compact", target_size_bytes=int(target_file_size or 0),
                                           min_input_files=int(min_input_files), filter=filter,
                                           dry_run=bool(dry_run), progress=cb,
-                                          zorder_by=zorder_by)
+                                          zorder_by=zorder_by,
+                                          delete_file_threshold=int(delete_file_threshold),
+                                          delete_ratio_threshold=float(delete_ratio_threshold))
         return json.loads(out)
 
     rewrite_data_files = compact

@@ -640,6 +640,72 @@ static hs_status sidecars_by_stem(const char *location, fset *del, const fset *c
     return st;
 }
 
+/* A registry file younger than this is never deleted by expiry: a
+ * concurrent commit writes its registry root just before its metadata. */
+#define REGISTRY_GRACE_MS 10000
+
+/* Registry versions (roots and segments under index/registry/) that no
+ * kept version names: the metadata files that named them left the log
+ * (every commit of an indexed table writes a root, and
+ * write.metadata.previous-versions-max bounds the log), so no snapshot,
+ * time travel or refresh can reach them again.  They go when last modified
+ * before the expiry's cutoff (older_than, else history.expire.max-
+ * snapshot-age-ms ago: a reader still holding such a metadata version has
+ * what an expired snapshot's reader has) and at least REGISTRY_GRACE_MS
+ * ago.  Local tables only (on object stores remove_orphan_files does it). */
+static hs_status unnamed_registries(const expire_ctx *c, const ice_table_metadata *m,
+                                    const fset *keep_a, const fset *keep_b, fset *del,
+                                    hs_error *err)
+{
+    const char *loc = m->location;
+    if (!loc || (strstr(loc, "://") && strncmp(loc, "file://", 7) != 0))
+        return HS_OK;
+    int64_t cutoff = c->o.use_older_than
+                         ? c->o.older_than_ms
+                         : c->now - tbl_maint_prop_i64(m, "history.expire.max-snapshot-age-ms",
+                                                       5 * DAY_MS);
+    if (cutoff > c->now - REGISTRY_GRACE_MS)
+        cutoff = c->now - REGISTRY_GRACE_MS;
+    hs_buf dir = {0}, rel = {0}, p = {0};
+    char **names = NULL;
+    size_t n = 0;
+    hs_status st = hs_buf_printf(&dir, "%s/index/registry", tbl_local(loc)) == HS_OK
+                       ? HS_OK
+                       : hs_err_nomem(err, 256);
+    if (st == HS_OK) {
+        hs_error e;
+        hs_err_clear(&e);
+        hs_status ls = cat_io_list_dir(hs_buf_cstr(&dir), &names, &n, &e);
+        if (ls != HS_OK && ls != HS_NOT_FOUND) {
+            st = ls;
+            if (err)
+                *err = e;
+        }
+    }
+    for (size_t i = 0; st == HS_OK && i < n; i++) {
+        hs_buf_reset(&rel);
+        if (hs_buf_printf(&rel, "index/registry/%s", names[i]) != HS_OK ||
+            ix_resolve_path(loc, hs_buf_cstr(&rel), &p) != HS_OK) {
+            st = hs_err_nomem(err, 256);
+            break;
+        }
+        const char *path = hs_buf_cstr(&p);
+        if (fset_has(keep_a, path) || fset_has(keep_b, path) || fset_has(del, path))
+            continue;
+        struct stat sb;
+        if (stat(tbl_local(path), &sb) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000;
+        if (mt < cutoff)
+            st = fset_add(del, path, FK_REGISTRY, err);
+    }
+    cat_strv_free(names, n);
+    hs_buf_free(&dir);
+    hs_buf_free(&rel);
+    hs_buf_free(&p);
+    return st;
+}
+
 /* The files to delete after expiring c->expired from `before` (the table
  * as it was), leaving `after`. */
 static hs_status expired_files(const expire_ctx *c, const ice_table_metadata *before,
@@ -711,6 +777,8 @@ static hs_status expired_files(const expire_ctx *c, const ice_table_metadata *be
     for (size_t i = 0; st == HS_OK && i < fset_len(&go); i++)
         if (!fset_has(&stay, fset_path(&go, i)) && !fset_has(&cur_files, fset_path(&go, i)))
             st = fset_add(del, fset_path(&go, i), FK_REGISTRY, err);
+    if (st == HS_OK)
+        st = unnamed_registries(c, after, &stay, &cur_files, del, err);
     if (st == HS_OK)
         st = sidecars_by_stem(after->location, del, &cur_files, err);
     fset_free(&stay);

@@ -9,8 +9,14 @@
  *   plan          the whole current snapshot (which deletes apply to which
  *                 file), plus the files the filter selects
  *   choose        per partition (spec id + tuple): files below the target
- *                 size, and every file with deletes; a partition is
- *                 rewritten when it has min_input_files of them or deletes
+ *                 size, and files with many deletes (Iceberg's
+ *                 delete-file-threshold: at least that many delete files,
+ *                 default 2^31-1; delete-ratio-threshold: at least that
+ *                 fraction of the rows deleted, default 0.3; options or
+ *                 table properties hyperstream.compact.delete-*); a
+ *                 partition is rewritten when it has min_input_files of
+ *                 them or one with many deletes.  A file with a few deletes
+ *                 is rewritten only when it is small (its deletes applied)
  *   pack          first-fit decreasing bins of at most the target size
  *   rewrite       per bin, rows read with deletes applied, written as new
  *                 files of the default spec, sorted by the default order
@@ -24,19 +30,35 @@
  *                                  (sidecars need a file's rows; v3 files
  *                                  carry _row_id and
  *                                  _last_updated_sequence_number)
- *   drop          the rewritten files, and every delete entry all of whose
- *                 data files are rewritten
- *   commit        one "replace" snapshot; compact_check on every attempt
+ *                 and the row map kept: the positions read of each source
+ *                 file (live when planned), and for each row read the new
+ *                 file and position it went to (write.c calls back as rows
+ *                 are placed, through sorts and z-order: 8 bytes a row)
+ *   commit        one "replace" snapshot; on every attempt, against its
+ *                 base (compact_attempt):
+ *                   - the rewritten files still live are removed, with the
+ *                     delete entries that apply only to them (so deletes
+ *                     committed meanwhile against them go too);
+ *                   - deletes committed since planning against rewritten
+ *                     files (position delete files, deletion vectors; a
+ *                     file no longer live: all its rows) are carried over:
+ *                     the positions deleted now that were live when read
+ *                     are mapped to the new files and written as position
+ *                     deletes (v2) or deletion vectors (v3) in the same
+ *                     snapshot ("carried_deletes"), so a delete is never
+ *                     lost nor applied twice and compaction is not starved
+ *                     by a stream of small deletes;
+ *                   - conflicts (HS_CONFLICT, nothing committed): the
+ *                     planned snapshot is no longer an ancestor (rollback);
+ *                     an equality delete added since planning applies to a
+ *                     rewritten file (it would not apply to the moved rows:
+ *                     their sequence number is newer); a rewritten file is
+ *                     gone and a "replace" was committed meanwhile (another
+ *                     compaction moved the rows: it wins)
  *
- * Conflicts (compact_check, per commit attempt against the fresh base,
- * besides write.c's check that every manifest it rewrites is still
- * listed): walking from the base's current snapshot back to the planned
- * one, an "append" is always fine; any other snapshot fails the compaction
- * with HS_CONFLICT when it added a delete file that may apply to a
- * rewritten file (its referenced data file is one; or, without one, its
- * file_path bounds include one; equality deletes always may) or removed a
- * rewritten file.  A planned snapshot that is no longer an ancestor (a
- * rollback) is a conflict too.
+ * Partial progress (Iceberg's commit per file group) is not needed for
+ * deletes any more (they no longer fail a compaction); a conflict of the
+ * kinds above still loses the whole compaction.
  */
 #define _GNU_SOURCE 1 /* qsort_r */
 #include "table/mcache.h"
@@ -81,111 +103,332 @@ static hs_status part_key(const tbl_plan_file *f, hs_buf *key)
     return HS_OK;
 }
 
+/* A rewritten (source) file: which of its positions were read (live at
+ * planning), and the input row number of the first of them. */
+typedef struct src_file {
+    int plan_index;
+    int64_t first_row;
+    roaring_bitmap_t *live;
+} src_file;
+
+/* A data file the compaction wrote. */
+typedef struct new_file {
+    char *path;                   /* as in its manifest entry (owned) */
+    const ice_value *pvals;       /* its partition tuple (the rewrite's) */
+    int n_pvals;
+    int64_t rows;
+} new_file;
+
 typedef struct compact_ctx {
+    hs_table *t;
     const tbl_plan *p;
     const bool *rewrite;          /* per plan file */
-    hs_map paths;                 /* local paths of rewritten files */
+    hs_map paths;                 /* local paths of rewritten files -> src index */
     int64_t planned;
     const char *ident;
+    tbl_rewrite *rw;
+    /* the row map (src -> new): input rows are numbered in reading order */
+    src_file *src;
+    int n_src;
+    int64_t *loc;                 /* per input row: new file << 40 | position; -1 unset */
+    int64_t cap_rows, next_row;
+    hs_buf newf;                  /* new_file */
+    hs_map newf_by_path;          /* path -> index */
+    int64_t call_base;            /* input row of the current rewrite call's first row */
+    const int64_t *perm;          /* z-order: the call's row i is the bin's row perm[i] */
+    int32_t out_spec_id;
+    /* per commit attempt */
+    int64_t carried, del_files, del_records;
 } compact_ctx;
 
-/* Whether a delete file without referenced_data_file may hold positions of
- * a rewritten file: its file_path bounds (lower <= path <= upper, bytewise;
- * truncated bounds still enclose the paths) include one, or it has none.
- * Equality deletes may apply to any file. */
-static bool delete_may_apply(const compact_ctx *c, const ice_data_file *df)
+#define LOC_POS_BITS 40
+#define LOC_POS_MASK (((int64_t)1 << LOC_POS_BITS) - 1)
+
+/* tbl_row_map_fn: records where the rewrite put each input row. */
+static hs_status cc_row_map(void *vctx, const char *path, const ice_value *pvals, int n_pvals,
+                            int64_t pos0, int64_t base, const int64_t *idx, int64_t n,
+                            hs_error *err)
 {
-    if (df->content != ICE_CONTENT_POSITION_DELETES)
-        return true;
-    const ice_id_bytes *lo = NULL, *hi = NULL;
-    for (int k = 0; k < df->n_lower_bounds; k++)
-        if (df->lower_bounds[k].id == ICE_FIELD_ID_FILE_PATH && df->lower_bounds[k].p)
-            lo = &df->lower_bounds[k];
-    for (int k = 0; k < df->n_upper_bounds; k++)
-        if (df->upper_bounds[k].id == ICE_FIELD_ID_FILE_PATH && df->upper_bounds[k].p)
-            hi = &df->upper_bounds[k];
-    if (!lo || !hi)
-        return true;
-    for (int i = 0; i < c->p->n_files; i++) {
-        if (!c->rewrite[i])
-            continue;
-        const char *path = c->p->files[i].path;
-        size_t n = strlen(path);
-        int a = memcmp(path, lo->p, n < lo->len ? n : lo->len);
-        int b = memcmp(path, hi->p, n < hi->len ? n : hi->len);
-        bool ge_lo = a > 0 || (a == 0 && n >= lo->len);
-        bool le_hi = b < 0 || (b == 0 && n <= hi->len);
-        if (ge_lo && le_hi)
-            return true;
+    compact_ctx *c = vctx;
+    uint64_t id;
+    size_t plen = strlen(path);
+    if (!hs_map_get(&c->newf_by_path, path, plen, &id)) {
+        new_file nf = {hs_strdup(path), pvals, n_pvals, 0};
+        id = HS_VEC_LEN(&c->newf, new_file);
+        if (!nf.path || hs_buf_append(&c->newf, &nf, sizeof nf) != HS_OK ||
+            hs_map_put(&c->newf_by_path, path, plen, id) != HS_OK) {
+            if (HS_VEC_LEN(&c->newf, new_file) == id)
+                hs_free(nf.path);
+            return hs_err_nomem(err, plen);
+        }
     }
+    if (id >= ((uint64_t)1 << (63 - LOC_POS_BITS)) || pos0 + n > LOC_POS_MASK)
+        return hs_err_set(err, HS_INVALID, "compact: too many output files or rows for the row "
+                          "map");
+    new_file *nf = &HS_VEC_AT(&c->newf, new_file, id);
+    for (int64_t j = 0; j < n; j++) {
+        int64_t in = base + idx[j];
+        if (c->perm)
+            in = c->perm[in];
+        int64_t g = c->call_base + in;
+        if (g < 0 || g >= c->next_row)
+            return hs_err_set(err, HS_INTERNAL, "compact: row map: input row %lld of %lld",
+                              (long long)g, (long long)c->next_row);
+        c->loc[g] = (int64_t)(id << LOC_POS_BITS) | (pos0 + j);
+    }
+    if (pos0 + n > nf->rows)
+        nf->rows = pos0 + n;
+    return HS_OK;
+}
+
+/* Registers the positions read from source file plan index pi (taken). */
+static hs_status cc_source(compact_ctx *c, int pi, roaring_bitmap_t *live, hs_error *err)
+{
+    uint64_t s;
+    const char *l = tbl_local(c->p->files[pi].path);
+    if (!hs_map_get(&c->paths, l, strlen(l), &s) || (int)s >= c->n_src) {
+        tbl_bitmap_free(live);
+        return hs_err_set(err, HS_INTERNAL, "compact: %s read but not planned", l);
+    }
+    if (!live && !(live = roaring_bitmap_create()))
+        return hs_err_nomem(err, 64);
+    src_file *sf = &c->src[s];
+    tbl_bitmap_free(sf->live);
+    sf->live = live;
+    sf->first_row = c->next_row;
+    c->next_row += (int64_t)roaring_bitmap_get_cardinality(live);
+    if (c->next_row > c->cap_rows)
+        return hs_err_set(err, HS_INTERNAL, "compact: %s has more live rows than its record "
+                          "count", l);
+    return HS_OK;
+}
+
+/* Positions of new file `id` to delete (per attempt). */
+static hs_status carry(compact_ctx *c, const src_file *sf, uint32_t pos, roaring_bitmap_t **bms,
+                       hs_error *err)
+{
+    uint64_t rank = roaring_bitmap_rank(sf->live, pos);
+    if (rank == 0 || !roaring_bitmap_contains(sf->live, pos))
+        return HS_OK;   /* already deleted when planned */
+    int64_t g = sf->first_row + (int64_t)rank - 1;
+    int64_t v = c->loc[g];
+    if (v < 0)
+        return hs_err_set(err, HS_INTERNAL, "compact: row %lld of %s was not written",
+                          (long long)pos, c->p->files[sf->plan_index].path);
+    int64_t id = v >> LOC_POS_BITS;
+    if (!bms[id] && !(bms[id] = roaring_bitmap_create()))
+        return hs_err_nomem(err, 64);
+    if (roaring_bitmap_add_checked(bms[id], (uint32_t)(v & LOC_POS_MASK)))
+        c->carried++;
+    return HS_OK;
+}
+
+/* Whether delete ref d of a file is one of the file's planned refs. */
+static bool planned_ref(const tbl_plan_file *pf, const tbl_delete_ref *d)
+{
+    for (int k = 0; k < pf->n_deletes; k++)
+        if (strcmp(pf->deletes[k].path, d->path) == 0 && pf->deletes[k].offset == d->offset)
+            return true;
     return false;
 }
 
-/* Whether a snapshot committed since planning conflicts (header comment). */
-static hs_status compact_check_snapshot(compact_ctx *c, const ice_table_metadata *base,
-                                        const ice_snapshot *s, hs_error *err)
+/* The delete entries of plan fp that apply only to removed files
+ * (remove[i]), as tbl_rewrite_remove's remove_del; counted in *files and
+ * *records. */
+static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *remove_del,
+                              int64_t *files, int64_t *records, hs_error *err)
 {
-    if (!s->manifest_list)
-        return hs_err_set(err, HS_CONFLICT, "%s: a concurrent commit (snapshot %lld) cannot be "
-                          "checked; compaction not committed", c->ident,
-                          (long long)s->snapshot_id);
-    ice_manifest_list *l = NULL;
-    HS_TRY(tbl_maint_read_list(s->manifest_list, &l, err));
+    hs_map refs = {0};
     hs_status st = HS_OK;
-    for (int i = 0; st == HS_OK && i < l->n_files; i++) {
-        const ice_manifest_file *mf = &l->files[i];
-        if (!mf->has_added_snapshot_id || mf->added_snapshot_id != s->snapshot_id)
-            continue;
-        const ice_partition_spec *spec = ice_metadata_spec(base, mf->partition_spec_id);
-        const ice_schema *sc = spec ? tbl_schema_for_spec(base, spec) : NULL;
-        const ice_manifest *man = NULL;
-        tbl_fref *ref = NULL;
-        st = tbl_mcache_get(mf, sc ? spec : NULL, sc, &man, &ref, err);
-        for (int64_t k = 0; st == HS_OK && k < man->n_entries; k++) {
-            const ice_manifest_entry *e = &man->entries[k];
-            bool ours = e->has_snapshot_id && e->snapshot_id == s->snapshot_id;
-            if (!ours)
-                continue;
-            const ice_data_file *df = &e->file;
-            const char *hit = NULL;
-            if (df->content != ICE_CONTENT_DATA && e->status == ICE_STATUS_ADDED) {
-                const char *r = df->referenced_data_file;
-                if (r ? hs_map_get(&c->paths, tbl_local(r), strlen(tbl_local(r)), NULL)
-                      : delete_may_apply(c, df))
-                    hit = r ? r : df->file_path;
-            } else if (df->content == ICE_CONTENT_DATA && e->status == ICE_STATUS_DELETED) {
-                const char *pth = tbl_local(df->file_path);
-                if (hs_map_get(&c->paths, pth, strlen(pth), NULL))
-                    hit = df->file_path;
-            }
-            if (hit)
-                st = hs_err_set(err, HS_CONFLICT, "%s: a concurrent %s (snapshot %lld) deleted "
-                                "rows of %s, which this compaction rewrites; nothing was "
-                                "committed (compact again)", c->ident,
-                                ice_snapshot_operation(s) ? ice_snapshot_operation(s) : "commit",
-                                (long long)s->snapshot_id, hit);
+    for (int i = 0; st == HS_OK && i < fp->n_files; i++)
+        for (int k = 0; k < fp->files[i].n_deletes; k++) {
+            const tbl_delete_ref *d = &fp->files[i].deletes[k];
+            int64_t kk[2] = {d->manifest_index, d->entry_index};
+            uint64_t v = 0;
+            (void)hs_map_get(&refs, kk, sizeof kk, &v);
+            /* low 32 bits: files it applies to; high: removed ones */
+            v += 1 + (remove[i] ? ((uint64_t)1 << 32) : 0);
+            if (hs_map_put(&refs, kk, sizeof kk, v) != HS_OK)
+                st = hs_err_nomem(err, 64);
         }
-        tbl_mcache_release(ref);
-    }
-    ice_manifest_list_free(l);
+    for (int i = 0; st == HS_OK && i < fp->n_files; i++)
+        for (int k = 0; st == HS_OK && k < fp->files[i].n_deletes; k++) {
+            const tbl_delete_ref *d = &fp->files[i].deletes[k];
+            int64_t kk[2] = {d->manifest_index, d->entry_index};
+            uint64_t v = 0;
+            (void)hs_map_get(&refs, kk, sizeof kk, &v);
+            if ((v & 0xffffffffu) != (v >> 32) || hs_map_get(remove_del, kk, sizeof kk, NULL))
+                continue;
+            int mi = d->manifest_index;
+            char mkey[sizeof mi];
+            memcpy(mkey, &mi, sizeof mi);
+            if (hs_map_put(remove_del, kk, sizeof kk, 1) != HS_OK ||
+                hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
+                st = hs_err_nomem(err, 64);
+            (*files)++;
+            *records += d->record_count;
+        }
+    hs_map_free(&refs);
     return st;
 }
 
-static hs_status compact_check(void *vctx, const ice_table_metadata *base, hs_error *err)
+/* The commit check, on every attempt's base (header comment, "Commit"):
+ * redoes the removal against the base's current snapshot and carries the
+ * deletes committed since planning over to the new files. */
+static hs_status compact_attempt(void *vctx, const ice_table_metadata *base, hs_error *err)
 {
     compact_ctx *c = vctx;
-    const ice_snapshot *s = ice_metadata_current_snapshot(base);
-    for (int guard = 0; s && guard <= base->n_snapshots; guard++) {
-        if (s->snapshot_id == c->planned)
-            return HS_OK;
+    const ice_snapshot *cur = ice_metadata_current_snapshot(base);
+    bool ancestor = false;
+    const ice_snapshot *replace = NULL;   /* the latest concurrent "replace" */
+    for (const ice_snapshot *s = cur; s && !ancestor;
+         s = s->has_parent ? ice_metadata_snapshot(base, s->parent_id) : NULL) {
+        ancestor = s->snapshot_id == c->planned;
         const char *o = ice_snapshot_operation(s);
-        if (!o || strcmp(o, "append") != 0)
-            HS_TRY(compact_check_snapshot(c, base, s, err));
-        s = s->has_parent ? ice_metadata_snapshot(base, s->parent_id) : NULL;
+        if (!ancestor && !replace && o && strcmp(o, "replace") == 0)
+            replace = s;
     }
-    return hs_err_set(err, HS_CONFLICT, "%s: snapshot %lld, on which this compaction was "
-                      "planned, is no longer an ancestor of the current snapshot; nothing was "
-                      "committed", c->ident, (long long)c->planned);
+    if (!ancestor)
+        return hs_err_set(err, HS_CONFLICT, "%s: snapshot %lld, on which this compaction was "
+                          "planned, is no longer an ancestor of the current snapshot; nothing "
+                          "was committed", c->ident, (long long)c->planned);
+    tbl_rewrite_reset(c->rw);
+    c->carried = c->del_files = c->del_records = 0;
+    const tbl_plan *fp = c->p;
+    tbl_plan *own = NULL;
+    hs_status st = HS_OK;
+    if (cur->snapshot_id != c->planned) {
+        const ice_schema *sc = ice_metadata_current_schema(base);
+        if (!sc)
+            return hs_err_set(err, HS_CORRUPT, "table metadata has no current schema");
+        HS_TRY(tbl_plan_make(base, cur, sc, NULL, &own, err));
+        fp = own;
+    }
+    size_t n_new = HS_VEC_LEN(&c->newf, new_file);
+    bool *remove = hs_calloc((size_t)fp->n_files + 1, sizeof(bool));
+    bool *found = hs_calloc((size_t)c->n_src + 1, sizeof(bool));
+    roaring_bitmap_t **bms = hs_calloc(n_new + 1, sizeof *bms);
+    if (!remove || !found || !bms)
+        st = hs_err_nomem(err, 64);
+    for (int i = 0; st == HS_OK && i < fp->n_files; i++) {
+        const tbl_plan_file *f = &fp->files[i];
+        const char *l = tbl_local(f->path);
+        uint64_t si;
+        if (!hs_map_get(&c->paths, l, strlen(l), &si))
+            continue;
+        remove[i] = true;
+        found[si] = true;
+        if (fp == c->p)
+            continue;   /* nothing committed since planning */
+        const src_file *sf = &c->src[si];
+        const tbl_plan_file *pf = &c->p->files[sf->plan_index];
+        /* deletes of this file committed since planning: position deletes
+         * and deletion vectors are carried over; an equality delete would
+         * no longer apply to the moved rows (their sequence number is
+         * newer): a conflict */
+        tbl_plan_file pos = *f;
+        tbl_delete_ref *refs = hs_calloc((size_t)f->n_deletes + 1, sizeof *refs);
+        if (!refs) {
+            st = hs_err_nomem(err, 64);
+            break;
+        }
+        pos.n_deletes = 0;
+        pos.deletes = refs;
+        for (int k = 0; st == HS_OK && k < f->n_deletes; k++) {
+            const tbl_delete_ref *d = &f->deletes[k];
+            if (d->kind == ICE_CONTENT_POSITION_DELETES || d->is_dv)
+                refs[pos.n_deletes++] = *d;
+            else if (!planned_ref(pf, d))
+                st = hs_err_set(err, HS_CONFLICT, "%s: a concurrent commit added equality "
+                                "deletes (%s) that may apply to rows of %s, which this "
+                                "compaction rewrites; nothing was committed (compact again)",
+                                c->ident, d->path, f->path);
+        }
+        roaring_bitmap_t *now = NULL;
+        if (st == HS_OK)
+            st = tbl_plan_load_deletes(&pos, &now, err);
+        hs_free(refs);
+        if (st == HS_OK && now) {
+            roaring_bitmap_and_inplace(now, sf->live);
+            roaring_uint32_iterator_t it;
+            roaring_init_iterator(now, &it);
+            for (; st == HS_OK && it.has_value; roaring_advance_uint32_iterator(&it))
+                st = carry(c, sf, it.current_value, bms, err);
+        }
+        tbl_bitmap_free(now);
+    }
+    /* a rewritten file no longer live: a concurrent commit removed all its
+     * rows (a delete, an overwrite or another compaction moved them) */
+    for (int s = 0; st == HS_OK && fp != c->p && s < c->n_src; s++) {
+        if (found[s] || !c->src[s].live)
+            continue;
+        if (replace) {   /* another compaction moved them: it wins, we give up */
+            st = hs_err_set(err, HS_CONFLICT, "%s: a concurrent replace (snapshot %lld, another "
+                            "compaction) rewrote %s, which this compaction rewrites; nothing "
+                            "was committed", c->ident, (long long)replace->snapshot_id,
+                            c->p->files[c->src[s].plan_index].path);
+            break;
+        }
+        roaring_uint32_iterator_t it;
+        roaring_init_iterator(c->src[s].live, &it);
+        for (; st == HS_OK && it.has_value; roaring_advance_uint32_iterator(&it))
+            st = carry(c, &c->src[s], it.current_value, bms, err);
+    }
+    /* delete entries that apply only to rewritten files go too */
+    hs_map remove_del = {0};
+    if (st == HS_OK)
+        st = drop_deletes(fp, remove, &remove_del, &c->del_files, &c->del_records, err);
+    if (st == HS_OK)
+        st = tbl_rewrite_remove(c->rw, fp, remove, &remove_del, err);
+    if (st == HS_OK)
+        tbl_rewrite_count_deletes_removed(c->rw, c->del_files, c->del_records);
+    /* the carried deletes, against the new files, in this same snapshot */
+    int n_acts = 0;
+    for (size_t k = 0; k < n_new && bms; k++)
+        n_acts += bms[k] != NULL;
+    if (st == HS_OK && n_acts > 0) {
+        tbl_plan fake;
+        memset(&fake, 0, sizeof fake);
+        fake.meta = base;
+        fake.files = hs_calloc((size_t)n_acts, sizeof *fake.files);
+        tbl_file_action *acts = hs_calloc((size_t)n_acts, sizeof *acts);
+        hs_map dummy = {0};
+        if (!fake.files || !acts)
+            st = hs_err_nomem(err, 64);
+        for (size_t k = 0; st == HS_OK && k < n_new; k++) {
+            if (!bms[k])
+                continue;
+            const new_file *nf = &HS_VEC_AT(&c->newf, new_file, k);
+            tbl_plan_file *f = &fake.files[fake.n_files];
+            f->path = nf->path;
+            f->record_count = nf->rows;
+            f->spec_id = c->out_spec_id;
+            f->n_partition = nf->n_pvals;
+            f->partition = (ice_value *)nf->pvals;
+            acts[fake.n_files].file = fake.n_files;
+            acts[fake.n_files].hits = bms[k];
+            acts[fake.n_files].live = nf->rows;
+            fake.n_files++;
+        }
+        if (st == HS_OK)
+            st = tbl_rewrite_position_deletes(c->rw, &fake, acts, fake.n_files, &dummy, err);
+        hs_map_free(&dummy);
+        hs_free(acts);
+        hs_free(fake.files);
+    }
+    if (st == HS_OK && c->carried > 0) {
+        char v[32];
+        snprintf(v, sizeof v, "%lld", (long long)c->carried);
+        st = tbl_rewrite_summary(c->rw, "hyperstream.compact.carried-deletes", v, err);
+    }
+    for (size_t k = 0; bms && k < n_new; k++)
+        tbl_bitmap_free(bms[k]);
+    hs_free(bms);
+    hs_free(found);
+    hs_free(remove);
+    hs_map_free(&remove_del);
+    tbl_plan_free(own);
+    return st;
 }
 
 static hs_status collect_batch(void *ctx, hs_batch *b, hs_error *err)
@@ -215,6 +458,7 @@ typedef struct bin_src {
     int64_t *done, total;
     hs_status *out_st;
     hs_error *out_err;
+    compact_ctx *cc;              /* registers the positions read */
 } bin_src;
 
 static hs_status queue_batch(void *ctx, hs_batch *b, hs_error *err)
@@ -241,9 +485,15 @@ static hs_status bin_src_next(void *ctx, hs_batch **out, hs_error *err)
     while (s->qpos == HS_VEC_LEN(&s->queue, hs_batch *) &&
            s->next_file < HS_VEC_LEN(&s->files, int)) {
         bin_src_drain(s);
-        const tbl_plan_file *f = &s->p->files[HS_VEC_AT(&s->files, int, s->next_file++)];
-        hs_status st = tbl_read_file(f, s->schema, NULL, 0, queue_batch, &s->queue, NULL, NULL,
+        int pi = HS_VEC_AT(&s->files, int, s->next_file++);
+        const tbl_plan_file *f = &s->p->files[pi];
+        roaring_bitmap_t *live = NULL;
+        hs_status st = tbl_read_file(f, s->schema, NULL, 0, queue_batch, &s->queue, &live, NULL,
                                      s->out_err);
+        if (st == HS_OK)
+            st = cc_source(s->cc, pi, live, s->out_err);
+        else
+            tbl_bitmap_free(live);
         *s->done += f->record_count;
         if (st == HS_OK && s->o->progress &&
             s->o->progress(s->o->progress_ctx, "compact", *s->done, s->total))
@@ -400,9 +650,9 @@ static hs_status zorder_parse(const ice_table_metadata *m, const ice_schema *sc,
  * `target` bytes each (the bin's input bytes, in_bytes, divided evenly by
  * rows): the whole bin is one sort, so each file covers a compact box of
  * the z-order columns' values. */
-static hs_status zorder_write(tbl_rewrite *rw, const hs_batch *acc, const ice_schema *as,
-                              char *const *names, int n, int64_t in_bytes, int64_t target,
-                              hs_error *err)
+static hs_status zorder_write(tbl_rewrite *rw, compact_ctx *cc, const hs_batch *acc,
+                              const ice_schema *as, char *const *names, int n, int64_t in_bytes,
+                              int64_t target, hs_error *err)
 {
     int cols[16];
     for (int j = 0; j < n; j++)
@@ -420,12 +670,32 @@ static hs_status zorder_write(tbl_rewrite *rw, const hs_batch *acc, const ice_sc
         int64_t lo = acc->n_rows * k / parts, hi = acc->n_rows * (k + 1) / parts;
         hs_batch *part = NULL;
         st = hs_batch_take(acc, perm + lo, hi - lo, &part, err);
+        cc->perm = perm + lo;   /* the row map: part's row i is acc's row perm[lo + i] */
         if (st == HS_OK)
             st = as ? tbl_rewrite_rows_as(rw, part, as, err) : tbl_rewrite_rows(rw, part, err);
+        cc->perm = NULL;
         hs_batch_free(part);
     }
     hs_free(perm);
     return st;
+}
+
+/* Whether data file f has enough deletes to be rewritten for them
+ * (Iceberg's delete-file-threshold / delete-ratio-threshold): at least
+ * files_min delete files, or deleted rows / rows >= ratio, the deleted rows
+ * counted as Iceberg does: the record counts of its deletion vector and
+ * position delete files (ours reference one data file each). */
+static bool many_deletes(const tbl_plan_file *f, int64_t files_min, double ratio)
+{
+    if (f->n_deletes == 0)
+        return false;
+    if (f->n_deletes >= files_min)
+        return true;
+    int64_t deleted = 0;
+    for (int k = 0; k < f->n_deletes; k++)
+        if (f->deletes[k].is_dv || f->deletes[k].kind == ICE_CONTENT_POSITION_DELETES)
+            deleted += f->deletes[k].record_count;
+    return f->record_count > 0 && (double)deleted >= ratio * (double)f->record_count;
 }
 
 hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,
@@ -439,14 +709,38 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         opt = &opt_in_;
     }
     HS_TRY(tbl_check_writable(t, err));
-    if (opt->target_file_size_bytes < 0 || opt->min_input_files < 0)
-        return hs_err_set(err, HS_INVALID, "compact: negative target size or file count");
+    if (opt->target_file_size_bytes < 0 || opt->min_input_files < 0 ||
+        opt->delete_file_threshold < 0 || opt->delete_ratio_threshold < 0 ||
+        opt->delete_ratio_threshold > 1)
+        return hs_err_set(err, HS_INVALID, "compact: negative target size, file count or delete "
+                          "threshold, or a delete ratio above 1");
     HS_TRY(hs_table_refresh(t, err));
     const ice_table_metadata *m = &t->meta;
     int64_t target = opt->target_file_size_bytes
                          ? opt->target_file_size_bytes
                          : tbl_maint_prop_i64(m, "write.target-file-size-bytes", (int64_t)512 << 20);
     int min_files = opt->min_input_files ? opt->min_input_files : 2;
+    /* Iceberg's delete-file-threshold and delete-ratio-threshold: a file
+     * with deletes is rewritten for them (whatever its size, and its
+     * partition with it) only when it has at least this many delete files
+     * or this fraction of its rows deleted */
+    int64_t del_threshold = opt->delete_file_threshold > 0
+                                ? opt->delete_file_threshold
+                                : tbl_maint_prop_i64(m, "hyperstream.compact.delete-file-threshold",
+                                                     INT32_MAX);
+    double ratio_threshold = opt->delete_ratio_threshold;
+    if (ratio_threshold == 0) {
+        const char *v = ice_kv_get(&m->properties, "hyperstream.compact.delete-ratio-threshold");
+        char *end = NULL;
+        ratio_threshold = v ? strtod(v, &end) : 0.3;
+        if (v && (end == v || *end))
+            return hs_err_set(err, HS_INVALID, "compact: table property "
+                              "hyperstream.compact.delete-ratio-threshold \"%s\" is not a number",
+                              v);
+    }
+    if (!(ratio_threshold >= 0 && ratio_threshold <= 1) || del_threshold < 1)
+        return hs_err_set(err, HS_INVALID, "compact: delete-ratio-threshold must be in [0, 1] "
+                          "and delete-file-threshold at least 1");
     /* z-order sorts a whole group of files at once (read into memory), then
      * writes it as files of the target size */
     int64_t zgroup = tbl_maint_prop_i64(m, "hyperstream.compact.zorder-group-bytes",
@@ -483,7 +777,7 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         const char *l = tbl_local(f->path);
         if (pf && !hs_map_get(&eligible, l, strlen(l), NULL))
             continue;
-        if (f->file_size >= target && f->n_deletes == 0)
+        if (f->file_size >= target && !many_deletes(f, del_threshold, ratio_threshold))
             continue;
         if (part_key(f, &key) != HS_OK) {
             st = hs_err_nomem(err, 64);
@@ -518,8 +812,31 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         int *idx = (int *)groups[g].files.data;
         bool deletes = false;
         for (int k = 0; k < n; k++)
-            deletes = deletes || p->files[idx[k]].n_deletes > 0;
-        if (n < min_files && !deletes)
+            deletes = deletes || many_deletes(&p->files[idx[k]], del_threshold, ratio_threshold);
+        if (opt->size_tiered && n > 1) {
+            /* size-tiered: a small file larger than all the other small
+             * files together stays (unless it has many deletes), so a row
+             * is rewritten about log2(partition / flush size) times, not
+             * at every compaction */
+            qsort_r(idx, (size_t)n, sizeof *idx, cmp_size_desc, (void *)p);
+            int64_t rest = 0;
+            for (int k = 0; k < n; k++)
+                rest += p->files[idx[k]].file_size;
+            int k = 0, kept = 0;
+            for (; k < n; k++) {
+                const tbl_plan_file *f = &p->files[idx[k]];
+                rest -= f->file_size;
+                if (many_deletes(f, del_threshold, ratio_threshold))
+                    idx[kept++] = idx[k];
+                else if (f->file_size <= rest)
+                    break;
+            }
+            for (; k < n; k++)
+                idx[kept++] = idx[k];
+            n = kept;
+            groups[g].files.len = (size_t)n * sizeof(int);
+        }
+        if (n == 0 || (n < min_files && !deletes))
             continue;
         json_t *jf = json_array();
         for (int k = 0; k < n; k++) {
@@ -534,54 +851,40 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
                                                  (int)p->files[idx[0]].spec_id, "files", jf));
         st = pack_bins(p, idx, n, n_z ? zgroup : target, &bins, err);
     }
-    /* delete entries that apply only to rewritten files go too */
-    hs_map refs = {0}, remove_del = {0};
-    int64_t del_files = 0, del_records = 0;
-    for (int i = 0; st == HS_OK && p && i < p->n_files; i++)
-        for (int k = 0; k < p->files[i].n_deletes; k++) {
-            const tbl_delete_ref *d = &p->files[i].deletes[k];
-            int64_t kk[2] = {d->manifest_index, d->entry_index};
-            uint64_t v = 0;
-            (void)hs_map_get(&refs, kk, sizeof kk, &v);
-            /* low 32 bits: files it applies to; high: rewritten ones */
-            v += 1 + (rewrite[i] ? ((uint64_t)1 << 32) : 0);
-            if (hs_map_put(&refs, kk, sizeof kk, v) != HS_OK)
-                st = hs_err_nomem(err, 64);
-        }
-    for (int i = 0; st == HS_OK && p && i < p->n_files; i++)
-        for (int k = 0; k < p->files[i].n_deletes; k++) {
-            const tbl_delete_ref *d = &p->files[i].deletes[k];
-            int64_t kk[2] = {d->manifest_index, d->entry_index};
-            uint64_t v = 0;
-            (void)hs_map_get(&refs, kk, sizeof kk, &v);
-            if ((v & 0xffffffffu) != (v >> 32) || hs_map_get(&remove_del, kk, sizeof kk, NULL))
-                continue;
-            int mi = d->manifest_index;
-            char mkey[sizeof mi];
-            memcpy(mkey, &mi, sizeof mi);
-            if (hs_map_put(&remove_del, kk, sizeof kk, 1) != HS_OK ||
-                hs_map_put(&remove_del, mkey, sizeof mi, 1) != HS_OK)
-                st = hs_err_nomem(err, 64);
-            del_files++;
-            del_records += d->record_count;
-        }
     /* write */
     compact_ctx cc = {0};
+    cc.t = t;
     cc.p = p;
     cc.rewrite = rewrite;
     cc.planned = snap ? snap->snapshot_id : -1;
     cc.ident = t->ident;
-    for (int i = 0; st == HS_OK && p && i < p->n_files; i++)
+    const ice_partition_spec *out_spec = ice_metadata_default_spec(m);
+    cc.out_spec_id = out_spec ? out_spec->spec_id : 0;
+    bool work = n_in > 0 && !opt->dry_run;
+    if (st == HS_OK && work) {
+        cc.src = hs_calloc((size_t)n_in + 1, sizeof *cc.src);
+        cc.cap_rows = total_rows;
+        cc.loc = hs_malloc((size_t)total_rows * sizeof(int64_t) + 8);
+        if (!cc.src || !cc.loc)
+            st = hs_err_nomem(err, (size_t)total_rows * 8);
+        else
+            memset(cc.loc, 0xff, (size_t)total_rows * sizeof(int64_t));
+    }
+    for (int i = 0; st == HS_OK && work && p && i < p->n_files; i++)
         if (rewrite[i]) {
             const char *l = tbl_local(p->files[i].path);
-            if (hs_map_put(&cc.paths, l, strlen(l), 1) != HS_OK)
+            cc.src[cc.n_src].plan_index = i;
+            if (hs_map_put(&cc.paths, l, strlen(l), (uint64_t)cc.n_src++) != HS_OK)
                 st = hs_err_nomem(err, 64);
         }
     tbl_rewrite *rw = NULL;
     int64_t done = 0, new_id = -1, out_files = 0, out_rows = 0, out_bytes = 0;
-    bool work = n_in > 0 && !opt->dry_run;
     if (st == HS_OK && work)
-        st = tbl_rewrite_begin(t, "replace", cc.planned, compact_check, &cc, &rw, err);
+        st = tbl_rewrite_begin(t, "replace", cc.planned, compact_attempt, &cc, &rw, err);
+    if (st == HS_OK && work) {
+        cc.rw = rw;
+        tbl_rewrite_set_row_map(rw, cc_row_map, &cc);
+    }
     /* without declared indexes, each bin streams through the append path
      * (memory bounded by hyperstream.write.buffer-bytes, files rolled at
      * the target); sidecars are built from a whole file's rows in memory,
@@ -632,6 +935,8 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         bs->total = total_rows;
         bs->out_st = &src_st;
         bs->out_err = &src_err;
+        bs->cc = &cc;
+        cc.call_base = cc.next_row;
         src.next = bin_src_next;
         src.close = bin_src_close;
         src.ctx = bs;
@@ -646,9 +951,16 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
         const bin *bb = &HS_VEC_AT(&bins, bin, b);
         hs_batch *acc = NULL;
         st = hs_batch_create(read_root, 0, &acc, err);
+        cc.call_base = cc.next_row;
         for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&bb->files, int); k++) {
-            const tbl_plan_file *f = &p->files[HS_VEC_AT(&bb->files, int, k)];
-            st = tbl_read_file(f, read_root, NULL, 0, collect_batch, acc, NULL, NULL, err);
+            int pi = HS_VEC_AT(&bb->files, int, k);
+            const tbl_plan_file *f = &p->files[pi];
+            roaring_bitmap_t *live = NULL;
+            st = tbl_read_file(f, read_root, NULL, 0, collect_batch, acc, &live, NULL, err);
+            if (st == HS_OK)
+                st = cc_source(&cc, pi, live, err);
+            else
+                tbl_bitmap_free(live);
             done += f->record_count;
             if (st == HS_OK && opt->progress &&
                 opt->progress(opt->progress_ctx, "compact", done, total_rows))
@@ -657,21 +969,28 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
                                 (long long)total_rows);
         }
         if (st == HS_OK && n_z > 0)
-            st = zorder_write(rw, acc, lineage ? &file_schema : NULL, zcols, n_z, bb->bytes,
+            st = zorder_write(rw, &cc, acc, lineage ? &file_schema : NULL, zcols, n_z, bb->bytes,
                               target, err);
         else if (st == HS_OK)
             st = lineage ? tbl_rewrite_rows_as(rw, acc, &file_schema, err)
                          : tbl_rewrite_rows(rw, acc, err);
         hs_batch_free(acc);
     }
+    /* the removal of the rewritten files (and of the deletes that applied
+     * only to them) and the carried deletes are made per commit attempt,
+     * against its base (compact_attempt) */
     if (st == HS_OK && work) {
-        bool *remove = rewrite;
-        st = tbl_rewrite_remove(rw, p, remove, &remove_del, err);
-        tbl_rewrite_count_deletes_removed(rw, del_files, del_records);
         tbl_rewrite_written(rw, &out_files, &out_rows, &out_bytes);
-    }
-    if (st == HS_OK && work)
+        tbl_rewrite_mark(rw);
         st = tbl_rewrite_commit(rw, err);
+    }
+    int64_t del_files = cc.del_files;
+    if (st == HS_OK && opt->dry_run && n_in > 0) {   /* what the commit would drop */
+        hs_map rd = {0};
+        int64_t recs = 0;
+        st = drop_deletes(p, rewrite, &rd, &del_files, &recs, err);
+        hs_map_free(&rd);
+    }
     if (st == HS_OK && work)
         new_id = tbl_rewrite_snapshot_id(rw);
     tbl_rewrite_free(rw);
@@ -679,10 +998,11 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     for (int j = 0; j < n_z; j++)
         json_array_append_new(jz, json_string(zcols[j]));
     if (st == HS_OK) {
-        json_t *r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:o,s:b,s:I,s:O}",
+        json_t *r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:o,s:b,s:I,s:O}",
                               "rewritten_data_files", (json_int_t)n_in,
                               "added_data_files", (json_int_t)out_files,
                               "removed_delete_files", (json_int_t)del_files,
+                              "carried_deletes", (json_int_t)cc.carried,
                               "rewritten_bytes", (json_int_t)in_bytes,
                               "added_bytes", (json_int_t)out_bytes,
                               "rows", (json_int_t)total_rows, "groups", jgroups,
@@ -699,8 +1019,14 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     hs_free(zcols);
     ice_schema_clear(&file_schema);
     hs_map_free(&cc.paths);
-    hs_map_free(&refs);
-    hs_map_free(&remove_del);
+    for (int i = 0; i < cc.n_src; i++)
+        tbl_bitmap_free(cc.src[i].live);
+    hs_free(cc.src);
+    hs_free(cc.loc);
+    for (size_t i = 0; i < HS_VEC_LEN(&cc.newf, new_file); i++)
+        hs_free(HS_VEC_AT(&cc.newf, new_file, i).path);
+    hs_buf_free(&cc.newf);
+    hs_map_free(&cc.newf_by_path);
     bins_free(&bins);
     hs_free(rewrite);
     for (int g = 0; g < n_groups; g++) {

@@ -65,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -777,6 +778,8 @@ static int64_t wall_ms(void)
  *   hyperstream.wal.compact-min-files     compact (hs_table_compact, at the
  *                                         table's target file size) when a
  *                                         partition has this many small files
+ *                                         (size-tiered), or a data file 4x as
+ *                                         many delete files
  *   hyperstream.wal.expire-age-ms         at most every max(1 s, age / 4),
  *                                         expire snapshots that stopped being
  *                                         current longer ago than this (the
@@ -800,6 +803,18 @@ static void auto_maintain(hs_stream *s)
     if (s->compact_min_files > 0) {
         hs_compact_options co = HS_COMPACT_OPTIONS_INIT;
         co.min_input_files = (int)s->compact_min_files;
+        co.size_tiered = 1;
+        /* a data file that collected 4x as many delete files as a
+         * partition needs small files is rewritten too (its deletes
+         * applied), so that a stream of small deletes does not pile up
+         * delete files on the big files forever (Iceberg's default
+         * delete-file-threshold never rewrites for them); 4x: each such
+         * rewrite copies a big file, and those copies are what storage
+         * holds beyond the live data until expiry (measured in the soak:
+         * 1x doubled the dead data bytes).  The table property
+         * hyperstream.compact.delete-file-threshold overrides it */
+        if (!ice_kv_get(&s->wt->meta.properties, "hyperstream.compact.delete-file-threshold"))
+            co.delete_file_threshold = (int)(4 * s->compact_min_files);
         int64_t before = hs_table_current_snapshot_id(s->wt);
         if (hs_table_compact(s->wt, &co, NULL, &e) != HS_OK)
             n_fail++;
@@ -985,6 +1000,10 @@ static void stream_free(hs_stream *s)
     hs_free(s);
 }
 
+/* Set while this thread opens table handles that must not recover a log
+ * on open (tbl_wal_recover_on_open): the stream's own, and the recovery's. */
+static _Thread_local bool recovering_on_open;
+
 hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **out,
                          hs_error *err)
 {
@@ -1010,8 +1029,12 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
     s->tail = tail_new();
     s->ident = hs_strdup(t->ident);
     hs_status st = s->tail && s->ident ? HS_OK : hs_err_nomem(err, 64);
-    if (st == HS_OK)
+    if (st == HS_OK) {   /* the stream recovers its log itself (wal_open below) */
+        bool was = recovering_on_open;
+        recovering_on_open = true;
         st = hs_table_open(t->catalog, t->ident, &s->wt, err);
+        recovering_on_open = was;
+    }
     if (st == HS_OK)
         s->wt->no_tail = true;   /* flushes and maintenance read committed rows only */
     if (st == HS_OK)
@@ -1370,3 +1393,51 @@ hs_status hs_stream_close(hs_stream *s, hs_error *err)
 }
 
 void hs_stream_abort(hs_stream *s) { stream_free(s); }
+
+/* ---- recovery when a table is opened (hs_table_open) ---- */
+
+static bool wal_has_segments(const char *location)
+{
+    char dir[4096];
+    if ((size_t)snprintf(dir, sizeof dir, "%s/wal", location) >= sizeof dir)
+        return false;
+    char **names = NULL;
+    size_t n = 0;
+    hs_error e;
+    hs_err_clear(&e);
+    if (cat_io_list_dir(dir, &names, &n, &e) != HS_OK)
+        return false;
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++) {
+        size_t len = strlen(names[i]);
+        any = len > 4 && strcmp(names[i] + len - 4, ".wal") == 0;
+    }
+    cat_strv_free(names, n);
+    return any;
+}
+
+void tbl_wal_recover_on_open(hs_table *t)
+{
+    if (recovering_on_open || !t->catalog)
+        return;
+    const char *loc = tbl_local(t->meta.location);
+    if (!loc || loc[0] != '/')
+        return;
+    const char *v = ice_kv_get(&t->meta.properties, "hyperstream.wal.recover-on-open");
+    if (v && strcasecmp(v, "false") == 0)
+        return;
+    hs_error e;
+    hs_err_clear(&e);
+    if (tbl_check_writable(t, &e) != HS_OK || !wal_has_segments(loc))
+        return;
+    recovering_on_open = true;   /* the handles opened below do not recurse */
+    hs_table *r = NULL;
+    hs_stream *s = NULL;
+    if (hs_table_open(t->catalog, t->ident, &r, &e) == HS_OK &&
+        hs_stream_open(r, NULL, &s, &e) == HS_OK)
+        (void)hs_stream_close(s, &e);   /* on failure the rows stay in the log */
+    hs_table_close(r);
+    recovering_on_open = false;
+    hs_err_clear(&e);
+    (void)hs_table_refresh(t, &e);
+}

@@ -187,6 +187,7 @@ hs_status hs_table_open(hs_catalog *cat, const char *name, hs_table **out, hs_er
         return st;
     }
     tbl_index_auto_refresh(t);   /* index catch-up, when the table asks for it (index.c) */
+    tbl_wal_recover_on_open(t);  /* an append stream's log left by a crash (stream.c) */
     *out = t;
     return HS_OK;
 }

@@ -390,6 +390,29 @@ void tbl_rewrite_written(const tbl_rewrite *rw, int64_t *files, int64_t *records
                          int64_t *bytes);
 HS_MUST_USE hs_status tbl_rewrite_commit(tbl_rewrite *rw, hs_error *err);
 void tbl_rewrite_free(tbl_rewrite *rw);   /* accepts NULL */
+/* Where rewritten rows went (compaction's carry-over of concurrent
+ * deletes): called as rows are placed in a data file - rows base + idx[j]
+ * of the input (counted from the first row handed to this call of
+ * tbl_rewrite_rows / _rows_as / _stream) are at positions pos0 + j of the
+ * file at `path`, whose partition tuple is pvals[0..n_pvals) (valid as long
+ * as the rewrite).  NULL fn = none. */
+typedef hs_status (*tbl_row_map_fn)(void *ctx, const char *path, const ice_value *pvals,
+                                    int n_pvals, int64_t pos0, int64_t base, const int64_t *idx,
+                                    int64_t n, hs_error *err);
+void tbl_rewrite_set_row_map(tbl_rewrite *rw, tbl_row_map_fn fn, void *ctx);
+/* Marks the state after the data files are written; tbl_rewrite_reset
+ * drops what was added after the mark (manifests and delete files written,
+ * manifests replaced, removal counts), so that a `check` callback can redo
+ * the removal against each attempt's base. */
+void tbl_rewrite_mark(tbl_rewrite *rw);
+void tbl_rewrite_reset(tbl_rewrite *rw);
+/* Position deletes of acts[0..n) (files of plan p, which may list files
+ * this rewrite wrote): v2 position delete files, v3 deletion vectors
+ * (merged with the file's existing ones, whose entries must then be
+ * removed: remove_del as for tbl_rewrite_remove). */
+HS_MUST_USE hs_status tbl_rewrite_position_deletes(tbl_rewrite *rw, const tbl_plan *p,
+                                                   tbl_file_action *acts, int n,
+                                                   hs_map *remove_del, hs_error *err);
 
 /* ---- maint.c: helpers shared with maint_compact.c ---- */
 
@@ -440,6 +463,13 @@ int64_t tbl_tail_pending_rows(hs_table *t);
  * hyperstream.wal.committed-seq, or the summary key hyperstream.wal.seq of
  * the newest ancestor of main that has one, whichever is larger; 0 = none. */
 uint64_t tbl_wal_committed_seq(const ice_table_metadata *m);
+/* hs_table_open: when the table's log (<table>/wal/) holds segments and no
+ * stream holds it, replays and commits them (a stream opened and closed on
+ * a handle of its own), then refreshes t.  Best effort: a log that cannot
+ * be recovered (held by a live stream, corrupt, a read-only catalog) is
+ * left for the next stream open, which reports it.  Off with the table
+ * property hyperstream.wal.recover-on-open = false. */
+void tbl_wal_recover_on_open(hs_table *t);
 
 /* ---- index.c ---- */
 

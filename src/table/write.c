@@ -112,6 +112,8 @@ typedef struct tbl_wop {
     ice_kv extra_summary;           /* more summary keys (tbl_rewrite_summary) */
     ice_kv extra_props;             /* table properties set by the commit (tbl_rewrite_property) */
     int64_t target_file_size;       /* 0 = write.target-file-size-bytes */
+    tbl_row_map_fn row_map;         /* where rows went (tbl_rewrite_set_row_map) */
+    void *row_map_ctx;
 } tbl_wop;
 
 typedef struct pv_owned {
@@ -1126,6 +1128,12 @@ static hs_status one_file_sink(void *ctx, const row_group *g, hs_error *err)
     hs_status st = write_one_file(w->op, w->schema, b, g->part_path, pv, g->n_values,
                                   &w->entries, err);
     hs_batch_free(b);
+    if (st == HS_OK && w->op->row_map) {
+        const ice_manifest_entry *e = &HS_VEC_AT(&w->entries, ice_manifest_entry,
+                                                 HS_VEC_LEN(&w->entries, ice_manifest_entry) - 1);
+        st = w->op->row_map(w->op->row_map_ctx, e->file.file_path, pv, g->n_values, 0, 0, g->idx,
+                            g->cnt, err);
+    }
     return st;
 }
 
@@ -1327,6 +1335,15 @@ static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const cha
         for (size_t k = 0; k < n_rep; k++)
             if (strcmp(old->files[i].manifest_path, HS_VEC_AT(&op->replace, const char *, k)) == 0)
                 drop = seen[k] = true;
+        /* a manifest left with only DELETED entries (an earlier snapshot
+         * removed all its files; that snapshot keeps it) is not carried
+         * into this one, as Iceberg's snapshot producers do: otherwise
+         * every compaction leaves such manifests behind for good (v2+:
+         * the counts are required there) */
+        const ice_manifest_file *mo = &old->files[i];
+        if (!drop && base->format_version >= 2 && mo->added_files_count == 0 &&
+            mo->existing_files_count == 0 && mo->deleted_files_count > 0)
+            continue;
         if (!drop)
             files[n++] = old->files[i];
     }
@@ -1471,6 +1488,7 @@ typedef struct appender {
     hs_buf cur_key;             /* its tuple_key */
     ice_value *cur_pvals;       /* its partition tuple (op_pvals) */
     hs_buf entries;             /* ice_manifest_entry */
+    int64_t chunk_base;         /* input row number of the chunk's first row */
 } appender;
 
 static int64_t col_bytes(const hs_column *c)
@@ -1543,6 +1561,13 @@ static hs_status ap_group(void *ctx, const row_group *g, hs_error *err)
         hs_status st = write_one_file(ap->op, ap->schema, b, g->part_path, pv, g->n_values,
                                       &ap->entries, err);
         hs_batch_free(b);
+        if (st == HS_OK && ap->op->row_map) {
+            const ice_manifest_entry *e =
+                &HS_VEC_AT(&ap->entries, ice_manifest_entry,
+                           HS_VEC_LEN(&ap->entries, ice_manifest_entry) - 1);
+            st = ap->op->row_map(ap->op->row_map_ctx, e->file.file_path, pv, g->n_values, 0,
+                                 ap->chunk_base, g->idx, g->cnt, err);
+        }
         return st;
     }
     bool same = ap->cur_open && ap->cur_key.len == g->key_len &&
@@ -1558,6 +1583,10 @@ static hs_status ap_group(void *ctx, const row_group *g, hs_error *err)
         if (!ap->cur_open)
             HS_TRY(ap_open_cur(ap, g, err));
         int64_t n = g->cnt - off < slice ? g->cnt - off : slice;
+        if (ap->op->row_map)
+            HS_TRY(ap->op->row_map(ap->op->row_map_ctx, (const char *)ap->cur.path.data,
+                                   ap->cur_pvals, g->n_values, ap->cur.rows, ap->chunk_base,
+                                   g->idx + off, n, err));
         hs_batch *b = NULL;
         HS_TRY(take_rows(g->all, g->idx + off, n, &b, err));
         hs_status st = dfile_write(ap->op, ap->schema, &ap->cur, b, err);
@@ -1577,6 +1606,7 @@ static hs_status ap_flush(appender *ap, hs_error *err)
 {
     if (ap->chunk->n_rows == 0)
         return HS_OK;
+    ap->chunk_base = ap->rows_total - ap->chunk->n_rows;
     hs_status st = partition_rows(ap->op, ap->chunk, ap->cur_open ? &ap->cur_key : NULL,
                                   ap_group, ap, NULL, err);
     hs_batch_free(ap->chunk);
@@ -1679,11 +1709,23 @@ typedef tbl_file_action file_action;   /* table_int.h */
 
 /* Rewrites the manifests of plan files being removed (and of replaced DV
  * entries): removed -> DELETED, the rest -> EXISTING. */
+/* The touched manifests' entries go into ONE new manifest per (content,
+ * spec) rather than one per touched manifest: a compaction touching the
+ * manifests of many small appends writes a couple of manifests, not one
+ * each (each Avro manifest carries kilobytes of header). */
+typedef struct mbucket {
+    int content;
+    int32_t spec_id;
+    hs_buf entries;               /* ice_manifest_entry (point into mans) */
+} mbucket;
+
 static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *remove_file,
                                    const hs_map *remove_del, hs_error *err)
 {
     const ice_manifest_list *l = p->list;
     hs_status st = HS_OK;
+    hs_buf mans = {0};            /* ice_manifest *: alive until written */
+    hs_buf buckets = {0};         /* mbucket */
     for (int mi = 0; l && mi < l->n_files && st == HS_OK; mi++) {
         const ice_manifest_file *mf = &l->files[mi];
         bool touched = false;
@@ -1706,7 +1748,23 @@ static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *r
         if (st == HS_OK)
             st = ice_manifest_read(f, mf, spec, sc, &man, err);
         hs_file_close(f);
-        hs_buf entries = {0};
+        if (st == HS_OK && HS_VEC_PUSH(&mans, ice_manifest *, man) != HS_OK) {
+            ice_manifest_free(man);
+            st = hs_err_nomem(err, 64);
+        }
+        mbucket *bk = NULL;
+        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&buckets, mbucket); k++) {
+            mbucket *x = &HS_VEC_AT(&buckets, mbucket, k);
+            if (x->content == mf->content && x->spec_id == mf->partition_spec_id)
+                bk = x;
+        }
+        if (st == HS_OK && !bk) {
+            mbucket nb = {mf->content, mf->partition_spec_id, {0}};
+            if (hs_buf_append(&buckets, &nb, sizeof nb) != HS_OK)
+                st = hs_err_nomem(err, sizeof nb);
+            else
+                bk = &HS_VEC_AT(&buckets, mbucket, HS_VEC_LEN(&buckets, mbucket) - 1);
+        }
         for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {
             ice_manifest_entry e = man->entries[i];
             if (e.status == ICE_STATUS_DELETED)
@@ -1729,24 +1787,28 @@ static hs_status rewrite_manifests(tbl_wop *op, const tbl_plan *p, const bool *r
             } else {
                 e.status = ICE_STATUS_EXISTING;
             }
-            if (st == HS_OK && hs_buf_append(&entries, &e, sizeof e) != HS_OK)
+            if (st == HS_OK && hs_buf_append(&bk->entries, &e, sizeof e) != HS_OK)
                 st = hs_err_nomem(err, sizeof e);
-        }
-        if (st == HS_OK)
-            st = write_manifest(op, mf->content, sc, spec,
-                                (const ice_manifest_entry *)entries.data,
-                                (int64_t)HS_VEC_LEN(&entries, ice_manifest_entry), err);
-        if (st == HS_OK && man && HS_VEC_LEN(&entries, ice_manifest_entry) == 0) {
-            /* nothing left: the manifest simply disappears from the list */
         }
         if (st == HS_OK) {
             const char *path = op_str(op, mf->manifest_path);
             if (!path || HS_VEC_PUSH(&op->replace, const char *, path) != HS_OK)
                 st = hs_err_nomem(err, 64);
         }
-        hs_buf_free(&entries);
-        ice_manifest_free(man);
     }
+    for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&buckets, mbucket); k++) {
+        mbucket *bk = &HS_VEC_AT(&buckets, mbucket, k);
+        const ice_partition_spec *spec = ice_metadata_spec(p->meta, bk->spec_id);
+        st = write_manifest(op, bk->content, tbl_schema_for_spec(p->meta, spec), spec,
+                            (const ice_manifest_entry *)bk->entries.data,
+                            (int64_t)HS_VEC_LEN(&bk->entries, ice_manifest_entry), err);
+    }
+    for (size_t k = 0; k < HS_VEC_LEN(&buckets, mbucket); k++)
+        hs_buf_free(&HS_VEC_AT(&buckets, mbucket, k).entries);
+    hs_buf_free(&buckets);
+    for (size_t k = 0; k < HS_VEC_LEN(&mans, ice_manifest *); k++)
+        ice_manifest_free(HS_VEC_AT(&mans, ice_manifest *, k));
+    hs_buf_free(&mans);
     return st;
 }
 
@@ -2424,6 +2486,9 @@ hs_status tbl_write_row_delta(hs_table *t, const tbl_plan *p, tbl_file_action *a
 struct tbl_rewrite {
     tbl_wop op;
     bool committed;
+    /* tbl_rewrite_mark */
+    size_t mark_add, mark_written;
+    int64_t mark_counts[7];
 };
 
 hs_status tbl_rewrite_begin(hs_table *t, const char *operation, int64_t planned_snapshot_id,
@@ -2558,4 +2623,51 @@ void tbl_rewrite_free(tbl_rewrite *rw)
         op_cleanup_files(&rw->op);
     op_free(&rw->op);
     hs_free(rw);
+}
+
+void tbl_rewrite_set_row_map(tbl_rewrite *rw, tbl_row_map_fn fn, void *ctx)
+{
+    rw->op.row_map = fn;
+    rw->op.row_map_ctx = ctx;
+}
+
+void tbl_rewrite_mark(tbl_rewrite *rw)
+{
+    tbl_wop *op = &rw->op;
+    rw->mark_add = HS_VEC_LEN(&op->add, ice_manifest_file);
+    rw->mark_written = HS_VEC_LEN(&op->written, char *);
+    int64_t c[7] = {op->removed_files, op->removed_records, op->removed_size, op->added_del_files,
+                    op->added_pos_deletes, op->removed_del_files, op->removed_pos_deletes};
+    memcpy(rw->mark_counts, c, sizeof c);
+}
+
+void tbl_rewrite_reset(tbl_rewrite *rw)
+{
+    tbl_wop *op = &rw->op;
+    for (size_t i = rw->mark_written; i < HS_VEC_LEN(&op->written, char *); i++)
+        (void)remove(tbl_local(HS_VEC_AT(&op->written, char *, i)));
+    op->written.len = rw->mark_written * sizeof(char *);
+    op->add.len = rw->mark_add * sizeof(ice_manifest_file);
+    hs_buf_reset(&op->replace);
+    for (size_t i = 0; i < HS_VEC_LEN(&op->ixw.removed, char *); i++)
+        hs_free(HS_VEC_AT(&op->ixw.removed, char *, i));
+    hs_buf_reset(&op->ixw.removed);
+    const int64_t *c = rw->mark_counts;
+    op->removed_files = c[0];
+    op->removed_records = c[1];
+    op->removed_size = c[2];
+    op->added_del_files = c[3];
+    op->added_pos_deletes = c[4];
+    op->removed_del_files = c[5];
+    op->removed_pos_deletes = c[6];
+}
+
+hs_status tbl_rewrite_position_deletes(tbl_rewrite *rw, const tbl_plan *p, tbl_file_action *acts,
+                                       int n, hs_map *remove_del, hs_error *err)
+{
+    if (n == 0)
+        return HS_OK;
+    if (rw->op.t->meta.format_version >= 3)
+        return write_dvs(&rw->op, p, acts, n, remove_del, err);
+    return write_pos_deletes(&rw->op, p, acts, n, err);
 }

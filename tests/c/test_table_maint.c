@@ -548,6 +548,7 @@ static void test_compact(void)
     int64_t snap0 = hs_table_current_snapshot_id(t);
     CHECK_OK(hs_table_compact(t, &o, &res, &err), &err);
     CHECK(strstr(res, "\"rewritten_data_files\":6") != NULL);
+    CHECK(strstr(res, "\"removed_delete_files\":6") != NULL);
     hs_string_free(res);
     CHECK(hs_table_current_snapshot_id(t) == snap0);
     o.dry_run = 0;
@@ -693,20 +694,25 @@ static void test_compact_concurrent(void)
     hs_scan_get_stats(s, &ss);
     CHECK(ss.data_files_total == 2);   /* the compacted file + the append */
     hs_scan_free(s);
-    /* a concurrent delete of a rewritten row: HS_CONFLICT, the delete stays,
-     * the compaction's files are gone */
+    /* a concurrent delete of a rewritten row: carried over to the new file
+     * in the compaction's snapshot (one position delete file), the
+     * delete's own file dropped with the file it applied to */
     int files_before = count_files(data, ".parquet");
-    int64_t snap_before = hs_table_current_snapshot_id(t);
-    (void)snap_before;
     race r2 = {other, 1, 0, HS_OK};
     o.progress_ctx = &r2;
     o.min_input_files = 1;
     o.target_file_size_bytes = 1 << 30;
-    CHECK(hs_table_compact(t, &o, NULL, &err) == HS_CONFLICT);
-    CHECK(strstr(err.msg, "deleted rows") != NULL);
-    hs_err_clear(&err);
+    char *res = NULL;
+    CHECK_OK(hs_table_compact(t, &o, &res, &err), &err);
     CHECK(r2.st == HS_OK);
-    CHECK(count_files(data, ".parquet") == files_before + 1);   /* + the delete's file only */
+    CHECK(res && strstr(res, "\"carried_deletes\":1,") != NULL);
+    hs_string_free(res);
+    /* + the delete's file, the new data file, the carried delete file */
+    CHECK(count_files(data, ".parquet") == files_before + 3);
+    CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
+    hs_scan_get_stats(s, &ss);
+    CHECK(ss.data_files_total == 1 && ss.delete_files == 1);
+    hs_scan_free(s);
     CHECK_OK(hs_table_refresh(t, &err), &err);
     digest want = expect_digest(400, is_5, NULL);
     for (int64_t i = 5000; i < 5010; i++)
@@ -752,6 +758,7 @@ static void test_compact_concurrent(void)
 /* A concurrent delete in a partition the compaction does not rewrite: the
  * delete file's file_path bounds show it cannot apply, so both commit. */
 static bool is_8(int64_t i) { return i == 8; }
+static bool is_8_or_10(int64_t i) { return i == 8 || i == 10; }
 
 static void test_compact_concurrent_other_partition(void)
 {
@@ -776,12 +783,16 @@ static void test_compact_concurrent_other_partition(void)
     CHECK(strstr(res, "\"rewritten_data_files\":3") != NULL);
     hs_string_free(res);
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(300, is_8, NULL)));
-    /* and one in the rewritten partition conflicts */
+    /* and one in the rewritten partition is carried over */
     race r2 = {other, 1, 0, HS_OK, "id = 10"};   /* c0: 3 files, rewritten */
     o.filter = NULL;
     o.progress_ctx = &r2;
-    CHECK(hs_table_compact(t, &o, NULL, &err) == HS_CONFLICT);
-    hs_err_clear(&err);
+    CHECK_OK(hs_table_compact(t, &o, &res, &err), &err);
+    CHECK(r2.st == HS_OK);
+    CHECK(res && strstr(res, "\"carried_deletes\":1,") != NULL);
+    hs_string_free(res);
+    CHECK_OK(hs_table_refresh(t, &err), &err);
+    CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(300, is_8_or_10, NULL)));
     hs_table_close(other);
     hs_table_close(t);
     hs_catalog_close(cat);

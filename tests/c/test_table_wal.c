@@ -937,6 +937,45 @@ static void test_flush_enospc(void) { flush_fault_loop("nospc", ENOSPC, false); 
 static void test_flush_eio(void) { flush_fault_loop("eio", EIO, false); }
 static void test_flush_eio_reads(void) { flush_fault_loop("eio-r", EIO, true); }
 
+/* hs_table_open commits what a crashed stream left in the log (no stream
+ * holds it); a live stream's log is left alone. */
+static void test_recover_on_open(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = open_cat("recover_open");
+    REQUIRE(cat);
+    hs_table *t = create_table(cat, "t", &err);
+    REQUIRE(t);
+    hs_stream_options o = HS_STREAM_OPTIONS_INIT;
+    o.flush_interval_ms = 3600 * 1000;
+    o.refresh_ms = -1;
+    hs_stream *s = NULL;
+    CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
+    for (int k = 0; k < 3; k++)
+        CHECK_OK(write_rows(s, k * 10, 10, NULL, &err), &err);
+    /* a live stream holds the log: another handle's open commits nothing */
+    hs_table *u = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &u, &err), &err);
+    CHECK(hs_table_current_snapshot_id(u) < 0);
+    hs_table_close(u);
+    hs_stream_abort(s);   /* a crash */
+    hs_table_close(t);
+    t = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &t, &err), &err);
+    CHECK(hs_table_current_snapshot_id(t) >= 0);
+    CHECK(digest_eq(scan_digest(t, NULL), expect_range(0, 30, 0, 0)));
+    /* nothing left to replay */
+    s = NULL;
+    CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
+    hs_stream_stats st;
+    hs_stream_get_stats(s, &st);
+    CHECK(st.replayed_records == 0 && st.wal_segments == 0);
+    CHECK_OK(hs_stream_close(s, &err), &err);
+    CHECK(digest_eq(scan_digest(t, NULL), expect_range(0, 30, 0, 0)));
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 int main(void)
 {
     HS_RUN(test_codec_roundtrip);
@@ -945,6 +984,7 @@ int main(void)
     HS_RUN(test_stream_basic);
     HS_RUN(test_refresh_interval);
     HS_RUN(test_recovery);
+    HS_RUN(test_recover_on_open);
     HS_RUN(test_fsync_fault);
     HS_RUN(test_backpressure);
     HS_RUN(test_second_stream_busy);

@@ -133,15 +133,20 @@ def storage_once(t):
     live_bytes = sum(size(p) or 0 for p in live)
     live_files = sum(1 for p in live if size(p) is not None)
     # old index registry versions (index/registry/*.json no live root
-    # names) are counted apart: expiry does not delete them yet (a known
-    # leak, docs/streaming.md "Soak"); everything else counts
+    # names) are counted apart (and asserted bounded below): expiry deletes
+    # them once no kept metadata file names them and they are older than
+    # its cutoff and 10 s (a concurrent commit's grace); everything else
+    # counts
     reg_dead = [f for f in files if f.parent.name == "registry" and str(f) not in live]
+    dead = set()
     for f in files:
         n = size(f)
         if f not in reg_dead and n is not None:
             disk += n
             n_files += 1
-    return disk, live_bytes, (n_files, live_files), len(reg_dead)
+            if str(f) not in live:
+                dead.add(str(f))
+    return disk, live_bytes, (n_files, live_files), len(reg_dead), dead
 
 
 def test_soak_storage_bounded(tmp_path):
@@ -253,8 +258,8 @@ def test_soak_storage_bounded(tmp_path):
             if time.time() - t0 < 10:
                 continue
             t.refresh()
-            disk, live, n_files, n_reg = storage(t)
-            samples.append((time.time() - t0, disk, live, n_files, s.stats(), n_reg))
+            disk, live, n_files, n_reg, dead_set = storage(t)
+            samples.append((time.time() - t0, disk, live, n_files, s.stats(), n_reg, dead_set))
     finally:
         stop.set()
         for th in threads:
@@ -268,9 +273,9 @@ def test_soak_storage_bounded(tmp_path):
     # the live bytes; the issue's 1.3x is not reached (docs/streaming.md,
     # "Soak").  Asserted: bounded (median 2.0x, every sample 4x) and not
     # growing.
-    ratios = [d / max(lv, 1) for _, d, lv, _, _, _ in samples]
-    files = [nf for _, _, _, nf, _, _ in samples]
-    regs = [nr for *_, nr in samples]
+    ratios = [x[1] / max(x[2], 1) for x in samples]
+    files = [x[3] for x in samples]
+    regs = [x[5] for x in samples]
     st = samples[-1][4]
     rows = sum(n for _, n in ranges)
     srt = sorted(ratios)
@@ -285,11 +290,45 @@ def test_soak_storage_bounded(tmp_path):
     assert srt[len(srt) // 2] <= 2.0
     assert srt[-1] <= 4.0
     # the file count follows the live files (which grow with the data at
-    # the target file size), not the number of commits
+    # the target file size) plus what the readers' grace window holds, not
+    # the number of commits made so far.  Every commit leaves files that
+    # stay for the expiry age after they stop being current (data files,
+    # sidecars, delete files a compaction replaced; manifests and manifest
+    # lists of the snapshots kept): about commits/s x the retention of
+    # them, whatever the table's size.  (The bound here used to be
+    # 2 * live + 30 alone; it held only while "live" counted ~500 manifests
+    # holding nothing but DELETED entries that every compaction left in the
+    # manifest list for good - a leak, fixed: see docs/streaming.md.  With
+    # honest live counts (20-80 files) the window's dead files, 100-140 at
+    # 4 commits/s on the loaded CI machine, exceed live + 30.)  So:
+    #   - no file lingers: a file dead at one sample is gone (or live again:
+    #     an uncommitted write) at every sample more than the retention
+    #     (age + expiry cadence) plus 5 s of a loaded flusher later;
+    #   - the count per sample: live + 30 + 8 files per commit of the
+    #     window (a flush leaves 4 to die - data file, sidecar, manifest,
+    #     list; a compaction its manifests and the delete files of a
+    #     rewritten file);
+    #   - not growing over the run.
+    retention = expire_age_ms / 1000 + max(1.0, expire_age_ms / 4000)
+    window = (st["flushes"] + st["compactions"]) / seconds * (retention + 1.0)
+    dead = [nf - lf for nf, lf in files]
+    print(f"dead files max {max(dead)} (commits in the grace window {window:.1f}); dead "
+          f"registry versions max {max(regs)}")
+    for i, a in enumerate(samples):
+        for b in samples[i + 1:]:
+            if b[0] - a[0] > retention + 5.0:
+                stuck = {f for f in a[6] & b[6]   # files kept in place by design
+                         if os.path.basename(f) not in ("version-hint.text", ".hs-commit.lock")}
+                assert not stuck, (f"dead for {b[0] - a[0]:.1f} s", sorted(stuck)[:5])
     for nf, lf in files:
-        assert nf <= 2 * lf + 30, (nf, lf)
+        assert nf <= 2 * lf + 30 + 8 * window, (nf, lf, window)
+    third = max(1, len(dead) // 3)
+    assert max(dead[-third:]) <= 1.5 * max(dead[:third]) + 20, (dead[:third], dead[-third:])
     third = max(1, len(ratios) // 3)
     assert max(ratios[-third:]) <= max(1.3, 1.5 * max(ratios[:third]))
+    # dead registry versions: those of the last ~10 s of commits at most
+    # (expiry's grace for them), not one per commit since the start
+    assert max(regs[-third:]) <= 1.5 * max(regs[:third]) + 40, regs
     # the rows, exactly
     t.refresh()
     want = expected(ranges, deleted)
