@@ -1,4 +1,4 @@
-"""`hyperstream table compact` (and rewrite-position-deletes) flags: the
+"""`hyperstream table compact` flags: the
 command line reaches every compaction option of the C and Python APIs
 (issue 14).
 
@@ -103,6 +103,11 @@ def test_compact_size_tiered_flag(tmp_path):
     r = run("compact", path, "--target-size", big, "--size-tiered", "--dry-run")
     assert r["rewritten_data_files"] == 2
     assert run("compact", path, "--target-size", big, "--dry-run")["rewritten_data_files"] == 3
+    t = hdb.Table(path)   # the Python option, the same rule
+    assert t.compact(target_file_size=1 << 30, size_tiered=True,
+                     dry_run=True)["rewritten_data_files"] == 2
+    assert t.compact(target_file_size=1 << 30, dry_run=True)["rewritten_data_files"] == 3
+    t.close()
     r = run("compact", path, "--target-size", big, "--size-tiered")
     assert r["rewritten_data_files"] == 2
     t = hdb.Table(path)
