@@ -43,6 +43,7 @@ typedef struct bar_state { bool shown, ended; int64_t total; char what[32]; } ba
 static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total);
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "columnar/arrow_c.h"
 #include "columnar/ingest.h"
 #include "columnar/jsonl.h"
@@ -54,6 +55,7 @@ static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total
 #include "expr/pred.h"
 
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +97,13 @@ static const char table_usage[] =
     "  remove-orphans TABLE [--older-than TIME]   default: files older than 3 days\n"
     "  rewrite-manifests TABLE [--target-size BYTES]\n"
     "  compact TABLE [--target-size BYTES] [--min-files N] [--filter EXPR] [--zorder a,b]\n"
+    "          [--delete-file-threshold N] [--delete-ratio-threshold R] [--size-tiered]\n"
+    "          files with deletes are rewritten whatever their size when they have N\n"
+    "          delete files or R (0 < R <= 1) of their rows deleted (Iceberg's\n"
+    "          rewrite_data_files options; defaults: the table properties\n"
+    "          hyperstream.compact.delete-*, else 2^31-1 and 0.3); --size-tiered\n"
+    "          leaves a small file bigger than the partition's other small files\n"
+    "          together (what stream maintenance does)\n"
     "  cherrypick TABLE SNAPSHOT_ID\n"
     "Streaming ingest:\n"
     "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none]\n"
@@ -142,6 +151,9 @@ typedef struct targs {
     int dry_run, keep_files;
     const char *fsync, *batch_rows;  /* ingest */
     const char *zorder;             /* compact */
+    int64_t delete_files;           /* compact: --delete-file-threshold */
+    double delete_ratio;            /* compact: --delete-ratio-threshold */
+    int size_tiered;
 } targs;
 
 static int parse_args(int argc, char **argv, targs *a)
@@ -188,6 +200,32 @@ static int parse_args(int argc, char **argv, targs *a)
             if (*end || v < 0 || argv[i][0] == '\0' || v > (1LL << 50))
                 return cli_usage_error("table ", "option %s needs a number, got '%s'", s, argv[i]);
             *(s[2] == 'r' ? &a->retain_last : s[2] == 't' ? &a->target_size : &a->min_files) = v;
+            continue;
+        }
+        if (strcmp(s, "--delete-file-threshold") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            char *end;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 1 || argv[i][0] == '\0' || v > INT32_MAX)
+                return cli_usage_error("table ", "option %s needs a number from 1 to %d, got "
+                                       "'%s'", s, INT32_MAX, argv[i]);
+            a->delete_files = v;
+            continue;
+        }
+        if (strcmp(s, "--delete-ratio-threshold") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            char *end;
+            double v = hs_strtod(argv[++i], &end);
+            if (*end || argv[i][0] == '\0' || !(v > 0 && v <= 1))
+                return cli_usage_error("table ", "option %s needs a fraction in (0, 1], got "
+                                       "'%s'", s, argv[i]);
+            a->delete_ratio = v;
+            continue;
+        }
+        if (strcmp(s, "--size-tiered") == 0) {
+            a->size_tiered = 1;
             continue;
         }
         if (strcmp(s, "--dry-run") == 0 || strcmp(s, "--keep-files") == 0) {
@@ -871,6 +909,9 @@ static int tool_maint(const targs *a, hs_table *t)
         o.min_input_files = (int)(a->min_files > 1000000 ? 1000000 : a->min_files);
         o.filter = a->filter;
         o.zorder_by = a->zorder;
+        o.delete_file_threshold = (int)a->delete_files;
+        o.delete_ratio_threshold = a->delete_ratio;
+        o.size_tiered = a->size_tiered;
         o.dry_run = a->dry_run;
         bar_state bar = {0};
         if (isatty(STDERR_FILENO)) {

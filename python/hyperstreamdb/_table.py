@@ -1148,7 +1148,7 @@ class Table:
                 progress: ProgressArg = None,
                 zorder_by: Union[str, Sequence[str], None] = None,
                 delete_file_threshold: int = 0,
-                delete_ratio_threshold: float = 0.0) -> dict:
+                delete_ratio_threshold: float = 0.0, size_tiered: bool = False) -> dict:
         """Bin-pack compaction (Iceberg rewrite_data_files): within each
         partition, files smaller than ``target_file_size`` bytes (default: the
         table property write.target-file-size-bytes, 512 MiB) and files with
@@ -1169,7 +1169,11 @@ class Table:
         up to the table property hyperstream.compact.zorder-group-bytes
         (1 GiB) of a partition's files are sorted as one and cut into files
         of the target size, so min/max pruning works on each column.
-        Returns what was (with ``dry_run``: would be) rewritten.  Shows a
+        ``size_tiered`` (what automatic stream maintenance does) leaves a
+        small file larger than all the partition's other small files together
+        (unless it has many deletes), so a row is rewritten about
+        log2(partition size / flush size) times rather than at every
+        compaction.  Returns what was (with ``dry_run``: would be) rewritten.  Shows a
         progress bar (see set_progress); Ctrl-C cancels."""
         if progress is None:
             progress = self._progress
@@ -1181,7 +1185,8 @@ class Table:
                                           dry_run=bool(dry_run), progress=cb,
                                           zorder_by=zorder_by,
                                           delete_file_threshold=int(delete_file_threshold),
-                                          delete_ratio_threshold=float(delete_ratio_threshold))
+                                          delete_ratio_threshold=float(delete_ratio_threshold),
+                                          size_tiered=bool(size_tiered))
         return json.loads(out)
 
     rewrite_data_files = compact

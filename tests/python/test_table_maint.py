@@ -253,6 +253,116 @@ def registry_sidecars_of_versions(t):
     return out
 
 
+def root_when_current(metadata_path, snapshot_id):
+    """The registry root (absolute path) the table had while snapshot_id was
+    current: the property of the newest metadata file of the log (read here
+    from the JSON files) whose current snapshot is snapshot_id."""
+    meta = json.loads(pathlib.Path(_local(metadata_path)).read_text())
+    files = [e["metadata-file"] for e in meta.get("metadata-log", [])] + [metadata_path]
+    found = None
+    for f in files:
+        m = json.loads(pathlib.Path(_local(f)).read_text())
+        if m.get("current-snapshot-id") == snapshot_id:
+            rel = m.get("properties", {}).get("hyperstream.index-registry")
+            found = str(pathlib.Path(_local(m["location"])) / rel) if rel else None
+    return found
+
+
+def test_expire_keeps_registry_versions_kept_snapshots_need(tmp_path):
+    """Registry versions go with the snapshots that needed them: expiry
+    deletes a registry version only when no kept snapshot's data file is in
+    it (and it is not current), so time travel to a kept snapshot still
+    finds that snapshot's indexes after a delete and a compaction dropped
+    its files from the current registry.
+
+    S1 append F1, S2 append F2, S3 delete all of F1 (F1 removed), S4 append
+    F3 (tagged), S5 compaction (one file).  Expiring all but the current
+    and the tag: F1's registry version goes (no kept snapshot reaches F1),
+    those naming F2/F3 stay, and a scan of S4 uses the index on both of its
+    files with DuckDB's rows.  With the tag removed and S4 expired too, the
+    rest go."""
+    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    t.add_index("cat", "inverted")
+    loc = pathlib.Path(_local(t.location))
+    batches, snaps, roots = [], [], []
+
+    def note():
+        snaps.append(t.current_snapshot_id)
+        roots.append(str(loc / t.properties["hyperstream.index-registry"]))
+
+    for k in range(2):
+        batches.append(make_data(k * 100, 100))
+        t.write_arrow(batches[-1])
+        t.commit()
+        note()
+    assert t.delete("id < 100") == 100
+    note()
+    assert len(t.files()) == 1                     # F1 removed, not position-deleted
+    batches.append(make_data(200, 100))
+    t.write_arrow(batches[-1])
+    t.commit()
+    note()
+    t.create_tag("keep", snaps[3])
+    r = t.compact()
+    assert r["rewritten_data_files"] == 2
+    note()
+    # each commit wrote its own registry version; check the premise
+    assert len(set(roots)) == 5
+    for i in range(4):
+        assert root_when_current(t.metadata_location, snaps[i]) == roots[i]
+    want_s4 = expected(batches[1:], "cat = 'c3'")
+    ex = t.explain(filter="cat = 'c3'", snapshot_id=snaps[3])
+    assert ex["totals"]["files_indexed"] == 2
+    versions = {f: R.read(t.location, f) for f in map(str, R.roots(t.location))}
+
+    def check(r, kept_ids):
+        reach_after = reach(t.metadata_location)
+        deleted = {_local(f["path"]) for f in r["deleted_files"] if f["kind"] == "index-registry"}
+        current = str(loc / t.properties["hyperstream.index-registry"])
+        # the oracle: a version goes when not current, it has entries, and
+        # none of them names a data file a kept snapshot reaches
+        gone = {f for f, v in versions.items()
+                if f != current and v["entries"]
+                and not any(_local(e["data-file"]) in reach_after for e in v["entries"])}
+        staying = {sg for f, v in versions.items() if f not in gone for sg in v["segments"]}
+        want = gone | {sg for f in gone for sg in versions[f]["segments"] if sg not in staying}
+        assert deleted == want
+        for f in deleted:
+            assert not os.path.exists(f)
+        # what every kept snapshot's time travel needs is on disk
+        for sid in kept_ids:
+            root = root_when_current(t.metadata_location, sid)
+            if root:
+                assert os.path.exists(root)
+                for sg in versions[root]["segments"]:
+                    assert os.path.exists(sg)
+        return gone
+
+    r = t.expire_snapshots(retain_last=1)
+    assert sorted(r["expired_snapshot_ids"]) == sorted(snaps[:3])
+    gone = check(r, [snaps[3], snaps[4]])
+    assert gone == {roots[0]}                      # F1's version only
+    # time travel to the kept S4: its indexes, DuckDB's rows, pyiceberg's
+    t.refresh()
+    ex = t.explain(filter="cat = 'c3'", snapshot_id=snaps[3])
+    assert ex["totals"]["files_indexed"] == 2 and ex["totals"]["index_files_skipped"] == 0
+    assert rows_of(t.to_arrow(filter="cat = 'c3'", snapshot_id=snaps[3])) == want_s4
+    assert pyiceberg_rows(t, snaps[3]) == expected(batches[1:])
+    # the tag removed, S4 expires: every old version with entries goes
+    t.remove_tag("keep")
+    versions = {f: v for f, v in versions.items() if os.path.exists(f)}
+    r = t.expire_snapshots(retain_last=1)
+    assert r["expired_snapshot_ids"] == [snaps[3]]
+    gone = check(r, [snaps[4]])
+    assert gone == set(roots[1:4])
+    with pytest.raises(hdb.NotFoundError):
+        t.to_arrow(snapshot_id=snaps[3])
+    ex = t.explain(filter="cat = 'c3'")
+    assert ex["totals"]["files_indexed"] == 1
+    assert rows_of(t.to_arrow(filter="cat = 'c3'")) == expected(batches[1:], "cat = 'c3'")
+    assert pyiceberg_rows(t) == expected(batches[1:])
+
+
 def test_expire_keeps_tags_branches_and_recent(tmp_path):
     t = hdb.Table.create(tmp_path / "t", SCHEMA)
     batches, snaps = [], []

@@ -1,0 +1,116 @@
+"""`hyperstream table compact` flags: the
+command line reaches every compaction option of the C and Python APIs
+(issue 14).
+
+Oracles, none of them our own output: which files a run rewrites is
+decided from the test's own knowledge of each file's rows and deletes
+(Iceberg's thresholds and the size-tiered rule, stated in the test); the
+rows after a run are the source minus the test's deletes as DuckDB computes
+them, compared with what pyiceberg reads.
+"""
+import json
+import os
+import pathlib
+import subprocess
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+from conftest import require, require_module
+
+import hyperstreamdb as hdb
+
+pyiceberg_table = require_module("pyiceberg.table")
+StaticTable = pyiceberg_table.StaticTable
+
+SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string())])
+
+
+def make_data(start, n):
+    ids = np.arange(start, start + n, dtype=np.int64)
+    return pa.table({"id": ids, "cat": pa.array([f"c{i % 5}" for i in ids], pa.string())},
+                    schema=SCHEMA)
+
+
+def expected(batches, where):
+    src = pa.concat_tables(batches)  # noqa: F841 (DuckDB reads it by name)
+    return sorted(duckdb.sql(f"SELECT id, cat FROM src WHERE {where}").fetchall())
+
+
+def pyiceberg_rows(path):
+    t = hdb.Table(path)
+    try:
+        tbl = StaticTable.from_metadata(t.metadata_location).scan().to_arrow()
+    finally:
+        t.close()
+    return sorted(zip(tbl.column("id").to_pylist(), tbl.column("cat").to_pylist()))
+
+
+def cli():
+    c = pathlib.Path(os.environ.get("HS_BUILD", "build")) / "hyperstream"
+    require(c.exists(), f"{c} not built")
+    return str(c)
+
+
+def run(*args, rc=0):
+    p = subprocess.run([cli(), "table", *args], capture_output=True, text=True)
+    assert p.returncode == rc, (p.returncode, p.stdout, p.stderr)
+    return json.loads(p.stdout) if rc == 0 else p.stderr
+
+
+def test_compact_delete_threshold_flags(tmp_path):
+    """--delete-ratio-threshold / --delete-file-threshold choose a file at
+    the target size by its deletes, as the API options do: 100 of 1000 rows
+    deleted in one delete file is a ratio of 0.1."""
+    path = str(tmp_path / "t")
+    t = hdb.Table.create(path, SCHEMA)
+    batches = [make_data(0, 1000)]
+    t.write_arrow(batches[0])
+    t.commit()
+    size = str(t.files()[0]["file_size_in_bytes"])
+    t.delete("id < 100")
+    t.close()
+    base = ["compact", path, "--target-size", size, "--dry-run"]
+    assert run(*base)["rewritten_data_files"] == 0          # defaults: 0.3, 2^31-1
+    assert run(*base, "--delete-ratio-threshold", "0.1")["rewritten_data_files"] == 1
+    assert run(*base, "--delete-ratio-threshold", "0.11")["rewritten_data_files"] == 0
+    assert run(*base, "--delete-ratio-threshold", "1e-1")["rewritten_data_files"] == 1
+    assert run(*base, "--delete-file-threshold", "1")["rewritten_data_files"] == 1
+    assert run(*base, "--delete-file-threshold", "2")["rewritten_data_files"] == 0
+    r = run("compact", path, "--target-size", size, "--delete-file-threshold", "1")
+    assert r["rewritten_data_files"] == 1 and r["removed_delete_files"] == 1
+    assert pyiceberg_rows(path) == expected(batches, "id >= 100")
+    # out of range or not numbers: usage errors (exit 2), nothing done
+    for flag, v in [("--delete-ratio-threshold", "0"), ("--delete-ratio-threshold", "1.5"),
+                    ("--delete-ratio-threshold", "lots"), ("--delete-ratio-threshold", "0,5"),
+                    ("--delete-file-threshold", "0"), ("--delete-file-threshold", "x")]:
+        assert flag in run("compact", path, flag, v, rc=2)
+
+
+def test_compact_size_tiered_flag(tmp_path):
+    """--size-tiered leaves a small file bigger than the partition's other
+    small files together; plain bin-pack rewrites every small file."""
+    path = str(tmp_path / "t")
+    t = hdb.Table.create(path, SCHEMA)
+    batches = [make_data(0, 20000), make_data(20000, 100), make_data(20100, 100)]
+    for b in batches:
+        t.write_arrow(b)
+        t.commit()
+    sizes = sorted(f["file_size_in_bytes"] for f in t.files())
+    t.close()
+    assert sizes[2] > sizes[0] + sizes[1]    # the premise: one file outweighs the rest
+    big = str(1 << 30)
+    r = run("compact", path, "--target-size", big, "--size-tiered", "--dry-run")
+    assert r["rewritten_data_files"] == 2
+    assert run("compact", path, "--target-size", big, "--dry-run")["rewritten_data_files"] == 3
+    t = hdb.Table(path)   # the Python option, the same rule
+    assert t.compact(target_file_size=1 << 30, size_tiered=True,
+                     dry_run=True)["rewritten_data_files"] == 2
+    assert t.compact(target_file_size=1 << 30, dry_run=True)["rewritten_data_files"] == 3
+    t.close()
+    r = run("compact", path, "--target-size", big, "--size-tiered")
+    assert r["rewritten_data_files"] == 2
+    t = hdb.Table(path)
+    assert len(t.files()) == 2
+    t.close()
+    assert pyiceberg_rows(path) == expected(batches, "TRUE")
