@@ -62,7 +62,11 @@
  * limit when they outgrow it; a global aggregate never spills.
  *
  * Distinct streams: a row is emitted the first time its key (all columns)
- * is seen.
+ * is seen.  Under a memory limit, when a batch of new keys could take the
+ * seen set past it, the set stops growing: rows of keys in it are dropped,
+ * the others go to XO_SPILL_PARTS partitions by a hash of the key
+ * (spill.c), each deduplicated at the end by a Distinct of its own over a
+ * reader of its rows (one level deeper, up to XO_SPILL_MAX_LEVEL).
  */
 #include "exec/exec_int.h"
 #include "base/arena.h"
@@ -1739,24 +1743,100 @@ typedef struct distinct_op {
     hs_map seen;
     int64_t key_bytes, accounted;
     hs_buf kb;
+    /* spilling (see the top) */
+    int level;
+    bool spilling, input_done;
+    xo_spill_parts parts;
+    int next_part;
+    xo_op *sub;
+    int64_t sub_spilled;
 } distinct_op;
+
+static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err);
+
+/* True when b's rows, all new keys, could take the seen set past the
+ * limit (the map doubling as it grows). */
+static bool distinct_should_spill(const distinct_op *s, const hs_batch *b)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    if (s->spilling || !ctx || ctx->mem_limit <= 0 || s->level >= XO_SPILL_MAX_LEVEL)
+        return false;
+    int64_t slot = (int64_t)sizeof(hs_map_slot);
+    int64_t need = (int64_t)s->seen.cap * slot + b->n_rows * (3 * slot + 2 * b->n_cols) +
+                   xo_batch_bytes(b);
+    return xo_mem_used(ctx) + need > ctx->mem_limit;
+}
+
+/* After the input: each partition by a Distinct of its own. */
+static hs_status distinct_spilled(distinct_op *s, hs_batch **out, hs_error *err)
+{
+    xo_op *op = &s->op;
+    for (;;) {
+        if (s->sub) {
+            HS_TRY(xo_next(s->sub, out, err));
+            xo_op_held(op, s->sub->mem_peak);
+            if (*out)
+                return HS_OK;
+            distinct_op *ss = (distinct_op *)s->sub;
+            s->sub_spilled += ss->parts.total + ss->sub_spilled;
+            xo_free(s->sub);
+            s->sub = NULL;
+        }
+        if (s->next_part >= XO_SPILL_PARTS) {
+            xo_spill_parts_free(&s->parts);
+            return HS_OK;
+        }
+        int p = s->next_part++;
+        if (!s->parts.rows[p])
+            continue;
+        xo_op *r;
+        HS_TRY(xo_spill_reader(op->ctx, &s->parts.sp, &op->schema, &s->parts.offs[p], &r, err));
+        HS_TRY(distinct_make(r, s->level + 1, &s->sub, err));
+    }
+}
+
+static hs_status distinct_extra(const xo_op *op, hs_buf *out, hs_error *err)
+{
+    const distinct_op *s = (const distinct_op *)op;
+    if (!s->spilling)
+        return HS_OK;
+    if (hs_buf_printf(out, "spilled: %lld rows to %d partitions (%lld bytes), %lld rows again "
+                      "in deeper levels", (long long)s->parts.total, XO_SPILL_PARTS,
+                      (long long)s->parts.sp.written, (long long)s->sub_spilled) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
 
 static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     distinct_op *s = (distinct_op *)op;
     for (;;) {
+        if (s->input_done)
+            return s->spilling ? distinct_spilled(s, out, err) : HS_OK;
         hs_batch *b;
         HS_TRY(xo_next(op->children[0], &b, err));
-        if (!b)
-            return HS_OK;
+        if (!b) {
+            s->input_done = true;
+            continue;
+        }
+        if (distinct_should_spill(s, b))
+            s->spilling = true;
         hs_buf keep = {0};
-        hs_status st = HS_OK;
+        uint8_t *part = s->spilling ? hs_malloc((size_t)(b->n_rows ? b->n_rows : 1)) : NULL;
+        hs_status st = s->spilling && !part ? HS_NOMEM : HS_OK;
         for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
             hs_buf_reset(&s->kb);
             for (int c = 0; c < b->n_cols && st == HS_OK; c++)
                 st = xo_key_append(&s->kb, b->cols[c], i);
             uint64_t v;
             bool found = true;
+            if (st == HS_OK && part) {
+                part[i] = hs_map_get(&s->seen, s->kb.data, s->kb.len, &v)
+                              ? UINT8_MAX
+                              : (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, xo_spill_seed(s->level)) %
+                                          XO_SPILL_PARTS);
+                continue;
+            }
             if (st == HS_OK)
                 st = hs_map_get_or_put(&s->seen, s->kb.data, s->kb.len, 0, &v, &found);
             if (st == HS_OK && !found) {
@@ -1766,11 +1846,15 @@ static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
         }
         if (st != HS_OK)
             st = hs_err_nomem(err, 0);
+        if (st == HS_OK && part)
+            st = xo_spill_parts_write(op->ctx, &s->parts, b, part, err);
+        hs_free(part);
         int64_t bytes = (int64_t)(s->seen.cap * sizeof(hs_map_slot)) + s->key_bytes;
         if (st == HS_OK && bytes > s->accounted) {
             st = xo_mem_reserve(op->ctx, bytes - s->accounted, op->name, err);
             if (st == HS_OK)
                 s->accounted = bytes;
+            xo_op_held(op, s->accounted);
         }
         int64_t nk = (int64_t)HS_VEC_LEN(&keep, int64_t);
         if (st == HS_OK && nk == b->n_rows) {
@@ -1791,6 +1875,8 @@ static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
 static void distinct_destroy(xo_op *op)
 {
     distinct_op *s = (distinct_op *)op;
+    xo_free(s->sub);
+    xo_spill_parts_free(&s->parts);
     hs_map_free(&s->seen);
     hs_buf_free(&s->kb);
     xo_mem_release(op->ctx, s->accounted);
@@ -1798,11 +1884,18 @@ static void distinct_destroy(xo_op *op)
 
 hs_status xo_distinct(xo_op *child, xo_op **out, hs_error *err)
 {
+    return distinct_make(child, 0, out, err);
+}
+
+static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err)
+{
     *out = NULL;
     xo_op *op;
     HS_TRY(xo_op_alloc(sizeof(distinct_op), child->ctx, "Distinct", 1, &child, &op, err));
     op->next = distinct_next;
     op->destroy = distinct_destroy;
+    op->explain_extra = distinct_extra;
+    ((distinct_op *)op)->level = level;
     hs_field_clear(&op->schema);
     if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
         hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);

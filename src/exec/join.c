@@ -43,7 +43,27 @@
  * (rows x columns) than the left: if it ends first it is built as usual,
  * else the left is, and the pairs come out as probed (left columns from
  * the built rows).  Otherwise the right side is built as usual and the
- * left batches read ahead are probed first.
+ * left batches read ahead are probed first.  Batches read ahead are
+ * accounted in ctx->mem_used while they wait, and with a memory limit the
+ * reading ahead stops at a quarter of it.
+ *
+ * Spilling (grace hash join).  Under a memory limit, before a build batch
+ * is appended (and before the table is made) the join estimates what the
+ * build would hold: the built values (doubling as they grow), the chains
+ * and the table.  When that could pass the limit and the join has keys,
+ * it turns to partitions: the rows built so far and the rest of the build
+ * input, then the whole probe input, are written to XO_SPILL_PARTS
+ * partitions per side (spill.c) by a hash of the key seeded by the level,
+ * so matching rows meet in one partition.  Rows with a NULL key match
+ * nothing: they go round robin where the kind emits them unmatched
+ * (LEFT/FULL/ANTI left rows, RIGHT/FULL right rows) and are dropped
+ * elsewhere; a null-aware anti join that sees a NULL right key emits
+ * nothing, else it is a plain anti join per partition.  Then each
+ * partition is joined by a join of its own (same kind, keys and borrowed
+ * residual) over readers of its rows, which chooses its build side again
+ * and may spill one level deeper, up to XO_SPILL_MAX_LEVEL; past that an
+ * HS_NOMEM error says that a partition does not fit (one key with too
+ * many rows).  The output order of a spilled join is by partition.
  */
 #include "exec/exec_int.h"
 #include "base/hash.h"
