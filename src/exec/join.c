@@ -295,23 +295,42 @@ static bool read_ahead_full(const join_op *j)
     return ctx && ctx->mem_limit > 0 && xo_mem_used(ctx) > ctx->mem_limit / 4;
 }
 
+static bool build_should_spill(const join_op *j, const hs_batch *b);
+static hs_status spill_batch(join_op *j, const hs_batch *b, int side, hs_error *err);
+static hs_status spill_build(join_op *j, hs_batch *b, bool more, hs_error *err);
+
+/* Appends b (taken) to the built rows of side `side` (0: a reversed
+ * build), or to the partitions when that could pass the memory limit
+ * (the side's input has ended: the rest comes through here too). */
+static hs_status build_append(join_op *j, hs_batch *b, int side, hs_error *err)
+{
+    xo_op *op = &j->op;
+    if (!j->spilling && build_should_spill(j, b))
+        return spill_build(j, b, false, err);
+    hs_status st = j->spilling ? spill_batch(j, b, side, err)
+                               : xo_rows_append(&j->right, op->ctx, op->name, b, err);
+    hs_batch_free(b);
+    if (!j->spilling)
+        xo_op_held(op, j->right.bytes + j->pend_acc);
+    return st;
+}
+
 /* Moves the left batches read ahead into the built rows and swaps the keys. */
 static hs_status build_from_left(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
     HS_TRY(xo_rows_init(&j->right, &op->children[0]->schema, err));
-    for (int i = 0; i < j->n_pend; i++) {
-        pend_account(j, -xo_batch_bytes(j->pend[i]));
-        hs_status st = xo_rows_append(&j->right, op->ctx, op->name, j->pend[i], err);
-        hs_batch_free(j->pend[i]);
-        j->pend[i] = NULL;
-        HS_TRY(st);
-    }
-    j->n_pend = 0;
     int *t = j->lkeys;
     j->lkeys = j->rkeys;
     j->rkeys = t;
     j->rev = true;
+    for (int i = 0; i < j->n_pend; i++) {
+        pend_account(j, -xo_batch_bytes(j->pend[i]));
+        hs_batch *b = j->pend[i];
+        j->pend[i] = NULL;
+        HS_TRY(build_append(j, b, 0, err));
+    }
+    j->n_pend = 0;
     return HS_OK;
 }
 
@@ -371,9 +390,9 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
         st = xo_rows_init(&j->right, &op->children[1]->schema, err);
         for (int i = 0; i < nr && st == HS_OK; i++) {
             pend_account(j, -xo_batch_bytes(rp[i]));
-            st = xo_rows_append(&j->right, op->ctx, op->name, rp[i], err);
-            hs_batch_free(rp[i]);
+            hs_batch *b = rp[i];
             rp[i] = NULL;
+            st = build_append(j, b, 1, err);
         }
         *right_read = true;
     } else if (st == HS_OK) {
@@ -765,6 +784,8 @@ static hs_status join_build(join_op *j, hs_error *err)
     xo_op *rc = op->children[1];
     bool right_read;
     HS_TRY(too_big(j, choose_build(j, &right_read, err), err));
+    if (j->spilling)
+        return HS_OK;
     bool rev = j->rev;
     if (!rev && !right_read)
         HS_TRY(xo_rows_init(&j->right, &rc->schema, err));
