@@ -588,6 +588,7 @@ static hs_status too_big(join_op *j, hs_status st, hs_error *err)
 {
     if (st != HS_NOMEM || j->level < XO_SPILL_MAX_LEVEL || !j->op.ctx)
         return st;
+    hs_err_clear(err);
     return hs_err_set(err, HS_NOMEM,
                       "%s: out of memory: a partition of the join does not fit in the memory "
                       "limit of %lld bytes after %d levels of spilling (too many rows with one "

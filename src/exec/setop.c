@@ -69,11 +69,13 @@ static hs_status setop_account(setop_op *s, hs_error *err)
     int64_t bytes = (int64_t)((s->right.cap + s->seen.cap) * sizeof(hs_map_slot)) + s->key_bytes;
     if (bytes > s->accounted) {
         hs_status st = xo_mem_reserve(s->op.ctx, bytes - s->accounted, s->op.name, err);
-        if (st == HS_NOMEM && s->level >= XO_SPILL_MAX_LEVEL)
+        if (st == HS_NOMEM && s->level >= XO_SPILL_MAX_LEVEL) {
+            hs_err_clear(err);
             return hs_err_set(err, HS_NOMEM,
                               "%s: out of memory: a partition does not fit in the memory limit of "
                               "%lld bytes after %d levels of spilling", s->op.name,
                               (long long)s->op.ctx->mem_limit, s->level);
+        }
         HS_TRY(st);
         s->accounted = bytes;
         xo_op_held(&s->op, bytes);
