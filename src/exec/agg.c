@@ -59,7 +59,11 @@
  * serially.  Not covered: the states of groups already in memory still
  * grow (DISTINCT sets, string_agg, array_agg of existing groups; spilling
  * starts at half the limit for them) and fail with HS_NOMEM past the
- * limit when they outgrow it; a global aggregate never spills.
+ * limit when they outgrow it; a global aggregate never spills.  So under a
+ * memory limit, aggregates that are all DISTINCT over one argument and
+ * insensitive to repeats (count, sum, avg, min, max, bool_and/or) are
+ * built as a plain HashAggregate over Distinct(group columns, argument)
+ * over a Pick of those columns (xo_hashagg), and both of those spill.
  *
  * Distinct streams: a row is emitted the first time its key (all columns)
  * is seen.  Under a memory limit, when a batch of new keys could take the
@@ -1706,8 +1710,148 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
     return HS_OK;
 }
 
+/* ---- DISTINCT aggregates through Distinct (see the top) ---- */
+
+/* Pick: columns cols[0..n) of the child's batches (moved; a column picked
+ * twice is copied). */
+typedef struct pick_op {
+    xo_op op;
+    int n;
+    int *cols;
+} pick_op;
+
+static hs_status pick_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    pick_op *p = (pick_op *)op;
+    *out = NULL;
+    hs_batch *b;
+    HS_TRY(xo_next(op->children[0], &b, err));
+    if (!b)
+        return HS_OK;
+    hs_column **cols = hs_calloc((size_t)p->n, sizeof *cols);
+    hs_status st = cols ? HS_OK : hs_err_nomem(err, 0);
+    for (int i = 0; i < p->n && st == HS_OK; i++) {
+        int c = p->cols[i], first = i;
+        for (int j = 0; j < i; j++)
+            if (p->cols[j] == c) {
+                first = j;
+                break;
+            }
+        if (first == i) {
+            cols[i] = b->cols[c];
+            b->cols[c] = NULL;
+        } else {
+            st = hs_col_slice(cols[first], 0, b->n_rows, &cols[i], err);
+        }
+    }
+    int64_t n = b->n_rows;
+    hs_batch_free(b);
+    if (st == HS_OK) {
+        st = xo_batch_wrap(&op->schema, p->n, cols, n, out, err);   /* takes the columns */
+    } else if (cols) {
+        for (int i = 0; i < p->n; i++)
+            hs_col_free(cols[i]);
+    }
+    hs_free(cols);
+    return st;
+}
+
+static void pick_destroy(xo_op *op)
+{
+    hs_free(((pick_op *)op)->cols);
+}
+
+/* True when every aggregate is DISTINCT over one argument column and
+ * insensitive to repeated values. */
+static bool distinct_only(const xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs)
+{
+    const hs_field *cs = &child->schema;
+    const xo_ctx *ctx = child->ctx;
+    if (!ctx || ctx->mem_limit <= 0 || n_aggs < 1 || n_groups < 0 || n_groups > cs->n_children)
+        return false;
+    int arg = aggs[0].arg;
+    if (arg < 0 || arg >= cs->n_children)
+        return false;
+    hs_type t = cs->children[arg].type;
+    if (t == HS_TYPE_LIST || t == HS_TYPE_FIXED_LIST || t == HS_TYPE_MAP || t == HS_TYPE_STRUCT)
+        return false;
+    for (int j = 0; j < n_aggs; j++) {
+        xo_agg_fn f = aggs[j].fn;
+        if (!aggs[j].distinct || aggs[j].arg != arg || aggs[j].n_order > 0 ||
+            (f != XO_AGG_COUNT && f != XO_AGG_SUM && f != XO_AGG_AVG && f != XO_AGG_MIN &&
+             f != XO_AGG_MAX && f != XO_AGG_BOOL_AND && f != XO_AGG_BOOL_OR))
+            return false;
+    }
+    return true;
+}
+
+static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
+                          xo_op **out, hs_error *err);
+
+/* The aggregates of distinct_only over Distinct(group columns, argument):
+ * both spill, so the DISTINCT sets no longer grow inside the aggregate. */
+static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
+                                  xo_op **out, hs_error *err)
+{
+    xo_op *op;
+    HS_TRY(xo_op_alloc(sizeof(pick_op), child->ctx, "Pick", 1, &child, &op, err));
+    pick_op *p = (pick_op *)op;
+    op->next = pick_next;
+    op->destroy = pick_destroy;
+    p->n = n_groups + 1;
+    p->cols = hs_calloc((size_t)p->n, sizeof *p->cols);
+    xo_agg *a2 = hs_calloc((size_t)n_aggs, sizeof *a2);
+    hs_status st = p->cols && a2 ? HS_OK : hs_err_nomem(err, 0);
+    hs_buf d = {0};
+    for (int i = 0; i < p->n && st == HS_OK; i++) {
+        int c = i < n_groups ? i : aggs[0].arg;
+        p->cols[i] = c;
+        hs_field f;
+        if (hs_field_copy(&child->schema.children[c], &f) != HS_OK)
+            st = hs_err_nomem(err, 0);
+        else if (hs_field_add_child(&op->schema, &f) != HS_OK) {
+            hs_field_clear(&f);
+            st = hs_err_nomem(err, 0);
+        }
+        if (st == HS_OK && hs_buf_printf(&d, "%s#%d", i ? ", " : "", c + 1) != HS_OK)
+            st = hs_err_nomem(err, 0);
+    }
+    if (st == HS_OK) {
+        xo_schema_renumber(&op->schema);
+        op->detail = (char *)hs_buf_detach(&d, NULL);
+    }
+    hs_buf_free(&d);
+    xo_op *dop = NULL;
+    if (st == HS_OK) {
+        st = xo_distinct(op, &dop, err);
+        op = NULL;   /* owned by dop, or freed */
+    }
+    for (int j = 0; j < n_aggs && st == HS_OK; j++) {
+        a2[j] = aggs[j];
+        a2[j].distinct = false;
+        a2[j].arg = n_groups;
+    }
+    if (st == HS_OK) {
+        st = agg_make(dop, n_groups, n_aggs, a2, out, err);
+        dop = NULL;
+    }
+    xo_free(op);
+    xo_free(dop);
+    hs_free(a2);
+    return st;
+}
+
 hs_status xo_hashagg(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs, xo_op **out,
                      hs_error *err)
+{
+    *out = NULL;
+    if (distinct_only(child, n_groups, n_aggs, aggs))
+        return agg_via_distinct(child, n_groups, n_aggs, aggs, out, err);
+    return agg_make(child, n_groups, n_aggs, aggs, out, err);
+}
+
+static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
+                          xo_op **out, hs_error *err)
 {
     *out = NULL;
     xo_op *op;
