@@ -340,6 +340,7 @@ static hs_status account(agg_op *s, hs_error *err)
         HS_TRY(xo_mem_reserve(s->op.ctx, bytes - s->accounted, s->op.name, err));
         s->accounted = bytes;
     }
+    xo_op_held(&s->op, s->accounted + s->keys.bytes);
     return HS_OK;
 }
 
@@ -1445,6 +1446,7 @@ static hs_status next_spilled(agg_op *s, hs_batch **out, hs_error *err)
             if (*out)
                 return HS_OK;
             agg_op *sa = (agg_op *)s->sub;
+            xo_op_held(&s->op, s->sub->mem_peak);
             s->sub_spilled += sa->spilled_rows + sa->sub_spilled;
             xo_free(s->sub);
             s->sub = NULL;
