@@ -732,7 +732,7 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     if (ratio_threshold == 0) {
         const char *v = ice_kv_get(&m->properties, "hyperstream.compact.delete-ratio-threshold");
         char *end = NULL;
-        ratio_threshold = v ? strtod(v, &end) : 0.3;
+        ratio_threshold = v ? hs_strtod(v, &end) : 0.3;
         if (v && (end == v || *end))
             return hs_err_set(err, HS_INVALID, "compact: table property "
                               "hyperstream.compact.delete-ratio-threshold \"%s\" is not a number",
