@@ -204,6 +204,7 @@ def test_join_spill_io_failure(env):
             with pytest.raises(SqlError) as ei:
                 s.sql(sql)
             assert "spill" in str(ei.value)
+            assert ei.value.sqlstate == "58030"
         finally:
             fail(0)
             s.sql("RESET memory_limit")
