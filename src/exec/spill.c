@@ -337,13 +337,15 @@ void xo_spill_parts_free(xo_spill_parts *p)
 }
 
 /* The reader of a list of blocks: a source operator.  Small blocks (a
- * partition's share of one input batch) are joined into batches of up to
- * XO_BATCH_ROWS rows. */
+ * partition's share of one input batch) are joined into batches of at
+ * least XO_BATCH_ROWS / 2 rows where the blocks allow, never more than
+ * XO_BATCH_ROWS. */
 typedef struct spill_reader {
     xo_op op;
     const xo_spill *sp;    /* borrowed */
     int64_t *offs;
     int64_t n, next;
+    hs_batch *held;        /* a block read that did not fit the last batch */
 } spill_reader;
 
 static hs_status reader_next(xo_op *op, hs_batch **out, hs_error *err)
@@ -351,8 +353,9 @@ static hs_status reader_next(xo_op *op, hs_batch **out, hs_error *err)
     spill_reader *r = (spill_reader *)op;
     *out = NULL;
     HS_TRY(xo_check_cancel(op->ctx, err));
-    hs_batch *b = NULL;
-    while (r->next < r->n) {
+    hs_batch *b = r->held;
+    r->held = NULL;
+    while (r->next < r->n && (!b || b->n_rows < XO_BATCH_ROWS / 2)) {
         hs_batch *t;
         hs_status st = xo_spill_read(r->sp, &op->schema, r->offs[r->next], &t, NULL, err);
         if (st != HS_OK) {
@@ -362,8 +365,10 @@ static hs_status reader_next(xo_op *op, hs_batch **out, hs_error *err)
         r->next++;
         if (!b) {
             b = t;
+        } else if (b->n_rows + t->n_rows > XO_BATCH_ROWS) {
+            r->held = t;
+            break;
         } else {
-            hs_status st = HS_OK;
             for (int c = 0; c < b->n_cols && st == HS_OK; c++)
                 st = hs_col_append_column(b->cols[c], t->cols[c], err);
             b->n_rows += t->n_rows;
@@ -373,8 +378,6 @@ static hs_status reader_next(xo_op *op, hs_batch **out, hs_error *err)
                 return st;
             }
         }
-        if (b->n_rows >= XO_BATCH_ROWS / 2)
-            break;
     }
     *out = b;
     return HS_OK;
@@ -383,6 +386,7 @@ static hs_status reader_next(xo_op *op, hs_batch **out, hs_error *err)
 static void reader_destroy(xo_op *op)
 {
     hs_free(((spill_reader *)op)->offs);
+    hs_batch_free(((spill_reader *)op)->held);
 }
 
 hs_status xo_spill_reader(xo_ctx *ctx, const xo_spill *sp, const hs_field *schema, hs_buf *offs,
