@@ -623,6 +623,71 @@ static void test_hashjoin_spill(void)
     hs_pool_destroy(pool);
 }
 
+/* Out of memory at sampled allocations of a spilling FULL join with a
+ * residual: HS_NOMEM or the full result, never anything else, nothing
+ * leaked, every accounted byte given back. */
+static void test_hashjoin_spill_oom(void)
+{
+    LEAK_START();
+    hs_field ls, rs;
+    schemas(&ls, &rs);
+    key_range = 200;
+    xt_val *lrows = random_rows(900, false, 8), *rrows = random_rows(900, true, 8);
+    key_range = 12;
+    int lk = 0, rk = 0;
+    int64_t want = -1;
+    int fails = 0;
+    for (int64_t k = 0;; k += 1 + k / 8) {
+        xo_ctx ctx = {.mem_limit = 8000};
+        hs_error err = {0};
+        xo_op *l = xt_values(&ctx, &ls, lrows, 900, 64), *r = xt_values(&ctx, &rs, rrows, 900, 64);
+        xo_op *op;
+        CHECK_OK(xo_hashjoin(l, r, XO_JOIN_FULL, 1, &lk, &rk, NULL, &op, &err), &err);
+        ex_expr *res;
+        CHECK_OK(ex_parse_filter("lv < rv", xo_join_input_schema(op), &res, &err), &err);
+        CHECK_OK(xo_join_set_residual(op, res, &err), &err);
+        int64_t live = hs_mem_live_count(), n = 0;
+        hs_mem_fail_after(k);
+        hs_status st;
+        for (;;) {
+            hs_batch *b;
+            st = xo_next(op, &b, &err);
+            if (st != HS_OK || !b)
+                break;
+            n += b->n_rows;
+            hs_batch_free(b);
+        }
+        hs_mem_fail_after(0);
+        if (k == 0) {
+            hs_buf ex = {0};
+            CHECK_OK(xo_explain(op, true, &ex, &err), &err);
+            CHECK_OK(hs_buf_append_byte(&ex, 0), &err);
+            CHECK(strstr((const char *)ex.data, "spilled:") != NULL);
+            hs_buf_free(&ex);
+        }
+        xo_free(op);
+        CHECK(hs_mem_live_count() <= live);
+        CHECK(atomic_load(&ctx.mem_used) == 0);
+        CHECK(st == HS_OK || st == HS_NOMEM);
+        if (st != HS_OK && st != HS_NOMEM)
+            fprintf(stderr, "k %lld: %s\n", (long long)k, err.msg);
+        fails += st == HS_NOMEM;
+        if (k == 0) {
+            CHECK(st == HS_OK);
+            want = n;
+        } else if (st == HS_OK) {
+            CHECK(n == want);
+            break;
+        }
+    }
+    CHECK(fails > 10);
+    hs_free(lrows);
+    hs_free(rrows);
+    hs_field_clear(&ls);
+    hs_field_clear(&rs);
+    LEAK_END();
+}
+
 int main(void)
 {
     HS_RUN(test_hashjoin_random);
@@ -632,5 +697,6 @@ int main(void)
     HS_RUN(test_nljoin);
     HS_RUN(test_join_errors);
     HS_RUN(test_hashjoin_spill);
+    HS_RUN(test_hashjoin_spill_oom);
     return hs_test_summary();
 }
