@@ -247,10 +247,82 @@ static void test_spill_io_failure(void)
     LEAK_END();
 }
 
+/* Out of memory at sampled allocations of a spilling UNION, EXCEPT ALL,
+ * Distinct and Window: HS_NOMEM or the full result (as many rows as
+ * without the fault), nothing leaked, every accounted byte given back. */
+static xo_op *oom_op(xo_ctx *ctx, int which, const hs_field *f, const xt_val *l, const xt_val *r,
+                     int64_t n)
+{
+    hs_error err = {0};
+    xo_op *op = NULL, *lo = xt_values(ctx, f, l, n, 128);
+    hs_status st;
+    if (which == 0 || which == 1) {
+        st = xo_setop(which ? XO_SET_EXCEPT : XO_SET_UNION, which == 1, lo,
+                      xt_values(ctx, f, r, n, 128), &op, &err);
+    } else if (which == 2) {
+        st = xo_distinct(lo, &op, &err);
+    } else {
+        int part = 0;
+        xo_sort_key key = {1, false, false};
+        xo_win fn = {.fn = XO_WIN_ROW_NUMBER, .arg = -1};
+        st = xo_window(lo, 1, &part, 1, &key, 1, &fn, &op, &err);
+    }
+    CHECK(st == HS_OK);
+    return op;
+}
+
+static void test_spill_oom(void)
+{
+    LEAK_START();
+    hs_field f;
+    schema2(&f);
+    xt_val *l = rows2(1200, 2000, 5), *r = rows2(1200, 2000, 5);
+    for (int which = 0; which < 4; which++) {
+        int64_t want = -1;
+        int fails = 0;
+        for (int64_t k = 0;; k += 1 + k / 8) {
+            xo_ctx ctx = {.mem_limit = 8000};
+            xo_op *op = oom_op(&ctx, which, &f, l, r, 1200);
+            hs_error err = {0};
+            int64_t n = 0;
+            hs_mem_fail_after(k);
+            hs_status st;
+            for (;;) {
+                hs_batch *b;
+                st = xo_next(op, &b, &err);
+                if (st != HS_OK || !b)
+                    break;
+                n += b->n_rows;
+                hs_batch_free(b);
+            }
+            hs_mem_fail_after(0);
+            if (k == 0)
+                CHECK(spilled(op));
+            xo_free(op);
+            CHECK(atomic_load(&ctx.mem_used) == 0);
+            CHECK(st == HS_OK || st == HS_NOMEM);
+            fails += st == HS_NOMEM;
+            if (k == 0) {
+                CHECK(st == HS_OK);
+                want = n;
+            } else if (st == HS_OK) {
+                CHECK(n == want);
+                break;
+            }
+        }
+        CHECK(fails > 10);
+    }
+    hs_free(l);
+    hs_free(r);
+    hs_field_clear(&f);
+    LEAK_END();
+}
+
 int main(void)
 {
     HS_RUN(test_spill_serial);
     HS_RUN(test_spill_pooled);
     HS_RUN(test_spill_io_failure);
+    HS_RUN(test_spill_oom);
     return hs_test_summary();
 }
