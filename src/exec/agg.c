@@ -59,10 +59,18 @@
  * serially.  Not covered: the states of groups already in memory still
  * grow (DISTINCT sets, string_agg, array_agg of existing groups; spilling
  * starts at half the limit for them) and fail with HS_NOMEM past the
- * limit when they outgrow it; a global aggregate never spills.
+ * limit when they outgrow it; a global aggregate never spills.  So under a
+ * memory limit, aggregates that are all DISTINCT over one argument and
+ * insensitive to repeats (count, sum, avg, min, max, bool_and/or) are
+ * built as a plain HashAggregate over Distinct(group columns, argument)
+ * over a Pick of those columns (xo_hashagg), and both of those spill.
  *
  * Distinct streams: a row is emitted the first time its key (all columns)
- * is seen.
+ * is seen.  Under a memory limit, when a batch of new keys could take the
+ * seen set past it, the set stops growing: rows of keys in it are dropped,
+ * the others go to XO_SPILL_PARTS partitions by a hash of the key
+ * (spill.c), each deduplicated at the end by a Distinct of its own over a
+ * reader of its rows (one level deeper, up to XO_SPILL_MAX_LEVEL).
  */
 #include "exec/exec_int.h"
 #include "base/arena.h"
@@ -332,6 +340,7 @@ static hs_status account(agg_op *s, hs_error *err)
         HS_TRY(xo_mem_reserve(s->op.ctx, bytes - s->accounted, s->op.name, err));
         s->accounted = bytes;
     }
+    xo_op_held(&s->op, s->accounted + s->keys.bytes);
     return HS_OK;
 }
 
@@ -1437,6 +1446,7 @@ static hs_status next_spilled(agg_op *s, hs_batch **out, hs_error *err)
             if (*out)
                 return HS_OK;
             agg_op *sa = (agg_op *)s->sub;
+            xo_op_held(&s->op, s->sub->mem_peak);
             s->sub_spilled += sa->spilled_rows + sa->sub_spilled;
             xo_free(s->sub);
             s->sub = NULL;
@@ -1702,8 +1712,148 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
     return HS_OK;
 }
 
+/* ---- DISTINCT aggregates through Distinct (see the top) ---- */
+
+/* Pick: columns cols[0..n) of the child's batches (moved; a column picked
+ * twice is copied). */
+typedef struct pick_op {
+    xo_op op;
+    int n;
+    int *cols;
+} pick_op;
+
+static hs_status pick_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    pick_op *p = (pick_op *)op;
+    *out = NULL;
+    hs_batch *b;
+    HS_TRY(xo_next(op->children[0], &b, err));
+    if (!b)
+        return HS_OK;
+    hs_column **cols = hs_calloc((size_t)p->n, sizeof *cols);
+    hs_status st = cols ? HS_OK : hs_err_nomem(err, 0);
+    for (int i = 0; i < p->n && st == HS_OK; i++) {
+        int c = p->cols[i], first = i;
+        for (int j = 0; j < i; j++)
+            if (p->cols[j] == c) {
+                first = j;
+                break;
+            }
+        if (first == i) {
+            cols[i] = b->cols[c];
+            b->cols[c] = NULL;
+        } else {
+            st = hs_col_slice(cols[first], 0, b->n_rows, &cols[i], err);
+        }
+    }
+    int64_t n = b->n_rows;
+    hs_batch_free(b);
+    if (st == HS_OK) {
+        st = xo_batch_wrap(&op->schema, p->n, cols, n, out, err);   /* takes the columns */
+    } else if (cols) {
+        for (int i = 0; i < p->n; i++)
+            hs_col_free(cols[i]);
+    }
+    hs_free(cols);
+    return st;
+}
+
+static void pick_destroy(xo_op *op)
+{
+    hs_free(((pick_op *)op)->cols);
+}
+
+/* True when every aggregate is DISTINCT over one argument column and
+ * insensitive to repeated values. */
+static bool distinct_only(const xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs)
+{
+    const hs_field *cs = &child->schema;
+    const xo_ctx *ctx = child->ctx;
+    if (!ctx || ctx->mem_limit <= 0 || n_aggs < 1 || n_groups < 0 || n_groups > cs->n_children)
+        return false;
+    int arg = aggs[0].arg;
+    if (arg < 0 || arg >= cs->n_children)
+        return false;
+    hs_type t = cs->children[arg].type;
+    if (t == HS_TYPE_LIST || t == HS_TYPE_FIXED_LIST || t == HS_TYPE_MAP || t == HS_TYPE_STRUCT)
+        return false;
+    for (int j = 0; j < n_aggs; j++) {
+        xo_agg_fn f = aggs[j].fn;
+        if (!aggs[j].distinct || aggs[j].arg != arg || aggs[j].n_order > 0 ||
+            (f != XO_AGG_COUNT && f != XO_AGG_SUM && f != XO_AGG_AVG && f != XO_AGG_MIN &&
+             f != XO_AGG_MAX && f != XO_AGG_BOOL_AND && f != XO_AGG_BOOL_OR))
+            return false;
+    }
+    return true;
+}
+
+static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
+                          xo_op **out, hs_error *err);
+
+/* The aggregates of distinct_only over Distinct(group columns, argument):
+ * both spill, so the DISTINCT sets no longer grow inside the aggregate. */
+static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
+                                  xo_op **out, hs_error *err)
+{
+    xo_op *op;
+    HS_TRY(xo_op_alloc(sizeof(pick_op), child->ctx, "Pick", 1, &child, &op, err));
+    pick_op *p = (pick_op *)op;
+    op->next = pick_next;
+    op->destroy = pick_destroy;
+    p->n = n_groups + 1;
+    p->cols = hs_calloc((size_t)p->n, sizeof *p->cols);
+    xo_agg *a2 = hs_calloc((size_t)n_aggs, sizeof *a2);
+    hs_status st = p->cols && a2 ? HS_OK : hs_err_nomem(err, 0);
+    hs_buf d = {0};
+    for (int i = 0; i < p->n && st == HS_OK; i++) {
+        int c = i < n_groups ? i : aggs[0].arg;
+        p->cols[i] = c;
+        hs_field f;
+        if (hs_field_copy(&child->schema.children[c], &f) != HS_OK)
+            st = hs_err_nomem(err, 0);
+        else if (hs_field_add_child(&op->schema, &f) != HS_OK) {
+            hs_field_clear(&f);
+            st = hs_err_nomem(err, 0);
+        }
+        if (st == HS_OK && hs_buf_printf(&d, "%s#%d", i ? ", " : "", c + 1) != HS_OK)
+            st = hs_err_nomem(err, 0);
+    }
+    if (st == HS_OK) {
+        xo_schema_renumber(&op->schema);
+        op->detail = (char *)hs_buf_detach(&d, NULL);
+    }
+    hs_buf_free(&d);
+    xo_op *dop = NULL;
+    if (st == HS_OK) {
+        st = xo_distinct(op, &dop, err);
+        op = NULL;   /* owned by dop, or freed */
+    }
+    for (int j = 0; j < n_aggs && st == HS_OK; j++) {
+        a2[j] = aggs[j];
+        a2[j].distinct = false;
+        a2[j].arg = n_groups;
+    }
+    if (st == HS_OK) {
+        st = agg_make(dop, n_groups, n_aggs, a2, out, err);
+        dop = NULL;
+    }
+    xo_free(op);
+    xo_free(dop);
+    hs_free(a2);
+    return st;
+}
+
 hs_status xo_hashagg(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs, xo_op **out,
                      hs_error *err)
+{
+    *out = NULL;
+    if (distinct_only(child, n_groups, n_aggs, aggs))
+        return agg_via_distinct(child, n_groups, n_aggs, aggs, out, err);
+    return agg_make(child, n_groups, n_aggs, aggs, out, err);
+}
+
+static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
+                          xo_op **out, hs_error *err)
 {
     *out = NULL;
     xo_op *op;
@@ -1739,24 +1889,100 @@ typedef struct distinct_op {
     hs_map seen;
     int64_t key_bytes, accounted;
     hs_buf kb;
+    /* spilling (see the top) */
+    int level;
+    bool spilling, input_done;
+    xo_spill_parts parts;
+    int next_part;
+    xo_op *sub;
+    int64_t sub_spilled;
 } distinct_op;
+
+static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err);
+
+/* True when b's rows, all new keys, could take the seen set past the
+ * limit (the map doubling as it grows). */
+static bool distinct_should_spill(const distinct_op *s, const hs_batch *b)
+{
+    const xo_ctx *ctx = s->op.ctx;
+    if (s->spilling || !ctx || ctx->mem_limit <= 0 || s->level >= XO_SPILL_MAX_LEVEL)
+        return false;
+    int64_t slot = (int64_t)sizeof(hs_map_slot);
+    int64_t need = (int64_t)s->seen.cap * slot + b->n_rows * (3 * slot + 2 * b->n_cols) +
+                   xo_batch_bytes(b);
+    return xo_mem_used(ctx) + need > ctx->mem_limit;
+}
+
+/* After the input: each partition by a Distinct of its own. */
+static hs_status distinct_spilled(distinct_op *s, hs_batch **out, hs_error *err)
+{
+    xo_op *op = &s->op;
+    for (;;) {
+        if (s->sub) {
+            HS_TRY(xo_next(s->sub, out, err));
+            xo_op_held(op, s->sub->mem_peak);
+            if (*out)
+                return HS_OK;
+            distinct_op *ss = (distinct_op *)s->sub;
+            s->sub_spilled += ss->parts.total + ss->sub_spilled;
+            xo_free(s->sub);
+            s->sub = NULL;
+        }
+        if (s->next_part >= XO_SPILL_PARTS) {
+            xo_spill_parts_free(&s->parts);
+            return HS_OK;
+        }
+        int p = s->next_part++;
+        if (!s->parts.rows[p])
+            continue;
+        xo_op *r;
+        HS_TRY(xo_spill_reader(op->ctx, &s->parts.sp, &op->schema, &s->parts.offs[p], &r, err));
+        HS_TRY(distinct_make(r, s->level + 1, &s->sub, err));
+    }
+}
+
+static hs_status distinct_extra(const xo_op *op, hs_buf *out, hs_error *err)
+{
+    const distinct_op *s = (const distinct_op *)op;
+    if (!s->spilling)
+        return HS_OK;
+    if (hs_buf_printf(out, "spilled: %lld rows to %d partitions (%lld bytes), %lld rows again "
+                      "in deeper levels", (long long)s->parts.total, XO_SPILL_PARTS,
+                      (long long)s->parts.sp.written, (long long)s->sub_spilled) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
 
 static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     distinct_op *s = (distinct_op *)op;
     for (;;) {
+        if (s->input_done)
+            return s->spilling ? distinct_spilled(s, out, err) : HS_OK;
         hs_batch *b;
         HS_TRY(xo_next(op->children[0], &b, err));
-        if (!b)
-            return HS_OK;
+        if (!b) {
+            s->input_done = true;
+            continue;
+        }
+        if (distinct_should_spill(s, b))
+            s->spilling = true;
         hs_buf keep = {0};
-        hs_status st = HS_OK;
+        uint8_t *part = s->spilling ? hs_malloc((size_t)(b->n_rows ? b->n_rows : 1)) : NULL;
+        hs_status st = s->spilling && !part ? HS_NOMEM : HS_OK;
         for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
             hs_buf_reset(&s->kb);
             for (int c = 0; c < b->n_cols && st == HS_OK; c++)
                 st = xo_key_append(&s->kb, b->cols[c], i);
             uint64_t v;
             bool found = true;
+            if (st == HS_OK && part) {
+                part[i] = hs_map_get(&s->seen, s->kb.data, s->kb.len, &v)
+                              ? UINT8_MAX
+                              : (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, xo_spill_seed(s->level)) %
+                                          XO_SPILL_PARTS);
+                continue;
+            }
             if (st == HS_OK)
                 st = hs_map_get_or_put(&s->seen, s->kb.data, s->kb.len, 0, &v, &found);
             if (st == HS_OK && !found) {
@@ -1766,11 +1992,15 @@ static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
         }
         if (st != HS_OK)
             st = hs_err_nomem(err, 0);
+        if (st == HS_OK && part)
+            st = xo_spill_parts_write(op->ctx, &s->parts, b, part, err);
+        hs_free(part);
         int64_t bytes = (int64_t)(s->seen.cap * sizeof(hs_map_slot)) + s->key_bytes;
         if (st == HS_OK && bytes > s->accounted) {
             st = xo_mem_reserve(op->ctx, bytes - s->accounted, op->name, err);
             if (st == HS_OK)
                 s->accounted = bytes;
+            xo_op_held(op, s->accounted);
         }
         int64_t nk = (int64_t)HS_VEC_LEN(&keep, int64_t);
         if (st == HS_OK && nk == b->n_rows) {
@@ -1791,6 +2021,8 @@ static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
 static void distinct_destroy(xo_op *op)
 {
     distinct_op *s = (distinct_op *)op;
+    xo_free(s->sub);
+    xo_spill_parts_free(&s->parts);
     hs_map_free(&s->seen);
     hs_buf_free(&s->kb);
     xo_mem_release(op->ctx, s->accounted);
@@ -1798,11 +2030,18 @@ static void distinct_destroy(xo_op *op)
 
 hs_status xo_distinct(xo_op *child, xo_op **out, hs_error *err)
 {
+    return distinct_make(child, 0, out, err);
+}
+
+static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err)
+{
     *out = NULL;
     xo_op *op;
     HS_TRY(xo_op_alloc(sizeof(distinct_op), child->ctx, "Distinct", 1, &child, &op, err));
     op->next = distinct_next;
     op->destroy = distinct_destroy;
+    op->explain_extra = distinct_extra;
+    ((distinct_op *)op)->level = level;
     hs_field_clear(&op->schema);
     if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
         hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);

@@ -55,7 +55,15 @@ int64_t xo_batch_bytes(const hs_batch *b);
 /* Accounts bytes against ctx->mem_limit; HS_NOMEM naming op when past it
  * (nothing is accounted then). */
 HS_MUST_USE hs_status xo_mem_reserve(xo_ctx *ctx, int64_t bytes, const char *op, hs_error *err);
+/* Accounts bytes that are held already (batches read ahead), even past
+ * the limit: the operator then holds back from reading more. */
+void xo_mem_force(xo_ctx *ctx, int64_t bytes);
 void xo_mem_release(xo_ctx *ctx, int64_t bytes);
+/* Bytes ctx has in use now. */
+static inline int64_t xo_mem_used(const xo_ctx *ctx)
+{
+    return ctx ? atomic_load(&((xo_ctx *)ctx)->mem_used) : 0;
+}
 HS_MUST_USE hs_status xo_check_cancel(const xo_ctx *ctx, hs_error *err);
 int64_t xo_now_ns(void);
 
@@ -112,6 +120,31 @@ HS_MUST_USE hs_status xo_spill_write(const xo_ctx *ctx, xo_spill *sp, const hs_b
 HS_MUST_USE hs_status xo_spill_read(const xo_spill *sp, const hs_field *schema, int64_t off,
                                     hs_batch **out, int64_t *next, hs_error *err);
 void xo_spill_close(xo_spill *sp);
+/* Partitioned spilling (spill.c): one file, per partition the offsets of
+ * its blocks (int64) and its row count.  A zeroed one is empty. */
+#define XO_SPILL_PARTS 16
+/* Recursion levels of partitioned spilling (16^4 = 65536-way split); past
+ * them an operator fails with HS_NOMEM (SQLSTATE 53200). */
+#define XO_SPILL_MAX_LEVEL 4
+typedef struct xo_spill_parts {
+    xo_spill sp;
+    hs_buf offs[XO_SPILL_PARTS];
+    int64_t rows[XO_SPILL_PARTS];
+    int64_t total;      /* rows written over its life */
+} xo_spill_parts;
+/* The hash seed of recursion level `level`. */
+uint64_t xo_spill_seed(int level);
+/* Writes each row i of b to partition part[i] (>= XO_SPILL_PARTS: not
+ * written), one block per partition, rows in input order. */
+HS_MUST_USE hs_status xo_spill_parts_write(const xo_ctx *ctx, xo_spill_parts *p,
+                                           const hs_batch *b, const uint8_t *part,
+                                           hs_error *err);
+void xo_spill_parts_free(xo_spill_parts *p);
+/* A source operator "SpillRead" giving the blocks offs (int64 offsets,
+ * taken: offs is left empty) of sp (borrowed: it outlives the reader),
+ * written with schema; small blocks come out joined. */
+HS_MUST_USE hs_status xo_spill_reader(xo_ctx *ctx, const xo_spill *sp, const hs_field *schema,
+                                      hs_buf *offs, xo_op **out, hs_error *err);
 /* Test hook: the k-th spill file creation, write or read from now fails
  * with HS_IO (k <= 0: off). */
 void xo_spill_fail_after(int64_t k);

@@ -43,14 +43,35 @@
  * (rows x columns) than the left: if it ends first it is built as usual,
  * else the left is, and the pairs come out as probed (left columns from
  * the built rows).  Otherwise the right side is built as usual and the
- * left batches read ahead are probed first.
+ * left batches read ahead are probed first.  Batches read ahead are
+ * accounted in ctx->mem_used while they wait, and with a memory limit the
+ * reading ahead stops at a quarter of it.
+ *
+ * Spilling (grace hash join).  Under a memory limit, before a build batch
+ * is appended (and before the table is made) the join estimates what the
+ * build would hold: the built values (doubling as they grow), the chains
+ * and the table.  When that could pass the limit and the join has keys,
+ * it turns to partitions: the rows built so far and the rest of the build
+ * input, then the whole probe input, are written to XO_SPILL_PARTS
+ * partitions per side (spill.c) by a hash of the key seeded by the level,
+ * so matching rows meet in one partition.  Rows with a NULL key match
+ * nothing: they go round robin where the kind emits them unmatched
+ * (LEFT/FULL/ANTI left rows, RIGHT/FULL right rows) and are dropped
+ * elsewhere; a null-aware anti join that sees a NULL right key emits
+ * nothing, else it is a plain anti join per partition.  Then each
+ * partition is joined by a join of its own (same kind, keys and borrowed
+ * residual) over readers of its rows, which chooses its build side again
+ * and may spill one level deeper, up to XO_SPILL_MAX_LEVEL; past that an
+ * HS_NOMEM error says that a partition does not fit (one key with too
+ * many rows).  The output order of a spilled join is by partition.
  */
 #include "exec/exec_int.h"
+#include "base/hash.h"
 #include "base/hashmap.h"
 
 #include <stdio.h>
 
-enum { J_BUILD = 0, J_PROBE, J_TAIL, J_DONE };
+enum { J_BUILD = 0, J_PROBE, J_TAIL, J_DONE, J_SPILL_PROBE, J_SPILL_PARTS };
 
 /* Integer-keyed hash tables built at once (see the top). */
 #define J_MAX_PARTS 16
@@ -122,6 +143,19 @@ typedef struct join_op {
     bool rev;
     hs_batch **pend;        /* left batches read before choosing */
     int n_pend, pend_head;
+    int64_t pend_acc;       /* their bytes, accounted (xo_mem_force) */
+    /* spilling (grace hash join, see "Spilling" at the top) */
+    int level;              /* 0, or the depth of a partition's join */
+    bool spilling;
+    bool borrowed_residual; /* a partition's join: the residual is the parent's */
+    int probe_child;        /* the child whose rest is the probe input */
+    xo_spill_parts sl, sr;  /* left and right rows by partition */
+    int64_t rr;             /* round robin of the NULL-key rows */
+    bool right_null_key;    /* a right row had a NULL key (null-aware anti) */
+    int next_part;
+    xo_op *sub;             /* the join of the partition being emitted */
+    int64_t sub_spilled;    /* rows spilled again by the partitions' joins */
+    int sub_levels;         /* levels below this one that spilled */
 } join_op;
 
 /* Left rows read ahead before a SEMI/ANTI join chooses its build side. */
@@ -242,21 +276,61 @@ static hs_status pend_push(hs_batch ***arr, int *n, int *cap, hs_batch *b, hs_er
     return HS_OK;
 }
 
+/* Batches read ahead are accounted as they are read, so that the build
+ * that follows sees them in ctx->mem_used. */
+static void pend_account(join_op *j, int64_t bytes)
+{
+    if (bytes > 0)
+        xo_mem_force(j->op.ctx, bytes);
+    else
+        xo_mem_release(j->op.ctx, -bytes);
+    j->pend_acc += bytes;
+    xo_op_held(&j->op, j->pend_acc + j->right.bytes + j->accounted);
+}
+
+/* With a memory limit, reading ahead stops at a quarter of it. */
+static bool read_ahead_full(const join_op *j)
+{
+    const xo_ctx *ctx = j->op.ctx;
+    return ctx && ctx->mem_limit > 0 && xo_mem_used(ctx) > ctx->mem_limit / 4;
+}
+
+static bool build_should_spill(const join_op *j, const hs_batch *b);
+static hs_status spill_batch(join_op *j, const hs_batch *b, int side, hs_error *err);
+static hs_status spill_build(join_op *j, hs_batch *b, bool more, hs_error *err);
+
+/* Appends b (taken) to the built rows of side `side` (0: a reversed
+ * build), or to the partitions when that could pass the memory limit
+ * (the side's input has ended: the rest comes through here too). */
+static hs_status build_append(join_op *j, hs_batch *b, int side, hs_error *err)
+{
+    xo_op *op = &j->op;
+    if (!j->spilling && build_should_spill(j, b))
+        return spill_build(j, b, false, err);
+    hs_status st = j->spilling ? spill_batch(j, b, side, err)
+                               : xo_rows_append(&j->right, op->ctx, op->name, b, err);
+    hs_batch_free(b);
+    if (!j->spilling)
+        xo_op_held(op, j->right.bytes + j->pend_acc);
+    return st;
+}
+
 /* Moves the left batches read ahead into the built rows and swaps the keys. */
 static hs_status build_from_left(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
     HS_TRY(xo_rows_init(&j->right, &op->children[0]->schema, err));
-    for (int i = 0; i < j->n_pend; i++) {
-        HS_TRY(xo_rows_append(&j->right, op->ctx, op->name, j->pend[i], err));
-        hs_batch_free(j->pend[i]);
-        j->pend[i] = NULL;
-    }
-    j->n_pend = 0;
     int *t = j->lkeys;
     j->lkeys = j->rkeys;
     j->rkeys = t;
     j->rev = true;
+    for (int i = 0; i < j->n_pend; i++) {
+        pend_account(j, -xo_batch_bytes(j->pend[i]));
+        hs_batch *b = j->pend[i];
+        j->pend[i] = NULL;
+        HS_TRY(build_append(j, b, 0, err));
+    }
+    j->n_pend = 0;
     return HS_OK;
 }
 
@@ -279,9 +353,11 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
         HS_TRY(xo_next(op->children[0], &b, err));
         if (!b)
             break;
+        int64_t bytes = xo_batch_bytes(b);
         HS_TRY(pend_push(&j->pend, &j->n_pend, &cap, b, err));
+        pend_account(j, bytes);
         rows += b->n_rows;
-        if (rows > REV_MAX_ROWS)
+        if (rows > REV_MAX_ROWS || read_ahead_full(j))
             return HS_OK;
     }
     if (semi)
@@ -301,16 +377,23 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
             break;
         }
         rrows += b->n_rows;
+        int64_t bytes = xo_batch_bytes(b);
         st = pend_push(&rp, &nr, &rcap, b, err);
+        if (st == HS_OK)
+            pend_account(j, bytes);
         /* sizes as rows x columns: the built rows are kept whole */
-        if (rrows * (j->n_right + 1) > rows * (j->n_left + 1))
+        if (rrows * (j->n_right + 1) > rows * (j->n_left + 1) || read_ahead_full(j))
             break;
     }
     if (st == HS_OK && rend) {
         /* the right side is the smaller: built as usual */
         st = xo_rows_init(&j->right, &op->children[1]->schema, err);
-        for (int i = 0; i < nr && st == HS_OK; i++)
-            st = xo_rows_append(&j->right, op->ctx, op->name, rp[i], err);
+        for (int i = 0; i < nr && st == HS_OK; i++) {
+            pend_account(j, -xo_batch_bytes(rp[i]));
+            hs_batch *b = rp[i];
+            rp[i] = NULL;
+            st = build_append(j, b, 1, err);
+        }
         *right_read = true;
     } else if (st == HS_OK) {
         /* the left side is the smaller: built; the right batches read
@@ -326,7 +409,10 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
         }
     }
     for (int i = 0; i < nr; i++)
-        hs_batch_free(rp[i]);
+        if (rp[i]) {
+            pend_account(j, -xo_batch_bytes(rp[i]));
+            hs_batch_free(rp[i]);
+        }
     hs_free(rp);
     return st;
 }
@@ -459,12 +545,248 @@ static hs_status build_int(join_op *j, int64_t n, int64_t *tail, hs_error *err)
     return st;
 }
 
+/* ---- spilling (see the top) ---- */
+
+static bool can_spill(const join_op *j)
+{
+    const xo_ctx *ctx = j->op.ctx;
+    return ctx && ctx->mem_limit > 0 && j->n_keys > 0 && j->level < XO_SPILL_MAX_LEVEL;
+}
+
+/* Bytes a built row costs beyond its values: nxt and rmatched (9), the
+ * chains' tails (8), the integer build's scratch (17) and about two table
+ * slots; for byte-string keys the keys too (b: rows like the built ones). */
+static int64_t row_overhead(const join_op *j, const hs_batch *b)
+{
+    const hs_field *bs = &j->op.children[j->rev ? 0 : 1]->schema;
+    bool ints = j->int_key || (j->n_keys == 2 && xo_is_int_type(bs->children[j->rkeys[0]].type) &&
+                               xo_is_int_type(bs->children[j->rkeys[1]].type));
+    if (ints)
+        return 9 + 8 + 17 + 3 * (int64_t)sizeof(hs_imap_slot);
+    int64_t o = 9 + 8 + 3 * (int64_t)sizeof(hs_map_slot);
+    for (int k = 0; k < j->n_keys; k++) {
+        const hs_column *c = b->cols[j->rkeys[k]];
+        o += 9 + (c->offsets.data && b->n_rows ? (int64_t)c->values.len / b->n_rows + 4 : 0);
+    }
+    return o;
+}
+
+/* True when appending b to the built rows could pass the limit: its
+ * values, the built columns doubling as they grow, the table over all. */
+static bool build_should_spill(const join_op *j, const hs_batch *b)
+{
+    if (!can_spill(j))
+        return false;
+    const xo_ctx *ctx = j->op.ctx;
+    int64_t bb = xo_batch_bytes(b), grow = bb > j->right.bytes ? bb : j->right.bytes;
+    int64_t rows = xo_rows_count(&j->right) + b->n_rows;
+    return xo_mem_used(ctx) + grow + rows * row_overhead(j, b) > ctx->mem_limit;
+}
+
+/* An out-of-memory error of a join that may not spill deeper. */
+static hs_status too_big(join_op *j, hs_status st, hs_error *err)
+{
+    if (st != HS_NOMEM || j->level < XO_SPILL_MAX_LEVEL || !j->op.ctx)
+        return st;
+    hs_err_clear(err);
+    return hs_err_set(err, HS_NOMEM,
+                      "%s: out of memory: a partition of the join does not fit in the memory "
+                      "limit of %lld bytes after %d levels of spilling (too many rows with one "
+                      "join key)", j->op.name, (long long)j->op.ctx->mem_limit, j->level);
+}
+
+/* Writes the rows of b (side 0: left, 1: right) to their partitions: by a
+ * hash of the key, NULL keys round robin (they match nothing; dropped
+ * where the join kind does not emit them unmatched). */
+static hs_status spill_batch(join_op *j, const hs_batch *b, int side, hs_error *err)
+{
+    xo_join_kind k = j->kind;
+    const int *keys = side ? j->rkeys : j->lkeys;
+    bool keep_null = side ? (k == XO_JOIN_RIGHT || k == XO_JOIN_FULL)
+                          : (k == XO_JOIN_LEFT || k == XO_JOIN_FULL || k == XO_JOIN_ANTI);
+    int64_t n = b->n_rows;
+    uint8_t *part = hs_malloc((size_t)(n ? n : 1));
+    if (!part)
+        return hs_err_nomem(err, (size_t)n);
+    uint64_t seed = xo_spill_seed(j->level);
+    hs_buf *kb = &j->main.kb;
+    hs_status st = HS_OK;
+    for (int64_t i = 0; i < n && st == HS_OK; i++) {
+        hs_buf_reset(kb);
+        bool null = false;
+        for (int c = 0; c < j->n_keys && !null && st == HS_OK; c++) {
+            const hs_column *col = b->cols[keys[c]];
+            if (col->type == HS_TYPE_NA || !hs_col_is_valid(col, i))
+                null = true;
+            else if (xo_key_append(kb, col, i) != HS_OK)
+                st = hs_err_nomem(err, 0);
+        }
+        if (null) {
+            if (side && k == XO_JOIN_ANTI_NULL_AWARE)
+                j->right_null_key = true;
+            part[i] = keep_null ? (uint8_t)(j->rr++ % XO_SPILL_PARTS) : UINT8_MAX;
+        } else {
+            part[i] = (uint8_t)(hs_xxh64(kb->data, kb->len, seed) % XO_SPILL_PARTS);
+        }
+    }
+    if (st == HS_OK)
+        st = xo_spill_parts_write(j->op.ctx, side ? &j->sr : &j->sl, b, part, err);
+    hs_free(part);
+    return st;
+}
+
+/* Turns to the grace join: the rows built so far, b (taken; may be NULL)
+ * and the rest of the build input (more: it has not ended) go to their
+ * partitions; the built
+ * rows' memory is freed.  A reversed build turns back (the partitions'
+ * joins choose their own build sides). */
+static hs_status spill_build(join_op *j, hs_batch *b, bool more, hs_error *err)
+{
+    xo_op *op = &j->op;
+    bool rev = j->rev;
+    if (rev) {
+        int *t = j->lkeys;
+        j->lkeys = j->rkeys;
+        j->rkeys = t;
+        j->rev = false;
+    }
+    j->probe_child = rev ? 1 : 0;
+    j->spilling = true;
+    int side = rev ? 0 : 1;
+    int64_t n = xo_rows_count(&j->right);
+    hs_status st = HS_OK;
+    for (int64_t at = 0; at < n && st == HS_OK; at += XO_BATCH_ROWS) {
+        hs_batch *t;
+        st = xo_batch_rows(j->right.b, at, n - at < XO_BATCH_ROWS ? n - at : XO_BATCH_ROWS, &t,
+                           err);
+        if (st == HS_OK) {
+            st = spill_batch(j, t, side, err);
+            hs_batch_free(t);
+        }
+    }
+    xo_rows_free(&j->right, op->ctx);
+    if (st == HS_OK && b)
+        st = spill_batch(j, b, side, err);
+    hs_batch_free(b);
+    while (st == HS_OK && !rev && more) {
+        hs_batch *t;
+        st = xo_next(op->children[1], &t, err);
+        if (st != HS_OK || !t)
+            break;
+        st = spill_batch(j, t, 1, err);
+        hs_batch_free(t);
+    }
+    return st;
+}
+
+/* The probe input (the batches read ahead, then the rest of its child)
+ * to its partitions. */
+static hs_status spill_probe(join_op *j, hs_error *err)
+{
+    int side = j->probe_child;
+    if (j->kind == XO_JOIN_ANTI_NULL_AWARE && j->right_null_key)
+        return HS_OK;   /* x NOT IN (a set with a NULL) is never true */
+    for (;;) {
+        hs_batch *b;
+        if (j->pend_head < j->n_pend) {
+            b = j->pend[j->pend_head];
+            j->pend[j->pend_head++] = NULL;
+            pend_account(j, -xo_batch_bytes(b));
+        } else {
+            HS_TRY(xo_next(j->op.children[side], &b, err));
+            if (!b)
+                return HS_OK;
+        }
+        hs_status st = spill_batch(j, b, side, err);
+        hs_batch_free(b);
+        HS_TRY(st);
+    }
+}
+
+static hs_status join_make(const char *name, xo_op *left, xo_op *right, xo_join_kind kind,
+                           int n_keys, const int *lkeys, const int *rkeys, ex_expr *residual,
+                           xo_op **out, hs_error *err);
+
+/* j->sub = a join like j of partition p's rows, one level deeper. */
+static hs_status open_partition(join_op *j, int p, hs_error *err)
+{
+    xo_op *op = &j->op, *rl = NULL, *rr = NULL, *sub;
+    HS_TRY(xo_spill_reader(op->ctx, &j->sl.sp, &op->children[0]->schema, &j->sl.offs[p], &rl,
+                           err));
+    hs_status st = xo_spill_reader(op->ctx, &j->sr.sp, &op->children[1]->schema, &j->sr.offs[p],
+                                   &rr, err);
+    if (st != HS_OK) {
+        xo_free(rl);
+        return st;
+    }
+    /* null-aware anti: the right rows had no NULL key (else nothing is
+     * probed) and NULL left keys were dropped, so a plain anti join */
+    xo_join_kind k = j->kind == XO_JOIN_ANTI_NULL_AWARE ? XO_JOIN_ANTI : j->kind;
+    HS_TRY(join_make(op->name, rl, rr, k, j->n_keys, j->lkeys, j->rkeys, NULL, &sub, err));
+    join_op *sj = (join_op *)sub;
+    sj->residual = j->residual;
+    sj->borrowed_residual = true;
+    sj->level = j->level + 1;
+    j->sub = sub;
+    return HS_OK;
+}
+
+/* After spilling: each partition's join in turn. */
+static hs_status next_spilled(join_op *j, hs_batch **out, hs_error *err)
+{
+    xo_join_kind k = j->kind;
+    for (;;) {
+        if (j->sub) {
+            HS_TRY(xo_next(j->sub, out, err));
+            xo_op_held(&j->op, j->sub->mem_peak);
+            if (*out)
+                return HS_OK;
+            join_op *sj = (join_op *)j->sub;
+            j->sub_spilled += sj->sl.total + sj->sr.total + sj->sub_spilled;
+            if (sj->spilling && sj->sub_levels + 1 > j->sub_levels)
+                j->sub_levels = sj->sub_levels + 1;
+            xo_free(j->sub);
+            j->sub = NULL;
+        }
+        if (j->next_part >= XO_SPILL_PARTS) {
+            xo_spill_close(&j->sl.sp);
+            xo_spill_close(&j->sr.sp);
+            j->state = J_DONE;
+            return HS_OK;
+        }
+        int p = j->next_part++;
+        bool hl = j->sl.rows[p] > 0, hr = j->sr.rows[p] > 0;
+        bool need = k == XO_JOIN_FULL ? hl || hr
+                    : k == XO_JOIN_RIGHT ? hr
+                    : k == XO_JOIN_INNER || k == XO_JOIN_SEMI ? hl && hr
+                                                                : hl;
+        if (need)
+            HS_TRY(open_partition(j, p, err));
+    }
+}
+
+static hs_status join_extra(const xo_op *op, hs_buf *out, hs_error *err)
+{
+    const join_op *j = (const join_op *)op;
+    if (!j->spilling)
+        return HS_OK;
+    if (hs_buf_printf(out, "spilled: %lld left rows and %lld right rows to %d partitions "
+                      "(%lld bytes), %lld rows again in %d deeper levels",
+                      (long long)j->sl.total, (long long)j->sr.total, XO_SPILL_PARTS,
+                      (long long)(j->sl.sp.written + j->sr.sp.written),
+                      (long long)j->sub_spilled, j->sub_levels) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
 static hs_status join_build(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
     xo_op *rc = op->children[1];
     bool right_read;
-    HS_TRY(choose_build(j, &right_read, err));
+    HS_TRY(too_big(j, choose_build(j, &right_read, err), err));
+    if (j->spilling)
+        return HS_OK;
     bool rev = j->rev;
     if (!rev && !right_read)
         HS_TRY(xo_rows_init(&j->right, &rc->schema, err));
@@ -473,11 +795,22 @@ static hs_status join_build(join_op *j, hs_error *err)
         HS_TRY(xo_next(rc, &b, err));
         if (!b)
             break;
+        if (build_should_spill(j, b))
+            return spill_build(j, b, true, err);
         hs_status st = xo_rows_append(&j->right, op->ctx, op->name, b, err);
         hs_batch_free(b);
-        HS_TRY(st);
+        HS_TRY(too_big(j, st, err));
+        xo_op_held(op, j->right.bytes + j->pend_acc);
     }
     int64_t n = xo_rows_count(&j->right);
+    /* the table's memory is reserved before it is made (an estimate,
+     * corrected below); past the limit the join spills instead */
+    int64_t est = n > 0 ? n * row_overhead(j, j->right.b) : 0;
+    hs_status rs = xo_mem_reserve(op->ctx, est, op->name, err);
+    if (rs == HS_NOMEM && can_spill(j))
+        return spill_build(j, NULL, false, err);
+    HS_TRY(too_big(j, rs, err));
+    j->accounted = est;
     /* two integer keys (TPC-H partsupp's (partkey, suppkey)): packed into
      * one 64-bit value when every built value fits in int32 */
     if (j->n_keys == 2 && n > 0) {
@@ -555,8 +888,12 @@ static hs_status join_build(join_op *j, hs_error *err)
     int64_t bytes = n * 9 + (int64_t)(j->buckets.cap * sizeof(hs_map_slot)) +
                     icap * (int64_t)sizeof(hs_imap_slot) +
                     (int64_t)j->main.kb.len * (int64_t)j->buckets.count;
-    HS_TRY(xo_mem_reserve(op->ctx, bytes, op->name, err));
+    if (bytes > est)
+        HS_TRY(too_big(j, xo_mem_reserve(op->ctx, bytes - est, op->name, err), err));
+    else
+        xo_mem_release(op->ctx, est - bytes);
     j->accounted = bytes;
+    xo_op_held(op, j->right.bytes + j->accounted + j->pend_acc);
     return HS_OK;
 }
 
@@ -881,6 +1218,7 @@ static hs_status next_probe_batch(join_op *j, hs_batch **out, hs_error *err)
     if (j->pend_head < j->n_pend) {
         *out = j->pend[j->pend_head];
         j->pend[j->pend_head++] = NULL;
+        pend_account(j, -xo_batch_bytes(*out));
         return HS_OK;
     }
     return xo_next(j->op.children[j->rev ? 1 : 0], out, err);
@@ -962,8 +1300,14 @@ static hs_status join_next(xo_op *op, hs_batch **out, hs_error *err)
         switch (j->state) {
         case J_BUILD:
             HS_TRY(join_build(j, err));
-            j->state = J_PROBE;
+            j->state = j->spilling ? J_SPILL_PROBE : J_PROBE;
             break;
+        case J_SPILL_PROBE:
+            HS_TRY(spill_probe(j, err));
+            j->state = J_SPILL_PARTS;
+            break;
+        case J_SPILL_PARTS:
+            return next_spilled(j, out, err);
         case J_PROBE: {
             if (can_parallel(j)) {
                 bool more = false;
@@ -998,9 +1342,13 @@ static hs_status join_next(xo_op *op, hs_batch **out, hs_error *err)
 static void join_destroy(xo_op *op)
 {
     join_op *j = (join_op *)op;
+    xo_free(j->sub);
+    xo_spill_parts_free(&j->sl);
+    xo_spill_parts_free(&j->sr);
     hs_free(j->lkeys);
     hs_free(j->rkeys);
-    ex_free(j->residual);
+    if (!j->borrowed_residual)
+        ex_free(j->residual);
     hs_field_clear(&j->pair_schema);
     xo_rows_free(&j->right, op->ctx);
     hs_map_free(&j->buckets);
@@ -1015,7 +1363,7 @@ static void join_destroy(xo_op *op)
     for (int i = 0; i < j->n_pend; i++)
         hs_batch_free(j->pend[i]);
     hs_free(j->pend);
-    xo_mem_release(op->ctx, j->accounted);
+    xo_mem_release(op->ctx, j->accounted + j->pend_acc);
 }
 
 static hs_status append_fields(hs_field *dst, const hs_field *src, bool make_nullable,
@@ -1173,6 +1521,7 @@ static hs_status join_make(const char *name, xo_op *left, xo_op *right, xo_join_
     join_op *j = (join_op *)op;
     op->next = join_next;
     op->destroy = join_destroy;
+    op->explain_extra = join_extra;
     j->main.j = j;
     j->kind = kind;
     j->n_keys = n_keys < 0 ? 0 : n_keys;

@@ -202,7 +202,20 @@ hs_status xo_mem_reserve(xo_ctx *ctx, int64_t bytes, const char *op, hs_error *e
                           " more requested)",
                           op, ctx->mem_limit, now - bytes, bytes);
     }
+    int64_t peak = atomic_load(&ctx->mem_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&ctx->mem_peak, &peak, now)) {
+    }
     return HS_OK;
+}
+
+void xo_mem_force(xo_ctx *ctx, int64_t bytes)
+{
+    if (!ctx || bytes <= 0)
+        return;
+    int64_t now = atomic_fetch_add(&ctx->mem_used, bytes) + bytes;
+    int64_t peak = atomic_load(&ctx->mem_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&ctx->mem_peak, &peak, now)) {
+    }
 }
 
 void xo_mem_release(xo_ctx *ctx, int64_t bytes)
@@ -328,8 +341,12 @@ static hs_status explain_rec(const xo_op *op, bool analyze, int depth, hs_buf *o
     if (s == HS_OK && op->detail)
         s = hs_buf_printf(out, "  (%s)", op->detail);
     if (s == HS_OK && analyze)
-        s = hs_buf_printf(out, "  (actual rows=%" PRId64 " batches=%" PRId64 " time=%.3f ms)",
+        s = hs_buf_printf(out, "  (actual rows=%" PRId64 " batches=%" PRId64 " time=%.3f ms",
                           op->rows_out, op->batches_out, (double)op->ns / 1e6);
+    if (s == HS_OK && analyze && op->mem_peak > 0)
+        s = hs_buf_printf(out, " peak memory=%" PRId64 " bytes", op->mem_peak);
+    if (s == HS_OK && analyze)
+        s = hs_buf_append_byte(out, ')');
     if (s == HS_OK)
         s = hs_buf_append_byte(out, '\n');
     if (s != HS_OK)
@@ -364,7 +381,13 @@ static hs_status explain_rec(const xo_op *op, bool analyze, int depth, hs_buf *o
 
 hs_status xo_explain(const xo_op *op, bool analyze, hs_buf *out, hs_error *err)
 {
-    return explain_rec(op, analyze, 0, out, err);
+    HS_TRY(explain_rec(op, analyze, 0, out, err));
+    const xo_ctx *ctx = op->ctx;
+    if (analyze && ctx &&
+        hs_buf_printf(out, "Peak memory: %" PRId64 " bytes (limit %" PRId64 ")\n",
+                      atomic_load(&((xo_ctx *)ctx)->mem_peak), ctx->mem_limit) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
 }
 
 hs_status xo_batch_rows(const hs_batch *b, int64_t at, int64_t n, hs_batch **out, hs_error *err)

@@ -23,8 +23,9 @@
  *     per batch it produces or consumes and fails with HS_CANCELLED.
  *   - Memory: blocking operators (hash aggregate, sort, hash join build)
  *     account what they hold in ctx->mem_used against ctx->mem_limit and
- *     fail with HS_NOMEM naming the operator when past it; Sort and
- *     HashAggregate spill to files in ctx->spill_dir first (exec_int.h).
+ *     fail with HS_NOMEM naming the operator when past it; Sort,
+ *     HashAggregate, HashJoin, set operations, Distinct and Window spill
+ *     to files in ctx->spill_dir first (exec_int.h).
  *   - Statistics for EXPLAIN ANALYZE: rows_out, batches_out and ns (time
  *     spent inside next, children included) are kept by xo_next, which is
  *     what parents call (never op->next directly).
@@ -58,7 +59,8 @@ typedef struct xo_ctx {
     int threads;               /* 1 = no parallelism */
     int64_t mem_limit;         /* bytes for blocking operators; <= 0 = unlimited */
     _Atomic int64_t mem_used;
-    const char *spill_dir;     /* Sort/HashAggregate spill files; NULL = $TMPDIR or /tmp */
+    _Atomic int64_t mem_peak;  /* the most mem_used reached (EXPLAIN ANALYZE) */
+    const char *spill_dir;     /* spill files (exec_int.h); NULL = $TMPDIR or /tmp */
 } xo_ctx;
 
 typedef struct xo_op xo_op;
@@ -77,7 +79,16 @@ struct xo_op {
     hs_status (*explain_extra)(const xo_op *op, hs_buf *out, hs_error *err);
     /* statistics (kept by xo_next) */
     int64_t rows_out, batches_out, ns;
+    /* the most bytes the operator held accounted at once (xo_op_held) */
+    int64_t mem_peak;
 };
+
+/* Notes that op holds `bytes` accounted now (its peak for EXPLAIN ANALYZE). */
+static inline void xo_op_held(xo_op *op, int64_t bytes)
+{
+    if (bytes > op->mem_peak)
+        op->mem_peak = bytes;
+}
 
 static inline bool xo_cancelled(const xo_ctx *ctx)
 {
@@ -89,7 +100,8 @@ HS_MUST_USE hs_status xo_next(xo_op *op, hs_batch **out, hs_error *err);
 /* Frees op and its subtree (accepts NULL). */
 void xo_free(xo_op *op);
 /* The plan as text, one operator per line, indented by depth; with
- * analyze, rows/batches/time per operator (EXPLAIN [ANALYZE]). */
+ * analyze, rows/batches/time and peak memory per operator, and at the end
+ * the statement's peak memory (EXPLAIN [ANALYZE]). */
 HS_MUST_USE hs_status xo_explain(const xo_op *op, bool analyze, hs_buf *out, hs_error *err);
 
 #endif

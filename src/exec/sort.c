@@ -647,6 +647,7 @@ static hs_status sort_add(sort_op *s, const hs_batch *b, hs_error *err)
         hs_status st = sort_should_spill(s, src) ? write_run(s, err) : HS_OK;
         if (st == HS_OK)
             st = xo_rows_append(&s->rows, s->op.ctx, s->op.name, src, err);
+        xo_op_held(&s->op, s->rows.bytes);
         hs_batch_free(part);
         HS_TRY(st);
     }
@@ -685,6 +686,7 @@ static hs_status sort_consume(sort_op *s, hs_error *err)
             bn = nk;
         } else {
             st = xo_rows_append(&s->rows, op->ctx, op->name, b, err);
+            xo_op_held(op, s->rows.bytes);
         }
         hs_batch_free(b);
         HS_TRY(st);

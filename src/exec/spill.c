@@ -15,6 +15,13 @@
  *   u64 bytes + the bytes (validity 0 bytes = all valid), then its children.
  * The reader takes the column types from the schema it is given (the
  * writer's), and checks every length against the block.
+ *
+ * Partitioned spilling (hash join, set operations, Distinct, Window): rows
+ * go to one of XO_SPILL_PARTS partitions of one file, chosen by a hash of
+ * their key seeded by the recursion level (xo_spill_seed), so that a
+ * partition that still does not fit splits again one level deeper; a
+ * partition is read back by a SpillRead source operator (xo_spill_reader)
+ * under an operator of its own.
  */
 #include "exec/exec_int.h"
 
@@ -271,5 +278,135 @@ hs_status xo_spill_read(const xo_spill *sp, const hs_field *schema, int64_t off,
     *out = b;
     if (next)
         *next = off + SPILL_HDR + (int64_t)h64[1];
+    return HS_OK;
+}
+
+/* ---- partitioned spilling ---- */
+
+uint64_t xo_spill_seed(int level)
+{
+    return 0x9E3779B97F4A7C15ull * (uint64_t)(level + 1);
+}
+
+hs_status xo_spill_parts_write(const xo_ctx *ctx, xo_spill_parts *p, const hs_batch *b,
+                               const uint8_t *part, hs_error *err)
+{
+    int64_t n = b->n_rows, cnt[XO_SPILL_PARTS] = {0}, at[XO_SPILL_PARTS];
+    for (int64_t i = 0; i < n; i++)
+        if (part[i] < XO_SPILL_PARTS)
+            cnt[part[i]]++;
+    int64_t *idx = hs_malloc((size_t)(n ? n : 1) * sizeof *idx);
+    if (!idx)
+        return hs_err_nomem(err, (size_t)n * sizeof *idx);
+    int64_t acc = 0;
+    for (int q = 0; q < XO_SPILL_PARTS; q++) {
+        at[q] = acc;
+        acc += cnt[q];
+    }
+    for (int64_t i = 0; i < n; i++)   /* each partition's rows in input order */
+        if (part[i] < XO_SPILL_PARTS)
+            idx[at[part[i]]++] = i;
+    hs_status st = HS_OK;
+    for (int q = 0; q < XO_SPILL_PARTS && st == HS_OK; q++) {
+        if (cnt[q] == 0)
+            continue;
+        const int64_t *ix = idx + at[q] - cnt[q];
+        hs_batch *t = NULL;
+        st = cnt[q] == n ? HS_OK : xo_batch_take(&b->schema, b, ix, cnt[q], &t, err);
+        int64_t off = 0;
+        if (st == HS_OK)
+            st = xo_spill_write(ctx, &p->sp, t ? t : b, &off, err);
+        hs_batch_free(t);
+        if (st == HS_OK && HS_VEC_PUSH(&p->offs[q], int64_t, off) != HS_OK)
+            st = hs_err_nomem(err, 0);
+        if (st == HS_OK) {
+            p->rows[q] += cnt[q];
+            p->total += cnt[q];
+        }
+    }
+    hs_free(idx);
+    return st;
+}
+
+void xo_spill_parts_free(xo_spill_parts *p)
+{
+    xo_spill_close(&p->sp);
+    for (int q = 0; q < XO_SPILL_PARTS; q++)
+        hs_buf_free(&p->offs[q]);
+    memset(p->rows, 0, sizeof p->rows);
+}
+
+/* The reader of a list of blocks: a source operator.  Small blocks (a
+ * partition's share of one input batch) are joined into batches of at
+ * least XO_BATCH_ROWS / 2 rows where the blocks allow, never more than
+ * XO_BATCH_ROWS. */
+typedef struct spill_reader {
+    xo_op op;
+    const xo_spill *sp;    /* borrowed */
+    int64_t *offs;
+    int64_t n, next;
+    hs_batch *held;        /* a block read that did not fit the last batch */
+} spill_reader;
+
+static hs_status reader_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    spill_reader *r = (spill_reader *)op;
+    *out = NULL;
+    HS_TRY(xo_check_cancel(op->ctx, err));
+    hs_batch *b = r->held;
+    r->held = NULL;
+    while (r->next < r->n && (!b || b->n_rows < XO_BATCH_ROWS / 2)) {
+        hs_batch *t;
+        hs_status st = xo_spill_read(r->sp, &op->schema, r->offs[r->next], &t, NULL, err);
+        if (st != HS_OK) {
+            hs_batch_free(b);
+            return st;
+        }
+        r->next++;
+        if (!b) {
+            b = t;
+        } else if (b->n_rows + t->n_rows > XO_BATCH_ROWS) {
+            r->held = t;
+            break;
+        } else {
+            for (int c = 0; c < b->n_cols && st == HS_OK; c++)
+                st = hs_col_append_column(b->cols[c], t->cols[c], err);
+            b->n_rows += t->n_rows;
+            hs_batch_free(t);
+            if (st != HS_OK) {
+                hs_batch_free(b);
+                return st;
+            }
+        }
+    }
+    *out = b;
+    return HS_OK;
+}
+
+static void reader_destroy(xo_op *op)
+{
+    hs_free(((spill_reader *)op)->offs);
+    hs_batch_free(((spill_reader *)op)->held);
+}
+
+hs_status xo_spill_reader(xo_ctx *ctx, const xo_spill *sp, const hs_field *schema, hs_buf *offs,
+                          xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    xo_op *op;
+    HS_TRY(xo_op_alloc(sizeof(spill_reader), ctx, "SpillRead", 0, NULL, &op, err));
+    spill_reader *r = (spill_reader *)op;
+    op->next = reader_next;
+    op->destroy = reader_destroy;
+    r->sp = sp;
+    r->n = (int64_t)HS_VEC_LEN(offs, int64_t);
+    r->offs = (int64_t *)hs_buf_detach(offs, NULL);
+    hs_field_clear(&op->schema);
+    if (hs_field_copy(schema, &op->schema) != HS_OK) {
+        hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
+        xo_free(op);
+        return hs_err_nomem(err, 0);
+    }
+    *out = op;
     return HS_OK;
 }

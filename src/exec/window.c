@@ -18,8 +18,19 @@
  * ROWS BETWEEN frames with offsets slide instead (see compute_sliding).
  * Output: the rows in permutation order, child columns taken, the computed
  * columns sliced, in batches of XO_BATCH_ROWS.
+ *
+ * Spilling.  With PARTITION BY columns and a memory limit, before a batch
+ * is appended the operator estimates what it would hold (the rows, their
+ * columns doubling as they grow, the permutation, the sort's scratch and
+ * the computed columns); when that could pass the limit, the rows so far
+ * and the rest of the input go to XO_SPILL_PARTS partitions by a hash of
+ * the partition columns (spill.c), so each window partition lies whole in
+ * one of them, and each is then computed by a Window of its own over a
+ * reader of its rows (one level deeper, up to XO_SPILL_MAX_LEVEL).  The
+ * output is then sorted within each spill partition only.
  */
 #include "exec/exec_int.h"
+#include "base/hash.h"
 
 #include <stdio.h>
 
@@ -34,7 +45,19 @@ typedef struct win_op {
     hs_column **computed; /* n_fns columns of n rows, permutation order */
     int64_t emitted;
     bool done;
+    int64_t perm_acc;     /* the permutation's bytes, accounted */
+    /* spilling (see the top) */
+    int level;
+    bool spilling;
+    xo_spill_parts parts;
+    int next_part;
+    xo_op *sub;
+    int64_t sub_spilled;
 } win_op;
+
+static hs_status win_make(xo_op *child, int n_part, const int *part, int n_keys,
+                          const xo_sort_key *keys, int n_fns, const xo_win *fns, int level,
+                          xo_op **out, hs_error *err);
 
 static const char *win_name(xo_win_fn f)
 {
@@ -441,6 +464,126 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
     return st;
 }
 
+/* ---- spilling (see the top) ---- */
+
+/* Bytes a row costs beyond its values: the permutation, the partition and
+ * peer flags, the sort's scratch and the computed values. */
+static int64_t row_overhead(const win_op *w)
+{
+    return 8 + 2 + 88 + 24 * (int64_t)w->n_fns;
+}
+
+static bool win_should_spill(const win_op *w, const hs_batch *b)
+{
+    const xo_ctx *ctx = w->op.ctx;
+    if (!ctx || ctx->mem_limit <= 0 || w->n_part == 0 || w->level >= XO_SPILL_MAX_LEVEL)
+        return false;
+    int64_t bb = xo_batch_bytes(b), grow = bb > w->rows.bytes ? bb : w->rows.bytes;
+    int64_t rows = xo_rows_count(&w->rows) + b->n_rows;
+    return xo_mem_used(ctx) + grow + rows * row_overhead(w) > ctx->mem_limit;
+}
+
+/* Writes b's rows to their partitions (a hash of the partition columns). */
+static hs_status spill_rows(win_op *w, const hs_batch *b, hs_error *err)
+{
+    int64_t n = b->n_rows;
+    uint8_t *part = hs_malloc((size_t)(n ? n : 1));
+    hs_buf kb = {0};
+    hs_status st = part ? HS_OK : hs_err_nomem(err, (size_t)n);
+    uint64_t seed = xo_spill_seed(w->level);
+    for (int64_t i = 0; i < n && st == HS_OK; i++) {
+        hs_buf_reset(&kb);
+        for (int c = 0; c < w->n_part && st == HS_OK; c++)
+            if (xo_key_append(&kb, b->cols[w->sort[c].col], i) != HS_OK)
+                st = hs_err_nomem(err, 0);
+        part[i] = (uint8_t)(hs_xxh64(kb.data, kb.len, seed) % XO_SPILL_PARTS);
+    }
+    if (st == HS_OK)
+        st = xo_spill_parts_write(w->op.ctx, &w->parts, b, part, err);
+    hs_free(part);
+    hs_buf_free(&kb);
+    return st;
+}
+
+/* Turns to partitions: the rows so far (freed), b and the rest of the
+ * input. */
+static hs_status spill_all(win_op *w, const hs_batch *b, hs_error *err)
+{
+    xo_op *op = &w->op;
+    w->spilling = true;
+    int64_t n = xo_rows_count(&w->rows);
+    for (int64_t at = 0; at < n; at += XO_BATCH_ROWS) {
+        hs_batch *t;
+        HS_TRY(xo_batch_rows(w->rows.b, at, n - at < XO_BATCH_ROWS ? n - at : XO_BATCH_ROWS, &t,
+                             err));
+        hs_status st = spill_rows(w, t, err);
+        hs_batch_free(t);
+        HS_TRY(st);
+    }
+    xo_rows_free(&w->rows, op->ctx);
+    HS_TRY(spill_rows(w, b, err));
+    for (;;) {
+        hs_batch *t;
+        HS_TRY(xo_next(op->children[0], &t, err));
+        if (!t)
+            return HS_OK;
+        hs_status st = spill_rows(w, t, err);
+        hs_batch_free(t);
+        HS_TRY(st);
+    }
+}
+
+/* After spilling: each partition by a Window of its own. */
+static hs_status next_spilled(win_op *w, hs_batch **out, hs_error *err)
+{
+    xo_op *op = &w->op;
+    for (;;) {
+        if (w->sub) {
+            HS_TRY(xo_next(w->sub, out, err));
+            xo_op_held(op, w->sub->mem_peak);
+            if (*out)
+                return HS_OK;
+            win_op *sw = (win_op *)w->sub;
+            w->sub_spilled += sw->parts.total + sw->sub_spilled;
+            xo_free(w->sub);
+            w->sub = NULL;
+        }
+        if (w->next_part >= XO_SPILL_PARTS) {
+            xo_spill_parts_free(&w->parts);
+            return HS_OK;
+        }
+        int p = w->next_part++;
+        if (!w->parts.rows[p])
+            continue;
+        xo_op *r;
+        HS_TRY(xo_spill_reader(op->ctx, &w->parts.sp, &op->children[0]->schema,
+                               &w->parts.offs[p], &r, err));
+        int *pc = hs_malloc((size_t)w->n_part * sizeof *pc);
+        if (!pc) {
+            xo_free(r);
+            return hs_err_nomem(err, 0);
+        }
+        for (int i = 0; i < w->n_part; i++)
+            pc[i] = w->sort[i].col;
+        hs_status st = win_make(r, w->n_part, pc, w->n_keys, w->sort + w->n_part, w->n_fns,
+                                w->fns, w->level + 1, &w->sub, err);
+        hs_free(pc);
+        HS_TRY(st);
+    }
+}
+
+static hs_status win_extra(const xo_op *op, hs_buf *out, hs_error *err)
+{
+    const win_op *w = (const win_op *)op;
+    if (!w->spilling)
+        return HS_OK;
+    if (hs_buf_printf(out, "spilled: %lld rows to %d partitions (%lld bytes), %lld rows again "
+                      "in deeper levels", (long long)w->parts.total, XO_SPILL_PARTS,
+                      (long long)w->parts.sp.written, (long long)w->sub_spilled) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
 static hs_status win_consume(win_op *w, hs_error *err)
 {
     xo_op *op = &w->op;
@@ -450,11 +593,22 @@ static hs_status win_consume(win_op *w, hs_error *err)
         HS_TRY(xo_next(op->children[0], &b, err));
         if (!b)
             break;
+        if (win_should_spill(w, b)) {
+            hs_status st = spill_all(w, b, err);
+            hs_batch_free(b);
+            return st;
+        }
         hs_status st = xo_rows_append(&w->rows, op->ctx, op->name, b, err);
         hs_batch_free(b);
         HS_TRY(st);
+        xo_op_held(op, w->rows.bytes);
     }
     int64_t n = w->n = xo_rows_count(&w->rows);
+    /* the permutation and flags, reserved before they are made (the sort
+     * accounts its own scratch) */
+    HS_TRY(xo_mem_reserve(op->ctx, n * 10, op->name, err));
+    w->perm_acc = n * 10;
+    xo_op_held(op, w->rows.bytes + w->perm_acc);
     w->perm = hs_malloc((size_t)(n ? n : 1) * sizeof *w->perm);
     uint8_t *pnew = hs_calloc((size_t)(n ? n : 1), 1), *peer = hs_calloc((size_t)(n ? n : 1), 1);
     w->computed = hs_calloc((size_t)(w->n_fns ? w->n_fns : 1), sizeof *w->computed);
@@ -475,11 +629,14 @@ static hs_status win_consume(win_op *w, hs_error *err)
             st = xo_mem_reserve(op->ctx, bytes, op->name, err);
             if (st == HS_OK)
                 w->rows.bytes += bytes;   /* released with the rows */
+            xo_op_held(op, w->rows.bytes + w->perm_acc);
             HS_TRY(xo_check_cancel(op->ctx, err));
         }
     }
     hs_free(pnew);
     hs_free(peer);
+    xo_mem_release(op->ctx, n * 2);
+    w->perm_acc = n * 8;
     return st;
 }
 
@@ -491,6 +648,8 @@ static hs_status win_next(xo_op *op, hs_batch **out, hs_error *err)
         w->done = true;
     }
     HS_TRY(xo_check_cancel(op->ctx, err));
+    if (w->spilling)
+        return next_spilled(w, out, err);
     if (w->emitted >= w->n)
         return HS_OK;
     int64_t n = w->n - w->emitted < XO_BATCH_ROWS ? w->n - w->emitted : XO_BATCH_ROWS;
@@ -525,6 +684,9 @@ static void win_destroy(xo_op *op)
     hs_free(w->sort);
     hs_free(w->perm);
     xo_rows_free(&w->rows, op->ctx);
+    xo_mem_release(op->ctx, w->perm_acc);
+    xo_free(w->sub);
+    xo_spill_parts_free(&w->parts);
 }
 
 static hs_status win_field(const xo_win *f, const hs_field *arg, hs_field *out, hs_error *err)
@@ -642,12 +804,21 @@ static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, 
 hs_status xo_window(xo_op *child, int n_part, const int *part, int n_keys, const xo_sort_key *keys,
                     int n_fns, const xo_win *fns, xo_op **out, hs_error *err)
 {
+    return win_make(child, n_part, part, n_keys, keys, n_fns, fns, 0, out, err);
+}
+
+static hs_status win_make(xo_op *child, int n_part, const int *part, int n_keys,
+                          const xo_sort_key *keys, int n_fns, const xo_win *fns, int level,
+                          xo_op **out, hs_error *err)
+{
     *out = NULL;
     xo_op *op;
     HS_TRY(xo_op_alloc(sizeof(win_op), child->ctx, "Window", 1, &child, &op, err));
     win_op *w = (win_op *)op;
     op->next = win_next;
     op->destroy = win_destroy;
+    op->explain_extra = win_extra;
+    w->level = level;
     w->n_part = n_part > 0 ? n_part : 0;
     w->n_keys = n_keys > 0 ? n_keys : 0;
     w->n_fns = n_fns > 0 ? n_fns : 0;

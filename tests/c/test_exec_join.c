@@ -9,10 +9,17 @@
  * equal and the residual is TRUE; outer joins add unmatched rows padded
  * with NULLs; NOT IN is false/unknown as soon as the right side holds a
  * NULL); results compared as multisets.
+ *
+ * Spilling (grace hash join): the same random cases under a memory limit
+ * small enough that the join partitions both sides to files (one level
+ * or more), checked against the same oracle, with every accounted byte
+ * given back; one key shared by every row fails cleanly after the last
+ * level; an injected spill I/O failure fails cleanly.
  */
 #include "exec_testutil.h"
 
 #include "base/threadpool.h"
+#include "exec/exec_int.h"
 #include "expr/expr.h"
 
 #define LEAK_START() int64_t live0_ = hs_mem_live_count()
@@ -36,6 +43,8 @@ static void schemas(hs_field *l, hs_field *r)
     xt_add_field(r, "rv", HS_TYPE_FLOAT64);
 }
 
+static int64_t key_range = 12;   /* keys a are 0 .. key_range - 1 */
+
 static xt_val *random_rows(int64_t n, bool right, int null_pct)
 {
     xt_val *rows = hs_calloc((size_t)(n * 3 + 1), sizeof *rows);
@@ -43,7 +52,7 @@ static xt_val *random_rows(int64_t n, bool right, int null_pct)
         xt_val *v = rows + r * 3;
         for (int c = 0; c < 3; c++)
             v[c].null = (int)(xt_rnd() % 100) < null_pct;
-        v[0].i = (int64_t)(xt_rnd() % 12);
+        v[0].i = (int64_t)(xt_rnd() % (uint64_t)key_range);
         snprintf(v[1].s, sizeof v[1].s, "%c", 'p' + (int)(xt_rnd() % 3));
         if (right)
             v[2].d = (double)(xt_rnd() % 100);
@@ -65,6 +74,7 @@ static bool pair_matches(const xt_val *l, const xt_val *r, int n_keys, bool resi
 }
 
 static xo_ctx case_ctx;   /* run_case's context (a pool in the parallel test) */
+static int cases_spilled; /* run_case calls whose join spilled */
 
 static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool residual,
                      int null_pct)
@@ -98,6 +108,13 @@ static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool
     xt_val *got;
     int64_t n_got;
     CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+    if (ctx.mem_limit > 0) {
+        hs_buf ex = {0};
+        CHECK_OK(xo_explain(op, true, &ex, &err), &err);
+        CHECK_OK(hs_buf_append_byte(&ex, 0), &err);
+        cases_spilled += strstr((const char *)ex.data, "spilled:") != NULL;
+        hs_buf_free(&ex);
+    }
 
     /* brute force */
     hs_buf w = {0};
@@ -161,6 +178,7 @@ static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool
     hs_buf_free(&w);
     hs_free(rmatched);
     xo_free(op);
+    CHECK(atomic_load(&ctx.mem_used) == 0);
     hs_free(got);
     hs_free(lrows);
     hs_free(rrows);
@@ -307,9 +325,12 @@ static void test_join_errors(void)
     CHECK(strstr(err.msg, "string with double") != NULL);
     /* memory limit on the build side (the left side as large as the right
      * one, so that the right one is built: an inner join builds the
-     * smaller side) */
+     * smaller side): every row has one key, so the partitions never get
+     * smaller, and after the last level of spilling the join fails */
     xo_ctx small = {.mem_limit = 20000};
+    key_range = 1;
     xt_val *rows = random_rows(3000, true, 0), *lrows = random_rows(3000, false, 0);
+    key_range = 12;
     l = xt_values(&small, &ls, lrows, 3000, 100);
     r = xt_values(&small, &rs, rows, 3000, 100);
     lk = 0;
@@ -319,8 +340,42 @@ static void test_join_errors(void)
     hs_batch *b;
     CHECK(xo_next(op, &b, &err) == HS_NOMEM);
     CHECK(strstr(err.msg, "HashJoin") != NULL);
+    CHECK(strstr(err.msg, "levels of spilling") != NULL);
     xo_free(op);
     CHECK(atomic_load(&small.mem_used) == 0);
+    /* a nested loop (no key) cannot spill: out of memory */
+    l = xt_values(&small, &ls, lrows, 3000, 100);
+    r = xt_values(&small, &rs, rows, 3000, 100);
+    hs_err_clear(&err);
+    CHECK_OK(xo_nljoin(l, r, XO_JOIN_INNER, NULL, &op, &err), &err);
+    CHECK(xo_next(op, &b, &err) == HS_NOMEM);
+    xo_free(op);
+    CHECK(atomic_load(&small.mem_used) == 0);
+    /* an injected spill I/O failure at each of the first few spill calls */
+    for (int k = 1; k <= 6; k++) {
+        key_range = 400;
+        xt_val *r2 = random_rows(3000, true, 5), *l2 = random_rows(3000, false, 5);
+        key_range = 12;
+        l = xt_values(&small, &ls, l2, 3000, 100);
+        r = xt_values(&small, &rs, r2, 3000, 100);
+        hs_err_clear(&err);
+        CHECK_OK(xo_hashjoin(l, r, XO_JOIN_FULL, 1, &lk, &rk, NULL, &op, &err), &err);
+        xo_spill_fail_after(k);
+        hs_status st = HS_OK;
+        for (;;) {
+            st = xo_next(op, &b, &err);
+            if (st != HS_OK || !b)
+                break;
+            hs_batch_free(b);
+        }
+        xo_spill_fail_after(0);
+        CHECK(st == HS_IO);
+        CHECK(strstr(err.msg, "spill") != NULL);
+        xo_free(op);
+        CHECK(atomic_load(&small.mem_used) == 0);
+        hs_free(r2);
+        hs_free(l2);
+    }
     hs_free(rows);
     hs_free(lrows);
     hs_field_clear(&ls);
@@ -538,6 +593,101 @@ static void test_hashjoin_one_match(void)
     LEAK_END();
 }
 
+/* The random cases under a memory limit that makes the joins spill:
+ * serially and on a pool of 2 threads (the partitions' joins probe in
+ * parallel). */
+static void test_hashjoin_spill(void)
+{
+    hs_pool *pool;
+    hs_error err = {0};
+    CHECK_OK(hs_pool_create(2, &pool, &err), &err);
+    LEAK_START();
+    key_range = 300;
+    cases_spilled = 0;
+    int n = 0;
+    for (int pooled = 0; pooled <= 1; pooled++) {
+        case_ctx = (xo_ctx){.mem_limit = 24000, .pool = pooled ? pool : NULL,
+                            .threads = pooled ? 2 : 1};
+        for (int kind = XO_JOIN_INNER; kind <= XO_JOIN_ANTI_NULL_AWARE; kind++)
+            for (int t = 0; t < 3; t++, n++) {
+                bool na = kind == XO_JOIN_ANTI_NULL_AWARE;
+                run_case((xo_join_kind)kind, 1500 + (int64_t)(xt_rnd() % 800),
+                         1500 + (int64_t)(xt_rnd() % 800), na ? 1 : 1 + t % 2, !na && t != 1,
+                         na && t == 2 ? 0 : 8);
+            }
+    }
+    CHECK(cases_spilled >= n - 2);   /* (a null-aware anti join with a NULL key need not) */
+    key_range = 12;
+    case_ctx = (xo_ctx){0};
+    LEAK_END();
+    hs_pool_destroy(pool);
+}
+
+/* Out of memory at sampled allocations of a spilling FULL join with a
+ * residual: HS_NOMEM or the full result, never anything else, nothing
+ * leaked, every accounted byte given back. */
+static void test_hashjoin_spill_oom(void)
+{
+    LEAK_START();
+    hs_field ls, rs;
+    schemas(&ls, &rs);
+    key_range = 200;
+    xt_val *lrows = random_rows(900, false, 8), *rrows = random_rows(900, true, 8);
+    key_range = 12;
+    int lk = 0, rk = 0;
+    int64_t want = -1;
+    int fails = 0;
+    for (int64_t k = 0;; k += 1 + k / 8) {
+        xo_ctx ctx = {.mem_limit = 8000};
+        hs_error err = {0};
+        xo_op *l = xt_values(&ctx, &ls, lrows, 900, 64), *r = xt_values(&ctx, &rs, rrows, 900, 64);
+        xo_op *op;
+        CHECK_OK(xo_hashjoin(l, r, XO_JOIN_FULL, 1, &lk, &rk, NULL, &op, &err), &err);
+        ex_expr *res;
+        CHECK_OK(ex_parse_filter("lv < rv", xo_join_input_schema(op), &res, &err), &err);
+        CHECK_OK(xo_join_set_residual(op, res, &err), &err);
+        int64_t live = hs_mem_live_count(), n = 0;
+        hs_mem_fail_after(k);
+        hs_status st;
+        for (;;) {
+            hs_batch *b;
+            st = xo_next(op, &b, &err);
+            if (st != HS_OK || !b)
+                break;
+            n += b->n_rows;
+            hs_batch_free(b);
+        }
+        hs_mem_fail_after(0);
+        if (k == 0) {
+            hs_buf ex = {0};
+            CHECK_OK(xo_explain(op, true, &ex, &err), &err);
+            CHECK_OK(hs_buf_append_byte(&ex, 0), &err);
+            CHECK(strstr((const char *)ex.data, "spilled:") != NULL);
+            hs_buf_free(&ex);
+        }
+        xo_free(op);
+        CHECK(hs_mem_live_count() <= live);
+        CHECK(atomic_load(&ctx.mem_used) == 0);
+        CHECK(st == HS_OK || st == HS_NOMEM);
+        if (st != HS_OK && st != HS_NOMEM)
+            fprintf(stderr, "k %lld: %s\n", (long long)k, err.msg);
+        fails += st == HS_NOMEM;
+        if (k == 0) {
+            CHECK(st == HS_OK);
+            want = n;
+        } else if (st == HS_OK) {
+            CHECK(n == want);
+            break;
+        }
+    }
+    CHECK(fails > 10);
+    hs_free(lrows);
+    hs_free(rrows);
+    hs_field_clear(&ls);
+    hs_field_clear(&rs);
+    LEAK_END();
+}
+
 int main(void)
 {
     HS_RUN(test_hashjoin_random);
@@ -546,5 +696,7 @@ int main(void)
     HS_RUN(test_hashjoin_one_match);
     HS_RUN(test_nljoin);
     HS_RUN(test_join_errors);
+    HS_RUN(test_hashjoin_spill);
+    HS_RUN(test_hashjoin_spill_oom);
     return hs_test_summary();
 }
