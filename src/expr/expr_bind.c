@@ -936,8 +936,10 @@ static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
         t.unit = (uint8_t)names[i].unit;
         t.tz = names[i].tz;
         t.uuid = strcasecmp(nm, "uuid") == 0;
-        if (t.t == EX_T_DEC) {
-            int64_t p = n_mods >= 1 ? mv[0] : 18, s = n_mods >= 2 ? mv[1] : n_mods == 1 ? 0 : 3;
+        if (t.t == EX_T_DEC && n_mods == 0) {
+            t.prec = 0; /* unconstrained: bind_cast picks the scale (unconstrained_numeric) */
+        } else if (t.t == EX_T_DEC) {
+            int64_t p = mv[0], s = n_mods >= 2 ? mv[1] : 0;
             if (p < 1 || p > 38 || s < 0 || s > p)
                 return err_at(b, HS_INVALID, loc, "decimal precision must be 1..38 and scale 0..precision");
             t.prec = (int8_t)p;
@@ -1151,13 +1153,16 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
                 S = 38;
             t = dec_type(38 - S, S);
         } else if (op == '*') {
-            if (s1 + s2 > 38) {
-                t = ty(EX_T_FLOAT);
-                HS_TRY(coerce(b, &l, t));
-                HS_TRY(coerce(b, &r, t));
-            } else {
-                t = dec_type(d1 + d2, s1 + s2);
+            /* PostgreSQL's product has scale s1 + s2; where that leaves no
+             * room for the integer digits in 38, the product is rounded
+             * to the larger operand scale or what room is left, if more
+             * (expr_eval.c ev_arith) */
+            int s = s1 + s2;
+            if (s + (d1 > d2 ? d1 : d2) > 38) {
+                int m = s1 > s2 ? s1 : s2, room = 38 - (d1 > d2 ? d1 : d2);
+                s = room > m ? room : m;
             }
+            t = dec_type(d1 + d2, s);
         } else {
             int s = s1 > s2 ? s1 : s2;
             t = dec_type((d1 > d2 ? d1 : d2) + (op == '%' ? 0 : 1), s);
@@ -1714,6 +1719,94 @@ static hs_status bind_coalesce(binder *b, json_t *body, ex_node **out)
     return fold(b, out, false);
 }
 
+/* The scale of the numeric PostgreSQL reads from decimal text (numeric_in's
+ * display scale: the fraction digits less the exponent) and its integer
+ * digits; false when p is not a number. */
+static bool numeric_text_scale(const char *p, size_t n, int *scale, int *int_dig)
+{
+    size_t i = 0;
+    while (i < n && isspace((unsigned char)p[i]))
+        i++;
+    if (i < n && (p[i] == '-' || p[i] == '+'))
+        i++;
+    int before = 0, frac = 0, lead = 1;
+    bool dot = false, any = false;
+    for (; i < n && (isdigit((unsigned char)p[i]) || (p[i] == '.' && !dot)); i++) {
+        if (p[i] == '.') {
+            dot = true;
+            continue;
+        }
+        any = true;
+        if (dot)
+            frac++;
+        else if (p[i] != '0' || !lead)
+            before++, lead = 0;
+    }
+    if (!any)
+        return false;
+    long e = 0;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        char *end;
+        char tmp[16];
+        size_t k = 0;
+        for (i++; i < n && k + 1 < sizeof tmp && (isdigit((unsigned char)p[i]) || p[i] == '-' || p[i] == '+'); i++)
+            tmp[k++] = p[i];
+        tmp[k] = '\0';
+        e = strtol(tmp, &end, 10);
+        if (e > 1000 || e < -1000)
+            return false;
+    }
+    long s = frac - e, d = before + e;
+    *scale = (int)(s < 0 ? 0 : s);
+    *int_dig = (int)(d < 1 ? 1 : d);
+    return true;
+}
+
+/* The type of x::numeric without a type modifier.  PostgreSQL's
+ * unconstrained numeric keeps every value with its own display scale; a
+ * decimal128 column has one scale, so: a numeric stays as it is, an
+ * integer becomes numeric(n, 0), a constant gets exactly the scale
+ * PostgreSQL gives it (a double reads as its shortest text of 15
+ * significant digits, DBL_DIG, a real of 6), and other doubles and text
+ * columns get scale EX_NUMERIC_SCALE (so values keep every digit down to
+ * 10^-20, as quotient columns do; integer parts of 10^18 and more overflow
+ * with 22003).  bind_cast marks a cast of a double (aux = 1): its values'
+ * display scale is that of their digits without trailing zeros, which
+ * numeric division reads (expr_eval.c ev_arith).  A NULL is
+ * numeric(18,3), the column type plain `numeric` creates (docs/sql.md). */
+#define EX_NUMERIC_SCALE 20
+static void unconstrained_numeric(const ex_node *x, ex_ty *t)
+{
+    const ex_ty *xt = &x->type;
+    switch (xt->t) {
+    case EX_T_DEC: *t = *xt; return;
+    case EX_T_INT: *t = dec_type(int_digits(xt), 0); return;
+    case EX_T_NULL: *t = dec_type(15, 3); return;
+    default: break;
+    }
+    *t = dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE);
+    if (!is_const(x) || x->val.null)
+        return;
+    char buf[64];
+    const char *p = buf;
+    size_t n;
+    if (xt->t == EX_T_FLOAT) {
+        if (!isfinite(x->val.f))
+            return;
+        int w = hs_snprintf_c(buf, sizeof buf, "%.*g", xt->bits == 32 ? 6 : 15, x->val.f);
+        n = w > 0 && (size_t)w < sizeof buf ? (size_t)w : 0;
+    } else if (xt->t == EX_T_STR || xt->t == EX_T_UNKNOWN) {
+        p = (const char *)x->val.s.p;
+        n = x->val.s.n;
+    } else {
+        return;
+    }
+    int s, d;
+    if (!numeric_text_scale(p, n, &s, &d) || s > 38)
+        return;
+    *t = dec_type(d + s > 38 ? 38 - s : d, s);
+}
+
 static hs_status bind_cast(binder *b, json_t *body, ex_node **out)
 {
     int loc = loc_of(body);
@@ -1721,6 +1814,18 @@ static hs_status bind_cast(binder *b, json_t *body, ex_node **out)
     HS_TRY(bind_typename(b, json_object_get(body, "typeName"), &t));
     ex_node *x;
     HS_TRY(bind(b, json_object_get(body, "arg"), &x));
+    bool unconstrained = t.t == EX_T_DEC && t.prec == 0;
+    if (unconstrained) {
+        if (x->type.t == EX_T_DEC) {
+            *out = x; /* numeric::numeric keeps the value and its scale */
+            return HS_OK;
+        }
+        if (is_num(x->type.t) || x->type.t == EX_T_NULL || x->type.t == EX_T_STR ||
+            x->type.t == EX_T_UNKNOWN)
+            unconstrained_numeric(x, &t);
+        else
+            t = dec_type(15, 3); /* for the error message */
+    }
     if (loc < 0)
         loc = x->loc; /* DATE '...' has no location of its own */
     char b1[48], b2[48];
@@ -1734,6 +1839,7 @@ static hs_status bind_cast(binder *b, json_t *body, ex_node **out)
     if (!n)
         return nomem(b);
     n->args[0] = x;
+    n->aux = unconstrained && x->type.t == EX_T_FLOAT;
     *out = n;
     /* a typed literal (DATE 'x', 'NaN'::double) must convert now */
     return fold(b, out, x->type.t == EX_T_UNKNOWN);

@@ -1117,10 +1117,17 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
                     v = dec_down_round(v, ft->scale - sc);
                 }
             } else if (ft->t == EX_T_FLOAT) {
-                double x = a->v.f[j] * pow10_f(sc);
-                if (!isfinite(x) || fabs(x) >= 1e38)
+                /* PostgreSQL's float8_numeric: the double's text with
+                 * DBL_DIG (15) significant digits (FLT_DIG, 6, for a
+                 * real), read as a numeric, rounded to the scale */
+                double x = a->v.f[j];
+                char fb[40];
+                if (!isfinite(x))
                     goto dec_over;
-                v = (__int128)round(x);
+                int w = hs_snprintf_c(fb, sizeof fb, "%.*g", ft->bits == 32 ? 6 : 15, x);
+                if (w <= 0 || (size_t)w >= sizeof fb ||
+                    parse_dec_text((const uint8_t *)fb, (size_t)w, sc, &v) != 0)
+                    goto dec_over;
             } else if (text) {
                 int r = parse_dec_text(s->p, s->n, sc, &v);
                 if (r == 1)
@@ -1731,7 +1738,18 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             int j = sel[k];
             if (out->nul[j])
                 continue;
-            int rc = dec_div(a.v.d[j], sa, b.v.d[j], sb, sr, false, &out->v.d[j]);
+            /* a double cast to numeric without a modifier has the display
+             * scale of its shortest text (PostgreSQL's float8_numeric): its
+             * digits without trailing zeros (n->args[i]->aux, bind_cast) */
+            __int128 x = a.v.d[j], y = b.v.d[j];
+            int sx = sa, sy = sb;
+            if (n->args[0]->kind == EX_CAST && n->args[0]->aux == 1)
+                while (sx > 0 && x % 10 == 0)
+                    x /= 10, sx--;
+            if (n->args[1]->kind == EX_CAST && n->args[1]->aux == 1)
+                while (sy > 0 && y % 10 == 0)
+                    y /= 10, sy--;
+            int rc = dec_div(x, sx, y, sy, sr, false, &out->v.d[j]);
             if (rc == 1)
                 return fail(c, n, "division by zero");
             if (rc == 2)
@@ -1746,7 +1764,21 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             continue;
         __int128 x = a.v.d[j], y = b.v.d[j], r = 0;
         bool ovf = false;
-        if (op == '*') {
+        if (op == '*' && sr != sa + sb) {
+            /* the exact product's scale exceeds 38 digits (expr_bind.c
+             * bind_arith): multiply without the operands' trailing zeros,
+             * then round to the result's scale */
+            int sx = sa, sy = sb;
+            while (sx > 0 && x % 10 == 0)
+                x /= 10, sx--;
+            while (sy > 0 && y % 10 == 0)
+                y /= 10, sy--;
+            ovf = __builtin_mul_overflow(x, y, &r);
+            if (!ovf && sx + sy > sr)
+                r = dec_down_round(r, sx + sy - sr);
+            else if (!ovf)
+                ovf = !dec_up(r, sr - sx - sy, &r);
+        } else if (op == '*') {
             if (x == (int64_t)x && y == (int64_t)y)
                 r = (__int128)(int64_t)x * (int64_t)y;
             else

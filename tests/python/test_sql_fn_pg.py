@@ -182,6 +182,23 @@ CASES = [
     "to_char(f * 1000, '0.99')",
     "to_char(-n, '0.99')",
     "to_char(n, 'S999')", "to_char(n, '9.9.9')",
+    # numeric without a type modifier (PostgreSQL's unconstrained numeric:
+    # a double converts through its text of 15 significant digits)
+    "f::numeric", "(f / 7)::numeric", "round((f / 7)::numeric, 4)", "trunc((f / 7)::numeric, 3)",
+    "(f / 7)::numeric * 2", "(f / 7)::numeric + n", "(f / 7)::numeric - (f / 3)::numeric",
+    "(f / 7)::numeric > 0.357142857142857", "(f / 7)::numeric = 0.357142857142857",
+    "(f / 7)::numeric / 3", "round((f / 7)::numeric / 3, 6)", "abs(-(f / 7)::numeric)",
+    "(f / 7)::numeric(10,4)", "(f * 0.0123)::numeric(10,5)", "(f / 3)::real::numeric",
+    "i::numeric", "n::numeric", "k::text::numeric", "(k / 3.0)::text::numeric",
+    "0.1234567890123::float8::numeric", "1e-10::float8::numeric", "1.5e20::float8::numeric",
+    "'1.5e3'::numeric", "'-0.000123'::numeric", "s::numeric", "NULL::numeric",
+    "round(('[1,2]'::vector <-> ('[' || k || ',0]')::vector)::numeric, 4)",
+    "('[1,2]'::vector <-> ('[' || k || ',0]')::vector)::numeric",
+    "(SELECT sum(x::numeric) FROM (VALUES (0.1::float8), (0.2), (1e-7)) a(x))",
+    "(SELECT avg(x::numeric) FROM (VALUES (0.1::float8), (0.2), (1.0 / 3)) a(x))",
+    "(SELECT max(x::numeric) FROM (VALUES (0.1::float8), (0.25), (NULL)) a(x))",
+    "(SELECT min(x::numeric) FROM (VALUES (0.1::float8), (0.25), (NULL)) a(x))",
+    "(SELECT count(DISTINCT x::numeric) FROM (VALUES (0.1::float8), (0.1 + 1e-17), (0.2)) a(x))",
 ]
 
 # refused here (0A000) where PostgreSQL answers: docs/sql.md says which
