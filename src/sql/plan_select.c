@@ -145,6 +145,27 @@ static hs_status group_node(planner *p, const json_t *g, const json_t *tl, const
 
 static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf);
 
+/* pgvector 0.8.1 defines only avg and sum (of vector and halfvec) among the
+ * aggregates over its types, besides the polymorphic count and array_agg;
+ * anything else is PostgreSQL's 42883 "function max(vector) does not
+ * exist", reported here at bind time.  at: the argument's type (a field
+ * tagged EX_PV_META, or a list<float32|float16> column, which is a vector
+ * or halfvec). */
+static hs_status pv_agg_check(planner *p, const char *fname, const hs_field *at, int loc)
+{
+    const char *pv = at ? hs_field_get_meta(at, EX_PV_META) : NULL;
+    if (!pv && at && (at->type == HS_TYPE_LIST || at->type == HS_TYPE_FIXED_LIST) &&
+        at->n_children == 1)
+        pv = at->children[0].type == HS_TYPE_FLOAT32 ? "vector"
+             : at->children[0].type == HS_TYPE_FLOAT16 ? "halfvec" : NULL;
+    if (!pv || !fname || !strcmp(fname, "count") || !strcmp(fname, "array_agg"))
+        return HS_OK;
+    bool dense = !strcmp(pv, "vector") || !strcmp(pv, "halfvec");
+    if (dense && (!strcmp(fname, "sum") || !strcmp(fname, "avg")))
+        return HS_OK;
+    return pl_fail(p, HS_NOT_FOUND, "42883", loc, "function %s(%s) does not exist", fname, pv);
+}
+
 /* Projects cur into [group exprs, aggregate args] and aggregates it. */
 hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m,
                            int **key_of_col)
@@ -230,6 +251,8 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
                 st = pl_bind_in(&sc, json_array_get(args, 0), false, &ex[ne]);
                 names[ne] = fname;
                 ag[j].arg = ne++;
+                if (st == HS_OK)
+                    st = pv_agg_check(p, fname, ex_type(ex[ag[j].arg]), loc);
             }
             if (st == HS_OK && fn == XO_AGG_STRING_AGG) {
                 json_t *sepn = json_array_get(args, 1), *cb;
@@ -922,6 +945,8 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
             }
             if (needs_arg)
                 st = pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
+            if (st == HS_OK && needs_arg && w->fn >= XO_WIN_COUNT && w->fn <= XO_WIN_MAX)
+                st = pv_agg_check(p, fname, &cur->op->schema.children[w->arg], sq_loc(fc));
             if (st == HS_OK && (w->fn == XO_WIN_NTILE || w->fn == XO_WIN_NTH_VALUE)) {
                 int64_t nb;
                 bool null;
