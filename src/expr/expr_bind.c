@@ -1962,6 +1962,13 @@ static hs_status want_dec(binder *b, ex_node **np, const char *fn)
     return HS_OK;
 }
 
+static bool is_list_col(const ex_node *x)
+{
+    return x->kind == EX_COL && x->type.t == EX_T_OTHER && x->field &&
+           (x->field->type == HS_TYPE_LIST || x->field->type == HS_TYPE_FIXED_LIST) &&
+           x->field->n_children == 1;
+}
+
 static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc,
                                 ex_node **out)
 {
@@ -2146,6 +2153,18 @@ static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a,
             return err_at(b, HS_UNSUPPORTED, loc, "to_char of timestamptz is not supported (cast to timestamp: UTC)");
         HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
         break;
+    case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH:
+        if (!is_list_col(a[0]) && (a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t)))
+            return err_at(b, HS_UNSUPPORTED, a[0]->loc, "function %s of %s is not supported", fn,
+                          a[0]->type.t == EX_T_OTHER ? "this expression" : tname(&a[0]->type, b1));
+        if (!is_list_col(a[0]))
+            return err_at(b, HS_NOT_FOUND, a[0]->loc, "function %s(%s) does not exist", fn,
+                          tname(&a[0]->type, b1));
+        if (n == 2)
+            HS_TRY(want_int(b, &a[1], fn));
+        rt = ty(EX_T_INT);
+        rt.bits = 32;
+        break;
     default:
         return err_at(b, HS_INTERNAL, loc, "function %s is not supported", fn);
     }
@@ -2227,7 +2246,8 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         {"initcap", EX_FN_INITCAP, 1, 1}, {"make_date", EX_FN_MAKE_DATE, 3, 3},
         {"regexp_like", EX_FN_REGEX, 2, 3}, {"regexp_replace", EX_FN_REGEXP_REPLACE, 3, 4},
         {"regexp_count", EX_FN_REGEXP_COUNT, 2, 4}, {"regexp_substr", EX_FN_REGEXP_SUBSTR, 2, 2},
-        {"to_char", EX_FN_TO_CHAR, 2, 2},
+        {"to_char", EX_FN_TO_CHAR, 2, 2}, {"cardinality", EX_FN_CARDINALITY, 1, 1},
+        {"array_length", EX_FN_ARRAY_LENGTH, 2, 2},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)
@@ -2385,12 +2405,150 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
     return fold(b, out, false);
 }
 
+/* ---- struct fields and array elements ---- */
+
+/* The COL node of field `name` of the struct column x (PostgreSQL's (x).name).
+ * In SQL (a scope) the struct is a top-level column found by field id and
+ * the field is found below it by name (sub); elsewhere a child with a field
+ * id is found by that id, else by its path of names. */
+static hs_status struct_field(binder *b, const ex_node *x, const hs_field *f, int loc, ex_node **out)
+{
+    ex_node *c = mk(b, EX_COL, type_of_field(f), loc, 0);
+    const char **path = hs_arena_calloc(&b->e->arena, (size_t)x->path_len + 1, sizeof *path);
+    size_t ln = strlen(x->name), lf = strlen(f->name);
+    char *nm = hs_arena_alloc(&b->e->arena, ln + lf + 2);
+    if (!c || !path || !nm)
+        return nomem(b);
+    memcpy(path, x->path, (size_t)x->path_len * sizeof *path);
+    path[x->path_len] = f->name;
+    memcpy(nm, x->name, ln);
+    nm[ln] = '.';
+    memcpy(nm + ln + 1, f->name, lf + 1);
+    c->field = f;
+    c->name = nm;
+    c->path = path;
+    c->path_len = x->path_len + 1;
+    if (b->scope) {
+        c->field_id = x->field_id;
+        c->sub = x->sub + 1;
+    } else {
+        c->field_id = x->field_id >= 0 && f->field_id >= 0 ? f->field_id : -1;
+    }
+    c->slot = b->e->n_slots++;
+    *out = c;
+    return HS_OK;
+}
+
+/* x[i]: the element of a list column (subscripts of other expressions and
+ * slices are 0A000; lists of lists and of structs too). */
+static hs_status bind_subscript(binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
+{
+    char b1[48];
+    if (json_is_true(json_object_get(ind, "is_slice")))
+        return err_at(b, HS_UNSUPPORTED, loc, "array slices are not supported");
+    if (x->kind != EX_COL || x->type.t != EX_T_OTHER || !x->field ||
+        (x->field->type != HS_TYPE_LIST && x->field->type != HS_TYPE_FIXED_LIST)) {
+        if (x->type.t == EX_T_OTHER || ex_is_pvx(x->type.t))
+            return err_at(b, HS_UNSUPPORTED, loc, "subscripts of %s are not supported",
+                          ex_is_pvx(x->type.t) ? tname(&x->type, b1) : "this expression");
+        return err_at(b, HS_INVALID, loc, "cannot subscript type %s because it does not support subscripting",
+                      tname(&x->type, b1));
+    }
+    const hs_field *ef = &x->field->children[0];
+    ex_ty et = type_of_field(ef);
+    if (et.t == EX_T_OTHER || ex_is_pvx(et.t))
+        return err_at(b, HS_UNSUPPORTED, loc, "subscripts of arrays of nested values are not supported");
+    ex_node *i;
+    HS_TRY(bind(b, json_object_get(ind, "uidx"), &i));
+    if (i->type.t == EX_T_UNKNOWN || i->type.t == EX_T_NULL)
+        HS_TRY(cast_to(b, &i, ty(EX_T_INT), true));
+    if (i->type.t != EX_T_INT)
+        return err_at(b, HS_INVALID, i->loc, "array subscript must have type integer");
+    ex_node *n = mk(b, EX_FUNC, et, loc, 2);
+    if (!n)
+        return nomem(b);
+    n->op = EX_FN_ARR_ELEM;
+    n->args[0] = x;
+    n->args[1] = i;
+    *out = n;
+    return HS_OK;
+}
+
+static hs_status bind_indirection(binder *b, json_t *body, ex_node **out)
+{
+    int loc = loc_of(body);
+    ex_node *x;
+    HS_TRY(bind(b, json_object_get(body, "arg"), &x));
+    json_t *ind = json_object_get(body, "indirection");
+    for (size_t k = 0; k < json_array_size(ind); k++) {
+        const char *kind;
+        json_t *nb;
+        if (!node_of(json_array_get(ind, k), &kind, &nb))
+            return err_at(b, HS_INTERNAL, loc, "malformed indirection");
+        int at = loc_of(nb) >= 0 ? loc_of(nb) : x->loc;
+        if (!strcmp(kind, "A_Indices")) {
+            HS_TRY(bind_subscript(b, x, nb, at, &x));
+            continue;
+        }
+        size_t len;
+        const char *name = string_node(json_array_get(ind, k), &len);
+        if (!name)
+            return err_at(b, HS_UNSUPPORTED, at, "'*' field selection is not supported");
+        if (x->kind != EX_COL || !x->field || x->field->type != HS_TYPE_STRUCT) {
+            char b1[48];
+            return err_at(b, HS_INVALID, at, "column notation .%s applied to type %s, which is not a composite type",
+                          name, tname(&x->type, b1));
+        }
+        const hs_field *f = NULL;
+        for (int i = 0; i < x->field->n_children && !f; i++)
+            if (x->field->children[i].name && !strcmp(x->field->children[i].name, name))
+                f = &x->field->children[i];
+        for (int i = 0; i < x->field->n_children && !f; i++)
+            if (x->field->children[i].name && !strcasecmp(x->field->children[i].name, name))
+                f = &x->field->children[i];
+        if (!f)
+            return err_at(b, HS_NOT_FOUND, at, "could not identify column \"%s\" in record data type", name);
+        HS_TRY(struct_field(b, x, f, x->loc, &x));
+    }
+    *out = x;
+    return HS_OK;
+}
+
+/* In SQL, `s IS NULL` of a struct s is PostgreSQL's row test: true when
+ * every field is null (s itself null included), and `s IS NOT NULL` when
+ * every field is not null.  NULL when s is not a struct column with fields. */
+static hs_status row_nulltest(binder *b, ex_node *x, bool not_null, int loc, ex_node **out)
+{
+    *out = NULL;
+    if (!b->scope || x->kind != EX_COL || !x->field || x->field->type != HS_TYPE_STRUCT ||
+        x->field->n_children < 1)
+        return HS_OK;
+    int nf = x->field->n_children;
+    ex_node *all = mk(b, EX_AND, ty(EX_T_BOOL), loc, nf);
+    if (!all)
+        return nomem(b);
+    for (int i = 0; i < nf; i++) {
+        ex_node *c, *t = mk(b, EX_IS_NULL, ty(EX_T_BOOL), loc, 1);
+        if (!t)
+            return nomem(b);
+        HS_TRY(struct_field(b, x, &x->field->children[i], x->loc, &c));
+        t->args[0] = c;
+        t->neg = not_null;
+        all->args[i] = t;
+    }
+    *out = nf == 1 ? all->args[0] : all;
+    return HS_OK;
+}
+
 static hs_status bind_nulltest(binder *b, json_t *body, ex_node **out)
 {
     int loc = loc_of(body);
     ex_node *x;
     HS_TRY(bind(b, json_object_get(body, "arg"), &x));
     const char *t = jstr(body, "nulltesttype");
+    HS_TRY(row_nulltest(b, x, t && !strcmp(t, "IS_NOT_NULL"), loc, out));
+    if (*out)
+        return HS_OK;
     ex_node *n = mk(b, EX_IS_NULL, ty(EX_T_BOOL), loc, 1);
     if (!n)
         return nomem(b);
@@ -2428,7 +2586,7 @@ static const char *unsupported_name(const char *k)
 {
     static const struct { const char *node, *what; } t[] = {
         {"SubLink", "subqueries"}, {"ParamRef", "parameters ($n)"},
-        {"A_Indirection", "subscripts and field selection"}, {"RowExpr", "row constructors"},
+        {"RowExpr", "row constructors"},
         {"CollateClause", "COLLATE"}, {"A_ArrayExpr", "ARRAY constructors"},
         {"SQLValueFunction", "CURRENT_DATE and similar functions"},
         {"MinMaxExpr", "GREATEST and LEAST"}, {"GroupingFunc", "GROUPING"},
@@ -2481,6 +2639,8 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
         st = bind_coalesce(b, body, out);
     else if (!strcmp(k, "A_ArrayExpr"))
         st = bind_pv_array(b, body, out);
+    else if (!strcmp(k, "A_Indirection"))
+        st = bind_indirection(b, body, out);
     else {
         const char *what = unsupported_name(k);
         int loc = loc_of(body);

@@ -523,14 +523,72 @@ static bool unit_convert(int64_t v, int from, int to, int64_t *out)
 static hs_status pv_read_col(ectx *c, const ex_node *n, const hs_column *col, const selidx *sel,
                              int ns, ex_vec *out);
 
+/* A field of a struct column in SQL (n->sub > 0): the top-level column of
+ * field id n->field_id, then the last n->sub names of n->path below it. */
+static bool find_sub(const hs_batch *b, const ex_node *n, pr_col_ref *r)
+{
+    memset(r, 0, sizeof *r);
+    int top = -1;
+    for (int i = 0; i < b->n_cols && i < b->schema.n_children && top < 0; i++)
+        if (b->schema.children[i].field_id == n->field_id)
+            top = i;
+    if (top < 0 || n->sub >= 8 || n->sub >= n->path_len)
+        return false;
+    const hs_field *f = &b->schema.children[top];
+    const hs_column *col = b->cols[top];
+    for (int d = n->path_len - n->sub; d < n->path_len; d++) {
+        int hit = -1;
+        for (int i = 0; i < f->n_children && hit < 0; i++)
+            if (f->children[i].name && strcmp(f->children[i].name, n->path[d]) == 0)
+                hit = i;
+        if (hit < 0 || f->type != HS_TYPE_STRUCT || !col || hit >= col->n_children)
+            return false;
+        r->parents[r->n_parents++] = col;
+        col = col->children[hit];
+        f = &f->children[hit];
+    }
+    r->col = col;
+    r->field = f;
+    return col != NULL;
+}
+
+static bool find_col(const hs_batch *b, const ex_node *n, pr_col_ref *r)
+{
+    if (n->sub > 0)
+        return find_sub(b, n, r);
+    return n->field_id >= 0 ? pr_batch_find_id(b, n->field_id, r) : find_by_path(b, n, r);
+}
+
+/* The column of COL node n in the chunk's batch (cached), NULL when absent. */
+static hs_status col_ref(ectx *c, const ex_node *n, const pr_col_ref **out)
+{
+    col_cache *cc = &c->cols[n->slot];
+    *out = NULL;
+    if (c->b && !cc->looked) {
+        cc->looked = true;
+        cc->found = find_col(c->b, n, &cc->ref);
+        if (cc->found) {
+            const pr_col_ref *r = &cc->ref;
+            if (r->col->length < c->b->n_rows)
+                return fail(c, n, "column \"%s\" has %lld rows in a batch of %lld", n->name,
+                            (long long)r->col->length, (long long)c->b->n_rows);
+            for (int k = 0; k < r->n_parents; k++)
+                if (r->parents[k]->length < c->b->n_rows)
+                    return fail(c, n, "column \"%s\": its struct is shorter than the batch", n->name);
+        }
+    }
+    if (c->b && cc->found)
+        *out = &cc->ref;
+    return HS_OK;
+}
+
 static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     HS_TRY(vec_new(c, n->type.t, out));
     col_cache *cc = &c->cols[n->slot];
     if (c->b && !cc->looked) {
         cc->looked = true;
-        cc->found = n->field_id >= 0 ? pr_batch_find_id(c->b, n->field_id, &cc->ref)
-                                     : find_by_path(c->b, n, &cc->ref);
+        cc->found = find_col(c->b, n, &cc->ref);
         if (cc->found) {
             const pr_col_ref *r = &cc->ref;
             if (r->col->length < c->b->n_rows)
@@ -2237,10 +2295,90 @@ static hs_status to_char_num(ectx *c, const ex_node *n, const ex_ty *t, const ex
     return st == HS_NOMEM ? hs_err_nomem(c->err, fmt->n) : st;
 }
 
+/* Element i of a list's child column ch (field ef, of expression type t)
+ * into row j of out; false when the element is null. */
+static bool read_elem(const hs_column *ch, const ex_ty *t, int64_t i, ex_vec *out, int j)
+{
+    if (!hs_col_is_valid(ch, i))
+        return false;
+    const uint8_t *d = ch->values.data;
+    switch (ch->type) {
+    case HS_TYPE_BOOL: out->v.b[j] = hs_bit_get(d, i); return true;
+    case HS_TYPE_INT8: out->v.i[j] = ((const int8_t *)d)[i]; return true;
+    case HS_TYPE_INT16: out->v.i[j] = ((const int16_t *)d)[i]; return true;
+    case HS_TYPE_INT32: out->v.i[j] = ((const int32_t *)d)[i]; return true;
+    case HS_TYPE_INT64: case HS_TYPE_UINT64: out->v.i[j] = ((const int64_t *)d)[i]; return true;
+    case HS_TYPE_UINT8: out->v.i[j] = d[i]; return true;
+    case HS_TYPE_UINT16: out->v.i[j] = ((const uint16_t *)d)[i]; return true;
+    case HS_TYPE_UINT32: out->v.i[j] = ((const uint32_t *)d)[i]; return true;
+    case HS_TYPE_FLOAT16: out->v.f[j] = hs_half_to_float(((const uint16_t *)d)[i]); return true;
+    case HS_TYPE_FLOAT32: out->v.f[j] = ((const float *)d)[i]; return true;
+    case HS_TYPE_FLOAT64: out->v.f[j] = ((const double *)d)[i]; return true;
+    case HS_TYPE_DECIMAL128: memcpy(&out->v.d[j], d + 16 * i, 16); return true;
+    case HS_TYPE_DATE32: case HS_TYPE_TIME32: out->v.i[j] = ((const int32_t *)d)[i]; return true;
+    case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP: out->v.i[j] = ((const int64_t *)d)[i]; return true;
+    case HS_TYPE_STRING: case HS_TYPE_BINARY: {
+        const int32_t *o = HS_COL_OFFSETS(ch);
+        out->v.s[j].p = d + o[i];
+        out->v.s[j].n = (size_t)(o[i + 1] - o[i]);
+        return true;
+    }
+    case HS_TYPE_FIXED_BINARY:
+        out->v.s[j].p = d + (size_t)ch->width * (size_t)i;
+        out->v.s[j].n = (size_t)ch->width;
+        return true;
+    default:
+        (void)t;
+        return false;
+    }
+}
+
+/* a[i], cardinality(a), array_length(a, dim) of a list column (args[0]):
+ * PostgreSQL's one-dimensional arrays with lower bound 1. */
+static hs_status ev_array_fn(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_fn fn = (ex_fn)n->op;
+    ex_vec ix = {0};
+    if (n->n_args > 1)
+        HS_TRY(ev(c, n->args[1], sel, ns, &ix));
+    const pr_col_ref *r;
+    HS_TRY(col_ref(c, n->args[0], &r));
+    const hs_column *col = r ? r->col : NULL;
+    bool fixed = col && col->type == HS_TYPE_FIXED_LIST;
+    if (col && ((col->type != HS_TYPE_LIST && !fixed) || col->n_children != 1 || !col->children[0]))
+        return fail(c, n, "column \"%s\" is %s in the batch, not a list", n->args[0]->name,
+                    hs_type_name(col->type));
+    const hs_column *ch = col ? col->children[0] : NULL;
+    const int32_t *o = col && !fixed ? HS_COL_OFFSETS(col) : NULL;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        int64_t row = c->base + j;
+        out->nul[j] = 1;
+        if (!col || !pr_ref_valid(r, row) || (n->n_args > 1 && ix.nul[j]))
+            continue;
+        int64_t start = fixed ? row * col->width : o[row];
+        int64_t len = fixed ? col->width : o[row + 1] - o[row];
+        if (fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH) {
+            if (fn == EX_FN_ARRAY_LENGTH && (len == 0 || ix.v.i[j] != 1))
+                continue; /* PostgreSQL: an empty array has no dimensions */
+            out->nul[j] = 0;
+            out->v.i[j] = len;
+            continue;
+        }
+        int64_t i = ix.v.i[j];
+        if (i < 1 || i > len || start + i - 1 >= ch->length)
+            continue;
+        out->nul[j] = !read_elem(ch, &n->type, start + i - 1, out, j);
+    }
+    return HS_OK;
+}
+
 static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     ex_fn fn = (ex_fn)n->op;
     HS_TRY(vec_new(c, n->type.t, out));
+    if (fn == EX_FN_ARR_ELEM || fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH)
+        return ev_array_fn(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT_WS) {
         ex_vec sep;
         HS_TRY(ev(c, n->args[0], sel, ns, &sep));
@@ -3031,7 +3169,7 @@ const hs_column *ex_passthrough(const ex_expr *e, const hs_batch *b)
         || n->type.t == EX_T_NULL)
         return NULL;
     pr_col_ref r;
-    bool found = n->field_id >= 0 ? pr_batch_find_id(b, n->field_id, &r) : find_by_path(b, n, &r);
+    bool found = find_col(b, n, &r);
     if (!found || r.n_parents > 0 || !r.col || !r.field || r.col->length < b->n_rows)
         return NULL;
     const hs_field *f = r.field, *t = &e->type_field;

@@ -152,6 +152,11 @@ typedef enum ex_fn {
     EX_FN_REGEX,         /* s ~ p: neg (!~), ci (~*); regexp_like */
     EX_FN_REGEXP_REPLACE, EX_FN_REGEXP_COUNT, EX_FN_REGEXP_SUBSTR,
     EX_FN_TO_CHAR,       /* to_char(timestamp|date|number, fmt) */
+    /* arrays (list columns) of expr_bind.c bind_indirection: args[0] is a
+     * COL node of a list field */
+    EX_FN_ARR_ELEM,      /* a[i] (1-based; NULL outside the array) */
+    EX_FN_CARDINALITY,   /* cardinality(a): elements (0 when empty) */
+    EX_FN_ARRAY_LENGTH,  /* array_length(a, 1): elements (NULL when empty) */
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
     EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
@@ -250,6 +255,9 @@ struct ex_node {
     const char *name;     /* COL: dotted name as resolved (arena) */
     const char **path;    /* COL: the field names from the schema root (arena), */
     int path_len;         /*      used to find the column when field_id < 0 */
+    int sub;              /* COL: > 0 for a field of a struct column (s).f in SQL: the
+                           * top-level column is found by field_id, then the last
+                           * `sub` names of path below it */
     int slot;             /* COL: index into the evaluation's column cache */
     ex_like *pat;         /* LIKE with a constant pattern */
     ex_inset *set;        /* IN with constant items */
