@@ -371,7 +371,7 @@ static double dec_to_double(__int128 d, int scale)
         return (double)d / pow10_f(scale);
     char buf[64];
     fmt_dec(d, scale, buf);
-    return strtod(buf, NULL);
+    return hs_strtod(buf, NULL);
 }
 
 /* NaN equals NaN and sorts above everything (PostgreSQL, DuckDB). */
@@ -2240,9 +2240,9 @@ static hs_status to_char_num(ectx *c, const ex_node *n, const ex_ty *t, const ex
             return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
                              "to_char of NaN or infinity is not supported");
         char tmp[520];
-        int pre = snprintf(tmp, sizeof tmp, "%.0f", fabs(x));
+        int pre = hs_snprintf_c(tmp, sizeof tmp, "%.0f", fabs(x));
         float_post = pre >= 15 ? 0 : nf < 15 - pre ? nf : 15 - pre;
-        snprintf(tmp, sizeof tmp, "%.*f", float_post, x);
+        hs_snprintf_c(tmp, sizeof tmp, "%.*f", float_post, x);
         const char *q = tmp;
         if (*q == '-') {
             neg = true;
