@@ -118,6 +118,10 @@ typedef struct ex_scope {
     int (*column)(void *ctx, const char *const *names, int n);
     hs_status (*node)(void *ctx, const struct json_t *node, int *col, hs_error *err);
     void *ctx;
+    /* the expression may be a bare nested column (list, struct, map): the
+     * argument of count or array_agg, which pass it through; otherwise
+     * such a result is 0A000 "expressions cannot return nested columns" */
+    bool nested_ok;
 } ex_scope;
 HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
                                    const ex_scope *scope, bool filter, ex_expr **out,

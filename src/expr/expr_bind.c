@@ -2749,7 +2749,10 @@ hs_status ex_bind_json(const struct json_t *node, const char *text, const ex_sco
                            "WHERE", tname(&e->root->type, b1));
         }
     }
-    if (st == HS_OK && e->root->type.t == EX_T_OTHER)
+    /* a nested column itself (count(s) of a struct) is passed through;
+     * expressions cannot compute nested values */
+    if (st == HS_OK && e->root->type.t == EX_T_OTHER &&
+        (!scope->nested_ok || e->root->kind != EX_COL || e->root->sub > 0 || !e->root->field))
         st = ex_err_at(err, HS_UNSUPPORTED, e->text, e->root->loc,
                        "expressions cannot return nested columns");
     if (st == HS_OK)
@@ -3258,6 +3261,17 @@ static hs_status make_root_type(ex_expr *e, hs_error *err)
     ex_ty t = e->root->type;
     if (t.t == EX_T_UNKNOWN)
         t.t = EX_T_STR;
+    if (t.t == EX_T_OTHER && e->root->kind == EX_COL && e->root->field) {
+        /* a nested column, passed through (ex_eval) */
+        char *nm = hs_strdup("");
+        if (!nm || hs_field_copy(e->root->field, &e->type_field) != HS_OK) {
+            hs_free(nm);
+            return hs_err_nomem(err, 0);
+        }
+        hs_free(e->type_field.name);
+        e->type_field.name = nm;
+        return HS_OK;
+    }
     hs_status st = ex_type_to_field(&t, "", &e->type_field);
     if (st != HS_OK)
         return hs_err_nomem(err, 0);

@@ -3189,6 +3189,19 @@ hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error
     *out = NULL;
     int64_t n = b->n_rows;
     hs_column *col = NULL;
+    if (e->root->type.t == EX_T_OTHER && e->root->kind == EX_COL) {
+        /* a nested column (expr_bind.c ex_bind_json): a copy of its rows */
+        pr_col_ref r;
+        if (find_col(b, e->root, &r) && r.n_parents == 0 && r.col && r.col->length >= n)
+            return hs_col_slice(r.col, 0, n, out, err);
+        HS_TRY(hs_col_create(&e->type_field, n > 0 ? n : 1, &col, err));
+        if (hs_col_append_nulls(col, n) != HS_OK) {
+            hs_col_free(col);
+            return hs_err_nomem(err, 0);
+        }
+        *out = col;
+        return HS_OK;
+    }
     HS_TRY(hs_col_create(&e->type_field, n > 0 ? n : 1, &col, err));
     hs_arena arena = {0};
     col_cache *cols;

@@ -33,6 +33,16 @@ static const char *figure_name(const json_t *j, int depth)
         json_t *names = pl_jget(pl_jget(b, "typeName"), "names");
         return sq_str(json_array_get(names, json_array_size(names) - 1));
     }
+    if (!strcmp(k, "A_Indirection")) {
+        /* (s).f is named f, a[i] after a (PostgreSQL's FigureColname) */
+        json_t *ind = pl_jget(b, "indirection");
+        for (size_t i = json_array_size(ind); i-- > 0;) {
+            const char *f = sq_str(json_array_get(ind, i));
+            if (f)
+                return f;
+        }
+        return figure_name(pl_jget(b, "arg"), depth + 1);
+    }
     if (!strcmp(k, "CaseExpr"))
         return "case";
     if (!strcmp(k, "CoalesceExpr"))
@@ -248,7 +258,10 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
                           fname, json_array_size(args));
             ag[j].fn = fn;
             if (st == HS_OK) {
+                /* count and array_agg take nested columns as they are */
+                sc.nested_ok = fn == XO_AGG_COUNT || fn == XO_AGG_ARRAY_AGG;
                 st = pl_bind_in(&sc, json_array_get(args, 0), false, &ex[ne]);
+                sc.nested_ok = false;
                 names[ne] = fname;
                 ag[j].arg = ne++;
                 if (st == HS_OK)
