@@ -343,6 +343,8 @@ static bool castable(const ex_ty *from, const ex_ty *to)
         return true;
     if (f == EX_T_BIN && t == EX_T_STR)
         return true;
+    if (t == EX_T_INTERVAL)
+        return f == EX_T_INTERVAL || f == EX_T_STR || f == EX_T_UNKNOWN || f == EX_T_NULL;
     return false;
 }
 
@@ -415,6 +417,7 @@ static ex_cmode cmode_of(const ex_ty *t)
     case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return EX_CM_BYTES;
     case EX_T_BOOL: return EX_CM_BOOL;
     case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: return EX_CM_PV;
+    case EX_T_INTERVAL: return EX_CM_IV;
     default: return EX_CM_I64;
     }
 }
@@ -948,8 +951,14 @@ static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
         *out = t;
         return HS_OK;
     }
-    if (strcasecmp(nm, "interval") == 0)
-        return err_at(b, HS_UNSUPPORTED, loc, "INTERVAL is not supported");
+    if (strcasecmp(nm, "interval") == 0) {
+        ex_ty t = ty(EX_T_INTERVAL);
+        /* interval 'n' day: the field qualifier (a mask; a second modifier
+         * is the seconds' precision) */
+        t.dim = n_mods >= 1 && mv[0] != 0x7FFF ? (int32_t)mv[0] : 0;
+        *out = t;
+        return HS_OK;
+    }
     return err_at(b, HS_UNSUPPORTED, loc, "unsupported type \"%s\"", nm);
 }
 
@@ -1081,6 +1090,41 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
         HS_TRY(cast_to(b, &r, a->t == EX_T_DATE ? ty(EX_T_INT) : *a, false));
         c = &r->type;
     }
+    /* intervals (expr_interval.c): date/timestamp +- interval is a
+     * timestamp (of a date: without time zone), interval +- interval an
+     * interval, timestamp - timestamp an interval */
+    bool dt_a = a->t == EX_T_DATE || a->t == EX_T_TS, dt_c = c->t == EX_T_DATE || c->t == EX_T_TS;
+    if (a->t == EX_T_INTERVAL || c->t == EX_T_INTERVAL ||
+        (op == '-' && dt_a && dt_c && (a->t == EX_T_TS || c->t == EX_T_TS))) {
+        if (op == '+' && a->t == EX_T_INTERVAL && dt_c) {
+            ex_node *tmp = l;
+            l = r;
+            r = tmp;
+            a = &l->type;
+            c = &r->type;
+            dt_a = true;
+        }
+        if ((op == '+' || op == '-') && dt_a && c->t == EX_T_INTERVAL) {
+            if (a->t == EX_T_DATE)
+                HS_TRY(cast_to(b, &l, ty(EX_T_TS), false));
+            t = l->type;
+            goto build;
+        }
+        if ((op == '+' || op == '-') && a->t == EX_T_INTERVAL && c->t == EX_T_INTERVAL) {
+            t = ty(EX_T_INTERVAL);
+            goto build;
+        }
+        if (op == '-' && dt_a && dt_c && common_type(a, c, &t)) {
+            HS_TRY(cast_to(b, &l, t, false));
+            HS_TRY(cast_to(b, &r, t, false));
+            t = ty(EX_T_INTERVAL);
+            goto build;
+        }
+        if (a->t == EX_T_INTERVAL && is_num(c->t) && (op == '*' || op == '/'))
+            return err_at(b, HS_UNSUPPORTED, loc, "interval %s number is not supported", opname);
+        return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", tname(a, b1), opname,
+                      tname(c, b2));
+    }
     /* dates */
     if (a->t == EX_T_DATE || c->t == EX_T_DATE) {
         if (op == '+' && a->t == EX_T_INT && c->t == EX_T_DATE) {
@@ -1183,7 +1227,7 @@ static hs_status bind_neg(binder *b, ex_node *x, int loc, ex_node **out)
 {
     if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL)
         HS_TRY(cast_to(b, &x, ty(EX_T_INT), x->type.t == EX_T_UNKNOWN));
-    if (!is_num(x->type.t)) {
+    if (!is_num(x->type.t) && x->type.t != EX_T_INTERVAL) {
         char b1[48];
         return err_at(b, HS_INVALID, loc, "operator does not exist: - %s", tname(&x->type, b1));
     }
@@ -2377,8 +2421,14 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         if (f == EX_FN_DATE_TRUNC && x->type.t == EX_T_DATE)
             HS_TRY(cast_to(b, &x, ty(EX_T_TS), false));
         ex_t xt = x->type.t;
-        bool ok = f == EX_FN_DATE_PART ? (xt == EX_T_DATE || xt == EX_T_TS || xt == EX_T_TIME)
+        bool ok = f == EX_FN_DATE_PART ? (xt == EX_T_DATE || xt == EX_T_TS || xt == EX_T_TIME ||
+                                          xt == EX_T_INTERVAL)
                                        : xt == EX_T_TS;
+        if (xt == EX_T_INTERVAL && df != EX_DF_EPOCH && df != EX_DF_YEAR && df != EX_DF_QUARTER &&
+            df != EX_DF_MONTH && df != EX_DF_DAY && df != EX_DF_HOUR && df != EX_DF_MINUTE &&
+            df != EX_DF_SECOND && df != EX_DF_MILLISECOND && df != EX_DF_MICROSECOND)
+            return err_at(b, HS_INVALID, fld->loc, "unit \"%.*s\" not supported for type interval",
+                          (int)(fld->val.s.n > 40 ? 40 : fld->val.s.n), (const char *)fld->val.s.p);
         if (!ok)
             return err_at(b, HS_INVALID, x->loc, "function %s does not take %s", fn, tname(&x->type, b1));
         if (f == EX_FN_DATE_TRUNC && (df == EX_DF_DOW || df == EX_DF_DOY || df == EX_DF_EPOCH ||

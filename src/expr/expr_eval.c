@@ -75,6 +75,7 @@ const char *ex_type_name(const ex_ty *t, char *buf, size_t n)
                                            : (t->tz ? " with time zone" : ""));
         return buf;
     case EX_T_TIME: return "time";
+    case EX_T_INTERVAL: return "interval";
     case EX_T_OTHER: return "nested";
     case EX_T_VEC: return "vector";
     case EX_T_HALFVEC: return "halfvec";
@@ -142,6 +143,7 @@ hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
     case EX_T_FLOAT: ht = t->bits == 32 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64; break;
     case EX_T_DEC: ht = HS_TYPE_DECIMAL128; break;
     case EX_T_UNKNOWN: case EX_T_STR: ht = HS_TYPE_STRING; break;
+    case EX_T_INTERVAL: ht = HS_TYPE_STRING; break; /* its text: docs/sql.md */
     case EX_T_BIN: ht = t->uuid ? HS_TYPE_FIXED_BINARY : HS_TYPE_BINARY; break;
     case EX_T_DATE: ht = HS_TYPE_DATE32; break;
     case EX_T_TS: ht = HS_TYPE_TIMESTAMP; break;
@@ -206,7 +208,7 @@ static size_t elem_size(ex_t t)
 {
     switch (t) {
     case EX_T_INT: case EX_T_FLOAT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: return 8;
-    case EX_T_DEC: return 16;
+    case EX_T_DEC: case EX_T_INTERVAL: return 16;
     case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return sizeof(ex_str);
     case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY: return sizeof(ex_str);
     default: return 1;
@@ -435,6 +437,11 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
     case EX_CM_DEC: return dec_cmp(a->v.d[j], ta->scale, b->v.d[k], tb->scale);
     case EX_CM_BYTES: return cmp_bytes(&a->v.s[j], &b->v.s[k]);
     case EX_CM_BOOL: return a->v.b[j] < b->v.b[k] ? -1 : a->v.b[j] > b->v.b[k];
+    case EX_CM_IV: {
+        __int128 x = ex_interval_span(ex_iv_unpack(a->v.d[j]));
+        __int128 y = ex_interval_span(ex_iv_unpack(b->v.d[k]));
+        return x < y ? -1 : x > y;
+    }
     case EX_CM_PV: {
         pv_val x = {a->v.s[j].p, a->v.s[j].n}, y = {b->v.s[k].p, b->v.s[k].n};
         (void)tb;
@@ -954,6 +961,9 @@ static hs_status to_text(ectx *c, const ex_ty *t, const ex_vec *a, int j, ex_str
     case EX_T_DEC:
         n = fmt_dec(a->v.d[j], t->scale, buf);
         break;
+    case EX_T_INTERVAL:
+        n = (int)ex_interval_format(ex_iv_unpack(a->v.d[j]), buf, sizeof buf);
+        break;
     case EX_T_DATE:
         n = fmt_date(a->v.i[j], buf);
         break;
@@ -1211,6 +1221,20 @@ dec_over:
         case EX_T_STR: case EX_T_UNKNOWN:
             HS_TRY(to_text(c, ft, a, j, &out->v.s[j]));
             break;
+        case EX_T_INTERVAL: {
+            ex_interval iv;
+            if (ft->t == EX_T_INTERVAL) {
+                out->v.d[j] = a->v.d[j];
+            } else if (text) {
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv))
+                    return fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
+                                (const char *)s->p);
+                out->v.d[j] = ex_iv_pack(iv);
+            } else {
+                goto bad;
+            }
+            break;
+        }
         case EX_T_BIN:
             if (ft->t == EX_T_BIN && (!tt->uuid || ft->uuid || a->v.s[j].n == 16)) {
                 out->v.s[j] = a->v.s[j];
@@ -1317,7 +1341,7 @@ static hs_status ev_const(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         case EX_T_BOOL: out->v.b[j] = (uint8_t)v->i; break;
         case EX_T_INT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: out->v.i[j] = v->i; break;
         case EX_T_FLOAT: out->v.f[j] = v->f; break;
-        case EX_T_DEC: out->v.d[j] = v->d; break;
+        case EX_T_DEC: case EX_T_INTERVAL: out->v.d[j] = v->d; break;
         case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: out->v.s[j] = v->s; break;
         case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY: out->v.s[j] = v->s; break;
         default: break;
@@ -1717,6 +1741,32 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         }
         return HS_OK;
     }
+    if (tb->t == EX_T_INTERVAL || rt == EX_T_INTERVAL) {
+        /* timestamp +- interval, interval +- interval, timestamp - timestamp
+         * (expr_interval.c) */
+        int sign = op == '-' ? -1 : 1;
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            if (out->nul[j])
+                continue;
+            ex_interval r;
+            if (ta->t == EX_T_TS && tb->t == EX_T_INTERVAL) {
+                if (!ex_ts_add_interval(a.v.i[j], ta->unit, ex_iv_unpack(b.v.d[j]), sign, &out->v.i[j]))
+                    return fail(c, n, "timestamp out of range");
+                continue;
+            }
+            if (ta->t == EX_T_TS) {
+                int64_t d;
+                if (__builtin_sub_overflow(a.v.i[j], b.v.i[j], &d))
+                    return fail(c, n, "interval out of range");
+                r = ex_ts_diff(a.v.i[j], b.v.i[j], ta->unit);
+            } else if (!ex_interval_add(ex_iv_unpack(a.v.d[j]), ex_iv_unpack(b.v.d[j]), sign, &r)) {
+                return fail(c, n, "interval out of range");
+            }
+            out->v.d[j] = ex_iv_pack(r);
+        }
+        return HS_OK;
+    }
     if (ta->t == EX_T_DATE) {
         for (int k = 0; k < ns; k++) {
             int j = sel[k];
@@ -1879,6 +1929,13 @@ static hs_status ev_neg(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
         }
         case EX_T_FLOAT: out->v.f[j] = -out->v.f[j]; break;
         case EX_T_DEC: out->v.d[j] = -out->v.d[j]; break;
+        case EX_T_INTERVAL: {
+            ex_interval iv;
+            if (!ex_interval_neg(ex_iv_unpack(out->v.d[j]), &iv))
+                return fail(c, n, "interval out of range");
+            out->v.d[j] = ex_iv_pack(iv);
+            break;
+        }
         default: break;
         }
     }
@@ -2816,6 +2873,14 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
                  &out->v.s[j]);
             break;
         case EX_FN_DATE_PART:
+            if (t0->t == EX_T_INTERVAL) {
+                ex_interval iv = ex_iv_unpack(a[0].v.d[j]);
+                if (n->aux == EX_DF_EPOCH)
+                    out->v.f[j] = ex_interval_epoch(iv);
+                else if (!ex_interval_part((ex_dfield)n->aux, iv, &out->v.i[j]))
+                    return fail(c, n, "unit not supported for type interval");
+                break;
+            }
             if (n->aux == EX_DF_EPOCH) { /* seconds with their fraction, as a double */
                 int64_t v = a[0].v.i[j];
                 out->v.f[j] = t0->t == EX_T_DATE ? (double)v * 86400.0
@@ -2949,7 +3014,7 @@ hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value 
         case EX_T_BOOL: out->i = v.v.b[0]; break;
         case EX_T_INT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: out->i = v.v.i[0]; break;
         case EX_T_FLOAT: out->f = v.v.f[0]; break;
-        case EX_T_DEC: out->d = v.v.d[0]; break;
+        case EX_T_DEC: case EX_T_INTERVAL: out->d = v.v.d[0]; break;
         case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN:
         case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY:
             if (!out->null) {
@@ -3127,6 +3192,12 @@ static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, 
             }
             break;
         case EX_T_DEC: st = hs_col_append_fixed(col, &v->v.d[j]); break;
+        case EX_T_INTERVAL: {
+            char ib[128];
+            size_t il = ex_interval_format(ex_iv_unpack(v->v.d[j]), ib, sizeof ib);
+            st = hs_col_append_bytes(col, ib, il < sizeof ib ? il : sizeof ib - 1);
+            break;
+        }
         case EX_T_DATE: {
             int32_t d = (int32_t)v->v.i[j];
             st = hs_col_append_fixed(col, &d);
