@@ -1120,8 +1120,18 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
             t = ty(EX_T_INTERVAL);
             goto build;
         }
-        if (a->t == EX_T_INTERVAL && is_num(c->t) && (op == '*' || op == '/'))
-            return err_at(b, HS_UNSUPPORTED, loc, "interval %s number is not supported", opname);
+        if (op == '*' && is_num(a->t) && c->t == EX_T_INTERVAL) {
+            ex_node *tmp = l;
+            l = r;
+            r = tmp;
+            a = &l->type;
+            c = &r->type;
+        }
+        if (a->t == EX_T_INTERVAL && is_num(c->t) && (op == '*' || op == '/')) {
+            HS_TRY(coerce(b, &r, ty(EX_T_FLOAT)));
+            t = ty(EX_T_INTERVAL);
+            goto build;
+        }
         return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", tname(a, b1), opname,
                       tname(c, b2));
     }

@@ -1741,7 +1741,7 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         }
         return HS_OK;
     }
-    if (tb->t == EX_T_INTERVAL || rt == EX_T_INTERVAL) {
+    if (tb->t == EX_T_INTERVAL || rt == EX_T_INTERVAL || ta->t == EX_T_INTERVAL) {
         /* timestamp +- interval, interval +- interval, timestamp - timestamp
          * (expr_interval.c) */
         int sign = op == '-' ? -1 : 1;
@@ -1753,6 +1753,14 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             if (ta->t == EX_T_TS && tb->t == EX_T_INTERVAL) {
                 if (!ex_ts_add_interval(a.v.i[j], ta->unit, ex_iv_unpack(b.v.d[j]), sign, &out->v.i[j]))
                     return fail(c, n, "timestamp out of range");
+                continue;
+            }
+            if (tb->t == EX_T_FLOAT) {
+                if (op == '/' && b.v.f[j] == 0)
+                    return fail(c, n, "division by zero");
+                if (!ex_interval_mul(ex_iv_unpack(a.v.d[j]), b.v.f[j], op == '/', &r))
+                    return fail(c, n, "interval out of range");
+                out->v.d[j] = ex_iv_pack(r);
                 continue;
             }
             if (ta->t == EX_T_TS) {

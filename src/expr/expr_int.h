@@ -340,6 +340,8 @@ bool ex_ts_add_interval(int64_t ts, int unit, ex_interval v, int sign, int64_t *
 ex_interval ex_ts_diff(int64_t a, int64_t b, int unit);
 bool ex_interval_neg(ex_interval v, ex_interval *out);
 bool ex_interval_add(ex_interval a, ex_interval b, int sign, ex_interval *out);
+/* v * factor, or v / factor when div (PostgreSQL's interval_mul, _div). */
+bool ex_interval_mul(ex_interval v, double factor, bool div, ex_interval *out);
 /* The value intervals compare by (months as 30 days, days as 24 hours). */
 __int128 ex_interval_span(ex_interval v);
 bool ex_interval_part(ex_dfield f, ex_interval v, int64_t *out);

@@ -34,6 +34,7 @@
 #include "columnar/jsonl.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +342,34 @@ bool ex_interval_add(ex_interval a, ex_interval b, int sign, ex_interval *out)
     out->months = (int32_t)m;
     out->days = (int32_t)d;
     out->micros = us;
+    return true;
+}
+
+/* interval * factor (div: interval / factor) as PostgreSQL's interval_mul
+ * and interval_div: each part is scaled, and the fractions of months carry
+ * into days (30 a month) and those of days into the time part. */
+#define TSROUND(x) (rint((x) * 1000000.0) / 1000000.0)
+bool ex_interval_mul(ex_interval v, double factor, bool div, ex_interval *out)
+{
+    double m = div ? v.months / factor : v.months * factor;
+    double d = div ? v.days / factor : v.days * factor;
+    if (isnan(m) || m > INT32_MAX || m < INT32_MIN || isnan(d) || d > INT32_MAX || d < INT32_MIN)
+        return false;
+    ex_interval r;
+    r.months = (int32_t)m;
+    r.days = (int32_t)d;
+    double month_remainder_days = TSROUND((m - r.months) * 30.0);
+    double sec_remainder = TSROUND((d - r.days + month_remainder_days - (int)month_remainder_days) * 86400.0);
+    if (fabs(sec_remainder) >= 86400.0) {
+        r.days += (int)(sec_remainder / 86400.0);
+        sec_remainder -= (int)(sec_remainder / 86400.0) * 86400.0;
+    }
+    r.days += (int)month_remainder_days;
+    double t = rint((div ? (double)v.micros / factor : (double)v.micros * factor) + sec_remainder * 1e6);
+    if (isnan(t) || t >= 9.2e18 || t <= -9.2e18)
+        return false;
+    r.micros = (int64_t)t;
+    *out = r;
     return true;
 }
 

@@ -199,6 +199,29 @@ CASES = [
     "(SELECT max(x::numeric) FROM (VALUES (0.1::float8), (0.25), (NULL)) a(x))",
     "(SELECT min(x::numeric) FROM (VALUES (0.1::float8), (0.25), (NULL)) a(x))",
     "(SELECT count(DISTINCT x::numeric) FROM (VALUES (0.1::float8), (0.1 + 1e-17), (0.2)) a(x))",
+    # intervals (their values come back as PostgreSQL's text: docs/sql.md)
+    "interval '1 day 02:30:00'", "interval '2 hours 30 minutes'", "interval '-1 day +2 hours'",
+    "interval '1 year 2 months 3 days 04:05:06.5'", "interval '90' day", "interval '1.5 hours'",
+    "interval '3 days ago'", "interval '-1 year -2 mons'", "interval '1 mon -3 days'",
+    "interval '-00:00:01.25'", "interval '0 days'", "interval 'abc'", "interval '100 years 1 us'",
+    "d + interval '1 month'", "d - interval '10 days'", "d + interval '2 hours 30 minutes'",
+    "d + interval '1 day 02:30:00' - interval '3 hours'", "interval '1 week' + d",
+    "TIMESTAMP '2024-01-31 10:00' + interval '1 month' * 1",
+    "TIMESTAMP '2024-01-31 10:00' + interval '1 month'", "TIMESTAMP '2024-03-31 10:00' - interval '1 month 1 day'",
+    "d + k * interval '1 day'",
+    "(d + interval '26 hours 5 minutes') - d", "d - (d + interval '26 hours 5 minutes')",
+    "TIMESTAMP '2024-03-05 14:07:09.123456' - d", "d::timestamp - TIMESTAMP '2020-01-01 12:00'",
+    "interval '1 day' + interval '3 hours'", "interval '1 day' - interval '1 month'",
+    "-interval '1 day 3 hours'", "interval '1 day' > interval '23 hours'",
+    "interval '1 month' = interval '30 days'", "(d + interval '1 day') - d < interval '1 day 1 second'",
+    "extract(epoch from interval '1 day 02:30:00.5')", "extract(epoch from interval '1 year 1 month')",
+    "extract(hour from (d + interval '26 hours 5 minutes') - d)",
+    "extract(day from (d + interval '26 hours 5 minutes') - d)",
+    "extract(minute from interval '-1 hour -5 minutes')", "extract(month from interval '14 months')",
+    "extract(year from interval '14 months')",
+    "(interval '1 day 02:30:00')::text", "('3 hours')::interval",
+    "interval '1 month 1 day' * 1.5", "interval '1 month' / 7", "f * interval '1 hour'",
+    "interval '1 day' / 0", "interval '3 days 5 hours' * -0.25",
 ]
 
 # refused here (0A000) where PostgreSQL answers: docs/sql.md says which
@@ -210,11 +233,20 @@ TYPES = {
     "integer": pa.types.is_int32, "bigint": pa.types.is_int64, "text": pa.types.is_string,
     "boolean": pa.types.is_boolean, "date": pa.types.is_date32,
     "timestamp without time zone": pa.types.is_timestamp,
+    # an interval value leaves an expression as its text (docs/sql.md)
+    "interval": pa.types.is_string,
 }
 # where we knowingly differ (docs/sql.md "Numbers"): PostgreSQL type -> ours
 TYPE_DIFFS = {
     # extract() is numeric in PostgreSQL 14+, bigint here
     "extract(isodow from d)": "bigint", "extract(isoyear from d)": "bigint",
+    "extract(epoch from interval '1 day 02:30:00.5')": "double precision",
+    "extract(epoch from interval '1 year 1 month')": "double precision",
+    "extract(hour from (d + interval '26 hours 5 minutes') - d)": "bigint",
+    "extract(day from (d + interval '26 hours 5 minutes') - d)": "bigint",
+    "extract(minute from interval '-1 hour -5 minutes')": "bigint",
+    "extract(month from interval '14 months')": "bigint",
+    "extract(year from interval '14 months')": "bigint",
 }
 
 TRY_FN = r"""
