@@ -17,7 +17,10 @@
  *   extract(year|month|day|hour|minute|second|dow|doy from x), date_trunc,
  *   literals: integers, decimals, floats (also 'NaN'::double), 'strings',
  *   true/false/null, DATE 'YYYY-MM-DD', TIMESTAMP '...', TIMESTAMPTZ '...',
- *   INTERVAL is not supported (HS_UNSUPPORTED).
+ *   INTERVAL '...' (expr_interval.c: date/timestamp +- interval, timestamp -
+ *   timestamp, interval arithmetic, comparisons, extract; an interval
+ *   result is returned as PostgreSQL's text), (s).f of a struct column and
+ *   a[i], cardinality(a), array_length(a, 1) of a list column.
  * pgvector 0.8.1: the types vector(n), halfvec(n), sparsevec(n) and bit(n),
  * their literals ('[1,2]'::vector, B'101'), casts, the operators <-> <#> <=>
  * <+> <~> <%> + - * || and comparisons, and pgvector's functions, exactly as
