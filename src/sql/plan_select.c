@@ -807,6 +807,62 @@ static void collect_windows(const json_t *j, json_t *arr, int depth)
     pl_collect_calls(j, arr, is_window_call, depth);
 }
 
+/* avg(x) OVER w of integers or numerics is numeric in PostgreSQL
+ * (numeric_avg: the sum divided by the count as numeric_div does): such a
+ * call is rewritten in place into (sum(x) OVER w)::numeric / count(x) OVER
+ * w, named avg, before the window functions are planned; the Window
+ * operator's own avg stays double precision for doubles. */
+static hs_status numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap *m,
+                                     const layer *pre, const int *key_of_col, int depth)
+{
+    if (depth > 400 || !j)
+        return HS_OK;
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            HS_TRY(numeric_window_avgs(p, cur, json_array_get(j, i), m, pre, key_of_col, depth + 1));
+        return HS_OK;
+    }
+    if (!json_is_object(j) || json_object_get(j, "SubLink"))
+        return HS_OK;
+    json_t *fc = json_object_get(j, "FuncCall");
+    const char *fname = fc && json_object_size(j) == 1 ? pl_func_name(fc) : NULL;
+    json_t *args = fc ? pl_jget(fc, "args") : NULL;
+    if (fname && !strcmp(fname, "avg") && pl_jget(fc, "over") && json_array_size(args) == 1 &&
+        !json_is_true(pl_jget(fc, "agg_distinct")) && !pl_jget(fc, "agg_filter")) {
+        int col;
+        HS_TRY(pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &col));
+        hs_type t = cur->op->schema.children[col].type;
+        if ((t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64) || t == HS_TYPE_DECIMAL128) {
+            json_t *sum = json_deep_copy(fc), *cnt = json_deep_copy(fc);
+            json_t *num = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "numeric",
+                                    "typemod", -1, "location", -1);
+            if (sum)
+                json_object_set_new(sum, "funcname", json_pack("[{s:{s:s}}]", "String", "sval", "sum"));
+            if (cnt)
+                json_object_set_new(cnt, "funcname", json_pack("[{s:{s:s}}]", "String", "sval", "count"));
+            json_t *cast = sum && num ? json_pack("{s:{s:{s:o},s:o,s:i}}", "TypeCast", "arg", "FuncCall",
+                                                  sum, "typeName", num, "location", -1)
+                                      : NULL;
+            json_t *div = cast && cnt ? pl_mk_op("/", cast, json_pack("{s:o}", "FuncCall", cnt)) : NULL;
+            json_t *body = div ? json_object_get(div, "A_Expr") : NULL;
+            if (!body) {
+                json_decref(div);
+                return pl_nomem(p);
+            }
+            json_object_set_new(body, "hs_name", json_string("avg"));
+            json_object_clear(j);
+            json_object_set(j, "A_Expr", body);
+            json_decref(div);
+        }
+        return HS_OK;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v)
+        HS_TRY(numeric_window_avgs(p, cur, v, m, pre, key_of_col, depth + 1));
+    return HS_OK;
+}
+
 #define FO_NONDEFAULT 0x1
 #define FO_RANGE 0x2
 #define FO_ROWS 0x4
@@ -1133,6 +1189,8 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     if (st == HS_OK) {
         json_t *both[2] = {tl, sortc};
         st = pl_attach_scalars(p, &cur, both, 2, &m);
+        for (int i = 0; i < 2 && st == HS_OK; i++)
+            st = numeric_window_avgs(p, &cur, both[i], &m, grouped ? &pre : NULL, key_of_col, 0);
         if (st == HS_OK)
             st = apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
     }

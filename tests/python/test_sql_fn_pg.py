@@ -222,6 +222,10 @@ CASES = [
     "(interval '1 day 02:30:00')::text", "('3 hours')::interval",
     "interval '1 month 1 day' * 1.5", "interval '1 month' / 7", "f * interval '1 hour'",
     "interval '1 day' / 0", "interval '3 days 5 hours' * -0.25",
+    # avg as a window function: numeric of integers and numerics
+    "avg(n) OVER ()", "avg(i) OVER (ORDER BY k)", "avg(f) OVER ()", "avg(k) OVER (ORDER BY k)",
+    "avg(i) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
+    "avg(n * 2) OVER (PARTITION BY k % 2 ORDER BY k)", "round(avg(n) OVER (), 2)",
 ]
 
 # refused here (0A000) where PostgreSQL answers: docs/sql.md says which
