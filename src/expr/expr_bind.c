@@ -2016,6 +2016,57 @@ static hs_status want_dec(binder *b, ex_node **np, const char *fn)
     return HS_OK;
 }
 
+/* The type of exp/ln/log10 of a numeric (expr_eval.c numeric_math): its
+ * values have PostgreSQL's scale of at least 16 significant digits; a column
+ * holds them at scale 20 (as quotients), or the argument's if larger; a
+ * constant folds at exactly its scale. */
+static ex_ty numeric_math_type(const ex_node *x, int aux)
+{
+    int s = x->type.scale > 20 ? x->type.scale : 20;
+    if (is_const(x) && !x->val.null) {
+        /* the scale PostgreSQL gives this value (as numeric_math) */
+        __int128 v = x->val.d;
+        int sx = x->type.scale, rs;
+        if (aux == EX_M_EXP) {
+            double val = (double)v;
+            for (int i = 0; i < sx; i++)
+                val /= 10;
+            val *= 0.434294481903252;
+            val = val > 1000 ? 1000 : val < -1000 ? -1000 : val;
+            rs = 16 - (int)val;
+        } else {
+            rs = 16; /* refined below for ln/log */
+            if (v > 0) {
+                __int128 one = 1;
+                for (int i = 0; i < sx; i++)
+                    one *= 10;
+                if (v * 10 >= one * 9 && v * 10 <= one * 11) {
+                    __int128 d = v - one < 0 ? one - v : v - one;
+                    int nd = 0;
+                    for (; d > 0; d /= 10)
+                        nd++;
+                    rs = v == one ? 16 : 16 - (nd - 1 - sx);
+                } else {
+                    double xd = (double)v;
+                    for (int i = 0; i < sx; i++)
+                        xd /= 10;
+                    double l = log(xd);
+                    rs = 16 - (l == 0 ? 0 : (int)log10(fabs(l)));
+                }
+            }
+        }
+        if (rs < sx)
+            rs = sx;
+        if (rs < 0)
+            rs = 0;
+        if (rs <= 38)
+            s = rs;
+    }
+    if (s > 38)
+        s = 38;
+    return dec_type(38 - s, s);
+}
+
 static bool is_list_col(const ex_node *x)
 {
     return x->kind == EX_COL && x->type.t == EX_T_OTHER && x->field &&
@@ -2062,6 +2113,10 @@ static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a,
         for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
             if (!strcasecmp(fn, names[i]))
                 aux = i;
+        if (a[0]->type.t == EX_T_DEC && (aux == EX_M_EXP || aux == EX_M_LN || aux == EX_M_LOG10)) {
+            rt = numeric_math_type(a[0], aux);
+            break;
+        }
         HS_TRY(want_float(b, &a[0], fn));
         rt = ty(EX_T_FLOAT);
         break;
@@ -2070,6 +2125,10 @@ static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a,
         if (n == 1) { /* log(x) is log10(x) */
             f = EX_FN_MATH;
             aux = EX_M_LOG10;
+            if (a[0]->type.t == EX_T_DEC) {
+                rt = numeric_math_type(a[0], aux);
+                break;
+            }
             HS_TRY(want_float(b, &a[0], fn));
             rt = ty(EX_T_FLOAT);
             break;

@@ -2145,6 +2145,74 @@ static hs_status math_check(ectx *c, const ex_node *n, double x, double r)
     return HS_OK;
 }
 
+/* PostgreSQL's estimate_ln_dweight: the decimal weight of ln(x), x =
+ * v / 10^s > 0. */
+static int ln_dweight(__int128 v, int s)
+{
+    __int128 one = pow10_i128(s);
+    if (v * 10 >= one * 9 && v * 10 <= one * 11) { /* 0.9 <= x <= 1.1: ln(x) ~ x - 1 */
+        __int128 d = v - one;
+        if (d == 0)
+            return 0;
+        if (d < 0)
+            d = -d;
+        int nd = 0;
+        for (; d > 0; d /= 10)
+            nd++;
+        return nd - 1 - s;
+    }
+    double l = log(dec_to_double(v, s));
+    return l == 0 ? 0 : (int)log10(fabs(l));
+}
+
+/* exp, ln, log10 (log) of a numeric as PostgreSQL's numeric_exp/_ln/_log:
+ * the result rounded half away from zero at PostgreSQL's scale (16
+ * significant digits at least, the argument's scale at least), computed in
+ * long double (about 19 digits: a value whose 17th to 19th digits sit at a
+ * rounding tie can differ in its last digit), then held at the column's
+ * scale (22003 when digits would be lost). */
+static hs_status numeric_math(ectx *c, const ex_node *n, __int128 v, int s, __int128 *out)
+{
+    long double x = (long double)v / (long double)pow10_i128(s), r;
+    int rs;
+    if (n->aux == EX_M_EXP) {
+        double val = (double)x * 0.434294481903252;
+        val = val > 1000 ? 1000 : val < -1000 ? -1000 : val;
+        rs = 16 - (int)val;
+        r = expl(x);
+    } else {
+        if (v == 0)
+            return fail(c, n, "cannot take logarithm of zero");
+        if (v < 0)
+            return fail(c, n, "cannot take logarithm of a negative number");
+        rs = 16 - ln_dweight(v, s);
+        r = n->aux == EX_M_LN ? logl(x) : log10l(x);
+    }
+    if (rs < s)
+        rs = s;
+    if (rs < 0)
+        rs = 0;
+    int S = n->type.scale;
+    if (rs > 38 || !isfinite((double)r))
+        return fail(c, n, "value out of range: the result needs more than 38 digits");
+    long double m = r * powl(10.0L, (long double)rs);
+    if (fabsl(m) >= 1e37L)
+        return fail(c, n, "numeric field overflow");
+    __int128 q = (__int128)roundl(m);
+    if (rs > S) {
+        __int128 p = pow10_i128(rs - S);
+        if (q % p != 0)
+            return fail(c, n, "value out of range: the result needs more than 38 digits at scale %d", S);
+        q /= p;
+    } else if (!dec_up(q, S - rs, &q) || !dec_fits(q)) {
+        return fail(c, n, "numeric field overflow");
+    }
+    if (n->type.prec < 38 && (q >= pow10_i128(n->type.prec) || q <= -pow10_i128(n->type.prec)))
+        return fail(c, n, "numeric field overflow");
+    *out = q;
+    return HS_OK;
+}
+
 /* A pattern (and flags) compiled for the rows of one chunk: once when they
  * are constants, else again whenever a row's pattern differs. */
 typedef struct rx_cache {
@@ -2517,6 +2585,10 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
             }
             break;
         case EX_FN_MATH: {
+            if (t0->t == EX_T_DEC) {
+                st = numeric_math(c, n, a[0].v.d[j], t0->scale, &out->v.d[j]);
+                break;
+            }
             double x = a[0].v.f[j], r = 0;
             switch ((ex_math)n->aux) {
             case EX_M_EXP: r = exp(x); break;

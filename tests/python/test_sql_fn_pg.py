@@ -222,6 +222,9 @@ CASES = [
     "(interval '1 day 02:30:00')::text", "('3 hours')::interval",
     "interval '1 month 1 day' * 1.5", "interval '1 month' / 7", "f * interval '1 hour'",
     "interval '1 day' / 0", "interval '3 days 5 hours' * -0.25",
+    # exp, ln, log of numerics are numeric
+    "exp(n)", "ln(n)", "log(n)", "log10(n)", "ln(k * 1.5)", "log(k + 0.0)",
+    "exp(1.0)", "ln(2.0)", "log(100.0)", "ln(1.05)", "exp(-30.0)", "exp(k * 2.5)", "ln(n * n)",
     # avg as a window function: numeric of integers and numerics
     "avg(n) OVER ()", "avg(i) OVER (ORDER BY k)", "avg(f) OVER ()", "avg(k) OVER (ORDER BY k)",
     "avg(i) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
