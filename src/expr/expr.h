@@ -134,6 +134,10 @@ HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
  * "vector", "halfvec", "sparsevec" or "bit"): result fields of pgvector
  * expressions carry it. */
 #define EX_PV_META "pgvector.type"
+/* The metadata key that tags a string field holding interval values as
+ * their text (value "interval"): they do not order or group as intervals,
+ * so the planner refuses to sort, group or aggregate them. */
+#define EX_INTERVAL_META "sql.type"
 
 /* The result type of a bound expression (borrowed from e). */
 const hs_field *ex_type(const ex_expr *e);

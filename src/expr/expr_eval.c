@@ -153,6 +153,10 @@ hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
     hs_field_init(out, name, ht, true);
     if (!out->name)
         return HS_NOMEM;
+    if (t->t == EX_T_INTERVAL && hs_field_set_meta(out, EX_INTERVAL_META, "interval") != HS_OK) {
+        hs_field_clear(out);
+        return HS_NOMEM;
+    }
     if (ht == HS_TYPE_DECIMAL128) {
         out->precision = t->prec;
         out->scale = t->scale;

@@ -161,8 +161,21 @@ static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf);
  * exist", reported here at bind time.  at: the argument's type (a field
  * tagged EX_PV_META, or a list<float32|float16> column, which is a vector
  * or halfvec). */
+/* Interval results leave expressions as their text (docs/sql.md): sorting,
+ * grouping or aggregating that text would not order intervals as
+ * PostgreSQL does, so those are 0A000. */
+static hs_status interval_check(planner *p, const hs_field *f, const char *what, int loc)
+{
+    if (f && hs_field_get_meta(f, EX_INTERVAL_META))
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s of interval values is not supported "
+                       "(intervals are returned as text)", what);
+    return HS_OK;
+}
+
 static hs_status pv_agg_check(planner *p, const char *fname, const hs_field *at, int loc)
 {
+    if (fname && strcmp(fname, "count") != 0)
+        HS_TRY(interval_check(p, at, fname, loc));
     const char *pv = at ? hs_field_get_meta(at, EX_PV_META) : NULL;
     if (!pv && at && (at->type == HS_TYPE_LIST || at->type == HS_TYPE_FIXED_LIST) &&
         at->n_children == 1)
@@ -202,6 +215,8 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
     for (int i = 0; i < ng && st == HS_OK; i++) {
         json_t *g = json_array_get(groups, (size_t)i), *b;
         st = pl_bind_in(&sc, g, false, &ex[ne]);
+        if (st == HS_OK)
+            st = interval_check(p, ex_type(ex[ne]), "GROUP BY", pl_node_loc(g));
         names[ne++] = figure_name(g, 0) ? figure_name(g, 0) : "?column?";
         if (st == HS_OK && pl_is_kind(g, "ColumnRef", &b)) {
             const char *nm[8];
@@ -445,6 +460,8 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
     hs_status st = HS_OK;
     xo_op *op;
     if (distinct) {
+        for (int i = 0; i < r->op->schema.n_children; i++)
+            HS_TRY(interval_check(p, &r->op->schema.children[i], "DISTINCT", -1));
         HS_TRY(xo_distinct(r->op, &op, p->err));
         r->op = op;
     }
@@ -472,8 +489,14 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
         xo_sort_key *k = hs_calloc((size_t)nk, sizeof *k);
         if (!k)
             return pl_nomem(p);
-        for (int i = 0; i < nk; i++)
+        for (int i = 0; i < nk; i++) {
             k[i] = (xo_sort_key){keys[i].col, keys[i].desc, keys[i].nulls_first};
+            if (keys[i].col >= 0 && keys[i].col < r->op->schema.n_children &&
+                (st = interval_check(p, &r->op->schema.children[keys[i].col], "ORDER BY", -1)) != HS_OK) {
+                hs_free(k);
+                return st;
+            }
+        }
         if (limit >= 0 && limit <= INT64_MAX - offset && limit + offset < (1 << 20))
             st = xo_topk(r->op, nk, k, limit + offset, &op, p->err);
         else

@@ -124,6 +124,7 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
 {
     static const struct { const char *needle, *state; } t[] = {
         {"syntax error", "42601"},
+        {"which is not a composite type", "42809"},
         {"multiple decimal points", "42601"},
         {"is ambiguous", "42702"},
         {"column \"", "42703"},
