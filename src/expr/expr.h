@@ -17,7 +17,10 @@
  *   extract(year|month|day|hour|minute|second|dow|doy from x), date_trunc,
  *   literals: integers, decimals, floats (also 'NaN'::double), 'strings',
  *   true/false/null, DATE 'YYYY-MM-DD', TIMESTAMP '...', TIMESTAMPTZ '...',
- *   INTERVAL is not supported (HS_UNSUPPORTED).
+ *   INTERVAL '...' (expr_interval.c: date/timestamp +- interval, timestamp -
+ *   timestamp, interval arithmetic, comparisons, extract; an interval
+ *   result is returned as PostgreSQL's text), (s).f of a struct column and
+ *   a[i], cardinality(a), array_length(a, 1) of a list column.
  * pgvector 0.8.1: the types vector(n), halfvec(n), sparsevec(n) and bit(n),
  * their literals ('[1,2]'::vector, B'101'), casts, the operators <-> <#> <=>
  * <+> <~> <%> + - * || and comparisons, and pgvector's functions, exactly as
@@ -118,6 +121,10 @@ typedef struct ex_scope {
     int (*column)(void *ctx, const char *const *names, int n);
     hs_status (*node)(void *ctx, const struct json_t *node, int *col, hs_error *err);
     void *ctx;
+    /* the expression may be a bare nested column (list, struct, map): the
+     * argument of count or array_agg, which pass it through; otherwise
+     * such a result is 0A000 "expressions cannot return nested columns" */
+    bool nested_ok;
 } ex_scope;
 HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
                                    const ex_scope *scope, bool filter, ex_expr **out,
@@ -127,6 +134,10 @@ HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
  * "vector", "halfvec", "sparsevec" or "bit"): result fields of pgvector
  * expressions carry it. */
 #define EX_PV_META "pgvector.type"
+/* The metadata key that tags a string field holding interval values as
+ * their text (value "interval"): they do not order or group as intervals,
+ * so the planner refuses to sort, group or aggregate them. */
+#define EX_INTERVAL_META "sql.type"
 
 /* The result type of a bound expression (borrowed from e). */
 const hs_field *ex_type(const ex_expr *e);

@@ -343,6 +343,8 @@ static bool castable(const ex_ty *from, const ex_ty *to)
         return true;
     if (f == EX_T_BIN && t == EX_T_STR)
         return true;
+    if (t == EX_T_INTERVAL)
+        return f == EX_T_INTERVAL || f == EX_T_STR || f == EX_T_UNKNOWN || f == EX_T_NULL;
     return false;
 }
 
@@ -415,6 +417,7 @@ static ex_cmode cmode_of(const ex_ty *t)
     case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return EX_CM_BYTES;
     case EX_T_BOOL: return EX_CM_BOOL;
     case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: return EX_CM_PV;
+    case EX_T_INTERVAL: return EX_CM_IV;
     default: return EX_CM_I64;
     }
 }
@@ -936,8 +939,10 @@ static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
         t.unit = (uint8_t)names[i].unit;
         t.tz = names[i].tz;
         t.uuid = strcasecmp(nm, "uuid") == 0;
-        if (t.t == EX_T_DEC) {
-            int64_t p = n_mods >= 1 ? mv[0] : 18, s = n_mods >= 2 ? mv[1] : n_mods == 1 ? 0 : 3;
+        if (t.t == EX_T_DEC && n_mods == 0) {
+            t.prec = 0; /* unconstrained: bind_cast picks the scale (unconstrained_numeric) */
+        } else if (t.t == EX_T_DEC) {
+            int64_t p = mv[0], s = n_mods >= 2 ? mv[1] : 0;
             if (p < 1 || p > 38 || s < 0 || s > p)
                 return err_at(b, HS_INVALID, loc, "decimal precision must be 1..38 and scale 0..precision");
             t.prec = (int8_t)p;
@@ -946,8 +951,14 @@ static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
         *out = t;
         return HS_OK;
     }
-    if (strcasecmp(nm, "interval") == 0)
-        return err_at(b, HS_UNSUPPORTED, loc, "INTERVAL is not supported");
+    if (strcasecmp(nm, "interval") == 0) {
+        ex_ty t = ty(EX_T_INTERVAL);
+        /* interval 'n' day: the field qualifier (a mask; a second modifier
+         * is the seconds' precision) */
+        t.dim = n_mods >= 1 && mv[0] != 0x7FFF ? (int32_t)mv[0] : 0;
+        *out = t;
+        return HS_OK;
+    }
     return err_at(b, HS_UNSUPPORTED, loc, "unsupported type \"%s\"", nm);
 }
 
@@ -1079,6 +1090,51 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
         HS_TRY(cast_to(b, &r, a->t == EX_T_DATE ? ty(EX_T_INT) : *a, false));
         c = &r->type;
     }
+    /* intervals (expr_interval.c): date/timestamp +- interval is a
+     * timestamp (of a date: without time zone), interval +- interval an
+     * interval, timestamp - timestamp an interval */
+    bool dt_a = a->t == EX_T_DATE || a->t == EX_T_TS, dt_c = c->t == EX_T_DATE || c->t == EX_T_TS;
+    if (a->t == EX_T_INTERVAL || c->t == EX_T_INTERVAL ||
+        (op == '-' && dt_a && dt_c && (a->t == EX_T_TS || c->t == EX_T_TS))) {
+        if (op == '+' && a->t == EX_T_INTERVAL && dt_c) {
+            ex_node *tmp = l;
+            l = r;
+            r = tmp;
+            a = &l->type;
+            c = &r->type;
+            dt_a = true;
+        }
+        if ((op == '+' || op == '-') && dt_a && c->t == EX_T_INTERVAL) {
+            if (a->t == EX_T_DATE)
+                HS_TRY(cast_to(b, &l, ty(EX_T_TS), false));
+            t = l->type;
+            goto build;
+        }
+        if ((op == '+' || op == '-') && a->t == EX_T_INTERVAL && c->t == EX_T_INTERVAL) {
+            t = ty(EX_T_INTERVAL);
+            goto build;
+        }
+        if (op == '-' && dt_a && dt_c && common_type(a, c, &t)) {
+            HS_TRY(cast_to(b, &l, t, false));
+            HS_TRY(cast_to(b, &r, t, false));
+            t = ty(EX_T_INTERVAL);
+            goto build;
+        }
+        if (op == '*' && is_num(a->t) && c->t == EX_T_INTERVAL) {
+            ex_node *tmp = l;
+            l = r;
+            r = tmp;
+            a = &l->type;
+            c = &r->type;
+        }
+        if (a->t == EX_T_INTERVAL && is_num(c->t) && (op == '*' || op == '/')) {
+            HS_TRY(coerce(b, &r, ty(EX_T_FLOAT)));
+            t = ty(EX_T_INTERVAL);
+            goto build;
+        }
+        return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", tname(a, b1), opname,
+                      tname(c, b2));
+    }
     /* dates */
     if (a->t == EX_T_DATE || c->t == EX_T_DATE) {
         if (op == '+' && a->t == EX_T_INT && c->t == EX_T_DATE) {
@@ -1151,13 +1207,16 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
                 S = 38;
             t = dec_type(38 - S, S);
         } else if (op == '*') {
-            if (s1 + s2 > 38) {
-                t = ty(EX_T_FLOAT);
-                HS_TRY(coerce(b, &l, t));
-                HS_TRY(coerce(b, &r, t));
-            } else {
-                t = dec_type(d1 + d2, s1 + s2);
+            /* PostgreSQL's product has scale s1 + s2; where that leaves no
+             * room for the integer digits in 38, the product is rounded
+             * to the larger operand scale or what room is left, if more
+             * (expr_eval.c ev_arith) */
+            int s = s1 + s2;
+            if (s + (d1 > d2 ? d1 : d2) > 38) {
+                int m = s1 > s2 ? s1 : s2, room = 38 - (d1 > d2 ? d1 : d2);
+                s = room > m ? room : m;
             }
+            t = dec_type(d1 + d2, s);
         } else {
             int s = s1 > s2 ? s1 : s2;
             t = dec_type((d1 > d2 ? d1 : d2) + (op == '%' ? 0 : 1), s);
@@ -1178,7 +1237,7 @@ static hs_status bind_neg(binder *b, ex_node *x, int loc, ex_node **out)
 {
     if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL)
         HS_TRY(cast_to(b, &x, ty(EX_T_INT), x->type.t == EX_T_UNKNOWN));
-    if (!is_num(x->type.t)) {
+    if (!is_num(x->type.t) && x->type.t != EX_T_INTERVAL) {
         char b1[48];
         return err_at(b, HS_INVALID, loc, "operator does not exist: - %s", tname(&x->type, b1));
     }
@@ -1714,6 +1773,94 @@ static hs_status bind_coalesce(binder *b, json_t *body, ex_node **out)
     return fold(b, out, false);
 }
 
+/* The scale of the numeric PostgreSQL reads from decimal text (numeric_in's
+ * display scale: the fraction digits less the exponent) and its integer
+ * digits; false when p is not a number. */
+static bool numeric_text_scale(const char *p, size_t n, int *scale, int *int_dig)
+{
+    size_t i = 0;
+    while (i < n && isspace((unsigned char)p[i]))
+        i++;
+    if (i < n && (p[i] == '-' || p[i] == '+'))
+        i++;
+    int before = 0, frac = 0, lead = 1;
+    bool dot = false, any = false;
+    for (; i < n && (isdigit((unsigned char)p[i]) || (p[i] == '.' && !dot)); i++) {
+        if (p[i] == '.') {
+            dot = true;
+            continue;
+        }
+        any = true;
+        if (dot)
+            frac++;
+        else if (p[i] != '0' || !lead)
+            before++, lead = 0;
+    }
+    if (!any)
+        return false;
+    long e = 0;
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        char *end;
+        char tmp[16];
+        size_t k = 0;
+        for (i++; i < n && k + 1 < sizeof tmp && (isdigit((unsigned char)p[i]) || p[i] == '-' || p[i] == '+'); i++)
+            tmp[k++] = p[i];
+        tmp[k] = '\0';
+        e = strtol(tmp, &end, 10);
+        if (e > 1000 || e < -1000)
+            return false;
+    }
+    long s = frac - e, d = before + e;
+    *scale = (int)(s < 0 ? 0 : s);
+    *int_dig = (int)(d < 1 ? 1 : d);
+    return true;
+}
+
+/* The type of x::numeric without a type modifier.  PostgreSQL's
+ * unconstrained numeric keeps every value with its own display scale; a
+ * decimal128 column has one scale, so: a numeric stays as it is, an
+ * integer becomes numeric(n, 0), a constant gets exactly the scale
+ * PostgreSQL gives it (a double reads as its shortest text of 15
+ * significant digits, DBL_DIG, a real of 6), and other doubles and text
+ * columns get scale EX_NUMERIC_SCALE (so values keep every digit down to
+ * 10^-20, as quotient columns do; integer parts of 10^18 and more overflow
+ * with 22003).  bind_cast marks a cast of a double (aux = 1): its values'
+ * display scale is that of their digits without trailing zeros, which
+ * numeric division reads (expr_eval.c ev_arith).  A NULL is
+ * numeric(18,3), the column type plain `numeric` creates (docs/sql.md). */
+#define EX_NUMERIC_SCALE 20
+static void unconstrained_numeric(const ex_node *x, ex_ty *t)
+{
+    const ex_ty *xt = &x->type;
+    switch (xt->t) {
+    case EX_T_DEC: *t = *xt; return;
+    case EX_T_INT: *t = dec_type(int_digits(xt), 0); return;
+    case EX_T_NULL: *t = dec_type(15, 3); return;
+    default: break;
+    }
+    *t = dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE);
+    if (!is_const(x) || x->val.null)
+        return;
+    char buf[64];
+    const char *p = buf;
+    size_t n;
+    if (xt->t == EX_T_FLOAT) {
+        if (!isfinite(x->val.f))
+            return;
+        int w = hs_snprintf_c(buf, sizeof buf, "%.*g", xt->bits == 32 ? 6 : 15, x->val.f);
+        n = w > 0 && (size_t)w < sizeof buf ? (size_t)w : 0;
+    } else if (xt->t == EX_T_STR || xt->t == EX_T_UNKNOWN) {
+        p = (const char *)x->val.s.p;
+        n = x->val.s.n;
+    } else {
+        return;
+    }
+    int s, d;
+    if (!numeric_text_scale(p, n, &s, &d) || s > 38)
+        return;
+    *t = dec_type(d + s > 38 ? 38 - s : d, s);
+}
+
 static hs_status bind_cast(binder *b, json_t *body, ex_node **out)
 {
     int loc = loc_of(body);
@@ -1721,6 +1868,18 @@ static hs_status bind_cast(binder *b, json_t *body, ex_node **out)
     HS_TRY(bind_typename(b, json_object_get(body, "typeName"), &t));
     ex_node *x;
     HS_TRY(bind(b, json_object_get(body, "arg"), &x));
+    bool unconstrained = t.t == EX_T_DEC && t.prec == 0;
+    if (unconstrained) {
+        if (x->type.t == EX_T_DEC) {
+            *out = x; /* numeric::numeric keeps the value and its scale */
+            return HS_OK;
+        }
+        if (is_num(x->type.t) || x->type.t == EX_T_NULL || x->type.t == EX_T_STR ||
+            x->type.t == EX_T_UNKNOWN)
+            unconstrained_numeric(x, &t);
+        else
+            t = dec_type(15, 3); /* for the error message */
+    }
     if (loc < 0)
         loc = x->loc; /* DATE '...' has no location of its own */
     char b1[48], b2[48];
@@ -1734,6 +1893,7 @@ static hs_status bind_cast(binder *b, json_t *body, ex_node **out)
     if (!n)
         return nomem(b);
     n->args[0] = x;
+    n->aux = unconstrained && x->type.t == EX_T_FLOAT;
     *out = n;
     /* a typed literal (DATE 'x', 'NaN'::double) must convert now */
     return fold(b, out, x->type.t == EX_T_UNKNOWN);
@@ -1856,6 +2016,64 @@ static hs_status want_dec(binder *b, ex_node **np, const char *fn)
     return HS_OK;
 }
 
+/* The type of exp/ln/log10 of a numeric (expr_eval.c numeric_math): its
+ * values have PostgreSQL's scale of at least 16 significant digits; a column
+ * holds them at scale 20 (as quotients), or the argument's if larger; a
+ * constant folds at exactly its scale. */
+static ex_ty numeric_math_type(const ex_node *x, int aux)
+{
+    int s = x->type.scale > 20 ? x->type.scale : 20;
+    if (is_const(x) && !x->val.null) {
+        /* the scale PostgreSQL gives this value (as numeric_math) */
+        __int128 v = x->val.d;
+        int sx = x->type.scale, rs;
+        if (aux == EX_M_EXP) {
+            double val = (double)v;
+            for (int i = 0; i < sx; i++)
+                val /= 10;
+            val *= 0.434294481903252;
+            val = val > 1000 ? 1000 : val < -1000 ? -1000 : val;
+            rs = 16 - (int)val;
+        } else {
+            rs = 16; /* refined below for ln/log */
+            if (v > 0) {
+                __int128 one = 1;
+                for (int i = 0; i < sx; i++)
+                    one *= 10;
+                if (v * 10 >= one * 9 && v * 10 <= one * 11) {
+                    __int128 d = v - one < 0 ? one - v : v - one;
+                    int nd = 0;
+                    for (; d > 0; d /= 10)
+                        nd++;
+                    rs = v == one ? 16 : 16 - (nd - 1 - sx);
+                } else {
+                    double xd = (double)v;
+                    for (int i = 0; i < sx; i++)
+                        xd /= 10;
+                    double l = log(xd);
+                    rs = 16 - (l == 0 ? 0 : (int)log10(fabs(l)));
+                }
+            }
+        }
+        if (rs < sx)
+            rs = sx;
+        if (rs < 0)
+            rs = 0;
+        if (rs <= 38)
+            s = rs;
+    }
+    if (s > 38)
+        s = 38;
+    return dec_type(38 - s, s);
+}
+
+static bool is_list_col(const ex_node *x)
+{
+    return x->kind == EX_COL && x->type.t == EX_T_OTHER && x->field &&
+           (x->field->type == HS_TYPE_LIST || x->field->type == HS_TYPE_FIXED_LIST) &&
+           x->field->n_children == 1;
+}
+
 static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc,
                                 ex_node **out)
 {
@@ -1895,6 +2113,10 @@ static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a,
         for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
             if (!strcasecmp(fn, names[i]))
                 aux = i;
+        if (a[0]->type.t == EX_T_DEC && (aux == EX_M_EXP || aux == EX_M_LN || aux == EX_M_LOG10)) {
+            rt = numeric_math_type(a[0], aux);
+            break;
+        }
         HS_TRY(want_float(b, &a[0], fn));
         rt = ty(EX_T_FLOAT);
         break;
@@ -1903,6 +2125,10 @@ static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a,
         if (n == 1) { /* log(x) is log10(x) */
             f = EX_FN_MATH;
             aux = EX_M_LOG10;
+            if (a[0]->type.t == EX_T_DEC) {
+                rt = numeric_math_type(a[0], aux);
+                break;
+            }
             HS_TRY(want_float(b, &a[0], fn));
             rt = ty(EX_T_FLOAT);
             break;
@@ -2040,6 +2266,18 @@ static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a,
             return err_at(b, HS_UNSUPPORTED, loc, "to_char of timestamptz is not supported (cast to timestamp: UTC)");
         HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
         break;
+    case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH:
+        if (!is_list_col(a[0]) && (a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t)))
+            return err_at(b, HS_UNSUPPORTED, a[0]->loc, "function %s of %s is not supported", fn,
+                          a[0]->type.t == EX_T_OTHER ? "this expression" : tname(&a[0]->type, b1));
+        if (!is_list_col(a[0]))
+            return err_at(b, HS_NOT_FOUND, a[0]->loc, "function %s(%s) does not exist", fn,
+                          tname(&a[0]->type, b1));
+        if (n == 2)
+            HS_TRY(want_int(b, &a[1], fn));
+        rt = ty(EX_T_INT);
+        rt.bits = 32;
+        break;
     default:
         return err_at(b, HS_INTERNAL, loc, "function %s is not supported", fn);
     }
@@ -2121,7 +2359,8 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         {"initcap", EX_FN_INITCAP, 1, 1}, {"make_date", EX_FN_MAKE_DATE, 3, 3},
         {"regexp_like", EX_FN_REGEX, 2, 3}, {"regexp_replace", EX_FN_REGEXP_REPLACE, 3, 4},
         {"regexp_count", EX_FN_REGEXP_COUNT, 2, 4}, {"regexp_substr", EX_FN_REGEXP_SUBSTR, 2, 2},
-        {"to_char", EX_FN_TO_CHAR, 2, 2},
+        {"to_char", EX_FN_TO_CHAR, 2, 2}, {"cardinality", EX_FN_CARDINALITY, 1, 1},
+        {"array_length", EX_FN_ARRAY_LENGTH, 2, 2},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)
@@ -2251,8 +2490,14 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
         if (f == EX_FN_DATE_TRUNC && x->type.t == EX_T_DATE)
             HS_TRY(cast_to(b, &x, ty(EX_T_TS), false));
         ex_t xt = x->type.t;
-        bool ok = f == EX_FN_DATE_PART ? (xt == EX_T_DATE || xt == EX_T_TS || xt == EX_T_TIME)
+        bool ok = f == EX_FN_DATE_PART ? (xt == EX_T_DATE || xt == EX_T_TS || xt == EX_T_TIME ||
+                                          xt == EX_T_INTERVAL)
                                        : xt == EX_T_TS;
+        if (xt == EX_T_INTERVAL && df != EX_DF_EPOCH && df != EX_DF_YEAR && df != EX_DF_QUARTER &&
+            df != EX_DF_MONTH && df != EX_DF_DAY && df != EX_DF_HOUR && df != EX_DF_MINUTE &&
+            df != EX_DF_SECOND && df != EX_DF_MILLISECOND && df != EX_DF_MICROSECOND)
+            return err_at(b, HS_INVALID, fld->loc, "unit \"%.*s\" not supported for type interval",
+                          (int)(fld->val.s.n > 40 ? 40 : fld->val.s.n), (const char *)fld->val.s.p);
         if (!ok)
             return err_at(b, HS_INVALID, x->loc, "function %s does not take %s", fn, tname(&x->type, b1));
         if (f == EX_FN_DATE_TRUNC && (df == EX_DF_DOW || df == EX_DF_DOY || df == EX_DF_EPOCH ||
@@ -2279,12 +2524,150 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
     return fold(b, out, false);
 }
 
+/* ---- struct fields and array elements ---- */
+
+/* The COL node of field `name` of the struct column x (PostgreSQL's (x).name).
+ * In SQL (a scope) the struct is a top-level column found by field id and
+ * the field is found below it by name (sub); elsewhere a child with a field
+ * id is found by that id, else by its path of names. */
+static hs_status struct_field(binder *b, const ex_node *x, const hs_field *f, int loc, ex_node **out)
+{
+    ex_node *c = mk(b, EX_COL, type_of_field(f), loc, 0);
+    const char **path = hs_arena_calloc(&b->e->arena, (size_t)x->path_len + 1, sizeof *path);
+    size_t ln = strlen(x->name), lf = strlen(f->name);
+    char *nm = hs_arena_alloc(&b->e->arena, ln + lf + 2);
+    if (!c || !path || !nm)
+        return nomem(b);
+    memcpy(path, x->path, (size_t)x->path_len * sizeof *path);
+    path[x->path_len] = f->name;
+    memcpy(nm, x->name, ln);
+    nm[ln] = '.';
+    memcpy(nm + ln + 1, f->name, lf + 1);
+    c->field = f;
+    c->name = nm;
+    c->path = path;
+    c->path_len = x->path_len + 1;
+    if (b->scope) {
+        c->field_id = x->field_id;
+        c->sub = x->sub + 1;
+    } else {
+        c->field_id = x->field_id >= 0 && f->field_id >= 0 ? f->field_id : -1;
+    }
+    c->slot = b->e->n_slots++;
+    *out = c;
+    return HS_OK;
+}
+
+/* x[i]: the element of a list column (subscripts of other expressions and
+ * slices are 0A000; lists of lists and of structs too). */
+static hs_status bind_subscript(binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
+{
+    char b1[48];
+    if (json_is_true(json_object_get(ind, "is_slice")))
+        return err_at(b, HS_UNSUPPORTED, loc, "array slices are not supported");
+    if (x->kind != EX_COL || x->type.t != EX_T_OTHER || !x->field ||
+        (x->field->type != HS_TYPE_LIST && x->field->type != HS_TYPE_FIXED_LIST)) {
+        if (x->type.t == EX_T_OTHER || ex_is_pvx(x->type.t))
+            return err_at(b, HS_UNSUPPORTED, loc, "subscripts of %s are not supported",
+                          ex_is_pvx(x->type.t) ? tname(&x->type, b1) : "this expression");
+        return err_at(b, HS_INVALID, loc, "cannot subscript type %s because it does not support subscripting",
+                      tname(&x->type, b1));
+    }
+    const hs_field *ef = &x->field->children[0];
+    ex_ty et = type_of_field(ef);
+    if (et.t == EX_T_OTHER || ex_is_pvx(et.t))
+        return err_at(b, HS_UNSUPPORTED, loc, "subscripts of arrays of nested values are not supported");
+    ex_node *i;
+    HS_TRY(bind(b, json_object_get(ind, "uidx"), &i));
+    if (i->type.t == EX_T_UNKNOWN || i->type.t == EX_T_NULL)
+        HS_TRY(cast_to(b, &i, ty(EX_T_INT), true));
+    if (i->type.t != EX_T_INT)
+        return err_at(b, HS_INVALID, i->loc, "array subscript must have type integer");
+    ex_node *n = mk(b, EX_FUNC, et, loc, 2);
+    if (!n)
+        return nomem(b);
+    n->op = EX_FN_ARR_ELEM;
+    n->args[0] = x;
+    n->args[1] = i;
+    *out = n;
+    return HS_OK;
+}
+
+static hs_status bind_indirection(binder *b, json_t *body, ex_node **out)
+{
+    int loc = loc_of(body);
+    ex_node *x;
+    HS_TRY(bind(b, json_object_get(body, "arg"), &x));
+    json_t *ind = json_object_get(body, "indirection");
+    for (size_t k = 0; k < json_array_size(ind); k++) {
+        const char *kind;
+        json_t *nb;
+        if (!node_of(json_array_get(ind, k), &kind, &nb))
+            return err_at(b, HS_INTERNAL, loc, "malformed indirection");
+        int at = loc_of(nb) >= 0 ? loc_of(nb) : x->loc;
+        if (!strcmp(kind, "A_Indices")) {
+            HS_TRY(bind_subscript(b, x, nb, at, &x));
+            continue;
+        }
+        size_t len;
+        const char *name = string_node(json_array_get(ind, k), &len);
+        if (!name)
+            return err_at(b, HS_UNSUPPORTED, at, "'*' field selection is not supported");
+        if (x->kind != EX_COL || !x->field || x->field->type != HS_TYPE_STRUCT) {
+            char b1[48];
+            return err_at(b, HS_INVALID, at, "column notation .%s applied to type %s, which is not a composite type",
+                          name, tname(&x->type, b1));
+        }
+        const hs_field *f = NULL;
+        for (int i = 0; i < x->field->n_children && !f; i++)
+            if (x->field->children[i].name && !strcmp(x->field->children[i].name, name))
+                f = &x->field->children[i];
+        for (int i = 0; i < x->field->n_children && !f; i++)
+            if (x->field->children[i].name && !strcasecmp(x->field->children[i].name, name))
+                f = &x->field->children[i];
+        if (!f)
+            return err_at(b, HS_NOT_FOUND, at, "could not identify column \"%s\" in record data type", name);
+        HS_TRY(struct_field(b, x, f, x->loc, &x));
+    }
+    *out = x;
+    return HS_OK;
+}
+
+/* In SQL, `s IS NULL` of a struct s is PostgreSQL's row test: true when
+ * every field is null (s itself null included), and `s IS NOT NULL` when
+ * every field is not null.  NULL when s is not a struct column with fields. */
+static hs_status row_nulltest(binder *b, ex_node *x, bool not_null, int loc, ex_node **out)
+{
+    *out = NULL;
+    if (!b->scope || x->kind != EX_COL || !x->field || x->field->type != HS_TYPE_STRUCT ||
+        x->field->n_children < 1)
+        return HS_OK;
+    int nf = x->field->n_children;
+    ex_node *all = mk(b, EX_AND, ty(EX_T_BOOL), loc, nf);
+    if (!all)
+        return nomem(b);
+    for (int i = 0; i < nf; i++) {
+        ex_node *c, *t = mk(b, EX_IS_NULL, ty(EX_T_BOOL), loc, 1);
+        if (!t)
+            return nomem(b);
+        HS_TRY(struct_field(b, x, &x->field->children[i], x->loc, &c));
+        t->args[0] = c;
+        t->neg = not_null;
+        all->args[i] = t;
+    }
+    *out = nf == 1 ? all->args[0] : all;
+    return HS_OK;
+}
+
 static hs_status bind_nulltest(binder *b, json_t *body, ex_node **out)
 {
     int loc = loc_of(body);
     ex_node *x;
     HS_TRY(bind(b, json_object_get(body, "arg"), &x));
     const char *t = jstr(body, "nulltesttype");
+    HS_TRY(row_nulltest(b, x, t && !strcmp(t, "IS_NOT_NULL"), loc, out));
+    if (*out)
+        return HS_OK;
     ex_node *n = mk(b, EX_IS_NULL, ty(EX_T_BOOL), loc, 1);
     if (!n)
         return nomem(b);
@@ -2322,7 +2705,7 @@ static const char *unsupported_name(const char *k)
 {
     static const struct { const char *node, *what; } t[] = {
         {"SubLink", "subqueries"}, {"ParamRef", "parameters ($n)"},
-        {"A_Indirection", "subscripts and field selection"}, {"RowExpr", "row constructors"},
+        {"RowExpr", "row constructors"},
         {"CollateClause", "COLLATE"}, {"A_ArrayExpr", "ARRAY constructors"},
         {"SQLValueFunction", "CURRENT_DATE and similar functions"},
         {"MinMaxExpr", "GREATEST and LEAST"}, {"GroupingFunc", "GROUPING"},
@@ -2375,6 +2758,8 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
         st = bind_coalesce(b, body, out);
     else if (!strcmp(k, "A_ArrayExpr"))
         st = bind_pv_array(b, body, out);
+    else if (!strcmp(k, "A_Indirection"))
+        st = bind_indirection(b, body, out);
     else {
         const char *what = unsupported_name(k);
         int loc = loc_of(body);
@@ -2483,7 +2868,10 @@ hs_status ex_bind_json(const struct json_t *node, const char *text, const ex_sco
                            "WHERE", tname(&e->root->type, b1));
         }
     }
-    if (st == HS_OK && e->root->type.t == EX_T_OTHER)
+    /* a nested column itself (count(s) of a struct) is passed through;
+     * expressions cannot compute nested values */
+    if (st == HS_OK && e->root->type.t == EX_T_OTHER &&
+        (!scope->nested_ok || e->root->kind != EX_COL || e->root->sub > 0 || !e->root->field))
         st = ex_err_at(err, HS_UNSUPPORTED, e->text, e->root->loc,
                        "expressions cannot return nested columns");
     if (st == HS_OK)
@@ -2992,6 +3380,17 @@ static hs_status make_root_type(ex_expr *e, hs_error *err)
     ex_ty t = e->root->type;
     if (t.t == EX_T_UNKNOWN)
         t.t = EX_T_STR;
+    if (t.t == EX_T_OTHER && e->root->kind == EX_COL && e->root->field) {
+        /* a nested column, passed through (ex_eval) */
+        char *nm = hs_strdup("");
+        if (!nm || hs_field_copy(e->root->field, &e->type_field) != HS_OK) {
+            hs_free(nm);
+            return hs_err_nomem(err, 0);
+        }
+        hs_free(e->type_field.name);
+        e->type_field.name = nm;
+        return HS_OK;
+    }
     hs_status st = ex_type_to_field(&t, "", &e->type_field);
     if (st != HS_OK)
         return hs_err_nomem(err, 0);

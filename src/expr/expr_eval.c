@@ -75,6 +75,7 @@ const char *ex_type_name(const ex_ty *t, char *buf, size_t n)
                                            : (t->tz ? " with time zone" : ""));
         return buf;
     case EX_T_TIME: return "time";
+    case EX_T_INTERVAL: return "interval";
     case EX_T_OTHER: return "nested";
     case EX_T_VEC: return "vector";
     case EX_T_HALFVEC: return "halfvec";
@@ -142,6 +143,7 @@ hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
     case EX_T_FLOAT: ht = t->bits == 32 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64; break;
     case EX_T_DEC: ht = HS_TYPE_DECIMAL128; break;
     case EX_T_UNKNOWN: case EX_T_STR: ht = HS_TYPE_STRING; break;
+    case EX_T_INTERVAL: ht = HS_TYPE_STRING; break; /* its text: docs/sql.md */
     case EX_T_BIN: ht = t->uuid ? HS_TYPE_FIXED_BINARY : HS_TYPE_BINARY; break;
     case EX_T_DATE: ht = HS_TYPE_DATE32; break;
     case EX_T_TS: ht = HS_TYPE_TIMESTAMP; break;
@@ -151,6 +153,10 @@ hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
     hs_field_init(out, name, ht, true);
     if (!out->name)
         return HS_NOMEM;
+    if (t->t == EX_T_INTERVAL && hs_field_set_meta(out, EX_INTERVAL_META, "interval") != HS_OK) {
+        hs_field_clear(out);
+        return HS_NOMEM;
+    }
     if (ht == HS_TYPE_DECIMAL128) {
         out->precision = t->prec;
         out->scale = t->scale;
@@ -206,7 +212,7 @@ static size_t elem_size(ex_t t)
 {
     switch (t) {
     case EX_T_INT: case EX_T_FLOAT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: return 8;
-    case EX_T_DEC: return 16;
+    case EX_T_DEC: case EX_T_INTERVAL: return 16;
     case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return sizeof(ex_str);
     case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY: return sizeof(ex_str);
     default: return 1;
@@ -435,6 +441,11 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
     case EX_CM_DEC: return dec_cmp(a->v.d[j], ta->scale, b->v.d[k], tb->scale);
     case EX_CM_BYTES: return cmp_bytes(&a->v.s[j], &b->v.s[k]);
     case EX_CM_BOOL: return a->v.b[j] < b->v.b[k] ? -1 : a->v.b[j] > b->v.b[k];
+    case EX_CM_IV: {
+        __int128 x = ex_interval_span(ex_iv_unpack(a->v.d[j]));
+        __int128 y = ex_interval_span(ex_iv_unpack(b->v.d[k]));
+        return x < y ? -1 : x > y;
+    }
     case EX_CM_PV: {
         pv_val x = {a->v.s[j].p, a->v.s[j].n}, y = {b->v.s[k].p, b->v.s[k].n};
         (void)tb;
@@ -523,14 +534,72 @@ static bool unit_convert(int64_t v, int from, int to, int64_t *out)
 static hs_status pv_read_col(ectx *c, const ex_node *n, const hs_column *col, const selidx *sel,
                              int ns, ex_vec *out);
 
+/* A field of a struct column in SQL (n->sub > 0): the top-level column of
+ * field id n->field_id, then the last n->sub names of n->path below it. */
+static bool find_sub(const hs_batch *b, const ex_node *n, pr_col_ref *r)
+{
+    memset(r, 0, sizeof *r);
+    int top = -1;
+    for (int i = 0; i < b->n_cols && i < b->schema.n_children && top < 0; i++)
+        if (b->schema.children[i].field_id == n->field_id)
+            top = i;
+    if (top < 0 || n->sub >= 8 || n->sub >= n->path_len)
+        return false;
+    const hs_field *f = &b->schema.children[top];
+    const hs_column *col = b->cols[top];
+    for (int d = n->path_len - n->sub; d < n->path_len; d++) {
+        int hit = -1;
+        for (int i = 0; i < f->n_children && hit < 0; i++)
+            if (f->children[i].name && strcmp(f->children[i].name, n->path[d]) == 0)
+                hit = i;
+        if (hit < 0 || f->type != HS_TYPE_STRUCT || !col || hit >= col->n_children)
+            return false;
+        r->parents[r->n_parents++] = col;
+        col = col->children[hit];
+        f = &f->children[hit];
+    }
+    r->col = col;
+    r->field = f;
+    return col != NULL;
+}
+
+static bool find_col(const hs_batch *b, const ex_node *n, pr_col_ref *r)
+{
+    if (n->sub > 0)
+        return find_sub(b, n, r);
+    return n->field_id >= 0 ? pr_batch_find_id(b, n->field_id, r) : find_by_path(b, n, r);
+}
+
+/* The column of COL node n in the chunk's batch (cached), NULL when absent. */
+static hs_status col_ref(ectx *c, const ex_node *n, const pr_col_ref **out)
+{
+    col_cache *cc = &c->cols[n->slot];
+    *out = NULL;
+    if (c->b && !cc->looked) {
+        cc->looked = true;
+        cc->found = find_col(c->b, n, &cc->ref);
+        if (cc->found) {
+            const pr_col_ref *r = &cc->ref;
+            if (r->col->length < c->b->n_rows)
+                return fail(c, n, "column \"%s\" has %lld rows in a batch of %lld", n->name,
+                            (long long)r->col->length, (long long)c->b->n_rows);
+            for (int k = 0; k < r->n_parents; k++)
+                if (r->parents[k]->length < c->b->n_rows)
+                    return fail(c, n, "column \"%s\": its struct is shorter than the batch", n->name);
+        }
+    }
+    if (c->b && cc->found)
+        *out = &cc->ref;
+    return HS_OK;
+}
+
 static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     HS_TRY(vec_new(c, n->type.t, out));
     col_cache *cc = &c->cols[n->slot];
     if (c->b && !cc->looked) {
         cc->looked = true;
-        cc->found = n->field_id >= 0 ? pr_batch_find_id(c->b, n->field_id, &cc->ref)
-                                     : find_by_path(c->b, n, &cc->ref);
+        cc->found = find_col(c->b, n, &cc->ref);
         if (cc->found) {
             const pr_col_ref *r = &cc->ref;
             if (r->col->length < c->b->n_rows)
@@ -896,6 +965,9 @@ static hs_status to_text(ectx *c, const ex_ty *t, const ex_vec *a, int j, ex_str
     case EX_T_DEC:
         n = fmt_dec(a->v.d[j], t->scale, buf);
         break;
+    case EX_T_INTERVAL:
+        n = (int)ex_interval_format(ex_iv_unpack(a->v.d[j]), buf, sizeof buf);
+        break;
     case EX_T_DATE:
         n = fmt_date(a->v.i[j], buf);
         break;
@@ -1117,10 +1189,17 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
                     v = dec_down_round(v, ft->scale - sc);
                 }
             } else if (ft->t == EX_T_FLOAT) {
-                double x = a->v.f[j] * pow10_f(sc);
-                if (!isfinite(x) || fabs(x) >= 1e38)
+                /* PostgreSQL's float8_numeric: the double's text with
+                 * DBL_DIG (15) significant digits (FLT_DIG, 6, for a
+                 * real), read as a numeric, rounded to the scale */
+                double x = a->v.f[j];
+                char fb[40];
+                if (!isfinite(x))
                     goto dec_over;
-                v = (__int128)round(x);
+                int w = hs_snprintf_c(fb, sizeof fb, "%.*g", ft->bits == 32 ? 6 : 15, x);
+                if (w <= 0 || (size_t)w >= sizeof fb ||
+                    parse_dec_text((const uint8_t *)fb, (size_t)w, sc, &v) != 0)
+                    goto dec_over;
             } else if (text) {
                 int r = parse_dec_text(s->p, s->n, sc, &v);
                 if (r == 1)
@@ -1146,6 +1225,20 @@ dec_over:
         case EX_T_STR: case EX_T_UNKNOWN:
             HS_TRY(to_text(c, ft, a, j, &out->v.s[j]));
             break;
+        case EX_T_INTERVAL: {
+            ex_interval iv;
+            if (ft->t == EX_T_INTERVAL) {
+                out->v.d[j] = a->v.d[j];
+            } else if (text) {
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv))
+                    return fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
+                                (const char *)s->p);
+                out->v.d[j] = ex_iv_pack(iv);
+            } else {
+                goto bad;
+            }
+            break;
+        }
         case EX_T_BIN:
             if (ft->t == EX_T_BIN && (!tt->uuid || ft->uuid || a->v.s[j].n == 16)) {
                 out->v.s[j] = a->v.s[j];
@@ -1252,7 +1345,7 @@ static hs_status ev_const(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         case EX_T_BOOL: out->v.b[j] = (uint8_t)v->i; break;
         case EX_T_INT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: out->v.i[j] = v->i; break;
         case EX_T_FLOAT: out->v.f[j] = v->f; break;
-        case EX_T_DEC: out->v.d[j] = v->d; break;
+        case EX_T_DEC: case EX_T_INTERVAL: out->v.d[j] = v->d; break;
         case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: out->v.s[j] = v->s; break;
         case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY: out->v.s[j] = v->s; break;
         default: break;
@@ -1652,6 +1745,40 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
         }
         return HS_OK;
     }
+    if (tb->t == EX_T_INTERVAL || rt == EX_T_INTERVAL || ta->t == EX_T_INTERVAL) {
+        /* timestamp +- interval, interval +- interval, timestamp - timestamp
+         * (expr_interval.c) */
+        int sign = op == '-' ? -1 : 1;
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            if (out->nul[j])
+                continue;
+            ex_interval r;
+            if (ta->t == EX_T_TS && tb->t == EX_T_INTERVAL) {
+                if (!ex_ts_add_interval(a.v.i[j], ta->unit, ex_iv_unpack(b.v.d[j]), sign, &out->v.i[j]))
+                    return fail(c, n, "timestamp out of range");
+                continue;
+            }
+            if (tb->t == EX_T_FLOAT) {
+                if (op == '/' && b.v.f[j] == 0)
+                    return fail(c, n, "division by zero");
+                if (!ex_interval_mul(ex_iv_unpack(a.v.d[j]), b.v.f[j], op == '/', &r))
+                    return fail(c, n, "interval out of range");
+                out->v.d[j] = ex_iv_pack(r);
+                continue;
+            }
+            if (ta->t == EX_T_TS) {
+                int64_t d;
+                if (__builtin_sub_overflow(a.v.i[j], b.v.i[j], &d))
+                    return fail(c, n, "interval out of range");
+                r = ex_ts_diff(a.v.i[j], b.v.i[j], ta->unit);
+            } else if (!ex_interval_add(ex_iv_unpack(a.v.d[j]), ex_iv_unpack(b.v.d[j]), sign, &r)) {
+                return fail(c, n, "interval out of range");
+            }
+            out->v.d[j] = ex_iv_pack(r);
+        }
+        return HS_OK;
+    }
     if (ta->t == EX_T_DATE) {
         for (int k = 0; k < ns; k++) {
             int j = sel[k];
@@ -1731,7 +1858,18 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             int j = sel[k];
             if (out->nul[j])
                 continue;
-            int rc = dec_div(a.v.d[j], sa, b.v.d[j], sb, sr, false, &out->v.d[j]);
+            /* a double cast to numeric without a modifier has the display
+             * scale of its shortest text (PostgreSQL's float8_numeric): its
+             * digits without trailing zeros (n->args[i]->aux, bind_cast) */
+            __int128 x = a.v.d[j], y = b.v.d[j];
+            int sx = sa, sy = sb;
+            if (n->args[0]->kind == EX_CAST && n->args[0]->aux == 1)
+                while (sx > 0 && x % 10 == 0)
+                    x /= 10, sx--;
+            if (n->args[1]->kind == EX_CAST && n->args[1]->aux == 1)
+                while (sy > 0 && y % 10 == 0)
+                    y /= 10, sy--;
+            int rc = dec_div(x, sx, y, sy, sr, false, &out->v.d[j]);
             if (rc == 1)
                 return fail(c, n, "division by zero");
             if (rc == 2)
@@ -1746,7 +1884,21 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             continue;
         __int128 x = a.v.d[j], y = b.v.d[j], r = 0;
         bool ovf = false;
-        if (op == '*') {
+        if (op == '*' && sr != sa + sb) {
+            /* the exact product's scale exceeds 38 digits (expr_bind.c
+             * bind_arith): multiply without the operands' trailing zeros,
+             * then round to the result's scale */
+            int sx = sa, sy = sb;
+            while (sx > 0 && x % 10 == 0)
+                x /= 10, sx--;
+            while (sy > 0 && y % 10 == 0)
+                y /= 10, sy--;
+            ovf = __builtin_mul_overflow(x, y, &r);
+            if (!ovf && sx + sy > sr)
+                r = dec_down_round(r, sx + sy - sr);
+            else if (!ovf)
+                ovf = !dec_up(r, sr - sx - sy, &r);
+        } else if (op == '*') {
             if (x == (int64_t)x && y == (int64_t)y)
                 r = (__int128)(int64_t)x * (int64_t)y;
             else
@@ -1789,6 +1941,13 @@ static hs_status ev_neg(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
         }
         case EX_T_FLOAT: out->v.f[j] = -out->v.f[j]; break;
         case EX_T_DEC: out->v.d[j] = -out->v.d[j]; break;
+        case EX_T_INTERVAL: {
+            ex_interval iv;
+            if (!ex_interval_neg(ex_iv_unpack(out->v.d[j]), &iv))
+                return fail(c, n, "interval out of range");
+            out->v.d[j] = ex_iv_pack(iv);
+            break;
+        }
         default: break;
         }
     }
@@ -1987,6 +2146,74 @@ static hs_status math_check(ectx *c, const ex_node *n, double x, double r)
         return fail(c, n, "value out of range: overflow");
     if (r == 0 && x != 0 && n->aux == EX_M_EXP)
         return fail(c, n, "value out of range: underflow");
+    return HS_OK;
+}
+
+/* PostgreSQL's estimate_ln_dweight: the decimal weight of ln(x), x =
+ * v / 10^s > 0. */
+static int ln_dweight(__int128 v, int s)
+{
+    __int128 one = pow10_i128(s);
+    if (v * 10 >= one * 9 && v * 10 <= one * 11) { /* 0.9 <= x <= 1.1: ln(x) ~ x - 1 */
+        __int128 d = v - one;
+        if (d == 0)
+            return 0;
+        if (d < 0)
+            d = -d;
+        int nd = 0;
+        for (; d > 0; d /= 10)
+            nd++;
+        return nd - 1 - s;
+    }
+    double l = log(dec_to_double(v, s));
+    return l == 0 ? 0 : (int)log10(fabs(l));
+}
+
+/* exp, ln, log10 (log) of a numeric as PostgreSQL's numeric_exp/_ln/_log:
+ * the result rounded half away from zero at PostgreSQL's scale (16
+ * significant digits at least, the argument's scale at least), computed in
+ * long double (about 19 digits: a value whose 17th to 19th digits sit at a
+ * rounding tie can differ in its last digit), then held at the column's
+ * scale (22003 when digits would be lost). */
+static hs_status numeric_math(ectx *c, const ex_node *n, __int128 v, int s, __int128 *out)
+{
+    long double x = (long double)v / (long double)pow10_i128(s), r;
+    int rs;
+    if (n->aux == EX_M_EXP) {
+        double val = (double)x * 0.434294481903252;
+        val = val > 1000 ? 1000 : val < -1000 ? -1000 : val;
+        rs = 16 - (int)val;
+        r = expl(x);
+    } else {
+        if (v == 0)
+            return fail(c, n, "cannot take logarithm of zero");
+        if (v < 0)
+            return fail(c, n, "cannot take logarithm of a negative number");
+        rs = 16 - ln_dweight(v, s);
+        r = n->aux == EX_M_LN ? logl(x) : log10l(x);
+    }
+    if (rs < s)
+        rs = s;
+    if (rs < 0)
+        rs = 0;
+    int S = n->type.scale;
+    if (rs > 38 || !isfinite((double)r))
+        return fail(c, n, "value out of range: the result needs more than 38 digits");
+    long double m = r * powl(10.0L, (long double)rs);
+    if (fabsl(m) >= 1e37L)
+        return fail(c, n, "numeric field overflow");
+    __int128 q = (__int128)roundl(m);
+    if (rs > S) {
+        __int128 p = pow10_i128(rs - S);
+        if (q % p != 0)
+            return fail(c, n, "value out of range: the result needs more than 38 digits at scale %d", S);
+        q /= p;
+    } else if (!dec_up(q, S - rs, &q) || !dec_fits(q)) {
+        return fail(c, n, "numeric field overflow");
+    }
+    if (n->type.prec < 38 && (q >= pow10_i128(n->type.prec) || q <= -pow10_i128(n->type.prec)))
+        return fail(c, n, "numeric field overflow");
+    *out = q;
     return HS_OK;
 }
 
@@ -2205,10 +2432,90 @@ static hs_status to_char_num(ectx *c, const ex_node *n, const ex_ty *t, const ex
     return st == HS_NOMEM ? hs_err_nomem(c->err, fmt->n) : st;
 }
 
+/* Element i of a list's child column ch (field ef, of expression type t)
+ * into row j of out; false when the element is null. */
+static bool read_elem(const hs_column *ch, const ex_ty *t, int64_t i, ex_vec *out, int j)
+{
+    if (!hs_col_is_valid(ch, i))
+        return false;
+    const uint8_t *d = ch->values.data;
+    switch (ch->type) {
+    case HS_TYPE_BOOL: out->v.b[j] = hs_bit_get(d, i); return true;
+    case HS_TYPE_INT8: out->v.i[j] = ((const int8_t *)d)[i]; return true;
+    case HS_TYPE_INT16: out->v.i[j] = ((const int16_t *)d)[i]; return true;
+    case HS_TYPE_INT32: out->v.i[j] = ((const int32_t *)d)[i]; return true;
+    case HS_TYPE_INT64: case HS_TYPE_UINT64: out->v.i[j] = ((const int64_t *)d)[i]; return true;
+    case HS_TYPE_UINT8: out->v.i[j] = d[i]; return true;
+    case HS_TYPE_UINT16: out->v.i[j] = ((const uint16_t *)d)[i]; return true;
+    case HS_TYPE_UINT32: out->v.i[j] = ((const uint32_t *)d)[i]; return true;
+    case HS_TYPE_FLOAT16: out->v.f[j] = hs_half_to_float(((const uint16_t *)d)[i]); return true;
+    case HS_TYPE_FLOAT32: out->v.f[j] = ((const float *)d)[i]; return true;
+    case HS_TYPE_FLOAT64: out->v.f[j] = ((const double *)d)[i]; return true;
+    case HS_TYPE_DECIMAL128: memcpy(&out->v.d[j], d + 16 * i, 16); return true;
+    case HS_TYPE_DATE32: case HS_TYPE_TIME32: out->v.i[j] = ((const int32_t *)d)[i]; return true;
+    case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP: out->v.i[j] = ((const int64_t *)d)[i]; return true;
+    case HS_TYPE_STRING: case HS_TYPE_BINARY: {
+        const int32_t *o = HS_COL_OFFSETS(ch);
+        out->v.s[j].p = d + o[i];
+        out->v.s[j].n = (size_t)(o[i + 1] - o[i]);
+        return true;
+    }
+    case HS_TYPE_FIXED_BINARY:
+        out->v.s[j].p = d + (size_t)ch->width * (size_t)i;
+        out->v.s[j].n = (size_t)ch->width;
+        return true;
+    default:
+        (void)t;
+        return false;
+    }
+}
+
+/* a[i], cardinality(a), array_length(a, dim) of a list column (args[0]):
+ * PostgreSQL's one-dimensional arrays with lower bound 1. */
+static hs_status ev_array_fn(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+{
+    ex_fn fn = (ex_fn)n->op;
+    ex_vec ix = {0};
+    if (n->n_args > 1)
+        HS_TRY(ev(c, n->args[1], sel, ns, &ix));
+    const pr_col_ref *r;
+    HS_TRY(col_ref(c, n->args[0], &r));
+    const hs_column *col = r ? r->col : NULL;
+    bool fixed = col && col->type == HS_TYPE_FIXED_LIST;
+    if (col && ((col->type != HS_TYPE_LIST && !fixed) || col->n_children != 1 || !col->children[0]))
+        return fail(c, n, "column \"%s\" is %s in the batch, not a list", n->args[0]->name,
+                    hs_type_name(col->type));
+    const hs_column *ch = col ? col->children[0] : NULL;
+    const int32_t *o = col && !fixed ? HS_COL_OFFSETS(col) : NULL;
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        int64_t row = c->base + j;
+        out->nul[j] = 1;
+        if (!col || !pr_ref_valid(r, row) || (n->n_args > 1 && ix.nul[j]))
+            continue;
+        int64_t start = fixed ? row * col->width : o[row];
+        int64_t len = fixed ? col->width : o[row + 1] - o[row];
+        if (fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH) {
+            if (fn == EX_FN_ARRAY_LENGTH && (len == 0 || ix.v.i[j] != 1))
+                continue; /* PostgreSQL: an empty array has no dimensions */
+            out->nul[j] = 0;
+            out->v.i[j] = len;
+            continue;
+        }
+        int64_t i = ix.v.i[j];
+        if (i < 1 || i > len || start + i - 1 >= ch->length)
+            continue;
+        out->nul[j] = !read_elem(ch, &n->type, start + i - 1, out, j);
+    }
+    return HS_OK;
+}
+
 static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     ex_fn fn = (ex_fn)n->op;
     HS_TRY(vec_new(c, n->type.t, out));
+    if (fn == EX_FN_ARR_ELEM || fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH)
+        return ev_array_fn(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT_WS) {
         ex_vec sep;
         HS_TRY(ev(c, n->args[0], sel, ns, &sep));
@@ -2282,6 +2589,10 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
             }
             break;
         case EX_FN_MATH: {
+            if (t0->t == EX_T_DEC) {
+                st = numeric_math(c, n, a[0].v.d[j], t0->scale, &out->v.d[j]);
+                break;
+            }
             double x = a[0].v.f[j], r = 0;
             switch ((ex_math)n->aux) {
             case EX_M_EXP: r = exp(x); break;
@@ -2646,6 +2957,14 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
                  &out->v.s[j]);
             break;
         case EX_FN_DATE_PART:
+            if (t0->t == EX_T_INTERVAL) {
+                ex_interval iv = ex_iv_unpack(a[0].v.d[j]);
+                if (n->aux == EX_DF_EPOCH)
+                    out->v.f[j] = ex_interval_epoch(iv);
+                else if (!ex_interval_part((ex_dfield)n->aux, iv, &out->v.i[j]))
+                    return fail(c, n, "unit not supported for type interval");
+                break;
+            }
             if (n->aux == EX_DF_EPOCH) { /* seconds with their fraction, as a double */
                 int64_t v = a[0].v.i[j];
                 out->v.f[j] = t0->t == EX_T_DATE ? (double)v * 86400.0
@@ -2779,7 +3098,7 @@ hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value 
         case EX_T_BOOL: out->i = v.v.b[0]; break;
         case EX_T_INT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: out->i = v.v.i[0]; break;
         case EX_T_FLOAT: out->f = v.v.f[0]; break;
-        case EX_T_DEC: out->d = v.v.d[0]; break;
+        case EX_T_DEC: case EX_T_INTERVAL: out->d = v.v.d[0]; break;
         case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN:
         case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY:
             if (!out->null) {
@@ -2957,6 +3276,12 @@ static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, 
             }
             break;
         case EX_T_DEC: st = hs_col_append_fixed(col, &v->v.d[j]); break;
+        case EX_T_INTERVAL: {
+            char ib[128];
+            size_t il = ex_interval_format(ex_iv_unpack(v->v.d[j]), ib, sizeof ib);
+            st = hs_col_append_bytes(col, ib, il < sizeof ib ? il : sizeof ib - 1);
+            break;
+        }
         case EX_T_DATE: {
             int32_t d = (int32_t)v->v.i[j];
             st = hs_col_append_fixed(col, &d);
@@ -2999,7 +3324,7 @@ const hs_column *ex_passthrough(const ex_expr *e, const hs_batch *b)
         || n->type.t == EX_T_NULL)
         return NULL;
     pr_col_ref r;
-    bool found = n->field_id >= 0 ? pr_batch_find_id(b, n->field_id, &r) : find_by_path(b, n, &r);
+    bool found = find_col(b, n, &r);
     if (!found || r.n_parents > 0 || !r.col || !r.field || r.col->length < b->n_rows)
         return NULL;
     const hs_field *f = r.field, *t = &e->type_field;
@@ -3019,6 +3344,19 @@ hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error
     *out = NULL;
     int64_t n = b->n_rows;
     hs_column *col = NULL;
+    if (e->root->type.t == EX_T_OTHER && e->root->kind == EX_COL) {
+        /* a nested column (expr_bind.c ex_bind_json): a copy of its rows */
+        pr_col_ref r;
+        if (find_col(b, e->root, &r) && r.n_parents == 0 && r.col && r.col->length >= n)
+            return hs_col_slice(r.col, 0, n, out, err);
+        HS_TRY(hs_col_create(&e->type_field, n > 0 ? n : 1, &col, err));
+        if (hs_col_append_nulls(col, n) != HS_OK) {
+            hs_col_free(col);
+            return hs_err_nomem(err, 0);
+        }
+        *out = col;
+        return HS_OK;
+    }
     HS_TRY(hs_col_create(&e->type_field, n > 0 ? n : 1, &col, err));
     hs_arena arena = {0};
     col_cache *cols;

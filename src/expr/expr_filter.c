@@ -154,8 +154,8 @@ static const ex_node *column_of(const ex_node *n, __int128 *m)
     if (ex_is_pvx(n->type.t) || (n->kind == EX_CAST && ex_is_pvx(n->args[0]->type.t)))
         return NULL;
     if (n->kind == EX_COL)
-        return n;
-    if (n->kind != EX_CAST || n->args[0]->kind != EX_COL)
+        return n->sub ? NULL : n; /* (s).f in SQL: no leaf on the struct's id */
+    if (n->kind != EX_CAST || n->args[0]->kind != EX_COL || n->args[0]->sub)
         return NULL;
     const ex_node *col = n->args[0];
     const ex_ty *from = &col->type, *to = &n->type;
@@ -664,7 +664,7 @@ static hs_status conv_booltest(conv *c, const ex_node *n, bool neg, int depth, b
     if (t == EX_IS_FALSE)
         return cv(c, n->args[0], true, depth + 1, exact, out);
     const ex_node *x = n->args[0];
-    if (x->kind == EX_COL && x->type.t == EX_T_BOOL && pr_kind_of(x->field) == PR_V_I64) {
+    if (x->kind == EX_COL && !x->sub && x->type.t == EX_T_BOOL && pr_kind_of(x->field) == PR_V_I64) {
         if (t == EX_IS_UNKNOWN || t == EX_IS_NOT_UNKNOWN)
             return leaf(c, x, t == EX_IS_UNKNOWN ? PR_E_IS_NULL : PR_E_NOT_NULL, PR_EQ, NULL, 0, out);
         pr_val v;
@@ -759,6 +759,8 @@ static hs_status cv(conv *c, const ex_node *n, bool neg, int depth, bool *exact,
             col = n->args[0]->args[0]; /* casts keep nulls and never make them */
         if (!col && n->args[0]->kind == EX_COL)
             col = n->args[0]; /* a pgvector column */
+        if (col && col->sub)
+            col = NULL;
         /* no null leaves on nested columns (lists, structs: vector and
          * sparsevec columns): Iceberg keeps null counts on their leaf
          * fields only, and table/plan.c reads a field without counts as a

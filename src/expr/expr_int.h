@@ -77,8 +77,10 @@ typedef enum ex_t {
     EX_T_HALFVEC,   /* halfvec(n) */
     EX_T_SPARSEVEC, /* sparsevec(n) */
     EX_T_BIT,       /* bit(n) / bit varying */
-    EX_T_ARRAY      /* int4[], real[], double precision[], numeric[] (elem = pv_elem):
+    EX_T_ARRAY,     /* int4[], real[], double precision[], numeric[] (elem = pv_elem):
                      * values of casts to and from the pgvector types only */
+    EX_T_INTERVAL   /* months, days, microseconds in the 16 bytes of a decimal
+                     * (expr_interval.c); dim: the field qualifier's mask */
 } ex_t;
 
 static inline bool ex_is_pv(ex_t t) { return t >= EX_T_VEC && t <= EX_T_BIT; }
@@ -130,7 +132,8 @@ typedef enum ex_cmode {
     EX_CM_DEC,       /* DEC, scales may differ: exact */
     EX_CM_BYTES,     /* STR, BIN: unsigned bytes, then length */
     EX_CM_BOOL,      /* BOOL (one byte per row) */
-    EX_CM_PV         /* pgvector types: pv_cmp (btree order) */
+    EX_CM_PV,        /* pgvector types: pv_cmp (btree order) */
+    EX_CM_IV         /* intervals: ex_interval_span */
 } ex_cmode;
 
 typedef enum ex_fn {
@@ -152,6 +155,11 @@ typedef enum ex_fn {
     EX_FN_REGEX,         /* s ~ p: neg (!~), ci (~*); regexp_like */
     EX_FN_REGEXP_REPLACE, EX_FN_REGEXP_COUNT, EX_FN_REGEXP_SUBSTR,
     EX_FN_TO_CHAR,       /* to_char(timestamp|date|number, fmt) */
+    /* arrays (list columns) of expr_bind.c bind_indirection: args[0] is a
+     * COL node of a list field */
+    EX_FN_ARR_ELEM,      /* a[i] (1-based; NULL outside the array) */
+    EX_FN_CARDINALITY,   /* cardinality(a): elements (0 when empty) */
+    EX_FN_ARRAY_LENGTH,  /* array_length(a, 1): elements (NULL when empty) */
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
     EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
@@ -250,6 +258,9 @@ struct ex_node {
     const char *name;     /* COL: dotted name as resolved (arena) */
     const char **path;    /* COL: the field names from the schema root (arena), */
     int path_len;         /*      used to find the column when field_id < 0 */
+    int sub;              /* COL: > 0 for a field of a struct column (s).f in SQL: the
+                           * top-level column is found by field_id, then the last
+                           * `sub` names of path below it */
     int slot;             /* COL: index into the evaluation's column cache */
     ex_like *pat;         /* LIKE with a constant pattern */
     ex_inset *set;        /* IN with constant items */
@@ -307,6 +318,34 @@ bool ex_like_match(const ex_like *pat, const uint8_t *s, size_t n);
 int ex_pv_type(ex_t t);
 /* Columns that read as pgvector types (docs/sql.md, "pgvector types"). */
 bool ex_pv_type_of_field(const hs_field *f, ex_ty *out);
+
+/* ---- intervals (expr_interval.c) ---- */
+
+typedef struct ex_interval {
+    int64_t micros;
+    int32_t days;
+    int32_t months;
+} ex_interval;
+__int128 ex_iv_pack(ex_interval v);
+ex_interval ex_iv_unpack(__int128 d);
+/* PostgreSQL's interval text; mask: the field of interval 'n' <field>
+ * (0 none).  False when the text is not an interval we read. */
+bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out);
+/* IntervalStyle postgres ('1 year 2 mons 3 days 04:05:06.5'); returns the
+ * length (buf gets at most cap - 1 bytes and a NUL). */
+size_t ex_interval_format(ex_interval v, char *buf, size_t cap);
+/* ts (in unit) + sign * v; false when out of range. */
+bool ex_ts_add_interval(int64_t ts, int unit, ex_interval v, int sign, int64_t *out);
+/* a - b of two timestamps in unit: days and time (interval_justify_hours). */
+ex_interval ex_ts_diff(int64_t a, int64_t b, int unit);
+bool ex_interval_neg(ex_interval v, ex_interval *out);
+bool ex_interval_add(ex_interval a, ex_interval b, int sign, ex_interval *out);
+/* v * factor, or v / factor when div (PostgreSQL's interval_mul, _div). */
+bool ex_interval_mul(ex_interval v, double factor, bool div, ex_interval *out);
+/* The value intervals compare by (months as 30 days, days as 24 hours). */
+__int128 ex_interval_span(ex_interval v);
+bool ex_interval_part(ex_dfield f, ex_interval v, int64_t *out);
+double ex_interval_epoch(ex_interval v);
 
 /* ---- dates (expr_func.c) ---- */
 

@@ -486,7 +486,8 @@ static hs_status scope_node(void *ctx, const json_t *node, int *col, hs_error *e
 
 hs_status  pl_bind_in(scope *sc, const json_t *node, bool filter, ex_expr **out)
 {
-    ex_scope es = {.schema = sc->schema, .column = pl_scope_column, .node = scope_node, .ctx = sc};
+    ex_scope es = {.schema = sc->schema, .column = pl_scope_column, .node = scope_node, .ctx = sc,
+                   .nested_ok = sc->nested_ok};
     return ex_bind_json(node, sc->p->text, &es, filter, out, sc->p->err);
 }
 

@@ -96,6 +96,7 @@ typedef struct scope {
     const layer *pre;        /* the relation before aggregation */
     const int *key_of_col;   /* pre column -> output column, -1 = not a key */
     const char *no_aggs;     /* clause name where aggregates are not allowed (NULL = allowed via map) */
+    bool nested_ok;          /* pl_bind_in: a bare nested column may be bound (ex_scope) */
 } scope;
 
 /* {"ColumnRef": ...} for a column index of a scope (positional binding). */

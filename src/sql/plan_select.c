@@ -33,6 +33,16 @@ static const char *figure_name(const json_t *j, int depth)
         json_t *names = pl_jget(pl_jget(b, "typeName"), "names");
         return sq_str(json_array_get(names, json_array_size(names) - 1));
     }
+    if (!strcmp(k, "A_Indirection")) {
+        /* (s).f is named f, a[i] after a (PostgreSQL's FigureColname) */
+        json_t *ind = pl_jget(b, "indirection");
+        for (size_t i = json_array_size(ind); i-- > 0;) {
+            const char *f = sq_str(json_array_get(ind, i));
+            if (f)
+                return f;
+        }
+        return figure_name(pl_jget(b, "arg"), depth + 1);
+    }
     if (!strcmp(k, "CaseExpr"))
         return "case";
     if (!strcmp(k, "CoalesceExpr"))
@@ -145,6 +155,40 @@ static hs_status group_node(planner *p, const json_t *g, const json_t *tl, const
 
 static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf);
 
+/* pgvector 0.8.1 defines only avg and sum (of vector and halfvec) among the
+ * aggregates over its types, besides the polymorphic count and array_agg;
+ * anything else is PostgreSQL's 42883 "function max(vector) does not
+ * exist", reported here at bind time.  at: the argument's type (a field
+ * tagged EX_PV_META, or a list<float32|float16> column, which is a vector
+ * or halfvec). */
+/* Interval results leave expressions as their text (docs/sql.md): sorting,
+ * grouping or aggregating that text would not order intervals as
+ * PostgreSQL does, so those are 0A000. */
+static hs_status interval_check(planner *p, const hs_field *f, const char *what, int loc)
+{
+    if (f && hs_field_get_meta(f, EX_INTERVAL_META))
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s of interval values is not supported "
+                       "(intervals are returned as text)", what);
+    return HS_OK;
+}
+
+static hs_status pv_agg_check(planner *p, const char *fname, const hs_field *at, int loc)
+{
+    if (fname && strcmp(fname, "count") != 0)
+        HS_TRY(interval_check(p, at, fname, loc));
+    const char *pv = at ? hs_field_get_meta(at, EX_PV_META) : NULL;
+    if (!pv && at && (at->type == HS_TYPE_LIST || at->type == HS_TYPE_FIXED_LIST) &&
+        at->n_children == 1)
+        pv = at->children[0].type == HS_TYPE_FLOAT32 ? "vector"
+             : at->children[0].type == HS_TYPE_FLOAT16 ? "halfvec" : NULL;
+    if (!pv || !fname || !strcmp(fname, "count") || !strcmp(fname, "array_agg"))
+        return HS_OK;
+    bool dense = !strcmp(pv, "vector") || !strcmp(pv, "halfvec");
+    if (dense && (!strcmp(fname, "sum") || !strcmp(fname, "avg")))
+        return HS_OK;
+    return pl_fail(p, HS_NOT_FOUND, "42883", loc, "function %s(%s) does not exist", fname, pv);
+}
+
 /* Projects cur into [group exprs, aggregate args] and aggregates it. */
 hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m,
                            int **key_of_col)
@@ -171,6 +215,8 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
     for (int i = 0; i < ng && st == HS_OK; i++) {
         json_t *g = json_array_get(groups, (size_t)i), *b;
         st = pl_bind_in(&sc, g, false, &ex[ne]);
+        if (st == HS_OK)
+            st = interval_check(p, ex_type(ex[ne]), "GROUP BY", pl_node_loc(g));
         names[ne++] = figure_name(g, 0) ? figure_name(g, 0) : "?column?";
         if (st == HS_OK && pl_is_kind(g, "ColumnRef", &b)) {
             const char *nm[8];
@@ -227,9 +273,14 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
                           fname, json_array_size(args));
             ag[j].fn = fn;
             if (st == HS_OK) {
+                /* count and array_agg take nested columns as they are */
+                sc.nested_ok = fn == XO_AGG_COUNT || fn == XO_AGG_ARRAY_AGG;
                 st = pl_bind_in(&sc, json_array_get(args, 0), false, &ex[ne]);
+                sc.nested_ok = false;
                 names[ne] = fname;
                 ag[j].arg = ne++;
+                if (st == HS_OK)
+                    st = pv_agg_check(p, fname, ex_type(ex[ag[j].arg]), loc);
             }
             if (st == HS_OK && fn == XO_AGG_STRING_AGG) {
                 json_t *sepn = json_array_get(args, 1), *cb;
@@ -409,6 +460,8 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
     hs_status st = HS_OK;
     xo_op *op;
     if (distinct) {
+        for (int i = 0; i < r->op->schema.n_children; i++)
+            HS_TRY(interval_check(p, &r->op->schema.children[i], "DISTINCT", -1));
         HS_TRY(xo_distinct(r->op, &op, p->err));
         r->op = op;
     }
@@ -436,8 +489,14 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
         xo_sort_key *k = hs_calloc((size_t)nk, sizeof *k);
         if (!k)
             return pl_nomem(p);
-        for (int i = 0; i < nk; i++)
+        for (int i = 0; i < nk; i++) {
             k[i] = (xo_sort_key){keys[i].col, keys[i].desc, keys[i].nulls_first};
+            if (keys[i].col >= 0 && keys[i].col < r->op->schema.n_children &&
+                (st = interval_check(p, &r->op->schema.children[keys[i].col], "ORDER BY", -1)) != HS_OK) {
+                hs_free(k);
+                return st;
+            }
+        }
         if (limit >= 0 && limit <= INT64_MAX - offset && limit + offset < (1 << 20))
             st = xo_topk(r->op, nk, k, limit + offset, &op, p->err);
         else
@@ -771,6 +830,62 @@ static void collect_windows(const json_t *j, json_t *arr, int depth)
     pl_collect_calls(j, arr, is_window_call, depth);
 }
 
+/* avg(x) OVER w of integers or numerics is numeric in PostgreSQL
+ * (numeric_avg: the sum divided by the count as numeric_div does): such a
+ * call is rewritten in place into (sum(x) OVER w)::numeric / count(x) OVER
+ * w, named avg, before the window functions are planned; the Window
+ * operator's own avg stays double precision for doubles. */
+static hs_status numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap *m,
+                                     const layer *pre, const int *key_of_col, int depth)
+{
+    if (depth > 400 || !j)
+        return HS_OK;
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            HS_TRY(numeric_window_avgs(p, cur, json_array_get(j, i), m, pre, key_of_col, depth + 1));
+        return HS_OK;
+    }
+    if (!json_is_object(j) || json_object_get(j, "SubLink"))
+        return HS_OK;
+    json_t *fc = json_object_get(j, "FuncCall");
+    const char *fname = fc && json_object_size(j) == 1 ? pl_func_name(fc) : NULL;
+    json_t *args = fc ? pl_jget(fc, "args") : NULL;
+    if (fname && !strcmp(fname, "avg") && pl_jget(fc, "over") && json_array_size(args) == 1 &&
+        !json_is_true(pl_jget(fc, "agg_distinct")) && !pl_jget(fc, "agg_filter")) {
+        int col;
+        HS_TRY(pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &col));
+        hs_type t = cur->op->schema.children[col].type;
+        if ((t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64) || t == HS_TYPE_DECIMAL128) {
+            json_t *sum = json_deep_copy(fc), *cnt = json_deep_copy(fc);
+            json_t *num = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "numeric",
+                                    "typemod", -1, "location", -1);
+            if (sum)
+                json_object_set_new(sum, "funcname", json_pack("[{s:{s:s}}]", "String", "sval", "sum"));
+            if (cnt)
+                json_object_set_new(cnt, "funcname", json_pack("[{s:{s:s}}]", "String", "sval", "count"));
+            json_t *cast = sum && num ? json_pack("{s:{s:{s:o},s:o,s:i}}", "TypeCast", "arg", "FuncCall",
+                                                  sum, "typeName", num, "location", -1)
+                                      : NULL;
+            json_t *div = cast && cnt ? pl_mk_op("/", cast, json_pack("{s:o}", "FuncCall", cnt)) : NULL;
+            json_t *body = div ? json_object_get(div, "A_Expr") : NULL;
+            if (!body) {
+                json_decref(div);
+                return pl_nomem(p);
+            }
+            json_object_set_new(body, "hs_name", json_string("avg"));
+            json_object_clear(j);
+            json_object_set(j, "A_Expr", body);
+            json_decref(div);
+        }
+        return HS_OK;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v)
+        HS_TRY(numeric_window_avgs(p, cur, v, m, pre, key_of_col, depth + 1));
+    return HS_OK;
+}
+
 #define FO_NONDEFAULT 0x1
 #define FO_RANGE 0x2
 #define FO_ROWS 0x4
@@ -922,6 +1037,8 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
             }
             if (needs_arg)
                 st = pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
+            if (st == HS_OK && needs_arg && w->fn >= XO_WIN_COUNT && w->fn <= XO_WIN_MAX)
+                st = pv_agg_check(p, fname, &cur->op->schema.children[w->arg], sq_loc(fc));
             if (st == HS_OK && (w->fn == XO_WIN_NTILE || w->fn == XO_WIN_NTH_VALUE)) {
                 int64_t nb;
                 bool null;
@@ -1095,6 +1212,8 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     if (st == HS_OK) {
         json_t *both[2] = {tl, sortc};
         st = pl_attach_scalars(p, &cur, both, 2, &m);
+        for (int i = 0; i < 2 && st == HS_OK; i++)
+            st = numeric_window_avgs(p, &cur, both[i], &m, grouped ? &pre : NULL, key_of_col, 0);
         if (st == HS_OK)
             st = apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
     }

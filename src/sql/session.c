@@ -124,6 +124,7 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
 {
     static const struct { const char *needle, *state; } t[] = {
         {"syntax error", "42601"},
+        {"which is not a composite type", "42809"},
         {"multiple decimal points", "42601"},
         {"is ambiguous", "42702"},
         {"column \"", "42703"},
@@ -144,7 +145,9 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"numeric field overflow", "22003"},
         {"input is out of range", "22003"},
         {"invalid value for parameter", "22023"},
+        {"interval out of range", "22008"},
         {"out of range", "22003"},
+        {"invalid input syntax for type interval", "22007"},
         {"invalid input syntax", "22P02"},
         {"invalid input", "22P02"},
         {"must be type", "42804"},

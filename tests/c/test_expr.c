@@ -198,7 +198,10 @@ static void test_errors_with_positions(void)
     CHECK(strstr(msg, "subqueries are not supported") != NULL);
     CHECK(parse_msg(&s, "count(*) > 1", msg, sizeof msg) == HS_UNSUPPORTED);
     CHECK(parse_msg(&s, "id = $1", msg, sizeof msg) == HS_UNSUPPORTED);
-    CHECK(parse_msg(&s, "ts - ts > 1", msg, sizeof msg) == HS_UNSUPPORTED);
+    /* timestamp - timestamp is an interval, which no integer compares with */
+    CHECK(parse_msg(&s, "ts - ts > 1", msg, sizeof msg) == HS_INVALID);
+    CHECK(strstr(msg, "operator does not exist: interval > int32") != NULL);
+    CHECK(parse_msg(&s, "ts - ts >= INTERVAL '1 day 02:00'", msg, sizeof msg) == HS_OK);
     CHECK(parse_msg(&s, "ts > now() - INTERVAL '1 day'", msg, sizeof msg) == HS_UNSUPPORTED);
 
     /* several statements or clauses are refused, not run */

@@ -1,0 +1,404 @@
+/*
+ * expr/expr_interval.c - PostgreSQL's interval type in expressions: its
+ * text (input and the output of IntervalStyle postgres), date/timestamp
+ * arithmetic and extract().
+ *
+ * Value.  PostgreSQL keeps an interval as three separate parts that do not
+ * convert into each other implicitly: months, days and microseconds.  An
+ * EX_T_INTERVAL value is those parts (ex_interval) stored in the 16 bytes of
+ * a decimal slot (ex_value.d, ex_vec.v.d), so vectors, constants and folding
+ * need nothing of their own:
+ *
+ *   bytes 0-7    micros   int64   the time part
+ *   bytes 8-11   days     int32
+ *   bytes 12-15  months   int32   (years are 12 months)
+ *
+ * Input: "[+-]N unit" pairs (year(s), mon(th)(s), week(s), day(s),
+ * hour(s), min(ute)(s), sec(ond)(s), millisecond(s), microsecond(s) and
+ * their abbreviations y, m (minutes, as PostgreSQL), w, d, h, s, ms, us),
+ * fractional amounts of the time units, a clock part "[+-]HH:MM[:SS[.f]]",
+ * and a trailing "ago" that negates; with a field qualifier (interval '90'
+ * day) a bare number counts that field.  Fractions of years, months, weeks
+ * and days (which PostgreSQL spreads into the smaller parts) and the ISO
+ * 8601 forms are refused (22007).
+ *
+ * Arithmetic (PostgreSQL's timestamp_pl_interval): months first, with the
+ * day clamped to the end of the month (2024-01-31 + 1 month = 2024-02-29),
+ * then days, then the time part.  Time zones: timestamptz values are UTC
+ * and the session time zone is UTC, so days are 24 hours.
+ * timestamp - timestamp is days and time (interval_justify_hours).
+ */
+#include "expr/expr_int.h"
+
+#include "base/numfmt.h"
+#include "columnar/jsonl.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define USECS_PER_DAY 86400000000LL
+
+__int128 ex_iv_pack(ex_interval v)
+{
+    __int128 d = 0;
+    memcpy(&d, &v, sizeof v);
+    return d;
+}
+
+ex_interval ex_iv_unpack(__int128 d)
+{
+    ex_interval v;
+    memcpy(&v, &d, sizeof v);
+    return v;
+}
+
+/* ---- input ---- */
+
+static bool unit_of(const char *u, size_t n, int *kind, int64_t *mult)
+{
+    /* kind: 0 months, 1 days, 2 micros */
+    static const struct { const char *name; int kind; int64_t mult; } t[] = {
+        {"millennium", 0, 12000}, {"millenniums", 0, 12000}, {"millennia", 0, 12000},
+        {"century", 0, 1200}, {"centuries", 0, 1200}, {"decade", 0, 120}, {"decades", 0, 120},
+        {"y", 0, 12}, {"yr", 0, 12}, {"yrs", 0, 12}, {"year", 0, 12}, {"years", 0, 12},
+        {"mon", 0, 1}, {"mons", 0, 1}, {"month", 0, 1}, {"months", 0, 1},
+        {"w", 1, 7}, {"week", 1, 7}, {"weeks", 1, 7},
+        {"d", 1, 1}, {"day", 1, 1}, {"days", 1, 1},
+        {"h", 2, 3600000000LL}, {"hr", 2, 3600000000LL}, {"hrs", 2, 3600000000LL},
+        {"hour", 2, 3600000000LL}, {"hours", 2, 3600000000LL},
+        {"m", 2, 60000000}, {"min", 2, 60000000}, {"mins", 2, 60000000},
+        {"minute", 2, 60000000}, {"minutes", 2, 60000000},
+        {"s", 2, 1000000}, {"sec", 2, 1000000}, {"secs", 2, 1000000},
+        {"second", 2, 1000000}, {"seconds", 2, 1000000},
+        {"ms", 2, 1000}, {"msec", 2, 1000}, {"msecs", 2, 1000}, {"millisecond", 2, 1000},
+        {"milliseconds", 2, 1000}, {"us", 2, 1}, {"usec", 2, 1}, {"usecs", 2, 1},
+        {"microsecond", 2, 1}, {"microseconds", 2, 1},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strlen(t[i].name) == n && !strncasecmp(u, t[i].name, n)) {
+            *kind = t[i].kind;
+            *mult = t[i].mult;
+            return true;
+        }
+    return false;
+}
+
+/* Field qualifiers of interval 'n' <field> (PostgreSQL's INTERVAL_MASK bits). */
+static bool mask_unit(int mask, int *kind, int64_t *mult)
+{
+    switch (mask) {
+    case 1 << 2: *kind = 0; *mult = 12; return true;          /* YEAR */
+    case 1 << 1: *kind = 0; *mult = 1; return true;           /* MONTH */
+    case 1 << 3: *kind = 1; *mult = 1; return true;           /* DAY */
+    case 1 << 10: *kind = 2; *mult = 3600000000LL; return true; /* HOUR */
+    case 1 << 11: *kind = 2; *mult = 60000000; return true;   /* MINUTE */
+    case 1 << 12: *kind = 2; *mult = 1000000; return true;    /* SECOND */
+    default: return false;
+    }
+}
+
+static bool add_part(ex_interval *v, int kind, double amount, int64_t mult)
+{
+    if (kind == 2) {
+        double us = amount * (double)mult;
+        if (us > 9.2e18 || us < -9.2e18)
+            return false;
+        int64_t r = (int64_t)(us < 0 ? us - 0.5 : us + 0.5);
+        return !__builtin_add_overflow(v->micros, r, &v->micros);
+    }
+    if (amount != (double)(int64_t)amount)
+        return false; /* fractions of months and days: see the top */
+    int64_t r = (int64_t)amount * mult;
+    int32_t *dst = kind == 0 ? &v->months : &v->days;
+    int64_t s = (int64_t)*dst + r;
+    if (s > INT32_MAX || s < INT32_MIN)
+        return false;
+    *dst = (int32_t)s;
+    return true;
+}
+
+bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
+{
+    char buf[256];
+    if (n >= sizeof buf)
+        return false;
+    memcpy(buf, p, n);
+    buf[n] = '\0';
+    ex_interval v = {0, 0, 0};
+    const char *q = buf;
+    bool any = false, ago = false;
+    while (*q) {
+        while (isspace((unsigned char)*q) || *q == '@')
+            q++;
+        if (!*q)
+            break;
+        if (!strncasecmp(q, "ago", 3) && (q[3] == '\0' || isspace((unsigned char)q[3]))) {
+            ago = true;
+            q += 3;
+            continue;
+        }
+        const char *num = q;
+        bool neg = *q == '-';
+        if (*q == '-' || *q == '+')
+            q++;
+        if (!isdigit((unsigned char)*q) && *q != '.')
+            return false;
+        const char *digits = q;
+        while (isdigit((unsigned char)*q))
+            q++;
+        if (*q == ':') {
+            /* clock: HH:MM[:SS[.f]] */
+            long hh = strtol(digits, NULL, 10), mm = 0;
+            double ss = 0;
+            q++;
+            const char *m0 = q;
+            while (isdigit((unsigned char)*q))
+                q++;
+            if (q == m0)
+                return false;
+            mm = strtol(m0, NULL, 10);
+            if (*q == ':') {
+                q++;
+                char *end;
+                ss = hs_strtod(q, &end);
+                if (end == q || *q == '-' || *q == '+')
+                    return false;
+                q = end;
+            }
+            if (mm > 59 || ss >= 60)
+                return false;
+            double us = ((double)hh * 3600 + (double)mm * 60 + ss) * 1e6;
+            if (!add_part(&v, 2, neg ? -us : us, 1))
+                return false;
+            any = true;
+            continue;
+        }
+        char *end;
+        double amount = hs_strtod(num, &end);
+        if (end == num)
+            return false;
+        q = end;
+        while (isspace((unsigned char)*q))
+            q++;
+        const char *u = q;
+        while (isalpha((unsigned char)*q))
+            q++;
+        int kind;
+        int64_t mult;
+        if (q == u) {
+            if (!mask_unit(mask ? mask : 1 << 12, &kind, &mult)) /* a bare number is seconds */
+                return false;
+        } else if (!unit_of(u, (size_t)(q - u), &kind, &mult)) {
+            return false;
+        }
+        if (!add_part(&v, kind, amount, mult))
+            return false;
+        any = true;
+    }
+    if (!any)
+        return false;
+    if (ago) {
+        v.months = -v.months;
+        v.days = -v.days;
+        v.micros = -v.micros;
+    }
+    *out = v;
+    return true;
+}
+
+/* ---- output (IntervalStyle postgres: EncodeInterval) ---- */
+
+static size_t int_part(char *cp, int64_t value, const char *units, bool *is_zero, bool *is_before)
+{
+    if (value == 0)
+        return 0;
+    int w = snprintf(cp, 48, "%s%s%lld %s%s", !*is_zero ? " " : "", (*is_before && value > 0) ? "+" : "",
+                     (long long)value, units, value != 1 ? "s" : "");
+    *is_before = value < 0;
+    *is_zero = false;
+    return w > 0 ? (size_t)w : 0;
+}
+
+size_t ex_interval_format(ex_interval v, char *buf, size_t cap)
+{
+    char tmp[200];
+    char *cp = tmp;
+    bool is_zero = true, is_before = false;
+    int64_t year = v.months / 12, mon = v.months % 12;
+    int64_t t = v.micros;
+    int64_t hour = t / 3600000000LL;
+    t -= hour * 3600000000LL;
+    int64_t min = t / 60000000;
+    t -= min * 60000000;
+    int64_t sec = t / 1000000, fsec = t - sec * 1000000;
+    cp += int_part(cp, year, "year", &is_zero, &is_before);
+    cp += int_part(cp, mon, "mon", &is_zero, &is_before);
+    cp += int_part(cp, v.days, "day", &is_zero, &is_before);
+    if (is_zero || hour != 0 || min != 0 || sec != 0 || fsec != 0) {
+        bool minus = hour < 0 || min < 0 || sec < 0 || fsec < 0;
+        int w = snprintf(cp, 80, "%s%s%02lld:%02lld:%02lld", is_zero ? "" : " ",
+                         minus ? "-" : is_before ? "+" : "", (long long)llabs(hour),
+                         (long long)llabs(min), (long long)llabs(sec));
+        cp += w > 0 ? w : 0;
+        if (fsec != 0) {
+            char f[24];
+            snprintf(f, sizeof f, "%06lld", (long long)llabs(fsec));
+            size_t fl = 6;
+            while (fl > 0 && f[fl - 1] == '0')
+                fl--;
+            *cp++ = '.';
+            memcpy(cp, f, fl);
+            cp += fl;
+        }
+    }
+    *cp = '\0';
+    size_t len = (size_t)(cp - tmp);
+    if (cap > 0) {
+        size_t k = len < cap - 1 ? len : cap - 1;
+        memcpy(buf, tmp, k);
+        buf[k] = '\0';
+    }
+    return len;
+}
+
+/* ---- arithmetic ---- */
+
+bool ex_ts_add_interval(int64_t ts, int unit, ex_interval v, int sign, int64_t *out)
+{
+    int64_t ups = ex_unit_per_sec(unit), per_day = 86400 * ups;
+    int64_t days = ex_floor_div(ts, per_day), tod = ts - days * per_day;
+    if (v.months != 0) {
+        int64_t y;
+        unsigned m, d;
+        hs_civil_from_days(days, &y, &m, &d);
+        int64_t ym = y * 12 + (m - 1) + sign * (int64_t)v.months;
+        int64_t ny = ex_floor_div(ym, 12), nm = ym - ny * 12 + 1;
+        static const unsigned mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+        unsigned lim = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
+        if (ny < -4713 || ny > 294276)
+            return false;
+        days = hs_days_from_civil(ny, (unsigned)nm, d > lim ? lim : d);
+    }
+    days += sign * (int64_t)v.days;
+    /* the time part in the timestamp's unit (PostgreSQL's are microseconds) */
+    int64_t tp;
+    if (ups >= 1000000) {
+        if (__builtin_mul_overflow(v.micros, ups / 1000000, &tp))
+            return false;
+    } else {
+        tp = v.micros / (1000000 / ups);
+    }
+    int64_t r;
+    if (__builtin_mul_overflow(days, per_day, &r) || __builtin_add_overflow(r, tod, &r) ||
+        __builtin_add_overflow(r, sign * tp, &r))
+        return false;
+    *out = r;
+    return true;
+}
+
+ex_interval ex_ts_diff(int64_t a, int64_t b, int unit)
+{
+    int64_t ups = ex_unit_per_sec(unit);
+    int64_t d = a - b; /* callers check the subtraction */
+    int64_t us = ups >= 1000000 ? d / (ups / 1000000) : d * (1000000 / ups);
+    ex_interval v = {0, 0, 0};
+    int64_t whole = us / USECS_PER_DAY;
+    us -= whole * USECS_PER_DAY;
+    if (whole > 0 && us < 0) {
+        us += USECS_PER_DAY;
+        whole--;
+    } else if (whole < 0 && us > 0) {
+        us -= USECS_PER_DAY;
+        whole++;
+    }
+    v.days = (int32_t)whole;
+    v.micros = us;
+    return v;
+}
+
+bool ex_interval_neg(ex_interval v, ex_interval *out)
+{
+    if (v.months == INT32_MIN || v.days == INT32_MIN || v.micros == INT64_MIN)
+        return false;
+    out->months = -v.months;
+    out->days = -v.days;
+    out->micros = -v.micros;
+    return true;
+}
+
+bool ex_interval_add(ex_interval a, ex_interval b, int sign, ex_interval *out)
+{
+    int64_t m = (int64_t)a.months + sign * (int64_t)b.months;
+    int64_t d = (int64_t)a.days + sign * (int64_t)b.days;
+    int64_t us;
+    if (m > INT32_MAX || m < INT32_MIN || d > INT32_MAX || d < INT32_MIN ||
+        (sign > 0 ? __builtin_add_overflow(a.micros, b.micros, &us)
+                  : __builtin_sub_overflow(a.micros, b.micros, &us)))
+        return false;
+    out->months = (int32_t)m;
+    out->days = (int32_t)d;
+    out->micros = us;
+    return true;
+}
+
+/* interval * factor (div: interval / factor) as PostgreSQL's interval_mul
+ * and interval_div: each part is scaled, and the fractions of months carry
+ * into days (30 a month) and those of days into the time part. */
+#define TSROUND(x) (rint((x) * 1000000.0) / 1000000.0)
+bool ex_interval_mul(ex_interval v, double factor, bool div, ex_interval *out)
+{
+    double m = div ? v.months / factor : v.months * factor;
+    double d = div ? v.days / factor : v.days * factor;
+    if (isnan(m) || m > INT32_MAX || m < INT32_MIN || isnan(d) || d > INT32_MAX || d < INT32_MIN)
+        return false;
+    ex_interval r;
+    r.months = (int32_t)m;
+    r.days = (int32_t)d;
+    double month_remainder_days = TSROUND((m - r.months) * 30.0);
+    double sec_remainder = TSROUND((d - r.days + month_remainder_days - (int)month_remainder_days) * 86400.0);
+    if (fabs(sec_remainder) >= 86400.0) {
+        r.days += (int)(sec_remainder / 86400.0);
+        sec_remainder -= (int)(sec_remainder / 86400.0) * 86400.0;
+    }
+    r.days += (int)month_remainder_days;
+    double t = rint((div ? (double)v.micros / factor : (double)v.micros * factor) + sec_remainder * 1e6);
+    if (isnan(t) || t >= 9.2e18 || t <= -9.2e18)
+        return false;
+    r.micros = (int64_t)t;
+    *out = r;
+    return true;
+}
+
+/* PostgreSQL's interval_cmp_value: months as 30 days, days as 24 hours. */
+__int128 ex_interval_span(ex_interval v)
+{
+    return ((__int128)v.months * 30 + v.days) * USECS_PER_DAY + v.micros;
+}
+
+bool ex_interval_part(ex_dfield f, ex_interval v, int64_t *out)
+{
+    int64_t t = v.micros;
+    switch (f) {
+    case EX_DF_YEAR: *out = v.months / 12; return true;
+    case EX_DF_QUARTER: *out = (v.months % 12) / 3 + 1; return true;
+    case EX_DF_MONTH: *out = v.months % 12; return true;
+    case EX_DF_DAY: *out = v.days; return true;
+    case EX_DF_HOUR: *out = t / 3600000000LL; return true;
+    case EX_DF_MINUTE: *out = t / 60000000 % 60; return true;
+    case EX_DF_SECOND: *out = t / 1000000 % 60; return true;
+    case EX_DF_MILLISECOND: *out = t % 60000000 / 1000; return true;
+    case EX_DF_MICROSECOND: *out = t % 60000000; return true;
+    default: return false;
+    }
+}
+
+double ex_interval_epoch(ex_interval v)
+{
+    /* PostgreSQL: a year is 365.25 days, a month 30 days */
+    double secs = (double)(v.months / 12) * 365.25 * 86400.0 + (double)(v.months % 12) * 30.0 * 86400.0;
+    return secs + (double)v.days * 86400.0 + (double)v.micros / 1e6;
+}
