@@ -918,7 +918,14 @@ static const char *fn_name(int fn)
                                         "sqrt", "starts_with", "substr", "btrim", "ltrim", "rtrim",
                                         "concat", "date_part", "date_trunc", "replace",
                                         "strpos", "left", "right", "repeat", "reverse",
-                                        "split_part"};
+                                        "split_part", "sign", "trunc", "?math", "power", "log",
+                                        "atan2", "div", "lpad", "rpad", "concat_ws", "translate",
+                                        "md5", "chr", "ascii", "octet_length", "bit_length",
+                                        "initcap", "make_date", "regexp_like", "regexp_replace",
+                                        "regexp_count", "regexp_substr", "to_char", "?elem",
+                                        "cardinality", "array_length"};
+    _Static_assert(sizeof names / sizeof names[0] == EX_FN_ARRAY_LENGTH + 1,
+                   "a name per function before pgvector's");
     return fn >= 0 && fn < (int)(sizeof names / sizeof names[0]) ? names[fn] : "?";
 }
 
@@ -1080,7 +1087,24 @@ static hs_status fmt(hs_buf *o, const ex_node *n, int depth)
             return fmt_pv_func(o, n, depth);
         /* fall through */
     case EX_COALESCE: case EX_NULLIF: {
-        const char *name = n->kind == EX_COALESCE ? "COALESCE" : n->kind == EX_NULLIF ? "NULLIF" : fn_name(n->op);
+        if (n->kind == EX_FUNC && n->op == EX_FN_REGEX && n->n_args == 2) { /* s [!]~[*] p */
+            HS_TRY(hs_buf_puts(o, "("));
+            HS_TRY(fmt(o, n->args[0], depth + 1));
+            HS_TRY(hs_buf_printf(o, " %s~%s ", n->neg ? "!" : "", n->ci ? "*" : ""));
+            HS_TRY(fmt(o, n->args[1], depth + 1));
+            return hs_buf_puts(o, ")");
+        }
+        if (n->kind == EX_FUNC && n->op == EX_FN_ARR_ELEM) { /* a[i] of a column */
+            HS_TRY(fmt(o, n->args[0], depth + 1));
+            HS_TRY(hs_buf_puts(o, "["));
+            HS_TRY(fmt(o, n->args[1], depth + 1));
+            return hs_buf_puts(o, "]");
+        }
+        static const char *const math[] = {"exp", "ln", "log10", "cbrt", "sin", "cos", "tan",
+                                           "asin", "acos", "atan", "degrees", "radians"};
+        const char *name = n->kind == EX_COALESCE ? "COALESCE" : n->kind == EX_NULLIF ? "NULLIF"
+                           : n->op == EX_FN_MATH && n->aux >= 0 && n->aux < (int)(sizeof math / sizeof math[0])
+                               ? math[n->aux] : fn_name(n->op);
         HS_TRY(hs_buf_printf(o, "%s(", name));
         if (n->kind == EX_FUNC && (n->op == EX_FN_DATE_PART || n->op == EX_FN_DATE_TRUNC))
             HS_TRY(hs_buf_printf(o, "'%s', ", dfield_name(n->aux)));
@@ -1089,7 +1113,7 @@ static hs_status fmt(hs_buf *o, const ex_node *n, int depth)
                 HS_TRY(hs_buf_puts(o, ", "));
             HS_TRY(fmt(o, n->args[i], depth + 1));
         }
-        if (n->kind == EX_FUNC && n->op == EX_FN_ROUND && n->aux)
+        if (n->kind == EX_FUNC && (n->op == EX_FN_ROUND || n->op == EX_FN_TRUNC) && n->aux)
             HS_TRY(hs_buf_printf(o, ", %d", n->aux));
         return hs_buf_puts(o, ")");
     }
