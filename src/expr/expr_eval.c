@@ -596,29 +596,16 @@ static hs_status col_ref(ectx *c, const ex_node *n, const pr_col_ref **out)
 static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
 {
     HS_TRY(vec_new(c, n->type.t, out));
-    col_cache *cc = &c->cols[n->slot];
-    if (c->b && !cc->looked) {
-        cc->looked = true;
-        cc->found = find_col(c->b, n, &cc->ref);
-        if (cc->found) {
-            const pr_col_ref *r = &cc->ref;
-            if (r->col->length < c->b->n_rows)
-                return fail(c, n, "column \"%s\" has %lld rows in a batch of %lld", n->name,
-                            (long long)r->col->length, (long long)c->b->n_rows);
-            for (int k = 0; k < r->n_parents; k++)
-                if (r->parents[k]->length < c->b->n_rows)
-                    return fail(c, n, "column \"%s\": its struct is shorter than the batch", n->name);
-            if (!phys_ok(n->type.t, r->col->type))
-                return fail(c, n, "column \"%s\" is %s in the batch, but the expression was bound to %s",
-                            n->name, hs_type_name(r->col->type), hs_type_name(n->field->type));
-        }
-    }
-    if (!c->b || !cc->found) {
+    const pr_col_ref *r;
+    HS_TRY(col_ref(c, n, &r));
+    if (!r) {
         for (int k = 0; k < ns; k++)
             out->nul[sel[k]] = 1;
         return HS_OK;
     }
-    const pr_col_ref *r = &cc->ref;
+    if (!phys_ok(n->type.t, r->col->type))
+        return fail(c, n, "column \"%s\" is %s in the batch, but the expression was bound to %s",
+                    n->name, hs_type_name(r->col->type), hs_type_name(n->field->type));
     const hs_column *col = r->col;
     int64_t base = c->base;
     if (r->n_parents > 0 || col->validity.data != NULL) /* else: nul is all 0 already */
