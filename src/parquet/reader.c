@@ -122,6 +122,9 @@
 
 #define PQ_MAX_PAGE_VALUES ((int64_t)1 << 26)
 #define PQ_IDX_CHUNK 1024
+/* Bytes past the end of a decoded string dictionary (zeroed) and of a string
+ * column's values that leaf_emit_bytes may write/read with whole 16-byte moves. */
+#define PQ_DICT_SLACK 16
 #define PQ_WINDOW ((size_t)8 << 20)  /* sequential read window */
 #define PQ_HUGE ((size_t)2 << 20)    /* transparent huge page size */
 #define PQ_HUGE_MIN ((size_t)8 << 20) /* output buffers from this size ask for them */
@@ -675,7 +678,7 @@ static hs_status load_dict(pq_cursor *c, const pq_page_header *h, const uint8_t 
         bool to_dec = lf->conv == PQ_CV_BE_TO_DEC;
         if (hs_buf_reserve(&c->dict_offs, ((size_t)n + 1) * 4) != HS_OK ||
             (to_dec && hs_buf_reserve(&c->dict_vals, (size_t)n * 16) != HS_OK) ||
-            (!to_dec && hs_buf_reserve(&c->dict_bytes, len) != HS_OK))
+            (!to_dec && hs_buf_reserve(&c->dict_bytes, len + PQ_DICT_SLACK) != HS_OK))
             return hs_err_nomem(err, len);
         uint32_t *offs = (uint32_t *)c->dict_offs.data;
         size_t pos = 0, out = 0;
@@ -699,6 +702,8 @@ static hs_status load_dict(pq_cursor *c, const pq_page_header *h, const uint8_t 
             offs[i + 1] = (uint32_t)out;
         }
         c->dict_offs.len = ((size_t)n + 1) * 4;
+        if (!to_dec)  /* the slack is read by leaf_emit_bytes's 16-byte copies */
+            memset(c->dict_bytes.data + out, 0, PQ_DICT_SLACK);
         c->dict_bytes.len = out;
         c->dict_vals.len = to_dec ? (size_t)n * 16 : 0;
     } else {
@@ -1575,18 +1580,41 @@ static hs_status leaf_emit_bytes(pq_cursor *c, hs_column *col, int64_t n, const 
             if (cur + bytes > (size_t)INT32_MAX)
                 return hs_err_set(err, HS_UNSUPPORTED, "more than 2 GiB of strings in one batch");
             col->values.len = cur;
-            if (pq_cb_reserve(&col->values, cur + bytes) != HS_OK)
+            if (pq_cb_reserve(&col->values, cur + bytes + PQ_DICT_SLACK) != HS_OK)
                 return hs_err_nomem(err, cur + bytes);
             uint8_t *out = col->values.data;
             int64_t j = 0;
-            for (int64_t t = s; t < e; t++) {
-                if (!hv || hv[t]) {
+            if (!hv) {
+                /* short values (most dictionaries): whole 16-byte moves instead of a
+                 * memcpy call per value; the dictionary and the output both have
+                 * PQ_DICT_SLACK bytes past their ends */
+                for (int64_t t = s; t < e; t++) {
                     uint32_t ix = idx[j++];
                     uint32_t o = doff[ix], l = doff[ix + 1] - o;
-                    memcpy(out + cur, dbytes + o, l);
+                    if (l <= 2 * PQ_DICT_SLACK) {
+                        memcpy(out + cur, dbytes + o, PQ_DICT_SLACK);
+                        if (l > PQ_DICT_SLACK)
+                            memcpy(out + cur + PQ_DICT_SLACK, dbytes + o + PQ_DICT_SLACK,
+                                   PQ_DICT_SLACK);
+                    } else {
+                        memcpy(out + cur, dbytes + o, l);
+                    }
                     cur += l;
+                    offs[base + t + 1] = (int32_t)cur;
                 }
-                offs[base + t + 1] = (int32_t)cur;
+            } else {
+                for (int64_t t = s; t < e; t++) {
+                    if (hv[t]) {
+                        uint32_t ix = idx[j++];
+                        uint32_t o = doff[ix], l = doff[ix + 1] - o;
+                        if (l <= PQ_DICT_SLACK)
+                            memcpy(out + cur, dbytes + o, PQ_DICT_SLACK);
+                        else
+                            memcpy(out + cur, dbytes + o, l);
+                        cur += l;
+                    }
+                    offs[base + t + 1] = (int32_t)cur;
+                }
             }
             s = e;
         }
