@@ -1261,6 +1261,17 @@ static bool cmp_const(ex_ctx *c, const ex_node *n, const ex_vec *a, const ex_sel
 #undef CMP_LOOP
     case EX_CM_BYTES: {
         const ex_str *y = &k->val.s;
+        if (op == PR_EQ || op == PR_NE) {
+            /* equality: lengths first, bytes only when they agree */
+            uint8_t ne = op == PR_NE;
+            for (int q = 0; q < ns; q++) {
+                int j = sel[q];
+                const ex_str *x = &a->v.s[j];
+                out->nul[j] = a->nul[j];
+                out->v.b[j] = (x->n == y->n && (y->n == 0 || memcmp(x->p, y->p, y->n) == 0)) != ne;
+            }
+            return true;
+        }
         for (int q = 0; q < ns; q++) {
             int j = sel[q];
             out->nul[j] = a->nul[j];
@@ -1375,6 +1386,15 @@ static bool inset_has(const ex_inset *s, ex_cmode m, const ex_vec *a, int j)
     return false;
 }
 
+/* IN's items are all non-null constants (no item can make a miss NULL). */
+static bool in_consts(const ex_node *n)
+{
+    for (int i = 1; i < n->n_args; i++)
+        if (n->args[i]->kind != EX_CONST || n->args[i]->val.null)
+            return false;
+    return true;
+}
+
 static hs_status ev_in(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec a;
@@ -1397,6 +1417,20 @@ static hs_status ev_in(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, e
             bool hit = inset_has(n->set, n->cmode, &a, j);
             out->v.b[j] = hit;
             out->nul[j] = !hit && n->set->has_null;
+        }
+    } else if (n->cmode == EX_CM_BYTES && in_consts(n)) {
+        /* a short list of non-null string constants (TPC-H Q12's l_shipmode
+         * IN ('MAIL', 'SHIP')): each row against every item, lengths first */
+        int ni = n->n_args - 1;
+        for (int k = 0; k < nl; k++) {
+            int j = live[k];
+            const ex_str *x = &a.v.s[j];
+            uint8_t hit = 0;
+            for (int i = 1; i <= ni && !hit; i++) {
+                const ex_str *y = &n->args[i]->val.s;
+                hit = x->n == y->n && (x->n == 0 || memcmp(x->p, y->p, x->n) == 0);
+            }
+            out->v.b[j] = hit;
         }
     } else {
         const ex_ty *ta = &n->args[0]->type;
