@@ -1268,7 +1268,8 @@ static bool cmp_const(ex_ctx *c, const ex_node *n, const ex_vec *a, const ex_sel
                 int j = sel[q];
                 const ex_str *x = &a->v.s[j];
                 out->nul[j] = a->nul[j];
-                out->v.b[j] = (x->n == y->n && (y->n == 0 || memcmp(x->p, y->p, y->n) == 0)) != ne;
+                if (!a->nul[j])   /* a NULL row's string is not set */
+                    out->v.b[j] = (x->n == y->n && (y->n == 0 || memcmp(x->p, y->p, y->n) == 0)) != ne;
             }
             return true;
         }
