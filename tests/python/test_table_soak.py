@@ -140,6 +140,10 @@ def storage_once(t):
     reg_dead = [f for f in files if f.parent.name == "registry" and str(f) not in live]
     dead = set()
     by_kind = {}
+    try:   # a dead file newer than the current metadata: a commit in flight wrote it
+        meta_mtime = os.path.getmtime(_local(t.metadata_location))
+    except FileNotFoundError:
+        meta_mtime = float("inf")
     for f in files:
         n = size(f)
         if f not in reg_dead and n is not None:
@@ -147,7 +151,12 @@ def storage_once(t):
             n_files += 1
             if str(f) not in live:
                 dead.add(str(f))
-                by_kind[file_kind(f)] = by_kind.get(file_kind(f), 0) + n
+                try:
+                    new = os.path.getmtime(f) > meta_mtime
+                except FileNotFoundError:
+                    new = False
+                k = file_kind(f) + (" (in flight)" if new else " (replaced)")
+                by_kind[k] = by_kind.get(k, 0) + n
     return disk, live_bytes, (n_files, live_files), len(reg_dead), dead, by_kind
 
 
