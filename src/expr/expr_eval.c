@@ -909,6 +909,34 @@ static int parse_ts_text(const uint8_t *p, size_t n, int unit, int64_t *out)
     return pr_parse_timestamp((const char *)p, n, (hs_time_unit)unit, out) ? 0 : 1;
 }
 
+bool ex_ts_interval_text(const char *ts, bool is_date, const char *iv, int mask, int sign,
+                         char *out, size_t cap)
+{
+    int64_t t, r, days;
+    size_t tn = strlen(ts);
+    if (is_date) {
+        if (parse_date_text((const uint8_t *)ts, tn, &days) != 0)
+            return false;
+        t = days * 86400 * ex_unit_per_sec(HS_UNIT_MICRO);
+    } else if (parse_ts_text((const uint8_t *)ts, tn, HS_UNIT_MICRO, &t) != 0) {
+        return false;
+    }
+    ex_interval v;
+    if (!ex_interval_parse((const uint8_t *)iv, strlen(iv), mask, &v) ||
+        !ex_ts_add_interval(t, HS_UNIT_MICRO, v, sign, &r))
+        return false;
+    ex_ty ty = {.t = EX_T_TS, .unit = HS_UNIT_MICRO};
+    ex_value val = {.i = r};
+    hs_buf b = {0};
+    bool ok = ex_value_text(&ty, &val, &b) == HS_OK && b.len < cap;
+    if (ok) {
+        memcpy(out, b.data, b.len);
+        out[b.len] = '\0';
+    }
+    hs_buf_free(&b);
+    return ok;
+}
+
 /* A short printable form of a text value for error messages. */
 static int clip(size_t n) { return n > 60 ? 60 : (int)n; }
 

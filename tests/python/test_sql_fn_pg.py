@@ -222,6 +222,14 @@ CASES = [
     "(interval '1 day 02:30:00')::text", "('3 hours')::interval",
     "interval '1 month 1 day' * 1.5", "interval '1 month' / 7", "f * interval '1 hour'",
     "interval '1 day' / 0", "interval '3 days 5 hours' * -0.25",
+    # constant date/timestamp +- interval: folded before binding (plan_rewrite.c)
+    "DATE '2024-03-31' - interval '1 month 1 day'", "DATE '2024-01-31' + interval '1.5 hours'",
+    "interval '2' month + DATE '2023-12-31'", "TIMESTAMP '2024-01-01' - interval '1.5 seconds'",
+    "DATE '2024-02-29' + interval '1 year'", "DATE '2024-01-01' + interval '1 day 02:03:04.5'",
+    "TIMESTAMP '2024-01-01 00:00:00.25' - interval '1 hour ago'", "DATE '2024-01-01' + interval '36' hour",
+    "DATE '2024-01-01' + interval 'abc'", "DATE '2024-01-01' + interval '1 fortnight'",
+    "TIMESTAMP '2024-01-01 00:00:00.25' - interval '1 hour'", "DATE '2024-01-01' + interval '1 decade'",
+    "DATE '2024-01-01' + interval '1 weekday'", "TIMESTAMP '2024-01-01 10:00:00.5' + interval '1 day'",
     # exp, ln, log of numerics are numeric
     "exp(n)", "ln(n)", "log(n)", "log10(n)", "ln(k * 1.5)", "log(k + 0.0)",
     "exp(1.0)", "ln(2.0)", "log(100.0)", "ln(1.05)", "exp(-30.0)", "exp(k * 2.5)", "ln(n * n)",
@@ -521,3 +529,74 @@ def test_interval_text_is_not_ordered(ours):
         assert ei.value.sqlstate == "0A000", q
     t = ours.sql(f"SELECT count(t - TIMESTAMP '2023-12-31') AS n {base}")
     assert t.column(0).to_pylist() == [2]
+
+
+# date/timestamp literal +- interval literal: folded before binding into a
+# timestamp literal (sql/plan_rewrite.c through expr.h's ex_ts_interval_text)
+# so that it prunes data files by their bounds like any literal
+FOLD_PREDICATES = [
+    "d >= DATE '2024-07-01' - interval '2 months'",
+    "d >= DATE '2024-07-01' - interval '2' month",
+    "d < DATE '2024-01-31' + interval '1 month'",
+    "d >= DATE '2024-03-31' - interval '1 month 1 day'",
+    "d > DATE '2024-06-15' - interval '90' day",
+    "d <= interval '1 year' + DATE '2023-03-01'",
+    "d BETWEEN DATE '2024-02-01' AND DATE '2024-02-01' + interval '1 month' - interval '1 day'",
+    "ts < TIMESTAMP '2024-01-01 10:00' + interval '1 mon 2 days 3.5 hours'",
+    "ts >= TIMESTAMP '2024-05-01' - interval '1 week 36 hours'",
+    "ts > TIMESTAMP '2024-04-10 12:00' + interval '-1 day +2 hours'",
+    "ts < TIMESTAMP '2024-03-01' + interval '3 days ago'",
+    "d >= DATE '2024-05-31' - interval '1 mon' + interval '00:00:01.5'",
+    "d < DATE '2014-02-01' + interval '1 decade'",
+]
+
+
+def _fold_table():
+    rows = [(datetime.date(2024, m, k), datetime.datetime(2024, m, k, 12))
+            for m in range(1, 7) for k in range(1, 29)]
+    return rows
+
+
+def test_date_interval_literals_prune_and_agree(ref, tmp_path):
+    """Each predicate selects the rows PostgreSQL selects, and the files of
+    months without a matching row are pruned by their bounds (one file per
+    month, days 1..28 at noon, so a file without a matching row is one
+    whose bounds the folded literal excludes)."""
+    import hyperstreamdb as hdb
+    import sqlsession
+    rows = _fold_table()
+    t = hdb.Table(str(tmp_path / "t"))
+    for m in range(1, 7):
+        part = [r for r in rows if r[0].month == m]
+        t.write_arrow(pa.table({"d": pa.array([r[0] for r in part], pa.date32()),
+                                "ts": pa.array([r[1] for r in part], pa.timestamp("us"))}))
+        t.commit()
+    values = ", ".join(f"(DATE '{d}', TIMESTAMP '{ts}')" for d, ts in rows)
+    with_ = f"WITH t(d, ts) AS (VALUES {values}) "
+    queries = [with_ + "SELECT count(*) AS n, min(d)::text AS lo, max(d)::text AS hi, "
+               f"count(DISTINCT date_trunc('month', d)) AS months FROM t WHERE {p}"
+               for p in FOLD_PREDICATES]
+    expect = ref.run_many(queries, fn="tryr")
+    s = sqlsession.Session()
+    try:
+        s.register("t", tmp_path / "t")
+        bad = []
+        for p, pg in zip(FOLD_PREDICATES, expect):
+            assert pg[0] == "OK", (p, pg)
+            want = pg[1][0]
+            got = s.sql(f"SELECT count(*) AS n, min(d)::text AS lo, max(d)::text AS hi FROM t WHERE {p}")
+            got = dict(zip(("n", "lo", "hi"), (c[0] for c in got.to_pydict().values())))
+            if (got["n"], got["lo"], got["hi"]) != (want["n"], want["lo"], want["hi"]):
+                bad.append(f"{p}: PostgreSQL {want}, ours {got}")
+                continue
+            plan = "\n".join(s.sql(f"EXPLAIN ANALYZE SELECT count(*) FROM t WHERE {p}")
+                             .column(0).to_pylist())
+            line = next(x for x in plan.splitlines() if "pruned by partition/bounds" in x)
+            pruned = int(line.split("total,")[1].split("pruned")[0])
+            if pruned != 6 - want["months"]:
+                bad.append(f"{p}: {pruned} files pruned, {6 - want['months']} hold no match\n{plan}")
+            if "interval" in plan.split("Scan")[1].split("\n")[0].lower():
+                bad.append(f"{p}: the scan filter still has the interval: {plan}")
+    finally:
+        s.close()
+    assert not bad, "\n".join(bad)
