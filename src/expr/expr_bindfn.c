@@ -195,6 +195,39 @@ static ex_ty numeric_math_type(const ex_node *x, int aux)
     return exb_dec_type(38 - s, s);
 }
 
+/* power(x, y) is power(numeric, numeric) when one argument is numeric and
+ * the other numeric, an integer, an unknown literal or NULL (PostgreSQL's
+ * overload resolution: more exact matches than power(float8, float8); a
+ * double precision argument picks that one). */
+static bool numeric_power_args(const ex_node *x, const ex_node *y)
+{
+    ex_t tx = x->type.t, ty = y->type.t;
+    bool ox = tx == EX_T_DEC || tx == EX_T_INT || tx == EX_T_UNKNOWN || tx == EX_T_NULL;
+    bool oy = ty == EX_T_DEC || ty == EX_T_INT || ty == EX_T_UNKNOWN || ty == EX_T_NULL;
+    return (tx == EX_T_DEC && oy) || (ty == EX_T_DEC && ox);
+}
+
+/* The type of power(numeric, numeric) (expr_num.c numeric_power): constants
+ * fold at exactly PostgreSQL's scale; an integer exponent (an integer
+ * column, an integral constant) has PostgreSQL's scale max(16, the base's)
+ * on every row; otherwise the scale varies by row and values are held at
+ * scale 20 (or the arguments' if larger), as exp/ln/log of numerics.
+ * y_int: y was an integer before want_dec cast it. */
+static ex_ty numeric_power_type(const ex_node *x, const ex_node *y, bool y_int)
+{
+    int s = x->type.scale > y->type.scale ? x->type.scale : y->type.scale;
+    s = s > 20 ? s : 20;
+    if (exb_is_const(y) && !y->val.null && y->val.d % ex_pow10(y->type.scale) == 0)
+        y_int = y->val.d / ex_pow10(y->type.scale) <= INT32_MAX &&
+                y->val.d / ex_pow10(y->type.scale) >= INT32_MIN;
+    if (y_int)
+        s = x->type.scale > 16 ? x->type.scale : 16;
+    if (exb_is_const(x) && exb_is_const(y) && !x->val.null && !y->val.null)
+        s = ex_power_scale(x->val.d, x->type.scale, y->val.d, y->type.scale);
+    s = s > 38 ? 38 : s;
+    return exb_dec_type(38 - s, s);
+}
+
 static bool is_list_col(const ex_node *x)
 {
     return x->kind == EX_COL && x->type.t == EX_T_OTHER && x->field &&
@@ -263,6 +296,13 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
         }
         /* fallthrough */
     case EX_FN_POWER: case EX_FN_ATAN2:
+        if (f == EX_FN_POWER && numeric_power_args(a[0], a[1])) {
+            bool y_int = a[1]->type.t == EX_T_INT && a[1]->type.bits <= 32;
+            HS_TRY(want_dec(b, &a[0], fn));
+            HS_TRY(want_dec(b, &a[1], fn));
+            rt = numeric_power_type(a[0], a[1], y_int);
+            break;
+        }
         if (n == 0) { /* pi() */
             ex_node *c = exb_mk_const(b, exb_ty(EX_T_FLOAT), loc);
             if (!c)

@@ -427,6 +427,8 @@ int ex_div_scale(__int128 x, int sx, __int128 y, int sy);
  * truncated to an integer: trunc_), then given at scale sr.  0: ok; 1:
  * division by zero; 2: the result needs more than 38 digits at scale sr. */
 int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out);
+/* PostgreSQL's scale of power(x, y) of two numerics (power_var's rscale). */
+int ex_power_scale(__int128 x, int sx, __int128 y, int sy);
 
 /* ---- evaluation internals (expr_eval.c; expr_num.c) ----
  * A node's result for one chunk is an ex_vec: one null byte per row (1 =
