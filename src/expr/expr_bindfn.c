@@ -68,7 +68,7 @@ static const char *const pg_builtins[] = {
     "json_extract_path", "json_extract_path_text", "json_object", "json_typeof",
     "jsonb_array_length", "jsonb_build_array", "jsonb_build_object", "jsonb_extract_path",
     "jsonb_extract_path_text", "jsonb_path_query", "jsonb_pretty", "jsonb_set",
-    "jsonb_typeof", "justify_days", "justify_hours", "justify_interval", "lcm", "least",
+    "jsonb_typeof", "lcm", "least",
     "left", "ln", "localtime", "localtimestamp", "log", "log10", "lpad", "make_date",
     "make_interval", "make_time", "make_timestamp", "make_timestamptz", "md5",
     "min_scale", "mod", "now", "nullif", "octet_length", "overlay", "pg_typeof", "pi",
@@ -434,6 +434,10 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
             return exb_err(b, HS_UNSUPPORTED, loc, "to_char of timestamptz is not supported (cast to timestamp: UTC)");
         HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
         break;
+    case EX_FN_JUSTIFY_DAYS: case EX_FN_JUSTIFY_HOURS: case EX_FN_JUSTIFY_INTERVAL:
+        HS_TRY(want_type(b, &a[0], EX_T_INTERVAL, fn));
+        rt = exb_ty(EX_T_INTERVAL);
+        break;
     case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH:
         if (!is_list_col(a[0]) && (a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t)))
             return exb_err(b, HS_UNSUPPORTED, a[0]->loc, "function %s of %s is not supported", fn,
@@ -528,7 +532,8 @@ hs_status exb_func(ex_binder *b, json_t *body, ex_node **out)
         {"regexp_like", EX_FN_REGEX, 2, 3}, {"regexp_replace", EX_FN_REGEXP_REPLACE, 3, 4},
         {"regexp_count", EX_FN_REGEXP_COUNT, 2, 4}, {"regexp_substr", EX_FN_REGEXP_SUBSTR, 2, 2},
         {"to_char", EX_FN_TO_CHAR, 2, 2}, {"cardinality", EX_FN_CARDINALITY, 1, 1},
-        {"array_length", EX_FN_ARRAY_LENGTH, 2, 2},
+        {"array_length", EX_FN_ARRAY_LENGTH, 2, 2}, {"justify_days", EX_FN_JUSTIFY_DAYS, 1, 1},
+        {"justify_hours", EX_FN_JUSTIFY_HOURS, 1, 1}, {"justify_interval", EX_FN_JUSTIFY_INTERVAL, 1, 1},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)

@@ -162,6 +162,8 @@ typedef enum ex_fn {
     EX_FN_ARR_ELEM,      /* a[i] (1-based; NULL outside the array) */
     EX_FN_CARDINALITY,   /* cardinality(a): elements (0 when empty) */
     EX_FN_ARRAY_LENGTH,  /* array_length(a, 1): elements (NULL when empty) */
+    /* intervals (expr_interval.c ex_interval_justify) */
+    EX_FN_JUSTIFY_DAYS, EX_FN_JUSTIFY_HOURS, EX_FN_JUSTIFY_INTERVAL,
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
     EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
@@ -539,6 +541,9 @@ bool ex_interval_mul(ex_interval v, double factor, bool div, ex_interval *out);
 /* The value intervals compare by (months as 30 days, days as 24 hours). */
 __int128 ex_interval_span(ex_interval v);
 bool ex_interval_part(ex_dfield f, ex_interval v, int64_t *out);
+/* justify_days (fn EX_FN_JUSTIFY_DAYS), justify_hours, justify_interval;
+ * false when the result is out of range. */
+bool ex_interval_justify(int fn, ex_interval v, ex_interval *out);
 double ex_interval_epoch(ex_interval v);
 
 /* ---- dates (expr_func.c) ---- */

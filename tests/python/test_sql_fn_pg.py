@@ -228,6 +228,22 @@ CASES = [
     "(interval '1 day 02:30:00')::text", "('3 hours')::interval",
     "interval '1 month 1 day' * 1.5", "interval '1 month' / 7", "f * interval '1 hour'",
     "interval '1 day' / 0", "interval '3 days 5 hours' * -0.25",
+    # ISO 8601 interval input (format with designators)
+    "interval 'P1Y2M3DT4H5M6S'", "interval 'P1W'", "interval 'PT1.5S'", "interval 'P-1Y-2M'",
+    "interval 'P1.5Y'", "interval 'P0.5M'", "interval 'P1.25W'", "interval 'P1.5D'", "interval 'PT36H'",
+    "interval 'PT-1H30M'", "interval 'PT0.000001S'", "interval 'P'", "interval 'p1D'",
+    "interval 'P1H'", "interval 'P1Y2M3DT4H5M6S' + d", "('P' || k || 'D')::interval",
+    "interval 'PT'", "interval 'P1DT'",
+    # justify_*
+    "justify_days(interval '35 days')", "justify_days(interval '1 mon -35 days')",
+    "justify_days(interval '-1 mon 40 days')", "justify_hours(interval '50 hours')",
+    "justify_hours(interval '1 day -50 hours')", "justify_hours(interval '-1 day 3 hours')",
+    "justify_interval(interval '1 mon -1 hour')", "justify_interval(interval '-1 mon 1 hour')",
+    "justify_interval(interval '1 mon 35 days 50 hours')", "justify_interval(interval '-40 days -30 hours')",
+    "justify_interval(interval '29 days 23:59:59' + interval '1 second')",
+    "justify_days(k * interval '20 days')", "justify_hours(k * interval '13 hours')",
+    "justify_interval(k * interval '-11 days 13 hours')", "justify_hours(NULL)",
+    "justify_days('45 days')", "justify_days(k)",
     # constant date/timestamp +- interval: folded before binding (plan_rewrite.c)
     "DATE '2024-03-31' - interval '1 month 1 day'", "DATE '2024-01-31' + interval '1.5 hours'",
     "interval '2' month + DATE '2023-12-31'", "TIMESTAMP '2024-01-01' - interval '1.5 seconds'",
