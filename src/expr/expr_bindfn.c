@@ -56,9 +56,9 @@ static hs_status want_int(ex_binder *b, ex_node **np, const char *fn)
  * undefined_function, as PostgreSQL reports it.  Names only (sorted). */
 static const char *const pg_builtins[] = {
     "acos", "acosd", "acosh", "age", "array_append", "array_cat", "array_dims",
-    "array_fill", "array_length", "array_lower", "array_ndims", "array_position",
+    "array_fill", "array_length", "array_lower", "array_ndims",
     "array_positions", "array_prepend", "array_remove", "array_replace", "array_to_json",
-    "array_to_string", "array_upper", "ascii", "asin", "asind", "asinh", "atan", "atan2",
+    "array_upper", "ascii", "asin", "asind", "asinh", "atan", "atan2",
     "atan2d", "atand", "atanh", "bit_count", "bit_length", "cardinality", "cbrt", "chr",
     "clock_timestamp", "coalesce", "concat_ws", "convert_from", "convert_to", "cos", "cosd",
     "cosh", "cot", "cotd", "current_date", "current_setting", "current_time",
@@ -438,6 +438,38 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
         HS_TRY(want_type(b, &a[0], EX_T_INTERVAL, fn));
         rt = exb_ty(EX_T_INTERVAL);
         break;
+    case EX_FN_ARRAY_TO_STRING: case EX_FN_ARRAY_POSITION: {
+        if (!is_list_col(a[0]))
+            return exb_err(b, a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t) ? HS_UNSUPPORTED
+                                                                                   : HS_NOT_FOUND,
+                           a[0]->loc, "function %s(%s) is not supported", fn,
+                           a[0]->type.t == EX_T_OTHER ? "this expression" : exb_tname(&a[0]->type, b1));
+        ex_ty et = ex_type_of_field(&a[0]->field->children[0]);
+        if (et.t == EX_T_OTHER || ex_is_pvx(et.t) || et.t == EX_T_INTERVAL)
+            return exb_err(b, HS_UNSUPPORTED, a[0]->loc, "function %s of arrays of %s is not supported",
+                           fn, et.t == EX_T_OTHER ? "nested values" : exb_tname(&et, b1));
+        if (f == EX_FN_ARRAY_TO_STRING) {
+            for (int i = 1; i < n; i++)
+                HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
+            break;
+        }
+        ex_node *x = a[1];
+        char b2[48];
+        bool same = x->type.t == et.t && (et.t != EX_T_DEC || x->type.scale <= et.scale) &&
+                    (et.t != EX_T_TS || (x->type.unit == et.unit && x->type.tz == et.tz)) &&
+                    (et.t != EX_T_TIME || x->type.unit == et.unit) && x->type.uuid == et.uuid;
+        if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL || (same && et.t != EX_T_INT))
+            HS_TRY(exb_cast_to(b, &a[1], et, true));
+        else if (!same)
+            return exb_err(b, HS_UNSUPPORTED, x->loc, "array_position of a %s in an array of %s is not "
+                           "supported (cast it to the element type)", exb_tname(&x->type, b1),
+                           exb_tname(&et, b2));
+        if (n == 3)
+            HS_TRY(want_int(b, &a[2], fn));
+        rt = exb_ty(EX_T_INT);
+        rt.bits = 32;
+        break;
+    }
     case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH:
         if (!is_list_col(a[0]) && (a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t)))
             return exb_err(b, HS_UNSUPPORTED, a[0]->loc, "function %s of %s is not supported", fn,
@@ -533,6 +565,7 @@ hs_status exb_func(ex_binder *b, json_t *body, ex_node **out)
         {"regexp_count", EX_FN_REGEXP_COUNT, 2, 4}, {"regexp_substr", EX_FN_REGEXP_SUBSTR, 2, 2},
         {"to_char", EX_FN_TO_CHAR, 2, 2}, {"cardinality", EX_FN_CARDINALITY, 1, 1},
         {"array_length", EX_FN_ARRAY_LENGTH, 2, 2}, {"justify_days", EX_FN_JUSTIFY_DAYS, 1, 1},
+        {"array_to_string", EX_FN_ARRAY_TO_STRING, 2, 3}, {"array_position", EX_FN_ARRAY_POSITION, 2, 3},
         {"justify_hours", EX_FN_JUSTIFY_HOURS, 1, 1}, {"justify_interval", EX_FN_JUSTIFY_INTERVAL, 1, 1},
     };
     int which = -1;

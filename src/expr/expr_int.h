@@ -162,6 +162,8 @@ typedef enum ex_fn {
     EX_FN_ARR_ELEM,      /* a[i] (1-based; NULL outside the array) */
     EX_FN_CARDINALITY,   /* cardinality(a): elements (0 when empty) */
     EX_FN_ARRAY_LENGTH,  /* array_length(a, 1): elements (NULL when empty) */
+    EX_FN_ARRAY_TO_STRING, /* array_to_string(a, sep[, null_text]) */
+    EX_FN_ARRAY_POSITION,  /* array_position(a, x[, start]): IS NOT DISTINCT FROM */
     /* intervals (expr_interval.c ex_interval_justify) */
     EX_FN_JUSTIFY_DAYS, EX_FN_JUSTIFY_HOURS, EX_FN_JUSTIFY_INTERVAL,
     /* pgvector (expr_pgvector.c); the argument types select the kernel */

@@ -628,3 +628,82 @@ def test_date_interval_literals_prune_and_agree(ref, tmp_path):
     finally:
         s.close()
     assert not bad, "\n".join(bad)
+
+
+ARR_ROWS = [  # (k, integer[], text[], double precision[], date[], boolean[], numeric(12,3)[])
+    (1, [1, 2, 3, 2], ["a", "b", None, "a"], [1.5, -0.25, 1e20], [datetime.date(2024, 1, 2)],
+     [True, False, None], [decimal.Decimal("1.500"), None]),
+    (2, [], [], [], [], [], []),
+    (3, [None, 7], [None], [None, 2.0], [None, datetime.date(1999, 12, 31)], [None], [None]),
+    (4, None, None, None, None, None, None),
+    (5, [5], ["x,y", ""], [0.1], [datetime.date(2020, 2, 29), datetime.date(2020, 3, 1)], [False],
+     [decimal.Decimal("-2.250")]),
+]
+ARR_CASES = [
+    "array_to_string(ia, ',')", "array_to_string(ia, ',', '*')", "array_to_string(ta, '|')",
+    "array_to_string(ta, '|', 'NULL')", "array_to_string(fa, ';')", "array_to_string(da, ' ')",
+    "array_to_string(ba, '')", "array_to_string(na, ',', '?')", "array_to_string(ia, NULL)",
+    "array_to_string(ia, ',', NULL)", "array_to_string(ta, s)",
+    "array_position(ia, 2)", "array_position(ia, 2, 3)", "array_position(ia, NULL)",
+    "array_position(ta, 'a')", "array_position(ta, 'a', 2)", "array_position(ta, NULL)",
+    "array_position(fa, 2.0::float8)", "array_position(da, DATE '2020-03-01')",
+    "array_position(ba, false)", "array_position(ia, k)", "array_position(ia, 2, 0)",
+    "array_position(ia, 7, -5)", "array_position(na, 1.5)", "array_position(ia, 2, NULL)",
+]
+
+
+def test_array_functions_agree_with_postgres(ref, tmp_path):
+    """array_to_string and array_position of list columns against the same
+    arrays in PostgreSQL 15."""
+    import hyperstreamdb as hdb
+    import sqlsession
+    cols = list(zip(*ARR_ROWS))
+    t = hdb.Table(str(tmp_path / "a"))
+    t.write_arrow(pa.table({
+        "k": pa.array(cols[0], pa.int32()), "ia": pa.array(cols[1], pa.list_(pa.int32())),
+        "ta": pa.array(cols[2], pa.list_(pa.string())), "fa": pa.array(cols[3], pa.list_(pa.float64())),
+        "da": pa.array(cols[4], pa.list_(pa.date32())), "ba": pa.array(cols[5], pa.list_(pa.bool_())),
+        "na": pa.array(cols[6], pa.list_(pa.decimal128(12, 3))),
+        "s": pa.array(["-", "+", None, "/", ""], pa.string())}))
+    t.commit()
+
+    def lit(v, typ):
+        if v is None:
+            return f"NULL::{typ}[]"
+        items = []
+        for x in v:
+            if x is None:
+                items.append("NULL")
+            elif isinstance(x, str):
+                items.append("'" + x.replace("'", "''") + "'")
+            elif isinstance(x, datetime.date):
+                items.append(f"DATE '{x}'")
+            elif isinstance(x, bool):
+                items.append("true" if x else "false")
+            else:
+                items.append(repr(float(x)) if isinstance(x, float) else str(x))
+        return f"ARRAY[{', '.join(items)}]::{typ}[]"
+
+    svals = ["'-'", "'+'", "NULL", "'/'", "''"]
+    values = ", ".join(
+        f"({r[0]}, {lit(r[1], 'integer')}, {lit(r[2], 'text')}, {lit(r[3], 'float8')}, "
+        f"{lit(r[4], 'date')}, {lit(r[5], 'boolean')}, {lit(r[6], 'numeric(12,3)')}, {svals[i]}::text)"
+        for i, r in enumerate(ARR_ROWS))
+    with_ = f"WITH a(k, ia, ta, fa, da, ba, na, s) AS (VALUES {values}) "
+    expect = ref.run_many([with_ + f"SELECT k, {e} FROM a" for e in ARR_CASES])
+    s = sqlsession.Session()
+    try:
+        s.register("a", tmp_path / "a")
+        bad = []
+        for e, pg in zip(ARR_CASES, expect):
+            got = _ours(s, f"SELECT k, {e} FROM a")
+            if pg[0] == "ERR" or got[0] == "ERR":
+                if pg[0] != got[0] or pg[1] != got[1]:
+                    bad.append(f"{e}: PostgreSQL {pg}, ours {got}")
+                continue
+            for k, ((txt, typ), v) in enumerate(zip(pg[1], got[2])):
+                if not _same(txt, typ, v):
+                    bad.append(f"{e} (row {k + 1}): PostgreSQL {txt!r} ({typ}), ours {v!r}")
+    finally:
+        s.close()
+    assert not bad, "\n".join(bad)
