@@ -55,7 +55,7 @@ static hs_status want_int(ex_binder *b, ex_node **np, const char *fn)
  * supported"), while a name PostgreSQL does not know either is 42883
  * undefined_function, as PostgreSQL reports it.  Names only (sorted). */
 static const char *const pg_builtins[] = {
-    "acos", "acosd", "acosh", "age", "array_append", "array_cat", "array_dims",
+    "acos", "acosd", "acosh", "array_append", "array_cat", "array_dims",
     "array_fill", "array_length", "array_lower", "array_ndims",
     "array_positions", "array_prepend", "array_remove", "array_replace", "array_to_json",
     "array_upper", "ascii", "asin", "asind", "asinh", "atan", "atan2",
@@ -470,6 +470,27 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
         rt.bits = 32;
         break;
     }
+    case EX_FN_AGE:
+        if (n == 1) /* age(ts): from the current date, which expressions do not read */
+            return exb_err(b, HS_UNSUPPORTED, loc, "age(timestamp) is not supported (it reads the "
+                           "current date): use age(ts1, ts2)");
+        for (int i = 0; i < 2; i++) {
+            ex_t t = a[i]->type.t;
+            if (t == EX_T_DATE || t == EX_T_UNKNOWN || t == EX_T_NULL)
+                HS_TRY(exb_cast_to(b, &a[i], exb_ty(EX_T_TS), t != EX_T_DATE));
+            if (a[i]->type.t != EX_T_TS)
+                return exb_err(b, HS_NOT_FOUND, a[i]->loc, "function age(%s) does not exist",
+                               exb_tname(&a[i]->type, b1));
+        }
+        if (a[0]->type.unit != a[1]->type.unit || a[0]->type.tz != a[1]->type.tz) {
+            ex_ty w = a[0]->type;
+            w.unit = HS_UNIT_MICRO;
+            w.tz = a[0]->type.tz || a[1]->type.tz;
+            HS_TRY(exb_cast_to(b, &a[0], w, false));
+            HS_TRY(exb_cast_to(b, &a[1], w, false));
+        }
+        rt = exb_ty(EX_T_INTERVAL);
+        break;
     case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH:
         if (!is_list_col(a[0]) && (a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t)))
             return exb_err(b, HS_UNSUPPORTED, a[0]->loc, "function %s of %s is not supported", fn,
@@ -567,6 +588,7 @@ hs_status exb_func(ex_binder *b, json_t *body, ex_node **out)
         {"array_length", EX_FN_ARRAY_LENGTH, 2, 2}, {"justify_days", EX_FN_JUSTIFY_DAYS, 1, 1},
         {"array_to_string", EX_FN_ARRAY_TO_STRING, 2, 3}, {"array_position", EX_FN_ARRAY_POSITION, 2, 3},
         {"justify_hours", EX_FN_JUSTIFY_HOURS, 1, 1}, {"justify_interval", EX_FN_JUSTIFY_INTERVAL, 1, 1},
+        {"age", EX_FN_AGE, 1, 2},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)

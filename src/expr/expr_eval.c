@@ -2337,6 +2337,13 @@ static hs_status ev_func_more(ex_ctx *c, const ex_node *n, const ex_sel *sel, in
             }
             break;
         }
+        case EX_FN_AGE: {
+            ex_interval r = {0, 0, 0};
+            if (!ex_ts_age(a[0].v.i[j], a[1].v.i[j], t0->unit, &r))
+                st = ex_fail(c, n, "interval out of range");
+            out->v.d[j] = ex_iv_pack(r);
+            break;
+        }
         case EX_FN_JUSTIFY_DAYS: case EX_FN_JUSTIFY_HOURS: case EX_FN_JUSTIFY_INTERVAL: {
             ex_interval r = {0, 0, 0};
             if (!ex_interval_justify(fn, ex_iv_unpack(a[0].v.d[j]), &r))

@@ -925,8 +925,8 @@ static const char *fn_name(int fn)
                                         "regexp_count", "regexp_substr", "to_char", "?elem",
                                         "cardinality", "array_length", "array_to_string",
                                         "array_position", "justify_days",
-                                        "justify_hours", "justify_interval"};
-    _Static_assert(sizeof names / sizeof names[0] == EX_FN_JUSTIFY_INTERVAL + 1,
+                                        "justify_hours", "justify_interval", "age"};
+    _Static_assert(sizeof names / sizeof names[0] == EX_FN_AGE + 1,
                    "a name per function before pgvector's");
     return fn >= 0 && fn < (int)(sizeof names / sizeof names[0]) ? names[fn] : "?";
 }

@@ -166,6 +166,7 @@ typedef enum ex_fn {
     EX_FN_ARRAY_POSITION,  /* array_position(a, x[, start]): IS NOT DISTINCT FROM */
     /* intervals (expr_interval.c ex_interval_justify) */
     EX_FN_JUSTIFY_DAYS, EX_FN_JUSTIFY_HOURS, EX_FN_JUSTIFY_INTERVAL,
+    EX_FN_AGE,           /* age(ts, ts): years, months, days and time (timestamp_age) */
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
     EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
@@ -546,6 +547,9 @@ bool ex_interval_part(ex_dfield f, ex_interval v, int64_t *out);
 /* justify_days (fn EX_FN_JUSTIFY_DAYS), justify_hours, justify_interval;
  * false when the result is out of range. */
 bool ex_interval_justify(int fn, ex_interval v, ex_interval *out);
+/* age(a, b) of two timestamps in unit (PostgreSQL's timestamp_age); false
+ * when out of range. */
+bool ex_ts_age(int64_t a, int64_t b, int unit, ex_interval *out);
 double ex_interval_epoch(ex_interval v);
 
 /* ---- dates (expr_func.c) ---- */

@@ -543,3 +543,87 @@ bool ex_interval_justify(int fn, ex_interval v, ex_interval *out)
     out->micros = t;
     return true;
 }
+
+/* ---- age(timestamp, timestamp): PostgreSQL's timestamp_age ----
+ * The field-wise difference (years, months, days, hours, minutes, seconds,
+ * microseconds) of the later minus the earlier, negative fields borrowed
+ * from the next larger one (a day borrows the length of a month: as
+ * PostgreSQL, the first argument's month when it is the earlier timestamp,
+ * else the second's), the sign restored last. */
+
+typedef struct age_tm {
+    int64_t year, mon, mday, hour, min, sec, usec;
+} age_tm;
+
+static void age_fields(int64_t v, int unit, age_tm *tm)
+{
+    int64_t ups = ex_unit_per_sec(unit), per_day = 86400 * ups;
+    int64_t days = ex_floor_div(v, per_day), t = v - days * per_day;
+    int64_t y;
+    unsigned m, d;
+    hs_civil_from_days(days, &y, &m, &d);
+    tm->year = y;
+    tm->mon = m;
+    tm->mday = d;
+    int64_t secs = t / ups;
+    tm->hour = secs / 3600;
+    tm->min = secs / 60 % 60;
+    tm->sec = secs % 60;
+    int64_t frac = t % ups;
+    tm->usec = ups >= 1000000 ? frac / (ups / 1000000) : frac * (1000000 / ups);
+}
+
+static int days_in_month(int64_t y, int64_t m)
+{
+    static const int md[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return md[m - 1] + (m == 2 && leap);
+}
+
+bool ex_ts_age(int64_t a, int64_t b, int unit, ex_interval *out)
+{
+    age_tm t1, t2, r;
+    age_fields(a, unit, &t1);
+    age_fields(b, unit, &t2);
+    bool flip = a < b;
+    int s = flip ? -1 : 1;
+    r.usec = s * (t1.usec - t2.usec);
+    r.sec = s * (t1.sec - t2.sec);
+    r.min = s * (t1.min - t2.min);
+    r.hour = s * (t1.hour - t2.hour);
+    r.mday = s * (t1.mday - t2.mday);
+    r.mon = s * (t1.mon - t2.mon);
+    r.year = s * (t1.year - t2.year);
+    while (r.usec < 0) {
+        r.usec += 1000000;
+        r.sec--;
+    }
+    while (r.sec < 0) {
+        r.sec += 60;
+        r.min--;
+    }
+    while (r.min < 0) {
+        r.min += 60;
+        r.hour--;
+    }
+    while (r.hour < 0) {
+        r.hour += 24;
+        r.mday--;
+    }
+    while (r.mday < 0) {
+        r.mday += flip ? days_in_month(t1.year, t1.mon) : days_in_month(t2.year, t2.mon);
+        r.mon--;
+    }
+    while (r.mon < 0) {
+        r.mon += 12;
+        r.year--;
+    }
+    int64_t months = s * (r.year * 12 + r.mon), days = s * r.mday;
+    int64_t micros = s * (((r.hour * 60 + r.min) * 60 + r.sec) * 1000000 + r.usec);
+    if (months > INT32_MAX || months < INT32_MIN || days > INT32_MAX || days < INT32_MIN)
+        return false;
+    out->months = (int32_t)months;
+    out->days = (int32_t)days;
+    out->micros = micros;
+    return true;
+}
