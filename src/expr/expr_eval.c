@@ -915,7 +915,8 @@ bool ex_ts_interval_text(const char *ts, bool is_date, const char *iv, int mask,
     int64_t t, r, days;
     size_t tn = strlen(ts);
     if (is_date) {
-        if (parse_date_text((const uint8_t *)ts, tn, &days) != 0)
+        if (parse_date_text((const uint8_t *)ts, tn, &days) != 0 || days > 106751990 ||
+            days < -106751990) /* microseconds of int64 */
             return false;
         t = days * 86400 * ex_unit_per_sec(HS_UNIT_MICRO);
     } else if (parse_ts_text((const uint8_t *)ts, tn, HS_UNIT_MICRO, &t) != 0) {
