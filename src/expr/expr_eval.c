@@ -1080,6 +1080,11 @@ dec_over:
             if (ft->t == EX_T_INTERVAL) {
                 out->v.d[j] = a->v.d[j];
             } else if (text) {
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv) && ex_interval_iso_alt(s->p, s->n))
+                    return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                                     "ISO 8601 intervals in the alternative format (\"%.*s\") are not "
+                                     "supported: use designators (P1Y2M3DT4H5M6S)", clip(s->n),
+                                     (const char *)s->p);
                 if (!ex_interval_parse(s->p, s->n, tt->dim, &iv))
                     return ex_fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
                                 (const char *)s->p);

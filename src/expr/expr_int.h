@@ -530,6 +530,9 @@ ex_interval ex_iv_unpack(__int128 d);
 /* PostgreSQL's interval text; mask: the field of interval 'n' <field>
  * (0 none).  False when the text is not an interval we read. */
 bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out);
+/* True when the text is ISO 8601's alternative format (P0001-02-03T04:05:06,
+ * P1, PT04:05), which ex_interval_parse does not read. */
+bool ex_interval_iso_alt(const uint8_t *p, size_t n);
 /* IntervalStyle postgres ('1 year 2 mons 3 days 04:05:06.5'); returns the
  * length (buf gets at most cap - 1 bytes and a NUL). */
 size_t ex_interval_format(ex_interval v, char *buf, size_t cap);

@@ -22,7 +22,7 @@
  * and days (which PostgreSQL spreads into the smaller parts) are refused
  * (22007).  ISO 8601's format with designators (P1Y2M3DT4H5M6S, fractions
  * spread as PostgreSQL does) is read; its alternative format
- * (P0001-02-03T04:05:06) is not (22007).
+ * (P0001-02-03T04:05:06) is not (ex_interval_iso_alt recognizes it: 0A000).
  *
  * justify_days, justify_hours, justify_interval: PostgreSQL 15's (30-day
  * months, 24-hour days, the signs of the parts made to agree).
@@ -214,6 +214,21 @@ static bool parse_iso8601(const char *s, ex_interval *out)
     }
     *out = v;
     return true;
+}
+
+bool ex_interval_iso_alt(const uint8_t *p, size_t n)
+{
+    /* 'P', then a field whose number ends the text or is followed by '-',
+     * ':' or 'T' (DecodeISO8601Interval's alternative branches) */
+    if (n < 2 || p[0] != 'P')
+        return false;
+    size_t i = 1;
+    if (p[i] == 'T')
+        i++;
+    size_t d = i;
+    while (i < n && (isdigit(p[i]) || p[i] == '.'))
+        i++;
+    return i > d && (i == n || p[i] == '-' || p[i] == ':' || (p[i] == 'T' && d == 1));
 }
 
 bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)

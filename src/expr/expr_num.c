@@ -373,8 +373,10 @@ static hs_status numeric_power(ex_ctx *c, const ex_node *n, __int128 x, int sx, 
     if (x < 0 && y % p != 0)
         return ex_fail(c, n, "a negative number raised to a non-integer power yields a complex result");
     int rs = ex_power_scale(x, sx, y, sy);
-    if (x == 0 || (is_int && e == 0))
-        return at_type_scale(c, n, x == 0 ? 0 : ex_pow10(rs > 38 ? 38 : rs), rs > 38 ? 38 : rs, out);
+    if (is_int && e == 0) /* 0 ^ 0 is 1 (PostgreSQL, as most languages) */
+        return at_type_scale(c, n, ex_pow10(rs > 38 ? 38 : rs), rs > 38 ? 38 : rs, out);
+    if (x == 0)
+        return at_type_scale(c, n, 0, rs > 38 ? 38 : rs, out);
     dec_normalize(&x, &sx);
     bool neg = x < 0 && (is_int ? (e & 1) : ((y / p) & 1));
     unsigned __int128 ux = (unsigned __int128)(x < 0 ? -x : x);

@@ -72,7 +72,7 @@ CASES = [
     "sign(n)", "sign(f)", "sign(i)", "power(f, 2)", "f ^ 2", "2 ^ k", "power(i, 0.5)",
     # power of numerics is numeric (power_var's scale; integer exponents exact)
     "power(n, 2)", "n ^ 3", "power(k, 0.5)", "power(n, k - 2)", "power(n, k - 2) / 7", "power(k + 0.5, k) / 3", "power(k, 2) / 3", "power(2.0, k - 3)", "power(1.5, 2.5)",
-    "power(k * 1.0, 10)", "power(n, 0)", "power(0.0, 0.5)", "power(0.0, k - 3)", "power(-2.0, 0.5)",
+    "power(k * 1.0, 10)", "power(n, 0)", "power(0.0, 0)", "power(0.0, k - k)", "power(0.0, 0.5)", "power(0.0, k - 3)", "power(-2.0, 0.5)",
     "power(-2.0, k)", "power(n, -2)", "power(0.5, 1.5)",
     "power(k + 0.25, 1.75)", "power(n, 1.5)", "power(2, 0.5::numeric)", "power(k, -1.5)",
     "power(0.001, 1.5)", "(k + 0.5) ^ -3", "power(7.0, 2)", "power(f, 2.5)", "power(1.1, 100)",
@@ -233,7 +233,8 @@ CASES = [
     "interval 'P1.5Y'", "interval 'P0.5M'", "interval 'P1.25W'", "interval 'P1.5D'", "interval 'PT36H'",
     "interval 'PT-1H30M'", "interval 'PT0.000001S'", "interval 'P'", "interval 'p1D'",
     "interval 'P1H'", "interval 'P1Y2M3DT4H5M6S' + d", "('P' || k || 'D')::interval",
-    "interval 'PT'", "interval 'P1DT'",
+    "interval 'PT'", "interval 'P1DT'", "interval 'P0001-02-03T04:05:06'", "interval 'P1'",
+    "interval 'PT04:05'",
     # justify_*
     "justify_days(interval '35 days')", "justify_days(interval '1 mon -35 days')",
     "justify_days(interval '-1 mon 40 days')", "justify_hours(interval '50 hours')",
@@ -271,6 +272,8 @@ CASES = [
 REFUSED = {"to_char(n, 'S999')",
            # an inexact power of more than 18 significant digits (long double)
            "power(1.1, 100)",
+           # ISO 8601's alternative format
+           "interval 'P0001-02-03T04:05:06'", "interval 'P1'", "interval 'PT04:05'",
            # age(ts) reads the current date
            "age(TIMESTAMP '2024-01-01')"}
 
