@@ -458,7 +458,11 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
         bool same = x->type.t == et.t && (et.t != EX_T_DEC || x->type.scale <= et.scale) &&
                     (et.t != EX_T_TS || (x->type.unit == et.unit && x->type.tz == et.tz)) &&
                     (et.t != EX_T_TIME || x->type.unit == et.unit) && x->type.uuid == et.uuid;
-        if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL || (same && et.t != EX_T_INT))
+        /* integers and floats compare as int64 and double as they are (a
+         * double is not rounded to a real element's precision: PostgreSQL
+         * compares them as float8) */
+        if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL ||
+            (same && et.t != EX_T_INT && et.t != EX_T_FLOAT))
             HS_TRY(exb_cast_to(b, &a[1], et, true));
         else if (!same)
             return exb_err(b, HS_UNSUPPORTED, x->loc, "array_position of a %s in an array of %s is not "
