@@ -333,7 +333,8 @@ class Table:
     ``Table(path)`` opens the table at ``path`` (a local directory or a
     ``file://`` URI); when none exists yet, the first ``commit()`` creates it
     from the schema of the written rows.  ``path`` may also be a
-    ``*.metadata.json`` file, or the directory of a table that a catalog
+    ``*.metadata.json`` file (local, or ``s3://`` where that one GET is the
+    whole open, as for pyiceberg's StaticTable), or the directory of a table that a catalog
     (pyiceberg's SqlCatalog, JDBC, REST) wrote and that has no
     version-hint.text: such a table opens read-only (``read_only``) at that
     file, or at the newest metadata file; ``hyperstreamdb.Catalog(uri)
