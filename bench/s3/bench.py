@@ -19,7 +19,9 @@ Queries:
              numpy brute force)
   full       every row, columns id, category, value
 
-Prints one line per (delay, engine, query, cold/warm): latency, requests, bytes,
+Prints one line per (delay, engine, query, cold/warm): latency, the process's
+CPU time during the query (all threads; on a loaded machine latency minus
+rounds x delay is mostly CPU queueing), requests, bytes,
 the requests by purpose (hint, metadata, manifest-list, manifest, registry,
 sidecar-vector, sidecar-scalar, data, list; from the first run's trace) and
 the dependent round trips ("rounds": waves of requests, each started after an
@@ -121,10 +123,11 @@ else:
 print("READY", flush=True)
 for line in sys.stdin:
     q = json.loads(line)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = run(q)
     ms = (time.perf_counter() - t0) * 1000
-    print(json.dumps({"ms": ms, "result": res}), flush=True)
+    cpu = (time.process_time() - c0) * 1000   # all threads of the process
+    print(json.dumps({"ms": ms, "cpu": cpu, "result": res}), flush=True)
 '''
 
 
@@ -275,7 +278,7 @@ def measure(proxy, w, q, label=""):
             rounds += 1
         last = t
     by["rounds"] = rounds
-    return {"ms": r["ms"], "requests": proxy.requests, "bytes": proxy.bytes_out,
+    return {"ms": r["ms"], "cpu": r["cpu"], "requests": proxy.requests, "bytes": proxy.bytes_out,
             "result": r["result"], "by": by}
 
 
@@ -314,11 +317,12 @@ def main():
                     for kind in cold:
                         for label, runs in (("cold", cold[kind]), ("warm", warm[kind])):
                             rec = {k: statistics.median(r[k] for r in runs)
-                                   for k in ("ms", "requests", "bytes")}
+                                   for k in ("ms", "cpu", "requests", "bytes")}
                             results[(delay, engine, kind, label)] = rec
                             by = runs[0]["by"]   # the first run's requests, by purpose
                             print(f"delay={delay:>4.0f}ms {engine:9s} {kind:6s} {label}: "
-                                  f"{rec['ms']:9.1f} ms p50  {rec['requests']:6.0f} requests  "
+                                  f"{rec['ms']:9.1f} ms p50 (cpu {rec['cpu']:7.1f} ms)  "
+                                  f"{rec['requests']:6.0f} requests  "
                                   f"{rec['bytes'] / 1e6:9.3f} MB   ["
                                   + " ".join(f"{c}={by[c]}" for c in CLASSES if by.get(c))
                                   + f"] rounds={by.get('rounds', 0)}", flush=True)
