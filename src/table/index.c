@@ -1764,7 +1764,9 @@ void tbl_ix_warm_async(const ice_table_metadata *m)
         return;
     warm_arg *w = hs_calloc(1, sizeof *w);
     hs_buf p = {0};
+    /* a root opened before (a warm query): its load costs no round trip, no thread */
     if (w && ix_resolve_path(m->location, rel, &p) == HS_OK &&
+        !hs_io_identity_cached(hs_buf_cstr(&p)) &&
         (w->location = hs_strdup(m->location)) &&
         (w->path = hs_strdup(tbl_local(hs_buf_cstr(&p)))) && hs_io_background(warm_main, w))
         w = NULL;
