@@ -124,20 +124,11 @@ hs_status ex_err_at(hs_error *err, hs_status code, const char *text, int loc, co
 }
 
 /* ------------------------------------------------------------------ */
-/* binder state and node construction                                  */
+/* binder state (ex_binder: expr_int.h) and node construction           */
 
-typedef struct binder {
-    ex_expr *e;
-    const char *query;   /* PREFIX + text */
-    size_t query_len;
-    hs_error *err;
-    int depth;
-    const ex_scope *scope;   /* ex_bind_json: resolves columns and whole nodes */
-} binder;
+hs_status exb_nomem(ex_binder *b) { return hs_err_nomem(b->err, 0); }
 
-static hs_status nomem(binder *b) { return hs_err_nomem(b->err, 0); }
-
-static int loc_of(const json_t *body)
+int exb_loc(const json_t *body)
 {
     json_t *l = json_object_get(body, "location");
     if (!json_is_integer(l))
@@ -146,8 +137,7 @@ static int loc_of(const json_t *body)
     return v >= tl_prefix_len && v <= (json_int_t)INT32_MAX ? (int)(v - tl_prefix_len) : -1;
 }
 
-static hs_status err_at(binder *b, hs_status code, int loc, const char *fmt, ...) HS_PRINTF(4, 5);
-static hs_status err_at(binder *b, hs_status code, int loc, const char *fmt, ...)
+hs_status exb_err(ex_binder *b, hs_status code, int loc, const char *fmt, ...)
 {
     char msg[300];
     va_list ap;
@@ -157,7 +147,7 @@ static hs_status err_at(binder *b, hs_status code, int loc, const char *fmt, ...
     return ex_err_at(b->err, code, b->e->text, loc, "%s", msg);
 }
 
-static ex_ty ty(ex_t t)
+ex_ty exb_ty(ex_t t)
 {
     ex_ty r;
     memset(&r, 0, sizeof r);
@@ -171,7 +161,7 @@ static ex_ty ty(ex_t t)
     return r;
 }
 
-static ex_node *mk(binder *b, ex_kind k, ex_ty t, int loc, int n_args)
+ex_node *exb_mk(ex_binder *b, ex_kind k, ex_ty t, int loc, int n_args)
 {
     ex_node *n = hs_arena_calloc(&b->e->arena, 1, sizeof *n);
     if (!n)
@@ -190,22 +180,20 @@ static ex_node *mk(binder *b, ex_kind k, ex_ty t, int loc, int n_args)
     return n;
 }
 
-static ex_node *mk_const(binder *b, ex_ty t, int loc)
+ex_node *exb_mk_const(ex_binder *b, ex_ty t, int loc)
 {
-    return mk(b, EX_CONST, t, loc, 0);
+    return exb_mk(b, EX_CONST, t, loc, 0);
 }
 
-static ex_node *mk_null(binder *b, ex_ty t, int loc)
+static ex_node *mk_null(ex_binder *b, ex_ty t, int loc)
 {
-    ex_node *n = mk_const(b, t, loc);
+    ex_node *n = exb_mk_const(b, t, loc);
     if (n)
         n->val.null = true;
     return n;
 }
 
-static bool is_const(const ex_node *n) { return n->kind == EX_CONST; }
-
-static const char *tname(const ex_ty *t, char *buf) { return ex_type_name(t, buf, 48); }
+const char *exb_tname(const ex_ty *t, char *buf) { return ex_type_name(t, buf, 48); }
 
 /* ------------------------------------------------------------------ */
 /* folding                                                             */
@@ -214,13 +202,13 @@ static const char *tname(const ex_ty *t, char *buf) { return ex_type_name(t, buf
  * `strict`, an evaluation error is the binding error (literal conversions:
  * '2024-13-01' next to a date column); otherwise the node is kept and the
  * error, if the row is ever evaluated, happens then. */
-static hs_status fold(binder *b, ex_node **np, bool strict)
+hs_status exb_fold(ex_binder *b, ex_node **np, bool strict)
 {
     ex_node *n = *np;
     if (n->kind == EX_CONST || n->kind == EX_COL)
         return HS_OK;
     for (int i = 0; i < n->n_args; i++)
-        if (!is_const(n->args[i]))
+        if (!exb_is_const(n->args[i]))
             return HS_OK;
     hs_error local = {0};
     ex_value v;
@@ -229,9 +217,9 @@ static hs_status fold(binder *b, ex_node **np, bool strict)
         return hs_err_nomem(b->err, 0);
     if (st != HS_OK)
         return strict ? st : HS_OK;
-    ex_node *c = mk_const(b, n->type, n->loc);
+    ex_node *c = exb_mk_const(b, n->type, n->loc);
     if (!c)
-        return nomem(b);
+        return exb_nomem(b);
     c->val = v;
     *np = c;
     return HS_OK;
@@ -240,9 +228,7 @@ static hs_status fold(binder *b, ex_node **np, bool strict)
 /* ------------------------------------------------------------------ */
 /* types and coercion                                                  */
 
-static bool is_num(ex_t t) { return t == EX_T_INT || t == EX_T_DEC || t == EX_T_FLOAT; }
-
-static int int_digits(const ex_ty *t)
+int exb_int_digits(const ex_ty *t)
 {
     if (t->t == EX_T_INT)
         return t->bits <= 8 ? 3 : t->bits <= 16 ? 5 : t->bits <= 32 ? 10 : 19;
@@ -251,9 +237,9 @@ static int int_digits(const ex_ty *t)
     return 0;
 }
 
-static ex_ty dec_type(int int_dig, int scale)
+ex_ty exb_dec_type(int int_dig, int scale)
 {
-    ex_ty r = ty(EX_T_DEC);
+    ex_ty r = exb_ty(EX_T_DEC);
     if (scale > 38)
         scale = 38;
     int p = int_dig + scale;
@@ -267,11 +253,11 @@ static ex_ty dec_type(int int_dig, int scale)
 static bool common_type(const ex_ty *a, const ex_ty *b, ex_ty *out)
 {
     if (a->t == EX_T_NULL) {
-        *out = b->t == EX_T_NULL ? ty(EX_T_NULL) : *b;
+        *out = b->t == EX_T_NULL ? exb_ty(EX_T_NULL) : *b;
         return b->t != EX_T_OTHER;
     }
     if (b->t == EX_T_NULL || (b->t == EX_T_UNKNOWN && a->t != EX_T_OTHER)) {
-        *out = a->t == EX_T_UNKNOWN ? ty(EX_T_STR) : *a;
+        *out = a->t == EX_T_UNKNOWN ? exb_ty(EX_T_STR) : *a;
         return a->t != EX_T_OTHER;
     }
     if (a->t == EX_T_UNKNOWN) {
@@ -286,8 +272,8 @@ static bool common_type(const ex_ty *a, const ex_ty *b, ex_ty *out)
             return true;
         case EX_T_DEC: {
             int s = a->scale > b->scale ? a->scale : b->scale;
-            int d = int_digits(a) > int_digits(b) ? int_digits(a) : int_digits(b);
-            *out = dec_type(d, s);
+            int d = exb_int_digits(a) > exb_int_digits(b) ? exb_int_digits(a) : exb_int_digits(b);
+            *out = exb_dec_type(d, s);
             return true;
         }
         case EX_T_TS: case EX_T_TIME:
@@ -303,13 +289,13 @@ static bool common_type(const ex_ty *a, const ex_ty *b, ex_ty *out)
             return true;
         }
     }
-    if (is_num(a->t) && is_num(b->t)) {
+    if (exb_is_num(a->t) && exb_is_num(b->t)) {
         if (a->t == EX_T_FLOAT || b->t == EX_T_FLOAT) {
-            *out = ty(EX_T_FLOAT);
+            *out = exb_ty(EX_T_FLOAT);
             return true;
         }
-        int d = int_digits(a) > int_digits(b) ? int_digits(a) : int_digits(b);
-        *out = dec_type(d, a->t == EX_T_DEC ? a->scale : b->scale);
+        int d = exb_int_digits(a) > exb_int_digits(b) ? exb_int_digits(a) : exb_int_digits(b);
+        *out = exb_dec_type(d, a->t == EX_T_DEC ? a->scale : b->scale);
         return true;
     }
     if ((a->t == EX_T_DATE && b->t == EX_T_TS) || (a->t == EX_T_TS && b->t == EX_T_DATE)) {
@@ -335,7 +321,7 @@ static bool castable(const ex_ty *from, const ex_ty *to)
                (ex_is_pv(f) && ex_is_pv(t) && f != EX_T_BIT && t != EX_T_BIT);
     if (f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR || f == t)
         return true;
-    if (is_num(f) && is_num(t))
+    if (exb_is_num(f) && exb_is_num(t))
         return true;
     if ((f == EX_T_BOOL && t == EX_T_INT) || (f == EX_T_INT && t == EX_T_BOOL))
         return true;
@@ -351,7 +337,7 @@ static bool castable(const ex_ty *from, const ex_ty *to)
 /* Wraps n in a cast to t (folded when n is constant). */
 static bool same_repr(const ex_ty *a, const ex_ty *b);
 
-static hs_status cast_to(binder *b, ex_node **np, ex_ty t, bool strict)
+hs_status exb_cast_to(ex_binder *b, ex_node **np, ex_ty t, bool strict)
 {
     ex_node *n = *np;
     if (same_repr(&n->type, &t) && n->type.uuid == t.uuid)
@@ -359,16 +345,16 @@ static hs_status cast_to(binder *b, ex_node **np, ex_ty t, bool strict)
     if (n->kind == EX_CONST && n->val.null) {
         ex_node *c = mk_null(b, t, n->loc);
         if (!c)
-            return nomem(b);
+            return exb_nomem(b);
         *np = c;
         return HS_OK;
     }
-    ex_node *c = mk(b, EX_CAST, t, n->loc, 1);
+    ex_node *c = exb_mk(b, EX_CAST, t, n->loc, 1);
     if (!c)
-        return nomem(b);
+        return exb_nomem(b);
     c->args[0] = n;
     *np = c;
-    return fold(b, np, strict || n->type.t == EX_T_UNKNOWN);
+    return exb_fold(b, np, strict || n->type.t == EX_T_UNKNOWN);
 }
 
 /* Same types for evaluation purposes (bits and precision do not matter). */
@@ -389,11 +375,11 @@ static bool same_repr(const ex_ty *a, const ex_ty *b)
 
 /* Converts *np to type t implicitly: NULL and unknown literals become t,
  * widening numeric, date and time conversions become casts. */
-static hs_status coerce(binder *b, ex_node **np, ex_ty t)
+hs_status exb_coerce(ex_binder *b, ex_node **np, ex_ty t)
 {
     if (same_repr(&(*np)->type, &t))
         return HS_OK; /* widths, precision and tz are not converted implicitly */
-    return cast_to(b, np, t, false);
+    return exb_cast_to(b, np, t, false);
 }
 
 static const char *op_text(int op)
@@ -424,19 +410,19 @@ static ex_cmode cmode_of(const ex_ty *t)
 
 /* Brings a value to compare type t: decimals keep their own scale (the DEC
  * compare mode aligns scales exactly), integers become scale-0 decimals. */
-static hs_status coerce_cmp(binder *b, ex_node **np, const ex_ty *t)
+static hs_status coerce_cmp(ex_binder *b, ex_node **np, const ex_ty *t)
 {
     if (t->t == EX_T_DEC) {
         if ((*np)->type.t == EX_T_DEC)
             return HS_OK;
         if ((*np)->type.t == EX_T_INT)
-            return cast_to(b, np, dec_type(int_digits(&(*np)->type), 0), false);
+            return exb_cast_to(b, np, exb_dec_type(exb_int_digits(&(*np)->type), 0), false);
     }
-    return coerce(b, np, *t);
+    return exb_coerce(b, np, *t);
 }
 
 /* Prepares l and r for comparison; sets *mode. */
-static hs_status unify_cmp(binder *b, ex_node **l, ex_node **r, int loc, const char *opname,
+static hs_status unify_cmp(ex_binder *b, ex_node **l, ex_node **r, int loc, const char *opname,
                            ex_cmode *mode)
 {
     ex_ty *a = &(*l)->type, *c = &(*r)->type;
@@ -444,10 +430,10 @@ static hs_status unify_cmp(binder *b, ex_node **l, ex_node **r, int loc, const c
      * doubles (the fast path); other mixes compare exactly, mixed */
     for (int side = 0; side < 2; side++) {
         ex_node **k = side ? l : r, *other = side ? *r : *l;
-        if (other->type.t == EX_T_FLOAT && is_const(*k) && (*k)->type.t == EX_T_INT && !(*k)->val.null) {
+        if (other->type.t == EX_T_FLOAT && exb_is_const(*k) && (*k)->type.t == EX_T_INT && !(*k)->val.null) {
             int64_t v = (*k)->val.i;
             if (v >= -(INT64_C(1) << 53) && v <= (INT64_C(1) << 53))
-                HS_TRY(cast_to(b, k, ty(EX_T_FLOAT), true));
+                HS_TRY(exb_cast_to(b, k, exb_ty(EX_T_FLOAT), true));
         }
     }
     a = &(*l)->type;
@@ -463,10 +449,10 @@ static hs_status unify_cmp(binder *b, ex_node **l, ex_node **r, int loc, const c
     ex_ty t;
     char b1[48], b2[48];
     if (!common_type(a, c, &t))
-        return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", tname(a, b1), opname,
-                      tname(c, b2));
+        return exb_err(b, HS_INVALID, loc, "operator does not exist: %s %s %s", exb_tname(a, b1), opname,
+                      exb_tname(c, b2));
     if (t.t == EX_T_NULL)
-        t = ty(EX_T_BOOL);
+        t = exb_ty(EX_T_BOOL);
     HS_TRY(coerce_cmp(b, l, &t));
     HS_TRY(coerce_cmp(b, r, &t));
     *mode = cmode_of(&t);
@@ -474,16 +460,16 @@ static hs_status unify_cmp(binder *b, ex_node **l, ex_node **r, int loc, const c
 }
 
 /* Checks that n is boolean (NULL and 'true' literals are made so). */
-static hs_status need_bool(binder *b, ex_node **np, const char *what)
+static hs_status need_bool(ex_binder *b, ex_node **np, const char *what)
 {
     ex_t t = (*np)->type.t;
     if (t == EX_T_BOOL)
         return HS_OK;
     if (t == EX_T_NULL || t == EX_T_UNKNOWN)
-        return cast_to(b, np, ty(EX_T_BOOL), true);
+        return exb_cast_to(b, np, exb_ty(EX_T_BOOL), true);
     char buf[48];
-    return err_at(b, HS_INVALID, (*np)->loc, "argument of %s must be type boolean, not type %s", what,
-                  tname(&(*np)->type, buf));
+    return exb_err(b, HS_INVALID, (*np)->loc, "argument of %s must be type boolean, not type %s", what,
+                  exb_tname(&(*np)->type, buf));
 }
 
 /* ------------------------------------------------------------------ */
@@ -525,7 +511,7 @@ static const char *string_node(json_t *j, size_t *len)
 }
 
 /* The last name of a possibly "pg_catalog."-qualified name list. */
-static const char *last_name(json_t *list, bool *qualified_other)
+const char *exb_last_name(json_t *list, bool *qualified_other)
 {
     *qualified_other = false;
     size_t n = json_array_size(list), len;
@@ -549,7 +535,7 @@ static int first_loc(json_t *j, int depth)
     if (depth > 64)
         return -1;
     if (json_is_object(j)) {
-        int l = loc_of(j);
+        int l = exb_loc(j);
         if (l >= 0)
             return l;
         const char *k;
@@ -576,7 +562,7 @@ static int first_loc(json_t *j, int depth)
 
 /* Reads back an integer constant whose value the JSON lost (see top):
  * '-' signs, '(' and comments before the digits. */
-static bool scan_int(binder *b, int loc, int64_t *out)
+static bool scan_int(ex_binder *b, int loc, int64_t *out)
 {
     size_t i = (size_t)loc + (size_t)tl_prefix_len, n = b->query_len;
     const char *q = b->query;
@@ -681,26 +667,26 @@ static bool parse_numeric(const char *s, __int128 *unscaled, int *scale, int *di
     return true;
 }
 
-static hs_status bind_pv_bitconst(binder *b, json_t *v, int loc, ex_node **out);
+static hs_status bind_pv_bitconst(ex_binder *b, json_t *v, int loc, ex_node **out);
 
-static hs_status bind_const(binder *b, json_t *body, ex_node **out)
+static hs_status bind_const(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     json_t *v;
     if (json_is_true(json_object_get(body, "isnull")))
-        return (*out = mk_null(b, ty(EX_T_NULL), loc)) ? HS_OK : nomem(b);
+        return (*out = mk_null(b, exb_ty(EX_T_NULL), loc)) ? HS_OK : exb_nomem(b);
     if ((v = json_object_get(body, "ival"))) {
         json_t *iv = json_object_get(v, "ival");
         int64_t x = 0;
         if (json_is_integer(iv))
             x = json_integer_value(iv);
         else if (loc >= 0 && !scan_int(b, loc, &x))
-            return err_at(b, HS_INTERNAL, loc, "cannot read the integer constant");
-        ex_ty t = ty(EX_T_INT);
+            return exb_err(b, HS_INTERNAL, loc, "cannot read the integer constant");
+        ex_ty t = exb_ty(EX_T_INT);
         t.bits = x == (int32_t)x ? 32 : 64;   /* PostgreSQL: integer, else bigint */
-        ex_node *n = mk_const(b, t, loc);
+        ex_node *n = exb_mk_const(b, t, loc);
         if (!n)
-            return nomem(b);
+            return exb_nomem(b);
         n->val.i = x;
         *out = n;
         return HS_OK;
@@ -708,15 +694,15 @@ static hs_status bind_const(binder *b, json_t *body, ex_node **out)
     if ((v = json_object_get(body, "fval"))) {
         const char *s = jstr(v, "fval");
         if (!s)
-            return err_at(b, HS_INTERNAL, loc, "malformed numeric constant");
+            return exb_err(b, HS_INTERNAL, loc, "malformed numeric constant");
         ex_node *n;
         if (!strpbrk(s, ".eE")) {
             errno = 0;
             char *end;
             long long x = strtoll(s, &end, 10);
             if (!*end && errno == 0) {
-                if (!(n = mk_const(b, ty(EX_T_INT), loc)))
-                    return nomem(b);
+                if (!(n = exb_mk_const(b, exb_ty(EX_T_INT), loc)))
+                    return exb_nomem(b);
                 n->val.i = x;
                 *out = n;
                 return HS_OK;
@@ -725,16 +711,16 @@ static hs_status bind_const(binder *b, json_t *body, ex_node **out)
         __int128 d;
         int sc, nd;
         if (parse_numeric(s, &d, &sc, &nd)) {
-            if (!(n = mk_const(b, dec_type(nd - sc, sc), loc)))
-                return nomem(b);
+            if (!(n = exb_mk_const(b, exb_dec_type(nd - sc, sc), loc)))
+                return exb_nomem(b);
             n->val.d = d;
         } else {
             char *end;
             double f = hs_strtod(s, &end);
             if (*end)
-                return err_at(b, HS_INVALID, loc, "invalid number \"%s\"", s);
-            if (!(n = mk_const(b, ty(EX_T_FLOAT), loc)))
-                return nomem(b);
+                return exb_err(b, HS_INVALID, loc, "invalid number \"%s\"", s);
+            if (!(n = exb_mk_const(b, exb_ty(EX_T_FLOAT), loc)))
+                return exb_nomem(b);
             n->val.f = f;
         }
         *out = n;
@@ -744,26 +730,26 @@ static hs_status bind_const(binder *b, json_t *body, ex_node **out)
         json_t *sv = json_object_get(v, "sval");
         size_t len = json_is_string(sv) ? json_string_length(sv) : 0;
         const char *s = json_is_string(sv) ? json_string_value(sv) : "";
-        ex_node *n = mk_const(b, ty(EX_T_UNKNOWN), loc);
+        ex_node *n = exb_mk_const(b, exb_ty(EX_T_UNKNOWN), loc);
         char *copy = hs_arena_strndup(&b->e->arena, s, len);
         if (!n || !copy)
-            return nomem(b);
+            return exb_nomem(b);
         n->val.s.p = (const uint8_t *)copy;
         n->val.s.n = len;
         *out = n;
         return HS_OK;
     }
     if ((v = json_object_get(body, "boolval"))) {
-        ex_node *n = mk_const(b, ty(EX_T_BOOL), loc);
+        ex_node *n = exb_mk_const(b, exb_ty(EX_T_BOOL), loc);
         if (!n)
-            return nomem(b);
+            return exb_nomem(b);
         n->val.i = json_is_true(json_object_get(v, "boolval"));
         *out = n;
         return HS_OK;
     }
     if ((v = json_object_get(body, "bsval")))
         return bind_pv_bitconst(b, v, loc, out);
-    return err_at(b, HS_UNSUPPORTED, loc, "unsupported constant");
+    return exb_err(b, HS_UNSUPPORTED, loc, "unsupported constant");
 }
 
 /* ------------------------------------------------------------------ */
@@ -798,18 +784,18 @@ static const hs_field *find_child(const hs_field *parent, const char *name, size
 
 static ex_ty type_of_field(const hs_field *f) { return ex_type_of_field(f); }
 
-static hs_status bind_scope_column(binder *b, json_t *body, ex_node **out);
-static hs_status scope_col(binder *b, int idx, int loc, ex_node **out);
+static hs_status bind_scope_column(ex_binder *b, json_t *body, ex_node **out);
+static hs_status scope_col(ex_binder *b, int idx, int loc, ex_node **out);
 
-static hs_status bind_column(binder *b, json_t *body, ex_node **out)
+static hs_status bind_column(ex_binder *b, json_t *body, ex_node **out)
 {
     if (b->scope)
         return bind_scope_column(b, body, out);
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     json_t *fields = json_object_get(body, "fields");
     size_t n = json_array_size(fields);
     if (n == 0 || n > 8)
-        return err_at(b, HS_UNSUPPORTED, loc, "unsupported column reference");
+        return exb_err(b, HS_UNSUPPORTED, loc, "unsupported column reference");
     const char *names[8];
     size_t lens[8];
     hs_buf full = {0};
@@ -819,17 +805,17 @@ static hs_status bind_column(binder *b, json_t *body, ex_node **out)
         json_t *nb;
         if (node_of(json_array_get(fields, i), &k, &nb) && strcmp(k, "A_Star") == 0) {
             hs_buf_free(&full);
-            return err_at(b, HS_UNSUPPORTED, loc, "'*' is not supported in expressions");
+            return exb_err(b, HS_UNSUPPORTED, loc, "'*' is not supported in expressions");
         }
         names[i] = string_node(json_array_get(fields, i), &lens[i]);
         if (!names[i]) {
             hs_buf_free(&full);
-            return err_at(b, HS_UNSUPPORTED, loc, "unsupported column reference");
+            return exb_err(b, HS_UNSUPPORTED, loc, "unsupported column reference");
         }
         if ((i > 0 && (st = hs_buf_append_byte(&full, '.')) != HS_OK) ||
             (st = hs_buf_append(&full, names[i], lens[i])) != HS_OK) {
             hs_buf_free(&full);
-            return nomem(b);
+            return exb_nomem(b);
         }
     }
     const char *fullname = hs_buf_cstr(&full);
@@ -854,17 +840,17 @@ static hs_status bind_column(binder *b, json_t *body, ex_node **out)
         }
     }
     if (!f) {
-        st = amb ? err_at(b, HS_INVALID, loc, "column reference \"%s\" is ambiguous", fullname)
-                 : err_at(b, HS_NOT_FOUND, loc, "unknown column \"%s\"", fullname);
+        st = amb ? exb_err(b, HS_INVALID, loc, "column reference \"%s\" is ambiguous", fullname)
+                 : exb_err(b, HS_NOT_FOUND, loc, "unknown column \"%s\"", fullname);
         hs_buf_free(&full);
         return st;
     }
-    ex_node *c = mk(b, EX_COL, type_of_field(f), loc, 0);
+    ex_node *c = exb_mk(b, EX_COL, type_of_field(f), loc, 0);
     char *nm = hs_arena_strndup(&b->e->arena, fullname, full.len);
     const char **path = hs_arena_calloc(&b->e->arena, depth, sizeof *path);
     hs_buf_free(&full);
     if (!c || !nm || !path)
-        return nomem(b);
+        return exb_nomem(b);
     for (size_t i = 0; i < depth; i++)
         path[i] = chain[i]->name;
     c->field = f;
@@ -881,19 +867,19 @@ static hs_status bind_column(binder *b, json_t *body, ex_node **out)
 /* type names (casts)                                                  */
 
 static bool bind_pv_typename(const char *nm);
-static hs_status bind_pv_arraytype(binder *b, json_t *tn, int loc, ex_ty *out);
-static hs_status bind_pv_typmod(binder *b, const char *nm, size_t n_mods, const int64_t *mv, int loc,
+static hs_status bind_pv_arraytype(ex_binder *b, json_t *tn, int loc, ex_ty *out);
+static hs_status bind_pv_typmod(ex_binder *b, const char *nm, size_t n_mods, const int64_t *mv, int loc,
                                 ex_ty *out);
 
-static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
+static hs_status bind_typename(ex_binder *b, json_t *tn, ex_ty *out)
 {
-    int loc = loc_of(tn);
+    int loc = exb_loc(tn);
     bool other;
     if (json_array_size(json_object_get(tn, "arrayBounds")) > 0)
         return bind_pv_arraytype(b, tn, loc, out);
-    const char *nm = last_name(json_object_get(tn, "names"), &other);
+    const char *nm = exb_last_name(json_object_get(tn, "names"), &other);
     if (!nm || other)
-        return err_at(b, HS_UNSUPPORTED, loc, "unsupported type name");
+        return exb_err(b, HS_UNSUPPORTED, loc, "unsupported type name");
     json_t *mods = json_object_get(tn, "typmods");
     size_t n_mods = json_array_size(mods);
     int64_t mv[2] = {-1, -1};
@@ -901,10 +887,10 @@ static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
         const char *k;
         json_t *body;
         if (!node_of(json_array_get(mods, i), &k, &body) || strcmp(k, "A_Const") != 0)
-            return err_at(b, HS_UNSUPPORTED, loc, "type modifiers must be integer constants");
+            return exb_err(b, HS_UNSUPPORTED, loc, "type modifiers must be integer constants");
         json_t *iv = json_object_get(body, "ival");
         if (!iv)
-            return err_at(b, HS_UNSUPPORTED, loc, "type modifiers must be integer constants");
+            return exb_err(b, HS_UNSUPPORTED, loc, "type modifiers must be integer constants");
         mv[i] = json_is_integer(json_object_get(iv, "ival"))
                     ? json_integer_value(json_object_get(iv, "ival")) : 0;
     }
@@ -933,7 +919,7 @@ static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcasecmp(nm, names[i].name) != 0)
             continue;
-        ex_ty t = ty(names[i].t);
+        ex_ty t = exb_ty(names[i].t);
         if (names[i].bits)
             t.bits = (uint8_t)names[i].bits;
         t.unit = (uint8_t)names[i].unit;
@@ -944,7 +930,7 @@ static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
         } else if (t.t == EX_T_DEC) {
             int64_t p = mv[0], s = n_mods >= 2 ? mv[1] : 0;
             if (p < 1 || p > 38 || s < 0 || s > p)
-                return err_at(b, HS_INVALID, loc, "decimal precision must be 1..38 and scale 0..precision");
+                return exb_err(b, HS_INVALID, loc, "decimal precision must be 1..38 and scale 0..precision");
             t.prec = (int8_t)p;
             t.scale = (int8_t)s;
         }
@@ -952,29 +938,29 @@ static hs_status bind_typename(binder *b, json_t *tn, ex_ty *out)
         return HS_OK;
     }
     if (strcasecmp(nm, "interval") == 0) {
-        ex_ty t = ty(EX_T_INTERVAL);
+        ex_ty t = exb_ty(EX_T_INTERVAL);
         /* interval 'n' day: the field qualifier (a mask; a second modifier
          * is the seconds' precision) */
         t.dim = n_mods >= 1 && mv[0] != 0x7FFF ? (int32_t)mv[0] : 0;
         *out = t;
         return HS_OK;
     }
-    return err_at(b, HS_UNSUPPORTED, loc, "unsupported type \"%s\"", nm);
+    return exb_err(b, HS_UNSUPPORTED, loc, "unsupported type \"%s\"", nm);
 }
 
 /* ------------------------------------------------------------------ */
 /* expressions                                                         */
 
-static hs_status bind(binder *b, json_t *j, ex_node **out);
+static hs_status bind(ex_binder *b, json_t *j, ex_node **out);
 
-static hs_status bind_list(binder *b, json_t *arr, ex_node ***out, int *n_out)
+hs_status exb_list(ex_binder *b, json_t *arr, ex_node ***out, int *n_out)
 {
     size_t n = json_array_size(arr);
     if (n > 1000000)
-        return err_at(b, HS_INVALID, -1, "list too long");
+        return exb_err(b, HS_INVALID, -1, "list too long");
     ex_node **a = hs_arena_calloc(&b->e->arena, n ? n : 1, sizeof *a);
     if (!a)
-        return nomem(b);
+        return exb_nomem(b);
     for (size_t i = 0; i < n; i++)
         HS_TRY(bind(b, json_array_get(arr, i), &a[i]));
     *out = a;
@@ -986,7 +972,7 @@ static hs_status bind_list(binder *b, json_t *arr, ex_node ***out, int *n_out)
  * is that midnight), so the column is not cast row by row and the bound
  * stays a date for pruning: TPC-H's date '...' - interval '90' day folds
  * to a timestamp. */
-static void date_vs_midnight(binder *b, ex_node *d, ex_node **c)
+static void date_vs_midnight(ex_binder *b, ex_node *d, ex_node **c)
 {
     ex_node *k = *c;
     if (d->type.t != EX_T_DATE || k->kind != EX_CONST || k->type.t != EX_T_TS || k->type.tz ||
@@ -995,18 +981,18 @@ static void date_vs_midnight(binder *b, ex_node *d, ex_node **c)
     int64_t per_day = 86400 * ex_unit_per_sec(k->type.unit);
     if (k->val.i % per_day != 0)
         return;
-    ex_node *n = mk(b, EX_CONST, ty(EX_T_DATE), k->loc, 0);
+    ex_node *n = exb_mk(b, EX_CONST, exb_ty(EX_T_DATE), k->loc, 0);
     if (!n)
         return;
     n->val.i = k->val.i / per_day;
     *c = n;
 }
 
-static hs_status make_cmp(binder *b, int op, ex_node *l, ex_node *r, int loc, ex_node **out)
+static hs_status make_cmp(ex_binder *b, int op, ex_node *l, ex_node *r, int loc, ex_node **out)
 {
-    ex_node *n = mk(b, EX_CMP, ty(EX_T_BOOL), loc, 2);
+    ex_node *n = exb_mk(b, EX_CMP, exb_ty(EX_T_BOOL), loc, 2);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     date_vs_midnight(b, l, &r);
     date_vs_midnight(b, r, &l);
     HS_TRY(unify_cmp(b, &l, &r, loc, op_text(op), &n->cmode));
@@ -1014,17 +1000,17 @@ static hs_status make_cmp(binder *b, int op, ex_node *l, ex_node *r, int loc, ex
     n->args[0] = l;
     n->args[1] = r;
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
-static hs_status make_not(binder *b, ex_node *x, int loc, ex_node **out)
+static hs_status make_not(ex_binder *b, ex_node *x, int loc, ex_node **out)
 {
-    ex_node *n = mk(b, EX_NOT, ty(EX_T_BOOL), loc, 1);
+    ex_node *n = exb_mk(b, EX_NOT, exb_ty(EX_T_BOOL), loc, 1);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->args[0] = x;
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 static int parse_cmp_op(const char *s)
@@ -1045,7 +1031,7 @@ static int parse_cmp_op(const char *s)
 }
 
 /* Result type of arithmetic l op r, with the operands converted. */
-static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, ex_node **out)
+hs_status exb_arith(ex_binder *b, int op, ex_node *l, ex_node *r, int loc, ex_node **out)
 {
     char b1[48], b2[48], opname[3] = {(char)op, 0, 0};
     if (op == '|')
@@ -1054,40 +1040,40 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
     if (op == '|') {
         bool bin = (a->t == EX_T_BIN || a->t == EX_T_NULL) && (c->t == EX_T_BIN || c->t == EX_T_NULL) &&
                    !(a->t == EX_T_NULL && c->t == EX_T_NULL);
-        t = ty(bin ? EX_T_BIN : EX_T_STR);
+        t = exb_ty(bin ? EX_T_BIN : EX_T_STR);
         if (a->t == EX_T_OTHER || c->t == EX_T_OTHER)
-            return err_at(b, HS_INVALID, loc, "operator does not exist: %s || %s", tname(a, b1), tname(c, b2));
-        HS_TRY(cast_to(b, &l, t, false));
-        HS_TRY(cast_to(b, &r, t, false));
+            return exb_err(b, HS_INVALID, loc, "operator does not exist: %s || %s", exb_tname(a, b1), exb_tname(c, b2));
+        HS_TRY(exb_cast_to(b, &l, t, false));
+        HS_TRY(exb_cast_to(b, &r, t, false));
         goto build;
     }
     /* an unknown literal takes the other side's type (date + '1': integer) */
     if (a->t == EX_T_UNKNOWN && c->t != EX_T_UNKNOWN) {
-        ex_ty want = c->t == EX_T_DATE ? ty(EX_T_INT) : *c;
+        ex_ty want = c->t == EX_T_DATE ? exb_ty(EX_T_INT) : *c;
         if (c->t == EX_T_NULL)
-            want = ty(EX_T_INT);
-        HS_TRY(cast_to(b, &l, want, true));
+            want = exb_ty(EX_T_INT);
+        HS_TRY(exb_cast_to(b, &l, want, true));
         a = &l->type;
     }
     if (c->t == EX_T_UNKNOWN && a->t != EX_T_UNKNOWN) {
-        ex_ty want = a->t == EX_T_DATE ? ty(EX_T_INT) : *a;
+        ex_ty want = a->t == EX_T_DATE ? exb_ty(EX_T_INT) : *a;
         if (a->t == EX_T_NULL)
-            want = ty(EX_T_INT);
+            want = exb_ty(EX_T_INT);
         if (a->t == EX_T_DATE && op == '-')
-            want = ty(EX_T_INT);
-        HS_TRY(cast_to(b, &r, want, true));
+            want = exb_ty(EX_T_INT);
+        HS_TRY(exb_cast_to(b, &r, want, true));
         c = &r->type;
     }
     if (a->t == EX_T_NULL && c->t == EX_T_NULL) {
-        HS_TRY(cast_to(b, &l, ty(EX_T_INT), false));
-        HS_TRY(cast_to(b, &r, ty(EX_T_INT), false));
+        HS_TRY(exb_cast_to(b, &l, exb_ty(EX_T_INT), false));
+        HS_TRY(exb_cast_to(b, &r, exb_ty(EX_T_INT), false));
         a = &l->type;
         c = &r->type;
     } else if (a->t == EX_T_NULL) {
-        HS_TRY(cast_to(b, &l, c->t == EX_T_DATE ? ty(EX_T_INT) : *c, false));
+        HS_TRY(exb_cast_to(b, &l, c->t == EX_T_DATE ? exb_ty(EX_T_INT) : *c, false));
         a = &l->type;
     } else if (c->t == EX_T_NULL) {
-        HS_TRY(cast_to(b, &r, a->t == EX_T_DATE ? ty(EX_T_INT) : *a, false));
+        HS_TRY(exb_cast_to(b, &r, a->t == EX_T_DATE ? exb_ty(EX_T_INT) : *a, false));
         c = &r->type;
     }
     /* intervals (expr_interval.c): date/timestamp +- interval is a
@@ -1106,34 +1092,34 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
         }
         if ((op == '+' || op == '-') && dt_a && c->t == EX_T_INTERVAL) {
             if (a->t == EX_T_DATE)
-                HS_TRY(cast_to(b, &l, ty(EX_T_TS), false));
+                HS_TRY(exb_cast_to(b, &l, exb_ty(EX_T_TS), false));
             t = l->type;
             goto build;
         }
         if ((op == '+' || op == '-') && a->t == EX_T_INTERVAL && c->t == EX_T_INTERVAL) {
-            t = ty(EX_T_INTERVAL);
+            t = exb_ty(EX_T_INTERVAL);
             goto build;
         }
         if (op == '-' && dt_a && dt_c && common_type(a, c, &t)) {
-            HS_TRY(cast_to(b, &l, t, false));
-            HS_TRY(cast_to(b, &r, t, false));
-            t = ty(EX_T_INTERVAL);
+            HS_TRY(exb_cast_to(b, &l, t, false));
+            HS_TRY(exb_cast_to(b, &r, t, false));
+            t = exb_ty(EX_T_INTERVAL);
             goto build;
         }
-        if (op == '*' && is_num(a->t) && c->t == EX_T_INTERVAL) {
+        if (op == '*' && exb_is_num(a->t) && c->t == EX_T_INTERVAL) {
             ex_node *tmp = l;
             l = r;
             r = tmp;
             a = &l->type;
             c = &r->type;
         }
-        if (a->t == EX_T_INTERVAL && is_num(c->t) && (op == '*' || op == '/')) {
-            HS_TRY(coerce(b, &r, ty(EX_T_FLOAT)));
-            t = ty(EX_T_INTERVAL);
+        if (a->t == EX_T_INTERVAL && exb_is_num(c->t) && (op == '*' || op == '/')) {
+            HS_TRY(exb_coerce(b, &r, exb_ty(EX_T_FLOAT)));
+            t = exb_ty(EX_T_INTERVAL);
             goto build;
         }
-        return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", tname(a, b1), opname,
-                      tname(c, b2));
+        return exb_err(b, HS_INVALID, loc, "operator does not exist: %s %s %s", exb_tname(a, b1), opname,
+                      exb_tname(c, b2));
     }
     /* dates */
     if (a->t == EX_T_DATE || c->t == EX_T_DATE) {
@@ -1145,44 +1131,44 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
             c = &r->type;
         }
         if ((op == '+' || op == '-') && a->t == EX_T_DATE && c->t == EX_T_INT) {
-            t = ty(EX_T_DATE);
+            t = exb_ty(EX_T_DATE);
             goto build;
         }
         if (op == '-' && a->t == EX_T_DATE && c->t == EX_T_DATE) {
-            t = ty(EX_T_INT);
+            t = exb_ty(EX_T_INT);
             goto build;
         }
-        return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", tname(a, b1), opname,
-                      tname(c, b2));
+        return exb_err(b, HS_INVALID, loc, "operator does not exist: %s %s %s", exb_tname(a, b1), opname,
+                      exb_tname(c, b2));
     }
-    if (!is_num(a->t) || !is_num(c->t)) {
+    if (!exb_is_num(a->t) || !exb_is_num(c->t)) {
         if ((a->t == EX_T_TS || a->t == EX_T_TIME) && (c->t == EX_T_TS || c->t == EX_T_TIME))
-            return err_at(b, HS_UNSUPPORTED, loc, "intervals are not supported (%s %s %s)",
-                          tname(a, b1), opname, tname(c, b2));
-        return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", tname(a, b1), opname,
-                      tname(c, b2));
+            return exb_err(b, HS_UNSUPPORTED, loc, "intervals are not supported (%s %s %s)",
+                          exb_tname(a, b1), opname, exb_tname(c, b2));
+        return exb_err(b, HS_INVALID, loc, "operator does not exist: %s %s %s", exb_tname(a, b1), opname,
+                      exb_tname(c, b2));
     }
     if (a->t == EX_T_FLOAT || c->t == EX_T_FLOAT) {
-        t = ty(EX_T_FLOAT);
-        HS_TRY(coerce(b, &l, t));
-        HS_TRY(coerce(b, &r, t));
+        t = exb_ty(EX_T_FLOAT);
+        HS_TRY(exb_coerce(b, &l, t));
+        HS_TRY(exb_coerce(b, &r, t));
     } else if (a->t == EX_T_INT && c->t == EX_T_INT) {
         /* PostgreSQL: smallint, integer or bigint, the wider operand's
          * (overflow is 22003 at run time) */
-        t = ty(EX_T_INT);
+        t = exb_ty(EX_T_INT);
         t.bits = a->bits > c->bits ? a->bits : c->bits;
         if (t.bits < 16)
             t.bits = 16;
     } else {
         /* decimal arithmetic; integers become scale-0 decimals */
         if (a->t == EX_T_INT)
-            HS_TRY(cast_to(b, &l, dec_type(int_digits(a), 0), false));
+            HS_TRY(exb_cast_to(b, &l, exb_dec_type(exb_int_digits(a), 0), false));
         if (c->t == EX_T_INT)
-            HS_TRY(cast_to(b, &r, dec_type(int_digits(c), 0), false));
+            HS_TRY(exb_cast_to(b, &r, exb_dec_type(exb_int_digits(c), 0), false));
         a = &l->type;
         c = &r->type;
         int s1 = a->scale, s2 = c->scale;
-        int d1 = int_digits(a), d2 = int_digits(c);
+        int d1 = exb_int_digits(a), d2 = exb_int_digits(c);
         if (op == '/') {
             /* numeric division (PostgreSQL): each quotient is rounded at
              * the scale PostgreSQL picks for its operands (ex_div_scale);
@@ -1198,14 +1184,14 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
                 room = 32;
             if (room > S)
                 S = room;
-            if (is_const(l) && is_const(r) && !l->val.null && !r->val.null && r->val.d != 0) {
+            if (exb_is_const(l) && exb_is_const(r) && !l->val.null && !r->val.null && r->val.d != 0) {
                 int rs = ex_div_scale(l->val.d, s1, r->val.d, s2);
                 if (rs <= 38)
                     S = rs;
             }
             if (S > 38)
                 S = 38;
-            t = dec_type(38 - S, S);
+            t = exb_dec_type(38 - S, S);
         } else if (op == '*') {
             /* PostgreSQL's product has scale s1 + s2; where that leaves no
              * room for the integer digits in 38, the product is rounded
@@ -1216,39 +1202,39 @@ static hs_status bind_arith(binder *b, int op, ex_node *l, ex_node *r, int loc, 
                 int m = s1 > s2 ? s1 : s2, room = 38 - (d1 > d2 ? d1 : d2);
                 s = room > m ? room : m;
             }
-            t = dec_type(d1 + d2, s);
+            t = exb_dec_type(d1 + d2, s);
         } else {
             int s = s1 > s2 ? s1 : s2;
-            t = dec_type((d1 > d2 ? d1 : d2) + (op == '%' ? 0 : 1), s);
+            t = exb_dec_type((d1 > d2 ? d1 : d2) + (op == '%' ? 0 : 1), s);
         }
     }
 build:;
-    ex_node *n = mk(b, EX_ARITH, t, loc, 2);
+    ex_node *n = exb_mk(b, EX_ARITH, t, loc, 2);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->op = op;
     n->args[0] = l;
     n->args[1] = r;
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
-static hs_status bind_neg(binder *b, ex_node *x, int loc, ex_node **out)
+static hs_status bind_neg(ex_binder *b, ex_node *x, int loc, ex_node **out)
 {
     if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL)
-        HS_TRY(cast_to(b, &x, ty(EX_T_INT), x->type.t == EX_T_UNKNOWN));
-    if (!is_num(x->type.t) && x->type.t != EX_T_INTERVAL) {
+        HS_TRY(exb_cast_to(b, &x, exb_ty(EX_T_INT), x->type.t == EX_T_UNKNOWN));
+    if (!exb_is_num(x->type.t) && x->type.t != EX_T_INTERVAL) {
         char b1[48];
-        return err_at(b, HS_INVALID, loc, "operator does not exist: - %s", tname(&x->type, b1));
+        return exb_err(b, HS_INVALID, loc, "operator does not exist: - %s", exb_tname(&x->type, b1));
     }
-    ex_node *n = mk(b, EX_NEG, x->type, loc, 1);
+    ex_node *n = exb_mk(b, EX_NEG, x->type, loc, 1);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     if (n->type.t == EX_T_INT && n->type.bits < 16)
         n->type.bits = 16;
     n->args[0] = x;
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 /* Sorted constant set of IN items (I64, F64, BYTES modes). */
@@ -1275,7 +1261,7 @@ static int cmp_str(const void *a, const void *b)
     return x->n < y->n ? -1 : x->n > y->n;
 }
 
-static hs_status build_inset(binder *b, ex_node *n)
+static hs_status build_inset(ex_binder *b, ex_node *n)
 {
     if (n->cmode != EX_CM_I64 && n->cmode != EX_CM_F64 && n->cmode != EX_CM_BYTES)
         return HS_OK;
@@ -1283,15 +1269,15 @@ static hs_status build_inset(binder *b, ex_node *n)
     if (k < 8 && n->cmode != EX_CM_BYTES)
         return HS_OK; /* a short list of numbers is as fast to scan */
     for (int i = 1; i < n->n_args; i++)
-        if (!is_const(n->args[i]))
+        if (!exb_is_const(n->args[i]))
             return HS_OK;
     ex_inset *s = hs_arena_calloc(&b->e->arena, 1, sizeof *s);
     if (!s)
-        return nomem(b);
+        return exb_nomem(b);
     size_t esz = n->cmode == EX_CM_I64 ? 8 : n->cmode == EX_CM_F64 ? 8 : sizeof(ex_str);
     void *arr = hs_arena_calloc(&b->e->arena, (size_t)k, esz);
     if (!arr)
-        return nomem(b);
+        return exb_nomem(b);
     int64_t m = 0;
     for (int i = 1; i < n->n_args; i++) {
         const ex_value *v = &n->args[i]->val;
@@ -1317,7 +1303,7 @@ static hs_status build_inset(binder *b, ex_node *n)
     if (n->cmode == EX_CM_BYTES) {
         s->pre = hs_arena_calloc(&b->e->arena, (size_t)(m ? m : 1), sizeof *s->pre);
         if (!s->pre)
-            return nomem(b);
+            return exb_nomem(b);
         for (int64_t i = 0; i < m; i++) {
             s->pre[i] = ex_str_pre8(s->s[i].p, s->s[i].n);
             s->lens |= (uint64_t)1 << (s->s[i].n < 63 ? s->s[i].n : 63);
@@ -1330,7 +1316,7 @@ static hs_status build_inset(binder *b, ex_node *n)
             cap *= 2;
         s->slots = hs_arena_calloc(&b->e->arena, (size_t)cap, sizeof *s->slots);
         if (!s->slots)
-            return nomem(b);
+            return exb_nomem(b);
         s->mask = cap - 1;
         for (int64_t i = 0; i < m; i++) {
             const ex_str *x = &s->s[i];
@@ -1346,37 +1332,37 @@ static hs_status build_inset(binder *b, ex_node *n)
     return HS_OK;
 }
 
-static hs_status bind_in(binder *b, json_t *body, bool neg, int loc, ex_node **out)
+static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node **out)
 {
     json_t *rex = json_object_get(body, "rexpr");
     const char *k;
     json_t *rb;
     if (!node_of(rex, &k, &rb) || strcmp(k, "List") != 0)
-        return err_at(b, HS_UNSUPPORTED, loc, "IN needs a list of values (subqueries are not supported)");
+        return exb_err(b, HS_UNSUPPORTED, loc, "IN needs a list of values (subqueries are not supported)");
     ex_node *lhs;
     HS_TRY(bind(b, json_object_get(body, "lexpr"), &lhs));
     ex_node **items;
     int n_items;
-    HS_TRY(bind_list(b, json_object_get(rb, "items"), &items, &n_items));
+    HS_TRY(exb_list(b, json_object_get(rb, "items"), &items, &n_items));
     if (n_items == 0)
-        return err_at(b, HS_INVALID, loc, "empty IN list");
+        return exb_err(b, HS_INVALID, loc, "empty IN list");
     ex_ty t = lhs->type;
     char b1[48], b2[48];
     for (int i = 0; i < n_items; i++) {
         ex_ty u;
         if (!common_type(&t, &items[i]->type, &u))
-            return err_at(b, HS_INVALID, items[i]->loc >= 0 ? items[i]->loc : loc,
-                          "IN types %s and %s cannot be matched", tname(&t, b1),
-                          tname(&items[i]->type, b2));
+            return exb_err(b, HS_INVALID, items[i]->loc >= 0 ? items[i]->loc : loc,
+                          "IN types %s and %s cannot be matched", exb_tname(&t, b1),
+                          exb_tname(&items[i]->type, b2));
         t = u;
     }
     if (t.t == EX_T_NULL)
-        t = ty(EX_T_BOOL);
+        t = exb_ty(EX_T_BOOL);
     if (t.t == EX_T_UNKNOWN)
-        t = ty(EX_T_STR);
-    ex_node *n = mk(b, EX_IN, ty(EX_T_BOOL), loc, n_items + 1);
+        t = exb_ty(EX_T_STR);
+    ex_node *n = exb_mk(b, EX_IN, exb_ty(EX_T_BOOL), loc, n_items + 1);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     HS_TRY(coerce_cmp(b, &lhs, &t));
     n->args[0] = lhs;
     for (int i = 0; i < n_items; i++) {
@@ -1387,33 +1373,33 @@ static hs_status bind_in(binder *b, json_t *body, bool neg, int loc, ex_node **o
     n->cmode = cmode_of(&t);
     HS_TRY(build_inset(b, n));
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 /* Brings every node of a[0..n) to their common type for comparing
  * (decimals keep their scales); sets *mode. */
-static hs_status unify_many(binder *b, ex_node **a, int n, int loc, const char *what, ex_cmode *mode)
+static hs_status unify_many(ex_binder *b, ex_node **a, int n, int loc, const char *what, ex_cmode *mode)
 {
     ex_ty t = a[0]->type;
     char b1[48], b2[48];
     for (int i = 1; i < n; i++) {
         ex_ty u;
         if (!common_type(&t, &a[i]->type, &u))
-            return err_at(b, HS_INVALID, a[i]->loc >= 0 ? a[i]->loc : loc, "%s types %s and %s cannot be matched",
-                          what, tname(&t, b1), tname(&a[i]->type, b2));
+            return exb_err(b, HS_INVALID, a[i]->loc >= 0 ? a[i]->loc : loc, "%s types %s and %s cannot be matched",
+                          what, exb_tname(&t, b1), exb_tname(&a[i]->type, b2));
         t = u;
     }
     if (t.t == EX_T_NULL)
-        t = ty(EX_T_BOOL);
+        t = exb_ty(EX_T_BOOL);
     if (t.t == EX_T_UNKNOWN)
-        t = ty(EX_T_STR);
+        t = exb_ty(EX_T_STR);
     for (int i = 0; i < n; i++)
         HS_TRY(coerce_cmp(b, &a[i], &t));
     *mode = cmode_of(&t);
     return HS_OK;
 }
 
-static hs_status bind_between(binder *b, json_t *body, const char *kind, int loc, ex_node **out)
+static hs_status bind_between(ex_binder *b, json_t *body, const char *kind, int loc, ex_node **out)
 {
     bool neg = strstr(kind, "NOT_") != NULL, sym = strstr(kind, "_SYM") != NULL;
     json_t *rex = json_object_get(body, "rexpr");
@@ -1421,10 +1407,10 @@ static hs_status bind_between(binder *b, json_t *body, const char *kind, int loc
     json_t *rb;
     if (!node_of(rex, &k, &rb) || strcmp(k, "List") != 0 ||
         json_array_size(json_object_get(rb, "items")) != 2)
-        return err_at(b, HS_INVALID, loc, "malformed BETWEEN");
-    ex_node *n = mk(b, EX_BETWEEN, ty(EX_T_BOOL), loc, 3);
+        return exb_err(b, HS_INVALID, loc, "malformed BETWEEN");
+    ex_node *n = exb_mk(b, EX_BETWEEN, exb_ty(EX_T_BOOL), loc, 3);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     HS_TRY(bind(b, json_object_get(body, "lexpr"), &n->args[0]));
     HS_TRY(bind(b, json_array_get(json_object_get(rb, "items"), 0), &n->args[1]));
     HS_TRY(bind(b, json_array_get(json_object_get(rb, "items"), 1), &n->args[2]));
@@ -1432,10 +1418,10 @@ static hs_status bind_between(binder *b, json_t *body, const char *kind, int loc
     n->neg = neg;
     n->aux = sym;
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
-static hs_status bind_like(binder *b, json_t *body, const char *opname, bool ci, int loc,
+static hs_status bind_like(ex_binder *b, json_t *body, const char *opname, bool ci, int loc,
                            ex_node **out)
 {
     bool neg = opname[0] == '!';
@@ -1448,78 +1434,74 @@ static hs_status bind_like(binder *b, json_t *body, const char *opname, bool ci,
     ex_node *pat;
     if (node_of(rex, &k, &rb) && strcmp(k, "FuncCall") == 0) {
         bool other;
-        const char *fn = last_name(json_object_get(rb, "funcname"), &other);
+        const char *fn = exb_last_name(json_object_get(rb, "funcname"), &other);
         json_t *args = json_object_get(rb, "args");
         if (!fn || strcmp(fn, "like_escape") != 0 || json_array_size(args) != 2)
             goto pattern_expr;
         HS_TRY(bind(b, json_array_get(args, 0), &pat));
         ex_node *e;
         HS_TRY(bind(b, json_array_get(args, 1), &e));
-        if (!is_const(e) || e->val.null || (e->type.t != EX_T_UNKNOWN && e->type.t != EX_T_STR))
-            return err_at(b, HS_UNSUPPORTED, e->loc, "ESCAPE must be a constant string");
+        if (!exb_is_const(e) || e->val.null || (e->type.t != EX_T_UNKNOWN && e->type.t != EX_T_STR))
+            return exb_err(b, HS_UNSUPPORTED, e->loc, "ESCAPE must be a constant string");
         if (e->val.s.n == 0)
             esc = -1;
         else if (e->val.s.n == 1)
             esc = e->val.s.p[0];
         else
-            return err_at(b, HS_INVALID, e->loc, "invalid escape string (must be one character)");
+            return exb_err(b, HS_INVALID, e->loc, "invalid escape string (must be one character)");
     } else {
 pattern_expr:
         HS_TRY(bind(b, rex, &pat));
     }
     char b1[48];
     if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL)
-        HS_TRY(cast_to(b, &x, ty(EX_T_STR), false));
+        HS_TRY(exb_cast_to(b, &x, exb_ty(EX_T_STR), false));
     if (pat->type.t == EX_T_UNKNOWN || pat->type.t == EX_T_NULL)
-        HS_TRY(cast_to(b, &pat, ty(EX_T_STR), false));
+        HS_TRY(exb_cast_to(b, &pat, exb_ty(EX_T_STR), false));
     if (x->type.t != EX_T_STR)
-        return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s string", tname(&x->type, b1),
+        return exb_err(b, HS_INVALID, loc, "operator does not exist: %s %s string", exb_tname(&x->type, b1),
                       ci ? "ILIKE" : "LIKE");
     if (pat->type.t != EX_T_STR)
-        return err_at(b, HS_INVALID, loc, "operator does not exist: string %s %s", ci ? "ILIKE" : "LIKE",
-                      tname(&pat->type, b1));
-    ex_node *n = mk(b, EX_LIKE, ty(EX_T_BOOL), loc, 2);
+        return exb_err(b, HS_INVALID, loc, "operator does not exist: string %s %s", ci ? "ILIKE" : "LIKE",
+                      exb_tname(&pat->type, b1));
+    ex_node *n = exb_mk(b, EX_LIKE, exb_ty(EX_T_BOOL), loc, 2);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->args[0] = x;
     n->args[1] = pat;
     n->neg = neg;
     n->ci = ci;
     n->esc = esc;
-    if (is_const(pat) && !pat->val.null) {
+    if (exb_is_const(pat) && !pat->val.null) {
         n->pat = hs_arena_calloc(&b->e->arena, 1, sizeof *n->pat);
         if (!n->pat)
-            return nomem(b);
+            return exb_nomem(b);
         hs_error le = {0};
         hs_status st = ex_like_compile(pat->val.s.p, pat->val.s.n, esc, ci, &b->e->arena, n->pat, &le);
         if (st == HS_NOMEM)
-            return nomem(b);
+            return exb_nomem(b);
         if (st != HS_OK)
-            return err_at(b, st, pat->loc, "%s", le.msg);
+            return exb_err(b, st, pat->loc, "%s", le.msg);
     }
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 static bool pv_opname(const char *op);
-static hs_status bind_pv_op(binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
+static hs_status bind_pv_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
                             ex_node **out);
 
-static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc,
-                                ex_node **out);
-static hs_status bind_regex_op(binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
-                               ex_node **out);
 
-static hs_status bind_aexpr(binder *b, json_t *body, ex_node **out)
+static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     const char *kind = jstr(body, "kind");
     bool other;
-    const char *opname = last_name(json_object_get(body, "name"), &other);
+    const char *opname = exb_last_name(json_object_get(body, "name"), &other);
     if (!kind || !opname)
-        return err_at(b, HS_INTERNAL, loc, "malformed operator expression");
+        return exb_err(b, HS_INTERNAL, loc, "malformed operator expression");
     if (other)
-        return err_at(b, HS_UNSUPPORTED, loc, "OPERATOR() syntax is not supported");
+        return exb_err(b, HS_UNSUPPORTED, loc, "OPERATOR() syntax is not supported");
     if (!strcmp(kind, "AEXPR_IN"))
         return bind_in(b, body, strcmp(opname, "<>") == 0, loc, out);
     if (!strncmp(kind, "AEXPR_BETWEEN", 13) || !strncmp(kind, "AEXPR_NOT_BETWEEN", 17))
@@ -1533,45 +1515,45 @@ static hs_status bind_aexpr(binder *b, json_t *body, ex_node **out)
         ex_ty t;
         char b1[48], b2[48];
         if (!common_type(&l->type, &r->type, &t))
-            return err_at(b, HS_INVALID, loc, "NULLIF types %s and %s cannot be matched",
-                          tname(&l->type, b1), tname(&r->type, b2));
+            return exb_err(b, HS_INVALID, loc, "NULLIF types %s and %s cannot be matched",
+                          exb_tname(&l->type, b1), exb_tname(&r->type, b2));
         if (t.t == EX_T_UNKNOWN)
-            t = ty(EX_T_STR);
+            t = exb_ty(EX_T_STR);
         if (t.t == EX_T_NULL)
-            t = ty(EX_T_INT);
-        HS_TRY(coerce(b, &l, t));
-        HS_TRY(coerce(b, &r, t));
-        ex_node *n = mk(b, EX_NULLIF, t, loc, 2);
+            t = exb_ty(EX_T_INT);
+        HS_TRY(exb_coerce(b, &l, t));
+        HS_TRY(exb_coerce(b, &r, t));
+        ex_node *n = exb_mk(b, EX_NULLIF, t, loc, 2);
         if (!n)
-            return nomem(b);
+            return exb_nomem(b);
         n->args[0] = l;
         n->args[1] = r;
         n->cmode = cmode_of(&t);
         *out = n;
-        return fold(b, out, false);
+        return exb_fold(b, out, false);
     }
     if (!strcmp(kind, "AEXPR_DISTINCT") || !strcmp(kind, "AEXPR_NOT_DISTINCT")) {
         ex_node *l, *r;
         HS_TRY(bind(b, json_object_get(body, "lexpr"), &l));
         HS_TRY(bind(b, json_object_get(body, "rexpr"), &r));
-        ex_node *n = mk(b, EX_DISTINCT, ty(EX_T_BOOL), loc, 2);
+        ex_node *n = exb_mk(b, EX_DISTINCT, exb_ty(EX_T_BOOL), loc, 2);
         if (!n)
-            return nomem(b);
+            return exb_nomem(b);
         HS_TRY(unify_cmp(b, &l, &r, loc, "IS DISTINCT FROM", &n->cmode));
         n->args[0] = l;
         n->args[1] = r;
         n->neg = !strcmp(kind, "AEXPR_NOT_DISTINCT");
         *out = n;
-        return fold(b, out, false);
+        return exb_fold(b, out, false);
     }
     if (strcmp(kind, "AEXPR_OP") != 0) {
         const char *what = !strcmp(kind, "AEXPR_SIMILAR") ? "SIMILAR TO"
                          : !strncmp(kind, "AEXPR_OP_A", 10) ? "ANY/ALL" : kind;
-        return err_at(b, HS_UNSUPPORTED, loc, "%s is not supported", what);
+        return exb_err(b, HS_UNSUPPORTED, loc, "%s is not supported", what);
     }
     json_t *lj = json_object_get(body, "lexpr"), *rj = json_object_get(body, "rexpr");
     if (!rj)
-        return err_at(b, HS_UNSUPPORTED, loc, "postfix operators are not supported");
+        return exb_err(b, HS_UNSUPPORTED, loc, "postfix operators are not supported");
     if (!lj) {
         ex_node *x;
         HS_TRY(bind(b, rj, &x));
@@ -1579,15 +1561,15 @@ static hs_status bind_aexpr(binder *b, json_t *body, ex_node **out)
             return bind_neg(b, x, loc, out);
         if (!strcmp(opname, "+")) {
             if (x->type.t == EX_T_UNKNOWN)
-                HS_TRY(cast_to(b, &x, ty(EX_T_INT), true));
-            if (!is_num(x->type.t) && x->type.t != EX_T_NULL) {
+                HS_TRY(exb_cast_to(b, &x, exb_ty(EX_T_INT), true));
+            if (!exb_is_num(x->type.t) && x->type.t != EX_T_NULL) {
                 char b1[48];
-                return err_at(b, HS_INVALID, loc, "operator does not exist: + %s", tname(&x->type, b1));
+                return exb_err(b, HS_INVALID, loc, "operator does not exist: + %s", exb_tname(&x->type, b1));
             }
             *out = x;
             return HS_OK;
         }
-        return err_at(b, HS_UNSUPPORTED, loc, "operator %s is not supported", opname);
+        return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is not supported", opname);
     }
     if (pv_opname(opname)) {
         ex_node *l, *r;
@@ -1599,7 +1581,7 @@ static hs_status bind_aexpr(binder *b, json_t *body, ex_node **out)
         ex_node *l, *r;
         HS_TRY(bind(b, lj, &l));
         HS_TRY(bind(b, rj, &r));
-        return bind_regex_op(b, opname, l, r, loc, out);
+        return exb_regex_op(b, opname, l, r, loc, out);
     }
     if (!strcmp(opname, "^")) { /* power: double precision (numeric: see docs/sql.md) */
         ex_node *l, *r;
@@ -1607,17 +1589,17 @@ static hs_status bind_aexpr(binder *b, json_t *body, ex_node **out)
         HS_TRY(bind(b, rj, &r));
         ex_node **a = hs_arena_alloc(&b->e->arena, 2 * sizeof *a);
         if (!a)
-            return nomem(b);
+            return exb_nomem(b);
         a[0] = l;
         a[1] = r;
-        return bind_func_more(b, "power", EX_FN_POWER, a, 2, loc, out);
+        return exb_func_more(b, "power", EX_FN_POWER, a, 2, loc, out);
     }
     int cmp = parse_cmp_op(opname);
     static const char arith[] = "+-*/%";
     int aop = strlen(opname) == 1 && strchr(arith, opname[0]) ? opname[0]
             : !strcmp(opname, "||") ? '|' : 0;
     if (cmp < 0 && !aop)
-        return err_at(b, HS_UNSUPPORTED, loc, "operator %s is not supported", opname);
+        return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is not supported", opname);
     ex_node *l, *r;
     HS_TRY(bind(b, lj, &l));
     HS_TRY(bind(b, rj, &r));
@@ -1625,19 +1607,19 @@ static hs_status bind_aexpr(binder *b, json_t *body, ex_node **out)
         return bind_pv_op(b, opname, l, r, loc, out);
     if (cmp >= 0)
         return make_cmp(b, cmp, l, r, loc, out);
-    return bind_arith(b, aop, l, r, loc, out);
+    return exb_arith(b, aop, l, r, loc, out);
 }
 
-static hs_status bind_boolexpr(binder *b, json_t *body, ex_node **out)
+static hs_status bind_boolexpr(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     const char *op = jstr(body, "boolop");
     json_t *args = json_object_get(body, "args");
     ex_node **a;
     int n;
-    HS_TRY(bind_list(b, args, &a, &n));
+    HS_TRY(exb_list(b, args, &a, &n));
     if (!op || n == 0)
-        return err_at(b, HS_INTERNAL, loc, "malformed boolean expression");
+        return exb_err(b, HS_INTERNAL, loc, "malformed boolean expression");
     bool is_not = !strcmp(op, "NOT_EXPR"), is_and = !strcmp(op, "AND_EXPR");
     const char *what = is_not ? "NOT" : is_and ? "AND" : "OR";
     for (int i = 0; i < n; i++)
@@ -1650,7 +1632,7 @@ static hs_status bind_boolexpr(binder *b, json_t *body, ex_node **out)
     int m = 0;
     for (int i = 0; i < n; i++) {
         const ex_node *x = a[i];
-        if (is_const(x) && !x->val.null) {
+        if (exb_is_const(x) && !x->val.null) {
             if ((x->val.i != 0) != is_and) {
                 *out = a[i];
                 return HS_OK;
@@ -1660,9 +1642,9 @@ static hs_status bind_boolexpr(binder *b, json_t *body, ex_node **out)
         a[m++] = a[i];
     }
     if (m == 0) {
-        ex_node *c = mk_const(b, ty(EX_T_BOOL), loc);
+        ex_node *c = exb_mk_const(b, exb_ty(EX_T_BOOL), loc);
         if (!c)
-            return nomem(b);
+            return exb_nomem(b);
         c->val.i = is_and;
         *out = c;
         return HS_OK;
@@ -1672,27 +1654,27 @@ static hs_status bind_boolexpr(binder *b, json_t *body, ex_node **out)
         *out = a[0];
         return HS_OK;
     }
-    ex_node *x = mk(b, is_and ? EX_AND : EX_OR, ty(EX_T_BOOL), loc, 0);
+    ex_node *x = exb_mk(b, is_and ? EX_AND : EX_OR, exb_ty(EX_T_BOOL), loc, 0);
     if (!x)
-        return nomem(b);
+        return exb_nomem(b);
     x->args = a;
     x->n_args = n;
     *out = x;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
-static hs_status bind_case(binder *b, json_t *body, ex_node **out)
+static hs_status bind_case(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     json_t *whens = json_object_get(body, "args");
     size_t nw = json_array_size(whens);
     if (nw == 0 || nw > 100000)
-        return err_at(b, HS_INVALID, loc, "malformed CASE");
+        return exb_err(b, HS_INVALID, loc, "malformed CASE");
     bool subject = json_object_get(body, "arg") != NULL;
     int off = subject ? 1 : 0;
-    ex_node *n = mk(b, EX_CASE, ty(EX_T_NULL), loc, (int)(2 * nw + 1) + off);
+    ex_node *n = exb_mk(b, EX_CASE, exb_ty(EX_T_NULL), loc, (int)(2 * nw + 1) + off);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->aux = subject;
     if (subject)
         HS_TRY(bind(b, json_object_get(body, "arg"), &n->args[0]));
@@ -1700,7 +1682,7 @@ static hs_status bind_case(binder *b, json_t *body, ex_node **out)
         const char *k;
         json_t *wb;
         if (!node_of(json_array_get(whens, i), &k, &wb) || strcmp(k, "CaseWhen") != 0)
-            return err_at(b, HS_INTERNAL, loc, "malformed CASE");
+            return exb_err(b, HS_INTERNAL, loc, "malformed CASE");
         HS_TRY(bind(b, json_object_get(wb, "expr"), &n->args[off + 2 * i]));
         if (!subject)
             HS_TRY(need_bool(b, &n->args[off + 2 * i], "CASE/WHEN"));
@@ -1709,13 +1691,13 @@ static hs_status bind_case(binder *b, json_t *body, ex_node **out)
     int last = off + (int)(2 * nw);
     if (json_object_get(body, "defresult"))
         HS_TRY(bind(b, json_object_get(body, "defresult"), &n->args[last]));
-    else if (!(n->args[last] = mk_null(b, ty(EX_T_NULL), loc)))
-        return nomem(b);
+    else if (!(n->args[last] = mk_null(b, exb_ty(EX_T_NULL), loc)))
+        return exb_nomem(b);
     if (subject) {
         /* CASE x WHEN v1 ... : x and every v compare in one type */
         ex_node **cmp = hs_arena_calloc(&b->e->arena, nw + 1, sizeof *cmp);
         if (!cmp)
-            return nomem(b);
+            return exb_nomem(b);
         cmp[0] = n->args[0];
         for (size_t i = 0; i < nw; i++)
             cmp[i + 1] = n->args[1 + 2 * i];
@@ -1724,53 +1706,53 @@ static hs_status bind_case(binder *b, json_t *body, ex_node **out)
         for (size_t i = 0; i < nw; i++)
             n->args[1 + 2 * i] = cmp[i + 1];
     }
-    ex_ty t = ty(EX_T_NULL);
+    ex_ty t = exb_ty(EX_T_NULL);
     char b1[48], b2[48];
     for (size_t i = 0; i <= nw; i++) {
         ex_node *r = n->args[i == nw ? last : off + 2 * (int)i + 1];
         ex_ty u;
         if (!common_type(&t, &r->type, &u))
-            return err_at(b, HS_INVALID, r->loc >= 0 ? r->loc : loc, "CASE types %s and %s cannot be matched",
-                          tname(&t, b1), tname(&r->type, b2));
+            return exb_err(b, HS_INVALID, r->loc >= 0 ? r->loc : loc, "CASE types %s and %s cannot be matched",
+                          exb_tname(&t, b1), exb_tname(&r->type, b2));
         t = u;
     }
     if (t.t == EX_T_UNKNOWN)
-        t = ty(EX_T_STR);
+        t = exb_ty(EX_T_STR);
     for (size_t i = 0; i <= nw; i++)
-        HS_TRY(coerce(b, &n->args[i == nw ? last : off + 2 * (int)i + 1], t));
+        HS_TRY(exb_coerce(b, &n->args[i == nw ? last : off + 2 * (int)i + 1], t));
     n->type = t;
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
-static hs_status bind_coalesce(binder *b, json_t *body, ex_node **out)
+static hs_status bind_coalesce(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     ex_node **a;
     int n;
-    HS_TRY(bind_list(b, json_object_get(body, "args"), &a, &n));
+    HS_TRY(exb_list(b, json_object_get(body, "args"), &a, &n));
     if (n == 0)
-        return err_at(b, HS_INVALID, loc, "COALESCE needs arguments");
-    ex_ty t = ty(EX_T_NULL);
+        return exb_err(b, HS_INVALID, loc, "COALESCE needs arguments");
+    ex_ty t = exb_ty(EX_T_NULL);
     char b1[48], b2[48];
     for (int i = 0; i < n; i++) {
         ex_ty u;
         if (!common_type(&t, &a[i]->type, &u))
-            return err_at(b, HS_INVALID, a[i]->loc >= 0 ? a[i]->loc : loc,
-                          "COALESCE types %s and %s cannot be matched", tname(&t, b1), tname(&a[i]->type, b2));
+            return exb_err(b, HS_INVALID, a[i]->loc >= 0 ? a[i]->loc : loc,
+                          "COALESCE types %s and %s cannot be matched", exb_tname(&t, b1), exb_tname(&a[i]->type, b2));
         t = u;
     }
     if (t.t == EX_T_UNKNOWN)
-        t = ty(EX_T_STR);
+        t = exb_ty(EX_T_STR);
     for (int i = 0; i < n; i++)
-        HS_TRY(coerce(b, &a[i], t));
-    ex_node *x = mk(b, EX_COALESCE, t, loc, 0);
+        HS_TRY(exb_coerce(b, &a[i], t));
+    ex_node *x = exb_mk(b, EX_COALESCE, t, loc, 0);
     if (!x)
-        return nomem(b);
+        return exb_nomem(b);
     x->args = a;
     x->n_args = n;
     *out = x;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 /* The scale of the numeric PostgreSQL reads from decimal text (numeric_in's
@@ -1834,12 +1816,12 @@ static void unconstrained_numeric(const ex_node *x, ex_ty *t)
     const ex_ty *xt = &x->type;
     switch (xt->t) {
     case EX_T_DEC: *t = *xt; return;
-    case EX_T_INT: *t = dec_type(int_digits(xt), 0); return;
-    case EX_T_NULL: *t = dec_type(15, 3); return;
+    case EX_T_INT: *t = exb_dec_type(exb_int_digits(xt), 0); return;
+    case EX_T_NULL: *t = exb_dec_type(15, 3); return;
     default: break;
     }
-    *t = dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE);
-    if (!is_const(x) || x->val.null)
+    *t = exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE);
+    if (!exb_is_const(x) || x->val.null)
         return;
     char buf[64];
     const char *p = buf;
@@ -1858,12 +1840,12 @@ static void unconstrained_numeric(const ex_node *x, ex_ty *t)
     int s, d;
     if (!numeric_text_scale(p, n, &s, &d) || s > 38)
         return;
-    *t = dec_type(d + s > 38 ? 38 - s : d, s);
+    *t = exb_dec_type(d + s > 38 ? 38 - s : d, s);
 }
 
-static hs_status bind_cast(binder *b, json_t *body, ex_node **out)
+static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     ex_ty t;
     HS_TRY(bind_typename(b, json_object_get(body, "typeName"), &t));
     ex_node *x;
@@ -1874,654 +1856,29 @@ static hs_status bind_cast(binder *b, json_t *body, ex_node **out)
             *out = x; /* numeric::numeric keeps the value and its scale */
             return HS_OK;
         }
-        if (is_num(x->type.t) || x->type.t == EX_T_NULL || x->type.t == EX_T_STR ||
+        if (exb_is_num(x->type.t) || x->type.t == EX_T_NULL || x->type.t == EX_T_STR ||
             x->type.t == EX_T_UNKNOWN)
             unconstrained_numeric(x, &t);
         else
-            t = dec_type(15, 3); /* for the error message */
+            t = exb_dec_type(15, 3); /* for the error message */
     }
     if (loc < 0)
         loc = x->loc; /* DATE '...' has no location of its own */
     char b1[48], b2[48];
     if (!castable(&x->type, &t))
-        return err_at(b, HS_INVALID, loc, "cannot cast type %s to %s", tname(&x->type, b1), tname(&t, b2));
+        return exb_err(b, HS_INVALID, loc, "cannot cast type %s to %s", exb_tname(&x->type, b1), exb_tname(&t, b2));
     if (x->kind == EX_CONST && x->val.null) {
         *out = mk_null(b, t, loc);
-        return *out ? HS_OK : nomem(b);
+        return *out ? HS_OK : exb_nomem(b);
     }
-    ex_node *n = mk(b, EX_CAST, t, loc, 1);
+    ex_node *n = exb_mk(b, EX_CAST, t, loc, 1);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->args[0] = x;
     n->aux = unconstrained && x->type.t == EX_T_FLOAT;
     *out = n;
     /* a typed literal (DATE 'x', 'NaN'::double) must convert now */
-    return fold(b, out, x->type.t == EX_T_UNKNOWN);
-}
-
-/* ---- functions ---- */
-
-static hs_status want_type(binder *b, ex_node **np, ex_t t, const char *fn)
-{
-    ex_node *n = *np;
-    if (n->type.t == t)
-        return HS_OK;
-    if (n->type.t == EX_T_NULL || n->type.t == EX_T_UNKNOWN)
-        return cast_to(b, np, ty(t), true);
-    char b1[48], b2[48];
-    ex_ty w = ty(t);
-    return err_at(b, HS_INVALID, n->loc, "function %s expects %s, not %s", fn, tname(&w, b1),
-                  tname(&n->type, b2));
-}
-
-static hs_status want_int(binder *b, ex_node **np, const char *fn)
-{
-    return want_type(b, np, EX_T_INT, fn);
-}
-
-/* Scalar functions of PostgreSQL 15 that this binder does not implement:
- * calling one is 0A000 feature_not_supported ("function replace is not
- * supported"), while a name PostgreSQL does not know either is 42883
- * undefined_function, as PostgreSQL reports it.  Names only (sorted). */
-static const char *const pg_builtins[] = {
-    "acos", "acosd", "acosh", "age", "array_append", "array_cat", "array_dims",
-    "array_fill", "array_length", "array_lower", "array_ndims", "array_position",
-    "array_positions", "array_prepend", "array_remove", "array_replace", "array_to_json",
-    "array_to_string", "array_upper", "ascii", "asin", "asind", "asinh", "atan", "atan2",
-    "atan2d", "atand", "atanh", "bit_count", "bit_length", "cardinality", "cbrt", "chr",
-    "clock_timestamp", "coalesce", "concat_ws", "convert_from", "convert_to", "cos", "cosd",
-    "cosh", "cot", "cotd", "current_date", "current_setting", "current_time",
-    "current_timestamp", "date_bin", "decode", "degrees", "div", "encode", "exp",
-    "factorial", "format", "gcd", "gen_random_uuid", "get_bit", "get_byte", "greatest",
-    "initcap", "isfinite", "json_array_length", "json_build_array", "json_build_object",
-    "json_extract_path", "json_extract_path_text", "json_object", "json_typeof",
-    "jsonb_array_length", "jsonb_build_array", "jsonb_build_object", "jsonb_extract_path",
-    "jsonb_extract_path_text", "jsonb_path_query", "jsonb_pretty", "jsonb_set",
-    "jsonb_typeof", "justify_days", "justify_hours", "justify_interval", "lcm", "least",
-    "left", "ln", "localtime", "localtimestamp", "log", "log10", "lpad", "make_date",
-    "make_interval", "make_time", "make_timestamp", "make_timestamptz", "md5",
-    "min_scale", "mod", "now", "nullif", "octet_length", "overlay", "pg_typeof", "pi",
-    "position", "power", "quote_ident", "quote_literal", "quote_nullable", "radians",
-    "random", "regexp_count", "regexp_instr", "regexp_like", "regexp_match",
-    "regexp_matches", "regexp_replace", "regexp_split_to_array", "regexp_substr",
-    "repeat", "replace", "reverse", "right", "rpad", "scale", "set_bit",
-    "set_byte", "setseed", "sha224", "sha256", "sha384", "sha512", "sign", "sin", "sind",
-    "sinh", "split_part", "statement_timestamp", "string_to_array", "strpos", "tan",
-    "tand", "tanh", "timeofday", "to_ascii", "to_char", "to_date", "to_hex", "to_json",
-    "to_jsonb", "to_number", "to_timestamp", "transaction_timestamp", "translate", "trim_scale",
-    "trunc", "unistr", "unnest", "uuid_generate_v4", "version", "width_bucket",
-};
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp((const char *)a, *(const char *const *)b);
-}
-
-static bool pg_builtin_name(const char *fn)
-{
-    char low[64];
-    size_t i = 0;
-    for (; fn[i] && i < sizeof low - 1; i++)
-        low[i] = (char)tolower((unsigned char)fn[i]);
-    if (fn[i])
-        return false;
-    low[i] = 0;
-    return bsearch(low, pg_builtins, sizeof pg_builtins / sizeof pg_builtins[0],
-                   sizeof pg_builtins[0], cmp_name) != NULL;
-}
-
-static bool pv_funcname(const char *fn);
-static hs_status bind_pv_func(binder *b, const char *fn, json_t *args, int loc, ex_node **out);
-
-/* The functions of expr_sqlfn.c and the numeric ones added with them
- * (PostgreSQL's argument and result types; docs/sql.md). */
-static hs_status check_regex(binder *b, ex_node *pat, ex_node *flags, bool ci, int loc)
-{
-    if (!is_const(pat) || pat->val.null || (flags && (!is_const(flags) || flags->val.null)))
-        return HS_OK;
-    char msg[256];
-    ex_regex *r = NULL;
-    hs_status st = ex_regex_compile(&pat->val.s, ci, flags ? &flags->val.s : NULL, &r, NULL, msg);
-    ex_regex_free(r);
-    if (st == HS_NOMEM)
-        return nomem(b);
-    if (st != HS_OK)
-        return err_at(b, st, loc, "%s", msg);
-    return HS_OK;
-}
-
-static hs_status want_float(binder *b, ex_node **np, const char *fn)
-{
-    ex_node *n = *np;
-    if (n->type.t == EX_T_UNKNOWN || n->type.t == EX_T_NULL)
-        return cast_to(b, np, ty(EX_T_FLOAT), true);
-    if (!is_num(n->type.t)) {
-        char b1[48];
-        return err_at(b, HS_NOT_FOUND, n->loc, "function %s(%s) does not exist", fn, tname(&n->type, b1));
-    }
-    return coerce(b, np, ty(EX_T_FLOAT));
-}
-
-static hs_status want_dec(binder *b, ex_node **np, const char *fn)
-{
-    ex_node *n = *np;
-    if (n->type.t == EX_T_UNKNOWN || n->type.t == EX_T_NULL)
-        return cast_to(b, np, dec_type(38 - 18, 18), true);
-    if (n->type.t == EX_T_INT)
-        return cast_to(b, np, dec_type(int_digits(&n->type), 0), false);
-    if (n->type.t != EX_T_DEC) {
-        char b1[48];
-        return err_at(b, HS_NOT_FOUND, n->loc, "function %s(%s) does not exist", fn, tname(&n->type, b1));
-    }
-    return HS_OK;
-}
-
-/* The type of exp/ln/log10 of a numeric (expr_eval.c numeric_math): its
- * values have PostgreSQL's scale of at least 16 significant digits; a column
- * holds them at scale 20 (as quotients), or the argument's if larger; a
- * constant folds at exactly its scale. */
-static ex_ty numeric_math_type(const ex_node *x, int aux)
-{
-    int s = x->type.scale > 20 ? x->type.scale : 20;
-    if (is_const(x) && !x->val.null) {
-        /* the scale PostgreSQL gives this value (as numeric_math) */
-        __int128 v = x->val.d;
-        int sx = x->type.scale, rs;
-        if (aux == EX_M_EXP) {
-            double val = (double)v;
-            for (int i = 0; i < sx; i++)
-                val /= 10;
-            val *= 0.434294481903252;
-            val = val > 1000 ? 1000 : val < -1000 ? -1000 : val;
-            rs = 16 - (int)val;
-        } else {
-            rs = 16; /* refined below for ln/log */
-            if (v > 0) {
-                __int128 one = 1;
-                for (int i = 0; i < sx; i++)
-                    one *= 10;
-                if (v * 10 >= one * 9 && v * 10 <= one * 11) {
-                    __int128 d = v - one < 0 ? one - v : v - one;
-                    int nd = 0;
-                    for (; d > 0; d /= 10)
-                        nd++;
-                    rs = v == one ? 16 : 16 - (nd - 1 - sx);
-                } else {
-                    double xd = (double)v;
-                    for (int i = 0; i < sx; i++)
-                        xd /= 10;
-                    double l = log(xd);
-                    rs = 16 - (l == 0 ? 0 : (int)log10(fabs(l)));
-                }
-            }
-        }
-        if (rs < sx)
-            rs = sx;
-        if (rs < 0)
-            rs = 0;
-        if (rs <= 38)
-            s = rs;
-    }
-    if (s > 38)
-        s = 38;
-    return dec_type(38 - s, s);
-}
-
-static bool is_list_col(const ex_node *x)
-{
-    return x->kind == EX_COL && x->type.t == EX_T_OTHER && x->field &&
-           (x->field->type == HS_TYPE_LIST || x->field->type == HS_TYPE_FIXED_LIST) &&
-           x->field->n_children == 1;
-}
-
-static hs_status bind_func_more(binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc,
-                                ex_node **out)
-{
-    ex_ty rt = ty(EX_T_STR);
-    int aux = 0;
-    bool neg = false, ci = false;
-    char b1[48];
-    switch (f) {
-    case EX_FN_SIGN:
-        if (a[0]->type.t == EX_T_DEC) {
-            rt = dec_type(1, 0);
-        } else {
-            HS_TRY(want_float(b, &a[0], fn));
-            rt = ty(EX_T_FLOAT);
-        }
-        break;
-    case EX_FN_TRUNC:
-        if (n == 1 && a[0]->type.t != EX_T_DEC) {
-            HS_TRY(want_float(b, &a[0], fn));
-            rt = ty(EX_T_FLOAT);
-            break;
-        }
-        HS_TRY(want_dec(b, &a[0], fn));
-        if (n == 2) {
-            HS_TRY(want_int(b, &a[1], fn));
-            if (!is_const(a[1]) || a[1]->val.null)
-                return err_at(b, HS_UNSUPPORTED, a[1]->loc, "trunc: the digits must be a constant");
-            int64_t d = a[1]->val.i;
-            aux = d < -38 ? -38 : d > 38 ? 38 : (int)d;
-        }
-        rt = dec_type(int_digits(&a[0]->type), aux < 0 ? 0 : aux);
-        n = 1;
-        break;
-    case EX_FN_MATH: {
-        static const char *const names[] = {"exp", "ln", "log10", "cbrt", "sin", "cos", "tan",
-                                            "asin", "acos", "atan", "degrees", "radians"};
-        for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
-            if (!strcasecmp(fn, names[i]))
-                aux = i;
-        if (a[0]->type.t == EX_T_DEC && (aux == EX_M_EXP || aux == EX_M_LN || aux == EX_M_LOG10)) {
-            rt = numeric_math_type(a[0], aux);
-            break;
-        }
-        HS_TRY(want_float(b, &a[0], fn));
-        rt = ty(EX_T_FLOAT);
-        break;
-    }
-    case EX_FN_LOG2:
-        if (n == 1) { /* log(x) is log10(x) */
-            f = EX_FN_MATH;
-            aux = EX_M_LOG10;
-            if (a[0]->type.t == EX_T_DEC) {
-                rt = numeric_math_type(a[0], aux);
-                break;
-            }
-            HS_TRY(want_float(b, &a[0], fn));
-            rt = ty(EX_T_FLOAT);
-            break;
-        }
-        /* fallthrough */
-    case EX_FN_POWER: case EX_FN_ATAN2:
-        if (n == 0) { /* pi() */
-            ex_node *c = mk_const(b, ty(EX_T_FLOAT), loc);
-            if (!c)
-                return nomem(b);
-            c->val.f = 3.14159265358979323846;
-            *out = c;
-            return HS_OK;
-        }
-        HS_TRY(want_float(b, &a[0], fn));
-        HS_TRY(want_float(b, &a[1], fn));
-        rt = ty(EX_T_FLOAT);
-        break;
-    case EX_FN_DIV:
-        if (!strcasecmp(fn, "mod")) {
-            if (a[0]->type.t == EX_T_FLOAT || a[1]->type.t == EX_T_FLOAT) {
-                char b2[48];
-                return err_at(b, HS_NOT_FOUND, loc, "function mod(%s, %s) does not exist",
-                              tname(&a[0]->type, b1), tname(&a[1]->type, b2));
-            }
-            return bind_arith(b, '%', a[0], a[1], loc, out);
-        }
-        HS_TRY(want_dec(b, &a[0], fn));
-        HS_TRY(want_dec(b, &a[1], fn));
-        rt = dec_type(38, 0);
-        break;
-    case EX_FN_LPAD: case EX_FN_RPAD:
-        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        HS_TRY(want_int(b, &a[1], fn));
-        if (n == 3)
-            HS_TRY(want_type(b, &a[2], EX_T_STR, fn));
-        break;
-    case EX_FN_CONCAT_WS:
-        for (int i = 0; i < n; i++) {
-            if (a[i]->type.t == EX_T_OTHER)
-                return err_at(b, HS_INVALID, a[i]->loc, "concat_ws cannot take %s", tname(&a[i]->type, b1));
-            HS_TRY(cast_to(b, &a[i], ty(EX_T_STR), false));
-        }
-        break;
-    case EX_FN_TRANSLATE: case EX_FN_INITCAP:
-        for (int i = 0; i < n; i++)
-            HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
-        break;
-    case EX_FN_MD5: case EX_FN_OCTET_LENGTH: case EX_FN_BIT_LENGTH:
-        if (a[0]->type.t != EX_T_BIN)
-            HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        if (f != EX_FN_MD5) {
-            rt = ty(EX_T_INT);
-            rt.bits = 32;
-        }
-        break;
-    case EX_FN_CHR:
-        HS_TRY(want_int(b, &a[0], fn));
-        break;
-    case EX_FN_ASCII:
-        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        rt = ty(EX_T_INT);
-        rt.bits = 32;
-        break;
-    case EX_FN_MAKE_DATE:
-        for (int i = 0; i < 3; i++)
-            HS_TRY(want_int(b, &a[i], fn));
-        rt = ty(EX_T_DATE);
-        break;
-    case EX_FN_REGEX: case EX_FN_REGEXP_REPLACE: case EX_FN_REGEXP_COUNT: case EX_FN_REGEXP_SUBSTR: {
-        for (int i = 0; i < n; i++) {
-            if (f == EX_FN_REGEXP_COUNT && i == 2)
-                HS_TRY(want_int(b, &a[i], fn));
-            else
-                HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
-        }
-        int fi = f == EX_FN_REGEX ? 2 : f == EX_FN_REGEXP_REPLACE ? 3 : f == EX_FN_REGEXP_COUNT ? 3 : -1;
-        if (f == EX_FN_REGEXP_COUNT && n < 4) {
-            ex_node **a4 = hs_arena_calloc(&b->e->arena, 4, sizeof *a4);
-            if (!a4)
-                return nomem(b);
-            memcpy(a4, a, (size_t)n * sizeof *a);
-            a = a4;
-        }
-        if (f == EX_FN_REGEXP_COUNT && n == 3) { /* regexp_count(s, p, start): no flags */
-            ex_node *c = mk_const(b, ty(EX_T_STR), loc);
-            if (!c)
-                return nomem(b);
-            c->val.s.p = (const uint8_t *)"";
-            a[3] = c;
-            n = 4;
-        }
-        if (f == EX_FN_REGEXP_COUNT && n == 2) {
-            ex_node *one = mk_const(b, ty(EX_T_INT), loc), *c = mk_const(b, ty(EX_T_STR), loc);
-            if (!one || !c)
-                return nomem(b);
-            one->val.i = 1;
-            c->val.s.p = (const uint8_t *)"";
-            a[2] = one;
-            a[3] = c;
-            n = 4;
-        }
-        if (f == EX_FN_REGEX && n == 3) { /* regexp_like(s, p, flags): 'g' is refused */
-            ex_node *fl = a[2];
-            if (is_const(fl) && !fl->val.null && memchr(fl->val.s.p, 'g', fl->val.s.n))
-                return err_at(b, HS_INVALID, loc, "regexp_like() does not support the \"global\" option");
-        }
-        HS_TRY(check_regex(b, a[1], fi >= 0 && fi < n ? a[fi] : NULL, false, loc));
-        rt = f == EX_FN_REGEX ? ty(EX_T_BOOL) : f == EX_FN_REGEXP_COUNT ? ty(EX_T_INT) : ty(EX_T_STR);
-        if (f == EX_FN_REGEXP_COUNT)
-            rt.bits = 32;
-        break;
-    }
-    case EX_FN_TO_CHAR:
-        if (a[0]->type.t == EX_T_UNKNOWN)
-            return err_at(b, HS_INVALID, loc, "function to_char(unknown, unknown) is not unique");
-        if (is_num(a[0]->type.t)) {
-            HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
-            if (is_const(a[1]) && !a[1]->val.null) {
-                char msg[256];
-                int nf = ex_to_char_frac_digits(&a[1]->val.s, msg);
-                if (nf < 0)
-                    return err_at(b, nf == -1 ? HS_UNSUPPORTED : HS_INVALID, a[1]->loc, "%s", msg);
-            }
-            break;
-        }
-        if (a[0]->type.t == EX_T_DATE)
-            HS_TRY(cast_to(b, &a[0], ty(EX_T_TS), false));
-        if (a[0]->type.t != EX_T_TS && a[0]->type.t != EX_T_NULL)
-            return err_at(b, HS_NOT_FOUND, loc, "function to_char(%s, text) does not exist",
-                          tname(&a[0]->type, b1));
-        if (a[0]->type.t == EX_T_NULL)
-            HS_TRY(cast_to(b, &a[0], ty(EX_T_TS), false));
-        if (a[0]->type.tz)
-            return err_at(b, HS_UNSUPPORTED, loc, "to_char of timestamptz is not supported (cast to timestamp: UTC)");
-        HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
-        break;
-    case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH:
-        if (!is_list_col(a[0]) && (a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t)))
-            return err_at(b, HS_UNSUPPORTED, a[0]->loc, "function %s of %s is not supported", fn,
-                          a[0]->type.t == EX_T_OTHER ? "this expression" : tname(&a[0]->type, b1));
-        if (!is_list_col(a[0]))
-            return err_at(b, HS_NOT_FOUND, a[0]->loc, "function %s(%s) does not exist", fn,
-                          tname(&a[0]->type, b1));
-        if (n == 2)
-            HS_TRY(want_int(b, &a[1], fn));
-        rt = ty(EX_T_INT);
-        rt.bits = 32;
-        break;
-    default:
-        return err_at(b, HS_INTERNAL, loc, "function %s is not supported", fn);
-    }
-    (void)neg;
-    (void)ci;
-    ex_node *x = mk(b, EX_FUNC, rt, loc, 0);
-    if (!x)
-        return nomem(b);
-    x->op = (int)f;
-    x->aux = aux;
-    x->args = a;
-    x->n_args = n;
-    *out = x;
-    return fold(b, out, false);
-}
-
-/* s ~ p, s ~* p, s !~ p, s !~* p */
-static hs_status bind_regex_op(binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
-                               ex_node **out)
-{
-    HS_TRY(want_type(b, &l, EX_T_STR, opname));
-    HS_TRY(want_type(b, &r, EX_T_STR, opname));
-    bool ci = strchr(opname, '*') != NULL, neg = opname[0] == '!';
-    HS_TRY(check_regex(b, r, NULL, ci, loc));
-    ex_node *x = mk(b, EX_FUNC, ty(EX_T_BOOL), loc, 2);
-    if (!x)
-        return nomem(b);
-    x->op = EX_FN_REGEX;
-    x->args[0] = l;
-    x->args[1] = r;
-    x->neg = neg;
-    x->ci = ci;
-    *out = x;
-    return fold(b, out, false);
-}
-
-static hs_status bind_func(binder *b, json_t *body, ex_node **out)
-{
-    int loc = loc_of(body);
-    bool other;
-    const char *fn = last_name(json_object_get(body, "funcname"), &other);
-    if (!fn)
-        return err_at(b, HS_INTERNAL, loc, "malformed function call");
-    if (json_is_true(json_object_get(body, "agg_star")) || json_object_get(body, "over") ||
-        json_is_true(json_object_get(body, "agg_distinct")) || json_object_get(body, "agg_filter") ||
-        json_object_get(body, "agg_order") || json_is_true(json_object_get(body, "agg_within_group")))
-        return err_at(b, HS_UNSUPPORTED, loc, "aggregate and window functions are not supported here");
-    if (json_is_true(json_object_get(body, "func_variadic")))
-        return err_at(b, HS_UNSUPPORTED, loc, "VARIADIC is not supported");
-    if (!other && pv_funcname(fn))
-        return bind_pv_func(b, fn, json_object_get(body, "args"), loc, out);
-    static const struct { const char *name; ex_fn fn; int min, max; } fns[] = {
-        {"lower", EX_FN_LOWER, 1, 1}, {"upper", EX_FN_UPPER, 1, 1},
-        {"length", EX_FN_LENGTH, 1, 1}, {"char_length", EX_FN_LENGTH, 1, 1},
-        {"character_length", EX_FN_LENGTH, 1, 1}, {"abs", EX_FN_ABS, 1, 1},
-        {"round", EX_FN_ROUND, 1, 2}, {"floor", EX_FN_FLOOR, 1, 1}, {"ceil", EX_FN_CEIL, 1, 1},
-        {"ceiling", EX_FN_CEIL, 1, 1}, {"sqrt", EX_FN_SQRT, 1, 1},
-        {"starts_with", EX_FN_STARTS_WITH, 2, 2}, {"substr", EX_FN_SUBSTR, 2, 3},
-        {"substring", EX_FN_SUBSTR, 2, 3}, {"btrim", EX_FN_BTRIM, 1, 2}, {"trim", EX_FN_BTRIM, 1, 2},
-        {"ltrim", EX_FN_LTRIM, 1, 2}, {"rtrim", EX_FN_RTRIM, 1, 2},
-        {"concat", EX_FN_CONCAT, 1, 1000}, {"date_part", EX_FN_DATE_PART, 2, 2},
-        {"extract", EX_FN_DATE_PART, 2, 2}, {"datepart", EX_FN_DATE_PART, 2, 2},
-        {"date_trunc", EX_FN_DATE_TRUNC, 2, 2}, {"datetrunc", EX_FN_DATE_TRUNC, 2, 2},
-        {"replace", EX_FN_REPLACE, 3, 3}, {"strpos", EX_FN_STRPOS, 2, 2},
-        {"position", EX_FN_STRPOS, 2, 2}, {"left", EX_FN_LEFT, 2, 2},
-        {"right", EX_FN_RIGHT, 2, 2}, {"repeat", EX_FN_REPEAT, 2, 2},
-        {"reverse", EX_FN_REVERSE, 1, 1}, {"split_part", EX_FN_SPLIT_PART, 3, 3},
-        {"sign", EX_FN_SIGN, 1, 1}, {"trunc", EX_FN_TRUNC, 1, 2}, {"power", EX_FN_POWER, 2, 2},
-        {"pow", EX_FN_POWER, 2, 2}, {"exp", EX_FN_MATH, 1, 1}, {"ln", EX_FN_MATH, 1, 1},
-        {"log", EX_FN_LOG2, 1, 2}, {"log10", EX_FN_MATH, 1, 1}, {"cbrt", EX_FN_MATH, 1, 1},
-        {"sin", EX_FN_MATH, 1, 1}, {"cos", EX_FN_MATH, 1, 1}, {"tan", EX_FN_MATH, 1, 1},
-        {"asin", EX_FN_MATH, 1, 1}, {"acos", EX_FN_MATH, 1, 1}, {"atan", EX_FN_MATH, 1, 1},
-        {"degrees", EX_FN_MATH, 1, 1}, {"radians", EX_FN_MATH, 1, 1},
-        {"atan2", EX_FN_ATAN2, 2, 2}, {"pi", EX_FN_ATAN2, 0, 0}, {"mod", EX_FN_DIV, 2, 2},
-        {"div", EX_FN_DIV, 2, 2}, {"lpad", EX_FN_LPAD, 2, 3}, {"rpad", EX_FN_RPAD, 2, 3},
-        {"concat_ws", EX_FN_CONCAT_WS, 1, 1000}, {"translate", EX_FN_TRANSLATE, 3, 3},
-        {"md5", EX_FN_MD5, 1, 1}, {"chr", EX_FN_CHR, 1, 1}, {"ascii", EX_FN_ASCII, 1, 1},
-        {"octet_length", EX_FN_OCTET_LENGTH, 1, 1}, {"bit_length", EX_FN_BIT_LENGTH, 1, 1},
-        {"initcap", EX_FN_INITCAP, 1, 1}, {"make_date", EX_FN_MAKE_DATE, 3, 3},
-        {"regexp_like", EX_FN_REGEX, 2, 3}, {"regexp_replace", EX_FN_REGEXP_REPLACE, 3, 4},
-        {"regexp_count", EX_FN_REGEXP_COUNT, 2, 4}, {"regexp_substr", EX_FN_REGEXP_SUBSTR, 2, 2},
-        {"to_char", EX_FN_TO_CHAR, 2, 2}, {"cardinality", EX_FN_CARDINALITY, 1, 1},
-        {"array_length", EX_FN_ARRAY_LENGTH, 2, 2},
-    };
-    int which = -1;
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)
-        if (strcasecmp(fn, fns[i].name) == 0)
-            which = (int)i;
-    ex_node **a;
-    int n;
-    HS_TRY(bind_list(b, json_object_get(body, "args"), &a, &n));
-    if (which < 0 && !other && pg_builtin_name(fn))
-        return err_at(b, HS_UNSUPPORTED, loc, "function %s is not supported", fn);
-    if (which < 0) {
-        /* as PostgreSQL: the arguments bind first (their errors win), then a
-         * name no function has is 42883 undefined_function */
-        char sig[200];
-        size_t at = 0;
-        sig[0] = 0;
-        for (int i = 0; i < n && at < sizeof sig - 1; i++) {
-            char tb[48];
-            int k = snprintf(sig + at, sizeof sig - at, "%s%s", i ? ", " : "",
-                             tname(&a[i]->type, tb));
-            at = k < 0 ? at : (size_t)k >= sizeof sig - at ? sizeof sig - 1 : at + (size_t)k;
-        }
-        return err_at(b, HS_NOT_FOUND, loc, "function %s(%s) does not exist", fn, sig);
-    }
-    if (n < fns[which].min || n > fns[which].max)
-        return err_at(b, HS_INVALID, loc, "function %s takes %d to %d arguments, not %d", fn,
-                      fns[which].min, fns[which].max, n);
-    ex_fn f = fns[which].fn;
-    int n_given = n;
-    if (f >= EX_FN_SIGN)
-        return bind_func_more(b, fn, f, a, n, loc, out);
-    ex_ty rt = ty(EX_T_STR);
-    int aux = 0;
-    char b1[48];
-    switch (f) {
-    case EX_FN_LOWER: case EX_FN_UPPER:
-        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        break;
-    case EX_FN_LENGTH:
-        if (a[0]->type.t != EX_T_BIN)
-            HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        rt = ty(EX_T_INT);
-        break;
-    case EX_FN_ABS: case EX_FN_FLOOR: case EX_FN_CEIL: case EX_FN_ROUND: case EX_FN_SQRT:
-        if (a[0]->type.t == EX_T_UNKNOWN || a[0]->type.t == EX_T_NULL)
-            HS_TRY(cast_to(b, &a[0], ty(EX_T_FLOAT), true));
-        if (!is_num(a[0]->type.t))
-            return err_at(b, HS_INVALID, a[0]->loc, "function %s expects a number, not %s", fn,
-                          tname(&a[0]->type, b1));
-        if (f == EX_FN_SQRT || ((f == EX_FN_FLOOR || f == EX_FN_CEIL) && a[0]->type.t == EX_T_INT))
-            HS_TRY(coerce(b, &a[0], ty(EX_T_FLOAT)));
-        /* PostgreSQL: round(integer) is round(double precision), round(integer,
-         * n) round(numeric, n) */
-        if (f == EX_FN_ROUND && a[0]->type.t == EX_T_INT)
-            HS_TRY(n == 1 ? coerce(b, &a[0], ty(EX_T_FLOAT))
-                          : cast_to(b, &a[0], dec_type(int_digits(&a[0]->type), 0), false));
-        rt = a[0]->type;
-        if (rt.t == EX_T_INT)
-            rt.bits = 64;
-        if ((f == EX_FN_FLOOR || f == EX_FN_CEIL) && rt.t == EX_T_DEC)
-            rt = dec_type(int_digits(&rt) + 1, 0);
-        if (f == EX_FN_ROUND) {
-            if (n == 2) {
-                HS_TRY(want_int(b, &a[1], fn));
-                if (!is_const(a[1]) || a[1]->val.null)
-                    return err_at(b, HS_UNSUPPORTED, a[1]->loc, "round: the digits must be a constant");
-                int64_t d = a[1]->val.i;
-                aux = d < -38 ? -38 : d > 38 ? 38 : (int)d;
-            }
-            if (rt.t == EX_T_DEC) /* the result's scale is the digits (PostgreSQL) */
-                rt = dec_type(int_digits(&a[0]->type) + 1, aux < 0 ? 0 : aux);
-            n = 1;
-        }
-        break;
-    case EX_FN_STARTS_WITH:
-        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
-        rt = ty(EX_T_BOOL);
-        break;
-    case EX_FN_SUBSTR:
-        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        for (int i = 1; i < n; i++)
-            HS_TRY(want_int(b, &a[i], fn));
-        break;
-    case EX_FN_BTRIM: case EX_FN_LTRIM: case EX_FN_RTRIM:
-        for (int i = 0; i < n; i++)
-            HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
-        break;
-    case EX_FN_REPLACE: case EX_FN_REVERSE:
-        for (int i = 0; i < n; i++)
-            HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
-        break;
-    case EX_FN_STRPOS:
-        /* position(sub IN s) arrives as position(s, sub), as in PostgreSQL */
-        for (int i = 0; i < n; i++)
-            HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
-        rt = ty(EX_T_INT);
-        break;
-    case EX_FN_LEFT: case EX_FN_RIGHT: case EX_FN_REPEAT:
-        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        HS_TRY(want_int(b, &a[1], fn));
-        break;
-    case EX_FN_SPLIT_PART:
-        HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
-        HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
-        HS_TRY(want_int(b, &a[2], fn));
-        break;
-    case EX_FN_CONCAT:
-        for (int i = 0; i < n; i++) {
-            if (a[i]->type.t == EX_T_OTHER)
-                return err_at(b, HS_INVALID, a[i]->loc, "concat cannot take %s", tname(&a[i]->type, b1));
-            HS_TRY(cast_to(b, &a[i], ty(EX_T_STR), false));
-        }
-        break;
-    case EX_FN_DATE_PART: case EX_FN_DATE_TRUNC: {
-        ex_node *fld = a[0];
-        if (!is_const(fld) || fld->val.null || (fld->type.t != EX_T_UNKNOWN && fld->type.t != EX_T_STR))
-            return err_at(b, HS_UNSUPPORTED, fld->loc, "%s: the field must be a constant string", fn);
-        ex_dfield df;
-        if (!ex_dfield_parse((const char *)fld->val.s.p, fld->val.s.n, &df))
-            return err_at(b, HS_INVALID, fld->loc, "unit \"%.*s\" not recognized", (int)(fld->val.s.n > 40 ? 40 : fld->val.s.n),
-                          (const char *)fld->val.s.p);
-        aux = (int)df;
-        ex_node *x = a[1];
-        if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL)
-            HS_TRY(cast_to(b, &x, ty(EX_T_TS), true));
-        if (f == EX_FN_DATE_TRUNC && x->type.t == EX_T_DATE)
-            HS_TRY(cast_to(b, &x, ty(EX_T_TS), false));
-        ex_t xt = x->type.t;
-        bool ok = f == EX_FN_DATE_PART ? (xt == EX_T_DATE || xt == EX_T_TS || xt == EX_T_TIME ||
-                                          xt == EX_T_INTERVAL)
-                                       : xt == EX_T_TS;
-        if (xt == EX_T_INTERVAL && df != EX_DF_EPOCH && df != EX_DF_YEAR && df != EX_DF_QUARTER &&
-            df != EX_DF_MONTH && df != EX_DF_DAY && df != EX_DF_HOUR && df != EX_DF_MINUTE &&
-            df != EX_DF_SECOND && df != EX_DF_MILLISECOND && df != EX_DF_MICROSECOND)
-            return err_at(b, HS_INVALID, fld->loc, "unit \"%.*s\" not supported for type interval",
-                          (int)(fld->val.s.n > 40 ? 40 : fld->val.s.n), (const char *)fld->val.s.p);
-        if (!ok)
-            return err_at(b, HS_INVALID, x->loc, "function %s does not take %s", fn, tname(&x->type, b1));
-        if (f == EX_FN_DATE_TRUNC && (df == EX_DF_DOW || df == EX_DF_DOY || df == EX_DF_EPOCH ||
-                                      df == EX_DF_ISODOW || df == EX_DF_ISOYEAR))
-            return err_at(b, HS_INVALID, fld->loc, "unit \"%.*s\" not recognized for type timestamp", (int)(fld->val.s.n > 40 ? 40 : fld->val.s.n), (const char *)fld->val.s.p);
-        a[0] = x;
-        n = 1;
-        rt = f == EX_FN_DATE_PART ? ty(df == EX_DF_EPOCH ? EX_T_FLOAT : EX_T_INT) : x->type;
-        break;
-    }
-    default: /* the pgvector functions bind in bind_pv_func */
-        return err_at(b, HS_INTERNAL, loc, "function %s is not supported", fn);
-    }
-    ex_node *x = mk(b, EX_FUNC, rt, loc, 0);
-    if (!x)
-        return nomem(b);
-    x->op = (int)f;
-    x->aux = aux;
-    x->args = a;
-    x->n_args = n;
-    /* round(double, n) (not PostgreSQL's) keeps rounding half away from zero */
-    x->neg = f == EX_FN_ROUND && n_given == 2;
-    *out = x;
-    return fold(b, out, false);
+    return exb_fold(b, out, x->type.t == EX_T_UNKNOWN);
 }
 
 /* ---- struct fields and array elements ---- */
@@ -2530,14 +1887,14 @@ static hs_status bind_func(binder *b, json_t *body, ex_node **out)
  * In SQL (a scope) the struct is a top-level column found by field id and
  * the field is found below it by name (sub); elsewhere a child with a field
  * id is found by that id, else by its path of names. */
-static hs_status struct_field(binder *b, const ex_node *x, const hs_field *f, int loc, ex_node **out)
+static hs_status struct_field(ex_binder *b, const ex_node *x, const hs_field *f, int loc, ex_node **out)
 {
-    ex_node *c = mk(b, EX_COL, type_of_field(f), loc, 0);
+    ex_node *c = exb_mk(b, EX_COL, type_of_field(f), loc, 0);
     const char **path = hs_arena_calloc(&b->e->arena, (size_t)x->path_len + 1, sizeof *path);
     size_t ln = strlen(x->name), lf = strlen(f->name);
     char *nm = hs_arena_alloc(&b->e->arena, ln + lf + 2);
     if (!c || !path || !nm)
-        return nomem(b);
+        return exb_nomem(b);
     memcpy(path, x->path, (size_t)x->path_len * sizeof *path);
     path[x->path_len] = f->name;
     memcpy(nm, x->name, ln);
@@ -2560,32 +1917,32 @@ static hs_status struct_field(binder *b, const ex_node *x, const hs_field *f, in
 
 /* x[i]: the element of a list column (subscripts of other expressions and
  * slices are 0A000; lists of lists and of structs too). */
-static hs_status bind_subscript(binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
+static hs_status bind_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
 {
     char b1[48];
     if (json_is_true(json_object_get(ind, "is_slice")))
-        return err_at(b, HS_UNSUPPORTED, loc, "array slices are not supported");
+        return exb_err(b, HS_UNSUPPORTED, loc, "array slices are not supported");
     if (x->kind != EX_COL || x->type.t != EX_T_OTHER || !x->field ||
         (x->field->type != HS_TYPE_LIST && x->field->type != HS_TYPE_FIXED_LIST)) {
         if (x->type.t == EX_T_OTHER || ex_is_pvx(x->type.t))
-            return err_at(b, HS_UNSUPPORTED, loc, "subscripts of %s are not supported",
-                          ex_is_pvx(x->type.t) ? tname(&x->type, b1) : "this expression");
-        return err_at(b, HS_INVALID, loc, "cannot subscript type %s because it does not support subscripting",
-                      tname(&x->type, b1));
+            return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of %s are not supported",
+                          ex_is_pvx(x->type.t) ? exb_tname(&x->type, b1) : "this expression");
+        return exb_err(b, HS_INVALID, loc, "cannot subscript type %s because it does not support subscripting",
+                      exb_tname(&x->type, b1));
     }
     const hs_field *ef = &x->field->children[0];
     ex_ty et = type_of_field(ef);
     if (et.t == EX_T_OTHER || ex_is_pvx(et.t))
-        return err_at(b, HS_UNSUPPORTED, loc, "subscripts of arrays of nested values are not supported");
+        return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of arrays of nested values are not supported");
     ex_node *i;
     HS_TRY(bind(b, json_object_get(ind, "uidx"), &i));
     if (i->type.t == EX_T_UNKNOWN || i->type.t == EX_T_NULL)
-        HS_TRY(cast_to(b, &i, ty(EX_T_INT), true));
+        HS_TRY(exb_cast_to(b, &i, exb_ty(EX_T_INT), true));
     if (i->type.t != EX_T_INT)
-        return err_at(b, HS_INVALID, i->loc, "array subscript must have type integer");
-    ex_node *n = mk(b, EX_FUNC, et, loc, 2);
+        return exb_err(b, HS_INVALID, i->loc, "array subscript must have type integer");
+    ex_node *n = exb_mk(b, EX_FUNC, et, loc, 2);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->op = EX_FN_ARR_ELEM;
     n->args[0] = x;
     n->args[1] = i;
@@ -2593,9 +1950,9 @@ static hs_status bind_subscript(binder *b, ex_node *x, json_t *ind, int loc, ex_
     return HS_OK;
 }
 
-static hs_status bind_indirection(binder *b, json_t *body, ex_node **out)
+static hs_status bind_indirection(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     ex_node *x;
     HS_TRY(bind(b, json_object_get(body, "arg"), &x));
     json_t *ind = json_object_get(body, "indirection");
@@ -2603,8 +1960,8 @@ static hs_status bind_indirection(binder *b, json_t *body, ex_node **out)
         const char *kind;
         json_t *nb;
         if (!node_of(json_array_get(ind, k), &kind, &nb))
-            return err_at(b, HS_INTERNAL, loc, "malformed indirection");
-        int at = loc_of(nb) >= 0 ? loc_of(nb) : x->loc;
+            return exb_err(b, HS_INTERNAL, loc, "malformed indirection");
+        int at = exb_loc(nb) >= 0 ? exb_loc(nb) : x->loc;
         if (!strcmp(kind, "A_Indices")) {
             HS_TRY(bind_subscript(b, x, nb, at, &x));
             continue;
@@ -2612,11 +1969,11 @@ static hs_status bind_indirection(binder *b, json_t *body, ex_node **out)
         size_t len;
         const char *name = string_node(json_array_get(ind, k), &len);
         if (!name)
-            return err_at(b, HS_UNSUPPORTED, at, "'*' field selection is not supported");
+            return exb_err(b, HS_UNSUPPORTED, at, "'*' field selection is not supported");
         if (x->kind != EX_COL || !x->field || x->field->type != HS_TYPE_STRUCT) {
             char b1[48];
-            return err_at(b, HS_INVALID, at, "column notation .%s applied to type %s, which is not a composite type",
-                          name, tname(&x->type, b1));
+            return exb_err(b, HS_INVALID, at, "column notation .%s applied to type %s, which is not a composite type",
+                          name, exb_tname(&x->type, b1));
         }
         const hs_field *f = NULL;
         for (int i = 0; i < x->field->n_children && !f; i++)
@@ -2626,7 +1983,7 @@ static hs_status bind_indirection(binder *b, json_t *body, ex_node **out)
             if (x->field->children[i].name && !strcasecmp(x->field->children[i].name, name))
                 f = &x->field->children[i];
         if (!f)
-            return err_at(b, HS_NOT_FOUND, at, "could not identify column \"%s\" in record data type", name);
+            return exb_err(b, HS_NOT_FOUND, at, "could not identify column \"%s\" in record data type", name);
         HS_TRY(struct_field(b, x, f, x->loc, &x));
     }
     *out = x;
@@ -2636,20 +1993,20 @@ static hs_status bind_indirection(binder *b, json_t *body, ex_node **out)
 /* In SQL, `s IS NULL` of a struct s is PostgreSQL's row test: true when
  * every field is null (s itself null included), and `s IS NOT NULL` when
  * every field is not null.  NULL when s is not a struct column with fields. */
-static hs_status row_nulltest(binder *b, ex_node *x, bool not_null, int loc, ex_node **out)
+static hs_status row_nulltest(ex_binder *b, ex_node *x, bool not_null, int loc, ex_node **out)
 {
     *out = NULL;
     if (!b->scope || x->kind != EX_COL || !x->field || x->field->type != HS_TYPE_STRUCT ||
         x->field->n_children < 1)
         return HS_OK;
     int nf = x->field->n_children;
-    ex_node *all = mk(b, EX_AND, ty(EX_T_BOOL), loc, nf);
+    ex_node *all = exb_mk(b, EX_AND, exb_ty(EX_T_BOOL), loc, nf);
     if (!all)
-        return nomem(b);
+        return exb_nomem(b);
     for (int i = 0; i < nf; i++) {
-        ex_node *c, *t = mk(b, EX_IS_NULL, ty(EX_T_BOOL), loc, 1);
+        ex_node *c, *t = exb_mk(b, EX_IS_NULL, exb_ty(EX_T_BOOL), loc, 1);
         if (!t)
-            return nomem(b);
+            return exb_nomem(b);
         HS_TRY(struct_field(b, x, &x->field->children[i], x->loc, &c));
         t->args[0] = c;
         t->neg = not_null;
@@ -2659,27 +2016,27 @@ static hs_status row_nulltest(binder *b, ex_node *x, bool not_null, int loc, ex_
     return HS_OK;
 }
 
-static hs_status bind_nulltest(binder *b, json_t *body, ex_node **out)
+static hs_status bind_nulltest(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     ex_node *x;
     HS_TRY(bind(b, json_object_get(body, "arg"), &x));
     const char *t = jstr(body, "nulltesttype");
     HS_TRY(row_nulltest(b, x, t && !strcmp(t, "IS_NOT_NULL"), loc, out));
     if (*out)
         return HS_OK;
-    ex_node *n = mk(b, EX_IS_NULL, ty(EX_T_BOOL), loc, 1);
+    ex_node *n = exb_mk(b, EX_IS_NULL, exb_ty(EX_T_BOOL), loc, 1);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->args[0] = x;
     n->neg = t && !strcmp(t, "IS_NOT_NULL");
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
-static hs_status bind_booltest(binder *b, json_t *body, ex_node **out)
+static hs_status bind_booltest(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     ex_node *x;
     HS_TRY(bind(b, json_object_get(body, "arg"), &x));
     HS_TRY(need_bool(b, &x, "IS TRUE/FALSE/UNKNOWN"));
@@ -2691,14 +2048,14 @@ static hs_status bind_booltest(binder *b, json_t *body, ex_node **out)
         if (!strcmp(t, names[i]))
             which = i;
     if (which < 0)
-        return err_at(b, HS_INTERNAL, loc, "malformed boolean test");
-    ex_node *n = mk(b, EX_BOOLTEST, ty(EX_T_BOOL), loc, 1);
+        return exb_err(b, HS_INTERNAL, loc, "malformed boolean test");
+    ex_node *n = exb_mk(b, EX_BOOLTEST, exb_ty(EX_T_BOOL), loc, 1);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->args[0] = x;
     n->op = which;
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 static const char *unsupported_name(const char *k)
@@ -2717,17 +2074,17 @@ static const char *unsupported_name(const char *k)
     return NULL;
 }
 
-static hs_status bind_pv_array(binder *b, json_t *body, ex_node **out);
+static hs_status bind_pv_array(ex_binder *b, json_t *body, ex_node **out);
 
-static hs_status bind(binder *b, json_t *j, ex_node **out)
+static hs_status bind(ex_binder *b, json_t *j, ex_node **out)
 {
     const char *k;
     json_t *body;
     if (!node_of(j, &k, &body))
-        return err_at(b, HS_INTERNAL, -1, "malformed parse tree");
+        return exb_err(b, HS_INTERNAL, -1, "malformed parse tree");
     if (++b->depth > EX_MAX_DEPTH) {
         b->depth--;
-        return err_at(b, HS_INVALID, loc_of(body), "expression nested too deeply (more than %d levels)",
+        return exb_err(b, HS_INVALID, exb_loc(body), "expression nested too deeply (more than %d levels)",
                       EX_MAX_DEPTH);
     }
     hs_status st;
@@ -2735,7 +2092,7 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
     if (b->scope && b->scope->node &&
         ((st = b->scope->node(b->scope->ctx, j, &col, b->err)) != HS_OK || col >= 0)) {
         if (st == HS_OK)
-            st = scope_col(b, col, loc_of(body), out);
+            st = scope_col(b, col, exb_loc(body), out);
     } else if (!strcmp(k, "A_Const"))
         st = bind_const(b, body, out);
     else if (!strcmp(k, "ColumnRef"))
@@ -2751,7 +2108,7 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
     else if (!strcmp(k, "TypeCast"))
         st = bind_cast(b, body, out);
     else if (!strcmp(k, "FuncCall"))
-        st = bind_func(b, body, out);
+        st = exb_func(b, body, out);
     else if (!strcmp(k, "CaseExpr"))
         st = bind_case(b, body, out);
     else if (!strcmp(k, "CoalesceExpr"))
@@ -2762,11 +2119,11 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
         st = bind_indirection(b, body, out);
     else {
         const char *what = unsupported_name(k);
-        int loc = loc_of(body);
+        int loc = exb_loc(body);
         if (loc < 0)
             loc = first_loc(body, 0);
-        st = what ? err_at(b, HS_UNSUPPORTED, loc, "%s are not supported in expressions", what)
-                  : err_at(b, HS_UNSUPPORTED, loc, "unsupported expression (%s)", k);
+        st = what ? exb_err(b, HS_UNSUPPORTED, loc, "%s are not supported in expressions", what)
+                  : exb_err(b, HS_UNSUPPORTED, loc, "unsupported expression (%s)", k);
     }
     b->depth--;
     return st;
@@ -2778,19 +2135,19 @@ static hs_status bind(binder *b, json_t *j, ex_node **out)
 static hs_status make_root_type(ex_expr *e, hs_error *err);
 
 /* Column idx of the scope's schema as a COL node. */
-static hs_status scope_col(binder *b, int idx, int loc, ex_node **out)
+static hs_status scope_col(ex_binder *b, int idx, int loc, ex_node **out)
 {
     const hs_field *sch = b->scope->schema;
     if (idx < 0 || idx >= sch->n_children)
-        return err_at(b, HS_INTERNAL, loc, "scope column %d out of range", idx);
+        return exb_err(b, HS_INTERNAL, loc, "scope column %d out of range", idx);
     const hs_field *f = &sch->children[idx];
     ex_ty t = type_of_field(f);
-    ex_node *c = mk(b, EX_COL, t, loc, 0);
+    ex_node *c = exb_mk(b, EX_COL, t, loc, 0);
     const char *nm = f->name ? f->name : "";
     char *name = hs_arena_strndup(&b->e->arena, nm, strlen(nm));
     const char **path = hs_arena_calloc(&b->e->arena, 1, sizeof *path);
     if (!c || !name || !path)
-        return nomem(b);
+        return exb_nomem(b);
     path[0] = f->name;
     c->field = f;
     c->field_id = f->field_id;
@@ -2804,13 +2161,13 @@ static hs_status scope_col(binder *b, int idx, int loc, ex_node **out)
 
 /* A ColumnRef resolved by the scope: PostgreSQL's errors (undefined column,
  * ambiguous reference) with the position of the reference. */
-static hs_status bind_scope_column(binder *b, json_t *body, ex_node **out)
+static hs_status bind_scope_column(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     json_t *fields = json_object_get(body, "fields");
     size_t n = json_array_size(fields);
     if (n == 0 || n > 8)
-        return err_at(b, HS_UNSUPPORTED, loc, "unsupported column reference");
+        return exb_err(b, HS_UNSUPPORTED, loc, "unsupported column reference");
     const char *names[8];
     char full[512];
     size_t fl = 0;
@@ -2820,19 +2177,19 @@ static hs_status bind_scope_column(binder *b, json_t *body, ex_node **out)
         json_t *nb;
         size_t len;
         if (node_of(json_array_get(fields, i), &k, &nb) && strcmp(k, "A_Star") == 0)
-            return err_at(b, HS_UNSUPPORTED, loc, "'*' is not allowed here");
+            return exb_err(b, HS_UNSUPPORTED, loc, "'*' is not allowed here");
         names[i] = string_node(json_array_get(fields, i), &len);
         if (!names[i])
-            return err_at(b, HS_UNSUPPORTED, loc, "unsupported column reference");
+            return exb_err(b, HS_UNSUPPORTED, loc, "unsupported column reference");
         int w = snprintf(full + fl, sizeof full - fl, "%s%s", i ? "." : "", names[i]);
         if (w > 0)
             fl = fl + (size_t)w < sizeof full ? fl + (size_t)w : sizeof full - 1;
     }
     int idx = b->scope->column(b->scope->ctx, names, (int)n);
     if (idx == -2)
-        return err_at(b, HS_INVALID, loc, "column reference \"%s\" is ambiguous", full);
+        return exb_err(b, HS_INVALID, loc, "column reference \"%s\" is ambiguous", full);
     if (idx < 0)
-        return err_at(b, HS_NOT_FOUND, loc, "column \"%s\" does not exist", full);
+        return exb_err(b, HS_NOT_FOUND, loc, "column \"%s\" does not exist", full);
     return scope_col(b, idx, loc, out);
 }
 
@@ -2852,7 +2209,7 @@ hs_status ex_bind_json(const struct json_t *node, const char *text, const ex_sco
         ex_free(e);
         return hs_err_nomem(err, len);
     }
-    binder b = {.e = e, .err = err, .scope = scope, .query = e->text, .query_len = len};
+    ex_binder b = {.e = e, .err = err, .scope = scope, .query = e->text, .query_len = len};
     int saved = tl_prefix_len;
     tl_prefix_len = 0;
     hs_status st = bind(&b, (json_t *)node, &e->root);
@@ -2860,12 +2217,12 @@ hs_status ex_bind_json(const struct json_t *node, const char *text, const ex_sco
     if (st == HS_OK && filter) {
         ex_t t = e->root->type.t;
         if (t == EX_T_NULL || t == EX_T_UNKNOWN) {
-            st = cast_to(&b, &e->root, ty(EX_T_BOOL), true);
+            st = exb_cast_to(&b, &e->root, exb_ty(EX_T_BOOL), true);
         } else if (t != EX_T_BOOL) {
             char b1[48];
             st = ex_err_at(err, HS_INVALID, e->text, e->root->loc,
                            "argument of %s must be type boolean, not type %s",
-                           "WHERE", tname(&e->root->type, b1));
+                           "WHERE", exb_tname(&e->root->type, b1));
         }
     }
     /* a nested column itself (count(s) of a struct) is passed through;
@@ -2928,19 +2285,19 @@ static bool bind_pv_typename(const char *nm)
            !strcasecmp(nm, "bit") || !strcasecmp(nm, "varbit");
 }
 
-static hs_status bind_pv_typmod(binder *b, const char *nm, size_t n_mods, const int64_t *mv, int loc,
+static hs_status bind_pv_typmod(ex_binder *b, const char *nm, size_t n_mods, const int64_t *mv, int loc,
                                 ex_ty *out)
 {
-    ex_ty t = ty(EX_T_NULL);
+    ex_ty t = exb_ty(EX_T_NULL);
     t.t = !strcasecmp(nm, "vector") ? EX_T_VEC : !strcasecmp(nm, "halfvec") ? EX_T_HALFVEC
         : !strcasecmp(nm, "sparsevec") ? EX_T_SPARSEVEC : EX_T_BIT;
     bool varbit = !strcasecmp(nm, "varbit");
     if (n_mods > 1)
-        return err_at(b, HS_INVALID, loc, "invalid type modifier");
+        return exb_err(b, HS_INVALID, loc, "invalid type modifier");
     if (n_mods == 1) {
         hs_error e = {0};
         if (pv_typmod_in((pv_type)ex_pv_type(t.t), mv[0], &e) != HS_OK)
-            return err_at(b, HS_INVALID, loc, "%s", e.msg);
+            return exb_err(b, HS_INVALID, loc, "%s", e.msg);
         t.dim = varbit ? 0 : (int32_t)mv[0];
     } else if (t.t == EX_T_BIT && !varbit) {
         t.dim = 1; /* "bit" is bit(1) */
@@ -2949,18 +2306,18 @@ static hs_status bind_pv_typmod(binder *b, const char *nm, size_t n_mods, const 
     return HS_OK;
 }
 
-static hs_status bind_pv_bitconst(binder *b, json_t *v, int loc, ex_node **out)
+static hs_status bind_pv_bitconst(ex_binder *b, json_t *v, int loc, ex_node **out)
 {
     const char *s = jstr(v, "bsval");
     if (!s)
-        return err_at(b, HS_INTERNAL, loc, "malformed bit-string constant");
+        return exb_err(b, HS_INTERNAL, loc, "malformed bit-string constant");
     hs_error e = {0};
     pv_val pv;
     if (pv_in(PV_BIT, s, strlen(s), -1, &b->e->arena, &pv, &e) != HS_OK)
-        return e.code == HS_NOMEM ? nomem(b) : err_at(b, HS_INVALID, loc, "%s", e.msg);
-    ex_node *n = mk_const(b, ty(EX_T_BIT), loc);
+        return e.code == HS_NOMEM ? exb_nomem(b) : exb_err(b, HS_INVALID, loc, "%s", e.msg);
+    ex_node *n = exb_mk_const(b, exb_ty(EX_T_BIT), loc);
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->val.s.p = pv.p;
     n->val.s.n = pv.n;
     *out = n;
@@ -2968,13 +2325,13 @@ static hs_status bind_pv_bitconst(binder *b, json_t *v, int loc, ex_node **out)
 }
 
 /* int4[], real[], double precision[], numeric[] (other element types: unsupported) */
-static hs_status bind_pv_arraytype(binder *b, json_t *tn, int loc, ex_ty *out)
+static hs_status bind_pv_arraytype(ex_binder *b, json_t *tn, int loc, ex_ty *out)
 {
     bool other;
-    const char *nm = last_name(json_object_get(tn, "names"), &other);
+    const char *nm = exb_last_name(json_object_get(tn, "names"), &other);
     if (!nm || other)
-        return err_at(b, HS_UNSUPPORTED, loc, "unsupported type name");
-    ex_ty t = ty(EX_T_ARRAY);
+        return exb_err(b, HS_UNSUPPORTED, loc, "unsupported type name");
+    ex_ty t = exb_ty(EX_T_ARRAY);
     if (!strcasecmp(nm, "int4") || !strcasecmp(nm, "int") || !strcasecmp(nm, "integer"))
         t.elem = PV_E_INT4;
     else if (!strcasecmp(nm, "float4") || !strcasecmp(nm, "real"))
@@ -2984,19 +2341,19 @@ static hs_status bind_pv_arraytype(binder *b, json_t *tn, int loc, ex_ty *out)
     else if (!strcasecmp(nm, "numeric") || !strcasecmp(nm, "decimal"))
         t.elem = PV_E_NUMERIC;
     else
-        return err_at(b, HS_UNSUPPORTED, loc, "arrays of %s are not supported", nm);
+        return exb_err(b, HS_UNSUPPORTED, loc, "arrays of %s are not supported", nm);
     *out = t;
     return HS_OK;
 }
 
 /* ARRAY[...] of numbers: integer[] when every element is an integer of at
  * most 32 bits, double precision[] when one is a float, else numeric[]. */
-static hs_status bind_pv_array(binder *b, json_t *body, ex_node **out)
+static hs_status bind_pv_array(ex_binder *b, json_t *body, ex_node **out)
 {
-    int loc = loc_of(body);
+    int loc = exb_loc(body);
     ex_node **a;
     int n;
-    HS_TRY(bind_list(b, json_object_get(body, "elements"), &a, &n));
+    HS_TRY(exb_list(b, json_object_get(body, "elements"), &a, &n));
     bool any_float = false, any_dec = false, all_f32 = true, any = false;
     for (int i = 0; i < n; i++) {
         ex_ty *t = &a[i]->type;
@@ -3012,33 +2369,33 @@ static hs_status bind_pv_array(binder *b, json_t *body, ex_node **out)
         } else if (t->t == EX_T_INT && t->bits <= 32) {
             all_f32 = false;
         } else {
-            return err_at(b, HS_UNSUPPORTED, a[i]->loc >= 0 ? a[i]->loc : loc,
+            return exb_err(b, HS_UNSUPPORTED, a[i]->loc >= 0 ? a[i]->loc : loc,
                           "ARRAY of %s is not supported (arrays of numbers only)", pg_tname(t));
         }
     }
     if (!any)
-        return err_at(b, HS_UNSUPPORTED, loc, "ARRAY of text or NULL is not supported");
-    ex_ty at = ty(EX_T_ARRAY);
+        return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY of text or NULL is not supported");
+    ex_ty at = exb_ty(EX_T_ARRAY);
     at.elem = any_float ? (all_f32 ? PV_E_FLOAT4 : PV_E_FLOAT8) : any_dec ? PV_E_NUMERIC : PV_E_INT4;
-    ex_ty et = at.elem == PV_E_INT4 ? ty(EX_T_INT) : at.elem == PV_E_NUMERIC ? ty(EX_T_NULL) : ty(EX_T_FLOAT);
+    ex_ty et = at.elem == PV_E_INT4 ? exb_ty(EX_T_INT) : at.elem == PV_E_NUMERIC ? exb_ty(EX_T_NULL) : exb_ty(EX_T_FLOAT);
     for (int i = 0; i < n; i++) {
         ex_t t = a[i]->type.t;
         if (at.elem == PV_E_NUMERIC) {
             if (t == EX_T_UNKNOWN)
-                return err_at(b, HS_UNSUPPORTED, loc, "ARRAY with untyped literals is not supported");
+                return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY with untyped literals is not supported");
             continue; /* INT and DEC elements convert in the kernel */
         }
         if (t == EX_T_UNKNOWN || t != et.t)
-            HS_TRY(cast_to(b, &a[i], et, t == EX_T_UNKNOWN));
+            HS_TRY(exb_cast_to(b, &a[i], et, t == EX_T_UNKNOWN));
     }
-    ex_node *x = mk(b, EX_FUNC, at, loc, 0);
+    ex_node *x = exb_mk(b, EX_FUNC, at, loc, 0);
     if (!x)
-        return nomem(b);
+        return exb_nomem(b);
     x->op = EX_FN_PV_ARRAY;
     x->args = a;
     x->n_args = n;
     *out = x;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 static bool pv_implicit(ex_t from, ex_t to)
@@ -3085,7 +2442,7 @@ static const ex_t PV_CONCAT[] = {EX_T_VEC, EX_T_HALFVEC, EX_T_BIT};
 static const ex_t PV_ALL[] = {EX_T_VEC, EX_T_HALFVEC, EX_T_SPARSEVEC, EX_T_BIT};
 static const ex_t PV_BITS[] = {EX_T_BIT};
 
-static hs_status bind_pv_op(binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
+static hs_status bind_pv_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
                             ex_node **out)
 {
     static const struct { const char *op; const ex_t *c; int nc; int dist; } ops[] = {
@@ -3110,44 +2467,44 @@ static hs_status bind_pv_op(binder *b, const char *opname, ex_node *l, ex_node *
         bool ltext = lt == EX_T_STR || lt == EX_T_UNKNOWN || lt == EX_T_NULL;
         bool rtext = rt == EX_T_STR || rt == EX_T_UNKNOWN || rt == EX_T_NULL;
         if ((ex_is_pv(lt) && rtext) || (ex_is_pv(rt) && ltext)) {
-            HS_TRY(cast_to(b, &l, ty(EX_T_STR), false));
-            HS_TRY(cast_to(b, &r, ty(EX_T_STR), false));
-            return bind_arith(b, '|', l, r, loc, out);
+            HS_TRY(exb_cast_to(b, &l, exb_ty(EX_T_STR), false));
+            HS_TRY(exb_cast_to(b, &r, exb_ty(EX_T_STR), false));
+            return exb_arith(b, '|', l, r, loc, out);
         }
     }
     if (rc == 1)
-        return err_at(b, HS_INVALID, loc, "operator does not exist: %s %s %s", pg_tname(&l->type), opname,
+        return exb_err(b, HS_INVALID, loc, "operator does not exist: %s %s %s", pg_tname(&l->type), opname,
                       pg_tname(&r->type));
     if (rc == 2)
-        return err_at(b, HS_INVALID, loc, "operator is not unique: %s %s %s", pg_tname(&l->type), opname,
+        return exb_err(b, HS_INVALID, loc, "operator is not unique: %s %s %s", pg_tname(&l->type), opname,
                       pg_tname(&r->type));
-    HS_TRY(cast_to(b, &l, ty(t), l->type.t == EX_T_UNKNOWN));
-    HS_TRY(cast_to(b, &r, ty(t), r->type.t == EX_T_UNKNOWN));
+    HS_TRY(exb_cast_to(b, &l, exb_ty(t), l->type.t == EX_T_UNKNOWN));
+    HS_TRY(exb_cast_to(b, &r, exb_ty(t), r->type.t == EX_T_UNKNOWN));
     int cmp = parse_cmp_op(opname);
     ex_node *n;
     if (cmp >= 0) {
-        n = mk(b, EX_CMP, ty(EX_T_BOOL), loc, 2);
+        n = exb_mk(b, EX_CMP, exb_ty(EX_T_BOOL), loc, 2);
         if (n) {
             n->op = cmp;
             n->cmode = EX_CM_PV;
         }
     } else if (ops[which].dist >= 0) {
-        n = mk(b, EX_FUNC, ty(EX_T_FLOAT), loc, 2);
+        n = exb_mk(b, EX_FUNC, exb_ty(EX_T_FLOAT), loc, 2);
         if (n) {
             n->op = EX_FN_PV_DIST;
             n->aux = ops[which].dist;
         }
     } else {
-        n = mk(b, EX_ARITH, ty(t), loc, 2);
+        n = exb_mk(b, EX_ARITH, exb_ty(t), loc, 2);
         if (n)
             n->op = !strcmp(opname, "||") ? '|' : opname[0];
     }
     if (!n)
-        return nomem(b);
+        return exb_nomem(b);
     n->args[0] = l;
     n->args[1] = r;
     *out = n;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 static const struct pv_fn {
@@ -3183,14 +2540,14 @@ static const struct pv_fn *pv_fn_find(const char *fn)
     return NULL;
 }
 
-static bool pv_funcname(const char *fn) { return pv_fn_find(fn) != NULL; }
+bool exb_pv_funcname(const char *fn) { return pv_fn_find(fn) != NULL; }
 
-static hs_status bind_pv_func(binder *b, const char *fn, json_t *args, int loc, ex_node **out)
+hs_status exb_pv_func(ex_binder *b, const char *fn, json_t *args, int loc, ex_node **out)
 {
     const struct pv_fn *f = pv_fn_find(fn);
     ex_node **a;
     int n;
-    HS_TRY(bind_list(b, args, &a, &n));
+    HS_TRY(exb_list(b, args, &a, &n));
     char sig[200];
     size_t k = 0;
     k += (size_t)snprintf(sig + k, sizeof sig - k, "%s(", f->name);
@@ -3199,43 +2556,43 @@ static hs_status bind_pv_func(binder *b, const char *fn, json_t *args, int loc, 
     if (k < sizeof sig)
         snprintf(sig + k, sizeof sig - k, ")");
     if (n != f->n_vec + f->n_int)
-        return err_at(b, HS_INVALID, loc, "function %s does not exist", sig);
+        return exb_err(b, HS_INVALID, loc, "function %s does not exist", sig);
     for (int i = f->n_vec; i < n; i++) {
         ex_t it = a[i]->type.t;
         if (it != EX_T_INT && it != EX_T_UNKNOWN && it != EX_T_NULL)
-            return err_at(b, HS_INVALID, loc, "function %s does not exist", sig);
+            return exb_err(b, HS_INVALID, loc, "function %s does not exist", sig);
         if (it != EX_T_INT || a[i]->type.bits > 32) {
             if (it == EX_T_INT)
-                return err_at(b, HS_INVALID, loc, "function %s does not exist", sig);
-            ex_ty i32 = ty(EX_T_INT);
+                return exb_err(b, HS_INVALID, loc, "function %s does not exist", sig);
+            ex_ty i32 = exb_ty(EX_T_INT);
             i32.bits = 32;
-            HS_TRY(cast_to(b, &a[i], i32, true));
+            HS_TRY(exb_cast_to(b, &a[i], i32, true));
         }
     }
     ex_t t = EX_T_NULL;
     int rc = pv_resolve(f->c, f->nc, a, f->n_vec, &t);
     if (rc == 1)
-        return err_at(b, HS_INVALID, loc, "function %s does not exist", sig);
+        return exb_err(b, HS_INVALID, loc, "function %s does not exist", sig);
     if (rc == 2)
-        return err_at(b, HS_INVALID, loc, "function %s is not unique", sig);
+        return exb_err(b, HS_INVALID, loc, "function %s is not unique", sig);
     for (int i = 0; i < f->n_vec; i++)
-        HS_TRY(cast_to(b, &a[i], ty(t), a[i]->type.t == EX_T_UNKNOWN));
-    ex_ty rt = ty(t);
+        HS_TRY(exb_cast_to(b, &a[i], exb_ty(t), a[i]->type.t == EX_T_UNKNOWN));
+    ex_ty rt = exb_ty(t);
     switch (f->fn) {
-    case EX_FN_PV_DIST: case EX_FN_PV_NORM: rt = ty(EX_T_FLOAT); break;
-    case EX_FN_PV_DIMS: rt = ty(EX_T_INT); rt.bits = 32; break;
-    case EX_FN_PV_QUANTIZE: rt = ty(EX_T_BIT); break;
+    case EX_FN_PV_DIST: case EX_FN_PV_NORM: rt = exb_ty(EX_T_FLOAT); break;
+    case EX_FN_PV_DIMS: rt = exb_ty(EX_T_INT); rt.bits = 32; break;
+    case EX_FN_PV_QUANTIZE: rt = exb_ty(EX_T_BIT); break;
     default: break;
     }
-    ex_node *x = mk(b, EX_FUNC, rt, loc, 0);
+    ex_node *x = exb_mk(b, EX_FUNC, rt, loc, 0);
     if (!x)
-        return nomem(b);
+        return exb_nomem(b);
     x->op = (int)f->fn;
     x->aux = f->dist;
     x->args = a;
     x->n_args = n;
     *out = x;
-    return fold(b, out, false);
+    return exb_fold(b, out, false);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3327,24 +2684,24 @@ static const char *clause_name(const char *key)
     return key;
 }
 
-static hs_status check_stmt(binder *b, json_t *root, json_t **where)
+static hs_status check_stmt(ex_binder *b, json_t *root, json_t **where)
 {
     json_t *stmts = json_object_get(root, "stmts");
     size_t n = json_array_size(stmts);
     if (n == 0)
-        return err_at(b, HS_INTERNAL, -1, "the parser returned no statement");
+        return exb_err(b, HS_INTERNAL, -1, "the parser returned no statement");
     if (n > 1) {
         json_t *s0 = json_array_get(stmts, 0);
         json_t *len = json_object_get(s0, "stmt_len");
         int loc = json_is_integer(len) ? (int)json_integer_value(len) - PREFIX_LEN : -1;
-        return err_at(b, HS_INVALID, loc,
+        return exb_err(b, HS_INVALID, loc,
                       "a filter is one expression, not several statements");
     }
     json_t *stmt = json_object_get(json_array_get(stmts, 0), "stmt");
     const char *k;
     json_t *sel;
     if (!node_of(stmt, &k, &sel) || strcmp(k, "SelectStmt") != 0)
-        return err_at(b, HS_INVALID, -1, "a filter is one expression");
+        return exb_err(b, HS_INVALID, -1, "a filter is one expression");
     const char *key;
     json_t *v;
     json_object_foreach(sel, key, v) {
@@ -3355,15 +2712,15 @@ static hs_status check_stmt(binder *b, json_t *root, json_t **where)
             continue;
         if (!strcmp(key, "op") && json_is_string(v) && !strcmp(json_string_value(v), "SETOP_NONE"))
             continue;
-        return err_at(b, HS_INVALID, first_loc(v, 0), "a filter is one expression; %s is not allowed",
+        return exb_err(b, HS_INVALID, first_loc(v, 0), "a filter is one expression; %s is not allowed",
                       clause_name(key));
     }
     if (json_array_size(json_object_get(sel, "targetList")) != 1 ||
         json_array_size(json_object_get(sel, "fromClause")) != 1)
-        return err_at(b, HS_INVALID, -1, "a filter is one expression");
+        return exb_err(b, HS_INVALID, -1, "a filter is one expression");
     *where = json_object_get(sel, "whereClause");
     if (!*where)
-        return err_at(b, HS_INVALID, -1, "a filter is one expression");
+        return exb_err(b, HS_INVALID, -1, "a filter is one expression");
     return HS_OK;
 }
 
@@ -3409,7 +2766,7 @@ static hs_status parse(const char *text, const hs_field *schema, bool filter, ex
     e->schema = schema;
     size_t len = text ? strlen(text) : 0;
     hs_status st = HS_OK;
-    binder b = {.e = e, .err = err};
+    ex_binder b = {.e = e, .err = err};
     char *query = NULL;
     json_t *root = NULL;
     if (len > EX_MAX_TEXT) {
@@ -3427,7 +2784,7 @@ static hs_status parse(const char *text, const hs_field *schema, bool filter, ex
             st = hs_err_set(err, HS_INVALID, "expression: the text is empty");
             goto done;
         }
-        e->root = mk_const(&b, ty(EX_T_BOOL), -1);
+        e->root = exb_mk_const(&b, exb_ty(EX_T_BOOL), -1);
         if (!e->root) {
             st = hs_err_nomem(err, 0);
             goto done;
@@ -3475,13 +2832,13 @@ static hs_status parse(const char *text, const hs_field *schema, bool filter, ex
     if (filter) {
         ex_t t = e->root->type.t;
         if (t == EX_T_NULL || t == EX_T_UNKNOWN) {
-            if ((st = cast_to(&b, &e->root, ty(EX_T_BOOL), true)) != HS_OK)
+            if ((st = exb_cast_to(&b, &e->root, exb_ty(EX_T_BOOL), true)) != HS_OK)
                 goto done;
         } else if (t != EX_T_BOOL) {
             char b1[48];
             st = ex_err_at(err, HS_INVALID, e->text, e->root->loc,
                            "argument of WHERE must be type boolean, not type %s",
-                           tname(&e->root->type, b1));
+                           exb_tname(&e->root->type, b1));
             goto done;
         }
     }

@@ -31,6 +31,11 @@
  * Columns are found in the batch by field id (pr_batch_find_id), or by name
  * path when the bound field has no id; an absent column reads as all null.
  * Constant folding (ex_fold) is evaluation of one row without a batch.
+ *
+ * Decimal arithmetic helpers and the numeric functions (round, trunc,
+ * power, exp/ln/log, trig, div, to_char of numbers) are expr_num.c's;
+ * ev_func hands their rows to ex_num_fn.  The pgvector types' column
+ * forms, casts and kernels are expr_pgvector.c's (ex_pv_*).
  */
 #include "expr/expr_int.h"
 
@@ -126,12 +131,11 @@ ex_ty ex_type_of_field(const hs_field *f)
     return t;
 }
 
-static hs_status pv_type_to_field(const ex_ty *t, const char *name, hs_field *out);
 
 hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
 {
     if (ex_is_pvx(t->t))
-        return pv_type_to_field(t, name, out);
+        return ex_pv_type_to_field(t, name, out);
     hs_type ht;
     switch (t->t) {
     case EX_T_NULL: ht = HS_TYPE_NA; break;
@@ -178,35 +182,7 @@ hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
 }
 
 /* ------------------------------------------------------------------ */
-/* vectors and the evaluation context                                  */
-
-typedef struct ex_vec {
-    uint8_t *nul;           /* EX_CHUNK bytes, 1 = null */
-    union {
-        uint8_t *b;
-        int64_t *i;
-        double *f;
-        __int128 *d;
-        ex_str *s;
-        void *p;
-    } v;
-} ex_vec;
-
-typedef struct col_cache {
-    bool looked, found;
-    pr_col_ref ref;
-} col_cache;
-
-typedef struct ectx {
-    const ex_expr *e;
-    const hs_batch *b;       /* NULL when folding constants */
-    int64_t base;            /* batch row of chunk position 0 */
-    hs_arena *arena;         /* per chunk */
-    col_cache *cols;         /* e->n_slots entries */
-    hs_error *err;
-} ectx;
-
-typedef uint16_t selidx;
+/* vectors and the evaluation context (ex_vec, ex_ctx: expr_int.h)      */
 
 static size_t elem_size(ex_t t)
 {
@@ -221,7 +197,7 @@ static size_t elem_size(ex_t t)
 
 /* A vector for one chunk: nulls cleared, values uninitialized (kernels
  * write every selected row; rows outside the selection are never read). */
-static hs_status vec_new(ectx *c, ex_t t, ex_vec *v)
+hs_status ex_vec_new(ex_ctx *c, ex_t t, ex_vec *v)
 {
     v->nul = hs_arena_calloc(c->arena, EX_CHUNK, 1);
     v->v.p = hs_arena_alloc(c->arena, EX_CHUNK * elem_size(t));
@@ -230,13 +206,12 @@ static hs_status vec_new(ectx *c, ex_t t, ex_vec *v)
     return HS_OK;
 }
 
-static selidx *sel_new(ectx *c)
+static ex_sel *sel_new(ex_ctx *c)
 {
-    return hs_arena_alloc(c->arena, EX_CHUNK * sizeof(selidx));
+    return hs_arena_alloc(c->arena, EX_CHUNK * sizeof(ex_sel));
 }
 
-static hs_status fail(ectx *c, const ex_node *n, const char *fmt, ...) HS_PRINTF(3, 4);
-static hs_status fail(ectx *c, const ex_node *n, const char *fmt, ...)
+hs_status ex_fail(ex_ctx *c, const ex_node *n, const char *fmt, ...)
 {
     char msg[300];
     va_list ap;
@@ -261,124 +236,11 @@ static void copy_row(ex_t t, ex_vec *dst, const ex_vec *src, int j)
     }
 }
 
-static hs_status ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out);
-static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, selidx *out,
+static hs_status ev_true(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_sel *out,
                          int *n_out);
 
 /* ------------------------------------------------------------------ */
-/* numbers                                                             */
-
-#define P19_ ((__int128)10000000000000000000ULL)
-static const __int128 pow10_tab[39] = {
-    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
-    10000000000LL, 100000000000LL, 1000000000000LL, 10000000000000LL, 100000000000000LL,
-    1000000000000000LL, 10000000000000000LL, 100000000000000000LL, 1000000000000000000LL,
-    P19_, P19_ * 10, P19_ * 100, P19_ * 1000, P19_ * 10000, P19_ * 100000, P19_ * 1000000,
-    P19_ * 10000000, P19_ * 100000000, P19_ * 1000000000, P19_ * 10000000000LL,
-    P19_ * 100000000000LL, P19_ * 1000000000000LL, P19_ * 10000000000000LL,
-    P19_ * 100000000000000LL, P19_ * 1000000000000000LL, P19_ * 10000000000000000LL,
-    P19_ * 100000000000000000LL, P19_ * 1000000000000000000LL, P19_ * P19_};
-#undef P19_
-
-/* 10^k for 0 <= k <= 38 (a table: this is in every decimal operation's
- * inner loop). */
-static __int128 pow10_i128(int k)
-{
-    if (k >= 0 && k <= 38)
-        return pow10_tab[k];
-    __int128 r = 1;
-    for (int i = 0; i < k; i++)
-        r *= 10;
-    return r;
-}
-
-static double pow10_f(int k)
-{
-    static const double t[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
-                               1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
-    if (k >= 0 && k <= 22)
-        return t[k];
-    return pow(10.0, k);
-}
-
-#define DEC_MAX (pow10_tab[38] - 1)
-
-static bool dec_fits(__int128 v) { return v <= DEC_MAX && v >= -DEC_MAX; }
-
-/* v * 10^k with overflow detection (k >= 0). */
-static bool dec_up(__int128 v, int k, __int128 *out)
-{
-    if (k <= 0 || v == 0) {
-        *out = v;
-        return true;
-    }
-    if (k > 38)
-        return false;
-    if (v == (int64_t)v && k <= 18) {
-        *out = (__int128)(int64_t)v * (int64_t)pow10_tab[k];
-        return true;
-    }
-    return !__builtin_mul_overflow(v, pow10_tab[k], out);
-}
-
-/* v / 10^k rounded half away from zero (k >= 0). */
-static __int128 dec_down_round(__int128 v, int k)
-{
-    if (k <= 0)
-        return v;
-    if (k > 38)
-        return 0;
-    __int128 p = pow10_i128(k), q = v / p, r = v % p;
-    if (r < 0)
-        r = -r;
-    if (2 * r >= p)
-        q += v < 0 ? -1 : 1;
-    return q;
-}
-
-/* floor or ceil of v / 10^k (k >= 0). */
-static __int128 dec_down_floor(__int128 v, int k, bool ceil_)
-{
-    if (k <= 0)
-        return v;
-    __int128 p = k > 38 ? pow10_i128(38) : pow10_i128(k), q = v / p, r = v % p;
-    if (!ceil_ && r < 0)
-        q--;
-    if (ceil_ && r > 0)
-        q++;
-    return q;
-}
-
-static int dec_cmp(__int128 a, int sa, __int128 b, int sb)
-{
-    if (sa < sb) {
-        __int128 x;
-        if (!dec_up(a, sb - sa, &x))
-            return a < 0 ? -1 : 1;
-        a = x;
-    } else if (sb < sa) {
-        __int128 x;
-        if (!dec_up(b, sa - sb, &x))
-            return b < 0 ? 1 : -1;
-        b = x;
-    }
-    return a < b ? -1 : a > b;
-}
-
-static int fmt_dec(__int128 v, int scale, char *buf);
-
-/* The double nearest to d / 10^scale (correctly rounded: exact operands
- * and one division when they fit in a double's 53 bits, else the decimal
- * text through strtod), so 150000000000000000000 at scale 20 is 1.5. */
-static double dec_to_double(__int128 d, int scale)
-{
-    const __int128 lim = (__int128)1 << 53;
-    if (d < lim && d > -lim && scale <= 22)
-        return (double)d / pow10_f(scale);
-    char buf[64];
-    fmt_dec(d, scale, buf);
-    return hs_strtod(buf, NULL);
-}
+/* comparisons                                                         */
 
 /* NaN equals NaN and sorts above everything (PostgreSQL, DuckDB). */
 static int cmp_f64(double a, double b)
@@ -438,7 +300,7 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
     case EX_CM_F64: return cmp_f64(a->v.f[j], b->v.f[k]);
     case EX_CM_I64_F64: return cmp_i64_f64(a->v.i[j], b->v.f[k]);
     case EX_CM_F64_I64: return -cmp_i64_f64(b->v.i[k], a->v.f[j]);
-    case EX_CM_DEC: return dec_cmp(a->v.d[j], ta->scale, b->v.d[k], tb->scale);
+    case EX_CM_DEC: return ex_dec_cmp(a->v.d[j], ta->scale, b->v.d[k], tb->scale);
     case EX_CM_BYTES: return cmp_bytes(&a->v.s[j], &b->v.s[k]);
     case EX_CM_BOOL: return a->v.b[j] < b->v.b[k] ? -1 : a->v.b[j] > b->v.b[k];
     case EX_CM_IV: {
@@ -531,8 +393,6 @@ static bool unit_convert(int64_t v, int from, int to, int64_t *out)
     return true;
 }
 
-static hs_status pv_read_col(ectx *c, const ex_node *n, const hs_column *col, const selidx *sel,
-                             int ns, ex_vec *out);
 
 /* A field of a struct column in SQL (n->sub > 0): the top-level column of
  * field id n->field_id, then the last n->sub names of n->path below it. */
@@ -571,9 +431,9 @@ static bool find_col(const hs_batch *b, const ex_node *n, pr_col_ref *r)
 }
 
 /* The column of COL node n in the chunk's batch (cached), NULL when absent. */
-static hs_status col_ref(ectx *c, const ex_node *n, const pr_col_ref **out)
+static hs_status col_ref(ex_ctx *c, const ex_node *n, const pr_col_ref **out)
 {
-    col_cache *cc = &c->cols[n->slot];
+    ex_col_cache *cc = &c->cols[n->slot];
     *out = NULL;
     if (c->b && !cc->looked) {
         cc->looked = true;
@@ -581,11 +441,11 @@ static hs_status col_ref(ectx *c, const ex_node *n, const pr_col_ref **out)
         if (cc->found) {
             const pr_col_ref *r = &cc->ref;
             if (r->col->length < c->b->n_rows)
-                return fail(c, n, "column \"%s\" has %lld rows in a batch of %lld", n->name,
+                return ex_fail(c, n, "column \"%s\" has %lld rows in a batch of %lld", n->name,
                             (long long)r->col->length, (long long)c->b->n_rows);
             for (int k = 0; k < r->n_parents; k++)
                 if (r->parents[k]->length < c->b->n_rows)
-                    return fail(c, n, "column \"%s\": its struct is shorter than the batch", n->name);
+                    return ex_fail(c, n, "column \"%s\": its struct is shorter than the batch", n->name);
         }
     }
     if (c->b && cc->found)
@@ -593,9 +453,9 @@ static hs_status col_ref(ectx *c, const ex_node *n, const pr_col_ref **out)
     return HS_OK;
 }
 
-static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
-    HS_TRY(vec_new(c, n->type.t, out));
+    HS_TRY(ex_vec_new(c, n->type.t, out));
     const pr_col_ref *r;
     HS_TRY(col_ref(c, n, &r));
     if (!r) {
@@ -604,7 +464,7 @@ static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
         return HS_OK;
     }
     if (!phys_ok(n->type.t, r->col->type))
-        return fail(c, n, "column \"%s\" is %s in the batch, but the expression was bound to %s",
+        return ex_fail(c, n, "column \"%s\" is %s in the batch, but the expression was bound to %s",
                     n->name, hs_type_name(r->col->type), hs_type_name(n->field->type));
     const hs_column *col = r->col;
     int64_t base = c->base;
@@ -614,7 +474,7 @@ static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
             out->nul[j] = !pr_ref_valid(r, base + j);
         }
     if (ex_is_pv(n->type.t))
-        return pv_read_col(c, n, col, sel, ns, out);
+        return ex_pv_read_col(c, n, col, sel, ns, out);
     const uint8_t *d = col->values.data;
     if (n->type.t == EX_T_OTHER || n->type.t == EX_T_NULL || (!d && col->type != HS_TYPE_NA))
         return HS_OK;
@@ -646,10 +506,10 @@ static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
             memcpy(&x, d + 16 * (base + j), 16);
             if (fs != n->type.scale && !out->nul[j]) {
                 if (fs < n->type.scale) {
-                    if (!dec_up(x, n->type.scale - fs, &x))
-                        return fail(c, n, "column \"%s\": decimal out of range", n->name);
+                    if (!ex_dec_up(x, n->type.scale - fs, &x))
+                        return ex_fail(c, n, "column \"%s\": decimal out of range", n->name);
                 } else {
-                    x = dec_down_round(x, fs - n->type.scale);
+                    x = ex_dec_round(x, fs - n->type.scale);
                 }
             }
             out->v.d[j] = x;
@@ -665,7 +525,7 @@ static hs_status ev_col(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
             int64_t x = w32 ? ((const int32_t *)d)[row] : ((const int64_t *)d)[row];
             if (from_unit != n->type.unit && !out->nul[j] &&
                 !unit_convert(x, from_unit, n->type.unit, &x))
-                return fail(c, n, "column \"%s\": timestamp out of range", n->name);
+                return ex_fail(c, n, "column \"%s\": timestamp out of range", n->name);
             out->v.i[j] = x;
         }
         break;
@@ -809,12 +669,12 @@ static int parse_dec_text(const uint8_t *p, size_t n, int s, __int128 *out)
         v += 1;
     int shift = exp10 + s;
     if (shift >= 0) {
-        if (shift > 76 || !dec_up(v, shift, &v))
+        if (shift > 76 || !ex_dec_up(v, shift, &v))
             return 2;
     } else {
-        v = -shift > 76 ? 0 : dec_down_round(v, -shift);
+        v = -shift > 76 ? 0 : ex_dec_round(v, -shift);
     }
-    if (!dec_fits(v))
+    if (!ex_dec_fits(v))
         return 2;
     *out = neg ? -v : v;
     return 0;
@@ -855,7 +715,7 @@ static bool parse_uuid_text(const uint8_t *s, size_t n, uint8_t out[16])
     return k == 32;
 }
 
-static hs_status put_str(ectx *c, ex_str *dst, const char *s, size_t n)
+hs_status ex_put_str(ex_ctx *c, ex_str *dst, const char *s, size_t n)
 {
     uint8_t *p = hs_arena_alloc(c->arena, n ? n : 1);
     if (!p)
@@ -895,38 +755,14 @@ static int fmt_tod(int64_t v, int unit, char *buf)
     return n;
 }
 
-static int fmt_dec(__int128 v, int scale, char *buf)
-{
-    char tmp[48];
-    int k = 0;
-    unsigned __int128 u = v < 0 ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
-    do {
-        tmp[k++] = (char)('0' + (int)(u % 10));
-        u /= 10;
-    } while (u);
-    while (k <= scale)
-        tmp[k++] = '0';
-    int n = 0;
-    if (v < 0)
-        buf[n++] = '-';
-    for (int i = k - 1; i >= 0; i--) {
-        buf[n++] = tmp[i];
-        if (i == scale && scale > 0)
-            buf[n++] = '.';
-    }
-    buf[n] = '\0';
-    return n;
-}
-
-static hs_status pv_text(ectx *c, const ex_ty *t, const ex_str *v, ex_str *dst);
 
 /* Text form of row j of vector a (type t) into *dst. */
-static hs_status to_text(ectx *c, const ex_ty *t, const ex_vec *a, int j, ex_str *dst)
+static hs_status to_text(ex_ctx *c, const ex_ty *t, const ex_vec *a, int j, ex_str *dst)
 {
     char buf[96];
     int n = 0;
     if (ex_is_pvx(t->t))
-        return pv_text(c, t, &a->v.s[j], dst);
+        return ex_pv_text(c, t, &a->v.s[j], dst);
     switch (t->t) {
     case EX_T_STR: case EX_T_UNKNOWN:
         *dst = a->v.s[j];
@@ -950,7 +786,7 @@ static hs_status to_text(ectx *c, const ex_ty *t, const ex_vec *a, int j, ex_str
         break;
     }
     case EX_T_DEC:
-        n = fmt_dec(a->v.d[j], t->scale, buf);
+        n = ex_dec_format(a->v.d[j], t->scale, buf);
         break;
     case EX_T_INTERVAL:
         n = (int)ex_interval_format(ex_iv_unpack(a->v.d[j]), buf, sizeof buf);
@@ -1000,15 +836,15 @@ static hs_status to_text(ectx *c, const ex_ty *t, const ex_vec *a, int j, ex_str
         n = 0;
         break;
     }
-    return put_str(c, dst, buf, (size_t)n);
+    return ex_put_str(c, dst, buf, (size_t)n);
 }
 
 hs_status ex_value_text(const ex_ty *t, const ex_value *v, hs_buf *out)
 {
     hs_arena scratch = {0};
-    ectx c = {.arena = &scratch};
+    ex_ctx c = {.arena = &scratch};
     ex_vec a;
-    hs_status st = vec_new(&c, t->t, &a);
+    hs_status st = ex_vec_new(&c, t->t, &a);
     if (st == HS_OK) {
         switch (elem_size(t->t)) {
         case 8:
@@ -1076,16 +912,14 @@ static int parse_ts_text(const uint8_t *p, size_t n, int unit, int64_t *out)
 /* A short printable form of a text value for error messages. */
 static int clip(size_t n) { return n > 60 ? 60 : (int)n; }
 
-static hs_status pv_cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_vec *a,
-                              const selidx *sel, int ns, ex_vec *out);
 
-static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_vec *a,
-                           const selidx *sel, int ns, ex_vec *out)
+static hs_status cast_rows(ex_ctx *c, const ex_node *n, const ex_ty *ft, const ex_vec *a,
+                           const ex_sel *sel, int ns, ex_vec *out)
 {
     const ex_ty *tt = &n->type;
     char b1[48];
     if (ex_is_pvx(tt->t) || ex_is_pvx(ft->t))
-        return pv_cast_rows(c, n, ft, a, sel, ns, out);
+        return ex_pv_cast_rows(c, n, ft, a, sel, ns, out);
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
         out->nul[j] = a->nul[j];
@@ -1100,7 +934,7 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
             else if (ft->t == EX_T_INT)
                 out->v.b[j] = a->v.i[j] != 0;
             else if (!text || !parse_bool_text(s->p, s->n, &out->v.b[j]))
-                return fail(c, n, "invalid input syntax for type boolean: \"%.*s\"", clip(s->n), (const char *)s->p);
+                return ex_fail(c, n, "invalid input syntax for type boolean: \"%.*s\"", clip(s->n), (const char *)s->p);
             break;
         case EX_T_INT: {
             int64_t v = 0;
@@ -1111,26 +945,26 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
             } else if (ft->t == EX_T_FLOAT) {
                 double x = rint(a->v.f[j]);
                 if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
-                    return fail(c, n, "%s out of range", int_type_name(tt->bits));
+                    return ex_fail(c, n, "%s out of range", int_type_name(tt->bits));
                 v = (int64_t)x;
             } else if (ft->t == EX_T_DEC) {
-                __int128 q = dec_down_round(a->v.d[j], ft->scale);
+                __int128 q = ex_dec_round(a->v.d[j], ft->scale);
                 if (q > INT64_MAX || q < INT64_MIN)
-                    return fail(c, n, "%s out of range", int_type_name(tt->bits));
+                    return ex_fail(c, n, "%s out of range", int_type_name(tt->bits));
                 v = (int64_t)q;
             } else if (text) {
                 int r = parse_int_text(s->p, s->n, &v);
                 if (r == 1)
-                    return fail(c, n, "invalid input syntax for type %s: \"%.*s\"", int_type_name(tt->bits),
+                    return ex_fail(c, n, "invalid input syntax for type %s: \"%.*s\"", int_type_name(tt->bits),
                                 clip(s->n), (const char *)s->p);
                 if (r == 2)
-                    return fail(c, n, "value \"%.*s\" is out of range for type %s", clip(s->n),
+                    return ex_fail(c, n, "value \"%.*s\" is out of range for type %s", clip(s->n),
                                 (const char *)s->p, int_type_name(tt->bits));
             } else {
                 goto bad;
             }
             if (!int_in_bits(v, tt->bits))
-                return fail(c, n, "%s out of range", int_type_name(tt->bits));
+                return ex_fail(c, n, "%s out of range", int_type_name(tt->bits));
             out->v.i[j] = v;
             break;
         }
@@ -1141,20 +975,20 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
             else if (ft->t == EX_T_FLOAT)
                 x = a->v.f[j];
             else if (ft->t == EX_T_DEC)
-                x = dec_to_double(a->v.d[j], ft->scale);
+                x = ex_dec_to_double(a->v.d[j], ft->scale);
             else if (text) {
                 const uint8_t *p = s->p;
                 size_t len = s->n;
                 trim_span(&p, &len);
                 char tmp[128];
                 if (len == 0 || len >= sizeof tmp || (len > 1 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')))
-                    return fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
+                    return ex_fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
                 memcpy(tmp, p, len);
                 tmp[len] = '\0';
                 char *end;
                 x = hs_strtod(tmp, &end);
                 if (*end)
-                    return fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
+                    return ex_fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
             } else {
                 goto bad;
             }
@@ -1165,15 +999,15 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
             __int128 v = 0;
             int sc = tt->scale;
             if (ft->t == EX_T_INT) {
-                if (!dec_up(a->v.i[j], sc, &v))
+                if (!ex_dec_up(a->v.i[j], sc, &v))
                     goto dec_over;
             } else if (ft->t == EX_T_DEC) {
                 v = a->v.d[j];
                 if (sc >= ft->scale) {
-                    if (!dec_up(v, sc - ft->scale, &v))
+                    if (!ex_dec_up(v, sc - ft->scale, &v))
                         goto dec_over;
                 } else {
-                    v = dec_down_round(v, ft->scale - sc);
+                    v = ex_dec_round(v, ft->scale - sc);
                 }
             } else if (ft->t == EX_T_FLOAT) {
                 /* PostgreSQL's float8_numeric: the double's text with
@@ -1190,7 +1024,7 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
             } else if (text) {
                 int r = parse_dec_text(s->p, s->n, sc, &v);
                 if (r == 1)
-                    return fail(c, n, "invalid input syntax for type numeric: \"%.*s\"", clip(s->n),
+                    return ex_fail(c, n, "invalid input syntax for type numeric: \"%.*s\"", clip(s->n),
                                 (const char *)s->p);
                 if (r == 2)
                     goto dec_over;
@@ -1198,16 +1032,16 @@ static hs_status cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_
                 goto bad;
             }
             if (tt->prec < 38) {
-                __int128 lim = pow10_i128(tt->prec);
+                __int128 lim = ex_pow10(tt->prec);
                 if (v >= lim || v <= -lim)
                     goto dec_over;
-            } else if (!dec_fits(v)) {
+            } else if (!ex_dec_fits(v)) {
                 goto dec_over;
             }
             out->v.d[j] = v;
             break;
 dec_over:
-            return fail(c, n, "numeric field overflow (%s)", ex_type_name(tt, b1, sizeof b1));
+            return ex_fail(c, n, "numeric field overflow (%s)", ex_type_name(tt, b1, sizeof b1));
         }
         case EX_T_STR: case EX_T_UNKNOWN:
             HS_TRY(to_text(c, ft, a, j, &out->v.s[j]));
@@ -1218,7 +1052,7 @@ dec_over:
                 out->v.d[j] = a->v.d[j];
             } else if (text) {
                 if (!ex_interval_parse(s->p, s->n, tt->dim, &iv))
-                    return fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
+                    return ex_fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
                                 (const char *)s->p);
                 out->v.d[j] = ex_iv_pack(iv);
             } else {
@@ -1234,7 +1068,7 @@ dec_over:
                 if (!u)
                     return hs_err_nomem(c->err, 16);
                 if (!parse_uuid_text(s->p, s->n, u))
-                    return fail(c, n, "invalid input syntax for type uuid: \"%.*s\"", clip(s->n), (const char *)s->p);
+                    return ex_fail(c, n, "invalid input syntax for type uuid: \"%.*s\"", clip(s->n), (const char *)s->p);
                 out->v.s[j].p = u;
                 out->v.s[j].n = 16;
             } else if (text) {
@@ -1249,7 +1083,7 @@ dec_over:
             } else if (ft->t == EX_T_TS) {
                 out->v.i[j] = ex_floor_div(a->v.i[j], 86400 * ex_unit_per_sec(ft->unit));
                 if (out->v.i[j] > INT32_MAX || out->v.i[j] < INT32_MIN)
-                    return fail(c, n, "date out of range");
+                    return ex_fail(c, n, "date out of range");
             } else if (text) {
                 const uint8_t *p = s->p;
                 size_t len = s->n;
@@ -1257,9 +1091,9 @@ dec_over:
                 int64_t days;
                 int r = parse_date_text(p, len, &days);
                 if (r == 2)
-                    return fail(c, n, "date out of range: \"%.*s\"", clip(s->n), (const char *)s->p);
+                    return ex_fail(c, n, "date out of range: \"%.*s\"", clip(s->n), (const char *)s->p);
                 if (r == 1)
-                    return fail(c, n, "invalid input syntax for type date: \"%.*s\"", clip(s->n), (const char *)s->p);
+                    return ex_fail(c, n, "invalid input syntax for type date: \"%.*s\"", clip(s->n), (const char *)s->p);
                 out->v.i[j] = days;
             } else {
                 goto bad;
@@ -1268,19 +1102,19 @@ dec_over:
         case EX_T_TS:
             if (ft->t == EX_T_TS) {
                 if (!unit_convert(a->v.i[j], ft->unit, tt->unit, &out->v.i[j]))
-                    return fail(c, n, "timestamp out of range");
+                    return ex_fail(c, n, "timestamp out of range");
             } else if (ft->t == EX_T_DATE) {
                 if (__builtin_mul_overflow(a->v.i[j], 86400 * ex_unit_per_sec(tt->unit), &out->v.i[j]))
-                    return fail(c, n, "timestamp out of range");
+                    return ex_fail(c, n, "timestamp out of range");
             } else if (text) {
                 const uint8_t *p = s->p;
                 size_t len = s->n;
                 trim_span(&p, &len);
                 int r = parse_ts_text(p, len, tt->unit, &out->v.i[j]);
                 if (r == 2)
-                    return fail(c, n, "timestamp out of range: \"%.*s\"", clip(s->n), (const char *)s->p);
+                    return ex_fail(c, n, "timestamp out of range: \"%.*s\"", clip(s->n), (const char *)s->p);
                 if (r == 1)
-                    return fail(c, n, "invalid input syntax for type timestamp: \"%.*s\"", clip(s->n),
+                    return ex_fail(c, n, "invalid input syntax for type timestamp: \"%.*s\"", clip(s->n),
                                 (const char *)s->p);
             } else {
                 goto bad;
@@ -1289,18 +1123,18 @@ dec_over:
         case EX_T_TIME:
             if (ft->t == EX_T_TIME) {
                 if (!unit_convert(a->v.i[j], ft->unit, tt->unit, &out->v.i[j]))
-                    return fail(c, n, "time out of range");
+                    return ex_fail(c, n, "time out of range");
             } else if (ft->t == EX_T_TS) {
                 int64_t per_day = 86400 * ex_unit_per_sec(ft->unit);
                 int64_t v = a->v.i[j] - ex_floor_div(a->v.i[j], per_day) * per_day;
                 if (!unit_convert(v, ft->unit, tt->unit, &out->v.i[j]))
-                    return fail(c, n, "time out of range");
+                    return ex_fail(c, n, "time out of range");
             } else if (text) {
                 const uint8_t *p = s->p;
                 size_t len = s->n;
                 trim_span(&p, &len);
                 if (!pr_parse_time((const char *)p, len, (hs_time_unit)tt->unit, &out->v.i[j]))
-                    return fail(c, n, "invalid input syntax for type time: \"%.*s\"", clip(s->n), (const char *)s->p);
+                    return ex_fail(c, n, "invalid input syntax for type time: \"%.*s\"", clip(s->n), (const char *)s->p);
             } else {
                 goto bad;
             }
@@ -1311,7 +1145,7 @@ dec_over:
         continue;
 bad:;
         char b2[48];
-        return fail(c, n, "cannot cast type %s to %s", ex_type_name(ft, b1, sizeof b1),
+        return ex_fail(c, n, "cannot cast type %s to %s", ex_type_name(ft, b1, sizeof b1),
                     ex_type_name(tt, b2, sizeof b2));
     }
     return HS_OK;
@@ -1320,9 +1154,9 @@ bad:;
 /* ------------------------------------------------------------------ */
 /* kernels                                                             */
 
-static hs_status ev_const(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_const(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
-    HS_TRY(vec_new(c, n->type.t, out));
+    HS_TRY(ex_vec_new(c, n->type.t, out));
     const ex_value *v = &n->val;
     ex_t t = n->type.t;
     for (int k = 0; k < ns; k++) {
@@ -1341,12 +1175,12 @@ static hs_status ev_const(ectx *c, const ex_node *n, const selidx *sel, int ns, 
     return HS_OK;
 }
 
-static hs_status ev_andor(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_andor(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
-    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    HS_TRY(ex_vec_new(c, EX_T_BOOL, out));
     bool is_and = n->kind == EX_AND;
     uint8_t undecided = is_and ? 1 : 0;   /* value that does not decide the row */
-    selidx *cur = sel_new(c);
+    ex_sel *cur = sel_new(c);
     if (!cur)
         return hs_err_nomem(c->err, EX_CHUNK);
     for (int k = 0; k < ns; k++) {
@@ -1357,7 +1191,7 @@ static hs_status ev_andor(ectx *c, const ex_node *n, const selidx *sel, int ns, 
     int nc = ns;
     for (int i = 0; i < n->n_args && nc > 0; i++) {
         ex_vec a;
-        HS_TRY(ev(c, n->args[i], cur, nc, &a));
+        HS_TRY(ex_ev(c, n->args[i], cur, nc, &a));
         int m = 0;
         for (int k = 0; k < nc; k++) {
             int j = cur[k];
@@ -1367,7 +1201,7 @@ static hs_status ev_andor(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             } else {
                 if (a.nul[j])
                     out->nul[j] = 1;
-                cur[m++] = (selidx)j;
+                cur[m++] = (ex_sel)j;
             }
         }
         nc = m;
@@ -1375,16 +1209,16 @@ static hs_status ev_andor(ectx *c, const ex_node *n, const selidx *sel, int ns, 
     return HS_OK;
 }
 
-static hs_status ev_not(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_not(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
-    HS_TRY(ev(c, n->args[0], sel, ns, out));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, out));
     for (int k = 0; k < ns; k++)
         out->v.b[sel[k]] = !out->v.b[sel[k]];
     return HS_OK;
 }
 
 /* column op constant: the common shapes, compared against one value. */
-static bool cmp_const(ectx *c, const ex_node *n, const ex_vec *a, const selidx *sel, int ns, ex_vec *out)
+static bool cmp_const(ex_ctx *c, const ex_node *n, const ex_vec *a, const ex_sel *sel, int ns, ex_vec *out)
 {
     const ex_node *k = n->args[1];
     int op = n->op;
@@ -1441,17 +1275,17 @@ static bool cmp_const(ectx *c, const ex_node *n, const ex_vec *a, const selidx *
     (void)c;
 }
 
-static hs_status ev_cmp(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_cmp(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec a, b;
-    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
     if (n->kind == EX_CMP && n->args[1]->kind == EX_CONST) {
-        HS_TRY(vec_new(c, EX_T_BOOL, out));
+        HS_TRY(ex_vec_new(c, EX_T_BOOL, out));
         if (cmp_const(c, n, &a, sel, ns, out))
             return HS_OK;
     }
-    HS_TRY(ev(c, n->args[1], sel, ns, &b));
-    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    HS_TRY(ex_ev(c, n->args[1], sel, ns, &b));
+    HS_TRY(ex_vec_new(c, EX_T_BOOL, out));
     const ex_ty *ta = &n->args[0]->type, *tb = &n->args[1]->type;
     int op = n->op;
     if (n->kind == EX_DISTINCT) {
@@ -1541,12 +1375,12 @@ static bool inset_has(const ex_inset *s, ex_cmode m, const ex_vec *a, int j)
     return false;
 }
 
-static hs_status ev_in(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_in(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec a;
-    HS_TRY(ev(c, n->args[0], sel, ns, &a));
-    HS_TRY(vec_new(c, EX_T_BOOL, out));
-    selidx *live = sel_new(c);
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ex_vec_new(c, EX_T_BOOL, out));
+    ex_sel *live = sel_new(c);
     if (!live)
         return hs_err_nomem(c->err, EX_CHUNK);
     int nl = 0;
@@ -1555,7 +1389,7 @@ static hs_status ev_in(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_
         out->nul[j] = a.nul[j];
         out->v.b[j] = 0;
         if (!a.nul[j])
-            live[nl++] = (selidx)j;
+            live[nl++] = (ex_sel)j;
     }
     if (n->set) {
         for (int k = 0; k < nl; k++) {
@@ -1590,7 +1424,7 @@ static hs_status ev_in(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_
                 b.nul = &one_nul;
                 b.v.p = &one;
             } else {
-                HS_TRY(ev(c, item, live, nl, &b));
+                HS_TRY(ex_ev(c, item, live, nl, &b));
             }
             int m = 0;
             for (int k = 0; k < nl; k++) {
@@ -1602,7 +1436,7 @@ static hs_status ev_in(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_
                     out->nul[j] = 0;
                     continue;
                 }
-                live[m++] = (selidx)j;
+                live[m++] = (ex_sel)j;
             }
             nl = m;
         }
@@ -1613,11 +1447,11 @@ static hs_status ev_in(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_
     return HS_OK;
 }
 
-static hs_status ev_isnull(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_isnull(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec a;
-    HS_TRY(ev(c, n->args[0], sel, ns, &a));
-    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ex_vec_new(c, EX_T_BOOL, out));
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
         out->v.b[j] = a.nul[j] != n->neg;
@@ -1625,11 +1459,11 @@ static hs_status ev_isnull(ectx *c, const ex_node *n, const selidx *sel, int ns,
     return HS_OK;
 }
 
-static hs_status ev_booltest(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_booltest(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec a;
-    HS_TRY(ev(c, n->args[0], sel, ns, &a));
-    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ex_vec_new(c, EX_T_BOOL, out));
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
         bool t = !a.nul[j] && a.v.b[j], f = !a.nul[j] && !a.v.b[j], u = a.nul[j];
@@ -1647,13 +1481,13 @@ static hs_status ev_booltest(ectx *c, const ex_node *n, const selidx *sel, int n
     return HS_OK;
 }
 
-static hs_status ev_like(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_like(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec a, p;
-    HS_TRY(ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
     if (!n->pat)
-        HS_TRY(ev(c, n->args[1], sel, ns, &p));
-    HS_TRY(vec_new(c, EX_T_BOOL, out));
+        HS_TRY(ex_ev(c, n->args[1], sel, ns, &p));
+    HS_TRY(ex_vec_new(c, EX_T_BOOL, out));
     uint8_t *low = NULL;
     size_t low_cap = 0;
     for (int k = 0; k < ns; k++) {
@@ -1670,7 +1504,7 @@ static hs_status ev_like(ectx *c, const ex_node *n, const selidx *sel, int ns, e
             if (st == HS_NOMEM)
                 return hs_err_nomem(c->err, p.v.s[j].n);
             if (st != HS_OK)
-                return fail(c, n, "%s", le.msg);
+                return ex_fail(c, n, "%s", le.msg);
             pat = &tmp;
         }
         const uint8_t *s = a.v.s[j].p;
@@ -1690,7 +1524,7 @@ static hs_status ev_like(ectx *c, const ex_node *n, const selidx *sel, int ns, e
     return HS_OK;
 }
 
-static hs_status concat2(ectx *c, const ex_str *x, const ex_str *y, ex_str *dst)
+static hs_status concat2(ex_ctx *c, const ex_str *x, const ex_str *y, ex_str *dst)
 {
     size_t len = x->n + y->n;
     uint8_t *p = hs_arena_alloc(c->arena, len ? len : 1);
@@ -1705,18 +1539,15 @@ static hs_status concat2(ectx *c, const ex_str *x, const ex_str *y, ex_str *dst)
     return HS_OK;
 }
 
-static hs_status pv_ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out);
 
-static int dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out);
-
-static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     if (ex_is_pv(n->type.t))
-        return pv_ev(c, n, sel, ns, out);
+        return ex_pv_ev(c, n, sel, ns, out);
     ex_vec a, b;
-    HS_TRY(ev(c, n->args[0], sel, ns, &a));
-    HS_TRY(ev(c, n->args[1], sel, ns, &b));
-    HS_TRY(vec_new(c, n->type.t, out));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ex_ev(c, n->args[1], sel, ns, &b));
+    HS_TRY(ex_vec_new(c, n->type.t, out));
     const ex_ty *ta = &n->args[0]->type, *tb = &n->args[1]->type;
     int op = n->op;
     ex_t rt = n->type.t;
@@ -1743,24 +1574,24 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             ex_interval r;
             if (ta->t == EX_T_TS && tb->t == EX_T_INTERVAL) {
                 if (!ex_ts_add_interval(a.v.i[j], ta->unit, ex_iv_unpack(b.v.d[j]), sign, &out->v.i[j]))
-                    return fail(c, n, "timestamp out of range");
+                    return ex_fail(c, n, "timestamp out of range");
                 continue;
             }
             if (tb->t == EX_T_FLOAT) {
                 if (op == '/' && b.v.f[j] == 0)
-                    return fail(c, n, "division by zero");
+                    return ex_fail(c, n, "division by zero");
                 if (!ex_interval_mul(ex_iv_unpack(a.v.d[j]), b.v.f[j], op == '/', &r))
-                    return fail(c, n, "interval out of range");
+                    return ex_fail(c, n, "interval out of range");
                 out->v.d[j] = ex_iv_pack(r);
                 continue;
             }
             if (ta->t == EX_T_TS) {
                 int64_t d;
                 if (__builtin_sub_overflow(a.v.i[j], b.v.i[j], &d))
-                    return fail(c, n, "interval out of range");
+                    return ex_fail(c, n, "interval out of range");
                 r = ex_ts_diff(a.v.i[j], b.v.i[j], ta->unit);
             } else if (!ex_interval_add(ex_iv_unpack(a.v.d[j]), ex_iv_unpack(b.v.d[j]), sign, &r)) {
-                return fail(c, n, "interval out of range");
+                return ex_fail(c, n, "interval out of range");
             }
             out->v.d[j] = ex_iv_pack(r);
         }
@@ -1774,9 +1605,9 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             int64_t x = a.v.i[j], y = b.v.i[j], r;
             bool ovf = op == '+' ? __builtin_add_overflow(x, y, &r) : __builtin_sub_overflow(x, y, &r);
             if (rt == EX_T_DATE && (ovf || r > INT32_MAX || r < INT32_MIN))
-                return fail(c, n, "date out of range");
+                return ex_fail(c, n, "date out of range");
             if (ovf)
-                return fail(c, n, "integer out of range");
+                return ex_fail(c, n, "integer out of range");
             out->v.i[j] = r;
         }
         return HS_OK;
@@ -1799,7 +1630,7 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             case '*': ovf = __builtin_mul_overflow(x, y, &r); break;
             case '/':
                 if (y == 0)
-                    return fail(c, n, "division by zero");
+                    return ex_fail(c, n, "division by zero");
                 if (x == INT64_MIN && y == -1)
                     ovf = true;
                 else
@@ -1807,12 +1638,12 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
                 break;
             default:
                 if (y == 0)
-                    return fail(c, n, "division by zero");
+                    return ex_fail(c, n, "division by zero");
                 r = y == -1 ? 0 : x % y;
                 break;
             }
             if (ovf || r < lo || r > hi)
-                return fail(c, n, "%s out of range", int_type_name(bits == 8 ? 16 : bits));
+                return ex_fail(c, n, "%s out of range", int_type_name(bits == 8 ? 16 : bits));
             out->v.i[j] = r;
         }
         return HS_OK;
@@ -1829,7 +1660,7 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             case '*': r = x * y; break;
             case '/':
                 if (y == 0)
-                    return fail(c, n, "division by zero");
+                    return ex_fail(c, n, "division by zero");
                 r = x / y;
                 break;
             default: r = fmod(x, y); break;
@@ -1856,11 +1687,11 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
             if (n->args[1]->kind == EX_CAST && n->args[1]->aux == 1)
                 while (sy > 0 && y % 10 == 0)
                     y /= 10, sy--;
-            int rc = dec_div(x, sx, y, sy, sr, false, &out->v.d[j]);
+            int rc = ex_dec_div(x, sx, y, sy, sr, false, &out->v.d[j]);
             if (rc == 1)
-                return fail(c, n, "division by zero");
+                return ex_fail(c, n, "division by zero");
             if (rc == 2)
-                return fail(c, n, "value out of range: the quotient needs more than 38 digits "
+                return ex_fail(c, n, "value out of range: the quotient needs more than 38 digits "
                                   "at scale %d (numeric precision is limited to 38 digits)", sr);
         }
         return HS_OK;
@@ -1882,16 +1713,16 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
                 y /= 10, sy--;
             ovf = __builtin_mul_overflow(x, y, &r);
             if (!ovf && sx + sy > sr)
-                r = dec_down_round(r, sx + sy - sr);
+                r = ex_dec_round(r, sx + sy - sr);
             else if (!ovf)
-                ovf = !dec_up(r, sr - sx - sy, &r);
+                ovf = !ex_dec_up(r, sr - sx - sy, &r);
         } else if (op == '*') {
             if (x == (int64_t)x && y == (int64_t)y)
                 r = (__int128)(int64_t)x * (int64_t)y;
             else
                 ovf = __builtin_mul_overflow(x, y, &r);
         } else {
-            if (!dec_up(x, sr - sa, &x) || !dec_up(y, sr - sb, &y)) {
+            if (!ex_dec_up(x, sr - sa, &x) || !ex_dec_up(y, sr - sb, &y)) {
                 ovf = true;
             } else if (op == '+') {
                 ovf = __builtin_add_overflow(x, y, &r);
@@ -1899,20 +1730,20 @@ static hs_status ev_arith(ectx *c, const ex_node *n, const selidx *sel, int ns, 
                 ovf = __builtin_sub_overflow(x, y, &r);
             } else {
                 if (y == 0)
-                    return fail(c, n, "division by zero");
+                    return ex_fail(c, n, "division by zero");
                 r = x % y;
             }
         }
-        if (ovf || !dec_fits(r))
-            return fail(c, n, "numeric field overflow");
+        if (ovf || !ex_dec_fits(r))
+            return ex_fail(c, n, "numeric field overflow");
         out->v.d[j] = r;
     }
     return HS_OK;
 }
 
-static hs_status ev_neg(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_neg(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
-    HS_TRY(ev(c, n->args[0], sel, ns, out));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, out));
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
         if (out->nul[j])
@@ -1922,7 +1753,7 @@ static hs_status ev_neg(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
             int bits = n->type.bits;
             int64_t lo = bits == 16 ? INT16_MIN : bits == 32 ? INT32_MIN : INT64_MIN;
             if (out->v.i[j] <= lo)
-                return fail(c, n, "%s out of range", int_type_name(bits));
+                return ex_fail(c, n, "%s out of range", int_type_name(bits));
             out->v.i[j] = -out->v.i[j];
             break;
         }
@@ -1931,7 +1762,7 @@ static hs_status ev_neg(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
         case EX_T_INTERVAL: {
             ex_interval iv;
             if (!ex_interval_neg(ex_iv_unpack(out->v.d[j]), &iv))
-                return fail(c, n, "interval out of range");
+                return ex_fail(c, n, "interval out of range");
             out->v.d[j] = ex_iv_pack(iv);
             break;
         }
@@ -1941,10 +1772,10 @@ static hs_status ev_neg(ectx *c, const ex_node *n, const selidx *sel, int ns, ex
     return HS_OK;
 }
 
-static hs_status ev_case(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_case(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
-    HS_TRY(vec_new(c, n->type.t, out));
-    selidx *rest = sel_new(c), *take = sel_new(c);
+    HS_TRY(ex_vec_new(c, n->type.t, out));
+    ex_sel *rest = sel_new(c), *take = sel_new(c);
     uint8_t *taken = hs_arena_calloc(c->arena, EX_CHUNK, 1);
     if (!rest || !take || !taken)
         return hs_err_nomem(c->err, EX_CHUNK);
@@ -1953,18 +1784,18 @@ static hs_status ev_case(ectx *c, const ex_node *n, const selidx *sel, int ns, e
     int off = n->aux ? 1 : 0, n_when = (n->n_args - 1 - off) / 2;
     ex_vec subj;
     if (n->aux)
-        HS_TRY(ev(c, n->args[0], sel, ns, &subj));
+        HS_TRY(ex_ev(c, n->args[0], sel, ns, &subj));
     const ex_ty *ts = &n->args[0]->type;
     for (int w = 0; w <= n_when && nr > 0; w++) {
         int nt = 0;
         if (w < n_when && n->aux) {
             ex_vec v;
             const ex_node *vn = n->args[off + 2 * w];
-            HS_TRY(ev(c, vn, rest, nr, &v));
+            HS_TRY(ex_ev(c, vn, rest, nr, &v));
             for (int k = 0; k < nr; k++) {
                 int j = rest[k];
                 if (!subj.nul[j] && !v.nul[j] && cmp_rows(n->cmode, ts, &subj, &vn->type, &v, j, j) == 0) {
-                    take[nt++] = (selidx)j;
+                    take[nt++] = (ex_sel)j;
                     taken[j] = 1;
                 }
             }
@@ -1984,7 +1815,7 @@ static hs_status ev_case(ectx *c, const ex_node *n, const selidx *sel, int ns, e
         if (nt == 0)
             continue;
         ex_vec r;
-        HS_TRY(ev(c, n->args[w < n_when ? off + 2 * w + 1 : n->n_args - 1], take, nt, &r));
+        HS_TRY(ex_ev(c, n->args[w < n_when ? off + 2 * w + 1 : n->n_args - 1], take, nt, &r));
         for (int k = 0; k < nt; k++)
             copy_row(n->type.t, out, &r, take[k]);
     }
@@ -1992,13 +1823,13 @@ static hs_status ev_case(ectx *c, const ex_node *n, const selidx *sel, int ns, e
 }
 
 /* x BETWEEN lo AND hi = x >= lo AND x <= hi, in Kleene logic; x once. */
-static hs_status ev_between(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_between(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec x, lo, hi;
-    HS_TRY(ev(c, n->args[0], sel, ns, &x));
-    HS_TRY(ev(c, n->args[1], sel, ns, &lo));
-    HS_TRY(ev(c, n->args[2], sel, ns, &hi));
-    HS_TRY(vec_new(c, EX_T_BOOL, out));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &x));
+    HS_TRY(ex_ev(c, n->args[1], sel, ns, &lo));
+    HS_TRY(ex_ev(c, n->args[2], sel, ns, &hi));
+    HS_TRY(ex_vec_new(c, EX_T_BOOL, out));
     const ex_ty *tx = &n->args[0]->type, *tl = &n->args[1]->type, *th = &n->args[2]->type;
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
@@ -2018,10 +1849,10 @@ static hs_status ev_between(ectx *c, const ex_node *n, const selidx *sel, int ns
     return HS_OK;
 }
 
-static hs_status ev_coalesce(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_coalesce(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
-    HS_TRY(vec_new(c, n->type.t, out));
-    selidx *rest = sel_new(c);
+    HS_TRY(ex_vec_new(c, n->type.t, out));
+    ex_sel *rest = sel_new(c);
     if (!rest)
         return hs_err_nomem(c->err, EX_CHUNK);
     memcpy(rest, sel, (size_t)ns * sizeof *sel);
@@ -2030,12 +1861,12 @@ static hs_status ev_coalesce(ectx *c, const ex_node *n, const selidx *sel, int n
         out->nul[sel[k]] = 1;
     for (int i = 0; i < n->n_args && nr > 0; i++) {
         ex_vec a;
-        HS_TRY(ev(c, n->args[i], rest, nr, &a));
+        HS_TRY(ex_ev(c, n->args[i], rest, nr, &a));
         int m = 0;
         for (int k = 0; k < nr; k++) {
             int j = rest[k];
             if (a.nul[j])
-                rest[m++] = (selidx)j;
+                rest[m++] = (ex_sel)j;
             else
                 copy_row(n->type.t, out, &a, j);
         }
@@ -2044,11 +1875,11 @@ static hs_status ev_coalesce(ectx *c, const ex_node *n, const selidx *sel, int n
     return HS_OK;
 }
 
-static hs_status ev_nullif(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_nullif(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec b;
-    HS_TRY(ev(c, n->args[0], sel, ns, out));
-    HS_TRY(ev(c, n->args[1], sel, ns, &b));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, out));
+    HS_TRY(ex_ev(c, n->args[1], sel, ns, &b));
     const ex_ty *t = &n->type;
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
@@ -2126,84 +1957,6 @@ static void trim(const ex_str *s, const ex_str *set, bool left, bool right, ex_s
 
 /* ---- the functions of expr_sqlfn.c and the numeric ones added with them ---- */
 
-/* PostgreSQL's float errors (SQLSTATEs from the session's message table) */
-static hs_status math_check(ectx *c, const ex_node *n, double x, double r)
-{
-    if (isinf(r) && !isinf(x))
-        return fail(c, n, "value out of range: overflow");
-    if (r == 0 && x != 0 && n->aux == EX_M_EXP)
-        return fail(c, n, "value out of range: underflow");
-    return HS_OK;
-}
-
-/* PostgreSQL's estimate_ln_dweight: the decimal weight of ln(x), x =
- * v / 10^s > 0. */
-static int ln_dweight(__int128 v, int s)
-{
-    __int128 one = pow10_i128(s);
-    if (v * 10 >= one * 9 && v * 10 <= one * 11) { /* 0.9 <= x <= 1.1: ln(x) ~ x - 1 */
-        __int128 d = v - one;
-        if (d == 0)
-            return 0;
-        if (d < 0)
-            d = -d;
-        int nd = 0;
-        for (; d > 0; d /= 10)
-            nd++;
-        return nd - 1 - s;
-    }
-    double l = log(dec_to_double(v, s));
-    return l == 0 ? 0 : (int)log10(fabs(l));
-}
-
-/* exp, ln, log10 (log) of a numeric as PostgreSQL's numeric_exp/_ln/_log:
- * the result rounded half away from zero at PostgreSQL's scale (16
- * significant digits at least, the argument's scale at least), computed in
- * long double (about 19 digits: a value whose 17th to 19th digits sit at a
- * rounding tie can differ in its last digit), then held at the column's
- * scale (22003 when digits would be lost). */
-static hs_status numeric_math(ectx *c, const ex_node *n, __int128 v, int s, __int128 *out)
-{
-    long double x = (long double)v / (long double)pow10_i128(s), r;
-    int rs;
-    if (n->aux == EX_M_EXP) {
-        double val = (double)x * 0.434294481903252;
-        val = val > 1000 ? 1000 : val < -1000 ? -1000 : val;
-        rs = 16 - (int)val;
-        r = expl(x);
-    } else {
-        if (v == 0)
-            return fail(c, n, "cannot take logarithm of zero");
-        if (v < 0)
-            return fail(c, n, "cannot take logarithm of a negative number");
-        rs = 16 - ln_dweight(v, s);
-        r = n->aux == EX_M_LN ? logl(x) : log10l(x);
-    }
-    if (rs < s)
-        rs = s;
-    if (rs < 0)
-        rs = 0;
-    int S = n->type.scale;
-    if (rs > 38 || !isfinite((double)r))
-        return fail(c, n, "value out of range: the result needs more than 38 digits");
-    long double m = r * powl(10.0L, (long double)rs);
-    if (fabsl(m) >= 1e37L)
-        return fail(c, n, "numeric field overflow");
-    __int128 q = (__int128)roundl(m);
-    if (rs > S) {
-        __int128 p = pow10_i128(rs - S);
-        if (q % p != 0)
-            return fail(c, n, "value out of range: the result needs more than 38 digits at scale %d", S);
-        q /= p;
-    } else if (!dec_up(q, S - rs, &q) || !dec_fits(q)) {
-        return fail(c, n, "numeric field overflow");
-    }
-    if (n->type.prec < 38 && (q >= pow10_i128(n->type.prec) || q <= -pow10_i128(n->type.prec)))
-        return fail(c, n, "numeric field overflow");
-    *out = q;
-    return HS_OK;
-}
-
 /* A pattern (and flags) compiled for the rows of one chunk: once when they
  * are constants, else again whenever a row's pattern differs. */
 typedef struct rx_cache {
@@ -2212,7 +1965,7 @@ typedef struct rx_cache {
     bool has, global;
 } rx_cache;
 
-static hs_status rx_get(ectx *c, const ex_node *n, rx_cache *rc, const ex_str *pat,
+static hs_status rx_get(ex_ctx *c, const ex_node *n, rx_cache *rc, const ex_str *pat,
                         const ex_str *flags)
 {
     static const ex_str none = {(const uint8_t *)"", 0};
@@ -2235,188 +1988,6 @@ static hs_status rx_get(ectx *c, const ex_node *n, rx_cache *rc, const ex_str *p
     rc->flags = *flags;
     rc->has = true;
     return HS_OK;
-}
-
-/* PostgreSQL's select_div_scale: the display scale of numeric x / y, from the
- * weights and first digits of the operands in base 10000. */
-static int ndigits_u128(unsigned __int128 u)
-{
-    int k = 1;
-    while (k < 39 && u >= (unsigned __int128)pow10_tab[k])
-        k++;
-    return k;
-}
-
-static void nbase_lead(__int128 v, int scale, int *weight, int *first)
-{
-    unsigned __int128 u = (unsigned __int128)(v < 0 ? -v : v);
-    if (u == 0) {
-        *weight = 0;
-        *first = 0;
-        return;
-    }
-    int nd = ndigits_u128(u);
-    int e = nd - 1 - scale;                 /* decimal exponent of the leading digit */
-    int w = e >= 0 ? e / 4 : -((-e + 3) / 4); /* floor(e / 4) */
-    int k = e - 4 * w + 1;                  /* decimal digits of the first base-10000 digit */
-    *weight = w;
-    *first = nd >= k ? (int)(u / (unsigned __int128)pow10_tab[nd - k])
-                     : (int)(u * (unsigned __int128)pow10_tab[k - nd]);
-}
-
-int ex_div_scale(__int128 x, int sx, __int128 y, int sy)
-{
-    int w1, f1, w2, f2;
-    nbase_lead(x, sx, &w1, &f1);
-    nbase_lead(y, sy, &w2, &f2);
-    int qw = w1 - w2 - (f1 <= f2 ? 1 : 0);
-    int r = 16 - qw * 4;
-    if (r < sx)
-        r = sx;
-    if (r < sy)
-        r = sy;
-    return r < 0 ? 0 : r > 1000 ? 1000 : r;
-}
-
-/* x / y as numeric: rounded half away from zero at PostgreSQL's scale
- * (ex_div_scale), then given at scale sr.  0: ok; 1: division by zero; 2:
- * the result needs more than 38 digits at scale sr (the exact range). */
-static int dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out)
-{
-    if (y == 0)
-        return 1;
-    if (x == 0) {
-        *out = 0;
-        return 0;
-    }
-    int rs = trunc_ ? 0 : ex_div_scale(x, sx, y, sy);
-    bool negr = (x < 0) != (y < 0);
-    unsigned __int128 X = (unsigned __int128)(x < 0 ? -x : x), Y = (unsigned __int128)(y < 0 ? -y : y);
-    /* quotient digits: X * 10^(rs + sy - sx) / Y; rs >= sx so the exponent is >= sy >= 0 */
-    int E = rs + sy - sx;
-    if (E < 0) { /* trunc_ with sx > sy: divide the divisor's scale out instead */
-        if (-E > 38)
-            return 2;
-        unsigned __int128 p = (unsigned __int128)pow10_tab[-E];
-        if (Y > ((unsigned __int128)1 << 127) / p)
-            { *out = 0; return 0; }
-        Y *= p;
-        E = 0;
-    }
-    unsigned __int128 q = X / Y, r = X % Y;
-    int dy = ndigits_u128(Y), chunk = 38 - dy;
-    const unsigned __int128 LIM = (unsigned __int128)pow10_tab[38];
-    while (E > 0) {
-        int k = E < chunk ? E : chunk;
-        if (k <= 0) { /* a divisor of 38 digits: one digit at a time would overflow */
-            if (r > ((unsigned __int128)-1) / 10)
-                return 2;
-            k = 1;
-        }
-        unsigned __int128 p = (unsigned __int128)pow10_tab[k];
-        if (q > LIM / p)
-            return 2;
-        r *= p;
-        q = q * p + r / Y;
-        r %= Y;
-        E -= k;
-    }
-    if (!trunc_ && r >= Y - r) /* 2r >= Y: half away from zero */
-        q++;
-    if (q >= LIM)
-        return 2;
-    if (rs < sr) {
-        unsigned __int128 p = (unsigned __int128)pow10_tab[sr - rs];
-        if (q > (LIM - 1) / p)
-            return 2;
-        q *= p;
-    } else if (rs > sr) {
-        if (rs - sr > 38)
-            return q == 0 ? (*out = 0, 0) : 2;
-        unsigned __int128 p = (unsigned __int128)pow10_tab[rs - sr];
-        if (q % p)
-            return 2;
-        q /= p;
-    }
-    *out = negr ? -(__int128)q : (__int128)q;
-    return 0;
-}
-
-/* to_char(number, fmt): the value as sign, integer and fraction digits
- * rounded to the template's fraction (expr_sqlfn.c formats them). */
-static hs_status to_char_num(ectx *c, const ex_node *n, const ex_ty *t, const ex_vec *a, int j,
-                             const ex_str *fmt, ex_str *out)
-{
-    char msg[256], ip[420], fp[128];
-    int nf = ex_to_char_frac_digits(fmt, msg);
-    if (nf < 0)
-        return ex_err_at(c->err, nf == -1 ? HS_UNSUPPORTED : HS_INVALID, c->e->text, n->loc, "%s", msg);
-    if (nf > 100)
-        return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
-                         "to_char: more than 100 fraction digits are not supported");
-    bool neg = false;
-    int float_post = -1;
-    memset(fp, '0', (size_t)nf);
-    fp[nf] = 0;
-    if (t->t == EX_T_FLOAT) {
-        double x = a->v.f[j];
-        if (!isfinite(x))
-            return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
-                             "to_char of NaN or infinity is not supported");
-        char tmp[520];
-        int pre = hs_snprintf_c(tmp, sizeof tmp, "%.0f", fabs(x));
-        float_post = pre >= 15 ? 0 : nf < 15 - pre ? nf : 15 - pre;
-        hs_snprintf_c(tmp, sizeof tmp, "%.*f", float_post, x);
-        const char *q = tmp;
-        if (*q == '-') {
-            neg = true;
-            q++;
-        }
-        while (*q == '0')
-            q++;
-        size_t k = 0;
-        while (*q && *q != '.' && k < sizeof ip - 1)
-            ip[k++] = *q++;
-        ip[k] = 0;
-        if (*q == '.')
-            memcpy(fp, q + 1, (size_t)float_post);
-    } else {
-        unsigned __int128 u;
-        int s = 0;
-        if (t->t == EX_T_INT) {
-            int64_t v = a->v.i[j];
-            neg = v < 0;
-            u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
-        } else {
-            __int128 d = a->v.d[j];
-            s = t->scale;
-            if (nf < s) {
-                d = dec_down_round(d, s - nf);
-                s = nf;
-            }
-            neg = d < 0;
-            u = (unsigned __int128)(neg ? -d : d);
-        }
-        /* digits of u, the last s of them the fraction */
-        char dg[48];
-        int nd = 0;
-        do {
-            dg[nd++] = (char)('0' + (int)(u % 10));
-            u /= 10;
-        } while (u);
-        while (nd <= s)
-            dg[nd++] = '0';
-        size_t k = 0;
-        for (int i = nd - 1; i >= s; i--)
-            ip[k++] = dg[i];
-        ip[k] = 0;
-        if (k == 1 && ip[0] == '0')
-            ip[0] = 0;
-        for (int i = 0; i < s; i++)
-            fp[i] = dg[s - 1 - i];
-    }
-    hs_status st = ex_to_char_num(c->arena, neg, ip, fp, fmt, float_post, out);
-    return st == HS_NOMEM ? hs_err_nomem(c->err, fmt->n) : st;
 }
 
 /* Element i of a list's child column ch (field ef, of expression type t)
@@ -2459,18 +2030,18 @@ static bool read_elem(const hs_column *ch, const ex_ty *t, int64_t i, ex_vec *ou
 
 /* a[i], cardinality(a), array_length(a, dim) of a list column (args[0]):
  * PostgreSQL's one-dimensional arrays with lower bound 1. */
-static hs_status ev_array_fn(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_fn fn = (ex_fn)n->op;
     ex_vec ix = {0};
     if (n->n_args > 1)
-        HS_TRY(ev(c, n->args[1], sel, ns, &ix));
+        HS_TRY(ex_ev(c, n->args[1], sel, ns, &ix));
     const pr_col_ref *r;
     HS_TRY(col_ref(c, n->args[0], &r));
     const hs_column *col = r ? r->col : NULL;
     bool fixed = col && col->type == HS_TYPE_FIXED_LIST;
     if (col && ((col->type != HS_TYPE_LIST && !fixed) || col->n_children != 1 || !col->children[0]))
-        return fail(c, n, "column \"%s\" is %s in the batch, not a list", n->args[0]->name,
+        return ex_fail(c, n, "column \"%s\" is %s in the batch, not a list", n->args[0]->name,
                     hs_type_name(col->type));
     const hs_column *ch = col ? col->children[0] : NULL;
     const int32_t *o = col && !fixed ? HS_COL_OFFSETS(col) : NULL;
@@ -2497,15 +2068,15 @@ static hs_status ev_array_fn(ectx *c, const ex_node *n, const selidx *sel, int n
     return HS_OK;
 }
 
-static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_func_more(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_fn fn = (ex_fn)n->op;
-    HS_TRY(vec_new(c, n->type.t, out));
+    HS_TRY(ex_vec_new(c, n->type.t, out));
     if (fn == EX_FN_ARR_ELEM || fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH)
         return ev_array_fn(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT_WS) {
         ex_vec sep;
-        HS_TRY(ev(c, n->args[0], sel, ns, &sep));
+        HS_TRY(ex_ev(c, n->args[0], sel, ns, &sep));
         bool *any = hs_arena_calloc(c->arena, EX_CHUNK, 1);
         if (!any)
             return hs_err_nomem(c->err, EX_CHUNK);
@@ -2517,7 +2088,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
         }
         for (int i = 1; i < n->n_args; i++) {
             ex_vec x;
-            HS_TRY(ev(c, n->args[i], sel, ns, &x));
+            HS_TRY(ex_ev(c, n->args[i], sel, ns, &x));
             for (int k = 0; k < ns; k++) {
                 int j = sel[k];
                 if (out->nul[j] || x.nul[j])
@@ -2533,7 +2104,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
     ex_vec a[4];
     int na = n->n_args < 4 ? n->n_args : 4;
     for (int i = 0; i < na; i++)
-        HS_TRY(ev(c, n->args[i], sel, ns, &a[i]));
+        HS_TRY(ex_ev(c, n->args[i], sel, ns, &a[i]));
     const ex_ty *t0 = na ? &n->args[0]->type : NULL;
     static const ex_str space = {(const uint8_t *)" ", 1};
     rx_cache rc = {0};
@@ -2548,109 +2119,15 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
         if (nul)
             continue;
         switch (fn) {
-        case EX_FN_SIGN:
-            if (t0->t == EX_T_DEC) {
-                out->v.d[j] = a[0].v.d[j] > 0 ? 1 : a[0].v.d[j] < 0 ? -1 : 0;
-            } else {
-                double x = a[0].v.f[j];
-                out->v.f[j] = x > 0 ? 1.0 : x < 0 ? -1.0 : isnan(x) ? x : 0.0;
-            }
+        case EX_FN_SIGN: case EX_FN_TRUNC: case EX_FN_MATH: case EX_FN_POWER: case EX_FN_LOG2:
+        case EX_FN_ATAN2: case EX_FN_DIV:
+            st = ex_num_fn(c, n, a, j, out);
             break;
-        case EX_FN_TRUNC:
-            if (t0->t == EX_T_FLOAT) {
-                out->v.f[j] = trunc(a[0].v.f[j]);
-            } else {
-                __int128 v = a[0].v.d[j];
-                int s = t0->scale, rs = n->type.scale, keep = n->aux;
-                if (keep < s) { /* drop the digits after `keep` (toward zero) */
-                    int drop = s - keep;
-                    __int128 p = pow10_i128(drop > 38 ? 38 : drop);
-                    v = drop > 38 ? 0 : v / p;
-                    if (keep < 0 && !dec_up(v, -keep, &v))
-                        st = fail(c, n, "numeric field overflow");
-                    s = keep < 0 ? 0 : keep;
-                }
-                if (st == HS_OK && rs > s && (!dec_up(v, rs - s, &v) || !dec_fits(v)))
-                    st = fail(c, n, "numeric field overflow");
-                out->v.d[j] = v;
-            }
-            break;
-        case EX_FN_MATH: {
-            if (t0->t == EX_T_DEC) {
-                st = numeric_math(c, n, a[0].v.d[j], t0->scale, &out->v.d[j]);
-                break;
-            }
-            double x = a[0].v.f[j], r = 0;
-            switch ((ex_math)n->aux) {
-            case EX_M_EXP: r = exp(x); break;
-            case EX_M_LN: case EX_M_LOG10:
-                if (x == 0)
-                    return fail(c, n, "cannot take logarithm of zero");
-                if (x < 0)
-                    return fail(c, n, "cannot take logarithm of a negative number");
-                r = n->aux == EX_M_LN ? log(x) : log10(x);
-                break;
-            case EX_M_CBRT: r = cbrt(x); break;
-            case EX_M_SIN: r = sin(x); break;
-            case EX_M_COS: r = cos(x); break;
-            case EX_M_TAN: r = tan(x); break;
-            case EX_M_ASIN: case EX_M_ACOS:
-                if (x < -1 || x > 1)
-                    return fail(c, n, "input is out of range");
-                r = n->aux == EX_M_ASIN ? asin(x) : acos(x);
-                break;
-            case EX_M_ATAN: r = atan(x); break;
-            case EX_M_DEGREES: r = x * (180.0 / 3.14159265358979323846); break;
-            case EX_M_RADIANS: r = x * (3.14159265358979323846 / 180.0); break;
-            }
-            if ((n->aux == EX_M_SIN || n->aux == EX_M_COS || n->aux == EX_M_TAN) && isinf(x))
-                return fail(c, n, "input is out of range");
-            HS_TRY(math_check(c, n, x, r));
-            out->v.f[j] = r;
-            break;
-        }
-        case EX_FN_POWER: {
-            double x = a[0].v.f[j], y = a[1].v.f[j];
-            if (x == 0 && y < 0)
-                return fail(c, n, "zero raised to a negative power is undefined");
-            if (x < 0 && floor(y) != y && isfinite(y))
-                return fail(c, n, "a negative number raised to a non-integer power yields a complex result");
-            double r = pow(x, y);
-            if (isinf(r) && isfinite(x) && isfinite(y))
-                return fail(c, n, "value out of range: overflow");
-            if (r == 0 && x != 0 && isfinite(x) && isfinite(y))
-                return fail(c, n, "value out of range: underflow");
-            out->v.f[j] = r;
-            break;
-        }
-        case EX_FN_LOG2: { /* log(b, x) */
-            double bb = a[0].v.f[j], x = a[1].v.f[j];
-            if (bb == 0 || x == 0)
-                return fail(c, n, "cannot take logarithm of zero");
-            if (bb < 0 || x < 0)
-                return fail(c, n, "cannot take logarithm of a negative number");
-            if (bb == 1)
-                return fail(c, n, "division by zero");
-            out->v.f[j] = log(x) / log(bb);
-            break;
-        }
-        case EX_FN_ATAN2:
-            out->v.f[j] = atan2(a[0].v.f[j], a[1].v.f[j]);
-            break;
-        case EX_FN_DIV: {
-            int rc2 = dec_div(a[0].v.d[j], n->args[0]->type.scale, a[1].v.d[j],
-                              n->args[1]->type.scale, 0, true, &out->v.d[j]);
-            if (rc2 == 1)
-                return fail(c, n, "division by zero");
-            if (rc2 == 2)
-                return fail(c, n, "value out of range: the quotient has more than 38 digits");
-            break;
-        }
         case EX_FN_LPAD: case EX_FN_RPAD:
             st = ex_str_pad(c->arena, &a[0].v.s[j], a[1].v.i[j], na == 3 ? &a[2].v.s[j] : &space,
                             fn == EX_FN_LPAD, &out->v.s[j]);
             if (st == HS_INVALID)
-                return fail(c, n, "requested length too large");
+                return ex_fail(c, n, "requested length too large");
             break;
         case EX_FN_TRANSLATE:
             st = ex_str_translate(c->arena, &a[0].v.s[j], &a[1].v.s[j], &a[2].v.s[j], &out->v.s[j]);
@@ -2661,7 +2138,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
         case EX_FN_CHR:
             st = ex_str_chr(c->arena, a[0].v.i[j], &out->v.s[j], msg);
             if (st == HS_INVALID)
-                return fail(c, n, "%s", msg);
+                return ex_fail(c, n, "%s", msg);
             break;
         case EX_FN_ASCII:
             out->v.i[j] = ex_str_ascii(&a[0].v.s[j]);
@@ -2677,7 +2154,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
             break;
         case EX_FN_MAKE_DATE:
             if (!ex_make_date(a[0].v.i[j], a[1].v.i[j], a[2].v.i[j], &out->v.i[j], msg))
-                return fail(c, n, "%s", msg);
+                return ex_fail(c, n, "%s", msg);
             break;
         case EX_FN_REGEX: {
             st = rx_get(c, n, &rc, &a[1].v.s[j], na == 3 ? &a[2].v.s[j] : NULL);
@@ -2686,7 +2163,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
             size_t m0, m1;
             int r = ex_regex_find(rc.re, &a[0].v.s[j], 0, &m0, &m1, NULL, msg);
             if (r < 0)
-                st = fail(c, n, "%s", msg);
+                st = ex_fail(c, n, "%s", msg);
             out->v.b[j] = (uint8_t)((r == 1) != n->neg);
             break;
         }
@@ -2696,12 +2173,12 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
                 st = ex_regex_replace(c->arena, rc.re, &a[0].v.s[j], &a[2].v.s[j], rc.global,
                                       &out->v.s[j], msg);
                 if (st == HS_INVALID)
-                    st = fail(c, n, "%s", msg);
+                    st = ex_fail(c, n, "%s", msg);
             }
             break;
         case EX_FN_REGEXP_COUNT: {
             if (a[2].v.i[j] <= 0) {
-                st = fail(c, n, "invalid value for parameter \"start\": %lld", (long long)a[2].v.i[j]);
+                st = ex_fail(c, n, "invalid value for parameter \"start\": %lld", (long long)a[2].v.i[j]);
                 break;
             }
             st = rx_get(c, n, &rc, &a[1].v.s[j], &a[3].v.s[j]);
@@ -2713,7 +2190,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
             while (from <= sv->n) {
                 int r = ex_regex_find(rc.re, sv, from, &m0, &m1, NULL, msg);
                 if (r < 0) {
-                    st = fail(c, n, "%s", msg);
+                    st = ex_fail(c, n, "%s", msg);
                     break;
                 }
                 if (r == 0)
@@ -2740,7 +2217,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
             size_t m0, m1;
             int r = ex_regex_find(rc.re, &a[0].v.s[j], 0, &m0, &m1, NULL, msg);
             if (r < 0)
-                st = fail(c, n, "%s", msg);
+                st = ex_fail(c, n, "%s", msg);
             out->nul[j] = r != 1;
             if (r == 1) {
                 out->v.s[j].p = a[0].v.s[j].p + m0;
@@ -2750,7 +2227,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
         }
         case EX_FN_TO_CHAR:
             if (t0->t == EX_T_INT || t0->t == EX_T_DEC || t0->t == EX_T_FLOAT) {
-                st = to_char_num(c, n, t0, &a[0], j, &a[1].v.s[j], &out->v.s[j]);
+                st = ex_num_fn(c, n, a, j, out);
                 break;
             }
             st = ex_to_char_ts(c->arena, a[0].v.i[j], t0->unit, &a[1].v.s[j], &out->v.s[j], msg);
@@ -2758,7 +2235,7 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
                 st = ex_err_at(c->err, st, c->e->text, n->loc, "%s", msg);
             break;
         default:
-            st = fail(c, n, "internal: unknown function");
+            st = ex_fail(c, n, "internal: unknown function");
             break;
         }
         if (st == HS_NOMEM)
@@ -2768,24 +2245,24 @@ static hs_status ev_func_more(ectx *c, const ex_node *n, const selidx *sel, int 
     return st;
 }
 
-static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_func(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec a[3];
     int na = n->n_args < 3 ? n->n_args : 3;
     ex_fn fn = (ex_fn)n->op;
     if (fn >= EX_FN_PV_DIST)
-        return pv_ev(c, n, sel, ns, out);
+        return ex_pv_ev(c, n, sel, ns, out);
     if (fn >= EX_FN_SIGN)
         return ev_func_more(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT) {
-        HS_TRY(vec_new(c, EX_T_STR, out));
+        HS_TRY(ex_vec_new(c, EX_T_STR, out));
         for (int k = 0; k < ns; k++) {
             out->v.s[sel[k]].p = (const uint8_t *)"";
             out->v.s[sel[k]].n = 0;
         }
         for (int i = 0; i < n->n_args; i++) {
             ex_vec x;
-            HS_TRY(ev(c, n->args[i], sel, ns, &x));
+            HS_TRY(ex_ev(c, n->args[i], sel, ns, &x));
             for (int k = 0; k < ns; k++) {
                 int j = sel[k];
                 if (!x.nul[j])
@@ -2795,8 +2272,8 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
         return HS_OK;
     }
     for (int i = 0; i < na; i++)
-        HS_TRY(ev(c, n->args[i], sel, ns, &a[i]));
-    HS_TRY(vec_new(c, n->type.t, out));
+        HS_TRY(ex_ev(c, n->args[i], sel, ns, &a[i]));
+    HS_TRY(ex_vec_new(c, n->type.t, out));
     const ex_ty *t0 = &n->args[0]->type;
     static const ex_str space = {(const uint8_t *)" ", 1};
     for (int k = 0; k < ns; k++) {
@@ -2831,7 +2308,7 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
         case EX_FN_REPEAT: {
             hs_status rs = ex_str_repeat(c->arena, &a[0].v.s[j], a[1].v.i[j], &out->v.s[j]);
             if (rs == HS_INVALID)
-                return fail(c, n, "requested length too large");
+                return ex_fail(c, n, "requested length too large");
             if (rs != HS_OK)
                 return hs_err_nomem(c->err, a[0].v.s[j].n);
             break;
@@ -2842,75 +2319,15 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
             break;
         case EX_FN_SPLIT_PART:
             if (a[2].v.i[j] == 0)
-                return fail(c, n, "field position must not be zero");
+                return ex_fail(c, n, "field position must not be zero");
             ex_str_split_part(&a[0].v.s[j], &a[1].v.s[j], a[2].v.i[j], &out->v.s[j]);
             break;
         case EX_FN_LENGTH:
             out->v.i[j] = t0->t == EX_T_BIN ? (int64_t)a[0].v.s[j].n
                                             : (int64_t)ex_utf8_len(a[0].v.s[j].p, a[0].v.s[j].n);
             break;
-        case EX_FN_ABS:
-            if (t0->t == EX_T_INT) {
-                if (a[0].v.i[j] == INT64_MIN)
-                    return fail(c, n, "integer out of range");
-                out->v.i[j] = a[0].v.i[j] < 0 ? -a[0].v.i[j] : a[0].v.i[j];
-            } else if (t0->t == EX_T_DEC) {
-                out->v.d[j] = a[0].v.d[j] < 0 ? -a[0].v.d[j] : a[0].v.d[j];
-            } else {
-                out->v.f[j] = fabs(a[0].v.f[j]);
-            }
-            break;
-        case EX_FN_ROUND:
-            if (t0->t == EX_T_FLOAT) {
-                double x = a[0].v.f[j], r;
-                if (n->aux == 0 && !n->neg) {
-                    r = nearbyint(x); /* PostgreSQL's rint: half to even */
-                } else if (n->aux == 0) {
-                    r = round(x);
-                } else if (n->aux > 0) {
-                    double m = pow10_f(n->aux);
-                    r = round(x * m) / m;
-                } else {
-                    double m = pow10_f(-n->aux);
-                    r = round(x / m) * m;
-                }
-                out->v.f[j] = isfinite(r) ? r : x;
-            } else if (t0->t == EX_T_DEC) {
-                __int128 v = a[0].v.d[j];
-                int s = t0->scale, rs = n->type.scale;
-                v = dec_down_round(v, s - rs);
-                if (rs > s && (!dec_up(v, rs - s, &v) || !dec_fits(v)))
-                    return fail(c, n, "numeric field overflow");
-                if (n->aux < 0) {
-                    v = dec_down_round(v, -n->aux);
-                    if (!dec_up(v, -n->aux, &v) || !dec_fits(v))
-                        return fail(c, n, "numeric field overflow");
-                }
-                out->v.d[j] = v;
-            } else {
-                int64_t v = a[0].v.i[j];
-                if (n->aux < 0) {
-                    if (n->aux < -18) {
-                        v = 0;
-                    } else {
-                        int64_t p = (int64_t)pow10_i128(-n->aux), q = v / p, r = v % p;
-                        if ((r < 0 ? -r : r) * 2 >= p)
-                            q += v < 0 ? -1 : 1;
-                        if (__builtin_mul_overflow(q, p, &v))
-                            return fail(c, n, "integer out of range");
-                    }
-                }
-                out->v.i[j] = v;
-            }
-            break;
-        case EX_FN_FLOOR: case EX_FN_CEIL:
-            if (t0->t == EX_T_DEC)
-                out->v.d[j] = dec_down_floor(a[0].v.d[j], t0->scale, fn == EX_FN_CEIL);
-            else
-                out->v.f[j] = fn == EX_FN_CEIL ? ceil(a[0].v.f[j]) : floor(a[0].v.f[j]);
-            break;
-        case EX_FN_SQRT:
-            out->v.f[j] = sqrt(a[0].v.f[j]);
+        case EX_FN_ABS: case EX_FN_ROUND: case EX_FN_FLOOR: case EX_FN_CEIL: case EX_FN_SQRT:
+            HS_TRY(ex_num_fn(c, n, a, j, out));
             break;
         case EX_FN_STARTS_WITH: {
             const ex_str *s = &a[0].v.s[j], *p = &a[1].v.s[j];
@@ -2922,7 +2339,7 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
             int64_t start = a[1].v.i[j], end = INT64_MAX;
             if (na == 3) {
                 if (a[2].v.i[j] < 0)
-                    return fail(c, n, "negative substring length not allowed");
+                    return ex_fail(c, n, "negative substring length not allowed");
                 if (__builtin_add_overflow(start, a[2].v.i[j], &end))
                     end = INT64_MAX;
             }
@@ -2949,7 +2366,7 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
                 if (n->aux == EX_DF_EPOCH)
                     out->v.f[j] = ex_interval_epoch(iv);
                 else if (!ex_interval_part((ex_dfield)n->aux, iv, &out->v.i[j]))
-                    return fail(c, n, "unit not supported for type interval");
+                    return ex_fail(c, n, "unit not supported for type interval");
                 break;
             }
             if (n->aux == EX_DF_EPOCH) { /* seconds with their fraction, as a double */
@@ -2959,24 +2376,24 @@ static hs_status ev_func(ectx *c, const ex_node *n, const selidx *sel, int ns, e
                 break;
             }
             if (!ex_date_part((ex_dfield)n->aux, t0->t, t0->unit, a[0].v.i[j], &out->v.i[j]))
-                return fail(c, n, "unit not supported for type %s", t0->t == EX_T_TIME ? "time" : "date");
+                return ex_fail(c, n, "unit not supported for type %s", t0->t == EX_T_TIME ? "time" : "date");
             break;
         case EX_FN_DATE_TRUNC:
             if (!ex_date_trunc((ex_dfield)n->aux, t0->unit, a[0].v.i[j], &out->v.i[j]))
-                return fail(c, n, "date_trunc: unit not supported");
+                return ex_fail(c, n, "date_trunc: unit not supported");
             break;
         default:
-            return fail(c, n, "internal: unknown function");
+            return ex_fail(c, n, "internal: unknown function");
         }
     }
     return HS_OK;
 }
 
-static hs_status ev_cast(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+static hs_status ev_cast(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_vec a;
-    HS_TRY(ev(c, n->args[0], sel, ns, &a));
-    HS_TRY(vec_new(c, n->type.t, out));
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
+    HS_TRY(ex_vec_new(c, n->type.t, out));
     return cast_rows(c, n, &n->args[0]->type, &a, sel, ns, out);
 }
 
@@ -2984,17 +2401,17 @@ static hs_status ev_cast(ectx *c, const ex_node *n, const selidx *sel, int ns, e
  * TRUE matters here, so AND also drops the rows where a term is NULL before
  * evaluating the next term, and OR evaluates each term only on rows no
  * earlier term made TRUE: this is the filter's fast path and what WHEN uses. */
-static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, selidx *out,
+static hs_status ev_true(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_sel *out,
                          int *n_out)
 {
     if (n->kind == EX_AND) {
-        selidx *tmp = sel_new(c);
+        ex_sel *tmp = sel_new(c);
         if (!tmp)
             return hs_err_nomem(c->err, EX_CHUNK);
-        const selidx *cur = sel;
+        const ex_sel *cur = sel;
         int nc = ns;
         for (int i = 0; i < n->n_args; i++) {
-            selidx *dst = (i % 2 == n->n_args % 2) ? tmp : out; /* the last term writes out */
+            ex_sel *dst = (i % 2 == n->n_args % 2) ? tmp : out; /* the last term writes out */
             if (nc == 0) {
                 *n_out = 0;
                 return HS_OK;
@@ -3007,7 +2424,7 @@ static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, s
     }
     if (n->kind == EX_OR) {
         uint8_t *hit = hs_arena_calloc(c->arena, EX_CHUNK, 1);
-        selidx *rest = sel_new(c), *t = sel_new(c);
+        ex_sel *rest = sel_new(c), *t = sel_new(c);
         if (!hit || !rest || !t)
             return hs_err_nomem(c->err, EX_CHUNK);
         memcpy(rest, sel, (size_t)ns * sizeof *sel);
@@ -3031,18 +2448,18 @@ static hs_status ev_true(ectx *c, const ex_node *n, const selidx *sel, int ns, s
         return HS_OK;
     }
     ex_vec v;
-    HS_TRY(ev(c, n, sel, ns, &v));
+    HS_TRY(ex_ev(c, n, sel, ns, &v));
     int m = 0;
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
         if (!v.nul[j] && v.v.b[j])
-            out[m++] = (selidx)j;
+            out[m++] = (ex_sel)j;
     }
     *n_out = m;
     return HS_OK;
 }
 
-static hs_status ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
+hs_status ex_ev(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     switch (n->kind) {
     case EX_CONST: return ev_const(c, n, sel, ns, out);
@@ -3072,12 +2489,12 @@ static hs_status ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec
 hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value *out, hs_error *err)
 {
     hs_arena scratch = {0};
-    col_cache cc;
+    ex_col_cache cc;
     memset(&cc, 0, sizeof cc);
-    ectx c = {.e = e, .b = NULL, .base = 0, .arena = &scratch, .cols = &cc, .err = err};
-    selidx one = 0;
+    ex_ctx c = {.e = e, .b = NULL, .base = 0, .arena = &scratch, .cols = &cc, .err = err};
+    ex_sel one = 0;
     ex_vec v;
-    hs_status st = ev(&c, n, &one, 1, &v);
+    hs_status st = ex_ev(&c, n, &one, 1, &v);
     memset(out, 0, sizeof *out);
     if (st == HS_OK) {
         out->null = v.nul[0] != 0;
@@ -3111,7 +2528,7 @@ hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value 
     return st;
 }
 
-static hs_status cols_new(const ex_expr *e, col_cache **cols, hs_error *err)
+static hs_status cols_new(const ex_expr *e, ex_col_cache **cols, hs_error *err)
 {
     *cols = hs_calloc((size_t)(e->n_slots > 0 ? e->n_slots : 1), sizeof **cols);
     return *cols ? HS_OK : hs_err_nomem(err, sizeof **cols);
@@ -3133,23 +2550,23 @@ hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const uint8_t *sel
         return HS_OK;
     }
     hs_arena arena = {0};
-    col_cache *cols;
+    ex_col_cache *cols;
     HS_TRY(cols_new(e, &cols, err));
-    ectx c = {.e = e, .b = b, .arena = &arena, .cols = cols, .err = err};
-    selidx sel[EX_CHUNK];
+    ex_ctx c = {.e = e, .b = b, .arena = &arena, .cols = cols, .err = err};
+    ex_sel sel[EX_CHUNK];
     hs_status st = HS_OK;
     for (int64_t base = 0; base < n && st == HS_OK; base += EX_CHUNK) {
         int cn = (int)(n - base < EX_CHUNK ? n - base : EX_CHUNK), ns = 0;
         for (int j = 0; j < cn; j++)
             if (!sel_in || sel_in[base + j])
-                sel[ns++] = (selidx)j;
+                sel[ns++] = (ex_sel)j;
         uint8_t *dst = sel_out + base;
         if (ns == 0) {
             memset(dst, 0, (size_t)cn);
             continue;
         }
         c.base = base;
-        selidx hits[EX_CHUNK];
+        ex_sel hits[EX_CHUNK];
         int nh;
         st = ev_true(&c, e->root, sel, ns, hits, &nh);
         if (st != HS_OK)
@@ -3167,7 +2584,6 @@ hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const uint8_t *sel
     return st;
 }
 
-static hs_status pv_append(const ex_ty *t, hs_column *col, const ex_str *v);
 
 /* Fixed-width results whose vector holds the column's values as they are
  * (int64, double, decimal128, 64-bit timestamps and times) or converted
@@ -3284,7 +2700,7 @@ static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, 
             break;
         case EX_T_TS: st = hs_col_append_fixed(col, &v->v.i[j]); break;
         case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY:
-            st = pv_append(t, col, &v->v.s[j]);
+            st = ex_pv_append(t, col, &v->v.s[j]);
             break;
         case EX_T_STR: case EX_T_UNKNOWN: case EX_T_BIN:
             if (t->uuid && v->v.s[j].n != 16)
@@ -3346,21 +2762,21 @@ hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error
     }
     HS_TRY(hs_col_create(&e->type_field, n > 0 ? n : 1, &col, err));
     hs_arena arena = {0};
-    col_cache *cols;
+    ex_col_cache *cols;
     hs_status st = cols_new(e, &cols, err);
     if (st != HS_OK) {
         hs_col_free(col);
         return st;
     }
-    ectx c = {.e = e, .b = b, .arena = &arena, .cols = cols, .err = err};
-    selidx sel[EX_CHUNK];
+    ex_ctx c = {.e = e, .b = b, .arena = &arena, .cols = cols, .err = err};
+    ex_sel sel[EX_CHUNK];
     for (int j = 0; j < EX_CHUNK; j++)
-        sel[j] = (selidx)j;
+        sel[j] = (ex_sel)j;
     for (int64_t base = 0; base < n && st == HS_OK; base += EX_CHUNK) {
         int cn = (int)(n - base < EX_CHUNK ? n - base : EX_CHUNK);
         c.base = base;
         ex_vec v;
-        st = ev(&c, e->root, sel, cn, &v);
+        st = ex_ev(&c, e->root, sel, cn, &v);
         if (st == HS_OK)
             st = append_rows(e, col, &v, cn, err);
         hs_arena_reset(&arena);
@@ -3373,486 +2789,4 @@ hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error
     }
     *out = col;
     return HS_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* pgvector types (expr/pgvector.h): column forms, casts, kernels       */
-/*
- * Column forms (docs/sql.md, "pgvector types"):
- *   vector     list<float32> or fixed_size_list<float32>[n] (vector(n))
- *   halfvec    list<float16> or fixed_size_list<float16>[n]
- *   sparsevec  struct<dim: int32, indices: list<int32> (0-based, ascending),
- *                     values: list<float32>>
- *   bit        string of '0' / '1' with field metadata pgvector.type = bit
- * Result columns carry the metadata key "pgvector.type" (vector, halfvec,
- * sparsevec, bit) so that they read back as the same type.
- */
-
-#define PV_META EX_PV_META
-
-int ex_pv_type(ex_t t)
-{
-    switch (t) {
-    case EX_T_VEC: return PV_VECTOR;
-    case EX_T_HALFVEC: return PV_HALFVEC;
-    case EX_T_SPARSEVEC: return PV_SPARSEVEC;
-    case EX_T_BIT: return PV_BIT;
-    default: return 0;
-    }
-}
-
-static const hs_field *pv_child(const hs_field *f, const char *name)
-{
-    for (int i = 0; i < f->n_children; i++)
-        if (f->children[i].name && strcmp(f->children[i].name, name) == 0)
-            return &f->children[i];
-    return NULL;
-}
-
-bool ex_pv_type_of_field(const hs_field *f, ex_ty *out)
-{
-    memset(out, 0, sizeof *out);
-    if ((f->type == HS_TYPE_LIST || f->type == HS_TYPE_FIXED_LIST) && f->n_children == 1 &&
-        (f->children[0].type == HS_TYPE_FLOAT32 || f->children[0].type == HS_TYPE_FLOAT16)) {
-        out->t = f->children[0].type == HS_TYPE_FLOAT32 ? EX_T_VEC : EX_T_HALFVEC;
-        out->dim = f->type == HS_TYPE_FIXED_LIST ? f->width : 0;
-        return true;
-    }
-    if (f->type == HS_TYPE_STRUCT && f->n_children == 3) {
-        const hs_field *d = pv_child(f, "dim"), *ix = pv_child(f, "indices"), *v = pv_child(f, "values");
-        if (d && ix && v && d->type == HS_TYPE_INT32 && ix->type == HS_TYPE_LIST &&
-            ix->n_children == 1 && ix->children[0].type == HS_TYPE_INT32 && v->type == HS_TYPE_LIST &&
-            v->n_children == 1 && v->children[0].type == HS_TYPE_FLOAT32) {
-            out->t = EX_T_SPARSEVEC;
-            return true;
-        }
-    }
-    const char *m = hs_field_get_meta(f, PV_META);
-    if (f->type == HS_TYPE_STRING && m && strcmp(m, "bit") == 0) {
-        out->t = EX_T_BIT;
-        return true;
-    }
-    return false;
-}
-
-static hs_status pv_list_field(hs_field *out, const char *name, hs_type elem)
-{
-    hs_field e;
-    hs_field_init(&e, "item", elem, false);
-    if (!e.name)
-        return HS_NOMEM;
-    hs_field_init_list(out, name, true, &e);
-    if (!out->name || out->n_children != 1) {
-        hs_field_clear(out);
-        return HS_NOMEM;
-    }
-    return HS_OK;
-}
-
-static hs_status pv_type_to_field(const ex_ty *t, const char *name, hs_field *out)
-{
-    hs_status st;
-    memset(out, 0, sizeof *out);
-    switch (t->t) {
-    case EX_T_VEC: st = pv_list_field(out, name, HS_TYPE_FLOAT32); break;
-    case EX_T_HALFVEC: st = pv_list_field(out, name, HS_TYPE_FLOAT16); break;
-    case EX_T_BIT:
-        hs_field_init(out, name, HS_TYPE_STRING, true);
-        st = out->name ? HS_OK : HS_NOMEM;
-        break;
-    case EX_T_ARRAY: {
-        /* a plain list (no pgvector.type): real[] reads back as a vector */
-        hs_field e;
-        hs_field_init(&e, "item", t->elem == PV_E_INT4 ? HS_TYPE_INT32
-                                  : t->elem == PV_E_FLOAT4 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64, true);
-        if (!e.name)
-            return HS_NOMEM;
-        hs_field_init_list(out, name, true, &e);
-        if (!out->name || out->n_children != 1) {
-            hs_field_clear(out);
-            return HS_NOMEM;
-        }
-        return HS_OK;
-    }
-    case EX_T_SPARSEVEC: {
-        hs_field_init(out, name, HS_TYPE_STRUCT, true);
-        if (!out->name)
-            return HS_NOMEM;
-        hs_field d, ix, v;
-        hs_field_init(&d, "dim", HS_TYPE_INT32, false);
-        st = d.name ? hs_field_add_child(out, &d) : HS_NOMEM;
-        if (st == HS_OK)
-            st = pv_list_field(&ix, "indices", HS_TYPE_INT32);
-        if (st == HS_OK)
-            st = hs_field_add_child(out, &ix);
-        if (st == HS_OK)
-            st = pv_list_field(&v, "values", HS_TYPE_FLOAT32);
-        if (st == HS_OK)
-            st = hs_field_add_child(out, &v);
-        break;
-    }
-    default: return HS_UNSUPPORTED;
-    }
-    if (st == HS_OK)
-        st = hs_field_set_meta(out, PV_META, pv_type_name((pv_type)ex_pv_type(t->t)));
-    if (st != HS_OK) {
-        hs_field_clear(out);
-        return HS_NOMEM;
-    }
-    return HS_OK;
-}
-
-static hs_status pv_fail(ectx *c, const ex_node *n, const hs_error *e)
-{
-    if (e->code == HS_NOMEM)
-        return hs_err_nomem(c->err, 0);
-    return fail(c, n, "%s", e->msg);
-}
-
-/* A copy of the list rows [o0, o1) of child (element es bytes) as a blob:
- * zero copy when the child has no nulls. */
-static hs_status pv_list_blob(ectx *c, const ex_node *n, const hs_column *child, int64_t o0, int64_t o1,
-                              size_t es, ex_str *out)
-{
-    if (o1 < o0 || o1 > child->length || !child->values.data)
-        return fail(c, n, "column \"%s\": malformed list", n->name);
-    out->p = child->values.data + es * (size_t)o0;
-    out->n = es * (size_t)(o1 - o0);
-    return HS_OK;
-}
-
-static hs_status pv_read_col(ectx *c, const ex_node *n, const hs_column *col, const selidx *sel,
-                             int ns, ex_vec *out)
-{
-    pv_type t = (pv_type)ex_pv_type(n->type.t);
-    int64_t base = c->base;
-    for (int k = 0; k < ns; k++) {
-        int j = sel[k];
-        int64_t row = base + j;
-        if (out->nul[j])
-            continue;
-        ex_str *v = &out->v.s[j];
-        if (t == PV_VECTOR || t == PV_HALFVEC) {
-            size_t es = t == PV_VECTOR ? 4 : 2;
-            if (col->n_children != 1)
-                return fail(c, n, "column \"%s\" is not a list", n->name);
-            if (col->type == HS_TYPE_FIXED_LIST)
-                HS_TRY(pv_list_blob(c, n, col->children[0], row * col->width, (row + 1) * col->width, es, v));
-            else if (col->type == HS_TYPE_LIST)
-                HS_TRY(pv_list_blob(c, n, col->children[0], HS_COL_OFFSETS(col)[row],
-                                    HS_COL_OFFSETS(col)[row + 1], es, v));
-            else
-                return fail(c, n, "column \"%s\" is not a list", n->name);
-            int64_t dim = (int64_t)(v->n / es);
-            if (dim < 1 || dim > PV_VECTOR_MAX_DIM)
-                return fail(c, n, "column \"%s\" row %lld: %lld elements are not a %s", n->name,
-                            (long long)row, (long long)dim, pv_type_name(t));
-            continue;
-        }
-        if (t == PV_SPARSEVEC) {
-            if (col->type != HS_TYPE_STRUCT || col->n_children != 3)
-                return fail(c, n, "column \"%s\" is not a sparsevec struct", n->name);
-            /* children in the field's order: find them by the field's names */
-            const hs_field *f = n->field;
-            const hs_column *dc = NULL, *ic = NULL, *vc = NULL;
-            for (int i = 0; f && i < f->n_children && i < 3; i++) {
-                const char *nm = f->children[i].name;
-                if (!strcmp(nm, "dim"))
-                    dc = col->children[i];
-                else if (!strcmp(nm, "indices"))
-                    ic = col->children[i];
-                else if (!strcmp(nm, "values"))
-                    vc = col->children[i];
-            }
-            if (!dc || !ic || !vc || dc->type != HS_TYPE_INT32 || ic->type != HS_TYPE_LIST ||
-                vc->type != HS_TYPE_LIST || ic->n_children != 1 || vc->n_children != 1 ||
-                !hs_col_is_valid(dc, row) || !hs_col_is_valid(ic, row) || !hs_col_is_valid(vc, row))
-                return fail(c, n, "column \"%s\" row %lld is not a sparsevec", n->name, (long long)row);
-            ex_str is = {0}, vs = {0};
-            HS_TRY(pv_list_blob(c, n, ic->children[0], HS_COL_OFFSETS(ic)[row], HS_COL_OFFSETS(ic)[row + 1], 4, &is));
-            HS_TRY(pv_list_blob(c, n, vc->children[0], HS_COL_OFFSETS(vc)[row], HS_COL_OFFSETS(vc)[row + 1], 4, &vs));
-            if (is.n != vs.n || is.n / 4 > INT32_MAX / 8)
-                return fail(c, n, "column \"%s\" row %lld is not a sparsevec", n->name, (long long)row);
-            int32_t hdr[2] = {HS_COL_VALUES(dc, int32_t)[row], (int32_t)(is.n / 4)};
-            uint8_t *p = hs_arena_alloc(c->arena, 8 + is.n + vs.n);
-            if (!p)
-                return hs_err_nomem(c->err, 8 + is.n + vs.n);
-            memcpy(p, hdr, 8);
-            if (is.n) {
-                memcpy(p + 8, is.p, is.n);
-                memcpy(p + 8 + is.n, vs.p, vs.n);
-            }
-            v->p = p;
-            v->n = 8 + is.n + vs.n;
-            pv_val pv = {v->p, v->n};
-            if (!pv_valid(PV_SPARSEVEC, pv))
-                return fail(c, n, "column \"%s\" row %lld is not a valid sparsevec", n->name, (long long)row);
-            continue;
-        }
-        /* bit: '0'/'1' text */
-        if (col->type != HS_TYPE_STRING || !col->values.data)
-            return fail(c, n, "column \"%s\" is not a bit string column", n->name);
-        const int32_t *o = HS_COL_OFFSETS(col);
-        hs_error e = {0};
-        pv_val pv;
-        if (pv_in(PV_BIT, (const char *)col->values.data + o[row], (size_t)(o[row + 1] - o[row]), -1,
-                  c->arena, &pv, &e) != HS_OK)
-            return pv_fail(c, n, &e);
-        v->p = pv.p;
-        v->n = pv.n;
-    }
-    return HS_OK;
-}
-
-static hs_status pv_text(ectx *c, const ex_ty *t, const ex_str *v, ex_str *dst)
-{
-    hs_buf b = {0};
-    pv_val pv = {v->p, v->n};
-    hs_status st = t->t == EX_T_ARRAY ? pv_arr_out((pv_elem)t->elem, pv, &b)
-                                      : pv_out((pv_type)ex_pv_type(t->t), pv, &b);
-    if (st == HS_OK)
-        st = put_str(c, dst, (const char *)b.data, b.len);
-    else
-        st = hs_err_nomem(c->err, b.len);
-    hs_buf_free(&b);
-    return st;
-}
-
-/* bit(n) length coercion of an explicit cast: truncate or zero-pad. */
-static hs_status pv_bit_resize(ectx *c, const ex_str *v, int32_t len, ex_str *out)
-{
-    int32_t have;
-    memcpy(&have, v->p, 4);
-    size_t nb = ((size_t)len + 7) / 8;
-    uint8_t *p = hs_arena_calloc(c->arena, 4 + nb, 1);
-    if (!p)
-        return hs_err_nomem(c->err, 4 + nb);
-    memcpy(p, &len, 4);
-    for (int32_t i = 0; i < len && i < have; i++)
-        if ((v->p[4 + i / 8] >> (7 - i % 8)) & 1)
-            p[4 + i / 8] |= (uint8_t)(0x80 >> (i % 8));
-    out->p = p;
-    out->n = 4 + nb;
-    return HS_OK;
-}
-
-static hs_status pv_cast_rows(ectx *c, const ex_node *n, const ex_ty *ft, const ex_vec *a,
-                              const selidx *sel, int ns, ex_vec *out)
-{
-    const ex_ty *tt = &n->type;
-    pv_type to = (pv_type)ex_pv_type(tt->t), from = (pv_type)ex_pv_type(ft->t);
-    int32_t typmod = tt->dim > 0 ? tt->dim : -1;
-    for (int k = 0; k < ns; k++) {
-        int j = sel[k];
-        out->nul[j] = a->nul[j];
-        if (a->nul[j])
-            continue;
-        hs_error e = {0};
-        pv_val v, r;
-        if (tt->t == EX_T_STR || tt->t == EX_T_UNKNOWN) {
-            HS_TRY(pv_text(c, ft, &a->v.s[j], &out->v.s[j]));
-            continue;
-        }
-        v.p = a->v.s[j].p;
-        v.n = a->v.s[j].n;
-        if (tt->t == EX_T_ARRAY || ft->t == EX_T_ARRAY) {
-            hs_status st;
-            if (tt->t == EX_T_ARRAY && (ft->t == EX_T_STR || ft->t == EX_T_UNKNOWN))
-                st = pv_arr_in((pv_elem)tt->elem, (const char *)v.p, v.n, c->arena, &r, &e);
-            else if (tt->t == EX_T_ARRAY && ft->t == EX_T_ARRAY)
-                st = pv_arr_cast((pv_elem)ft->elem, (pv_elem)tt->elem, v, c->arena, &r, &e);
-            else if (tt->t == EX_T_ARRAY)
-                st = pv_to_arr(from, v, c->arena, &r, &e);
-            else
-                st = pv_arr_to(to, (pv_elem)ft->elem, v, typmod, c->arena, &r, &e);
-            if (st != HS_OK)
-                return pv_fail(c, n, &e);
-            out->v.s[j].p = r.p;
-            out->v.s[j].n = r.n;
-            continue;
-        }
-        if (!from && (ft->t == EX_T_STR || ft->t == EX_T_UNKNOWN)) {
-            const ex_str *s = &a->v.s[j];
-            if (pv_in(to, (const char *)s->p, s->n, to == PV_BIT ? -1 : typmod, c->arena, &r, &e) != HS_OK)
-                return pv_fail(c, n, &e);
-        } else if (from == to) {
-            v.p = a->v.s[j].p;
-            v.n = a->v.s[j].n;
-            if (pv_check_typmod(to, v, to == PV_BIT ? -1 : typmod, &e) != HS_OK)
-                return pv_fail(c, n, &e);
-            r = v;
-        } else if (from && to && from != PV_BIT && to != PV_BIT) {
-            v.p = a->v.s[j].p;
-            v.n = a->v.s[j].n;
-            if (pv_convert(from, to, v, typmod, c->arena, &r, &e) != HS_OK)
-                return pv_fail(c, n, &e);
-        } else {
-            char b1[48], b2[48];
-            return fail(c, n, "cannot cast type %s to %s", ex_type_name(ft, b1, sizeof b1),
-                        ex_type_name(tt, b2, sizeof b2));
-        }
-        out->v.s[j].p = r.p;
-        out->v.s[j].n = r.n;
-        if (to == PV_BIT && tt->dim > 0 && (int64_t)pv_dims(PV_BIT, r) != tt->dim)
-            HS_TRY(pv_bit_resize(c, &out->v.s[j], tt->dim, &out->v.s[j]));
-    }
-    return HS_OK;
-}
-
-/* ARRAY[x, y, ...] of numbers (INT, FLOAT or DEC arguments) of element kind n->type.elem */
-static hs_status pv_ev_array(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
-{
-    HS_TRY(vec_new(c, EX_T_ARRAY, out));
-    pv_elem el = (pv_elem)n->type.elem;
-    ex_vec *a = hs_arena_alloc(c->arena, sizeof *a * (size_t)(n->n_args ? n->n_args : 1));
-    if (!a)
-        return hs_err_nomem(c->err, 0);
-    for (int i = 0; i < n->n_args; i++)
-        HS_TRY(ev(c, n->args[i], sel, ns, &a[i]));
-    for (int k = 0; k < ns; k++) {
-        int j = sel[k];
-        hs_error e = {0};
-        pv_val r;
-        double *d;
-        float *f;
-        uint8_t *nul;
-        if (pv_arr_new(c->arena, n->n_args, &r, &d, &f, &nul, &e) != HS_OK)
-            return pv_fail(c, n, &e);
-        int32_t flags = 0;
-        for (int i = 0; i < n->n_args; i++) {
-            const ex_ty *at = &n->args[i]->type;
-            if (a[i].nul[j] || at->t == EX_T_NULL) {
-                nul[i] = 1;
-                flags |= PV_ARR_HAS_NULL;
-                continue;
-            }
-            if (at->t == EX_T_INT) {
-                d[i] = (double)a[i].v.i[j];
-                f[i] = el == PV_E_INT4 ? (float)(int32_t)a[i].v.i[j] : (float)d[i];
-            } else if (at->t == EX_T_FLOAT) {
-                d[i] = a[i].v.f[j];
-                f[i] = (float)d[i];
-            } else { /* DEC: numeric, float4 through its text */
-                char t[64];
-                int len = fmt_dec(a[i].v.d[j], at->scale, t);
-                if (pv_arr_set_text(PV_E_NUMERIC, r, i, t, (size_t)len, &e) != HS_OK)
-                    return pv_fail(c, n, &e);
-            }
-        }
-        memcpy((uint8_t *)r.p + 4, &flags, 4);
-        out->nul[j] = 0;
-        out->v.s[j].p = r.p;
-        out->v.s[j].n = r.n;
-    }
-    return HS_OK;
-}
-
-/* EX_ARITH and the pgvector EX_FUNCs: arguments evaluated on all rows of
- * sel; a null argument gives a null result (the functions are STRICT). */
-static hs_status pv_ev(ectx *c, const ex_node *n, const selidx *sel, int ns, ex_vec *out)
-{
-    ex_vec a[3];
-    int na = n->n_args < 3 ? n->n_args : 3;
-    for (int i = 0; i < na; i++)
-        HS_TRY(ev(c, n->args[i], sel, ns, &a[i]));
-    HS_TRY(vec_new(c, n->type.t, out));
-    if (n->kind == EX_FUNC && n->op == EX_FN_PV_ARRAY)
-        return pv_ev_array(c, n, sel, ns, out);
-    pv_type t = (pv_type)ex_pv_type(n->args[0]->type.t);
-    for (int k = 0; k < ns; k++) {
-        int j = sel[k];
-        bool nul = false;
-        for (int i = 0; i < na; i++)
-            nul |= a[i].nul[j] != 0;
-        out->nul[j] = nul;
-        if (nul)
-            continue;
-        hs_error e = {0};
-        pv_val x = {a[0].v.s[j].p, a[0].v.s[j].n}, y = {NULL, 0}, r = {NULL, 0};
-        if (na > 1 && ex_is_pv(n->args[1]->type.t)) {
-            y.p = a[1].v.s[j].p;
-            y.n = a[1].v.s[j].n;
-        }
-        hs_status st = HS_OK;
-        if (n->kind == EX_ARITH) {
-            st = pv_arith(t, n->op, x, y, c->arena, &r, &e);
-        } else {
-            switch ((ex_fn)n->op) {
-            case EX_FN_PV_DIST: st = pv_distance(t, (pv_dist)n->aux, x, y, &out->v.f[j], &e); break;
-            case EX_FN_PV_DIMS: out->v.i[j] = pv_dims(t, x); break;
-            case EX_FN_PV_NORM: out->v.f[j] = pv_norm(t, x); break;
-            case EX_FN_PV_NORMALIZE: st = pv_l2_normalize(t, x, c->arena, &r, &e); break;
-            case EX_FN_PV_QUANTIZE: st = pv_binary_quantize(t, x, c->arena, &r, &e); break;
-            case EX_FN_PV_SUBVECTOR:
-                st = pv_subvector(t, x, a[1].v.i[j], a[2].v.i[j], c->arena, &r, &e);
-                break;
-            default: return hs_err_set(c->err, HS_INTERNAL, "expression: unknown pgvector function");
-            }
-        }
-        if (st != HS_OK)
-            return pv_fail(c, n, &e);
-        if (ex_is_pvx(n->type.t)) {
-            out->v.s[j].p = r.p;
-            out->v.s[j].n = r.n;
-        }
-    }
-    return HS_OK;
-}
-
-static hs_status pv_append(const ex_ty *t, hs_column *col, const ex_str *v)
-{
-    int pt = ex_pv_type(t->t);
-    pv_val pv = {v->p, v->n};
-    switch (pt) {
-    case PV_VECTOR: case PV_HALFVEC: {
-        size_t es = pt == PV_VECTOR ? 4 : 2;
-        if (v->n)
-            HS_TRY(hs_col_append_fixed_n(col->children[0], v->p, (int64_t)(v->n / es)));
-        return hs_col_list_end(col);
-    }
-    case PV_SPARSEVEC: {
-        int32_t h[2];
-        memcpy(h, v->p, 8);
-        HS_TRY(hs_col_append_fixed(col->children[0], &h[0]));
-        if (h[1])
-            HS_TRY(hs_col_append_fixed_n(col->children[1]->children[0], v->p + 8, h[1]));
-        HS_TRY(hs_col_list_end(col->children[1]));
-        if (h[1])
-            HS_TRY(hs_col_append_fixed_n(col->children[2]->children[0], v->p + 8 + 4 * (size_t)h[1], h[1]));
-        HS_TRY(hs_col_list_end(col->children[2]));
-        return hs_col_struct_append_valid(col);
-    }
-    case 0: { /* EX_T_ARRAY */
-        if (t->t != EX_T_ARRAY)
-            return HS_INVALID;
-        int32_t h[2];
-        memcpy(h, v->p, 8);
-        const double *d = (const double *)(v->p + 8);
-        const float *f = (const float *)(v->p + 8 + 8 * (size_t)h[0]);
-        const uint8_t *nul = v->p + 8 + 12 * (size_t)h[0];
-        hs_column *ch = col->children[0];
-        for (int32_t i = 0; i < h[0]; i++) {
-            if (nul[i]) {
-                HS_TRY(hs_col_append_null(ch));
-            } else if (t->elem == PV_E_INT4) {
-                int32_t x = (int32_t)d[i];
-                HS_TRY(hs_col_append_fixed(ch, &x));
-            } else if (t->elem == PV_E_FLOAT4) {
-                HS_TRY(hs_col_append_fixed(ch, &f[i]));
-            } else {
-                HS_TRY(hs_col_append_fixed(ch, &d[i]));
-            }
-        }
-        return hs_col_list_end(col);
-    }
-    case PV_BIT: {
-        hs_buf b = {0};
-        hs_status st = pv_out(PV_BIT, pv, &b);
-        if (st == HS_OK)
-            st = hs_col_append_bytes(col, b.data ? b.data : (const uint8_t *)"", b.len);
-        hs_buf_free(&b);
-        return st;
-    }
-    }
-    return HS_INVALID;
 }

@@ -1,9 +1,11 @@
 /*
  * expr/expr_int.h - internals shared by the files of the expression module:
- * expr_bind.c (text -> libpg_query JSON -> bound tree), expr_eval.c
- * (vectorized evaluation, casts, constant folding), expr_func.c (strings,
- * LIKE, case mapping, dates) and expr_filter.c (ex_to_pred, ex_format,
- * small accessors).
+ * expr_bind.c (text -> libpg_query JSON -> bound tree), expr_bindfn.c
+ * (function calls: names, argument and result types), expr_eval.c
+ * (vectorized evaluation, casts, constant folding), expr_num.c (decimal
+ * arithmetic, numeric functions), expr_func.c (strings, LIKE, case mapping,
+ * dates), expr_strfn.c and expr_sqlfn.c (more functions), expr_interval.c
+ * (intervals) and expr_filter.c (ex_to_pred, ex_format, small accessors).
  *
  * The bound tree.  Every node has a result type (ex_ty) and the 0-based
  * byte offset of the text it came from (loc, -1 when unknown), which error
@@ -144,7 +146,7 @@ typedef enum ex_fn {
      * of UTF-8 text) */
     EX_FN_REPLACE, EX_FN_STRPOS, EX_FN_LEFT, EX_FN_RIGHT, EX_FN_REPEAT, EX_FN_REVERSE,
     EX_FN_SPLIT_PART,
-    /* expr_sqlfn.c and the numeric functions of expr_eval.c (PostgreSQL's
+    /* expr_sqlfn.c and the numeric functions of expr_num.c (PostgreSQL's
      * semantics; docs/sql.md lists the differences) */
     EX_FN_SIGN, EX_FN_TRUNC,
     EX_FN_MATH,          /* aux = ex_math: double precision in and out */
@@ -282,6 +284,59 @@ struct ex_expr {
 hs_status ex_err_at(hs_error *err, hs_status code, const char *text, int loc, const char *fmt,
                     ...) HS_PRINTF(5, 6);
 
+/* ---- binding internals (expr_bind.c; expr_bindfn.c binds function calls) ----
+ * The binder's state while one expression binds, and the node builders and
+ * type rules both files use.  Errors carry the position of the construct. */
+
+struct json_t;
+
+typedef struct ex_binder {
+    ex_expr *e;
+    const char *query;   /* PREFIX + text */
+    size_t query_len;
+    hs_error *err;
+    int depth;
+    const ex_scope *scope;   /* ex_bind_json: resolves columns and whole nodes */
+} ex_binder;
+
+static inline bool exb_is_const(const ex_node *n) { return n->kind == EX_CONST; }
+static inline bool exb_is_num(ex_t t) { return t == EX_T_INT || t == EX_T_DEC || t == EX_T_FLOAT; }
+
+hs_status exb_nomem(ex_binder *b);
+/* The node's "location" as an offset into the user's text (-1 unknown). */
+int exb_loc(const struct json_t *body);
+hs_status exb_err(ex_binder *b, hs_status code, int loc, const char *fmt, ...) HS_PRINTF(4, 5);
+ex_ty exb_ty(ex_t t);                       /* the plain type t (int64, double, ...) */
+ex_node *exb_mk(ex_binder *b, ex_kind k, ex_ty t, int loc, int n_args);   /* NULL: no memory */
+ex_node *exb_mk_const(ex_binder *b, ex_ty t, int loc);
+const char *exb_tname(const ex_ty *t, char *buf);   /* buf: 48 bytes */
+/* Replaces *np by a constant when its arguments are constants (strict: an
+ * evaluation error is the binding error). */
+HS_MUST_USE hs_status exb_fold(ex_binder *b, ex_node **np, bool strict);
+/* An explicit cast of *np to t (strict: a constant that does not convert is
+ * the error now); coerce: an implicit one (only where PostgreSQL has one). */
+HS_MUST_USE hs_status exb_cast_to(ex_binder *b, ex_node **np, ex_ty t, bool strict);
+HS_MUST_USE hs_status exb_coerce(ex_binder *b, ex_node **np, ex_ty t);
+int exb_int_digits(const ex_ty *t);         /* decimal digits an integer type needs */
+ex_ty exb_dec_type(int int_dig, int scale); /* decimal(int_dig + scale, scale), at most 38 */
+/* Binds each node of a JSON list (arena array). */
+HS_MUST_USE hs_status exb_list(ex_binder *b, struct json_t *arr, ex_node ***out, int *n_out);
+/* The last name of a dotted name list; *qualified_other: qualified by a
+ * schema other than pg_catalog. */
+const char *exb_last_name(struct json_t *list, bool *qualified_other);
+HS_MUST_USE hs_status exb_arith(ex_binder *b, int op, ex_node *l, ex_node *r, int loc, ex_node **out);
+/* pgvector's functions (the "pgvector" section of expr_bind.c). */
+bool exb_pv_funcname(const char *fn);
+HS_MUST_USE hs_status exb_pv_func(ex_binder *b, const char *fn, struct json_t *args, int loc,
+                                  ex_node **out);
+/* expr_bindfn.c: a FuncCall node; s ~ p and the other regular expression
+ * operators; the functions numbered from EX_FN_SIGN. */
+HS_MUST_USE hs_status exb_func(ex_binder *b, struct json_t *body, ex_node **out);
+HS_MUST_USE hs_status exb_regex_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r,
+                                   int loc, ex_node **out);
+HS_MUST_USE hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
+                                     int loc, ex_node **out);
+
 /* ---- types (expr_eval.c) ---- */
 
 const char *ex_type_name(const ex_ty *t, char *buf, size_t n);
@@ -290,15 +345,141 @@ HS_MUST_USE hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_fiel
 /* The expression type of a column of field f (EX_T_OTHER for nested). */
 ex_ty ex_type_of_field(const hs_field *f);
 
+/* ---- decimals (expr_num.c) ----
+ * Unscaled __int128 values of at most 38 digits (EX_DEC_MAX); the small
+ * helpers are inline here because every decimal kernel runs them per row. */
+
+extern const __int128 ex_pow10_tab[39];
+#define EX_DEC_MAX (ex_pow10_tab[38] - 1)
+
+/* 10^k for 0 <= k <= 38 (a table: this is in every decimal operation's
+ * inner loop). */
+static inline __int128 ex_pow10(int k)
+{
+    if (k >= 0 && k <= 38)
+        return ex_pow10_tab[k];
+    __int128 r = 1;
+    for (int i = 0; i < k; i++)
+        r *= 10;
+    return r;
+}
+
+static inline bool ex_dec_fits(__int128 v) { return v <= EX_DEC_MAX && v >= -EX_DEC_MAX; }
+
+/* v * 10^k with overflow detection (k >= 0). */
+static inline bool ex_dec_up(__int128 v, int k, __int128 *out)
+{
+    if (k <= 0 || v == 0) {
+        *out = v;
+        return true;
+    }
+    if (k > 38)
+        return false;
+    if (v == (int64_t)v && k <= 18) {
+        *out = (__int128)(int64_t)v * (int64_t)ex_pow10_tab[k];
+        return true;
+    }
+    return !__builtin_mul_overflow(v, ex_pow10_tab[k], out);
+}
+
+/* v / 10^k rounded half away from zero (k >= 0). */
+static inline __int128 ex_dec_round(__int128 v, int k)
+{
+    if (k <= 0)
+        return v;
+    if (k > 38)
+        return 0;
+    __int128 p = ex_pow10(k), q = v / p, r = v % p;
+    if (r < 0)
+        r = -r;
+    if (2 * r >= p)
+        q += v < 0 ? -1 : 1;
+    return q;
+}
+
+/* a / 10^sa <=> b / 10^sb: -1, 0, 1 */
+static inline int ex_dec_cmp(__int128 a, int sa, __int128 b, int sb)
+{
+    if (sa < sb) {
+        __int128 x;
+        if (!ex_dec_up(a, sb - sa, &x))
+            return a < 0 ? -1 : 1;
+        a = x;
+    } else if (sb < sa) {
+        __int128 x;
+        if (!ex_dec_up(b, sa - sb, &x))
+            return b < 0 ? 1 : -1;
+        b = x;
+    }
+    return a < b ? -1 : a > b;
+}
+
+double ex_pow10_f(int k);                                  /* 10^k as a double */
+__int128 ex_dec_floor(__int128 v, int k, bool ceil_);      /* floor / ceil of v / 10^k */
+/* The text of v at scale (buf: 48 bytes); returns its length. */
+int ex_dec_format(__int128 v, int scale, char *buf);
+/* The double nearest to d / 10^scale. */
+double ex_dec_to_double(__int128 d, int scale);
+/* PostgreSQL's display scale of the numeric quotient x / y (unscaled values
+ * with their scales; select_div_scale). */
+int ex_div_scale(__int128 x, int sx, __int128 y, int sy);
+/* x / y as numeric: rounded half away from zero at ex_div_scale (or
+ * truncated to an integer: trunc_), then given at scale sr.  0: ok; 1:
+ * division by zero; 2: the result needs more than 38 digits at scale sr. */
+int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out);
+
+/* ---- evaluation internals (expr_eval.c; expr_num.c) ----
+ * A node's result for one chunk is an ex_vec: one null byte per row (1 =
+ * null) and one value per row in the type's run-time form. */
+
+typedef struct ex_vec {
+    uint8_t *nul;           /* EX_CHUNK bytes, 1 = null */
+    union {
+        uint8_t *b;
+        int64_t *i;
+        double *f;
+        __int128 *d;
+        ex_str *s;
+        void *p;
+    } v;
+} ex_vec;
+
+typedef struct ex_col_cache {
+    bool looked, found;
+    pr_col_ref ref;
+} ex_col_cache;
+
+typedef struct ex_ctx {
+    const ex_expr *e;
+    const hs_batch *b;       /* NULL when folding constants */
+    int64_t base;            /* batch row of chunk position 0 */
+    hs_arena *arena;         /* per chunk */
+    ex_col_cache *cols;      /* e->n_slots entries */
+    hs_error *err;
+} ex_ctx;
+
+/* Chunk positions still to evaluate, ascending. */
+typedef uint16_t ex_sel;
+
+/* Evaluates n on the rows sel[0..ns) into out (a new vector). */
+HS_MUST_USE hs_status ex_ev(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out);
+/* A vector of type t for one chunk: nulls cleared, values unset. */
+HS_MUST_USE hs_status ex_vec_new(ex_ctx *c, ex_t t, ex_vec *v);
+/* *dst = a chunk-arena copy of s[0..n). */
+HS_MUST_USE hs_status ex_put_str(ex_ctx *c, ex_str *dst, const char *s, size_t n);
+/* An evaluation error at n's position in the text (HS_INVALID). */
+hs_status ex_fail(ex_ctx *c, const ex_node *n, const char *fmt, ...) HS_PRINTF(3, 4);
+/* expr_num.c: row j of the numeric function n (abs, round, floor, ceil,
+ * sqrt, sign, trunc, EX_FN_MATH, power, log(b, x), atan2, div, to_char of a
+ * number) into out; a[] are its evaluated arguments, none null at j. */
+HS_MUST_USE hs_status ex_num_fn(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out);
+
 /* ---- evaluation (expr_eval.c) ---- */
 
 /* Evaluates a node whose arguments are all constants; *out gets a value
  * whose strings live in arena.  Errors go to err (positions via e->text). */
 HS_MUST_USE hs_status ex_fold(const ex_expr *e, const ex_node *n, hs_arena *arena, ex_value *out,
                               hs_error *err);
-/* PostgreSQL's display scale of the numeric quotient x / y (unscaled values
- * with their scales; select_div_scale). */
-int ex_div_scale(__int128 x, int sx, __int128 y, int sy);
 /* Appends the SQL text of a non-null constant (for ex_format and leaves). */
 HS_MUST_USE hs_status ex_value_text(const ex_ty *t, const ex_value *v, hs_buf *out);
 /* Unicode-ish helpers (expr_func.c). */
@@ -310,7 +491,7 @@ HS_MUST_USE hs_status ex_like_compile(const uint8_t *p, size_t n, int esc, bool 
                                       hs_arena *arena, ex_like *out, hs_error *err);
 bool ex_like_match(const ex_like *pat, const uint8_t *s, size_t n);
 
-/* ---- pgvector (the "pgvector" sections of expr_eval.c and expr_bind.c) ----
+/* ---- pgvector (expr_pgvector.c; the "pgvector" section of expr_bind.c) ----
  * Values of EX_T_VEC..EX_T_BIT are blobs (expr/pgvector.h) in ex_value.s and
  * in the ex_str rows of evaluation vectors. */
 
@@ -318,6 +499,17 @@ bool ex_like_match(const ex_like *pat, const uint8_t *s, size_t n);
 int ex_pv_type(ex_t t);
 /* Columns that read as pgvector types (docs/sql.md, "pgvector types"). */
 bool ex_pv_type_of_field(const hs_field *f, ex_ty *out);
+
+/* The pgvector types in evaluation (expr_pgvector.c): reading their column
+ * forms, text, casts, the function kernels, and appending to a result. */
+HS_MUST_USE hs_status ex_pv_type_to_field(const ex_ty *t, const char *name, hs_field *out);
+HS_MUST_USE hs_status ex_pv_read_col(ex_ctx *c, const ex_node *n, const hs_column *col,
+                                     const ex_sel *sel, int ns, ex_vec *out);
+HS_MUST_USE hs_status ex_pv_text(ex_ctx *c, const ex_ty *t, const ex_str *v, ex_str *dst);
+HS_MUST_USE hs_status ex_pv_cast_rows(ex_ctx *c, const ex_node *n, const ex_ty *ft,
+                                      const ex_vec *a, const ex_sel *sel, int ns, ex_vec *out);
+HS_MUST_USE hs_status ex_pv_ev(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out);
+HS_MUST_USE hs_status ex_pv_append(const ex_ty *t, hs_column *col, const ex_str *v);
 
 /* ---- intervals (expr_interval.c) ---- */
 

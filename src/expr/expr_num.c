@@ -1,0 +1,541 @@
+/*
+ * expr/expr_num.c - numbers of the expression engine: exact decimal
+ * arithmetic on __int128 unscaled values and PostgreSQL 15's numeric
+ * functions.
+ *
+ *   what                          here
+ *   ----------------------------  -----------------------------------------------
+ *   powers of ten                 ex_pow10_tab (ex_pow10, ex_dec_up, ex_dec_round,
+ *                                 ex_dec_fits and ex_dec_cmp are inlines of expr_int.h:
+ *                                 every decimal kernel of expr_eval.c calls them)
+ *   decimal <-> text, double      ex_dec_format, ex_dec_to_double
+ *   numeric division              ex_div_scale (PostgreSQL's select_div_scale),
+ *                                 ex_dec_div (rounded half away from zero, or trunc)
+ *   numeric exp / ln / log10      numeric_math (PostgreSQL's result scale)
+ *   the numeric functions         ex_num_fn: abs, round, floor, ceil, sqrt, sign,
+ *                                 trunc, exp..radians (EX_FN_MATH), power, log(b, x),
+ *                                 atan2, div, to_char(number, fmt)
+ *
+ * Decimals are PostgreSQL's numeric limited to 38 digits: an operation whose
+ * exact result needs more is an error (22003), never a rounded value.  Float
+ * functions follow PostgreSQL's float8 functions, errors included.
+ * ex_num_fn is called by expr_eval.c once per row whose arguments are all
+ * non-null; the templates of to_char are expr_sqlfn.c's.
+ */
+#include "expr/expr_int.h"
+
+#include "base/numfmt.h"
+
+#include <math.h>
+#include <string.h>
+
+#define P19_ ((__int128)10000000000000000000ULL)
+const __int128 ex_pow10_tab[39] = {
+    1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000,
+    10000000000LL, 100000000000LL, 1000000000000LL, 10000000000000LL, 100000000000000LL,
+    1000000000000000LL, 10000000000000000LL, 100000000000000000LL, 1000000000000000000LL,
+    P19_, P19_ * 10, P19_ * 100, P19_ * 1000, P19_ * 10000, P19_ * 100000, P19_ * 1000000,
+    P19_ * 10000000, P19_ * 100000000, P19_ * 1000000000, P19_ * 10000000000LL,
+    P19_ * 100000000000LL, P19_ * 1000000000000LL, P19_ * 10000000000000LL,
+    P19_ * 100000000000000LL, P19_ * 1000000000000000LL, P19_ * 10000000000000000LL,
+    P19_ * 100000000000000000LL, P19_ * 1000000000000000000LL, P19_ * P19_};
+#undef P19_
+
+double ex_pow10_f(int k)
+{
+    static const double t[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12,
+                               1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    if (k >= 0 && k <= 22)
+        return t[k];
+    return pow(10.0, k);
+}
+
+/* floor or ceil of v / 10^k (k >= 0). */
+__int128 ex_dec_floor(__int128 v, int k, bool ceil_)
+{
+    if (k <= 0)
+        return v;
+    __int128 p = k > 38 ? ex_pow10(38) : ex_pow10(k), q = v / p, r = v % p;
+    if (!ceil_ && r < 0)
+        q--;
+    if (ceil_ && r > 0)
+        q++;
+    return q;
+}
+
+int ex_dec_format(__int128 v, int scale, char *buf)
+{
+    char tmp[48];
+    int k = 0;
+    unsigned __int128 u = v < 0 ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
+    do {
+        tmp[k++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (k <= scale)
+        tmp[k++] = '0';
+    int n = 0;
+    if (v < 0)
+        buf[n++] = '-';
+    for (int i = k - 1; i >= 0; i--) {
+        buf[n++] = tmp[i];
+        if (i == scale && scale > 0)
+            buf[n++] = '.';
+    }
+    buf[n] = '\0';
+    return n;
+}
+
+/* The double nearest to d / 10^scale (correctly rounded: exact operands
+ * and one division when they fit in a double's 53 bits, else the decimal
+ * text through strtod), so 150000000000000000000 at scale 20 is 1.5. */
+double ex_dec_to_double(__int128 d, int scale)
+{
+    const __int128 lim = (__int128)1 << 53;
+    if (d < lim && d > -lim && scale <= 22)
+        return (double)d / ex_pow10_f(scale);
+    char buf[64];
+    ex_dec_format(d, scale, buf);
+    return hs_strtod(buf, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* numeric functions                                                   */
+
+/* PostgreSQL's float errors (SQLSTATEs from the session's message table) */
+static hs_status math_check(ex_ctx *c, const ex_node *n, double x, double r)
+{
+    if (isinf(r) && !isinf(x))
+        return ex_fail(c, n, "value out of range: overflow");
+    if (r == 0 && x != 0 && n->aux == EX_M_EXP)
+        return ex_fail(c, n, "value out of range: underflow");
+    return HS_OK;
+}
+
+/* PostgreSQL's estimate_ln_dweight: the decimal weight of ln(x), x =
+ * v / 10^s > 0. */
+static int ln_dweight(__int128 v, int s)
+{
+    __int128 one = ex_pow10(s);
+    if (v * 10 >= one * 9 && v * 10 <= one * 11) { /* 0.9 <= x <= 1.1: ln(x) ~ x - 1 */
+        __int128 d = v - one;
+        if (d == 0)
+            return 0;
+        if (d < 0)
+            d = -d;
+        int nd = 0;
+        for (; d > 0; d /= 10)
+            nd++;
+        return nd - 1 - s;
+    }
+    double l = log(ex_dec_to_double(v, s));
+    return l == 0 ? 0 : (int)log10(fabs(l));
+}
+
+/* exp, ln, log10 (log) of a numeric as PostgreSQL's numeric_exp/_ln/_log:
+ * the result rounded half away from zero at PostgreSQL's scale (16
+ * significant digits at least, the argument's scale at least), computed in
+ * long double (about 19 digits: a value whose 17th to 19th digits sit at a
+ * rounding tie can differ in its last digit), then held at the column's
+ * scale (22003 when digits would be lost). */
+static hs_status numeric_math(ex_ctx *c, const ex_node *n, __int128 v, int s, __int128 *out)
+{
+    long double x = (long double)v / (long double)ex_pow10(s), r;
+    int rs;
+    if (n->aux == EX_M_EXP) {
+        double val = (double)x * 0.434294481903252;
+        val = val > 1000 ? 1000 : val < -1000 ? -1000 : val;
+        rs = 16 - (int)val;
+        r = expl(x);
+    } else {
+        if (v == 0)
+            return ex_fail(c, n, "cannot take logarithm of zero");
+        if (v < 0)
+            return ex_fail(c, n, "cannot take logarithm of a negative number");
+        rs = 16 - ln_dweight(v, s);
+        r = n->aux == EX_M_LN ? logl(x) : log10l(x);
+    }
+    if (rs < s)
+        rs = s;
+    if (rs < 0)
+        rs = 0;
+    int S = n->type.scale;
+    if (rs > 38 || !isfinite((double)r))
+        return ex_fail(c, n, "value out of range: the result needs more than 38 digits");
+    long double m = r * powl(10.0L, (long double)rs);
+    if (fabsl(m) >= 1e37L)
+        return ex_fail(c, n, "numeric field overflow");
+    __int128 q = (__int128)roundl(m);
+    if (rs > S) {
+        __int128 p = ex_pow10(rs - S);
+        if (q % p != 0)
+            return ex_fail(c, n, "value out of range: the result needs more than 38 digits at scale %d", S);
+        q /= p;
+    } else if (!ex_dec_up(q, S - rs, &q) || !ex_dec_fits(q)) {
+        return ex_fail(c, n, "numeric field overflow");
+    }
+    if (n->type.prec < 38 && (q >= ex_pow10(n->type.prec) || q <= -ex_pow10(n->type.prec)))
+        return ex_fail(c, n, "numeric field overflow");
+    *out = q;
+    return HS_OK;
+}
+
+/* PostgreSQL's select_div_scale: the display scale of numeric x / y, from the
+ * weights and first digits of the operands in base 10000. */
+static int ndigits_u128(unsigned __int128 u)
+{
+    int k = 1;
+    while (k < 39 && u >= (unsigned __int128)ex_pow10_tab[k])
+        k++;
+    return k;
+}
+
+static void nbase_lead(__int128 v, int scale, int *weight, int *first)
+{
+    unsigned __int128 u = (unsigned __int128)(v < 0 ? -v : v);
+    if (u == 0) {
+        *weight = 0;
+        *first = 0;
+        return;
+    }
+    int nd = ndigits_u128(u);
+    int e = nd - 1 - scale;                 /* decimal exponent of the leading digit */
+    int w = e >= 0 ? e / 4 : -((-e + 3) / 4); /* floor(e / 4) */
+    int k = e - 4 * w + 1;                  /* decimal digits of the first base-10000 digit */
+    *weight = w;
+    *first = nd >= k ? (int)(u / (unsigned __int128)ex_pow10_tab[nd - k])
+                     : (int)(u * (unsigned __int128)ex_pow10_tab[k - nd]);
+}
+
+int ex_div_scale(__int128 x, int sx, __int128 y, int sy)
+{
+    int w1, f1, w2, f2;
+    nbase_lead(x, sx, &w1, &f1);
+    nbase_lead(y, sy, &w2, &f2);
+    int qw = w1 - w2 - (f1 <= f2 ? 1 : 0);
+    int r = 16 - qw * 4;
+    if (r < sx)
+        r = sx;
+    if (r < sy)
+        r = sy;
+    return r < 0 ? 0 : r > 1000 ? 1000 : r;
+}
+
+/* x / y as numeric: rounded half away from zero at PostgreSQL's scale
+ * (ex_div_scale), then given at scale sr.  0: ok; 1: division by zero; 2:
+ * the result needs more than 38 digits at scale sr (the exact range). */
+int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out)
+{
+    if (y == 0)
+        return 1;
+    if (x == 0) {
+        *out = 0;
+        return 0;
+    }
+    int rs = trunc_ ? 0 : ex_div_scale(x, sx, y, sy);
+    bool negr = (x < 0) != (y < 0);
+    unsigned __int128 X = (unsigned __int128)(x < 0 ? -x : x), Y = (unsigned __int128)(y < 0 ? -y : y);
+    /* quotient digits: X * 10^(rs + sy - sx) / Y; rs >= sx so the exponent is >= sy >= 0 */
+    int E = rs + sy - sx;
+    if (E < 0) { /* trunc_ with sx > sy: divide the divisor's scale out instead */
+        if (-E > 38)
+            return 2;
+        unsigned __int128 p = (unsigned __int128)ex_pow10_tab[-E];
+        if (Y > ((unsigned __int128)1 << 127) / p)
+            { *out = 0; return 0; }
+        Y *= p;
+        E = 0;
+    }
+    unsigned __int128 q = X / Y, r = X % Y;
+    int dy = ndigits_u128(Y), chunk = 38 - dy;
+    const unsigned __int128 LIM = (unsigned __int128)ex_pow10_tab[38];
+    while (E > 0) {
+        int k = E < chunk ? E : chunk;
+        if (k <= 0) { /* a divisor of 38 digits: one digit at a time would overflow */
+            if (r > ((unsigned __int128)-1) / 10)
+                return 2;
+            k = 1;
+        }
+        unsigned __int128 p = (unsigned __int128)ex_pow10_tab[k];
+        if (q > LIM / p)
+            return 2;
+        r *= p;
+        q = q * p + r / Y;
+        r %= Y;
+        E -= k;
+    }
+    if (!trunc_ && r >= Y - r) /* 2r >= Y: half away from zero */
+        q++;
+    if (q >= LIM)
+        return 2;
+    if (rs < sr) {
+        unsigned __int128 p = (unsigned __int128)ex_pow10_tab[sr - rs];
+        if (q > (LIM - 1) / p)
+            return 2;
+        q *= p;
+    } else if (rs > sr) {
+        if (rs - sr > 38)
+            return q == 0 ? (*out = 0, 0) : 2;
+        unsigned __int128 p = (unsigned __int128)ex_pow10_tab[rs - sr];
+        if (q % p)
+            return 2;
+        q /= p;
+    }
+    *out = negr ? -(__int128)q : (__int128)q;
+    return 0;
+}
+
+/* to_char(number, fmt): the value as sign, integer and fraction digits
+ * rounded to the template's fraction (expr_sqlfn.c formats them). */
+static hs_status to_char_num(ex_ctx *c, const ex_node *n, const ex_ty *t, const ex_vec *a, int j,
+                             const ex_str *fmt, ex_str *out)
+{
+    char msg[256], ip[420], fp[128];
+    int nf = ex_to_char_frac_digits(fmt, msg);
+    if (nf < 0)
+        return ex_err_at(c->err, nf == -1 ? HS_UNSUPPORTED : HS_INVALID, c->e->text, n->loc, "%s", msg);
+    if (nf > 100)
+        return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                         "to_char: more than 100 fraction digits are not supported");
+    bool neg = false;
+    int float_post = -1;
+    memset(fp, '0', (size_t)nf);
+    fp[nf] = 0;
+    if (t->t == EX_T_FLOAT) {
+        double x = a->v.f[j];
+        if (!isfinite(x))
+            return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                             "to_char of NaN or infinity is not supported");
+        char tmp[520];
+        int pre = hs_snprintf_c(tmp, sizeof tmp, "%.0f", fabs(x));
+        float_post = pre >= 15 ? 0 : nf < 15 - pre ? nf : 15 - pre;
+        hs_snprintf_c(tmp, sizeof tmp, "%.*f", float_post, x);
+        const char *q = tmp;
+        if (*q == '-') {
+            neg = true;
+            q++;
+        }
+        while (*q == '0')
+            q++;
+        size_t k = 0;
+        while (*q && *q != '.' && k < sizeof ip - 1)
+            ip[k++] = *q++;
+        ip[k] = 0;
+        if (*q == '.')
+            memcpy(fp, q + 1, (size_t)float_post);
+    } else {
+        unsigned __int128 u;
+        int s = 0;
+        if (t->t == EX_T_INT) {
+            int64_t v = a->v.i[j];
+            neg = v < 0;
+            u = neg ? (unsigned __int128)(-(v + 1)) + 1 : (unsigned __int128)v;
+        } else {
+            __int128 d = a->v.d[j];
+            s = t->scale;
+            if (nf < s) {
+                d = ex_dec_round(d, s - nf);
+                s = nf;
+            }
+            neg = d < 0;
+            u = (unsigned __int128)(neg ? -d : d);
+        }
+        /* digits of u, the last s of them the fraction */
+        char dg[48];
+        int nd = 0;
+        do {
+            dg[nd++] = (char)('0' + (int)(u % 10));
+            u /= 10;
+        } while (u);
+        while (nd <= s)
+            dg[nd++] = '0';
+        size_t k = 0;
+        for (int i = nd - 1; i >= s; i--)
+            ip[k++] = dg[i];
+        ip[k] = 0;
+        if (k == 1 && ip[0] == '0')
+            ip[0] = 0;
+        for (int i = 0; i < s; i++)
+            fp[i] = dg[s - 1 - i];
+    }
+    hs_status st = ex_to_char_num(c->arena, neg, ip, fp, fmt, float_post, out);
+    return st == HS_NOMEM ? hs_err_nomem(c->err, fmt->n) : st;
+}
+
+/* Row j of the numeric function n (abs, round, floor, ceil, sqrt, sign,
+ * trunc, the EX_FN_MATH functions, power, log(b, x), atan2, div, to_char of
+ * a number) into out; its arguments a[] are not null at j. */
+hs_status ex_num_fn(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out)
+{
+    ex_fn fn = (ex_fn)n->op;
+    const ex_ty *t0 = &n->args[0]->type;
+    hs_status st = HS_OK;
+    switch (fn) {
+    case EX_FN_ABS:
+        if (t0->t == EX_T_INT) {
+            if (a[0].v.i[j] == INT64_MIN)
+                return ex_fail(c, n, "integer out of range");
+            out->v.i[j] = a[0].v.i[j] < 0 ? -a[0].v.i[j] : a[0].v.i[j];
+        } else if (t0->t == EX_T_DEC) {
+            out->v.d[j] = a[0].v.d[j] < 0 ? -a[0].v.d[j] : a[0].v.d[j];
+        } else {
+            out->v.f[j] = fabs(a[0].v.f[j]);
+        }
+        break;
+    case EX_FN_ROUND:
+        if (t0->t == EX_T_FLOAT) {
+            double x = a[0].v.f[j], r;
+            if (n->aux == 0 && !n->neg) {
+                r = nearbyint(x); /* PostgreSQL's rint: half to even */
+            } else if (n->aux == 0) {
+                r = round(x);
+            } else if (n->aux > 0) {
+                double m = ex_pow10_f(n->aux);
+                r = round(x * m) / m;
+            } else {
+                double m = ex_pow10_f(-n->aux);
+                r = round(x / m) * m;
+            }
+            out->v.f[j] = isfinite(r) ? r : x;
+        } else if (t0->t == EX_T_DEC) {
+            __int128 v = a[0].v.d[j];
+            int s = t0->scale, rs = n->type.scale;
+            v = ex_dec_round(v, s - rs);
+            if (rs > s && (!ex_dec_up(v, rs - s, &v) || !ex_dec_fits(v)))
+                return ex_fail(c, n, "numeric field overflow");
+            if (n->aux < 0) {
+                v = ex_dec_round(v, -n->aux);
+                if (!ex_dec_up(v, -n->aux, &v) || !ex_dec_fits(v))
+                    return ex_fail(c, n, "numeric field overflow");
+            }
+            out->v.d[j] = v;
+        } else {
+            int64_t v = a[0].v.i[j];
+            if (n->aux < 0) {
+                if (n->aux < -18) {
+                    v = 0;
+                } else {
+                    int64_t p = (int64_t)ex_pow10(-n->aux), q = v / p, r = v % p;
+                    if ((r < 0 ? -r : r) * 2 >= p)
+                        q += v < 0 ? -1 : 1;
+                    if (__builtin_mul_overflow(q, p, &v))
+                        return ex_fail(c, n, "integer out of range");
+                }
+            }
+            out->v.i[j] = v;
+        }
+        break;
+    case EX_FN_FLOOR: case EX_FN_CEIL:
+        if (t0->t == EX_T_DEC)
+            out->v.d[j] = ex_dec_floor(a[0].v.d[j], t0->scale, fn == EX_FN_CEIL);
+        else
+            out->v.f[j] = fn == EX_FN_CEIL ? ceil(a[0].v.f[j]) : floor(a[0].v.f[j]);
+        break;
+    case EX_FN_SQRT:
+        out->v.f[j] = sqrt(a[0].v.f[j]);
+        break;
+    case EX_FN_SIGN:
+        if (t0->t == EX_T_DEC) {
+            out->v.d[j] = a[0].v.d[j] > 0 ? 1 : a[0].v.d[j] < 0 ? -1 : 0;
+        } else {
+            double x = a[0].v.f[j];
+            out->v.f[j] = x > 0 ? 1.0 : x < 0 ? -1.0 : isnan(x) ? x : 0.0;
+        }
+        break;
+    case EX_FN_TRUNC:
+        if (t0->t == EX_T_FLOAT) {
+            out->v.f[j] = trunc(a[0].v.f[j]);
+        } else {
+            __int128 v = a[0].v.d[j];
+            int s = t0->scale, rs = n->type.scale, keep = n->aux;
+            if (keep < s) { /* drop the digits after `keep` (toward zero) */
+                int drop = s - keep;
+                __int128 p = ex_pow10(drop > 38 ? 38 : drop);
+                v = drop > 38 ? 0 : v / p;
+                if (keep < 0 && !ex_dec_up(v, -keep, &v))
+                    st = ex_fail(c, n, "numeric field overflow");
+                s = keep < 0 ? 0 : keep;
+            }
+            if (st == HS_OK && rs > s && (!ex_dec_up(v, rs - s, &v) || !ex_dec_fits(v)))
+                st = ex_fail(c, n, "numeric field overflow");
+            out->v.d[j] = v;
+        }
+        break;
+    case EX_FN_MATH: {
+        if (t0->t == EX_T_DEC) {
+            st = numeric_math(c, n, a[0].v.d[j], t0->scale, &out->v.d[j]);
+            break;
+        }
+        double x = a[0].v.f[j], r = 0;
+        switch ((ex_math)n->aux) {
+        case EX_M_EXP: r = exp(x); break;
+        case EX_M_LN: case EX_M_LOG10:
+            if (x == 0)
+                return ex_fail(c, n, "cannot take logarithm of zero");
+            if (x < 0)
+                return ex_fail(c, n, "cannot take logarithm of a negative number");
+            r = n->aux == EX_M_LN ? log(x) : log10(x);
+            break;
+        case EX_M_CBRT: r = cbrt(x); break;
+        case EX_M_SIN: r = sin(x); break;
+        case EX_M_COS: r = cos(x); break;
+        case EX_M_TAN: r = tan(x); break;
+        case EX_M_ASIN: case EX_M_ACOS:
+            if (x < -1 || x > 1)
+                return ex_fail(c, n, "input is out of range");
+            r = n->aux == EX_M_ASIN ? asin(x) : acos(x);
+            break;
+        case EX_M_ATAN: r = atan(x); break;
+        case EX_M_DEGREES: r = x * (180.0 / 3.14159265358979323846); break;
+        case EX_M_RADIANS: r = x * (3.14159265358979323846 / 180.0); break;
+        }
+        if ((n->aux == EX_M_SIN || n->aux == EX_M_COS || n->aux == EX_M_TAN) && isinf(x))
+            return ex_fail(c, n, "input is out of range");
+        HS_TRY(math_check(c, n, x, r));
+        out->v.f[j] = r;
+        break;
+    }
+    case EX_FN_POWER: {
+        double x = a[0].v.f[j], y = a[1].v.f[j];
+        if (x == 0 && y < 0)
+            return ex_fail(c, n, "zero raised to a negative power is undefined");
+        if (x < 0 && floor(y) != y && isfinite(y))
+            return ex_fail(c, n, "a negative number raised to a non-integer power yields a complex result");
+        double r = pow(x, y);
+        if (isinf(r) && isfinite(x) && isfinite(y))
+            return ex_fail(c, n, "value out of range: overflow");
+        if (r == 0 && x != 0 && isfinite(x) && isfinite(y))
+            return ex_fail(c, n, "value out of range: underflow");
+        out->v.f[j] = r;
+        break;
+    }
+    case EX_FN_LOG2: { /* log(b, x) */
+        double bb = a[0].v.f[j], x = a[1].v.f[j];
+        if (bb == 0 || x == 0)
+            return ex_fail(c, n, "cannot take logarithm of zero");
+        if (bb < 0 || x < 0)
+            return ex_fail(c, n, "cannot take logarithm of a negative number");
+        if (bb == 1)
+            return ex_fail(c, n, "division by zero");
+        out->v.f[j] = log(x) / log(bb);
+        break;
+    }
+    case EX_FN_ATAN2:
+        out->v.f[j] = atan2(a[0].v.f[j], a[1].v.f[j]);
+        break;
+    case EX_FN_DIV: {
+        int rc2 = ex_dec_div(a[0].v.d[j], n->args[0]->type.scale, a[1].v.d[j],
+                          n->args[1]->type.scale, 0, true, &out->v.d[j]);
+        if (rc2 == 1)
+            return ex_fail(c, n, "division by zero");
+        if (rc2 == 2)
+            return ex_fail(c, n, "value out of range: the quotient has more than 38 digits");
+        break;
+    }
+    case EX_FN_TO_CHAR:
+        return to_char_num(c, n, t0, &a[0], j, &a[1].v.s[j], &out->v.s[j]);
+    default:
+        return ex_fail(c, n, "internal: not a numeric function");
+    }
+    return st;
+}
