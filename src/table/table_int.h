@@ -476,12 +476,12 @@ void tbl_wal_recover_on_open(hs_table *t);
 /* The registry view of one scan: loaded once, read-only afterwards (shared
  * by the threads reading files). */
 typedef struct tbl_ixscan tbl_ixscan;
-/* Loads the registry named by m's properties.  *out = NULL when the table
- * has no index entries (or the registry cannot be read: a warning, and
- * *skipped counts it).  Caller frees with tbl_ixscan_free. */
 /* Object stores: starts loading m's index registry (root and segments) into
  * the cache on a background thread (a scan planner, before the manifests). */
 void tbl_ix_warm_async(const ice_table_metadata *m);
+/* Loads the registry named by m's properties.  *out = NULL when the table
+ * has no index entries (or the registry cannot be read: a warning, and
+ * *skipped counts it).  Caller frees with tbl_ixscan_free. */
 HS_MUST_USE hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out,
                                       int64_t *skipped, hs_error *err);
 /* The same for a scan of snapshot snap (NULL = current): for an older
