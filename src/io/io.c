@@ -921,3 +921,8 @@ bool hs_io_background(void (*fn)(void *arg), void *arg)
 {
     return hs_s3_background(fn, arg);
 }
+
+void hs_io_background_wait(void)
+{
+    hs_s3_background_wait();
+}

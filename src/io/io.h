@@ -222,6 +222,9 @@ void hs_io_prefetch_async(const char *const *uris, size_t n);
  * thread could be started.  Process exit waits up to 5 s for running ones,
  * as for hs_io_prefetch_async; hs_s3_reset waits for them too. */
 bool hs_io_background(void (*fn)(void *arg), void *arg);
+/* Waits until no hs_io_background task or asynchronous prefetch runs (tests
+ * clearing caches that such tasks fill). */
+void hs_io_background_wait(void);
 /* Object stores: the size and version (ETag) of an object, from io/s3.c's
  * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
  * else by opening it (one GET of its tail, which then serves the caller's

@@ -546,3 +546,12 @@ bool hs_s3_background(void (*fn)(void *arg), void *arg)
     }
     return ok;
 }
+
+void hs_s3_background_wait(void)
+{
+    pthread_mutex_lock(&g_s3_lock);
+    s3_inflight_after_fork_locked();
+    while (g_async_running > 0)
+        pthread_cond_wait(&g_async_cv, &g_s3_lock);
+    pthread_mutex_unlock(&g_s3_lock);
+}

@@ -1514,6 +1514,7 @@ static tbl_fcache g_ix_cache = TBL_FCACHE_INIT("HS_INDEX_CACHE_MB", 256, ent_fre
 
 void tbl_index_cache_clear(void)
 {
+    hs_io_background_wait();   /* a registry warming (tbl_ix_warm_async) adds entries */
     tbl_fcache_clear(&g_ix_cache);
     hs_avro_schema_cache_clear();   /* the manifests' parsed schemas, too */
     tbl_mcache_clear();             /* and decoded manifests */
