@@ -29,6 +29,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
 import sys
 import time
 
@@ -92,14 +93,34 @@ def load_model(threads):
     return tok, sess
 
 
-def embed(texts, tok, sess, batch):
-    """(len(texts), 384) float32 unit vectors, in the order of texts."""
+CHUNK_BATCHES = 100   # a checkpoint every 100 batches (6,400 texts at --batch 64)
+
+
+def embed(texts, tok, sess, batch, ckpt=None):
+    """(len(texts), 384) float32 unit vectors, in the order of texts.
+
+    ckpt: a directory for checkpoints: every CHUNK_BATCHES batches the
+    vectors embedded so far (in the sorted order) are saved there as
+    chunk-NNNNNNN.npy, and a later run with the same texts, batch size and
+    model resumes after the last chunk (the batches depend only on the
+    texts, so the result is the same).  The directory name holds a digest of
+    those inputs; it is removed once the whole set is embedded."""
     enc = tok.encode_batch(texts)
     order = sorted(range(len(texts)), key=lambda i: (len(enc[i].ids), i))
     names = {i.name for i in sess.get_inputs()}
     out = np.empty((len(texts), DIM), dtype=np.float32)
+    first = 0
+    if ckpt is not None:
+        ckpt.mkdir(parents=True, exist_ok=True)
+        step = batch * CHUNK_BATCHES
+        while (ckpt / f"chunk-{first:07d}.npy").exists() and first < len(order):
+            part = np.load(ckpt / f"chunk-{first:07d}.npy")
+            out[order[first:first + len(part)]] = part
+            first += len(part)
+        if first:
+            print(f"  resumed after {first} texts from {ckpt}", file=sys.stderr)
     t0 = time.time()
-    for start in range(0, len(order), batch):
+    for start in range(first, len(order), batch):
         idx = order[start:start + batch]
         width = max(len(enc[i].ids) for i in idx)
         ids = np.zeros((len(idx), width), dtype=np.int64)
@@ -117,9 +138,14 @@ def embed(texts, tok, sess, batch):
         pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         out[idx] = pooled
         done = start + len(idx)
-        if done // batch % 100 == 0 or done == len(order):
-            rate = done / max(time.time() - t0, 1e-9)
+        if done // batch % CHUNK_BATCHES == 0 or done == len(order):
+            rate = (done - first) / max(time.time() - t0, 1e-9)
             print(f"  embedded {done}/{len(order)} ({rate:.0f}/s)", file=sys.stderr)
+            if ckpt is not None:
+                lo = (done - 1) // (batch * CHUNK_BATCHES) * (batch * CHUNK_BATCHES)
+                tmp = ckpt / f"chunk-{lo:07d}.tmp.npy"
+                np.save(tmp, out[order[lo:done]])
+                os.replace(tmp, ckpt / f"chunk-{lo:07d}.npy")
     return out
 
 
@@ -161,7 +187,9 @@ def main():
     print(f"{len(texts)} synsets; embedding {len(chosen)}", file=sys.stderr)
 
     tok, sess = load_model(a.threads)
-    vecs = embed(chosen, tok, sess, a.batch)
+    key = hashlib.sha256("\n".join(chosen).encode() + f"|{a.batch}|{MODEL_SHA256}".encode())
+    ckpt = a.out / f"wordnet384.partial-{key.hexdigest()[:16]}"
+    vecs = embed(chosen, tok, sess, a.batch, ckpt)
     train, query = vecs[:a.train], vecs[a.train:]
     print("exact ground truth", file=sys.stderr)
     gt = exact_topk(train, query, min(GT_K, a.train))
@@ -179,6 +207,7 @@ def main():
         "train_synset_rows": "perm[query:query+train] of file order",
     }
     (a.out / "wordnet384.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    shutil.rmtree(ckpt, ignore_errors=True)
     print(json.dumps(meta), file=sys.stderr)
 
 

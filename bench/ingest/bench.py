@@ -28,8 +28,11 @@ into a table with a scalar index on `cat` and an HNSW index on `vec`.
                           its own writes at once
 
 rows/s counts the write loop (acknowledged rows); "with close" adds the
-final flush (ours) so nothing is left unindexed.  Env: HS_BUILD, BENCH_ROWS,
-BENCH_BATCH, BENCH_DIM, BENCH_WRITERS, BENCH_LAT_SAMPLES.
+final flush (ours, first round) so nothing is left unindexed.  The machine
+this runs on is often shared, so the rows/s rounds of ours and LanceDB
+alternate (BENCH_REPEATS rounds, medians printed); Lucene (25x slower) runs
+once.  Env: HS_BUILD, BENCH_ROWS, BENCH_BATCH, BENCH_DIM, BENCH_WRITERS,
+BENCH_LAT_SAMPLES, BENCH_REPEATS (3), BENCH_LUCENE (1; 0 skips it).
 """
 import os
 import random
@@ -48,6 +51,8 @@ B = int(os.environ.get("BENCH_BATCH", "100"))
 D = int(os.environ.get("BENCH_DIM", "32"))
 W = int(os.environ.get("BENCH_WRITERS", "4"))
 LAT = int(os.environ.get("BENCH_LAT_SAMPLES", "100"))
+REPEATS = int(os.environ.get("BENCH_REPEATS", "3"))
+LUCENE = os.environ.get("BENCH_LUCENE", "1") != "0"
 
 SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("x", pa.float64()),
                     ("vec", pa.list_(pa.float32(), D))])
@@ -81,20 +86,30 @@ def ours_table(root):
     return t
 
 
-def ours_single(root):
+def finish(t, s, t0, close):
+    """Closes the stream (the final flush, timed) or, on repeats, aborts it
+    after checking every row was acknowledged; (rows/s with close or None)."""
+    if not close:
+        assert s.stats()["rows_written"] == N
+        s.abort()
+        return None
+    s.close()
+    total = time.perf_counter() - t0
+    assert t.count() == N
+    return N / total
+
+
+def ours_single(root, close=True):
     t = ours_table(root)
     s = t.stream(fsync="batch")
     t0 = time.perf_counter()
     for b in BATCHES:
         s.write(b)
     loop = time.perf_counter() - t0
-    s.close()
-    total = time.perf_counter() - t0
-    assert t.count() == N
-    return N / loop, N / total
+    return N / loop, finish(t, s, t0, close)
 
 
-def ours_group(root):
+def ours_group(root, close=True):
     t = ours_table(root)
     s = t.stream(fsync="interval")
     parts = [BATCHES[i::W] for i in range(W)]
@@ -109,10 +124,7 @@ def ours_group(root):
     for th in threads:
         th.join()
     loop = time.perf_counter() - t0
-    s.close()
-    total = time.perf_counter() - t0
-    assert t.count() == N
-    return N / loop, N / total
+    return N / loop, finish(t, s, t0, close)
 
 
 def ours_latency(root):
@@ -134,7 +146,7 @@ def ours_latency(root):
     return lat
 
 
-def lance_run(root):
+def lance_run(root, lat_samples=LAT):
     import lancedb
     db = lancedb.connect(os.path.join(root, "lance"))
     warm = BATCHES[: max(1, len(BATCHES) // 10)]
@@ -152,7 +164,7 @@ def lance_run(root):
     assert tbl.count_rows() == N
     rng = random.Random(7)
     lat = []
-    for k in range(LAT):
+    for k in range(lat_samples):
         x = 10**9 + k
         tbl.add(batch(x, 1))
         ack = time.perf_counter()
@@ -196,40 +208,64 @@ def lucene_run(root):
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 
+def med(a):
+    return sorted(a)[len(a) // 2]
+
+
 def main():
     root = tempfile.mkdtemp(prefix="bench-ingest-")
     try:
         print(f"bench/ingest: {N} rows, batches of {B}, vec dim {D}, indexes: inverted(cat), "
-              f"hnsw(vec)")
-        single, single_total = ours_single(os.path.join(root, "a"))
-        print(f"  ours   fsync per batch   {single:10.0f} rows/s   (with close/flush: "
+              f"hnsw(vec); {REPEATS} rounds of ours fsync/batch, ours group commit, LanceDB "
+              f"(interleaved; medians)")
+        try:
+            import lancedb  # noqa: F401
+            have_lance = True
+        except ImportError:
+            have_lance = False
+            print("  LanceDB: not installed (bench/ingest/run.sh installs it)")
+        single, group, lance = [], [], []
+        single_total = group_total = None
+        for r in range(REPEATS):
+            a, at = ours_single(os.path.join(root, f"a{r}"), close=r == 0)
+            g, gt = ours_group(os.path.join(root, f"b{r}"), close=r == 0)
+            single.append(a)
+            group.append(g)
+            single_total = single_total or at
+            group_total = group_total or gt
+            line = f"  round {r + 1}: ours fsync/batch {a:8.0f}  group x{W} {g:8.0f}"
+            if have_lance:
+                lr, _ = lance_run(os.path.join(root, f"d{r}"), lat_samples=0)
+                lance.append(lr)
+                line += f"  lance {lr:8.0f}"
+            print(line + " rows/s", flush=True)
+        single, group = med(single), med(group)
+        print(f"  ours   fsync per batch   {single:10.0f} rows/s   (with close/flush, round 1: "
               f"{single_total:.0f})")
-        group, group_total = ours_group(os.path.join(root, "b"))
-        print(f"  ours   group commit x{W}   {group:10.0f} rows/s   (with close/flush: "
+        print(f"  ours   group commit x{W}   {group:10.0f} rows/s   (with close/flush, round 1: "
               f"{group_total:.0f})")
         lat = ours_latency(os.path.join(root, "c"))
         print(f"  ours   ack->searchable   p50 {pct(lat, 50) * 1000:7.1f} ms   p99 "
-              f"{pct(lat, 99) * 1000:7.1f} ms   (refresh 1 s)")
-        luc = lucene_run(os.path.join(root, "e"))
+              f"{pct(lat, 99) * 1000:7.1f} ms   (refresh 1 s)", flush=True)
+        if have_lance:
+            _, llat = lance_run(os.path.join(root, "d"))
+            lance = med(lance)
+            print(f"  lance  table.add         {lance:10.0f} rows/s")
+            print(f"  lance  ack->searchable   p50 {pct(llat, 50) * 1000:7.1f} ms   p99 "
+                  f"{pct(llat, 99) * 1000:7.1f} ms")
+            print(f"  ratio  ours fsync/batch vs lance: {single / lance:.2f}x   group commit vs "
+                  f"lance: {group / lance:.2f}x", flush=True)
+        luc = lucene_run(os.path.join(root, "e")) if LUCENE else None
         if luc is None:
-            print("  Lucene: not installed (bench/ingest/run.sh installs liblucene8-java)")
+            print("  Lucene: not run (BENCH_LUCENE=0) or not installed (run.sh installs "
+                  "liblucene8-java)")
         else:
-            print(f"  lucene commit per batch  {luc['batch']:10.0f} rows/s")
+            print(f"  lucene commit per batch  {luc['batch']:10.0f} rows/s   (one round)")
             print(f"  lucene group commit x{W}  {luc['group']:10.0f} rows/s")
             print(f"  lucene ack->searchable   p50 {luc['p50'] * 1000:7.1f} ms   p99 "
                   f"{luc['p99'] * 1000:7.1f} ms   (SearcherManager refreshed every 1 s)")
             print(f"  ratio  ours vs lucene: fsync/batch {single / luc['batch']:.2f}x   group "
                   f"commit {group / luc['group']:.2f}x")
-        try:
-            lance, llat = lance_run(os.path.join(root, "d"))
-        except ImportError:
-            print("  LanceDB: not installed (bench/ingest/run.sh installs it)")
-            return
-        print(f"  lance  table.add         {lance:10.0f} rows/s")
-        print(f"  lance  ack->searchable   p50 {pct(llat, 50) * 1000:7.1f} ms   p99 "
-              f"{pct(llat, 99) * 1000:7.1f} ms")
-        print(f"  ratio  ours fsync/batch vs lance: {single / lance:.2f}x   group commit vs "
-              f"lance: {group / lance:.2f}x")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -30,7 +30,8 @@ sweep that reaches recall@10 >= 0.95 (and >= 0.99 where reached) is used for:
                  earlier query used: fN_new_ms, parsed, planned and
                  prepared from scratch)
   batch    all columns, every query in one call (2-D query, query_index),
-           time per query (median of 3 calls)
+           time per query (median of 3 calls); bf50 ... bf0.1: the same
+           with each filter
 
 Quantized kinds are swept twice: with the index's rerank factor (the best
 max(4k, ef) candidates reranked) and with the query option rerank = 1 (the
@@ -278,6 +279,18 @@ def run_ours(args, work, name, base, queries, labels, perm, metric, gts, fgts, r
             ids = r.column("id").to_numpy()
             row["batch_recall"] = round(recall([ids[qi == i] for i in range(len(queries))],
                                                gts), 4)
+            for frac in FILTERS:   # batched with each filter (all columns)
+                flt = f"sel < {max(1, int(len(base) * frac))}"
+                bts = []
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    r = t.to_arrow(filter=flt, vector_filter={**bvf, "query": queries})
+                    bts.append(time.perf_counter() - t0)
+                qi = r.column("query_index").to_numpy()
+                ids = r.column("id").to_numpy()
+                row[f"bf{frac * 100:g}_ms"] = round(statistics.median(bts) * 1e3 / len(queries), 3)
+                row[f"bf{frac * 100:g}_recall"] = round(
+                    recall([ids[qi == i] for i in range(len(queries))], fgts[frac]), 4)
             log(json.dumps(row))
             rows.append(row)
             if not args.tables_dir:
@@ -407,6 +420,11 @@ def report(rows, sets):
             worst_f = max(r[f"f{f * 100:g}_ms"] for f in FILTERS) / r["all_ms"]
             out.append(f"- {r['layout']}/{r['kind']}: filtered/unfiltered (all columns) at most "
                        f"{worst_f:.2f}x; batch recall {r['batch_recall']}")
+            if "bf50_ms" in r:
+                bf = [r[f"bf{f * 100:g}_ms"] for f in FILTERS]
+                out.append(f"  batched with filter f50/f10/f1/f0.1: {' / '.join(map(str, bf))} "
+                           f"ms/query (recall at least "
+                           f"{min(r[f'bf{f * 100:g}_recall'] for f in FILTERS)})")
             if "f50_cold_ms" in r:
                 cold = [r[f"f{f * 100:g}_cold_ms"] for f in FILTERS]
                 out.append(f"  a filter's first query on the handle (two texts in turn) "
@@ -445,7 +463,18 @@ def main():
                     help="also time each filter with its text changing every query, so the "
                          "table handle's kept filtered preparation never applies (fN_cold_ms: "
                          "a filter's first query)")
+    ap.add_argument("--report-from", type=pathlib.Path,
+                    help="print the report of the JSON rows a run logged on stderr (or "
+                         "wrote with --json), e.g. of a run that was interrupted; nothing runs")
     args = ap.parse_args()
+    if args.report_from:
+        text = args.report_from.read_text()
+        if text.lstrip().startswith("["):
+            rows = json.loads(text)
+        else:
+            rows = [json.loads(ln) for ln in text.splitlines() if ln.startswith("{")]
+        print(report(rows, list(dict.fromkeys(r["set"] for r in rows if "kind" in r))))
+        return
     args.kinds = args.kinds.split(",")
     args.layouts = args.layouts.split(",")
     args.layout_kinds = {lay: ks.split(",") for lay, _, ks in

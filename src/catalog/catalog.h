@@ -312,6 +312,13 @@ HS_MUST_USE hs_status cat_io_create(const char *path, bool exclusive, hs_wfile *
 /* The same with io.h's HS_WFILE_* flags (EXCLUSIVE, NO_SYNC). */
 HS_MUST_USE hs_status cat_io_create_ex(const char *path, int flags, hs_wfile **out,
                                        hs_error *err);
+/* While a begin is in force (counted; every begin needs its end), files that
+ * cat_io_create_ex creates under local directory `dir` are synced (file, then
+ * directory) even when their flags say HS_WFILE_NO_SYNC, from any thread.
+ * An append stream's flush uses it so that its commit is durable before the
+ * log is cut, without syncing the whole file system (table/stream.c). */
+HS_MUST_USE hs_status cat_io_sync_under_begin(const char *dir, hs_error *err);
+void cat_io_sync_under_end(const char *dir);
 /* Writes a whole small file (through cat_io_create / cat_io_create_ex). */
 HS_MUST_USE hs_status cat_io_write_all(const char *path, bool exclusive, const void *p,
                                        size_t n, hs_error *err);

@@ -35,6 +35,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/file.h>
@@ -147,10 +149,98 @@ static void fw_abort(hs_wfile *f)
 
 static const hs_wfile_vtbl fault_wvtbl = { fw_write, fw_close, fw_abort };
 
+/* ---- forced sync under a directory ---------------------------------------- */
+
+/* Directories (with a trailing '/') whose new files are created synced
+ * whatever their flags say; a list with a count per entry (two flushes of
+ * one table may overlap).  g_sync_n lets the common case skip the lock. */
+#define SYNC_DIRS_MAX 64
+static pthread_mutex_t g_sync_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int g_sync_n;
+static struct { char *dir; int refs; } g_sync_dirs[SYNC_DIRS_MAX];
+
+static char *dir_with_slash(const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    char *d = hs_malloc(n + 2);
+    if (d) {
+        memcpy(d, dir, n);
+        d[n] = '/';
+        d[n + 1] = 0;
+    }
+    return d;
+}
+
+hs_status cat_io_sync_under_begin(const char *dir, hs_error *err)
+{
+    char *d = dir_with_slash(dir);
+    if (!d)
+        return hs_err_nomem(err, strlen(dir) + 2);
+    pthread_mutex_lock(&g_sync_mu);
+    int free_i = -1;
+    for (int i = 0; i < SYNC_DIRS_MAX; i++) {
+        if (g_sync_dirs[i].dir && strcmp(g_sync_dirs[i].dir, d) == 0) {
+            g_sync_dirs[i].refs++;
+            pthread_mutex_unlock(&g_sync_mu);
+            hs_free(d);
+            return HS_OK;
+        }
+        if (!g_sync_dirs[i].dir && free_i < 0)
+            free_i = i;
+    }
+    if (free_i < 0) {
+        pthread_mutex_unlock(&g_sync_mu);
+        hs_free(d);
+        return hs_err_set(err, HS_BUSY, "%s: more than %d directories are being synced at once",
+                          dir, SYNC_DIRS_MAX);
+    }
+    g_sync_dirs[free_i].dir = d;
+    g_sync_dirs[free_i].refs = 1;
+    g_sync_n++;
+    pthread_mutex_unlock(&g_sync_mu);
+    return HS_OK;
+}
+
+void cat_io_sync_under_end(const char *dir)
+{
+    char *d = dir_with_slash(dir);
+    if (!d)
+        return;   /* the entry stays: files there keep being synced (safe) */
+    pthread_mutex_lock(&g_sync_mu);
+    for (int i = 0; i < SYNC_DIRS_MAX; i++)
+        if (g_sync_dirs[i].dir && strcmp(g_sync_dirs[i].dir, d) == 0) {
+            if (--g_sync_dirs[i].refs == 0) {
+                hs_free(g_sync_dirs[i].dir);
+                g_sync_dirs[i].dir = NULL;
+                g_sync_n--;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&g_sync_mu);
+    hs_free(d);
+}
+
+static bool sync_forced(const char *path)
+{
+    if (atomic_load(&g_sync_n) == 0)
+        return false;
+    const char *p = cat_local_path(path);
+    bool hit = false;
+    pthread_mutex_lock(&g_sync_mu);
+    for (int i = 0; !hit && i < SYNC_DIRS_MAX; i++)
+        hit = g_sync_dirs[i].dir && strncmp(p, g_sync_dirs[i].dir, strlen(g_sync_dirs[i].dir)) == 0;
+    pthread_mutex_unlock(&g_sync_mu);
+    return hit;
+}
+
 hs_status cat_io_create_ex(const char *path, int flags, hs_wfile **out, hs_error *err)
 {
     *out = NULL;
     HS_TRY(cat_io_fault_point(path, err));
+    if ((flags & HS_WFILE_NO_SYNC) && sync_forced(path))
+        flags &= ~HS_WFILE_NO_SYNC;
     fault_wfile *w = hs_calloc(1, sizeof *w);
     char *name = hs_strdup(path);
     if (!w || !name) {
@@ -235,12 +325,29 @@ hs_status cat_io_mkdirs(const char *path, hs_error *err)
             continue;
         char saved = p[i];
         p[i] = 0;
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+        int made = mkdir(p, 0755);
+        if (made != 0 && errno != EEXIST) {
             int e = errno;
             hs_status st = hs_err_set(err, HS_IO, "%s: cannot create directory: %s", p,
                                       strerror(e));
             hs_free(p);
             return st;
+        }
+        if (made == 0 && i > 1 && sync_forced(p)) {
+            /* a new directory under a synced one: its entry must be durable */
+            char *slash = strrchr(p, '/');
+            *slash = 0;
+            int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            int e = fd < 0 || hs_io_fsync_fd(fd, false) != 0 ? errno : 0;
+            if (fd >= 0)
+                close(fd);
+            *slash = '/';
+            if (e) {
+                hs_status st = hs_err_set(err, HS_IO, "%s: fsync of the parent directory "
+                                          "failed: %s", p, strerror(e));
+                hs_free(p);
+                return st;
+            }
         }
         p[i] = saved;
     }

@@ -177,6 +177,19 @@ HS_MUST_USE hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **o
 HS_MUST_USE hs_status ex_to_pred(const ex_expr *e, pr_filter **out, bool *exact,
                                        hs_error *err);
 
+/* Constant date/timestamp +- interval for rewrites before binding (the
+ * planner folds such literals so that they prune: sql/plan_rewrite.c).  ts
+ * is the text of a date literal (is_date) or a timestamp literal, iv the
+ * text of an interval literal with its field qualifier (PostgreSQL's
+ * INTERVAL_MASK bits of interval '90' day; 0 for none), sign +1 or -1.
+ * Reads both texts as binding does and adds as evaluation does
+ * (expr_interval.c), then writes the timestamp's text (PostgreSQL's output,
+ * 'YYYY-MM-DD HH:MM:SS[.ffffff]') to out (cap bytes with the NUL).  False
+ * when a text is not one binding reads or the result is out of range: the
+ * expression is then left to the binder, which reports the error. */
+bool ex_ts_interval_text(const char *ts, bool is_date, const char *iv, int mask, int sign,
+                         char *out, size_t cap);
+
 /* Human-readable form of the bound tree (for explain); caller frees with hs_free. */
 HS_MUST_USE hs_status ex_format(const ex_expr *e, char **out, hs_error *err);
 

@@ -1809,7 +1809,7 @@ static bool numeric_text_scale(const char *p, size_t n, int *scale, int *int_dig
  * with 22003).  bind_cast marks a cast of a double (aux = 1): its values'
  * display scale is that of their digits without trailing zeros, which
  * numeric division reads (expr_eval.c ev_arith).  A NULL is
- * numeric(18,3), the column type plain `numeric` creates (docs/sql.md). */
+ * numeric(18,3) (a plain `numeric` column is refused in DDL: sql/ddl.c). */
 #define EX_NUMERIC_SCALE 20
 static void unconstrained_numeric(const ex_node *x, ex_ty *t)
 {

@@ -55,10 +55,10 @@ static hs_status want_int(ex_binder *b, ex_node **np, const char *fn)
  * supported"), while a name PostgreSQL does not know either is 42883
  * undefined_function, as PostgreSQL reports it.  Names only (sorted). */
 static const char *const pg_builtins[] = {
-    "acos", "acosd", "acosh", "age", "array_append", "array_cat", "array_dims",
-    "array_fill", "array_length", "array_lower", "array_ndims", "array_position",
+    "acos", "acosd", "acosh", "array_append", "array_cat", "array_dims",
+    "array_fill", "array_length", "array_lower", "array_ndims",
     "array_positions", "array_prepend", "array_remove", "array_replace", "array_to_json",
-    "array_to_string", "array_upper", "ascii", "asin", "asind", "asinh", "atan", "atan2",
+    "array_upper", "ascii", "asin", "asind", "asinh", "atan", "atan2",
     "atan2d", "atand", "atanh", "bit_count", "bit_length", "cardinality", "cbrt", "chr",
     "clock_timestamp", "coalesce", "concat_ws", "convert_from", "convert_to", "cos", "cosd",
     "cosh", "cot", "cotd", "current_date", "current_setting", "current_time",
@@ -68,7 +68,7 @@ static const char *const pg_builtins[] = {
     "json_extract_path", "json_extract_path_text", "json_object", "json_typeof",
     "jsonb_array_length", "jsonb_build_array", "jsonb_build_object", "jsonb_extract_path",
     "jsonb_extract_path_text", "jsonb_path_query", "jsonb_pretty", "jsonb_set",
-    "jsonb_typeof", "justify_days", "justify_hours", "justify_interval", "lcm", "least",
+    "jsonb_typeof", "lcm", "least",
     "left", "ln", "localtime", "localtimestamp", "log", "log10", "lpad", "make_date",
     "make_interval", "make_time", "make_timestamp", "make_timestamptz", "md5",
     "min_scale", "mod", "now", "nullif", "octet_length", "overlay", "pg_typeof", "pi",
@@ -195,6 +195,39 @@ static ex_ty numeric_math_type(const ex_node *x, int aux)
     return exb_dec_type(38 - s, s);
 }
 
+/* power(x, y) is power(numeric, numeric) when one argument is numeric and
+ * the other numeric, an integer, an unknown literal or NULL (PostgreSQL's
+ * overload resolution: more exact matches than power(float8, float8); a
+ * double precision argument picks that one). */
+static bool numeric_power_args(const ex_node *x, const ex_node *y)
+{
+    ex_t tx = x->type.t, ty = y->type.t;
+    bool ox = tx == EX_T_DEC || tx == EX_T_INT || tx == EX_T_UNKNOWN || tx == EX_T_NULL;
+    bool oy = ty == EX_T_DEC || ty == EX_T_INT || ty == EX_T_UNKNOWN || ty == EX_T_NULL;
+    return (tx == EX_T_DEC && oy) || (ty == EX_T_DEC && ox);
+}
+
+/* The type of power(numeric, numeric) (expr_num.c numeric_power): constants
+ * fold at exactly PostgreSQL's scale; an integer exponent (an integer
+ * column, an integral constant) has PostgreSQL's scale max(16, the base's)
+ * on every row; otherwise the scale varies by row and values are held at
+ * scale 20 (or the arguments' if larger), as exp/ln/log of numerics.
+ * y_int: y was an integer before want_dec cast it. */
+static ex_ty numeric_power_type(const ex_node *x, const ex_node *y, bool y_int)
+{
+    int s = x->type.scale > y->type.scale ? x->type.scale : y->type.scale;
+    s = s > 20 ? s : 20;
+    if (exb_is_const(y) && !y->val.null && y->val.d % ex_pow10(y->type.scale) == 0)
+        y_int = y->val.d / ex_pow10(y->type.scale) <= INT32_MAX &&
+                y->val.d / ex_pow10(y->type.scale) >= INT32_MIN;
+    if (y_int)
+        s = x->type.scale > 16 ? x->type.scale : 16;
+    if (exb_is_const(x) && exb_is_const(y) && !x->val.null && !y->val.null)
+        s = ex_power_scale(x->val.d, x->type.scale, y->val.d, y->type.scale);
+    s = s > 38 ? 38 : s;
+    return exb_dec_type(38 - s, s);
+}
+
 static bool is_list_col(const ex_node *x)
 {
     return x->kind == EX_COL && x->type.t == EX_T_OTHER && x->field &&
@@ -263,6 +296,13 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
         }
         /* fallthrough */
     case EX_FN_POWER: case EX_FN_ATAN2:
+        if (f == EX_FN_POWER && numeric_power_args(a[0], a[1])) {
+            bool y_int = a[1]->type.t == EX_T_INT && a[1]->type.bits <= 32;
+            HS_TRY(want_dec(b, &a[0], fn));
+            HS_TRY(want_dec(b, &a[1], fn));
+            rt = numeric_power_type(a[0], a[1], y_int);
+            break;
+        }
         if (n == 0) { /* pi() */
             ex_node *c = exb_mk_const(b, exb_ty(EX_T_FLOAT), loc);
             if (!c)
@@ -394,6 +434,67 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
             return exb_err(b, HS_UNSUPPORTED, loc, "to_char of timestamptz is not supported (cast to timestamp: UTC)");
         HS_TRY(want_type(b, &a[1], EX_T_STR, fn));
         break;
+    case EX_FN_JUSTIFY_DAYS: case EX_FN_JUSTIFY_HOURS: case EX_FN_JUSTIFY_INTERVAL:
+        HS_TRY(want_type(b, &a[0], EX_T_INTERVAL, fn));
+        rt = exb_ty(EX_T_INTERVAL);
+        break;
+    case EX_FN_ARRAY_TO_STRING: case EX_FN_ARRAY_POSITION: {
+        if (!is_list_col(a[0]))
+            return exb_err(b, a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t) ? HS_UNSUPPORTED
+                                                                                   : HS_NOT_FOUND,
+                           a[0]->loc, "function %s(%s) is not supported", fn,
+                           a[0]->type.t == EX_T_OTHER ? "this expression" : exb_tname(&a[0]->type, b1));
+        ex_ty et = ex_type_of_field(&a[0]->field->children[0]);
+        if (et.t == EX_T_OTHER || ex_is_pvx(et.t) || et.t == EX_T_INTERVAL)
+            return exb_err(b, HS_UNSUPPORTED, a[0]->loc, "function %s of arrays of %s is not supported",
+                           fn, et.t == EX_T_OTHER ? "nested values" : exb_tname(&et, b1));
+        if (f == EX_FN_ARRAY_TO_STRING) {
+            for (int i = 1; i < n; i++)
+                HS_TRY(want_type(b, &a[i], EX_T_STR, fn));
+            break;
+        }
+        ex_node *x = a[1];
+        char b2[48];
+        bool same = x->type.t == et.t && (et.t != EX_T_DEC || x->type.scale <= et.scale) &&
+                    (et.t != EX_T_TS || (x->type.unit == et.unit && x->type.tz == et.tz)) &&
+                    (et.t != EX_T_TIME || x->type.unit == et.unit) && x->type.uuid == et.uuid;
+        /* integers and floats compare as int64 and double as they are (a
+         * double is not rounded to a real element's precision: PostgreSQL
+         * compares them as float8) */
+        if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL ||
+            (same && et.t != EX_T_INT && et.t != EX_T_FLOAT))
+            HS_TRY(exb_cast_to(b, &a[1], et, true));
+        else if (!same)
+            return exb_err(b, HS_UNSUPPORTED, x->loc, "array_position of a %s in an array of %s is not "
+                           "supported (cast it to the element type)", exb_tname(&x->type, b1),
+                           exb_tname(&et, b2));
+        if (n == 3)
+            HS_TRY(want_int(b, &a[2], fn));
+        rt = exb_ty(EX_T_INT);
+        rt.bits = 32;
+        break;
+    }
+    case EX_FN_AGE:
+        if (n == 1) /* age(ts): from the current date, which expressions do not read */
+            return exb_err(b, HS_UNSUPPORTED, loc, "age(timestamp) is not supported (it reads the "
+                           "current date): use age(ts1, ts2)");
+        for (int i = 0; i < 2; i++) {
+            ex_t t = a[i]->type.t;
+            if (t == EX_T_DATE || t == EX_T_UNKNOWN || t == EX_T_NULL)
+                HS_TRY(exb_cast_to(b, &a[i], exb_ty(EX_T_TS), t != EX_T_DATE));
+            if (a[i]->type.t != EX_T_TS)
+                return exb_err(b, HS_NOT_FOUND, a[i]->loc, "function age(%s) does not exist",
+                               exb_tname(&a[i]->type, b1));
+        }
+        if (a[0]->type.unit != a[1]->type.unit || a[0]->type.tz != a[1]->type.tz) {
+            ex_ty w = a[0]->type;
+            w.unit = HS_UNIT_MICRO;
+            w.tz = a[0]->type.tz || a[1]->type.tz;
+            HS_TRY(exb_cast_to(b, &a[0], w, false));
+            HS_TRY(exb_cast_to(b, &a[1], w, false));
+        }
+        rt = exb_ty(EX_T_INTERVAL);
+        break;
     case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH:
         if (!is_list_col(a[0]) && (a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t)))
             return exb_err(b, HS_UNSUPPORTED, a[0]->loc, "function %s of %s is not supported", fn,
@@ -488,7 +589,10 @@ hs_status exb_func(ex_binder *b, json_t *body, ex_node **out)
         {"regexp_like", EX_FN_REGEX, 2, 3}, {"regexp_replace", EX_FN_REGEXP_REPLACE, 3, 4},
         {"regexp_count", EX_FN_REGEXP_COUNT, 2, 4}, {"regexp_substr", EX_FN_REGEXP_SUBSTR, 2, 2},
         {"to_char", EX_FN_TO_CHAR, 2, 2}, {"cardinality", EX_FN_CARDINALITY, 1, 1},
-        {"array_length", EX_FN_ARRAY_LENGTH, 2, 2},
+        {"array_length", EX_FN_ARRAY_LENGTH, 2, 2}, {"justify_days", EX_FN_JUSTIFY_DAYS, 1, 1},
+        {"array_to_string", EX_FN_ARRAY_TO_STRING, 2, 3}, {"array_position", EX_FN_ARRAY_POSITION, 2, 3},
+        {"justify_hours", EX_FN_JUSTIFY_HOURS, 1, 1}, {"justify_interval", EX_FN_JUSTIFY_INTERVAL, 1, 1},
+        {"age", EX_FN_AGE, 1, 2},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)

@@ -909,6 +909,35 @@ static int parse_ts_text(const uint8_t *p, size_t n, int unit, int64_t *out)
     return pr_parse_timestamp((const char *)p, n, (hs_time_unit)unit, out) ? 0 : 1;
 }
 
+bool ex_ts_interval_text(const char *ts, bool is_date, const char *iv, int mask, int sign,
+                         char *out, size_t cap)
+{
+    int64_t t, r, days;
+    size_t tn = strlen(ts);
+    if (is_date) {
+        if (parse_date_text((const uint8_t *)ts, tn, &days) != 0 || days > 106751990 ||
+            days < -106751990) /* microseconds of int64 */
+            return false;
+        t = days * 86400 * ex_unit_per_sec(HS_UNIT_MICRO);
+    } else if (parse_ts_text((const uint8_t *)ts, tn, HS_UNIT_MICRO, &t) != 0) {
+        return false;
+    }
+    ex_interval v;
+    if (!ex_interval_parse((const uint8_t *)iv, strlen(iv), mask, &v) ||
+        !ex_ts_add_interval(t, HS_UNIT_MICRO, v, sign, &r))
+        return false;
+    ex_ty ty = {.t = EX_T_TS, .unit = HS_UNIT_MICRO};
+    ex_value val = {.i = r};
+    hs_buf b = {0};
+    bool ok = ex_value_text(&ty, &val, &b) == HS_OK && b.len < cap;
+    if (ok) {
+        memcpy(out, b.data, b.len);
+        out[b.len] = '\0';
+    }
+    hs_buf_free(&b);
+    return ok;
+}
+
 /* A short printable form of a text value for error messages. */
 static int clip(size_t n) { return n > 60 ? 60 : (int)n; }
 
@@ -1051,6 +1080,11 @@ dec_over:
             if (ft->t == EX_T_INTERVAL) {
                 out->v.d[j] = a->v.d[j];
             } else if (text) {
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv) && ex_interval_iso_alt(s->p, s->n))
+                    return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                                     "ISO 8601 intervals in the alternative format (\"%.*s\") are not "
+                                     "supported: use designators (P1Y2M3DT4H5M6S)", clip(s->n),
+                                     (const char *)s->p);
                 if (!ex_interval_parse(s->p, s->n, tt->dim, &iv))
                     return ex_fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
                                 (const char *)s->p);
@@ -2028,6 +2062,72 @@ static bool read_elem(const hs_column *ch, const ex_ty *t, int64_t i, ex_vec *ou
     }
 }
 
+/* One value of type t against another (array_position: IS NOT DISTINCT
+ * FROM, both non-null). */
+static bool same_value(const ex_ty *t, const ex_vec *a, int j, const ex_ty *tb, const ex_vec *b, int k)
+{
+    ex_cmode m = t->t == EX_T_FLOAT ? EX_CM_F64 : t->t == EX_T_DEC ? EX_CM_DEC
+               : t->t == EX_T_STR || t->t == EX_T_BIN ? EX_CM_BYTES
+               : t->t == EX_T_BOOL ? EX_CM_BOOL : EX_CM_I64;
+    return cmp_rows(m, t, a, tb, b, j, k) == 0;
+}
+
+/* array_to_string (into out's row j) or array_position of the elements
+ * [start, start + len) of ch (of type et), one at a time through tmp's row
+ * 0.  x: the separator or the value searched; more: the null text or the
+ * start position. */
+static hs_status array_scan(ex_ctx *c, const ex_node *n, const hs_column *ch, int64_t start,
+                            int64_t len, const ex_vec *x, const ex_vec *more, int j, const ex_ty *et,
+                            ex_vec *tmp, ex_vec *out)
+{
+    bool has_more = n->n_args > 2 && !more->nul[j];
+    if (n->op == EX_FN_ARRAY_POSITION) {
+        int64_t from = 1;
+        if (n->n_args > 2) {
+            if (more->nul[j])
+                return ex_fail(c, n, "initial position must not be null");
+            from = more->v.i[j] < 1 ? 1 : more->v.i[j];
+        }
+        for (int64_t i = from - 1; i < len; i++) {
+            bool nul = !read_elem(ch, et, start + i, tmp, 0);
+            if (nul ? x->nul[j] : !x->nul[j] && same_value(et, tmp, 0, &n->args[1]->type, x, j)) {
+                out->nul[j] = 0;
+                out->v.i[j] = i + 1;
+                return HS_OK;
+            }
+        }
+        return HS_OK;
+    }
+    hs_buf b = {0};
+    hs_status st = HS_OK;
+    bool printed = false;
+    for (int64_t i = 0; i < len && st == HS_OK; i++) {
+        ex_str s;
+        if (!read_elem(ch, et, start + i, tmp, 0)) {
+            if (!has_more)
+                continue;
+            s = more->v.s[j];
+        } else if (et->t == EX_T_BOOL) { /* boolout: t / f */
+            s.p = (const uint8_t *)(tmp->v.b[0] ? "t" : "f");
+            s.n = 1;
+        } else if ((st = to_text(c, et, tmp, 0, &s)) != HS_OK) {
+            break;
+        }
+        if (printed)
+            st = hs_buf_append(&b, x->v.s[j].p, x->v.s[j].n);
+        if (st == HS_OK)
+            st = hs_buf_append(&b, s.p, s.n);
+        printed = true;
+    }
+    if (st == HS_OK)
+        st = ex_put_str(c, &out->v.s[j], b.len ? (const char *)b.data : "", b.len);
+    else if (st == HS_NOMEM)
+        st = hs_err_nomem(c->err, b.len);
+    hs_buf_free(&b);
+    out->nul[j] = st != HS_OK;
+    return st;
+}
+
 /* a[i], cardinality(a), array_length(a, dim) of a list column (args[0]):
  * PostgreSQL's one-dimensional arrays with lower bound 1. */
 static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
@@ -2045,14 +2145,31 @@ static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
                     hs_type_name(col->type));
     const hs_column *ch = col ? col->children[0] : NULL;
     const int32_t *o = col && !fixed ? HS_COL_OFFSETS(col) : NULL;
+    /* array_to_string's null text, array_position's start; the elements'
+     * type and one element at a time (array_scan) */
+    ex_vec more = {0}, tmp = {0};
+    ex_ty et = {0};
+    if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION) {
+        if (n->n_args > 2)
+            HS_TRY(ex_ev(c, n->args[2], sel, ns, &more));
+        et = ex_type_of_field(&n->args[0]->field->children[0]);
+        HS_TRY(ex_vec_new(c, et.t, &tmp));
+    }
     for (int k = 0; k < ns; k++) {
         int j = sel[k];
         int64_t row = c->base + j;
         out->nul[j] = 1;
-        if (!col || !pr_ref_valid(r, row) || (n->n_args > 1 && ix.nul[j]))
+        bool ix_null = n->n_args > 1 && ix.nul[j] && fn != EX_FN_ARRAY_POSITION;
+        if (!col || !pr_ref_valid(r, row) || ix_null)
             continue;
         int64_t start = fixed ? row * col->width : o[row];
         int64_t len = fixed ? col->width : o[row + 1] - o[row];
+        if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION) {
+            if (start + len > ch->length)
+                return ex_fail(c, n, "column \"%s\": list offsets past its elements", n->args[0]->name);
+            HS_TRY(array_scan(c, n, ch, start, len, &ix, &more, j, &et, &tmp, out));
+            continue;
+        }
         if (fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH) {
             if (fn == EX_FN_ARRAY_LENGTH && (len == 0 || ix.v.i[j] != 1))
                 continue; /* PostgreSQL: an empty array has no dimensions */
@@ -2072,7 +2189,8 @@ static hs_status ev_func_more(ex_ctx *c, const ex_node *n, const ex_sel *sel, in
 {
     ex_fn fn = (ex_fn)n->op;
     HS_TRY(ex_vec_new(c, n->type.t, out));
-    if (fn == EX_FN_ARR_ELEM || fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH)
+    if (fn == EX_FN_ARR_ELEM || fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH ||
+        fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION)
         return ev_array_fn(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT_WS) {
         ex_vec sep;
@@ -2223,6 +2341,20 @@ static hs_status ev_func_more(ex_ctx *c, const ex_node *n, const ex_sel *sel, in
                 out->v.s[j].p = a[0].v.s[j].p + m0;
                 out->v.s[j].n = m1 - m0;
             }
+            break;
+        }
+        case EX_FN_AGE: {
+            ex_interval r = {0, 0, 0};
+            if (!ex_ts_age(a[0].v.i[j], a[1].v.i[j], t0->unit, &r))
+                st = ex_fail(c, n, "interval out of range");
+            out->v.d[j] = ex_iv_pack(r);
+            break;
+        }
+        case EX_FN_JUSTIFY_DAYS: case EX_FN_JUSTIFY_HOURS: case EX_FN_JUSTIFY_INTERVAL: {
+            ex_interval r = {0, 0, 0};
+            if (!ex_interval_justify(fn, ex_iv_unpack(a[0].v.d[j]), &r))
+                st = ex_fail(c, n, "interval out of range");
+            out->v.d[j] = ex_iv_pack(r);
             break;
         }
         case EX_FN_TO_CHAR:

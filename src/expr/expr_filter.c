@@ -923,8 +923,10 @@ static const char *fn_name(int fn)
                                         "md5", "chr", "ascii", "octet_length", "bit_length",
                                         "initcap", "make_date", "regexp_like", "regexp_replace",
                                         "regexp_count", "regexp_substr", "to_char", "?elem",
-                                        "cardinality", "array_length"};
-    _Static_assert(sizeof names / sizeof names[0] == EX_FN_ARRAY_LENGTH + 1,
+                                        "cardinality", "array_length", "array_to_string",
+                                        "array_position", "justify_days",
+                                        "justify_hours", "justify_interval", "age"};
+    _Static_assert(sizeof names / sizeof names[0] == EX_FN_AGE + 1,
                    "a name per function before pgvector's");
     return fn >= 0 && fn < (int)(sizeof names / sizeof names[0]) ? names[fn] : "?";
 }

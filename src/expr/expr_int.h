@@ -162,6 +162,11 @@ typedef enum ex_fn {
     EX_FN_ARR_ELEM,      /* a[i] (1-based; NULL outside the array) */
     EX_FN_CARDINALITY,   /* cardinality(a): elements (0 when empty) */
     EX_FN_ARRAY_LENGTH,  /* array_length(a, 1): elements (NULL when empty) */
+    EX_FN_ARRAY_TO_STRING, /* array_to_string(a, sep[, null_text]) */
+    EX_FN_ARRAY_POSITION,  /* array_position(a, x[, start]): IS NOT DISTINCT FROM */
+    /* intervals (expr_interval.c ex_interval_justify) */
+    EX_FN_JUSTIFY_DAYS, EX_FN_JUSTIFY_HOURS, EX_FN_JUSTIFY_INTERVAL,
+    EX_FN_AGE,           /* age(ts, ts): years, months, days and time (timestamp_age) */
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
     EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
@@ -427,6 +432,8 @@ int ex_div_scale(__int128 x, int sx, __int128 y, int sy);
  * truncated to an integer: trunc_), then given at scale sr.  0: ok; 1:
  * division by zero; 2: the result needs more than 38 digits at scale sr. */
 int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out);
+/* PostgreSQL's scale of power(x, y) of two numerics (power_var's rscale). */
+int ex_power_scale(__int128 x, int sx, __int128 y, int sy);
 
 /* ---- evaluation internals (expr_eval.c; expr_num.c) ----
  * A node's result for one chunk is an ex_vec: one null byte per row (1 =
@@ -523,6 +530,9 @@ ex_interval ex_iv_unpack(__int128 d);
 /* PostgreSQL's interval text; mask: the field of interval 'n' <field>
  * (0 none).  False when the text is not an interval we read. */
 bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out);
+/* True when the text is ISO 8601's alternative format (P0001-02-03T04:05:06,
+ * P1, PT04:05), which ex_interval_parse does not read. */
+bool ex_interval_iso_alt(const uint8_t *p, size_t n);
 /* IntervalStyle postgres ('1 year 2 mons 3 days 04:05:06.5'); returns the
  * length (buf gets at most cap - 1 bytes and a NUL). */
 size_t ex_interval_format(ex_interval v, char *buf, size_t cap);
@@ -537,6 +547,12 @@ bool ex_interval_mul(ex_interval v, double factor, bool div, ex_interval *out);
 /* The value intervals compare by (months as 30 days, days as 24 hours). */
 __int128 ex_interval_span(ex_interval v);
 bool ex_interval_part(ex_dfield f, ex_interval v, int64_t *out);
+/* justify_days (fn EX_FN_JUSTIFY_DAYS), justify_hours, justify_interval;
+ * false when the result is out of range. */
+bool ex_interval_justify(int fn, ex_interval v, ex_interval *out);
+/* age(a, b) of two timestamps in unit (PostgreSQL's timestamp_age); false
+ * when out of range. */
+bool ex_ts_age(int64_t a, int64_t b, int unit, ex_interval *out);
 double ex_interval_epoch(ex_interval v);
 
 /* ---- dates (expr_func.c) ---- */

@@ -19,8 +19,13 @@
  * fractional amounts of the time units, a clock part "[+-]HH:MM[:SS[.f]]",
  * and a trailing "ago" that negates; with a field qualifier (interval '90'
  * day) a bare number counts that field.  Fractions of years, months, weeks
- * and days (which PostgreSQL spreads into the smaller parts) and the ISO
- * 8601 forms are refused (22007).
+ * and days (which PostgreSQL spreads into the smaller parts) are refused
+ * (22007).  ISO 8601's format with designators (P1Y2M3DT4H5M6S, fractions
+ * spread as PostgreSQL does) is read; its alternative format
+ * (P0001-02-03T04:05:06) is not (ex_interval_iso_alt recognizes it: 0A000).
+ *
+ * justify_days, justify_hours, justify_interval: PostgreSQL 15's (30-day
+ * months, 24-hour days, the signs of the parts made to agree).
  *
  * Arithmetic (PostgreSQL's timestamp_pl_interval): months first, with the
  * day clamped to the end of the month (2024-01-31 + 1 month = 2024-02-29),
@@ -121,6 +126,111 @@ static bool add_part(ex_interval *v, int kind, double amount, int64_t mult)
     return true;
 }
 
+/* PostgreSQL's AdjustFractSeconds: frac * scale seconds, whole seconds
+ * and the fraction rounded to microseconds. */
+static bool iso_fract_secs(ex_interval *v, double frac, int64_t scale)
+{
+    if (frac == 0)
+        return true;
+    frac *= (double)scale;
+    if (frac > 9.2e12 || frac < -9.2e12)
+        return false;
+    int64_t sec = (int64_t)frac;
+    int64_t us = sec * 1000000 + (int64_t)rint((frac - (double)sec) * 1e6);
+    return !__builtin_add_overflow(v->micros, us, &v->micros);
+}
+
+/* AdjustFractDays: frac * scale days, whole days and the rest as seconds. */
+static bool iso_fract_days(ex_interval *v, double frac, int scale)
+{
+    if (frac == 0)
+        return true;
+    frac *= scale;
+    int extra = (int)frac;
+    return !__builtin_add_overflow(v->days, extra, &v->days) &&
+           iso_fract_secs(v, frac - extra, 86400);
+}
+
+/* ISO 8601's format with designators, PostgreSQL's DecodeISO8601Interval:
+ * P[nY][nM][nW][nD][T[nH][nM][nS]], each n an optionally negative decimal
+ * (fractions spread into the smaller parts as PostgreSQL does).  The
+ * alternative format (P0001-02-03T04:05:06) is not read. */
+static bool parse_iso8601(const char *s, ex_interval *out)
+{
+    ex_interval v = {0, 0, 0};
+    bool datepart = true;
+    if (strlen(s) < 2 || s[0] != 'P')
+        return false;
+    s++;
+    while (*s) {
+        if (*s == 'T') {
+            datepart = false;
+            s++;
+            continue;
+        }
+        if (!(isdigit((unsigned char)*s) || *s == '-' || *s == '.'))
+            return false;
+        char *end;
+        double val = hs_strtod(s, &end);
+        if (end == s || isnan(val) || val < -9.2e18 || val > 9.2e18)
+            return false;
+        int64_t ip = val >= 0 ? (int64_t)floor(val) : -(int64_t)floor(-val);
+        double fp = val - (double)ip;
+        s = end;
+        char unit = *s;
+        if (unit)
+            s++;
+        int64_t t;
+        bool ok;
+        switch (datepart ? unit : unit | 0x80) {
+        case 'Y':
+            ok = !__builtin_mul_overflow(ip, 12, &t) &&
+                 !__builtin_add_overflow(t, (int64_t)rint(fp * 12), &t) &&
+                 !__builtin_add_overflow(v.months, t, &v.months) && t == (int32_t)t;
+            break;
+        case 'M':
+            ok = ip == (int32_t)ip && !__builtin_add_overflow(v.months, (int32_t)ip, &v.months) &&
+                 iso_fract_days(&v, fp, 30);
+            break;
+        case 'W':
+            ok = !__builtin_mul_overflow(ip, 7, &t) && t == (int32_t)t &&
+                 !__builtin_add_overflow(v.days, (int32_t)t, &v.days) && iso_fract_days(&v, fp, 7);
+            break;
+        case 'D':
+            ok = ip == (int32_t)ip && !__builtin_add_overflow(v.days, (int32_t)ip, &v.days) &&
+                 iso_fract_secs(&v, fp, 86400);
+            break;
+        case 'H' | 0x80: case 'M' | 0x80: case 'S' | 0x80: {
+            int64_t secs = unit == 'H' ? 3600 : unit == 'M' ? 60 : 1;
+            ok = !__builtin_mul_overflow(ip, secs * 1000000, &t) &&
+                 !__builtin_add_overflow(v.micros, t, &v.micros) && iso_fract_secs(&v, fp, secs);
+            break;
+        }
+        default:
+            return false;
+        }
+        if (!ok)
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool ex_interval_iso_alt(const uint8_t *p, size_t n)
+{
+    /* 'P', then a field whose number ends the text or is followed by '-',
+     * ':' or 'T' (DecodeISO8601Interval's alternative branches) */
+    if (n < 2 || p[0] != 'P')
+        return false;
+    size_t i = 1;
+    if (p[i] == 'T')
+        i++;
+    size_t d = i;
+    while (i < n && (isdigit(p[i]) || p[i] == '.'))
+        i++;
+    return i > d && (i == n || p[i] == '-' || p[i] == ':' || (p[i] == 'T' && d == 1));
+}
+
 bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
 {
     char buf[256];
@@ -128,6 +238,8 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
         return false;
     memcpy(buf, p, n);
     buf[n] = '\0';
+    if (n > 0 && buf[0] == 'P') /* with a field qualifier, not read (PostgreSQL truncates) */
+        return mask == 0 && parse_iso8601(buf, out);
     ex_interval v = {0, 0, 0};
     const char *q = buf;
     bool any = false, ago = false;
@@ -401,4 +513,132 @@ double ex_interval_epoch(ex_interval v)
     /* PostgreSQL: a year is 365.25 days, a month 30 days */
     double secs = (double)(v.months / 12) * 365.25 * 86400.0 + (double)(v.months % 12) * 30.0 * 86400.0;
     return secs + (double)v.days * 86400.0 + (double)v.micros / 1e6;
+}
+
+/* ---- justify_days, justify_hours, justify_interval (PostgreSQL 15's) ---- */
+
+#define DAYS_PER_MONTH 30
+
+bool ex_interval_justify(int fn, ex_interval v, ex_interval *out)
+{
+    int64_t months = v.months, days = v.days, t = v.micros;
+    if (fn == EX_FN_JUSTIFY_INTERVAL && ((days > 0 && t > 0) || (days < 0 && t < 0))) {
+        months += days / DAYS_PER_MONTH; /* pre-justify days (PostgreSQL, against overflow) */
+        days %= DAYS_PER_MONTH;
+    }
+    if (fn != EX_FN_JUSTIFY_DAYS) { /* whole days out of the time */
+        days += t / USECS_PER_DAY;
+        t %= USECS_PER_DAY;
+    }
+    if (fn != EX_FN_JUSTIFY_HOURS) { /* whole months out of the days */
+        months += days / DAYS_PER_MONTH;
+        days %= DAYS_PER_MONTH;
+        bool t_neg = fn == EX_FN_JUSTIFY_INTERVAL && t < 0, t_pos = fn == EX_FN_JUSTIFY_INTERVAL && t > 0;
+        if (months > 0 && (days < 0 || (days == 0 && t_neg))) {
+            days += DAYS_PER_MONTH;
+            months--;
+        } else if (months < 0 && (days > 0 || (days == 0 && t_pos))) {
+            days -= DAYS_PER_MONTH;
+            months++;
+        }
+    }
+    if (fn != EX_FN_JUSTIFY_DAYS) {
+        if (days > 0 && t < 0) {
+            t += USECS_PER_DAY;
+            days--;
+        } else if (days < 0 && t > 0) {
+            t -= USECS_PER_DAY;
+            days++;
+        }
+    }
+    if (months > INT32_MAX || months < INT32_MIN || days > INT32_MAX || days < INT32_MIN)
+        return false;
+    out->months = (int32_t)months;
+    out->days = (int32_t)days;
+    out->micros = t;
+    return true;
+}
+
+/* ---- age(timestamp, timestamp): PostgreSQL's timestamp_age ----
+ * The field-wise difference (years, months, days, hours, minutes, seconds,
+ * microseconds) of the later minus the earlier, negative fields borrowed
+ * from the next larger one (a day borrows the length of a month: as
+ * PostgreSQL, the first argument's month when it is the earlier timestamp,
+ * else the second's), the sign restored last. */
+
+typedef struct age_tm {
+    int64_t year, mon, mday, hour, min, sec, usec;
+} age_tm;
+
+static void age_fields(int64_t v, int unit, age_tm *tm)
+{
+    int64_t ups = ex_unit_per_sec(unit), per_day = 86400 * ups;
+    int64_t days = ex_floor_div(v, per_day), t = v - days * per_day;
+    int64_t y;
+    unsigned m, d;
+    hs_civil_from_days(days, &y, &m, &d);
+    tm->year = y;
+    tm->mon = m;
+    tm->mday = d;
+    int64_t secs = t / ups;
+    tm->hour = secs / 3600;
+    tm->min = secs / 60 % 60;
+    tm->sec = secs % 60;
+    int64_t frac = t % ups;
+    tm->usec = ups >= 1000000 ? frac / (ups / 1000000) : frac * (1000000 / ups);
+}
+
+static int days_in_month(int64_t y, int64_t m)
+{
+    static const int md[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return md[m - 1] + (m == 2 && leap);
+}
+
+bool ex_ts_age(int64_t a, int64_t b, int unit, ex_interval *out)
+{
+    age_tm t1, t2, r;
+    age_fields(a, unit, &t1);
+    age_fields(b, unit, &t2);
+    bool flip = a < b;
+    int s = flip ? -1 : 1;
+    r.usec = s * (t1.usec - t2.usec);
+    r.sec = s * (t1.sec - t2.sec);
+    r.min = s * (t1.min - t2.min);
+    r.hour = s * (t1.hour - t2.hour);
+    r.mday = s * (t1.mday - t2.mday);
+    r.mon = s * (t1.mon - t2.mon);
+    r.year = s * (t1.year - t2.year);
+    while (r.usec < 0) {
+        r.usec += 1000000;
+        r.sec--;
+    }
+    while (r.sec < 0) {
+        r.sec += 60;
+        r.min--;
+    }
+    while (r.min < 0) {
+        r.min += 60;
+        r.hour--;
+    }
+    while (r.hour < 0) {
+        r.hour += 24;
+        r.mday--;
+    }
+    while (r.mday < 0) {
+        r.mday += flip ? days_in_month(t1.year, t1.mon) : days_in_month(t2.year, t2.mon);
+        r.mon--;
+    }
+    while (r.mon < 0) {
+        r.mon += 12;
+        r.year--;
+    }
+    int64_t months = s * (r.year * 12 + r.mon), days = s * r.mday;
+    int64_t micros = s * (((r.hour * 60 + r.min) * 60 + r.sec) * 1000000 + r.usec);
+    if (months > INT32_MAX || months < INT32_MIN || days > INT32_MAX || days < INT32_MIN)
+        return false;
+    out->months = (int32_t)months;
+    out->days = (int32_t)days;
+    out->micros = micros;
+    return true;
 }

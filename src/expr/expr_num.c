@@ -138,6 +138,8 @@ static int ln_dweight(__int128 v, int s)
  * long double (about 19 digits: a value whose 17th to 19th digits sit at a
  * rounding tie can differ in its last digit), then held at the column's
  * scale (22003 when digits would be lost). */
+static hs_status at_type_scale(ex_ctx *c, const ex_node *n, __int128 q, int rs, __int128 *out);
+
 static hs_status numeric_math(ex_ctx *c, const ex_node *n, __int128 v, int s, __int128 *out)
 {
     long double x = (long double)v / (long double)ex_pow10(s), r;
@@ -159,13 +161,19 @@ static hs_status numeric_math(ex_ctx *c, const ex_node *n, __int128 v, int s, __
         rs = s;
     if (rs < 0)
         rs = 0;
-    int S = n->type.scale;
     if (rs > 38 || !isfinite((double)r))
         return ex_fail(c, n, "value out of range: the result needs more than 38 digits");
     long double m = r * powl(10.0L, (long double)rs);
     if (fabsl(m) >= 1e37L)
         return ex_fail(c, n, "numeric field overflow");
-    __int128 q = (__int128)roundl(m);
+    return at_type_scale(c, n, (__int128)roundl(m), rs, out);
+}
+
+/* q (a value at scale rs) held at the scale of n's type: 22003 when digits
+ * would be lost or it does not fit the precision. */
+static hs_status at_type_scale(ex_ctx *c, const ex_node *n, __int128 q, int rs, __int128 *out)
+{
+    int S = n->type.scale;
     if (rs > S) {
         __int128 p = ex_pow10(rs - S);
         if (q % p != 0)
@@ -224,6 +232,9 @@ int ex_div_scale(__int128 x, int sx, __int128 y, int sy)
 /* x / y as numeric: rounded half away from zero at PostgreSQL's scale
  * (ex_div_scale), then given at scale sr.  0: ok; 1: division by zero; 2:
  * the result needs more than 38 digits at scale sr (the exact range). */
+static int dec_div_rs(__int128 x, int sx, __int128 y, int sy, int rs, int sr, bool trunc_,
+                      __int128 *out);
+
 int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out)
 {
     if (y == 0)
@@ -232,7 +243,14 @@ int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __in
         *out = 0;
         return 0;
     }
-    int rs = trunc_ ? 0 : ex_div_scale(x, sx, y, sy);
+    return dec_div_rs(x, sx, y, sy, trunc_ ? 0 : ex_div_scale(x, sx, y, sy), sr, trunc_, out);
+}
+
+/* ex_dec_div rounded at scale rs (>= sx) instead of PostgreSQL's division
+ * scale; x and y are not zero. */
+static int dec_div_rs(__int128 x, int sx, __int128 y, int sy, int rs, int sr, bool trunc_,
+                      __int128 *out)
+{
     bool negr = (x < 0) != (y < 0);
     unsigned __int128 X = (unsigned __int128)(x < 0 ? -x : x), Y = (unsigned __int128)(y < 0 ? -y : y);
     /* quotient digits: X * 10^(rs + sy - sx) / Y; rs >= sx so the exponent is >= sy >= 0 */
@@ -283,6 +301,125 @@ int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __in
     }
     *out = negr ? -(__int128)q : (__int128)q;
     return 0;
+}
+
+/* ---- power(numeric, numeric) ----
+ * PostgreSQL's numeric_power / power_var.  The result scale: for an
+ * exponent that is an integer of int32's range, max(16, the base's scale);
+ * otherwise 16 less the decimal weight of the result (estimated from
+ * y * ln(x)), at least the scales of both arguments.  An integer exponent is
+ * computed exactly (|X|^e of the unscaled base in 128 bits, or 10^k / |X|^-e)
+ * and rounded half away from zero at that scale, as PostgreSQL's
+ * power_var_int gives it; other exponents in long double (powl), accepted
+ * only where the result has at most 18 significant digits (0A000 beyond:
+ * long double does not hold more).  Results need at most 38 digits (22003). */
+
+/* Strips trailing zeros of the unscaled value (2.50 -> 2.5). */
+static void dec_normalize(__int128 *v, int *s)
+{
+    while (*s > 0 && *v != 0 && *v % 10 == 0) {
+        *v /= 10;
+        (*s)--;
+    }
+}
+
+/* y as an integer of int32's range, when it is one */
+static bool dec_int32(__int128 y, int sy, int64_t *e)
+{
+    __int128 p = ex_pow10(sy);
+    if (sy > 38 || y % p != 0)
+        return false;
+    __int128 q = y / p;
+    if (q > INT32_MAX || q < INT32_MIN)
+        return false;
+    *e = (int64_t)q;
+    return true;
+}
+
+/* The decimal weight of y * ln(x) (x > 0), as power_var's estimate. */
+static double power_weight(__int128 x, int sx, __int128 y, int sy)
+{
+    return (double)(logl((long double)x / (long double)ex_pow10(sx)) *
+                    ((long double)y / (long double)ex_pow10(sy))) * 0.434294481903252;
+}
+
+int ex_power_scale(__int128 x, int sx, __int128 y, int sy)
+{
+    int64_t e;
+    int rs;
+    if (dec_int32(y, sy, &e)) {
+        rs = sx > 16 ? sx : 16;
+    } else if (x == 0) {
+        rs = 16;
+    } else {
+        double val = power_weight(x < 0 ? -x : x, sx, y, sy);
+        if (val > 3100 || val < -3100)
+            return 1000;
+        rs = 16 - (int)val;
+        rs = rs < sx ? sx : rs;
+        rs = rs < sy ? sy : rs;
+    }
+    return rs < 0 ? 0 : rs > 1000 ? 1000 : rs;
+}
+
+static hs_status numeric_power(ex_ctx *c, const ex_node *n, __int128 x, int sx, __int128 y, int sy,
+                               __int128 *out)
+{
+    if (x == 0 && y < 0)
+        return ex_fail(c, n, "zero raised to a negative power is undefined");
+    int64_t e = 0;
+    bool is_int = dec_int32(y, sy, &e);
+    __int128 p = ex_pow10(sy > 38 ? 38 : sy);
+    if (x < 0 && y % p != 0)
+        return ex_fail(c, n, "a negative number raised to a non-integer power yields a complex result");
+    int rs = ex_power_scale(x, sx, y, sy);
+    if (is_int && e == 0) /* 0 ^ 0 is 1 (PostgreSQL, as most languages) */
+        return at_type_scale(c, n, ex_pow10(rs > 38 ? 38 : rs), rs > 38 ? 38 : rs, out);
+    if (x == 0)
+        return at_type_scale(c, n, 0, rs > 38 ? 38 : rs, out);
+    dec_normalize(&x, &sx);
+    bool neg = x < 0 && (is_int ? (e & 1) : ((y / p) & 1));
+    unsigned __int128 ux = (unsigned __int128)(x < 0 ? -x : x);
+    /* the result's decimal weight: 22003 past 38 digits, 0 below the scale */
+    double w = power_weight((__int128)ux, sx, y, sy);
+    if (w >= 38)
+        return ex_fail(c, n, "value out of range: the result needs more than 38 digits");
+    if (w + 1 < -rs)
+        return at_type_scale(c, n, 0, rs > 38 ? 38 : rs, out);
+    if (rs > 38)
+        return ex_fail(c, n, "value out of range: the result needs more than 38 digits");
+    if (is_int) {
+        /* exactly: |X|^|e| in 128 bits */
+        unsigned __int128 pw = 1;
+        bool fits = true;
+        for (int64_t k = 0; k < (e < 0 ? -e : e) && fits; k++)
+            fits = !__builtin_mul_overflow(pw, ux, &pw) && pw <= (unsigned __int128)EX_DEC_MAX;
+        int ps = sx * (int)(e < 0 ? -e : e);
+        if (fits && ps <= 1000) {
+            __int128 q;
+            if (e > 0) {
+                if (ps > rs)
+                    q = ex_dec_round((__int128)pw, ps - rs);
+                else if (!ex_dec_up((__int128)pw, rs - ps, &q))
+                    return ex_fail(c, n, "value out of range: the result needs more than 38 digits");
+            } else if (dec_div_rs(1, 0, (__int128)pw, ps, rs, rs, false, &q) != 0) {
+                return ex_fail(c, n, "value out of range: the result needs more than 38 digits");
+            }
+            return at_type_scale(c, n, neg ? -q : q, rs, out);
+        }
+    }
+    /* in long double: at most 18 significant digits */
+    int sig = rs + (int)floor(w) + 1;
+    if (sig > 18)
+        return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                         "power(numeric, numeric): a result of %d significant digits is not supported "
+                         "(at most 18 for this exponent)", sig);
+    long double r = powl((long double)ux / (long double)ex_pow10(sx), (long double)y / (long double)p);
+    long double m = r * powl(10.0L, (long double)rs);
+    if (!isfinite((double)m) || fabsl(m) >= 1e37L)
+        return ex_fail(c, n, "value out of range: the result needs more than 38 digits");
+    __int128 q = (__int128)roundl(m);
+    return at_type_scale(c, n, neg ? -q : q, rs, out);
 }
 
 /* to_char(number, fmt): the value as sign, integer and fraction digits
@@ -496,6 +633,9 @@ hs_status ex_num_fn(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec 
         break;
     }
     case EX_FN_POWER: {
+        if (t0->t == EX_T_DEC)
+            return numeric_power(c, n, a[0].v.d[j], t0->scale, a[1].v.d[j], n->args[1]->type.scale,
+                                 &out->v.d[j]);
         double x = a[0].v.f[j], y = a[1].v.f[j];
         if (x == 0 && y < 0)
             return ex_fail(c, n, "zero raised to a negative power is undefined");

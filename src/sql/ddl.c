@@ -312,10 +312,24 @@ static int no_column(void *ctx, const char *const *names, int n)
     return -1;
 }
 
-/* The field a TypeName names (as CAST(NULL AS type) binds it), named name. */
+/* The field a TypeName names (as CAST(NULL AS type) binds it), named name.
+ * numeric / decimal without precision and scale is refused (0A000): a
+ * column of PostgreSQL's unconstrained numeric keeps each value's own
+ * scale, which a decimal128 column (one scale) cannot, and numeric
+ * division rounds at a scale chosen from it (docs/sql.md, DDL). */
 static hs_status column_field(sq_session *s, json_t *type_name, const char *name, bool not_null,
                               const char *text, hs_field *out, hs_error *err)
 {
+    json_t *names = json_object_get(type_name, "names");
+    const char *tn = sq_str(json_array_get(names, json_array_size(names) - 1));
+    if (tn && (!strcmp(tn, "numeric") || !strcmp(tn, "decimal")) &&
+        json_array_size(json_object_get(type_name, "typmods")) == 0) {
+        json_t *l = json_object_get(type_name, "location");
+        return sq_fail(s, err, HS_UNSUPPORTED, "0A000", text,
+                       json_is_integer(l) ? (int)json_integer_value(l) : -1,
+                       "column \"%s\": numeric without precision and scale is not supported "
+                       "(a column has one scale; declare numeric(p,s), p <= 38)", name);
+    }
     json_t *cast = json_pack("{s:{s:{s:{s:b,s:i}},s:O,s:i}}", "TypeCast", "arg", "A_Const",
                              "isnull", 1, "location", -1, "typeName", type_name, "location", -1);
     if (!cast)

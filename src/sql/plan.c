@@ -45,6 +45,8 @@
  */
 #include "sql/plan_int.h"
 
+#include "columnar/jsonl.h"
+
 /* ------------------------------------------------------------------ */
 /* relations                                                           */
 
@@ -1118,7 +1120,7 @@ static hs_status time_travel(planner *p, const json_t *b, fnode *f)
             return pl_fail(p, HS_INVALID, "22007", tt->off,
                         "invalid timestamp \"%s\" in FOR SYSTEM_TIME AS OF (YYYY-MM-DD[ HH:MM:SS] UTC)",
                         tt->ts);
-        int64_t ms = (pl_days_from_civil(y, mo, d) * 86400 + hh * 3600 + mi * 60) * 1000 +
+        int64_t ms = (hs_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + hh * 3600 + mi * 60) * 1000 +
                      (int64_t)(sec * 1000 + 0.5);
         f->so.use_as_of = 1;
         f->so.as_of_ms = ms;

@@ -267,7 +267,6 @@ HS_MUST_USE hs_status pl_sub_pushable(planner *p, const json_t *node, bool *ok);
 HS_MUST_USE hs_status pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m, int **key_of_col);
 HS_MUST_USE hs_status pl_plan_select(planner *p, const json_t *sel, rel *out);
 HS_MUST_USE hs_status pl_plan_query(planner *p, const json_t *sel, rel *out);
-int64_t pl_days_from_civil(int64_t y, int64_t m, int64_t d);
 const char *pl_cast_type(const json_t *j, const char **val);
 json_t *pl_mk_op(const char *op, json_t *l, json_t *r);
 json_t *pl_mk_int(int v);

@@ -9,29 +9,6 @@
 /* ------------------------------------------------------------------ */
 /* constant date/timestamp +- interval (folded before binding)          */
 
-int64_t  pl_days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, int64_t *m, int64_t *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp + (mp < 10 ? 3 : -9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
 const char *pl_cast_type(const json_t *j, const char **val)
 {
     json_t *b, *cb;
@@ -42,67 +19,14 @@ const char *pl_cast_type(const json_t *j, const char **val)
     return *val ? sq_str(json_array_get(names, json_array_size(names) - 1)) : NULL;
 }
 
-/* Parses an interval literal into months, days and seconds. */
-static bool parse_interval(const json_t *tc, const char *s, int64_t *mon, int64_t *day, int64_t *sec)
+/* The field qualifier of interval '90' day (PostgreSQL's INTERVAL_MASK
+ * bits; 0 for none or the full range, 0x7FFF). */
+static int interval_mask(const json_t *tc)
 {
-    *mon = *day = *sec = 0;
     json_t *mods = pl_jget(pl_jget(pl_jget(tc, "TypeCast"), "typeName"), "typmods");
-    if (json_array_size(mods) >= 1) {
-        json_t *iv = pl_jget(pl_jget(pl_jget(json_array_get(mods, 0), "A_Const"), "ival"), "ival");
-        long long mask = json_is_integer(iv) ? json_integer_value(iv) : 0;
-        char *end;
-        long long n = strtoll(s, &end, 10);
-        while (isspace((unsigned char)*end))
-            end++;
-        if (end == s || *end)
-            return false;
-        switch (mask) {
-        case 4: *mon = n * 12; return true;
-        case 2: *mon = n; return true;
-        case 8: *day = n; return true;
-        case 1024: *sec = n * 3600; return true;
-        case 2048: *sec = n * 60; return true;
-        case 4096: *sec = n; return true;
-        default: return false;
-        }
-    }
-    const char *q = s;
-    bool any = false;
-    while (*q) {
-        while (isspace((unsigned char)*q))
-            q++;
-        if (!*q)
-            break;
-        char *end;
-        long long n = strtoll(q, &end, 10);
-        if (end == q)
-            return false;
-        q = end;
-        while (isspace((unsigned char)*q))
-            q++;
-        const char *u = q;
-        while (isalpha((unsigned char)*q))
-            q++;
-        size_t ul = (size_t)(q - u);
-        if (ul >= 1 && !strncasecmp(u, "years", ul < 5 ? ul : 5) && ul >= 1 && (u[0] == 'y' || u[0] == 'Y'))
-            *mon += n * 12;
-        else if (ul >= 3 && !strncasecmp(u, "months", ul < 6 ? ul : 6) && !strncasecmp(u, "mon", 3))
-            *mon += n;
-        else if (ul >= 1 && (u[0] == 'w' || u[0] == 'W'))
-            *day += n * 7;
-        else if (ul >= 1 && (u[0] == 'd' || u[0] == 'D'))
-            *day += n;
-        else if (ul >= 1 && (u[0] == 'h' || u[0] == 'H'))
-            *sec += n * 3600;
-        else if (ul >= 3 && !strncasecmp(u, "min", 3))
-            *sec += n * 60;
-        else if (ul >= 1 && (u[0] == 's' || u[0] == 'S'))
-            *sec += n;
-        else
-            return false;
-        any = true;
-    }
-    return any;
+    json_t *iv = pl_jget(pl_jget(pl_jget(json_array_get(mods, 0), "A_Const"), "ival"), "ival");
+    long long mask = json_is_integer(iv) ? json_integer_value(iv) : 0;
+    return mask > 0 && mask < 0x7FFF ? (int)mask : 0;
 }
 
 /* date/timestamp literal +- interval literal -> a timestamp literal. */
@@ -127,28 +51,12 @@ static json_t *fold_interval(const json_t *j)
     }
     if (strcmp(rt, "interval") || (strcmp(lt, "date") && strcmp(lt, "timestamp")))
         return NULL;
-    int y, mo, d, hh = 0, mi = 0, ss = 0;
-    if (sscanf(lv, "%d-%d-%d %d:%d:%d", &y, &mo, &d, &hh, &mi, &ss) < 3)
+    /* the expression engine's reading of both literals and its arithmetic
+     * (expr_interval.c); what it does not read is left to the binder */
+    char buf[64];
+    if (!ex_ts_interval_text(lv, !strcmp(lt, "date"), rv, interval_mask(r), !strcmp(op, "-") ? -1 : 1,
+                             buf, sizeof buf))
         return NULL;
-    int64_t mon, day, sec;
-    if (!parse_interval(r, rv, &mon, &day, &sec))
-        return NULL;
-    int sign = !strcmp(op, "-") ? -1 : 1;
-    int64_t ym = (int64_t)y * 12 + (mo - 1) + sign * mon;
-    int64_t ny = ym >= 0 ? ym / 12 : -((-ym + 11) / 12), nm = ym - ny * 12 + 1;
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int64_t lim = mdays[nm - 1] + (nm == 2 && ((ny % 4 == 0 && ny % 100 != 0) || ny % 400 == 0));
-    int64_t nd = d > lim ? lim : d;
-    int64_t days = pl_days_from_civil(ny, nm, nd) + sign * day;
-    int64_t secs = (int64_t)hh * 3600 + mi * 60 + ss + sign * sec;
-    days += secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400);
-    secs -= (secs >= 0 ? secs / 86400 : -((-secs + 86399) / 86400)) * 86400;
-    int64_t oy, om, od;
-    civil_from_days(days, &oy, &om, &od);
-    char buf[160];
-    snprintf(buf, sizeof buf, "%04lld-%02lld-%02lld %02lld:%02lld:%02lld", (long long)oy,
-             (long long)om, (long long)od, (long long)(secs / 3600), (long long)(secs / 60 % 60),
-             (long long)(secs % 60));
     int loc = sq_loc(b);
     return json_pack("{s:{s:{s:{s:{s:s},s:i}},s:{s:[{s:{s:s}}],s:i,s:i},s:i,s:b}}", "TypeCast",
                      "arg", "A_Const", "sval", "sval", buf, "location", loc, "typeName", "names",

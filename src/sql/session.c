@@ -146,6 +146,7 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"input is out of range", "22003"},
         {"invalid value for parameter", "22023"},
         {"interval out of range", "22008"},
+        {"initial position must not be null", "22004"},
         {"out of range", "22003"},
         {"invalid input syntax for type interval", "22007"},
         {"invalid input syntax", "22P02"},

@@ -430,6 +430,10 @@ typedef struct expire_ctx {
     hs_buf ids;                   /* int64_t: expired in the last attempt */
     int n_expired;
     ice_snapshot *expired;        /* copies (owned), for the file cleanup */
+    int64_t *held;                /* snapshots readers of this process are on (pins.c) */
+    int n_held;
+    const char *held_base;        /* the metadata file they were taken against */
+    bool moved;                   /* an attempt's base was another one */
 } expire_ctx;
 
 static void expire_ctx_reset(expire_ctx *c)
@@ -543,7 +547,10 @@ static hs_status select_expired(expire_ctx *c, const ice_table_metadata *m, hs_e
         for (int k = 0; k < o->n_snapshot_ids; k++)
             listed = listed || o->snapshot_ids[k] == s->snapshot_id;
         bool expire = listed || (!keep[i] && s->timestamp_ms < cutoff);
-        if (pinned[i] || !expire)
+        bool held = false;   /* a reader of this process is on it: kept, never an error */
+        for (int k = 0; k < c->n_held && !held; k++)
+            held = c->held[k] == s->snapshot_id;
+        if (pinned[i] || held || !expire)
             continue;
         if (HS_VEC_PUSH(&c->ids, int64_t, s->snapshot_id) != HS_OK)
             st = hs_err_nomem(err, 8);
@@ -561,8 +568,13 @@ static hs_status select_expired(expire_ctx *c, const ice_table_metadata *m, hs_e
 static hs_status expire_cb(void *vctx, const ice_table_metadata *base, const char *loc,
                            ice_table_metadata *nm, hs_error *err)
 {
-    (void)loc;
     expire_ctx *c = vctx;
+    if (c->held_base && (!loc || strcmp(loc, c->held_base) != 0)) {
+        /* another commit came after the readers' pins were taken: a reader
+         * may have loaded it since; start over (hs_table_expire_snapshots) */
+        c->moved = true;
+        return hs_err_set(err, HS_BUSY, "expire_snapshots: the table moved on meanwhile");
+    }
     HS_TRY(select_expired(c, base, err));
     HS_TRY(ice_metadata_copy(base, nm, err));
     return ice_metadata_remove_snapshots(nm, (const int64_t *)c->ids.data,
@@ -807,15 +819,38 @@ hs_status hs_table_expire_snapshots(hs_table *t, const hs_expire_options *opt, c
         opt->retain_last < 0)
         return hs_err_set(err, HS_INVALID, "expire_snapshots: negative retain_last or a "
                           "snapshot id count without ids");
-    HS_TRY(hs_table_refresh(t, err));
     expire_ctx c = {0};
     c.o = *opt;
-    c.now = ice_now_ms();
     ice_table_metadata before = {0}, dry = {0};
     fset del = {0};
-    hs_status st = ice_metadata_copy(&t->meta, &before, err);
-    if (st == HS_OK)
-        st = select_expired(&c, &t->meta, err);
+    hs_status st = HS_OK;
+    /* Readers of this process keep their snapshots (pins.c): the pins are
+     * taken after loading the base and the commit must be on that very
+     * base, else start over (a reader may have loaded a newer one and not
+     * pinned it yet when the pins were taken). */
+    for (int attempt = 0;; attempt++) {
+        st = hs_table_refresh(t, err);
+        hs_free(c.held);
+        c.held = NULL;
+        c.n_held = 0;
+        c.held_base = t->metadata_location;
+        c.moved = false;
+        c.now = ice_now_ms();
+        if (st == HS_OK)
+            st = tbl_pins_of(t->meta.location, 10000, &c.held, &c.n_held, err);
+        ice_metadata_free(&before);
+        if (st == HS_OK)
+            st = ice_metadata_copy(&t->meta, &before, err);
+        if (st == HS_OK)
+            st = select_expired(&c, &t->meta, err);
+        if (st != HS_OK || c.n_expired == 0 || opt->dry_run)
+            break;
+        st = tbl_commit(t, expire_cb, &c, err);
+        if (!(st != HS_OK && c.moved && attempt < 20))
+            break;
+        hs_err_clear(err);
+    }
+    c.held_base = NULL;
     bool nothing = st == HS_OK && c.n_expired == 0;
     if (st == HS_OK && !nothing) {
         if (opt->dry_run) {
@@ -826,8 +861,7 @@ hs_status hs_table_expire_snapshots(hs_table *t, const hs_expire_options *opt, c
             if (st == HS_OK)
                 st = expired_files(&c, &before, &dry, &del, err);
         } else {
-            st = tbl_commit(t, expire_cb, &c, err);
-            /* the base of the attempt that committed: what the table held */
+            /* committed in the loop above, on the base `before` */
             if (st == HS_OK && c.n_expired > 0)
                 st = expired_files(&c, &before, &t->meta, &del, err);
         }
@@ -850,6 +884,7 @@ hs_status hs_table_expire_snapshots(hs_table *t, const hs_expire_options *opt, c
     ice_metadata_free(&before);
     ice_metadata_free(&dry);
     expire_ctx_reset(&c);
+    hs_free(c.held);
     hs_buf_free(&c.ids);
     return st;
 }

@@ -1595,6 +1595,7 @@ void hs_scan_free(hs_scan *s)
         return;
     for (int i = 0; s->jobs && i < s->window; i++)
         job_reset(&s->jobs[i]);   /* waits for running jobs */
+    tbl_pin_drop(s);
     hs_free(s->jobs);
     hs_pool_destroy(s->pool);
     tbl_ixscan_free(s->ix);
@@ -1758,6 +1759,8 @@ static hs_status scan_plan_once(hs_table *t, const hs_scan_options *opt, hs_scan
         st = ice_metadata_copy(&t->meta, &s->meta, err);
     if (st == HS_OK)
         st = tbl_resolve_snapshot(&s->meta, opt, &snap, &sc, err);
+    if (st == HS_OK && snap)   /* expiry keeps what the scan reads (pins.c) */
+        tbl_pin_set(s, &s->meta, snap->snapshot_id);
     if (st == HS_OK)
         st = tbl_plan_make(&s->meta, snap, sc, opt ? opt->filter : NULL, &s->plan, err);
     if (st == HS_OK)

@@ -504,31 +504,6 @@ static hs_status fetch_vectors(void *ctx, const uint32_t *ids, size_t n, float *
     return HS_OK;
 }
 
-/* Allow-lists of at most this many rows are searched exactly (hnsw.h's
- * exact_threshold).  hnsw.c's default, max(sqrt(4 ef n), 2000, n / 50),
- * models the filtered walk as ~4 ef / s distance evaluations; on text
- * embeddings the walk costs more (wordnet384, 30,000 x 384, cosine, ef 32:
- * 10% allowed = 3,000 rows took 2.0-2.6 ms by graph, 0.8-0.9 ms exactly),
- * while an exact scan of a flat graph streams 4 d bytes a row in place and
- * is memory bound (fashion-mnist, 784-d: 6,000 rows = 19 MB took 1.25 ms,
- * twice the graph walk).  So flat graphs also search exactly whatever
- * streams in 6 MiB: 4,096 rows of 384-d, 2,006 of 784-d.  Quantized kinds
- * keep the default (their exact search copies every vector through fetch). */
-static int64_t exact_threshold(const hnsw_index *ix, int ef)
-{
-    hnsw_info hi;
-    hnsw_get_info(ix, &hi);
-    if (hi.quant != VQ_FLAT || hi.d == 0)
-        return 0;
-    double n = (double)hi.n, e = ef > 0 ? ef : hi.ef_search > 0 ? hi.ef_search : 64;
-    int64_t t = (int64_t)sqrt(4.0 * e * n);
-    int64_t floor_rows = 2000 > (int64_t)(n / 50) ? 2000 : (int64_t)(n / 50);
-    if (t < floor_rows)
-        t = floor_rows;
-    int64_t stream = (int64_t)((6u << 20) / (4 * hi.d));
-    return t > stream ? t : stream;
-}
-
 /* Searches one file through its sidecar.  HS_CORRUPT means "not usable":
  * the caller falls back to exact search. */
 static hs_status search_index(query_run *r, int32_t file, hs_error *err)
@@ -553,7 +528,6 @@ static hs_status search_index(query_run *r, int32_t file, hs_error *err)
                           .rerank = r->c->so->rerank,
                           /* version 2 sidecars: exact search and reranking read in place */
                           .vectors = tbl_vindex_vectors(fs->vi)};
-    o.exact_threshold = exact_threshold(ix, o.ef);
     int n_out = 0;
     hs_status st = hnsw_search(ix, r->q, &o, r->hits, &n_out, NULL, err);
     tbl_vcol_close(fc.vc);

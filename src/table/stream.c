@@ -524,6 +524,8 @@ struct hs_stream {
     int64_t fsync_interval_ms, flush_rows, flush_bytes, flush_interval_ms;
     int64_t memory_bytes, busy_timeout_ms, refresh_ms;
     bool commit_fsync;             /* the table's commits are fsynced */
+    char *durable_meta;            /* flush_mu: a metadata file all of whose files are
+                                      durable (after our last flush), or NULL */
     int64_t compact_min_files;     /* automatic maintenance (0 = off) */
     int64_t expire_age_ms;
     int64_t last_expire_ms;        /* monotonic */
@@ -650,6 +652,15 @@ static hs_status check_not_committed(void *ctx, const ice_table_metadata *base, 
     return HS_OK;
 }
 
+/* Did the commit that made t's current metadata start from metadata file
+ * `prev` (so no other commit came between)?  False when unsure. */
+static bool follows(const hs_table *t, const char *prev)
+{
+    const ice_table_metadata *m = &t->meta;
+    return prev && m->n_metadata_log > 0 &&
+           strcmp(m->metadata_log[m->n_metadata_log - 1].file, prev) == 0;
+}
+
 /* Makes the table's latest commit durable (its files were not fsynced). */
 static hs_status sync_table_fs(hs_stream *s, hs_error *err)
 {
@@ -728,11 +739,29 @@ static hs_status do_flush(hs_stream *s, hs_error *err)
     int from = 0;
     while (st == HS_OK && from < k && a[from]->seq <= have)
         from++;   /* already committed (settled after an unknown outcome) */
+    /* Durability of the commit before the log is cut (policy batch or
+     * interval, commits not fsynced by the table property): the files this
+     * flush writes are fsynced one by one (cat_io_sync_under), and when the
+     * chain of metadata files from the last durable one (our previous
+     * flush) to ours holds another commit (another handle, process or
+     * engine, our own maintenance), whose files nobody synced, syncfs()
+     * covers them.  So everything the new metadata references is durable,
+     * and a lone stream never syncs the whole file system. */
+    bool targeted = k > 0 && s->policy != HS_WAL_FSYNC_NONE && !s->commit_fsync;
+    bool chain = targeted && s->durable_meta && s->wt->metadata_location &&
+                 strcmp(s->durable_meta, s->wt->metadata_location) == 0;
+    if (st == HS_OK && targeted)
+        st = cat_io_sync_under_begin(s->location, err);
+    else
+        targeted = false;
     while (st == HS_OK && from < k) {
         int to = from + 1;
         while (to < k && a[to]->schema_id == a[from]->schema_id)
             to++;
+        char *prev = chain && s->wt->metadata_location ? hs_strdup(s->wt->metadata_location) : NULL;
         st = commit_group(s, a + from, to - from, err);
+        chain = chain && st == HS_OK && follows(s->wt, prev);
+        hs_free(prev);
         if (st == HS_OK) {
             pthread_mutex_lock(&tl->mu);
             tl->stats.flushes++;
@@ -740,11 +769,18 @@ static hs_status do_flush(hs_stream *s, hs_error *err)
         }
         from = to;
     }
+    if (targeted)
+        cat_io_sync_under_end(s->location);
     uint64_t done = 0;
     if (st == HS_OK && k > 0) {
         done = a[k - 1]->seq;
-        if (s->policy != HS_WAL_FSYNC_NONE && !s->commit_fsync)
-            st = sync_table_fs(s, err);
+        if (s->policy != HS_WAL_FSYNC_NONE && !s->commit_fsync) {
+            if (!chain)
+                st = sync_table_fs(s, err);
+            hs_free(s->durable_meta);
+            s->durable_meta = st == HS_OK && s->wt->metadata_location
+                                  ? hs_strdup(s->wt->metadata_location) : NULL;
+        }
     }
     if (st == HS_OK && done) {
         pthread_mutex_lock(&tl->mu);
@@ -823,7 +859,10 @@ static void auto_maintain(hs_stream *s)
         hs_err_clear(&e);
     }
     int64_t now = now_ms();
-    int64_t every = s->expire_age_ms / 4 > 1000 ? s->expire_age_ms / 4 : 1000;
+    /* every quarter of the age (at least 50 ms): what a compaction replaced
+     * goes about age + age / 4 after it stopped being current.  Readers of
+     * this process keep their snapshots whatever the age (pins.c). */
+    int64_t every = s->expire_age_ms / 4 > 50 ? s->expire_age_ms / 4 : 50;
     if (s->expire_age_ms > 0 && now - s->last_expire_ms >= every) {
         s->last_expire_ms = now;
         /* A snapshot's age counts from when it stopped being current (its
@@ -997,6 +1036,7 @@ static void stream_free(hs_stream *s)
     pthread_mutex_destroy(&s->flush_mu);
     hs_free(s->ident);
     hs_free(s->location);
+    hs_free(s->durable_meta);
     hs_free(s);
 }
 

@@ -146,12 +146,19 @@ hs_status hs_catalog_rename_table(hs_catalog *c, const char *from, const char *t
 /* ------------------------------------------------------------------ */
 /* tables                                                              */
 
+/* The handle's pin follows its metadata (pins.c). */
+static void pin_current(hs_table *t)
+{
+    tbl_pin_set(t, &t->meta, t->meta.current_snapshot_id);
+}
+
 static void table_free(hs_table *t)
 {
     if (!t)
         return;
     tbl_search_cache_clear(t);
     tbl_tail_detach(t);
+    tbl_pin_drop(t);
     ice_metadata_free(&t->meta);
     hs_free(t->ident);
     hs_free(t->metadata_location);
@@ -181,11 +188,13 @@ hs_status hs_table_open(hs_catalog *cat, const char *name, hs_table **out, hs_er
         hs_free(t);
         return hs_err_nomem(err, strlen(name));
     }
+    tbl_pin_loading(t);
     hs_status st = cat_load(cat->cat, name, &t->meta, &t->metadata_location, err);
     if (st != HS_OK) {
         table_free(t);
         return st;
     }
+    pin_current(t);
     tbl_index_auto_refresh(t);   /* index catch-up, when the table asks for it (index.c) */
     tbl_wal_recover_on_open(t);  /* an append stream's log left by a crash (stream.c) */
     *out = t;
@@ -224,12 +233,16 @@ hs_status hs_table_refresh(hs_table *t, hs_error *err)
         return HS_OK;
     ice_table_metadata m = {0};
     char *loc = NULL;
-    HS_TRY(cat_load(t->catalog->cat, t->ident, &m, &loc, err));
-    ice_metadata_free(&t->meta);
-    t->meta = m;
-    hs_free(t->metadata_location);
-    t->metadata_location = loc;
-    return HS_OK;
+    tbl_pin_loading(t);
+    hs_status st = cat_load(t->catalog->cat, t->ident, &m, &loc, err);
+    if (st == HS_OK) {
+        ice_metadata_free(&t->meta);
+        t->meta = m;
+        hs_free(t->metadata_location);
+        t->metadata_location = loc;
+    }
+    pin_current(t);
+    return st;
 }
 
 /* ---- create ---- */
@@ -363,6 +376,7 @@ hs_status hs_table_create(hs_catalog *cat, const char *name, const hs_table_crea
             memset(&meta, 0, sizeof meta);
             t->metadata_location = mloc;
             mloc = NULL;
+            pin_current(t);
             *out = t;
         }
     }
@@ -543,6 +557,7 @@ hs_status tbl_commit(hs_table *t, cat_rebase_fn fn, void *ctx, hs_error *err)
         hs_free(t->metadata_location);
         t->metadata_location = loc;
         loc = NULL;
+        pin_current(t);
     }
     hs_free(loc);
     return st;

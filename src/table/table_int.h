@@ -73,6 +73,19 @@ struct hs_table {
 /* Frees the handle's cached search plans (table/search.c). */
 void tbl_search_cache_clear(hs_table *t);
 
+/* ---- pins.c: snapshots readers of this process are on ---- */
+
+/* `holder` (a handle, a scan) is about to load metadata (pins.c). */
+void tbl_pin_loading(const void *holder);
+/* `holder` reads snapshot_id of m's table (-1: none); ends its loading mark. */
+void tbl_pin_set(const void *holder, const ice_table_metadata *m, int64_t snapshot_id);
+void tbl_pin_drop(const void *holder);
+/* Waits (up to timeout_ms, then HS_BUSY) until every metadata load of this
+ * process that began by now has become a pin, then returns the snapshot ids
+ * pinned in the table at `location` (*ids owned, may repeat). */
+HS_MUST_USE hs_status tbl_pins_of(const char *location, int64_t timeout_ms, int64_t **ids,
+                                  int *n, hs_error *err);
+
 /* roaring_bitmap_free that accepts NULL (older CRoaring does not). */
 static inline void tbl_bitmap_free(roaring_bitmap_t *b)
 {

@@ -615,6 +615,14 @@ static void test_scalar_values(void)
         {"round(-2.5::double)", HS_TYPE_FLOAT64, "-2"},
         {"round(3.5::double)", HS_TYPE_FLOAT64, "4"},
         {"round(2.5)", HS_TYPE_DECIMAL128, "3/s0"},     /* numeric: half away from zero */
+        /* PostgreSQL 15's values (tests/python/test_sql_fn_pg.py compares them) */
+        {"power(2.0, 3)", HS_TYPE_DECIMAL128, "80000000000000000/s16"},
+        {"2.0 ^ -2", HS_TYPE_DECIMAL128, "2500000000000000/s16"},
+        {"power(1.5, 2.5)", HS_TYPE_DECIMAL128, "27556759606310754/s16"},
+        {"(interval 'P1Y2M3DT4H5M6S')::text", HS_TYPE_STRING, "1 year 2 mons 3 days 04:05:06"},
+        {"justify_interval(interval '1 mon -1 hour')::text", HS_TYPE_STRING, "29 days 23:00:00"},
+        {"age(TIMESTAMP '2024-03-31 10:00', TIMESTAMP '2024-02-29 12:30')::text", HS_TYPE_STRING,
+         "1 mon 1 day 21:30:00"},
         {"round(-2.5)", HS_TYPE_DECIMAL128, "-3/s0"},
         {"round(1.25, 1)", HS_TYPE_DECIMAL128, "13/s1"},
         {"round(-1.25, 1)", HS_TYPE_DECIMAL128, "-13/s1"},

@@ -454,6 +454,64 @@ static void test_filtered(void)
     free(qs);
 }
 
+/* The default path in the two-hop band (1/16 to 1/4 of the rows allowed):
+ * the walk measures allowed rows only, so an allow-list above the
+ * crossover sqrt(4 ef n) is walked even below the flat floors (2,000 rows,
+ * 6 MiB streamed) that apply outside the band; below the band they still
+ * apply.  The allow-lists are roaring arrays (< 4,096 rows), which the walk
+ * reads as a dense bitset; a row past the file must not count. */
+static void test_two_hop_band_default(void)
+{
+    size_t n = 8000, d = 16;
+    float *x = make_data(n, d, 10, 0.6);
+    float *qs = make_data(20, d, 10, 0.6);
+    vq_type types[] = { VQ_FLAT, VQ_TQ8 };
+    for (int ti = 0; ti < 2; ti++) {
+        hnsw_params p = params_of(HS_METRIC_L2, types[ti]);
+        hnsw_index *ix = NULL;
+        hs_error err = { 0 };
+        CHECK_OK(hnsw_build(x, n, d, &p, NULL, NULL, &ix, &err), &err);
+        /* ef 16: crossover sqrt(4 * 16 * 8000) = 715 rows; band 500..1999 */
+        double sel[] = { 0.125, 0.2, 0.04 };
+        for (int si = 0; si < 3; si++) {
+            roaring_bitmap_t *allow = roaring_bitmap_create();
+            for (uint32_t i = 0; i < n; i++)
+                if (urand() < sel[si])
+                    roaring_bitmap_add(allow, i);
+            roaring_bitmap_add(allow, (uint32_t)n + 5);   /* past the file: ignored */
+            uint64_t card = roaring_bitmap_range_cardinality(allow, 0, n);
+            bool band = card >= n / 16 && card < n / 4;
+            CHECK(band == (si < 2));
+            fetch_ctx f = { x, n, d, 0, 0, 0, 0, 0 };
+            int exact = 0;
+            for (int qi = 0; qi < 20; qi++) {
+                hnsw_search_opts o = { .k = 10, .ef = 16, .allow = allow, .fetch = fetch_rows,
+                                       .fetch_ctx = &f };
+                hnsw_hit h[10];
+                int nh;
+                hnsw_search_stats st;
+                CHECK_OK(hnsw_search(ix, qs + (size_t)qi * d, &o, h, &nh, &st, &err), &err);
+                CHECK(nh == 10);
+                for (int i = 0; i < nh; i++)
+                    CHECK(h[i].id < n && roaring_bitmap_contains(allow, h[i].id));
+                exact += st.exact;
+            }
+            /* in the band: walked (before: exact up to 2,000 rows); below: exact */
+            CHECK(exact == (band ? 0 : 20));
+            int short_answers;
+            double r = recall_of(ix, x, n, d, HS_METRIC_L2, qs, 20, 10, 16, allow, 0,
+                                 &short_answers);
+            fprintf(stderr, "  %s %.3f (%llu rows)%s: recall@10 %.3f\n", ti ? "tq8" : "flat",
+                    sel[si], (unsigned long long)card, band ? " two-hop walk" : " exact", r);
+            CHECK(short_answers == 0 && r >= 0.95);
+            roaring_bitmap_free(allow);
+        }
+        hnsw_free(ix);
+    }
+    free(x);
+    free(qs);
+}
+
 /* A graph split into two unconnected clusters: a filtered graph search that
  * cannot reach the allowed rows must still return them (exact fallback). */
 static void test_unreachable_fallback(void)
@@ -1059,6 +1117,7 @@ int main(void)
     HS_RUN(test_recall_quantized);
     HS_RUN(test_filtered);
     HS_RUN(test_filtered_distances);
+    HS_RUN(test_two_hop_band_default);
     HS_RUN(test_unreachable_fallback);
     HS_RUN(test_multithreaded_build);
     HS_RUN(test_concurrent_search);

@@ -208,3 +208,26 @@ def test_path_tables(tmp_path):
     assert _state(e) == "0A000"
     s.sql(f'DROP TABLE "{tmp_path}/copy"')
     assert not hdb.Table(str(tmp_path / "copy")).exists
+
+
+def test_numeric_without_typmod_is_refused(env):
+    """A column of PostgreSQL's unconstrained numeric keeps each value's own
+    scale; a decimal128 column has one, so `numeric` / `decimal` without
+    (p, s) is 0A000 in CREATE TABLE and ALTER TABLE (it used to become
+    decimal(18,3) silently, rounding values to 3 digits); numeric(p) and
+    numeric(p,s) are Iceberg decimals (pyiceberg reads them)."""
+    s, cat, py = env
+    s.sql("CREATE SCHEMA db")
+    for q in ("CREATE TABLE db.u (a numeric)", "CREATE TABLE db.u (a decimal, b int)",
+              "CREATE TABLE db.u (a numeric[])"):
+        with pytest.raises(Exception) as ei:
+            s.sql(q)
+        assert _state(ei) == "0A000", q
+        assert "numeric without precision and scale" in str(ei.value), q
+    s.sql("CREATE TABLE db.u (a numeric(38,20), b decimal(12), c numeric(5,5))")
+    types = {f.name: f.field_type for f in py.load_table("db.u").schema().fields}
+    assert types == {"a": DecimalType(38, 20), "b": DecimalType(12, 0), "c": DecimalType(5, 5)}
+    for q in ("ALTER TABLE db.u ADD COLUMN d numeric", "ALTER TABLE db.u ALTER COLUMN b TYPE numeric"):
+        with pytest.raises(Exception) as ei:
+            s.sql(q)
+        assert _state(ei) == "0A000", q

@@ -70,6 +70,12 @@ CASES = [
     "round(f)", "round(n)", "round(n, 1)", "round(n, 5)", "round(n, -1)", "round(i)",
     "round(i, -1)", "trunc(n)", "trunc(n, 2)", "trunc(n, -1)", "trunc(f)", "trunc(i)",
     "sign(n)", "sign(f)", "sign(i)", "power(f, 2)", "f ^ 2", "2 ^ k", "power(i, 0.5)",
+    # power of numerics is numeric (power_var's scale; integer exponents exact)
+    "power(n, 2)", "n ^ 3", "power(k, 0.5)", "power(n, k - 2)", "power(n, k - 2) / 7", "power(k + 0.5, k) / 3", "power(k, 2) / 3", "power(2.0, k - 3)", "power(1.5, 2.5)",
+    "power(k * 1.0, 10)", "power(n, 0)", "power(0.0, 0)", "power(0.0, k - k)", "power(0.0, 0.5)", "power(0.0, k - 3)", "power(-2.0, 0.5)",
+    "power(-2.0, k)", "power(n, -2)", "power(0.5, 1.5)",
+    "power(k + 0.25, 1.75)", "power(n, 1.5)", "power(2, 0.5::numeric)", "power(k, -1.5)",
+    "power(0.001, 1.5)", "(k + 0.5) ^ -3", "power(7.0, 2)", "power(f, 2.5)", "power(1.1, 100)",
     "mod(i, 3)", "mod(n, 0.7)", "div(n, 0.7)", "div(i, 4)", "abs(n)", "ceil(n)", "floor(f)",
     "exp(k)", "ln(f)", "ln(k)", "log(k)", "log10(k * 10)", "cbrt(f)", "sqrt(k)",
     "degrees(k)", "radians(k)", "sin(k)", "atan2(k, 2)", "pi() * k",
@@ -222,6 +228,37 @@ CASES = [
     "(interval '1 day 02:30:00')::text", "('3 hours')::interval",
     "interval '1 month 1 day' * 1.5", "interval '1 month' / 7", "f * interval '1 hour'",
     "interval '1 day' / 0", "interval '3 days 5 hours' * -0.25",
+    # ISO 8601 interval input (format with designators)
+    "interval 'P1Y2M3DT4H5M6S'", "interval 'P1W'", "interval 'PT1.5S'", "interval 'P-1Y-2M'",
+    "interval 'P1.5Y'", "interval 'P0.5M'", "interval 'P1.25W'", "interval 'P1.5D'", "interval 'PT36H'",
+    "interval 'PT-1H30M'", "interval 'PT0.000001S'", "interval 'P'", "interval 'p1D'",
+    "interval 'P1H'", "interval 'P1Y2M3DT4H5M6S' + d", "('P' || k || 'D')::interval",
+    "interval 'PT'", "interval 'P1DT'", "interval 'P0001-02-03T04:05:06'", "interval 'P1'",
+    "interval 'PT04:05'",
+    # justify_*
+    "justify_days(interval '35 days')", "justify_days(interval '1 mon -35 days')",
+    "justify_days(interval '-1 mon 40 days')", "justify_hours(interval '50 hours')",
+    "justify_hours(interval '1 day -50 hours')", "justify_hours(interval '-1 day 3 hours')",
+    "justify_interval(interval '1 mon -1 hour')", "justify_interval(interval '-1 mon 1 hour')",
+    "justify_interval(interval '1 mon 35 days 50 hours')", "justify_interval(interval '-40 days -30 hours')",
+    "justify_interval(interval '29 days 23:59:59' + interval '1 second')",
+    "justify_days(k * interval '20 days')", "justify_hours(k * interval '13 hours')",
+    "justify_interval(k * interval '-11 days 13 hours')", "justify_hours(NULL)",
+    "justify_days('45 days')", "justify_days(k)",
+    # age(ts, ts)
+    "age(TIMESTAMP '2024-03-31 10:00', TIMESTAMP '2024-02-29 12:30')", "age(d, DATE '2000-02-29')",
+    "age(DATE '2000-02-29', d)", "age(TIMESTAMP '2024-01-01', TIMESTAMP '2024-01-01 00:00:00.5')",
+    "age(TIMESTAMP '2023-03-01', TIMESTAMP '2024-01-31')", "age(d, d + k)", "age(d + k * 40, d)",
+    "age(TIMESTAMP '2024-03-01', TIMESTAMP '2024-01-31 23:59:59.999999')",
+    "age('2024-05-31', '2024-02-29 01:00')", "age(TIMESTAMP '2024-01-01')", "age(k, d)",
+    # constant date/timestamp +- interval: folded before binding (plan_rewrite.c)
+    "DATE '2024-03-31' - interval '1 month 1 day'", "DATE '2024-01-31' + interval '1.5 hours'",
+    "interval '2' month + DATE '2023-12-31'", "TIMESTAMP '2024-01-01' - interval '1.5 seconds'",
+    "DATE '2024-02-29' + interval '1 year'", "DATE '2024-01-01' + interval '1 day 02:03:04.5'",
+    "TIMESTAMP '2024-01-01 00:00:00.25' - interval '1 hour ago'", "DATE '2024-01-01' + interval '36' hour",
+    "DATE '2024-01-01' + interval 'abc'", "DATE '2024-01-01' + interval '1 fortnight'",
+    "TIMESTAMP '2024-01-01 00:00:00.25' - interval '1 hour'", "DATE '2024-01-01' + interval '1 decade'",
+    "DATE '2024-01-01' + interval '1 weekday'", "TIMESTAMP '2024-01-01 10:00:00.5' + interval '1 day'",
     # exp, ln, log of numerics are numeric
     "exp(n)", "ln(n)", "log(n)", "log10(n)", "ln(k * 1.5)", "log(k + 0.0)",
     "exp(1.0)", "ln(2.0)", "log(100.0)", "ln(1.05)", "exp(-30.0)", "exp(k * 2.5)", "ln(n * n)",
@@ -232,7 +269,13 @@ CASES = [
 ]
 
 # refused here (0A000) where PostgreSQL answers: docs/sql.md says which
-REFUSED = {"to_char(n, 'S999')"}
+REFUSED = {"to_char(n, 'S999')",
+           # an inexact power of more than 18 significant digits (long double)
+           "power(1.1, 100)",
+           # ISO 8601's alternative format
+           "interval 'P0001-02-03T04:05:06'", "interval 'P1'", "interval 'PT04:05'",
+           # age(ts) reads the current date
+           "age(TIMESTAMP '2024-01-01')"}
 
 # PostgreSQL type name -> the Arrow type class we must give
 TYPES = {
@@ -403,6 +446,10 @@ def test_numeric_beyond_38_digits_is_an_error(ours):
     with pytest.raises(sqlsession.SqlError) as ei:
         ours.sql("SELECT x / 3 FROM (VALUES (0.000000000000000000010000)) v(x)")
     assert ei.value.sqlstate == "22003"
+    for q in ("SELECT power(10.0, 40)", "SELECT power(x, 3) FROM (VALUES (123456789012.5)) v(x)"):
+        with pytest.raises(sqlsession.SqlError) as ei:
+            ours.sql(q)
+        assert ei.value.sqlstate == "22003", q
 
 
 LAT_WITH = """WITH dept(dept_id, dname) AS (VALUES (1, 'eng'), (2, 'ops'), (3, 'empty'), (NULL, 'nokey')),
@@ -521,3 +568,153 @@ def test_interval_text_is_not_ordered(ours):
         assert ei.value.sqlstate == "0A000", q
     t = ours.sql(f"SELECT count(t - TIMESTAMP '2023-12-31') AS n {base}")
     assert t.column(0).to_pylist() == [2]
+
+
+# date/timestamp literal +- interval literal: folded before binding into a
+# timestamp literal (sql/plan_rewrite.c through expr.h's ex_ts_interval_text)
+# so that it prunes data files by their bounds like any literal
+FOLD_PREDICATES = [
+    "d >= DATE '2024-07-01' - interval '2 months'",
+    "d >= DATE '2024-07-01' - interval '2' month",
+    "d < DATE '2024-01-31' + interval '1 month'",
+    "d >= DATE '2024-03-31' - interval '1 month 1 day'",
+    "d > DATE '2024-06-15' - interval '90' day",
+    "d <= interval '1 year' + DATE '2023-03-01'",
+    "d BETWEEN DATE '2024-02-01' AND DATE '2024-02-01' + interval '1 month' - interval '1 day'",
+    "ts < TIMESTAMP '2024-01-01 10:00' + interval '1 mon 2 days 3.5 hours'",
+    "ts >= TIMESTAMP '2024-05-01' - interval '1 week 36 hours'",
+    "ts > TIMESTAMP '2024-04-10 12:00' + interval '-1 day +2 hours'",
+    "ts < TIMESTAMP '2024-03-01' + interval '3 days ago'",
+    "d >= DATE '2024-05-31' - interval '1 mon' + interval '00:00:01.5'",
+    "d < DATE '2014-02-01' + interval '1 decade'",
+]
+
+
+def _fold_table():
+    rows = [(datetime.date(2024, m, k), datetime.datetime(2024, m, k, 12))
+            for m in range(1, 7) for k in range(1, 29)]
+    return rows
+
+
+def test_date_interval_literals_prune_and_agree(ref, tmp_path):
+    """Each predicate selects the rows PostgreSQL selects, and the files of
+    months without a matching row are pruned by their bounds (one file per
+    month, days 1..28 at noon, so a file without a matching row is one
+    whose bounds the folded literal excludes)."""
+    import hyperstreamdb as hdb
+    import sqlsession
+    rows = _fold_table()
+    t = hdb.Table(str(tmp_path / "t"))
+    for m in range(1, 7):
+        part = [r for r in rows if r[0].month == m]
+        t.write_arrow(pa.table({"d": pa.array([r[0] for r in part], pa.date32()),
+                                "ts": pa.array([r[1] for r in part], pa.timestamp("us"))}))
+        t.commit()
+    values = ", ".join(f"(DATE '{d}', TIMESTAMP '{ts}')" for d, ts in rows)
+    with_ = f"WITH t(d, ts) AS (VALUES {values}) "
+    queries = [with_ + "SELECT count(*) AS n, min(d)::text AS lo, max(d)::text AS hi, "
+               f"count(DISTINCT date_trunc('month', d)) AS months FROM t WHERE {p}"
+               for p in FOLD_PREDICATES]
+    expect = ref.run_many(queries, fn="tryr")
+    s = sqlsession.Session()
+    try:
+        s.register("t", tmp_path / "t")
+        bad = []
+        for p, pg in zip(FOLD_PREDICATES, expect):
+            assert pg[0] == "OK", (p, pg)
+            want = pg[1][0]
+            got = s.sql(f"SELECT count(*) AS n, min(d)::text AS lo, max(d)::text AS hi FROM t WHERE {p}")
+            got = dict(zip(("n", "lo", "hi"), (c[0] for c in got.to_pydict().values())))
+            if (got["n"], got["lo"], got["hi"]) != (want["n"], want["lo"], want["hi"]):
+                bad.append(f"{p}: PostgreSQL {want}, ours {got}")
+                continue
+            plan = "\n".join(s.sql(f"EXPLAIN ANALYZE SELECT count(*) FROM t WHERE {p}")
+                             .column(0).to_pylist())
+            line = next(x for x in plan.splitlines() if "pruned by partition/bounds" in x)
+            pruned = int(line.split("total,")[1].split("pruned")[0])
+            if pruned != 6 - want["months"]:
+                bad.append(f"{p}: {pruned} files pruned, {6 - want['months']} hold no match\n{plan}")
+            if "interval" in plan.split("Scan")[1].split("\n")[0].lower():
+                bad.append(f"{p}: the scan filter still has the interval: {plan}")
+    finally:
+        s.close()
+    assert not bad, "\n".join(bad)
+
+
+ARR_ROWS = [  # (k, integer[], text[], double precision[], date[], boolean[], numeric(12,3)[])
+    (1, [1, 2, 3, 2], ["a", "b", None, "a"], [1.5, -0.25, 1e20], [datetime.date(2024, 1, 2)],
+     [True, False, None], [decimal.Decimal("1.500"), None]),
+    (2, [], [], [], [], [], []),
+    (3, [None, 7], [None], [None, 2.0], [None, datetime.date(1999, 12, 31)], [None], [None]),
+    (4, None, None, None, None, None, None),
+    (5, [5], ["x,y", ""], [0.1], [datetime.date(2020, 2, 29), datetime.date(2020, 3, 1)], [False],
+     [decimal.Decimal("-2.250")]),
+]
+ARR_CASES = [
+    "array_to_string(ia, ',')", "array_to_string(ia, ',', '*')", "array_to_string(ta, '|')",
+    "array_to_string(ta, '|', 'NULL')", "array_to_string(fa, ';')", "array_to_string(da, ' ')",
+    "array_to_string(ba, '')", "array_to_string(na, ',', '?')", "array_to_string(ia, NULL)",
+    "array_to_string(ia, ',', NULL)", "array_to_string(ta, s)",
+    "array_position(ia, 2)", "array_position(ia, 2, 3)", "array_position(ia, NULL)",
+    "array_position(ta, 'a')", "array_position(ta, 'a', 2)", "array_position(ta, NULL)",
+    "array_position(fa, 2.0::float8)", "array_position(da, DATE '2020-03-01')",
+    "array_position(ba, false)", "array_position(ia, k)", "array_position(ia, 2, 0)",
+    "array_position(ia, 7, -5)", "array_position(na, 1.5)", "array_position(ia, 2, NULL)",
+]
+
+
+def test_array_functions_agree_with_postgres(ref, tmp_path):
+    """array_to_string and array_position of list columns against the same
+    arrays in PostgreSQL 15."""
+    import hyperstreamdb as hdb
+    import sqlsession
+    cols = list(zip(*ARR_ROWS))
+    t = hdb.Table(str(tmp_path / "a"))
+    t.write_arrow(pa.table({
+        "k": pa.array(cols[0], pa.int32()), "ia": pa.array(cols[1], pa.list_(pa.int32())),
+        "ta": pa.array(cols[2], pa.list_(pa.string())), "fa": pa.array(cols[3], pa.list_(pa.float64())),
+        "da": pa.array(cols[4], pa.list_(pa.date32())), "ba": pa.array(cols[5], pa.list_(pa.bool_())),
+        "na": pa.array(cols[6], pa.list_(pa.decimal128(12, 3))),
+        "s": pa.array(["-", "+", None, "/", ""], pa.string())}))
+    t.commit()
+
+    def lit(v, typ):
+        if v is None:
+            return f"NULL::{typ}[]"
+        items = []
+        for x in v:
+            if x is None:
+                items.append("NULL")
+            elif isinstance(x, str):
+                items.append("'" + x.replace("'", "''") + "'")
+            elif isinstance(x, datetime.date):
+                items.append(f"DATE '{x}'")
+            elif isinstance(x, bool):
+                items.append("true" if x else "false")
+            else:
+                items.append(repr(float(x)) if isinstance(x, float) else str(x))
+        return f"ARRAY[{', '.join(items)}]::{typ}[]"
+
+    svals = ["'-'", "'+'", "NULL", "'/'", "''"]
+    values = ", ".join(
+        f"({r[0]}, {lit(r[1], 'integer')}, {lit(r[2], 'text')}, {lit(r[3], 'float8')}, "
+        f"{lit(r[4], 'date')}, {lit(r[5], 'boolean')}, {lit(r[6], 'numeric(12,3)')}, {svals[i]}::text)"
+        for i, r in enumerate(ARR_ROWS))
+    with_ = f"WITH a(k, ia, ta, fa, da, ba, na, s) AS (VALUES {values}) "
+    expect = ref.run_many([with_ + f"SELECT k, {e} FROM a" for e in ARR_CASES])
+    s = sqlsession.Session()
+    try:
+        s.register("a", tmp_path / "a")
+        bad = []
+        for e, pg in zip(ARR_CASES, expect):
+            got = _ours(s, f"SELECT k, {e} FROM a")
+            if pg[0] == "ERR" or got[0] == "ERR":
+                if pg[0] != got[0] or pg[1] != got[1]:
+                    bad.append(f"{e}: PostgreSQL {pg}, ours {got}")
+                continue
+            for k, ((txt, typ), v) in enumerate(zip(pg[1], got[2])):
+                if not _same(txt, typ, v):
+                    bad.append(f"{e} (row {k + 1}): PostgreSQL {txt!r} ({typ}), ours {v!r}")
+    finally:
+        s.close()
+    assert not bad, "\n".join(bad)

@@ -232,16 +232,18 @@ def test_compaction_races_appends_deletes_and_schema_change(tmp_path):
 
 def test_expiry_racing_a_reader_of_an_old_snapshot(tmp_path):
     """docs/tables.md "Readers and expiry": a handle that planned snapshot S
-    before another process replaced and expired S.  (1) A reader whose
-    handle still points at S (not refreshed) and starts a scan after S's
-    files are gone gets the rows of the current snapshot: planning finds
-    the manifest list missing, refreshes once and re-plans (same rows: the
-    compaction did not change them).  (2) A scan planned before the expiry
-    and read after it either returns S's rows exactly (files already open,
-    or still there) or raises an error naming the missing file: never a
-    partial or wrong answer (here: files were opened lazily, so the error).
-    (3) Time travel to an expired snapshot id is
-    NotFoundError."""
+    before S was replaced and expired.  (0) Expiry in the same process keeps
+    S while a handle or a scan of the process is on it (src/table/pins.c):
+    the planned scan returns S's rows exactly.  Expiry by another process
+    does not know this process's readers: (1) a reader whose handle still
+    points at S (not refreshed) and starts a scan after S's files are gone
+    gets the rows of the current snapshot: planning finds the manifest list
+    missing, refreshes once and re-plans (same rows: the compaction did not
+    change them).  (2) A scan planned before the expiry and read after it
+    either returns S's rows exactly (files already open, or still there) or
+    raises an error naming the missing file: never a partial or wrong
+    answer (here: files were opened lazily, so the error).  (3) Time travel
+    to an expired snapshot id is NotFoundError."""
     log = tmp_path / "seed.jsonl"
     t = _seed(tmp_path, log)
     want = expected_from_logs([log])
@@ -250,7 +252,18 @@ def test_expiry_racing_a_reader_of_an_old_snapshot(tmp_path):
     assert reader.current_snapshot_id == old
     planned = reader.to_reader(columns=["id", "cat", "v"])   # planned now, read later
     t.compact()
+    assert t.current_snapshot_id != old
+    # (0) this process's reader is on S: kept
     t.expire_snapshots(retain_last=1)
+    assert old in [s.snapshot_id for s in t.snapshots()]
+    assert rows_of(planned.read_all(), extra=False) == want
+    del planned
+    planned = reader.to_reader(columns=["id", "cat", "v"])   # on S again, read later
+    # another process expires S
+    subprocess.run([sys.executable, "-c", "import sys, hyperstreamdb as hdb; "
+                    "hdb.Table(sys.argv[1]).expire_snapshots(retain_last=1)", str(t.path)],
+                   check=True)
+    t.refresh()
     assert old not in [s.snapshot_id for s in t.snapshots()]
     # (2) the stream planned on S
     try:

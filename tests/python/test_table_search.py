@@ -367,6 +367,56 @@ def test_index_recall_and_filtered_selectivities(table, kind, params, capfd):
         hs.close_catalog(cat)
 
 
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8"])
+def test_filtered_walk_on_a_small_file(hs, table_dir_factory, kind, capfd):
+    """One file of 8,000 rows, 1/16 to 1/4 of them allowed: the two-hop band,
+    where the graph walk measures allowed rows only and is used above
+    sqrt(4 ef n) rows (hnsw.c's default_exact_threshold; before, the flat
+    floors sent everything up to 2,000 rows to exact search), reading a
+    sparse allow-list as a dense bitset.  Filter and deletes together form
+    the allow-list; against numpy: exactly k rows, every one allowed and
+    live, true distances, recall >= 0.95."""
+    n, dim = 8000, 16
+    rng = np.random.default_rng(77)
+    centres = rng.standard_normal((10, dim)).astype(np.float32) * 4
+    vecs = (centres[rng.integers(0, 10, n)] +
+            rng.standard_normal((n, dim)).astype(np.float32)).astype(np.float32)
+    nulls = rng.random(n) < 0.02
+    sel = rng.permutation(n)
+    wh = table_dir_factory.mktemp("band")
+    cat = hs.path_catalog(wh)
+    schema = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("sel", pa.int64()),
+                        ("embedding", pa.list_(pa.float32(), dim))])
+    t = hs.create(cat, "t", schema)
+    try:
+        hs.append(t, vectors_table(0, vecs, nulls, sel, dim))
+        orc = Oracle(vecs, nulls, sel)
+        gone = np.zeros(n, bool)
+        gone[rng.choice(n, 300, replace=False)] = True
+        hs.delete(t, "id IN (" + ", ".join(map(str, np.flatnonzero(gone))) + ")")
+        orc.delete(gone)
+        hs.add_index(t, "embedding", kind, {"m": 16, "ef_construction": 100}, n_threads=2)
+        for m in (700, 1200, 1800):   # 8.75%, 15%, 22.5% of the rows
+            mask = sel < m
+            rs = []
+            for _ in range(12):
+                q = (centres[rng.integers(0, 10)] +
+                     rng.standard_normal(dim)).astype(np.float32)
+                got = hs.search(t, "embedding", q, 10, flt=f"sel < {m}", ef=32)
+                want, _ = orc.topk(q, 10, mask=mask)
+                ids = got.column("id").to_numpy()
+                assert len(ids) == 10
+                assert (sel[ids] < m).all() and orc.live[ids].all()
+                np.testing.assert_allclose(got.column("_distance").to_numpy(),
+                                           orc.dist(q, "l2", ids), rtol=1e-4, atol=1e-4)
+                rs.append(recall(ids, want))
+            assert np.mean(rs) >= 0.95, (m, rs)
+        assert "skipped" not in capfd.readouterr().err
+    finally:
+        hs.close(t)
+        hs.close_catalog(cat)
+
+
 def test_cosine_index_and_metric_choice(table):
     hs, cat0, t0, orc, wh = table
     cat, t = copy_table(hs, wh, "t_cos")

@@ -139,6 +139,11 @@ def storage_once(t):
     # counts
     reg_dead = [f for f in files if f.parent.name == "registry" and str(f) not in live]
     dead = set()
+    by_kind = {}
+    try:   # a dead file newer than the current metadata: a commit in flight wrote it
+        meta_mtime = os.path.getmtime(_local(t.metadata_location))
+    except FileNotFoundError:
+        meta_mtime = float("inf")
     for f in files:
         n = size(f)
         if f not in reg_dead and n is not None:
@@ -146,7 +151,30 @@ def storage_once(t):
             n_files += 1
             if str(f) not in live:
                 dead.add(str(f))
-    return disk, live_bytes, (n_files, live_files), len(reg_dead), dead
+                try:
+                    new = os.path.getmtime(f) > meta_mtime
+                except FileNotFoundError:
+                    new = False
+                k = file_kind(f) + (" (in flight)" if new else " (replaced)")
+                by_kind[k] = by_kind.get(k, 0) + n
+    return disk, live_bytes, (n_files, live_files), len(reg_dead), dead, by_kind
+
+
+def file_kind(f):
+    """What a file of the table directory is, for the soak's dead-bytes
+    breakdown."""
+    name = f.name
+    if "index" in f.parts:
+        return "index"
+    if name.endswith(".metadata.json"):
+        return "metadata.json"
+    if name.endswith(".avro"):
+        return "manifest list" if name.startswith("snap-") else "manifest"
+    if "delete" in name or name.endswith(".puffin"):
+        return "delete file"
+    if name.endswith(".parquet"):
+        return "data"
+    return "other"
 
 
 # files kept in place by design, never expired
@@ -200,7 +228,10 @@ def test_dead_runs():
 
 def test_soak_storage_bounded(tmp_path):
     seconds = int(os.environ.get("HS_SOAK_SECONDS", 1800 if LONG else 70))
-    expire_age_ms = int(os.environ.get("HS_SOAK_EXPIRE_MS", "1500"))
+    # the expiry age is the grace of readers in other processes; the
+    # readers here are in this process, whose snapshots expiry keeps
+    # whatever the age (src/table/pins.c), so it can be short
+    expire_age_ms = int(os.environ.get("HS_SOAK_EXPIRE_MS", "300"))
     t = hdb.Table.create(tmp_path / "t", SCHEMA)
     t.add_index("cat", "inverted")
     t.set_properties({
@@ -307,8 +338,9 @@ def test_soak_storage_bounded(tmp_path):
             if time.time() - t0 < 10:
                 continue
             t.refresh()
-            disk, live, n_files, n_reg, dead_set = storage(t)
-            samples.append((time.time() - t0, disk, live, n_files, s.stats(), n_reg, dead_set))
+            disk, live, n_files, n_reg, dead_set, by_kind = storage(t)
+            samples.append((time.time() - t0, disk, live, n_files, s.stats(), n_reg, dead_set,
+                            by_kind))
     finally:
         stop.set()
         for th in threads:
@@ -318,10 +350,10 @@ def test_soak_storage_bounded(tmp_path):
     # storage: compaction writes new files before the old ones may go (an
     # expiry age after they stopped being current, the readers' grace), so
     # dead bytes of the last few seconds' rewrites are always there.
-    # Measured on the loaded 2-core machine at 5,000 rows/s: median 1.4-1.7x
-    # the live bytes; the issue's 1.3x is not reached (docs/streaming.md,
-    # "Soak").  Asserted: bounded (median 2.0x, every sample 4x) and not
-    # growing.
+    # With the expiry age at 1.5 s the median was 1.33-1.54x; at 300 ms
+    # (readers pinned in-process) 1.0-1.2x on the loaded 2-core machine
+    # (docs/streaming.md, "Soak").  Asserted: median 1.3x, every sample 4x,
+    # not growing.
     ratios = [x[1] / max(x[2], 1) for x in samples]
     files = [x[3] for x in samples]
     regs = [x[5] for x in samples]
@@ -335,8 +367,15 @@ def test_soak_storage_bounded(tmp_path):
           f"{srt[len(srt) // 2]:.2f} p90 {srt[int(len(srt) * 0.9)]:.2f} max {srt[-1]:.2f} "
           f"last {ratios[-1]:.2f}; files (on disk, live) max {max(files)} last {files[-1]}; dead registry "
           f"versions {regs[0]} -> {regs[-1]}")
+    kinds = sorted({k for x in samples for k in x[7]})
+    print("mean dead/live by kind: " + ", ".join(
+        f"{k} {sum(x[7].get(k, 0) / max(x[2], 1) for x in samples) / len(samples):.3f}"
+        for k in kinds))
     assert st["compactions"] >= 2 and st["expirations"] >= 2
-    assert srt[len(srt) // 2] <= 2.0
+    # the issue's bound: storage at most 1.3x the live data (median of the
+    # samples; single samples right after a compaction, before its expiry,
+    # go higher)
+    assert srt[len(srt) // 2] <= 1.3
     assert srt[-1] <= 4.0
     # the file count follows the live files (which grow with the data at
     # the target file size) plus what the readers' grace window holds, not

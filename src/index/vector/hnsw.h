@@ -95,7 +95,8 @@ typedef struct hnsw_search_opts {
     int nprobe;               /* IVF; 0 = the index's default */
     const roaring_bitmap_t *allow;  /* NULL = all rows */
     /* when allow holds at most this many rows, search exactly over them
-     * (0 = a default from n and k, like Qdrant's full_scan_threshold) */
+     * (0 = a default from n, ef, the quantizer and the allowed fraction:
+     * hnsw.c's default_exact_threshold, like Qdrant's full_scan_threshold) */
     int64_t exact_threshold;
     hnsw_fetch_fn fetch; void *fetch_ctx;  /* required unless quant is VQ_FLAT */
     int rerank;               /* quantized: 0 = the index's rerank factor */
