@@ -19,7 +19,9 @@ Queries:
              numpy brute force)
   full       every row, columns id, category, value
 
-Prints one line per (delay, engine, query, cold/warm): latency, requests, bytes,
+Prints one line per (delay, engine, query, cold/warm): latency, the process's
+CPU time during the query (all threads; on a loaded machine latency minus
+rounds x delay is mostly CPU queueing), requests, bytes,
 the requests by purpose (hint, metadata, manifest-list, manifest, registry,
 sidecar-vector, sidecar-scalar, data, list; from the first run's trace) and
 the dependent round trips ("rounds": waves of requests, each started after an
@@ -28,7 +30,10 @@ answer); then the ratios
 200000; 1000000 for the issue's target), BENCH_FILES (default 4),
 BENCH_DELAYS_MS, BENCH_REPEAT (cold runs per query, median; default 3),
 BENCH_TRACE=1 (print each request of the first cold and warm run, with its
-time since the query started), BENCH_ENGINES (default "ours,pyiceberg").
+time since the query started), BENCH_ENGINES (default "ours,pyiceberg"),
+BENCH_OPEN (ours: "metadata", default, opens the metadata file's location as
+pyiceberg does; "path" opens the table directory), BENCH_TABLE_CACHE=DIR (keep
+the written table's objects there and restore them in later runs).
 """
 import json
 import os
@@ -51,6 +56,10 @@ FILES = int(os.environ.get("BENCH_FILES", "4"))
 DELAYS = [float(x) for x in os.environ.get("BENCH_DELAYS_MS", "0,20").split(",")]
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 ENGINES = os.environ.get("BENCH_ENGINES", "ours,pyiceberg").split(",")
+# how ours opens the table: "metadata" (the metadata file's location, as pyiceberg's
+# StaticTable and every catalog hand it over) or "path" (the table directory:
+# version-hint.text, then the current metadata file and a probe for a newer one)
+OPEN = os.environ.get("BENCH_OPEN", "metadata")
 DIM = 32
 CATS = 100
 COLS = ["id", "category", "value"]
@@ -60,6 +69,7 @@ import json, sys, time
 import numpy as np
 engine, uri, meta, endpoint, key, secret = sys.argv[1:7]
 rows = int(sys.argv[7])
+OPEN = sys.argv[9]
 COLS = ["id", "category", "value"]
 if engine == "ours":
     import hyperstreamdb as hdb
@@ -72,7 +82,10 @@ t = None
 def table():
     global t
     if t is None:
-        t = hdb.Table(uri) if engine == "ours" else StaticTable.from_metadata(meta, properties=props)
+        if engine == "ours":
+            t = hdb.Table(meta if OPEN == "metadata" else uri)
+        else:
+            t = StaticTable.from_metadata(meta, properties=props)
     return t
 def run(q):
     kind, a = q["kind"], q["arg"]
@@ -110,10 +123,11 @@ else:
 print("READY", flush=True)
 for line in sys.stdin:
     q = json.loads(line)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = run(q)
     ms = (time.perf_counter() - t0) * 1000
-    print(json.dumps({"ms": ms, "result": res}), flush=True)
+    cpu = (time.process_time() - c0) * 1000   # all threads of the process
+    print(json.dumps({"ms": ms, "cpu": cpu, "result": res}), flush=True)
 '''
 
 
@@ -131,10 +145,34 @@ def build_warmup_table(tmp):
     return t.metadata_location
 
 
+def s3_client(s3):
+    import boto3
+    return boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                        aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+
+
 def build_table(s3):
+    """Writes and indexes the table, or, with BENCH_TABLE_CACHE=DIR, restores the
+    objects saved there by an earlier run of the same ROWS/FILES (writing and indexing
+    1M rows takes tens of minutes on a small machine; the objects' keys and the bucket
+    are the same every run, only the server's endpoint differs, and no object names it)."""
     import hyperstreamdb as hdb
-    rng = np.random.default_rng(1)
     uri = s3.uri(f"bench/t{ROWS}")
+    prefix = f"bench/t{ROWS}/"
+    cache = os.environ.get("BENCH_TABLE_CACHE")
+    cdir = os.path.join(cache, f"t{ROWS}-f{FILES}") if cache else None
+    if cdir and os.path.exists(os.path.join(cdir, "DONE")):
+        c = s3_client(s3)
+        for root, _dirs, files in os.walk(cdir):
+            for fn in files:
+                full = os.path.join(root, fn)
+                rel = os.path.relpath(full, cdir)
+                if rel == "DONE":
+                    continue
+                c.upload_file(full, s3.bucket, prefix + rel)
+        with open(os.path.join(cdir, "DONE")) as f:
+            return uri, f.read().strip()
+    rng = np.random.default_rng(1)
     t = hdb.Table(uri)
     per = ROWS // FILES
     for f in range(FILES):
@@ -148,6 +186,15 @@ def build_table(s3):
     t.add_index("id", "range")
     t.add_index("category", "inverted")
     t.add_index("embedding", "hnsw")
+    if cdir:
+        c = s3_client(s3)
+        for page in c.get_paginator("list_objects_v2").paginate(Bucket=s3.bucket, Prefix=prefix):
+            for o in page.get("Contents", []):
+                dst = os.path.join(cdir, o["Key"][len(prefix):])
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                c.download_file(s3.bucket, o["Key"], dst)
+        with open(os.path.join(cdir, "DONE"), "w") as f:
+            f.write(t.metadata_location)
     return uri, t.metadata_location
 
 
@@ -157,7 +204,7 @@ class Worker:
         env["AWS_ENDPOINT_URL"] = endpoint
         self.p = subprocess.Popen(
             [sys.executable, "-c", WORKER, engine, uri, meta, endpoint, s3.access_key,
-             s3.secret_key, str(ROWS), WARM_META], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+             s3.secret_key, str(ROWS), WARM_META, OPEN], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True)
         assert self.p.stdout.readline().strip() == "READY"
 
@@ -231,7 +278,7 @@ def measure(proxy, w, q, label=""):
             rounds += 1
         last = t
     by["rounds"] = rounds
-    return {"ms": r["ms"], "requests": proxy.requests, "bytes": proxy.bytes_out,
+    return {"ms": r["ms"], "cpu": r["cpu"], "requests": proxy.requests, "bytes": proxy.bytes_out,
             "result": r["result"], "by": by}
 
 
@@ -270,11 +317,12 @@ def main():
                     for kind in cold:
                         for label, runs in (("cold", cold[kind]), ("warm", warm[kind])):
                             rec = {k: statistics.median(r[k] for r in runs)
-                                   for k in ("ms", "requests", "bytes")}
+                                   for k in ("ms", "cpu", "requests", "bytes")}
                             results[(delay, engine, kind, label)] = rec
                             by = runs[0]["by"]   # the first run's requests, by purpose
                             print(f"delay={delay:>4.0f}ms {engine:9s} {kind:6s} {label}: "
-                                  f"{rec['ms']:9.1f} ms p50  {rec['requests']:6.0f} requests  "
+                                  f"{rec['ms']:9.1f} ms p50 (cpu {rec['cpu']:7.1f} ms)  "
+                                  f"{rec['requests']:6.0f} requests  "
                                   f"{rec['bytes'] / 1e6:9.3f} MB   ["
                                   + " ".join(f"{c}={by[c]}" for c in CLASSES if by.get(c))
                                   + f"] rounds={by.get('rounds', 0)}", flush=True)

@@ -322,13 +322,19 @@ def _quote(name: str) -> str:
     raise ValueError(f"column name {name!r} has both quote characters")
 
 
+def _is_object_metadata(path: str) -> bool:
+    """An s3:// (s3a://) URI of a *.metadata.json file."""
+    return path.startswith(("s3://", "s3a://")) and path.endswith(".metadata.json")
+
+
 class Table:
     """An Apache Iceberg table of Parquet files with sidecar indexes.
 
     ``Table(path)`` opens the table at ``path`` (a local directory or a
     ``file://`` URI); when none exists yet, the first ``commit()`` creates it
     from the schema of the written rows.  ``path`` may also be a
-    ``*.metadata.json`` file, or the directory of a table that a catalog
+    ``*.metadata.json`` file (local, or ``s3://`` where that one GET is the
+    whole open, as for pyiceberg's StaticTable), or the directory of a table that a catalog
     (pyiceberg's SqlCatalog, JDBC, REST) wrote and that has no
     version-hint.text: such a table opens read-only (``read_only``) at that
     file, or at the newest metadata file; ``hyperstreamdb.Catalog(uri)
@@ -381,6 +387,12 @@ class Table:
         self._h = None
         self._cat: Dict[str, str] = {}
         self._static: Optional[str] = None
+        if _is_object_metadata(self._path):
+            # a metadata file on an object store: read it alone (no probe for a
+            # path table under it first: each probe is a round trip)
+            self._static = "file"
+            self._h = _core.open_table(self._path, metadata=True)
+            return
         try:
             self._h = _core.open_table(self._path)
         except _core.NotFoundError:
@@ -434,6 +446,10 @@ class Table:
         t._autocommit, t._progress = False, None
         t._pending, t._lock, t._h = [], threading.RLock(), None
         t._cat, t._static = {}, None
+        if _is_object_metadata(t._path):
+            t._static = "file"
+            t._h = _core.open_table(t._path, metadata=True)
+            return t
         try:
             t._h = _core.open_table(t._path)
         except _core.NotFoundError:

@@ -132,6 +132,12 @@ hs_status hs_file_check(hs_file *f, hs_error *err)
     return HS_OK;
 }
 
+void hs_file_will_need(hs_file *f, const hs_io_range *r, size_t n)
+{
+    if (f && n > 0 && f->vt->will_need)
+        f->vt->will_need(f, r, n);
+}
+
 void hs_file_close(hs_file *f)
 {
     if (f)
@@ -683,7 +689,13 @@ static hs_status fault_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_err
     return in->vt->restat(in, id, size, err);
 }
 
-static const hs_file_vtbl fault_vtbl = { fault_read_at, fault_close, NULL, fault_restat };
+static void fault_will_need(hs_file *f, const hs_io_range *r, size_t n)
+{
+    hs_file_will_need(((fault_file *)f)->inner, r, n);   /* reads still count at read_at */
+}
+
+static const hs_file_vtbl fault_vtbl = { fault_read_at, fault_close, NULL, fault_restat,
+                                         fault_will_need };
 
 hs_status hs_fault_wrap(hs_file *inner, int64_t *counter, int64_t fail_at, hs_file **out,
                         hs_error *err)
@@ -903,4 +915,14 @@ void hs_io_prefetch_async(const char *const *uris, size_t n)
         k++;
     if (k < n)
         hs_s3_prefetch_async(uris + k, n - k);
+}
+
+bool hs_io_background(void (*fn)(void *arg), void *arg)
+{
+    return hs_s3_background(fn, arg);
+}
+
+void hs_io_background_wait(void)
+{
+    hs_s3_background_wait();
 }

@@ -54,6 +54,10 @@ enum { HS_FILE_ID_NONE = 0, HS_FILE_ID_LOCAL, HS_FILE_ID_MEMORY, HS_FILE_ID_OBJE
 bool hs_file_id_equal(const hs_file_id *a, uint64_t a_size, const hs_file_id *b,
                       uint64_t b_size);
 
+typedef struct hs_io_range {
+    uint64_t off, len;
+} hs_io_range;
+
 typedef struct hs_file_vtbl {
     hs_status (*read_at)(hs_file *f, uint64_t off, size_t len, void *dst, hs_error *err);
     void (*close)(hs_file *f);
@@ -61,6 +65,8 @@ typedef struct hs_file_vtbl {
     hs_status (*map)(hs_file *f, const uint8_t **addr, hs_error *err);
     /* optional: the identity and size the file has now (see hs_file_check) */
     hs_status (*restat)(hs_file *f, hs_file_id *id, uint64_t *size, hs_error *err);
+    /* optional: fetch these ranges now, together (see hs_file_will_need) */
+    void (*will_need)(hs_file *f, const hs_io_range *r, size_t n);
 } hs_file_vtbl;
 
 struct hs_file {
@@ -91,6 +97,13 @@ HS_MUST_USE hs_status hs_file_read_at(hs_file *f, uint64_t off, size_t len, void
 HS_MUST_USE hs_status hs_file_read_buf(hs_file *f, uint64_t off, size_t len, hs_buf *buf,
                                        hs_error *err);
 void hs_file_close(hs_file *f);
+/* A hint that the caller is about to read these ranges (any order, may
+ * overlap): object stores fetch the ones not cached in parallel (nearby ones
+ * coalesced) into the byte cache and return when they are there, so the
+ * reads that follow cost one round trip in all instead of one each.  Errors
+ * are left to those reads; a no-op for backends without a cache (local
+ * files, memory). */
+void hs_file_will_need(hs_file *f, const hs_io_range *r, size_t n);
 /* A read-only memory mapping of the whole file (f->size bytes, > 0), owned by
  * the caller, who releases it with hs_file_unmap(addr, f->size); it stays
  * valid after hs_file_close.  HS_UNSUPPORTED where the backend has none
@@ -203,6 +216,15 @@ void hs_io_prefetch(const char *const *uris, size_t n);
  * objects a query will open after some dependent round trips, so their
  * fetch overlaps those.  A no-op for local paths. */
 void hs_io_prefetch_async(const char *const *uris, size_t n);
+/* Runs fn(arg) on a detached thread, for cache warming that needs more than
+ * one dependent fetch (an index registry's root, then its segments); false
+ * (fn not run, arg still the caller's) when the process is exiting or no
+ * thread could be started.  Process exit waits up to 5 s for running ones,
+ * as for hs_io_prefetch_async; hs_s3_reset waits for them too. */
+bool hs_io_background(void (*fn)(void *arg), void *arg);
+/* Waits until no hs_io_background task or asynchronous prefetch runs (tests
+ * clearing caches that such tasks fill). */
+void hs_io_background_wait(void);
 /* Object stores: the size and version (ETag) of an object, from io/s3.c's
  * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
  * else by opening it (one GET of its tail, which then serves the caller's

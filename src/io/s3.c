@@ -44,6 +44,8 @@
 #include "base/mem.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,7 +202,88 @@ static hs_status s3_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_error 
     return st;
 }
 
-static const hs_file_vtbl s3_vtbl = { s3_read_at, s3_close, NULL, s3_restat };
+/* hs_file_will_need: the ranges not cached, sorted and coalesced (gaps up to
+ * the read-ahead, runs up to S3_CACHE_MAX_READ), each read through s3_read_at (which
+ * widens and caches it) on its own thread; returns when all are done. */
+typedef struct need_job {
+    s3_file *sf;
+    hs_io_range *r;
+    size_t n;
+    _Atomic size_t next;
+} need_job;
+
+static void *need_main(void *a)
+{
+    need_job *j = a;
+    for (size_t i; (i = j->next++) < j->n;) {
+        uint8_t *tmp = hs_malloc((size_t)j->r[i].len);
+        hs_error ignored = { 0 };
+        if (tmp)
+            (void)s3_read_at(&j->sf->base, j->r[i].off, (size_t)j->r[i].len, tmp, &ignored);
+        hs_free(tmp);
+    }
+    return NULL;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+    const hs_io_range *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void s3_will_need(hs_file *f, const hs_io_range *r, size_t n)
+{
+    s3_file *sf = (s3_file *)f;
+    if (s3_cache_budget() == 0 || n == 0)
+        return;
+    hs_io_range *v = hs_malloc(n * sizeof *v);
+    if (!v)
+        return;
+    size_t m = 0;
+    uint8_t probe[1];
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].len == 0 || r[i].off >= f->size || r[i].len > S3_CACHE_MAX_READ)
+            continue;   /* large reads bypass the cache: nothing to warm */
+        uint64_t len = r[i].len < f->size - r[i].off ? r[i].len : f->size - r[i].off;
+        /* cached already when both ends are (a partial middle is fetched by its read) */
+        if (s3_cache_get(sf->ident, sf->ident_hash, r[i].off, 1, probe) &&
+            s3_cache_get(sf->ident, sf->ident_hash, r[i].off + len - 1, 1, probe))
+            continue;
+        v[m++] = (hs_io_range){ r[i].off, len };
+    }
+    qsort(v, m, sizeof *v, range_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        if (k > 0) {
+            hs_io_range *last = &v[k - 1];
+            uint64_t end = last->off + last->len, e2 = v[i].off + v[i].len;
+            uint64_t nend = e2 > end ? e2 : end;
+            /* within a read-ahead: one GET (two would overlap by their read-ahead) */
+            if (v[i].off <= end + S3_READAHEAD && nend - last->off <= S3_CACHE_MAX_READ) {
+                last->len = nend - last->off;
+                continue;
+            }
+        }
+        v[k++] = v[i];
+    }
+    if (k <= 1) {   /* one range: the caller's own read costs the same */
+        hs_free(v);
+        return;
+    }
+    need_job j = { sf, v, k, 0 };
+    pthread_t th[8];
+    size_t nt = k < 8 ? k : 8, started = 0;
+    for (size_t i = 0; i < nt; i++)
+        if (pthread_create(&th[started], NULL, need_main, &j) == 0)
+            started++;
+    if (started == 0)
+        need_main(&j);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    hs_free(v);
+}
+
+static const hs_file_vtbl s3_vtbl = { s3_read_at, s3_close, NULL, s3_restat, s3_will_need };
 
 /* GET bytes=-S3_BLOCK.  *known = true with *size, etag set (and the tail
  * cached) when the answer tells them; false (HS_OK) to fall back to a HEAD:

@@ -61,6 +61,10 @@ void hs_s3_prefetch(const char *const *uris, size_t n);
  * an open of one of these objects meanwhile waits for its fetch instead of
  * sending another GET.  uris are copied. */
 void hs_s3_prefetch_async(const char *const *uris, size_t n);
+/* io.h's hs_io_background: fn(arg) on a detached thread counted with the
+ * asynchronous prefetches (exit and hs_s3_reset wait for it). */
+bool hs_s3_background(void (*fn)(void *arg), void *arg);
+void hs_s3_background_wait(void);   /* until none of those runs */
 
 /* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */
 typedef struct hs_s3_stats {

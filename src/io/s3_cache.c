@@ -500,3 +500,58 @@ void hs_s3_prefetch_async(const char *const *uris, size_t n)
         }
     }
 }
+
+typedef struct bg_job {
+    void (*fn)(void *arg);
+    void *arg;
+} bg_job;
+
+static void *bg_main(void *a)
+{
+    bg_job j = *(bg_job *)a;
+    hs_free(a);
+    j.fn(j.arg);
+    pthread_mutex_lock(&g_s3_lock);
+    g_async_running--;
+    pthread_cond_broadcast(&g_async_cv);
+    pthread_mutex_unlock(&g_s3_lock);
+    return NULL;
+}
+
+bool hs_s3_background(void (*fn)(void *arg), void *arg)
+{
+    if (atomic_load(&g_prefetch_stop))
+        return false;
+    pthread_once(&g_async_atexit_once, async_atexit_register);
+    bg_job *j = hs_malloc(sizeof *j);
+    if (!j)
+        return false;
+    j->fn = fn;
+    j->arg = arg;
+    pthread_mutex_lock(&g_s3_lock);
+    g_async_running++;
+    pthread_mutex_unlock(&g_s3_lock);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    bool ok = pthread_create(&th, &at, bg_main, j) == 0;
+    pthread_attr_destroy(&at);
+    if (!ok) {
+        hs_free(j);
+        pthread_mutex_lock(&g_s3_lock);
+        g_async_running--;
+        pthread_cond_broadcast(&g_async_cv);
+        pthread_mutex_unlock(&g_s3_lock);
+    }
+    return ok;
+}
+
+void hs_s3_background_wait(void)
+{
+    pthread_mutex_lock(&g_s3_lock);
+    s3_inflight_after_fork_locked();
+    while (g_async_running > 0)
+        pthread_cond_wait(&g_async_cv, &g_s3_lock);
+    pthread_mutex_unlock(&g_s3_lock);
+}

@@ -306,6 +306,36 @@ static void stats_from_chunk(const pq_column_meta *cm, pq_stats_view *v)
     v->null_count = st->null_count;
 }
 
+/* Object stores: the pages of every column that hold selected rows (and the
+ * dictionaries before them), announced together so that they arrive in one
+ * round trip rather than one per column (io.h hs_file_will_need). */
+#define WILL_NEED_MAX 64
+static void will_need_pages(pq_scan *s, const pq_row_range *sr, size_t n_sr)
+{
+    hs_io_range rr[WILL_NEED_MAX];
+    size_t n = 0;
+    for (int i = 0; i < s->n_cur && n < WILL_NEED_MAX; i++) {
+        const pq_cursor *c = &s->cur[i];
+        if (!c->page_mode || !c->oi)
+            continue;
+        if (c->dict_hi > c->dict_lo)
+            rr[n++] = (hs_io_range){ (uint64_t)c->dict_lo, (uint64_t)(c->dict_hi - c->dict_lo) };
+        size_t k = 0;
+        for (int p = 0; p < c->oi->n_pages && k < n_sr && n < WILL_NEED_MAX; p++) {
+            int64_t ps = c->oi->pages[p].first_row_index;
+            int64_t pe = p + 1 < c->oi->n_pages ? c->oi->pages[p + 1].first_row_index : c->rg_rows;
+            while (k < n_sr && sr[k].end <= ps)
+                k++;
+            if (k < n_sr && sr[k].start < pe && c->oi->pages[p].offset >= 0 &&
+                c->oi->pages[p].compressed_page_size > 0)
+                rr[n++] = (hs_io_range){ (uint64_t)c->oi->pages[p].offset,
+                                         (uint64_t)c->oi->pages[p].compressed_page_size };
+        }
+    }
+    if (n > 1)
+        hs_file_will_need(s->r->f, rr, n);
+}
+
 /* Opens row group s->rgs[s->rg_i]; *skipped when it holds no wanted rows. */
 static hs_status scan_open_rg(pq_scan *s, bool *skipped, hs_error *err)
 {
@@ -392,6 +422,8 @@ static hs_status scan_open_rg(pq_scan *s, bool *skipped, hs_error *err)
         if (st != HS_OK)
             return pq_cursor_ctx(&s->cur[i], st, err);
     }
+    if (!full)
+        will_need_pages(s, sr, HS_VEC_LEN(&s->sel, pq_row_range));
     s->rg = rg;
     s->rg_open = true;
     s->sel_i = 0;

@@ -1514,6 +1514,7 @@ static tbl_fcache g_ix_cache = TBL_FCACHE_INIT("HS_INDEX_CACHE_MB", 256, ent_fre
 
 void tbl_index_cache_clear(void)
 {
+    hs_io_background_wait();   /* a registry warming (tbl_ix_warm_async) adds entries */
     tbl_fcache_clear(&g_ix_cache);
     hs_avro_schema_cache_clear();   /* the manifests' parsed schemas, too */
     tbl_mcache_clear();             /* and decoded manifests */
@@ -1731,6 +1732,51 @@ hs_status tbl_ixscan_open(const ice_table_metadata *m, tbl_ixscan **out, int64_t
     x->reg = &x->ent->reg;
     *out = x;
     return HS_OK;
+}
+
+/* Object stores: the registry (root, then its segments: two dependent
+ * fetches) loaded into the cache on a background thread while the caller
+ * reads the manifest list and manifests; tbl_ixscan_open then finds it (or
+ * waits for the fetches in flight instead of repeating them). */
+typedef struct warm_arg {
+    char *location, *path;
+} warm_arg;
+
+static void warm_main(void *a)
+{
+    warm_arg *w = a;
+    cache_ent *ent = NULL;
+    tbl_fref *ref = NULL;
+    char why[1200];
+    hs_error e;
+    hs_err_clear(&e);
+    if (cache_get(CE_REGISTRY, w->location, w->path, NULL, -1, &ent, &ref, why, sizeof why,
+                  &e) == HS_OK)
+        cache_release(ref);   /* errors: the scan's own load reports them */
+    hs_free(w->location);
+    hs_free(w->path);
+    hs_free(w);
+}
+
+void tbl_ix_warm_async(const ice_table_metadata *m)
+{
+    const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
+    if (!rel || !hs_io_is_object_uri(m->location))
+        return;
+    warm_arg *w = hs_calloc(1, sizeof *w);
+    hs_buf p = {0};
+    /* a root opened before (a warm query): its load costs no round trip, no thread */
+    if (w && ix_resolve_path(m->location, rel, &p) == HS_OK &&
+        !hs_io_identity_cached(hs_buf_cstr(&p)) &&
+        (w->location = hs_strdup(m->location)) &&
+        (w->path = hs_strdup(tbl_local(hs_buf_cstr(&p)))) && hs_io_background(warm_main, w))
+        w = NULL;
+    if (w) {
+        hs_free(w->location);
+        hs_free(w->path);
+        hs_free(w);
+    }
+    hs_buf_free(&p);
 }
 
 /* Time travel.  The registry root that the table had while snapshot

@@ -993,17 +993,8 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     p->snap = snap;
     p->schema = schema;
     hs_status st = pred_acquire(filter_text, &schema->root, &p->pred, &p->pred_ref, err);
-    const char *reg_rel = ice_kv_get(&meta->properties, IX_REGISTRY_PROPERTY);
-    if (st == HS_OK && reg_rel && hs_io_is_object_uri(meta->location)) {
-        /* object stores: the index registry's root (named by a table property)
-         * arrives while the manifest list and manifests are read */
-        hs_buf rp = {0};
-        if (ix_resolve_path(meta->location, reg_rel, &rp) == HS_OK) {
-            const char *u = hs_buf_cstr(&rp);
-            hs_io_prefetch_async(&u, 1);
-        }
-        hs_buf_free(&rp);
-    }
+    if (st == HS_OK)   /* object stores: the index registry (root, segments) arrives */
+        tbl_ix_warm_async(meta);   /* while the manifest list and manifests are read */
     if (st == HS_OK && snap) {
         if (!snap->manifest_list) {
             st = hs_err_set(err, HS_UNSUPPORTED, "snapshot %lld has no manifest list (format v1 "

@@ -489,6 +489,9 @@ void tbl_wal_recover_on_open(hs_table *t);
 /* The registry view of one scan: loaded once, read-only afterwards (shared
  * by the threads reading files). */
 typedef struct tbl_ixscan tbl_ixscan;
+/* Object stores: starts loading m's index registry (root and segments) into
+ * the cache on a background thread (a scan planner, before the manifests). */
+void tbl_ix_warm_async(const ice_table_metadata *m);
 /* Loads the registry named by m's properties.  *out = NULL when the table
  * has no index entries (or the registry cannot be read: a warning, and
  * *skipped counts it).  Caller frees with tbl_ixscan_free. */

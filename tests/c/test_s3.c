@@ -363,6 +363,63 @@ static void test_cache_stitching_and_read_all(void)
     hs_free(got);
 }
 
+/* hs_file_will_need: scattered ranges not cached are fetched together (nearby
+ * ones coalesced into one request), the reads that follow cost none and return
+ * the object's bytes; cached ranges cost nothing; an object rewritten under
+ * the same key is never served from the old one's blocks (the cache keys on
+ * the ETag). */
+static void test_will_need(void)
+{
+    NEED_SERVER();
+    hs_s3_reset();
+    size_t n = 3000000;
+    uint8_t *data = hs_malloc(n), *got = hs_malloc(n);
+    REQUIRE(data && got);
+    fill(data, n, 11);
+    hs_error err = { 0 };
+    hs_wfile *w;
+    const char *u = uri_of("unit/need.bin");
+    CHECK_OK(hs_io_create(u, 0, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, data, n, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    hs_file *f = NULL;
+    CHECK_OK(hs_io_open(u, &f, &err), &err);
+    REQUIRE(f != NULL);
+    /* three far-apart ranges, two of them 10 KB apart (one request) */
+    const hs_io_range rr[] = { { 2000000, 5000 }, { 100000, 3000 }, { 110000, 4000 },
+                               { 1200000, 70000 } };
+    hs_s3_stats a, b;
+    hs_s3_get_stats(&a);
+    hs_file_will_need(f, rr, 4);
+    hs_s3_get_stats(&b);
+    CHECK(b.requests == a.requests + 3);
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(hs_file_read_at(f, rr[i].off, (size_t)rr[i].len, got, &err), &err);
+        CHECK(memcmp(got, data + rr[i].off, (size_t)rr[i].len) == 0);
+    }
+    hs_s3_get_stats(&a);
+    CHECK(a.requests == b.requests);
+    hs_file_will_need(f, rr, 4);   /* all cached: nothing to fetch */
+    hs_s3_get_stats(&b);
+    CHECK(b.requests == a.requests);
+    hs_file_close(f);
+    /* rewritten under the same key: the new bytes, never the old blocks */
+    fill(data, n, 12);
+    CHECK_OK(hs_io_create(u, 0, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, data, n, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    CHECK_OK(hs_io_open(u, &f, &err), &err);
+    hs_file_will_need(f, rr, 4);
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(hs_file_read_at(f, rr[i].off, (size_t)rr[i].len, got, &err), &err);
+        CHECK(memcmp(got, data + rr[i].off, (size_t)rr[i].len) == 0);
+    }
+    hs_file_close(f);
+    CHECK_OK(hs_io_delete(u, &err), &err);
+    hs_free(data);
+    hs_free(got);
+}
+
 static void test_exclusive_create(void)
 {
     NEED_SERVER();
@@ -927,6 +984,7 @@ int main(void)
     HS_RUN(test_unreachable);
     HS_RUN(test_put_get_ranges);
     HS_RUN(test_cache_stitching_and_read_all);
+    HS_RUN(test_will_need);
     HS_RUN(test_exclusive_create);
     HS_RUN(test_multipart);
     HS_RUN(test_list);

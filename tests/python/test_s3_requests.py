@@ -142,3 +142,76 @@ def test_scalar_sidecar_one_get(s3):
         finally:
             p.stdin.close()
             p.wait(60)
+
+
+POINT_WORKER = textwrap.dedent('''
+    import json, sys
+    import hyperstreamdb as hdb
+    t = None
+    for line in sys.stdin:
+        q = json.loads(line)
+        if t is None:
+            t = hdb.Table(sys.argv[1])   # the metadata file's location: opened in the timed part
+        r = t.to_arrow(filter=f"id = {q['id']}", columns=["id", "cat"])
+        print(json.dumps(r.to_pydict()), flush=True)
+''')
+
+
+def test_point_lookup_rounds(s3):
+    """A cold point lookup opened from the metadata file's location: one GET of
+    that file (no version-hint.text, no probe, no HEAD); the index registry's
+    segment is asked for while the manifests are read (before any data file
+    request), not after them; in all at most 5 dependent round trips. A warm
+    lookup of a key in another file reads no metadata, manifest or registry
+    again. Oracle: the rows written (pandas) and the proxy's request log."""
+    uri = s3.uri(f"requests/p-{os.getpid()}")
+    t = hdb.Table(uri)
+    frames = [frame(f) for f in range(FILES)]
+    for f in frames:
+        t.write_pandas(f)
+        t.commit()
+    t.add_index("id", "range")
+    meta = t.metadata_location
+    assert meta.startswith("s3://") and meta.endswith(".metadata.json")
+    allrows = pd.concat(frames, ignore_index=True)
+    delay = 0.15
+    with FaultProxy(s3.port, delay_s=delay) as proxy:
+        proxy.trace = []
+        env = dict(os.environ, **s3.env)
+        env["AWS_ENDPOINT_URL"] = proxy.endpoint
+        env.pop("AWS_ENDPOINT_URL_S3", None)
+        p = subprocess.Popen([sys.executable, "-c", POINT_WORKER, meta], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            for i, key in enumerate((PER // 2, PER * 2 + 17)):
+                with proxy.lock:
+                    proxy.trace.clear()
+                p.stdin.write(json.dumps({"id": key}) + "\n")
+                p.stdin.flush()
+                got = json.loads(p.stdout.readline())
+                want = allrows[allrows["id"] == key]
+                assert got == {"id": want["id"].tolist(), "cat": want["cat"].tolist()}
+                with proxy.lock:
+                    trace = sorted(proxy.trace)
+                paths = [tg.split("?", 1)[0] for _, _, tg, _ in trace]
+                if i == 0:
+                    assert not any(m == "HEAD" for _, m, _, _ in trace), trace
+                    assert not any(x.endswith("version-hint.text") for x in paths), paths
+                    assert sum(x.endswith(".metadata.json") for x in paths) == 1, paths
+                    seg = [t0 for (t0, _, tg, _) in trace if "/registry/seg-" in tg]
+                    data = [t0 for (t0, _, tg, _) in trace if tg.split("?")[0].endswith(".parquet")]
+                    assert seg and data, paths
+                    # the segment went out with the manifests, a round before the footer
+                    assert max(seg) < min(data) - delay / 2, (seg, data)
+                    rounds, last = 0, None
+                    for t0, *_ in trace:
+                        if last is None or t0 - last > delay / 2:
+                            rounds += 1
+                        last = t0
+                    assert rounds <= 5, [(round(t0 - trace[0][0], 3), tg) for t0, _, tg, _ in trace]
+                else:
+                    assert not any("/metadata/" in x or "/registry/" in x for x in paths), paths
+                    assert all(x.endswith(".parquet") or "/index/" in x for x in paths), paths
+        finally:
+            p.stdin.close()
+            p.wait(60)
