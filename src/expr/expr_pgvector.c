@@ -73,10 +73,10 @@ bool ex_pv_type_of_field(const hs_field *f, ex_ty *out)
     return false;
 }
 
-static hs_status pv_list_field(hs_field *out, const char *name, hs_type elem)
+static hs_status pv_list_field(hs_field *out, const char *name, hs_type elem, bool elem_null)
 {
     hs_field e;
-    hs_field_init(&e, "item", elem, false);
+    hs_field_init(&e, "item", elem, elem_null);
     if (!e.name)
         return HS_NOMEM;
     hs_field_init_list(out, name, true, &e);
@@ -92,26 +92,17 @@ hs_status ex_pv_type_to_field(const ex_ty *t, const char *name, hs_field *out)
     hs_status st;
     memset(out, 0, sizeof *out);
     switch (t->t) {
-    case EX_T_VEC: st = pv_list_field(out, name, HS_TYPE_FLOAT32); break;
-    case EX_T_HALFVEC: st = pv_list_field(out, name, HS_TYPE_FLOAT16); break;
+    case EX_T_VEC: st = pv_list_field(out, name, HS_TYPE_FLOAT32, false); break;
+    case EX_T_HALFVEC: st = pv_list_field(out, name, HS_TYPE_FLOAT16, false); break;
     case EX_T_BIT:
         hs_field_init(out, name, HS_TYPE_STRING, true);
         st = out->name ? HS_OK : HS_NOMEM;
         break;
-    case EX_T_ARRAY: {
+    case EX_T_ARRAY:
         /* a plain list (no pgvector.type): real[] reads back as a vector */
-        hs_field e;
-        hs_field_init(&e, "item", t->elem == PV_E_INT4 ? HS_TYPE_INT32
-                                  : t->elem == PV_E_FLOAT4 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64, true);
-        if (!e.name)
-            return HS_NOMEM;
-        hs_field_init_list(out, name, true, &e);
-        if (!out->name || out->n_children != 1) {
-            hs_field_clear(out);
-            return HS_NOMEM;
-        }
-        return HS_OK;
-    }
+        return pv_list_field(out, name, t->elem == PV_E_INT4 ? HS_TYPE_INT32
+                                        : t->elem == PV_E_FLOAT4 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64,
+                             true);
     case EX_T_SPARSEVEC: {
         hs_field_init(out, name, HS_TYPE_STRUCT, true);
         if (!out->name)
@@ -120,11 +111,11 @@ hs_status ex_pv_type_to_field(const ex_ty *t, const char *name, hs_field *out)
         hs_field_init(&d, "dim", HS_TYPE_INT32, false);
         st = d.name ? hs_field_add_child(out, &d) : HS_NOMEM;
         if (st == HS_OK)
-            st = pv_list_field(&ix, "indices", HS_TYPE_INT32);
+            st = pv_list_field(&ix, "indices", HS_TYPE_INT32, false);
         if (st == HS_OK)
             st = hs_field_add_child(out, &ix);
         if (st == HS_OK)
-            st = pv_list_field(&v, "values", HS_TYPE_FLOAT32);
+            st = pv_list_field(&v, "values", HS_TYPE_FLOAT32, false);
         if (st == HS_OK)
             st = hs_field_add_child(out, &v);
         break;
