@@ -30,8 +30,12 @@ answer); then the ratios
 200000; 1000000 for the issue's target), BENCH_FILES (default 4),
 BENCH_DELAYS_MS, BENCH_REPEAT (cold runs per query, median; default 3),
 BENCH_TRACE=1 (print each request of the first cold and warm run, with its
-time since the query started), BENCH_ENGINES (default "ours,pyiceberg"),
-BENCH_OPEN (ours: "metadata", default, opens the metadata file's location as
+time since the query started), BENCH_ENGINES (default "ours,pyiceberg";
+"base" is ours run by the interpreter BENCH_BASE_PYTHON, e.g. another
+checkout's venv, for before/after numbers in the same run),
+BENCH_KINDS (default "point,range,vector,full"), BENCH_REWRITE_MANIFESTS=1
+(run rewrite_manifests on the table first: one manifest instead of one per
+append; a maintenance step, report it as its own row), BENCH_OPEN (ours: "metadata", default, opens the metadata file's location as
 pyiceberg does; "path" opens the table directory), BENCH_TABLE_CACHE=DIR (keep
 the written table's objects there and restore them in later runs).
 """
@@ -56,6 +60,7 @@ FILES = int(os.environ.get("BENCH_FILES", "4"))
 DELAYS = [float(x) for x in os.environ.get("BENCH_DELAYS_MS", "0,20").split(",")]
 REPEAT = int(os.environ.get("BENCH_REPEAT", "3"))
 ENGINES = os.environ.get("BENCH_ENGINES", "ours,pyiceberg").split(",")
+KINDS = os.environ.get("BENCH_KINDS", "point,range,vector,full").split(",")
 # how ours opens the table: "metadata" (the metadata file's location, as pyiceberg's
 # StaticTable and every catalog hand it over) or "path" (the table directory:
 # version-hint.text, then the current metadata file and a probe for a newer one)
@@ -71,7 +76,7 @@ engine, uri, meta, endpoint, key, secret = sys.argv[1:7]
 rows = int(sys.argv[7])
 OPEN = sys.argv[9]
 COLS = ["id", "category", "value"]
-if engine == "ours":
+if engine in ("ours", "base"):
     import hyperstreamdb as hdb
 else:
     from pyiceberg.table import StaticTable
@@ -82,14 +87,14 @@ t = None
 def table():
     global t
     if t is None:
-        if engine == "ours":
+        if engine in ("ours", "base"):
             t = hdb.Table(meta if OPEN == "metadata" else uri)
         else:
             t = StaticTable.from_metadata(meta, properties=props)
     return t
 def run(q):
     kind, a = q["kind"], q["arg"]
-    if engine == "ours":
+    if engine in ("ours", "base"):
         tb = table()
         if kind == "point":
             return tb.to_arrow(filter=f"id = {a}", columns=COLS).num_rows
@@ -115,7 +120,7 @@ def run(q):
 # warm the engine up (imports, first-query initialisation) on a local table, so that
 # "cold" measures empty S3 caches, not interpreter and library start-up
 warm_meta = sys.argv[8]
-if engine == "ours":
+if engine in ("ours", "base"):
     hdb.Table(warm_meta.rsplit("/metadata/", 1)[0]).to_arrow(filter="id = 1", columns=COLS)
 else:
     StaticTable.from_metadata(warm_meta).scan(row_filter=EqualTo("id", 1),
@@ -202,8 +207,11 @@ class Worker:
     def __init__(self, engine, uri, meta, s3, endpoint):
         env = dict(os.environ, **s3.env)
         env["AWS_ENDPOINT_URL"] = endpoint
+        # "base": ours from another build (BENCH_BASE_PYTHON, e.g. main's venv),
+        # for before/after in one run
+        exe = os.environ["BENCH_BASE_PYTHON"] if engine == "base" else sys.executable
         self.p = subprocess.Popen(
-            [sys.executable, "-c", WORKER, engine, uri, meta, endpoint, s3.access_key,
+            [exe, "-c", WORKER, engine, uri, meta, endpoint, s3.access_key,
              s3.secret_key, str(ROWS), WARM_META, OPEN], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True)
         assert self.p.stdout.readline().strip() == "READY"
@@ -223,10 +231,11 @@ class Worker:
 
 def queries(rng):
     vec = rng.standard_normal(DIM).astype(np.float32).tolist()
-    return [{"kind": "point", "arg": int(rng.integers(0, ROWS))},
-            {"kind": "range", "arg": int(rng.integers(0, ROWS - ROWS // 1000))},
-            {"kind": "vector", "arg": int(rng.integers(0, CATS)), "vec": vec},
-            {"kind": "full", "arg": 0}]
+    qs = [{"kind": "point", "arg": int(rng.integers(0, ROWS))},
+          {"kind": "range", "arg": int(rng.integers(0, ROWS - ROWS // 1000))},
+          {"kind": "vector", "arg": int(rng.integers(0, CATS)), "vec": vec},
+          {"kind": "full", "arg": 0}]
+    return [q for q in qs if q["kind"] in KINDS]   # the same draws whatever is run
 
 
 TRACE = os.environ.get("BENCH_TRACE") == "1"
@@ -296,6 +305,13 @@ def main():
         uri, meta = build_table(s3)
         print(f"bench/s3: {ROWS} rows in {FILES} files on {s3.kind} "
               f"(written and indexed in {time.time() - t0:.1f}s)", flush=True)
+        if os.environ.get("BENCH_REWRITE_MANIFESTS") == "1":
+            # maintenance, for a second, labelled row: the appends' manifests merged
+            import hyperstreamdb as hdb
+            t = hdb.Table(uri)
+            t.rewrite_manifests()
+            meta = t.metadata_location
+            print(f"bench/s3: after rewrite_manifests: {meta}", flush=True)
         results = {}
         for delay in DELAYS:
             DELAY_NOW[0] = delay
@@ -334,7 +350,7 @@ def main():
             agree = sum(1 for x, y in zip(a, b)
                         if (x == y) or (isinstance(x, list) and len(set(x) & set(y)) >= 9))
             print(f"delay={delay:.0f}ms: {agree}/{len(a)} answers agree with pyiceberg's")
-            for kind in ("point", "range", "vector", "full"):
+            for kind in [k for k in ("point", "range", "vector", "full") if k in KINDS]:
                 for label in ("cold", "warm"):
                     o = results[(delay, "ours", kind, label)]
                     p = results[(delay, "pyiceberg", kind, label)]

@@ -32,6 +32,11 @@
  *                                                      0 = the cores, at most 8
  *   search_threads     HS_SEARCH_THREADS      0        threads of one vector search,
  *                                                      1..64; 0 = the cores, at most 8
+ *   warm_files         HS_WARM_FILES          64       object stores: a snapshot of at
+ *                                                      most this many data files gets
+ *                                                      the footers and filter sidecars
+ *                                                      of files a query pruned fetched
+ *                                                      ahead, for the next query; 0 = off
  *
  * Cache budgets are >= 0 (0 = no caching); values outside a setting's range
  * are HS_INVALID, and an environment value that does not parse is reported

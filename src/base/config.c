@@ -42,6 +42,9 @@ static const cfg_def g_defs[HS_CFG_N] = {
     [HS_CFG_MMAP] = {"mmap", "HS_MMAP", 1, 0, 1, 1},
     [HS_CFG_SCAN_THREADS] = {"scan_threads", "HS_SCAN_THREADS", 0, 0, 64, 0},
     [HS_CFG_SEARCH_THREADS] = {"search_threads", "HS_SEARCH_THREADS", 0, 0, 64, 0},
+    /* object stores: footers and filter sidecars of at most this many data
+     * files per snapshot are fetched ahead (table/plan.c); 0 = off */
+    [HS_CFG_WARM_FILES] = {"warm_files", "HS_WARM_FILES", 64, 0, 1 << 20, 0},
     /* -1: 1/16 of physical memory within [64 MiB, 1 GiB] (parquet/pcache.c) */
     [HS_CFG_PAGE_CACHE_MB] = {"page_cache_mb", "HS_PAGE_CACHE_MB", -1, -1, MB_MAX, 0},
     [HS_CFG_PARQUET_MAX_PAGE_MB] = {"parquet_max_page_mb", "HS_PARQUET_MAX_PAGE_MB", 1024, 1,

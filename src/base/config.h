@@ -25,6 +25,7 @@ typedef enum hs_cfg_key {
     HS_CFG_PARQUET_MAX_PAGE_MB,
     HS_CFG_DECODE_LIMIT_MB,
     HS_CFG_DECODE_LIMIT_PER_BYTE,
+    HS_CFG_WARM_FILES,
     HS_CFG_N
 } hs_cfg_key;
 

@@ -2333,6 +2333,42 @@ hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f, const pr_
     return HS_OK;
 }
 
+static bool filter_has_field(const pr_expr *e, int32_t field_id)
+{
+    if (!e)
+        return false;
+    if (e->kind == PR_E_AND || e->kind == PR_E_OR || e->kind == PR_E_NOT)
+        return filter_has_field(e->l, field_id) || filter_has_field(e->r, field_id);
+    return e->field && e->field_id == field_id;
+}
+
+void tbl_ixscan_warm(const tbl_ixscan *x, const tbl_plan *plan, const pr_filter *filter)
+{
+    if (!x || !x->reg || !filter || pr_filter_is_true(filter) || plan->n_pruned == 0)
+        return;
+    hs_buf uris = {0}, p = {0};   /* uris: char * (hs_strdup'd) */
+    for (int k = 0; k < plan->n_pruned; k++)
+        for (int i = ix_registry_first(x->reg, plan->pruned[k]); i >= 0;
+             i = ix_registry_next(x->reg, i)) {
+            const ix_entry *e = &x->reg->entries[i];
+            if (!scalar_handles(e->kind) || !filter_has_field(filter->root, e->field_id))
+                continue;
+            hs_buf_reset(&p);
+            char *u = ix_resolve_path(x->location, e->index_file, &p) == HS_OK
+                          ? hs_strdup(hs_buf_cstr(&p)) : NULL;
+            if (u && hs_buf_append(&uris, &u, sizeof u) != HS_OK)
+                hs_free(u);
+        }
+    char **a = (char **)(void *)uris.data;
+    size_t n = uris.len / sizeof(char *);
+    if (n)
+        hs_io_prefetch_async((const char *const *)a, n);   /* copies the names */
+    for (size_t i = 0; i < n; i++)
+        hs_free(a[i]);
+    hs_buf_free(&uris);
+    hs_buf_free(&p);
+}
+
 /* ------------------------------------------------------------------ */
 /* writes                                                              */
 

@@ -45,6 +45,7 @@
 #include "table/mcache.h"
 #include "table/table_int.h"
 
+#include "base/config.h"
 #include "base/fork.h"
 #include "base/hash.h"
 #include "base/hashmap.h"
@@ -765,6 +766,26 @@ static const uint8_t *arena_bytes(hs_arena *a, const uint8_t *p, uint32_t n)
     return d;
 }
 
+/* Remembers a data file that statistics pruned (object stores, at most
+ * HS_WARM_FILES; see tbl_plan.pruned).  Best effort: no memory, no warming. */
+static void note_pruned(tbl_plan *p, const char *path)
+{
+    int64_t cap = hs_cfg_get(HS_CFG_WARM_FILES);
+    if (p->n_pruned >= cap || !hs_io_is_object_uri(path))
+        return;
+    if (p->n_pruned == p->cap_pruned) {
+        int nc = p->cap_pruned ? 2 * p->cap_pruned : 16;
+        const char **a = hs_realloc(p->pruned, (size_t)nc * sizeof *a);
+        if (!a)
+            return;
+        p->pruned = a;
+        p->cap_pruned = nc;
+    }
+    const char *copy = arena_str(&p->arena, path);
+    if (copy)
+        p->pruned[p->n_pruned++] = copy;
+}
+
 static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
                                     spec_proj *sp, const ice_schema *spec_schema, hs_error *err)
 {
@@ -802,6 +823,7 @@ static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file
             file_ctx fc = {&e->file};
             if (!pr_expr_might_match(flt->root, file_stats, &fc)) {
                 p->stats.data_files_pruned++;
+                note_pruned(p, e->file.file_path);
                 continue;
             }
         }
@@ -969,6 +991,7 @@ void tbl_plan_free(tbl_plan *p)
         hs_free(p->files[i].partition);
     }
     hs_free(p->files);
+    hs_free(p->pruned);
     if (p->list_ref)
         tbl_fcache_release(&g_lists, p->list_ref);
     else
@@ -1076,6 +1099,10 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             uris[i] = p->files[i].path;
         hs_io_prefetch_async(uris, (size_t)p->n_files);
     }
+    if (p->n_pruned > 0 && p->stats.data_files_total <= hs_cfg_get(HS_CFG_WARM_FILES))
+        /* and the footers of the files pruned here, for the next query (those
+         * opened before cost nothing: the prefetch skips them) */
+        hs_io_prefetch_async(p->pruned, (size_t)p->n_pruned);
     *out = p;
     return HS_OK;
 }

@@ -1908,6 +1908,7 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
         s->ix_loaded = true;
         HS_TRY(tbl_ixscan_open_at(&s->meta, s->plan->snap, &s->ix,
                                   &s->istats.index_files_skipped, err));
+        tbl_ixscan_warm(s->ix, s->plan, s->plan->pred.filter);
     }
     int threads = scan_threads();
     if (threads > s->plan->n_files)

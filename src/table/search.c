@@ -707,13 +707,23 @@ static hs_status run_jobs(job *jobs, int64_t n, int threads, hs_error *err)
     return st;
 }
 
-/* Prepares every file (in parallel when there are several). */
+/* Files prepared at once on an object store: io/s3.c's parallel limit. */
+#define PREP_IO_THREADS 16
+
+/* Prepares every file (in parallel when there are several).  On an object
+ * store preparing a file is mostly waiting for its filter sidecar and its
+ * vector sidecar, so every file (up to PREP_IO_THREADS) gets a thread of its
+ * own whatever the core count: the sidecars of all candidate files are
+ * requested in one round, not in waves of as many files as there are
+ * search threads. */
 static hs_status prep_files(const prep_ctx *x, hs_error *err)
 {
     int n = x->c->plan->n_files;
     if (n == 0)
         return HS_OK;
     int threads = search_threads(n);
+    if (n > 1 && hs_io_is_object_uri(x->c->plan->files[0].path))
+        threads = n < PREP_IO_THREADS ? n : PREP_IO_THREADS;
     job *jobs = hs_calloc((size_t)n, sizeof *jobs);
     if (!jobs)
         return hs_err_nomem(err, (size_t)n * sizeof *jobs);
@@ -993,11 +1003,64 @@ static hs_status unique_rows(cand *const *win, const size_t *n_win, int n_querie
     return HS_OK;
 }
 
+/* The rows of one file that read_unique reads: from u[i0] to u[i1) */
+typedef struct file_rows {
+    const tbl_plan_file *pf;
+    const hs_field *schema;   /* what is read from the file (rs or rs less the vector) */
+    roaring_bitmap_t *rows;
+    hs_column **cols;         /* one per child of schema; NULL: read in order instead */
+    bool from_sidecar;        /* the vector column comes from the sidecar */
+    size_t i0, i1;
+} file_rows;
+
+static hs_status file_rows_read(void *arg, hs_error *err)
+{
+    file_rows *fr = arg;
+    return read_rows(fr->pf, fr->schema, fr->rows, fr->cols, err);
+}
+
+/* Object stores: the files' rows are read in parallel, each file into
+ * columns of its own (then appended in order), so that the page GETs of
+ * all the winners' files go out in one round, not one file after another. */
+static hs_status read_files_parallel(file_rows *fr, int n, hs_error *err)
+{
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        int nc = fr[i].schema->n_children;
+        if (!(fr[i].cols = hs_calloc((size_t)nc + 1, sizeof *fr[i].cols)))
+            st = hs_err_nomem(err, 64);
+        for (int k = 0; k < nc && st == HS_OK; k++)
+            st = hs_col_create(&fr[i].schema->children[k], 0, &fr[i].cols[k], err);
+    }
+    hs_pool *pool = NULL;
+    hs_group *g = NULL;
+    if (st == HS_OK)
+        st = hs_pool_create(n < PREP_IO_THREADS ? n : PREP_IO_THREADS, &pool, err);
+    if (st == HS_OK)
+        st = hs_group_create(pool, &g, err);
+    for (int i = 0; i < n && st == HS_OK; i++)
+        if (hs_group_submit(g, file_rows_read, &fr[i]) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    if (g) {
+        hs_error gerr = {0};
+        hs_status gs = hs_group_wait(g, &gerr);
+        if (st == HS_OK && gs != HS_OK) {
+            st = gs;
+            if (err)
+                *err = gerr;
+        }
+    }
+    hs_group_destroy(g);
+    hs_pool_destroy(pool);
+    return st;
+}
+
 /* Reads the columns of rs for the unique rows u[0..n) (sorted by file and
  * position) into all[] (one column per child of rs, row i = u[i]).  The
  * vector column (index vcol in rs, -1 when not projected) comes from the
  * sidecar of files whose sidecar holds the exact vectors; everything else
- * through the file's own read (one per file, exactly those rows). */
+ * through the file's own read (one per file, exactly those rows; on an
+ * object store the files in parallel, read_files_parallel). */
 static hs_status read_unique(const search_call *c, const hs_field *rs, int vcol, const cand *u,
                              size_t n, hs_column **all, hs_error *err)
 {
@@ -1017,29 +1080,55 @@ static hs_status read_unique(const search_call *c, const hs_field *rs, int vcol,
         st = add_field(&rest, &rs->children[i], err);
         rest_cols[n_rest++] = all[i];
     }
-    roaring_bitmap_t *rows = NULL;
-    for (size_t i = 0; st == HS_OK && i < n;) {
-        if (!(rows = roaring_bitmap_create())) {
+    /* the files' row sets */
+    file_rows *fr = NULL;
+    int n_fr = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || u[i].file != u[i - 1].file)
+            n_fr++;
+    if (st == HS_OK && n_fr > 0 && !(fr = hs_calloc((size_t)n_fr, sizeof *fr)))
+        st = hs_err_nomem(err, (size_t)n_fr * sizeof *fr);
+    for (size_t i = 0, k = 0; st == HS_OK && i < n; k++) {
+        file_rows *f = &fr[k];
+        if (!(f->rows = roaring_bitmap_create())) {
             st = hs_err_nomem(err, 64);
             break;
         }
         size_t j = i;
         for (; j < n && u[j].file == u[i].file; j++)
-            roaring_bitmap_add(rows, u[j].pos);
-        const tbl_plan_file *pf = &c->plan->files[u[i].file];
-        const fstate *fs = &c->fs[u[i].file];
-        if (vcol >= 0 && vectors_from_sidecar(fs, &rs->children[vcol])) {
-            if (n_rest > 0)
-                st = read_rows(pf, &rest, rows, rest_cols, err);
-            if (st == HS_OK)
-                st = append_sidecar_vectors(fs->vi, rows, all[vcol], err);
-        } else if (nc > 0) {
-            st = read_rows(pf, rs, rows, all, err);
-        }
-        roaring_bitmap_free(rows);
-        rows = NULL;
+            roaring_bitmap_add(f->rows, u[j].pos);
+        f->pf = &c->plan->files[u[i].file];
+        f->from_sidecar = vcol >= 0 && vectors_from_sidecar(&c->fs[u[i].file],
+                                                            &rs->children[vcol]);
+        f->schema = f->from_sidecar ? &rest : rs;
+        f->i0 = i;
+        f->i1 = j;
         i = j;
     }
+    bool parallel = st == HS_OK && n_fr > 1 && hs_io_is_object_uri(fr[0].pf->path);
+    if (parallel)
+        st = read_files_parallel(fr, n_fr, err);
+    for (int k = 0; st == HS_OK && k < n_fr; k++) {
+        file_rows *f = &fr[k];
+        hs_column **dst = f->from_sidecar ? rest_cols : all;
+        if (f->schema->n_children == 0) {
+            /* nothing to read from the file */
+        } else if (parallel) {
+            for (int x = 0; x < f->schema->n_children && st == HS_OK; x++)
+                st = hs_col_append_column(dst[x], f->cols[x], err);
+        } else {
+            st = read_rows(f->pf, f->schema, f->rows, dst, err);
+        }
+        if (st == HS_OK && f->from_sidecar)
+            st = append_sidecar_vectors(c->fs[u[f->i0].file].vi, f->rows, all[vcol], err);
+    }
+    for (int k = 0; fr && k < n_fr; k++) {
+        roaring_bitmap_free(fr[k].rows);
+        for (int x = 0; fr[k].cols && x < fr[k].schema->n_children; x++)
+            hs_col_free(fr[k].cols[x]);
+        hs_free(fr[k].cols);
+    }
+    hs_free(fr);
     hs_field_clear(&rest);
     hs_field_clear(&vonly);
     hs_free(rest_cols);

@@ -212,6 +212,14 @@ typedef struct tbl_plan {
     tbl_plan_file *files;              /* hs_realloc'd */
     int cap_files;
     hs_scan_stats stats;
+    /* Object stores: the live data files that file statistics pruned, when
+     * the snapshot has at most HS_WARM_FILES of them (paths in the arena,
+     * array hs_realloc'd); their footers and the sidecars of the filter's
+     * columns are fetched in the background (tbl_plan_make, tbl_ixscan_warm),
+     * so that the next selective query on another file needs no metadata
+     * round trip. */
+    const char **pruned;
+    int n_pruned, cap_pruned;
 } tbl_plan;
 
 /* Plans a scan of snapshot `snap` (NULL = empty) with schema `schema` and
@@ -521,6 +529,11 @@ void tbl_index_cache_clear(void);
 HS_MUST_USE hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f,
                                       const pr_filter *filter, roaring_bitmap_t **cand,
                                       bool *exact, tbl_file_report *rep, hs_error *err);
+/* Object stores: starts fetching, in the background, the scalar sidecars of
+ * the filter's columns of the data files the plan pruned (plan->pruned), so
+ * that the next query that needs one of those files finds them cached (an
+ * object of at most 64 KiB whole, a larger one its tail).  Best effort. */
+void tbl_ixscan_warm(const tbl_ixscan *x, const tbl_plan *plan, const pr_filter *filter);
 
 /* The index work of one write operation (write.c): sidecars for the data
  * files it writes, built from the rows in memory, and the registry change
