@@ -2344,7 +2344,7 @@ static bool filter_has_field(const pr_expr *e, int32_t field_id)
 
 void tbl_ixscan_warm(const tbl_ixscan *x, const tbl_plan *plan, const pr_filter *filter)
 {
-    if (!x || !x->reg || !filter || pr_filter_is_true(filter) || !tbl_plan_warm_files(plan))
+    if (!x || !x->reg || !filter || pr_filter_is_true(filter) || plan->n_pruned == 0)
         return;
     hs_buf uris = {0}, p = {0};   /* uris: char * (hs_strdup'd) */
     for (int k = 0; k < plan->n_pruned; k++)

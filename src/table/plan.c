@@ -786,18 +786,6 @@ static void note_pruned(tbl_plan *p, const char *path)
         p->pruned[p->n_pruned++] = copy;
 }
 
-bool tbl_plan_warm_files(const tbl_plan *p)
-{
-    return p->n_pruned > 0 && p->stats.data_files_total <= hs_cfg_get(HS_CFG_WARM_FILES);
-}
-
-void tbl_plan_warm(const tbl_plan *p)
-{
-    /* objects opened before cost nothing: the prefetch skips them */
-    if (tbl_plan_warm_files(p))
-        hs_io_prefetch_async(p->pruned, (size_t)p->n_pruned);
-}
-
 static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
                                     spec_proj *sp, const ice_schema *spec_schema, hs_error *err)
 {
@@ -1111,6 +1099,10 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             uris[i] = p->files[i].path;
         hs_io_prefetch_async(uris, (size_t)p->n_files);
     }
+    if (p->n_pruned > 0 && p->stats.data_files_total <= hs_cfg_get(HS_CFG_WARM_FILES))
+        /* and the footers of the files pruned here, for the next query (those
+         * opened before cost nothing: the prefetch skips them) */
+        hs_io_prefetch_async(p->pruned, (size_t)p->n_pruned);
     *out = p;
     return HS_OK;
 }

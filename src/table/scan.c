@@ -1563,7 +1563,6 @@ struct hs_scan {
     int next_file;             /* next file to start */
     /* indexes and counters */
     bool ix_loaded;
-    bool warmed;               /* scan_warm ran */
     tbl_ixscan *ix;            /* NULL: no usable registry */
     hs_index_stats istats;
     tbl_file_report *reports;  /* per planned file when kept (explain), else NULL */
@@ -1590,27 +1589,12 @@ static void job_reset(scan_job *j)
     j->done = false;
 }
 
-/* Object stores: once this scan's own reads are done (its files read, or
- * the scan given up), the footers and filter sidecars of the files it
- * pruned are fetched in the background for the next query (HS_WARM_FILES;
- * docs/storage.md), so they do not compete with this query's requests. */
-static void scan_warm(hs_scan *s)
-{
-    if (s->warmed || !s->plan)
-        return;
-    s->warmed = true;
-    tbl_plan_warm(s->plan);
-    tbl_ixscan_warm(s->ix, s->plan, s->plan->pred.filter);
-}
-
 void hs_scan_free(hs_scan *s)
 {
     if (!s)
         return;
     for (int i = 0; s->jobs && i < s->window; i++)
         job_reset(&s->jobs[i]);   /* waits for running jobs */
-    if (s->jobs)
-        scan_warm(s);   /* a scan that started: its registry is loaded */
     tbl_pin_drop(s);
     hs_free(s->jobs);
     hs_pool_destroy(s->pool);
@@ -1924,6 +1908,7 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
         s->ix_loaded = true;
         HS_TRY(tbl_ixscan_open_at(&s->meta, s->plan->snap, &s->ix,
                                   &s->istats.index_files_skipped, err));
+        tbl_ixscan_warm(s->ix, s->plan, s->plan->pred.filter);
     }
     int threads = scan_threads();
     if (threads > s->plan->n_files)
@@ -2024,7 +2009,6 @@ static hs_status scan_next(void *ctx, hs_batch **out, hs_error *err)
             }
             if (s->n_jobs == 0) {
                 /* the files are done: the stream's tail, then the end */
-                scan_warm(s);
                 st = tbl_tail_view_next(s->tail, &s->read_schema, &s->plan->pred,
                                         &s->out_schema, out, err);
                 if (st != HS_OK)

@@ -215,8 +215,7 @@ typedef struct tbl_plan {
     /* Object stores: the live data files that file statistics pruned, when
      * the snapshot has at most HS_WARM_FILES of them (paths in the arena,
      * array hs_realloc'd); their footers and the sidecars of the filter's
-     * columns are fetched in the background once a scan's own reads are done
-     * (scan.c: tbl_plan_warm, tbl_ixscan_warm),
+     * columns are fetched in the background (tbl_plan_make, tbl_ixscan_warm),
      * so that the next selective query on another file needs no metadata
      * round trip. */
     const char **pruned;
@@ -231,11 +230,6 @@ HS_MUST_USE hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_sn
                                     const ice_schema *schema, const char *filter_text,
                                     tbl_plan **out, hs_error *err);
 void tbl_plan_free(tbl_plan *p);
-/* Object stores: true when the plan remembered pruned files to warm (see
- * tbl_plan.pruned); tbl_plan_warm starts fetching their tails (footer, page
- * index) in the background.  Best effort, no error. */
-bool tbl_plan_warm_files(const tbl_plan *p);
-void tbl_plan_warm(const tbl_plan *p);
 /* The process-wide caches plans use (plan.c): bound filters (HS_FILTER_CACHE=0
  * turns it off; counters for tests) and decoded manifest lists.  The clears
  * drop unreferenced entries (tests balancing allocations). */

@@ -65,7 +65,7 @@ def test_vector_sidecar_one_get(s3):
     allrows = pd.concat(frames, ignore_index=True)
     emb = np.stack(allrows["emb"].to_numpy())
     rng = np.random.default_rng(7)
-    delay = 0.3
+    delay = 0.2
     with FaultProxy(s3.port, delay_s=delay) as proxy:
         proxy.trace = []
         env = dict(os.environ, **s3.env)
