@@ -2344,8 +2344,9 @@ static bool filter_has_field(const pr_expr *e, int32_t field_id)
 
 void tbl_ixscan_warm(const tbl_ixscan *x, const tbl_plan *plan, const pr_filter *filter)
 {
-    if (!x || !x->reg || !filter || pr_filter_is_true(filter) || plan->n_pruned == 0)
-        return;
+    if (!x || !x->reg || !filter || pr_filter_is_true(filter) || plan->n_pruned == 0 ||
+        plan->stats.data_files_total > hs_cfg_get(HS_CFG_WARM_FILES))
+        return;   /* nothing pruned, or a snapshot too large to keep warm */
     hs_buf uris = {0}, p = {0};   /* uris: char * (hs_strdup'd) */
     for (int k = 0; k < plan->n_pruned; k++)
         for (int i = ix_registry_first(x->reg, plan->pruned[k]); i >= 0;

@@ -1003,14 +1003,14 @@ static hs_status unique_rows(cand *const *win, const size_t *n_win, int n_querie
     return HS_OK;
 }
 
-/* The rows of one file that read_unique reads: from u[i0] to u[i1) */
+/* The rows of one file that read_unique reads (u[i0] is the first) */
 typedef struct file_rows {
     const tbl_plan_file *pf;
     const hs_field *schema;   /* what is read from the file (rs or rs less the vector) */
     roaring_bitmap_t *rows;
     hs_column **cols;         /* one per child of schema; NULL: read in order instead */
     bool from_sidecar;        /* the vector column comes from the sidecar */
-    size_t i0, i1;
+    size_t i0;
 } file_rows;
 
 static hs_status file_rows_read(void *arg, hs_error *err)
@@ -1039,7 +1039,7 @@ static hs_status read_files_parallel(file_rows *fr, int n, hs_error *err)
     if (st == HS_OK)
         st = hs_group_create(pool, &g, err);
     for (int i = 0; i < n && st == HS_OK; i++)
-        if (hs_group_submit(g, file_rows_read, &fr[i]) != HS_OK)
+        if (fr[i].schema->n_children > 0 && hs_group_submit(g, file_rows_read, &fr[i]) != HS_OK)
             st = hs_err_nomem(err, 64);
     if (g) {
         hs_error gerr = {0};
@@ -1102,7 +1102,6 @@ static hs_status read_unique(const search_call *c, const hs_field *rs, int vcol,
                                                             &rs->children[vcol]);
         f->schema = f->from_sidecar ? &rest : rs;
         f->i0 = i;
-        f->i1 = j;
         i = j;
     }
     bool parallel = st == HS_OK && n_fr > 1 && hs_io_is_object_uri(fr[0].pf->path);
