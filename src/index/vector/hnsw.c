@@ -1423,10 +1423,10 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
     int64_t nd = 0;
     float lower = INFINITY;
     uint32_t nbuf[4 * HNSW_MAX_M];   /* direct neighbours + two-hop ones (<= 2 M0) */
-    size_t hop_cap = M0;
+    /* rows measured per expansion; m (16) instead: wordnet384, 100k rows
+     * at 10%, ef 32, recall 0.967 -> 0.92 */
+    const size_t hop_cap = M0;
     const size_t links_bytes = 4 * (M0 + 1);
-    if (getenv("HS_HOPCAP"))
-        hop_cap = (size_t)atoi(getenv("HS_HOPCAP"));
 
     uint64_t *vis = NULL;
     if (c->two_hop) {
@@ -1478,8 +1478,10 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
              * are prefetched together (one miss each, overlapped) and
              * then read in order until hop_cap rows are gathered; those
              * left unread stay unvisited, reachable from a later node.
-             * The allow bit (c->bits, a few KiB) is tested before the
-             * visited tag (2 bytes a node, 200 KB at 100k rows). */
+             * Visited is a bitset here (vis: n / 8 bytes, cleared per
+             * search) and the allow bit (c->bits) is tested first: both
+             * stay in L1/L2 where the 2-byte tags (200 KB at 100k rows)
+             * missed on every rejected row's neighbours. */
             uint32_t rej[2 * HNSW_MAX_M];
             size_t nr = 0;
             const uint64_t *bits = c->bits;
