@@ -925,7 +925,7 @@ bool ex_ts_interval_text(const char *ts, bool is_date, const char *iv, int mask,
         return false;
     }
     ex_interval v;
-    if (!ex_interval_parse((const uint8_t *)iv, strlen(iv), mask, &v) ||
+    if (!ex_interval_parse((const uint8_t *)iv, strlen(iv), mask, &v, NULL) ||
         !ex_ts_add_interval(t, HS_UNIT_MICRO, v, sign, &r))
         return false;
     ex_ty ty = {.t = EX_T_TS, .unit = HS_UNIT_MICRO};
@@ -1079,15 +1079,19 @@ dec_over:
             break;
         case EX_T_INTERVAL: {
             ex_interval iv;
+            bool range;
             if (ft->t == EX_T_INTERVAL) {
                 out->v.d[j] = a->v.d[j];
             } else if (text) {
-                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv) && ex_interval_iso_alt(s->p, s->n))
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, &range) && range)
+                    return ex_fail(c, n, "interval field value out of range: \"%.*s\"", clip(s->n),
+                                   (const char *)s->p);
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, NULL) && ex_interval_iso_alt(s->p, s->n))
                     return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
                                      "ISO 8601 intervals in the alternative format (\"%.*s\") are not "
                                      "supported: use designators (P1Y2M3DT4H5M6S)", clip(s->n),
                                      (const char *)s->p);
-                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv))
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, NULL))
                     return ex_fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
                                 (const char *)s->p);
                 out->v.d[j] = ex_iv_pack(iv);
@@ -1486,7 +1490,7 @@ static hs_status ev_in(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, e
                     one.b = (uint8_t)item->val.i;
                 else if (tb->t == EX_T_FLOAT)
                     one.f = item->val.f;
-                else if (tb->t == EX_T_DEC)
+                else if (tb->t == EX_T_DEC || tb->t == EX_T_INTERVAL)
                     one.d = item->val.d;
                 else if (elem_size(tb->t) == sizeof(ex_str))
                     one.s = item->val.s;

@@ -528,8 +528,10 @@ typedef hs_interval ex_interval;
 __int128 ex_iv_pack(ex_interval v);
 ex_interval ex_iv_unpack(__int128 d);
 /* PostgreSQL's interval text; mask: the field of interval 'n' <field>
- * (0 none).  False when the text is not an interval we read. */
-bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out);
+ * (0 none).  False when the text is not an interval we read; then
+ * *out_of_range (may be NULL) says whether a part overflowed (PostgreSQL's
+ * 22015 "interval field value out of range") rather than the syntax. */
+bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out, bool *out_of_range);
 /* True when the text is ISO 8601's alternative format (P0001-02-03T04:05:06,
  * P1, PT04:05), which ex_interval_parse does not read. */
 bool ex_interval_iso_alt(const uint8_t *p, size_t n);

@@ -106,23 +106,58 @@ static bool mask_unit(int mask, int *kind, int64_t *mult)
     }
 }
 
-static bool add_part(ex_interval *v, int kind, double amount, int64_t mult)
+/* Results of reading one part: PostgreSQL's DTERR_BAD_FORMAT (22007) and
+ * DTERR_FIELD_OVERFLOW (22015). */
+enum { PART_OK = 0, PART_BAD, PART_RANGE };
+
+/* amount (exact in whole when integral) * mult into v's part kind. */
+static int add_part(ex_interval *v, int kind, double amount, bool integral, int64_t whole, int64_t mult)
 {
+    int64_t r;
     if (kind == 2) {
-        double us = amount * (double)mult;
-        if (us > 9.2e18 || us < -9.2e18)
-            return false;
-        int64_t r = (int64_t)(us < 0 ? us - 0.5 : us + 0.5);
-        return !__builtin_add_overflow(v->micros, r, &v->micros);
+        if (integral) {
+            if (__builtin_mul_overflow(whole, mult, &r))
+                return PART_RANGE;
+        } else {
+            double us = amount * (double)mult;
+            if (isnan(us) || us > 9.2e18 || us < -9.2e18)
+                return PART_RANGE;
+            r = (int64_t)(us < 0 ? us - 0.5 : us + 0.5);
+        }
+        return __builtin_add_overflow(v->micros, r, &v->micros) ? PART_RANGE : PART_OK;
     }
-    if (amount != (double)(int64_t)amount)
-        return false; /* fractions of months and days: see the top */
-    int64_t r = (int64_t)amount * mult;
+    if (!integral)
+        return amount != (double)(int64_t)amount ? PART_BAD /* fractions of months and days: see the top */
+               : PART_RANGE;
     int32_t *dst = kind == 0 ? &v->months : &v->days;
-    int64_t s = (int64_t)*dst + r;
-    if (s > INT32_MAX || s < INT32_MIN)
-        return false;
+    int64_t s;
+    if (__builtin_mul_overflow(whole, mult, &r) || __builtin_add_overflow((int64_t)*dst, r, &s) ||
+        s > INT32_MAX || s < INT32_MIN)
+        return PART_RANGE;
     *dst = (int32_t)s;
+    return PART_OK;
+}
+
+/* An optionally signed run of digits [p, end): its value exactly; false
+ * when it is not one (then the caller reads a decimal). *range: beyond
+ * int64. */
+static bool whole_number(const char *p, const char *end, int64_t *out, bool *range)
+{
+    const char *q = p;
+    bool neg = *q == '-';
+    if (*q == '-' || *q == '+')
+        q++;
+    if (q == end)
+        return false;
+    int64_t v = 0;
+    *range = false;
+    for (; q < end; q++) {
+        if (!isdigit((unsigned char)*q))
+            return false;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, neg ? -(*q - '0') : *q - '0', &v))
+            *range = true;
+    }
+    *out = v;
     return true;
 }
 
@@ -231,9 +266,13 @@ bool ex_interval_iso_alt(const uint8_t *p, size_t n)
     return i > d && (i == n || p[i] == '-' || p[i] == ':' || (p[i] == 'T' && d == 1));
 }
 
-bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
+bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out, bool *out_of_range)
 {
     char buf[256];
+    bool range_dummy;
+    if (!out_of_range)
+        out_of_range = &range_dummy;
+    *out_of_range = false;
     if (n >= sizeof buf)
         return false;
     memcpy(buf, p, n);
@@ -263,9 +302,14 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
         while (isdigit((unsigned char)*q))
             q++;
         if (*q == ':') {
-            /* clock: HH:MM[:SS[.f]] */
-            long hh = strtol(digits, NULL, 10), mm = 0;
+            /* clock: HH:MM[:SS[.f]], exact in microseconds */
+            int64_t hh, mm = 0;
+            bool hrange;
             double ss = 0;
+            if (!whole_number(digits, q, &hh, &hrange) || hrange) {
+                *out_of_range = true;
+                return false;
+            }
             q++;
             const char *m0 = q;
             while (isdigit((unsigned char)*q))
@@ -283,9 +327,16 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
             }
             if (mm > 59 || ss >= 60)
                 return false;
-            double us = ((double)hh * 3600 + (double)mm * 60 + ss) * 1e6;
-            if (!add_part(&v, 2, neg ? -us : us, 1))
+            int64_t us;
+            if (__builtin_mul_overflow(hh, 3600000000LL, &us) ||
+                __builtin_add_overflow(us, mm * 60000000 + (int64_t)rint(ss * 1e6), &us)) {
+                *out_of_range = true;
                 return false;
+            }
+            if (add_part(&v, 2, 0, true, neg ? -us : us, 1) != PART_OK) {
+                *out_of_range = true;
+                return false;
+            }
             any = true;
             continue;
         }
@@ -293,6 +344,12 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
         double amount = hs_strtod(num, &end);
         if (end == num)
             return false;
+        int64_t whole = 0;
+        bool wrange = false, integral = whole_number(num, end, &whole, &wrange);
+        if (integral && wrange) {
+            *out_of_range = true;
+            return false;
+        }
         q = end;
         while (isspace((unsigned char)*q))
             q++;
@@ -307,12 +364,19 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
         } else if (!unit_of(u, (size_t)(q - u), &kind, &mult)) {
             return false;
         }
-        if (!add_part(&v, kind, amount, mult))
+        int r = add_part(&v, kind, amount, integral, whole, mult);
+        if (r != PART_OK) {
+            *out_of_range = r == PART_RANGE;
             return false;
+        }
         any = true;
     }
     if (!any)
         return false;
+    if (ago && (v.months == INT32_MIN || v.days == INT32_MIN || v.micros == INT64_MIN)) {
+        *out_of_range = true;
+        return false;
+    }
     if (ago) {
         v.months = -v.months;
         v.days = -v.days;
