@@ -121,13 +121,17 @@ bool hs_interval_mul(hs_interval v, double factor, bool div, hs_interval *out)
     r.days = (int32_t)d;
     double month_remainder_days = TSROUND((m - r.months) * 30.0);
     double sec_remainder = TSROUND((d - r.days + month_remainder_days - (int)month_remainder_days) * 86400.0);
+    /* PostgreSQL adds the carried days unchecked, and builds with -fwrapv:
+     * the same wrap-around here, without C's signed overflow */
+    int64_t days = r.days;
     if (fabs(sec_remainder) >= 86400.0) {
-        r.days += (int)(sec_remainder / 86400.0);
+        days += (int)(sec_remainder / 86400.0);
         sec_remainder -= (int)(sec_remainder / 86400.0) * 86400.0;
     }
-    r.days += (int)month_remainder_days;
+    days += (int)month_remainder_days;
+    r.days = (int32_t)(uint32_t)(uint64_t)days;
     double t = rint((div ? (double)v.micros / factor : (double)v.micros * factor) + sec_remainder * 1e6);
-    if (isnan(t) || t >= 9.2e18 || t <= -9.2e18)
+    if (!(t >= -9223372036854775808.0 && t < 9223372036854775808.0))   /* FLOAT8_FITS_IN_INT64 */
         return false;
     r.micros = (int64_t)t;
     *out = r;
