@@ -664,14 +664,8 @@ static bool follows(const hs_table *t, const char *prev)
 /* Makes the table's latest commit durable (its files were not fsynced). */
 static hs_status sync_table_fs(hs_stream *s, hs_error *err)
 {
-    int fd = open(s->location, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return hs_err_set(err, HS_IO, "%s: cannot open: %s", s->location, strerror(errno));
-    int rc = syncfs(fd);
-    int e = errno;
-    close(fd);
-    if (rc != 0)
-        return hs_err_set(err, HS_IO, "%s: syncfs failed: %s", s->location, strerror(e));
+    if (hs_io_syncfs(s->location) != 0)
+        return hs_err_set(err, HS_IO, "%s: syncfs failed: %s", s->location, strerror(errno));
     return HS_OK;
 }
 
