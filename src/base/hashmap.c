@@ -87,6 +87,7 @@ static hs_status map_resize(hs_map *m, size_t new_cap)
     hs_map_slot *ns = hs_calloc(new_cap, sizeof *ns);
     if (!ns)
         return HS_NOMEM;
+    hs_mem_advise_huge(ns, new_cap * sizeof *ns);   /* filled at random: faults */
     size_t mask = new_cap - 1;
     for (size_t j = 0; j < m->cap; j++) {
         const hs_map_slot *s = &m->slots[j];
@@ -238,6 +239,7 @@ static hs_status imap_resize(hs_imap *m, size_t new_cap)
     hs_imap_slot *ns = hs_calloc(new_cap, sizeof *ns);
     if (!ns)
         return HS_NOMEM;
+    hs_mem_advise_huge(ns, new_cap * sizeof *ns);
     hs_imap_slot *old = m->slots;
     size_t old_cap = m->cap;
     m->slots = ns;
@@ -283,6 +285,16 @@ static inline hs_status imap_reserve_one(hs_imap *m)
     if (HS_LIKELY((m->count + 1) * 10 <= m->cap * 7))
         return HS_OK;
     return imap_resize(m, m->cap ? m->cap * 2 : MAP_MIN_CAP);
+}
+
+hs_status hs_imap_reserve(hs_imap *m, size_t n)
+{
+    if (n > MAP_MAX_CAP / 2)
+        return HS_NOMEM;
+    size_t cap = m->cap ? m->cap : MAP_MIN_CAP;
+    while (n * 10 > cap * 7)
+        cap *= 2;
+    return cap == m->cap ? HS_OK : imap_resize(m, cap);
 }
 
 hs_status hs_imap_put(hs_imap *m, uint64_t key, uint64_t value)

@@ -67,6 +67,8 @@ bool hs_imap_get(const hs_imap *m, uint64_t key, uint64_t *value);
 HS_MUST_USE hs_status hs_imap_put(hs_imap *m, uint64_t key, uint64_t value);
 HS_MUST_USE hs_status hs_imap_get_or_put(hs_imap *m, uint64_t key, uint64_t value,
                                          uint64_t *value_out, bool *found);
+/* Grows the table once so that n keys fit without further resizing. */
+HS_MUST_USE hs_status hs_imap_reserve(hs_imap *m, size_t n);
 void hs_imap_clear(hs_imap *m);
 void hs_imap_free(hs_imap *m);
 

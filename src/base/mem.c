@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void *default_malloc(size_t size, void *ctx) { (void)ctx; return malloc(size); }
 static void *default_realloc(void *p, size_t size, void *ctx) { (void)ctx; return realloc(p, size); }
@@ -243,4 +244,22 @@ hs_status hs_decode_charge_at(hs_decode_budget *b, uint64_t n, hs_error *err, co
                              what ? what : "decode", (unsigned long long)b->input,
                              (unsigned long long)b->limit, (unsigned long long)(floor >> 20),
                              (unsigned long long)per_byte);
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)   /* transparent huge page size */
+#define HUGE_MIN ((size_t)8 << 20)    /* regions from this size ask for them */
+
+void hs_mem_advise_huge(void *p, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+    if (p && size >= HUGE_MIN) {
+        uintptr_t lo = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+        uintptr_t hi = ((uintptr_t)p + size) & ~(uintptr_t)(HUGE_PAGE - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    }
+#else
+    (void)p;
+    (void)size;
+#endif
 }

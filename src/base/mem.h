@@ -26,6 +26,11 @@ void hs_free(void *p);
 char *hs_strdup(const char *s);            /* caller frees with hs_free */
 char *hs_strndup(const char *s, size_t n); /* caller frees with hs_free */
 /* 64-byte aligned allocation for column buffers; free with hs_free_aligned. */
+/* Advice that [p, p + size) is fresh memory worth 2 MiB pages (where the
+ * system grants them on request, one fault instead of 512); only for sizes
+ * of 8 MiB or more, and only the 2 MiB-aligned interior.  No effect on
+ * correctness. */
+void hs_mem_advise_huge(void *p, size_t size);
 void *hs_malloc_aligned(size_t size);
 void hs_free_aligned(void *p);
 

@@ -23,7 +23,12 @@
  * stable), each run read one block at a time.  With more than SORT_FANIN
  * runs, passes merge groups of SORT_FANIN consecutive runs into longer
  * runs first.  Blocks are sized so that the blocks of one merge hold about
- * half the memory limit.  TopK never spills (it holds about 2k rows).
+ * half the memory limit.
+ *
+ * TopK spills the same way when its 2k rows do not fit (a large k): a run
+ * holds only the first k rows of what was held (no later row can push one
+ * of those out of its run's top k), the boundary row goes with them, and
+ * the merge stops after k rows.
  */
 #include "exec/exec_int.h"
 
@@ -369,7 +374,7 @@ static bool sort_should_spill(const sort_op *s, const hs_batch *b)
 {
     const xo_ctx *ctx = s->op.ctx;
     int64_t n = xo_rows_count(&s->rows);
-    if (!ctx || ctx->mem_limit <= 0 || s->k >= 0 || n == 0)
+    if (!ctx || ctx->mem_limit <= 0 || n == 0)
         return false;
     int64_t bb = xo_batch_bytes(b);
     int64_t grow = s->rows.bytes > 2 * bb ? s->rows.bytes : 2 * bb;
@@ -393,7 +398,8 @@ static hs_status push_run(sort_op *s, int64_t start, int64_t end, hs_error *err)
     return HS_OK;
 }
 
-/* Sorts the rows held and writes them as one run; frees them. */
+/* Sorts the rows held and writes them (TopK: the first k) as one run;
+ * frees them. */
 static hs_status write_run(sort_op *s, hs_error *err)
 {
     int64_t n = xo_rows_count(&s->rows);
@@ -406,6 +412,8 @@ static hs_status write_run(sort_op *s, hs_error *err)
         s->block_rows = br < 256 ? 256 : br > XO_BATCH_ROWS ? XO_BATCH_ROWS : br;
     }
     HS_TRY(sort_rows(s, err));
+    if (s->k >= 0 && n > s->k)
+        n = s->k;
     int64_t start = s->sp.size, off;
     for (int64_t i = 0; i < n; i += s->block_rows) {
         int64_t m = n - i < s->block_rows ? n - i : s->block_rows;
@@ -421,6 +429,7 @@ static hs_status write_run(sort_op *s, hs_error *err)
     hs_free(s->perm);
     s->perm = NULL;
     s->n_perm = 0;
+    s->boundary = -1;
     return HS_OK;
 }
 
@@ -623,10 +632,9 @@ static hs_status sort_extra(const xo_op *op, hs_buf *out, hs_error *err)
     return HS_OK;
 }
 
-/* Sort: appends b to the rows, spilling them as a run first when b would
- * take them past the memory limit.  Under a limit too small for a
- * quarter of b with its sort entries, b goes in in slices. */
-static hs_status sort_add(sort_op *s, const hs_batch *b, hs_error *err)
+/* Rows of b taken at a time: all of b, or under a limit too small for a
+ * quarter of b with its sort entries, slices that fit. */
+static int64_t sort_piece_rows(const sort_op *s, const hs_batch *b)
 {
     const xo_ctx *ctx = s->op.ctx;
     int64_t piece = b->n_rows;
@@ -636,6 +644,15 @@ static hs_status sort_add(sort_op *s, const hs_batch *b, hs_error *err)
         if (fit < piece)
             piece = fit < 1 ? 1 : fit;
     }
+    return piece;
+}
+
+/* Sort: appends b to the rows, spilling them as a run first when b would
+ * take them past the memory limit.  Under a limit too small for a
+ * quarter of b with its sort entries, b goes in in slices. */
+static hs_status sort_add(sort_op *s, const hs_batch *b, hs_error *err)
+{
+    int64_t piece = sort_piece_rows(s, b);
     for (int64_t at = 0; at < b->n_rows; at += piece) {
         int64_t n = b->n_rows - at < piece ? b->n_rows - at : piece;
         hs_batch *part = NULL;
@@ -654,6 +671,64 @@ static hs_status sort_add(sort_op *s, const hs_batch *b, hs_error *err)
     return HS_OK;
 }
 
+/* TopK: one slice of an input batch.  With k rows kept, only rows that
+ * sort before the k-th can enter (an equal row came later in the input, so
+ * it loses); the rows held are cut back to the first k once they reach 2k,
+ * or written as a run (their first k) when memory is short. */
+static hs_status topk_piece(sort_op *s, const hs_batch *b, hs_error *err)
+{
+    xo_op *op = &s->op;
+    hs_batch *kept = NULL;
+    const hs_batch *src = b;
+    if (s->boundary >= 0) {
+        int64_t *keep = hs_malloc((size_t)b->n_rows * sizeof *keep), nk = 0;
+        if (!keep)
+            return hs_err_nomem(err, 0);
+        for (int64_t i = 0; i < b->n_rows; i++)
+            if (xo_keys_cmp(s->keys, s->n_keys, b->cols, i, s->rows.b->cols, s->boundary) < 0)
+                keep[nk++] = i;
+        hs_status st = nk ? xo_batch_take(&op->schema, b, keep, nk, &kept, err) : HS_OK;
+        hs_free(keep);
+        HS_TRY(st);
+        if (!nk)
+            return HS_OK;
+        src = kept;
+    }
+    hs_status st = sort_should_spill(s, src) ? write_run(s, err) : HS_OK;
+    int64_t bn = src->n_rows;
+    if (st == HS_OK)
+        st = xo_rows_append(&s->rows, op->ctx, op->name, src, err);
+    xo_op_held(op, s->rows.bytes);
+    hs_batch_free(kept);
+    HS_TRY(st);
+    int64_t n = xo_rows_count(&s->rows);
+    if (n < 2 * s->k || n < s->k + bn)
+        return HS_OK;
+    /* compacting copies the k rows kept: past the limit, a run instead */
+    const xo_ctx *ctx = op->ctx;
+    bool tight = ctx && ctx->mem_limit > 0 &&
+                 atomic_load(&((xo_ctx *)ctx)->mem_used) + s->rows.bytes / 2 +
+                         n * (int64_t)(2 * sizeof(sort_ent) + sizeof(int64_t)) >
+                     ctx->mem_limit;
+    return tight ? write_run(s, err) : topk_compact(s, err);
+}
+
+/* TopK: an input batch, in slices small enough for the memory limit. */
+static hs_status topk_add(sort_op *s, const hs_batch *b, hs_error *err)
+{
+    int64_t piece = sort_piece_rows(s, b);
+    for (int64_t at = 0; at < b->n_rows; at += piece) {
+        int64_t n = b->n_rows - at < piece ? b->n_rows - at : piece;
+        hs_batch *part = NULL;
+        if (n < b->n_rows)
+            HS_TRY(xo_batch_rows(b, at, n, &part, err));
+        hs_status st = topk_piece(s, part ? part : b, err);
+        hs_batch_free(part);
+        HS_TRY(st);
+    }
+    return HS_OK;
+}
+
 static hs_status sort_consume(sort_op *s, hs_error *err)
 {
     xo_op *op = &s->op;
@@ -662,37 +737,9 @@ static hs_status sort_consume(sort_op *s, hs_error *err)
         HS_TRY(xo_next(op->children[0], &b, err));
         if (!b)
             break;
-        hs_status st = HS_OK;
-        int64_t bn = b->n_rows;
-        if (s->k < 0) {
-            st = sort_add(s, b, err);
-            hs_batch_free(b);
-            HS_TRY(st);
-            continue;
-        }
-        if (s->boundary >= 0) {
-            /* TopK with k rows kept: only rows that sort before the k-th can
-             * enter (an equal row came later in the input, so it loses) */
-            int64_t *keep = hs_malloc((size_t)bn * sizeof *keep), nk = 0;
-            if (!keep) {
-                hs_batch_free(b);
-                return hs_err_nomem(err, 0);
-            }
-            for (int64_t i = 0; i < bn; i++)
-                if (xo_keys_cmp(s->keys, s->n_keys, b->cols, i, s->rows.b->cols, s->boundary) < 0)
-                    keep[nk++] = i;
-            st = xo_rows_append_take(&s->rows, op->ctx, op->name, b, keep, nk, err);
-            hs_free(keep);
-            bn = nk;
-        } else {
-            st = xo_rows_append(&s->rows, op->ctx, op->name, b, err);
-            xo_op_held(op, s->rows.bytes);
-        }
+        hs_status st = s->k < 0 ? sort_add(s, b, err) : topk_add(s, b, err);
         hs_batch_free(b);
         HS_TRY(st);
-        if (s->k >= 0 && xo_rows_count(&s->rows) >= 2 * s->k &&
-            xo_rows_count(&s->rows) >= s->k + bn)
-            HS_TRY(topk_compact(s, err));
     }
     s->sorted = true;
     if (s->n_runs > 0) {
@@ -713,6 +760,17 @@ static hs_status sort_next(xo_op *op, hs_batch **out, hs_error *err)
     HS_TRY(xo_check_cancel(op->ctx, err));
     if (s->merging) {
         HS_TRY(merge_step(s, out, err));
+        if (*out && s->k >= 0) {   /* TopK: the first k rows of the merge */
+            int64_t left = s->k - s->emitted;
+            if (left < (*out)->n_rows) {
+                hs_batch *cut = NULL;
+                hs_status st = left > 0 ? xo_batch_rows(*out, 0, left, &cut, err) : HS_OK;
+                hs_batch_free(*out);
+                *out = cut;
+                HS_TRY(st);
+            }
+            s->emitted += *out ? (*out)->n_rows : 0;
+        }
         if (!*out) {
             merge_close(s);
             xo_spill_close(&s->sp);

@@ -126,8 +126,6 @@
  * column's values that leaf_emit_bytes may write/read with whole 16-byte moves. */
 #define PQ_DICT_SLACK 16
 #define PQ_WINDOW ((size_t)8 << 20)  /* sequential read window */
-#define PQ_HUGE ((size_t)2 << 20)    /* transparent huge page size */
-#define PQ_HUGE_MIN ((size_t)8 << 20) /* output buffers from this size ask for them */
 
 bool pq_read_no_fast_paths;
 
@@ -331,24 +329,6 @@ hs_status pq_reader_page_index(pq_reader *r, int row_group, int leaf, const pq_c
 /* output column buffers                                                  */
 /* ===================================================================== */
 
-/* Large output buffers are fresh memory (batches are handed over, so never
- * reused) touched page by page as they fill: asking for 2 MiB pages, where
- * the system grants them on request, cuts those page faults 512-fold.
- * Advice only; the interior 2 MiB-aligned part of [p, p + cap). */
-void pq_huge_advise(void *p, size_t cap)
-{
-#ifdef MADV_HUGEPAGE
-    if (p && cap >= PQ_HUGE_MIN) {
-        uintptr_t lo = ((uintptr_t)p + PQ_HUGE - 1) & ~(uintptr_t)(PQ_HUGE - 1);
-        uintptr_t hi = ((uintptr_t)p + cap) & ~(uintptr_t)(PQ_HUGE - 1);
-        if (hi > lo)
-            (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-    }
-#else
-    (void)p;
-    (void)cap;
-#endif
-}
 
 hs_status pq_cb_reserve(hs_colbuf *b, size_t need)
 {
@@ -363,7 +343,7 @@ hs_status pq_cb_reserve(hs_colbuf *b, size_t need)
     uint8_t *p = hs_malloc_aligned(nc);
     if (!p)
         return HS_NOMEM;
-    pq_huge_advise(p, nc);
+    hs_mem_advise_huge(p, nc);
     if (b->data && b->len)
         memcpy(p, b->data, b->len);
     if (b->data)

@@ -122,7 +122,6 @@ typedef struct pq_cursor {
 /* Output buffers (reader.c). */
 HS_MUST_USE hs_status pq_cb_reserve(hs_colbuf *b, size_t need);
 HS_MUST_USE hs_status pq_col_prep(hs_column *c, bool nullable, int64_t add);
-void pq_huge_advise(void *p, size_t cap);
 
 /* Cursors (reader.c): opening a row group's chunk, executing skip/take runs,
  * gathering selected rows of flat leaves, error context, freeing. */

@@ -616,7 +616,7 @@ static hs_status scan_next(pq_scan *s, hs_batch **out, hs_error *err)
                 st = hs_err_nomem(err, c->last_bytes);
         }
         if (lc)  /* preallocated by hs_batch_create, still untouched */
-            pq_huge_advise(lc->values.data, lc->values.cap);
+            hs_mem_advise_huge(lc->values.data, lc->values.cap);
         if (lc && c->gather)
             st = pq_cur_gather(c, (const pq_row_range *)s->granges.data, n_runs, lc, err);
         for (size_t k = 0; k < n_runs && st == HS_OK && !c->gather; k++) {

@@ -185,6 +185,21 @@ static void test_sort_spill(void)
         int64_t n = 5000 + (int64_t)(xt_rnd() % 20000);
         run_case(n, 1 + (int)(xt_rnd() % 200), n_keys, keys, -1, 1 + (int64_t)(xt_rnd() % 3000));
     }
+    /* TopK whose k rows do not fit spills too: runs of their first k rows,
+     * the merge cut at k; still the stable brute-force order */
+    for (int t = 0; t < 12; t++) {
+        xo_sort_key keys[2];
+        int n_keys = 1 + (int)(xt_rnd() % 2);
+        for (int i = 0; i < n_keys; i++) {
+            keys[i].col = (int)(xt_rnd() % 5);
+            keys[i].desc = xt_rnd() % 2;
+            keys[i].nulls_first = xt_rnd() % 2 ? keys[i].desc : (bool)(xt_rnd() % 2);
+        }
+        case_ctx = (xo_ctx){.mem_limit = limits[t % 3]};
+        int64_t n = 5000 + (int64_t)(xt_rnd() % 20000);
+        int64_t k = t % 4 == 3 ? n + 3 : 1000 + (int64_t)(xt_rnd() % 8000);
+        run_case(n, 1 + (int)(xt_rnd() % 200), n_keys, keys, k, 1 + (int64_t)(xt_rnd() % 3000));
+    }
     case_ctx = (xo_ctx){0};
     /* EXPLAIN ANALYZE shows the runs and passes */
     hs_field s;
@@ -204,7 +219,6 @@ static void test_sort_spill(void)
     CHECK(hs_buf_append_byte(&ex, 0) == HS_OK);
     CHECK(strstr((char *)ex.data, "spilled: 30000 rows") != NULL);
     CHECK(strstr((char *)ex.data, "merge passes") != NULL && !strstr((char *)ex.data, " 1 merge passes"));
-    hs_buf_free(&ex);
     xo_free(op);
     hs_free(got);
     CHECK(atomic_load(&ctx.mem_used) == 0);
@@ -237,6 +251,20 @@ static void test_sort_spill(void)
     CHECK_OK(xo_topk(v, 1, &k, 10, &op, &err), &err);
     CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
     CHECK(n_got == 10);
+    hs_buf_reset(&ex);
+    CHECK_OK(xo_explain(op, true, &ex, &err), &err);
+    CHECK(hs_buf_append_byte(&ex, 0) == HS_OK && !strstr((char *)ex.data, "spilled"));
+    /* ... and one of 8000 rows spills (runs of at most 8000 rows) */
+    xo_free(op);
+    hs_free(got);
+    v = xt_values(&ctx2, &s, rows, 30000, 1000);
+    CHECK_OK(xo_topk(v, 1, &k, 8000, &op, &err), &err);
+    CHECK_OK(xt_run(op, &got, &n_got, &err), &err);
+    CHECK(n_got == 8000);
+    hs_buf_reset(&ex);
+    CHECK_OK(xo_explain(op, true, &ex, &err), &err);
+    CHECK(hs_buf_append_byte(&ex, 0) == HS_OK && strstr((char *)ex.data, "spilled:"));
+    hs_buf_free(&ex);
     xo_free(op);
     CHECK(atomic_load(&ctx2.mem_used) == 0);
     hs_free(got);

@@ -1,7 +1,7 @@
 """Spilling (issue 13): sorts, hash aggregates, hash joins (every kind,
 residuals, NULL keys), set operations, DISTINCT and windows past the
 session's memory_limit write to temp files in temp_directory instead of
-failing.  Results under a tiny limit are compared with DuckDB on the same
+failing.  TopK with a k too large to hold spills like a sort.  Results under a tiny limit are compared with DuckDB on the same
 data and with our own run under the default limit (which does not spill);
 EXPLAIN ANALYZE must show that the operators did spill and that the
 statement's accounted peak stayed near the limit, and the spill directory
@@ -107,6 +107,10 @@ QUERIES = [
     ("SELECT s, k, x FROM t ORDER BY s, k NULLS FIRST, id", True, "Sort"),
     ("SELECT k, sum(x) AS sx FROM t GROUP BY k ORDER BY sx DESC NULLS LAST, k NULLS FIRST", True,
      "HashAggregate"),
+    # TopK whose k rows do not fit: runs of their first k rows, merge cut at k
+    ("SELECT * FROM t ORDER BY y DESC NULLS LAST, id LIMIT 60000", True, "TopK"),
+    ("SELECT id, s, x FROM t ORDER BY s NULLS FIRST, x, id LIMIT 30000 OFFSET 5000", True,
+     "TopK"),
 ]
 
 
@@ -258,6 +262,7 @@ def test_spilled_results_match_duckdb_and_memory(env, sql, ordered, op):
         line = [ln for ln in plan.splitlines() if op in ln]
         if limit == "1MB":   # (at 12MB on 4 threads the parallel path may or may not spill)
             assert "spilled:" in plan, plan
+            assert op != "TopK" or _spilled(plan, op), plan
         if ordered:
             assert g == want, (sql, limit, threads)
             assert g == mem
