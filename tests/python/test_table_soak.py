@@ -8,7 +8,9 @@ deletes, automatic compaction and expiry at once, with readers.
     files, sidecars, metadata) at most 1.3x the live data (the bytes the
     current snapshot references, its sidecars and metadata) once the
     expiry age has passed after each compaction; the file count bounded;
-    no reader ever fails.
+    no reader ever fails.  The report splits the dead bytes by reason (in
+    flight, orphan, pinned, grace, expired but not yet deleted: Reasons)
+    and by kind of file; HS_SOAK_TRACE=file writes every sample.
   * test_long_mixed_ingest: writes, explicit flushes, compactions,
     expiries and readers from threads and a second process; at the end the
     exact row multiset equals the one the test's log describes, as computed
