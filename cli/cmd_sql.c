@@ -45,6 +45,7 @@
 #include "cli.h"
 
 #include "base/buf.h"
+#include "base/interval.h"
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
@@ -291,6 +292,12 @@ static hs_status put_value(const hs_field *f, const hs_column *c, int64_t i, hs_
     case HS_TYPE_TIME64: return put_time_of_day(b, HS_COL_VALUES(c, int64_t)[i], f->unit);
     case HS_TYPE_TIMESTAMP:
         return put_timestamp(b, HS_COL_VALUES(c, int64_t)[i], f->unit, f->tz != NULL);
+    case HS_TYPE_INTERVAL: {
+        hs_interval v;
+        char txt[128];
+        memcpy(&v, c->values.data + 16 * i, 16);
+        return hs_buf_append(b, txt, hs_interval_format(v, txt, sizeof txt));
+    }
     case HS_TYPE_STRING: {
         const int32_t *o = HS_COL_OFFSETS(c);
         return hs_buf_append(b, c->values.data + o[i], (size_t)(o[i + 1] - o[i]));
@@ -383,6 +390,7 @@ static hs_status put_type_name(const hs_field *f, hs_buf *b)
         return hs_buf_puts(b, f->tz ? "timestamp with time zone" : "timestamp without time zone");
     case HS_TYPE_STRING: return hs_buf_puts(b, f->ext == HS_EXT_JSON ? "json" : "text");
     case HS_TYPE_BINARY: return hs_buf_puts(b, "bytea");
+    case HS_TYPE_INTERVAL: return hs_buf_puts(b, "interval");
     case HS_TYPE_FIXED_BINARY:
         return f->ext == HS_EXT_UUID ? hs_buf_puts(b, "uuid") : hs_buf_puts(b, "bytea");
     case HS_TYPE_FIXED_LIST:

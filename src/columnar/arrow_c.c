@@ -20,6 +20,7 @@
  *   FIXED_LIST     +w:N                validity
  *   STRUCT         +s                  validity
  *   MAP            +m                  validity, offsets32
+ *   INTERVAL       tin                 validity, values (converted)   (copied, converted)
  *   (any)          dictionary-encoded  -                              decoded to plain values
  *
  * Schema metadata: hs_field.field_id travels as "PARQUET:field_id" (as
@@ -50,6 +51,7 @@
  * dictionaries (decoded).  Every import ends with hs_col_validate.
  */
 #include "columnar/arrow_c.h"
+#include "base/interval.h"
 #include "base/mem.h"
 
 #include <errno.h>
@@ -129,6 +131,7 @@ static hs_status format_of(const hs_field *f, char *buf, size_t cap, hs_error *e
     case HS_TYPE_LIST: s = "+l"; break;
     case HS_TYPE_STRUCT: s = "+s"; break;
     case HS_TYPE_MAP: s = "+m"; break;
+    case HS_TYPE_INTERVAL: s = "tin"; break;
     case HS_TYPE_DECIMAL128:
         snprintf(buf, cap, "d:%d,%d", f->precision, f->scale);
         return HS_OK;
@@ -392,9 +395,44 @@ static void owner_free_column(void *ctx)
     hs_col_free(ctx);
 }
 
+/* INTERVAL columns (base/interval.h) leave as Arrow's month_day_nano:
+ * their values are rewritten in place, as export owns the column (and its
+ * interval values buffers: import copies them).  Fails
+ * when a time part does not fit in int64 nanoseconds. */
+static hs_status intervals_to_mdn(hs_column *c, int depth, hs_error *err)
+{
+    if (depth > ARROW_MAX_DEPTH)
+        return HS_OK;   /* export_node refuses it */
+    for (int i = 0; i < c->n_children; i++)
+        HS_TRY(intervals_to_mdn(c->children[i], depth + 1, err));
+    if (c->type != HS_TYPE_INTERVAL || c->length == 0)
+        return HS_OK;
+    if (c->values.cap == 0)   /* never: import copies interval values */
+        return hs_err_set(err, HS_UNSUPPORTED, "cannot export a borrowed interval column");
+    uint8_t *v = c->values.data;
+    for (int64_t i = 0; i < c->length; i++) {
+        hs_interval iv;
+        memcpy(&iv, v + i * 16, 16);
+        if (!hs_col_is_valid(c, i)) {
+            memset(v + i * 16, 0, 16);
+        } else if (!hs_interval_to_mdn(iv, v + i * 16)) {
+            char txt[128];
+            hs_interval_format(iv, txt, sizeof txt);
+            return hs_err_set(err, HS_INVALID, "interval '%s' does not fit Arrow's month_day_nano "
+                              "(its nanoseconds overflow int64)", txt);
+        }
+    }
+    return HS_OK;
+}
+
 hs_status hs_arrow_export_column(hs_column *c, struct ArrowArray *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);
+    hs_status cs = intervals_to_mdn(c, 0, err);
+    if (cs != HS_OK) {
+        hs_col_free(c);
+        return cs;
+    }
     hs_col_owner *owner = hs_col_owner_new(owner_free_column, c);
     if (!owner) {
         hs_col_free(c);
@@ -486,7 +524,7 @@ static hs_status parse_format(const char *fmt, hs_field *f, const char **large, 
         {"g", HS_TYPE_FLOAT64}, {"tdD", HS_TYPE_DATE32}, {"u", HS_TYPE_STRING}, {"z", HS_TYPE_BINARY},
         {"+l", HS_TYPE_LIST}, {"+s", HS_TYPE_STRUCT}, {"+m", HS_TYPE_MAP},
         {"U", HS_TYPE_STRING}, {"Z", HS_TYPE_BINARY}, {"+L", HS_TYPE_LIST},
-        {"vu", HS_TYPE_STRING}, {"vz", HS_TYPE_BINARY},
+        {"vu", HS_TYPE_STRING}, {"vz", HS_TYPE_BINARY}, {"tin", HS_TYPE_INTERVAL},
     };
     for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++) {
         if (strcmp(fmt, simple[i].fmt) == 0) {
@@ -1021,6 +1059,20 @@ static hs_status import_node(const struct ArrowArray *a, const hs_field *f, hs_c
         break;
     case HS_TYPE_FIXED_LIST: case HS_TYPE_STRUCT:
         break;
+    case HS_TYPE_INTERVAL: {  /* month_day_nano -> base/interval.h, copied */
+        size_t bytes = (size_t)full * 16;
+        const uint8_t *src = a->buffers[1];
+        c->values.data = hs_malloc_aligned(bytes ? bytes : 16);
+        if (!c->values.data)
+            goto nomem;
+        c->values.cap = bytes ? bytes : 16;
+        c->values.len = bytes;
+        for (int64_t i = 0; i < full; i++) {
+            hs_interval v = hs_interval_from_mdn(src + 16 * i);
+            memcpy(c->values.data + 16 * i, &v, 16);
+        }
+        break;
+    }
     default: {  /* fixed width */
         size_t w = (size_t)c->width;
         size_t align = f->type == HS_TYPE_FIXED_BINARY ? 1 : (w >= 8 ? 8 : w);

@@ -211,7 +211,7 @@ static inline bool type_is_fixed(hs_type t)
     case HS_TYPE_UINT8: case HS_TYPE_UINT16: case HS_TYPE_UINT32: case HS_TYPE_UINT64:
     case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32: case HS_TYPE_FLOAT64:
     case HS_TYPE_DECIMAL128: case HS_TYPE_DATE32: case HS_TYPE_TIME32: case HS_TYPE_TIME64:
-    case HS_TYPE_TIMESTAMP: case HS_TYPE_FIXED_BINARY:
+    case HS_TYPE_TIMESTAMP: case HS_TYPE_FIXED_BINARY: case HS_TYPE_INTERVAL:
         return true;
     default:
         return false;

@@ -17,6 +17,9 @@
  *   FIXED_LIST    validity                          1: element (width * n values)
  *   STRUCT        validity                          one per field
  *   MAP           validity, offsets (int32, n+1)    1: STRUCT "entries" {key (not null), value}
+ *   INTERVAL      validity, values (16 bytes each: int64 micros, int32 days,
+ *                 int32 months, base/interval.h; Arrow export converts them
+ *                 to month_day_nano)
  *
  * Widths: FLOAT16 2, DATE32 4, TIME32 4 (s|ms), TIME64 8 (us|ns), TIMESTAMP 8,
  * DECIMAL128 16 (little-endian two's complement, as Arrow).  Validity bit i set
@@ -57,6 +60,7 @@ typedef enum hs_type {
     HS_TYPE_FIXED_LIST,
     HS_TYPE_STRUCT,
     HS_TYPE_MAP,
+    HS_TYPE_INTERVAL,    /* PostgreSQL's interval (base/interval.h), 16 bytes */
     HS_TYPE__COUNT
 } hs_type;
 

@@ -54,6 +54,7 @@ static const char *const type_names[HS_TYPE__COUNT] = {
     [HS_TYPE_FIXED_LIST] = "fixed_size_list",
     [HS_TYPE_STRUCT] = "struct",
     [HS_TYPE_MAP] = "map",
+    [HS_TYPE_INTERVAL] = "interval",
 };
 
 const char *hs_type_name(hs_type t)
@@ -261,7 +262,7 @@ int hs_type_width(const hs_field *f)
     case HS_TYPE_FLOAT64:
     case HS_TYPE_TIME64:
     case HS_TYPE_TIMESTAMP: return 8;
-    case HS_TYPE_DECIMAL128: return 16;
+    case HS_TYPE_DECIMAL128: case HS_TYPE_INTERVAL: return 16;
     case HS_TYPE_FIXED_BINARY: return f->width > 0 ? f->width : 0;
     default: return 0;
     }

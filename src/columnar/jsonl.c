@@ -26,6 +26,7 @@
  * stores zoned timestamps as UTC instants, which print with a "Z" suffix.
  */
 #include "columnar/jsonl.h"
+#include "base/interval.h"
 #include "base/mem.h"
 #include "base/numfmt.h"
 
@@ -574,6 +575,12 @@ static hs_status json_value(const hs_field *f, const hs_column *c, int64_t row, 
     case HS_TYPE_STRING: {
         const int32_t *off = HS_COL_OFFSETS(c);
         return hs_json_append_string(out, vals + off[row], (size_t)(off[row + 1] - off[row]));
+    }
+    case HS_TYPE_INTERVAL: {   /* PostgreSQL's text, as its row_to_json writes it */
+        hs_interval v;
+        char txt[128];
+        memcpy(&v, vals + 16 * (size_t)row, 16);
+        return hs_json_append_string(out, (const uint8_t *)txt, hs_interval_format(v, txt, sizeof txt));
     }
     case HS_TYPE_BINARY: {
         const int32_t *off = HS_COL_OFFSETS(c);

@@ -85,7 +85,9 @@
 #define AGG_PARTS 16
 #define AGG_MAX_LEVEL 4
 
-typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC } acc_class;
+/* ACC_IV: sum of intervals, the running hs_interval in isum's 16 bytes
+ * (PostgreSQL's interval_pl: each part on its own, 22008 on overflow). */
+typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC, ACC_IV } acc_class;
 
 #define XO_AGG_MAX_ORDER 16   /* ORDER BY keys of one string_agg/array_agg */
 
@@ -162,6 +164,8 @@ static acc_class class_of(hs_type t)
         return ACC_FLOAT;
     if (t == HS_TYPE_DECIMAL128)
         return ACC_DEC;
+    if (t == HS_TYPE_INTERVAL)
+        return ACC_IV;
     return ACC_NONE;
 }
 
@@ -215,11 +219,13 @@ static hs_status result_field(const xo_agg *a, const hs_field *arg, hs_field *ou
             out->precision = 38;
             out->scale = arg->scale;
             return HS_OK;
+        case ACC_IV: hs_field_init(out, name, HS_TYPE_INTERVAL, true); return HS_OK;
         default: break;
         }
         break;
     case XO_AGG_AVG:
-        if (class_of(arg->type) != ACC_NONE) {
+        /* avg(interval) is planned as sum / count (sql/plan_select.c) */
+        if (class_of(arg->type) != ACC_NONE && class_of(arg->type) != ACC_IV) {
             hs_field_init(out, name, HS_TYPE_FLOAT64, true);
             return HS_OK;
         }
@@ -534,6 +540,15 @@ static hs_status first_seen(agg_op *s, agg_state *a, int64_t g, const hs_column 
 
 static hs_status add_int(agg_state *a, int64_t g, __int128 v, hs_error *err)
 {
+    if (a->cls == ACC_IV) {
+        hs_interval x, y, r;
+        memcpy(&x, &a->isum[g], 16);
+        memcpy(&y, &v, 16);
+        if (!hs_interval_add(x, y, 1, &r))
+            return hs_err_set(err, HS_INVALID, "interval out of range");
+        memcpy(&a->isum[g], &r, 16);
+        return HS_OK;
+    }
     if (__builtin_add_overflow(a->isum[g], v, &a->isum[g]))
         return hs_err_set(err, HS_INVALID, "%s: numeric field overflow", fn_name(a->a.fn));
     return HS_OK;
@@ -670,7 +685,7 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
         case XO_AGG_SUM: case XO_AGG_AVG:
             if (a->cls == ACC_FLOAT) {
                 a->fsum[g] += xo_float_at(c, i);
-            } else if (a->cls == ACC_DEC) {
+            } else if (a->cls == ACC_DEC || a->cls == ACC_IV) {
                 __int128 v;
                 memcpy(&v, c->values.data + 16 * i, 16);
                 st = add_int(a, g, v, err);
@@ -960,8 +975,8 @@ static hs_status build_agg_col(agg_op *s, agg_state *a, const hs_field *f, hs_co
         }
         switch (a->a.fn) {
         case XO_AGG_SUM:
-            if (a->cls == ACC_FLOAT) {
-                st = hs_col_append_fixed(col, &a->fsum[g]);
+            if (a->cls == ACC_FLOAT || a->cls == ACC_IV) {
+                st = hs_col_append_fixed(col, a->cls == ACC_IV ? (void *)&a->isum[g] : (void *)&a->fsum[g]);
             } else if (f->type == HS_TYPE_INT64) {
                 if (a->isum[g] > INT64_MAX || a->isum[g] < INT64_MIN) {
                     hs_col_free(col);

@@ -25,6 +25,7 @@
 #define HS_EXEC_EXEC_INT_H
 
 #include "base/buf.h"
+#include "base/interval.h"
 #include "base/mem.h"
 #include "exec/exec.h"
 
@@ -72,6 +73,7 @@ int64_t xo_now_ns(void);
 bool xo_is_int_type(hs_type t);
 int64_t xo_int_at(const hs_column *c, int64_t i, bool *big);
 double xo_float_at(const hs_column *c, int64_t i);
+hs_interval xo_interval_at(const hs_column *c, int64_t i);   /* row i of an INTERVAL column */
 
 /* Row keys (see top). */
 HS_MUST_USE hs_status xo_key_append(hs_buf *out, const hs_column *c, int64_t row);

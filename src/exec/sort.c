@@ -98,6 +98,11 @@ static uint64_t image_of(const hs_column *c, int64_t i)
         memcpy(&v, c->values.data + 16 * i, 16);
         return (uint64_t)(v >> 64) ^ (1ull << 63);
     }
+    case HS_TYPE_INTERVAL: {   /* the span, clamped to int64 (ties compare in full) */
+        __int128 s = hs_interval_span(xo_interval_at(c, i));
+        int64_t v = s > INT64_MAX ? INT64_MAX : s < INT64_MIN ? INT64_MIN : (int64_t)s;
+        return (uint64_t)v ^ (1ull << 63);
+    }
     case HS_TYPE_STRING: case HS_TYPE_BINARY: {
         const int32_t *o = HS_COL_OFFSETS(c);
         int32_t n = o[i + 1] - o[i];

@@ -8,6 +8,7 @@
  * prefix of a longer one sorts first.
  */
 #include "exec/exec_int.h"
+#include "base/interval.h"
 #include "columnar/jsonl.h"
 
 #include <math.h>
@@ -40,6 +41,13 @@ double xo_float_at(const hs_column *c, int64_t i)
     case HS_TYPE_FLOAT32: return HS_COL_VALUES(c, float)[i];
     default: return HS_COL_VALUES(c, double)[i];
     }
+}
+
+hs_interval xo_interval_at(const hs_column *c, int64_t i)
+{
+    hs_interval v;
+    memcpy(&v, c->values.data + i * 16, 16);
+    return v;
 }
 
 bool xo_is_int_type(hs_type t)
@@ -82,6 +90,11 @@ hs_status xo_key_append(hs_buf *out, const hs_column *c, int64_t row)
         return hs_buf_append(out, &d, 8);
     }
     case HS_TYPE_DECIMAL128: return hs_buf_append(out, c->values.data + row * 16, 16);
+    case HS_TYPE_INTERVAL: {   /* the span: '1 mon' and '30 days' are one key */
+        uint8_t k[16];
+        hs_interval_key(xo_interval_at(c, row), k);
+        return hs_buf_append(out, k, 16);
+    }
     case HS_TYPE_STRING: case HS_TYPE_BINARY: {
         const int32_t *o = HS_COL_OFFSETS(c);
         uint32_t n = (uint32_t)(o[row + 1] - o[row]);
@@ -148,6 +161,7 @@ int xo_val_cmp(const hs_column *a, int64_t i, const hs_column *b, int64_t j)
         memcpy(&y, b->values.data + j * 16, 16);
         return x < y ? -1 : x > y;
     }
+    case HS_TYPE_INTERVAL: return hs_interval_cmp(xo_interval_at(a, i), xo_interval_at(b, j));
     case HS_TYPE_STRING: case HS_TYPE_BINARY: {
         const int32_t *oa = HS_COL_OFFSETS(a), *ob = HS_COL_OFFSETS(b);
         return cmp_bytes(a->values.data + oa[i], (size_t)(oa[i + 1] - oa[i]),

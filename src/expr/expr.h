@@ -19,7 +19,7 @@
  *   true/false/null, DATE 'YYYY-MM-DD', TIMESTAMP '...', TIMESTAMPTZ '...',
  *   INTERVAL '...' (expr_interval.c: date/timestamp +- interval, timestamp -
  *   timestamp, interval arithmetic, comparisons, extract; an interval
- *   result is returned as PostgreSQL's text), (s).f of a struct column and
+ *   result is an HS_TYPE_INTERVAL column), (s).f of a struct column and
  *   a[i], cardinality(a), array_length(a, 1) of a list column.
  * pgvector 0.8.1: the types vector(n), halfvec(n), sparsevec(n) and bit(n),
  * their literals ('[1,2]'::vector, B'101'), casts, the operators <-> <#> <=>
@@ -134,10 +134,6 @@ HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
  * "vector", "halfvec", "sparsevec" or "bit"): result fields of pgvector
  * expressions carry it. */
 #define EX_PV_META "pgvector.type"
-/* The metadata key that tags a string field holding interval values as
- * their text (value "interval"): they do not order or group as intervals,
- * so the planner refuses to sort, group or aggregate them. */
-#define EX_INTERVAL_META "sql.type"
 
 /* The result type of a bound expression (borrowed from e). */
 const hs_field *ex_type(const ex_expr *e);

@@ -125,6 +125,7 @@ ex_ty ex_type_of_field(const hs_field *f)
         t.t = EX_T_BIN;
         t.uuid = f->ext == HS_EXT_UUID && f->width == 16;
         break;
+    case HS_TYPE_INTERVAL: t.t = EX_T_INTERVAL; break;
     case HS_TYPE_NA: t.t = EX_T_NULL; break;
     default: t.t = EX_T_OTHER; break;
     }
@@ -147,7 +148,7 @@ hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
     case EX_T_FLOAT: ht = t->bits == 32 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64; break;
     case EX_T_DEC: ht = HS_TYPE_DECIMAL128; break;
     case EX_T_UNKNOWN: case EX_T_STR: ht = HS_TYPE_STRING; break;
-    case EX_T_INTERVAL: ht = HS_TYPE_STRING; break; /* its text: docs/sql.md */
+    case EX_T_INTERVAL: ht = HS_TYPE_INTERVAL; break;
     case EX_T_BIN: ht = t->uuid ? HS_TYPE_FIXED_BINARY : HS_TYPE_BINARY; break;
     case EX_T_DATE: ht = HS_TYPE_DATE32; break;
     case EX_T_TS: ht = HS_TYPE_TIMESTAMP; break;
@@ -157,10 +158,6 @@ hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
     hs_field_init(out, name, ht, true);
     if (!out->name)
         return HS_NOMEM;
-    if (t->t == EX_T_INTERVAL && hs_field_set_meta(out, EX_INTERVAL_META, "interval") != HS_OK) {
-        hs_field_clear(out);
-        return HS_NOMEM;
-    }
     if (ht == HS_TYPE_DECIMAL128) {
         out->precision = t->prec;
         out->scale = t->scale;
@@ -227,7 +224,7 @@ static void copy_row(ex_t t, ex_vec *dst, const ex_vec *src, int j)
     switch (elem_size(t)) {
     case 8: dst->v.i[j] = src->v.i[j]; break;
     case 16:
-        if (t == EX_T_DEC)
+        if (t == EX_T_DEC || t == EX_T_INTERVAL)
             dst->v.d[j] = src->v.d[j];
         else
             dst->v.s[j] = src->v.s[j];
@@ -304,8 +301,8 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
     case EX_CM_BYTES: return cmp_bytes(&a->v.s[j], &b->v.s[k]);
     case EX_CM_BOOL: return a->v.b[j] < b->v.b[k] ? -1 : a->v.b[j] > b->v.b[k];
     case EX_CM_IV: {
-        __int128 x = ex_interval_span(ex_iv_unpack(a->v.d[j]));
-        __int128 y = ex_interval_span(ex_iv_unpack(b->v.d[k]));
+        __int128 x = hs_interval_span(ex_iv_unpack(a->v.d[j]));
+        __int128 y = hs_interval_span(ex_iv_unpack(b->v.d[k]));
         return x < y ? -1 : x > y;
     }
     case EX_CM_PV: {
@@ -356,6 +353,7 @@ static bool phys_ok(ex_t t, hs_type h)
     case EX_T_INT: return h >= HS_TYPE_INT8 && h <= HS_TYPE_UINT64;
     case EX_T_FLOAT: return h >= HS_TYPE_FLOAT16 && h <= HS_TYPE_FLOAT64;
     case EX_T_DEC: return h == HS_TYPE_DECIMAL128;
+    case EX_T_INTERVAL: return h == HS_TYPE_INTERVAL;
     case EX_T_DATE: return h == HS_TYPE_DATE32;
     case EX_T_TS: return h == HS_TYPE_TIMESTAMP;
     case EX_T_TIME: return h == HS_TYPE_TIME32 || h == HS_TYPE_TIME64;
@@ -516,6 +514,10 @@ static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
         }
         break;
     }
+    case HS_TYPE_INTERVAL:
+        for (int k = 0; k < ns; k++)
+            memcpy(&out->v.d[sel[k]], d + 16 * (base + sel[k]), 16);
+        break;
     case HS_TYPE_DATE32: READ(int64_t, out->v.i, ((const int32_t *)d)[row]); break;
     case HS_TYPE_TIME32: case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP: {
         bool w32 = col->type == HS_TYPE_TIME32;
@@ -789,7 +791,7 @@ static hs_status to_text(ex_ctx *c, const ex_ty *t, const ex_vec *a, int j, ex_s
         n = ex_dec_format(a->v.d[j], t->scale, buf);
         break;
     case EX_T_INTERVAL:
-        n = (int)ex_interval_format(ex_iv_unpack(a->v.d[j]), buf, sizeof buf);
+        n = (int)hs_interval_format(ex_iv_unpack(a->v.d[j]), buf, sizeof buf);
         break;
     case EX_T_DATE:
         n = fmt_date(a->v.i[j], buf);
@@ -923,7 +925,7 @@ bool ex_ts_interval_text(const char *ts, bool is_date, const char *iv, int mask,
         return false;
     }
     ex_interval v;
-    if (!ex_interval_parse((const uint8_t *)iv, strlen(iv), mask, &v) ||
+    if (!ex_interval_parse((const uint8_t *)iv, strlen(iv), mask, &v, NULL) ||
         !ex_ts_add_interval(t, HS_UNIT_MICRO, v, sign, &r))
         return false;
     ex_ty ty = {.t = EX_T_TS, .unit = HS_UNIT_MICRO};
@@ -1077,15 +1079,19 @@ dec_over:
             break;
         case EX_T_INTERVAL: {
             ex_interval iv;
+            bool range;
             if (ft->t == EX_T_INTERVAL) {
                 out->v.d[j] = a->v.d[j];
             } else if (text) {
-                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv) && ex_interval_iso_alt(s->p, s->n))
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, &range) && range)
+                    return ex_fail(c, n, "interval field value out of range: \"%.*s\"", clip(s->n),
+                                   (const char *)s->p);
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, NULL) && ex_interval_iso_alt(s->p, s->n))
                     return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
                                      "ISO 8601 intervals in the alternative format (\"%.*s\") are not "
                                      "supported: use designators (P1Y2M3DT4H5M6S)", clip(s->n),
                                      (const char *)s->p);
-                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv))
+                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, NULL))
                     return ex_fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
                                 (const char *)s->p);
                 out->v.d[j] = ex_iv_pack(iv);
@@ -1484,7 +1490,7 @@ static hs_status ev_in(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, e
                     one.b = (uint8_t)item->val.i;
                 else if (tb->t == EX_T_FLOAT)
                     one.f = item->val.f;
-                else if (tb->t == EX_T_DEC)
+                else if (tb->t == EX_T_DEC || tb->t == EX_T_INTERVAL)
                     one.d = item->val.d;
                 else if (elem_size(tb->t) == sizeof(ex_str))
                     one.s = item->val.s;
@@ -1649,7 +1655,7 @@ static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns
             if (tb->t == EX_T_FLOAT) {
                 if (op == '/' && b.v.f[j] == 0)
                     return ex_fail(c, n, "division by zero");
-                if (!ex_interval_mul(ex_iv_unpack(a.v.d[j]), b.v.f[j], op == '/', &r))
+                if (!hs_interval_mul(ex_iv_unpack(a.v.d[j]), b.v.f[j], op == '/', &r))
                     return ex_fail(c, n, "interval out of range");
                 out->v.d[j] = ex_iv_pack(r);
                 continue;
@@ -1659,7 +1665,7 @@ static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns
                 if (__builtin_sub_overflow(a.v.i[j], b.v.i[j], &d))
                     return ex_fail(c, n, "interval out of range");
                 r = ex_ts_diff(a.v.i[j], b.v.i[j], ta->unit);
-            } else if (!ex_interval_add(ex_iv_unpack(a.v.d[j]), ex_iv_unpack(b.v.d[j]), sign, &r)) {
+            } else if (!hs_interval_add(ex_iv_unpack(a.v.d[j]), ex_iv_unpack(b.v.d[j]), sign, &r)) {
                 return ex_fail(c, n, "interval out of range");
             }
             out->v.d[j] = ex_iv_pack(r);
@@ -1830,7 +1836,7 @@ static hs_status ev_neg(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
         case EX_T_DEC: out->v.d[j] = -out->v.d[j]; break;
         case EX_T_INTERVAL: {
             ex_interval iv;
-            if (!ex_interval_neg(ex_iv_unpack(out->v.d[j]), &iv))
+            if (!hs_interval_neg(ex_iv_unpack(out->v.d[j]), &iv))
                 return ex_fail(c, n, "interval out of range");
             out->v.d[j] = ex_iv_pack(iv);
             break;
@@ -2078,7 +2084,7 @@ static bool read_elem(const hs_column *ch, const ex_ty *t, int64_t i, ex_vec *ou
     case HS_TYPE_FLOAT16: out->v.f[j] = hs_half_to_float(((const uint16_t *)d)[i]); return true;
     case HS_TYPE_FLOAT32: out->v.f[j] = ((const float *)d)[i]; return true;
     case HS_TYPE_FLOAT64: out->v.f[j] = ((const double *)d)[i]; return true;
-    case HS_TYPE_DECIMAL128: memcpy(&out->v.d[j], d + 16 * i, 16); return true;
+    case HS_TYPE_DECIMAL128: case HS_TYPE_INTERVAL: memcpy(&out->v.d[j], d + 16 * i, 16); return true;
     case HS_TYPE_DATE32: case HS_TYPE_TIME32: out->v.i[j] = ((const int32_t *)d)[i]; return true;
     case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP: out->v.i[j] = ((const int64_t *)d)[i]; return true;
     case HS_TYPE_STRING: case HS_TYPE_BINARY: {
@@ -2762,7 +2768,7 @@ static bool append_fast(const ex_ty *t, hs_column *col, const ex_vec *v, int cn,
     switch (t->t) {
     case EX_T_INT: w = t->bits == 8 ? 1 : t->bits == 16 ? 2 : t->bits == 32 ? 4 : 8; break;
     case EX_T_FLOAT: w = t->bits == 32 ? 4 : 8; break;
-    case EX_T_DEC: w = 16; break;
+    case EX_T_DEC: case EX_T_INTERVAL: w = 16; break;
     case EX_T_DATE: w = 4; break;
     case EX_T_TS: w = 8; break;
     case EX_T_TIME: w = t->unit <= HS_UNIT_MILLI ? 4 : 8; break;
@@ -2786,7 +2792,7 @@ static bool append_fast(const ex_ty *t, hs_column *col, const ex_vec *v, int cn,
             k++;
         int n = k - j;
         const void *src;
-        if (t->t == EX_T_DEC) {
+        if (t->t == EX_T_DEC || t->t == EX_T_INTERVAL) {
             src = &v->v.d[j];
         } else if (t->t == EX_T_FLOAT && w == 8) {
             src = &v->v.f[j];
@@ -2846,12 +2852,7 @@ static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, 
             }
             break;
         case EX_T_DEC: st = hs_col_append_fixed(col, &v->v.d[j]); break;
-        case EX_T_INTERVAL: {
-            char ib[128];
-            size_t il = ex_interval_format(ex_iv_unpack(v->v.d[j]), ib, sizeof ib);
-            st = hs_col_append_bytes(col, ib, il < sizeof ib ? il : sizeof ib - 1);
-            break;
-        }
+        case EX_T_INTERVAL: st = hs_col_append_fixed(col, &v->v.d[j]); break;
         case EX_T_DATE: {
             int32_t d = (int32_t)v->v.i[j];
             st = hs_col_append_fixed(col, &d);

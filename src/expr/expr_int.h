@@ -53,6 +53,7 @@
 #define HS_EXPR_EXPR_INT_H
 
 #include "base/arena.h"
+#include "base/interval.h"
 #include "expr/expr.h"
 
 #include <stddef.h>
@@ -135,7 +136,7 @@ typedef enum ex_cmode {
     EX_CM_BYTES,     /* STR, BIN: unsigned bytes, then length */
     EX_CM_BOOL,      /* BOOL (one byte per row) */
     EX_CM_PV,        /* pgvector types: pv_cmp (btree order) */
-    EX_CM_IV         /* intervals: ex_interval_span */
+    EX_CM_IV         /* intervals: hs_interval_span */
 } ex_cmode;
 
 typedef enum ex_fn {
@@ -520,32 +521,24 @@ HS_MUST_USE hs_status ex_pv_append(const ex_ty *t, hs_column *col, const ex_str 
 
 /* ---- intervals (expr_interval.c) ---- */
 
-typedef struct ex_interval {
-    int64_t micros;
-    int32_t days;
-    int32_t months;
-} ex_interval;
+/* The value and what every layer does with it (order, hash key, text,
+ * arithmetic) live in base/interval.h; the SQL text input and date/timestamp
+ * arithmetic here. */
+typedef hs_interval ex_interval;
 __int128 ex_iv_pack(ex_interval v);
 ex_interval ex_iv_unpack(__int128 d);
 /* PostgreSQL's interval text; mask: the field of interval 'n' <field>
- * (0 none).  False when the text is not an interval we read. */
-bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out);
+ * (0 none).  False when the text is not an interval we read; then
+ * *out_of_range (may be NULL) says whether a part overflowed (PostgreSQL's
+ * 22015 "interval field value out of range") rather than the syntax. */
+bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out, bool *out_of_range);
 /* True when the text is ISO 8601's alternative format (P0001-02-03T04:05:06,
  * P1, PT04:05), which ex_interval_parse does not read. */
 bool ex_interval_iso_alt(const uint8_t *p, size_t n);
-/* IntervalStyle postgres ('1 year 2 mons 3 days 04:05:06.5'); returns the
- * length (buf gets at most cap - 1 bytes and a NUL). */
-size_t ex_interval_format(ex_interval v, char *buf, size_t cap);
 /* ts (in unit) + sign * v; false when out of range. */
 bool ex_ts_add_interval(int64_t ts, int unit, ex_interval v, int sign, int64_t *out);
 /* a - b of two timestamps in unit: days and time (interval_justify_hours). */
 ex_interval ex_ts_diff(int64_t a, int64_t b, int unit);
-bool ex_interval_neg(ex_interval v, ex_interval *out);
-bool ex_interval_add(ex_interval a, ex_interval b, int sign, ex_interval *out);
-/* v * factor, or v / factor when div (PostgreSQL's interval_mul, _div). */
-bool ex_interval_mul(ex_interval v, double factor, bool div, ex_interval *out);
-/* The value intervals compare by (months as 30 days, days as 24 hours). */
-__int128 ex_interval_span(ex_interval v);
 bool ex_interval_part(ex_dfield f, ex_interval v, int64_t *out);
 /* justify_days (fn EX_FN_JUSTIFY_DAYS), justify_hours, justify_interval;
  * false when the result is out of range. */

@@ -106,23 +106,58 @@ static bool mask_unit(int mask, int *kind, int64_t *mult)
     }
 }
 
-static bool add_part(ex_interval *v, int kind, double amount, int64_t mult)
+/* Results of reading one part: PostgreSQL's DTERR_BAD_FORMAT (22007) and
+ * DTERR_FIELD_OVERFLOW (22015). */
+enum { PART_OK = 0, PART_BAD, PART_RANGE };
+
+/* amount (exact in whole when integral) * mult into v's part kind. */
+static int add_part(ex_interval *v, int kind, double amount, bool integral, int64_t whole, int64_t mult)
 {
+    int64_t r;
     if (kind == 2) {
-        double us = amount * (double)mult;
-        if (us > 9.2e18 || us < -9.2e18)
-            return false;
-        int64_t r = (int64_t)(us < 0 ? us - 0.5 : us + 0.5);
-        return !__builtin_add_overflow(v->micros, r, &v->micros);
+        if (integral) {
+            if (__builtin_mul_overflow(whole, mult, &r))
+                return PART_RANGE;
+        } else {
+            double us = amount * (double)mult;
+            if (isnan(us) || us > 9.2e18 || us < -9.2e18)
+                return PART_RANGE;
+            r = (int64_t)(us < 0 ? us - 0.5 : us + 0.5);
+        }
+        return __builtin_add_overflow(v->micros, r, &v->micros) ? PART_RANGE : PART_OK;
     }
-    if (amount != (double)(int64_t)amount)
-        return false; /* fractions of months and days: see the top */
-    int64_t r = (int64_t)amount * mult;
+    if (!integral)
+        return amount != (double)(int64_t)amount ? PART_BAD /* fractions of months and days: see the top */
+               : PART_RANGE;
     int32_t *dst = kind == 0 ? &v->months : &v->days;
-    int64_t s = (int64_t)*dst + r;
-    if (s > INT32_MAX || s < INT32_MIN)
-        return false;
+    int64_t s;
+    if (__builtin_mul_overflow(whole, mult, &r) || __builtin_add_overflow((int64_t)*dst, r, &s) ||
+        s > INT32_MAX || s < INT32_MIN)
+        return PART_RANGE;
     *dst = (int32_t)s;
+    return PART_OK;
+}
+
+/* An optionally signed run of digits [p, end): its value exactly; false
+ * when it is not one (then the caller reads a decimal). *range: beyond
+ * int64. */
+static bool whole_number(const char *p, const char *end, int64_t *out, bool *range)
+{
+    const char *q = p;
+    bool neg = *q == '-';
+    if (*q == '-' || *q == '+')
+        q++;
+    if (q == end)
+        return false;
+    int64_t v = 0;
+    *range = false;
+    for (; q < end; q++) {
+        if (!isdigit((unsigned char)*q))
+            return false;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, neg ? -(*q - '0') : *q - '0', &v))
+            *range = true;
+    }
+    *out = v;
     return true;
 }
 
@@ -231,9 +266,13 @@ bool ex_interval_iso_alt(const uint8_t *p, size_t n)
     return i > d && (i == n || p[i] == '-' || p[i] == ':' || (p[i] == 'T' && d == 1));
 }
 
-bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
+bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out, bool *out_of_range)
 {
     char buf[256];
+    bool range_dummy;
+    if (!out_of_range)
+        out_of_range = &range_dummy;
+    *out_of_range = false;
     if (n >= sizeof buf)
         return false;
     memcpy(buf, p, n);
@@ -263,9 +302,14 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
         while (isdigit((unsigned char)*q))
             q++;
         if (*q == ':') {
-            /* clock: HH:MM[:SS[.f]] */
-            long hh = strtol(digits, NULL, 10), mm = 0;
+            /* clock: HH:MM[:SS[.f]], exact in microseconds */
+            int64_t hh, mm = 0;
+            bool hrange;
             double ss = 0;
+            if (!whole_number(digits, q, &hh, &hrange) || hrange) {
+                *out_of_range = true;
+                return false;
+            }
             q++;
             const char *m0 = q;
             while (isdigit((unsigned char)*q))
@@ -283,9 +327,16 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
             }
             if (mm > 59 || ss >= 60)
                 return false;
-            double us = ((double)hh * 3600 + (double)mm * 60 + ss) * 1e6;
-            if (!add_part(&v, 2, neg ? -us : us, 1))
+            int64_t us;
+            if (__builtin_mul_overflow(hh, 3600000000LL, &us) ||
+                __builtin_add_overflow(us, mm * 60000000 + (int64_t)rint(ss * 1e6), &us)) {
+                *out_of_range = true;
                 return false;
+            }
+            if (add_part(&v, 2, 0, true, neg ? -us : us, 1) != PART_OK) {
+                *out_of_range = true;
+                return false;
+            }
             any = true;
             continue;
         }
@@ -293,6 +344,12 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
         double amount = hs_strtod(num, &end);
         if (end == num)
             return false;
+        int64_t whole = 0;
+        bool wrange = false, integral = whole_number(num, end, &whole, &wrange);
+        if (integral && wrange) {
+            *out_of_range = true;
+            return false;
+        }
         q = end;
         while (isspace((unsigned char)*q))
             q++;
@@ -307,12 +364,19 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
         } else if (!unit_of(u, (size_t)(q - u), &kind, &mult)) {
             return false;
         }
-        if (!add_part(&v, kind, amount, mult))
+        int r = add_part(&v, kind, amount, integral, whole, mult);
+        if (r != PART_OK) {
+            *out_of_range = r == PART_RANGE;
             return false;
+        }
         any = true;
     }
     if (!any)
         return false;
+    if (ago && (v.months == INT32_MIN || v.days == INT32_MIN || v.micros == INT64_MIN)) {
+        *out_of_range = true;
+        return false;
+    }
     if (ago) {
         v.months = -v.months;
         v.days = -v.days;
@@ -320,61 +384,6 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out)
     }
     *out = v;
     return true;
-}
-
-/* ---- output (IntervalStyle postgres: EncodeInterval) ---- */
-
-static size_t int_part(char *cp, int64_t value, const char *units, bool *is_zero, bool *is_before)
-{
-    if (value == 0)
-        return 0;
-    int w = snprintf(cp, 48, "%s%s%lld %s%s", !*is_zero ? " " : "", (*is_before && value > 0) ? "+" : "",
-                     (long long)value, units, value != 1 ? "s" : "");
-    *is_before = value < 0;
-    *is_zero = false;
-    return w > 0 ? (size_t)w : 0;
-}
-
-size_t ex_interval_format(ex_interval v, char *buf, size_t cap)
-{
-    char tmp[200];
-    char *cp = tmp;
-    bool is_zero = true, is_before = false;
-    int64_t year = v.months / 12, mon = v.months % 12;
-    int64_t t = v.micros;
-    int64_t hour = t / 3600000000LL;
-    t -= hour * 3600000000LL;
-    int64_t min = t / 60000000;
-    t -= min * 60000000;
-    int64_t sec = t / 1000000, fsec = t - sec * 1000000;
-    cp += int_part(cp, year, "year", &is_zero, &is_before);
-    cp += int_part(cp, mon, "mon", &is_zero, &is_before);
-    cp += int_part(cp, v.days, "day", &is_zero, &is_before);
-    if (is_zero || hour != 0 || min != 0 || sec != 0 || fsec != 0) {
-        bool minus = hour < 0 || min < 0 || sec < 0 || fsec < 0;
-        int w = snprintf(cp, 80, "%s%s%02lld:%02lld:%02lld", is_zero ? "" : " ",
-                         minus ? "-" : is_before ? "+" : "", (long long)llabs(hour),
-                         (long long)llabs(min), (long long)llabs(sec));
-        cp += w > 0 ? w : 0;
-        if (fsec != 0) {
-            char f[24];
-            snprintf(f, sizeof f, "%06lld", (long long)llabs(fsec));
-            size_t fl = 6;
-            while (fl > 0 && f[fl - 1] == '0')
-                fl--;
-            *cp++ = '.';
-            memcpy(cp, f, fl);
-            cp += fl;
-        }
-    }
-    *cp = '\0';
-    size_t len = (size_t)(cp - tmp);
-    if (cap > 0) {
-        size_t k = len < cap - 1 ? len : cap - 1;
-        memcpy(buf, tmp, k);
-        buf[k] = '\0';
-    }
-    return len;
 }
 
 /* ---- arithmetic ---- */
@@ -430,65 +439,6 @@ ex_interval ex_ts_diff(int64_t a, int64_t b, int unit)
     v.days = (int32_t)whole;
     v.micros = us;
     return v;
-}
-
-bool ex_interval_neg(ex_interval v, ex_interval *out)
-{
-    if (v.months == INT32_MIN || v.days == INT32_MIN || v.micros == INT64_MIN)
-        return false;
-    out->months = -v.months;
-    out->days = -v.days;
-    out->micros = -v.micros;
-    return true;
-}
-
-bool ex_interval_add(ex_interval a, ex_interval b, int sign, ex_interval *out)
-{
-    int64_t m = (int64_t)a.months + sign * (int64_t)b.months;
-    int64_t d = (int64_t)a.days + sign * (int64_t)b.days;
-    int64_t us;
-    if (m > INT32_MAX || m < INT32_MIN || d > INT32_MAX || d < INT32_MIN ||
-        (sign > 0 ? __builtin_add_overflow(a.micros, b.micros, &us)
-                  : __builtin_sub_overflow(a.micros, b.micros, &us)))
-        return false;
-    out->months = (int32_t)m;
-    out->days = (int32_t)d;
-    out->micros = us;
-    return true;
-}
-
-/* interval * factor (div: interval / factor) as PostgreSQL's interval_mul
- * and interval_div: each part is scaled, and the fractions of months carry
- * into days (30 a month) and those of days into the time part. */
-#define TSROUND(x) (rint((x) * 1000000.0) / 1000000.0)
-bool ex_interval_mul(ex_interval v, double factor, bool div, ex_interval *out)
-{
-    double m = div ? v.months / factor : v.months * factor;
-    double d = div ? v.days / factor : v.days * factor;
-    if (isnan(m) || m > INT32_MAX || m < INT32_MIN || isnan(d) || d > INT32_MAX || d < INT32_MIN)
-        return false;
-    ex_interval r;
-    r.months = (int32_t)m;
-    r.days = (int32_t)d;
-    double month_remainder_days = TSROUND((m - r.months) * 30.0);
-    double sec_remainder = TSROUND((d - r.days + month_remainder_days - (int)month_remainder_days) * 86400.0);
-    if (fabs(sec_remainder) >= 86400.0) {
-        r.days += (int)(sec_remainder / 86400.0);
-        sec_remainder -= (int)(sec_remainder / 86400.0) * 86400.0;
-    }
-    r.days += (int)month_remainder_days;
-    double t = rint((div ? (double)v.micros / factor : (double)v.micros * factor) + sec_remainder * 1e6);
-    if (isnan(t) || t >= 9.2e18 || t <= -9.2e18)
-        return false;
-    r.micros = (int64_t)t;
-    *out = r;
-    return true;
-}
-
-/* PostgreSQL's interval_cmp_value: months as 30 days, days as 24 hours. */
-__int128 ex_interval_span(ex_interval v)
-{
-    return ((__int128)v.months * 30 + v.days) * USECS_PER_DAY + v.micros;
 }
 
 bool ex_interval_part(ex_dfield f, ex_interval v, int64_t *out)

@@ -794,6 +794,7 @@ static json_t *type_json(const hs_field *f)
     case HS_TYPE_TIME32: case HS_TYPE_TIME64: nm = "time"; break;
     case HS_TYPE_BINARY: nm = "bytea"; break;
     case HS_TYPE_FIXED_BINARY: nm = f->ext == HS_EXT_UUID ? "uuid" : "bytea"; break;
+    case HS_TYPE_INTERVAL: nm = "interval"; break;
     default: nm = "text"; break;
     }
     /* pgvector's types (tagged by the expression layer) and one-dimensional

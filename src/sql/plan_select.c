@@ -161,21 +161,23 @@ static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf);
  * exist", reported here at bind time.  at: the argument's type (a field
  * tagged EX_PV_META, or a list<float32|float16> column, which is a vector
  * or halfvec). */
-/* Interval results leave expressions as their text (docs/sql.md): sorting,
- * grouping or aggregating that text would not order intervals as
- * PostgreSQL does, so those are 0A000. */
-static hs_status interval_check(planner *p, const hs_field *f, const char *what, int loc)
+/* The aggregates that take an interval (exec/agg.c); any other is
+ * PostgreSQL's 42883. */
+static hs_status interval_agg_check(planner *p, const char *fname, const hs_field *at, int loc)
 {
-    if (f && hs_field_get_meta(f, EX_INTERVAL_META))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s of interval values is not supported "
-                       "(intervals are returned as text)", what);
-    return HS_OK;
+    static const char *const ok[] = {"count", "min", "max", "sum", "avg", "array_agg", NULL};
+    if (!at || at->type != HS_TYPE_INTERVAL)
+        return HS_OK;
+    for (int i = 0; ok[i]; i++)
+        if (!strcmp(fname, ok[i]))
+            return HS_OK;
+    return pl_fail(p, HS_NOT_FOUND, "42883", loc, "function %s(interval) does not exist", fname);
 }
 
 static hs_status pv_agg_check(planner *p, const char *fname, const hs_field *at, int loc)
 {
-    if (fname && strcmp(fname, "count") != 0)
-        HS_TRY(interval_check(p, at, fname, loc));
+    if (fname)
+        HS_TRY(interval_agg_check(p, fname, at, loc));
     const char *pv = at ? hs_field_get_meta(at, EX_PV_META) : NULL;
     if (!pv && at && (at->type == HS_TYPE_LIST || at->type == HS_TYPE_FIXED_LIST) &&
         at->n_children == 1)
@@ -215,8 +217,6 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
     for (int i = 0; i < ng && st == HS_OK; i++) {
         json_t *g = json_array_get(groups, (size_t)i), *b;
         st = pl_bind_in(&sc, g, false, &ex[ne]);
-        if (st == HS_OK)
-            st = interval_check(p, ex_type(ex[ne]), "GROUP BY", pl_node_loc(g));
         names[ne++] = figure_name(g, 0) ? figure_name(g, 0) : "?column?";
         if (st == HS_OK && pl_is_kind(g, "ColumnRef", &b)) {
             const char *nm[8];
@@ -339,7 +339,8 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
                          at->type == HS_TYPE_INT32 || at->type == HS_TYPE_INT64 ||
                          at->type == HS_TYPE_UINT8 || at->type == HS_TYPE_UINT16 ||
                          at->type == HS_TYPE_UINT32 || at->type == HS_TYPE_UINT64 ||
-                         at->type == HS_TYPE_DECIMAL128;
+                         at->type == HS_TYPE_DECIMAL128 ||
+                         at->type == HS_TYPE_INTERVAL;   /* interval_avg: sum / (float8) count */
             if (exact) {
                 snprintf(avg_names[j][0], 32, "hs_avg_sum_%d", j);
                 snprintf(avg_names[j][1], 32, "hs_avg_cnt_%d", j);
@@ -399,9 +400,13 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
                 continue;
             const hs_field *sf = &op->schema.children[i];
             char txt[200];
-            snprintf(txt, sizeof txt, "%s\"%s\"%s / CAST(\"%s\" AS numeric(19,0))",
-                     sf->type == HS_TYPE_DECIMAL128 ? "" : "CAST(", avg_names[j][0],
-                     sf->type == HS_TYPE_DECIMAL128 ? "" : " AS numeric(38,0))", avg_names[j][1]);
+            if (sf->type == HS_TYPE_INTERVAL)
+                snprintf(txt, sizeof txt, "\"%s\" / CAST(\"%s\" AS double precision)", avg_names[j][0],
+                         avg_names[j][1]);
+            else
+                snprintf(txt, sizeof txt, "%s\"%s\"%s / CAST(\"%s\" AS numeric(19,0))",
+                         sf->type == HS_TYPE_DECIMAL128 ? "" : "CAST(", avg_names[j][0],
+                         sf->type == HS_TYPE_DECIMAL128 ? "" : " AS numeric(38,0))", avg_names[j][1]);
             st = ex_parse_scalar(txt, &op->schema, &pe[i], p->err);
             src[i] = -1;
             pn[i] = "avg";
@@ -460,8 +465,6 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
     hs_status st = HS_OK;
     xo_op *op;
     if (distinct) {
-        for (int i = 0; i < r->op->schema.n_children; i++)
-            HS_TRY(interval_check(p, &r->op->schema.children[i], "DISTINCT", -1));
         HS_TRY(xo_distinct(r->op, &op, p->err));
         r->op = op;
     }
@@ -489,14 +492,8 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
         xo_sort_key *k = hs_calloc((size_t)nk, sizeof *k);
         if (!k)
             return pl_nomem(p);
-        for (int i = 0; i < nk; i++) {
+        for (int i = 0; i < nk; i++)
             k[i] = (xo_sort_key){keys[i].col, keys[i].desc, keys[i].nulls_first};
-            if (keys[i].col >= 0 && keys[i].col < r->op->schema.n_children &&
-                (st = interval_check(p, &r->op->schema.children[keys[i].col], "ORDER BY", -1)) != HS_OK) {
-                hs_free(k);
-                return st;
-            }
-        }
         if (limit >= 0 && limit <= INT64_MAX - offset && limit + offset < (1 << 20))
             st = xo_topk(r->op, nk, k, limit + offset, &op, p->err);
         else
@@ -1039,6 +1036,10 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
                 st = pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
             if (st == HS_OK && needs_arg && w->fn >= XO_WIN_COUNT && w->fn <= XO_WIN_MAX)
                 st = pv_agg_check(p, fname, &cur->op->schema.children[w->arg], sq_loc(fc));
+            if (st == HS_OK && needs_arg && w->fn >= XO_WIN_COUNT && w->fn <= XO_WIN_MAX &&
+                w->fn != XO_WIN_COUNT && cur->op->schema.children[w->arg].type == HS_TYPE_INTERVAL)
+                st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc),
+                             "window function %s over interval values is not supported", fname);
             if (st == HS_OK && (w->fn == XO_WIN_NTILE || w->fn == XO_WIN_NTH_VALUE)) {
                 int64_t nb;
                 bool null;

@@ -145,6 +145,7 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"numeric field overflow", "22003"},
         {"input is out of range", "22003"},
         {"invalid value for parameter", "22023"},
+        {"interval field value out of range", "22015"},
         {"interval out of range", "22008"},
         {"initial position must not be null", "22004"},
         {"out of range", "22003"},

@@ -348,6 +348,7 @@ static hs_status allowed_rows(const tbl_plan *plan, const tbl_ixscan *six,
 typedef struct fstate {
     roaring_bitmap_t *allow;  /* allowed positions; NULL = every row */
     roaring_bitmap_t *ids;    /* graph ids of allow (vi set, allow set) */
+    uint64_t *ids_bits;       /* ids as the walk's dense bitset, or NULL (hnsw_allow_bits) */
     const tbl_vindex *vi;     /* a usable sidecar (acquired), else NULL: exact search */
     bool skip;                /* no allowed row */
     bool vecs;                /* vi holds the exact vectors (tbl_vindex_has_vectors) */
@@ -527,7 +528,7 @@ static hs_status search_index(query_run *r, int32_t file, hs_error *err)
                           .allow = fs->ids, .fetch = fetch_vectors, .fetch_ctx = &fc,
                           .rerank = r->c->so->rerank,
                           /* version 2 sidecars: exact search and reranking read in place */
-                          .vectors = tbl_vindex_vectors(fs->vi)};
+                          .vectors = tbl_vindex_vectors(fs->vi), .allow_bits = fs->ids_bits};
     int n_out = 0;
     hs_status st = hnsw_search(ix, r->q, &o, r->hits, &n_out, NULL, err);
     tbl_vcol_close(fc.vc);
@@ -618,6 +619,9 @@ static hs_status prep_file(const prep_ctx *x, int32_t file, hs_buf *path, hs_err
     }
     if (vs == HS_OK && use && fs->allow)
         vs = tbl_vindex_ids_of(vi, fs->allow, &fs->ids, &why);
+    /* built once for every query of the call and of the kept preparation */
+    if (vs == HS_OK && use && fs->ids && tbl_vindex_hnsw(vi))
+        vs = hnsw_allow_bits(tbl_vindex_hnsw(vi), fs->ids, &fs->ids_bits, &why);
     if (vs == HS_OK && use) {
         fs->vi = vi;
         fs->vecs = tbl_vindex_has_vectors(vi);
@@ -639,6 +643,7 @@ static void fstates_free(fstate *fs, int n)
     for (int i = 0; fs && i < n; i++) {
         tbl_bitmap_free(fs[i].allow);
         tbl_bitmap_free(fs[i].ids);
+        hs_free(fs[i].ids_bits);
         tbl_vindex_release(fs[i].vi);
     }
     hs_free(fs);

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/hash.h"
 #include "base/hashmap.h"
+#include "base/interval.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
 #include "harness.h"
@@ -584,6 +585,58 @@ static void test_threadpool(void)
     CHECK(hs_mem_live_count() == live0);
 }
 
+/* base/interval.h; expected texts are PostgreSQL 15's output
+ * (IntervalStyle postgres), the order its interval_cmp's. */
+static void test_interval(void)
+{
+    hs_interval mon = {0, 0, 1}, days30 = {0, 30, 0}, hours720 = {720LL * 3600000000LL, 0, 0};
+    hs_interval more = {1, 30, 0};   /* 30 days 00:00:00.000001 */
+    CHECK(hs_interval_cmp(mon, days30) == 0 && hs_interval_cmp(days30, hours720) == 0);
+    CHECK(hs_interval_cmp(mon, more) < 0 && hs_interval_cmp(more, hours720) > 0);
+    uint8_t k1[16], k2[16], k3[16];
+    hs_interval_key(mon, k1);
+    hs_interval_key(hours720, k2);
+    hs_interval_key(more, k3);
+    CHECK(memcmp(k1, k2, 16) == 0 && memcmp(k1, k3, 16) != 0);
+    /* extremes do not wrap: -2^31 months is below every day count */
+    hs_interval minmon = {0, 0, INT32_MIN}, mindays = {0, INT32_MIN, 0}, maxus = {INT64_MAX, 0, 0};
+    CHECK(hs_interval_cmp(minmon, mindays) < 0 && hs_interval_cmp(maxus, (hs_interval){0, 0, 1}) > 0);
+    static const struct { hs_interval v; const char *text; } cases[] = {
+        {{0, 0, 0}, "00:00:00"},
+        {{0, 0, -1}, "-1 mons"},
+        {{0, 0, 14}, "1 year 2 mons"},
+        {{14706500000LL, -3, 14}, "1 year 2 mons -3 days +04:05:06.5"},
+        {{-1, 1, 0}, "1 day -00:00:00.000001"},
+        {{-14706500000LL, 3, -2}, "-2 mons +3 days -04:05:06.5"},
+        {{0, 0, INT32_MIN}, "-178956970 years -8 mons"},
+        {{2562047788LL * 3600000000LL, 0, 0}, "2562047788:00:00"},
+        {{1, 0, 1200}, "100 years 00:00:00.000001"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char buf[128];
+        size_t n = hs_interval_format(cases[i].v, buf, sizeof buf);
+        CHECK(n == strlen(cases[i].text) && strcmp(buf, cases[i].text) == 0);
+    }
+    char small[6];
+    CHECK(hs_interval_format(cases[3].v, small, sizeof small) == strlen(cases[3].text) &&
+          strcmp(small, "1 yea") == 0);
+    hs_interval r;
+    CHECK(!hs_interval_add((hs_interval){0, 0, INT32_MAX}, mon, 1, &r));
+    CHECK(hs_interval_add(mon, days30, -1, &r) && r.months == 1 && r.days == -30 && r.micros == 0);
+    CHECK(!hs_interval_neg(minmon, &r) && hs_interval_neg(more, &r) && r.micros == -1 && r.days == -30);
+    /* interval '1 mon 1 day' * 1.5 = '1 mon 16 days 12:00:00' (PostgreSQL) */
+    CHECK(hs_interval_mul((hs_interval){0, 1, 1}, 1.5, false, &r) && r.months == 1 && r.days == 16 &&
+          r.micros == 12LL * 3600000000LL);
+    uint8_t mdn[16];
+    CHECK(hs_interval_to_mdn(cases[3].v, mdn));
+    hs_interval back = hs_interval_from_mdn(mdn);
+    CHECK(back.months == 14 && back.days == -3 && back.micros == 14706500000LL);
+    int64_t nanos;
+    memcpy(&nanos, mdn + 8, 8);
+    CHECK(nanos == 14706500000000LL);
+    CHECK(!hs_interval_to_mdn(cases[7].v, mdn));
+}
+
 int main(void)
 {
     HS_RUN(test_error);
@@ -594,5 +647,6 @@ int main(void)
     HS_RUN(test_imap);
     HS_RUN(test_hash);
     HS_RUN(test_threadpool);
+    HS_RUN(test_interval);
     return hs_test_summary();
 }

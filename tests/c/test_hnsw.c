@@ -498,6 +498,31 @@ static void test_two_hop_band_default(void)
             }
             /* in the band: walked (before: exact up to 2,000 rows); below: exact */
             CHECK(exact == (band ? 0 : 20));
+            /* the caller's bitset (built once for many queries): exactly
+             * allow's rows below n, and the same answers as without it */
+            uint64_t *bits = NULL;
+            CHECK_OK(hnsw_allow_bits(ix, allow, &bits, &err), &err);
+            CHECK(bits != NULL);
+            size_t set = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                bool b = (bits[i >> 6] >> (i & 63)) & 1;
+                CHECK(b == roaring_bitmap_contains(allow, i));
+                set += b;
+            }
+            CHECK(set == card);
+            for (int qi = 0; qi < 20; qi++) {
+                hnsw_search_opts o = { .k = 10, .ef = 16, .allow = allow, .fetch = fetch_rows,
+                                       .fetch_ctx = &f };
+                hnsw_hit h1[10], h2[10];
+                int n1, n2;
+                CHECK_OK(hnsw_search(ix, qs + (size_t)qi * d, &o, h1, &n1, NULL, &err), &err);
+                o.allow_bits = bits;
+                CHECK_OK(hnsw_search(ix, qs + (size_t)qi * d, &o, h2, &n2, NULL, &err), &err);
+                CHECK(n1 == n2);
+                for (int i = 0; i < n1 && i < n2; i++)
+                    CHECK(h1[i].id == h2[i].id && h1[i].dist == h2[i].dist);
+            }
+            hs_free(bits);
             int short_answers;
             double r = recall_of(ix, x, n, d, HS_METRIC_L2, qs, 20, 10, 16, allow, 0,
                                  &short_answers);
@@ -506,6 +531,19 @@ static void test_two_hop_band_default(void)
             CHECK(short_answers == 0 && r >= 0.95);
             roaring_bitmap_free(allow);
         }
+        /* 60% of the rows, dense roaring containers: the walk reads roaring
+         * itself, so no bitset is built; no allow-list: none either */
+        roaring_bitmap_t *most = roaring_bitmap_create();
+        for (uint32_t i = 0; i < n; i++)
+            if (urand() < 0.6)
+                roaring_bitmap_add(most, i);
+        uint64_t *bits = (uint64_t *)&err;
+        CHECK_OK(hnsw_allow_bits(ix, most, &bits, &err), &err);
+        CHECK(bits == NULL);
+        bits = (uint64_t *)&err;
+        CHECK_OK(hnsw_allow_bits(ix, NULL, &bits, &err), &err);
+        CHECK(bits == NULL);
+        roaring_bitmap_free(most);
         hnsw_free(ix);
     }
     free(x);

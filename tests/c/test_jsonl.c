@@ -5,6 +5,7 @@
  */
 #include "harness.h"
 
+#include "base/interval.h"
 #include "base/mem.h"
 #include "columnar/ingest.h"
 #include "columnar/jsonl.h"
@@ -204,6 +205,21 @@ static void test_decimal(void)
     dec(c, 123);
     dec(c, 0);
     ONE_CHECK(&o, "{\"x\":\"12300\"}\n{\"x\":\"0\"}\n");
+}
+
+/* intervals print as PostgreSQL's text (its row_to_json output) */
+static void test_interval(void)
+{
+    one o;
+    hs_field f;
+    hs_column *c;
+    scalar_field(&f, HS_TYPE_INTERVAL);
+    REQUIRE((c = one_init(&o, &f)));
+    hs_interval a = {14706500000LL, -3, 14}, z = {0, 0, 0};
+    CHECK(hs_col_append_fixed(c, &a) == HS_OK);
+    CHECK(hs_col_append_null(c) == HS_OK);
+    CHECK(hs_col_append_fixed(c, &z) == HS_OK);
+    ONE_CHECK(&o, "{\"x\":\"1 year 2 mons -3 days +04:05:06.5\"}\n{\"x\":null}\n{\"x\":\"00:00:00\"}\n");
 }
 
 static void test_dates_times(void)
@@ -644,6 +660,7 @@ int main(void)
     HS_RUN(test_integers);
     HS_RUN(test_floats);
     HS_RUN(test_decimal);
+    HS_RUN(test_interval);
     HS_RUN(test_dates_times);
     HS_RUN(test_strings_binary);
     HS_RUN(test_nested);

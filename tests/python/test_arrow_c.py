@@ -189,6 +189,24 @@ def test_temporal(lib):
         assert f.type == arr.type
 
 
+def test_month_day_nano_interval(lib):
+    """month_day_nano imports as PostgreSQL's interval (microseconds: the
+    nanoseconds are truncated toward zero) and exports back as month_day_nano;
+    sliced input included."""
+    t = pa.month_day_nano_interval()
+    vals = [(1, 2, 3_000_000_000), None, (-14, 3, -4_500), (2**31 - 1, -2**31, 999),
+            (0, 0, -(2**62) + 1_001)]
+    arr = pa.array(vals, t)
+    def trunc(ns):
+        return ns // 1000 * 1000 if ns >= 0 else -(-ns // 1000 * 1000)
+    want = [None if v is None else (v[0], v[1], trunc(v[2])) for v in vals]
+    for a, w in ((arr, want), (arr.slice(1, 3), want[1:4])):
+        f, out = roundtrip(lib, a)
+        assert f.type == t
+        got = [None if v is None else (v.months, v.days, v.nanoseconds) for v in out.to_pylist()]
+        assert got == w
+
+
 def test_strings_and_binary(lib):
     s = pa.array(["alpha", "", None, "été ✓ 𝄞", None, "z" * 1000, "\x00nul"])
     check(lib, s)

@@ -167,6 +167,8 @@ typedef struct hnsw_scratch {
     size_t qbuf_cap;
     uint64_t *bits;       /* the allow-list as a dense bitset of rows (dense_allow) */
     size_t bits_cap;
+    uint64_t *vis;        /* visited, a bit a node: the two-hop walk (search_l0_t) */
+    size_t vis_cap;
 } hnsw_scratch;
 
 typedef struct hnsw_pool {
@@ -433,6 +435,7 @@ static void scratch_free(hnsw_scratch *s)
     hs_free(s->fbuf);
     hs_free(s->qbuf);
     hs_free(s->bits);
+    hs_free(s->vis);
     hs_free(s);
 }
 
@@ -1351,7 +1354,7 @@ static inline __attribute__((always_inline)) float qdist(hnsw_q *c, int dm, cons
     }
 }
 
-static inline bool allowed_slot(const hnsw_index *ix, const hnsw_q *c,
+static inline __attribute__((always_inline)) bool allowed_slot(const hnsw_index *ix, const hnsw_q *c,
                                 const roaring_bitmap_t *allow, size_t slot)
 {
     if (!allow)
@@ -1397,6 +1400,9 @@ static inline __attribute__((always_inline)) uint32_t greedy_upper_t(const hnsw_
     return cur;
 }
 
+#define VIS_TEST(x) ((vis[(x) >> 6] >> ((x) & 63)) & 1)
+#define VIS_SET(x) (vis[(x) >> 6] |= 1ull << ((x) & 63))
+
 /* hnswlib's searchBaseLayerST: best ef allowed nodes into s->top (max-heap
  * of graph-local ids).  *exhausted: every reachable node was considered. */
 static inline __attribute__((always_inline)) hs_status
@@ -1417,7 +1423,20 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
     int64_t nd = 0;
     float lower = INFINITY;
     uint32_t nbuf[4 * HNSW_MAX_M];   /* direct neighbours + two-hop ones (<= 2 M0) */
+    /* rows measured per expansion; m (16) instead: wordnet384, 100k rows
+     * at 10%, ef 32, recall 0.967 -> 0.92 */
+    const size_t hop_cap = M0;
+    const size_t links_bytes = 4 * (M0 + 1);
 
+    uint64_t *vis = NULL;
+    if (c->two_hop) {
+        size_t words = ((size_t)g->n + 63) / 64;
+        if (!GROW(s, vis, vis_cap, words))
+            return HS_NOMEM;
+        vis = s->vis;
+        memset(vis, 0, words * sizeof(uint64_t));
+        VIS_SET(ep);
+    }
     tags[ep] = tag;
     if (allowed_slot(ix, c, allow, (size_t)g->base + ep)) {
         top[nt++] = (hnsw_pair){ epd, ep };
@@ -1442,29 +1461,59 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
             __builtin_prefetch(l0 + (size_t)cand[0].id * es);
         uint32_t cnt = ll[0];
         size_t m = 0;
-        for (uint32_t j = 0; j < cnt; j++) {
-            uint32_t nb = ll[1 + j];
-            if (tags[nb] == tag)
-                continue;
-            tags[nb] = tag;
-            if (c->two_hop && !allowed_slot(ix, c, allow, (size_t)g->base + nb)) {
-                /* a row the filter rejects is not measured: the walk goes
-                 * through it to its allowed neighbours (two hops, as
-                 * ACORN-1), at most M0 measured per expansion in all */
+        if (!c->two_hop) {
+            for (uint32_t j = 0; j < cnt; j++) {
+                uint32_t nb = ll[1 + j];
+                if (tags[nb] == tag)
+                    continue;
+                tags[nb] = tag;
+                nbuf[m++] = nb;
+                __builtin_prefetch(l0 + (size_t)nb * es + po, 0, 3);
+            }
+        } else {
+            /* a row the filter rejects is not measured: the walk goes
+             * through it to its allowed neighbours (two hops, as ACORN-1),
+             * at most hop_cap measured per expansion in all.  The allowed
+             * direct neighbours come first; the rejected ones' link lists
+             * are prefetched together (one miss each, overlapped) and
+             * then read in order until hop_cap rows are gathered; those
+             * left unread stay unvisited, reachable from a later node.
+             * Visited is a bitset here (vis: n / 8 bytes, cleared per
+             * search) and the allow bit (c->bits) is tested first: both
+             * stay in L1/L2 where the 2-byte tags (200 KB at 100k rows)
+             * missed on every rejected row's neighbours. */
+            uint32_t rej[2 * HNSW_MAX_M];
+            size_t nr = 0;
+            const uint64_t *bits = c->bits;
+            for (uint32_t j = 0; j < cnt; j++) {
+                uint32_t nb = ll[1 + j];
+                uint32_t row = row_of(ix, (size_t)g->base + nb);
+                if ((bits[row >> 6] >> (row & 63)) & 1) {
+                    if (VIS_TEST(nb))
+                        continue;
+                    VIS_SET(nb);
+                    nbuf[m++] = nb;
+                    __builtin_prefetch(l0 + (size_t)nb * es + po, 0, 3);
+                } else if (!VIS_TEST(nb)) {
+                    rej[nr++] = nb;
+                    prefetch_bytes(l0 + (size_t)nb * es, links_bytes);
+                }
+            }
+            for (size_t r = 0; r < nr && m < hop_cap; r++) {
+                uint32_t nb = rej[r];
+                VIS_SET(nb);
                 const uint32_t *l2 = (const uint32_t *)(const void *)(l0 + (size_t)nb * es);
                 uint32_t c2 = l2[0];
-                for (uint32_t j2 = 0; j2 < c2 && m < M0; j2++) {
+                for (uint32_t j2 = 0; j2 < c2 && m < hop_cap; j2++) {
                     uint32_t nn = l2[1 + j2];
-                    if (tags[nn] == tag || !allowed_slot(ix, c, allow, (size_t)g->base + nn))
+                    uint32_t row = row_of(ix, (size_t)g->base + nn);
+                    if (!((bits[row >> 6] >> (row & 63)) & 1) || VIS_TEST(nn))
                         continue;
-                    tags[nn] = tag;
+                    VIS_SET(nn);
                     nbuf[m++] = nn;
                     __builtin_prefetch(l0 + (size_t)nn * es + po, 0, 3);
                 }
-                continue;
             }
-            nbuf[m++] = nb;
-            __builtin_prefetch(l0 + (size_t)nb * es + po, 0, 3);
         }
         for (size_t j = 0; j < m; j++) {
             uint32_t nb = nbuf[j];
@@ -1737,22 +1786,32 @@ static int64_t default_exact_threshold(const hnsw_index *ix, size_t ef, bool two
     return cross > stream ? cross : stream;
 }
 
-/* The allow-list as a dense bitset of rows (c->bits) for the walk, where
- * roaring's lookups cost most: fewer than 4,096 allowed rows per 65,536
- * (roaring keeps those as sorted arrays, binary searched on every lookup,
- * and the two-hop walk looks up to M0 rows up per rejected neighbour:
- * fashion-mnist's first 20,000 rows at 10%, a quarter of the walk's time).
- * Costs a pass over the allowed rows and n / 8 bytes zeroed, per search. */
-static hs_status dense_allow(const hnsw_index *ix, hnsw_q *c, const roaring_bitmap_t *allow,
-                             uint64_t allowed, hnsw_scratch *s, hs_error *err)
+/* Under an allow-list of 1/16 to 1/4 of the rows the walk does not measure
+ * rejected rows but steps through them (search_l0_t): on fashion-mnist at
+ * 10% allowed, ef 16, 0.293 -> 0.132 ms CPU a query, recall 1.0 -> 0.979;
+ * at 50% measuring them was faster (0.123 vs 0.162); below 1/16 two hops no
+ * longer connect the allowed rows (test_hnsw at 1%, graph forced: recall
+ * 0.81), and such lists are searched exactly by the table layer anyway. */
+static bool two_hop_band(const hnsw_index *ix, uint64_t allowed)
+{
+    return allowed < (uint64_t)ix->n / 4 && allowed >= (uint64_t)ix->n / 16;
+}
+
+/* The walk reads the allow-list as a dense bitset of rows (c->bits) in the
+ * two-hop band (up to M0 lookups per rejected neighbour; at 100k rows the
+ * bitset is 12.5 KB, L1-resident) and where roaring's lookups cost most:
+ * fewer than 4,096 allowed rows per 65,536 (roaring keeps those as sorted
+ * arrays, binary searched on every lookup: fashion-mnist's first 20,000
+ * rows at 10%, a quarter of the walk's time). */
+static bool wants_bits(const hnsw_index *ix, uint64_t allowed)
 {
     uint64_t chunks = ((uint64_t)ix->n + 65535) >> 16;
-    if (allowed >= chunks * 4096)
-        return HS_OK;
-    size_t words = (ix->n + 63) / 64;
-    if (!GROW(s, bits, bits_cap, words))
-        return hs_err_nomem(err, words * sizeof(uint64_t));
-    memset(s->bits, 0, words * sizeof(uint64_t));
+    return two_hop_band(ix, allowed) || allowed < chunks * 4096;
+}
+
+static void fill_bits(const hnsw_index *ix, const roaring_bitmap_t *allow, uint64_t *bits)
+{
+    memset(bits, 0, (ix->n + 63) / 64 * sizeof(uint64_t));
     roaring_uint32_iterator_t it;
     roaring_init_iterator(allow, &it);
     uint32_t buf[256];
@@ -1760,10 +1819,44 @@ static hs_status dense_allow(const hnsw_index *ix, hnsw_q *c, const roaring_bitm
         uint32_t m = roaring_read_uint32_iterator(&it, buf, 256);
         for (uint32_t i = 0; i < m; i++)
             if (buf[i] < ix->n)
-                s->bits[buf[i] >> 6] |= 1ull << (buf[i] & 63);
+                bits[buf[i] >> 6] |= 1ull << (buf[i] & 63);
         if (m < 256)
             break;
     }
+}
+
+hs_status hnsw_allow_bits(const hnsw_index *ix, const roaring_bitmap_t *allow, uint64_t **out,
+                          hs_error *err)
+{
+    *out = NULL;
+    if (!ix || !allow || ix->n == 0 ||
+        !wants_bits(ix, roaring_bitmap_range_cardinality(allow, 0, ix->n)))
+        return HS_OK;
+    size_t bytes = (ix->n + 63) / 64 * sizeof(uint64_t);
+    uint64_t *bits = hs_malloc(bytes);
+    if (!bits)
+        return hs_err_nomem(err, bytes);
+    fill_bits(ix, allow, bits);
+    *out = bits;
+    return HS_OK;
+}
+
+/* c->bits for the walk: the caller's (allow_bits), else built into the
+ * scratch (a pass over the allowed rows and n / 8 bytes zeroed, per
+ * search: tq8 on wordnet384, 100k rows at 10%, an eighth of the search). */
+static hs_status dense_allow(const hnsw_index *ix, hnsw_q *c, const hnsw_search_opts *o,
+                             uint64_t allowed, hnsw_scratch *s, hs_error *err)
+{
+    if (!wants_bits(ix, allowed))
+        return HS_OK;
+    if (o->allow_bits) {
+        c->bits = o->allow_bits;
+        return HS_OK;
+    }
+    size_t words = (ix->n + 63) / 64;
+    if (!GROW(s, bits, bits_cap, words))
+        return hs_err_nomem(err, words * sizeof(uint64_t));
+    fill_bits(ix, o->allow, s->bits);
     c->bits = s->bits;
     return HS_OK;
 }
@@ -1851,7 +1944,7 @@ static hs_status search_in(const hnsw_index *ix, hnsw_q *c, const float *q_raw,
     if (o->allow && (int64_t)allowed <= threshold)
         return index_exact(ix, c, q_raw, k, o, s, out, n_out, stats, err);
     if (o->allow)
-        HS_TRY(dense_allow(ix, c, o->allow, allowed, s, err));
+        HS_TRY(dense_allow(ix, c, o, allowed, s, err));
 
     bool quant = ix->quant != VQ_FLAT;
     size_t res_k = k;
@@ -1944,14 +2037,7 @@ hs_status hnsw_search(const hnsw_index *ix, const float *q, const hnsw_search_op
     hnsw_scratch *s;
     HS_TRY(scratch_get(ix, &s, err));
     hnsw_q c = { .k = vd_kernels(), .d = ix->d, .q = q, .qn = q };
-    /* under an allow-list of 1/16 to 1/4 of the rows the walk does not
-     * measure rejected rows but steps through them (search_l0_t): on
-     * fashion-mnist at 10% allowed, ef 16, 0.293 -> 0.132 ms CPU a query,
-     * recall 1.0 -> 0.979; at 50% measuring them was faster (0.123 vs
-     * 0.162); below 1/16 two hops no longer connect the allowed rows
-     * (test_hnsw at 1%, graph forced: recall 0.81), and such lists are
-     * searched exactly by the table layer anyway */
-    c.two_hop = o->allow && allowed < (uint64_t)ix->n / 4 && allowed >= (uint64_t)ix->n / 16;
+    c.two_hop = o->allow && two_hop_band(ix, allowed);
     hs_status st = HS_OK;
     if (ix->metric == HS_METRIC_COSINE) {
         if (!GROW(s, qbuf, qbuf_cap, ix->d)) {

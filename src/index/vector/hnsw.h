@@ -104,6 +104,12 @@ typedef struct hnsw_search_opts {
      * read in place by exact search and reranking instead of fetch; NULL =
      * fetch */
     const float *vectors;
+    /* allow as a dense bitset of rows (bit r & 63 of word r >> 6), from
+     * hnsw_allow_bits for this index and allow, or NULL: then the search
+     * builds it itself where its walk reads one (a pass over allow per
+     * search; callers searching many queries under one allow-list build it
+     * once) */
+    const uint64_t *allow_bits;
 } hnsw_search_opts;
 
 typedef struct hnsw_search_stats {
@@ -118,6 +124,13 @@ typedef struct hnsw_search_stats {
 HS_MUST_USE hs_status hnsw_search(const hnsw_index *ix, const float *q,
                                   const hnsw_search_opts *o, hnsw_hit *out, int *n_out,
                                   hnsw_search_stats *stats, hs_error *err);
+
+/* The dense bitset of allow's rows below the index's n that hnsw_search
+ * reads under this allow-list ((n + 63) / 64 words, hs_free it), for
+ * hnsw_search_opts.allow_bits; *out = NULL when the search would not read
+ * one (no allow-list, or one roaring answers as cheaply). */
+HS_MUST_USE hs_status hnsw_allow_bits(const hnsw_index *ix, const roaring_bitmap_t *allow,
+                                      uint64_t **out, hs_error *err);
 
 /* Exact top-k over rows (allow NULL = all n rows), vectors from fetch (or
  * from x when x != NULL: n * d floats).  Used for files without an index and
