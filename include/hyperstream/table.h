@@ -565,7 +565,10 @@ typedef struct hs_compact_options {
      * together is left as it is (unless it has many deletes), so each
      * compaction rewrites at most about twice the new data and a row is
      * rewritten about log2(partition size / flush size) times instead of
-     * at every compaction.  0 = off (Iceberg's bin-pack: every small file). */
+     * at every compaction.  Here a file of at least 3/4 of the target
+     * size counts as full-size, as with Iceberg's min-file-size-bytes
+     * default (compaction output lands just under the target).  0 = off
+     * (Iceberg's bin-pack: every file under the target). */
     int size_tiered;
 } hs_compact_options;
 #define HS_COMPACT_OPTIONS_INIT {sizeof(hs_compact_options)}

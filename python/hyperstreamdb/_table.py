@@ -1189,7 +1189,8 @@ class Table:
         small file larger than all the partition's other small files together
         (unless it has many deletes), so a row is rewritten about
         log2(partition size / flush size) times rather than at every
-        compaction.  Returns what was (with ``dry_run``: would be) rewritten.  Shows a
+        compaction, and counts a file of at least 3/4 of the target size as
+        full-size (Iceberg's min-file-size-bytes default).  Returns what was (with ``dry_run``: would be) rewritten.  Shows a
         progress bar (see set_progress); Ctrl-C cancels."""
         if progress is None:
             progress = self._progress

@@ -338,7 +338,7 @@ hs_status cat_io_mkdirs(const char *path, hs_error *err)
             char *slash = strrchr(p, '/');
             *slash = 0;
             int fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            int e = fd < 0 || hs_io_fsync_fd(fd, false) != 0 ? errno : 0;
+            int e = fd < 0 || hs_io_fsync_dir_fd(fd, p) != 0 ? errno : 0;
             if (fd >= 0)
                 close(fd);
             *slash = '/';

@@ -38,6 +38,7 @@
  * with own=true and hs_fault_wrap take ownership of their input even when
  * they fail.
  */
+#define _GNU_SOURCE 1   /* syncfs */
 #include "io/io.h"
 #include "io/s3.h"
 #include "base/config.h"
@@ -388,8 +389,26 @@ void hs_io_set_sync_fault(int64_t fail_at)
     g_sync_count = 0;
 }
 
-static int sync_fd(int fd)
+/* hs_io_set_sync_trace: set and cleared by tests while no sync runs. */
+static _Atomic(hs_io_sync_trace_fn) g_sync_trace;
+static void *_Atomic g_sync_trace_ctx;
+
+void hs_io_set_sync_trace(hs_io_sync_trace_fn fn, void *ctx)
 {
+    g_sync_trace_ctx = ctx;
+    g_sync_trace = fn;
+}
+
+static void sync_traced(const char *what, const char *path)
+{
+    hs_io_sync_trace_fn fn = g_sync_trace;
+    if (fn)
+        fn(what, path, g_sync_trace_ctx);
+}
+
+static int sync_fd(int fd, const char *what, const char *path)
+{
+    sync_traced(what, path);
     int64_t k = ++g_sync_count;
     if (g_sync_fault_at > 0 && k == g_sync_fault_at) {
         errno = EIO;
@@ -398,8 +417,27 @@ static int sync_fd(int fd)
     return fsync(fd);
 }
 
+int hs_io_fsync_dir_fd(int fd, const char *dir)
+{
+    return sync_fd(fd, "dir", dir);
+}
+
+int hs_io_syncfs(const char *dir)
+{
+    sync_traced("fs", dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = syncfs(fd);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc;
+}
+
 int hs_io_fsync_fd(int fd, bool data_only)
 {
+    sync_traced("fd", NULL);
     int64_t k = ++g_sync_count;
     if (g_sync_fault_at > 0 && k == g_sync_fault_at) {
         errno = EIO;
@@ -423,7 +461,7 @@ static int fsync_parent_dir(const char *path)
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return errno;
-    int e = sync_fd(fd) != 0 ? errno : 0;
+    int e = sync_fd(fd, "dir", dir) != 0 ? errno : 0;
     close(fd);
     return e;
 }
@@ -433,7 +471,7 @@ static hs_status local_wclose(hs_wfile *f, hs_error *err)
     local_wfile *w = (local_wfile *)f;
     const char *path = f->name;
     hs_status st = local_flush(w, err);
-    if (st == HS_OK && !w->no_sync && sync_fd(w->fd) != 0)
+    if (st == HS_OK && !w->no_sync && sync_fd(w->fd, "file", path) != 0)
         st = hs_err_set(err, HS_IO, "%s: fsync failed: %s", w->tmp_path, strerror(errno));
     if (close(w->fd) != 0 && st == HS_OK)
         st = hs_err_set(err, HS_IO, "%s: close failed: %s", w->tmp_path, strerror(errno));

@@ -162,8 +162,21 @@ HS_MUST_USE hs_status hs_local_create_ex(const char *path, int flags, hs_wfile *
  * HS_WFILE_NO_SYNC) fails with EIO; 0 disarms.  Process-global. */
 void hs_io_set_sync_fault(int64_t fail_at);
 /* fsync(fd) (fdatasync when data_only) through the same fault hook, for
- * writers that keep their own descriptors (table/wal.c); 0 or -1 with errno. */
+ * writers that keep their own descriptors (table/wal.c); 0 or -1 with errno.
+ * hs_io_fsync_dir_fd: the same for the descriptor of directory `dir` (its
+ * name goes to the trace hook). */
 int hs_io_fsync_fd(int fd, bool data_only);
+int hs_io_fsync_dir_fd(int fd, const char *dir);
+/* syncfs() of the file system holding directory dir (through the trace
+ * hook; the fault hook does not count it); 0 or -1 with errno. */
+int hs_io_syncfs(const char *dir);
+/* Test hook: every sync above and of written files calls fn(what, path,
+ * ctx) just before it runs, with what = "file" (a written file, path = its
+ * final name), "dir" (a directory, path = it), "fd" (hs_io_fsync_fd, path
+ * NULL) or "fs" (hs_io_syncfs, path = its directory); from any thread.
+ * NULL disarms.  Process-global. */
+typedef void (*hs_io_sync_trace_fn)(const char *what, const char *path, void *ctx);
+void hs_io_set_sync_trace(hs_io_sync_trace_fn fn, void *ctx);
 /* Whole-file helpers. */
 HS_MUST_USE hs_status hs_local_read_all(const char *path, hs_buf *out, hs_error *err);
 

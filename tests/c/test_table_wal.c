@@ -28,6 +28,13 @@
  *                        HS_BUSY after the timeout, memory stays bounded; once
  *                        data/ is back, writes go on and every row is there
  *   second_stream_busy   a second stream on the table is HS_BUSY
+ *   flush_durability     a flush (policy batch, commits not fsynced by the
+ *                        table property) fsyncs every file it created and
+ *                        the directory of each (io/ sync trace hook), and
+ *                        calls syncfs() only when the chain from its last
+ *                        durable commit holds another commit (the first
+ *                        flush, one after another handle's delete); with
+ *                        policy none it syncs nothing
  *
  * The oracle is the generator: row i has id = i, and the test knows which
  * ids it wrote, so counts and sums of ids are closed formulas.
@@ -46,6 +53,8 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -976,6 +985,326 @@ static void test_recover_on_open(void)
     hs_catalog_close(cat);
 }
 
+/* ---- flush durability (io/ sync trace) ---- */
+
+typedef struct {
+    pthread_mutex_t mu;
+    char *what[4096], *path[4096];
+    int n;
+} sync_log;
+
+static void sync_log_add(const char *what, const char *path, void *ctx)
+{
+    sync_log *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    if (l->n < 4096) {
+        l->what[l->n] = strdup(what);
+        l->path[l->n] = path ? realpath(path, NULL) : NULL;
+        const char *slash = path ? strrchr(path, '/') : NULL;
+        if (path && !l->path[l->n] && slash) {
+            /* a file not yet renamed to its name: its directory's real path */
+            char dir[PATH_MAX], full[PATH_MAX + 256];
+            snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+            char *rd = realpath(dir, NULL);
+            snprintf(full, sizeof full, "%s%s", rd ? rd : dir, slash);
+            free(rd);
+            l->path[l->n] = strdup(full);
+        }
+        l->n++;
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void sync_log_clear(sync_log *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        free(l->what[i]);
+        free(l->path[i]);
+    }
+    l->n = 0;
+}
+
+static int sync_log_count(sync_log *l, const char *what, const char *path)
+{
+    int c = 0;
+    for (int i = 0; i < l->n; i++)
+        c += strcmp(l->what[i], what) == 0 &&
+             (!path || (l->path[i] && strcmp(l->path[i], path) == 0));
+    return c;
+}
+
+/* The table's files outside wal/, as real paths, one per line in a buffer
+ * (static storage: two lists at a time). */
+static char *list_files(const char *dir, int slot)
+{
+    static char buf[2][1 << 16];
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "find '%s' -type f -not -path '*/wal/*' -exec realpath {} + "
+             "2>/dev/null | sort", dir);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(buf[slot], 1, sizeof buf[slot] - 1, p) : 0;
+    if (p)
+        pclose(p);
+    buf[slot][n] = 0;
+    return buf[slot];
+}
+
+/* Every file in `after` and not in `before` was fsynced ("file") and so was
+ * its directory ("dir"), the last after the file; returns how many new files. */
+static int check_new_files_synced(sync_log *l, const char *before, const char *after)
+{
+    int n_new = 0;
+    char line[1024];
+    for (const char *p = after; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len >= sizeof line)
+            len = sizeof line - 1;
+        memcpy(line, p, len);
+        line[len] = 0;
+        p += len + (e != NULL);
+        char pat[1100];
+        snprintf(pat, sizeof pat, "%s\n", line);
+        if (!len || strstr(before, pat))
+            continue;
+        n_new++;
+        int file_at = -1, dir_at = -1;
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s", line);
+        *strrchr(dir, '/') = 0;
+        for (int i = 0; i < l->n; i++) {
+            if (!l->path[i])
+                continue;
+            if (strcmp(l->what[i], "file") == 0 && strcmp(l->path[i], line) == 0)
+                file_at = i;
+            if (strcmp(l->what[i], "dir") == 0 && strcmp(l->path[i], dir) == 0 && file_at >= 0 &&
+                dir_at < file_at)
+                dir_at = i;
+        }
+        if (file_at < 0 || dir_at < file_at) {
+            fprintf(stderr, "  not synced: %s (file %d, directory %d)\n", line, file_at, dir_at);
+            CHECK(0);
+        }
+    }
+    return n_new;
+}
+
+static void test_flush_durability(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = open_cat("durable");
+    REQUIRE(cat);
+    hs_table *t = create_table(cat, "t", &err);
+    REQUIRE(t);
+    hs_index_options io = {.kind = "inverted", .n_threads = 1};
+    CHECK_OK(hs_table_add_index(t, "cat", &io, &err), &err);
+    char loc[700], *rl = realpath(hs_table_location(t), NULL);
+    REQUIRE(rl);
+    snprintf(loc, sizeof loc, "%s", rl);
+    free(rl);
+    static sync_log l = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    hs_stream_options o = HS_STREAM_OPTIONS_INIT;
+    o.fsync_policy = HS_WAL_FSYNC_BATCH;
+    o.refresh_ms = -1;
+    o.flush_interval_ms = 3600 * 1000;
+    o.flush_rows = 1 << 30;
+    hs_stream *s = NULL;
+    CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
+    int64_t next = 0;
+    /* flush k: rows, then the flush under the trace; returns the new files */
+    for (int k = 0; k < 5; k++) {
+        if (k == 3) {   /* another handle commits between flushes 2 and 3 */
+            hs_table *t2 = NULL;
+            CHECK_OK(hs_table_open(cat, "t", &t2, &err), &err);
+            int64_t gone = 0;
+            CHECK_OK(hs_table_delete(t2, "id = 1", &gone, &err), &err);
+            CHECK(gone == 1);
+            hs_table_close(t2);
+        }
+        CHECK_OK(write_rows(s, next, 30, NULL, &err), &err);
+        next += 30;
+        char *before = strdup(list_files(loc, 0));
+        sync_log_clear(&l);
+        hs_io_set_sync_trace(sync_log_add, &l);
+        CHECK_OK(hs_stream_flush(s, &err), &err);
+        hs_io_set_sync_trace(NULL, NULL);
+        const char *after = list_files(loc, 1);
+        int n_new = check_new_files_synced(&l, before, after);
+        free(before);
+        int fs = sync_log_count(&l, "fs", NULL);
+        if (getenv("HS_WAL_SYNC_TRACE"))
+            for (int i = 0; i < l.n; i++)
+                fprintf(stderr, "  flush %d: %s %s\n", k, l.what[i], l.path[i] ? l.path[i] : "");
+        /* data file, sidecar, manifest, manifest list, metadata, registry */
+        CHECK(n_new >= 5);
+        /* syncfs: the first flush (nothing known durable yet) and the one
+         * after the other handle's commit, whose files nobody synced; never
+         * a lone stream's flush */
+        bool want_fs = k == 0 || k == 3;
+        if (fs != (want_fs ? 1 : 0)) {
+            fprintf(stderr, "  flush %d: %d syncfs calls, want %d\n", k, fs, want_fs ? 1 : 0);
+            CHECK(0);
+        }
+        if (want_fs)
+            CHECK(sync_log_count(&l, "fs", loc) == 1);
+    }
+    CHECK_OK(hs_stream_close(s, &err), &err);
+    /* policy none: the flush syncs nothing at all */
+    o.fsync_policy = HS_WAL_FSYNC_NONE;
+    CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
+    CHECK_OK(write_rows(s, next, 30, NULL, &err), &err);
+    next += 30;
+    sync_log_clear(&l);
+    hs_io_set_sync_trace(sync_log_add, &l);
+    CHECK_OK(hs_stream_flush(s, &err), &err);
+    hs_io_set_sync_trace(NULL, NULL);
+    CHECK(sync_log_count(&l, "fs", NULL) == 0 && sync_log_count(&l, "file", NULL) == 0);
+    sync_log_clear(&l);
+    CHECK_OK(hs_stream_close(s, &err), &err);
+    hs_table *r = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &r, &err), &err);
+    CHECK(digest_eq(scan_digest(r, NULL), ({
+        digest d = expect_range(0, next, 0, 0);
+        digest one = {0, 0, 0};
+        digest_add(&one, 1);
+        d.n -= one.n, d.sum -= one.sum, d.sq -= one.sq;
+        d;
+    })));
+    hs_table_close(r);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
+/* ---- automatic maintenance: expiry before the compaction ---- */
+
+typedef struct {
+    char replaced[3][1024];   /* the data files the first compaction replaced */
+    int data_syncs;           /* data files fsynced since armed */
+    int present_at_2nd;       /* how many of them existed at the 2nd (-1: not reached) */
+} expire_probe;
+
+static void expire_probe_fn(const char *what, const char *path, void *ctx)
+{
+    expire_probe *p = ctx;
+    size_t n = path ? strlen(path) : 0;
+    if (strcmp(what, "file") || !strstr(path, "/data/") || n < 8 ||
+        strcmp(path + n - 8, ".parquet") || strstr(path, "-deletes"))
+        return;
+    if (++p->data_syncs != 2)
+        return;
+    /* the 1st is the flush's file, the 2nd the compaction's first output */
+    struct stat stt;
+    p->present_at_2nd = 0;
+    for (int i = 0; i < 3; i++)
+        p->present_at_2nd += stat(p->replaced[i], &stt) == 0;
+}
+
+static bool wait_stats(hs_stream *s, int64_t flushes, int64_t compactions)
+{
+    for (int i = 0; i < 3000; i++) {
+        hs_stream_stats st;
+        hs_stream_get_stats(s, &st);
+        if (st.flushes >= flushes && st.compactions >= compactions)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+static void test_auto_expire_first(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = open_cat("autoexp");
+    REQUIRE(cat);
+    hs_table *t = create_table(cat, "t", &err);
+    REQUIRE(t);
+    const char *keys[] = {"hyperstream.wal.compact-min-files", "hyperstream.wal.expire-age-ms",
+                          "hyperstream.commit.fsync"};
+    const char *vals[] = {"3", "200", "true"};
+    CHECK_OK(hs_table_set_properties(t, keys, vals, 3, &err), &err);
+    char loc[700], *rl = realpath(hs_table_location(t), NULL);
+    REQUIRE(rl);
+    snprintf(loc, sizeof loc, "%s", rl);
+    free(rl);
+    hs_stream_options o = HS_STREAM_OPTIONS_INIT;
+    o.fsync_policy = HS_WAL_FSYNC_BATCH;
+    o.refresh_ms = -1;
+    o.flush_interval_ms = 3600 * 1000;
+    o.flush_rows = 500;
+    hs_stream *s = NULL;
+    CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
+    /* three background flushes of 500 rows: the third compacts them (3
+     * small files, none larger than the other two together) into C1 */
+    int64_t next = 0;
+    for (int k = 0; k < 3; k++) {
+        CHECK_OK(write_rows(s, next, 500, NULL, &err), &err);
+        next += 500;
+        REQUIRE(wait_stats(s, k + 1, 0));
+    }
+    REQUIRE(wait_stats(s, 3, 1));
+    /* the data files on disk: C1 (the largest) and the three it replaced,
+     * kept by the expiry right after the compaction (within the age) */
+    expire_probe pr = {.present_at_2nd = -1};
+    char cmd[1200], line[1100];
+    snprintf(cmd, sizeof cmd, "find '%s/data' -name '*.parquet' -printf '%%s %%p\\n' | sort -n",
+             loc);
+    FILE *f = popen(cmd, "r");
+    int n = 0;
+    long long c1_size = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        long long sz = 0;
+        char path[1024];
+        if (sscanf(line, "%lld %1023s", &sz, path) != 2)
+            continue;
+        if (n < 3)
+            snprintf(pr.replaced[n], sizeof pr.replaced[n], "%s", path);
+        c1_size = sz;
+        n++;
+    }
+    if (f)
+        pclose(f);
+    CHECK(n == 4);
+    /* C1 is full-size from now on (at least 3/4 of the target), so the next
+     * compaction takes only the new small files */
+    hs_table *t2 = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &t2, &err), &err);
+    char target[32];
+    snprintf(target, sizeof target, "%lld", c1_size * 6 / 5);
+    const char *tk[] = {"write.target-file-size-bytes"};
+    const char *tv[] = {target};
+    CHECK_OK(hs_table_set_properties(t2, tk, tv, 1, &err), &err);
+    usleep(400 * 1000);   /* past the age and the expiry cadence */
+    /* two appends by another handle, then the stream's fourth flush: 3 small
+     * files, so its maintenance compacts them */
+    for (int k = 0; k < 2; k++) {
+        struct ArrowArrayStream in;
+        CHECK_OK(rows_stream(next, 500, &in, &err), &err);
+        CHECK_OK(hs_table_append(t2, &in, &err), &err);
+        next += 500;
+    }
+    hs_table_close(t2);
+    CHECK_OK(hs_table_refresh(t, &err), &err);   /* no handle pins the old snapshots */
+    hs_io_set_sync_trace(expire_probe_fn, &pr);
+    CHECK_OK(write_rows(s, next, 500, NULL, &err), &err);
+    next += 500;
+    bool done = wait_stats(s, 4, 2);
+    hs_io_set_sync_trace(NULL, NULL);
+    CHECK(done);
+    /* the files C1 replaced were deleted before the second compaction wrote
+     * (they used to wait for the expiry after it: one compaction longer) */
+    if (pr.present_at_2nd != 0)
+        fprintf(stderr, "  %d of the replaced files present when the compaction wrote "
+                "(%d data files synced)\n", pr.present_at_2nd, pr.data_syncs);
+    CHECK(pr.present_at_2nd == 0);
+    CHECK_OK(hs_stream_close(s, &err), &err);
+    hs_table *r = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &r, &err), &err);
+    CHECK(digest_eq(scan_digest(r, NULL), expect_range(0, next, 0, 0)));
+    hs_table_close(r);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 int main(void)
 {
     HS_RUN(test_codec_roundtrip);
@@ -991,5 +1320,7 @@ int main(void)
     HS_RUN(test_flush_enospc);
     HS_RUN(test_flush_eio);
     HS_RUN(test_flush_eio_reads);
+    HS_RUN(test_flush_durability);
+    HS_RUN(test_auto_expire_first);
     return hs_test_summary();
 }

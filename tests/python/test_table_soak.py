@@ -8,7 +8,9 @@ deletes, automatic compaction and expiry at once, with readers.
     files, sidecars, metadata) at most 1.3x the live data (the bytes the
     current snapshot references, its sidecars and metadata) once the
     expiry age has passed after each compaction; the file count bounded;
-    no reader ever fails.
+    no reader ever fails.  The report splits the dead bytes by reason (in
+    flight, orphan, pinned, grace, expired but not yet deleted: Reasons)
+    and by kind of file; HS_SOAK_TRACE=file writes every sample.
   * test_long_mixed_ingest: writes, explicit flushes, compactions,
     expiries and readers from threads and a second process; at the end the
     exact row multiset equals the one the test's log describes, as computed
@@ -80,19 +82,22 @@ def _local(p):
     return p[len("file://"):] if p.startswith("file://") else p
 
 
-def storage(t):
+def storage(t, reasons=None):
     """storage_once, again when a concurrent expiry deleted a file it was
     looking at."""
-    for attempt in range(10):
+    for attempt in range(50):
         try:
             t.refresh()
-            return storage_once(t)
+            return storage_once(t, reasons)
         except FileNotFoundError:
-            time.sleep(0.05)
-    return storage_once(t)
+            # a metadata file or manifest went (delete-after-commit keeps 5
+            # versions; the flusher commits several times a second under
+            # load): look again
+            time.sleep(0.02)
+    return None   # the sample is skipped (counted); no reader is involved
 
 
-def storage_once(t):
+def storage_once(t, reasons=None):
     """(bytes on disk, live bytes, files on disk) of the table directory,
     the log excluded: live = the current snapshot's data and delete files
     (their sizes from the manifests, through pyiceberg), the sidecars and
@@ -119,6 +124,8 @@ def storage_once(t):
     for e in t.metadata.get("metadata-log", []):
         live.add(_local(e["metadata-file"]))
     reg = R.read_current(t.location, t.properties)
+    if reasons is not None:
+        reasons.note_registry(t.location, reg)
     if reg:
         live.add(reg["root"])
         live.update(reg["segments"])
@@ -138,7 +145,7 @@ def storage_once(t):
     # its cutoff and 10 s (a concurrent commit's grace); everything else
     # counts
     reg_dead = [f for f in files if f.parent.name == "registry" and str(f) not in live]
-    dead = set()
+    dead = {}
     by_kind = {}
     try:   # a dead file newer than the current metadata: a commit in flight wrote it
         meta_mtime = os.path.getmtime(_local(t.metadata_location))
@@ -150,14 +157,116 @@ def storage_once(t):
             disk += n
             n_files += 1
             if str(f) not in live:
-                dead.add(str(f))
+                dead[str(f)] = n
                 try:
                     new = os.path.getmtime(f) > meta_mtime
                 except FileNotFoundError:
                     new = False
                 k = file_kind(f) + (" (in flight)" if new else " (replaced)")
                 by_kind[k] = by_kind.get(k, 0) + n
-    return disk, live_bytes, (n_files, live_files), len(reg_dead), dead, by_kind
+    why = reasons.classify(t, dead, meta_mtime) if reasons is not None else ({}, {})
+    return disk, live_bytes, (n_files, live_files), len(reg_dead), dead, by_kind, why
+
+
+class Reasons:
+    """Why the dead files of a sample are still on disk (the soak's report):
+    the snapshots still in the metadata that reference them, when those
+    stopped being current, and which of them a reader of the test is on.
+
+      in flight        referenced by no kept snapshot, newer than the
+                       current metadata (a commit, usually a compaction, is
+                       writing it)
+      orphan           referenced by no kept snapshot, older than the
+                       current metadata (left by a failed or abandoned
+                       commit, or an expiry between its commit and its
+                       deletes)
+      pinned           referenced by a snapshot a reader scans now (kept by
+                       src/table/pins.c whatever its age)
+      expired, not yet past the age, no pin: expiry has not run since
+      deleted          (its cadence)
+      grace            referenced by a snapshot replaced less than the
+                       expiry age ago (other processes' readers' grace)
+
+    Sidecars (index/) go with their data file's reason (known from the
+    registry versions seen so far), metadata and registry files by kind.
+    Manifests are read once (they never change)."""
+
+    def __init__(self, age_s):
+        self.age_s = age_s
+        self.manifests = {}      # manifest path -> [file paths]
+        self.sidecar_of = {}     # sidecar path -> data file path
+        self.reader_snaps = {}   # reader -> snapshot id it scans now
+        self.lock = threading.Lock()
+
+    def note_registry(self, location, reg):
+        root = pathlib.Path(location)
+        for e in (reg or {}).get("entries", []):
+            self.sidecar_of.setdefault(str(root / e["index-file"]), _local(e["data-file"]))
+
+    def _files_of(self, st, snap):
+        out = {_local(snap.manifest_list)}
+        for m in snap.manifests(st.io):
+            mp = _local(m.manifest_path)
+            out.add(mp)
+            if mp not in self.manifests:
+                self.manifests[mp] = [_local(e.data_file.file_path)
+                                      for e in m.fetch_manifest_entry(st.io, discard_deleted=True)]
+            out.update(self.manifests[mp])
+        return out
+
+    def classify(self, t, dead, meta_mtime):
+        """{reason: bytes} and {reason + ' / ' + kind: bytes} of the dead
+        files."""
+        st = StaticTable.from_metadata(t.metadata_location)
+        md = st.metadata
+        cur = md.current_snapshot_id
+        # when each snapshot stopped being current: the next snapshot-log entry
+        log = [(e.snapshot_id, e.timestamp_ms) for e in md.snapshot_log]
+        replaced = {}
+        for (sid, _), (_, ts) in zip(log, log[1:]):
+            replaced[sid] = ts / 1000.0
+        with self.lock:
+            pinned_ids = set(self.reader_snaps.values())
+        now = time.time()
+        ref = {}   # file -> best reason among the kept snapshots naming it
+        order = {"pinned": 0, "grace": 1, "expired, not yet deleted": 2}
+        for snap in md.snapshots:
+            if snap.snapshot_id == cur:
+                continue
+            if snap.snapshot_id in pinned_ids:
+                why = "pinned"
+            elif now - replaced.get(snap.snapshot_id, now) < self.age_s:
+                why = "grace"
+            else:
+                why = "expired, not yet deleted"
+            try:
+                files = self._files_of(st, snap)
+            except FileNotFoundError:
+                continue
+            for f in files:
+                if f not in ref or order[why] < order[ref[f]]:
+                    ref[f] = why
+        reasons, detail = {}, {}
+        for f, n in dead.items():
+            p = pathlib.Path(f)
+            kind = file_kind(p)
+            key = self.sidecar_of.get(f, f) if kind == "index" else f
+            if kind == "index" and p.parent.name == "registry":
+                kind = "registry"
+            why = ref.get(key)
+            if why is None:
+                try:
+                    new = os.path.getmtime(f) > meta_mtime
+                    why = "in flight" if new else "orphan"
+                except FileNotFoundError:
+                    # gone since the listing: an expiry deleted it meanwhile
+                    # (its snapshot was past the age and unpinned by then)
+                    why = "expired, not yet deleted"
+            if kind in ("metadata.json", "registry", "other"):
+                why = "old versions" if why == "orphan" else why
+            reasons[why] = reasons.get(why, 0) + n
+            detail[f"{why} / {kind}"] = detail.get(f"{why} / {kind}", 0) + n
+        return reasons, detail
 
 
 def file_kind(f):
@@ -250,6 +359,10 @@ def test_soak_storage_bounded(tmp_path):
     reads = [0]
     busy = [0]
     samples = []
+    skipped = [0]   # samples whose files kept going while being looked at
+    reasons = Reasons(expire_age_ms / 1000)
+    # HS_SOAK_TRACE=file: one JSON line per sample, written as it runs
+    trace = open(os.environ["HS_SOAK_TRACE"], "w") if os.environ.get("HS_SOAK_TRACE") else None
 
     s = t.stream(flush_rows=4000, flush_interval_ms=300, refresh_ms=200, fsync="none")
 
@@ -316,10 +429,14 @@ def test_soak_storage_bounded(tmp_path):
         try:
             while not stop.is_set():
                 r.refresh()
+                with reasons.lock:
+                    reasons.reader_snaps[k] = r.current_snapshot_id
                 if k % 2:
                     r.to_arrow(filter="cat = 'c3'")
                 else:
                     r.count()
+                with reasons.lock:
+                    reasons.reader_snaps.pop(k, None)
                 with lock:
                     reads[0] += 1
         except Exception as e:   # noqa: BLE001
@@ -338,14 +455,27 @@ def test_soak_storage_bounded(tmp_path):
             if time.time() - t0 < 10:
                 continue
             t.refresh()
-            disk, live, n_files, n_reg, dead_set, by_kind = storage(t)
+            got = storage(t, reasons)
+            if got is None:
+                skipped[0] += 1
+                continue
+            disk, live, n_files, n_reg, dead_set, by_kind, why = got
             samples.append((time.time() - t0, disk, live, n_files, s.stats(), n_reg, dead_set,
-                            by_kind))
+                            by_kind, why))
+            if trace:
+                x = samples[-1]
+                trace.write(json.dumps({"t": round(x[0], 1), "disk": disk, "live": live,
+                                        "files": n_files, "compactions": x[4]["compactions"],
+                                        "expiries": x[4]["expirations"], "why": why[1]}) + "\n")
+                trace.flush()
     finally:
         stop.set()
         for th in threads:
             th.join()
+        if trace:
+            trace.close()
     s.close()
+    assert skipped[0] <= max(3, len(samples) // 20), (skipped[0], len(samples))
     assert not errors, errors
     # storage: compaction writes new files before the old ones may go (an
     # expiry age after they stopped being current, the readers' grace), so
@@ -366,11 +496,21 @@ def test_soak_storage_bounded(tmp_path):
           f"{st['maintenance_failures']} failed maintenance; storage/live median "
           f"{srt[len(srt) // 2]:.2f} p90 {srt[int(len(srt) * 0.9)]:.2f} max {srt[-1]:.2f} "
           f"last {ratios[-1]:.2f}; files (on disk, live) max {max(files)} last {files[-1]}; dead registry "
-          f"versions {regs[0]} -> {regs[-1]}")
+          f"versions {regs[0]} -> {regs[-1]}; {len(samples)} samples, {skipped[0]} skipped")
     kinds = sorted({k for x in samples for k in x[7]})
     print("mean dead/live by kind: " + ", ".join(
         f"{k} {sum(x[7].get(k, 0) / max(x[2], 1) for x in samples) / len(samples):.3f}"
         for k in kinds))
+    # why the dead bytes are there (Reasons): mean dead/live per reason, and
+    # the same over the samples above the median ratio
+    def by_reason(xs, j):
+        keys = sorted({k for x in xs for k in x[8][j]})
+        return ", ".join(f"{k} {sum(x[8][j].get(k, 0) / max(x[2], 1) for x in xs) / len(xs):.3f}"
+                         for k in keys)
+    high = [x for x in samples if x[1] / max(x[2], 1) >= srt[len(srt) // 2]]
+    print("mean dead/live by reason: " + by_reason(samples, 0))
+    print("  above the median ratio: " + by_reason(high, 0))
+    print("  by reason and kind: " + by_reason(samples, 1))
     assert st["compactions"] >= 2 and st["expirations"] >= 2
     # the issue's bound: storage at most 1.3x the live data (median of the
     # samples; single samples right after a compaction, before its expiry,
