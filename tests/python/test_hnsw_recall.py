@@ -46,7 +46,8 @@ class SearchOpts(ctypes.Structure):
     _fields_ = [("k", ctypes.c_int), ("ef", ctypes.c_int), ("nprobe", ctypes.c_int),
                 ("allow", ctypes.c_void_p), ("exact_threshold", ctypes.c_int64),
                 ("fetch", FETCH), ("fetch_ctx", ctypes.c_void_p),
-                ("rerank", ctypes.c_int), ("vectors", ctypes.c_void_p)]   # hnsw.h
+                ("rerank", ctypes.c_int), ("vectors", ctypes.c_void_p),
+                ("allow_bits", ctypes.c_void_p)]   # hnsw.h
 
 
 class Hit(ctypes.Structure):
