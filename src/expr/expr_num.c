@@ -389,10 +389,11 @@ static hs_status numeric_power(ex_ctx *c, const ex_node *n, __int128 x, int sx, 
     if (rs > 38)
         return ex_fail(c, n, "value out of range: the result needs more than 38 digits");
     if (is_int) {
-        /* exactly: |X|^|e| in 128 bits */
+        /* exactly: |X|^|e| in 128 bits (|X| = 1 stays 1; any other |X|
+         * overflows within 127 steps, so the loop is short for any e) */
         unsigned __int128 pw = 1;
         bool fits = true;
-        for (int64_t k = 0; k < (e < 0 ? -e : e) && fits; k++)
+        for (int64_t k = 0; k < (e < 0 ? -e : e) && fits && ux != 1; k++)
             fits = !__builtin_mul_overflow(pw, ux, &pw) && pw <= (unsigned __int128)EX_DEC_MAX;
         int ps = sx * (int)(e < 0 ? -e : e);
         if (fits && ps <= 1000) {

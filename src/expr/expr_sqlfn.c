@@ -313,6 +313,8 @@ static bool rb_put(rbuf *b, const char *s, size_t n)
 #define PUTS(s) do { if (!rb_put(&b, (s), strlen(s))) goto nomem; } while (0)
 #define PUTC(c) do { char c_ = (char)(c); if (!rb_put(&b, &c_, 1)) goto nomem; } while (0)
 
+#define RE_GROUP_PLUS_MAX 12
+
 hs_status ex_regex_compile(const ex_str *pat, bool ci, const ex_str *flags, ex_regex **out,
                            bool *global, char *msg)
 {
@@ -342,8 +344,9 @@ hs_status ex_regex_compile(const ex_str *pat, bool ci, const ex_str *flags, ex_r
     if (!r)
         return HS_NOMEM;
     rbuf b = {0};
-    int ere_groups = 0, depth = 0;
+    int ere_groups = 0, depth = 0, group_plus = 0;
     double bound_prod = 1.0;
+    bool after_quant = false, in_bound = false, after_group = false;
     const uint8_t *s = pat->p;
     size_t n = pat->n;
     if (n >= 3 && s[0] == '*' && s[1] == '*' && s[2] == '*') {
@@ -358,6 +361,31 @@ hs_status ex_regex_compile(const ex_str *pat, bool ci, const ex_str *flags, ex_r
             snprintf(msg, 256, "invalid regular expression: null character in pattern");
             goto fail_inv;
         }
+        /* A quantifier right after a quantifier is an error in PostgreSQL
+         * ("a**", "a+{2}"); the C library accepts it and copies the operand
+         * once per '+' (2^k copies for k of them: gigabytes from a short
+         * pattern).  A '+' or bound applied to a group copies the group, so
+         * at most RE_GROUP_PLUS_MAX of those are taken. */
+        bool quant = !in_bound && (c == '*' || c == '+' || c == '?' ||
+                                   (c == '{' && i + 1 < n && s[i + 1] >= '0' && s[i + 1] <= '9'));
+        if (quant && after_quant && !(c == '?' && s[i - 1] != '?')) {
+            snprintf(msg, 256, "invalid regular expression: quantifier operand invalid");
+            goto fail_inv;
+        }
+        if (quant && c != '*' && c != '?' && after_group && ++group_plus > RE_GROUP_PLUS_MAX) {
+            snprintf(msg, 256, "regular expressions with more than %d '+' or {m,n} quantifiers on "
+                               "groups are not supported", RE_GROUP_PLUS_MAX);
+            goto fail_unsup;
+        }
+        if (c == '{' && quant)
+            in_bound = true;
+        if (!in_bound || c == '{')
+            after_quant = quant;
+        if (in_bound && c == '}') {
+            in_bound = false;
+            after_quant = true;
+        }
+        after_group = c == ')' && !in_bound;
         if (c == '\\') {
             if (i + 1 >= n) {
                 snprintf(msg, 256, "invalid regular expression: invalid escape \\ sequence");
