@@ -681,13 +681,16 @@ static hs_status job_run(void *arg, hs_error *err)
     return st;
 }
 
-/* Runs jobs[0..n) on a pool of `threads` (inline when 1). */
-static hs_status run_jobs(job *jobs, int64_t n, int threads, hs_error *err)
+/* Runs fn on items[0..n) (item_size bytes each) on a pool of `threads`
+ * of its own (inline when 1); the first failure is returned. */
+static hs_status run_on_pool(hs_task_fn fn, void *items, size_t item_size, int64_t n, int threads,
+                             hs_error *err)
 {
+    char *it = items;
     if (threads <= 1 || n <= 1) {
         hs_status st = HS_OK;
         for (int64_t i = 0; i < n && st == HS_OK; i++)
-            st = job_run(&jobs[i], err);
+            st = fn(it + (size_t)i * item_size, err);
         return st;
     }
     hs_pool *pool = NULL;
@@ -696,7 +699,7 @@ static hs_status run_jobs(job *jobs, int64_t n, int threads, hs_error *err)
     if (st == HS_OK)
         st = hs_group_create(pool, &g, err);
     for (int64_t i = 0; i < n && st == HS_OK; i++)
-        if (hs_group_submit(g, job_run, &jobs[i]) != HS_OK)
+        if (hs_group_submit(g, fn, it + (size_t)i * item_size) != HS_OK)
             st = hs_err_nomem(err, 64);
     if (g) {
         hs_error gerr = {0};
@@ -710,6 +713,11 @@ static hs_status run_jobs(job *jobs, int64_t n, int threads, hs_error *err)
     hs_group_destroy(g);
     hs_pool_destroy(pool);
     return st;
+}
+
+static hs_status run_jobs(job *jobs, int64_t n, int threads, hs_error *err)
+{
+    return run_on_pool(job_run, jobs, sizeof *jobs, n, threads, err);
 }
 
 /* Files prepared at once on an object store: io/s3.c's parallel limit. */
@@ -1021,6 +1029,8 @@ typedef struct file_rows {
 static hs_status file_rows_read(void *arg, hs_error *err)
 {
     file_rows *fr = arg;
+    if (fr->schema->n_children == 0)   /* no column of this file to read */
+        return HS_OK;
     return read_rows(fr->pf, fr->schema, fr->rows, fr->cols, err);
 }
 
@@ -1037,26 +1047,9 @@ static hs_status read_files_parallel(file_rows *fr, int n, hs_error *err)
         for (int k = 0; k < nc && st == HS_OK; k++)
             st = hs_col_create(&fr[i].schema->children[k], 0, &fr[i].cols[k], err);
     }
-    hs_pool *pool = NULL;
-    hs_group *g = NULL;
     if (st == HS_OK)
-        st = hs_pool_create(n < PREP_IO_THREADS ? n : PREP_IO_THREADS, &pool, err);
-    if (st == HS_OK)
-        st = hs_group_create(pool, &g, err);
-    for (int i = 0; i < n && st == HS_OK; i++)
-        if (fr[i].schema->n_children > 0 && hs_group_submit(g, file_rows_read, &fr[i]) != HS_OK)
-            st = hs_err_nomem(err, 64);
-    if (g) {
-        hs_error gerr = {0};
-        hs_status gs = hs_group_wait(g, &gerr);
-        if (st == HS_OK && gs != HS_OK) {
-            st = gs;
-            if (err)
-                *err = gerr;
-        }
-    }
-    hs_group_destroy(g);
-    hs_pool_destroy(pool);
+        st = run_on_pool(file_rows_read, fr, sizeof *fr, n,
+                         n < PREP_IO_THREADS ? n : PREP_IO_THREADS, err);
     return st;
 }
 

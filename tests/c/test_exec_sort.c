@@ -173,7 +173,10 @@ static void test_sort_spill(void)
 {
     LEAK_START();
     int64_t limits[] = {100000, 30000, 400000};
-    for (int t = 0; t < 12; t++) {
+    /* Sort (k = -1) and, every other case, a TopK whose k rows do not fit,
+     * which spills too: runs of their first k rows, the merge cut at k;
+     * both still the stable brute-force order */
+    for (int t = 0; t < 24; t++) {
         xo_sort_key keys[3];
         int n_keys = 1 + (int)(xt_rnd() % 3);
         for (int i = 0; i < n_keys; i++) {
@@ -181,23 +184,9 @@ static void test_sort_spill(void)
             keys[i].desc = xt_rnd() % 2;
             keys[i].nulls_first = xt_rnd() % 2 ? keys[i].desc : (bool)(xt_rnd() % 2);
         }
-        case_ctx = (xo_ctx){.mem_limit = limits[t % 3]};
+        case_ctx = (xo_ctx){.mem_limit = limits[(t / 2) % 3]};
         int64_t n = 5000 + (int64_t)(xt_rnd() % 20000);
-        run_case(n, 1 + (int)(xt_rnd() % 200), n_keys, keys, -1, 1 + (int64_t)(xt_rnd() % 3000));
-    }
-    /* TopK whose k rows do not fit spills too: runs of their first k rows,
-     * the merge cut at k; still the stable brute-force order */
-    for (int t = 0; t < 12; t++) {
-        xo_sort_key keys[2];
-        int n_keys = 1 + (int)(xt_rnd() % 2);
-        for (int i = 0; i < n_keys; i++) {
-            keys[i].col = (int)(xt_rnd() % 5);
-            keys[i].desc = xt_rnd() % 2;
-            keys[i].nulls_first = xt_rnd() % 2 ? keys[i].desc : (bool)(xt_rnd() % 2);
-        }
-        case_ctx = (xo_ctx){.mem_limit = limits[t % 3]};
-        int64_t n = 5000 + (int64_t)(xt_rnd() % 20000);
-        int64_t k = t % 4 == 3 ? n + 3 : 1000 + (int64_t)(xt_rnd() % 8000);
+        int64_t k = t % 2 == 0 ? -1 : t % 8 == 7 ? n + 3 : 1000 + (int64_t)(xt_rnd() % 8000);
         run_case(n, 1 + (int)(xt_rnd() % 200), n_keys, keys, k, 1 + (int64_t)(xt_rnd() % 3000));
     }
     case_ctx = (xo_ctx){0};
