@@ -477,6 +477,23 @@ static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
     if (n->type.t == EX_T_OTHER || n->type.t == EX_T_NULL || (!d && col->type != HS_TYPE_NA))
         return HS_OK;
     int from_unit = r->field ? (int)(r->field->unit & 3) : n->type.unit;
+    if (ns > 0 && sel[ns - 1] - sel[0] == ns - 1) {
+        /* a run of rows (ex_eval's chunks) of a type kept as it is: one copy */
+        size_t at = (size_t)(base + sel[0]);
+        int fs = r->field ? r->field->scale : n->type.scale;
+        if ((col->type == HS_TYPE_DECIMAL128 && fs == n->type.scale) || col->type == HS_TYPE_INTERVAL) {
+            memcpy(&out->v.d[sel[0]], d + 16 * at, 16 * (size_t)ns);
+            return HS_OK;
+        }
+        if (col->type == HS_TYPE_INT64 || col->type == HS_TYPE_UINT64) {
+            memcpy(&out->v.i[sel[0]], d + 8 * at, 8 * (size_t)ns);
+            return HS_OK;
+        }
+        if (col->type == HS_TYPE_FLOAT64) {
+            memcpy(&out->v.f[sel[0]], d + 8 * at, 8 * (size_t)ns);
+            return HS_OK;
+        }
+    }
 #define READ(T, dst, expr)                                   \
     for (int k = 0; k < ns; k++) {                           \
         int j = sel[k];                                      \
