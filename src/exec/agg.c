@@ -31,6 +31,9 @@
  * built for all groups and emitted in slices of XO_BATCH_ROWS.
  * One integer-like group column (ints, dates, times, timestamps) is looked
  * up by value in an hs_imap instead (NULL is a group kept aside).
+ * At most AGG_SMALL groups: each batch's rows are also ordered by group
+ * (order_small), and count/sum/avg of integers and 64-bit decimals add
+ * one group's rows at a time in registers (sum_small).
  * Memory: the row sets are accounted as they grow (xo_rows); the maps and
  * state arrays are accounted after every batch.
  *
