@@ -1,0 +1,423 @@
+/*
+ * exec/srf.c - ProjectSet: set-returning functions evaluated per row
+ * (unnest of a list column, generate_series), PostgreSQL 10's semantics.
+ *
+ * For each input row every function produces its rows in lockstep: the
+ * input row repeats as often as the longest of them, the shorter ones are
+ * padded with NULL, and a row for which every function produces nothing
+ * yields no output row (with `outer`: one row whose function columns are
+ * NULL, which is LEFT JOIN LATERAL f(...) ON true).  Output: the child's
+ * columns, then one column per function, then (ordinality) a bigint
+ * counting the row's outputs from 1 (WITH ORDINALITY).
+ *
+ * The functions read their arguments from child columns (the planner
+ * projects argument expressions into columns first):
+ *   unnest(list)                     the list's elements (LIST and
+ *                                    FIXED_LIST; a NULL list is empty)
+ *   generate_series(start, stop[, step]) of int32 / int64 (the type of the
+ *                                    start column), step 1 when absent;
+ *                                    of timestamps with an interval step,
+ *                                    added repeatedly as PostgreSQL does
+ *                                    (month steps stay on the clamped day)
+ * A NULL argument of generate_series gives no rows; a zero step fails
+ * with "step size cannot equal zero" (22023), integer overflow of the
+ * next value ends the series as PostgreSQL's int4/int8 versions do.
+ *
+ * Output batches are cut at XO_BATCH_ROWS rows; one input row that
+ * produces more (generate_series(1, 10^9)) is resumed across calls, so
+ * memory stays bounded by a batch whatever the series' length.
+ */
+#include "exec/exec_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct srf_op {
+    xo_op op;
+    int n;
+    xo_srf *srfs;
+    bool ordinality, outer;
+    int n_child;          /* child's columns */
+    hs_batch *in;         /* current input batch */
+    int64_t row;          /* current input row */
+    int64_t done;         /* outputs of that row already produced */
+    int64_t total;        /* outputs of that row (-1 = not yet computed) */
+    int64_t *ts_k, *ts_v; /* per function: timestamps produced of the row, the last one */
+    bool eof;
+} srf_op;
+
+/* ---- generate_series ---- */
+
+static int64_t col_i64(const hs_column *c, int64_t r)
+{
+    if (c->type == HS_TYPE_INT32)
+        return HS_COL_VALUES(c, int32_t)[r];
+    if (c->type == HS_TYPE_INT16)
+        return HS_COL_VALUES(c, int16_t)[r];
+    return HS_COL_VALUES(c, int64_t)[r];
+}
+
+/* Rows of generate_series at input row r: for integers the count is
+ * computed exactly; for timestamps -1 (counted while producing). */
+static hs_status series_count(srf_op *s, const xo_srf *f, int64_t r, int64_t *out, hs_error *err)
+{
+    hs_column *a = s->in->cols[f->arg[0]], *b = s->in->cols[f->arg[1]];
+    hs_column *c = f->arg[2] >= 0 ? s->in->cols[f->arg[2]] : NULL;
+    *out = 0;
+    if (!hs_col_is_valid(a, r) || !hs_col_is_valid(b, r) || (c && !hs_col_is_valid(c, r)))
+        return HS_OK;
+    if (f->kind == XO_SRF_SERIES_TS) {
+        hs_interval iv = HS_COL_VALUES(c, hs_interval)[r];
+        if (hs_interval_span(iv) == 0)
+            return hs_err_set(err, HS_INVALID, "step size cannot equal zero");
+        *out = -1;
+        return HS_OK;
+    }
+    __int128 st = c ? col_i64(c, r) : 1;
+    if (st == 0)
+        return hs_err_set(err, HS_INVALID, "step size cannot equal zero");
+    __int128 lo = col_i64(a, r), hi = col_i64(b, r);
+    __int128 n = 0;
+    if (st > 0 && hi >= lo)
+        n = (hi - lo) / st + 1;
+    else if (st < 0 && hi <= lo)
+        n = (lo - hi) / -st + 1;
+    *out = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+    return HS_OK;
+}
+
+/* The k-th timestamp of the series at row r (k >= done, called in order:
+ * *cur carries the previous value); false when past stop or out of range. */
+static bool ts_step(const srf_op *s, const xo_srf *f, int64_t r, int64_t k, int64_t *cur)
+{
+    hs_column *a = s->in->cols[f->arg[0]], *b = s->in->cols[f->arg[1]], *c = s->in->cols[f->arg[2]];
+    hs_interval iv = HS_COL_VALUES(c, hs_interval)[r];
+    int64_t v = k == 0 ? HS_COL_VALUES(a, int64_t)[r] : *cur;
+    if (k > 0 && !ex_timestamp_add_interval(v, f->unit, iv, &v))
+        return false;
+    int64_t stop = HS_COL_VALUES(b, int64_t)[r];
+    bool pos = hs_interval_span(iv) > 0;
+    if (pos ? v > stop : v < stop)
+        return false;
+    *cur = v;
+    return true;
+}
+
+/* ---- rows of one input row ---- */
+
+static int64_t list_len(const hs_column *c, int64_t r)
+{
+    if (!hs_col_is_valid(c, r))
+        return 0;
+    if (c->type == HS_TYPE_FIXED_LIST)
+        return c->width;
+    return HS_COL_OFFSETS(c)[r + 1] - HS_COL_OFFSETS(c)[r];
+}
+
+static int64_t list_start(const hs_column *c, int64_t r)
+{
+    return c->type == HS_TYPE_FIXED_LIST ? r * c->width : HS_COL_OFFSETS(c)[r];
+}
+
+/* Timestamp series have no closed count: walk them (bounded by the
+ * caller's batch) to count how many values remain from `done`. */
+static hs_status row_total(srf_op *s, int64_t r, int64_t *out, hs_error *err)
+{
+    int64_t t = 0;
+    for (int i = 0; i < s->n; i++) {
+        const xo_srf *f = &s->srfs[i];
+        int64_t k = 0;
+        if (f->kind == XO_SRF_UNNEST)
+            k = list_len(s->in->cols[f->arg[0]], r);
+        else
+            HS_TRY(series_count(s, f, r, &k, err));
+        if (k < 0) {   /* timestamps: count by walking */
+            int64_t cur = 0;
+            k = 0;
+            while (ts_step(s, f, r, k, &cur)) {
+                if (++k % 65536 == 0)
+                    HS_TRY(xo_check_cancel(s->op.ctx, err));
+            }
+        }
+        if (k > t)
+            t = k;
+    }
+    *out = t;
+    return HS_OK;
+}
+
+/* Appends outputs [from, from + n) of input row r for function i to col. */
+static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t n, hs_column *col,
+                      hs_error *err)
+{
+    const xo_srf *f = &s->srfs[i];
+    if (f->kind == XO_SRF_UNNEST) {
+        const hs_column *l = s->in->cols[f->arg[0]];
+        int64_t len = list_len(l, r), have = from < len ? (len - from < n ? len - from : n) : 0;
+        if (have > 0) {
+            hs_column *piece;
+            HS_TRY(hs_col_slice(l->children[0], list_start(l, r) + from, have, &piece, err));
+            hs_status st = hs_col_append_column(col, piece, err);
+            hs_col_free(piece);
+            HS_TRY(st);
+        }
+        if (n - have > 0 && hs_col_append_nulls(col, n - have) != HS_OK)
+            return hs_err_nomem(err, 0);
+        return HS_OK;
+    }
+    int64_t cnt;
+    HS_TRY(series_count(s, f, r, &cnt, err));
+    if (f->kind == XO_SRF_SERIES_TS) {
+        /* the walk resumes where the previous batch left it (ts_k values
+         * produced so far of this row, ts_v the last) */
+        int64_t made = 0;
+        if (from == 0)
+            s->ts_k[i] = 0;
+        while (made < n && s->ts_k[i] >= 0 && ts_step(s, f, r, s->ts_k[i], &s->ts_v[i])) {
+            if (hs_col_append_fixed(col, &s->ts_v[i]) != HS_OK)
+                return hs_err_nomem(err, 0);
+            s->ts_k[i]++;
+            made++;
+        }
+        if (made < n)
+            s->ts_k[i] = -1;   /* ended: the rest of the row is padding */
+        if (n - made > 0 && hs_col_append_nulls(col, n - made) != HS_OK)
+            return hs_err_nomem(err, 0);
+        return HS_OK;
+    }
+    const hs_column *a = s->in->cols[f->arg[0]];
+    const hs_column *c = f->arg[2] >= 0 ? s->in->cols[f->arg[2]] : NULL;
+    int64_t have = from < cnt ? (cnt - from < n ? cnt - from : n) : 0;
+    if (have > 0) {
+        HS_TRY(hs_col_reserve(col, have, 0) == HS_OK ? HS_OK : hs_err_nomem(err, 0));
+        int64_t start = col_i64(a, r), step = c ? col_i64(c, r) : 1;
+        int64_t base = col->length;
+        for (int64_t k = 0; k < have; k++) {
+            /* start + (from + k) * step stays within [start, stop] */
+            int64_t v = (int64_t)((__int128)start + (__int128)(from + k) * step);
+            if (col->type == HS_TYPE_INT32)
+                HS_COL_VALUES(col, int32_t)[base + k] = (int32_t)v;
+            else
+                HS_COL_VALUES(col, int64_t)[base + k] = v;
+        }
+        col->length += have;
+        col->values.len = (size_t)col->length * (size_t)col->width;
+        if (col->validity.data) {
+            for (int64_t k = 0; k < have; k++)
+                hs_bit_set(col->validity.data, base + k);
+            col->validity.len = (size_t)(col->length + 7) / 8;
+        }
+    }
+    if (n - have > 0 && hs_col_append_nulls(col, n - have) != HS_OK)
+        return hs_err_nomem(err, 0);
+    return HS_OK;
+}
+
+static hs_status srf_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    srf_op *s = (srf_op *)op;
+    int nf = s->n, nc = s->n_child, n_out = nc + nf + (s->ordinality ? 1 : 0);
+    int64_t *take = NULL, cap = 0, n = 0;
+    hs_column **cols = hs_calloc((size_t)n_out + 1, sizeof *cols);
+    hs_status st = cols ? HS_OK : hs_err_nomem(err, 0);
+    for (int i = 0; i < nf + (s->ordinality ? 1 : 0) && st == HS_OK; i++)
+        st = hs_col_create(&op->schema.children[nc + i], 256, &cols[nc + i], err);
+    while (st == HS_OK && n < XO_BATCH_ROWS) {
+        if (!s->in || s->row >= s->in->n_rows) {
+            if (s->in && n > 0)
+                break;   /* take from the current batch first */
+            hs_batch_free(s->in);
+            s->in = NULL;
+            if (s->eof)
+                break;
+            st = xo_next(op->children[0], &s->in, err);
+            if (st != HS_OK || !s->in) {
+                s->eof = true;
+                break;
+            }
+            s->row = 0;
+            s->done = 0;
+            s->total = -1;
+            st = xo_check_cancel(op->ctx, err);
+            continue;
+        }
+        int64_t r = s->row;
+        if (s->total < 0) {
+            st = row_total(s, r, &s->total, err);
+            if (st != HS_OK)
+                break;
+            if (s->total == 0 && s->outer)
+                s->total = -2;   /* one row of NULLs */
+        }
+        int64_t want = s->total == -2 ? 1 - s->done : s->total - s->done;
+        if (want > XO_BATCH_ROWS - n)
+            want = XO_BATCH_ROWS - n;
+        if (want > 0) {
+            if (n + want > cap) {
+                int64_t nc2 = cap ? cap * 2 : 1024;
+                while (nc2 < n + want)
+                    nc2 *= 2;
+                int64_t *t2 = hs_realloc(take, (size_t)nc2 * sizeof *take);
+                if (!t2) {
+                    st = hs_err_nomem(err, 0);
+                    break;
+                }
+                take = t2;
+                cap = nc2;
+            }
+            for (int64_t k = 0; k < want; k++)
+                take[n + k] = r;
+            for (int i = 0; i < nf && st == HS_OK; i++) {
+                if (s->total == -2)
+                    st = hs_col_append_nulls(cols[nc + i], 1) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+                else
+                    st = fill(s, i, r, s->done, want, cols[nc + i], err);
+            }
+            if (s->ordinality && st == HS_OK) {
+                hs_column *oc = cols[nc + nf];
+                for (int64_t k = 0; k < want && st == HS_OK; k++) {
+                    if (s->total == -2)
+                        st = hs_col_append_null(oc);
+                    else {
+                        int64_t v = s->done + k + 1;
+                        st = hs_col_append_fixed(oc, &v);
+                    }
+                }
+                if (st != HS_OK)
+                    st = hs_err_nomem(err, 0);
+            }
+            n += want;
+            s->done += want;
+        }
+        if (st == HS_OK && s->done >= (s->total == -2 ? 1 : s->total)) {
+            s->row++;
+            s->done = 0;
+            s->total = -1;
+        }
+    }
+    if (st == HS_OK && n > 0) {
+        for (int c = 0; c < nc && st == HS_OK; c++)
+            st = hs_col_take(s->in->cols[c], take, n, &cols[c], err);
+        if (st == HS_OK) {
+            st = xo_batch_wrap(&op->schema, n_out, cols, n, out, err);
+            memset(cols, 0, (size_t)n_out * sizeof *cols);   /* the columns are taken */
+        }
+    }
+    for (int i = 0; cols && i < n_out; i++)
+        hs_col_free(cols[i]);
+    hs_free(cols);
+    hs_free(take);
+    return st;
+}
+
+static void srf_destroy(xo_op *op)
+{
+    srf_op *s = (srf_op *)op;
+    hs_batch_free(s->in);
+    hs_free(s->srfs);
+    hs_free(s->ts_k);
+    hs_free(s->ts_v);
+}
+
+static hs_status out_field(const hs_field *cs, const xo_srf *f, hs_field *out)
+{
+    const hs_field *a = &cs->children[f->arg[0]];
+    if (f->kind == XO_SRF_UNNEST) {
+        HS_TRY(hs_field_copy(&a->children[0], out));
+        hs_free(out->name);
+        out->name = hs_strdup(f->name ? f->name : "unnest");
+        out->nullable = true;
+        return out->name ? HS_OK : HS_NOMEM;
+    }
+    HS_TRY(hs_field_copy(a, out));
+    hs_free(out->name);
+    out->name = hs_strdup(f->name ? f->name : "generate_series");
+    out->nullable = true;
+    return out->name ? HS_OK : HS_NOMEM;
+}
+
+hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, bool outer,
+                     xo_op **out, hs_error *err)
+{
+    *out = NULL;
+    xo_op *op;
+    HS_TRY(xo_op_alloc(sizeof(srf_op), child->ctx, "ProjectSet", 1, &child, &op, err));
+    srf_op *s = (srf_op *)op;
+    op->next = srf_next;
+    op->destroy = srf_destroy;
+    s->n = n;
+    s->ordinality = ordinality;
+    s->outer = outer;
+    s->total = -1;
+    const hs_field *cs = &child->schema;
+    s->n_child = cs->n_children;
+    s->srfs = hs_calloc((size_t)n + 1, sizeof *s->srfs);
+    s->ts_k = hs_calloc((size_t)n + 1, sizeof *s->ts_k);
+    s->ts_v = hs_calloc((size_t)n + 1, sizeof *s->ts_v);
+    hs_status st = s->srfs && s->ts_k && s->ts_v ? HS_OK : hs_err_nomem(err, 0);
+    if (st == HS_OK)
+        memcpy(s->srfs, srfs, (size_t)n * sizeof *srfs);
+    hs_buf d = {0};
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        const xo_srf *f = &srfs[i];
+        int na = f->kind == XO_SRF_UNNEST ? 1 : 3;
+        for (int k = 0; k < na && st == HS_OK; k++)
+            if ((k < 2 || f->arg[k] >= 0) && (f->arg[k] < 0 || f->arg[k] >= cs->n_children))
+                st = hs_err_set(err, HS_INVALID, "ProjectSet: argument column %d out of range", f->arg[k]);
+        if (st != HS_OK)
+            break;
+        hs_type t0 = cs->children[f->arg[0]].type;
+        if (f->kind == XO_SRF_UNNEST && t0 != HS_TYPE_LIST && t0 != HS_TYPE_FIXED_LIST)
+            st = hs_err_set(err, HS_INVALID, "ProjectSet: unnest of a column that is not a list");
+        else if (f->kind == XO_SRF_SERIES_INT &&
+                 ((t0 != HS_TYPE_INT32 && t0 != HS_TYPE_INT64) || cs->children[f->arg[1]].type != t0 ||
+                  (f->arg[2] >= 0 && cs->children[f->arg[2]].type != t0)))
+            st = hs_err_set(err, HS_INVALID, "ProjectSet: generate_series needs int32 or int64 arguments of one type");
+        else if (f->kind == XO_SRF_SERIES_TS &&
+                 (t0 != HS_TYPE_TIMESTAMP || cs->children[f->arg[1]].type != t0 || f->arg[2] < 0 ||
+                  cs->children[f->arg[2]].type != HS_TYPE_INTERVAL))
+            st = hs_err_set(err, HS_INVALID, "ProjectSet: generate_series needs timestamps and an interval");
+        if (st == HS_OK && f->kind == XO_SRF_SERIES_TS)
+            s->srfs[i].unit = cs->children[f->arg[0]].unit;
+        if (st == HS_OK)
+            st = hs_buf_printf(&d, "%s%s(#%d)", i ? ", " : "",
+                               f->kind == XO_SRF_UNNEST ? "unnest" : "generate_series", f->arg[0] + 1);
+    }
+    if (st == HS_OK && (ordinality || outer))
+        st = hs_buf_printf(&d, "%s%s", ordinality ? " with ordinality" : "", outer ? " (outer)" : "");
+    /* schema: the child's, then one per function (and ordinality) */
+    hs_field_clear(&op->schema);
+    if (st == HS_OK)
+        st = hs_field_copy(cs, &op->schema) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+    else
+        hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        hs_field f;
+        memset(&f, 0, sizeof f);
+        st = out_field(cs, &srfs[i], &f) == HS_OK ? hs_field_add_child(&op->schema, &f) : HS_NOMEM;
+        if (st != HS_OK) {
+            hs_field_clear(&f);
+            st = hs_err_nomem(err, 0);
+        }
+        s->srfs[i].name = NULL;   /* borrowed at construction only */
+    }
+    if (st == HS_OK && ordinality) {
+        hs_field f;
+        hs_field_init(&f, "ordinality", HS_TYPE_INT64, true);
+        st = hs_field_add_child(&op->schema, &f) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+    }
+    if (st == HS_OK) {
+        xo_schema_renumber(&op->schema);
+        op->detail = d.len ? hs_strndup((const char *)d.data, d.len) : NULL;
+        if (d.len && !op->detail)
+            st = hs_err_nomem(err, 0);
+    }
+    hs_buf_free(&d);
+    if (st != HS_OK) {
+        xo_free(op);
+        return st;
+    }
+    *out = op;
+    return HS_OK;
+}
