@@ -25,7 +25,9 @@
  *
  * Output batches are cut at XO_BATCH_ROWS rows; one input row that
  * produces more (generate_series(1, 10^9)) is resumed across calls, so
- * memory stays bounded by a batch whatever the series' length.
+ * memory stays bounded by a batch whatever the series' length, and no
+ * series is walked ahead of what is produced (a timestamp series of
+ * 10^18 microsecond steps costs only the batches read from it).
  */
 #include "exec/exec_int.h"
 
@@ -42,7 +44,6 @@ typedef struct srf_op {
     hs_batch *in;         /* current input batch */
     int64_t row;          /* current input row */
     int64_t done;         /* outputs of that row already produced */
-    int64_t total;        /* outputs of that row (-1 = not yet computed) */
     int64_t *ts_k, *ts_v; /* per function: timestamps produced of the row, the last one */
     bool eof;
 } srf_op;
@@ -59,7 +60,8 @@ static int64_t col_i64(const hs_column *c, int64_t r)
 }
 
 /* Rows of generate_series at input row r: for integers the count is
- * computed exactly; for timestamps -1 (counted while producing). */
+ * computed exactly; for timestamps -1 (they end while producing), 0 when
+ * an argument is NULL. */
 static hs_status series_count(srf_op *s, const xo_srf *f, int64_t r, int64_t *out, hs_error *err)
 {
     hs_column *a = s->in->cols[f->arg[0]], *b = s->in->cols[f->arg[1]];
@@ -120,41 +122,16 @@ static int64_t list_start(const hs_column *c, int64_t r)
     return c->type == HS_TYPE_FIXED_LIST ? r * c->width : HS_COL_OFFSETS(c)[r];
 }
 
-/* Timestamp series have no closed count: walk them (bounded by the
- * caller's batch) to count how many values remain from `done`. */
-static hs_status row_total(srf_op *s, int64_t r, int64_t *out, hs_error *err)
-{
-    int64_t t = 0;
-    for (int i = 0; i < s->n; i++) {
-        const xo_srf *f = &s->srfs[i];
-        int64_t k = 0;
-        if (f->kind == XO_SRF_UNNEST)
-            k = list_len(s->in->cols[f->arg[0]], r);
-        else
-            HS_TRY(series_count(s, f, r, &k, err));
-        if (k < 0) {   /* timestamps: count by walking */
-            int64_t cur = 0;
-            k = 0;
-            while (ts_step(s, f, r, k, &cur)) {
-                if (++k % 65536 == 0)
-                    HS_TRY(xo_check_cancel(s->op.ctx, err));
-            }
-        }
-        if (k > t)
-            t = k;
-    }
-    *out = t;
-    return HS_OK;
-}
-
-/* Appends outputs [from, from + n) of input row r for function i to col. */
-static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t n, hs_column *col,
-                      hs_error *err)
+/* Appends outputs [from, from + want) of input row r for function i to
+ * col, as many as the function has (*made; fewer than want: it ended). */
+static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t want, hs_column *col,
+                      int64_t *made, hs_error *err)
 {
     const xo_srf *f = &s->srfs[i];
+    *made = 0;
     if (f->kind == XO_SRF_UNNEST) {
         const hs_column *l = s->in->cols[f->arg[0]];
-        int64_t len = list_len(l, r), have = from < len ? (len - from < n ? len - from : n) : 0;
+        int64_t len = list_len(l, r), have = from < len ? (len - from < want ? len - from : want) : 0;
         if (have > 0) {
             hs_column *piece;
             HS_TRY(hs_col_slice(l->children[0], list_start(l, r) + from, have, &piece, err));
@@ -162,35 +139,34 @@ static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t n, hs_c
             hs_col_free(piece);
             HS_TRY(st);
         }
-        if (n - have > 0 && hs_col_append_nulls(col, n - have) != HS_OK)
-            return hs_err_nomem(err, 0);
+        *made = have;
         return HS_OK;
     }
     int64_t cnt;
     HS_TRY(series_count(s, f, r, &cnt, err));
     if (f->kind == XO_SRF_SERIES_TS) {
         /* the walk resumes where the previous batch left it (ts_k values
-         * produced so far of this row, ts_v the last) */
-        int64_t made = 0;
+         * produced so far of this row, -1 once it ended; ts_v the last) */
         if (from == 0)
-            s->ts_k[i] = 0;
-        while (made < n && s->ts_k[i] >= 0 && ts_step(s, f, r, s->ts_k[i], &s->ts_v[i])) {
+            s->ts_k[i] = cnt == 0 ? -1 : 0;
+        while (*made < want && s->ts_k[i] >= 0) {
+            if (!ts_step(s, f, r, s->ts_k[i], &s->ts_v[i])) {
+                s->ts_k[i] = -1;
+                break;
+            }
             if (hs_col_append_fixed(col, &s->ts_v[i]) != HS_OK)
                 return hs_err_nomem(err, 0);
             s->ts_k[i]++;
-            made++;
+            (*made)++;
         }
-        if (made < n)
-            s->ts_k[i] = -1;   /* ended: the rest of the row is padding */
-        if (n - made > 0 && hs_col_append_nulls(col, n - made) != HS_OK)
-            return hs_err_nomem(err, 0);
         return HS_OK;
     }
     const hs_column *a = s->in->cols[f->arg[0]];
     const hs_column *c = f->arg[2] >= 0 ? s->in->cols[f->arg[2]] : NULL;
-    int64_t have = from < cnt ? (cnt - from < n ? cnt - from : n) : 0;
+    int64_t have = from < cnt ? (cnt - from < want ? cnt - from : want) : 0;
     if (have > 0) {
-        HS_TRY(hs_col_reserve(col, have, 0) == HS_OK ? HS_OK : hs_err_nomem(err, 0));
+        if (hs_col_reserve(col, have, 0) != HS_OK)
+            return hs_err_nomem(err, 0);
         int64_t start = col_i64(a, r), step = c ? col_i64(c, r) : 1;
         int64_t base = col->length;
         for (int64_t k = 0; k < have; k++) {
@@ -209,9 +185,65 @@ static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t n, hs_c
             col->validity.len = (size_t)(col->length + 7) / 8;
         }
     }
-    if (n - have > 0 && hs_col_append_nulls(col, n - have) != HS_OK)
-        return hs_err_nomem(err, 0);
+    *made = have;
     return HS_OK;
+}
+
+static hs_status grow_take(int64_t **take, int64_t *cap, int64_t need, hs_error *err)
+{
+    if (need <= *cap)
+        return HS_OK;
+    int64_t nc = *cap ? *cap * 2 : 1024;
+    while (nc < need)
+        nc *= 2;
+    int64_t *t = hs_realloc(*take, (size_t)nc * sizeof *t);
+    if (!t)
+        return hs_err_nomem(err, 0);
+    *take = t;
+    *cap = nc;
+    return HS_OK;
+}
+
+/* Produces up to `room` outputs of the current input row into cols (the
+ * function columns from nc on); *n_made gets how many, *row_done whether
+ * the row has no more.  The functions run in lockstep: each gives what
+ * it has of the next `room` positions, the shorter are padded with NULL
+ * to the longest, and the row ends when every function fell short. */
+static hs_status row_chunk(srf_op *s, hs_column **cols, int64_t room, int64_t *n_made, bool *row_done,
+                           hs_error *err)
+{
+    int nf = s->n, nc = s->n_child;
+    int64_t r = s->row, made[64], m = 0;
+    int64_t *mk = nf <= 64 ? made : hs_calloc((size_t)nf, sizeof *mk);
+    if (!mk)
+        return hs_err_nomem(err, 0);
+    hs_status st = HS_OK;
+    for (int i = 0; i < nf && st == HS_OK; i++) {
+        st = fill(s, i, r, s->done, room, cols[nc + i], &mk[i], err);
+        if (mk[i] > m)
+            m = mk[i];
+    }
+    bool outer_row = st == HS_OK && m == 0 && s->done == 0 && s->outer;
+    if (outer_row)
+        m = 1;   /* LEFT JOIN LATERAL: one row of NULLs */
+    for (int i = 0; i < nf && st == HS_OK; i++)
+        if (m - mk[i] > 0 && hs_col_append_nulls(cols[nc + i], m - mk[i]) != HS_OK)
+            st = hs_err_nomem(err, 0);
+    if (st == HS_OK && s->ordinality) {
+        hs_column *oc = cols[nc + nf];
+        for (int64_t k = 0; k < m && st == HS_OK; k++) {
+            int64_t v = s->done + k + 1;
+            st = outer_row ? hs_col_append_null(oc) : hs_col_append_fixed(oc, &v);
+        }
+        if (st != HS_OK)
+            st = hs_err_nomem(err, 0);
+    }
+    if (mk != made)
+        hs_free(mk);
+    *n_made = m;
+    *row_done = outer_row || m < room;
+    s->done += m;
+    return st;
 }
 
 static hs_status srf_next(xo_op *op, hs_batch **out, hs_error *err)
@@ -223,10 +255,11 @@ static hs_status srf_next(xo_op *op, hs_batch **out, hs_error *err)
     hs_status st = cols ? HS_OK : hs_err_nomem(err, 0);
     for (int i = 0; i < nf + (s->ordinality ? 1 : 0) && st == HS_OK; i++)
         st = hs_col_create(&op->schema.children[nc + i], 256, &cols[nc + i], err);
+    int64_t rows_seen = 0;
     while (st == HS_OK && n < XO_BATCH_ROWS) {
         if (!s->in || s->row >= s->in->n_rows) {
             if (s->in && n > 0)
-                break;   /* take from the current batch first */
+                break;   /* the output takes rows of the current batch only */
             hs_batch_free(s->in);
             s->in = NULL;
             if (s->eof)
@@ -238,62 +271,21 @@ static hs_status srf_next(xo_op *op, hs_batch **out, hs_error *err)
             }
             s->row = 0;
             s->done = 0;
-            s->total = -1;
-            st = xo_check_cancel(op->ctx, err);
             continue;
         }
-        int64_t r = s->row;
-        if (s->total < 0) {
-            st = row_total(s, r, &s->total, err);
-            if (st != HS_OK)
-                break;
-            if (s->total == 0 && s->outer)
-                s->total = -2;   /* one row of NULLs */
-        }
-        int64_t want = s->total == -2 ? 1 - s->done : s->total - s->done;
-        if (want > XO_BATCH_ROWS - n)
-            want = XO_BATCH_ROWS - n;
-        if (want > 0) {
-            if (n + want > cap) {
-                int64_t nc2 = cap ? cap * 2 : 1024;
-                while (nc2 < n + want)
-                    nc2 *= 2;
-                int64_t *t2 = hs_realloc(take, (size_t)nc2 * sizeof *take);
-                if (!t2) {
-                    st = hs_err_nomem(err, 0);
-                    break;
-                }
-                take = t2;
-                cap = nc2;
-            }
-            for (int64_t k = 0; k < want; k++)
-                take[n + k] = r;
-            for (int i = 0; i < nf && st == HS_OK; i++) {
-                if (s->total == -2)
-                    st = hs_col_append_nulls(cols[nc + i], 1) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
-                else
-                    st = fill(s, i, r, s->done, want, cols[nc + i], err);
-            }
-            if (s->ordinality && st == HS_OK) {
-                hs_column *oc = cols[nc + nf];
-                for (int64_t k = 0; k < want && st == HS_OK; k++) {
-                    if (s->total == -2)
-                        st = hs_col_append_null(oc);
-                    else {
-                        int64_t v = s->done + k + 1;
-                        st = hs_col_append_fixed(oc, &v);
-                    }
-                }
-                if (st != HS_OK)
-                    st = hs_err_nomem(err, 0);
-            }
-            n += want;
-            s->done += want;
-        }
-        if (st == HS_OK && s->done >= (s->total == -2 ? 1 : s->total)) {
+        if (++rows_seen % 1024 == 0 && (st = xo_check_cancel(op->ctx, err)) != HS_OK)
+            break;
+        int64_t m;
+        bool row_done;
+        st = row_chunk(s, cols, XO_BATCH_ROWS - n, &m, &row_done, err);
+        if (st == HS_OK && m > 0)
+            st = grow_take(&take, &cap, n + m, err);
+        for (int64_t k = 0; k < m && st == HS_OK; k++)
+            take[n + k] = s->row;
+        n += m;
+        if (row_done) {
             s->row++;
             s->done = 0;
-            s->total = -1;
         }
     }
     if (st == HS_OK && n > 0) {
@@ -349,7 +341,6 @@ hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, b
     s->n = n;
     s->ordinality = ordinality;
     s->outer = outer;
-    s->total = -1;
     const hs_field *cs = &child->schema;
     s->n_child = cs->n_children;
     s->srfs = hs_calloc((size_t)n + 1, sizeof *s->srfs);
