@@ -14,6 +14,7 @@
  * projects argument expressions into columns first):
  *   unnest(list)                     the list's elements (LIST and
  *                                    FIXED_LIST; a NULL list is empty)
+ *   unnest(ARRAY[e1, ..., en])       the row's values of n columns in order
  *   generate_series(start, stop[, step]) of int32 / int64 (the type of the
  *                                    start column), step 1 when absent;
  *                                    of timestamps with an interval step,
@@ -129,6 +130,17 @@ static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t want, h
 {
     const xo_srf *f = &s->srfs[i];
     *made = 0;
+    if (f->kind == XO_SRF_VALUES) {
+        for (int64_t k = from; k < f->n_vals && *made < want; k++) {
+            hs_column *piece;
+            HS_TRY(hs_col_slice(s->in->cols[f->vals[k]], r, 1, &piece, err));
+            hs_status st = hs_col_append_column(col, piece, err);
+            hs_col_free(piece);
+            HS_TRY(st);
+            (*made)++;
+        }
+        return HS_OK;
+    }
     if (f->kind == XO_SRF_UNNEST) {
         const hs_column *l = s->in->cols[f->arg[0]];
         int64_t len = list_len(l, r), have = from < len ? (len - from < want ? len - from : want) : 0;
@@ -307,16 +319,30 @@ static void srf_destroy(xo_op *op)
 {
     srf_op *s = (srf_op *)op;
     hs_batch_free(s->in);
+    for (int i = 0; s->srfs && i < s->n; i++)
+        hs_free((int *)s->srfs[i].vals);
     hs_free(s->srfs);
     hs_free(s->ts_k);
     hs_free(s->ts_v);
 }
 
+static bool same_type(const hs_field *a, const hs_field *b)
+{
+    if (a->type != b->type)
+        return false;
+    if (a->type == HS_TYPE_DECIMAL128)
+        return a->precision == b->precision && a->scale == b->scale;
+    if (a->type == HS_TYPE_TIMESTAMP)
+        return a->unit == b->unit && !a->tz == !b->tz;
+    return a->type != HS_TYPE_LIST && a->type != HS_TYPE_STRUCT && a->type != HS_TYPE_MAP &&
+           a->type != HS_TYPE_FIXED_LIST;
+}
+
 static hs_status out_field(const hs_field *cs, const xo_srf *f, hs_field *out)
 {
-    const hs_field *a = &cs->children[f->arg[0]];
-    if (f->kind == XO_SRF_UNNEST) {
-        HS_TRY(hs_field_copy(&a->children[0], out));
+    const hs_field *a = &cs->children[f->kind == XO_SRF_VALUES ? f->vals[0] : f->arg[0]];
+    if (f->kind == XO_SRF_UNNEST || f->kind == XO_SRF_VALUES) {
+        HS_TRY(hs_field_copy(f->kind == XO_SRF_UNNEST ? &a->children[0] : a, out));
         hs_free(out->name);
         out->name = hs_strdup(f->name ? f->name : "unnest");
         out->nullable = true;
@@ -349,9 +375,32 @@ hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, b
     hs_status st = s->srfs && s->ts_k && s->ts_v ? HS_OK : hs_err_nomem(err, 0);
     if (st == HS_OK)
         memcpy(s->srfs, srfs, (size_t)n * sizeof *srfs);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        s->srfs[i].vals = NULL;
+        if (srfs[i].kind != XO_SRF_VALUES)
+            continue;
+        int *v = hs_calloc((size_t)srfs[i].n_vals + 1, sizeof *v);
+        if (!v) {
+            st = hs_err_nomem(err, 0);
+            break;
+        }
+        if (srfs[i].n_vals > 0)
+            memcpy(v, srfs[i].vals, (size_t)srfs[i].n_vals * sizeof *v);
+        s->srfs[i].vals = v;
+        if (srfs[i].n_vals < 1)
+            st = hs_err_set(err, HS_INVALID, "ProjectSet: unnest of no values");
+        for (int k = 0; k < srfs[i].n_vals && st == HS_OK; k++)
+            if (v[k] < 0 || v[k] >= child->schema.n_children ||
+                !same_type(&child->schema.children[v[k]], &child->schema.children[v[0]]))
+                st = hs_err_set(err, HS_INVALID, "ProjectSet: unnest values must be columns of one type");
+    }
     hs_buf d = {0};
     for (int i = 0; i < n && st == HS_OK; i++) {
         const xo_srf *f = &srfs[i];
+        if (f->kind == XO_SRF_VALUES) {
+            st = hs_buf_printf(&d, "%sunnest(#%d..)", i ? ", " : "", f->vals[0] + 1);
+            continue;
+        }
         int na = f->kind == XO_SRF_UNNEST ? 1 : 3;
         for (int k = 0; k < na && st == HS_OK; k++)
             if ((k < 2 || f->arg[k] >= 0) && (f->arg[k] < 0 || f->arg[k] >= cs->n_children))

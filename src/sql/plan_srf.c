@@ -19,7 +19,8 @@
  *                                             gives nothing for)
  *
  * The functions: unnest(list) (a list column: a table's array column, or
- * an array_agg result), generate_series(start, stop[, step]) of integers
+ * an array_agg result), unnest(ARRAY[e1, ...][::type[]]) (the elements,
+ * cast to their common type, as one argument column each), generate_series(start, stop[, step]) of integers
  * (int4, or int8 when an argument is bigint) and of timestamps or
  * timestamptz with an interval step (dates become timestamptz, as
  * PostgreSQL resolves them).  Their arguments are projected into columns
@@ -34,7 +35,7 @@
  * select list (`unnest(x) + 1` works; `f(unnest(x))` inside an aggregate
  * does not, as in PostgreSQL), lateral functions in FROM placed before an
  * ordinary item, lateral joins with conditions other than true, and other
- * set-returning functions (numeric generate_series, unnest of ARRAY[...]
+ * set-returning functions (numeric generate_series, unnest of other array
  * expressions: expressions cannot produce lists).
  */
 #include "sql/plan_int.h"
@@ -209,10 +210,52 @@ static const char *type_name(const hs_field *f)
     }
 }
 
+/* unnest(ARRAY[e1, ..., en]): the elements, cast to their common type
+ * (string literals take the type of the others, as PostgreSQL resolves
+ * unknown literals), appended to args. */
+static hs_status array_elems(planner *p, const rel *r, const json_t *arr, const srf_env *env, json_t *args)
+{
+    json_t *els = pl_jget(arr, "elements");
+    size_t n = json_array_size(els);
+    if (n == 0)
+        return pl_fail(p, HS_INVALID, "42P18", pl_first_loc(arr, 0), "cannot determine type of empty array");
+    hs_field u;
+    memset(&u, 0, sizeof u);
+    u.type = HS_TYPE_NA;
+    bool typed = false;
+    for (size_t i = 0; i < n; i++)
+        typed |= !string_literal(json_array_get(els, i));
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(els, i);
+        if (typed && string_literal(e))
+            continue;
+        if (pl_is_kind(e, "A_ArrayExpr", NULL))
+            return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(e), "unnest of multidimensional arrays is not supported");
+        hs_field t;
+        HS_TRY(arg_type(p, r, e, env, &t));
+        if (t.type == HS_TYPE_LIST || t.type == HS_TYPE_STRUCT || t.type == HS_TYPE_MAP ||
+            t.type == HS_TYPE_FIXED_LIST)
+            return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(e), "unnest of arrays of nested values is not supported");
+        hs_field o;
+        pl_unify_type(&u, &t, &o);
+        u = o;
+    }
+    if (u.type == HS_TYPE_NA)
+        u.type = HS_TYPE_STRING;   /* ARRAY[NULL, ...] is text[] */
+    u.name = NULL;
+    u.n_meta = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = pl_cast_json(json_array_get(els, i), &u);
+        if (!c || json_array_append_new(args, c) != 0)
+            return pl_nomem(p);
+    }
+    return HS_OK;
+}
+
 /* The kind of one call into f, its argument nodes (new references, cast
- * to the function's types) into args[0..3) (NULL = absent). */
+ * to the function's types; JSON null = absent) appended to args. */
 static hs_status bind_call(planner *p, const rel *r, const json_t *call, const srf_env *env, xo_srf *f,
-                           json_t **args_out)
+                           json_t *args_out)
 {
     json_t *b;
     pl_is_kind(call, "FuncCall", &b);
@@ -229,17 +272,43 @@ static hs_status bind_call(planner *p, const rel *r, const json_t *call, const s
             return pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
                            "unnest with %zu arguments is supported in FROM only", na);
         f->kind = XO_SRF_UNNEST;
-        json_t *a = json_array_get(args, 0);
-        if (pl_is_kind(a, "A_ArrayExpr", NULL) || pl_is_kind(a, "TypeCast", NULL))
+        json_t *a = json_array_get(args, 0), *ab;
+        if (pl_is_kind(a, "A_ArrayExpr", &ab)) {
+            f->kind = XO_SRF_VALUES;
+            return array_elems(p, r, ab, env, args_out);
+        }
+        if (pl_is_kind(a, "TypeCast", &ab) && pl_is_kind(pl_jget(ab, "arg"), "A_ArrayExpr", &ab)) {
+            /* ARRAY[...]::type[]: the elements cast to the element type */
+            json_t *tn = json_deep_copy(pl_jget(pl_jget(a, "TypeCast"), "typeName"));
+            if (!tn || json_object_del(tn, "arrayBounds") != 0) {
+                json_decref(tn);
+                return tn ? pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(a),
+                                    "unnest of this array expression is not supported")
+                          : pl_nomem(p);
+            }
+            json_t *els = json_array();
+            json_t *src = pl_jget(ab, "elements");
+            for (size_t i = 0; els && i < json_array_size(src); i++)
+                json_array_append_new(els, json_pack("{s:{s:O,s:O,s:i}}", "TypeCast", "arg",
+                                                     json_array_get(src, i), "typeName", tn, "location", -1));
+            json_decref(tn);
+            json_t *arr = els ? json_pack("{s:o,s:i}", "elements", els, "location", pl_node_loc(a)) : NULL;
+            if (!arr)
+                return pl_nomem(p);
+            f->kind = XO_SRF_VALUES;
+            hs_status st = array_elems(p, r, arr, env, args_out);
+            json_decref(arr);
+            return st;
+        }
+        if (pl_is_kind(a, "TypeCast", NULL))
             return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(a),
-                           "unnest of an array expression is not supported (only of array columns)");
+                           "unnest of an array expression is not supported (only of array columns and ARRAY[...])");
         hs_field at;
         HS_TRY(arg_type(p, r, a, env, &at));
         if (at.type != HS_TYPE_LIST && at.type != HS_TYPE_FIXED_LIST)
             return pl_fail(p, HS_NOT_FOUND, "42883", loc, "function unnest(%s) does not exist",
                            type_name(&at));
-        args_out[0] = json_incref(a);
-        return HS_OK;
+        return json_array_append(args_out, a) == 0 ? HS_OK : pl_nomem(p);
     }
     /* generate_series */
     if (na < 2 || na > 3)
@@ -303,10 +372,12 @@ static hs_status bind_call(planner *p, const rel *r, const json_t *call, const s
     f->kind = step_to ? XO_SRF_SERIES_TS : XO_SRF_SERIES_INT;
     for (int i = 0; i < (int)na; i++) {
         const char *want = i == 2 && step_to ? step_to : to;
-        args_out[i] = cast_named((json_t *)an[i], want);
-        if (!args_out[i])
+        json_t *c = cast_named((json_t *)an[i], want);
+        if (!c || json_array_append_new(args_out, c) != 0)
             return pl_nomem(p);
     }
+    if (na == 2 && json_array_append_new(args_out, json_null()) != 0)
+        return pl_nomem(p);
     return HS_OK;
 }
 
@@ -319,31 +390,53 @@ static hs_status add_projset(planner *p, rel *r, json_t *const *calls, int n, bo
     if (n > SRF_MAX)
         return pl_fail(p, HS_UNSUPPORTED, "54000", pl_node_loc(calls[SRF_MAX]),
                        "more than %d set-returning functions in one list", SRF_MAX);
-    json_t *args[SRF_MAX * 3] = {0};
-    int cols[SRF_MAX * 3];
-    hs_status st = HS_OK;
+    json_t *args[SRF_MAX] = {0};
+    json_t *all = json_array();
+    int *cols = NULL;
+    hs_status st = all ? HS_OK : pl_nomem(p);
     for (int i = 0; i < n && st == HS_OK; i++) {
         memset(&fs[i], 0, sizeof fs[i]);
-        st = bind_call(p, r, calls[i], env, &fs[i], &args[3 * i]);
+        args[i] = json_array();
+        st = args[i] ? bind_call(p, r, calls[i], env, &fs[i], args[i]) : pl_nomem(p);
+        for (size_t k = 0; st == HS_OK && k < json_array_size(args[i]); k++)
+            if (!json_is_null(json_array_get(args[i], k)) && json_array_append(all, json_array_get(args[i], k)) != 0)
+                st = pl_nomem(p);
     }
-    /* absent arguments (a step of 1) as NULL nodes, mapped back to -1 */
-    json_t *nodes[SRF_MAX * 3];
-    int idx[SRF_MAX * 3], nn = 0;
-    for (int i = 0; i < 3 * n && st == HS_OK; i++)
-        if (args[i]) {
-            idx[nn] = i;
-            nodes[nn++] = args[i];
-        }
+    /* every argument's column (one projection computes those not there) */
+    size_t na = json_array_size(all);
+    json_t **nodes = hs_calloc(na + 1, sizeof *nodes);
+    cols = hs_calloc(na + 1, sizeof *cols);
+    if (st == HS_OK && (!nodes || !cols))
+        st = pl_nomem(p);
+    for (size_t k = 0; st == HS_OK && k < na; k++)
+        nodes[k] = json_array_get(all, k);
     if (st == HS_OK)
-        st = add_cols(p, r, nodes, nn, env, cols);
-    for (int k = 0; k < nn && st == HS_OK; k++)
-        fs[idx[k] / 3].arg[idx[k] % 3] = cols[k];
-    for (int i = 0; i < 3 * n; i++)
+        st = add_cols(p, r, nodes, (int)na, env, cols);
+    int at = 0;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        size_t m = json_array_size(args[i]);
+        if (fs[i].kind == XO_SRF_VALUES) {
+            fs[i].vals = cols + at;
+            fs[i].n_vals = (int)m;
+            at += (int)m;
+            continue;
+        }
+        for (size_t k = 0; k < m && k < 3; k++)
+            fs[i].arg[k] = json_is_null(json_array_get(args[i], k)) ? -1 : cols[at++];
+    }
+    for (int i = 0; i < n; i++)
         json_decref(args[i]);
-    HS_TRY(st);
+    json_decref(all);
+    hs_free(nodes);
+    if (st != HS_OK) {
+        hs_free(cols);
+        return st;
+    }
     xo_op *op;
-    HS_TRY(xo_projset(r->op, n, fs, ord, outer, &op, p->err));
-    r->op = op;
+    st = xo_projset(r->op, n, fs, ord, outer, &op, p->err);
+    hs_free(cols);
+    r->op = st == HS_OK ? op : NULL;
+    HS_TRY(st);
     int add = n + (ord ? 1 : 0);
     qcol *nc = hs_realloc(r->cols, (size_t)(r->n + add + 1) * sizeof *nc);
     if (!nc)

@@ -312,6 +312,67 @@ static void test_timestamps(void)
     LEAK_END();
 }
 
+/* unnest(ARRAY[a, b, c]): each row's three values in order, NULLs kept;
+ * beside a series of the row, padded in lockstep. */
+static void test_values(void)
+{
+    LEAK_START();
+    hs_field s;
+    schema5(&s);
+    xo_ctx ctx = {0};
+    int n = 500;
+    in_row *rows = hs_calloc((size_t)n, sizeof *rows);
+    random_rows(rows, n);
+    xo_op *v = rows_op(&ctx, &s, rows, n, 64);
+    int vals[3] = {1, 2, 3};
+    xo_srf fs[2] = {{.kind = XO_SRF_VALUES, .vals = vals, .n_vals = 3, .name = "v"},
+                    {.kind = XO_SRF_UNNEST, .arg = {4, -1, -1}}};
+    xo_op *ps;
+    hs_error err = {0};
+    CHECK_OK(xo_projset(v, 2, fs, false, false, &ps, &err), &err);
+    CHECK(!strcmp(ps->schema.children[5].name, "v"));
+    int64_t got = 0, want = 0;
+    int r = 0, k = 0;
+    for (int i = 0; i < n; i++) {
+        int ln = rows[i].lnull ? 0 : rows[i].ln;
+        want += ln > 3 ? ln : 3;
+    }
+    bool ok = true;
+    for (;;) {
+        hs_batch *b;
+        CHECK_OK(xo_next(ps, &b, &err), &err);
+        if (!b)
+            break;
+        for (int64_t i = 0; i < b->n_rows && ok; i++) {
+            int ln = rows[r].lnull ? 0 : rows[r].ln, tot = ln > 3 ? ln : 3;
+            xt_val id, x, e;
+            xt_read(b->cols[0], i, &id);
+            xt_read(b->cols[5], i, &x);
+            xt_read(b->cols[6], i, &e);
+            const xt_val *src[3] = {&rows[r].a, &rows[r].b, &rows[r].c};
+            ok = id.i == rows[r].id && (k < 3 ? xt_val_cmp(&x, src[k]) == 0 : x.null) &&
+                 (k < ln ? xt_val_cmp(&e, &rows[r].l[k]) == 0 : e.null);
+            got++;
+            if (++k == tot) {
+                r++;
+                k = 0;
+            }
+        }
+        hs_batch_free(b);
+    }
+    CHECK(ok);
+    CHECK(got == want);
+    xo_free(ps);
+    /* columns of different types are refused */
+    v = rows_op(&ctx, &s, rows, n, 64);
+    int mixed[2] = {1, 4};
+    xo_srf bad = {.kind = XO_SRF_VALUES, .vals = mixed, .n_vals = 2};
+    CHECK(xo_projset(v, 1, &bad, false, false, &ps, &err) == HS_INVALID);
+    hs_free(rows);
+    hs_field_clear(&s);
+    LEAK_END();
+}
+
 static void test_errors(void)
 {
     LEAK_START();
@@ -349,6 +410,7 @@ int main(void)
     HS_RUN(test_lockstep);
     HS_RUN(test_long_row);
     HS_RUN(test_timestamps);
+    HS_RUN(test_values);
     HS_RUN(test_errors);
     return hs_test_summary();
 }

@@ -147,6 +147,14 @@ SELECT_LIST = [
     "SELECT generate_series(1, 3) AS a, generate_series(7, 5) AS b",
     "SELECT generate_series(5, 1, -2) AS a",
     "SELECT count(*) AS c FROM (SELECT unnest(nums) FROM arr) s",
+    "SELECT unnest(ARRAY[1, 2, 3])",
+    "SELECT unnest(ARRAY['a', NULL, 'b']) AS v",
+    "SELECT unnest(ARRAY[1, 2.5, '3']) AS v",
+    "SELECT unnest(ARRAY['1', '2']::int[]) + 1 AS v",
+    "SELECT unnest(ARRAY[NULL, NULL]) AS v",
+    "SELECT id, unnest(ARRAY[id, n, id * 2]) AS v FROM arr WHERE id < 20",
+    "SELECT id, unnest(ARRAY[id, n]) AS v, unnest(nums) AS w FROM arr WHERE id < 30",
+    "SELECT unnest(ARRAY[])",
     # errors
     "SELECT id FROM arr WHERE unnest(nums) > 3",
     "SELECT unnest(id) FROM arr",
@@ -175,6 +183,9 @@ FROM_ITEMS = [
     "SELECT a.i, b.j FROM generate_series(1, 3) a(i), generate_series(1, 2) b(j)",
     "SELECT i, id FROM generate_series(1, 5) g(i) JOIN arr ON arr.id = g.i",
     "SELECT * FROM ROWS FROM (generate_series(1, 2), generate_series(1, 4)) AS r(a, b)",
+    "SELECT * FROM unnest(ARRAY['x', 'y', NULL]) WITH ORDINALITY AS u(v, i)",
+    "SELECT * FROM unnest(ARRAY[3, 1, 2]) AS u ORDER BY u",
+    "SELECT t.id, v FROM arr t, unnest(ARRAY[t.id, t.n]) AS v WHERE t.id < 15",
     # lateral
     "SELECT t.id, u.tag FROM arr t, unnest(t.tags) AS u(tag)",
     "SELECT t.id, u.tag FROM arr t, unnest(t.tags) AS u(tag) WHERE u.tag > 'c' AND t.id < 40",
@@ -208,7 +219,7 @@ def test_refused_forms(env):
     import sqlsession
     s, _ = env
     for q in ["SELECT * FROM generate_series(1.5, 3)",
-              "SELECT unnest(ARRAY[1, 2])",
+              "SELECT unnest(ARRAY[ARRAY[1, 2]])",
               "SELECT * FROM arr t LEFT JOIN LATERAL unnest(t.tags) u(x) ON u.x = 'a'",
               "SELECT * FROM arr t, unnest(t.tags) u(x), arr t2"]:
         with pytest.raises(sqlsession.SqlError) as e:
