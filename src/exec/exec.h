@@ -71,10 +71,13 @@ HS_MUST_USE hs_status xo_limit(xo_op *child, int64_t limit, int64_t offset, xo_o
 
 /* Set-returning functions of a ProjectSet (exec/srf.c); arguments are
  * child columns. */
-typedef enum { XO_SRF_UNNEST, XO_SRF_SERIES_INT, XO_SRF_SERIES_TS, XO_SRF_VALUES } xo_srf_kind;
+typedef enum {
+    XO_SRF_UNNEST, XO_SRF_SERIES_INT, XO_SRF_SERIES_TS, XO_SRF_SERIES_DEC, XO_SRF_VALUES
+} xo_srf_kind;
 typedef struct xo_srf {
     xo_srf_kind kind;
-    int arg[3];          /* UNNEST: the list column; SERIES: start, stop, step (-1 = 1) */
+    int arg[3];          /* UNNEST: the list column; SERIES: start, stop, step (-1 = 1;
+                            SERIES_DEC: three decimals of one scale) */
     /* VALUES (unnest(ARRAY[e1, ..., en])): the row's values of columns
      * vals[0..n_vals), all of one type, in order (borrowed during the call) */
     const int *vals;

@@ -17,6 +17,9 @@
  *   unnest(ARRAY[e1, ..., en])       the row's values of n columns in order
  *   generate_series(start, stop[, step]) of int32 / int64 (the type of the
  *                                    start column), step 1 when absent;
+ *                                    of decimal128 (start, stop and step of
+ *                                    one scale; exact, as PostgreSQL's
+ *                                    numeric version),
  *                                    of timestamps with an interval step,
  *                                    added repeatedly as PostgreSQL does
  *                                    (month steps stay on the clamped day)
@@ -75,6 +78,22 @@ static hs_status series_count(srf_op *s, const xo_srf *f, int64_t r, int64_t *ou
         if (hs_interval_span(iv) == 0)
             return hs_err_set(err, HS_INVALID, "step size cannot equal zero");
         *out = -1;
+        return HS_OK;
+    }
+    if (f->kind == XO_SRF_SERIES_DEC) {
+        __int128 st = c ? HS_COL_VALUES(c, __int128)[r] : 1, lo = HS_COL_VALUES(a, __int128)[r],
+                 hi = HS_COL_VALUES(b, __int128)[r], d, n = 0;
+        if (st == 0)
+            return hs_err_set(err, HS_INVALID, "step size cannot equal zero");
+        if ((st > 0 && hi >= lo) || (st < 0 && hi <= lo)) {
+            /* |hi - lo| can pass int128 only beyond 38 digits' reach of
+             * both: then the series is practically endless */
+            if (__builtin_sub_overflow(st > 0 ? hi : lo, st > 0 ? lo : hi, &d))
+                n = (__int128)INT64_MAX;
+            else
+                n = d / (st > 0 ? st : -st) + 1;
+        }
+        *out = n > INT64_MAX ? INT64_MAX : (int64_t)n;
         return HS_OK;
     }
     __int128 st = c ? col_i64(c, r) : 1;
@@ -176,6 +195,17 @@ static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t want, h
     const hs_column *a = s->in->cols[f->arg[0]];
     const hs_column *c = f->arg[2] >= 0 ? s->in->cols[f->arg[2]] : NULL;
     int64_t have = from < cnt ? (cnt - from < want ? cnt - from : want) : 0;
+    if (have > 0 && f->kind == XO_SRF_SERIES_DEC) {
+        /* start + k * step lies within [start, stop] (k < count): no overflow */
+        __int128 start = HS_COL_VALUES(a, __int128)[r], step = c ? HS_COL_VALUES(c, __int128)[r] : 1;
+        for (int64_t k = 0; k < have; k++) {
+            __int128 v = start + (__int128)(from + k) * step;
+            if (hs_col_append_fixed(col, &v) != HS_OK)
+                return hs_err_nomem(err, 0);
+        }
+        *made = have;
+        return HS_OK;
+    }
     if (have > 0) {
         if (hs_col_reserve(col, have, 0) != HS_OK)
             return hs_err_nomem(err, 0);
@@ -414,6 +444,10 @@ hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, b
                  ((t0 != HS_TYPE_INT32 && t0 != HS_TYPE_INT64) || cs->children[f->arg[1]].type != t0 ||
                   (f->arg[2] >= 0 && cs->children[f->arg[2]].type != t0)))
             st = hs_err_set(err, HS_INVALID, "ProjectSet: generate_series needs int32 or int64 arguments of one type");
+        else if (f->kind == XO_SRF_SERIES_DEC &&
+                 (t0 != HS_TYPE_DECIMAL128 || !same_type(&cs->children[f->arg[1]], &cs->children[f->arg[0]]) ||
+                  (f->arg[2] >= 0 && !same_type(&cs->children[f->arg[2]], &cs->children[f->arg[0]]))))
+            st = hs_err_set(err, HS_INVALID, "ProjectSet: generate_series needs decimals of one type");
         else if (f->kind == XO_SRF_SERIES_TS &&
                  (t0 != HS_TYPE_TIMESTAMP || cs->children[f->arg[1]].type != t0 || f->arg[2] < 0 ||
                   cs->children[f->arg[2]].type != HS_TYPE_INTERVAL))

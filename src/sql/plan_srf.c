@@ -21,7 +21,8 @@
  * The functions: unnest(list) (a list column: a table's array column, or
  * an array_agg result), unnest(ARRAY[e1, ...][::type[]]) (the elements,
  * cast to their common type, as one argument column each), generate_series(start, stop[, step]) of integers
- * (int4, or int8 when an argument is bigint) and of timestamps or
+ * (int4, or int8 when an argument is bigint), of numeric (decimal(38, s),
+ * s the largest scale of the arguments) and of timestamps or
  * timestamptz with an interval step (dates become timestamptz, as
  * PostgreSQL resolves them).  Their arguments are projected into columns
  * first (pl_rel_add_expr_in), then one ProjectSet computes them.
@@ -35,7 +36,7 @@
  * select list (`unnest(x) + 1` works; `f(unnest(x))` inside an aggregate
  * does not, as in PostgreSQL), lateral functions in FROM placed before an
  * ordinary item, lateral joins with conditions other than true, and other
- * set-returning functions (numeric generate_series, unnest of other array
+ * set-returning functions (unnest of other array
  * expressions: expressions cannot produce lists).
  */
 #include "sql/plan_int.h"
@@ -338,46 +339,55 @@ static hs_status bind_call(planner *p, const rel *r, const json_t *call, const s
         step_to = "interval";
         break;
     case HS_TYPE_DECIMAL128:
-    case HS_TYPE_FLOAT32:
-    case HS_TYPE_FLOAT64:
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "generate_series of numeric values is not supported");
+        to = "numeric";
+        break;
     default:
         return pl_fail(p, HS_NOT_FOUND, "42883", loc, "function generate_series(%s, ...) does not exist",
                        type_name(t0));
     }
+    hs_field dec;   /* numeric series: the arguments' common decimal(38, s) */
+    memset(&dec, 0, sizeof dec);
+    dec.type = HS_TYPE_DECIMAL128;
+    dec.precision = 38;
     if (!step_to) {
-        /* integers: int8 when any argument is bigint (literals too large for int4 are) */
+        /* integers: int8 when any argument is bigint (literals too large
+         * for int4 are); numeric when any is numeric */
         for (int i = 0; i < (int)na; i++) {
             hs_field af;
             if (string_literal(an[i]))
                 continue;
             HS_TRY(arg_type(p, r, an[i], env, &af));
             hs_type t = af.type;
-            if (t == HS_TYPE_INT64)
+            if (t == HS_TYPE_INT64 && strcmp(to, "numeric"))
                 to = "int8";
-            else if (t != HS_TYPE_INT8 && t != HS_TYPE_INT16 && t != HS_TYPE_INT32)
-                return pl_fail(p, t == HS_TYPE_DECIMAL128 || t == HS_TYPE_FLOAT64 || t == HS_TYPE_FLOAT32
-                                      ? HS_UNSUPPORTED : HS_NOT_FOUND,
-                               t == HS_TYPE_DECIMAL128 || t == HS_TYPE_FLOAT64 || t == HS_TYPE_FLOAT32
-                                   ? "0A000" : "42883",
-                               pl_node_loc(an[i]),
-                               t == HS_TYPE_DECIMAL128 || t == HS_TYPE_FLOAT64 || t == HS_TYPE_FLOAT32
-                                   ? "generate_series of numeric values is not supported"
-                                   : "function generate_series does not exist for these argument types");
+            else if (t == HS_TYPE_DECIMAL128) {
+                to = "numeric";
+                if (af.scale > dec.scale)
+                    dec.scale = af.scale;
+            } else if (t != HS_TYPE_INT8 && t != HS_TYPE_INT16 && t != HS_TYPE_INT32 && t != HS_TYPE_INT64)
+                return pl_fail(p, HS_NOT_FOUND, "42883", pl_node_loc(an[i]),
+                               "function generate_series(%s, ...) does not exist", type_name(&af));
         }
     } else if (na < 3) {
         return pl_fail(p, HS_NOT_FOUND, "42883", loc,
                        "function generate_series(%s, %s) does not exist", to, to);
     }
-    f->kind = step_to ? XO_SRF_SERIES_TS : XO_SRF_SERIES_INT;
+    bool numeric = !strcmp(to, "numeric");
+    f->kind = step_to ? XO_SRF_SERIES_TS : numeric ? XO_SRF_SERIES_DEC : XO_SRF_SERIES_INT;
     for (int i = 0; i < (int)na; i++) {
         const char *want = i == 2 && step_to ? step_to : to;
-        json_t *c = cast_named((json_t *)an[i], want);
+        json_t *c = numeric ? pl_cast_json((json_t *)an[i], &dec) : cast_named((json_t *)an[i], want);
         if (!c || json_array_append_new(args_out, c) != 0)
             return pl_nomem(p);
     }
-    if (na == 2 && json_array_append_new(args_out, json_null()) != 0)
-        return pl_nomem(p);
+    if (na == 2) {
+        /* a numeric series's step of 1 at the arguments' scale */
+        json_t *one = numeric ? pl_mk_int(1) : NULL;
+        json_t *step = numeric ? (one ? pl_cast_json(one, &dec) : NULL) : json_null();
+        json_decref(one);
+        if (!step || json_array_append_new(args_out, step) != 0)
+            return pl_nomem(p);
+    }
     return HS_OK;
 }
 
