@@ -8,6 +8,8 @@ NULL elements) is written into ours (Iceberg, list columns) and into
 PostgreSQL (text[] / int[]).  Every query runs on both; rows compare as
 multisets unless the query has ORDER BY (then in order), column names must
 match, and when one engine fails both must, with the same SQLSTATE class.
+(No result column may be named "s": the oracle's wrapper aggregates the
+row as `json_agg(s)`, and a column of that name would shadow it.)
 Before this module, every query here failed on ours with 0A000.
 """
 import datetime
@@ -71,8 +73,13 @@ def env(tmp_path_factory):
     t = hdb.Table(str(root / "arr"))
     t.write_arrow(tab)
     t.commit()
+    aux = hdb.Table(str(root / "aux"))
+    aux.write_arrow(pa.table({"id": pa.array(range(0, N, 2), pa.int32()),
+                              "s": pa.array([["a", "b", "dd", "x", None][i % 5] for i in range(0, N, 2)])}))
+    aux.commit()
     s = sqlsession.Session()
     s.register("arr", str(root / "arr"))
+    s.register("aux", str(root / "aux"))
     ref = Reference()
     def lit(k, v):
         if k in ("tags", "nums") and v is not None:
@@ -81,8 +88,10 @@ def env(tmp_path_factory):
         return _pg_lit(v)
     vals = ",".join("(" + ",".join(lit(k, r[k]) for k in ("id", "tags", "nums", "n", "ts")) + ")"
                     for r in rows)
+    auxv = ",".join(f"({i}, {_pg_lit(['a', 'b', 'dd', 'x', None][i % 5])})" for i in range(0, N, 2))
     ref._run("CREATE TABLE arr (id int, tags text[], nums int[], n int, ts timestamp);"
-             f"INSERT INTO arr VALUES {vals};")
+             f"INSERT INTO arr VALUES {vals};"
+             f"CREATE TABLE aux (id int, s text); INSERT INTO aux VALUES {auxv};")
     yield s, ref
     s.close()
     ref.stop()
@@ -206,6 +215,15 @@ FROM_ITEMS = [
     "WHERE t.id < 10",
     "SELECT u.tag, count(*) AS c, sum(t.id) AS total FROM arr t, unnest(t.tags) u(tag) GROUP BY u.tag",
     "SELECT t.id, u.x FROM arr t, unnest(t.nums) AS u(x) ORDER BY u.x DESC NULLS LAST, t.id LIMIT 10",
+    # lateral functions beside joins and subqueries: conditions that read
+    # the function's columns run after it, the others where they belong
+    "SELECT a.id, u.x FROM aux a, arr b, unnest(b.tags) u(x) WHERE a.id = b.id AND u.x = a.s",
+    "SELECT a.id, u.x FROM aux a JOIN arr b ON a.id = b.id, unnest(b.tags) u(x) "
+    "WHERE u.x <> a.s OR a.id > 40",
+    "SELECT count(*) AS c FROM arr b, unnest(b.tags) u(x) WHERE EXISTS (SELECT 1 FROM aux a WHERE a.s = u.x)",
+    "SELECT b.id, u.x FROM arr b, unnest(b.tags) u(x) WHERE u.x NOT IN (SELECT s FROM aux WHERE s IS NOT NULL)",
+    "SELECT u.x, (SELECT count(*) FROM aux a WHERE a.s = u.x) AS c FROM arr b, unnest(b.tags) u(x) WHERE b.id < 9",
+    "SELECT g.i, a.s AS aux_s FROM generate_series(0, 10) g(i) LEFT JOIN aux a ON a.id = g.i",
     # errors
     "SELECT * FROM unnest(7)",
     "SELECT * FROM unnest(arr.tags)",
