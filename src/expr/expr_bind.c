@@ -1492,6 +1492,130 @@ static hs_status bind_pv_op(ex_binder *b, const char *opname, ex_node *l, ex_nod
                             ex_node **out);
 
 
+/* x op ANY (array) / x op ALL (array), PostgreSQL's scalar-array
+ * comparison (subqueries are SubLinks, planned as joins):
+ *   ANY(ARRAY[e1, ...][::t[]])  the OR (ALL: AND) of x op ei, which is its
+ *                               three-valued meaning exactly
+ *   ANY(list column)            EX_FN_LIST_ANY, evaluated per row over the
+ *                               elements (expr_eval.c, ev_array_fn): true when
+ *                               one comparison is true, else NULL when one was
+ *                               NULL, else false (ALL: the dual); an empty
+ *                               array gives false (ALL: true), a NULL one NULL
+ * Other array expressions (string literals '{...}', functions) are 0A000. */
+static hs_status bind_any_all(ex_binder *b, json_t *body, const char *opname, bool all, int loc,
+                              ex_node **out)
+{
+    static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+    int op = -1;
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(opname, ops[i]))
+            op = i;
+    if (!strcmp(opname, "!="))
+        op = PR_NE;
+    json_t *lj = json_object_get(body, "lexpr"), *rj = json_object_get(body, "rexpr");
+    const char *k = NULL;
+    json_t *rb = NULL;
+    json_t *cast_type = NULL;   /* ARRAY[...]::t[]: t, each element cast to it */
+    if (!node_of(rj, &k, &rb))
+        k = "";
+    if (!strcmp(k, "TypeCast")) {
+        const char *k2;
+        json_t *ab;
+        if (node_of(json_object_get(rb, "arg"), &k2, &ab) && !strcmp(k2, "A_ArrayExpr")) {
+            cast_type = json_deep_copy(json_object_get(rb, "typeName"));
+            if (!cast_type)
+                return exb_nomem(b);
+            json_object_del(cast_type, "arrayBounds");
+            rb = ab;
+            k = "A_ArrayExpr";
+        }
+    }
+    if (!strcmp(k, "A_ArrayExpr")) {
+        /* the OR / AND of x op ei, each bound as a comparison of its own */
+        json_t *els = json_object_get(rb, "elements");
+        size_t n = json_array_size(els);
+        if (n == 0) {
+            json_decref(cast_type);
+            return exb_err(b, HS_INVALID, loc, "cannot determine type of empty array");
+        }
+        ex_node **a = hs_arena_calloc(&b->e->arena, n, sizeof *a);
+        if (!a) {
+            json_decref(cast_type);
+            return exb_nomem(b);
+        }
+        hs_status st = HS_OK;
+        for (size_t i = 0; i < n && st == HS_OK; i++) {
+            json_t *e = json_array_get(els, i);
+            json_t *el = cast_type ? json_pack("{s:{s:O,s:O,s:i}}", "TypeCast", "arg", e, "typeName",
+                                               cast_type, "location", -1)
+                                   : json_incref(e);
+            json_t *cmp = el ? json_pack("{s:{s:s,s:O,s:O,s:o,s:i}}", "A_Expr", "kind", "AEXPR_OP",
+                                         "name", json_object_get(body, "name"), "lexpr", lj, "rexpr",
+                                         el, "location", loc)
+                             : NULL;
+            st = cmp ? bind(b, cmp, &a[i]) : exb_nomem(b);
+            json_decref(cmp);
+            if (st == HS_OK)
+                st = need_bool(b, &a[i], all ? "ALL" : "ANY");
+        }
+        json_decref(cast_type);
+        HS_TRY(st);
+        if (n == 1) {
+            *out = a[0];
+            return HS_OK;
+        }
+        ex_node *x = exb_mk(b, all ? EX_AND : EX_OR, exb_ty(EX_T_BOOL), loc, 0);
+        if (!x)
+            return exb_nomem(b);
+        x->args = a;
+        x->n_args = (int)n;
+        *out = x;
+        return exb_fold(b, out, false);
+    }
+    json_decref(cast_type);
+    if (op < 0)
+        return exb_err(b, HS_UNSUPPORTED, loc, "operator %s with %s is not supported", opname,
+                       all ? "ALL" : "ANY");
+    ex_node *x, *arr;
+    HS_TRY(bind(b, lj, &x));
+    HS_TRY(bind(b, rj, &arr));
+    char b1[48], b2[48];
+    if (arr->kind != EX_COL || arr->type.t != EX_T_OTHER || !arr->field ||
+        (arr->field->type != HS_TYPE_LIST && arr->field->type != HS_TYPE_FIXED_LIST))
+        return exb_err(b, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN ? HS_UNSUPPORTED
+                                                                                 : HS_INVALID,
+                       arr->loc, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN
+                           ? "%s of this array expression is not supported (an array column or ARRAY[...])"
+                           : "op %s (array) requires array on right side",
+                       all ? "ALL" : "ANY");
+    ex_ty et = ex_type_of_field(&arr->field->children[0]);
+    if (et.t == EX_T_OTHER || ex_is_pvx(et.t) || et.t == EX_T_INTERVAL)
+        return exb_err(b, HS_UNSUPPORTED, arr->loc, "%s of arrays of %s is not supported",
+                       all ? "ALL" : "ANY", et.t == EX_T_OTHER ? "nested values" : exb_tname(&et, b1));
+    bool same = x->type.t == et.t && (et.t != EX_T_DEC || x->type.scale <= et.scale) &&
+                (et.t != EX_T_TS || (x->type.unit == et.unit && x->type.tz == et.tz)) &&
+                (et.t != EX_T_TIME || x->type.unit == et.unit) && x->type.uuid == et.uuid;
+    /* integers and floats compare as int64 and double as they are, as in
+     * array_position */
+    if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL ||
+        (same && et.t != EX_T_INT && et.t != EX_T_FLOAT))
+        HS_TRY(exb_cast_to(b, &x, et, true));
+    else if (!same)
+        return exb_err(b, HS_UNSUPPORTED, x->loc, "%s with a %s against an array of %s is not "
+                       "supported (cast it to the element type)", all ? "ALL" : "ANY",
+                       exb_tname(&x->type, b1), exb_tname(&et, b2));
+    ex_node *n = exb_mk(b, EX_FUNC, exb_ty(EX_T_BOOL), loc, 2);
+    if (!n)
+        return exb_nomem(b);
+    n->op = EX_FN_LIST_ANY;
+    n->aux = op;
+    n->neg = all;
+    n->args[0] = arr;
+    n->args[1] = x;
+    *out = n;
+    return HS_OK;
+}
+
 static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
 {
     int loc = exb_loc(body);
@@ -1546,6 +1670,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         *out = n;
         return exb_fold(b, out, false);
     }
+    if (!strcmp(kind, "AEXPR_OP_ANY") || !strcmp(kind, "AEXPR_OP_ALL"))
+        return bind_any_all(b, body, opname, !strcmp(kind, "AEXPR_OP_ALL"), loc, out);
     if (strcmp(kind, "AEXPR_OP") != 0) {
         const char *what = !strcmp(kind, "AEXPR_SIMILAR") ? "SIMILAR TO"
                          : !strncmp(kind, "AEXPR_OP_A", 10) ? "ANY/ALL" : kind;
