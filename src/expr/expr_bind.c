@@ -1616,6 +1616,102 @@ static hs_status bind_any_all(ex_binder *b, json_t *body, const char *opname, bo
     return HS_OK;
 }
 
+/* a @> ARRAY[x1, ...] (contains), a && ARRAY[...] (overlaps) and
+ * ARRAY[...] <@ a of a list column a, as PostgreSQL's array operators:
+ * NULL when a is NULL; otherwise @> holds when every xi equals an element
+ * of a, && when one does (a NULL xi or element never matches).  Bound as
+ *   CASE WHEN a IS NULL THEN NULL ELSE (xi = ANY(a)) IS TRUE AND|OR ... END
+ * over the list comparison of bind_any_all. */
+static hs_status bind_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj, int loc,
+                               ex_node **out)
+{
+    bool overlap = !strcmp(opname, "&&");
+    if (!strcmp(opname, "<@")) {
+        json_t *t = lj;
+        lj = rj;
+        rj = t;
+    }
+    const char *k = NULL;
+    json_t *rb = NULL, *ab = NULL, *cast_type = NULL;
+    if (!node_of(rj, &k, &rb))
+        k = "";
+    if (!strcmp(k, "TypeCast")) {
+        const char *k2;
+        if (node_of(json_object_get(rb, "arg"), &k2, &ab) && !strcmp(k2, "A_ArrayExpr")) {
+            cast_type = json_deep_copy(json_object_get(rb, "typeName"));
+            if (!cast_type)
+                return exb_nomem(b);
+            json_object_del(cast_type, "arrayBounds");
+        }
+    } else if (!strcmp(k, "A_ArrayExpr")) {
+        ab = rb;
+    }
+    ex_node *a;
+    HS_TRY(bind(b, lj, &a));
+    if (!ab || a->kind != EX_COL || a->type.t != EX_T_OTHER || !a->field ||
+        (a->field->type != HS_TYPE_LIST && a->field->type != HS_TYPE_FIXED_LIST)) {
+        json_decref(cast_type);
+        return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is supported between an array column "
+                       "and ARRAY[...] only", opname);
+    }
+    json_t *els = json_object_get(ab, "elements");
+    size_t n = json_array_size(els);
+    json_t *terms = json_array();
+    for (size_t i = 0; terms && i < n; i++) {
+        json_t *e = json_array_get(els, i);
+        json_t *el = cast_type ? json_pack("{s:{s:O,s:O,s:i}}", "TypeCast", "arg", e, "typeName",
+                                           cast_type, "location", -1)
+                               : json_incref(e);
+        json_t *any = el ? json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:O,s:i}}", "A_Expr", "kind",
+                                     "AEXPR_OP_ANY", "name", "String", "sval", "=", "lexpr", el,
+                                     "rexpr", lj, "location", loc)
+                         : NULL;
+        json_t *bt = any ? json_pack("{s:{s:o,s:s,s:i}}", "BooleanTest", "arg", any, "booltesttype",
+                                     "IS_TRUE", "location", loc)
+                         : NULL;
+        if (!bt || json_array_append_new(terms, bt) != 0) {
+            json_decref(terms);
+            terms = NULL;
+        }
+    }
+    json_decref(cast_type);
+    if (!terms)
+        return exb_nomem(b);
+    hs_status st;
+    ex_node *body = NULL;
+    if (n == 0) {   /* ARRAY[]::t[]: contains nothing, overlaps nothing */
+        json_decref(terms);
+        body = exb_mk_const(b, exb_ty(EX_T_BOOL), loc);
+        if (!body)
+            return exb_nomem(b);
+        body->val.i = !overlap;
+    } else {
+        json_t *all = n == 1 ? json_incref(json_array_get(terms, 0))
+                             : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop",
+                                         overlap ? "OR_EXPR" : "AND_EXPR", "args", terms, "location", loc);
+        json_decref(terms);
+        if (!all)
+            return exb_nomem(b);
+        st = bind(b, all, &body);
+        json_decref(all);
+        HS_TRY(st);
+    }
+    /* NULL when the array is NULL */
+    ex_node *isnull = exb_mk(b, EX_IS_NULL, exb_ty(EX_T_BOOL), loc, 1);
+    ex_node *nul = exb_mk_const(b, exb_ty(EX_T_NULL), loc);
+    ex_node *c = exb_mk(b, EX_CASE, exb_ty(EX_T_BOOL), loc, 3);
+    if (!isnull || !nul || !c)
+        return exb_nomem(b);
+    isnull->args[0] = a;
+    HS_TRY(exb_cast_to(b, &nul, exb_ty(EX_T_BOOL), true));
+    c->aux = 0;
+    c->args[0] = isnull;
+    c->args[1] = nul;
+    c->args[2] = body;
+    *out = c;
+    return HS_OK;
+}
+
 static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
 {
     int loc = exb_loc(body);
@@ -1703,6 +1799,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         HS_TRY(bind(b, rj, &r));
         return bind_pv_op(b, opname, l, r, loc, out);
     }
+    if (!strcmp(opname, "@>") || !strcmp(opname, "<@") || !strcmp(opname, "&&"))
+        return bind_contains(b, opname, lj, rj, loc, out);
     if (!strcmp(opname, "~") || !strcmp(opname, "~*") || !strcmp(opname, "!~") || !strcmp(opname, "!~*")) {
         ex_node *l, *r;
         HS_TRY(bind(b, lj, &l));

@@ -255,6 +255,12 @@ ANY_ALL = [
     "SELECT id FROM arr WHERE id < ALL(ARRAY['5', '9']::int[])",
     "SELECT t.id, count(*) AS c FROM arr t JOIN aux a ON a.s = ANY(t.tags) GROUP BY t.id",
     "SELECT id FROM arr WHERE 'b' = ANY(ARRAY[])",
+    # containment and overlap of an array column and ARRAY[...]
+    "SELECT id, tags @> ARRAY['b'] AS c, tags && ARRAY['dd', 'g'] AS o, ARRAY['a'] <@ tags AS d, "
+    "tags @> ARRAY['a', 'b'] AS e, tags @> ARRAY[]::text[] AS f, tags && ARRAY[]::text[] AS g FROM arr",
+    "SELECT id FROM arr WHERE nums @> ARRAY[5]",
+    "SELECT id FROM arr WHERE nums && ARRAY[1, 2, NULL]",
+    "SELECT id, tags @> ARRAY[NULL]::text[] AS x, nums @> ARRAY[n] AS y FROM arr",
 ]
 
 
