@@ -229,3 +229,55 @@ def test_delete_set_past_memory_budget(java, ours, tmp_path):
         hdb.set_config("eq_delete_mb", old)
     assert sorted(r[0] for r in want) == list(range(1, 60000, 2))
     assert check_same(tb, ours, "cached") == want
+
+
+def test_vector_search_and_index(java, tmp_path):
+    """Our table (vector column, HNSW and scalar indexes), equality deletes
+    committed by Java: exact and indexed vector search never return a
+    deleted row; exact search equals brute force over Java's live rows."""
+    np = pytest.importorskip("numpy")
+    pa = pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(5)
+    n, dim = 600, 8
+    vecs = rng.standard_normal((n, dim)).astype(np.float32)
+    path = tmp_path / "vec"
+    t = hdb.Table.create(str(path), pa.schema([pa.field("id", pa.int64(), nullable=False),
+                                                ("grp", pa.string()),
+                                                ("emb", pa.list_(pa.float32(), dim))]))
+    for part in range(3):
+        lo, hi = part * 200, (part + 1) * 200
+        t.write_arrow(pa.table({"id": pa.array(range(lo, hi), pa.int64()),
+                                "grp": pa.array([f"g{i % 4}" for i in range(lo, hi)]),
+                                "emb": pa.FixedSizeListArray.from_arrays(
+                                    pa.array(vecs[lo:hi].ravel()), dim)}))
+        t.commit()
+    t.add_index("emb", "hnsw")
+    t.add_index("id")
+    t.close()
+    q = rng.standard_normal(dim).astype(np.float32)
+    near = np.argsort(np.linalg.norm(vecs - q, axis=1), kind="stable")
+    gone = [int(i) for i in near[:15:2]] + [int(i) for i in near[1:40:7]]
+    p = tmp_path / "gone.jsonl"
+    p.write_text("".join(json.dumps({"id": i}) + "\n" for i in gone))
+    java.call("eqdelete", str(path), "id", str(p))
+    p.write_text(json.dumps({"id": -1, "grp": "g3"}) + "\n")
+    java.call("eqdelete", str(path), "grp", str(p))
+    meta = java.call("current-metadata", str(path))[0]
+    live = sorted(r["id"] for r in java.read(meta, columns=["id"], tmp=tmp_path))
+    assert len(live) == n - len(set(gone) | {i for i in range(n) if i % 4 == 3})
+    with hdb.Table.open(str(path)) as t:
+        assert sorted(t.to_arrow(columns=["id"])["id"].to_pylist()) == live
+        mask = np.zeros(n, bool)
+        mask[live] = True
+        order = [int(i) for i in near if mask[i]]
+        got = t.search("emb", q, k=10)["id"].tolist()   # HNSW
+        assert not set(got) - set(live), "a deleted row surfaced from the vector index"
+        assert len(got) == 10 and len(set(got) & set(order[:10])) >= 8, (got, order[:10])
+        got_f = t.search("emb", q, k=5, filter="id < 300")["id"].tolist()
+        assert not set(got_f) - set(live)
+        assert all(i < 300 for i in got_f)
+        for i in gone[:5]:
+            assert t.count(filter=f"id = {i}") == 0   # scalar index lookup
+        assert t.count(filter=f"id IN ({', '.join(map(str, order[:5]))})") == 5
+        t.drop_index("emb")
+        assert t.search("emb", q, k=10)["id"].tolist() == order[:10]   # exact
