@@ -31,6 +31,12 @@
  *               48 bytes a key)
  *   probe       the data file's equality columns read once per distinct
  *               equality-id list; each row's key looked up in the sets
+ *   positions   what the equality deletes of one data file delete is kept in a
+ *               process-wide cache (table/fcache.c; files are immutable): key
+ *               the data file and a hash of the list of equality delete files
+ *               applying to it, value the bitmap, budget eq_delete_mb too; so
+ *               a repeated query (a point lookup, a search) costs a bitmap
+ *               copy, not a read of the file's key columns
  *   past budget a delete file whose set does not fit is applied in chunks:
  *               keys loaded up to the budget, the data file probed, the
  *               chunk dropped, the next loaded; memory stays bounded, the
@@ -40,9 +46,11 @@
  * Nested equality columns (in structs) and non-primitive types are
  * HS_UNSUPPORTED with the file named.
  */
+#include "table/fcache.h"
 #include "table/table_int.h"
 
 #include "base/config.h"
+#include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/mem.h"
 
@@ -387,7 +395,7 @@ static hs_status apply_chunked(const tbl_eqdel *e, const tbl_plan_file *df, roar
     return st;
 }
 
-hs_status tbl_eqdel_apply(const tbl_plan_file *df, roaring_bitmap_t *bm, hs_error *err)
+static hs_status apply_uncached(const tbl_plan_file *df, roaring_bitmap_t *bm, hs_error *err)
 {
     int n = 0;
     for (int i = 0; i < df->n_deletes; i++)
@@ -427,3 +435,60 @@ hs_status tbl_eqdel_apply(const tbl_plan_file *df, roaring_bitmap_t *bm, hs_erro
     hs_free(sets);
     return st;
 }
+
+/* ------------------------------------------------------------------ */
+/* the process-wide cache of deleted positions                        */
+
+static void bm_free(void *obj) { roaring_bitmap_free(obj); }
+
+static tbl_fcache g_positions = TBL_FCACHE_INIT("HS_EQ_DELETE_MB", 256, bm_free);
+
+static hs_status positions_load(void *ctx, const char *path, tbl_fref *ref, void **obj,
+                                size_t *cost, hs_error *err)
+{
+    (void)path;
+    (void)ref;
+    roaring_bitmap_t *bm = roaring_bitmap_create();
+    if (!bm)
+        return hs_err_nomem(err, 64);
+    hs_status st = apply_uncached(ctx, bm, err);
+    if (st != HS_OK) {
+        roaring_bitmap_free(bm);
+        return st;
+    }
+    roaring_bitmap_run_optimize(bm);
+    roaring_bitmap_shrink_to_fit(bm);
+    *obj = bm;
+    *cost = roaring_bitmap_size_in_bytes(bm) + 256;
+    return HS_OK;
+}
+
+hs_status tbl_eqdel_apply(const tbl_plan_file *df, roaring_bitmap_t *bm, hs_error *err)
+{
+    /* key: the list of equality delete files (paths and data sequence
+     * numbers are fixed by the snapshot; paths name immutable files) */
+    uint64_t h1 = 0, h2 = 0x9e3779b97f4a7c15ULL;
+    int64_t n = 0;
+    for (int i = 0; i < df->n_deletes; i++) {
+        const tbl_delete_ref *d = &df->deletes[i];
+        if (!d->eq)
+            continue;
+        size_t len = strlen(d->path) + 1;
+        h1 = hs_xxh64(d->path, len, h1);
+        h2 = hs_xxh64(d->path, len, h2 ^ (uint64_t)n);
+        n++;
+    }
+    if (n == 0)
+        return HS_OK;
+    int64_t key[4] = {(int64_t)h1, (int64_t)h2, n, df->record_count};
+    void *obj = NULL;
+    tbl_fref *ref = NULL;
+    HS_TRY(tbl_fcache_get(&g_positions, tbl_local(df->path), key, 4, positions_load,
+                          (void *)df, &obj, &ref, err));
+    if (obj)
+        roaring_bitmap_or_inplace(bm, obj);
+    tbl_fcache_release(&g_positions, ref);   /* an uncached load: freed here */
+    return HS_OK;
+}
+
+void tbl_eqdel_cache_clear(void) { tbl_fcache_clear(&g_positions); }

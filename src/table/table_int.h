@@ -260,6 +260,8 @@ const char *tbl_eqdel_path(const tbl_eqdel *e);
  * (the refs with eq set).  Thread-safe for the files of one plan. */
 HS_MUST_USE hs_status tbl_eqdel_apply(const tbl_plan_file *df, roaring_bitmap_t *bm,
                                       hs_error *err);
+/* Drops the unreferenced entries of its process-wide cache (tests). */
+void tbl_eqdel_cache_clear(void);
 
 /* Resolves the snapshot and schema a scan reads from options. */
 HS_MUST_USE hs_status tbl_resolve_snapshot(const ice_table_metadata *m, const hs_scan_options *o,
