@@ -281,3 +281,27 @@ def test_vector_search_and_index(java, tmp_path):
         assert t.count(filter=f"id IN ({', '.join(map(str, order[:5]))})") == 5
         t.drop_index("emb")
         assert t.search("emb", q, k=10)["id"].tolist() == order[:10]   # exact
+
+
+def test_spec_evolution_global_and_partition_scoped(java, ours, tmp_path):
+    """A table partitioned by cat, then (our update_spec) unpartitioned:
+    an equality delete written under the old spec applies only to its
+    partition's older files; one written under the unpartitioned spec is
+    global (every older file, of either spec)."""
+    tb = Tbl(java, tmp_path, "ev", spec="cat")
+    tb.append(rows(0, 30))
+    tb.eqdelete(["k"], [{"id": -1, "cat": "a", "k": 2}])      # partition a only
+    with tb.ours() as t:
+        t.update_spec([])
+    tb.append(rows(30, 30))                                    # unpartitioned files
+    tb.eqdelete(["k"], [{"id": -1, "k": 3}])                   # global
+    tb.append(rows(60, 30))                                    # newer: untouched
+    want = check_same(tb, ours, "spec evolution")
+    assert not any(r[2] == 3 and r[0] < 60 for r in want)
+    assert any(r[2] == 3 and r[0] >= 60 for r in want)
+    assert not any(r[1] == "a" and r[2] == 2 and r[0] < 30 for r in want)
+    assert any(r[1] != "a" and r[2] == 2 and r[0] < 30 for r in want)
+    assert any(r[2] == 2 and 30 <= r[0] < 60 for r in want)
+    with tb.ours() as t:
+        t.compact(min_input_files=1, delete_file_threshold=1)
+    assert check_same(tb, ours, "spec evolution, compacted") == want
