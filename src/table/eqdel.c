@@ -29,8 +29,14 @@
  *               threads, while the plan's sets stay within eq_delete_mb
  *               (HS_EQ_DELETE_MB, default 256 MiB, counted as key bytes +
  *               48 bytes a key)
+ *   union       the data files of a partition mostly share their list of
+ *               applicable delete files: for each distinct list (per
+ *               equality-column group) of two or more cached sets, one union
+ *               set is built once per plan (within the same budget; over it,
+ *               the sets are probed one by one)
  *   probe       the data file's equality columns read once per distinct
- *               equality-id list; each row's key looked up in the sets
+ *               equality-id list; each row's key looked up in the union (or
+ *               the one set)
  *   positions   what the equality deletes of one data file delete is kept in a
  *               process-wide cache (table/fcache.c; files are immutable): key
  *               the data file and a hash of the list of equality delete files
@@ -60,6 +66,21 @@
 
 enum { EQ_UNLOADED = 0, EQ_CACHED, EQ_CHUNKED };
 
+/* A union of several delete files' sets (same equality columns), made for
+ * the data files those files all apply to. */
+typedef struct eq_union {
+    hs_map keys;
+    int64_t bytes;
+    bool ok;                      /* built (else over budget: probe each set) */
+} eq_union;
+
+/* What the equality delete files of one plan share. */
+struct tbl_eqshared {
+    _Atomic int64_t budget_used;  /* bytes of cached sets and unions */
+    pthread_mutex_t mu;           /* guards unions */
+    hs_map by_list;               /* list of tbl_eqdel pointers -> eq_union * */
+};
+
 struct tbl_eqdel {
     const char *path;             /* plan arena */
     int64_t record_count, file_size;
@@ -68,7 +89,7 @@ struct tbl_eqdel {
     int state;                    /* EQ_*; written under mu */
     hs_map keys;                  /* EQ_CACHED */
     int64_t bytes;                /* what keys count against the budget */
-    _Atomic int64_t *budget_used; /* the plan's */
+    tbl_eqshared *shared;         /* the plan's */
 };
 
 #define KEY_OVERHEAD 48
@@ -98,8 +119,32 @@ static bool key_type_ok(hs_type t)
     }
 }
 
+hs_status tbl_eqshared_new(tbl_eqshared **out, hs_error *err)
+{
+    *out = hs_calloc(1, sizeof **out);
+    if (!*out)
+        return hs_err_nomem(err, sizeof **out);
+    pthread_mutex_init(&(*out)->mu, NULL);
+    return HS_OK;
+}
+
+void tbl_eqshared_free(tbl_eqshared *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->by_list.cap; i++)
+        if (s->by_list.slots[i].key) {
+            eq_union *u = (eq_union *)(uintptr_t)s->by_list.slots[i].value;
+            hs_map_free(&u->keys);
+            hs_free(u);
+        }
+    hs_map_free(&s->by_list);
+    pthread_mutex_destroy(&s->mu);
+    hs_free(s);
+}
+
 hs_status tbl_eqdel_new(const ice_table_metadata *meta, const ice_schema *schema,
-                        const ice_data_file *df, hs_arena *arena, _Atomic int64_t *budget_used,
+                        const ice_data_file *df, hs_arena *arena, tbl_eqshared *shared,
                         tbl_eqdel **out, hs_error *err)
 {
     *out = NULL;
@@ -114,7 +159,7 @@ hs_status tbl_eqdel_new(const ice_table_metadata *meta, const ice_schema *schema
     if (!e)
         return hs_err_nomem(err, sizeof *e);
     pthread_mutex_init(&e->mu, NULL);
-    e->budget_used = budget_used;
+    e->shared = shared;
     e->record_count = df->record_count;
     e->file_size = df->file_size_in_bytes;
     e->path = hs_arena_strndup(arena, df->file_path, strlen(df->file_path));
@@ -165,7 +210,7 @@ void tbl_eqdel_free(tbl_eqdel *e)
     if (!e)
         return;
     if (e->state == EQ_CACHED)
-        *e->budget_used -= e->bytes;
+        e->shared->budget_used -= e->bytes;
     hs_map_free(&e->keys);
     hs_field_clear(&e->schema);
     pthread_mutex_destroy(&e->mu);
@@ -305,7 +350,7 @@ static hs_status ensure_loaded(tbl_eqdel *e, hs_error *err)
     pthread_mutex_lock(&e->mu);
     hs_status st = HS_OK;
     if (e->state == EQ_UNLOADED) {
-        int64_t left = budget_bytes() - *e->budget_used;
+        int64_t left = budget_bytes() - e->shared->budget_used;
         hs_map m = {0};
         load_ctx l = {.keys = &m, .limit = left > 0 ? left : 0};
         if (left > 0)
@@ -315,7 +360,7 @@ static hs_status ensure_loaded(tbl_eqdel *e, hs_error *err)
         if (st == HS_OK && !l.over && left > 0) {
             e->keys = m;
             e->bytes = l.bytes;
-            *e->budget_used += l.bytes;
+            e->shared->budget_used += l.bytes;
             e->state = EQ_CACHED;
         } else {
             hs_map_free(&m);
@@ -395,6 +440,57 @@ static hs_status apply_chunked(const tbl_eqdel *e, const tbl_plan_file *df, roar
     return st;
 }
 
+/* The union of cached sets[0..n) (the delete files of one equality-column
+ * group that apply to a data file), built once per plan for that list while
+ * the budget allows; NULL = probe the sets one by one. */
+static hs_status union_of(tbl_eqshared *sh, tbl_eqdel *const *list, const hs_map *const *sets,
+                          int n, const hs_map **out, hs_error *err)
+{
+    *out = NULL;
+    pthread_mutex_lock(&sh->mu);
+    uint64_t v = 0;
+    hs_status st = HS_OK;
+    eq_union *u = NULL;
+    if (hs_map_get(&sh->by_list, list, (size_t)n * sizeof *list, &v)) {
+        u = (eq_union *)(uintptr_t)v;
+    } else if ((u = hs_calloc(1, sizeof *u)) == NULL) {
+        st = hs_err_nomem(err, sizeof *u);
+    } else {
+        int64_t left = budget_bytes() - sh->budget_used;
+        u->ok = true;
+        for (int i = 0; st == HS_OK && u->ok && i < n; i++)
+            for (size_t k = 0; st == HS_OK && u->ok && k < sets[i]->cap; k++) {
+                const hs_map_slot *sl = &sets[i]->slots[k];
+                bool found = false;
+                if (!sl->key)
+                    continue;
+                st = hs_map_get_or_put(&u->keys, sl->key, sl->key_len, 1, &v, &found);
+                if (st == HS_OK && !found)
+                    u->bytes += (int64_t)sl->key_len + KEY_OVERHEAD;
+                u->ok = u->bytes <= left;
+            }
+        if (st == HS_OK && !u->ok) {   /* keep the verdict, not the keys */
+            hs_map_free(&u->keys);
+            u->bytes = 0;
+        }
+        if (st == HS_OK &&
+            hs_map_put(&sh->by_list, list, (size_t)n * sizeof *list, (uint64_t)(uintptr_t)u) !=
+                HS_OK)
+            st = hs_err_nomem(err, 64);
+        if (st != HS_OK) {
+            hs_map_free(&u->keys);
+            hs_free(u);
+            u = NULL;
+        } else {
+            sh->budget_used += u->bytes;
+        }
+    }
+    if (u && u->ok)
+        *out = &u->keys;
+    pthread_mutex_unlock(&sh->mu);
+    return st;
+}
+
 static hs_status apply_uncached(const tbl_plan_file *df, roaring_bitmap_t *bm, hs_error *err)
 {
     int n = 0;
@@ -404,7 +500,8 @@ static hs_status apply_uncached(const tbl_plan_file *df, roaring_bitmap_t *bm, h
         return HS_OK;
     tbl_eqdel **todo = hs_calloc((size_t)n, sizeof *todo);
     const hs_map **sets = hs_calloc((size_t)n, sizeof *sets);
-    hs_status st = todo && sets ? HS_OK : hs_err_nomem(err, (size_t)n * sizeof *todo);
+    tbl_eqdel **in_sets = hs_calloc((size_t)n, sizeof *in_sets);
+    hs_status st = todo && sets && in_sets ? HS_OK : hs_err_nomem(err, (size_t)n * sizeof *todo);
     int m = 0;
     for (int i = 0; st == HS_OK && i < df->n_deletes; i++)
         if (df->deletes[i].eq) {
@@ -420,19 +517,26 @@ static hs_status apply_uncached(const tbl_plan_file *df, roaring_bitmap_t *bm, h
         for (int j = i; st == HS_OK && j < m; j++) {
             if (!todo[j] || !same_columns(lead, todo[j]))
                 continue;
-            if (todo[j]->state == EQ_CACHED)
+            if (todo[j]->state == EQ_CACHED) {
+                in_sets[n_sets] = todo[j];
                 sets[n_sets++] = &todo[j]->keys;
-            else
+            } else
                 st = apply_chunked(todo[j], df, bm, err);
             if (j != i)
                 todo[j] = NULL;
         }
-        if (st == HS_OK && n_sets > 0)
+        const hs_map *u = NULL;
+        if (st == HS_OK && n_sets > 1)   /* one lookup a row, not one per delete file */
+            st = union_of(lead->shared, in_sets, sets, n_sets, &u, err);
+        if (st == HS_OK && u)
+            st = probe(df, &lead->schema, &u, 1, bm, err);
+        else if (st == HS_OK && n_sets > 0)
             st = probe(df, &lead->schema, sets, n_sets, bm, err);
         todo[i] = NULL;
     }
     hs_free(todo);
     hs_free(sets);
+    hs_free(in_sets);
     return st;
 }
 

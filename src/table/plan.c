@@ -883,7 +883,9 @@ static hs_status plan_eq_delete(tbl_plan *p, int mi, int64_t ei, const ice_manif
 {
     const ice_data_file *df = &e->file;
     del_entry d = {0};
-    hs_status st = tbl_eqdel_new(p->meta, p->schema, df, &p->arena, &p->eq_bytes, &d.eq, err);
+    if (!p->eq_shared)
+        HS_TRY(tbl_eqshared_new(&p->eq_shared, err));
+    hs_status st = tbl_eqdel_new(p->meta, p->schema, df, &p->arena, p->eq_shared, &d.eq, err);
     if (st != HS_OK) {
         hs_err_prefix(err, "%s", mf->manifest_path);
         return st;
@@ -1079,6 +1081,7 @@ void tbl_plan_free(tbl_plan *p)
     for (size_t i = 0; i < p->eqdels.len / sizeof(tbl_eqdel *); i++)
         tbl_eqdel_free(((tbl_eqdel **)p->eqdels.data)[i]);
     hs_buf_free(&p->eqdels);
+    tbl_eqshared_free(p->eq_shared);
     if (p->list_ref)
         tbl_fcache_release(&g_lists, p->list_ref);
     else

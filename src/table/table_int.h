@@ -140,6 +140,7 @@ HS_MUST_USE hs_status tbl_check_writable(const hs_table *t, hs_error *err);
 /* ---- plan.c ---- */
 
 typedef struct tbl_eqdel tbl_eqdel;   /* eqdel.c: one equality delete file of a plan */
+typedef struct tbl_eqshared tbl_eqshared;   /* eqdel.c: what a plan's tbl_eqdels share */
 
 typedef struct tbl_delete_ref {
     int kind;                      /* ICE_CONTENT_POSITION_DELETES (DV when is_dv) or
@@ -225,7 +226,7 @@ typedef struct tbl_plan {
     const char **pruned;
     int n_pruned, cap_pruned;
     hs_buf eqdels;                     /* tbl_eqdel * (owned): the equality delete files */
-    _Atomic int64_t eq_bytes;          /* their cached key sets (eqdel.c's budget) */
+    tbl_eqshared *eq_shared;           /* their budget and unions (owned; NULL = none) */
 } tbl_plan;
 
 /* Plans a scan of snapshot `snap` (NULL = empty) with schema `schema` and
@@ -248,12 +249,14 @@ HS_MUST_USE hs_status tbl_plan_load_deletes(const tbl_plan_file *f, roaring_bitm
                                             hs_error *err);
 /* ---- eqdel.c: equality delete files ---- */
 
+HS_MUST_USE hs_status tbl_eqshared_new(tbl_eqshared **out, hs_error *err);
+void tbl_eqshared_free(tbl_eqshared *s);   /* after the plan's tbl_eqdels */
 /* One equality delete file (df) of a plan whose schema is `schema`: its
- * columns resolved; path copied into arena; key sets counted in
- * *budget_used.  Free with tbl_eqdel_free. */
+ * columns resolved; path copied into arena; key sets counted in shared's
+ * budget.  Free with tbl_eqdel_free. */
 HS_MUST_USE hs_status tbl_eqdel_new(const ice_table_metadata *meta, const ice_schema *schema,
                                     const ice_data_file *df, hs_arena *arena,
-                                    _Atomic int64_t *budget_used, tbl_eqdel **out, hs_error *err);
+                                    tbl_eqshared *shared, tbl_eqdel **out, hs_error *err);
 void tbl_eqdel_free(tbl_eqdel *e);
 const char *tbl_eqdel_path(const tbl_eqdel *e);
 /* Adds to bm the positions of data file df deleted by its equality deletes

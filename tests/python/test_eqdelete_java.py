@@ -305,3 +305,30 @@ def test_spec_evolution_global_and_partition_scoped(java, ours, tmp_path):
     with tb.ours() as t:
         t.compact(min_input_files=1, delete_file_threshold=1)
     assert check_same(tb, ours, "spec evolution, compacted") == want
+
+
+def test_many_small_delete_files_upsert_stream(java, ours, tmp_path):
+    """What a Flink upsert stream leaves: many small equality delete files
+    on the key, each followed by the re-inserted new version of the rows it
+    deletes (partitioned, so the files of a partition share their list of
+    deletes: one union set per list)."""
+    tb = Tbl(java, tmp_path, "ups", spec="cat")
+    tb.append(rows(0, 90))
+    version = {}
+    for step in range(12):
+        keys = [(step * 7 + j * 5) % 90 for j in range(4)]
+        cur = {i: (["a", "b", None][i % 3]) for i in keys}
+        tb.eqdelete(["id"], [{"id": i, "cat": c} for i, c in cur.items()])
+        tb.append([{"id": i, "cat": c, "k": 100 + step, "v": float(step)} for i, c in cur.items()])
+        for i in keys:
+            version[i] = step
+    want = check_same(tb, ours, "upsert stream")
+    assert sorted(r[0] for r in want) == list(range(90))   # one live version per key
+    for r in want:
+        if r[0] in version:
+            assert r[2] == 100 + version[r[0]], r
+    with tb.ours() as t:
+        assert t.count(filter="k >= 100") == len(version)
+        t.compact(min_input_files=1, delete_file_threshold=1)
+    assert check_same(tb, ours, "upsert stream, compacted") == want
+    assert 2 not in eq_kinds(tb)
