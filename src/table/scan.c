@@ -1466,6 +1466,13 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
         st = sub_schema(rs, which, n_out, &r.out_schema, err);
     }
     bool empty = sel && roaring_bitmap_is_empty(sel);
+    /* a runtime filter of no keys (an empty build side) keeps nothing */
+    for (int i = 0; st == HS_OK && !empty && i < r.n_rtf; i++)
+        if (rtf_use[i]->kf->kind == HS_KEYFILTER_EMPTY) {
+            empty = true;
+            atomic_fetch_add(&rtf_use[i]->rows_in,
+                             sel ? (int64_t)roaring_bitmap_get_cardinality(sel) : fr.n_rows);
+        }
     if (st == HS_OK && r.pred)
         st = filter_columns(r.pred, rs, need, err);
     for (int i = 0; i < r.n_rtf; i++)
