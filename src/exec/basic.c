@@ -290,6 +290,8 @@ static void filter_destroy(xo_op *op)
     par_free(&f->par);
 }
 
+static int64_t child_max_rows(const xo_op *op) { return xo_max_rows(op->children[0]); }
+
 /* A runtime join filter on a column passes to the child (same columns). */
 static bool filter_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
 {
@@ -309,6 +311,7 @@ hs_status xo_filter(xo_op *child, ex_expr *pred, xo_op **out, hs_error *err)
     op->next = filter_next;
     op->destroy = filter_destroy;
     op->push_keyfilter = filter_push_keyfilter;
+    op->max_rows = child_max_rows;
     hs_field_clear(&op->schema);
     if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
         hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
@@ -415,6 +418,7 @@ static bool project_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
 
 static int64_t project_exact_rows(const xo_op *op) { return xo_exact_rows(op->children[0]); }
 
+
 hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *names, xo_op **out,
                      hs_error *err)
 {
@@ -441,6 +445,7 @@ hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *na
     op->destroy = project_destroy;
     op->push_keyfilter = project_push_keyfilter;
     op->exact_rows = project_exact_rows;
+    op->max_rows = child_max_rows;
     hs_buf d = {0};
     s = hs_buf_puts(&d, "");
     for (int i = 0; i < n && s == HS_OK; i++) {

@@ -369,6 +369,12 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
      * not started when the runtime filters come */
     if (xo_exact_rows(op->children[0]) > REV_MAX_ROWS)
         return HS_OK;
+    /* a right side known to have at most REV_MAX_ROWS rows, and fewer than
+     * the left side may have: built without reading the left side ahead
+     * (the left scan then starts with the runtime filters in place) */
+    int64_t lmax = xo_max_rows(op->children[0]), rmax = xo_max_rows(op->children[1]);
+    if (j->kind != XO_JOIN_ANTI && rmax >= 0 && rmax <= REV_MAX_ROWS && lmax > rmax)
+        return HS_OK;
     int64_t rows = 0;
     int cap = 0;
     for (;;) {
@@ -869,6 +875,22 @@ static bool join_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
         return xo_push_keyfilter(op->children[1], col - j->n_left, kf);
     hs_keyfilter_free(kf);
     return false;
+}
+
+/* At most the rows the join returns: SEMI/ANTI the left side's bound;
+ * the others the product of the sides' bounds when that is at most
+ * REV_MAX_ROWS (small dimension joins such as supplier x nation; a larger
+ * product says nothing useful), else unknown. */
+static int64_t join_max_rows(const xo_op *op)
+{
+    const join_op *j = (const join_op *)op;
+    int64_t l = xo_max_rows(op->children[0]);
+    if (j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI || j->kind == XO_JOIN_ANTI_NULL_AWARE)
+        return l;
+    int64_t r = xo_max_rows(op->children[1]), p;
+    if (l < 0 || r < 0 || __builtin_mul_overflow(l + 1, r + 1, &p) || p > REV_MAX_ROWS)
+        return -1;
+    return p;
 }
 
 static hs_status join_build(join_op *j, hs_error *err)
@@ -1615,6 +1637,7 @@ static hs_status join_make(const char *name, xo_op *left, xo_op *right, xo_join_
     op->destroy = join_destroy;
     op->explain_extra = join_extra;
     op->push_keyfilter = join_push_keyfilter;
+    op->max_rows = join_max_rows;
     j->main.j = j;
     j->kind = kind;
     j->n_keys = n_keys < 0 ? 0 : n_keys;

@@ -67,6 +67,11 @@ int64_t xo_exact_rows(const xo_op *op)
     return op && op->exact_rows ? op->exact_rows(op) : -1;
 }
 
+int64_t xo_max_rows(const xo_op *op)
+{
+    return op && op->max_rows ? op->max_rows(op) : -1;
+}
+
 void xo_free(xo_op *op)
 {
     if (!op)

@@ -91,12 +91,17 @@ struct xo_op {
     /* Rows the operator will return when known before it runs (a scan
      * without a filter), else -1; NULL = unknown. */
     int64_t (*exact_rows)(const xo_op *op);
+    /* At most how many rows the operator will return, when that is known
+     * before it runs (a scan's planned rows), else -1; NULL = unknown. */
+    int64_t (*max_rows)(const xo_op *op);
 };
 
 /* Offers kf (taken) to op (see push_keyfilter); false when nobody took it. */
 bool xo_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf);
 /* op->exact_rows, or -1. */
 int64_t xo_exact_rows(const xo_op *op);
+/* op->max_rows, or -1. */
+int64_t xo_max_rows(const xo_op *op);
 
 /* Notes that op holds `bytes` accounted now (its peak for EXPLAIN ANALYZE). */
 static inline void xo_op_held(xo_op *op, int64_t bytes)

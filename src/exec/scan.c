@@ -145,6 +145,12 @@ static int64_t scan_exact_rows(const xo_op *op)
     return s->scan && !s->done ? tbl_scan_exact_rows(s->scan) : -1;
 }
 
+static int64_t scan_max_rows(const xo_op *op)
+{
+    const scan_op *s = (const scan_op *)op;
+    return s->scan && !s->done ? tbl_scan_max_rows(s->scan) : -1;
+}
+
 /* Takes the stream (moved) into op's source and sets the schema. */
 static hs_status scan_adopt(xo_op *op, struct ArrowArrayStream *stream, hs_error *err)
 {
@@ -205,6 +211,7 @@ hs_status xo_scan(xo_ctx *ctx, hs_table *t, const hs_scan_options *opt, xo_op **
     op->explain_extra = scan_extra;
     op->push_keyfilter = scan_push_keyfilter;
     op->exact_rows = scan_exact_rows;
+    op->max_rows = scan_max_rows;
     hs_scan *sc = NULL;
     hs_status st = hs_scan_plan(t, &o, &sc, err);
     struct ArrowArrayStream stream = {0};

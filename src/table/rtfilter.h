@@ -44,5 +44,8 @@ int tbl_scan_rtfilters(const hs_scan *s, const tbl_rtfilter **out);
  * filter, no delete files, no append-stream tail: the planned files'
  * record counts), else -1. */
 int64_t tbl_scan_exact_rows(const hs_scan *s);
+/* At most the rows the scan will return (the planned files' record
+ * counts; -1 with an append-stream tail). */
+int64_t tbl_scan_max_rows(const hs_scan *s);
 
 #endif

@@ -1972,6 +1972,16 @@ int tbl_scan_rtfilters(const hs_scan *s, const tbl_rtfilter **out)
     return atomic_load_explicit(&((hs_scan *)s)->n_rtf, memory_order_acquire);
 }
 
+int64_t tbl_scan_max_rows(const hs_scan *s)
+{
+    if (s->tail)
+        return -1;
+    int64_t n = 0;
+    for (int i = 0; i < s->plan->n_files; i++)
+        n += s->plan->files[i].record_count;
+    return n;
+}
+
 int64_t tbl_scan_exact_rows(const hs_scan *s)
 {
     if (!tbl_pred_is_true(&s->plan->pred) || s->plan->stats.delete_files > 0 || s->tail)
