@@ -65,7 +65,8 @@
  * HS_NOMEM error says that a partition does not fit (one key with too
  * many rows).  The output order of a spilled join is by partition.
  *
- * Runtime filters.  Once the table is built in memory, each integer key of
+ * Runtime filters.  Once the table is built in memory (and not from a
+ * whole table, whose keys a foreign key's all match), each integer key of
  * the built rows becomes a key filter (base/keyfilter.h: the keys' range
  * and a bitmap or bloom filter), offered to the probe child with
  * xo_push_keyfilter on the probe key's column, when the probe rows that
@@ -174,6 +175,7 @@ typedef struct join_op {
     int64_t sub_spilled;    /* rows spilled again by the partitions' joins */
     int sub_levels;         /* levels below this one that spilled */
     int rtf_sent;           /* runtime filters a scan took */
+    bool whole[2];          /* the child is a whole table (xo_exact_rows known) */
 } join_op;
 
 /* Left rows read ahead before a SEMI/ANTI join chooses its build side. */
@@ -832,8 +834,10 @@ static bool filter_key_type(hs_type t)
 static hs_status send_runtime_filters(join_op *j, hs_error *err)
 {
     xo_op *probe_child = j->op.children[j->rev ? 1 : 0];
+    /* built on a whole table (no filter): a foreign key join, whose filter
+     * would keep every row */
     if (j->n_keys == 0 || j->spilling || !probe_unmatched_dropped(j) ||
-        !probe_child->push_keyfilter)
+        !probe_child->push_keyfilter || j->whole[j->rev ? 0 : 1])
         return HS_OK;
     int64_t n = xo_rows_count(&j->right);
     int64_t *keys = NULL;
@@ -898,6 +902,8 @@ static hs_status join_build(join_op *j, hs_error *err)
     xo_op *op = &j->op;
     xo_op *rc = op->children[1];
     bool right_read;
+    j->whole[0] = xo_exact_rows(op->children[0]) >= 0;
+    j->whole[1] = xo_exact_rows(rc) >= 0;
     HS_TRY(too_big(j, choose_build(j, &right_read, err), err));
     if (j->spilling)
         return HS_OK;
