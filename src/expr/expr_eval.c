@@ -2169,6 +2169,32 @@ static hs_status array_scan(ex_ctx *c, const ex_node *n, const hs_column *ch, in
     return st;
 }
 
+/* x op ANY / ALL (a) over the elements [start, start + len) of ch (of
+ * type et) into out's row j (see bind_any_all in expr_bind.c). */
+static void list_any(const ex_node *n, const hs_column *ch, int64_t start, int64_t len, const ex_vec *x,
+                     int j, const ex_ty *et, ex_vec *tmp, ex_vec *out)
+{
+    bool all = n->neg, saw_null = false;
+    ex_cmode m = et->t == EX_T_FLOAT ? EX_CM_F64 : et->t == EX_T_DEC ? EX_CM_DEC
+               : et->t == EX_T_STR || et->t == EX_T_BIN ? EX_CM_BYTES
+               : et->t == EX_T_BOOL ? EX_CM_BOOL : EX_CM_I64;
+    for (int64_t i = 0; i < len; i++) {
+        if (x->nul[j] || !read_elem(ch, et, start + i, tmp, 0)) {
+            saw_null = true;
+            continue;
+        }
+        int c = cmp_rows(m, et, tmp, &n->args[1]->type, x, 0, j);   /* elem vs x */
+        bool r = cmp_res(n->aux, c < 0 ? 1 : c > 0 ? -1 : 0);        /* x op elem */
+        if (r != all) {   /* ANY: a true one decides; ALL: a false one */
+            out->nul[j] = 0;
+            out->v.b[j] = r;
+            return;
+        }
+    }
+    out->nul[j] = saw_null;
+    out->v.b[j] = all;
+}
+
 /* a[i], cardinality(a), array_length(a, dim) of a list column (args[0]):
  * PostgreSQL's one-dimensional arrays with lower bound 1. */
 static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
@@ -2190,7 +2216,7 @@ static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
      * type and one element at a time (array_scan) */
     ex_vec more = {0}, tmp = {0};
     ex_ty et = {0};
-    if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION) {
+    if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY) {
         if (n->n_args > 2)
             HS_TRY(ex_ev(c, n->args[2], sel, ns, &more));
         et = ex_type_of_field(&n->args[0]->field->children[0]);
@@ -2200,14 +2226,18 @@ static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
         int j = sel[k];
         int64_t row = c->base + j;
         out->nul[j] = 1;
-        bool ix_null = n->n_args > 1 && ix.nul[j] && fn != EX_FN_ARRAY_POSITION;
+        bool ix_null = n->n_args > 1 && ix.nul[j] && fn != EX_FN_ARRAY_POSITION && fn != EX_FN_LIST_ANY;
         if (!col || !pr_ref_valid(r, row) || ix_null)
             continue;
         int64_t start = fixed ? row * col->width : o[row];
         int64_t len = fixed ? col->width : o[row + 1] - o[row];
-        if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION) {
+        if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY) {
             if (start + len > ch->length)
                 return ex_fail(c, n, "column \"%s\": list offsets past its elements", n->args[0]->name);
+            if (fn == EX_FN_LIST_ANY) {
+                list_any(n, ch, start, len, &ix, j, &et, &tmp, out);
+                continue;
+            }
             HS_TRY(array_scan(c, n, ch, start, len, &ix, &more, j, &et, &tmp, out));
             continue;
         }
@@ -2231,7 +2261,7 @@ static hs_status ev_func_more(ex_ctx *c, const ex_node *n, const ex_sel *sel, in
     ex_fn fn = (ex_fn)n->op;
     HS_TRY(ex_vec_new(c, n->type.t, out));
     if (fn == EX_FN_ARR_ELEM || fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH ||
-        fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION)
+        fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY)
         return ev_array_fn(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT_WS) {
         ex_vec sep;

@@ -933,7 +933,7 @@ static const char *fn_name(int fn)
                                         "initcap", "make_date", "regexp_like", "regexp_replace",
                                         "regexp_count", "regexp_substr", "to_char", "?elem",
                                         "cardinality", "array_length", "array_to_string",
-                                        "array_position", "justify_days",
+                                        "array_position", "?any", "justify_days",
                                         "justify_hours", "justify_interval", "age"};
     _Static_assert(sizeof names / sizeof names[0] == EX_FN_AGE + 1,
                    "a name per function before pgvector's");
@@ -1104,6 +1104,14 @@ static hs_status fmt(hs_buf *o, const ex_node *n, int depth)
             HS_TRY(hs_buf_printf(o, " %s~%s ", n->neg ? "!" : "", n->ci ? "*" : ""));
             HS_TRY(fmt(o, n->args[1], depth + 1));
             return hs_buf_puts(o, ")");
+        }
+        if (n->kind == EX_FUNC && n->op == EX_FN_LIST_ANY) { /* (x op ANY(a)) */
+            static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+            HS_TRY(hs_buf_puts(o, "("));
+            HS_TRY(fmt(o, n->args[1], depth + 1));
+            HS_TRY(hs_buf_printf(o, " %s %s(", ops[n->aux % 6], n->neg ? "ALL" : "ANY"));
+            HS_TRY(fmt(o, n->args[0], depth + 1));
+            return hs_buf_puts(o, "))");
         }
         if (n->kind == EX_FUNC && n->op == EX_FN_ARR_ELEM) { /* a[i] of a column */
             HS_TRY(fmt(o, n->args[0], depth + 1));
