@@ -72,6 +72,15 @@ hs_status ex_field_ids(const ex_expr *e, hs_buf *ids)
     return e ? ids_rec(e->root, ids, 0) : HS_OK;
 }
 
+int32_t ex_column_id(const ex_expr *e)
+{
+    const ex_node *n = e ? e->root : NULL;
+    if (!n || n->kind != EX_COL || n->sub > 0 || n->field_id <= 0 || !n->field ||
+        n->field->type != e->type_field.type || n->field->n_children != 0)
+        return -1;
+    return n->field_id;
+}
+
 /* ------------------------------------------------------------------ */
 /* the implied pr_filter                                              */
 

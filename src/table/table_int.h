@@ -302,6 +302,9 @@ typedef struct tbl_read_opts {
     bool late;                         /* may read filter columns first (two phases) */
     int n_out;                         /* emit read-schema columns [0, n_out); -1 = all */
     int64_t batch_size;                /* 0 = 65536 */
+    struct tbl_rtfilter *rtf;          /* runtime filters on read-schema columns
+                                        * (table/rtfilter.h), n_rtf of them */
+    int n_rtf;
 } tbl_read_opts;
 
 /* Reads one data file of a plan: rows of `read_schema` (a STRUCT whose
