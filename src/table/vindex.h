@@ -171,6 +171,22 @@ int64_t tbl_vindex_id_of(const tbl_vindex *vi, uint32_t pos);
 /* Whether tbl_vindex_vector answers for every id: a version 2 sidecar
  * (exact vectors stored), a flat L2/IP graph (its own vectors are exact),
  * or a sidecar of no vector.  Else exact vectors come from the data file. */
+/* tbl_vindex_acquire for a search that goes exact over few rows
+ * (tbl_search): on an object store, only the head of a sidecar not cached
+ * yet is read, in one ranged GET: the header, the position map and the
+ * exact vectors (format version 2), or the graph's header and its flat
+ * vectors (graph image version 2), whichever the sidecar holds, sized for
+ * `rows` rows of `dim` dimensions.  The graph itself is not read: such a
+ * partial index (tbl_vindex_is_partial) answers hnsw_search only where the
+ * search goes exact and HS_UNSUPPORTED otherwise (then tbl_vindex_acquire
+ * the whole).  Where the head cannot serve (older graph images, IVF) the
+ * rest is read after it and the whole opened.  Heads are cached apart from
+ * whole images.  Local paths: tbl_vindex_acquire. */
+HS_MUST_USE hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id,
+                                              int64_t data_file_size, int64_t file_size,
+                                              int64_t rows, int dim, const tbl_vindex **out,
+                                              hs_error *err);
+bool tbl_vindex_is_partial(const tbl_vindex *vi);
 bool tbl_vindex_has_vectors(const tbl_vindex *vi);
 /* The exact vector of graph id `id` (info.dim floats, bitwise what the data
  * file holds; borrowed until release), or NULL (id out of range, or

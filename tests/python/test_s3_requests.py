@@ -3,7 +3,10 @@
 vector query reads each HNSW sidecar with exactly one GET (the registry's
 size for it, no tail GET to open it first), those of all files in one round
 (also with one search thread), and a second query in the same
-process reads no sidecar again.
+process reads no sidecar again.  A filter this selective is searched
+exactly, so that GET is of the sidecar's head only (its exact vectors, not
+the graph: table/vindex.h tbl_vindex_acquire_head); a later query whose
+search wants the graph reads the whole sidecar and agrees with numpy too.
 
 Oracles: numpy brute force for the nearest rows among the filtered ones
 (the sidecar's search must agree); the proxy's own request log."""
@@ -49,7 +52,8 @@ WORKER = textwrap.dedent('''
     for line in sys.stdin:
         q = json.loads(line)
         r = t.to_arrow(filter=f"cat = '{q['cat']}'", columns=["id"],
-                       vector_filter={"column": "emb", "query": q["vec"], "k": 5})
+                       vector_filter={"column": "emb", "query": q["vec"], "k": 5,
+                                      "ef_search": q.get("ef")})
         print(json.dumps(r["id"].to_pylist()), flush=True)
 ''')
 
@@ -77,11 +81,16 @@ def test_vector_sidecar_one_get(s3):
         p = subprocess.Popen([sys.executable, "-c", WORKER, uri], env=env, text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
-            for i, cat in enumerate(("c3", "c5")):
+            sizes = {o["Key"]: o["Size"] for o in s3_objects(s3, uri) if ".hnsw" in o["Key"]}
+            assert len(sizes) == FILES
+            # ef 1 in the last query: a walk of k = 5 wants the graph (hnsw.c's
+            # default_exact_threshold in the two-hop band: sqrt(4 * 5 * 1500) =
+            # 173 < 214 rows allowed), which the heads alone cannot serve
+            for i, (cat, ef) in enumerate((("c3", None), ("c5", None), ("c4", 1))):
                 vec = rng.standard_normal(DIM).astype(np.float32)
                 with proxy.lock:
                     proxy.trace.clear()
-                p.stdin.write(json.dumps({"cat": cat, "vec": vec.tolist()}) + "\n")
+                p.stdin.write(json.dumps({"cat": cat, "vec": vec.tolist(), "ef": ef}) + "\n")
                 p.stdin.flush()
                 got = json.loads(p.stdout.readline())
                 sel = (allrows["cat"] == cat).to_numpy()
@@ -98,11 +107,31 @@ def test_vector_sidecar_one_get(s3):
                     assert max(starts) - min(starts) < delay / 2, starts
                     assert all(m == "GET" and r.startswith("bytes=0-") for m, tg, r in hnsw), hnsw
                     assert len({tg for _, tg, _ in hnsw}) == FILES
+                    # the head only: exact vectors (32 bytes a row of 1500), not
+                    # the graph's links beside them (~ 70 bytes a row)
+                    for _, tg, r in hnsw:
+                        key = next(k for k in sizes if tg.endswith(k))
+                        end = int(r.split("-")[1]) + 1
+                        assert end < sizes[key] // 2, (r, sizes[key])
+                elif i == 1:
+                    assert hnsw == []   # the decoded heads are cached
                 else:
-                    assert hnsw == []   # the decoded images are cached
+                    # the graph: the whole of each sidecar, once
+                    assert len({tg for _, tg, _ in hnsw}) == FILES, hnsw
         finally:
             p.stdin.close()
             p.wait(60)
+
+
+def s3_objects(s3, uri):
+    import boto3
+    c = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                     aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    bucket, prefix = uri[len("s3://"):].split("/", 1)
+    out = []
+    for page in c.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        out += page.get("Contents", [])
+    return out
 
 
 SCALAR_WORKER = textwrap.dedent('''
