@@ -407,6 +407,8 @@ static hs_status write_sidecar(const build_req *q, const hs_buf *bytes, ix_entry
         e->field_id = q->decl->field_id;
         e->index_file_size = (int64_t)bytes->len;
         e->checksum = hs_xxh64(bytes->data ? bytes->data : (const uint8_t *)"", bytes->len, 0);
+        e->head = tbl_vindex_is_vector_kind(e->kind ? e->kind : "") && bytes->data &&
+                  tbl_vindex_image_head_serves(bytes->data, bytes->len);
         if (!e->data_file || !e->kind) {
             remove_local(q->location, e->index_file);
             entry_free_strings(e);

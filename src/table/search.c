@@ -627,7 +627,8 @@ static hs_status prep_file(const prep_ctx *x, int32_t file, hs_buf *path, hs_err
     uint64_t allowed = fs->allow ? roaring_bitmap_get_cardinality(fs->allow) : UINT64_MAX;
     uint64_t few = (uint64_t)pf->record_count / 50 > 2000 ? (uint64_t)pf->record_count / 50
                                                            : 2000;
-    bool head = vs == HS_OK && allowed <= few && hs_io_is_object_uri(hs_buf_cstr(path));
+    bool head = vs == HS_OK && e->head && allowed <= few &&
+                hs_io_is_object_uri(hs_buf_cstr(path));
     if (vs == HS_OK && head) {
         vs = tbl_vindex_acquire_head(hs_buf_cstr(path), c->col->field_id, pf->file_size,
                                      e->index_file_size, pf->record_count, c->so->dim, &vi,

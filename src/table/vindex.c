@@ -838,6 +838,15 @@ hs_status tbl_vindex_open_image(uint8_t *p, size_t n, bool own, tbl_vindex **out
     return open_image_at(p, n, n, own, out, err);
 }
 
+hs_status tbl_vindex_open_head(uint8_t *p, size_t n, size_t avail, tbl_vindex **out,
+                               hs_error *err)
+{
+    *out = NULL;
+    if (avail > n)
+        return hs_err_set(err, HS_INVALID, "vector index: a head of %zu bytes of %zu", avail, n);
+    return open_image_at(p, n, avail, false, out, err);
+}
+
 /* Opens the image p[0..n) of the sidecar at path (takes ownership of p, an
  * hs_malloc_aligned buffer) and checks that it covers the data file. */
 static hs_status open_owned(const char *path, uint8_t *p, size_t n, int32_t field_id,
@@ -981,7 +990,7 @@ hs_status tbl_vindex_acquire(const char *path, int32_t field_id, int64_t data_fi
  * (version 1 with a version 2 graph): 4 bytes a row for the map at most,
  * 4 * dim for the vectors, 256 for the graph's header, padding and
  * checksum. */
-static uint64_t head_bytes(int64_t rows, int dim, int64_t file_size)
+uint64_t tbl_vindex_head_bytes(int64_t rows, int dim, int64_t file_size)
 {
     uint64_t r = (uint64_t)rows, d = (uint64_t)dim;
     uint64_t want = align64(VX_HEADER + 4 * r) + 256 + r * d * 4;
@@ -1083,7 +1092,7 @@ hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id, int64_t da
         !hs_io_is_object_uri(path))
         return tbl_vindex_acquire(path, field_id, data_file_size, file_size, out, err);
     vh_load_ctx ctx = {path, field_id, data_file_size, file_size,
-                       head_bytes(rows, dim, file_size), NULL};
+                       tbl_vindex_head_bytes(rows, dim, file_size), NULL};
     /* as tbl_vindex_acquire: a sidecar not seen before is read at once (its
      * head), which tells the cache its identity without a request of its own */
     if (!hs_io_identity_cached(path)) {
@@ -1118,6 +1127,23 @@ hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id, int64_t da
 }
 
 bool tbl_vindex_is_partial(const tbl_vindex *vi) { return vi && vi->partial; }
+
+bool tbl_vindex_image_head_serves(const uint8_t *p, size_t n)
+{
+    if (n < VX_HEADER || memcmp(p, VX_MAGIC, 8) != 0)
+        return false;
+    uint64_t nv = get_u64(p + 32);
+    uint32_t dim = get_u32(p + 44), flags = get_u32(p + 48);
+    if (nv == 0 || nv > UINT32_MAX || dim == 0 || dim > VX_MAX_DIM)
+        return false;
+    size_t map_bytes = (flags & VX_FLAG_MAP) ? (size_t)nv * 4 : 0;
+    size_t vec_off = align64(VX_HEADER + map_bytes);
+    size_t vec_bytes = (flags & VX_FLAG_VECTORS) ? (size_t)nv * dim * sizeof(float) : 0;
+    size_t graph_off = vec_bytes ? align64(vec_off + vec_bytes + 8) : vec_off;
+    /* the graph's header: "HSHNSWIX", version 2 */
+    return graph_off + 16 <= n && memcmp(p + graph_off, "HSHNSWIX", 8) == 0 &&
+           get_u32(p + graph_off + 8) == 2;
+}
 
 void tbl_vindex_release(const tbl_vindex *vi)
 {

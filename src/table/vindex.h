@@ -187,6 +187,20 @@ HS_MUST_USE hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id
                                               int64_t rows, int dim, const tbl_vindex **out,
                                               hs_error *err);
 bool tbl_vindex_is_partial(const tbl_vindex *vi);
+/* True when the head of this sidecar image (as written: p[0..n)) holds what
+ * an exact search needs: a version 2 graph image (its payloads first) or
+ * exact vectors before it.  The registry records it ("head"), so that a
+ * reader fetches only the head of sidecars that can serve. */
+bool tbl_vindex_image_head_serves(const uint8_t *p, size_t n);
+/* The bytes of a sidecar of file_size bytes that tbl_vindex_acquire_head
+ * reads for `rows` rows of dimension `dim`. */
+uint64_t tbl_vindex_head_bytes(int64_t rows, int dim, int64_t file_size);
+/* Opens the first `avail` bytes p[0..avail) of a sidecar image of n bytes
+ * (borrowed; avail == n opens it whole): a partial index where the head
+ * serves (tbl_vindex_acquire_head), HS_UNSUPPORTED where it cannot,
+ * HS_CORRUPT where its checks fail.  Fuzzing and tests. */
+HS_MUST_USE hs_status tbl_vindex_open_head(uint8_t *p, size_t n, size_t avail,
+                                           tbl_vindex **out, hs_error *err);
 bool tbl_vindex_has_vectors(const tbl_vindex *vi);
 /* The exact vector of graph id `id` (info.dim floats, bitwise what the data
  * file holds; borrowed until release), or NULL (id out of range, or

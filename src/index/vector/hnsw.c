@@ -11,15 +11,25 @@
  * and ids[slot] is the row.  Links inside a graph are graph-local node
  * numbers (slot - base_g), so every graph is an ordinary HNSW graph.
  *
- * Per slot, one level-0 element (hnswlib's data_level0_memory_ layout: the
- * links and the data the search reads next to each other):
+ * Per slot, level-0 links and a payload:
  *
- *   offset        size           field
- *   0             4              u32 count of level-0 links (<= M0 = 2M)
- *   4             4 * M0         u32 links (graph-local node numbers)
- *   4 + 4 * M0    code_size      payload: VQ_FLAT d float32 (normalized for
- *                                COSINE), else the vq code (vq_encode)
- *   ...           0-3            zero padding to elem_size (a multiple of 4)
+ *   links   4             u32 count of level-0 links (<= M0 = 2M)
+ *           4 * M0        u32 links (graph-local node numbers)
+ *   payload code_size     VQ_FLAT: d float32 (normalized for COSINE), else
+ *                         the vq code (vq_encode); zero padding to a
+ *                         multiple of 4
+ *
+ * Built indexes (and version 1 images) keep both in one level-0 element
+ * per slot (hnswlib's data_level0_memory_ layout: links, then payload;
+ * elem_size bytes).  Version 2 images keep the links alone in level 0 and
+ * the payloads in a section of their own right after the header, so that
+ * the head of the image holds every exact vector (flat) or code: a reader
+ * that fetches byte ranges (an object store) gets what an exact search over
+ * a few allowed rows needs without the graph (hnsw_open_prefix; about half
+ * of a flat image at d = 32, M = 16).  The search reads payloads through
+ * pay + slot * pay_stride in both layouts: the walk measures a neighbour's
+ * payload, never its links, so the two never shared a cache line that
+ * mattered beyond the first (measured: docs/storage.md).
  *
  * Levels above 0: a slot with level L owns L blocks of (1 + M) u32 (count,
  * M links), blocks ustart[slot] .. ustart[slot + 1] - 1 of `upper`, level
@@ -33,7 +43,7 @@
  *
  *   offset  size                 field
  *   0       8                    magic "HSHNSWIX"
- *   8       4                    version (1)
+ *   8       4                    version (2; 1 is still read)
  *   12      4                    header bytes (128)
  *   16      8                    image bytes, checksum included
  *   24      8                    n (rows)
@@ -48,19 +58,24 @@
  *   64      4                    ivf_nprobe
  *   68      4                    graphs
  *   72      4                    code_size
- *   76      4                    elem_size
+ *   76      4                    level-0 element bytes (version 1: links and
+ *                                payload; version 2: links, 4 + 4 * M0)
  *   80      8                    seed
  *   88      8                    upper blocks
  *   96      8                    vq blob bytes (0 for VQ_FLAT)
- *   104     24                   zero
- *   then sections:   vq blob (vq_save) | IVF centroids (lists * d f32) |
+ *   104     8                    version 2: xxh64 of the payload section
+ *   112     8                    version 2: xxh64 of header bytes 0..112
+ *   120     8                    zero (version 1: 104..128 zero)
+ *   then sections:   payloads (version 2: n * align4(code_size), by slot) |
+ *                    vq blob (vq_save) | IVF centroids (lists * d f32) |
  *                    graph table (graphs * {u32 base, n, entry, max_level}) |
  *                    ids (IVF: n u32) | ustart ((n + 1) u32) |
- *                    upper (blocks * (1 + M) u32) | level 0 (n * elem_size)
+ *                    upper (blocks * (1 + M) u32) | level 0 (n elements)
  *   last    8                    xxh64 (seed 0) of every byte before it, at
  *                                the first multiple of 8 after level 0
  *
- * hnsw_open checks the checksum and then everything the search relies on:
+ * hnsw_open checks the checksum (and, version 2, the header's own) and then
+ * everything the search relies on:
  * the size of every section, every link < n_g, counts <= M / M0, levels
  * consistent (a link at level l points to a node that has level l, the
  * entry has the graph's top level), graph ranges contiguous, IVF ids a
