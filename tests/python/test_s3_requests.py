@@ -263,3 +263,57 @@ def test_point_lookup_rounds(s3):
         finally:
             p.stdin.close()
             p.wait(60)
+
+
+DAMAGE_WORKER = textwrap.dedent('''
+    import json, sys
+    import hyperstreamdb as hdb
+    t = hdb.Table(sys.argv[1])
+    q = json.loads(sys.argv[2])
+    r = t.to_arrow(filter="cat = 'c3'", columns=["id"],
+                   vector_filter={"column": "emb", "query": q, "k": 5})
+    print(json.dumps(r["id"].to_pylist()), flush=True)
+''')
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8"])
+def test_damaged_head_gives_exact_results(s3, kind):
+    # a byte of the sidecar's head flipped in place (the same size: the
+    # registry entry still matches): a flat sidecar's head ends with the
+    # graph's vectors (their checksum), a tq8 sidecar's holds the exact
+    # vectors (theirs); either way that file is searched exactly from its data
+    # file, with a warning, and the answer is numpy's
+    import boto3
+    uri = s3.uri(f"requests/d-{kind}-{os.getpid()}")
+    t = hdb.Table(uri)
+    frames = [frame(f) for f in range(2)]
+    for f in frames:
+        t.write_pandas(f)
+        t.commit()
+    t.add_index("emb", kind)
+    allrows = pd.concat(frames, ignore_index=True)
+    emb = np.stack(allrows["emb"].to_numpy())
+    c = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                     aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    bucket = uri[len("s3://"):].split("/", 1)[0]
+    side = sorted(o["Key"] for o in s3_objects(s3, uri) if o["Key"].endswith("." + kind))
+    assert len(side) == 2
+    body = bytearray(c.get_object(Bucket=bucket, Key=side[0])["Body"].read())
+    # the 40th vector of the head: after the 64-byte header (no map), the
+    # graph's 128-byte header (flat) or nothing (tq8: exact vectors first)
+    at = 64 + (128 if kind == "hnsw" else 0) + 40 * DIM * 4 + 5
+    body[at] ^= 0x10
+    c.put_object(Bucket=bucket, Key=side[0], Body=bytes(body))
+    vec = np.random.default_rng(11).standard_normal(DIM).astype(np.float32)
+    env = dict(os.environ, **s3.env)
+    r = subprocess.run([sys.executable, "-c", DAMAGE_WORKER, uri, json.dumps(vec.tolist())],
+                       env=env, text=True, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    sel = (allrows["cat"] == "c3").to_numpy()
+    d = np.linalg.norm(emb[sel] - vec, axis=1)
+    want = allrows["id"].to_numpy()[sel][np.argsort(d, kind="stable")[:5]]
+    assert json.loads(r.stdout) == want.tolist()
+    assert "skipped, searching exactly" in r.stderr, r.stderr
+    # the head's own checks fired (the whole image's checksum is not read)
+    assert ("payload checksum mismatch" if kind == "hnsw"
+            else "checksum mismatch in the exact vectors") in r.stderr, r.stderr
