@@ -43,6 +43,13 @@
  * Rows whose vector is null have no distance and are never returned, so
  * each answer has exactly min(k, matching rows with a vector) rows.
  *
+ * On an object store, a file whose allow-list is small enough to be searched
+ * exactly (at most max(2000, rows / 50) rows, under hnsw.c's default exact
+ * threshold) reads only its sidecar's head where the registry says it
+ * serves (tbl_vindex_acquire_head: the exact vectors, not the graph); if
+ * the search wants the graph after all (HS_UNSUPPORTED from the partial
+ * index), search_index acquires the whole sidecar for it.
+ *
  * The sidecars come from the index registry (index/registry.h, decoded once
  * per version in table/index.c's cache): an entry is used only when its
  * data file path and size match the planned file and the sidecar has the
@@ -622,7 +629,7 @@ static hs_status prep_file(const prep_ctx *x, int32_t file, hs_buf *path, hs_err
      * default_exact_threshold is at least max(2000, n / 50) rows outside
      * the two-hop band, which starts at n / 16): on an object store the
      * sidecar's head is enough, its exact vectors without the graph
-     * (docs/storage.md: a quarter to a half of its bytes).  Should the
+     * (docs/storage.md: about half of its bytes).  Should the
      * search want the graph after all, search_index reads the whole. */
     uint64_t allowed = fs->allow ? roaring_bitmap_get_cardinality(fs->allow) : UINT64_MAX;
     uint64_t few = (uint64_t)pf->record_count / 50 > 2000 ? (uint64_t)pf->record_count / 50

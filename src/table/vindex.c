@@ -53,6 +53,17 @@
  * entry's check.  Images are opened from 64-byte aligned memory and
  * searched in place.
  *
+ * The head: everything before the graph's links, i.e. the header, the map,
+ * the exact vectors (version 2) and, with a version 2 graph image, the
+ * graph's header and payloads (hnsw.c: flat vectors or codes, right after
+ * its header).  That is all an exact search over an allow-list reads, so on
+ * an object store tbl_vindex_acquire_head fetches only the head (one ranged
+ * GET, sized from the data file's rows and the dimension) of sidecars whose
+ * registry entry says it serves ("head": true, from
+ * tbl_vindex_image_head_serves when the sidecar is written), and opens it
+ * as a partial index (hnsw_open_prefix) checked by its own checksums: the
+ * vx header's, the exact vectors', the graph header's and the payloads'.
+ *
  * Opened images are cached process-wide (tbl_vindex_acquire) in a
  * table/fcache.h cache: entries keyed by path and the file's identity
  * (device, inode, size, mtime, ctime), refcounted, evicted least recently
