@@ -27,9 +27,11 @@
  * that fetches byte ranges (an object store) gets what an exact search over
  * a few allowed rows needs without the graph (hnsw_open_prefix; about half
  * of a flat image at d = 32, M = 16).  The search reads payloads through
- * pay + slot * pay_stride in both layouts: the walk measures a neighbour's
- * payload, never its links, so the two never shared a cache line that
- * mattered beyond the first (measured: docs/storage.md).
+ * pay + slot * pay_stride in both layouts.  Cost measured on a 2-core
+ * shared machine (docs/storage.md, "Cold filtered vector search"): exact
+ * search over few rows faster (contiguous vectors), the unfiltered walk at
+ * small ef 10-15% slower (mostly the second base pointer, not the layout):
+ * an open item.
  *
  * Levels above 0: a slot with level L owns L blocks of (1 + M) u32 (count,
  * M links), blocks ustart[slot] .. ustart[slot + 1] - 1 of `upper`, level
