@@ -27,11 +27,11 @@
  * that fetches byte ranges (an object store) gets what an exact search over
  * a few allowed rows needs without the graph (hnsw_open_prefix; about half
  * of a flat image at d = 32, M = 16).  The search reads payloads through
- * pay + slot * pay_stride in both layouts.  Cost measured on a 2-core
- * shared machine (docs/storage.md, "Cold filtered vector search"): exact
- * search over few rows faster (contiguous vectors), the unfiltered walk at
- * small ef 10-15% slower (mostly the second base pointer, not the layout):
- * an open item.
+ * pay + slot * pay_stride; search_l0_t has an instance per layout, so the
+ * interleaved one keeps a single base pointer.  Measured (docs/storage.md,
+ * "Cold filtered vector search"): exact search over few rows faster
+ * (contiguous vectors), the warm walk on a version 2 image 5-9% slower at
+ * d = 32 (links and vector no longer neighbours in memory).
  *
  * Levels above 0: a slot with level L owns L blocks of (1 + M) u32 (count,
  * M links), blocks ustart[slot] .. ustart[slot + 1] - 1 of `upper`, level
@@ -1437,11 +1437,14 @@ static inline __attribute__((always_inline)) uint32_t greedy_upper_t(const hnsw_
 static inline __attribute__((always_inline)) hs_status
 search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *s, uint32_t ep,
             float epd, size_t ef, const roaring_bitmap_t *allow, size_t *n_top, bool *exhausted,
-            const int dm)
+            const int dm, const bool apart)
 {
-    const size_t es = ix->elem_size, ps = ix->pay_stride;
+    const size_t es = ix->elem_size, ps = ix->pay_stride, po = ix->payload_off;
     const uint8_t *l0 = ix->level0 + (size_t)g->base * es;
     const uint8_t *pl = ix->pay + (size_t)g->base * ps;
+    /* apart (a version 2 image) is a constant of each instance: the payload
+     * beside the links (built, version 1) costs no second base pointer */
+#define PAYLOAD(id) (apart ? pl + (size_t)(id) * ps : l0 + (size_t)(id) * es + po)
     /* the next neighbour's whole payload is prefetched while this one is
      * measured (up to 4 KiB; the hardware prefetcher follows longer rows) */
     const size_t pf = ix->code_size < 4096 ? ix->code_size : 4096;
@@ -1498,7 +1501,7 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
                     continue;
                 tags[nb] = tag;
                 nbuf[m++] = nb;
-                __builtin_prefetch(pl + (size_t)nb * ps, 0, 3);
+                __builtin_prefetch(PAYLOAD(nb), 0, 3);
             }
         } else {
             /* a row the filter rejects is not measured: the walk goes
@@ -1523,7 +1526,7 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
                         continue;
                     VIS_SET(nb);
                     nbuf[m++] = nb;
-                    __builtin_prefetch(pl + (size_t)nb * ps, 0, 3);
+                    __builtin_prefetch(PAYLOAD(nb), 0, 3);
                 } else if (!VIS_TEST(nb)) {
                     rej[nr++] = nb;
                     prefetch_bytes(l0 + (size_t)nb * es, links_bytes);
@@ -1541,15 +1544,15 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
                         continue;
                     VIS_SET(nn);
                     nbuf[m++] = nn;
-                    __builtin_prefetch(pl + (size_t)nn * ps, 0, 3);
+                    __builtin_prefetch(PAYLOAD(nn), 0, 3);
                 }
             }
         }
         for (size_t j = 0; j < m; j++) {
             uint32_t nb = nbuf[j];
             if (j + 1 < m)
-                prefetch_bytes(pl + (size_t)nbuf[j + 1] * ps, pf);
-            float dd = qdist(c, dm, pl + (size_t)nb * ps);
+                prefetch_bytes(PAYLOAD(nbuf[j + 1]), pf);
+            float dd = qdist(c, dm, PAYLOAD(nb));
             nd++;
             if (nt < ef || dd < lower) {
                 minh_push(cand, &nc, (hnsw_pair){ dd, nb });
@@ -1566,6 +1569,7 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
     c->ndist += nd;
     *n_top = nt;
     return HS_OK;
+#undef PAYLOAD
 }
 
 #define HNSW_DISPATCH(call_t)                       \
@@ -1580,7 +1584,11 @@ static hs_status search_l0(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c,
                            hnsw_scratch *s, uint32_t ep, float epd, size_t ef,
                            const roaring_bitmap_t *allow, size_t *n_top, bool *exhausted)
 {
-#define CALL_T(DM) search_l0_t(ix, g, c, s, ep, epd, ef, allow, n_top, exhausted, DM)
+#define CALL_T(DM) search_l0_t(ix, g, c, s, ep, epd, ef, allow, n_top, exhausted, DM, true)
+    if (ix->pay_apart)
+        HNSW_DISPATCH(CALL_T)
+#undef CALL_T
+#define CALL_T(DM) search_l0_t(ix, g, c, s, ep, epd, ef, allow, n_top, exhausted, DM, false)
     HNSW_DISPATCH(CALL_T)
 #undef CALL_T
 }
