@@ -69,6 +69,29 @@ HS_MUST_USE hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const cha
 HS_MUST_USE hs_status xo_limit(xo_op *child, int64_t limit, int64_t offset, xo_op **out,
                                hs_error *err);
 
+/* Set-returning functions of a ProjectSet (exec/srf.c); arguments are
+ * child columns. */
+typedef enum {
+    XO_SRF_UNNEST, XO_SRF_SERIES_INT, XO_SRF_SERIES_TS, XO_SRF_SERIES_DEC, XO_SRF_VALUES
+} xo_srf_kind;
+typedef struct xo_srf {
+    xo_srf_kind kind;
+    int arg[3];          /* UNNEST: the list column; SERIES: start, stop, step (-1 = 1;
+                            SERIES_DEC: three decimals of one scale) */
+    /* VALUES (unnest(ARRAY[e1, ..., en])): the row's values of columns
+     * vals[0..n_vals), all of one type, in order (borrowed during the call) */
+    const int *vals;
+    int n_vals;
+    const char *name;    /* output column name (borrowed during the call; NULL = the function's) */
+    hs_time_unit unit;   /* set by xo_projset for SERIES_TS */
+} xo_srf;
+/* ProjectSet (PostgreSQL 10's): per child row the functions' rows in
+ * lockstep, the shorter padded with NULL; no output row where all are
+ * empty unless outer (one row of NULLs).  Output: child's columns, one
+ * per function, then a bigint ordinality (1-based) when asked. */
+HS_MUST_USE hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality,
+                                 bool outer, xo_op **out, hs_error *err);
+
 /* ---- sorting ---- */
 
 typedef struct xo_sort_key {

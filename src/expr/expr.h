@@ -80,6 +80,7 @@
 #define HS_EXPR_EXPR_H
 
 #include "base/error.h"
+#include "base/interval.h"
 #include "columnar/column.h"
 #include "expr/pred.h"
 #include <stdbool.h>
@@ -172,6 +173,12 @@ HS_MUST_USE hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **o
  * to the same schema; caller frees *out with pr_filter_free. */
 HS_MUST_USE hs_status ex_to_pred(const ex_expr *e, pr_filter **out, bool *exact,
                                        hs_error *err);
+
+/* ts (a timestamp in unit) + v as PostgreSQL's timestamp + interval
+ * (months first, clamped to the month's last day, then days, then the
+ * time); false when out of range.  For operators that step through
+ * timestamps (exec/srf.c: generate_series). */
+bool ex_timestamp_add_interval(int64_t ts, hs_time_unit unit, hs_interval v, int64_t *out);
 
 /* Constant date/timestamp +- interval for rewrites before binding (the
  * planner folds such literals so that they prune: sql/plan_rewrite.c).  ts

@@ -388,6 +388,11 @@ bool ex_interval_parse(const uint8_t *p, size_t n, int mask, ex_interval *out, b
 
 /* ---- arithmetic ---- */
 
+bool ex_timestamp_add_interval(int64_t ts, hs_time_unit unit, hs_interval v, int64_t *out)
+{
+    return ex_ts_add_interval(ts, (int)unit, v, 1, out);
+}
+
 bool ex_ts_add_interval(int64_t ts, int unit, ex_interval v, int sign, int64_t *out)
 {
     int64_t ups = ex_unit_per_sec(unit), per_day = 86400 * ups;

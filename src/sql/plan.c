@@ -1505,8 +1505,20 @@ static hs_status from_item(planner *p, fromc *fc, const json_t *item, fnode **ou
         *out = f;
         return HS_OK;
     }
-    if (!strcmp(k, "RangeFunction"))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(b, 0), "functions in FROM are not supported");
+    if (!strcmp(k, "RangeFunction")) {
+        /* unnest / generate_series (plan_srf.c); lateral ones, reading
+         * earlier items' columns, were taken out of the FROM list by
+         * plan_block and run over the joined rows */
+        if (pl_srf_is_lateral(item))
+            return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(b, 0),
+                           "a lateral function is supported as a top-level FROM item only");
+        fnode *f;
+        HS_TRY(new_fnode(p, fc, F_REL, pl_first_loc(b, 0), &f));
+        HS_TRY(pl_srf_from_item(p, b, &f->rl));
+        HS_TRY(leaf_ns_from_rel(p, f));
+        *out = f;
+        return push_ptr(p, &fc->leaves, &fc->n_leaves, f);
+    }
     return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(b, 0), "unsupported FROM item (%s)", k);
 }
 

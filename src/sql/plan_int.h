@@ -11,6 +11,8 @@
  *   plan_rewrite.c rewrites of the parse tree before binding: constant
  *                  date +- interval, variance / stddev as sums and counts
  *   plan_stmt.c    EXPLAIN [ANALYZE], CREATE INDEX / DROP INDEX
+ *   plan_srf.c     set-returning functions (unnest, generate_series) in
+ *                  the select list and in FROM, lateral ones included
  *
  * plan.c's header comment describes how a SELECT is planned.
  */
@@ -271,6 +273,20 @@ const char *pl_cast_type(const json_t *j, const char **val);
 json_t *pl_mk_op(const char *op, json_t *l, json_t *r);
 json_t *pl_mk_int(int v);
 void pl_rewrite_stats(json_t *j, int depth);
+/* plan_srf.c */
+bool pl_has_srf(const json_t *j);
+bool pl_srf_is_lateral(const json_t *item);
+/* FROM function item (body of a RangeFunction that reads no columns). */
+HS_MUST_USE hs_status pl_srf_from_item(planner *p, const json_t *rf, rel *out);
+/* from's items without the lateral functions (*rest) and those (*lateral:
+ * [{"rf": RangeFunction body, "outer": bool}]), applied after the join of
+ * the rest by pl_srf_apply_lateral. */
+HS_MUST_USE hs_status pl_srf_split_from(planner *p, const json_t *from, json_t **rest, json_t **lateral);
+HS_MUST_USE hs_status pl_srf_apply_lateral(planner *p, rel *cur, const json_t *lateral);
+/* The select list's SRF calls become a ProjectSet over cur; m maps each
+ * call to its column. */
+HS_MUST_USE hs_status pl_srf_select(planner *p, rel *cur, const json_t *tl, nmap *m, const layer *pre,
+                                    const int *key_of_col);
 void pl_fold_intervals(json_t *j, int depth);
 
 #endif

@@ -1123,8 +1123,11 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_status st = aggs && groups ? HS_OK : pl_nomem(p);
     if (st == HS_OK)
         st = pl_lateral_rewrite(p, sel);
+    json_t *from_rest = NULL, *from_lateral = NULL;
     if (st == HS_OK)
-        st = pl_fromc_build(p, pl_jget(sel, "fromClause"), &fc);
+        st = pl_srf_split_from(p, pl_jget(sel, "fromClause"), &from_rest, &from_lateral);
+    if (st == HS_OK)
+        st = pl_fromc_build(p, json_array_size(from_rest) ? from_rest : NULL, &fc);
     if (st == HS_OK)
         st = pl_conjs_make(p, pl_jget(sel, "whereClause"), &fc, &cs);
     bool vs = false;
@@ -1134,6 +1137,12 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         st = pl_push_filters(p, &fc, &cs);
     if (st == HS_OK && !vs)
         st = pl_build_from(p, &fc, &cs, &cur);
+    if (st == HS_OK && json_array_size(from_lateral) > 0) {
+        if (vs)
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", -1, "vector search with a lateral function in FROM is not supported");
+        else
+            st = pl_srf_apply_lateral(p, &cur, from_lateral);
+    }
     /* the rest of WHERE: plain conjuncts first, then those with subqueries */
     if (st == HS_OK) {
         json_t **plain = hs_calloc((size_t)cs.n + 1, sizeof *plain);
@@ -1247,6 +1256,10 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             json_decref(eq1);
         }
     }
+    /* set-returning functions of the select list (after windows, before
+     * DISTINCT, ORDER BY and LIMIT) */
+    if (st == HS_OK)
+        st = pl_srf_select(p, &cur, tl, &m, grouped ? &pre : NULL, key_of_col);
     /* the select list */
     int cap = 16, n_out = 0;
     ex_expr **ex = NULL;
@@ -1445,6 +1458,8 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(keys);
     hs_free(extra);
     json_decref(don);
+    json_decref(from_rest);
+    json_decref(from_lateral);
     hs_free(key_of_col);
     pl_qcols_free(pre_cols, n_pre);
     pl_nmap_free(&m);
