@@ -37,6 +37,12 @@
  *                                                      the footers and filter sidecars
  *                                                      of files a query pruned fetched
  *                                                      ahead, for the next query; 0 = off
+ *   eq_delete_mb       HS_EQ_DELETE_MB        256      the equality-delete key sets one
+ *                                                      scan keeps (>= 1); a bigger set
+ *                                                      is applied in chunks of this size
+ *                                                      (bounded memory, more reads);
+ *                                                      also the cache of the positions
+ *                                                      they delete, per data file
  *
  * Cache budgets are >= 0 (0 = no caching); values outside a setting's range
  * are HS_INVALID, and an environment value that does not parse is reported

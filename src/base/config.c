@@ -45,6 +45,9 @@ static const cfg_def g_defs[HS_CFG_N] = {
     /* object stores: footers and filter sidecars of at most this many data
      * files per snapshot are fetched ahead (table/plan.c); 0 = off */
     [HS_CFG_WARM_FILES] = {"warm_files", "HS_WARM_FILES", 64, 0, 1 << 20, 0},
+    /* the equality-delete key sets one scan plan keeps (table/eqdel.c);
+     * past it, delete files are applied in chunks of this size */
+    [HS_CFG_EQ_DELETE_MB] = {"eq_delete_mb", "HS_EQ_DELETE_MB", 256, 1, MB_MAX, 0},
     /* -1: 1/16 of physical memory within [64 MiB, 1 GiB] (parquet/pcache.c) */
     [HS_CFG_PAGE_CACHE_MB] = {"page_cache_mb", "HS_PAGE_CACHE_MB", -1, -1, MB_MAX, 0},
     [HS_CFG_PARQUET_MAX_PAGE_MB] = {"parquet_max_page_mb", "HS_PARQUET_MAX_PAGE_MB", 1024, 1,

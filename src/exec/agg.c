@@ -31,6 +31,9 @@
  * built for all groups and emitted in slices of XO_BATCH_ROWS.
  * One integer-like group column (ints, dates, times, timestamps) is looked
  * up by value in an hs_imap instead (NULL is a group kept aside).
+ * At most AGG_SMALL groups: each batch's rows are also ordered by group
+ * (order_small), and count/sum/avg of integers and 64-bit decimals add
+ * one group's rows at a time in registers (sum_small).
  * Memory: the row sets are accounted as they grow (xo_rows); the maps and
  * state arrays are accounted after every batch.
  *
@@ -91,6 +94,8 @@ typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC, ACC_IV } acc
 
 #define XO_AGG_MAX_ORDER 16   /* ORDER BY keys of one string_agg/array_agg */
 
+#define AGG_SMALL 16   /* at most this many groups: rows ordered by group per batch */
+
 typedef struct agg_state {
     xo_agg a;              /* a.sep, a.name owned copies */
     acc_class cls;
@@ -130,6 +135,10 @@ typedef struct agg_op {
     hs_buf kb;             /* key scratch */
     int64_t *gid;
     int64_t gid_cap;
+    bool ord_ok;           /* ord/gstart hold this batch's rows by group (order_small) */
+    int32_t *ord;
+    int64_t ord_cap;
+    int64_t gstart[AGG_SMALL + 1];
     int64_t *scratch;      /* min/max per-batch best, size cap */
     hs_batch *result;
     int64_t emitted;
@@ -341,7 +350,7 @@ static hs_status account(agg_op *s, hs_error *err)
                      (a->best ? 16 : 0) + (a->pv ? (int64_t)sizeof(pv_agg) + 8 * 16 : 0);
         bytes += (int64_t)(a->seen.cap * sizeof(hs_map_slot)) + a->seen_bytes + (int64_t)a->nxt.cap;
     }
-    bytes += per_group * s->cap + s->gid_cap * 8;
+    bytes += per_group * s->cap + s->gid_cap * 8 + s->ord_cap * 4;
     if (bytes > s->accounted) {
         HS_TRY(xo_mem_reserve(s->op.ctx, bytes - s->accounted, s->op.name, err));
         s->accounted = bytes;
@@ -358,25 +367,29 @@ static hs_status account(agg_op *s, hs_error *err)
  * a function of the key, so a key always takes the same map. */
 static bool pack_keys(hs_column *const *cols, int n, int64_t row, uint64_t *out)
 {
-    uint8_t buf[8] = {0};
+    /* built in a register, byte k at bits 8k (the bytes in memory order on
+     * a little-endian machine); byte stores into a buffer read back as one
+     * 64-bit load stalled on store forwarding */
+    uint64_t v = 0;
     int pos = 0;
     for (int c = 0; c < n; c++) {
         const hs_column *col = cols[c];
         if (!hs_col_is_valid(col, row)) {
             if (pos >= 8)
                 return false;
-            buf[pos++] = 0xFF;
+            v |= (uint64_t)0xFF << (8 * pos++);
             continue;
         }
         const int32_t *o = HS_COL_OFFSETS(col);
         int32_t len = o[row + 1] - o[row];
         if (len < 0 || len > 7 || pos + 1 + len > 8)
             return false;
-        buf[pos++] = (uint8_t)len;
-        memcpy(buf + pos, col->values.data + o[row], (size_t)len);
-        pos += len;
+        v |= (uint64_t)len << (8 * pos++);
+        const uint8_t *p = col->values.data + o[row];
+        for (int32_t k = 0; k < len; k++)
+            v |= (uint64_t)p[k] << (8 * pos++);
     }
-    memcpy(out, buf, 8);
+    *out = v;
     return true;
 }
 
@@ -554,6 +567,78 @@ static hs_status add_int(agg_state *a, int64_t g, __int128 v, hs_error *err)
     return HS_OK;
 }
 
+/* count, count(*) (c NULL) and sum/avg of int32/int64 and of decimals
+ * within 64 bits when the batch's groups are few (s->ord_ok: its rows
+ * grouped by group id, order_small): each group's count and sum in
+ * registers, added to the states at the end with the overflow check (the
+ * partial sums of at most 2^31 64-bit values cannot overflow).  false,
+ * with nothing changed: not covered, or a decimal needs more than 64 bits
+ * (the general loops then run). */
+static bool sum_small(const agg_op *s, agg_state *a, const hs_column *c, bool sum, hs_status *st,
+                      hs_error *err)
+{
+    int64_t ng = s->n_total;
+    if (!s->ord_ok || ng > AGG_SMALL)
+        return false;
+    int kind = 0;
+    if (sum) {
+        if (c->type == HS_TYPE_DECIMAL128)
+            kind = 3;
+        else if (c->type == HS_TYPE_INT64)
+            kind = 2;
+        else if (c->type == HS_TYPE_INT32)
+            kind = 1;
+        else
+            return false;
+    }
+    __int128 sums[AGG_SMALL];
+    int64_t cnts[AGG_SMALL];
+    const uint8_t *valid = c ? c->validity.data : NULL;
+    const uint8_t *d = c ? c->values.data : NULL;
+    const int32_t *ord = s->ord;
+    bool wide = false;
+    for (int64_t g = 0; g < ng; g++) {
+        int64_t k0 = s->gstart[g], k1 = s->gstart[g + 1], cn = 0;
+        __int128 sm = 0;
+#define SMALL_LOOP(READ)                                                       \
+    for (int64_t k = k0; k < k1; k++) {                                        \
+        int32_t i = ord[k];                                                    \
+        int64_t ok = !valid || hs_bit_get(valid, i);                           \
+        int64_t x;                                                             \
+        READ;                                                                  \
+        cn += ok;                                                              \
+        sm += ok ? x : 0;                                                      \
+    }
+        if (kind == 3) {
+            SMALL_LOOP(__int128 w; memcpy(&w, d + 16 * (size_t)i, 16);
+                       wide |= ok && w != (int64_t)w; x = (int64_t)w)
+        } else if (kind == 2) {
+            SMALL_LOOP(memcpy(&x, d + 8 * (size_t)i, 8))
+        } else if (kind == 1) {
+            SMALL_LOOP(int32_t v; memcpy(&v, d + 4 * (size_t)i, 4); x = v)
+        } else if (valid) {
+            SMALL_LOOP(x = 0)
+        } else {
+            cn = k1 - k0;
+        }
+#undef SMALL_LOOP
+        sums[g] = sm;
+        cnts[g] = cn;
+    }
+    if (wide)
+        return false;
+    *st = HS_OK;
+    for (int64_t g = 0; g < ng; g++) {
+        a->cnt[g] += cnts[g];
+        if (kind && __builtin_add_overflow(a->isum[g], sums[g], &a->isum[g])) {
+            *st = hs_err_set(err, HS_INVALID, "%s: numeric field overflow",
+                             a->a.fn == XO_AGG_SUM ? "sum" : "avg");
+            break;
+        }
+    }
+    return true;
+}
+
 /* Tight loops for the common cases: count, and sum/avg of int32, int64
  * and float64 columns, without DISTINCT.  Returns false when a case is
  * not covered (the general loop then runs).  Integer sums cannot overflow
@@ -656,6 +741,9 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
     const int64_t *gid = s->gid;
     int64_t n = b->n_rows;
     if (a->a.fn == XO_AGG_COUNT_STAR) {
+        hs_status cst = HS_OK;
+        if (sum_small(s, a, NULL, false, &cst, err))
+            return cst;
         for (int64_t i = 0; i < n; i++)
             a->cnt[gid[i]]++;
         return HS_OK;
@@ -664,6 +752,10 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
     if (a->pvt)
         return update_pv(s, a, c, n, err);
     hs_status fst = HS_OK;
+    if (!a->a.distinct && c->type != HS_TYPE_NA &&
+        (a->a.fn == XO_AGG_COUNT || a->a.fn == XO_AGG_SUM || a->a.fn == XO_AGG_AVG) &&
+        sum_small(s, a, c, a->a.fn != XO_AGG_COUNT, &fst, err))
+        return fst;
     if (update_fast(a, gid, c, n, &fst, err))
         return fst;
     hs_buf picked = {0};   /* rows to store (string/array_agg, min/max candidates) */
@@ -1047,10 +1139,38 @@ static hs_status agg_finish(agg_op *s, hs_error *err)
     return st;
 }
 
+/* At most AGG_SMALL groups (TPC-H Q1's 4) and a batch of some size: the
+ * batch's row numbers grouped by group id, in input order within a group
+ * (a counting sort: ord[gstart[g] .. gstart[g + 1]) are group g's rows),
+ * for sum_small. */
+static hs_status order_small(agg_op *s, int64_t n, hs_error *err)
+{
+    s->ord_ok = false;
+    if (s->n_total > AGG_SMALL || n < 64 || n > INT32_MAX)
+        return HS_OK;
+    if (n > s->ord_cap) {
+        HS_TRY(grow((void **)&s->ord, n, sizeof *s->ord, err));
+        s->ord_cap = n;
+    }
+    const int64_t *gid = s->gid;
+    int64_t at[AGG_SMALL + 1] = {0};
+    for (int64_t i = 0; i < n; i++)
+        at[gid[i] + 1]++;
+    for (int g = 0; g < AGG_SMALL; g++)
+        at[g + 1] += at[g];
+    memcpy(s->gstart, at, sizeof at);
+    for (int64_t i = 0; i < n; i++)
+        s->ord[at[gid[i]]++] = (int32_t)i;
+    s->ord_ok = true;
+    return HS_OK;
+}
+
 /* Aggregates one input batch into s (the operator or a worker). */
 static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
 {
     hs_status st = assign_groups(s, b, err);
+    if (st == HS_OK)
+        st = order_small(s, b->n_rows, err);
     if (st == HS_OK)
         st = ensure_groups(s, s->n_total, err);
     for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
@@ -1638,6 +1758,10 @@ static void agg_release_state(agg_op *s)
     s->map_key_bytes = 0;
     xo_rows_free(&s->keys, op->ctx);
     hs_free(s->gid);
+    hs_free(s->ord);
+    s->ord = NULL;
+    s->ord_cap = 0;
+    s->ord_ok = false;
     hs_free(s->scratch);
     s->gid = s->scratch = NULL;
     s->gid_cap = s->cap = s->n_total = 0;

@@ -290,6 +290,14 @@ static void filter_destroy(xo_op *op)
     par_free(&f->par);
 }
 
+static int64_t child_max_rows(const xo_op *op) { return xo_max_rows(op->children[0]); }
+
+/* A runtime join filter on a column passes to the child (same columns). */
+static bool filter_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    return xo_push_keyfilter(op->children[0], col, kf);
+}
+
 hs_status xo_filter(xo_op *child, ex_expr *pred, xo_op **out, hs_error *err)
 {
     *out = NULL;
@@ -302,6 +310,8 @@ hs_status xo_filter(xo_op *child, ex_expr *pred, xo_op **out, hs_error *err)
     ((filter_op *)op)->pred = pred;
     op->next = filter_next;
     op->destroy = filter_destroy;
+    op->push_keyfilter = filter_push_keyfilter;
+    op->max_rows = child_max_rows;
     hs_field_clear(&op->schema);
     if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
         hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
@@ -393,6 +403,22 @@ static void project_destroy(xo_op *op)
     par_free(&p->par);
 }
 
+/* A runtime join filter on an output column that is a bare child column
+ * passes to the child. */
+static bool project_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    const project_op *p = (const project_op *)op;
+    int32_t id = col < p->n ? ex_column_id(p->exprs[col]) : -1;
+    if (id < 1 || id > op->children[0]->schema.n_children) {
+        hs_keyfilter_free(kf);
+        return false;
+    }
+    return xo_push_keyfilter(op->children[0], id - 1, kf);
+}
+
+static int64_t project_exact_rows(const xo_op *op) { return xo_exact_rows(op->children[0]); }
+
+
 hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *names, xo_op **out,
                      hs_error *err)
 {
@@ -417,6 +443,9 @@ hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *na
         p->exprs[i] = exprs[i];
     op->next = project_next;
     op->destroy = project_destroy;
+    op->push_keyfilter = project_push_keyfilter;
+    op->exact_rows = project_exact_rows;
+    op->max_rows = child_max_rows;
     hs_buf d = {0};
     s = hs_buf_puts(&d, "");
     for (int i = 0; i < n && s == HS_OK; i++) {

@@ -72,7 +72,8 @@ HS_MUST_USE hs_status xo_limit(xo_op *child, int64_t limit, int64_t offset, xo_o
 /* Set-returning functions of a ProjectSet (exec/srf.c); arguments are
  * child columns. */
 typedef enum {
-    XO_SRF_UNNEST, XO_SRF_SERIES_INT, XO_SRF_SERIES_TS, XO_SRF_SERIES_DEC, XO_SRF_VALUES
+    XO_SRF_UNNEST, XO_SRF_SERIES_INT, XO_SRF_SERIES_TS, XO_SRF_SERIES_DEC, XO_SRF_VALUES,
+    XO_SRF_SPLIT     /* string_to_table(s, delim[, null_string]): arg = text columns (-1 none) */
 } xo_srf_kind;
 typedef struct xo_srf {
     xo_srf_kind kind;

@@ -64,6 +64,24 @@
  * and may spill one level deeper, up to XO_SPILL_MAX_LEVEL; past that an
  * HS_NOMEM error says that a partition does not fit (one key with too
  * many rows).  The output order of a spilled join is by partition.
+ *
+ * Runtime filters.  Once the table is built in memory (and not from a
+ * whole table, whose keys a foreign key's all match), each integer key of
+ * the built rows becomes a key filter (base/keyfilter.h: the keys' range
+ * and a bitmap or bloom filter), offered to the probe child with
+ * xo_push_keyfilter on the probe key's column, when the probe rows that
+ * match no built row are dropped: probing with the left child for INNER,
+ * SEMI and RIGHT, with the right child (reversed build) for INNER, SEMI and
+ * ANTI; never for LEFT/FULL or a non-reversed ANTI, whose unmatched probe
+ * rows are output.  Filters pass down through Filter, Project (bare
+ * columns) and joins (a column of a side whose every row's output carries
+ * that column's value: both sides of INNER, the left of LEFT/SEMI/ANTI,
+ * the right of RIGHT) to a table scan, which drops rows whose key is NULL
+ * or not in the set from the files it reads from then on (table/
+ * rtfilter.h).  So that the probe scan has not started when the filter
+ * comes, a left child whose row count is known before it runs (a scan
+ * without a filter) and exceeds REV_MAX_ROWS is not read ahead: the read
+ * ahead would end there and build the right side anyway.
  */
 #include "exec/exec_int.h"
 #include "base/hash.h"
@@ -156,6 +174,8 @@ typedef struct join_op {
     xo_op *sub;             /* the join of the partition being emitted */
     int64_t sub_spilled;    /* rows spilled again by the partitions' joins */
     int sub_levels;         /* levels below this one that spilled */
+    int rtf_sent;           /* runtime filters a scan took */
+    bool whole[2];          /* the child is a whole table (xo_exact_rows known) */
 } join_op;
 
 /* Left rows read ahead before a SEMI/ANTI join chooses its build side. */
@@ -345,6 +365,17 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
     *right_read = false;
     bool semi = j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI;
     if ((!semi && j->kind != XO_JOIN_INNER) || j->n_keys == 0)
+        return HS_OK;
+    /* a left side known to be larger than the read ahead: the right side
+     * is built as it would be after reading ahead, and the left scan has
+     * not started when the runtime filters come */
+    if (xo_exact_rows(op->children[0]) > REV_MAX_ROWS)
+        return HS_OK;
+    /* a right side known to have at most REV_MAX_ROWS rows, and fewer than
+     * the left side may have: built without reading the left side ahead
+     * (the left scan then starts with the runtime filters in place) */
+    int64_t lmax = xo_max_rows(op->children[0]), rmax = xo_max_rows(op->children[1]);
+    if (j->kind != XO_JOIN_ANTI && rmax >= 0 && rmax <= REV_MAX_ROWS && lmax > rmax)
         return HS_OK;
     int64_t rows = 0;
     int cap = 0;
@@ -768,6 +799,10 @@ static hs_status next_spilled(join_op *j, hs_batch **out, hs_error *err)
 static hs_status join_extra(const xo_op *op, hs_buf *out, hs_error *err)
 {
     const join_op *j = (const join_op *)op;
+    if (j->rtf_sent > 0 &&
+        hs_buf_printf(out, "runtime filters: %d on the %s side's keys sent to its scan\n",
+                      j->rtf_sent, j->rev ? "right" : "left") != HS_OK)
+        return hs_err_nomem(err, 0);
     if (!j->spilling)
         return HS_OK;
     if (hs_buf_printf(out, "spilled: %lld left rows and %lld right rows to %d partitions "
@@ -779,11 +814,96 @@ static hs_status join_extra(const xo_op *op, hs_buf *out, hs_error *err)
     return HS_OK;
 }
 
+/* ---- runtime filters (see the top) ---- */
+
+/* Whether the probe rows that match no built row are dropped. */
+static bool probe_unmatched_dropped(const join_op *j)
+{
+    if (j->rev)
+        return j->kind == XO_JOIN_INNER || j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI;
+    return j->kind == XO_JOIN_INNER || j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_RIGHT;
+}
+
+static bool filter_key_type(hs_type t)
+{
+    return xo_is_int_type(t) && t != HS_TYPE_UINT64 && t != HS_TYPE_DATE32;
+}
+
+/* Builds a key filter per integer key of the built rows and offers it to
+ * the probe child. */
+static hs_status send_runtime_filters(join_op *j, hs_error *err)
+{
+    xo_op *probe_child = j->op.children[j->rev ? 1 : 0];
+    /* built on a whole table (no filter): a foreign key join, whose filter
+     * would keep every row */
+    if (j->n_keys == 0 || j->spilling || !probe_unmatched_dropped(j) ||
+        !probe_child->push_keyfilter || j->whole[j->rev ? 0 : 1])
+        return HS_OK;
+    int64_t n = xo_rows_count(&j->right);
+    int64_t *keys = NULL;
+    for (int k = 0; k < j->n_keys; k++) {
+        const hs_column *c = n > 0 ? j->right.b->cols[j->rkeys[k]] : NULL;
+        if (c && !filter_key_type(c->type))
+            continue;
+        if (!filter_key_type(probe_child->schema.children[j->lkeys[k]].type))
+            continue;
+        if (!keys && !(keys = hs_malloc((size_t)(n ? n : 1) * sizeof *keys)))
+            return hs_err_nomem(err, (size_t)n * 8);
+        int64_t m = 0;
+        bool big;
+        for (int64_t r = 0; r < n; r++)
+            if (hs_col_is_valid(c, r))
+                keys[m++] = xo_int_at(c, r, &big);
+        hs_keyfilter *kf = NULL;
+        hs_status st = hs_keyfilter_build(keys, m, &kf, err);
+        if (st != HS_OK) {
+            hs_free(keys);
+            return st;
+        }
+        j->rtf_sent += xo_push_keyfilter(probe_child, j->lkeys[k], kf);
+    }
+    hs_free(keys);
+    return HS_OK;
+}
+
+/* A filter on an output column of this join, offered by a join above:
+ * passes to the child the column comes from when every output row carries
+ * that child row's value (see the top). */
+static bool join_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    const join_op *j = (const join_op *)op;
+    xo_join_kind k = j->kind;
+    if (col < j->n_left && k != XO_JOIN_RIGHT && k != XO_JOIN_FULL)
+        return xo_push_keyfilter(op->children[0], col, kf);
+    if (col >= j->n_left && (k == XO_JOIN_INNER || k == XO_JOIN_RIGHT))
+        return xo_push_keyfilter(op->children[1], col - j->n_left, kf);
+    hs_keyfilter_free(kf);
+    return false;
+}
+
+/* At most the rows the join returns: SEMI/ANTI the left side's bound;
+ * the others the product of the sides' bounds when that is at most
+ * REV_MAX_ROWS (small dimension joins such as supplier x nation; a larger
+ * product says nothing useful), else unknown. */
+static int64_t join_max_rows(const xo_op *op)
+{
+    const join_op *j = (const join_op *)op;
+    int64_t l = xo_max_rows(op->children[0]);
+    if (j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI || j->kind == XO_JOIN_ANTI_NULL_AWARE)
+        return l;
+    int64_t r = xo_max_rows(op->children[1]), p;
+    if (l < 0 || r < 0 || __builtin_mul_overflow(l + 1, r + 1, &p) || p > REV_MAX_ROWS)
+        return -1;
+    return p;
+}
+
 static hs_status join_build(join_op *j, hs_error *err)
 {
     xo_op *op = &j->op;
     xo_op *rc = op->children[1];
     bool right_read;
+    j->whole[0] = xo_exact_rows(op->children[0]) >= 0;
+    j->whole[1] = xo_exact_rows(rc) >= 0;
     HS_TRY(too_big(j, choose_build(j, &right_read, err), err));
     if (j->spilling)
         return HS_OK;
@@ -894,7 +1014,7 @@ static hs_status join_build(join_op *j, hs_error *err)
         xo_mem_release(op->ctx, est - bytes);
     j->accounted = bytes;
     xo_op_held(op, j->right.bytes + j->accounted + j->pend_acc);
-    return HS_OK;
+    return send_runtime_filters(j, err);
 }
 
 /* ---- output ---- */
@@ -1522,6 +1642,8 @@ static hs_status join_make(const char *name, xo_op *left, xo_op *right, xo_join_
     op->next = join_next;
     op->destroy = join_destroy;
     op->explain_extra = join_extra;
+    op->push_keyfilter = join_push_keyfilter;
+    op->max_rows = join_max_rows;
     j->main.j = j;
     j->kind = kind;
     j->n_keys = n_keys < 0 ? 0 : n_keys;

@@ -54,6 +54,24 @@ hs_status xo_next(xo_op *op, hs_batch **out, hs_error *err)
     return HS_OK;
 }
 
+bool xo_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    if (op && op->push_keyfilter && col >= 0 && col < op->schema.n_children)
+        return op->push_keyfilter(op, col, kf);
+    hs_keyfilter_free(kf);
+    return false;
+}
+
+int64_t xo_exact_rows(const xo_op *op)
+{
+    return op && op->exact_rows ? op->exact_rows(op) : -1;
+}
+
+int64_t xo_max_rows(const xo_op *op)
+{
+    return op && op->max_rows ? op->max_rows(op) : -1;
+}
+
 void xo_free(xo_op *op)
 {
     if (!op)

@@ -41,6 +41,7 @@
 #define HS_EXEC_OP_H
 
 #include "base/buf.h"
+#include "base/keyfilter.h"
 #include "base/error.h"
 #include "base/threadpool.h"
 #include "columnar/column.h"
@@ -81,7 +82,26 @@ struct xo_op {
     int64_t rows_out, batches_out, ns;
     /* the most bytes the operator held accounted at once (xo_op_held) */
     int64_t mem_peak;
+    /* Runtime join filters (xo_push_keyfilter): takes kf, the set that
+     * output column col of every row the consumer still needs is in (a
+     * NULL never is); the operator may drop other rows from here on or
+     * hand the filter to a child.  Returns whether a scan took it.  NULL:
+     * the operator does not take filters. */
+    bool (*push_keyfilter)(xo_op *op, int col, hs_keyfilter *kf);
+    /* Rows the operator will return when known before it runs (a scan
+     * without a filter), else -1; NULL = unknown. */
+    int64_t (*exact_rows)(const xo_op *op);
+    /* At most how many rows the operator will return, when that is known
+     * before it runs (a scan's planned rows), else -1; NULL = unknown. */
+    int64_t (*max_rows)(const xo_op *op);
 };
+
+/* Offers kf (taken) to op (see push_keyfilter); false when nobody took it. */
+bool xo_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf);
+/* op->exact_rows, or -1. */
+int64_t xo_exact_rows(const xo_op *op);
+/* op->max_rows, or -1. */
+int64_t xo_max_rows(const xo_op *op);
 
 /* Notes that op holds `bytes` accounted now (its peak for EXPLAIN ANALYZE). */
 static inline void xo_op_held(xo_op *op, int64_t bytes)

@@ -11,9 +11,14 @@
  * counters in EXPLAIN, copying them when the stream ends.  VectorSearch
  * runs the search in its constructor (its result is k rows) and streams
  * the answer.
+ *
+ * Runtime join filters (xo_push_keyfilter) go to the table scan
+ * (table/rtfilter.h), which applies them to the files it starts reading
+ * from then on; EXPLAIN ANALYZE shows the rows each one removed.
  */
 #include "exec/exec_int.h"
 #include "columnar/arrow_c.h"
+#include "table/rtfilter.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -110,7 +115,40 @@ static hs_status scan_extra(const xo_op *op, hs_buf *out, hs_error *err)
                           "\n",
                           is.row_groups_read, is.row_groups_skipped, is.pages_decoded,
                           is.pages_skipped, is.rows_decoded, st.rows_deleted);
+    const tbl_rtfilter *rf = NULL;
+    int n_rf = s->scan ? tbl_scan_rtfilters(s->scan, &rf) : 0;
+    for (int i = 0; r == HS_OK && i < n_rf; i++) {
+        int64_t in = atomic_load(&rf[i].rows_in), kept = atomic_load(&rf[i].rows_out);
+        r = hs_buf_printf(out,
+                          "Runtime filter on %s: %s of %" PRId64 " keys (%" PRId64
+                          " bytes); rows %" PRId64 " checked, %" PRId64 " removed%s\n",
+                          op->schema.children[rf[i].col].name, hs_keyfilter_kind_name(rf[i].kf),
+                          rf[i].kf->n_keys, hs_keyfilter_bytes(rf[i].kf), in, in - kept,
+                          atomic_load(&rf[i].off) ? " (turned off: kept most rows)" : "");
+    }
     return r == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+}
+
+static bool scan_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    scan_op *s = (scan_op *)op;
+    if (!s->scan || s->done) {
+        hs_keyfilter_free(kf);
+        return false;
+    }
+    return tbl_scan_add_rtfilter(s->scan, col, kf);
+}
+
+static int64_t scan_exact_rows(const xo_op *op)
+{
+    const scan_op *s = (const scan_op *)op;
+    return s->scan && !s->done ? tbl_scan_exact_rows(s->scan) : -1;
+}
+
+static int64_t scan_max_rows(const xo_op *op)
+{
+    const scan_op *s = (const scan_op *)op;
+    return s->scan && !s->done ? tbl_scan_max_rows(s->scan) : -1;
 }
 
 /* Takes the stream (moved) into op's source and sets the schema. */
@@ -171,6 +209,9 @@ hs_status xo_scan(xo_ctx *ctx, hs_table *t, const hs_scan_options *opt, xo_op **
     op->next = scan_next;
     op->destroy = scan_destroy;
     op->explain_extra = scan_extra;
+    op->push_keyfilter = scan_push_keyfilter;
+    op->exact_rows = scan_exact_rows;
+    op->max_rows = scan_max_rows;
     hs_scan *sc = NULL;
     hs_status st = hs_scan_plan(t, &o, &sc, err);
     struct ArrowArrayStream stream = {0};

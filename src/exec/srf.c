@@ -15,6 +15,12 @@
  *   unnest(list)                     the list's elements (LIST and
  *                                    FIXED_LIST; a NULL list is empty)
  *   unnest(ARRAY[e1, ..., en])       the row's values of n columns in order
+ *   string_to_table(s, delim[, null_string]) PostgreSQL 14's: the pieces
+ *                                    of s between delimiters; a NULL
+ *                                    delimiter splits into characters
+ *                                    (UTF-8), an empty one gives s whole;
+ *                                    an empty s gives nothing; pieces equal
+ *                                    to null_string are NULL
  *   generate_series(start, stop[, step]) of int32 / int64 (the type of the
  *                                    start column), step 1 when absent;
  *                                    of decimal128 (start, stop and step of
@@ -142,6 +148,67 @@ static int64_t list_start(const hs_column *c, int64_t r)
     return c->type == HS_TYPE_FIXED_LIST ? r * c->width : HS_COL_OFFSETS(c)[r];
 }
 
+static bool text_at(const hs_column *c, int64_t r, const uint8_t **p, size_t *n)
+{
+    if (!hs_col_is_valid(c, r))
+        return false;
+    const int32_t *o = HS_COL_OFFSETS(c);
+    *p = c->values.data + o[r];
+    *n = (size_t)(o[r + 1] - o[r]);
+    return true;
+}
+
+/* string_to_table: pieces [from, from + want) of row r (the string is
+ * scanned from its start each call; a row's pieces rarely span batches). */
+static hs_status split_fill(srf_op *s, const xo_srf *f, int64_t r, int64_t from, int64_t want,
+                            hs_column *col, int64_t *made, hs_error *err)
+{
+    const uint8_t *str, *del = NULL, *nul = NULL;
+    size_t ns, nd = 0, nn = 0;
+    if (!text_at(s->in->cols[f->arg[0]], r, &str, &ns) || ns == 0)
+        return HS_OK;
+    bool by_char = !text_at(s->in->cols[f->arg[1]], r, &del, &nd);
+    bool has_null = f->arg[2] >= 0 && text_at(s->in->cols[f->arg[2]], r, &nul, &nn);
+    size_t pos = 0;
+    int64_t k = 0;
+    while (pos <= ns && *made < want) {
+        size_t end;
+        if (by_char) {
+            if (pos == ns)
+                break;
+            end = pos + 1;
+            while (end < ns && (str[end] & 0xC0) == 0x80)
+                end++;
+        } else if (nd == 0) {
+            if (pos > 0)
+                break;
+            end = ns;
+        } else {
+            end = ns;
+            for (size_t i = pos; i + nd <= ns; i++)
+                if (!memcmp(str + i, del, nd)) {
+                    end = i;
+                    break;
+                }
+        }
+        if (k >= from) {
+            hs_status st;
+            if (has_null && end - pos == nn && !memcmp(str + pos, nul, nn))
+                st = hs_col_append_null(col);
+            else
+                st = hs_col_append_bytes(col, str + pos, end - pos);
+            if (st != HS_OK)
+                return hs_err_nomem(err, 0);
+            (*made)++;
+        }
+        k++;
+        if (end == ns)
+            break;
+        pos = by_char ? end : end + nd;
+    }
+    return HS_OK;
+}
+
 /* Appends outputs [from, from + want) of input row r for function i to
  * col, as many as the function has (*made; fewer than want: it ended). */
 static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t want, hs_column *col,
@@ -149,6 +216,8 @@ static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t want, h
 {
     const xo_srf *f = &s->srfs[i];
     *made = 0;
+    if (f->kind == XO_SRF_SPLIT)
+        return split_fill(s, f, r, from, want, col, made, err);
     if (f->kind == XO_SRF_VALUES) {
         for (int64_t k = from; k < f->n_vals && *made < want; k++) {
             hs_column *piece;
@@ -371,6 +440,10 @@ static bool same_type(const hs_field *a, const hs_field *b)
 static hs_status out_field(const hs_field *cs, const xo_srf *f, hs_field *out)
 {
     const hs_field *a = &cs->children[f->kind == XO_SRF_VALUES ? f->vals[0] : f->arg[0]];
+    if (f->kind == XO_SRF_SPLIT) {
+        hs_field_init(out, f->name ? f->name : "string_to_table", HS_TYPE_STRING, true);
+        return HS_OK;
+    }
     if (f->kind == XO_SRF_UNNEST || f->kind == XO_SRF_VALUES) {
         HS_TRY(hs_field_copy(f->kind == XO_SRF_UNNEST ? &a->children[0] : a, out));
         hs_free(out->name);
@@ -444,6 +517,10 @@ hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, b
                  ((t0 != HS_TYPE_INT32 && t0 != HS_TYPE_INT64) || cs->children[f->arg[1]].type != t0 ||
                   (f->arg[2] >= 0 && cs->children[f->arg[2]].type != t0)))
             st = hs_err_set(err, HS_INVALID, "ProjectSet: generate_series needs int32 or int64 arguments of one type");
+        else if (f->kind == XO_SRF_SPLIT &&
+                 (t0 != HS_TYPE_STRING || cs->children[f->arg[1]].type != HS_TYPE_STRING ||
+                  (f->arg[2] >= 0 && cs->children[f->arg[2]].type != HS_TYPE_STRING)))
+            st = hs_err_set(err, HS_INVALID, "ProjectSet: string_to_table needs text arguments");
         else if (f->kind == XO_SRF_SERIES_DEC &&
                  (t0 != HS_TYPE_DECIMAL128 || !same_type(&cs->children[f->arg[1]], &cs->children[f->arg[0]]) ||
                   (f->arg[2] >= 0 && !same_type(&cs->children[f->arg[2]], &cs->children[f->arg[0]]))))
@@ -456,7 +533,9 @@ hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, b
             s->srfs[i].unit = cs->children[f->arg[0]].unit;
         if (st == HS_OK)
             st = hs_buf_printf(&d, "%s%s(#%d)", i ? ", " : "",
-                               f->kind == XO_SRF_UNNEST ? "unnest" : "generate_series", f->arg[0] + 1);
+                               f->kind == XO_SRF_UNNEST ? "unnest"
+                               : f->kind == XO_SRF_SPLIT ? "string_to_table" : "generate_series",
+                               f->arg[0] + 1);
     }
     if (st == HS_OK && (ordinality || outer))
         st = hs_buf_printf(&d, "%s%s", ordinality ? " with ordinality" : "", outer ? " (outer)" : "");

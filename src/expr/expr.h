@@ -147,6 +147,10 @@ bool ex_is_true(const ex_expr *e);
 const hs_column *ex_passthrough(const ex_expr *e, const hs_batch *b);
 /* Field ids the expression reads (each once), appended to ids (int32_t vector). */
 HS_MUST_USE hs_status ex_field_ids(const ex_expr *e, hs_buf *ids);
+/* The field id of the column e is, when e is a bare reference to a
+ * top-level primitive column of its schema with the column's own type (no
+ * cast); else -1. */
+int32_t ex_column_id(const ex_expr *e);
 
 /* Filter evaluation over batch b (columns found by field id with
  * pr_batch_find_id, or by their names when the bound field has no id; a

@@ -1492,6 +1492,226 @@ static hs_status bind_pv_op(ex_binder *b, const char *opname, ex_node *l, ex_nod
                             ex_node **out);
 
 
+/* x op ANY (array) / x op ALL (array), PostgreSQL's scalar-array
+ * comparison (subqueries are SubLinks, planned as joins):
+ *   ANY(ARRAY[e1, ...][::t[]])  the OR (ALL: AND) of x op ei, which is its
+ *                               three-valued meaning exactly
+ *   ANY(list column)            EX_FN_LIST_ANY, evaluated per row over the
+ *                               elements (expr_eval.c, ev_array_fn): true when
+ *                               one comparison is true, else NULL when one was
+ *                               NULL, else false (ALL: the dual); an empty
+ *                               array gives false (ALL: true), a NULL one NULL
+ * Other array expressions (string literals '{...}', functions) are 0A000. */
+static hs_status bind_any_all(ex_binder *b, json_t *body, const char *opname, bool all, int loc,
+                              ex_node **out)
+{
+    static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+    int op = -1;
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(opname, ops[i]))
+            op = i;
+    if (!strcmp(opname, "!="))
+        op = PR_NE;
+    json_t *lj = json_object_get(body, "lexpr"), *rj = json_object_get(body, "rexpr");
+    const char *k = NULL;
+    json_t *rb = NULL;
+    json_t *cast_type = NULL;   /* ARRAY[...]::t[]: t, each element cast to it */
+    if (!node_of(rj, &k, &rb))
+        k = "";
+    if (!strcmp(k, "TypeCast")) {
+        const char *k2;
+        json_t *ab;
+        if (node_of(json_object_get(rb, "arg"), &k2, &ab) && !strcmp(k2, "A_ArrayExpr")) {
+            cast_type = json_deep_copy(json_object_get(rb, "typeName"));
+            if (!cast_type)
+                return exb_nomem(b);
+            json_object_del(cast_type, "arrayBounds");
+            rb = ab;
+            k = "A_ArrayExpr";
+        }
+    }
+    if (!strcmp(k, "A_ArrayExpr")) {
+        /* the OR / AND of x op ei, each bound as a comparison of its own */
+        json_t *els = json_object_get(rb, "elements");
+        size_t n = json_array_size(els);
+        if (n == 0) {
+            json_decref(cast_type);
+            return exb_err(b, HS_INVALID, loc, "cannot determine type of empty array");
+        }
+        ex_node **a = hs_arena_calloc(&b->e->arena, n, sizeof *a);
+        if (!a) {
+            json_decref(cast_type);
+            return exb_nomem(b);
+        }
+        hs_status st = HS_OK;
+        for (size_t i = 0; i < n && st == HS_OK; i++) {
+            json_t *e = json_array_get(els, i);
+            json_t *el = cast_type ? json_pack("{s:{s:O,s:O,s:i}}", "TypeCast", "arg", e, "typeName",
+                                               cast_type, "location", -1)
+                                   : json_incref(e);
+            json_t *cmp = el ? json_pack("{s:{s:s,s:O,s:O,s:o,s:i}}", "A_Expr", "kind", "AEXPR_OP",
+                                         "name", json_object_get(body, "name"), "lexpr", lj, "rexpr",
+                                         el, "location", loc)
+                             : NULL;
+            st = cmp ? bind(b, cmp, &a[i]) : exb_nomem(b);
+            json_decref(cmp);
+            if (st == HS_OK)
+                st = need_bool(b, &a[i], all ? "ALL" : "ANY");
+        }
+        json_decref(cast_type);
+        HS_TRY(st);
+        if (n == 1) {
+            *out = a[0];
+            return HS_OK;
+        }
+        ex_node *x = exb_mk(b, all ? EX_AND : EX_OR, exb_ty(EX_T_BOOL), loc, 0);
+        if (!x)
+            return exb_nomem(b);
+        x->args = a;
+        x->n_args = (int)n;
+        *out = x;
+        return exb_fold(b, out, false);
+    }
+    json_decref(cast_type);
+    if (op < 0)
+        return exb_err(b, HS_UNSUPPORTED, loc, "operator %s with %s is not supported", opname,
+                       all ? "ALL" : "ANY");
+    ex_node *x, *arr;
+    HS_TRY(bind(b, lj, &x));
+    HS_TRY(bind(b, rj, &arr));
+    char b1[48], b2[48];
+    if (arr->kind != EX_COL || arr->type.t != EX_T_OTHER || !arr->field ||
+        (arr->field->type != HS_TYPE_LIST && arr->field->type != HS_TYPE_FIXED_LIST))
+        return exb_err(b, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN ? HS_UNSUPPORTED
+                                                                                 : HS_INVALID,
+                       arr->loc, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN
+                           ? "%s of this array expression is not supported (an array column or ARRAY[...])"
+                           : "op %s (array) requires array on right side",
+                       all ? "ALL" : "ANY");
+    ex_ty et = ex_type_of_field(&arr->field->children[0]);
+    if (et.t == EX_T_OTHER || ex_is_pvx(et.t) || et.t == EX_T_INTERVAL)
+        return exb_err(b, HS_UNSUPPORTED, arr->loc, "%s of arrays of %s is not supported",
+                       all ? "ALL" : "ANY", et.t == EX_T_OTHER ? "nested values" : exb_tname(&et, b1));
+    bool same = x->type.t == et.t && (et.t != EX_T_DEC || x->type.scale <= et.scale) &&
+                (et.t != EX_T_TS || (x->type.unit == et.unit && x->type.tz == et.tz)) &&
+                (et.t != EX_T_TIME || x->type.unit == et.unit) && x->type.uuid == et.uuid;
+    /* integers and floats compare as int64 and double as they are, as in
+     * array_position */
+    if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL ||
+        (same && et.t != EX_T_INT && et.t != EX_T_FLOAT))
+        HS_TRY(exb_cast_to(b, &x, et, true));
+    else if (!same)
+        return exb_err(b, HS_UNSUPPORTED, x->loc, "%s with a %s against an array of %s is not "
+                       "supported (cast it to the element type)", all ? "ALL" : "ANY",
+                       exb_tname(&x->type, b1), exb_tname(&et, b2));
+    ex_node *n = exb_mk(b, EX_FUNC, exb_ty(EX_T_BOOL), loc, 2);
+    if (!n)
+        return exb_nomem(b);
+    n->op = EX_FN_LIST_ANY;
+    n->aux = op;
+    n->neg = all;
+    n->args[0] = arr;
+    n->args[1] = x;
+    *out = n;
+    return HS_OK;
+}
+
+/* a @> ARRAY[x1, ...] (contains), a && ARRAY[...] (overlaps) and
+ * ARRAY[...] <@ a of a list column a, as PostgreSQL's array operators:
+ * NULL when a is NULL; otherwise @> holds when every xi equals an element
+ * of a, && when one does (a NULL xi or element never matches).  Bound as
+ *   CASE WHEN a IS NULL THEN NULL ELSE (xi = ANY(a)) IS TRUE AND|OR ... END
+ * over the list comparison of bind_any_all. */
+static hs_status bind_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj, int loc,
+                               ex_node **out)
+{
+    bool overlap = !strcmp(opname, "&&");
+    if (!strcmp(opname, "<@")) {
+        json_t *t = lj;
+        lj = rj;
+        rj = t;
+    }
+    const char *k = NULL;
+    json_t *rb = NULL, *ab = NULL, *cast_type = NULL;
+    if (!node_of(rj, &k, &rb))
+        k = "";
+    if (!strcmp(k, "TypeCast")) {
+        const char *k2;
+        if (node_of(json_object_get(rb, "arg"), &k2, &ab) && !strcmp(k2, "A_ArrayExpr")) {
+            cast_type = json_deep_copy(json_object_get(rb, "typeName"));
+            if (!cast_type)
+                return exb_nomem(b);
+            json_object_del(cast_type, "arrayBounds");
+        }
+    } else if (!strcmp(k, "A_ArrayExpr")) {
+        ab = rb;
+    }
+    ex_node *a;
+    HS_TRY(bind(b, lj, &a));
+    if (!ab || a->kind != EX_COL || a->type.t != EX_T_OTHER || !a->field ||
+        (a->field->type != HS_TYPE_LIST && a->field->type != HS_TYPE_FIXED_LIST)) {
+        json_decref(cast_type);
+        return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is supported between an array column "
+                       "and ARRAY[...] only", opname);
+    }
+    json_t *els = json_object_get(ab, "elements");
+    size_t n = json_array_size(els);
+    json_t *terms = json_array();
+    for (size_t i = 0; terms && i < n; i++) {
+        json_t *e = json_array_get(els, i);
+        json_t *el = cast_type ? json_pack("{s:{s:O,s:O,s:i}}", "TypeCast", "arg", e, "typeName",
+                                           cast_type, "location", -1)
+                               : json_incref(e);
+        json_t *any = el ? json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:O,s:i}}", "A_Expr", "kind",
+                                     "AEXPR_OP_ANY", "name", "String", "sval", "=", "lexpr", el,
+                                     "rexpr", lj, "location", loc)
+                         : NULL;
+        json_t *bt = any ? json_pack("{s:{s:o,s:s,s:i}}", "BooleanTest", "arg", any, "booltesttype",
+                                     "IS_TRUE", "location", loc)
+                         : NULL;
+        if (!bt || json_array_append_new(terms, bt) != 0) {
+            json_decref(terms);
+            terms = NULL;
+        }
+    }
+    json_decref(cast_type);
+    if (!terms)
+        return exb_nomem(b);
+    hs_status st;
+    ex_node *body = NULL;
+    if (n == 0) {   /* ARRAY[]::t[]: contains nothing, overlaps nothing */
+        json_decref(terms);
+        body = exb_mk_const(b, exb_ty(EX_T_BOOL), loc);
+        if (!body)
+            return exb_nomem(b);
+        body->val.i = !overlap;
+    } else {
+        json_t *all = n == 1 ? json_incref(json_array_get(terms, 0))
+                             : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop",
+                                         overlap ? "OR_EXPR" : "AND_EXPR", "args", terms, "location", loc);
+        json_decref(terms);
+        if (!all)
+            return exb_nomem(b);
+        st = bind(b, all, &body);
+        json_decref(all);
+        HS_TRY(st);
+    }
+    /* NULL when the array is NULL */
+    ex_node *isnull = exb_mk(b, EX_IS_NULL, exb_ty(EX_T_BOOL), loc, 1);
+    ex_node *nul = exb_mk_const(b, exb_ty(EX_T_NULL), loc);
+    ex_node *c = exb_mk(b, EX_CASE, exb_ty(EX_T_BOOL), loc, 3);
+    if (!isnull || !nul || !c)
+        return exb_nomem(b);
+    isnull->args[0] = a;
+    HS_TRY(exb_cast_to(b, &nul, exb_ty(EX_T_BOOL), true));
+    c->aux = 0;
+    c->args[0] = isnull;
+    c->args[1] = nul;
+    c->args[2] = body;
+    *out = c;
+    return HS_OK;
+}
+
 static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
 {
     int loc = exb_loc(body);
@@ -1546,6 +1766,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         *out = n;
         return exb_fold(b, out, false);
     }
+    if (!strcmp(kind, "AEXPR_OP_ANY") || !strcmp(kind, "AEXPR_OP_ALL"))
+        return bind_any_all(b, body, opname, !strcmp(kind, "AEXPR_OP_ALL"), loc, out);
     if (strcmp(kind, "AEXPR_OP") != 0) {
         const char *what = !strcmp(kind, "AEXPR_SIMILAR") ? "SIMILAR TO"
                          : !strncmp(kind, "AEXPR_OP_A", 10) ? "ANY/ALL" : kind;
@@ -1577,6 +1799,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         HS_TRY(bind(b, rj, &r));
         return bind_pv_op(b, opname, l, r, loc, out);
     }
+    if (!strcmp(opname, "@>") || !strcmp(opname, "<@") || !strcmp(opname, "&&"))
+        return bind_contains(b, opname, lj, rj, loc, out);
     if (!strcmp(opname, "~") || !strcmp(opname, "~*") || !strcmp(opname, "!~") || !strcmp(opname, "!~*")) {
         ex_node *l, *r;
         HS_TRY(bind(b, lj, &l));

@@ -477,6 +477,23 @@ static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
     if (n->type.t == EX_T_OTHER || n->type.t == EX_T_NULL || (!d && col->type != HS_TYPE_NA))
         return HS_OK;
     int from_unit = r->field ? (int)(r->field->unit & 3) : n->type.unit;
+    if (ns > 0 && sel[ns - 1] - sel[0] == ns - 1) {
+        /* a run of rows (ex_eval's chunks) of a type kept as it is: one copy */
+        size_t at = (size_t)(base + sel[0]);
+        int fs = r->field ? r->field->scale : n->type.scale;
+        if ((col->type == HS_TYPE_DECIMAL128 && fs == n->type.scale) || col->type == HS_TYPE_INTERVAL) {
+            memcpy(&out->v.d[sel[0]], d + 16 * at, 16 * (size_t)ns);
+            return HS_OK;
+        }
+        if (col->type == HS_TYPE_INT64 || col->type == HS_TYPE_UINT64) {
+            memcpy(&out->v.i[sel[0]], d + 8 * at, 8 * (size_t)ns);
+            return HS_OK;
+        }
+        if (col->type == HS_TYPE_FLOAT64) {
+            memcpy(&out->v.f[sel[0]], d + 8 * at, 8 * (size_t)ns);
+            return HS_OK;
+        }
+    }
 #define READ(T, dst, expr)                                   \
     for (int k = 0; k < ns; k++) {                           \
         int j = sel[k];                                      \
@@ -1615,6 +1632,55 @@ static hs_status concat2(ex_ctx *c, const ex_str *x, const ex_str *y, ex_str *ds
 }
 
 
+static inline bool fits_i64(__int128 v) { return v == (int64_t)v; }
+
+/* Decimal +, - and * (at the exact product scale) when every non-null
+ * operand of the chunk fits in 64 bits: then no result can overflow (a
+ * product of two is below 2^126 < 10^38; a sum of two values scaled up by
+ * at most 10^18 is below 2^124), so the rows are computed with one 64x64
+ * multiply each and without checks.  Null rows are computed from zeros.
+ * Returns false (the rows hold garbage) when a non-null operand is wider: the
+ * general loop then runs with its overflow checks.  TPC-H Q1's
+ * l_extendedprice * (1 - l_discount) * (1 + l_tax). */
+static bool dec_fast(int op, int sa, int sb, int sr, const ex_vec *a, const ex_vec *b,
+                     const ex_sel *sel, int ns, ex_vec *out)
+{
+    int64_t ma = 1, mb = 1;
+    if (op == '*') {
+        if (sr != sa + sb)
+            return false;
+    } else if (op == '+' || op == '-') {
+        if (sr < sa || sr < sb || sr - sa > 18 || sr - sb > 18)
+            return false;
+        ma = (int64_t)ex_pow10_tab[sr - sa];
+        mb = (int64_t)ex_pow10_tab[sr - sb];
+    } else {
+        return false;
+    }
+    const uint8_t *nul = out->nul;
+    const __int128 *av = a->v.d, *bv = b->v.d;
+    __int128 *restrict rv = out->v.d;
+    /* one pass: the results from the low halves, and whether a non-null
+     * operand needed its high half (then they are thrown away) */
+    bool wide = false;
+#define DEC_LOOP(expr)                                                          \
+    for (int k = 0; k < ns; k++) {                                              \
+        int j = sel[k];                                                         \
+        __int128 xw = nul[j] ? 0 : av[j], yw = nul[j] ? 0 : bv[j];              \
+        wide |= !fits_i64(xw) | !fits_i64(yw);                                  \
+        int64_t x = (int64_t)xw, y = (int64_t)yw;                               \
+        rv[j] = (expr);                                                         \
+    }
+    if (op == '*')
+        DEC_LOOP((__int128)x * y)
+    else if (op == '+')
+        DEC_LOOP((__int128)x * ma + (__int128)y * mb)
+    else
+        DEC_LOOP((__int128)x * ma - (__int128)y * mb)
+#undef DEC_LOOP
+    return !wide;
+}
+
 static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     if (ex_is_pv(n->type.t))
@@ -1626,9 +1692,17 @@ static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns
     const ex_ty *ta = &n->args[0]->type, *tb = &n->args[1]->type;
     int op = n->op;
     ex_t rt = n->type.t;
-    for (int k = 0; k < ns; k++) {
-        int j = sel[k];
-        out->nul[j] = a.nul[j] | b.nul[j];
+    if (ns > 0 && sel[ns - 1] - sel[0] == ns - 1) {
+        /* a run of rows (ex_eval's chunks): one loop the compiler widens */
+        uint8_t *restrict on = out->nul + sel[0];
+        const uint8_t *restrict an = a.nul + sel[0], *restrict bn = b.nul + sel[0];
+        for (int j = 0; j < ns; j++)
+            on[j] = an[j] | bn[j];
+    } else {
+        for (int k = 0; k < ns; k++) {
+            int j = sel[k];
+            out->nul[j] = a.nul[j] | b.nul[j];
+        }
     }
     if (op == '|') {
         for (int k = 0; k < ns; k++) {
@@ -1746,6 +1820,8 @@ static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns
     }
     /* decimals */
     int sa = ta->scale, sb = tb->scale, sr = n->type.scale;
+    if (dec_fast(op, sa, sb, sr, &a, &b, sel, ns, out))
+        return HS_OK;
     if (op == '/') {
         for (int k = 0; k < ns; k++) {
             int j = sel[k];
@@ -2169,6 +2245,32 @@ static hs_status array_scan(ex_ctx *c, const ex_node *n, const hs_column *ch, in
     return st;
 }
 
+/* x op ANY / ALL (a) over the elements [start, start + len) of ch (of
+ * type et) into out's row j (see bind_any_all in expr_bind.c). */
+static void list_any(const ex_node *n, const hs_column *ch, int64_t start, int64_t len, const ex_vec *x,
+                     int j, const ex_ty *et, ex_vec *tmp, ex_vec *out)
+{
+    bool all = n->neg, saw_null = false;
+    ex_cmode m = et->t == EX_T_FLOAT ? EX_CM_F64 : et->t == EX_T_DEC ? EX_CM_DEC
+               : et->t == EX_T_STR || et->t == EX_T_BIN ? EX_CM_BYTES
+               : et->t == EX_T_BOOL ? EX_CM_BOOL : EX_CM_I64;
+    for (int64_t i = 0; i < len; i++) {
+        if (x->nul[j] || !read_elem(ch, et, start + i, tmp, 0)) {
+            saw_null = true;
+            continue;
+        }
+        int c = cmp_rows(m, et, tmp, &n->args[1]->type, x, 0, j);   /* elem vs x */
+        bool r = cmp_res(n->aux, c < 0 ? 1 : c > 0 ? -1 : 0);        /* x op elem */
+        if (r != all) {   /* ANY: a true one decides; ALL: a false one */
+            out->nul[j] = 0;
+            out->v.b[j] = r;
+            return;
+        }
+    }
+    out->nul[j] = saw_null;
+    out->v.b[j] = all;
+}
+
 /* a[i], cardinality(a), array_length(a, dim) of a list column (args[0]):
  * PostgreSQL's one-dimensional arrays with lower bound 1. */
 static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
@@ -2190,7 +2292,7 @@ static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
      * type and one element at a time (array_scan) */
     ex_vec more = {0}, tmp = {0};
     ex_ty et = {0};
-    if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION) {
+    if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY) {
         if (n->n_args > 2)
             HS_TRY(ex_ev(c, n->args[2], sel, ns, &more));
         et = ex_type_of_field(&n->args[0]->field->children[0]);
@@ -2200,14 +2302,18 @@ static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
         int j = sel[k];
         int64_t row = c->base + j;
         out->nul[j] = 1;
-        bool ix_null = n->n_args > 1 && ix.nul[j] && fn != EX_FN_ARRAY_POSITION;
+        bool ix_null = n->n_args > 1 && ix.nul[j] && fn != EX_FN_ARRAY_POSITION && fn != EX_FN_LIST_ANY;
         if (!col || !pr_ref_valid(r, row) || ix_null)
             continue;
         int64_t start = fixed ? row * col->width : o[row];
         int64_t len = fixed ? col->width : o[row + 1] - o[row];
-        if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION) {
+        if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY) {
             if (start + len > ch->length)
                 return ex_fail(c, n, "column \"%s\": list offsets past its elements", n->args[0]->name);
+            if (fn == EX_FN_LIST_ANY) {
+                list_any(n, ch, start, len, &ix, j, &et, &tmp, out);
+                continue;
+            }
             HS_TRY(array_scan(c, n, ch, start, len, &ix, &more, j, &et, &tmp, out));
             continue;
         }
@@ -2231,7 +2337,7 @@ static hs_status ev_func_more(ex_ctx *c, const ex_node *n, const ex_sel *sel, in
     ex_fn fn = (ex_fn)n->op;
     HS_TRY(ex_vec_new(c, n->type.t, out));
     if (fn == EX_FN_ARR_ELEM || fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH ||
-        fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION)
+        fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY)
         return ev_array_fn(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT_WS) {
         ex_vec sep;

@@ -72,6 +72,15 @@ hs_status ex_field_ids(const ex_expr *e, hs_buf *ids)
     return e ? ids_rec(e->root, ids, 0) : HS_OK;
 }
 
+int32_t ex_column_id(const ex_expr *e)
+{
+    const ex_node *n = e ? e->root : NULL;
+    if (!n || n->kind != EX_COL || n->sub > 0 || n->field_id <= 0 || !n->field ||
+        n->field->type != e->type_field.type || n->field->n_children != 0)
+        return -1;
+    return n->field_id;
+}
+
 /* ------------------------------------------------------------------ */
 /* the implied pr_filter                                              */
 
@@ -924,7 +933,7 @@ static const char *fn_name(int fn)
                                         "initcap", "make_date", "regexp_like", "regexp_replace",
                                         "regexp_count", "regexp_substr", "to_char", "?elem",
                                         "cardinality", "array_length", "array_to_string",
-                                        "array_position", "justify_days",
+                                        "array_position", "?any", "justify_days",
                                         "justify_hours", "justify_interval", "age"};
     _Static_assert(sizeof names / sizeof names[0] == EX_FN_AGE + 1,
                    "a name per function before pgvector's");
@@ -1095,6 +1104,14 @@ static hs_status fmt(hs_buf *o, const ex_node *n, int depth)
             HS_TRY(hs_buf_printf(o, " %s~%s ", n->neg ? "!" : "", n->ci ? "*" : ""));
             HS_TRY(fmt(o, n->args[1], depth + 1));
             return hs_buf_puts(o, ")");
+        }
+        if (n->kind == EX_FUNC && n->op == EX_FN_LIST_ANY) { /* (x op ANY(a)) */
+            static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
+            HS_TRY(hs_buf_puts(o, "("));
+            HS_TRY(fmt(o, n->args[1], depth + 1));
+            HS_TRY(hs_buf_printf(o, " %s %s(", ops[n->aux % 6], n->neg ? "ALL" : "ANY"));
+            HS_TRY(fmt(o, n->args[0], depth + 1));
+            return hs_buf_puts(o, "))");
         }
         if (n->kind == EX_FUNC && n->op == EX_FN_ARR_ELEM) { /* a[i] of a column */
             HS_TRY(fmt(o, n->args[0], depth + 1));

@@ -165,6 +165,8 @@ typedef enum ex_fn {
     EX_FN_ARRAY_LENGTH,  /* array_length(a, 1): elements (NULL when empty) */
     EX_FN_ARRAY_TO_STRING, /* array_to_string(a, sep[, null_text]) */
     EX_FN_ARRAY_POSITION,  /* array_position(a, x[, start]): IS NOT DISTINCT FROM */
+    EX_FN_LIST_ANY,      /* x op ANY(a) / x op ALL(a) of a list column: args (a, x),
+                            aux = pr_op, neg = ALL */
     /* intervals (expr_interval.c ex_interval_justify) */
     EX_FN_JUSTIFY_DAYS, EX_FN_JUSTIFY_HOURS, EX_FN_JUSTIFY_INTERVAL,
     EX_FN_AGE,           /* age(ts, ts): years, months, days and time (timestamp_age) */

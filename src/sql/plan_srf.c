@@ -18,7 +18,8 @@
  *                                             keeps rows the function
  *                                             gives nothing for)
  *
- * The functions: unnest(list) (a list column: a table's array column, or
+ * The functions: string_to_table(s, delim[, null_string]) (also written
+ * unnest(string_to_array(...))), unnest(list) (a list column: a table's array column, or
  * an array_agg result), unnest(ARRAY[e1, ...][::type[]]) (the elements,
  * cast to their common type, as one argument column each), generate_series(start, stop[, step]) of integers
  * (int4, or int8 when an argument is bigint), of numeric (decimal(38, s),
@@ -45,7 +46,8 @@
 
 static bool srf_name(const char *nm)
 {
-    return nm && (!strcmp(nm, "unnest") || !strcmp(nm, "generate_series"));
+    return nm && (!strcmp(nm, "unnest") || !strcmp(nm, "generate_series") ||
+                  !strcmp(nm, "string_to_table"));
 }
 
 static bool is_srf_call(const json_t *j)
@@ -268,6 +270,29 @@ static hs_status bind_call(planner *p, const rel *r, const json_t *call, const s
         json_is_true(pl_jget(b, "agg_distinct")) || json_is_true(pl_jget(b, "func_variadic")))
         return pl_fail(p, HS_INVALID, "42809", loc, "%s is not an aggregate function", nm);
     f->arg[0] = f->arg[1] = f->arg[2] = -1;
+    json_t *sb;
+    if (!strcmp(nm, "unnest") && na == 1 && pl_is_kind(json_array_get(args, 0), "FuncCall", &sb) &&
+        !strcmp(pl_func_name(sb) ? pl_func_name(sb) : "", "string_to_array")) {
+        /* unnest(string_to_array(...)) is string_to_table(...) */
+        b = sb;
+        args = pl_jget(b, "args");
+        na = json_array_size(args);
+        nm = "string_to_table";
+    }
+    if (!strcmp(nm, "string_to_table")) {
+        if (na < 2 || na > 3)
+            return pl_fail(p, HS_NOT_FOUND, "42883", loc, "function %s with %zu arguments does not exist",
+                           nm, na);
+        f->kind = XO_SRF_SPLIT;
+        for (size_t i = 0; i < na; i++) {
+            json_t *c = cast_named(json_array_get(args, i), "text");
+            if (!c || json_array_append_new(args_out, c) != 0)
+                return pl_nomem(p);
+        }
+        if (na == 2 && json_array_append_new(args_out, json_null()) != 0)
+            return pl_nomem(p);
+        return HS_OK;
+    }
     if (!strcmp(nm, "unnest")) {
         if (na != 1)
             return pl_fail(p, HS_UNSUPPORTED, "0A000", loc,

@@ -133,6 +133,7 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"function ", "42883"},
         {"operator does not exist", "42883"},
         {"division by zero", "22012"},
+        {"cannot determine type of empty array", "42P18"},
         {"date field value out of range", "22008"},
         {"requested character", "54000"},
         {"null character not permitted", "54000"},

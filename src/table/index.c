@@ -1523,6 +1523,7 @@ void tbl_index_cache_clear(void)
     tbl_vindex_cache_clear();       /* and opened vector indexes */
     tbl_list_cache_clear();         /* and decoded manifest lists */
     tbl_filter_cache_clear();       /* and bound filters */
+    tbl_eqdel_cache_clear();        /* and equality-deleted positions */
 }
 
 static void cache_release(tbl_fref *ref)

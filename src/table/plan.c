@@ -11,9 +11,11 @@
  *                                                            partition values
  *   5 data files                 lower/upper bounds, value,  the filter itself ("might
  *                                null counts by field id     match" on statistics)
- *   6 deletes                    delete manifests            sequence numbers: a delete
- *                                                            applies to data files with a
- *                                                            data sequence number <= its own
+ *   6 deletes                    delete manifests            sequence numbers: a position
+ *                                                            delete applies to data files
+ *                                                            with a data sequence number
+ *                                                            <= its own, an equality
+ *                                                            delete to those < its own
  *
  * Projection of a filter leaf on column c through a partition field
  * p = T(c) (Iceberg's "inclusive projection"):
@@ -38,8 +40,11 @@
  * Which deletes apply to a data file: a deletion vector whose
  * referenced_data_file is the file; a position delete file whose
  * referenced_data_file is the file or, without one, whose file_path bounds
- * (field 2147483546) contain the file's path or are absent.  Equality deletes
- * are refused (HS_UNSUPPORTED) - nothing this project reads writes them yet.
+ * (field 2147483546) contain the file's path or are absent (those apply to
+ * data sequence numbers <= their own); an equality delete file whose data
+ * sequence number is strictly greater than the file's and whose partition
+ * (spec id and tuple) is the file's, or whose spec is unpartitioned (then
+ * every file).  What equality deletes delete: eqdel.c.
  */
 #include "table/fcache.h"
 #include "table/mcache.h"
@@ -703,6 +708,11 @@ typedef struct del_entry {
     int64_t offset, length, record_count;
     int manifest_index;
     int64_t entry_index;
+    tbl_eqdel *eq;                     /* equality deletes (plan-owned) */
+    bool global;                       /* eq: its spec is unpartitioned */
+    int32_t spec_id;                   /* eq: its partition */
+    int n_partition;
+    ice_value *partition;              /* eq: owned until attach_deletes is done */
 } del_entry;
 
 static hs_status open_local(const char *loc, hs_file **f, hs_error *err)
@@ -866,6 +876,76 @@ static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file
     return st;
 }
 
+/* An equality delete file entry: a del_entry with the plan's tbl_eqdel. */
+static hs_status plan_eq_delete(tbl_plan *p, int mi, int64_t ei, const ice_manifest_entry *e,
+                                const ice_manifest_file *mf, const ice_partition_spec *spec,
+                                hs_buf *dels, hs_error *err)
+{
+    const ice_data_file *df = &e->file;
+    del_entry d = {0};
+    if (!p->eq_shared)
+        HS_TRY(tbl_eqshared_new(&p->eq_shared, err));
+    hs_status st = tbl_eqdel_new(p->meta, p->schema, df, &p->arena, p->eq_shared, &d.eq, err);
+    if (st != HS_OK) {
+        hs_err_prefix(err, "%s", mf->manifest_path);
+        return st;
+    }
+    if (hs_buf_append(&p->eqdels, &d.eq, sizeof d.eq) != HS_OK) {
+        tbl_eqdel_free(d.eq);
+        return hs_err_nomem(err, sizeof d.eq);
+    }
+    d.path = tbl_eqdel_path(d.eq);
+    d.seq = e->has_sequence_number ? e->sequence_number : 0;
+    d.record_count = df->record_count;
+    d.manifest_index = mi;
+    d.entry_index = ei;
+    d.global = ice_spec_is_unpartitioned(spec);
+    d.spec_id = mf->partition_spec_id;
+    if (!d.global && df->n_partition > 0) {
+        d.partition = hs_calloc((size_t)df->n_partition, sizeof(ice_value));
+        if (!d.partition)
+            return hs_err_nomem(err, sizeof(ice_value));
+        d.n_partition = df->n_partition;
+        for (int k = 0; k < d.n_partition && st == HS_OK; k++)
+            if (ice_value_copy(&df->partition[k], &d.partition[k]) != HS_OK)
+                st = hs_err_nomem(err, 64);
+    }
+    if (st == HS_OK && hs_buf_append(dels, &d, sizeof d) != HS_OK)
+        st = hs_err_nomem(err, sizeof d);
+    if (st != HS_OK) {
+        for (int k = 0; k < d.n_partition; k++)
+            ice_value_clear(&d.partition[k]);
+        hs_free(d.partition);
+    }
+    return st;
+}
+
+/* Whether equality delete d applies to data file f (header comment). */
+static bool eq_applies(const del_entry *d, const tbl_plan_file *f)
+{
+    if (d->seq <= f->data_seq)
+        return false;
+    if (d->global)
+        return true;
+    if (f->spec_id != d->spec_id || f->n_partition != d->n_partition)
+        return false;
+    for (int k = 0; k < d->n_partition; k++)
+        if (!ice_value_equals(&f->partition[k], &d->partition[k]))
+            return false;
+    return true;
+}
+
+static void free_del_entries(hs_buf *dels)
+{
+    del_entry *d = (del_entry *)dels->data;
+    for (size_t i = 0; i < dels->len / sizeof *d; i++) {
+        for (int k = 0; k < d[i].n_partition; k++)
+            ice_value_clear(&d[i].partition[k]);
+        hs_free(d[i].partition);
+    }
+    hs_buf_free(dels);
+}
+
 static hs_status plan_delete_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
                                       const ice_partition_spec *spec, const ice_schema *sc,
                                       hs_buf *dels, hs_error *err)
@@ -880,9 +960,8 @@ static hs_status plan_delete_manifest(tbl_plan *p, int mi, const ice_manifest_fi
             continue;
         const ice_data_file *df = &e->file;
         if (df->content == ICE_CONTENT_EQUALITY_DELETES) {
-            st = hs_err_set(err, HS_UNSUPPORTED, "%s: equality delete file %s: equality "
-                            "deletes are not supported yet", mf->manifest_path, df->file_path);
-            break;
+            st = plan_eq_delete(p, mi, i, e, mf, spec, dels, err);
+            continue;
         }
         if (df->content != ICE_CONTENT_POSITION_DELETES)
             continue;
@@ -942,8 +1021,15 @@ static hs_status attach_deletes(tbl_plan *p, const del_entry *d, size_t n_dels, 
         st = hs_err_nomem(err, sizeof(hs_buf));
     for (size_t k = 0; k < n_dels && st == HS_OK; k++) {
         const del_entry *e = &d[k];
-        tbl_delete_ref r = {ICE_CONTENT_POSITION_DELETES, e->is_dv, e->path, e->offset, e->length,
+        tbl_delete_ref r = {e->eq ? ICE_CONTENT_EQUALITY_DELETES : ICE_CONTENT_POSITION_DELETES,
+                            e->is_dv, e->eq, e->path, e->offset, e->length,
                             e->record_count, e->manifest_index, e->entry_index};
+        if (e->eq) {
+            for (int i = 0; i < p->n_files && st == HS_OK; i++)
+                if (eq_applies(e, &p->files[i]) && hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
+                    st = hs_err_nomem(err, sizeof r);
+            continue;
+        }
         if (e->ref) {
             uint64_t i;
             if (hs_map_get(&by_ref, e->ref, strlen(e->ref), &i) && e->seq >= p->files[i].data_seq)
@@ -992,6 +1078,10 @@ void tbl_plan_free(tbl_plan *p)
     }
     hs_free(p->files);
     hs_free(p->pruned);
+    for (size_t i = 0; i < p->eqdels.len / sizeof(tbl_eqdel *); i++)
+        tbl_eqdel_free(((tbl_eqdel **)p->eqdels.data)[i]);
+    hs_buf_free(&p->eqdels);
+    tbl_eqshared_free(p->eq_shared);
     if (p->list_ref)
         tbl_fcache_release(&g_lists, p->list_ref);
     else
@@ -1083,7 +1173,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     }
     if (st == HS_OK)
         st = attach_deletes(p, (const del_entry *)dels.data, dels.len / sizeof(del_entry), err);
-    hs_buf_free(&dels);
+    free_del_entries(&dels);
     for (int k = 0; k < n_projs; k++)
         hs_field_clear(&projs[k].ptype);
     hs_free(projs);
@@ -1191,7 +1281,9 @@ hs_status tbl_plan_load_deletes(const tbl_plan_file *df, roaring_bitmap_t **out,
     hs_status st = HS_OK;
     for (int i = 0; i < df->n_deletes && st == HS_OK; i++) {
         const tbl_delete_ref *d = &df->deletes[i];
-        if (d->is_dv) {
+        if (d->eq) {
+            continue;   /* below, all at once */
+        } else if (d->is_dv) {
             hs_file *f = NULL;
             roaring_bitmap_t *dv = NULL;
             st = open_local(d->path, &f, err);
@@ -1206,6 +1298,8 @@ hs_status tbl_plan_load_deletes(const tbl_plan_file *df, roaring_bitmap_t **out,
             st = load_pos_deletes(df, d->path, bm, err);
         }
     }
+    if (st == HS_OK)
+        st = tbl_eqdel_apply(df, bm, err);
     if (st != HS_OK) {
         tbl_bitmap_free(bm);
         return st;

@@ -58,6 +58,7 @@
 #include "hyperstream/index.h"
 #include "io/io.h"
 #include "parquet/reader.h"
+#include "table/rtfilter.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -1066,6 +1067,8 @@ typedef struct rd_state {
     const tbl_plan_file *pf;
     const hs_field *rs;
     const tbl_pred *pred;          /* NULL: no residual evaluation */
+    tbl_rtfilter **rtf;            /* runtime filters in use (rtfilter.h) */
+    int n_rtf;
     tbl_emit_fn emit;
     void *ctx;
     tbl_file_report *rep;
@@ -1122,6 +1125,34 @@ static hs_status sub_schema(const hs_field *rs, const int *which, int n, hs_fiel
     return HS_OK;
 }
 
+/* Applies the runtime filters to the rows of b that r->sel selects (*nm of
+ * them): a row whose key is NULL or not in a filter's set is dropped. */
+static void rd_rtfilter(rd_state *r, const hs_batch *b, int64_t *nm)
+{
+    for (int f = 0; f < r->n_rtf && *nm > 0; f++) {
+        tbl_rtfilter *rf = r->rtf[f];
+        if (atomic_load_explicit(&rf->off, memory_order_relaxed))
+            continue;
+        int j = -1;
+        for (int k = 0; k < r->n_which && j < 0; k++)
+            if (r->which[k] == rf->col)
+                j = k;
+        const hs_column *c = j >= 0 ? b->cols[j] : NULL;
+        if (!c || (c->type != HS_TYPE_INT32 && c->type != HS_TYPE_INT64))
+            continue;
+        int64_t n = b->n_rows, before = *nm;
+        if (c->null_count > 0 && c->validity.data)
+            for (int64_t i = 0; i < n; i++)
+                r->sel[i] = r->sel[i] && hs_bit_get(c->validity.data, i);
+        *nm = hs_keyfilter_apply(rf->kf, c->values.data, c->type == HS_TYPE_INT32 ? 4 : 8, n,
+                                 r->sel);
+        int64_t in = atomic_fetch_add(&rf->rows_in, before) + before;
+        int64_t out = atomic_fetch_add(&rf->rows_out, *nm) + *nm;
+        if (in >= TBL_RTF_PROBE && out * 10 > in * 9)
+            atomic_store(&rf->off, true);
+    }
+}
+
 /* Evaluates the residual filter over the columns of one read (taken into a
  * batch, returned in *b): r->sel, r->idx (passing rows), *m; records hits. */
 static hs_status rd_eval(rd_state *r, hs_column **cols, int64_t n, const uint32_t *pos,
@@ -1143,6 +1174,8 @@ static hs_status rd_eval(rd_state *r, hs_column **cols, int64_t n, const uint32_
         *b = NULL;
         return st;
     }
+    if (r->n_rtf)
+        rd_rtfilter(r, *b, &nm);
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++)
         if (r->sel[i]) {
@@ -1403,6 +1436,13 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
     r.rep = rep;
     r.n_out = n_out;
     r.pred = need_eval ? pred : NULL;
+    /* runtime filters still on, on columns that are output */
+    tbl_rtfilter *rtf_use[TBL_MAX_RTF];
+    for (int i = 0; emit && i < o->n_rtf && i < TBL_MAX_RTF; i++)
+        if (o->rtf[i].col < n_out && !atomic_load(&o->rtf[i].off))
+            rtf_use[r.n_rtf++] = &o->rtf[i];
+    r.rtf = rtf_use;
+    bool eval = r.pred || r.n_rtf;
     hs_status st = tbl_plan_load_deletes(pf, &del, err);
     if (st == HS_OK && del) {
         roaring_bitmap_remove_range(del, (uint64_t)fr.n_rows, (uint64_t)UINT32_MAX + 1);
@@ -1426,12 +1466,21 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
         st = sub_schema(rs, which, n_out, &r.out_schema, err);
     }
     bool empty = sel && roaring_bitmap_is_empty(sel);
+    /* a runtime filter of no keys (an empty build side) keeps nothing */
+    for (int i = 0; st == HS_OK && !empty && i < r.n_rtf; i++)
+        if (rtf_use[i]->kf->kind == HS_KEYFILTER_EMPTY) {
+            empty = true;
+            atomic_fetch_add(&rtf_use[i]->rows_in,
+                             sel ? (int64_t)roaring_bitmap_get_cardinality(sel) : fr.n_rows);
+        }
     if (st == HS_OK && r.pred)
         st = filter_columns(r.pred, rs, need, err);
+    for (int i = 0; i < r.n_rtf; i++)
+        need[rtf_use[i]->col] = true;
     /* two phases when the filter must be evaluated and some stored output
      * column is not a filter column */
     bool two = false;
-    for (int i = 0; st == HS_OK && r.pred && o->late && i < n_out; i++)
+    for (int i = 0; st == HS_OK && eval && o->late && i < n_out; i++)
         two |= !need[i] && stored_column(&rs->children[i]);
     if (st == HS_OK && !empty && !two) {
         /* one read: output columns, then the filter's other columns */
@@ -1575,6 +1624,9 @@ struct hs_scan {
     bool failed;
     /* an append stream's acknowledged rows read after the files (stream.c) */
     tbl_tail_view *tail;
+    /* runtime filters (rtfilter.h): slots filled, then n_rtf published */
+    tbl_rtfilter rtf[TBL_MAX_RTF];
+    atomic_int n_rtf;
 };
 
 static void job_reset(scan_job *j)
@@ -1596,6 +1648,8 @@ void hs_scan_free(hs_scan *s)
     for (int i = 0; s->jobs && i < s->window; i++)
         job_reset(&s->jobs[i]);   /* waits for running jobs */
     tbl_pin_drop(s);
+    for (int i = 0; i < atomic_load(&s->n_rtf); i++)
+        hs_keyfilter_free(s->rtf[i].kf);
     hs_free(s->jobs);
     hs_pool_destroy(s->pool);
     tbl_ixscan_free(s->ix);
@@ -1880,7 +1934,8 @@ static hs_status job_run(void *arg, hs_error *err)
         tbl_read_opts o = {.pred = pred, .candidates = cand,
                            .candidates_exact = cand && exact && pred->exact,
                            .use_stats = true, .late = true, .n_out = s->n_out,
-                           .batch_size = s->batch_size};
+                           .batch_size = s->batch_size, .rtf = s->rtf,
+                           .n_rtf = atomic_load_explicit(&s->n_rtf, memory_order_acquire)};
         st = tbl_read_file_ex(f, &s->read_schema, &o, job_push, j, NULL, &j->rows_deleted,
                               &j->rep, err);
     }
@@ -1889,6 +1944,55 @@ static hs_status job_run(void *arg, hs_error *err)
     if (st != HS_OK && err)
         j->err = *err;
     return st;
+}
+
+bool tbl_scan_add_rtfilter(hs_scan *s, int col, hs_keyfilter *kf)
+{
+    int n = atomic_load_explicit(&s->n_rtf, memory_order_relaxed);
+    bool ok = col >= 0 && col < s->n_out && n < TBL_MAX_RTF &&
+              (s->read_schema.children[col].type == HS_TYPE_INT32 ||
+               s->read_schema.children[col].type == HS_TYPE_INT64);
+    if (!ok) {
+        hs_keyfilter_free(kf);
+        return false;
+    }
+    tbl_rtfilter *f = &s->rtf[n];
+    f->kf = kf;
+    f->col = col;
+    atomic_init(&f->rows_in, 0);
+    atomic_init(&f->rows_out, 0);
+    atomic_init(&f->off, false);
+    atomic_store_explicit(&s->n_rtf, n + 1, memory_order_release);
+    return true;
+}
+
+int tbl_scan_rtfilters(const hs_scan *s, const tbl_rtfilter **out)
+{
+    *out = s->rtf;
+    return atomic_load_explicit(&((hs_scan *)s)->n_rtf, memory_order_acquire);
+}
+
+int64_t tbl_scan_max_rows(const hs_scan *s)
+{
+    if (s->tail)
+        return -1;
+    int64_t n = 0;
+    for (int i = 0; i < s->plan->n_files; i++)
+        n += s->plan->files[i].record_count;
+    return n;
+}
+
+int64_t tbl_scan_exact_rows(const hs_scan *s)
+{
+    if (!tbl_pred_is_true(&s->plan->pred) || s->plan->stats.delete_files > 0 || s->tail)
+        return -1;
+    int64_t n = 0;
+    for (int i = 0; i < s->plan->n_files; i++) {
+        if (s->plan->files[i].n_deletes > 0)
+            return -1;
+        n += s->plan->files[i].record_count;
+    }
+    return n;
 }
 
 static int scan_threads(void)

@@ -139,9 +139,14 @@ HS_MUST_USE hs_status tbl_check_writable(const hs_table *t, hs_error *err);
 
 /* ---- plan.c ---- */
 
+typedef struct tbl_eqdel tbl_eqdel;   /* eqdel.c: one equality delete file of a plan */
+typedef struct tbl_eqshared tbl_eqshared;   /* eqdel.c: what a plan's tbl_eqdels share */
+
 typedef struct tbl_delete_ref {
-    int kind;                      /* ICE_CONTENT_POSITION_DELETES; DV when is_dv */
+    int kind;                      /* ICE_CONTENT_POSITION_DELETES (DV when is_dv) or
+                                    * ICE_CONTENT_EQUALITY_DELETES (then eq is set) */
     bool is_dv;
+    tbl_eqdel *eq;                 /* the plan's, shared by the files it applies to */
     const char *path;              /* arena */
     int64_t offset, length;        /* DV blob */
     int64_t record_count;
@@ -220,6 +225,8 @@ typedef struct tbl_plan {
      * round trip. */
     const char **pruned;
     int n_pruned, cap_pruned;
+    hs_buf eqdels;                     /* tbl_eqdel * (owned): the equality delete files */
+    tbl_eqshared *eq_shared;           /* their budget and unions (owned; NULL = none) */
 } tbl_plan;
 
 /* Plans a scan of snapshot `snap` (NULL = empty) with schema `schema` and
@@ -240,6 +247,25 @@ void tbl_list_cache_clear(void);
  * DV): a new bitmap (caller frees) or NULL when none. */
 HS_MUST_USE hs_status tbl_plan_load_deletes(const tbl_plan_file *f, roaring_bitmap_t **out,
                                             hs_error *err);
+/* ---- eqdel.c: equality delete files ---- */
+
+HS_MUST_USE hs_status tbl_eqshared_new(tbl_eqshared **out, hs_error *err);
+void tbl_eqshared_free(tbl_eqshared *s);   /* after the plan's tbl_eqdels */
+/* One equality delete file (df) of a plan whose schema is `schema`: its
+ * columns resolved; path copied into arena; key sets counted in shared's
+ * budget.  Free with tbl_eqdel_free. */
+HS_MUST_USE hs_status tbl_eqdel_new(const ice_table_metadata *meta, const ice_schema *schema,
+                                    const ice_data_file *df, hs_arena *arena,
+                                    tbl_eqshared *shared, tbl_eqdel **out, hs_error *err);
+void tbl_eqdel_free(tbl_eqdel *e);
+const char *tbl_eqdel_path(const tbl_eqdel *e);
+/* Adds to bm the positions of data file df deleted by its equality deletes
+ * (the refs with eq set).  Thread-safe for the files of one plan. */
+HS_MUST_USE hs_status tbl_eqdel_apply(const tbl_plan_file *df, roaring_bitmap_t *bm,
+                                      hs_error *err);
+/* Drops the unreferenced entries of its process-wide cache (tests). */
+void tbl_eqdel_cache_clear(void);
+
 /* Resolves the snapshot and schema a scan reads from options. */
 HS_MUST_USE hs_status tbl_resolve_snapshot(const ice_table_metadata *m, const hs_scan_options *o,
                                            const ice_snapshot **snap, const ice_schema **schema,
@@ -276,6 +302,9 @@ typedef struct tbl_read_opts {
     bool late;                         /* may read filter columns first (two phases) */
     int n_out;                         /* emit read-schema columns [0, n_out); -1 = all */
     int64_t batch_size;                /* 0 = 65536 */
+    struct tbl_rtfilter *rtf;          /* runtime filters on read-schema columns
+                                        * (table/rtfilter.h), n_rtf of them */
+    int n_rtf;
 } tbl_read_opts;
 
 /* Reads one data file of a plan: rows of `read_schema` (a STRUCT whose

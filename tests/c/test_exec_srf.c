@@ -373,6 +373,69 @@ static void test_values(void)
     LEAK_END();
 }
 
+/* string_to_table: delimiters, NULL delimiter (UTF-8 characters), empty
+ * delimiter, empty string, null_string, and one row of 20,000 pieces cut
+ * across batches. */
+static void test_split(void)
+{
+    LEAK_START();
+    hs_field s;
+    hs_field_init(&s, "", HS_TYPE_STRUCT, false);
+    xt_add_field(&s, "s", HS_TYPE_STRING);
+    xt_add_field(&s, "d", HS_TYPE_STRING);
+    xt_add_field(&s, "n", HS_TYPE_STRING);
+    hs_buf big = {0};
+    for (int i = 0; i < 20000; i++)
+        CHECK(hs_buf_printf(&big, "%s%d", i ? ";" : "", i) == HS_OK);
+    const char *in[][3] = {{"a,b,,c", ",", "b"}, {"h\xc3\xa9l", NULL, NULL}, {"", ",", NULL},
+                           {"abc", "", NULL}, {NULL, ",", NULL}, {"x--y--", "--", NULL},
+                           {(const char *)big.data, ";", NULL}};
+    int nr = 7;
+    hs_batch *b;
+    CHECK(hs_batch_create(&s, nr, &b, NULL) == HS_OK);
+    for (int r = 0; r < nr; r++)
+        for (int c = 0; c < 3; c++)
+            CHECK((in[r][c] ? hs_col_append_bytes(b->cols[c], in[r][c], strlen(in[r][c]))
+                            : hs_col_append_null(b->cols[c])) == HS_OK);
+    b->n_rows = nr;
+    xo_ctx ctx = {0};
+    xo_op *v;
+    hs_error err = {0};
+    CHECK_OK(xo_values(&ctx, &s, 1, &b, &v, &err), &err);
+    xo_srf f = {.kind = XO_SRF_SPLIT, .arg = {0, 1, 2}};
+    xo_op *ps;
+    CHECK_OK(xo_projset(v, 1, &f, true, false, &ps, &err), &err);
+    /* expected (row, piece) in order; "\1" = NULL */
+    const char *want[] = {"a", "\1", "", "c", "h", "\xc3\xa9", "l", "abc", "x", "y", ""};
+    int nw = 11, got = 0;
+    bool ok = true;
+    for (;;) {
+        hs_batch *o;
+        CHECK_OK(xo_next(ps, &o, &err), &err);
+        if (!o)
+            break;
+        for (int64_t i = 0; i < o->n_rows; i++, got++) {
+            xt_val x, ord;
+            xt_read(o->cols[3], i, &x);
+            xt_read(o->cols[4], i, &ord);
+            if (got < nw) {
+                ok = ok && (!strcmp(want[got], "\1") ? x.null : !x.null && !strcmp(x.s, want[got]));
+            } else {
+                char e[16];
+                snprintf(e, sizeof e, "%d", got - nw);
+                ok = ok && !x.null && !strcmp(x.s, e) && ord.i == got - nw + 1;
+            }
+        }
+        hs_batch_free(o);
+    }
+    CHECK(ok);
+    CHECK(got == nw + 20000);
+    xo_free(ps);
+    hs_buf_free(&big);
+    hs_field_clear(&s);
+    LEAK_END();
+}
+
 static void test_errors(void)
 {
     LEAK_START();
@@ -411,6 +474,7 @@ int main(void)
     HS_RUN(test_long_row);
     HS_RUN(test_timestamps);
     HS_RUN(test_values);
+    HS_RUN(test_split);
     HS_RUN(test_errors);
     return hs_test_summary();
 }

@@ -1,5 +1,6 @@
 """Set-returning functions (unnest, generate_series) in the select list and
-in FROM, lateral ones included, differentially against PostgreSQL 15 (the
+in FROM, lateral ones included, and scalar-array comparisons (x op ANY/ALL
+of an array column or ARRAY[...]), differentially against PostgreSQL 15 (the
 reference server of ../shared/oracles/postgres-pgvector.sh, fixture shared
 with test_sql_fn_pg.py).
 
@@ -202,6 +203,14 @@ FROM_ITEMS = [
     "SELECT * FROM unnest(ARRAY['x', 'y', NULL]) WITH ORDINALITY AS u(v, i)",
     "SELECT * FROM unnest(ARRAY[3, 1, 2]) AS u ORDER BY u",
     "SELECT t.id, v FROM arr t, unnest(ARRAY[t.id, t.n]) AS v WHERE t.id < 15",
+    "SELECT * FROM string_to_table('a,b,,c', ',')",
+    "SELECT string_to_table('héllo', NULL) AS c",
+    "SELECT unnest(string_to_array('x--y--', '--', 'y')) AS p",
+    "SELECT * FROM unnest(string_to_array('1 2 3', ' '))",
+    "SELECT * FROM string_to_table('', ',')",
+    "SELECT * FROM string_to_table('abc', '') WITH ORDINALITY",
+    "SELECT id, string_to_table(array_to_string(tags, ','), ',') AS w FROM arr",
+    "SELECT t.id, w FROM arr t, string_to_table(array_to_string(t.tags, '-', '*'), '-', '*') AS w",
     # lateral
     "SELECT t.id, u.tag FROM arr t, unnest(t.tags) AS u(tag)",
     "SELECT t.id, u.tag FROM arr t, unnest(t.tags) AS u(tag) WHERE u.tag > 'c' AND t.id < 40",
@@ -237,6 +246,34 @@ def test_select_list_srfs(env):
 
 def test_from_srfs(env):
     compare(env, FROM_ITEMS)
+
+
+ANY_ALL = [
+    "SELECT id FROM arr WHERE 'b' = ANY(tags)",
+    "SELECT id, 'b' = ANY(tags) AS x, 'b' <> ALL(tags) AS y, 'c' < ANY(tags) AS z, "
+    "'c' >= ALL(tags) AS w FROM arr",
+    "SELECT id, 5 = ANY(nums) AS x, 5 > ALL(nums) AS y, NULL::int = ANY(nums) AS z, "
+    "3 <= ANY(nums) AS w, 3 != ALL(nums) AS v FROM arr",
+    "SELECT id FROM arr WHERE n = ANY(nums)",
+    "SELECT id FROM arr WHERE NOT (n = ANY(nums))",
+    "SELECT id FROM arr WHERE id = ANY(ARRAY[1, 5, n])",
+    "SELECT id FROM arr WHERE n <> ALL(ARRAY[1, 2])",
+    "SELECT id, n = ANY(ARRAY[1, NULL]) AS x, n <> ALL(ARRAY[1, NULL]) AS y FROM arr",
+    "SELECT count(*) AS c FROM arr WHERE 'dd' = ANY(tags) AND id > 10",
+    "SELECT id FROM arr WHERE id < ALL(ARRAY['5', '9']::int[])",
+    "SELECT t.id, count(*) AS c FROM arr t JOIN aux a ON a.s = ANY(t.tags) GROUP BY t.id",
+    "SELECT id FROM arr WHERE 'b' = ANY(ARRAY[])",
+    # containment and overlap of an array column and ARRAY[...]
+    "SELECT id, tags @> ARRAY['b'] AS c, tags && ARRAY['dd', 'g'] AS o, ARRAY['a'] <@ tags AS d, "
+    "tags @> ARRAY['a', 'b'] AS e, tags @> ARRAY[]::text[] AS f, tags && ARRAY[]::text[] AS g FROM arr",
+    "SELECT id FROM arr WHERE nums @> ARRAY[5]",
+    "SELECT id FROM arr WHERE nums && ARRAY[1, 2, NULL]",
+    "SELECT id, tags @> ARRAY[NULL]::text[] AS x, nums @> ARRAY[n] AS y FROM arr",
+]
+
+
+def test_any_all(env):
+    compare(env, ANY_ALL)
 
 
 def test_refused_forms(env):

@@ -2,10 +2,9 @@
 an equality delete (as Flink or Spark merge-on-read do) between the
 compaction's plan and its commit.  The moved rows would get a newer data
 sequence number, so the equality delete would no longer apply to them: the
-compaction must give up cleanly (an error, nothing committed, its files
-removed) rather than resurrect the deleted rows or lose others.  Today the
-error is HS_UNSUPPORTED (Python UnsupportedError): the commit attempt
-re-plans on the new base and the planner does not read equality deletes.
+compaction must give up cleanly (CommitConflictError, nothing committed,
+its files removed) rather than resurrect the deleted rows or lose others.
+A compaction planned after it applies the equality delete and drops it.
 
 The equality delete is written here without the library: a Parquet file of
 the deleted ids (pyarrow, with Iceberg field ids), a delete manifest and a
@@ -17,7 +16,8 @@ Oracles, none of them our own output:
   * pyiceberg: the current snapshot after the failed compaction is the
     equality delete's, its data and delete files are the ones pyiceberg
     committed on, and the snapshot before it reads (pyiceberg) as DuckDB's
-    rows of the source;
+    rows of the source; after the second compaction (no equality delete
+    left) pyiceberg reads the source minus the deleted ids;
   * Java Iceberg (scripts/java-harness.sh, which applies equality deletes;
     pyiceberg refuses them), when built: the table reads as the source
     minus the deleted ids, by DuckDB.
@@ -163,17 +163,16 @@ def test_compaction_gives_up_on_concurrent_equality_delete(tmp_path):
         if not injected:
             injected.append(commit_equality_delete(pc.load_table("db.t"), deleted))
 
-    # the commit attempt re-plans on the new base, whose equality delete the
-    # planner refuses (equality deletes are not read yet): the compaction
-    # gives up, as it would with HS_CONFLICT (compact_attempt's check for
-    # equality deletes added since planning stays behind it)
-    with pytest.raises(hdb.UnsupportedError, match="equality deletes are not supported"):
+    # the commit attempt re-plans on the new base: the equality delete
+    # applies to rewritten files but would not apply to the moved rows
+    with pytest.raises(hdb.CommitConflictError, match="concurrent commit added equality"):
         t.compact(progress=progress)
     assert injected
     eq_snap, eq_path = injected[0]
     # nothing committed: the equality delete's snapshot is current, on the
     # files it was committed on (pyiceberg's view)
     pt = pc.load_table("db.t")
+    eq_meta = pt.metadata_location
     assert pt.current_snapshot().snapshot_id == eq_snap
     assert pt.current_snapshot().parent_snapshot_id == before
     data, deletes = set(), set()
@@ -189,19 +188,30 @@ def test_compaction_gives_up_on_concurrent_equality_delete(tmp_path):
     assert on_disk == data | {eq_path}
     t.refresh()
     assert t.current_snapshot_id == eq_snap
-    with pytest.raises(hdb.UnsupportedError):   # and so does a compaction planned now
-        t.compact()
     rows = pt.scan(snapshot_id=before).to_arrow()
     assert sorted(zip(rows["id"].to_pylist(), rows["cat"].to_pylist())) == expected(batches)
+    want = expected(batches, f"id NOT IN ({', '.join(map(str, deleted))})")
+    got = t.to_arrow()
+    assert sorted(zip(got["id"].to_pylist(), got["cat"].to_pylist())) == want
+    # a compaction planned now applies the equality delete and drops it
+    res = t.compact()
+    assert res["rewritten_data_files"] == 4, res
+    pt = pc.load_table("db.t")
+    kinds = [e.data_file.content for m in pt.current_snapshot().manifests(pt.io)
+             for e in m.fetch_manifest_entry(pt.io)]
+    assert DataFileContent.EQUALITY_DELETES not in kinds
+    rows = pt.scan().to_arrow()
+    assert sorted(zip(rows["id"].to_pylist(), rows["cat"].to_pylist())) == want
     t.close()
-    # the rows with the equality delete applied, by Java Iceberg
+    # the rows with the equality delete applied, by Java Iceberg, before and
+    # after our compaction
     require(shutil.which("java") is not None, "java not installed")
     require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
     from test_iceberg_java import JavaHarness
     h = JavaHarness(HARNESS_JAR)
     try:
-        got = h.read(pt.metadata_location, tmp=tmp_path)
+        for meta in (eq_meta, pt.metadata_location):
+            got = h.read(meta, tmp=tmp_path)
+            assert sorted((r["id"], r["cat"]) for r in got) == want, meta
     finally:
         h.close()
-    want = expected(batches, f"id NOT IN ({', '.join(map(str, deleted))})")
-    assert sorted((r["id"], r["cat"]) for r in got) == want

@@ -30,6 +30,15 @@
  *       already has a DV gets one new DV holding the old positions too, and
  *       the old DV is removed in the same commit); one row-delta commit.
  *
+ *   eqdelete <table dir> <columns a,b,...> <rows.jsonl> [--full-rows]
+ *       Writes equality delete files (what Flink and Spark's merge-on-read
+ *       upserts write) with equality_ids = the named columns' field ids:
+ *       the rows (JSON Lines read by the table schema) are grouped by the
+ *       partition the current spec gives them (so partitioned tables need
+ *       the partition source columns in each row), one Parquet delete file
+ *       per partition holding only the equality columns (--full-rows: the
+ *       whole rows, as the spec allows), committed as one RowDelta.
+ *
  *   current-metadata <table dir>
  *       Prints the current metadata file location.
  *
@@ -236,6 +245,9 @@ public final class IcebergHarness {
       case "delete":
         delete(args);
         break;
+      case "eqdelete":
+        eqDelete(args);
+        break;
       case "current-metadata":
         System.out.println(currentMetadata(loadTable(args[1])));
         break;
@@ -257,6 +269,8 @@ public final class IcebergHarness {
         + " [--format-version N]\n"
         + "       iceberg-harness append <table dir> <rows.jsonl>\n"
         + "       iceberg-harness delete <table dir> <column> <json value>\n"
+        + "       iceberg-harness eqdelete <table dir> <columns a,b> <rows.jsonl>"
+        + " [--full-rows]\n"
         + "       iceberg-harness current-metadata <table dir>\n"
         + "       iceberg-harness rewrite <table dir>\n"
         + "       iceberg-harness expire <table dir> [--retain-last N]\n"
@@ -884,6 +898,82 @@ public final class IcebergHarness {
       delta.addDeletes(d);
     }
     delta.commit();
+    System.out.println(currentMetadata(table));
+  }
+
+  private static void eqDelete(String[] args) throws IOException {
+    if (args.length < 4) {
+      usage();
+    }
+    Table table = loadTable(args[1]);
+    Schema schema = table.schema();
+    PartitionSpec spec = table.spec();
+    List<Integer> idList = new ArrayList<>();
+    for (String name : args[2].split(",")) {
+      Types.NestedField f = schema.findField(name.trim());
+      if (f == null) {
+        throw new IllegalArgumentException("no column " + name);
+      }
+      idList.add(f.fieldId());
+    }
+    int[] ids = idList.stream().mapToInt(Integer::intValue).toArray();
+    boolean full = false;
+    for (int i = 4; i < args.length; i++) {
+      full |= args[i].equals("--full-rows");
+    }
+    Schema rowSchema = full ? schema : schema.select(args[2].split(","));
+    Map<String, List<Record>> byPartition = new LinkedHashMap<>();
+    Map<String, PartitionKey> keys = new HashMap<>();
+    InternalRecordWrapper wrapper = new InternalRecordWrapper(schema.asStruct());
+    try (BufferedReader in = Files.newBufferedReader(Paths.get(args[3]), StandardCharsets.UTF_8)) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        if (line.isBlank()) {
+          continue;
+        }
+        Record r = (Record) fromJson(schema.asStruct(), JSON.readTree(line));
+        PartitionKey key = new PartitionKey(spec, schema);
+        key.partition(wrapper.wrap(r));
+        String k = spec.partitionToPath(key);
+        keys.putIfAbsent(k, key);
+        Record out = GenericRecord.create(rowSchema);
+        for (Types.NestedField f : rowSchema.columns()) {
+          out.setField(f.name(), r.getField(f.name()));
+        }
+        byPartition.computeIfAbsent(k, x -> new ArrayList<>()).add(out);
+      }
+    }
+    GenericFileWriterFactory factory =
+        new GenericFileWriterFactory.Builder(table)
+            .dataFileFormat(FileFormat.PARQUET)
+            .deleteFileFormat(FileFormat.PARQUET)
+            .equalityFieldIds(ids)
+            .equalityDeleteRowSchema(rowSchema)
+            .build();
+    OutputFileFactory files =
+        OutputFileFactory.builderFor(table, 1, System.nanoTime() & 0x7fffffff)
+            .format(FileFormat.PARQUET)
+            .build();
+    RowDelta delta = table.newRowDelta();
+    int n = 0;
+    for (Map.Entry<String, List<Record>> e : byPartition.entrySet()) {
+      PartitionKey key = keys.get(e.getKey());
+      org.apache.iceberg.deletes.EqualityDeleteWriter<Record> w =
+          factory.newEqualityDeleteWriter(
+              spec.isUnpartitioned() ? files.newOutputFile() : files.newOutputFile(spec, key),
+              spec,
+              spec.isUnpartitioned() ? null : key);
+      try (org.apache.iceberg.deletes.EqualityDeleteWriter<Record> closing = w) {
+        for (Record r : e.getValue()) {
+          closing.write(r);
+        }
+      }
+      delta.addDeletes(w.toDeleteFile());
+      n++;
+    }
+    if (n > 0) {
+      delta.commit();
+    }
     System.out.println(currentMetadata(table));
   }
 
