@@ -96,6 +96,11 @@ typedef int (*tbl_vprogress_fn)(void *ctx, int64_t done, int64_t total);
  * vector type, else HS_INVALID); the data file has n_rows rows and
  * data_file_size bytes (recorded in the sidecar).  Caller frees with
  * tbl_vbuilder_free. */
+/* local: write the graph as a version 1 image (each row's vector or code
+ * beside its links, the faster walk) instead of version 2 (vectors apart:
+ * the head serves exact searches on object stores).  Default: version 2;
+ * the table's builds choose by the table's location (vfam_begin). */
+void tbl_vbuilder_set_local(tbl_vbuilder *b, bool local);
 HS_MUST_USE hs_status tbl_vbuilder_new(const char *kind, const char *params, const hs_field *f,
                                        int64_t data_file_size, int64_t n_rows,
                                        tbl_vbuilder **out, hs_error *err);

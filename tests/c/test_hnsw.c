@@ -1023,6 +1023,28 @@ static void test_version1_images(void)
             CHECK(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
             memcpy(&ver, a.data + 8, 4);
             CHECK(ver == 2);
+            /* written as version 1 (what local tables get), the fresh build
+             * and the reopened image give the old writer's bytes exactly */
+            hs_buf c1 = { 0 }, c2 = { 0 }, c3 = { 0 };
+            CHECK_OK(hnsw_save_version(now, 1, &c1, &err), &err);
+            CHECK_OK(hnsw_save_version(old, 1, &c2, &err), &err);
+            CHECK(c1.len == len - 1 && memcmp(c1.data, img, c1.len) == 0);
+            CHECK(c2.len == len - 1 && memcmp(c2.data, img, c2.len) == 0);
+            /* an index opened from a version 2 image stays version 2 */
+            hnsw_index *v2 = NULL;
+            uint8_t *img2 = hs_malloc_aligned(b.len);
+            memcpy(img2, b.data, b.len);
+            CHECK_OK(hnsw_open(img2, b.len, &v2, &err), &err);
+            if (v2) {
+                CHECK_OK(hnsw_save_version(v2, 1, &c3, &err), &err);
+                CHECK(c3.len == b.len && memcmp(c3.data, b.data, b.len) == 0);
+                hnsw_free(v2);
+            }
+            CHECK(hnsw_save_version(now, 3, &c3, &err) == HS_INVALID);
+            hs_free_aligned(img2);
+            hs_buf_free(&c1);
+            hs_buf_free(&c2);
+            hs_buf_free(&c3);
             /* the head of a version 1 image cannot serve alone */
             hnsw_index *t = NULL;
             CHECK(hnsw_open_prefix(img, len - 1, &t, &err) == HS_UNSUPPORTED && t == NULL);

@@ -31,7 +31,9 @@
  * interleaved one keeps a single base pointer.  Measured (docs/storage.md,
  * "Cold filtered vector search"): exact search over few rows faster
  * (contiguous vectors), the warm walk on a version 2 image 5-9% slower at
- * d = 32 (links and vector no longer neighbours in memory).
+ * d = 32 (links and vector no longer neighbours in memory): so tables on
+ * local disk write version 1 (hnsw_save_version; table/vindex.c chooses by
+ * the table's location) and only object stores version 2.
  *
  * Levels above 0: a slot with level L owns L blocks of (1 + M) u32 (count,
  * M links), blocks ustart[slot] .. ustart[slot + 1] - 1 of `upper`, level
@@ -2158,16 +2160,28 @@ static bool layout_of(uint64_t n, uint64_t d, uint64_t n_graphs, bool ivf, uint6
 
 hs_status hnsw_save(const hnsw_index *ix, hs_buf *out, hs_error *err)
 {
+    return hnsw_save_version(ix, HNSW_VERSION, out, err);
+}
+
+hs_status hnsw_save_version(const hnsw_index *ix, unsigned version, hs_buf *out, hs_error *err)
+{
     if (!ix || !out)
         return hs_err_set(err, HS_INVALID, "hnsw_save: NULL index or buffer");
+    if (version != HNSW_VERSION && version != HNSW_VERSION_1)
+        return hs_err_set(err, HS_INVALID, "hnsw_save: no image version %u", version);
+    /* version 1 interleaves each row's payload with its links: an index
+     * whose payloads lie apart (opened from a version 2 image) is saved as
+     * version 2 */
+    bool v1 = version == HNSW_VERSION_1 && !ix->pay_apart;
     size_t start = out->len;
     hs_buf vqb = { 0 };
     if (ix->vq)
         HS_TRY(vq_save(ix->vq, &vqb, err));
     bool ivf = ix->ivf_lists > 0;
     hnsw_layout L;
-    /* version 2: level 0 keeps the links only, the payloads their own section */
-    size_t link_size = ix->payload_off, pay_size = align_up(ix->code_size, 4);
+    /* version 2: level 0 keeps the links only, the payloads their own
+     * section; version 1: the whole elements, no payload section */
+    size_t link_size = v1 ? ix->elem_size : ix->payload_off, pay_size = v1 ? 0 : align_up(ix->code_size, 4);
     if (!layout_of(ix->n, ix->d, ix->n_graphs, ivf, vqb.len, ix->n_upper, (uint64_t)ix->M,
                    link_size, pay_size, &L)) {
         hs_buf_free(&vqb);
@@ -2179,7 +2193,7 @@ hs_status hnsw_save(const hnsw_index *ix, hs_buf *out, hs_error *err)
     }
     uint8_t *p = out->data + start;
     memcpy(p, HNSW_MAGIC, 8);
-    put_u32(p + 8, HNSW_VERSION);
+    put_u32(p + 8, v1 ? HNSW_VERSION_1 : HNSW_VERSION);
     put_u32(p + 12, HNSW_HEADER_BYTES);
     put_u64(p + 16, L.total);
     put_u64(p + 24, ix->n);
@@ -2216,10 +2230,13 @@ hs_status hnsw_save(const hnsw_index *ix, hs_buf *out, hs_error *err)
     memcpy(p + L.upper_off, ix->upper, ix->n_upper * (size_t)(1 + ix->M) * sizeof(uint32_t));
     for (size_t s = 0; s < ix->n; s++) {
         memcpy(p + L.l0_off + s * link_size, elem_at(ix, s), link_size);
-        memcpy(p + L.pay_off + s * pay_size, pay_at(ix, s), ix->code_size);
+        if (!v1)
+            memcpy(p + L.pay_off + s * pay_size, pay_at(ix, s), ix->code_size);
     }
-    put_u64(p + 104, hs_xxh64(p + L.pay_off, ix->n * pay_size, 0));
-    put_u64(p + 112, hs_xxh64(p, 112, 0));
+    if (!v1) {
+        put_u64(p + 104, hs_xxh64(p + L.pay_off, ix->n * pay_size, 0));
+        put_u64(p + 112, hs_xxh64(p, 112, 0));
+    }
     put_u64(p + L.sum_off, hs_xxh64(p, L.sum_off, 0));
     return HS_OK;
 }
