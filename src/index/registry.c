@@ -95,6 +95,7 @@ static hs_status entry_copy(const ix_entry *s, ix_entry *d)
     d->field_id = s->field_id;
     d->index_file_size = s->index_file_size;
     d->checksum = s->checksum;
+    d->head = s->head;
     if (!d->data_file || !d->kind || !d->index_file) {
         entry_clear(d);
         return HS_NOMEM;
@@ -508,6 +509,7 @@ static hs_status parse_items(const char *name, const json_t *decls, const json_t
             return bad(err, name, "entry", i, "index-file-size");
         if (!parse_checksum(str_of(o, "checksum"), &e.checksum))
             return bad(err, name, "entry", i, "checksum");
+        e.head = json_is_true(json_object_get(o, "head"));
         e.field_id = (int32_t)fid;
         e.data_file_size = dsz;
         e.index_file_size = isz;
@@ -596,6 +598,8 @@ static int entries_to_array(const ix_entry *a, int n, json_t *arr)
             bad_alloc |= set_str(o, "index-file", e->index_file);
             bad_alloc |= set_int(o, "index-file-size", e->index_file_size);
             bad_alloc |= set_str(o, "checksum", ck);
+            if (e->head)
+                bad_alloc |= json_object_set_new(o, "head", json_true()) != 0;
             bad_alloc |= json_array_append(arr, o);
         }
         json_decref(o);

@@ -70,6 +70,9 @@
  *   index-file       the sidecar: relative to the table location, or absolute
  *   checksum         xxh64 of the whole sidecar file (hex), for tools; readers
  *                    rely on the sidecar's own trailer checksum and its size
+ *   head             optional, true: a vector sidecar whose head (header, map,
+ *                    exact vectors) serves an exact search without its graph,
+ *                    so an object-store reader may fetch only that range
  *   segments.path    a segment, relative to the table location (never absolute)
  *
  * Unknown keys are ignored (forward compatible); a registry whose
@@ -114,6 +117,9 @@ typedef struct ix_entry {
     char *index_file;        /* owned; relative to the table location or absolute */
     int64_t index_file_size;
     uint64_t checksum;       /* xxh64 of the sidecar */
+    bool head;               /* "head": true: the sidecar's head alone serves an exact
+                                search (vector sidecars, table/vindex.h
+                                tbl_vindex_acquire_head); written only when true */
 } ix_entry;
 
 /* One segment of a format-2 root. */

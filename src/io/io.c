@@ -794,6 +794,14 @@ hs_status hs_io_read_whole(const char *uri, void *dst, uint64_t size, hs_error *
     return hs_s3_read_whole(uri, dst, size, err);
 }
 
+hs_status hs_io_read_head(const char *uri, void *dst, uint64_t len, uint64_t size,
+                          hs_error *err)
+{
+    if (!hs_s3_is_uri(uri))
+        return hs_err_set(err, HS_UNSUPPORTED, "%s: not an object store URI", uri);
+    return hs_s3_read_head(uri, dst, len, size, err);
+}
+
 bool hs_io_identity_cached(const char *uri)
 {
     return hs_s3_is_uri(uri) && hs_s3_identity_cached(uri);

@@ -253,6 +253,11 @@ HS_MUST_USE hs_status hs_io_object_identity(const char *uri, uint64_t *size, cha
  * not have `size` bytes (replaced or truncated); HS_UNSUPPORTED for local
  * paths (map or read them instead). */
 HS_MUST_USE hs_status hs_io_read_whole(const char *uri, void *dst, uint64_t size, hs_error *err);
+/* hs_io_read_whole of the first len bytes only (one ranged GET): the object
+ * must have `size` bytes (HS_CONFLICT else), which with its version goes
+ * into the HEAD cache as hs_io_read_whole's does. */
+HS_MUST_USE hs_status hs_io_read_head(const char *uri, void *dst, uint64_t len, uint64_t size,
+                                      hs_error *err);
 /* Object stores: true when hs_io_object_identity of uri would cost no request
  * (io/s3.c trusts a size and version it holds). */
 bool hs_io_identity_cached(const char *uri);

@@ -487,21 +487,27 @@ bool hs_s3_identity_cached(const char *uri)
 
 hs_status hs_s3_read_whole(const char *uri, void *dst, uint64_t size, hs_error *err)
 {
+    return hs_s3_read_head(uri, dst, size, size, err);
+}
+
+hs_status hs_s3_read_head(const char *uri, void *dst, uint64_t len, uint64_t size, hs_error *err)
+{
     s3_loc loc;
     HS_TRY(s3_parse_uri(uri, &loc, err));
     if (!loc.key[0])
         return hs_err_set(err, HS_INVALID, "%s: names a bucket, not an object", uri);
-    if (size == 0 || size > (uint64_t)SIZE_MAX / 2)
-        return hs_err_set(err, HS_INVALID, "%s: read_whole of %" PRIu64 " bytes", uri, size);
+    if (size == 0 || size > (uint64_t)SIZE_MAX / 2 || len == 0 || len > size)
+        return hs_err_set(err, HS_INVALID, "%s: read_head of %" PRIu64 " of %" PRIu64 " bytes",
+                          uri, len, size);
     char range[64];
-    snprintf(range, sizeof range, "Range: bytes=0-%" PRIu64, size - 1);
+    snprintf(range, sizeof range, "Range: bytes=0-%" PRIu64, len - 1);
     s3_req r = { 0 };
     r.method = "GET";
     r.bucket = loc.bucket;
     r.key = loc.key;
     r.hdr[0] = range;
     r.dst = dst;
-    r.dst_cap = (size_t)size;
+    r.dst_cap = (size_t)len;
     hs_status st = s3_do(&r, uri, err);
     if (st == HS_OK && r.status == 404) {
         st = hs_err_set(err, HS_NOT_FOUND, "%s: cannot open: no such object", uri);
@@ -509,8 +515,8 @@ hs_status hs_s3_read_whole(const char *uri, void *dst, uint64_t size, hs_error *
         st = s3_http_error(&r, uri, err);
     } else if (st == HS_OK) {
         uint64_t total = r.status == 206 && r.have_total ? r.total_size
-                         : r.status == 200 ? (uint64_t)r.got : UINT64_MAX;
-        if (total != size || r.got != size)
+                         : r.status == 200 && len == size ? (uint64_t)r.got : UINT64_MAX;
+        if (total != size || r.got != len)
             st = hs_err_set(err, HS_CONFLICT, "%s: the object has %s%" PRIu64 " bytes, not "
                             "%" PRIu64, uri, total == UINT64_MAX ? "an unknown number of " : "",
                             total == UINT64_MAX ? (uint64_t)r.got : total, size);

@@ -30,7 +30,9 @@ HS_MUST_USE hs_status hs_s3_create(const char *uri, int flags, hs_wfile **out, h
 /* The whole object in one GET (no HEAD, no If-Match: for small mutable
  * objects such as version-hint.text); HS_NOT_FOUND when absent. */
 HS_MUST_USE hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err);
-/* io.h's hs_io_read_whole and hs_io_identity_cached. */
+/* io.h's hs_io_read_whole, hs_io_read_head and hs_io_identity_cached. */
+HS_MUST_USE hs_status hs_s3_read_head(const char *uri, void *dst, uint64_t len, uint64_t size,
+                                      hs_error *err);
 HS_MUST_USE hs_status hs_s3_read_whole(const char *uri, void *dst, uint64_t size,
                                        hs_error *err);
 bool hs_s3_identity_cached(const char *uri);

@@ -126,8 +126,10 @@ static hs_status scalar_check(const char *kind, const hs_field *f, const char *p
 }
 
 static hs_status scalar_begin(const char *kind, const char *params, const hs_field *f,
-                              int64_t data_file_size, int64_t n_rows, void **state, hs_error *err)
+                              int64_t data_file_size, int64_t n_rows, bool object_store, void **state,
+                              hs_error *err)
 {
+    (void)object_store;
     sidx_kind k;
     if (!sidx_kind_from_name(kind, &k))
         return hs_err_set(err, HS_INVALID, "unknown scalar index kind \"%s\"", kind);
@@ -407,6 +409,8 @@ static hs_status write_sidecar(const build_req *q, const hs_buf *bytes, ix_entry
         e->field_id = q->decl->field_id;
         e->index_file_size = (int64_t)bytes->len;
         e->checksum = hs_xxh64(bytes->data ? bytes->data : (const uint8_t *)"", bytes->len, 0);
+        e->head = tbl_vindex_is_vector_kind(e->kind ? e->kind : "") && bytes->data &&
+                  tbl_vindex_image_head_serves(bytes->data, bytes->len);
         if (!e->data_file || !e->kind) {
             remove_local(q->location, e->index_file);
             entry_free_strings(e);
@@ -428,7 +432,7 @@ static hs_status build_from_batch(const build_req *q, const hs_batch *b, ix_entr
                           "build", q->decl->kind);
     void *state = NULL;
     HS_TRY(k->build_begin(q->decl->kind, q->decl->params, q->field, q->data_file_size, b->n_rows,
-                          &state, err));
+                          hs_io_is_object_uri(q->location), &state, err));
     const hs_column *c = NULL;
     hs_column *tmp = NULL;
     hs_buf bytes = {0};
@@ -495,7 +499,7 @@ static hs_status build_from_file(const build_req *q, ix_entry *e, hs_error *err)
     disk_build d = {q, k, NULL, 0};
     hs_buf bytes = {0};
     hs_status st = k->build_begin(q->decl->kind, q->decl->params, q->field, q->data_file_size,
-                                  q->record_count, &d.state, err);
+                                  q->record_count, hs_io_is_object_uri(q->location), &d.state, err);
     tbl_read_opts o = {.n_out = -1, .batch_size = 65536};
     if (st == HS_OK)
         st = tbl_read_file_ex(&pf, &rs, &o, disk_emit, &d, NULL, NULL, NULL, err);

@@ -43,6 +43,13 @@
  * Rows whose vector is null have no distance and are never returned, so
  * each answer has exactly min(k, matching rows with a vector) rows.
  *
+ * On an object store, a file whose allow-list is small enough to be searched
+ * exactly (at most max(2000, rows / 50) rows, under hnsw.c's default exact
+ * threshold) reads only its sidecar's head where the registry says it
+ * serves (tbl_vindex_acquire_head: the exact vectors, not the graph); if
+ * the search wants the graph after all (HS_UNSUPPORTED from the partial
+ * index), search_index acquires the whole sidecar for it.
+ *
  * The sidecars come from the index registry (index/registry.h, decoded once
  * per version in table/index.c's cache): an entry is used only when its
  * data file path and size match the planned file and the sidecar has the
@@ -352,6 +359,8 @@ typedef struct fstate {
     const tbl_vindex *vi;     /* a usable sidecar (acquired), else NULL: exact search */
     bool skip;                /* no allowed row */
     bool vecs;                /* vi holds the exact vectors (tbl_vindex_has_vectors) */
+    char *vi_path;            /* vi partial (its head only): the sidecar, for the whole */
+    int64_t vi_size;
 } fstate;
 
 /* Shared by the workers of one call; read-only while queries run. */
@@ -505,14 +514,15 @@ static hs_status fetch_vectors(void *ctx, const uint32_t *ids, size_t n, float *
     return HS_OK;
 }
 
-/* Searches one file through its sidecar.  HS_CORRUPT means "not usable":
- * the caller falls back to exact search. */
-static hs_status search_index(query_run *r, int32_t file, hs_error *err)
+/* Searches one file through sidecar vi.  HS_CORRUPT means "not usable":
+ * the caller falls back to exact search; HS_UNSUPPORTED (a partial vi) that
+ * the search needs the whole sidecar. */
+static hs_status search_with(query_run *r, int32_t file, const tbl_vindex *vi, hs_error *err)
 {
     const fstate *fs = &r->c->fs[file];
     tbl_vindex_info info;
-    tbl_vindex_get_info(fs->vi, &info);
-    const hnsw_index *ix = tbl_vindex_hnsw(fs->vi);
+    tbl_vindex_get_info(vi, &info);
+    const hnsw_index *ix = tbl_vindex_hnsw(vi);
     if (!ix)
         return HS_OK;  /* the file has no vector */
     size_t k = r->c->k < (size_t)info.n_vectors ? r->c->k : (size_t)info.n_vectors;
@@ -523,12 +533,13 @@ static hs_status search_index(query_run *r, int32_t file, hs_error *err)
         r->hits = h;
         r->hits_cap = k;
     }
-    fetch_ctx fc = {.c = r->c, .pf = &r->c->plan->files[file], .vi = fs->vi, .dim = info.dim};
+    fetch_ctx fc = {.c = r->c, .pf = &r->c->plan->files[file], .vi = vi, .dim = info.dim};
     hnsw_search_opts o = {.k = (int)k, .ef = r->c->so->ef_search, .nprobe = r->c->so->nprobe,
                           .allow = fs->ids, .fetch = fetch_vectors, .fetch_ctx = &fc,
                           .rerank = r->c->so->rerank,
                           /* version 2 sidecars: exact search and reranking read in place */
-                          .vectors = tbl_vindex_vectors(fs->vi), .allow_bits = fs->ids_bits};
+                          .vectors = tbl_vindex_vectors(vi),
+                          .allow_bits = vi == fs->vi ? fs->ids_bits : NULL};
     int n_out = 0;
     hs_status st = hnsw_search(ix, r->q, &o, r->hits, &n_out, NULL, err);
     tbl_vcol_close(fc.vc);
@@ -538,9 +549,25 @@ static hs_status search_index(query_run *r, int32_t file, hs_error *err)
     for (int i = 0; i < n_out; i++) {
         float d = r->hits[i].dist;
         topk_offer(&r->top, (cand){d == d ? d : INFINITY, file,
-                                   tbl_vindex_pos_of(fs->vi, r->hits[i].id)});
+                                   tbl_vindex_pos_of(vi, r->hits[i].id)});
     }
     return HS_OK;
+}
+
+/* The file's sidecar; where only its head was read and this search needs
+ * the graph, the whole sidecar (cached for later queries; the same ids). */
+static hs_status search_index(query_run *r, int32_t file, hs_error *err)
+{
+    const fstate *fs = &r->c->fs[file];
+    hs_status st = search_with(r, file, fs->vi, err);
+    if (st != HS_UNSUPPORTED || !tbl_vindex_is_partial(fs->vi))
+        return st;
+    const tbl_vindex *whole = NULL;
+    HS_TRY(tbl_vindex_acquire(fs->vi_path, r->c->col->field_id,
+                              r->c->plan->files[file].file_size, fs->vi_size, &whole, err));
+    st = search_with(r, file, whole, err);
+    tbl_vindex_release(whole);
+    return st;
 }
 
 /* One query over one file: the sidecar, else (or when it proves unusable
@@ -598,9 +625,31 @@ static hs_status prep_file(const prep_ctx *x, int32_t file, hs_buf *path, hs_err
     hs_error why = {0};
     hs_status vs = ix_resolve_path(x->vr->location, e->index_file, path) == HS_OK
                        ? HS_OK : hs_err_nomem(&why, 256);
-    if (vs == HS_OK)
+    /* an allow-list this small is searched exactly (hnsw.c's
+     * default_exact_threshold is at least max(2000, n / 50) rows outside
+     * the two-hop band, which starts at n / 16): on an object store the
+     * sidecar's head is enough, its exact vectors without the graph
+     * (docs/storage.md: about half of its bytes).  Should the
+     * search want the graph after all, search_index reads the whole. */
+    uint64_t allowed = fs->allow ? roaring_bitmap_get_cardinality(fs->allow) : UINT64_MAX;
+    uint64_t few = (uint64_t)pf->record_count / 50 > 2000 ? (uint64_t)pf->record_count / 50
+                                                           : 2000;
+    bool head = vs == HS_OK && e->head && allowed <= few &&
+                hs_io_is_object_uri(hs_buf_cstr(path));
+    if (vs == HS_OK && head) {
+        vs = tbl_vindex_acquire_head(hs_buf_cstr(path), c->col->field_id, pf->file_size,
+                                     e->index_file_size, pf->record_count, c->so->dim, &vi,
+                                     &why);
+        if (vs == HS_OK && tbl_vindex_is_partial(vi)) {
+            fs->vi_path = hs_strdup(hs_buf_cstr(path));
+            fs->vi_size = e->index_file_size;
+            if (!fs->vi_path)
+                vs = hs_err_nomem(&why, 256);
+        }
+    } else if (vs == HS_OK) {
         vs = tbl_vindex_acquire(hs_buf_cstr(path), c->col->field_id, pf->file_size,
                                 e->index_file_size, &vi, &why);
+    }
     bool use = false;
     if (vs == HS_OK) {
         tbl_vindex_info info;
@@ -645,6 +694,7 @@ static void fstates_free(fstate *fs, int n)
         tbl_bitmap_free(fs[i].ids);
         hs_free(fs[i].ids_bits);
         tbl_vindex_release(fs[i].vi);
+        hs_free(fs[i].vi_path);
     }
     hs_free(fs);
 }

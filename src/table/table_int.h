@@ -615,8 +615,10 @@ typedef struct tbl_ixkind {
     /* HS_OK when column f can carry `kind` with params (a JSON object text
      * or NULL); HS_INVALID with a message otherwise */
     hs_status (*check)(const char *kind, const hs_field *f, const char *params, hs_error *err);
+    /* object_store: the table lies on an object store (layouts may differ) */
     hs_status (*build_begin)(const char *kind, const char *params, const hs_field *f,
-                             int64_t data_file_size, int64_t n_rows, void **state, hs_error *err);
+                             int64_t data_file_size, int64_t n_rows, bool object_store, void **state,
+                             hs_error *err);
     /* rows [0, c->length) of the column at positions first_pos.. */
     hs_status (*build_add)(void *state, const hs_column *c, int64_t first_pos, hs_error *err);
     /* serializes the sidecar into out (appended) */

@@ -96,6 +96,11 @@ typedef int (*tbl_vprogress_fn)(void *ctx, int64_t done, int64_t total);
  * vector type, else HS_INVALID); the data file has n_rows rows and
  * data_file_size bytes (recorded in the sidecar).  Caller frees with
  * tbl_vbuilder_free. */
+/* local: write the graph as a version 1 image (each row's vector or code
+ * beside its links, the faster walk) instead of version 2 (vectors apart:
+ * the head serves exact searches on object stores).  Default: version 2;
+ * the table's builds choose by the table's location (vfam_begin). */
+void tbl_vbuilder_set_local(tbl_vbuilder *b, bool local);
 HS_MUST_USE hs_status tbl_vbuilder_new(const char *kind, const char *params, const hs_field *f,
                                        int64_t data_file_size, int64_t n_rows,
                                        tbl_vbuilder **out, hs_error *err);
@@ -171,6 +176,36 @@ int64_t tbl_vindex_id_of(const tbl_vindex *vi, uint32_t pos);
 /* Whether tbl_vindex_vector answers for every id: a version 2 sidecar
  * (exact vectors stored), a flat L2/IP graph (its own vectors are exact),
  * or a sidecar of no vector.  Else exact vectors come from the data file. */
+/* tbl_vindex_acquire for a search that goes exact over few rows
+ * (tbl_search): on an object store, only the head of a sidecar not cached
+ * yet is read, in one ranged GET: the header, the position map and the
+ * exact vectors (format version 2), or the graph's header and its flat
+ * vectors (graph image version 2), whichever the sidecar holds, sized for
+ * `rows` rows of `dim` dimensions.  The graph itself is not read: such a
+ * partial index (tbl_vindex_is_partial) answers hnsw_search only where the
+ * search goes exact and HS_UNSUPPORTED otherwise (then tbl_vindex_acquire
+ * the whole).  Where the head cannot serve (older graph images, IVF) the
+ * rest is read after it and the whole opened.  Heads are cached apart from
+ * whole images.  Local paths: tbl_vindex_acquire. */
+HS_MUST_USE hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id,
+                                              int64_t data_file_size, int64_t file_size,
+                                              int64_t rows, int dim, const tbl_vindex **out,
+                                              hs_error *err);
+bool tbl_vindex_is_partial(const tbl_vindex *vi);
+/* True when the head of this sidecar image (as written: p[0..n)) holds what
+ * an exact search needs: a version 2 graph image (its payloads first) or
+ * exact vectors before it.  The registry records it ("head"), so that a
+ * reader fetches only the head of sidecars that can serve. */
+bool tbl_vindex_image_head_serves(const uint8_t *p, size_t n);
+/* The bytes of a sidecar of file_size bytes that tbl_vindex_acquire_head
+ * reads for `rows` rows of dimension `dim`. */
+uint64_t tbl_vindex_head_bytes(int64_t rows, int dim, int64_t file_size);
+/* Opens the first `avail` bytes p[0..avail) of a sidecar image of n bytes
+ * (borrowed; avail == n opens it whole): a partial index where the head
+ * serves (tbl_vindex_acquire_head), HS_UNSUPPORTED where it cannot,
+ * HS_CORRUPT where its checks fail.  Fuzzing and tests. */
+HS_MUST_USE hs_status tbl_vindex_open_head(uint8_t *p, size_t n, size_t avail,
+                                           tbl_vindex **out, hs_error *err);
 bool tbl_vindex_has_vectors(const tbl_vindex *vi);
 /* The exact vector of graph id `id` (info.dim floats, bitwise what the data
  * file holds; borrowed until release), or NULL (id out of range, or

@@ -773,8 +773,15 @@ static void test_save_open(void)
     free(qs);
 }
 
+/* The image's checksums: version 2 also has one of its header. */
 static void fix_checksum(uint8_t *p, size_t n)
 {
+    uint32_t ver;
+    memcpy(&ver, p + 8, 4);
+    if (ver == 2 && n >= 128) {
+        uint64_t hh = hs_xxh64(p, 112, 0);
+        memcpy(p + 112, &hh, 8);
+    }
     uint64_t h = hs_xxh64(p, n - 8, 0);
     memcpy(p + n - 8, &h, 8);
 }
@@ -871,7 +878,7 @@ static void test_corrupt(void)
             { 64, 999 },               /* nprobe */
             { 76, 12 },                /* elem size */
             { 88, 5 },                 /* upper blocks */
-            { 110, 1 },                /* reserved */
+            { 122, 1 },                /* reserved */
         };
         for (size_t h = 0; h < sizeof hits / sizeof hits[0]; h++) {
             memcpy(buf, img.data, len);
@@ -918,6 +925,219 @@ static void test_corrupt(void)
         hs_buf_free(&img);
     }
     CHECK(hs_mem_live_count() == live);
+    free(x);
+}
+
+/* Same answers and, once saved, the same bytes. */
+static void check_same(const hnsw_index *a, const hnsw_index *b, const float *x, size_t n,
+                       size_t d, const roaring_bitmap_t *allow, bool exact_only)
+{
+    fetch_ctx f = { x, n, d, 0, 0, 0, 0, 0 };
+    for (size_t qi = 0; qi < n; qi += 5) {
+        hnsw_search_opts o = { .k = 5, .allow = allow, .exact_threshold = exact_only ? 1 << 30 : 0,
+                               .fetch = fetch_rows, .fetch_ctx = &f };
+        hnsw_hit ha[5], hb[5];
+        int na = -1, nb = -2;
+        hs_error err = { 0 };
+        CHECK_OK(hnsw_search(a, x + qi * d, &o, ha, &na, NULL, &err), &err);
+        CHECK_OK(hnsw_search(b, x + qi * d, &o, hb, &nb, NULL, &err), &err);
+        CHECK(na == nb && na > 0);
+        for (int i = 0; i < na && i < nb; i++)
+            CHECK(ha[i].id == hb[i].id && ha[i].dist == hb[i].dist);
+    }
+}
+
+/* Version 1 images (payloads inside level 0), as the previous build wrote
+ * them (tests/fuzz/seeds-fuzz_hnsw/image-v1-*: gen_seeds_hnsw.c's data and
+ * parameters, kept when the format changed), still open and answer as the
+ * same index built and saved now (version 2); saving the old image writes
+ * the new one byte for byte (the same size where the payloads fill whole
+ * 64-byte lines). */
+static void test_version1_images(void)
+{
+    static const struct { const char *name; vq_type t; hs_metric m; int lists; } cases[] = {
+        { "image-v1-flat", VQ_FLAT, HS_METRIC_L2, 2 },
+        { "image-v1-tq8", VQ_TQ8, HS_METRIC_COSINE, 0 },
+        { "image-v1-tq4", VQ_TQ4, HS_METRIC_L2, 0 },
+    };
+    size_t n = 24, d = 8;
+    float x[24 * 8];
+    uint64_t s = 12345;
+    for (size_t i = 0; i < n * d; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((s >> 40) % 1000) / 100.0f - 5.0f;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", __FILE__);
+    char *slash = strrchr(dir, '/');
+    REQUIRE(slash != NULL);
+    *slash = 0;   /* tests/c */
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/../fuzz/seeds-fuzz_hnsw/%s", dir, cases[ci].name);
+        FILE *f = fopen(path, "rb");
+        CHECK(f != NULL);
+        if (!f)
+            continue;
+        uint8_t raw[1 << 16];
+        size_t len = fread(raw, 1, sizeof raw, f);
+        fclose(f);
+        REQUIRE(len > 1 && len < sizeof raw);
+        uint8_t *img = hs_malloc_aligned(len - 1);
+        memcpy(img, raw + 1, len - 1);   /* the seed's first byte is fuzz_hnsw's mode */
+        uint32_t ver;
+        memcpy(&ver, img + 8, 4);
+        CHECK(ver == 1);
+        hnsw_index *old = NULL, *now = NULL;
+        hs_error err = { 0 };
+        CHECK_OK(hnsw_open(img, len - 1, &old, &err), &err);
+        hnsw_params p;
+        memset(&p, 0, sizeof p);
+        p.M = 4;
+        p.ef_construction = 16;
+        p.n_threads = 1;
+        p.quant.type = cases[ci].t;
+        p.metric = cases[ci].m;
+        p.ivf_lists = cases[ci].lists;
+        uint32_t rerank;   /* the tq8 seed predates TQ8's default of 1 */
+        memcpy(&rerank, img + 56, 4);
+        p.rerank = (int)rerank;
+        CHECK_OK(hnsw_build(x, n, d, &p, NULL, NULL, &now, &err), &err);
+        if (old && now) {
+            roaring_bitmap_t *allow = roaring_bitmap_create();
+            for (uint32_t i = 0; i < n; i += 3)
+                roaring_bitmap_add(allow, i);
+            check_same(old, now, x, n, d, NULL, false);
+            check_same(old, now, x, n, d, allow, true);
+            roaring_bitmap_free(allow);
+            hs_buf a = { 0 }, b = { 0 };
+            CHECK_OK(hnsw_save(old, &a, &err), &err);
+            CHECK_OK(hnsw_save(now, &b, &err), &err);
+            if (a.len != b.len || memcmp(a.data, b.data, a.len) != 0 || a.len != len - 1) {
+                size_t at = 0;
+                while (at < a.len && at < b.len && a.data[at] == b.data[at])
+                    at++;
+                fprintf(stderr, "  %s: %zu, %zu, %zu bytes, first difference at %zu\n",
+                        cases[ci].name, len - 1, a.len, b.len, at);
+            }
+            CHECK(a.len == b.len && memcmp(a.data, b.data, a.len) == 0);
+            memcpy(&ver, a.data + 8, 4);
+            CHECK(ver == 2);
+            /* written as version 1 (what local tables get), the fresh build
+             * and the reopened image give the old writer's bytes exactly */
+            hs_buf c1 = { 0 }, c2 = { 0 }, c3 = { 0 };
+            CHECK_OK(hnsw_save_version(now, 1, &c1, &err), &err);
+            CHECK_OK(hnsw_save_version(old, 1, &c2, &err), &err);
+            CHECK(c1.len == len - 1 && memcmp(c1.data, img, c1.len) == 0);
+            CHECK(c2.len == len - 1 && memcmp(c2.data, img, c2.len) == 0);
+            /* an index opened from a version 2 image stays version 2 */
+            hnsw_index *v2 = NULL;
+            uint8_t *img2 = hs_malloc_aligned(b.len);
+            memcpy(img2, b.data, b.len);
+            CHECK_OK(hnsw_open(img2, b.len, &v2, &err), &err);
+            if (v2) {
+                CHECK_OK(hnsw_save_version(v2, 1, &c3, &err), &err);
+                CHECK(c3.len == b.len && memcmp(c3.data, b.data, b.len) == 0);
+                hnsw_free(v2);
+            }
+            CHECK(hnsw_save_version(now, 3, &c3, &err) == HS_INVALID);
+            hs_free_aligned(img2);
+            hs_buf_free(&c1);
+            hs_buf_free(&c2);
+            hs_buf_free(&c3);
+            /* the head of a version 1 image cannot serve alone */
+            hnsw_index *t = NULL;
+            CHECK(hnsw_open_prefix(img, len - 1, &t, &err) == HS_UNSUPPORTED && t == NULL);
+            hs_buf_free(&a);
+            hs_buf_free(&b);
+        }
+        hnsw_free(old);
+        hnsw_free(now);
+        hs_free_aligned(img);
+    }
+}
+
+/* hnsw_open_prefix: the header and the flat payloads (version 2 keeps them
+ * right after the header) answer exact searches as the whole image does;
+ * any other search is HS_UNSUPPORTED; damage in the head is HS_CORRUPT (or,
+ * in the header, never a wrong answer); heads too short, IVF and version 1
+ * are HS_UNSUPPORTED. */
+static void test_open_prefix(void)
+{
+    size_t n = 600, d = 12;
+    float *x = make_data(n, d, 8, 0.3);
+    roaring_bitmap_t *allow = roaring_bitmap_create();
+    for (uint32_t i = 0; i < n; i += 7)
+        roaring_bitmap_add(allow, i);
+    struct { vq_type t; hs_metric m; int lists; } cases[] = {
+        { VQ_FLAT, HS_METRIC_L2, 0 }, { VQ_FLAT, HS_METRIC_COSINE, 0 },
+        { VQ_FLAT, HS_METRIC_IP, 0 }, { VQ_TQ8, HS_METRIC_L2, 0 },
+        { VQ_FLAT, HS_METRIC_L2, 3 },
+    };
+    int64_t live = hs_mem_live_count();
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        hnsw_params p = params_of(cases[ci].m, cases[ci].t);
+        p.ivf_lists = cases[ci].lists;
+        hnsw_index *a = NULL, *h = NULL;
+        hs_error err = { 0 };
+        CHECK_OK(hnsw_build(x, n, d, &p, NULL, NULL, &a, &err), &err);
+        hs_buf img = { 0 };
+        CHECK_OK(hnsw_save(a, &img, &err), &err);
+        bool flat = cases[ci].t == VQ_FLAT;
+        size_t head = flat ? 128 + n * d * 4 : 128;
+        uint8_t *buf = hs_malloc_aligned(img.len);
+        memcpy(buf, img.data, img.len);
+        hs_status st = hnsw_open_prefix(buf, head, &h, &err);
+        if (cases[ci].lists > 0) {
+            CHECK(st == HS_UNSUPPORTED && h == NULL);
+        } else {
+            CHECK_OK(st, &err);
+            if (h) {
+                check_same(a, h, x, n, d, allow, true);
+                if (flat && cases[ci].m != HS_METRIC_COSINE)
+                    CHECK(memcmp(hnsw_exact_vector(h, 5), x + 5 * d, d * 4) == 0);
+                /* what needs the graph is refused, never answered from the head */
+                fetch_ctx f = { x, n, d, 0, 0, 0, 0, 0 };
+                hnsw_search_opts o = { .k = 5, .fetch = fetch_rows, .fetch_ctx = &f };
+                hnsw_hit hh[5];
+                int nh = -1;
+                hs_error e2 = { 0 };
+                CHECK(hnsw_search(h, x, &o, hh, &nh, NULL, &e2) == HS_UNSUPPORTED && nh == 0);
+                o.allow = allow;   /* 86 of 600 rows: under the default threshold */
+                CHECK_OK(hnsw_search(h, x, &o, hh, &nh, NULL, &e2), &e2);
+                o.exact_threshold = 10;
+                CHECK(hnsw_search(h, x, &o, hh, &nh, NULL, &e2) == HS_UNSUPPORTED);
+            }
+            hnsw_free(h);
+            h = NULL;
+            if (flat) {
+                /* one byte short of the payloads */
+                CHECK(hnsw_open_prefix(buf, head - 1, &h, &err) == HS_UNSUPPORTED && !h);
+                /* a payload byte flipped: the payload checksum */
+                buf[128 + 17 * d * 4 + 2] ^= 0x40;
+                hs_error e3 = { 0 };
+                CHECK(hnsw_open_prefix(buf, head, &h, &e3) == HS_CORRUPT && !h);
+                buf[128 + 17 * d * 4 + 2] ^= 0x40;
+            }
+            /* every header byte flipped: the header checksum */
+            int bad = 0;
+            for (size_t at = 0; at < 128; at++) {
+                buf[at] ^= 0x08;
+                hs_status s2 = hnsw_open_prefix(buf, head, &h, &err);
+                if ((s2 != HS_CORRUPT && s2 != HS_UNSUPPORTED) || h)
+                    bad++;
+                hnsw_free(h);
+                h = NULL;
+                buf[at] ^= 0x08;
+            }
+            CHECK(bad == 0);
+        }
+        hs_free_aligned(buf);
+        hs_buf_free(&img);
+        hnsw_free(a);
+    }
+    CHECK(hs_mem_live_count() == live);
+    roaring_bitmap_free(allow);
     free(x);
 }
 
@@ -1161,6 +1381,8 @@ int main(void)
     HS_RUN(test_concurrent_search);
     HS_RUN(test_deterministic);
     HS_RUN(test_save_open);
+    HS_RUN(test_version1_images);
+    HS_RUN(test_open_prefix);
     HS_RUN(test_corrupt);
     HS_RUN(test_progress_cancel);
     HS_RUN(test_ivf);

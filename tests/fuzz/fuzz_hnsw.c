@@ -14,7 +14,11 @@
  * Whatever opens is searched (with and without an allow-list, forcing the
  * graph and the exact path), and the answer must keep the contract: at most
  * k hits, never fewer than min(k, allowed), every id a row of the index.
- * Nothing may crash, read out of bounds or leak.
+ * The image's head (hnsw_open_prefix: version 2 images keep the payloads
+ * right after the header, each with a checksum that fix_checksum also
+ * recomputes) is opened too, at a length the input picks, in an exact-size
+ * copy; a partial index may refuse a search (HS_UNSUPPORTED) but an answer
+ * keeps the same contract.  Nothing may crash, read out of bounds or leak.
  */
 #include "base/buf.h"
 #include "base/hash.h"
@@ -78,7 +82,7 @@ static hs_status fz_fetch_rows(void *ctx, const uint32_t *ids, size_t n, float *
     return HS_OK;
 }
 
-static void search_all(const hnsw_index *ix, const uint8_t *data, size_t size)
+static void search_all(const hnsw_index *ix, const uint8_t *data, size_t size, int partial)
 {
     hnsw_info info;
     hnsw_get_info(ix, &info);
@@ -103,7 +107,10 @@ static void search_all(const hnsw_index *ix, const uint8_t *data, size_t size)
         int got = -1;
         hs_error err = { 0 };
         hnsw_search_stats st;
-        if (hnsw_search(ix, q, &o, hits, &got, &st, &err) != HS_OK)
+        hs_status ss = hnsw_search(ix, q, &o, hits, &got, &st, &err);
+        if (ss == HS_UNSUPPORTED && partial)
+            continue;  /* the head alone cannot do this search */
+        if (ss != HS_OK)
             continue;  /* out of memory */
         uint64_t want = o.allow ? allowed : info.n;
         if (want > 12)
@@ -126,16 +133,53 @@ static void open_and_search(const uint8_t *img, size_t len, const uint8_t *data,
     if (st != HS_OK) {
         if (ix || (st != HS_CORRUPT && st != HS_NOMEM))
             __builtin_trap();
-        return;
+    } else {
+        search_all(ix, data, size, 0);
+        hnsw_free(ix);
+        ix = NULL;
     }
-    search_all(ix, data, size);
+    /* the head: a length from the input, in a buffer of exactly that size */
+    size_t head = len;
+    if (size >= 2)
+        head = len - ((size_t)data[0] | (size_t)data[1] << 8) % (len + 1);
+    uint8_t *h = malloc(head ? head : 1);
+    if (!h)
+        return;
+    memcpy(h, img, head);
+    st = hnsw_open_prefix(h, head, &ix, &err);
+    if (st == HS_OK)
+        search_all(ix, data, size, 1);
+    else if (ix || (st != HS_CORRUPT && st != HS_NOMEM && st != HS_UNSUPPORTED))
+        __builtin_trap();
     hnsw_free(ix);
+    free(h);
 }
 
 static void fix_checksum(uint8_t *p, size_t n)
 {
     if (n < 136)
         return;
+    uint32_t ver;
+    memcpy(&ver, p + 8, 4);
+    if (ver == 2) {
+        /* version 2: the payload checksum (flat: payloads at 128, n * 4d
+         * bytes) and the header checksum */
+        uint64_t rows, ph;
+        uint32_t d, quant, code;
+        memcpy(&rows, p + 24, 8);
+        memcpy(&d, p + 32, 4);
+        memcpy(&quant, p + 40, 4);
+        memcpy(&code, p + 72, 4);
+        uint64_t stride = ((uint64_t)code + 3) & ~(uint64_t)3;
+        if (rows < (1u << 20) && stride < (1u << 20) && 128 + rows * stride <= n) {
+            ph = hs_xxh64(p + 128, (size_t)(rows * stride), 0);
+            memcpy(p + 104, &ph, 8);
+        }
+        (void)d;
+        (void)quant;
+        uint64_t hh = hs_xxh64(p, 112, 0);
+        memcpy(p + 112, &hh, 8);
+    }
     uint64_t h = hs_xxh64(p, n - 8, 0);
     memcpy(p + n - 8, &h, 8);
 }

@@ -14,7 +14,10 @@
  * the exact size, so ASan sees any over-read), and when it opens, maps a
  * position set to ids, maps every id to its position and back, reads
  * every exact vector it claims to hold, and searches with a fetch
- * callback. */
+ * callback.  Both modes also open the image's head (tbl_vindex_open_head:
+ * decode mode at a length the input's last two bytes pick, build mode at
+ * what tbl_vindex_acquire_head reads, which must serve and answer a small
+ * allow-list exactly as the whole image does). */
 #include "base/hash.h"
 #include "base/mem.h"
 #include "table/vindex.h"
@@ -78,6 +81,8 @@ static void walk_ids(const tbl_vindex *vi, const tbl_vindex_info *info)
     (void)sink;
 }
 
+static void search_ids(const tbl_vindex *vi, const tbl_vindex_info *ip);
+
 static void decode(const uint8_t *data, size_t size, bool fix)
 {
     uint8_t *p = hs_malloc_aligned(size ? size : 1);
@@ -86,12 +91,36 @@ static void decode(const uint8_t *data, size_t size, bool fix)
     memcpy(p, data, size);
     if (fix)
         fix_checksum(p, size);
+    /* the head first (borrowed), then the whole (owned) */
+    size_t avail = size;
+    if (size >= 2)
+        avail = size - (((size_t)data[size - 1] << 8 | data[size - 2]) % (size + 1));
     tbl_vindex *vi = NULL;
+    hs_status hs = tbl_vindex_open_head(p, size, avail, &vi, NULL);
+    if (hs == HS_OK) {
+        tbl_vindex_info info;
+        tbl_vindex_get_info(vi, &info);
+        walk_ids(vi, &info);
+        search_ids(vi, &info);
+        tbl_vindex_close(vi);
+        vi = NULL;
+    } else if (hs != HS_CORRUPT && hs != HS_UNSUPPORTED && hs != HS_NOMEM) {
+        abort();
+    }
     if (tbl_vindex_open_image(p, size, true, &vi, NULL) != HS_OK)
         return;
     tbl_vindex_info info;
     tbl_vindex_get_info(vi, &info);
     walk_ids(vi, &info);
+    search_ids(vi, &info);
+    tbl_vindex_close(vi);
+}
+
+/* A search under every third position as allow-list keeps its contract (a
+ * partial index may refuse one that needs the graph). */
+static void search_ids(const tbl_vindex *vi, const tbl_vindex_info *ip)
+{
+    tbl_vindex_info info = *ip;
     roaring_bitmap_t *pos = roaring_bitmap_from_range(0, (uint64_t)info.n_rows + 3, 3);
     roaring_bitmap_t *ids = NULL;
     if (pos && tbl_vindex_ids_of(vi, pos, &ids, NULL) == HS_OK && tbl_vindex_hnsw(vi)) {
@@ -111,7 +140,6 @@ static void decode(const uint8_t *data, size_t size, bool fix)
         roaring_bitmap_free(ids);
     if (pos)
         roaring_bitmap_free(pos);
-    tbl_vindex_close(vi);
 }
 
 static void build(const uint8_t *data, size_t size, int dim, bool tq8)
@@ -181,6 +209,34 @@ static void build(const uint8_t *data, size_t size, int dim, bool tq8)
                 tbl_vindex_pos_of(vi, hit.id) >= rows || tbl_vindex_pos_of(vi, hit.id) % 5 == 4)
                 abort();
         }
+        /* the head acquire_head reads: serves, and answers as the whole */
+        tbl_vindex *hv = NULL;
+        uint64_t head = tbl_vindex_head_bytes((int64_t)rows, dim, (int64_t)out.len);
+        if (tbl_vindex_open_head(p, out.len, (size_t)head, &hv, NULL) != HS_OK ||
+            !tbl_vindex_is_partial(hv) != (head == out.len))
+            abort();
+        roaring_bitmap_t *few = roaring_bitmap_from_range(0, rows, 7);
+        const hnsw_index *hx = tbl_vindex_hnsw(hv);
+        for (size_t r = 0; ix && hx && few && r < rows; r += 3) {
+            if (r % 5 == 4)
+                continue;   /* null */
+            const float *v = HS_COL_VALUES(c->children[0], float) + HS_COL_OFFSETS(c)[r];
+            hnsw_hit a[4], h[4];
+            int na = 0, nh = 0;
+            hnsw_search_opts o = {.k = 4, .allow = few, .fetch = zero_fetch, .fetch_ctx = &d,
+                                  .vectors = tbl_vindex_vectors(vi)};
+            if (hnsw_search(ix, v, &o, a, &na, NULL, NULL) != HS_OK)
+                abort();
+            o.vectors = tbl_vindex_vectors(hv);
+            if (hnsw_search(hx, v, &o, h, &nh, NULL, NULL) != HS_OK || nh != na)
+                abort();
+            for (int i = 0; i < na; i++)
+                if (a[i].id != h[i].id || a[i].dist != h[i].dist)
+                    abort();
+        }
+        if (few)
+            roaring_bitmap_free(few);
+        tbl_vindex_close(hv);
         tbl_vindex_close(vi);
     }
     hs_buf_free(&out);

@@ -3,7 +3,10 @@
 vector query reads each HNSW sidecar with exactly one GET (the registry's
 size for it, no tail GET to open it first), those of all files in one round
 (also with one search thread), and a second query in the same
-process reads no sidecar again.
+process reads no sidecar again.  A filter this selective is searched
+exactly, so that GET is of the sidecar's head only (its exact vectors, not
+the graph: table/vindex.h tbl_vindex_acquire_head); a later query whose
+search wants the graph reads the whole sidecar and agrees with numpy too.
 
 Oracles: numpy brute force for the nearest rows among the filtered ones
 (the sidecar's search must agree); the proxy's own request log."""
@@ -49,7 +52,8 @@ WORKER = textwrap.dedent('''
     for line in sys.stdin:
         q = json.loads(line)
         r = t.to_arrow(filter=f"cat = '{q['cat']}'", columns=["id"],
-                       vector_filter={"column": "emb", "query": q["vec"], "k": 5})
+                       vector_filter={"column": "emb", "query": q["vec"], "k": 5,
+                                      "ef_search": q.get("ef")})
         print(json.dumps(r["id"].to_pylist()), flush=True)
 ''')
 
@@ -77,11 +81,16 @@ def test_vector_sidecar_one_get(s3):
         p = subprocess.Popen([sys.executable, "-c", WORKER, uri], env=env, text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         try:
-            for i, cat in enumerate(("c3", "c5")):
+            sizes = {o["Key"]: o["Size"] for o in s3_objects(s3, uri) if ".hnsw" in o["Key"]}
+            assert len(sizes) == FILES
+            # ef 1 in the last query: a walk of k = 5 wants the graph (hnsw.c's
+            # default_exact_threshold in the two-hop band: sqrt(4 * 5 * 1500) =
+            # 173 < 214 rows allowed), which the heads alone cannot serve
+            for i, (cat, ef) in enumerate((("c3", None), ("c5", None), ("c4", 1))):
                 vec = rng.standard_normal(DIM).astype(np.float32)
                 with proxy.lock:
                     proxy.trace.clear()
-                p.stdin.write(json.dumps({"cat": cat, "vec": vec.tolist()}) + "\n")
+                p.stdin.write(json.dumps({"cat": cat, "vec": vec.tolist(), "ef": ef}) + "\n")
                 p.stdin.flush()
                 got = json.loads(p.stdout.readline())
                 sel = (allrows["cat"] == cat).to_numpy()
@@ -98,11 +107,31 @@ def test_vector_sidecar_one_get(s3):
                     assert max(starts) - min(starts) < delay / 2, starts
                     assert all(m == "GET" and r.startswith("bytes=0-") for m, tg, r in hnsw), hnsw
                     assert len({tg for _, tg, _ in hnsw}) == FILES
+                    # the head only: exact vectors (32 bytes a row of 1500), not
+                    # the graph's links beside them (~ 70 bytes a row)
+                    for _, tg, r in hnsw:
+                        key = next(k for k in sizes if tg.endswith(k))
+                        end = int(r.split("-")[1]) + 1
+                        assert end < sizes[key] // 2, (r, sizes[key])
+                elif i == 1:
+                    assert hnsw == []   # the decoded heads are cached
                 else:
-                    assert hnsw == []   # the decoded images are cached
+                    # the graph: the whole of each sidecar, once
+                    assert len({tg for _, tg, _ in hnsw}) == FILES, hnsw
         finally:
             p.stdin.close()
             p.wait(60)
+
+
+def s3_objects(s3, uri):
+    import boto3
+    c = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                     aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    bucket, prefix = uri[len("s3://"):].split("/", 1)
+    out = []
+    for page in c.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        out += page.get("Contents", [])
+    return out
 
 
 SCALAR_WORKER = textwrap.dedent('''
@@ -234,3 +263,57 @@ def test_point_lookup_rounds(s3):
         finally:
             p.stdin.close()
             p.wait(60)
+
+
+DAMAGE_WORKER = textwrap.dedent('''
+    import json, sys
+    import hyperstreamdb as hdb
+    t = hdb.Table(sys.argv[1])
+    q = json.loads(sys.argv[2])
+    r = t.to_arrow(filter="cat = 'c3'", columns=["id"],
+                   vector_filter={"column": "emb", "query": q, "k": 5})
+    print(json.dumps(r["id"].to_pylist()), flush=True)
+''')
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8"])
+def test_damaged_head_gives_exact_results(s3, kind):
+    # a byte of the sidecar's head flipped in place (the same size: the
+    # registry entry still matches): a flat sidecar's head ends with the
+    # graph's vectors (their checksum), a tq8 sidecar's holds the exact
+    # vectors (theirs); either way that file is searched exactly from its data
+    # file, with a warning, and the answer is numpy's
+    import boto3
+    uri = s3.uri(f"requests/d-{kind}-{os.getpid()}")
+    t = hdb.Table(uri)
+    frames = [frame(f) for f in range(2)]
+    for f in frames:
+        t.write_pandas(f)
+        t.commit()
+    t.add_index("emb", kind)
+    allrows = pd.concat(frames, ignore_index=True)
+    emb = np.stack(allrows["emb"].to_numpy())
+    c = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                     aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    bucket = uri[len("s3://"):].split("/", 1)[0]
+    side = sorted(o["Key"] for o in s3_objects(s3, uri) if o["Key"].endswith("." + kind))
+    assert len(side) == 2
+    body = bytearray(c.get_object(Bucket=bucket, Key=side[0])["Body"].read())
+    # the 40th vector of the head: after the 64-byte header (no map), the
+    # graph's 128-byte header (flat) or nothing (tq8: exact vectors first)
+    at = 64 + (128 if kind == "hnsw" else 0) + 40 * DIM * 4 + 5
+    body[at] ^= 0x10
+    c.put_object(Bucket=bucket, Key=side[0], Body=bytes(body))
+    vec = np.random.default_rng(11).standard_normal(DIM).astype(np.float32)
+    env = dict(os.environ, **s3.env)
+    r = subprocess.run([sys.executable, "-c", DAMAGE_WORKER, uri, json.dumps(vec.tolist())],
+                       env=env, text=True, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    sel = (allrows["cat"] == "c3").to_numpy()
+    d = np.linalg.norm(emb[sel] - vec, axis=1)
+    want = allrows["id"].to_numpy()[sel][np.argsort(d, kind="stable")[:5]]
+    assert json.loads(r.stdout) == want.tolist()
+    assert "skipped, searching exactly" in r.stderr, r.stderr
+    # the head's own checks fired (the whole image's checksum is not read)
+    assert ("payload checksum mismatch" if kind == "hnsw"
+            else "checksum mismatch in the exact vectors") in r.stderr, r.stderr

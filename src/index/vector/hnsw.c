@@ -11,15 +11,29 @@
  * and ids[slot] is the row.  Links inside a graph are graph-local node
  * numbers (slot - base_g), so every graph is an ordinary HNSW graph.
  *
- * Per slot, one level-0 element (hnswlib's data_level0_memory_ layout: the
- * links and the data the search reads next to each other):
+ * Per slot, level-0 links and a payload:
  *
- *   offset        size           field
- *   0             4              u32 count of level-0 links (<= M0 = 2M)
- *   4             4 * M0         u32 links (graph-local node numbers)
- *   4 + 4 * M0    code_size      payload: VQ_FLAT d float32 (normalized for
- *                                COSINE), else the vq code (vq_encode)
- *   ...           0-3            zero padding to elem_size (a multiple of 4)
+ *   links   4             u32 count of level-0 links (<= M0 = 2M)
+ *           4 * M0        u32 links (graph-local node numbers)
+ *   payload code_size     VQ_FLAT: d float32 (normalized for COSINE), else
+ *                         the vq code (vq_encode); zero padding to a
+ *                         multiple of 4
+ *
+ * Built indexes (and version 1 images) keep both in one level-0 element
+ * per slot (hnswlib's data_level0_memory_ layout: links, then payload;
+ * elem_size bytes).  Version 2 images keep the links alone in level 0 and
+ * the payloads in a section of their own right after the header, so that
+ * the head of the image holds every exact vector (flat) or code: a reader
+ * that fetches byte ranges (an object store) gets what an exact search over
+ * a few allowed rows needs without the graph (hnsw_open_prefix; about half
+ * of a flat image at d = 32, M = 16).  The search reads payloads through
+ * pay + slot * pay_stride; search_l0_t has an instance per layout, so the
+ * interleaved one keeps a single base pointer.  Measured (docs/storage.md,
+ * "Cold filtered vector search"): exact search over few rows faster
+ * (contiguous vectors), the warm walk on a version 2 image 5-9% slower at
+ * d = 32 (links and vector no longer neighbours in memory): so tables on
+ * local disk write version 1 (hnsw_save_version; table/vindex.c chooses by
+ * the table's location) and only object stores version 2.
  *
  * Levels above 0: a slot with level L owns L blocks of (1 + M) u32 (count,
  * M links), blocks ustart[slot] .. ustart[slot + 1] - 1 of `upper`, level
@@ -33,7 +47,7 @@
  *
  *   offset  size                 field
  *   0       8                    magic "HSHNSWIX"
- *   8       4                    version (1)
+ *   8       4                    version (2; 1 is still read)
  *   12      4                    header bytes (128)
  *   16      8                    image bytes, checksum included
  *   24      8                    n (rows)
@@ -48,19 +62,24 @@
  *   64      4                    ivf_nprobe
  *   68      4                    graphs
  *   72      4                    code_size
- *   76      4                    elem_size
+ *   76      4                    level-0 element bytes (version 1: links and
+ *                                payload; version 2: links, 4 + 4 * M0)
  *   80      8                    seed
  *   88      8                    upper blocks
  *   96      8                    vq blob bytes (0 for VQ_FLAT)
- *   104     24                   zero
- *   then sections:   vq blob (vq_save) | IVF centroids (lists * d f32) |
+ *   104     8                    version 2: xxh64 of the payload section
+ *   112     8                    version 2: xxh64 of header bytes 0..112
+ *   120     8                    zero (version 1: 104..128 zero)
+ *   then sections:   payloads (version 2: n * align4(code_size), by slot) |
+ *                    vq blob (vq_save) | IVF centroids (lists * d f32) |
  *                    graph table (graphs * {u32 base, n, entry, max_level}) |
  *                    ids (IVF: n u32) | ustart ((n + 1) u32) |
- *                    upper (blocks * (1 + M) u32) | level 0 (n * elem_size)
+ *                    upper (blocks * (1 + M) u32) | level 0 (n elements)
  *   last    8                    xxh64 (seed 0) of every byte before it, at
  *                                the first multiple of 8 after level 0
  *
- * hnsw_open checks the checksum and then everything the search relies on:
+ * hnsw_open checks the checksum (and, version 2, the header's own) and then
+ * everything the search relies on:
  * the size of every section, every link < n_g, counts <= M / M0, levels
  * consistent (a link at level l points to a node that has level l, the
  * entry has the graph's top level), graph ranges contiguous, IVF ids a
@@ -119,7 +138,8 @@
 #error "hnsw images are little-endian and read in place"
 #endif
 
-#define HNSW_VERSION 1u
+#define HNSW_VERSION 2u          /* written; version 1 is still read */
+#define HNSW_VERSION_1 1u
 #define HNSW_HEADER_BYTES 128u
 #define HNSW_ALIGN 64u
 #define HNSW_MAX_M 256
@@ -190,6 +210,11 @@ struct hnsw_index {
     uint32_t max_graph_n;
     /* arrays: owned after hnsw_build, borrowed from the image after hnsw_open */
     const uint8_t *level0;     /* n * elem_size */
+    const uint8_t *pay;        /* payload of slot s at pay + s * pay_stride: inside level0
+                                  (built, version 1) or its own section (version 2) */
+    size_t pay_stride;
+    bool pay_apart;            /* pay is not inside level0 (version 2 image) */
+    bool partial;              /* hnsw_open_prefix: header (+ flat payload), no graph */
     const uint32_t *ustart;    /* n + 1 */
     const uint32_t *upper;     /* n_upper * (1 + M) */
     const uint32_t *ids;       /* IVF: slot -> row; NULL = identity */
@@ -550,7 +575,8 @@ void hnsw_get_info(const hnsw_index *ix, hnsw_info *out)
     out->ef_construction = ix->ef_construction;
     out->ef_search = ix->ef_search;
     out->ivf_lists = ix->ivf_lists;
-    size_t m = ix->n * ix->elem_size + (ix->n + 1) * 4 + ix->n_upper * (size_t)(1 + ix->M) * 4 +
+    size_t m = ix->n * ix->elem_size + (ix->pay_apart ? ix->n * ix->pay_stride : 0) +
+               (ix->n + 1) * 4 + ix->n_upper * (size_t)(1 + ix->M) * 4 +
                (size_t)ix->n_graphs * 16 + ix->vq_bytes;
     if (ix->ids)
         m += ix->n * 4;
@@ -566,6 +592,10 @@ static inline const uint8_t *elem_at(const hnsw_index *ix, size_t slot)
 {
     return ix->level0 + slot * ix->elem_size;
 }
+static inline const uint8_t *pay_at(const hnsw_index *ix, size_t slot)
+{
+    return ix->pay + slot * ix->pay_stride;
+}
 static inline const uint32_t *upper_at(const hnsw_index *ix, size_t slot, uint32_t level)
 {
     return ix->upper + (size_t)(ix->ustart[slot] + level - 1) * (size_t)(1 + ix->M);
@@ -580,7 +610,7 @@ const float *hnsw_exact_vector(const hnsw_index *ix, uint32_t row)
     if (ix->quant != VQ_FLAT || ix->metric == HS_METRIC_COSINE || row >= ix->n)
         return NULL;
     size_t slot = ix->slot_of_row ? ix->slot_of_row[row] : row;
-    return (const float *)(const void *)(elem_at(ix, slot) + ix->payload_off);
+    return (const float *)(const void *)pay_at(ix, slot);
 }
 
 /* ---- parameters --------------------------------------------------------- */
@@ -1156,6 +1186,8 @@ static hs_status build_all(hnsw_index *ix, const hnsw_params *p, const float *x,
         return hs_err_nomem(err, l0b);
     memset(ix->own_level0, 0, l0b);
     ix->level0 = ix->own_level0;
+    ix->pay = ix->own_level0 + ix->payload_off;
+    ix->pay_stride = ix->elem_size;
     if (ix->quant == VQ_FLAT) {
         for (size_t s = 0; s < n; s++)
             memcpy(ix->own_level0 + s * ix->elem_size + ix->payload_off,
@@ -1372,8 +1404,7 @@ static inline __attribute__((always_inline)) uint32_t greedy_upper_t(const hnsw_
                                                                       const int dm)
 {
     uint32_t cur = g->entry;
-    const size_t po = ix->payload_off;
-    float curd = qdist(c, dm, elem_at(ix, (size_t)g->base + cur) + po);
+    float curd = qdist(c, dm, pay_at(ix, (size_t)g->base + cur));
     int64_t nd = 1;
     for (uint32_t level = g->max_level; level >= 1; level--) {
         bool changed = true;
@@ -1384,8 +1415,8 @@ static inline __attribute__((always_inline)) uint32_t greedy_upper_t(const hnsw_
             for (uint32_t j = 0; j < cnt; j++) {
                 uint32_t nb = ul[1 + j];
                 if (j + 1 < cnt)
-                    __builtin_prefetch(elem_at(ix, (size_t)g->base + ul[2 + j]) + po);
-                float dd = qdist(c, dm, elem_at(ix, (size_t)g->base + nb) + po);
+                    __builtin_prefetch(pay_at(ix, (size_t)g->base + ul[2 + j]));
+                float dd = qdist(c, dm, pay_at(ix, (size_t)g->base + nb));
                 nd++;
                 if (dd < curd) {
                     curd = dd;
@@ -1408,10 +1439,14 @@ static inline __attribute__((always_inline)) uint32_t greedy_upper_t(const hnsw_
 static inline __attribute__((always_inline)) hs_status
 search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *s, uint32_t ep,
             float epd, size_t ef, const roaring_bitmap_t *allow, size_t *n_top, bool *exhausted,
-            const int dm)
+            const int dm, const bool apart)
 {
-    const size_t es = ix->elem_size, po = ix->payload_off;
+    const size_t es = ix->elem_size, ps = ix->pay_stride, po = ix->payload_off;
     const uint8_t *l0 = ix->level0 + (size_t)g->base * es;
+    const uint8_t *pl = ix->pay + (size_t)g->base * ps;
+    /* apart (a version 2 image) is a constant of each instance: the payload
+     * beside the links (built, version 1) costs no second base pointer */
+#define PAYLOAD(id) (apart ? pl + (size_t)(id) * ps : l0 + (size_t)(id) * es + po)
     /* the next neighbour's whole payload is prefetched while this one is
      * measured (up to 4 KiB; the hardware prefetcher follows longer rows) */
     const size_t pf = ix->code_size < 4096 ? ix->code_size : 4096;
@@ -1468,7 +1503,7 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
                     continue;
                 tags[nb] = tag;
                 nbuf[m++] = nb;
-                __builtin_prefetch(l0 + (size_t)nb * es + po, 0, 3);
+                __builtin_prefetch(PAYLOAD(nb), 0, 3);
             }
         } else {
             /* a row the filter rejects is not measured: the walk goes
@@ -1493,7 +1528,7 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
                         continue;
                     VIS_SET(nb);
                     nbuf[m++] = nb;
-                    __builtin_prefetch(l0 + (size_t)nb * es + po, 0, 3);
+                    __builtin_prefetch(PAYLOAD(nb), 0, 3);
                 } else if (!VIS_TEST(nb)) {
                     rej[nr++] = nb;
                     prefetch_bytes(l0 + (size_t)nb * es, links_bytes);
@@ -1511,15 +1546,15 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
                         continue;
                     VIS_SET(nn);
                     nbuf[m++] = nn;
-                    __builtin_prefetch(l0 + (size_t)nn * es + po, 0, 3);
+                    __builtin_prefetch(PAYLOAD(nn), 0, 3);
                 }
             }
         }
         for (size_t j = 0; j < m; j++) {
             uint32_t nb = nbuf[j];
             if (j + 1 < m)
-                prefetch_bytes(l0 + (size_t)nbuf[j + 1] * es + po, pf);
-            float dd = qdist(c, dm, l0 + (size_t)nb * es + po);
+                prefetch_bytes(PAYLOAD(nbuf[j + 1]), pf);
+            float dd = qdist(c, dm, PAYLOAD(nb));
             nd++;
             if (nt < ef || dd < lower) {
                 minh_push(cand, &nc, (hnsw_pair){ dd, nb });
@@ -1536,6 +1571,7 @@ search_l0_t(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c, hnsw_scratch *
     c->ndist += nd;
     *n_top = nt;
     return HS_OK;
+#undef PAYLOAD
 }
 
 #define HNSW_DISPATCH(call_t)                       \
@@ -1550,7 +1586,11 @@ static hs_status search_l0(const hnsw_index *ix, const hnsw_graph *g, hnsw_q *c,
                            hnsw_scratch *s, uint32_t ep, float epd, size_t ef,
                            const roaring_bitmap_t *allow, size_t *n_top, bool *exhausted)
 {
-#define CALL_T(DM) search_l0_t(ix, g, c, s, ep, epd, ef, allow, n_top, exhausted, DM)
+#define CALL_T(DM) search_l0_t(ix, g, c, s, ep, epd, ef, allow, n_top, exhausted, DM, true)
+    if (ix->pay_apart)
+        HNSW_DISPATCH(CALL_T)
+#undef CALL_T
+#define CALL_T(DM) search_l0_t(ix, g, c, s, ep, epd, ef, allow, n_top, exhausted, DM, false)
     HNSW_DISPATCH(CALL_T)
 #undef CALL_T
 }
@@ -1715,8 +1755,8 @@ static hs_status index_exact(const hnsw_index *ix, hnsw_q *c, const float *q_raw
 {
     exact_src e = { .n = ix->n, .d = ix->d, .k = c->k, .metric = ix->metric };
     if (ix->quant == VQ_FLAT) {
-        e.base = ix->level0 + ix->payload_off;
-        e.stride = ix->elem_size;
+        e.base = ix->pay;
+        e.stride = ix->pay_stride;
         e.map = ix->slot_of_row;
         e.dm = c->dm;
         e.q = c->q;
@@ -1943,6 +1983,11 @@ static hs_status search_in(const hnsw_index *ix, hnsw_q *c, const float *q_raw,
                                                : default_exact_threshold(ix, ef, c->two_hop);
     if (o->allow && (int64_t)allowed <= threshold)
         return index_exact(ix, c, q_raw, k, o, s, out, n_out, stats, err);
+    if (ix->partial)
+        return hs_err_set(err, HS_UNSUPPORTED, "hnsw: only the head of this index was read "
+                          "(hnsw_open_prefix) and this search (%llu of %zu rows allowed, exact "
+                          "up to %lld) needs its graph", (unsigned long long)allowed, ix->n,
+                          (long long)threshold);
     if (o->allow)
         HS_TRY(dense_allow(ix, c, o, allowed, s, err));
 
@@ -2052,7 +2097,8 @@ hs_status hnsw_search(const hnsw_index *ix, const float *q, const hnsw_search_op
         c.q = c.qn;
     } else if (st == HS_OK) {
         c.dm = DM_CODE;
-        st = vq_query_new(ix->vq, q, &c.qq, err);
+        if (!ix->partial)   /* a partial index searches exactly, never on codes */
+            st = vq_query_new(ix->vq, q, &c.qq, err);
     }
     if (st == HS_OK)
         st = search_in(ix, &c, q, o, k, allowed, s, out, n_out, stats, err);
@@ -2066,12 +2112,13 @@ hs_status hnsw_search(const hnsw_index *ix, const float *q, const hnsw_search_op
 /* ==== image =============================================================== */
 
 typedef struct hnsw_layout {
-    size_t vq_off, cent_off, graphs_off, ids_off, ustart_off, upper_off, l0_off, sum_off, total;
+    size_t pay_off, vq_off, cent_off, graphs_off, ids_off, ustart_off, upper_off, l0_off, sum_off, total;
 } hnsw_layout;
 
 /* Section offsets from the header fields; false on overflow. */
 static bool layout_of(uint64_t n, uint64_t d, uint64_t n_graphs, bool ivf, uint64_t vq_len,
-                      uint64_t n_upper, uint64_t M, uint64_t elem_size, hnsw_layout *L)
+                      uint64_t n_upper, uint64_t M, uint64_t elem_size, uint64_t pay_size,
+                      hnsw_layout *L)
 {
     uint64_t off = HNSW_HEADER_BYTES, len, t;
 #define SECTION(field, bytes_expr)                                              \
@@ -2083,8 +2130,14 @@ static bool layout_of(uint64_t n, uint64_t d, uint64_t n_graphs, bool ivf, uint6
             return false;                                                       \
     } while (0)
     if (n > UINT32_MAX - 1u || d > HNSW_MAX_DIM || n_graphs > (1u << 20) || M > HNSW_MAX_M ||
-        vq_len > (uint64_t)1 << 40 || n_upper > UINT32_MAX || elem_size > (uint64_t)1 << 20)
+        vq_len > (uint64_t)1 << 40 || n_upper > UINT32_MAX || elem_size > (uint64_t)1 << 20 ||
+        pay_size > (uint64_t)1 << 20)
         return false;
+    /* version 2: the payloads first, so that a reader of the image's head
+     * gets them in one range (hnsw_open_prefix); version 1: pay_size 0 */
+    if (__builtin_mul_overflow(n, pay_size, &t))
+        return false;
+    SECTION(pay_off, t);
     SECTION(vq_off, vq_len);
     SECTION(cent_off, ivf ? n_graphs * d * 4 : 0);
     SECTION(graphs_off, n_graphs * 16);
@@ -2107,16 +2160,30 @@ static bool layout_of(uint64_t n, uint64_t d, uint64_t n_graphs, bool ivf, uint6
 
 hs_status hnsw_save(const hnsw_index *ix, hs_buf *out, hs_error *err)
 {
+    return hnsw_save_version(ix, HNSW_VERSION, out, err);
+}
+
+hs_status hnsw_save_version(const hnsw_index *ix, unsigned version, hs_buf *out, hs_error *err)
+{
     if (!ix || !out)
         return hs_err_set(err, HS_INVALID, "hnsw_save: NULL index or buffer");
+    if (version != HNSW_VERSION && version != HNSW_VERSION_1)
+        return hs_err_set(err, HS_INVALID, "hnsw_save: no image version %u", version);
+    /* version 1 interleaves each row's payload with its links: an index
+     * whose payloads lie apart (opened from a version 2 image) is saved as
+     * version 2 */
+    bool v1 = version == HNSW_VERSION_1 && !ix->pay_apart;
     size_t start = out->len;
     hs_buf vqb = { 0 };
     if (ix->vq)
         HS_TRY(vq_save(ix->vq, &vqb, err));
     bool ivf = ix->ivf_lists > 0;
     hnsw_layout L;
+    /* version 2: level 0 keeps the links only, the payloads their own
+     * section; version 1: the whole elements, no payload section */
+    size_t link_size = v1 ? ix->elem_size : ix->payload_off, pay_size = v1 ? 0 : align_up(ix->code_size, 4);
     if (!layout_of(ix->n, ix->d, ix->n_graphs, ivf, vqb.len, ix->n_upper, (uint64_t)ix->M,
-                   ix->elem_size, &L)) {
+                   link_size, pay_size, &L)) {
         hs_buf_free(&vqb);
         return hs_err_set(err, HS_INTERNAL, "hnsw_save: image size overflows");
     }
@@ -2126,7 +2193,7 @@ hs_status hnsw_save(const hnsw_index *ix, hs_buf *out, hs_error *err)
     }
     uint8_t *p = out->data + start;
     memcpy(p, HNSW_MAGIC, 8);
-    put_u32(p + 8, HNSW_VERSION);
+    put_u32(p + 8, v1 ? HNSW_VERSION_1 : HNSW_VERSION);
     put_u32(p + 12, HNSW_HEADER_BYTES);
     put_u64(p + 16, L.total);
     put_u64(p + 24, ix->n);
@@ -2141,7 +2208,7 @@ hs_status hnsw_save(const hnsw_index *ix, hs_buf *out, hs_error *err)
     put_u32(p + 64, (uint32_t)ix->ivf_nprobe);
     put_u32(p + 68, ix->n_graphs);
     put_u32(p + 72, (uint32_t)ix->code_size);
-    put_u32(p + 76, (uint32_t)ix->elem_size);
+    put_u32(p + 76, (uint32_t)link_size);
     put_u64(p + 80, ix->seed);
     put_u64(p + 88, ix->n_upper);
     put_u64(p + 96, vqb.len);
@@ -2161,7 +2228,15 @@ hs_status hnsw_save(const hnsw_index *ix, hs_buf *out, hs_error *err)
         memcpy(p + L.ids_off, ix->ids, ix->n * sizeof(uint32_t));
     memcpy(p + L.ustart_off, ix->ustart, (ix->n + 1) * sizeof(uint32_t));
     memcpy(p + L.upper_off, ix->upper, ix->n_upper * (size_t)(1 + ix->M) * sizeof(uint32_t));
-    memcpy(p + L.l0_off, ix->level0, ix->n * ix->elem_size);
+    for (size_t s = 0; s < ix->n; s++) {
+        memcpy(p + L.l0_off + s * link_size, elem_at(ix, s), link_size);
+        if (!v1)
+            memcpy(p + L.pay_off + s * pay_size, pay_at(ix, s), ix->code_size);
+    }
+    if (!v1) {
+        put_u64(p + 104, hs_xxh64(p + L.pay_off, ix->n * pay_size, 0));
+        put_u64(p + 112, hs_xxh64(p, 112, 0));
+    }
     put_u64(p + L.sum_off, hs_xxh64(p, L.sum_off, 0));
     return HS_OK;
 }
@@ -2258,22 +2333,28 @@ static hs_status validate_graphs(hnsw_index *ix, hs_error *err)
     return HS_OK;
 }
 
-static hs_status open_image(hnsw_index *ix, const uint8_t *p, size_t n, hs_error *err)
+/* The header p[0..128) of an image of `total` bytes: magic, version, the
+ * fields and the section layout (*L); ix gets the parameters.  Version 2
+ * headers carry their own checksum (bytes 112..120) so that a reader of the
+ * image's head alone (hnsw_open_prefix) can trust them. */
+static hs_status parse_header(hnsw_index *ix, const uint8_t *p, uint64_t total, uint32_t *version,
+                              hnsw_layout *L, hs_error *err)
 {
-    if (n < HNSW_HEADER_BYTES + 8)
-        return CORRUPT("%zu bytes, shorter than the %u-byte header", n, HNSW_HEADER_BYTES);
     if (memcmp(p, HNSW_MAGIC, 8) != 0)
         return CORRUPT("bad magic (not an HNSW index image)");
-    if (get_u32(p + 8) != HNSW_VERSION)
-        return CORRUPT("version %u, this build reads %u", get_u32(p + 8), HNSW_VERSION);
+    uint32_t ver = get_u32(p + 8);
+    if (ver != HNSW_VERSION && ver != HNSW_VERSION_1)
+        return CORRUPT("version %u, this build reads %u and %u", ver, HNSW_VERSION_1,
+                       HNSW_VERSION);
+    *version = ver;
     if (get_u32(p + 12) != HNSW_HEADER_BYTES)
         return CORRUPT("header of %u bytes, expected %u", get_u32(p + 12), HNSW_HEADER_BYTES);
-    if (get_u64(p + 16) != n)
-        return CORRUPT("image claims %llu bytes, %zu given (truncated?)",
-                       (unsigned long long)get_u64(p + 16), n);
-    if (hs_xxh64(p, n - 8, 0) != get_u64(p + n - 8))
-        return CORRUPT("checksum mismatch over %zu bytes", n - 8);
-    for (size_t o = 104; o < HNSW_HEADER_BYTES; o++)
+    if (get_u64(p + 16) != total)
+        return CORRUPT("image claims %llu bytes, %llu given (truncated?)",
+                       (unsigned long long)get_u64(p + 16), (unsigned long long)total);
+    if (ver == HNSW_VERSION && hs_xxh64(p, 112, 0) != get_u64(p + 112))
+        return CORRUPT("header checksum mismatch");
+    for (size_t o = ver == HNSW_VERSION ? 120 : 104; o < HNSW_HEADER_BYTES; o++)
         if (p[o] != 0)
             return CORRUPT("reserved header byte %zu is %u", o, p[o]);
 
@@ -2298,7 +2379,8 @@ static hs_status open_image(hnsw_index *ix, const uint8_t *p, size_t n, hs_error
     if (lists == 0 ? (n_graphs != 1 || nprobe != 0)
                    : (n_graphs != lists || nprobe < 1 || nprobe > lists || lists > rows))
         return CORRUPT("%u IVF lists, %u graphs, nprobe %u", lists, n_graphs, nprobe);
-    if (quant == VQ_FLAT ? (code_size != d * 4 || vq_len != 0) : (vq_len == 0))
+    if (quant == VQ_FLAT ? (code_size != d * 4 || vq_len != 0) : (vq_len == 0 ||
+                                                                  code_size > (1u << 20)))
         return CORRUPT("code size %u, quantizer blob %llu bytes for type %u", code_size,
                        (unsigned long long)vq_len, quant);
     ix->n = (size_t)rows;
@@ -2316,12 +2398,38 @@ static hs_status open_image(hnsw_index *ix, const uint8_t *p, size_t n, hs_error
     ix->code_size = code_size;
     ix->n_upper = (size_t)n_upper;
     set_shape(ix);
-    if (ix->elem_size != elem_size)
-        return CORRUPT("element size %u, expected %zu", elem_size, ix->elem_size);
+    /* version 2: level-0 elements are the links alone, payloads apart */
+    size_t want = ver == HNSW_VERSION ? ix->payload_off : ix->elem_size;
+    size_t pay_size = ver == HNSW_VERSION ? align_up(code_size, 4) : 0;
+    if (elem_size != want)
+        return CORRUPT("element size %u, expected %zu", elem_size, want);
+    if (!layout_of(rows, d, n_graphs, lists > 0, vq_len, n_upper, M, elem_size, pay_size, L) ||
+        L->total != total)
+        return CORRUPT("sections need %zu bytes, the image has %llu", L->total,
+                       (unsigned long long)total);
+    if (ver == HNSW_VERSION) {
+        ix->elem_size = elem_size;
+        ix->pay_stride = pay_size;
+        ix->pay_apart = true;
+    } else {
+        ix->pay_stride = ix->elem_size;
+    }
+    return HS_OK;
+}
+
+static hs_status open_image(hnsw_index *ix, const uint8_t *p, size_t n, hs_error *err)
+{
+    if (n < HNSW_HEADER_BYTES + 8)
+        return CORRUPT("%zu bytes, shorter than the %u-byte header", n, HNSW_HEADER_BYTES);
+    if (memcmp(p, HNSW_MAGIC, 8) == 0 && get_u64(p + 16) == n &&
+        hs_xxh64(p, n - 8, 0) != get_u64(p + n - 8))
+        return CORRUPT("checksum mismatch over %zu bytes", n - 8);
+    uint32_t version = 0;
     hnsw_layout L;
-    if (!layout_of(rows, d, n_graphs, lists > 0, vq_len, n_upper, M, elem_size, &L) ||
-        L.total != n)
-        return CORRUPT("sections need %zu bytes, the image has %zu", L.total, n);
+    HS_TRY(parse_header(ix, p, n, &version, &L, err));
+    uint32_t quant = (uint32_t)ix->quant, d = (uint32_t)ix->d, code_size = (uint32_t)ix->code_size;
+    uint32_t n_graphs = ix->n_graphs, lists = (uint32_t)ix->ivf_lists;
+    uint64_t vq_len = get_u64(p + 96);
     if (quant != VQ_FLAT) {
         hs_error qerr = { 0 };
         hs_status st = vq_load(p + L.vq_off, (size_t)vq_len, &ix->vq, &qerr);
@@ -2351,6 +2459,7 @@ static hs_status open_image(hnsw_index *ix, const uint8_t *p, size_t n, hs_error
     ix->ustart = (const uint32_t *)(const void *)(p + L.ustart_off);
     ix->upper = (const uint32_t *)(const void *)(p + L.upper_off);
     ix->level0 = p + L.l0_off;
+    ix->pay = version == HNSW_VERSION ? p + L.pay_off : ix->level0 + ix->payload_off;
     HS_TRY(validate_graphs(ix, err));
     if (ix->ids && ix->quant == VQ_FLAT) {
         ix->slot_of_row = hs_malloc(ix->n * sizeof(uint32_t));
@@ -2388,6 +2497,57 @@ hs_status hnsw_open(const uint8_t *p, size_t n, hnsw_index **out, hs_error *err)
         hnsw_free(ix);
         return st;
     }
+    *out = ix;
+    return HS_OK;
+}
+
+/* The head p[0..avail) of a version 2 image: the header (its own checksum)
+ * and, for a flat index without IVF lists, the payload section right after
+ * it (the exact vectors, checked by the header's payload checksum).  Enough
+ * for the exact search of a small allow-list, the only search such an
+ * index does (search_in: HS_UNSUPPORTED for any other, so that the caller
+ * reads the whole image).  HS_UNSUPPORTED too where the head cannot serve:
+ * a version 1 image (payloads inside level 0), IVF, or too few bytes. */
+hs_status hnsw_open_prefix(const uint8_t *p, size_t avail, hnsw_index **out, hs_error *err)
+{
+    if (!out)
+        return hs_err_set(err, HS_INVALID, "hnsw_open_prefix: out is NULL");
+    *out = NULL;
+    if (!p || avail < HNSW_HEADER_BYTES)
+        return hs_err_set(err, HS_UNSUPPORTED, "hnsw_open_prefix: %zu bytes hold no header",
+                          avail);
+    if (((uintptr_t)p & 3) != 0)
+        return hs_err_set(err, HS_INVALID, "hnsw_open_prefix: misaligned image");
+    if (memcmp(p, HNSW_MAGIC, 8) == 0 && get_u32(p + 8) == HNSW_VERSION_1)
+        return hs_err_set(err, HS_UNSUPPORTED, "hnsw index: version 1 keeps its payloads "
+                          "inside level 0; read it whole");
+    hnsw_index *ix = index_new();
+    if (!ix)
+        return hs_err_nomem(err, sizeof *ix);
+    uint32_t version = 0;
+    hnsw_layout L;
+    hs_status st = parse_header(ix, p, get_u64(p + 16), &version, &L, err);
+    if (st == HS_OK && ix->quant == VQ_FLAT) {
+        size_t pay_bytes = ix->n * ix->pay_stride;
+        if (ix->ivf_lists > 0)
+            st = hs_err_set(err, HS_UNSUPPORTED, "hnsw index: IVF payloads are by list; read "
+                            "it whole");
+        else if (avail < L.pay_off || avail - L.pay_off < pay_bytes)
+            st = hs_err_set(err, HS_UNSUPPORTED, "hnsw index: %zu bytes of the head, the "
+                            "payloads end at %zu", avail, L.pay_off + pay_bytes);
+        else if (hs_xxh64(p + L.pay_off, pay_bytes, 0) != get_u64(p + 104))
+            st = CORRUPT("payload checksum mismatch (%zu bytes at offset %zu)", pay_bytes,
+                         L.pay_off);
+        for (size_t i = HNSW_HEADER_BYTES; st == HS_OK && i < L.pay_off; i++)
+            if (p[i])
+                st = CORRUPT("nonzero padding at offset %zu", i);
+        ix->pay = p + L.pay_off;
+    }
+    if (st != HS_OK) {
+        hnsw_free(ix);
+        return st;
+    }
+    ix->partial = true;
     *out = ix;
     return HS_OK;
 }
