@@ -5,11 +5,11 @@
  *
  *   text --("SELECT 1 FROM t WHERE " + text)--> pg_query_parse --> JSON
  *        --jansson--> check: one SelectStmt, nothing but the WHERE clause
- *        --bind()--> ex_node tree (types checked, implicit casts explicit,
+ *        --exb_bind()--> ex_node tree (types checked, implicit casts explicit,
  *                    constants folded)
  *
  * libpg_query gives PostgreSQL's own grammar, so anything PostgreSQL accepts
- * after WHERE parses; bind() then accepts the subset expr.h lists and rejects
+ * after WHERE parses; exb_bind() then accepts the subset expr.h lists and rejects
  * the rest with HS_UNSUPPORTED and the position of the construct.  Locations
  * in the JSON count bytes of the whole query: subtracting the prefix length
  * gives offsets into the user's text, which ex_err_at turns into
@@ -25,6 +25,8 @@
  * Binding follows PostgreSQL's rules for types, with DuckDB's choices where
  * PostgreSQL has no operator (decimal / decimal is double, double % double
  * is fmod): see expr.h for the semantics and expr_eval.c for the kernels.
+ * Function calls bind in expr_bindfn.c, arrays and structs (ANY/ALL, @>,
+ * (s).f, a[i]) in expr_bindarr.c, the pgvector types in expr_bindpv.c.
  */
 #include "expr/expr_int.h"
 
@@ -460,7 +462,7 @@ static hs_status unify_cmp(ex_binder *b, ex_node **l, ex_node **r, int loc, cons
 }
 
 /* Checks that n is boolean (NULL and 'true' literals are made so). */
-static hs_status need_bool(ex_binder *b, ex_node **np, const char *what)
+hs_status exb_need_bool(ex_binder *b, ex_node **np, const char *what)
 {
     ex_t t = (*np)->type.t;
     if (t == EX_T_BOOL)
@@ -476,7 +478,7 @@ static hs_status need_bool(ex_binder *b, ex_node **np, const char *what)
 /* JSON access                                                         */
 
 /* A parse node is {"Kind": {...}}: the kind name and its body. */
-static bool node_of(json_t *j, const char **kind, json_t **body)
+bool exb_node_of(json_t *j, const char **kind, json_t **body)
 {
     if (!json_is_object(j) || json_object_size(j) != 1)
         return false;
@@ -486,18 +488,18 @@ static bool node_of(json_t *j, const char **kind, json_t **body)
     return json_is_object(*body);
 }
 
-static const char *jstr(json_t *o, const char *key)
+const char *exb_jstr(json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 /* {"String": {"sval": "x"}} -> "x" */
-static const char *string_node(json_t *j, size_t *len)
+const char *exb_string_node(json_t *j, size_t *len)
 {
     const char *k;
     json_t *body;
-    if (!node_of(j, &k, &body) || strcmp(k, "String") != 0)
+    if (!exb_node_of(j, &k, &body) || strcmp(k, "String") != 0)
         return NULL;
     json_t *v = json_object_get(body, "sval");
     if (!v) {
@@ -517,9 +519,9 @@ const char *exb_last_name(json_t *list, bool *qualified_other)
     size_t n = json_array_size(list), len;
     if (n == 0)
         return NULL;
-    const char *last = string_node(json_array_get(list, n - 1), &len);
+    const char *last = exb_string_node(json_array_get(list, n - 1), &len);
     if (n == 2) {
-        const char *q = string_node(json_array_get(list, 0), &len);
+        const char *q = exb_string_node(json_array_get(list, 0), &len);
         if (!q || strcmp(q, "pg_catalog") != 0)
             *qualified_other = true;
     } else if (n > 2) {
@@ -667,7 +669,6 @@ static bool parse_numeric(const char *s, __int128 *unscaled, int *scale, int *di
     return true;
 }
 
-static hs_status bind_pv_bitconst(ex_binder *b, json_t *v, int loc, ex_node **out);
 
 static hs_status bind_const(ex_binder *b, json_t *body, ex_node **out)
 {
@@ -692,7 +693,7 @@ static hs_status bind_const(ex_binder *b, json_t *body, ex_node **out)
         return HS_OK;
     }
     if ((v = json_object_get(body, "fval"))) {
-        const char *s = jstr(v, "fval");
+        const char *s = exb_jstr(v, "fval");
         if (!s)
             return exb_err(b, HS_INTERNAL, loc, "malformed numeric constant");
         ex_node *n;
@@ -748,7 +749,7 @@ static hs_status bind_const(ex_binder *b, json_t *body, ex_node **out)
         return HS_OK;
     }
     if ((v = json_object_get(body, "bsval")))
-        return bind_pv_bitconst(b, v, loc, out);
+        return exb_pv_bitconst(b, v, loc, out);
     return exb_err(b, HS_UNSUPPORTED, loc, "unsupported constant");
 }
 
@@ -803,11 +804,11 @@ static hs_status bind_column(ex_binder *b, json_t *body, ex_node **out)
     for (size_t i = 0; i < n; i++) {
         const char *k;
         json_t *nb;
-        if (node_of(json_array_get(fields, i), &k, &nb) && strcmp(k, "A_Star") == 0) {
+        if (exb_node_of(json_array_get(fields, i), &k, &nb) && strcmp(k, "A_Star") == 0) {
             hs_buf_free(&full);
             return exb_err(b, HS_UNSUPPORTED, loc, "'*' is not supported in expressions");
         }
-        names[i] = string_node(json_array_get(fields, i), &lens[i]);
+        names[i] = exb_string_node(json_array_get(fields, i), &lens[i]);
         if (!names[i]) {
             hs_buf_free(&full);
             return exb_err(b, HS_UNSUPPORTED, loc, "unsupported column reference");
@@ -866,17 +867,13 @@ static hs_status bind_column(ex_binder *b, json_t *body, ex_node **out)
 /* ------------------------------------------------------------------ */
 /* type names (casts)                                                  */
 
-static bool bind_pv_typename(const char *nm);
-static hs_status bind_pv_arraytype(ex_binder *b, json_t *tn, int loc, ex_ty *out);
-static hs_status bind_pv_typmod(ex_binder *b, const char *nm, size_t n_mods, const int64_t *mv, int loc,
-                                ex_ty *out);
 
 static hs_status bind_typename(ex_binder *b, json_t *tn, ex_ty *out)
 {
     int loc = exb_loc(tn);
     bool other;
     if (json_array_size(json_object_get(tn, "arrayBounds")) > 0)
-        return bind_pv_arraytype(b, tn, loc, out);
+        return exb_pv_arraytype(b, tn, loc, out);
     const char *nm = exb_last_name(json_object_get(tn, "names"), &other);
     if (!nm || other)
         return exb_err(b, HS_UNSUPPORTED, loc, "unsupported type name");
@@ -886,7 +883,7 @@ static hs_status bind_typename(ex_binder *b, json_t *tn, ex_ty *out)
     for (size_t i = 0; i < n_mods && i < 2; i++) {
         const char *k;
         json_t *body;
-        if (!node_of(json_array_get(mods, i), &k, &body) || strcmp(k, "A_Const") != 0)
+        if (!exb_node_of(json_array_get(mods, i), &k, &body) || strcmp(k, "A_Const") != 0)
             return exb_err(b, HS_UNSUPPORTED, loc, "type modifiers must be integer constants");
         json_t *iv = json_object_get(body, "ival");
         if (!iv)
@@ -894,8 +891,8 @@ static hs_status bind_typename(ex_binder *b, json_t *tn, ex_ty *out)
         mv[i] = json_is_integer(json_object_get(iv, "ival"))
                     ? json_integer_value(json_object_get(iv, "ival")) : 0;
     }
-    if (bind_pv_typename(nm))
-        return bind_pv_typmod(b, nm, n_mods, mv, loc, out);
+    if (exb_pv_typename(nm))
+        return exb_pv_typmod(b, nm, n_mods, mv, loc, out);
     static const struct { const char *name; ex_t t; int bits; int unit; bool tz; } names[] = {
         {"bool", EX_T_BOOL, 0, 0, false}, {"boolean", EX_T_BOOL, 0, 0, false},
         {"int2", EX_T_INT, 16, 0, false}, {"smallint", EX_T_INT, 16, 0, false},
@@ -951,7 +948,6 @@ static hs_status bind_typename(ex_binder *b, json_t *tn, ex_ty *out)
 /* ------------------------------------------------------------------ */
 /* expressions                                                         */
 
-static hs_status bind(ex_binder *b, json_t *j, ex_node **out);
 
 hs_status exb_list(ex_binder *b, json_t *arr, ex_node ***out, int *n_out)
 {
@@ -962,7 +958,7 @@ hs_status exb_list(ex_binder *b, json_t *arr, ex_node ***out, int *n_out)
     if (!a)
         return exb_nomem(b);
     for (size_t i = 0; i < n; i++)
-        HS_TRY(bind(b, json_array_get(arr, i), &a[i]));
+        HS_TRY(exb_bind(b, json_array_get(arr, i), &a[i]));
     *out = a;
     *n_out = (int)n;
     return HS_OK;
@@ -1013,7 +1009,7 @@ static hs_status make_not(ex_binder *b, ex_node *x, int loc, ex_node **out)
     return exb_fold(b, out, false);
 }
 
-static int parse_cmp_op(const char *s)
+int exb_parse_cmp_op(const char *s)
 {
     if (!strcmp(s, "=") || !strcmp(s, "=="))
         return PR_EQ;
@@ -1337,10 +1333,10 @@ static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node 
     json_t *rex = json_object_get(body, "rexpr");
     const char *k;
     json_t *rb;
-    if (!node_of(rex, &k, &rb) || strcmp(k, "List") != 0)
+    if (!exb_node_of(rex, &k, &rb) || strcmp(k, "List") != 0)
         return exb_err(b, HS_UNSUPPORTED, loc, "IN needs a list of values (subqueries are not supported)");
     ex_node *lhs;
-    HS_TRY(bind(b, json_object_get(body, "lexpr"), &lhs));
+    HS_TRY(exb_bind(b, json_object_get(body, "lexpr"), &lhs));
     ex_node **items;
     int n_items;
     HS_TRY(exb_list(b, json_object_get(rb, "items"), &items, &n_items));
@@ -1405,15 +1401,15 @@ static hs_status bind_between(ex_binder *b, json_t *body, const char *kind, int 
     json_t *rex = json_object_get(body, "rexpr");
     const char *k;
     json_t *rb;
-    if (!node_of(rex, &k, &rb) || strcmp(k, "List") != 0 ||
+    if (!exb_node_of(rex, &k, &rb) || strcmp(k, "List") != 0 ||
         json_array_size(json_object_get(rb, "items")) != 2)
         return exb_err(b, HS_INVALID, loc, "malformed BETWEEN");
     ex_node *n = exb_mk(b, EX_BETWEEN, exb_ty(EX_T_BOOL), loc, 3);
     if (!n)
         return exb_nomem(b);
-    HS_TRY(bind(b, json_object_get(body, "lexpr"), &n->args[0]));
-    HS_TRY(bind(b, json_array_get(json_object_get(rb, "items"), 0), &n->args[1]));
-    HS_TRY(bind(b, json_array_get(json_object_get(rb, "items"), 1), &n->args[2]));
+    HS_TRY(exb_bind(b, json_object_get(body, "lexpr"), &n->args[0]));
+    HS_TRY(exb_bind(b, json_array_get(json_object_get(rb, "items"), 0), &n->args[1]));
+    HS_TRY(exb_bind(b, json_array_get(json_object_get(rb, "items"), 1), &n->args[2]));
     HS_TRY(unify_many(b, n->args, 3, loc, "BETWEEN", &n->cmode));
     n->neg = neg;
     n->aux = sym;
@@ -1426,21 +1422,21 @@ static hs_status bind_like(ex_binder *b, json_t *body, const char *opname, bool 
 {
     bool neg = opname[0] == '!';
     ex_node *x;
-    HS_TRY(bind(b, json_object_get(body, "lexpr"), &x));
+    HS_TRY(exb_bind(b, json_object_get(body, "lexpr"), &x));
     json_t *rex = json_object_get(body, "rexpr");
     const char *k;
     json_t *rb;
     int esc = '\\';
     ex_node *pat;
-    if (node_of(rex, &k, &rb) && strcmp(k, "FuncCall") == 0) {
+    if (exb_node_of(rex, &k, &rb) && strcmp(k, "FuncCall") == 0) {
         bool other;
         const char *fn = exb_last_name(json_object_get(rb, "funcname"), &other);
         json_t *args = json_object_get(rb, "args");
         if (!fn || strcmp(fn, "like_escape") != 0 || json_array_size(args) != 2)
             goto pattern_expr;
-        HS_TRY(bind(b, json_array_get(args, 0), &pat));
+        HS_TRY(exb_bind(b, json_array_get(args, 0), &pat));
         ex_node *e;
-        HS_TRY(bind(b, json_array_get(args, 1), &e));
+        HS_TRY(exb_bind(b, json_array_get(args, 1), &e));
         if (!exb_is_const(e) || e->val.null || (e->type.t != EX_T_UNKNOWN && e->type.t != EX_T_STR))
             return exb_err(b, HS_UNSUPPORTED, e->loc, "ESCAPE must be a constant string");
         if (e->val.s.n == 0)
@@ -1451,7 +1447,7 @@ static hs_status bind_like(ex_binder *b, json_t *body, const char *opname, bool 
             return exb_err(b, HS_INVALID, e->loc, "invalid escape string (must be one character)");
     } else {
 pattern_expr:
-        HS_TRY(bind(b, rex, &pat));
+        HS_TRY(exb_bind(b, rex, &pat));
     }
     char b1[48];
     if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL)
@@ -1487,235 +1483,13 @@ pattern_expr:
     return exb_fold(b, out, false);
 }
 
-static bool pv_opname(const char *op);
-static hs_status bind_pv_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
-                            ex_node **out);
 
 
-/* x op ANY (array) / x op ALL (array), PostgreSQL's scalar-array
- * comparison (subqueries are SubLinks, planned as joins):
- *   ANY(ARRAY[e1, ...][::t[]])  the OR (ALL: AND) of x op ei, which is its
- *                               three-valued meaning exactly
- *   ANY(list column)            EX_FN_LIST_ANY, evaluated per row over the
- *                               elements (expr_eval.c, ev_array_fn): true when
- *                               one comparison is true, else NULL when one was
- *                               NULL, else false (ALL: the dual); an empty
- *                               array gives false (ALL: true), a NULL one NULL
- * Other array expressions (string literals '{...}', functions) are 0A000. */
-static hs_status bind_any_all(ex_binder *b, json_t *body, const char *opname, bool all, int loc,
-                              ex_node **out)
-{
-    static const char *const ops[] = {"=", "<>", "<", "<=", ">", ">="};
-    int op = -1;
-    for (int i = 0; i < 6; i++)
-        if (!strcmp(opname, ops[i]))
-            op = i;
-    if (!strcmp(opname, "!="))
-        op = PR_NE;
-    json_t *lj = json_object_get(body, "lexpr"), *rj = json_object_get(body, "rexpr");
-    const char *k = NULL;
-    json_t *rb = NULL;
-    json_t *cast_type = NULL;   /* ARRAY[...]::t[]: t, each element cast to it */
-    if (!node_of(rj, &k, &rb))
-        k = "";
-    if (!strcmp(k, "TypeCast")) {
-        const char *k2;
-        json_t *ab;
-        if (node_of(json_object_get(rb, "arg"), &k2, &ab) && !strcmp(k2, "A_ArrayExpr")) {
-            cast_type = json_deep_copy(json_object_get(rb, "typeName"));
-            if (!cast_type)
-                return exb_nomem(b);
-            json_object_del(cast_type, "arrayBounds");
-            rb = ab;
-            k = "A_ArrayExpr";
-        }
-    }
-    if (!strcmp(k, "A_ArrayExpr")) {
-        /* the OR / AND of x op ei, each bound as a comparison of its own */
-        json_t *els = json_object_get(rb, "elements");
-        size_t n = json_array_size(els);
-        if (n == 0) {
-            json_decref(cast_type);
-            return exb_err(b, HS_INVALID, loc, "cannot determine type of empty array");
-        }
-        ex_node **a = hs_arena_calloc(&b->e->arena, n, sizeof *a);
-        if (!a) {
-            json_decref(cast_type);
-            return exb_nomem(b);
-        }
-        hs_status st = HS_OK;
-        for (size_t i = 0; i < n && st == HS_OK; i++) {
-            json_t *e = json_array_get(els, i);
-            json_t *el = cast_type ? json_pack("{s:{s:O,s:O,s:i}}", "TypeCast", "arg", e, "typeName",
-                                               cast_type, "location", -1)
-                                   : json_incref(e);
-            json_t *cmp = el ? json_pack("{s:{s:s,s:O,s:O,s:o,s:i}}", "A_Expr", "kind", "AEXPR_OP",
-                                         "name", json_object_get(body, "name"), "lexpr", lj, "rexpr",
-                                         el, "location", loc)
-                             : NULL;
-            st = cmp ? bind(b, cmp, &a[i]) : exb_nomem(b);
-            json_decref(cmp);
-            if (st == HS_OK)
-                st = need_bool(b, &a[i], all ? "ALL" : "ANY");
-        }
-        json_decref(cast_type);
-        HS_TRY(st);
-        if (n == 1) {
-            *out = a[0];
-            return HS_OK;
-        }
-        ex_node *x = exb_mk(b, all ? EX_AND : EX_OR, exb_ty(EX_T_BOOL), loc, 0);
-        if (!x)
-            return exb_nomem(b);
-        x->args = a;
-        x->n_args = (int)n;
-        *out = x;
-        return exb_fold(b, out, false);
-    }
-    json_decref(cast_type);
-    if (op < 0)
-        return exb_err(b, HS_UNSUPPORTED, loc, "operator %s with %s is not supported", opname,
-                       all ? "ALL" : "ANY");
-    ex_node *x, *arr;
-    HS_TRY(bind(b, lj, &x));
-    HS_TRY(bind(b, rj, &arr));
-    char b1[48], b2[48];
-    if (arr->kind != EX_COL || arr->type.t != EX_T_OTHER || !arr->field ||
-        (arr->field->type != HS_TYPE_LIST && arr->field->type != HS_TYPE_FIXED_LIST))
-        return exb_err(b, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN ? HS_UNSUPPORTED
-                                                                                 : HS_INVALID,
-                       arr->loc, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN
-                           ? "%s of this array expression is not supported (an array column or ARRAY[...])"
-                           : "op %s (array) requires array on right side",
-                       all ? "ALL" : "ANY");
-    ex_ty et = ex_type_of_field(&arr->field->children[0]);
-    if (et.t == EX_T_OTHER || ex_is_pvx(et.t) || et.t == EX_T_INTERVAL)
-        return exb_err(b, HS_UNSUPPORTED, arr->loc, "%s of arrays of %s is not supported",
-                       all ? "ALL" : "ANY", et.t == EX_T_OTHER ? "nested values" : exb_tname(&et, b1));
-    bool same = x->type.t == et.t && (et.t != EX_T_DEC || x->type.scale <= et.scale) &&
-                (et.t != EX_T_TS || (x->type.unit == et.unit && x->type.tz == et.tz)) &&
-                (et.t != EX_T_TIME || x->type.unit == et.unit) && x->type.uuid == et.uuid;
-    /* integers and floats compare as int64 and double as they are, as in
-     * array_position */
-    if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL ||
-        (same && et.t != EX_T_INT && et.t != EX_T_FLOAT))
-        HS_TRY(exb_cast_to(b, &x, et, true));
-    else if (!same)
-        return exb_err(b, HS_UNSUPPORTED, x->loc, "%s with a %s against an array of %s is not "
-                       "supported (cast it to the element type)", all ? "ALL" : "ANY",
-                       exb_tname(&x->type, b1), exb_tname(&et, b2));
-    ex_node *n = exb_mk(b, EX_FUNC, exb_ty(EX_T_BOOL), loc, 2);
-    if (!n)
-        return exb_nomem(b);
-    n->op = EX_FN_LIST_ANY;
-    n->aux = op;
-    n->neg = all;
-    n->args[0] = arr;
-    n->args[1] = x;
-    *out = n;
-    return HS_OK;
-}
-
-/* a @> ARRAY[x1, ...] (contains), a && ARRAY[...] (overlaps) and
- * ARRAY[...] <@ a of a list column a, as PostgreSQL's array operators:
- * NULL when a is NULL; otherwise @> holds when every xi equals an element
- * of a, && when one does (a NULL xi or element never matches).  Bound as
- *   CASE WHEN a IS NULL THEN NULL ELSE (xi = ANY(a)) IS TRUE AND|OR ... END
- * over the list comparison of bind_any_all. */
-static hs_status bind_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj, int loc,
-                               ex_node **out)
-{
-    bool overlap = !strcmp(opname, "&&");
-    if (!strcmp(opname, "<@")) {
-        json_t *t = lj;
-        lj = rj;
-        rj = t;
-    }
-    const char *k = NULL;
-    json_t *rb = NULL, *ab = NULL, *cast_type = NULL;
-    if (!node_of(rj, &k, &rb))
-        k = "";
-    if (!strcmp(k, "TypeCast")) {
-        const char *k2;
-        if (node_of(json_object_get(rb, "arg"), &k2, &ab) && !strcmp(k2, "A_ArrayExpr")) {
-            cast_type = json_deep_copy(json_object_get(rb, "typeName"));
-            if (!cast_type)
-                return exb_nomem(b);
-            json_object_del(cast_type, "arrayBounds");
-        }
-    } else if (!strcmp(k, "A_ArrayExpr")) {
-        ab = rb;
-    }
-    ex_node *a;
-    HS_TRY(bind(b, lj, &a));
-    if (!ab || a->kind != EX_COL || a->type.t != EX_T_OTHER || !a->field ||
-        (a->field->type != HS_TYPE_LIST && a->field->type != HS_TYPE_FIXED_LIST)) {
-        json_decref(cast_type);
-        return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is supported between an array column "
-                       "and ARRAY[...] only", opname);
-    }
-    json_t *els = json_object_get(ab, "elements");
-    size_t n = json_array_size(els);
-    json_t *terms = json_array();
-    for (size_t i = 0; terms && i < n; i++) {
-        json_t *e = json_array_get(els, i);
-        json_t *el = cast_type ? json_pack("{s:{s:O,s:O,s:i}}", "TypeCast", "arg", e, "typeName",
-                                           cast_type, "location", -1)
-                               : json_incref(e);
-        json_t *any = el ? json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:O,s:i}}", "A_Expr", "kind",
-                                     "AEXPR_OP_ANY", "name", "String", "sval", "=", "lexpr", el,
-                                     "rexpr", lj, "location", loc)
-                         : NULL;
-        json_t *bt = any ? json_pack("{s:{s:o,s:s,s:i}}", "BooleanTest", "arg", any, "booltesttype",
-                                     "IS_TRUE", "location", loc)
-                         : NULL;
-        if (!bt || json_array_append_new(terms, bt) != 0) {
-            json_decref(terms);
-            terms = NULL;
-        }
-    }
-    json_decref(cast_type);
-    if (!terms)
-        return exb_nomem(b);
-    hs_status st;
-    ex_node *body = NULL;
-    if (n == 0) {   /* ARRAY[]::t[]: contains nothing, overlaps nothing */
-        json_decref(terms);
-        body = exb_mk_const(b, exb_ty(EX_T_BOOL), loc);
-        if (!body)
-            return exb_nomem(b);
-        body->val.i = !overlap;
-    } else {
-        json_t *all = n == 1 ? json_incref(json_array_get(terms, 0))
-                             : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop",
-                                         overlap ? "OR_EXPR" : "AND_EXPR", "args", terms, "location", loc);
-        json_decref(terms);
-        if (!all)
-            return exb_nomem(b);
-        st = bind(b, all, &body);
-        json_decref(all);
-        HS_TRY(st);
-    }
-    /* NULL when the array is NULL */
-    ex_node *isnull = exb_mk(b, EX_IS_NULL, exb_ty(EX_T_BOOL), loc, 1);
-    ex_node *nul = exb_mk_const(b, exb_ty(EX_T_NULL), loc);
-    ex_node *c = exb_mk(b, EX_CASE, exb_ty(EX_T_BOOL), loc, 3);
-    if (!isnull || !nul || !c)
-        return exb_nomem(b);
-    isnull->args[0] = a;
-    HS_TRY(exb_cast_to(b, &nul, exb_ty(EX_T_BOOL), true));
-    c->aux = 0;
-    c->args[0] = isnull;
-    c->args[1] = nul;
-    c->args[2] = body;
-    *out = c;
-    return HS_OK;
-}
 
 static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
 {
     int loc = exb_loc(body);
-    const char *kind = jstr(body, "kind");
+    const char *kind = exb_jstr(body, "kind");
     bool other;
     const char *opname = exb_last_name(json_object_get(body, "name"), &other);
     if (!kind || !opname)
@@ -1730,8 +1504,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         return bind_like(b, body, opname, !strcmp(kind, "AEXPR_ILIKE"), loc, out);
     if (!strcmp(kind, "AEXPR_NULLIF")) {
         ex_node *l, *r;
-        HS_TRY(bind(b, json_object_get(body, "lexpr"), &l));
-        HS_TRY(bind(b, json_object_get(body, "rexpr"), &r));
+        HS_TRY(exb_bind(b, json_object_get(body, "lexpr"), &l));
+        HS_TRY(exb_bind(b, json_object_get(body, "rexpr"), &r));
         ex_ty t;
         char b1[48], b2[48];
         if (!common_type(&l->type, &r->type, &t))
@@ -1754,8 +1528,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
     }
     if (!strcmp(kind, "AEXPR_DISTINCT") || !strcmp(kind, "AEXPR_NOT_DISTINCT")) {
         ex_node *l, *r;
-        HS_TRY(bind(b, json_object_get(body, "lexpr"), &l));
-        HS_TRY(bind(b, json_object_get(body, "rexpr"), &r));
+        HS_TRY(exb_bind(b, json_object_get(body, "lexpr"), &l));
+        HS_TRY(exb_bind(b, json_object_get(body, "rexpr"), &r));
         ex_node *n = exb_mk(b, EX_DISTINCT, exb_ty(EX_T_BOOL), loc, 2);
         if (!n)
             return exb_nomem(b);
@@ -1767,7 +1541,7 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         return exb_fold(b, out, false);
     }
     if (!strcmp(kind, "AEXPR_OP_ANY") || !strcmp(kind, "AEXPR_OP_ALL"))
-        return bind_any_all(b, body, opname, !strcmp(kind, "AEXPR_OP_ALL"), loc, out);
+        return exb_any_all(b, body, opname, !strcmp(kind, "AEXPR_OP_ALL"), loc, out);
     if (strcmp(kind, "AEXPR_OP") != 0) {
         const char *what = !strcmp(kind, "AEXPR_SIMILAR") ? "SIMILAR TO"
                          : !strncmp(kind, "AEXPR_OP_A", 10) ? "ANY/ALL" : kind;
@@ -1778,7 +1552,7 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         return exb_err(b, HS_UNSUPPORTED, loc, "postfix operators are not supported");
     if (!lj) {
         ex_node *x;
-        HS_TRY(bind(b, rj, &x));
+        HS_TRY(exb_bind(b, rj, &x));
         if (!strcmp(opname, "-"))
             return bind_neg(b, x, loc, out);
         if (!strcmp(opname, "+")) {
@@ -1793,24 +1567,24 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         }
         return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is not supported", opname);
     }
-    if (pv_opname(opname)) {
+    if (exb_pv_opname(opname)) {
         ex_node *l, *r;
-        HS_TRY(bind(b, lj, &l));
-        HS_TRY(bind(b, rj, &r));
-        return bind_pv_op(b, opname, l, r, loc, out);
+        HS_TRY(exb_bind(b, lj, &l));
+        HS_TRY(exb_bind(b, rj, &r));
+        return exb_pv_op(b, opname, l, r, loc, out);
     }
     if (!strcmp(opname, "@>") || !strcmp(opname, "<@") || !strcmp(opname, "&&"))
-        return bind_contains(b, opname, lj, rj, loc, out);
+        return exb_contains(b, opname, lj, rj, loc, out);
     if (!strcmp(opname, "~") || !strcmp(opname, "~*") || !strcmp(opname, "!~") || !strcmp(opname, "!~*")) {
         ex_node *l, *r;
-        HS_TRY(bind(b, lj, &l));
-        HS_TRY(bind(b, rj, &r));
+        HS_TRY(exb_bind(b, lj, &l));
+        HS_TRY(exb_bind(b, rj, &r));
         return exb_regex_op(b, opname, l, r, loc, out);
     }
     if (!strcmp(opname, "^")) { /* power: double precision (numeric: see docs/sql.md) */
         ex_node *l, *r;
-        HS_TRY(bind(b, lj, &l));
-        HS_TRY(bind(b, rj, &r));
+        HS_TRY(exb_bind(b, lj, &l));
+        HS_TRY(exb_bind(b, rj, &r));
         ex_node **a = hs_arena_alloc(&b->e->arena, 2 * sizeof *a);
         if (!a)
             return exb_nomem(b);
@@ -1818,17 +1592,17 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         a[1] = r;
         return exb_func_more(b, "power", EX_FN_POWER, a, 2, loc, out);
     }
-    int cmp = parse_cmp_op(opname);
+    int cmp = exb_parse_cmp_op(opname);
     static const char arith[] = "+-*/%";
     int aop = strlen(opname) == 1 && strchr(arith, opname[0]) ? opname[0]
             : !strcmp(opname, "||") ? '|' : 0;
     if (cmp < 0 && !aop)
         return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is not supported", opname);
     ex_node *l, *r;
-    HS_TRY(bind(b, lj, &l));
-    HS_TRY(bind(b, rj, &r));
+    HS_TRY(exb_bind(b, lj, &l));
+    HS_TRY(exb_bind(b, rj, &r));
     if (ex_is_pv(l->type.t) || ex_is_pv(r->type.t))
-        return bind_pv_op(b, opname, l, r, loc, out);
+        return exb_pv_op(b, opname, l, r, loc, out);
     if (cmp >= 0)
         return make_cmp(b, cmp, l, r, loc, out);
     return exb_arith(b, aop, l, r, loc, out);
@@ -1837,7 +1611,7 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
 static hs_status bind_boolexpr(ex_binder *b, json_t *body, ex_node **out)
 {
     int loc = exb_loc(body);
-    const char *op = jstr(body, "boolop");
+    const char *op = exb_jstr(body, "boolop");
     json_t *args = json_object_get(body, "args");
     ex_node **a;
     int n;
@@ -1847,7 +1621,7 @@ static hs_status bind_boolexpr(ex_binder *b, json_t *body, ex_node **out)
     bool is_not = !strcmp(op, "NOT_EXPR"), is_and = !strcmp(op, "AND_EXPR");
     const char *what = is_not ? "NOT" : is_and ? "AND" : "OR";
     for (int i = 0; i < n; i++)
-        HS_TRY(need_bool(b, &a[i], what));
+        HS_TRY(exb_need_bool(b, &a[i], what));
     if (is_not)
         return make_not(b, a[0], loc, out);
     /* constant terms: FALSE decides an AND (TRUE an OR) whatever the other
@@ -1901,20 +1675,20 @@ static hs_status bind_case(ex_binder *b, json_t *body, ex_node **out)
         return exb_nomem(b);
     n->aux = subject;
     if (subject)
-        HS_TRY(bind(b, json_object_get(body, "arg"), &n->args[0]));
+        HS_TRY(exb_bind(b, json_object_get(body, "arg"), &n->args[0]));
     for (size_t i = 0; i < nw; i++) {
         const char *k;
         json_t *wb;
-        if (!node_of(json_array_get(whens, i), &k, &wb) || strcmp(k, "CaseWhen") != 0)
+        if (!exb_node_of(json_array_get(whens, i), &k, &wb) || strcmp(k, "CaseWhen") != 0)
             return exb_err(b, HS_INTERNAL, loc, "malformed CASE");
-        HS_TRY(bind(b, json_object_get(wb, "expr"), &n->args[off + 2 * i]));
+        HS_TRY(exb_bind(b, json_object_get(wb, "expr"), &n->args[off + 2 * i]));
         if (!subject)
-            HS_TRY(need_bool(b, &n->args[off + 2 * i], "CASE/WHEN"));
-        HS_TRY(bind(b, json_object_get(wb, "result"), &n->args[off + 2 * i + 1]));
+            HS_TRY(exb_need_bool(b, &n->args[off + 2 * i], "CASE/WHEN"));
+        HS_TRY(exb_bind(b, json_object_get(wb, "result"), &n->args[off + 2 * i + 1]));
     }
     int last = off + (int)(2 * nw);
     if (json_object_get(body, "defresult"))
-        HS_TRY(bind(b, json_object_get(body, "defresult"), &n->args[last]));
+        HS_TRY(exb_bind(b, json_object_get(body, "defresult"), &n->args[last]));
     else if (!(n->args[last] = mk_null(b, exb_ty(EX_T_NULL), loc)))
         return exb_nomem(b);
     if (subject) {
@@ -2073,7 +1847,7 @@ static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
     ex_ty t;
     HS_TRY(bind_typename(b, json_object_get(body, "typeName"), &t));
     ex_node *x;
-    HS_TRY(bind(b, json_object_get(body, "arg"), &x));
+    HS_TRY(exb_bind(b, json_object_get(body, "arg"), &x));
     bool unconstrained = t.t == EX_T_DEC && t.prec == 0;
     if (unconstrained) {
         if (x->type.t == EX_T_DEC) {
@@ -2105,118 +1879,6 @@ static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
     return exb_fold(b, out, x->type.t == EX_T_UNKNOWN);
 }
 
-/* ---- struct fields and array elements ---- */
-
-/* The COL node of field `name` of the struct column x (PostgreSQL's (x).name).
- * In SQL (a scope) the struct is a top-level column found by field id and
- * the field is found below it by name (sub); elsewhere a child with a field
- * id is found by that id, else by its path of names. */
-static hs_status struct_field(ex_binder *b, const ex_node *x, const hs_field *f, int loc, ex_node **out)
-{
-    ex_node *c = exb_mk(b, EX_COL, type_of_field(f), loc, 0);
-    const char **path = hs_arena_calloc(&b->e->arena, (size_t)x->path_len + 1, sizeof *path);
-    size_t ln = strlen(x->name), lf = strlen(f->name);
-    char *nm = hs_arena_alloc(&b->e->arena, ln + lf + 2);
-    if (!c || !path || !nm)
-        return exb_nomem(b);
-    memcpy(path, x->path, (size_t)x->path_len * sizeof *path);
-    path[x->path_len] = f->name;
-    memcpy(nm, x->name, ln);
-    nm[ln] = '.';
-    memcpy(nm + ln + 1, f->name, lf + 1);
-    c->field = f;
-    c->name = nm;
-    c->path = path;
-    c->path_len = x->path_len + 1;
-    if (b->scope) {
-        c->field_id = x->field_id;
-        c->sub = x->sub + 1;
-    } else {
-        c->field_id = x->field_id >= 0 && f->field_id >= 0 ? f->field_id : -1;
-    }
-    c->slot = b->e->n_slots++;
-    *out = c;
-    return HS_OK;
-}
-
-/* x[i]: the element of a list column (subscripts of other expressions and
- * slices are 0A000; lists of lists and of structs too). */
-static hs_status bind_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
-{
-    char b1[48];
-    if (json_is_true(json_object_get(ind, "is_slice")))
-        return exb_err(b, HS_UNSUPPORTED, loc, "array slices are not supported");
-    if (x->kind != EX_COL || x->type.t != EX_T_OTHER || !x->field ||
-        (x->field->type != HS_TYPE_LIST && x->field->type != HS_TYPE_FIXED_LIST)) {
-        if (x->type.t == EX_T_OTHER || ex_is_pvx(x->type.t))
-            return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of %s are not supported",
-                          ex_is_pvx(x->type.t) ? exb_tname(&x->type, b1) : "this expression");
-        return exb_err(b, HS_INVALID, loc, "cannot subscript type %s because it does not support subscripting",
-                      exb_tname(&x->type, b1));
-    }
-    const hs_field *ef = &x->field->children[0];
-    ex_ty et = type_of_field(ef);
-    if (et.t == EX_T_OTHER || ex_is_pvx(et.t))
-        return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of arrays of nested values are not supported");
-    ex_node *i;
-    HS_TRY(bind(b, json_object_get(ind, "uidx"), &i));
-    if (i->type.t == EX_T_UNKNOWN || i->type.t == EX_T_NULL)
-        HS_TRY(exb_cast_to(b, &i, exb_ty(EX_T_INT), true));
-    if (i->type.t != EX_T_INT)
-        return exb_err(b, HS_INVALID, i->loc, "array subscript must have type integer");
-    ex_node *n = exb_mk(b, EX_FUNC, et, loc, 2);
-    if (!n)
-        return exb_nomem(b);
-    n->op = EX_FN_ARR_ELEM;
-    n->args[0] = x;
-    n->args[1] = i;
-    *out = n;
-    return HS_OK;
-}
-
-static hs_status bind_indirection(ex_binder *b, json_t *body, ex_node **out)
-{
-    int loc = exb_loc(body);
-    ex_node *x;
-    HS_TRY(bind(b, json_object_get(body, "arg"), &x));
-    json_t *ind = json_object_get(body, "indirection");
-    for (size_t k = 0; k < json_array_size(ind); k++) {
-        const char *kind;
-        json_t *nb;
-        if (!node_of(json_array_get(ind, k), &kind, &nb))
-            return exb_err(b, HS_INTERNAL, loc, "malformed indirection");
-        int at = exb_loc(nb) >= 0 ? exb_loc(nb) : x->loc;
-        if (!strcmp(kind, "A_Indices")) {
-            HS_TRY(bind_subscript(b, x, nb, at, &x));
-            continue;
-        }
-        size_t len;
-        const char *name = string_node(json_array_get(ind, k), &len);
-        if (!name)
-            return exb_err(b, HS_UNSUPPORTED, at, "'*' field selection is not supported");
-        if (x->kind != EX_COL || !x->field || x->field->type != HS_TYPE_STRUCT) {
-            char b1[48];
-            return exb_err(b, HS_INVALID, at, "column notation .%s applied to type %s, which is not a composite type",
-                          name, exb_tname(&x->type, b1));
-        }
-        const hs_field *f = NULL;
-        for (int i = 0; i < x->field->n_children && !f; i++)
-            if (x->field->children[i].name && !strcmp(x->field->children[i].name, name))
-                f = &x->field->children[i];
-        for (int i = 0; i < x->field->n_children && !f; i++)
-            if (x->field->children[i].name && !strcasecmp(x->field->children[i].name, name))
-                f = &x->field->children[i];
-        if (!f)
-            return exb_err(b, HS_NOT_FOUND, at, "could not identify column \"%s\" in record data type", name);
-        HS_TRY(struct_field(b, x, f, x->loc, &x));
-    }
-    *out = x;
-    return HS_OK;
-}
-
-/* In SQL, `s IS NULL` of a struct s is PostgreSQL's row test: true when
- * every field is null (s itself null included), and `s IS NOT NULL` when
- * every field is not null.  NULL when s is not a struct column with fields. */
 static hs_status row_nulltest(ex_binder *b, ex_node *x, bool not_null, int loc, ex_node **out)
 {
     *out = NULL;
@@ -2231,7 +1893,7 @@ static hs_status row_nulltest(ex_binder *b, ex_node *x, bool not_null, int loc, 
         ex_node *c, *t = exb_mk(b, EX_IS_NULL, exb_ty(EX_T_BOOL), loc, 1);
         if (!t)
             return exb_nomem(b);
-        HS_TRY(struct_field(b, x, &x->field->children[i], x->loc, &c));
+        HS_TRY(exb_struct_field(b, x, &x->field->children[i], x->loc, &c));
         t->args[0] = c;
         t->neg = not_null;
         all->args[i] = t;
@@ -2244,8 +1906,8 @@ static hs_status bind_nulltest(ex_binder *b, json_t *body, ex_node **out)
 {
     int loc = exb_loc(body);
     ex_node *x;
-    HS_TRY(bind(b, json_object_get(body, "arg"), &x));
-    const char *t = jstr(body, "nulltesttype");
+    HS_TRY(exb_bind(b, json_object_get(body, "arg"), &x));
+    const char *t = exb_jstr(body, "nulltesttype");
     HS_TRY(row_nulltest(b, x, t && !strcmp(t, "IS_NOT_NULL"), loc, out));
     if (*out)
         return HS_OK;
@@ -2262,9 +1924,9 @@ static hs_status bind_booltest(ex_binder *b, json_t *body, ex_node **out)
 {
     int loc = exb_loc(body);
     ex_node *x;
-    HS_TRY(bind(b, json_object_get(body, "arg"), &x));
-    HS_TRY(need_bool(b, &x, "IS TRUE/FALSE/UNKNOWN"));
-    const char *t = jstr(body, "booltesttype");
+    HS_TRY(exb_bind(b, json_object_get(body, "arg"), &x));
+    HS_TRY(exb_need_bool(b, &x, "IS TRUE/FALSE/UNKNOWN"));
+    const char *t = exb_jstr(body, "booltesttype");
     static const char *names[] = {"IS_TRUE", "IS_NOT_TRUE", "IS_FALSE", "IS_NOT_FALSE", "IS_UNKNOWN",
                                   "IS_NOT_UNKNOWN"};
     int which = -1;
@@ -2298,13 +1960,12 @@ static const char *unsupported_name(const char *k)
     return NULL;
 }
 
-static hs_status bind_pv_array(ex_binder *b, json_t *body, ex_node **out);
 
-static hs_status bind(ex_binder *b, json_t *j, ex_node **out)
+hs_status exb_bind(ex_binder *b, json_t *j, ex_node **out)
 {
     const char *k;
     json_t *body;
-    if (!node_of(j, &k, &body))
+    if (!exb_node_of(j, &k, &body))
         return exb_err(b, HS_INTERNAL, -1, "malformed parse tree");
     if (++b->depth > EX_MAX_DEPTH) {
         b->depth--;
@@ -2338,9 +1999,9 @@ static hs_status bind(ex_binder *b, json_t *j, ex_node **out)
     else if (!strcmp(k, "CoalesceExpr"))
         st = bind_coalesce(b, body, out);
     else if (!strcmp(k, "A_ArrayExpr"))
-        st = bind_pv_array(b, body, out);
+        st = exb_pv_array(b, body, out);
     else if (!strcmp(k, "A_Indirection"))
-        st = bind_indirection(b, body, out);
+        st = exb_indirection(b, body, out);
     else {
         const char *what = unsupported_name(k);
         int loc = exb_loc(body);
@@ -2400,9 +2061,9 @@ static hs_status bind_scope_column(ex_binder *b, json_t *body, ex_node **out)
         const char *k;
         json_t *nb;
         size_t len;
-        if (node_of(json_array_get(fields, i), &k, &nb) && strcmp(k, "A_Star") == 0)
+        if (exb_node_of(json_array_get(fields, i), &k, &nb) && strcmp(k, "A_Star") == 0)
             return exb_err(b, HS_UNSUPPORTED, loc, "'*' is not allowed here");
-        names[i] = string_node(json_array_get(fields, i), &len);
+        names[i] = exb_string_node(json_array_get(fields, i), &len);
         if (!names[i])
             return exb_err(b, HS_UNSUPPORTED, loc, "unsupported column reference");
         int w = snprintf(full + fl, sizeof full - fl, "%s%s", i ? "." : "", names[i]);
@@ -2436,7 +2097,7 @@ hs_status ex_bind_json(const struct json_t *node, const char *text, const ex_sco
     ex_binder b = {.e = e, .err = err, .scope = scope, .query = e->text, .query_len = len};
     int saved = tl_prefix_len;
     tl_prefix_len = 0;
-    hs_status st = bind(&b, (json_t *)node, &e->root);
+    hs_status st = exb_bind(&b, (json_t *)node, &e->root);
     tl_prefix_len = saved;
     if (st == HS_OK && filter) {
         ex_t t = e->root->type.t;
@@ -2465,359 +2126,6 @@ hs_status ex_bind_json(const struct json_t *node, const char *text, const ex_sco
     return HS_OK;
 }
 
-/* ------------------------------------------------------------------ */
-/* pgvector: types, literals, operators and functions                  */
-/*
- * Operators and functions resolve as PostgreSQL resolves pgvector's
- * signatures: every signature is (T, T) or (T) for T among the types the
- * operator is defined for; an argument fits T when it is T, an untyped
- * literal or NULL, or has an implicit cast to T (vector -> halfvec,
- * vector -> sparsevec, halfvec -> sparsevec).  The candidate with the most
- * exact argument types wins; a tie is "is not unique" (42725), no candidate
- * "does not exist" (42883).  So vector <-> halfvec computes in halfvec, and
- * l2_norm(vector) is ambiguous, as in PostgreSQL.
- */
-
-/* PostgreSQL's names of our types, for the messages */
-static const char *pg_tname(const ex_ty *t)
-{
-    switch (t->t) {
-    case EX_T_NULL: case EX_T_UNKNOWN: return "unknown";
-    case EX_T_BOOL: return "boolean";
-    case EX_T_INT: return t->bits == 16 || t->bits == 8 ? "smallint" : t->bits == 32 ? "integer" : "bigint";
-    case EX_T_FLOAT: return t->bits == 32 ? "real" : "double precision";
-    case EX_T_DEC: return "numeric";
-    case EX_T_STR: return "text";
-    case EX_T_BIN: return t->uuid ? "uuid" : "bytea";
-    case EX_T_DATE: return "date";
-    case EX_T_TS: return t->tz ? "timestamp with time zone" : "timestamp without time zone";
-    case EX_T_TIME: return "time without time zone";
-    case EX_T_VEC: return "vector";
-    case EX_T_HALFVEC: return "halfvec";
-    case EX_T_SPARSEVEC: return "sparsevec";
-    case EX_T_BIT: return "bit";
-    case EX_T_ARRAY:
-        return t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
-             : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
-    default: return "record";
-    }
-}
-
-static bool bind_pv_typename(const char *nm)
-{
-    return !strcasecmp(nm, "vector") || !strcasecmp(nm, "halfvec") || !strcasecmp(nm, "sparsevec") ||
-           !strcasecmp(nm, "bit") || !strcasecmp(nm, "varbit");
-}
-
-static hs_status bind_pv_typmod(ex_binder *b, const char *nm, size_t n_mods, const int64_t *mv, int loc,
-                                ex_ty *out)
-{
-    ex_ty t = exb_ty(EX_T_NULL);
-    t.t = !strcasecmp(nm, "vector") ? EX_T_VEC : !strcasecmp(nm, "halfvec") ? EX_T_HALFVEC
-        : !strcasecmp(nm, "sparsevec") ? EX_T_SPARSEVEC : EX_T_BIT;
-    bool varbit = !strcasecmp(nm, "varbit");
-    if (n_mods > 1)
-        return exb_err(b, HS_INVALID, loc, "invalid type modifier");
-    if (n_mods == 1) {
-        hs_error e = {0};
-        if (pv_typmod_in((pv_type)ex_pv_type(t.t), mv[0], &e) != HS_OK)
-            return exb_err(b, HS_INVALID, loc, "%s", e.msg);
-        t.dim = varbit ? 0 : (int32_t)mv[0];
-    } else if (t.t == EX_T_BIT && !varbit) {
-        t.dim = 1; /* "bit" is bit(1) */
-    }
-    *out = t;
-    return HS_OK;
-}
-
-static hs_status bind_pv_bitconst(ex_binder *b, json_t *v, int loc, ex_node **out)
-{
-    const char *s = jstr(v, "bsval");
-    if (!s)
-        return exb_err(b, HS_INTERNAL, loc, "malformed bit-string constant");
-    hs_error e = {0};
-    pv_val pv;
-    if (pv_in(PV_BIT, s, strlen(s), -1, &b->e->arena, &pv, &e) != HS_OK)
-        return e.code == HS_NOMEM ? exb_nomem(b) : exb_err(b, HS_INVALID, loc, "%s", e.msg);
-    ex_node *n = exb_mk_const(b, exb_ty(EX_T_BIT), loc);
-    if (!n)
-        return exb_nomem(b);
-    n->val.s.p = pv.p;
-    n->val.s.n = pv.n;
-    *out = n;
-    return HS_OK;
-}
-
-/* int4[], real[], double precision[], numeric[] (other element types: unsupported) */
-static hs_status bind_pv_arraytype(ex_binder *b, json_t *tn, int loc, ex_ty *out)
-{
-    bool other;
-    const char *nm = exb_last_name(json_object_get(tn, "names"), &other);
-    if (!nm || other)
-        return exb_err(b, HS_UNSUPPORTED, loc, "unsupported type name");
-    ex_ty t = exb_ty(EX_T_ARRAY);
-    if (!strcasecmp(nm, "int4") || !strcasecmp(nm, "int") || !strcasecmp(nm, "integer"))
-        t.elem = PV_E_INT4;
-    else if (!strcasecmp(nm, "float4") || !strcasecmp(nm, "real"))
-        t.elem = PV_E_FLOAT4;
-    else if (!strcasecmp(nm, "float8") || !strcasecmp(nm, "double"))
-        t.elem = PV_E_FLOAT8;
-    else if (!strcasecmp(nm, "numeric") || !strcasecmp(nm, "decimal"))
-        t.elem = PV_E_NUMERIC;
-    else
-        return exb_err(b, HS_UNSUPPORTED, loc, "arrays of %s are not supported", nm);
-    *out = t;
-    return HS_OK;
-}
-
-/* ARRAY[...] of numbers: integer[] when every element is an integer of at
- * most 32 bits, double precision[] when one is a float, else numeric[]. */
-static hs_status bind_pv_array(ex_binder *b, json_t *body, ex_node **out)
-{
-    int loc = exb_loc(body);
-    ex_node **a;
-    int n;
-    HS_TRY(exb_list(b, json_object_get(body, "elements"), &a, &n));
-    bool any_float = false, any_dec = false, all_f32 = true, any = false;
-    for (int i = 0; i < n; i++) {
-        ex_ty *t = &a[i]->type;
-        if (t->t == EX_T_UNKNOWN || t->t == EX_T_NULL)
-            continue;
-        any = true;
-        if (t->t == EX_T_FLOAT) {
-            any_float = true;
-            all_f32 &= t->bits == 32;
-        } else if (t->t == EX_T_DEC) {
-            any_dec = true;
-            all_f32 = false;
-        } else if (t->t == EX_T_INT && t->bits <= 32) {
-            all_f32 = false;
-        } else {
-            return exb_err(b, HS_UNSUPPORTED, a[i]->loc >= 0 ? a[i]->loc : loc,
-                          "ARRAY of %s is not supported (arrays of numbers only)", pg_tname(t));
-        }
-    }
-    if (!any)
-        return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY of text or NULL is not supported");
-    ex_ty at = exb_ty(EX_T_ARRAY);
-    at.elem = any_float ? (all_f32 ? PV_E_FLOAT4 : PV_E_FLOAT8) : any_dec ? PV_E_NUMERIC : PV_E_INT4;
-    ex_ty et = at.elem == PV_E_INT4 ? exb_ty(EX_T_INT) : at.elem == PV_E_NUMERIC ? exb_ty(EX_T_NULL) : exb_ty(EX_T_FLOAT);
-    for (int i = 0; i < n; i++) {
-        ex_t t = a[i]->type.t;
-        if (at.elem == PV_E_NUMERIC) {
-            if (t == EX_T_UNKNOWN)
-                return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY with untyped literals is not supported");
-            continue; /* INT and DEC elements convert in the kernel */
-        }
-        if (t == EX_T_UNKNOWN || t != et.t)
-            HS_TRY(exb_cast_to(b, &a[i], et, t == EX_T_UNKNOWN));
-    }
-    ex_node *x = exb_mk(b, EX_FUNC, at, loc, 0);
-    if (!x)
-        return exb_nomem(b);
-    x->op = EX_FN_PV_ARRAY;
-    x->args = a;
-    x->n_args = n;
-    *out = x;
-    return exb_fold(b, out, false);
-}
-
-static bool pv_implicit(ex_t from, ex_t to)
-{
-    return from == to || from == EX_T_NULL || from == EX_T_UNKNOWN ||
-           (from == EX_T_VEC && (to == EX_T_HALFVEC || to == EX_T_SPARSEVEC)) ||
-           (from == EX_T_HALFVEC && to == EX_T_SPARSEVEC);
-}
-
-/* Picks T among cands for the argument types a[0..n); 0 = ok, 1 = none,
- * 2 = not unique. */
-static int pv_resolve(const ex_t *cands, int nc, ex_node *const *a, int n, ex_t *out)
-{
-    int best = -1, n_best = 0;
-    for (int i = 0; i < nc; i++) {
-        int exact = 0;
-        bool ok = true;
-        for (int k = 0; k < n; k++) {
-            ok &= pv_implicit(a[k]->type.t, cands[i]);
-            exact += a[k]->type.t == cands[i];
-        }
-        if (!ok)
-            continue;
-        if (exact > best) {
-            best = exact;
-            n_best = 1;
-            *out = cands[i];
-        } else if (exact == best) {
-            n_best++;
-        }
-    }
-    return n_best == 0 ? 1 : n_best > 1 ? 2 : 0;
-}
-
-static bool pv_opname(const char *op)
-{
-    return !strcmp(op, "<->") || !strcmp(op, "<#>") || !strcmp(op, "<=>") || !strcmp(op, "<+>") ||
-           !strcmp(op, "<~>") || !strcmp(op, "<%>");
-}
-
-static const ex_t PV_DENSE3[] = {EX_T_VEC, EX_T_HALFVEC, EX_T_SPARSEVEC};
-static const ex_t PV_DENSE2[] = {EX_T_VEC, EX_T_HALFVEC};
-static const ex_t PV_CONCAT[] = {EX_T_VEC, EX_T_HALFVEC, EX_T_BIT};
-static const ex_t PV_ALL[] = {EX_T_VEC, EX_T_HALFVEC, EX_T_SPARSEVEC, EX_T_BIT};
-static const ex_t PV_BITS[] = {EX_T_BIT};
-
-static hs_status bind_pv_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
-                            ex_node **out)
-{
-    static const struct { const char *op; const ex_t *c; int nc; int dist; } ops[] = {
-        {"<->", PV_DENSE3, 3, PV_L2}, {"<#>", PV_DENSE3, 3, PV_NEG_IP},
-        {"<=>", PV_DENSE3, 3, PV_COSINE}, {"<+>", PV_DENSE3, 3, PV_L1},
-        {"<~>", PV_BITS, 1, PV_HAMMING}, {"<%>", PV_BITS, 1, PV_JACCARD},
-        {"+", PV_DENSE2, 2, -1}, {"-", PV_DENSE2, 2, -1}, {"*", PV_DENSE2, 2, -1},
-        {"||", PV_CONCAT, 3, -1},
-        {"=", PV_ALL, 4, -1}, {"<>", PV_ALL, 4, -1}, {"!=", PV_ALL, 4, -1}, {"<", PV_ALL, 4, -1},
-        {"<=", PV_ALL, 4, -1}, {">", PV_ALL, 4, -1}, {">=", PV_ALL, 4, -1},
-    };
-    int which = -1;
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0] && which < 0; i++)
-        if (!strcmp(opname, ops[i].op))
-            which = (int)i;
-    ex_node *a[2] = {l, r};
-    ex_t t = EX_T_NULL;
-    int rc = which < 0 ? 1 : pv_resolve(ops[which].c, ops[which].nc, a, 2, &t);
-    if (rc == 1 && !strcmp(opname, "||")) {
-        /* anynonarray || text: PostgreSQL's text concatenation of the value's text */
-        ex_t lt = l->type.t, rt = r->type.t;
-        bool ltext = lt == EX_T_STR || lt == EX_T_UNKNOWN || lt == EX_T_NULL;
-        bool rtext = rt == EX_T_STR || rt == EX_T_UNKNOWN || rt == EX_T_NULL;
-        if ((ex_is_pv(lt) && rtext) || (ex_is_pv(rt) && ltext)) {
-            HS_TRY(exb_cast_to(b, &l, exb_ty(EX_T_STR), false));
-            HS_TRY(exb_cast_to(b, &r, exb_ty(EX_T_STR), false));
-            return exb_arith(b, '|', l, r, loc, out);
-        }
-    }
-    if (rc == 1)
-        return exb_err(b, HS_INVALID, loc, "operator does not exist: %s %s %s", pg_tname(&l->type), opname,
-                      pg_tname(&r->type));
-    if (rc == 2)
-        return exb_err(b, HS_INVALID, loc, "operator is not unique: %s %s %s", pg_tname(&l->type), opname,
-                      pg_tname(&r->type));
-    HS_TRY(exb_cast_to(b, &l, exb_ty(t), l->type.t == EX_T_UNKNOWN));
-    HS_TRY(exb_cast_to(b, &r, exb_ty(t), r->type.t == EX_T_UNKNOWN));
-    int cmp = parse_cmp_op(opname);
-    ex_node *n;
-    if (cmp >= 0) {
-        n = exb_mk(b, EX_CMP, exb_ty(EX_T_BOOL), loc, 2);
-        if (n) {
-            n->op = cmp;
-            n->cmode = EX_CM_PV;
-        }
-    } else if (ops[which].dist >= 0) {
-        n = exb_mk(b, EX_FUNC, exb_ty(EX_T_FLOAT), loc, 2);
-        if (n) {
-            n->op = EX_FN_PV_DIST;
-            n->aux = ops[which].dist;
-        }
-    } else {
-        n = exb_mk(b, EX_ARITH, exb_ty(t), loc, 2);
-        if (n)
-            n->op = !strcmp(opname, "||") ? '|' : opname[0];
-    }
-    if (!n)
-        return exb_nomem(b);
-    n->args[0] = l;
-    n->args[1] = r;
-    *out = n;
-    return exb_fold(b, out, false);
-}
-
-static const struct pv_fn {
-    const char *name;
-    ex_fn fn;
-    int dist;          /* EX_FN_PV_DIST: pv_dist */
-    const ex_t *c;     /* candidate types of the vector arguments */
-    int nc;
-    int n_vec;         /* vector arguments (first), then n_int integers */
-    int n_int;
-} PV_FNS[] = {
-    {"l2_distance", EX_FN_PV_DIST, PV_L2, PV_DENSE3, 3, 2, 0},
-    {"cosine_distance", EX_FN_PV_DIST, PV_COSINE, PV_DENSE3, 3, 2, 0},
-    {"inner_product", EX_FN_PV_DIST, PV_IP, PV_DENSE3, 3, 2, 0},
-    {"l1_distance", EX_FN_PV_DIST, PV_L1, PV_DENSE3, 3, 2, 0},
-    {"vector_l2_squared_distance", EX_FN_PV_DIST, PV_L2_SQUARED, PV_DENSE3, 1, 2, 0},
-    {"vector_negative_inner_product", EX_FN_PV_DIST, PV_NEG_IP, PV_DENSE3, 1, 2, 0},
-    {"hamming_distance", EX_FN_PV_DIST, PV_HAMMING, PV_BITS, 1, 2, 0},
-    {"jaccard_distance", EX_FN_PV_DIST, PV_JACCARD, PV_BITS, 1, 2, 0},
-    {"vector_dims", EX_FN_PV_DIMS, 0, PV_DENSE2, 2, 1, 0},
-    {"vector_norm", EX_FN_PV_NORM, 0, PV_DENSE3, 1, 1, 0},
-    {"l2_norm", EX_FN_PV_NORM, 0, PV_DENSE3 + 1, 2, 1, 0},
-    {"l2_normalize", EX_FN_PV_NORMALIZE, 0, PV_DENSE3, 3, 1, 0},
-    {"binary_quantize", EX_FN_PV_QUANTIZE, 0, PV_DENSE2, 2, 1, 0},
-    {"subvector", EX_FN_PV_SUBVECTOR, 0, PV_DENSE2, 2, 1, 2},
-};
-
-static const struct pv_fn *pv_fn_find(const char *fn)
-{
-    for (size_t i = 0; i < sizeof PV_FNS / sizeof PV_FNS[0]; i++)
-        if (!strcasecmp(fn, PV_FNS[i].name))
-            return &PV_FNS[i];
-    return NULL;
-}
-
-bool exb_pv_funcname(const char *fn) { return pv_fn_find(fn) != NULL; }
-
-hs_status exb_pv_func(ex_binder *b, const char *fn, json_t *args, int loc, ex_node **out)
-{
-    const struct pv_fn *f = pv_fn_find(fn);
-    ex_node **a;
-    int n;
-    HS_TRY(exb_list(b, args, &a, &n));
-    char sig[200];
-    size_t k = 0;
-    k += (size_t)snprintf(sig + k, sizeof sig - k, "%s(", f->name);
-    for (int i = 0; i < n && k < sizeof sig; i++)
-        k += (size_t)snprintf(sig + k, sizeof sig - k, "%s%s", i ? ", " : "", pg_tname(&a[i]->type));
-    if (k < sizeof sig)
-        snprintf(sig + k, sizeof sig - k, ")");
-    if (n != f->n_vec + f->n_int)
-        return exb_err(b, HS_INVALID, loc, "function %s does not exist", sig);
-    for (int i = f->n_vec; i < n; i++) {
-        ex_t it = a[i]->type.t;
-        if (it != EX_T_INT && it != EX_T_UNKNOWN && it != EX_T_NULL)
-            return exb_err(b, HS_INVALID, loc, "function %s does not exist", sig);
-        if (it != EX_T_INT || a[i]->type.bits > 32) {
-            if (it == EX_T_INT)
-                return exb_err(b, HS_INVALID, loc, "function %s does not exist", sig);
-            ex_ty i32 = exb_ty(EX_T_INT);
-            i32.bits = 32;
-            HS_TRY(exb_cast_to(b, &a[i], i32, true));
-        }
-    }
-    ex_t t = EX_T_NULL;
-    int rc = pv_resolve(f->c, f->nc, a, f->n_vec, &t);
-    if (rc == 1)
-        return exb_err(b, HS_INVALID, loc, "function %s does not exist", sig);
-    if (rc == 2)
-        return exb_err(b, HS_INVALID, loc, "function %s is not unique", sig);
-    for (int i = 0; i < f->n_vec; i++)
-        HS_TRY(exb_cast_to(b, &a[i], exb_ty(t), a[i]->type.t == EX_T_UNKNOWN));
-    ex_ty rt = exb_ty(t);
-    switch (f->fn) {
-    case EX_FN_PV_DIST: case EX_FN_PV_NORM: rt = exb_ty(EX_T_FLOAT); break;
-    case EX_FN_PV_DIMS: rt = exb_ty(EX_T_INT); rt.bits = 32; break;
-    case EX_FN_PV_QUANTIZE: rt = exb_ty(EX_T_BIT); break;
-    default: break;
-    }
-    ex_node *x = exb_mk(b, EX_FUNC, rt, loc, 0);
-    if (!x)
-        return exb_nomem(b);
-    x->op = (int)f->fn;
-    x->aux = f->dist;
-    x->args = a;
-    x->n_args = n;
-    *out = x;
-    return exb_fold(b, out, false);
-}
 
 /* ------------------------------------------------------------------ */
 /* the statement around the expression                                 */
@@ -2924,7 +2232,7 @@ static hs_status check_stmt(ex_binder *b, json_t *root, json_t **where)
     json_t *stmt = json_object_get(json_array_get(stmts, 0), "stmt");
     const char *k;
     json_t *sel;
-    if (!node_of(stmt, &k, &sel) || strcmp(k, "SelectStmt") != 0)
+    if (!exb_node_of(stmt, &k, &sel) || strcmp(k, "SelectStmt") != 0)
         return exb_err(b, HS_INVALID, -1, "a filter is one expression");
     const char *key;
     json_t *v;
@@ -3051,7 +2359,7 @@ static hs_status parse(const char *text, const hs_field *schema, bool filter, ex
     json_t *where;
     if ((st = check_stmt(&b, root, &where)) != HS_OK)
         goto done;
-    if ((st = bind(&b, where, &e->root)) != HS_OK)
+    if ((st = exb_bind(&b, where, &e->root)) != HS_OK)
         goto done;
     if (filter) {
         ex_t t = e->root->type.t;

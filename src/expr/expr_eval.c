@@ -34,8 +34,11 @@
  *
  * Decimal arithmetic helpers and the numeric functions (round, trunc,
  * power, exp/ln/log, trig, div, to_char of numbers) are expr_num.c's;
- * ev_func hands their rows to ex_num_fn.  The pgvector types' column
- * forms, casts and kernels are expr_pgvector.c's (ex_pv_*).
+ * ev_func hands their rows to ex_num_fn.  Casts and the text forms of
+ * values are expr_cast.c's (ex_cast_rows, ex_to_text); the array
+ * functions over list columns expr_array.c's (ex_ev_array_fn).  The
+ * pgvector types' column forms, casts and kernels are expr_pgvector.c's
+ * (ex_pv_*).
  */
 #include "expr/expr_int.h"
 
@@ -181,7 +184,7 @@ hs_status ex_type_to_field(const ex_ty *t, const char *name, hs_field *out)
 /* ------------------------------------------------------------------ */
 /* vectors and the evaluation context (ex_vec, ex_ctx: expr_int.h)      */
 
-static size_t elem_size(ex_t t)
+size_t ex_elem_size(ex_t t)
 {
     switch (t) {
     case EX_T_INT: case EX_T_FLOAT: case EX_T_DATE: case EX_T_TS: case EX_T_TIME: return 8;
@@ -197,7 +200,7 @@ static size_t elem_size(ex_t t)
 hs_status ex_vec_new(ex_ctx *c, ex_t t, ex_vec *v)
 {
     v->nul = hs_arena_calloc(c->arena, EX_CHUNK, 1);
-    v->v.p = hs_arena_alloc(c->arena, EX_CHUNK * elem_size(t));
+    v->v.p = hs_arena_alloc(c->arena, EX_CHUNK * ex_elem_size(t));
     if (!v->nul || !v->v.p)
         return hs_err_nomem(c->err, EX_CHUNK * 16);
     return HS_OK;
@@ -221,7 +224,7 @@ hs_status ex_fail(ex_ctx *c, const ex_node *n, const char *fmt, ...)
 static void copy_row(ex_t t, ex_vec *dst, const ex_vec *src, int j)
 {
     dst->nul[j] = src->nul[j];
-    switch (elem_size(t)) {
+    switch (ex_elem_size(t)) {
     case 8: dst->v.i[j] = src->v.i[j]; break;
     case 16:
         if (t == EX_T_DEC || t == EX_T_INTERVAL)
@@ -314,6 +317,14 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
     return 0;
 }
 
+int ex_cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const ex_ty *tb, const ex_vec *b,
+                int j, int k)
+{
+    return cmp_rows(m, ta, a, tb, b, j, k);
+}
+
+uint8_t ex_cmp_res(int op, int c) { return cmp_res(op, c); }
+
 /* ------------------------------------------------------------------ */
 /* columns                                                             */
 
@@ -378,7 +389,7 @@ int64_t ex_floor_div(int64_t a, int64_t b)
 }
 
 /* Converts v from unit `from` to unit `to`; false on overflow. */
-static bool unit_convert(int64_t v, int from, int to, int64_t *out)
+bool ex_unit_convert(int64_t v, int from, int to, int64_t *out)
 {
     if (from == to) {
         *out = v;
@@ -429,7 +440,7 @@ static bool find_col(const hs_batch *b, const ex_node *n, pr_col_ref *r)
 }
 
 /* The column of COL node n in the chunk's batch (cached), NULL when absent. */
-static hs_status col_ref(ex_ctx *c, const ex_node *n, const pr_col_ref **out)
+hs_status ex_col_ref(ex_ctx *c, const ex_node *n, const pr_col_ref **out)
 {
     ex_col_cache *cc = &c->cols[n->slot];
     *out = NULL;
@@ -455,7 +466,7 @@ static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
 {
     HS_TRY(ex_vec_new(c, n->type.t, out));
     const pr_col_ref *r;
-    HS_TRY(col_ref(c, n, &r));
+    HS_TRY(ex_col_ref(c, n, &r));
     if (!r) {
         for (int k = 0; k < ns; k++)
             out->nul[sel[k]] = 1;
@@ -543,7 +554,7 @@ static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
             int64_t row = base + j;
             int64_t x = w32 ? ((const int32_t *)d)[row] : ((const int64_t *)d)[row];
             if (from_unit != n->type.unit && !out->nul[j] &&
-                !unit_convert(x, from_unit, n->type.unit, &x))
+                !ex_unit_convert(x, from_unit, n->type.unit, &x))
                 return ex_fail(c, n, "column \"%s\": timestamp out of range", n->name);
             out->v.i[j] = x;
         }
@@ -570,641 +581,6 @@ static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
         break;
     }
 #undef READ
-    return HS_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* casts                                                               */
-
-static void trim_span(const uint8_t **p, size_t *n)
-{
-    while (*n > 0 && isspace((*p)[0])) {
-        (*p)++;
-        (*n)--;
-    }
-    while (*n > 0 && isspace((*p)[*n - 1]))
-        (*n)--;
-}
-
-static bool parse_bool_text(const uint8_t *p, size_t n, uint8_t *out)
-{
-    trim_span(&p, &n);
-    static const char *const t[] = {"t", "true", "y", "yes", "on", "1"};
-    static const char *const f[] = {"f", "false", "n", "no", "off", "0"};
-    for (int i = 0; i < 6; i++) {
-        if (strlen(t[i]) == n && strncasecmp((const char *)p, t[i], n) == 0) {
-            *out = 1;
-            return true;
-        }
-        if (strlen(f[i]) == n && strncasecmp((const char *)p, f[i], n) == 0) {
-            *out = 0;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Integer text; 0 ok, 1 syntax, 2 range. */
-static int parse_int_text(const uint8_t *p, size_t n, int64_t *out)
-{
-    trim_span(&p, &n);
-    size_t i = 0;
-    bool neg = false;
-    if (i < n && (p[i] == '-' || p[i] == '+'))
-        neg = p[i++] == '-';
-    if (i >= n)
-        return 1;
-    uint64_t v = 0;
-    bool over = false;
-    for (; i < n; i++) {
-        if (!isdigit(p[i]))
-            return 1;
-        if (v > (UINT64_MAX - 9) / 10)
-            over = true;
-        else
-            v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    if (over || v > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
-        return 2;
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return 0;
-}
-
-/* Decimal text at scale s, rounded half away from zero; 0 ok, 1 syntax, 2 range. */
-static int parse_dec_text(const uint8_t *p, size_t n, int s, __int128 *out)
-{
-    trim_span(&p, &n);
-    size_t i = 0;
-    bool neg = false, any = false, dot = false;
-    if (i < n && (p[i] == '-' || p[i] == '+'))
-        neg = p[i++] == '-';
-    __int128 v = 0;
-    int exp10 = 0, nd = 0;
-    bool round_up = false, dropped = false;
-    for (; i < n; i++) {
-        uint8_t ch = p[i];
-        if (ch == '.' && !dot) {
-            dot = true;
-            continue;
-        }
-        if (!isdigit(ch))
-            break;
-        any = true;
-        if (nd >= 38) {
-            /* digits beyond 38 significant: only their rounding matters */
-            if (!dropped)
-                round_up = ch >= '5';
-            dropped = true;
-            if (!dot)
-                exp10++;
-            continue;
-        }
-        if (v != 0 || ch != '0')
-            nd++;
-        v = v * 10 + (ch - '0');
-        if (dot)
-            exp10--;
-    }
-    if (!any)
-        return 1;
-    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
-        i++;
-        bool eneg = false;
-        if (i < n && (p[i] == '-' || p[i] == '+'))
-            eneg = p[i++] == '-';
-        int e = 0;
-        if (i >= n)
-            return 1;
-        for (; i < n && isdigit(p[i]); i++)
-            if (e < 10000)
-                e = e * 10 + (p[i] - '0');
-        exp10 += eneg ? -e : e;
-    }
-    if (i != n)
-        return 1;
-    if (round_up && exp10 + s < 0)
-        round_up = false; /* rounding happens below instead */
-    else if (round_up)
-        v += 1;
-    int shift = exp10 + s;
-    if (shift >= 0) {
-        if (shift > 76 || !ex_dec_up(v, shift, &v))
-            return 2;
-    } else {
-        v = -shift > 76 ? 0 : ex_dec_round(v, -shift);
-    }
-    if (!ex_dec_fits(v))
-        return 2;
-    *out = neg ? -v : v;
-    return 0;
-}
-
-static bool int_in_bits(int64_t v, int bits)
-{
-    switch (bits) {
-    case 8: return v >= INT8_MIN && v <= INT8_MAX;
-    case 16: return v >= INT16_MIN && v <= INT16_MAX;
-    case 32: return v >= INT32_MIN && v <= INT32_MAX;
-    default: return true;
-    }
-}
-
-static const char *int_type_name(int bits)
-{
-    return bits == 16 ? "smallint" : bits == 32 ? "integer" : bits == 8 ? "tinyint" : "bigint";
-}
-
-static bool parse_uuid_text(const uint8_t *s, size_t n, uint8_t out[16])
-{
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t ch = s[i];
-        if (ch == '-' || (ch == '{' && i == 0) || (ch == '}' && i == n - 1))
-            continue;
-        int v = isdigit(ch) ? ch - '0' : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
-              : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10 : -1;
-        if (v < 0 || k >= 32)
-            return false;
-        if (k % 2 == 0)
-            out[k / 2] = (uint8_t)(v << 4);
-        else
-            out[k / 2] |= (uint8_t)v;
-        k++;
-    }
-    return k == 32;
-}
-
-hs_status ex_put_str(ex_ctx *c, ex_str *dst, const char *s, size_t n)
-{
-    uint8_t *p = hs_arena_alloc(c->arena, n ? n : 1);
-    if (!p)
-        return hs_err_nomem(c->err, n);
-    memcpy(p, s, n);
-    dst->p = p;
-    dst->n = n;
-    return HS_OK;
-}
-
-static int fmt_date(int64_t days, char *buf)
-{
-    int64_t y;
-    unsigned m, d;
-    hs_civil_from_days(days, &y, &m, &d);
-    if (y >= 0 && y <= 9999)
-        return sprintf(buf, "%04lld-%02u-%02u", (long long)y, m, d);
-    return sprintf(buf, "%s%04lld-%02u-%02u", y < 0 ? "-" : "+", (long long)(y < 0 ? -y : y), m, d);
-}
-
-/* "HH:MM:SS[.fraction without trailing zeros]" from a unit count within a day */
-static int fmt_tod(int64_t v, int unit, char *buf)
-{
-    int64_t ups = ex_unit_per_sec(unit);
-    int64_t secs = v / ups, frac = v % ups;
-    int n = sprintf(buf, "%02lld:%02lld:%02lld", (long long)(secs / 3600), (long long)(secs / 60 % 60),
-                    (long long)(secs % 60));
-    if (frac) {
-        int digits = unit == HS_UNIT_MILLI ? 3 : unit == HS_UNIT_MICRO ? 6 : 9;
-        char f[24];
-        snprintf(f, sizeof f, "%0*lld", digits, (long long)frac);
-        int len = digits;
-        while (len > 0 && f[len - 1] == '0')
-            len--;
-        n += sprintf(buf + n, ".%.*s", len, f);
-    }
-    return n;
-}
-
-
-/* Text form of row j of vector a (type t) into *dst. */
-static hs_status to_text(ex_ctx *c, const ex_ty *t, const ex_vec *a, int j, ex_str *dst)
-{
-    char buf[96];
-    int n = 0;
-    if (ex_is_pvx(t->t))
-        return ex_pv_text(c, t, &a->v.s[j], dst);
-    switch (t->t) {
-    case EX_T_STR: case EX_T_UNKNOWN:
-        *dst = a->v.s[j];
-        return HS_OK;
-    case EX_T_BOOL:
-        n = sprintf(buf, "%s", a->v.b[j] ? "true" : "false");
-        break;
-    case EX_T_INT:
-        n = sprintf(buf, "%lld", (long long)a->v.i[j]);
-        break;
-    case EX_T_FLOAT: {
-        double x = a->v.f[j];
-        if (isnan(x))
-            n = sprintf(buf, "NaN");
-        else if (isinf(x))
-            n = sprintf(buf, "%s", x < 0 ? "-Infinity" : "Infinity");
-        else if (t->bits == 32)
-            n = hs_fmt_float((float)x, buf);
-        else
-            n = hs_fmt_double(x, buf);
-        break;
-    }
-    case EX_T_DEC:
-        n = ex_dec_format(a->v.d[j], t->scale, buf);
-        break;
-    case EX_T_INTERVAL:
-        n = (int)hs_interval_format(ex_iv_unpack(a->v.d[j]), buf, sizeof buf);
-        break;
-    case EX_T_DATE:
-        n = fmt_date(a->v.i[j], buf);
-        break;
-    case EX_T_TS: {
-        int64_t per_day = 86400 * ex_unit_per_sec(t->unit);
-        int64_t v = a->v.i[j], days = ex_floor_div(v, per_day);
-        n = fmt_date(days, buf);
-        buf[n++] = ' ';
-        n += fmt_tod(v - days * per_day, t->unit, buf + n);
-        if (t->tz)
-            n += sprintf(buf + n, "+00");
-        break;
-    }
-    case EX_T_TIME:
-        n = fmt_tod(a->v.i[j], t->unit, buf);
-        break;
-    case EX_T_BIN: {
-        const ex_str *s = &a->v.s[j];
-        if (t->uuid && s->n == 16) {
-            for (int i = 0; i < 16; i++) {
-                n += sprintf(buf + n, "%02x", s->p[i]);
-                if (i == 3 || i == 5 || i == 7 || i == 9)
-                    buf[n++] = '-';
-            }
-            break;
-        }
-        size_t len = 2 + 2 * s->n;
-        uint8_t *p = hs_arena_alloc(c->arena, len);
-        if (!p)
-            return hs_err_nomem(c->err, len);
-        p[0] = '\\';
-        p[1] = 'x';
-        for (size_t i = 0; i < s->n; i++) {
-            static const char hx[] = "0123456789abcdef";
-            p[2 + 2 * i] = (uint8_t)hx[s->p[i] >> 4];
-            p[3 + 2 * i] = (uint8_t)hx[s->p[i] & 15];
-        }
-        dst->p = p;
-        dst->n = len;
-        return HS_OK;
-    }
-    default:
-        n = 0;
-        break;
-    }
-    return ex_put_str(c, dst, buf, (size_t)n);
-}
-
-hs_status ex_value_text(const ex_ty *t, const ex_value *v, hs_buf *out)
-{
-    hs_arena scratch = {0};
-    ex_ctx c = {.arena = &scratch};
-    ex_vec a;
-    hs_status st = ex_vec_new(&c, t->t, &a);
-    if (st == HS_OK) {
-        switch (elem_size(t->t)) {
-        case 8:
-            if (t->t == EX_T_FLOAT)
-                a.v.f[0] = v->f;
-            else
-                a.v.i[0] = v->i;
-            break;
-        case 16:
-            if (t->t == EX_T_DEC)
-                a.v.d[0] = v->d;
-            else
-                a.v.s[0] = v->s;
-            break;
-        default: a.v.b[0] = (uint8_t)v->i; break;
-        }
-        ex_str s;
-        st = to_text(&c, t, &a, 0, &s);
-        if (st == HS_OK)
-            st = hs_buf_append(out, s.p, s.n);
-    }
-    hs_arena_destroy(&scratch);
-    return st;
-}
-
-/* pr_parse_date / pr_parse_timestamp do not guard their arithmetic, so
- * text reaches them only with a year of at most 7 digits and, for
- * timestamps, whole seconds that fit the unit.  0 ok, 1 syntax, 2 range. */
-static bool year_ok(const uint8_t *p, size_t n)
-{
-    size_t i = 0, d = 0;
-    if (i < n && (p[i] == '-' || p[i] == '+'))
-        i++;
-    while (i < n && isdigit(p[i])) {
-        i++;
-        d++;
-    }
-    return d <= 7;
-}
-
-static int parse_date_text(const uint8_t *p, size_t n, int64_t *days)
-{
-    int64_t secs;
-    if (!year_ok(p, n))
-        return 1;
-    if (!pr_parse_date((const char *)p, n, days)) {
-        if (!pr_parse_timestamp((const char *)p, n, HS_UNIT_SECOND, &secs))
-            return 1;
-        *days = ex_floor_div(secs, 86400); /* a time of day is dropped (PostgreSQL, DuckDB) */
-    }
-    return *days > INT32_MAX || *days < INT32_MIN ? 2 : 0;
-}
-
-static int parse_ts_text(const uint8_t *p, size_t n, int unit, int64_t *out)
-{
-    int64_t secs;
-    if (!year_ok(p, n) || !pr_parse_timestamp((const char *)p, n, HS_UNIT_SECOND, &secs))
-        return 1;
-    int64_t lim = INT64_MAX / ex_unit_per_sec(unit) - 1;
-    if (secs > lim || secs < -lim)
-        return 2;
-    return pr_parse_timestamp((const char *)p, n, (hs_time_unit)unit, out) ? 0 : 1;
-}
-
-bool ex_ts_interval_text(const char *ts, bool is_date, const char *iv, int mask, int sign,
-                         char *out, size_t cap)
-{
-    int64_t t, r, days;
-    size_t tn = strlen(ts);
-    if (is_date) {
-        if (parse_date_text((const uint8_t *)ts, tn, &days) != 0 || days > 106751990 ||
-            days < -106751990) /* microseconds of int64 */
-            return false;
-        t = days * 86400 * ex_unit_per_sec(HS_UNIT_MICRO);
-    } else if (parse_ts_text((const uint8_t *)ts, tn, HS_UNIT_MICRO, &t) != 0) {
-        return false;
-    }
-    ex_interval v;
-    if (!ex_interval_parse((const uint8_t *)iv, strlen(iv), mask, &v, NULL) ||
-        !ex_ts_add_interval(t, HS_UNIT_MICRO, v, sign, &r))
-        return false;
-    ex_ty ty = {.t = EX_T_TS, .unit = HS_UNIT_MICRO};
-    ex_value val = {.i = r};
-    hs_buf b = {0};
-    bool ok = ex_value_text(&ty, &val, &b) == HS_OK && b.len < cap;
-    if (ok) {
-        memcpy(out, b.data, b.len);
-        out[b.len] = '\0';
-    }
-    hs_buf_free(&b);
-    return ok;
-}
-
-/* A short printable form of a text value for error messages. */
-static int clip(size_t n) { return n > 60 ? 60 : (int)n; }
-
-
-static hs_status cast_rows(ex_ctx *c, const ex_node *n, const ex_ty *ft, const ex_vec *a,
-                           const ex_sel *sel, int ns, ex_vec *out)
-{
-    const ex_ty *tt = &n->type;
-    char b1[48];
-    if (ex_is_pvx(tt->t) || ex_is_pvx(ft->t))
-        return ex_pv_cast_rows(c, n, ft, a, sel, ns, out);
-    for (int k = 0; k < ns; k++) {
-        int j = sel[k];
-        out->nul[j] = a->nul[j];
-        if (a->nul[j])
-            continue;
-        const ex_str *s = &a->v.s[j];
-        bool text = ft->t == EX_T_STR || ft->t == EX_T_UNKNOWN;
-        switch (tt->t) {
-        case EX_T_BOOL:
-            if (ft->t == EX_T_BOOL)
-                out->v.b[j] = a->v.b[j];
-            else if (ft->t == EX_T_INT)
-                out->v.b[j] = a->v.i[j] != 0;
-            else if (!text || !parse_bool_text(s->p, s->n, &out->v.b[j]))
-                return ex_fail(c, n, "invalid input syntax for type boolean: \"%.*s\"", clip(s->n), (const char *)s->p);
-            break;
-        case EX_T_INT: {
-            int64_t v = 0;
-            if (ft->t == EX_T_INT) {
-                v = a->v.i[j];
-            } else if (ft->t == EX_T_BOOL) {
-                v = a->v.b[j];
-            } else if (ft->t == EX_T_FLOAT) {
-                double x = rint(a->v.f[j]);
-                if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
-                    return ex_fail(c, n, "%s out of range", int_type_name(tt->bits));
-                v = (int64_t)x;
-            } else if (ft->t == EX_T_DEC) {
-                __int128 q = ex_dec_round(a->v.d[j], ft->scale);
-                if (q > INT64_MAX || q < INT64_MIN)
-                    return ex_fail(c, n, "%s out of range", int_type_name(tt->bits));
-                v = (int64_t)q;
-            } else if (text) {
-                int r = parse_int_text(s->p, s->n, &v);
-                if (r == 1)
-                    return ex_fail(c, n, "invalid input syntax for type %s: \"%.*s\"", int_type_name(tt->bits),
-                                clip(s->n), (const char *)s->p);
-                if (r == 2)
-                    return ex_fail(c, n, "value \"%.*s\" is out of range for type %s", clip(s->n),
-                                (const char *)s->p, int_type_name(tt->bits));
-            } else {
-                goto bad;
-            }
-            if (!int_in_bits(v, tt->bits))
-                return ex_fail(c, n, "%s out of range", int_type_name(tt->bits));
-            out->v.i[j] = v;
-            break;
-        }
-        case EX_T_FLOAT: {
-            double x;
-            if (ft->t == EX_T_INT)
-                x = (double)a->v.i[j];
-            else if (ft->t == EX_T_FLOAT)
-                x = a->v.f[j];
-            else if (ft->t == EX_T_DEC)
-                x = ex_dec_to_double(a->v.d[j], ft->scale);
-            else if (text) {
-                const uint8_t *p = s->p;
-                size_t len = s->n;
-                trim_span(&p, &len);
-                char tmp[128];
-                if (len == 0 || len >= sizeof tmp || (len > 1 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X')))
-                    return ex_fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
-                memcpy(tmp, p, len);
-                tmp[len] = '\0';
-                char *end;
-                x = hs_strtod(tmp, &end);
-                if (*end)
-                    return ex_fail(c, n, "invalid input syntax for type double: \"%.*s\"", clip(s->n), (const char *)s->p);
-            } else {
-                goto bad;
-            }
-            out->v.f[j] = tt->bits == 32 ? (double)(float)x : x;
-            break;
-        }
-        case EX_T_DEC: {
-            __int128 v = 0;
-            int sc = tt->scale;
-            if (ft->t == EX_T_INT) {
-                if (!ex_dec_up(a->v.i[j], sc, &v))
-                    goto dec_over;
-            } else if (ft->t == EX_T_DEC) {
-                v = a->v.d[j];
-                if (sc >= ft->scale) {
-                    if (!ex_dec_up(v, sc - ft->scale, &v))
-                        goto dec_over;
-                } else {
-                    v = ex_dec_round(v, ft->scale - sc);
-                }
-            } else if (ft->t == EX_T_FLOAT) {
-                /* PostgreSQL's float8_numeric: the double's text with
-                 * DBL_DIG (15) significant digits (FLT_DIG, 6, for a
-                 * real), read as a numeric, rounded to the scale */
-                double x = a->v.f[j];
-                char fb[40];
-                if (!isfinite(x))
-                    goto dec_over;
-                int w = hs_snprintf_c(fb, sizeof fb, "%.*g", ft->bits == 32 ? 6 : 15, x);
-                if (w <= 0 || (size_t)w >= sizeof fb ||
-                    parse_dec_text((const uint8_t *)fb, (size_t)w, sc, &v) != 0)
-                    goto dec_over;
-            } else if (text) {
-                int r = parse_dec_text(s->p, s->n, sc, &v);
-                if (r == 1)
-                    return ex_fail(c, n, "invalid input syntax for type numeric: \"%.*s\"", clip(s->n),
-                                (const char *)s->p);
-                if (r == 2)
-                    goto dec_over;
-            } else {
-                goto bad;
-            }
-            if (tt->prec < 38) {
-                __int128 lim = ex_pow10(tt->prec);
-                if (v >= lim || v <= -lim)
-                    goto dec_over;
-            } else if (!ex_dec_fits(v)) {
-                goto dec_over;
-            }
-            out->v.d[j] = v;
-            break;
-dec_over:
-            return ex_fail(c, n, "numeric field overflow (%s)", ex_type_name(tt, b1, sizeof b1));
-        }
-        case EX_T_STR: case EX_T_UNKNOWN:
-            HS_TRY(to_text(c, ft, a, j, &out->v.s[j]));
-            break;
-        case EX_T_INTERVAL: {
-            ex_interval iv;
-            bool range;
-            if (ft->t == EX_T_INTERVAL) {
-                out->v.d[j] = a->v.d[j];
-            } else if (text) {
-                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, &range) && range)
-                    return ex_fail(c, n, "interval field value out of range: \"%.*s\"", clip(s->n),
-                                   (const char *)s->p);
-                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, NULL) && ex_interval_iso_alt(s->p, s->n))
-                    return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
-                                     "ISO 8601 intervals in the alternative format (\"%.*s\") are not "
-                                     "supported: use designators (P1Y2M3DT4H5M6S)", clip(s->n),
-                                     (const char *)s->p);
-                if (!ex_interval_parse(s->p, s->n, tt->dim, &iv, NULL))
-                    return ex_fail(c, n, "invalid input syntax for type interval: \"%.*s\"", clip(s->n),
-                                (const char *)s->p);
-                out->v.d[j] = ex_iv_pack(iv);
-            } else {
-                goto bad;
-            }
-            break;
-        }
-        case EX_T_BIN:
-            if (ft->t == EX_T_BIN && (!tt->uuid || ft->uuid || a->v.s[j].n == 16)) {
-                out->v.s[j] = a->v.s[j];
-            } else if (text && tt->uuid) {
-                uint8_t *u = hs_arena_alloc(c->arena, 16);
-                if (!u)
-                    return hs_err_nomem(c->err, 16);
-                if (!parse_uuid_text(s->p, s->n, u))
-                    return ex_fail(c, n, "invalid input syntax for type uuid: \"%.*s\"", clip(s->n), (const char *)s->p);
-                out->v.s[j].p = u;
-                out->v.s[j].n = 16;
-            } else if (text) {
-                out->v.s[j] = *s;
-            } else {
-                goto bad;
-            }
-            break;
-        case EX_T_DATE:
-            if (ft->t == EX_T_DATE) {
-                out->v.i[j] = a->v.i[j];
-            } else if (ft->t == EX_T_TS) {
-                out->v.i[j] = ex_floor_div(a->v.i[j], 86400 * ex_unit_per_sec(ft->unit));
-                if (out->v.i[j] > INT32_MAX || out->v.i[j] < INT32_MIN)
-                    return ex_fail(c, n, "date out of range");
-            } else if (text) {
-                const uint8_t *p = s->p;
-                size_t len = s->n;
-                trim_span(&p, &len);
-                int64_t days;
-                int r = parse_date_text(p, len, &days);
-                if (r == 2)
-                    return ex_fail(c, n, "date out of range: \"%.*s\"", clip(s->n), (const char *)s->p);
-                if (r == 1)
-                    return ex_fail(c, n, "invalid input syntax for type date: \"%.*s\"", clip(s->n), (const char *)s->p);
-                out->v.i[j] = days;
-            } else {
-                goto bad;
-            }
-            break;
-        case EX_T_TS:
-            if (ft->t == EX_T_TS) {
-                if (!unit_convert(a->v.i[j], ft->unit, tt->unit, &out->v.i[j]))
-                    return ex_fail(c, n, "timestamp out of range");
-            } else if (ft->t == EX_T_DATE) {
-                if (__builtin_mul_overflow(a->v.i[j], 86400 * ex_unit_per_sec(tt->unit), &out->v.i[j]))
-                    return ex_fail(c, n, "timestamp out of range");
-            } else if (text) {
-                const uint8_t *p = s->p;
-                size_t len = s->n;
-                trim_span(&p, &len);
-                int r = parse_ts_text(p, len, tt->unit, &out->v.i[j]);
-                if (r == 2)
-                    return ex_fail(c, n, "timestamp out of range: \"%.*s\"", clip(s->n), (const char *)s->p);
-                if (r == 1)
-                    return ex_fail(c, n, "invalid input syntax for type timestamp: \"%.*s\"", clip(s->n),
-                                (const char *)s->p);
-            } else {
-                goto bad;
-            }
-            break;
-        case EX_T_TIME:
-            if (ft->t == EX_T_TIME) {
-                if (!unit_convert(a->v.i[j], ft->unit, tt->unit, &out->v.i[j]))
-                    return ex_fail(c, n, "time out of range");
-            } else if (ft->t == EX_T_TS) {
-                int64_t per_day = 86400 * ex_unit_per_sec(ft->unit);
-                int64_t v = a->v.i[j] - ex_floor_div(a->v.i[j], per_day) * per_day;
-                if (!unit_convert(v, ft->unit, tt->unit, &out->v.i[j]))
-                    return ex_fail(c, n, "time out of range");
-            } else if (text) {
-                const uint8_t *p = s->p;
-                size_t len = s->n;
-                trim_span(&p, &len);
-                if (!pr_parse_time((const char *)p, len, (hs_time_unit)tt->unit, &out->v.i[j]))
-                    return ex_fail(c, n, "invalid input syntax for type time: \"%.*s\"", clip(s->n), (const char *)s->p);
-            } else {
-                goto bad;
-            }
-            break;
-        default:
-            goto bad;
-        }
-        continue;
-bad:;
-        char b2[48];
-        return ex_fail(c, n, "cannot cast type %s to %s", ex_type_name(ft, b1, sizeof b1),
-                    ex_type_name(tt, b2, sizeof b2));
-    }
     return HS_OK;
 }
 
@@ -1509,7 +885,7 @@ static hs_status ev_in(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, e
                     one.f = item->val.f;
                 else if (tb->t == EX_T_DEC || tb->t == EX_T_INTERVAL)
                     one.d = item->val.d;
-                else if (elem_size(tb->t) == sizeof(ex_str))
+                else if (ex_elem_size(tb->t) == sizeof(ex_str))
                     one.s = item->val.s;
                 else
                     one.i = item->val.i;
@@ -1792,7 +1168,7 @@ static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns
                 break;
             }
             if (ovf || r < lo || r > hi)
-                return ex_fail(c, n, "%s out of range", int_type_name(bits == 8 ? 16 : bits));
+                return ex_fail(c, n, "%s out of range", ex_int_type_name(bits == 8 ? 16 : bits));
             out->v.i[j] = r;
         }
         return HS_OK;
@@ -1904,7 +1280,7 @@ static hs_status ev_neg(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
             int bits = n->type.bits;
             int64_t lo = bits == 16 ? INT16_MIN : bits == 32 ? INT32_MIN : INT64_MIN;
             if (out->v.i[j] <= lo)
-                return ex_fail(c, n, "%s out of range", int_type_name(bits));
+                return ex_fail(c, n, "%s out of range", ex_int_type_name(bits));
             out->v.i[j] = -out->v.i[j];
             break;
         }
@@ -2141,204 +1517,13 @@ static hs_status rx_get(ex_ctx *c, const ex_node *n, rx_cache *rc, const ex_str 
     return HS_OK;
 }
 
-/* Element i of a list's child column ch (field ef, of expression type t)
- * into row j of out; false when the element is null. */
-static bool read_elem(const hs_column *ch, const ex_ty *t, int64_t i, ex_vec *out, int j)
-{
-    if (!hs_col_is_valid(ch, i))
-        return false;
-    const uint8_t *d = ch->values.data;
-    switch (ch->type) {
-    case HS_TYPE_BOOL: out->v.b[j] = hs_bit_get(d, i); return true;
-    case HS_TYPE_INT8: out->v.i[j] = ((const int8_t *)d)[i]; return true;
-    case HS_TYPE_INT16: out->v.i[j] = ((const int16_t *)d)[i]; return true;
-    case HS_TYPE_INT32: out->v.i[j] = ((const int32_t *)d)[i]; return true;
-    case HS_TYPE_INT64: case HS_TYPE_UINT64: out->v.i[j] = ((const int64_t *)d)[i]; return true;
-    case HS_TYPE_UINT8: out->v.i[j] = d[i]; return true;
-    case HS_TYPE_UINT16: out->v.i[j] = ((const uint16_t *)d)[i]; return true;
-    case HS_TYPE_UINT32: out->v.i[j] = ((const uint32_t *)d)[i]; return true;
-    case HS_TYPE_FLOAT16: out->v.f[j] = hs_half_to_float(((const uint16_t *)d)[i]); return true;
-    case HS_TYPE_FLOAT32: out->v.f[j] = ((const float *)d)[i]; return true;
-    case HS_TYPE_FLOAT64: out->v.f[j] = ((const double *)d)[i]; return true;
-    case HS_TYPE_DECIMAL128: case HS_TYPE_INTERVAL: memcpy(&out->v.d[j], d + 16 * i, 16); return true;
-    case HS_TYPE_DATE32: case HS_TYPE_TIME32: out->v.i[j] = ((const int32_t *)d)[i]; return true;
-    case HS_TYPE_TIME64: case HS_TYPE_TIMESTAMP: out->v.i[j] = ((const int64_t *)d)[i]; return true;
-    case HS_TYPE_STRING: case HS_TYPE_BINARY: {
-        const int32_t *o = HS_COL_OFFSETS(ch);
-        out->v.s[j].p = d + o[i];
-        out->v.s[j].n = (size_t)(o[i + 1] - o[i]);
-        return true;
-    }
-    case HS_TYPE_FIXED_BINARY:
-        out->v.s[j].p = d + (size_t)ch->width * (size_t)i;
-        out->v.s[j].n = (size_t)ch->width;
-        return true;
-    default:
-        (void)t;
-        return false;
-    }
-}
-
-/* One value of type t against another (array_position: IS NOT DISTINCT
- * FROM, both non-null). */
-static bool same_value(const ex_ty *t, const ex_vec *a, int j, const ex_ty *tb, const ex_vec *b, int k)
-{
-    ex_cmode m = t->t == EX_T_FLOAT ? EX_CM_F64 : t->t == EX_T_DEC ? EX_CM_DEC
-               : t->t == EX_T_STR || t->t == EX_T_BIN ? EX_CM_BYTES
-               : t->t == EX_T_BOOL ? EX_CM_BOOL : EX_CM_I64;
-    return cmp_rows(m, t, a, tb, b, j, k) == 0;
-}
-
-/* array_to_string (into out's row j) or array_position of the elements
- * [start, start + len) of ch (of type et), one at a time through tmp's row
- * 0.  x: the separator or the value searched; more: the null text or the
- * start position. */
-static hs_status array_scan(ex_ctx *c, const ex_node *n, const hs_column *ch, int64_t start,
-                            int64_t len, const ex_vec *x, const ex_vec *more, int j, const ex_ty *et,
-                            ex_vec *tmp, ex_vec *out)
-{
-    bool has_more = n->n_args > 2 && !more->nul[j];
-    if (n->op == EX_FN_ARRAY_POSITION) {
-        int64_t from = 1;
-        if (n->n_args > 2) {
-            if (more->nul[j])
-                return ex_fail(c, n, "initial position must not be null");
-            from = more->v.i[j] < 1 ? 1 : more->v.i[j];
-        }
-        for (int64_t i = from - 1; i < len; i++) {
-            bool nul = !read_elem(ch, et, start + i, tmp, 0);
-            if (nul ? x->nul[j] : !x->nul[j] && same_value(et, tmp, 0, &n->args[1]->type, x, j)) {
-                out->nul[j] = 0;
-                out->v.i[j] = i + 1;
-                return HS_OK;
-            }
-        }
-        return HS_OK;
-    }
-    hs_buf b = {0};
-    hs_status st = HS_OK;
-    bool printed = false;
-    for (int64_t i = 0; i < len && st == HS_OK; i++) {
-        ex_str s;
-        if (!read_elem(ch, et, start + i, tmp, 0)) {
-            if (!has_more)
-                continue;
-            s = more->v.s[j];
-        } else if (et->t == EX_T_BOOL) { /* boolout: t / f */
-            s.p = (const uint8_t *)(tmp->v.b[0] ? "t" : "f");
-            s.n = 1;
-        } else if ((st = to_text(c, et, tmp, 0, &s)) != HS_OK) {
-            break;
-        }
-        if (printed)
-            st = hs_buf_append(&b, x->v.s[j].p, x->v.s[j].n);
-        if (st == HS_OK)
-            st = hs_buf_append(&b, s.p, s.n);
-        printed = true;
-    }
-    if (st == HS_OK)
-        st = ex_put_str(c, &out->v.s[j], b.len ? (const char *)b.data : "", b.len);
-    else if (st == HS_NOMEM)
-        st = hs_err_nomem(c->err, b.len);
-    hs_buf_free(&b);
-    out->nul[j] = st != HS_OK;
-    return st;
-}
-
-/* x op ANY / ALL (a) over the elements [start, start + len) of ch (of
- * type et) into out's row j (see bind_any_all in expr_bind.c). */
-static void list_any(const ex_node *n, const hs_column *ch, int64_t start, int64_t len, const ex_vec *x,
-                     int j, const ex_ty *et, ex_vec *tmp, ex_vec *out)
-{
-    bool all = n->neg, saw_null = false;
-    ex_cmode m = et->t == EX_T_FLOAT ? EX_CM_F64 : et->t == EX_T_DEC ? EX_CM_DEC
-               : et->t == EX_T_STR || et->t == EX_T_BIN ? EX_CM_BYTES
-               : et->t == EX_T_BOOL ? EX_CM_BOOL : EX_CM_I64;
-    for (int64_t i = 0; i < len; i++) {
-        if (x->nul[j] || !read_elem(ch, et, start + i, tmp, 0)) {
-            saw_null = true;
-            continue;
-        }
-        int c = cmp_rows(m, et, tmp, &n->args[1]->type, x, 0, j);   /* elem vs x */
-        bool r = cmp_res(n->aux, c < 0 ? 1 : c > 0 ? -1 : 0);        /* x op elem */
-        if (r != all) {   /* ANY: a true one decides; ALL: a false one */
-            out->nul[j] = 0;
-            out->v.b[j] = r;
-            return;
-        }
-    }
-    out->nul[j] = saw_null;
-    out->v.b[j] = all;
-}
-
-/* a[i], cardinality(a), array_length(a, dim) of a list column (args[0]):
- * PostgreSQL's one-dimensional arrays with lower bound 1. */
-static hs_status ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
-{
-    ex_fn fn = (ex_fn)n->op;
-    ex_vec ix = {0};
-    if (n->n_args > 1)
-        HS_TRY(ex_ev(c, n->args[1], sel, ns, &ix));
-    const pr_col_ref *r;
-    HS_TRY(col_ref(c, n->args[0], &r));
-    const hs_column *col = r ? r->col : NULL;
-    bool fixed = col && col->type == HS_TYPE_FIXED_LIST;
-    if (col && ((col->type != HS_TYPE_LIST && !fixed) || col->n_children != 1 || !col->children[0]))
-        return ex_fail(c, n, "column \"%s\" is %s in the batch, not a list", n->args[0]->name,
-                    hs_type_name(col->type));
-    const hs_column *ch = col ? col->children[0] : NULL;
-    const int32_t *o = col && !fixed ? HS_COL_OFFSETS(col) : NULL;
-    /* array_to_string's null text, array_position's start; the elements'
-     * type and one element at a time (array_scan) */
-    ex_vec more = {0}, tmp = {0};
-    ex_ty et = {0};
-    if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY) {
-        if (n->n_args > 2)
-            HS_TRY(ex_ev(c, n->args[2], sel, ns, &more));
-        et = ex_type_of_field(&n->args[0]->field->children[0]);
-        HS_TRY(ex_vec_new(c, et.t, &tmp));
-    }
-    for (int k = 0; k < ns; k++) {
-        int j = sel[k];
-        int64_t row = c->base + j;
-        out->nul[j] = 1;
-        bool ix_null = n->n_args > 1 && ix.nul[j] && fn != EX_FN_ARRAY_POSITION && fn != EX_FN_LIST_ANY;
-        if (!col || !pr_ref_valid(r, row) || ix_null)
-            continue;
-        int64_t start = fixed ? row * col->width : o[row];
-        int64_t len = fixed ? col->width : o[row + 1] - o[row];
-        if (fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY) {
-            if (start + len > ch->length)
-                return ex_fail(c, n, "column \"%s\": list offsets past its elements", n->args[0]->name);
-            if (fn == EX_FN_LIST_ANY) {
-                list_any(n, ch, start, len, &ix, j, &et, &tmp, out);
-                continue;
-            }
-            HS_TRY(array_scan(c, n, ch, start, len, &ix, &more, j, &et, &tmp, out));
-            continue;
-        }
-        if (fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH) {
-            if (fn == EX_FN_ARRAY_LENGTH && (len == 0 || ix.v.i[j] != 1))
-                continue; /* PostgreSQL: an empty array has no dimensions */
-            out->nul[j] = 0;
-            out->v.i[j] = len;
-            continue;
-        }
-        int64_t i = ix.v.i[j];
-        if (i < 1 || i > len || start + i - 1 >= ch->length)
-            continue;
-        out->nul[j] = !read_elem(ch, &n->type, start + i - 1, out, j);
-    }
-    return HS_OK;
-}
-
 static hs_status ev_func_more(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_fn fn = (ex_fn)n->op;
     HS_TRY(ex_vec_new(c, n->type.t, out));
     if (fn == EX_FN_ARR_ELEM || fn == EX_FN_CARDINALITY || fn == EX_FN_ARRAY_LENGTH ||
         fn == EX_FN_ARRAY_TO_STRING || fn == EX_FN_ARRAY_POSITION || fn == EX_FN_LIST_ANY)
-        return ev_array_fn(c, n, sel, ns, out);
+        return ex_ev_array_fn(c, n, sel, ns, out);
     if (fn == EX_FN_CONCAT_WS) {
         ex_vec sep;
         HS_TRY(ex_ev(c, n->args[0], sel, ns, &sep));
@@ -2673,7 +1858,7 @@ static hs_status ev_cast(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
     ex_vec a;
     HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
     HS_TRY(ex_vec_new(c, n->type.t, out));
-    return cast_rows(c, n, &n->args[0]->type, &a, sel, ns, out);
+    return ex_cast_rows(c, n, &n->args[0]->type, &a, sel, ns, out);
 }
 
 /* The rows of sel (in order) where n is TRUE, into out (not sel).  Only

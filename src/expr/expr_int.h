@@ -292,7 +292,8 @@ struct ex_expr {
 hs_status ex_err_at(hs_error *err, hs_status code, const char *text, int loc, const char *fmt,
                     ...) HS_PRINTF(5, 6);
 
-/* ---- binding internals (expr_bind.c; expr_bindfn.c binds function calls) ----
+/* ---- binding internals (expr_bind.c; expr_bindfn.c binds function calls,
+ * expr_bindarr.c arrays and structs, expr_bindpv.c the pgvector types) ----
  * The binder's state while one expression binds, and the node builders and
  * type rules both files use.  Errors carry the position of the construct. */
 
@@ -333,7 +334,37 @@ HS_MUST_USE hs_status exb_list(ex_binder *b, struct json_t *arr, ex_node ***out,
  * schema other than pg_catalog. */
 const char *exb_last_name(struct json_t *list, bool *qualified_other);
 HS_MUST_USE hs_status exb_arith(ex_binder *b, int op, ex_node *l, ex_node *r, int loc, ex_node **out);
-/* pgvector's functions (the "pgvector" section of expr_bind.c). */
+/* Binds one libpg_query node (the recursive core of expr_bind.c). */
+HS_MUST_USE hs_status exb_bind(ex_binder *b, struct json_t *j, ex_node **out);
+/* *np coerced to boolean, else 42804 naming `what` (WHERE, AND, ...). */
+HS_MUST_USE hs_status exb_need_bool(ex_binder *b, ex_node **np, const char *what);
+/* A node {"Kind": {body}}: its kind and body; false when j is not one. */
+bool exb_node_of(struct json_t *j, const char **kind, struct json_t **body);
+const char *exb_jstr(struct json_t *o, const char *key);          /* o.key as text, or NULL */
+const char *exb_string_node(struct json_t *j, size_t *len);       /* a String node's text */
+int exb_parse_cmp_op(const char *s);                               /* "=" -> PR_EQ ..., -1 */
+
+/* expr_bindarr.c: x op ANY/ALL (array); @> <@ && over arrays; (s).f and
+ * a[i] (A_Indirection); the COL node of field f of struct column x. */
+HS_MUST_USE hs_status exb_any_all(ex_binder *b, struct json_t *body, const char *opname, bool all,
+                                  int loc, ex_node **out);
+HS_MUST_USE hs_status exb_contains(ex_binder *b, const char *opname, struct json_t *lj,
+                                   struct json_t *rj, int loc, ex_node **out);
+HS_MUST_USE hs_status exb_indirection(ex_binder *b, struct json_t *body, ex_node **out);
+HS_MUST_USE hs_status exb_struct_field(ex_binder *b, const ex_node *x, const hs_field *f, int loc,
+                                       ex_node **out);
+
+/* expr_bindpv.c: pgvector's type names and typmods, bit constants,
+ * ARRAY[...] of its element types, operators and functions. */
+bool exb_pv_typename(const char *nm);
+HS_MUST_USE hs_status exb_pv_typmod(ex_binder *b, const char *nm, size_t n_mods, const int64_t *mv,
+                                    int loc, ex_ty *out);
+HS_MUST_USE hs_status exb_pv_bitconst(ex_binder *b, struct json_t *v, int loc, ex_node **out);
+HS_MUST_USE hs_status exb_pv_arraytype(ex_binder *b, struct json_t *tn, int loc, ex_ty *out);
+HS_MUST_USE hs_status exb_pv_array(ex_binder *b, struct json_t *body, ex_node **out);
+bool exb_pv_opname(const char *op);
+HS_MUST_USE hs_status exb_pv_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
+                                ex_node **out);
 bool exb_pv_funcname(const char *fn);
 HS_MUST_USE hs_status exb_pv_func(ex_binder *b, const char *fn, struct json_t *args, int loc,
                                   ex_node **out);
@@ -438,7 +469,7 @@ int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __in
 /* PostgreSQL's scale of power(x, y) of two numerics (power_var's rscale). */
 int ex_power_scale(__int128 x, int sx, __int128 y, int sy);
 
-/* ---- evaluation internals (expr_eval.c; expr_num.c) ----
+/* ---- evaluation internals (expr_eval.c; expr_num.c, expr_cast.c, expr_array.c) ----
  * A node's result for one chunk is an ex_vec: one null byte per row (1 =
  * null) and one value per row in the type's run-time form. */
 
@@ -484,6 +515,35 @@ hs_status ex_fail(ex_ctx *c, const ex_node *n, const char *fmt, ...) HS_PRINTF(3
  * number) into out; a[] are its evaluated arguments, none null at j. */
 HS_MUST_USE hs_status ex_num_fn(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out);
 
+/* Bytes of one row of a vector of type t. */
+size_t ex_elem_size(ex_t t);
+/* v in time unit `from` converted to unit `to`; false on overflow. */
+bool ex_unit_convert(int64_t v, int from, int to, int64_t *out);
+/* The batch column n (an EX_COL) reads, found once per evaluation. */
+HS_MUST_USE hs_status ex_col_ref(ex_ctx *c, const ex_node *n, const pr_col_ref **out);
+/* Row j of a and row k of b compared in mode m (-1, 0, 1; NaN last), and
+ * that result under comparison operator op (PR_EQ ...) as 0/1. */
+int ex_cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const ex_ty *tb, const ex_vec *b,
+                int j, int k);
+uint8_t ex_cmp_res(int op, int c);
+
+/* ---- casts and text forms (expr_cast.c) ---- */
+
+/* The CAST of n over the rows sel[0..ns) of a (of type ft) into out. */
+HS_MUST_USE hs_status ex_cast_rows(ex_ctx *c, const ex_node *n, const ex_ty *ft, const ex_vec *a,
+                                   const ex_sel *sel, int ns, ex_vec *out);
+/* Row j of a (type t) as PostgreSQL's text output, in the chunk arena. */
+HS_MUST_USE hs_status ex_to_text(ex_ctx *c, const ex_ty *t, const ex_vec *a, int j, ex_str *dst);
+/* "smallint", "integer" or "bigint" for 16, 32, 64 bits. */
+const char *ex_int_type_name(int bits);
+
+/* ---- array functions over list columns (expr_array.c) ---- */
+
+/* a[i], cardinality, array_length, array_to_string, array_position and
+ * x op ANY/ALL (list) of n over sel[0..ns) into out. */
+HS_MUST_USE hs_status ex_ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
+                                     ex_vec *out);
+
 /* ---- evaluation (expr_eval.c) ---- */
 
 /* Evaluates a node whose arguments are all constants; *out gets a value
@@ -501,7 +561,7 @@ HS_MUST_USE hs_status ex_like_compile(const uint8_t *p, size_t n, int esc, bool 
                                       hs_arena *arena, ex_like *out, hs_error *err);
 bool ex_like_match(const ex_like *pat, const uint8_t *s, size_t n);
 
-/* ---- pgvector (expr_pgvector.c; the "pgvector" section of expr_bind.c) ----
+/* ---- pgvector (expr_pgvector.c; binding in expr_bindpv.c) ----
  * Values of EX_T_VEC..EX_T_BIT are blobs (expr/pgvector.h) in ex_value.s and
  * in the ex_str rows of evaluation vectors. */
 

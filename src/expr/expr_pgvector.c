@@ -2,7 +2,7 @@
  * expr/expr_pgvector.c - pgvector's types (expr/pgvector.h) in expression
  * evaluation: their column forms, text, casts, function kernels and result
  * columns.  expr_eval.c hands every row of these types here (ex_pv_*); the
- * binding is the "pgvector" section of expr_bind.c.
+ * binding is expr_bindpv.c's.
  *
  * Column forms (docs/sql.md, "pgvector types"):
  *   vector     list<float32> or fixed_size_list<float32>[n] (vector(n))
