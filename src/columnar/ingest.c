@@ -646,27 +646,6 @@ static bool base64_decode(const char *s, size_t n, hs_buf *out)
     return true;
 }
 
-static bool parse_uuid(const char *s, size_t n, uint8_t out[16])
-{
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '-')
-            continue;
-        int v = (c >= '0' && c <= '9') ? c - '0'
-              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-              : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-        if (v < 0 || k >= 32)
-            return false;
-        if (k % 2 == 0)
-            out[k / 2] = (uint8_t)(v << 4);
-        else
-            out[k / 2] |= (uint8_t)v;
-        k++;
-    }
-    return k == 32;
-}
-
 /* ------------------------------------------------------------------ */
 /* values into columns                                                  */
 
@@ -789,7 +768,7 @@ static hs_status put_text(hs_ingest *ig, const hs_field *f, hs_column *c, const 
     case HS_TYPE_FIXED_BINARY: {
         if (f->ext == HS_EXT_UUID && f->width == 16) {
             uint8_t u[16];
-            if (!parse_uuid(s, n, u))
+            if (!hs_uuid_parse(s, n, u))
                 return expected_text(ig, f, s, n, NULL);
             return hs_col_append_bytes(c, u, 16);
         }

@@ -452,6 +452,31 @@ static char *put_base64(char *p, const uint8_t *s, size_t n)
     return p;
 }
 
+bool hs_uuid_parse(const char *s, size_t n, uint8_t out[16])
+{
+    if (n >= 2 && s[0] == '{' && s[n - 1] == '}') {
+        s++;
+        n -= 2;
+    }
+    int k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '-')
+            continue;
+        int v = (c >= '0' && c <= '9') ? c - '0'
+              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+              : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+        if (v < 0 || k >= 32)
+            return false;
+        if (k % 2 == 0)
+            out[k / 2] = (uint8_t)(v << 4);
+        else
+            out[k / 2] |= (uint8_t)v;
+        k++;
+    }
+    return k == 32;
+}
+
 static char *put_uuid(char *p, const uint8_t *s)
 {
     static const char hex[] = "0123456789abcdef";

@@ -58,6 +58,10 @@ size_t hs_utf8_valid_prefix(const uint8_t *s, size_t n);
 int hs_fmt_double(double v, char *dst);   /* shortest round-trip; finite only */
 int hs_fmt_float(float v, char *dst);     /* shortest float32 round-trip; finite only */
 float hs_half_to_float(uint16_t h);
+/* A UUID in PostgreSQL's input forms (32 hex digits, any case, hyphens
+ * anywhere, optionally inside one pair of braces) -> its 16 bytes; false
+ * when s[0..n) is not one. */
+bool hs_uuid_parse(const char *s, size_t n, uint8_t out[16]);
 uint16_t hs_float_to_half(float f);       /* round to nearest even */
 
 /* Proleptic Gregorian calendar <-> days since 1970-01-01 (H. Hinnant's algorithms). */

@@ -163,26 +163,6 @@ const char *ex_int_type_name(int bits)
     return bits == 16 ? "smallint" : bits == 32 ? "integer" : bits == 8 ? "tinyint" : "bigint";
 }
 
-static bool parse_uuid_text(const uint8_t *s, size_t n, uint8_t out[16])
-{
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t ch = s[i];
-        if (ch == '-' || (ch == '{' && i == 0) || (ch == '}' && i == n - 1))
-            continue;
-        int v = isdigit(ch) ? ch - '0' : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
-              : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10 : -1;
-        if (v < 0 || k >= 32)
-            return false;
-        if (k % 2 == 0)
-            out[k / 2] = (uint8_t)(v << 4);
-        else
-            out[k / 2] |= (uint8_t)v;
-        k++;
-    }
-    return k == 32;
-}
-
 hs_status ex_put_str(ex_ctx *c, ex_str *dst, const char *s, size_t n)
 {
     uint8_t *p = hs_arena_alloc(c->arena, n ? n : 1);
@@ -573,7 +553,7 @@ dec_over:
                 uint8_t *u = hs_arena_alloc(c->arena, 16);
                 if (!u)
                     return hs_err_nomem(c->err, 16);
-                if (!parse_uuid_text(s->p, s->n, u))
+                if (!hs_uuid_parse((const char *)s->p, s->n, u))
                     return ex_fail(c, n, "invalid input syntax for type uuid: \"%.*s\"", clip(s->n), (const char *)s->p);
                 out->v.s[j].p = u;
                 out->v.s[j].n = 16;

@@ -242,34 +242,6 @@ static hs_status ev_true(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
 /* ------------------------------------------------------------------ */
 /* comparisons                                                         */
 
-/* NaN equals NaN and sorts above everything (PostgreSQL, DuckDB). */
-static int cmp_f64(double a, double b)
-{
-    if (a < b)
-        return -1;
-    if (a > b)
-        return 1;
-    if (a == b)
-        return 0;
-    bool na = isnan(a), nb = isnan(b);
-    return na == nb ? 0 : na ? 1 : -1;
-}
-
-static int cmp_i64_f64(int64_t a, double b)
-{
-    if (isnan(b) || b >= 9223372036854775808.0)
-        return -1;
-    if (b < -9223372036854775808.0)
-        return 1;
-    double fl = floor(b);
-    int64_t bi = (int64_t)fl;
-    if (a < bi)
-        return -1;
-    if (a > bi)
-        return 1;
-    return fl == b ? 0 : -1;
-}
-
 static int cmp_bytes(const ex_str *a, const ex_str *b)
 {
     size_t n = a->n < b->n ? a->n : b->n;
@@ -297,9 +269,9 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
 {
     switch (m) {
     case EX_CM_I64: return a->v.i[j] < b->v.i[k] ? -1 : a->v.i[j] > b->v.i[k];
-    case EX_CM_F64: return cmp_f64(a->v.f[j], b->v.f[k]);
-    case EX_CM_I64_F64: return cmp_i64_f64(a->v.i[j], b->v.f[k]);
-    case EX_CM_F64_I64: return -cmp_i64_f64(b->v.i[k], a->v.f[j]);
+    case EX_CM_F64: return pr_cmp_f64(a->v.f[j], b->v.f[k]);
+    case EX_CM_I64_F64: return pr_cmp_i64_f64(a->v.i[j], b->v.f[k]);
+    case EX_CM_F64_I64: return -pr_cmp_i64_f64(b->v.i[k], a->v.f[j]);
     case EX_CM_DEC: return ex_dec_cmp(a->v.d[j], ta->scale, b->v.d[k], tb->scale);
     case EX_CM_BYTES: return cmp_bytes(&a->v.s[j], &b->v.s[k]);
     case EX_CM_BOOL: return a->v.b[j] < b->v.b[k] ? -1 : a->v.b[j] > b->v.b[k];
@@ -755,7 +727,7 @@ static hs_status ev_cmp(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
         for (int k = 0; k < ns; k++) {
             int j = sel[k];
             out->nul[j] = a.nul[j] | b.nul[j];
-            out->v.b[j] = cmp_res(op, cmp_f64(a.v.f[j], b.v.f[j]));
+            out->v.b[j] = cmp_res(op, pr_cmp_f64(a.v.f[j], b.v.f[j]));
         }
         break;
     default:
@@ -807,7 +779,7 @@ static bool inset_has(const ex_inset *s, ex_cmode m, const ex_vec *a, int j)
         if (m == EX_CM_I64)
             c = a->v.i[j] < s->i[mid] ? -1 : a->v.i[j] > s->i[mid];
         else if (m == EX_CM_F64)
-            c = cmp_f64(a->v.f[j], s->f[mid]);
+            c = pr_cmp_f64(a->v.f[j], s->f[mid]);
         else
             c = cmp_bytes(&a->v.s[j], &s->s[mid]);
         if (c == 0)

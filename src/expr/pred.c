@@ -601,41 +601,16 @@ static double i128_to_double(__int128 d, int32_t scale)
     return x;
 }
 
-static int cmp_i64_f64(int64_t a, double b)
-{
-    if (isnan(b))
-        return -1;
-    if (b >= 9223372036854775808.0)
-        return -1;
-    if (b < -9223372036854775808.0)
-        return 1;
-    double fl = floor(b);
-    int64_t bi = (int64_t)fl;
-    if (a < bi)
-        return -1;
-    if (a > bi)
-        return 1;
-    return fl == b ? 0 : -1;
-}
-
-static int cmp_f64(double a, double b)
-{
-    bool na = isnan(a), nb = isnan(b);
-    if (na || nb)
-        return na == nb ? 0 : (na ? 1 : -1);
-    return a < b ? -1 : a > b ? 1 : 0;
-}
-
 int pr_val_cmp(const pr_val *a, const pr_val *b)
 {
     if (a->kind == b->kind) {
         switch (a->kind) {
         case PR_V_I64: return a->i < b->i ? -1 : a->i > b->i;
-        case PR_V_F64: return cmp_f64(a->f, b->f);
+        case PR_V_F64: return pr_cmp_f64(a->f, b->f);
         case PR_V_I128:
             if (a->scale == b->scale)
                 return a->d < b->d ? -1 : a->d > b->d;
-            return cmp_f64(i128_to_double(a->d, a->scale), i128_to_double(b->d, b->scale));
+            return pr_cmp_f64(i128_to_double(a->d, a->scale), i128_to_double(b->d, b->scale));
         case PR_V_BYTES: {
             size_t n = a->n < b->n ? a->n : b->n;
             int c = n ? memcmp(a->p, b->p, n) : 0;
@@ -647,14 +622,14 @@ int pr_val_cmp(const pr_val *a, const pr_val *b)
         }
     }
     if (a->kind == PR_V_I64 && b->kind == PR_V_F64)
-        return cmp_i64_f64(a->i, b->f);
+        return pr_cmp_i64_f64(a->i, b->f);
     if (a->kind == PR_V_F64 && b->kind == PR_V_I64)
-        return -cmp_i64_f64(b->i, a->f);
+        return -pr_cmp_i64_f64(b->i, a->f);
     double x = a->kind == PR_V_I64 ? (double)a->i : a->kind == PR_V_F64 ? a->f
              : a->kind == PR_V_I128 ? i128_to_double(a->d, a->scale) : 0;
     double y = b->kind == PR_V_I64 ? (double)b->i : b->kind == PR_V_F64 ? b->f
              : b->kind == PR_V_I128 ? i128_to_double(b->d, b->scale) : 0;
-    return cmp_f64(x, y);
+    return pr_cmp_f64(x, y);
 }
 
 static uint64_t rd_le(const uint8_t *p, int n)
@@ -890,27 +865,6 @@ bool pr_parse_timestamp(const char *s, size_t n, hs_time_unit unit, int64_t *out
     return true;
 }
 
-static bool parse_uuid(const char *s, size_t n, uint8_t out[16])
-{
-    int k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '-')
-            continue;
-        int v = isdigit((unsigned char)c) ? c - '0'
-              : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-              : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
-        if (v < 0 || k >= 32)
-            return false;
-        if (k % 2 == 0)
-            out[k / 2] = (uint8_t)(v << 4);
-        else
-            out[k / 2] |= (uint8_t)v;
-        k++;
-    }
-    return k == 32;
-}
-
 /* Decimal text -> unscaled value at `scale`; false when it does not fit exactly. */
 static bool parse_decimal(const char *s, size_t n, int32_t scale, __int128 *out)
 {
@@ -1051,7 +1005,7 @@ static hs_status bind_lit(const pr_expr *e, const pr_lit *l, const hs_field *f, 
             uint8_t *u = hs_arena_alloc(arena, 16);
             if (!u)
                 return hs_err_nomem(err, 16);
-            if (!parse_uuid(l->s, l->n, u))
+            if (!hs_uuid_parse(l->s, l->n, u))
                 break;
             v->kind = PR_V_BYTES;
             v->p = u;

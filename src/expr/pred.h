@@ -48,6 +48,7 @@
 #include "base/arena.h"
 #include "base/error.h"
 #include "columnar/column.h"
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -171,6 +172,37 @@ static inline bool pr_ref_valid(const pr_col_ref *r, int64_t row)
         if (!hs_col_is_valid(r->parents[k], row))
             return false;
     return hs_col_is_valid(r->col, row);
+}
+
+/* Total orders of numbers as SQL compares them (-1, 0, 1), shared by the
+ * predicate form here and the evaluator (expr_eval.c): NaN equals NaN and
+ * sorts above everything (PostgreSQL, DuckDB); an integer against a double
+ * compares exactly (no rounding of the integer to double). */
+static inline int pr_cmp_f64(double a, double b)
+{
+    if (a < b)
+        return -1;
+    if (a > b)
+        return 1;
+    if (a == b)
+        return 0;
+    bool na = isnan(a), nb = isnan(b);
+    return na == nb ? 0 : na ? 1 : -1;
+}
+
+static inline int pr_cmp_i64_f64(int64_t a, double b)
+{
+    if (isnan(b) || b >= 9223372036854775808.0)
+        return -1;
+    if (b < -9223372036854775808.0)
+        return 1;
+    double fl = floor(b);
+    int64_t bi = (int64_t)fl;
+    if (a < bi)
+        return -1;
+    if (a > bi)
+        return 1;
+    return fl == b ? 0 : -1;
 }
 
 #endif

@@ -58,6 +58,13 @@ WITH = f"WITH v(k, i, n, f, s, d) AS (VALUES {ROWS}) "
 
 # expressions over the columns k, i (integer), n (numeric(12,3)), f (double), s (text), d (date)
 CASES = [
+    # uuid input forms (columnar/jsonl.c hs_uuid_parse, shared with filters and JSON ingest)
+    "'{A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11}'::uuid::text",
+    "'a0eebc999c0b4ef8bb6d6bb9bd380a11'::uuid::text",
+    "'a0ee-bc99-9c0b-4ef8-bb6d-6bb9-bd38-0a11'::uuid::text",
+    "'{a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid::text",
+    "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11}'::uuid::text",
+    "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a1'::uuid::text",
     # numeric division and its scale
     "n / 3", "n / i", "i / 3.0", "1 / (k + 2.0)", "n / 7.000", "n / 0.001",
     "(i + 0.5) / 4", "n / (k * 1000000)", "i / 2", "i % 3", "n % 0.7",
