@@ -97,6 +97,17 @@ const char *hs_field_get_meta(const hs_field *f, const char *key); /* borrowed o
 HS_MUST_USE hs_status hs_field_copy(const hs_field *src, hs_field *dst); /* deep */
 void hs_field_clear(hs_field *f);  /* frees contents, leaves f zeroed */
 bool hs_field_equals(const hs_field *a, const hs_field *b, bool check_names, bool check_ids);
+/* Same value type, names, nullability and extension aside: the type and
+ * its parameters (decimal precision/scale, time unit, timestamp unit and
+ * whether it has a zone, fixed width).  Nested types: with nested_deep
+ * their children compare by hs_field_equals(a, b, false, false), else the
+ * kind (and fixed width) alone. */
+bool hs_field_same_type(const hs_field *a, const hs_field *b, bool nested_deep);
+/* LIST, FIXED_LIST, STRUCT or MAP. */
+static inline bool hs_type_is_nested(hs_type t)
+{
+    return t == HS_TYPE_LIST || t == HS_TYPE_FIXED_LIST || t == HS_TYPE_STRUCT || t == HS_TYPE_MAP;
+}
 /* Byte width of the values buffer element, or 0 for variable / nested / bool. */
 int hs_type_width(const hs_field *f);
 const char *hs_type_name(hs_type t); /* "int64" */

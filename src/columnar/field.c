@@ -202,6 +202,27 @@ static bool str_eq_nullable(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
+bool hs_field_same_type(const hs_field *a, const hs_field *b, bool nested_deep)
+{
+    if (a->type != b->type)
+        return false;
+    switch (a->type) {
+    case HS_TYPE_DECIMAL128: return a->precision == b->precision && a->scale == b->scale;
+    case HS_TYPE_TIMESTAMP: return a->unit == b->unit && (a->tz == NULL) == (b->tz == NULL);
+    case HS_TYPE_TIME32:
+    case HS_TYPE_TIME64: return a->unit == b->unit;
+    case HS_TYPE_FIXED_BINARY: return a->width == b->width;
+    case HS_TYPE_FIXED_LIST:
+        if (a->width != b->width)
+            return false;
+        return !nested_deep || hs_field_equals(a, b, false, false);
+    case HS_TYPE_LIST:
+    case HS_TYPE_STRUCT:
+    case HS_TYPE_MAP: return !nested_deep || hs_field_equals(a, b, false, false);
+    default: return true;
+    }
+}
+
 bool hs_field_equals(const hs_field *a, const hs_field *b, bool check_names, bool check_ids)
 {
     if (a->type != b->type || a->nullable != b->nullable || a->ext != b->ext)

@@ -425,16 +425,10 @@ static void srf_destroy(xo_op *op)
     hs_free(s->ts_v);
 }
 
-static bool same_type(const hs_field *a, const hs_field *b)
+/* Same non-nested value type (hs_field_same_type). */
+static bool same_scalar_type(const hs_field *a, const hs_field *b)
 {
-    if (a->type != b->type)
-        return false;
-    if (a->type == HS_TYPE_DECIMAL128)
-        return a->precision == b->precision && a->scale == b->scale;
-    if (a->type == HS_TYPE_TIMESTAMP)
-        return a->unit == b->unit && !a->tz == !b->tz;
-    return a->type != HS_TYPE_LIST && a->type != HS_TYPE_STRUCT && a->type != HS_TYPE_MAP &&
-           a->type != HS_TYPE_FIXED_LIST;
+    return !hs_type_is_nested(a->type) && hs_field_same_type(a, b, false);
 }
 
 static hs_status out_field(const hs_field *cs, const xo_srf *f, hs_field *out)
@@ -494,7 +488,7 @@ hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, b
             st = hs_err_set(err, HS_INVALID, "ProjectSet: unnest of no values");
         for (int k = 0; k < srfs[i].n_vals && st == HS_OK; k++)
             if (v[k] < 0 || v[k] >= child->schema.n_children ||
-                !same_type(&child->schema.children[v[k]], &child->schema.children[v[0]]))
+                !same_scalar_type(&child->schema.children[v[k]], &child->schema.children[v[0]]))
                 st = hs_err_set(err, HS_INVALID, "ProjectSet: unnest values must be columns of one type");
     }
     hs_buf d = {0};
@@ -522,8 +516,8 @@ hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, b
                   (f->arg[2] >= 0 && cs->children[f->arg[2]].type != HS_TYPE_STRING)))
             st = hs_err_set(err, HS_INVALID, "ProjectSet: string_to_table needs text arguments");
         else if (f->kind == XO_SRF_SERIES_DEC &&
-                 (t0 != HS_TYPE_DECIMAL128 || !same_type(&cs->children[f->arg[1]], &cs->children[f->arg[0]]) ||
-                  (f->arg[2] >= 0 && !same_type(&cs->children[f->arg[2]], &cs->children[f->arg[0]]))))
+                 (t0 != HS_TYPE_DECIMAL128 || !same_scalar_type(&cs->children[f->arg[1]], &cs->children[f->arg[0]]) ||
+                  (f->arg[2] >= 0 && !same_scalar_type(&cs->children[f->arg[2]], &cs->children[f->arg[0]]))))
             st = hs_err_set(err, HS_INVALID, "ProjectSet: generate_series needs decimals of one type");
         else if (f->kind == XO_SRF_SERIES_TS &&
                  (t0 != HS_TYPE_TIMESTAMP || cs->children[f->arg[1]].type != t0 || f->arg[2] < 0 ||

@@ -760,22 +760,6 @@ static char type_class(const hs_field *f)
     }
 }
 
-/* Same value type (nullability aside; nested types by their kind only:
- * the table layer conforms their children when the rows are added). */
-static bool same_type(const hs_field *a, const hs_field *b)
-{
-    if (a->type != b->type)
-        return false;
-    switch (a->type) {
-    case HS_TYPE_DECIMAL128: return a->precision == b->precision && a->scale == b->scale;
-    case HS_TYPE_TIMESTAMP:
-        return a->unit == b->unit && (a->tz == NULL) == (b->tz == NULL);
-    case HS_TYPE_TIME32: case HS_TYPE_TIME64: return a->unit == b->unit;
-    case HS_TYPE_FIXED_BINARY: case HS_TYPE_FIXED_LIST: return a->width == b->width;
-    default: return true;
-    }
-}
-
 /* {"TypeCast": {"arg": arg (a new reference), "typeName": ...}} for type
  * `to`, or NULL when `to` has no cast target. */
 static json_t *cast_node(json_t *arg, const hs_field *to)
@@ -808,7 +792,7 @@ static hs_status bind_assign(dctx *c, json_t *node, dscope *sc, const hs_field *
     ex_expr *e = NULL;
     HS_TRY(ex_bind_json(node, c->text, &scope, false, &e, err));
     const hs_field *ty = ex_type(e);
-    if (same_type(ty, to)) {
+    if (hs_field_same_type(ty, to, false)) {
         *out = e;
         return HS_OK;
     }
@@ -837,7 +821,7 @@ static hs_status bind_assign(dctx *c, json_t *node, dscope *sc, const hs_field *
     hs_status st = ex_bind_json(cn, c->text, &scope, false, &e, err);
     json_decref(cn);
     HS_TRY(st);
-    if (!same_type(ex_type(e), to)) {
+    if (!hs_field_same_type(ex_type(e), to, false)) {
         ex_free(e);
         return FAIL(c, HS_INVALID, "42804", -1, "column \"%s\": cannot assign a value of this "
                     "type", col);
@@ -873,7 +857,7 @@ static hs_status cast_column(dctx *c, const hs_column *col, const hs_field *from
                              const hs_field *to, int64_t n, hs_column **out, hs_error *err)
 {
     *out = NULL;
-    if (same_type(from, to)) {
+    if (hs_field_same_type(from, to, false)) {
         HS_TRY(hs_col_slice(col, 0, n, out, err));
         if (!to->nullable && (*out)->null_count > 0) {
             hs_col_free(*out);

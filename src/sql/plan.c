@@ -840,25 +840,11 @@ static bool is_num_type(hs_type t)
            t == HS_TYPE_FLOAT64 || t == HS_TYPE_DECIMAL128;
 }
 
-static bool same_type(const hs_field *a, const hs_field *b)
-{
-    if (a->type != b->type)
-        return false;
-    if (a->type == HS_TYPE_DECIMAL128)
-        return a->precision == b->precision && a->scale == b->scale;
-    if (a->type == HS_TYPE_TIMESTAMP)
-        return a->unit == b->unit && !a->tz == !b->tz;
-    if (a->type == HS_TYPE_LIST || a->type == HS_TYPE_FIXED_LIST || a->type == HS_TYPE_STRUCT ||
-        a->type == HS_TYPE_MAP)
-        return hs_field_equals(a, b, false, false);
-    return true;
-}
-
 /* The type two columns unify to (set operations, VALUES, CASE-like). */
 void  pl_unify_type(const hs_field *a, const hs_field *b, hs_field *out)
 {
     *out = *a;
-    if (same_type(a, b) || b->type == HS_TYPE_NA)
+    if (hs_field_same_type(a, b, true) || b->type == HS_TYPE_NA)
         return;
     if (a->type == HS_TYPE_NA) {
         *out = *b;
@@ -902,7 +888,7 @@ hs_status  pl_cast_rel(planner *p, rel *r, const hs_field *types)
     const hs_field *sch = &r->op->schema;
     bool need = false;
     for (int i = 0; i < sch->n_children; i++)
-        need |= !same_type(&sch->children[i], &types[i]);
+        need |= !hs_field_same_type(&sch->children[i], &types[i], true);
     if (!need)
         return HS_OK;
     int n = sch->n_children;
@@ -917,7 +903,7 @@ hs_status  pl_cast_rel(planner *p, rel *r, const hs_field *types)
         names[i] = sch->children[i].name;
         pos_ctx pc = {i};
         ex_scope es = {.schema = sch, .column = pos_column, .ctx = &pc};
-        if (same_type(&sch->children[i], &types[i])) {
+        if (hs_field_same_type(&sch->children[i], &types[i], true)) {
             st = ex_bind_json(cref, p->text, &es, false, &ex[i], p->err);
         } else {
             /* a column of NULLs (type NA) becomes a typed NULL constant */
@@ -2053,7 +2039,7 @@ bool  pl_key_types_ok(const hs_field *a, const hs_field *b)
 {
     if (is_int_type(a->type) && is_int_type(b->type))
         return true;
-    return same_type(a, b) && a->type != HS_TYPE_FLOAT16;
+    return hs_field_same_type(a, b, true) && a->type != HS_TYPE_FLOAT16;
 }
 
 /* If c is `x = y` with x a column of l and y one of r (or swapped). */
