@@ -249,30 +249,57 @@ bool  pl_is_agg_call(const json_t *j)
 /* Collects the calls under j (not inside subqueries) for which want() holds
  * into arr, each distinct call once; calls inside a collected call are not
  * visited. */
-void  pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *), int depth)
+bool pl_walk(const json_t *j, pl_visit_fn visit, void *ctx, int depth)
 {
-    if (depth > 400 || !j)
-        return;
-    if (want(j)) {
-        for (size_t i = 0; i < json_array_size(arr); i++)
-            if (pl_jeq(json_array_get(arr, i), j))
-                return;
-        json_array_append(arr, (json_t *)j);
-        return;
-    }
+    if (!j || depth > 400)
+        return false;
     if (json_is_object(j)) {
-        if (json_object_get(j, "SubLink"))
-            return;
+        pl_walk_res r = visit(j, ctx);
+        if (r != PL_DESCEND)
+            return r == PL_STOP;
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)j, k, v)
-            pl_collect_calls(v, arr, want, depth + 1);
+            if (pl_walk(v, visit, ctx, depth + 1))
+                return true;
     } else if (json_is_array(j)) {
         size_t i;
         json_t *v;
         json_array_foreach(j, i, v)
-            pl_collect_calls(v, arr, want, depth + 1);
+            if (pl_walk(v, visit, ctx, depth + 1))
+                return true;
     }
+    return false;
+}
+
+/* Appends x to arr unless an equal node is there. */
+static void append_once(json_t *arr, const json_t *x)
+{
+    for (size_t i = 0; i < json_array_size(arr); i++)
+        if (pl_jeq(json_array_get(arr, i), x))
+            return;
+    json_array_append(arr, (json_t *)x);
+}
+
+typedef struct calls_ctx {
+    json_t *arr;
+    bool (*want)(const json_t *);
+} calls_ctx;
+
+static pl_walk_res visit_call(const json_t *j, void *ctx)
+{
+    calls_ctx *c = ctx;
+    if (c->want(j)) {
+        append_once(c->arr, j);
+        return PL_SKIP;
+    }
+    return json_object_get(j, "SubLink") ? PL_SKIP : PL_DESCEND;
+}
+
+void  pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *), int depth)
+{
+    calls_ctx c = {arr, want};
+    pl_walk(j, visit_call, &c, depth);
 }
 
 /* Aggregate calls under j (not inside subqueries), into arr. */
@@ -282,25 +309,18 @@ void  pl_collect_aggs(const json_t *j, json_t *arr, int depth)
 }
 
 /* Collects SubLink nodes under j (not inside other subqueries). */
+static pl_walk_res visit_sublink(const json_t *j, void *arr)
+{
+    if (json_object_get(j, "SubLink") && json_object_size(j) == 1) {
+        json_array_append((json_t *)arr, (json_t *)j);
+        return PL_SKIP;
+    }
+    return PL_DESCEND;
+}
+
 void  pl_collect_sublinks(const json_t *j, json_t *arr, int depth)
 {
-    if (depth > 400 || !j)
-        return;
-    if (json_is_object(j)) {
-        if (json_object_get(j, "SubLink") && json_object_size(j) == 1) {
-            json_array_append(arr, (json_t *)j);
-            return;
-        }
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            pl_collect_sublinks(v, arr, depth + 1);
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(j, i, v)
-            pl_collect_sublinks(v, arr, depth + 1);
-    }
+    pl_walk(j, visit_sublink, arr, depth);
 }
 
 /* Every column name (last part, lower case) the statement mentions, and
@@ -1632,36 +1652,27 @@ static void split_and(const json_t *j, json_t *arr);
 
 /* Whether j calls a volatile function (two calls may differ, so equal
  * texts are not equal values) or holds a subquery. */
+static pl_walk_res visit_volatile(const json_t *j, void *ctx)
+{
+    (void)ctx;
+    json_t *b;
+    if (json_object_size(j) == 1 && pl_is_kind(j, "SubLink", &b))
+        return PL_STOP;
+    if (json_object_size(j) == 1 && pl_is_kind(j, "FuncCall", &b)) {
+        static const char *const vol[] = {"random", "gen_random_uuid", "uuid_generate_v4",
+                                          "setseed", "nextval", "clock_timestamp",
+                                          "timeofday", NULL};
+        const char *fn = pl_func_name(b);
+        for (int i = 0; fn && vol[i]; i++)
+            if (!strcmp(fn, vol[i]))
+                return PL_STOP;
+    }
+    return PL_DESCEND;
+}
+
 static bool volatile_node(const json_t *j, int depth)
 {
-    if (!j || depth > 400)
-        return false;
-    if (json_is_object(j)) {
-        json_t *b;
-        if (json_object_size(j) == 1 && pl_is_kind(j, "SubLink", &b))
-            return true;
-        if (json_object_size(j) == 1 && pl_is_kind(j, "FuncCall", &b)) {
-            static const char *const vol[] = {"random", "gen_random_uuid", "uuid_generate_v4",
-                                              "setseed", "nextval", "clock_timestamp",
-                                              "timeofday", NULL};
-            const char *fn = pl_func_name(b);
-            for (int i = 0; fn && vol[i]; i++)
-                if (!strcmp(fn, vol[i]))
-                    return true;
-        }
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            if (volatile_node(v, depth + 1))
-                return true;
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(j, i, v)
-            if (volatile_node(v, depth + 1))
-                return true;
-    }
-    return false;
+    return pl_walk(j, visit_volatile, NULL, depth);
 }
 
 static bool arr_has(const json_t *arr, const json_t *x)

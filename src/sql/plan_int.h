@@ -232,6 +232,16 @@ bool pl_jeq(const json_t *a, const json_t *b);
 const char *pl_func_name(const json_t *fc);
 bool pl_agg_name(const char *nm, xo_agg_fn *fn);
 bool pl_is_agg_call(const json_t *j);
+/* What a pl_walk visitor says of an object node: go into its members,
+ * skip them, or end the walk. */
+typedef enum pl_walk_res { PL_DESCEND, PL_SKIP, PL_STOP } pl_walk_res;
+typedef pl_walk_res (*pl_visit_fn)(const json_t *node, void *ctx);
+/* Visits every JSON object at or under j (libpg_query's parse tree) depth
+ * first, members in order, through arrays; a branch nested deeper than 400
+ * levels below `depth` is not visited.  True when a visitor said PL_STOP.
+ * The planner's "is there a ... under this node" and "collect the ...
+ * under this node" questions are visitors of this one walk. */
+bool pl_walk(const json_t *j, pl_visit_fn visit, void *ctx, int depth);
 void pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *), int depth);
 void pl_collect_aggs(const json_t *j, json_t *arr, int depth);
 void pl_collect_sublinks(const json_t *j, json_t *arr, int depth);

@@ -44,84 +44,67 @@ typedef struct lat_ctx {
 } lat_ctx;
 
 /* 0: no column references; 1: inner only; 2: outer only; 3: both. */
+typedef struct refs_ctx {
+    lat_ctx *c;
+    int r;
+} refs_ctx;
+
+static pl_walk_res visit_ref(const json_t *j, void *ctx)
+{
+    refs_ctx *rc = ctx;
+    json_t *cr = json_object_get(j, "ColumnRef");
+    if (cr && json_object_size(j) == 1) {
+        json_t *f = pl_jget(cr, "fields");
+        if (json_array_size(f) < 2) {
+            rc->r |= 1; /* unqualified (or *): the subquery's own */
+            return PL_SKIP;
+        }
+        const char *q = sq_str(json_array_get(f, json_array_size(f) - 2));
+        for (int i = 0; q && i < rc->c->n_inner; i++)
+            if (!strcmp(q, rc->c->inner[i])) {
+                rc->r |= 1;
+                return PL_SKIP;
+            }
+        rc->r |= 2;
+        return PL_SKIP;
+    }
+    return json_object_get(j, "SubLink") ? PL_SKIP : PL_DESCEND; /* SubLinks: sublink_outer */
+}
+
 static int refs(lat_ctx *c, const json_t *j, int depth)
 {
-    if (!j || depth > 400)
-        return 0;
-    int r = 0;
-    if (json_is_object(j)) {
-        json_t *cr = json_object_get(j, "ColumnRef");
-        if (cr && json_object_size(j) == 1) {
-            json_t *f = pl_jget(cr, "fields");
-            if (json_array_size(f) < 2)
-                return 1; /* unqualified (or *): the subquery's own */
-            const char *q = sq_str(json_array_get(f, json_array_size(f) - 2));
-            for (int i = 0; q && i < c->n_inner; i++)
-                if (!strcmp(q, c->inner[i]))
-                    return 1;
-            return 2;
-        }
-        if (json_object_get(j, "SubLink"))
-            return 0; /* checked by refs_deep */
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            r |= refs(c, v, depth + 1);
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach((json_t *)j, i, v)
-            r |= refs(c, v, depth + 1);
-    }
-    return r;
+    refs_ctx rc = {c, 0};
+    pl_walk(j, visit_ref, &rc, depth);
+    return rc.r;
 }
 
 /* Whether a SubLink under j mentions a qualified name that is not one of
  * the inner names (conservative: the subquery's own FROM names are not
  * known here, so any qualifier outside the inner list counts). */
+static pl_walk_res visit_sublink_outer(const json_t *j, void *ctx)
+{
+    lat_ctx *c = ctx;
+    json_t *sl = json_object_get(j, "SubLink");
+    if (!sl || json_object_size(j) != 1)
+        return PL_DESCEND;
+    if ((refs(c, pl_jget(sl, "subselect"), 0) & 2) || (refs(c, pl_jget(sl, "testexpr"), 0) & 2))
+        return PL_STOP;
+    return PL_SKIP;
+}
+
 static bool sublink_outer(lat_ctx *c, const json_t *j, int depth)
 {
-    if (!j || depth > 400)
-        return false;
-    if (json_is_object(j)) {
-        json_t *sl = json_object_get(j, "SubLink");
-        if (sl && json_object_size(j) == 1)
-            return refs(c, pl_jget(sl, "subselect"), 0) & 2 ? true : refs(c, pl_jget(sl, "testexpr"), 0) & 2;
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            if (sublink_outer(c, v, depth + 1))
-                return true;
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach((json_t *)j, i, v)
-            if (sublink_outer(c, v, depth + 1))
-                return true;
-    }
-    return false;
+    return pl_walk(j, visit_sublink_outer, c, depth);
+}
+
+static pl_walk_res visit_key(const json_t *j, void *key)
+{
+    return json_object_get(j, key) ? PL_STOP : PL_DESCEND;
 }
 
 static bool has_key(const json_t *j, const char *key, int depth)
 {
-    if (!j || depth > 400)
-        return false;
-    if (json_is_object(j)) {
-        if (json_object_get(j, key))
-            return true;
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            if (has_key(v, key, depth + 1))
-                return true;
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach((json_t *)j, i, v)
-            if (has_key(v, key, depth + 1))
-                return true;
-    }
-    return false;
+    return pl_walk(j, visit_key, (void *)key, depth);
 }
 
 /* The FROM names of the subquery (top level items and joins in it). */

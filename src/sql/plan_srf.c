@@ -561,28 +561,18 @@ hs_status pl_srf_select(planner *p, rel *cur, const json_t *tl, nmap *m, const l
 
 /* ---- FROM ---- */
 
+static pl_walk_res visit_colref(const json_t *j, void *ctx)
+{
+    (void)ctx;
+    if (json_object_get(j, "ColumnRef"))
+        return PL_STOP;
+    return json_object_get(j, "SubLink") ? PL_SKIP : PL_DESCEND;
+}
+
+/* Whether j reads a column (outside subqueries). */
 static bool reads_columns(const json_t *j, int depth)
 {
-    if (!j || depth > 400)
-        return false;
-    if (json_is_object(j)) {
-        if (json_object_get(j, "ColumnRef"))
-            return true;
-        if (json_object_get(j, "SubLink"))
-            return false;
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            if (reads_columns(v, depth + 1))
-                return true;
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(j, i, v)
-            if (reads_columns(v, depth + 1))
-                return true;
-    }
-    return false;
+    return pl_walk(j, visit_colref, NULL, depth);
 }
 
 /* The calls of a RangeFunction (one, or ROWS FROM's several). */

@@ -41,65 +41,67 @@ static hs_status sub_split(planner *p, const json_t *sub, corr *c)
 
 /* Whether every ColumnRef under j resolves among the leaves (inner) or
  * none does (outer); *inner / *outer say which kinds occur. */
-static void ref_kinds(const json_t *j, const corr *c, bool *inner, bool *outer, int depth)
+typedef struct kinds_ctx {
+    const corr *c;
+    bool *inner, *outer;
+    json_t *arr;   /* inner_refs: where they go */
+} kinds_ctx;
+
+/* pl_leaf_find of a ColumnRef body among the leaves (-1: not found; -2
+ * and below: found ambiguously), -1 for a name it cannot look up. */
+static int inner_col(const corr *c, json_t *b)
 {
-    if (depth > 400 || !j)
-        return;
+    const char *names[8];
+    int n = pl_colref_names(b, names, 8), col;
+    if (n > 0 && names[n - 1])
+        return pl_leaf_find(c->leaves, c->n_leaves, names, n, &col);
+    return -1;
+}
+
+static pl_walk_res visit_kind(const json_t *j, void *ctx)
+{
+    kinds_ctx *k = ctx;
     json_t *b;
     if (pl_is_kind(j, "SubLink", &b)) {
-        *inner = *outer = true;  /* not a plain expression */
-        return;
+        *k->inner = *k->outer = true;  /* not a plain expression */
+        return PL_SKIP;
     }
     if (pl_is_kind(j, "ColumnRef", &b)) {
-        const char *names[8];
-        int n = pl_colref_names(b, names, 8), col;
-        if (n > 0 && names[n - 1] && pl_leaf_find(c->leaves, c->n_leaves, names, n, &col) != -1)
-            *inner = true;
+        if (inner_col(k->c, b) != -1)
+            *k->inner = true;
         else
-            *outer = true;
-        return;
+            *k->outer = true;
+        return PL_SKIP;
     }
-    if (json_is_object(j)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            ref_kinds(v, c, inner, outer, depth + 1);
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(j, i, v)
-            ref_kinds(v, c, inner, outer, depth + 1);
-    }
+    return PL_DESCEND;
+}
+
+static void ref_kinds(const json_t *j, const corr *c, bool *inner, bool *outer, int depth)
+{
+    kinds_ctx k = {c, inner, outer, NULL};
+    pl_walk(j, visit_kind, &k, depth);
 }
 
 /* Inner ColumnRefs under j appended (once) to arr. */
+static pl_walk_res visit_inner_ref(const json_t *j, void *ctx)
+{
+    kinds_ctx *k = ctx;
+    json_t *b;
+    if (!pl_is_kind(j, "ColumnRef", &b))
+        return PL_DESCEND;
+    if (inner_col(k->c, b) >= 0) {
+        for (size_t i = 0; i < json_array_size(k->arr); i++)
+            if (pl_jeq(json_array_get(k->arr, i), j))
+                return PL_SKIP;
+        json_array_append(k->arr, (json_t *)j);
+    }
+    return PL_SKIP;
+}
+
 static void inner_refs(const json_t *j, const corr *c, json_t *arr, int depth)
 {
-    if (depth > 400 || !j)
-        return;
-    json_t *b;
-    if (pl_is_kind(j, "ColumnRef", &b)) {
-        const char *names[8];
-        int n = pl_colref_names(b, names, 8), col;
-        if (n > 0 && names[n - 1] && pl_leaf_find(c->leaves, c->n_leaves, names, n, &col) >= 0) {
-            for (size_t i = 0; i < json_array_size(arr); i++)
-                if (pl_jeq(json_array_get(arr, i), j))
-                    return;
-            json_array_append(arr, (json_t *)j);
-        }
-        return;
-    }
-    if (json_is_object(j)) {
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            inner_refs(v, c, arr, depth + 1);
-    } else if (json_is_array(j)) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(j, i, v)
-            inner_refs(v, c, arr, depth + 1);
-    }
+    kinds_ctx k = {c, NULL, NULL, arr};
+    pl_walk(j, visit_inner_ref, &k, depth);
 }
 
 /* If conjunct j is `a = b` with one side only outer, the other only inner:
