@@ -54,7 +54,11 @@ typedef struct srf_op {
     hs_batch *in;         /* current input batch */
     int64_t row;          /* current input row */
     int64_t done;         /* outputs of that row already produced */
-    int64_t *ts_k, *ts_v; /* per function: timestamps produced of the row, the last one */
+    /* per function, where the current row's outputs resume in the next
+     * batch: rk outputs produced (-1: ended), rv the last timestamp
+     * (generate_series of timestamps) or the byte offset of the next
+     * piece (string_to_table) */
+    int64_t *rk, *rv;
     bool eof;
 } srf_op;
 
@@ -160,17 +164,24 @@ static bool text_at(const hs_column *c, int64_t r, const uint8_t **p, size_t *n)
 
 /* string_to_table: pieces [from, from + want) of row r (the string is
  * scanned from its start each call; a row's pieces rarely span batches). */
-static hs_status split_fill(srf_op *s, const xo_srf *f, int64_t r, int64_t from, int64_t want,
+static hs_status split_fill(srf_op *s, int i, int64_t r, int64_t from, int64_t want,
                             hs_column *col, int64_t *made, hs_error *err)
 {
+    const xo_srf *f = &s->srfs[i];
     const uint8_t *str, *del = NULL, *nul = NULL;
     size_t ns, nd = 0, nn = 0;
     if (!text_at(s->in->cols[f->arg[0]], r, &str, &ns) || ns == 0)
         return HS_OK;
     bool by_char = !text_at(s->in->cols[f->arg[1]], r, &del, &nd);
     bool has_null = f->arg[2] >= 0 && text_at(s->in->cols[f->arg[2]], r, &nul, &nn);
+    /* a batch ends inside a long string's pieces: the next resumes at the
+     * piece it stopped at (rk, rv) instead of splitting from the start */
     size_t pos = 0;
     int64_t k = 0;
+    if (from > 0 && s->rk[i] == from && s->rv[i] >= 0 && (size_t)s->rv[i] <= ns + 1) {
+        k = from;
+        pos = (size_t)s->rv[i];
+    }
     while (pos <= ns && *made < want) {
         size_t end;
         if (by_char) {
@@ -202,10 +213,14 @@ static hs_status split_fill(srf_op *s, const xo_srf *f, int64_t r, int64_t from,
             (*made)++;
         }
         k++;
-        if (end == ns)
+        if (end == ns) {
+            pos = ns + 1;   /* ended */
             break;
+        }
         pos = by_char ? end : end + nd;
     }
+    s->rk[i] = k;
+    s->rv[i] = (int64_t)pos;
     return HS_OK;
 }
 
@@ -217,7 +232,7 @@ static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t want, h
     const xo_srf *f = &s->srfs[i];
     *made = 0;
     if (f->kind == XO_SRF_SPLIT)
-        return split_fill(s, f, r, from, want, col, made, err);
+        return split_fill(s, i, r, from, want, col, made, err);
     if (f->kind == XO_SRF_VALUES) {
         for (int64_t k = from; k < f->n_vals && *made < want; k++) {
             hs_column *piece;
@@ -245,18 +260,18 @@ static hs_status fill(srf_op *s, int i, int64_t r, int64_t from, int64_t want, h
     int64_t cnt;
     HS_TRY(series_count(s, f, r, &cnt, err));
     if (f->kind == XO_SRF_SERIES_TS) {
-        /* the walk resumes where the previous batch left it (ts_k values
-         * produced so far of this row, -1 once it ended; ts_v the last) */
+        /* the walk resumes where the previous batch left it (rk values
+         * produced so far of this row, -1 once it ended; rv the last) */
         if (from == 0)
-            s->ts_k[i] = cnt == 0 ? -1 : 0;
-        while (*made < want && s->ts_k[i] >= 0) {
-            if (!ts_step(s, f, r, s->ts_k[i], &s->ts_v[i])) {
-                s->ts_k[i] = -1;
+            s->rk[i] = cnt == 0 ? -1 : 0;
+        while (*made < want && s->rk[i] >= 0) {
+            if (!ts_step(s, f, r, s->rk[i], &s->rv[i])) {
+                s->rk[i] = -1;
                 break;
             }
-            if (hs_col_append_fixed(col, &s->ts_v[i]) != HS_OK)
+            if (hs_col_append_fixed(col, &s->rv[i]) != HS_OK)
                 return hs_err_nomem(err, 0);
-            s->ts_k[i]++;
+            s->rk[i]++;
             (*made)++;
         }
         return HS_OK;
@@ -421,8 +436,8 @@ static void srf_destroy(xo_op *op)
     for (int i = 0; s->srfs && i < s->n; i++)
         hs_free((int *)s->srfs[i].vals);
     hs_free(s->srfs);
-    hs_free(s->ts_k);
-    hs_free(s->ts_v);
+    hs_free(s->rk);
+    hs_free(s->rv);
 }
 
 /* Same non-nested value type (hs_field_same_type). */
@@ -467,9 +482,9 @@ hs_status xo_projset(xo_op *child, int n, const xo_srf *srfs, bool ordinality, b
     const hs_field *cs = &child->schema;
     s->n_child = cs->n_children;
     s->srfs = hs_calloc((size_t)n + 1, sizeof *s->srfs);
-    s->ts_k = hs_calloc((size_t)n + 1, sizeof *s->ts_k);
-    s->ts_v = hs_calloc((size_t)n + 1, sizeof *s->ts_v);
-    hs_status st = s->srfs && s->ts_k && s->ts_v ? HS_OK : hs_err_nomem(err, 0);
+    s->rk = hs_calloc((size_t)n + 1, sizeof *s->rk);
+    s->rv = hs_calloc((size_t)n + 1, sizeof *s->rv);
+    hs_status st = s->srfs && s->rk && s->rv ? HS_OK : hs_err_nomem(err, 0);
     if (st == HS_OK)
         memcpy(s->srfs, srfs, (size_t)n * sizeof *srfs);
     for (int i = 0; i < n && st == HS_OK; i++) {

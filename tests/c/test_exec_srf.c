@@ -436,6 +436,69 @@ static void test_split(void)
     LEAK_END();
 }
 
+/* Rows whose pieces end exactly at a batch boundary (2 x XO_BATCH_ROWS
+ * pieces) or run past several (by character, NULL delimiter), then a
+ * short row: each piece once, in order (the resume point of a row kept
+ * between batches). */
+static void test_split_batches(void)
+{
+    LEAK_START();
+    hs_field s;
+    hs_field_init(&s, "", HS_TYPE_STRUCT, false);
+    xt_add_field(&s, "s", HS_TYPE_STRING);
+    xt_add_field(&s, "d", HS_TYPE_STRING);
+    int exact = 2 * XO_BATCH_ROWS, chars = 2 * XO_BATCH_ROWS + 5;
+    hs_buf a = {0}, c = {0};
+    for (int i = 0; i < exact; i++)
+        CHECK(hs_buf_printf(&a, "%s%d", i ? "," : "", i) == HS_OK);
+    for (int i = 0; i < chars; i++)
+        CHECK(hs_buf_printf(&c, "%c", 'a' + i % 26) == HS_OK);
+    hs_batch *b;
+    CHECK(hs_batch_create(&s, 3, &b, NULL) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[0], a.data, a.len) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[1], ",", 1) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[0], c.data, c.len) == HS_OK);
+    CHECK(hs_col_append_null(b->cols[1]) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[0], "x,y", 3) == HS_OK);
+    CHECK(hs_col_append_bytes(b->cols[1], ",", 1) == HS_OK);
+    b->n_rows = 3;
+    xo_ctx ctx = {0};
+    xo_op *v;
+    hs_error err = {0};
+    CHECK_OK(xo_values(&ctx, &s, 1, &b, &v, &err), &err);
+    xo_srf f = {.kind = XO_SRF_SPLIT, .arg = {0, 1, -1}};
+    xo_op *ps;
+    CHECK_OK(xo_projset(v, 1, &f, false, false, &ps, &err), &err);
+    int64_t got = 0;
+    bool ok = true;
+    for (;;) {
+        hs_batch *o;
+        CHECK_OK(xo_next(ps, &o, &err), &err);
+        if (!o)
+            break;
+        for (int64_t i = 0; i < o->n_rows; i++, got++) {
+            xt_val x;
+            xt_read(o->cols[2], i, &x);
+            char e[16];
+            if (got < exact)
+                snprintf(e, sizeof e, "%d", (int)got);
+            else if (got < exact + chars)
+                snprintf(e, sizeof e, "%c", (int)('a' + (got - exact) % 26));
+            else
+                snprintf(e, sizeof e, "%s", got == exact + chars ? "x" : "y");
+            ok = ok && !x.null && !strcmp(x.s, e);
+        }
+        hs_batch_free(o);
+    }
+    CHECK(ok);
+    CHECK(got == exact + chars + 2);
+    xo_free(ps);
+    hs_buf_free(&a);
+    hs_buf_free(&c);
+    hs_field_clear(&s);
+    LEAK_END();
+}
+
 static void test_errors(void)
 {
     LEAK_START();
@@ -475,6 +538,7 @@ int main(void)
     HS_RUN(test_timestamps);
     HS_RUN(test_values);
     HS_RUN(test_split);
+    HS_RUN(test_split_batches);
     HS_RUN(test_errors);
     return hs_test_summary();
 }
