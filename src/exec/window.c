@@ -88,6 +88,35 @@ static bool is_float(hs_type t)
     return t == HS_TYPE_FLOAT16 || t == HS_TYPE_FLOAT32 || t == HS_TYPE_FLOAT64;
 }
 
+/* ---- sums of intervals ----
+ * PostgreSQL adds intervals part by part (months, days, microseconds;
+ * interval_pl) and a window's moving frame subtracts them the same way
+ * (interval_mi): the parts are summed wide here and checked when a value
+ * is produced (22008 past int32 months/days or int64 microseconds). */
+
+typedef struct iv_sum {
+    int64_t months, days;
+    __int128 micros;
+} iv_sum;
+
+static void iv_acc(iv_sum *a, const hs_column *c, int64_t r, int sign)
+{
+    hs_interval v;
+    memcpy(&v, c->values.data + 16 * r, 16);
+    a->months += sign * (int64_t)v.months;
+    a->days += sign * (int64_t)v.days;
+    a->micros += sign * (__int128)v.micros;
+}
+
+static hs_status iv_append(const iv_sum *a, hs_column *col, hs_error *err)
+{
+    if (a->months < INT32_MIN || a->months > INT32_MAX || a->days < INT32_MIN ||
+        a->days > INT32_MAX || a->micros < INT64_MIN || a->micros > INT64_MAX)
+        return hs_err_set(err, HS_INVALID, "interval out of range");
+    hs_interval v = {(int64_t)a->micros, (int32_t)a->days, (int32_t)a->months};
+    return hs_col_append_fixed(col, &v);
+}
+
 /* ---- ROWS BETWEEN lo AND hi: a sliding window ----
  * Both frame ends only move forward as the current row does, so the frame
  * is kept as a window [ws, we] that adds rows at the end and removes them
@@ -103,6 +132,7 @@ typedef struct slide {
     int64_t cstar, cnt;
     __int128 isum;
     long double fsum;
+    iv_sum iv;           /* sum of intervals */
     int64_t *dq;         /* positions (min/max), size of the partition */
     int64_t dh, dt;      /* head, tail (exclusive) */
     hs_error *err;
@@ -132,6 +162,8 @@ static hs_status slide_add(slide *sl, int64_t k)
     case XO_WIN_SUM: case XO_WIN_AVG:
         if (is_float(sl->arg->type)) {
             sl->fsum += xo_float_at(sl->arg, r);
+        } else if (sl->arg->type == HS_TYPE_INTERVAL) {
+            iv_acc(&sl->iv, sl->arg, r, 1);
         } else if (sl->arg->type == HS_TYPE_DECIMAL128) {
             __int128 v;
             memcpy(&v, sl->arg->values.data + 16 * r, 16);
@@ -165,6 +197,8 @@ static void slide_remove(slide *sl, int64_t k)
     case XO_WIN_SUM: case XO_WIN_AVG:
         if (is_float(sl->arg->type)) {
             sl->fsum -= xo_float_at(sl->arg, r);
+        } else if (sl->arg->type == HS_TYPE_INTERVAL) {
+            iv_acc(&sl->iv, sl->arg, r, -1);
         } else if (sl->arg->type == HS_TYPE_DECIMAL128) {
             __int128 v;
             memcpy(&v, sl->arg->values.data + 16 * r, 16);
@@ -201,6 +235,8 @@ static hs_status slide_value(slide *sl, const hs_field *of, int64_t fs, int64_t 
     }
     if (sl->cnt == 0)
         return hs_col_append_null(col);
+    if (of->type == HS_TYPE_INTERVAL)
+        return iv_append(&sl->iv, col, sl->err);
     if (f->fn == XO_WIN_AVG) {
         double v;
         if (is_float(sl->arg->type)) {
@@ -310,6 +346,7 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
         int64_t consumed = ps, cnt = 0, best = -1, rank = 0, dense = 0;
         __int128 isum = 0;
         double fsum = 0;
+        iv_sum iv = {0};
         for (int64_t p = ps; p < pe && st == HS_OK; p++) {
             int64_t fend;
             if (f->frame == XO_FRAME_ROWS)
@@ -388,6 +425,8 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
                         best = r;
                 } else if (is_float(arg->type)) {
                     fsum += xo_float_at(arg, r);
+                } else if (arg->type == HS_TYPE_INTERVAL) {
+                    iv_acc(&iv, arg, r, 1);
                 } else if (arg->type == HS_TYPE_DECIMAL128) {
                     __int128 v;
                     memcpy(&v, arg->values.data + 16 * r, 16);
@@ -413,7 +452,9 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
                 st = hs_col_append_null(col);
                 continue;
             }
-            if (f->fn == XO_WIN_AVG) {
+            if (of->type == HS_TYPE_INTERVAL) {
+                st = iv_append(&iv, col, err);
+            } else if (f->fn == XO_WIN_AVG) {
                 double v;
                 if (is_float(arg->type)) {
                     v = fsum / (double)cnt;
@@ -701,6 +742,10 @@ static hs_status win_field(const xo_win *f, const hs_field *arg, hs_field *out, 
         hs_field_init(out, name, HS_TYPE_FLOAT64, false);
         return HS_OK;
     case XO_WIN_SUM: case XO_WIN_AVG:
+        if (arg->type == HS_TYPE_INTERVAL && f->fn == XO_WIN_SUM) {
+            hs_field_init(out, name, HS_TYPE_INTERVAL, true);   /* avg: sum / count (planner) */
+            return HS_OK;
+        }
         if (is_float(arg->type) || f->fn == XO_WIN_AVG) {
             if (!is_float(arg->type) && !(arg->type >= HS_TYPE_INT8 && arg->type <= HS_TYPE_UINT64) &&
                 arg->type != HS_TYPE_DECIMAL128)

@@ -830,8 +830,10 @@ static void collect_windows(const json_t *j, json_t *arr, int depth)
 /* avg(x) OVER w of integers or numerics is numeric in PostgreSQL
  * (numeric_avg: the sum divided by the count as numeric_div does): such a
  * call is rewritten in place into (sum(x) OVER w)::numeric / count(x) OVER
- * w, named avg, before the window functions are planned; the Window
- * operator's own avg stays double precision for doubles. */
+ * w, named avg, before the window functions are planned; avg(interval)
+ * OVER w the same without the cast (interval_avg divides the sum by the
+ * count); the Window operator's own avg stays double precision for
+ * doubles. */
 static hs_status numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap *m,
                                      const layer *pre, const int *key_of_col, int depth)
 {
@@ -852,7 +854,8 @@ static hs_status numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap
         int col;
         HS_TRY(pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &col));
         hs_type t = cur->op->schema.children[col].type;
-        if ((t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64) || t == HS_TYPE_DECIMAL128) {
+        bool iv = t == HS_TYPE_INTERVAL;   /* interval_avg: the sum / the count */
+        if ((t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64) || t == HS_TYPE_DECIMAL128 || iv) {
             json_t *sum = json_deep_copy(fc), *cnt = json_deep_copy(fc);
             json_t *num = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "numeric",
                                     "typemod", -1, "location", -1);
@@ -860,9 +863,10 @@ static hs_status numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap
                 json_object_set_new(sum, "funcname", json_pack("[{s:{s:s}}]", "String", "sval", "sum"));
             if (cnt)
                 json_object_set_new(cnt, "funcname", json_pack("[{s:{s:s}}]", "String", "sval", "count"));
-            json_t *cast = sum && num ? json_pack("{s:{s:{s:o},s:o,s:i}}", "TypeCast", "arg", "FuncCall",
-                                                  sum, "typeName", num, "location", -1)
-                                      : NULL;
+            json_t *cast = iv ? (json_decref(num), sum ? json_pack("{s:o}", "FuncCall", sum) : NULL)
+                   : sum && num ? json_pack("{s:{s:{s:o},s:o,s:i}}", "TypeCast", "arg", "FuncCall",
+                                            sum, "typeName", num, "location", -1)
+                                : NULL;
             json_t *div = cast && cnt ? pl_mk_op("/", cast, json_pack("{s:o}", "FuncCall", cnt)) : NULL;
             json_t *body = div ? json_object_get(div, "A_Expr") : NULL;
             if (!body) {
@@ -1036,10 +1040,6 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
                 st = pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
             if (st == HS_OK && needs_arg && w->fn >= XO_WIN_COUNT && w->fn <= XO_WIN_MAX)
                 st = pv_agg_check(p, fname, &cur->op->schema.children[w->arg], sq_loc(fc));
-            if (st == HS_OK && needs_arg && w->fn >= XO_WIN_COUNT && w->fn <= XO_WIN_MAX &&
-                w->fn != XO_WIN_COUNT && cur->op->schema.children[w->arg].type == HS_TYPE_INTERVAL)
-                st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc),
-                             "window function %s over interval values is not supported", fname);
             if (st == HS_OK && (w->fn == XO_WIN_NTILE || w->fn == XO_WIN_NTH_VALUE)) {
                 int64_t nb;
                 bool null;

@@ -278,6 +278,14 @@ CASES = [
     "avg(n) OVER ()", "avg(i) OVER (ORDER BY k)", "avg(f) OVER ()", "avg(k) OVER (ORDER BY k)",
     "avg(i) OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)",
     "avg(n * 2) OVER (PARTITION BY k % 2 ORDER BY k)", "round(avg(n) OVER (), 2)",
+    # window aggregates over intervals (sum part by part, avg = interval_div of the sum)
+    "sum(k * interval '1 mon 1 day 01:00:01') OVER (ORDER BY k)",
+    "avg(k * interval '1 mon 1 day 01:00:01') OVER (ORDER BY k)",
+    "avg((i % 7) * interval '1 day 3 hours') OVER (ORDER BY k ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)",
+    "sum(-k * interval '7 hours 1 min') OVER (ORDER BY k ROWS BETWEEN 2 PRECEDING AND CURRENT ROW)",
+    "sum(CASE WHEN i IS NULL THEN NULL ELSE k * interval '5 days' END) OVER (PARTITION BY k % 2)",
+    "min(k * interval '-1 mon 40 days') OVER ()", "max(k * interval '1 mon -29 days') OVER (ORDER BY k DESC)",
+    "avg(interval '1 mon' / k) OVER (ORDER BY k ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING)",
 ]
 
 # refused here (0A000) where PostgreSQL answers: docs/sql.md says which
