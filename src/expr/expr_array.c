@@ -12,6 +12,7 @@
 
 #include "base/mem.h"
 #include "columnar/jsonl.h"
+#include "expr/pgvector.h"
 
 #include <math.h>
 #include <string.h>
@@ -146,6 +147,35 @@ static void list_any(const ex_node *n, const hs_column *ch, int64_t start, int64
     out->v.b[j] = all;
 }
 
+/* cardinality(a) and array_length(a, dim) of an array value (ARRAY[...],
+ * '{...}'::int[]: pgvector.h's blob: int32 n, int32 flags, ...). */
+static hs_status array_value_len(ex_ctx *c, const ex_node *n, const ex_vec *ix, const ex_sel *sel,
+                                 int ns, ex_vec *out)
+{
+    ex_vec a;
+    HS_TRY(ex_ev(c, n->args[0], sel, ns, &a));
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        out->nul[j] = 1;
+        if (a.nul[j] || (n->n_args > 1 && ix->nul[j]))
+            continue;
+        const ex_str *s = &a.v.s[j];
+        int32_t len, flags;
+        if (s->n < 8)
+            return ex_fail(c, n, "malformed array value");
+        memcpy(&len, s->p, 4);
+        memcpy(&flags, s->p + 4, 4);
+        if ((flags & PV_ARR_MULTIDIM) && n->op == EX_FN_ARRAY_LENGTH)
+            return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
+                             "array_length of a multidimensional array is not supported");
+        if (n->op == EX_FN_ARRAY_LENGTH && (len == 0 || ix->v.i[j] != 1))
+            continue; /* PostgreSQL: an empty array has no dimensions */
+        out->nul[j] = 0;
+        out->v.i[j] = len;
+    }
+    return HS_OK;
+}
+
 /* a[i], cardinality(a), array_length(a, dim) of a list column (args[0]):
  * PostgreSQL's one-dimensional arrays with lower bound 1. */
 hs_status ex_ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
@@ -154,6 +184,8 @@ hs_status ex_ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
     ex_vec ix = {0};
     if (n->n_args > 1)
         HS_TRY(ex_ev(c, n->args[1], sel, ns, &ix));
+    if (n->args[0]->type.t == EX_T_ARRAY)
+        return array_value_len(c, n, &ix, sel, ns, out);
     const pr_col_ref *r;
     HS_TRY(ex_col_ref(c, n->args[0], &r));
     const hs_column *col = r ? r->col : NULL;

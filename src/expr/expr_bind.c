@@ -1847,7 +1847,13 @@ static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
     ex_ty t;
     HS_TRY(bind_typename(b, json_object_get(body, "typeName"), &t));
     ex_node *x;
-    HS_TRY(exb_bind(b, json_object_get(body, "arg"), &x));
+    const char *ak;
+    json_t *ab;
+    if (t.t == EX_T_ARRAY && exb_node_of(json_object_get(body, "arg"), &ak, &ab) &&
+        !strcmp(ak, "A_ArrayExpr"))
+        HS_TRY(exb_pv_array(b, ab, &t, &x));   /* ARRAY[]::int[] */
+    else
+        HS_TRY(exb_bind(b, json_object_get(body, "arg"), &x));
     bool unconstrained = t.t == EX_T_DEC && t.prec == 0;
     if (unconstrained) {
         if (x->type.t == EX_T_DEC) {
@@ -1999,7 +2005,7 @@ hs_status exb_bind(ex_binder *b, json_t *j, ex_node **out)
     else if (!strcmp(k, "CoalesceExpr"))
         st = bind_coalesce(b, body, out);
     else if (!strcmp(k, "A_ArrayExpr"))
-        st = exb_pv_array(b, body, out);
+        st = exb_pv_array(b, body, NULL, out);
     else if (!strcmp(k, "A_Indirection"))
         st = exb_indirection(b, body, out);
     else {

@@ -496,6 +496,13 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
         rt = exb_ty(EX_T_INTERVAL);
         break;
     case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH:
+        if (a[0]->type.t == EX_T_ARRAY) {   /* ARRAY[...], '{...}'::int[] */
+            if (n == 2)
+                HS_TRY(want_int(b, &a[1], fn));
+            rt = exb_ty(EX_T_INT);
+            rt.bits = 32;
+            break;
+        }
         if (!is_list_col(a[0]) && (a[0]->type.t == EX_T_OTHER || ex_is_pvx(a[0]->type.t)))
             return exb_err(b, HS_UNSUPPORTED, a[0]->loc, "function %s of %s is not supported", fn,
                           a[0]->type.t == EX_T_OTHER ? "this expression" : exb_tname(&a[0]->type, b1));

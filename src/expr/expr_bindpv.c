@@ -124,8 +124,10 @@ hs_status exb_pv_arraytype(ex_binder *b, json_t *tn, int loc, ex_ty *out)
 }
 
 /* ARRAY[...] of numbers: integer[] when every element is an integer of at
- * most 32 bits, double precision[] when one is a float, else numeric[]. */
-hs_status exb_pv_array(ex_binder *b, json_t *body, ex_node **out)
+ * most 32 bits, double precision[] when one is a float, else numeric[];
+ * ARRAY[] and ARRAY[NULL, ...] take their type from the cast around them
+ * (42P18 without one, as in PostgreSQL). */
+hs_status exb_pv_array(ex_binder *b, json_t *body, const ex_ty *cast, ex_node **out)
 {
     int loc = exb_loc(body);
     ex_node **a;
@@ -150,10 +152,17 @@ hs_status exb_pv_array(ex_binder *b, json_t *body, ex_node **out)
                           "ARRAY of %s is not supported (arrays of numbers only)", pg_tname(t));
         }
     }
-    if (!any)
-        return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY of text or NULL is not supported");
     ex_ty at = exb_ty(EX_T_ARRAY);
-    at.elem = any_float ? (all_f32 ? PV_E_FLOAT4 : PV_E_FLOAT8) : any_dec ? PV_E_NUMERIC : PV_E_INT4;
+    if (!any && cast) {
+        at = *cast;
+    } else if (!any) {
+        if (n == 0) {
+            return exb_err(b, HS_INVALID, loc, "cannot determine type of empty array");
+        }
+        return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY of text or NULL is not supported");
+    } else {
+        at.elem = any_float ? (all_f32 ? PV_E_FLOAT4 : PV_E_FLOAT8) : any_dec ? PV_E_NUMERIC : PV_E_INT4;
+    }
     ex_ty et = at.elem == PV_E_INT4 ? exb_ty(EX_T_INT) : at.elem == PV_E_NUMERIC ? exb_ty(EX_T_NULL) : exb_ty(EX_T_FLOAT);
     for (int i = 0; i < n; i++) {
         ex_t t = a[i]->type.t;

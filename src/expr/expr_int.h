@@ -361,7 +361,10 @@ HS_MUST_USE hs_status exb_pv_typmod(ex_binder *b, const char *nm, size_t n_mods,
                                     int loc, ex_ty *out);
 HS_MUST_USE hs_status exb_pv_bitconst(ex_binder *b, struct json_t *v, int loc, ex_node **out);
 HS_MUST_USE hs_status exb_pv_arraytype(ex_binder *b, struct json_t *tn, int loc, ex_ty *out);
-HS_MUST_USE hs_status exb_pv_array(ex_binder *b, struct json_t *body, ex_node **out);
+/* ARRAY[...]; cast: the array type it is cast to (NULL: none), which
+ * types an empty ARRAY[] or one of NULLs as PostgreSQL does. */
+HS_MUST_USE hs_status exb_pv_array(ex_binder *b, struct json_t *body, const ex_ty *cast,
+                                   ex_node **out);
 bool exb_pv_opname(const char *op);
 HS_MUST_USE hs_status exb_pv_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
                                 ex_node **out);

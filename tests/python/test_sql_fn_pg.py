@@ -286,6 +286,12 @@ CASES = [
     "sum(CASE WHEN i IS NULL THEN NULL ELSE k * interval '5 days' END) OVER (PARTITION BY k % 2)",
     "min(k * interval '-1 mon 40 days') OVER ()", "max(k * interval '1 mon -29 days') OVER (ORDER BY k DESC)",
     "avg(interval '1 mon' / k) OVER (ORDER BY k ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING)",
+    # array values: empty and all-NULL arrays typed by their cast; cardinality / array_length
+    "cardinality(ARRAY[]::integer[])", "array_length(ARRAY[]::float8[], 1)",
+    "array_length(ARRAY[k, i], 1)", "cardinality(ARRAY[k, NULL, 3])", "array_length(ARRAY[k], 2)",
+    "cardinality(ARRAY[NULL]::int[])", "cardinality(ARRAY[NULL, NULL]::real[])",
+    "cardinality('{{1,2},{3,4}}'::int[])", "array_length(ARRAY[f, 2.5], k - 3)", "ARRAY[] IS NULL",
+    "cardinality(ARRAY[]::numeric[]) + k",
 ]
 
 # refused here (0A000) where PostgreSQL answers: docs/sql.md says which
