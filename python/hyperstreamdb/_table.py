@@ -1248,6 +1248,27 @@ class Table:
                                       dry_run=bool(dry_run))
         return json.loads(out)
 
+    def rewrite_position_delete_files(self, min_input_files: Optional[int] = None,
+                                      target_size: Optional[int] = None,
+                                      rewrite_all: bool = False,
+                                      dry_run: bool = False) -> dict:
+        """Iceberg's rewrite_position_delete_files.  Format v2: merges each
+        partition's position delete files (when it has at least
+        ``min_input_files``, default 2, or with ``rewrite_all``) into files of
+        about ``target_size`` bytes (default write.delete.target-file-size-bytes,
+        64 MiB) and drops deletes of data files that are no longer live.
+        Format v3: folds position delete files into deletion vectors, merges
+        several vectors of one data file, removes dangling vectors.  One
+        "replace" snapshot with the same rows; a delete committed meanwhile
+        makes it redo its work against the new snapshot, never lost.
+        Returns the result dict (``nothing_to_do`` when nothing changed)."""
+        out = self._handle().maintain("rewrite_position_delete_files",
+                                      min_input_files=int(min_input_files or 0),
+                                      target_size_bytes=int(target_size or 0),
+                                      rewrite_all=bool(rewrite_all),
+                                      dry_run=bool(dry_run))
+        return json.loads(out)
+
     def cherrypick_snapshot(self, snapshot_id: int) -> None:
         """Applies an append snapshot that is not an ancestor of the current
         one (a rolled-back or branch snapshot) to main; fast-forwards when its

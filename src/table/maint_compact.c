@@ -82,13 +82,12 @@ typedef struct cgroup {
     hs_buf files;                 /* int: plan indexes */
 } cgroup;
 
-/* A key of the partition of plan file f: spec id, then each value. */
-static hs_status part_key(const tbl_plan_file *f, hs_buf *key)
+hs_status tbl_maint_part_key(int32_t spec_id, const ice_value *vals, int n, hs_buf *key)
 {
     hs_buf_reset(key);
-    HS_TRY(hs_buf_append(key, &f->spec_id, sizeof f->spec_id));
-    for (int i = 0; i < f->n_partition; i++) {
-        const ice_value *v = &f->partition[i];
+    HS_TRY(hs_buf_append(key, &spec_id, sizeof spec_id));
+    for (int i = 0; i < n; i++) {
+        const ice_value *v = &vals[i];
         uint8_t tag[2] = {(uint8_t)v->is_null, (uint8_t)v->type};
         HS_TRY(hs_buf_append(key, tag, 2));
         size_t at = key->len;
@@ -101,6 +100,12 @@ static hs_status part_key(const tbl_plan_file *f, hs_buf *key)
         memcpy(key->data + at, &len, sizeof len);
     }
     return HS_OK;
+}
+
+/* A key of the partition of plan file f: spec id, then each value. */
+static hs_status part_key(const tbl_plan_file *f, hs_buf *key)
+{
+    return tbl_maint_part_key(f->spec_id, f->partition, f->n_partition, key);
 }
 
 /* A rewritten (source) file: which of its positions were read (live at
@@ -563,13 +568,13 @@ static void bins_free(hs_buf *bins)
     hs_buf_free(bins);
 }
 
-static json_t *partition_json(const tbl_plan_file *f)
+json_t *tbl_maint_partition_json(const ice_value *vals, int n)
 {
     json_t *a = json_array();
     hs_buf b = {0};
-    for (int i = 0; a && i < f->n_partition; i++) {
+    for (int i = 0; a && i < n; i++) {
         hs_buf_reset(&b);
-        if (ice_value_to_json(&f->partition[i], &b) != HS_OK)
+        if (ice_value_to_json(&vals[i], &b) != HS_OK)
             break;
         json_error_t je;
         json_t *v = hs_json_loadb((const char *)b.data, b.len, JSON_DECODE_ANY, &je);
@@ -577,6 +582,11 @@ static json_t *partition_json(const tbl_plan_file *f)
     }
     hs_buf_free(&b);
     return a;
+}
+
+static json_t *partition_json(const tbl_plan_file *f)
+{
+    return tbl_maint_partition_json(f->partition, f->n_partition);
 }
 
 /* zorder_by "a, b" -> the columns' names (*names: n copies, hs_free each

@@ -1200,8 +1200,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
 /* ------------------------------------------------------------------ */
 /* loading the deletes of one data file                               */
 
-static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
-                                  roaring_bitmap_t *bm, hs_error *err)
+hs_status tbl_pos_deletes_read(const char *path, tbl_pos_row_fn fn, void *ctx, hs_error *err)
 {
     hs_file *f = NULL;
     pq_reader *r = NULL;
@@ -1227,10 +1226,6 @@ static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
         pq_scan_options so = {.columns = cols, .n_columns = 2};
         st = pq_scan_open(r, &so, &s, err);
     }
-    const char *want = df->path;
-    size_t wn = strlen(want);
-    const char *want_local = tbl_local(want);
-    size_t wln = strlen(want_local);
     while (st == HS_OK) {
         hs_batch *b = NULL;
         st = pq_scan_next(s, &b, err);
@@ -1245,22 +1240,12 @@ static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
             const int32_t *o = HS_COL_OFFSETS(pc);
             const char *sp = (const char *)pc->values.data + o[i];
             size_t sn = (size_t)(o[i + 1] - o[i]);
-            bool same = (sn == wn && memcmp(sp, want, wn) == 0) ||
-                        (sn == wln && memcmp(sp, want_local, wln) == 0);
-            if (!same && sn > 5 && sn < 4096 && memcmp(sp, "file:", 5) == 0) {
-                char tmp[4096];
-                memcpy(tmp, sp, sn);
-                tmp[sn] = '\0';
-                same = strcmp(tbl_local(tmp), want_local) == 0;
-            }
-            if (!same)
-                continue;
             int64_t pos = qc->type == HS_TYPE_INT64 ? HS_COL_VALUES(qc, int64_t)[i]
                                                     : HS_COL_VALUES(qc, int32_t)[i];
             if (pos < 0 || pos > UINT32_MAX)
                 st = HS_CORRUPT_AT(err, "%s: position %lld out of range", path, (long long)pos);
             else
-                roaring_bitmap_add(bm, (uint32_t)pos);
+                st = fn(ctx, sp, sn, (uint32_t)pos, err);
         }
         hs_batch_free(b);
     }
@@ -1268,6 +1253,45 @@ static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
     pq_reader_close(r);
     hs_file_close(f);
     return st;
+}
+
+bool tbl_same_data_path(const char *sp, size_t sn, const char *want, size_t wn,
+                        const char *want_local, size_t wln)
+{
+    if ((sn == wn && memcmp(sp, want, wn) == 0) || (sn == wln && memcmp(sp, want_local, wln) == 0))
+        return true;
+    if (sn > 5 && sn < 4096 && memcmp(sp, "file:", 5) == 0) {
+        char tmp[4096];
+        memcpy(tmp, sp, sn);
+        tmp[sn] = '\0';
+        return strcmp(tbl_local(tmp), want_local) == 0;
+    }
+    return false;
+}
+
+/* The rows of one data file (want) in a position delete file. */
+typedef struct pos_one {
+    const char *want, *want_local;
+    size_t wn, wln;
+    roaring_bitmap_t *bm;
+} pos_one;
+
+static hs_status pos_one_row(void *ctx, const char *sp, size_t sn, uint32_t pos, hs_error *err)
+{
+    (void)err;
+    pos_one *o = ctx;
+    if (tbl_same_data_path(sp, sn, o->want, o->wn, o->want_local, o->wln))
+        roaring_bitmap_add(o->bm, pos);
+    return HS_OK;
+}
+
+static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
+                                  roaring_bitmap_t *bm, hs_error *err)
+{
+    pos_one o = {df->path, tbl_local(df->path), 0, 0, bm};
+    o.wn = strlen(o.want);
+    o.wln = strlen(o.want_local);
+    return tbl_pos_deletes_read(path, pos_one_row, &o, err);
 }
 
 hs_status tbl_plan_load_deletes(const tbl_plan_file *df, roaring_bitmap_t **out, hs_error *err)
