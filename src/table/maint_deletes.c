@@ -57,6 +57,8 @@
 
 #include "base/mem.h"
 #include "base/opts.h"
+#include "iceberg/puffin.h"
+#include "io/io.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -273,6 +275,31 @@ static hs_status read_row(void *ctx, const char *sp, size_t sn, uint32_t pos, hs
     return HS_OK;
 }
 
+/* v3: the vectors of plan file i joined into w->v3[i] (the new vector's
+ * positions; write.c merges them again when it writes it). */
+static hs_status union_dvs(rd_work *w, int i, hs_error *err)
+{
+    if (!w->v3[i] && !(w->v3[i] = roaring_bitmap_create()))
+        return hs_err_nomem(err, 64);
+    const tbl_plan_file *f = &w->p->files[i];
+    hs_status st = HS_OK;
+    for (int k = 0; st == HS_OK && k < f->n_deletes; k++) {
+        const tbl_delete_ref *d = &f->deletes[k];
+        if (!d->is_dv)
+            continue;
+        hs_file *fh = NULL;
+        roaring_bitmap_t *dv = NULL;
+        st = hs_io_open(d->path, &fh, err);
+        if (st == HS_OK)
+            st = ice_dv_read(fh, d->offset, d->length, &dv, err);
+        hs_file_close(fh);
+        if (st == HS_OK)
+            roaring_bitmap_or_inplace(w->v3[i], dv);
+        tbl_bitmap_free(dv);
+    }
+    return st;
+}
+
 /* v2: the partition groups of the position delete files. */
 static hs_status group_deletes(rd_work *w, hs_error *err)
 {
@@ -435,7 +462,9 @@ static hs_status work_plan(const ice_table_metadata *m, const hs_rewrite_deletes
         w->planned_added += outputs_of(gr, target);
     }
     for (int i = 0; st == HS_OK && w->format_version >= 3 && i < w->p->n_files; i++) {
-        if (w->v3[i])
+        if (w->v3[i] || w->n_dvs[i] > 1)
+            st = union_dvs(w, i, err);
+        if (st == HS_OK && w->v3[i])
             w->kept += (int64_t)roaring_bitmap_get_cardinality(w->v3[i]);
         if (w->v3[i] || w->n_dvs[i] > 1)
             w->planned_added = 1;   /* one Puffin file */

@@ -1184,8 +1184,9 @@ static void test_rewrite_pos_deletes(void)
     CHECK(hs_mem_live_count() == live0);
 }
 
-/* The io hook: at the first delete file the rewrite creates, another
- * handle commits a delete (before the rewrite's commit). */
+/* The io hook: when the rewrite is about to take the commit lock (its
+ * delete files and metadata written), another handle commits a delete, so
+ * that the rewrite's first commit attempt loses the race. */
 typedef struct rpd_race {
     hs_table *other;
     const char *filter;
@@ -1196,7 +1197,7 @@ typedef struct rpd_race {
 static void rpd_race_hook(const char *what, void *ctx)
 {
     rpd_race *r = ctx;
-    if (r->fired || !strstr(what, "-deletes."))
+    if (r->fired || strcmp(what, "commit lock") != 0)
         return;
     r->fired = 1;
     hs_error err = {0};
@@ -1205,8 +1206,8 @@ static void rpd_race_hook(const char *what, void *ctx)
         fprintf(stderr, "race: %s\n", err.msg);
 }
 
-static bool del_rpd_10(int64_t i) { return del_rpd(i) || i == 10; }
-static bool del_rpd_10_12(int64_t i) { return del_rpd_10(i) || i == 12; }
+static bool del_rpd_20(int64_t i) { return del_rpd(i) || i == 20; }
+static bool del_rpd_20_22(int64_t i) { return del_rpd_20(i) || i == 22; }
 
 /* A delete committed while the rewrite runs (v2 and v3) is read by the
  * retry, not lost: the rows stay deleted and its file is merged too. */
@@ -1221,7 +1222,7 @@ static void test_rewrite_pos_deletes_concurrent(void)
         REQUIRE(t);
         hs_table *other = NULL;
         CHECK_OK(hs_table_open(cat, "t", &other, &err), &err);
-        rpd_race r = {other, "id = 10", 0, HS_OK};
+        rpd_race r = {other, "id = 20", 0, HS_OK};
         cat_set_io_hook(rpd_race_hook, &r);
         char *res = NULL;
         CHECK_OK(hs_table_rewrite_position_delete_files(t, NULL, &res, &err), &err);
@@ -1229,13 +1230,13 @@ static void test_rewrite_pos_deletes_concurrent(void)
         CHECK(r.fired && r.st == HS_OK);
         CHECK(res_int(res, "attempts") == 2);
         hs_string_free(res);
-        CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(200, del_rpd_10, NULL)));
+        CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(200, del_rpd_20, NULL)));
         /* v2: one merged file a partition; v3: one vector a data file */
         CHECK(n_delete_files(t) == (v3 ? 10 : 5));
         /* the other handle, stale, deletes again: re-planned, both kept */
-        CHECK_OK(hs_table_delete(other, "id = 12", NULL, &err), &err);
+        CHECK_OK(hs_table_delete(other, "id = 22", NULL, &err), &err);
         CHECK_OK(hs_table_refresh(t, &err), &err);
-        CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(200, del_rpd_10_12, NULL)));
+        CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), expect_digest(200, del_rpd_20_22, NULL)));
         hs_table_close(other);
         hs_table_close(t);
         hs_catalog_close(cat);
