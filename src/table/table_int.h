@@ -21,6 +21,8 @@
  *   maint.c      table maintenance: expire snapshots, remove orphan files,
  *                rewrite manifests, cherrypick
  *   maint_compact.c  compaction (rewrite data files, bin-pack)
+ *   maint_deletes.c  rewrite position delete files (merge, dangling, v3:
+ *                into deletion vectors)
  *
  * An hs_table holds the parsed metadata of one version plus its location;
  * every commit made through the handle replaces both with what was
