@@ -105,13 +105,16 @@ static const char table_usage[] =
     "          live; on v3 tables fold them into deletion vectors\n"
     "  compact TABLE [--target-size BYTES] [--min-files N] [--filter EXPR] [--zorder a,b]\n"
     "          [--delete-file-threshold N] [--delete-ratio-threshold R] [--size-tiered]\n"
+    "          [--partial-progress [--max-commits N]]\n"
     "          files with deletes are rewritten whatever their size when they have N\n"
     "          delete files or R (0 < R <= 1) of their rows deleted (Iceberg's\n"
     "          rewrite_data_files options; defaults: the table properties\n"
     "          hyperstream.compact.delete-*, else 2^31-1 and 0.3); --size-tiered\n"
     "          leaves a small file bigger than the partition's other small files\n"
     "          together and counts files of 3/4 of the target as full-size (what\n"
-    "          stream maintenance does)\n"
+    "          stream maintenance does); --partial-progress commits file groups as\n"
+    "          they finish, in at most N snapshots (default 10), so a failure or\n"
+    "          cancel keeps the groups committed before it\n"
     "  cherrypick TABLE SNAPSHOT_ID\n"
     "Streaming ingest:\n"
     "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none]\n"
@@ -163,6 +166,8 @@ typedef struct targs {
     double delete_ratio;            /* compact: --delete-ratio-threshold */
     int size_tiered;
     int all;                        /* rewrite-position-deletes --all */
+    int partial_progress;           /* compact */
+    int64_t max_commits;
 } targs;
 
 static int parse_args(int argc, char **argv, targs *a)
@@ -239,6 +244,21 @@ static int parse_args(int argc, char **argv, targs *a)
         }
         if (strcmp(s, "--all") == 0) {
             a->all = 1;
+            continue;
+        }
+        if (strcmp(s, "--partial-progress") == 0) {
+            a->partial_progress = 1;
+            continue;
+        }
+        if (strcmp(s, "--max-commits") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            char *end;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 1 || argv[i][0] == '\0' || v > 1000000)
+                return cli_usage_error("table ", "option %s needs a number from 1 to 1000000, "
+                                       "got '%s'", s, argv[i]);
+            a->max_commits = v;
             continue;
         }
         if (strcmp(s, "--dry-run") == 0 || strcmp(s, "--keep-files") == 0) {
@@ -932,6 +952,8 @@ static int tool_maint(const targs *a, hs_table *t)
         o.delete_file_threshold = (int)a->delete_files;
         o.delete_ratio_threshold = a->delete_ratio;
         o.size_tiered = a->size_tiered;
+        o.partial_progress = a->partial_progress;
+        o.max_commits = (int)a->max_commits;
         o.dry_run = a->dry_run;
         bar_state bar = {0};
         if (isatty(STDERR_FILENO)) {

@@ -570,6 +570,14 @@ typedef struct hs_compact_options {
      * default (compaction output lands just under the target).  0 = off
      * (Iceberg's bin-pack: every file under the target). */
     int size_tiered;
+    /* Iceberg's partial-progress.enabled and partial-progress.max-commits:
+     * the file groups (bins) are committed as they finish, in at most
+     * max_commits "replace" snapshots (0 = 10; ceil(groups / max_commits)
+     * groups each), so that a failure or cancel keeps the groups committed
+     * before it (the error says how many).  Each commit is validated as a
+     * whole compaction's is.  0 = one snapshot at the end. */
+    int partial_progress;
+    int max_commits;
 } hs_compact_options;
 #define HS_COMPACT_OPTIONS_INIT {sizeof(hs_compact_options)}
 
@@ -592,6 +600,7 @@ typedef struct hs_compact_options {
  * Result: {"rewritten_data_files":N, "added_data_files":M,
  * "removed_delete_files":D, "carried_deletes":C, "rewritten_bytes":B, "added_bytes":A,
  * "rows":R, "groups":[{"partition":..,"files":[paths]}], "snapshot_id":id|null,
+ * "commits":K, "snapshot_ids":[ids] (partial progress: one a commit),
  * "dry_run":bool}. */
 HS_API hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,
                                   hs_error *err);

@@ -1164,7 +1164,8 @@ class Table:
                 progress: ProgressArg = None,
                 zorder_by: Union[str, Sequence[str], None] = None,
                 delete_file_threshold: int = 0,
-                delete_ratio_threshold: float = 0.0, size_tiered: bool = False) -> dict:
+                delete_ratio_threshold: float = 0.0, size_tiered: bool = False,
+                partial_progress: bool = False, max_commits: Optional[int] = None) -> dict:
         """Bin-pack compaction (Iceberg rewrite_data_files): within each
         partition, files smaller than ``target_file_size`` bytes (default: the
         table property write.target-file-size-bytes, 512 MiB) and files with
@@ -1190,8 +1191,13 @@ class Table:
         (unless it has many deletes), so a row is rewritten about
         log2(partition size / flush size) times rather than at every
         compaction, and counts a file of at least 3/4 of the target size as
-        full-size (Iceberg's min-file-size-bytes default).  Returns what was (with ``dry_run``: would be) rewritten.  Shows a
-        progress bar (see set_progress); Ctrl-C cancels."""
+        full-size (Iceberg's min-file-size-bytes default).
+        ``partial_progress`` (Iceberg's partial-progress.enabled) commits the
+        file groups as they finish, in at most ``max_commits`` (default 10)
+        snapshots, so that a failure or a cancel keeps the groups committed
+        before it (result keys "commits" and "snapshot_ids").  Returns what
+        was (with ``dry_run``: would be) rewritten.  Shows a progress bar
+        (see set_progress); Ctrl-C cancels."""
         if progress is None:
             progress = self._progress
         if zorder_by is not None and not isinstance(zorder_by, str):
@@ -1203,7 +1209,9 @@ class Table:
                                           zorder_by=zorder_by,
                                           delete_file_threshold=int(delete_file_threshold),
                                           delete_ratio_threshold=float(delete_ratio_threshold),
-                                          size_tiered=bool(size_tiered))
+                                          size_tiered=bool(size_tiered),
+                                          partial_progress=bool(partial_progress),
+                                          max_commits=int(max_commits or 0))
         return json.loads(out)
 
     rewrite_data_files = compact
