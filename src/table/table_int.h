@@ -172,6 +172,9 @@ typedef struct tbl_plan_file {
     /* where the entry came from (for overwrite/delete rewrites) */
     int manifest_index;            /* index into plan->manifests */
     int64_t entry_index;
+    /* plan.c: the file's statistics of the plan's equality-delete columns
+     * (aligned with plan->eq_ids; arena), NULL when the plan has none */
+    struct tbl_eqstat *eq_stats;
 } tbl_plan_file;
 
 /* A row filter in its two forms: the exact expression (SQL WHERE text bound
@@ -229,6 +232,13 @@ typedef struct tbl_plan {
     int n_pruned, cap_pruned;
     hs_buf eqdels;                     /* tbl_eqdel * (owned): the equality delete files */
     tbl_eqshared *eq_shared;           /* their budget and unions (owned; NULL = none) */
+    /* The columns equality deletes compare (int32_t field ids, each once),
+     * and the (equality delete file, data file) pairs of one partition and
+     * an older data sequence number that were applied, or left out
+     * because the delete file's bounds of an equality column cannot meet
+     * the data file's (explain's "eq_delete_pairs_*") */
+    hs_buf eq_ids;
+    int64_t eq_pairs_applied, eq_pairs_pruned;
 } tbl_plan;
 
 /* Plans a scan of snapshot `snap` (NULL = empty) with schema `schema` and
