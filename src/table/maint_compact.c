@@ -56,9 +56,15 @@
  *                     gone and a "replace" was committed meanwhile (another
  *                     compaction moved the rows: it wins)
  *
- * Partial progress (Iceberg's commit per file group) is not needed for
- * deletes any more (they no longer fail a compaction); a conflict of the
- * kinds above still loses the whole compaction.
+ * Partial progress (options partial_progress, max_commits: Iceberg's
+ * partial-progress.enabled / .max-commits): the bins are committed
+ * ceil(bins / max_commits) at a time, each commit a rewrite of its own
+ * checked as above against its base, with only the sources read for it
+ * (src_file.batch) removed; our own earlier commits are not taken for a
+ * concurrent compaction (compact_ctx.own).  The plan is made on a copy of
+ * the metadata, since every commit replaces the handle's.  A failure or
+ * cancel loses only the bins not yet committed.  Without it, a conflict of
+ * the kinds above loses the whole compaction.
  */
 #define _GNU_SOURCE 1 /* qsort_r */
 #include "table/mcache.h"
