@@ -1420,8 +1420,8 @@ static hs_status pos_one_row(void *ctx, const char *sp, size_t sn, uint32_t pos,
     return HS_OK;
 }
 
-static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
-                                  roaring_bitmap_t *bm, hs_error *err)
+hs_status tbl_load_pos_deletes(const tbl_plan_file *df, const char *path, roaring_bitmap_t *bm,
+                               hs_error *err)
 {
     pos_one o = {df->path, tbl_local(df->path), 0, 0, bm};
     o.wn = strlen(o.want);
@@ -1454,7 +1454,7 @@ hs_status tbl_plan_load_deletes(const tbl_plan_file *df, roaring_bitmap_t **out,
                 tbl_bitmap_free(dv);
             }
         } else {
-            st = load_pos_deletes(df, d->path, bm, err);
+            st = tbl_load_pos_deletes(df, d->path, bm, err);
         }
     }
     if (st == HS_OK)

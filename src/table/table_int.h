@@ -266,6 +266,10 @@ typedef hs_status (*tbl_pos_row_fn)(void *ctx, const char *file_path, size_t len
                                     hs_error *err);
 HS_MUST_USE hs_status tbl_pos_deletes_read(const char *path, tbl_pos_row_fn fn, void *ctx,
                                            hs_error *err);
+/* Adds to bm the positions of data file df that the v2 position delete
+ * file at path deletes. */
+HS_MUST_USE hs_status tbl_load_pos_deletes(const tbl_plan_file *df, const char *path,
+                                           roaring_bitmap_t *bm, hs_error *err);
 /* Whether a position delete row's file_path (sp, sn) names the data file
  * whose location is want (wn bytes) and local path want_local (wln): the
  * same string, or both "file:" forms of one local path. */

@@ -2113,9 +2113,15 @@ static hs_status write_dvs(tbl_wop *op, const tbl_plan *p, file_action *acts, in
             st = hs_err_nomem(err, 64);
             break;
         }
-        /* merge the old DV(s) of the file and retire their entries */
+        /* merge the old DV(s) of the file and retire their entries; and
+         * the file's positions in v2 position delete files (a table
+         * upgraded from v2): the spec has readers ignore position delete
+         * files for a data file with a DV, so they are merged into it (the
+         * files stay while they apply to other data files) */
         for (int d = 0; d < pf->n_deletes && st == HS_OK; d++) {
             const tbl_delete_ref *dr = &pf->deletes[d];
+            if (!dr->is_dv && dr->kind == ICE_CONTENT_POSITION_DELETES && !dr->eq)
+                st = tbl_load_pos_deletes(pf, dr->path, bm, err);
             if (!dr->is_dv)
                 continue;
             hs_file *f = NULL;

@@ -268,3 +268,25 @@ def test_java_deletes(java, tmp_path, fmt):
     t = hdb.Table(path)
     assert rows_of(t.to_arrow()) == want
     t.close()
+
+
+def test_v3_vector_merges_position_deletes(java, tmp_path):
+    """A delete on a table upgraded from v2 writes a deletion vector for a
+    data file that has v2 position deletes: the vector holds those too, as
+    the spec asks (readers such as Java then ignore the position delete
+    files for that data file).  Java read 10 deleted rows back before."""
+    path = tmp_path / "u"
+    t = hdb.Table.create(path, SCHEMA)
+    b = make_data(0, 100)
+    t.write_arrow(b)
+    t.commit()
+    t.delete("id < 10")            # a v2 position delete file
+    t.upgrade_format_version(3)
+    t.delete("id >= 90")           # a deletion vector for the same data file
+    want = expected([b], ["id < 10", "id >= 90"])
+    assert rows_of(t.to_arrow()) == want
+    dvs = [e for e in live_delete_files(t.metadata_location)
+           if e["file_format"].upper() == "PUFFIN"]
+    assert len(dvs) == 1 and len(read_dv(dvs[0])) == 20
+    t.close()
+    assert java_rows(java, path, tmp_path) == want
