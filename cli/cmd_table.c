@@ -26,6 +26,9 @@
  *   expire      expire snapshots, delete their files      hs_table_expire_snapshots
  *   remove-orphans  delete unreferenced files             hs_table_remove_orphan_files
  *   rewrite-manifests  merge small manifests              hs_table_rewrite_manifests
+ *   rewrite-position-deletes  merge position delete       hs_table_rewrite_position_delete_files
+ *               files, drop dangling deletes (v3: fold
+ *               them into deletion vectors)
  *   compact     bin-pack small data files, apply deletes  hs_table_compact
  *   cherrypick  apply a snapshot onto main                hs_table_cherrypick_snapshot
  *   ingest      JSON Lines on stdin through the table's    hs_stream_open / write / close
@@ -96,15 +99,22 @@ static const char table_usage[] =
     "  expire TABLE [--older-than TIME] [--retain-last N] [--snapshot ID] [--keep-files]\n"
     "  remove-orphans TABLE [--older-than TIME]   default: files older than 3 days\n"
     "  rewrite-manifests TABLE [--target-size BYTES]\n"
+    "  rewrite-position-deletes TABLE [--target-size BYTES] [--min-files N] [--all]\n"
+    "          merge each partition's position delete files (at least N, default 2, or\n"
+    "          every partition's with --all) and drop deletes of data files no longer\n"
+    "          live; on v3 tables fold them into deletion vectors\n"
     "  compact TABLE [--target-size BYTES] [--min-files N] [--filter EXPR] [--zorder a,b]\n"
     "          [--delete-file-threshold N] [--delete-ratio-threshold R] [--size-tiered]\n"
+    "          [--partial-progress [--max-commits N]]\n"
     "          files with deletes are rewritten whatever their size when they have N\n"
     "          delete files or R (0 < R <= 1) of their rows deleted (Iceberg's\n"
     "          rewrite_data_files options; defaults: the table properties\n"
     "          hyperstream.compact.delete-*, else 2^31-1 and 0.3); --size-tiered\n"
     "          leaves a small file bigger than the partition's other small files\n"
     "          together and counts files of 3/4 of the target as full-size (what\n"
-    "          stream maintenance does)\n"
+    "          stream maintenance does); --partial-progress commits file groups as\n"
+    "          they finish, in at most N snapshots (default 10), so a failure or\n"
+    "          cancel keeps the groups committed before it\n"
     "  cherrypick TABLE SNAPSHOT_ID\n"
     "Streaming ingest:\n"
     "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none]\n"
@@ -155,6 +165,9 @@ typedef struct targs {
     int64_t delete_files;           /* compact: --delete-file-threshold */
     double delete_ratio;            /* compact: --delete-ratio-threshold */
     int size_tiered;
+    int all;                        /* rewrite-position-deletes --all */
+    int partial_progress;           /* compact */
+    int64_t max_commits;
 } targs;
 
 static int parse_args(int argc, char **argv, targs *a)
@@ -227,6 +240,25 @@ static int parse_args(int argc, char **argv, targs *a)
         }
         if (strcmp(s, "--size-tiered") == 0) {
             a->size_tiered = 1;
+            continue;
+        }
+        if (strcmp(s, "--all") == 0) {
+            a->all = 1;
+            continue;
+        }
+        if (strcmp(s, "--partial-progress") == 0) {
+            a->partial_progress = 1;
+            continue;
+        }
+        if (strcmp(s, "--max-commits") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            char *end;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 1 || argv[i][0] == '\0' || v > 1000000)
+                return cli_usage_error("table ", "option %s needs a number from 1 to 1000000, "
+                                       "got '%s'", s, argv[i]);
+            a->max_commits = v;
             continue;
         }
         if (strcmp(s, "--dry-run") == 0 || strcmp(s, "--keep-files") == 0) {
@@ -864,7 +896,7 @@ static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total
 }
 
 
-/* expire, remove-orphans, rewrite-manifests, compact */
+/* expire, remove-orphans, rewrite-manifests, rewrite-position-deletes, compact */
 static int tool_maint(const targs *a, hs_table *t)
 {
     hs_error err = {0};
@@ -904,6 +936,13 @@ static int tool_maint(const targs *a, hs_table *t)
         o.target_size_bytes = a->target_size;
         o.dry_run = a->dry_run;
         st = hs_table_rewrite_manifests(t, &o, &out, &err);
+    } else if (strcmp(a->tool, "rewrite-position-deletes") == 0) {
+        hs_rewrite_deletes_options o = HS_REWRITE_DELETES_OPTIONS_INIT;
+        o.target_file_size_bytes = a->target_size;
+        o.min_input_files = (int)(a->min_files > 1000000 ? 1000000 : a->min_files);
+        o.rewrite_all = a->all;
+        o.dry_run = a->dry_run;
+        st = hs_table_rewrite_position_delete_files(t, &o, &out, &err);
     } else {
         hs_compact_options o = HS_COMPACT_OPTIONS_INIT;
         o.target_file_size_bytes = a->target_size;
@@ -913,6 +952,8 @@ static int tool_maint(const targs *a, hs_table *t)
         o.delete_file_threshold = (int)a->delete_files;
         o.delete_ratio_threshold = a->delete_ratio;
         o.size_tiered = a->size_tiered;
+        o.partial_progress = a->partial_progress;
+        o.max_commits = (int)a->max_commits;
         o.dry_run = a->dry_run;
         bar_state bar = {0};
         if (isatty(STDERR_FILENO)) {
@@ -938,7 +979,8 @@ int cmd_table(int argc, char **argv)
                                         "refs", "rollback", "tag", "schema", "spec", "sort",
                                         "properties", "upgrade", "delete", "overwrite", "explain",
                                         "index", "expire", "remove-orphans", "rewrite-manifests",
-                                        "compact", "cherrypick", "ingest"};
+                                        "rewrite-position-deletes", "compact", "cherrypick",
+                                        "ingest"};
     bool known = false;
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         known |= strcmp(argv[1], tools[i]) == 0;
@@ -1008,7 +1050,8 @@ int cmd_table(int argc, char **argv)
         rc = print_json(st, s, &err);
     }
     else if (strcmp(tool, "expire") == 0 || strcmp(tool, "remove-orphans") == 0 ||
-             strcmp(tool, "rewrite-manifests") == 0 || strcmp(tool, "compact") == 0)
+             strcmp(tool, "rewrite-manifests") == 0 ||
+             strcmp(tool, "rewrite-position-deletes") == 0 || strcmp(tool, "compact") == 0)
         rc = tool_maint(&a, t);
     else if (strcmp(tool, "cherrypick") == 0) {
         if (a.n_pos != 1 || !parse_id(a.pos[0], &id))

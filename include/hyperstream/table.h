@@ -570,6 +570,14 @@ typedef struct hs_compact_options {
      * default (compaction output lands just under the target).  0 = off
      * (Iceberg's bin-pack: every file under the target). */
     int size_tiered;
+    /* Iceberg's partial-progress.enabled and partial-progress.max-commits:
+     * the file groups (bins) are committed as they finish, in at most
+     * max_commits "replace" snapshots (0 = 10; ceil(groups / max_commits)
+     * groups each), so that a failure or cancel keeps the groups committed
+     * before it (the error says how many).  Each commit is validated as a
+     * whole compaction's is.  0 = one snapshot at the end. */
+    int partial_progress;
+    int max_commits;
 } hs_compact_options;
 #define HS_COMPACT_OPTIONS_INIT {sizeof(hs_compact_options)}
 
@@ -592,9 +600,47 @@ typedef struct hs_compact_options {
  * Result: {"rewritten_data_files":N, "added_data_files":M,
  * "removed_delete_files":D, "carried_deletes":C, "rewritten_bytes":B, "added_bytes":A,
  * "rows":R, "groups":[{"partition":..,"files":[paths]}], "snapshot_id":id|null,
+ * "commits":K, "snapshot_ids":[ids] (partial progress: one a commit),
  * "dry_run":bool}. */
 HS_API hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,
                                   hs_error *err);
+
+typedef struct hs_rewrite_deletes_options {
+    size_t struct_size;           /* sizeof(hs_rewrite_deletes_options) or 0; see common.h */
+    /* Merged position delete files are about this size (0 = table
+     * property write.delete.target-file-size-bytes, default 64 MiB). */
+    int64_t target_file_size_bytes;
+    /* A partition's position delete files are merged when it has at least
+     * this many (0 = 2), or when one of them holds dangling deletes. */
+    int min_input_files;
+    int rewrite_all;              /* merge every partition's, however few */
+    int dry_run;
+} hs_rewrite_deletes_options;
+#define HS_REWRITE_DELETES_OPTIONS_INIT {sizeof(hs_rewrite_deletes_options)}
+
+/* Iceberg's rewrite_position_delete_files.  Format v2: per partition (spec
+ * id + tuple), the position delete files are read and their deletes of
+ * live data files written as fewer files of about the target size (rows
+ * sorted by file_path, pos; duplicates once); deletes of data files that
+ * are no longer live (or to which the file does not apply) are dropped
+ * ("dangling"), and a delete file or deletion vector with only such rows
+ * is removed.  Format v3 (deletion vectors): position delete files left
+ * from v2 are folded into each data file's deletion vector (merged with
+ * its existing one, as the spec asks when a vector is written), several
+ * vectors of one data file are merged into one, dangling vectors removed;
+ * a table whose files have at most one vector each and no position delete
+ * files needs nothing ("nothing_to_do").  Equality deletes are left as
+ * they are.  One "replace" snapshot with the same rows; the work is redone
+ * against each commit attempt's base, so a delete committed concurrently
+ * is never lost (the attempt that lost the race re-reads the deletes).
+ * Result: {"format_version":V, "rewritten_delete_files":N,
+ * "added_delete_files":M, "dangling_delete_files":D, "dangling_deletes":R,
+ * "deletes":K, "converted_data_files":C, "rewritten_bytes":B,
+ * "added_bytes":A, "groups":[{"partition":..,"spec_id":S,"files":[..]}],
+ * "nothing_to_do":bool, "snapshot_id":id|null, "dry_run":bool}. */
+HS_API hs_status hs_table_rewrite_position_delete_files(hs_table *t,
+                                                        const hs_rewrite_deletes_options *opt,
+                                                        char **result_json, hs_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Evolution                                                             */

@@ -2061,25 +2061,28 @@ static PyObject *Table_refresh_indexes(TableObject *self, PyObject *args, PyObje
 
 
 /* Table maintenance (table.h "Maintenance"): op is "expire_snapshots",
- * "remove_orphan_files", "rewrite_manifests" or "compact"; the options
+ * "remove_orphan_files", "rewrite_manifests", "rewrite_position_delete_files"
+ * or "compact"; the options
  * that op does not read are ignored.  Returns the call's JSON result text. */
 static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"op", "older_than_ms", "retain_last", "snapshot_ids", "dry_run",
                              "keep_files", "target_size_bytes", "min_input_files", "filter",
                              "progress", "zorder_by", "delete_file_threshold",
-                             "delete_ratio_threshold", "size_tiered", NULL};
+                             "delete_ratio_threshold", "size_tiered", "rewrite_all",
+                             "partial_progress", "max_commits", NULL};
     const char *op;
     PyObject *older_o = Py_None, *ids_o = Py_None, *filter_o = Py_None, *progress = Py_None;
     PyObject *zorder_o = Py_None;
     int retain_last = 0, dry_run = 0, keep_files = 0, min_input_files = 0, del_files = 0;
-    int size_tiered = 0;
+    int size_tiered = 0, rewrite_all = 0, partial_progress = 0, max_commits = 0;
     double del_ratio = 0;
     long long target = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OiOppLiOOOidp", kwlist, &op, &older_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OiOppLiOOOidpppi", kwlist, &op, &older_o,
                                      &retain_last, &ids_o, &dry_run, &keep_files, &target,
                                      &min_input_files, &filter_o, &progress, &zorder_o,
-                                     &del_files, &del_ratio, &size_tiered))
+                                     &del_files, &del_ratio, &size_tiered, &rewrite_all,
+                                     &partial_progress, &max_commits))
         return NULL;
     if (check_open(self) < 0)
         return NULL;
@@ -2142,6 +2145,13 @@ static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
         o.target_size_bytes = target;
         o.dry_run = dry_run;
         LOCKED(self, st = hs_table_rewrite_manifests(self->t, &o, &out, &err));
+    } else if (strcmp(op, "rewrite_position_delete_files") == 0) {
+        hs_rewrite_deletes_options o = HS_REWRITE_DELETES_OPTIONS_INIT;
+        o.target_file_size_bytes = target;
+        o.min_input_files = min_input_files;
+        o.rewrite_all = rewrite_all;
+        o.dry_run = dry_run;
+        LOCKED(self, st = hs_table_rewrite_position_delete_files(self->t, &o, &out, &err));
     } else if (strcmp(op, "compact") == 0) {
         hs_compact_options o = HS_COMPACT_OPTIONS_INIT;
         o.target_file_size_bytes = target;
@@ -2154,6 +2164,8 @@ static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
         o.delete_file_threshold = del_files;
         o.delete_ratio_threshold = del_ratio;
         o.size_tiered = size_tiered;
+        o.partial_progress = partial_progress;
+        o.max_commits = max_commits;
         LOCKED(self, st = hs_table_compact(self->t, &o, &out, &err));
     } else {
         PyMem_RawFree(ids);

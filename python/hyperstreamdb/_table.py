@@ -1164,7 +1164,8 @@ class Table:
                 progress: ProgressArg = None,
                 zorder_by: Union[str, Sequence[str], None] = None,
                 delete_file_threshold: int = 0,
-                delete_ratio_threshold: float = 0.0, size_tiered: bool = False) -> dict:
+                delete_ratio_threshold: float = 0.0, size_tiered: bool = False,
+                partial_progress: bool = False, max_commits: Optional[int] = None) -> dict:
         """Bin-pack compaction (Iceberg rewrite_data_files): within each
         partition, files smaller than ``target_file_size`` bytes (default: the
         table property write.target-file-size-bytes, 512 MiB) and files with
@@ -1190,8 +1191,13 @@ class Table:
         (unless it has many deletes), so a row is rewritten about
         log2(partition size / flush size) times rather than at every
         compaction, and counts a file of at least 3/4 of the target size as
-        full-size (Iceberg's min-file-size-bytes default).  Returns what was (with ``dry_run``: would be) rewritten.  Shows a
-        progress bar (see set_progress); Ctrl-C cancels."""
+        full-size (Iceberg's min-file-size-bytes default).
+        ``partial_progress`` (Iceberg's partial-progress.enabled) commits the
+        file groups as they finish, in at most ``max_commits`` (default 10)
+        snapshots, so that a failure or a cancel keeps the groups committed
+        before it (result keys "commits" and "snapshot_ids").  Returns what
+        was (with ``dry_run``: would be) rewritten.  Shows a progress bar
+        (see set_progress); Ctrl-C cancels."""
         if progress is None:
             progress = self._progress
         if zorder_by is not None and not isinstance(zorder_by, str):
@@ -1203,7 +1209,9 @@ class Table:
                                           zorder_by=zorder_by,
                                           delete_file_threshold=int(delete_file_threshold),
                                           delete_ratio_threshold=float(delete_ratio_threshold),
-                                          size_tiered=bool(size_tiered))
+                                          size_tiered=bool(size_tiered),
+                                          partial_progress=bool(partial_progress),
+                                          max_commits=int(max_commits or 0))
         return json.loads(out)
 
     rewrite_data_files = compact
@@ -1245,6 +1253,27 @@ class Table:
         snapshot; the data is unchanged."""
         out = self._handle().maintain("rewrite_manifests",
                                       target_size_bytes=int(target_size or 0),
+                                      dry_run=bool(dry_run))
+        return json.loads(out)
+
+    def rewrite_position_delete_files(self, min_input_files: Optional[int] = None,
+                                      target_size: Optional[int] = None,
+                                      rewrite_all: bool = False,
+                                      dry_run: bool = False) -> dict:
+        """Iceberg's rewrite_position_delete_files.  Format v2: merges each
+        partition's position delete files (when it has at least
+        ``min_input_files``, default 2, or with ``rewrite_all``) into files of
+        about ``target_size`` bytes (default write.delete.target-file-size-bytes,
+        64 MiB) and drops deletes of data files that are no longer live.
+        Format v3: folds position delete files into deletion vectors, merges
+        several vectors of one data file, removes dangling vectors.  One
+        "replace" snapshot with the same rows; a delete committed meanwhile
+        makes it redo its work against the new snapshot, never lost.
+        Returns the result dict (``nothing_to_do`` when nothing changed)."""
+        out = self._handle().maintain("rewrite_position_delete_files",
+                                      min_input_files=int(min_input_files or 0),
+                                      target_size_bytes=int(target_size or 0),
+                                      rewrite_all=bool(rewrite_all),
                                       dry_run=bool(dry_run))
         return json.loads(out)
 

@@ -7,7 +7,8 @@
  * those columns equal one delete row's, NULL matching NULL (spec, "Equality
  * Delete Files").  plan.c decides which data files a delete file applies to
  * (a strictly lower data sequence number, the same spec and partition
- * unless the delete's spec is unpartitioned) and gives each such file a
+ * unless the delete's spec is unpartitioned, and equality-column statistics
+ * that may meet: plan.c's header) and gives each such file a
  * tbl_delete_ref pointing at the plan's tbl_eqdel; tbl_plan_load_deletes
  * calls tbl_eqdel_apply, which turns them into deleted positions, so every
  * reader of deletes (scans, index-assisted reads, vector search, row deltas,

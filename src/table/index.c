@@ -2704,11 +2704,14 @@ hs_status hs_table_explain(hs_table *t, const hs_scan_options *opt, char **out, 
             if (!o || json_array_append_new(files, o) != 0)
                 st = hs_err_nomem(err, 64);
         }
+        const tbl_plan *pl = tbl_scan_get_plan(s);
         json_t *planning = json_pack(
-            "{s:I, s:I, s:I, s:I, s:I}", "manifests_total", (json_int_t)ss.manifests_total,
-            "manifests_pruned", (json_int_t)ss.manifests_pruned, "data_files_total",
-            (json_int_t)ss.data_files_total, "data_files_pruned",
-            (json_int_t)ss.data_files_pruned, "delete_files", (json_int_t)ss.delete_files);
+            "{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "manifests_total",
+            (json_int_t)ss.manifests_total, "manifests_pruned", (json_int_t)ss.manifests_pruned,
+            "data_files_total", (json_int_t)ss.data_files_total, "data_files_pruned",
+            (json_int_t)ss.data_files_pruned, "delete_files", (json_int_t)ss.delete_files,
+            "eq_delete_pairs_applied", (json_int_t)(pl ? pl->eq_pairs_applied : 0),
+            "eq_delete_pairs_pruned", (json_int_t)(pl ? pl->eq_pairs_pruned : 0));
         json_t *totals = json_pack(
             "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "files_planned",
             (json_int_t)is.files_planned, "files_pruned_by_index",

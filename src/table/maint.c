@@ -38,6 +38,10 @@
  *   compact              "replace": small files of a    nothing (expire removes the
  *                        partition rewritten, deletes   rewritten files later)
  *                        applied, indexes built
+ *   rewrite_position_    "replace": a partition's       nothing
+ *   delete_files         position delete files merged
+ *                        (v3: into deletion vectors),
+ *                        dangling deletes dropped
  *   cherrypick           fast-forward of main, or an    nothing
  *                        "append" of the picked files
  *
@@ -47,7 +51,8 @@
  * find its files deleted (HS_IO / HS_NOT_FOUND from the read): as in every
  * Iceberg engine, time travel reaches only unexpired snapshots.
  *
- * Compaction (bin-pack, its conflict rules) is in maint_compact.c.
+ * Compaction (bin-pack, its conflict rules) is in maint_compact.c; rewriting
+ * position delete files in maint_deletes.c.
  */
 #include "table/mcache.h"
 #include "table/table_int.h"

@@ -56,9 +56,15 @@
  *                     gone and a "replace" was committed meanwhile (another
  *                     compaction moved the rows: it wins)
  *
- * Partial progress (Iceberg's commit per file group) is not needed for
- * deletes any more (they no longer fail a compaction); a conflict of the
- * kinds above still loses the whole compaction.
+ * Partial progress (options partial_progress, max_commits: Iceberg's
+ * partial-progress.enabled / .max-commits): the bins are committed
+ * ceil(bins / max_commits) at a time, each commit a rewrite of its own
+ * checked as above against its base, with only the sources read for it
+ * (src_file.batch) removed; our own earlier commits are not taken for a
+ * concurrent compaction (compact_ctx.own).  The plan is made on a copy of
+ * the metadata, since every commit replaces the handle's.  A failure or
+ * cancel loses only the bins not yet committed.  Without it, a conflict of
+ * the kinds above loses the whole compaction.
  */
 #define _GNU_SOURCE 1 /* qsort_r */
 #include "table/mcache.h"
@@ -82,13 +88,12 @@ typedef struct cgroup {
     hs_buf files;                 /* int: plan indexes */
 } cgroup;
 
-/* A key of the partition of plan file f: spec id, then each value. */
-static hs_status part_key(const tbl_plan_file *f, hs_buf *key)
+hs_status tbl_maint_part_key(int32_t spec_id, const ice_value *vals, int n, hs_buf *key)
 {
     hs_buf_reset(key);
-    HS_TRY(hs_buf_append(key, &f->spec_id, sizeof f->spec_id));
-    for (int i = 0; i < f->n_partition; i++) {
-        const ice_value *v = &f->partition[i];
+    HS_TRY(hs_buf_append(key, &spec_id, sizeof spec_id));
+    for (int i = 0; i < n; i++) {
+        const ice_value *v = &vals[i];
         uint8_t tag[2] = {(uint8_t)v->is_null, (uint8_t)v->type};
         HS_TRY(hs_buf_append(key, tag, 2));
         size_t at = key->len;
@@ -103,12 +108,19 @@ static hs_status part_key(const tbl_plan_file *f, hs_buf *key)
     return HS_OK;
 }
 
+/* A key of the partition of plan file f: spec id, then each value. */
+static hs_status part_key(const tbl_plan_file *f, hs_buf *key)
+{
+    return tbl_maint_part_key(f->spec_id, f->partition, f->n_partition, key);
+}
+
 /* A rewritten (source) file: which of its positions were read (live at
  * planning), and the input row number of the first of them. */
 typedef struct src_file {
     int plan_index;
     int64_t first_row;
     roaring_bitmap_t *live;
+    int batch;                    /* the commit (partial progress) it is part of */
 } src_file;
 
 /* A data file the compaction wrote. */
@@ -137,9 +149,21 @@ typedef struct compact_ctx {
     int64_t call_base;            /* input row of the current rewrite call's first row */
     const int64_t *perm;          /* z-order: the call's row i is the bin's row perm[i] */
     int32_t out_spec_id;
+    /* partial progress: the commit being made, and the snapshots of the
+     * ones made before (ours, not concurrent replaces) */
+    int batch;
+    hs_buf own;                   /* int64_t snapshot ids */
     /* per commit attempt */
     int64_t carried, del_files, del_records;
 } compact_ctx;
+
+static bool own_snapshot(const compact_ctx *c, int64_t id)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(&c->own, int64_t); i++)
+        if (HS_VEC_AT(&c->own, int64_t, i) == id)
+            return true;
+    return false;
+}
 
 #define LOC_POS_BITS 40
 #define LOC_POS_MASK (((int64_t)1 << LOC_POS_BITS) - 1)
@@ -195,6 +219,7 @@ static hs_status cc_source(compact_ctx *c, int pi, roaring_bitmap_t *live, hs_er
     src_file *sf = &c->src[s];
     tbl_bitmap_free(sf->live);
     sf->live = live;
+    sf->batch = c->batch;
     sf->first_row = c->next_row;
     c->next_row += (int64_t)roaring_bitmap_get_cardinality(live);
     if (c->next_row > c->cap_rows)
@@ -285,7 +310,8 @@ static hs_status compact_attempt(void *vctx, const ice_table_metadata *base, hs_
          s = s->has_parent ? ice_metadata_snapshot(base, s->parent_id) : NULL) {
         ancestor = s->snapshot_id == c->planned;
         const char *o = ice_snapshot_operation(s);
-        if (!ancestor && !replace && o && strcmp(o, "replace") == 0)
+        if (!ancestor && !replace && o && strcmp(o, "replace") == 0 &&
+            !own_snapshot(c, s->snapshot_id))
             replace = s;
     }
     if (!ancestor)
@@ -314,8 +340,9 @@ static hs_status compact_attempt(void *vctx, const ice_table_metadata *base, hs_
         const tbl_plan_file *f = &fp->files[i];
         const char *l = tbl_local(f->path);
         uint64_t si;
-        if (!hs_map_get(&c->paths, l, strlen(l), &si))
-            continue;
+        if (!hs_map_get(&c->paths, l, strlen(l), &si) || !c->src[si].live ||
+            c->src[si].batch != c->batch)
+            continue;   /* not rewritten, or not by this commit (partial progress) */
         remove[i] = true;
         found[si] = true;
         if (fp == c->p)
@@ -360,7 +387,7 @@ static hs_status compact_attempt(void *vctx, const ice_table_metadata *base, hs_
     /* a rewritten file no longer live: a concurrent commit removed all its
      * rows (a delete, an overwrite or another compaction moved them) */
     for (int s = 0; st == HS_OK && fp != c->p && s < c->n_src; s++) {
-        if (found[s] || !c->src[s].live)
+        if (found[s] || !c->src[s].live || c->src[s].batch != c->batch)
             continue;
         if (replace) {   /* another compaction moved them: it wins, we give up */
             st = hs_err_set(err, HS_CONFLICT, "%s: a concurrent replace (snapshot %lld, another "
@@ -563,13 +590,13 @@ static void bins_free(hs_buf *bins)
     hs_buf_free(bins);
 }
 
-static json_t *partition_json(const tbl_plan_file *f)
+json_t *tbl_maint_partition_json(const ice_value *vals, int n)
 {
     json_t *a = json_array();
     hs_buf b = {0};
-    for (int i = 0; a && i < f->n_partition; i++) {
+    for (int i = 0; a && i < n; i++) {
         hs_buf_reset(&b);
-        if (ice_value_to_json(&f->partition[i], &b) != HS_OK)
+        if (ice_value_to_json(&vals[i], &b) != HS_OK)
             break;
         json_error_t je;
         json_t *v = hs_json_loadb((const char *)b.data, b.len, JSON_DECODE_ANY, &je);
@@ -577,6 +604,11 @@ static json_t *partition_json(const tbl_plan_file *f)
     }
     hs_buf_free(&b);
     return a;
+}
+
+static json_t *partition_json(const tbl_plan_file *f)
+{
+    return tbl_maint_partition_json(f->partition, f->n_partition);
 }
 
 /* zorder_by "a, b" -> the columns' names (*names: n copies, hs_free each
@@ -698,24 +730,12 @@ static bool many_deletes(const tbl_plan_file *f, int64_t files_min, double ratio
     return f->record_count > 0 && (double)deleted >= ratio * (double)f->record_count;
 }
 
-hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,
-                           hs_error *err)
+/* The compaction of m's current snapshot (t's metadata, or a copy of it
+ * that outlives the commits: with partial progress each commit replaces
+ * t->meta, while the plan made from m is still read). */
+static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
+                            const hs_compact_options *opt, char **result_json, hs_error *err)
 {
-    if (result_json)
-        *result_json = NULL;
-    HS_OPTS_IN(opt, hs_compact_options, err);
-    if (!opt) {   /* NULL = every default */
-        memset(&opt_in_, 0, sizeof opt_in_);
-        opt = &opt_in_;
-    }
-    HS_TRY(tbl_check_writable(t, err));
-    if (opt->target_file_size_bytes < 0 || opt->min_input_files < 0 ||
-        opt->delete_file_threshold < 0 || opt->delete_ratio_threshold < 0 ||
-        opt->delete_ratio_threshold > 1)
-        return hs_err_set(err, HS_INVALID, "compact: negative target size, file count or delete "
-                          "threshold, or a delete ratio above 1");
-    HS_TRY(hs_table_refresh(t, err));
-    const ice_table_metadata *m = &t->meta;
     int64_t target = opt->target_file_size_bytes
                          ? opt->target_file_size_bytes
                          : tbl_maint_prop_i64(m, "write.target-file-size-bytes", (int64_t)512 << 20);
@@ -883,14 +903,9 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
             if (hs_map_put(&cc.paths, l, strlen(l), (uint64_t)cc.n_src++) != HS_OK)
                 st = hs_err_nomem(err, 64);
         }
-    tbl_rewrite *rw = NULL;
+    tbl_rewrite *rw = NULL;   /* begun at the first bin of each commit */
     int64_t done = 0, new_id = -1, out_files = 0, out_rows = 0, out_bytes = 0;
-    if (st == HS_OK && work)
-        st = tbl_rewrite_begin(t, "replace", cc.planned, compact_attempt, &cc, &rw, err);
-    if (st == HS_OK && work) {
-        cc.rw = rw;
-        tbl_rewrite_set_row_map(rw, cc_row_map, &cc);
-    }
+    int64_t del_files_total = 0, carried_total = 0;
     /* without declared indexes, each bin streams through the append path
      * (memory bounded by hyperstream.write.buffer-bytes, files rolled at
      * the target); sidecars are built from a whole file's rows in memory,
@@ -920,106 +935,149 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     const hs_field *read_root = lineage ? &file_schema.root : &sc->root;
     /* z-order sorts a bin's rows as a whole: the in-memory path too */
     bool whole = indexed || lineage || n_z > 0;
-    for (size_t b = 0; st == HS_OK && work && !whole && b < HS_VEC_LEN(&bins, bin); b++) {
+    /* partial progress: bins committed in batches of per_commit */
+    size_t n_bins = HS_VEC_LEN(&bins, bin);
+    int max_commits = opt->max_commits > 0 ? opt->max_commits : 10;
+    size_t per_commit = n_bins;
+    if (opt->partial_progress && n_bins > 0)
+        per_commit = (n_bins + (size_t)max_commits - 1) / (size_t)max_commits;
+    if (per_commit == 0)
+        per_commit = 1;
+    int n_commits = n_bins ? (int)((n_bins + per_commit - 1) / per_commit) : 0;
+    json_t *jsnaps = json_array();
+    if (st == HS_OK && !jsnaps)
+        st = hs_err_nomem(err, 64);
+    size_t committed_bins = 0;
+    for (size_t b = 0; st == HS_OK && work && b < n_bins; b++) {
         const bin *bb = &HS_VEC_AT(&bins, bin, b);
-        hs_status src_st = HS_OK;
-        hs_error src_err;
-        hs_err_clear(&src_err);
-        bin_src *bs = hs_calloc(1, sizeof *bs);
-        hs_batch_source src = {0};
-        if (!bs || hs_buf_append(&bs->files, bb->files.data, bb->files.len) != HS_OK ||
-            hs_field_copy(&sc->root, &src.schema) != HS_OK) {
-            if (bs)
-                bin_src_close(bs);
-            st = hs_err_nomem(err, 64);
-            break;
+        if (!rw) {   /* the next commit's rewrite (partial progress) */
+            cc.batch++;
+            st = tbl_rewrite_begin(t, "replace", cc.planned, compact_attempt, &cc, &rw, err);
+            if (st != HS_OK)
+                break;
+            cc.rw = rw;
+            tbl_rewrite_set_row_map(rw, cc_row_map, &cc);
         }
-        bs->p = p;
-        bs->schema = &sc->root;
-        bs->o = opt;
-        bs->done = &done;
-        bs->total = total_rows;
-        bs->out_st = &src_st;
-        bs->out_err = &src_err;
-        bs->cc = &cc;
-        cc.call_base = cc.next_row;
-        src.next = bin_src_next;
-        src.close = bin_src_close;
-        src.ctx = bs;
-        struct ArrowArrayStream in;
-        st = hs_arrow_export_stream(&src, &in, err);
-        if (st == HS_OK)
-            st = tbl_rewrite_stream(rw, &in, target, err);
-        if (src_st != HS_OK)   /* the source's own error (cancel), not the stream's form */
-            st = hs_err_set(err, src_st, "%s", src_err.msg);
-    }
-    for (size_t b = 0; st == HS_OK && work && whole && b < HS_VEC_LEN(&bins, bin); b++) {
-        const bin *bb = &HS_VEC_AT(&bins, bin, b);
-        hs_batch *acc = NULL;
-        st = hs_batch_create(read_root, 0, &acc, err);
-        cc.call_base = cc.next_row;
-        for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&bb->files, int); k++) {
-            int pi = HS_VEC_AT(&bb->files, int, k);
-            const tbl_plan_file *f = &p->files[pi];
-            roaring_bitmap_t *live = NULL;
-            st = tbl_read_file(f, read_root, NULL, 0, collect_batch, acc, &live, NULL, err);
+        if (!whole) {
+            hs_status src_st = HS_OK;
+            hs_error src_err;
+            hs_err_clear(&src_err);
+            bin_src *bs = hs_calloc(1, sizeof *bs);
+            hs_batch_source src = {0};
+            if (!bs || hs_buf_append(&bs->files, bb->files.data, bb->files.len) != HS_OK ||
+                hs_field_copy(&sc->root, &src.schema) != HS_OK) {
+                if (bs)
+                    bin_src_close(bs);
+                st = hs_err_nomem(err, 64);
+                break;
+            }
+            bs->p = p;
+            bs->schema = &sc->root;
+            bs->o = opt;
+            bs->done = &done;
+            bs->total = total_rows;
+            bs->out_st = &src_st;
+            bs->out_err = &src_err;
+            bs->cc = &cc;
+            cc.call_base = cc.next_row;
+            src.next = bin_src_next;
+            src.close = bin_src_close;
+            src.ctx = bs;
+            struct ArrowArrayStream in;
+            st = hs_arrow_export_stream(&src, &in, err);
             if (st == HS_OK)
-                st = cc_source(&cc, pi, live, err);
-            else
-                tbl_bitmap_free(live);
-            done += f->record_count;
-            if (st == HS_OK && opt->progress &&
-                opt->progress(opt->progress_ctx, "compact", done, total_rows))
-                st = hs_err_set(err, HS_CANCELLED, "compact: cancelled after %lld of %lld rows; "
-                                "nothing was committed", (long long)done,
-                                (long long)total_rows);
+                st = tbl_rewrite_stream(rw, &in, target, err);
+            if (src_st != HS_OK)   /* the source's own error (cancel), not the stream's form */
+                st = hs_err_set(err, src_st, "%s", src_err.msg);
+        } else {
+            hs_batch *acc = NULL;
+            st = hs_batch_create(read_root, 0, &acc, err);
+            cc.call_base = cc.next_row;
+            for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&bb->files, int); k++) {
+                int pi = HS_VEC_AT(&bb->files, int, k);
+                const tbl_plan_file *f = &p->files[pi];
+                roaring_bitmap_t *live = NULL;
+                st = tbl_read_file(f, read_root, NULL, 0, collect_batch, acc, &live, NULL, err);
+                if (st == HS_OK)
+                    st = cc_source(&cc, pi, live, err);
+                else
+                    tbl_bitmap_free(live);
+                done += f->record_count;
+                if (st == HS_OK && opt->progress &&
+                    opt->progress(opt->progress_ctx, "compact", done, total_rows))
+                    st = hs_err_set(err, HS_CANCELLED, "compact: cancelled after %lld of %lld "
+                                    "rows; nothing was committed", (long long)done,
+                                    (long long)total_rows);
+            }
+            if (st == HS_OK && n_z > 0)
+                st = zorder_write(rw, &cc, acc, lineage ? &file_schema : NULL, zcols, n_z,
+                                  bb->bytes, target, err);
+            else if (st == HS_OK)
+                st = lineage ? tbl_rewrite_rows_as(rw, acc, &file_schema, err)
+                             : tbl_rewrite_rows(rw, acc, err);
+            hs_batch_free(acc);
         }
-        if (st == HS_OK && n_z > 0)
-            st = zorder_write(rw, &cc, acc, lineage ? &file_schema : NULL, zcols, n_z, bb->bytes,
-                              target, err);
-        else if (st == HS_OK)
-            st = lineage ? tbl_rewrite_rows_as(rw, acc, &file_schema, err)
-                         : tbl_rewrite_rows(rw, acc, err);
-        hs_batch_free(acc);
+        /* the removal of the rewritten files (and of the deletes that
+         * applied only to them) and the carried deletes are made per
+         * commit attempt, against its base (compact_attempt) */
+        if (st == HS_OK && ((b + 1) % per_commit == 0 || b + 1 == n_bins)) {
+            int64_t f = 0, r = 0, by = 0;
+            tbl_rewrite_written(rw, &f, &r, &by);
+            tbl_rewrite_mark(rw);
+            st = tbl_rewrite_commit(rw, err);
+            if (st == HS_OK) {
+                out_files += f;
+                out_rows += r;
+                out_bytes += by;
+                del_files_total += cc.del_files;
+                carried_total += cc.carried;
+                new_id = tbl_rewrite_snapshot_id(rw);
+                committed_bins = b + 1;
+                json_array_append_new(jsnaps, json_integer(new_id));
+                if (HS_VEC_PUSH(&cc.own, int64_t, new_id) != HS_OK)
+                    st = hs_err_nomem(err, 8);
+            }
+            tbl_rewrite_free(rw);
+            rw = NULL;
+            cc.rw = NULL;
+        }
     }
-    /* the removal of the rewritten files (and of the deletes that applied
-     * only to them) and the carried deletes are made per commit attempt,
-     * against its base (compact_attempt) */
-    if (st == HS_OK && work) {
-        tbl_rewrite_written(rw, &out_files, &out_rows, &out_bytes);
-        tbl_rewrite_mark(rw);
-        st = tbl_rewrite_commit(rw, err);
-    }
-    int64_t del_files = cc.del_files;
+    if (st != HS_OK && opt->partial_progress && committed_bins > 0)
+        hs_err_prefix(err, "compact (partial progress: %zu of %zu file groups committed in %zu "
+                      "snapshots, which stay)", committed_bins, n_bins,
+                      json_array_size(jsnaps));
+    int64_t del_files = del_files_total;
     if (st == HS_OK && opt->dry_run && n_in > 0) {   /* what the commit would drop */
         hs_map rd = {0};
         int64_t recs = 0;
         st = drop_deletes(p, rewrite, &rd, &del_files, &recs, err);
         hs_map_free(&rd);
     }
-    if (st == HS_OK && work)
-        new_id = tbl_rewrite_snapshot_id(rw);
     tbl_rewrite_free(rw);
     json_t *jz = n_z ? json_array() : json_null();
     for (int j = 0; j < n_z; j++)
         json_array_append_new(jz, json_string(zcols[j]));
     if (st == HS_OK) {
-        json_t *r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:o,s:b,s:I,s:O}",
+        json_t *r = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:o,s:b,s:I,s:O,s:i,s:O}",
                               "rewritten_data_files", (json_int_t)n_in,
                               "added_data_files", (json_int_t)out_files,
                               "removed_delete_files", (json_int_t)del_files,
-                              "carried_deletes", (json_int_t)cc.carried,
+                              "carried_deletes", (json_int_t)carried_total,
                               "rewritten_bytes", (json_int_t)in_bytes,
                               "added_bytes", (json_int_t)out_bytes,
                               "rows", (json_int_t)total_rows, "groups", jgroups,
                               "snapshot_id", new_id >= 0 ? json_integer(new_id) : json_null(),
                               "dry_run", opt->dry_run != 0,
                               "target_file_size_bytes", (json_int_t)target,
-                              "zorder_by", jz);
+                              "zorder_by", jz,
+                              "commits", opt->dry_run ? n_commits : (int)json_array_size(jsnaps),
+                              "snapshot_ids", jsnaps);
         st = r ? tbl_maint_json_out(r, result_json, err) : hs_err_nomem(err, 256);
     }
     json_decref(jgroups);
     json_decref(jz);
+    json_decref(jsnaps);
+    hs_buf_free(&cc.own);
     for (int j = 0; j < n_z; j++)
         hs_free(zcols[j]);
     hs_free(zcols);
@@ -1044,5 +1102,31 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     hs_map_free(&eligible);
     tbl_plan_free(pf);
     tbl_plan_free(p);
+    return st;
+}
+
+hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **result_json,
+                           hs_error *err)
+{
+    if (result_json)
+        *result_json = NULL;
+    HS_OPTS_IN(opt, hs_compact_options, err);
+    if (!opt) {   /* NULL = every default */
+        memset(&opt_in_, 0, sizeof opt_in_);
+        opt = &opt_in_;
+    }
+    HS_TRY(tbl_check_writable(t, err));
+    if (opt->target_file_size_bytes < 0 || opt->min_input_files < 0 ||
+        opt->delete_file_threshold < 0 || opt->delete_ratio_threshold < 0 ||
+        opt->delete_ratio_threshold > 1)
+        return hs_err_set(err, HS_INVALID, "compact: negative target size, file count or delete "
+                          "threshold, or a delete ratio above 1");
+    HS_TRY(hs_table_refresh(t, err));
+    if (!opt->partial_progress)
+        return compact_on(t, &t->meta, opt, result_json, err);
+    ice_table_metadata copy = {0};
+    HS_TRY(ice_metadata_copy(&t->meta, &copy, err));
+    hs_status st = compact_on(t, &copy, opt, result_json, err);
+    ice_metadata_free(&copy);
     return st;
 }

@@ -44,7 +44,24 @@
  * data sequence numbers <= their own); an equality delete file whose data
  * sequence number is strictly greater than the file's and whose partition
  * (spec id and tuple) is the file's, or whose spec is unpartitioned (then
- * every file).  What equality deletes delete: eqdel.c.
+ * every file), unless the column statistics of one of its equality columns
+ * rule out a match (below).  What equality deletes delete: eqdel.c.
+ *
+ * Equality delete pruning by column bounds.  A delete row deletes a data
+ * row only when every equality column is equal (NULL equal to NULL), so an
+ * equality delete file cannot delete anything in a data file when, for one
+ * equality column c,
+ *
+ *   nulls on both sides possible    (null counts unknown or > 0)   no
+ *   values on both sides possible   (not all null) and the ranges
+ *                                   [lower, upper] overlap          no
+ *
+ * holds.  Bounds are typed by the table schema (pr_val_from_bound: promoted
+ * columns, truncated strings stay bounds); missing statistics mean "may
+ * match"; float and double columns are never used (bounds exclude NaN, and
+ * -0.0 / 0.0 compare equal as bounds but not as keys).  The delete
+ * manifests are planned before the data manifests, so that each data
+ * file keeps only the statistics of the equality columns (plan->eq_ids).
  */
 #include "table/fcache.h"
 #include "table/mcache.h"
@@ -709,6 +726,9 @@ typedef struct del_entry {
     int manifest_index;
     int64_t entry_index;
     tbl_eqdel *eq;                     /* equality deletes (plan-owned) */
+    int n_eqs;                         /* eq: its equality columns' */
+    const int32_t *eq_col_ids;         /*   field ids (plan arena) and */
+    struct tbl_eqstat *eqs;            /*   statistics (plan arena) */
     bool global;                       /* eq: its spec is unpartitioned */
     int32_t spec_id;                   /* eq: its partition */
     int n_partition;
@@ -796,6 +816,68 @@ static void note_pruned(tbl_plan *p, const char *path)
         p->pruned[p->n_pruned++] = copy;
 }
 
+/* Statistics of one equality column of a file (header comment). */
+struct tbl_eqstat {
+    bool known;
+    pr_col_stats s;
+};
+
+static hs_status eqstat_of(tbl_plan *p, const ice_data_file *df, int32_t id,
+                           struct tbl_eqstat *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    out->s.value_count = out->s.null_count = out->s.nan_count = -1;
+    const hs_field *f = ice_schema_find_id(p->schema, id);
+    if (!f || f->type == HS_TYPE_FLOAT16 || f->type == HS_TYPE_FLOAT32 ||
+        f->type == HS_TYPE_FLOAT64)
+        return HS_OK;
+    file_ctx fc = {df};
+    out->known = file_stats(&fc, id, f, &out->s);
+    /* BYTES bounds borrow the manifest's memory: copied */
+    pr_val *v[2] = {out->s.has_lower ? &out->s.lower : NULL,
+                    out->s.has_upper ? &out->s.upper : NULL};
+    for (int k = 0; k < 2; k++)
+        if (v[k] && v[k]->kind == PR_V_BYTES) {
+            const uint8_t *c = arena_bytes(&p->arena, v[k]->p, (uint32_t)v[k]->n);
+            if (!c)
+                return hs_err_nomem(err, v[k]->n);
+            v[k]->p = c;
+        }
+    return HS_OK;
+}
+
+/* Whether a delete file's column (d) and a data file's (f) may hold one
+ * equal key (header comment). */
+static bool eq_col_may_match(const pr_col_stats *d, const pr_col_stats *f)
+{
+    if (d->null_count != 0 && f->null_count != 0)
+        return true;
+    bool d_vals = !(d->value_count >= 0 && d->null_count >= 0 && d->null_count == d->value_count);
+    bool f_vals = !(f->value_count >= 0 && f->null_count >= 0 && f->null_count == f->value_count);
+    if (!d_vals || !f_vals)
+        return false;
+    if (d->has_lower && f->has_upper && pr_val_cmp(&d->lower, &f->upper) > 0)
+        return false;
+    if (f->has_lower && d->has_upper && pr_val_cmp(&f->lower, &d->upper) > 0)
+        return false;
+    return true;
+}
+
+/* The data file's statistics of the plan's equality columns. */
+static hs_status data_eqstats(tbl_plan *p, const ice_data_file *df, tbl_plan_file *pf,
+                              hs_error *err)
+{
+    size_t n = HS_VEC_LEN(&p->eq_ids, int32_t);
+    if (n == 0)
+        return HS_OK;
+    pf->eq_stats = hs_arena_alloc(&p->arena, n * sizeof *pf->eq_stats);
+    if (!pf->eq_stats)
+        return hs_err_nomem(err, n * sizeof *pf->eq_stats);
+    for (size_t j = 0; j < n; j++)
+        HS_TRY(eqstat_of(p, df, HS_VEC_AT(&p->eq_ids, int32_t, j), &pf->eq_stats[j], err));
+    return HS_OK;
+}
+
 static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
                                     spec_proj *sp, const ice_schema *spec_schema, hs_error *err)
 {
@@ -852,6 +934,9 @@ static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file
         pf.first_row_id = e->file.first_row_id;
         pf.manifest_index = mi;
         pf.entry_index = i;
+        st = data_eqstats(p, &e->file, &pf, err);
+        if (st != HS_OK)
+            break;
         if (e->file.n_partition > 0) {
             pf.partition = hs_calloc((size_t)e->file.n_partition, sizeof(ice_value));
             if (!pf.partition) {
@@ -901,6 +986,27 @@ static hs_status plan_eq_delete(tbl_plan *p, int mi, int64_t ei, const ice_manif
     d.entry_index = ei;
     d.global = ice_spec_is_unpartitioned(spec);
     d.spec_id = mf->partition_spec_id;
+    /* the statistics of its equality columns, for pruning */
+    if (df->n_equality_ids > 0) {
+        size_t n = (size_t)df->n_equality_ids;
+        int32_t *ids = hs_arena_alloc(&p->arena, n * sizeof *ids);
+        d.eqs = hs_arena_alloc(&p->arena, n * sizeof *d.eqs);
+        if (!ids || !d.eqs)
+            return hs_err_nomem(err, n * 64);
+        memcpy(ids, df->equality_ids, n * sizeof *ids);
+        d.eq_col_ids = ids;
+        d.n_eqs = (int)n;
+        for (size_t k = 0; st == HS_OK && k < n; k++) {
+            st = eqstat_of(p, df, ids[k], &d.eqs[k], err);
+            bool seen = false;
+            for (size_t j = 0; j < HS_VEC_LEN(&p->eq_ids, int32_t); j++)
+                seen |= HS_VEC_AT(&p->eq_ids, int32_t, j) == ids[k];
+            if (st == HS_OK && !seen && HS_VEC_PUSH(&p->eq_ids, int32_t, ids[k]) != HS_OK)
+                st = hs_err_nomem(err, 8);
+        }
+        if (st != HS_OK)
+            return st;
+    }
     if (!d.global && df->n_partition > 0) {
         d.partition = hs_calloc((size_t)df->n_partition, sizeof(ice_value));
         if (!d.partition)
@@ -920,8 +1026,9 @@ static hs_status plan_eq_delete(tbl_plan *p, int mi, int64_t ei, const ice_manif
     return st;
 }
 
-/* Whether equality delete d applies to data file f (header comment). */
-static bool eq_applies(const del_entry *d, const tbl_plan_file *f)
+/* Whether equality delete d applies to data file f by sequence number and
+ * partition (header comment). */
+static bool eq_applies_part(const del_entry *d, const tbl_plan_file *f)
 {
     if (d->seq <= f->data_seq)
         return false;
@@ -932,6 +1039,27 @@ static bool eq_applies(const del_entry *d, const tbl_plan_file *f)
     for (int k = 0; k < d->n_partition; k++)
         if (!ice_value_equals(&f->partition[k], &d->partition[k]))
             return false;
+    return true;
+}
+
+/* Whether d applies to f: by sequence number and partition, and then
+ * unless column statistics rule it out (counted in the plan). */
+static bool eq_applies(tbl_plan *p, const del_entry *d, const tbl_plan_file *f)
+{
+    if (!eq_applies_part(d, f))
+        return false;
+    for (int k = 0; f->eq_stats && k < d->n_eqs; k++) {
+        if (!d->eqs[k].known)
+            continue;
+        for (size_t j = 0; j < HS_VEC_LEN(&p->eq_ids, int32_t); j++)
+            if (HS_VEC_AT(&p->eq_ids, int32_t, j) == d->eq_col_ids[k] &&
+                f->eq_stats[j].known &&
+                !eq_col_may_match(&d->eqs[k].s, &f->eq_stats[j].s)) {
+                p->eq_pairs_pruned++;
+                return false;
+            }
+    }
+    p->eq_pairs_applied++;
     return true;
 }
 
@@ -1026,7 +1154,8 @@ static hs_status attach_deletes(tbl_plan *p, const del_entry *d, size_t n_dels, 
                             e->record_count, e->manifest_index, e->entry_index};
         if (e->eq) {
             for (int i = 0; i < p->n_files && st == HS_OK; i++)
-                if (eq_applies(e, &p->files[i]) && hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
+                if (eq_applies(p, e, &p->files[i]) &&
+                    hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
                     st = hs_err_nomem(err, sizeof r);
             continue;
         }
@@ -1081,6 +1210,7 @@ void tbl_plan_free(tbl_plan *p)
     for (size_t i = 0; i < p->eqdels.len / sizeof(tbl_eqdel *); i++)
         tbl_eqdel_free(((tbl_eqdel **)p->eqdels.data)[i]);
     hs_buf_free(&p->eqdels);
+    hs_buf_free(&p->eq_ids);
     tbl_eqshared_free(p->eq_shared);
     if (p->list_ref)
         tbl_fcache_release(&g_lists, p->list_ref);
@@ -1147,8 +1277,13 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
                     sp->expr = project(p->pred.filter->root, sp, &p->arena);
             }
         }
+        /* delete manifests first: the data files then keep the statistics
+         * of the equality delete columns (header comment) */
+        for (int pass = 0; pass < 2; pass++)
         for (int mi = 0; st == HS_OK && mi < p->list->n_files; mi++) {
             const ice_manifest_file *mf = &p->list->files[mi];
+            if ((mf->content == ICE_MANIFEST_DATA) != (pass == 1))
+                continue;
             spec_proj *sp = NULL;
             for (int k = 0; k < n_projs; k++)
                 if (projs[k].spec_id == mf->partition_spec_id)
@@ -1200,8 +1335,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
 /* ------------------------------------------------------------------ */
 /* loading the deletes of one data file                               */
 
-static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
-                                  roaring_bitmap_t *bm, hs_error *err)
+hs_status tbl_pos_deletes_read(const char *path, tbl_pos_row_fn fn, void *ctx, hs_error *err)
 {
     hs_file *f = NULL;
     pq_reader *r = NULL;
@@ -1227,10 +1361,6 @@ static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
         pq_scan_options so = {.columns = cols, .n_columns = 2};
         st = pq_scan_open(r, &so, &s, err);
     }
-    const char *want = df->path;
-    size_t wn = strlen(want);
-    const char *want_local = tbl_local(want);
-    size_t wln = strlen(want_local);
     while (st == HS_OK) {
         hs_batch *b = NULL;
         st = pq_scan_next(s, &b, err);
@@ -1245,22 +1375,12 @@ static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
             const int32_t *o = HS_COL_OFFSETS(pc);
             const char *sp = (const char *)pc->values.data + o[i];
             size_t sn = (size_t)(o[i + 1] - o[i]);
-            bool same = (sn == wn && memcmp(sp, want, wn) == 0) ||
-                        (sn == wln && memcmp(sp, want_local, wln) == 0);
-            if (!same && sn > 5 && sn < 4096 && memcmp(sp, "file:", 5) == 0) {
-                char tmp[4096];
-                memcpy(tmp, sp, sn);
-                tmp[sn] = '\0';
-                same = strcmp(tbl_local(tmp), want_local) == 0;
-            }
-            if (!same)
-                continue;
             int64_t pos = qc->type == HS_TYPE_INT64 ? HS_COL_VALUES(qc, int64_t)[i]
                                                     : HS_COL_VALUES(qc, int32_t)[i];
             if (pos < 0 || pos > UINT32_MAX)
                 st = HS_CORRUPT_AT(err, "%s: position %lld out of range", path, (long long)pos);
             else
-                roaring_bitmap_add(bm, (uint32_t)pos);
+                st = fn(ctx, sp, sn, (uint32_t)pos, err);
         }
         hs_batch_free(b);
     }
@@ -1268,6 +1388,45 @@ static hs_status load_pos_deletes(const tbl_plan_file *df, const char *path,
     pq_reader_close(r);
     hs_file_close(f);
     return st;
+}
+
+bool tbl_same_data_path(const char *sp, size_t sn, const char *want, size_t wn,
+                        const char *want_local, size_t wln)
+{
+    if ((sn == wn && memcmp(sp, want, wn) == 0) || (sn == wln && memcmp(sp, want_local, wln) == 0))
+        return true;
+    if (sn > 5 && sn < 4096 && memcmp(sp, "file:", 5) == 0) {
+        char tmp[4096];
+        memcpy(tmp, sp, sn);
+        tmp[sn] = '\0';
+        return strcmp(tbl_local(tmp), want_local) == 0;
+    }
+    return false;
+}
+
+/* The rows of one data file (want) in a position delete file. */
+typedef struct pos_one {
+    const char *want, *want_local;
+    size_t wn, wln;
+    roaring_bitmap_t *bm;
+} pos_one;
+
+static hs_status pos_one_row(void *ctx, const char *sp, size_t sn, uint32_t pos, hs_error *err)
+{
+    (void)err;
+    pos_one *o = ctx;
+    if (tbl_same_data_path(sp, sn, o->want, o->wn, o->want_local, o->wln))
+        roaring_bitmap_add(o->bm, pos);
+    return HS_OK;
+}
+
+hs_status tbl_load_pos_deletes(const tbl_plan_file *df, const char *path, roaring_bitmap_t *bm,
+                               hs_error *err)
+{
+    pos_one o = {df->path, tbl_local(df->path), 0, 0, bm};
+    o.wn = strlen(o.want);
+    o.wln = strlen(o.want_local);
+    return tbl_pos_deletes_read(path, pos_one_row, &o, err);
 }
 
 hs_status tbl_plan_load_deletes(const tbl_plan_file *df, roaring_bitmap_t **out, hs_error *err)
@@ -1295,7 +1454,7 @@ hs_status tbl_plan_load_deletes(const tbl_plan_file *df, roaring_bitmap_t **out,
                 tbl_bitmap_free(dv);
             }
         } else {
-            st = load_pos_deletes(df, d->path, bm, err);
+            st = tbl_load_pos_deletes(df, d->path, bm, err);
         }
     }
     if (st == HS_OK)

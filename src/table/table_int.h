@@ -21,6 +21,8 @@
  *   maint.c      table maintenance: expire snapshots, remove orphan files,
  *                rewrite manifests, cherrypick
  *   maint_compact.c  compaction (rewrite data files, bin-pack)
+ *   maint_deletes.c  rewrite position delete files (merge, dangling, v3:
+ *                into deletion vectors)
  *
  * An hs_table holds the parsed metadata of one version plus its location;
  * every commit made through the handle replaces both with what was
@@ -170,6 +172,9 @@ typedef struct tbl_plan_file {
     /* where the entry came from (for overwrite/delete rewrites) */
     int manifest_index;            /* index into plan->manifests */
     int64_t entry_index;
+    /* plan.c: the file's statistics of the plan's equality-delete columns
+     * (aligned with plan->eq_ids; arena), NULL when the plan has none */
+    struct tbl_eqstat *eq_stats;
 } tbl_plan_file;
 
 /* A row filter in its two forms: the exact expression (SQL WHERE text bound
@@ -227,6 +232,13 @@ typedef struct tbl_plan {
     int n_pruned, cap_pruned;
     hs_buf eqdels;                     /* tbl_eqdel * (owned): the equality delete files */
     tbl_eqshared *eq_shared;           /* their budget and unions (owned; NULL = none) */
+    /* The columns equality deletes compare (int32_t field ids, each once),
+     * and the (equality delete file, data file) pairs of one partition and
+     * an older data sequence number that were applied, or left out
+     * because the delete file's bounds of an equality column cannot meet
+     * the data file's (explain's "eq_delete_pairs_*") */
+    hs_buf eq_ids;
+    int64_t eq_pairs_applied, eq_pairs_pruned;
 } tbl_plan;
 
 /* Plans a scan of snapshot `snap` (NULL = empty) with schema `schema` and
@@ -247,6 +259,22 @@ void tbl_list_cache_clear(void);
  * DV): a new bitmap (caller frees) or NULL when none. */
 HS_MUST_USE hs_status tbl_plan_load_deletes(const tbl_plan_file *f, roaring_bitmap_t **out,
                                             hs_error *err);
+/* Reads a v2 position delete file (Parquet, file_path + pos) at path:
+ * fn(ctx, file_path bytes, length, pos) per row with both set; a position
+ * outside uint32 is HS_CORRUPT.  fn's error stops the read. */
+typedef hs_status (*tbl_pos_row_fn)(void *ctx, const char *file_path, size_t len, uint32_t pos,
+                                    hs_error *err);
+HS_MUST_USE hs_status tbl_pos_deletes_read(const char *path, tbl_pos_row_fn fn, void *ctx,
+                                           hs_error *err);
+/* Adds to bm the positions of data file df that the v2 position delete
+ * file at path deletes. */
+HS_MUST_USE hs_status tbl_load_pos_deletes(const tbl_plan_file *df, const char *path,
+                                           roaring_bitmap_t *bm, hs_error *err);
+/* Whether a position delete row's file_path (sp, sn) names the data file
+ * whose location is want (wn bytes) and local path want_local (wln): the
+ * same string, or both "file:" forms of one local path. */
+bool tbl_same_data_path(const char *sp, size_t sn, const char *want, size_t wn,
+                        const char *want_local, size_t wln);
 /* ---- eqdel.c: equality delete files ---- */
 
 HS_MUST_USE hs_status tbl_eqshared_new(tbl_eqshared **out, hs_error *err);
@@ -464,6 +492,17 @@ HS_MUST_USE hs_status tbl_rewrite_position_deletes(tbl_rewrite *rw, const tbl_pl
                                                    tbl_file_action *acts, int n,
                                                    hs_map *remove_del, hs_error *err);
 
+/* One v2 position delete file holding the positions bms[i] of the data
+ * files paths[i] (i < n; paths distinct, in ascending byte order), in the
+ * partition tuple given (borrowed until the entry is written); file_path
+ * bounds are the first and last path in full.  *out: its ADDED manifest
+ * entry (strings owned by the rewrite), to be listed through
+ * tbl_rewrite_add_manifest; counted as an added delete file. */
+HS_MUST_USE hs_status tbl_rewrite_pos_delete_file(tbl_rewrite *rw, const char *const *paths,
+                                                  roaring_bitmap_t *const *bms, int n,
+                                                  int n_partition, ice_value *partition,
+                                                  ice_manifest_entry *out, hs_error *err);
+
 /* ---- maint.c: helpers shared with maint_compact.c ---- */
 
 /* A manifest list read whole (*out: caller frees with ice_manifest_list_free). */
@@ -471,6 +510,12 @@ HS_MUST_USE hs_status tbl_maint_read_list(const char *path, ice_manifest_list **
                                           hs_error *err);
 /* An integer table property, dflt when absent or not a number. */
 int64_t tbl_maint_prop_i64(const ice_table_metadata *m, const char *key, int64_t dflt);
+/* maint_compact.c: a key of a partition (spec id, then each value tagged
+ * with its type and length) into key (reset first); its values as a JSON
+ * array (a new reference). */
+HS_MUST_USE hs_status tbl_maint_part_key(int32_t spec_id, const ice_value *vals, int n,
+                                         hs_buf *key);
+struct json_t *tbl_maint_partition_json(const ice_value *vals, int n);
 /* Serializes j (taken) into *out (caller frees with hs_string_free); out may
  * be NULL (j is only released). */
 struct json_t;

@@ -1910,9 +1910,15 @@ static void actions_free(file_action *a, int n)
     hs_free(a);
 }
 
-/* v2: one position delete file per data file, in delete manifests by spec. */
-static hs_status write_pos_deletes(tbl_wop *op, const tbl_plan *p, file_action *acts, int n,
-                                   hs_error *err)
+/* One v2 position delete file: the positions bms[i] of data files paths[i]
+ * (i < n; paths in ascending byte order, each once, as the spec orders the
+ * rows by file_path then pos), in partition (n_partition values, borrowed
+ * until the entry is written).  *out is its manifest entry (ADDED; strings
+ * in op's arena); counted in the operation's delete counts. */
+static hs_status write_pos_delete_file(tbl_wop *op, const char *const *paths,
+                                       roaring_bitmap_t *const *bms, int n, int n_partition,
+                                       ice_value *partition, ice_manifest_entry *out,
+                                       hs_error *err)
 {
     hs_field schema;
     hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
@@ -1924,120 +1930,138 @@ static hs_status write_pos_deletes(tbl_wop *op, const tbl_plan *p, file_action *
     hs_status st = HS_OK;
     if (hs_field_add_child(&schema, &fp) != HS_OK || hs_field_add_child(&schema, &pos) != HS_OK)
         st = hs_err_nomem(err, 64);
-    ice_schema dschema = {.root = schema};
+    uint64_t card = 0;
+    for (int i = 0; i < n; i++)
+        card += roaring_bitmap_get_cardinality(bms[i]);
+    hs_batch *b = NULL;
+    if (st == HS_OK)
+        st = hs_batch_create(&schema, (int64_t)card, &b, err);
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        size_t plen = strlen(paths[i]);
+        roaring_uint32_iterator_t it;
+        roaring_init_iterator(bms[i], &it);
+        for (; st == HS_OK && it.has_value; roaring_advance_uint32_iterator(&it)) {
+            int64_t v = it.current_value;
+            if (hs_col_append_bytes(b->cols[0], paths[i], plen) != HS_OK ||
+                hs_col_append_fixed(b->cols[1], &v) != HS_OK)
+                st = hs_err_nomem(err, plen);
+            b->n_rows++;
+        }
+    }
+    char name[96], uuid[37];
+    ice_uuid_v4(uuid);
+    snprintf(name, sizeof name, "00000-%d-%s-deletes.parquet",
+             (int)HS_VEC_LEN(&op->written, char *), uuid);
+    hs_buf path = {0};
+    hs_wfile *wf = NULL;
+    pq_writer *w = NULL;
+    if (st == HS_OK)
+        st = make_path(op->t, "data", NULL, name, &path, err);
+    if (st == HS_OK)
+        st = mkdir_of((const char *)path.data, err);
+    if (st == HS_OK)
+        st = cat_io_create_ex(tbl_local((const char *)path.data), wflags(op->t), &wf, err);
+    if (st == HS_OK)
+        st = op_record(op, (const char *)path.data, err);
+    pq_writer_options wo = writer_opts(op->t);
+    if (st == HS_OK)
+        st = pq_writer_open(wf, &schema, &wo, &w, err);
+    if (st == HS_OK)
+        st = pq_writer_write(w, b, err);
+    if (st == HS_OK)
+        st = pq_writer_finish(w, err);
+    ice_data_file df = {0};
+    metric_acc m = {0};
+    if (st == HS_OK) {
+        df.content = ICE_CONTENT_POSITION_DELETES;
+        df.file_path = op_str(op, (const char *)path.data);
+        df.file_format = "PARQUET";
+        df.n_partition = n_partition;
+        df.partition = partition;
+        df.record_count = b->n_rows;
+        df.file_size_in_bytes = (int64_t)pq_writer_bytes_written(w);
+        for (int c = 0; c < 2 && st == HS_OK; c++)
+            if (metrics_of(op, &b->schema.children[c], b->cols[c], NULL, b->n_rows, &m) != HS_OK)
+                st = hs_err_nomem(err, 64);
+        if (st == HS_OK && column_sizes(op, pq_writer_file_meta(w), &df) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    }
+    if (st == HS_OK) {
+        df.n_value_counts = (int)HS_VEC_LEN(&m.ids_counts, ice_id_long);
+        df.value_counts = arena_copy(op, &m.ids_counts);
+        df.n_null_value_counts = (int)HS_VEC_LEN(&m.nulls, ice_id_long);
+        df.null_value_counts = arena_copy(op, &m.nulls);
+        /* file_path bounds must be the full paths (no truncation): readers
+         * (ours, plan.c) match data files to the file by them */
+        ice_id_bytes *lb = hs_arena_alloc(&op->arena, 2 * sizeof *lb);
+        ice_id_bytes *ub = hs_arena_alloc(&op->arena, 2 * sizeof *ub);
+        const char *lo = n > 0 ? op_str(op, paths[0]) : NULL;
+        const char *hi = n > 0 ? op_str(op, paths[n - 1]) : NULL;
+        if (!lb || !ub || !lo || !hi)
+            st = hs_err_nomem(err, 64);
+        else {
+            int nb = 0;
+            lb[nb] = (ice_id_bytes){ICE_FIELD_ID_FILE_PATH, (uint32_t)strlen(lo),
+                                    (const uint8_t *)lo};
+            ub[nb] = (ice_id_bytes){ICE_FIELD_ID_FILE_PATH, (uint32_t)strlen(hi),
+                                    (const uint8_t *)hi};
+            nb++;
+            for (size_t k = 0; k < HS_VEC_LEN(&m.lower, ice_id_bytes); k++)
+                if (HS_VEC_AT(&m.lower, ice_id_bytes, k).id == ICE_FIELD_ID_POS)
+                    lb[nb] = HS_VEC_AT(&m.lower, ice_id_bytes, k);
+            for (size_t k = 0; k < HS_VEC_LEN(&m.upper, ice_id_bytes); k++)
+                if (HS_VEC_AT(&m.upper, ice_id_bytes, k).id == ICE_FIELD_ID_POS)
+                    ub[nb] = HS_VEC_AT(&m.upper, ice_id_bytes, k);
+            nb++;
+            df.n_lower_bounds = df.n_upper_bounds = nb;
+            df.lower_bounds = lb;
+            df.upper_bounds = ub;
+        }
+    }
+    metric_free(&m);
+    pq_writer_free(w);
+    if (st == HS_OK) {
+        st = hs_wfile_close(wf, err);
+        wf = NULL;
+    }
+    if (wf)
+        hs_wfile_abort(wf);
+    hs_buf_free(&path);
+    hs_batch_free(b);
+    hs_field_clear(&schema);
+    if (st == HS_OK) {
+        memset(out, 0, sizeof *out);
+        out->status = ICE_STATUS_ADDED;
+        out->has_snapshot_id = true;
+        out->snapshot_id = op->snapshot_id;
+        out->file = df;
+        out->file.has_sort_order_id = false;
+        op->added_del_files++;
+        op->added_pos_deletes += (int64_t)card;
+    }
+    return st;
+}
+
+/* v2: one position delete file per data file, in delete manifests by spec. */
+static hs_status write_pos_deletes(tbl_wop *op, const tbl_plan *p, file_action *acts, int n,
+                                   hs_error *err)
+{
+    hs_status st = HS_OK;
     hs_buf entries = {0};
     for (int i = 0; i < n && st == HS_OK; i++) {
         file_action *a = &acts[i];
         if (a->remove_all)
             continue;
         const tbl_plan_file *pf = &p->files[a->file];
-        uint64_t card = roaring_bitmap_get_cardinality(a->hits);
-        hs_batch *b = NULL;
-        st = hs_batch_create(&schema, (int64_t)card, &b, err);
-        uint32_t *posv = st == HS_OK ? hs_malloc((size_t)card * 4 + 4) : NULL;
-        if (st == HS_OK && !posv)
-            st = hs_err_nomem(err, (size_t)card * 4);
-        if (posv)
-            roaring_bitmap_to_uint32_array(a->hits, posv);
-        size_t plen = strlen(pf->path);
-        for (uint64_t j = 0; st == HS_OK && j < card; j++) {
-            int64_t v = posv[j];
-            if (hs_col_append_bytes(b->cols[0], pf->path, plen) != HS_OK ||
-                hs_col_append_fixed(b->cols[1], &v) != HS_OK)
-                st = hs_err_nomem(err, plen);
-            b->n_rows++;
-        }
-        hs_free(posv);
-        char name[96], uuid[37];
-        ice_uuid_v4(uuid);
-        snprintf(name, sizeof name, "00000-%d-%s-deletes.parquet", i, uuid);
-        hs_buf path = {0};
-        hs_wfile *wf = NULL;
-        pq_writer *w = NULL;
-        if (st == HS_OK)
-            st = make_path(op->t, "data", NULL, name, &path, err);
-        if (st == HS_OK)
-            st = mkdir_of((const char *)path.data, err);
-        if (st == HS_OK)
-            st = cat_io_create_ex(tbl_local((const char *)path.data), wflags(op->t), &wf, err);
-        if (st == HS_OK)
-            st = op_record(op, (const char *)path.data, err);
-        pq_writer_options wo = writer_opts(op->t);
-        if (st == HS_OK)
-            st = pq_writer_open(wf, &schema, &wo, &w, err);
-        if (st == HS_OK)
-            st = pq_writer_write(w, b, err);
-        if (st == HS_OK)
-            st = pq_writer_finish(w, err);
-        ice_data_file df = {0};
-        metric_acc m = {0};
+        ice_manifest_entry e;
+        st = write_pos_delete_file(op, &pf->path, &a->hits, 1, pf->n_partition, pf->partition,
+                                   &e, err);
         if (st == HS_OK) {
-            df.content = ICE_CONTENT_POSITION_DELETES;
-            df.file_path = op_str(op, (const char *)path.data);
-            df.file_format = "PARQUET";
-            df.n_partition = pf->n_partition;
-            df.partition = pf->partition;
-            df.record_count = b->n_rows;
-            df.file_size_in_bytes = (int64_t)pq_writer_bytes_written(w);
-            for (int c = 0; c < 2 && st == HS_OK; c++)
-                if (metrics_of(op, &b->schema.children[c], b->cols[c], NULL, b->n_rows, &m) != HS_OK)
-                    st = hs_err_nomem(err, 64);
-            if (st == HS_OK && column_sizes(op, pq_writer_file_meta(w), &df) != HS_OK)
-                st = hs_err_nomem(err, 64);
-        }
-        if (st == HS_OK) {
-            df.n_value_counts = (int)HS_VEC_LEN(&m.ids_counts, ice_id_long);
-            df.value_counts = arena_copy(op, &m.ids_counts);
-            df.n_null_value_counts = (int)HS_VEC_LEN(&m.nulls, ice_id_long);
-            df.null_value_counts = arena_copy(op, &m.nulls);
-            /* file_path bounds must be the full path (no truncation) */
-            ice_id_bytes *lb = hs_arena_alloc(&op->arena, 2 * sizeof *lb);
-            ice_id_bytes *ub = hs_arena_alloc(&op->arena, 2 * sizeof *ub);
-            const char *pp = op_str(op, pf->path);
-            if (!lb || !ub || !pp)
-                st = hs_err_nomem(err, 64);
-            else {
-                int nb = 0;
-                lb[nb] = (ice_id_bytes){ICE_FIELD_ID_FILE_PATH, (uint32_t)plen, (const uint8_t *)pp};
-                ub[nb] = lb[nb];
-                nb++;
-                for (size_t k = 0; k < HS_VEC_LEN(&m.lower, ice_id_bytes); k++)
-                    if (HS_VEC_AT(&m.lower, ice_id_bytes, k).id == ICE_FIELD_ID_POS)
-                        lb[nb] = HS_VEC_AT(&m.lower, ice_id_bytes, k);
-                for (size_t k = 0; k < HS_VEC_LEN(&m.upper, ice_id_bytes); k++)
-                    if (HS_VEC_AT(&m.upper, ice_id_bytes, k).id == ICE_FIELD_ID_POS)
-                        ub[nb] = HS_VEC_AT(&m.upper, ice_id_bytes, k);
-                nb++;
-                df.n_lower_bounds = df.n_upper_bounds = nb;
-                df.lower_bounds = lb;
-                df.upper_bounds = ub;
-            }
-        }
-        metric_free(&m);
-        pq_writer_free(w);
-        if (st == HS_OK) {
-            st = hs_wfile_close(wf, err);
-            wf = NULL;
-        }
-        if (wf)
-            hs_wfile_abort(wf);
-        hs_buf_free(&path);
-        hs_batch_free(b);
-        if (st == HS_OK) {
-            ice_manifest_entry e = {0};
-            e.status = ICE_STATUS_ADDED;
-            e.has_snapshot_id = true;
-            e.snapshot_id = op->snapshot_id;
-            e.file = df;
-            /* spec id of the data file: manifests are grouped below */
-            e.file.has_sort_order_id = false;
+            /* the data file's spec id after the entry: manifests by spec below */
+            int64_t spec_of = pf->spec_id;
             if (hs_buf_append(&entries, &e, sizeof e) != HS_OK ||
-                HS_VEC_PUSH(&entries, int64_t, 0) != HS_OK)
+                hs_buf_append(&entries, &spec_of, sizeof spec_of) != HS_OK)
                 st = hs_err_nomem(err, sizeof e);
-            /* remember the spec id in a parallel list: stored after the entry */
-            ((int64_t *)(entries.data + entries.len))[-1] = pf->spec_id;
-            op->added_del_files++;
-            op->added_pos_deletes += (int64_t)card;
         }
     }
     /* one delete manifest per spec */
@@ -2062,8 +2086,6 @@ static hs_status write_pos_deletes(tbl_wop *op, const tbl_plan *p, file_action *
     }
     hs_free(tmp);
     hs_buf_free(&entries);
-    hs_field_clear(&schema);
-    (void)dschema;
     return st;
 }
 
@@ -2091,9 +2113,15 @@ static hs_status write_dvs(tbl_wop *op, const tbl_plan *p, file_action *acts, in
             st = hs_err_nomem(err, 64);
             break;
         }
-        /* merge the old DV(s) of the file and retire their entries */
+        /* merge the old DV(s) of the file and retire their entries; and
+         * the file's positions in v2 position delete files (a table
+         * upgraded from v2): the spec has readers ignore position delete
+         * files for a data file with a DV, so they are merged into it (the
+         * files stay while they apply to other data files) */
         for (int d = 0; d < pf->n_deletes && st == HS_OK; d++) {
             const tbl_delete_ref *dr = &pf->deletes[d];
+            if (!dr->is_dv && dr->kind == ICE_CONTENT_POSITION_DELETES && !dr->eq)
+                st = tbl_load_pos_deletes(pf, dr->path, bm, err);
             if (!dr->is_dv)
                 continue;
             hs_file *f = NULL;
@@ -2660,6 +2688,13 @@ void tbl_rewrite_reset(tbl_rewrite *rw)
     op->added_pos_deletes = c[4];
     op->removed_del_files = c[5];
     op->removed_pos_deletes = c[6];
+}
+
+hs_status tbl_rewrite_pos_delete_file(tbl_rewrite *rw, const char *const *paths,
+                                     roaring_bitmap_t *const *bms, int n, int n_partition,
+                                     ice_value *partition, ice_manifest_entry *out, hs_error *err)
+{
+    return write_pos_delete_file(&rw->op, paths, bms, n, n_partition, partition, out, err);
 }
 
 hs_status tbl_rewrite_position_deletes(tbl_rewrite *rw, const tbl_plan *p, tbl_file_action *acts,

@@ -332,3 +332,46 @@ def test_many_small_delete_files_upsert_stream(java, ours, tmp_path):
         t.compact(min_input_files=1, delete_file_threshold=1)
     assert check_same(tb, ours, "upsert stream, compacted") == want
     assert 2 not in eq_kinds(tb)
+
+
+def test_pruned_by_column_bounds(java, ours, tmp_path):
+    """Planning leaves out an equality delete file for a data file when the
+    bounds (or null counts) of one of its equality columns cannot meet the
+    data file's: three files of ids 0-99, 100-199, 200-299 (k in 0..3 or
+    NULL), and five delete files written by Java.  Which pairs apply is
+    worked out here from the rows the test wrote; Java is the oracle for the
+    rows read."""
+    tb = Tbl(java, tmp_path, "prune")
+    for k in range(3):
+        tb.append(rows(k * 100, 100))
+    deletes = [
+        (["id"], [{"id": 5}, {"id": 17}]),          # [5, 17]: the first file only
+        (["id"], [{"id": 150}, {"id": 250}]),       # [150, 250]: the second and third
+        (["k"], [{"k": None}]),                      # NULL only: every file has NULL k
+        (["cat", "id"], [{"cat": "a", "id": 999}]),  # id 999: none
+        (["k"], [{"k": 7}]),                         # 7 > every k, no NULL: none
+    ]
+    for cols, rs in deletes:
+        tb.eqdelete(cols, rs)
+    applied = 0
+    ranges = [(0, 99), (100, 199), (200, 299)]
+    for cols, rs in deletes:
+        for lo, hi in ranges:
+            ids = [r["id"] for r in rs if "id" in r]
+            if "id" in cols:
+                hit = any(lo <= i <= hi for i in ids)
+            else:   # k: NULL matches NULL (every file has some); 7 matches nothing
+                hit = any(r["k"] is None for r in rs)
+            applied += hit
+    checked = check_same(tb, ours, "pruned eq deletes")
+    assert sorted(r[0] for r in checked) == \
+        [i for i in range(300) if i % 5 != 0 and i not in (5, 17, 150, 250)]
+    with tb.ours() as t:
+        plan = t.explain()["planning"]
+        assert plan["eq_delete_pairs_applied"] == applied == 6
+        assert plan["eq_delete_pairs_pruned"] == 5 * 3 - applied
+        per_file = sorted(len(f["deletes"]) for f in json.loads(t._handle().files_json()))
+        assert per_file == [2, 2, 2]
+        # a filter that needs the second file only: still the same rows
+        got = canon(t.to_arrow(filter="id BETWEEN 140 AND 160").to_pylist())
+        assert got == [r for r in checked if 140 <= r[0] <= 160]

@@ -150,3 +150,44 @@ def test_compact_size_tiered_near_target(tmp_path):
     t.close()
     assert set(big) <= after and len(after) == 3
     assert pyiceberg_rows(path) == expected(batches, "TRUE")
+
+
+def test_partial_progress(tmp_path):
+    """--partial-progress / compact(partial_progress=True): the file groups
+    (one per partition here) are committed as they finish, in at most
+    --max-commits snapshots; every snapshot reads the source rows (DuckDB)
+    through pyiceberg."""
+    path = tmp_path / "pp"
+    t = hdb.Table.create(path, SCHEMA, partition_by="cat")
+    batches = []
+    for k in range(3):
+        b = make_data(k * 100, 100)
+        batches.append(b)
+        t.write_arrow(b)
+        t.commit()
+    want = expected(batches, "TRUE")
+    r = run("compact", str(path), "--partial-progress", "--max-commits", "2", "--dry-run")
+    assert r["commits"] == 2 and r["snapshot_ids"] == []
+    r = run("compact", str(path), "--partial-progress", "--max-commits", "2")
+    assert r["commits"] == 2 and len(r["snapshot_ids"]) == 2
+    assert r["rewritten_data_files"] == 15 and r["added_data_files"] == 5
+    assert pyiceberg_rows(path) == want
+    for sid in r["snapshot_ids"]:
+        tbl = StaticTable.from_metadata(hdb.Table(path).metadata_location).scan(
+            snapshot_id=sid).to_arrow()
+        assert sorted(zip(tbl.column("id").to_pylist(), tbl.column("cat").to_pylist())) == want
+    t.close()
+    # Python: one commit a group by default (5 groups < 10 commits)
+    path2 = tmp_path / "pp2"
+    t = hdb.Table.create(path2, SCHEMA, partition_by="cat")
+    for b in batches:
+        t.write_arrow(b)
+        t.commit()
+    r = t.compact(partial_progress=True, progress=False)
+    assert r["commits"] == 5 and r["snapshot_id"] == r["snapshot_ids"][-1]
+    assert t.current_snapshot_id == r["snapshot_ids"][-1]
+    t.close()
+    assert pyiceberg_rows(path2) == want
+    p = subprocess.run([cli(), "table", "compact", str(path2), "--max-commits", "0"],
+                       capture_output=True, text=True)
+    assert p.returncode != 0 and "--max-commits" in p.stderr
