@@ -27,6 +27,7 @@
 enum {
     HS_FORK_RANK_FCACHE = 10,     /* table/fcache.c caches */
     HS_FORK_RANK_FOOTER = 20,     /* parquet footer cache */
+    HS_FORK_RANK_S3 = 25,         /* io/s3 state (its requests take curl's share locks) */
     HS_FORK_RANK_LEAF = 30,       /* taken with nothing else acquired inside */
     HS_FORK_RANK_WARN = 90        /* the warning handler (may be reached under others) */
 };

@@ -29,6 +29,7 @@
 #define _GNU_SOURCE   /* nftw */
 #endif
 #include "catalog/catalog_int.h"
+#include "base/fork.h"
 #include "base/mem.h"
 
 #include <dirent.h>
@@ -156,6 +157,7 @@ static const hs_wfile_vtbl fault_wvtbl = { fw_write, fw_close, fw_abort };
  * one table may overlap).  g_sync_n lets the common case skip the lock. */
 #define SYNC_DIRS_MAX 64
 static pthread_mutex_t g_sync_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_sync_mu, HS_FORK_RANK_LEAF)
 static _Atomic int g_sync_n;
 static struct { char *dir; int refs; } g_sync_dirs[SYNC_DIRS_MAX];
 

@@ -27,6 +27,7 @@
  * copy, so hs_s3_reset or a refresh never pulls it from under a request.
  */
 #include "io/s3_int.h"
+#include "base/fork.h"
 #include "base/mem.h"
 
 #include <curl/curl.h>
@@ -42,6 +43,7 @@
 #include <time.h>
 
 pthread_mutex_t g_s3_lock = PTHREAD_MUTEX_INITIALIZER;  /* config, pool, cache, stats */
+HS_FORK_GUARD(g_s3_lock, HS_FORK_RANK_S3)
 bool g_s3_loaded;
 s3_config g_s3_cfg;
 hs_s3_stats g_s3_stats;
@@ -73,8 +75,10 @@ static void share_unlock(CURL *h, curl_lock_data d, void *u)
 static void curl_init_once(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) {
         pthread_mutex_init(&g_share_locks[i], NULL);
+        hs_fork_guard(&g_share_locks[i], HS_FORK_RANK_LEAF);
+    }
     g_share = curl_share_init();
     if (g_share) {
         curl_share_setopt(g_share, CURLSHOPT_LOCKFUNC, share_lock);

@@ -21,6 +21,7 @@
 #include "parquet/pcache.h"
 
 #include "base/config.h"
+#include "base/fork.h"
 
 #include "base/hash.h"
 #include "base/mem.h"
@@ -231,6 +232,7 @@ struct pq_pc_ref {
 };
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_mu, HS_FORK_RANK_LEAF)
 static pq_pc_ref **g_buckets;
 static size_t g_nb;          /* power of two, or 0 */
 static size_t g_n, g_bytes;

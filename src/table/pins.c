@@ -25,6 +25,7 @@
 #define _GNU_SOURCE 1
 #include "table/table_int.h"
 
+#include "base/fork.h"
 #include "base/mem.h"
 
 #include <pthread.h>
@@ -40,6 +41,7 @@ typedef struct pin {
 } pin;
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_mu, HS_FORK_RANK_LEAF)
 static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;   /* a loading mark ended */
 static pin *g_pins;
 static size_t g_n, g_cap;

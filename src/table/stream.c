@@ -52,6 +52,7 @@
 #define _GNU_SOURCE 1
 #include "table/table_int.h"
 
+#include "base/fork.h"
 #include "base/mem.h"
 #include "base/opts.h"
 #include "columnar/arrow_c.h"
@@ -201,6 +202,7 @@ typedef struct tail_reg {
     struct tail_reg *next;
 } tail_reg;
 static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_reg_mu, HS_FORK_RANK_LEAF)
 static tail_reg *g_reg;
 
 static void reg_add(const char *location, tbl_tail *tl)
