@@ -43,9 +43,17 @@
  *                                                      (bounded memory, more reads);
  *                                                      also the cache of the positions
  *                                                      they delete, per data file
+ *   filter_cache       HS_FILTER_CACHE        1        1: keep the last 64 bound filter
+ *                                                      texts process-wide; 0: parse and
+ *                                                      bind every filter again
+ *   search_filter_cache                        1        1: a table handle keeps its last
+ *                      HS_SEARCH_FILTER_CACHE                  filtered search's plan and
+ *                                                      allowed rows; 0: off
  *
  * Cache budgets are >= 0 (0 = no caching); values outside a setting's range
- * are HS_INVALID, and an environment value that does not parse is reported
+ * are HS_INVALID.  Switches (mmap, filter_cache, search_filter_cache) also
+ * take true/false/on/off/yes/no; in the environment any value but "0" is
+ * on.  Another environment value that does not parse is reported
  * through the warning handler and the default used.  All functions here are
  * thread-safe.
  *
@@ -66,7 +74,7 @@
 extern "C" {
 #endif
 
-/* Sets `key` from text: a decimal integer (mmap also takes true/false/on/
+/* Sets `key` from text: a decimal integer (switches also take true/false/on/
  * off).  value NULL restores the value the process started with (the
  * environment's, else the default).  HS_NOT_FOUND for an unknown key,
  * HS_INVALID for a value out of range or not a number. */
