@@ -40,6 +40,7 @@
 #include <ctype.h>
 #include <pg_query.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,7 +331,14 @@ static void defaults_of(const hs_session_options *opt, sq_settings *d)
 hs_status hs_session_open(const hs_session_options *opt, hs_session **out, hs_error *err)
 {
     *out = NULL;
-    HS_OPTS_IN(opt, hs_session_options, err);
+    /* no_file_access was appended after 0.1: a struct_size of 0 means the
+     * layout before it (base/opts.h) */
+    hs_session_options opt_in_;
+    if (opt) {
+        HS_TRY(hs_opts_copy(&opt_in_, sizeof opt_in_, offsetof(hs_session_options, no_file_access),
+                            opt, "hs_session_options", err));
+        opt = &opt_in_;
+    }
     hs_session *s = hs_calloc(1, sizeof *s);
     if (!s)
         return hs_err_nomem(err, sizeof *s);
