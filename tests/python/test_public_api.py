@@ -94,6 +94,59 @@ def test_version_matches_pyproject():
     assert hyperstreamdb._core.version() == want
 
 
+_CONSUMER = r"""
+#include "hyperstream/table.h"
+#include "hyperstream/config.h"
+#include <stdio.h>
+int main(void)
+{
+    hs_error err = {0};
+    int64_t v = -1;
+    if (hs_config_get_int("mmap", &v, &err) != HS_OK)
+        return 2;
+    printf("%s %d %d %s %lld\n", hs_version(), hs_version_number(), HS_VERSION_NUMBER,
+           hs_status_name(HS_CONFLICT), (long long)v);
+    return 0;
+}
+"""
+
+
+def test_each_header_compiles_alone_and_a_program_links_the_public_library(tmp_path):
+    """A C programmer's view: each public header compiles on its own (C11
+    and C++11, -pedantic -Werror; version.h did not: it used HS_API without
+    including common.h), and a program that sees only include/ links
+    against libhyperstream.so and runs."""
+    cc, cxx = shutil.which("cc") or shutil.which("gcc"), shutil.which("c++") or shutil.which("g++")
+    assert cc and cxx, "a C and a C++ compiler are needed"
+    inc = str(REPO / "include")
+    failed = []
+    for h in HEADERS:
+        for compiler, ext, std in ((cc, "c", "-std=c11"), (cxx, "cpp", "-std=c++11")):
+            src = tmp_path / f"only_{h.stem}.{ext}"
+            src.write_text(f'#include "hyperstream/{h.name}"\n'
+                           f'#include "hyperstream/{h.name}"\n')   # and include guards
+            r = subprocess.run([compiler, std, "-Wall", "-Wextra", "-pedantic", "-Werror",
+                                "-I", inc, "-c", str(src), "-o", str(tmp_path / "o.o")],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                failed.append(f"{h.name} ({ext}): {r.stderr.strip()[:300]}")
+    assert failed == []
+    prog = tmp_path / "consumer.c"
+    prog.write_text(_CONSUMER)
+    exe = tmp_path / "consumer"
+    r = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", "-I", inc, str(prog), "-o", str(exe),
+                        "-L", str(BUILD), "-lhyperstream", f"-Wl,-rpath,{BUILD}"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    want = _pyproject_version()
+    major, minor, patch = (int(x) for x in want.split("."))
+    number = str(major * 1000000 + minor * 1000 + patch)
+    assert r.stdout.split()[:4] == [want, number, number, "HS_CONFLICT"]
+    assert r.stdout.split()[4] in ("0", "1")   # the mmap switch
+
+
 # The environment, the API and the warning handler, in a fresh process (the
 # environment is read once per process).
 _CHILD = textwrap.dedent("""
