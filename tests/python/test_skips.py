@@ -102,10 +102,11 @@ def skips_without_reason(text):
 
 def test_no_module_skips_past_require():
     bad = []
-    for f in sorted(HERE.glob("*.py")):
+    for f in sorted(HERE.rglob("*.py")):   # helpers/ too
         if f.name in ("conftest.py", pathlib.Path(__file__).name):
             continue
-        bad += [f"{f.name}:{n}: {line}" for n, line in skips_without_reason(f.read_text())]
+        rel = f.relative_to(HERE)
+        bad += [f"{rel}:{n}: {line}" for n, line in skips_without_reason(f.read_text())]
     assert bad == [], ("skips that CI=true would not turn into failures: use "
                        "conftest.require / require_module, or say why with # skip-ok:\n"
                        + "\n".join(bad))
