@@ -60,8 +60,12 @@
  * Warnings.  Conditions that do not fail a call but that a user should
  * hear of (an unreadable index registry, a corrupt sidecar that a query
  * skipped) are passed to the warning handler as one line of text without a
- * trailing newline.  The default handler writes "hyperstream: warning: "
- * + the message + "\n" to stderr.  The handler may be called from any
+ * trailing newline.  There is none by default: warnings are then dropped,
+ * since the library never writes to stdout or stderr itself (the
+ * hyperstream CLI installs one that prints "hyperstream: warning: " + the
+ * message to stderr; the Python package issues HyperStreamWarning).  Install
+ * it before the first call of the library to also hear of environment
+ * values that do not parse.  The handler may be called from any
  * thread the library runs, concurrently; it must not call back into the
  * library.
  */
@@ -88,8 +92,8 @@ HS_API const char *hs_config_key(int i);
 /* Receives one warning (see top).  user is the pointer given to
  * hs_set_warning_handler. */
 typedef void (*hs_warning_fn)(void *user, const char *msg);
-/* Installs fn (NULL = the default handler, printing to stderr); the
- * previous handler is no longer called once this returns. */
+/* Installs fn (NULL = none: warnings are dropped); the previous handler
+ * is no longer called once this returns. */
 HS_API void hs_set_warning_handler(hs_warning_fn fn, void *user);
 
 #ifdef __cplusplus

@@ -206,9 +206,7 @@ void hs_warn(const char *fmt, ...)
     while (n && msg[n - 1] == '\n')
         msg[--n] = 0;
     pthread_mutex_lock(&g_warn_mu);
-    if (g_warn_fn)
+    if (g_warn_fn)   /* none installed: dropped (the library never prints) */
         g_warn_fn(g_warn_user, msg);
-    else
-        fprintf(stderr, "hyperstream: warning: %s\n", msg);
     pthread_mutex_unlock(&g_warn_mu);
 }

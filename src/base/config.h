@@ -5,7 +5,8 @@
  * hs_cfg_get is an atomic load (after a pthread_once that reads the
  * environment the first time): cheap enough for any path, and safe under
  * any lock.  hs_warn formats one line and passes it to the handler set by
- * hs_set_warning_handler (default: stderr).
+ * hs_set_warning_handler (none by default: then it is dropped; the library
+ * never writes to stdout or stderr).
  */
 #ifndef HS_BASE_CONFIG_H
 #define HS_BASE_CONFIG_H

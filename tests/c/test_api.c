@@ -217,7 +217,8 @@ static void test_warning_handler(void)
     CHECK(s.n == 1);
     CHECK(strcmp(s.last, "file a.parquet: 3 problems") == 0);   /* no trailing newline */
 
-    /* the default handler: stderr, as before */
+    /* no handler: dropped, nothing written to stderr (the library never
+     * prints; the CLI installs a printing handler) */
     hs_set_warning_handler(NULL, NULL);
     char path[512];
     snprintf(path, sizeof path, "%s/api-stderr-%d", hs_test_tmpdir(), (int)getpid());
@@ -235,7 +236,9 @@ static void test_warning_handler(void)
     size_t got = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     unlink(path);
-    CHECK(got > 0 && strcmp(buf, "hyperstream: warning: to stderr 7\n") == 0);
+    CHECK(got == 0);
+    if (got)
+        fprintf(stderr, "  the library wrote to stderr: %s\n", buf);
     CHECK(s.n == 1);   /* the old handler is not called any more */
 }
 

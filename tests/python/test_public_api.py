@@ -194,6 +194,39 @@ def test_settings_read_once_and_warnings_through_the_handler():
     assert "HS_MANIFEST_CACHE_MB" in out["warnings"][0] and "plenty" in out["warnings"][0]
 
 
+_SILENT = textwrap.dedent("""
+    import ctypes, sys
+    lib = ctypes.CDLL(sys.argv[1])
+    lib.hs_config_get_int.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+    v = ctypes.c_int64(-1)
+    assert lib.hs_config_get_int(b"manifest_cache_mb", ctypes.byref(v), None) == 0
+    print(v.value)
+""")
+
+
+def test_library_never_prints_and_the_cli_prints_warnings(tmp_path):
+    """Without a handler a warning (here: an environment value that does not
+    parse) is dropped: the library writes nothing to stdout or stderr.  The
+    CLI installs a handler that prints it."""
+    env = dict(os.environ, HS_MANIFEST_CACHE_MB="plenty")
+    r = subprocess.run([sys.executable, "-c", _SILENT, str(PUBLIC)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["64"] and r.stderr == ""
+    cli = BUILD / "hyperstream"
+    require(cli.exists(), f"{cli} not built")
+    t = tmp_path / "t"
+    import hyperstreamdb as hdb
+    tb = hdb.Table(t)
+    tb.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    tb.commit()
+    r = subprocess.run([str(cli), "table", "scan", str(t)], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 2
+    assert "hyperstream: warning: HS_MANIFEST_CACHE_MB" in r.stderr and "plenty" in r.stderr
+
+
 def test_package_config():
     import hyperstreamdb as hdb
     keys = hdb._core.config_keys()
