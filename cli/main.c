@@ -15,6 +15,8 @@
  */
 #include "cli.h"
 
+#include "hyperstream/config.h"
+
 #include <stdarg.h>
 #include <string.h>
 
@@ -90,8 +92,17 @@ static void usage(FILE *to)
                 "\nRun 'hyperstream <command> --help' for a command's options.\n");
 }
 
+/* The library never prints: its warnings (a corrupt sidecar skipped, a bad
+ * HS_* environment value) come here, installed before anything else runs. */
+static void print_warning(void *user, const char *msg)
+{
+    (void)user;
+    fprintf(stderr, "hyperstream: warning: %s\n", msg);
+}
+
 int main(int argc, char **argv)
 {
+    hs_set_warning_handler(print_warning, NULL);
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

@@ -43,17 +43,29 @@
  *                                                      (bounded memory, more reads);
  *                                                      also the cache of the positions
  *                                                      they delete, per data file
+ *   filter_cache       HS_FILTER_CACHE        1        1: keep the last 64 bound filter
+ *                                                      texts process-wide; 0: parse and
+ *                                                      bind every filter again
+ *   search_filter_cache                        1        1: a table handle keeps its last
+ *                      HS_SEARCH_FILTER_CACHE                  filtered search's plan and
+ *                                                      allowed rows; 0: off
  *
  * Cache budgets are >= 0 (0 = no caching); values outside a setting's range
- * are HS_INVALID, and an environment value that does not parse is reported
+ * are HS_INVALID.  Switches (mmap, filter_cache, search_filter_cache) also
+ * take true/false/on/off/yes/no; in the environment any value but "0" is
+ * on.  Another environment value that does not parse is reported
  * through the warning handler and the default used.  All functions here are
  * thread-safe.
  *
  * Warnings.  Conditions that do not fail a call but that a user should
  * hear of (an unreadable index registry, a corrupt sidecar that a query
  * skipped) are passed to the warning handler as one line of text without a
- * trailing newline.  The default handler writes "hyperstream: warning: "
- * + the message + "\n" to stderr.  The handler may be called from any
+ * trailing newline.  There is none by default: warnings are then dropped,
+ * since the library never writes to stdout or stderr itself (the
+ * hyperstream CLI installs one that prints "hyperstream: warning: " + the
+ * message to stderr; the Python package issues HyperStreamWarning).  Install
+ * it before the first call of the library to also hear of environment
+ * values that do not parse.  The handler may be called from any
  * thread the library runs, concurrently; it must not call back into the
  * library.
  */
@@ -66,7 +78,7 @@
 extern "C" {
 #endif
 
-/* Sets `key` from text: a decimal integer (mmap also takes true/false/on/
+/* Sets `key` from text: a decimal integer (switches also take true/false/on/
  * off).  value NULL restores the value the process started with (the
  * environment's, else the default).  HS_NOT_FOUND for an unknown key,
  * HS_INVALID for a value out of range or not a number. */
@@ -80,8 +92,8 @@ HS_API const char *hs_config_key(int i);
 /* Receives one warning (see top).  user is the pointer given to
  * hs_set_warning_handler. */
 typedef void (*hs_warning_fn)(void *user, const char *msg);
-/* Installs fn (NULL = the default handler, printing to stderr); the
- * previous handler is no longer called once this returns. */
+/* Installs fn (NULL = none: warnings are dropped); the previous handler
+ * is no longer called once this returns. */
 HS_API void hs_set_warning_handler(hs_warning_fn fn, void *user);
 
 #ifdef __cplusplus

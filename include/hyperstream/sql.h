@@ -54,7 +54,8 @@ typedef struct hs_session_options {
      * 42501 (insufficient_privilege), as COPY to a file does for a
      * PostgreSQL role without pg_write_server_files.  For sessions of
      * untrusted clients (servers) and fuzz targets; registered tables and
-     * the catalog's tables stay reachable. */
+     * the catalog's tables stay reachable.  Appended after 0.1: set
+     * struct_size (HS_SESSION_OPTIONS_INIT) to use it. */
     int no_file_access;
 } hs_session_options;
 #define HS_SESSION_OPTIONS_INIT {sizeof(hs_session_options)}

@@ -547,7 +547,9 @@ typedef struct hs_compact_options {
      * of those columns instead of the table's sort order, so min/max
      * pruning works on each of them (Spark's rewrite_data_files strategy
      * "zorder").  HS_INVALID when the table has a sort order (its writes
-     * sort by it) or a column is unknown or has no order.  NULL = off. */
+     * sort by it) or a column is unknown or has no order.  NULL = off.
+     * This field and the ones after it were appended after 0.1: set
+     * struct_size (HS_COMPACT_OPTIONS_INIT) to use them. */
     const char *zorder_by;
     /* Iceberg's rewrite_data_files options delete-file-threshold and
      * delete-ratio-threshold: a file with position deletes or a deletion

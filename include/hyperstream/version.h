@@ -10,6 +10,8 @@
 #ifndef HYPERSTREAM_VERSION_H
 #define HYPERSTREAM_VERSION_H
 
+#include "hyperstream/common.h"   /* HS_API (common.h includes this header too) */
+
 #define HS_VERSION_MAJOR 0
 #define HS_VERSION_MINOR 1
 #define HS_VERSION_PATCH 0

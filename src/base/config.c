@@ -55,6 +55,10 @@ static const cfg_def g_defs[HS_CFG_N] = {
     [HS_CFG_DECODE_LIMIT_MB] = {"decode_limit_mb", "HS_DECODE_LIMIT_MB", 64, 1, MB_MAX, 0},
     [HS_CFG_DECODE_LIMIT_PER_BYTE] = {"decode_limit_per_byte", "HS_DECODE_LIMIT_PER_BYTE", 128, 1,
                                       (int64_t)1 << 20, 0},
+    /* the process-wide cache of bound filters (table/plan.c) */
+    [HS_CFG_FILTER_CACHE] = {"filter_cache", "HS_FILTER_CACHE", 1, 0, 1, 1},
+    /* a table handle keeps its last filtered search's preparation (table/search.c) */
+    [HS_CFG_SEARCH_FILTER_CACHE] = {"search_filter_cache", "HS_SEARCH_FILTER_CACHE", 1, 0, 1, 1},
 };
 
 static _Atomic int64_t g_val[HS_CFG_N];
@@ -111,8 +115,8 @@ static void init(void)
                 v = atoll(e) < 1 ? 1 : atoll(e) > 64 ? 64 : atoll(e);
             else if (parse(d, e, &ev))
                 v = ev;
-            else if (k == HS_CFG_MMAP)
-                v = strcmp(e, "0") != 0;   /* as HS_MMAP always read: only "0" turns it off */
+            else if (d->is_bool)
+                v = strcmp(e, "0") != 0;   /* as these variables always read: only "0" is off */
             else
                 hs_warn("%s=\"%s\" is not a number in %lld..%lld; using %lld", d->env, e,
                         (long long)d->lo, (long long)d->hi, (long long)d->def);
@@ -202,9 +206,7 @@ void hs_warn(const char *fmt, ...)
     while (n && msg[n - 1] == '\n')
         msg[--n] = 0;
     pthread_mutex_lock(&g_warn_mu);
-    if (g_warn_fn)
+    if (g_warn_fn)   /* none installed: dropped (the library never prints) */
         g_warn_fn(g_warn_user, msg);
-    else
-        fprintf(stderr, "hyperstream: warning: %s\n", msg);
     pthread_mutex_unlock(&g_warn_mu);
 }

@@ -5,7 +5,8 @@
  * hs_cfg_get is an atomic load (after a pthread_once that reads the
  * environment the first time): cheap enough for any path, and safe under
  * any lock.  hs_warn formats one line and passes it to the handler set by
- * hs_set_warning_handler (default: stderr).
+ * hs_set_warning_handler (none by default: then it is dropped; the library
+ * never writes to stdout or stderr).
  */
 #ifndef HS_BASE_CONFIG_H
 #define HS_BASE_CONFIG_H
@@ -27,6 +28,8 @@ typedef enum hs_cfg_key {
     HS_CFG_DECODE_LIMIT_PER_BYTE,
     HS_CFG_WARM_FILES,
     HS_CFG_EQ_DELETE_MB,
+    HS_CFG_FILTER_CACHE,
+    HS_CFG_SEARCH_FILTER_CACHE,
     HS_CFG_N
 } hs_cfg_key;
 

@@ -21,7 +21,11 @@
  * HS_OPTS_IN(opt, type, err) rebinds the parameter `opt` (a const pointer,
  * may be NULL) to a normalized local copy, returning the error otherwise.
  * When a field is appended to a struct, its 0.1 size stays the offset of
- * the new field: replace sizeof(type) by that offset in HS_OPTS_V0_1.
+ * the first appended field: that struct's entry point calls hs_opts_copy
+ * with offsetof(type, that field) instead of HS_OPTS_IN, and the header says
+ * "appended after 0.1" (hs_search_options.rerank, hs_compact_options.
+ * zorder_by, hs_session_options.no_file_access; test_api's
+ * test_struct_size checks each).
  */
 #ifndef HS_BASE_OPTS_H
 #define HS_BASE_OPTS_H

@@ -79,6 +79,7 @@ typedef struct hs_s3_stats {
     uint64_t cache_misses;   /* cacheable read_at calls that went to the store */
     uint64_t cache_bytes;    /* bytes held by the cache now */
     uint64_t head_hits;      /* opens served by the HEAD cache */
+    uint64_t connects;       /* new connections the requests opened (the rest reused one) */
 } hs_s3_stats;
 void hs_s3_get_stats(hs_s3_stats *out);
 /* Forgets the configuration (re-read on the next request), the byte cache,

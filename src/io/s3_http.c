@@ -72,26 +72,51 @@ static void share_unlock(CURL *h, curl_lock_data d, void *u)
     pthread_mutex_unlock(&g_share_locks[d]);
 }
 
+/* DNS cache, TLS sessions and the connection cache, shared by the pool's
+ * handles; NULL when curl cannot make one (then each handle keeps its own). */
+static CURLSH *share_new(void)
+{
+    CURLSH *sh = curl_share_init();
+    if (sh) {
+        curl_share_setopt(sh, CURLSHOPT_LOCKFUNC, share_lock);
+        curl_share_setopt(sh, CURLSHOPT_UNLOCKFUNC, share_unlock);
+        curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+        curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+        curl_share_setopt(sh, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    }
+    return sh;
+}
+
 static void curl_init_once(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++) {
         pthread_mutex_init(&g_share_locks[i], NULL);
-        hs_fork_guard(&g_share_locks[i], HS_FORK_RANK_LEAF);   /* taken inside curl calls */
+        hs_fork_guard(&g_share_locks[i], HS_FORK_RANK_LEAF);
     }
-    g_share = curl_share_init();
-    if (g_share) {
-        curl_share_setopt(g_share, CURLSHOPT_LOCKFUNC, share_lock);
-        curl_share_setopt(g_share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-        curl_share_setopt(g_share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-        curl_share_setopt(g_share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-        curl_share_setopt(g_share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-    }
+    g_share = share_new();
+}
+
+/* A forked child must not send requests over its parent's connections: the
+ * idle handles and the share's connection cache hold the parent's sockets
+ * (and TLS state), which the parent keeps using, so two processes' requests
+ * and answers would interleave on one socket.  The child's first request
+ * forgets them - no cleanup, which would close or shut down the parent's
+ * connections - and starts a share of its own.  g_s3_lock held. */
+static uint64_t g_pool_gen;   /* hs_fork_generation() of the idle handles and the share */
+static void pool_after_fork_locked(void)
+{
+    uint64_t gen = hs_fork_generation();
+    if (gen == g_pool_gen)
+        return;
+    g_pool_gen = gen;
+    g_n_idle = 0;
+    g_share = share_new();
 }
 
 /* Takes the configuration (copied: a reset cannot pull it from under a
  * request) and an easy handle. */
-static CURL *pool_get(s3_config *cfg)
+static CURL *pool_get(s3_config *cfg, CURLSH **share)
 {
     pthread_once(&g_curl_once, curl_init_once);
     pthread_mutex_lock(&g_s3_lock);
@@ -102,6 +127,8 @@ static CURL *pool_get(s3_config *cfg)
     }
     *cfg = g_s3_cfg;
     cfg->session_token = g_s3_cfg.session_token ? hs_strdup(g_s3_cfg.session_token) : NULL;
+    pool_after_fork_locked();
+    *share = g_share;
     CURL *h = g_n_idle > 0 ? g_idle[--g_n_idle] : NULL;
     pthread_mutex_unlock(&g_s3_lock);
     if (!h)
@@ -304,10 +331,11 @@ static size_t on_header(char *p, size_t sz, size_t nm, void *u)
     return n;
 }
 
-static void count(const char *method, uint64_t in, uint64_t out, bool retry)
+static void count(const char *method, uint64_t in, uint64_t out, bool retry, long connects)
 {
     pthread_mutex_lock(&g_s3_lock);
     g_s3_stats.requests++;
+    g_s3_stats.connects += connects > 0 ? (uint64_t)connects : 0;
     g_s3_stats.retries += retry;
     g_s3_stats.bytes_in += in;
     g_s3_stats.bytes_out += out;
@@ -384,7 +412,8 @@ void s3_req_done(s3_req *r)
 hs_status s3_do(s3_req *r, const char *what, hs_error *err)
 {
     s3_config cfg;
-    CURL *h = pool_get(&cfg);
+    CURLSH *share = NULL;
+    CURL *h = pool_get(&cfg, &share);
     hs_buf url = { 0 }, auth = { 0 }, tokhdr = { 0 }, tokbuf = { 0 };
     hs_status st = HS_OK;
     if (!h) {
@@ -456,8 +485,8 @@ hs_status s3_do(s3_req *r, const char *what, hs_error *err)
             goto out;
         }
         curl_easy_setopt(h, CURLOPT_URL, hs_buf_cstr(&url));
-        if (g_share)
-            curl_easy_setopt(h, CURLOPT_SHARE, g_share);
+        if (share)
+            curl_easy_setopt(h, CURLOPT_SHARE, share);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_msg);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
@@ -492,12 +521,14 @@ hs_status s3_do(s3_req *r, const char *what, hs_error *err)
         }
         CURLcode cc = curl_easy_perform(h);
         curl_slist_free_all(hl);
+        long connects = 0;
+        curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
         if (cc == CURLE_OK) {
             long code = 0;
             curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
             r->status = code;
         }
-        count(r->method, r->got + r->errbody.len, r->body_len, attempt > 0);
+        count(r->method, r->got + r->errbody.len, r->body_len, attempt > 0, connects);
         /* a body shorter than its Content-Length is a truncated response */
         bool truncated = cc == CURLE_OK && r->status >= 200 && r->status < 300 &&
                          strcmp(r->method, "HEAD") != 0 && r->have_length &&

@@ -40,6 +40,7 @@
 #include <ctype.h>
 #include <pg_query.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,6 +250,78 @@ static void *pg_thread(void *arg)
 #define SQ_DIRECT_NEST 1000
 #define SQ_MAX_NEST 200000u
 
+/* The parser truncates identifiers to NAMEDATALEN - 1 = 63 bytes, as
+ * PostgreSQL does; a path table ("quoted" in the text, unqualified) is a
+ * file path, which may be longer: every such RangeVar gets its whole name
+ * back from the text at its location.  Iterative (trees may nest deeply);
+ * false when out of memory. */
+static bool untruncate_paths(json_t *root, const char *text, size_t len)
+{
+    size_t n = 0, cap = 64;
+    json_t **stack = hs_malloc(cap * sizeof *stack);
+    if (!stack)
+        return false;
+    stack[n++] = root;
+    bool ok = true;
+    while (n > 0 && ok) {
+        json_t *j = stack[--n];
+        /* a RangeVar's body: {"RangeVar": {..}} in node lists, bare where
+         * the field's type is RangeVar (CreateStmt.relation, ...) */
+        json_t *rv = json_is_object(j) ? j : NULL;
+        const char *rel = rv ? json_string_value(json_object_get(rv, "relname")) : NULL;
+        json_t *jl = rv ? json_object_get(rv, "location") : NULL;
+        size_t rl = rel ? strlen(rel) : 0;
+        if (rl >= 60 && !json_object_get(rv, "schemaname") && json_is_integer(jl) &&
+            json_integer_value(jl) >= 0 && (size_t)json_integer_value(jl) < len &&
+            text[json_integer_value(jl)] == '"') {
+            /* "..." with "" for a quote, as the scanner reads it */
+            const char *p = text + json_integer_value(jl) + 1, *end = text + len;
+            char *full = hs_malloc((size_t)(end - p) + 1);
+            size_t k = 0;
+            while (full && p < end && !(p[0] == '"' && (p + 1 >= end || p[1] != '"'))) {
+                full[k++] = *p;
+                p += p[0] == '"' ? 2 : 1;
+            }
+            if (full) {
+                full[k] = 0;
+                if (p < end && k > rl && memcmp(full, rel, rl) == 0 &&
+                    json_object_set_new(rv, "relname", json_string(full)) != 0)
+                    ok = false;
+                hs_free(full);
+            } else {
+                ok = false;
+            }
+        }
+        size_t add = json_is_object(j)  ? json_object_size(j)
+                     : json_is_array(j) ? json_array_size(j)
+                                        : 0;
+        if (n + add > cap) {
+            size_t nc = (n + add) * 2;
+            json_t **ns = hs_realloc(stack, nc * sizeof *ns);
+            if (!ns) {
+                ok = false;
+                break;
+            }
+            stack = ns;
+            cap = nc;
+        }
+        const char *key;
+        json_t *v;
+        size_t i;
+        if (json_is_object(j)) {
+            json_object_foreach(j, key, v)
+                if (json_is_object(v) || json_is_array(v))
+                    stack[n++] = v;
+        } else if (json_is_array(j)) {
+            json_array_foreach(j, i, v)
+                if (json_is_object(v) || json_is_array(v))
+                    stack[n++] = v;
+        }
+    }
+    hs_free(stack);
+    return ok;
+}
+
 /* Parses text into *root (caller json_decref's). */
 static hs_status sq_parse(sq_session *s, const char *text, json_t **root, hs_error *err)
 {
@@ -292,6 +365,11 @@ static hs_status sq_parse(sq_session *s, const char *text, json_t **root, hs_err
     pg_query_free_parse_result(job.r);
     if (!*root)
         return sq_fail(s, err, HS_INVALID, "54001", NULL, -1, "statement nested too deeply");
+    if (!untruncate_paths(*root, text, len)) {
+        json_decref(*root);
+        *root = NULL;
+        return hs_err_nomem(err, len);
+    }
     return HS_OK;
 }
 
@@ -330,7 +408,14 @@ static void defaults_of(const hs_session_options *opt, sq_settings *d)
 hs_status hs_session_open(const hs_session_options *opt, hs_session **out, hs_error *err)
 {
     *out = NULL;
-    HS_OPTS_IN(opt, hs_session_options, err);
+    /* no_file_access was appended after 0.1: a struct_size of 0 means the
+     * layout before it (base/opts.h) */
+    hs_session_options opt_in_;
+    if (opt) {
+        HS_TRY(hs_opts_copy(&opt_in_, sizeof opt_in_, offsetof(hs_session_options, no_file_access),
+                            opt, "hs_session_options", err));
+        opt = &opt_in_;
+    }
     hs_session *s = hs_calloc(1, sizeof *s);
     if (!s)
         return hs_err_nomem(err, sizeof *s);

@@ -40,8 +40,8 @@
  * file, entries are used only when path AND size match the file; the
  * sidecar is read into memory and opened (which validates its checksum);
  * its row count and data file size must match the file too.  Anything else
- * (missing, truncated, corrupt, stale) is skipped with a warning on stderr
- * and counted: the scan then reads the data, so results never change.  The
+ * (missing, truncated, corrupt, stale) is skipped with a warning (hs_warn:
+ * the warning handler of hyperstream/config.h) and counted: the scan then reads the data, so results never change.  The
  * simple filter is evaluated as bitmap algebra over the lookups:
  *
  *   node          candidate set              exact (set == matching rows)

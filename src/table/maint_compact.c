@@ -77,6 +77,7 @@
 #include "columnar/zorder.h"
 #include "index/registry.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1110,7 +1111,14 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
 {
     if (result_json)
         *result_json = NULL;
-    HS_OPTS_IN(opt, hs_compact_options, err);
+    /* zorder_by and the fields after it were appended after 0.1: a
+     * struct_size of 0 means the layout before them (base/opts.h) */
+    hs_compact_options opt_in_;
+    if (opt) {
+        HS_TRY(hs_opts_copy(&opt_in_, sizeof opt_in_, offsetof(hs_compact_options, zorder_by), opt,
+                            "hs_compact_options", err));
+        opt = &opt_in_;
+    }
     if (!opt) {   /* NULL = every default */
         memset(&opt_in_, 0, sizeof opt_in_);
         opt = &opt_in_;

@@ -122,7 +122,8 @@ hs_status tbl_pred_make(const char *text, const hs_field *schema, tbl_pred *p, h
  * that the least recently used unreferenced one goes (a referenced one is
  * freed at its last release).  Texts longer than PCACHE_TEXT_MAX are not
  * kept (big IN lists: their parse is not the cost that matters).  Parse
- * errors are not kept.  HS_FILTER_CACHE=0 turns the cache off. */
+ * errors are not kept.  The setting filter_cache = 0 (HS_FILTER_CACHE=0)
+ * turns the cache off. */
 #define PCACHE_MAX 64
 #define PCACHE_TEXT_MAX 4096
 
@@ -144,17 +145,7 @@ static struct {
 } g_pcache = {PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, 0};
 HS_FORK_GUARD(g_pcache.mu, HS_FORK_RANK_LEAF);
 
-static bool pcache_enabled(void)
-{
-    static int on = -1;
-    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *e = getenv("HS_FILTER_CACHE");
-        v = !(e && strcmp(e, "0") == 0);
-        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
+static bool pcache_enabled(void) { return hs_cfg_get(HS_CFG_FILTER_CACHE) != 0; }
 
 static bool meta_equal(const hs_field *a, const hs_field *b)
 {

@@ -55,8 +55,8 @@
  * data file path and size match the planned file and the sidecar has the
  * recorded size; table/vindex.h then validates it.  A sidecar that fails
  * during a search (HS_CORRUPT from the fetch) is skipped for that query
- * and the file searched exactly.  Skipped sidecars print a warning on
- * stderr and count in tbl_search_counters.
+ * and the file searched exactly.  Skipped sidecars are reported through
+ * hs_warn (the warning handler) and count in tbl_search_counters.
  *
  * Ownership: the search borrows the table handle's metadata for the call
  * (and keeps its unfiltered plan in the handle: hs_table.search_plan, and
@@ -1454,7 +1454,8 @@ static void plan_cache_clear(hs_table *t)
  * (immutable; deletes, files and the index registry are in it), the
  * snapshot and schema, the filter text, the column and metric; the
  * sidecars stay acquired while kept, so their graph ids stay valid.
- * HS_SEARCH_FILTER_CACHE=0 turns it off (benchmarks, tests). */
+ * The setting search_filter_cache = 0 (HS_SEARCH_FILTER_CACHE=0) turns it
+ * off (benchmarks, tests). */
 typedef struct tbl_fsearch {
     char *meta_loc;           /* owned */
     char *filter;             /* owned */
@@ -1479,25 +1480,15 @@ static void fsearch_free(tbl_fsearch *f)
     hs_free(f);
 }
 
-static bool fsearch_enabled(void)
-{
-    static int on = -1;
-    int v = __atomic_load_n(&on, __ATOMIC_RELAXED);
-    if (v < 0) {
-        const char *e = getenv("HS_SEARCH_FILTER_CACHE");
-        v = !(e && strcmp(e, "0") == 0);
-        __atomic_store_n(&on, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
+static bool fsearch_enabled(void) { return hs_cfg_get(HS_CFG_SEARCH_FILTER_CACHE) != 0; }
 
 /* The kept files for this call's key, or NULL. */
 static tbl_fsearch *fsearch_find(hs_table *t, const ice_snapshot *snap, const ice_schema *schema,
                                  const char *filter, int32_t field_id, hs_metric metric)
 {
     tbl_fsearch *f = t->search_filtered;
-    if (!f || !t->metadata_location || !filter || f->snap != snap || f->schema != schema ||
-        f->field_id != field_id || f->metric != metric || f->plan->meta != &t->meta ||
+    if (!f || !fsearch_enabled() || !t->metadata_location || !filter || f->snap != snap ||
+        f->schema != schema || f->field_id != field_id || f->metric != metric || f->plan->meta != &t->meta ||
         strcmp(f->meta_loc, t->metadata_location) != 0 || strcmp(f->filter, filter) != 0)
         return NULL;
     return f;

@@ -204,6 +204,22 @@ typedef struct tail_reg {
 static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
 HS_FORK_GUARD(g_reg_mu, HS_FORK_RANK_LEAF)
 static tail_reg *g_reg;
+static uint64_t g_reg_gen;   /* hs_fork_generation() the entries belong to */
+
+/* A forked child has none of its parent's stream threads: their tails
+ * (locked, maybe, by a thread that is gone; flushed by nobody) are not the
+ * child's.  Its handles then read committed rows, as in any other process,
+ * and its deletes do not wait for a flush that never comes.  The entries
+ * are forgotten, not freed (their memory is the parent's copy).
+ * g_reg_mu held. */
+static void reg_after_fork_locked(void)
+{
+    uint64_t gen = hs_fork_generation();
+    if (gen != g_reg_gen) {
+        g_reg = NULL;
+        g_reg_gen = gen;
+    }
+}
 
 static void reg_add(const char *location, tbl_tail *tl)
 {
@@ -218,6 +234,7 @@ static void reg_add(const char *location, tbl_tail *tl)
     r->location = loc;
     r->tl = tl;
     pthread_mutex_lock(&g_reg_mu);
+    reg_after_fork_locked();
     r->next = g_reg;
     g_reg = r;
     pthread_mutex_unlock(&g_reg_mu);
@@ -226,6 +243,7 @@ static void reg_add(const char *location, tbl_tail *tl)
 static void reg_remove(tbl_tail *tl)
 {
     pthread_mutex_lock(&g_reg_mu);
+    reg_after_fork_locked();
     tail_reg *found = NULL;
     for (tail_reg **pp = &g_reg; *pp; pp = &(*pp)->next)
         if ((*pp)->tl == tl) {
@@ -260,6 +278,7 @@ bool tbl_tail_attach(hs_table *t)
     const char *loc = tbl_local(t->meta.location);
     tbl_tail *found = NULL;
     pthread_mutex_lock(&g_reg_mu);
+    reg_after_fork_locked();
     for (tail_reg *r = g_reg; r; r = r->next)
         if (strcmp(r->location, loc) == 0) {
             atomic_fetch_add(&r->tl->refs, 1);

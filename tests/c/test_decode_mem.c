@@ -16,6 +16,7 @@
 #include "iceberg/puffin.h"
 #include "index/registry.h"
 #include "index/scalar/sidx.h"
+#include "index/scalar/sidx_int.h"
 #include "index/vector/hnsw.h"
 #include "index/vector/vq.h"
 #include "io/io.h"
@@ -679,6 +680,41 @@ static void test_sidx_range_claimed_size(void)
     hs_field_clear(&schema);
 }
 
+/* An inverted index's delta-packed posting list whose 128-delta blocks all
+ * have width 0 takes no bytes per block but its header byte: 50 million rows
+ * in ~390 KB asked for 200 MB of positions.  Charged to the decode limit. */
+static void test_sidx_dp_zero_width_blocks(void)
+{
+    uint32_t cnt = 50u * 1000 * 1000;
+    size_t nblk = (cnt - 1 + SIDX_DP_BLOCK - 1) / SIDX_DP_BLOCK, len = 12 + nblk + 8;
+    uint8_t *p = calloc(1, len);
+    REQUIRE(p);
+    uint32_t hdr[3] = {SIDX_DP_TAG, cnt, 0};
+    memcpy(p, hdr, sizeof hdr);   /* little-endian hosts (as the format) */
+    hs_error err = {0};
+    uint32_t *v = NULL;
+    size_t n = 0;
+    uint64_t base = g_memcount.live;
+    memcount_reset();
+    hs_status st = sidx_dp_decode(p, len, (uint64_t)cnt * 2, &v, &n, &err);
+    uint64_t peak = memcount_peak_since(base);
+    fprintf(stderr, "  %u-row delta-packed list in %zu bytes: %s; peak %llu\n", cnt, len,
+            st == HS_OK ? "decoded" : err.msg, (unsigned long long)peak);
+    CHECK(st == HS_CORRUPT && strstr(err.msg, "decode memory limit"));
+    CHECK(peak <= 8 * len + 256 * KiB);
+    hs_free(v);
+    /* a short list of the same form still decodes (positions 0, 1, 2, ...) */
+    uint32_t small[3] = {SIDX_DP_TAG, 300, 5};
+    size_t sl = 12 + 3 + 8;
+    uint8_t sp[32] = {0};
+    memcpy(sp, small, sizeof small);
+    hs_err_clear(&err);
+    CHECK_OK(sidx_dp_decode(sp, sl, 1000, &v, &n, &err), &err);
+    CHECK(n == 300 && v && v[0] == 5 && v[299] == 304);
+    hs_free(v);
+    free(p);
+}
+
 /* ---- vector index images ---- */
 
 static void put_u32le(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
@@ -966,6 +1002,7 @@ int main(void)
     HS_RUN(test_manifest_tiny_blocks);
     HS_RUN(test_manifest_compressible_under_default_limit);
     HS_RUN(test_sidx_range_claimed_size);
+    HS_RUN(test_sidx_dp_zero_width_blocks);
     HS_RUN(test_vq_pq_expansion);
     HS_RUN(test_hnsw_image);
     HS_RUN(test_registry);

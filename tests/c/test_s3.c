@@ -10,6 +10,7 @@
  * provides the server there).  Every read is checked against the bytes the
  * test wrote, and listings against the names it created.
  */
+#define _GNU_SOURCE 1   /* memmem, strcasestr */
 #include "base/mem.h"
 #include "io/io.h"
 #include "io/s3.h"
@@ -19,9 +20,13 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
+#include <stdatomic.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -976,6 +981,143 @@ static void test_unreachable(void)
     hs_s3_reset();
 }
 
+/* A keep-alive HTTP/1.1 server for test_fork_connections: accepts
+ * connections (counting them), one thread each, and answers every request
+ * on a connection with an empty 200 (204 for DELETE) without closing it. */
+typedef struct ka_srv {
+    int fd;
+    atomic_int conns, requests;
+} ka_srv;
+
+typedef struct ka_conn {
+    ka_srv *s;
+    int fd;
+} ka_conn;
+
+static void *ka_conn_main(void *arg)
+{
+    ka_conn *kc = arg;
+    char buf[16384];
+    size_t have = 0;
+    for (;;) {
+        char *end = NULL;
+        while (!(end = memmem(buf, have, "\r\n\r\n", 4))) {
+            ssize_t n = have < sizeof buf ? recv(kc->fd, buf + have, sizeof buf - have, 0) : -1;
+            if (n <= 0)
+                goto done;
+            have += (size_t)n;
+        }
+        size_t head = (size_t)(end + 4 - buf), body = 0;
+        buf[head - 1] = 0;
+        const char *cl = strcasestr(buf, "\r\nContent-Length:");
+        if (cl)
+            body = (size_t)strtoul(cl + 17, NULL, 10);
+        while (have < head + body && have < sizeof buf) {
+            ssize_t n = recv(kc->fd, buf + have, sizeof buf - have, 0);
+            if (n <= 0)
+                goto done;
+            have += (size_t)n;
+        }
+        if (have < head + body)
+            goto done;
+        atomic_fetch_add(&kc->s->requests, 1);
+        const char *resp = strncmp(buf, "DELETE ", 7) == 0
+                               ? "HTTP/1.1 204 No Content\r\n\r\n"
+                               : "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nETag: \"e\"\r\n\r\n";
+        if (send(kc->fd, resp, strlen(resp), MSG_NOSIGNAL) < 0)
+            goto done;
+        memmove(buf, buf + head + body, have - head - body);
+        have -= head + body;
+    }
+done:
+    close(kc->fd);
+    free(kc);
+    return NULL;
+}
+
+static void *ka_main(void *arg)
+{
+    ka_srv *s = arg;
+    for (;;) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        atomic_fetch_add(&s->conns, 1);
+        ka_conn *kc = malloc(sizeof *kc);
+        pthread_t th;
+        if (!kc || (kc->s = s, kc->fd = c, pthread_create(&th, NULL, ka_conn_main, kc)) != 0) {
+            close(c);
+            free(kc);
+            continue;
+        }
+        pthread_detach(th);
+    }
+}
+
+/* A forked child (Python multiprocessing) opens connections of its own:
+ * the parent's idle connections stay the parent's (two processes sending
+ * on one socket read each other's answers).  The parent keeps reusing its
+ * connection after the child is done. */
+static void test_fork_connections(void)
+{
+    ka_srv srv = {0};
+    srv.fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    REQUIRE(bind(srv.fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(srv.fd, 8) == 0 &&
+            getsockname(srv.fd, (struct sockaddr *)&a, &al) == 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, ka_main, &srv) == 0);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    saved_env saved;
+    clear_creds(&saved);
+    char *old_ep = getenv("AWS_ENDPOINT_URL_S3") ? strdup(getenv("AWS_ENDPOINT_URL_S3")) : NULL;
+    setenv("AWS_ENDPOINT_URL_S3", url, 1);
+    setenv("AWS_ACCESS_KEY_ID", "hs-fork-test", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "hs-fork-test-secret", 1);
+    hs_s3_reset();
+
+    hs_error err = {0};
+    CHECK_OK(put_small("fork-conn-1", &err), &err);
+    CHECK_OK(put_small("fork-conn-2", &err), &err);
+    CHECK(atomic_load(&srv.conns) == 1 && atomic_load(&srv.requests) == 4);   /* kept */
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        hs_error e2 = {0};
+        hs_s3_stats c, d;
+        hs_s3_get_stats(&c);
+        int ok = put_small("fork-conn-child", &e2) == HS_OK;
+        hs_s3_get_stats(&d);
+        _exit(!ok ? 2 : d.connects == c.connects + 1 ? 0 : 1);
+    }
+    int ws = -1;
+    REQUIRE(pid > 0 && waitpid(pid, &ws, 0) == pid);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        fprintf(stderr, "  child: wait status %d (exit 1: it reused the parent's connection)\n",
+                ws);
+    CHECK(atomic_load(&srv.conns) == 2 && atomic_load(&srv.requests) == 6);
+    /* the parent's connection is still its own, and still open */
+    CHECK_OK(put_small("fork-conn-3", &err), &err);
+    CHECK(atomic_load(&srv.conns) == 2 && atomic_load(&srv.requests) == 8);
+
+    hs_s3_reset();   /* closes the pool's connections */
+    shutdown(srv.fd, SHUT_RDWR);
+    close(srv.fd);
+    pthread_join(th, NULL);
+    if (old_ep)
+        setenv("AWS_ENDPOINT_URL_S3", old_ep, 1);
+    else
+        unsetenv("AWS_ENDPOINT_URL_S3");
+    free(old_ep);
+    restore_creds(&saved);
+    hs_s3_reset();
+}
+
 int main(void)
 {
     HS_RUN(test_parse_list);
@@ -988,6 +1130,7 @@ int main(void)
     HS_RUN(test_exclusive_create);
     HS_RUN(test_multipart);
     HS_RUN(test_list);
+    HS_RUN(test_fork_connections);
     HS_RUN(test_profile_credentials);
     HS_RUN(test_bad_credentials);
     HS_RUN(test_container_credentials);

@@ -622,6 +622,48 @@ static void test_no_file_access(void)
     hs_catalog_close(cat);
 }
 
+/* A path table's name is a file path, which may be longer than the 63
+ * bytes the parser keeps of an identifier (PostgreSQL's NAMEDATALEN): the
+ * whole path is used, never its 63-byte prefix (which, when it names a
+ * table, is another table). */
+static void test_long_path_names(void)
+{
+    hs_error err = {0};
+    char d[512], lp[800], sp[800], sql[2048];
+    snprintf(d, sizeof d, "%s", tmp_dir("longpath"));
+    snprintf(lp, sizeof lp, "%s/a_table_whose_path_is_longer_than_sixty_three_bytes_%0100d", d, 7);
+    REQUIRE(strlen(lp) > 150);
+    hs_session *s = NULL;
+    CHECK_OK(hs_session_open(NULL, &s, &err), &err);
+    /* the 63-byte prefix as a table of its own, when it lies inside d/ */
+    int prefix_table = strlen(d) + 2 < 63;
+    if (prefix_table) {
+        snprintf(sp, sizeof sp, "%.63s", lp);
+        snprintf(sql, sizeof sql, "CREATE TABLE \"%s\" (a int)", sp);
+        EXPECT_TAG(sql, "CREATE TABLE");
+        snprintf(sql, sizeof sql, "INSERT INTO \"%s\" VALUES (1), (1)", sp);
+        EXPECT_TAG(sql, "INSERT 0 2");
+    }
+    snprintf(sql, sizeof sql, "CREATE TABLE \"%s\" (a int)", lp);
+    EXPECT_TAG(sql, "CREATE TABLE");
+    snprintf(sql, sizeof sql, "INSERT INTO \"%s\" VALUES (7), (8), (9)", lp);
+    EXPECT_TAG(sql, "INSERT 0 3");
+    snprintf(sql, sizeof sql, "INSERT INTO \"%s\" SELECT a FROM \"%s\" AS t WHERE t.a > 1", lp, lp);
+    EXPECT_TAG(sql, "INSERT 0 3");
+    snprintf(sql, sizeof sql, "DELETE FROM \"%s\" WHERE a = 7", lp);
+    EXPECT_TAG(sql, "DELETE 2");
+    snprintf(sql, sizeof sql, "UPDATE \"%s\" SET a = a + 1", lp);
+    EXPECT_TAG(sql, "UPDATE 4");
+    struct stat sb;
+    snprintf(sql, sizeof sql, "%s/metadata", lp);
+    CHECK(stat(sql, &sb) == 0 && S_ISDIR(sb.st_mode));   /* created at the whole path */
+    if (prefix_table) {
+        snprintf(sql, sizeof sql, "UPDATE \"%s\" SET a = a WHERE a = 1", sp);
+        EXPECT_TAG(sql, "UPDATE 2");   /* its two rows, untouched */
+    }
+    hs_session_close(s);
+}
+
 static void test_cancel(void)
 {
     hs_error err = {0};
@@ -751,6 +793,7 @@ int main(void)
     HS_RUN(test_returning);
     HS_RUN(test_copy);
     HS_RUN(test_no_file_access);
+    HS_RUN(test_long_path_names);
     HS_RUN(test_cancel);
     HS_RUN(test_crash_merge_v2);
     HS_RUN(test_crash_merge_v3);

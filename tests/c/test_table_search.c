@@ -881,6 +881,18 @@ static void test_filtered_kept(void)
     check_all_from(t, &flt, 300);
     tbl_search_filter_counters(&prep, &reuse);
     CHECK(prep - prep0 == 3 && reuse - reuse0 == 1);
+    /* the setting search_filter_cache off (hyperstream/config.h): the kept
+     * preparation is not used nor replaced, every search prepares anew */
+    CHECK_OK(hs_config_set("search_filter_cache", "0", &err), &err);
+    check_all_from(t, &flt, 300);
+    check_all_from(t, &flt, 300);
+    tbl_search_filter_counters(&prep, &reuse);
+    CHECK(prep - prep0 == 5 && reuse - reuse0 == 1);
+    CHECK_OK(hs_config_set("search_filter_cache", NULL, &err), &err);
+    check_all_from(t, &flt, 300);   /* the preparation kept before, again */
+    check_all_from(t, &flt, 300);
+    tbl_search_filter_counters(&prep, &reuse);
+    CHECK(prep - prep0 == 5 && reuse - reuse0 == 3);
     /* a commit through this handle: the deleted rows are gone */
     int64_t n_del = 0;
     CHECK_OK(hs_table_delete(t, "id < 320", &n_del, &err), &err);
@@ -982,6 +994,19 @@ static void test_filter_cache(void)
         CHECK(ids[i] < 300 && !deleted(ids[i]));
     tbl_filter_cache_stats(&h, &m, &entries);
     CHECK(h - h0 == 2 && m - m0 == 1);
+    /* the setting filter_cache off (hyperstream/config.h): same rows, the
+     * cache neither asked nor filled; on again, the kept entry answers */
+    CHECK_OK(hs_config_set("filter_cache", "off", &err), &err);
+    CHECK_OK(count_rows(t, "id < 300", &n, &err), &err);
+    CHECK(n == live_below(300));
+    CHECK_OK(count_rows(t, "id < 200", &n, &err), &err);
+    CHECK(n == live_below(200));
+    tbl_filter_cache_stats(&h, &m, &entries);
+    CHECK(h - h0 == 2 && m - m0 == 1 && entries == 1);
+    CHECK_OK(hs_config_set("filter_cache", NULL, &err), &err);
+    CHECK_OK(count_rows(t, "id < 300", &n, &err), &err);
+    tbl_filter_cache_stats(&h, &m, &entries);
+    CHECK(h - h0 == 3 && m - m0 == 1);
     /* the column renamed: the same text no longer binds (an entry keyed by
      * the text alone would still answer) */
     int64_t s0 = hs_table_current_snapshot_id(t);

@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- rows ---- */
@@ -1317,6 +1318,60 @@ static void test_auto_expire_first(void)
     hs_catalog_close(cat);
 }
 
+/* A child forked while the parent has an append stream open (Python
+ * multiprocessing): the parent's stream and its acknowledged rows stay the
+ * parent's.  A handle the child opens reads the committed rows, and its
+ * delete commits at once instead of waiting (for the busy timeout, then
+ * HS_BUSY) for the parent's stream thread, which the child does not have,
+ * to flush them.  The parent's stream then commits its rows on top. */
+static void test_fork_with_stream(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = open_cat("fork-stream");
+    REQUIRE(cat);
+    hs_table *t = create_table(cat, "t", &err);
+    REQUIRE(t);
+    hs_stream_options o = HS_STREAM_OPTIONS_INIT;
+    o.refresh_ms = -1;
+    o.flush_interval_ms = 3600 * 1000;
+    o.busy_timeout_ms = 60 * 1000;
+    hs_stream *s = NULL;
+    CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
+    int64_t seq = 0;
+    CHECK_OK(write_rows(s, 0, 100, &seq, &err), &err);
+    CHECK_OK(hs_stream_flush(s, &err), &err);
+    CHECK_OK(write_rows(s, 100, 50, &seq, &err), &err);   /* acknowledged, not committed */
+    CHECK(digest_eq(scan_digest(t, NULL), expect_range(0, 150, 0, 0)));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);   /* a delete waiting for the parent's stream: killed */
+        hs_error e2 = {0};
+        hs_table *ct = NULL;
+        if (hs_table_open(cat, "t", &ct, &e2) != HS_OK)
+            _exit(3);
+        if (!digest_eq(scan_digest(ct, NULL), expect_range(0, 100, 0, 0)))
+            _exit(1);
+        int64_t n_del = -1;
+        if (hs_table_delete(ct, "id < 10", &n_del, &e2) != HS_OK || n_del != 10)
+            _exit(2);
+        _exit(digest_eq(scan_digest(ct, NULL), expect_range(10, 100, 0, 0)) ? 0 : 1);
+    }
+    int ws = -1;
+    REQUIRE(pid > 0 && waitpid(pid, &ws, 0) == pid);
+    CHECK(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+        fprintf(stderr, "  child: wait status %d (1: it read the parent's tail; 2: its delete "
+                "failed; signal 14: it waited for the parent's stream)\n", ws);
+    CHECK_OK(hs_stream_close(s, &err), &err);   /* commits 100..149 after the child's delete */
+    hs_table *t2 = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &t2, &err), &err);
+    CHECK(digest_eq(scan_digest(t2, NULL), expect_range(10, 150, 0, 0)));
+    hs_table_close(t2);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 int main(void)
 {
     HS_RUN(test_codec_roundtrip);
@@ -1334,5 +1389,6 @@ int main(void)
     HS_RUN(test_flush_eio_reads);
     HS_RUN(test_flush_durability);
     HS_RUN(test_auto_expire_first);
+    HS_RUN(test_fork_with_stream);
     return hs_test_summary();
 }

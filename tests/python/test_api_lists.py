@@ -15,13 +15,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import _build_dir, _ArrowArrayStream, _HsErrorStruct
+from conftest import _build_dir, _ArrowArrayStream, _HsErrorStruct, require, require_module
 
-pyiceberg = pytest.importorskip("pyiceberg")
+pyiceberg = require_module("pyiceberg")
 from pyiceberg.table import StaticTable  # noqa: E402
 
 PUBLIC = _build_dir() / "libhyperstream.so"
-pytestmark = pytest.mark.skipif(not PUBLIC.exists(), reason=f"{PUBLIC} not built")
+require(PUBLIC.exists(), f"{PUBLIC} not built")
 
 vp, cp = ctypes.c_void_p, ctypes.c_char_p
 

@@ -185,13 +185,13 @@ def corpus_files():
 @pytest.mark.parametrize("name", corpus_files() or ["<no corpus>"])
 def test_cat_matches_pyarrow(name):
     if name == "<no corpus>":
-        pytest.skip("parquet-testing corpus absent")
+        pytest.skip("parquet-testing corpus absent")  # skip-ok: ../shared/testdata (README)
     path = os.path.join(CORPUS, name)
     try:
         table = pq.read_table(path)
         want = table_to_rows(table)
     except Exception as e:  # pyarrow cannot read it (or our converter has no rule): not comparable
-        pytest.skip("pyarrow: %s" % e)
+        pytest.skip("pyarrow: %s" % e)  # skip-ok: the oracle cannot read this file
     got, lines = cat_rows(path)
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want)):
@@ -441,12 +441,12 @@ def test_meta_matches_pyarrow(tmp_path):
 @pytest.mark.parametrize("name", corpus_files() or ["<no corpus>"])
 def test_meta_corpus_counts(name):
     if name == "<no corpus>":
-        pytest.skip("parquet-testing corpus absent")
+        pytest.skip("parquet-testing corpus absent")  # skip-ok: ../shared/testdata (README)
     path = os.path.join(CORPUS, name)
     try:
         md = pq.ParquetFile(path).metadata
     except Exception as e:
-        pytest.skip("pyarrow: %s" % e)
+        pytest.skip("pyarrow: %s" % e)  # skip-ok: the oracle cannot read this file
     p = run("parquet", "meta", path, check=False)
     if p.returncode != 0:
         pytest.fail(p.stderr.decode(errors="replace"))

@@ -23,7 +23,7 @@ import math
 import shutil
 
 import pytest
-from conftest import require
+from conftest import require, require_module
 
 import hyperstreamdb as hdb
 from test_iceberg_java import HARNESS_JAR, JavaHarness, live_delete_files, ours  # noqa: F401
@@ -235,8 +235,8 @@ def test_vector_search_and_index(java, tmp_path):
     """Our table (vector column, HNSW and scalar indexes), equality deletes
     committed by Java: exact and indexed vector search never return a
     deleted row; exact search equals brute force over Java's live rows."""
-    np = pytest.importorskip("numpy")
-    pa = pytest.importorskip("pyarrow")
+    np = require_module("numpy")
+    pa = require_module("pyarrow")
     rng = np.random.default_rng(5)
     n, dim = 600, 8
     vecs = rng.standard_normal((n, dim)).astype(np.float32)

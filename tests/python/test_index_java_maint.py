@@ -26,13 +26,13 @@ import shutil
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import require
+from conftest import require, require_module
 
 require(shutil.which("java") is not None, "java not installed")
 from test_iceberg_java import HARNESS_JAR, JavaHarness  # noqa: E402
 
 require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
-hdb = pytest.importorskip("hyperstreamdb")
+hdb = require_module("hyperstreamdb")
 
 DIM = 8
 CATS = [None, "a", "b", "c"]

@@ -237,7 +237,7 @@ def test_package_refresh_and_orphan_age(tmp_path):
     """Table.refresh_indexes, and remove_orphan_indexes taking its cut-off
     as an age (it used to pass an absolute time where C takes an age, so
     nothing was ever removed)."""
-    hdb = pytest.importorskip("hyperstreamdb")
+    hdb = require_module("hyperstreamdb")
     t = hdb.Table(tmp_path / "t")
     rng = np.random.default_rng(3)
     t.write_arrow(batch(rng, 0, 500))
@@ -287,7 +287,7 @@ def test_time_travel_uses_the_indexes_of_then(tmp_path):
     uses their sidecars, through the registry the table had then (the
     property of that metadata version), with the rows pyarrow finds."""
     import pyarrow.compute as pc
-    hdb = pytest.importorskip("hyperstreamdb")
+    hdb = require_module("hyperstreamdb")
     t = hdb.Table(tmp_path / "t")
     rng = np.random.default_rng(11)
     written = []
@@ -323,7 +323,7 @@ def test_maintenance_keeps_live_segments(tmp_path):
     the current root lists: the registry still reads (independent reader),
     covers every live file, and every file is answered by its index."""
     import pyarrow.compute as pc
-    hdb = pytest.importorskip("hyperstreamdb")
+    hdb = require_module("hyperstreamdb")
     t = hdb.Table(tmp_path / "t")
     rng = np.random.default_rng(5)
     t.write_arrow(batch(rng, 0, 100))
@@ -369,7 +369,7 @@ def test_refresh_after_java_appends(tmp_path):
     require(shutil.which("java") is not None, "java not installed")
     from test_iceberg_java import HARNESS_JAR, JavaHarness
     require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
-    hdb = pytest.importorskip("hyperstreamdb")
+    hdb = require_module("hyperstreamdb")
     schema = {"type": "struct", "schema-id": 0, "fields": [
         {"id": 1, "name": "id", "required": True, "type": "long"},
         {"id": 2, "name": "cat", "required": False, "type": "string"}]}

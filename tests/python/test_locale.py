@@ -12,7 +12,7 @@ hands its results back as Arrow IPC and JSON; this process (in the default
 same source rows.  The CLI is run with LC_ALL=de_DE.UTF-8 as well.
 
 The locales come from scripts/bootstrap.sh.  Without them the tests skip,
-except under CI (CI set and not "false"/"0"), where they fail: CI must not
+except under CI=true (conftest.require), where they fail: CI must not
 pass without running them.
 """
 import decimal
@@ -29,12 +29,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
+from conftest import require
 
 LOCALES = ["de_DE.UTF-8", "ps_AF.UTF-8"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.environ.get("HS_BUILD", os.path.join(ROOT, "build"))
 HS = os.path.join(BUILD if os.path.isabs(BUILD) else os.path.join(ROOT, BUILD), "hyperstream")
-CI = os.environ.get("CI", "") not in ("", "false", "0")
 
 N, DIM = 600, 8
 P_VALUES = [0.5, 1.25, 2.75]                      # float32 partition values
@@ -64,10 +64,7 @@ def need_locale(name):
     code = ("import locale; locale.setlocale(locale.LC_ALL, %r); "
             "assert locale.localeconv()['decimal_point'] != '.'" % name)
     if subprocess.run([sys.executable, "-c", code], capture_output=True).returncode != 0:
-        msg = f"locale {name} is not installed (scripts/bootstrap.sh generates it)"
-        if CI:
-            pytest.fail(msg + "; CI must run the locale tests")
-        pytest.skip(msg)
+        require(False, f"locale {name} is not installed (scripts/bootstrap.sh generates it)")
 
 
 def source_rows():
@@ -230,8 +227,7 @@ def test_vector_search_matches_brute_force(child, name):
 
 def test_cli_scan_under_the_locale(child):
     d, data, _, _, _, loc = child
-    if not os.path.exists(HS):
-        pytest.skip(f"{HS} not built")
+    require(os.path.exists(HS), f"{HS} not built")
     env = dict(os.environ, LC_ALL=loc)
     p = subprocess.run([HS, "table", "scan", str(d / "part"), "--filter", "x > 1.5e0"],
                        capture_output=True, text=True, env=env)

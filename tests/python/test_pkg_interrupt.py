@@ -3,7 +3,8 @@
 * A long scan is interrupted by SIGINT (KeyboardInterrupt); the table is
   intact afterwards (same snapshot, every row readable).  Runs in a child
   process whose SIGINT handler is Python's default one (once), a thread
-  sending the signal while the main thread is inside the C scan.
+  sending the signal from the call's start on (at once, then every 5 ms):
+  no assumption on how long the scan takes.
 * An append whose input stream is slow is interrupted the same way and
   publishes nothing (the library fails the append before its commit).
 * Scans release the GIL: another Python thread keeps running during them.
@@ -35,9 +36,11 @@ for i in range(n_files):
 snap = t.current_snapshot_id
 total = n_files * rows
 
-# SIGINT is sent every 20 ms until one has been turned into KeyboardInterrupt
-# (so a busy machine cannot make the scan finish before the first signal);
-# the handler is Python's default one while armed, and ignores later signals.
+# SIGINT is sent at once and then every 5 ms until one has been turned into
+# KeyboardInterrupt; the handler is Python's default one while armed, and
+# ignores later signals.  The firing thread starts before the call, so the
+# first signal goes out within one switch interval (5 ms) of the call's
+# start, not after a fixed delay: the scan below takes 20-40 times that.
 armed = threading.Event()
 
 def on_sigint(signum, frame):
@@ -47,27 +50,34 @@ def on_sigint(signum, frame):
 
 signal.signal(signal.SIGINT, on_sigint)
 
-def interrupt_repeatedly():
-    armed.set()
+def interrupted(call):
+    """Runs call() under repeated SIGINT: "interrupted" or "finished"."""
+    go = threading.Event()
     def fire():
+        go.wait()
         while armed.is_set():
-            time.sleep(0.02)
             os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.005)
     th = threading.Thread(target=fire)
     th.start()
-    return th
+    try:
+        try:
+            armed.set()   # on_sigint clears it when it raises
+            go.set()
+            call()
+            return "finished"
+        finally:
+            armed.clear()
+    except KeyboardInterrupt:
+        return "interrupted"
+    finally:
+        go.set()
+        th.join()
 
 # 1. scan
-th = interrupt_repeatedly()
 t0 = time.monotonic()
-try:
-    got = t.to_arrow(batch_size=4096)
-    out["scan"] = "finished"
-except KeyboardInterrupt:
-    out["scan"] = "interrupted"
+out["scan"] = interrupted(lambda: t.to_arrow(batch_size=4096))
 out["scan_seconds"] = time.monotonic() - t0
-armed.clear()
-th.join()
 out["snapshot_unchanged"] = t.current_snapshot_id == snap
 out["rows_after"] = t.to_arrow(columns=["id"]).num_rows
 out["total"] = total
@@ -80,15 +90,8 @@ def slow_batches():
                                "x": pa.array([0.5]), "s": pa.array(["z"])})
 schema = pa.schema([("id", pa.int64()), ("x", pa.float64()), ("s", pa.string())])
 reader = pa.RecordBatchReader.from_batches(schema, slow_batches())
-th = interrupt_repeatedly()
 done = []
-try:
-    t._handle().append(reader, done=done)
-    out["append"] = "finished"
-except KeyboardInterrupt:
-    out["append"] = "interrupted"
-armed.clear()
-th.join()
+out["append"] = interrupted(lambda: t._handle().append(reader, done=done))
 out["append_published"] = bool(done)
 out["snapshot_unchanged_after_append"] = t.current_snapshot_id == snap
 out["rows_after_append"] = hdb.Table(path).count()

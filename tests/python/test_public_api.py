@@ -30,14 +30,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, _build_dir
+from conftest import REPO, _build_dir, require
 
 BUILD = _build_dir()
 PUBLIC = BUILD / "libhyperstream.so"
 TESTING = BUILD / "libhyperstream_testing.so"
 HEADERS = sorted((REPO / "include" / "hyperstream").glob("*.h"))
 
-pytestmark = pytest.mark.skipif(not PUBLIC.exists(), reason=f"{PUBLIC} not built")
+
+@pytest.fixture(autouse=True)
+def _built():
+    # skips locally, fails under CI=true (conftest.require)
+    require(PUBLIC.exists(), f"{PUBLIC} not built")
 
 
 def _pyproject_version():
@@ -90,6 +94,59 @@ def test_version_matches_pyproject():
     assert hyperstreamdb._core.version() == want
 
 
+_CONSUMER = r"""
+#include "hyperstream/table.h"
+#include "hyperstream/config.h"
+#include <stdio.h>
+int main(void)
+{
+    hs_error err = {0};
+    int64_t v = -1;
+    if (hs_config_get_int("mmap", &v, &err) != HS_OK)
+        return 2;
+    printf("%s %d %d %s %lld\n", hs_version(), hs_version_number(), HS_VERSION_NUMBER,
+           hs_status_name(HS_CONFLICT), (long long)v);
+    return 0;
+}
+"""
+
+
+def test_each_header_compiles_alone_and_a_program_links_the_public_library(tmp_path):
+    """A C programmer's view: each public header compiles on its own (C11
+    and C++11, -pedantic -Werror; version.h did not: it used HS_API without
+    including common.h), and a program that sees only include/ links
+    against libhyperstream.so and runs."""
+    cc, cxx = shutil.which("cc") or shutil.which("gcc"), shutil.which("c++") or shutil.which("g++")
+    assert cc and cxx, "a C and a C++ compiler are needed"
+    inc = str(REPO / "include")
+    failed = []
+    for h in HEADERS:
+        for compiler, ext, std in ((cc, "c", "-std=c11"), (cxx, "cpp", "-std=c++11")):
+            src = tmp_path / f"only_{h.stem}.{ext}"
+            src.write_text(f'#include "hyperstream/{h.name}"\n'
+                           f'#include "hyperstream/{h.name}"\n')   # and include guards
+            r = subprocess.run([compiler, std, "-Wall", "-Wextra", "-pedantic", "-Werror",
+                                "-I", inc, "-c", str(src), "-o", str(tmp_path / "o.o")],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                failed.append(f"{h.name} ({ext}): {r.stderr.strip()[:300]}")
+    assert failed == []
+    prog = tmp_path / "consumer.c"
+    prog.write_text(_CONSUMER)
+    exe = tmp_path / "consumer"
+    r = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", "-I", inc, str(prog), "-o", str(exe),
+                        "-L", str(BUILD), "-lhyperstream", f"-Wl,-rpath,{BUILD}"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    want = _pyproject_version()
+    major, minor, patch = (int(x) for x in want.split("."))
+    number = str(major * 1000000 + minor * 1000 + patch)
+    assert r.stdout.split()[:4] == [want, number, number, "HS_CONFLICT"]
+    assert r.stdout.split()[4] in ("0", "1")   # the mmap switch
+
+
 # The environment, the API and the warning handler, in a fresh process (the
 # environment is read once per process).
 _CHILD = textwrap.dedent("""
@@ -137,13 +194,46 @@ def test_settings_read_once_and_warnings_through_the_handler():
     assert "HS_MANIFEST_CACHE_MB" in out["warnings"][0] and "plenty" in out["warnings"][0]
 
 
+_SILENT = textwrap.dedent("""
+    import ctypes, sys
+    lib = ctypes.CDLL(sys.argv[1])
+    lib.hs_config_get_int.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+    v = ctypes.c_int64(-1)
+    assert lib.hs_config_get_int(b"manifest_cache_mb", ctypes.byref(v), None) == 0
+    print(v.value)
+""")
+
+
+def test_library_never_prints_and_the_cli_prints_warnings(tmp_path):
+    """Without a handler a warning (here: an environment value that does not
+    parse) is dropped: the library writes nothing to stdout or stderr.  The
+    CLI installs a handler that prints it."""
+    env = dict(os.environ, HS_MANIFEST_CACHE_MB="plenty")
+    r = subprocess.run([sys.executable, "-c", _SILENT, str(PUBLIC)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["64"] and r.stderr == ""
+    cli = BUILD / "hyperstream"
+    require(cli.exists(), f"{cli} not built")
+    t = tmp_path / "t"
+    import hyperstreamdb as hdb
+    tb = hdb.Table(t)
+    tb.write_arrow(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    tb.commit()
+    r = subprocess.run([str(cli), "table", "scan", str(t)], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == 2
+    assert "hyperstream: warning: HS_MANIFEST_CACHE_MB" in r.stderr and "plenty" in r.stderr
+
+
 def test_package_config():
     import hyperstreamdb as hdb
     keys = hdb._core.config_keys()
     assert {"manifest_cache_mb", "index_cache_mb", "vindex_cache_mb", "dict_cache_mb", "mmap",
             "scan_threads", "search_threads", "page_cache_mb", "parquet_max_page_mb",
             "decode_limit_mb", "decode_limit_per_byte", "warm_files",
-            "eq_delete_mb"} == set(keys)
+            "eq_delete_mb", "filter_cache", "search_filter_cache"} == set(keys)
     old = hdb.get_config("scan_threads")
     try:
         hdb.set_config("scan_threads", 3)
@@ -165,6 +255,43 @@ def test_package_config():
 
 
 # ---- fork ----
+
+# at file scope (unindented), or static inside a function
+_MUTEX_DEF = re.compile(r"^(?:[ \t]*static[ \t]+)?pthread_(mutex|rwlock)_t\s+(\w+)\s*(?:\[[^\]]*\])?"
+                        r"\s*(?:=|;)", re.M)
+_MUTEX_IN_STRUCT = re.compile(r"^\}\s*(\w+)\s*=\s*\{\s*PTHREAD_MUTEX_INITIALIZER", re.M)
+
+
+def test_every_process_wide_mutex_is_fork_guarded():
+    """Source check: each mutex that lives as long as the process (a static
+    or file-scope pthread_mutex_t, an array of them, or the first member of a
+    file-scope struct) is registered with base/fork.h in its file
+    (HS_FORK_GUARD / hs_fork_guard), so that a child forked while another
+    thread holds it does not hang (the page cache, the snapshot pins, the
+    stream registry, the S3 state and the forced-sync list were not: found by
+    this check).  rwlocks have no fork guard: none may be process-wide.
+    The caches of table/fcache.h register themselves (fcache.c)."""
+    missing = []
+    for f in sorted((REPO / "src").rglob("*.c")):
+        if f.name == "fork.c":      # the registry's own mutex: its handlers take it
+            continue
+        text = f.read_text()
+        names = [(m.group(1), m.group(2)) for m in _MUTEX_DEF.finditer(text)]
+        names += [("mutex", m.group(1) + ".mu") for m in _MUTEX_IN_STRUCT.finditer(text)]
+        for kind, name in names:
+            rel = f.relative_to(REPO)
+            if kind == "rwlock":
+                missing.append(f"{rel}: {name} (a process-wide rwlock)")
+                continue
+            n = re.escape(name)
+            if not (re.search(r"HS_FORK_GUARD\(\s*%s\s*," % n, text)
+                    or re.search(r"hs_fork_guard\(\s*&\s*%s\b" % n, text)):
+                missing.append(f"{rel}: {name}")
+    assert missing == [], f"process-wide mutexes without a fork guard (base/fork.h): {missing}"
+    # the check sees what it should
+    assert len(list(_MUTEX_DEF.finditer((REPO / "src/parquet/pcache.c").read_text()))) == 1
+    assert _MUTEX_IN_STRUCT.search((REPO / "src/table/plan.c").read_text())
+
 
 _TABLE_PATH = None
 

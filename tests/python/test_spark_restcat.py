@@ -441,7 +441,7 @@ def test_spark_vectors_our_search(spark, tmp_path):
     have none) and deletes rows; we add an HNSW index and search it, filtered and
     not; brute-force numpy over Spark's own rows is the oracle.  Spark
     authenticates with OAuth2 client credentials here."""
-    np = pytest.importorskip("numpy")
+    np = require_module("numpy")
     (tmp_path / "secret").write_text("sp4rk\n")
     server = RestServer(tmp_path / "srv", str(tmp_path / "wh"), extra=(
         "--client-id", "spark", "--client-secret-file", str(tmp_path / "secret")))

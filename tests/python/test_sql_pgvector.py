@@ -232,8 +232,7 @@ def ours(request):
     if request.param == "expr":
         yield Ours()
         return
-    if not _has_sessions():
-        pytest.skip("this build has no SQL sessions (hs_session_execute)")
+    require(_has_sessions(), "this build has no SQL sessions (hs_session_execute)")
     o = OursSession()
     yield o
     o.s.close()
@@ -395,7 +394,7 @@ VALUES_EDGE = [
 
 def test_values_columns(ref, ours):
     if not isinstance(ours, OursSession):
-        pytest.skip("VALUES is SQL: the session only")
+        pytest.skip("VALUES is SQL: the session only")  # skip-ok: not this variant
     check(VALUES_EDGE, ref, ours)
 
 
@@ -540,6 +539,7 @@ def agg_ours(lib, t, is_avg, texts):
 
 def test_aggregates_avg_sum(ref, ours):
     if not isinstance(ours, Ours):
+        # skip-ok: not this variant
         pytest.skip("the accumulators are tested once, without the session")
     """avg(vector|halfvec), sum(vector|halfvec) over random rows: PostgreSQL
     runs the transition function row by row (a single process for these
@@ -737,8 +737,7 @@ def test_aggregates_avg_sum_in_session_group_by(ref, tmp_path):
     so sums add in input order as PostgreSQL's transition function does),
     each group's avg/sum text equal to the reference server's over the same
     values; a dimension mismatch fails with pgvector's error."""
-    if not _has_sessions():
-        pytest.skip("this build has no SQL sessions (hs_session_execute)")
+    require(_has_sessions(), "this build has no SQL sessions (hs_session_execute)")
     np = require_module("numpy")
     pa = require_module("pyarrow")
     hdb = require_module("hyperstreamdb")

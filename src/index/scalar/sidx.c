@@ -91,6 +91,7 @@
 #include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/mem.h"
+#include "base/memlimit.h"
 #include "columnar/jsonl.h"
 
 #include <math.h>
@@ -625,6 +626,11 @@ hs_status sidx_dp_decode(const uint8_t *p, size_t len, uint64_t limit, uint32_t 
     if (len < at + 8)
         return HS_CORRUPT_AT(err, "scalar index: delta-packed list: %zu bytes for %zu blocks", len,
                              nblk);
+    /* blocks of width 0 take no bytes: a list of cnt rows may be cnt / 128
+     * bytes long, so its 4 * cnt bytes are charged to the decode limit */
+    hs_decode_budget budget;
+    hs_decode_budget_init(&budget, len);
+    HS_TRY(HS_DECODE_CHARGE(&budget, cnt * 4, err, "scalar index: delta-packed list"));
     uint32_t *v = hs_malloc((size_t)cnt * 4);
     if (!v)
         return hs_err_nomem(err, (size_t)cnt * 4);
