@@ -2,7 +2,8 @@
 (tests/s3/faultproxy.py tracing every request, failing none): a filtered
 vector query reads each HNSW sidecar with exactly one GET (the registry's
 size for it, no tail GET to open it first), those of all files in one round
-(also with one search thread), and a second query in the same
+(also with one search thread), in the same round as the filter's own reads
+(the head's GET starts before the allow-list is known), and a second query in the same
 process reads no sidecar again.  A filter this selective is searched
 exactly, so that GET is of the sidecar's head only (its exact vectors, not
 the graph: table/vindex.h tbl_vindex_acquire_head); a later query whose
@@ -100,11 +101,18 @@ def test_vector_sidecar_one_get(s3):
                 with proxy.lock:
                     hnsw = [(m, tg, r) for _, m, tg, r in proxy.trace if ".hnsw" in tg]
                     starts = [t0 for t0, _, tg, _ in proxy.trace if ".hnsw" in tg]
+                    data = [t0 for t0, _, tg, _ in proxy.trace
+                            if tg.split("?")[0].endswith(".parquet")]
                 if i == 0:
                     # one GET per sidecar, of all of it: no tail GET before it
                     assert len(hnsw) == FILES, hnsw
                     # all in one round (before: one file after the other)
                     assert max(starts) - min(starts) < delay / 2, starts
+                    # and in the round of the filter's own reads (cat has no
+                    # index: the data files, whose tails hold these small
+                    # files' pages too), not a round after them: the heads
+                    # are asked for before the allow-lists are known
+                    assert data and min(starts) < min(data) + delay / 2, (starts, data)
                     assert all(m == "GET" and r.startswith("bytes=0-") for m, tg, r in hnsw), hnsw
                     assert len({tg for _, tg, _ in hnsw}) == FILES
                     # the head only: exact vectors (32 bytes a row of 1500), not
@@ -121,6 +129,57 @@ def test_vector_sidecar_one_get(s3):
         finally:
             p.stdin.close()
             p.wait(60)
+
+
+def test_vector_unselective_filter_reads_rest_after_head(s3):
+    # 5000 rows in one file, a filter allowing half of them: more than
+    # max(2000, rows / 50), so the search wants the graph.  The head went out
+    # before the allow-list was known; the rest of the sidecar is then read
+    # after it (two GETs, the head's bytes not read again), and the answer
+    # is numpy's.
+    uri = s3.uri(f"requests/u-{os.getpid()}")
+    n = 5000
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"id": np.arange(n, dtype=np.int64),
+                       "cat": [f"c{i % 2}" for i in range(n)],
+                       "emb": list(rng.standard_normal((n, DIM)).astype(np.float32))})
+    t = hdb.Table(uri)
+    t.write_pandas(df)
+    t.commit()
+    t.add_index("emb", "hnsw")
+    size = next(o["Size"] for o in s3_objects(s3, uri) if ".hnsw" in o["Key"])
+    emb = np.stack(df["emb"].to_numpy())
+    vec = rng.standard_normal(DIM).astype(np.float32)
+    with FaultProxy(s3.port) as proxy:
+        proxy.trace = []
+        env = dict(os.environ, **s3.env)
+        env["AWS_ENDPOINT_URL"] = proxy.endpoint
+        env.pop("AWS_ENDPOINT_URL_S3", None)
+        p = subprocess.Popen([sys.executable, "-c", WORKER, uri], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            p.stdin.write(json.dumps({"cat": "c1", "vec": vec.tolist(), "ef": 400}) + "\n")
+            p.stdin.flush()
+            got = json.loads(p.stdout.readline())
+        finally:
+            p.stdin.close()
+            p.wait(60)
+        with proxy.lock:
+            hnsw = sorted((r, m) for _, m, tg, r in proxy.trace if ".hnsw" in tg)
+    sel = (df["cat"] == "c1").to_numpy()
+    d = np.linalg.norm(emb[sel] - vec, axis=1)
+    want = df["id"].to_numpy()[sel][np.argsort(d, kind="stable")[:5]]
+    # ef 400 over 2500 allowed rows of an M=16 graph: the walk finds the
+    # exact top 5 (numpy's) on this data
+    assert got == want.tolist()
+    assert all(m == "GET" for _, m in hnsw), hnsw
+    spans = sorted(tuple(int(x) for x in r[len("bytes="):].split("-")) for r, _ in hnsw)
+    assert len(spans) == 2, hnsw
+    # the second starts inside the head's last 64 KiB block (io/s3.c's byte
+    # cache reads whole blocks), not at 0, and ends at the object's end
+    head_end = spans[0][1] + 1
+    assert spans[0][0] == 0 and 0 < spans[1][0] <= head_end < spans[1][0] + 65536, (spans, size)
+    assert spans[1][1] == size - 1, (spans, size)
 
 
 def s3_objects(s3, uri):
