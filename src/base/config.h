@@ -26,6 +26,7 @@ typedef enum hs_cfg_key {
     HS_CFG_DECODE_LIMIT_MB,
     HS_CFG_DECODE_LIMIT_PER_BYTE,
     HS_CFG_WARM_FILES,
+    HS_CFG_WARM_PAGES_MB,
     HS_CFG_EQ_DELETE_MB,
     HS_CFG_N
 } hs_cfg_key;

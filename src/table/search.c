@@ -1709,6 +1709,23 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     if (st == HS_OK && !kept && plan->n_files > 0 &&
         !(c.fs = hs_calloc((size_t)plan->n_files, sizeof *c.fs)))
         st = hs_err_nomem(err, (size_t)plan->n_files * sizeof *c.fs);
+    if (st == HS_OK && !kept && c.k > 0 && plan->n_files > 0) {
+        /* object stores: the pages of the projected columns (not the vector
+         * column: the sidecars hold it) come in the background while the
+         * sidecars are read, so that the winners' rows, here and in the next
+         * search, are read from the byte cache instead of a last round trip */
+        int32_t ids[64];
+        int n_ids = 0;
+        for (int i = 0; i < rs.n_children && n_ids < 64; i++)
+            if (rs.children[i].field_id >= 0 && rs.children[i].field_id != c.col->field_id)
+                ids[n_ids++] = rs.children[i].field_id;
+        const char **paths = hs_calloc((size_t)plan->n_files, sizeof *paths);
+        for (int i = 0; paths && i < plan->n_files; i++)
+            paths[i] = plan->files[i].path;
+        if (paths)
+            tbl_plan_warm_pages(paths, plan->n_files, ids, n_ids);
+        hs_free(paths);
+    }
     if (st == HS_OK && !kept && c.k > 0) {
         prep_ctx px = {.c = &c, .vr = &vr, .six = six, .filter_schema = &fsch};
         st = prep_files(&px, err);
