@@ -62,6 +62,7 @@
 #include "parquet/reader.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1295,6 +1296,13 @@ done:
     hs_free(w);
 }
 
+/* (file, columns) warmed lately, direct-mapped by hash: a query repeated on
+ * a warm process starts no thread for files whose pages it warmed before
+ * (a slot overwritten by another file only costs that file a re-warm, which
+ * finds its blocks cached). */
+#define PWARM_SEEN 1024
+static _Atomic uint64_t g_pwarm_seen[PWARM_SEEN];
+
 void tbl_plan_warm_pages(const char *const *paths, int n, const int32_t *field_ids, int n_ids)
 {
     uint64_t mb = (uint64_t)hs_cfg_get(HS_CFG_WARM_PAGES_MB);
@@ -1302,7 +1310,11 @@ void tbl_plan_warm_pages(const char *const *paths, int n, const int32_t *field_i
         n > hs_cfg_get(HS_CFG_WARM_FILES))
         return;
     uint64_t per = (mb << 20) / (uint64_t)n;   /* the budget, shared by the files */
+    uint64_t cols = hs_xxh64(field_ids, (size_t)n_ids * sizeof *field_ids, (uint64_t)mb);
     for (int i = 0; i < n; i++) {
+        uint64_t key = hs_xxh64(paths[i], strlen(paths[i]), cols) | 1;
+        if (atomic_exchange(&g_pwarm_seen[key % PWARM_SEEN], key) == key)
+            continue;
         pwarm *w = hs_calloc(1, sizeof *w);
         if (!w)
             return;
