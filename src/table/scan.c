@@ -1647,19 +1647,6 @@ void hs_scan_free(hs_scan *s)
         return;
     for (int i = 0; s->jobs && i < s->window; i++)
         job_reset(&s->jobs[i]);   /* waits for running jobs */
-    if (s->ix_loaded && s->plan && s->plan->n_pruned > 0) {
-        /* a selective scan's reads are done: the pages of the columns it
-         * read, in the files it pruned, come in the background (a key in
-         * another file next time costs no request).  Not before: on a
-         * store that serves requests one after another (a local test
-         * server) they would delay this scan's own last round. */
-        int32_t ids[64];
-        int n_ids = 0;
-        for (int i = 0; i < s->read_schema.n_children && n_ids < 64; i++)
-            if (s->read_schema.children[i].field_id >= 0)
-                ids[n_ids++] = s->read_schema.children[i].field_id;
-        tbl_plan_warm_pages(s->plan->pruned, s->plan->n_pruned, ids, n_ids);
-    }
     tbl_pin_drop(s);
     for (int i = 0; i < atomic_load(&s->n_rtf); i++)
         hs_keyfilter_free(s->rtf[i].kf);
