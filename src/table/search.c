@@ -1709,7 +1709,8 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     if (st == HS_OK && !kept && plan->n_files > 0 &&
         !(c.fs = hs_calloc((size_t)plan->n_files, sizeof *c.fs)))
         st = hs_err_nomem(err, (size_t)plan->n_files * sizeof *c.fs);
-    if (st == HS_OK && !kept && c.k > 0 && plan->n_files > 0) {
+    if (st == HS_OK && !kept && c.k > 0 && plan->n_files > 0 &&
+        hs_io_is_object_uri(plan->files[0].path)) {
         /* object stores: the pages of the projected columns (not the vector
          * column: the sidecars hold it) come in the background while the
          * sidecars are read, so that the winners' rows, here and in the next
