@@ -264,8 +264,8 @@ def test_point_lookup_rounds(s3):
     segment is asked for while the manifests are read (before any data file
     request), not after them; in all at most 5 dependent round trips. A warm
     lookup of a key in another file sends no request at all: the other
-    files' footers, sidecars and the pages of the columns read were fetched
-    in the background after the first query. Oracle: the rows
+    files' tails (footer and, in files this small, every page) and sidecars
+    were fetched in the background by the first query. Oracle: the rows
     written (pandas) and the proxy's request log."""
     uri = s3.uri(f"requests/p-{os.getpid()}")
     t = hdb.Table(uri)
@@ -313,10 +313,10 @@ def test_point_lookup_rounds(s3):
                         last = t0
                     assert rounds <= 5, [(round(t0 - trace[0][0], 3), tg) for t0, _, tg, _ in trace]
                 else:
-                    # the first query fetched the other files' footers, range
-                    # sidecars and the pages of the columns it read in the
-                    # background: no request at all (before: the pages, one
-                    # round; before that sidecar + footer, then the pages)
+                    # the first query fetched the other files' tails (their
+                    # last 64 KiB: all of these small files, pages included)
+                    # and range sidecars in the background: no request at all
+                    # (before that: sidecar + footer, then the pages)
                     assert paths == [], trace
                 # the background fetches of the first query are done by the next
                 time.sleep(3 * delay)
