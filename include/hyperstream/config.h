@@ -37,6 +37,11 @@
  *                                                      the footers and filter sidecars
  *                                                      of files a query pruned fetched
  *                                                      ahead, for the next query; 0 = off
+ *   warm_pages_mb      HS_WARM_PAGES_MB       32       object stores: the pages of a
+ *                                                      vector search's projected
+ *                                                      columns (not the vector) read
+ *                                                      ahead, at most this much per
+ *                                                      search; 0 = off
  *   eq_delete_mb       HS_EQ_DELETE_MB        256      the equality-delete key sets one
  *                                                      scan keeps (>= 1); a bigger set
  *                                                      is applied in chunks of this size

@@ -45,6 +45,10 @@ static const cfg_def g_defs[HS_CFG_N] = {
     /* object stores: footers and filter sidecars of at most this many data
      * files per snapshot are fetched ahead (table/plan.c); 0 = off */
     [HS_CFG_WARM_FILES] = {"warm_files", "HS_WARM_FILES", 64, 0, 1 << 20, 0},
+    /* object stores: a vector search's projected columns (not the vector)
+     * read ahead, at most this much per search (table/plan.c
+     * tbl_plan_warm_pages); 0 = off */
+    [HS_CFG_WARM_PAGES_MB] = {"warm_pages_mb", "HS_WARM_PAGES_MB", 32, 0, 1 << 20, 0},
     /* the equality-delete key sets one scan plan keeps (table/eqdel.c);
      * past it, delete files are applied in chunks of this size */
     [HS_CFG_EQ_DELETE_MB] = {"eq_delete_mb", "HS_EQ_DELETE_MB", 256, 1, MB_MAX, 0},

@@ -45,6 +45,8 @@
 #include "base/mem.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -971,4 +973,93 @@ bool hs_io_background(void (*fn)(void *arg), void *arg)
 void hs_io_background_wait(void)
 {
     hs_s3_background_wait();
+}
+
+/* An hs_io_read_head on a background thread.  Two references: the
+ * starter's (dropped by hs_io_read_head_finish) and the thread's (dropped
+ * once it has signalled), so neither frees what the other still uses. */
+struct hs_io_pending {
+    char *uri;
+    uint64_t len, size;
+    uint8_t *buf;             /* hs_malloc_aligned(len) */
+    hs_status st;
+    hs_error err;
+    bool done;
+    atomic_int refs;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static void pending_unref(hs_io_pending *p)
+{
+    if (atomic_fetch_sub(&p->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    hs_free_aligned(p->buf);
+    hs_free(p->uri);
+    hs_free(p);
+}
+
+static void pending_main(void *arg)
+{
+    hs_io_pending *p = arg;
+    hs_error err = {0};
+    hs_status st = hs_s3_read_head(p->uri, p->buf, p->len, p->size, &err);
+    pthread_mutex_lock(&p->mu);
+    p->st = st;
+    p->err = err;
+    p->done = true;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pending_unref(p);
+}
+
+hs_io_pending *hs_io_read_head_start(const char *uri, uint64_t len, uint64_t size)
+{
+    if (!hs_s3_is_uri(uri) || len == 0 || len > size || len > (uint64_t)SIZE_MAX / 2)
+        return NULL;
+    hs_io_pending *p = hs_calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->uri = hs_strdup(uri);
+    p->buf = hs_malloc_aligned((size_t)len);
+    p->len = len;
+    p->size = size;
+    atomic_init(&p->refs, 2);
+    if (!p->uri || !p->buf || pthread_mutex_init(&p->mu, NULL) != 0) {
+        hs_free_aligned(p->buf);
+        hs_free(p->uri);
+        hs_free(p);
+        return NULL;
+    }
+    pthread_cond_init(&p->cv, NULL);
+    if (!hs_s3_background(pending_main, p)) {
+        atomic_store(&p->refs, 1);
+        pending_unref(p);
+        return NULL;
+    }
+    return p;
+}
+
+hs_status hs_io_read_head_finish(hs_io_pending *p, uint8_t **out, hs_error *err)
+{
+    if (out)
+        *out = NULL;
+    if (!p)
+        return hs_err_set(err, HS_INVALID, "hs_io_read_head_finish: no read pending");
+    pthread_mutex_lock(&p->mu);
+    while (!p->done)
+        pthread_cond_wait(&p->cv, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    hs_status st = p->st;
+    if (st != HS_OK) {
+        if (err)
+            *err = p->err;
+    } else if (out) {
+        *out = p->buf;
+        p->buf = NULL;
+    }
+    pending_unref(p);
+    return st;
 }

@@ -258,6 +258,18 @@ HS_MUST_USE hs_status hs_io_read_whole(const char *uri, void *dst, uint64_t size
  * into the HEAD cache as hs_io_read_whole's does. */
 HS_MUST_USE hs_status hs_io_read_head(const char *uri, void *dst, uint64_t len, uint64_t size,
                                       hs_error *err);
+/* hs_io_read_head started on a background thread (hs_io_background) and
+ * not waited for: for the head of an object that a query will most likely
+ * read once a dependent fetch of its own has answered (a vector sidecar's
+ * head while the file's filter is evaluated), so the two share a round trip.
+ * NULL when uri is not an object store's or no thread could start (then read
+ * it the usual way).  Every started read must be finished:
+ * hs_io_read_head_finish waits for it, frees the handle and on HS_OK hands
+ * over the len bytes in *out (hs_malloc_aligned; free with
+ * hs_free_aligned), or NULL out to drop them. */
+typedef struct hs_io_pending hs_io_pending;
+hs_io_pending *hs_io_read_head_start(const char *uri, uint64_t len, uint64_t size);
+HS_MUST_USE hs_status hs_io_read_head_finish(hs_io_pending *p, uint8_t **out, hs_error *err);
 /* Object stores: true when hs_io_object_identity of uri would cost no request
  * (io/s3.c trusts a size and version it holds). */
 bool hs_io_identity_cached(const char *uri);

@@ -79,6 +79,7 @@
 #include "parquet/reader.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1321,6 +1322,141 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
         hs_io_prefetch_async(p->pruned, (size_t)p->n_pruned);
     *out = p;
     return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* warming the pages of files a query did not read (object stores)    */
+
+/* One file's job: the column chunks of `ids` in every row group, read
+ * through io's byte cache (sorted, coalesced over gaps up to 256 KiB, in
+ * reads of at most 1 MiB: what io/s3.c caches), at most `budget` bytes. */
+typedef struct pwarm {
+    char *path;
+    int32_t *ids;
+    int n_ids;
+    uint64_t budget;
+} pwarm;
+
+static int range_off_cmp(const void *a, const void *b)
+{
+    const hs_io_range *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+#define PWARM_GAP ((uint64_t)256 << 10)
+#define PWARM_READ ((uint64_t)1 << 20)
+
+static void pwarm_main(void *arg)
+{
+    pwarm *w = arg;
+    hs_file *f = NULL;
+    pq_reader *r = NULL;
+    hs_error ignored = {0};
+    hs_buf rr = {0};   /* hs_io_range */
+    uint8_t *tmp = NULL;
+    /* the footer: in the byte cache, or in flight (tbl_plan_make's
+     * prefetch; an open waits for it rather than asking again) */
+    if (hs_io_open(w->path, &f, &ignored) != HS_OK || pq_reader_open(f, &r, &ignored) != HS_OK)
+        goto done;
+    const hs_field *sch = pq_reader_schema(r);
+    const pq_file_meta *m = pq_reader_meta(r);
+    uint64_t left = w->budget;
+    for (int c = 0; c < sch->n_children; c++) {
+        bool want = false;
+        for (int k = 0; k < w->n_ids && !want; k++)
+            want = sch->children[c].field_id == w->ids[k];
+        int first = 0, nl = 0;
+        if (want)
+            pq_reader_leaves_of(r, c, &first, &nl);
+        for (int g = 0; g < m->n_row_groups; g++)
+            for (int l = first; l < first + nl && l < m->row_groups[g].n_columns; l++) {
+                const pq_column_chunk *cc = &m->row_groups[g].columns[l];
+                if (!cc->has_meta_data)
+                    continue;
+                const pq_column_meta *cm = &cc->meta_data;
+                int64_t off = cm->data_page_offset;
+                if (cm->has_dictionary_page_offset && cm->dictionary_page_offset > 0 &&
+                    cm->dictionary_page_offset < off)
+                    off = cm->dictionary_page_offset;
+                int64_t len = cm->total_compressed_size;
+                if (off < 0 || len <= 0 || (uint64_t)off >= f->size ||
+                    (uint64_t)len > f->size - (uint64_t)off)
+                    continue;
+                if ((uint64_t)len > left)
+                    goto read;   /* the budget: the chunks so far */
+                left -= (uint64_t)len;
+                hs_io_range x = {(uint64_t)off, (uint64_t)len};
+                if (hs_buf_append(&rr, &x, sizeof x) != HS_OK)
+                    goto done;
+            }
+    }
+read:;
+    size_t n = rr.len / sizeof(hs_io_range);
+    hs_io_range *v = (hs_io_range *)(void *)rr.data;
+    if (n == 0 || !(tmp = hs_malloc((size_t)PWARM_READ)))
+        goto done;
+    qsort(v, n, sizeof *v, range_off_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k > 0 && v[i].off <= v[k - 1].off + v[k - 1].len + PWARM_GAP) {
+            uint64_t end = v[i].off + v[i].len;
+            if (end > v[k - 1].off + v[k - 1].len)
+                v[k - 1].len = end - v[k - 1].off;
+            continue;
+        }
+        v[k++] = v[i];
+    }
+    for (size_t i = 0; i < k; i++)
+        for (uint64_t at = 0; at < v[i].len; at += PWARM_READ) {
+            uint64_t len = v[i].len - at < PWARM_READ ? v[i].len - at : PWARM_READ;
+            if (hs_file_read_at(f, v[i].off + at, (size_t)len, tmp, &ignored) != HS_OK)
+                goto done;   /* the query that wants it reports the failure */
+        }
+done:
+    hs_free(tmp);
+    hs_buf_free(&rr);
+    pq_reader_close(r);
+    hs_file_close(f);
+    hs_free(w->ids);
+    hs_free(w->path);
+    hs_free(w);
+}
+
+/* (file, columns) warmed lately, direct-mapped by hash: a query repeated on
+ * a warm process starts no thread for files whose pages it warmed before
+ * (a slot overwritten by another file only costs that file a re-warm, which
+ * finds its blocks cached). */
+#define PWARM_SEEN 1024
+static _Atomic uint64_t g_pwarm_seen[PWARM_SEEN];
+
+void tbl_plan_warm_pages(const char *const *paths, int n, const int32_t *field_ids, int n_ids)
+{
+    uint64_t mb = (uint64_t)hs_cfg_get(HS_CFG_WARM_PAGES_MB);
+    if (n <= 0 || n_ids <= 0 || mb == 0 || !hs_io_is_object_uri(paths[0]) ||
+        n > hs_cfg_get(HS_CFG_WARM_FILES))
+        return;
+    uint64_t per = (mb << 20) / (uint64_t)n;   /* the budget, shared by the files */
+    uint64_t cols = hs_xxh64(field_ids, (size_t)n_ids * sizeof *field_ids, (uint64_t)mb);
+    for (int i = 0; i < n; i++) {
+        uint64_t key = hs_xxh64(paths[i], strlen(paths[i]), cols) | 1;
+        if (atomic_exchange(&g_pwarm_seen[key % PWARM_SEEN], key) == key)
+            continue;
+        pwarm *w = hs_calloc(1, sizeof *w);
+        if (!w)
+            return;
+        w->path = hs_strdup(paths[i]);
+        w->ids = hs_malloc((size_t)n_ids * sizeof *w->ids);
+        w->n_ids = n_ids;
+        w->budget = per;
+        if (w->ids)
+            memcpy(w->ids, field_ids, (size_t)n_ids * sizeof *w->ids);
+        if (!w->path || !w->ids || !hs_io_background(pwarm_main, w)) {
+            hs_free(w->ids);
+            hs_free(w->path);
+            hs_free(w);
+            return;
+        }
+    }
 }
 
 /* ------------------------------------------------------------------ */

@@ -613,18 +613,38 @@ static hs_status prep_file(const prep_ctx *x, int32_t file, hs_buf *path, hs_err
         fs->skip = true;
         return HS_OK;
     }
-    HS_TRY(allowed_rows(c->plan, x->six, pf, x->filter_schema, &fs->allow, err));
-    if (fs->allow && roaring_bitmap_is_empty(fs->allow)) {
-        fs->skip = true;
+    const ix_entry *e = find_sidecar(x->vr, pf, c->col->field_id, c->metric);
+    hs_error why = {0};
+    hs_status vs = !e || ix_resolve_path(x->vr->location, e->index_file, path) == HS_OK
+                       ? HS_OK : hs_err_nomem(&why, 256);
+    /* On an object store a filtered search of a head-readable sidecar not
+     * read before starts the head's GET now, while the filter's own reads
+     * (its sidecar, or the data file's pages) answer: one round trip for
+     * both instead of two.  The allow-list then decides: the head serves
+     * (few rows), or it is the first bytes of the whole (the rest after it). */
+    hs_io_pending *pend = NULL;
+    uint64_t pend_len = 0;
+    if (e && vs == HS_OK && e->head && !tbl_pred_is_true(&c->plan->pred) &&
+        hs_io_is_object_uri(hs_buf_cstr(path)) && !hs_io_identity_cached(hs_buf_cstr(path))) {
+        pend_len = tbl_vindex_head_bytes(pf->record_count, c->so->dim, e->index_file_size);
+        pend = hs_io_read_head_start(hs_buf_cstr(path), pend_len,
+                                     (uint64_t)e->index_file_size);
+    }
+    hs_status as = allowed_rows(c->plan, x->six, pf, x->filter_schema, &fs->allow, err);
+    uint8_t *pre = NULL;
+    if (pend) {
+        hs_error ignored = {0};   /* a failed read: the usual path reports it */
+        if (hs_io_read_head_finish(pend, as == HS_OK ? &pre : NULL, &ignored) != HS_OK)
+            pre = NULL;
+    }
+    if (as != HS_OK)
+        return as;
+    if ((fs->allow && roaring_bitmap_is_empty(fs->allow)) || !e) {
+        hs_free_aligned(pre);
+        fs->skip = fs->allow && roaring_bitmap_is_empty(fs->allow);
         return HS_OK;
     }
-    const ix_entry *e = find_sidecar(x->vr, pf, c->col->field_id, c->metric);
-    if (!e)
-        return HS_OK;
     const tbl_vindex *vi = NULL;
-    hs_error why = {0};
-    hs_status vs = ix_resolve_path(x->vr->location, e->index_file, path) == HS_OK
-                       ? HS_OK : hs_err_nomem(&why, 256);
     /* an allow-list this small is searched exactly (hnsw.c's
      * default_exact_threshold is at least max(2000, n / 50) rows outside
      * the two-hop band, which starts at n / 16): on an object store the
@@ -636,7 +656,18 @@ static hs_status prep_file(const prep_ctx *x, int32_t file, hs_buf *path, hs_err
                                                            : 2000;
     bool head = vs == HS_OK && e->head && allowed <= few &&
                 hs_io_is_object_uri(hs_buf_cstr(path));
-    if (vs == HS_OK && head) {
+    if (vs == HS_OK && pre) {
+        vs = tbl_vindex_acquire_read(hs_buf_cstr(path), c->col->field_id, pf->file_size,
+                                     e->index_file_size, pf->record_count, c->so->dim, head,
+                                     pre, pend_len, &vi, &why);
+        pre = NULL;
+        if (vs == HS_OK && tbl_vindex_is_partial(vi)) {
+            fs->vi_path = hs_strdup(hs_buf_cstr(path));
+            fs->vi_size = e->index_file_size;
+            if (!fs->vi_path)
+                vs = hs_err_nomem(&why, 256);
+        }
+    } else if (vs == HS_OK && head) {
         vs = tbl_vindex_acquire_head(hs_buf_cstr(path), c->col->field_id, pf->file_size,
                                      e->index_file_size, pf->record_count, c->so->dim, &vi,
                                      &why);
@@ -650,6 +681,7 @@ static hs_status prep_file(const prep_ctx *x, int32_t file, hs_buf *path, hs_err
         vs = tbl_vindex_acquire(hs_buf_cstr(path), c->col->field_id, pf->file_size,
                                 e->index_file_size, &vi, &why);
     }
+    hs_free_aligned(pre);   /* not taken (no sidecar path) */
     bool use = false;
     if (vs == HS_OK) {
         tbl_vindex_info info;
@@ -1668,6 +1700,24 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     if (st == HS_OK && !kept && plan->n_files > 0 &&
         !(c.fs = hs_calloc((size_t)plan->n_files, sizeof *c.fs)))
         st = hs_err_nomem(err, (size_t)plan->n_files * sizeof *c.fs);
+    if (st == HS_OK && !kept && c.k > 0 && plan->n_files > 0 &&
+        hs_io_is_object_uri(plan->files[0].path)) {
+        /* object stores: the pages of the projected columns (not the vector
+         * column: the sidecars hold it) come in the background while the
+         * sidecars are read, so that the winners' rows, here and in the next
+         * search, are read from the byte cache instead of a last round trip */
+        int32_t ids[64];
+        int n_ids = 0;
+        for (int i = 0; i < rs.n_children && n_ids < 64; i++)
+            if (rs.children[i].field_id >= 0 && rs.children[i].field_id != c.col->field_id)
+                ids[n_ids++] = rs.children[i].field_id;
+        const char **paths = hs_calloc((size_t)plan->n_files, sizeof *paths);
+        for (int i = 0; paths && i < plan->n_files; i++)
+            paths[i] = plan->files[i].path;
+        if (paths)
+            tbl_plan_warm_pages(paths, plan->n_files, ids, n_ids);
+        hs_free(paths);
+    }
     if (st == HS_OK && !kept && c.k > 0) {
         prep_ctx px = {.c = &c, .vr = &vr, .six = six, .filter_schema = &fsch};
         st = prep_files(&px, err);

@@ -249,6 +249,15 @@ HS_MUST_USE hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_sn
                                     const ice_schema *schema, const char *filter_text,
                                     tbl_plan **out, hs_error *err);
 void tbl_plan_free(tbl_plan *p);
+/* Object stores: the pages of the columns `field_ids` in the data files
+ * `paths` (at most HS_WARM_FILES of them; whole column chunks, at most
+ * HS_WARM_PAGES_MB in all, shared by the files) are read into io's byte cache
+ * on background threads, one per file, after each file's footer (fetched
+ * ahead by tbl_plan_make): for the files of a vector search, its projected
+ * columns but the vector, while its sidecars load, so that the winners'
+ * rows (of this search and of the next one) come from the cache.  Returns
+ * at once; a no-op for local paths. */
+void tbl_plan_warm_pages(const char *const *paths, int n, const int32_t *field_ids, int n_ids);
 /* The process-wide caches plans use (plan.c): bound filters (HS_FILTER_CACHE=0
  * turns it off; counters for tests) and decoded manifest lists.  The clears
  * drop unreferenced entries (tests balancing allocations). */

@@ -965,19 +965,22 @@ static hs_status vc_load(void *ctx, const char *local, tbl_fref *ref, void **obj
     return HS_OK;
 }
 
-hs_status tbl_vindex_acquire(const char *path, int32_t field_id, int64_t data_file_size,
-                             int64_t file_size, const tbl_vindex **out, hs_error *err)
+/* tbl_vindex_acquire with `pre` (owned; NULL: none) the whole sidecar
+ * already read. */
+static hs_status acquire_whole(const char *path, int32_t field_id, int64_t data_file_size,
+                               int64_t file_size, uint8_t *pre, const tbl_vindex **out,
+                               hs_error *err)
 {
     *out = NULL;
-    vc_load_ctx ctx = {path, field_id, data_file_size, file_size, NULL};
+    vc_load_ctx ctx = {path, field_id, data_file_size, file_size, pre};
     /* On an object store, opening a sidecar (for the cache's identity check)
      * costs a GET of its tail before the GET of the whole image: a sidecar
      * not seen before is read whole at once instead, by the size the
      * registry records, which also tells the cache its identity (one round
      * trip, not two).  Any failure here falls back to the usual path, which
      * reports it. */
-    if (file_size > 0 && file_size < ((int64_t)1 << 40) && hs_io_is_object_uri(path) &&
-        !hs_io_identity_cached(path)) {
+    if (!ctx.pre && file_size > 0 && file_size < ((int64_t)1 << 40) &&
+        hs_io_is_object_uri(path) && !hs_io_identity_cached(path)) {
         hs_error ignored = {0};
         ctx.pre = hs_malloc_aligned((size_t)file_size);
         if (ctx.pre && hs_io_read_whole(path, ctx.pre, (uint64_t)file_size, &ignored) != HS_OK) {
@@ -1004,6 +1007,12 @@ hs_status tbl_vindex_acquire(const char *path, int32_t field_id, int64_t data_fi
     }
     *out = vi;
     return HS_OK;
+}
+
+hs_status tbl_vindex_acquire(const char *path, int32_t field_id, int64_t data_file_size,
+                             int64_t file_size, const tbl_vindex **out, hs_error *err)
+{
+    return acquire_whole(path, field_id, data_file_size, file_size, NULL, out, err);
 }
 
 /* ---- the head of a sidecar (object stores, searches that go exact) ---- */
@@ -1106,20 +1115,25 @@ static hs_status vh_load(void *ctx, const char *local, tbl_fref *ref, void **obj
     return HS_OK;
 }
 
-hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id, int64_t data_file_size,
-                                  int64_t file_size, int64_t rows, int dim,
-                                  const tbl_vindex **out, hs_error *err)
+static bool head_args_ok(const char *path, int64_t file_size, int64_t rows, int dim)
+{
+    return file_size > 0 && file_size < ((int64_t)1 << 40) && rows >= 0 &&
+           rows <= (int64_t)UINT32_MAX && dim > 0 && dim <= (int)VX_MAX_DIM &&
+           hs_io_is_object_uri(path);
+}
+
+/* tbl_vindex_acquire_head with `pre` (owned; NULL: none) its head already
+ * read (tbl_vindex_head_bytes of it). */
+static hs_status acquire_head(const char *path, int32_t field_id, int64_t data_file_size,
+                              int64_t file_size, int64_t rows, int dim, uint8_t *pre,
+                              const tbl_vindex **out, hs_error *err)
 {
     *out = NULL;
-    if (file_size <= 0 || file_size >= ((int64_t)1 << 40) || rows < 0 ||
-        rows > (int64_t)UINT32_MAX || dim <= 0 || dim > (int)VX_MAX_DIM ||
-        !hs_io_is_object_uri(path))
-        return tbl_vindex_acquire(path, field_id, data_file_size, file_size, out, err);
     vh_load_ctx ctx = {path, field_id, data_file_size, file_size,
-                       tbl_vindex_head_bytes(rows, dim, file_size), NULL};
+                       tbl_vindex_head_bytes(rows, dim, file_size), pre};
     /* as tbl_vindex_acquire: a sidecar not seen before is read at once (its
      * head), which tells the cache its identity without a request of its own */
-    if (!hs_io_identity_cached(path)) {
+    if (!ctx.pre && !hs_io_identity_cached(path)) {
         hs_error ignored = {0};
         ctx.pre = hs_malloc_aligned((size_t)ctx.head);
         if (ctx.pre && hs_io_read_head(path, ctx.pre, ctx.head, (uint64_t)file_size,
@@ -1148,6 +1162,56 @@ hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id, int64_t da
     }
     *out = vi;
     return HS_OK;
+}
+
+hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id, int64_t data_file_size,
+                                  int64_t file_size, int64_t rows, int dim,
+                                  const tbl_vindex **out, hs_error *err)
+{
+    if (!head_args_ok(path, file_size, rows, dim))
+        return tbl_vindex_acquire(path, field_id, data_file_size, file_size, out, err);
+    return acquire_head(path, field_id, data_file_size, file_size, rows, dim, NULL, out, err);
+}
+
+hs_status tbl_vindex_acquire_read(const char *path, int32_t field_id, int64_t data_file_size,
+                                  int64_t file_size, int64_t rows, int dim, bool head,
+                                  uint8_t *pre, uint64_t pre_len, const tbl_vindex **out,
+                                  hs_error *err)
+{
+    if (!pre || !head_args_ok(path, file_size, rows, dim) ||
+        pre_len != tbl_vindex_head_bytes(rows, dim, file_size)) {
+        hs_free_aligned(pre);
+        return head ? tbl_vindex_acquire_head(path, field_id, data_file_size, file_size, rows,
+                                              dim, out, err)
+                    : tbl_vindex_acquire(path, field_id, data_file_size, file_size, out, err);
+    }
+    if (head)
+        return acquire_head(path, field_id, data_file_size, file_size, rows, dim, pre, out,
+                            err);
+    /* the whole: the rest after the head (one ranged GET; the head read
+     * put the object's size and version in io's HEAD cache, so the open
+     * costs none), unless the cache holds the image already */
+    uint8_t *all = NULL;
+    if (pre_len < (uint64_t)file_size) {
+        all = hs_malloc_aligned((size_t)file_size);
+        hs_file *f = NULL;
+        hs_error why = {0};
+        bool ok = all && hs_io_open(path, &f, &why) == HS_OK &&
+                  f->size == (uint64_t)file_size &&
+                  hs_file_read_at(f, pre_len, (uint64_t)file_size - pre_len, all + pre_len,
+                                  &why) == HS_OK;
+        hs_file_close(f);
+        if (ok) {
+            memcpy(all, pre, (size_t)pre_len);
+        } else {   /* the usual path reports what failed */
+            hs_free_aligned(all);
+            all = NULL;
+        }
+        hs_free_aligned(pre);
+    } else {
+        all = pre;
+    }
+    return acquire_whole(path, field_id, data_file_size, file_size, all, out, err);
 }
 
 bool tbl_vindex_is_partial(const tbl_vindex *vi) { return vi && vi->partial; }

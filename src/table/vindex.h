@@ -191,6 +191,18 @@ HS_MUST_USE hs_status tbl_vindex_acquire_head(const char *path, int32_t field_id
                                               int64_t data_file_size, int64_t file_size,
                                               int64_t rows, int dim, const tbl_vindex **out,
                                               hs_error *err);
+/* tbl_vindex_acquire_head (head) or tbl_vindex_acquire (!head) of a
+ * sidecar whose first pre_len bytes the caller read already (object stores:
+ * hs_io_read_head_start while the file's allow-list was computed, before it
+ * was known which is wanted).  pre is taken (hs_malloc_aligned; NULL: none);
+ * it must be the tbl_vindex_head_bytes of the sidecar, else it is dropped
+ * and the sidecar read as without it.  The whole then costs one ranged GET
+ * of the bytes after the head, not the head again. */
+HS_MUST_USE hs_status tbl_vindex_acquire_read(const char *path, int32_t field_id,
+                                              int64_t data_file_size, int64_t file_size,
+                                              int64_t rows, int dim, bool head, uint8_t *pre,
+                                              uint64_t pre_len, const tbl_vindex **out,
+                                              hs_error *err);
 bool tbl_vindex_is_partial(const tbl_vindex *vi);
 /* True when the head of this sidecar image (as written: p[0..n)) holds what
  * an exact search needs: a version 2 graph image (its payloads first) or

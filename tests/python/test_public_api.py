@@ -232,7 +232,7 @@ def test_package_config():
     keys = hdb._core.config_keys()
     assert {"manifest_cache_mb", "index_cache_mb", "vindex_cache_mb", "dict_cache_mb", "mmap",
             "scan_threads", "search_threads", "page_cache_mb", "parquet_max_page_mb",
-            "decode_limit_mb", "decode_limit_per_byte", "warm_files",
+            "decode_limit_mb", "decode_limit_per_byte", "warm_files", "warm_pages_mb",
             "eq_delete_mb", "filter_cache", "search_filter_cache"} == set(keys)
     old = hdb.get_config("scan_threads")
     try:

@@ -2,7 +2,8 @@
 (tests/s3/faultproxy.py tracing every request, failing none): a filtered
 vector query reads each HNSW sidecar with exactly one GET (the registry's
 size for it, no tail GET to open it first), those of all files in one round
-(also with one search thread), and a second query in the same
+(also with one search thread), in the same round as the filter's own reads
+(the head's GET starts before the allow-list is known), and a second query in the same
 process reads no sidecar again.  A filter this selective is searched
 exactly, so that GET is of the sidecar's head only (its exact vectors, not
 the graph: table/vindex.h tbl_vindex_acquire_head); a later query whose
@@ -100,11 +101,18 @@ def test_vector_sidecar_one_get(s3):
                 with proxy.lock:
                     hnsw = [(m, tg, r) for _, m, tg, r in proxy.trace if ".hnsw" in tg]
                     starts = [t0 for t0, _, tg, _ in proxy.trace if ".hnsw" in tg]
+                    data = [t0 for t0, _, tg, _ in proxy.trace
+                            if tg.split("?")[0].endswith(".parquet")]
                 if i == 0:
                     # one GET per sidecar, of all of it: no tail GET before it
                     assert len(hnsw) == FILES, hnsw
                     # all in one round (before: one file after the other)
                     assert max(starts) - min(starts) < delay / 2, starts
+                    # and in the round of the filter's own reads (cat has no
+                    # index: the data files, whose tails hold these small
+                    # files' pages too), not a round after them: the heads
+                    # are asked for before the allow-lists are known
+                    assert data and min(starts) < min(data) + delay / 2, (starts, data)
                     assert all(m == "GET" and r.startswith("bytes=0-") for m, tg, r in hnsw), hnsw
                     assert len({tg for _, tg, _ in hnsw}) == FILES
                     # the head only: exact vectors (32 bytes a row of 1500), not
@@ -115,12 +123,67 @@ def test_vector_sidecar_one_get(s3):
                         assert end < sizes[key] // 2, (r, sizes[key])
                 elif i == 1:
                     assert hnsw == []   # the decoded heads are cached
+                    # and the winners' ids too: the first search read the id
+                    # column of every file in the background (tbl_plan_warm_pages)
+                    with proxy.lock:
+                        assert proxy.trace == [], proxy.trace
                 else:
                     # the graph: the whole of each sidecar, once
                     assert len({tg for _, tg, _ in hnsw}) == FILES, hnsw
         finally:
             p.stdin.close()
             p.wait(60)
+
+
+def test_vector_unselective_filter_reads_rest_after_head(s3):
+    # 5000 rows in one file, a filter allowing half of them: more than
+    # max(2000, rows / 50), so the search wants the graph.  The head went out
+    # before the allow-list was known; the rest of the sidecar is then read
+    # after it (two GETs, the head's bytes not read again), and the answer
+    # is numpy's.
+    uri = s3.uri(f"requests/u-{os.getpid()}")
+    n = 5000
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"id": np.arange(n, dtype=np.int64),
+                       "cat": [f"c{i % 2}" for i in range(n)],
+                       "emb": list(rng.standard_normal((n, DIM)).astype(np.float32))})
+    t = hdb.Table(uri)
+    t.write_pandas(df)
+    t.commit()
+    t.add_index("emb", "hnsw")
+    size = next(o["Size"] for o in s3_objects(s3, uri) if ".hnsw" in o["Key"])
+    emb = np.stack(df["emb"].to_numpy())
+    vec = rng.standard_normal(DIM).astype(np.float32)
+    with FaultProxy(s3.port) as proxy:
+        proxy.trace = []
+        env = dict(os.environ, **s3.env)
+        env["AWS_ENDPOINT_URL"] = proxy.endpoint
+        env.pop("AWS_ENDPOINT_URL_S3", None)
+        p = subprocess.Popen([sys.executable, "-c", WORKER, uri], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            p.stdin.write(json.dumps({"cat": "c1", "vec": vec.tolist(), "ef": 400}) + "\n")
+            p.stdin.flush()
+            got = json.loads(p.stdout.readline())
+        finally:
+            p.stdin.close()
+            p.wait(60)
+        with proxy.lock:
+            hnsw = sorted((r, m) for _, m, tg, r in proxy.trace if ".hnsw" in tg)
+    sel = (df["cat"] == "c1").to_numpy()
+    d = np.linalg.norm(emb[sel] - vec, axis=1)
+    want = df["id"].to_numpy()[sel][np.argsort(d, kind="stable")[:5]]
+    # ef 400 over 2500 allowed rows of an M=16 graph: the walk finds the
+    # exact top 5 (numpy's) on this data
+    assert got == want.tolist()
+    assert all(m == "GET" for _, m in hnsw), hnsw
+    spans = sorted(tuple(int(x) for x in r[len("bytes="):].split("-")) for r, _ in hnsw)
+    assert len(spans) == 2, hnsw
+    # the second starts inside the head's last 64 KiB block (io/s3.c's byte
+    # cache reads whole blocks), not at 0, and ends at the object's end
+    head_end = spans[0][1] + 1
+    assert spans[0][0] == 0 and 0 < spans[1][0] <= head_end < spans[1][0] + 65536, (spans, size)
+    assert spans[1][1] == size - 1, (spans, size)
 
 
 def s3_objects(s3, uri):
@@ -200,9 +263,9 @@ def test_point_lookup_rounds(s3):
     that file (no version-hint.text, no probe, no HEAD); the index registry's
     segment is asked for while the manifests are read (before any data file
     request), not after them; in all at most 5 dependent round trips. A warm
-    lookup of a key in another file reads no metadata, manifest or registry
-    again, nor the other file's footer or sidecar (fetched in the background
-    after the first query): its pages cost one round. Oracle: the rows
+    lookup of a key in another file sends no request at all: the other
+    files' tails (footer and, in files this small, every page) and sidecars
+    were fetched in the background by the first query. Oracle: the rows
     written (pandas) and the proxy's request log."""
     uri = s3.uri(f"requests/p-{os.getpid()}")
     t = hdb.Table(uri)
@@ -250,16 +313,88 @@ def test_point_lookup_rounds(s3):
                         last = t0
                     assert rounds <= 5, [(round(t0 - trace[0][0], 3), tg) for t0, _, tg, _ in trace]
                 else:
-                    assert not any("/metadata/" in x or "/registry/" in x for x in paths), paths
-                    # the first query fetched the other files' footers and range
-                    # sidecars in the background: only the data pages remain, in
-                    # one round (before: sidecar + footer, then the pages)
-                    assert all(x.endswith(".parquet") for x in paths), paths
-                    assert not any(r.startswith("bytes=-") for _, _, _, r in trace), trace
-                    starts = [t0 for t0, *_ in trace]
-                    assert not starts or max(starts) - min(starts) < delay / 2, trace
+                    # the first query fetched the other files' tails (their
+                    # last 64 KiB: all of these small files, pages included)
+                    # and range sidecars in the background: no request at all
+                    # (before that: sidecar + footer, then the pages)
+                    assert paths == [], trace
                 # the background fetches of the first query are done by the next
                 time.sleep(3 * delay)
+        finally:
+            p.stdin.close()
+            p.wait(60)
+
+
+TOP1_WORKER = textwrap.dedent('''
+    import json, sys
+    import hyperstreamdb as hdb
+    t = hdb.Table(sys.argv[1])
+    for line in sys.stdin:
+        q = json.loads(line)
+        r = t.to_arrow(filter=f"cat = '{q['cat']}'", columns=["id"],
+                       vector_filter={"column": "emb", "query": q["vec"], "k": 1})
+        print(json.dumps(r["id"].to_pylist()), flush=True)
+''')
+
+
+@pytest.mark.parametrize("warm_mb", [None, "0"])
+def test_second_search_reads_no_page(s3, warm_mb):
+    """Files whose id pages lie outside the 64 KiB tail a footer fetch
+    brings (20,000 random 62-bit ids a file, then the embeddings): the first
+    filtered top-1, whose winner is in file 0, reads the id column of every
+    file in the background while the sidecars load (tbl_plan_warm_pages),
+    so a second one, whose winner is in file 1 (a row's own vector as the
+    query), sends no request at all; with HS_WARM_PAGES_MB=0 it reads file
+    1's id page itself.  Oracle: numpy brute force, the proxy's log."""
+    uri = s3.uri(f"requests/w{warm_mb}-{os.getpid()}")
+    n = 20000
+    rng = np.random.default_rng(5)
+    t = hdb.Table(uri)
+    frames = []
+    for f in range(2):
+        # random 62-bit ids: 160 KB a file that no compression shrinks
+        ids = rng.integers(1, 1 << 62, n, dtype=np.int64)
+        df = pd.DataFrame({"id": ids, "cat": [f"c{i % 7}" for i in range(n)],
+                           "emb": list(rng.standard_normal((n, DIM)).astype(np.float32))})
+        frames.append(df)
+        t.write_pandas(df)
+        t.commit()
+    t.add_index("emb", "hnsw")
+    allrows = pd.concat(frames, ignore_index=True)
+    emb = np.stack(allrows["emb"].to_numpy())
+    with FaultProxy(s3.port) as proxy:
+        proxy.trace = []
+        env = dict(os.environ, **s3.env)
+        env["AWS_ENDPOINT_URL"] = proxy.endpoint
+        env.pop("AWS_ENDPOINT_URL_S3", None)
+        if warm_mb is not None:
+            env["HS_WARM_PAGES_MB"] = warm_mb
+        p = subprocess.Popen([sys.executable, "-c", TOP1_WORKER, uri], env=env, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            for i, cat in enumerate(("c2", "c5")):
+                # the query: the vector of a row of file i in category cat
+                row = int(np.flatnonzero((allrows["cat"] == cat).to_numpy()
+                                         & (np.arange(2 * n) // n == i))[17])
+                vec = emb[row]
+                with proxy.lock:
+                    proxy.trace.clear()
+                p.stdin.write(json.dumps({"cat": cat, "vec": vec.tolist()}) + "\n")
+                p.stdin.flush()
+                got = json.loads(p.stdout.readline())
+                sel = (allrows["cat"] == cat).to_numpy()
+                d = np.linalg.norm(emb[sel] - vec, axis=1)
+                want = allrows["id"].to_numpy()[sel][np.argsort(d, kind="stable")[:1]]
+                assert got == want.tolist() == [int(allrows["id"][row])]
+                with proxy.lock:
+                    trace = list(proxy.trace)
+                if i == 1:
+                    data = [r for _, _, tg, r in trace if tg.split("?")[0].endswith(".parquet")]
+                    if warm_mb is None:
+                        assert trace == [], trace
+                    else:
+                        assert data, trace
+                time.sleep(1.0)   # the background fetches are done by the next query
         finally:
             p.stdin.close()
             p.wait(60)
