@@ -175,6 +175,8 @@ typedef struct join_op {
     int64_t sub_spilled;    /* rows spilled again by the partitions' joins */
     int sub_levels;         /* levels below this one that spilled */
     int rtf_sent;           /* runtime filters a scan took */
+    int rtf_read_ahead;     /* ... from the left rows read ahead, sent right */
+    bool ra_filtered;       /* those were made (a reversed build sends no more) */
     bool whole[2];          /* the child is a whole table (xo_exact_rows known) */
 } join_op;
 
@@ -359,12 +361,14 @@ static hs_status build_from_left(join_op *j, hs_error *err)
  * reads the right child ahead too, building on whichever side ended
  * smaller in rows x columns (the right one as usual when it did:
  * *right_read). */
+static hs_status send_read_ahead_filters(join_op *j, hs_error *err);
+
 static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
 {
     xo_op *op = &j->op;
     *right_read = false;
     bool semi = j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI;
-    if ((!semi && j->kind != XO_JOIN_INNER) || j->n_keys == 0)
+    if ((!semi && j->kind != XO_JOIN_INNER && j->kind != XO_JOIN_LEFT) || j->n_keys == 0)
         return HS_OK;
     /* a left side known to be larger than the read ahead: the right side
      * is built as it would be after reading ahead, and the left scan has
@@ -391,8 +395,13 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
         if (rows > REV_MAX_ROWS || read_ahead_full(j))
             return HS_OK;
     }
+    /* the whole left side is here: its keys filter the right side before
+     * the right scan starts */
     if (semi)
-        return build_from_left(j, err);
+        return build_from_left(j, err);   /* its runtime filters go right */
+    HS_TRY(send_read_ahead_filters(j, err));
+    if (j->kind == XO_JOIN_LEFT)
+        return HS_OK;   /* the right side is built, the read ahead probed first */
     hs_batch **rp = NULL;
     int nr = 0, rcap = 0;
     int64_t rrows = 0;
@@ -803,6 +812,10 @@ static hs_status join_extra(const xo_op *op, hs_buf *out, hs_error *err)
         hs_buf_printf(out, "runtime filters: %d on the %s side's keys sent to its scan\n",
                       j->rtf_sent, j->rev ? "right" : "left") != HS_OK)
         return hs_err_nomem(err, 0);
+    if (j->rtf_read_ahead > 0 &&
+        hs_buf_printf(out, "runtime filters: %d on the right side's keys (from the left rows "
+                      "read ahead) sent to its scan\n", j->rtf_read_ahead) != HS_OK)
+        return hs_err_nomem(err, 0);
     if (!j->spilling)
         return HS_OK;
     if (hs_buf_printf(out, "spilled: %lld left rows and %lld right rows to %d partitions "
@@ -837,7 +850,7 @@ static hs_status send_runtime_filters(join_op *j, hs_error *err)
     /* built on a whole table (no filter): a foreign key join, whose filter
      * would keep every row */
     if (j->n_keys == 0 || j->spilling || !probe_unmatched_dropped(j) ||
-        !probe_child->push_keyfilter || j->whole[j->rev ? 0 : 1])
+        !probe_child->push_keyfilter || j->whole[j->rev ? 0 : 1] || (j->rev && j->ra_filtered))
         return HS_OK;
     int64_t n = xo_rows_count(&j->right);
     int64_t *keys = NULL;
@@ -861,6 +874,58 @@ static hs_status send_runtime_filters(join_op *j, hs_error *err)
             return st;
         }
         j->rtf_sent += xo_push_keyfilter(probe_child, j->lkeys[k], kf);
+    }
+    hs_free(keys);
+    return HS_OK;
+}
+
+/* The left side read ahead to its end (choose_build, INNER and LEFT): a
+ * key filter per integer key of its rows, offered to the right child
+ * before it is read, whose rows that match no left row never reach the
+ * output (SEMI/ANTI build on the left then, and send the same filters
+ * after their build; RIGHT/FULL output them).  TPC-H Q17's and Q20's decorrelated aggregates over lineitem
+ * then read only the parts the outer side has; Q9's orders only the
+ * orders of the lineitem rows left.  Not from a whole table (a foreign
+ * key's side: its keys keep everything). */
+static hs_status send_read_ahead_filters(join_op *j, hs_error *err)
+{
+    xo_op *rc = j->op.children[1];
+    const hs_field *ls = &j->op.children[0]->schema;
+    if (j->whole[0] || !rc->push_keyfilter || j->n_pend == 0)
+        return HS_OK;
+    int64_t n = 0;
+    for (int i = 0; i < j->n_pend; i++)
+        n += j->pend[i]->n_rows;
+    /* a right side that has fewer rows than the left keys (a dimension
+     * such as Q9's supplier or nation): little to drop, not worth it */
+    int64_t rmax = xo_max_rows(rc);
+    if (rmax >= 0 && rmax <= n)
+        return HS_OK;
+    j->ra_filtered = true;
+    int64_t *keys = NULL;
+    for (int k = 0; k < j->n_keys; k++) {
+        if (!filter_key_type(ls->children[j->lkeys[k]].type) ||
+            !filter_key_type(rc->schema.children[j->rkeys[k]].type))
+            continue;
+        if (!keys && !(keys = hs_malloc((size_t)(n ? n : 1) * sizeof *keys)))
+            return hs_err_nomem(err, (size_t)n * 8);
+        int64_t m = 0;
+        bool big;
+        for (int i = 0; i < j->n_pend; i++) {
+            const hs_column *c = j->pend[i]->cols[j->lkeys[k]];
+            if (!filter_key_type(c->type))
+                continue;   /* an all-NULL column (HS_TYPE_NA) adds no key */
+            for (int64_t r = 0; r < j->pend[i]->n_rows; r++)
+                if (hs_col_is_valid(c, r))
+                    keys[m++] = xo_int_at(c, r, &big);
+        }
+        hs_keyfilter *kf = NULL;
+        hs_status st = hs_keyfilter_build(keys, m, &kf, err);
+        if (st != HS_OK) {
+            hs_free(keys);
+            return st;
+        }
+        j->rtf_read_ahead += xo_push_keyfilter(rc, j->rkeys[k], kf);
     }
     hs_free(keys);
     return HS_OK;
