@@ -356,12 +356,99 @@ static hs_status build_from_left(join_op *j, hs_error *err)
     return HS_OK;
 }
 
-/* SEMI/ANTI/INNER with keys: reads the left child ahead (up to REV_MAX_ROWS
- * rows); when it ends there, SEMI/ANTI build on it (j->rev), and INNER
- * reads the right child ahead too, building on whichever side ended
- * smaller in rows x columns (the right one as usual when it did:
- * *right_read). */
 static hs_status send_read_ahead_filters(join_op *j, hs_error *err);
+
+/* Frees the batches read ahead in a[0..n) that were not moved (NULL). */
+static void pend_drop(join_op *j, hs_batch **a, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i]) {
+            pend_account(j, -xo_batch_bytes(a[i]));
+            hs_batch_free(a[i]);
+        }
+    hs_free(a);
+}
+
+/* Reads child `side` ahead into *a (n, cap) until it ends (*ended) or
+ * passes `limit` rows (*rows) or the read ahead's memory share. */
+static hs_status read_ahead(join_op *j, int side, int64_t limit, hs_batch ***a, int *n, int *cap,
+                            int64_t *rows, bool *ended, hs_error *err)
+{
+    *ended = false;
+    while (*rows <= limit && !read_ahead_full(j)) {
+        hs_batch *b;
+        HS_TRY(xo_next(j->op.children[side], &b, err));
+        if (!b) {
+            *ended = true;
+            return HS_OK;
+        }
+        int64_t bytes = xo_batch_bytes(b);
+        *rows += b->n_rows;
+        HS_TRY(pend_push(a, n, cap, b, err));
+        pend_account(j, bytes);
+    }
+    return HS_OK;
+}
+
+/* INNER whose right side's size is not known but bounded (a filtered
+ * scan) and not known to be the larger: the right side, which the planner chose to
+ * build, is read ahead first (up to REV_MAX_ROWS rows), so that when it
+ * ends there the left scan starts with the runtime filters in place
+ * (TPC-H Q3's lineitem under orders with a date filter, 727K rows; the
+ * left side read ahead first, 1M rows, came to the scan unfiltered).
+ * When it ends there it is built, as a right side known to be that small
+ * is (reading any of the left side would start its scan's first files
+ * unfiltered).  Otherwise the left side is read ahead up to REV_MAX_ROWS
+ * and built when it ends there, the right batches read ahead probed
+ * first; else the right side is built (its batches read ahead, then the
+ * rest) and the left batches read ahead are probed first. */
+static hs_status choose_build_right_first(join_op *j, bool *right_read, hs_error *err)
+{
+    hs_batch **rp = NULL;
+    int nr = 0, rcap = 0, lcap = 0;
+    int64_t rrows = 0, lrows = 0;
+    bool rend = false, lend = false;
+    hs_status st = read_ahead(j, 1, REV_MAX_ROWS, &rp, &nr, &rcap, &rrows, &rend, err);
+    if (st == HS_OK && !rend)
+        st = read_ahead(j, 0, REV_MAX_ROWS, &j->pend, &j->n_pend, &lcap, &lrows, &lend, err);
+    if (st == HS_OK && lend) {
+        st = build_from_left(j, err);
+        if (st == HS_OK) {
+            hs_free(j->pend);
+            j->pend = rp;
+            j->n_pend = nr;
+            j->pend_head = 0;
+            rp = NULL;
+            nr = 0;
+        }
+    } else if (st == HS_OK) {
+        st = xo_rows_init(&j->right, &j->op.children[1]->schema, err);
+        for (int i = 0; i < nr && st == HS_OK; i++) {
+            pend_account(j, -xo_batch_bytes(rp[i]));
+            hs_batch *b = rp[i];
+            rp[i] = NULL;
+            st = build_append(j, b, 1, err);
+        }
+        while (st == HS_OK && !rend) {
+            hs_batch *b;
+            st = xo_next(j->op.children[1], &b, err);
+            if (st == HS_OK && !b)
+                rend = true;
+            else if (st == HS_OK)
+                st = build_append(j, b, 1, err);
+        }
+        *right_read = true;
+    }
+    pend_drop(j, rp, nr);
+    return st;
+}
+
+/* SEMI/ANTI/INNER/LEFT with keys: reads the left child ahead (up to
+ * REV_MAX_ROWS rows); when it ends there, its keys filter the right side
+ * (INNER, LEFT), SEMI/ANTI build on it (j->rev), and INNER reads the
+ * right child ahead too, building on whichever side ended smaller in rows
+ * x columns (the right one as usual when it did: *right_read).  INNER may
+ * read the right side first (choose_build_right_first). */
 
 static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
 {
@@ -381,6 +468,9 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
     int64_t lmax = xo_max_rows(op->children[0]), rmax = xo_max_rows(op->children[1]);
     if (j->kind != XO_JOIN_ANTI && rmax >= 0 && rmax <= REV_MAX_ROWS && lmax > rmax)
         return HS_OK;
+    if (j->kind == XO_JOIN_INNER && xo_exact_rows(op->children[1]) < 0 && rmax >= 0 &&
+        (lmax < 0 || lmax > rmax))
+        return choose_build_right_first(j, right_read, err);
     int64_t rows = 0;
     int cap = 0;
     for (;;) {
