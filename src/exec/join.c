@@ -43,7 +43,11 @@
  * (rows x columns) than the left: if it ends first it is built as usual,
  * else the left is, and the pairs come out as probed (left columns from
  * the built rows).  Otherwise the right side is built as usual and the
- * left batches read ahead are probed first.  Batches read ahead are
+ * left batches read ahead are probed first.  INNER over a right child of
+ * unknown but bounded size (a filtered scan) reads that side first
+ * instead (choose_build_right_first): built when it ends within
+ * REV_MAX_ROWS, before the left child starts.  LEFT reads the left child
+ * ahead only for the runtime filters below.  Batches read ahead are
  * accounted in ctx->mem_used while they wait, and with a memory limit the
  * reading ahead stops at a quarter of it.
  *
@@ -81,7 +85,10 @@
  * rtfilter.h).  So that the probe scan has not started when the filter
  * comes, a left child whose row count is known before it runs (a scan
  * without a filter) and exceeds REV_MAX_ROWS is not read ahead: the read
- * ahead would end there and build the right side anyway.
+ * ahead would end there and build the right side anyway.  The other way
+ * round, INNER and LEFT joins whose left child was read ahead to its end
+ * offer its keys to the right child before reading it
+ * (send_read_ahead_filters).
  */
 #include "exec/exec_int.h"
 #include "base/hash.h"
@@ -457,6 +464,8 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
     bool semi = j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI;
     if ((!semi && j->kind != XO_JOIN_INNER && j->kind != XO_JOIN_LEFT) || j->n_keys == 0)
         return HS_OK;
+    if (j->kind == XO_JOIN_LEFT && j->whole[0])
+        return HS_OK;   /* read ahead for filters only, and a whole table sends none */
     /* a left side known to be larger than the read ahead: the right side
      * is built as it would be after reading ahead, and the left scan has
      * not started when the runtime filters come */
