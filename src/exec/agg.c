@@ -1915,6 +1915,32 @@ typedef struct pick_op {
     int *cols;
 } pick_op;
 
+/* Runtime join filters (op.h) through the grouping operators: a filter
+ * on a group column drops whole groups, which is the same as dropping
+ * their input rows first, so it passes to the child's column (Distinct:
+ * every column is a group column; Pick: the column it picks).  TPC-H
+ * Q17's and Q20's aggregates over lineitem grouped by part keys. */
+static bool agg_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    const agg_op *s = (const agg_op *)op;
+    if (col >= s->n_groups) {
+        hs_keyfilter_free(kf);
+        return false;
+    }
+    return xo_push_keyfilter(op->children[0], col, kf);
+}
+
+static bool distinct_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    return xo_push_keyfilter(op->children[0], col, kf);
+}
+
+static bool pick_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    const pick_op *p = (const pick_op *)op;
+    return xo_push_keyfilter(op->children[0], p->cols[col], kf);
+}
+
 static hs_status pick_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     pick_op *p = (pick_op *)op;
@@ -1993,6 +2019,7 @@ static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const 
     pick_op *p = (pick_op *)op;
     op->next = pick_next;
     op->destroy = pick_destroy;
+    op->push_keyfilter = pick_push_keyfilter;
     p->n = n_groups + 1;
     p->cols = hs_calloc((size_t)p->n, sizeof *p->cols);
     xo_agg *a2 = hs_calloc((size_t)n_aggs, sizeof *a2);
@@ -2055,6 +2082,7 @@ static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *
     op->next = agg_next;
     op->destroy = agg_destroy;
     op->explain_extra = agg_extra;
+    op->push_keyfilter = agg_push_keyfilter;
     s->n_groups = n_groups;
     s->aggs = hs_calloc((size_t)(n_aggs > 0 ? n_aggs : 1), sizeof *s->aggs);
     if (!s->aggs) {
@@ -2234,6 +2262,7 @@ static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *e
     op->next = distinct_next;
     op->destroy = distinct_destroy;
     op->explain_extra = distinct_extra;
+    op->push_keyfilter = distinct_push_keyfilter;
     ((distinct_op *)op)->level = level;
     hs_field_clear(&op->schema);
     if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {

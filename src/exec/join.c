@@ -43,7 +43,11 @@
  * (rows x columns) than the left: if it ends first it is built as usual,
  * else the left is, and the pairs come out as probed (left columns from
  * the built rows).  Otherwise the right side is built as usual and the
- * left batches read ahead are probed first.  Batches read ahead are
+ * left batches read ahead are probed first.  INNER over a right child of
+ * unknown but bounded size (a filtered scan) reads that side first
+ * instead (choose_build_right_first): built when it ends within
+ * REV_MAX_ROWS, before the left child starts.  LEFT reads the left child
+ * ahead only for the runtime filters below.  Batches read ahead are
  * accounted in ctx->mem_used while they wait, and with a memory limit the
  * reading ahead stops at a quarter of it.
  *
@@ -81,7 +85,10 @@
  * rtfilter.h).  So that the probe scan has not started when the filter
  * comes, a left child whose row count is known before it runs (a scan
  * without a filter) and exceeds REV_MAX_ROWS is not read ahead: the read
- * ahead would end there and build the right side anyway.
+ * ahead would end there and build the right side anyway.  The other way
+ * round, INNER and LEFT joins whose left child was read ahead to its end
+ * offer its keys to the right child before reading it
+ * (send_read_ahead_filters).
  */
 #include "exec/exec_int.h"
 #include "base/hash.h"
@@ -175,6 +182,8 @@ typedef struct join_op {
     int64_t sub_spilled;    /* rows spilled again by the partitions' joins */
     int sub_levels;         /* levels below this one that spilled */
     int rtf_sent;           /* runtime filters a scan took */
+    int rtf_read_ahead;     /* ... from the left rows read ahead, sent right */
+    bool ra_filtered;       /* those were made (a reversed build sends no more) */
     bool whole[2];          /* the child is a whole table (xo_exact_rows known) */
 } join_op;
 
@@ -354,18 +363,109 @@ static hs_status build_from_left(join_op *j, hs_error *err)
     return HS_OK;
 }
 
-/* SEMI/ANTI/INNER with keys: reads the left child ahead (up to REV_MAX_ROWS
- * rows); when it ends there, SEMI/ANTI build on it (j->rev), and INNER
- * reads the right child ahead too, building on whichever side ended
- * smaller in rows x columns (the right one as usual when it did:
- * *right_read). */
+static hs_status send_read_ahead_filters(join_op *j, hs_error *err);
+
+/* Frees the batches read ahead in a[0..n) that were not moved (NULL). */
+static void pend_drop(join_op *j, hs_batch **a, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i]) {
+            pend_account(j, -xo_batch_bytes(a[i]));
+            hs_batch_free(a[i]);
+        }
+    hs_free(a);
+}
+
+/* Reads child `side` ahead into *a (n, cap) until it ends (*ended) or
+ * passes `limit` rows (*rows) or the read ahead's memory share. */
+static hs_status read_ahead(join_op *j, int side, int64_t limit, hs_batch ***a, int *n, int *cap,
+                            int64_t *rows, bool *ended, hs_error *err)
+{
+    *ended = false;
+    while (*rows <= limit && !read_ahead_full(j)) {
+        hs_batch *b;
+        HS_TRY(xo_next(j->op.children[side], &b, err));
+        if (!b) {
+            *ended = true;
+            return HS_OK;
+        }
+        int64_t bytes = xo_batch_bytes(b);
+        *rows += b->n_rows;
+        HS_TRY(pend_push(a, n, cap, b, err));
+        pend_account(j, bytes);
+    }
+    return HS_OK;
+}
+
+/* INNER whose right side's size is not known but bounded (a filtered
+ * scan) and not known to be the larger: the right side, which the planner chose to
+ * build, is read ahead first (up to REV_MAX_ROWS rows), so that when it
+ * ends there the left scan starts with the runtime filters in place
+ * (TPC-H Q3's lineitem under orders with a date filter, 727K rows; the
+ * left side read ahead first, 1M rows, came to the scan unfiltered).
+ * When it ends there it is built, as a right side known to be that small
+ * is (reading any of the left side would start its scan's first files
+ * unfiltered).  Otherwise the left side is read ahead up to REV_MAX_ROWS
+ * and built when it ends there, the right batches read ahead probed
+ * first; else the right side is built (its batches read ahead, then the
+ * rest) and the left batches read ahead are probed first. */
+static hs_status choose_build_right_first(join_op *j, bool *right_read, hs_error *err)
+{
+    hs_batch **rp = NULL;
+    int nr = 0, rcap = 0, lcap = 0;
+    int64_t rrows = 0, lrows = 0;
+    bool rend = false, lend = false;
+    hs_status st = read_ahead(j, 1, REV_MAX_ROWS, &rp, &nr, &rcap, &rrows, &rend, err);
+    if (st == HS_OK && !rend)
+        st = read_ahead(j, 0, REV_MAX_ROWS, &j->pend, &j->n_pend, &lcap, &lrows, &lend, err);
+    if (st == HS_OK && lend) {
+        st = build_from_left(j, err);
+        if (st == HS_OK) {
+            hs_free(j->pend);
+            j->pend = rp;
+            j->n_pend = nr;
+            j->pend_head = 0;
+            rp = NULL;
+            nr = 0;
+        }
+    } else if (st == HS_OK) {
+        st = xo_rows_init(&j->right, &j->op.children[1]->schema, err);
+        for (int i = 0; i < nr && st == HS_OK; i++) {
+            pend_account(j, -xo_batch_bytes(rp[i]));
+            hs_batch *b = rp[i];
+            rp[i] = NULL;
+            st = build_append(j, b, 1, err);
+        }
+        while (st == HS_OK && !rend) {
+            hs_batch *b;
+            st = xo_next(j->op.children[1], &b, err);
+            if (st == HS_OK && !b)
+                rend = true;
+            else if (st == HS_OK)
+                st = build_append(j, b, 1, err);
+        }
+        *right_read = true;
+    }
+    pend_drop(j, rp, nr);
+    return st;
+}
+
+/* SEMI/ANTI/INNER/LEFT with keys: reads the left child ahead (up to
+ * REV_MAX_ROWS rows); when it ends there, its keys filter the right side
+ * (INNER, LEFT), SEMI/ANTI build on it (j->rev), and INNER reads the
+ * right child ahead too, building on whichever side ended smaller in rows
+ * x columns (the right one as usual when it did: *right_read).  INNER may
+ * read the right side first (choose_build_right_first). */
+
 static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
 {
     xo_op *op = &j->op;
     *right_read = false;
     bool semi = j->kind == XO_JOIN_SEMI || j->kind == XO_JOIN_ANTI;
-    if ((!semi && j->kind != XO_JOIN_INNER) || j->n_keys == 0)
+    if ((!semi && j->kind != XO_JOIN_INNER && j->kind != XO_JOIN_LEFT) || j->n_keys == 0)
         return HS_OK;
+    if (j->kind == XO_JOIN_LEFT && j->whole[0])
+        return HS_OK;   /* read ahead for filters only, and a whole table sends none */
     /* a left side known to be larger than the read ahead: the right side
      * is built as it would be after reading ahead, and the left scan has
      * not started when the runtime filters come */
@@ -377,6 +477,9 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
     int64_t lmax = xo_max_rows(op->children[0]), rmax = xo_max_rows(op->children[1]);
     if (j->kind != XO_JOIN_ANTI && rmax >= 0 && rmax <= REV_MAX_ROWS && lmax > rmax)
         return HS_OK;
+    if (j->kind == XO_JOIN_INNER && xo_exact_rows(op->children[1]) < 0 && rmax >= 0 &&
+        (lmax < 0 || lmax > rmax))
+        return choose_build_right_first(j, right_read, err);
     int64_t rows = 0;
     int cap = 0;
     for (;;) {
@@ -391,8 +494,13 @@ static hs_status choose_build(join_op *j, bool *right_read, hs_error *err)
         if (rows > REV_MAX_ROWS || read_ahead_full(j))
             return HS_OK;
     }
+    /* the whole left side is here: its keys filter the right side before
+     * the right scan starts */
     if (semi)
-        return build_from_left(j, err);
+        return build_from_left(j, err);   /* its runtime filters go right */
+    HS_TRY(send_read_ahead_filters(j, err));
+    if (j->kind == XO_JOIN_LEFT)
+        return HS_OK;   /* the right side is built, the read ahead probed first */
     hs_batch **rp = NULL;
     int nr = 0, rcap = 0;
     int64_t rrows = 0;
@@ -803,6 +911,10 @@ static hs_status join_extra(const xo_op *op, hs_buf *out, hs_error *err)
         hs_buf_printf(out, "runtime filters: %d on the %s side's keys sent to its scan\n",
                       j->rtf_sent, j->rev ? "right" : "left") != HS_OK)
         return hs_err_nomem(err, 0);
+    if (j->rtf_read_ahead > 0 &&
+        hs_buf_printf(out, "runtime filters: %d on the right side's keys (from the left rows "
+                      "read ahead) sent to its scan\n", j->rtf_read_ahead) != HS_OK)
+        return hs_err_nomem(err, 0);
     if (!j->spilling)
         return HS_OK;
     if (hs_buf_printf(out, "spilled: %lld left rows and %lld right rows to %d partitions "
@@ -837,7 +949,7 @@ static hs_status send_runtime_filters(join_op *j, hs_error *err)
     /* built on a whole table (no filter): a foreign key join, whose filter
      * would keep every row */
     if (j->n_keys == 0 || j->spilling || !probe_unmatched_dropped(j) ||
-        !probe_child->push_keyfilter || j->whole[j->rev ? 0 : 1])
+        !probe_child->push_keyfilter || j->whole[j->rev ? 0 : 1] || (j->rev && j->ra_filtered))
         return HS_OK;
     int64_t n = xo_rows_count(&j->right);
     int64_t *keys = NULL;
@@ -861,6 +973,58 @@ static hs_status send_runtime_filters(join_op *j, hs_error *err)
             return st;
         }
         j->rtf_sent += xo_push_keyfilter(probe_child, j->lkeys[k], kf);
+    }
+    hs_free(keys);
+    return HS_OK;
+}
+
+/* The left side read ahead to its end (choose_build, INNER and LEFT): a
+ * key filter per integer key of its rows, offered to the right child
+ * before it is read, whose rows that match no left row never reach the
+ * output (SEMI/ANTI build on the left then, and send the same filters
+ * after their build; RIGHT/FULL output them).  TPC-H Q17's and Q20's decorrelated aggregates over lineitem
+ * then read only the parts the outer side has; Q9's orders only the
+ * orders of the lineitem rows left.  Not from a whole table (a foreign
+ * key's side: its keys keep everything). */
+static hs_status send_read_ahead_filters(join_op *j, hs_error *err)
+{
+    xo_op *rc = j->op.children[1];
+    const hs_field *ls = &j->op.children[0]->schema;
+    if (j->whole[0] || !rc->push_keyfilter || j->n_pend == 0)
+        return HS_OK;
+    int64_t n = 0;
+    for (int i = 0; i < j->n_pend; i++)
+        n += j->pend[i]->n_rows;
+    /* a right side that has fewer rows than the left keys (a dimension
+     * such as Q9's supplier or nation): little to drop, not worth it */
+    int64_t rmax = xo_max_rows(rc);
+    if (rmax >= 0 && rmax <= n)
+        return HS_OK;
+    j->ra_filtered = true;
+    int64_t *keys = NULL;
+    for (int k = 0; k < j->n_keys; k++) {
+        if (!filter_key_type(ls->children[j->lkeys[k]].type) ||
+            !filter_key_type(rc->schema.children[j->rkeys[k]].type))
+            continue;
+        if (!keys && !(keys = hs_malloc((size_t)(n ? n : 1) * sizeof *keys)))
+            return hs_err_nomem(err, (size_t)n * 8);
+        int64_t m = 0;
+        bool big;
+        for (int i = 0; i < j->n_pend; i++) {
+            const hs_column *c = j->pend[i]->cols[j->lkeys[k]];
+            if (!filter_key_type(c->type))
+                continue;   /* an all-NULL column (HS_TYPE_NA) adds no key */
+            for (int64_t r = 0; r < j->pend[i]->n_rows; r++)
+                if (hs_col_is_valid(c, r))
+                    keys[m++] = xo_int_at(c, r, &big);
+        }
+        hs_keyfilter *kf = NULL;
+        hs_status st = hs_keyfilter_build(keys, m, &kf, err);
+        if (st != HS_OK) {
+            hs_free(keys);
+            return st;
+        }
+        j->rtf_read_ahead += xo_push_keyfilter(rc, j->rkeys[k], kf);
     }
     hs_free(keys);
     return HS_OK;

@@ -15,6 +15,11 @@
  * or more), checked against the same oracle, with every accounted byte
  * given back; one key shared by every row fails cleanly after the last
  * level; an injected spill I/O failure fails cleanly.
+ *
+ * A right child with a row bound (a filtered scan's) that takes runtime
+ * filters: the right-first read ahead and the filters from a left side
+ * read ahead, checked against the same oracle (the filters, checked to
+ * keep every left key, are then dropped).
  */
 #include "exec_testutil.h"
 
@@ -76,6 +81,33 @@ static bool pair_matches(const xt_val *l, const xt_val *r, int n_keys, bool resi
 static xo_ctx case_ctx;   /* run_case's context (a pool in the parallel test) */
 static int cases_spilled; /* run_case calls whose join spilled */
 
+/* test_hashjoin_bounded: the right child states a bound on its rows (as a
+ * filtered scan does) and takes runtime filters, each checked here to keep
+ * every non-null left key (no false negatives) and then dropped. */
+static bool case_bounded;
+static int64_t bound_rows;
+static const xt_val *filter_left;   /* the left rows (3 columns) */
+static int64_t filter_nl;
+static int filters_taken, filters_missed;
+
+static int64_t bounded_max_rows(const xo_op *op)
+{
+    (void)op;
+    return bound_rows;
+}
+
+static bool checking_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
+{
+    (void)op;
+    filters_taken++;
+    for (int64_t i = 0; col == 0 && i < filter_nl; i++) {
+        const xt_val *v = filter_left + i * 3;
+        filters_missed += !v[0].null && !hs_keyfilter_may_contain(kf, v[0].i);
+    }
+    hs_keyfilter_free(kf);
+    return true;
+}
+
 static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool residual,
                      int null_pct)
 {
@@ -85,6 +117,15 @@ static void run_case(xo_join_kind kind, int64_t nl, int64_t nr, int n_keys, bool
     xt_val *lrows = random_rows(nl, false, null_pct), *rrows = random_rows(nr, true, null_pct);
     xo_op *l = xt_values(&ctx, &ls, lrows, nl, 1 + (int64_t)(xt_rnd() % 200));
     xo_op *r = xt_values(&ctx, &rs, rrows, nr, 1 + (int64_t)(xt_rnd() % 200));
+    if (case_bounded) {
+        /* -1: unknown (INNER then reads the left side ahead first) */
+        bound_rows = xt_rnd() % 4 == 0 ? -1 : nr + (int64_t)(xt_rnd() % 3) * nr;
+        r->exact_rows = NULL;
+        r->max_rows = bounded_max_rows;
+        r->push_keyfilter = checking_push_keyfilter;
+        filter_left = lrows;
+        filter_nl = nl;
+    }
     hs_error err = {0};
     ex_expr *res = NULL;
     hs_field cat;
@@ -623,6 +664,46 @@ static void test_hashjoin_spill(void)
     hs_pool_destroy(pool);
 }
 
+/* A right child of unknown size with a bound (a filtered scan): INNER
+ * reads it ahead first and builds on it when it ends within the read
+ * ahead; INNER and LEFT send the keys of a left side read ahead to its end
+ * to the right child.  Serially, on a pool, and under a memory limit
+ * that makes the joins spill (the read ahead then stops early and the
+ * right batches read ahead go to the partitions).  Same oracle; the
+ * filters never drop a left key. */
+static void test_hashjoin_bounded(void)
+{
+    hs_pool *pool;
+    hs_error err = {0};
+    CHECK_OK(hs_pool_create(2, &pool, &err), &err);
+    LEAK_START();
+    case_bounded = true;
+    filters_taken = filters_missed = 0;
+    cases_spilled = 0;
+    const xo_join_kind kinds[] = {XO_JOIN_INNER, XO_JOIN_LEFT, XO_JOIN_SEMI, XO_JOIN_ANTI,
+                                  XO_JOIN_RIGHT};
+    for (int mode = 0; mode < 3; mode++) {
+        case_ctx = (xo_ctx){.pool = mode == 1 ? pool : NULL, .threads = mode == 1 ? 2 : 1,
+                            .mem_limit = mode == 2 ? 24000 : 0};
+        key_range = mode == 2 ? 300 : 12;
+        const int64_t sizes[] = {0, 1, 7, 60, 400, 1500};
+        for (int k = 0; k < 5; k++)
+            for (int t = 0; t < 8; t++) {
+                int64_t nl = mode == 2 ? 1500 + (int64_t)(xt_rnd() % 800) : sizes[xt_rnd() % 6];
+                int64_t nr = mode == 2 ? 1500 + (int64_t)(xt_rnd() % 800) : sizes[xt_rnd() % 6];
+                run_case(kinds[k], nl, nr, 1 + t % 2, t % 3 == 0, t % 4 == 0 ? 0 : 10);
+            }
+    }
+    CHECK(filters_taken > 0);
+    CHECK(filters_missed == 0);
+    CHECK(cases_spilled > 0);
+    case_bounded = false;
+    key_range = 12;
+    case_ctx = (xo_ctx){0};
+    LEAK_END();
+    hs_pool_destroy(pool);
+}
+
 /* Out of memory at sampled allocations of a spilling FULL join with a
  * residual: HS_NOMEM or the full result, never anything else, nothing
  * leaked, every accounted byte given back. */
@@ -694,6 +775,7 @@ int main(void)
     HS_RUN(test_hashjoin_parallel);
     HS_RUN(test_hashjoin_big_build);
     HS_RUN(test_hashjoin_one_match);
+    HS_RUN(test_hashjoin_bounded);
     HS_RUN(test_nljoin);
     HS_RUN(test_join_errors);
     HS_RUN(test_hashjoin_spill);
