@@ -13,8 +13,9 @@ rows we deleted: distances in float64, nearest first, ties by id.
   0.95, every returned distance the true distance, nearest first;
 * filtered search at 50%, 10%, 1%, 0.1%, 0.01% selectivity: exactly
   min(k, matching rows) rows, recall >= 0.95;
-* a corrupt, truncated, deleted or stale sidecar: a warning on stderr and
-  the same answer as brute force (exact search for that file);
+* a corrupt, truncated, deleted or stale sidecar: a warning through the
+  warning handler (hs_set_warning_handler) and the same answer as brute
+  force (exact search for that file);
 * a query of the wrong dimension, a non-vector column, bad parameters:
   clear errors; cancelling add_index from the progress callback registers
   nothing;
@@ -130,6 +131,35 @@ def hs():
     assert h.has_index_api and "hs_table_search" not in h.missing, \
         f"index API not in {X.LIB}: missing {h.missing}"
     return h
+
+
+class Warnings:
+    """The library's warnings, collected through hs_set_warning_handler (the
+    library never prints; without a handler warnings are dropped)."""
+    FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+
+    def __init__(self, lib):
+        self.got = []
+        self.lib = lib
+        self.fn = self.FN(lambda user, msg: self.got.append(msg.decode()))
+        lib.hs_set_warning_handler.argtypes = [self.FN, ctypes.c_void_p]
+        lib.hs_set_warning_handler.restype = None
+        lib.hs_set_warning_handler(self.fn, None)
+
+    def take(self):
+        """The warnings since the last take, one a line."""
+        out, self.got = "\n".join(self.got), []
+        return out
+
+    def close(self):
+        self.lib.hs_set_warning_handler(self.FN(), None)
+
+
+@pytest.fixture
+def warns(hs):
+    w = Warnings(hs.lib)
+    yield w
+    w.close()
 
 
 # ----------------------------------------------------------------------------
@@ -324,7 +354,7 @@ def test_bad_index_declarations(table):
     ("hnsw_pq", {"complexity": 12, "quality": 80, "compression": 12}),
     ("ivf_hnsw", {"m": 12, "ef_construction": 80, "ivf_lists": 4, "nprobe": 4}),
 ])
-def test_index_recall_and_filtered_selectivities(table, kind, params, capfd):
+def test_index_recall_and_filtered_selectivities(table, kind, params, warns):
     hs, cat0, t0, orc, wh = table
     cat, t = copy_table(hs, wh, "t_" + kind)
     try:
@@ -361,7 +391,7 @@ def test_index_recall_and_filtered_selectivities(table, kind, params, capfd):
                 assert (orc.sel[ids] < m).all() and orc.live[ids].all()
                 rs.append(recall(ids, want))
             assert np.mean(rs) >= 0.95, (frac, rs)
-        assert "skipped" not in capfd.readouterr().err
+        assert "skipped" not in warns.take()
     finally:
         hs.close(t)
         hs.close_catalog(cat)
@@ -371,7 +401,7 @@ def test_index_recall_and_filtered_selectivities(table, kind, params, capfd):
 # at ef 32 with or without a filter; test_index_recall_and_filtered_selectivities
 # covers it with its own ef)
 @pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8", "hnsw_pq"])
-def test_filtered_walk_on_a_small_file(hs, table_dir_factory, kind, capfd):
+def test_filtered_walk_on_a_small_file(hs, table_dir_factory, kind, warns):
     """One file of 8,000 rows, 1/16 to 1/4 of them allowed: the two-hop band,
     where the graph walk measures allowed rows only and is used above
     sqrt(4 ef n) rows (hnsw.c's default_exact_threshold; before, the flat
@@ -427,7 +457,7 @@ def test_filtered_walk_on_a_small_file(hs, table_dir_factory, kind, capfd):
                 part = got.filter(pa.compute.equal(got.column("query_index"), i))
                 one = hs.search(t, "embedding", q, 10, flt=f"sel < {m}", ef=32)
                 assert part.drop_columns(["query_index"]).equals(one), (m, i)
-        assert "skipped" not in capfd.readouterr().err
+        assert "skipped" not in warns.take()
     finally:
         hs.close(t)
         hs.close_catalog(cat)
@@ -463,14 +493,14 @@ def sidecars(hs, t):
     return [loc / e["index-file"] for e in reg["entries"]]
 
 
-def test_damaged_sidecars_give_exact_results(table, capfd):
+def test_damaged_sidecars_give_exact_results(table, warns):
     hs, cat0, t0, orc, wh = table
     cat, t = copy_table(hs, wh, "t_dmg")
     try:
         hs.add_index(t, "embedding", "hnsw_tq8", {"m": 8, "ef_construction": 40}, n_threads=2)
         files = sidecars(hs, t)
         assert len(files) == N_FILES
-        capfd.readouterr()
+        warns.take()
         # one damage per file: a flipped byte, truncation, deletion, and the
         # sidecar of another data file in its place (stale)
         orig = [f.read_bytes() for f in files]
@@ -487,7 +517,7 @@ def test_damaged_sidecars_give_exact_results(table, capfd):
                 mask = orc.sel < 500
                 check_exact(hs.search(t, "embedding", q, k, metric=metric, flt="sel < 500"),
                             orc, q, k, metric, mask)
-        err = capfd.readouterr().err
+        err = warns.take()
         # 4 files x 3 l2 preparations (cosine: exact): the two unfiltered
         # searches and the first filtered one; the second filtered search
         # reuses the handle's kept preparation of "sel < 500" (same answers)
@@ -503,7 +533,7 @@ def test_damaged_sidecars_give_exact_results(table, capfd):
         q = RNG.standard_normal(DIM).astype(np.float32)
         got = hs.search(t, "embedding", q, 10)
         assert recall(got.column("id").to_numpy(), orc.topk(q, 10)[0]) >= 0.8
-        assert "skipped" not in capfd.readouterr().err
+        assert "skipped" not in warns.take()
     finally:
         hs.close(t)
         hs.close_catalog(cat)
@@ -539,7 +569,7 @@ SIDECAR_VECTOR_KINDS = [
 
 
 @pytest.mark.parametrize("kind,params,version", SIDECAR_VECTOR_KINDS)
-def test_sidecar_vectors_rerank_exactly_and_come_back(table, kind, params, version, capfd):
+def test_sidecar_vectors_rerank_exactly_and_come_back(table, kind, params, version, warns):
     """With the whole file as candidates (ef >= rows) the index answer is the
     exact ORDER BY distance of brute force, for every kind: reranking reads
     exact vectors (from the sidecar), and the vector column returned is the
@@ -550,7 +580,7 @@ def test_sidecar_vectors_rerank_exactly_and_come_back(table, kind, params, versi
     try:
         hs.add_index(t, "embedding", kind, params, n_threads=2)
         assert {sidecar_header(f)[0] for f in sidecars(hs, t)} == {version}
-        capfd.readouterr()
+        warns.take()
         for k in (1, 10, 33):
             q = RNG.standard_normal(DIM).astype(np.float32)
             got = hs.search(t, "embedding", q, k, ef=4 * PER_FILE)
@@ -567,14 +597,14 @@ def test_sidecar_vectors_rerank_exactly_and_come_back(table, kind, params, versi
         want, _ = orc.topk(q, 5, metric)
         np.testing.assert_array_equal(np.array(got.column("embedding").to_pylist(), np.float32),
                                       orc.vecs[want].astype(np.float32))
-        assert "skipped" not in capfd.readouterr().err
+        assert "skipped" not in warns.take()
     finally:
         hs.close(t)
         hs.close_catalog(cat)
 
 
 @pytest.mark.parametrize("kind", ["hnsw_tq8", "hnsw_pq"])
-def test_rerank_option_through_the_c_api(table, kind, capfd):
+def test_rerank_option_through_the_c_api(table, kind, warns):
     """hs_search_options.rerank (appended after 0.1, so read only with a
     struct_size that covers it): with k * rerank >= the rows of a file every
     candidate is reranked exactly and the answer is brute force's, deletes,
@@ -587,7 +617,7 @@ def test_rerank_option_through_the_c_api(table, kind, capfd):
         if kind == "hnsw_pq":
             params["pq_m"] = 6
         hs.add_index(t, "embedding", kind, params, n_threads=2)
-        capfd.readouterr()
+        warns.take()
         k = 10
         for _ in range(3):
             q = RNG.standard_normal(DIM).astype(np.float32)
@@ -607,13 +637,13 @@ def test_rerank_option_through_the_c_api(table, kind, capfd):
             with pytest.raises(X.HsFail) as ei:
                 hs.search(t, "embedding", q, k, rerank=bad)
             assert ei.value.status == "HS_INVALID" and "rerank" in ei.value.msg
-        assert "skipped" not in capfd.readouterr().err
+        assert "skipped" not in warns.take()
     finally:
         hs.close(t)
         hs.close_catalog(cat)
 
 
-def test_old_format_sidecars_answer_the_same(table, capfd):
+def test_old_format_sidecars_answer_the_same(table, warns):
     """Sidecars without exact vectors (format version 1, what earlier
     releases wrote for every kind; "exact_vectors": false writes it) still
     work: reranking reads the data file, the answers are identical to those
@@ -629,7 +659,7 @@ def test_old_format_sidecars_answer_the_same(table, capfd):
         assert {(h[0], h[1] & 2) for h in map(sidecar_header, sidecars(hs, t1))} == {(1, 0)}
         assert {(h[0], h[1] & 2) for h in map(sidecar_header, sidecars(hs, t2))} == {(2, 2)}
         assert hs.list_indexes(t1)[0]["params"]["exact_vectors"] is False
-        capfd.readouterr()
+        warns.take()
         for flt in (None, "sel < 600"):
             for ef in (0, 64, 4 * PER_FILE):
                 q = RNG.standard_normal(DIM).astype(np.float32)
@@ -639,14 +669,14 @@ def test_old_format_sidecars_answer_the_same(table, capfd):
                 check_vectors(a, orc)
                 if ef == 4 * PER_FILE:
                     check_exact(a, orc, q, 10, "l2", None if flt is None else orc.sel < 600)
-        assert "skipped" not in capfd.readouterr().err
+        assert "skipped" not in warns.take()
     finally:
         for c, t in ((cat1, t1), (cat2, t2)):
             hs.close(t)
             hs.close_catalog(c)
 
 
-def test_damaged_exact_vectors_fall_back(table, capfd):
+def test_damaged_exact_vectors_fall_back(table, warns):
     """A flipped bit inside the exact vectors of a version 2 sidecar: that
     file is searched exactly (a warning), the answer is brute force's, and
     the vectors returned are the data file's."""
@@ -661,13 +691,13 @@ def test_damaged_exact_vectors_fall_back(table, capfd):
         b = bytearray(files[1].read_bytes())
         b[off + nv * dim * 2 + 1] ^= 0x10        # inside the vectors, not the header
         files[1].write_bytes(bytes(b))
-        capfd.readouterr()
+        warns.take()
         for k in (10, 40):
             q = RNG.standard_normal(DIM).astype(np.float32)
             got = hs.search(t, "embedding", q, k, ef=4 * PER_FILE)
             check_exact(got, orc, q, k, "l2")
             check_vectors(got, orc)
-        err = capfd.readouterr().err
+        err = warns.take()
         assert err.count("skipped") == 2 and "exact vectors" in err, err
     finally:
         hs.close(t)
