@@ -213,7 +213,7 @@ hs_status exb_fold(ex_binder *b, ex_node **np, bool strict)
         if (!exb_is_const(n->args[i]))
             return HS_OK;
     hs_error local = {0};
-    ex_value v;
+    ex_value v = {0};   /* every field defined, whatever ex_fold sets (NULL: only the flag) */
     hs_status st = ex_fold(b->e, n, &b->e->arena, &v, strict ? b->err : &local);
     if (st == HS_NOMEM)
         return hs_err_nomem(b->err, 0);

@@ -1942,6 +1942,45 @@ static int leaf_index(const fromc *fc, const fnode *f)
     return -1;
 }
 
+/* Adds conjunct node (reading the base table f only) to f's scan filter
+ * text; *pushed false when its printed form is not text the scan's filter
+ * parser reads back (it then stays a filter above the scan). */
+static hs_status push_into_leaf(planner *p, fnode *f, const json_t *node, const char *clause,
+                                bool *pushed)
+{
+    *pushed = false;
+    scope sc;
+    memset(&sc, 0, sizeof sc);
+    sc.p = p;
+    sc.layers[0] = (layer){f->ns, f->n_ns, 0};
+    sc.n_layers = 1;
+    sc.schema = &f->ts;
+    sc.no_aggs = clause;
+    ex_expr *e;
+    HS_TRY(pl_bind_in(&sc, node, true, &e));
+    char *txt = NULL;
+    hs_status st = ex_format(e, &txt, p->err);
+    ex_free(e);
+    HS_TRY(st);
+    ex_expr *chk = NULL;
+    hs_error e2 = {0};
+    if (ex_parse_filter(txt, &f->ts, &chk, &e2) != HS_OK) {
+        hs_free(txt);
+        return HS_OK;
+    }
+    ex_free(chk);
+    if (f->filt.len)
+        st = hs_buf_puts(&f->filt, " AND ");
+    if (st == HS_OK)
+        st = hs_buf_puts(&f->filt, txt);
+    hs_free(txt);
+    if (st != HS_OK)
+        return pl_nomem(p);
+    f->est = f->est / 4 + 1;
+    *pushed = true;
+    return HS_OK;
+}
+
 /* Pushes the conjuncts that read one base table into its scan filter. */
 hs_status  pl_push_filters(planner *p, fromc *fc, conjs *cs)
 {
@@ -1955,37 +1994,9 @@ hs_status  pl_push_filters(planner *p, fromc *fc, conjs *cs)
         fnode *f = fc->leaves[li];
         if (f->kind != F_TABLE || f->nullable)
             continue;
-        scope sc;
-        memset(&sc, 0, sizeof sc);
-        sc.p = p;
-        sc.layers[0] = (layer){f->ns, f->n_ns, 0};
-        sc.n_layers = 1;
-        sc.schema = &f->ts;
-        sc.no_aggs = "WHERE";
-        ex_expr *e;
-        HS_TRY(pl_bind_in(&sc, c->node, true, &e));
-        char *txt = NULL;
-        hs_status st = ex_format(e, &txt, p->err);
-        ex_free(e);
-        HS_TRY(st);
-        /* only text the scan's filter parser reads back is pushed (the
-         * conjunct stays a filter above the scan otherwise) */
-        ex_expr *chk = NULL;
-        hs_error e2 = {0};
-        if (ex_parse_filter(txt, &f->ts, &chk, &e2) != HS_OK) {
-            hs_free(txt);
-            continue;
-        }
-        ex_free(chk);
-        if (f->filt.len)
-            st = hs_buf_puts(&f->filt, " AND ");
-        if (st == HS_OK)
-            st = hs_buf_puts(&f->filt, txt);
-        hs_free(txt);
-        if (st != HS_OK)
-            return pl_nomem(p);
-        f->est = f->est / 4 + 1;
-        c->used = true;
+        bool pushed;
+        HS_TRY(push_into_leaf(p, f, c->node, "WHERE", &pushed));
+        c->used |= pushed;
     }
     return HS_OK;
 }
@@ -2342,11 +2353,40 @@ static int on_side(const json_t *c, const rel *l, const rel *r)
     return mask == 1 ? 1 : mask == 2 ? 2 : 0;
 }
 
+
+/* The conjuncts side[0..*n) of an ON clause that read the side only and
+ * filter it before the join: when the side is a base table (fnode f, its
+ * scan x built already), those whose text the scan's filter reads move
+ * into the scan (rebuilt with them: pruning, sidecar indexes, the scan's
+ * threads); side[] keeps the others. */
+static hs_status push_on_into_scan(planner *p, fnode *f, rel *x, json_t **side, int *n)
+{
+    if (*n == 0 || !f || f->kind != F_TABLE)
+        return HS_OK;
+    int k = 0;
+    bool any = false;
+    for (int i = 0; i < *n; i++) {
+        bool pushed = false;
+        if (!volatile_node(side[i], 0))
+            HS_TRY(push_into_leaf(p, f, side[i], "JOIN conditions", &pushed));
+        any |= pushed;
+        if (!pushed)
+            side[k++] = side[i];
+    }
+    *n = k;
+    if (!any)
+        return HS_OK;
+    pl_rel_clear(x);
+    return build_leaf(p, f, x);
+}
+
 /* ON conjuncts that read one side only and may filter that side before
  * the join: the inner side of a LEFT/RIGHT join (it only decides which of
  * its rows match; TPC-H Q13's o_comment NOT LIKE ... under customer LEFT
- * JOIN orders), either side of an INNER join.  The rest is left in c. */
-static hs_status push_on_conds(planner *p, xo_join_kind jk, rel *l, rel *r, json_t **c, int *n)
+ * JOIN orders), either side of an INNER join; into the side's scan when it
+ * is a base table.  The rest is left in c. */
+static hs_status push_on_conds(planner *p, xo_join_kind jk, fnode *fl, fnode *fr, rel *l, rel *r,
+                               json_t **c, int *n)
 {
     if (jk == XO_JOIN_FULL)
         return HS_OK;
@@ -2367,7 +2407,11 @@ static hs_status push_on_conds(planner *p, xo_join_kind jk, rel *l, rel *r, json
             c[k++] = c[i];
     }
     *n = k;
-    hs_status st = pl_filter_rel(p, l, ls, nl, NULL, NULL, 0, "JOIN conditions");
+    hs_status st = push_on_into_scan(p, fl, l, ls, &nl);
+    if (st == HS_OK)
+        st = push_on_into_scan(p, fr, r, rs, &nr);
+    if (st == HS_OK)
+        st = pl_filter_rel(p, l, ls, nl, NULL, NULL, 0, "JOIN conditions");
     if (st == HS_OK)
         st = pl_filter_rel(p, r, rs, nr, NULL, NULL, 0, "JOIN conditions");
     hs_free(ls);
@@ -2416,7 +2460,7 @@ static hs_status build_fnode(planner *p, fnode *f, rel *out)
             c[i] = json_array_get(arr, i);
         int nc = (int)n;
         if (st == HS_OK)
-            st = push_on_conds(p, join_kind(f->jtype), &l, &r, c, &nc);
+            st = push_on_conds(p, join_kind(f->jtype), f->l, f->r, &l, &r, c, &nc);
         if (st == HS_OK)
             st = join_sides(p, &l, &r, join_kind(f->jtype), c, nc, lk, rk, nu,
                             item_est(f->l), item_est(f->r), out);
