@@ -232,8 +232,9 @@ static void test_hand_cases(void)
     for (size_t k = 0; k < sizeof FAST / sizeof FAST[0]; k++) {
         if (!check_text(FAST[k]))
             fprintf(stderr, "fast parser declined [%s]\n", FAST[k]);
-        CHECK(ex_fastparse_filter(FAST[k], &g_schema, &(ex_expr *){NULL}, NULL) == HS_OK ||
-              !"declined");
+        ex_expr *e = NULL;
+        CHECK(ex_fastparse_filter(FAST[k], &g_schema, &e, NULL) == HS_OK);
+        ex_free(e);
     }
     for (size_t k = 0; k < sizeof SLOW / sizeof SLOW[0]; k++) {
         if (check_text(SLOW[k]))
