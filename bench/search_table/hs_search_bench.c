@@ -20,7 +20,8 @@
  *          parses and binds, plans and prepares: a filter's first query
  *
  * HS_BENCH_CLOCK=cpu times process CPU instead of wall time.
- * HS_BENCH_MODE=kept|alt|new times that mode alone (for a profiler).
+ * HS_BENCH_MODE=kept|alt|new times that mode alone (for a profiler);
+ * HS_BENCH_PASSES=N makes it N passes instead of 3 (a longer profile).
  * One JSON line per selectivity: {"frac":..,"kept_ms":..,"alt_ms":..,
  * "new_ms":..,"none_ms":..}.  Built by bench/search_table/run_c.sh.
  */
@@ -119,7 +120,8 @@ static double run(const bench *b, const char *mode, long m)
         if (one(b, f, b->q + (size_t)i * b->dim) != 0)
             return -1;
     }
-    for (int p = 0; p < 3; p++) {
+    int passes = getenv("HS_BENCH_PASSES") ? atoi(getenv("HS_BENCH_PASSES")) : 3;
+    for (int p = 0; p < (passes > 0 ? passes : 3); p++) {
         for (int i = 0; i < b->nq; i++) {
             filter_text(f, sizeof f, mode, m, ++call);
             double t0 = now_s();

@@ -69,7 +69,9 @@
  * Parsing is libpg_query's (PostgreSQL 15 grammar) with the text placed after
  * "SELECT 1 FROM t WHERE "; anything else in the statement (a second
  * statement, ORDER BY, UNION, ...) is HS_INVALID.  Text is limited to 16 MiB
- * and 400 levels of nesting.
+ * and 400 levels of nesting.  expr_fastparse.h parses the common simple forms
+ * by hand into the same tree (ex_parse_filter_fast: same result, a few
+ * microseconds instead of libpg_query's tens).
  *
  * Ownership: an ex_expr owns its tree (one arena); a bound expression
  * borrows the hs_field schema it was bound to, which must outlive it.

@@ -73,6 +73,7 @@
 #include "base/hashmap.h"
 #include "base/mem.h"
 #include "expr/expr.h"
+#include "expr/expr_fastparse.h"
 #include "iceberg/puffin.h"
 #include "index/registry.h"
 #include "io/io.h"
@@ -89,7 +90,7 @@
 hs_status tbl_pred_make(const char *text, const hs_field *schema, tbl_pred *p, hs_error *err)
 {
     memset(p, 0, sizeof *p);
-    hs_status st = ex_parse_filter(text, schema, &p->expr, err);
+    hs_status st = ex_parse_filter_fast(text, schema, &p->expr, err);
     if (st == HS_OK)
         st = ex_to_pred(p->expr, &p->filter, &p->exact, err);
     if (st == HS_OK && p->exact && ex_is_true(p->expr)) {

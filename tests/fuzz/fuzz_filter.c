@@ -3,10 +3,14 @@
  * when it binds, it is evaluated over a small batch, converted to the implied
  * pr_filter (which must keep every row the expression keeps, and exactly
  * those rows when it says it is exact), and formatted (the text must parse
- * again).  Nothing may crash or leak. */
+ * again).  The fast parser (expr/expr_fastparse.h) sees the same text: what
+ * it takes must bind to the same tree libpg_query's path binds (and a text
+ * that path refuses it must not take).  Nothing may crash or leak. */
 #include "base/mem.h"
 #include "columnar/column.h"
 #include "expr/expr.h"
+#include "expr/expr_fastparse.h"
+#include "../c/expr_same.h"
 #include "expr/pred.h"
 
 #include <math.h>
@@ -96,7 +100,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int64_t live = hs_mem_live_count();
     hs_error err = {0};
     ex_expr *e = NULL;
-    if (ex_parse_filter(text, &schema, &e, &err) == HS_OK) {
+    hs_status st = ex_parse_filter(text, &schema, &e, &err);
+    ex_expr *fast = NULL;
+    if (ex_fastparse_filter(text, &schema, &fast, NULL) == HS_OK) {
+        if (st != HS_OK || !same_expr(e, fast))
+            abort(); /* the fast parser bound something else */
+        uint8_t s1[16] = {0}, s2[16] = {0};
+        int64_t m1 = -1, m2 = -2;
+        hs_status r1 = ex_eval_filter(e, batch, NULL, s1, &m1, NULL);
+        hs_status r2 = ex_eval_filter(fast, batch, NULL, s2, &m2, NULL);
+        if (r1 != r2 || (r1 == HS_OK && (m1 != m2 || memcmp(s1, s2, sizeof s1) != 0)))
+            abort();
+    }
+    ex_free(fast);
+    if (st == HS_OK) {
         uint8_t sel[16], tsel[16];
         int64_t m, tm;
         if (ex_eval_filter(e, batch, NULL, sel, &m, &err) == HS_OK) {

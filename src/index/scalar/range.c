@@ -538,11 +538,73 @@ hs_status sidx_range_span(const sidx_index *ix, const sidx_probe *pr, int64_t *l
     return st;
 }
 
+/* Sets the bits of positions [lo, hi) of block b in dense (n_rows bits):
+ * decoded and set in one pass, no position array in between (a lookup of
+ * half a file's rows sets them all: this was most of a filtered vector
+ * search's preparation).  Byte-aligned widths read whole words; every
+ * position is checked against n_rows before its bit is set. */
+static hs_status block_set_bits(const sidx_index *ix, int64_t b, const rblock *k, size_t lo,
+                                size_t hi, uint64_t *dense, hs_error *err)
+{
+    uint64_t lim = (uint64_t)ix->info.n_rows, cur = k->pos_base;
+    const uint8_t *p = k->pos;
+    int bits = k->pbits;
+#define SET_OR_FAIL(v)                                                                   \
+    do {                                                                                 \
+        uint64_t v_ = (v);                                                               \
+        if (v_ >= lim)                                                                   \
+            goto bad;                                                                    \
+        dense[v_ >> 6] |= 1ull << (v_ & 63);                                             \
+    } while (0)
+    if (!k->pmode) {
+        if (bits == 16) {
+            for (size_t i = lo; i < hi; i++)
+                SET_OR_FAIL(cur + sidx_rd16(p + 2 * i));
+        } else if (bits == 8) {
+            for (size_t i = lo; i < hi; i++)
+                SET_OR_FAIL(cur + p[i]);
+        } else if (bits == 32) {
+            for (size_t i = lo; i < hi; i++)
+                SET_OR_FAIL(cur + sidx_rd32(p + 4 * i));
+        } else {
+            for (size_t i = lo; i < hi; i++)
+                SET_OR_FAIL(cur + sidx_unpack1(p, i, bits));
+        }
+        return HS_OK;
+    }
+    for (size_t i = 0; i < hi; i++) {   /* deltas: decoded from the block's start */
+        cur = i ? cur + 1 + sidx_unpack1(p, i, bits) : cur;
+        if (cur >= lim)
+            goto bad;
+        if (i >= lo)
+            dense[cur >> 6] |= 1ull << (cur & 63);
+    }
+    return HS_OK;
+#undef SET_OR_FAIL
+bad:
+    return HS_CORRUPT_AT(err, "scalar index: block %lld holds a row past %llu", (long long)b,
+                         (unsigned long long)lim);
+}
+
 hs_status sidx_range_collect_span(const sidx_index *ix, int64_t lo, int64_t hi, sidx_acc *acc,
                                   hs_error *err)
 {
     if (lo >= hi)
         return HS_OK;
+    uint64_t *dense;
+    HS_TRY(sidx_acc_dense_for(acc, (uint64_t)(hi - lo), &dense, err));
+    if (dense) {
+        int64_t B = ix->block_rows;
+        for (int64_t b = lo / B; b <= (hi - 1) / B; b++) {
+            rblock k;
+            HS_TRY(block_open(ix, b, &k, err));
+            size_t from = (size_t)(lo > b * B ? lo - b * B : 0);
+            size_t to = (size_t)(hi - b * B < k.count ? hi - b * B : k.count);
+            if (from < to)
+                HS_TRY(block_set_bits(ix, b, &k, from, to, dense, err));
+        }
+        return HS_OK;
+    }
     rscratch sc;
     HS_TRY(scratch_new(ix, &sc, err));
     hs_status st = HS_OK;

@@ -364,6 +364,19 @@ hs_status sidx_acc_add_pos(sidx_acc *a, const uint32_t *pos, size_t n, hs_error 
     return HS_OK;
 }
 
+hs_status sidx_acc_dense_for(sidx_acc *a, uint64_t more, uint64_t **out, hs_error *err)
+{
+    *out = NULL;
+    if (!a->dense) {
+        uint64_t have = HS_VEC_LEN(&a->singles, uint32_t);
+        if (a->n_rows > SIDX_DENSE_MAX_ROWS || have + more <= a->n_rows / 512 + 256)
+            return HS_OK;
+        HS_TRY(acc_go_dense(a, err));
+    }
+    *out = a->dense;
+    return HS_OK;
+}
+
 void sidx_acc_free(sidx_acc *a)
 {
     size_t nb = HS_VEC_LEN(&a->bms, roaring_bitmap_t *);

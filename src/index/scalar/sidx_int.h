@@ -163,6 +163,11 @@ static inline void sidx_acc_init(sidx_acc *a, uint64_t n_rows)
 HS_MUST_USE hs_status sidx_acc_add_bitmap(sidx_acc *a, roaring_bitmap_t *bm, hs_error *err); /* takes ownership */
 /* Positions must be < n_rows (callers check). */
 HS_MUST_USE hs_status sidx_acc_add_pos(sidx_acc *a, const uint32_t *pos, size_t n, hs_error *err);
+/* Where `more` positions may be set directly (callers check them against
+ * n_rows first): *out = the dense bitset when a is dense or adding them
+ * would make it so (it becomes dense now), else NULL (sidx_acc_add_pos). */
+HS_MUST_USE hs_status sidx_acc_dense_for(sidx_acc *a, uint64_t more, uint64_t **out,
+                                         hs_error *err);
 /* Moves the union into *out (caller frees with roaring_bitmap_free) and clears a. */
 HS_MUST_USE hs_status sidx_acc_finish(sidx_acc *a, roaring_bitmap_t **out, hs_error *err);
 /* The roaring bitmap of ascending positions v[0..m) (repeats allowed; input
