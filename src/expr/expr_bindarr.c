@@ -18,6 +18,181 @@
 #include <string.h>
 #include <strings.h>
 
+static bool arr_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/* The elements of a one-dimensional array's text form, as PostgreSQL's
+ * array_in reads it: '{' elements separated by ',' '}', an element either
+ * double-quoted (backslash escapes the next character) or bare (backslash
+ * escapes too; unescaped whitespace around it dropped; NULL, any case and
+ * unquoted, is the null element).  Appends to els a string constant per
+ * element ({"A_Const": {"sval": ...}} or {"A_Const": {"isnull": true}}),
+ * which the caller casts to the element type.  Errors as PostgreSQL's
+ * ("malformed array literal", 22P02); dimension decorations ([1:2]=) and
+ * nested braces (multidimensional arrays) are 0A000. */
+static hs_status array_literal(ex_binder *b, const char *txt, int loc, json_t *els)
+{
+    const char *p = txt;
+    size_t len = strlen(txt);
+    char *buf = hs_arena_alloc(&b->e->arena, len + 1);
+    if (!buf)
+        return exb_nomem(b);
+    while (arr_space(*p))
+        p++;
+    if (*p == '[')
+        return exb_err(b, HS_UNSUPPORTED, loc, "array literals with dimension decorations are not "
+                       "supported: \"%.64s\"", txt);
+    if (*p != '{')
+        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (array value must "
+                       "start with \"{\")", txt);
+    p++;
+    while (arr_space(*p))
+        p++;
+    bool empty = *p == '}';
+    if (empty)
+        p++;
+    while (!empty) {
+        while (arr_space(*p))
+            p++;
+        if (*p == '{')
+            return exb_err(b, HS_UNSUPPORTED, loc, "multidimensional arrays are not supported");
+        size_t n = 0, keep = 0;   /* keep: length up to the last escaped or non-space byte */
+        bool quoted = *p == '"', any_escape = false;
+        if (quoted) {
+            p++;
+            for (;; p++) {
+                if (!*p)
+                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
+                                   "(unexpected end of input)", txt);
+                if (*p == '"')
+                    break;
+                if (*p == '\\' && !*++p)
+                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
+                                   "(unexpected end of input)", txt);
+                buf[n++] = *p;
+            }
+            p++;
+            keep = n;
+            while (arr_space(*p))
+                p++;
+        } else {
+            for (; *p && *p != ',' && *p != '}'; p++) {
+                if (*p == '"' || *p == '{')
+                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
+                                   "(unexpected \"%c\" character)", txt, *p);
+                if (*p == '\\') {
+                    if (!*++p)
+                        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
+                                       "(unexpected end of input)", txt);
+                    any_escape = true;
+                    buf[n++] = *p;
+                    keep = n;
+                } else {
+                    buf[n++] = *p;
+                    if (!arr_space(*p))
+                        keep = n;
+                }
+            }
+            if (keep == 0 && !any_escape)
+                return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
+                               "(unexpected \"%c\" character)", txt, *p ? *p : '}');
+        }
+        if (*p != ',' && *p != '}')
+            return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (unexpected "
+                           "array element)", txt);
+        buf[keep] = 0;
+        bool is_null = !quoted && !any_escape && keep == 4 && !strncasecmp(buf, "NULL", 4);
+        json_t *c = is_null ? json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1)
+                            : json_pack("{s:{s:{s:s%},s:i}}", "A_Const", "sval", "sval", buf, keep,
+                                        "location", -1);
+        if (!c || json_array_append_new(els, c) != 0)
+            return exb_nomem(b);
+        if (*p++ == '}')
+            break;
+    }
+    while (arr_space(*p))
+        p++;
+    if (*p)
+        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (junk after closing "
+                       "right brace)", txt);
+    return HS_OK;
+}
+
+/* rj's array when it is ARRAY[...], ARRAY[...]::t[], '{...}'::t[],
+ * NULL::t[] or an untyped '{...}' (its elements of unknown type, resolved
+ * by the comparison as PostgreSQL resolves the literal as x's array type):
+ * *elems the element nodes (a new reference; '{...}' read by
+ * array_literal), *cast_type t without its array bounds (a new reference,
+ * NULL for ARRAY[...] and '{...}'), *is_null for NULL::t[].  False (nothing
+ * set) for any other expression. */
+static hs_status array_elements(ex_binder *b, json_t *rj, int loc, bool *found, json_t **elems,
+                                json_t **cast_type, bool *is_null)
+{
+    const char *k = NULL, *k2 = NULL;
+    json_t *rb = NULL, *ab = NULL, *sv;
+    *found = *is_null = false;
+    *elems = *cast_type = NULL;
+    if (!exb_node_of(rj, &k, &rb))
+        return HS_OK;
+    if (!strcmp(k, "A_Const") && json_is_string(sv = json_object_get(json_object_get(rb, "sval"), "sval"))) {
+        /* '{...}' untyped: elements of unknown type, resolved against x */
+        json_t *els = json_array();
+        if (!els)
+            return exb_nomem(b);
+        hs_status st = array_literal(b, json_string_value(sv), exb_loc(rb) >= 0 ? exb_loc(rb) : loc, els);
+        if (st != HS_OK) {
+            json_decref(els);
+            return st;
+        }
+        *elems = els;
+        *found = true;
+        return HS_OK;
+    }
+    if (!strcmp(k, "A_ArrayExpr")) {
+        json_t *e = json_object_get(rb, "elements");   /* absent for ARRAY[] */
+        *elems = e ? json_incref(e) : json_array();
+        *found = *elems != NULL;
+        return *found ? HS_OK : exb_nomem(b);
+    }
+    json_t *bounds = json_object_get(json_object_get(rb, "typeName"), "arrayBounds");
+    if (strcmp(k, "TypeCast") != 0 || !exb_node_of(json_object_get(rb, "arg"), &k2, &ab))
+        return HS_OK;
+    sv = NULL;
+    if (!strcmp(k2, "A_ArrayExpr")) {
+        json_t *e = json_object_get(ab, "elements");
+        *elems = e ? json_incref(e) : json_array();
+    } else if (!strcmp(k2, "A_Const") && json_array_size(bounds) == 1 &&
+               json_is_true(json_object_get(ab, "isnull"))) {
+        *is_null = true;
+    } else if (!strcmp(k2, "A_Const") && json_array_size(bounds) == 1 &&
+               json_is_string(sv = json_object_get(json_object_get(ab, "sval"), "sval"))) {
+        json_t *els = json_array();
+        if (!els)
+            return exb_nomem(b);
+        hs_status st = array_literal(b, json_string_value(sv), exb_loc(ab) >= 0 ? exb_loc(ab) : loc,
+                                     els);
+        if (st != HS_OK) {
+            json_decref(els);
+            return st;
+        }
+        *elems = els;
+    } else {
+        return HS_OK;
+    }
+    *cast_type = json_deep_copy(json_object_get(rb, "typeName"));
+    if (!*cast_type || (!*elems && !*is_null)) {
+        json_decref(*elems);
+        json_decref(*cast_type);
+        *elems = *cast_type = NULL;
+        return exb_nomem(b);
+    }
+    json_object_del(*cast_type, "arrayBounds");
+    *found = true;
+    return HS_OK;
+}
+
 /* x op ANY (array) / x op ALL (array), PostgreSQL's scalar-array
  * comparison (subqueries are SubLinks, planned as joins):
  *   ANY(ARRAY[e1, ...][::t[]])  the OR (ALL: AND) of x op ei, which is its
@@ -27,7 +202,12 @@
  *                               one comparison is true, else NULL when one was
  *                               NULL, else false (ALL: the dual); an empty
  *                               array gives false (ALL: true), a NULL one NULL
- * Other array expressions (string literals '{...}', functions) are 0A000. */
+ *   ANY('{e1,...}'[::t[]])      the array's text form (array_literal) read
+ *                               into the elements of an ARRAY[...]::t[]
+ *                               (untyped: elements resolved against x)
+ * An empty typed array gives false (ALL: true) whatever x is; a NULL one
+ * (NULL::t[]) NULL.  Other array expressions (functions, parameters) are
+ * 0A000. */
 hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, int loc,
                               ex_node **out)
 {
@@ -39,33 +219,35 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
     if (!strcmp(opname, "!="))
         op = PR_NE;
     json_t *lj = json_object_get(body, "lexpr"), *rj = json_object_get(body, "rexpr");
-    const char *k = NULL;
-    json_t *rb = NULL;
-    json_t *cast_type = NULL;   /* ARRAY[...]::t[]: t, each element cast to it */
-    if (!exb_node_of(rj, &k, &rb))
-        k = "";
-    if (!strcmp(k, "TypeCast")) {
-        const char *k2;
-        json_t *ab;
-        if (exb_node_of(json_object_get(rb, "arg"), &k2, &ab) && !strcmp(k2, "A_ArrayExpr")) {
-            cast_type = json_deep_copy(json_object_get(rb, "typeName"));
-            if (!cast_type)
-                return exb_nomem(b);
-            json_object_del(cast_type, "arrayBounds");
-            rb = ab;
-            k = "A_ArrayExpr";
-        }
+    bool found, is_null;
+    json_t *els, *cast_type;   /* ARRAY[...]::t[]: t, each element cast to it */
+    HS_TRY(array_elements(b, rj, loc, &found, &els, &cast_type, &is_null));
+    const char *rk = NULL;
+    json_t *rbody;
+    bool bare = found && !cast_type && exb_node_of(rj, &rk, &rbody) && !strcmp(rk, "A_Const");
+    if (found && (is_null || ((cast_type || bare) && json_array_size(els) == 0))) {
+        /* NULL::t[]: NULL; an empty t[]: false (ALL: true), x never compared */
+        json_decref(els);
+        json_decref(cast_type);
+        ex_node *c = exb_mk_const(b, exb_ty(is_null ? EX_T_NULL : EX_T_BOOL), loc);
+        if (!c)
+            return exb_nomem(b);
+        c->val.i = all;
+        if (is_null)
+            HS_TRY(exb_cast_to(b, &c, exb_ty(EX_T_BOOL), true));
+        *out = c;
+        return HS_OK;
     }
-    if (!strcmp(k, "A_ArrayExpr")) {
+    if (found) {
         /* the OR / AND of x op ei, each bound as a comparison of its own */
-        json_t *els = json_object_get(rb, "elements");
         size_t n = json_array_size(els);
         if (n == 0) {
-            json_decref(cast_type);
+            json_decref(els);
             return exb_err(b, HS_INVALID, loc, "cannot determine type of empty array");
         }
         ex_node **a = hs_arena_calloc(&b->e->arena, n, sizeof *a);
         if (!a) {
+            json_decref(els);
             json_decref(cast_type);
             return exb_nomem(b);
         }
@@ -84,6 +266,7 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
             if (st == HS_OK)
                 st = exb_need_bool(b, &a[i], all ? "ALL" : "ANY");
         }
+        json_decref(els);
         json_decref(cast_type);
         HS_TRY(st);
         if (n == 1) {
@@ -98,7 +281,6 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
         *out = x;
         return exb_fold(b, out, false);
     }
-    json_decref(cast_type);
     if (op < 0)
         return exb_err(b, HS_UNSUPPORTED, loc, "operator %s with %s is not supported", opname,
                        all ? "ALL" : "ANY");
@@ -145,7 +327,8 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
 /* a @> ARRAY[x1, ...] (contains), a && ARRAY[...] (overlaps) and
  * ARRAY[...] <@ a of a list column a, as PostgreSQL's array operators:
  * NULL when a is NULL; otherwise @> holds when every xi equals an element
- * of a, && when one does (a NULL xi or element never matches).  Bound as
+ * of a, && when one does (a NULL xi or element never matches); the right
+ * side may be the text form '{x1,...}'::t[] too.  Bound as
  *   CASE WHEN a IS NULL THEN NULL ELSE (xi = ANY(a)) IS TRUE AND|OR ... END
  * over the list comparison of bind_any_all. */
 hs_status exb_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj, int loc,
@@ -157,30 +340,32 @@ hs_status exb_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj,
         lj = rj;
         rj = t;
     }
-    const char *k = NULL;
-    json_t *rb = NULL, *ab = NULL, *cast_type = NULL;
-    if (!exb_node_of(rj, &k, &rb))
-        k = "";
-    if (!strcmp(k, "TypeCast")) {
-        const char *k2;
-        if (exb_node_of(json_object_get(rb, "arg"), &k2, &ab) && !strcmp(k2, "A_ArrayExpr")) {
-            cast_type = json_deep_copy(json_object_get(rb, "typeName"));
-            if (!cast_type)
-                return exb_nomem(b);
-            json_object_del(cast_type, "arrayBounds");
-        }
-    } else if (!strcmp(k, "A_ArrayExpr")) {
-        ab = rb;
-    }
+    bool found, is_null;
+    json_t *els, *cast_type;
+    HS_TRY(array_elements(b, rj, loc, &found, &els, &cast_type, &is_null));
     ex_node *a;
-    HS_TRY(exb_bind(b, lj, &a));
-    if (!ab || a->kind != EX_COL || a->type.t != EX_T_OTHER || !a->field ||
+    hs_status st0 = exb_bind(b, lj, &a);
+    if (st0 != HS_OK) {
+        json_decref(els);
+        json_decref(cast_type);
+        return st0;
+    }
+    if (!found || a->kind != EX_COL || a->type.t != EX_T_OTHER || !a->field ||
         (a->field->type != HS_TYPE_LIST && a->field->type != HS_TYPE_FIXED_LIST)) {
+        json_decref(els);
         json_decref(cast_type);
         return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is supported between an array column "
-                       "and ARRAY[...] only", opname);
+                       "and ARRAY[...] or '{...}'::t[] only", opname);
     }
-    json_t *els = json_object_get(ab, "elements");
+    if (is_null) {   /* a @> NULL::t[]: NULL */
+        json_decref(cast_type);
+        ex_node *c = exb_mk_const(b, exb_ty(EX_T_NULL), loc);
+        if (!c)
+            return exb_nomem(b);
+        HS_TRY(exb_cast_to(b, &c, exb_ty(EX_T_BOOL), true));
+        *out = c;
+        return HS_OK;
+    }
     size_t n = json_array_size(els);
     json_t *terms = json_array();
     for (size_t i = 0; terms && i < n; i++) {
@@ -200,6 +385,7 @@ hs_status exb_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj,
             terms = NULL;
         }
     }
+    json_decref(els);
     json_decref(cast_type);
     if (!terms)
         return exb_nomem(b);

@@ -276,6 +276,50 @@ def test_any_all(env):
     compare(env, ANY_ALL)
 
 
+# The text form of arrays ('{...}'::t[], what drivers send for a list
+# parameter): quoting, escapes, whitespace, NULL elements, empty and NULL
+# arrays, element types beyond the numeric arrays, and malformed literals
+# (22P02 in both).  Before, every query here failed on ours with 0A000.
+ARRAY_TEXT = [
+    "SELECT id FROM arr WHERE id = ANY('{1,5,9,33}'::int[])",
+    "SELECT id FROM arr WHERE id <> ALL('{1,5,9,33}'::int[])",
+    "SELECT id FROM arr WHERE 'b' = ANY(tags) AND id = ANY('{2,3,4,5,6,7,8,9,10,11,12}'::bigint[])",
+    "SELECT id, n = ANY('{1,NULL,3}'::int[]) AS x, n <> ALL('{1, NULL}'::int[]) AS y, "
+    "n = ANY('{}'::int[]) AS z, n <> ALL('{}'::int[]) AS w, n = ANY(NULL::int[]) AS v FROM arr",
+    "SELECT id FROM arr WHERE n = ANY(ARRAY[]::int[])",
+    "SELECT id FROM arr WHERE n <> ALL(ARRAY[]::int[])",
+    "SELECT 'a' = ANY('{a,\"b c\"}'::text[]) AS a, 'b c' = ANY('{a,\"b c\"}'::text[]) AS b, "
+    "'b' = ANY('{ a ,  b  }'::text[]) AS c, ' b' = ANY('{ a , \" b\" }'::text[]) AS d",
+    "SELECT 'NULL' = ANY('{\"NULL\"}'::text[]) AS a, 'NULL' = ANY('{NULL}'::text[]) AS b, "
+    "'null' = ANY('{nulls}'::text[]) AS c, 'nulls' = ANY('{nulls}'::text[]) AS d",
+    "SELECT 'a,b' = ANY('{\"a,b\",c}'::text[]) AS a, 'a\"b' = ANY('{\"a\\\\\"b\"}'::text[]) AS b, "
+    "'x y' = ANY(E'{x\\\\ y}'::text[]) AS c, '{' = ANY('{\"{\"}'::text[]) AS d",
+    "SELECT id FROM arr WHERE ts < ANY('{2024-01-05, 2024-01-10 12:00}'::timestamp[])",
+    "SELECT 2.5 = ANY('{1.5, 2.50}'::numeric[]) AS a, 1.0e0 = ANY('{1}'::float8[]) AS b, "
+    "DATE '2024-02-29' = ANY('{2024-02-29}'::date[]) AS c, true = ALL('{t,true,yes}'::bool[]) AS d",
+    "SELECT id, tags @> '{b}'::text[] AS c, tags && '{dd,g}' AS o, '{a}'::text[] <@ tags AS d, "
+    "tags @> '{}'::text[] AS e, tags && '{}'::text[] AS f, tags @> NULL::text[] AS g FROM arr",
+    "SELECT id FROM arr WHERE nums @> '{5}'::int[]",
+    "SELECT id FROM arr WHERE nums && '{1, 2, NULL}'::int[]",
+    # malformed literals and bad elements: errors in both
+    "SELECT 1 = ANY('1,2'::int[])",
+    "SELECT 1 = ANY('{1,2} x'::int[])",
+    "SELECT 1 = ANY('{1,,2}'::int[])",
+    "SELECT 1 = ANY('{1,2'::int[])",
+    "SELECT 1 = ANY('{\"1}'::int[])",
+    "SELECT 1 = ANY('{x}'::int[])",
+    "SELECT 1 = ANY('{a\"b}'::text[])",
+    # untyped: resolved as the other side's array type
+    "SELECT id FROM arr WHERE n = ANY('{1,3}')",
+    "SELECT id, 'b' = ANY('{a,b}') AS x, n = ANY('{}') AS y FROM arr WHERE id < 5",
+    "SELECT 1 = ANY('{1,x}')",
+]
+
+
+def test_array_text_form(env):
+    compare(env, ARRAY_TEXT)
+
+
 def test_refused_forms(env):
     """Documented gaps (docs/sql.md): 0A000, never a wrong answer."""
     import sqlsession
