@@ -20,6 +20,7 @@
 #include "base/fork.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
+#include "catalog/catalog.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/config.h"
@@ -36,6 +37,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -84,10 +86,12 @@ static void test_settings(void)
     int n = 0;
     while (hs_config_key(n))
         n++;
-    CHECK(n == HS_CFG_N);
+    CHECK(n == HS_CFG_N + HS_CFGS_N);
     CHECK(hs_config_key(-1) == NULL);
-    for (int i = 0; i < n; i++)
-        CHECK(hs_cfg_find(hs_config_key(i)) == i);
+    for (int i = 0; i < HS_CFG_N; i++)
+        CHECK(hs_cfg_find(hs_config_key(i)) == i && hs_config_is_str(hs_config_key(i)) == 0);
+    for (int i = HS_CFG_N; i < n; i++)
+        CHECK(hs_cfg_find(hs_config_key(i)) == -1 && hs_config_is_str(hs_config_key(i)) == 1);
     CHECK_OK(hs_config_get_int("vindex_cache_mb", &v, &err), &err);
     CHECK(v == 1024);
     CHECK_OK(hs_config_set_int("VINDEX_CACHE_MB", 3, &err), &err);
@@ -705,6 +709,121 @@ static void test_struct_size(void)
     hs_catalog_close(cat);
 }
 
+/* ---- text settings: s3_lock_dir ---- */
+
+static char g_env_lock_dir[600];   /* HS_S3_LOCK_DIR as main set it */
+
+/* Files named s3-*.lock in dir. */
+static int count_lock_files(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        n += strncmp(e->d_name, "s3-", 3) == 0 && len > 5 &&
+             strcmp(e->d_name + len - 5, ".lock") == 0;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+typedef struct flip {
+    const char *a, *b;
+    atomic_int stop, torn;
+} flip;
+
+static void *flip_setter(void *arg)
+{
+    flip *f = arg;
+    for (int i = 0; !atomic_load(&f->stop); i++)
+        if (hs_config_set("s3_lock_dir", i % 2 ? f->a : f->b, NULL) != HS_OK)
+            atomic_fetch_add(&f->torn, 1);
+    return NULL;
+}
+
+static void test_text_settings(void)
+{
+    hs_error err = {0};
+    char buf[HS_CONFIG_STR_MAX];
+    CHECK(hs_config_is_str("s3_lock_dir") == 1 && hs_config_is_str("hs_s3_lock_dir") == 1);
+    CHECK(hs_config_is_str("mmap") == 0 && hs_config_is_str("no_such_key") == -1);
+    /* the environment's value, read once at first use */
+    setenv("HS_S3_LOCK_DIR", "/changed/later", 1);
+    CHECK_OK(hs_config_get_str("s3_lock_dir", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, g_env_lock_dir) == 0);
+
+    /* set through the API: the commit lock of an object-store table is a
+     * file in that directory */
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/api-locks-%d", hs_test_tmpdir(), (int)getpid());
+    REQUIRE(mkdir(dir, 0755) == 0 || errno == EEXIST);
+    CHECK_OK(hs_config_set("s3_lock_dir", dir, &err), &err);
+    CHECK(hs_config_get_str("no_such_key", buf, sizeof buf, NULL) == HS_NOT_FOUND);
+    CHECK_OK(hs_config_get_str("HS_S3_LOCK_DIR", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, dir) == 0);
+    CHECK(count_lock_files(dir) == 0);
+    int fd = -1;
+    CHECK_OK(cat_io_lock("s3://bucket/wh/t/metadata", &fd, &err), &err);
+    CHECK(fd >= 0 && count_lock_files(dir) == 1);
+    cat_io_unlock(fd);
+    /* "" = no lock (the conditional PUT is the commit point) */
+    CHECK_OK(hs_config_set("s3_lock_dir", "", &err), &err);
+    fd = -1;
+    CHECK_OK(cat_io_lock("s3://bucket/wh/t2/metadata", &fd, &err), &err);
+    CHECK(fd == -1 && count_lock_files(dir) == 1);
+    /* NULL restores the environment's value */
+    CHECK_OK(hs_config_set("s3_lock_dir", NULL, &err), &err);
+    CHECK_OK(hs_config_get_str("s3_lock_dir", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, g_env_lock_dir) == 0);
+
+    /* the integer accessors refuse a text setting, and too long text is refused */
+    int64_t v = 0;
+    hs_err_clear(&err);
+    CHECK(hs_config_get_int("s3_lock_dir", &v, &err) == HS_INVALID && strstr(err.msg, "text"));
+    hs_err_clear(&err);
+    CHECK(hs_config_set_int("s3_lock_dir", 1, &err) == HS_INVALID);
+    char *big = hs_malloc(HS_CONFIG_STR_MAX + 1);
+    REQUIRE(big);
+    memset(big, 'x', HS_CONFIG_STR_MAX);
+    big[HS_CONFIG_STR_MAX] = 0;
+    hs_err_clear(&err);
+    CHECK(hs_config_set("s3_lock_dir", big, &err) == HS_INVALID && strstr(err.msg, "bytes"));
+    big[HS_CONFIG_STR_MAX - 1] = 0;   /* the longest that fits */
+    CHECK_OK(hs_config_set("s3_lock_dir", big, &err), &err);
+    CHECK_OK(hs_config_get_str("s3_lock_dir", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, big) == 0);
+    hs_free(big);
+    /* a buffer too small: HS_INVALID and "", never a truncated path */
+    CHECK_OK(hs_config_set("s3_lock_dir", "/a/b/c", &err), &err);
+    char small[4] = "zzz";
+    hs_err_clear(&err);
+    CHECK(hs_config_get_str("s3_lock_dir", small, sizeof small, &err) == HS_INVALID &&
+          small[0] == 0 && strstr(err.msg, "7 bytes"));
+    /* any setting reads as text */
+    CHECK_OK(hs_config_set_int("warm_files", 12, &err), &err);
+    CHECK_OK(hs_config_get_str("warm_files", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, "12") == 0);
+    CHECK_OK(hs_config_set("warm_files", NULL, &err), &err);
+
+    /* concurrent set and get: every read is one of the values, whole */
+    flip f = {.a = "/first/lock/dir", .b = "/the/second/lock/directory"};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, flip_setter, &f) == 0);
+    int bad = 0;
+    for (int i = 0; i < 20000; i++) {
+        char b2[64];
+        if (hs_config_get_str("s3_lock_dir", b2, sizeof b2, NULL) != HS_OK ||
+            (strcmp(b2, f.a) != 0 && strcmp(b2, f.b) != 0 && strcmp(b2, "/a/b/c") != 0))
+            bad++;
+    }
+    atomic_store(&f.stop, 1);
+    pthread_join(th, NULL);
+    CHECK(bad == 0 && atomic_load(&f.torn) == 0);
+    CHECK_OK(hs_config_set("s3_lock_dir", NULL, &err), &err);
+}
+
 /* ---- output structs carry their size ---- */
 
 /* hs_snapshot_info as the 0.1 headers declare it: added_files_size and
@@ -962,6 +1081,8 @@ int main(void)
     setenv("HS_INDEX_CACHE_MB", "5", 1);
     setenv("HS_MANIFEST_CACHE_MB", "lots", 1);
     setenv("HS_SCAN_THREADS", "0", 1);
+    snprintf(g_env_lock_dir, sizeof g_env_lock_dir, "%s/env-locks", hs_test_tmpdir());
+    setenv("HS_S3_LOCK_DIR", g_env_lock_dir, 1);
     seen s = {0};
     hs_set_warning_handler(on_warning, &s);
     HS_RUN(test_env_read_once);
@@ -970,6 +1091,7 @@ int main(void)
     unsetenv("HS_MANIFEST_CACHE_MB");
     HS_RUN(test_version);
     HS_RUN(test_settings);
+    HS_RUN(test_text_settings);
     HS_RUN(test_setting_reaches_cache);
     HS_RUN(test_warning_handler);
     HS_RUN(test_fork_cache);
