@@ -484,7 +484,7 @@ static int print_json(hs_status st, char *s, const hs_error *err)
 
 static void print_index_stats(const hs_scan *sc)
 {
-    hs_index_stats x;
+    hs_index_stats x = HS_INDEX_STATS_INIT;
     hs_scan_get_index_stats(sc, &x);
     fprintf(stderr, "{\"files_planned\":%lld,\"files_pruned_by_index\":%lld,"
             "\"files_indexed\":%lld,\"index_lookups\":%lld,\"index_files_skipped\":%lld,"

@@ -152,7 +152,7 @@ int main(int argc, char **argv)
         double best = 1e300, best_cpu = 1e300;
         double all[64];
         long long rows = 0;
-        hs_index_stats st;
+        hs_index_stats st = HS_INDEX_STATS_INIT;
         int n_all = 0, ok = 1;
         for (int r = 0; r < repeat; r++) {
             double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);

@@ -85,7 +85,7 @@ int main(int argc, char **argv)
         for (int p = 0; p < passes; p++) {
             double t0 = now_s(CLOCK_MONOTONIC), c0 = now_s(CLOCK_PROCESS_CPUTIME_ID);
             for (int i = 0; i < n_takes; i++) {
-                hs_parquet_scan_stats st;
+                hs_parquet_scan_stats st = HS_PARQUET_SCAN_STATS_INIT;
                 memset(&st, 0, sizeof st);
                 if (take_one(path, argv[c], rows[i], &st) != 0)
                     return 1;

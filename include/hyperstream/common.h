@@ -66,7 +66,20 @@ typedef struct hs_error {
  * program that sets a field an older library does not know gets
  * HS_INVALID instead of a silent default.  Declare them as
  *     hs_scan_options o = HS_SCAN_OPTIONS_INIT;   then set fields,
- * or zero them ({0}) and leave struct_size 0. */
+ * or zero them ({0}) and leave struct_size 0.
+ *
+ * Output structs.  The structs the library fills (hs_scan_stats,
+ * hs_index_stats, hs_stream_stats, hs_parquet_scan_stats, hs_snapshot_info)
+ * start with `size_t struct_size` too, which the CALLER sets before the
+ * call: to sizeof(the struct) with the HS_..._INIT macro, or 0 for the
+ * struct's first layout (release 0.1).  The library writes only the first
+ * struct_size bytes (never past the caller's struct, whatever fields later
+ * releases append), leaves bytes past its own layout untouched, and sets
+ * struct_size to the number of bytes it filled.  A struct_size from 1 to
+ * sizeof(size_t)-1 gets nothing written (HS_INVALID where the function
+ * returns a status).  Declare them as
+ *     hs_scan_stats st = HS_SCAN_STATS_INIT;   hs_scan_get_stats(s, &st);
+ * hs_error is not versioned: its layout is fixed for every release. */
 
 /* Static string such as "HS_CORRUPT". */
 HS_API const char *hs_status_name(hs_status s);

@@ -55,6 +55,14 @@
  *                      HS_SEARCH_FILTER_CACHE                  filtered search's plan and
  *                                                      allowed rows; 0: off
  *
+ * Text settings (hs_config_set / hs_config_get_str; "" = unset; at most
+ * HS_CONFIG_STR_MAX - 1 bytes):
+ *
+ *   s3_lock_dir        HS_S3_LOCK_DIR         ""       object stores without conditional
+ *                                                      writes: directory of the commit
+ *                                                      lock files shared by every writer
+ *                                                      (docs/storage.md); "" = no lock
+ *
  * Cache budgets are >= 0 (0 = no caching); values outside a setting's range
  * are HS_INVALID.  Switches (mmap, filter_cache, search_filter_cache) also
  * take true/false/on/off/yes/no; in the environment any value but "0" is
@@ -83,15 +91,30 @@
 extern "C" {
 #endif
 
-/* Sets `key` from text: a decimal integer (switches also take true/false/on/
- * off).  value NULL restores the value the process started with (the
- * environment's, else the default).  HS_NOT_FOUND for an unknown key,
- * HS_INVALID for a value out of range or not a number. */
+/* The longest text setting, with its NUL. */
+#define HS_CONFIG_STR_MAX 4096
+
+/* Sets `key` from text: for an integer setting a decimal integer (switches
+ * also take true/false/on/off), for a text setting the text itself.  value
+ * NULL restores the value the process started with (the environment's, else
+ * the default).  HS_NOT_FOUND for an unknown key, HS_INVALID for a value out
+ * of range, not a number, or text of HS_CONFIG_STR_MAX bytes or more. */
 HS_API hs_status hs_config_set(const char *key, const char *value, hs_error *err);
+/* Integer settings only (HS_INVALID for a text setting). */
 HS_API hs_status hs_config_set_int(const char *key, int64_t value, hs_error *err);
-/* The current value of `key` (HS_NOT_FOUND for an unknown key). */
+/* The current value of integer setting `key` (HS_NOT_FOUND for an unknown
+ * key, HS_INVALID for a text setting). */
 HS_API hs_status hs_config_get_int(const char *key, int64_t *out, hs_error *err);
-/* The i-th key (0 <= i < count; NULL past the end), for listing settings. */
+/* The current value of any setting as text into buf (n bytes; an integer
+ * in decimal; a text setting that is unset gives "").  HS_INVALID, with buf
+ * set to "", when the value and its NUL do not fit in n bytes (a buffer of
+ * HS_CONFIG_STR_MAX bytes always fits). */
+HS_API hs_status hs_config_get_str(const char *key, char *buf, size_t n, hs_error *err);
+/* 1 when `key` is a text setting, 0 when it is an integer one, -1 when
+ * there is no such key. */
+HS_API int hs_config_is_str(const char *key);
+/* The i-th key (0 <= i < count; NULL past the end), for listing settings:
+ * the integer settings, then the text ones. */
 HS_API const char *hs_config_key(int i);
 
 /* Receives one warning (see top).  user is the pointer given to

@@ -96,6 +96,7 @@ HS_API hs_status hs_table_refresh_indexes(hs_table *t, const hs_index_options *o
  * ended and before it is released (table.h, "Stats of a scan moved into a
  * stream"). */
 typedef struct hs_index_stats {
+    size_t struct_size;               /* set by the caller; see common.h, "Output structs" */
     int64_t files_planned;            /* after partition and bound pruning */
     int64_t files_pruned_by_index;    /* index lookup selected no row */
     int64_t files_indexed;            /* files where at least one index was used */
@@ -107,6 +108,7 @@ typedef struct hs_index_stats {
     int64_t rows_selected_by_index;   /* candidate rows after bitmap algebra */
     int64_t rows_emitted;
 } hs_index_stats;
+#define HS_INDEX_STATS_INIT {sizeof(hs_index_stats)}
 HS_API void hs_scan_get_index_stats(const hs_scan *s, hs_index_stats *out);
 
 /* Plans the scan as hs_scan_plan would, runs it to the end (discarding the

@@ -49,10 +49,12 @@ typedef struct hs_parquet_write_options {
 /* What a read did, filled as the stream is consumed (complete once get_next
  * has returned the end of the stream, and again at release). */
 typedef struct hs_parquet_scan_stats {
+    size_t struct_size;        /* set by the caller; see common.h, "Output structs" */
     int64_t row_groups_read, row_groups_skipped;
     int64_t pages_decoded, pages_skipped;  /* over all leaf columns read */
     int64_t bytes_read, rows_emitted;
 } hs_parquet_scan_stats;
+#define HS_PARQUET_SCAN_STATS_INIT {sizeof(hs_parquet_scan_stats)}
 
 HS_API hs_status hs_parquet_read(const char *path, const char *const *columns, int n_columns,
                           int64_t batch_size, struct ArrowArrayStream *out, hs_error *err);

@@ -93,6 +93,7 @@ typedef struct hs_stream_options {
 #define HS_STREAM_OPTIONS_INIT {sizeof(hs_stream_options)}
 
 typedef struct hs_stream_stats {
+    size_t struct_size;        /* set by the caller; see common.h, "Output structs" */
     int64_t acked_seq;         /* last acknowledged (durable) record */
     int64_t committed_seq;     /* last record in a commit */
     int64_t visible_seq;       /* last record scans of the handle see */
@@ -107,6 +108,7 @@ typedef struct hs_stream_stats {
      * hyperstream.wal.expire-age-ms): commits made, attempts that failed */
     int64_t compactions, expirations, maintenance_failures;
 } hs_stream_stats;
+#define HS_STREAM_STATS_INIT {sizeof(hs_stream_stats)}
 
 /* Opens the append stream of table t (writable, through a catalog; local
  * tables only), recovering its log: records not in a commit are replayed

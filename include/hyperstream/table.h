@@ -330,12 +330,14 @@ typedef struct hs_scan_options {
 #define HS_SCAN_OPTIONS_INIT {sizeof(hs_scan_options)}
 
 typedef struct hs_scan_stats {
+    size_t struct_size;                            /* set by the caller; see common.h */
     int64_t manifests_total, manifests_pruned;     /* data manifests */
     int64_t data_files_total, data_files_pruned;   /* pruned by partition or bounds */
     int64_t delete_files;                          /* delete files that apply */
     int64_t rows_deleted;                          /* filled while the stream is read */
     int64_t rows_emitted;
 } hs_scan_stats;
+#define HS_SCAN_STATS_INIT {sizeof(hs_scan_stats)}
 
 /* Stats of a scan moved into a stream.  hs_scan_stream takes ownership of
  * the scan: on success the handle stays valid, and hs_scan_get_stats and
@@ -373,6 +375,7 @@ HS_API hs_status hs_table_scan(hs_table *t, const hs_scan_options *opt, struct A
 /* Snapshots, history, refs                                               */
 
 typedef struct hs_snapshot_info {
+    size_t struct_size;         /* set by the caller; see common.h, "Output structs" */
     int64_t snapshot_id;
     int64_t parent_id;          /* -1 = none */
     int64_t sequence_number;
@@ -382,7 +385,13 @@ typedef struct hs_snapshot_info {
     int64_t added_records, deleted_records, total_records;  /* -1 = not in summary */
     int64_t added_data_files, deleted_data_files, total_data_files;
     int64_t first_row_id, added_rows;  /* v3 row lineage; -1 otherwise */
+    /* Appended after 0.1 (set struct_size, HS_SNAPSHOT_INFO_INIT, to get
+     * them): bytes of data files added and in the table after the commit,
+     * from the summary ("added-files-size", "total-files-size"); -1 = not
+     * in it. */
+    int64_t added_files_size, total_files_size;
 } hs_snapshot_info;
+#define HS_SNAPSHOT_INFO_INIT {sizeof(hs_snapshot_info)}
 
 /* Number of snapshots in the metadata, and the i-th (0 <= i < count, in
  * metadata order).  HS_INVALID when i is out of range. */

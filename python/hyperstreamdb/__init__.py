@@ -89,7 +89,9 @@ def set_config(key, value):
     vindex_cache_mb, dict_cache_mb, page_cache_mb (MiB; 0 = no caching),
     parquet_max_page_mb, decode_limit_mb, decode_limit_per_byte, warm_files,
     eq_delete_mb, mmap, filter_cache, search_filter_cache (bools),
-    scan_threads, search_threads (0 = automatic); hyperstreamdb._core.
+    scan_threads, search_threads (0 = automatic); text: s3_lock_dir (a
+    directory path, "" = none: the commit locks of object stores without
+    conditional writes, docs/storage.md); hyperstreamdb._core.
     config_keys() lists them (docs/capi.md).  The HS_* environment
     variables of the same names are read once, at first use; later changes
     to os.environ have no effect, this function does."""
@@ -98,7 +100,8 @@ def set_config(key, value):
 
 
 def get_config(key):
-    """The current value (an int) of a setting of set_config."""
+    """The current value of a setting of set_config: an int, or a str for a
+    text setting (s3_lock_dir; "" when unset)."""
     from . import _core
     return _core.config_get(key)
 

@@ -2668,7 +2668,8 @@ static void route_warning(UNUSED void *user, const char *msg)
     fprintf(stderr, "hyperstream: warning: %s\n", msg);
 }
 
-/* _core.config_set(key, value or None); value: int, bool or str. */
+/* _core.config_set(key, value or None); value: int, bool, str, or a path
+ * (os.PathLike, for text settings such as s3_lock_dir). */
 static PyObject *mod_config_set(UNUSED PyObject *m, PyObject *args)
 {
     const char *key;
@@ -2684,23 +2685,41 @@ static PyObject *mod_config_set(UNUSED PyObject *m, PyObject *args)
         if (n == -1 && PyErr_Occurred())
             return NULL;
         st = hs_config_set_int(key, n, &err);
-    } else if (PyUnicode_Check(v)) {
-        st = hs_config_set(key, PyUnicode_AsUTF8(v), &err);
+    } else if (PyUnicode_Check(v) || PyObject_HasAttrString(v, "__fspath__")) {
+        PyObject *p = PyOS_FSPath(v);   /* str stays str; a path gives str or bytes */
+        if (!p)
+            return NULL;
+        const char *text = PyBytes_Check(p) ? PyBytes_AsString(p) : PyUnicode_AsUTF8(p);
+        if (!text) {
+            Py_DECREF(p);
+            return NULL;
+        }
+        st = hs_config_set(key, text, &err);
+        Py_DECREF(p);
     } else {
-        return PyErr_Format(PyExc_TypeError, "setting %s: expected int, bool, str or None", key);
+        return PyErr_Format(PyExc_TypeError, "setting %s: expected int, bool, str, a path or "
+                            "None", key);
     }
     if (st != HS_OK)
         return raise_status(st, &err);
     Py_RETURN_NONE;
 }
 
-/* _core.config_get(key) -> int; _core.config_keys() -> list of str. */
+/* _core.config_get(key) -> int, or str for a text setting;
+ * _core.config_keys() -> list of str. */
 static PyObject *mod_config_get(UNUSED PyObject *m, PyObject *args)
 {
     const char *key;
     if (!PyArg_ParseTuple(args, "s", &key))
         return NULL;
     hs_error err = {0};
+    if (hs_config_is_str(key) == 1) {
+        char buf[HS_CONFIG_STR_MAX];
+        hs_status st = hs_config_get_str(key, buf, sizeof buf, &err);
+        if (st != HS_OK)
+            return raise_status(st, &err);
+        return PyUnicode_DecodeFSDefault(buf);
+    }
     int64_t v;
     hs_status st = hs_config_get_int(key, &v, &err);
     if (st != HS_OK)
@@ -2766,7 +2785,7 @@ static PyMethodDef module_methods[] = {
     {"set_simd_level", mod_set_simd_level, METH_VARARGS, "set_simd_level(level or None)"},
     {"config_set", mod_config_set, METH_VARARGS,
      "config_set(key, value): a process-wide setting (hyperstream/config.h); None restores it"},
-    {"config_get", mod_config_get, METH_VARARGS, "config_get(key) -> int"},
+    {"config_get", mod_config_get, METH_VARARGS, "config_get(key) -> int (str for text settings)"},
     {"config_keys", mod_config_keys, METH_NOARGS, "config_keys() -> the settings' keys"},
     {"version", mod_version, METH_NOARGS, "version() -> the C library's version"},
     {"available", mod_available, METH_VARARGS,

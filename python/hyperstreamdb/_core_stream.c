@@ -198,8 +198,7 @@ static PyObject *AppendStream_stats(AppendStreamObject *self, UNUSED PyObject *a
 {
     if (check_live(self) < 0)
         return NULL;
-    hs_stream_stats x;
-    memset(&x, 0, sizeof x);
+    hs_stream_stats x = HS_STREAM_STATS_INIT;
     Py_BEGIN_ALLOW_THREADS
     pthread_rwlock_rdlock(&self->rw);
     if (self->s)

@@ -8,6 +8,11 @@
  * also kept as the "startup" value hs_config_set(key, NULL) restores.
  * Afterwards nothing reads the environment.
  *
+ * Text settings (s3_lock_dir) cannot be one atomic: each lives in a fixed
+ * buffer of HS_CONFIG_STR_MAX bytes, written and copied out under g_str_mu,
+ * a leaf mutex (nothing is taken under it, so readers may hold any other
+ * lock).  Readers get a copy, never a pointer that a later set would free.
+ *
  * The warning handler (function and user pointer) is swapped and read under
  * g_warn_mu, and called under it too, so once hs_set_warning_handler
  * returns the old handler is not running and never runs again.  The mutex
@@ -65,9 +70,24 @@ static const cfg_def g_defs[HS_CFG_N] = {
     [HS_CFG_SEARCH_FILTER_CACHE] = {"search_filter_cache", "HS_SEARCH_FILTER_CACHE", 1, 0, 1, 1},
 };
 
+typedef struct cfg_str_def {
+    const char *key, *env;
+} cfg_str_def;
+
+static const cfg_str_def g_str_defs[HS_CFGS_N] = {
+    /* object stores without conditional writes: the directory of the
+     * per-table commit lock files (catalog/fsio.c cat_io_lock); "" = none */
+    [HS_CFGS_S3_LOCK_DIR] = {"s3_lock_dir", "HS_S3_LOCK_DIR"},
+};
+
 static _Atomic int64_t g_val[HS_CFG_N];
 static int64_t g_startup[HS_CFG_N];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static pthread_mutex_t g_str_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_str[HS_CFGS_N][HS_CONFIG_STR_MAX];           /* under g_str_mu */
+static char g_str_startup[HS_CFGS_N][HS_CONFIG_STR_MAX];   /* written once, by init */
+HS_FORK_GUARD(g_str_mu, HS_FORK_RANK_LEAF)
 
 static pthread_mutex_t g_warn_mu = PTHREAD_MUTEX_INITIALIZER;
 static hs_warning_fn g_warn_fn;
@@ -128,12 +148,40 @@ static void init(void)
         g_startup[k] = v;
         atomic_store(&g_val[k], v);
     }
+    for (int k = 0; k < HS_CFGS_N; k++) {
+        const char *e = getenv(g_str_defs[k].env);
+        size_t n = e ? strlen(e) : 0;
+        if (n >= HS_CONFIG_STR_MAX) {
+            hs_warn("%s is %zu bytes long (at most %d); ignored", g_str_defs[k].env, n,
+                    HS_CONFIG_STR_MAX - 1);
+            n = 0;
+        }
+        memcpy(g_str_startup[k], e ? e : "", n);
+        g_str_startup[k][n] = 0;
+        pthread_mutex_lock(&g_str_mu);
+        memcpy(g_str[k], g_str_startup[k], n + 1);
+        pthread_mutex_unlock(&g_str_mu);
+    }
 }
 
 int64_t hs_cfg_get(hs_cfg_key k)
 {
     pthread_once(&g_once, init);
     return atomic_load_explicit(&g_val[k], memory_order_relaxed);
+}
+
+bool hs_cfg_get_str(hs_cfg_str_key k, char *buf, size_t n)
+{
+    pthread_once(&g_once, init);
+    pthread_mutex_lock(&g_str_mu);
+    size_t len = strlen(g_str[k]);
+    if (len >= n)
+        len = n - 1;
+    memcpy(buf, g_str[k], len);
+    buf[len] = 0;
+    bool set = g_str[k][0] != 0;
+    pthread_mutex_unlock(&g_str_mu);
+    return set;
 }
 
 int hs_cfg_find(const char *name)
@@ -146,19 +194,57 @@ int hs_cfg_find(const char *name)
     return -1;
 }
 
-static hs_status find_key(const char *key, hs_error *err, int *k)
+/* The text key named `name`, as hs_cfg_find; -1 when there is none. */
+static int find_str(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int k = 0; k < HS_CFGS_N; k++)
+        if (strcasecmp(name, g_str_defs[k].key) == 0 || strcasecmp(name, g_str_defs[k].env) == 0)
+            return k;
+    return -1;
+}
+
+/* *k: the integer key, or -1 and *sk the text key. */
+static hs_status find_any(const char *key, hs_error *err, int *k, int *sk)
 {
     pthread_once(&g_once, init);
     *k = hs_cfg_find(key);
-    if (*k < 0)
+    *sk = *k < 0 ? find_str(key) : -1;
+    if (*k < 0 && *sk < 0)
         return hs_err_set(err, HS_NOT_FOUND, "unknown setting \"%s\"", key ? key : "(null)");
+    return HS_OK;
+}
+
+static hs_status find_key(const char *key, hs_error *err, int *k)
+{
+    int sk;
+    HS_TRY(find_any(key, err, k, &sk));
+    if (*k < 0)
+        return hs_err_set(err, HS_INVALID, "setting %s is text, not an integer "
+                          "(hs_config_set / hs_config_get_str)", g_str_defs[sk].key);
+    return HS_OK;
+}
+
+static hs_status set_str(int sk, const char *value, hs_error *err)
+{
+    const char *v = value ? value : g_str_startup[sk];
+    size_t n = strlen(v);
+    if (n >= HS_CONFIG_STR_MAX)
+        return hs_err_set(err, HS_INVALID, "setting %s: %zu bytes of text (at most %d)",
+                          g_str_defs[sk].key, n, HS_CONFIG_STR_MAX - 1);
+    pthread_mutex_lock(&g_str_mu);
+    memcpy(g_str[sk], v, n + 1);
+    pthread_mutex_unlock(&g_str_mu);
     return HS_OK;
 }
 
 hs_status hs_config_set(const char *key, const char *value, hs_error *err)
 {
-    int k;
-    HS_TRY(find_key(key, err, &k));
+    int k, sk;
+    HS_TRY(find_any(key, err, &k, &sk));
+    if (k < 0)
+        return set_str(sk, value, err);
     int64_t v = g_startup[k];
     if (value && !parse(&g_defs[k], value, &v))
         return hs_err_set(err, HS_INVALID, "setting %s: \"%s\" is not %s in %lld..%lld",
@@ -187,7 +273,41 @@ hs_status hs_config_get_int(const char *key, int64_t *out, hs_error *err)
     return HS_OK;
 }
 
-const char *hs_config_key(int i) { return i >= 0 && i < HS_CFG_N ? g_defs[i].key : NULL; }
+hs_status hs_config_get_str(const char *key, char *buf, size_t n, hs_error *err)
+{
+    int k, sk;
+    HS_TRY(find_any(key, err, &k, &sk));
+    if (!buf || n == 0)
+        return hs_err_set(err, HS_INVALID, "hs_config_get_str: no buffer");
+    char tmp[HS_CONFIG_STR_MAX];
+    if (k >= 0)
+        snprintf(tmp, sizeof tmp, "%lld", (long long)atomic_load(&g_val[k]));
+    else
+        hs_cfg_get_str((hs_cfg_str_key)sk, tmp, sizeof tmp);
+    size_t len = strlen(tmp);
+    if (len >= n) {
+        buf[0] = 0;
+        return hs_err_set(err, HS_INVALID, "setting %s: its value needs %zu bytes, the buffer "
+                          "has %zu", k >= 0 ? g_defs[k].key : g_str_defs[sk].key, len + 1, n);
+    }
+    memcpy(buf, tmp, len + 1);
+    return HS_OK;
+}
+
+int hs_config_is_str(const char *key)
+{
+    pthread_once(&g_once, init);
+    return hs_cfg_find(key) >= 0 ? 0 : find_str(key) >= 0 ? 1 : -1;
+}
+
+const char *hs_config_key(int i)
+{
+    if (i >= 0 && i < HS_CFG_N)
+        return g_defs[i].key;
+    if (i >= HS_CFG_N && i < HS_CFG_N + HS_CFGS_N)
+        return g_str_defs[i - HS_CFG_N].key;
+    return NULL;
+}
 
 /* ---- warnings ---------------------------------------------------------- */
 

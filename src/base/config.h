@@ -14,6 +14,9 @@
 #include "base/error.h"
 #include "hyperstream/config.h"
 
+#include <stdbool.h>
+#include <stddef.h>
+
 typedef enum hs_cfg_key {
     HS_CFG_MANIFEST_CACHE_MB,
     HS_CFG_INDEX_CACHE_MB,
@@ -34,9 +37,19 @@ typedef enum hs_cfg_key {
     HS_CFG_N
 } hs_cfg_key;
 
+/* Text settings (keys listed after the integer ones). */
+typedef enum hs_cfg_str_key {
+    HS_CFGS_S3_LOCK_DIR,   /* io/s3 commit locks without conditional writes; "" = none */
+    HS_CFGS_N
+} hs_cfg_str_key;
+
 int64_t hs_cfg_get(hs_cfg_key k);
-/* The key named `name` (key or environment variable name, any case); -1
- * when there is none. */
+/* Copies text setting k into buf (n >= 1; HS_CONFIG_STR_MAX bytes always
+ * fit; a smaller buf gets a truncated, NUL-terminated value).  Returns false when
+ * the setting is empty.  Takes a leaf mutex: safe under any lock. */
+bool hs_cfg_get_str(hs_cfg_str_key k, char *buf, size_t n);
+/* The integer key named `name` (key or environment variable name, any
+ * case); -1 when there is none (text keys included). */
 int hs_cfg_find(const char *name);
 
 void hs_warn(const char *fmt, ...) HS_PRINTF(1, 2);

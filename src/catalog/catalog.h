@@ -301,8 +301,8 @@ HS_MUST_USE hs_status cat_io_fault_point(const char *what, hs_error *err);
  * (borrowed: points into s).  s3:// and s3a:// URIs stay URIs: every cat_io_*
  * helper accepts them (io.h's URI layer); on object stores mkdirs is a no-op,
  * an empty prefix lists as HS_NOT_FOUND, and the commit lock is none (the
- * conditional PUT is the commit point) unless HS_S3_LOCK_DIR names a local
- * lock directory. */
+ * conditional PUT is the commit point) unless the setting s3_lock_dir
+ * (HS_S3_LOCK_DIR) names a local lock directory. */
 const char *cat_local_path(const char *uri);
 
 /* Creates a file through hs_local_create, wrapped so that every write and the

@@ -29,6 +29,7 @@
 #define _GNU_SOURCE   /* nftw */
 #endif
 #include "catalog/catalog_int.h"
+#include "base/config.h"
 #include "base/fork.h"
 #include "base/mem.h"
 
@@ -472,10 +473,11 @@ hs_status cat_io_lock(const char *dir, int *fd_out, hs_error *err)
     char *p;
     if (hs_io_is_object_uri(dir)) {
         /* Lock-free on stores with conditional writes: the conditional PUT
-         * of v<N+1> is the commit point.  HS_S3_LOCK_DIR: a local lock file
-         * per table for stores without them (docs/storage.md). */
-        const char *ld = getenv("HS_S3_LOCK_DIR");
-        if (!ld || !*ld)
+         * of v<N+1> is the commit point.  Setting s3_lock_dir
+         * (HS_S3_LOCK_DIR): a local lock file per table for stores without
+         * them (docs/storage.md). */
+        char ld[HS_CONFIG_STR_MAX];
+        if (!hs_cfg_get_str(HS_CFGS_S3_LOCK_DIR, ld, sizeof ld))
             return HS_OK;
         uint64_t h = 1469598103934665603ULL;
         for (const char *c = dir; *c; c++)

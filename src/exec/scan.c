@@ -212,6 +212,8 @@ hs_status xo_scan(xo_ctx *ctx, hs_table *t, const hs_scan_options *opt, xo_op **
     xo_op *op;
     HS_TRY(xo_op_alloc(sizeof(scan_op), ctx, "Scan", 0, NULL, &op, err));
     scan_op *s = (scan_op *)op;
+    s->stats.struct_size = sizeof s->stats;
+    s->istats.struct_size = sizeof s->istats;
     op->next = scan_next;
     op->destroy = scan_destroy;
     op->explain_extra = scan_extra;

@@ -38,7 +38,7 @@
  *
  * Stores without conditional writes (HS_S3_CONDITIONAL_WRITES=0): an
  * exclusive create is a HEAD then a PUT, correct only while every writer of
- * the table holds the commit lock (catalog/fsio.c: HS_S3_LOCK_DIR).
+ * the table holds the commit lock (catalog/fsio.c: setting s3_lock_dir).
  */
 #include "io/s3_int.h"
 #include "base/mem.h"
@@ -652,7 +652,7 @@ static hs_status put_object(s3_wfile *w, hs_error *err)
     } else if (st == HS_OK && r.status == 501 && w->exclusive) {
         st = hs_err_set(err, HS_UNSUPPORTED, "%s: the store does not support conditional "
                         "writes (If-None-Match); set HS_S3_CONDITIONAL_WRITES=0 and "
-                        "HS_S3_LOCK_DIR (docs/storage.md)", w->uri);
+                        "the setting s3_lock_dir (HS_S3_LOCK_DIR; docs/storage.md)", w->uri);
     } else if (st == HS_OK && !s3_ok2xx(&r)) {
         st = s3_http_error(&r, w->uri, err);
     }

@@ -63,7 +63,8 @@ typedef struct pq_read_ctx {
     pq_scan *scan;
     roaring_bitmap_t *rows;        /* selection, or NULL; must outlive scan */
     int *columns;                  /* projected top-level column indexes */
-    hs_parquet_scan_stats *stats;  /* caller's, borrowed; may be NULL */
+    hs_parquet_scan_stats *stats;  /* caller's, borrowed; may be NULL; written through
+                                    * HS_OUT only (its struct_size may be older) */
 } pq_read_ctx;
 
 static void read_ctx_copy_stats(pq_read_ctx *c)
@@ -73,12 +74,14 @@ static void read_ctx_copy_stats(pq_read_ctx *c)
     const pq_scan_stats *s = pq_scan_get_stats(c->scan);
     if (!s)
         return;
-    c->stats->row_groups_read = s->row_groups_read;
-    c->stats->row_groups_skipped = s->row_groups_skipped;
-    c->stats->pages_decoded = s->pages_decoded;
-    c->stats->pages_skipped = s->pages_skipped;
-    c->stats->bytes_read = s->bytes_read;
-    c->stats->rows_emitted = s->rows_emitted;
+    hs_parquet_scan_stats x = {0};
+    x.row_groups_read = s->row_groups_read;
+    x.row_groups_skipped = s->row_groups_skipped;
+    x.pages_decoded = s->pages_decoded;
+    x.pages_skipped = s->pages_skipped;
+    x.bytes_read = s->bytes_read;
+    x.rows_emitted = s->rows_emitted;
+    HS_OUT(hs_parquet_scan_stats, c->stats, x, sizeof x, NULL);
 }
 
 static void read_ctx_free(pq_read_ctx *c)
@@ -170,8 +173,8 @@ static hs_status open_read(const char *path, const char *const *columns, int n_c
                           (long long)n_rows);
     if (batch_size < 0)
         return hs_err_set(err, HS_INVALID, "%s: negative batch size", path);
-    if (stats)
-        memset(stats, 0, sizeof *stats);
+    hs_parquet_scan_stats zero = {0};
+    HS_TRY(HS_OUT(hs_parquet_scan_stats, stats, zero, sizeof zero, err));
 
     c = hs_calloc(1, sizeof *c);
     if (!c)

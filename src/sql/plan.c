@@ -1013,7 +1013,7 @@ static double table_rows(hs_table *t)
     int64_t cur = hs_table_current_snapshot_id(t);
     int n = hs_snapshot_count(t);
     for (int i = 0; i < n; i++) {
-        hs_snapshot_info si;
+        hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
         hs_error e = {0};
         if (hs_snapshot_get(t, i, &si, &e) == HS_OK && si.snapshot_id == cur)
             return si.total_records >= 0 ? (double)si.total_records : 1000.0;

@@ -2669,8 +2669,8 @@ hs_status hs_table_explain(hs_table *t, const hs_scan_options *opt, char **out, 
     if (st == HS_OK && !root)
         st = hs_err_nomem(err, 64);
     if (st == HS_OK) {
-        hs_scan_stats ss;
-        hs_index_stats is;
+        hs_scan_stats ss = HS_SCAN_STATS_INIT;
+        hs_index_stats is = HS_INDEX_STATS_INIT;
         hs_scan_get_stats(s, &ss);
         hs_scan_get_index_stats(s, &is);
         json_t *files = json_array();

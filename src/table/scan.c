@@ -1828,13 +1828,17 @@ static hs_status scan_plan_once(hs_table *t, const hs_scan_options *opt, hs_scan
     return HS_OK;
 }
 
-void hs_scan_get_stats(const hs_scan *s, hs_scan_stats *out) { *out = s->plan->stats; }
+void hs_scan_get_stats(const hs_scan *s, hs_scan_stats *out)
+{
+    HS_OUT(hs_scan_stats, out, s->plan->stats, sizeof(hs_scan_stats), NULL);
+}
 
 void hs_scan_get_index_stats(const hs_scan *s, hs_index_stats *out)
 {
-    *out = s->istats;
-    out->files_planned = s->plan->n_files;
-    out->rows_emitted = s->plan->stats.rows_emitted;
+    hs_index_stats x = s->istats;
+    x.files_planned = s->plan->n_files;
+    x.rows_emitted = s->plan->stats.rows_emitted;
+    HS_OUT(hs_index_stats, out, x, sizeof x, NULL);
 }
 
 const tbl_plan *tbl_scan_get_plan(const hs_scan *s) { return s->plan; }

@@ -1416,15 +1416,16 @@ void hs_stream_get_stats(hs_stream *s, hs_stream_stats *out)
     int64_t wb = wal_bytes(s->w), ws = wal_segments(s->w);
     pthread_mutex_unlock(&s->wal_mu);
     pthread_mutex_lock(&tl->mu);
-    *out = tl->stats;
-    out->acked_seq = (int64_t)tl->synced_seq;
-    out->committed_seq = (int64_t)tl->committed_seq;
-    out->visible_seq = (int64_t)tl->visible_seq;
-    out->tail_rows = tl->rows;
-    out->tail_bytes = tl->bytes;
+    hs_stream_stats x = tl->stats;
+    x.acked_seq = (int64_t)tl->synced_seq;
+    x.committed_seq = (int64_t)tl->committed_seq;
+    x.visible_seq = (int64_t)tl->visible_seq;
+    x.tail_rows = tl->rows;
+    x.tail_bytes = tl->bytes;
     pthread_mutex_unlock(&tl->mu);
-    out->wal_bytes = wb;
-    out->wal_segments = ws;
+    x.wal_bytes = wb;
+    x.wal_segments = ws;
+    HS_OUT(hs_stream_stats, out, x, sizeof x, NULL);
 }
 
 hs_status hs_stream_close(hs_stream *s, hs_error *err)

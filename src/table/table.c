@@ -29,6 +29,7 @@
 #include "io/io.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -515,13 +516,15 @@ static int64_t summary_long(const ice_snapshot *s, const char *key)
     return *end ? -1 : x;
 }
 
-hs_status hs_snapshot_get(const hs_table *t, int i, hs_snapshot_info *o, hs_error *err)
+hs_status hs_snapshot_get(const hs_table *t, int i, hs_snapshot_info *out, hs_error *err)
 {
     if (i < 0 || i >= t->meta.n_snapshots)
         return hs_err_set(err, HS_INVALID, "snapshot index %d out of range (%d snapshots)", i,
                           t->meta.n_snapshots);
+    if (!out)
+        return hs_err_set(err, HS_INVALID, "hs_snapshot_get: out is required");
     const ice_snapshot *s = &t->meta.snapshots[i];
-    memset(o, 0, sizeof *o);
+    hs_snapshot_info x = {0}, *o = &x;   /* published through HS_OUT */
     o->snapshot_id = s->snapshot_id;
     o->parent_id = s->has_parent ? s->parent_id : -1;
     o->sequence_number = s->sequence_number;
@@ -537,7 +540,9 @@ hs_status hs_snapshot_get(const hs_table *t, int i, hs_snapshot_info *o, hs_erro
     o->total_data_files = summary_long(s, "total-data-files");
     o->first_row_id = s->has_first_row_id ? s->first_row_id : -1;
     o->added_rows = s->has_added_rows ? s->added_rows : -1;
-    return HS_OK;
+    o->added_files_size = summary_long(s, "added-files-size");
+    o->total_files_size = summary_long(s, "total-files-size");
+    return HS_OUT(hs_snapshot_info, out, x, offsetof(hs_snapshot_info, added_files_size), err);
 }
 
 /* ------------------------------------------------------------------ */

@@ -20,12 +20,14 @@
 #include "base/fork.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
+#include "catalog/catalog.h"
 #include "columnar/arrow_c.h"
 #include "columnar/column.h"
 #include "hyperstream/config.h"
 #include "hyperstream/index.h"
 #include "hyperstream/parquet.h"
 #include "hyperstream/sql.h"
+#include "hyperstream/stream.h"
 #include "hyperstream/table.h"
 #include "hyperstream/vector.h"
 #include "io/io.h"
@@ -34,9 +36,12 @@
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,10 +86,12 @@ static void test_settings(void)
     int n = 0;
     while (hs_config_key(n))
         n++;
-    CHECK(n == HS_CFG_N);
+    CHECK(n == HS_CFG_N + HS_CFGS_N);
     CHECK(hs_config_key(-1) == NULL);
-    for (int i = 0; i < n; i++)
-        CHECK(hs_cfg_find(hs_config_key(i)) == i);
+    for (int i = 0; i < HS_CFG_N; i++)
+        CHECK(hs_cfg_find(hs_config_key(i)) == i && hs_config_is_str(hs_config_key(i)) == 0);
+    for (int i = HS_CFG_N; i < n; i++)
+        CHECK(hs_cfg_find(hs_config_key(i)) == -1 && hs_config_is_str(hs_config_key(i)) == 1);
     CHECK_OK(hs_config_get_int("vindex_cache_mb", &v, &err), &err);
     CHECK(v == 1024);
     CHECK_OK(hs_config_set_int("VINDEX_CACHE_MB", 3, &err), &err);
@@ -504,7 +511,8 @@ static void one_close(void *ctx)
     hs_free(s);
 }
 
-static hs_status append_ids(hs_table *t, int64_t start, int64_t n, hs_error *err)
+/* A stream of one batch: struct<id: long> with ids start..start+n-1. */
+static hs_status ids_stream(int64_t start, int64_t n, struct ArrowArrayStream *s, hs_error *err)
 {
     hs_field schema = {0}, f = {0};
     hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
@@ -525,8 +533,13 @@ static hs_status append_ids(hs_table *t, int64_t start, int64_t n, hs_error *err
     }
     src->b = b;
     hs_batch_source bs = {.next = one_next, .close = one_close, .ctx = src, .schema = schema};
+    return hs_arrow_export_stream(&bs, s, err);
+}
+
+static hs_status append_ids(hs_table *t, int64_t start, int64_t n, hs_error *err)
+{
     struct ArrowArrayStream s;
-    HS_TRY(hs_arrow_export_stream(&bs, &s, err));
+    HS_TRY(ids_stream(start, n, &s, err));
     return hs_table_append(t, &s, err);
 }
 
@@ -696,6 +709,348 @@ static void test_struct_size(void)
     hs_catalog_close(cat);
 }
 
+/* ---- text settings: s3_lock_dir ---- */
+
+static char g_env_lock_dir[600];   /* HS_S3_LOCK_DIR as main set it */
+
+/* Files named s3-*.lock in dir. */
+static int count_lock_files(const char *dir)
+{
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        n += strncmp(e->d_name, "s3-", 3) == 0 && len > 5 &&
+             strcmp(e->d_name + len - 5, ".lock") == 0;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+typedef struct flip {
+    const char *a, *b;
+    atomic_int stop, torn;
+} flip;
+
+static void *flip_setter(void *arg)
+{
+    flip *f = arg;
+    for (int i = 0; !atomic_load(&f->stop); i++)
+        if (hs_config_set("s3_lock_dir", i % 2 ? f->a : f->b, NULL) != HS_OK)
+            atomic_fetch_add(&f->torn, 1);
+    return NULL;
+}
+
+static void test_text_settings(void)
+{
+    hs_error err = {0};
+    char buf[HS_CONFIG_STR_MAX];
+    CHECK(hs_config_is_str("s3_lock_dir") == 1 && hs_config_is_str("hs_s3_lock_dir") == 1);
+    CHECK(hs_config_is_str("mmap") == 0 && hs_config_is_str("no_such_key") == -1);
+    /* the environment's value, read once at first use */
+    setenv("HS_S3_LOCK_DIR", "/changed/later", 1);
+    CHECK_OK(hs_config_get_str("s3_lock_dir", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, g_env_lock_dir) == 0);
+
+    /* set through the API: the commit lock of an object-store table is a
+     * file in that directory */
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/api-locks-%d", hs_test_tmpdir(), (int)getpid());
+    REQUIRE(mkdir(dir, 0755) == 0 || errno == EEXIST);
+    CHECK_OK(hs_config_set("s3_lock_dir", dir, &err), &err);
+    CHECK(hs_config_get_str("no_such_key", buf, sizeof buf, NULL) == HS_NOT_FOUND);
+    CHECK_OK(hs_config_get_str("HS_S3_LOCK_DIR", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, dir) == 0);
+    CHECK(count_lock_files(dir) == 0);
+    int fd = -1;
+    CHECK_OK(cat_io_lock("s3://bucket/wh/t/metadata", &fd, &err), &err);
+    CHECK(fd >= 0 && count_lock_files(dir) == 1);
+    cat_io_unlock(fd);
+    /* "" = no lock (the conditional PUT is the commit point) */
+    CHECK_OK(hs_config_set("s3_lock_dir", "", &err), &err);
+    fd = -1;
+    CHECK_OK(cat_io_lock("s3://bucket/wh/t2/metadata", &fd, &err), &err);
+    CHECK(fd == -1 && count_lock_files(dir) == 1);
+    /* NULL restores the environment's value */
+    CHECK_OK(hs_config_set("s3_lock_dir", NULL, &err), &err);
+    CHECK_OK(hs_config_get_str("s3_lock_dir", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, g_env_lock_dir) == 0);
+
+    /* the integer accessors refuse a text setting, and too long text is refused */
+    int64_t v = 0;
+    hs_err_clear(&err);
+    CHECK(hs_config_get_int("s3_lock_dir", &v, &err) == HS_INVALID && strstr(err.msg, "text"));
+    hs_err_clear(&err);
+    CHECK(hs_config_set_int("s3_lock_dir", 1, &err) == HS_INVALID);
+    char *big = hs_malloc(HS_CONFIG_STR_MAX + 1);
+    REQUIRE(big);
+    memset(big, 'x', HS_CONFIG_STR_MAX);
+    big[HS_CONFIG_STR_MAX] = 0;
+    hs_err_clear(&err);
+    CHECK(hs_config_set("s3_lock_dir", big, &err) == HS_INVALID && strstr(err.msg, "bytes"));
+    big[HS_CONFIG_STR_MAX - 1] = 0;   /* the longest that fits */
+    CHECK_OK(hs_config_set("s3_lock_dir", big, &err), &err);
+    CHECK_OK(hs_config_get_str("s3_lock_dir", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, big) == 0);
+    hs_free(big);
+    /* a buffer too small: HS_INVALID and "", never a truncated path */
+    CHECK_OK(hs_config_set("s3_lock_dir", "/a/b/c", &err), &err);
+    char small[4] = "zzz";
+    hs_err_clear(&err);
+    CHECK(hs_config_get_str("s3_lock_dir", small, sizeof small, &err) == HS_INVALID &&
+          small[0] == 0 && strstr(err.msg, "7 bytes"));
+    /* any setting reads as text */
+    CHECK_OK(hs_config_set_int("warm_files", 12, &err), &err);
+    CHECK_OK(hs_config_get_str("warm_files", buf, sizeof buf, &err), &err);
+    CHECK(strcmp(buf, "12") == 0);
+    CHECK_OK(hs_config_set("warm_files", NULL, &err), &err);
+
+    /* concurrent set and get: every read is one of the values, whole */
+    flip f = {.a = "/first/lock/dir", .b = "/the/second/lock/directory"};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, flip_setter, &f) == 0);
+    int bad = 0;
+    for (int i = 0; i < 20000; i++) {
+        char b2[64];
+        if (hs_config_get_str("s3_lock_dir", b2, sizeof b2, NULL) != HS_OK ||
+            (strcmp(b2, f.a) != 0 && strcmp(b2, f.b) != 0 && strcmp(b2, "/a/b/c") != 0))
+            bad++;
+    }
+    atomic_store(&f.stop, 1);
+    pthread_join(th, NULL);
+    CHECK(bad == 0 && atomic_load(&f.torn) == 0);
+    CHECK_OK(hs_config_set("s3_lock_dir", NULL, &err), &err);
+}
+
+/* ---- output structs carry their size ---- */
+
+/* hs_snapshot_info as the 0.1 headers declare it: added_files_size and
+ * total_files_size were appended after 0.1. */
+typedef struct snapshot_info_0_1 {
+    size_t struct_size;
+    int64_t snapshot_id, parent_id, sequence_number, timestamp_ms, schema_id;
+    char operation[16];
+    int64_t added_records, deleted_records, total_records;
+    int64_t added_data_files, deleted_data_files, total_data_files;
+    int64_t first_row_id, added_rows;
+} snapshot_info_0_1;
+
+#define CANARY 0xA5
+#define OUT_BUF 512
+
+/* A caller's struct of `size` bytes at the start of b (struct_size = size,
+ * or `declared` when it differs), canary bytes everywhere else. */
+static void out_init(unsigned char *b, size_t declared)
+{
+    memset(b, CANARY, OUT_BUF);
+    memcpy(b, &declared, sizeof declared);
+}
+
+/* b[from..OUT_BUF) still holds the canary. */
+static bool out_untouched_from(const unsigned char *b, size_t from)
+{
+    for (size_t i = from; i < OUT_BUF; i++)
+        if (b[i] != CANARY)
+            return false;
+    return true;
+}
+
+static size_t out_size(const unsigned char *b)
+{
+    size_t n;
+    memcpy(&n, b, sizeof n);
+    return n;
+}
+
+/* Walks dir: the sum of the sizes of its .parquet files (the filesystem
+ * as the oracle), and the path of one of them in one (may be NULL). */
+static int64_t parquet_files(const char *dir, char *one, size_t one_size)
+{
+    int64_t total = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(p, &sb) != 0)
+            continue;
+        size_t n = strlen(p);
+        if (S_ISDIR(sb.st_mode))
+            total += parquet_files(p, one, one_size);
+        else if (S_ISREG(sb.st_mode) && n > 8 && strcmp(p + n - 8, ".parquet") == 0) {
+            total += sb.st_size;
+            if (one)
+                snprintf(one, one_size, "%s", p);
+        }
+    }
+    closedir(d);
+    return total;
+}
+
+static void test_output_struct_size(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    hs_table *t = NULL;
+    char wh[512];
+    snprintf(wh, sizeof wh, "%s/api-out-%d", hs_test_tmpdir(), (int)getpid());
+    CHECK_OK(hs_catalog_open_path(wh, &cat, &err), &err);
+    hs_table_create_options co = HS_TABLE_CREATE_OPTIONS_INIT;
+    co.schema_json = "{\"type\":\"struct\",\"fields\":[{\"id\":1,\"name\":\"id\","
+                     "\"required\":true,\"type\":\"long\"}]}";
+    CHECK_OK(hs_table_create(cat, "t", &co, &t, &err), &err);
+    CHECK_OK(append_ids(t, 0, 100, &err), &err);
+    CHECK_OK(append_ids(t, 100, 50, &err), &err);
+    char one_file[1024] = "";
+    int64_t parquet_bytes = parquet_files(hs_table_location(t), one_file, sizeof one_file);
+    REQUIRE(parquet_bytes > 0 && one_file[0]);
+    int last = hs_snapshot_count(t) - 1;
+    REQUIRE(last == 1);
+
+    /* hs_snapshot_info: the current layout gets the appended fields */
+    hs_snapshot_info full = HS_SNAPSHOT_INFO_INIT;
+    CHECK_OK(hs_snapshot_get(t, last, &full, &err), &err);
+    CHECK(full.struct_size == sizeof full);
+    CHECK(full.total_records == 150 && full.added_records == 50);
+    CHECK(full.total_files_size == parquet_bytes);
+    CHECK(full.added_files_size > 0 && full.added_files_size < parquet_bytes);
+
+    /* a caller built with the 0.1 header: its struct is shorter, and what
+     * follows it in memory (canary bytes) is not written */
+    CHECK(sizeof(snapshot_info_0_1) == offsetof(hs_snapshot_info, added_files_size));
+    struct {
+        snapshot_info_0_1 s;
+        unsigned char canary[64];
+    } old;
+    memset(&old, CANARY, sizeof old);
+    old.s.struct_size = sizeof old.s;
+    CHECK_OK(hs_snapshot_get(t, last, (hs_snapshot_info *)&old, &err), &err);
+    CHECK(old.s.struct_size == sizeof old.s);
+    CHECK(old.s.snapshot_id == full.snapshot_id && old.s.total_records == 150 &&
+          old.s.added_rows == full.added_rows && strcmp(old.s.operation, "append") == 0);
+    bool intact = true;
+    for (size_t i = 0; i < sizeof old.canary; i++)
+        intact &= old.canary[i] == CANARY;
+    CHECK(intact);
+    /* struct_size 0 means that same first layout */
+    memset(&old, CANARY, sizeof old);
+    old.s.struct_size = 0;
+    CHECK_OK(hs_snapshot_get(t, last, (hs_snapshot_info *)&old, &err), &err);
+    CHECK(old.s.struct_size == sizeof old.s && old.s.total_data_files == full.total_data_files);
+    intact = true;
+    for (size_t i = 0; i < sizeof old.canary; i++)
+        intact &= old.canary[i] == CANARY;
+    CHECK(intact);
+    /* a newer caller: fields this library does not know are left alone,
+     * and struct_size says how much it filled */
+    struct {
+        hs_snapshot_info s;
+        int64_t future;
+    } newer = {HS_SNAPSHOT_INFO_INIT};
+    newer.s.struct_size = sizeof newer;
+    newer.future = 77;
+    CHECK_OK(hs_snapshot_get(t, last, &newer.s, &err), &err);
+    CHECK(newer.s.struct_size == sizeof newer.s && newer.future == 77);
+    CHECK(newer.s.total_files_size == parquet_bytes);
+    /* not the size of any struct: nothing written, HS_INVALID */
+    unsigned char b[OUT_BUF];
+    out_init(b, 3);
+    hs_err_clear(&err);
+    CHECK(hs_snapshot_get(t, last, (hs_snapshot_info *)b, &err) == HS_INVALID);
+    CHECK(strstr(err.msg, "hs_snapshot_info") && out_size(b) == 3 &&
+          out_untouched_from(b, sizeof(size_t)));
+
+    /* hs_scan_stats and hs_index_stats: a caller whose struct ends after
+     * the first two counters gets those two, nothing after */
+    hs_scan *sc = NULL;
+    hs_scan_options so = HS_SCAN_OPTIONS_INIT;
+    CHECK_OK(hs_scan_plan(t, &so, &sc, &err), &err);
+    hs_scan_stats ss = HS_SCAN_STATS_INIT;
+    hs_scan_get_stats(sc, &ss);
+    CHECK(ss.struct_size == sizeof ss && ss.data_files_total == 2 && ss.manifests_total == 2);
+    size_t two = offsetof(hs_scan_stats, data_files_total);
+    out_init(b, two);
+    hs_scan_get_stats(sc, (hs_scan_stats *)b);
+    CHECK(out_size(b) == two && out_untouched_from(b, two));
+    CHECK(((hs_scan_stats *)b)->manifests_total == 2 &&
+          ((hs_scan_stats *)b)->manifests_pruned == ss.manifests_pruned);
+    out_init(b, 0);
+    hs_scan_get_stats(sc, (hs_scan_stats *)b);
+    CHECK(out_size(b) == sizeof ss && out_untouched_from(b, sizeof ss));
+    CHECK(memcmp(b, &ss, sizeof ss) == 0);
+    out_init(b, 5);
+    hs_scan_get_stats(sc, (hs_scan_stats *)b);
+    CHECK(out_size(b) == 5 && out_untouched_from(b, sizeof(size_t)));
+
+    hs_index_stats is = HS_INDEX_STATS_INIT;
+    hs_scan_get_index_stats(sc, &is);
+    CHECK(is.struct_size == sizeof is && is.files_planned == 2);
+    two = offsetof(hs_index_stats, files_indexed);
+    out_init(b, two);
+    hs_scan_get_index_stats(sc, (hs_index_stats *)b);
+    CHECK(out_size(b) == two && out_untouched_from(b, two));
+    CHECK(((hs_index_stats *)b)->files_planned == 2);
+    out_init(b, 0);
+    hs_scan_get_index_stats(sc, (hs_index_stats *)b);
+    CHECK(out_size(b) == sizeof is && out_untouched_from(b, sizeof is));
+    hs_scan_free(sc);
+
+    /* hs_parquet_scan_stats: written while the stream is read and at its
+     * release, never past the caller's struct */
+    two = offsetof(hs_parquet_scan_stats, pages_decoded);
+    out_init(b, two);
+    uint32_t row = 3;
+    struct ArrowArrayStream ps;
+    CHECK_OK(hs_parquet_read_selection(one_file, NULL, 0, &row, 1, 0,
+                                       (hs_parquet_scan_stats *)b, &ps, &err), &err);
+    int64_t rows = 0;
+    struct ArrowArray a;
+    while (ps.get_next(&ps, &a) == 0 && a.release) {
+        rows += a.length;
+        a.release(&a);
+    }
+    ps.release(&ps);
+    CHECK(rows == 1);
+    CHECK(out_size(b) == two && out_untouched_from(b, two));
+    CHECK(((hs_parquet_scan_stats *)b)->row_groups_read == 1);
+    out_init(b, 2);
+    hs_err_clear(&err);
+    CHECK(hs_parquet_read_selection(one_file, NULL, 0, &row, 1, 0,
+                                    (hs_parquet_scan_stats *)b, &ps, &err) == HS_INVALID);
+    CHECK(out_size(b) == 2 && out_untouched_from(b, sizeof(size_t)));
+
+    /* hs_stream_stats */
+    hs_stream *st = NULL;
+    CHECK_OK(hs_stream_open(t, NULL, &st, &err), &err);
+    struct ArrowArrayStream in;
+    CHECK_OK(ids_stream(1000, 10, &in, &err), &err);
+    int64_t seq = 0;
+    CHECK_OK(hs_stream_write(st, &in, &seq, &err), &err);
+    hs_stream_stats xs = HS_STREAM_STATS_INIT;
+    hs_stream_get_stats(st, &xs);
+    CHECK(xs.struct_size == sizeof xs && xs.acked_seq == seq && xs.tail_rows == 10);
+    two = offsetof(hs_stream_stats, visible_seq);
+    out_init(b, two);
+    hs_stream_get_stats(st, (hs_stream_stats *)b);
+    CHECK(out_size(b) == two && out_untouched_from(b, two));
+    CHECK(((hs_stream_stats *)b)->acked_seq == seq);
+    out_init(b, 0);
+    hs_stream_get_stats(st, (hs_stream_stats *)b);
+    CHECK(out_size(b) == sizeof xs && out_untouched_from(b, sizeof xs));
+    CHECK_OK(hs_stream_close(st, &err), &err);
+    CHECK(count_rows(t) == 160);
+
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 /* ---- OpenBLAS ---- */
 
 static void test_blas_threads_restored(void)
@@ -726,6 +1081,8 @@ int main(void)
     setenv("HS_INDEX_CACHE_MB", "5", 1);
     setenv("HS_MANIFEST_CACHE_MB", "lots", 1);
     setenv("HS_SCAN_THREADS", "0", 1);
+    snprintf(g_env_lock_dir, sizeof g_env_lock_dir, "%s/env-locks", hs_test_tmpdir());
+    setenv("HS_S3_LOCK_DIR", g_env_lock_dir, 1);
     seen s = {0};
     hs_set_warning_handler(on_warning, &s);
     HS_RUN(test_env_read_once);
@@ -734,6 +1091,7 @@ int main(void)
     unsetenv("HS_MANIFEST_CACHE_MB");
     HS_RUN(test_version);
     HS_RUN(test_settings);
+    HS_RUN(test_text_settings);
     HS_RUN(test_setting_reaches_cache);
     HS_RUN(test_warning_handler);
     HS_RUN(test_fork_cache);
@@ -742,5 +1100,6 @@ int main(void)
     HS_RUN(test_fork_scans);
     HS_RUN(test_blas_threads_restored);
     HS_RUN(test_struct_size);
+    HS_RUN(test_output_struct_size);
     return hs_test_summary();
 }

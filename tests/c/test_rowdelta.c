@@ -305,7 +305,7 @@ static void last_snapshot(hs_table *t, hs_snapshot_info *out)
     memset(out, 0, sizeof *out);
     int n = hs_snapshot_count(t);
     for (int i = 0; i < n; i++) {
-        hs_snapshot_info s;
+        hs_snapshot_info s = HS_SNAPSHOT_INFO_INIT;
         if (hs_snapshot_get(t, i, &s, &err) == HS_OK && s.snapshot_id == hs_table_current_snapshot_id(t))
             *out = s;
     }
@@ -325,7 +325,7 @@ static void update_test(int fv)
     int64_t read_snap = hs_table_current_snapshot_id(t);
     CHECK_OK(the_delta(t, &before, read_snap, &err), &err);
     CHECK(snap_count(t) == snaps + 1);   /* ONE snapshot */
-    hs_snapshot_info si;
+    hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
     last_snapshot(t, &si);
     CHECK(strcmp(si.operation, "overwrite") == 0);
     CHECK(si.added_records == 3);
@@ -399,7 +399,7 @@ static void test_whole_file(void)
             CHECK_OK(hs_row_delta_delete(d, rs.r[i].file, &rs.r[i].pos, 1, &err), &err);
     CHECK_OK(hs_row_delta_commit(d, &err), &err);
     hs_row_delta_free(d);
-    hs_snapshot_info si;
+    hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
     last_snapshot(t, &si);
     CHECK(si.deleted_data_files == 1 && si.total_data_files == 1 && si.total_records == 10);
     CHECK_OK(read_rows(t, &rs, &err), &err);

@@ -185,11 +185,11 @@ static hs_status rows_text(hs_table *t, char *out, size_t cap, hs_error *err)
 /* The operation of t's current snapshot ("" when none). */
 static const char *current_op(hs_table *t)
 {
-    static hs_snapshot_info si;
+    static hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
     hs_error err = {0};
     memset(&si, 0, sizeof si);
     for (int i = 0; i < hs_snapshot_count(t); i++) {
-        hs_snapshot_info x;
+        hs_snapshot_info x = HS_SNAPSHOT_INFO_INIT;
         if (hs_snapshot_get(t, i, &x, &err) == HS_OK &&
             x.snapshot_id == hs_table_current_snapshot_id(t))
             si = x;

@@ -244,7 +244,7 @@ static void test_append_scan_unpartitioned(void)
     CHECK(s1 > 0);
     CHECK_OK(append_rows(t, 100, 50, &err), &err);
     CHECK(hs_snapshot_count(t) == 2);
-    hs_snapshot_info si;
+    hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
     CHECK_OK(hs_snapshot_get(t, 1, &si, &err), &err);
     CHECK(si.total_records == 150);
     CHECK(si.added_records == 50);
@@ -282,7 +282,7 @@ static void test_append_scan_unpartitioned(void)
     hs_scan *sc = NULL;
     hs_scan_options po = {.filter = "id < 50"};
     CHECK_OK(hs_scan_plan(t2, &po, &sc, &err), &err);
-    hs_scan_stats stt;
+    hs_scan_stats stt = HS_SCAN_STATS_INIT;
     hs_scan_get_stats(sc, &stt);
     CHECK(stt.data_files_total == 2);
     CHECK(stt.data_files_pruned == 1);
@@ -335,7 +335,7 @@ static void test_partitioned(void)
     hs_scan *sc = NULL;
     hs_scan_options po = {.filter = "cat = 'c2'"};
     CHECK_OK(hs_scan_plan(t, &po, &sc, &err), &err);
-    hs_scan_stats stt;
+    hs_scan_stats stt = HS_SCAN_STATS_INIT;
     hs_scan_get_stats(sc, &stt);
     CHECK(stt.data_files_total == 12);
     CHECK(stt.data_files_pruned == 8);

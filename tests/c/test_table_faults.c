@@ -390,7 +390,7 @@ static void concurrent_appends(bool sql)
     int64_t total_added = 0, seq_max = 0;
     bool all_append = true;
     for (int i = 0; i < n; i++) {
-        hs_snapshot_info si;
+        hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
         if (hs_snapshot_get(t, i, &si, &err) != HS_OK) {
             CHECK(0);
             break;

@@ -312,7 +312,7 @@ static int check_queries(hs_table *t, int64_t n_rows, bool (*deleted)(int64_t),
     for (int q = 0; q < N_QUERIES; q++) {
         hs_error err = {0};
         ids got, want;
-        hs_index_stats st;
+        hs_index_stats st = HS_INDEX_STATS_INIT;
         int rc = scan_ids(t, queries[q].filter, &got, &st, &err);
         expected_ids(queries[q].pred, n_rows, deleted, &want);
         if (rc != 0 || !same_ids(&got, &want)) {
@@ -533,11 +533,11 @@ static void test_filtered_scans(void)
     hs_table *t = filled_table(cat, "t", 2, &err);
     REQUIRE(t);
     /* without indexes */
-    hs_index_stats sum;
+    hs_index_stats sum = HS_INDEX_STATS_INIT;
     CHECK(check_queries(t, N_ROWS, NULL, &sum) == 0);
     CHECK(sum.files_indexed == 0);
     ids base_point;
-    hs_index_stats plain;
+    hs_index_stats plain = HS_INDEX_STATS_INIT;
     CHECK(scan_ids(t, "name = 'n777'", &base_point, &plain, &err) == 0);
     CHECK(base_point.n == 1);
     free(base_point.v);
@@ -560,7 +560,7 @@ static void test_filtered_scans(void)
     /* a point lookup: files without the value are pruned without reading
      * their data, and fewer pages are decoded than without the index */
     ids got;
-    hs_index_stats st;
+    hs_index_stats st = HS_INDEX_STATS_INIT;
     CHECK(scan_ids(t, "name = 'n777'", &got, &st, &err) == 0);
     CHECK(got.n == 1 && got.v[0] == 236583);
     free(got.v);
@@ -685,7 +685,7 @@ static void test_writes_keep_registry(int fv)
     CHECK(indexed_files(t2, "cat", NULL) == 3);
     hs_table_close(t2);
     int64_t n_rows = 3 * ROWS_PER_FILE;
-    hs_index_stats sum;
+    hs_index_stats sum = HS_INDEX_STATS_INIT;
     CHECK(check_queries(t, n_rows, NULL, &sum) == 0);
     CHECK(sum.index_files_skipped == 0 && sum.files_indexed > 0);
     /* delete: a whole file goes (its entries too), others get deletes */
@@ -705,7 +705,7 @@ static void test_writes_keep_registry(int fv)
     CHECK_OK(hs_table_overwrite(t, NULL, "id < 10", &err), &err);
     int64_t n_cat = indexed_files(t, "cat", &live), n_id = indexed_files(t, "id", NULL);
     CHECK(n_cat == live && n_id == live && live == 2);
-    hs_index_stats st;
+    hs_index_stats st = HS_INDEX_STATS_INIT;
     ids got;
     CHECK(scan_ids(t, "cat = 'c3' AND id < 100", &got, &st, &err) == 0);
     ids want;
@@ -805,11 +805,11 @@ static void test_damaged_sidecars(void)
         CHECK_OK(add(t, "name", "inverted", &err), &err);
         int n = damage(t, ".2.inverted", how);   /* cat is field 2 */
         CHECK(n == 2);
-        hs_index_stats sum;
+        hs_index_stats sum = HS_INDEX_STATS_INIT;
         CHECK(check_queries(t, N_ROWS, NULL, &sum) == 0);
         CHECK(sum.index_files_skipped > 0);
         ids got;
-        hs_index_stats st;
+        hs_index_stats st = HS_INDEX_STATS_INIT;
         CHECK(scan_ids(t, "cat = 'c3'", &got, &st, &err) == 0);
         CHECK(st.index_files_skipped == 2);
         CHECK(st.files_indexed == N_FILES - 2);
@@ -954,7 +954,7 @@ static void test_concurrent(void)
     CHECK(indexed_files(t, "name", NULL) == files);
     /* every query right, no sidecar skipped */
     ids got, want;
-    hs_index_stats st;
+    hs_index_stats st = HS_INDEX_STATS_INIT;
     CHECK(scan_ids(t, "id >= 400000 AND cat = 'c1'", &got, &st, &err) == 0);
     memset(&want, 0, sizeof want);
     for (int64_t i = 400000; i < 403000; i++) {
@@ -1005,7 +1005,7 @@ static void test_refresh(void)
     }
     int64_t live = 0;
     CHECK(indexed_files(t, "cat", &live) == 2 && live == N_FILES);
-    hs_index_stats sum;
+    hs_index_stats sum = HS_INDEX_STATS_INIT;
     CHECK(check_queries(t, N_ROWS, NULL, &sum) == 0);
     CHECK(sum.index_files_skipped == 0 && sum.files_indexed > 0);
     int64_t n = -1;
@@ -1017,7 +1017,7 @@ static void test_refresh(void)
     CHECK(n == 0);
     CHECK(check_queries(t, N_ROWS, NULL, &sum) == 0);
     ids got;
-    hs_index_stats st;
+    hs_index_stats st = HS_INDEX_STATS_INIT;
     CHECK(scan_ids(t, "cat = 'c3'", &got, &st, &err) == 0);
     CHECK(st.files_indexed == N_FILES && st.index_files_skipped == 0);
     free(got.v);
@@ -1088,11 +1088,11 @@ static void test_damaged_segment(void)
     CHECK(unlink(path) == 0);
     ix_registry_clear(&root);
     tbl_index_cache_clear();
-    hs_index_stats sum;
+    hs_index_stats sum = HS_INDEX_STATS_INIT;
     int64_t n_rows = 4 * ROWS_PER_FILE;
     CHECK(check_queries(t, n_rows, NULL, &sum) == 0);
     ids got;
-    hs_index_stats st;
+    hs_index_stats st = HS_INDEX_STATS_INIT;
     CHECK(scan_ids(t, "cat = 'c3'", &got, &st, &err) == 0);
     CHECK(st.files_planned == 4 && st.files_indexed == 3);
     free(got.v);

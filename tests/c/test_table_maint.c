@@ -510,12 +510,12 @@ static void test_orphans(void)
     hs_string_free(sr);
     o.dry_run = 0;
     /* the table reads the same, indexes included, and every snapshot too */
-    hs_index_stats is;
+    hs_index_stats is = HS_INDEX_STATS_INIT;
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), d0));
     scan_digest(t, -1, "id = 8", &is);
     CHECK(is.files_indexed >= 1 && is.index_files_skipped == 0);
     for (int i = 0; i < hs_snapshot_count(t); i++) {
-        hs_snapshot_info si;
+        hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
         CHECK_OK(hs_snapshot_get(t, i, &si, &err), &err);
         CHECK(scan_digest(t, si.snapshot_id, NULL, NULL).n >= 0);
     }
@@ -572,12 +572,12 @@ static void test_compact(void)
     /* the same rows, no delete file applies, the index answers */
     hs_scan *s = NULL;
     CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
-    hs_scan_stats ss;
+    hs_scan_stats ss = HS_SCAN_STATS_INIT;
     hs_scan_get_stats(s, &ss);
     CHECK(ss.delete_files == 0 && ss.data_files_total == 1);
     hs_scan_free(s);
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
-    hs_index_stats is;
+    hs_index_stats is = HS_INDEX_STATS_INIT;
     CHECK(digest_eq(scan_digest(t, -1, "cat = 'c2'", &is), expect_digest(1200, del_mod7, is_cat2)));
     CHECK(is.files_indexed == 1 && is.index_files_skipped == 0);
     /* the old snapshot still reads its rows (time travel) */
@@ -616,7 +616,7 @@ static void test_compact_partitioned(void)
     json_decref(jr);
     hs_scan *s = NULL;
     CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
-    hs_scan_stats ss;
+    hs_scan_stats ss = HS_SCAN_STATS_INIT;
     hs_scan_get_stats(s, &ss);
     CHECK(ss.data_files_total == 13);
     hs_scan_free(s);
@@ -694,7 +694,7 @@ static void test_compact_concurrent(void)
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), d5010));
     hs_scan *s = NULL;
     CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
-    hs_scan_stats ss;
+    hs_scan_stats ss = HS_SCAN_STATS_INIT;
     hs_scan_get_stats(s, &ss);
     CHECK(ss.data_files_total == 2);   /* the compacted file + the append */
     hs_scan_free(s);
@@ -874,7 +874,7 @@ static void test_compact_v3_lineage(void)
     hs_string_free(res);
     hs_scan *s = NULL;
     CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
-    hs_scan_stats ss;
+    hs_scan_stats ss = HS_SCAN_STATS_INIT;
     hs_scan_get_stats(s, &ss);
     CHECK(ss.data_files_total == 1 && ss.delete_files == 0);
     hs_scan_free(s);
@@ -910,7 +910,7 @@ static void test_rewrite_manifests(void)
         CHECK_OK(append_rows(t, k * 10, 10, &err), &err);
     CHECK_OK(hs_table_delete(t, "id = 5", NULL, &err), &err);
     hs_scan *s = NULL;
-    hs_scan_stats ss;
+    hs_scan_stats ss = HS_SCAN_STATS_INIT;
     CHECK_OK(hs_scan_plan(t, NULL, &s, &err), &err);
     hs_scan_get_stats(s, &ss);
     CHECK(ss.manifests_total == 8);
@@ -1052,7 +1052,7 @@ static int64_t n_delete_files(hs_table *t)
     hs_error err = {0};
     if (hs_scan_plan(t, NULL, &s, &err) != HS_OK)
         return -1;
-    hs_scan_stats ss;
+    hs_scan_stats ss = HS_SCAN_STATS_INIT;
     hs_scan_get_stats(s, &ss);
     hs_scan_free(s);
     return ss.delete_files;
@@ -1385,7 +1385,7 @@ static int64_t n_data_files(hs_table *t)
     hs_error err = {0};
     if (hs_scan_plan(t, NULL, &s, &err) != HS_OK)
         return -1;
-    hs_scan_stats ss;
+    hs_scan_stats ss = HS_SCAN_STATS_INIT;
     hs_scan_get_stats(s, &ss);
     hs_scan_free(s);
     return ss.data_files_total;
@@ -1457,7 +1457,7 @@ static void test_compact_partial_progress(void)
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
     CHECK(hs_snapshot_count(t) == 3 + 5);
     for (int i = 3; i < 8; i++) {
-        hs_snapshot_info si;
+        hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
         CHECK_OK(hs_snapshot_get(t, i, &si, &err), &err);
         CHECK(strcmp(si.operation, "replace") == 0 && si.deleted_data_files == 3);
         CHECK(digest_eq(scan_digest(t, si.snapshot_id, NULL, NULL), want));
@@ -1605,7 +1605,7 @@ static void fault_loop(bool indexed)
             CHECK_OK(hs_table_refresh(t, &err), &err);
     }
     CHECK(st == HS_OK && failures > 3);
-    hs_index_stats is;
+    hs_index_stats is = HS_INDEX_STATS_INIT;
     CHECK(digest_eq(scan_digest(t, -1, "id = 8", &is), (digest){1, 8, 64}));
     if (indexed)   /* every partition's new file has its sidecar */
         CHECK(is.files_indexed == is.files_planned && is.files_planned == 5 &&
@@ -1626,7 +1626,7 @@ static void fault_loop(bool indexed)
         CHECK(digest_eq(scan_digest(r, -1, NULL, NULL), want));
         /* every remaining snapshot still reads */
         for (int i = 0; i < hs_snapshot_count(r); i++) {
-            hs_snapshot_info si;
+            hs_snapshot_info si = HS_SNAPSHOT_INFO_INIT;
             CHECK_OK(hs_snapshot_get(r, i, &si, &err), &err);
             CHECK(scan_digest(r, si.snapshot_id, NULL, NULL).n >= 0);
         }
@@ -1781,7 +1781,7 @@ static void errno_fault_loop(int errnum, bool reads)
     CHECK_OK(append_rows(t, 1000, 5, &err), &err);
     for (int i = 0; i < 5; i++)
         digest_add(&want, 1000 + i);
-    hs_index_stats is;
+    hs_index_stats is = HS_INDEX_STATS_INIT;
     CHECK(digest_eq(scan_digest(t, -1, NULL, NULL), want));
     CHECK(digest_eq(scan_digest(t, -1, "id = 8", &is), (digest){1, 8, 64}));
     CHECK(is.files_indexed == is.files_planned && is.index_files_skipped == 0);

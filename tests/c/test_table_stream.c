@@ -49,6 +49,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- counting allocator ---- */
@@ -338,8 +339,13 @@ static void bounded_append(int64_t input_bytes, int64_t cap_bytes, int64_t buffe
     REQUIRE(gen_stream(&g, &s) == 0);
     int64_t base = atomic_load(&g_live);
     atomic_store(&g_peak, base);
+    struct timespec t0, t1, t2;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     hs_status st = hs_table_append(t, &s, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     int64_t peak = atomic_load(&g_peak) - base;
+    struct rusage ru = {0};
+    getrusage(RUSAGE_SELF, &ru);   /* peak RSS of the append (before reading back) */
     if (long_form()) {
         /* the address-space limit is the append's; reading back maps whole
          * data files, so lift it (to the hard limit, kept as it was) */
@@ -350,13 +356,18 @@ static void bounded_append(int64_t input_bytes, int64_t cap_bytes, int64_t buffe
         }
     }
     CHECK_OK(st, &err);
-    fprintf(stderr, "  append of %lld MB (%lld rows): peak live allocations %.1f MB (cap %lld MB)\n",
-            (long long)(g.bytes_made >> 20), (long long)g.next_row, (double)peak / 1048576.0,
-            (long long)(cap_bytes >> 20));
+    double append_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    fprintf(stderr, "  append of %lld MB (%lld rows) in %.1f s: peak live allocations %.1f MB "
+            "(cap %lld MB), peak RSS %ld MB\n", (long long)(g.bytes_made >> 20),
+            (long long)g.next_row, append_s, (double)peak / 1048576.0,
+            (long long)(cap_bytes >> 20), (long)(ru.ru_maxrss >> 10));
     CHECK(g.bytes_made >= input_bytes);
     CHECK(peak <= cap_bytes);
     sums got, want = expected(g.next_row);
     CHECK_OK(scan_sums(t, &got, &err), &err);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    fprintf(stderr, "  read back in %.1f s\n",
+            (double)(t2.tv_sec - t1.tv_sec) + (double)(t2.tv_nsec - t1.tv_nsec) / 1e9);
     CHECK(got.rows == want.rows);
     CHECK(got.id_sum == want.id_sum);
     CHECK(got.v2_sum == want.v2_sum);

@@ -543,7 +543,7 @@ static void test_stream_basic(void)
         d;
     })));
     CHECK_OK(hs_stream_flush(s, &err), &err);
-    hs_stream_stats stt;
+    hs_stream_stats stt = HS_STREAM_STATS_INIT;
     hs_stream_get_stats(s, &stt);
     CHECK(stt.committed_seq == 5 && stt.tail_rows == 0 && stt.flushes == 1);
     /* the scan refreshed the handle: committed rows once, no tail */
@@ -635,7 +635,7 @@ static void test_recovery(void)
     CHECK(scan_digest(t, NULL).n == 0);
     s = NULL;
     CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
-    hs_stream_stats st;
+    hs_stream_stats st = HS_STREAM_STATS_INIT;
     hs_stream_get_stats(s, &st);
     CHECK(st.replayed_records == 4 && st.replayed_rows == 100);
     CHECK(digest_eq(scan_digest(t, NULL), expect_range(0, 100, 0, 0)));
@@ -740,7 +740,7 @@ static void test_backpressure(void)
     }
     CHECK(st == HS_BUSY);
     CHECK(strstr(err.msg, "busy") != NULL);
-    hs_stream_stats stt;
+    hs_stream_stats stt = HS_STREAM_STATS_INIT;
     hs_stream_get_stats(s, &stt);
     CHECK(stt.tail_bytes <= 64 * 1024 + 32 * 1024);
     CHECK(stt.busy_rejections >= 1);
@@ -928,7 +928,7 @@ static void flush_fault_loop(const char *tag, int errnum, bool reads)
     CHECK_OK(hs_stream_flush(s, &err), &err);
     /* the log is empty after the last flush; rows are exactly once; the
      * index serves the filter for every file */
-    hs_stream_stats stt;
+    hs_stream_stats stt = HS_STREAM_STATS_INIT;
     hs_stream_get_stats(s, &stt);
     CHECK(stt.tail_rows == 0 && stt.wal_segments <= 1);
     CHECK_OK(hs_stream_close(s, &err), &err);
@@ -944,7 +944,7 @@ static void flush_fault_loop(const char *tag, int errnum, bool reads)
     struct ArrowArray a;
     while (as.get_next(&as, &a) == 0 && a.release)
         a.release(&a);
-    hs_index_stats is;
+    hs_index_stats is = HS_INDEX_STATS_INIT;
     hs_scan_get_index_stats(sc, &is);
     as.release(&as);
     CHECK(is.files_planned > 0 && is.files_indexed == is.files_planned &&
@@ -989,7 +989,7 @@ static void test_recover_on_open(void)
     /* nothing left to replay */
     s = NULL;
     CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
-    hs_stream_stats st;
+    hs_stream_stats st = HS_STREAM_STATS_INIT;
     hs_stream_get_stats(s, &st);
     CHECK(st.replayed_records == 0 && st.wal_segments == 0);
     CHECK_OK(hs_stream_close(s, &err), &err);
@@ -1215,7 +1215,7 @@ static void expire_probe_fn(const char *what, const char *path, void *ctx)
 static bool wait_stats(hs_stream *s, int64_t flushes, int64_t compactions)
 {
     for (int i = 0; i < 3000; i++) {
-        hs_stream_stats st;
+        hs_stream_stats st = HS_STREAM_STATS_INIT;
         hs_stream_get_stats(s, &st);
         if (st.flushes >= flushes && st.compactions >= compactions)
             return true;

@@ -125,7 +125,9 @@ class _WriteOptions(ctypes.Structure):
 
 
 class _ScanStats(ctypes.Structure):
-    _fields_ = [("row_groups_read", ctypes.c_int64), ("row_groups_skipped", ctypes.c_int64),
+    # output struct: the caller sets struct_size (0 = the 0.1 layout)
+    _fields_ = [("struct_size", ctypes.c_size_t),
+                ("row_groups_read", ctypes.c_int64), ("row_groups_skipped", ctypes.c_int64),
                 ("pages_decoded", ctypes.c_int64), ("pages_skipped", ctypes.c_int64),
                 ("bytes_read", ctypes.c_int64), ("rows_emitted", ctypes.c_int64)]
 
@@ -196,7 +198,7 @@ class HyperStream:
         """hs_parquet_read_selection -> (pyarrow.Table, scan stats dict)."""
         err = _HsErrorStruct()
         stream = _ArrowArrayStream()
-        stats = _ScanStats()
+        stats = _ScanStats(ctypes.sizeof(_ScanStats))
         names, n = _names_array(columns)
         rows = list(rows)
         rows_arr = (ctypes.c_uint32 * max(1, len(rows)))(*rows)
@@ -207,7 +209,7 @@ class HyperStream:
         r = self._import(stream)
         table = r.read_all()
         del r  # releases the stream: stats are final
-        return table, {f: getattr(stats, f) for f, _ in _ScanStats._fields_}
+        return table, {f: getattr(stats, f) for f, _ in _ScanStats._fields_[1:]}
 
     def write(self, path, data, codec=None, codec_level=0, row_group_rows=0, page_bytes=0,
               page_rows=0, dictionary=True, data_page_v2=False, column_encodings=None):

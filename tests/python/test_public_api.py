@@ -233,7 +233,7 @@ def test_package_config():
     assert {"manifest_cache_mb", "index_cache_mb", "vindex_cache_mb", "dict_cache_mb", "mmap",
             "scan_threads", "search_threads", "page_cache_mb", "parquet_max_page_mb",
             "decode_limit_mb", "decode_limit_per_byte", "warm_files", "warm_pages_mb",
-            "eq_delete_mb", "filter_cache", "search_filter_cache"} == set(keys)
+            "eq_delete_mb", "filter_cache", "search_filter_cache", "s3_lock_dir"} == set(keys)
     old = hdb.get_config("scan_threads")
     try:
         hdb.set_config("scan_threads", 3)
@@ -252,6 +252,60 @@ def test_package_config():
         hdb.set_config("scan_threads", None)
         hdb.set_config("mmap", None)
     assert hdb.get_config("scan_threads") == old
+
+
+# A text setting: s3_lock_dir, its environment default HS_S3_LOCK_DIR read once.
+_TEXT_CHILD = textwrap.dedent("""
+    import ctypes, json, os, pathlib, sys
+    import hyperstreamdb as hdb
+    # the public C library (its own copy of the settings): any setting reads as text
+    lib = ctypes.CDLL(sys.argv[2])
+    lib.hs_config_get_str.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+                                      ctypes.c_void_p]
+    buf = ctypes.create_string_buffer(4096)
+    assert lib.hs_config_get_str(b"s3_lock_dir", buf, 4096, None) == 0
+    out = {"c_public": buf.value.decode()}
+    assert lib.hs_config_get_str(b"warm_files", buf, 4096, None) == 0
+    out["c_warm_files"] = buf.value.decode()
+    out["first"] = hdb.get_config("s3_lock_dir")
+    os.environ["HS_S3_LOCK_DIR"] = "/changed/later"
+    out["after_env_change"] = hdb.get_config("HS_S3_LOCK_DIR")
+    hdb.set_config("s3_lock_dir", pathlib.Path(sys.argv[1]) / "locks")
+    out["after_set"] = hdb.get_config("s3_lock_dir")
+    hdb.set_config("s3_lock_dir", "")
+    out["empty"] = hdb.get_config("s3_lock_dir")
+    errors = []
+    for bad in (5, "x" * 5000):
+        try:
+            hdb.set_config("s3_lock_dir", bad)
+        except hdb.InvalidArgumentError as e:
+            errors.append(str(e))
+    out["errors"] = errors
+    try:
+        hdb.set_config("mmap", pathlib.Path("/tmp"))
+    except hdb.InvalidArgumentError:
+        out["mmap_path_refused"] = True
+    hdb.set_config("s3_lock_dir", None)
+    out["restored"] = hdb.get_config("s3_lock_dir")
+    print(json.dumps(out))
+""")
+
+
+def test_text_setting_s3_lock_dir(tmp_path):
+    env = dict(os.environ, HS_S3_LOCK_DIR=str(tmp_path / "from-env"))
+    r = subprocess.run([sys.executable, "-c", _TEXT_CHILD, str(tmp_path), str(PUBLIC)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    import json
+    out = json.loads(r.stdout)
+    assert out["first"] == str(tmp_path / "from-env")
+    assert out["after_env_change"] == str(tmp_path / "from-env")    # read once
+    assert out["after_set"] == str(tmp_path / "locks")
+    assert out["empty"] == ""
+    assert len(out["errors"]) == 2 and "text" in out["errors"][0] and "bytes" in out["errors"][1]
+    assert out["mmap_path_refused"]
+    assert out["restored"] == str(tmp_path / "from-env")
+    assert out["c_public"] == str(tmp_path / "from-env") and out["c_warm_files"] == "64"
 
 
 # ---- fork ----

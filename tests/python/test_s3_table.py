@@ -175,6 +175,8 @@ APPENDER = textwrap.dedent("""
     import numpy as np, pandas as pd
     import hyperstreamdb as hdb
     uri, worker, n_commits, rows_per = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    if len(sys.argv) > 5:   # the commit lock directory, set through the API (not HS_S3_LOCK_DIR)
+        hdb.set_config("s3_lock_dir", sys.argv[5])
     t = hdb.Table(uri)
     for c in range(n_commits):
         base = (worker * 1000 + c) * rows_per
@@ -190,11 +192,16 @@ APPENDER = textwrap.dedent("""
 """)
 
 
-def run_appenders(s3, uri, endpoint, n_procs, n_commits, rows_per):
+def run_appenders(s3, uri, endpoint, n_procs, n_commits, rows_per, lock_dir=None):
     env = dict(os.environ, **s3.env)
     env["AWS_ENDPOINT_URL"] = endpoint
+    extra = []
+    if lock_dir is not None:   # a store without conditional writes: the local commit lock
+        env["HS_S3_CONDITIONAL_WRITES"] = "0"
+        env.pop("HS_S3_LOCK_DIR", None)
+        extra = [str(lock_dir)]
     procs = [subprocess.Popen([sys.executable, "-c", APPENDER, uri, str(w), str(n_commits),
-                               str(rows_per)], env=env, stdout=subprocess.PIPE,
+                               str(rows_per), *extra], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for w in range(n_procs)]
     acked, failed = set(), {}
     for p in procs:
@@ -237,6 +244,27 @@ def test_concurrent_appenders_conditional_put(s3):
     assert len(acked) == 4 * n_commits
     present = check_all_or_nothing(s3, uri, acked, 5)
     assert present == acked
+
+
+def test_concurrent_appenders_lock_dir_set_through_the_api(s3, tmp_path):
+    """Without conditional writes the commit point is a local lock file in
+    the s3_lock_dir setting's directory; the writers set it with
+    hdb.set_config (no HS_S3_LOCK_DIR in their environment).  Every
+    acknowledged commit is present exactly once (pyarrow reads the data
+    objects), and the lock file is where the setting said."""
+    uri = s3.uri("tables/locked")
+    t = hdb.Table(uri)
+    t.write_pandas(pd.DataFrame({"id": pd.Series([], dtype="int64"),
+                                 "batch": pd.Series([], dtype="int64")}))
+    t.commit()
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    acked, failed = run_appenders(s3, uri, s3.endpoint, 3, 3, 5, lock_dir=locks)
+    assert not failed, failed
+    assert len(acked) == 9
+    assert check_all_or_nothing(s3, uri, acked, 5) == acked
+    names = [p.name for p in locks.iterdir()]
+    assert len(names) == 1 and names[0].startswith("s3-") and names[0].endswith(".lock"), names
 
 
 def test_concurrent_appenders_through_faults(s3):

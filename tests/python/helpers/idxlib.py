@@ -108,7 +108,11 @@ INDEX_STATS_FIELDS = ["files_planned", "files_pruned_by_index", "files_indexed",
 
 
 class IndexStats(ctypes.Structure):
-    _fields_ = [(f, i64) for f in INDEX_STATS_FIELDS]
+    # output structs: the caller sets struct_size (the library writes no more)
+    _fields_ = [("struct_size", ctypes.c_size_t)] + [(f, i64) for f in INDEX_STATS_FIELDS]
+
+    def __init__(self):
+        super().__init__(ctypes.sizeof(IndexStats))
 
 
 SCAN_STATS_FIELDS = ["manifests_total", "manifests_pruned", "data_files_total",
@@ -116,7 +120,10 @@ SCAN_STATS_FIELDS = ["manifests_total", "manifests_pruned", "data_files_total",
 
 
 class ScanStats(ctypes.Structure):
-    _fields_ = [(f, i64) for f in SCAN_STATS_FIELDS]
+    _fields_ = [("struct_size", ctypes.c_size_t)] + [(f, i64) for f in SCAN_STATS_FIELDS]
+
+    def __init__(self):
+        super().__init__(ctypes.sizeof(ScanStats))
 
 
 STATUS = ["HS_OK", "HS_IO", "HS_CORRUPT", "HS_INVALID", "HS_NOMEM", "HS_CONFLICT",
