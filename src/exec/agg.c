@@ -23,7 +23,8 @@
  *                             group in input order: head/tail per group, nxt
  *                             per stored value
  *      DISTINCT filters rows through a second map keyed by (group id,
- *      value key) first.
+ *      value key) first (an integer within int32 and a group id below
+ *      2^32: both packed in one 64-bit key of an hs_imap).
  * string_agg/array_agg with ORDER BY also store their order columns and
  * re-chain every group's values in key order at the end (one stable sort
  * of all stored values by (group, keys)).
@@ -122,8 +123,10 @@ typedef struct agg_state {
     int64_t *tail;
     xo_rows store;
     hs_buf nxt;            /* int64 per stored value */
-    hs_map seen;           /* DISTINCT */
+    hs_map seen;           /* DISTINCT: (group, value key) pairs seen */
     int64_t seen_bytes;
+    hs_imap iseen;         /* DISTINCT: the pairs of an integer value within
+                            * int32 and a group below 2^32, packed */
     /* DISTINCT on a parallel worker (see the top): each value the first
      * time the worker sees it in a group, and that (worker) group */
     bool dkeep;
@@ -363,7 +366,8 @@ static hs_status account(agg_op *s, hs_error *err)
         const agg_state *a = &s->aggs[j];
         per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
                      (a->best ? 16 : 0) + (a->pv ? (int64_t)sizeof(pv_agg) + 8 * 16 : 0);
-        bytes += (int64_t)(a->seen.cap * sizeof(hs_map_slot)) + a->seen_bytes + (int64_t)a->nxt.cap;
+        bytes += (int64_t)(a->seen.cap * sizeof(hs_map_slot)) + a->seen_bytes + (int64_t)a->nxt.cap +
+                 (int64_t)(a->iseen.cap * sizeof(hs_imap_slot));
     }
     bytes += per_group * s->cap + s->gid_cap * 8 + s->ord_cap * 4;
     if (bytes > s->accounted) {
@@ -554,11 +558,22 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
 static hs_status first_seen(agg_op *s, agg_state *a, int64_t g, const hs_column *c, int64_t i,
                             bool *first)
 {
+    uint64_t v;
+    bool found;
+    if (g >= 0 && g <= (int64_t)UINT32_MAX && xo_is_int_type(c->type)) {
+        bool big;
+        int64_t x = xo_int_at(c, i, &big);
+        if (!big && x >= INT32_MIN && x <= INT32_MAX) {
+            /* (a given pair always takes the same map) */
+            HS_TRY(hs_imap_get_or_put(&a->iseen, ((uint64_t)g << 32) | (uint32_t)(int32_t)x, 0, &v,
+                                      &found));
+            *first = !found;
+            return HS_OK;
+        }
+    }
     hs_buf_reset(&s->kb);
     HS_TRY(hs_buf_append(&s->kb, &g, sizeof g));
     HS_TRY(xo_key_append(&s->kb, c, i));
-    uint64_t v;
-    bool found;
     HS_TRY(hs_map_get_or_put(&a->seen, s->kb.data, s->kb.len, 0, &v, &found));
     if (!found)
         a->seen_bytes += (int64_t)s->kb.len;
@@ -1429,6 +1444,7 @@ static void adopt_worker(agg_op *s, agg_op *w)
         SWAP(a->nxt, b->nxt);
         SWAP(a->seen, b->seen);
         SWAP(a->seen_bytes, b->seen_bytes);
+        SWAP(a->iseen, b->iseen);
     }
 #undef SWAP
 }
@@ -1841,6 +1857,7 @@ static void agg_release_state(agg_op *s)
         xo_rows_free(&a->store, op->ctx);
         hs_buf_free(&a->nxt);
         hs_map_free(&a->seen);
+        hs_imap_free(&a->iseen);
         a->seen_bytes = 0;
         xo_rows_free(&a->dvals, op->ctx);
         hs_buf_free(&a->dgid);

@@ -90,6 +90,9 @@ QUERIES = [
     "SELECT g, count(DISTINCT h) FROM t WHERE x IS NULL GROUP BY g",
     "SELECT x % 7, count(DISTINCT g) AS n, max(DISTINCT y) FROM t GROUP BY 1 ORDER BY 1",
     "SELECT g, count(DISTINCT x) FROM t GROUP BY g HAVING count(DISTINCT x) > 45",
+    # integers packed with their group (within int32) and not (beyond it)
+    "SELECT g % 3, count(DISTINCT x - 25), count(DISTINCT id % 50 * 100000000), "
+    "sum(DISTINCT id % 50 * 100000000), min(DISTINCT -x) FROM t GROUP BY 1",
     "SELECT DISTINCT g, h FROM t",
     "SELECT DISTINCT x, s FROM t WHERE id % 3 = 0",
     "SELECT DISTINCT y FROM t",
