@@ -64,7 +64,9 @@
  * aggregated by a HashAggregate of its own over a reader of its blocks,
  * which may spill again one level deeper (at most AGG_MAX_LEVEL).  The
  * parallel path stops at half the limit, merges its workers, and goes on
- * serially.  Not covered: the states of groups already in memory still
+ * serially (at a quarter of the limit with DISTINCT aggregates, whose
+ * values the merge holds twice for a while).  Not covered: the states of
+ * groups already in memory still
  * grow (DISTINCT sets, string_agg, array_agg of existing groups; spilling
  * starts at half the limit for them) and fail with HS_NOMEM past the
  * limit when they outgrow it; a global aggregate never spills.  So under a
@@ -1259,14 +1261,22 @@ static bool can_parallel(const agg_op *s)
     const xo_ctx *ctx = s->op.ctx;
     if (!ctx || !ctx->pool || ctx->threads < 2)
         return false;
-    /* under a small limit (a round of new groups could pass it) serially,
-     * where spilling works */
-    if (s->n_groups > 0 && ctx->mem_limit > 0 &&
-        ctx->mem_limit / 2 < (int64_t)ctx->threads * XO_BATCH_ROWS * (64 + 16 * s->n_groups))
-        return false;
-    for (int j = 0; j < s->n_aggs; j++)
+    int n_distinct = 0;
+    for (int j = 0; j < s->n_aggs; j++) {
         if (s->aggs[j].a.fn == XO_AGG_STRING_AGG || s->aggs[j].a.fn == XO_AGG_ARRAY_AGG)
             return false;
+        n_distinct += s->aggs[j].a.distinct;
+    }
+    /* under a small limit (a round of new groups could pass it) serially,
+     * where spilling works; DISTINCT values are held by a worker's set,
+     * its kept values and the operator's set, and the phase stops at a
+     * quarter of the limit (consume_parallel) */
+    int64_t per_row = 64 + 16 * s->n_groups;
+    if (n_distinct)
+        per_row += 96 * n_distinct + 32 * s->n_aggs;
+    if ((s->n_groups > 0 || n_distinct) && ctx->mem_limit > 0 &&
+        ctx->mem_limit / (n_distinct ? 4 : 2) < (int64_t)ctx->threads * XO_BATCH_ROWS * per_row)
+        return false;
     return true;
 }
 
@@ -1465,10 +1475,16 @@ static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
         s->n_workers = k;
     for (int i = 0; i < k && st == HS_OK; i++)
         st = make_worker(s, &s->workers[i], err);
+    /* DISTINCT values are held twice until the merge (the workers' sets
+     * and kept values, then the operator's set): stop at a quarter */
+    bool distinct = false;
+    for (int j = 0; j < s->n_aggs; j++)
+        distinct |= s->aggs[j].a.distinct;
+    int64_t stop = ctx->mem_limit / (distinct ? 4 : 2);
     bool eof = false;
     while (st == HS_OK && !eof) {
-        if (s->n_groups > 0 && ctx->mem_limit > 0 &&
-            atomic_load(&ctx->mem_used) > ctx->mem_limit / 2)
+        if ((s->n_groups > 0 || distinct) && ctx->mem_limit > 0 &&
+            atomic_load(&ctx->mem_used) > stop)
             break;
         int n = 0;
         while (n < k && st == HS_OK) {
