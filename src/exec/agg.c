@@ -23,7 +23,8 @@
  *                             group in input order: head/tail per group, nxt
  *                             per stored value
  *      DISTINCT filters rows through a second map keyed by (group id,
- *      value key) first.
+ *      value key) first (an integer within int32 and a group id below
+ *      2^32: both packed in one 64-bit key of an hs_imap).
  * string_agg/array_agg with ORDER BY also store their order columns and
  * re-chain every group's values in key order at the end (one stable sort
  * of all stored values by (group, keys)).
@@ -37,13 +38,17 @@
  * Memory: the row sets are accounted as they grow (xo_rows); the maps and
  * state arrays are accounted after every batch.
  *
- * Parallel: with ctx->pool and ctx->threads > 1, and when every aggregate
- * merges by value (no DISTINCT, string_agg or array_agg), batches are
+ * Parallel: with ctx->pool and ctx->threads > 1, and without string_agg
+ * or array_agg, batches are
  * pulled `threads` at a time on the calling thread and aggregated by
  * `threads` workers (agg_op structs of their own, not in the tree), one
  * batch each, in parallel; at the end each worker's groups are looked up in
  * the operator's own tables as a batch of key rows and their states merged
- * (counts and sums add, min/max compare, bool_and/or combine).  Groups then
+ * (counts and sums add, min/max compare, bool_and/or combine).  A DISTINCT
+ * aggregate's worker keeps each value it sees first in one of its groups
+ * (dvals, with the worker group in dgid); the merge aggregates those
+ * values again into the operator's groups through its own seen set, so a
+ * value two workers both saw counts once.  Groups then
  * come out in the order the merge meets them.
  *
  * Spilling (hybrid hash aggregation).  When the next input batch could
@@ -59,7 +64,9 @@
  * aggregated by a HashAggregate of its own over a reader of its blocks,
  * which may spill again one level deeper (at most AGG_MAX_LEVEL).  The
  * parallel path stops at half the limit, merges its workers, and goes on
- * serially.  Not covered: the states of groups already in memory still
+ * serially (at a quarter of the limit with DISTINCT aggregates, whose
+ * values the merge holds twice for a while).  Not covered: the states of
+ * groups already in memory still
  * grow (DISTINCT sets, string_agg, array_agg of existing groups; spilling
  * starts at half the limit for them) and fail with HS_NOMEM past the
  * limit when they outgrow it; a global aggregate never spills.  So under a
@@ -69,7 +76,12 @@
  * over a Pick of those columns (xo_hashagg), and both of those spill.
  *
  * Distinct streams: a row is emitted the first time its key (all columns)
- * is seen.  Under a memory limit, when a batch of new keys could take the
+ * is seen.  With ctx->pool and threads > 1 the seen set is split in
+ * `threads` sets by a hash of the key, and batches go `threads` at a
+ * time: their keys are encoded on the pool (one task per batch), then
+ * each set takes its keys of all of them in input order (one task per
+ * set: no locks, and the first of equal keys is still the one kept); the
+ * kept rows of each batch come out in input order.  Under a memory limit, when a batch of new keys could take the
  * seen set past it, the set stops growing: rows of keys in it are dropped,
  * the others go to XO_SPILL_PARTS partitions by a hash of the key
  * (spill.c), each deduplicated at the end by a Distinct of its own over a
@@ -113,8 +125,16 @@ typedef struct agg_state {
     int64_t *tail;
     xo_rows store;
     hs_buf nxt;            /* int64 per stored value */
-    hs_map seen;           /* DISTINCT */
+    hs_map seen;           /* DISTINCT: (group, value key) pairs seen */
     int64_t seen_bytes;
+    hs_imap iseen;         /* DISTINCT: the pairs of an integer value within
+                            * int32 and a group below 2^32, packed */
+    /* DISTINCT on a parallel worker (see the top): each value the first
+     * time the worker sees it in a group, and that (worker) group */
+    bool dkeep;
+    hs_field dschema;      /* one child: the argument's field */
+    xo_rows dvals;
+    hs_buf dgid;           /* int64 per dvals row */
 } agg_state;
 
 typedef struct agg_op {
@@ -348,7 +368,8 @@ static hs_status account(agg_op *s, hs_error *err)
         const agg_state *a = &s->aggs[j];
         per_group += 8 + (a->isum ? 16 : 0) + (a->fsum ? 8 : 0) + (a->flag ? 1 : 0) +
                      (a->best ? 16 : 0) + (a->pv ? (int64_t)sizeof(pv_agg) + 8 * 16 : 0);
-        bytes += (int64_t)(a->seen.cap * sizeof(hs_map_slot)) + a->seen_bytes + (int64_t)a->nxt.cap;
+        bytes += (int64_t)(a->seen.cap * sizeof(hs_map_slot)) + a->seen_bytes + (int64_t)a->nxt.cap +
+                 (int64_t)(a->iseen.cap * sizeof(hs_imap_slot));
     }
     bytes += per_group * s->cap + s->gid_cap * 8 + s->ord_cap * 4;
     if (bytes > s->accounted) {
@@ -539,11 +560,22 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
 static hs_status first_seen(agg_op *s, agg_state *a, int64_t g, const hs_column *c, int64_t i,
                             bool *first)
 {
+    uint64_t v;
+    bool found;
+    if (g >= 0 && g <= (int64_t)UINT32_MAX && xo_is_int_type(c->type)) {
+        bool big;
+        int64_t x = xo_int_at(c, i, &big);
+        if (!big && x >= INT32_MIN && x <= INT32_MAX) {
+            /* (a given pair always takes the same map) */
+            HS_TRY(hs_imap_get_or_put(&a->iseen, ((uint64_t)g << 32) | (uint32_t)(int32_t)x, 0, &v,
+                                      &found));
+            *first = !found;
+            return HS_OK;
+        }
+    }
     hs_buf_reset(&s->kb);
     HS_TRY(hs_buf_append(&s->kb, &g, sizeof g));
     HS_TRY(xo_key_append(&s->kb, c, i));
-    uint64_t v;
-    bool found;
     HS_TRY(hs_map_get_or_put(&a->seen, s->kb.data, s->kb.len, 0, &v, &found));
     if (!found)
         a->seen_bytes += (int64_t)s->kb.len;
@@ -704,20 +736,51 @@ static bool update_fast(agg_state *a, const int64_t *gid, const hs_column *c, in
     }
 }
 
+/* DISTINCT on a worker: rows pick[..] of c, first seen in their groups,
+ * kept for the merge (their groups are in dgid). */
+static hs_status keep_distinct(agg_op *s, agg_state *a, const hs_column *c, const hs_buf *pick,
+                               hs_error *err)
+{
+    int64_t n = (int64_t)HS_VEC_LEN(pick, int64_t);
+    if (n == 0)
+        return HS_OK;
+    hs_column *cols[1] = {(hs_column *)c};
+    hs_batch view = {.schema = a->dschema, .n_rows = c->length, .n_cols = 1, .cols = cols};
+    return xo_rows_append_take(&a->dvals, s->op.ctx, s->op.name, &view, (const int64_t *)pick->data,
+                               n, err);
+}
+
+/* DISTINCT: whether row i of c is new in group g (first_seen); a worker
+ * also notes it for keep_distinct. */
+static hs_status distinct_new(agg_op *s, agg_state *a, int64_t g, const hs_column *c, int64_t i,
+                              hs_buf *pick, bool *first)
+{
+    HS_TRY(first_seen(s, a, g, c, i, first));
+    if (*first && a->dkeep &&
+        (HS_VEC_PUSH(pick, int64_t, i) != HS_OK || HS_VEC_PUSH(&a->dgid, int64_t, g) != HS_OK))
+        return HS_NOMEM;
+    return HS_OK;
+}
+
 /* sum/avg of vector/halfvec: each non-null value into its group's
  * accumulator (DISTINCT values once per group). */
-static hs_status update_pv(agg_op *s, agg_state *a, const hs_column *c, int64_t n, hs_error *err)
+static hs_status update_pv(agg_op *s, agg_state *a, const hs_column *c, int64_t n,
+                           const int64_t *gid, hs_error *err)
 {
     const hs_column *ch = c->children[0];
     size_t es = a->pvt == PV_VECTOR ? 4 : 2;
-    for (int64_t i = 0; i < n; i++) {
+    hs_buf pick = {0};
+    hs_status st = HS_OK;
+    for (int64_t i = 0; i < n && st == HS_OK; i++) {
         if (!hs_col_is_valid(c, i))
             continue;
-        int64_t g = s->gid[i];
+        int64_t g = gid[i];
         if (a->a.distinct) {
             bool first;
-            if (first_seen(s, a, g, c, i, &first) != HS_OK)
-                return hs_err_nomem(err, 0);
+            if (distinct_new(s, a, g, c, i, &pick, &first) != HS_OK) {
+                st = hs_err_nomem(err, 0);
+                break;
+            }
             if (!first)
                 continue;
         }
@@ -731,14 +794,18 @@ static hs_status update_pv(agg_op *s, agg_state *a, const hs_column *c, int64_t 
         }
         pv_val v = {ch->values.data + es * (size_t)o0, es * (size_t)(o1 - o0)};
         a->cnt[g]++;
-        HS_TRY(pv_agg_add(&a->pv[g], v, err));
+        st = pv_agg_add(&a->pv[g], v, err);
     }
-    return HS_OK;
+    if (st == HS_OK)
+        st = keep_distinct(s, a, c, &pick, err);
+    hs_buf_free(&pick);
+    return st;
 }
 
-static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error *err)
+/* Aggregate a over b's rows, row i into group gid[i]. */
+static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, const int64_t *gid,
+                            hs_error *err)
 {
-    const int64_t *gid = s->gid;
     int64_t n = b->n_rows;
     if (a->a.fn == XO_AGG_COUNT_STAR) {
         hs_status cst = HS_OK;
@@ -750,7 +817,7 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
     }
     const hs_column *c = b->cols[a->a.arg];
     if (a->pvt)
-        return update_pv(s, a, c, n, err);
+        return update_pv(s, a, c, n, gid, err);
     hs_status fst = HS_OK;
     if (!a->a.distinct && c->type != HS_TYPE_NA &&
         (a->a.fn == XO_AGG_COUNT || a->a.fn == XO_AGG_SUM || a->a.fn == XO_AGG_AVG) &&
@@ -760,6 +827,7 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
         return fst;
     hs_buf picked = {0};   /* rows to store (string/array_agg, min/max candidates) */
     hs_buf touched = {0};  /* min/max: groups with a candidate in this batch */
+    hs_buf dpick = {0};    /* DISTINCT on a worker: rows first seen (keep_distinct) */
     hs_status st = HS_OK;
     for (int64_t i = 0; i < n && st == HS_OK; i++) {
         int64_t g = gid[i];
@@ -768,7 +836,7 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
             continue;
         if (a->a.distinct) {
             bool first;
-            st = first_seen(s, a, g, c, i, &first);
+            st = distinct_new(s, a, g, c, i, &dpick, &first);
             if (st != HS_OK || !first)
                 continue;
         }
@@ -855,8 +923,11 @@ static hs_status update_agg(agg_op *s, agg_state *a, const hs_batch *b, hs_error
             st = HS_VEC_PUSH(&a->nxt, int64_t, -1);
         }
     }
+    if (st == HS_OK)
+        st = keep_distinct(s, a, c, &dpick, err);
     hs_buf_free(&picked);
     hs_buf_free(&touched);
+    hs_buf_free(&dpick);
     return st;
 }
 
@@ -1174,7 +1245,7 @@ static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
     if (st == HS_OK)
         st = ensure_groups(s, s->n_total, err);
     for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
-        st = update_agg(s, &s->aggs[j], b, err);
+        st = update_agg(s, &s->aggs[j], b, s->gid, err);
     if (st == HS_OK)
         st = account(s, err);
     return st;
@@ -1190,17 +1261,26 @@ static bool can_parallel(const agg_op *s)
     const xo_ctx *ctx = s->op.ctx;
     if (!ctx || !ctx->pool || ctx->threads < 2)
         return false;
-    /* under a small limit (a round of new groups could pass it) serially,
-     * where spilling works */
-    if (s->n_groups > 0 && ctx->mem_limit > 0 &&
-        ctx->mem_limit / 2 < (int64_t)ctx->threads * XO_BATCH_ROWS * (64 + 16 * s->n_groups))
-        return false;
-    for (int j = 0; j < s->n_aggs; j++)
-        if (s->aggs[j].a.distinct || s->aggs[j].a.fn == XO_AGG_STRING_AGG ||
-            s->aggs[j].a.fn == XO_AGG_ARRAY_AGG)
+    int n_distinct = 0;
+    for (int j = 0; j < s->n_aggs; j++) {
+        if (s->aggs[j].a.fn == XO_AGG_STRING_AGG || s->aggs[j].a.fn == XO_AGG_ARRAY_AGG)
             return false;
+        n_distinct += s->aggs[j].a.distinct;
+    }
+    /* under a small limit (a round of new groups could pass it) serially,
+     * where spilling works; DISTINCT values are held by a worker's set,
+     * its kept values and the operator's set, and the phase stops at a
+     * quarter of the limit (consume_parallel) */
+    int64_t per_row = 64 + 16 * s->n_groups;
+    if (n_distinct)
+        per_row += 96 * n_distinct + 32 * s->n_aggs;
+    if ((s->n_groups > 0 || n_distinct) && ctx->mem_limit > 0 &&
+        ctx->mem_limit / (n_distinct ? 4 : 2) < (int64_t)ctx->threads * XO_BATCH_ROWS * per_row)
+        return false;
     return true;
 }
+
+static hs_status field_copy_to(hs_field *parent, const hs_field *f, hs_error *err);
 
 static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
 {
@@ -1230,6 +1310,11 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
         a->scale = s->aggs[j].scale;
         if (hs_field_copy(&s->aggs[j].store_schema, &a->store_schema) != HS_OK)
             return hs_err_nomem(err, 0);
+        hs_field_init(&a->dschema, "", HS_TYPE_STRUCT, false);
+        if (a->a.distinct) {
+            a->dkeep = true;
+            HS_TRY(field_copy_to(&a->dschema, &s->op.children[0]->schema.children[a->a.arg], err));
+        }
     }
     if (s->n_groups == 0) {
         w->n_total = 1;
@@ -1249,8 +1334,34 @@ static hs_status agg_task(void *arg, hs_error *err)
     return consume(j->w, j->b, err);
 }
 
+/* DISTINCT aggregate a of s takes the values worker state b kept (each
+ * the first of its worker group): aggregated again into s's groups
+ * (mg: worker group -> group of s), through s's own seen set. */
+static hs_status merge_distinct(agg_op *s, agg_state *a, agg_state *b, const int64_t *mg,
+                                hs_error *err)
+{
+    int64_t n = (int64_t)HS_VEC_LEN(&b->dgid, int64_t);
+    if (n == 0 || !b->dvals.b)
+        return HS_OK;
+    int64_t *g = hs_malloc((size_t)n * sizeof *g);
+    hs_column **cols = hs_calloc((size_t)a->a.arg + 1, sizeof *cols);
+    hs_status st = g && cols ? HS_OK : hs_err_nomem(err, 0);
+    if (st == HS_OK) {
+        const int64_t *wg = (const int64_t *)b->dgid.data;
+        for (int64_t k = 0; k < n; k++)
+            g[k] = mg[wg[k]];
+        cols[a->a.arg] = b->dvals.b->cols[0];
+        hs_batch view = {.n_rows = n, .n_cols = a->a.arg + 1, .cols = cols};
+        st = update_agg(s, a, &view, g, err);
+    }
+    hs_free(g);
+    hs_free(cols);
+    return st;
+}
+
 /* Folds worker w's groups into s: the worker's key rows are looked up as a
- * batch (new groups are appended to s), then every state merges. */
+ * batch (new groups are appended to s), then every state merges
+ * (DISTINCT ones by merge_distinct). */
 static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
 {
     if (w->n_total == 0)
@@ -1266,6 +1377,10 @@ static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
     const int64_t *mg = s->gid;   /* worker group g -> group mg[g] of s */
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j], *b = &w->aggs[j];
+        if (a->a.distinct) {
+            HS_TRY(merge_distinct(s, a, b, mg, err));
+            continue;
+        }
         hs_buf take = {0};
         hs_status st = HS_OK;
         int64_t base = xo_rows_count(&a->store);
@@ -1339,6 +1454,7 @@ static void adopt_worker(agg_op *s, agg_op *w)
         SWAP(a->nxt, b->nxt);
         SWAP(a->seen, b->seen);
         SWAP(a->seen_bytes, b->seen_bytes);
+        SWAP(a->iseen, b->iseen);
     }
 #undef SWAP
 }
@@ -1359,10 +1475,16 @@ static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
         s->n_workers = k;
     for (int i = 0; i < k && st == HS_OK; i++)
         st = make_worker(s, &s->workers[i], err);
+    /* DISTINCT values are held twice until the merge (the workers' sets
+     * and kept values, then the operator's set): stop at a quarter */
+    bool distinct = false;
+    for (int j = 0; j < s->n_aggs; j++)
+        distinct |= s->aggs[j].a.distinct;
+    int64_t stop = ctx->mem_limit / (distinct ? 4 : 2);
     bool eof = false;
     while (st == HS_OK && !eof) {
-        if (s->n_groups > 0 && ctx->mem_limit > 0 &&
-            atomic_load(&ctx->mem_used) > ctx->mem_limit / 2)
+        if ((s->n_groups > 0 || distinct) && ctx->mem_limit > 0 &&
+            atomic_load(&ctx->mem_used) > stop)
             break;
         int n = 0;
         while (n < k && st == HS_OK) {
@@ -1751,7 +1873,10 @@ static void agg_release_state(agg_op *s)
         xo_rows_free(&a->store, op->ctx);
         hs_buf_free(&a->nxt);
         hs_map_free(&a->seen);
+        hs_imap_free(&a->iseen);
         a->seen_bytes = 0;
+        xo_rows_free(&a->dvals, op->ctx);
+        hs_buf_free(&a->dgid);
     }
     hs_map_free(&s->map);
     hs_imap_free(&s->imap);
@@ -1780,6 +1905,7 @@ static void agg_clear(agg_op *s)
         hs_free((void *)a->a.order);
         hs_free(a->okeys);
         hs_field_clear(&a->store_schema);
+        hs_field_clear(&a->dschema);
     }
     hs_free(s->aggs);
     hs_field_clear(&s->key_schema);
@@ -2105,11 +2231,17 @@ static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *
 
 /* ---- Distinct ---- */
 
+#define DIST_MAXP 16   /* seen sets, one per partition of the key hash */
+
 typedef struct distinct_op {
     xo_op op;
-    hs_map seen;
+    int n_parts;           /* 1, or the threads of a parallel Distinct */
+    hs_map seen[DIST_MAXP];/* a key lives in seen[hash % n_parts] */
     int64_t key_bytes, accounted;
     hs_buf kb;
+    /* parallel rounds (see the top): their output batches, in input order */
+    hs_batch **pend;
+    int n_pend, next_pend;
     /* spilling (see the top) */
     int level;
     bool spilling, input_done;
@@ -2121,17 +2253,254 @@ typedef struct distinct_op {
 
 static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err);
 
-/* True when b's rows, all new keys, could take the seen set past the
- * limit (the map doubling as it grows). */
-static bool distinct_should_spill(const distinct_op *s, const hs_batch *b)
+static int64_t distinct_seen_cap(const distinct_op *s)
+{
+    int64_t cap = 0;
+    for (int p = 0; p < s->n_parts; p++)
+        cap += (int64_t)s->seen[p].cap;
+    return cap;
+}
+
+/* True when n_rows rows of n_cols columns (bytes in batches), all new
+ * keys, could take the seen sets past the limit (the maps doubling as
+ * they grow). */
+static bool distinct_should_spill(const distinct_op *s, int64_t n_rows, int n_cols, int64_t bytes)
 {
     const xo_ctx *ctx = s->op.ctx;
     if (s->spilling || !ctx || ctx->mem_limit <= 0 || s->level >= XO_SPILL_MAX_LEVEL)
         return false;
     int64_t slot = (int64_t)sizeof(hs_map_slot);
-    int64_t need = (int64_t)s->seen.cap * slot + b->n_rows * (3 * slot + 2 * b->n_cols) +
-                   xo_batch_bytes(b);
+    int64_t need = distinct_seen_cap(s) * slot + n_rows * (3 * slot + 2 * n_cols) + bytes;
     return xo_mem_used(ctx) + need > ctx->mem_limit;
+}
+
+/* The seen set of a key: by a hash of its own (the map hashes again). */
+static int distinct_part(const distinct_op *s, const void *key, size_t len)
+{
+    return s->n_parts == 1 ? 0 : (int)(hs_xxh64(key, len, 0x9e3779b97f4a7c15ULL) % (uint64_t)s->n_parts);
+}
+
+static hs_status distinct_account(distinct_op *s, hs_error *err)
+{
+    int64_t bytes = distinct_seen_cap(s) * (int64_t)sizeof(hs_map_slot) + s->key_bytes;
+    if (bytes > s->accounted) {
+        HS_TRY(xo_mem_reserve(s->op.ctx, bytes - s->accounted, s->op.name, err));
+        s->accounted = bytes;
+        xo_op_held(&s->op, s->accounted);
+    }
+    return HS_OK;
+}
+
+/* The rows of b (taken) whose keys are new, in order, as *out (NULL when
+ * none); rows go to the spill partitions instead once spilling. */
+static hs_status distinct_batch(distinct_op *s, hs_batch *b, hs_batch **out, hs_error *err)
+{
+    xo_op *op = &s->op;
+    *out = NULL;
+    if (distinct_should_spill(s, b->n_rows, b->n_cols, xo_batch_bytes(b)))
+        s->spilling = true;
+    hs_buf keep = {0};
+    uint8_t *part = s->spilling ? hs_malloc((size_t)(b->n_rows ? b->n_rows : 1)) : NULL;
+    hs_status st = s->spilling && !part ? HS_NOMEM : HS_OK;
+    for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
+        hs_buf_reset(&s->kb);
+        for (int c = 0; c < b->n_cols && st == HS_OK; c++)
+            st = xo_key_append(&s->kb, b->cols[c], i);
+        if (st != HS_OK)
+            break;
+        hs_map *seen = &s->seen[distinct_part(s, s->kb.data, s->kb.len)];
+        uint64_t v;
+        bool found = true;
+        if (part) {
+            part[i] = hs_map_get(seen, s->kb.data, s->kb.len, &v)
+                          ? UINT8_MAX
+                          : (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, xo_spill_seed(s->level)) %
+                                      XO_SPILL_PARTS);
+            continue;
+        }
+        st = hs_map_get_or_put(seen, s->kb.data, s->kb.len, 0, &v, &found);
+        if (st == HS_OK && !found) {
+            s->key_bytes += (int64_t)s->kb.len;
+            st = HS_VEC_PUSH(&keep, int64_t, i);
+        }
+    }
+    if (st != HS_OK)
+        st = hs_err_nomem(err, 0);
+    if (st == HS_OK && part)
+        st = xo_spill_parts_write(op->ctx, &s->parts, b, part, err);
+    hs_free(part);
+    if (st == HS_OK)
+        st = distinct_account(s, err);
+    int64_t nk = (int64_t)HS_VEC_LEN(&keep, int64_t);
+    if (st == HS_OK && nk == b->n_rows) {
+        hs_buf_free(&keep);
+        *out = b;
+        return HS_OK;
+    }
+    if (st == HS_OK && nk > 0)
+        st = xo_batch_take(&op->schema, b, (int64_t *)keep.data, nk, out, err);
+    hs_buf_free(&keep);
+    hs_batch_free(b);
+    return st;
+}
+
+/* One input batch of a parallel round: its rows' keys back to back
+ * (key i at off[i]..off[i+1]), their seen sets, and which rows are new. */
+typedef struct dist_in {
+    distinct_op *s;
+    hs_batch *b;
+    hs_buf keys;
+    int64_t *off;
+    uint8_t *part;
+    uint8_t *keep;
+} dist_in;
+
+typedef struct dist_part {
+    distinct_op *s;
+    dist_in *in;
+    int n_in, p;
+    int64_t key_bytes;
+} dist_part;
+
+static hs_status dist_keys_task(void *arg, hs_error *err)
+{
+    dist_in *d = arg;
+    const hs_batch *b = d->b;
+    int64_t n = b->n_rows;
+    d->off = hs_malloc((size_t)(n + 1) * sizeof *d->off);
+    d->part = hs_malloc((size_t)(n ? n : 1));
+    d->keep = hs_calloc((size_t)(n ? n : 1), 1);
+    if (!d->off || !d->part || !d->keep)
+        return hs_err_nomem(err, 0);
+    d->off[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        size_t at = d->keys.len;
+        for (int c = 0; c < b->n_cols; c++)
+            if (xo_key_append(&d->keys, b->cols[c], i) != HS_OK)
+                return hs_err_nomem(err, 0);
+        d->off[i + 1] = (int64_t)d->keys.len;
+        d->part[i] = (uint8_t)distinct_part(d->s, d->keys.data + at, d->keys.len - at);
+    }
+    return HS_OK;
+}
+
+/* Partition p's keys of every batch of the round, in input order, into
+ * its own seen set: the first of equal keys is the one kept. */
+static hs_status dist_part_task(void *arg, hs_error *err)
+{
+    dist_part *t = arg;
+    hs_map *seen = &t->s->seen[t->p];
+    for (int k = 0; k < t->n_in; k++) {
+        dist_in *d = &t->in[k];
+        for (int64_t i = 0; i < d->b->n_rows; i++) {
+            if (d->part[i] != t->p)
+                continue;
+            uint64_t v;
+            bool found;
+            size_t len = (size_t)(d->off[i + 1] - d->off[i]);
+            if (hs_map_get_or_put(seen, d->keys.data + d->off[i], len, 0, &v, &found) != HS_OK)
+                return hs_err_nomem(err, 0);
+            if (!found) {
+                d->keep[i] = 1;
+                t->key_bytes += (int64_t)len;
+            }
+        }
+    }
+    return HS_OK;
+}
+
+static hs_status run_tasks(xo_ctx *ctx, hs_task_fn fn, void *args, size_t size, int n, hs_error *err)
+{
+    hs_group *g;
+    HS_TRY(hs_group_create(ctx->pool, &g, err));
+    hs_status sub = HS_OK;
+    for (int i = 0; i < n && sub == HS_OK; i++)
+        sub = hs_group_submit(g, fn, (char *)args + (size_t)i * size);
+    hs_status st = hs_group_wait(g, err);
+    hs_group_destroy(g);
+    if (st == HS_OK && sub != HS_OK)
+        st = hs_err_nomem(err, 0);
+    return st;
+}
+
+/* A parallel round: up to `threads` batches; keys encoded per batch on
+ * the pool, then each seen set takes its partition of all of them on the
+ * pool; the new rows of each batch queue as outputs in input order.  A
+ * round that could pass the memory limit goes through distinct_batch
+ * (which spills). */
+static hs_status distinct_round(distinct_op *s, hs_error *err)
+{
+    xo_ctx *ctx = s->op.ctx;
+    int k = ctx->threads;
+    dist_in *in = hs_calloc((size_t)k, sizeof *in);
+    dist_part *pt = hs_calloc((size_t)s->n_parts, sizeof *pt);
+    hs_status st = in && pt && (s->pend || (s->pend = hs_calloc((size_t)k, sizeof *s->pend)))
+                       ? HS_OK : hs_err_nomem(err, 0);
+    int n = 0;
+    int64_t rows = 0, bytes = 0;
+    int n_cols = 0;
+    while (st == HS_OK && n < k) {
+        hs_batch *b;
+        st = xo_next(s->op.children[0], &b, err);
+        if (st != HS_OK || !b) {
+            s->input_done = st == HS_OK;
+            break;
+        }
+        in[n++] = (dist_in){.s = s, .b = b};
+        rows += b->n_rows;
+        bytes += xo_batch_bytes(b);
+        n_cols = b->n_cols;
+    }
+    s->n_pend = s->next_pend = 0;
+    if (st == HS_OK && n > 0 && (n == 1 || distinct_should_spill(s, rows, n_cols, bytes))) {
+        for (int i = 0; i < n && st == HS_OK; i++) {
+            hs_batch *o;
+            st = distinct_batch(s, in[i].b, &o, err);
+            in[i].b = NULL;
+            if (st == HS_OK && o)
+                s->pend[s->n_pend++] = o;
+        }
+        n = 0;
+    }
+    if (st == HS_OK && n > 0)
+        st = run_tasks(ctx, dist_keys_task, in, sizeof *in, n, err);
+    if (st == HS_OK && n > 0) {
+        for (int p = 0; p < s->n_parts; p++)
+            pt[p] = (dist_part){.s = s, .in = in, .n_in = n, .p = p};
+        st = run_tasks(ctx, dist_part_task, pt, sizeof *pt, s->n_parts, err);
+        for (int p = 0; p < s->n_parts; p++)
+            s->key_bytes += pt[p].key_bytes;
+        if (st == HS_OK)
+            st = distinct_account(s, err);
+    }
+    hs_buf idx = {0};
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        hs_batch *b = in[i].b;
+        hs_buf_reset(&idx);
+        for (int64_t r = 0; r < b->n_rows && st == HS_OK; r++)
+            if (in[i].keep[r] && HS_VEC_PUSH(&idx, int64_t, r) != HS_OK)
+                st = hs_err_nomem(err, 0);
+        int64_t nk = (int64_t)HS_VEC_LEN(&idx, int64_t);
+        if (st == HS_OK && nk == b->n_rows) {
+            s->pend[s->n_pend++] = b;
+            in[i].b = NULL;
+        } else if (st == HS_OK && nk > 0) {
+            st = xo_batch_take(&s->op.schema, b, (int64_t *)idx.data, nk, &s->pend[s->n_pend], err);
+            if (st == HS_OK)
+                s->n_pend++;
+        }
+    }
+    hs_buf_free(&idx);
+    for (int i = 0; in && i < k; i++) {
+        hs_batch_free(in[i].b);
+        hs_buf_free(&in[i].keys);
+        hs_free(in[i].off);
+        hs_free(in[i].part);
+        hs_free(in[i].keep);
+    }
+    hs_free(in);
+    hs_free(pt);
+    return st;
 }
 
 /* After the input: each partition by a Distinct of its own. */
@@ -2177,63 +2546,26 @@ static hs_status distinct_extra(const xo_op *op, hs_buf *out, hs_error *err)
 static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     distinct_op *s = (distinct_op *)op;
+    *out = NULL;
     for (;;) {
+        if (s->next_pend < s->n_pend) {
+            *out = s->pend[s->next_pend];
+            s->pend[s->next_pend++] = NULL;
+            return HS_OK;
+        }
         if (s->input_done)
             return s->spilling ? distinct_spilled(s, out, err) : HS_OK;
+        if (s->n_parts > 1 && !s->spilling) {
+            HS_TRY(distinct_round(s, err));
+            continue;
+        }
         hs_batch *b;
         HS_TRY(xo_next(op->children[0], &b, err));
         if (!b) {
             s->input_done = true;
             continue;
         }
-        if (distinct_should_spill(s, b))
-            s->spilling = true;
-        hs_buf keep = {0};
-        uint8_t *part = s->spilling ? hs_malloc((size_t)(b->n_rows ? b->n_rows : 1)) : NULL;
-        hs_status st = s->spilling && !part ? HS_NOMEM : HS_OK;
-        for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
-            hs_buf_reset(&s->kb);
-            for (int c = 0; c < b->n_cols && st == HS_OK; c++)
-                st = xo_key_append(&s->kb, b->cols[c], i);
-            uint64_t v;
-            bool found = true;
-            if (st == HS_OK && part) {
-                part[i] = hs_map_get(&s->seen, s->kb.data, s->kb.len, &v)
-                              ? UINT8_MAX
-                              : (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, xo_spill_seed(s->level)) %
-                                          XO_SPILL_PARTS);
-                continue;
-            }
-            if (st == HS_OK)
-                st = hs_map_get_or_put(&s->seen, s->kb.data, s->kb.len, 0, &v, &found);
-            if (st == HS_OK && !found) {
-                s->key_bytes += (int64_t)s->kb.len;
-                st = HS_VEC_PUSH(&keep, int64_t, i);
-            }
-        }
-        if (st != HS_OK)
-            st = hs_err_nomem(err, 0);
-        if (st == HS_OK && part)
-            st = xo_spill_parts_write(op->ctx, &s->parts, b, part, err);
-        hs_free(part);
-        int64_t bytes = (int64_t)(s->seen.cap * sizeof(hs_map_slot)) + s->key_bytes;
-        if (st == HS_OK && bytes > s->accounted) {
-            st = xo_mem_reserve(op->ctx, bytes - s->accounted, op->name, err);
-            if (st == HS_OK)
-                s->accounted = bytes;
-            xo_op_held(op, s->accounted);
-        }
-        int64_t nk = (int64_t)HS_VEC_LEN(&keep, int64_t);
-        if (st == HS_OK && nk == b->n_rows) {
-            hs_buf_free(&keep);
-            *out = b;
-            return HS_OK;
-        }
-        if (st == HS_OK && nk > 0)
-            st = xo_batch_take(&op->schema, b, (int64_t *)keep.data, nk, out, err);
-        hs_buf_free(&keep);
-        hs_batch_free(b);
-        HS_TRY(st);
+        HS_TRY(distinct_batch(s, b, out, err));
         if (*out)
             return HS_OK;
     }
@@ -2244,7 +2576,11 @@ static void distinct_destroy(xo_op *op)
     distinct_op *s = (distinct_op *)op;
     xo_free(s->sub);
     xo_spill_parts_free(&s->parts);
-    hs_map_free(&s->seen);
+    for (int p = 0; p < DIST_MAXP; p++)
+        hs_map_free(&s->seen[p]);
+    for (int i = s->next_pend; i < s->n_pend; i++)
+        hs_batch_free(s->pend[i]);
+    hs_free(s->pend);
     hs_buf_free(&s->kb);
     xo_mem_release(op->ctx, s->accounted);
 }
@@ -2263,7 +2599,13 @@ static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *e
     op->destroy = distinct_destroy;
     op->explain_extra = distinct_extra;
     op->push_keyfilter = distinct_push_keyfilter;
-    ((distinct_op *)op)->level = level;
+    distinct_op *s = (distinct_op *)op;
+    s->level = level;
+    /* parallel at the top level (a spilled partition's Distinct reads
+     * the spill file serially) */
+    const xo_ctx *ctx = child->ctx;
+    s->n_parts = ctx && ctx->pool && ctx->threads > 1 && level == 0
+                     ? (ctx->threads < DIST_MAXP ? ctx->threads : DIST_MAXP) : 1;
     hs_field_clear(&op->schema);
     if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
         hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);

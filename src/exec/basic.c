@@ -5,7 +5,8 @@
  *
  * Filter evaluates the bound predicate into a selection vector and takes
  * the selected rows (a batch whose rows all pass goes through untouched);
- * Project evaluates each expression into a new column; both run batches in
+ * Project evaluates each expression into a new column (a subexpression
+ * that occurs more than once among them once per chunk: ex_share); both run batches in
  * parallel on ctx->pool when ctx->threads > 1 (morsels = the child's
  * batches, results in input order).  Limit slices and stops pulling from
  * its child once it has produced `limit` rows.
@@ -342,6 +343,7 @@ typedef struct project_op {
     xo_op op;
     int n;
     ex_expr **exprs;
+    int n_shared;   /* common subexpressions of exprs (ex_share) */
     par_state par;
 } project_op;
 
@@ -358,9 +360,19 @@ static hs_status project_apply(xo_op *op, hs_batch *b, hs_batch **out, hs_error 
     /* bare column references pass the batch's column through (moved when
      * no later one takes it too, else copied): computed columns first, as
      * they may read the columns that move */
-    for (int i = 0; i < p->n && s == HS_OK; i++)
-        if (!ex_passthrough(p->exprs[i], b))
-            s = ex_eval(p->exprs[i], b, &cols[i], err);
+    if (p->n_shared > 0) {
+        bool *skip = hs_calloc((size_t)p->n, sizeof *skip);
+        s = skip ? HS_OK : hs_err_nomem(err, 0);
+        for (int i = 0; i < p->n && s == HS_OK; i++)
+            skip[i] = ex_passthrough(p->exprs[i], b) != NULL;
+        if (s == HS_OK)
+            s = ex_eval_shared(p->exprs, p->n, p->n_shared, b, skip, cols, err);
+        hs_free(skip);
+    } else {
+        for (int i = 0; i < p->n && s == HS_OK; i++)
+            if (!ex_passthrough(p->exprs[i], b))
+                s = ex_eval(p->exprs[i], b, &cols[i], err);
+    }
     for (int i = 0; i < p->n && s == HS_OK; i++) {
         const hs_column *src = ex_passthrough(p->exprs[i], b);
         if (!src)
@@ -441,6 +453,7 @@ hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *na
     p->n = n;
     for (int i = 0; i < n; i++)
         p->exprs[i] = exprs[i];
+    p->n_shared = ex_share(p->exprs, n);
     op->next = project_next;
     op->destroy = project_destroy;
     op->push_keyfilter = project_push_keyfilter;

@@ -167,6 +167,25 @@ HS_MUST_USE hs_status ex_eval_filter(const ex_expr *e, const hs_batch *b, const 
 HS_MUST_USE hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out,
                               hs_error *err);
 
+/* Common subexpressions.  ex_share marks every subexpression (not a bare
+ * column or constant) that occurs more than once among exprs[0..n) (all
+ * bound to one schema), in one of them or in several, as one value:
+ * ex_eval_shared then computes it once per chunk of rows and hands the
+ * others a copy.  A value is only computed where its expression is
+ * evaluated for every row of the chunk (not only for the rows a CASE,
+ * AND, OR or COALESCE leaves), so no row is evaluated that would not be
+ * without sharing (errors stay the same).  Returns how many values are
+ * shared (0: nothing to gain; ex_eval then).  A volatile expression
+ * (none today: random() and friends are not bound, expr_bindfn.c) would
+ * never be shared.  Marks the nodes: call before evaluating, once. */
+int ex_share(ex_expr *const *exprs, int n);
+/* Evaluates exprs[i] over b into out[i] for every i with !skip[i]
+ * (skip may be NULL), the values ex_share marked computed once per chunk.
+ * Caller frees the columns (on failure none are left). */
+HS_MUST_USE hs_status ex_eval_shared(ex_expr *const *exprs, int n, int n_shared,
+                                     const hs_batch *b, const bool *skip, hs_column **out,
+                                     hs_error *err);
+
 /* The pruning and index view.  Converts a bound boolean expression into a
  * bound pr_filter (AND / OR / NOT-free leaves: CMP, IN, NOT_IN, IS_NULL,
  * NOT_NULL, TRUE, FALSE; see expr/pred.h) that is IMPLIED BY e: every row

@@ -1895,7 +1895,43 @@ static hs_status ev_true(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
     return HS_OK;
 }
 
+static hs_status ev_node(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out);
+
+/* A shared value (ex_share): computed when first needed for every row of
+ * the chunk, then copied (callers may change the vector they get). */
+static hs_status ev_shared(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
+{
+    ex_share_slot *sl = &c->share[n->share - 1];
+    if (!sl->valid) {
+        if (ns != c->cn)   /* a subset of the rows: as without sharing */
+            return ev_node(c, n, sel, ns, out);
+        /* in the chunk's shared arena, which outlives this expression */
+        hs_arena *own = c->arena;
+        c->arena = c->share_arena;
+        hs_status st = ev_node(c, n, sel, ns, &sl->v);
+        c->arena = own;
+        HS_TRY(st);
+        sl->valid = true;
+    }
+    HS_TRY(ex_vec_new(c, n->type.t, out));
+    if (ns == c->cn) {
+        memcpy(out->nul, sl->v.nul, (size_t)ns);
+        memcpy(out->v.p, sl->v.v.p, (size_t)ns * ex_elem_size(n->type.t));
+    } else {
+        for (int k = 0; k < ns; k++)
+            copy_row(n->type.t, out, &sl->v, sel[k]);
+    }
+    return HS_OK;
+}
+
 hs_status ex_ev(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
+{
+    if (n->share > 0 && c->share)
+        return ev_shared(c, n, sel, ns, out);
+    return ev_node(c, n, sel, ns, out);
+}
+
+static hs_status ev_node(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     switch (n->kind) {
     case EX_CONST: return ev_const(c, n, sel, ns, out);
@@ -2220,4 +2256,199 @@ hs_status ex_eval(const ex_expr *e, const hs_batch *b, hs_column **out, hs_error
     }
     *out = col;
     return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* common subexpressions (ex_share, ex_eval_shared)                    */
+
+static bool ty_eq(const ex_ty *a, const ex_ty *b)
+{
+    return a->t == b->t && a->bits == b->bits && a->unit == b->unit && a->tz == b->tz &&
+           a->uuid == b->uuid && a->prec == b->prec && a->scale == b->scale && a->dim == b->dim &&
+           a->elem == b->elem;
+}
+
+static bool val_eq(const ex_ty *t, const ex_value *a, const ex_value *b)
+{
+    if (a->null || b->null)
+        return a->null == b->null;
+    switch (t->t) {
+    case EX_T_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;
+    case EX_T_DEC: case EX_T_INTERVAL: return a->d == b->d;
+    case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN:
+    case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY:
+        return a->s.n == b->s.n && (a->s.n == 0 || memcmp(a->s.p, b->s.p, a->s.n) == 0);
+    default: return a->i == b->i;
+    }
+}
+
+/* The same computation: equal trees over the same columns. */
+static bool node_eq(const ex_node *a, const ex_node *b)
+{
+    if (a == b)
+        return true;
+    if (a->kind != b->kind || !ty_eq(&a->type, &b->type) || a->op != b->op || a->aux != b->aux ||
+        a->cmode != b->cmode || a->neg != b->neg || a->ci != b->ci || a->esc != b->esc ||
+        a->n_args != b->n_args)
+        return false;
+    if (a->kind == EX_CONST)
+        return val_eq(&a->type, &a->val, &b->val);
+    if (a->kind == EX_COL) {
+        if (a->field != b->field || a->field_id != b->field_id || a->sub != b->sub ||
+            a->path_len != b->path_len)
+            return false;
+        for (int i = 0; i < a->path_len; i++)
+            if (strcmp(a->path[i], b->path[i]) != 0)
+                return false;
+        return true;
+    }
+    for (int i = 0; i < a->n_args; i++)
+        if (!node_eq(a->args[i], b->args[i]))
+            return false;
+    return true;
+}
+
+/* Whether two evaluations of n may differ on the same row.  None of the
+ * bound functions is (random(), clock_timestamp() and the like are
+ * rejected by the binder); one that is must be listed here. */
+static bool node_volatile(const ex_node *n)
+{
+    (void)n;
+    return false;
+}
+
+typedef struct share_ent {
+    uint64_t h;
+    ex_node *n;
+} share_ent;
+
+/* Hashes the tree of n (appending its non-leaf nodes to ents); *vol:
+ * something volatile below. */
+static uint64_t share_walk(ex_node *n, hs_buf *ents, bool *vol, bool *nomem)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL * (uint64_t)(n->kind + 1);
+    h = (h ^ (uint64_t)n->type.t) * 0x100000001b3ULL;
+    h = (h ^ (uint64_t)(uint32_t)n->op) * 0x100000001b3ULL;
+    if (n->kind == EX_COL)
+        h = (h ^ (uint64_t)(uint32_t)n->field_id) * 0x100000001b3ULL;
+    if (n->kind == EX_CONST && !n->val.null)
+        h = (h ^ (uint64_t)n->val.i ^ (uint64_t)n->val.d) * 0x100000001b3ULL;
+    bool v = node_volatile(n);
+    for (int i = 0; i < n->n_args; i++) {
+        bool cv = false;
+        h = (h ^ share_walk(n->args[i], ents, &cv, nomem)) * 0xff51afd7ed558ccdULL;
+        v |= cv;
+    }
+    h ^= h >> 31;
+    *vol |= v;
+    n->share = 0;
+    share_ent se = {h, n};
+    if (!v && n->kind != EX_CONST && n->kind != EX_COL && n->type.t != EX_T_OTHER &&
+        n->type.t != EX_T_NULL && hs_buf_append(ents, &se, sizeof se) != HS_OK)
+        *nomem = true;
+    return h;
+}
+
+static int share_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const share_ent *)a)->h, y = ((const share_ent *)b)->h;
+    return x < y ? -1 : x > y;
+}
+
+int ex_share(ex_expr *const *exprs, int n)
+{
+    hs_buf ents = {0};
+    bool nomem = false;
+    for (int i = 0; i < n; i++) {
+        bool vol = false;
+        if (exprs[i] && exprs[i]->root)
+            (void)share_walk(exprs[i]->root, &ents, &vol, &nomem);
+    }
+    size_t m = HS_VEC_LEN(&ents, share_ent);
+    share_ent *e = (share_ent *)ents.data;
+    int shared = 0;
+    if (!nomem && m > 1) {
+        qsort(e, m, sizeof *e, share_cmp);
+        for (size_t i = 0; i < m; i++) {
+            if (e[i].n->share)
+                continue;
+            for (size_t k = i + 1; k < m && e[k].h == e[i].h; k++) {
+                if (e[k].n->share || !node_eq(e[i].n, e[k].n))
+                    continue;
+                if (!e[i].n->share)
+                    e[i].n->share = ++shared;
+                e[k].n->share = e[i].n->share;
+            }
+        }
+    }
+    if (nomem)   /* nothing shared rather than half */
+        for (size_t i = 0; i < m; i++)
+            e[i].n->share = 0;
+    hs_buf_free(&ents);
+    return nomem ? 0 : shared;
+}
+
+hs_status ex_eval_shared(ex_expr *const *exprs, int n, int n_shared, const hs_batch *b,
+                         const bool *skip, hs_column **out, hs_error *err)
+{
+    int64_t rows = b->n_rows;
+    hs_arena arena = {0}, shared = {0};   /* per expression, per chunk */
+    ex_ctx *ctx = hs_calloc((size_t)(n > 0 ? n : 1), sizeof *ctx);
+    ex_share_slot *share = hs_calloc((size_t)(n_shared > 0 ? n_shared : 1), sizeof *share);
+    bool *on = hs_calloc((size_t)(n > 0 ? n : 1), sizeof *on);
+    hs_status st = ctx && share && on ? HS_OK : hs_err_nomem(err, 0);
+    for (int i = 0; i < n; i++)
+        out[i] = NULL;
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        const ex_expr *e = exprs[i];
+        if (skip && skip[i])
+            continue;
+        if (e->root->type.t == EX_T_OTHER) {   /* a nested column: ex_eval copies it */
+            st = ex_eval(e, b, &out[i], err);
+            continue;
+        }
+        on[i] = true;
+        st = hs_col_create(&e->type_field, rows > 0 ? rows : 1, &out[i], err);
+        if (st == HS_OK)
+            st = cols_new(e, &ctx[i].cols, err);
+        ctx[i].e = e;
+        ctx[i].b = b;
+        ctx[i].arena = &arena;
+        ctx[i].share_arena = &shared;
+        ctx[i].err = err;
+        ctx[i].share = share;
+    }
+    ex_sel sel[EX_CHUNK];
+    for (int j = 0; j < EX_CHUNK; j++)
+        sel[j] = (ex_sel)j;
+    for (int64_t base = 0; base < rows && st == HS_OK; base += EX_CHUNK) {
+        int cn = (int)(rows - base < EX_CHUNK ? rows - base : EX_CHUNK);
+        for (int k = 0; k < n_shared; k++)
+            share[k].valid = false;
+        for (int i = 0; i < n && st == HS_OK; i++) {
+            if (!on[i])
+                continue;
+            ctx[i].base = base;
+            ctx[i].cn = cn;
+            ex_vec v;
+            st = ex_ev(&ctx[i], exprs[i]->root, sel, cn, &v);
+            if (st == HS_OK)
+                st = append_rows(exprs[i], out[i], &v, cn, err);
+            hs_arena_reset(&arena);
+        }
+        hs_arena_reset(&shared);
+    }
+    hs_arena_destroy(&arena);
+    hs_arena_destroy(&shared);
+    for (int i = 0; ctx && i < n; i++)
+        hs_free(ctx[i].cols);
+    hs_free(ctx);
+    hs_free(share);
+    hs_free(on);
+    if (st != HS_OK)
+        for (int i = 0; i < n; i++) {
+            hs_col_free(out[i]);
+            out[i] = NULL;
+        }
+    return st;
 }

@@ -272,6 +272,8 @@ struct ex_node {
                            * top-level column is found by field_id, then the last
                            * `sub` names of path below it */
     int slot;             /* COL: index into the evaluation's column cache */
+    int share;            /* > 0: a value shared with equal nodes (ex_share), its
+                           * slot + 1 in ex_ctx.share */
     ex_like *pat;         /* LIKE with a constant pattern */
     ex_inset *set;        /* IN with constant items */
 };
@@ -493,7 +495,16 @@ typedef struct ex_col_cache {
     pr_col_ref ref;
 } ex_col_cache;
 
+/* A value ex_share marked, computed once per chunk (ex_eval_shared). */
+typedef struct ex_share_slot {
+    bool valid;
+    ex_vec v;
+} ex_share_slot;
+
 typedef struct ex_ctx {
+    ex_share_slot *share;    /* ex_eval_shared: the shared values, else NULL, */
+    hs_arena *share_arena;   /*   the arena they live in (per chunk) */
+    int cn;                  /*   and the rows of the chunk */
     const ex_expr *e;
     const hs_batch *b;       /* NULL when folding constants */
     int64_t base;            /* batch row of chunk position 0 */

@@ -1675,6 +1675,8 @@ static bool volatile_node(const json_t *j, int depth)
     return pl_walk(j, visit_volatile, NULL, depth);
 }
 
+bool pl_volatile(const json_t *j) { return volatile_node(j, 0); }
+
 static bool arr_has(const json_t *arr, const json_t *x)
 {
     for (size_t i = 0; i < json_array_size(arr); i++)

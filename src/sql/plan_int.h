@@ -229,6 +229,9 @@ bool pl_is_kind(const json_t *j, const char *kind, json_t **body);
 int pl_first_loc(const json_t *j, int depth);
 int pl_node_loc(const json_t *j);
 bool pl_jeq(const json_t *a, const json_t *b);
+/* Whether j calls a volatile function (random(), nextval, ...) or holds a
+ * subquery: two equal texts of it are not one value. */
+bool pl_volatile(const json_t *j);
 const char *pl_func_name(const json_t *fc);
 bool pl_agg_name(const char *nm, xo_agg_fn *fn);
 bool pl_is_agg_call(const json_t *j);

@@ -206,8 +206,14 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
     int *avg_cnt = hs_calloc((size_t)na + 1, sizeof *avg_cnt); /* avg j: its count aggregate, or 0 */
     char (*avg_names)[2][32] = hs_calloc((size_t)na + 1, sizeof *avg_names);
     int n_extra = 0;
+    /* aggregate arguments bound so far (shared by equal ones) */
+    const json_t **arg_json = hs_calloc((size_t)na + 1, sizeof *arg_json);
+    bool *arg_nested = hs_calloc((size_t)na + 1, sizeof *arg_nested);
+    int *arg_col = hs_calloc((size_t)na + 1, sizeof *arg_col);
+    int n_args = 0;
     *key_of_col = hs_calloc((size_t)cur->n + 1, sizeof **key_of_col);
-    hs_status st = ex && names && ag && avg_cnt && avg_names && *key_of_col ? HS_OK : pl_nomem(p);
+    hs_status st = ex && names && ag && avg_cnt && avg_names && *key_of_col && arg_json &&
+                           arg_nested && arg_col ? HS_OK : pl_nomem(p);
     for (int i = 0; *key_of_col && i < cur->n; i++)
         (*key_of_col)[i] = -1;
     scope sc;
@@ -274,11 +280,29 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
             ag[j].fn = fn;
             if (st == HS_OK) {
                 /* count and array_agg take nested columns as they are */
-                sc.nested_ok = fn == XO_AGG_COUNT || fn == XO_AGG_ARRAY_AGG;
-                st = pl_bind_in(&sc, json_array_get(args, 0), false, &ex[ne]);
-                sc.nested_ok = false;
-                names[ne] = fname;
-                ag[j].arg = ne++;
+                bool nested = fn == XO_AGG_COUNT || fn == XO_AGG_ARRAY_AGG;
+                json_t *a0 = json_array_get(args, 0);
+                /* an argument equal to an earlier one's (sum(x), avg(x)) reads
+                 * its column: evaluated once, not copied (unless volatile) */
+                int same = -1;
+                bool shareable = !one && !wrapped && !pl_volatile(a0);
+                for (int k = 0; shareable && k < n_args && same < 0; k++)
+                    if (arg_nested[k] == nested && pl_jeq(arg_json[k], a0))
+                        same = arg_col[k];
+                if (same >= 0) {
+                    ag[j].arg = same;
+                } else {
+                    sc.nested_ok = nested;
+                    st = pl_bind_in(&sc, a0, false, &ex[ne]);
+                    sc.nested_ok = false;
+                    names[ne] = fname;
+                    if (shareable) {
+                        arg_json[n_args] = a0;
+                        arg_nested[n_args] = nested;
+                        arg_col[n_args++] = ne;
+                    }
+                    ag[j].arg = ne++;
+                }
                 if (st == HS_OK)
                     st = pv_agg_check(p, fname, ex_type(ex[ag[j].arg]), loc);
             }
@@ -425,6 +449,9 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
     }
     hs_free(avg_cnt);
     hs_free(avg_names);
+    hs_free(arg_json);
+    hs_free(arg_nested);
+    hs_free(arg_col);
     hs_free(ex);
     hs_free(names);
     for (int j = 0; ag && j < na; j++)
