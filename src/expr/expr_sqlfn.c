@@ -525,8 +525,8 @@ hs_status ex_regex_compile(const ex_str *pat, bool ci, const ex_str *flags, ex_r
             while (j < n && ((s[j] >= '0' && s[j] <= '9') || s[j] == ',')) {
                 if (s[j] == ',')
                     v = 0;
-                else if ((v = v * 10 + (s[j] - '0')) > 255)
-                    big = true;
+                else if (!big && (v = v * 10 + (s[j] - '0')) > 255)
+                    big = true;   /* stop there: more digits would overflow v */
                 j++;
             }
             if (big) {
@@ -534,10 +534,11 @@ hs_status ex_regex_compile(const ex_str *pat, bool ci, const ex_str *flags, ex_r
                 goto fail_inv;
             }
             /* nested bounds multiply the size of the C library's automaton:
-             * the product of all counts (nested or not) is capped */
+             * the product of all counts (nested or not) is capped; hi is
+             * the bound's upper count (each count is at most 255 here) */
             long hi = 0;
             for (size_t q = i + 1; q < j; q++)
-                hi = s[q] == ',' ? hi : hi * 10 + (s[q] - '0');
+                hi = s[q] == ',' ? 0 : hi * 10 + (s[q] - '0');
             if (j > i + 1 && s[j - 1] == ',')
                 hi = 255; /* {m,}: unbounded */
             bound_prod *= hi > 1 ? (double)hi : 1.0;
