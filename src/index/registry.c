@@ -62,8 +62,76 @@ static void segments_free(ix_segment *a, int n)
     hs_free(a);
 }
 
+static void msum_clear(ix_msum *m)
+{
+    for (int k = 0; k < m->n_bounds; k++) {
+        hs_free(m->bounds[k].lower);
+        hs_free(m->bounds[k].upper);
+    }
+    hs_free(m->bounds);
+    hs_free(m->path);
+    memset(m, 0, sizeof *m);
+}
+
+void ix_msums_free(ix_msum *a, int n)
+{
+    for (int i = 0; a && i < n; i++)
+        msum_clear(&a[i]);
+    hs_free(a);
+}
+
+static uint8_t *bytes_dup(const uint8_t *p, uint32_t n)
+{
+    uint8_t *d = hs_malloc(n ? n : 1);
+    if (d && n)
+        memcpy(d, p, n);
+    return d;
+}
+
+hs_status ix_msum_copy(const ix_msum *src, ix_msum *dst, hs_error *err)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->length = src->length;
+    dst->snapshot = src->snapshot;
+    dst->path = hs_strdup(src->path);
+    if (src->n_bounds)
+        dst->bounds = hs_calloc((size_t)src->n_bounds, sizeof *dst->bounds);
+    bool ok = dst->path && (!src->n_bounds || dst->bounds);
+    for (int k = 0; ok && k < src->n_bounds; k++) {
+        const ix_mbound *b = &src->bounds[k];
+        ix_mbound *o = &dst->bounds[dst->n_bounds++];
+        *o = (ix_mbound){b->field_id, b->lower_len, b->upper_len, NULL, NULL};
+        o->lower = bytes_dup(b->lower, b->lower_len);
+        o->upper = bytes_dup(b->upper, b->upper_len);
+        ok = o->lower && o->upper;
+    }
+    if (!ok) {
+        msum_clear(dst);
+        return hs_err_nomem(err, 256);
+    }
+    return HS_OK;
+}
+
+const ix_msum *ix_registry_find_msum(const ix_registry *r, const char *path, int64_t length,
+                                     int64_t snapshot)
+{
+    for (int i = 0; i < r->n_msums; i++)
+        if (r->msums[i].length == length && r->msums[i].snapshot == snapshot &&
+            strcmp(r->msums[i].path, path) == 0)
+            return &r->msums[i];
+    return NULL;
+}
+
+void ix_registry_set_msums(ix_registry *r, ix_msum *a, int n)
+{
+    ix_msums_free(r->msums, r->n_msums);
+    r->msums = a;
+    r->n_msums = n;
+}
+
 void ix_registry_clear(ix_registry *r)
 {
+    ix_msums_free(r->msums, r->n_msums);
     segments_free(r->segments, r->n_segments);
     for (int i = 0; i < r->n_decls; i++)
         decl_clear(&r->decls[i]);
@@ -275,6 +343,14 @@ hs_status ix_registry_copy(const ix_registry *src, ix_registry *dst, hs_error *e
         const ix_decl *d = &src->decls[i];
         st = ix_registry_add_decl(dst, d->column, d->field_id, d->kind, d->params, err);
     }
+    if (st == HS_OK && src->n_msums) {
+        dst->msums = hs_calloc((size_t)src->n_msums, sizeof *dst->msums);
+        if (!dst->msums)
+            st = hs_err_nomem(err, (size_t)src->n_msums * sizeof *dst->msums);
+        for (int i = 0; st == HS_OK && i < src->n_msums; i++)
+            if ((st = ix_msum_copy(&src->msums[i], &dst->msums[i], err)) == HS_OK)
+                dst->n_msums++;
+    }
     if (st == HS_OK && src->n_entries) {
         dst->entries = hs_calloc((size_t)src->n_entries, sizeof *dst->entries);
         if (!dst->entries)
@@ -429,6 +505,85 @@ static hs_status parse_segment_list(const char *name, const json_t *segs, ix_reg
     return HS_OK;
 }
 
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Lower-case hex text to bytes (owned); false on bad text. */
+static bool hex_bytes(const json_t *v, uint8_t **out, uint32_t *n)
+{
+    const char *s = json_string_value(v);
+    size_t len = s ? strlen(s) : 1;
+    if (!s || len % 2 || len / 2 > IX_MSUM_BOUND_MAX)
+        return false;
+    uint8_t *b = hs_malloc(len / 2 + 1);
+    if (!b)
+        return false;
+    for (size_t i = 0; i < len / 2; i++) {
+        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            hs_free(b);
+            return false;
+        }
+        b[i] = (uint8_t)(hi << 4 | lo);
+    }
+    *out = b;
+    *n = (uint32_t)(len / 2);
+    return true;
+}
+
+static bool parse_msum(const json_t *o, ix_msum *m)
+{
+    const char *path = str_of(o, "path");
+    const json_t *bs = json_object_get(o, "bounds");
+    if (!path || !int_of(o, "length", 0, INT64_MAX, &m->length) ||
+        !int_of(o, "snapshot", INT64_MIN, INT64_MAX, &m->snapshot) || !json_is_array(bs) ||
+        json_array_size(bs) > IX_MSUM_FIELDS || !(m->path = hs_strdup(path)))
+        return false;
+    size_t n = json_array_size(bs);
+    if (n && !(m->bounds = hs_calloc(n, sizeof *m->bounds)))
+        return false;
+    size_t i;
+    const json_t *b;
+    json_array_foreach(bs, i, b) {
+        ix_mbound *x = &m->bounds[m->n_bounds];
+        int64_t id = 0;
+        if (!json_is_array(b) || json_array_size(b) != 3 ||
+            !json_is_integer(json_array_get(b, 0)) ||
+            (id = json_integer_value(json_array_get(b, 0))) < 0 || id > INT32_MAX)
+            return false;
+        x->field_id = (int32_t)id;
+        if (!hex_bytes(json_array_get(b, 1), &x->lower, &x->lower_len))
+            return false;
+        m->n_bounds++;
+        if (!hex_bytes(json_array_get(b, 2), &x->upper, &x->upper_len))
+            return false;
+    }
+    return true;
+}
+
+/* The root's "manifests" (optional): anything malformed drops them all
+ * (they only save reads). */
+static void parse_msums(const json_t *arr, ix_registry *r)
+{
+    size_t n = json_array_size(arr);
+    if (!json_is_array(arr) || n == 0 || n > IX_MSUM_MAX)
+        return;
+    ix_msum *a = hs_calloc(n, sizeof *a);
+    if (!a)
+        return;
+    size_t i;
+    const json_t *o;
+    json_array_foreach(arr, i, o) {
+        if (!json_is_object(o) || !parse_msum(o, &a[i])) {
+            ix_msums_free(a, (int)n);
+            return;
+        }
+    }
+    ix_registry_set_msums(r, a, (int)n);
+}
+
 static hs_status parse_root(const char *name, const json_t *root, ix_registry *r, hs_error *err)
 {
     if (!json_is_object(root))
@@ -450,6 +605,8 @@ static hs_status parse_root(const char *name, const json_t *root, ix_registry *r
     r->format_version = (int)fv;
     if (fv >= 2)
         HS_TRY(parse_segment_list(name, json_object_get(root, "segments"), r, err));
+    if (fv >= 2)
+        parse_msums(json_object_get(root, "manifests"), r);
     hs_map seen = {0};
     hs_buf key = {0};
     hs_status st = parse_items(name, decls, ents, r, &seen, &key, err);
@@ -635,6 +792,55 @@ hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err)
     return dump_into(root, bad_alloc, out, err);
 }
 
+static json_t *hex_string(const uint8_t *p, uint32_t n)
+{
+    static const char dig[] = "0123456789abcdef";
+    char buf[2 * IX_MSUM_BOUND_MAX + 1];
+    if (n > IX_MSUM_BOUND_MAX)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        buf[2 * i] = dig[p[i] >> 4];
+        buf[2 * i + 1] = dig[p[i] & 15];
+    }
+    buf[2 * n] = '\0';
+    return json_string(buf);
+}
+
+/* Adds r's manifest summaries to a root object; nonzero on OOM. */
+static int msums_to_json(const ix_registry *r, json_t *root)
+{
+    json_t *arr = json_array();
+    int bad_alloc = !arr;
+    for (int i = 0; !bad_alloc && i < r->n_msums && i < IX_MSUM_MAX; i++) {
+        const ix_msum *m = &r->msums[i];
+        json_t *o = json_object(), *bs = json_array();
+        bad_alloc |= !o || !bs;
+        for (int k = 0; !bad_alloc && k < m->n_bounds && k < IX_MSUM_FIELDS; k++) {
+            json_t *b = json_array();
+            bad_alloc |= !b || json_array_append_new(b, json_integer(m->bounds[k].field_id)) ||
+                         json_array_append_new(b, hex_string(m->bounds[k].lower,
+                                                             m->bounds[k].lower_len)) ||
+                         json_array_append_new(b, hex_string(m->bounds[k].upper,
+                                                             m->bounds[k].upper_len)) ||
+                         json_array_append(bs, b);
+            json_decref(b);
+        }
+        if (!bad_alloc) {
+            bad_alloc |= set_str(o, "path", m->path);
+            bad_alloc |= set_int(o, "length", m->length);
+            bad_alloc |= set_int(o, "snapshot", m->snapshot);
+            bad_alloc |= json_object_set(o, "bounds", bs);
+            bad_alloc |= json_array_append(arr, o);
+        }
+        json_decref(bs);
+        json_decref(o);
+    }
+    if (!bad_alloc)
+        bad_alloc |= json_object_set(root, "manifests", arr);
+    json_decref(arr);
+    return bad_alloc;
+}
+
 /* A format-2 root: r's declarations and the segments segs[0..n). */
 static hs_status root_to_json(const ix_registry *r, const ix_segment *segs, int n, hs_buf *out,
                               hs_error *err)
@@ -661,6 +867,8 @@ static hs_status root_to_json(const ix_registry *r, const ix_segment *segs, int 
     }
     json_decref(decls);
     json_decref(sa);
+    if (!bad_alloc && r->n_msums > 0)
+        bad_alloc |= msums_to_json(r, root);
     return dump_into(root, bad_alloc, out, err);
 }
 

@@ -611,6 +611,18 @@ static void reg_commit_forget(reg_commit *c, bool remove_files)
     c->location = NULL;
 }
 
+/* Sets the manifest summaries the root written for metadata m will hold
+ * (index/registry.h "manifests"): those of m's current snapshot, kept from
+ * reg's root where it has them.  Only a lack of memory fails. */
+static hs_status set_msums(ix_registry *reg, const ice_table_metadata *m, hs_error *err)
+{
+    ix_msum *a = NULL;
+    int n = 0;
+    HS_TRY(tbl_plan_msums(m, reg, &a, &n, err));
+    ix_registry_set_msums(reg, a, n);
+    return HS_OK;
+}
+
 static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const char *loc,
                                ice_table_metadata *nm, hs_error *err)
 {
@@ -634,6 +646,8 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
     char *rel = NULL;
     if (st == HS_OK)
         st = ice_metadata_copy(base, nm, err);
+    if (st == HS_OK && (changed || add.len > 0))
+        st = set_msums(&reg, base, err);
     if (st == HS_OK && (changed || add.len > 0)) {
         c->location = hs_strdup(base->location);
         if (!c->location)
@@ -1490,7 +1504,7 @@ hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int
  * evicted least-recently-used beyond HS_INDEX_CACHE_MB (default 256; 0
  * disables keeping them). */
 
-enum { CE_SIDECAR = 1, CE_REGISTRY = 2, CE_SEGMENT = 3 };
+enum { CE_SIDECAR = 1, CE_REGISTRY = 2, CE_SEGMENT = 3, CE_ROOT = 4 };
 
 /* A registry root's entry holds the composed registry; its segments are
  * entries of their own, so that the root written by the next append (one
@@ -1761,6 +1775,34 @@ static void warm_main(void *a)
     hs_free(w->location);
     hs_free(w->path);
     hs_free(w);
+}
+
+hs_status tbl_ix_root_acquire(const ice_table_metadata *m, const ix_registry **root,
+                             tbl_fref **ref, hs_error *err)
+{
+    *root = NULL;
+    *ref = NULL;
+    const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
+    if (!rel || !hs_io_is_object_uri(m->location))
+        return HS_OK;
+    hs_buf p = {0};
+    if (ix_resolve_path(m->location, rel, &p) != HS_OK)
+        return hs_err_nomem(err, 256);
+    cache_ent *ent = NULL;
+    char why[1200];
+    /* a root (CE_ROOT: parsed, its segments not read); the byte fetch the
+     * registry warming started is joined by io (opens in flight) */
+    hs_status st = cache_get(CE_ROOT, NULL, tbl_local(hs_buf_cstr(&p)), NULL, -1, &ent, ref,
+                             why, sizeof why, err);
+    hs_buf_free(&p);
+    if (st == HS_OK && ent)
+        *root = &ent->reg;
+    return st;
+}
+
+void tbl_ix_root_release(tbl_fref *ref)
+{
+    cache_release(ref);
 }
 
 void tbl_ix_warm_async(const ice_table_metadata *m)
@@ -2522,6 +2564,8 @@ hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base, ice_table_me
     if (reg.n_segments == 0 && reg.n_entries == 0)
         n_removed = 0;   /* nothing listed yet: no tombstones needed */
     char *nrel = NULL;
+    if (st == HS_OK && (n_add > 0 || n_removed > 0))
+        st = set_msums(&reg, nm, err);
     if (st == HS_OK && (n_add > 0 || n_removed > 0))
         st = ix_registry_write_delta(base->location, &reg, (const ix_entry *)add.data, n_add,
                                      (const char *const *)w->removed.data, n_removed,
