@@ -55,11 +55,27 @@ static void drop_index(ix_registry *r)
     r->indexed = false;
 }
 
+static void seg_clear(ix_segment *sg)
+{
+    hs_free(sg->path);
+    hs_free(sg->inline_json);
+    sg->path = sg->inline_json = NULL;
+}
+
 static void segments_free(ix_segment *a, int n)
 {
     for (int i = 0; i < n; i++)
-        hs_free(a[i].path);
+        seg_clear(&a[i]);
     hs_free(a);
+}
+
+/* A copy of jansson-allocated text in hs_ memory (NULL on failure). */
+static char *json_text(const json_t *v)
+{
+    char *s = hs_json_dumps(v, JSON_COMPACT);
+    char *c = s ? hs_strdup(s) : NULL;
+    free(s);
+    return c;
 }
 
 static void msum_clear(ix_msum *m)
@@ -334,8 +350,11 @@ hs_status ix_registry_copy(const ix_registry *src, ix_registry *dst, hs_error *e
         for (int i = 0; i < src->n_segments && st == HS_OK; i++) {
             dst->segments[i] = src->segments[i];
             dst->segments[i].path = hs_strdup(src->segments[i].path);
+            dst->segments[i].inline_json = src->segments[i].inline_json ?
+                hs_strdup(src->segments[i].inline_json) : NULL;
             dst->n_segments++;
-            if (!dst->segments[i].path)
+            if (!dst->segments[i].path ||
+                (src->segments[i].inline_json && !dst->segments[i].inline_json))
                 st = hs_err_nomem(err, 64);
         }
     }
@@ -500,6 +519,11 @@ static hs_status parse_segment_list(const char *name, const json_t *segs, ix_reg
             return bad(err, name, "segment", i, "bytes");
         if (!(sg.path = hs_strdup(path)))
             return hs_err_nomem(err, 64);
+        const json_t *inl = json_object_get(o, "inline");
+        if (json_is_object(inl) && !(sg.inline_json = json_text(inl))) {
+            hs_free(sg.path);
+            return hs_err_nomem(err, 4096);
+        }
         r->segments[r->n_segments++] = sg;
     }
     return HS_OK;
@@ -853,6 +877,14 @@ static hs_status root_to_json(const ix_registry *r, const ix_segment *segs, int 
         bad_alloc |= json_object_set(root, "segments", sa);
     }
     bad_alloc |= bad_alloc || decls_to_array(r->decls, r->n_decls, decls);
+    /* the segments' texts inline when all of them are at hand and small */
+    size_t inl_bytes = 0;
+    bool inl = true;
+    for (int i = 0; i < n; i++) {
+        inl &= segs[i].inline_json != NULL;
+        inl_bytes += segs[i].inline_json ? strlen(segs[i].inline_json) : 0;
+    }
+    inl &= n > 0 && inl_bytes <= IX_INLINE_MAX;
     for (int i = 0; !bad_alloc && i < n; i++) {
         json_t *o = json_object();
         bad_alloc |= !o;
@@ -861,6 +893,10 @@ static hs_status root_to_json(const ix_registry *r, const ix_segment *segs, int 
             bad_alloc |= set_int(o, "entries", segs[i].n_entries);
             bad_alloc |= set_int(o, "removed", segs[i].n_removed);
             bad_alloc |= set_int(o, "bytes", segs[i].bytes);
+            if (inl && !bad_alloc) {
+                json_t *v = hs_json_loads(segs[i].inline_json, 0, NULL);
+                bad_alloc |= !v || json_object_set_new(o, "inline", v);
+            }
             bad_alloc |= json_array_append(sa, o);
         }
         json_decref(o);
@@ -1124,6 +1160,18 @@ hs_status ix_segment_load(const char *location, const ix_segment *sg, ix_segdata
                           hs_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (sg->inline_json) {
+        /* the root's copy, when it parses to the counts the root gives */
+        hs_error ie;
+        hs_err_clear(&ie);
+        hs_status is = ix_segment_parse(sg->path, sg->inline_json, strlen(sg->inline_json), out,
+                                        &ie);
+        if (is == HS_OK && out->n_entries == sg->n_entries && out->n_removed == sg->n_removed)
+            return HS_OK;
+        if (is == HS_NOMEM)
+            return hs_err_nomem(err, strlen(sg->inline_json));
+        ix_segdata_clear(out);
+    }
     hs_buf text = {0};
     hs_status st = read_rel(location, sg->path, &text, err);
     if (st != HS_OK)
@@ -1322,6 +1370,9 @@ static hs_status write_segment(wrote *w, const ix_segdata *sd, int wflags, ix_se
     out->n_entries = sd->n_entries;
     out->n_removed = sd->n_removed;
     out->bytes = (int64_t)json.len;
+    /* kept for the root to carry inline (small ones only; NULL on OOM: not inline) */
+    if (st == HS_OK && json.len <= IX_INLINE_MAX)
+        out->inline_json = hs_strdup(hs_buf_cstr(&json));
     hs_buf_free(&json);
     return st;
 }
@@ -1355,8 +1406,14 @@ static hs_status seglist_push(seglist *l, const ix_segment *sg, bool copy_path, 
         l->cap = cap;
     }
     ix_segment c = *sg;
-    if (copy_path && !(c.path = hs_strdup(sg->path)))
-        return hs_err_nomem(err, 64);
+    if (copy_path) {
+        c.path = hs_strdup(sg->path);
+        c.inline_json = sg->inline_json ? hs_strdup(sg->inline_json) : NULL;
+        if (!c.path || (sg->inline_json && !c.inline_json)) {
+            seg_clear(&c);
+            return hs_err_nomem(err, 64);
+        }
+    }
     l->a[l->n++] = c;
     return HS_OK;
 }
@@ -1398,11 +1455,11 @@ static hs_status merge_or_keep(wrote *w, const char *location, seglist *l, int f
         st = write_segment(w, &merged, wflags, &out, err);
     ix_segdata_clear(&merged);
     if (st != HS_OK) {
-        hs_free(out.path);
+        seg_clear(&out);
         return st;
     }
     for (int i = from; i < l->n; i++)
-        hs_free(l->a[i].path);
+        seg_clear(&l->a[i]);
     l->a[from] = out;
     l->n = from + 1;
     return HS_OK;
@@ -1471,7 +1528,7 @@ hs_status ix_registry_write(const char *location, const ix_registry *r, int wfla
     char *root = NULL;
     if (st == HS_OK)
         st = write_root(&w, r, &sg, r->n_entries > 0 ? 1 : 0, wflags, &root, err);
-    hs_free(sg.path);
+    seg_clear(&sg);
     return finish_write(&w, st, rel_out, root, created, err);
 }
 
@@ -1494,7 +1551,7 @@ hs_status ix_registry_write_delta(const char *location, const ix_registry *root,
         if (st == HS_OK)
             st = seglist_push(&l, &sg, false, err);
         else
-            hs_free(sg.path);
+            seg_clear(&sg);
     }
     for (int i = 0; root->format_version >= 2 && i < root->n_segments && st == HS_OK; i++)
         st = seglist_push(&l, &root->segments[i], true, err);
@@ -1513,7 +1570,7 @@ hs_status ix_registry_write_delta(const char *location, const ix_registry *root,
         if (st == HS_OK)
             st = seglist_push(&l, &sg, false, err);
         if (st != HS_OK)
-            hs_free(sg.path);
+            seg_clear(&sg);
     }
     if (st == HS_OK)
         st = apply_policy(&w, location, &l, wflags, err);

@@ -74,6 +74,13 @@
  *                    exact vectors) serves an exact search without its graph,
  *                    so an object-store reader may fetch only that range
  *   segments.path    a segment, relative to the table location (never absolute)
+ *   segments.inline  optional: the segment's contents (the same object as its
+ *                    file), when every segment of the root fits in
+ *                    IX_INLINE_MAX bytes together: a reader of a small
+ *                    registry then needs no second request.  The segment
+ *                    files are written all the same (older readers, orphan
+ *                    removal); a reader uses the inline copy only when its
+ *                    entry and tombstone counts are the root's, else the file.
  *   manifests        optional, roots only: per data manifest of the snapshot
  *                    the root was written with, {"path", "length", "snapshot",
  *                    "bounds": [[field-id, lower-hex, upper-hex], ...]}: the
@@ -117,6 +124,7 @@
 #define IX_SEG_FANIN 8              /* trailing segments of one level merged at once */
 #define IX_SEG_MERGE_MAX_LEVEL 4    /* appends merge runs of levels below this (< 8^4 items) */
 #define IX_SEG_MAX 64               /* more segments than this: fold them all into one */
+#define IX_INLINE_MAX 32768        /* segments' bytes a root carries inline at most */
 #define IX_MSUM_MAX 512             /* manifest summaries a root holds at most */
 #define IX_MSUM_FIELDS 16           /* columns per manifest summary at most */
 #define IX_MSUM_BOUND_MAX 64        /* bounds longer than this are not kept */
@@ -147,6 +155,7 @@ typedef struct ix_segment {
     int64_t n_entries;       /* entries it holds */
     int64_t n_removed;       /* tombstones it holds */
     int64_t bytes;           /* its file size */
+    char *inline_json;       /* its text when the root carries it ("inline"; owned), or NULL */
 } ix_segment;
 
 /* The contents of one segment file. */

@@ -1672,8 +1672,25 @@ static hs_status compose_cached(const char *location, const char *root_path, ix_
     hs_buf p = {0};
     int bad = 0;
     char why[1200], first[1200] = "";
+    bool *own = hs_calloc((size_t)n, sizeof *own);
+    if (!own && st == HS_OK)
+        st = hs_err_nomem(err, (size_t)n);
     for (int i = 0; i < n && st == HS_OK; i++) {
         cache_ent *se = NULL;
+        if (r->segments[i].inline_json) {
+            /* carried by the root: no request (ix_segment_load reads the
+             * file instead when the copy does not match the root) */
+            hs_error le;
+            hs_err_clear(&le);
+            hs_status ls = ix_segment_load(location, &r->segments[i], &segs[i], &le);
+            if (ls == HS_NOMEM)
+                st = hs_err_nomem(err, 4096);
+            else if (ls == HS_OK)
+                own[i] = true;
+            else if (bad++ == 0)
+                snprintf(first, sizeof first, "%s", le.msg);
+            continue;
+        }
         if (ix_resolve_path(location, r->segments[i].path, &p) != HS_OK) {
             st = hs_err_nomem(err, 256);
             break;
@@ -1690,6 +1707,10 @@ static hs_status compose_cached(const char *location, const char *root_path, ix_
         st = ix_segments_compose(segs, n, true, &all, err);
     for (int i = 0; refs && i < n; i++)
         cache_release(refs[i]);
+    for (int i = 0; own && segs && i < n; i++)
+        if (own[i])
+            ix_segdata_clear(&segs[i]);
+    hs_free(own);
     hs_free(refs);
     hs_free(segs);
     hs_buf_free(&p);
