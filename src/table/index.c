@@ -602,6 +602,8 @@ typedef struct reg_commit {
     void *ctx;
     hs_buf written;                /* char *: files of the last attempt (location-relative) */
     char *location;                /* of that attempt */
+    bool root_always;              /* write a root even when nothing changed (its
+                                    * manifest summaries brought up to date) */
 } reg_commit;
 
 static void reg_commit_forget(reg_commit *c, bool remove_files)
@@ -646,9 +648,10 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
     char *rel = NULL;
     if (st == HS_OK)
         st = ice_metadata_copy(base, nm, err);
-    if (st == HS_OK && (changed || add.len > 0))
+    bool write = changed || add.len > 0 || c->root_always;
+    if (st == HS_OK && write)
         st = set_msums(&reg, base, err);
-    if (st == HS_OK && (changed || add.len > 0)) {
+    if (st == HS_OK && write) {
         c->location = hs_strdup(base->location);
         if (!c->location)
             st = hs_err_nomem(err, 64);
@@ -669,9 +672,35 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
 }
 
 /* Commits a registry change (fn applied to each fresh base's registry). */
+static hs_status reg_commit_run_ex(hs_table *t, reg_change_fn fn, void *ctx, bool root_always,
+                                   hs_error *err)
+{
+    reg_commit c = {fn, ctx, {0}, NULL, root_always};
+    hs_status st = tbl_commit(t, reg_commit_cb, &c, err);
+    reg_commit_forget(&c, st != HS_OK);
+    return st;
+}
+
+/* True when the manifest summaries of m's current snapshot that a root
+ * written now would hold differ from reg's (a root written before they
+ * existed, or before the snapshot's newest manifests). */
+static hs_status msums_stale(const ix_registry *reg, const ice_table_metadata *m, bool *stale,
+                             hs_error *err)
+{
+    ix_msum *a = NULL;
+    int n = 0;
+    *stale = false;
+    HS_TRY(tbl_plan_msums(m, reg, &a, &n, err));
+    *stale = n != reg->n_msums;
+    for (int i = 0; i < n && !*stale; i++)
+        *stale = !ix_registry_find_msum(reg, a[i].path, a[i].length, a[i].snapshot);
+    ix_msums_free(a, n);
+    return HS_OK;
+}
+
 static hs_status reg_commit_run(hs_table *t, reg_change_fn fn, void *ctx, hs_error *err)
 {
-    reg_commit c = {fn, ctx, {0}, NULL};
+    reg_commit c = {fn, ctx, {0}, NULL, false};
     hs_status st = tbl_commit(t, reg_commit_cb, &c, err);
     reg_commit_forget(&c, st != HS_OK);
     return st;
@@ -1239,6 +1268,11 @@ hs_status hs_table_refresh_indexes(hs_table *t, const hs_index_options *opt, int
      * commit's catch-up then builds the new files) */
     if (st == HS_OK && built > 0)
         st = reg_commit_run(t, refresh_change, &r, err);
+    bool stale = false;
+    if (st == HS_OK && built == 0 && reg.format_version >= 1)
+        st = msums_stale(&reg, &t->meta, &stale, err);
+    if (st == HS_OK && stale)   /* a root of an older version: give it the summaries */
+        st = reg_commit_run_ex(t, refresh_change, &r, true, err);
     if (st == HS_OK && built > 0) {
         /* sidecars that lost to a concurrent refresh or add_index: remove */
         ix_registry now = {0};

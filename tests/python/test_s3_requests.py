@@ -561,3 +561,52 @@ def test_manifest_summaries_stay_exact_across_other_engines(s3, tmp_path):
     assert len(mans) == 1, mans   # id = PER // 2: our first file's manifest only
     got, _ = ours(meta)
     assert got == want
+
+
+def test_refresh_gives_an_old_root_its_summaries(s3):
+    """A registry root written before manifest summaries existed (simulated:
+    the key removed from the current root) makes a point lookup read every
+    manifest; refresh_indexes, with nothing to build, writes a root that
+    has them, and the lookup reads one manifest again. Oracle: the rows
+    written (pandas) and the proxy's request log."""
+    import boto3
+    uri = s3.uri(f"requests/u-{os.getpid()}")
+    t = hdb.Table(uri)
+    frames = [frame(f) for f in range(FILES)]
+    for f in frames:
+        t.write_pandas(f)
+        t.commit()
+    t.add_index("id", "range")
+    c = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                     aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    bucket, prefix = uri[len("s3://"):].split("/", 1)
+    rel = t.properties["hyperstream.index-registry"]
+    key = f"{prefix}/{rel}"
+    root = json.loads(c.get_object(Bucket=bucket, Key=key)["Body"].read())
+    assert len(root.pop("manifests")) == FILES
+    c.put_object(Bucket=bucket, Key=key, Body=json.dumps(root).encode())
+    key_id = PER + 33
+
+    def manifests_read(meta):
+        with FaultProxy(s3.port) as proxy:
+            proxy.trace = []
+            env = dict(os.environ, **s3.env)
+            env["AWS_ENDPOINT_URL"] = proxy.endpoint
+            env.pop("AWS_ENDPOINT_URL_S3", None)
+            r = subprocess.run([sys.executable, "-c", MANY_WORKER, meta,
+                                json.dumps([f"id = {key_id}"])],
+                               env=env, text=True, capture_output=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            assert json.loads(r.stdout) == [[[key_id, f"c{key_id % 7}"]]]
+            with proxy.lock:
+                return [tg for _, _, tg, _ in proxy.trace
+                        if tg.split("?")[0].endswith(".avro") and "/snap-" not in tg]
+
+    assert len(manifests_read(t.metadata_location)) == FILES
+    before = t.metadata_location
+    t.refresh_indexes()
+    assert t.metadata_location != before   # a registry commit: the new root
+    assert len(manifests_read(t.metadata_location)) == 1
+    after = t.metadata_location
+    t.refresh_indexes()   # summaries current: no commit
+    assert t.metadata_location == after
