@@ -648,10 +648,10 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
     char *rel = NULL;
     if (st == HS_OK)
         st = ice_metadata_copy(base, nm, err);
-    bool write = changed || add.len > 0 || c->root_always;
-    if (st == HS_OK && write)
+    bool do_write = changed || add.len > 0 || c->root_always;
+    if (st == HS_OK && do_write)
         st = set_msums(&reg, base, err);
-    if (st == HS_OK && write) {
+    if (st == HS_OK && do_write) {
         c->location = hs_strdup(base->location);
         if (!c->location)
             st = hs_err_nomem(err, 64);
