@@ -570,7 +570,7 @@ def test_refresh_gives_an_old_root_its_summaries(s3):
     has them, and the lookup reads one manifest again. Oracle: the rows
     written (pandas) and the proxy's request log."""
     import boto3
-    uri = s3.uri(f"requests/u-{os.getpid()}")
+    uri = s3.uri(f"requests/old-root-{os.getpid()}")
     t = hdb.Table(uri)
     frames = [frame(f) for f in range(FILES)]
     for f in frames:
