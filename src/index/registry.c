@@ -55,15 +55,99 @@ static void drop_index(ix_registry *r)
     r->indexed = false;
 }
 
+static void seg_clear(ix_segment *sg)
+{
+    hs_free(sg->path);
+    hs_free(sg->inline_json);
+    sg->path = sg->inline_json = NULL;
+}
+
 static void segments_free(ix_segment *a, int n)
 {
     for (int i = 0; i < n; i++)
-        hs_free(a[i].path);
+        seg_clear(&a[i]);
     hs_free(a);
+}
+
+/* A copy of jansson-allocated text in hs_ memory (NULL on failure). */
+static char *json_text(const json_t *v)
+{
+    char *s = hs_json_dumps(v, JSON_COMPACT);
+    char *c = s ? hs_strdup(s) : NULL;
+    free(s);
+    return c;
+}
+
+static void msum_clear(ix_msum *m)
+{
+    for (int k = 0; k < m->n_bounds; k++) {
+        hs_free(m->bounds[k].lower);
+        hs_free(m->bounds[k].upper);
+    }
+    hs_free(m->bounds);
+    hs_free(m->path);
+    memset(m, 0, sizeof *m);
+}
+
+void ix_msums_free(ix_msum *a, int n)
+{
+    for (int i = 0; a && i < n; i++)
+        msum_clear(&a[i]);
+    hs_free(a);
+}
+
+static uint8_t *bytes_dup(const uint8_t *p, uint32_t n)
+{
+    uint8_t *d = hs_malloc(n ? n : 1);
+    if (d && n)
+        memcpy(d, p, n);
+    return d;
+}
+
+hs_status ix_msum_copy(const ix_msum *src, ix_msum *dst, hs_error *err)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->length = src->length;
+    dst->snapshot = src->snapshot;
+    dst->path = hs_strdup(src->path);
+    if (src->n_bounds)
+        dst->bounds = hs_calloc((size_t)src->n_bounds, sizeof *dst->bounds);
+    bool ok = dst->path && (!src->n_bounds || dst->bounds);
+    for (int k = 0; ok && k < src->n_bounds; k++) {
+        const ix_mbound *b = &src->bounds[k];
+        ix_mbound *o = &dst->bounds[dst->n_bounds++];
+        *o = (ix_mbound){b->field_id, b->lower_len, b->upper_len, NULL, NULL};
+        o->lower = bytes_dup(b->lower, b->lower_len);
+        o->upper = bytes_dup(b->upper, b->upper_len);
+        ok = o->lower && o->upper;
+    }
+    if (!ok) {
+        msum_clear(dst);
+        return hs_err_nomem(err, 256);
+    }
+    return HS_OK;
+}
+
+const ix_msum *ix_registry_find_msum(const ix_registry *r, const char *path, int64_t length,
+                                     int64_t snapshot)
+{
+    for (int i = 0; i < r->n_msums; i++)
+        if (r->msums[i].length == length && r->msums[i].snapshot == snapshot &&
+            strcmp(r->msums[i].path, path) == 0)
+            return &r->msums[i];
+    return NULL;
+}
+
+void ix_registry_set_msums(ix_registry *r, ix_msum *a, int n)
+{
+    ix_msums_free(r->msums, r->n_msums);
+    r->msums = a;
+    r->n_msums = n;
 }
 
 void ix_registry_clear(ix_registry *r)
 {
+    ix_msums_free(r->msums, r->n_msums);
     segments_free(r->segments, r->n_segments);
     for (int i = 0; i < r->n_decls; i++)
         decl_clear(&r->decls[i]);
@@ -266,14 +350,25 @@ hs_status ix_registry_copy(const ix_registry *src, ix_registry *dst, hs_error *e
         for (int i = 0; i < src->n_segments && st == HS_OK; i++) {
             dst->segments[i] = src->segments[i];
             dst->segments[i].path = hs_strdup(src->segments[i].path);
+            dst->segments[i].inline_json = src->segments[i].inline_json ?
+                hs_strdup(src->segments[i].inline_json) : NULL;
             dst->n_segments++;
-            if (!dst->segments[i].path)
+            if (!dst->segments[i].path ||
+                (src->segments[i].inline_json && !dst->segments[i].inline_json))
                 st = hs_err_nomem(err, 64);
         }
     }
     for (int i = 0; i < src->n_decls && st == HS_OK; i++) {
         const ix_decl *d = &src->decls[i];
         st = ix_registry_add_decl(dst, d->column, d->field_id, d->kind, d->params, err);
+    }
+    if (st == HS_OK && src->n_msums) {
+        dst->msums = hs_calloc((size_t)src->n_msums, sizeof *dst->msums);
+        if (!dst->msums)
+            st = hs_err_nomem(err, (size_t)src->n_msums * sizeof *dst->msums);
+        for (int i = 0; st == HS_OK && i < src->n_msums; i++)
+            if ((st = ix_msum_copy(&src->msums[i], &dst->msums[i], err)) == HS_OK)
+                dst->n_msums++;
     }
     if (st == HS_OK && src->n_entries) {
         dst->entries = hs_calloc((size_t)src->n_entries, sizeof *dst->entries);
@@ -424,9 +519,93 @@ static hs_status parse_segment_list(const char *name, const json_t *segs, ix_reg
             return bad(err, name, "segment", i, "bytes");
         if (!(sg.path = hs_strdup(path)))
             return hs_err_nomem(err, 64);
+        const json_t *inl = json_object_get(o, "inline");
+        if (json_is_object(inl) && !(sg.inline_json = json_text(inl))) {
+            hs_free(sg.path);
+            return hs_err_nomem(err, 4096);
+        }
         r->segments[r->n_segments++] = sg;
     }
     return HS_OK;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Lower-case hex text to bytes (owned); false on bad text. */
+static bool hex_bytes(const json_t *v, uint8_t **out, uint32_t *n)
+{
+    const char *s = json_string_value(v);
+    size_t len = s ? strlen(s) : 1;
+    if (!s || len % 2 || len / 2 > IX_MSUM_BOUND_MAX)
+        return false;
+    uint8_t *b = hs_malloc(len / 2 + 1);
+    if (!b)
+        return false;
+    for (size_t i = 0; i < len / 2; i++) {
+        int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            hs_free(b);
+            return false;
+        }
+        b[i] = (uint8_t)(hi << 4 | lo);
+    }
+    *out = b;
+    *n = (uint32_t)(len / 2);
+    return true;
+}
+
+static bool parse_msum(const json_t *o, ix_msum *m)
+{
+    const char *path = str_of(o, "path");
+    const json_t *bs = json_object_get(o, "bounds");
+    if (!path || !int_of(o, "length", 0, INT64_MAX, &m->length) ||
+        !int_of(o, "snapshot", INT64_MIN, INT64_MAX, &m->snapshot) || !json_is_array(bs) ||
+        json_array_size(bs) > IX_MSUM_FIELDS || !(m->path = hs_strdup(path)))
+        return false;
+    size_t n = json_array_size(bs);
+    if (n && !(m->bounds = hs_calloc(n, sizeof *m->bounds)))
+        return false;
+    size_t i;
+    const json_t *b;
+    json_array_foreach(bs, i, b) {
+        ix_mbound *x = &m->bounds[m->n_bounds];
+        int64_t id = 0;
+        if (!json_is_array(b) || json_array_size(b) != 3 ||
+            !json_is_integer(json_array_get(b, 0)) ||
+            (id = json_integer_value(json_array_get(b, 0))) < 0 || id > INT32_MAX)
+            return false;
+        x->field_id = (int32_t)id;
+        if (!hex_bytes(json_array_get(b, 1), &x->lower, &x->lower_len))
+            return false;
+        m->n_bounds++;
+        if (!hex_bytes(json_array_get(b, 2), &x->upper, &x->upper_len))
+            return false;
+    }
+    return true;
+}
+
+/* The root's "manifests" (optional): anything malformed drops them all
+ * (they only save reads). */
+static void parse_msums(const json_t *arr, ix_registry *r)
+{
+    size_t n = json_array_size(arr);
+    if (!json_is_array(arr) || n == 0 || n > IX_MSUM_MAX)
+        return;
+    ix_msum *a = hs_calloc(n, sizeof *a);
+    if (!a)
+        return;
+    size_t i;
+    const json_t *o;
+    json_array_foreach(arr, i, o) {
+        if (!json_is_object(o) || !parse_msum(o, &a[i])) {
+            ix_msums_free(a, (int)n);
+            return;
+        }
+    }
+    ix_registry_set_msums(r, a, (int)n);
 }
 
 static hs_status parse_root(const char *name, const json_t *root, ix_registry *r, hs_error *err)
@@ -450,6 +629,8 @@ static hs_status parse_root(const char *name, const json_t *root, ix_registry *r
     r->format_version = (int)fv;
     if (fv >= 2)
         HS_TRY(parse_segment_list(name, json_object_get(root, "segments"), r, err));
+    if (fv >= 2)
+        parse_msums(json_object_get(root, "manifests"), r);
     hs_map seen = {0};
     hs_buf key = {0};
     hs_status st = parse_items(name, decls, ents, r, &seen, &key, err);
@@ -635,6 +816,55 @@ hs_status ix_registry_to_json(const ix_registry *r, hs_buf *out, hs_error *err)
     return dump_into(root, bad_alloc, out, err);
 }
 
+static json_t *hex_string(const uint8_t *p, uint32_t n)
+{
+    static const char dig[] = "0123456789abcdef";
+    char buf[2 * IX_MSUM_BOUND_MAX + 1];
+    if (n > IX_MSUM_BOUND_MAX)
+        return NULL;
+    for (uint32_t i = 0; i < n; i++) {
+        buf[2 * i] = dig[p[i] >> 4];
+        buf[2 * i + 1] = dig[p[i] & 15];
+    }
+    buf[2 * n] = '\0';
+    return json_string(buf);
+}
+
+/* Adds r's manifest summaries to a root object; nonzero on OOM. */
+static int msums_to_json(const ix_registry *r, json_t *root)
+{
+    json_t *arr = json_array();
+    int bad_alloc = !arr;
+    for (int i = 0; !bad_alloc && i < r->n_msums && i < IX_MSUM_MAX; i++) {
+        const ix_msum *m = &r->msums[i];
+        json_t *o = json_object(), *bs = json_array();
+        bad_alloc |= !o || !bs;
+        for (int k = 0; !bad_alloc && k < m->n_bounds && k < IX_MSUM_FIELDS; k++) {
+            json_t *b = json_array();
+            bad_alloc |= !b || json_array_append_new(b, json_integer(m->bounds[k].field_id)) ||
+                         json_array_append_new(b, hex_string(m->bounds[k].lower,
+                                                             m->bounds[k].lower_len)) ||
+                         json_array_append_new(b, hex_string(m->bounds[k].upper,
+                                                             m->bounds[k].upper_len)) ||
+                         json_array_append(bs, b);
+            json_decref(b);
+        }
+        if (!bad_alloc) {
+            bad_alloc |= set_str(o, "path", m->path);
+            bad_alloc |= set_int(o, "length", m->length);
+            bad_alloc |= set_int(o, "snapshot", m->snapshot);
+            bad_alloc |= json_object_set(o, "bounds", bs);
+            bad_alloc |= json_array_append(arr, o);
+        }
+        json_decref(bs);
+        json_decref(o);
+    }
+    if (!bad_alloc)
+        bad_alloc |= json_object_set(root, "manifests", arr);
+    json_decref(arr);
+    return bad_alloc;
+}
+
 /* A format-2 root: r's declarations and the segments segs[0..n). */
 static hs_status root_to_json(const ix_registry *r, const ix_segment *segs, int n, hs_buf *out,
                               hs_error *err)
@@ -647,6 +877,14 @@ static hs_status root_to_json(const ix_registry *r, const ix_segment *segs, int 
         bad_alloc |= json_object_set(root, "segments", sa);
     }
     bad_alloc |= bad_alloc || decls_to_array(r->decls, r->n_decls, decls);
+    /* the segments' texts inline when all of them are at hand and small */
+    size_t inl_bytes = 0;
+    bool inl = true;
+    for (int i = 0; i < n; i++) {
+        inl &= segs[i].inline_json != NULL;
+        inl_bytes += segs[i].inline_json ? strlen(segs[i].inline_json) : 0;
+    }
+    inl &= n > 0 && inl_bytes <= IX_INLINE_MAX;
     for (int i = 0; !bad_alloc && i < n; i++) {
         json_t *o = json_object();
         bad_alloc |= !o;
@@ -655,12 +893,18 @@ static hs_status root_to_json(const ix_registry *r, const ix_segment *segs, int 
             bad_alloc |= set_int(o, "entries", segs[i].n_entries);
             bad_alloc |= set_int(o, "removed", segs[i].n_removed);
             bad_alloc |= set_int(o, "bytes", segs[i].bytes);
+            if (inl && !bad_alloc) {
+                json_t *v = hs_json_loads(segs[i].inline_json, 0, NULL);
+                bad_alloc |= !v || json_object_set_new(o, "inline", v);
+            }
             bad_alloc |= json_array_append(sa, o);
         }
         json_decref(o);
     }
     json_decref(decls);
     json_decref(sa);
+    if (!bad_alloc && r->n_msums > 0)
+        bad_alloc |= msums_to_json(r, root);
     return dump_into(root, bad_alloc, out, err);
 }
 
@@ -916,6 +1160,18 @@ hs_status ix_segment_load(const char *location, const ix_segment *sg, ix_segdata
                           hs_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (sg->inline_json) {
+        /* the root's copy, when it parses to the counts the root gives */
+        hs_error ie;
+        hs_err_clear(&ie);
+        hs_status is = ix_segment_parse(sg->path, sg->inline_json, strlen(sg->inline_json), out,
+                                        &ie);
+        if (is == HS_OK && out->n_entries == sg->n_entries && out->n_removed == sg->n_removed)
+            return HS_OK;
+        if (is == HS_NOMEM)
+            return hs_err_nomem(err, strlen(sg->inline_json));
+        ix_segdata_clear(out);
+    }
     hs_buf text = {0};
     hs_status st = read_rel(location, sg->path, &text, err);
     if (st != HS_OK)
@@ -1114,6 +1370,9 @@ static hs_status write_segment(wrote *w, const ix_segdata *sd, int wflags, ix_se
     out->n_entries = sd->n_entries;
     out->n_removed = sd->n_removed;
     out->bytes = (int64_t)json.len;
+    /* kept for the root to carry inline (small ones only; NULL on OOM: not inline) */
+    if (st == HS_OK && json.len <= IX_INLINE_MAX)
+        out->inline_json = hs_strdup(hs_buf_cstr(&json));
     hs_buf_free(&json);
     return st;
 }
@@ -1147,8 +1406,14 @@ static hs_status seglist_push(seglist *l, const ix_segment *sg, bool copy_path, 
         l->cap = cap;
     }
     ix_segment c = *sg;
-    if (copy_path && !(c.path = hs_strdup(sg->path)))
-        return hs_err_nomem(err, 64);
+    if (copy_path) {
+        c.path = hs_strdup(sg->path);
+        c.inline_json = sg->inline_json ? hs_strdup(sg->inline_json) : NULL;
+        if (!c.path || (sg->inline_json && !c.inline_json)) {
+            seg_clear(&c);
+            return hs_err_nomem(err, 64);
+        }
+    }
     l->a[l->n++] = c;
     return HS_OK;
 }
@@ -1190,11 +1455,11 @@ static hs_status merge_or_keep(wrote *w, const char *location, seglist *l, int f
         st = write_segment(w, &merged, wflags, &out, err);
     ix_segdata_clear(&merged);
     if (st != HS_OK) {
-        hs_free(out.path);
+        seg_clear(&out);
         return st;
     }
     for (int i = from; i < l->n; i++)
-        hs_free(l->a[i].path);
+        seg_clear(&l->a[i]);
     l->a[from] = out;
     l->n = from + 1;
     return HS_OK;
@@ -1263,7 +1528,7 @@ hs_status ix_registry_write(const char *location, const ix_registry *r, int wfla
     char *root = NULL;
     if (st == HS_OK)
         st = write_root(&w, r, &sg, r->n_entries > 0 ? 1 : 0, wflags, &root, err);
-    hs_free(sg.path);
+    seg_clear(&sg);
     return finish_write(&w, st, rel_out, root, created, err);
 }
 
@@ -1286,7 +1551,7 @@ hs_status ix_registry_write_delta(const char *location, const ix_registry *root,
         if (st == HS_OK)
             st = seglist_push(&l, &sg, false, err);
         else
-            hs_free(sg.path);
+            seg_clear(&sg);
     }
     for (int i = 0; root->format_version >= 2 && i < root->n_segments && st == HS_OK; i++)
         st = seglist_push(&l, &root->segments[i], true, err);
@@ -1305,7 +1570,7 @@ hs_status ix_registry_write_delta(const char *location, const ix_registry *root,
         if (st == HS_OK)
             st = seglist_push(&l, &sg, false, err);
         if (st != HS_OK)
-            hs_free(sg.path);
+            seg_clear(&sg);
     }
     if (st == HS_OK)
         st = apply_policy(&w, location, &l, wflags, err);

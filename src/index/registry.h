@@ -74,6 +74,29 @@
  *                    exact vectors) serves an exact search without its graph,
  *                    so an object-store reader may fetch only that range
  *   segments.path    a segment, relative to the table location (never absolute)
+ *   segments.inline  optional: the segment's contents (the same object as its
+ *                    file), when every segment of the root fits in
+ *                    IX_INLINE_MAX bytes together: a reader of a small
+ *                    registry then needs no second request.  The segment
+ *                    files are written all the same (older readers, orphan
+ *                    removal); a reader uses the inline copy only when its
+ *                    entry and tombstone counts are the root's, else the file.
+ *   manifests        optional, roots only: per data manifest of the snapshot
+ *                    the root was written with, {"path", "length", "snapshot",
+ *                    "bounds": [[field-id, lower-hex, upper-hex], ...]}: the
+ *                    smallest lower and largest upper bound of each listed
+ *                    column over the manifest's live data files (Iceberg's
+ *                    single-value binary form, as the manifest has them), so
+ *                    that an object-store planner skips manifests that cannot
+ *                    hold a match without fetching them (table/plan.c).  Keyed
+ *                    by the manifest's path, length and added snapshot id:
+ *                    manifests are immutable, so a summary stays true for its
+ *                    manifest whatever commits follow; a manifest without one
+ *                    (written by another engine, or after this root) is read.
+ *                    Only non-float primitive columns whose bounds every live
+ *                    file has (at most IX_MSUM_FIELDS, declared-index columns
+ *                    first), at most IX_MSUM_MAX manifests.  Malformed
+ *                    summaries are ignored (all manifests are then read).
  *
  * Unknown keys are ignored (forward compatible); a registry whose
  * format-version is newer than ours is HS_UNSUPPORTED.  Entries are unique
@@ -101,6 +124,10 @@
 #define IX_SEG_FANIN 8              /* trailing segments of one level merged at once */
 #define IX_SEG_MERGE_MAX_LEVEL 4    /* appends merge runs of levels below this (< 8^4 items) */
 #define IX_SEG_MAX 64               /* more segments than this: fold them all into one */
+#define IX_INLINE_MAX 32768        /* segments' bytes a root carries inline at most */
+#define IX_MSUM_MAX 512             /* manifest summaries a root holds at most */
+#define IX_MSUM_FIELDS 16           /* columns per manifest summary at most */
+#define IX_MSUM_BOUND_MAX 64        /* bounds longer than this are not kept */
 
 typedef struct ix_decl {
     char *column;            /* dotted name as declared (owned) */
@@ -128,6 +155,7 @@ typedef struct ix_segment {
     int64_t n_entries;       /* entries it holds */
     int64_t n_removed;       /* tombstones it holds */
     int64_t bytes;           /* its file size */
+    char *inline_json;       /* its text when the root carries it ("inline"; owned), or NULL */
 } ix_segment;
 
 /* The contents of one segment file. */
@@ -137,6 +165,22 @@ typedef struct ix_segdata {
     int n_removed, cap_removed;
     char **removed;          /* data-file paths (owned) */
 } ix_segdata;
+
+/* One column's bounds in a manifest summary (owned bytes). */
+typedef struct ix_mbound {
+    int32_t field_id;
+    uint32_t lower_len, upper_len;
+    uint8_t *lower, *upper;
+} ix_mbound;
+
+/* A data manifest's summary (root key "manifests", format above). */
+typedef struct ix_msum {
+    char *path;              /* as the manifest list has it (owned) */
+    int64_t length;          /* manifest_length */
+    int64_t snapshot;        /* added_snapshot_id */
+    int n_bounds;
+    ix_mbound *bounds;       /* (owned) */
+} ix_msum;
 
 typedef struct ix_registry {
     int format_version;      /* of the version loaded: 1, 2, or 0 (none) */
@@ -151,6 +195,8 @@ typedef struct ix_registry {
     hs_map by_file;
     int *next;
     bool indexed;
+    int n_msums;             /* roots: manifest summaries (written by the writers of */
+    ix_msum *msums;          /* roots, as they are here; owned) */
 } ix_registry;
 
 void ix_registry_clear(ix_registry *r);   /* frees contents; r stays usable (empty) */
@@ -230,6 +276,17 @@ HS_MUST_USE hs_status ix_registry_write_delta(const char *location, const ix_reg
                                               const char *const *removed, int n_removed,
                                               int wflags, char **rel_out, hs_buf *created,
                                               hs_error *err);
+/* ---- manifest summaries ---- */
+
+void ix_msums_free(ix_msum *a, int n);
+/* Deep copy of one summary into *dst (zeroed). */
+HS_MUST_USE hs_status ix_msum_copy(const ix_msum *src, ix_msum *dst, hs_error *err);
+/* The summary of the manifest (path, length, snapshot), or NULL. */
+const ix_msum *ix_registry_find_msum(const ix_registry *r, const char *path, int64_t length,
+                                     int64_t snapshot);
+/* Replaces r's summaries by a[0..n) (taken: the caller no longer owns them). */
+void ix_registry_set_msums(ix_registry *r, ix_msum *a, int n);
+
 /* ---- declarations ---- */
 
 /* Index of the declaration (field_id, kind), or -1. kind NULL: the first on field_id. */

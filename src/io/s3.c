@@ -203,7 +203,7 @@ static hs_status s3_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_error 
 }
 
 /* hs_file_will_need: the ranges not cached, sorted and coalesced (gaps up to
- * the read-ahead, runs up to S3_CACHE_MAX_READ), each read through s3_read_at (which
+ * S3_COALESCE_GAP, runs up to S3_CACHE_MAX_READ), each read through s3_read_at (which
  * widens and caches it) on its own thread; returns when all are done. */
 typedef struct need_job {
     s3_file *sf;
@@ -258,15 +258,16 @@ static void s3_will_need(hs_file *f, const hs_io_range *r, size_t n)
             hs_io_range *last = &v[k - 1];
             uint64_t end = last->off + last->len, e2 = v[i].off + v[i].len;
             uint64_t nend = e2 > end ? e2 : end;
-            /* within a read-ahead: one GET (two would overlap by their read-ahead) */
-            if (v[i].off <= end + S3_READAHEAD && nend - last->off <= S3_CACHE_MAX_READ) {
+            /* close enough: one GET (two would overlap by their read-ahead,
+             * or cost a request for a gap that takes ~2 ms to transfer) */
+            if (v[i].off <= end + S3_COALESCE_GAP && nend - last->off <= S3_CACHE_MAX_READ) {
                 last->len = nend - last->off;
                 continue;
             }
         }
         v[k++] = v[i];
     }
-    if (k <= 1) {   /* one range: the caller's own read costs the same */
+    if (m <= 1) {   /* one range: the caller's own read costs the same */
         hs_free(v);
         return;
     }

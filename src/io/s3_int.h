@@ -36,6 +36,11 @@
  * object): the next small reads near it (the other columns' pages of a row
  * group, the rest of a sidecar) then cost no round trip. */
 #define S3_READAHEAD ((uint64_t)256 << 10)
+/* hs_file_will_need coalesces ranges whose gap is at most this (each GET
+ * costs a round trip; the bytes between cost ~2 ms at 100 MB/s): a point
+ * lookup's pages of three columns of one row group in one GET at 125,000
+ * rows a file, not two */
+#define S3_COALESCE_GAP ((uint64_t)512 << 10)
 #define S3_MIN_PART ((size_t)5 << 20)
 #define S3_MAX_PARTS 10000
 

@@ -602,6 +602,8 @@ typedef struct reg_commit {
     void *ctx;
     hs_buf written;                /* char *: files of the last attempt (location-relative) */
     char *location;                /* of that attempt */
+    bool root_always;              /* write a root even when nothing changed (its
+                                    * manifest summaries brought up to date) */
 } reg_commit;
 
 static void reg_commit_forget(reg_commit *c, bool remove_files)
@@ -609,6 +611,18 @@ static void reg_commit_forget(reg_commit *c, bool remove_files)
     remove_listed(remove_files ? c->location : NULL, &c->written);
     hs_free(c->location);
     c->location = NULL;
+}
+
+/* Sets the manifest summaries the root written for metadata m will hold
+ * (index/registry.h "manifests"): those of m's current snapshot, kept from
+ * reg's root where it has them.  Only a lack of memory fails. */
+static hs_status set_msums(ix_registry *reg, const ice_table_metadata *m, hs_error *err)
+{
+    ix_msum *a = NULL;
+    int n = 0;
+    HS_TRY(tbl_plan_msums(m, reg, &a, &n, err));
+    ix_registry_set_msums(reg, a, n);
+    return HS_OK;
 }
 
 static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const char *loc,
@@ -634,7 +648,10 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
     char *rel = NULL;
     if (st == HS_OK)
         st = ice_metadata_copy(base, nm, err);
-    if (st == HS_OK && (changed || add.len > 0)) {
+    bool do_write = changed || add.len > 0 || c->root_always;
+    if (st == HS_OK && do_write)
+        st = set_msums(&reg, base, err);
+    if (st == HS_OK && do_write) {
         c->location = hs_strdup(base->location);
         if (!c->location)
             st = hs_err_nomem(err, 64);
@@ -655,9 +672,35 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
 }
 
 /* Commits a registry change (fn applied to each fresh base's registry). */
+static hs_status reg_commit_run_ex(hs_table *t, reg_change_fn fn, void *ctx, bool root_always,
+                                   hs_error *err)
+{
+    reg_commit c = {fn, ctx, {0}, NULL, root_always};
+    hs_status st = tbl_commit(t, reg_commit_cb, &c, err);
+    reg_commit_forget(&c, st != HS_OK);
+    return st;
+}
+
+/* True when the manifest summaries of m's current snapshot that a root
+ * written now would hold differ from reg's (a root written before they
+ * existed, or before the snapshot's newest manifests). */
+static hs_status msums_stale(const ix_registry *reg, const ice_table_metadata *m, bool *stale,
+                             hs_error *err)
+{
+    ix_msum *a = NULL;
+    int n = 0;
+    *stale = false;
+    HS_TRY(tbl_plan_msums(m, reg, &a, &n, err));
+    *stale = n != reg->n_msums;
+    for (int i = 0; i < n && !*stale; i++)
+        *stale = !ix_registry_find_msum(reg, a[i].path, a[i].length, a[i].snapshot);
+    ix_msums_free(a, n);
+    return HS_OK;
+}
+
 static hs_status reg_commit_run(hs_table *t, reg_change_fn fn, void *ctx, hs_error *err)
 {
-    reg_commit c = {fn, ctx, {0}, NULL};
+    reg_commit c = {fn, ctx, {0}, NULL, false};
     hs_status st = tbl_commit(t, reg_commit_cb, &c, err);
     reg_commit_forget(&c, st != HS_OK);
     return st;
@@ -1225,6 +1268,11 @@ hs_status hs_table_refresh_indexes(hs_table *t, const hs_index_options *opt, int
      * commit's catch-up then builds the new files) */
     if (st == HS_OK && built > 0)
         st = reg_commit_run(t, refresh_change, &r, err);
+    bool stale = false;
+    if (st == HS_OK && built == 0 && reg.format_version >= 1)
+        st = msums_stale(&reg, &t->meta, &stale, err);
+    if (st == HS_OK && stale)   /* a root of an older version: give it the summaries */
+        st = reg_commit_run_ex(t, refresh_change, &r, true, err);
     if (st == HS_OK && built > 0) {
         /* sidecars that lost to a concurrent refresh or add_index: remove */
         ix_registry now = {0};
@@ -1490,7 +1538,7 @@ hs_status hs_table_remove_orphan_indexes(hs_table *t, int64_t older_than_ms, int
  * evicted least-recently-used beyond HS_INDEX_CACHE_MB (default 256; 0
  * disables keeping them). */
 
-enum { CE_SIDECAR = 1, CE_REGISTRY = 2, CE_SEGMENT = 3 };
+enum { CE_SIDECAR = 1, CE_REGISTRY = 2, CE_SEGMENT = 3, CE_ROOT = 4 };
 
 /* A registry root's entry holds the composed registry; its segments are
  * entries of their own, so that the root written by the next append (one
@@ -1658,8 +1706,25 @@ static hs_status compose_cached(const char *location, const char *root_path, ix_
     hs_buf p = {0};
     int bad = 0;
     char why[1200], first[1200] = "";
+    bool *own = hs_calloc((size_t)n, sizeof *own);
+    if (!own && st == HS_OK)
+        st = hs_err_nomem(err, (size_t)n);
     for (int i = 0; i < n && st == HS_OK; i++) {
         cache_ent *se = NULL;
+        if (r->segments[i].inline_json) {
+            /* carried by the root: no request (ix_segment_load reads the
+             * file instead when the copy does not match the root) */
+            hs_error le;
+            hs_err_clear(&le);
+            hs_status ls = ix_segment_load(location, &r->segments[i], &segs[i], &le);
+            if (ls == HS_NOMEM)
+                st = hs_err_nomem(err, 4096);
+            else if (ls == HS_OK)
+                own[i] = true;
+            else if (bad++ == 0)
+                snprintf(first, sizeof first, "%s", le.msg);
+            continue;
+        }
         if (ix_resolve_path(location, r->segments[i].path, &p) != HS_OK) {
             st = hs_err_nomem(err, 256);
             break;
@@ -1676,6 +1741,10 @@ static hs_status compose_cached(const char *location, const char *root_path, ix_
         st = ix_segments_compose(segs, n, true, &all, err);
     for (int i = 0; refs && i < n; i++)
         cache_release(refs[i]);
+    for (int i = 0; own && segs && i < n; i++)
+        if (own[i])
+            ix_segdata_clear(&segs[i]);
+    hs_free(own);
     hs_free(refs);
     hs_free(segs);
     hs_buf_free(&p);
@@ -1761,6 +1830,34 @@ static void warm_main(void *a)
     hs_free(w->location);
     hs_free(w->path);
     hs_free(w);
+}
+
+hs_status tbl_ix_root_acquire(const ice_table_metadata *m, const ix_registry **root,
+                             tbl_fref **ref, hs_error *err)
+{
+    *root = NULL;
+    *ref = NULL;
+    const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
+    if (!rel || !hs_io_is_object_uri(m->location))
+        return HS_OK;
+    hs_buf p = {0};
+    if (ix_resolve_path(m->location, rel, &p) != HS_OK)
+        return hs_err_nomem(err, 256);
+    cache_ent *ent = NULL;
+    char why[1200];
+    /* a root (CE_ROOT: parsed, its segments not read); the byte fetch the
+     * registry warming started is joined by io (opens in flight) */
+    hs_status st = cache_get(CE_ROOT, NULL, tbl_local(hs_buf_cstr(&p)), NULL, -1, &ent, ref,
+                             why, sizeof why, err);
+    hs_buf_free(&p);
+    if (st == HS_OK && ent)
+        *root = &ent->reg;
+    return st;
+}
+
+void tbl_ix_root_release(tbl_fref *ref)
+{
+    cache_release(ref);
 }
 
 void tbl_ix_warm_async(const ice_table_metadata *m)
@@ -2522,6 +2619,8 @@ hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base, ice_table_me
     if (reg.n_segments == 0 && reg.n_entries == 0)
         n_removed = 0;   /* nothing listed yet: no tombstones needed */
     char *nrel = NULL;
+    if (st == HS_OK && (n_add > 0 || n_removed > 0))
+        st = set_msums(&reg, nm, err);
     if (st == HS_OK && (n_add > 0 || n_removed > 0))
         st = ix_registry_write_delta(base->location, &reg, (const ix_entry *)add.data, n_add,
                                      (const char *const *)w->removed.data, n_removed,

@@ -762,6 +762,187 @@ static hs_status list_load(void *ctx, const char *path, tbl_fref *ref, void **ob
 
 void tbl_list_cache_clear(void) { tbl_fcache_clear(&g_lists); }
 
+/* ------------------------------------------------------------------ */
+/* manifest summaries (index/registry.h "manifests")                   */
+
+/* A summary's statistics of one column: its bounds only (counts unknown,
+ * so IS NULL and the like always may match). */
+static bool msum_stats(void *vctx, int32_t id, const hs_field *field, pr_col_stats *o)
+{
+    const ix_msum *m = vctx;
+    for (int k = 0; k < m->n_bounds; k++) {
+        const ix_mbound *b = &m->bounds[k];
+        if (b->field_id != id)
+            continue;
+        if (pr_kind_of(field) == PR_V_F64)
+            return false;   /* never written; bounds exclude NaN */
+        o->has_lower = pr_val_from_bound(field, b->lower, b->lower_len, &o->lower);
+        o->has_upper = pr_val_from_bound(field, b->upper, b->upper_len, &o->upper);
+        return o->has_lower || o->has_upper;
+    }
+    return false;
+}
+
+static int64_t msum_snapshot(const ice_manifest_file *mf)
+{
+    return mf->has_added_snapshot_id ? mf->added_snapshot_id : -1;
+}
+
+/* One column's running bounds over a manifest's live data files. */
+typedef struct msum_acc {
+    int32_t id;
+    const hs_field *f;
+    bool dead;
+    const ice_id_bytes *lo, *hi;
+    pr_val lov, hiv;
+} msum_acc;
+
+static const ice_id_bytes *bound_of(const ice_id_bytes *a, int n, int32_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].id == id && a[i].p)
+            return &a[i];
+    return NULL;
+}
+
+static bool msum_field_ok(const hs_field *f)
+{
+    pr_vkind k = f ? pr_kind_of(f) : PR_V_NULL;
+    return k != PR_V_NULL && k != PR_V_F64;
+}
+
+/* The summary of one manifest: columns `ids` (those of the declared indexes
+ * first), then the schema's other top-level columns. */
+static hs_status msum_of(const ice_manifest_file *mf, const ice_manifest *man,
+                         const ice_schema *sc, const ix_registry *prev, ix_msum *out,
+                         hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    msum_acc acc[IX_MSUM_FIELDS];
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int cnt = pass == 0 ? (prev ? prev->n_decls : 0) : sc->root.n_children;
+        for (int i = 0; i < cnt && n < IX_MSUM_FIELDS; i++) {
+            int32_t id = pass == 0 ? prev->decls[i].field_id : sc->root.children[i].field_id;
+            const hs_field *f = ice_schema_find_id(sc, id);
+            bool dup = false;
+            for (int k = 0; k < n; k++)
+                dup |= acc[k].id == id;
+            if (!dup && msum_field_ok(f))
+                acc[n++] = (msum_acc){.id = id, .f = f};
+        }
+    }
+    bool any = false;
+    for (int64_t i = 0; i < man->n_entries; i++) {
+        const ice_manifest_entry *e = &man->entries[i];
+        if (e->status == ICE_STATUS_DELETED || e->file.content != ICE_CONTENT_DATA)
+            continue;
+        any = true;
+        for (int k = 0; k < n; k++) {
+            msum_acc *a = &acc[k];
+            if (a->dead)
+                continue;
+            const ice_id_bytes *lo = bound_of(e->file.lower_bounds, e->file.n_lower_bounds, a->id);
+            const ice_id_bytes *hi = bound_of(e->file.upper_bounds, e->file.n_upper_bounds, a->id);
+            pr_val lv, hv;
+            if (!lo || !hi || lo->len > IX_MSUM_BOUND_MAX || hi->len > IX_MSUM_BOUND_MAX ||
+                !pr_val_from_bound(a->f, lo->p, lo->len, &lv) ||
+                !pr_val_from_bound(a->f, hi->p, hi->len, &hv)) {
+                a->dead = true;
+                continue;
+            }
+            if (!a->lo || pr_val_cmp(&lv, &a->lov) < 0) {
+                a->lo = lo;
+                a->lov = lv;
+            }
+            if (!a->hi || pr_val_cmp(&hv, &a->hiv) > 0) {
+                a->hi = hi;
+                a->hiv = hv;
+            }
+        }
+    }
+    out->length = mf->manifest_length;
+    out->snapshot = msum_snapshot(mf);
+    out->path = hs_strdup(mf->manifest_path);
+    if (!out->path)
+        return hs_err_nomem(err, 256);
+    if (!any)
+        return HS_OK;   /* no live file: no bounds (read like any other) */
+    ix_mbound bs[IX_MSUM_FIELDS];
+    int nb = 0;
+    for (int k = 0; k < n; k++)
+        if (!acc[k].dead && acc[k].lo)
+            bs[nb++] = (ix_mbound){acc[k].id, acc[k].lo->len, acc[k].hi->len,
+                                   (uint8_t *)acc[k].lo->p, (uint8_t *)acc[k].hi->p};
+    /* borrowed bounds: ix_msum_copy makes them owned */
+    ix_msum tmp = {out->path, out->length, out->snapshot, nb, bs};
+    ix_msum own;
+    hs_status st = ix_msum_copy(&tmp, &own, err);
+    hs_free(out->path);
+    *out = st == HS_OK ? own : (ix_msum){0};
+    return st;
+}
+
+hs_status tbl_plan_msums(const ice_table_metadata *m, const ix_registry *prev, ix_msum **out,
+                         int *n_out, hs_error *err)
+{
+    *out = NULL;
+    *n_out = 0;
+    const ice_snapshot *snap = ice_metadata_current_snapshot(m);
+    if (!snap || !snap->manifest_list)
+        return HS_OK;
+    void *obj = NULL;
+    tbl_fref *lref = NULL;
+    hs_error e2;
+    hs_err_clear(&e2);
+    hs_status st = tbl_fcache_get(&g_lists, tbl_local(snap->manifest_list), NULL, 0, list_load,
+                                  NULL, &obj, &lref, &e2);
+    const ice_manifest_list *list = obj;
+    if (st != HS_OK || !list)
+        return st == HS_NOMEM ? hs_err_nomem(err, 4096) : HS_OK;   /* no summaries */
+    ix_msum *a = hs_calloc(IX_MSUM_MAX, sizeof *a);
+    int n = 0;
+    if (!a)
+        st = hs_err_nomem(err, IX_MSUM_MAX * sizeof *a);
+    for (int mi = 0; st == HS_OK && mi < list->n_files && n < IX_MSUM_MAX; mi++) {
+        const ice_manifest_file *mf = &list->files[mi];
+        if (mf->content != ICE_MANIFEST_DATA)
+            continue;
+        const ix_msum *old = prev ? ix_registry_find_msum(prev, mf->manifest_path,
+                                                          mf->manifest_length,
+                                                          msum_snapshot(mf)) : NULL;
+        if (old) {
+            if ((st = ix_msum_copy(old, &a[n], err)) == HS_OK)
+                n++;
+            continue;
+        }
+        const ice_partition_spec *spec = NULL;
+        for (int k = 0; k < m->n_specs; k++)
+            if (m->specs[k].spec_id == mf->partition_spec_id)
+                spec = &m->specs[k];
+        const ice_schema *ss = spec ? tbl_schema_for_spec(m, spec) : NULL;
+        const ice_manifest *man = NULL;
+        tbl_fref *mref = NULL;
+        if (!spec || !ss)
+            continue;
+        hs_status ms = tbl_mcache_get(mf, spec, ss, &man, &mref, &e2);
+        if (ms == HS_NOMEM)
+            st = hs_err_nomem(err, 4096);
+        else if (ms == HS_OK && man && (st = msum_of(mf, man, ss, prev, &a[n], err)) == HS_OK)
+            n++;
+        tbl_mcache_release(mref);
+    }
+    tbl_fcache_release(&g_lists, lref);
+    if (st != HS_OK) {
+        ix_msums_free(a, n);
+        return st;
+    }
+    *out = a;
+    *n_out = n;
+    return HS_OK;
+}
+
+
 static hs_status push_file(tbl_plan *p, const tbl_plan_file *pf, hs_error *err)
 {
     if (p->n_files == p->cap_files) {
@@ -1217,6 +1398,49 @@ void tbl_plan_free(tbl_plan *p)
     hs_free(p);
 }
 
+/* Which data manifests of p's list the index registry root's summaries
+ * rule out for p's filter (*skip NULL when none is): their files would all
+ * be pruned by their statistics, so the plan is the same without them. */
+static hs_status plan_skips(tbl_plan *p, bool **skip, hs_error *err)
+{
+    *skip = NULL;
+    const ix_registry *root = NULL;
+    tbl_fref *ref = NULL;
+    hs_error e2;
+    hs_err_clear(&e2);
+    hs_status st = tbl_ix_root_acquire(p->meta, &root, &ref, &e2);
+    if (st == HS_NOMEM)
+        return hs_err_nomem(err, 4096);
+    if (!root || root->n_msums == 0) {
+        tbl_ix_root_release(ref);
+        return HS_OK;
+    }
+    bool *sk = hs_calloc((size_t)p->list->n_files, sizeof *sk);
+    if (!sk) {
+        tbl_ix_root_release(ref);
+        return hs_err_nomem(err, (size_t)p->list->n_files);
+    }
+    int n = 0;
+    for (int mi = 0; mi < p->list->n_files; mi++) {
+        const ice_manifest_file *mf = &p->list->files[mi];
+        if (mf->content != ICE_MANIFEST_DATA)
+            continue;   /* delete manifests are always read */
+        const ix_msum *ms = ix_registry_find_msum(root, mf->manifest_path, mf->manifest_length,
+                                                  msum_snapshot(mf));
+        if (ms && !pr_expr_might_match(p->pred.filter->root, msum_stats, (void *)ms)) {
+            sk[mi] = true;
+            n++;
+        }
+    }
+    tbl_ix_root_release(ref);
+    if (n == 0) {
+        hs_free(sk);
+        sk = NULL;
+    }
+    *skip = sk;
+    return HS_OK;
+}
+
 hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap,
                         const ice_schema *schema, const char *filter_text, tbl_plan **out,
                         hs_error *err)
@@ -1242,14 +1466,22 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             p->list = obj;
         }
     }
+    /* object stores: data manifests that the index registry root's
+     * summaries rule out are not fetched (skip[mi]) */
+    bool *skip = NULL;
+    if (st == HS_OK && p->list && p->list->n_files > 0 && !pr_filter_is_true(p->pred.filter) &&
+        hs_io_is_object_uri(p->list->files[0].manifest_path))
+        st = plan_skips(p, &skip, err);
     if (st == HS_OK && p->list && p->list->n_files > 1 &&
         hs_io_is_object_uri(p->list->files[0].manifest_path)) {
         /* object stores: fetch the manifests' tails in parallel first */
         const char **uris = hs_calloc((size_t)p->list->n_files, sizeof *uris);
+        size_t nu = 0;
         for (int mi = 0; uris && mi < p->list->n_files; mi++)
-            uris[mi] = p->list->files[mi].manifest_path;
-        if (uris)
-            hs_io_prefetch(uris, (size_t)p->list->n_files);
+            if (!skip || !skip[mi])
+                uris[nu++] = p->list->files[mi].manifest_path;
+        if (uris && nu > 1)
+            hs_io_prefetch(uris, nu);
         hs_free(uris);
     }
     spec_proj *projs = NULL;
@@ -1288,6 +1520,15 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
                 break;
             }
             const ice_schema *ss = tbl_schema_for_spec(meta, sp->spec);
+            if (mf->content == ICE_MANIFEST_DATA && skip && skip[mi]) {
+                p->stats.manifests_total++;
+                p->stats.manifests_pruned++;
+                int64_t nf = (mf->added_files_count > 0 ? mf->added_files_count : 0) +
+                             (mf->existing_files_count > 0 ? mf->existing_files_count : 0);
+                p->stats.data_files_total += nf;
+                p->stats.data_files_pruned += nf;
+                continue;
+            }
             if (mf->content == ICE_MANIFEST_DATA) {
                 p->stats.manifests_total++;
                 spec_proj tmp = *sp;
@@ -1299,6 +1540,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             }
         }
     }
+    hs_free(skip);
     if (st == HS_OK)
         st = attach_deletes(p, (const del_entry *)dels.data, dels.len / sizeof(del_entry), err);
     free_del_entries(&dels);

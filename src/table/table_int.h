@@ -258,6 +258,15 @@ void tbl_plan_free(tbl_plan *p);
  * rows (of this search and of the next one) come from the cache.  Returns
  * at once; a no-op for local paths. */
 void tbl_plan_warm_pages(const char *const *paths, int n, const int32_t *field_ids, int n_ids);
+/* The manifest summaries (index/registry.h "manifests") of m's current
+ * snapshot's data manifests: prev's (a registry root) where it has one for
+ * the same manifest, the others computed from the manifests (read through
+ * the manifest cache; one that cannot be read gets none).  *out (n_out
+ * items, ix_msums_free) is NULL when there are none. */
+struct ix_registry;
+struct ix_msum;
+HS_MUST_USE hs_status tbl_plan_msums(const ice_table_metadata *m, const struct ix_registry *prev,
+                                     struct ix_msum **out, int *n_out, hs_error *err);
 /* The process-wide caches plans use (plan.c): bound filters (HS_FILTER_CACHE=0
  * turns it off; counters for tests) and decoded manifest lists.  The clears
  * drop unreferenced entries (tests balancing allocations). */
@@ -583,6 +592,14 @@ typedef struct tbl_ixscan tbl_ixscan;
 /* Object stores: starts loading m's index registry (root and segments) into
  * the cache on a background thread (a scan planner, before the manifests). */
 void tbl_ix_warm_async(const ice_table_metadata *m);
+/* Object stores: the root of m's index registry alone (declarations,
+ * segments, manifest summaries; the fetch tbl_ix_warm_async started is
+ * joined, not repeated), to release with tbl_ix_root_release.  *root NULL
+ * when there is none or it cannot be read (nothing is skipped then). */
+HS_MUST_USE hs_status tbl_ix_root_acquire(const ice_table_metadata *m,
+                                          const struct ix_registry **root, struct tbl_fref **ref,
+                                          hs_error *err);
+void tbl_ix_root_release(struct tbl_fref *ref);
 /* Loads the registry named by m's properties.  *out = NULL when the table
  * has no index entries (or the registry cannot be read: a warning, and
  * *skipped counts it).  Caller frees with tbl_ixscan_free. */

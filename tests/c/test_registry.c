@@ -556,12 +556,76 @@ static void test_oom(void)
     ix_registry_clear(&root);
 }
 
+/* The root's optional keys: manifest summaries written and read back byte
+ * for byte (oracle: the bytes given), malformed ones ignored without
+ * failing the root; segments carried inline serve a root whose segment
+ * file is gone, and a copy whose counts differ from the root's is not used
+ * (the file is read). */
+static void test_root_extras(void)
+{
+    const char *loc = new_location("extras");
+    REQUIRE(loc);
+    hs_error err = {0};
+    ix_registry r = {0};
+    CHECK_OK(ix_registry_add_decl(&r, "c", 1, "inverted", "{}", &err), &err);
+    ix_entry e = mk_entry("/wh/t/data/a.parquet", 1, "index/a.1.inverted");
+    CHECK_OK(ix_registry_add_entry(&r, &e, &err), &err);
+    uint8_t lo[8] = {1, 0, 0, 0, 0, 0, 0, 0}, hi[3] = {0xff, 0x00, 0x7f};
+    ix_mbound b = {7, sizeof lo, sizeof hi, lo, hi};
+    ix_msum m = {(char *)"s3://b/t/metadata/m0.avro", 4321, -5, 1, &b};
+    ix_msum *ms = hs_calloc(1, sizeof *ms);
+    REQUIRE(ms);
+    CHECK_OK(ix_msum_copy(&m, ms, &err), &err);
+    ix_registry_set_msums(&r, ms, 1);
+    char *rel = NULL;
+    hs_buf created = {0};
+    CHECK_OK(ix_registry_write(loc, &r, 0, &rel, &created, &err), &err);
+    const char *seg = HS_VEC_AT(&created, char *, 0);
+    ix_registry_clear(&r);
+    ix_registry root = {0};
+    CHECK_OK(ix_registry_load_root(loc, rel, &root, &err), &err);
+    CHECK(root.n_msums == 1);
+    const ix_msum *got = ix_registry_find_msum(&root, m.path, 4321, -5);
+    CHECK(got && got->n_bounds == 1 && got->bounds[0].field_id == 7 &&
+          got->bounds[0].lower_len == 8 && memcmp(got->bounds[0].lower, lo, 8) == 0 &&
+          got->bounds[0].upper_len == 3 && memcmp(got->bounds[0].upper, hi, 3) == 0);
+    CHECK(!ix_registry_find_msum(&root, m.path, 4322, -5));   /* another length */
+    CHECK(!ix_registry_find_msum(&root, m.path, 4321, 9));    /* another snapshot */
+    CHECK(root.n_segments == 1 && root.segments[0].inline_json);
+    /* the segment file gone: the inline copy serves */
+    char p[1200];
+    snprintf(p, sizeof p, "%s/%s", loc, seg);
+    CHECK(unlink(p) == 0);
+    CHECK_OK(ix_registry_load_segments(loc, &root, &err), &err);
+    CHECK(root.n_entries == 1 && strcmp(root.entries[0].data_file, e.data_file) == 0);
+    ix_registry_clear(&root);
+    /* malformed summaries are dropped; an inline copy that does not match
+     * the root's counts is not used (the file, missing here, is read) */
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"format-version\": 2, \"declared\": [], \"segments\": [{\"path\": \"%s\", "
+             "\"entries\": 2, \"removed\": 0, \"bytes\": 10, \"inline\": {\"format-version\": 2, "
+             "\"segment\": true, \"removed\": [], \"entries\": []}}], \"manifests\": [{\"path\": "
+             "\"m\", \"length\": 1, \"snapshot\": 1, \"bounds\": [[1, \"0g\", \"00\"]]}]}", seg);
+    CHECK(write_text(loc, "index/registry/x.json", text) == HS_OK);
+    CHECK_OK(ix_registry_load_root(loc, "index/registry/x.json", &root, &err), &err);
+    CHECK(root.n_msums == 0 && root.n_segments == 1);
+    hs_error e2 = {0};
+    CHECK(ix_registry_load_segments(loc, &root, &e2) == HS_NOT_FOUND);
+    ix_registry_clear(&root);
+    for (size_t i = 0; i < HS_VEC_LEN(&created, char *); i++)
+        hs_free(HS_VEC_AT(&created, char *, i));
+    hs_buf_free(&created);
+    hs_free(rel);
+}
+
 int main(void)
 {
     HS_RUN(test_segments_vs_model);
     HS_RUN(test_format1_compat);
     HS_RUN(test_bad_files);
     HS_RUN(test_oom);
+    HS_RUN(test_root_extras);
     HS_RUN(test_append_cost);
     return hs_test_summary();
 }

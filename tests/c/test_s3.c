@@ -407,6 +407,20 @@ static void test_will_need(void)
     hs_file_will_need(f, rr, 4);   /* all cached: nothing to fetch */
     hs_s3_get_stats(&b);
     CHECK(b.requests == a.requests);
+    /* two ranges 450 KB apart (a point lookup's pages of two columns): they
+     * coalesce into one range, fetched as one GET before the reads, and the
+     * reads then cost nothing (before: nothing fetched, two GETs on read) */
+    const hs_io_range r2[] = { { 2300000, 4000 }, { 2754000, 6000 } };   /* not the tail */
+    hs_s3_get_stats(&a);
+    hs_file_will_need(f, r2, 2);
+    hs_s3_get_stats(&b);
+    CHECK(b.requests == a.requests + 1);
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(hs_file_read_at(f, r2[i].off, (size_t)r2[i].len, got, &err), &err);
+        CHECK(memcmp(got, data + r2[i].off, (size_t)r2[i].len) == 0);
+    }
+    hs_s3_get_stats(&a);
+    CHECK(a.requests == b.requests);
     hs_file_close(f);
     /* rewritten under the same key: the new bytes, never the old blocks */
     fill(data, n, 12);

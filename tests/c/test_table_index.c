@@ -1084,15 +1084,35 @@ static void test_damaged_segment(void)
     char rel[512], path[1200];
     REQUIRE(current_root(t, &root, rel, sizeof rel) == 0);
     CHECK(root.format_version == 2 && root.n_segments == 4);
+    /* a registry this small: the root carries its segments inline */
+    for (int i = 0; i < root.n_segments; i++)
+        CHECK(root.segments[i].inline_json != NULL);
     snprintf(path, sizeof path, "%s/%s", hs_table_location(t), root.segments[1].path);
     CHECK(unlink(path) == 0);
     ix_registry_clear(&root);
     tbl_index_cache_clear();
+    ids got;
+    hs_index_stats st = HS_INDEX_STATS_INIT;
+    /* the root's inline copy serves the deleted segment's entries */
+    CHECK(scan_ids(t, "cat = 'c3'", &got, &st, &err) == 0);
+    CHECK(st.files_planned == 4 && st.files_indexed == 4);
+    free(got.v);
+    /* a root without the inline copies (as a large registry's): the
+     * deleted segment's entries are lost, not the others' */
+    char root_path[1200];
+    snprintf(root_path, sizeof root_path, "%s/%s", hs_table_location(t), rel);
+    json_t *rj = json_load_file(root_path, 0, NULL);
+    REQUIRE(rj);
+    size_t si;
+    json_t *so;
+    json_array_foreach(json_object_get(rj, "segments"), si, so)
+        json_object_del(so, "inline");
+    CHECK(json_dump_file(rj, root_path, JSON_COMPACT) == 0);
+    json_decref(rj);
+    tbl_index_cache_clear();
     hs_index_stats sum = HS_INDEX_STATS_INIT;
     int64_t n_rows = 4 * ROWS_PER_FILE;
     CHECK(check_queries(t, n_rows, NULL, &sum) == 0);
-    ids got;
-    hs_index_stats st = HS_INDEX_STATS_INIT;
     CHECK(scan_ids(t, "cat = 'c3'", &got, &st, &err) == 0);
     CHECK(st.files_planned == 4 && st.files_indexed == 3);
     free(got.v);

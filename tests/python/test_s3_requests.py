@@ -260,13 +260,13 @@ POINT_WORKER = textwrap.dedent('''
 
 def test_point_lookup_rounds(s3):
     """A cold point lookup opened from the metadata file's location: one GET of
-    that file (no version-hint.text, no probe, no HEAD); the index registry's
-    segment is asked for while the manifests are read (before any data file
-    request), not after them; in all at most 5 dependent round trips. A warm
-    lookup of a key in another file sends no request at all: the other
-    files' tails (footer and, in files this small, every page) and sidecars
-    were fetched in the background by the first query. Oracle: the rows
-    written (pandas) and the proxy's request log."""
+    that file (no version-hint.text, no probe, no HEAD); the index registry
+    is its root alone (segments inline), asked for with the manifest list; in
+    all at most 7 requests in at most 5 dependent round trips, and one
+    manifest of three (the registry root's manifest summaries rule out the
+    others). A warm lookup of a key in another file reads that file's
+    manifest, footer and sidecar only. Oracle: the rows written (pandas) and
+    the proxy's request log."""
     uri = s3.uri(f"requests/p-{os.getpid()}")
     t = hdb.Table(uri)
     frames = [frame(f) for f in range(FILES)]
@@ -301,23 +301,34 @@ def test_point_lookup_rounds(s3):
                     assert not any(m == "HEAD" for _, m, _, _ in trace), trace
                     assert not any(x.endswith("version-hint.text") for x in paths), paths
                     assert sum(x.endswith(".metadata.json") for x in paths) == 1, paths
-                    seg = [t0 for (t0, _, tg, _) in trace if "/registry/seg-" in tg]
-                    data = [t0 for (t0, _, tg, _) in trace if tg.split("?")[0].endswith(".parquet")]
-                    assert seg and data, paths
-                    # the segment went out with the manifests, a round before the footer
-                    assert max(seg) < min(data) - delay / 2, (seg, data)
+                    # the registry: its root only (which carries this small
+                    # registry's segments inline), sent with the manifest list
+                    reg = [(t0, tg) for (t0, _, tg, _) in trace if "/registry/" in tg]
+                    lst = [t0 for (t0, _, tg, _) in trace if "/snap-" in tg]
+                    assert len(reg) == 1 and "/registry/seg-" not in reg[0][1], paths
+                    assert abs(reg[0][0] - lst[0]) < delay / 2, (reg, lst)
+                    # in all: metadata, list, root, manifest, sidecar, footer, pages
+                    assert len(paths) <= 7, paths
                     rounds, last = 0, None
                     for t0, *_ in trace:
                         if last is None or t0 - last > delay / 2:
                             rounds += 1
                         last = t0
                     assert rounds <= 5, [(round(t0 - trace[0][0], 3), tg) for t0, _, tg, _ in trace]
+                    # the registry root's manifest summaries ruled out the
+                    # other files' manifests: one manifest read, not three
+                    assert sum("-m" in x and x.endswith(".avro") and "/snap-" not in x
+                               for x in paths) == 1, paths
                 else:
-                    # the first query fetched the other files' tails (their
-                    # last 64 KiB: all of these small files, pages included)
-                    # and range sidecars in the background: no request at all
-                    # (before that: sidecar + footer, then the pages)
-                    assert paths == [], trace
+                    # another file's key: only that file's manifest (the
+                    # cold query skipped it), then its footer (the tail of
+                    # these small files holds the pages too) and range
+                    # sidecar; nothing of the table's metadata or registry
+                    man = [x for x in paths if x.endswith(".avro")]
+                    assert len(man) == 1 and "/snap-" not in man[0], paths
+                    assert not any(x.endswith(".metadata.json") or "/registry/" in x
+                                   for x in paths), paths
+                    assert len(paths) <= 4, paths
                 # the background fetches of the first query are done by the next
                 time.sleep(3 * delay)
         finally:
@@ -452,3 +463,150 @@ def test_damaged_head_gives_exact_results(s3, kind):
     # the head's own checks fired (the whole image's checksum is not read)
     assert ("payload checksum mismatch" if kind == "hnsw"
             else "checksum mismatch in the exact vectors") in r.stderr, r.stderr
+
+
+MANY_WORKER = textwrap.dedent('''
+    import json, sys
+    import hyperstreamdb as hdb
+    t = hdb.Table(sys.argv[1])
+    out = []
+    for f in json.loads(sys.argv[2]):
+        r = t.to_arrow(filter=f, columns=["id", "cat"])
+        out.append(sorted(zip(r["id"].to_pylist(), r["cat"].to_pylist())))
+    print(json.dumps(out), flush=True)
+''')
+
+
+def test_manifest_summaries_stay_exact_across_other_engines(s3, tmp_path):
+    """Manifests that the index registry root's summaries rule out are not
+    read, and the answers stay exact when other engines commit after the
+    root was written: pyiceberg (through a SqlCatalog on the same objects)
+    appends a file and deletes rows of one of ours (new manifests, which no
+    summary covers, so they are read), then we append again (our root then
+    summarises pyiceberg's manifests too).  Oracle: pyiceberg's own scan of
+    the same metadata for each filter; the proxy's request log for which
+    manifests were fetched."""
+    pa = pytest.importorskip("pyarrow")
+    sql = pytest.importorskip("pyiceberg.catalog.sql")
+    from conftest import s3_fileio_properties
+    uri = s3.uri(f"requests/m-{os.getpid()}")
+    t = hdb.Table(uri)
+    for f in range(FILES):
+        t.write_pandas(frame(f))
+        t.commit()
+    t.add_index("id", "range")
+    filters = [f"id = {PER // 2}", f"id = {PER + 600}", f"id = {2 * PER + 17}",
+               "id = 10050", f"id >= {PER + 590} AND id < {PER + 610}", "id = 99999",
+               "cat = 'c3' AND id < 40", "id IS NULL"]
+
+    def ours(meta, with_proxy=False):
+        env = dict(os.environ, **s3.env)
+        if not with_proxy:
+            r = subprocess.run([sys.executable, "-c", MANY_WORKER, meta, json.dumps(filters)],
+                               env=env, text=True, capture_output=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            return json.loads(r.stdout), None
+        with FaultProxy(s3.port) as proxy:
+            proxy.trace = []
+            env["AWS_ENDPOINT_URL"] = proxy.endpoint
+            env.pop("AWS_ENDPOINT_URL_S3", None)
+            r = subprocess.run([sys.executable, "-c", MANY_WORKER, meta,
+                                json.dumps(filters[:1])],
+                               env=env, text=True, capture_output=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            with proxy.lock:
+                paths = [tg.split("?", 1)[0] for _, _, tg, _ in proxy.trace]
+            return json.loads(r.stdout), [x for x in paths
+                                          if x.endswith(".avro") and "/snap-" not in x]
+
+    def oracle(tbl):
+        out = []
+        for f in filters:
+            a = tbl.scan(row_filter=f.replace("IS NULL", "is null"),
+                         selected_fields=("id", "cat")).to_arrow()
+            out.append(sorted([i, c] for i, c in zip(a["id"].to_pylist(), a["cat"].to_pylist())))
+        return out
+
+    cat = sql.SqlCatalog("c", uri=f"sqlite:///{tmp_path}/cat.db", warehouse=s3.uri("requests/wh"),
+                         **s3_fileio_properties(s3))
+    cat.create_namespace("ns")
+    pt = cat.register_table("ns.t", t.metadata_location)
+    got, mans = ours(t.metadata_location, with_proxy=True)
+    assert len(mans) == 1, mans   # one of three manifests
+    got, _ = ours(t.metadata_location)
+    assert got == oracle(pt)
+    # pyiceberg appends a file and deletes rows of our second file
+    schema = pt.schema().as_arrow()
+    ids = np.arange(10000, 10100, dtype=np.int64)
+    extra = pa.table({"id": ids, "cat": [f"c{i % 7}" for i in ids],
+                      "emb": [list(map(float, r)) for r in
+                              np.random.default_rng(5).standard_normal((100, DIM))]})
+    pt.append(extra.cast(schema))
+    pt.delete(f"id >= {PER + 595} and id < {PER + 605}")
+    pt = cat.load_table("ns.t")
+    want = oracle(pt)
+    assert want[3] == [[10050, "c5"]] and want[1] == []   # the oracle saw both commits
+    got, mans = ours(pt.metadata_location, with_proxy=True)
+    got, _ = ours(pt.metadata_location)
+    assert got == want
+    # we append again: the new root summarises every manifest, pyiceberg's too
+    t2 = hdb.Catalog(f"sqlite:///{tmp_path}/cat.db", name="c").load_table("ns.t")
+    t2.write_pandas(frame(FILES))
+    t2.commit()
+    meta = t2.metadata_location
+    pt = cat.load_table("ns.t")
+    assert pt.metadata_location == meta
+    want = oracle(pt)
+    got, mans = ours(meta, with_proxy=True)
+    assert len(mans) == 1, mans   # id = PER // 2: our first file's manifest only
+    got, _ = ours(meta)
+    assert got == want
+
+
+def test_refresh_gives_an_old_root_its_summaries(s3):
+    """A registry root written before manifest summaries existed (simulated:
+    the key removed from the current root) makes a point lookup read every
+    manifest; refresh_indexes, with nothing to build, writes a root that
+    has them, and the lookup reads one manifest again. Oracle: the rows
+    written (pandas) and the proxy's request log."""
+    import boto3
+    uri = s3.uri(f"requests/old-root-{os.getpid()}")
+    t = hdb.Table(uri)
+    frames = [frame(f) for f in range(FILES)]
+    for f in frames:
+        t.write_pandas(f)
+        t.commit()
+    t.add_index("id", "range")
+    c = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                     aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    bucket, prefix = uri[len("s3://"):].split("/", 1)
+    rel = t.properties["hyperstream.index-registry"]
+    key = f"{prefix}/{rel}"
+    root = json.loads(c.get_object(Bucket=bucket, Key=key)["Body"].read())
+    assert len(root.pop("manifests")) == FILES
+    c.put_object(Bucket=bucket, Key=key, Body=json.dumps(root).encode())
+    key_id = PER + 33
+
+    def manifests_read(meta):
+        with FaultProxy(s3.port) as proxy:
+            proxy.trace = []
+            env = dict(os.environ, **s3.env)
+            env["AWS_ENDPOINT_URL"] = proxy.endpoint
+            env.pop("AWS_ENDPOINT_URL_S3", None)
+            r = subprocess.run([sys.executable, "-c", MANY_WORKER, meta,
+                                json.dumps([f"id = {key_id}"])],
+                               env=env, text=True, capture_output=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            assert json.loads(r.stdout) == [[[key_id, f"c{key_id % 7}"]]]
+            with proxy.lock:
+                return [tg for _, _, tg, _ in proxy.trace
+                        if tg.split("?")[0].endswith(".avro") and "/snap-" not in tg]
+
+    assert len(manifests_read(t.metadata_location)) == FILES
+    before = t.metadata_location
+    t.refresh_indexes()
+    assert t.metadata_location != before   # a registry commit: the new root
+    assert len(manifests_read(t.metadata_location)) == 1
+    after = t.metadata_location
+    t.refresh_indexes()   # summaries current: no commit
+    assert t.metadata_location == after
