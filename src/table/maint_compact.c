@@ -554,6 +554,11 @@ static int cmp_size_desc(const void *a, const void *b, void *ctx)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+static int cmp_size_asc(const void *a, const void *b, void *ctx)
+{
+    return cmp_size_desc(b, a, ctx);
+}
+
 typedef struct bin {
     hs_buf files;                 /* int */
     int64_t bytes;
@@ -828,6 +833,15 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
     }
     hs_buf_free(&key);
     /* which groups are rewritten, and their bins */
+    /* max_rewrite_fraction: the bytes this call may rewrite, of the live
+     * data files' bytes (-1 = no bound) */
+    int64_t budget = -1;
+    if (opt->max_rewrite_fraction > 0 && p) {
+        int64_t live = 0;
+        for (int i = 0; i < p->n_files; i++)
+            live += p->files[i].file_size;
+        budget = (int64_t)(opt->max_rewrite_fraction * (double)live);
+    }
     bool *rewrite = hs_calloc((size_t)(p ? p->n_files : 0) + 1, sizeof(bool));
     hs_buf bins = {0};
     json_t *jgroups = json_array();
@@ -862,6 +876,24 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
                 idx[kept++] = idx[k];
             n = kept;
             groups[g].files.len = (size_t)n * sizeof(int);
+        }
+        if (budget >= 0) {
+            /* bounded rewrite: the smallest files that fit what is left of
+             * the budget (a file larger than it stays, deletes or not) */
+            qsort_r(idx, (size_t)n, sizeof *idx, cmp_size_asc, (void *)p);
+            int64_t sum = 0;
+            int k = 0;
+            deletes = false;
+            for (; k < n && sum + p->files[idx[k]].file_size <= budget; k++) {
+                sum += p->files[idx[k]].file_size;
+                deletes = deletes ||
+                          many_deletes(&p->files[idx[k]], del_threshold, ratio_threshold);
+            }
+            n = k;
+            groups[g].files.len = (size_t)n * sizeof(int);
+            if (n == 0 || (n < min_files && !deletes))
+                continue;
+            budget -= sum;
         }
         if (n == 0 || (n < min_files && !deletes))
             continue;
@@ -1126,9 +1158,10 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     HS_TRY(tbl_check_writable(t, err));
     if (opt->target_file_size_bytes < 0 || opt->min_input_files < 0 ||
         opt->delete_file_threshold < 0 || opt->delete_ratio_threshold < 0 ||
-        opt->delete_ratio_threshold > 1)
+        opt->delete_ratio_threshold > 1 || !(opt->max_rewrite_fraction >= 0) ||
+        opt->max_rewrite_fraction > 1)
         return hs_err_set(err, HS_INVALID, "compact: negative target size, file count or delete "
-                          "threshold, or a delete ratio above 1");
+                          "threshold, or a delete ratio or max_rewrite_fraction outside [0, 1]");
     HS_TRY(hs_table_refresh(t, err));
     if (!opt->partial_progress)
         return compact_on(t, &t->meta, opt, result_json, err);
