@@ -259,8 +259,11 @@ static bool planned_ref(const tbl_plan_file *pf, const tbl_delete_ref *d)
 }
 
 /* The delete entries of plan fp that apply only to removed files
- * (remove[i]), as tbl_rewrite_remove's remove_del; counted in *files and
- * *records. */
+ * (remove[i]), and those that apply to no live file at all (fp->unused_dels:
+ * an equality delete all of whose pairs bounds or sequence numbers left
+ * out, a position delete of files gone), as tbl_rewrite_remove's
+ * remove_del; counted in *files and *records (position deletes' records:
+ * the summary's removed-position-deletes). */
 static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *remove_del,
                               int64_t *files, int64_t *records, hs_error *err)
 {
@@ -292,9 +295,25 @@ static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *re
                 hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
                 st = hs_err_nomem(err, 64);
             (*files)++;
-            *records += d->record_count;
+            if (d->kind == ICE_CONTENT_POSITION_DELETES)
+                *records += d->record_count;
         }
     hs_map_free(&refs);
+    for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&fp->unused_dels, tbl_delete_ref); i++) {
+        const tbl_delete_ref *d = &HS_VEC_AT(&fp->unused_dels, tbl_delete_ref, i);
+        int64_t kk[2] = {d->manifest_index, d->entry_index};
+        int mi = d->manifest_index;
+        char mkey[sizeof mi];
+        memcpy(mkey, &mi, sizeof mi);
+        if (hs_map_get(remove_del, kk, sizeof kk, NULL))
+            continue;
+        if (hs_map_put(remove_del, kk, sizeof kk, 1) != HS_OK ||
+            hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
+            st = hs_err_nomem(err, 64);
+        (*files)++;
+        if (d->kind == ICE_CONTENT_POSITION_DELETES)
+            *records += d->record_count;
+    }
     return st;
 }
 
@@ -1075,12 +1094,34 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
             cc.rw = NULL;
         }
     }
+    /* nothing to rewrite, but delete files that apply to no live data
+     * file (an equality delete pruned by bounds everywhere, position
+     * deletes of files gone): a "replace" that only drops them
+     * (compact_attempt redoes the choice against its base) */
+    bool unused = p && HS_VEC_LEN(&p->unused_dels, tbl_delete_ref) > 0;
+    if (st == HS_OK && n_bins == 0 && unused && !opt->dry_run) {
+        cc.batch++;
+        st = tbl_rewrite_begin(t, "replace", cc.planned, compact_attempt, &cc, &rw, err);
+        if (st == HS_OK) {
+            cc.rw = rw;
+            tbl_rewrite_mark(rw);
+            st = tbl_rewrite_commit(rw, err);
+            if (st == HS_OK) {
+                del_files_total += cc.del_files;
+                new_id = tbl_rewrite_snapshot_id(rw);
+                json_array_append_new(jsnaps, json_integer(new_id));
+            }
+            tbl_rewrite_free(rw);
+            rw = NULL;
+            cc.rw = NULL;
+        }
+    }
     if (st != HS_OK && opt->partial_progress && committed_bins > 0)
         hs_err_prefix(err, "compact (partial progress: %zu of %zu file groups committed in %zu "
                       "snapshots, which stay)", committed_bins, n_bins,
                       json_array_size(jsnaps));
     int64_t del_files = del_files_total;
-    if (st == HS_OK && opt->dry_run && n_in > 0) {   /* what the commit would drop */
+    if (st == HS_OK && opt->dry_run && (n_in > 0 || unused)) {   /* what the commit would drop */
         hs_map rd = {0};
         int64_t recs = 0;
         st = drop_deletes(p, rewrite, &rd, &del_files, &recs, err);
