@@ -957,8 +957,8 @@ static void auto_maintain(hs_stream *s)
                 s->compact_after_ms = now + s->expire_age_ms + 1;
                 s->compact_give_up_ms =
                     now + (10 * s->expire_age_ms > 5000 ? 10 * s->expire_age_ms : 5000);
-                /* the snapshot it replaced: the first parent that is not
-                 * one of its own commits (partial progress) */
+                /* the snapshot it replaced (one commit: no partial
+                 * progress here), which names the files it rewrote */
                 const ice_snapshot *c = ice_metadata_current_snapshot(&s->wt->meta);
                 s->compact_replaced = c && c->has_parent ? c->parent_id : -1;
             }
