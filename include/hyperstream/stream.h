@@ -105,7 +105,9 @@ typedef struct hs_stream_stats {
     int64_t replayed_records, replayed_rows;   /* recovered at open */
     int64_t busy_rejections;   /* writes that got HS_BUSY */
     /* automatic maintenance after flushes (hyperstream.wal.compact-min-files,
-     * hyperstream.wal.expire-age-ms): commits made, attempts that failed */
+     * hyperstream.wal.compact-max-rewrite-fraction,
+     * hyperstream.wal.expire-age-ms; docs/streaming.md): commits made,
+     * attempts that failed */
     int64_t compactions, expirations, maintenance_failures;
 } hs_stream_stats;
 #define HS_STREAM_STATS_INIT {sizeof(hs_stream_stats)}

@@ -589,6 +589,17 @@ typedef struct hs_compact_options {
      * whole compaction's is.  0 = one snapshot at the end. */
     int partial_progress;
     int max_commits;
+    /* A bound on the bytes one compaction holds twice (what automatic
+     * stream maintenance uses to keep storage near the live data): at most
+     * this fraction of the live data files' bytes is rewritten by this
+     * call, so that the new files written before the commit, and the
+     * replaced ones waiting for expiry after it, stay within that fraction
+     * of the table.  Files are taken smallest first, whole, across the
+     * partitions in turn; a file larger than the budget is left as it is
+     * (also when it has many deletes); a partition whose files within the
+     * budget are fewer than min_input_files (and none has many deletes) is
+     * left for a later call.  0 = no bound; in (0, 1]. */
+    double max_rewrite_fraction;
 } hs_compact_options;
 #define HS_COMPACT_OPTIONS_INIT {sizeof(hs_compact_options)}
 

@@ -200,7 +200,8 @@ class Table:
                 delete_file_threshold: int = 0,
                 delete_ratio_threshold: float = 0.0,
                 size_tiered: bool = False, partial_progress: bool = False,
-                max_commits: Optional[int] = None) -> Dict[str, Any]: ...
+                max_commits: Optional[int] = None,
+                max_rewrite_fraction: float = 0.0) -> Dict[str, Any]: ...
     def rewrite_data_files(self, target_file_size: Optional[int] = None, min_input_files: int = 2,
                            filter: Optional[str] = None, dry_run: bool = False,
                            progress: ProgressArg = None,
@@ -208,7 +209,8 @@ class Table:
                            delete_file_threshold: int = 0,
                            delete_ratio_threshold: float = 0.0,
                            size_tiered: bool = False, partial_progress: bool = False,
-                           max_commits: Optional[int] = None) -> Dict[str, Any]: ...
+                           max_commits: Optional[int] = None,
+                           max_rewrite_fraction: float = 0.0) -> Dict[str, Any]: ...
     def expire_snapshots(self, older_than: Union[datetime.datetime, datetime.timedelta, int,
                                                  None] = None,
                          retain_last: Optional[int] = None,

@@ -2070,19 +2070,19 @@ static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
                              "keep_files", "target_size_bytes", "min_input_files", "filter",
                              "progress", "zorder_by", "delete_file_threshold",
                              "delete_ratio_threshold", "size_tiered", "rewrite_all",
-                             "partial_progress", "max_commits", NULL};
+                             "partial_progress", "max_commits", "max_rewrite_fraction", NULL};
     const char *op;
     PyObject *older_o = Py_None, *ids_o = Py_None, *filter_o = Py_None, *progress = Py_None;
     PyObject *zorder_o = Py_None;
     int retain_last = 0, dry_run = 0, keep_files = 0, min_input_files = 0, del_files = 0;
     int size_tiered = 0, rewrite_all = 0, partial_progress = 0, max_commits = 0;
-    double del_ratio = 0;
+    double del_ratio = 0, max_fraction = 0;
     long long target = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OiOppLiOOOidpppi", kwlist, &op, &older_o,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|OiOppLiOOOidpppid", kwlist, &op, &older_o,
                                      &retain_last, &ids_o, &dry_run, &keep_files, &target,
                                      &min_input_files, &filter_o, &progress, &zorder_o,
                                      &del_files, &del_ratio, &size_tiered, &rewrite_all,
-                                     &partial_progress, &max_commits))
+                                     &partial_progress, &max_commits, &max_fraction))
         return NULL;
     if (check_open(self) < 0)
         return NULL;
@@ -2166,6 +2166,7 @@ static PyObject *Table_maintain(TableObject *self, PyObject *args, PyObject *kw)
         o.size_tiered = size_tiered;
         o.partial_progress = partial_progress;
         o.max_commits = max_commits;
+        o.max_rewrite_fraction = max_fraction;
         LOCKED(self, st = hs_table_compact(self->t, &o, &out, &err));
     } else {
         PyMem_RawFree(ids);

@@ -1165,7 +1165,8 @@ class Table:
                 zorder_by: Union[str, Sequence[str], None] = None,
                 delete_file_threshold: int = 0,
                 delete_ratio_threshold: float = 0.0, size_tiered: bool = False,
-                partial_progress: bool = False, max_commits: Optional[int] = None) -> dict:
+                partial_progress: bool = False, max_commits: Optional[int] = None,
+                max_rewrite_fraction: float = 0.0) -> dict:
         """Bin-pack compaction (Iceberg rewrite_data_files): within each
         partition, files smaller than ``target_file_size`` bytes (default: the
         table property write.target-file-size-bytes, 512 MiB) and files with
@@ -1195,7 +1196,11 @@ class Table:
         ``partial_progress`` (Iceberg's partial-progress.enabled) commits the
         file groups as they finish, in at most ``max_commits`` (default 10)
         snapshots, so that a failure or a cancel keeps the groups committed
-        before it (result keys "commits" and "snapshot_ids").  Returns what
+        before it (result keys "commits" and "snapshot_ids").
+        ``max_rewrite_fraction`` (0 = no bound) rewrites at most that
+        fraction of the live data files' bytes, the smallest eligible files
+        first, whole (what automatic stream maintenance uses to bound the
+        bytes held twice until expiry).  Returns what
         was (with ``dry_run``: would be) rewritten.  Shows a progress bar
         (see set_progress); Ctrl-C cancels."""
         if progress is None:
@@ -1211,7 +1216,8 @@ class Table:
                                           delete_ratio_threshold=float(delete_ratio_threshold),
                                           size_tiered=bool(size_tiered),
                                           partial_progress=bool(partial_progress),
-                                          max_commits=int(max_commits or 0))
+                                          max_commits=int(max_commits or 0),
+                                          max_rewrite_fraction=float(max_rewrite_fraction))
         return json.loads(out)
 
     rewrite_data_files = compact

@@ -259,8 +259,11 @@ static bool planned_ref(const tbl_plan_file *pf, const tbl_delete_ref *d)
 }
 
 /* The delete entries of plan fp that apply only to removed files
- * (remove[i]), as tbl_rewrite_remove's remove_del; counted in *files and
- * *records. */
+ * (remove[i]), and those that apply to no live file at all (fp->unused_dels:
+ * an equality delete all of whose pairs bounds or sequence numbers left
+ * out, a position delete of files gone), as tbl_rewrite_remove's
+ * remove_del; counted in *files and *records (position deletes' records:
+ * the summary's removed-position-deletes). */
 static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *remove_del,
                               int64_t *files, int64_t *records, hs_error *err)
 {
@@ -292,9 +295,25 @@ static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *re
                 hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
                 st = hs_err_nomem(err, 64);
             (*files)++;
-            *records += d->record_count;
+            if (d->kind == ICE_CONTENT_POSITION_DELETES)
+                *records += d->record_count;
         }
     hs_map_free(&refs);
+    for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&fp->unused_dels, tbl_delete_ref); i++) {
+        const tbl_delete_ref *d = &HS_VEC_AT(&fp->unused_dels, tbl_delete_ref, i);
+        int64_t kk[2] = {d->manifest_index, d->entry_index};
+        int mi = d->manifest_index;
+        char mkey[sizeof mi];
+        memcpy(mkey, &mi, sizeof mi);
+        if (hs_map_get(remove_del, kk, sizeof kk, NULL))
+            continue;
+        if (hs_map_put(remove_del, kk, sizeof kk, 1) != HS_OK ||
+            hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
+            st = hs_err_nomem(err, 64);
+        (*files)++;
+        if (d->kind == ICE_CONTENT_POSITION_DELETES)
+            *records += d->record_count;
+    }
     return st;
 }
 
@@ -552,6 +571,11 @@ static int cmp_size_desc(const void *a, const void *b, void *ctx)
     const tbl_plan *p = ctx;
     int64_t x = p->files[*(const int *)a].file_size, y = p->files[*(const int *)b].file_size;
     return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static int cmp_size_asc(const void *a, const void *b, void *ctx)
+{
+    return cmp_size_desc(b, a, ctx);
 }
 
 typedef struct bin {
@@ -828,6 +852,15 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
     }
     hs_buf_free(&key);
     /* which groups are rewritten, and their bins */
+    /* max_rewrite_fraction: the bytes this call may rewrite, of the live
+     * data files' bytes (-1 = no bound) */
+    int64_t budget = -1;
+    if (opt->max_rewrite_fraction > 0 && p) {
+        int64_t live = 0;
+        for (int i = 0; i < p->n_files; i++)
+            live += p->files[i].file_size;
+        budget = (int64_t)(opt->max_rewrite_fraction * (double)live);
+    }
     bool *rewrite = hs_calloc((size_t)(p ? p->n_files : 0) + 1, sizeof(bool));
     hs_buf bins = {0};
     json_t *jgroups = json_array();
@@ -862,6 +895,24 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
                 idx[kept++] = idx[k];
             n = kept;
             groups[g].files.len = (size_t)n * sizeof(int);
+        }
+        if (budget >= 0) {
+            /* bounded rewrite: the smallest files that fit what is left of
+             * the budget (a file larger than it stays, deletes or not) */
+            qsort_r(idx, (size_t)n, sizeof *idx, cmp_size_asc, (void *)p);
+            int64_t sum = 0;
+            int k = 0;
+            deletes = false;
+            for (; k < n && sum + p->files[idx[k]].file_size <= budget; k++) {
+                sum += p->files[idx[k]].file_size;
+                deletes = deletes ||
+                          many_deletes(&p->files[idx[k]], del_threshold, ratio_threshold);
+            }
+            n = k;
+            groups[g].files.len = (size_t)n * sizeof(int);
+            if (n == 0 || (n < min_files && !deletes))
+                continue;
+            budget -= sum;
         }
         if (n == 0 || (n < min_files && !deletes))
             continue;
@@ -1043,12 +1094,34 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
             cc.rw = NULL;
         }
     }
+    /* nothing to rewrite, but delete files that apply to no live data
+     * file (an equality delete pruned by bounds everywhere, position
+     * deletes of files gone): a "replace" that only drops them
+     * (compact_attempt redoes the choice against its base) */
+    bool unused = p && HS_VEC_LEN(&p->unused_dels, tbl_delete_ref) > 0;
+    if (st == HS_OK && n_bins == 0 && unused && !opt->dry_run) {
+        cc.batch++;
+        st = tbl_rewrite_begin(t, "replace", cc.planned, compact_attempt, &cc, &rw, err);
+        if (st == HS_OK) {
+            cc.rw = rw;
+            tbl_rewrite_mark(rw);
+            st = tbl_rewrite_commit(rw, err);
+            if (st == HS_OK) {
+                del_files_total += cc.del_files;
+                new_id = tbl_rewrite_snapshot_id(rw);
+                json_array_append_new(jsnaps, json_integer(new_id));
+            }
+            tbl_rewrite_free(rw);
+            rw = NULL;
+            cc.rw = NULL;
+        }
+    }
     if (st != HS_OK && opt->partial_progress && committed_bins > 0)
         hs_err_prefix(err, "compact (partial progress: %zu of %zu file groups committed in %zu "
                       "snapshots, which stay)", committed_bins, n_bins,
                       json_array_size(jsnaps));
     int64_t del_files = del_files_total;
-    if (st == HS_OK && opt->dry_run && n_in > 0) {   /* what the commit would drop */
+    if (st == HS_OK && opt->dry_run && (n_in > 0 || unused)) {   /* what the commit would drop */
         hs_map rd = {0};
         int64_t recs = 0;
         st = drop_deletes(p, rewrite, &rd, &del_files, &recs, err);
@@ -1126,9 +1199,10 @@ hs_status hs_table_compact(hs_table *t, const hs_compact_options *opt, char **re
     HS_TRY(tbl_check_writable(t, err));
     if (opt->target_file_size_bytes < 0 || opt->min_input_files < 0 ||
         opt->delete_file_threshold < 0 || opt->delete_ratio_threshold < 0 ||
-        opt->delete_ratio_threshold > 1)
+        opt->delete_ratio_threshold > 1 || !(opt->max_rewrite_fraction >= 0) ||
+        opt->max_rewrite_fraction > 1)
         return hs_err_set(err, HS_INVALID, "compact: negative target size, file count or delete "
-                          "threshold, or a delete ratio above 1");
+                          "threshold, or a delete ratio or max_rewrite_fraction outside [0, 1]");
     HS_TRY(hs_table_refresh(t, err));
     if (!opt->partial_progress)
         return compact_on(t, &t->meta, opt, result_json, err);

@@ -1326,30 +1326,40 @@ static hs_status attach_deletes(tbl_plan *p, const del_entry *d, size_t n_dels, 
         tbl_delete_ref r = {e->eq ? ICE_CONTENT_EQUALITY_DELETES : ICE_CONTENT_POSITION_DELETES,
                             e->is_dv, e->eq, e->path, e->offset, e->length,
                             e->record_count, e->manifest_index, e->entry_index};
+        int64_t used = 0;   /* data files it applies to */
         if (e->eq) {
             for (int i = 0; i < p->n_files && st == HS_OK; i++)
-                if (eq_applies(p, e, &p->files[i]) &&
-                    hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
-                    st = hs_err_nomem(err, sizeof r);
-            continue;
-        }
-        if (e->ref) {
+                if (eq_applies(p, e, &p->files[i])) {
+                    used++;
+                    if (hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
+                        st = hs_err_nomem(err, sizeof r);
+                }
+        } else if (e->ref) {
             uint64_t i;
-            if (hs_map_get(&by_ref, e->ref, strlen(e->ref), &i) && e->seq >= p->files[i].data_seq)
+            if (hs_map_get(&by_ref, e->ref, strlen(e->ref), &i) &&
+                e->seq >= p->files[i].data_seq) {
+                used++;
                 if (hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
                     st = hs_err_nomem(err, sizeof r);
-            continue;
+            }
+        } else {
+            for (int i = 0; i < p->n_files && st == HS_OK; i++) {
+                const char *path = p->files[i].path;
+                size_t pn = strlen(path);
+                if (e->seq < p->files[i].data_seq)
+                    continue;
+                if (e->lo && bytes_cmp(e->lo, e->lo_len, path, pn) > 0)
+                    continue;
+                if (e->hi && bytes_cmp(e->hi, e->hi_len, path, pn) < 0)
+                    continue;
+                used++;
+                if (hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
+                    st = hs_err_nomem(err, sizeof r);
+            }
         }
-        for (int i = 0; i < p->n_files && st == HS_OK; i++) {
-            const char *path = p->files[i].path;
-            size_t pn = strlen(path);
-            if (e->seq < p->files[i].data_seq)
-                continue;
-            if (e->lo && bytes_cmp(e->lo, e->lo_len, path, pn) > 0)
-                continue;
-            if (e->hi && bytes_cmp(e->hi, e->hi_len, path, pn) < 0)
-                continue;
-            if (hs_buf_append(&lists[i], &r, sizeof r) != HS_OK)
+        if (st == HS_OK && used == 0) {
+            r.eq = NULL;   /* nothing reads it through this plan */
+            if (hs_buf_append(&p->unused_dels, &r, sizeof r) != HS_OK)
                 st = hs_err_nomem(err, sizeof r);
         }
     }
@@ -1384,6 +1394,7 @@ void tbl_plan_free(tbl_plan *p)
     for (size_t i = 0; i < p->eqdels.len / sizeof(tbl_eqdel *); i++)
         tbl_eqdel_free(((tbl_eqdel **)p->eqdels.data)[i]);
     hs_buf_free(&p->eqdels);
+    hs_buf_free(&p->unused_dels);
     hs_buf_free(&p->eq_ids);
     tbl_eqshared_free(p->eq_shared);
     if (p->list_ref)

@@ -54,6 +54,7 @@
 #include "base/fork.h"
 
 #include "base/mem.h"
+#include "base/numfmt.h"
 #include "base/opts.h"
 #include "columnar/arrow_c.h"
 #include "hyperstream/stream.h"
@@ -549,7 +550,12 @@ struct hs_stream {
                                       durable (after our last flush), or NULL */
     int64_t compact_min_files;     /* automatic maintenance (0 = off) */
     int64_t expire_age_ms;
-    int64_t last_expire_ms;        /* monotonic */
+    int64_t last_expire_ms;        /* monotonic (atomic: the flusher reads it unlocked) */
+    double compact_fraction;       /* max_rewrite_fraction of its compactions (0 = no bound) */
+    int64_t compact_after_ms;      /* wall clock: the last compaction's replaced snapshot is
+                                    * past the expiry age (0 = none waiting) */
+    int64_t compact_replaced;      /* that snapshot's id */
+    int64_t compact_give_up_ms;    /* wall clock: compact even if it is still kept (pinned) */
 };
 
 static int64_t prop_i64(const ice_table_metadata *m, const char *key, int64_t set,
@@ -826,13 +832,14 @@ static int64_t wall_ms(void)
  * least 50 ms): what a compaction replaced goes about age + age / 4 after
  * it stopped being current.  Readers of this process keep their snapshots
  * whatever the age (pins.c). */
-static void auto_expire(hs_stream *s, int64_t *n_expire, int64_t *n_fail)
+static void auto_expire(hs_stream *s, bool force, int64_t *n_expire, int64_t *n_fail)
 {
     int64_t now = now_ms();
     int64_t every = s->expire_age_ms / 4 > 50 ? s->expire_age_ms / 4 : 50;
-    if (s->expire_age_ms <= 0 || now - s->last_expire_ms < every)
+    if (s->expire_age_ms <= 0 ||
+        (!force && now - __atomic_load_n(&s->last_expire_ms, __ATOMIC_RELAXED) < every))
         return;
-    s->last_expire_ms = now;
+    __atomic_store_n(&s->last_expire_ms, now, __ATOMIC_RELAXED);
     /* A snapshot's age counts from when it stopped being current (its
      * child's commit), not from its own commit: keep every ancestor that
      * was current within the age, so a reader that planned it just before
@@ -872,6 +879,19 @@ static void auto_expire(hs_stream *s, int64_t *n_expire, int64_t *n_fail)
  *                                         expire snapshots that stopped being
  *                                         current longer ago than this (the
  *                                         current one is always kept)
+ *   hyperstream.wal.compact-max-rewrite-  each compaction rewrites at most this
+ *     fraction                            fraction of the live data bytes
+ *                                         (hs_compact_options.max_rewrite_
+ *                                         fraction) [0.1; 0 = no bound]
+ *
+ * Storage bound: a compaction holds its bytes twice, first as new files no
+ * snapshot names yet, then (after its commit) as the replaced files that
+ * wait the expiry age.  So with expiry on, the next compaction starts only
+ * once the previous one's replaced snapshot is past the age and expired
+ * (a forced expiry just before it): at any moment at most one compaction's
+ * bytes, at most the fraction of the table, are there twice.  What stays
+ * beyond that is the grace of readers: a snapshot a scan of this process is
+ * on (pins.c) keeps its files whatever the age (docs/streaming.md, "Soak").
  *
  * The age is the grace period of readers in other handles and processes:
  * a scan planned on a replaced snapshot finds its files for at least that
@@ -893,11 +913,29 @@ static void auto_maintain(hs_stream *s)
      * it ran, and a compaction of a large table takes seconds (the soak
      * measured the files it replaced waiting one whole compaction more:
      * 0.7x the live data). */
-    auto_expire(s, &n_expire, &n_fail);
-    if (s->compact_min_files > 0) {
+    bool compact = s->compact_min_files > 0;
+    if (compact && s->compact_after_ms) {
+        /* the previous compaction's replaced files first (header comment) */
+        if (wall_ms() < s->compact_after_ms) {
+            compact = false;
+        } else {
+            auto_expire(s, true, &n_expire, &n_fail);
+            /* still there: a reader of this process is on it (pins.c);
+             * wait for it, up to max(5 s, 10 ages), then compact anyway
+             * (the file count must not grow without bound either) */
+            if (ice_metadata_snapshot(&s->wt->meta, s->compact_replaced) &&
+                wall_ms() < s->compact_give_up_ms)
+                compact = false;
+            else
+                s->compact_after_ms = 0;
+        }
+    }
+    auto_expire(s, false, &n_expire, &n_fail);
+    if (compact) {
         hs_compact_options co = HS_COMPACT_OPTIONS_INIT;
         co.min_input_files = (int)s->compact_min_files;
         co.size_tiered = 1;
+        co.max_rewrite_fraction = s->compact_fraction;
         /* a data file that collected 4x as many delete files as a
          * partition needs small files is rewritten too (its deletes
          * applied), so that a stream of small deletes does not pile up
@@ -912,11 +950,22 @@ static void auto_maintain(hs_stream *s)
         int64_t before = hs_table_current_snapshot_id(s->wt);
         if (hs_table_compact(s->wt, &co, NULL, &e) != HS_OK)
             n_fail++;
-        else if (hs_table_current_snapshot_id(s->wt) != before)
+        else if (hs_table_current_snapshot_id(s->wt) != before) {
             n_compact++;
+            if (s->expire_age_ms > 0) {   /* its snapshot's timestamp is at most now */
+                int64_t now = wall_ms();
+                s->compact_after_ms = now + s->expire_age_ms + 1;
+                s->compact_give_up_ms =
+                    now + (10 * s->expire_age_ms > 5000 ? 10 * s->expire_age_ms : 5000);
+                /* the snapshot it replaced (one commit: no partial
+                 * progress here), which names the files it rewrote */
+                const ice_snapshot *c = ice_metadata_current_snapshot(&s->wt->meta);
+                s->compact_replaced = c && c->has_parent ? c->parent_id : -1;
+            }
+        }
         hs_err_clear(&e);
     }
-    auto_expire(s, &n_expire, &n_fail);
+    auto_expire(s, false, &n_expire, &n_fail);
     pthread_mutex_lock(&tl->mu);
     tl->stats.compactions += n_compact;
     tl->stats.expirations += n_expire;
@@ -997,6 +1046,22 @@ static void bg_loop(hs_stream *s, bool flusher)
             } else {
                 hs_err_clear(&tl->flush_err);
             }
+            continue;
+        }
+        /* expiry between flushes too, at its cadence: what a compaction
+         * or another handle's commit replaced goes about the age after it
+         * stopped being current, not after the next flush's maintenance */
+        if (flusher && s->expire_age_ms > 0 && !tl->failed &&
+            now - __atomic_load_n(&s->last_expire_ms, __ATOMIC_RELAXED) >=
+                (s->expire_age_ms / 4 > 50 ? s->expire_age_ms / 4 : 50)) {
+            pthread_mutex_unlock(&tl->mu);
+            int64_t n_expire = 0, n_fail = 0;
+            pthread_mutex_lock(&s->flush_mu);
+            auto_expire(s, false, &n_expire, &n_fail);
+            pthread_mutex_unlock(&s->flush_mu);
+            pthread_mutex_lock(&tl->mu);
+            tl->stats.expirations += n_expire;
+            tl->stats.maintenance_failures += n_fail;
             continue;
         }
         /* sleep until the next thing may be due */
@@ -1152,11 +1217,25 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
             s->busy_timeout_ms = 0;
         s->compact_min_files = prop_i64(m, "hyperstream.wal.compact-min-files", 0, 0);
         s->expire_age_ms = prop_i64(m, "hyperstream.wal.expire-age-ms", 0, 0);
+        s->compact_fraction = 0.1;
+        const char *fr = ice_kv_get(&m->properties, "hyperstream.wal.compact-max-rewrite-fraction");
+        if (fr && *fr) {
+            char *end = NULL;
+            double x = hs_strtod(fr, &end);
+            if (end == fr || *end || !(x >= 0 && x <= 1))
+                st = hs_err_set(err, HS_INVALID, "stream: table property "
+                                "hyperstream.wal.compact-max-rewrite-fraction \"%s\" is not a "
+                                "number in [0, 1]", fr);
+            else
+                s->compact_fraction = x;
+        }
         const char *cf = ice_kv_get(&m->properties, "hyperstream.commit.fsync");
         s->commit_fsync = cf && strcmp(cf, "true") == 0;
         char dir[4096];
         uint64_t committed = tbl_wal_committed_seq(m);
-        if ((size_t)snprintf(dir, sizeof dir, "%s/wal", s->location) >= sizeof dir) {
+        if (st != HS_OK) {
+            /* the property's error above */
+        } else if ((size_t)snprintf(dir, sizeof dir, "%s/wal", s->location) >= sizeof dir) {
             st = hs_err_set(err, HS_INVALID, "%s: path too long", s->location);
         } else {
             wal_options wo = {.table_uuid = m->table_uuid,

@@ -239,6 +239,14 @@ typedef struct tbl_plan {
      * the data file's (explain's "eq_delete_pairs_*") */
     hs_buf eq_ids;
     int64_t eq_pairs_applied, eq_pairs_pruned;
+    /* The delete entries of the snapshot that apply to none of the plan's
+     * data files (tbl_delete_ref; eq is NULL): equality deletes whose every
+     * pair was left out by sequence number, partition or column bounds,
+     * position deletes whose data files are gone.  Of a plan without a
+     * filter (every live data file), nothing they could ever apply to is
+     * live: a file added later has a newer data sequence number.
+     * Compaction drops them (maint_compact.c drop_deletes). */
+    hs_buf unused_dels;
 } tbl_plan;
 
 /* Plans a scan of snapshot `snap` (NULL = empty) with schema `schema` and

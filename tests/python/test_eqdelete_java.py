@@ -375,3 +375,76 @@ def test_pruned_by_column_bounds(java, ours, tmp_path):
         # a filter that needs the second file only: still the same rows
         got = canon(t.to_arrow(filter="id BETWEEN 140 AND 160").to_pylist())
         assert got == [r for r in checked if 140 <= r[0] <= 160]
+
+
+def test_compaction_drops_unusable_eq_deletes(java, ours, tmp_path):
+    """Compaction drops the equality delete files that can no longer apply
+    to any live data file: those that applied only to files it rewrote
+    (their rows moved to newer sequence numbers), and those whose every pair
+    was left out by column bounds (before, an equality delete that matched
+    no file stayed referenced for good).  The ones that still apply to a
+    file it did not rewrite stay.  Java (IcebergGenerics) and a brute-force
+    oracle over the rows the test wrote agree after each step (pyiceberg
+    reads no equality deletes, and two stay here);
+    which delete files remain is read from the manifests with fastavro and
+    their rows with pyarrow."""
+    pq = require_module("pyarrow.parquet")
+    tb = Tbl(java, tmp_path, "dropeq")
+    written = []
+    for k in range(3):
+        tb.append(rows(k * 100, 100))
+        written += rows(k * 100, 100)
+    deletes = [
+        (["id"], [{"id": 5}, {"id": 17}]),          # the first file only
+        (["id"], [{"id": 150}, {"id": 250}]),       # the second and third
+        (["k"], [{"k": None}]),                      # every file (NULL k)
+        (["cat", "id"], [{"cat": "a", "id": 999}]),  # bounds: no file
+        (["k"], [{"k": 7}]),                         # bounds: no file
+    ]
+    for cols, rs in deletes:
+        tb.eqdelete(cols, rs)
+
+    def oracle():
+        # the k = NULL delete applies to the files written before it only
+        gone = {5, 17, 150, 250}
+        return canon([r for r in written
+                      if r["id"] not in gone and (r["k"] is not None or r["id"] >= 300)])
+
+    def remaining():
+        """The live equality delete files, each as its sorted rows."""
+        out = []
+        for d in live_delete_files(tb.meta()):
+            assert d["content"] == 2, d
+            t = pq.read_table(d["file_path"].removeprefix("file://"))
+            out.append(sorted(json.dumps(r, sort_keys=True) for r in t.to_pylist()))
+        return sorted(out)
+
+    def as_rows(rs):
+        return sorted(json.dumps(r, sort_keys=True) for r in rs)
+
+    assert len(remaining()) == 5
+    assert check_same(tb, ours, "before compaction") == oracle()
+    # rewrite the first file only: delete 1 applied only to it, deletes 4
+    # and 5 to no file; 2 and 3 still apply to the files left as they are
+    with tb.ours() as t:
+        res = t.compact(filter="id < 100", min_input_files=1, delete_file_threshold=1)
+        assert res["rewritten_data_files"] == 1, res
+        assert res["removed_delete_files"] == 3, res
+    assert remaining() == sorted([as_rows(deletes[1][1]), as_rows(deletes[2][1])])
+    assert check_same(tb, ours, "after the first compaction") == oracle()
+    # a new file, then a delete whose bounds meet no file: a compaction with
+    # nothing to rewrite still drops that delete file, and only it
+    tb.append(rows(300, 100))
+    written += rows(300, 100)
+    tb.eqdelete(["id"], [{"id": 5000}])
+    assert len(remaining()) == 3
+    with tb.ours() as t:
+        res = t.compact(min_input_files=50)
+        assert res["rewritten_data_files"] == 0 and res["removed_delete_files"] == 1, res
+        assert res["snapshot_id"] is not None, res
+    assert remaining() == sorted([as_rows(deletes[1][1]), as_rows(deletes[2][1])])
+    assert check_same(tb, ours, "after the second compaction") == oracle()
+    # nothing left to drop: no commit
+    with tb.ours() as t:
+        res = t.compact(min_input_files=50)
+        assert res["snapshot_id"] is None, res

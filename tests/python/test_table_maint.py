@@ -628,3 +628,161 @@ def test_kill9_during_compaction_and_expiry(tmp_path):
     assert pyiceberg_rows(t) == expected(batches)
     ex = t.explain(filter="cat = 'c1'")
     assert ex["totals"]["index_files_skipped"] == 0
+
+
+_ORPHAN_WRITER = r"""
+import sys
+import numpy as np, pyarrow as pa
+import hyperstreamdb as hdb
+path, start = sys.argv[1], int(sys.argv[2])
+def make_data(s, n):
+    ids = np.arange(s, s + n, dtype=np.int64)
+    return pa.table({"id": ids, "cat": pa.array([f"c{i % 5}" for i in ids], pa.string()),
+                     "v": pa.array((ids % 97).astype(np.float64))})
+t = hdb.Table(path)
+print("ready", flush=True)
+nxt, k = start, 0
+while True:
+    k += 1
+    if k % 4 == 0 and nxt - start > 20:
+        lo = start + (k * 37) % (nxt - start - 10)
+        print(f"begin del {lo} {lo + 5}", flush=True)
+        t.delete(f"id >= {lo} AND id < {lo + 5}")
+    else:
+        print(f"begin add {nxt} 40", flush=True)
+        t.write_arrow(make_data(nxt, 40)); t.commit()
+        nxt += 40
+    print("done", flush=True)
+"""
+
+_ORPHAN_REMOVER = r"""
+import sys, hyperstreamdb as hdb
+t = hdb.Table(sys.argv[1])
+print("ready", flush=True)
+while True:
+    t.remove_orphan_files()   # the default age: 3 days
+"""
+
+
+def test_kill9_orphan_removal(tmp_path):
+    """kill -9 during orphan removal, and during commits made while it runs:
+    each round every file of the table is made 4 days old (so only
+    reachability protects the committed ones), 600 old orphans (data,
+    manifest, sidecar) are planted, and a writer (appends, range deletes) and an orphan remover
+    at its default age (3 days) run in two processes, each killed at a
+    random moment, the writer usually mid-commit.  After every round: the
+    table opens; every file its snapshots reach and every sidecar of its
+    registry exists (no committed file lost); ours and pyiceberg read
+    exactly the rows of the writer's log (the op in flight at the kill
+    wholly or not at all); a second orphan run removes every planted orphan
+    the killed one left.  At the end, after all is old, one more run leaves
+    exactly the reachable files.  HS_LONG_TESTS=1 runs 100 rounds, else 10."""
+    import random
+    import signal
+    import subprocess
+    import sys
+    rounds = 100 if os.environ.get("HS_LONG_TESTS") else 10
+    rng = random.Random(99)
+    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    t.add_index("cat", "inverted")
+    loc = pathlib.Path(t.location)
+    added, deleted = [], set()   # (start, n) ranges; deleted ids
+
+    def want(where=None):
+        ids = [i for s, n in added for i in range(s, s + n) if i not in deleted]
+        rs = sorted((i, f"c{i % 5}", float(i % 97)) for i in ids)
+        return [r for r in rs if where is None or where(r)]
+
+    killed_orphans = 0
+    for r in range(rounds):
+        old = time.time() - 4 * 86400
+        for f in loc.rglob("*"):
+            if f.is_file():
+                os.utime(f, (old, old))
+        planted = []
+        for k in range(600):
+            p = [loc / "data" / f"orphan-{r}-{k}.parquet",
+                 loc / "metadata" / f"orphan-{r}-{k}-m0.avro",
+                 loc / "index" / f"orphan-{r}-{k}.2.inverted"][k % 3]
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(b"orphan" * 100)
+            os.utime(p, (old, old))
+            planted.append(p)
+        base = 1_000_000 * (r + 1)
+        w = subprocess.Popen([sys.executable, "-c", _ORPHAN_WRITER, t.path, str(base)],
+                             stdout=subprocess.PIPE, text=True)
+        assert w.stdout.readline().strip() == "ready"
+        log = []
+        # a few commits first, then the remover starts while the writer goes on
+        for _ in range(rng.randint(1, 4)):
+            while True:
+                log.append(w.stdout.readline().strip())
+                if log[-1] == "done":
+                    break
+        o = subprocess.Popen([sys.executable, "-c", _ORPHAN_REMOVER, t.path],
+                             stdout=subprocess.PIPE, text=True)
+        assert o.stdout.readline().strip() == "ready"
+        # the kills: the remover or the writer first, early (the remover
+        # in its first pass over the planted orphans) or late (after many
+        # of its passes raced the writer's commits)
+        first, second = (o, w) if r % 2 else (w, o)
+        time.sleep(rng.random() * (0.15 if r % 4 < 2 else 1.5))
+        first.send_signal(signal.SIGKILL)
+        time.sleep(rng.random() * 0.3)
+        second.send_signal(signal.SIGKILL)
+        w.wait()
+        o.wait()
+        log += w.stdout.read().splitlines()
+        w.stdout.close()
+        o.stdout.close()
+        killed_orphans += any(p.exists() for p in planted)
+        # the writer's log: ops done, and the one in flight (maybe committed)
+        inflight = None
+        for line in log:
+            if line.startswith("begin"):
+                _, kind, a, b = line.split()
+                inflight = (kind, int(a), int(b))
+            elif line == "done" and inflight:
+                kind, a, b = inflight
+                if kind == "add":
+                    added.append((a, b))
+                else:
+                    deleted.update(range(a, b))
+                inflight = None
+        t.refresh()
+        got = rows_of(t.to_arrow())
+        if inflight and got != want():   # the op in flight committed, whole
+            kind, a, b = inflight
+            if kind == "add":
+                added.append((a, b))
+            else:
+                deleted.update(range(a, b))
+        assert got == want(), f"round {r}: rows differ (in flight {inflight})"
+        assert pyiceberg_rows(t) == want()
+        assert rows_of(t.to_arrow(filter="cat = 'c3'")) == want(lambda x: x[1] == "c3")
+        # no committed file lost: everything the kept snapshots reach, and
+        # the sidecars of the current registry
+        missing = [p for p in reach(t.metadata_location) if not os.path.exists(p)]
+        assert not missing, f"round {r}: {missing[:5]}"
+        side = [p for ps in registry_sidecars(t).values() for p in ps if not os.path.exists(p)]
+        assert not side, f"round {r}: {side[:5]}"
+        assert t.explain(filter="cat = 'c1'")["totals"]["index_files_skipped"] == 0
+        # a second run removes what the killed one left of the planted orphans
+        t.remove_orphan_files()
+        assert not any(p.exists() for p in planted), f"round {r}"
+    # most rounds killed the remover before it finished or raced the writer;
+    # at the end, with everything old, one run leaves exactly what is reachable
+    old = time.time() - 4 * 86400
+    for f in loc.rglob("*"):
+        if f.is_file():
+            os.utime(f, (old, old))
+    t.remove_orphan_files()
+    reachable = reach(t.metadata_location)
+    on_disk = {str(f) for f in (loc / "data").rglob("*") if f.is_file()}
+    assert on_disk == {p for p, k in reachable.items() if k in ("data", "deletes")}
+    t.refresh()
+    assert rows_of(t.to_arrow()) == want()
+    assert pyiceberg_rows(t) == want()
+    print(f"\nkill -9 orphan removal: {rounds} rounds, {len(added)} appends, "
+          f"{len(deleted)} ids deleted, {killed_orphans} rounds where the killed "
+          f"remover had left planted orphans")

@@ -14,6 +14,7 @@ import pathlib
 import subprocess
 
 import duckdb
+import pytest
 import numpy as np
 import pyarrow as pa
 from conftest import require, require_module
@@ -149,6 +150,45 @@ def test_compact_size_tiered_near_target(tmp_path):
     after = {f["file_path"] for f in t.files()}
     t.close()
     assert set(big) <= after and len(after) == 3
+    assert pyiceberg_rows(path) == expected(batches, "TRUE")
+
+
+def test_compact_max_rewrite_fraction(tmp_path):
+    """compact(max_rewrite_fraction=f) rewrites at most f of the live data
+    files' bytes (what automatic stream maintenance uses so that one
+    compaction's bytes, held twice until expiry, stay a bounded part of the
+    table): the smallest files first, whole; a partition whose files within
+    the budget are fewer than min_input_files is left.  File sizes from the
+    table's file listing, rows from pyiceberg against DuckDB."""
+    path = str(tmp_path / "t")
+    t = hdb.Table.create(path, SCHEMA)
+    ns = [100, 200, 300, 400, 2000, 4000, 8000, 16000]
+    batches, start = [], 0
+    for n in ns:
+        batches.append(make_data(start, n))
+        start += n
+        t.write_arrow(batches[-1])
+        t.commit()
+    files = {f["file_path"]: f["file_size_in_bytes"] for f in t.files()}
+    live = sum(files.values())
+    by_size = sorted(files, key=files.get)
+    # the budget: the four smallest files fit, the fifth does not
+    frac = (sum(files[p] for p in by_size[:4]) + 1) / live
+    assert sum(files[p] for p in by_size[:5]) > frac * live
+    target = 1 << 30
+    r = t.compact(target_file_size=target, max_rewrite_fraction=frac, dry_run=True)
+    assert sorted(r["groups"][0]["files"]) == sorted(by_size[:4]), r
+    assert r["rewritten_bytes"] <= frac * live
+    # too few files within the budget for min_input_files: nothing
+    r = t.compact(target_file_size=target, max_rewrite_fraction=frac, min_input_files=5)
+    assert r["rewritten_data_files"] == 0 and r["snapshot_id"] is None
+    r = t.compact(target_file_size=target, max_rewrite_fraction=frac)
+    assert r["rewritten_data_files"] == 4 and r["rewritten_bytes"] <= frac * live, r
+    after = {f["file_path"] for f in t.files()}
+    assert set(by_size[4:]) <= after and len(after) == 5
+    with pytest.raises(hdb.InvalidArgumentError):
+        t.compact(max_rewrite_fraction=1.5)
+    t.close()
     assert pyiceberg_rows(path) == expected(batches, "TRUE")
 
 

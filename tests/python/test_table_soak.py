@@ -43,11 +43,13 @@ StaticTable = pyiceberg_table.StaticTable
 LONG = bool(os.environ.get("HS_LONG_TESTS"))
 # the soak's deleter: one 20-row range delete this often (HS_SOAK_DELETE_S)
 DELETE_EVERY_S = float(os.environ.get("HS_SOAK_DELETE_S", "0.2"))
-# the soak's ingest rate (rows/s; 0 = as fast as it goes).  Compaction
-# rewrites the small files of every flush, so the dead bytes waiting for
-# expiry grow with the rate: at ~60,000 rows/s on the 2-core CI machine the
-# median storage/live ratio measured 1.94 (see docs/streaming.md, "Soak")
-ROWS_PER_S = int(os.environ.get("HS_SOAK_ROWS_PER_S", "5000"))
+# the soak's ingest rate (rows/s; 0 = as fast as it goes).  20,000 in the
+# short form, so that its table (about 2.4 MB at the end) is not dominated by
+# metadata: the manifests and lists of the commits within the expiry age
+# (about 5 KB each, 5-10 commits a second) and a manifest merge (about 100
+# manifests at once) are a fixed number of bytes, 0.1-0.2x of a table under
+# 1 MB on their own (docs/streaming.md, "Soak"); 5,000 in the long form
+ROWS_PER_S = int(os.environ.get("HS_SOAK_ROWS_PER_S", "5000" if LONG else "20000"))
 SCHEMA = pa.schema([("id", pa.int64()), ("cat", pa.string()), ("v", pa.float64())])
 
 
@@ -477,13 +479,13 @@ def test_soak_storage_bounded(tmp_path):
     s.close()
     assert skipped[0] <= max(3, len(samples) // 20), (skipped[0], len(samples))
     assert not errors, errors
-    # storage: compaction writes new files before the old ones may go (an
-    # expiry age after they stopped being current, the readers' grace), so
-    # dead bytes of the last few seconds' rewrites are always there.
-    # With the expiry age at 1.5 s the median was 1.33-1.54x; at 300 ms
-    # (readers pinned in-process) 1.0-1.2x on the loaded 2-core machine
-    # (docs/streaming.md, "Soak").  Asserted: median 1.3x, every sample 4x,
-    # not growing.
+    # storage: a compaction holds its bytes twice (its new files before the
+    # commit, the replaced ones for the expiry age after it).  The stream's
+    # maintenance bounds that: each compaction rewrites at most 0.1 of the
+    # live data bytes (hyperstream.wal.compact-max-rewrite-fraction) and the
+    # next one starts only once the previous one's inputs are expired
+    # (src/table/stream.c auto_maintain).  Asserted for every sample, not
+    # only the median (before: samples reached 2-3x): see below.
     ratios = [x[1] / max(x[2], 1) for x in samples]
     files = [x[3] for x in samples]
     regs = [x[5] for x in samples]
@@ -512,11 +514,27 @@ def test_soak_storage_bounded(tmp_path):
     print("  above the median ratio: " + by_reason(high, 0))
     print("  by reason and kind: " + by_reason(samples, 1))
     assert st["compactions"] >= 2 and st["expirations"] >= 2
-    # the issue's bound: storage at most 1.3x the live data (median of the
-    # samples; single samples right after a compaction, before its expiry,
-    # go higher)
-    assert srt[len(srt) // 2] <= 1.3
-    assert srt[-1] <= 4.0
+    # the issue's bound, every sample: the dead data, delete files and
+    # sidecars at most 0.3x the live bytes; and all storage (metadata too)
+    # at most 1.3x once the table holds 1 MB.  Below that the manifests and
+    # lists of the commits within the expiry age (~5 KB each, 5-10 commits
+    # a second) and a manifest merge (~100 manifests at once) are 0.1-0.2x
+    # on their own: a fixed number of bytes, not a fraction of the table
+    # (docs/streaming.md, "Soak")
+    def dead_files_bytes(x):
+        return sum(n for k, n in x[7].items()
+                   if k.split(" (")[0] in ("data", "delete file", "index"))
+    worst = max(samples, key=lambda x: dead_files_bytes(x) / max(x[2], 1))
+    print(f"dead data, delete files and sidecars / live: max "
+          f"{dead_files_bytes(worst) / max(worst[2], 1):.3f} (t={worst[0]:.1f}s)")
+    assert dead_files_bytes(worst) <= 0.3 * worst[2], (f"t={worst[0]:.1f}s", worst[1:3],
+                                                       worst[8][1])
+    big = [x for x in samples if x[2] >= 1 << 20]
+    if big:
+        w = max(big, key=lambda x: x[1] / x[2])
+        print(f"storage/live over the samples of 1 MB and more: max {w[1] / w[2]:.2f} "
+              f"({len(big)} samples)")
+        assert w[1] <= 1.3 * w[2], (f"t={w[0]:.1f}s", w[1:3], w[8][1])
     # the file count follows the live files (which grow with the data at
     # the target file size) plus what the readers' grace window holds, not
     # the number of commits made so far.  Every commit leaves files that

@@ -370,3 +370,23 @@ def test_other_handles_and_deletes_see_unflushed_rows(tmp_path):
         other.execute_sql("DELETE FROM t WHERE id = 105")
     assert pyiceberg_rows(t) == expected([b1, b2], "id >= 10 AND id <> 99 AND id <> 105")
     other.close()
+
+
+def test_compact_max_rewrite_fraction_property(tmp_path):
+    """hyperstream.wal.compact-max-rewrite-fraction outside [0, 1] or not a
+    number: the stream does not open (a clear error naming the property);
+    a valid one opens and the rows commit (DuckDB over the batches)."""
+    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    for bad in ("1.5", "-0.1", "a tenth"):
+        t.set_properties({"hyperstream.wal.compact-max-rewrite-fraction": bad})
+        with pytest.raises(hdb.InvalidArgumentError, match="compact-max-rewrite-fraction"):
+            t.stream()
+    t.set_properties({"hyperstream.wal.compact-max-rewrite-fraction": "0.25",
+                      "hyperstream.wal.compact-min-files": "2"})
+    batches = [make_data(k * 100, 100) for k in range(4)]
+    with t.stream(refresh_ms=-1) as s:
+        for b in batches:
+            s.write(b)
+            s.flush()
+    t.refresh()
+    assert rows_of(t.to_arrow()) == expected(batches)
