@@ -566,3 +566,36 @@ def test_on_conditions_filter_the_inner_scan(env):
         assert any("Scan  (filter:" in ln and ("amount > 20" in ln or "amount >= 10" in ln)
                    for ln in lines), plan
         assert not any("Filter  (" in ln and "amount" in ln for ln in lines), plan
+
+
+def test_negated_filters_keep_the_big_side_big(tmp_path):
+    """A negated ON or WHERE conjunct (NOT LIKE, <>, IS NOT NULL, NOT ...)
+    keeps most of its table's rows, so it must not make a big table look
+    smaller than a small one: the hash join builds on the small side (TPC-H
+    Q13: orders filtered by o_comment NOT LIKE ... was hashed, 256 MB,
+    instead of customer). Rows against DuckDB."""
+    small = pa.table({"c": pa.array(range(300), pa.int64())})
+    big = pa.table({"o": pa.array(range(3000), pa.int64()),
+                    "c": pa.array([i % 400 for i in range(3000)], pa.int64()),
+                    "note": pa.array(["special x requests" if i % 7 == 0 else "plain"
+                                      for i in range(3000)])})
+    s = Session()
+    con = duckdb.connect()
+    try:
+        for name, data in (("small", small), ("big", big)):
+            t = hdb.Table(str(tmp_path / name))
+            t.write_arrow(data)
+            t.commit()
+            s.register(name, str(tmp_path / name))
+            con.register(name, data)
+        for cond in ["b.note NOT LIKE '%special%requests%'", "b.note <> 'plain'",
+                     "b.note IS NOT NULL", "NOT (b.o = 5)"]:
+            sql = (f"SELECT s.c, count(b.o) FROM small s LEFT JOIN big b ON s.c = b.c AND {cond} "
+                   "GROUP BY s.c")
+            check((s, con), sql)
+            plan = "\n".join(s.sql("EXPLAIN " + sql).column(0).to_pylist())
+            # swapped: the small table is the hash table, the join a RIGHT one
+            assert re.search(r"HashJoin .*Right", plan), plan
+    finally:
+        s.close()
+        con.close()
