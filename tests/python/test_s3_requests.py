@@ -21,7 +21,7 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, storage_server  # noqa: E402
+from conftest import REPO, require_module, storage_server  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests" / "s3"))
 from faultproxy import FaultProxy  # noqa: E402
@@ -486,8 +486,8 @@ def test_manifest_summaries_stay_exact_across_other_engines(s3, tmp_path):
     summarises pyiceberg's manifests too).  Oracle: pyiceberg's own scan of
     the same metadata for each filter; the proxy's request log for which
     manifests were fetched."""
-    pa = pytest.importorskip("pyarrow")
-    sql = pytest.importorskip("pyiceberg.catalog.sql")
+    pa = require_module("pyarrow")
+    sql = require_module("pyiceberg.catalog.sql")
     from conftest import s3_fileio_properties
     uri = s3.uri(f"requests/m-{os.getpid()}")
     t = hdb.Table(uri)
