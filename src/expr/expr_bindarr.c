@@ -29,10 +29,11 @@ static bool arr_space(char c)
  * escapes too; unescaped whitespace around it dropped; NULL, any case and
  * unquoted, is the null element).  Appends to els a string constant per
  * element ({"A_Const": {"sval": ...}} or {"A_Const": {"isnull": true}}),
- * which the caller casts to the element type.  Errors as PostgreSQL's
+ * which the caller casts to the element type (array_literal: into a new
+ * array, *out).  Errors as PostgreSQL's
  * ("malformed array literal", 22P02); dimension decorations ([1:2]=) and
  * nested braces (multidimensional arrays) are 0A000. */
-static hs_status array_literal(ex_binder *b, const char *txt, int loc, json_t *els)
+static hs_status array_literal_into(ex_binder *b, const char *txt, int loc, json_t *els)
 {
     const char *p = txt;
     size_t len = strlen(txt);
@@ -120,67 +121,73 @@ static hs_status array_literal(ex_binder *b, const char *txt, int loc, json_t *e
     return HS_OK;
 }
 
+/* The elements of '{...}' (A_Const body c, its string sval) into a new
+ * array *out. */
+static hs_status array_literal(ex_binder *b, json_t *c, int loc, json_t **out)
+{
+    *out = json_array();
+    if (!*out)
+        return exb_nomem(b);
+    const char *txt = json_string_value(json_object_get(json_object_get(c, "sval"), "sval"));
+    hs_status st = array_literal_into(b, txt, exb_loc(c) >= 0 ? exb_loc(c) : loc, *out);
+    if (st != HS_OK) {
+        json_decref(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* A_Const body c: a string constant? */
+static bool is_string_const(json_t *c)
+{
+    return json_is_string(json_object_get(json_object_get(c, "sval"), "sval"));
+}
+
+/* The elements of ARRAY[...] (A_ArrayExpr body a; absent for ARRAY[]) as a
+ * new reference. */
+static json_t *array_expr_elements(json_t *a)
+{
+    json_t *e = json_object_get(a, "elements");
+    return e ? json_incref(e) : json_array();
+}
+
 /* rj's array when it is ARRAY[...], ARRAY[...]::t[], '{...}'::t[],
  * NULL::t[] or an untyped '{...}' (its elements of unknown type, resolved
  * by the comparison as PostgreSQL resolves the literal as x's array type):
- * *elems the element nodes (a new reference; '{...}' read by
+ * *found, *elems the element nodes (a new reference; '{...}' read by
  * array_literal), *cast_type t without its array bounds (a new reference,
- * NULL for ARRAY[...] and '{...}'), *is_null for NULL::t[].  False (nothing
- * set) for any other expression. */
+ * NULL for ARRAY[...] and '{...}'), *is_null for NULL::t[].  *found false
+ * (nothing set) for any other expression. */
 static hs_status array_elements(ex_binder *b, json_t *rj, int loc, bool *found, json_t **elems,
                                 json_t **cast_type, bool *is_null)
 {
     const char *k = NULL, *k2 = NULL;
-    json_t *rb = NULL, *ab = NULL, *sv;
+    json_t *rb = NULL, *ab = NULL;
     *found = *is_null = false;
     *elems = *cast_type = NULL;
     if (!exb_node_of(rj, &k, &rb))
         return HS_OK;
-    if (!strcmp(k, "A_Const") && json_is_string(sv = json_object_get(json_object_get(rb, "sval"), "sval"))) {
-        /* '{...}' untyped: elements of unknown type, resolved against x */
-        json_t *els = json_array();
-        if (!els)
-            return exb_nomem(b);
-        hs_status st = array_literal(b, json_string_value(sv), exb_loc(rb) >= 0 ? exb_loc(rb) : loc, els);
-        if (st != HS_OK) {
-            json_decref(els);
-            return st;
-        }
-        *elems = els;
+    if (!strcmp(k, "A_Const") && is_string_const(rb)) {
+        HS_TRY(array_literal(b, rb, loc, elems));
         *found = true;
         return HS_OK;
     }
     if (!strcmp(k, "A_ArrayExpr")) {
-        json_t *e = json_object_get(rb, "elements");   /* absent for ARRAY[] */
-        *elems = e ? json_incref(e) : json_array();
+        *elems = array_expr_elements(rb);
         *found = *elems != NULL;
         return *found ? HS_OK : exb_nomem(b);
     }
-    json_t *bounds = json_object_get(json_object_get(rb, "typeName"), "arrayBounds");
     if (strcmp(k, "TypeCast") != 0 || !exb_node_of(json_object_get(rb, "arg"), &k2, &ab))
         return HS_OK;
-    sv = NULL;
-    if (!strcmp(k2, "A_ArrayExpr")) {
-        json_t *e = json_object_get(ab, "elements");
-        *elems = e ? json_incref(e) : json_array();
-    } else if (!strcmp(k2, "A_Const") && json_array_size(bounds) == 1 &&
-               json_is_true(json_object_get(ab, "isnull"))) {
+    bool one_dim = json_array_size(json_object_get(json_object_get(rb, "typeName"), "arrayBounds")) == 1;
+    if (!strcmp(k2, "A_ArrayExpr"))
+        *elems = array_expr_elements(ab);
+    else if (!strcmp(k2, "A_Const") && one_dim && json_is_true(json_object_get(ab, "isnull")))
         *is_null = true;
-    } else if (!strcmp(k2, "A_Const") && json_array_size(bounds) == 1 &&
-               json_is_string(sv = json_object_get(json_object_get(ab, "sval"), "sval"))) {
-        json_t *els = json_array();
-        if (!els)
-            return exb_nomem(b);
-        hs_status st = array_literal(b, json_string_value(sv), exb_loc(ab) >= 0 ? exb_loc(ab) : loc,
-                                     els);
-        if (st != HS_OK) {
-            json_decref(els);
-            return st;
-        }
-        *elems = els;
-    } else {
+    else if (!strcmp(k2, "A_Const") && one_dim && is_string_const(ab))
+        HS_TRY(array_literal(b, ab, loc, elems));
+    else
         return HS_OK;
-    }
     *cast_type = json_deep_copy(json_object_get(rb, "typeName"));
     if (!*cast_type || (!*elems && !*is_null)) {
         json_decref(*elems);
