@@ -471,7 +471,13 @@ HS_MUST_USE hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStrea
 HS_MUST_USE hs_status tbl_rewrite_remove(tbl_rewrite *rw, const tbl_plan *p,
                                          const bool *remove_file, const hs_map *remove_del,
                                          hs_error *err);
-void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, int64_t files, int64_t records);
+/* Delete files a rewrite drops, by kind (the snapshot summary's removed-*
+ * and total-* counts of delete files and deleted rows). */
+typedef struct tbl_del_counts {
+    int64_t pos_files, pos_records;   /* position deletes and deletion vectors */
+    int64_t eq_files, eq_records;     /* equality deletes */
+} tbl_del_counts;
+void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, const tbl_del_counts *dc);
 /* Writes a manifest of entries (borrowed) and adds it to the snapshot. */
 HS_MUST_USE hs_status tbl_rewrite_add_manifest(tbl_rewrite *rw, int content,
                                                const ice_schema *schema,
