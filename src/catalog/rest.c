@@ -1070,19 +1070,22 @@ static hs_status r_list_views(cat_catalog *c, const char *ns, char ***out, size_
         return hs_err_nomem(err, strlen(ns));
     json_t *r = NULL;
     long status = 0;
-    hs_status st = call(rc, "GET", path, NULL, ns, &r, &status, err);
+    hs_error e2 = { 0 };
+    hs_status st = call(rc, "GET", path, NULL, ns, &r, &status, &e2);
     hs_free(path);
     /* a server without views: no route (404 with no NoSuchNamespaceException,
      * 400 or 405 from routers that do not know it, 501 not implemented) */
     if (st != HS_OK && (status == 400 || status == 405 || status == 501 ||
-                        (status == 404 && !strstr(err ? err->msg : "", "NoSuchNamespace")))) {
-        hs_err_clear(err);
+                        (status == 404 && !strstr(e2.msg, "NoSuchNamespace")))) {
         st = HS_OK;
         json_decref(r);
         r = json_pack("{s:[]}", "identifiers");
     }
-    if (st != HS_OK)
+    if (st != HS_OK) {
+        if (err)
+            *err = e2;
         return st;
+    }
     json_t *ids = json_object_get(r, "identifiers");
     size_t n = json_array_size(ids), i;
     char **names = hs_calloc(n + 1, sizeof *names);
