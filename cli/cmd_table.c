@@ -1065,7 +1065,7 @@ int cmd_table(int argc, char **argv)
                                         "properties", "upgrade", "delete", "overwrite", "explain",
                                         "index", "expire", "remove-orphans", "rewrite-manifests",
                                         "rewrite-position-deletes", "compact", "cherrypick",
-                                        "ingest"};
+                                        "ingest", "register", "views"};
     bool known = false;
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         known |= strcmp(argv[1], tools[i]) == 0;

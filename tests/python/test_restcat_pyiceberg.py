@@ -513,3 +513,37 @@ def test_sql_session_resolves_through_rest(server):
         r = s.sql("SELECT count(*) AS n, sum(id) AS s FROM db.nums WHERE id >= 10").to_arrow()
         assert r.to_pylist() == [{"n": 90, "s": sum(range(10, 100))}]
         s.close()
+
+
+def test_cli_register_and_views(server, tmp_path):
+    """`hyperstream table register|views` with --catalog (our REST server)
+    and --sql; pyiceberg reads the registered tables."""
+    other = SqlCatalog("other", uri=f"sqlite:///{tmp_path / 'other.db'}",
+                       warehouse=str(tmp_path / "otherwh"))
+    other.create_namespace("src")
+    other.create_table("src.t", schema=SCHEMA).append(_rows([1, 2]))
+    mloc = other.load_table("src.t").metadata_location
+    rest = _rest(server)
+    rest.create_namespace("db")
+    cat = ["--catalog", server.url, "--catalog-option", f"token={TOKEN}"]
+
+    def cli(*args):
+        return subprocess.run([str(CLI), "table", *args], capture_output=True, text=True,
+                              timeout=60)
+    p = cli("register", "db.imp", mloc, *cat)
+    assert p.returncode == 0, p.stderr
+    assert rest.load_table("db.imp").metadata_location == mloc
+    assert sorted(rest.load_table("db.imp").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+    p = cli("register", "db.imp", mloc, *cat)
+    assert p.returncode == 1 and "exists" in p.stderr
+    p = cli("scan", "db.imp", *cat)
+    assert p.returncode == 0 and sorted(json.loads(x)["id"] for x in p.stdout.split()) == [1, 2]
+    p = cli("views", "db", *cat)
+    assert p.returncode == 0 and json.loads(p.stdout) == []
+    # a SQL catalog file (pyiceberg's layout) takes a registration too
+    p = cli("register", "src.again", mloc, "--sql", str(tmp_path / "other.db"),
+            "--catalog-name", "other")
+    assert p.returncode == 0, p.stderr
+    assert other.load_table("src.again").metadata_location == mloc
+    p = cli("register", "db.x", mloc)
+    assert p.returncode == 2 and "--sql" in p.stderr
