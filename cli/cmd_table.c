@@ -124,12 +124,14 @@ static const char table_usage[] =
     "          cancel keeps the groups committed before it\n"
     "  cherrypick TABLE SNAPSHOT_ID\n"
     "Streaming ingest:\n"
-    "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none]\n"
+    "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none] [--wal-dir DIR]\n"
     "         JSON Lines on stdin -> the table's write-ahead log; prints one line\n"
     "         {\"seq\":S,\"rows\":R,\"acked_rows\":T} per durable record (a record is\n"
     "         N lines, default 1000, or fewer when stdin has nothing more yet); at\n"
     "         EOF flushes and prints {\"acked_rows\":T,\"snapshot_id\":ID}.  Empty\n"
-    "         stdin only recovers a crashed stream's rows (docs/streaming.md)\n"
+    "         stdin only recovers a crashed stream's rows (docs/streaming.md); --wal-dir:\n"
+    "         a local directory for the log (default <table>/wal; s3:// tables: the\n"
+    "         user's cache, ~/.cache/hyperstream/wal/...)\n"
     "\n"
     "Catalog options (any tool):\n"
     "  --sql FILE              SQLite catalog (pyiceberg SqlCatalog / JDBC layout)\n"
@@ -180,6 +182,7 @@ typedef struct targs {
     int64_t retain_last, target_size, min_files;
     int dry_run, keep_files;
     const char *fsync, *batch_rows;  /* ingest */
+    const char *wal_dir;             /* ingest --wal-dir */
     const char *zorder;             /* compact */
     int64_t delete_files;           /* compact: --delete-file-threshold */
     double delete_ratio;            /* compact: --delete-ratio-threshold */
@@ -223,6 +226,7 @@ static int parse_args(int argc, char **argv, targs *a)
         VAL("--older-than", older_than)
         VAL("--fsync", fsync)
         VAL("--batch-rows", batch_rows)
+        VAL("--wal-dir", wal_dir)
         VAL("--zorder", zorder)
 #undef VAL
         if (strcmp(s, "--retain-last") == 0 || strcmp(s, "--target-size") == 0 ||
@@ -740,6 +744,7 @@ static bool stdin_has_more(void)
 static int tool_ingest(const targs *a, hs_table *t)
 {
     hs_stream_options o = HS_STREAM_OPTIONS_INIT;
+    o.wal_dir = a->wal_dir;
     int64_t batch_rows = 1000;
     if (a->batch_rows) {
         char *end;
