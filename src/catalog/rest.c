@@ -845,22 +845,10 @@ static hs_status r_rename(cat_catalog *c, const char *from, const char *to, hs_e
     return st;
 }
 
-static hs_status r_list(cat_catalog *c, const char *ns, char ***out, size_t *n_out,
-                        hs_error *err)
+/* The names of a ListTablesResponse's "identifiers" (tables or views),
+ * sorted; consumes r. */
+static hs_status identifier_names(json_t *r, char ***out, size_t *n_out, hs_error *err)
 {
-    rest_catalog *rc = (rest_catalog *)c;
-    if (!*ns)
-        return hs_err_set(err, HS_INVALID, "listing tables of a REST catalog needs a namespace");
-    char *np = ns_path(rc, ns);
-    char *path = np ? cat_sprintf("namespaces/%s/tables", np) : NULL;
-    hs_free(np);
-    if (!path)
-        return hs_err_nomem(err, strlen(ns));
-    json_t *r = NULL;
-    hs_status st = call(rc, "GET", path, NULL, ns, &r, NULL, err);
-    hs_free(path);
-    if (st != HS_OK)
-        return st;
     json_t *ids = json_object_get(r, "identifiers");
     size_t n = json_array_size(ids), i;
     char **names = hs_calloc(n + 1, sizeof *names);
@@ -879,6 +867,25 @@ static hs_status r_list(cat_catalog *c, const char *ns, char ***out, size_t *n_o
     *out = names;
     *n_out = n;
     return HS_OK;
+}
+
+static hs_status r_list(cat_catalog *c, const char *ns, char ***out, size_t *n_out,
+                        hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    if (!*ns)
+        return hs_err_set(err, HS_INVALID, "listing tables of a REST catalog needs a namespace");
+    char *np = ns_path(rc, ns);
+    char *path = np ? cat_sprintf("namespaces/%s/tables", np) : NULL;
+    hs_free(np);
+    if (!path)
+        return hs_err_nomem(err, strlen(ns));
+    json_t *r = NULL;
+    hs_status st = call(rc, "GET", path, NULL, ns, &r, NULL, err);
+    hs_free(path);
+    if (st != HS_OK)
+        return st;
+    return identifier_names(r, out, n_out, err);
 }
 
 static hs_status r_exists(cat_catalog *c, const char *ident, bool *exists, hs_error *err)
@@ -1086,24 +1093,7 @@ static hs_status r_list_views(cat_catalog *c, const char *ns, char ***out, size_
             *err = e2;
         return st;
     }
-    json_t *ids = json_object_get(r, "identifiers");
-    size_t n = json_array_size(ids), i;
-    char **names = hs_calloc(n + 1, sizeof *names);
-    json_t *e;
-    json_array_foreach(ids, i, e) {
-        const char *nm = json_string_value(json_object_get(e, "name"));
-        if (names && !(names[i] = hs_strdup(nm ? nm : ""))) {
-            cat_strv_free(names, n);
-            names = NULL;
-        }
-    }
-    json_decref(r);
-    if (!names)
-        return hs_err_nomem(err, n * 16);
-    cat_strv_sort(names, n);
-    *out = names;
-    *n_out = n;
-    return HS_OK;
+    return identifier_names(r, out, n_out, err);
 }
 
 static void r_free(cat_catalog *c)
