@@ -167,6 +167,12 @@ if mode == "write":
     t.write_arrow(pa.table({"id": [4], "s": ["d"]}, schema=schema))
     t.commit()
     name = "db.t"
+elif mode == "stream":
+    t = cat.load_table(arg)
+    with t.stream(refresh_ms=-1, flush_interval_ms=3_600_000) as s:
+        s.write(pa.table({"id": [10, 11], "s": ["j", "k"]}, schema=schema))
+        assert sorted(t.to_arrow()["id"].to_pylist())[-2:] == [10, 11]   # before the flush
+    name = arg
 elif mode == "register":
     cat.create_namespace("imp")
     t = cat.register_table("imp.t", arg)
@@ -287,3 +293,22 @@ def test_without_vending_the_client_has_no_s3(server, s3, tmp_path):
     # (here: "Could not resolve host: hs-test.s3.us-east-1.amazonaws.com")
     assert "StorageError" in err and "s3://" in err, err
     assert time.time() - t0 < 120
+
+
+def test_stream_into_a_vended_s3_table(server, s3, tmp_path):
+    """An append stream on a catalog's S3 table in a process with no S3
+    settings: the log stays in the local cache (the empty HOME's), the flush
+    commits through the REST catalog with the vended keys."""
+    url, _ = server
+    proxy = VendingProxy(url, config_overrides={"s3.endpoint": s3.endpoint},
+                         table_config=_keys(s3))
+    try:
+        assert _client(tmp_path, proxy.url, "write")["ids"] == [1, 2, 3, 4]
+        got = _client(tmp_path, proxy.url, "stream", "db.t")
+        assert got["ids"] == [1, 2, 3, 4, 10, 11]
+    finally:
+        proxy.shutdown()
+    assert sorted(_pyiceberg_rest(url, s3).load_table("db.t").scan().to_arrow()["id"]
+                  .to_pylist()) == [1, 2, 3, 4, 10, 11]
+    logs = list((tmp_path / "home" / ".cache" / "hyperstream" / "wal").glob("*"))
+    assert len(logs) == 1 and (logs[0] / "wal-id").exists()
