@@ -96,8 +96,10 @@ class VendingProxy(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, upstream, config_overrides=None, table_config=None,
-                 storage_credentials=None):
+                 storage_credentials=None, prefix=None):
         self.upstream = upstream.split("://", 1)[1]
+        self.prefix = prefix          # announced in the config; stripped before forwarding
+        self.paths = []               # the paths the client asked for
         self.config_overrides = config_overrides or {}
         self.table_config = table_config
         self.storage_credentials = storage_credentials
@@ -112,6 +114,8 @@ class VendingProxy(http.server.ThreadingHTTPServer):
     def rewrite(self, path, body):
         if path.split("?")[0] == "/v1/config":
             body.setdefault("overrides", {}).update(self.config_overrides)
+            if self.prefix:
+                body["overrides"]["prefix"] = self.prefix
         elif isinstance(body, dict) and "metadata-location" in body and "metadata" in body:
             if self.table_config is not None:
                 body["config"] = dict(body.get("config") or {}, **self.table_config)
@@ -133,7 +137,12 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         conn = http.client.HTTPConnection(self.server.upstream, timeout=60)
         headers = {k: v for k, v in self.headers.items()
                    if k.lower() not in ("host", "content-length", "connection")}
-        conn.request(self.command, self.path, body=data, headers=headers)
+        path = self.path
+        self.server.paths.append(path)
+        pre = f"/v1/{self.server.prefix}/" if self.server.prefix else None
+        if pre and path.startswith(pre):
+            path = "/v1/" + path[len(pre):]
+        conn.request(self.command, path, body=data, headers=headers)
         r = conn.getresponse()
         out = r.read()
         if out and r.headers.get("Content-Type", "").startswith("application/json"):
@@ -312,3 +321,17 @@ def test_stream_into_a_vended_s3_table(server, s3, tmp_path):
                   .to_pylist()) == [1, 2, 3, 4, 10, 11]
     logs = list((tmp_path / "home" / ".cache" / "hyperstream" / "wal").glob("*"))
     assert len(logs) == 1 and (logs[0] / "wal-id").exists()
+
+
+def test_config_prefix_is_honoured(server, s3, tmp_path):
+    """The config endpoint's override "prefix" goes into every later path
+    (/v1/{prefix}/namespaces/...), as the spec says."""
+    url, _ = server
+    proxy = VendingProxy(url, config_overrides={"s3.endpoint": s3.endpoint},
+                         table_config=_keys(s3), prefix="cat-1")
+    try:
+        assert _client(tmp_path, proxy.url, "write")["ids"] == [1, 2, 3, 4]
+        later = [p for p in proxy.paths if not p.startswith("/v1/config")]
+        assert later and all(p.startswith("/v1/cat-1/") for p in later), later
+    finally:
+        proxy.shutdown()
