@@ -8,7 +8,10 @@ started by the test.
   acknowledged may or may not be), and nothing of the log is on S3;
 * near-real-time reads: acknowledged rows are visible to the stream's table
   handle before any commit, then committed by a flush; an explicit wal_dir
-  holds the log, with an id that suffixes the committed-seq keys.
+  holds the log, with an id that suffixes the committed-seq keys;
+* two logs on one table keep their own seqs;
+* flushes through tests/s3/faultproxy.py failing a quarter of the requests
+  (HS_TEST_SEED picks the faults): every acknowledged row committed once.
 
 The writers run in subprocesses with the server's AWS_* variables and their
 own XDG_CACHE_HOME (the default log directory's root).  Oracles: pyiceberg's
@@ -225,3 +228,52 @@ print(json.dumps({"seqs": seqs, "metadata_location": t.metadata_location}))
     two = _run(s3, tmp_path / "c2", code, uri, str(tmp_path / "w2"), "100", "0")
     assert one["seqs"] == [1, 2, 3] and two["seqs"] == [1, 2, 3]
     assert sorted(_committed_ids(s3, two["metadata_location"])) == [0, 1, 2, 100, 101, 102]
+
+
+FAULTY = r"""
+import json, sys, time
+import pyarrow as pa
+import hyperstreamdb as hdb
+uri, n = sys.argv[1], int(sys.argv[2])
+schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+t = hdb.Table.create(uri, schema)
+acked, err = 0, None
+try:
+    s = t.stream(flush_interval_ms=100)
+    for i in range(n):
+        ids = list(range(i * 20, i * 20 + 20))
+        s.write(pa.table({"id": ids, "s": ["x"] * 20}, schema=schema))
+        acked = ids[-1] + 1
+        time.sleep(0.02)            # several flushes during the run
+    s.close()
+except Exception as e:          # a flush that failed for good: rows stay in the log
+    err = repr(e)
+print(json.dumps({"acked": acked, "err": err}))
+"""
+
+
+def test_flushes_through_a_faulty_store(s3, tmp_path):
+    """A quarter of the store's requests fail (500, 503 SlowDown, dropped before or
+    after reaching the server, truncated answers) while a stream flushes every
+    100 ms; then a process without faults opens the table with the same log.
+    Every acknowledged row is committed exactly once."""
+    from faultproxy import FaultProxy
+    proxy = FaultProxy(s3.port, rate=0.25, seed=int(os.environ.get("HS_TEST_SEED", "7"))).start()
+    uri = s3.uri(f"streams/{tmp_path.name}/faulty")
+    cache = tmp_path / "cache"
+    try:
+        env = _env(s3, cache)
+        env["AWS_ENDPOINT_URL"] = proxy.endpoint
+        p = subprocess.run([sys.executable, "-c", FAULTY, uri, "60"], env=env,
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+    finally:
+        faults = dict(proxy.faults)
+        proxy.stop()
+    assert got["acked"] == 1200, got
+    assert sum(faults.values()) > 0, faults
+    again = _run(s3, cache, REOPEN, uri)
+    ids = again["ids"]
+    assert sorted(ids) == list(range(1200)), (got, len(ids), len(set(ids)))
+    assert sorted(_committed_ids(s3, again["metadata_location"])) == list(range(1200))
