@@ -164,8 +164,8 @@ CLIENT = r"""
 import json, sys
 import pyarrow as pa
 import hyperstreamdb as hdb
-url, token, mode, arg = sys.argv[1:5]
-cat = hdb.Catalog(url, token=token)
+url, token, mode, arg, props = sys.argv[1:6]
+cat = hdb.Catalog(url, token=token, properties=json.loads(props))
 schema = pa.schema([pa.field("id", pa.int64()), pa.field("s", pa.string())])
 if mode == "write":
     cat.create_namespace("db")
@@ -196,14 +196,15 @@ print(json.dumps({"ids": sorted(t.to_arrow()["id"].to_pylist()),
 """
 
 
-def _client(tmp_path, url, mode, arg="", expect_ok=True):
+def _client(tmp_path, url, mode, arg="", expect_ok=True, properties=None):
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     # no S3 settings at all: no AWS_* variables, an empty HOME (no ~/.aws),
     # no instance metadata service
     env = _scrubbed_env(HOME=str(home), AWS_EC2_METADATA_DISABLED="true",
                         HS_S3_MAX_ATTEMPTS="2")
-    p = subprocess.run([sys.executable, "-c", CLIENT, url, TOKEN, mode, arg], env=env,
+    p = subprocess.run([sys.executable, "-c", CLIENT, url, TOKEN, mode, arg,
+                        json.dumps(properties or {})], env=env,
                        capture_output=True, text=True, timeout=300)
     if expect_ok:
         assert p.returncode == 0, p.stderr
@@ -335,3 +336,12 @@ def test_config_prefix_is_honoured(server, s3, tmp_path):
         assert later and all(p.startswith("/v1/cat-1/") for p in later), later
     finally:
         proxy.shutdown()
+
+
+def test_s3_settings_as_catalog_options(server, s3, tmp_path):
+    """No vending: the client passes the FileIO keys as catalog options
+    (pyiceberg's way), straight to the catalog."""
+    url, _ = server
+    props = dict(_keys(s3), **{"s3.endpoint": s3.endpoint, "s3.region": "us-east-1"})
+    got = _client(tmp_path, url, "write", properties=props)
+    assert got["ids"] == [1, 2, 3, 4] and got["hit"] == ["b"]
