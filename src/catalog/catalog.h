@@ -160,6 +160,25 @@ HS_MUST_USE hs_status cat_rename(cat_catalog *c, const char *from, const char *t
 HS_MUST_USE hs_status cat_list(cat_catalog *c, const char *ns, char ***names, size_t *n,
                                hs_error *err);
 
+/* Registers an existing metadata file as table `ident` (Iceberg's
+ * registerTable): the catalog points at metadata_location itself (no copy
+ * is written).  HS_INVALID when the file does not exist or is not table
+ * metadata; HS_NOT_FOUND when the namespace does not exist; HS_CONFLICT
+ * when ident exists, unless overwrite (then it points at the new file).
+ * Path catalogs: HS_UNSUPPORTED (a path table is its directory; open the
+ * file with hs_table_open_metadata). */
+HS_MUST_USE hs_status cat_register(cat_catalog *c, const char *ident,
+                                   const char *metadata_location, bool overwrite,
+                                   hs_error *err);
+
+/* View names (without namespace) in namespace ns, sorted.  REST: GET
+ * namespaces/{ns}/views (a server without views - 404 or 400 on the route,
+ * or no "views" endpoint in its config - lists none); SQL: rows of
+ * iceberg_type 'VIEW' (JDBC's V1 schema); path catalogs have none.  Caller
+ * frees with cat_strv_free. */
+HS_MUST_USE hs_status cat_list_views(cat_catalog *c, const char *ns, char ***names, size_t *n,
+                                     hs_error *err);
+
 /* Whether ident exists (HS_OK with *exists set; errors only for I/O). */
 HS_MUST_USE hs_status cat_exists(cat_catalog *c, const char *ident, bool *exists,
                                  hs_error *err);

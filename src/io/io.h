@@ -238,6 +238,14 @@ bool hs_io_background(void (*fn)(void *arg), void *arg);
 /* Waits until no hs_io_background task or asynchronous prefetch runs (tests
  * clearing caches that such tasks fill). */
 void hs_io_background_wait(void);
+/* Storage settings for the objects under location, as a catalog vends them
+ * with a table (Iceberg FileIO property names: s3.endpoint, s3.region,
+ * s3.access-key-id, s3.secret-access-key, s3.session-token,
+ * s3.path-style-access, client.region; io/s3.h's hs_s3_set_scope).  They
+ * win over the environment for requests under location.  A no-op (HS_OK)
+ * for local paths and file:// URIs, and when no key applies to the store. */
+HS_MUST_USE hs_status hs_io_set_scope(const char *location, const char *const *keys,
+                                      const char *const *values, size_t n, hs_error *err);
 /* Object stores: the size and version (ETag) of an object, from io/s3.c's
  * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
  * else by opening it (one GET of its tail, which then serves the caller's
