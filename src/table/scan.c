@@ -1417,6 +1417,67 @@ static hs_status select_rows(frd *fr, const tbl_read_opts *o, const roaring_bitm
     return HS_OK;
 }
 
+/* Rows per part of a two-phase read (whole row groups, at least this many
+ * unless the file ends). */
+#define TBL_TWO_PHASE_ROWS ((int64_t)1 << 20)
+
+/* Both phases over the selected rows of [lo, hi): phase 1 reads the filter
+ * columns, keeps the passing rows of those that are output (r->acc) and
+ * the verdicts (r->mask); phase 2 reads the other output columns for the
+ * passing rows and emits.  Passing positions are added to all_hits when
+ * it is given. */
+static hs_status two_phase_part(rd_state *r, frd *fr, const roaring_bitmap_t *sel, int64_t lo,
+                                int64_t hi, const int *which, int k, const int *which2, int k2,
+                                const bool *need, int64_t batch_size, roaring_bitmap_t *all_hits,
+                                hs_error *err)
+{
+    roaring_bitmap_t *part = roaring_bitmap_from_range((uint64_t)lo, (uint64_t)hi, 1);
+    if (!part)
+        return hs_err_nomem(err, 64);
+    if (sel)
+        roaring_bitmap_and_inplace(part, sel);
+    uint64_t n_sel = roaring_bitmap_get_cardinality(part);
+    hs_status st = HS_OK;
+    if (n_sel == 0) {
+        roaring_bitmap_free(part);
+        return HS_OK;
+    }
+    hs_buf_reset(&r->mask);
+    r->mask_off = 0;
+    r->acc_off = 0;
+    r->pass_runs = 0;
+    for (int i = 0; i < r->n_out && st == HS_OK; i++) {
+        hs_col_free(r->acc[i]);
+        r->acc[i] = NULL;
+        if (need[i])
+            st = hs_col_create(&r->rs->children[i], 0, &r->acc[i], err);
+    }
+    if (st == HS_OK && !(r->hits = roaring_bitmap_create()))
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = rd_set_read(r, which, k, err);
+    if (st == HS_OK)
+        st = rd_read(r, fr, part, batch_size, cb_phase1, err);
+    uint64_t n_pass = st == HS_OK ? roaring_bitmap_get_cardinality(r->hits) : 0;
+    if (st == HS_OK && n_pass > 0 && r->emit) {
+        /* few passing rows, or long runs of them (TPC-H Q1's 98%): read
+         * only them, the reader gathers the runs inside its pages;
+         * many short runs: read the same rows again and take the
+         * passing ones (long runs decode faster than scattered ones) */
+        r->sparse = n_pass * 8 <= n_sel || (uint64_t)r->pass_runs * 16 <= n_pass;
+        r->rep->sparse_second |= r->sparse;
+        st = rd_set_read(r, which2, k2, err);
+        if (st == HS_OK)
+            st = rd_read(r, fr, r->sparse ? r->hits : part, batch_size, cb_phase2, err);
+    }
+    if (st == HS_OK && all_hits)
+        roaring_bitmap_or_inplace(all_hits, r->hits);
+    tbl_bitmap_free(r->hits);
+    r->hits = NULL;
+    roaring_bitmap_free(part);
+    return st;
+}
+
 hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tbl_read_opts *o,
                            tbl_emit_fn emit, void *ctx, roaring_bitmap_t **positions_out,
                            int64_t *rows_deleted, tbl_file_report *rep_in, hs_error *err)
@@ -1517,39 +1578,34 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
         }
     } else if (st == HS_OK && !empty) {
         rep->two_phase = true;
-        int k = 0;
+        int k = 0, k2 = 0;
         for (int i = 0; i < n; i++)
             if (need[i])
                 which[k++] = i;
+        for (int i = 0; i < n_out; i++)
+            if (!need[i])
+                which2[k2++] = i;
         r.acc = hs_calloc((size_t)n_out + 1, sizeof *r.acc);
         if (!r.acc)
             st = hs_err_nomem(err, 64);
-        for (int i = 0; i < n_out && st == HS_OK; i++)
-            if (need[i])
-                st = hs_col_create(&rs->children[i], 0, &r.acc[i], err);
-        if (st == HS_OK && !r.hits && !(r.hits = roaring_bitmap_create()))
-            st = hs_err_nomem(err, 64);
-        if (st == HS_OK)
-            st = rd_set_read(&r, which, k, err);
-        if (st == HS_OK)
-            st = rd_read(&r, &fr, sel, batch_size, cb_phase1, err);
-        uint64_t n_pass = st == HS_OK ? roaring_bitmap_get_cardinality(r.hits) : 0;
-        uint64_t n_sel = sel ? roaring_bitmap_get_cardinality(sel) : (uint64_t)fr.n_rows;
-        if (st == HS_OK && n_pass > 0 && emit) {
-            /* few passing rows, or long runs of them (TPC-H Q1's 98%): read
-             * only them, the reader gathers the runs inside its pages;
-             * many short runs: read the same rows again and take the
-             * passing ones (long runs decode faster than scattered ones) */
-            r.sparse = n_pass * 8 <= n_sel || (uint64_t)r.pass_runs * 16 <= n_pass;
-            rep->sparse_second = r.sparse;
-            int k2 = 0;
-            for (int i = 0; i < n_out; i++)
-                if (!need[i])
-                    which2[k2++] = i;
-            st = rd_set_read(&r, which2, k2, err);
-            if (st == HS_OK)
-                st = rd_read(&r, &fr, r.sparse ? r.hits : sel, batch_size, cb_phase2, err);
+        /* the file in parts of whole row groups, so that phase 1's kept
+         * columns and verdicts hold one part, not the file */
+        roaring_bitmap_t *all_hits = r.hits;   /* positions_out's, or NULL */
+        r.hits = NULL;
+        const pq_file_meta *fm = pq_reader_meta(fr.r);
+        int64_t lo = 0;
+        int g = 0;
+        while (st == HS_OK && lo < fr.n_rows) {
+            int64_t hi = lo;
+            while (g < fm->n_row_groups && hi - lo < TBL_TWO_PHASE_ROWS)
+                hi += fm->row_groups[g++].num_rows;
+            if (g >= fm->n_row_groups || hi > fr.n_rows)
+                hi = fr.n_rows;
+            st = two_phase_part(&r, &fr, sel, lo, hi, which, k, which2, k2, need, batch_size,
+                                all_hits, err);
+            lo = hi;
         }
+        r.hits = all_hits;
     }
     if (r.acc)
         for (int i = 0; i < n_out; i++)

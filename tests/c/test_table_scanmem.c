@@ -5,11 +5,11 @@
  *   test               table                          checks
  *   -----------------  -----------------------------  ---------------------------------
  *   bounded_threads    SCANMEM_ROWS (16M; ASan 8M) of  sum(id), row count = the
- *                      one non-null int64 column, in   generator's formulas; peak
- *                      files of 4M+ rows (2M+) each    live hs_malloc bytes of the
- *                      (about 32 MB of decoded ids     scan <= SCAN_BOUND (32 MiB,
- *                      per file, 128 MB in all);       a quarter of the decoded
- *                      scan_threads 2 and 4            table); peak RssAnon growth
+ *                      id, v = 2 id (int64), in        generator's formulas; peak
+ *                      files of about 8 MB (ASan 4),   live hs_malloc bytes of the
+ *                      each decoding to more than the  scan <= SCAN_BOUND (32 MiB,
+ *                      bound (256 MB in all); id       an eighth of the decoded
+ *                      only, scan_threads 2 and 4      table); peak RssAnon growth
  *                                                      <= the same bound + 32 MiB
  *                                                      (not under ASan)
  *   bounded_single     the same, scan_threads 1        the same
@@ -17,6 +17,9 @@
  *                      consumer takes 3 batches        readers blocked on full
  *                                                      queues: no hang, no leak
  *                                                      (live bytes back to base)
+ *   bounded_two_phase  the same, filters on id with    the same sums; peak live
+ *                      v in the output (two phases),   <= TWO_PHASE_BOUND (48 MiB)
+ *                      2 threads
  *   read_error         a data file truncated after     the scan fails with an error
  *                      planning                        naming the file, no hang
  *
@@ -27,10 +30,10 @@
  * allocator's own retention).  VmHWM is not used: it counts file pages
  * mapped by other tests' reads, which the kernel may drop at any time.
  *
- * The generator is the oracle: row i holds id = i, so the expected sum is
- * n(n-1)/2, never read back from our own output.  SCANMEM_ROWS overrides
- * the size, SCANMEM_FILE_BYTES the target file size (the measurements in
- * docs/parquet.md used 120M rows in files of 100 MB).
+ * The generator is the oracle: row i holds id = i and v = 2i, so the
+ * expected sums are closed formulas, never read back from our own output.
+ * SCANMEM_ROWS overrides the size, SCANMEM_FILE_BYTES the target file size
+ * (docs/parquet.md's measurements: 125829120 rows, 30000000 bytes).
  */
 #define _DEFAULT_SOURCE 1
 #include "harness.h"
@@ -132,6 +135,8 @@ static hs_field gen_schema(void)
     hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
     hs_field_init(&f, "id", HS_TYPE_INT64, false);
     (void)!hs_field_add_child(&schema, &f);
+    hs_field_init(&f, "v", HS_TYPE_INT64, false);
+    (void)!hs_field_add_child(&schema, &f);
     return schema;
 }
 
@@ -147,15 +152,17 @@ static hs_status gen_next(void *ctx, hs_batch **out, hs_error *err)
     hs_status st = hs_batch_create(&schema, n, &b, err);
     hs_field_clear(&schema);
     HS_TRY(st);
-    if (hs_col_reserve(b->cols[0], n, (size_t)n * 8) != HS_OK) {
-        hs_batch_free(b);
-        return hs_err_nomem(err, (size_t)n * 8);
+    for (int c = 0; c < 2; c++) {
+        if (hs_col_reserve(b->cols[c], n, (size_t)n * 8) != HS_OK) {
+            hs_batch_free(b);
+            return hs_err_nomem(err, (size_t)n * 8);
+        }
+        int64_t *v = HS_COL_VALUES(b->cols[c], int64_t);
+        for (int64_t i = 0; i < n; i++)
+            v[i] = (g->next_row + i) * (c + 1);
+        b->cols[c]->length = n;
+        b->cols[c]->values.len = (size_t)n * 8;
     }
-    int64_t *v = HS_COL_VALUES(b->cols[0], int64_t);
-    for (int64_t i = 0; i < n; i++)
-        v[i] = g->next_row + i;
-    b->cols[0]->length = n;
-    b->cols[0]->values.len = (size_t)n * 8;
     b->n_rows = n;
     g->next_row += n;
     *out = b;
@@ -172,6 +179,8 @@ static hs_table *g_tbl;
 static int64_t g_rows;
 
 #define SCAN_BOUND ((int64_t)32 << 20)
+/* two threads x (queue + a part's kept ids and verdicts, 9 MB + reader) */
+#define TWO_PHASE_BOUND ((int64_t)48 << 20)
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -186,10 +195,10 @@ static int64_t g_rows;
  * keeps freed blocks resident). */
 #ifdef UNDER_ASAN
 #define DEFAULT_ROWS ((int64_t)8 << 20)
-#define DEFAULT_FILE_BYTES "2000000"
+#define DEFAULT_FILE_BYTES "4000000"
 #else
 #define DEFAULT_ROWS ((int64_t)16 << 20)
-#define DEFAULT_FILE_BYTES "4000000"
+#define DEFAULT_FILE_BYTES "8000000"
 #endif
 
 static int64_t env_rows(void)
@@ -227,7 +236,7 @@ static hs_status make_table(hs_error *err)
 }
 
 typedef struct scan_result {
-    int64_t rows, id_sum, batches;
+    int64_t rows, id_sum, v_sum, batches;
     int64_t peak_live;     /* above the live bytes before the scan */
     int64_t peak_anon;     /* RssAnon growth, sampled per batch */
     double seconds;
@@ -235,9 +244,17 @@ typedef struct scan_result {
     char msg[512];
 } scan_result;
 
+static scan_result scan_cols(int threads, int64_t max_batches, const char *filter);
+
 /* Scans id with `threads` scan threads, taking at most max_batches (-1 =
  * all) before releasing the stream. */
 static scan_result scan_ids(int threads, int64_t max_batches)
+{
+    return scan_cols(threads, max_batches, NULL);
+}
+
+/* Scans id (and v, with a filter on id: two phases) likewise. */
+static scan_result scan_cols(int threads, int64_t max_batches, const char *filter)
 {
     scan_result r = {0};
     hs_error err = {0};
@@ -247,8 +264,8 @@ static scan_result scan_ids(int threads, int64_t max_batches)
     atomic_store(&g_peak, base);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    const char *cols[] = {"id"};
-    hs_scan_options o = {.columns = cols, .n_columns = 1};
+    const char *cols[] = {"id", "v"};
+    hs_scan_options o = {.columns = cols, .n_columns = filter ? 2 : 1, .filter = filter};
     struct ArrowArrayStream s;
     r.st = hs_table_scan(g_tbl, &o, &s, &err);
     if (r.st != HS_OK) {
@@ -269,6 +286,11 @@ static scan_result scan_ids(int threads, int64_t max_batches)
         const int64_t *id = HS_COL_VALUES(b->cols[0], int64_t);
         for (int64_t i = 0; i < b->n_rows; i++)
             r.id_sum += id[i];
+        if (b->n_cols > 1) {
+            const int64_t *v = HS_COL_VALUES(b->cols[1], int64_t);
+            for (int64_t i = 0; i < b->n_rows; i++)
+                r.v_sum += v[i];
+        }
         r.rows += b->n_rows;
         r.batches++;
         hs_batch_free(b);
@@ -292,7 +314,7 @@ static void report(const char *what, const scan_result *r)
     fprintf(stderr, "  %s: %lld rows in %lld batches, peak live %.1f MB, RssAnon +%.1f MB "
             "(table decodes to %.1f MB), %.2f s\n", what, (long long)r->rows, (long long)r->batches,
             (double)r->peak_live / 1048576.0, (double)r->peak_anon / 1048576.0,
-            (double)g_rows * 8 / 1048576.0, r->seconds);
+            (double)g_rows * 16 / 1048576.0, r->seconds);
 }
 
 static void check_full(const scan_result *r)
@@ -339,6 +361,35 @@ static void test_early_release(void)
     CHECK(r.id_sum == (r.rows * (r.rows - 1)) / 2);   /* the first rows, in order */
     CHECK(r.peak_live <= SCAN_BOUND);
     CHECK(atomic_load(&g_live) == base);   /* nothing left behind */
+}
+
+/* A filter on id with v in the output reads in two phases (late
+ * materialization): phase 1's kept ids and verdicts hold one part of a
+ * file (about 1M rows), not the file.  Every row passes. */
+static void test_bounded_two_phase(void)
+{
+    REQUIRE(g_tbl);
+    scan_result r = scan_cols(2, -1, "id >= 0");
+    report("id >= 0 (two phases), scan_threads 2", &r);
+    CHECK(r.st == HS_OK);
+    CHECK(r.rows == g_rows);
+    CHECK(r.id_sum == g_rows * (g_rows - 1) / 2);
+    CHECK(r.v_sum == g_rows * (g_rows - 1));
+    CHECK(r.peak_live <= TWO_PHASE_BOUND);
+    /* some rows pass: the second phase reads only them */
+    int64_t lo = g_rows / 3;
+    char f[64];
+    snprintf(f, sizeof f, "id >= %lld AND id %% 2 = 0", (long long)lo);
+    r = scan_cols(2, -1, f);
+    report("id >= n/3 and even (two phases)", &r);
+    int64_t m = (g_rows - lo + 1) / 2;   /* even ids in [lo, n): lo is even or not */
+    int64_t first = lo % 2 ? lo + 1 : lo;
+    m = first < g_rows ? (g_rows - 1 - first) / 2 + 1 : 0;
+    CHECK(r.st == HS_OK);
+    CHECK(r.rows == m);
+    CHECK(r.id_sum == m * first + m * (m - 1));   /* first, first + 2, ... */
+    CHECK(r.v_sum == 2 * r.id_sum);
+    CHECK(r.peak_live <= TWO_PHASE_BOUND);
 }
 
 /* The last data file (by name) truncated to half: the scan reports it. */
@@ -404,6 +455,7 @@ int main(void)
     HS_RUN(test_bounded_threads);
     HS_RUN(test_bounded_single);
     HS_RUN(test_early_release);
+    HS_RUN(test_bounded_two_phase);
     HS_RUN(test_read_error);
     hs_table_close(g_tbl);
     hs_catalog_close(g_cat);
