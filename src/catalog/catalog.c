@@ -35,6 +35,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,16 +175,34 @@ hs_status cat_default_location(cat_catalog *c, const char *ident, char **locatio
     return c->vt->default_location(c, ident, location, err);
 }
 
+static _Atomic int64_t g_load_count;
+
+int64_t cat_load_count(void) { return atomic_load_explicit(&g_load_count, memory_order_relaxed); }
+
 hs_status cat_load_json(cat_catalog *c, const char *ident, hs_buf *json,
                         char **metadata_location, hs_error *err)
 {
     if (metadata_location)
         *metadata_location = NULL;
     HS_TRY(need_ident(ident, err));
+    atomic_fetch_add_explicit(&g_load_count, 1, memory_order_relaxed);
     char *loc = NULL;
     hs_status st = c->vt->load(c, ident, json, &loc, err);
     if (st == HS_OK && metadata_location)
         *metadata_location = loc;
+    else
+        hs_free(loc);
+    return st;
+}
+
+hs_status cat_current_location(cat_catalog *c, const char *ident, char **out, hs_error *err)
+{
+    *out = NULL;
+    HS_TRY(need_ident(ident, err));
+    char *loc = NULL;
+    hs_status st = c->vt->current_location(c, ident, &loc, err);
+    if (st == HS_OK)
+        *out = loc;
     else
         hs_free(loc);
     return st;

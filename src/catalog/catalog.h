@@ -127,6 +127,17 @@ HS_MUST_USE hs_status cat_default_location(cat_catalog *c, const char *ident, ch
 HS_MUST_USE hs_status cat_load_json(cat_catalog *c, const char *ident, hs_buf *json,
                                     char **metadata_location, hs_error *err);
 
+/* The current metadata location of `ident` only, without reading the file
+ * (path: the version hint and the probe for newer versions; sql: the
+ * catalog row; REST: the load-table response).  Caller frees *out with
+ * hs_free.  Errors as cat_load_json's. */
+HS_MUST_USE hs_status cat_current_location(cat_catalog *c, const char *ident, char **out,
+                                           hs_error *err);
+
+/* Metadata documents read by cat_load_json (and so cat_load) since the
+ * process started: a trace counter for tests of idle paths. */
+int64_t cat_load_count(void);
+
 /* Registers a new table whose first metadata is json (its "location" field
  * decides where the metadata file goes for sql; path tables always use the
  * identifier's directory).  HS_CONFLICT when the table already exists.

@@ -588,6 +588,10 @@ struct hs_stream {
                                     * past the expiry age (0 = none waiting) */
     int64_t compact_replaced;      /* that snapshot's id */
     int64_t compact_give_up_ms;    /* wall clock: compact even if it is still kept (pinned) */
+    char *expire_seen;             /* flush_mu: the metadata location the last expiry pass
+                                    * ended on (NULL: none, or it failed) */
+    int64_t expire_due_ms;         /* wall clock: no snapshot of that metadata reaches
+                                    * the age before this */
 };
 
 static int64_t prop_i64(const ice_table_metadata *m, const char *key, int64_t set,
@@ -870,6 +874,61 @@ static int64_t wall_ms(void)
  * least 50 ms): what a compaction replaced goes about age + age / 4 after
  * it stopped being current.  Readers of this process keep their snapshots
  * whatever the age (pins.c). */
+/* When the first snapshot of m other than the current one and those refs
+ * name reaches the expiry age (wall clock; INT64_MAX: none will): an
+ * ancestor's age counts from its child's commit, as auto_expire keeps it. */
+static int64_t expire_due(const ice_table_metadata *m, int64_t age)
+{
+    int64_t due = INT64_MAX;
+    for (int i = 0; i < m->n_snapshots; i++) {
+        const ice_snapshot *sn = &m->snapshots[i];
+        bool held = sn->snapshot_id == m->current_snapshot_id;
+        for (int r = 0; r < m->n_refs && !held; r++)
+            held = m->refs[r].snapshot_id == sn->snapshot_id;
+        if (held)
+            continue;
+        int64_t from = sn->timestamp_ms;
+        for (int k = 0; k < m->n_snapshots; k++)
+            if (m->snapshots[k].has_parent && m->snapshots[k].parent_id == sn->snapshot_id &&
+                m->snapshots[k].timestamp_ms > from)
+                from = m->snapshots[k].timestamp_ms;
+        if (from + age < due)
+            due = from + age;
+    }
+    return due;
+}
+
+/* Records where an expiry pass left the table (ok = it succeeded). */
+static void expire_note(hs_stream *s, bool ok, int64_t every)
+{
+    hs_free(s->expire_seen);
+    s->expire_seen = NULL;
+    if (!ok || !s->wt->metadata_location)
+        return;
+    s->expire_seen = hs_strdup(s->wt->metadata_location);
+    int64_t due = expire_due(&s->wt->meta, s->expire_age_ms);
+    int64_t now = wall_ms();
+    /* due already: kept by a reader's pin or a ref's retention, so the
+     * next passes come at the cadence, as without this check */
+    s->expire_due_ms = due > now ? due : now + every;
+}
+
+/* Nothing can expire yet: the catalog still points at the metadata the
+ * last pass ended on (one probe of the pointer, no metadata read) and no
+ * snapshot of it has reached the age. */
+static bool expire_idle(hs_stream *s)
+{
+    if (!s->expire_seen || !s->wt->catalog || wall_ms() >= s->expire_due_ms)
+        return false;
+    char *loc = NULL;
+    hs_error e;
+    hs_err_clear(&e);
+    bool same = cat_current_location(s->wt->catalog->cat, s->wt->ident, &loc, &e) == HS_OK &&
+                loc && strcmp(loc, s->expire_seen) == 0;
+    hs_free(loc);
+    return same;
+}
+
 static void auto_expire(hs_stream *s, bool force, int64_t *n_expire, int64_t *n_fail)
 {
     int64_t now = now_ms();
@@ -878,6 +937,8 @@ static void auto_expire(hs_stream *s, bool force, int64_t *n_expire, int64_t *n_
         (!force && now - __atomic_load_n(&s->last_expire_ms, __ATOMIC_RELAXED) < every))
         return;
     __atomic_store_n(&s->last_expire_ms, now, __ATOMIC_RELAXED);
+    if (!force && expire_idle(s))
+        return;
     /* A snapshot's age counts from when it stopped being current (its
      * child's commit), not from its own commit: keep every ancestor that
      * was current within the age, so a reader that planned it just before
@@ -896,11 +957,13 @@ static void auto_expire(hs_stream *s, bool force, int64_t *n_expire, int64_t *n_
     char *res = NULL;
     hs_error e;
     hs_err_clear(&e);
-    if (hs_table_expire_snapshots(s->wt, &eo, &res, &e) != HS_OK)
+    bool ok = hs_table_expire_snapshots(s->wt, &eo, &res, &e) == HS_OK;
+    if (!ok)
         (*n_fail)++;
     else if (res && !strstr(res, "\"expired_snapshot_ids\":[]"))
         (*n_expire)++;
     hs_string_free(res);
+    expire_note(s, ok, every);
 }
 
 /* After a background flush (flusher thread, flush_mu held), so that a table
@@ -1170,6 +1233,7 @@ static void stream_free(hs_stream *s)
     hs_free(s->location);
     hs_free(s->wal_dir);
     hs_free(s->durable_meta);
+    hs_free(s->expire_seen);
     hs_free(s);
 }
 
