@@ -613,6 +613,18 @@ hs_status sq_ctx_keep(xo_ctx *ctx, hs_field *f, hs_error *err)
     return HS_OK;
 }
 
+int sq_ctx_keep_mark(xo_ctx *ctx) { return ((sq_ctx_box *)ctx)->n_keep; }
+
+void sq_ctx_keep_release(xo_ctx *ctx, int mark)
+{
+    sq_ctx_box *b = (sq_ctx_box *)ctx;
+    while (b->n_keep > mark) {
+        hs_field *f = b->keep[--b->n_keep];
+        hs_field_clear(f);
+        hs_free(f);
+    }
+}
+
 static int default_threads(void)
 {
     int64_t v = 0;
