@@ -56,6 +56,7 @@ typedef struct apply_op {
     int depth;
     qcol *cols;               /* the outer relation's names (owned) */
     int n;
+    xo_ctx *rctx;             /* the per-row plans' context (owned): one thread */
 } apply_op;
 
 /* ---- which subqueries ---- */
@@ -194,10 +195,10 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
     hs_status st = HS_OK;
     for (int c = 0; c < b->n_cols && st == HS_OK; c++)
         st = hs_col_slice(b->cols[c], i, 1, &row.cols[c], err);
-    planner p = {.s = a->s, .ctx = a->op.ctx, .text = a->text, .err = err, .names = a->names,
+    planner p = {.s = a->s, .ctx = a->rctx, .text = a->text, .err = err, .names = a->names,
                  .all_columns = a->all_columns, .depth = a->depth};
     apply_row ar = {&a->op.children[0]->schema, a->cols, a->n, &row};
-    int mark = sq_ctx_keep_mark(a->op.ctx);
+    int mark = sq_ctx_keep_mark(a->rctx);
     rel s = {0};
     if (st == HS_OK)
         st = plan_for_row(&p, a->sub, &ar, &s);
@@ -216,7 +217,7 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
     if (st == HS_OK && seen == 0)
         st = hs_col_append_null(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
     pl_rel_clear(&s);
-    sq_ctx_keep_release(a->op.ctx, mark);
+    sq_ctx_keep_release(a->rctx, mark);
     for (int c = 0; c < b->n_cols; c++)
         hs_col_free(row.cols[c]);
     hs_free(row.cols);
@@ -276,6 +277,7 @@ static void apply_destroy(xo_op *op)
     json_decref(a->sub);
     json_decref(a->names);
     pl_qcols_free(a->cols, a->n);
+    sq_ctx_free(a->rctx);
 }
 
 hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
@@ -321,6 +323,8 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
         if (!a->cols || !a->text || !a->sub)
             st = pl_nomem(p);
     }
+    if (st == HS_OK)
+        st = sq_ctx_new_serial(p->ctx, &a->rctx, p->err);
     for (int i = 0; st == HS_OK && i < cur->n; i++) {
         a->cols[i].qual = pl_dup_or_null(cur->cols[i].qual);
         a->cols[i].name = pl_dup_or_null(cur->cols[i].name);

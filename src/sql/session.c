@@ -670,6 +670,25 @@ hs_status sq_ctx_new(sq_session *s, xo_ctx **out, hs_error *err)
     return HS_OK;
 }
 
+hs_status sq_ctx_new_serial(const xo_ctx *parent, xo_ctx **out, hs_error *err)
+{
+    *out = NULL;
+    const sq_ctx_box *pb = (const sq_ctx_box *)parent;
+    sq_ctx_box *b = hs_calloc(1, sizeof *b);
+    if (!b)
+        return hs_err_nomem(err, sizeof *b);
+    b->ctx.cancel = parent->cancel;
+    b->ctx.threads = 1;
+    b->ctx.mem_limit = parent->mem_limit;
+    if (parent->spill_dir) {
+        memcpy(b->spill_dir, pb->spill_dir, sizeof b->spill_dir);
+        b->ctx.spill_dir = b->spill_dir;
+    }
+    atomic_init(&b->ctx.mem_used, 0);
+    *out = &b->ctx;
+    return HS_OK;
+}
+
 void sq_ctx_free(void *ctx)
 {
     if (!ctx)

@@ -143,6 +143,11 @@ HS_MUST_USE hs_status sq_ctx_keep(xo_ctx *ctx, hs_field *f, hs_error *err);
  * that mark (their operators freed first): an operator that plans a
  * subquery again per row (plan_apply.c) keeps the statement's memory flat. */
 int sq_ctx_keep_mark(xo_ctx *ctx);
+/* A statement context of one thread sharing parent's cancel flag, memory
+ * limit and spill directory, for plans run once per row (plan_apply.c),
+ * where a thread pool's start-up would cost more than the rows; caller
+ * frees with sq_ctx_free. */
+HS_MUST_USE hs_status sq_ctx_new_serial(const xo_ctx *parent, xo_ctx **out, hs_error *err);
 void sq_ctx_keep_release(xo_ctx *ctx, int mark);
 
 /* Plans a query (SelectStmt node; text is the whole statement) into an
