@@ -90,8 +90,12 @@ bool pl_apply_needed(const json_t *sub)
 {
     if (!sub)
         return false;
-    json_t *l = pl_jget(pl_jget(sub, "larg"), "SelectStmt");
-    json_t *r = pl_jget(pl_jget(sub, "rarg"), "SelectStmt");
+    /* a set operation's sides: SelectStmt bodies, wrapped or not */
+    json_t *l = pl_jget(sub, "larg"), *r = pl_jget(sub, "rarg"), *b;
+    if (pl_is_kind(l, "SelectStmt", &b))
+        l = b;
+    if (pl_is_kind(r, "SelectStmt", &b))
+        r = b;
     if (l || r)
         return pl_apply_needed(l) || pl_apply_needed(r);
     return from_has_lateral(pl_jget(sub, "fromClause"), 0);

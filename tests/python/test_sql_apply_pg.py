@@ -37,6 +37,12 @@ SCALAR = [
     "SELECT id, (SELECT max(id) FROM unnest(t.nums) id) AS c FROM arr t",
     "SELECT id, (SELECT count(*) FROM unnest(t.tags) x WHERE x > (SELECT min(s) FROM aux)) AS c FROM arr t",
     "SELECT id, (SELECT (SELECT count(*) FROM unnest(t.nums) y WHERE y < x) FROM unnest(t.nums) x ORDER BY x LIMIT 1) AS c FROM arr t",
+    "SELECT id, (SELECT max(x) FROM unnest(ARRAY[t.id, t.n, NULL]) x) AS m FROM arr t",
+    "SELECT id, (SELECT count(*) FROM generate_series(t.n, t.id) x WHERE x > 1) AS c FROM arr t",
+    "SELECT id, (SELECT string_agg(x::text, ',' ORDER BY x) FROM generate_series(t.n, 3) x) AS j FROM arr t",
+    "SELECT id, (SELECT count(*) FROM unnest(t.nums) x WHERE x = ANY (SELECT y FROM unnest(t.nums) y WHERE y > 3)) AS c FROM arr t",
+    "SELECT id, (SELECT count(*) FROM (SELECT * FROM unnest(t.tags)) d) AS c FROM arr t",
+    "SELECT id, (SELECT count(*) FROM unnest(t.tags) x UNION ALL SELECT 1 LIMIT 1) AS c FROM arr t",
     # errors
     "SELECT id, (SELECT x FROM unnest(t.nums) x) AS v FROM arr t",
     "SELECT id, (SELECT x, x FROM unnest(t.nums) x) AS v FROM arr t",
@@ -61,6 +67,11 @@ PREDICATES = [
     "SELECT id FROM arr t WHERE (SELECT count(*) FROM unnest(t.tags) x) >= 3",
     "SELECT id FROM arr t WHERE (SELECT count(*) FROM unnest(t.tags) x) = 0 OR n = 2",
     "SELECT id FROM arr t WHERE EXISTS (SELECT 1 FROM generate_series(1, t.n) g WHERE g = 3)",
+    "SELECT id FROM arr t WHERE EXISTS (SELECT 1 FROM aux a JOIN unnest(t.tags) x ON a.s = x)",
+    "SELECT id FROM arr t WHERE NOT EXISTS (SELECT 1 FROM unnest(t.tags) x WHERE x = 'a') OR id < 5",
+    "SELECT id FROM arr t WHERE 'a' <> ALL (SELECT * FROM unnest(t.tags))",
+    "SELECT id FROM arr t WHERE 2 > ALL (SELECT * FROM unnest(t.nums))",
+    "SELECT id, (SELECT count(*) FROM unnest(t.tags) x) FROM arr t WHERE n = 2",
 ]
 
 
