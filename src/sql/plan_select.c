@@ -1343,8 +1343,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                 }
                 int found = 0;
                 for (int c = 0; c < cur.n && st == HS_OK; c++) {
-                    if (cur.cols[c].outer)
-                        continue;   /* the enclosing query's row (plan_apply.c) */
+                    if (cur.cols[c].outer || (cur.cols[c].name && cur.cols[c].name[0] == '\x01'))
+                        continue;   /* the enclosing query's row (plan_apply.c); the
+                                       planner's own columns (\x01in, \x01count) */
                     if (cur.cols[c].hidden && !(qual && pl_name_eq(cur.cols[c].qual, qual) && *cur.cols[c].name))
                         continue;
                     if (qual && !pl_name_eq(cur.cols[c].qual, qual))

@@ -58,6 +58,8 @@ PREDICATES = [
     "SELECT id FROM arr t WHERE 3 = ANY (SELECT * FROM unnest(t.nums))",
     "SELECT id FROM arr t WHERE 3 IN (SELECT x FROM unnest(t.nums) x)",
     "SELECT id FROM arr t WHERE 3 NOT IN (SELECT x FROM unnest(t.nums) x)",
+    "SELECT * FROM arr t WHERE id IN (SELECT x + 1 FROM unnest(t.nums) x)",
+    "SELECT * FROM arr t WHERE id NOT IN (SELECT x FROM unnest(t.nums) x) AND id < 10",
     "SELECT id, 3 = ANY (SELECT * FROM unnest(t.nums)) AS hit FROM arr t",
     "SELECT id, 3 <> ALL (SELECT * FROM unnest(t.nums)) AS miss FROM arr t",
     "SELECT id, n < ANY (SELECT x FROM unnest(t.nums) x) AS lt FROM arr t",
