@@ -309,6 +309,11 @@ HS_MUST_USE hs_status pl_plan_select(planner *p, const json_t *sel, rel *out);
  * SubLink body sl as a new (hidden) column of cur, *col its position;
  * pl_apply_outer_rel gives plan_block the outer row as a relation. */
 bool pl_apply_needed(const json_t *sub);
+/* plan_rewrite.c: variance / stddev calls (rewritten as float8 sums) whose
+ * argument binds over cur as an integer or numeric become their numeric
+ * form, as PostgreSQL types them (sel's select list, HAVING, ORDER BY are
+ * edited in place). */
+HS_MUST_USE hs_status pl_stats_numeric(planner *p, const rel *cur, const json_t *sel);
 HS_MUST_USE hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col);
 HS_MUST_USE hs_status pl_apply_outer_rel(planner *p, rel *out);
 HS_MUST_USE hs_status pl_plan_query(planner *p, const json_t *sel, rel *out);

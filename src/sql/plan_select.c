@@ -1196,7 +1196,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     for (int i = 0; i < cs.n && st == HS_OK; i++)
         if (!cs.a[i].used && cs.a[i].sub)
             st = pl_apply_sub_conj(p, &cur, cs.a[i].node);
-    /* aggregation */
+    /* aggregation (variance / stddev of exact arguments: numeric) */
+    if (st == HS_OK)
+        st = pl_stats_numeric(p, &cur, sel);
     if (st == HS_OK) {
         pl_collect_aggs(tl, aggs, 0);
         pl_collect_aggs(pl_jget(sel, "havingClause"), aggs, 0);
