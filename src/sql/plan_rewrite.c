@@ -160,8 +160,13 @@ static json_t *stat_agg(const json_t *node)
  * rewrite above cannot see types, so a SELECT block, once its FROM and
  * WHERE are planned, binds each rewritten call's argument and replaces the
  * float8 form of an exact one by
- *   hs_numeric_{var,stddev}_{samp,pop}(count(x), sum(x), sum(x' * x'))
- * with x' = x::numeric(19, s) (expr_num.c: the arithmetic in 256 bits). */
+ *   hs_numeric_{var,stddev}_{samp,pop}(count(x), sum(x), sum(x' * x'), S)
+ * with x' = x::numeric(19, s) (expr_num.c: the arithmetic in 256 bits)
+ * and S the result's scale: the column holds one scale where PostgreSQL's
+ * numeric has one per value, so S is the largest that every value of x's
+ * type fits (a variance of bigint: 0, of integer: 17, of numeric(12,3):
+ * 19; a stddev of bigint: 18, of integer: 27), PostgreSQL's value being
+ * rounded there, half away from zero, where it has more decimals. */
 
 static pl_walk_res visit_stat_arg(const json_t *j, void *ctx)
 {
@@ -216,6 +221,10 @@ static json_t *numeric_stat(planner *p, const rel *cur, const json_t *node, cons
     }
     hs_type t = ex_type(e)->type;
     int scale = t == HS_TYPE_DECIMAL128 ? ex_type(e)->scale : 0;
+    int digits = t == HS_TYPE_DECIMAL128 ? ex_type(e)->precision - scale
+               : t == HS_TYPE_INT8 || t == HS_TYPE_UINT8 ? 3
+               : t == HS_TYPE_INT16 || t == HS_TYPE_UINT16 ? 5
+               : t == HS_TYPE_INT32 || t == HS_TYPE_UINT32 ? 10 : 19 + (t == HS_TYPE_UINT64);
     ex_free(e);
     if (t == HS_TYPE_STRING || t == HS_TYPE_BOOL) {
         *st = pl_fail(p, HS_NOT_FOUND, "42883", pl_node_loc(node), "function %s(%s) does not exist", nm,
@@ -240,9 +249,20 @@ static json_t *numeric_stat(planner *p, const rel *cur, const json_t *node, cons
     json_decref(xx);
     char fname[40];
     snprintf(fname, sizeof fname, "hs_numeric_%s_%s", root ? "stddev" : "var", sample ? "samp" : "pop");
+    /* the result's scale: the most that leaves room for every value of
+     * x's type (x' has at most 19 - s integer digits: a variance at most
+     * 2 (19 - s) + 1 of them, a standard deviation 19 - s + 1), and at
+     * least 2 s, the scale PostgreSQL never goes below */
+    if (digits > 19 - scale)
+        digits = 19 - scale;
+    int S = 38 - (root ? digits + 1 : 2 * digits + 1);
+    if (S < 2 * scale)
+        S = 2 * scale;
+    if (S > 38)
+        S = 38;
     json_t *out = n && sx && sxx
-        ? json_pack("{s:{s:[{s:{s:s}}],s:[o,o,o],s:i,s:s}}", "FuncCall", "funcname", "String", "sval",
-                    fname, "args", n, sx, sxx, "location", pl_node_loc(node), "hs_name", nm)
+        ? json_pack("{s:{s:[{s:{s:s}}],s:[o,o,o,o],s:i,s:s}}", "FuncCall", "funcname", "String", "sval",
+                    fname, "args", n, sx, sxx, pl_mk_int(S), "location", pl_node_loc(node), "hs_name", nm)
         : NULL;
     hs_field_clear(&d19);
     json_decref(xn);
