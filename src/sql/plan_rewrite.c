@@ -231,8 +231,8 @@ static json_t *numeric_stat(planner *p, const rel *cur, const json_t *node, cons
                       t == HS_TYPE_STRING ? "text" : "boolean");
         return NULL;
     }
-    if (!exact_type(t))
-        return NULL;
+    if (!exact_type(t) || scale > 9)
+        return NULL;   /* floats; numerics of more than 9 decimals (x * x needs 2 s): float8 */
     bool sample = !strcmp(nm, "var_samp") || !strcmp(nm, "variance") || !strcmp(nm, "stddev_samp") ||
                   !strcmp(nm, "stddev");
     bool root = !strncmp(nm, "stddev", 6);

@@ -49,6 +49,9 @@ def _queries():
         "SELECT 1 AS k, stddev_pop(x) FROM (VALUES (99999999999999999::int8), (-99999999999999999)) t(x)",
         "SELECT 1 AS k, stddev_pop(x) FROM (VALUES (2147483647), (-2147483648)) t(x)",
         "SELECT 1 AS k, var_samp(x) FROM (VALUES ('a'), ('b')) t(x)",
+        "SELECT 1 AS k, var_samp(x) FROM (VALUES (1.123456789::numeric(20,9)), (2), (3.5)) t(x)",
+        "SELECT 1 AS k, stddev(x) FROM (VALUES (1.123456789::numeric(20,9)), (2), (3.5)) t(x)",
+        "SELECT 1 AS k, var_pop(x) FROM (VALUES (1::int2), (2::int2), (2::int2)) t(x)",
         "SELECT 1 AS k, stddev(x) FROM (VALUES (true), (false)) t(x)",
     ]
     return qs
