@@ -26,7 +26,8 @@
  *      scalar subqueries become joined columns (uncorrelated: a left
  *      cross join of the one-row result; correlated with equality
  *      correlation: the subquery grouped by its correlated columns, left
- *      hash-joined).
+ *      hash-joined; over a FROM function of the outer row, unnest(t.tags):
+ *      an Apply that plans and runs it per outer row, plan_apply.c).
  *   4. Scans are built (only the columns the statement names, unless it
  *      has a '*'), joins are formed: explicit JOINs as written, comma
  *      items greedily (the largest table streams, connected items join in

@@ -358,6 +358,7 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     a->op.children = kids;
     a->op.next = apply_next;
     a->op.destroy = apply_destroy;
+    a->op.detail = hs_strdup("subquery planned and run per outer row");   /* NULL: no detail */
     memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
     ncols[cur->n] = (qcol){.qual = NULL, .name = hs_strdup(""), .hidden = true};
     cur->op = &a->op;   /* cur's first columns stay as they were */
