@@ -572,7 +572,7 @@ static bool star_target(const json_t *sub)
 
 static bool simple_select(const json_t *sub)
 {
-    return plain_select(sub) && !star_target(sub) && !pl_jget(sub, "groupClause") && !pl_jget(sub, "havingClause") &&
+    return plain_select(sub) && !pl_jget(sub, "groupClause") && !pl_jget(sub, "havingClause") &&
            !pl_jget(sub, "distinctClause") && !pl_jget(sub, "limitCount") && !pl_jget(sub, "limitOffset") &&
            !pl_jget(sub, "withClause") && !pl_jget(sub, "sortClause");
 }
@@ -584,7 +584,8 @@ static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, cons
     json_t *t = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val");
     json_t *q;
     json_t *col = NULL;
-    if (simple_select(sub)) {
+    /* a '*' target is read as the derived table's one column */
+    if (simple_select(sub) && !((use_col || eq_x) && star_target(sub))) {
         q = json_deep_copy(sub);
         col = t ? json_incref(t) : NULL;
     } else {

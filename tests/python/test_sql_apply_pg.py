@@ -73,6 +73,7 @@ PREDICATES = [
     "SELECT id FROM arr t WHERE NOT EXISTS (SELECT 1 FROM unnest(t.tags) x WHERE x = 'a') OR id < 5",
     "SELECT id FROM arr t WHERE 'a' <> ALL (SELECT * FROM unnest(t.tags))",
     "SELECT id FROM arr t WHERE 2 > ALL (SELECT * FROM unnest(t.nums))",
+    "SELECT id FROM arr t WHERE id < 5 OR EXISTS (SELECT * FROM aux a WHERE a.id = t.n)",
     "SELECT id, (SELECT count(*) FROM unnest(t.tags) x) FROM arr t WHERE n = 2",
 ]
 
