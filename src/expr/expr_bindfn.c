@@ -328,6 +328,20 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
         HS_TRY(want_dec(b, &a[1], fn));
         rt = exb_dec_type(38, 0);
         break;
+    case EX_FN_NUM_STDDEV: {
+        /* (count, sum(x), sum(x * x), S): plan_rewrite.c's numeric
+         * variance and stddev held at scale S, a constant the planner
+         * picks so that every value of the argument's type fits */
+        for (int i = 0; i < 3; i++)
+            HS_TRY(want_dec(b, &a[i], fn));
+        if (!exb_is_const(a[3]) || a[3]->type.t != EX_T_INT || a[3]->val.null ||
+            a[3]->val.i < 0 || a[3]->val.i > 38)
+            return exb_err(b, HS_INVALID, loc, "%s: the scale must be a constant 0..38", fn);
+        int S = (int)a[3]->val.i;
+        rt = exb_dec_type(38 - S, S);
+        aux = (strstr(fn, "stddev") ? 1 : 0) | (strstr(fn, "samp") ? 2 : 0);
+        break;
+    }
     case EX_FN_LPAD: case EX_FN_RPAD:
         HS_TRY(want_type(b, &a[0], EX_T_STR, fn));
         HS_TRY(want_int(b, &a[1], fn));
@@ -588,7 +602,10 @@ hs_status exb_func(ex_binder *b, json_t *body, ex_node **out)
         {"asin", EX_FN_MATH, 1, 1}, {"acos", EX_FN_MATH, 1, 1}, {"atan", EX_FN_MATH, 1, 1},
         {"degrees", EX_FN_MATH, 1, 1}, {"radians", EX_FN_MATH, 1, 1},
         {"atan2", EX_FN_ATAN2, 2, 2}, {"pi", EX_FN_ATAN2, 0, 0}, {"mod", EX_FN_DIV, 2, 2},
-        {"div", EX_FN_DIV, 2, 2}, {"lpad", EX_FN_LPAD, 2, 3}, {"rpad", EX_FN_RPAD, 2, 3},
+        {"div", EX_FN_DIV, 2, 2}, {"hs_numeric_var_pop", EX_FN_NUM_STDDEV, 4, 4},
+        {"hs_numeric_stddev_pop", EX_FN_NUM_STDDEV, 4, 4}, {"hs_numeric_var_samp", EX_FN_NUM_STDDEV, 4, 4},
+        {"hs_numeric_stddev_samp", EX_FN_NUM_STDDEV, 4, 4},
+        {"lpad", EX_FN_LPAD, 2, 3}, {"rpad", EX_FN_RPAD, 2, 3},
         {"concat_ws", EX_FN_CONCAT_WS, 1, 1000}, {"translate", EX_FN_TRANSLATE, 3, 3},
         {"md5", EX_FN_MD5, 1, 1}, {"chr", EX_FN_CHR, 1, 1}, {"ascii", EX_FN_ASCII, 1, 1},
         {"octet_length", EX_FN_OCTET_LENGTH, 1, 1}, {"bit_length", EX_FN_BIT_LENGTH, 1, 1},

@@ -1542,7 +1542,7 @@ static hs_status ev_func_more(ex_ctx *c, const ex_node *n, const ex_sel *sel, in
             continue;
         switch (fn) {
         case EX_FN_SIGN: case EX_FN_TRUNC: case EX_FN_MATH: case EX_FN_POWER: case EX_FN_LOG2:
-        case EX_FN_ATAN2: case EX_FN_DIV:
+        case EX_FN_ATAN2: case EX_FN_DIV: case EX_FN_NUM_STDDEV:
             st = ex_num_fn(c, n, a, j, out);
             break;
         case EX_FN_LPAD: case EX_FN_RPAD:

@@ -930,7 +930,7 @@ static const char *fn_name(int fn)
                                         "concat", "date_part", "date_trunc", "replace",
                                         "strpos", "left", "right", "repeat", "reverse",
                                         "split_part", "sign", "trunc", "?math", "power", "log",
-                                        "atan2", "div", "lpad", "rpad", "concat_ws", "translate",
+                                        "atan2", "div", "hs_numeric_stat", "lpad", "rpad", "concat_ws", "translate",
                                         "md5", "chr", "ascii", "octet_length", "bit_length",
                                         "initcap", "make_date", "regexp_like", "regexp_replace",
                                         "regexp_count", "regexp_substr", "to_char", "?elem",

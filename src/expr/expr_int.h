@@ -153,6 +153,9 @@ typedef enum ex_fn {
     EX_FN_MATH,          /* aux = ex_math: double precision in and out */
     EX_FN_POWER, EX_FN_LOG2, EX_FN_ATAN2, /* (double, double) -> double */
     EX_FN_DIV,           /* div(numeric, numeric): trunc(a / b), scale 0 */
+    EX_FN_NUM_STDDEV,    /* hs_numeric_{var,stddev}_{samp,pop}(count, sum(x), sum(x*x)):
+                            PostgreSQL's numeric variance / stddev (plan_rewrite.c);
+                            aux bit 0 stddev, bit 1 sample */
     EX_FN_LPAD, EX_FN_RPAD, EX_FN_CONCAT_WS, EX_FN_TRANSLATE, EX_FN_MD5, EX_FN_CHR,
     EX_FN_ASCII, EX_FN_OCTET_LENGTH, EX_FN_BIT_LENGTH, EX_FN_INITCAP, EX_FN_MAKE_DATE,
     EX_FN_REGEX,         /* s ~ p: neg (!~), ci (~*); regexp_like */

@@ -500,6 +500,180 @@ static hs_status to_char_num(ex_ctx *c, const ex_node *n, const ex_ty *t, const 
     return st == HS_NOMEM ? hs_err_nomem(c->err, fmt->n) : st;
 }
 
+/* 256-bit unsigned integers, enough for the square root below: a value of
+ * 38 digits scaled by up to 10^38. */
+typedef struct u256 {
+    unsigned __int128 hi, lo;
+} u256;
+
+static u256 u256_mul(unsigned __int128 a, unsigned __int128 b)
+{
+    uint64_t a0 = (uint64_t)a, a1 = (uint64_t)(a >> 64), b0 = (uint64_t)b, b1 = (uint64_t)(b >> 64);
+    unsigned __int128 p00 = (unsigned __int128)a0 * b0, p01 = (unsigned __int128)a0 * b1;
+    unsigned __int128 p10 = (unsigned __int128)a1 * b0, p11 = (unsigned __int128)a1 * b1;
+    unsigned __int128 mid = (p00 >> 64) + (uint64_t)p01 + (uint64_t)p10;
+    u256 r;
+    r.lo = (mid << 64) | (uint64_t)p00;
+    r.hi = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
+    return r;
+}
+
+static bool u256_ge(u256 a, u256 b) { return a.hi != b.hi ? a.hi > b.hi : a.lo >= b.lo; }
+
+static u256 u256_add(u256 a, u256 b)
+{
+    u256 r = {a.hi + b.hi, a.lo + b.lo};
+    r.hi += r.lo < a.lo;
+    return r;
+}
+
+static u256 u256_sub(u256 a, u256 b)
+{
+    u256 r = {a.hi - b.hi - (a.lo < b.lo), a.lo - b.lo};
+    return r;
+}
+
+static u256 u256_shr(u256 a, int k)   /* 0 < k < 128 */
+{
+    u256 r = {a.hi >> k, (a.lo >> k) | (a.hi << (128 - k))};
+    return r;
+}
+
+/* floor(sqrt(x)) and x - floor(sqrt(x))^2, bit by bit. */
+static unsigned __int128 u256_isqrt(u256 x, u256 *rem)
+{
+    u256 res = {0, 0}, bit = {(unsigned __int128)1 << 126, 0};   /* 4^127 */
+    while (!u256_ge(x, bit) && (bit.hi || bit.lo))
+        bit = u256_shr(bit, 2);
+    while (bit.hi || bit.lo) {
+        u256 t = u256_add(res, bit);
+        if (u256_ge(x, t)) {
+            x = u256_sub(x, t);
+            res = u256_add(u256_shr(res, 1), bit);
+        } else {
+            res = u256_shr(res, 1);
+        }
+        bit = u256_shr(bit, 2);
+    }
+    *rem = x;
+    return res.lo;
+}
+
+/* x / y with remainder (y != 0), bit by bit. */
+static u256 u256_divmod(u256 x, unsigned __int128 y, unsigned __int128 *rem)
+{
+    u256 q = {0, 0};
+    unsigned __int128 r = 0;
+    for (int i = 255; i >= 0; i--) {
+        bool top = r >> 127;
+        r = (r << 1) | (unsigned __int128)((i >= 128 ? x.hi >> (i - 128) : x.lo >> i) & 1);
+        if (top || r >= y) {
+            r -= y;
+            if (i >= 128)
+                q.hi |= (unsigned __int128)1 << (i - 128);
+            else
+                q.lo |= (unsigned __int128)1 << i;
+        }
+    }
+    *rem = r;
+    return q;
+}
+
+/* Decimal digits of x (> 0) and its leading base-10000 digit at scale sc:
+ * PostgreSQL's weight and first digit (as nbase_lead above). */
+static void u256_lead(u256 x, int sc, int *weight, int *first)
+{
+    char buf[100];
+    int n = 0;
+    while ((x.hi || x.lo) && n < 99) {
+        unsigned __int128 r;
+        x = u256_divmod(x, 10, &r);
+        buf[n++] = (char)('0' + (int)r);
+    }
+    int e = n - 1 - sc;
+    int w = e >= 0 ? e / 4 : -((-e + 3) / 4);
+    int k = e - 4 * w + 1, f = 0;
+    for (int i = 0; i < k; i++)
+        f = f * 10 + (n - 1 - i >= 0 ? buf[n - 1 - i] - '0' : 0);
+    *weight = w;
+    *first = f;
+}
+
+/* PostgreSQL's numeric var_samp/var_pop/stddev_samp/stddev_pop
+ * (numeric_stddev_internal) from N = count, S = sum(x) at scale ss, Q =
+ * sum(x * x) at scale sq: num = N * Q - S * S exactly (256 bits), den =
+ * N * (N - 1) (N * N for _pop); NULL for N = 0 (N <= 1 sample), 0 when
+ * num <= 0, else num / den rounded at select_div_scale, stddev its square
+ * root rounded at the same scale (sqrt_var).  The column holds one scale
+ * (n's type): where PostgreSQL's scale is larger (a variance below 1, or
+ * of numerics of large scale) the value is rounded there, half away from
+ * zero; an integer part that does not fit is 22003. */
+static hs_status numeric_stddev(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out)
+{
+    bool root = n->aux & 1, sample = n->aux & 2;
+    __int128 N = a[0].v.d[j], S = a[1].v.d[j], Q = a[2].v.d[j];
+    int ss = n->args[1]->type.scale, sq = n->args[2]->type.scale;
+    if (N <= (sample ? 1 : 0)) {
+        out->nul[j] = true;
+        return HS_OK;
+    }
+    /* S and Q at one scale 2 * ss (PostgreSQL's product scale) */
+    int s2 = 2 * ss;
+    if (sq < s2 && !ex_dec_up(Q, s2 - sq, &Q))
+        return ex_fail(c, n, "value out of range: the sum of squares has more than 38 digits");
+    if (sq > s2)
+        Q = ex_dec_round(Q, sq - s2);   /* not reached: Q's scale is 2 * ss */
+    unsigned __int128 uS = (unsigned __int128)(S < 0 ? -S : S);
+    u256 nq = u256_mul((unsigned __int128)N, (unsigned __int128)Q), ss2 = u256_mul(uS, uS);
+    if (Q < 0 || !u256_ge(nq, ss2) || (nq.hi == ss2.hi && nq.lo == ss2.lo)) {
+        out->v.d[j] = 0;
+        return HS_OK;
+    }
+    u256 num = u256_sub(nq, ss2);
+    unsigned __int128 den = (unsigned __int128)N * (unsigned __int128)(sample ? N - 1 : N);
+    /* select_div_scale(num at scale s2, den at scale 0) */
+    int w1, f1, w2, f2;
+    u256_lead(num, s2, &w1, &f1);
+    nbase_lead((__int128)den, 0, &w2, &f2);
+    int rs = 16 - (w1 - w2 - (f1 <= f2 ? 1 : 0)) * 4;
+    if (rs < s2)
+        rs = s2;
+    /* the variance num / (den * 10^s2) at scale rc = min(rs, 38), or at
+     * the column's scale when it needs more than 38 digits there:
+     * round(num * 10^(rc - s2) / den), the integer part then the fraction
+     * from the remainder (rem * 10^(rc - s2) < 2^253) */
+    int S_col = n->type.scale, rc = rs > 38 ? 38 : rs;
+    unsigned __int128 rem, lim = (unsigned __int128)ex_pow10(38);
+    u256 qi = u256_divmod(num, den, &rem);
+    __int128 v = 0;
+    for (;;) {
+        int E = rc - s2;
+        unsigned __int128 P = (unsigned __int128)ex_pow10(E), rem2;
+        u256 qf = u256_divmod(u256_mul(rem, P), den, &rem2);
+        if (rem2 >= den - rem2)
+            qf = u256_add(qf, (u256){0, 1});   /* half away from zero */
+        if (!qi.hi && !qf.hi && qi.lo <= (lim - 1 - qf.lo) / P) {
+            v = (__int128)(qi.lo * P + qf.lo);
+            break;
+        }
+        if (rc <= S_col || rc <= s2)
+            return ex_fail(c, n, "numeric field overflow");
+        rc = S_col > s2 ? S_col : s2;
+    }
+    if (root) {
+        /* sqrt(v / 10^rc) at scale rc = sqrt(v * 10^rc) */
+        u256 rm;
+        unsigned __int128 r = u256_isqrt(u256_mul((unsigned __int128)v, (unsigned __int128)ex_pow10(rc)), &rm);
+        if (rm.hi || rm.lo > r)
+            r++;   /* rounded half up: the true root is at or past r + 1/2 */
+        v = (__int128)r;
+    }
+    int r2 = rc < S_col ? rc : S_col;
+    if (rc > r2)
+        v = ex_dec_round(v, rc - r2);
+    return at_type_scale(c, n, v, r2, &out->v.d[j]);
+}
+
 /* Row j of the numeric function n (abs, round, floor, ceil, sqrt, sign,
  * trunc, the EX_FN_MATH functions, power, log(b, x), atan2, div, to_char of
  * a number) into out; its arguments a[] are not null at j. */
@@ -673,6 +847,8 @@ hs_status ex_num_fn(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec 
             return ex_fail(c, n, "value out of range: the quotient has more than 38 digits");
         break;
     }
+    case EX_FN_NUM_STDDEV:
+        return numeric_stddev(c, n, a, j, out);
     case EX_FN_TO_CHAR:
         return to_char_num(c, n, t0, &a[0], j, &a[1].v.s[j], &out->v.s[j]);
     default:

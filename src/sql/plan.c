@@ -26,7 +26,8 @@
  *      scalar subqueries become joined columns (uncorrelated: a left
  *      cross join of the one-row result; correlated with equality
  *      correlation: the subquery grouped by its correlated columns, left
- *      hash-joined).
+ *      hash-joined; over a FROM function of the outer row, unnest(t.tags):
+ *      an Apply that plans and runs it per outer row, plan_apply.c).
  *   4. Scans are built (only the columns the statement names, unless it
  *      has a '*'), joins are formed: explicit JOINs as written, comma
  *      items greedily (the largest table streams, connected items join in
@@ -408,27 +409,39 @@ bool  pl_name_needed(const planner *p, const char *name)
 
 bool  pl_name_eq(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
-/* Column of a layer for names[0..n): -1 none, -2 ambiguous. */
-int  pl_layer_find(const layer *l, const char *const *names, int n)
+/* Column of a layer for names[0..n) among its own columns (outer false)
+ * or among the enclosing query's row (outer true): -1 none, -2 ambiguous. */
+static int layer_find(const layer *l, const char *const *names, int n, bool outer)
 {
     const char *qual = n >= 2 ? names[n - 2] : NULL, *name = names[n - 1];
     int hit = -1, count = 0;
     for (int i = 0; i < l->n; i++) {
         const qcol *c = &l->cols[i];
-        if (!pl_name_eq(c->name, name) || (qual && !pl_name_eq(c->qual, qual)) || (!qual && c->hidden))
+        if (c->outer != outer || !pl_name_eq(c->name, name) || (qual && !pl_name_eq(c->qual, qual)) ||
+            (!qual && c->hidden))
             continue;
         if (hit < 0)
             hit = i;
         count++;
     }
-    if (count > 1)
+    if (count > 1 && !outer)
         return -2;
+    for (int i = hit + 1; count > 1 && i < l->n; i++) {
+        /* the enclosing row may be joined in twice (a block and a FROM
+         * function under it, plan_apply.c): one column unless the
+         * qualifiers differ */
+        const qcol *c = &l->cols[i];
+        if (c->outer && pl_name_eq(c->name, name) && (!qual || pl_name_eq(c->qual, qual)) &&
+            !(!qual && c->hidden) && !(c->qual == l->cols[hit].qual ||
+                                       pl_name_eq(c->qual, l->cols[hit].qual)))
+            return -2;
+    }
     if (hit >= 0)
         return hit;
     /* case-insensitive, unique (columns of files written with upper case) */
     for (int i = 0; i < l->n; i++) {
         const qcol *c = &l->cols[i];
-        if (!c->name || strcasecmp(c->name, name) != 0 || (!qual && c->hidden) ||
+        if (c->outer != outer || !c->name || strcasecmp(c->name, name) != 0 || (!qual && c->hidden) ||
             (qual && (!c->qual || strcasecmp(c->qual, qual) != 0)))
             continue;
         if (hit >= 0)
@@ -436,6 +449,15 @@ int  pl_layer_find(const layer *l, const char *const *names, int n)
         hit = i;
     }
     return hit;
+}
+
+/* Column of a layer for names[0..n): -1 none, -2 ambiguous.  The query's
+ * own columns hide the enclosing row's (PostgreSQL resolves a name in the
+ * innermost query that has it). */
+int  pl_layer_find(const layer *l, const char *const *names, int n)
+{
+    int c = layer_find(l, names, n, false);
+    return c == -1 ? layer_find(l, names, n, true) : c;
 }
 
 int  pl_scope_column(void *ctx, const char *const *names, int n)

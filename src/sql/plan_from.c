@@ -109,6 +109,7 @@ static hs_status leaf_ns_from_rel(planner *p, fnode *f)
         f->ns[i].qual = pl_dup_or_null(f->rl.cols[i].qual);
         f->ns[i].name = hs_strdup(f->rl.cols[i].name);
         f->ns[i].hidden = f->rl.cols[i].hidden;
+        f->ns[i].outer = f->rl.cols[i].outer;
         if (!f->ns[i].name)
             return pl_nomem(p);
     }
@@ -573,12 +574,23 @@ static hs_status from_item(planner *p, fromc *fc, const json_t *item, fnode **ou
         /* unnest / generate_series (plan_srf.c); lateral ones, reading
          * earlier items' columns, were taken out of the FROM list by
          * plan_block and run over the joined rows */
-        if (pl_srf_is_lateral(item))
+        bool lateral = pl_srf_is_lateral(item);
+        if (lateral && !p->outer_row)
             return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(b, 0),
                            "a lateral function is supported as a top-level FROM item only");
         fnode *f;
         HS_TRY(new_fnode(p, fc, F_REL, pl_first_loc(b, 0), &f));
-        HS_TRY(pl_srf_from_item(p, b, &f->rl));
+        if (lateral) {
+            /* under an Apply: the function over the enclosing row, whose
+             * columns (marked outer) it and the conditions beside it read */
+            HS_TRY(pl_apply_outer_rel(p, &f->rl));
+            json_t *one = json_pack("[{s:O,s:b}]", "rf", b, "outer", 0);
+            hs_status st = one ? pl_srf_apply_lateral(p, &f->rl, one) : pl_nomem(p);
+            json_decref(one);
+            HS_TRY(st);
+        } else {
+            HS_TRY(pl_srf_from_item(p, b, &f->rl));
+        }
         HS_TRY(leaf_ns_from_rel(p, f));
         *out = f;
         return push_ptr(p, &fc->leaves, &fc->n_leaves, f);
@@ -612,15 +624,21 @@ void pl_leaves_of(fnode *f, fnode **arr, int *n)
 int  pl_leaf_find(fnode **leaves, int n_leaves, const char *const *names, int n, int *col)
 {
     int hit = -1;
+    bool hit_outer = false;
     for (int i = 0; i < n_leaves; i++) {
         layer l = {leaves[i]->ns, leaves[i]->n_ns, 0};
         int c = pl_layer_find(&l, names, n);
         if (c == -2)
             return -2;
         if (c >= 0) {
-            if (hit >= 0)
+            /* the enclosing row's columns (plan_apply.c) yield to the query's own */
+            bool outer = leaves[i]->ns[c].outer;
+            if (hit >= 0 && outer)
+                continue;
+            if (hit >= 0 && !hit_outer)
                 return -2;
             hit = i;
+            hit_outer = outer;
             *col = c;
         }
     }

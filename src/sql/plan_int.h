@@ -18,6 +18,9 @@
  *   plan_srf.c     set-returning functions (unnest, generate_series) in
  *                  the select list and in FROM, lateral ones included
  *   plan_lateral.c correlated LATERAL subqueries in FROM as joins
+ *   plan_apply.c   subqueries over FROM functions of the outer row
+ *                  (unnest(t.arr), generate_series(1, t.n)): an Apply
+ *                  operator that plans and runs them once per outer row
  *
  * plan.c's header comment describes how a SELECT is planned.
  */
@@ -45,6 +48,9 @@ typedef struct qcol {
     char *qual;      /* table alias or NULL */
     char *name;
     bool hidden;     /* not visible unqualified nor to '*' (right USING column) */
+    bool outer;      /* a column of the enclosing query's current row (plan_apply.c):
+                        found by name only when no column of the query's own is,
+                        never by '*' */
 } qcol;
 
 typedef struct rel {
@@ -80,6 +86,10 @@ typedef struct planner {
     bool all_columns;         /* the statement has a '*' or NATURAL join */
     json_t *names;            /* object: lower-case column names the statement mentions */
     int depth;
+    /* plan_apply.c: while set, every SELECT block planned joins this one
+     * row of the enclosing query's columns (marked outer) before its FROM
+     * functions run, so they and the rest of the block read them */
+    const struct apply_row *outer_row;
 } planner;
 
 typedef struct layer {
@@ -293,6 +303,19 @@ HS_MUST_USE hs_status pl_apply_sub_conj(planner *p, rel *cur, json_t *node);
 HS_MUST_USE hs_status pl_sub_pushable(planner *p, const json_t *node, bool *ok);
 HS_MUST_USE hs_status pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m, int **key_of_col);
 HS_MUST_USE hs_status pl_plan_select(planner *p, const json_t *sel, rel *out);
+/* plan_apply.c: whether SELECT body sub has a FROM function that reads
+ * columns (of the outer query or of a sibling item), which only the Apply
+ * operator plans; pl_apply_attach adds the value of scalar subquery
+ * SubLink body sl as a new (hidden) column of cur, *col its position;
+ * pl_apply_outer_rel gives plan_block the outer row as a relation. */
+bool pl_apply_needed(const json_t *sub);
+/* plan_rewrite.c: variance / stddev calls (rewritten as float8 sums) whose
+ * argument binds over cur as an integer or numeric become their numeric
+ * form, as PostgreSQL types them (sel's select list, HAVING, ORDER BY are
+ * edited in place). */
+HS_MUST_USE hs_status pl_stats_numeric(planner *p, const rel *cur, const json_t *sel);
+HS_MUST_USE hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col);
+HS_MUST_USE hs_status pl_apply_outer_rel(planner *p, rel *out);
 HS_MUST_USE hs_status pl_plan_query(planner *p, const json_t *sel, rel *out);
 const char *pl_cast_type(const json_t *j, const char **val);
 json_t *pl_mk_op(const char *op, json_t *l, json_t *r);

@@ -522,6 +522,7 @@ static hs_status join_names(planner *p, const rel *l, const rel *r, xo_join_kind
         out->cols[i].qual = pl_dup_or_null(c->qual);
         out->cols[i].name = hs_strdup(c->name ? c->name : "");
         out->cols[i].hidden = c->hidden;
+        out->cols[i].outer = c->outer;
         if ((c->qual && !out->cols[i].qual) || !out->cols[i].name)
             return pl_nomem(p);
     }

@@ -1,7 +1,8 @@
 /*
  * sql/plan_rewrite.c - rewrites of the parse tree before binding: constant
  * date/timestamp +- interval folded to literals, variance and standard
- * deviation in terms of sum and count.
+ * deviation in terms of sum and count (float8, or numeric for exact
+ * arguments once their type is known: pl_stats_numeric).
  * See plan_int.h for how the planner files divide the work.
  */
 #include "sql/plan_int.h"
@@ -117,7 +118,8 @@ static json_t *stat_agg(const json_t *node)
     json_t *x = json_array_get(pl_jget(b, "args"), 0);
     json_t *f8 = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "float8", "typemod",
                            -1, "location", -1);
-    json_t *xf = json_pack("{s:{s:O,s:o,s:i}}", "TypeCast", "arg", x, "typeName", f8, "location", -1);
+    json_t *xf = json_pack("{s:{s:O,s:o,s:i,s:b}}", "TypeCast", "arg", x, "typeName", f8, "location", -1,
+                           "hs_stat_arg", 1);
     if (!xf)
         return NULL;
     json_t *sxx = mk_fn("sum", pl_mk_op("*", json_incref(xf), json_incref(xf)), b);
@@ -141,9 +143,183 @@ static json_t *stat_agg(const json_t *node)
                             "sqrt", "args", clamped, "location", sq_loc(b));
     const char *k;
     json_t *ob;
-    if (out && sq_node(out, &k, &ob))
+    if (out && sq_node(out, &k, &ob)) {
         json_object_set_new(ob, "hs_name", json_string(nm));   /* the result column's name */
+        json_object_set_new(ob, "hs_stat", json_string(nm));  /* pl_stats_numeric */
+    }
     return out;
+}
+
+/* ---- variance and stddev of integers and numerics: numeric ----
+ * PostgreSQL's var_*, variance, stddev* of smallint, integer, bigint and
+ * numeric are numeric (numeric_stddev_internal): N = count(x), S = sum(x),
+ * Q = sum(x * x) in exact numerics, v = (N * Q - S * S) / (N * (N - 1))
+ * (N * N for the _pop forms) in one division rounded at select_div_scale,
+ * 0 when the numerator is <= 0, NULL for N = 0 (N <= 1 for the sample
+ * forms), stddev the square root of v rounded at the same scale.  The
+ * rewrite above cannot see types, so a SELECT block, once its FROM and
+ * WHERE are planned, binds each rewritten call's argument and replaces the
+ * float8 form of an exact one by
+ *   hs_numeric_{var,stddev}_{samp,pop}(count(x), sum(x), sum(x' * x'), S)
+ * with x' = x::numeric(19, s) (expr_num.c: the arithmetic in 256 bits)
+ * and S the result's scale: the column holds one scale where PostgreSQL's
+ * numeric has one per value, so S is the largest that every value of x's
+ * type fits (a variance of bigint: 0, of integer: 17, of numeric(12,3):
+ * 19; a stddev of bigint: 18, of integer: 27), PostgreSQL's value being
+ * rounded there, half away from zero, where it has more decimals. */
+
+static pl_walk_res visit_stat_arg(const json_t *j, void *ctx)
+{
+    json_t *b;
+    if (pl_is_kind(j, "TypeCast", &b) && json_is_true(pl_jget(b, "hs_stat_arg"))) {
+        *(const json_t **)ctx = pl_jget(b, "arg");
+        return PL_STOP;
+    }
+    return PL_DESCEND;
+}
+
+static pl_walk_res visit_count(const json_t *j, void *ctx)
+{
+    json_t *b;
+    if (pl_is_kind(j, "FuncCall", &b) && pl_func_name(b) && !strcmp(pl_func_name(b), "count")) {
+        *(const json_t **)ctx = b;
+        return PL_STOP;
+    }
+    return PL_DESCEND;
+}
+
+static bool exact_type(hs_type t)
+{
+    return t == HS_TYPE_INT8 || t == HS_TYPE_INT16 || t == HS_TYPE_INT32 || t == HS_TYPE_INT64 ||
+           t == HS_TYPE_UINT8 || t == HS_TYPE_UINT16 || t == HS_TYPE_UINT32 ||
+           t == HS_TYPE_UINT64 || t == HS_TYPE_DECIMAL128;
+}
+
+/* The numeric form of rewritten call node (whose body has hs_stat = nm),
+ * or NULL: the argument is not exact (or does not bind here). */
+static json_t *numeric_stat(planner *p, const rel *cur, const json_t *node, const char *nm, hs_status *st)
+{
+    const json_t *x = NULL, *like = NULL;
+    pl_walk(node, visit_stat_arg, &x, 0);
+    pl_walk(node, visit_count, &like, 0);
+    if (!x || !like)
+        return NULL;
+    json_t *probe = json_array();
+    pl_collect_aggs(x, probe, 0);
+    pl_collect_sublinks(x, probe, 0);
+    bool plain = probe && json_array_size(probe) == 0;
+    json_decref(probe);
+    if (!plain)
+        return NULL;
+    scope sc;
+    pl_scope_rel(&sc, p, cur);
+    ex_expr *e = NULL;
+    hs_error saved = *p->err;
+    if (pl_bind_in(&sc, x, false, &e) != HS_OK) {
+        *p->err = saved;   /* the block's own binding reports it */
+        return NULL;
+    }
+    hs_type t = ex_type(e)->type;
+    int scale = t == HS_TYPE_DECIMAL128 ? ex_type(e)->scale : 0;
+    int digits = t == HS_TYPE_DECIMAL128 ? ex_type(e)->precision - scale
+               : t == HS_TYPE_INT8 || t == HS_TYPE_UINT8 ? 3
+               : t == HS_TYPE_INT16 || t == HS_TYPE_UINT16 ? 5
+               : t == HS_TYPE_INT32 || t == HS_TYPE_UINT32 ? 10 : 19 + (t == HS_TYPE_UINT64);
+    ex_free(e);
+    if (t == HS_TYPE_STRING || t == HS_TYPE_BOOL) {
+        *st = pl_fail(p, HS_NOT_FOUND, "42883", pl_node_loc(node), "function %s(%s) does not exist", nm,
+                      t == HS_TYPE_STRING ? "text" : "boolean");
+        return NULL;
+    }
+    if (!exact_type(t) || scale > 9)
+        return NULL;   /* floats; numerics of more than 9 decimals (x * x needs 2 s): float8 */
+    bool sample = !strcmp(nm, "var_samp") || !strcmp(nm, "variance") || !strcmp(nm, "stddev_samp") ||
+                  !strcmp(nm, "stddev");
+    bool root = !strncmp(nm, "stddev", 6);
+    /* x * x exact: x as numeric(19, s) (a square of more digits does not
+     * fit 38), the count and the sums as they come */
+    hs_field d19;
+    hs_field_init(&d19, "", HS_TYPE_DECIMAL128, true);
+    d19.precision = 19;
+    d19.scale = scale;
+    json_t *xn = pl_cast_json((json_t *)x, &d19);
+    json_t *xx = xn ? pl_mk_op("*", json_incref(xn), json_incref(xn)) : NULL;
+    json_t *n = mk_fn("count", (json_t *)x, like), *sx = mk_fn("sum", (json_t *)x, like);
+    json_t *sxx = xx ? mk_fn("sum", xx, like) : NULL;
+    json_decref(xx);
+    char fname[40];
+    snprintf(fname, sizeof fname, "hs_numeric_%s_%s", root ? "stddev" : "var", sample ? "samp" : "pop");
+    /* the result's scale: the most that leaves room for every value of
+     * x's type (x' has at most 19 - s integer digits: a variance at most
+     * 2 (19 - s) + 1 of them, a standard deviation 19 - s + 1), and at
+     * least 2 s, the scale PostgreSQL never goes below */
+    if (digits > 19 - scale)
+        digits = 19 - scale;
+    int S = 38 - (root ? digits + 1 : 2 * digits + 1);
+    if (S < 2 * scale)
+        S = 2 * scale;
+    if (S > 38)
+        S = 38;
+    json_t *out = n && sx && sxx
+        ? json_pack("{s:{s:[{s:{s:s}}],s:[o,o,o,o],s:i,s:s}}", "FuncCall", "funcname", "String", "sval",
+                    fname, "args", n, sx, sxx, pl_mk_int(S), "location", pl_node_loc(node), "hs_name", nm)
+        : NULL;
+    hs_field_clear(&d19);
+    json_decref(xn);
+    return out;
+}
+
+/* Replaces rewritten variance/stddev calls of exact arguments under j (not
+ * inside subqueries: their blocks do their own). */
+static hs_status stats_numeric(planner *p, const rel *cur, json_t *j, int depth)
+{
+    if (depth > 400 || !j)
+        return HS_OK;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(j, tmp, k, v) {
+            const char *vk;
+            json_t *vb;
+            if (!strcmp(k, "SubLink"))
+                continue;
+            if (json_is_object(v) && sq_node(v, &vk, &vb) && json_is_string(pl_jget(vb, "hs_stat"))) {
+                hs_status st = HS_OK;
+                json_t *r = numeric_stat(p, cur, v, json_string_value(pl_jget(vb, "hs_stat")), &st);
+                HS_TRY(st);
+                if (r) {
+                    json_object_set_new(j, k, r);
+                    continue;
+                }
+            }
+            HS_TRY(stats_numeric(p, cur, v, depth + 1));
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i), *vb;
+            const char *vk;
+            if (json_is_object(v) && sq_node(v, &vk, &vb) && json_is_string(pl_jget(vb, "hs_stat"))) {
+                hs_status st = HS_OK;
+                json_t *r = numeric_stat(p, cur, v, json_string_value(pl_jget(vb, "hs_stat")), &st);
+                HS_TRY(st);
+                if (r) {
+                    json_array_set_new(j, i, r);
+                    continue;
+                }
+            }
+            HS_TRY(stats_numeric(p, cur, v, depth + 1));
+        }
+    }
+    return HS_OK;
+}
+
+hs_status pl_stats_numeric(planner *p, const rel *cur, const json_t *sel)
+{
+    static const char *const clauses[] = {"targetList", "havingClause", "sortClause"};
+    for (int i = 0; i < 3; i++)
+        HS_TRY(stats_numeric(p, cur, pl_jget(sel, clauses[i]), 0));
+    return HS_OK;
 }
 
 /* GREATEST(a, b, ...) / LEAST(...) as CASE (PostgreSQL: NULL arguments are

@@ -1164,6 +1164,16 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         st = pl_push_filters(p, &fc, &cs);
     if (st == HS_OK && !vs)
         st = pl_build_from(p, &fc, &cs, &cur);
+    if (st == HS_OK && !vs && p->outer_row) {
+        /* a block under an Apply: the enclosing row first (plan_apply.c) */
+        rel orow = {0}, rest = cur;
+        memset(&cur, 0, sizeof cur);
+        st = pl_apply_outer_rel(p, &orow);
+        if (st == HS_OK)
+            st = pl_join_rels(p, &orow, &rest, XO_JOIN_INNER, NULL, 0, NULL, NULL, 0, false, &cur);
+        else
+            pl_rel_clear(&rest);
+    }
     if (st == HS_OK && json_array_size(from_lateral) > 0) {
         if (vs)
             st = pl_fail(p, HS_UNSUPPORTED, "0A000", -1, "vector search with a lateral function in FROM is not supported");
@@ -1186,7 +1196,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     for (int i = 0; i < cs.n && st == HS_OK; i++)
         if (!cs.a[i].used && cs.a[i].sub)
             st = pl_apply_sub_conj(p, &cur, cs.a[i].node);
-    /* aggregation */
+    /* aggregation (variance / stddev of exact arguments: numeric) */
+    if (st == HS_OK)
+        st = pl_stats_numeric(p, &cur, sel);
     if (st == HS_OK) {
         pl_collect_aggs(tl, aggs, 0);
         pl_collect_aggs(pl_jget(sel, "havingClause"), aggs, 0);
@@ -1218,6 +1230,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             cur.cols[i].qual = pl_dup_or_null(pre_cols[i].qual);
             cur.cols[i].name = hs_strdup(pre_cols[i].name);
             cur.cols[i].hidden = pre_cols[i].hidden;
+            cur.cols[i].outer = pre_cols[i].outer;
         }
         cur.n = n_pre;
         if (st == HS_OK)
@@ -1332,6 +1345,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                 }
                 int found = 0;
                 for (int c = 0; c < cur.n && st == HS_OK; c++) {
+                    if (cur.cols[c].outer || (cur.cols[c].name && cur.cols[c].name[0] == '\x01'))
+                        continue;   /* the enclosing query's row (plan_apply.c); the
+                                       planner's own columns (\x01in, \x01count) */
                     if (cur.cols[c].hidden && !(qual && pl_name_eq(cur.cols[c].qual, qual) && *cur.cols[c].name))
                         continue;
                     if (qual && !pl_name_eq(cur.cols[c].qual, qual))

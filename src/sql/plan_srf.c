@@ -757,7 +757,7 @@ hs_status pl_srf_split_from(planner *p, const json_t *from, json_t **rest, json_
         json_t *it = json_array_get(from, i), *b;
         if (pl_srf_is_lateral(it)) {
             seen_lateral = true;
-            if (i == 0)
+            if (i == 0 && !p->outer_row)
                 return pl_fail(p, HS_INVALID, "42P01", pl_first_loc(it, 0),
                                "invalid reference to FROM-clause entry: a function in FROM reads columns of no earlier item");
             json_array_append_new(*lateral, json_pack("{s:O,s:b}", "rf", pl_jget(it, "RangeFunction"), "outer", 0));
@@ -770,7 +770,15 @@ hs_status pl_srf_split_from(planner *p, const json_t *from, json_t **rest, json_
             json_t *q = pl_jget(b, "quals"), *qb;
             bool qtrue = !q || (pl_is_kind(q, "A_Const", &qb) && pl_jget(qb, "boolval") &&
                                 json_is_true(pl_jget(pl_jget(qb, "boolval"), "boolval")));
-            if ((!inner && !outer) || !qtrue || pl_jget(b, "usingClause") || json_is_true(pl_jget(b, "isNatural")))
+            bool plain = (inner || outer) && qtrue && !pl_jget(b, "usingClause") &&
+                         !json_is_true(pl_jget(b, "isNatural"));
+            if (!plain && p->outer_row && !seen_lateral) {
+                /* under an Apply (plan_apply.c): a join whose function
+                 * reads the enclosing row is an ordinary FROM item */
+                json_array_append(*rest, it);
+                continue;
+            }
+            if (!plain)
                 return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(it, 0),
                                "a lateral function is supported in [CROSS | INNER | LEFT] JOIN ... ON true only");
             if (seen_lateral)

@@ -394,6 +394,8 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     int loc = sq_loc(sublink);
     if (!pl_is_kind(sb, "SelectStmt", &sub))
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
+    if (pl_apply_needed(sub))
+        return pl_apply_attach(p, cur, sublink, col);   /* over functions of the outer row */
     corr c;
     hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
     if (st == HS_OK && !c.inner)
@@ -561,6 +563,13 @@ json_t *pl_mk_null(void)
     return json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1);
 }
 
+static bool star_target(const json_t *sub)
+{
+    json_t *t = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val"), *cb;
+    json_t *f = pl_is_kind(t, "ColumnRef", &cb) ? pl_jget(cb, "fields") : NULL;
+    return f && pl_is_kind(json_array_get(f, json_array_size(f) - 1), "A_Star", NULL);
+}
+
 static bool simple_select(const json_t *sub)
 {
     return plain_select(sub) && !pl_jget(sub, "groupClause") && !pl_jget(sub, "havingClause") &&
@@ -575,7 +584,8 @@ static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, cons
     json_t *t = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val");
     json_t *q;
     json_t *col = NULL;
-    if (simple_select(sub)) {
+    /* a '*' target is read as the derived table's one column */
+    if (simple_select(sub) && !((use_col || eq_x) && star_target(sub))) {
         q = json_deep_copy(sub);
         col = t ? json_incref(t) : NULL;
     } else {
@@ -801,7 +811,7 @@ hs_status pl_sub_pushable(planner *p, const json_t *node, bool *ok)
     if (!t || !(!strcmp(t, "EXISTS_SUBLINK") ||
                 (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
         return HS_OK;
-    if (!plain_select(sub) || pl_jget(sub, "withClause"))
+    if (!plain_select(sub) || pl_jget(sub, "withClause") || pl_apply_needed(sub))
         return HS_OK;
     corr c;
     hs_status st = sub_split(p, sub, &c);
@@ -828,10 +838,13 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
         const char *t = pl_jstrv(sl, "subLinkType");
         const char *op = sq_str(json_array_get(pl_jget(sl, "operName"), 0));
         bool row = pl_is_kind(pl_jget(sl, "testexpr"), "RowExpr", NULL);
-        if (t && (!strcmp(t, "EXISTS_SUBLINK") ||
+        /* over functions of the outer row: counts through an Apply */
+        bool apply = pl_apply_needed(pl_jget(pl_jget(sl, "subselect"), "SelectStmt"));
+        if (!apply && t && (!strcmp(t, "EXISTS_SUBLINK") ||
                   (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
             return attach_semi(p, cur, sl, neg);
-        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK"))) {
+        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK") ||
+                  (apply && !strcmp(t, "EXISTS_SUBLINK")))) {
             hs_status st2;
             json_t *r = sublink_expr(p, cur, sl, &st2);
             HS_TRY(st2);

@@ -613,6 +613,18 @@ hs_status sq_ctx_keep(xo_ctx *ctx, hs_field *f, hs_error *err)
     return HS_OK;
 }
 
+int sq_ctx_keep_mark(xo_ctx *ctx) { return ((sq_ctx_box *)ctx)->n_keep; }
+
+void sq_ctx_keep_release(xo_ctx *ctx, int mark)
+{
+    sq_ctx_box *b = (sq_ctx_box *)ctx;
+    while (b->n_keep > mark) {
+        hs_field *f = b->keep[--b->n_keep];
+        hs_field_clear(f);
+        hs_free(f);
+    }
+}
+
 static int default_threads(void)
 {
     int64_t v = 0;
@@ -651,6 +663,25 @@ hs_status sq_ctx_new(sq_session *s, xo_ctx **out, hs_error *err)
     b->ctx.mem_limit = s->set.memory_limit > 0 ? s->set.memory_limit : default_mem();
     if (s->set.temp_dir[0]) {
         memcpy(b->spill_dir, s->set.temp_dir, sizeof b->spill_dir);
+        b->ctx.spill_dir = b->spill_dir;
+    }
+    atomic_init(&b->ctx.mem_used, 0);
+    *out = &b->ctx;
+    return HS_OK;
+}
+
+hs_status sq_ctx_new_serial(const xo_ctx *parent, xo_ctx **out, hs_error *err)
+{
+    *out = NULL;
+    const sq_ctx_box *pb = (const sq_ctx_box *)parent;
+    sq_ctx_box *b = hs_calloc(1, sizeof *b);
+    if (!b)
+        return hs_err_nomem(err, sizeof *b);
+    b->ctx.cancel = parent->cancel;
+    b->ctx.threads = 1;
+    b->ctx.mem_limit = parent->mem_limit;
+    if (parent->spill_dir) {
+        memcpy(b->spill_dir, pb->spill_dir, sizeof b->spill_dir);
         b->ctx.spill_dir = b->spill_dir;
     }
     atomic_init(&b->ctx.mem_used, 0);

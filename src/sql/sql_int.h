@@ -139,6 +139,16 @@ void sq_ctx_free(void *ctx);  /* accepts NULL; frees the pool and kept schemas t
 /* Makes ctx own schema f (hs_malloc'ed; cleared and freed with ctx), for
  * schemas that expressions of the statement's operators are bound to. */
 HS_MUST_USE hs_status sq_ctx_keep(xo_ctx *ctx, hs_field *f, hs_error *err);
+/* How many schemas ctx keeps; sq_ctx_keep_release frees those kept after
+ * that mark (their operators freed first): an operator that plans a
+ * subquery again per row (plan_apply.c) keeps the statement's memory flat. */
+int sq_ctx_keep_mark(xo_ctx *ctx);
+/* A statement context of one thread sharing parent's cancel flag, memory
+ * limit and spill directory, for plans run once per row (plan_apply.c),
+ * where a thread pool's start-up would cost more than the rows; caller
+ * frees with sq_ctx_free. */
+HS_MUST_USE hs_status sq_ctx_new_serial(const xo_ctx *parent, xo_ctx **out, hs_error *err);
+void sq_ctx_keep_release(xo_ctx *ctx, int mark);
 
 /* Plans a query (SelectStmt node; text is the whole statement) into an
  * operator tree whose output is the query's result (plan.c).  *out owned

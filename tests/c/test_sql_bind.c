@@ -350,6 +350,52 @@ static bool has(const char *plan, const char *what)
     return ok;
 }
 
+/* Subqueries over functions of the outer row run through an Apply
+ * (sql/plan_apply.c), planned once per outer row: counts known by
+ * construction (g = id % 10, ten rows per g), the 21000 of a subquery
+ * giving two rows, and no memory left behind. */
+static void test_apply(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    fixture fx;
+    if (!setup(&fx, "apply", &err)) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        CHECK(0);
+        teardown(&fx);
+        return;
+    }
+    /* some x in 1..g above 5: g >= 6 */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM generate_series(1, t.g) x WHERE x > 5)", &err) == 40);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE NOT EXISTS (SELECT 1 FROM generate_series(1, g) x WHERE x > 5)", &err) == 60);
+    /* count over no rows is 0, sum NULL */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (SELECT count(*) FROM generate_series(1, t.g) x) = t.g", &err) == 100);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (SELECT sum(x) FROM generate_series(1, t.g) x) IS NULL", &err) == 10);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE 7 = ANY (SELECT * FROM generate_series(t.g, 9))", &err) == 80);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (SELECT count(*) FROM u JOIN generate_series(0, t.id) x ON u.k = x) = 3", &err) == 2);
+    char *plan = explain(fx.s, "SELECT (SELECT count(*) FROM generate_series(1, t.g) x) FROM t", &err);
+    CHECK(has(plan, "Apply"));
+    hs_free(plan);
+    /* two rows for one outer row: 21000, from execute or from the stream */
+    hs_result *r = NULL;
+    if (hs_session_execute(fx.s, "SELECT (SELECT x FROM generate_series(1, t.g) x) FROM t", &r, &err) == HS_OK) {
+        struct ArrowArrayStream st;
+        CHECK_OK(hs_result_stream(r, &st, &err), &err);
+        hs_result_free(r);
+        struct ArrowArray a;
+        int rc;
+        while ((rc = st.get_next(&st, &a)) == 0 && a.release)
+            a.release(&a);
+        CHECK(rc != 0);
+        st.release(&st);
+    }
+    CHECK(strcmp(hs_session_sqlstate(fx.s), "21000") == 0);
+    expect_error(fx.s, "SELECT (SELECT count(*) FROM unnest(t.nope) x) FROM t", "42703", 37);
+    teardown(&fx);
+    CHECK(hs_mem_live_count() == live0);
+}
+
+
 static void test_plans(void)
 {
     hs_error err = {0};
@@ -580,6 +626,7 @@ int main(void)
     HS_RUN(test_errors);
     HS_RUN(test_results);
     HS_RUN(test_stream_errors);
+    HS_RUN(test_apply);
     HS_RUN(test_plans);
     HS_RUN(test_cancel_and_prepare);
     HS_RUN(test_catalog_names);

@@ -1,0 +1,374 @@
+/*
+ * sql/plan_apply.c - subqueries over FROM functions of the outer row: Apply.
+ *
+ *   SELECT id, (SELECT count(*) FROM unnest(t.tags) x WHERE x > 5) FROM t
+ *   SELECT * FROM t WHERE EXISTS (SELECT 1 FROM generate_series(1, t.n) g ...)
+ *
+ * A subquery whose FROM holds a function reading columns (of the outer
+ * query, or of an earlier item of its own FROM) is not decorrelated into a
+ * join: its rows are a function of the outer row's values, not of a table
+ * that could be grouped by a correlation key, and PostgreSQL's results
+ * over empty and NULL arrays (count(*) = 0, max = NULL, EXISTS false, ANY
+ * false or NULL, string_agg NULL) fall out of running the subquery as
+ * written rather than of patching a join's missing rows afterwards.  So
+ * this is an Apply (PostgreSQL's SubPlan with parameters): the operator
+ * pulls the outer batches and, for each row,
+ *
+ *   1. makes a one-row relation of the outer row's columns, marked outer
+ *      (qcol.outer: a name finds them only when no column of the subquery
+ *      has it, as PostgreSQL resolves names innermost first; '*' skips
+ *      them);
+ *   2. plans the subquery (a fresh copy of its parse tree) with
+ *      planner.outer_row set: every SELECT block planned then joins that
+ *      row in before its FROM functions run (plan_select.c, plan_block),
+ *      so unnest(t.tags) is the ordinary lateral function of plan_srf.c
+ *      over one row, and nested derived tables see the row too;
+ *   3. runs it: no row gives NULL, one row its value, two or more fail
+ *      with 21000 like any scalar subquery; the value is appended to the
+ *      outer batch as a new column.
+ *
+ * EXISTS / IN / op ANY / op ALL over such subqueries reach here as count,
+ * min, max scalar subqueries (plan_subq.c, sublink_expr), so their
+ * three-valued results are PostgreSQL's.  Planning happens once at plan
+ * time over an empty outer row (result type, binding errors with their
+ * SQLSTATE), then once per outer row; the schemas a row's plan keeps are
+ * released after it (sq_ctx_keep_release).  The cost is a plan per outer
+ * row (tens of microseconds), which is what keeps the semantics exact.
+ * Refused with 0A000: a subquery under an Apply naming a CTE of the
+ * enclosing statement (the CTE is not planned again per row).
+ */
+#include "sql/plan_int.h"
+
+typedef struct apply_row {
+    const hs_field *schema;   /* STRUCT: the outer relation's columns */
+    const qcol *cols;
+    int n;
+    const hs_batch *row;      /* one row; NULL: no rows (planning for the type) */
+} apply_row;
+
+typedef struct apply_op {
+    xo_op op;
+    sq_session *s;            /* borrowed: a result never outlives its session */
+    char *text;               /* the statement text (owned) */
+    json_t *sub;              /* the subquery's SelectStmt body (owned) */
+    json_t *names;            /* planner.names (a reference) */
+    bool all_columns;
+    int depth;
+    qcol *cols;               /* the outer relation's names (owned) */
+    int n;
+    xo_ctx *rctx;             /* the per-row plans' context (owned): one thread */
+} apply_op;
+
+/* ---- which subqueries ---- */
+
+static bool item_has_lateral(const json_t *item, int depth)
+{
+    json_t *b;
+    if (depth > 50)
+        return false;
+    if (pl_srf_is_lateral(item))
+        return true;
+    if (pl_is_kind(item, "JoinExpr", &b))
+        return item_has_lateral(pl_jget(b, "larg"), depth + 1) ||
+               item_has_lateral(pl_jget(b, "rarg"), depth + 1);
+    if (pl_is_kind(item, "RangeSubselect", &b)) {
+        json_t *sel = pl_jget(pl_jget(b, "subquery"), "SelectStmt");
+        return sel && pl_apply_needed(sel);
+    }
+    return false;
+}
+
+static bool from_has_lateral(const json_t *from, int depth)
+{
+    for (size_t i = 0; i < json_array_size(from); i++)
+        if (item_has_lateral(json_array_get(from, i), depth))
+            return true;
+    return false;
+}
+
+bool pl_apply_needed(const json_t *sub)
+{
+    if (!sub)
+        return false;
+    /* a set operation's sides: SelectStmt bodies, wrapped or not */
+    json_t *l = pl_jget(sub, "larg"), *r = pl_jget(sub, "rarg"), *b;
+    if (pl_is_kind(l, "SelectStmt", &b))
+        l = b;
+    if (pl_is_kind(r, "SelectStmt", &b))
+        r = b;
+    if (l || r)
+        return pl_apply_needed(l) || pl_apply_needed(r);
+    return from_has_lateral(pl_jget(sub, "fromClause"), 0);
+}
+
+typedef struct cte_ref_ctx {
+    const cte *ctes;
+    const char *hit;
+} cte_ref_ctx;
+
+static pl_walk_res visit_cte_ref(const json_t *j, void *ctx)
+{
+    cte_ref_ctx *c = ctx;
+    json_t *b;
+    if (!pl_is_kind(j, "RangeVar", &b) || pl_jget(b, "schemaname"))
+        return PL_DESCEND;
+    const char *nm = pl_jstrv(b, "relname");
+    for (const cte *e = c->ctes; nm && e; e = e->next)
+        if (e->name && !strcmp(e->name, nm)) {
+            c->hit = nm;
+            return PL_STOP;
+        }
+    return PL_SKIP;
+}
+
+/* ---- the outer row as a relation ---- */
+
+hs_status pl_apply_outer_rel(planner *p, rel *out)
+{
+    const apply_row *ar = p->outer_row;
+    memset(out, 0, sizeof *out);
+    hs_batch *b = NULL;
+    hs_status st = HS_OK;
+    if (ar->row) {
+        b = hs_calloc(1, sizeof *b);
+        st = b ? hs_field_copy(ar->schema, &b->schema) : pl_nomem(p);
+        if (st == HS_OK) {
+            b->cols = hs_calloc((size_t)ar->row->n_cols + 1, sizeof *b->cols);
+            st = b->cols ? HS_OK : pl_nomem(p);
+        }
+        for (int i = 0; st == HS_OK && i < ar->row->n_cols; i++) {
+            st = hs_col_slice(ar->row->cols[i], 0, 1, &b->cols[i], p->err);
+            if (st == HS_OK)
+                b->n_cols++;
+        }
+        if (st == HS_OK)
+            b->n_rows = 1;
+        if (st != HS_OK) {
+            hs_batch_free(b);
+            return st;
+        }
+    }
+    HS_TRY(xo_values(p->ctx, ar->schema, b ? 1 : 0, b ? &b : NULL, &out->op, p->err));
+    out->cols = hs_calloc((size_t)ar->n + 1, sizeof *out->cols);
+    if (!out->cols) {
+        pl_rel_clear(out);
+        return pl_nomem(p);
+    }
+    out->n = ar->n;
+    for (int i = 0; i < ar->n; i++) {
+        out->cols[i].qual = pl_dup_or_null(ar->cols[i].qual);
+        out->cols[i].name = hs_strdup(ar->cols[i].name ? ar->cols[i].name : "");
+        out->cols[i].hidden = ar->cols[i].hidden;
+        out->cols[i].outer = true;
+        if ((ar->cols[i].qual && !out->cols[i].qual) || !out->cols[i].name) {
+            pl_rel_clear(out);
+            return pl_nomem(p);
+        }
+    }
+    return HS_OK;
+}
+
+/* Plans sub with the outer row ar; *out its one column. */
+static hs_status plan_for_row(planner *p, const json_t *sub, const apply_row *ar, rel *out)
+{
+    const apply_row *saved = p->outer_row;
+    p->outer_row = ar;
+    json_t *copy = json_deep_copy(sub);
+    hs_status st = copy ? pl_plan_select(p, copy, out) : pl_nomem(p);
+    json_decref(copy);
+    p->outer_row = saved;
+    if (st == HS_OK && out->n != 1) {
+        pl_rel_clear(out);
+        st = pl_fail(p, HS_INVALID, "42601", -1, "subquery must return only one column");
+    }
+    return st;
+}
+
+/* ---- the operator ---- */
+
+/* The subquery's value for row i of b into col. */
+static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_column *col,
+                                 hs_error *err)
+{
+    hs_batch row = {0};
+    row.n_cols = b->n_cols;
+    row.n_rows = 1;
+    row.cols = hs_calloc((size_t)b->n_cols + 1, sizeof *row.cols);
+    if (!row.cols)
+        return hs_err_nomem(err, 0);
+    hs_status st = HS_OK;
+    for (int c = 0; c < b->n_cols && st == HS_OK; c++)
+        st = hs_col_slice(b->cols[c], i, 1, &row.cols[c], err);
+    planner p = {.s = a->s, .ctx = a->rctx, .text = a->text, .err = err, .names = a->names,
+                 .all_columns = a->all_columns, .depth = a->depth};
+    apply_row ar = {&a->op.children[0]->schema, a->cols, a->n, &row};
+    int mark = sq_ctx_keep_mark(a->rctx);
+    rel s = {0};
+    if (st == HS_OK)
+        st = plan_for_row(&p, a->sub, &ar, &s);
+    int64_t seen = 0;
+    while (st == HS_OK) {
+        hs_batch *o = NULL;
+        st = xo_next(s.op, &o, err);
+        if (st != HS_OK || !o)
+            break;
+        if (o->n_rows > 0 && (seen += o->n_rows) > 1)
+            st = hs_err_set(err, HS_INVALID, "more than one row returned by a subquery used as an expression");
+        else if (o->n_rows == 1)
+            st = hs_col_append_column(col, o->cols[0], err);
+        hs_batch_free(o);
+    }
+    if (st == HS_OK && seen == 0)
+        st = hs_col_append_null(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+    pl_rel_clear(&s);
+    sq_ctx_keep_release(a->rctx, mark);
+    for (int c = 0; c < b->n_cols; c++)
+        hs_col_free(row.cols[c]);
+    hs_free(row.cols);
+    return st;
+}
+
+static hs_status apply_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    apply_op *a = (apply_op *)op;
+    *out = NULL;
+    hs_batch *in = NULL;
+    HS_TRY(xo_next(op->children[0], &in, err));
+    if (!in)
+        return HS_OK;
+    const hs_field *rf = &op->schema.children[op->schema.n_children - 1];
+    hs_column *col = NULL;
+    hs_status st = hs_col_create(rf, in->n_rows, &col, err);
+    for (int64_t i = 0; i < in->n_rows && st == HS_OK; i++) {
+        if (xo_cancelled(op->ctx))
+            st = hs_err_set(err, HS_CANCELLED, "canceling statement due to user request");
+        else
+            st = apply_row_value(a, in, i, col, err);
+    }
+    hs_batch *b = st == HS_OK ? hs_calloc(1, sizeof *b) : NULL;
+    if (st == HS_OK && !b)
+        st = hs_err_nomem(err, sizeof *b);
+    if (st == HS_OK && hs_field_copy(&op->schema, &b->schema) != HS_OK)
+        st = hs_err_nomem(err, 0);
+    if (st == HS_OK) {
+        b->cols = hs_calloc((size_t)in->n_cols + 2, sizeof *b->cols);
+        if (!b->cols)
+            st = hs_err_nomem(err, 0);
+    }
+    if (st != HS_OK) {
+        hs_batch_free(b);
+        hs_batch_free(in);
+        hs_col_free(col);
+        return st;
+    }
+    for (int c = 0; c < in->n_cols; c++) {
+        b->cols[c] = in->cols[c];
+        in->cols[c] = NULL;
+    }
+    b->cols[in->n_cols] = col;
+    b->n_cols = in->n_cols + 1;
+    b->n_rows = in->n_rows;
+    in->n_cols = 0;
+    hs_batch_free(in);
+    *out = b;
+    return HS_OK;
+}
+
+static void apply_destroy(xo_op *op)
+{
+    apply_op *a = (apply_op *)op;
+    hs_free(a->text);
+    json_decref(a->sub);
+    json_decref(a->names);
+    pl_qcols_free(a->cols, a->n);
+    sq_ctx_free(a->rctx);
+}
+
+hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
+{
+    json_t *sub = pl_jget(pl_jget(sl, "subselect"), "SelectStmt");
+    int loc = sq_loc(sl);
+    if (!sub)
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
+    cte_ref_ctx cc = {p->ctes, NULL};
+    if (pl_walk(sub, visit_cte_ref, &cc, 0))
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
+                       "a subquery over a function of the outer row cannot read WITH query \"%s\"", cc.hit);
+    /* once now, over no outer row: the result's type and binding errors */
+    apply_row ar = {&cur->op->schema, cur->cols, cur->n, NULL};
+    rel s = {0};
+    HS_TRY(plan_for_row(p, sub, &ar, &s));
+    apply_op *a = hs_calloc(1, sizeof *a);
+    xo_op **kids = a ? hs_calloc(1, sizeof *kids) : NULL;
+    qcol *ncols = hs_calloc((size_t)cur->n + 2, sizeof *ncols);
+    hs_status st = a && kids && ncols ? HS_OK : pl_nomem(p);
+    if (st == HS_OK && hs_field_copy(&cur->op->schema, &a->op.schema) != HS_OK)
+        st = pl_nomem(p);
+    if (st == HS_OK) {
+        hs_field f;
+        if (hs_field_copy(&s.op->schema.children[0], &f) != HS_OK)
+            st = pl_nomem(p);
+        else {
+            f.nullable = true;
+            f.field_id = a->op.schema.n_children + 1;
+            hs_free(f.name);
+            f.name = hs_strdup("?column?");
+            if (!f.name || hs_field_add_child(&a->op.schema, &f) != HS_OK) {
+                hs_field_clear(&f);
+                st = pl_nomem(p);
+            }
+        }
+    }
+    pl_rel_clear(&s);
+    if (st == HS_OK) {
+        a->cols = hs_calloc((size_t)cur->n + 1, sizeof *a->cols);
+        a->text = hs_strdup(p->text ? p->text : "");
+        a->sub = json_deep_copy(sub);
+        if (!a->cols || !a->text || !a->sub)
+            st = pl_nomem(p);
+    }
+    if (st == HS_OK)
+        st = sq_ctx_new_serial(p->ctx, &a->rctx, p->err);
+    for (int i = 0; st == HS_OK && i < cur->n; i++) {
+        a->cols[i].qual = pl_dup_or_null(cur->cols[i].qual);
+        a->cols[i].name = pl_dup_or_null(cur->cols[i].name);
+        a->cols[i].hidden = cur->cols[i].hidden;
+        a->n++;
+        if ((cur->cols[i].qual && !a->cols[i].qual) || (cur->cols[i].name && !a->cols[i].name))
+            st = pl_nomem(p);
+    }
+    if (st != HS_OK) {
+        if (a) {
+            hs_field_clear(&a->op.schema);
+            apply_destroy(&a->op);
+        }
+        hs_free(a);
+        hs_free(kids);
+        hs_free(ncols);
+        return st;
+    }
+    a->s = p->s;
+    a->names = json_incref(p->names);
+    a->all_columns = p->all_columns;
+    a->depth = p->depth;
+    kids[0] = cur->op;
+    a->op.name = "Apply";
+    a->op.ctx = cur->op->ctx;
+    a->op.n_children = 1;
+    a->op.children = kids;
+    a->op.next = apply_next;
+    a->op.destroy = apply_destroy;
+    a->op.detail = hs_strdup("subquery planned and run per outer row");   /* NULL: no detail */
+    memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
+    ncols[cur->n] = (qcol){.qual = NULL, .name = hs_strdup(""), .hidden = true};
+    cur->op = &a->op;   /* cur's first columns stay as they were */
+    if (!ncols[cur->n].name) {
+        hs_free(ncols);
+        return pl_nomem(p);
+    }
+    hs_free(cur->cols);
+    cur->cols = ncols;
+    *col = cur->n;
+    cur->n++;
+    return HS_OK;
+}
