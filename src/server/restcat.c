@@ -292,7 +292,8 @@ static bool need_ns(rc_call *c, const char *ns)
     return true;
 }
 
-/* The spec's list pagination over sorted names: no pageToken and no
+/* The spec's list pagination over names sorted by strcmp (as cat_list and
+ * cat_namespace_list give them): no pageToken and no
  * pageSize -> everything, next-page-token null; else at most pageSize
  * (default and cap RC_PAGE_MAX) names after the token, which is the last
  * name of the previous page ("" or absent = from the start), and
@@ -351,7 +352,6 @@ static void ns_list(rc_call *c)
         reply_status(c, st, &err, "NoSuchNamespaceException", "AlreadyExistsException");
         return;
     }
-    cat_strv_sort(names, n);
     size_t from, to;
     const char *next;
     if (!page_of(c, names, n, &from, &to, &next)) {
@@ -551,7 +551,6 @@ static void tables_list(rc_call *c, const char *ns)
         reply_status(c, st, &err, "NoSuchNamespaceException", "AlreadyExistsException");
         return;
     }
-    cat_strv_sort(names, n);
     size_t from, to;
     const char *next;
     if (!page_of(c, names, n, &from, &to, &next)) {
