@@ -94,10 +94,10 @@ def test_our_client_against_our_paging_server(server):
     for size in ("1", "4", "1000"):
         cat = hdb.Catalog(server.url, token=TOKEN, properties={"rest-page-size": size})
         assert cat.list_namespaces() == NAMESPACES
-        assert cat.list_tables("ns00") == TABLES
+        assert cat.list_tables("ns00") == [f"ns00.{t}" for t in TABLES]
         assert cat.list_views("ns00") == []
     cat = hdb.Catalog(server.url, token=TOKEN)
-    assert cat.list_tables("ns00") == TABLES
+    assert cat.list_tables("ns00") == [f"ns00.{t}" for t in TABLES]
     with pytest.raises(hdb.HyperStreamError, match="rest-page-size"):
         hdb.Catalog(server.url, token=TOKEN, properties={"rest-page-size": "0"})
 
@@ -159,15 +159,15 @@ def test_our_client_follows_an_independent_servers_pages():
     try:
         cat = hdb.Catalog(srv.url, properties={"rest-page-size": "2"})
         assert cat.list_namespaces() == NAMESPACES
-        assert cat.list_tables("db") == TABLES
-        assert cat.list_views("db") == ["v_a", "v_b", "v_c", "v_d"]
+        assert cat.list_tables("db") == [f"db.{t}" for t in TABLES]
+        assert cat.list_views("db") == ["db.v_a", "db.v_b", "db.v_c", "db.v_d"]
         tables = [q for p, q in srv.requests if p == "/v1/namespaces/db/tables"]
         assert [q["pageToken"] for q in tables] == [[""], ["p3"], ["p6"], ["p9"], ["p12"]]
         assert all(q["pageSize"] == ["2"] for q in tables)
         # and pyiceberg, the oracle, reads the same lists from it
         pc = RestCatalog("scripted", uri=srv.url)
         assert sorted(".".join(n) for n in pc.list_namespaces()) == cat.list_namespaces()
-        assert sorted(t[-1] for t in pc.list_tables("db")) == cat.list_tables("db")
+        assert sorted(".".join(t) for t in pc.list_tables("db")) == cat.list_tables("db")
     finally:
         srv.shutdown()
         srv.server_close()
