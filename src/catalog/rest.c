@@ -39,6 +39,8 @@
  * from it are honoured.  Options "header.<Name>" are sent as HTTP headers
  * on every catalog request (pyiceberg's and Java's convention), e.g.
  * "header.X-Iceberg-Access-Delegation": "vended-credentials".
+ * "rest-page-size" (as in Java and pyiceberg): the pageSize list requests
+ * ask for; lists always follow next-page-token to the last page.
  *
  * Storage settings a catalog vends: the merged config's FileIO properties
  * (s3.endpoint, s3.access-key-id, s3.secret-access-key, s3.session-token,
@@ -75,6 +77,7 @@ typedef struct rest_catalog {
     char *ns_sep;    /* namespace level separator in paths, escaped (default %1F) */
     json_t *io;      /* the merged config's FileIO properties (object of strings) */
     struct curl_slist *headers;   /* "header.<Name>" options, as "Name: value" */
+    long page_size;  /* "rest-page-size": the pageSize lists ask for; 0 = none */
     /* the last metadata seen: ident, its location, the document */
     char *cache_ident, *cache_loc;
     json_t *cache_doc;
@@ -262,6 +265,65 @@ static hs_status call(rest_catalog *rc, const char *method, const char *path, js
                             je.text);
     }
     hs_buf_free(&resp);
+    return st;
+}
+
+/* A list endpoint (GET path, which may carry a query already), every page:
+ * the spec's pagination - pageToken="" first (with pageSize when
+ * "rest-page-size" is set), then each response's next-page-token until it is
+ * null or absent - with the arrays under key concatenated into
+ * *out = {key: [...]}.  A token seen twice (a server going in circles) is an
+ * error, not a loop. */
+static hs_status list_pages(rest_catalog *rc, const char *path, const char *key,
+                            const char *what, json_t **out, long *status_out, hs_error *err)
+{
+    *out = NULL;
+    json_t *all = json_array(), *seen = json_object();
+    char *token = hs_strdup("");
+    hs_status st = all && seen && token ? HS_OK : hs_err_nomem(err, 256);
+    const char *join = strchr(path, '?') ? "&" : "?";
+    while (st == HS_OK) {
+        char *et = esc(rc, token);
+        char ps[32] = "";
+        if (rc->page_size > 0)
+            snprintf(ps, sizeof ps, "&pageSize=%ld", rc->page_size);
+        char *p = et ? cat_sprintf("%s%spageToken=%s%s", path, join, et, ps) : NULL;
+        hs_free(et);
+        json_t *r = NULL;
+        st = p ? call(rc, "GET", p, NULL, what, &r, status_out, err) : hs_err_nomem(err, 256);
+        hs_free(p);
+        if (st != HS_OK)
+            break;
+        json_t *a = json_object_get(r, key);
+        if (a && !json_is_array(a))
+            st = hs_err_set(err, HS_IO, "REST catalog: %s: \"%s\" is not an array", what, key);
+        else if (a && json_array_extend(all, a) != 0)
+            st = hs_err_nomem(err, 256);
+        json_t *nt = json_object_get(r, "next-page-token");
+        const char *next = json_string_value(nt);
+        if (st == HS_OK && nt && !json_is_null(nt) && !json_is_string(nt))
+            st = hs_err_set(err, HS_IO, "REST catalog: %s: next-page-token is not a string",
+                            what);
+        bool more = st == HS_OK && next && *next;
+        if (more && json_object_get(seen, next))
+            st = hs_err_set(err, HS_IO, "REST catalog: %s: the server returned the page "
+                            "token \"%s\" twice", what, next);
+        else if (more && json_object_set_new(seen, next, json_true()) != 0)
+            st = hs_err_nomem(err, 256);
+        hs_free(token);
+        token = more && st == HS_OK ? hs_strdup(next) : NULL;
+        json_decref(r);
+        if (st == HS_OK && !more)
+            break;
+        if (st == HS_OK && !token)
+            st = hs_err_nomem(err, 256);
+    }
+    hs_free(token);
+    json_decref(seen);
+    if (st == HS_OK && !(*out = json_pack("{s:o}", key, all)))
+        st = hs_err_nomem(err, 256);
+    else if (st != HS_OK)
+        json_decref(all);
     return st;
 }
 
@@ -881,7 +943,7 @@ static hs_status r_list(cat_catalog *c, const char *ns, char ***out, size_t *n_o
     if (!path)
         return hs_err_nomem(err, strlen(ns));
     json_t *r = NULL;
-    hs_status st = call(rc, "GET", path, NULL, ns, &r, NULL, err);
+    hs_status st = list_pages(rc, path, "identifiers", ns, &r, NULL, err);
     hs_free(path);
     if (st != HS_OK)
         return st;
@@ -934,7 +996,7 @@ static hs_status r_ns_list(cat_catalog *c, const char *parent, char ***out, size
     if (!path)
         return hs_err_nomem(err, 256);
     json_t *r = NULL;
-    hs_status st = call(rc, "GET", path, NULL, "list namespaces", &r, NULL, err);
+    hs_status st = list_pages(rc, path, "namespaces", "list namespaces", &r, NULL, err);
     hs_free(path);
     if (st != HS_OK)
         return st;
@@ -1078,7 +1140,7 @@ static hs_status r_list_views(cat_catalog *c, const char *ns, char ***out, size_
     json_t *r = NULL;
     long status = 0;
     hs_error e2 = { 0 };
-    hs_status st = call(rc, "GET", path, NULL, ns, &r, &status, &e2);
+    hs_status st = list_pages(rc, path, "identifiers", ns, &r, &status, &e2);
     hs_free(path);
     /* a server without views: no route (404 with no NoSuchNamespaceException,
      * 400 or 405 from routers that do not know it, 501 not implemented) */
@@ -1252,6 +1314,14 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
             size_t n = rc->uri ? strlen(rc->uri) : 0;
             while (n > 0 && rc->uri[n - 1] == '/')
                 rc->uri[--n] = 0;
+        }
+        const char *psz = opt(merged, "rest-page-size");
+        if (psz) {
+            char *end = NULL;
+            rc->page_size = strtol(psz, &end, 10);
+            if (!*psz || *end || rc->page_size <= 0)
+                st = hs_err_set(err, HS_INVALID, "REST catalog option rest-page-size \"%s\": "
+                                "not a positive integer", psz);
         }
         if (opt(merged, "prefix") && *opt(merged, "prefix"))
             rc->prefix = hs_strdup(opt(merged, "prefix"));

@@ -7,6 +7,7 @@
  *   GET     config                                 {defaults, overrides, endpoints}
  *   POST    oauth/tokens                           client credentials -> the token
  *   GET     namespaces[?parent=a%1Fb]              {namespaces: [[..], ..]}
+ *           (the three lists page with pageToken / pageSize: see page_of)
  *   POST    namespaces                             create {namespace, properties}
  *   GET     namespaces/{ns}                        {namespace, properties}
  *   HEAD    namespaces/{ns}                        204 | 404
@@ -291,6 +292,45 @@ static bool need_ns(rc_call *c, const char *ns)
     return true;
 }
 
+/* The spec's list pagination over names sorted by strcmp (as cat_list and
+ * cat_namespace_list give them): no pageToken and no
+ * pageSize -> everything, next-page-token null; else at most pageSize
+ * (default and cap RC_PAGE_MAX) names after the token, which is the last
+ * name of the previous page ("" or absent = from the start), and
+ * next-page-token the last name sent while more follow.  Sets [*from, *to)
+ * and *next (borrowed from names, NULL on the last page); false when it
+ * answered 400 for a bad pageSize. */
+#define RC_PAGE_MAX 1000
+static bool page_of(rc_call *c, char **names, size_t n, size_t *from, size_t *to,
+                    const char **next)
+{
+    const char *tok = query(c, "pageToken"), *ps = query(c, "pageSize");
+    *from = 0;
+    *to = n;
+    *next = NULL;
+    if (!tok && !ps)
+        return true;
+    long size = RC_PAGE_MAX;
+    if (ps) {
+        char *end = NULL;
+        size = strtol(ps, &end, 10);
+        if (!*ps || *end || size <= 0) {
+            bad_request(c, "pageSize must be a positive integer");
+            return false;
+        }
+        if (size > RC_PAGE_MAX)
+            size = RC_PAGE_MAX;
+    }
+    if (tok && *tok)
+        while (*from < n && strcmp(names[*from], tok) <= 0)
+            (*from)++;
+    if (n - *from > (size_t)size) {
+        *to = *from + (size_t)size;
+        *next = names[*to - 1];
+    }
+    return true;
+}
+
 static void ns_list(rc_call *c)
 {
     const char *parent_q = query(c, "parent");
@@ -312,11 +352,17 @@ static void ns_list(rc_call *c)
         reply_status(c, st, &err, "NoSuchNamespaceException", "AlreadyExistsException");
         return;
     }
+    size_t from, to;
+    const char *next;
+    if (!page_of(c, names, n, &from, &to, &next)) {
+        cat_strv_free(names, n);
+        return;
+    }
     json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++)
+    for (size_t i = from; a && i < to; i++)
         json_array_append_new(a, ns_to_json(names[i]));
+    reply_json(c, 200, json_pack("{s:o, s:s?}", "namespaces", a, "next-page-token", next));
     cat_strv_free(names, n);
-    reply_json(c, 200, json_pack("{s:o, s:n}", "namespaces", a, "next-page-token"));
 }
 
 static json_t *props_json(char **k, char **v, size_t n)
@@ -505,12 +551,18 @@ static void tables_list(rc_call *c, const char *ns)
         reply_status(c, st, &err, "NoSuchNamespaceException", "AlreadyExistsException");
         return;
     }
+    size_t from, to;
+    const char *next;
+    if (!page_of(c, names, n, &from, &to, &next)) {
+        cat_strv_free(names, n);
+        return;
+    }
     json_t *a = json_array();
-    for (size_t i = 0; a && i < n; i++)
+    for (size_t i = from; a && i < to; i++)
         json_array_append_new(a, json_pack("{s:o, s:s}", "namespace", ns_to_json(ns), "name",
                                            names[i]));
+    reply_json(c, 200, json_pack("{s:o, s:s?}", "identifiers", a, "next-page-token", next));
     cat_strv_free(names, n);
-    reply_json(c, 200, json_pack("{s:o, s:n}", "identifiers", a, "next-page-token"));
 }
 
 /* LoadTableResult for the table's current metadata. */
@@ -1046,7 +1098,10 @@ static void route(rc_call *c)
     } else if (c->n_seg == 3 && is(c, 2, "tables")) {
         get ? tables_list(c, ns) : post ? table_create(c, ns) : method_not_allowed(c);
     } else if (c->n_seg == 3 && is(c, 2, "views")) {
-        if (get && need_ns(c, ns))
+        size_t from, to;
+        const char *next;
+        /* no views: every page is the last, empty one (pageSize still checked) */
+        if (get && need_ns(c, ns) && page_of(c, NULL, 0, &from, &to, &next))
             reply_json(c, 200, json_pack("{s:[], s:n}", "identifiers", "next-page-token"));
         else if (!get)
             method_not_allowed(c);

@@ -136,6 +136,55 @@ static void test_client_against_server(void)
     hs_string_free(s);
     CHECK(hs_catalog_list_views(cat, "nons", &s, &err) == HS_NOT_FOUND);
 
+    /* lists page (pageToken/pageSize): a client asking for pages of 2 gets
+     * every name across them, as the server's SQLite file lists them */
+    char nsn[8], tn[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(nsn, sizeof nsn, "pg%d", i);
+        CHECK_OK(hs_catalog_create_namespace_props(cat, nsn, NULL, &err), &err);
+        snprintf(tn, sizeof tn, "db.r%d", i);
+        CHECK_OK(hs_catalog_register_table(cat, tn, tloc, 0, &err), &err);
+    }
+    hs_catalog *paged = NULL;
+    CHECK_OK(hs_catalog_open_uri(g_url, "{\"token\":\"tok\",\"rest-page-size\":\"2\"}",
+                                 &paged, &err), &err);
+    char **want = NULL;
+    size_t n_want = 0;
+    CHECK_OK(cat_namespace_list(sql, NULL, &want, &n_want, &err), &err);
+    CHECK(n_want == 6);
+    CHECK_OK(hs_catalog_list_namespaces(paged, NULL, &s, &err), &err);
+    json_t *got = json_loads(s, 0, &je);
+    CHECK(json_array_size(got) == n_want);
+    for (size_t i = 0; i < n_want && i < json_array_size(got); i++)
+        CHECK(strcmp(json_string_value(json_array_get(got, i)), want[i]) == 0);
+    json_decref(got);
+    hs_string_free(s);
+    cat_strv_free(want, n_want);
+    CHECK_OK(cat_list(sql, "db", &want, &n_want, &err), &err);
+    CHECK(n_want == 6);
+    CHECK_OK(hs_catalog_list_tables(paged, "db", &s, &err), &err);   /* "db.<name>" */
+    got = json_loads(s, 0, &je);
+    CHECK(json_array_size(got) == n_want);
+    for (size_t i = 0; i < n_want && i < json_array_size(got); i++) {
+        const char *g = json_string_value(json_array_get(got, i));
+        CHECK(g && strncmp(g, "db.", 3) == 0 && strcmp(g + 3, want[i]) == 0);
+    }
+    json_decref(got);
+    hs_string_free(s);
+    cat_strv_free(want, n_want);
+    CHECK_OK(hs_catalog_list_views(paged, "db", &s, &err), &err);
+    CHECK(s && strcmp(s, "[]") == 0);
+    hs_string_free(s);
+    hs_catalog_close(paged);
+    CHECK(hs_catalog_open_uri(g_url, "{\"token\":\"tok\",\"rest-page-size\":\"0\"}",
+                              &paged, &err) == HS_INVALID);
+    for (int i = 0; i < 5; i++) {
+        snprintf(tn, sizeof tn, "db.r%d", i);
+        CHECK_OK(hs_catalog_drop_table(cat, tn, 0, &err), &err);
+        snprintf(nsn, sizeof nsn, "pg%d", i);
+        CHECK_OK(hs_catalog_drop_namespace(cat, nsn, &err), &err);
+    }
+
     int exists = 0;
     CHECK_OK(hs_catalog_table_exists(cat, "db.t", &exists, &err), &err);
     CHECK(exists == 1);
