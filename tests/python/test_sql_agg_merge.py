@@ -31,9 +31,11 @@ def _data():
     rng = np.random.default_rng(18)
     run = np.repeat(np.arange(N // 4, dtype=np.int64) * 7 + 3_000_000_000, 4)[:N]   # runs of 4
     spread = rng.integers(0, 5_000, N).astype(np.int32)                              # in every batch
+    mid = rng.integers(0, N // 3, N)   # about 3 rows a key: often in 2 workers but not the adopted one
     return pa.table({
         "run": pa.array(run, pa.int64(), mask=rng.random(N) < 0.01),
         "spread": pa.array(spread, pa.int32(), mask=rng.random(N) < 0.02),
+        "mid": pa.array(mid, pa.int64(), mask=rng.random(N) < 0.01),
         "x": pa.array(rng.integers(-50, 50, N), pa.int64(), mask=rng.random(N) < 0.05),
         "y": pa.array(rng.integers(-40, 40, N) / 4.0, pa.float64()),
         "s": pa.array([f"s{v:04d}" for v in rng.integers(0, 3000, N)], pa.string(),
@@ -78,6 +80,7 @@ AGGS = ("count(*), count(x), sum(x), sum(d), avg(x), sum(y), min(x), max(s), min
 QUERIES = [
     f"SELECT run, {AGGS} FROM t GROUP BY run",
     f"SELECT spread, {AGGS} FROM t GROUP BY spread",
+    f"SELECT mid, {AGGS} FROM t GROUP BY mid",
     "SELECT run, count(DISTINCT x), sum(x) FROM t GROUP BY run",
     "SELECT spread, count(DISTINCT x), count(*) FROM t GROUP BY spread",
     # TPC-H Q18's shape: the HAVING keeps few of many groups
