@@ -1323,15 +1323,26 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
     return HS_OK;
 }
 
+/* A parallel round takes at least `threads` batches and, when they are
+ * small (a selective filter or join below: TPC-H Q16's 1,200-row batches),
+ * more of them up to AGG_ROUND_ROWS rows a thread or AGG_ROUND_BATCHES
+ * batches a thread, so that the pool's start and wait of a round are paid
+ * for thousands of rows, not a few hundred. */
+#define AGG_ROUND_ROWS (XO_BATCH_ROWS / 2)
+#define AGG_ROUND_BATCHES 8
+
 typedef struct agg_job {
     agg_op *w;
-    hs_batch *b;
+    hs_batch *b[AGG_ROUND_BATCHES];
+    int n;
 } agg_job;
 
 static hs_status agg_task(void *arg, hs_error *err)
 {
     agg_job *j = arg;
-    return consume(j->w, j->b, err);
+    for (int i = 0; i < j->n; i++)
+        HS_TRY(consume(j->w, j->b[i], err));
+    return HS_OK;
 }
 
 /* DISTINCT aggregate a of s takes the values worker state b kept (each
@@ -1552,19 +1563,26 @@ static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
         if ((s->n_groups > 0 || distinct) && ctx->mem_limit > 0 &&
             atomic_load(&ctx->mem_used) > stop)
             break;
-        int n = 0;
-        while (n < k && st == HS_OK) {
+        int n = 0, nb = 0;   /* jobs with batches; batches */
+        int64_t rows = 0;
+        for (int i = 0; i < k; i++)
+            jobs[i] = (agg_job){.w = s->workers[i]};
+        while ((nb < k || (rows < (int64_t)k * AGG_ROUND_ROWS && nb < k * AGG_ROUND_BATCHES)) &&
+               st == HS_OK) {
             hs_batch *b;
             st = xo_next(s->op.children[0], &b, err);
             if (st != HS_OK || !b) {
                 eof = true;
                 break;
             }
-            jobs[n] = (agg_job){s->workers[n], b};
-            n++;
+            agg_job *j = &jobs[nb % k];
+            j->b[j->n++] = b;
+            rows += b->n_rows;
+            nb++;
         }
+        n = nb < k ? nb : k;
         if (st == HS_OK && n == 1) {
-            st = consume(jobs[0].w, jobs[0].b, err);
+            st = agg_task(&jobs[0], err);
         } else if (st == HS_OK && n > 1) {
             hs_group *g;
             st = hs_group_create(ctx->pool, &g, err);
@@ -1578,9 +1596,10 @@ static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
                     st = hs_err_nomem(err, 0);
             }
         }
-        for (int i = 0; i < n; i++) {
-            hs_batch_free(jobs[i].b);
-            jobs[i].b = NULL;
+        for (int i = 0; i < k; i++) {
+            for (int m = 0; m < jobs[i].n; m++)
+                hs_batch_free(jobs[i].b[m]);
+            jobs[i].n = 0;
         }
     }
     hs_free(jobs);
@@ -2230,6 +2249,8 @@ static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *
 
 /* The aggregates of distinct_only over Distinct(group columns, argument):
  * both spill, so the DISTINCT sets no longer grow inside the aggregate. */
+static void distinct_set_bulk(xo_op *op);
+
 static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
                                   xo_op **out, hs_error *err)
 {
@@ -2266,6 +2287,8 @@ static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const 
     if (st == HS_OK) {
         st = xo_distinct(op, &dop, err);
         op = NULL;   /* owned by dop, or freed */
+        if (st == HS_OK)
+            distinct_set_bulk(dop);
     }
     for (int j = 0; j < n_aggs && st == HS_OK; j++) {
         a2[j] = aggs[j];
@@ -2329,6 +2352,8 @@ static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *
 typedef struct distinct_op {
     xo_op op;
     int n_parts;           /* 1, or the threads of a parallel Distinct */
+    bool bulk;             /* read to its end (under an aggregate): rounds of
+                            * small batches grow as the aggregate's do */
     hs_map seen[DIST_MAXP];/* a key lives in seen[hash % n_parts] */
     int64_t key_bytes, accounted;
     hs_buf kb;
@@ -2345,6 +2370,11 @@ typedef struct distinct_op {
 } distinct_op;
 
 static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err);
+
+static void distinct_set_bulk(xo_op *op)
+{
+    ((distinct_op *)op)->bulk = true;
+}
 
 static int64_t distinct_seen_cap(const distinct_op *s)
 {
@@ -2524,15 +2554,15 @@ static hs_status run_tasks(xo_ctx *ctx, hs_task_fn fn, void *args, size_t size, 
 static hs_status distinct_round(distinct_op *s, hs_error *err)
 {
     xo_ctx *ctx = s->op.ctx;
-    int k = ctx->threads;
-    dist_in *in = hs_calloc((size_t)k, sizeof *in);
+    int k = ctx->threads, max = s->bulk ? k * AGG_ROUND_BATCHES : k;
+    dist_in *in = hs_calloc((size_t)max, sizeof *in);
     dist_part *pt = hs_calloc((size_t)s->n_parts, sizeof *pt);
-    hs_status st = in && pt && (s->pend || (s->pend = hs_calloc((size_t)k, sizeof *s->pend)))
+    hs_status st = in && pt && (s->pend || (s->pend = hs_calloc((size_t)max, sizeof *s->pend)))
                        ? HS_OK : hs_err_nomem(err, 0);
     int n = 0;
     int64_t rows = 0, bytes = 0;
     int n_cols = 0;
-    while (st == HS_OK && n < k) {
+    while (st == HS_OK && (n < k || (n < max && rows < (int64_t)k * AGG_ROUND_ROWS))) {
         hs_batch *b;
         st = xo_next(s->op.children[0], &b, err);
         if (st != HS_OK || !b) {
@@ -2584,7 +2614,7 @@ static hs_status distinct_round(distinct_op *s, hs_error *err)
         }
     }
     hs_buf_free(&idx);
-    for (int i = 0; in && i < k; i++) {
+    for (int i = 0; in && i < max; i++) {
         hs_batch_free(in[i].b);
         hs_buf_free(&in[i].keys);
         hs_free(in[i].off);
