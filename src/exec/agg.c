@@ -428,6 +428,36 @@ static bool pack_pair(hs_column *const *cols, int64_t row, uint64_t *out)
     return true;
 }
 
+/* True when row i's group columns hold what row i - 1's do (both NULL,
+ * the same bytes, the same integer): its group without building the row
+ * key (TPC-H Q16's (p_brand, p_type, p_size) come in runs, partsupp being
+ * ordered by part).  False when unsure: the key decides then. */
+static bool same_as_prev(hs_column *const *cols, int n, int64_t i)
+{
+    for (int c = 0; c < n; c++) {
+        const hs_column *col = cols[c];
+        bool v1 = hs_col_is_valid(col, i);
+        if (v1 != hs_col_is_valid(col, i - 1))
+            return false;
+        if (!v1)
+            continue;
+        if (col->type == HS_TYPE_STRING || col->type == HS_TYPE_BINARY) {
+            const int32_t *o = HS_COL_OFFSETS(col);
+            int32_t len = o[i + 1] - o[i];
+            if (len != o[i] - o[i - 1] ||
+                memcmp(col->values.data + o[i], col->values.data + o[i - 1], (size_t)len) != 0)
+                return false;
+        } else if (xo_is_int_type(col->type)) {
+            bool big1, big0;
+            if (xo_int_at(col, i, &big1) != xo_int_at(col, i - 1, &big0) || big1 != big0)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
 static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
 {
     if (b->n_rows > s->gid_cap) {
@@ -478,6 +508,7 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
         s->gid[i] = (int64_t)g;
     }
     hs_buf prevk = {0};
+    int64_t prev_row = -1;   /* the last row given prev_g by its row key */
     bool have_pp = false;
     uint64_t prev_pk = 0;
     int64_t prev_pg = 0;
@@ -509,6 +540,11 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             prev_pg = (int64_t)g;
             continue;
         }
+        if (prev_row == i - 1 && same_as_prev(b->cols, s->n_groups, i)) {
+            s->gid[i] = prev_g;
+            prev_row = i;
+            continue;
+        }
         hs_buf_reset(&s->kb);
         for (int c = 0; c < s->n_groups && st == HS_OK; c++)
             st = xo_key_append(&s->kb, b->cols[c], i);
@@ -516,6 +552,7 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             break;
         if (have_prev && prevk.len == s->kb.len && !memcmp(prevk.data, s->kb.data, s->kb.len)) {
             s->gid[i] = prev_g;
+            prev_row = i;
             continue;
         }
         uint64_t g;
@@ -540,6 +577,7 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             st = hs_buf_append(&prevk, s->kb.data, s->kb.len);
         have_prev = true;
         prev_g = (int64_t)g;
+        prev_row = i;
     }
     hs_buf_free(&prevk);
     if (st != HS_OK) {

@@ -4,7 +4,9 @@ DISTINCT aggregate and a HashJoin's probe take more than `threads` batches
 a round when the batches are small (a selective filter below them), the
 aggregate's workers and the Distinct's key tasks several batches each, the
 join's probe states a run of consecutive batches each.  Results are
-compared with DuckDB on the same data at 1, 2, 3 and 4 threads; the scan's
+compared with DuckDB on the same data at 1, 2, 3 and 4 threads (and
+groups by long strings in runs, whose rows take the previous row's group
+when every group column matches it); the scan's
 filter keeps about 1 row in 9 of each file's 10,000, so batches have some
 1,100 rows (checked in EXPLAIN ANALYZE) and rounds hold 4 to 8 batches a
 thread."""
@@ -36,6 +38,13 @@ def _data():
         "x": pa.array(rng.integers(0, 500, N).astype(np.int32), pa.int32(), mask=rng.random(N) < 0.03),
         "d": pa.array([Decimal(int(v)).scaleb(-2) for v in rng.integers(-5000, 5000, N)],
                       pa.decimal128(12, 2)),
+        # long strings (row keys, not packed) in runs of 3, NULL runs among them, and a
+        # second column that changes inside some runs: the aggregate reuses the previous
+        # row's group only when every group column matches
+        "lg": pa.array([None if r % 11 == 5 else f"a long group name {r % 23:02d}"
+                        for r in (np.arange(N) // 3).tolist()], pa.string()),
+        "sz": pa.array((np.arange(N) // 2 % 5).astype(np.int32), pa.int32(),
+                       mask=(np.arange(N) // 2 % 13) == 7),
     })
 
 
@@ -89,6 +98,9 @@ QUERIES = [
     f"SELECT g, count(DISTINCT x), count(DISTINCT k) FROM t WHERE {F} GROUP BY g",
     f"SELECT g, count(DISTINCT k) FROM t WHERE {F} GROUP BY g",
     f"SELECT DISTINCT g, x FROM t WHERE {F} AND x < 50",
+    "SELECT lg, sz, count(*), sum(x) FROM t GROUP BY lg, sz",
+    "SELECT lg, g, count(*) FROM t WHERE id % 3 <> 1 GROUP BY lg, g",
+    "SELECT lg, sz, count(DISTINCT k) FROM t GROUP BY lg, sz",
     f"SELECT t.id, t.k, u.name, u.w FROM t JOIN u ON t.k = u.k WHERE {F}",
     f"SELECT u.name, count(*), sum(t.d) FROM t JOIN u ON t.k = u.k WHERE {F} GROUP BY u.name",
     f"SELECT t.id FROM t WHERE {F} AND t.k NOT IN (SELECT k FROM u WHERE w > 3)",
