@@ -540,7 +540,7 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             prev_pg = (int64_t)g;
             continue;
         }
-        if (prev_row == i - 1 && same_as_prev(b->cols, s->n_groups, i)) {
+        if (i > 0 && prev_row == i - 1 && same_as_prev(b->cols, s->n_groups, i)) {
             s->gid[i] = prev_g;
             prev_row = i;
             continue;
