@@ -428,6 +428,36 @@ static bool pack_pair(hs_column *const *cols, int64_t row, uint64_t *out)
     return true;
 }
 
+/* True when row i's group columns hold what row i - 1's do (both NULL,
+ * the same bytes, the same integer): its group without building the row
+ * key (TPC-H Q16's (p_brand, p_type, p_size) come in runs, partsupp being
+ * ordered by part).  False when unsure: the key decides then. */
+static bool same_as_prev(hs_column *const *cols, int n, int64_t i)
+{
+    for (int c = 0; c < n; c++) {
+        const hs_column *col = cols[c];
+        bool v1 = hs_col_is_valid(col, i);
+        if (v1 != hs_col_is_valid(col, i - 1))
+            return false;
+        if (!v1)
+            continue;
+        if (col->type == HS_TYPE_STRING || col->type == HS_TYPE_BINARY) {
+            const int32_t *o = HS_COL_OFFSETS(col);
+            int32_t len = o[i + 1] - o[i];
+            if (len != o[i] - o[i - 1] ||
+                memcmp(col->values.data + o[i], col->values.data + o[i - 1], (size_t)len) != 0)
+                return false;
+        } else if (xo_is_int_type(col->type)) {
+            bool big1, big0;
+            if (xo_int_at(col, i, &big1) != xo_int_at(col, i - 1, &big0) || big1 != big0)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
 static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
 {
     if (b->n_rows > s->gid_cap) {
@@ -478,6 +508,7 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
         s->gid[i] = (int64_t)g;
     }
     hs_buf prevk = {0};
+    int64_t prev_row = -1;   /* the last row given prev_g by its row key */
     bool have_pp = false;
     uint64_t prev_pk = 0;
     int64_t prev_pg = 0;
@@ -509,6 +540,11 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             prev_pg = (int64_t)g;
             continue;
         }
+        if (i > 0 && prev_row == i - 1 && same_as_prev(b->cols, s->n_groups, i)) {
+            s->gid[i] = prev_g;
+            prev_row = i;
+            continue;
+        }
         hs_buf_reset(&s->kb);
         for (int c = 0; c < s->n_groups && st == HS_OK; c++)
             st = xo_key_append(&s->kb, b->cols[c], i);
@@ -516,6 +552,7 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             break;
         if (have_prev && prevk.len == s->kb.len && !memcmp(prevk.data, s->kb.data, s->kb.len)) {
             s->gid[i] = prev_g;
+            prev_row = i;
             continue;
         }
         uint64_t g;
@@ -540,6 +577,7 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             st = hs_buf_append(&prevk, s->kb.data, s->kb.len);
         have_prev = true;
         prev_g = (int64_t)g;
+        prev_row = i;
     }
     hs_buf_free(&prevk);
     if (st != HS_OK) {
@@ -1323,15 +1361,26 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
     return HS_OK;
 }
 
+/* A parallel round takes at least `threads` batches and, when they are
+ * small (a selective filter or join below: TPC-H Q16's 1,200-row batches),
+ * more of them up to AGG_ROUND_ROWS rows a thread or AGG_ROUND_BATCHES
+ * batches a thread, so that the pool's start and wait of a round are paid
+ * for thousands of rows, not a few hundred. */
+#define AGG_ROUND_ROWS (XO_BATCH_ROWS / 2)
+#define AGG_ROUND_BATCHES 8
+
 typedef struct agg_job {
     agg_op *w;
-    hs_batch *b;
+    hs_batch *b[AGG_ROUND_BATCHES];
+    int n;
 } agg_job;
 
 static hs_status agg_task(void *arg, hs_error *err)
 {
     agg_job *j = arg;
-    return consume(j->w, j->b, err);
+    for (int i = 0; i < j->n; i++)
+        HS_TRY(consume(j->w, j->b[i], err));
+    return HS_OK;
 }
 
 /* DISTINCT aggregate a of s takes the values worker state b kept (each
@@ -1359,17 +1408,83 @@ static hs_status merge_distinct(agg_op *s, agg_state *a, agg_state *b, const int
     return st;
 }
 
+/* The final merge of one integer group column (the input has ended):
+ * worker w's groups are looked up, not inserted -- in s's map (the
+ * adopted worker's groups), else in the maps of the workers merged before
+ * it (done[0..nd), whose groups are groups done_mg[k][.] of s); a key in
+ * none of them is a new group of s, appended without a map entry, since
+ * no row comes to look it up again.  So s's map never grows to all the
+ * groups (TPC-H Q18's subquery: 1.5M orders, the two workers' halves
+ * nearly disjoint because lineitem is clustered by l_orderkey: the map of
+ * 4M slots, its zeroed pages and 750K inserts are saved).  Fills s->gid
+ * (group of w -> group of s) as assign_groups does. */
+static hs_status assign_final(agg_op *s, const agg_op *w, agg_op *const *done,
+                              int64_t *const *done_mg, int nd, hs_error *err)
+{
+    const hs_batch *b = w->keys.b;
+    if (b->n_rows > s->gid_cap) {
+        HS_TRY(grow((void **)&s->gid, b->n_rows, sizeof *s->gid, err));
+        s->gid_cap = b->n_rows;
+    }
+    hs_buf fresh = {0};
+    const hs_column *kc = b->cols[0];
+    for (int64_t i = 0; i < b->n_rows; i++) {
+        int64_t g = -1;
+        if (!hs_col_is_valid(kc, i)) {
+            g = s->null_gid;
+            if (g < 0)
+                s->null_gid = g = s->n_total++;   /* new: appended below */
+            else {
+                s->gid[i] = g;
+                continue;
+            }
+        } else {
+            bool big;
+            uint64_t key = (uint64_t)xo_int_at(kc, i, &big), v;
+            if (s->imap.count && hs_imap_get(&s->imap, key, &v))
+                g = (int64_t)v;
+            for (int k = 0; g < 0 && k < nd; k++)
+                if (done[k]->imap.count && hs_imap_get(&done[k]->imap, key, &v))
+                    g = done_mg[k][v];
+            if (g >= 0) {
+                s->gid[i] = g;
+                continue;
+            }
+            g = s->n_total++;
+        }
+        s->gid[i] = g;
+        if (HS_VEC_PUSH(&fresh, int64_t, i) != HS_OK) {
+            hs_buf_free(&fresh);
+            return hs_err_nomem(err, 0);
+        }
+    }
+    hs_status st = HS_OK;
+    if (fresh.len) {
+        hs_batch view = {.schema = s->key_schema, .n_rows = b->n_rows, .n_cols = s->n_groups,
+                         .cols = b->cols};
+        st = xo_rows_append_take(&s->keys, s->op.ctx, s->op.name, &view, (int64_t *)fresh.data,
+                                 (int64_t)HS_VEC_LEN(&fresh, int64_t), err);
+    }
+    hs_buf_free(&fresh);
+    return st;
+}
+
 /* Folds worker w's groups into s: the worker's key rows are looked up as a
- * batch (new groups are appended to s), then every state merges
- * (DISTINCT ones by merge_distinct). */
-static hs_status merge_worker(agg_op *s, agg_op *w, hs_error *err)
+ * batch (new groups are appended to s; at the end of an integer-keyed
+ * input by assign_final, done/done_mg/nd as there), then every state
+ * merges (DISTINCT ones by merge_distinct). */
+static hs_status merge_worker(agg_op *s, agg_op *w, agg_op *const *done,
+                              int64_t *const *done_mg, int nd, bool final, hs_error *err)
 {
     if (w->n_total == 0)
         return HS_OK;
     if (s->n_groups > 0) {
         if (!w->keys.b)
             return HS_OK;
-        HS_TRY(assign_groups(s, w->keys.b, err));
+        if (final)
+            HS_TRY(assign_final(s, w, done, done_mg, nd, err));
+        else
+            HS_TRY(assign_groups(s, w->keys.b, err));
     } else {
         HS_TRY(assign_groups(s, &(hs_batch){.n_rows = w->n_total}, err));
     }
@@ -1486,19 +1601,26 @@ static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
         if ((s->n_groups > 0 || distinct) && ctx->mem_limit > 0 &&
             atomic_load(&ctx->mem_used) > stop)
             break;
-        int n = 0;
-        while (n < k && st == HS_OK) {
+        int n = 0, nb = 0;   /* jobs with batches; batches */
+        int64_t rows = 0;
+        for (int i = 0; i < k; i++)
+            jobs[i] = (agg_job){.w = s->workers[i]};
+        while ((nb < k || (rows < (int64_t)k * AGG_ROUND_ROWS && nb < k * AGG_ROUND_BATCHES)) &&
+               st == HS_OK) {
             hs_batch *b;
             st = xo_next(s->op.children[0], &b, err);
             if (st != HS_OK || !b) {
                 eof = true;
                 break;
             }
-            jobs[n] = (agg_job){s->workers[n], b};
-            n++;
+            agg_job *j = &jobs[nb % k];
+            j->b[j->n++] = b;
+            rows += b->n_rows;
+            nb++;
         }
+        n = nb < k ? nb : k;
         if (st == HS_OK && n == 1) {
-            st = consume(jobs[0].w, jobs[0].b, err);
+            st = agg_task(&jobs[0], err);
         } else if (st == HS_OK && n > 1) {
             hs_group *g;
             st = hs_group_create(ctx->pool, &g, err);
@@ -1512,9 +1634,10 @@ static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
                     st = hs_err_nomem(err, 0);
             }
         }
-        for (int i = 0; i < n; i++) {
-            hs_batch_free(jobs[i].b);
-            jobs[i].b = NULL;
+        for (int i = 0; i < k; i++) {
+            for (int m = 0; m < jobs[i].n; m++)
+                hs_batch_free(jobs[i].b[m]);
+            jobs[i].n = 0;
         }
     }
     hs_free(jobs);
@@ -1529,20 +1652,47 @@ static hs_status consume_parallel(agg_op *s, bool *eof_out, hs_error *err)
         }
         adopt_worker(s, s->workers[big]);
         more -= s->n_total;
-        /* at most `more` new groups: one resize now, none while merging */
-        if (s->int_key && hs_imap_reserve(&s->imap, s->imap.count + (size_t)more) != HS_OK)
+        /* at most `more` new groups: one resize now, none while merging
+         * (none at all at the end of the input: assign_final) */
+        if (s->int_key && !eof && hs_imap_reserve(&s->imap, s->imap.count + (size_t)more) != HS_OK)
             st = hs_err_nomem(err, 0);
         if (st == HS_OK)
             st = ensure_groups(s, s->n_total + more, err);
         if (st == HS_OK)
             st = account(s, err);
     }
+    /* assign_final: the workers merged so far stay (their maps are looked
+     * up) with their group numbers in s */
+    bool final = eof && s->int_key && s->n_groups == 1;
+    agg_op **done = final ? hs_calloc((size_t)s->n_workers, sizeof *done) : NULL;
+    int64_t **done_mg = final ? hs_calloc((size_t)s->n_workers, sizeof *done_mg) : NULL;
+    int nd = 0;
+    if (final && (!done || !done_mg))
+        st = hs_err_nomem(err, 0);
     for (int i = 0; i < s->n_workers && st == HS_OK; i++) {
-        st = merge_worker(s, s->workers[i], err);
-        agg_clear(s->workers[i]);
-        hs_free(s->workers[i]);
+        agg_op *w = s->workers[i];
+        st = merge_worker(s, w, done, done_mg, nd, final, err);
         s->workers[i] = NULL;
+        if (final && st == HS_OK && w->n_total > 0 && w->keys.b) {
+            int64_t *mg = hs_malloc((size_t)w->n_total * sizeof *mg);
+            if (mg) {
+                memcpy(mg, s->gid, (size_t)w->n_total * sizeof *mg);
+                done[nd] = w;
+                done_mg[nd++] = mg;
+                continue;
+            }
+            st = hs_err_nomem(err, 0);
+        }
+        agg_clear(w);
+        hs_free(w);
     }
+    for (int k = 0; k < nd; k++) {
+        agg_clear(done[k]);
+        hs_free(done[k]);
+        hs_free(done_mg[k]);
+    }
+    hs_free(done);
+    hs_free(done_mg);
     return st;
 }
 
@@ -2137,6 +2287,8 @@ static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *
 
 /* The aggregates of distinct_only over Distinct(group columns, argument):
  * both spill, so the DISTINCT sets no longer grow inside the aggregate. */
+static void distinct_set_bulk(xo_op *op);
+
 static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
                                   xo_op **out, hs_error *err)
 {
@@ -2173,6 +2325,8 @@ static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const 
     if (st == HS_OK) {
         st = xo_distinct(op, &dop, err);
         op = NULL;   /* owned by dop, or freed */
+        if (st == HS_OK)
+            distinct_set_bulk(dop);
     }
     for (int j = 0; j < n_aggs && st == HS_OK; j++) {
         a2[j] = aggs[j];
@@ -2236,6 +2390,8 @@ static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *
 typedef struct distinct_op {
     xo_op op;
     int n_parts;           /* 1, or the threads of a parallel Distinct */
+    bool bulk;             /* read to its end (under an aggregate): rounds of
+                            * small batches grow as the aggregate's do */
     hs_map seen[DIST_MAXP];/* a key lives in seen[hash % n_parts] */
     int64_t key_bytes, accounted;
     hs_buf kb;
@@ -2252,6 +2408,11 @@ typedef struct distinct_op {
 } distinct_op;
 
 static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err);
+
+static void distinct_set_bulk(xo_op *op)
+{
+    ((distinct_op *)op)->bulk = true;
+}
 
 static int64_t distinct_seen_cap(const distinct_op *s)
 {
@@ -2431,15 +2592,15 @@ static hs_status run_tasks(xo_ctx *ctx, hs_task_fn fn, void *args, size_t size, 
 static hs_status distinct_round(distinct_op *s, hs_error *err)
 {
     xo_ctx *ctx = s->op.ctx;
-    int k = ctx->threads;
-    dist_in *in = hs_calloc((size_t)k, sizeof *in);
+    int k = ctx->threads, max = s->bulk ? k * AGG_ROUND_BATCHES : k;
+    dist_in *in = hs_calloc((size_t)max, sizeof *in);
     dist_part *pt = hs_calloc((size_t)s->n_parts, sizeof *pt);
-    hs_status st = in && pt && (s->pend || (s->pend = hs_calloc((size_t)k, sizeof *s->pend)))
+    hs_status st = in && pt && (s->pend || (s->pend = hs_calloc((size_t)max, sizeof *s->pend)))
                        ? HS_OK : hs_err_nomem(err, 0);
     int n = 0;
     int64_t rows = 0, bytes = 0;
     int n_cols = 0;
-    while (st == HS_OK && n < k) {
+    while (st == HS_OK && (n < k || (n < max && rows < (int64_t)k * AGG_ROUND_ROWS))) {
         hs_batch *b;
         st = xo_next(s->op.children[0], &b, err);
         if (st != HS_OK || !b) {
@@ -2491,7 +2652,7 @@ static hs_status distinct_round(distinct_op *s, hs_error *err)
         }
     }
     hs_buf_free(&idx);
-    for (int i = 0; in && i < k; i++) {
+    for (int i = 0; in && i < max; i++) {
         hs_batch_free(in[i].b);
         hs_buf_free(&in[i].keys);
         hs_free(in[i].off);

@@ -106,10 +106,20 @@ enum { J_BUILD = 0, J_PROBE, J_TAIL, J_DONE, J_SPILL_PROBE, J_SPILL_PARTS };
 
 struct join_op;
 /* The state of probing one left batch (one per parallel task). */
+/* A parallel probe round (probe_parallel) takes at least `threads` left
+ * batches and, when they are small (a selective filter below: TPC-H Q16's
+ * partsupp after its runtime filter, 1,200 rows a batch), more of them up
+ * to JOIN_ROUND_ROWS rows a thread or JOIN_ROUND_BATCHES batches a thread,
+ * each probe state taking a run of consecutive batches. */
+#define JOIN_ROUND_ROWS (XO_BATCH_ROWS / 2)
+#define JOIN_ROUND_BATCHES 8
+
 typedef struct probe {
     struct join_op *j;
     hs_buf kb;              /* key scratch */
     hs_batch *left;         /* the left batch */
+    hs_batch *more[JOIN_ROUND_BATCHES - 1];   /* parallel: the batches after it */
+    int n_more;
     uint8_t *lmatched;      /* per left row */
     hs_buf pl, pr;          /* pending pairs (int64 left row, right row) */
     uint8_t *sel;           /* residual selection, XO_BATCH_ROWS */
@@ -124,6 +134,9 @@ static void probe_clear(probe *p)
     hs_buf_free(&p->kb);
     hs_batch_free(p->left);
     p->left = NULL;
+    for (int i = 0; i < p->n_more; i++)
+        hs_batch_free(p->more[i]);
+    p->n_more = 0;
     hs_free(p->lmatched);
     p->lmatched = NULL;
     hs_buf_free(&p->pl);
@@ -162,6 +175,7 @@ typedef struct join_op {
     probe main;             /* the build, sequential probes, the output queue */
     probe *par;             /* parallel probes (ctx->threads of them) or NULL */
     int n_par;
+    hs_batch **par_in;      /* a round's batches (JOIN_ROUND_BATCHES a probe) */
     int64_t tail_pos;
     /* SEMI/ANTI with a small left side: built from the left rows, probed by
      * the right child (see "Reversed build" at the top) */
@@ -1520,9 +1534,19 @@ static bool can_parallel(const join_op *j)
     return ctx && ctx->pool && ctx->threads > 1;
 }
 
+/* p->left, then p->more[] in order (consumed as probed). */
 static hs_status probe_task(void *arg, hs_error *err)
 {
-    return probe_batch((probe *)arg, err);
+    probe *p = arg;
+    HS_TRY(probe_batch(p, err));
+    for (int i = 0; i < p->n_more; i++) {
+        hs_batch_free(p->left);
+        p->left = p->more[i];
+        p->more[i] = NULL;
+        HS_TRY(probe_batch(p, err));
+    }
+    p->n_more = 0;
+    return HS_OK;
 }
 
 /* Reads up to `threads` left batches and probes them; false at the end. */
@@ -1538,20 +1562,40 @@ static hs_status probe_parallel(join_op *j, bool *more, hs_error *err)
         for (int i = 0; i < k; i++)
             j->par[i].j = j;
     }
-    int n = 0;
+    int nb = 0, max = k * JOIN_ROUND_BATCHES;
+    if (!j->par_in && !(j->par_in = hs_calloc((size_t)max, sizeof *j->par_in)))
+        return hs_err_nomem(err, 0);
+    hs_batch **in = j->par_in;
+    int64_t rows = 0;
     *more = true;
-    while (n < k) {
+    while (nb < k || (nb < max && rows < (int64_t)k * JOIN_ROUND_ROWS)) {
         hs_batch *b;
-        HS_TRY(next_probe_batch(j, &b, err));
+        hs_status st = next_probe_batch(j, &b, err);
+        if (st != HS_OK) {
+            for (int i = 0; i < nb; i++)
+                hs_batch_free(in[i]);
+            return st;
+        }
         if (!b) {
             *more = false;
             break;
         }
-        hs_batch_free(j->par[n].left);
-        j->par[n++].left = b;
+        in[nb++] = b;
+        rows += b->n_rows;
+    }
+    /* state i probes the consecutive batches [i*nb/n, (i+1)*nb/n) */
+    int n = nb < k ? nb : k;
+    for (int i = 0; i < n; i++) {
+        int a = (int)((int64_t)i * nb / n), e = (int)((int64_t)(i + 1) * nb / n);
+        probe *p = &j->par[i];
+        hs_batch_free(p->left);
+        p->left = in[a];
+        p->n_more = 0;
+        for (int m = a + 1; m < e; m++)
+            p->more[p->n_more++] = in[m];
     }
     if (n == 1) {
-        HS_TRY(probe_batch(&j->par[0], err));
+        HS_TRY(probe_task(&j->par[0], err));
     } else if (n > 1) {
         hs_group *g;
         HS_TRY(hs_group_create(ctx->pool, &g, err));
@@ -1644,6 +1688,7 @@ static void join_destroy(xo_op *op)
     for (int i = 0; i < j->n_par; i++)
         probe_clear(&j->par[i]);
     hs_free(j->par);
+    hs_free(j->par_in);
     for (int i = 0; i < j->n_pend; i++)
         hs_batch_free(j->pend[i]);
     hs_free(j->pend);
