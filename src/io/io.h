@@ -238,6 +238,10 @@ bool hs_io_background(void (*fn)(void *arg), void *arg);
 /* Waits until no hs_io_background task or asynchronous prefetch runs (tests
  * clearing caches that such tasks fill). */
 void hs_io_background_wait(void);
+/* True while the process exits (atexit) or a thread waits in
+ * hs_io_background_wait (or hs_s3_reset): an hs_io_background task that
+ * waits before its work (for an idle moment) should give the work up. */
+bool hs_io_background_stop(void);
 /* Object stores: the size and version (ETag) of an object, from io/s3.c's
  * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
  * else by opening it (one GET of its tail, which then serves the caller's

@@ -66,7 +66,11 @@ void hs_s3_prefetch_async(const char *const *uris, size_t n);
 /* io.h's hs_io_background: fn(arg) on a detached thread counted with the
  * asynchronous prefetches (exit and hs_s3_reset wait for it). */
 bool hs_s3_background(void (*fn)(void *arg), void *arg);
-void hs_s3_background_wait(void);   /* until none of those runs */
+void hs_s3_background_wait(void);
+/* True while the process exits or a thread waits in hs_s3_reset or
+ * hs_s3_background_wait: a background task that waits before its work
+ * should give it up. */
+bool hs_s3_background_stop(void);   /* until none of those runs */
 
 /* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */
 typedef struct hs_s3_stats {

@@ -41,6 +41,12 @@
  * lookup's pages of three columns of one row group in one GET at 125,000
  * rows a file, not two */
 #define S3_COALESCE_GAP ((uint64_t)512 << 10)
+/* ... into runs of at most this: ranges of one wave that S3_COALESCE_GAP
+ * joins cost one GET even when together they exceed S3_CACHE_MAX_READ (a
+ * point lookup's pages of three columns spread over 1.2 MB of a row group
+ * of 125,000 rows: one request, not two).  The run is cached in pieces of
+ * at most S3_CACHE_MAX_READ on block boundaries, like reads of that size. */
+#define S3_NEED_MAX_READ ((uint64_t)4 << 20)
 #define S3_MIN_PART ((size_t)5 << 20)
 #define S3_MAX_PARTS 10000
 

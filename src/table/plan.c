@@ -83,6 +83,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------------ */
 /* the filter                                                          */
@@ -970,24 +971,29 @@ static const uint8_t *arena_bytes(hs_arena *a, const uint8_t *p, uint32_t n)
     return d;
 }
 
-/* Remembers a data file that statistics pruned (object stores, at most
- * HS_WARM_FILES; see tbl_plan.pruned).  Best effort: no memory, no warming. */
-static void note_pruned(tbl_plan *p, const char *path)
+/* Remembers a path for warming the next query (object stores, at most
+ * HS_WARM_FILES; see tbl_plan.pruned, tbl_plan.skipped).  Best effort: no
+ * memory, no warming. */
+static void note_path(tbl_plan *p, const char ***a, int *n, int *cap, const char *path)
 {
-    int64_t cap = hs_cfg_get(HS_CFG_WARM_FILES);
-    if (p->n_pruned >= cap || !hs_io_is_object_uri(path))
+    if (*n >= hs_cfg_get(HS_CFG_WARM_FILES) || !hs_io_is_object_uri(path))
         return;
-    if (p->n_pruned == p->cap_pruned) {
-        int nc = p->cap_pruned ? 2 * p->cap_pruned : 16;
-        const char **a = hs_realloc(p->pruned, (size_t)nc * sizeof *a);
-        if (!a)
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 16;
+        const char **na = hs_realloc(*a, (size_t)nc * sizeof *na);
+        if (!na)
             return;
-        p->pruned = a;
-        p->cap_pruned = nc;
+        *a = na;
+        *cap = nc;
     }
     const char *copy = arena_str(&p->arena, path);
     if (copy)
-        p->pruned[p->n_pruned++] = copy;
+        (*a)[(*n)++] = copy;
+}
+
+static void note_pruned(tbl_plan *p, const char *path)
+{
+    note_path(p, &p->pruned, &p->n_pruned, &p->cap_pruned, path);
 }
 
 /* Statistics of one equality column of a file (header comment). */
@@ -1380,10 +1386,47 @@ static hs_status attach_deletes(tbl_plan *p, const del_entry *d, size_t n_dels, 
     return st;
 }
 
+/* ------------------------------------------------------------------ */
+/* queries in progress (the idle gate of background warming)          */
+
+/* Plans alive (a query planning or reading) and when the last one ended:
+ * warming for the next query waits until no query has run for
+ * TBL_WARM_IDLE_MS (tbl_plan_wait_idle), so that its requests never compete
+ * with a query's own, nor with a query issued right after one. */
+#define TBL_WARM_IDLE_MS 50
+#define TBL_WARM_IDLE_GIVE_UP_MS 60000
+static atomic_int g_plans_alive;
+static _Atomic int64_t g_plan_last_ns;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool tbl_plan_wait_idle(void)
+{
+    int64_t start = mono_ns(), idle = (int64_t)TBL_WARM_IDLE_MS * 1000000;
+    for (;;) {
+        if (hs_io_background_stop())
+            return false;
+        int64_t now = mono_ns();
+        if (atomic_load(&g_plans_alive) == 0 && now - atomic_load(&g_plan_last_ns) >= idle)
+            return true;
+        if (now - start > (int64_t)TBL_WARM_IDLE_GIVE_UP_MS * 1000000)
+            return false;   /* never idle: the queries read what they need themselves */
+        struct timespec ts = {0, 5 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 void tbl_plan_free(tbl_plan *p)
 {
     if (!p)
         return;
+    atomic_store(&g_plan_last_ns, mono_ns());
+    atomic_fetch_sub(&g_plans_alive, 1);
     for (int i = 0; i < p->n_files; i++) {
         for (int k = 0; k < p->files[i].n_partition; k++)
             ice_value_clear(&p->files[i].partition[k]);
@@ -1391,6 +1434,7 @@ void tbl_plan_free(tbl_plan *p)
     }
     hs_free(p->files);
     hs_free(p->pruned);
+    hs_free(p->skipped);
     for (size_t i = 0; i < p->eqdels.len / sizeof(tbl_eqdel *); i++)
         tbl_eqdel_free(((tbl_eqdel **)p->eqdels.data)[i]);
     hs_buf_free(&p->eqdels);
@@ -1460,6 +1504,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     tbl_plan *p = hs_calloc(1, sizeof *p);
     if (!p)
         return hs_err_nomem(err, sizeof *p);
+    atomic_fetch_add(&g_plans_alive, 1);
     p->meta = meta;
     p->snap = snap;
     p->schema = schema;
@@ -1532,6 +1577,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             }
             const ice_schema *ss = tbl_schema_for_spec(meta, sp->spec);
             if (mf->content == ICE_MANIFEST_DATA && skip && skip[mi]) {
+                note_path(p, &p->skipped, &p->n_skipped, &p->cap_skipped, mf->manifest_path);
                 p->stats.manifests_total++;
                 p->stats.manifests_pruned++;
                 int64_t nf = (mf->added_files_count > 0 ? mf->added_files_count : 0) +
@@ -1570,10 +1616,6 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             uris[i] = p->files[i].path;
         hs_io_prefetch_async(uris, (size_t)p->n_files);
     }
-    if (p->n_pruned > 0 && p->stats.data_files_total <= hs_cfg_get(HS_CFG_WARM_FILES))
-        /* and the footers of the files pruned here, for the next query (those
-         * opened before cost nothing: the prefetch skips them) */
-        hs_io_prefetch_async(p->pruned, (size_t)p->n_pruned);
     *out = p;
     return HS_OK;
 }
