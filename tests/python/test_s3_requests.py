@@ -539,6 +539,9 @@ def test_manifest_summaries_stay_exact_across_other_engines(s3, tmp_path):
             proxy.trace = []
             env["AWS_ENDPOINT_URL"] = proxy.endpoint
             env.pop("AWS_ENDPOINT_URL_S3", None)
+            # the plan's own reads: no warming of the next query (which
+            # fetches the skipped manifests once the process is idle)
+            env["HS_WARM_FILES"] = "0"
             r = subprocess.run([sys.executable, "-c", MANY_WORKER, meta,
                                 json.dumps(filters[:1])],
                                env=env, text=True, capture_output=True, timeout=120)
@@ -622,6 +625,7 @@ def test_refresh_gives_an_old_root_its_summaries(s3):
             env = dict(os.environ, **s3.env)
             env["AWS_ENDPOINT_URL"] = proxy.endpoint
             env.pop("AWS_ENDPOINT_URL_S3", None)
+            env["HS_WARM_FILES"] = "0"   # the plan's reads only (no next-query warming)
             r = subprocess.run([sys.executable, "-c", MANY_WORKER, meta,
                                 json.dumps([f"id = {key_id}"])],
                                env=env, text=True, capture_output=True, timeout=120)
