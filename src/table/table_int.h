@@ -262,10 +262,11 @@ void tbl_plan_free(tbl_plan *p);
  * `paths` (at most HS_WARM_FILES of them; whole column chunks, at most
  * HS_WARM_PAGES_MB in all, shared by the files) are read into io's byte cache
  * on background threads, one per file, after each file's footer (fetched
- * ahead by tbl_plan_make): for the files of a vector search, its projected
- * columns but the vector, while its sidecars load, so that the winners'
- * rows (of this search and of the next one) come from the cache.  Returns
- * at once; a no-op for local paths. */
+ * ahead by tbl_plan_make or tbl_ixscan_warm): for the files of a vector
+ * search, its projected columns but the vector, while its sidecars load, so
+ * that the winners' rows (of this search and of the next one) come from the
+ * cache; for a selective scan's table, the columns it read, for the next
+ * lookup (tbl_ixscan_warm).  Returns at once; a no-op for local paths. */
 void tbl_plan_warm_pages(const char *const *paths, int n, const int32_t *field_ids, int n_ids);
 /* For background warming of the next query: waits until no plan is alive
  * (no query planning or reading) and none has been for a short while
