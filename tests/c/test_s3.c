@@ -390,8 +390,9 @@ static void test_will_need(void)
     hs_file *f = NULL;
     CHECK_OK(hs_io_open(u, &f, &err), &err);
     REQUIRE(f != NULL);
-    /* three far-apart ranges, two of them 10 KB apart (one request) */
-    const hs_io_range rr[] = { { 2000000, 5000 }, { 100000, 3000 }, { 110000, 4000 },
+    /* three far-apart ranges (more than 1 MiB between), two of them 10 KB
+     * apart (one request) */
+    const hs_io_range rr[] = { { 2400000, 5000 }, { 100000, 3000 }, { 110000, 4000 },
                                { 1200000, 70000 } };
     hs_s3_stats a, b;
     hs_s3_get_stats(&a);
@@ -439,7 +440,7 @@ static void test_will_need(void)
     hs_free(got);
 }
 
-/* Ranges that coalesce (gaps up to 512 KiB) into a run longer than the 1 MiB
+/* Ranges that coalesce (gaps up to 1 MiB) into a run longer than the 1 MiB
  * a cached read takes: still one GET (a point lookup's pages of three
  * columns spread over 1.3 MB of a row group), cached in pieces, so that the
  * reads after it cost nothing; a range further away is a GET of its own.
@@ -462,8 +463,8 @@ static void test_will_need_long_run(void)
     CHECK_OK(hs_io_open(u, &f, &err), &err);
     REQUIRE(f != NULL);
     /* 100,000 .. 1,458,000: four ranges 442 KB apart (1.36 MB in all), and
-     * one 1 MB beyond them */
-    const hs_io_range rr[] = { { 1000000, 8000 }, { 100000, 8000 }, { 2500000, 8000 },
+     * one 1.4 MB beyond them */
+    const hs_io_range rr[] = { { 1000000, 8000 }, { 100000, 8000 }, { 2900000, 8000 },
                                { 550000, 8000 }, { 1450000, 8000 } };
     hs_s3_stats a, b;
     hs_s3_get_stats(&a);
