@@ -34,9 +34,15 @@
  *   ingest      JSON Lines on stdin through the table's    hs_stream_open / write / close
  *               append stream (write-ahead log); one
  *               acknowledgement line per record
+ *   register    point a SQL or REST catalog's name at an  hs_catalog_register_table
+ *               existing metadata file
+ *   views       the views of a namespace, JSON            hs_catalog_list_views
  *
  * TABLE is a directory (a path table) unless --sql FILE names a SQLite
- * catalog (pyiceberg SqlCatalog layout), where TABLE is "namespace.name".
+ * catalog (pyiceberg SqlCatalog layout) or --catalog URI any catalog
+ * (hs_catalog_open_uri: sqlite:, http(s):// REST, a directory), with
+ * --catalog-option K=V for its options (token, credential, warehouse, ...),
+ * where TABLE is "namespace.name".
  */
 #include "cli.h"
 
@@ -57,6 +63,7 @@ static int progress_bar(void *ctx, const char *what, int64_t done, int64_t total
 #include "io/io.h"
 #include "expr/pred.h"
 
+#include <jansson.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -117,17 +124,27 @@ static const char table_usage[] =
     "          cancel keeps the groups committed before it\n"
     "  cherrypick TABLE SNAPSHOT_ID\n"
     "Streaming ingest:\n"
-    "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none]\n"
+    "  ingest TABLE [--batch-rows N] [--fsync batch|interval|none] [--wal-dir DIR]\n"
     "         JSON Lines on stdin -> the table's write-ahead log; prints one line\n"
     "         {\"seq\":S,\"rows\":R,\"acked_rows\":T} per durable record (a record is\n"
     "         N lines, default 1000, or fewer when stdin has nothing more yet); at\n"
     "         EOF flushes and prints {\"acked_rows\":T,\"snapshot_id\":ID}.  Empty\n"
-    "         stdin only recovers a crashed stream's rows (docs/streaming.md)\n"
+    "         stdin only recovers a crashed stream's rows (docs/streaming.md); --wal-dir:\n"
+    "         a local directory for the log (default <table>/wal; s3:// tables: the\n"
+    "         user's cache, ~/.cache/hyperstream/wal/...)\n"
     "\n"
     "Catalog options (any tool):\n"
     "  --sql FILE              SQLite catalog (pyiceberg SqlCatalog / JDBC layout)\n"
     "  --catalog-name NAME     catalog_name in the SQLite file (default \"default\")\n"
     "  --warehouse DIR         where new tables of a SQL catalog go\n"
+    "  --catalog URI           any catalog: sqlite:///f.db, http(s)://host:port (Iceberg\n"
+    "                          REST), a directory (docs/catalogs.md)\n"
+    "  --catalog-option K=V    an option of --catalog (token, credential, warehouse,\n"
+    "                          prefix, header.NAME, s3.*); repeatable\n"
+    "Catalog tools (need --sql or --catalog):\n"
+    "  register TABLE METADATA_LOCATION [--overwrite]   point TABLE at an existing\n"
+    "          metadata file (Iceberg's registerTable; nothing is copied)\n"
+    "  views NAMESPACE         the namespace's views, JSON array\n"
     "\n"
     "SPEC: \"bucket(16, id), day(ts), truncate(4, name), category\"\n"
     "ORDER: \"id DESC NULLS LAST, ts\"\n"
@@ -143,6 +160,10 @@ typedef struct targs {
     const char *pos[MAX_LIST];   /* further positional arguments */
     int n_pos;
     const char *sql, *catalog_name, *warehouse;
+    const char *catalog;                        /* --catalog URI */
+    const char *catalog_opts[MAX_LIST];         /* --catalog-option K=V */
+    int n_catalog_opts;
+    int overwrite;                              /* register --overwrite */
     const char *schema, *like, *partition, *sort, *format, *filter, *columns, *ref, *update;
     const char *as_of;
     const char *snapshot;
@@ -161,6 +182,7 @@ typedef struct targs {
     int64_t retain_last, target_size, min_files;
     int dry_run, keep_files;
     const char *fsync, *batch_rows;  /* ingest */
+    const char *wal_dir;             /* ingest --wal-dir */
     const char *zorder;             /* compact */
     int64_t delete_files;           /* compact: --delete-file-threshold */
     double delete_ratio;            /* compact: --delete-ratio-threshold */
@@ -186,6 +208,7 @@ static int parse_args(int argc, char **argv, targs *a)
     }
         VAL("--sql", sql)
         VAL("--catalog-name", catalog_name)
+        VAL("--catalog", catalog)
         VAL("--warehouse", warehouse)
         VAL("--schema", schema)
         VAL("--like", like)
@@ -203,6 +226,7 @@ static int parse_args(int argc, char **argv, targs *a)
         VAL("--older-than", older_than)
         VAL("--fsync", fsync)
         VAL("--batch-rows", batch_rows)
+        VAL("--wal-dir", wal_dir)
         VAL("--zorder", zorder)
 #undef VAL
         if (strcmp(s, "--retain-last") == 0 || strcmp(s, "--target-size") == 0 ||
@@ -305,6 +329,21 @@ static int parse_args(int argc, char **argv, targs *a)
             arr[(*n)++] = argv[++i];
             continue;
         }
+        if (strcmp(s, "--catalog-option") == 0) {
+            if (i + 1 >= argc)
+                return cli_usage_error("table ", "option %s needs a value", s);
+            if (!strchr(argv[i + 1], '='))
+                return cli_usage_error("table ", "--catalog-option needs K=V, got '%s'",
+                                       argv[i + 1]);
+            if (a->n_catalog_opts >= MAX_LIST)
+                return cli_usage_error("table ", "too many %s options", s);
+            a->catalog_opts[a->n_catalog_opts++] = argv[++i];
+            continue;
+        }
+        if (strcmp(s, "--overwrite") == 0) {
+            a->overwrite = 1;
+            continue;
+        }
         if (strcmp(s, "--row-lineage") == 0) {
             a->row_lineage = 1;
             continue;
@@ -325,9 +364,59 @@ static int parse_args(int argc, char **argv, targs *a)
 
 static hs_status open_catalog(const targs *a, hs_catalog **cat, hs_error *err)
 {
+    if (a->sql && a->catalog)
+        return hs_err_set(err, HS_INVALID, "--sql and --catalog exclude each other");
     if (a->sql)
         return hs_catalog_open_sql(a->sql, a->catalog_name, a->warehouse, cat, err);
-    return hs_catalog_open_path(NULL, cat, err);
+    if (!a->catalog)
+        return hs_catalog_open_path(NULL, cat, err);
+    json_t *o = json_object();
+    for (int i = 0; o && i < a->n_catalog_opts; i++) {
+        const char *kv = a->catalog_opts[i], *eq = strchr(kv, '=');
+        char *k = hs_strndup(kv, (size_t)(eq - kv));
+        if (!k || json_object_set_new(o, k, json_string(eq + 1)) != 0) {
+            hs_free(k);
+            json_decref(o);
+            return hs_err_set(err, HS_INVALID, "--catalog-option %s: not UTF-8 text", kv);
+        }
+        hs_free(k);
+    }
+    if (o && a->catalog_name && !json_object_get(o, "name"))
+        json_object_set_new(o, "name", json_string(a->catalog_name));
+    if (o && a->warehouse && !json_object_get(o, "warehouse"))
+        json_object_set_new(o, "warehouse", json_string(a->warehouse));
+    char *text = o ? hs_json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!text)
+        return hs_err_nomem(err, 256);
+    hs_status st = hs_catalog_open_uri(a->catalog, text, cat, err);
+    free(text);
+    return st;
+}
+
+static int print_json(hs_status st, char *s, const hs_error *err);
+
+/* register / views: catalog operations, no table handle. */
+static int tool_catalog(const targs *a, hs_catalog *cat)
+{
+    hs_error err = {0};
+    hs_status st;
+    if (!a->sql && !a->catalog)
+        return cli_usage_error("table ", "%s needs --sql FILE or --catalog URI", a->tool);
+    if (strcmp(a->tool, "register") == 0) {
+        if (a->n_pos != 1)
+            return cli_usage_error("table ", "register needs TABLE METADATA_LOCATION");
+        st = hs_catalog_register_table(cat, a->table, a->pos[0], a->overwrite, &err);
+        if (st != HS_OK)
+            return cli_fail_err(st, &err);
+        printf("{\"registered\":\"%s\"}\n", a->table);
+        return 0;
+    }
+    if (a->n_pos != 0)
+        return cli_usage_error("table ", "views needs NAMESPACE only");
+    char *s = NULL;
+    st = hs_catalog_list_views(cat, a->table, &s, &err);
+    return print_json(st, s, &err);
 }
 
 /* ---- input files as streams ---- */
@@ -655,6 +744,7 @@ static bool stdin_has_more(void)
 static int tool_ingest(const targs *a, hs_table *t)
 {
     hs_stream_options o = HS_STREAM_OPTIONS_INIT;
+    o.wal_dir = a->wal_dir;
     int64_t batch_rows = 1000;
     if (a->batch_rows) {
         char *end;
@@ -980,7 +1070,7 @@ int cmd_table(int argc, char **argv)
                                         "properties", "upgrade", "delete", "overwrite", "explain",
                                         "index", "expire", "remove-orphans", "rewrite-manifests",
                                         "rewrite-position-deletes", "compact", "cherrypick",
-                                        "ingest"};
+                                        "ingest", "register", "views"};
     bool known = false;
     for (size_t i = 0; i < sizeof tools / sizeof tools[0]; i++)
         known |= strcmp(argv[1], tools[i]) == 0;
@@ -1011,6 +1101,11 @@ int cmd_table(int argc, char **argv)
         return cli_fail_err(st, &err);
     if (strcmp(a.tool, "create") == 0) {
         rc = tool_create(&a, cat);
+        hs_catalog_close(cat);
+        return rc;
+    }
+    if (strcmp(a.tool, "register") == 0 || strcmp(a.tool, "views") == 0) {
+        rc = tool_catalog(&a, cat);
         hs_catalog_close(cat);
         return rc;
     }

@@ -33,6 +33,18 @@
  * budget, hs_stream_flush, close.  Log segments are deleted only after the
  * commit is durable.
  *
+ * Tables on object stores (s3://, s3a://): the log stays on local disk (an
+ * object store cannot append or fsync), in wal_dir, else the table property
+ * hyperstream.wal.dir, else $XDG_CACHE_HOME (or $HOME/.cache)/hyperstream/
+ * wal/<table location made a file name>-<hash of it>; flushes commit to the
+ * store through the catalog (conditional PUT for path tables).  Such a log
+ * (any log outside <table>/wal) carries a random id (file wal-id in it) and
+ * its committed seq is kept under keys suffixed ".<id>" (summary
+ * hyperstream.wal.seq.<id>, property hyperstream.wal.committed-seq.<id>), so
+ * streams on several machines, each with its own log, never take each
+ * other's seqs for their own.  Recovery needs the same directory: reopen the
+ * stream (or open the table) on the same machine with the same wal_dir.
+ *
  * Recovery: hs_stream_open replays exactly the records with seq greater
  * than the committed seq of the table's current metadata, so a crash at any
  * point (even between a commit and the log's truncation) loses no
@@ -52,6 +64,8 @@
  *   hyperstream.wal.busy-timeout-ms     how long a write waits for room [10000]
  *   hyperstream.wal.refresh-ms          visibility interval; 0 = at once [1000]
  *   hyperstream.wal.segment-bytes       log segment size          [64 MiB]
+ *   hyperstream.wal.dir                 local directory of the log [<table>/wal;
+ *                                       object stores: the user's cache, above]
  *
  * Backpressure: a write that would take the tail past the memory budget
  * waits for a flush up to the busy timeout, then fails with HS_BUSY (the
@@ -89,6 +103,11 @@ typedef struct hs_stream_options {
     int64_t memory_bytes, busy_timeout_ms;
     int64_t refresh_ms;        /* < 0: every acknowledged row visible at once */
     int64_t segment_bytes;
+    /* Appended after 0.1.  A local directory for the write-ahead log; NULL =
+     * the table property hyperstream.wal.dir, else <table>/wal for a local
+     * table and, for a table on an object store (s3://), a directory under
+     * the user's cache keyed by the table location (below). */
+    const char *wal_dir;
 } hs_stream_options;
 #define HS_STREAM_OPTIONS_INIT {sizeof(hs_stream_options)}
 
@@ -113,7 +132,7 @@ typedef struct hs_stream_stats {
 #define HS_STREAM_STATS_INIT {sizeof(hs_stream_stats)}
 
 /* Opens the append stream of table t (writable, through a catalog; local
- * tables only), recovering its log: records not in a commit are replayed
+ * or object-store tables, the log on local disk), recovering its log: records not in a commit are replayed
  * into the tail (and are visible to scans of t at once).  opt may be NULL.
  * Caller frees *out with hs_stream_close (or hs_stream_abort). */
 HS_API hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **out,

@@ -163,6 +163,24 @@ HS_API hs_status hs_catalog_update_namespace_properties(hs_catalog *cat, const c
 /* *exists = 1 when the table exists, else 0. */
 HS_API hs_status hs_catalog_table_exists(hs_catalog *cat, const char *name, int *exists,
                                          hs_error *err);
+/* Registers an existing table metadata file as table `name` of a SQL or
+ * REST catalog (Iceberg's registerTable: the catalog points at that very
+ * file, nothing is copied), e.g. a table another engine or catalog wrote.
+ * HS_CONFLICT when the name exists, unless overwrite is 1 (then the name
+ * points at the new file); HS_NOT_FOUND when the namespace does not exist;
+ * HS_INVALID when the file is missing or is not table metadata;
+ * HS_UNSUPPORTED for path catalogs (open the file with
+ * hs_table_open_metadata instead).  Appended after 0.1. */
+HS_API hs_status hs_catalog_register_table(hs_catalog *cat, const char *name,
+                                           const char *metadata_location, int overwrite,
+                                           hs_error *err);
+/* JSON array of the views in namespace ns, full names (["db.v1"]): REST
+ * catalogs' views endpoint (none when the server has no views), SQL
+ * catalogs' rows of type VIEW (JDBC's schema), none for path catalogs.
+ * Views are listed only (not opened).  Caller frees *out with
+ * hs_string_free.  Appended after 0.1. */
+HS_API hs_status hs_catalog_list_views(hs_catalog *cat, const char *ns, char **out,
+                                       hs_error *err);
 /* The newest metadata file under a table location that has no
  * version-hint.text (tables of pyiceberg's SqlCatalog, JDBC and REST
  * catalogs: metadata/NNNNN-<uuid>.metadata.json): the highest NNNNN (or

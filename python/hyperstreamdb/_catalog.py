@@ -9,6 +9,8 @@
     t.write_arrow(...); t.commit()
     cat.load_table("db.events").to_pandas()
     cat.list_namespaces(), cat.list_tables("db"), cat.drop_table("db.events")
+    cat.register_table("db.other", "s3://b/wh/other/metadata/00003-....metadata.json")
+    cat.list_views("db")
 
 The URI forms are those of the C function hs_catalog_open_uri
 (docs/catalogs.md).  Identifiers are "ns.name" strings (nested namespaces
@@ -213,6 +215,25 @@ class Catalog:
     def rename_table(self, from_identifier: Identifier, to_identifier: Identifier) -> None:
         """SQL and REST catalogs (UnsupportedError for path catalogs)."""
         self._h.rename_table(self._name(from_identifier), self._name(to_identifier))
+
+    def register_table(self, identifier: Identifier, metadata_location,
+                       overwrite: bool = False) -> Table:
+        """Registers an existing metadata file (one another engine or catalog
+        wrote) as table identifier and opens it, as pyiceberg's
+        Catalog.register_table does: the catalog points at that very file.
+        CommitConflictError if the name exists (unless overwrite=True);
+        UnsupportedError for path catalogs (open the file with
+        hdb.Table(metadata_location) instead)."""
+        name = self._name(identifier)
+        self._h.register_table(name, os.fspath(metadata_location), bool(overwrite))
+        return self.load_table(identifier)
+
+    def list_views(self, namespace: Identifier) -> List[str]:
+        """Identifiers ("ns.name") of the views in namespace: a REST catalog's
+        views (none when the server has no views endpoint), a SQL catalog's
+        rows of type VIEW; path catalogs have none.  Views are listed, not
+        opened."""
+        return json.loads(self._h.list_views(_ident(namespace)))
 
 
 __all__: Tuple[str, ...] = ("Catalog",)

@@ -212,6 +212,32 @@ static PyObject *Catalog_rename_table(CatalogObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *Catalog_register_table(CatalogObject *self, PyObject *args)
+{
+    const char *name, *mloc;
+    int overwrite = 0;
+    if (!PyArg_ParseTuple(args, "ss|p", &name, &mloc, &overwrite) || cat_check(self) < 0)
+        return NULL;
+    hs_error err = {0};
+    hs_status st;
+    CAT_LOCKED(self, st = hs_catalog_register_table(self->cat, name, mloc, overwrite, &err));
+    if (st != HS_OK)
+        return raise_status(st, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Catalog_list_views(CatalogObject *self, PyObject *args)
+{
+    const char *ns = NULL;
+    if (!PyArg_ParseTuple(args, "|z", &ns) || cat_check(self) < 0)
+        return NULL;
+    char *out = NULL;
+    hs_error err = {0};
+    hs_status st;
+    CAT_LOCKED(self, st = hs_catalog_list_views(self->cat, ns, &out, &err));
+    return st == HS_OK ? take_str(out) : raise_status(st, &err);
+}
+
 static PyMethodDef Catalog_methods[] = {
     {"close", (PyCFunction)Catalog_close, METH_NOARGS, "close()"},
     {"list_namespaces", (PyCFunction)Catalog_list_namespaces, METH_VARARGS,
@@ -230,6 +256,10 @@ static PyMethodDef Catalog_methods[] = {
      "drop_table(name, purge=False)"},
     {"rename_table", (PyCFunction)Catalog_rename_table, METH_VARARGS,
      "rename_table(from, to)"},
+    {"register_table", (PyCFunction)Catalog_register_table, METH_VARARGS,
+     "register_table(name, metadata_location, overwrite=False)"},
+    {"list_views", (PyCFunction)Catalog_list_views, METH_VARARGS,
+     "list_views(namespace=None) -> JSON array text"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -40,12 +40,13 @@ static int AppendStream_init(AppendStreamObject *self, PyObject *args, PyObject 
 {
     static char *kwlist[] = {"handle", "fsync", "fsync_interval_ms", "flush_rows",
                              "flush_bytes", "flush_interval_ms", "memory_bytes",
-                             "busy_timeout_ms", "refresh_ms", "segment_bytes", NULL};
+                             "busy_timeout_ms", "refresh_ms", "segment_bytes", "wal_dir", NULL};
     PyObject *h = NULL, *fsync = Py_None;
+    const char *wal_dir = NULL;
     hs_stream_options o = HS_STREAM_OPTIONS_INIT;
     long long fi = 0, fr = 0, fb = 0, fim = 0, mb = 0, bt = 0, rm = 0, sb = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|OLLLLLLLL", kwlist, &Table_Type, &h, &fsync,
-                                     &fi, &fr, &fb, &fim, &mb, &bt, &rm, &sb))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!|OLLLLLLLLz", kwlist, &Table_Type, &h, &fsync,
+                                     &fi, &fr, &fb, &fim, &mb, &bt, &rm, &sb, &wal_dir))
         return -1;
     if (self->s) {
         PyErr_SetString(PyExc_ValueError, "the append stream is already open");
@@ -72,6 +73,7 @@ static int AppendStream_init(AppendStreamObject *self, PyObject *args, PyObject 
     o.busy_timeout_ms = bt;
     o.refresh_ms = rm;
     o.segment_bytes = sb;
+    o.wal_dir = wal_dir;
     TableObject *t = (TableObject *)h;
     if (check_open(t) < 0)
         return -1;

@@ -1313,7 +1313,7 @@ class Table:
     def stream(self, *, fsync: Optional[str] = None, fsync_interval_ms: int = 0,
                flush_rows: int = 0, flush_bytes: int = 0, flush_interval_ms: int = 0,
                memory_bytes: int = 0, busy_timeout_ms: int = 0, refresh_ms: int = 0,
-               segment_bytes: int = 0) -> "AppendStream":
+               segment_bytes: int = 0, wal_dir=None) -> "AppendStream":
         """Opens the table's append stream (docs/streaming.md): each write()
         goes to the write-ahead log and returns, once durable, its sequence
         number; reads of this Table (to_arrow, to_pandas, count, ...) see
@@ -1328,12 +1328,17 @@ class Table:
         fsync: "batch" (fdatasync per write), "interval" (group commit every
         fsync_interval_ms) or "none"; None and the 0s take the table
         properties hyperstream.wal.* (or their defaults).  refresh_ms < 0:
-        every acknowledged row visible at once."""
+        every acknowledged row visible at once.
+
+        wal_dir: a local directory for the write-ahead log (default: the
+        table property hyperstream.wal.dir, else <table>/wal; for an s3://
+        table, a directory under ~/.cache/hyperstream/wal keyed by the table
+        location).  Recovery after a crash needs the same directory."""
         h = self._handle()
         return AppendStream(self, _core.AppendStream(
             h, fsync, int(fsync_interval_ms), int(flush_rows), int(flush_bytes),
             int(flush_interval_ms), int(memory_bytes), int(busy_timeout_ms), int(refresh_ms),
-            int(segment_bytes)))
+            int(segment_bytes), None if wal_dir is None else os.fspath(wal_dir)))
 
 
 class AppendStream:

@@ -35,6 +35,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,16 +175,34 @@ hs_status cat_default_location(cat_catalog *c, const char *ident, char **locatio
     return c->vt->default_location(c, ident, location, err);
 }
 
+static _Atomic int64_t g_load_count;
+
+int64_t cat_load_count(void) { return atomic_load_explicit(&g_load_count, memory_order_relaxed); }
+
 hs_status cat_load_json(cat_catalog *c, const char *ident, hs_buf *json,
                         char **metadata_location, hs_error *err)
 {
     if (metadata_location)
         *metadata_location = NULL;
     HS_TRY(need_ident(ident, err));
+    atomic_fetch_add_explicit(&g_load_count, 1, memory_order_relaxed);
     char *loc = NULL;
     hs_status st = c->vt->load(c, ident, json, &loc, err);
     if (st == HS_OK && metadata_location)
         *metadata_location = loc;
+    else
+        hs_free(loc);
+    return st;
+}
+
+hs_status cat_current_location(cat_catalog *c, const char *ident, char **out, hs_error *err)
+{
+    *out = NULL;
+    HS_TRY(need_ident(ident, err));
+    char *loc = NULL;
+    hs_status st = c->vt->current_location(c, ident, &loc, err);
+    if (st == HS_OK)
+        *out = loc;
     else
         hs_free(loc);
     return st;
@@ -251,6 +270,42 @@ hs_status cat_exists(cat_catalog *c, const char *ident, bool *exists, hs_error *
     *exists = false;
     HS_TRY(need_ident(ident, err));
     return c->vt->exists(c, ident, exists, err);
+}
+
+hs_status cat_register(cat_catalog *c, const char *ident, const char *metadata_location,
+                       bool overwrite, hs_error *err)
+{
+    HS_TRY(need_ident(ident, err));
+    if (!metadata_location || !*metadata_location)
+        return hs_err_set(err, HS_INVALID, "%s: register needs a metadata location", ident);
+    return c->vt->register_table(c, ident, metadata_location, overwrite, err);
+}
+
+hs_status cat_list_views(cat_catalog *c, const char *ns, char ***names, size_t *n,
+                         hs_error *err)
+{
+    *names = NULL;
+    *n = 0;
+    return c->vt->list_views(c, ns ? ns : "", names, n, err);
+}
+
+hs_status cat_check_metadata_file(const char *metadata_location, hs_error *err)
+{
+    hs_buf text = { 0 };
+    hs_status st = cat_io_read_all(cat_local_path(metadata_location), &text, err);
+    if (st == HS_NOT_FOUND) {
+        hs_err_clear(err);
+        st = hs_err_set(err, HS_INVALID, "%s does not exist", metadata_location);
+    }
+    json_t *doc = st == HS_OK ? hs_json_loadb((const char *)text.data, text.len, 0, NULL) : NULL;
+    if (st == HS_OK && (!json_is_object(doc) ||
+                        !json_is_integer(json_object_get(doc, "format-version")) ||
+                        !json_is_string(json_object_get(doc, "location"))))
+        st = hs_err_set(err, HS_INVALID, "%s is not Iceberg table metadata (no format-version "
+                        "or location)", metadata_location);
+    json_decref(doc);
+    hs_buf_free(&text);
+    return st;
 }
 
 hs_status cat_namespace_create(cat_catalog *c, const char *ns, const char *const *keys,

@@ -127,6 +127,17 @@ HS_MUST_USE hs_status cat_default_location(cat_catalog *c, const char *ident, ch
 HS_MUST_USE hs_status cat_load_json(cat_catalog *c, const char *ident, hs_buf *json,
                                     char **metadata_location, hs_error *err);
 
+/* The current metadata location of `ident` only, without reading the file
+ * (path: the version hint and the probe for newer versions; sql: the
+ * catalog row; REST: the load-table response).  Caller frees *out with
+ * hs_free.  Errors as cat_load_json's. */
+HS_MUST_USE hs_status cat_current_location(cat_catalog *c, const char *ident, char **out,
+                                           hs_error *err);
+
+/* Metadata documents read by cat_load_json (and so cat_load) since the
+ * process started: a trace counter for tests of idle paths. */
+int64_t cat_load_count(void);
+
 /* Registers a new table whose first metadata is json (its "location" field
  * decides where the metadata file goes for sql; path tables always use the
  * identifier's directory).  HS_CONFLICT when the table already exists.
@@ -159,6 +170,25 @@ HS_MUST_USE hs_status cat_rename(cat_catalog *c, const char *from, const char *t
  * frees *names with cat_strv_free(*names, *n). */
 HS_MUST_USE hs_status cat_list(cat_catalog *c, const char *ns, char ***names, size_t *n,
                                hs_error *err);
+
+/* Registers an existing metadata file as table `ident` (Iceberg's
+ * registerTable): the catalog points at metadata_location itself (no copy
+ * is written).  HS_INVALID when the file does not exist or is not table
+ * metadata; HS_NOT_FOUND when the namespace does not exist; HS_CONFLICT
+ * when ident exists, unless overwrite (then it points at the new file).
+ * Path catalogs: HS_UNSUPPORTED (a path table is its directory; open the
+ * file with hs_table_open_metadata). */
+HS_MUST_USE hs_status cat_register(cat_catalog *c, const char *ident,
+                                   const char *metadata_location, bool overwrite,
+                                   hs_error *err);
+
+/* View names (without namespace) in namespace ns, sorted.  REST: GET
+ * namespaces/{ns}/views (a server without views - 404 or 400 on the route,
+ * or no "views" endpoint in its config - lists none); SQL: rows of
+ * iceberg_type 'VIEW' (JDBC's V1 schema); path catalogs have none.  Caller
+ * frees with cat_strv_free. */
+HS_MUST_USE hs_status cat_list_views(cat_catalog *c, const char *ns, char ***names, size_t *n,
+                                     hs_error *err);
 
 /* Whether ident exists (HS_OK with *exists set; errors only for I/O). */
 HS_MUST_USE hs_status cat_exists(cat_catalog *c, const char *ident, bool *exists,

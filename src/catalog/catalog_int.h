@@ -38,6 +38,11 @@ typedef struct cat_vtbl {
     hs_status (*ns_update)(cat_catalog *c, const char *ns, const char *const *set_keys,
                            const char *const *set_values, size_t n_set,
                            const char *const *remove_keys, size_t n_remove, hs_error *err);
+    /* Points ident at an existing metadata file (catalog.h's cat_register). */
+    hs_status (*register_table)(cat_catalog *c, const char *ident, const char *mloc,
+                                bool overwrite, hs_error *err);
+    hs_status (*list_views)(cat_catalog *c, const char *ns, char ***names, size_t *n,
+                            hs_error *err);
     void (*free)(cat_catalog *c);
 } cat_vtbl;
 
@@ -57,6 +62,10 @@ HS_MUST_USE hs_status cat_json_get_string(const char *json, size_t len, const ch
  * short string.  Scans for the key and parses only that value when it occurs
  * once; parses the whole document otherwise. */
 bool cat_json_table_uuid(const char *json, size_t len, char out[64]);
+/* HS_OK when metadata_location is a readable JSON object with
+ * "format-version" and "location" (register's check); HS_INVALID naming the
+ * file otherwise, HS_IO when it cannot be read. */
+HS_MUST_USE hs_status cat_check_metadata_file(const char *metadata_location, hs_error *err);
 /* "<a>/<b>" without doubling the slash; NULL on out-of-memory. */
 char *cat_path_join(const char *a, const char *b);
 /* hs_malloc'ed printf; NULL on out-of-memory. */

@@ -667,6 +667,27 @@ static hs_status p_ns_update(cat_catalog *c, const char *ns, const char *const *
     return p_ns_unsupported(c, err);
 }
 
+static hs_status p_register(cat_catalog *c, const char *ident, const char *mloc, bool overwrite,
+                            hs_error *err)
+{
+    (void)c;
+    (void)overwrite;
+    return hs_err_set(err, HS_UNSUPPORTED, "%s: a path table is its directory and cannot be "
+                      "registered: open %s with hs_table_open_metadata (Python: "
+                      "hdb.Table(metadata_location)), or register it in a SQL or REST catalog",
+                      ident, mloc);
+}
+
+static hs_status p_list_views(cat_catalog *c, const char *ns, char ***names, size_t *n,
+                              hs_error *err)
+{
+    (void)c;
+    (void)ns;
+    *names = hs_calloc(1, sizeof **names);
+    *n = 0;
+    return *names ? HS_OK : hs_err_nomem(err, sizeof **names);
+}
+
 static void p_free(cat_catalog *c)
 {
     path_catalog *pc = (path_catalog *)c;
@@ -676,7 +697,8 @@ static void p_free(cat_catalog *c)
 
 static const cat_vtbl path_vtbl = {
     p_default_location, p_load, p_current_location, p_create, p_commit, p_drop, p_rename, p_list, p_exists,
-    p_ns_create, p_ns_list, p_ns_drop, p_ns_properties, p_ns_update, p_free,
+    p_ns_create, p_ns_list, p_ns_drop, p_ns_properties, p_ns_update, p_register, p_list_views,
+    p_free,
 };
 
 hs_status cat_path_open(const char *root, cat_catalog **out, hs_error *err)

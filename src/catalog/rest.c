@@ -16,7 +16,11 @@
  *                         changed) + updates, diffed from the base metadata
  *   drop                  DELETE ...?purgeRequested=
  *   rename                POST tables/rename
+ *   register              POST namespaces/{ns}/register {name, metadata-location,
+ *                         overwrite}
  *   list / exists         GET namespaces/{ns}/tables, HEAD .../tables/{t}
+ *   list views            GET namespaces/{ns}/views (a server without views -
+ *                         404/400/405/501 on the route - lists none)
  *   namespaces            GET/POST namespaces, GET/DELETE namespaces/{ns},
  *                         POST namespaces/{ns}/properties
  *
@@ -31,8 +35,19 @@
  * endpoint: "oauth2-server-uri" or <uri>/v1/oauth/tokens, "scope" default
  * "catalog"), "warehouse" (sent to the config endpoint), "prefix".  The
  * config response's defaults and overrides are merged as the spec says
- * (defaults < client options < overrides); "uri" and "prefix" from it are
- * honoured.
+ * (defaults < client options < overrides); "uri", "prefix" and "warehouse"
+ * from it are honoured.  Options "header.<Name>" are sent as HTTP headers
+ * on every catalog request (pyiceberg's and Java's convention), e.g.
+ * "header.X-Iceberg-Access-Delegation": "vended-credentials".
+ *
+ * Storage settings a catalog vends: the merged config's FileIO properties
+ * (s3.endpoint, s3.access-key-id, s3.secret-access-key, s3.session-token,
+ * s3.region, client.region, s3.path-style-access) under a LoadTableResult's
+ * "config" (table's wins) and its "storage-credentials" ({prefix, config}
+ * pairs) become io scopes (io.h's hs_io_set_scope) for the table's location
+ * and the given prefixes, set whenever a table is loaded, created, committed
+ * or registered - before anyone reads the table's files.  The catalog-wide
+ * ones also cover the warehouse when it is an s3:// URI.
  *
  * The base of a commit: the last metadata loaded or committed through this
  * handle when its location is the base location, else a fresh GET (a moved
@@ -58,6 +73,8 @@ typedef struct rest_catalog {
     char *auth;      /* "Authorization: Bearer ..." or NULL */
     char *warehouse;
     char *ns_sep;    /* namespace level separator in paths, escaped (default %1F) */
+    json_t *io;      /* the merged config's FileIO properties (object of strings) */
+    struct curl_slist *headers;   /* "header.<Name>" options, as "Name: value" */
     /* the last metadata seen: ident, its location, the document */
     char *cache_ident, *cache_loc;
     json_t *cache_doc;
@@ -89,6 +106,8 @@ static hs_status http(rest_catalog *rc, const char *method, const char *url, con
     h = curl_slist_append(h, "X-Client-Version: hyperstream");
     if (with_auth && rc->auth)
         h = curl_slist_append(h, rc->auth);
+    for (struct curl_slist *x = with_auth ? rc->headers : NULL; x; x = x->next)
+        h = curl_slist_append(h, x->data);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
@@ -335,6 +354,73 @@ static void cache_set(rest_catalog *rc, const char *ident, const char *loc, json
     }
 }
 
+/* ---- storage settings the catalog vends ------------------------------------------------------- */
+
+static bool io_key(const char *k)
+{
+    return strncmp(k, "s3.", 3) == 0 || strcmp(k, "client.region") == 0;
+}
+
+/* Sets the io scope of location from base (may be NULL) overlaid with over
+ * (may be NULL): the FileIO keys of both. */
+static hs_status scope_set(const char *location, json_t *base, json_t *over, hs_error *err)
+{
+    json_t *m = json_is_object(base) ? json_deep_copy(base) : json_object();
+    if (!m)
+        return hs_err_nomem(err, 256);
+    const char *k;
+    json_t *v;
+    json_object_foreach(over, k, v) {
+        if (io_key(k) && json_is_string(v))
+            json_object_set(m, k, v);
+    }
+    size_t n = json_object_size(m), i = 0;
+    const char **keys = hs_calloc(n + 1, sizeof *keys), **vals = hs_calloc(n + 1, sizeof *vals);
+    hs_status st = keys && vals ? HS_OK : hs_err_nomem(err, n * 16);
+    if (st == HS_OK) {
+        json_object_foreach(m, k, v) {
+            keys[i] = k;
+            vals[i++] = json_string_value(v) ? json_string_value(v) : "";
+        }
+        if (n)
+            st = hs_io_set_scope(location, keys, vals, n, err);
+    }
+    hs_free(keys);
+    hs_free(vals);
+    json_decref(m);
+    return st;
+}
+
+/* The settings of a LoadTableResult r (a load, create, commit or register
+ * answer) for the table's files: the catalog's FileIO properties overlaid
+ * with r's "config", for the table location (and the metadata file's
+ * directory when it lies elsewhere), then each "storage-credentials" entry
+ * for its prefix. */
+static hs_status apply_io(rest_catalog *rc, json_t *r, hs_error *err)
+{
+    json_t *cfg = json_object_get(r, "config");
+    const char *loc = json_string_value(json_object_get(json_object_get(r, "metadata"),
+                                                        "location"));
+    const char *mloc = json_string_value(json_object_get(r, "metadata-location"));
+    if (loc)
+        HS_TRY(scope_set(loc, rc->io, cfg, err));
+    if (mloc && (!loc || strncmp(mloc, loc, strlen(loc)) != 0)) {
+        const char *slash = strrchr(mloc, '/');
+        char *dir = slash ? hs_strndup(mloc, (size_t)(slash - mloc)) : NULL;
+        hs_status st = dir ? scope_set(dir, rc->io, cfg, err) : HS_OK;
+        hs_free(dir);
+        HS_TRY(st);
+    }
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(r, "storage-credentials"), i, e) {
+        const char *prefix = json_string_value(json_object_get(e, "prefix"));
+        if (prefix)
+            HS_TRY(scope_set(prefix, rc->io, json_object_get(e, "config"), err));
+    }
+    return HS_OK;
+}
+
 /* GET the table: its metadata document and location. */
 static hs_status load_table(rest_catalog *rc, const char *ident, json_t **doc, char **loc,
                             hs_error *err)
@@ -354,6 +440,11 @@ static hs_status load_table(rest_catalog *rc, const char *ident, json_t **doc, c
         json_decref(r);
         return hs_err_set(err, HS_IO, "REST catalog: %s: LoadTableResult without metadata or "
                           "metadata-location", ident);
+    }
+    st = apply_io(rc, r, err);
+    if (st != HS_OK) {
+        json_decref(r);
+        return st;
     }
     *doc = json_incref(m);
     *loc = hs_strdup(l);
@@ -573,6 +664,8 @@ static hs_status post_commit(rest_catalog *rc, const char *ident, json_t *base, 
     if (st == HS_OK && (!loc || !json_is_object(m)))
         st = hs_err_set(err, HS_IO, "REST catalog: %s: commit response without "
                         "metadata-location or metadata", ident);
+    if (st == HS_OK)
+        st = apply_io(rc, r, err);
     if (st == HS_OK) {
         cache_set(rc, ident, loc, m);
         if (new_location && !(*new_location = hs_strdup(loc)))
@@ -612,6 +705,13 @@ static hs_status r_default_location(cat_catalog *c, const char *ident, char **lo
     const char *sloc = json_string_value(json_object_get(json_object_get(r, "metadata"),
                                                          "location"));
     if (sst == HS_OK && sloc) {
+        /* the staged table's settings cover the files about to be written */
+        hs_status ist = apply_io(rc, r, err);
+        if (ist != HS_OK) {
+            json_decref(r);
+            hs_free(ns);
+            return ist;
+        }
         *location = hs_strdup(sloc);
         json_decref(r);
         hs_free(ns);
@@ -745,22 +845,10 @@ static hs_status r_rename(cat_catalog *c, const char *from, const char *to, hs_e
     return st;
 }
 
-static hs_status r_list(cat_catalog *c, const char *ns, char ***out, size_t *n_out,
-                        hs_error *err)
+/* The names of a ListTablesResponse's "identifiers" (tables or views),
+ * sorted; consumes r. */
+static hs_status identifier_names(json_t *r, char ***out, size_t *n_out, hs_error *err)
 {
-    rest_catalog *rc = (rest_catalog *)c;
-    if (!*ns)
-        return hs_err_set(err, HS_INVALID, "listing tables of a REST catalog needs a namespace");
-    char *np = ns_path(rc, ns);
-    char *path = np ? cat_sprintf("namespaces/%s/tables", np) : NULL;
-    hs_free(np);
-    if (!path)
-        return hs_err_nomem(err, strlen(ns));
-    json_t *r = NULL;
-    hs_status st = call(rc, "GET", path, NULL, ns, &r, NULL, err);
-    hs_free(path);
-    if (st != HS_OK)
-        return st;
     json_t *ids = json_object_get(r, "identifiers");
     size_t n = json_array_size(ids), i;
     char **names = hs_calloc(n + 1, sizeof *names);
@@ -779,6 +867,25 @@ static hs_status r_list(cat_catalog *c, const char *ns, char ***out, size_t *n_o
     *out = names;
     *n_out = n;
     return HS_OK;
+}
+
+static hs_status r_list(cat_catalog *c, const char *ns, char ***out, size_t *n_out,
+                        hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    if (!*ns)
+        return hs_err_set(err, HS_INVALID, "listing tables of a REST catalog needs a namespace");
+    char *np = ns_path(rc, ns);
+    char *path = np ? cat_sprintf("namespaces/%s/tables", np) : NULL;
+    hs_free(np);
+    if (!path)
+        return hs_err_nomem(err, strlen(ns));
+    json_t *r = NULL;
+    hs_status st = call(rc, "GET", path, NULL, ns, &r, NULL, err);
+    hs_free(path);
+    if (st != HS_OK)
+        return st;
+    return identifier_names(r, out, n_out, err);
 }
 
 static hs_status r_exists(cat_catalog *c, const char *ident, bool *exists, hs_error *err)
@@ -927,6 +1034,68 @@ static hs_status r_ns_update(cat_catalog *c, const char *ns, const char *const *
     return st;
 }
 
+static hs_status r_register(cat_catalog *c, const char *ident, const char *mloc, bool overwrite,
+                            hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    const char *dot = strrchr(ident, '.');
+    if (!dot || dot == ident || !dot[1])
+        return hs_err_set(err, HS_INVALID, "%s: a REST catalog table is namespace.table", ident);
+    char *ns = hs_strndup(ident, (size_t)(dot - ident));
+    char *np = ns ? ns_path(rc, ns) : NULL;
+    char *path = np ? cat_sprintf("namespaces/%s/register", np) : NULL;
+    json_t *b = json_pack("{s:s, s:s, s:b}", "name", dot + 1, "metadata-location", mloc,
+                          "overwrite", overwrite);
+    json_t *r = NULL;
+    hs_status st = (path && b) ? call(rc, "POST", path, b, ident, &r, NULL, err)
+                               : hs_err_nomem(err, 256);
+    const char *loc = json_string_value(json_object_get(r, "metadata-location"));
+    json_t *m = json_object_get(r, "metadata");
+    if (st == HS_OK && loc && json_is_object(m)) {
+        st = apply_io(rc, r, err);
+        if (st == HS_OK)
+            cache_set(rc, ident, loc, m);
+    }
+    json_decref(r);
+    json_decref(b);
+    hs_free(path);
+    hs_free(np);
+    hs_free(ns);
+    return st;
+}
+
+static hs_status r_list_views(cat_catalog *c, const char *ns, char ***out, size_t *n_out,
+                              hs_error *err)
+{
+    rest_catalog *rc = (rest_catalog *)c;
+    if (!*ns)
+        return hs_err_set(err, HS_INVALID, "listing views of a REST catalog needs a namespace");
+    char *np = ns_path(rc, ns);
+    char *path = np ? cat_sprintf("namespaces/%s/views", np) : NULL;
+    hs_free(np);
+    if (!path)
+        return hs_err_nomem(err, strlen(ns));
+    json_t *r = NULL;
+    long status = 0;
+    hs_error e2 = { 0 };
+    hs_status st = call(rc, "GET", path, NULL, ns, &r, &status, &e2);
+    hs_free(path);
+    /* a server without views: no route (404 with no NoSuchNamespaceException,
+     * 400 or 405 from routers that do not know it, 501 not implemented) */
+    if (st != HS_OK && (status == 400 || status == 405 || status == 501 ||
+                        (status == 404 && !strstr(e2.msg, "NoSuchNamespace")))) {
+        st = HS_OK;
+        json_decref(r);
+        r = json_pack("{s:[]}", "identifiers");
+    }
+    if (st != HS_OK) {
+        if (err)
+            *err = e2;
+        return st;
+    }
+    return identifier_names(r, out, n_out, err);
+}
+
 static void r_free(cat_catalog *c)
 {
     rest_catalog *rc = (rest_catalog *)c;
@@ -938,12 +1107,15 @@ static void r_free(cat_catalog *c)
     hs_free(rc->auth);
     hs_free(rc->warehouse);
     hs_free(rc->ns_sep);
+    json_decref(rc->io);
+    curl_slist_free_all(rc->headers);
     hs_free(rc);
 }
 
 static const cat_vtbl rest_vtbl = {
     r_default_location, r_load, r_current_location, r_create, r_commit, r_drop, r_rename,
-    r_list, r_exists, r_ns_create, r_ns_list, r_ns_drop, r_ns_properties, r_ns_update, r_free,
+    r_list, r_exists, r_ns_create, r_ns_list, r_ns_drop, r_ns_properties, r_ns_update,
+    r_register, r_list_views, r_free,
 };
 
 /* ---- opening: OAuth2 and the config endpoint ------------------------------------------------------ */
@@ -1023,6 +1195,22 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
             rc->uri[--n] = 0;
         if (n > 3 && strcmp(rc->uri + n - 3, "/v1") == 0)   /* accept ".../v1" too */
             rc->uri[n - 3] = 0;
+        const char *hk;
+        json_t *hv;
+        json_object_foreach(o, hk, hv) {
+            if (strncmp(hk, "header.", 7) != 0 || !hk[7] || !json_is_string(hv))
+                continue;
+            char *line = cat_sprintf("%s: %s", hk + 7, json_string_value(hv));
+            struct curl_slist *nh = line ? curl_slist_append(rc->headers, line) : NULL;
+            hs_free(line);
+            if (!nh) {
+                st = hs_err_nomem(err, 256);
+                break;
+            }
+            rc->headers = nh;
+        }
+    }
+    if (st == HS_OK) {
         if (opt(o, "token"))
             rc->auth = cat_sprintf("Authorization: Bearer %s", opt(o, "token"));
         else if (opt(o, "credential"))
@@ -1077,8 +1265,17 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
         }
         if (opt(merged, "warehouse"))
             rc->warehouse = hs_strdup(cat_local_path(opt(merged, "warehouse")));
-        if (!rc->uri)
+        rc->io = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(merged, k, v) {
+            if (rc->io && io_key(k) && json_is_string(v))
+                json_object_set(rc->io, k, v);
+        }
+        if (!rc->uri || !rc->io)
             st = hs_err_nomem(err, 256);
+        if (st == HS_OK && rc->warehouse && json_object_size(rc->io))
+            st = scope_set(rc->warehouse, rc->io, NULL, err);
         json_decref(merged);
     }
     json_decref(cfg);

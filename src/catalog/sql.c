@@ -642,6 +642,64 @@ static hs_status s_create(cat_catalog *c, const char *ident, const char *json, s
     return st;
 }
 
+/* register: the row points at the given file (nothing is written);
+ * overwrite swaps the row of an existing table to it. */
+static hs_status s_register(cat_catalog *c, const char *ident, const char *mloc, bool overwrite,
+                            hs_error *err)
+{
+    sql_catalog *sc = (sql_catalog *)c;
+    tident t;
+    HS_TRY(split_ident(ident, &t, err));
+    hs_status st = need_ns(sc, t.ns, err);
+    if (st == HS_OK)
+        st = cat_check_metadata_file(mloc, err);
+    if (st == HS_OK) {
+        const char *args[] = { sc->name, t.ns, t.name, mloc };
+        st = q_exec(sc, sc->v1 ? "INSERT INTO iceberg_tables (catalog_name, table_namespace, "
+                                 "table_name, metadata_location, previous_metadata_location, "
+                                 "iceberg_type) VALUES (?1, ?2, ?3, ?4, NULL, 'TABLE')"
+                               : "INSERT INTO iceberg_tables (catalog_name, table_namespace, "
+                                 "table_name, metadata_location, previous_metadata_location) "
+                                 "VALUES (?1, ?2, ?3, ?4, NULL)",
+                    args, 4, NULL, err);
+        if (st == HS_CONFLICT && is_constraint(sc)) {
+            hs_err_clear(err);
+            if (overwrite) {
+                char sql[512];
+                int changes = 0;
+                snprintf(sql, sizeof sql, "UPDATE iceberg_tables SET previous_metadata_location "
+                         "= metadata_location, metadata_location = ?4 WHERE catalog_name = ?1 "
+                         "AND table_namespace = ?2 AND table_name = ?3%s", type_filter(sc));
+                st = q_exec(sc, sql, args, 4, &changes, err);
+                if (st == HS_OK && changes == 0)   /* the name is a view */
+                    st = hs_err_set(err, HS_CONFLICT, "%s exists in catalog %s and is not a "
+                                    "table", ident, sc->name);
+            } else {
+                st = hs_err_set(err, HS_CONFLICT, "table %s already exists in catalog %s",
+                                ident, sc->name);
+            }
+        }
+    }
+    tident_free(&t);
+    return st;
+}
+
+static hs_status s_list_views(cat_catalog *c, const char *ns, char ***names, size_t *n,
+                              hs_error *err)
+{
+    sql_catalog *sc = (sql_catalog *)c;
+    if (*ns)
+        HS_TRY(need_ns(sc, ns, err));
+    if (!sc->v1) {   /* the V0 schema cannot hold views */
+        *names = hs_calloc(1, sizeof **names);
+        return *names ? HS_OK : hs_err_nomem(err, sizeof **names);
+    }
+    const char *args[] = { sc->name, ns };
+    return q_strings(sc, "SELECT table_name FROM iceberg_tables WHERE catalog_name = ?1 AND "
+                         "table_namespace = ?2 AND iceberg_type = 'VIEW' ORDER BY table_name",
+                     args, 2, names, NULL, n, err);
+}
+
 static hs_status s_commit(cat_catalog *c, const char *ident, const char *base, const char *json,
                           size_t len, char **new_location, hs_error *err)
 {
@@ -927,7 +985,8 @@ static void s_free(cat_catalog *c)
 
 static const cat_vtbl sql_vtbl = {
     s_default_location, s_load, s_current_location, s_create, s_commit, s_drop, s_rename, s_list, s_exists,
-    s_ns_create, s_ns_list, s_ns_drop, s_ns_properties, s_ns_update, s_free,
+    s_ns_create, s_ns_list, s_ns_drop, s_ns_properties, s_ns_update, s_register, s_list_views,
+    s_free,
 };
 
 /* The absolute directory holding path (caller frees). */

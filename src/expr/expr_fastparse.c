@@ -23,6 +23,7 @@
  *   operand  := column | literal | ( expr )
  *   cmp      := < > = <= >= <> !=
  *   column   := identifier naming a top-level, non-nested column exactly
+ *               (an unreserved or col_name keyword too, as ColId)
  *   literal  := integer | decimal | real | [-] number | 'string' | TRUE | FALSE | NULL
  *
  * and after a pred only AND, OR, ')' or the end.  Anything else - another
@@ -39,7 +40,10 @@
  * follow the lexer (int32 -> "ival", 0 and negative ones printed as {} as
  * libpg_query 15 does, larger -> "fval" text; '-' folds into a numeric
  * constant), identifiers fold ASCII to lower case, and a keyword of
- * PostgreSQL's list (FP_KEYWORDS) is never a column name here.  Binding
+ * PostgreSQL's list (FP_KEYWORDS) is a column name exactly when the
+ * grammar's ColId takes it (unreserved and col_name keywords: "label",
+ * "name", "value", "type", "time", even "between"; never reserved or
+ * type_func_name ones such as "user", "window", "left").  Binding
  * goes through ex_bind_json with a scope that resolves only a single name
  * equal to a top-level column's name: for such a column, and for columns
  * that are not structs, lists or maps, the scope binder and the text binder
@@ -59,77 +63,135 @@
 #define FP_MAX_DEPTH 48           /* parentheses and NOTs; far below EX_MAX_DEPTH */
 #define FP_NAMEDATALEN 64         /* PostgreSQL truncates longer identifiers */
 
-/* PostgreSQL 15's keywords (every category), sorted for bsearch: the Token
- * enum of libpg_query's pg_query.proto from ABORT_P on, less the lookahead
- * and mode tokens, "_P" dropped, lower case. */
-static const char *const FP_KEYWORDS[] = {
-    "abort", "absolute", "access", "action", "add", "admin", "after", "aggregate", "all",
-    "also", "alter", "always", "analyse", "analyze", "and", "any", "array", "as", "asc",
-    "asensitive", "assertion", "assignment", "asymmetric", "at", "atomic", "attach",
-    "attribute", "authorization", "backward", "before", "begin", "between", "bigint", "binary",
-    "bit", "boolean", "both", "breadth", "by", "cache", "call", "called", "cascade", "cascaded",
-    "case", "cast", "catalog", "chain", "char", "character", "characteristics", "check",
-    "checkpoint", "class", "close", "cluster", "coalesce", "collate", "collation", "column",
-    "columns", "comment", "comments", "commit", "committed", "compression", "concurrently",
-    "configuration", "conflict", "connection", "constraint", "constraints", "content",
-    "continue", "conversion", "copy", "cost", "create", "cross", "csv", "cube", "current",
-    "current_catalog", "current_date", "current_role", "current_schema", "current_time",
-    "current_timestamp", "current_user", "cursor", "cycle", "data", "database", "day",
-    "deallocate", "dec", "decimal", "declare", "default", "defaults", "deferrable", "deferred",
-    "definer", "delete", "delimiter", "delimiters", "depends", "depth", "desc", "detach",
-    "dictionary", "disable", "discard", "distinct", "do", "document", "domain", "double", "drop",
-    "each", "else", "enable", "encoding", "encrypted", "end", "enum", "escape", "event", "except",
-    "exclude", "excluding", "exclusive", "execute", "exists", "explain", "expression",
-    "extension", "external", "extract", "false", "family", "fetch", "filter", "finalize",
-    "first", "float", "following", "for", "force", "foreign", "forward", "freeze", "from",
-    "full", "function", "functions", "generated", "global", "grant", "granted", "greatest",
-    "group", "grouping", "groups", "handler", "having", "header", "hold", "hour", "identity",
-    "if", "ilike", "immediate", "immutable", "implicit", "import", "in", "include", "including",
-    "increment", "index", "indexes", "inherit", "inherits", "initially", "inline", "inner",
-    "inout", "input", "insensitive", "insert", "instead", "int", "integer", "intersect",
-    "interval", "into", "invoker", "is", "isnull", "isolation", "join", "key", "label",
-    "language", "large", "last", "lateral", "leading", "leakproof", "least", "left", "level",
-    "like", "limit", "listen", "load", "local", "localtime", "localtimestamp", "location",
-    "lock", "locked", "logged", "mapping", "match", "matched", "materialized", "maxvalue",
-    "merge", "method", "minute", "minvalue", "mode", "month", "move", "name", "names",
-    "national", "natural", "nchar", "new", "next", "nfc", "nfd", "nfkc", "nfkd", "no", "none",
-    "normalize", "normalized", "not", "nothing", "notify", "notnull", "nowait", "null", "nullif",
-    "nulls", "numeric", "object", "of", "off", "offset", "oids", "old", "on", "only", "operator",
-    "option", "options", "or", "order", "ordinality", "others", "out", "outer", "over",
-    "overlaps", "overlay", "overriding", "owned", "owner", "parallel", "parameter", "parser",
-    "partial", "partition", "passing", "password", "placing", "plans", "policy", "position",
-    "preceding", "precision", "prepare", "prepared", "preserve", "primary", "prior",
-    "privileges", "procedural", "procedure", "procedures", "program", "publication", "quote",
-    "range", "read", "real", "reassign", "recheck", "recursive", "ref", "references",
-    "referencing", "refresh", "reindex", "relative", "release", "rename", "repeatable",
-    "replace", "replica", "reset", "restart", "restrict", "return", "returning", "returns",
-    "revoke", "right", "role", "rollback", "rollup", "routine", "routines", "row", "rows", "rule",
-    "savepoint", "schema", "schemas", "scroll", "search", "second", "security", "select",
-    "sequence", "sequences", "serializable", "server", "session", "session_user", "set",
-    "setof", "sets", "share", "show", "similar", "simple", "skip", "smallint", "snapshot", "some",
-    "sql", "stable", "standalone", "start", "statement", "statistics", "stdin", "stdout",
-    "storage", "stored", "strict", "strip", "subscription", "substring", "support", "symmetric",
-    "sysid", "system", "system_user", "table", "tables", "tablesample", "tablespace", "temp",
-    "template", "temporary", "text", "then", "ties", "time", "timestamp", "to", "trailing",
-    "transaction", "transform", "treat", "trigger", "trim", "true", "truncate", "trusted", "type",
-    "types", "uescape", "unbounded", "uncommitted", "unencrypted", "union", "unique", "unknown",
-    "unlisten", "unlogged", "until", "update", "user", "using", "vacuum", "valid", "validate",
-    "validator", "value", "values", "varchar", "variadic", "varying", "verbose", "version",
-    "view", "views", "volatile", "when", "where", "whitespace", "with", "within", "without",
-    "work", "wrapper", "write", "xml", "xmlattributes", "xmlconcat", "xmlelement", "xmlexists",
-    "xmlforest", "xmlnamespaces", "xmlparse", "xmlpi", "xmlroot", "xmlserialize", "xmltable",
-    "year", "yes", "zone",
+/* PostgreSQL 15's keywords with their category (parser/kwlist.h of the
+ * PostgreSQL 15 that libpg_query 15 is built from), sorted for bsearch:
+ *
+ *   U unreserved, C col_name   a column name (ColId) wherever the fast forms
+ *                              take a column: taken here (tests compare
+ *                              every one against libpg_query)
+ *   T type_func_name, R        never a column name: the text declines (and
+ *     reserved                 libpg_query says what is wrong)
+ */
+typedef struct fp_keyword {
+    const char *w;
+    char cat;
+} fp_keyword;
+
+static const fp_keyword FP_KEYWORDS[] = {
+    {"abort", 'U'}, {"absolute", 'U'}, {"access", 'U'}, {"action", 'U'}, {"add", 'U'},
+    {"admin", 'U'}, {"after", 'U'}, {"aggregate", 'U'}, {"all", 'R'}, {"also", 'U'},
+    {"alter", 'U'}, {"always", 'U'}, {"analyse", 'R'}, {"analyze", 'R'}, {"and", 'R'},
+    {"any", 'R'}, {"array", 'R'}, {"as", 'R'}, {"asc", 'R'}, {"asensitive", 'U'},
+    {"assertion", 'U'}, {"assignment", 'U'}, {"asymmetric", 'R'}, {"at", 'U'}, {"atomic", 'U'},
+    {"attach", 'U'}, {"attribute", 'U'}, {"authorization", 'T'}, {"backward", 'U'},
+    {"before", 'U'}, {"begin", 'U'}, {"between", 'C'}, {"bigint", 'C'}, {"binary", 'T'},
+    {"bit", 'C'}, {"boolean", 'C'}, {"both", 'R'}, {"breadth", 'U'}, {"by", 'U'},
+    {"cache", 'U'}, {"call", 'U'}, {"called", 'U'}, {"cascade", 'U'}, {"cascaded", 'U'},
+    {"case", 'R'}, {"cast", 'R'}, {"catalog", 'U'}, {"chain", 'U'}, {"char", 'C'},
+    {"character", 'C'}, {"characteristics", 'U'}, {"check", 'R'}, {"checkpoint", 'U'},
+    {"class", 'U'}, {"close", 'U'}, {"cluster", 'U'}, {"coalesce", 'C'}, {"collate", 'R'},
+    {"collation", 'T'}, {"column", 'R'}, {"columns", 'U'}, {"comment", 'U'}, {"comments", 'U'},
+    {"commit", 'U'}, {"committed", 'U'}, {"compression", 'U'}, {"concurrently", 'T'},
+    {"configuration", 'U'}, {"conflict", 'U'}, {"connection", 'U'}, {"constraint", 'R'},
+    {"constraints", 'U'}, {"content", 'U'}, {"continue", 'U'}, {"conversion", 'U'},
+    {"copy", 'U'}, {"cost", 'U'}, {"create", 'R'}, {"cross", 'T'}, {"csv", 'U'}, {"cube", 'U'},
+    {"current", 'U'}, {"current_catalog", 'R'}, {"current_date", 'R'}, {"current_role", 'R'},
+    {"current_schema", 'T'}, {"current_time", 'R'}, {"current_timestamp", 'R'},
+    {"current_user", 'R'}, {"cursor", 'U'}, {"cycle", 'U'}, {"data", 'U'}, {"database", 'U'},
+    {"day", 'U'}, {"deallocate", 'U'}, {"dec", 'C'}, {"decimal", 'C'}, {"declare", 'U'},
+    {"default", 'R'}, {"defaults", 'U'}, {"deferrable", 'R'}, {"deferred", 'U'},
+    {"definer", 'U'}, {"delete", 'U'}, {"delimiter", 'U'}, {"delimiters", 'U'},
+    {"depends", 'U'}, {"depth", 'U'}, {"desc", 'R'}, {"detach", 'U'}, {"dictionary", 'U'},
+    {"disable", 'U'}, {"discard", 'U'}, {"distinct", 'R'}, {"do", 'R'}, {"document", 'U'},
+    {"domain", 'U'}, {"double", 'U'}, {"drop", 'U'}, {"each", 'U'}, {"else", 'R'},
+    {"enable", 'U'}, {"encoding", 'U'}, {"encrypted", 'U'}, {"end", 'R'}, {"enum", 'U'},
+    {"escape", 'U'}, {"event", 'U'}, {"except", 'R'}, {"exclude", 'U'}, {"excluding", 'U'},
+    {"exclusive", 'U'}, {"execute", 'U'}, {"exists", 'C'}, {"explain", 'U'},
+    {"expression", 'U'}, {"extension", 'U'}, {"external", 'U'}, {"extract", 'C'},
+    {"false", 'R'}, {"family", 'U'}, {"fetch", 'R'}, {"filter", 'U'}, {"finalize", 'U'},
+    {"first", 'U'}, {"float", 'C'}, {"following", 'U'}, {"for", 'R'}, {"force", 'U'},
+    {"foreign", 'R'}, {"forward", 'U'}, {"freeze", 'T'}, {"from", 'R'}, {"full", 'T'},
+    {"function", 'U'}, {"functions", 'U'}, {"generated", 'U'}, {"global", 'U'}, {"grant", 'R'},
+    {"granted", 'U'}, {"greatest", 'C'}, {"group", 'R'}, {"grouping", 'C'}, {"groups", 'U'},
+    {"handler", 'U'}, {"having", 'R'}, {"header", 'U'}, {"hold", 'U'}, {"hour", 'U'},
+    {"identity", 'U'}, {"if", 'U'}, {"ilike", 'T'}, {"immediate", 'U'}, {"immutable", 'U'},
+    {"implicit", 'U'}, {"import", 'U'}, {"in", 'R'}, {"include", 'U'}, {"including", 'U'},
+    {"increment", 'U'}, {"index", 'U'}, {"indexes", 'U'}, {"inherit", 'U'}, {"inherits", 'U'},
+    {"initially", 'R'}, {"inline", 'U'}, {"inner", 'T'}, {"inout", 'C'}, {"input", 'U'},
+    {"insensitive", 'U'}, {"insert", 'U'}, {"instead", 'U'}, {"int", 'C'}, {"integer", 'C'},
+    {"intersect", 'R'}, {"interval", 'C'}, {"into", 'R'}, {"invoker", 'U'}, {"is", 'T'},
+    {"isnull", 'T'}, {"isolation", 'U'}, {"join", 'T'}, {"key", 'U'}, {"label", 'U'},
+    {"language", 'U'}, {"large", 'U'}, {"last", 'U'}, {"lateral", 'R'}, {"leading", 'R'},
+    {"leakproof", 'U'}, {"least", 'C'}, {"left", 'T'}, {"level", 'U'}, {"like", 'T'},
+    {"limit", 'R'}, {"listen", 'U'}, {"load", 'U'}, {"local", 'U'}, {"localtime", 'R'},
+    {"localtimestamp", 'R'}, {"location", 'U'}, {"lock", 'U'}, {"locked", 'U'}, {"logged", 'U'},
+    {"mapping", 'U'}, {"match", 'U'}, {"matched", 'U'}, {"materialized", 'U'},
+    {"maxvalue", 'U'}, {"merge", 'U'}, {"method", 'U'}, {"minute", 'U'}, {"minvalue", 'U'},
+    {"mode", 'U'}, {"month", 'U'}, {"move", 'U'}, {"name", 'U'}, {"names", 'U'},
+    {"national", 'C'}, {"natural", 'T'}, {"nchar", 'C'}, {"new", 'U'}, {"next", 'U'},
+    {"nfc", 'U'}, {"nfd", 'U'}, {"nfkc", 'U'}, {"nfkd", 'U'}, {"no", 'U'}, {"none", 'C'},
+    {"normalize", 'C'}, {"normalized", 'U'}, {"not", 'R'}, {"nothing", 'U'}, {"notify", 'U'},
+    {"notnull", 'T'}, {"nowait", 'U'}, {"null", 'R'}, {"nullif", 'C'}, {"nulls", 'U'},
+    {"numeric", 'C'}, {"object", 'U'}, {"of", 'U'}, {"off", 'U'}, {"offset", 'R'},
+    {"oids", 'U'}, {"old", 'U'}, {"on", 'R'}, {"only", 'R'}, {"operator", 'U'}, {"option", 'U'},
+    {"options", 'U'}, {"or", 'R'}, {"order", 'R'}, {"ordinality", 'U'}, {"others", 'U'},
+    {"out", 'C'}, {"outer", 'T'}, {"over", 'U'}, {"overlaps", 'T'}, {"overlay", 'C'},
+    {"overriding", 'U'}, {"owned", 'U'}, {"owner", 'U'}, {"parallel", 'U'}, {"parameter", 'U'},
+    {"parser", 'U'}, {"partial", 'U'}, {"partition", 'U'}, {"passing", 'U'}, {"password", 'U'},
+    {"placing", 'R'}, {"plans", 'U'}, {"policy", 'U'}, {"position", 'C'}, {"preceding", 'U'},
+    {"precision", 'C'}, {"prepare", 'U'}, {"prepared", 'U'}, {"preserve", 'U'},
+    {"primary", 'R'}, {"prior", 'U'}, {"privileges", 'U'}, {"procedural", 'U'},
+    {"procedure", 'U'}, {"procedures", 'U'}, {"program", 'U'}, {"publication", 'U'},
+    {"quote", 'U'}, {"range", 'U'}, {"read", 'U'}, {"real", 'C'}, {"reassign", 'U'},
+    {"recheck", 'U'}, {"recursive", 'U'}, {"ref", 'U'}, {"references", 'R'},
+    {"referencing", 'U'}, {"refresh", 'U'}, {"reindex", 'U'}, {"relative", 'U'},
+    {"release", 'U'}, {"rename", 'U'}, {"repeatable", 'U'}, {"replace", 'U'}, {"replica", 'U'},
+    {"reset", 'U'}, {"restart", 'U'}, {"restrict", 'U'}, {"return", 'U'}, {"returning", 'R'},
+    {"returns", 'U'}, {"revoke", 'U'}, {"right", 'T'}, {"role", 'U'}, {"rollback", 'U'},
+    {"rollup", 'U'}, {"routine", 'U'}, {"routines", 'U'}, {"row", 'C'}, {"rows", 'U'},
+    {"rule", 'U'}, {"savepoint", 'U'}, {"schema", 'U'}, {"schemas", 'U'}, {"scroll", 'U'},
+    {"search", 'U'}, {"second", 'U'}, {"security", 'U'}, {"select", 'R'}, {"sequence", 'U'},
+    {"sequences", 'U'}, {"serializable", 'U'}, {"server", 'U'}, {"session", 'U'},
+    {"session_user", 'R'}, {"set", 'U'}, {"setof", 'C'}, {"sets", 'U'}, {"share", 'U'},
+    {"show", 'U'}, {"similar", 'T'}, {"simple", 'U'}, {"skip", 'U'}, {"smallint", 'C'},
+    {"snapshot", 'U'}, {"some", 'R'}, {"sql", 'U'}, {"stable", 'U'}, {"standalone", 'U'},
+    {"start", 'U'}, {"statement", 'U'}, {"statistics", 'U'}, {"stdin", 'U'}, {"stdout", 'U'},
+    {"storage", 'U'}, {"stored", 'U'}, {"strict", 'U'}, {"strip", 'U'}, {"subscription", 'U'},
+    {"substring", 'C'}, {"support", 'U'}, {"symmetric", 'R'}, {"sysid", 'U'}, {"system", 'U'},
+    {"table", 'R'}, {"tables", 'U'}, {"tablesample", 'T'}, {"tablespace", 'U'}, {"temp", 'U'},
+    {"template", 'U'}, {"temporary", 'U'}, {"text", 'U'}, {"then", 'R'}, {"ties", 'U'},
+    {"time", 'C'}, {"timestamp", 'C'}, {"to", 'R'}, {"trailing", 'R'}, {"transaction", 'U'},
+    {"transform", 'U'}, {"treat", 'C'}, {"trigger", 'U'}, {"trim", 'C'}, {"true", 'R'},
+    {"truncate", 'U'}, {"trusted", 'U'}, {"type", 'U'}, {"types", 'U'}, {"uescape", 'U'},
+    {"unbounded", 'U'}, {"uncommitted", 'U'}, {"unencrypted", 'U'}, {"union", 'R'},
+    {"unique", 'R'}, {"unknown", 'U'}, {"unlisten", 'U'}, {"unlogged", 'U'}, {"until", 'U'},
+    {"update", 'U'}, {"user", 'R'}, {"using", 'R'}, {"vacuum", 'U'}, {"valid", 'U'},
+    {"validate", 'U'}, {"validator", 'U'}, {"value", 'U'}, {"values", 'C'}, {"varchar", 'C'},
+    {"variadic", 'R'}, {"varying", 'U'}, {"verbose", 'T'}, {"version", 'U'}, {"view", 'U'},
+    {"views", 'U'}, {"volatile", 'U'}, {"when", 'R'}, {"where", 'R'}, {"whitespace", 'U'},
+    {"window", 'R'}, {"with", 'R'}, {"within", 'U'}, {"without", 'U'}, {"work", 'U'},
+    {"wrapper", 'U'}, {"write", 'U'}, {"xml", 'U'}, {"xmlattributes", 'C'}, {"xmlconcat", 'C'},
+    {"xmlelement", 'C'}, {"xmlexists", 'C'}, {"xmlforest", 'C'}, {"xmlnamespaces", 'C'},
+    {"xmlparse", 'C'}, {"xmlpi", 'C'}, {"xmlroot", 'C'}, {"xmlserialize", 'C'},
+    {"xmltable", 'C'}, {"year", 'U'}, {"yes", 'U'}, {"zone", 'U'},
 };
 
 static int kw_cmp(const void *a, const void *b)
 {
-    return strcmp((const char *)a, *(const char *const *)b);
+    return strcmp((const char *)a, ((const fp_keyword *)b)->w);
 }
 
-static bool is_keyword(const char *w)
+const char *ex_keyword_at(int k)
 {
-    return bsearch(w, FP_KEYWORDS, sizeof FP_KEYWORDS / sizeof FP_KEYWORDS[0],
-                   sizeof FP_KEYWORDS[0], kw_cmp) != NULL;
+    return k >= 0 && (size_t)k < sizeof FP_KEYWORDS / sizeof FP_KEYWORDS[0] ? FP_KEYWORDS[k].w
+                                                                           : NULL;
+}
+
+char ex_keyword_category(const char *w)
+{
+    const fp_keyword *k = bsearch(w, FP_KEYWORDS, sizeof FP_KEYWORDS / sizeof FP_KEYWORDS[0],
+                                  sizeof FP_KEYWORDS[0], kw_cmp);
+    return k ? k->cat : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -208,8 +270,9 @@ static bool lex(fp *p)
                 p->tok = KW[k].t;
                 return true;
             }
-        if (is_keyword(p->word))
-            return false;
+        char cat = ex_keyword_category(p->word);
+        if (cat == 'R' || cat == 'T')
+            return false;   /* not a ColId */
         p->tok = FP_IDENT;
         return true;
     }
@@ -496,6 +559,7 @@ static json_t *p_operand(fp *p)
     size_t at = p->at;
     json_t *r = NULL;
     switch (p->tok) {
+    case FP_BETWEEN:   /* a col_name keyword: a column where an operand is */
     case FP_IDENT:
     case FP_QIDENT:
         if (column_index(p->schema, p->word) < 0)

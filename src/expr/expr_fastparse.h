@@ -23,4 +23,11 @@ HS_MUST_USE hs_status ex_parse_filter_fast(const char *text, const hs_field *sch
 HS_MUST_USE hs_status ex_fastparse_filter(const char *text, const hs_field *schema,
                                           ex_expr **out, hs_error *err);
 
+/* PostgreSQL's category of keyword w (lower case): 'U' unreserved, 'C'
+ * col_name, 'T' type_func_name, 'R' reserved; 0 when w is no keyword.  A
+ * name of category T or R must be double-quoted to be a column name. */
+char ex_keyword_category(const char *w);
+/* The k-th keyword (sorted), NULL past the last: for tests. */
+const char *ex_keyword_at(int k);
+
 #endif

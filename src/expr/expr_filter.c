@@ -31,6 +31,7 @@
  * LIKE 'abc%' becomes col >= 'abc' AND col < 'abd' (exact); LIKE without
  * wildcards is equality; other patterns keep only their literal prefix.
  */
+#include "expr/expr_fastparse.h"
 #include "expr/expr_int.h"
 #include "expr/pgvector.h"
 
@@ -819,7 +820,8 @@ static hs_status put_name(hs_buf *o, const char *s)
     bool plain = *s && !(*s >= '0' && *s <= '9');
     for (const char *p = s; *p && plain; p++)
         plain = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
-    if (plain)
+    char cat = plain ? ex_keyword_category(s) : 0;
+    if (plain && cat != 'R' && cat != 'T')   /* "user", "window": quoted */
         return hs_buf_puts(o, s);
     HS_TRY(hs_buf_append_byte(o, '"'));
     for (const char *p = s; *p; p++) {

@@ -776,6 +776,18 @@ bool hs_io_is_object_uri(const char *uri)
     return hs_s3_is_uri(uri);
 }
 
+hs_status hs_io_set_scope(const char *location, const char *const *keys,
+                          const char *const *values, size_t n, hs_error *err)
+{
+    if (!location || !hs_s3_is_uri(location))
+        return HS_OK;
+    bool any = false;
+    for (size_t i = 0; i < n && !any; i++)
+        any = keys[i] && (strncmp(keys[i], "s3.", 3) == 0 ||
+                          strcmp(keys[i], "client.region") == 0);
+    return any ? hs_s3_set_scope(location, keys, values, n, err) : HS_OK;
+}
+
 hs_status hs_io_object_identity(const char *uri, uint64_t *size, char version[72],
                                  hs_error *err)
 {

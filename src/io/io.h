@@ -242,6 +242,14 @@ void hs_io_background_wait(void);
  * hs_io_background_wait (or hs_s3_reset): an hs_io_background task that
  * waits before its work (for an idle moment) should give the work up. */
 bool hs_io_background_stop(void);
+/* Storage settings for the objects under location, as a catalog vends them
+ * with a table (Iceberg FileIO property names: s3.endpoint, s3.region,
+ * s3.access-key-id, s3.secret-access-key, s3.session-token,
+ * s3.path-style-access, client.region; io/s3.h's hs_s3_set_scope).  They
+ * win over the environment for requests under location.  A no-op (HS_OK)
+ * for local paths and file:// URIs, and when no key applies to the store. */
+HS_MUST_USE hs_status hs_io_set_scope(const char *location, const char *const *keys,
+                                      const char *const *values, size_t n, hs_error *err);
 /* Object stores: the size and version (ETag) of an object, from io/s3.c's
  * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
  * else by opening it (one GET of its tail, which then serves the caller's

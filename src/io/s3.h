@@ -66,11 +66,24 @@ void hs_s3_prefetch_async(const char *const *uris, size_t n);
 /* io.h's hs_io_background: fn(arg) on a detached thread counted with the
  * asynchronous prefetches (exit and hs_s3_reset wait for it). */
 bool hs_s3_background(void (*fn)(void *arg), void *arg);
-void hs_s3_background_wait(void);
+void hs_s3_background_wait(void);   /* until none of those runs */
 /* True while the process exits or a thread waits in hs_s3_reset or
  * hs_s3_background_wait: a background task that waits before its work
  * should give it up. */
-bool hs_s3_background_stop(void);   /* until none of those runs */
+bool hs_s3_background_stop(void);
+
+/* Settings for the objects under prefix (an s3:// or s3a:// URI naming a
+ * bucket and optionally a key prefix), as an Iceberg catalog vends them for
+ * a table: keys[i] = values[i] with Iceberg's FileIO names - s3.endpoint,
+ * s3.path-style-access, s3.region / client.region, s3.access-key-id and
+ * s3.secret-access-key (together), s3.session-token; other keys are
+ * ignored.  They win over the environment for every request under the
+ * prefix (the longest matching prefix); the same prefix again replaces its
+ * settings.  Kept until hs_s3_clear_scopes (hs_s3_reset keeps them).
+ * io/s3_scope.c. */
+HS_MUST_USE hs_status hs_s3_set_scope(const char *prefix, const char *const *keys,
+                                      const char *const *values, size_t n, hs_error *err);
+void hs_s3_clear_scopes(void);
 
 /* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */
 typedef struct hs_s3_stats {

@@ -414,6 +414,7 @@ hs_status s3_do(s3_req *r, const char *what, hs_error *err)
     s3_config cfg;
     CURLSH *share = NULL;
     CURL *h = pool_get(&cfg, &share);
+    s3_scope_apply(r->bucket, r->key, &cfg);   /* settings a catalog vended (s3_scope.c) */
     hs_buf url = { 0 }, auth = { 0 }, tokhdr = { 0 }, tokbuf = { 0 };
     hs_status st = HS_OK;
     if (!h) {

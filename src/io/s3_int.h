@@ -14,6 +14,8 @@
  *   s3_cache.c    the byte cache, the HEAD cache, opens in flight, prefetch,
  *                 counters and hs_s3_reset
  *   s3_xml.c      decoders of untrusted bytes: S3's XML answers, INI files
+ *   s3_scope.c    settings for a part of the namespace that a catalog vended
+ *                 (hs_s3_set_scope), laid over the configuration per request
  *
  * Locking: one mutex, g_s3_lock, guards the configuration, the pool, both
  * caches, the in-flight table and the counters; it is never held across a
@@ -87,6 +89,11 @@ extern hs_s3_stats g_s3_stats;
 void s3_load_config_locked(void);
 /* A copy of the settings (loaded on first use) without the session token. */
 s3_config s3_cfg_now(void);
+
+/* Lays the scope of bucket/key (s3_scope.c), if any, over *cfg (a copy
+ * taken by s3_http.c: its session_token is owned and may be replaced).
+ * Takes g_s3_lock. */
+void s3_scope_apply(const char *bucket, const char *key, s3_config *cfg);
 
 const char *s3_env(const char *name);          /* NULL when unset or empty */
 bool s3_env_true(const char *name, bool dflt);

@@ -695,8 +695,8 @@ static void table_register(rc_call *c, const char *ns)
     const char *name = json_string_value(json_object_get(b, "name"));
     const char *mloc = json_string_value(json_object_get(b, "metadata-location"));
     bool overwrite = json_is_true(json_object_get(b, "overwrite"));
-    char *ident = NULL, *cur = NULL;
-    hs_buf text = { 0 }, curtext = { 0 };
+    char *ident = NULL;
+    hs_buf text = { 0 };
     hs_error err = { 0 };
     if (!valid_table_name(c, name))
         goto done;
@@ -725,24 +725,16 @@ static void table_register(rc_call *c, const char *ns)
         bad_request(c, err.msg);
         goto done;
     }
-    if (st == HS_OK) {
-        st = cat_create_json(c->cat, ident, (const char *)text.data, text.len, NULL, &err);
-        if (st == HS_CONFLICT && overwrite) {
-            hs_err_clear(&err);
-            st = cat_load_json(c->cat, ident, &curtext, &cur, &err);
-            if (st == HS_OK)
-                st = cat_commit_json(c->cat, ident, cur, (const char *)text.data, text.len,
-                                     NULL, &err);
-        }
-    }
+    /* the catalog points at the file itself, as Java's registerTable does:
+     * the answer's metadata-location is the one registered */
+    if (st == HS_OK)
+        st = cat_register(c->cat, ident, mloc, overwrite, &err);
     if (st != HS_OK)
         reply_status(c, st, &err, "NoSuchTableException", "AlreadyExistsException");
     else
         reply_table(c, 200, ident);
 done:
     hs_buf_free(&text);
-    hs_buf_free(&curtext);
-    hs_free(cur);
     hs_free(ident);
     json_decref(b);
 }

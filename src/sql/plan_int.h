@@ -1,8 +1,12 @@
 /*
  * sql/plan_int.h - what the files of the SELECT planner share:
  *
- *   plan.c         relations, scopes and binding, FROM, WHERE conjuncts,
- *                  scans and joins, projections, the entry points
+ *   plan.c         relations, scopes and binding, type unification,
+ *                  projections, filters, the entry points
+ *   plan_from.c    FROM items: base tables, derived tables, CTEs (WITH
+ *                  RECURSIVE materialized), VALUES, time travel
+ *   plan_join.c    WHERE conjuncts and their pushdown into scans; scans,
+ *                  joins (ON pushdown, index nested loop) and join order
  *   plan_subq.c    subqueries: [NOT] EXISTS / IN as semi/anti joins,
  *                  scalar subqueries, decorrelation, SubLinks in expressions
  *   plan_select.c  SELECT blocks: result names, GROUP BY and aggregates,
@@ -13,6 +17,7 @@
  *   plan_stmt.c    EXPLAIN [ANALYZE], CREATE INDEX / DROP INDEX
  *   plan_srf.c     set-returning functions (unnest, generate_series) in
  *                  the select list and in FROM, lateral ones included
+ *   plan_lateral.c correlated LATERAL subqueries in FROM as joins
  *
  * plan.c's header comment describes how a SELECT is planned.
  */
@@ -55,7 +60,7 @@ typedef struct cte {
     struct cte *next;
     int in_use;               /* recursion guard */
     /* WITH RECURSIVE of the form anchor UNION [ALL] recursive term: run
-     * once when first referenced (plan.c, cte_materialize), then read from
+     * once when first referenced (plan_from.c, cte_materialize), then read from
      * rows; while the recursive term runs, its self-reference reads work */
     bool recursive;
     int rec_state;            /* 0 not run, 1 running, 2 done */
@@ -255,11 +260,18 @@ int pl_scope_column(void *ctx, const char *const *names, int n);
 int pl_colref_names(const json_t *cr, const char **names, int max);
 HS_MUST_USE hs_status pl_bind_in(scope *sc, const json_t *node, bool filter, ex_expr **out);
 void pl_scope_rel(scope *sc, planner *p, const rel *r);
+/* A scope over outer||inner (inner names first when inner_first). */
+HS_MUST_USE hs_status pl_scope_pair(scope *sc, planner *p, const rel *outer, const rel *inner, bool inner_first);
+/* An expression reading column idx of schema. */
+HS_MUST_USE hs_status pl_col_expr(planner *p, const hs_field *schema, int idx, ex_expr **out);
+static inline bool pl_is_int_type(hs_type t) { return t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64; }
 HS_MUST_USE hs_status pl_project_mixed(planner *p, xo_op *child, int n, const int *src, ex_expr **ex, const char *const *names, xo_op **out);
 void pl_unify_type(const hs_field *a, const hs_field *b, hs_field *out);
 json_t *pl_cast_json(json_t *node, const hs_field *f);
 HS_MUST_USE hs_status pl_cast_rel(planner *p, rel *r, const hs_field *types);
 void pl_fromc_free(fromc *fc);
+/* Appends the base-table leaves under f to arr. */
+void pl_leaves_of(fnode *f, fnode **arr, int *n);
 int pl_leaf_find(fnode **leaves, int n_leaves, const char *const *names, int n, int *col);
 HS_MUST_USE hs_status pl_fromc_build(planner *p, const json_t *from, fromc *fc);
 void pl_conjs_free(conjs *c);

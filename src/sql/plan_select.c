@@ -602,7 +602,7 @@ static hs_status push_ctes(planner *p, const json_t *sel, cte **saved, cte **min
         e->name = pl_jstrv(c, "ctename");
         e->query = q;
         e->colnames = pl_jget(c, "aliascolnames");
-        /* WITH RECURSIVE: a UNION [ALL] runs as a recursive CTE (plan.c);
+        /* WITH RECURSIVE: a UNION [ALL] runs as a recursive CTE (plan_from.c);
          * other CTEs of the list are plain ones */
         const char *op = pl_jstrv(q, "op");
         e->recursive = recursive && op && !strcmp(op, "SETOP_UNION");

@@ -7,8 +7,8 @@
  *   text --sq_parse (libpg_query, on a big-stack thread for deep text)-->
  *   JSON --jansson--> exactly one RawStmt --dispatch(kind)-->
  *       SelectStmt                  sq_exec_query (plan.c)
- *       ExplainStmt                 sq_exec_explain (plan.c)
- *       IndexStmt, DropStmt(index)  sq_exec_index (plan.c)
+ *       ExplainStmt                 sq_exec_explain (plan_stmt.c)
+ *       IndexStmt, DropStmt(index)  sq_exec_index (plan_stmt.c)
  *       Create[TableAs]Stmt, AlterTableStmt, RenameStmt, DropStmt(table),
  *       Create/DropStmt(schema)     sq_exec_ddl (ddl.c)
  *       VariableSetStmt / Show      settings (here)

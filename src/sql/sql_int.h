@@ -149,10 +149,10 @@ HS_MUST_USE hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *se
 /* SELECT / VALUES / set operations: runs the query into a result. */
 HS_MUST_USE hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text,
                                     hs_result **out, hs_error *err);
-/* EXPLAIN [ANALYZE] (plan.c). */
+/* EXPLAIN [ANALYZE] (plan_stmt.c). */
 HS_MUST_USE hs_status sq_exec_explain(sq_session *s, const json_t *stmt, const char *text,
                                       hs_result **out, hs_error *err);
-/* CREATE INDEX / DROP INDEX (plan.c). */
+/* CREATE INDEX / DROP INDEX (plan_stmt.c). */
 HS_MUST_USE hs_status sq_exec_index(sq_session *s, const char *kind, const json_t *stmt,
                                     const char *text, hs_result **out, hs_error *err);
 

@@ -16,6 +16,9 @@
  * REST "token", "credential" ("client_id:client_secret"), "scope",
  * "oauth2-server-uri", "prefix".
  *
+ * Registering points a SQL or REST catalog at an existing metadata file
+ * (catalog.h's cat_register); views are listed, not opened.
+ *
  * Namespaces of path catalogs are directories under the root that are not
  * tables; they have no properties ({}), and dropping one removes the empty
  * directory.  SQL (and REST) catalogs keep namespaces as the catalog does.
@@ -405,6 +408,34 @@ hs_status hs_catalog_table_exists(hs_catalog *c, const char *name, int *exists, 
     HS_TRY(cat_exists(c->cat, name, &e, err));
     *exists = e;
     return HS_OK;
+}
+
+hs_status hs_catalog_register_table(hs_catalog *c, const char *name,
+                                    const char *metadata_location, int overwrite, hs_error *err)
+{
+    return cat_register(c->cat, name, metadata_location, overwrite != 0, err);
+}
+
+hs_status hs_catalog_list_views(hs_catalog *c, const char *ns, char **out, hs_error *err)
+{
+    *out = NULL;
+    char **names = NULL;
+    size_t n = 0;
+    HS_TRY(cat_list_views(c->cat, ns, &names, &n, err));
+    json_t *arr = json_array();
+    hs_status st = arr ? HS_OK : hs_err_nomem(err, 64);
+    for (size_t i = 0; st == HS_OK && i < n; i++) {
+        char *full = ns && *ns ? join2(ns, ".", names[i]) : hs_strdup(names[i]);
+        if (!full || json_array_append_new(arr, json_string(full)) != 0)
+            st = hs_err_nomem(err, 64);
+        hs_free(full);
+    }
+    cat_strv_free(names, n);
+    if (st == HS_OK)
+        st = dump_json(arr, out, err);
+    else
+        json_decref(arr);
+    return st;
 }
 
 /* ---- a table's newest metadata file without a catalog ------------------------ */

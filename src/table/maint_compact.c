@@ -155,7 +155,8 @@ typedef struct compact_ctx {
     int batch;
     hs_buf own;                   /* int64_t snapshot ids */
     /* per commit attempt */
-    int64_t carried, del_files, del_records;
+    int64_t carried;
+    tbl_del_counts dels;
 } compact_ctx;
 
 static bool own_snapshot(const compact_ctx *c, int64_t id)
@@ -262,10 +263,20 @@ static bool planned_ref(const tbl_plan_file *pf, const tbl_delete_ref *d)
  * (remove[i]), and those that apply to no live file at all (fp->unused_dels:
  * an equality delete all of whose pairs bounds or sequence numbers left
  * out, a position delete of files gone), as tbl_rewrite_remove's
- * remove_del; counted in *files and *records (position deletes' records:
- * the summary's removed-position-deletes). */
+ * remove_del; counted by kind in *dc (the snapshot summary's removed-*). */
+static void count_drop(const tbl_delete_ref *d, tbl_del_counts *dc)
+{
+    if (d->kind == ICE_CONTENT_POSITION_DELETES || d->is_dv) {
+        dc->pos_files++;
+        dc->pos_records += d->record_count;
+    } else {
+        dc->eq_files++;
+        dc->eq_records += d->record_count;
+    }
+}
+
 static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *remove_del,
-                              int64_t *files, int64_t *records, hs_error *err)
+                              tbl_del_counts *dc, hs_error *err)
 {
     hs_map refs = {0};
     hs_status st = HS_OK;
@@ -294,9 +305,7 @@ static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *re
             if (hs_map_put(remove_del, kk, sizeof kk, 1) != HS_OK ||
                 hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
                 st = hs_err_nomem(err, 64);
-            (*files)++;
-            if (d->kind == ICE_CONTENT_POSITION_DELETES)
-                *records += d->record_count;
+            count_drop(d, dc);
         }
     hs_map_free(&refs);
     for (size_t i = 0; st == HS_OK && i < HS_VEC_LEN(&fp->unused_dels, tbl_delete_ref); i++) {
@@ -310,9 +319,7 @@ static hs_status drop_deletes(const tbl_plan *fp, const bool *remove, hs_map *re
         if (hs_map_put(remove_del, kk, sizeof kk, 1) != HS_OK ||
             hs_map_put(remove_del, mkey, sizeof mi, 1) != HS_OK)
             st = hs_err_nomem(err, 64);
-        (*files)++;
-        if (d->kind == ICE_CONTENT_POSITION_DELETES)
-            *records += d->record_count;
+        count_drop(d, dc);
     }
     return st;
 }
@@ -339,7 +346,8 @@ static hs_status compact_attempt(void *vctx, const ice_table_metadata *base, hs_
                           "planned, is no longer an ancestor of the current snapshot; nothing "
                           "was committed", c->ident, (long long)c->planned);
     tbl_rewrite_reset(c->rw);
-    c->carried = c->del_files = c->del_records = 0;
+    c->carried = 0;
+    c->dels = (tbl_del_counts){0};
     const tbl_plan *fp = c->p;
     tbl_plan *own = NULL;
     hs_status st = HS_OK;
@@ -424,11 +432,11 @@ static hs_status compact_attempt(void *vctx, const ice_table_metadata *base, hs_
     /* delete entries that apply only to rewritten files go too */
     hs_map remove_del = {0};
     if (st == HS_OK)
-        st = drop_deletes(fp, remove, &remove_del, &c->del_files, &c->del_records, err);
+        st = drop_deletes(fp, remove, &remove_del, &c->dels, err);
     if (st == HS_OK)
         st = tbl_rewrite_remove(c->rw, fp, remove, &remove_del, err);
     if (st == HS_OK)
-        tbl_rewrite_count_deletes_removed(c->rw, c->del_files, c->del_records);
+        tbl_rewrite_count_deletes_removed(c->rw, &c->dels);
     /* the carried deletes, against the new files, in this same snapshot */
     int n_acts = 0;
     for (size_t k = 0; k < n_new && bms; k++)
@@ -1081,7 +1089,7 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
                 out_files += f;
                 out_rows += r;
                 out_bytes += by;
-                del_files_total += cc.del_files;
+                del_files_total += cc.dels.pos_files + cc.dels.eq_files;
                 carried_total += cc.carried;
                 new_id = tbl_rewrite_snapshot_id(rw);
                 committed_bins = b + 1;
@@ -1107,7 +1115,7 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
             tbl_rewrite_mark(rw);
             st = tbl_rewrite_commit(rw, err);
             if (st == HS_OK) {
-                del_files_total += cc.del_files;
+                del_files_total += cc.dels.pos_files + cc.dels.eq_files;
                 new_id = tbl_rewrite_snapshot_id(rw);
                 json_array_append_new(jsnaps, json_integer(new_id));
             }
@@ -1123,8 +1131,9 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
     int64_t del_files = del_files_total;
     if (st == HS_OK && opt->dry_run && (n_in > 0 || unused)) {   /* what the commit would drop */
         hs_map rd = {0};
-        int64_t recs = 0;
-        st = drop_deletes(p, rewrite, &rd, &del_files, &recs, err);
+        tbl_del_counts dc = {0};
+        st = drop_deletes(p, rewrite, &rd, &dc, err);
+        del_files += dc.pos_files + dc.eq_files;
         hs_map_free(&rd);
     }
     tbl_rewrite_free(rw);

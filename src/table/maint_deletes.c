@@ -550,7 +550,7 @@ static hs_status work_write(rd_work *w, tbl_rewrite *rw, int64_t target, hs_erro
     hs_map remove_del = {0};
     hs_status st = HS_OK;
     w->added = w->added_bytes = 0;
-    int64_t rm_files = 0, rm_records = 0;
+    tbl_del_counts rm = {0};   /* position delete files only (rd_del) */
     for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&w->dels, rd_del); k++) {
         const rd_del *d = &HS_VEC_AT(&w->dels, rd_del, k);
         if (!d->remove)
@@ -560,8 +560,8 @@ static hs_status work_write(rd_work *w, tbl_rewrite *rw, int64_t target, hs_erro
         if (hs_map_put(&remove_del, key, sizeof key, 1) != HS_OK ||
             hs_map_put(&remove_del, &mi, sizeof mi, 1) != HS_OK)
             st = hs_err_nomem(err, 64);
-        rm_files++;
-        rm_records += d->e->file.record_count;
+        rm.pos_files++;
+        rm.pos_records += d->e->file.record_count;
     }
     if (w->format_version >= 3) {
         /* one vector per data file with folded deletes or several vectors */
@@ -619,7 +619,7 @@ static hs_status work_write(rd_work *w, tbl_rewrite *rw, int64_t target, hs_erro
     if (st == HS_OK)
         st = tbl_rewrite_remove(rw, w->p, none, &remove_del, err);
     if (st == HS_OK)
-        tbl_rewrite_count_deletes_removed(rw, rm_files, rm_records);
+        tbl_rewrite_count_deletes_removed(rw, &rm);
     hs_free(none);
     hs_map_free(&remove_del);
     return st;

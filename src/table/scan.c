@@ -34,9 +34,14 @@
  *                  cut by phase 1's verdicts ("dense")
  *
  * Files are read ahead on a thread pool (HS_SCAN_THREADS, default the cores
- * up to 8): a window of jobs, each collecting one file's batches, consumed
- * in plan order, so results keep the plan's order and memory stays bounded
- * by the window.
+ * up to 8): a window of jobs, one per file, consumed in plan order, so
+ * results keep the plan's order.  Each job streams its file's batches into
+ * a queue of at most SCAN_QUEUE_BYTES (at least one batch): a reader that
+ * finds its queue full waits for the consumer, so a scan holds at most
+ * window x (queue + one reader's working set) whatever the size of its
+ * files (docs/parquet.md, "Memory of a scan").  A file small enough to fit
+ * the queue whole (estimated from its row count) is read on the consumer's
+ * thread when no pool is needed.
  *
  * Row lineage (v3, spec "Row Lineage"): a row's _row_id is the value stored
  * in the file when not null, else the data file's first_row_id + its
@@ -50,6 +55,7 @@
 #include "table/table_int.h"
 
 #include "base/config.h"
+#include "base/fork.h"
 #include "base/opts.h"
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
@@ -61,6 +67,7 @@
 #include "table/rtfilter.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -1410,6 +1417,67 @@ static hs_status select_rows(frd *fr, const tbl_read_opts *o, const roaring_bitm
     return HS_OK;
 }
 
+/* Rows per part of a two-phase read (whole row groups, at least this many
+ * unless the file ends). */
+#define TBL_TWO_PHASE_ROWS ((int64_t)1 << 20)
+
+/* Both phases over the selected rows of [lo, hi): phase 1 reads the filter
+ * columns, keeps the passing rows of those that are output (r->acc) and
+ * the verdicts (r->mask); phase 2 reads the other output columns for the
+ * passing rows and emits.  Passing positions are added to all_hits when
+ * it is given. */
+static hs_status two_phase_part(rd_state *r, frd *fr, const roaring_bitmap_t *sel, int64_t lo,
+                                int64_t hi, const int *which, int k, const int *which2, int k2,
+                                const bool *need, int64_t batch_size, roaring_bitmap_t *all_hits,
+                                hs_error *err)
+{
+    roaring_bitmap_t *part = roaring_bitmap_from_range((uint64_t)lo, (uint64_t)hi, 1);
+    if (!part)
+        return hs_err_nomem(err, 64);
+    if (sel)
+        roaring_bitmap_and_inplace(part, sel);
+    uint64_t n_sel = roaring_bitmap_get_cardinality(part);
+    hs_status st = HS_OK;
+    if (n_sel == 0) {
+        roaring_bitmap_free(part);
+        return HS_OK;
+    }
+    hs_buf_reset(&r->mask);
+    r->mask_off = 0;
+    r->acc_off = 0;
+    r->pass_runs = 0;
+    for (int i = 0; i < r->n_out && st == HS_OK; i++) {
+        hs_col_free(r->acc[i]);
+        r->acc[i] = NULL;
+        if (need[i])
+            st = hs_col_create(&r->rs->children[i], 0, &r->acc[i], err);
+    }
+    if (st == HS_OK && !(r->hits = roaring_bitmap_create()))
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = rd_set_read(r, which, k, err);
+    if (st == HS_OK)
+        st = rd_read(r, fr, part, batch_size, cb_phase1, err);
+    uint64_t n_pass = st == HS_OK ? roaring_bitmap_get_cardinality(r->hits) : 0;
+    if (st == HS_OK && n_pass > 0 && r->emit) {
+        /* few passing rows, or long runs of them (TPC-H Q1's 98%): read
+         * only them, the reader gathers the runs inside its pages;
+         * many short runs: read the same rows again and take the
+         * passing ones (long runs decode faster than scattered ones) */
+        r->sparse = n_pass * 8 <= n_sel || (uint64_t)r->pass_runs * 16 <= n_pass;
+        r->rep->sparse_second |= r->sparse;
+        st = rd_set_read(r, which2, k2, err);
+        if (st == HS_OK)
+            st = rd_read(r, fr, r->sparse ? r->hits : part, batch_size, cb_phase2, err);
+    }
+    if (st == HS_OK && all_hits)
+        roaring_bitmap_or_inplace(all_hits, r->hits);
+    tbl_bitmap_free(r->hits);
+    r->hits = NULL;
+    roaring_bitmap_free(part);
+    return st;
+}
+
 hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tbl_read_opts *o,
                            tbl_emit_fn emit, void *ctx, roaring_bitmap_t **positions_out,
                            int64_t *rows_deleted, tbl_file_report *rep_in, hs_error *err)
@@ -1510,39 +1578,34 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
         }
     } else if (st == HS_OK && !empty) {
         rep->two_phase = true;
-        int k = 0;
+        int k = 0, k2 = 0;
         for (int i = 0; i < n; i++)
             if (need[i])
                 which[k++] = i;
+        for (int i = 0; i < n_out; i++)
+            if (!need[i])
+                which2[k2++] = i;
         r.acc = hs_calloc((size_t)n_out + 1, sizeof *r.acc);
         if (!r.acc)
             st = hs_err_nomem(err, 64);
-        for (int i = 0; i < n_out && st == HS_OK; i++)
-            if (need[i])
-                st = hs_col_create(&rs->children[i], 0, &r.acc[i], err);
-        if (st == HS_OK && !r.hits && !(r.hits = roaring_bitmap_create()))
-            st = hs_err_nomem(err, 64);
-        if (st == HS_OK)
-            st = rd_set_read(&r, which, k, err);
-        if (st == HS_OK)
-            st = rd_read(&r, &fr, sel, batch_size, cb_phase1, err);
-        uint64_t n_pass = st == HS_OK ? roaring_bitmap_get_cardinality(r.hits) : 0;
-        uint64_t n_sel = sel ? roaring_bitmap_get_cardinality(sel) : (uint64_t)fr.n_rows;
-        if (st == HS_OK && n_pass > 0 && emit) {
-            /* few passing rows, or long runs of them (TPC-H Q1's 98%): read
-             * only them, the reader gathers the runs inside its pages;
-             * many short runs: read the same rows again and take the
-             * passing ones (long runs decode faster than scattered ones) */
-            r.sparse = n_pass * 8 <= n_sel || (uint64_t)r.pass_runs * 16 <= n_pass;
-            rep->sparse_second = r.sparse;
-            int k2 = 0;
-            for (int i = 0; i < n_out; i++)
-                if (!need[i])
-                    which2[k2++] = i;
-            st = rd_set_read(&r, which2, k2, err);
-            if (st == HS_OK)
-                st = rd_read(&r, &fr, r.sparse ? r.hits : sel, batch_size, cb_phase2, err);
+        /* the file in parts of whole row groups, so that phase 1's kept
+         * columns and verdicts hold one part, not the file */
+        roaring_bitmap_t *all_hits = r.hits;   /* positions_out's, or NULL */
+        r.hits = NULL;
+        const pq_file_meta *fm = pq_reader_meta(fr.r);
+        int64_t lo = 0;
+        int g = 0;
+        while (st == HS_OK && lo < fr.n_rows) {
+            int64_t hi = lo;
+            while (g < fm->n_row_groups && hi - lo < TBL_TWO_PHASE_ROWS)
+                hi += fm->row_groups[g++].num_rows;
+            if (g >= fm->n_row_groups || hi > fr.n_rows)
+                hi = fr.n_rows;
+            st = two_phase_part(&r, &fr, sel, lo, hi, which, k, which2, k2, need, batch_size,
+                                all_hits, err);
+            lo = hi;
         }
+        r.hits = all_hits;
     }
     if (r.acc)
         for (int i = 0; i < n_out; i++)
@@ -1586,15 +1649,34 @@ hs_status tbl_read_file(const tbl_plan_file *pf, const hs_field *rs, const tbl_p
 /* public scans                                                        */
 
 /* Reading files ahead on a thread pool: a window of up to `window` files
- * is in flight, each job collecting its file's batches; the stream takes
- * them in plan order, so results keep the plan's order and memory stays
- * bounded by the window. */
+ * is in flight, one job each; the stream takes their batches in plan
+ * order.  A job on the pool hands its batches over through a bounded queue
+ * (the scan's mutex guards every job's queue):
+ *
+ *   reader (pool worker)                  consumer (scan_next)
+ *   job_push: wait on `room` while the    wait on `ready` while the oldest
+ *     queue holds a batch and this one      job's queue is empty and the job
+ *     would pass SCAN_QUEUE_BYTES; push,    is not finished; pop, signal
+ *     signal `ready`                        `room`
+ *   job_run ends: finished, signal        finished and empty: hs_group_wait
+ *     `ready`                               (returns at once), next job
+ *
+ * Closing the stream early sets `stop`: waiting readers wake and fail
+ * with HS_CANCELLED, jobs not started return at once.  A job run on the
+ * consumer's thread (no pool, or a forked child whose workers are gone)
+ * never waits: it collects its file, which is why files are read there
+ * only when they fit the queue. */
+#define SCAN_QUEUE_BYTES ((size_t)4 << 20)
+
 typedef struct scan_job {
     hs_scan *s;
     int file;                  /* plan index; -1 = slot free */
     hs_group *group;
-    hs_buf batches;            /* hs_batch * */
+    hs_buf batches;            /* hs_batch *; [taken, len) queued */
     size_t taken;              /* batches handed out */
+    size_t queued_bytes;       /* of the queued batches */
+    bool finished;             /* job_run returned (under the scan's mutex) */
+    bool no_wait;              /* runs on the consumer's thread: never waits */
     tbl_file_report rep;
     int64_t rows_deleted;
     hs_status st;
@@ -1623,6 +1705,12 @@ struct hs_scan {
     int n_jobs;                /* jobs started and not yet consumed */
     bool failed;
     bool warmed;               /* scan_warm_next ran */
+    /* the queues of jobs on the pool (see scan_job) */
+    pthread_mutex_t mu;
+    pthread_cond_t ready, room;
+    bool sync_init;
+    bool stop;                 /* the stream is being released */
+    uint64_t fork_gen;         /* hs_fork_generation() when the pool started */
     /* an append stream's acknowledged rows read after the files (stream.c) */
     tbl_tail_view *tail;
     /* runtime filters (rtfilter.h): slots filled, then n_rtf published */
@@ -1632,12 +1720,15 @@ struct hs_scan {
 
 static void job_reset(scan_job *j)
 {
+    hs_group_destroy(j->group);   /* waits for a running job first */
+    j->group = NULL;
     for (size_t i = j->taken; i < HS_VEC_LEN(&j->batches, hs_batch *); i++)
         hs_batch_free(HS_VEC_AT(&j->batches, hs_batch *, i));
     hs_buf_free(&j->batches);
-    hs_group_destroy(j->group);
-    j->group = NULL;
     j->taken = 0;
+    j->queued_bytes = 0;
+    j->finished = false;
+    j->no_wait = false;
     j->file = -1;
     j->done = false;
 }
@@ -1646,8 +1737,20 @@ void hs_scan_free(hs_scan *s)
 {
     if (!s)
         return;
+    if (s->sync_init) {
+        /* wake readers waiting for room: they give up */
+        pthread_mutex_lock(&s->mu);
+        s->stop = true;
+        pthread_cond_broadcast(&s->room);
+        pthread_mutex_unlock(&s->mu);
+    }
     for (int i = 0; s->jobs && i < s->window; i++)
         job_reset(&s->jobs[i]);   /* waits for running jobs */
+    if (s->sync_init) {
+        pthread_mutex_destroy(&s->mu);
+        pthread_cond_destroy(&s->ready);
+        pthread_cond_destroy(&s->room);
+    }
     tbl_pin_drop(s);
     for (int i = 0; i < atomic_load(&s->n_rtf); i++)
         hs_keyfilter_free(s->rtf[i].kf);
@@ -1907,21 +2010,88 @@ hs_status hs_scan_files_json(const hs_scan *s, char **out, hs_error *err)
 
 /* ---- reading the files ---- */
 
+/* Bytes a column holds (its buffers and its children's). */
+static size_t col_bytes(const hs_column *c)
+{
+    if (!c)
+        return 0;
+    size_t n = c->validity.len + c->offsets.len + c->values.len;
+    for (int i = 0; i < c->n_children; i++)
+        n += col_bytes(c->children[i]);
+    return n;
+}
+
+static size_t batch_bytes(const hs_batch *b)
+{
+    size_t n = 0;
+    for (int i = 0; i < b->n_cols; i++)
+        n += col_bytes(b->cols[i]);
+    return n;
+}
+
+/* Queues one batch of the job's file (tbl_emit_fn); a job on the pool
+ * waits while its queue is full (see scan_job). */
 static hs_status job_push(void *ctx, hs_batch *b, hs_error *err)
 {
     scan_job *j = ctx;
-    if (HS_VEC_PUSH(&j->batches, hs_batch *, b) != HS_OK) {
-        hs_batch_free(b);
-        return hs_err_nomem(err, 64);
+    hs_scan *s = j->s;
+    if (j->no_wait) {
+        if (HS_VEC_PUSH(&j->batches, hs_batch *, b) != HS_OK) {
+            hs_batch_free(b);
+            return hs_err_nomem(err, 64);
+        }
+        return HS_OK;
     }
-    return HS_OK;
+    size_t nb = batch_bytes(b);
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop && !j->no_wait && j->queued_bytes > 0 &&
+           j->queued_bytes + nb > SCAN_QUEUE_BYTES)
+        pthread_cond_wait(&s->room, &s->mu);
+    hs_status st = HS_OK;
+    if (s->stop)
+        st = hs_err_set(err, HS_CANCELLED, "scan: the stream was released");
+    else if (HS_VEC_PUSH(&j->batches, hs_batch *, b) != HS_OK)
+        st = hs_err_nomem(err, 64);
+    else
+        j->queued_bytes += nb;
+    pthread_cond_broadcast(&s->ready);
+    pthread_mutex_unlock(&s->mu);
+    if (st != HS_OK)
+        hs_batch_free(b);
+    return st;
+}
+
+static hs_status job_read(scan_job *j, hs_error *err);
+
+/* The pool's task: reads the job's file, then marks it finished. */
+static hs_status job_run(void *arg, hs_error *err)
+{
+    scan_job *j = arg;
+    hs_scan *s = j->s;
+    bool stopped = false;
+    if (s->sync_init) {
+        pthread_mutex_lock(&s->mu);
+        stopped = s->stop;
+        pthread_mutex_unlock(&s->mu);
+    }
+    hs_status st = stopped ? hs_err_set(err, HS_CANCELLED, "scan: the stream was released")
+                           : job_read(j, err);
+    j->st = st;
+    if (st != HS_OK && err)
+        j->err = *err;
+    if (s->sync_init) {
+        pthread_mutex_lock(&s->mu);
+        j->finished = true;
+        pthread_cond_broadcast(&s->ready);
+        pthread_mutex_unlock(&s->mu);
+    }
+    return st;
 }
 
 /* Reads planned file j->file into j's batches: index lookups, then the
  * data with the candidates, statistics and the residual filter. */
-static hs_status job_run(void *arg, hs_error *err)
+static hs_status job_read(scan_job *j, hs_error *err)
 {
-    scan_job *j = arg;
     hs_scan *s = j->s;
     const tbl_plan_file *f = &s->plan->files[j->file];
     const tbl_pred *pred = &s->plan->pred;
@@ -1945,9 +2115,6 @@ static hs_status job_run(void *arg, hs_error *err)
                               &j->rep, err);
     }
     tbl_bitmap_free(cand);
-    j->st = st;
-    if (st != HS_OK && err)
-        j->err = *err;
     return st;
 }
 
@@ -2009,8 +2176,62 @@ static int scan_threads(void)
     return n < 1 ? 1 : n > 8 ? 8 : (int)n;
 }
 
+/* Bytes a row of f takes in a batch, estimated high for variable widths
+ * (it decides only whether a file is read on the consumer's thread). */
+static size_t row_bytes_estimate(const hs_field *f)
+{
+    size_t n = 1;   /* validity */
+    switch (f->type) {
+    case HS_TYPE_STRUCT:
+        for (int i = 0; i < f->n_children; i++)
+            n += row_bytes_estimate(&f->children[i]);
+        return n;
+    case HS_TYPE_FIXED_LIST:
+        return n + (size_t)(f->width > 0 ? f->width : 1) *
+                       (f->n_children ? row_bytes_estimate(&f->children[0]) : 8);
+    case HS_TYPE_LIST:
+    case HS_TYPE_MAP:
+        return n + 4 + 16 * (f->n_children ? row_bytes_estimate(&f->children[0]) : 8);
+    case HS_TYPE_STRING:
+    case HS_TYPE_BINARY: return n + 4 + 64;
+    default: {
+        int w = hs_type_width(f);
+        return n + (size_t)(w > 0 ? w : 8);
+    }
+    }
+}
+
+/* Some planned file decodes to more than one job's queue. */
+static bool scan_has_big_file(const hs_scan *s)
+{
+    size_t row = row_bytes_estimate(&s->read_schema);
+    for (int i = 0; i < s->plan->n_files; i++)
+        if ((double)s->plan->files[i].record_count * (double)row > (double)SCAN_QUEUE_BYTES)
+            return true;
+    return false;
+}
+
+static hs_status scan_sync_init(hs_scan *s, hs_error *err)
+{
+    if (pthread_mutex_init(&s->mu, NULL) != 0)
+        return hs_err_set(err, HS_NOMEM, "scan: cannot create a mutex");
+    if (pthread_cond_init(&s->ready, NULL) != 0) {
+        pthread_mutex_destroy(&s->mu);
+        return hs_err_set(err, HS_NOMEM, "scan: cannot create a condition variable");
+    }
+    if (pthread_cond_init(&s->room, NULL) != 0) {
+        pthread_cond_destroy(&s->ready);
+        pthread_mutex_destroy(&s->mu);
+        return hs_err_set(err, HS_NOMEM, "scan: cannot create a condition variable");
+    }
+    s->sync_init = true;
+    s->fork_gen = hs_fork_generation();
+    return HS_OK;
+}
+
 /* First read: loads the registry, sizes the window, starts the pool when
- * more than one file is to be read and more than one thread is allowed. */
+ * more than one file is to be read and more than one thread is allowed,
+ * or when some file is too big to collect whole (one reader then). */
 static hs_status scan_start(hs_scan *s, hs_error *err)
 {
     if (!tbl_pred_is_true(&s->plan->pred)) {
@@ -2023,7 +2244,7 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
         threads = s->plan->n_files;
     if (threads < 1)
         threads = 1;
-    s->window = threads > 1 ? threads : 1;
+    s->window = threads;
     s->jobs = hs_calloc((size_t)s->window, sizeof *s->jobs);
     if (!s->jobs)
         return hs_err_nomem(err, sizeof *s->jobs);
@@ -2031,8 +2252,10 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
         s->jobs[i].s = s;
         s->jobs[i].file = -1;
     }
-    if (threads > 1)
+    if (threads > 1 || scan_has_big_file(s)) {
+        HS_TRY(scan_sync_init(s, err));
         HS_TRY(hs_pool_create(threads, &s->pool, err));
+    }
     return HS_OK;
 }
 
@@ -2046,8 +2269,10 @@ static hs_status scan_fill(hs_scan *s, hs_error *err)
         j->rows_deleted = 0;
         hs_err_clear(&j->err);
         s->n_jobs++;
-        if (!s->pool)
+        if (!s->pool) {
+            j->no_wait = true;
             continue;   /* run when consumed */
+        }
         HS_TRY(hs_group_create(s->pool, &j->group, err));
         if (hs_group_submit(j->group, job_run, j) != HS_OK)
             return hs_err_nomem(err, 64);
@@ -2074,7 +2299,7 @@ static void account(hs_scan *s, const tbl_file_report *r, int64_t rows_deleted)
         s->reports[r->file] = *r;
 }
 
-/* Waits for the oldest job (running it here without a pool). */
+/* Waits for the oldest job to end (running it here without a pool). */
 static hs_status scan_wait(hs_scan *s, scan_job *j, hs_error *err)
 {
     hs_status st;
@@ -2112,6 +2337,41 @@ static void scan_warm_next(hs_scan *s)
     tbl_ixscan_warm(s->ix, s->plan, s->plan->pred.filter, ids, n);
 }
 
+/* In a child forked while the scan ran, the pool's workers are gone and
+ * the scan's mutex may have been copied held: fresh synchronization, and
+ * every job not yet run runs on this thread without waiting (the
+ * threadpool fails the ones that were running in the parent). */
+static void scan_after_fork(hs_scan *s)
+{
+    if (!s->sync_init || s->fork_gen == hs_fork_generation())
+        return;
+    (void)pthread_mutex_init(&s->mu, NULL);
+    (void)pthread_cond_init(&s->ready, NULL);
+    (void)pthread_cond_init(&s->room, NULL);
+    s->fork_gen = hs_fork_generation();
+    for (int i = 0; i < s->window; i++)
+        s->jobs[i].no_wait = true;
+}
+
+/* The next queued batch of a job running on the pool, waiting for one;
+ * *out NULL when the job finished and its queue is empty. */
+static void job_take(hs_scan *s, scan_job *j, hs_batch **out)
+{
+    *out = NULL;
+    pthread_mutex_lock(&s->mu);
+    while (j->taken == HS_VEC_LEN(&j->batches, hs_batch *) && !j->finished)
+        pthread_cond_wait(&s->ready, &s->mu);
+    if (j->taken < HS_VEC_LEN(&j->batches, hs_batch *)) {
+        hs_batch *b = HS_VEC_AT(&j->batches, hs_batch *, j->taken);
+        j->taken++;
+        size_t nb = batch_bytes(b);
+        j->queued_bytes = nb < j->queued_bytes ? j->queued_bytes - nb : 0;
+        pthread_cond_broadcast(&s->room);
+        *out = b;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 static hs_status scan_next(void *ctx, hs_batch **out, hs_error *err)
 {
     hs_scan *s = ctx;
@@ -2125,6 +2385,7 @@ static hs_status scan_next(void *ctx, hs_batch **out, hs_error *err)
             return st;
         }
     }
+    scan_after_fork(s);
     for (;;) {
         if (s->n_jobs == 0) {
             hs_status st = scan_fill(s, err);
@@ -2146,18 +2407,27 @@ static hs_status scan_next(void *ctx, hs_batch **out, hs_error *err)
             }
         }
         scan_job *j = &s->jobs[s->cur];
+        if (j->group && !j->done && !j->no_wait) {
+            /* on the pool: its batches as they come */
+            hs_batch *b = NULL;
+            job_take(s, j, &b);
+            if (b) {
+                s->plan->stats.rows_emitted += b->n_rows;
+                *out = b;
+                return HS_OK;
+            }
+        }
         if (!j->done) {
-            /* not consumed yet: wait for it, and keep the window full */
+            /* finished (pool), or run it now (this thread) */
             j->done = true;
             hs_status st = scan_wait(s, j, err);
-            if (st == HS_OK)
-                st = scan_fill(s, err);
             if (st != HS_OK) {
                 s->failed = true;
                 return st;
             }
         }
         if (j->taken < HS_VEC_LEN(&j->batches, hs_batch *)) {
+            /* what a job run on this thread collected */
             hs_batch *b = HS_VEC_AT(&j->batches, hs_batch *, j->taken);
             j->taken++;
             s->plan->stats.rows_emitted += b->n_rows;

@@ -44,6 +44,20 @@
  * commit's rebase check refuses when the base already holds any of our
  * seqs (HS_CONFLICT), so rows can never be committed twice.
  *
+ * Where the log lives (wal_dir_for): the hs_stream_options wal_dir, else the
+ * table property hyperstream.wal.dir, else <table>/wal for a local table;
+ * a table on an object store (s3://) cannot hold a log (no append, no
+ * fsync), so its default is a local directory under the user's cache keyed
+ * by the table location: $XDG_CACHE_HOME or $HOME/.cache, then
+ * hyperstream/wal/<location as a file name, at most 80 bytes>-<XXH64 of
+ * the location, 16 hex>.  A log anywhere but <table>/wal carries a random
+ * id (file "wal-id", written once) and its committed seq lives under keys
+ * suffixed ".<id>" (walid below): two machines each streaming into one S3
+ * table through their own logs then never read the other's seqs as their
+ * own (an unsuffixed key would make one skip the other's rows as already
+ * committed).  Object-store commits are durable when the store acknowledges
+ * them, so a flush there syncs no local file system.
+ *
  * Near-real-time reads (tbl_tail_capture, called by hs_scan_plan): the scan
  * reads the handle's metadata M; rows with committed_seq(M) < seq <=
  * visible_seq come from the tail.  If the stream committed past M, the
@@ -59,11 +73,13 @@
 #include "columnar/arrow_c.h"
 #include "hyperstream/stream.h"
 #include "table/wal.h"
+#include "base/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +156,7 @@ typedef struct tbl_tail {
     int64_t busy_timeout_ms;       /* the stream's (deletes wait that long) */
     hs_error flush_err;            /* last background flush failure */
     hs_stream_stats stats;
+    char walid[24];                /* the log's id ("" = <table>/wal); set before publishing */
 } tbl_tail;
 
 static void tail_unref(tbl_tail *tl)
@@ -344,15 +361,27 @@ hs_status tbl_tail_flush_pending(hs_table *t, const char *what, hs_error *err)
     return st;
 }
 
-uint64_t tbl_wal_committed_seq(const ice_table_metadata *m)
+/* key, or key.<walid> when the log has an id. */
+static void seq_key(char *out, size_t cap, const char *key, const char *walid)
 {
+    if (walid && *walid)
+        snprintf(out, cap, "%s.%s", key, walid);
+    else
+        snprintf(out, cap, "%s", key);
+}
+
+uint64_t tbl_wal_committed_seq(const ice_table_metadata *m, const char *walid)
+{
+    char pkey[96], skey[96];
+    seq_key(pkey, sizeof pkey, SEQ_PROPERTY, walid);
+    seq_key(skey, sizeof skey, SEQ_SUMMARY_KEY, walid);
     uint64_t best = 0;
-    const char *p = ice_kv_get(&m->properties, SEQ_PROPERTY);
+    const char *p = ice_kv_get(&m->properties, pkey);
     if (p)
         best = strtoull(p, NULL, 10);
     const ice_snapshot *s = ice_metadata_current_snapshot(m);
     for (int guard = 0; s && guard <= m->n_snapshots; guard++) {
-        const char *v = ice_kv_get(&s->summary, SEQ_SUMMARY_KEY);
+        const char *v = ice_kv_get(&s->summary, skey);
         if (v) {
             uint64_t x = strtoull(v, NULL, 10);
             if (x > best)
@@ -391,7 +420,7 @@ hs_status tbl_tail_capture(hs_table *t, tbl_tail_view **out, hs_error *err)
     if (!tl)
         return HS_OK;
     for (int attempt = 0;; attempt++) {
-        uint64_t mseq = tbl_wal_committed_seq(&t->meta);
+        uint64_t mseq = tbl_wal_committed_seq(&t->meta, tl->walid);
         pthread_mutex_lock(&tl->mu);
         if (tl->committed_seq > mseq) {
             pthread_mutex_unlock(&tl->mu);
@@ -537,7 +566,10 @@ struct hs_stream {
     ice_table_metadata meta;       /* copy at open: schema, vector dimensions */
     const ice_schema *schema;      /* borrowed from meta */
     char *ident;
-    char *location;                /* local path of the table directory */
+    char *location;                /* local path of the table directory, or its
+                                      object-store URI (object_store) */
+    bool object_store;
+    char *wal_dir;                 /* local directory of the log (wal_dir_for) */
     wal *w;
     pthread_mutex_t wal_mu, flush_mu;
     pthread_t bg, fl;              /* syncer, flusher (bg_loop) */
@@ -556,6 +588,10 @@ struct hs_stream {
                                     * past the expiry age (0 = none waiting) */
     int64_t compact_replaced;      /* that snapshot's id */
     int64_t compact_give_up_ms;    /* wall clock: compact even if it is still kept (pinned) */
+    char *expire_seen;             /* flush_mu: the metadata location the last expiry pass
+                                    * ended on (NULL: none, or it failed) */
+    int64_t expire_due_ms;         /* wall clock: no snapshot of that metadata reaches
+                                    * the age before this */
 };
 
 static int64_t prop_i64(const ice_table_metadata *m, const char *key, int64_t set,
@@ -665,13 +701,14 @@ static void flush_close(void *ctx) { (void)ctx; }
 typedef struct flush_check {
     uint64_t first_seq;
     const char *ident;
+    const char *walid;
 } flush_check;
 
 /* Rebase check: no seq of this flush may already be in the base. */
 static hs_status check_not_committed(void *ctx, const ice_table_metadata *base, hs_error *err)
 {
     const flush_check *c = ctx;
-    uint64_t have = tbl_wal_committed_seq(base);
+    uint64_t have = tbl_wal_committed_seq(base, c->walid);
     if (have >= c->first_seq)
         return hs_err_set(err, HS_CONFLICT, "%s: a commit of wal seq %llu is already in the "
                           "table (another stream wrote it?); this flush would duplicate rows",
@@ -700,7 +737,10 @@ static hs_status sync_table_fs(hs_stream *s, hs_error *err)
 static hs_status commit_group(hs_stream *s, tail_rec **recs, int n, hs_error *err)
 {
     uint64_t first = recs[0]->seq, last = recs[n - 1]->seq;
-    flush_check chk = {first, s->ident};
+    flush_check chk = {first, s->ident, s->tail->walid};
+    char skey[96], pkey[96];
+    seq_key(skey, sizeof skey, SEQ_SUMMARY_KEY, s->tail->walid);
+    seq_key(pkey, sizeof pkey, SEQ_PROPERTY, s->tail->walid);
     tbl_rewrite *rw = NULL;
     HS_TRY(tbl_rewrite_begin(s->wt, "append", -1, check_not_committed, &chk, &rw, err));
     flush_src fs = {recs, n, 0};
@@ -718,9 +758,9 @@ static hs_status commit_group(hs_stream *s, tail_rec **recs, int n, hs_error *er
     char buf[32];
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)last);
     if (st == HS_OK)
-        st = tbl_rewrite_summary(rw, SEQ_SUMMARY_KEY, buf, err);
+        st = tbl_rewrite_summary(rw, skey, buf, err);
     if (st == HS_OK)
-        st = tbl_rewrite_property(rw, SEQ_PROPERTY, buf, err);
+        st = tbl_rewrite_property(rw, pkey, buf, err);
     if (st == HS_OK)
         st = tbl_rewrite_commit(rw, err);
     tbl_rewrite_free(rw);
@@ -728,7 +768,8 @@ static hs_status commit_group(hs_stream *s, tail_rec **recs, int n, hs_error *er
         /* did it land anyway (an error after the swap)? */
         hs_error e2;
         hs_err_clear(&e2);
-        if (hs_table_refresh(s->wt, &e2) == HS_OK && tbl_wal_committed_seq(&s->wt->meta) >= last)
+        if (hs_table_refresh(s->wt, &e2) == HS_OK &&
+            tbl_wal_committed_seq(&s->wt->meta, s->tail->walid) >= last)
             st = HS_OK;
     }
     return st;
@@ -756,7 +797,7 @@ static hs_status do_flush(hs_stream *s, hs_error *err)
     hs_status st = HS_OK;
     if (k > 0)
         st = hs_table_refresh(s->wt, err);
-    uint64_t have = k > 0 ? tbl_wal_committed_seq(&s->wt->meta) : 0;
+    uint64_t have = k > 0 ? tbl_wal_committed_seq(&s->wt->meta, tl->walid) : 0;
     int from = 0;
     while (st == HS_OK && from < k && a[from]->seq <= have)
         from++;   /* already committed (settled after an unknown outcome) */
@@ -768,7 +809,8 @@ static hs_status do_flush(hs_stream *s, hs_error *err)
      * engine, our own maintenance), whose files nobody synced, syncfs()
      * covers them.  So everything the new metadata references is durable,
      * and a lone stream never syncs the whole file system. */
-    bool targeted = k > 0 && s->policy != HS_WAL_FSYNC_NONE && !s->commit_fsync;
+    bool targeted = k > 0 && s->policy != HS_WAL_FSYNC_NONE && !s->commit_fsync &&
+                    !s->object_store;   /* a store's PUT is durable once acknowledged */
     bool chain = targeted && s->durable_meta && s->wt->metadata_location &&
                  strcmp(s->durable_meta, s->wt->metadata_location) == 0;
     if (st == HS_OK && targeted)
@@ -795,7 +837,7 @@ static hs_status do_flush(hs_stream *s, hs_error *err)
     uint64_t done = 0;
     if (st == HS_OK && k > 0) {
         done = a[k - 1]->seq;
-        if (s->policy != HS_WAL_FSYNC_NONE && !s->commit_fsync) {
+        if (s->policy != HS_WAL_FSYNC_NONE && !s->commit_fsync && !s->object_store) {
             if (!chain)
                 st = sync_table_fs(s, err);
             hs_free(s->durable_meta);
@@ -832,6 +874,61 @@ static int64_t wall_ms(void)
  * least 50 ms): what a compaction replaced goes about age + age / 4 after
  * it stopped being current.  Readers of this process keep their snapshots
  * whatever the age (pins.c). */
+/* When the first snapshot of m other than the current one and those refs
+ * name reaches the expiry age (wall clock; INT64_MAX: none will): an
+ * ancestor's age counts from its child's commit, as auto_expire keeps it. */
+static int64_t expire_due(const ice_table_metadata *m, int64_t age)
+{
+    int64_t due = INT64_MAX;
+    for (int i = 0; i < m->n_snapshots; i++) {
+        const ice_snapshot *sn = &m->snapshots[i];
+        bool held = sn->snapshot_id == m->current_snapshot_id;
+        for (int r = 0; r < m->n_refs && !held; r++)
+            held = m->refs[r].snapshot_id == sn->snapshot_id;
+        if (held)
+            continue;
+        int64_t from = sn->timestamp_ms;
+        for (int k = 0; k < m->n_snapshots; k++)
+            if (m->snapshots[k].has_parent && m->snapshots[k].parent_id == sn->snapshot_id &&
+                m->snapshots[k].timestamp_ms > from)
+                from = m->snapshots[k].timestamp_ms;
+        if (from + age < due)
+            due = from + age;
+    }
+    return due;
+}
+
+/* Records where an expiry pass left the table (ok = it succeeded). */
+static void expire_note(hs_stream *s, bool ok, int64_t every)
+{
+    hs_free(s->expire_seen);
+    s->expire_seen = NULL;
+    if (!ok || !s->wt->metadata_location)
+        return;
+    s->expire_seen = hs_strdup(s->wt->metadata_location);
+    int64_t due = expire_due(&s->wt->meta, s->expire_age_ms);
+    int64_t now = wall_ms();
+    /* due already: kept by a reader's pin or a ref's retention, so the
+     * next passes come at the cadence, as without this check */
+    s->expire_due_ms = due > now ? due : now + every;
+}
+
+/* Nothing can expire yet: the catalog still points at the metadata the
+ * last pass ended on (one probe of the pointer, no metadata read) and no
+ * snapshot of it has reached the age. */
+static bool expire_idle(hs_stream *s)
+{
+    if (!s->expire_seen || !s->wt->catalog || wall_ms() >= s->expire_due_ms)
+        return false;
+    char *loc = NULL;
+    hs_error e;
+    hs_err_clear(&e);
+    bool same = cat_current_location(s->wt->catalog->cat, s->wt->ident, &loc, &e) == HS_OK &&
+                loc && strcmp(loc, s->expire_seen) == 0;
+    hs_free(loc);
+    return same;
+}
+
 static void auto_expire(hs_stream *s, bool force, int64_t *n_expire, int64_t *n_fail)
 {
     int64_t now = now_ms();
@@ -840,6 +937,8 @@ static void auto_expire(hs_stream *s, bool force, int64_t *n_expire, int64_t *n_
         (!force && now - __atomic_load_n(&s->last_expire_ms, __ATOMIC_RELAXED) < every))
         return;
     __atomic_store_n(&s->last_expire_ms, now, __ATOMIC_RELAXED);
+    if (!force && expire_idle(s))
+        return;
     /* A snapshot's age counts from when it stopped being current (its
      * child's commit), not from its own commit: keep every ancestor that
      * was current within the age, so a reader that planned it just before
@@ -858,11 +957,13 @@ static void auto_expire(hs_stream *s, bool force, int64_t *n_expire, int64_t *n_
     char *res = NULL;
     hs_error e;
     hs_err_clear(&e);
-    if (hs_table_expire_snapshots(s->wt, &eo, &res, &e) != HS_OK)
+    bool ok = hs_table_expire_snapshots(s->wt, &eo, &res, &e) == HS_OK;
+    if (!ok)
         (*n_fail)++;
     else if (res && !strstr(res, "\"expired_snapshot_ids\":[]"))
         (*n_expire)++;
     hs_string_free(res);
+    expire_note(s, ok, every);
 }
 
 /* After a background flush (flusher thread, flush_mu held), so that a table
@@ -1130,8 +1231,108 @@ static void stream_free(hs_stream *s)
     pthread_mutex_destroy(&s->flush_mu);
     hs_free(s->ident);
     hs_free(s->location);
+    hs_free(s->wal_dir);
     hs_free(s->durable_meta);
+    hs_free(s->expire_seen);
     hs_free(s);
+}
+
+/* ---- where the log lives ---- */
+
+/* The log directory of the table at `location` (metadata m): opt_dir, the
+ * property hyperstream.wal.dir, <location>/wal (local), or the per-user
+ * cache directory keyed by the location (object stores).  *own = it is
+ * <location>/wal.  Caller frees *out with hs_free. */
+static hs_status wal_dir_for(const ice_table_metadata *m, const char *location,
+                             const char *opt_dir, char **out, bool *own, hs_error *err)
+{
+    *out = NULL;
+    *own = false;
+    const char *dir = opt_dir && *opt_dir ? opt_dir
+                                          : ice_kv_get(&m->properties, "hyperstream.wal.dir");
+    if (dir && *dir) {
+        dir = tbl_local(dir);
+        if (dir[0] != '/')
+            return hs_err_set(err, HS_INVALID, "the write-ahead log directory must be an "
+                              "absolute local path, not %s", dir);
+        *out = hs_strdup(dir);
+    } else if (!hs_io_is_object_uri(location)) {
+        *own = true;
+        char d[4096];
+        if ((size_t)snprintf(d, sizeof d, "%s/wal", location) >= sizeof d)
+            return hs_err_set(err, HS_INVALID, "%s: path too long", location);
+        *out = hs_strdup(d);
+    } else {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        char base[2048];
+        if (xdg && xdg[0] == '/')
+            snprintf(base, sizeof base, "%s/hyperstream/wal", xdg);
+        else if (home && home[0] == '/')
+            snprintf(base, sizeof base, "%s/.cache/hyperstream/wal", home);
+        else
+            return hs_err_set(err, HS_INVALID, "%s: a table on an object store keeps its "
+                              "write-ahead log on local disk, and neither XDG_CACHE_HOME nor "
+                              "HOME names a directory for it: set the stream option wal_dir or "
+                              "the table property hyperstream.wal.dir", location);
+        char name[81];
+        size_t k = 0;
+        for (const char *p = location; *p && k < sizeof name - 1; p++) {
+            unsigned char c = (unsigned char)*p;
+            name[k++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '-' || c == '.' ? (char)c : '_';
+        }
+        name[k] = 0;
+        char d[4096];
+        snprintf(d, sizeof d, "%s/%s-%016llx", base, name,
+                 (unsigned long long)hs_xxh64(location, strlen(location), 0));
+        *out = hs_strdup(d);
+    }
+    return *out ? HS_OK : hs_err_nomem(err, 256);
+}
+
+/* The id of a log outside <table>/wal: <dir>/wal-id (16 hex digits, made
+ * once with an exclusive create; a racing opener reads the winner's). */
+static hs_status wal_id_of(const char *dir, char out[24], hs_error *err)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/wal-id", dir) >= sizeof path)
+        return hs_err_set(err, HS_INVALID, "%s: path too long", dir);
+    hs_status st = cat_io_mkdirs(dir, err);
+    hs_buf b = {0};
+    for (int attempt = 0; st == HS_OK && attempt < 2; attempt++) {
+        st = cat_io_read_all(path, &b, err);
+        if (st == HS_NOT_FOUND) {
+            hs_err_clear(err);
+            char uuid[37], id[17];
+            cat_uuid4(uuid);
+            size_t k = 0;
+            for (const char *p = uuid; *p && k < 16; p++)
+                if (*p != '-')
+                    id[k++] = *p;
+            id[k] = 0;
+            st = cat_io_write_all(path, true, id, k, err);
+            if (st == HS_CONFLICT) {   /* another opener made it: read that */
+                hs_err_clear(err);
+                st = HS_OK;
+            }
+            continue;
+        }
+        break;
+    }
+    if (st == HS_OK) {
+        size_t n = b.len;
+        bool ok = n >= 1 && n <= 16;
+        for (size_t i = 0; ok && i < n; i++)
+            ok = (b.data[i] >= '0' && b.data[i] <= '9') || (b.data[i] >= 'a' && b.data[i] <= 'f');
+        if (!ok)
+            st = HS_CORRUPT_AT(err, "%s: not a write-ahead log id (1 to 16 hex digits)", path);
+        else {
+            memcpy(out, b.data, n);
+            out[n] = 0;
+        }
+    }
+    hs_buf_free(&b);
+    return st;
 }
 
 /* Set while this thread opens table handles that must not recover a log
@@ -1142,7 +1343,14 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
                          hs_error *err)
 {
     *out = NULL;
-    HS_OPTS_IN(opt, hs_stream_options, err);
+    /* wal_dir was appended after 0.1: a struct_size of 0 means the layout
+     * before it (base/opts.h) */
+    hs_stream_options opt_in_;
+    if (opt) {
+        HS_TRY(hs_opts_copy(&opt_in_, sizeof opt_in_, offsetof(hs_stream_options, wal_dir), opt,
+                            "hs_stream_options", err));
+        opt = &opt_in_;
+    }
     HS_TRY(tbl_check_writable(t, err));
     if (t->tail) {
         pthread_mutex_lock(&t->tail->mu);
@@ -1173,16 +1381,24 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
         s->wt->no_tail = true;   /* flushes and maintenance read committed rows only */
     if (st == HS_OK)
         st = ice_metadata_copy(&s->wt->meta, &s->meta, err);
+    bool own_wal = false;
     if (st == HS_OK) {
         s->schema = ice_metadata_current_schema(&s->meta);
         const char *loc = tbl_local(s->meta.location);
+        s->object_store = hs_io_is_object_uri(loc);
         if (!s->schema)
             st = hs_err_set(err, HS_CORRUPT, "%s: no current schema", s->ident);
-        else if (loc[0] != '/')
+        else if (loc[0] != '/' && !s->object_store)
             st = hs_err_set(err, HS_UNSUPPORTED, "%s: append streams need a local table "
-                            "directory, the location is %s", s->ident, s->meta.location);
+                            "directory or an s3:// location, the location is %s", s->ident,
+                            s->meta.location);
         else if (!(s->location = hs_strdup(loc)))
             st = hs_err_nomem(err, 64);
+        if (st == HS_OK)
+            st = wal_dir_for(&s->meta, s->location, opt ? opt->wal_dir : NULL, &s->wal_dir,
+                             &own_wal, err);
+        if (st == HS_OK && !own_wal)
+            st = wal_id_of(s->wal_dir, s->tail->walid, err);
     }
     if (st == HS_OK)
         st = read_policy(s, opt, err);
@@ -1231,18 +1447,15 @@ hs_status hs_stream_open(hs_table *t, const hs_stream_options *opt, hs_stream **
         }
         const char *cf = ice_kv_get(&m->properties, "hyperstream.commit.fsync");
         s->commit_fsync = cf && strcmp(cf, "true") == 0;
-        char dir[4096];
-        uint64_t committed = tbl_wal_committed_seq(m);
+        uint64_t committed = tbl_wal_committed_seq(m, s->tail->walid);
         if (st != HS_OK) {
             /* the property's error above */
-        } else if ((size_t)snprintf(dir, sizeof dir, "%s/wal", s->location) >= sizeof dir) {
-            st = hs_err_set(err, HS_INVALID, "%s: path too long", s->location);
         } else {
             wal_options wo = {.table_uuid = m->table_uuid,
                               .segment_bytes = prop_i64(m, "hyperstream.wal.segment-bytes",
                                                         o ? o->segment_bytes : 0, 64 << 20),
                               .sync = s->policy != HS_WAL_FSYNC_NONE};
-            st = wal_open(dir, &wo, committed, replay_rec, s, &s->w, err);
+            st = wal_open(s->wal_dir, &wo, committed, replay_rec, s, &s->w, err);
         }
         if (st == HS_OK) {
             tbl_tail *tl = s->tail;
@@ -1545,11 +1758,8 @@ void hs_stream_abort(hs_stream *s) { stream_free(s); }
 
 /* ---- recovery when a table is opened (hs_table_open) ---- */
 
-static bool wal_has_segments(const char *location)
+static bool wal_has_segments(const char *dir)
 {
-    char dir[4096];
-    if ((size_t)snprintf(dir, sizeof dir, "%s/wal", location) >= sizeof dir)
-        return false;
     char **names = NULL;
     size_t n = 0;
     hs_error e;
@@ -1570,14 +1780,20 @@ void tbl_wal_recover_on_open(hs_table *t)
     if (recovering_on_open || !t->catalog)
         return;
     const char *loc = tbl_local(t->meta.location);
-    if (!loc || loc[0] != '/')
+    if (!loc || (loc[0] != '/' && !hs_io_is_object_uri(loc)))
         return;
     const char *v = ice_kv_get(&t->meta.properties, "hyperstream.wal.recover-on-open");
     if (v && strcasecmp(v, "false") == 0)
         return;
     hs_error e;
     hs_err_clear(&e);
-    if (tbl_check_writable(t, &e) != HS_OK || !wal_has_segments(loc))
+    char *dir = NULL;
+    bool own = false;
+    bool any = tbl_check_writable(t, &e) == HS_OK &&
+               wal_dir_for(&t->meta, loc, NULL, &dir, &own, &e) == HS_OK &&
+               wal_has_segments(dir);
+    hs_free(dir);
+    if (!any)
         return;
     recovering_on_open = true;   /* the handles opened below do not recurse */
     hs_table *r = NULL;

@@ -478,7 +478,13 @@ HS_MUST_USE hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStrea
 HS_MUST_USE hs_status tbl_rewrite_remove(tbl_rewrite *rw, const tbl_plan *p,
                                          const bool *remove_file, const hs_map *remove_del,
                                          hs_error *err);
-void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, int64_t files, int64_t records);
+/* Delete files a rewrite drops, by kind (the snapshot summary's removed-*
+ * and total-* counts of delete files and deleted rows). */
+typedef struct tbl_del_counts {
+    int64_t pos_files, pos_records;   /* position deletes and deletion vectors */
+    int64_t eq_files, eq_records;     /* equality deletes */
+} tbl_del_counts;
+void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, const tbl_del_counts *dc);
 /* Writes a manifest of entries (borrowed) and adds it to the snapshot. */
 HS_MUST_USE hs_status tbl_rewrite_add_manifest(tbl_rewrite *rw, int content,
                                                const ice_schema *schema,
@@ -587,11 +593,14 @@ HS_MUST_USE hs_status tbl_tail_flush_pending(hs_table *t, const char *what, hs_e
 /* Acknowledged rows of the process's append stream on t's table that are
  * not committed yet (0 without a stream). */
 int64_t tbl_tail_pending_rows(hs_table *t);
-/* The last WAL seq committed in m: the table property
- * hyperstream.wal.committed-seq, or the summary key hyperstream.wal.seq of
- * the newest ancestor of main that has one, whichever is larger; 0 = none. */
-uint64_t tbl_wal_committed_seq(const ice_table_metadata *m);
-/* hs_table_open: when the table's log (<table>/wal/) holds segments and no
+/* The last WAL seq committed in m by the log with id walid ("" or NULL:
+ * the table's own <table>/wal): the table property
+ * hyperstream.wal.committed-seq[.<walid>], or the summary key
+ * hyperstream.wal.seq[.<walid>] of the newest ancestor of main that has one,
+ * whichever is larger; 0 = none. */
+uint64_t tbl_wal_committed_seq(const ice_table_metadata *m, const char *walid);
+/* hs_table_open: when the table's log (<table>/wal/, or for a table on an
+ * object store the local directory stream.c's wal_dir_for names) holds segments and no
  * stream holds it, replays and commits them (a stream opened and closed on
  * a handle of its own), then refreshes t.  Best effort: a log that cannot
  * be recovered (held by a live stream, corrupt, a read-only catalog) is

@@ -98,6 +98,7 @@ typedef struct tbl_wop {
     int64_t added_files, added_records, added_size;
     int64_t removed_files, removed_records, removed_size;
     int64_t added_del_files, added_pos_deletes, removed_del_files, removed_pos_deletes;
+    int64_t removed_eq_del_files, removed_eq_deletes;   /* of removed_del_files */
     int64_t changed_partitions;
     hs_map parts;                   /* partition tuple keys written (tuple_key) */
     hs_buf pvals;                   /* pv_owned: partition tuples of the files written */
@@ -1245,9 +1246,17 @@ static hs_status build_summary(const tbl_wop *op, const ice_snapshot *parent, ic
         summary_add(kv, "added-position-delete-files", op->added_del_files, &st);
         summary_add(kv, "added-position-deletes", op->added_pos_deletes, &st);
     }
-    if (op->removed_del_files) {
+    if (op->removed_del_files) {   /* Java's SnapshotSummary: each key when non-zero */
+        int64_t pos_files = op->removed_del_files - op->removed_eq_del_files;
         summary_add(kv, "removed-delete-files", op->removed_del_files, &st);
-        summary_add(kv, "removed-position-deletes", op->removed_pos_deletes, &st);
+        if (pos_files)
+            summary_add(kv, "removed-position-delete-files", pos_files, &st);
+        if (op->removed_eq_del_files)
+            summary_add(kv, "removed-equality-delete-files", op->removed_eq_del_files, &st);
+        if (op->removed_pos_deletes)
+            summary_add(kv, "removed-position-deletes", op->removed_pos_deletes, &st);
+        if (op->removed_eq_deletes)
+            summary_add(kv, "removed-equality-deletes", op->removed_eq_deletes, &st);
     }
     summary_add(kv, "changed-partition-count", op->changed_partitions, &st);
     summary_add(kv, "total-records", parent_total(parent, "total-records") + op->added_records -
@@ -1260,7 +1269,8 @@ static hs_status build_summary(const tbl_wop *op, const ice_snapshot *parent, ic
                 op->added_del_files - op->removed_del_files, &st);
     summary_add(kv, "total-position-deletes", parent_total(parent, "total-position-deletes") +
                 op->added_pos_deletes - op->removed_pos_deletes, &st);
-    summary_add(kv, "total-equality-deletes", parent_total(parent, "total-equality-deletes"), &st);
+    summary_add(kv, "total-equality-deletes", parent_total(parent, "total-equality-deletes") -
+                op->removed_eq_deletes, &st);
     for (int i = 0; st == HS_OK && i < op->extra_summary.n; i++)
         st = ice_kv_set(kv, op->extra_summary.keys[i], op->extra_summary.values[i]);
     return st;
@@ -2516,7 +2526,7 @@ struct tbl_rewrite {
     bool committed;
     /* tbl_rewrite_mark */
     size_t mark_add, mark_written;
-    int64_t mark_counts[7];
+    int64_t mark_counts[9];
 };
 
 hs_status tbl_rewrite_begin(hs_table *t, const char *operation, int64_t planned_snapshot_id,
@@ -2587,10 +2597,12 @@ hs_status tbl_rewrite_remove(tbl_rewrite *rw, const tbl_plan *p, const bool *rem
     return rewrite_manifests(&rw->op, p, remove_file, remove_del, err);
 }
 
-void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, int64_t files, int64_t records)
+void tbl_rewrite_count_deletes_removed(tbl_rewrite *rw, const tbl_del_counts *dc)
 {
-    rw->op.removed_del_files += files;
-    rw->op.removed_pos_deletes += records;
+    rw->op.removed_del_files += dc->pos_files + dc->eq_files;
+    rw->op.removed_pos_deletes += dc->pos_records;
+    rw->op.removed_eq_del_files += dc->eq_files;
+    rw->op.removed_eq_deletes += dc->eq_records;
 }
 
 hs_status tbl_rewrite_add_manifest(tbl_rewrite *rw, int content, const ice_schema *schema,
@@ -2664,8 +2676,9 @@ void tbl_rewrite_mark(tbl_rewrite *rw)
     tbl_wop *op = &rw->op;
     rw->mark_add = HS_VEC_LEN(&op->add, ice_manifest_file);
     rw->mark_written = HS_VEC_LEN(&op->written, char *);
-    int64_t c[7] = {op->removed_files, op->removed_records, op->removed_size, op->added_del_files,
-                    op->added_pos_deletes, op->removed_del_files, op->removed_pos_deletes};
+    int64_t c[9] = {op->removed_files, op->removed_records, op->removed_size, op->added_del_files,
+                    op->added_pos_deletes, op->removed_del_files, op->removed_pos_deletes,
+                    op->removed_eq_del_files, op->removed_eq_deletes};
     memcpy(rw->mark_counts, c, sizeof c);
 }
 
@@ -2688,6 +2701,8 @@ void tbl_rewrite_reset(tbl_rewrite *rw)
     op->added_pos_deletes = c[4];
     op->removed_del_files = c[5];
     op->removed_pos_deletes = c[6];
+    op->removed_eq_del_files = c[7];
+    op->removed_eq_deletes = c[8];
 }
 
 hs_status tbl_rewrite_pos_delete_file(tbl_rewrite *rw, const char *const *paths,

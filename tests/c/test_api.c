@@ -705,6 +705,20 @@ static void test_struct_size(void)
     CHECK_OK(hs_session_execute(ses, path, &r, &err), &err);   /* no_file_access stays 0 */
     hs_result_free(r);
     hs_session_close(ses);
+
+    /* hs_stream_options.wal_dir: a 0.1 caller's struct leaves it NULL (the
+     * table's own <table>/wal, no log id) */
+    unsigned char wbuf[sizeof(hs_stream_options)];
+    memset(wbuf, 0xA5, sizeof wbuf);
+    hs_stream_options w01 = {0};
+    w01.flush_interval_ms = 3600000;
+    memcpy(wbuf, &w01, offsetof(hs_stream_options, wal_dir));
+    hs_stream *strm = NULL;
+    CHECK_OK(hs_stream_open(t, (const hs_stream_options *)wbuf, &strm, &err), &err);
+    CHECK_OK(hs_stream_close(strm, &err), &err);
+    char wdir[700];
+    snprintf(wdir, sizeof wdir, "%s/t/wal/LOCK", wh);
+    CHECK(access(wdir, F_OK) == 0);
     hs_table_close(t);
     hs_catalog_close(cat);
 }

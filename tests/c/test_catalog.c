@@ -1286,8 +1286,85 @@ static void test_concurrent_sql_commits(void)
     cat_free(c);
 }
 
+/* register points the row at the given file; views are rows of type VIEW;
+ * path catalogs refuse register and have no views. */
+static void test_sql_register_and_views(void)
+{
+    const char *dir = scratch("sqlreg");
+    char db[1200], wh[1200], file[1300], tloc[1300];
+    snprintf(db, sizeof db, "%s/catalog.db", dir);
+    snprintf(wh, sizeof wh, "%s/warehouse", dir);
+    snprintf(tloc, sizeof tloc, "%s/ext", dir);
+    snprintf(file, sizeof file, "%s/ext/00007-x.metadata.json", dir);
+    mkdir(tloc, 0755);
+    char *m = meta_json(tloc, 7, NULL);
+    write_text(file, m);
+    free(m);
+    hs_error err = { 0 };
+    cat_catalog *c;
+    CHECK_OK(cat_sql_open(db, "default", wh, &c, &err), &err);
+    CHECK(cat_register(c, "db.t", file, false, &err) == HS_NOT_FOUND);   /* no namespace */
+    hs_err_clear(&err);
+    CHECK_OK(cat_namespace_create(c, "db", NULL, NULL, 0, &err), &err);
+    CHECK_OK(cat_register(c, "db.t", file, false, &err), &err);
+    char *loc = NULL;
+    CHECK(load_n(c, "db.t", &loc) == 7 && strcmp(loc, file) == 0);   /* that very file */
+    hs_free(loc);
+    CHECK(cat_register(c, "db.t", file, false, &err) == HS_CONFLICT);
+    hs_err_clear(&err);
+    char bad[1300];
+    snprintf(bad, sizeof bad, "%s/ext/nope.metadata.json", dir);
+    CHECK(cat_register(c, "db.u", bad, false, &err) == HS_INVALID);
+    hs_err_clear(&err);
+    write_text(bad, "{\"not\": \"metadata\"}");
+    CHECK(cat_register(c, "db.u", bad, false, &err) == HS_INVALID);
+    CHECK(strstr(err.msg, "not Iceberg table metadata") != NULL);
+    hs_err_clear(&err);
+    /* overwrite swaps the pointer; a commit then continues from it */
+    char file2[1300];
+    snprintf(file2, sizeof file2, "%s/ext/00008-y.metadata.json", dir);
+    m = meta_json(tloc, 8, NULL);
+    write_text(file2, m);
+    free(m);
+    CHECK_OK(cat_register(c, "db.t", file2, true, &err), &err);
+    CHECK(load_n(c, "db.t", &loc) == 8 && strcmp(loc, file2) == 0);
+    hs_free(loc);
+
+    char **names = NULL;
+    size_t n = 9;
+    CHECK_OK(cat_list_views(c, "db", &names, &n, &err), &err);
+    CHECK(n == 0);
+    cat_strv_free(names, n);
+    sqlite3 *h = NULL;
+    REQUIRE(sqlite3_open(db, &h) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(h, "INSERT INTO iceberg_tables (catalog_name, table_namespace, "
+                            "table_name, metadata_location, iceberg_type) VALUES ('default', "
+                            "'db', 'v2', '/x', 'VIEW'), ('default', 'db', 'v1', '/y', 'VIEW'), "
+                            "('other', 'db', 'v3', '/z', 'VIEW')", NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(h);
+    CHECK_OK(cat_list_views(c, "db", &names, &n, &err), &err);
+    CHECK(n == 2 && strcmp(names[0], "v1") == 0 && strcmp(names[1], "v2") == 0);
+    cat_strv_free(names, n);
+    CHECK_OK(cat_list(c, "db", &names, &n, &err), &err);   /* views are not tables */
+    CHECK(n == 1 && strcmp(names[0], "t") == 0);
+    cat_strv_free(names, n);
+    CHECK(cat_list_views(c, "nope", &names, &n, &err) == HS_NOT_FOUND);
+    hs_err_clear(&err);
+    cat_free(c);
+
+    cat_catalog *p;
+    CHECK_OK(cat_path_open(dir, &p, &err), &err);
+    CHECK(cat_register(p, "ext", file, false, &err) == HS_UNSUPPORTED);
+    hs_err_clear(&err);
+    CHECK_OK(cat_list_views(p, "", &names, &n, &err), &err);
+    CHECK(n == 0);
+    cat_strv_free(names, n);
+    cat_free(p);
+}
+
 int main(void)
 {
+    HS_RUN(test_sql_register_and_views);
     HS_RUN(test_path_create_load_commit);
     HS_RUN(test_path_conflict);
     HS_RUN(test_path_hint_rules);

@@ -23,7 +23,9 @@
 #include "expr/expr_int.h"
 #include "expr_same.h"
 
+#include <ctype.h>
 #include <math.h>
+#include <pg_query.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +76,13 @@ static void make_schema(hs_field *s)
     add_field(s, "user", HS_TYPE_STRING, 16);     /* reserved keyword */
     add_field(s, "\xc3\x84pfel", HS_TYPE_INT16, 17);
     add_field(s, "u8", HS_TYPE_UINT8, 18);
+    add_field(s, "label", HS_TYPE_STRING, 19);    /* unreserved keywords */
+    add_field(s, "value", HS_TYPE_INT32, 20);
+    add_field(s, "type", HS_TYPE_STRING, 21);
+    add_field(s, "time", HS_TYPE_INT32, 22);      /* col_name keywords */
+    add_field(s, "between", HS_TYPE_INT32, 23);
+    add_field(s, "window", HS_TYPE_INT32, 24);    /* reserved */
+    add_field(s, "left", HS_TYPE_INT32, 25);      /* type_func_name */
 }
 
 #define NROWS 24
@@ -121,6 +130,14 @@ static hs_batch *make_batch(const hs_field *schema)
         st |= nul ? hs_col_append_null(c[14]) : hs_col_append_bytes(c[14], w, strlen(w));
         st |= hs_col_append_fixed(c[15], &ap);
         st |= hs_col_append_fixed(c[16], &u8);
+        st |= nul ? hs_col_append_null(c[17]) : hs_col_append_bytes(c[17], w, strlen(w));
+        int32_t v2 = (int32_t)(r % 6) - 2;
+        st |= nul ? hs_col_append_null(c[18]) : hs_col_append_fixed(c[18], &v2);
+        st |= hs_col_append_bytes(c[19], words[(r + 3) % 7], strlen(words[(r + 3) % 7]));
+        for (int k = 20; k <= 23; k++) {
+            int32_t v = (int32_t)((r * (k - 17)) % 9) - 4;
+            st |= hs_col_append_fixed(c[k], &v);
+        }
         if (st != HS_OK)
             abort();
     }
@@ -205,6 +222,13 @@ static const char *const FAST[] = {
     "((((i = 1))))", "(i) = (1)", "(i = 1) = true", "(i = 1) IS NULL", "i = sel",
     "\"Mixed\" > 0", "\"x.y\" < 3", "\xc3\x84pfel > 0", "u8 > 100", "ts IS NULL",
     "sel < 5000 AND sel >= 0", "id = 1 and i = 2 or id = 3 and not b",
+    /* unreserved and col_name keywords are column names (ColId) */
+    "name = 'a'", "NAME <> 'abc'", "label = 'x'", "label IS NOT NULL", "(label) IS NULL",
+    "value > 1", "value IN (1, 2, value)", "NOT value = 1", "type IN ('a', 'zz')",
+    "type = label", "time BETWEEN 1 AND 3", "time NOT BETWEEN SYMMETRIC 3 AND 1",
+    "between = 1", "between between 1 and 2", "i between between and value",
+    "between not between time and value", "value = 1 AND type = 'a' OR label IS NULL",
+    "\"window\" = 1", "\"left\" < 2", "\"user\" = 'a'", "dec > 1.25",
 };
 
 /* Texts the fast parser must leave to libpg_query (valid or not). */
@@ -213,8 +237,9 @@ static const char *const SLOW[] = {
     "sel + 1 < 5000", "sel::int8 < 5", "CAST(sel AS int8) < 5", "abs(sel) < 5",
     "s LIKE 'a%'", "s NOT LIKE 'a%'", "s ILIKE 'A%'", "s ~ 'a'", "b IS TRUE", "b IS NOT FALSE",
     "i IS DISTINCT FROM 1", "i = ANY('{1,2}')", "i IN (SELECT 1)", "i = (SELECT 1)",
-    "mixed > 0", "Mixed > 0", "st IS NULL", "st.a > 0", "(st).a > 0", "name = 'a'",
-    "user = 'a'", "x.y < 3", "\"\" = 1", "i = 1 = 2", "i < 1 < 2", "i IS NULL IS NULL",
+    "mixed > 0", "Mixed > 0", "st IS NULL", "st.a > 0", "(st).a > 0", "name 'a' = s",
+    "user = 'a'", "window = 1", "left = 1", "i = window", "i IN (left)", "time '10:00' = s",
+    "value '1' = 1", "i BETWEEN window AND 2", "label(1) = 1", "x.y < 3", "\"\" = 1", "i = 1 = 2", "i < 1 < 2", "i IS NULL IS NULL",
     "i = 1 IS NULL", "i = - - 1", "i = -(1)", "i = +1", "i =+ 1", "i !=-1", "i <--1",
     "i = 5abc", "i = 1e", "i = 1.5.3", "i = 1..2", "i = 0x1F", "s = E'a'", "s = e'\\n'",
     "s = N'a'", "s = B'01'", "s = X'1F'", "s = U&'a'", "s = $$a$$", "s = 'a'\n'b'",
@@ -224,7 +249,7 @@ static const char *const SLOW[] = {
     "dt > '2024-01-01'::date", "i = 1 AND i = 2 ORDER BY 1", "i = 1 UNION SELECT 1",
     "nosuch = 1", "s = 1", "i = 'x'", "i", "1", "'x'", "s", "i = $1", "i = ?", "i =\f1",
     "a$b = 1", "i = @1", "i = |/4", "i % 2 = 0", "i = 1 OR", "ts > now()", "i = CURRENT_DATE",
-    "i < 1 && i > 0", "i <=> 1", "dec > 1.25", "dt > 19730", "i => 1", "i = ALL(ARRAY[1])", "ROW(i) IS NULL",
+    "i < 1 && i > 0", "i <=> 1", "dt > 19730", "i => 1", "i = ALL(ARRAY[1])", "ROW(i) IS NULL",
 };
 
 static void test_hand_cases(void)
@@ -303,7 +328,9 @@ static void kw(gbuf *g, const char *w)
 }
 
 static const char *const COLS[] = {"id", "i", "d", "s", "b", "sel", "dec", "f", "u8", "dt",
-                                   "\"Mixed\"", "\"x.y\"", "\xc3\x84pfel", "\"i\"", "ID", "Sel"};
+                                   "\"Mixed\"", "\"x.y\"", "\xc3\x84pfel", "\"i\"", "ID", "Sel",
+                                   "name", "label", "Value", "type", "time", "between",
+                                   "window", "left", "\"window\""};
 static const char *const STRS[] = {"'a'", "'abc'", "''", "'O''Brien'", "'zz'", "'\xc3\x84pfel'",
                                    "'a%b'", "'x\\y'", "'1'"};
 
@@ -478,12 +505,187 @@ static void test_no_leaks(void)
     CHECK(hs_mem_live_count() == live);
 }
 
+/* ------------------------------------------------------------------ */
+/* every keyword as a column name                                      */
+
+/* One varint of a protobuf message at *i (false: truncated). */
+static bool pb_varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
+{
+    *v = 0;
+    for (int sh = 0; *i < n && sh < 64; sh += 7) {
+        uint8_t b = p[(*i)++];
+        *v |= (uint64_t)(b & 0x7f) << sh;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* libpg_query's category of w, scanned alone: 'U', 'C', 'T', 'R', 0 (no
+ * keyword), '?' (not one token).  pg_query_scan's result is the protobuf
+ * ScanResult {1: version, 2: repeated ScanToken {1: start, 2: end,
+ * 4: token, 5: keyword_kind}} of pg_query.proto, read here by hand (the
+ * protobuf-c headers are not installed). */
+static char pg_category(const char *w)
+{
+    PgQueryScanResult r = pg_query_scan(w);
+    char c = '?';
+    int tokens = 0;
+    uint64_t kind = 0;
+    const uint8_t *p = (const uint8_t *)r.pbuf.data;
+    size_t n = r.error ? 0 : r.pbuf.len, i = 0;
+    bool ok = !r.error;
+    while (ok && i < n) {
+        uint64_t key, v;
+        ok = pb_varint(p, n, &i, &key);
+        if (ok && (key & 7) == 0) {
+            ok = pb_varint(p, n, &i, &v);
+        } else if (ok && (key & 7) == 2) {
+            ok = pb_varint(p, n, &i, &v) && v <= n - i;
+            if (ok && key >> 3 == 2) {   /* a ScanToken */
+                tokens++;
+                size_t j = i, end = i + (size_t)v;
+                while (ok && j < end) {
+                    uint64_t k2, v2;
+                    ok = pb_varint(p, end, &j, &k2) && (k2 & 7) == 0 && pb_varint(p, end, &j, &v2);
+                    if (ok && k2 >> 3 == 5)
+                        kind = v2;
+                }
+            }
+            i += (size_t)v;
+        } else {
+            ok = false;
+        }
+    }
+    if (ok && tokens == 1)
+        c = kind == 1 ? 'U' : kind == 2 ? 'C' : kind == 3 ? 'T' : kind == 4 ? 'R' : 0;
+    pg_query_free_scan_result(r);
+    return c;
+}
+
+/* The fast parser's keywords and words that are keywords in other
+ * PostgreSQL versions or easily taken for ones. */
+static int keyword_words(char (*out)[64], int max)
+{
+    int n = 0;
+    const char *w;
+    for (int k = 0; (w = ex_keyword_at(k)) != NULL && n < max; k++)
+        snprintf(out[n++], 64, "%s", w);
+    static const char *const EXTRA[] = {"system_user", "json", "json_object", "format", "window",
+                                        "label", "uuid", "date", "text", "bool", "id", "nosuch"};
+    for (size_t k = 0; k < sizeof EXTRA / sizeof EXTRA[0] && n < max; k++) {
+        bool dup = false;
+        for (int j = 0; j < n && !dup; j++)
+            dup = !strcmp(out[j], EXTRA[k]);
+        if (!dup)
+            snprintf(out[n++], 64, "%s", EXTRA[k]);
+    }
+    return n;
+}
+
+/* For every keyword: our category is libpg_query's; with a column of that
+ * name, the fast parser takes "k = 1" exactly when libpg_query's path binds
+ * it (unreserved and col_name keywords), and every form below agrees with
+ * the slow path node by node (check_text). */
+static void test_every_keyword(void)
+{
+    static char words[700][64];
+    int n = keyword_words(words, 700);
+    CHECK(n > 450);
+    int mismatched = 0;
+    for (int k = 0; k < n; k++) {
+        char pc = pg_category(words[k]), ours = ex_keyword_category(words[k]);
+        if (pc != ours) {
+            mismatched++;
+            fprintf(stderr, "keyword %s: libpg_query says %c, the fast parser %c\n", words[k],
+                    pc ? pc : '-', ours ? ours : '-');
+        }
+    }
+    CHECK(mismatched == 0);
+    /* a schema of one int32 column per word */
+    hs_field ks;
+    hs_field_init(&ks, "", HS_TYPE_STRUCT, false);
+    add_field(&ks, "i", HS_TYPE_INT32, 1);
+    for (int k = 0; k < n; k++)
+        add_field(&ks, words[k], HS_TYPE_INT32, k + 2);
+    hs_batch *kb = NULL;
+    REQUIRE(hs_batch_create(&ks, NROWS, &kb, NULL) == HS_OK);
+    for (int c = 0; c < kb->n_cols; c++)
+        for (int64_t r = 0; r < NROWS; r++) {
+            int32_t v = (int32_t)((r * (c + 3)) % 7) - 3;
+            REQUIRE((r % 5 == 4 && c % 2 ? hs_col_append_null(kb->cols[c])
+                                         : hs_col_append_fixed(kb->cols[c], &v)) == HS_OK);
+        }
+    kb->n_rows = NROWS;
+    hs_field saved = g_schema;
+    hs_batch *saved_b = g_batch;
+    g_schema = ks;
+    g_batch = kb;
+    static const char *const FORMS[] = {
+        "%s = 1", "%s IS NULL", "%s IN (1, 2)", "%s BETWEEN 1 AND 2", "1 < %s", "NOT %s = 1",
+        "(%s) = 1", "%s NOT IN (1)", "%s NOT BETWEEN SYMMETRIC 2 AND 1", "i BETWEEN %s AND 2",
+        "i IN (%s, 2)", "%s IS NOT NULL AND i > 0", "i = 1 OR %s < 2", "\"%s\" = 1",
+    };
+    int usable = 0, taken = 0;
+    for (int k = 0; k < n; k++) {
+        char text[256];
+        snprintf(text, sizeof text, "%.63s = 1", words[k]);
+        ex_expr *e = NULL;
+        bool slow_ok = ex_parse_filter(text, &g_schema, &e, NULL) == HS_OK;
+        ex_free(e);
+        bool fast_ok = check_text(text);
+        usable += slow_ok;
+        taken += fast_ok;
+        if (slow_ok != fast_ok)
+            fprintf(stderr, "keyword column %s: libpg_query %s, the fast parser %s\n", words[k],
+                    slow_ok ? "binds it" : "refuses it", fast_ok ? "takes it" : "declines");
+        CHECK(slow_ok == fast_ok);
+        for (size_t f = 0; f < sizeof FORMS / sizeof FORMS[0]; f++) {
+            char t2[256];
+            snprintf(t2, sizeof t2, FORMS[f], words[k]);
+            check_text(t2);
+        }
+        /* what ex_format prints for the column parses again (a reserved or
+         * type_func_name name quoted) */
+        snprintf(text, sizeof text, "\"%.63s\" = 1", words[k]);
+        char *fmt = NULL, *fmt2 = NULL;
+        ex_expr *q = NULL, *again = NULL;
+        bool round = ex_parse_filter(text, &g_schema, &q, NULL) == HS_OK &&
+                     ex_format(q, &fmt, NULL) == HS_OK &&
+                     ex_parse_filter(fmt, &g_schema, &again, NULL) == HS_OK &&
+                     ex_format(again, &fmt2, NULL) == HS_OK && !strcmp(fmt, fmt2);
+        if (!round)
+            fprintf(stderr, "keyword column %s: formatted as [%s], which does not parse back\n",
+                    words[k], fmt ? fmt : "");
+        CHECK(round);
+        hs_free(fmt);
+        hs_free(fmt2);
+        ex_free(q);
+        ex_free(again);
+        /* upper case folds */
+        char up[64];
+        size_t L = strlen(words[k]);
+        for (size_t i = 0; i <= L; i++)
+            up[i] = (char)toupper((unsigned char)words[k][i]);
+        snprintf(text, sizeof text, "%.63s >= 0", up);
+        check_text(text);
+    }
+    fprintf(stderr, "keywords: %d words, %d usable as column names, the fast parser takes %d\n", n,
+            usable, taken);
+    CHECK(usable > 350);
+    g_schema = saved;
+    g_batch = saved_b;
+    hs_batch_free(kb);
+    hs_field_clear(&ks);
+}
+
 int main(void)
 {
     make_schema(&g_schema);
     g_batch = make_batch(&g_schema);
     HS_RUN(test_hand_cases);
     HS_RUN(test_generated_corpus);
+    HS_RUN(test_every_keyword);
     HS_RUN(test_no_leaks);
     hs_batch_free(g_batch);
     hs_field_clear(&g_schema);

@@ -11,6 +11,7 @@
 
 #include "base/mem.h"
 #include "catalog/catalog.h"
+#include "io/s3_int.h"
 #include "hyperstream/table.h"
 #include "server/http.h"
 #include "server/restcat.h"
@@ -110,6 +111,31 @@ static void test_client_against_server(void)
     CHECK(strstr(props, "\"b\":\"2\"") && strstr(props, "\"c\":\"3\""));
     hs_string_free(props);
 
+    /* register: the name points at that very file (the SQL row says so) */
+    const char *tloc = hs_table_metadata_location(t);
+    CHECK_OK(hs_catalog_register_table(cat, "db.reg", tloc, 0, &err), &err);
+    CHECK(hs_catalog_register_table(cat, "db.reg", tloc, 0, &err) == HS_CONFLICT);
+    CHECK(hs_catalog_register_table(cat, "nons.reg", tloc, 0, &err) == HS_NOT_FOUND);
+    CHECK(hs_catalog_register_table(cat, "db.reg2", "/nonexistent/v1.metadata.json", 0,
+                                    &err) == HS_INVALID);
+    hs_buf rjson = { 0 };
+    char *rloc = NULL;
+    CHECK_OK(cat_load_json(sql, "db.reg", &rjson, &rloc, &err), &err);
+    CHECK(strcmp(rloc, tloc) == 0);
+    hs_free(rloc);
+    hs_buf_free(&rjson);
+    hs_table *rt = NULL;
+    CHECK_OK(hs_table_open(cat, "db.reg", &rt, &err), &err);
+    CHECK(strcmp(hs_table_metadata_location(rt), tloc) == 0);
+    hs_table_close(rt);
+    CHECK_OK(hs_catalog_register_table(cat, "db.reg", tloc, 1, &err), &err);   /* overwrite */
+    CHECK_OK(hs_catalog_drop_table(cat, "db.reg", 0, &err), &err);
+    /* views: the server has none; the list has the spec's shape */
+    CHECK_OK(hs_catalog_list_views(cat, "db", &s, &err), &err);
+    CHECK(s && strcmp(s, "[]") == 0);
+    hs_string_free(s);
+    CHECK(hs_catalog_list_views(cat, "nons", &s, &err) == HS_NOT_FOUND);
+
     int exists = 0;
     CHECK_OK(hs_catalog_table_exists(cat, "db.t", &exists, &err), &err);
     CHECK(exists == 1);
@@ -193,8 +219,44 @@ static void test_commit_decoder(void)
     json_decref(base);
 }
 
+/* Vended S3 settings: the longest matching scope wins; s3a:// and s3://
+ * name the same scope; a prefix matches only at a '/' boundary. */
+static void test_io_scopes(void)
+{
+    hs_error err = { 0 };
+    const char *k1[] = { "s3.endpoint", "s3.access-key-id", "s3.secret-access-key" };
+    const char *v1[] = { "http://one:1/", "AK1", "SK1" };
+    const char *k2[] = { "s3.endpoint", "s3.path-style-access", "client.region" };
+    const char *v2[] = { "http://two:2", "false", "eu-west-3" };
+    CHECK_OK(hs_io_set_scope("s3://b/wh", k1, v1, 3, &err), &err);
+    CHECK_OK(hs_io_set_scope("s3a://b/wh/db/t/", k2, v2, 3, &err), &err);
+    CHECK_OK(hs_io_set_scope("/local/dir", k1, v1, 3, &err), &err);   /* no-op */
+    const char *bad[] = { "s3.access-key-id" }, *badv[] = { "AK" };
+    CHECK(hs_io_set_scope("s3://b/x", bad, badv, 1, &err) == HS_INVALID);
+    s3_config c;
+    memset(&c, 0, sizeof c);
+    s3_copy_str(c.endpoint, sizeof c.endpoint, "http://env:9");
+    s3_copy_str(c.region, sizeof c.region, "us-east-1");
+    s3_scope_apply("b", "wh/db/t/data/f.parquet", &c);
+    CHECK(strcmp(c.endpoint, "http://two:2") == 0 && !c.path_style);
+    CHECK(strcmp(c.region, "eu-west-3") == 0 && !c.access_key[0]);
+    memset(&c, 0, sizeof c);
+    s3_scope_apply("b", "wh/db/t2/metadata/v1.metadata.json", &c);
+    CHECK(strcmp(c.endpoint, "http://one:1") == 0 && c.path_style && c.sign);
+    CHECK(strcmp(c.access_key, "AK1") == 0 && strcmp(c.secret_key, "SK1") == 0);
+    memset(&c, 0, sizeof c);
+    s3_scope_apply("b", "wh2/x", &c);   /* "wh" is not a prefix of the path "wh2/x" */
+    CHECK(c.endpoint[0] == 0 && !c.sign);
+    s3_scope_apply("other", "wh/db/t/x", &c);
+    CHECK(c.endpoint[0] == 0);
+    hs_s3_clear_scopes();
+    s3_scope_apply("b", "wh/db/t/x", &c);
+    CHECK(c.endpoint[0] == 0);
+}
+
 int main(void)
 {
+    HS_RUN(test_io_scopes);
     HS_RUN(test_commit_decoder);
     HS_RUN(test_client_against_server);
     return hs_test_summary();

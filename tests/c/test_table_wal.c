@@ -28,6 +28,10 @@
  *                        HS_BUSY after the timeout, memory stays bounded; once
  *                        data/ is back, writes go on and every row is there
  *   second_stream_busy   a second stream on the table is HS_BUSY
+ *   idle_expiry_cheap    with an expiry age, an idle stream reads no metadata
+ *                        (cat_load_count) across a dozen expiry passes; after
+ *                        another handle's commit the replaced snapshot is
+ *                        still expired past the age (one snapshot left)
  *   flush_durability     a flush (policy batch, commits not fsynced by the
  *                        table property) fsyncs every file it created and
  *                        the directory of each (io/ sync trace hook), and
@@ -1321,6 +1325,80 @@ static void test_auto_expire_first(void)
     hs_catalog_close(cat);
 }
 
+/* An idle stream with an expiry age probes the catalog's metadata pointer
+ * at the expiry cadence and reads no metadata (cat_load_count) while
+ * nothing can expire; when another handle commits, the snapshot it
+ * replaced is still expired once past the age. */
+static void test_idle_expiry_cheap(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = open_cat("idleexp");
+    REQUIRE(cat);
+    hs_table *t = create_table(cat, "t", &err);
+    REQUIRE(t);
+    const char *keys[] = {"hyperstream.wal.expire-age-ms"};
+    const char *vals[] = {"200"};   /* a pass every 50 ms */
+    CHECK_OK(hs_table_set_properties(t, keys, vals, 1, &err), &err);
+    hs_stream_options o = HS_STREAM_OPTIONS_INIT;
+    o.fsync_policy = HS_WAL_FSYNC_BATCH;
+    o.refresh_ms = -1;
+    o.flush_interval_ms = 3600 * 1000;
+    o.flush_rows = 500;
+    hs_stream *s = NULL;
+    CHECK_OK(hs_stream_open(t, &o, &s, &err), &err);
+    int64_t next = 0;
+    for (int k = 0; k < 2; k++) {
+        CHECK_OK(write_rows(s, next, 500, NULL, &err), &err);
+        next += 500;
+        REQUIRE(wait_stats(s, k + 1, 0));
+    }
+    CHECK_OK(hs_table_refresh(t, &err), &err);   /* t pins nothing older */
+    /* the first flush's snapshot goes once its child is past the age */
+    hs_stream_stats st = HS_STREAM_STATS_INIT;
+    for (int i = 0; i < 300; i++) {
+        hs_stream_get_stats(s, &st);
+        if (st.expirations >= 1)
+            break;
+        usleep(10000);
+    }
+    CHECK(st.expirations >= 1);
+    usleep(100 * 1000);
+    /* idle: about 12 passes of the cadence, no metadata read */
+    int64_t loads0 = cat_load_count();
+    usleep(600 * 1000);
+    int64_t loads1 = cat_load_count();
+    if (loads1 != loads0)
+        fprintf(stderr, "  %lld metadata reads while idle\n", (long long)(loads1 - loads0));
+    CHECK(loads1 == loads0);
+    /* another handle commits: the stream's snapshot is replaced, and the
+     * stream expires it past the age without a flush of its own */
+    hs_stream_get_stats(s, &st);
+    int64_t exp0 = st.expirations;
+    hs_table *t2 = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &t2, &err), &err);
+    struct ArrowArrayStream in;
+    CHECK_OK(rows_stream(next, 100, &in, &err), &err);
+    CHECK_OK(hs_table_append(t2, &in, &err), &err);
+    next += 100;
+    hs_table_close(t2);
+    CHECK_OK(hs_table_refresh(t, &err), &err);
+    for (int i = 0; i < 300; i++) {
+        hs_stream_get_stats(s, &st);
+        if (st.expirations > exp0)
+            break;
+        usleep(10000);
+    }
+    CHECK(st.expirations > exp0);
+    hs_table *r = NULL;
+    CHECK_OK(hs_table_open(cat, "t", &r, &err), &err);
+    CHECK(hs_snapshot_count(r) == 1);
+    CHECK(digest_eq(scan_digest(r, NULL), expect_range(0, next, 0, 0)));
+    hs_table_close(r);
+    CHECK_OK(hs_stream_close(s, &err), &err);
+    hs_table_close(t);
+    hs_catalog_close(cat);
+}
+
 /* A child forked while the parent has an append stream open (Python
  * multiprocessing): the parent's stream and its acknowledged rows stay the
  * parent's.  A handle the child opens reads the committed rows, and its
@@ -1392,6 +1470,7 @@ int main(void)
     HS_RUN(test_flush_eio_reads);
     HS_RUN(test_flush_durability);
     HS_RUN(test_auto_expire_first);
+    HS_RUN(test_idle_expiry_cheap);
     HS_RUN(test_fork_with_stream);
     return hs_test_summary();
 }

@@ -56,6 +56,12 @@ static void setup(void)
     add(&st, "a", HS_TYPE_INT64, 10);
     OK(hs_field_add_child(&schema, &st));
     add(&schema, "Mixed", HS_TYPE_FLOAT32, 11);
+    /* keywords as column names: unreserved, col_name (both ColId, so the
+     * fast parser takes them), reserved (only quoted) */
+    add(&schema, "name", HS_TYPE_STRING, 12);
+    add(&schema, "value", HS_TYPE_INT32, 13);
+    add(&schema, "between", HS_TYPE_INT32, 14);
+    add(&schema, "window", HS_TYPE_INT32, 15);
     OK(hs_batch_create(&schema, 16, &batch, NULL));
     static const char *const words[] = {"", "a", "abc", "\xc3\x84pfel", "zz", "a%b", "\xff"};
     for (int64_t r = 0; r < 16; r++) {
@@ -84,6 +90,11 @@ static void setup(void)
             OK(hs_col_struct_append_valid(batch->cols[8]));
         }
         OK(nul ? hs_col_append_null(batch->cols[9]) : hs_col_append_fixed(batch->cols[9], &f));
+        OK(nul ? hs_col_append_null(batch->cols[10]) : hs_col_append_bytes(batch->cols[10], w, strlen(w)));
+        int32_t v = (int32_t)(r % 5) - 2, bt = (int32_t)(r * 3 % 7) - 3, wn = (int32_t)r - 8;
+        OK(hs_col_append_fixed(batch->cols[11], &v));
+        OK(nul ? hs_col_append_null(batch->cols[12]) : hs_col_append_fixed(batch->cols[12], &bt));
+        OK(hs_col_append_fixed(batch->cols[13], &wn));
     }
     batch->n_rows = 16;
 }

@@ -20,6 +20,7 @@ UnsupportedError.
 """
 import json
 import math
+import pathlib
 import shutil
 
 import pytest
@@ -120,6 +121,35 @@ def check_same(tb, ours_c, what, cols=COLS):
         assert canon(t.to_arrow().to_pylist(), cols) == want, f"{what}: to_arrow vs Java"
         assert t.count() == len(want), what
     return want
+
+
+def current_summary(tb):
+    meta = json.loads(pathlib.Path(tb.meta().removeprefix("file://")).read_text())
+    snap = next(x for x in meta["snapshots"] if x["snapshot-id"] == meta["current-snapshot-id"])
+    return snap["summary"]
+
+
+def check_summary_totals(tb, before):
+    """The current snapshot's summary counts equal the manifests' (read with
+    fastavro): total-equality-deletes and total-delete-files are what the
+    live delete files hold, and the removed-* counts are the files that went
+    since `before` (the live delete files then).  Returns the live files."""
+    live = live_delete_files(tb.meta())
+    s = current_summary(tb)
+    eq = [d for d in live if d["content"] == 2]
+    assert int(s["total-equality-deletes"]) == sum(d["record_count"] for d in eq), s
+    assert int(s["total-delete-files"]) == len(live), s
+    assert int(s["total-position-deletes"]) == sum(d["record_count"] for d in live
+                                                   if d["content"] == 1), s
+    if before is not None:
+        now = {d["file_path"] for d in live}
+        gone = [d for d in before if d["file_path"] not in now]
+        gone_eq = [d for d in gone if d["content"] == 2]
+        assert int(s.get("removed-delete-files", 0)) == len(gone), s
+        assert int(s.get("removed-equality-delete-files", 0)) == len(gone_eq), s
+        assert int(s.get("removed-equality-deletes", 0)) == sum(d["record_count"]
+                                                                for d in gone_eq), s
+    return live
 
 
 def eq_kinds(tb):
@@ -424,6 +454,7 @@ def test_compaction_drops_unusable_eq_deletes(java, ours, tmp_path):
 
     assert len(remaining()) == 5
     assert check_same(tb, ours, "before compaction") == oracle()
+    live = check_summary_totals(tb, None)   # Java's own commit
     # rewrite the first file only: delete 1 applied only to it, deletes 4
     # and 5 to no file; 2 and 3 still apply to the files left as they are
     with tb.ours() as t:
@@ -431,6 +462,7 @@ def test_compaction_drops_unusable_eq_deletes(java, ours, tmp_path):
         assert res["rewritten_data_files"] == 1, res
         assert res["removed_delete_files"] == 3, res
     assert remaining() == sorted([as_rows(deletes[1][1]), as_rows(deletes[2][1])])
+    live = check_summary_totals(tb, live)
     assert check_same(tb, ours, "after the first compaction") == oracle()
     # a new file, then a delete whose bounds meet no file: a compaction with
     # nothing to rewrite still drops that delete file, and only it
@@ -438,11 +470,13 @@ def test_compaction_drops_unusable_eq_deletes(java, ours, tmp_path):
     written += rows(300, 100)
     tb.eqdelete(["id"], [{"id": 5000}])
     assert len(remaining()) == 3
+    live = check_summary_totals(tb, None)
     with tb.ours() as t:
         res = t.compact(min_input_files=50)
         assert res["rewritten_data_files"] == 0 and res["removed_delete_files"] == 1, res
         assert res["snapshot_id"] is not None, res
     assert remaining() == sorted([as_rows(deletes[1][1]), as_rows(deletes[2][1])])
+    check_summary_totals(tb, live)
     assert check_same(tb, ours, "after the second compaction") == oracle()
     # nothing left to drop: no commit
     with tb.ours() as t:

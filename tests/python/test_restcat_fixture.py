@@ -9,6 +9,7 @@ build-java/rest-fixture/lib (the test runs it when the jars are missing); the
 fixture is started on a free port and stopped by the test.  It announces
 namespace-separator "%2E" in its config overrides, which the client must honour.
 """
+import json
 import shutil
 import socket
 import subprocess
@@ -126,3 +127,60 @@ def test_our_client_against_iceberg_fixture(fixture_url):
     cat.drop_namespace("db.sub")
     cat.drop_namespace("db")
     assert pc.list_namespaces() == []
+
+
+def _post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read() or b"null")
+
+
+def test_register_and_views_against_iceberg_fixture(fixture_url, tmp_path):
+    """registerTable and listViews of our client against Java's own server:
+    a table pyiceberg's SqlCatalog wrote elsewhere is registered by us, and
+    pyiceberg's RestCatalog reads it through the fixture; a view created by a
+    raw CreateViewRequest is listed by us and by pyiceberg."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    other = SqlCatalog("other", uri=f"sqlite:///{tmp_path / 'other.db'}",
+                       warehouse=str(tmp_path / "otherwh"))
+    other.create_namespace("src")
+    src = other.create_table("src.t", schema=SCHEMA)
+    src.append(_rows([3, 1, 2]))
+    mloc = other.load_table("src.t").metadata_location
+
+    cat = hdb.Catalog(fixture_url)
+    cat.create_namespace("reg")
+    t = cat.register_table("reg.imported", mloc)
+    assert t.metadata_location == mloc
+    assert sorted(t.to_arrow()["id"].to_pylist()) == [1, 2, 3]
+    pc = RestCatalog("fixture", uri=fixture_url)
+    assert pc.load_table("reg.imported").metadata_location == mloc
+    with pytest.raises(hdb.CommitConflictError):
+        cat.register_table("reg.imported", mloc)
+    # our commit on the registered table; pyiceberg reads it
+    t.write_arrow(_rows([4]))
+    t.commit()
+    assert sorted(pc.load_table("reg.imported").scan().to_arrow()["id"].to_pylist()) == \
+        [1, 2, 3, 4]
+    # Java's catalogs refuse overwrite (406 UnsupportedOperationException):
+    # a clear error, the table untouched (ours does overwrite, test_restcat.c)
+    with pytest.raises(hdb.UnsupportedError, match="overwrite"):
+        cat.register_table("reg.imported", mloc, overwrite=True)
+    assert pc.load_table("reg.imported").metadata_location == t.metadata_location
+
+    assert cat.list_views("reg") == []
+    _post(f"{fixture_url}/v1/namespaces/reg/views", {
+        "name": "v1",
+        "schema": {"type": "struct", "schema-id": 0,
+                   "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]},
+        "view-version": {"version-id": 1, "timestamp-ms": int(time.time() * 1000),
+                         "schema-id": 0, "summary": {"engine-name": "test"},
+                         "default-namespace": ["reg"],
+                         "representations": [{"type": "sql", "sql": "SELECT id FROM imported",
+                                              "dialect": "spark"}]},
+        "properties": {}})
+    assert cat.list_views("reg") == ["reg.v1"]
+    assert [tuple(v) for v in pc.list_views("reg")] == [("reg", "v1")]
+    assert "reg.v1" not in cat.list_tables("reg")
+    cat.drop_table("reg.imported")

@@ -300,9 +300,59 @@ def test_register_table(server, tmp_path):
     t.append(_rows([1, 2, 3]))
     mloc = cat.load_table("db.orig").metadata_location
     r = cat.register_table(("db", "copy"), mloc)
+    # the catalog points at that very file (Java's registerTable), no copy
+    assert r.metadata_location == mloc
+    assert cat.load_table("db.copy").metadata_location == mloc
     assert sorted(r.scan().to_arrow()["id"].to_pylist()) == [1, 2, 3]
     with pytest.raises(TableAlreadyExistsError):
         cat.register_table(("db", "copy"), mloc)
+    code, body = server.http("POST", "/v1/namespaces/db/register",
+                             body={"name": "gone", "metadata-location": str(tmp_path / "x.json")})
+    assert code == 400 and body["error"]["type"] == "BadRequestException"
+    code, body = server.http("POST", "/v1/namespaces/nope/register",
+                             body={"name": "n", "metadata-location": mloc})
+    assert code == 404 and body["error"]["type"] == "NoSuchNamespaceException"
+    # views: listed (none), an unknown one is the spec's NoSuchViewException
+    code, body = server.http("GET", "/v1/namespaces/db/views")
+    assert code == 200 and body["identifiers"] == []
+    code, body = server.http("GET", "/v1/namespaces/db/views/v")
+    assert code == 404 and body["error"]["type"] == "NoSuchViewException"
+    assert body["error"]["code"] == 404 and body["error"]["message"]
+    assert cat.list_views("db") == []
+
+
+def test_our_client_registers_what_pyiceberg_wrote(server, tmp_path):
+    """pyiceberg's SqlCatalog (another catalog, another file) writes a table;
+    our client registers its metadata file in our server; pyiceberg's
+    RestCatalog then reads through the registered name what it wrote, and we
+    read the same rows."""
+    hdb = require_module("hyperstreamdb")
+    other = SqlCatalog("other", uri=f"sqlite:///{tmp_path / 'other.db'}",
+                       warehouse=str(tmp_path / "otherwh"))
+    other.create_namespace("src")
+    pt = other.create_table("src.t", schema=SCHEMA)
+    pt.append(_rows([7, 8, 9]))
+    mloc = other.load_table("src.t").metadata_location
+
+    cat = hdb.Catalog(server.url, token=TOKEN)
+    cat.create_namespace("db")
+    t = cat.register_table("db.imported", mloc)
+    assert t.metadata_location == mloc
+    assert sorted(t.to_arrow()["id"].to_pylist()) == [7, 8, 9]
+    rest = _rest(server)
+    assert rest.load_table("db.imported").metadata_location == mloc
+    assert sorted(rest.load_table("db.imported").scan().to_arrow()["id"].to_pylist()) == \
+        [7, 8, 9]
+    with pytest.raises(hdb.CommitConflictError):
+        cat.register_table("db.imported", mloc)
+    # we commit on the registered table; pyiceberg sees it
+    t.write_arrow(_rows([10]))
+    t.commit()
+    assert sorted(rest.load_table("db.imported").scan().to_arrow()["id"].to_pylist()) == \
+        [7, 8, 9, 10]
+    assert cat.list_views("db") == []
+    with pytest.raises(hdb.NotFoundError):
+        cat.list_views("nope")
 
 
 def test_refuses_to_start_without_token(tmp_path):
@@ -463,3 +513,37 @@ def test_sql_session_resolves_through_rest(server):
         r = s.sql("SELECT count(*) AS n, sum(id) AS s FROM db.nums WHERE id >= 10").to_arrow()
         assert r.to_pylist() == [{"n": 90, "s": sum(range(10, 100))}]
         s.close()
+
+
+def test_cli_register_and_views(server, tmp_path):
+    """`hyperstream table register|views` with --catalog (our REST server)
+    and --sql; pyiceberg reads the registered tables."""
+    other = SqlCatalog("other", uri=f"sqlite:///{tmp_path / 'other.db'}",
+                       warehouse=str(tmp_path / "otherwh"))
+    other.create_namespace("src")
+    other.create_table("src.t", schema=SCHEMA).append(_rows([1, 2]))
+    mloc = other.load_table("src.t").metadata_location
+    rest = _rest(server)
+    rest.create_namespace("db")
+    cat = ["--catalog", server.url, "--catalog-option", f"token={TOKEN}"]
+
+    def cli(*args):
+        return subprocess.run([str(CLI), "table", *args], capture_output=True, text=True,
+                              timeout=60)
+    p = cli("register", "db.imp", mloc, *cat)
+    assert p.returncode == 0, p.stderr
+    assert rest.load_table("db.imp").metadata_location == mloc
+    assert sorted(rest.load_table("db.imp").scan().to_arrow()["id"].to_pylist()) == [1, 2]
+    p = cli("register", "db.imp", mloc, *cat)
+    assert p.returncode == 1 and "exists" in p.stderr
+    p = cli("scan", "db.imp", *cat)
+    assert p.returncode == 0 and sorted(json.loads(x)["id"] for x in p.stdout.split()) == [1, 2]
+    p = cli("views", "db", *cat)
+    assert p.returncode == 0 and json.loads(p.stdout) == []
+    # a SQL catalog file (pyiceberg's layout) takes a registration too
+    p = cli("register", "src.again", mloc, "--sql", str(tmp_path / "other.db"),
+            "--catalog-name", "other")
+    assert p.returncode == 0, p.stderr
+    assert other.load_table("src.again").metadata_location == mloc
+    p = cli("register", "db.x", mloc)
+    assert p.returncode == 2 and "--sql" in p.stderr
