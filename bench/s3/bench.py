@@ -33,7 +33,10 @@ BENCH_TRACE=1 (print each request of the first cold and warm run, with its
 time since the query started), BENCH_ENGINES (default "ours,pyiceberg";
 "base" is ours run by the interpreter BENCH_BASE_PYTHON, e.g. another
 checkout's venv, for before/after numbers in the same run),
-BENCH_KINDS (default "point,range,vector,full"), BENCH_REWRITE_MANIFESTS=1
+BENCH_KINDS (default "point,range,vector,full"), BENCH_SETTLE_S (default 0.5:
+the warm query waits until no request has reached the proxy for this long
+after the cold one, and those requests, the engine's background warming, are
+printed on their own line; 0: the warm query follows at once), BENCH_REWRITE_MANIFESTS=1
 (run rewrite_manifests on the table first: one manifest instead of one per
 append; a maintenance step, report it as its own row), BENCH_OPEN (ours: "metadata", default, opens the metadata file's location as
 pyiceberg does; "path" opens the table directory), BENCH_TABLE_CACHE=DIR (keep
@@ -270,7 +273,11 @@ def measure(proxy, w, q, label=""):
     proxy.reset_counters()
     t0 = time.perf_counter()
     r = w.ask(q)
-    trace = list(proxy.trace or [])
+    # the query's requests are those that reached the proxy before its answer
+    # did; any after it (background warming for the next query) are settle()'s
+    with proxy.lock:
+        n_req, n_bytes = proxy.requests, proxy.bytes_out
+        trace = list(proxy.trace or [])
     if TRACE and label and trace:
         print(f"  trace {label} {q['kind']}: {len(trace)} requests, {r['ms']:.1f} ms")
         for t, method, target, rng in trace:
@@ -287,11 +294,34 @@ def measure(proxy, w, q, label=""):
             rounds += 1
         last = t
     by["rounds"] = rounds
-    return {"ms": r["ms"], "cpu": r["cpu"], "requests": proxy.requests, "bytes": proxy.bytes_out,
+    return {"ms": r["ms"], "cpu": r["cpu"], "requests": n_req, "bytes": n_bytes,
             "result": r["result"], "by": by}
 
 
 DELAY_NOW = [0.0]   # the injected delay of the current run, ms
+
+# Between the cold and the warm query: wait until no request has reached the
+# proxy for this long (the engine's background warming is done), and count
+# those requests apart; 0 = issue the warm query at once (then they count in
+# the warm query's, and may delay it).
+SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "0.5"))
+
+
+def settle(proxy):
+    """Requests and bytes that arrive after a query has returned, until the
+    process is quiet for SETTLE_S (at most 60 s)."""
+    if SETTLE_S <= 0:
+        return 0, 0
+    proxy.reset_counters()
+    t_end = time.time() + 60
+    last = -1
+    while time.time() < t_end:
+        n = proxy.requests
+        if n == last:
+            break
+        last = n
+        time.sleep(SETTLE_S)
+    return proxy.requests, proxy.bytes_out
 
 
 def main():
@@ -326,11 +356,18 @@ def main():
                         for q, q2 in zip(qs, qs2):
                             w = Worker(engine, uri, meta, s3, proxy.endpoint)
                             c = measure(proxy, w, q, f"{engine} cold" if rep == 0 else "")
+                            c["warming"], c["warming_bytes"] = settle(proxy)
                             m = measure(proxy, w, q2, f"{engine} warm" if rep == 0 else "")
                             w.close()
                             cold.setdefault(q["kind"], []).append(c)
                             warm.setdefault(q["kind"], []).append(m)
                     for kind in cold:
+                        w = cold[kind]
+                        print(f"delay={delay:>4.0f}ms {engine:9s} {kind:6s} warming after cold: "
+                              f"{statistics.median(r['warming'] for r in w):6.0f} requests  "
+                              f"{statistics.median(r['warming_bytes'] for r in w) / 1e6:9.3f} MB "
+                              f"(in the background, before the warm query; BENCH_SETTLE_S={SETTLE_S})",
+                              flush=True)
                         for label, runs in (("cold", cold[kind]), ("warm", warm[kind])):
                             rec = {k: statistics.median(r[k] for r in runs)
                                    for k in ("ms", "cpu", "requests", "bytes")}

@@ -33,15 +33,17 @@
  *   search_threads     HS_SEARCH_THREADS      0        threads of one vector search,
  *                                                      1..64; 0 = the cores, at most 8
  *   warm_files         HS_WARM_FILES          64       object stores: a snapshot of at
- *                                                      most this many data files gets
- *                                                      the footers and filter sidecars
- *                                                      of files a query pruned fetched
- *                                                      ahead, for the next query; 0 = off
- *   warm_pages_mb      HS_WARM_PAGES_MB       32       object stores: the pages of a
- *                                                      vector search's projected
- *                                                      columns (not the vector) read
- *                                                      ahead, at most this much per
- *                                                      search; 0 = off
+ *                                                      most this many data files gets,
+ *                                                      once the process is idle after a
+ *                                                      selective query, the manifests it
+ *                                                      skipped and the other files'
+ *                                                      footers and filter sidecars
+ *                                                      fetched, for the next query; 0 = off
+ *   warm_pages_mb      HS_WARM_PAGES_MB       32       object stores: the pages of the
+ *                                                      projected columns (not a vector
+ *                                                      search's vector) of those files
+ *                                                      read ahead too, at most this much
+ *                                                      per query; 0 = off
  *   eq_delete_mb       HS_EQ_DELETE_MB        256      the equality-delete key sets one
  *                                                      scan keeps (>= 1); a bigger set
  *                                                      is applied in chunks of this size

@@ -47,12 +47,14 @@ static const cfg_def g_defs[HS_CFG_N] = {
     [HS_CFG_MMAP] = {"mmap", "HS_MMAP", 1, 0, 1, 1},
     [HS_CFG_SCAN_THREADS] = {"scan_threads", "HS_SCAN_THREADS", 0, 0, 64, 0},
     [HS_CFG_SEARCH_THREADS] = {"search_threads", "HS_SEARCH_THREADS", 0, 0, 64, 0},
-    /* object stores: footers and filter sidecars of at most this many data
-     * files per snapshot are fetched ahead (table/plan.c); 0 = off */
+    /* object stores: after a selective query on a snapshot of at most this
+     * many data files, its skipped manifests and the other files' footers
+     * and filter sidecars are fetched ahead once the process is idle
+     * (table/index.c tbl_ixscan_warm); 0 = off */
     [HS_CFG_WARM_FILES] = {"warm_files", "HS_WARM_FILES", 64, 0, 1 << 20, 0},
-    /* object stores: a vector search's projected columns (not the vector)
-     * read ahead, at most this much per search (table/plan.c
-     * tbl_plan_warm_pages); 0 = off */
+    /* object stores: the projected columns of a vector search's files (not
+     * the vector) and of the files a selective scan warms, read ahead, at
+     * most this much per query (table/plan.c tbl_plan_warm_pages); 0 = off */
     [HS_CFG_WARM_PAGES_MB] = {"warm_pages_mb", "HS_WARM_PAGES_MB", 32, 0, 1 << 20, 0},
     /* the equality-delete key sets one scan plan keeps (table/eqdel.c);
      * past it, delete files are applied in chunks of this size */

@@ -78,16 +78,28 @@ static char *json_text(const json_t *v)
     return c;
 }
 
+static void bounds_clear(ix_mbound *b, int n)
+{
+    for (int k = 0; k < n; k++) {
+        hs_free(b[k].lower);
+        hs_free(b[k].upper);
+    }
+    hs_free(b);
+}
+
 static void msum_clear(ix_msum *m)
 {
-    for (int k = 0; k < m->n_bounds; k++) {
-        hs_free(m->bounds[k].lower);
-        hs_free(m->bounds[k].upper);
+    bounds_clear(m->bounds, m->n_bounds);
+    for (int i = 0; i < m->n_files; i++) {
+        bounds_clear(m->files[i].bounds, m->files[i].n_bounds);
+        hs_free(m->files[i].path);
     }
-    hs_free(m->bounds);
+    hs_free(m->files);
     hs_free(m->path);
     memset(m, 0, sizeof *m);
 }
+
+void ix_msums_free_one(ix_msum *m) { msum_clear(m); }
 
 void ix_msums_free(ix_msum *a, int n)
 {
@@ -104,22 +116,48 @@ static uint8_t *bytes_dup(const uint8_t *p, uint32_t n)
     return d;
 }
 
+/* Copies src[0..n) into *dst (NULL when n == 0), *dn counting those made. */
+static bool bounds_copy(const ix_mbound *src, int n, ix_mbound **dst, int *dn)
+{
+    *dst = NULL;
+    *dn = 0;
+    if (n == 0)
+        return true;
+    if (!(*dst = hs_calloc((size_t)n, sizeof **dst)))
+        return false;
+    for (int k = 0; k < n; k++) {
+        const ix_mbound *b = &src[k];
+        ix_mbound *o = &(*dst)[(*dn)++];
+        *o = (ix_mbound){b->field_id, b->lower_len, b->upper_len, NULL, NULL};
+        o->lower = bytes_dup(b->lower, b->lower_len);
+        o->upper = bytes_dup(b->upper, b->upper_len);
+        if (!o->lower || !o->upper)
+            return false;
+    }
+    return true;
+}
+
 hs_status ix_msum_copy(const ix_msum *src, ix_msum *dst, hs_error *err)
 {
     memset(dst, 0, sizeof *dst);
     dst->length = src->length;
     dst->snapshot = src->snapshot;
+    dst->seq = src->seq;
     dst->path = hs_strdup(src->path);
-    if (src->n_bounds)
-        dst->bounds = hs_calloc((size_t)src->n_bounds, sizeof *dst->bounds);
-    bool ok = dst->path && (!src->n_bounds || dst->bounds);
-    for (int k = 0; ok && k < src->n_bounds; k++) {
-        const ix_mbound *b = &src->bounds[k];
-        ix_mbound *o = &dst->bounds[dst->n_bounds++];
-        *o = (ix_mbound){b->field_id, b->lower_len, b->upper_len, NULL, NULL};
-        o->lower = bytes_dup(b->lower, b->lower_len);
-        o->upper = bytes_dup(b->upper, b->upper_len);
-        ok = o->lower && o->upper;
+    bool ok = dst->path && bounds_copy(src->bounds, src->n_bounds, &dst->bounds, &dst->n_bounds);
+    dst->has_files = src->has_files;
+    if (ok && src->has_files) {
+        if (src->n_files > 0 && !(dst->files = hs_calloc((size_t)src->n_files, sizeof *dst->files)))
+            ok = false;
+        for (int i = 0; ok && i < src->n_files; i++) {
+            const ix_mfile *f = &src->files[i];
+            ix_mfile *o = &dst->files[dst->n_files++];
+            *o = *f;
+            o->bounds = NULL;
+            o->n_bounds = 0;
+            o->path = hs_strdup(f->path);
+            ok = o->path && bounds_copy(f->bounds, f->n_bounds, &o->bounds, &o->n_bounds);
+        }
     }
     if (!ok) {
         msum_clear(dst);
@@ -557,21 +595,18 @@ static bool hex_bytes(const json_t *v, uint8_t **out, uint32_t *n)
     return true;
 }
 
-static bool parse_msum(const json_t *o, ix_msum *m)
+/* [[field-id, lower-hex, upper-hex], ...] into *out (n_out made). */
+static bool parse_bounds(const json_t *bs, ix_mbound **out, int *n_out)
 {
-    const char *path = str_of(o, "path");
-    const json_t *bs = json_object_get(o, "bounds");
-    if (!path || !int_of(o, "length", 0, INT64_MAX, &m->length) ||
-        !int_of(o, "snapshot", INT64_MIN, INT64_MAX, &m->snapshot) || !json_is_array(bs) ||
-        json_array_size(bs) > IX_MSUM_FIELDS || !(m->path = hs_strdup(path)))
+    if (!json_is_array(bs) || json_array_size(bs) > IX_MSUM_FIELDS)
         return false;
     size_t n = json_array_size(bs);
-    if (n && !(m->bounds = hs_calloc(n, sizeof *m->bounds)))
+    if (n && !(*out = hs_calloc(n, sizeof **out)))
         return false;
     size_t i;
     const json_t *b;
     json_array_foreach(bs, i, b) {
-        ix_mbound *x = &m->bounds[m->n_bounds];
+        ix_mbound *x = &(*out)[*n_out];
         int64_t id = 0;
         if (!json_is_array(b) || json_array_size(b) != 3 ||
             !json_is_integer(json_array_get(b, 0)) ||
@@ -580,8 +615,50 @@ static bool parse_msum(const json_t *o, ix_msum *m)
         x->field_id = (int32_t)id;
         if (!hex_bytes(json_array_get(b, 1), &x->lower, &x->lower_len))
             return false;
-        m->n_bounds++;
+        (*n_out)++;
         if (!hex_bytes(json_array_get(b, 2), &x->upper, &x->upper_len))
+            return false;
+    }
+    return true;
+}
+
+static bool parse_mfile(const json_t *o, ix_mfile *f)
+{
+    const char *path = str_of(o, "path");
+    if (!json_is_object(o) || !path || !int_of(o, "size", 0, INT64_MAX, &f->size) ||
+        !int_of(o, "records", 0, INT64_MAX, &f->records) ||
+        !int_of(o, "entry", 0, INT64_MAX, &f->entry) ||
+        !int_of(o, "seq", INT64_MIN, INT64_MAX, &f->data_seq) ||
+        !int_of(o, "fseq", INT64_MIN, INT64_MAX, &f->file_seq) || !(f->path = hs_strdup(path)))
+        return false;
+    if (json_object_get(o, "first-row-id")) {
+        if (!int_of(o, "first-row-id", 0, INT64_MAX, &f->first_row_id))
+            return false;
+        f->has_first_row_id = true;
+    }
+    return parse_bounds(json_object_get(o, "bounds"), &f->bounds, &f->n_bounds);
+}
+
+static bool parse_msum(const json_t *o, ix_msum *m)
+{
+    const char *path = str_of(o, "path");
+    if (!path || !int_of(o, "length", 0, INT64_MAX, &m->length) ||
+        !int_of(o, "snapshot", INT64_MIN, INT64_MAX, &m->snapshot) ||
+        !(m->path = hs_strdup(path)) ||
+        !parse_bounds(json_object_get(o, "bounds"), &m->bounds, &m->n_bounds))
+        return false;
+    const json_t *fs = json_object_get(o, "files");
+    if (!fs)
+        return true;
+    size_t n = json_array_size(fs);
+    if (!json_is_array(fs) || !int_of(o, "seq", INT64_MIN, INT64_MAX, &m->seq) ||
+        (n && !(m->files = hs_calloc(n, sizeof *m->files))))
+        return false;
+    m->has_files = true;
+    size_t i;
+    const json_t *f;
+    json_array_foreach(fs, i, f) {
+        if (!parse_mfile(f, &m->files[m->n_files++]))
             return false;
     }
     return true;
@@ -830,6 +907,49 @@ static json_t *hex_string(const uint8_t *p, uint32_t n)
     return json_string(buf);
 }
 
+/* [[field-id, lower-hex, upper-hex], ...] (new reference), NULL on OOM. */
+static json_t *bounds_json(const ix_mbound *a, int n)
+{
+    json_t *bs = json_array();
+    int bad_alloc = !bs;
+    for (int k = 0; !bad_alloc && k < n && k < IX_MSUM_FIELDS; k++) {
+        json_t *b = json_array();
+        bad_alloc |= !b || json_array_append_new(b, json_integer(a[k].field_id)) ||
+                     json_array_append_new(b, hex_string(a[k].lower, a[k].lower_len)) ||
+                     json_array_append_new(b, hex_string(a[k].upper, a[k].upper_len)) ||
+                     json_array_append(bs, b);
+        json_decref(b);
+    }
+    if (bad_alloc) {
+        json_decref(bs);
+        return NULL;
+    }
+    return bs;
+}
+
+static json_t *mfile_json(const ix_mfile *f)
+{
+    json_t *o = json_object(), *bs = bounds_json(f->bounds, f->n_bounds);
+    int bad_alloc = !o || !bs;
+    if (!bad_alloc) {
+        bad_alloc |= set_str(o, "path", f->path);
+        bad_alloc |= set_int(o, "size", f->size);
+        bad_alloc |= set_int(o, "records", f->records);
+        bad_alloc |= set_int(o, "entry", f->entry);
+        bad_alloc |= set_int(o, "seq", f->data_seq);
+        bad_alloc |= set_int(o, "fseq", f->file_seq);
+        if (f->has_first_row_id)
+            bad_alloc |= set_int(o, "first-row-id", f->first_row_id);
+        bad_alloc |= json_object_set(o, "bounds", bs);
+    }
+    json_decref(bs);
+    if (bad_alloc) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 /* Adds r's manifest summaries to a root object; nonzero on OOM. */
 static int msums_to_json(const ix_registry *r, json_t *root)
 {
@@ -837,25 +957,23 @@ static int msums_to_json(const ix_registry *r, json_t *root)
     int bad_alloc = !arr;
     for (int i = 0; !bad_alloc && i < r->n_msums && i < IX_MSUM_MAX; i++) {
         const ix_msum *m = &r->msums[i];
-        json_t *o = json_object(), *bs = json_array();
-        bad_alloc |= !o || !bs;
-        for (int k = 0; !bad_alloc && k < m->n_bounds && k < IX_MSUM_FIELDS; k++) {
-            json_t *b = json_array();
-            bad_alloc |= !b || json_array_append_new(b, json_integer(m->bounds[k].field_id)) ||
-                         json_array_append_new(b, hex_string(m->bounds[k].lower,
-                                                             m->bounds[k].lower_len)) ||
-                         json_array_append_new(b, hex_string(m->bounds[k].upper,
-                                                             m->bounds[k].upper_len)) ||
-                         json_array_append(bs, b);
-            json_decref(b);
-        }
+        json_t *o = json_object(), *bs = bounds_json(m->bounds, m->n_bounds);
+        json_t *fs = m->has_files ? json_array() : NULL;
+        bad_alloc |= !o || !bs || (m->has_files && !fs);
+        for (int k = 0; !bad_alloc && k < m->n_files; k++)
+            bad_alloc |= json_array_append_new(fs, mfile_json(&m->files[k]));
         if (!bad_alloc) {
             bad_alloc |= set_str(o, "path", m->path);
             bad_alloc |= set_int(o, "length", m->length);
             bad_alloc |= set_int(o, "snapshot", m->snapshot);
             bad_alloc |= json_object_set(o, "bounds", bs);
+            if (fs) {
+                bad_alloc |= set_int(o, "seq", m->seq);
+                bad_alloc |= json_object_set(o, "files", fs);
+            }
             bad_alloc |= json_array_append(arr, o);
         }
+        json_decref(fs);
         json_decref(bs);
         json_decref(o);
     }

@@ -97,6 +97,16 @@
  *                    file has (at most IX_MSUM_FIELDS, declared-index columns
  *                    first), at most IX_MSUM_MAX manifests.  Malformed
  *                    summaries are ignored (all manifests are then read).
+ *   manifests.files  optional, with "seq" (the manifest's sequence number in
+ *                    the manifest list): the manifest's live data files, each
+ *                    {"path", "size", "records", "entry" (its index in the
+ *                    manifest), "seq", "fseq" (data and file sequence numbers,
+ *                    resolved), "first-row-id" (v3, when known), "bounds" (as
+ *                    above, the summary's columns the file has)}: a planner on
+ *                    an object store then plans from them without reading the
+ *                    manifest (table/plan.c), when "seq" is the list's.  Only
+ *                    unpartitioned manifests, and only while the root's "files"
+ *                    stay within IX_MFILES_MAX bytes (oldest manifests first).
  *
  * Unknown keys are ignored (forward compatible); a registry whose
  * format-version is newer than ours is HS_UNSUPPORTED.  Entries are unique
@@ -128,6 +138,7 @@
 #define IX_MSUM_MAX 512             /* manifest summaries a root holds at most */
 #define IX_MSUM_FIELDS 16           /* columns per manifest summary at most */
 #define IX_MSUM_BOUND_MAX 64        /* bounds longer than this are not kept */
+#define IX_MFILES_MAX 24576         /* bytes of "files" (all manifests) a root carries at most */
 
 typedef struct ix_decl {
     char *column;            /* dotted name as declared (owned) */
@@ -173,6 +184,19 @@ typedef struct ix_mbound {
     uint8_t *lower, *upper;
 } ix_mbound;
 
+/* One live data file of a summarised manifest (root key "files"): what a
+ * scan plan takes from its manifest entry, sequence numbers resolved. */
+typedef struct ix_mfile {
+    char *path;              /* as the manifest has it (owned) */
+    int64_t size, records;
+    int64_t entry;           /* index of its entry in the manifest */
+    int64_t data_seq, file_seq;
+    bool has_first_row_id;
+    int64_t first_row_id;
+    int n_bounds;
+    ix_mbound *bounds;       /* the summary's columns that the file has bounds of (owned) */
+} ix_mfile;
+
 /* A data manifest's summary (root key "manifests", format above). */
 typedef struct ix_msum {
     char *path;              /* as the manifest list has it (owned) */
@@ -180,6 +204,12 @@ typedef struct ix_msum {
     int64_t snapshot;        /* added_snapshot_id */
     int n_bounds;
     ix_mbound *bounds;       /* (owned) */
+    /* optional ("files", with "seq"): the manifest's live data files, so that
+     * a planner needs not read it (has_files false when absent) */
+    bool has_files;
+    int64_t seq;             /* the manifest list's sequence_number for it */
+    int n_files;
+    ix_mfile *files;         /* (owned) */
 } ix_msum;
 
 typedef struct ix_registry {
@@ -279,6 +309,7 @@ HS_MUST_USE hs_status ix_registry_write_delta(const char *location, const ix_reg
 /* ---- manifest summaries ---- */
 
 void ix_msums_free(ix_msum *a, int n);
+void ix_msums_free_one(ix_msum *m);   /* frees its contents; *m zeroed */
 /* Deep copy of one summary into *dst (zeroed). */
 HS_MUST_USE hs_status ix_msum_copy(const ix_msum *src, ix_msum *dst, hs_error *err);
 /* The summary of the manifest (path, length, snapshot), or NULL. */

@@ -982,6 +982,8 @@ bool hs_io_background(void (*fn)(void *arg), void *arg)
     return hs_s3_background(fn, arg);
 }
 
+bool hs_io_background_stop(void) { return hs_s3_background_stop(); }
+
 void hs_io_background_wait(void)
 {
     hs_s3_background_wait();

@@ -238,6 +238,10 @@ bool hs_io_background(void (*fn)(void *arg), void *arg);
 /* Waits until no hs_io_background task or asynchronous prefetch runs (tests
  * clearing caches that such tasks fill). */
 void hs_io_background_wait(void);
+/* True while the process exits (atexit) or a thread waits in
+ * hs_io_background_wait (or hs_s3_reset): an hs_io_background task that
+ * waits before its work (for an idle moment) should give the work up. */
+bool hs_io_background_stop(void);
 /* Storage settings for the objects under location, as a catalog vends them
  * with a table (Iceberg FileIO property names: s3.endpoint, s3.region,
  * s3.access-key-id, s3.secret-access-key, s3.session-token,

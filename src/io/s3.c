@@ -203,8 +203,10 @@ static hs_status s3_restat(hs_file *f, hs_file_id *id, uint64_t *size, hs_error 
 }
 
 /* hs_file_will_need: the ranges not cached, sorted and coalesced (gaps up to
- * S3_COALESCE_GAP, runs up to S3_CACHE_MAX_READ), each read through s3_read_at (which
- * widens and caches it) on its own thread; returns when all are done. */
+ * S3_COALESCE_GAP, runs up to S3_NEED_MAX_READ), each read on its own thread
+ * (through s3_read_at, which widens and caches it, or, for a run longer than
+ * it caches, by one GET cached in pieces: need_big); returns when all are
+ * done. */
 typedef struct need_job {
     s3_file *sf;
     hs_io_range *r;
@@ -212,10 +214,40 @@ typedef struct need_job {
     _Atomic size_t next;
 } need_job;
 
+/* One GET of the blocks around r, cached in pieces of S3_CACHE_MAX_READ
+ * (whole blocks, so that a later read finds each block in one piece). */
+static void need_big(s3_file *sf, hs_io_range r)
+{
+    uint64_t a = r.off / S3_BLOCK * S3_BLOCK;
+    uint64_t b = (r.off + r.len + S3_BLOCK - 1) / S3_BLOCK * S3_BLOCK;
+    if (b > sf->base.size)
+        b = sf->base.size;
+    uint8_t *buf = hs_malloc((size_t)(b - a));
+    hs_error ignored = { 0 };
+    if (!buf || get_range(sf, a, (size_t)(b - a), buf, &ignored) != HS_OK) {
+        hs_free(buf);   /* the reads that want it report the failure */
+        return;
+    }
+    uint64_t budget = s3_cache_budget();
+    for (uint64_t at = a; at < b; at += S3_CACHE_MAX_READ) {
+        size_t n = (size_t)(b - at < S3_CACHE_MAX_READ ? b - at : S3_CACHE_MAX_READ);
+        uint8_t *piece = hs_malloc(n);
+        if (!piece)
+            break;
+        memcpy(piece, buf + (at - a), n);
+        s3_cache_put(sf->ident, sf->ident_hash, at, piece, n, budget);
+    }
+    hs_free(buf);
+}
+
 static void *need_main(void *a)
 {
     need_job *j = a;
     for (size_t i; (i = j->next++) < j->n;) {
+        if (j->r[i].len > S3_CACHE_MAX_READ) {
+            need_big(j->sf, j->r[i]);
+            continue;
+        }
         uint8_t *tmp = hs_malloc((size_t)j->r[i].len);
         hs_error ignored = { 0 };
         if (tmp)
@@ -260,7 +292,7 @@ static void s3_will_need(hs_file *f, const hs_io_range *r, size_t n)
             uint64_t nend = e2 > end ? e2 : end;
             /* close enough: one GET (two would overlap by their read-ahead,
              * or cost a request for a gap that takes ~2 ms to transfer) */
-            if (v[i].off <= end + S3_COALESCE_GAP && nend - last->off <= S3_CACHE_MAX_READ) {
+            if (v[i].off <= end + S3_COALESCE_GAP && nend - last->off <= S3_NEED_MAX_READ) {
                 last->len = nend - last->off;
                 continue;
             }

@@ -67,6 +67,10 @@ void hs_s3_prefetch_async(const char *const *uris, size_t n);
  * asynchronous prefetches (exit and hs_s3_reset wait for it). */
 bool hs_s3_background(void (*fn)(void *arg), void *arg);
 void hs_s3_background_wait(void);   /* until none of those runs */
+/* True while the process exits or a thread waits in hs_s3_reset or
+ * hs_s3_background_wait: a background task that waits before its work
+ * should give it up. */
+bool hs_s3_background_stop(void);
 
 /* Settings for the objects under prefix (an s3:// or s3a:// URI naming a
  * bucket and optionally a key prefix), as an Iceberg catalog vends them for

@@ -151,13 +151,19 @@ void hs_s3_get_stats(hs_s3_stats *out)
 /* asynchronous prefetch groups running (prefetch, below); hs_s3_reset waits for them */
 static int g_async_running;
 static pthread_cond_t g_async_cv = PTHREAD_COND_INITIALIZER;
+/* Threads in hs_s3_reset or hs_s3_background_wait: a background task that
+ * has not begun its work yet gives it up rather than keep them waiting. */
+static atomic_int g_bg_waiters;
+
 
 void hs_s3_reset(void)
 {
+    atomic_fetch_add(&g_bg_waiters, 1);
     pthread_mutex_lock(&g_s3_lock);
     s3_inflight_after_fork_locked();
     while (g_async_running > 0)   /* asynchronous prefetches finish first */
         pthread_cond_wait(&g_async_cv, &g_s3_lock);
+    atomic_fetch_sub(&g_bg_waiters, 1);
     while (g_lru_head) {
         cache_ent *e = g_lru_head;
         lru_unlink(e);
@@ -547,11 +553,18 @@ bool hs_s3_background(void (*fn)(void *arg), void *arg)
     return ok;
 }
 
+bool hs_s3_background_stop(void)
+{
+    return atomic_load(&g_prefetch_stop) != 0 || atomic_load(&g_bg_waiters) > 0;
+}
+
 void hs_s3_background_wait(void)
 {
+    atomic_fetch_add(&g_bg_waiters, 1);
     pthread_mutex_lock(&g_s3_lock);
     s3_inflight_after_fork_locked();
     while (g_async_running > 0)
         pthread_cond_wait(&g_async_cv, &g_s3_lock);
     pthread_mutex_unlock(&g_s3_lock);
+    atomic_fetch_sub(&g_bg_waiters, 1);
 }

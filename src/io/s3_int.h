@@ -38,11 +38,20 @@
  * object): the next small reads near it (the other columns' pages of a row
  * group, the rest of a sidecar) then cost no round trip. */
 #define S3_READAHEAD ((uint64_t)256 << 10)
-/* hs_file_will_need coalesces ranges whose gap is at most this (each GET
- * costs a round trip; the bytes between cost ~2 ms at 100 MB/s): a point
- * lookup's pages of three columns of one row group in one GET at 125,000
- * rows a file, not two */
-#define S3_COALESCE_GAP ((uint64_t)512 << 10)
+/* hs_file_will_need coalesces ranges whose gap is at most this: a GET
+ * costs a first-byte latency (20-50 ms on S3), the bytes between cost
+ * ~10 ms a MiB at 100 MB/s, so a gap below latency x bandwidth is cheaper
+ * read than asked for again (Arrow's CacheOptions::MakeFromNetworkMetrics
+ * sizes its hole limit the same way).  A point lookup's pages of three
+ * columns in a row group of 125,000 rows lie up to 0.9 MB apart (the id,
+ * category and value chunks: 129 KB, 110 KB, 940 KB): one GET, not two. */
+#define S3_COALESCE_GAP ((uint64_t)1 << 20)
+/* ... into runs of at most this: ranges of one wave that S3_COALESCE_GAP
+ * joins cost one GET even when together they exceed S3_CACHE_MAX_READ (a
+ * point lookup's pages of three columns spread over 1.2 MB of a row group
+ * of 125,000 rows: one request, not two).  The run is cached in pieces of
+ * at most S3_CACHE_MAX_READ on block boundaries, like reads of that size. */
+#define S3_NEED_MAX_READ ((uint64_t)4 << 20)
 #define S3_MIN_PART ((size_t)5 << 20)
 #define S3_MAX_PARTS 10000
 

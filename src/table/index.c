@@ -2444,32 +2444,103 @@ static bool filter_has_field(const pr_expr *e, int32_t field_id)
     return e->field && e->field_id == field_id;
 }
 
-void tbl_ixscan_warm(const tbl_ixscan *x, const tbl_plan *plan, const pr_filter *filter)
+/* The warming of tbl_ixscan_warm, on a background thread once the process
+ * is idle: uris (char *: manifests, footers, sidecars) fetched, then the
+ * pages of `ids` of `files` (char *). */
+typedef struct warm_job {
+    hs_buf uris, files;
+    int32_t *ids;
+    int n_ids;
+} warm_job;
+
+static void warm_job_free(warm_job *j)
 {
-    if (!x || !x->reg || !filter || pr_filter_is_true(filter) || plan->n_pruned == 0 ||
-        plan->stats.data_files_total > hs_cfg_get(HS_CFG_WARM_FILES))
-        return;   /* nothing pruned, or a snapshot too large to keep warm */
-    hs_buf uris = {0}, p = {0};   /* uris: char * (hs_strdup'd) */
-    for (int k = 0; k < plan->n_pruned; k++)
-        for (int i = ix_registry_first(x->reg, plan->pruned[k]); i >= 0;
+    if (!j)
+        return;
+    free_strs(&j->uris);
+    free_strs(&j->files);
+    hs_free(j->ids);
+    hs_free(j);
+}
+
+static void warm_next_main(void *arg)
+{
+    warm_job *j = arg;
+    size_t nu = j->uris.len / sizeof(char *), nf = j->files.len / sizeof(char *);
+    if (tbl_plan_wait_idle()) {
+        if (nu)   /* copies the names; skips objects opened before */
+            hs_io_prefetch_async((const char *const *)(void *)j->uris.data, nu);
+        if (nf && j->n_ids > 0)   /* each file's thread waits for its footer's fetch */
+            tbl_plan_warm_pages((const char *const *)(void *)j->files.data, (int)nf, j->ids,
+                                j->n_ids);
+    }
+    warm_job_free(j);
+}
+
+static void push_dup(hs_buf *v, const char *s)
+{
+    char *u = hs_strdup(s);
+    if (u && hs_buf_append(v, &u, sizeof u) != HS_OK)
+        hs_free(u);
+}
+
+void tbl_ixscan_warm(const tbl_ixscan *x, const tbl_plan *plan, const pr_filter *filter,
+                     const int32_t *page_ids, int n_page_ids)
+{
+    int64_t cap = hs_cfg_get(HS_CFG_WARM_FILES);
+    if (!filter || pr_filter_is_true(filter) || plan->stats.data_files_total > cap ||
+        plan->n_files == 0 || !hs_io_is_object_uri(plan->files[0].path))
+        return;   /* nothing to warm for, or a snapshot too large to keep warm */
+    hs_buf files = {0}, uris = {0}, p = {0};   /* char * (hs_strdup'd) */
+    /* the data files: those the plan read or pruned, and those of skipped
+     * manifests as the registry lists them (each once) */
+    hs_map seen = {0};
+    for (int src = 0; src < 3; src++) {
+        int n = src == 0 ? plan->n_files : src == 1 ? plan->n_pruned
+                : x && x->reg ? x->reg->n_entries : 0;
+        for (int i = 0; i < n && (int64_t)HS_VEC_LEN(&files, char *) < cap; i++) {
+            const char *f = src == 0 ? plan->files[i].path : src == 1 ? plan->pruned[i]
+                            : x->reg->entries[i].data_file;
+            if (hs_map_get(&seen, f, strlen(f), NULL) || hs_map_put(&seen, f, strlen(f), 1) != HS_OK)
+                continue;
+            push_dup(&files, f);
+        }
+    }
+    hs_map_free(&seen);
+    char **fa = (char **)(void *)files.data;
+    size_t nf = files.len / sizeof(char *);
+    for (int k = 0; k < plan->n_skipped; k++)
+        push_dup(&uris, plan->skipped[k]);
+    for (size_t k = 0; k < nf; k++) {
+        push_dup(&uris, fa[k]);   /* its footer (the object's tail) */
+        for (int i = x && x->reg ? ix_registry_first(x->reg, fa[k]) : -1; i >= 0;
              i = ix_registry_next(x->reg, i)) {
             const ix_entry *e = &x->reg->entries[i];
             if (!scalar_handles(e->kind) || !filter_has_field(filter->root, e->field_id))
                 continue;
             hs_buf_reset(&p);
-            char *u = ix_resolve_path(x->location, e->index_file, &p) == HS_OK
-                          ? hs_strdup(hs_buf_cstr(&p)) : NULL;
-            if (u && hs_buf_append(&uris, &u, sizeof u) != HS_OK)
-                hs_free(u);
+            if (ix_resolve_path(x->location, e->index_file, &p) == HS_OK)
+                push_dup(&uris, hs_buf_cstr(&p));
         }
-    char **a = (char **)(void *)uris.data;
-    size_t n = uris.len / sizeof(char *);
-    if (n)
-        hs_io_prefetch_async((const char *const *)a, n);   /* copies the names */
-    for (size_t i = 0; i < n; i++)
-        hs_free(a[i]);
-    hs_buf_free(&uris);
+    }
     hs_buf_free(&p);
+    warm_job *j = hs_calloc(1, sizeof *j);
+    if (j && n_page_ids > 0 && (j->ids = hs_malloc((size_t)n_page_ids * sizeof *j->ids))) {
+        memcpy(j->ids, page_ids, (size_t)n_page_ids * sizeof *j->ids);
+        j->n_ids = n_page_ids;
+    }
+    if (j) {
+        j->uris = uris;
+        j->files = files;
+        if (hs_io_background(warm_next_main, j))
+            return;
+    }
+    if (j) {
+        warm_job_free(j);   /* frees uris and files */
+    } else {
+        free_strs(&uris);
+        free_strs(&files);
+    }
 }
 
 /* ------------------------------------------------------------------ */

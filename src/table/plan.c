@@ -83,6 +83,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------------ */
 /* the filter                                                          */
@@ -874,13 +875,87 @@ static hs_status msum_of(const ice_manifest_file *mf, const ice_manifest *man,
         if (!acc[k].dead && acc[k].lo)
             bs[nb++] = (ix_mbound){acc[k].id, acc[k].lo->len, acc[k].hi->len,
                                    (uint8_t *)acc[k].lo->p, (uint8_t *)acc[k].hi->p};
-    /* borrowed bounds: ix_msum_copy makes them owned */
+    /* borrowed bounds and paths: ix_msum_copy makes them owned */
     ix_msum tmp = {out->path, out->length, out->snapshot, nb, bs};
+    ix_mfile *files = NULL;
+    ix_mbound *fbs = NULL;
+    bool flat = true;   /* "files" only for unpartitioned manifests */
+    for (int64_t i = 0; i < man->n_entries && flat; i++)
+        flat = man->entries[i].status == ICE_STATUS_DELETED ||
+               man->entries[i].file.n_partition == 0;
+    if (flat && man->n_entries > 0 && man->n_entries <= INT32_MAX / IX_MSUM_FIELDS &&
+        (files = hs_calloc((size_t)man->n_entries, sizeof *files)) &&
+        (fbs = hs_calloc((size_t)man->n_entries * IX_MSUM_FIELDS, sizeof *fbs))) {
+        tmp.has_files = true;
+        tmp.seq = mf->sequence_number;
+        tmp.files = files;
+        for (int64_t i = 0; i < man->n_entries; i++) {
+            const ice_manifest_entry *e = &man->entries[i];
+            if (e->status == ICE_STATUS_DELETED || e->file.content != ICE_CONTENT_DATA)
+                continue;
+            ix_mfile *f = &files[tmp.n_files];
+            ix_mbound *fb = &fbs[(size_t)tmp.n_files * IX_MSUM_FIELDS];
+            tmp.n_files++;
+            f->path = (char *)e->file.file_path;
+            f->size = e->file.file_size_in_bytes;
+            f->records = e->file.record_count;
+            f->entry = i;
+            /* as plan_data_entry resolves them */
+            f->data_seq = e->has_sequence_number ? e->sequence_number : 0;
+            f->file_seq = e->has_file_sequence_number ? e->file_sequence_number : f->data_seq;
+            f->has_first_row_id = e->file.has_first_row_id;
+            f->first_row_id = e->file.first_row_id;
+            f->bounds = fb;
+            for (int k = 0; k < n; k++) {
+                const ice_id_bytes *lo = bound_of(e->file.lower_bounds, e->file.n_lower_bounds,
+                                                  acc[k].id);
+                const ice_id_bytes *hi = bound_of(e->file.upper_bounds, e->file.n_upper_bounds,
+                                                  acc[k].id);
+                if (lo && hi && lo->len <= IX_MSUM_BOUND_MAX && hi->len <= IX_MSUM_BOUND_MAX)
+                    fb[f->n_bounds++] = (ix_mbound){acc[k].id, lo->len, hi->len,
+                                                    (uint8_t *)lo->p, (uint8_t *)hi->p};
+            }
+        }
+    }
     ix_msum own;
     hs_status st = ix_msum_copy(&tmp, &own, err);
+    hs_free(files);
+    hs_free(fbs);
     hs_free(out->path);
     *out = st == HS_OK ? own : (ix_msum){0};
     return st;
+}
+
+/* Keeps the "files" of the summaries a[0..n) while their JSON stays within
+ * IX_MFILES_MAX bytes (estimated), in list order; drops the rest's. */
+static void msums_files_budget(ix_msum *a, int n)
+{
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        if (!a[i].has_files)
+            continue;
+        size_t b = 16;
+        for (int k = 0; k < a[i].n_files; k++) {
+            const ix_mfile *f = &a[i].files[k];
+            b += strlen(f->path) + 120;
+            for (int j = 0; j < f->n_bounds; j++)
+                b += 2 * ((size_t)f->bounds[j].lower_len + f->bounds[j].upper_len) + 20;
+        }
+        if (used + b <= IX_MFILES_MAX) {
+            used += b;
+            continue;
+        }
+        ix_msum keep;   /* the same summary without its files */
+        hs_error ignored = {0};
+        ix_msum tmp = a[i];
+        tmp.has_files = false;
+        tmp.n_files = 0;
+        tmp.files = NULL;
+        if (ix_msum_copy(&tmp, &keep, &ignored) == HS_OK) {
+            ix_msums_free_one(&a[i]);
+            a[i] = keep;
+        }
+    }
 }
 
 hs_status tbl_plan_msums(const ice_table_metadata *m, const ix_registry *prev, ix_msum **out,
@@ -937,6 +1012,7 @@ hs_status tbl_plan_msums(const ice_table_metadata *m, const ix_registry *prev, i
         ix_msums_free(a, n);
         return st;
     }
+    msums_files_budget(a, n);
     *out = a;
     *n_out = n;
     return HS_OK;
@@ -970,24 +1046,29 @@ static const uint8_t *arena_bytes(hs_arena *a, const uint8_t *p, uint32_t n)
     return d;
 }
 
-/* Remembers a data file that statistics pruned (object stores, at most
- * HS_WARM_FILES; see tbl_plan.pruned).  Best effort: no memory, no warming. */
-static void note_pruned(tbl_plan *p, const char *path)
+/* Remembers a path for warming the next query (object stores, at most
+ * HS_WARM_FILES; see tbl_plan.pruned, tbl_plan.skipped).  Best effort: no
+ * memory, no warming. */
+static void note_path(tbl_plan *p, const char ***a, int *n, int *cap, const char *path)
 {
-    int64_t cap = hs_cfg_get(HS_CFG_WARM_FILES);
-    if (p->n_pruned >= cap || !hs_io_is_object_uri(path))
+    if (*n >= hs_cfg_get(HS_CFG_WARM_FILES) || !hs_io_is_object_uri(path))
         return;
-    if (p->n_pruned == p->cap_pruned) {
-        int nc = p->cap_pruned ? 2 * p->cap_pruned : 16;
-        const char **a = hs_realloc(p->pruned, (size_t)nc * sizeof *a);
-        if (!a)
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 16;
+        const char **na = hs_realloc(*a, (size_t)nc * sizeof *na);
+        if (!na)
             return;
-        p->pruned = a;
-        p->cap_pruned = nc;
+        *a = na;
+        *cap = nc;
     }
     const char *copy = arena_str(&p->arena, path);
     if (copy)
-        p->pruned[p->n_pruned++] = copy;
+        (*a)[(*n)++] = copy;
+}
+
+static void note_pruned(tbl_plan *p, const char *path)
+{
+    note_path(p, &p->pruned, &p->n_pruned, &p->cap_pruned, path);
 }
 
 /* Statistics of one equality column of a file (header comment). */
@@ -1052,10 +1133,109 @@ static hs_status data_eqstats(tbl_plan *p, const ice_data_file *df, tbl_plan_fil
     return HS_OK;
 }
 
+/* One manifest entry of a data manifest (live data files only). */
+static hs_status plan_data_entry(tbl_plan *p, int mi, int64_t i, const ice_manifest_file *mf,
+                                 spec_proj *sp, tuple_ctx *ptc, const ice_manifest_entry *e,
+                                 hs_error *err)
+{
+    const pr_filter *flt = p->pred.filter;
+    hs_status st = HS_OK;
+    if (e->status == ICE_STATUS_DELETED || e->file.content != ICE_CONTENT_DATA)
+        return HS_OK;
+    p->stats.data_files_total++;
+    if (sp->expr) {
+        ptc->values = e->file.partition;
+        ptc->n_values = e->file.n_partition;
+        if (!pr_expr_might_match(sp->expr, tuple_stats, ptc)) {
+            p->stats.data_files_pruned++;
+            return HS_OK;
+        }
+    }
+    if (!pr_filter_is_true(flt)) {
+        file_ctx fc = {&e->file};
+        if (!pr_expr_might_match(flt->root, file_stats, &fc)) {
+            p->stats.data_files_pruned++;
+            note_pruned(p, e->file.file_path);
+            return HS_OK;
+        }
+    }
+    tbl_plan_file pf = {0};
+    pf.path = arena_str(&p->arena, e->file.file_path);
+    if (!pf.path)
+        return hs_err_nomem(err, 256);
+    pf.record_count = e->file.record_count;
+    pf.file_size = e->file.file_size_in_bytes;
+    pf.spec_id = mf->partition_spec_id;
+    pf.data_seq = e->has_sequence_number ? e->sequence_number : 0;
+    pf.file_seq = e->has_file_sequence_number ? e->file_sequence_number : pf.data_seq;
+    pf.has_first_row_id = e->file.has_first_row_id;
+    pf.first_row_id = e->file.first_row_id;
+    pf.manifest_index = mi;
+    pf.entry_index = i;
+    st = data_eqstats(p, &e->file, &pf, err);
+    if (st != HS_OK)
+        return st;
+    if (e->file.n_partition > 0) {
+        pf.partition = hs_calloc((size_t)e->file.n_partition, sizeof(ice_value));
+        if (!pf.partition)
+            return hs_err_nomem(err, sizeof(ice_value));
+        pf.n_partition = e->file.n_partition;
+        for (int k = 0; k < pf.n_partition && st == HS_OK; k++)
+            if (ice_value_copy(&e->file.partition[k], &pf.partition[k]) != HS_OK)
+                st = hs_err_nomem(err, 64);
+    }
+    if (st == HS_OK)
+        st = push_file(p, &pf, err);
+    if (st != HS_OK) {
+        for (int k = 0; k < pf.n_partition; k++)
+            ice_value_clear(&pf.partition[k]);
+        hs_free(pf.partition);
+    }
+    return st;
+}
+
+/* A data manifest planned from its files as the registry root carries them
+ * (index/registry.h "manifests.files": unpartitioned, sequence numbers
+ * resolved, the summary's columns' bounds): the entries the manifest would
+ * give, with fewer statistics (pruning with fewer is still sound). */
+static hs_status plan_folded(tbl_plan *p, int mi, const ice_manifest_file *mf, spec_proj *sp,
+                             const ix_msum *ms, hs_error *err)
+{
+    hs_status st = HS_OK;
+    tuple_ctx tc = {.spec = sp->spec};
+    for (int i = 0; st == HS_OK && i < ms->n_files; i++) {
+        const ix_mfile *f = &ms->files[i];
+        ice_id_bytes lo[IX_MSUM_FIELDS], hi[IX_MSUM_FIELDS];
+        int nb = f->n_bounds < IX_MSUM_FIELDS ? f->n_bounds : IX_MSUM_FIELDS;
+        for (int k = 0; k < nb; k++) {
+            lo[k] = (ice_id_bytes){f->bounds[k].field_id, f->bounds[k].lower_len,
+                                   f->bounds[k].lower};
+            hi[k] = (ice_id_bytes){f->bounds[k].field_id, f->bounds[k].upper_len,
+                                   f->bounds[k].upper};
+        }
+        ice_manifest_entry e = {0};
+        e.status = ICE_STATUS_EXISTING;
+        e.has_sequence_number = e.has_file_sequence_number = true;
+        e.sequence_number = f->data_seq;
+        e.file_sequence_number = f->file_seq;
+        e.file.content = ICE_CONTENT_DATA;
+        e.file.file_path = f->path;
+        e.file.record_count = f->records;
+        e.file.file_size_in_bytes = f->size;
+        e.file.n_lower_bounds = e.file.n_upper_bounds = nb;
+        e.file.lower_bounds = lo;
+        e.file.upper_bounds = hi;
+        e.file.has_first_row_id = f->has_first_row_id;
+        e.file.first_row_id = f->first_row_id;
+        st = plan_data_entry(p, mi, f->entry, mf, sp, &tc, &e, err);
+    }
+    hs_buf_free(&tc.scratch);
+    return st;
+}
+
 static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file *mf,
                                     spec_proj *sp, const ice_schema *spec_schema, hs_error *err)
 {
-    const pr_filter *flt = p->pred.filter;
     if (sp->expr && mf->n_partitions >= 0) {
         summary_ctx sc = {mf, sp->spec};
         if (!pr_expr_might_match(sp->expr, summary_stats, &sc)) {
@@ -1072,64 +1252,8 @@ static hs_status plan_data_manifest(tbl_plan *p, int mi, const ice_manifest_file
     HS_TRY(tbl_mcache_get(mf, sp->spec, spec_schema, &man, &mref, err));
     hs_status st = HS_OK;
     tuple_ctx tc = {.spec = sp->spec};
-    for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++) {
-        const ice_manifest_entry *e = &man->entries[i];
-        if (e->status == ICE_STATUS_DELETED || e->file.content != ICE_CONTENT_DATA)
-            continue;
-        p->stats.data_files_total++;
-        if (sp->expr) {
-            tc.values = e->file.partition;
-            tc.n_values = e->file.n_partition;
-            if (!pr_expr_might_match(sp->expr, tuple_stats, &tc)) {
-                p->stats.data_files_pruned++;
-                continue;
-            }
-        }
-        if (!pr_filter_is_true(flt)) {
-            file_ctx fc = {&e->file};
-            if (!pr_expr_might_match(flt->root, file_stats, &fc)) {
-                p->stats.data_files_pruned++;
-                note_pruned(p, e->file.file_path);
-                continue;
-            }
-        }
-        tbl_plan_file pf = {0};
-        pf.path = arena_str(&p->arena, e->file.file_path);
-        if (!pf.path) {
-            st = hs_err_nomem(err, 256);
-            break;
-        }
-        pf.record_count = e->file.record_count;
-        pf.file_size = e->file.file_size_in_bytes;
-        pf.spec_id = mf->partition_spec_id;
-        pf.data_seq = e->has_sequence_number ? e->sequence_number : 0;
-        pf.file_seq = e->has_file_sequence_number ? e->file_sequence_number : pf.data_seq;
-        pf.has_first_row_id = e->file.has_first_row_id;
-        pf.first_row_id = e->file.first_row_id;
-        pf.manifest_index = mi;
-        pf.entry_index = i;
-        st = data_eqstats(p, &e->file, &pf, err);
-        if (st != HS_OK)
-            break;
-        if (e->file.n_partition > 0) {
-            pf.partition = hs_calloc((size_t)e->file.n_partition, sizeof(ice_value));
-            if (!pf.partition) {
-                st = hs_err_nomem(err, sizeof(ice_value));
-                break;
-            }
-            pf.n_partition = e->file.n_partition;
-            for (int k = 0; k < pf.n_partition && st == HS_OK; k++)
-                if (ice_value_copy(&e->file.partition[k], &pf.partition[k]) != HS_OK)
-                    st = hs_err_nomem(err, 64);
-        }
-        if (st == HS_OK)
-            st = push_file(p, &pf, err);
-        if (st != HS_OK) {
-            for (int k = 0; k < pf.n_partition; k++)
-                ice_value_clear(&pf.partition[k]);
-            hs_free(pf.partition);
-        }
-    }
+    for (int64_t i = 0; st == HS_OK && i < man->n_entries; i++)
+        st = plan_data_entry(p, mi, i, mf, sp, &tc, &man->entries[i], err);
     hs_buf_free(&tc.scratch);
     tbl_mcache_release(mref);
     return st;
@@ -1380,10 +1504,47 @@ static hs_status attach_deletes(tbl_plan *p, const del_entry *d, size_t n_dels, 
     return st;
 }
 
+/* ------------------------------------------------------------------ */
+/* queries in progress (the idle gate of background warming)          */
+
+/* Plans alive (a query planning or reading) and when the last one ended:
+ * warming for the next query waits until no query has run for
+ * TBL_WARM_IDLE_MS (tbl_plan_wait_idle), so that its requests never compete
+ * with a query's own, nor with a query issued right after one. */
+#define TBL_WARM_IDLE_MS 50
+#define TBL_WARM_IDLE_GIVE_UP_MS 60000
+static atomic_int g_plans_alive;
+static _Atomic int64_t g_plan_last_ns;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+bool tbl_plan_wait_idle(void)
+{
+    int64_t start = mono_ns(), idle = (int64_t)TBL_WARM_IDLE_MS * 1000000;
+    for (;;) {
+        if (hs_io_background_stop())
+            return false;
+        int64_t now = mono_ns();
+        if (atomic_load(&g_plans_alive) == 0 && now - atomic_load(&g_plan_last_ns) >= idle)
+            return true;
+        if (now - start > (int64_t)TBL_WARM_IDLE_GIVE_UP_MS * 1000000)
+            return false;   /* never idle: the queries read what they need themselves */
+        struct timespec ts = {0, 5 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 void tbl_plan_free(tbl_plan *p)
 {
     if (!p)
         return;
+    atomic_store(&g_plan_last_ns, mono_ns());
+    atomic_fetch_sub(&g_plans_alive, 1);
     for (int i = 0; i < p->n_files; i++) {
         for (int k = 0; k < p->files[i].n_partition; k++)
             ice_value_clear(&p->files[i].partition[k]);
@@ -1391,6 +1552,7 @@ void tbl_plan_free(tbl_plan *p)
     }
     hs_free(p->files);
     hs_free(p->pruned);
+    hs_free(p->skipped);
     for (size_t i = 0; i < p->eqdels.len / sizeof(tbl_eqdel *); i++)
         tbl_eqdel_free(((tbl_eqdel **)p->eqdels.data)[i]);
     hs_buf_free(&p->eqdels);
@@ -1412,9 +1574,10 @@ void tbl_plan_free(tbl_plan *p)
 /* Which data manifests of p's list the index registry root's summaries
  * rule out for p's filter (*skip NULL when none is): their files would all
  * be pruned by their statistics, so the plan is the same without them. */
-static hs_status plan_skips(tbl_plan *p, bool **skip, hs_error *err)
+static hs_status plan_skips(tbl_plan *p, bool **skip, ix_msum **fold, hs_error *err)
 {
     *skip = NULL;
+    *fold = NULL;
     const ix_registry *root = NULL;
     tbl_fref *ref = NULL;
     hs_error e2;
@@ -1431,25 +1594,46 @@ static hs_status plan_skips(tbl_plan *p, bool **skip, hs_error *err)
         tbl_ix_root_release(ref);
         return hs_err_nomem(err, (size_t)p->list->n_files);
     }
-    int n = 0;
-    for (int mi = 0; mi < p->list->n_files; mi++) {
+    int n = 0, n_fold = 0;
+    ix_msum *fd = NULL;
+    st = HS_OK;
+    for (int mi = 0; st == HS_OK && mi < p->list->n_files; mi++) {
         const ice_manifest_file *mf = &p->list->files[mi];
         if (mf->content != ICE_MANIFEST_DATA)
             continue;   /* delete manifests are always read */
         const ix_msum *ms = ix_registry_find_msum(root, mf->manifest_path, mf->manifest_length,
                                                   msum_snapshot(mf));
-        if (ms && !pr_expr_might_match(p->pred.filter->root, msum_stats, (void *)ms)) {
+        if (!ms)
+            continue;
+        bool has_files = ms->has_files && ms->seq == mf->sequence_number;
+        if (!pr_filter_is_true(p->pred.filter) &&
+            !pr_expr_might_match(p->pred.filter->root, msum_stats, (void *)ms)) {
             sk[mi] = true;
             n++;
+            if (!has_files)   /* for the next query (tbl_ixscan_warm) */
+                note_path(p, &p->skipped, &p->n_skipped, &p->cap_skipped, mf->manifest_path);
+        } else if (has_files) {
+            /* its files, without reading it (index/registry.h "manifests.files") */
+            if (!fd && !(fd = hs_calloc((size_t)p->list->n_files, sizeof *fd)))
+                st = hs_err_nomem(err, (size_t)p->list->n_files * sizeof *fd);
+            else if ((st = ix_msum_copy(ms, &fd[mi], err)) == HS_OK)
+                n_fold++;
         }
     }
     tbl_ix_root_release(ref);
-    if (n == 0) {
+    if (n == 0 || st != HS_OK) {
         hs_free(sk);
         sk = NULL;
     }
+    if (n_fold == 0 || st != HS_OK) {
+        for (int mi = 0; fd && mi < p->list->n_files; mi++)
+            ix_msums_free_one(&fd[mi]);
+        hs_free(fd);
+        fd = NULL;
+    }
     *skip = sk;
-    return HS_OK;
+    *fold = fd;
+    return st;
 }
 
 hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap,
@@ -1460,6 +1644,7 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     tbl_plan *p = hs_calloc(1, sizeof *p);
     if (!p)
         return hs_err_nomem(err, sizeof *p);
+    atomic_fetch_add(&g_plans_alive, 1);
     p->meta = meta;
     p->snap = snap;
     p->schema = schema;
@@ -1480,16 +1665,17 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
     /* object stores: data manifests that the index registry root's
      * summaries rule out are not fetched (skip[mi]) */
     bool *skip = NULL;
-    if (st == HS_OK && p->list && p->list->n_files > 0 && !pr_filter_is_true(p->pred.filter) &&
+    ix_msum *fold = NULL;   /* [mi].has_files: planned from the root's copy of its files */
+    if (st == HS_OK && p->list && p->list->n_files > 0 &&
         hs_io_is_object_uri(p->list->files[0].manifest_path))
-        st = plan_skips(p, &skip, err);
+        st = plan_skips(p, &skip, &fold, err);
     if (st == HS_OK && p->list && p->list->n_files > 1 &&
         hs_io_is_object_uri(p->list->files[0].manifest_path)) {
         /* object stores: fetch the manifests' tails in parallel first */
         const char **uris = hs_calloc((size_t)p->list->n_files, sizeof *uris);
         size_t nu = 0;
         for (int mi = 0; uris && mi < p->list->n_files; mi++)
-            if (!skip || !skip[mi])
+            if ((!skip || !skip[mi]) && (!fold || !fold[mi].has_files))
                 uris[nu++] = p->list->files[mi].manifest_path;
         if (uris && nu > 1)
             hs_io_prefetch(uris, nu);
@@ -1545,13 +1731,19 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
                 spec_proj tmp = *sp;
                 if (!sp->ok)
                     tmp.expr = NULL;
-                st = plan_data_manifest(p, mi, mf, &tmp, ss, err);
+                if (fold && fold[mi].has_files)
+                    st = plan_folded(p, mi, mf, &tmp, &fold[mi], err);
+                else
+                    st = plan_data_manifest(p, mi, mf, &tmp, ss, err);
             } else {
                 st = plan_delete_manifest(p, mi, mf, sp->spec, ss, &dels, err);
             }
         }
     }
     hs_free(skip);
+    for (int mi = 0; fold && mi < p->list->n_files; mi++)
+        ix_msums_free_one(&fold[mi]);
+    hs_free(fold);
     if (st == HS_OK)
         st = attach_deletes(p, (const del_entry *)dels.data, dels.len / sizeof(del_entry), err);
     free_del_entries(&dels);
@@ -1570,10 +1762,6 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
             uris[i] = p->files[i].path;
         hs_io_prefetch_async(uris, (size_t)p->n_files);
     }
-    if (p->n_pruned > 0 && p->stats.data_files_total <= hs_cfg_get(HS_CFG_WARM_FILES))
-        /* and the footers of the files pruned here, for the next query (those
-         * opened before cost nothing: the prefetch skips them) */
-        hs_io_prefetch_async(p->pruned, (size_t)p->n_pruned);
     *out = p;
     return HS_OK;
 }

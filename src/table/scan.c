@@ -1704,6 +1704,7 @@ struct hs_scan {
     int cur;                   /* slot of the oldest job */
     int n_jobs;                /* jobs started and not yet consumed */
     bool failed;
+    bool warmed;               /* scan_warm_next ran */
     /* the queues of jobs on the pool (see scan_job) */
     pthread_mutex_t mu;
     pthread_cond_t ready, room;
@@ -2237,7 +2238,6 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
         s->ix_loaded = true;
         HS_TRY(tbl_ixscan_open_at(&s->meta, s->plan->snap, &s->ix,
                                   &s->istats.index_files_skipped, err));
-        tbl_ixscan_warm(s->ix, s->plan, s->plan->pred.filter);
     }
     int threads = scan_threads();
     if (threads > s->plan->n_files)
@@ -2320,6 +2320,23 @@ static hs_status scan_wait(hs_scan *s, scan_job *j, hs_error *err)
     return st;
 }
 
+/* Object stores: the files are read; warm the next selective query in the
+ * background (tbl_ixscan_warm: skipped manifests, the other files' footers
+ * and filter sidecars, the pages of the columns read).  Started now and not
+ * with the plan, so that its requests never delay this query's own. */
+static void scan_warm_next(hs_scan *s)
+{
+    s->warmed = true;
+    if (tbl_pred_is_true(&s->plan->pred))
+        return;
+    int32_t ids[64];
+    int n = 0;
+    for (int i = 0; i < s->read_schema.n_children && n < 64; i++)
+        if (s->read_schema.children[i].field_id > 0)
+            ids[n++] = s->read_schema.children[i].field_id;
+    tbl_ixscan_warm(s->ix, s->plan, s->plan->pred.filter, ids, n);
+}
+
 /* In a child forked while the scan ran, the pool's workers are gone and
  * the scan's mutex may have been copied held: fresh synchronization, and
  * every job not yet run runs on this thread without waiting (the
@@ -2377,6 +2394,8 @@ static hs_status scan_next(void *ctx, hs_batch **out, hs_error *err)
                 return st;
             }
             if (s->n_jobs == 0) {
+                if (!s->warmed)
+                    scan_warm_next(s);
                 /* the files are done: the stream's tail, then the end */
                 st = tbl_tail_view_next(s->tail, &s->read_schema, &s->plan->pred,
                                         &s->out_schema, out, err);

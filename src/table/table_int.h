@@ -222,14 +222,15 @@ typedef struct tbl_plan {
     tbl_plan_file *files;              /* hs_realloc'd */
     int cap_files;
     hs_scan_stats stats;
-    /* Object stores: the live data files that file statistics pruned, when
-     * the snapshot has at most HS_WARM_FILES of them (paths in the arena,
-     * array hs_realloc'd); their footers and the sidecars of the filter's
-     * columns are fetched in the background (tbl_plan_make, tbl_ixscan_warm),
-     * so that the next selective query on another file needs no metadata
-     * round trip. */
+    /* Object stores, for warming the next query once this one has read its
+     * files (tbl_ixscan_warm): the live data files that file statistics
+     * pruned, and the data manifests that the registry root's summaries
+     * ruled out (at most HS_WARM_FILES of each; paths in the arena, arrays
+     * hs_realloc'd). */
     const char **pruned;
     int n_pruned, cap_pruned;
+    const char **skipped;
+    int n_skipped, cap_skipped;
     hs_buf eqdels;                     /* tbl_eqdel * (owned): the equality delete files */
     tbl_eqshared *eq_shared;           /* their budget and unions (owned; NULL = none) */
     /* The columns equality deletes compare (int32_t field ids, each once),
@@ -261,11 +262,17 @@ void tbl_plan_free(tbl_plan *p);
  * `paths` (at most HS_WARM_FILES of them; whole column chunks, at most
  * HS_WARM_PAGES_MB in all, shared by the files) are read into io's byte cache
  * on background threads, one per file, after each file's footer (fetched
- * ahead by tbl_plan_make): for the files of a vector search, its projected
- * columns but the vector, while its sidecars load, so that the winners'
- * rows (of this search and of the next one) come from the cache.  Returns
- * at once; a no-op for local paths. */
+ * ahead by tbl_plan_make or tbl_ixscan_warm): for the files of a vector
+ * search, its projected columns but the vector, while its sidecars load, so
+ * that the winners' rows (of this search and of the next one) come from the
+ * cache; for a selective scan's table, the columns it read, for the next
+ * lookup (tbl_ixscan_warm).  Returns at once; a no-op for local paths. */
 void tbl_plan_warm_pages(const char *const *paths, int n, const int32_t *field_ids, int n_ids);
+/* For background warming of the next query: waits until no plan is alive
+ * (no query planning or reading) and none has been for a short while
+ * (plan.c TBL_WARM_IDLE_MS); false when the process exits first or it never
+ * gets idle within a minute (then do not warm). */
+bool tbl_plan_wait_idle(void);
 /* The manifest summaries (index/registry.h "manifests") of m's current
  * snapshot's data manifests: prev's (a registry root) where it has one for
  * the same manifest, the others computed from the manifests (read through
@@ -646,11 +653,19 @@ void tbl_index_cache_clear(void);
 HS_MUST_USE hs_status tbl_ixscan_file(const tbl_ixscan *x, const tbl_plan_file *f,
                                       const pr_filter *filter, roaring_bitmap_t **cand,
                                       bool *exact, tbl_file_report *rep, hs_error *err);
-/* Object stores: starts fetching, in the background, the scalar sidecars of
- * the filter's columns of the data files the plan pruned (plan->pruned), so
- * that the next query that needs one of those files finds them cached (an
- * object of at most 64 KiB whole, a larger one its tail).  Best effort. */
-void tbl_ixscan_warm(const tbl_ixscan *x, const tbl_plan *plan, const pr_filter *filter);
+/* Object stores, called once a selective scan has read its files: warms
+ * the next selective query of the table (docs/storage.md "Warming the next
+ * query").  In the background it fetches the data manifests the registry
+ * root's summaries let the plan skip (plan->skipped), the footers of the
+ * snapshot's other data files (plan->pruned, and the files the registry x
+ * lists), the scalar sidecars of the filter's columns of those files, and
+ * then the pages of the columns `page_ids` of every one of them
+ * (tbl_plan_warm_pages, within HS_WARM_PAGES_MB), so that a lookup of
+ * another key finds all it reads cached.  Only for a snapshot of at most
+ * HS_WARM_FILES data files; what was fetched before costs no request.  x may
+ * be NULL (no registry).  Best effort. */
+void tbl_ixscan_warm(const tbl_ixscan *x, const tbl_plan *plan, const pr_filter *filter,
+                     const int32_t *page_ids, int n_page_ids);
 
 /* The index work of one write operation (write.c): sidecars for the data
  * files it writes, built from the rows in memory, and the registry change

@@ -573,6 +573,13 @@ static void test_root_extras(void)
     uint8_t lo[8] = {1, 0, 0, 0, 0, 0, 0, 0}, hi[3] = {0xff, 0x00, 0x7f};
     ix_mbound b = {7, sizeof lo, sizeof hi, lo, hi};
     ix_msum m = {(char *)"s3://b/t/metadata/m0.avro", 4321, -5, 1, &b};
+    /* with its files (manifests[].files): two, the second without bounds */
+    ix_mfile mfs[2] = {{(char *)"s3://b/t/data/a.parquet", 900, 25, 0, 3, 4, true, 77, 1, &b},
+                       {(char *)"s3://b/t/data/b.parquet", 800, 5, 2, 3, 3, false, 0, 0, NULL}};
+    m.has_files = true;
+    m.seq = 3;
+    m.n_files = 2;
+    m.files = mfs;
     ix_msum *ms = hs_calloc(1, sizeof *ms);
     REQUIRE(ms);
     CHECK_OK(ix_msum_copy(&m, ms, &err), &err);
@@ -589,6 +596,16 @@ static void test_root_extras(void)
     CHECK(got && got->n_bounds == 1 && got->bounds[0].field_id == 7 &&
           got->bounds[0].lower_len == 8 && memcmp(got->bounds[0].lower, lo, 8) == 0 &&
           got->bounds[0].upper_len == 3 && memcmp(got->bounds[0].upper, hi, 3) == 0);
+    CHECK(got && got->has_files && got->seq == 3 && got->n_files == 2);
+    if (got && got->n_files == 2) {
+        const ix_mfile *f0 = &got->files[0], *f1 = &got->files[1];
+        CHECK(strcmp(f0->path, mfs[0].path) == 0 && f0->size == 900 && f0->records == 25 &&
+              f0->entry == 0 && f0->data_seq == 3 && f0->file_seq == 4 &&
+              f0->has_first_row_id && f0->first_row_id == 77 && f0->n_bounds == 1 &&
+              f0->bounds[0].field_id == 7 && memcmp(f0->bounds[0].upper, hi, 3) == 0);
+        CHECK(strcmp(f1->path, mfs[1].path) == 0 && f1->entry == 2 && !f1->has_first_row_id &&
+              f1->n_bounds == 0);
+    }
     CHECK(!ix_registry_find_msum(&root, m.path, 4322, -5));   /* another length */
     CHECK(!ix_registry_find_msum(&root, m.path, 4321, 9));    /* another snapshot */
     CHECK(root.n_segments == 1 && root.segments[0].inline_json);
@@ -607,12 +624,27 @@ static void test_root_extras(void)
              "\"entries\": 2, \"removed\": 0, \"bytes\": 10, \"inline\": {\"format-version\": 2, "
              "\"segment\": true, \"removed\": [], \"entries\": []}}], \"manifests\": [{\"path\": "
              "\"m\", \"length\": 1, \"snapshot\": 1, \"bounds\": [[1, \"0g\", \"00\"]]}]}", seg);
+    /* (a summary whose files are malformed is dropped too: below) */
     CHECK(write_text(loc, "index/registry/x.json", text) == HS_OK);
     CHECK_OK(ix_registry_load_root(loc, "index/registry/x.json", &root, &err), &err);
     CHECK(root.n_msums == 0 && root.n_segments == 1);
     hs_error e2 = {0};
     CHECK(ix_registry_load_segments(loc, &root, &e2) == HS_NOT_FOUND);
     ix_registry_clear(&root);
+    /* files without "seq", or a file without "entry": the summary is dropped
+     * (a planner then reads the manifest) */
+    const char *bad_files[] = {
+        "{\"format-version\": 2, \"segments\": [], \"manifests\": [{\"path\": \"m\", "
+        "\"length\": 1, \"snapshot\": 1, \"bounds\": [], \"files\": []}]}",
+        "{\"format-version\": 2, \"segments\": [], \"manifests\": [{\"path\": \"m\", "
+        "\"length\": 1, \"snapshot\": 1, \"bounds\": [], \"seq\": 1, \"files\": [{\"path\": "
+        "\"d\", \"size\": 1, \"records\": 1, \"seq\": 1, \"fseq\": 1, \"bounds\": []}]}]}"};
+    for (int k = 0; k < 2; k++) {
+        CHECK(write_text(loc, "index/registry/y.json", bad_files[k]) == HS_OK);
+        CHECK_OK(ix_registry_load_root(loc, "index/registry/y.json", &root, &err), &err);
+        CHECK(root.n_msums == 0);
+        ix_registry_clear(&root);
+    }
     for (size_t i = 0; i < HS_VEC_LEN(&created, char *); i++)
         hs_free(HS_VEC_AT(&created, char *, i));
     hs_buf_free(&created);

@@ -390,8 +390,9 @@ static void test_will_need(void)
     hs_file *f = NULL;
     CHECK_OK(hs_io_open(u, &f, &err), &err);
     REQUIRE(f != NULL);
-    /* three far-apart ranges, two of them 10 KB apart (one request) */
-    const hs_io_range rr[] = { { 2000000, 5000 }, { 100000, 3000 }, { 110000, 4000 },
+    /* three far-apart ranges (more than 1 MiB between), two of them 10 KB
+     * apart (one request) */
+    const hs_io_range rr[] = { { 2400000, 5000 }, { 100000, 3000 }, { 110000, 4000 },
                                { 1200000, 70000 } };
     hs_s3_stats a, b;
     hs_s3_get_stats(&a);
@@ -433,6 +434,52 @@ static void test_will_need(void)
         CHECK_OK(hs_file_read_at(f, rr[i].off, (size_t)rr[i].len, got, &err), &err);
         CHECK(memcmp(got, data + rr[i].off, (size_t)rr[i].len) == 0);
     }
+    hs_file_close(f);
+    CHECK_OK(hs_io_delete(u, &err), &err);
+    hs_free(data);
+    hs_free(got);
+}
+
+/* Ranges that coalesce (gaps up to 1 MiB) into a run longer than the 1 MiB
+ * a cached read takes: still one GET (a point lookup's pages of three
+ * columns spread over 1.3 MB of a row group), cached in pieces, so that the
+ * reads after it cost nothing; a range further away is a GET of its own.
+ * Oracle: the bytes written and the server's request count. */
+static void test_will_need_long_run(void)
+{
+    NEED_SERVER();
+    hs_s3_reset();
+    size_t n = 3000000;
+    uint8_t *data = hs_malloc(n), *got = hs_malloc(n);
+    REQUIRE(data && got);
+    fill(data, n, 13);
+    hs_error err = { 0 };
+    hs_wfile *w;
+    const char *u = uri_of("unit/need-long.bin");
+    CHECK_OK(hs_io_create(u, 0, &w, &err), &err);
+    CHECK_OK(hs_wfile_write(w, data, n, &err), &err);
+    CHECK_OK(hs_wfile_close(w, &err), &err);
+    hs_file *f = NULL;
+    CHECK_OK(hs_io_open(u, &f, &err), &err);
+    REQUIRE(f != NULL);
+    /* 100,000 .. 1,458,000: four ranges 442 KB apart (1.36 MB in all), and
+     * one 1.4 MB beyond them */
+    const hs_io_range rr[] = { { 1000000, 8000 }, { 100000, 8000 }, { 2900000, 8000 },
+                               { 550000, 8000 }, { 1450000, 8000 } };
+    hs_s3_stats a, b;
+    hs_s3_get_stats(&a);
+    hs_file_will_need(f, rr, 5);
+    hs_s3_get_stats(&b);
+    CHECK(b.requests == a.requests + 2);
+    for (int i = 0; i < 5; i++) {
+        CHECK_OK(hs_file_read_at(f, rr[i].off, (size_t)rr[i].len, got, &err), &err);
+        CHECK(memcmp(got, data + rr[i].off, (size_t)rr[i].len) == 0);
+    }
+    /* a read across the pieces' boundary (at 1 MiB from the run's start) */
+    CHECK_OK(hs_file_read_at(f, 1100000, 200000, got, &err), &err);
+    CHECK(memcmp(got, data + 1100000, 200000) == 0);
+    hs_s3_get_stats(&a);
+    CHECK(a.requests == b.requests);
     hs_file_close(f);
     CHECK_OK(hs_io_delete(u, &err), &err);
     hs_free(data);
@@ -1188,6 +1235,7 @@ int main(void)
     HS_RUN(test_put_get_ranges);
     HS_RUN(test_cache_stitching_and_read_all);
     HS_RUN(test_will_need);
+    HS_RUN(test_will_need_long_run);
     HS_RUN(test_read_head_async);
     HS_RUN(test_exclusive_create);
     HS_RUN(test_multipart);
