@@ -511,6 +511,15 @@ class S3Path(os.PathLike):
     def __repr__(self):
         return f"S3Path({self.uri!r})"
 
+    def __eq__(self, other):
+        return isinstance(other, S3Path) and self.uri == other.uri
+
+    def __lt__(self, other):
+        return self.uri < other.uri
+
+    def __hash__(self):
+        return hash(self.uri)
+
     @property
     def name(self):
         return self.uri.rsplit("/", 1)[-1]
@@ -548,6 +557,12 @@ class S3Path(os.PathLike):
         if fs.get_file_info(key).type != pafs.FileType.NotFound:
             return True
         return bool(fs.get_file_info(pafs.FileSelector(key, allow_not_found=True)))
+
+    def is_file(self):
+        """An object (S3 has no directories; a prefix is not a file)."""
+        import pyarrow.fs as pafs
+        fs, key = self._fs()
+        return fs.get_file_info(key).type == pafs.FileType.File
 
     def glob(self, pattern):
         import fnmatch
