@@ -70,7 +70,8 @@ S3_PY_FULL = $(S3_PY_QUICK) tests/python/test_table_search.py tests/python/test_
 	tests/python/test_filter_fastparse.py tests/python/test_table_defaults.py \
 	tests/python/test_table_embeddings.py tests/python/test_table_v3_overwrite.py \
 	tests/python/test_vindex_layout.py tests/python/test_pkg_progress.py \
-	tests/python/test_table_maint.py tests/python/test_table_maint_deletes.py
+	tests/python/test_table_maint.py tests/python/test_table_maint_deletes.py \
+	tests/python/test_table_maint_carry.py
 S3_FULL = $(filter full,$(HS_S3_MATRIX))
 test-s3: build
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps .
