@@ -449,8 +449,9 @@ def assert_tables_equal(got, want, what=""):
 # ---- the storage matrix switch (HS_TEST_STORAGE=local|s3) ----
 #
 # HS_TEST_STORAGE=s3 puts the tables of the table, index, vector and Python
-# table tests on an S3 server (tests/s3/s3server.py: moto, or SeaweedFS with
-# HS_S3_SERVER=seaweedfs) that this session starts once and stops at its end.
+# table tests on an S3 server (tests/s3/s3server.py: SeaweedFS when installed,
+# else moto; HS_S3_SERVER=seaweedfs|moto picks one) that this session starts
+# once and stops at its end.
 # Tests take `table_dir` instead of `tmp_path` for where their tables live:
 # tmp_path locally, an s3://<bucket>/<test>/ prefix (os.PathLike, so
 # hdb.Table(table_dir / "t") works) on S3.  pyiceberg's StaticTable.from_metadata
