@@ -132,11 +132,18 @@ static void op_init(tbl_wop *op, hs_table *t, const char *operation)
     tbl_ixw_init(&op->ixw, t);
 }
 
+/* Removes a file this operation wrote and will not publish, best effort,
+ * through io.h: a local file or an object (remove() of an s3:// name would
+ * silently leave the object behind as an orphan). */
+static void remove_written(const char *path)
+{
+    (void)!hs_io_delete(path, NULL);
+}
+
 static void op_cleanup_files(tbl_wop *op)
 {
-    for (size_t i = 0; i < HS_VEC_LEN(&op->written, char *); i++) {
-        (void)remove(tbl_local(HS_VEC_AT(&op->written, char *, i)));
-    }
+    for (size_t i = 0; i < HS_VEC_LEN(&op->written, char *); i++)
+        remove_written(HS_VEC_AT(&op->written, char *, i));
     tbl_ixw_abort(&op->ixw);
 }
 
@@ -1306,7 +1313,7 @@ static hs_status commit_cb(void *vctx, const ice_table_metadata *base, const cha
 {
     tbl_wop *op = vctx;
     if (op->prev_list) {
-        (void)remove(tbl_local(op->prev_list));
+        remove_written(op->prev_list);
         op->prev_list = NULL;
     }
     if (op->check_conflicts)
@@ -1442,7 +1449,7 @@ static hs_status op_commit(tbl_wop *op, hs_error *err)
     if (st != HS_OK) {
         op_cleanup_files(op);
         if (op->prev_list) {
-            (void)remove(tbl_local(op->prev_list));
+            remove_written(op->prev_list);
         }
     }
     return st;
@@ -2686,7 +2693,7 @@ void tbl_rewrite_reset(tbl_rewrite *rw)
 {
     tbl_wop *op = &rw->op;
     for (size_t i = rw->mark_written; i < HS_VEC_LEN(&op->written, char *); i++)
-        (void)remove(tbl_local(HS_VEC_AT(&op->written, char *, i)));
+        remove_written(HS_VEC_AT(&op->written, char *, i));
     op->written.len = rw->mark_written * sizeof(char *);
     op->add.len = rw->mark_add * sizeof(ice_manifest_file);
     hs_buf_reset(&op->replace);

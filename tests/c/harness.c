@@ -1,5 +1,6 @@
 #include "harness.h"
 #include "base/mem.h"
+#include "io/io.h"
 #include "io/s3.h"
 
 #include <sys/stat.h>
@@ -117,4 +118,54 @@ const char *hs_test_table_root(void)
 const char *hs_test_errmsg(const hs_error *e)
 {
     return e ? e->msg : "";
+}
+
+bool hs_test_exists(const char *uri)
+{
+    hs_error err = {0};
+    bool exists = false;
+    uint64_t size = 0;
+    return hs_io_stat(uri, &exists, &size, &err) == HS_OK && exists;
+}
+
+int hs_test_count_files(const char *dir, const char *part)
+{
+    int n = 0;
+    if (hs_io_is_object_uri(dir)) {
+        hs_error err = {0};
+        char **names = NULL;
+        size_t n_names = 0;
+        if (hs_io_list(dir, true, &names, &n_names, &err) != HS_OK)
+            return -1;
+        for (size_t i = 0; i < n_names; i++) {
+            const char *base = strrchr(names[i], '/');
+            n += strstr(base ? base + 1 : names[i], part) != NULL;
+            hs_free(names[i]);
+        }
+        hs_free(names);
+        return n;
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "find '%s' -type f -name '*%s*' 2>/dev/null | wc -l",
+             hs_io_local_path(dir), part);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    if (fscanf(p, "%d", &n) != 1)
+        n = -1;
+    pclose(p);
+    return n;
+}
+
+int hs_test_write_file(const char *uri, const void *data, size_t len)
+{
+    hs_error err = {0};
+    hs_wfile *w = NULL;
+    if (hs_io_create(uri, 0, &w, &err) != HS_OK)
+        return -1;
+    if (hs_wfile_write(w, data, len, &err) != HS_OK) {
+        hs_wfile_abort(w);
+        return -1;
+    }
+    return hs_wfile_close(w, &err) == HS_OK ? 0 : -1;
 }

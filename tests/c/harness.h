@@ -23,6 +23,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -108,6 +109,13 @@ int hs_test_on_s3(void);
  * so leak checks mean the same on both sides of the storage matrix. */
 int64_t hs_test_live_count(void);
 const char *hs_test_table_root(void);
+/* Files under the table root's storage, local or S3 alike (through io.h):
+ * whether a file or object exists; how many files or objects below dir (any
+ * depth) have `part` in their name ("" for all); a whole file written (0 on
+ * success). */
+bool hs_test_exists(const char *uri);
+int hs_test_count_files(const char *dir, const char *part);
+int hs_test_write_file(const char *uri, const void *data, size_t len);
 #define SKIP_ON_S3(why)                                                                 \
     do {                                                                                \
         if (hs_test_on_s3())                                                            \

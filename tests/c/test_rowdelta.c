@@ -219,8 +219,10 @@ static const char *tmp_dir(const char *name)
     static char buf[4][512];
     static int k;
     k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/rowdelta-%s-%d", hs_test_tmpdir(), name, (int)getpid());
-    mkdir(buf[k], 0777);
+    snprintf(buf[k], sizeof buf[k], "%s/rowdelta-%s-%d", hs_test_table_root(), name,
+             (int)getpid());
+    if (!hs_test_on_s3())
+        mkdir(buf[k], 0777);
     return buf[k];
 }
 

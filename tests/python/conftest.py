@@ -449,8 +449,9 @@ def assert_tables_equal(got, want, what=""):
 # ---- the storage matrix switch (HS_TEST_STORAGE=local|s3) ----
 #
 # HS_TEST_STORAGE=s3 puts the tables of the table, index, vector and Python
-# table tests on an S3 server (tests/s3/s3server.py: moto, or SeaweedFS with
-# HS_S3_SERVER=seaweedfs) that this session starts once and stops at its end.
+# table tests on an S3 server (tests/s3/s3server.py: SeaweedFS when installed,
+# else moto; HS_S3_SERVER=seaweedfs|moto picks one) that this session starts
+# once and stops at its end.
 # Tests take `table_dir` instead of `tmp_path` for where their tables live:
 # tmp_path locally, an s3://<bucket>/<test>/ prefix (os.PathLike, so
 # hdb.Table(table_dir / "t") works) on S3.  pyiceberg's StaticTable.from_metadata
@@ -511,6 +512,15 @@ class S3Path(os.PathLike):
     def __repr__(self):
         return f"S3Path({self.uri!r})"
 
+    def __eq__(self, other):
+        return isinstance(other, S3Path) and self.uri == other.uri
+
+    def __lt__(self, other):
+        return self.uri < other.uri
+
+    def __hash__(self):
+        return hash(self.uri)
+
     @property
     def name(self):
         return self.uri.rsplit("/", 1)[-1]
@@ -548,6 +558,12 @@ class S3Path(os.PathLike):
         if fs.get_file_info(key).type != pafs.FileType.NotFound:
             return True
         return bool(fs.get_file_info(pafs.FileSelector(key, allow_not_found=True)))
+
+    def is_file(self):
+        """An object (S3 has no directories; a prefix is not a file)."""
+        import pyarrow.fs as pafs
+        fs, key = self._fs()
+        return fs.get_file_info(key).type == pafs.FileType.File
 
     def glob(self, pattern):
         import fnmatch

@@ -66,8 +66,8 @@ def batch(rng, i):
 
 
 @pytest.fixture(scope="module", params=["default-pages", "small-pages"])
-def table(hs, tmp_path_factory, request):
-    root = tmp_path_factory.mktemp("andgroups")
+def table(hs, table_dir_factory, request):
+    root = table_dir_factory.mktemp("andgroups")
     cat = hs.path_catalog(root)
     props = {"write.parquet.page-row-limit": "700"} if request.param == "small-pages" else None
     t = hs.create(cat, "t", SCHEMA, props=props)

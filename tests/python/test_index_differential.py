@@ -146,11 +146,11 @@ def _setup(hs, t, mode):
 
 
 @pytest.mark.parametrize("name", list(TABLES))
-def test_filters_match_duckdb_with_and_without_indexes(hs, tmp_path, name):
+def test_filters_match_duckdb_with_and_without_indexes(hs, table_dir, name):
     cfg = TABLES[name]
     seed = 1000 + list(TABLES).index(name)
     t0 = time.monotonic()
-    cat, t, data, rng = _build_table(hs, tmp_path, cfg, seed)
+    cat, t, data, rng = _build_table(hs, table_dir, cfg, seed)
     oracle = X.Oracle(hs.metadata_location(t), X.SCHEMA.names)
     assert oracle.n_files >= 8, f"want many data files, got {oracle.n_files}"
     assert oracle.n_deleted > 0, "want merge-on-read deletes in the table"
@@ -211,11 +211,11 @@ def test_filters_match_duckdb_with_and_without_indexes(hs, tmp_path, name):
         + "\n".join(index_only[:10] + unindexed[:6]))
 
 
-def test_sql_filter_forms_with_indexes(hs, tmp_path):
+def test_sql_filter_forms_with_indexes(hs, table_dir):
     """BETWEEN, LIKE prefixes, NaN literals and `literal op column` over
     indexed columns (the forms src/expr/expr.h turns into index ranges)."""
     cfg = TABLES["v2_bucket"]
-    cat, t, data, rng = _build_table(hs, tmp_path, cfg, 77)
+    cat, t, data, rng = _build_table(hs, table_dir, cfg, 77)
     oracle = X.Oracle(hs.metadata_location(t), X.SCHEMA.names)
     for c in INDEXABLE:
         if c not in AUTO_COLS:

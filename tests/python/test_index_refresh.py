@@ -281,14 +281,14 @@ def test_package_refresh_and_orphan_age(tmp_path):
         sorted(want)
 
 
-def test_time_travel_uses_the_indexes_of_then(tmp_path):
+def test_time_travel_uses_the_indexes_of_then(table_dir):
     """An overwrite drops the registry entries of the files it removes (the
     current registry is smaller); a scan of a snapshot from before still
     uses their sidecars, through the registry the table had then (the
     property of that metadata version), with the rows pyarrow finds."""
     import pyarrow.compute as pc
     hdb = require_module("hyperstreamdb")
-    t = hdb.Table(tmp_path / "t")
+    t = hdb.Table(table_dir / "t")
     rng = np.random.default_rng(11)
     written = []
     for k in range(3):

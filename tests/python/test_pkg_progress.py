@@ -29,8 +29,8 @@ def reset_switch():
     hdb.set_progress(None)
 
 
-def test_callback_gets_increasing_counts(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_callback_gets_increasing_counts(table_dir):
+    t = hdb.Table(table_dir / "t")
     calls = []
     t.write_arrow(chunked(frame()))
     t.commit(progress=lambda what, done, total: calls.append((what, done, total)))
@@ -41,20 +41,20 @@ def test_callback_gets_increasing_counts(tmp_path):
     assert t.count() == ROWS
 
 
-def test_text_bar_when_tqdm_is_absent(tmp_path, capfd, monkeypatch):
+def test_text_bar_when_tqdm_is_absent(table_dir, capfd, monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm", None)       # import tqdm -> ImportError
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)
-    t = hdb.Table(tmp_path / "t")
+    t = hdb.Table(table_dir / "t")
     t.write_arrow(chunked(frame()))
     t.commit(progress=True)
     err = capfd.readouterr().err
     assert "writing" in err and "100%" in err and f"{ROWS}/{ROWS}" in err
 
 
-def test_off_by_default_off_a_terminal_and_global_switch(tmp_path, capfd, monkeypatch):
+def test_off_by_default_off_a_terminal_and_global_switch(table_dir, capfd, monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm", None)
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)
-    t = hdb.Table(tmp_path / "t")
+    t = hdb.Table(table_dir / "t")
     t.write_arrow(chunked(frame()))
     t.commit()                          # stderr is captured: not a TTY -> no bar
     assert capfd.readouterr().err == ""
@@ -72,8 +72,8 @@ def test_off_by_default_off_a_terminal_and_global_switch(tmp_path, capfd, monkey
     assert t.count() == 4 * ROWS
 
 
-def test_callback_exception_cancels_and_publishes_nothing(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_callback_exception_cancels_and_publishes_nothing(table_dir):
+    t = hdb.Table(table_dir / "t")
     t.write_arrow(frame(n=10))
     first = t.commit()
 
@@ -89,8 +89,8 @@ def test_callback_exception_cancels_and_publishes_nothing(tmp_path):
     assert t.count() == 10 + ROWS
 
 
-def test_add_index_progress_and_cancel(tmp_path):
-    t = hdb.Table(tmp_path / "t")
+def test_add_index_progress_and_cancel(table_dir):
+    t = hdb.Table(table_dir / "t")
     for i in range(3):
         t.write_arrow(frame(i * 50_000, 50_000))
         t.commit()

@@ -73,9 +73,9 @@ def table_of(rows, with_row_id=False):
 
 @pytest.mark.parametrize("fv,spec", [(2, None), (3, None), (2, "identity(cat)"),
                                      (3, "bucket(4, id)")])
-def test_random_row_deltas_pyiceberg(hs, tmp_path, fv, spec):
+def test_random_row_deltas_pyiceberg(hs, table_dir, fv, spec):
     rng = random.Random(1000 * fv + (7 if spec else 0))
-    cat = hs.path_catalog(tmp_path)
+    cat = hs.path_catalog(table_dir)
     t = hs.create(cat, "t", SCHEMA, spec=spec, fv=fv)
     model = {}
     next_id = 0
@@ -128,8 +128,8 @@ def test_random_row_deltas_pyiceberg(hs, tmp_path, fv, spec):
     hs.lib.hs_catalog_close(cat)
 
 
-def test_conflict_reported(hs, tmp_path):
-    cat = hs.path_catalog(tmp_path)
+def test_conflict_reported(hs, table_dir):
+    cat = hs.path_catalog(table_dir)
     t = hs.create(cat, "t", SCHEMA, fv=2)
     hs.append(t, table_of([(i, "a", 1.0) for i in range(5)]))
     snap = hs.lib.hs_table_current_snapshot_id(t)

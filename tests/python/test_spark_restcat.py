@@ -1,7 +1,7 @@
 """Apache Spark (pyspark in local mode with Apache Iceberg's Spark runtime) reads
 and writes tables through our Iceberg REST catalog server (`hyperstream serve
 --rest`, bearer token), on local disk and on the S3 server the tests start
-(tests/s3/s3server.py: moto; HS_S3_SERVER=seaweedfs for SeaweedFS).
+(tests/s3/s3server.py: SeaweedFS when installed, else moto; HS_S3_SERVER picks).
 
 scripts/spark-harness.sh installs pyspark into .venv and fetches
 iceberg-spark-runtime and iceberg-aws-bundle (S3FileIO) with Maven (versions

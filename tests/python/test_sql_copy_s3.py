@@ -1,6 +1,6 @@
 """SQL COPY to and from s3:// objects (issue 15: URIs everywhere a path is
 accepted, SQL included), against the S3 server the tests start
-(tests/s3/s3server.py: moto by default, SeaweedFS with HS_S3_SERVER=seaweedfs).
+(tests/s3/s3server.py: SeaweedFS when installed, else moto; HS_S3_SERVER picks).
 
 Oracles: pyarrow's own S3 client writes the objects COPY FROM reads and
 reads the objects COPY TO writes; DuckDB evaluates the exported query over

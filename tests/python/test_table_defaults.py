@@ -27,12 +27,12 @@ def need_cli():
     require(os.path.exists(HS), f"{HS} not built")
 
 
-def test_initial_default_fills_old_files(tmp_path):
+def test_initial_default_fills_old_files(tmp_path, table_dir):
     schema = tmp_path / "s.json"
     schema.write_text(json.dumps({"fields": [{"name": "id", "type": "int64", "nullable": False}]}))
     old = tmp_path / "a.jsonl"
     old.write_text('{"id":1}\n{"id":2}\n')
-    t = tmp_path / "t"
+    t = table_dir / "t"
     run("table", "create", str(t), "--schema", str(schema), "--format-version", "3")
     run("table", "append", str(t), str(old))
     changes = [
@@ -64,10 +64,10 @@ def test_initial_default_fills_old_files(tmp_path):
     assert got == [3]
 
 
-def test_write_default_fills_appended_rows(tmp_path):
+def test_write_default_fills_appended_rows(tmp_path, table_dir):
     schema = tmp_path / "s.json"
     schema.write_text(json.dumps({"fields": [{"name": "id", "type": "int64", "nullable": False}]}))
-    t = tmp_path / "t"
+    t = table_dir / "t"
     run("table", "create", str(t), "--schema", str(schema), "--format-version", "3")
     run("table", "schema", str(t), "--update", json.dumps(
         [{"op": "add", "name": "w", "type": "int", "required": True, "default": 42}]))

@@ -33,7 +33,7 @@ def need_cli():
     require(os.path.exists(HS), f"{HS} not built")
 
 
-def test_fixed_size_list_append_and_scan(tmp_path):
+def test_fixed_size_list_append_and_scan(tmp_path, table_dir):
     rng = random.Random(5)
     dim = 16
     rows = []
@@ -49,7 +49,7 @@ def test_fixed_size_list_append_and_scan(tmp_path):
     pfile = tmp_path / "in.parquet"
     run("parquet", "convert", str(src), str(pfile), "--schema", str(schema))
 
-    table = tmp_path / "t"
+    table = table_dir / "t"
     run("table", "create", str(table), "--like", str(pfile))
     run("table", "append", str(table), str(pfile))
 
@@ -80,7 +80,7 @@ def _props(table):
     return meta
 
 
-def test_vector_dimension_recorded_and_enforced(tmp_path):
+def test_vector_dimension_recorded_and_enforced(tmp_path, table_dir):
     """A fixed_size_list<float32>[4] column records its dimension in the table
     properties; appends of vectors of another length, with NaN, infinity or a
     null element fail naming the row, and leave the table as it was."""
@@ -93,7 +93,7 @@ def test_vector_dimension_recorded_and_enforced(tmp_path):
         {"name": "v", "type": "fixed_size_list<float32>[4]"}]}))
     gfile = tmp_path / "good.parquet"
     run("parquet", "convert", str(src), str(gfile), "--schema", str(schema))
-    table = tmp_path / "t"
+    table = table_dir / "t"
     run("table", "create", str(table), "--like", str(gfile))
     meta = _props(table)
     vid = [f["id"] for f in meta["schemas"][-1]["fields"] if f["name"] == "v"][0]

@@ -13,6 +13,7 @@ Oracles, none of them our own output:
     and expired table equal to the expected rows.
 """
 import datetime as dt
+import io
 import json
 import os
 import pathlib
@@ -23,7 +24,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import REPO, require, require_module
+from conftest import REPO, as_path, local_only, require, require_module
 
 import hyperstreamdb as hdb
 from helpers import registry as R
@@ -68,29 +69,37 @@ def _local(p):
     return p[len("file://"):] if p.startswith("file://") else p
 
 
+def _exists(p):
+    """A local file or an S3 object (the storage matrix), by pyarrow's S3 client."""
+    return as_path(p).exists()
+
+
+def _avro(p):
+    """A fastavro reader over a local file or an S3 object."""
+    return fastavro.reader(io.BytesIO(as_path(p).read_bytes()))
+
+
 def reach(metadata_path):
     """{path: kind} of every file the snapshots of this metadata version
     reach, read with fastavro (live entries only: status != DELETED)."""
-    meta = json.loads(pathlib.Path(metadata_path).read_text())
+    meta = json.loads(as_path(metadata_path).read_text())
     out, seen = {}, set()
     for s in meta.get("snapshots", []):
         ml = _local(s["manifest-list"])
         out[ml] = "manifest-list"
-        with open(ml, "rb") as f:
-            manifests = [r["manifest_path"] for r in fastavro.reader(f)]
+        manifests = [r["manifest_path"] for r in _avro(ml)]
         for mp in manifests:
             mp = _local(mp)
             out[mp] = "manifest"
             if mp in seen:
                 continue
             seen.add(mp)
-            with open(mp, "rb") as f:
-                for e in fastavro.reader(f):
-                    if e["status"] == 2:
-                        continue
-                    df = e["data_file"]
-                    kind = {0: "data", 1: "deletes", 2: "deletes"}[df["content"]]
-                    out[_local(df["file_path"])] = kind
+            for e in _avro(mp):
+                if e["status"] == 2:
+                    continue
+                df = e["data_file"]
+                kind = {0: "data", 1: "deletes", 2: "deletes"}[df["content"]]
+                out[_local(df["file_path"])] = kind
     return out
 
 
@@ -102,15 +111,15 @@ def registry_sidecars(t):
     reg = R.read(t.location, rel)
     out = {}
     for e in reg["entries"]:
-        out.setdefault(e["data-file"], []).append(str(pathlib.Path(t.location) / e["index-file"]))
+        out.setdefault(e["data-file"], []).append(str(as_path(t.location) / e["index-file"]))
     return out
 
 
 @pytest.fixture
-def table(tmp_path):
+def table(table_dir):
     """A v2 table of 6 appends (600 rows) with an index on cat, then a
     delete of id % 7 = 3 (position delete files)."""
-    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    t = hdb.Table.create(table_dir / "t", SCHEMA)
     t.add_index("cat", "inverted")
     batches = []
     for k in range(6):
@@ -144,7 +153,7 @@ def test_compact_rows_indexes_and_pyiceberg(table):
     files = t.files()
     assert len(files) == 1 and not files[0].get("deletes")
     side = registry_sidecars(t)
-    assert list(side) == [files[0]["file_path"]] and all(os.path.exists(p) for p in side[files[0]["file_path"]])
+    assert list(side) == [files[0]["file_path"]] and all(_exists(p) for p in side[files[0]["file_path"]])
     # the filtered query uses the rebuilt index and returns DuckDB's rows
     ex = t.explain(filter="cat = 'c2'")
     assert ex["totals"]["files_indexed"] == 1 and ex["totals"]["index_files_skipped"] == 0
@@ -202,7 +211,7 @@ def test_expire_deletes_exactly_the_unreachable(table):
     reach_before = reach(meta_before)
     old_sidecars = [p for ps in registry_sidecars_of_versions(t).values() for p in ps]
     registries = {str(f): R.read(t.location, str(f)) for f in R.roots(t.location)}
-    current_reg = str(pathlib.Path(t.location) / t.properties["hyperstream.index-registry"])
+    current_reg = str(as_path(t.location) / t.properties["hyperstream.index-registry"])
     dry = t.expire_snapshots(retain_last=1, dry_run=True)
     assert t.metadata_location == meta_before
     r = t.expire_snapshots(retain_last=1)
@@ -215,15 +224,15 @@ def test_expire_deletes_exactly_the_unreachable(table):
     assert iceberg_deleted == set(reach_before) - set(reach_after)
     assert {_local(f["path"]) for f in dry["deleted_files"]} == set(deleted)
     for p in deleted:
-        assert not os.path.exists(p)
+        assert not _exists(p)
     for p in reach_after:
-        assert os.path.exists(p)
+        assert _exists(p)
     # the 6 old data files and their 6 sidecars are gone; the live sidecar stays
     assert sum(k == "data" for k in deleted.values()) == 6
     assert sum(k == "index" for k in deleted.values()) == 6
     for p in old_sidecars:
         live = any(p in ps for ps in registry_sidecars(t).values())
-        assert os.path.exists(p) == live
+        assert _exists(p) == live
     # registry versions: deleted exactly when not current, with entries, none
     # of which names a data file a remaining snapshot reaches
     gone_roots = {f for f, reg in registries.items()
@@ -257,18 +266,18 @@ def root_when_current(metadata_path, snapshot_id):
     """The registry root (absolute path) the table had while snapshot_id was
     current: the property of the newest metadata file of the log (read here
     from the JSON files) whose current snapshot is snapshot_id."""
-    meta = json.loads(pathlib.Path(_local(metadata_path)).read_text())
+    meta = json.loads(as_path(metadata_path).read_text())
     files = [e["metadata-file"] for e in meta.get("metadata-log", [])] + [metadata_path]
     found = None
     for f in files:
-        m = json.loads(pathlib.Path(_local(f)).read_text())
+        m = json.loads(as_path(f).read_text())
         if m.get("current-snapshot-id") == snapshot_id:
             rel = m.get("properties", {}).get("hyperstream.index-registry")
-            found = str(pathlib.Path(_local(m["location"])) / rel) if rel else None
+            found = str(as_path(m["location"]) / rel) if rel else None
     return found
 
 
-def test_expire_keeps_registry_versions_kept_snapshots_need(tmp_path):
+def test_expire_keeps_registry_versions_kept_snapshots_need(table_dir):
     """Registry versions go with the snapshots that needed them: expiry
     deletes a registry version only when no kept snapshot's data file is in
     it (and it is not current), so time travel to a kept snapshot still
@@ -281,9 +290,9 @@ def test_expire_keeps_registry_versions_kept_snapshots_need(tmp_path):
     those naming F2/F3 stay, and a scan of S4 uses the index on both of its
     files with DuckDB's rows.  With the tag removed and S4 expired too, the
     rest go."""
-    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    t = hdb.Table.create(table_dir / "t", SCHEMA)
     t.add_index("cat", "inverted")
-    loc = pathlib.Path(_local(t.location))
+    loc = as_path(t.location)
     batches, snaps, roots = [], [], []
 
     def note():
@@ -328,14 +337,14 @@ def test_expire_keeps_registry_versions_kept_snapshots_need(tmp_path):
         want = gone | {sg for f in gone for sg in versions[f]["segments"] if sg not in staying}
         assert deleted == want
         for f in deleted:
-            assert not os.path.exists(f)
+            assert not _exists(f)
         # what every kept snapshot's time travel needs is on disk
         for sid in kept_ids:
             root = root_when_current(t.metadata_location, sid)
             if root:
-                assert os.path.exists(root)
+                assert _exists(root)
                 for sg in versions[root]["segments"]:
-                    assert os.path.exists(sg)
+                    assert _exists(sg)
         return gone
 
     r = t.expire_snapshots(retain_last=1)
@@ -350,7 +359,7 @@ def test_expire_keeps_registry_versions_kept_snapshots_need(tmp_path):
     assert pyiceberg_rows(t, snaps[3]) == expected(batches[1:])
     # the tag removed, S4 expires: every old version with entries goes
     t.remove_tag("keep")
-    versions = {f: v for f, v in versions.items() if os.path.exists(f)}
+    versions = {f: v for f, v in versions.items() if _exists(f)}
     r = t.expire_snapshots(retain_last=1)
     assert r["expired_snapshot_ids"] == [snaps[3]]
     gone = check(r, [snaps[4]])
@@ -386,6 +395,7 @@ def test_expire_keeps_tags_branches_and_recent(tmp_path):
 
 def test_remove_orphan_files_window(table):
     t, batches = table
+    local_only("file ages set with os.utime (S3: tests/python/test_s3_orphans.py)")
     loc = pathlib.Path(t.location)
     old = time.time() - 4 * 86400
     strays = [loc / "data" / "stray-old.parquet", loc / "metadata" / "stray-old-m0.avro",
@@ -409,8 +419,8 @@ def test_remove_orphan_files_window(table):
         pyiceberg_rows(t, s.snapshot_id)
 
 
-def test_rewrite_manifests_and_cherrypick(tmp_path):
-    t = hdb.Table.create(tmp_path / "t", SCHEMA, partition_by="cat")
+def test_rewrite_manifests_and_cherrypick(table_dir):
+    t = hdb.Table.create(table_dir / "t", SCHEMA, partition_by="cat")
     batches = []
     for k in range(6):
         b = make_data(k * 10, 10)
@@ -437,8 +447,8 @@ def test_rewrite_manifests_and_cherrypick(tmp_path):
     assert pyiceberg_rows(t) == want
 
 
-def test_compact_partitioned_sorted(tmp_path):
-    t = hdb.Table.create(tmp_path / "t", SCHEMA, partition_by="cat",
+def test_compact_partitioned_sorted(table_dir):
+    t = hdb.Table.create(table_dir / "t", SCHEMA, partition_by="cat",
                          sort_order="v DESC, id")
     batches = []
     for k in range(4):
@@ -465,6 +475,7 @@ HARNESS_JAR = pathlib.Path(os.environ.get("HS_JAVA_HARNESS")
 
 
 def test_java_reads_compacted_and_expired(table, tmp_path):
+    local_only("the Java harness reads tables by local path")
     require(shutil.which("java") is not None, "java not installed")
     require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
     from test_iceberg_java import JavaHarness
@@ -487,7 +498,7 @@ def _cli():
     return str(hs)
 
 
-def test_cli_maintenance(tmp_path):
+def test_cli_maintenance(tmp_path, table_dir):
     import subprocess
     hs = _cli()
 
@@ -499,7 +510,7 @@ def test_cli_maintenance(tmp_path):
     src = tmp_path / "rows.jsonl"
     src.write_text("".join(json.dumps({"id": i, "cat": f"c{i % 5}", "v": float(i % 97)}) + "\n"
                            for i in range(30)))
-    t = str(tmp_path / "t")
+    t = str(table_dir / "t")
     run("create", t, "--like", str(src), "--format", "jsonl")
     for _ in range(3):
         run("append", t, str(src), "--format", "jsonl")
@@ -511,7 +522,7 @@ def test_cli_maintenance(tmp_path):
     assert run("rewrite-manifests", t, "--dry-run")["dry_run"] is True
     exp = run("expire", t, "--retain-last", "1")
     assert len(exp["expired_snapshot_ids"]) == 4   # 3 appends + the delete
-    assert all(not os.path.exists(f["path"]) for f in exp["deleted_files"])
+    assert all(not _exists(f["path"]) for f in exp["deleted_files"])
     assert run("remove-orphans", t, "--older-than", "2999-01-01T00:00:00",
                "--dry-run")["deleted_files"] == []
     run("cherrypick", t, "12345", rc=1)
@@ -523,11 +534,11 @@ def test_cli_maintenance(tmp_path):
     assert rows == sorted(want)
 
 
-def test_compact_v3_deletion_vectors_and_lineage(tmp_path):
+def test_compact_v3_deletion_vectors_and_lineage(table_dir):
     """v3: deletion vectors are applied and dropped, rows keep _row_id and
     _last_updated_sequence_number (oracle: appends assign ids in order, one
     sequence number per commit), pyiceberg reads the same rows."""
-    t = hdb.Table.create(tmp_path / "t", SCHEMA, format_version=3)
+    t = hdb.Table.create(table_dir / "t", SCHEMA, format_version=3)
     batches = []
     for k in range(3):
         b = make_data(k * 40, 40)
@@ -762,9 +773,9 @@ def test_kill9_orphan_removal(tmp_path):
         assert rows_of(t.to_arrow(filter="cat = 'c3'")) == want(lambda x: x[1] == "c3")
         # no committed file lost: everything the kept snapshots reach, and
         # the sidecars of the current registry
-        missing = [p for p in reach(t.metadata_location) if not os.path.exists(p)]
+        missing = [p for p in reach(t.metadata_location) if not _exists(p)]
         assert not missing, f"round {r}: {missing[:5]}"
-        side = [p for ps in registry_sidecars(t).values() for p in ps if not os.path.exists(p)]
+        side = [p for ps in registry_sidecars(t).values() for p in ps if not _exists(p)]
         assert not side, f"round {r}: {side[:5]}"
         assert t.explain(filter="cat = 'c1'")["totals"]["index_files_skipped"] == 0
         # a second run removes what the killed one left of the planted orphans

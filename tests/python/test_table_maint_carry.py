@@ -64,9 +64,9 @@ CASES = {
 }
 
 
-def _table(tmp_path, fmt, indexed):
+def _table(table_dir, fmt, indexed):
     """6 appends of 100 rows (ids 0..599), then a delete of id % 7 = 3."""
-    t = hdb.Table.create(tmp_path / "t", SCHEMA, format_version=fmt)
+    t = hdb.Table.create(table_dir / "t", SCHEMA, format_version=fmt)
     if indexed:
         t.add_index("cat", "inverted")
     batches = []
@@ -80,13 +80,13 @@ def _table(tmp_path, fmt, indexed):
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_delete_during_compaction_is_carried_over(tmp_path, case):
+def test_delete_during_compaction_is_carried_over(table_dir, case):
     """Deletes committed by another handle while the compaction reads its
     files: a range across two files (some of its ids already deleted), and
     every row of a third file (the file leaves the table).  The compaction
     commits; every delete is there exactly once."""
     fmt, indexed, zorder = CASES[case]
-    t, batches = _table(tmp_path, fmt, indexed)
+    t, batches = _table(table_dir, fmt, indexed)
     other = hdb.Table(t.path)
     state = {"n": 0, "deleted": []}
     conc = "(id >= 150 AND id < 260) OR (id >= 400 AND id < 500)"
@@ -125,10 +125,10 @@ def test_delete_during_compaction_is_carried_over(tmp_path, case):
     other.close()
 
 
-def test_delete_between_plan_and_commit_v3_lineage(tmp_path):
+def test_delete_between_plan_and_commit_v3_lineage(table_dir):
     """v3: the rows that survive keep their _row_id (oracle: appends assign
     ids in order) after a compaction with carried deletion vectors."""
-    t, batches = _table(tmp_path, 3, False)
+    t, batches = _table(table_dir, 3, False)
     other = hdb.Table(t.path)
     fired = []
 
@@ -146,10 +146,10 @@ def test_delete_between_plan_and_commit_v3_lineage(tmp_path):
     other.close()
 
 
-def test_concurrent_compaction_wins_the_loser_conflicts(tmp_path):
+def test_concurrent_compaction_wins_the_loser_conflicts(table_dir):
     """Another compaction that moved the same files wins; this one gives up
     (CommitConflictError), leaving the rows as they are."""
-    t, batches = _table(tmp_path, 2, True)
+    t, batches = _table(table_dir, 2, True)
     other = hdb.Table(t.path)
     fired = []
 
@@ -166,11 +166,11 @@ def test_concurrent_compaction_wins_the_loser_conflicts(tmp_path):
     other.close()
 
 
-def test_delete_thresholds_choose_files(tmp_path):
+def test_delete_thresholds_choose_files(table_dir):
     """Iceberg's delete-file-threshold / delete-ratio-threshold: a file at
     the target size with few deletes stays; past a threshold it is
     rewritten (option or table property)."""
-    t = hdb.Table.create(tmp_path / "t", SCHEMA)
+    t = hdb.Table.create(table_dir / "t", SCHEMA)
     batches = [make_data(0, 1000)]
     t.write_arrow(batches[0])
     t.commit()

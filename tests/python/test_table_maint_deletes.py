@@ -82,11 +82,11 @@ def check_merged_file(entry, live_paths):
     return pairs
 
 
-def _table(tmp_path, fmt_after=2):
+def _table(table_dir, fmt_after=2):
     """Partitioned by cat (4 partitions): 3 appends of 100 rows, then 3
     deletes (each a position delete file per data file it touches); with
     fmt_after=3 the table is upgraded before the last delete (a vector)."""
-    t = hdb.Table.create(tmp_path / "t", SCHEMA, partition_by="cat")
+    t = hdb.Table.create(table_dir / "t", SCHEMA, partition_by="cat")
     batches = []
     for k in range(3):
         b = make_data(k * 100, 100)
@@ -103,8 +103,8 @@ def _table(tmp_path, fmt_after=2):
     return t, batches, deleted
 
 
-def test_merge_v2(tmp_path):
-    t, batches, deleted = _table(tmp_path)
+def test_merge_v2(table_dir):
+    t, batches, deleted = _table(table_dir)
     want = expected(batches, deleted)
     assert rows_of(t.to_arrow()) == want
     before = live_delete_files(t.metadata_location)
@@ -131,8 +131,8 @@ def test_merge_v2(tmp_path):
     assert t.rewrite_position_delete_files()["nothing_to_do"]
 
 
-def test_dangling_and_target_size(tmp_path):
-    t, batches, deleted = _table(tmp_path)
+def test_dangling_and_target_size(table_dir):
+    t, batches, deleted = _table(table_dir)
     # min_input_files above every partition's count: nothing to merge
     assert t.rewrite_position_delete_files(min_input_files=100)["nothing_to_do"]
     # a small target: each partition's deletes split over several files,
@@ -165,8 +165,8 @@ def test_dangling_and_target_size(tmp_path):
     assert pyiceberg_rows(t) == want
 
 
-def test_fold_into_vectors_v3(tmp_path):
-    t, batches, deleted = _table(tmp_path, fmt_after=3)
+def test_fold_into_vectors_v3(table_dir):
+    t, batches, deleted = _table(table_dir, fmt_after=3)
     want = expected(batches, deleted)
     before = live_delete_files(t.metadata_location)
     assert any(e["file_format"].upper() == "PARQUET" for e in before)
@@ -188,10 +188,10 @@ def cli():
     return str(c)
 
 
-def test_cli(tmp_path):
-    t, batches, deleted = _table(tmp_path)
+def test_cli(table_dir):
+    t, batches, deleted = _table(table_dir)
     want = expected(batches, deleted)
-    path = str(tmp_path / "t")
+    path = str(table_dir / "t")
     n = len(live_delete_files(t.metadata_location))
     t.close()
 

@@ -31,10 +31,10 @@ def need_cli():
 
 
 @pytest.mark.parametrize("version", [2, 3])
-def test_overwrite_by_filter(tmp_path, version):
+def test_overwrite_by_filter(tmp_path, table_dir, version):
     schema = tmp_path / "s.json"
     schema.write_text(json.dumps({"fields": [{"name": "id", "type": "int64", "nullable": False}]}))
-    t = tmp_path / "t"
+    t = table_dir / "t"
     run("table", "create", str(t), "--schema", str(schema), "--format-version", str(version))
     first = tmp_path / "a.jsonl"
     first.write_text("".join(f'{{"id":{i}}}\n' for i in range(5)))

@@ -75,15 +75,23 @@ def _local(p):
     return p[len("file://"):] if p.startswith("file://") else p
 
 
-def test_zorder_compaction(tmp_path):
+def _size(p):
+    """A data file's size, from pyarrow's file systems (local or S3)."""
+    import pyarrow.fs as pafs
+    p = _local(p)
+    fs, key = pafs.FileSystem.from_uri(p if "://" in p else os.path.abspath(p))
+    return fs.get_file_info(key).size
+
+
+def test_zorder_compaction(table_dir):
     src = _source()
-    t = hdb.Table.create(tmp_path / "z", SCHEMA)
+    t = hdb.Table.create(table_dir / "z", SCHEMA)
     for b in src:
         t.write_arrow(b)
         t.commit()
     t.add_index("s", "inverted")
     whole = pa.concat_tables(src)
-    total = sum(os.path.getsize(_local(p)) for p in _data_files(t))
+    total = sum(_size(p) for p in _data_files(t))
     for p in _data_files(t):   # before: every file spans (nearly) everything
         f = pq.read_table(_local(p))
         assert np.ptp(f.column("x").to_numpy()) > 90_000 and np.ptp(f.column("y").to_numpy()) > 0.9
@@ -130,8 +138,8 @@ def test_zorder_compaction(tmp_path):
         [i for i in range(whole.num_rows) if i % 13 == 3]
 
 
-def test_zorder_errors(tmp_path):
-    t = hdb.Table.create(tmp_path / "e", pa.schema([("id", pa.int64()),
+def test_zorder_errors(table_dir):
+    t = hdb.Table.create(table_dir / "e", pa.schema([("id", pa.int64()),
                                                     ("v", pa.list_(pa.float32()))]))
     for k in range(2):
         t.write_arrow(pa.table({"id": [k], "v": [[1.0, 2.0]]}))
@@ -150,14 +158,14 @@ def test_zorder_errors(tmp_path):
     assert t.current_snapshot_id == before
 
 
-def test_zorder_cli_dry_run(tmp_path):
+def test_zorder_cli_dry_run(table_dir):
     cli = pathlib.Path(os.environ.get("HS_BUILD", "build")) / "hyperstream"
     require(cli.exists(), f"{cli} not built")
-    t = hdb.Table.create(tmp_path / "c", SCHEMA)
+    t = hdb.Table.create(table_dir / "c", SCHEMA)
     for b in _source()[:3]:
         t.write_arrow(b)
         t.commit()
-    out = subprocess.run([str(cli), "table", "compact", str(tmp_path / "c"), "--zorder", "x, y",
+    out = subprocess.run([str(cli), "table", "compact", str(table_dir / "c"), "--zorder", "x, y",
                           "--dry-run"], check=True, capture_output=True, text=True).stdout
     r = json.loads(out)
     assert r["dry_run"] is True and r["zorder_by"] == ["x", "y"] and r["snapshot_id"] is None

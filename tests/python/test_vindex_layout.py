@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 import hyperstreamdb as hdb
+from conftest import ON_S3
 
 MAGIC = b"HSHNSWIX"
 
@@ -31,16 +32,17 @@ def graph_versions(root):
 
 
 @pytest.mark.parametrize("kind", ["hnsw", "hnsw_tq8"])
-def test_local_sidecars_keep_the_interleaved_graph(tmp_path, kind):
+def test_sidecar_graph_layout_follows_the_location(table_dir, kind):
+    """Version 1 on local disk, 2 with the storage matrix on S3."""
     rng = np.random.default_rng(3)
     n, d = 3000, 16
     emb = rng.standard_normal((n, d)).astype(np.float32)
-    t = hdb.Table(str(tmp_path / "t"))
+    t = hdb.Table(str(table_dir / "t"))
     t.write_arrow(pa.table({"id": pa.array(np.arange(n, dtype=np.int64)),
                             "emb": pa.FixedSizeListArray.from_arrays(pa.array(emb.ravel()), d)}))
     t.commit()
     t.add_index("emb", kind)
-    assert graph_versions(tmp_path / "t") == [1]
+    assert graph_versions(table_dir / "t") == [2 if ON_S3 else 1]
     for q in rng.standard_normal((5, d)).astype(np.float32):
         got = t.to_arrow(vector_filter={"column": "emb", "query": q, "k": 5, "ef_search": 400},
                          columns=["id"]).column("id").to_pylist()

@@ -1,11 +1,13 @@
 """A real S3-compatible server for the tests, started and stopped by them.
 
-Implementations (HS_S3_SERVER selects one; default "moto"):
+Implementations (HS_S3_SERVER selects one; unset or "both": SeaweedFS when
+its binary is installed, else moto; `make test-s3` runs one leg per server):
 
+* ``seaweedfs`` SeaweedFS's ``weed server -s3`` (the main target;
+                scripts/install-seaweedfs.sh builds it once into
+                ~/.cache/hyperstream/bin).
 * ``moto``      moto's server mode (PyPI ``moto[server]``, in
                 scripts/requirements-test.txt): quick to start, in Python.
-* ``seaweedfs`` SeaweedFS's ``weed mini``/``weed server -s3`` (scripts/install-seaweedfs.sh
-                builds it once into ~/.cache/hyperstream/bin).
 
 Use from Python::
 
@@ -100,9 +102,17 @@ def weed_binary():
     return None
 
 
+def default_kind():
+    """HS_S3_SERVER, or (unset or "both") SeaweedFS when installed, else moto."""
+    kind = os.environ.get("HS_S3_SERVER", "")
+    if kind in ("", "both"):
+        return "seaweedfs" if weed_binary() else "moto"
+    return kind
+
+
 class S3Server:
     def __init__(self, kind=None, bucket=BUCKET):
-        self.kind = kind or os.environ.get("HS_S3_SERVER", "moto")
+        self.kind = kind or default_kind()
         self.bucket = bucket
         self.proc = None
         self.tmp = None

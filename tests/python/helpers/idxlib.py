@@ -453,8 +453,7 @@ def iceberg_live_files(metadata_path):
                 if dpath not in cache:
                     from pyiceberg.table.deletion_vector import deletion_vectors_from_puffin_file
                     from pyiceberg.table.puffin import PuffinFile
-                    with open(dpath, "rb") as f:
-                        pf = PuffinFile(f.read())
+                    pf = PuffinFile(_read_bytes(dpath))
                     cache[dpath] = {
                         strip_file_scheme(v.referenced_data_file):
                             (v.to_vector().to_pylist() if v._bitmaps else [])
@@ -462,7 +461,9 @@ def iceberg_live_files(metadata_path):
                 dels.update(cache[dpath].get(path, []))
             else:
                 if dpath not in cache:
-                    cache[dpath] = pq.read_table(dpath, columns=["file_path", "pos"])
+                    src = ("s3://" + dpath.split("://", 1)[1]
+                           if dpath.startswith(("s3://", "s3a://")) else dpath)
+                    cache[dpath] = pq.read_table(src, columns=["file_path", "pos"])
                 dt_ = cache[dpath]
                 fp = [strip_file_scheme(x) for x in dt_.column("file_path").to_pylist()]
                 pos = dt_.column("pos").to_pylist()
@@ -471,8 +472,35 @@ def iceberg_live_files(metadata_path):
     return out
 
 
+def _read_bytes(path):
+    """A file's bytes: local paths directly, s3:// through pyarrow's own S3
+    client (an oracle independent of ours; it takes the AWS_* variables)."""
+    if path.startswith(("s3://", "s3a://")):
+        import pyarrow.fs as pafs
+        fs, key = pafs.FileSystem.from_uri("s3://" + path.split("://", 1)[1])
+        with fs.open_input_stream(key) as f:
+            return f.read()
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _object_files_table(fnames, columns):
+    """The data files on an object store read by pyarrow (DuckDB's httpfs is
+    not installed here), with the filename and file_row_number columns that
+    DuckDB's read_parquet adds."""
+    import pyarrow.parquet as pq
+    parts = []
+    for f in fnames:
+        t = pq.read_table("s3://" + f.split("://", 1)[1], columns=columns)
+        t = t.append_column("filename", pa.array([f] * t.num_rows, pa.string()))
+        parts.append(t.append_column("file_row_number",
+                                     pa.array(np.arange(t.num_rows, dtype=np.int64))))
+    return pa.concat_tables(parts, promote_options="permissive")
+
+
 class Oracle:
-    """DuckDB over the live data files of an Iceberg table, deletes applied."""
+    """DuckDB over the live data files of an Iceberg table, deletes applied
+    (files on S3 read by pyarrow first)."""
 
     def __init__(self, metadata_path, columns):
         import duckdb
@@ -488,7 +516,12 @@ class Oracle:
                          "pos": pa.array([p for _, d in files for p in d], pa.int64())})
         self.con.register("dels", dels)
         cols = ", ".join(f'"{c}"' for c in self.columns)
-        if fnames:
+        if fnames and fnames[0].startswith(("s3://", "s3a://")):
+            self.con.register("files", _object_files_table(fnames, self.columns))
+            self.con.execute(
+                f"CREATE TABLE live AS SELECT {cols} FROM files r WHERE NOT EXISTS (SELECT 1 "
+                f"FROM dels WHERE dels.filename = r.filename AND dels.pos = r.file_row_number)")
+        elif fnames:
             self.con.execute(
                 f"CREATE TABLE live AS SELECT {cols} FROM read_parquet(?, hive_partitioning=false, "
                 f"filename=true, "

@@ -61,5 +61,6 @@ def read_current(location, properties):
 
 def roots(location):
     """Every registry root file on disk under <location>/index/registry."""
-    d = pathlib.Path(str(location).removeprefix("file://")) / "index" / "registry"
+    from conftest import as_path   # local paths, file:// and s3:// URIs
+    d = as_path(str(location)) / "index" / "registry"
     return sorted(f for f in d.glob("*.json") if not f.name.startswith("seg-"))
