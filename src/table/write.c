@@ -1124,10 +1124,16 @@ static hs_status one_file_sink(void *ctx, const row_group *g, hs_error *err)
     ice_value *pv = op_pvals(w->op, g->values, g->n_values);
     if (!pv)
         return hs_err_nomem(err, 64);
+    /* every row in order (no partitions, no sort order: compaction's
+     * in-memory bins): written from `all` itself, not from a copy */
+    bool whole = g->cnt == g->all->n_rows;
+    for (int64_t i = 0; whole && i < g->cnt; i++)
+        whole = g->idx[i] == i;
     hs_batch *b = NULL;
-    HS_TRY(take_rows(g->all, g->idx, g->cnt, &b, err));
-    hs_status st = write_one_file(w->op, w->schema, b, g->part_path, pv, g->n_values,
-                                  &w->entries, err);
+    if (!whole)
+        HS_TRY(take_rows(g->all, g->idx, g->cnt, &b, err));
+    hs_status st = write_one_file(w->op, w->schema, whole ? g->all : b, g->part_path, pv,
+                                  g->n_values, &w->entries, err);
     hs_batch_free(b);
     if (st == HS_OK && w->op->row_map) {
         const ice_manifest_entry *e = &HS_VEC_AT(&w->entries, ice_manifest_entry,
