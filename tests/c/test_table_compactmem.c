@@ -9,15 +9,17 @@
  *               COMPACTMEM_ROWS (2M; ASan 512K)    count, sum(id), sum(id^2),
  *               rows each (id int64, v double,     sum(v) and every s = the
  *               s string), one file each (each     generator's formulas; peak
- *               decodes to ~50 MB at 2M rows),     live hs_malloc bytes of the
+ *               decodes to 60 MB at 2M rows),     live hs_malloc bytes of the
  *               write buffer 16 MiB                compaction <= COMPACT_BOUND
  *                                                  (48 MiB)
  *
  * Why this measure: live hs_malloc bytes are what the library holds (column
  * buffers, read windows, decoded pages, the writer's row groups); see
  * docs/tables.md "Memory of a compaction".  Before the bin-pack path
- * streamed, it held each input file's decoded batches at once (8 x 2M rows:
- * peak 101 MB; now about 36 MB at any file size).
+ * streamed, it held each input file's decoded batches at once and a row map
+ * of 8 bytes a row (8 x 2M rows: peak 230.5 MB; now 26.0 MB, and 20.9 MB at
+ * 256K rows a file).  COMPACTMEM_INDEX=kind declares that index on id and
+ * only reports the peak: an indexed table's bin is rewritten in memory.
  *
  * The generator is the oracle: row i holds id = i, v = i / 2 and
  * s = "k" followed by i in 9 digits, so the expected sums are closed
