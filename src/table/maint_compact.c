@@ -24,7 +24,10 @@
  *                 hyperstream.compact.zorder-group-bytes, default 1 GiB, read
  *                 whole, sorted as one, cut into files of the target size),
  *                 declared indexes built (write.c tbl_rewrite_*):
- *                   no index, v2   streamed (append path: bounded memory,
+ *                   no index, v2   streamed: each batch read from an input
+ *                                  file is pushed to the append path
+ *                                  (tbl_rewrite_sink: memory bounded by
+ *                                  its buffer, not by the input files;
  *                                  files rolled at the target)
  *                   indexes, or v3 the bin in memory, one file per partition
  *                                  (sidecars need a file's rows; v3 files
@@ -33,7 +36,10 @@
  *                 and the row map kept: the positions read of each source
  *                 file (live when planned), and for each row read the new
  *                 file and position it went to (write.c calls back as rows
- *                 are placed, through sorts and z-order: 8 bytes a row)
+ *                 are placed, through sorts and z-order), as runs of
+ *                 consecutive rows (a streamed bin: a few per output file)
+ *                 or, when runs would take more, 8 bytes a row (sorted and
+ *                 z-ordered writes)
  *   commit        one "replace" snapshot; on every attempt, against its
  *                 base (compact_attempt):
  *                   - the rewritten files still live are removed, with the
@@ -143,7 +149,14 @@ typedef struct compact_ctx {
     /* the row map (src -> new): input rows are numbered in reading order */
     src_file *src;
     int n_src;
-    int64_t *loc;                 /* per input row: new file << 40 | position; -1 unset */
+    /* where each input row went (new file << 40 | position): runs of
+     * consecutive input rows to consecutive positions (loc_run; a streamed
+     * bin is a few runs per output file), or, once runs would take more
+     * room than it, a dense array (sorted and z-ordered writes: 8 bytes a
+     * row; -1 unset) */
+    hs_buf runs;
+    bool runs_sorted;
+    int64_t *loc;
     int64_t cap_rows, next_row;
     hs_buf newf;                  /* new_file */
     hs_map newf_by_path;          /* path -> index */
@@ -167,8 +180,58 @@ static bool own_snapshot(const compact_ctx *c, int64_t id)
     return false;
 }
 
+typedef struct loc_run {
+    int64_t g, len, v;            /* input rows [g, g + len) -> v, v + 1, ... */
+} loc_run;
+
 #define LOC_POS_BITS 40
 #define LOC_POS_MASK (((int64_t)1 << LOC_POS_BITS) - 1)
+
+/* The row map's runs become the dense array. */
+static hs_status cc_dense(compact_ctx *c, hs_error *err)
+{
+    c->loc = hs_malloc((size_t)c->cap_rows * sizeof(int64_t) + 8);
+    if (!c->loc)
+        return hs_err_nomem(err, (size_t)c->cap_rows * 8);
+    memset(c->loc, 0xff, (size_t)c->cap_rows * sizeof(int64_t));
+    for (size_t i = 0; i < HS_VEC_LEN(&c->runs, loc_run); i++) {
+        const loc_run *r = &HS_VEC_AT(&c->runs, loc_run, i);
+        for (int64_t k = 0; k < r->len; k++)
+            c->loc[r->g + k] = r->v + k;
+    }
+    hs_buf_free(&c->runs);
+    return HS_OK;
+}
+
+static int cmp_run(const void *a, const void *b)
+{
+    int64_t x = ((const loc_run *)a)->g, y = ((const loc_run *)b)->g;
+    return x < y ? -1 : x > y;
+}
+
+/* Where input row g went; -1 = not written. */
+static int64_t cc_loc(compact_ctx *c, int64_t g)
+{
+    if (c->loc)
+        return c->loc[g];
+    size_t n = HS_VEC_LEN(&c->runs, loc_run);
+    if (!c->runs_sorted) {
+        qsort(c->runs.data, n, sizeof(loc_run), cmp_run);
+        c->runs_sorted = true;
+    }
+    size_t lo = 0, hi = n;   /* the first run starting after g */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (HS_VEC_AT(&c->runs, loc_run, mid).g <= g)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    const loc_run *r = &HS_VEC_AT(&c->runs, loc_run, lo - 1);
+    return g < r->g + r->len ? r->v + (g - r->g) : -1;
+}
 
 /* tbl_row_map_fn: records where the rewrite put each input row. */
 static hs_status cc_row_map(void *vctx, const char *path, const ice_value *pvals, int n_pvals,
@@ -200,15 +263,34 @@ static hs_status cc_row_map(void *vctx, const char *path, const ice_value *pvals
         if (g < 0 || g >= c->next_row)
             return hs_err_set(err, HS_INTERNAL, "compact: row map: input row %lld of %lld",
                               (long long)g, (long long)c->next_row);
-        c->loc[g] = (int64_t)(id << LOC_POS_BITS) | (pos0 + j);
+        int64_t v = (int64_t)(id << LOC_POS_BITS) | (pos0 + j);
+        if (c->loc) {
+            c->loc[g] = v;
+            continue;
+        }
+        size_t nr = HS_VEC_LEN(&c->runs, loc_run);
+        loc_run *last = nr ? &HS_VEC_AT(&c->runs, loc_run, nr - 1) : NULL;
+        if (last && last->g + last->len == g && last->v + last->len == v) {
+            last->len++;
+            continue;
+        }
+        bool in_order = !last || last->g < g;
+        loc_run r = {g, 1, v};
+        if (hs_buf_append(&c->runs, &r, sizeof r) != HS_OK)
+            return hs_err_nomem(err, sizeof r);
+        c->runs_sorted = c->runs_sorted && in_order;
+        if ((int64_t)(nr + 1) * (int64_t)sizeof(loc_run) > c->cap_rows * 8)
+            HS_TRY(cc_dense(c, err));
     }
     if (pos0 + n > nf->rows)
         nf->rows = pos0 + n;
     return HS_OK;
 }
 
-/* Registers the positions read from source file plan index pi (taken). */
-static hs_status cc_source(compact_ctx *c, int pi, roaring_bitmap_t *live, hs_error *err)
+/* Registers the positions read from source file plan index pi (taken),
+ * whose rows are numbered from `first` (and run to c->next_row). */
+static hs_status cc_source_at(compact_ctx *c, int pi, roaring_bitmap_t *live, int64_t first,
+                              hs_error *err)
 {
     uint64_t s;
     const char *l = tbl_local(c->p->files[pi].path);
@@ -222,12 +304,26 @@ static hs_status cc_source(compact_ctx *c, int pi, roaring_bitmap_t *live, hs_er
     tbl_bitmap_free(sf->live);
     sf->live = live;
     sf->batch = c->batch;
-    sf->first_row = c->next_row;
-    c->next_row += (int64_t)roaring_bitmap_get_cardinality(live);
-    if (c->next_row > c->cap_rows)
-        return hs_err_set(err, HS_INTERNAL, "compact: %s has more live rows than its record "
-                          "count", l);
+    sf->first_row = first;
+    if (c->next_row - first != (int64_t)roaring_bitmap_get_cardinality(live))
+        return hs_err_set(err, HS_INTERNAL, "compact: %s: %lld rows read, %lld positions", l,
+                          (long long)(c->next_row - first),
+                          (long long)roaring_bitmap_get_cardinality(live));
     return HS_OK;
+}
+
+/* The same for a file read whole before any of its rows is placed: its
+ * rows are numbered from here. */
+static hs_status cc_source(compact_ctx *c, int pi, roaring_bitmap_t *live, hs_error *err)
+{
+    int64_t first = c->next_row;
+    c->next_row += live ? (int64_t)roaring_bitmap_get_cardinality(live) : 0;
+    if (c->next_row > c->cap_rows) {
+        tbl_bitmap_free(live);
+        return hs_err_set(err, HS_INTERNAL, "compact: %s has more live rows than its record "
+                          "count", c->p->files[pi].path);
+    }
+    return cc_source_at(c, pi, live, first, err);
 }
 
 /* Positions of new file `id` to delete (per attempt). */
@@ -238,7 +334,7 @@ static hs_status carry(compact_ctx *c, const src_file *sf, uint32_t pos, roaring
     if (rank == 0 || !roaring_bitmap_contains(sf->live, pos))
         return HS_OK;   /* already deleted when planned */
     int64_t g = sf->first_row + (int64_t)rank - 1;
-    int64_t v = c->loc[g];
+    int64_t v = cc_loc(c, g);
     if (v < 0)
         return hs_err_set(err, HS_INTERNAL, "compact: row %lld of %s was not written",
                           (long long)pos, c->p->files[sf->plan_index].path);
@@ -498,80 +594,57 @@ static hs_status collect_batch(void *ctx, hs_batch *b, hs_error *err)
     return st;
 }
 
-/* The rows of a list of plan files (deletes applied), one file read at a
- * time, as a batch source for tbl_rewrite_stream.  The stream owns the
- * source; what went wrong (cancel included) is kept in *out_st / out_err,
- * which the caller owns. */
-typedef struct bin_src {
-    const tbl_plan *p;
-    const hs_field *schema;
-    hs_buf files;                 /* int: plan indexes (owned copy) */
-    size_t next_file;
-    hs_buf queue;                 /* hs_batch *: batches of the file read last */
-    size_t qpos;
-    const hs_compact_options *o;
-    int64_t *done, total;
-    hs_status *out_st;
-    hs_error *out_err;
-    compact_ctx *cc;              /* registers the positions read */
-} bin_src;
+typedef struct bin {
+    hs_buf files;                 /* int */
+    int64_t bytes;
+} bin;
 
-static hs_status queue_batch(void *ctx, hs_batch *b, hs_error *err)
+/* The bin-pack path: each batch read from an input file (deletes applied)
+ * goes straight to the writer, which buffers at most
+ * hyperstream.write.buffer-bytes; the rows are numbered as they are read,
+ * so the row map can place them before their file is read to the end. */
+typedef struct bin_push {
+    tbl_rewrite_sink *sink;
+    compact_ctx *cc;
+} bin_push;
+
+static hs_status push_batch(void *ctx, hs_batch *b, hs_error *err)
 {
-    if (HS_VEC_PUSH((hs_buf *)ctx, hs_batch *, b) != HS_OK) {
+    bin_push *bp = ctx;
+    bp->cc->next_row += b->n_rows;
+    if (bp->cc->next_row > bp->cc->cap_rows) {
         hs_batch_free(b);
-        return hs_err_nomem(err, 8);
+        return hs_err_set(err, HS_INTERNAL, "compact: more live rows read than planned");
     }
-    return HS_OK;
+    return tbl_rewrite_sink_push(bp->sink, b, err);
 }
 
-static void bin_src_drain(bin_src *s)
+/* Streams bin bb's files through the writer (files rolled at target). */
+static hs_status bin_stream(tbl_rewrite *rw, compact_ctx *cc, const bin *bb,
+                            const hs_field *schema, const hs_compact_options *o, int64_t target,
+                            int64_t *done, int64_t total, hs_error *err)
 {
-    for (size_t i = s->qpos; i < HS_VEC_LEN(&s->queue, hs_batch *); i++)
-        hs_batch_free(HS_VEC_AT(&s->queue, hs_batch *, i));
-    hs_buf_reset(&s->queue);
-    s->qpos = 0;
-}
-
-static hs_status bin_src_next(void *ctx, hs_batch **out, hs_error *err)
-{
-    bin_src *s = ctx;
-    *out = NULL;
-    while (s->qpos == HS_VEC_LEN(&s->queue, hs_batch *) &&
-           s->next_file < HS_VEC_LEN(&s->files, int)) {
-        bin_src_drain(s);
-        int pi = HS_VEC_AT(&s->files, int, s->next_file++);
-        const tbl_plan_file *f = &s->p->files[pi];
+    bin_push bp = {NULL, cc};
+    HS_TRY(tbl_rewrite_sink_open(rw, target, &bp.sink, err));
+    hs_status st = HS_OK;
+    cc->call_base = cc->next_row;
+    for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&bb->files, int); k++) {
+        int pi = HS_VEC_AT(&bb->files, int, k);
+        const tbl_plan_file *f = &cc->p->files[pi];
         roaring_bitmap_t *live = NULL;
-        hs_status st = tbl_read_file(f, s->schema, NULL, 0, queue_batch, &s->queue, &live, NULL,
-                                     s->out_err);
+        int64_t first = cc->next_row;
+        st = tbl_read_file(f, schema, NULL, 0, push_batch, &bp, &live, NULL, err);
         if (st == HS_OK)
-            st = cc_source(s->cc, pi, live, s->out_err);
+            st = cc_source_at(cc, pi, live, first, err);
         else
             tbl_bitmap_free(live);
-        *s->done += f->record_count;
-        if (st == HS_OK && s->o->progress &&
-            s->o->progress(s->o->progress_ctx, "compact", *s->done, s->total))
-            st = hs_err_set(s->out_err, HS_CANCELLED, "compact: cancelled after %lld of %lld "
-                            "rows; nothing was committed", (long long)*s->done,
-                            (long long)s->total);
-        if (st != HS_OK) {
-            *s->out_st = st;
-            return hs_err_set(err, st, "%s", s->out_err->msg);
-        }
+        *done += f->record_count;
+        if (st == HS_OK && o->progress && o->progress(o->progress_ctx, "compact", *done, total))
+            st = hs_err_set(err, HS_CANCELLED, "compact: cancelled after %lld of %lld rows; "
+                            "nothing was committed", (long long)*done, (long long)total);
     }
-    if (s->qpos < HS_VEC_LEN(&s->queue, hs_batch *))
-        *out = HS_VEC_AT(&s->queue, hs_batch *, s->qpos++);
-    return HS_OK;
-}
-
-static void bin_src_close(void *ctx)
-{
-    bin_src *s = ctx;
-    bin_src_drain(s);
-    hs_buf_free(&s->queue);
-    hs_buf_free(&s->files);
-    hs_free(s);
+    hs_status cst = tbl_rewrite_sink_close(bp.sink, st == HS_OK, err);
+    return st == HS_OK ? cst : st;
 }
 
 static int cmp_size_desc(const void *a, const void *b, void *ctx)
@@ -585,11 +658,6 @@ static int cmp_size_asc(const void *a, const void *b, void *ctx)
 {
     return cmp_size_desc(b, a, ctx);
 }
-
-typedef struct bin {
-    hs_buf files;                 /* int */
-    int64_t bytes;
-} bin;
 
 /* First-fit decreasing bins of the group's chosen files. */
 static hs_status pack_bins(const tbl_plan *p, int *idx, int n, int64_t target, hs_buf *bins,
@@ -950,11 +1018,9 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
     if (st == HS_OK && work) {
         cc.src = hs_calloc((size_t)n_in + 1, sizeof *cc.src);
         cc.cap_rows = total_rows;
-        cc.loc = hs_malloc((size_t)total_rows * sizeof(int64_t) + 8);
-        if (!cc.src || !cc.loc)
-            st = hs_err_nomem(err, (size_t)total_rows * 8);
-        else
-            memset(cc.loc, 0xff, (size_t)total_rows * sizeof(int64_t));
+        cc.runs_sorted = true;
+        if (!cc.src)
+            st = hs_err_nomem(err, (size_t)n_in * sizeof *cc.src);
     }
     for (int i = 0; st == HS_OK && work && p && i < p->n_files; i++)
         if (rewrite[i]) {
@@ -1019,36 +1085,7 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
             tbl_rewrite_set_row_map(rw, cc_row_map, &cc);
         }
         if (!whole) {
-            hs_status src_st = HS_OK;
-            hs_error src_err;
-            hs_err_clear(&src_err);
-            bin_src *bs = hs_calloc(1, sizeof *bs);
-            hs_batch_source src = {0};
-            if (!bs || hs_buf_append(&bs->files, bb->files.data, bb->files.len) != HS_OK ||
-                hs_field_copy(&sc->root, &src.schema) != HS_OK) {
-                if (bs)
-                    bin_src_close(bs);
-                st = hs_err_nomem(err, 64);
-                break;
-            }
-            bs->p = p;
-            bs->schema = &sc->root;
-            bs->o = opt;
-            bs->done = &done;
-            bs->total = total_rows;
-            bs->out_st = &src_st;
-            bs->out_err = &src_err;
-            bs->cc = &cc;
-            cc.call_base = cc.next_row;
-            src.next = bin_src_next;
-            src.close = bin_src_close;
-            src.ctx = bs;
-            struct ArrowArrayStream in;
-            st = hs_arrow_export_stream(&src, &in, err);
-            if (st == HS_OK)
-                st = tbl_rewrite_stream(rw, &in, target, err);
-            if (src_st != HS_OK)   /* the source's own error (cancel), not the stream's form */
-                st = hs_err_set(err, src_st, "%s", src_err.msg);
+            st = bin_stream(rw, &cc, bb, &sc->root, opt, target, &done, total_rows, err);
         } else {
             hs_batch *acc = NULL;
             st = hs_batch_create(read_root, 0, &acc, err);
@@ -1170,6 +1207,7 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
         tbl_bitmap_free(cc.src[i].live);
     hs_free(cc.src);
     hs_free(cc.loc);
+    hs_buf_free(&cc.runs);
     for (size_t i = 0; i < HS_VEC_LEN(&cc.newf, new_file); i++)
         hs_free(HS_VEC_AT(&cc.newf, new_file, i).path);
     hs_buf_free(&cc.newf);

@@ -472,6 +472,16 @@ HS_MUST_USE hs_status tbl_rewrite_rows_as(tbl_rewrite *rw, const hs_batch *rows,
  * the table property), one manifest. */
 HS_MUST_USE hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStream *in,
                                          int64_t target, hs_error *err);
+/* The same pushed batch by batch (compaction's bin-pack path, which reads
+ * its input files with a callback): open, push each batch (taken, also on
+ * failure), close with finish true to write out what is buffered and the
+ * manifest, or false to drop it (after a failure; the files written so far
+ * are the rewrite's to clean up, as with a failed tbl_rewrite_stream). */
+typedef struct tbl_rewrite_sink tbl_rewrite_sink;
+HS_MUST_USE hs_status tbl_rewrite_sink_open(tbl_rewrite *rw, int64_t target,
+                                            tbl_rewrite_sink **out, hs_error *err);
+HS_MUST_USE hs_status tbl_rewrite_sink_push(tbl_rewrite_sink *s, hs_batch *b, hs_error *err);
+HS_MUST_USE hs_status tbl_rewrite_sink_close(tbl_rewrite_sink *s, bool finish, hs_error *err);
 /* Removes plan files (remove_file[i]) and delete entries (remove_del: keys
  * int manifest index, and int64_t[2] {manifest index, entry index}; may be
  * NULL) by rewriting their manifests; counts the removed data files. */

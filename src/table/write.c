@@ -1131,10 +1131,16 @@ static hs_status one_file_sink(void *ctx, const row_group *g, hs_error *err)
     ice_value *pv = op_pvals(w->op, g->values, g->n_values);
     if (!pv)
         return hs_err_nomem(err, 64);
+    /* every row in order (no partitions, no sort order: compaction's
+     * in-memory bins): written from `all` itself, not from a copy */
+    bool whole = g->cnt == g->all->n_rows;
+    for (int64_t i = 0; whole && i < g->cnt; i++)
+        whole = g->idx[i] == i;
     hs_batch *b = NULL;
-    HS_TRY(take_rows(g->all, g->idx, g->cnt, &b, err));
-    hs_status st = write_one_file(w->op, w->schema, b, g->part_path, pv, g->n_values,
-                                  &w->entries, err);
+    if (!whole)
+        HS_TRY(take_rows(g->all, g->idx, g->cnt, &b, err));
+    hs_status st = write_one_file(w->op, w->schema, whole ? g->all : b, g->part_path, pv,
+                                  g->n_values, &w->entries, err);
     hs_batch_free(b);
     if (st == HS_OK && w->op->row_map) {
         const ice_manifest_entry *e = &HS_VEC_AT(&w->entries, ice_manifest_entry,
@@ -1633,71 +1639,104 @@ static hs_status ap_flush(appender *ap, hs_error *err)
     return st;
 }
 
+/* Sets up an appender of op's table (its chunk empty); ap_free undoes it. */
+static hs_status ap_init(appender *ap, tbl_wop *op, hs_error *err)
+{
+    hs_table *t = op->t;
+    memset(ap, 0, sizeof *ap);
+    ap->op = op;
+    ap->schema = ice_metadata_current_schema(&t->meta);
+    ap->spec = ice_metadata_default_spec(&t->meta);
+    if (!ap->schema || !ap->spec)
+        return hs_err_set(err, HS_CORRUPT, "table metadata lacks a current schema or spec");
+    const ice_sort_order *order = ice_metadata_default_sort_order(&t->meta);
+    ap->n_sort_keys = order ? order->n_fields : 0;
+    ap->sorted = ap->n_sort_keys > 0;
+    ap->indexed = ice_kv_get(&t->meta.properties, "hyperstream.index-registry") != NULL;
+    ap->budget = prop_i64(t, "hyperstream.write.buffer-bytes", APPEND_BUFFER_DEFAULT);
+    if (ap->budget < (1 << 20))
+        ap->budget = 1 << 20;
+    ap->target = op->target_file_size > 0
+                     ? op->target_file_size
+                     : prop_i64(t, "write.target-file-size-bytes", TARGET_FILE_DEFAULT);
+    return hs_batch_create(&ap->schema->root, 0, &ap->chunk, err);
+}
+
+/* Adds batch b (taken) to the chunk, written out when it reaches its share
+ * of the budget. */
+static hs_status ap_add(appender *ap, hs_batch *b, hs_error *err)
+{
+    hs_batch *cb = NULL;
+    hs_status st = tbl_conform_batch(b, &ap->schema->root, true, &cb, err);
+    if (st == HS_OK)
+        st = tbl_vector_check_batch(&ap->op->t->meta, cb, ap->rows_total, err);
+    if (st != HS_OK) {
+        hs_batch_free(cb);
+        hs_err_prefix(err, "append");
+        return st;
+    }
+    for (int i = 0; i < ap->chunk->n_cols && st == HS_OK; i++)
+        st = hs_col_append_column(ap->chunk->cols[i], cb->cols[i], err);
+    ap->chunk->n_rows += cb->n_rows;
+    ap->rows_total += cb->n_rows;
+    hs_batch_free(cb);
+    int64_t limit = ap->indexed ? ap->budget / 4 : ap->budget / 2;
+    if (st == HS_OK && chunk_cost(ap) >= limit)
+        st = ap_flush(ap, err);
+    return st;
+}
+
+/* Writes out what is buffered, closes the open file and writes the
+ * manifest (ok: everything before succeeded), then frees the appender. */
+static hs_status ap_finish(appender *ap, bool ok, hs_error *err)
+{
+    hs_status st = ok ? HS_OK : HS_INTERNAL;
+    if (st == HS_OK)
+        st = ap_flush(ap, err);
+    if (st == HS_OK)
+        st = ap_close_cur(ap, err);
+    if (ap->cur_open)
+        dfile_abort(&ap->cur);
+    if (st == HS_OK)
+        st = write_manifest(ap->op, ICE_MANIFEST_DATA, ap->schema, ap->spec,
+                            (const ice_manifest_entry *)ap->entries.data,
+                            (int64_t)HS_VEC_LEN(&ap->entries, ice_manifest_entry), err);
+    ap->op->changed_partitions = (int64_t)ap->op->parts.count;
+    hs_batch_free(ap->chunk);
+    hs_buf_free(&ap->entries);
+    hs_buf_free(&ap->cur_key);
+    return ok ? st : HS_OK;
+}
+
 /* Reads the stream (moved) batch by batch into data files and one manifest:
  * everything of an append but the commit. */
 static hs_status append_stream(tbl_wop *op, struct ArrowArrayStream *in, hs_error *err)
 {
-    hs_table *t = op->t;
-    appender ap = {.op = op};
-    ap.schema = ice_metadata_current_schema(&t->meta);
-    ap.spec = ice_metadata_default_spec(&t->meta);
-    if (!ap.schema || !ap.spec) {
+    appender ap;
+    hs_status st = ap_init(&ap, op, err);
+    if (st != HS_OK) {
         if (in && in->release)
             in->release(in);
-        return hs_err_set(err, HS_CORRUPT, "table metadata lacks a current schema or spec");
+        hs_batch_free(ap.chunk);
+        return st;
     }
-    const ice_sort_order *order = ice_metadata_default_sort_order(&t->meta);
-    ap.n_sort_keys = order ? order->n_fields : 0;
-    ap.sorted = ap.n_sort_keys > 0;
-    ap.indexed = ice_kv_get(&t->meta.properties, "hyperstream.index-registry") != NULL;
-    ap.budget = prop_i64(t, "hyperstream.write.buffer-bytes", APPEND_BUFFER_DEFAULT);
-    if (ap.budget < (1 << 20))
-        ap.budget = 1 << 20;
-    ap.target = op->target_file_size > 0
-                    ? op->target_file_size
-                    : prop_i64(t, "write.target-file-size-bytes", TARGET_FILE_DEFAULT);
-    int64_t limit = ap.indexed ? ap.budget / 4 : ap.budget / 2;
     hs_batch_source src = {0};
-    HS_TRY(hs_arrow_import_stream(in, &src, err));
-    hs_status st = hs_batch_create(&ap.schema->root, 0, &ap.chunk, err);
+    st = hs_arrow_import_stream(in, &src, err);
+    if (st != HS_OK) {
+        hs_batch_free(ap.chunk);
+        return st;
+    }
     while (st == HS_OK) {
-        hs_batch *b = NULL, *cb = NULL;
+        hs_batch *b = NULL;
         st = src.next(src.ctx, &b, err);
         if (st != HS_OK || !b)
             break;
-        st = tbl_conform_batch(b, &ap.schema->root, true, &cb, err);
-        if (st == HS_OK)
-            st = tbl_vector_check_batch(&t->meta, cb, ap.rows_total, err);
-        if (st != HS_OK) {
-            hs_batch_free(cb);
-            hs_err_prefix(err, "append");
-            break;
-        }
-        for (int i = 0; i < ap.chunk->n_cols && st == HS_OK; i++)
-            st = hs_col_append_column(ap.chunk->cols[i], cb->cols[i], err);
-        ap.chunk->n_rows += cb->n_rows;
-        ap.rows_total += cb->n_rows;
-        hs_batch_free(cb);
-        if (st == HS_OK && chunk_cost(&ap) >= limit)
-            st = ap_flush(&ap, err);
+        st = ap_add(&ap, b, err);
     }
     src.close(src.ctx);
     hs_field_clear(&src.schema);
-    if (st == HS_OK)
-        st = ap_flush(&ap, err);
-    if (st == HS_OK)
-        st = ap_close_cur(&ap, err);
-    if (ap.cur_open)
-        dfile_abort(&ap.cur);
-    if (st == HS_OK)
-        st = write_manifest(op, ICE_MANIFEST_DATA, ap.schema, ap.spec,
-                            (const ice_manifest_entry *)ap.entries.data,
-                            (int64_t)HS_VEC_LEN(&ap.entries, ice_manifest_entry), err);
-    op->changed_partitions = (int64_t)op->parts.count;
-    hs_batch_free(ap.chunk);
-    hs_buf_free(&ap.entries);
-    hs_buf_free(&ap.cur_key);
-    return st;
+    hs_status fst = ap_finish(&ap, st == HS_OK, err);
+    return st == HS_OK ? fst : st;
 }
 
 hs_status hs_table_append(hs_table *t, struct ArrowArrayStream *in, hs_error *err)
@@ -2590,6 +2629,42 @@ hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStream *in, int64
 {
     rw->op.target_file_size = target;
     return append_stream(&rw->op, in, err);
+}
+
+struct tbl_rewrite_sink {
+    appender ap;
+};
+
+hs_status tbl_rewrite_sink_open(tbl_rewrite *rw, int64_t target, tbl_rewrite_sink **out,
+                                hs_error *err)
+{
+    *out = NULL;
+    tbl_rewrite_sink *s = hs_calloc(1, sizeof *s);
+    if (!s)
+        return hs_err_nomem(err, sizeof *s);
+    rw->op.target_file_size = target;
+    hs_status st = ap_init(&s->ap, &rw->op, err);
+    if (st != HS_OK) {
+        hs_batch_free(s->ap.chunk);
+        hs_free(s);
+        return st;
+    }
+    *out = s;
+    return HS_OK;
+}
+
+hs_status tbl_rewrite_sink_push(tbl_rewrite_sink *s, hs_batch *b, hs_error *err)
+{
+    return ap_add(&s->ap, b, err);
+}
+
+hs_status tbl_rewrite_sink_close(tbl_rewrite_sink *s, bool finish, hs_error *err)
+{
+    if (!s)
+        return HS_OK;
+    hs_status st = ap_finish(&s->ap, finish, err);
+    hs_free(s);
+    return st;
 }
 
 hs_status tbl_rewrite_remove(tbl_rewrite *rw, const tbl_plan *p, const bool *remove_file,
