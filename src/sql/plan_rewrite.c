@@ -91,6 +91,34 @@ json_t *pl_mk_int(int v)
     return json_pack("{s:{s:{s:i},s:i}}", "A_Const", "ival", "ival", v, "location", -1);
 }
 
+/* sum(x * x) as like's call takes it (FILTER kept); with DISTINCT, the
+ * squares of the distinct x: sum(DISTINCT x * x) alone would count one
+ * square for x and -x, so the squares of x >= 0 and of x < 0 are summed
+ * apart (squaring is one-to-one on each side):
+ *   COALESCE(sum(DISTINCT CASE WHEN x >= 0 THEN x * x END), 0) +
+ *   COALESCE(sum(DISTINCT CASE WHEN x < 0 THEN x * x END), 0)
+ * (a group of NULLs only has count 0, which makes the result NULL). */
+static json_t *sum_squares(json_t *x, const json_t *like)
+{
+    if (!json_is_true(pl_jget(like, "agg_distinct"))) {
+        json_t *sq = pl_mk_op("*", json_incref(x), json_incref(x));
+        json_t *sum = sq ? mk_fn("sum", sq, like) : NULL;
+        json_decref(sq);
+        return sum;
+    }
+    json_t *side[2];
+    for (int i = 0; i < 2; i++) {
+        json_t *when = pl_mk_op(i ? "<" : ">=", json_incref(x), pl_mk_int(0));
+        json_t *sq = pl_mk_op("*", json_incref(x), json_incref(x));
+        json_t *cs = json_pack("{s:{s:[{s:{s:o,s:o,s:i}}],s:i}}", "CaseExpr", "args", "CaseWhen", "expr",
+                               when, "result", sq, "location", -1, "location", -1);
+        json_t *sum = cs ? mk_fn("sum", cs, like) : NULL;
+        json_decref(cs);
+        side[i] = json_pack("{s:{s:[o,o],s:i}}", "CoalesceExpr", "args", sum, pl_mk_int(0), "location", -1);
+    }
+    return pl_mk_op("+", side[0], side[1]);
+}
+
 /* var_samp/var_pop/variance/stddev*(x) as
  *   v = (sum(x*x) - sum(x)*sum(x)/count(x)) / NULLIF(count(x) - k, 0)
  * over x::float8 (k = 1 for the sample forms), clamped at 0, sqrt for
@@ -122,7 +150,7 @@ static json_t *stat_agg(const json_t *node)
                            "hs_stat_arg", 1);
     if (!xf)
         return NULL;
-    json_t *sxx = mk_fn("sum", pl_mk_op("*", json_incref(xf), json_incref(xf)), b);
+    json_t *sxx = sum_squares(xf, b);
     json_t *sx = mk_fn("sum", json_incref(xf), b);
     json_t *n1 = mk_fn("count", json_incref(xf), b), *n2 = mk_fn("count", json_incref(xf), b);
     json_t *num = pl_mk_op("-", sxx, pl_mk_op("/", pl_mk_op("*", json_incref(sx), sx), n1));
@@ -243,10 +271,8 @@ static json_t *numeric_stat(planner *p, const rel *cur, const json_t *node, cons
     d19.precision = 19;
     d19.scale = scale;
     json_t *xn = pl_cast_json((json_t *)x, &d19);
-    json_t *xx = xn ? pl_mk_op("*", json_incref(xn), json_incref(xn)) : NULL;
     json_t *n = mk_fn("count", (json_t *)x, like), *sx = mk_fn("sum", (json_t *)x, like);
-    json_t *sxx = xx ? mk_fn("sum", xx, like) : NULL;
-    json_decref(xx);
+    json_t *sxx = xn ? sum_squares(xn, like) : NULL;
     char fname[40];
     snprintf(fname, sizeof fname, "hs_numeric_%s_%s", root ? "stddev" : "var", sample ? "samp" : "pop");
     /* the result's scale: the most that leaves room for every value of

@@ -10,6 +10,8 @@ column holds one scale (20, or twice the argument's scale), so where
 PostgreSQL prints more decimals (a variance below 1e-4) ours is PostgreSQL's
 value rounded at that scale, half away from zero.
 Before this change every numeric/integer case here came back as double.
+DISTINCT forms over values holding both x and -x came back wrong before
+(sum(DISTINCT x*x) counted one square for the two).
 """
 import decimal
 
@@ -38,6 +40,13 @@ def _queries():
         qs.append(f"SELECT 1 AS k, {fn}(x) FROM (VALUES {INT_ROWS}) t(k, x) WHERE k > 100")
         qs.append(f"SELECT 1 AS k, {fn}(x) FROM (VALUES {NUM_ROWS}) t(k, x)")
         qs.append(f"SELECT 1 AS k, {fn}(DISTINCT x) FROM (VALUES {INT_ROWS}) t(k, x) WHERE x >= 0")
+        # DISTINCT over values with both x and -x (-5 and 5, -98765.432 and
+        # 98765.432): the distinct squares alone would lose one of them
+        qs.append(f"SELECT 1 AS k, {fn}(DISTINCT x) FROM (VALUES {INT_ROWS}) t(k, x)")
+        qs.append(f"SELECT k, {fn}(DISTINCT x) FROM (VALUES {INT_ROWS}) t(k, x) GROUP BY k")
+        qs.append(f"SELECT 1 AS k, {fn}(DISTINCT x) FROM (VALUES {NUM_ROWS}) t(k, x)")
+        qs.append(f"SELECT 1 AS k, {fn}(DISTINCT x::float8) FROM (VALUES {NUM_ROWS}) t(k, x)")
+        qs.append(f"SELECT 1 AS k, {fn}(DISTINCT x) FILTER (WHERE k <> 6) FROM (VALUES {INT_ROWS}) t(k, x)")
         qs.append(f"SELECT 1 AS k, {fn}(x) FILTER (WHERE k <> 6) FROM (VALUES {INT_ROWS}) t(k, x)")
         qs.append(f"SELECT 1 AS k, {fn}(x * 2 + k) FROM (VALUES {NUM_ROWS}) t(k, x)")
     qs += [
