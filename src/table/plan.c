@@ -784,6 +784,38 @@ static bool msum_stats(void *vctx, int32_t id, const hs_field *field, pr_col_sta
     return false;
 }
 
+/* Whether summary m bounds every column the filter's leaves compare, so
+ * that its copy of the manifest's files ("files") prunes them as the
+ * manifest would.  A summary has no float bounds and no null counts: a
+ * filter on a double column or with IS [NOT] NULL reads the manifest,
+ * whose per-file bounds and counts prune it. */
+static bool msum_covers(const ix_msum *m, const pr_expr *e, int depth)
+{
+    if (!e || depth > 200)
+        return false;
+    switch (e->kind) {
+    case PR_E_TRUE:
+    case PR_E_FALSE:
+        return true;
+    case PR_E_AND:
+    case PR_E_OR:
+        return msum_covers(m, e->l, depth + 1) && msum_covers(m, e->r, depth + 1);
+    case PR_E_NOT:
+        return msum_covers(m, e->l, depth + 1);
+    case PR_E_IS_NULL:
+    case PR_E_NOT_NULL:
+        return false;
+    default:
+        break;
+    }
+    if (!e->field || pr_kind_of(e->field) == PR_V_F64)
+        return false;
+    for (int k = 0; k < m->n_bounds; k++)
+        if (m->bounds[k].field_id == e->field_id)
+            return true;
+    return false;
+}
+
 static int64_t msum_snapshot(const ice_manifest_file *mf)
 {
     return mf->has_added_snapshot_id ? mf->added_snapshot_id : -1;
@@ -1605,7 +1637,9 @@ static hs_status plan_skips(tbl_plan *p, bool **skip, ix_msum **fold, hs_error *
                                                   msum_snapshot(mf));
         if (!ms)
             continue;
-        bool has_files = ms->has_files && ms->seq == mf->sequence_number;
+        bool has_files = ms->has_files && ms->seq == mf->sequence_number &&
+                         (pr_filter_is_true(p->pred.filter) ||
+                          msum_covers(ms, p->pred.filter->root, 0));
         if (!pr_filter_is_true(p->pred.filter) &&
             !pr_expr_might_match(p->pred.filter->root, msum_stats, (void *)ms)) {
             sk[mi] = true;
