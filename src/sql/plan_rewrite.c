@@ -68,6 +68,8 @@ static json_t *fold_interval(const json_t *j)
 /* ------------------------------------------------------------------ */
 /* variance and standard deviation in terms of sum and count            */
 
+/* name(arg) with like's DISTINCT and FILTER; arg is borrowed (the call
+ * takes a reference of its own). */
 static json_t *mk_fn(const char *name, json_t *arg, const json_t *like)
 {
     json_t *f = json_pack("{s:{s:[{s:{s:s}}],s:[O],s:i}}", "FuncCall", "funcname", "String", "sval",
@@ -151,8 +153,8 @@ static json_t *stat_agg(const json_t *node)
     if (!xf)
         return NULL;
     json_t *sxx = sum_squares(xf, b);
-    json_t *sx = mk_fn("sum", json_incref(xf), b);
-    json_t *n1 = mk_fn("count", json_incref(xf), b), *n2 = mk_fn("count", json_incref(xf), b);
+    json_t *sx = mk_fn("sum", xf, b);
+    json_t *n1 = mk_fn("count", xf, b), *n2 = mk_fn("count", xf, b);
     json_t *num = pl_mk_op("-", sxx, pl_mk_op("/", pl_mk_op("*", json_incref(sx), sx), n1));
     json_t *den = json_pack("{s:{s:s,s:[{s:{s:s}}],s:o,s:o,s:i}}", "A_Expr", "kind", "AEXPR_NULLIF",
                             "name", "String", "sval", "=", "lexpr",
