@@ -3,6 +3,9 @@
 #include "io/io.h"
 #include "io/s3.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -169,3 +172,68 @@ int hs_test_write_file(const char *uri, const void *data, size_t len)
     }
     return hs_wfile_close(w, &err) == HS_OK ? 0 : -1;
 }
+
+/* ---- counting allocator (harness.h): every block carries its size in a
+ * 16-byte header (keeps malloc's alignment); atomic: the library's threads
+ * allocate too ---- */
+
+#define CA_HDR 16
+static _Atomic int64_t ca_live, ca_peak, ca_count;
+
+static void ca_note(int64_t delta)
+{
+    int64_t now = atomic_fetch_add(&ca_live, delta) + delta;
+    int64_t p = atomic_load(&ca_peak);
+    while (now > p && !atomic_compare_exchange_weak(&ca_peak, &p, now)) {
+    }
+}
+
+static void *ca_malloc(size_t n, void *ctx)
+{
+    (void)ctx;
+    uint8_t *p = malloc(n + CA_HDR);
+    if (!p)
+        return NULL;
+    memcpy(p, &n, sizeof n);
+    ca_note((int64_t)n);
+    atomic_fetch_add(&ca_count, 1);
+    return p + CA_HDR;
+}
+
+static void ca_free(void *q, void *ctx)
+{
+    (void)ctx;
+    if (!q)
+        return;
+    uint8_t *p = (uint8_t *)q - CA_HDR;
+    size_t n;
+    memcpy(&n, p, sizeof n);
+    ca_note(-(int64_t)n);
+    free(p);
+}
+
+static void *ca_realloc(void *q, size_t n, void *ctx)
+{
+    if (!q)
+        return ca_malloc(n, ctx);
+    uint8_t *p = (uint8_t *)q - CA_HDR;
+    size_t old;
+    memcpy(&old, p, sizeof old);
+    uint8_t *r = realloc(p, n + CA_HDR);
+    if (!r)
+        return NULL;
+    memcpy(r, &n, sizeof n);
+    ca_note((int64_t)n - (int64_t)old);
+    return r + CA_HDR;
+}
+
+void hs_test_count_allocs(void)
+{
+    static const hs_alloc_hook hook = {ca_malloc, ca_realloc, ca_free, NULL};
+    hs_set_alloc_hook(&hook);
+}
+
+int64_t hs_test_alloc_live(void) { return atomic_load(&ca_live); }
+int64_t hs_test_alloc_peak(void) { return atomic_load(&ca_peak); }
+void hs_test_alloc_set_peak(int64_t v) { atomic_store(&ca_peak, v); }
+int64_t hs_test_alloc_count(void) { return atomic_load(&ca_count); }

@@ -122,4 +122,15 @@ int hs_test_write_file(const char *uri, const void *data, size_t len);
             SKIP("local storage only: " why);                                           \
     } while (0)
 
+/* A counting allocator for memory-bound tests: hs_test_count_allocs()
+ * installs it as the library's allocation hook (call it first in main,
+ * before any allocation, so that every block carries its size header);
+ * then the live bytes, the peak since hs_test_alloc_set_peak and the
+ * number of allocations so far are read with the functions below. */
+void hs_test_count_allocs(void);
+int64_t hs_test_alloc_live(void);
+int64_t hs_test_alloc_peak(void);
+void hs_test_alloc_set_peak(int64_t v);
+int64_t hs_test_alloc_count(void);
+
 #endif

@@ -36,7 +36,6 @@
 #include "hyperstream/table.h"
 
 #include <dirent.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,58 +43,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- counting allocator (every block carries its size; atomic: the
- * writer and the index builders use threads) ---- */
-
-#define HDR 16
-static _Atomic int64_t g_live, g_peak;
-
-static void note(int64_t delta)
-{
-    int64_t now = atomic_fetch_add(&g_live, delta) + delta;
-    int64_t p = atomic_load(&g_peak);
-    while (now > p && !atomic_compare_exchange_weak(&g_peak, &p, now)) {
-    }
-}
-
-static void *c_malloc(size_t n, void *ctx)
-{
-    (void)ctx;
-    uint8_t *p = malloc(n + HDR);
-    if (!p)
-        return NULL;
-    memcpy(p, &n, sizeof n);
-    note((int64_t)n);
-    return p + HDR;
-}
-
-static void c_free(void *q, void *ctx)
-{
-    (void)ctx;
-    if (!q)
-        return;
-    uint8_t *p = (uint8_t *)q - HDR;
-    size_t n;
-    memcpy(&n, p, sizeof n);
-    note(-(int64_t)n);
-    free(p);
-}
-
-static void *c_realloc(void *q, size_t n, void *ctx)
-{
-    if (!q)
-        return c_malloc(n, ctx);
-    uint8_t *p = (uint8_t *)q - HDR;
-    size_t old;
-    memcpy(&old, p, sizeof old);
-    uint8_t *r = realloc(p, n + HDR);
-    if (!r)
-        return NULL;
-    memcpy(r, &n, sizeof n);
-    note((int64_t)n - (int64_t)old);
-    return r + HDR;
-}
 
 /* ---- the generator ---- */
 
@@ -302,15 +249,15 @@ static void test_bin_pack(void)
 {
     REQUIRE(g_tbl);
     hs_error err = {0};
-    int64_t base = atomic_load(&g_live);
-    atomic_store(&g_peak, base);
+    int64_t base = hs_test_alloc_live();
+    hs_test_alloc_set_peak(base);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     hs_compact_options o = HS_COMPACT_OPTIONS_INIT;
     char *res = NULL;
     hs_status st = hs_table_compact(g_tbl, &o, &res, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    int64_t peak = atomic_load(&g_peak) - base;
+    int64_t peak = hs_test_alloc_peak() - base;
     CHECK(st == HS_OK);
     if (st != HS_OK)
         fprintf(stderr, "  compact: %s\n", err.msg);
@@ -329,7 +276,7 @@ static void test_bin_pack(void)
     const char *kind = getenv("COMPACTMEM_INDEX");
     if (!kind || !*kind)
         CHECK(peak <= COMPACT_BOUND);
-    fprintf(stderr, "  live after: %+.1f MB\n", (double)(atomic_load(&g_live) - base) / 1048576.0);
+    fprintf(stderr, "  live after: %+.1f MB\n", (double)(hs_test_alloc_live() - base) / 1048576.0);
     /* the old files stay until expiry: the new snapshot has one */
     hs_table_close(g_tbl);
     g_tbl = NULL;
@@ -363,8 +310,7 @@ static void remove_tree(const char *p)
 
 int main(void)
 {
-    static const hs_alloc_hook hook = {c_malloc, c_realloc, c_free, NULL};
-    hs_set_alloc_hook(&hook);   /* before any allocation: every block has its header */
+    hs_test_count_allocs();   /* before any allocation: every block has its header */
     hs_error err = {0};
     if (make_table(&err) != HS_OK) {
         fprintf(stderr, "making the table: %s\n", err.msg);

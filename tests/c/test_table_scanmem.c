@@ -46,7 +46,6 @@
 #include "hyperstream/table.h"
 
 #include <dirent.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,57 +53,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- counting allocator (every block carries its size) ---- */
-
-#define HDR 16
-static _Atomic int64_t g_live, g_peak;
-
-static void note(int64_t delta)
-{
-    int64_t now = atomic_fetch_add(&g_live, delta) + delta;
-    int64_t p = atomic_load(&g_peak);
-    while (now > p && !atomic_compare_exchange_weak(&g_peak, &p, now)) {
-    }
-}
-
-static void *c_malloc(size_t n, void *ctx)
-{
-    (void)ctx;
-    uint8_t *p = malloc(n + HDR);
-    if (!p)
-        return NULL;
-    memcpy(p, &n, sizeof n);
-    note((int64_t)n);
-    return p + HDR;
-}
-
-static void c_free(void *q, void *ctx)
-{
-    (void)ctx;
-    if (!q)
-        return;
-    uint8_t *p = (uint8_t *)q - HDR;
-    size_t n;
-    memcpy(&n, p, sizeof n);
-    note(-(int64_t)n);
-    free(p);
-}
-
-static void *c_realloc(void *q, size_t n, void *ctx)
-{
-    if (!q)
-        return c_malloc(n, ctx);
-    uint8_t *p = (uint8_t *)q - HDR;
-    size_t old;
-    memcpy(&old, p, sizeof old);
-    uint8_t *r = realloc(p, n + HDR);
-    if (!r)
-        return NULL;
-    memcpy(r, &n, sizeof n);
-    note((int64_t)n - (int64_t)old);
-    return r + HDR;
-}
 
 /* RssAnon of this process in bytes (-1 when /proc is not there). */
 static int64_t rss_anon(void)
@@ -259,9 +207,9 @@ static scan_result scan_cols(int threads, int64_t max_batches, const char *filte
     scan_result r = {0};
     hs_error err = {0};
     (void)!hs_config_set_int("scan_threads", threads, &err);
-    int64_t base = atomic_load(&g_live);
+    int64_t base = hs_test_alloc_live();
     int64_t anon0 = rss_anon();
-    atomic_store(&g_peak, base);
+    hs_test_alloc_set_peak(base);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     const char *cols[] = {"id", "v"};
@@ -302,7 +250,7 @@ static scan_result scan_cols(int threads, int64_t max_batches, const char *filte
         snprintf(r.msg, sizeof r.msg, "%s", err.msg);
     src.close(src.ctx);
     hs_field_clear(&src.schema);
-    r.peak_live = atomic_load(&g_peak) - base;
+    r.peak_live = hs_test_alloc_peak() - base;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     r.seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     (void)!hs_config_set_int("scan_threads", 0, &err);
@@ -353,14 +301,14 @@ static void test_bounded_single(void)
 static void test_early_release(void)
 {
     REQUIRE(g_tbl);
-    int64_t base = atomic_load(&g_live);
+    int64_t base = hs_test_alloc_live();
     scan_result r = scan_ids(4, 3);
     report("3 batches, then released", &r);
     CHECK(r.st == HS_OK);
     CHECK(r.batches == 3);
     CHECK(r.id_sum == (r.rows * (r.rows - 1)) / 2);   /* the first rows, in order */
     CHECK(r.peak_live <= SCAN_BOUND);
-    CHECK(atomic_load(&g_live) == base);   /* nothing left behind */
+    CHECK(hs_test_alloc_live() == base);   /* nothing left behind */
 }
 
 /* A filter on id with v in the output reads in two phases (late
@@ -445,8 +393,7 @@ static void remove_tree(const char *p)
 
 int main(void)
 {
-    static const hs_alloc_hook hook = {c_malloc, c_realloc, c_free, NULL};
-    hs_set_alloc_hook(&hook);   /* before any allocation: every block has its header */
+    hs_test_count_allocs();   /* before any allocation: every block has its header */
     hs_error err = {0};
     if (make_table(&err) != HS_OK) {
         fprintf(stderr, "making the table: %s\n", err.msg);

@@ -41,7 +41,6 @@
 
 #include <dirent.h>
 #include <jansson.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,58 +50,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- counting allocator ---- */
-
-#define HDR 16   /* keeps 16-byte alignment of what malloc returns */
-static _Atomic int64_t g_live, g_peak, g_allocs;
-
-static void note(int64_t delta)
-{
-    int64_t now = atomic_fetch_add(&g_live, delta) + delta;
-    int64_t p = atomic_load(&g_peak);
-    while (now > p && !atomic_compare_exchange_weak(&g_peak, &p, now)) {
-    }
-}
-
-static void *c_malloc(size_t n, void *ctx)
-{
-    (void)ctx;
-    uint8_t *p = malloc(n + HDR);
-    if (!p)
-        return NULL;
-    memcpy(p, &n, sizeof n);
-    note((int64_t)n);
-    atomic_fetch_add(&g_allocs, 1);
-    return p + HDR;
-}
-
-static void c_free(void *q, void *ctx)
-{
-    (void)ctx;
-    if (!q)
-        return;
-    uint8_t *p = (uint8_t *)q - HDR;
-    size_t n;
-    memcpy(&n, p, sizeof n);
-    note(-(int64_t)n);
-    free(p);
-}
-
-static void *c_realloc(void *q, size_t n, void *ctx)
-{
-    if (!q)
-        return c_malloc(n, ctx);
-    uint8_t *p = (uint8_t *)q - HDR;
-    size_t old;
-    memcpy(&old, p, sizeof old);
-    uint8_t *r = realloc(p, n + HDR);
-    if (!r)
-        return NULL;
-    memcpy(r, &n, sizeof n);
-    note((int64_t)n - (int64_t)old);
-    return r + HDR;
-}
 
 /* ---- the generator ----
  * row i: id = i, name = "name-<i>", v = i * 0.5 (null when i % 10 == 3),
@@ -337,13 +284,13 @@ static void bounded_append(int64_t input_bytes, int64_t cap_bytes, int64_t buffe
     gen g = {.batch_rows = 65536, .bytes_limit = input_bytes};
     struct ArrowArrayStream s;
     REQUIRE(gen_stream(&g, &s) == 0);
-    int64_t base = atomic_load(&g_live);
-    atomic_store(&g_peak, base);
+    int64_t base = hs_test_alloc_live();
+    hs_test_alloc_set_peak(base);
     struct timespec t0, t1, t2;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     hs_status st = hs_table_append(t, &s, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    int64_t peak = atomic_load(&g_peak) - base;
+    int64_t peak = hs_test_alloc_peak() - base;
     struct rusage ru = {0};
     getrusage(RUSAGE_SELF, &ru);   /* peak RSS of the append (before reading back) */
     if (long_form()) {
@@ -598,9 +545,9 @@ static void test_oom_sampled(void)
     gen g0 = {.batch_rows = 8192, .bytes_limit = (int64_t)3 << 20};
     struct ArrowArrayStream s0;
     REQUIRE(gen_stream(&g0, &s0) == 0);
-    int64_t a0 = atomic_load(&g_allocs);
+    int64_t a0 = hs_test_alloc_count();
     CHECK_OK(hs_table_append(probe, &s0, &err), &err);
-    int64_t total = atomic_load(&g_allocs) - a0;
+    int64_t total = hs_test_alloc_count() - a0;
     hs_table_close(probe);
     int tried = 0, failed = 0;
     for (int64_t nth = 1; nth < total; nth = nth < 16 ? nth + 1 : nth * 3 / 2) {
@@ -632,8 +579,7 @@ static void test_oom_sampled(void)
 
 int main(void)
 {
-    static const hs_alloc_hook hook = {c_malloc, c_realloc, c_free, NULL};
-    hs_set_alloc_hook(&hook);   /* before any allocation: every block has its header */
+    hs_test_count_allocs();   /* before any allocation: every block has its header */
     HS_RUN(test_stream_error);
     HS_RUN(test_partitioned_sorted);
     HS_RUN(test_io_fault_loop);
