@@ -40,7 +40,10 @@ printed on their own line; 0: the warm query follows at once), BENCH_REWRITE_MAN
 (run rewrite_manifests on the table first: one manifest instead of one per
 append; a maintenance step, report it as its own row), BENCH_OPEN (ours: "metadata", default, opens the metadata file's location as
 pyiceberg does; "path" opens the table directory), BENCH_TABLE_CACHE=DIR (keep
-the written table's objects there and restore them in later runs).
+the written table's objects there and restore them in later runs), BENCH_WARMUP=0 (no
+warm-up query: the cold query then includes the engine's first-query initialisation;
+either way each engine's start-up, the import and the warm-up query, is printed on its
+own line: a user's fresh process pays import + warm-up-or-initialisation + cold).
 """
 import json
 import os
@@ -68,12 +71,15 @@ KINDS = os.environ.get("BENCH_KINDS", "point,range,vector,full").split(",")
 # StaticTable and every catalog hand it over) or "path" (the table directory:
 # version-hint.text, then the current metadata file and a probe for a newer one)
 OPEN = os.environ.get("BENCH_OPEN", "metadata")
+# 0: no warm-up query on a local table: the cold query pays first-query initialisation
+WARMUP = os.environ.get("BENCH_WARMUP", "1") != "0"
 DIM = 32
 CATS = 100
 COLS = ["id", "category", "value"]
 
 WORKER = r'''
 import json, sys, time
+t_start = time.perf_counter()
 import numpy as np
 engine, uri, meta, endpoint, key, secret = sys.argv[1:7]
 rows = int(sys.argv[7])
@@ -121,14 +127,21 @@ def run(q):
         return r["id"].to_numpy()[np.argsort(d, kind="stable")[:10]].tolist()
     return tb.scan(selected_fields=tuple(COLS)).to_arrow().num_rows
 # warm the engine up (imports, first-query initialisation) on a local table, so that
-# "cold" measures empty S3 caches, not interpreter and library start-up
+# "cold" measures empty S3 caches, not interpreter and library start-up (both timed
+# and reported apart: what a user's fresh process adds before its first answer);
+# BENCH_WARMUP=0 skips the local query, so the cold query pays the first-query
+# initialisation itself
+t_import = time.perf_counter()
 warm_meta = sys.argv[8]
-if engine in ("ours", "base"):
-    hdb.Table(warm_meta.rsplit("/metadata/", 1)[0]).to_arrow(filter="id = 1", columns=COLS)
-else:
-    StaticTable.from_metadata(warm_meta).scan(row_filter=EqualTo("id", 1),
-                                             selected_fields=tuple(COLS)).to_arrow()
-print("READY", flush=True)
+if sys.argv[10] == "1":
+    if engine in ("ours", "base"):
+        hdb.Table(warm_meta.rsplit("/metadata/", 1)[0]).to_arrow(filter="id = 1", columns=COLS)
+    else:
+        StaticTable.from_metadata(warm_meta).scan(row_filter=EqualTo("id", 1),
+                                                 selected_fields=tuple(COLS)).to_arrow()
+t_ready = time.perf_counter()
+print("READY " + json.dumps({"import_ms": (t_import - t_start) * 1000,
+                             "warmup_ms": (t_ready - t_import) * 1000}), flush=True)
 for line in sys.stdin:
     q = json.loads(line)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -215,9 +228,11 @@ class Worker:
         exe = os.environ["BENCH_BASE_PYTHON"] if engine == "base" else sys.executable
         self.p = subprocess.Popen(
             [exe, "-c", WORKER, engine, uri, meta, endpoint, s3.access_key,
-             s3.secret_key, str(ROWS), WARM_META, OPEN], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            text=True)
-        assert self.p.stdout.readline().strip() == "READY"
+             s3.secret_key, str(ROWS), WARM_META, OPEN, "1" if WARMUP else "0"], env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        ready = self.p.stdout.readline().strip()
+        assert ready.startswith("READY "), ready
+        self.startup = json.loads(ready[6:])
 
     def ask(self, q):
         self.p.stdin.write(json.dumps(q) + "\n")
@@ -351,16 +366,22 @@ def main():
                     rng = np.random.default_rng(42)   # the same queries for both engines
                     cold = {}
                     warm = {}
+                    starts = []
                     for rep in range(REPEAT):
                         qs, qs2 = queries(rng), queries(rng)
                         for q, q2 in zip(qs, qs2):
                             w = Worker(engine, uri, meta, s3, proxy.endpoint)
+                            starts.append(w.startup)
                             c = measure(proxy, w, q, f"{engine} cold" if rep == 0 else "")
                             c["warming"], c["warming_bytes"] = settle(proxy)
                             m = measure(proxy, w, q2, f"{engine} warm" if rep == 0 else "")
                             w.close()
                             cold.setdefault(q["kind"], []).append(c)
                             warm.setdefault(q["kind"], []).append(m)
+                    print(f"delay={delay:>4.0f}ms {engine:9s} start-up (not in the cold column): "
+                          f"import {statistics.median(x['import_ms'] for x in starts):6.0f} ms, "
+                          f"first local query {statistics.median(x['warmup_ms'] for x in starts):6.0f} ms"
+                          f" (BENCH_WARMUP={int(WARMUP)})", flush=True)
                     for kind in cold:
                         w = cold[kind]
                         print(f"delay={delay:>4.0f}ms {engine:9s} {kind:6s} warming after cold: "

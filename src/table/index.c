@@ -615,12 +615,14 @@ static void reg_commit_forget(reg_commit *c, bool remove_files)
 
 /* Sets the manifest summaries the root written for metadata m will hold
  * (index/registry.h "manifests"): those of m's current snapshot, kept from
- * reg's root where it has them.  Only a lack of memory fails. */
-static hs_status set_msums(ix_registry *reg, const ice_table_metadata *m, hs_error *err)
+ * reg's root where it has them (files_too: where it has them with the
+ * manifests' files; tbl_plan_msums).  Only a lack of memory fails. */
+static hs_status set_msums(ix_registry *reg, const ice_table_metadata *m, bool files_too,
+                          hs_error *err)
 {
     ix_msum *a = NULL;
     int n = 0;
-    HS_TRY(tbl_plan_msums(m, reg, &a, &n, err));
+    HS_TRY(tbl_plan_msums(m, reg, files_too, &a, &n, err));
     ix_registry_set_msums(reg, a, n);
     return HS_OK;
 }
@@ -650,7 +652,7 @@ static hs_status reg_commit_cb(void *vctx, const ice_table_metadata *base, const
         st = ice_metadata_copy(base, nm, err);
     bool do_write = changed || add.len > 0 || c->root_always;
     if (st == HS_OK && do_write)
-        st = set_msums(&reg, base, err);
+        st = set_msums(&reg, base, c->root_always, err);
     if (st == HS_OK && do_write) {
         c->location = hs_strdup(base->location);
         if (!c->location)
@@ -683,17 +685,20 @@ static hs_status reg_commit_run_ex(hs_table *t, reg_change_fn fn, void *ctx, boo
 
 /* True when the manifest summaries of m's current snapshot that a root
  * written now would hold differ from reg's (a root written before they
- * existed, or before the snapshot's newest manifests). */
+ * existed, before the snapshot's newest manifests, or before summaries
+ * carried the manifests' files, where these now fit). */
 static hs_status msums_stale(const ix_registry *reg, const ice_table_metadata *m, bool *stale,
                              hs_error *err)
 {
     ix_msum *a = NULL;
     int n = 0;
     *stale = false;
-    HS_TRY(tbl_plan_msums(m, reg, &a, &n, err));
+    HS_TRY(tbl_plan_msums(m, reg, true, &a, &n, err));
     *stale = n != reg->n_msums;
-    for (int i = 0; i < n && !*stale; i++)
-        *stale = !ix_registry_find_msum(reg, a[i].path, a[i].length, a[i].snapshot);
+    for (int i = 0; i < n && !*stale; i++) {
+        const ix_msum *old = ix_registry_find_msum(reg, a[i].path, a[i].length, a[i].snapshot);
+        *stale = !old || (a[i].has_files && !old->has_files);
+    }
     ix_msums_free(a, n);
     return HS_OK;
 }
@@ -2691,7 +2696,7 @@ hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base, ice_table_me
         n_removed = 0;   /* nothing listed yet: no tombstones needed */
     char *nrel = NULL;
     if (st == HS_OK && (n_add > 0 || n_removed > 0))
-        st = set_msums(&reg, nm, err);
+        st = set_msums(&reg, nm, false, err);
     if (st == HS_OK && (n_add > 0 || n_removed > 0))
         st = ix_registry_write_delta(base->location, &reg, (const ix_entry *)add.data, n_add,
                                      (const char *const *)w->removed.data, n_removed,

@@ -990,8 +990,8 @@ static void msums_files_budget(ix_msum *a, int n)
     }
 }
 
-hs_status tbl_plan_msums(const ice_table_metadata *m, const ix_registry *prev, ix_msum **out,
-                         int *n_out, hs_error *err)
+hs_status tbl_plan_msums(const ice_table_metadata *m, const ix_registry *prev, bool files_too,
+                         ix_msum **out, int *n_out, hs_error *err)
 {
     *out = NULL;
     *n_out = 0;
@@ -1018,7 +1018,7 @@ hs_status tbl_plan_msums(const ice_table_metadata *m, const ix_registry *prev, i
         const ix_msum *old = prev ? ix_registry_find_msum(prev, mf->manifest_path,
                                                           mf->manifest_length,
                                                           msum_snapshot(mf)) : NULL;
-        if (old) {
+        if (old && (old->has_files || !files_too)) {
             if ((st = ix_msum_copy(old, &a[n], err)) == HS_OK)
                 n++;
             continue;

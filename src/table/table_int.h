@@ -276,12 +276,17 @@ bool tbl_plan_wait_idle(void);
 /* The manifest summaries (index/registry.h "manifests") of m's current
  * snapshot's data manifests: prev's (a registry root) where it has one for
  * the same manifest, the others computed from the manifests (read through
- * the manifest cache; one that cannot be read gets none).  *out (n_out
- * items, ix_msums_free) is NULL when there are none. */
+ * the manifest cache; one that cannot be read gets none).  files_too: a
+ * summary of prev's without the manifest's files (a root written before
+ * they existed, or over the files' budget then) is computed again, so that
+ * it gets them where they fit (refresh_indexes; commits copy prev's, to
+ * read no manifest they did not write).  *out (n_out items, ix_msums_free)
+ * is NULL when there are none. */
 struct ix_registry;
 struct ix_msum;
 HS_MUST_USE hs_status tbl_plan_msums(const ice_table_metadata *m, const struct ix_registry *prev,
-                                     struct ix_msum **out, int *n_out, hs_error *err);
+                                     bool files_too, struct ix_msum **out, int *n_out,
+                                     hs_error *err);
 /* The process-wide caches plans use (plan.c): bound filters (HS_FILTER_CACHE=0
  * turns it off; counters for tests) and decoded manifest lists.  The clears
  * drop unreferenced entries (tests balancing allocations). */
