@@ -647,3 +647,60 @@ def test_refresh_gives_an_old_root_its_summaries(s3):
     after = t.metadata_location
     t.refresh_indexes()   # summaries current: no commit
     assert t.metadata_location == after
+
+
+def test_refresh_gives_old_summaries_their_files(s3):
+    """A registry root whose manifest summaries were written before they
+    carried the manifests' files (simulated: "files" and "seq" removed from
+    the current root's summaries) makes a point lookup read the candidate
+    file's manifest (the bounds still skip the others); refresh_indexes, with
+    nothing to build, writes a root whose summaries have the files, and the
+    lookup reads no manifest. Oracle: the rows written (pandas) and the
+    proxy's request log."""
+    import boto3
+    uri = s3.uri(f"requests/old-files-{os.getpid()}")
+    t = hdb.Table(uri)
+    frames = [frame(f) for f in range(FILES)]
+    for f in frames:
+        t.write_pandas(f)
+        t.commit()
+    t.add_index("id", "range")
+    c = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                     aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    bucket, prefix = uri[len("s3://"):].split("/", 1)
+    key = f"{prefix}/{t.properties['hyperstream.index-registry']}"
+    root = json.loads(c.get_object(Bucket=bucket, Key=key)["Body"].read())
+    assert len(root["manifests"]) == FILES
+    for m in root["manifests"]:
+        assert m.pop("files") and "seq" in m
+        m.pop("seq")
+    c.put_object(Bucket=bucket, Key=key, Body=json.dumps(root).encode())
+    key_id = PER + 33
+
+    def manifests_read(meta):
+        with FaultProxy(s3.port) as proxy:
+            proxy.trace = []
+            env = dict(os.environ, **s3.env)
+            env["AWS_ENDPOINT_URL"] = proxy.endpoint
+            env.pop("AWS_ENDPOINT_URL_S3", None)
+            env["HS_WARM_FILES"] = "0"   # the plan's reads only (no next-query warming)
+            r = subprocess.run([sys.executable, "-c", MANY_WORKER, meta,
+                                json.dumps([f"id = {key_id}"])],
+                               env=env, text=True, capture_output=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            assert json.loads(r.stdout) == [[[key_id, f"c{key_id % 7}"]]]
+            with proxy.lock:
+                return [tg for _, _, tg, _ in proxy.trace
+                        if tg.split("?")[0].endswith(".avro") and "/snap-" not in tg]
+
+    assert len(manifests_read(t.metadata_location)) == 1   # bounds, no files
+    before = t.metadata_location
+    t.refresh_indexes()
+    assert t.metadata_location != before   # a registry commit: the new root
+    root = json.loads(c.get_object(
+        Bucket=bucket, Key=f"{prefix}/{t.properties['hyperstream.index-registry']}")["Body"].read())
+    assert all(len(m["files"]) == 1 for m in root["manifests"]), root["manifests"]
+    assert len(manifests_read(t.metadata_location)) == 0
+    after = t.metadata_location
+    t.refresh_indexes()   # summaries current, files included: no commit
+    assert t.metadata_location == after
