@@ -137,7 +137,11 @@ def _query_vectors(q, what="query") -> np.ndarray:
 
 
 def _to_arrow_table(data) -> pa.Table:
-    """Anything Arrow-like -> pyarrow.Table without copying Arrow buffers."""
+    """Anything Arrow-like -> pyarrow.Table without copying Arrow buffers.
+    Query results come through here, not pa.table(): that asks pyarrow's
+    pandas shim whether its argument is a DataFrame, which imports pandas
+    (0.5 to 1.4 s of a fresh process's first query, measured by bench/s3's
+    start-up line) even for a stream."""
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -831,8 +835,8 @@ class Table:
         if vector_filter is not None:
             skw = self._vector_kw(vector_filter)
             kw.pop("batch_size", None)
-            return pa.table(h.search(**skw, **kw))
-        return pa.table(h.scan(**kw))
+            return _to_arrow_table(h.search(**skw, **kw))
+        return _to_arrow_table(h.scan(**kw))
 
     def to_pandas(self, filter: Optional[str] = None, vector_filter: Optional[dict] = None,
                   columns: Optional[Sequence[str]] = None, snapshot_id: Optional[int] = None,
@@ -897,7 +901,7 @@ class Table:
         schema = self.schema
         if not schema.names:
             return 0
-        t = pa.table(h.scan(filter=filter, columns=[schema.names[0]]))
+        t = _to_arrow_table(h.scan(filter=filter, columns=[schema.names[0]]))
         return t.num_rows
 
     # ---- snapshots and history ----------------------------------------------
@@ -1507,7 +1511,7 @@ class Query:
         kw["columns"] = cols
         if self._vector is not None:
             kw.pop("batch_size", None)
-            t = pa.table(h.search(**self._vector, **kw))
+            t = _to_arrow_table(h.search(**self._vector, **kw))
         elif self._limit is not None:
             reader = pa.RecordBatchReader.from_stream(h.scan_stream(**kw))
             batches, n = [], 0
@@ -1518,7 +1522,7 @@ class Query:
                 n += b.num_rows
             t = pa.Table.from_batches(batches, schema=reader.schema)
         else:
-            t = pa.table(h.scan(**kw))
+            t = _to_arrow_table(h.scan(**kw))
         if order is not None:
             t = t.select(order)
         if self._limit is not None:

@@ -564,3 +564,46 @@ def test_make_optional_on_a_required_column(table_dir):
     assert st.schema().find_field("id").required
     t.make_optional("id")
     assert StaticTable.from_metadata(t.metadata_location).schema().find_field("id").optional
+
+
+def test_query_results_do_not_import_pandas(tmp_path):
+    """A fresh process's query results reach pyarrow without importing pandas
+    (pa.table() asks pyarrow's pandas shim whether its argument is a
+    DataFrame, which imports pandas: 0.5 to 1.4 s of the first query, as
+    bench/s3's start-up line measured). Oracle: pyarrow.compute over the rows
+    written; the module list of the child process."""
+    import json
+    import subprocess
+    import sys
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    rows = 200
+    emb = pa.FixedSizeListArray.from_arrays(
+        pa.array([float((i * 7 + j) % 13) for i in range(rows) for j in range(4)], pa.float32()), 4)
+    data = pa.table({"id": pa.array(range(rows), pa.int64()),
+                     "cat": pa.array([f"c{i % 5}" for i in range(rows)]), "emb": emb})
+    t = hdb.Table(str(tmp_path / "t"))
+    t.write_arrow(data)
+    t.commit()
+    child = r'''
+import json, sys
+import hyperstreamdb as hdb
+t = hdb.Table(sys.argv[1])
+a = t.to_arrow(filter="id < 17 AND cat = 'c1'", columns=["id"])["id"].to_pylist()
+v = t.to_arrow(filter="cat = 'c2'", columns=["id"],
+               vector_filter={"column": "emb", "query": [0.0, 0.0, 0.0, 0.0], "k": 3})
+print(json.dumps({"scan": a, "n": v.num_rows, "ids": v["id"].to_pylist(),
+                  "pandas": "pandas" in sys.modules}))
+'''
+    r = subprocess.run([sys.executable, "-c", child, str(tmp_path / "t")], text=True,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    want = data.filter(pc.and_(pc.less(data["id"], 17), pc.equal(data["cat"], "c1")))
+    assert got["scan"] == want["id"].to_pylist()
+    # brute force: the 3 smallest L2 distances to the origin among cat = 'c2'
+    vecs = {i: [float((i * 7 + j) % 13) for j in range(4)] for i in range(rows) if i % 5 == 2}
+    dist = {i: sum(x * x for x in v) for i, v in vecs.items()}
+    assert got["n"] == 3 and all(i in vecs for i in got["ids"])
+    assert sorted(dist[i] for i in got["ids"]) == sorted(dist.values())[:3]
+    assert got["pandas"] is False
