@@ -704,3 +704,20 @@ def test_refresh_gives_old_summaries_their_files(s3):
     after = t.metadata_location
     t.refresh_indexes()   # summaries current, files included: no commit
     assert t.metadata_location == after
+    # exact after the refresh: a delete of the key (the root's files are then
+    # the deleted snapshot's, with its delete file), and the refreshed
+    # metadata read again (time travel to before the delete) still has it
+    assert t.delete(f"id = {key_id} OR id = {key_id + 1}") == 2
+    env = dict(os.environ, **s3.env)
+    r = subprocess.run([sys.executable, "-c", MANY_WORKER, t.metadata_location,
+                        json.dumps([f"id = {key_id}", f"id >= {key_id} AND id < {key_id + 3}"])],
+                       env=env, text=True, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    allrows = pd.concat(frames, ignore_index=True)
+    want = allrows[allrows["id"] == key_id + 2]
+    assert json.loads(r.stdout) == [[], [[int(i), c] for i, c in zip(want["id"], want["cat"])]]
+    r = subprocess.run([sys.executable, "-c", MANY_WORKER, after,
+                        json.dumps([f"id = {key_id}"])],
+                       env=env, text=True, capture_output=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [[[key_id, f"c{key_id % 7}"]]]
