@@ -40,6 +40,14 @@ import pyarrow as pa
 
 from . import _core
 
+
+def _stream_table(stream) -> pa.Table:
+    """A result stream (__arrow_c_stream__) -> pyarrow.Table.  Not pa.table():
+    that asks pyarrow's pandas shim whether its argument is a DataFrame, which
+    imports pandas (0.5 s or more on a fresh process's first result)."""
+    return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
 _UNITS = {"": 1, "b": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20,
           "gb": 1 << 30, "gib": 1 << 30, "tb": 1 << 40, "tib": 1 << 40}
 
@@ -205,7 +213,7 @@ class Result:
             if not self._has_rows:
                 self._table = pa.table({})
             else:
-                rest = pa.table(self._r.read_all())
+                rest = _stream_table(self._r.read_all())
                 if self._batches:
                     rest = pa.Table.from_batches(self._batches + rest.to_batches(),
                                                  schema=rest.schema)
@@ -247,7 +255,7 @@ class Result:
                 if self._table is None:
                     self.to_arrow()
                 return
-            for batch in pa.table(b).to_batches():
+            for batch in _stream_table(b).to_batches():
                 self._batches.append(batch)
                 yield batch
 

@@ -567,7 +567,8 @@ def test_make_optional_on_a_required_column(table_dir):
 
 
 def test_query_results_do_not_import_pandas(tmp_path):
-    """A fresh process's query results reach pyarrow without importing pandas
+    """A fresh process's query results (scan, vector search, SQL) reach
+    pyarrow without importing pandas
     (pa.table() asks pyarrow's pandas shim whether its argument is a
     DataFrame, which imports pandas: 0.5 to 1.4 s of the first query, as
     bench/s3's start-up line measured). Oracle: pyarrow.compute over the rows
@@ -592,8 +593,11 @@ t = hdb.Table(sys.argv[1])
 a = t.to_arrow(filter="id < 17 AND cat = 'c1'", columns=["id"])["id"].to_pylist()
 v = t.to_arrow(filter="cat = 'c2'", columns=["id"],
                vector_filter={"column": "emb", "query": [0.0, 0.0, 0.0, 0.0], "k": 3})
-print(json.dumps({"scan": a, "n": v.num_rows, "ids": v["id"].to_pylist(),
-                  "pandas": "pandas" in sys.modules}))
+s = hdb.Session()
+q = s.execute("SELECT x * 2 AS y FROM generate_series(1, 5) g(x)").to_arrow()["y"].to_pylist()
+it = [b.num_rows for b in s.execute("SELECT x FROM generate_series(1, 7) g(x)")]
+print(json.dumps({"scan": a, "n": v.num_rows, "ids": v["id"].to_pylist(), "sql": q,
+                  "iter": sum(it), "pandas": "pandas" in sys.modules}))
 '''
     r = subprocess.run([sys.executable, "-c", child, str(tmp_path / "t")], text=True,
                        capture_output=True, timeout=120)
@@ -606,4 +610,5 @@ print(json.dumps({"scan": a, "n": v.num_rows, "ids": v["id"].to_pylist(),
     dist = {i: sum(x * x for x in v) for i, v in vecs.items()}
     assert got["n"] == 3 and all(i in vecs for i in got["ids"])
     assert sorted(dist[i] for i in got["ids"]) == sorted(dist.values())[:3]
+    assert got["sql"] == [2, 4, 6, 8, 10] and got["iter"] == 7
     assert got["pandas"] is False
