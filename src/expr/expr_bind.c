@@ -316,7 +316,7 @@ static bool castable(const ex_ty *from, const ex_ty *to)
     if (f == EX_T_ARRAY || t == EX_T_ARRAY) /* the arrays of pgvector's casts */
         return f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR ||
                (f == EX_T_ARRAY && t == EX_T_ARRAY) ||
-               (f == EX_T_ARRAY && t != EX_T_BIT && ex_is_pv(t)) ||
+               (f == EX_T_ARRAY && t != EX_T_BIT && ex_is_pv(t) && from->elem != PV_E_TEXT) ||
                ((f == EX_T_VEC || f == EX_T_HALFVEC) && to->elem == PV_E_FLOAT4);
     if (ex_is_pv(f) || ex_is_pv(t)) /* pgvector's casts; text both ways (I/O casts) */
         return f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR || f == t ||
@@ -405,6 +405,7 @@ static ex_cmode cmode_of(const ex_ty *t)
     case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return EX_CM_BYTES;
     case EX_T_BOOL: return EX_CM_BOOL;
     case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: return EX_CM_PV;
+    case EX_T_ARRAY: return t->elem == PV_E_TEXT ? EX_CM_PV : EX_CM_I64;
     case EX_T_INTERVAL: return EX_CM_IV;
     default: return EX_CM_I64;
     }
@@ -1603,6 +1604,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
     HS_TRY(exb_bind(b, rj, &r));
     if (ex_is_pv(l->type.t) || ex_is_pv(r->type.t))
         return exb_pv_op(b, opname, l, r, loc, out);
+    if (exb_ta_is(l) || exb_ta_is(r))   /* text[] = text[], text[] || ... */
+        return exb_ta_op(b, opname, l, r, loc, out);
     if (cmp >= 0)
         return make_cmp(b, cmp, l, r, loc, out);
     return exb_arith(b, aop, l, r, loc, out);

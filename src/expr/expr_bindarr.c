@@ -295,6 +295,24 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
     HS_TRY(exb_bind(b, lj, &x));
     HS_TRY(exb_bind(b, rj, &arr));
     char b1[48], b2[48];
+    if (ex_is_ta(&arr->type)) {   /* x op ANY (text[] value): expr_textarr.c */
+        ex_t xt = x->type.t;
+        if (xt == EX_T_UNKNOWN || xt == EX_T_NULL)
+            HS_TRY(exb_cast_to(b, &x, exb_ty(EX_T_STR), true));
+        else if (xt != EX_T_STR)
+            return exb_err(b, HS_NOT_FOUND, loc, "operator does not exist: %s %s text",
+                           exb_tname(&x->type, b1), opname);
+        ex_node *n = exb_mk(b, EX_FUNC, exb_ty(EX_T_BOOL), loc, 2);
+        if (!n)
+            return exb_nomem(b);
+        n->op = EX_FN_LIST_ANY;
+        n->aux = op;
+        n->neg = all;
+        n->args[0] = arr;
+        n->args[1] = x;
+        *out = n;
+        return exb_fold(b, out, false);
+    }
     if (arr->kind != EX_COL || arr->type.t != EX_T_OTHER || !arr->field ||
         (arr->field->type != HS_TYPE_LIST && arr->field->type != HS_TYPE_FIXED_LIST))
         return exb_err(b, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN ? HS_UNSUPPORTED
@@ -361,6 +379,12 @@ hs_status exb_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj,
         (a->field->type != HS_TYPE_LIST && a->field->type != HS_TYPE_FIXED_LIST)) {
         json_decref(els);
         json_decref(cast_type);
+        ex_node *r;
+        if (exb_ta_is(a) || a->type.t == EX_T_UNKNOWN) {   /* text[] values: expr_textarr.c */
+            HS_TRY(exb_bind(b, rj, &r));
+            if (exb_ta_is(a) || exb_ta_is(r))
+                return exb_ta_contains(b, overlap, a, r, loc, out);
+        }
         return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is supported between an array column "
                        "and ARRAY[...] or '{...}'::t[] only", opname);
     }
@@ -470,7 +494,10 @@ hs_status exb_struct_field(ex_binder *b, const ex_node *x, const hs_field *f, in
 static hs_status bind_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
 {
     char b1[48];
-    if (json_is_true(json_object_get(ind, "is_slice")))
+    bool slice = json_is_true(json_object_get(ind, "is_slice"));
+    if (ex_is_ta(&x->type) || (slice && exb_ta_is(x)))   /* text[]: expr_textarr.c */
+        return exb_ta_subscript(b, x, ind, loc, out);
+    if (slice)
         return exb_err(b, HS_UNSUPPORTED, loc, "array slices are not supported");
     if (x->kind != EX_COL || x->type.t != EX_T_OTHER || !x->field ||
         (x->field->type != HS_TYPE_LIST && x->field->type != HS_TYPE_FIXED_LIST)) {
