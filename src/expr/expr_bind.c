@@ -1534,7 +1534,15 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         ex_node *n = exb_mk(b, EX_DISTINCT, exb_ty(EX_T_BOOL), loc, 2);
         if (!n)
             return exb_nomem(b);
-        HS_TRY(unify_cmp(b, &l, &r, loc, "IS DISTINCT FROM", &n->cmode));
+        bool okl = false, okr = false;
+        if (exb_ta_is(l) || exb_ta_is(r)) {   /* text[] values */
+            HS_TRY(exb_ta_coerce(b, &l, &okl));
+            HS_TRY(exb_ta_coerce(b, &r, &okr));
+        }
+        if (okl && okr)
+            n->cmode = EX_CM_PV;
+        else
+            HS_TRY(unify_cmp(b, &l, &r, loc, "IS DISTINCT FROM", &n->cmode));
         n->args[0] = l;
         n->args[1] = r;
         n->neg = !strcmp(kind, "AEXPR_NOT_DISTINCT");
@@ -1872,6 +1880,10 @@ static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
     if (loc < 0)
         loc = x->loc; /* DATE '...' has no location of its own */
     char b1[48], b2[48];
+    if (x->type.t == EX_T_OTHER && exb_ta_is(x) && (t.t == EX_T_STR || t.t == EX_T_ARRAY)) {
+        bool ok;   /* a list<string> column as a text[] value */
+        HS_TRY(exb_ta_coerce(b, &x, &ok));
+    }
     if (!castable(&x->type, &t))
         return exb_err(b, HS_INVALID, loc, "cannot cast type %s to %s", exb_tname(&x->type, b1), exb_tname(&t, b2));
     if (x->kind == EX_CONST && x->val.null) {

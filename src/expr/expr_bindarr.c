@@ -333,6 +333,9 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
     if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL ||
         (same && et.t != EX_T_INT && et.t != EX_T_FLOAT))
         HS_TRY(exb_cast_to(b, &x, et, true));
+    else if (!same && et.t == EX_T_STR)   /* integer = ANY(text[]) */
+        return exb_err(b, HS_NOT_FOUND, loc, "operator does not exist: %s %s text",
+                       exb_tname(&x->type, b1), opname);
     else if (!same)
         return exb_err(b, HS_UNSUPPORTED, x->loc, "%s with a %s against an array of %s is not "
                        "supported (cast it to the element type)", all ? "ALL" : "ANY",
@@ -495,6 +498,9 @@ static hs_status bind_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, 
 {
     char b1[48];
     bool slice = json_is_true(json_object_get(ind, "is_slice"));
+    if (x->kind == EX_FUNC && (x->op == EX_FN_ARR_ELEM || x->op == EX_FN_TA_SLICE) &&
+        ex_is_ta(&x->args[0]->type))
+        return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of multidimensional arrays are not supported");
     if (ex_is_ta(&x->type) || (slice && exb_ta_is(x)))   /* text[]: expr_textarr.c */
         return exb_ta_subscript(b, x, ind, loc, out);
     if (slice)
