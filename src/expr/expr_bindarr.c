@@ -498,8 +498,7 @@ static hs_status bind_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, 
 {
     char b1[48];
     bool slice = json_is_true(json_object_get(ind, "is_slice"));
-    if (x->kind == EX_FUNC && (x->op == EX_FN_ARR_ELEM || x->op == EX_FN_TA_SLICE) &&
-        ex_is_ta(&x->args[0]->type))
+    if (x->kind == EX_FUNC && (x->op == EX_FN_ARR_ELEM || x->op == EX_FN_TA_SLICE))
         return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of multidimensional arrays are not supported");
     if (ex_is_ta(&x->type) || (slice && exb_ta_is(x)))   /* text[]: expr_textarr.c */
         return exb_ta_subscript(b, x, ind, loc, out);
