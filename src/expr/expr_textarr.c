@@ -228,7 +228,7 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
     case EX_FN_TA_APPEND: {
         bool pre = !strcasecmp(fn, "array_prepend");
         ex_node *x[2] = {pre ? a[1] : a[0], pre ? a[0] : a[1]};
-        if (!exb_ta_is(x[0]) && x[0]->type.t != EX_T_NULL)
+        if (!exb_ta_is(x[0]) && x[0]->type.t != EX_T_NULL && x[0]->type.t != EX_T_UNKNOWN)
             return x[0]->type.t == EX_T_ARRAY || x[0]->type.t == EX_T_OTHER
                 ? exb_err(b, HS_UNSUPPORTED, loc, "function %s of %s is not supported", fn,
                           x[0]->type.t == EX_T_OTHER ? "this array" : "numeric arrays")
