@@ -460,6 +460,15 @@ static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
     if (ex_is_pv(n->type.t))
         return ex_pv_read_col(c, n, col, sel, ns, out);
     const uint8_t *d = col->values.data;
+    if (!d && (col->type == HS_TYPE_STRING || col->type == HS_TYPE_BINARY) &&
+        (n->type.t == EX_T_STR || n->type.t == EX_T_BIN || n->type.t == EX_T_UNKNOWN)) {
+        /* every value empty (or NULL): the column has no bytes at all */
+        for (int k = 0; k < ns; k++) {
+            out->v.s[sel[k]].p = (const uint8_t *)"";
+            out->v.s[sel[k]].n = 0;
+        }
+        return HS_OK;
+    }
     if (n->type.t == EX_T_OTHER || n->type.t == EX_T_NULL || (!d && col->type != HS_TYPE_NA))
         return HS_OK;
     int from_unit = r->field ? (int)(r->field->unit & 3) : n->type.unit;
