@@ -11,6 +11,7 @@
 
 #include "base/mem.h"
 #include "expr/pgvector.h"
+#include "expr/textarr.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -18,106 +19,32 @@
 #include <string.h>
 #include <strings.h>
 
-static bool arr_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 /* The elements of a one-dimensional array's text form, as PostgreSQL's
- * array_in reads it: '{' elements separated by ',' '}', an element either
- * double-quoted (backslash escapes the next character) or bare (backslash
- * escapes too; unescaped whitespace around it dropped; NULL, any case and
- * unquoted, is the null element).  Appends to els a string constant per
- * element ({"A_Const": {"sval": ...}} or {"A_Const": {"isnull": true}}),
- * which the caller casts to the element type (array_literal: into a new
- * array, *out).  Errors as PostgreSQL's
- * ("malformed array literal", 22P02); dimension decorations ([1:2]=) and
- * nested braces (multidimensional arrays) are 0A000. */
+ * array_in reads it (expr/textarr.h ta_in: quoting, backslash escapes,
+ * whitespace, unquoted NULL), appended to els as string constants
+ * ({"A_Const": {"sval": ...}} or {"A_Const": {"isnull": true}}), which the
+ * caller casts to the element type.  Errors are ta_in's: "malformed array
+ * literal" (22P02); dimension decorations ([1:2]=) and nested braces
+ * (multidimensional arrays) are 0A000. */
 static hs_status array_literal_into(ex_binder *b, const char *txt, int loc, json_t *els)
 {
-    const char *p = txt;
-    size_t len = strlen(txt);
-    char *buf = hs_arena_alloc(&b->e->arena, len + 1);
-    if (!buf)
+    hs_error err = {0};
+    pv_val v;
+    hs_status st = ta_in(txt, strlen(txt), &b->e->arena, &v, &err);
+    if (st == HS_NOMEM || err.code == HS_NOMEM)
         return exb_nomem(b);
-    while (arr_space(*p))
-        p++;
-    if (*p == '[')
-        return exb_err(b, HS_UNSUPPORTED, loc, "array literals with dimension decorations are not "
-                       "supported: \"%.64s\"", txt);
-    if (*p != '{')
-        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (array value must "
-                       "start with \"{\")", txt);
-    p++;
-    while (arr_space(*p))
-        p++;
-    bool empty = *p == '}';
-    if (empty)
-        p++;
-    while (!empty) {
-        while (arr_space(*p))
-            p++;
-        if (*p == '{')
-            return exb_err(b, HS_UNSUPPORTED, loc, "multidimensional arrays are not supported");
-        size_t n = 0, keep = 0;   /* keep: length up to the last escaped or non-space byte */
-        bool quoted = *p == '"', any_escape = false;
-        if (quoted) {
-            p++;
-            for (;; p++) {
-                if (!*p)
-                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                                   "(unexpected end of input)", txt);
-                if (*p == '"')
-                    break;
-                if (*p == '\\' && !*++p)
-                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                                   "(unexpected end of input)", txt);
-                buf[n++] = *p;
-            }
-            p++;
-            keep = n;
-            while (arr_space(*p))
-                p++;
-        } else {
-            for (; *p && *p != ',' && *p != '}'; p++) {
-                if (*p == '"' || *p == '{')
-                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                                   "(unexpected \"%c\" character)", txt, *p);
-                if (*p == '\\') {
-                    if (!*++p)
-                        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                                       "(unexpected end of input)", txt);
-                    any_escape = true;
-                    buf[n++] = *p;
-                    keep = n;
-                } else {
-                    buf[n++] = *p;
-                    if (!arr_space(*p))
-                        keep = n;
-                }
-            }
-            if (keep == 0 && !any_escape)
-                return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                               "(unexpected \"%c\" character)", txt, *p ? *p : '}');
-        }
-        if (*p != ',' && *p != '}')
-            return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (unexpected "
-                           "array element)", txt);
-        buf[keep] = 0;
-        bool is_null = !quoted && !any_escape && keep == 4 && !strncasecmp(buf, "NULL", 4);
-        json_t *c = is_null ? json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1)
-                            : json_pack("{s:{s:{s:s%},s:i}}", "A_Const", "sval", "sval", buf, keep,
-                                        "location", -1);
+    if (st != HS_OK)
+        return exb_err(b, st, loc, "%s", err.msg);
+    for (int64_t i = 0, n = ta_len(v); i < n; i++) {
+        const uint8_t *p;
+        size_t len;
+        json_t *c = !ta_get(v, i, &p, &len)
+                        ? json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1)
+                        : json_pack("{s:{s:{s:s%},s:i}}", "A_Const", "sval", "sval", (const char *)p, len,
+                                    "location", -1);
         if (!c || json_array_append_new(els, c) != 0)
             return exb_nomem(b);
-        if (*p++ == '}')
-            break;
     }
-    while (arr_space(*p))
-        p++;
-    if (*p)
-        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (junk after closing "
-                       "right brace)", txt);
     return HS_OK;
 }
 
