@@ -72,6 +72,12 @@ CASES = [
     "a = ARRAY[1]",
     # subqueries: unnest, array_agg feeding the functions
     "(SELECT count(*) FROM unnest(a) u(x))",
+    "(SELECT string_agg(x, ',') FROM unnest('{a,\"b c\"}'::text[]) u(x))",
+    "(SELECT count(*) FROM unnest(array_append(a, 'z')) u(x))",
+    "(SELECT string_agg(x || n, ',') FROM unnest(a || s) WITH ORDINALITY u(x, n))",
+    "(SELECT count(*) FROM unnest('{1,2}'::int[]) u(x))",
+    "(SELECT count(*) FROM unnest('{a'::text[]) u(x))",
+    "(SELECT count(*) FROM unnest('[1,2]'::vector) u(x))",
     "(SELECT string_agg(x, '+' ORDER BY x) FROM unnest(a) u(x) WHERE x IS NOT NULL)",
     "(SELECT array_to_string(array_agg(x ORDER BY x), ',') FROM unnest(a) u(x))",
     # a string column whose values are all '' has no bytes (expr_eval.c ev_col read
