@@ -285,7 +285,9 @@ static bool common_type(const ex_ty *a, const ex_ty *b, ex_ty *out)
         case EX_T_BIN:
             out->uuid = a->uuid && b->uuid;
             return true;
-        case EX_T_OTHER: case EX_T_ARRAY:
+        case EX_T_ARRAY:   /* text[] with text[] (CASE, COALESCE, IN, ...) */
+            return a->elem == PV_E_TEXT && b->elem == PV_E_TEXT;
+        case EX_T_OTHER:
             return false;
         default:
             return true;
@@ -1343,6 +1345,8 @@ static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node 
     HS_TRY(exb_list(b, json_object_get(rb, "items"), &items, &n_items));
     if (n_items == 0)
         return exb_err(b, HS_INVALID, loc, "empty IN list");
+    HS_TRY(exb_ta_lift(b, &lhs, 1));
+    HS_TRY(exb_ta_lift(b, items, n_items));
     ex_ty t = lhs->type;
     char b1[48], b2[48];
     for (int i = 0; i < n_items; i++) {
@@ -1377,6 +1381,7 @@ static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node 
  * (decimals keep their scales); sets *mode. */
 static hs_status unify_many(ex_binder *b, ex_node **a, int n, int loc, const char *what, ex_cmode *mode)
 {
+    HS_TRY(exb_ta_lift(b, a, n));
     ex_ty t = a[0]->type;
     char b1[48], b2[48];
     for (int i = 1; i < n; i++) {
@@ -1507,6 +1512,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         ex_node *l, *r;
         HS_TRY(exb_bind(b, json_object_get(body, "lexpr"), &l));
         HS_TRY(exb_bind(b, json_object_get(body, "rexpr"), &r));
+        HS_TRY(exb_ta_lift(b, &l, 1));
+        HS_TRY(exb_ta_lift(b, &r, 1));
         ex_ty t;
         char b1[48], b2[48];
         if (!common_type(&l->type, &r->type, &t))
@@ -1718,6 +1725,7 @@ static hs_status bind_case(ex_binder *b, json_t *body, ex_node **out)
     ex_ty t = exb_ty(EX_T_NULL);
     char b1[48], b2[48];
     for (size_t i = 0; i <= nw; i++) {
+        HS_TRY(exb_ta_lift(b, &n->args[i == nw ? last : off + 2 * (int)i + 1], 1));
         ex_node *r = n->args[i == nw ? last : off + 2 * (int)i + 1];
         ex_ty u;
         if (!common_type(&t, &r->type, &u))
@@ -1742,6 +1750,7 @@ static hs_status bind_coalesce(ex_binder *b, json_t *body, ex_node **out)
     HS_TRY(exb_list(b, json_object_get(body, "args"), &a, &n));
     if (n == 0)
         return exb_err(b, HS_INVALID, loc, "COALESCE needs arguments");
+    HS_TRY(exb_ta_lift(b, a, n));
     ex_ty t = exb_ty(EX_T_NULL);
     char b1[48], b2[48];
     for (int i = 0; i < n; i++) {

@@ -392,6 +392,9 @@ HS_MUST_USE hs_status exb_pv_func(ex_binder *b, const char *fn, struct json_t *a
 static inline bool ex_is_ta(const ex_ty *t) { return t->t == EX_T_ARRAY && t->elem == PV_E_TEXT; }
 bool exb_ta_is(const ex_node *x);
 HS_MUST_USE hs_status exb_ta_coerce(ex_binder *b, ex_node **np, bool *ok);
+/* every list<string> column among a[0..n) as a text[] value (the operands
+ * of IN, BETWEEN, CASE, COALESCE, NULLIF) */
+HS_MUST_USE hs_status exb_ta_lift(ex_binder *b, ex_node **a, int n);
 /* ARRAY[...] whose elements are text, unknown literals or NULLs (cast: the
  * text[] it is cast to, or NULL) */
 HS_MUST_USE hs_status exb_ta_array(ex_binder *b, ex_node **a, int n, int loc, ex_node **out);

@@ -65,6 +65,15 @@ hs_status exb_ta_coerce(ex_binder *b, ex_node **np, bool *ok)
     return HS_OK;
 }
 
+hs_status exb_ta_lift(ex_binder *b, ex_node **a, int n)
+{
+    bool ok;
+    for (int i = 0; i < n; i++)
+        if (is_text_list(a[i]))
+            HS_TRY(exb_ta_coerce(b, &a[i], &ok));
+    return HS_OK;
+}
+
 /* text, unknown or NULL into text; *ok false for other types */
 static hs_status want_text(ex_binder *b, ex_node **np, bool *ok)
 {

@@ -70,6 +70,10 @@ CASES = [
     "a > ARRAY['a']", "a <= '{x,NULL}'", "a >= ARRAY['x']", "a = a", "a IS DISTINCT FROM NULL",
     "ARRAY['a', NULL] = ARRAY['a', NULL]", "ARRAY['a', NULL] < ARRAY['a', 'b']",
     "a = ARRAY[1]",
+    "a IN (ARRAY['a','b','c'], '{x,NULL,\"y z\"}')", "string_to_array(s, ',') IN ('{a,b,c}', '{}')",
+    "a || 'q'::text IN (ARRAY['q'])", "a BETWEEN ARRAY['a'] AND ARRAY['y']",
+    "CASE WHEN k > 2 THEN a ELSE ARRAY['small'] END", "COALESCE(a, '{}')", "COALESCE(a || 'q'::text, '{}')",
+    "NULLIF(a, '{}')", "CASE WHEN k = 1 THEN string_to_array(s, ',') END",
     # subqueries: unnest, array_agg feeding the functions
     "(SELECT count(*) FROM unnest(a) u(x))",
     "(SELECT string_agg(x, ',') FROM unnest('{a,\"b c\"}'::text[]) u(x))",
