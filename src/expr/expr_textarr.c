@@ -343,8 +343,9 @@ static hs_status ev_of_list(ex_ctx *c, const ex_node *n, const ex_sel *sel, int 
         hs_status st = HS_OK;
         for (int64_t i = start; i < end && st == HS_OK; i++) {
             bool valid = hs_col_is_valid(ch, i);
-            st = ta_b_add(&tb, valid ? ch->values.data + o[i] : NULL, valid ? (size_t)(o[i + 1] - o[i]) : 0,
-                          !valid);
+            size_t len = valid ? (size_t)(o[i + 1] - o[i]) : 0;
+            /* no value bytes at all when every string is empty: data is NULL */
+            st = ta_b_add(&tb, len ? ch->values.data + o[i] : NULL, len, !valid);
         }
         if (st != HS_OK) {
             ta_b_free(&tb);
