@@ -181,6 +181,8 @@ static hs_status array_value_len(ex_ctx *c, const ex_node *n, const ex_vec *ix, 
 hs_status ex_ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     ex_fn fn = (ex_fn)n->op;
+    if (ex_is_ta(&n->args[0]->type))   /* a text[] value: expr_textarr.c */
+        return ex_ev_ta_fn(c, n, sel, ns, out);
     ex_vec ix = {0};
     if (n->n_args > 1)
         HS_TRY(ex_ev(c, n->args[1], sel, ns, &ix));

@@ -285,7 +285,9 @@ static bool common_type(const ex_ty *a, const ex_ty *b, ex_ty *out)
         case EX_T_BIN:
             out->uuid = a->uuid && b->uuid;
             return true;
-        case EX_T_OTHER: case EX_T_ARRAY:
+        case EX_T_ARRAY:   /* text[] with text[] (CASE, COALESCE, IN, ...) */
+            return a->elem == PV_E_TEXT && b->elem == PV_E_TEXT;
+        case EX_T_OTHER:
             return false;
         default:
             return true;
@@ -316,7 +318,7 @@ static bool castable(const ex_ty *from, const ex_ty *to)
     if (f == EX_T_ARRAY || t == EX_T_ARRAY) /* the arrays of pgvector's casts */
         return f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR ||
                (f == EX_T_ARRAY && t == EX_T_ARRAY) ||
-               (f == EX_T_ARRAY && t != EX_T_BIT && ex_is_pv(t)) ||
+               (f == EX_T_ARRAY && t != EX_T_BIT && ex_is_pv(t) && from->elem != PV_E_TEXT) ||
                ((f == EX_T_VEC || f == EX_T_HALFVEC) && to->elem == PV_E_FLOAT4);
     if (ex_is_pv(f) || ex_is_pv(t)) /* pgvector's casts; text both ways (I/O casts) */
         return f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR || f == t ||
@@ -405,6 +407,7 @@ static ex_cmode cmode_of(const ex_ty *t)
     case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return EX_CM_BYTES;
     case EX_T_BOOL: return EX_CM_BOOL;
     case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: return EX_CM_PV;
+    case EX_T_ARRAY: return t->elem == PV_E_TEXT ? EX_CM_PV : EX_CM_I64;
     case EX_T_INTERVAL: return EX_CM_IV;
     default: return EX_CM_I64;
     }
@@ -1342,6 +1345,8 @@ static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node 
     HS_TRY(exb_list(b, json_object_get(rb, "items"), &items, &n_items));
     if (n_items == 0)
         return exb_err(b, HS_INVALID, loc, "empty IN list");
+    HS_TRY(exb_ta_lift(b, &lhs, 1));
+    HS_TRY(exb_ta_lift(b, items, n_items));
     ex_ty t = lhs->type;
     char b1[48], b2[48];
     for (int i = 0; i < n_items; i++) {
@@ -1376,6 +1381,7 @@ static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node 
  * (decimals keep their scales); sets *mode. */
 static hs_status unify_many(ex_binder *b, ex_node **a, int n, int loc, const char *what, ex_cmode *mode)
 {
+    HS_TRY(exb_ta_lift(b, a, n));
     ex_ty t = a[0]->type;
     char b1[48], b2[48];
     for (int i = 1; i < n; i++) {
@@ -1506,6 +1512,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         ex_node *l, *r;
         HS_TRY(exb_bind(b, json_object_get(body, "lexpr"), &l));
         HS_TRY(exb_bind(b, json_object_get(body, "rexpr"), &r));
+        HS_TRY(exb_ta_lift(b, &l, 1));
+        HS_TRY(exb_ta_lift(b, &r, 1));
         ex_ty t;
         char b1[48], b2[48];
         if (!common_type(&l->type, &r->type, &t))
@@ -1533,7 +1541,15 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         ex_node *n = exb_mk(b, EX_DISTINCT, exb_ty(EX_T_BOOL), loc, 2);
         if (!n)
             return exb_nomem(b);
-        HS_TRY(unify_cmp(b, &l, &r, loc, "IS DISTINCT FROM", &n->cmode));
+        bool okl = false, okr = false;
+        if (exb_ta_is(l) || exb_ta_is(r)) {   /* text[] values */
+            HS_TRY(exb_ta_coerce(b, &l, &okl));
+            HS_TRY(exb_ta_coerce(b, &r, &okr));
+        }
+        if (okl && okr)
+            n->cmode = EX_CM_PV;
+        else
+            HS_TRY(unify_cmp(b, &l, &r, loc, "IS DISTINCT FROM", &n->cmode));
         n->args[0] = l;
         n->args[1] = r;
         n->neg = !strcmp(kind, "AEXPR_NOT_DISTINCT");
@@ -1603,6 +1619,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
     HS_TRY(exb_bind(b, rj, &r));
     if (ex_is_pv(l->type.t) || ex_is_pv(r->type.t))
         return exb_pv_op(b, opname, l, r, loc, out);
+    if (exb_ta_is(l) || exb_ta_is(r))   /* text[] = text[], text[] || ... */
+        return exb_ta_op(b, opname, l, r, loc, out);
     if (cmp >= 0)
         return make_cmp(b, cmp, l, r, loc, out);
     return exb_arith(b, aop, l, r, loc, out);
@@ -1707,6 +1725,7 @@ static hs_status bind_case(ex_binder *b, json_t *body, ex_node **out)
     ex_ty t = exb_ty(EX_T_NULL);
     char b1[48], b2[48];
     for (size_t i = 0; i <= nw; i++) {
+        HS_TRY(exb_ta_lift(b, &n->args[i == nw ? last : off + 2 * (int)i + 1], 1));
         ex_node *r = n->args[i == nw ? last : off + 2 * (int)i + 1];
         ex_ty u;
         if (!common_type(&t, &r->type, &u))
@@ -1731,6 +1750,7 @@ static hs_status bind_coalesce(ex_binder *b, json_t *body, ex_node **out)
     HS_TRY(exb_list(b, json_object_get(body, "args"), &a, &n));
     if (n == 0)
         return exb_err(b, HS_INVALID, loc, "COALESCE needs arguments");
+    HS_TRY(exb_ta_lift(b, a, n));
     ex_ty t = exb_ty(EX_T_NULL);
     char b1[48], b2[48];
     for (int i = 0; i < n; i++) {
@@ -1869,6 +1889,10 @@ static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
     if (loc < 0)
         loc = x->loc; /* DATE '...' has no location of its own */
     char b1[48], b2[48];
+    if (x->type.t == EX_T_OTHER && exb_ta_is(x) && (t.t == EX_T_STR || t.t == EX_T_ARRAY)) {
+        bool ok;   /* a list<string> column as a text[] value */
+        HS_TRY(exb_ta_coerce(b, &x, &ok));
+    }
     if (!castable(&x->type, &t))
         return exb_err(b, HS_INVALID, loc, "cannot cast type %s to %s", exb_tname(&x->type, b1), exb_tname(&t, b2));
     if (x->kind == EX_CONST && x->val.null) {

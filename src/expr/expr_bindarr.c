@@ -11,6 +11,7 @@
 
 #include "base/mem.h"
 #include "expr/pgvector.h"
+#include "expr/textarr.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -18,106 +19,32 @@
 #include <string.h>
 #include <strings.h>
 
-static bool arr_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-
 /* The elements of a one-dimensional array's text form, as PostgreSQL's
- * array_in reads it: '{' elements separated by ',' '}', an element either
- * double-quoted (backslash escapes the next character) or bare (backslash
- * escapes too; unescaped whitespace around it dropped; NULL, any case and
- * unquoted, is the null element).  Appends to els a string constant per
- * element ({"A_Const": {"sval": ...}} or {"A_Const": {"isnull": true}}),
- * which the caller casts to the element type (array_literal: into a new
- * array, *out).  Errors as PostgreSQL's
- * ("malformed array literal", 22P02); dimension decorations ([1:2]=) and
- * nested braces (multidimensional arrays) are 0A000. */
+ * array_in reads it (expr/textarr.h ta_in: quoting, backslash escapes,
+ * whitespace, unquoted NULL), appended to els as string constants
+ * ({"A_Const": {"sval": ...}} or {"A_Const": {"isnull": true}}), which the
+ * caller casts to the element type.  Errors are ta_in's: "malformed array
+ * literal" (22P02); dimension decorations ([1:2]=) and nested braces
+ * (multidimensional arrays) are 0A000. */
 static hs_status array_literal_into(ex_binder *b, const char *txt, int loc, json_t *els)
 {
-    const char *p = txt;
-    size_t len = strlen(txt);
-    char *buf = hs_arena_alloc(&b->e->arena, len + 1);
-    if (!buf)
+    hs_error err = {0};
+    pv_val v;
+    hs_status st = ta_in(txt, strlen(txt), &b->e->arena, &v, &err);
+    if (st == HS_NOMEM || err.code == HS_NOMEM)
         return exb_nomem(b);
-    while (arr_space(*p))
-        p++;
-    if (*p == '[')
-        return exb_err(b, HS_UNSUPPORTED, loc, "array literals with dimension decorations are not "
-                       "supported: \"%.64s\"", txt);
-    if (*p != '{')
-        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (array value must "
-                       "start with \"{\")", txt);
-    p++;
-    while (arr_space(*p))
-        p++;
-    bool empty = *p == '}';
-    if (empty)
-        p++;
-    while (!empty) {
-        while (arr_space(*p))
-            p++;
-        if (*p == '{')
-            return exb_err(b, HS_UNSUPPORTED, loc, "multidimensional arrays are not supported");
-        size_t n = 0, keep = 0;   /* keep: length up to the last escaped or non-space byte */
-        bool quoted = *p == '"', any_escape = false;
-        if (quoted) {
-            p++;
-            for (;; p++) {
-                if (!*p)
-                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                                   "(unexpected end of input)", txt);
-                if (*p == '"')
-                    break;
-                if (*p == '\\' && !*++p)
-                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                                   "(unexpected end of input)", txt);
-                buf[n++] = *p;
-            }
-            p++;
-            keep = n;
-            while (arr_space(*p))
-                p++;
-        } else {
-            for (; *p && *p != ',' && *p != '}'; p++) {
-                if (*p == '"' || *p == '{')
-                    return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                                   "(unexpected \"%c\" character)", txt, *p);
-                if (*p == '\\') {
-                    if (!*++p)
-                        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                                       "(unexpected end of input)", txt);
-                    any_escape = true;
-                    buf[n++] = *p;
-                    keep = n;
-                } else {
-                    buf[n++] = *p;
-                    if (!arr_space(*p))
-                        keep = n;
-                }
-            }
-            if (keep == 0 && !any_escape)
-                return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" "
-                               "(unexpected \"%c\" character)", txt, *p ? *p : '}');
-        }
-        if (*p != ',' && *p != '}')
-            return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (unexpected "
-                           "array element)", txt);
-        buf[keep] = 0;
-        bool is_null = !quoted && !any_escape && keep == 4 && !strncasecmp(buf, "NULL", 4);
-        json_t *c = is_null ? json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1)
-                            : json_pack("{s:{s:{s:s%},s:i}}", "A_Const", "sval", "sval", buf, keep,
-                                        "location", -1);
+    if (st != HS_OK)
+        return exb_err(b, st, loc, "%s", err.msg);
+    for (int64_t i = 0, n = ta_len(v); i < n; i++) {
+        const uint8_t *p;
+        size_t len;
+        json_t *c = !ta_get(v, i, &p, &len)
+                        ? json_pack("{s:{s:b,s:i}}", "A_Const", "isnull", 1, "location", -1)
+                        : json_pack("{s:{s:{s:s%},s:i}}", "A_Const", "sval", "sval", (const char *)p, len,
+                                    "location", -1);
         if (!c || json_array_append_new(els, c) != 0)
             return exb_nomem(b);
-        if (*p++ == '}')
-            break;
     }
-    while (arr_space(*p))
-        p++;
-    if (*p)
-        return exb_err(b, HS_INVALID, loc, "malformed array literal: \"%.64s\" (junk after closing "
-                       "right brace)", txt);
     return HS_OK;
 }
 
@@ -295,6 +222,24 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
     HS_TRY(exb_bind(b, lj, &x));
     HS_TRY(exb_bind(b, rj, &arr));
     char b1[48], b2[48];
+    if (ex_is_ta(&arr->type)) {   /* x op ANY (text[] value): expr_textarr.c */
+        ex_t xt = x->type.t;
+        if (xt == EX_T_UNKNOWN || xt == EX_T_NULL)
+            HS_TRY(exb_cast_to(b, &x, exb_ty(EX_T_STR), true));
+        else if (xt != EX_T_STR)
+            return exb_err(b, HS_NOT_FOUND, loc, "operator does not exist: %s %s text",
+                           exb_tname(&x->type, b1), opname);
+        ex_node *n = exb_mk(b, EX_FUNC, exb_ty(EX_T_BOOL), loc, 2);
+        if (!n)
+            return exb_nomem(b);
+        n->op = EX_FN_LIST_ANY;
+        n->aux = op;
+        n->neg = all;
+        n->args[0] = arr;
+        n->args[1] = x;
+        *out = n;
+        return exb_fold(b, out, false);
+    }
     if (arr->kind != EX_COL || arr->type.t != EX_T_OTHER || !arr->field ||
         (arr->field->type != HS_TYPE_LIST && arr->field->type != HS_TYPE_FIXED_LIST))
         return exb_err(b, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN ? HS_UNSUPPORTED
@@ -315,6 +260,9 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
     if (x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL ||
         (same && et.t != EX_T_INT && et.t != EX_T_FLOAT))
         HS_TRY(exb_cast_to(b, &x, et, true));
+    else if (!same && et.t == EX_T_STR)   /* integer = ANY(text[]) */
+        return exb_err(b, HS_NOT_FOUND, loc, "operator does not exist: %s %s text",
+                       exb_tname(&x->type, b1), opname);
     else if (!same)
         return exb_err(b, HS_UNSUPPORTED, x->loc, "%s with a %s against an array of %s is not "
                        "supported (cast it to the element type)", all ? "ALL" : "ANY",
@@ -361,6 +309,12 @@ hs_status exb_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj,
         (a->field->type != HS_TYPE_LIST && a->field->type != HS_TYPE_FIXED_LIST)) {
         json_decref(els);
         json_decref(cast_type);
+        ex_node *r;
+        if (exb_ta_is(a) || a->type.t == EX_T_UNKNOWN) {   /* text[] values: expr_textarr.c */
+            HS_TRY(exb_bind(b, rj, &r));
+            if (exb_ta_is(a) || exb_ta_is(r))
+                return exb_ta_contains(b, overlap, a, r, loc, out);
+        }
         return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is supported between an array column "
                        "and ARRAY[...] or '{...}'::t[] only", opname);
     }
@@ -470,7 +424,12 @@ hs_status exb_struct_field(ex_binder *b, const ex_node *x, const hs_field *f, in
 static hs_status bind_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
 {
     char b1[48];
-    if (json_is_true(json_object_get(ind, "is_slice")))
+    bool slice = json_is_true(json_object_get(ind, "is_slice"));
+    if (x->kind == EX_FUNC && (x->op == EX_FN_ARR_ELEM || x->op == EX_FN_TA_SLICE))
+        return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of multidimensional arrays are not supported");
+    if (ex_is_ta(&x->type) || (slice && exb_ta_is(x)))   /* text[]: expr_textarr.c */
+        return exb_ta_subscript(b, x, ind, loc, out);
+    if (slice)
         return exb_err(b, HS_UNSUPPORTED, loc, "array slices are not supported");
     if (x->kind != EX_COL || x->type.t != EX_T_OTHER || !x->field ||
         (x->field->type != HS_TYPE_LIST && x->field->type != HS_TYPE_FIXED_LIST)) {

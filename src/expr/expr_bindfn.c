@@ -242,6 +242,10 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
     int aux = 0;
     bool neg = false, ci = false;
     char b1[48];
+    bool done;
+    HS_TRY(exb_ta_func(b, fn, f, a, n, loc, &done, out));   /* text[] values */
+    if (done)
+        return HS_OK;
     switch (f) {
     case EX_FN_SIGN:
         if (a[0]->type.t == EX_T_DEC) {
@@ -616,7 +620,9 @@ hs_status exb_func(ex_binder *b, json_t *body, ex_node **out)
         {"array_length", EX_FN_ARRAY_LENGTH, 2, 2}, {"justify_days", EX_FN_JUSTIFY_DAYS, 1, 1},
         {"array_to_string", EX_FN_ARRAY_TO_STRING, 2, 3}, {"array_position", EX_FN_ARRAY_POSITION, 2, 3},
         {"justify_hours", EX_FN_JUSTIFY_HOURS, 1, 1}, {"justify_interval", EX_FN_JUSTIFY_INTERVAL, 1, 1},
-        {"age", EX_FN_AGE, 1, 2},
+        {"age", EX_FN_AGE, 1, 2}, {"string_to_array", EX_FN_TA_SPLIT, 2, 3},
+        {"array_append", EX_FN_TA_APPEND, 2, 2}, {"array_prepend", EX_FN_TA_APPEND, 2, 2},
+        {"array_cat", EX_FN_TA_CAT, 2, 2},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)

@@ -117,6 +117,8 @@ hs_status exb_pv_arraytype(ex_binder *b, json_t *tn, int loc, ex_ty *out)
         t.elem = PV_E_FLOAT8;
     else if (!strcasecmp(nm, "numeric") || !strcasecmp(nm, "decimal"))
         t.elem = PV_E_NUMERIC;
+    else if (!strcasecmp(nm, "text") || !strcasecmp(nm, "varchar") || !strcasecmp(nm, "bpchar"))
+        t.elem = PV_E_TEXT;
     else
         return exb_err(b, HS_UNSUPPORTED, loc, "arrays of %s are not supported", nm);
     *out = t;
@@ -133,6 +135,15 @@ hs_status exb_pv_array(ex_binder *b, json_t *body, const ex_ty *cast, ex_node **
     ex_node **a;
     int n;
     HS_TRY(exb_list(b, json_object_get(body, "elements"), &a, &n));
+    /* text[]: a text element, or only unknown literals and NULLs (without
+     * a cast to a numeric array) */
+    bool any_text = false, any_num = false;
+    for (int i = 0; i < n; i++) {
+        any_text |= a[i]->type.t == EX_T_STR || ex_is_ta(&a[i]->type) || a[i]->type.t == EX_T_OTHER;
+        any_num |= a[i]->type.t != EX_T_STR && a[i]->type.t != EX_T_UNKNOWN && a[i]->type.t != EX_T_NULL;
+    }
+    if ((cast && ex_is_ta(cast) && !any_num) || any_text || (!any_num && n > 0 && !cast))
+        return exb_ta_array(b, a, n, loc, out);
     bool any_float = false, any_dec = false, all_f32 = true, any = false;
     for (int i = 0; i < n; i++) {
         ex_ty *t = &a[i]->type;

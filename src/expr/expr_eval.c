@@ -41,6 +41,7 @@
  * (ex_pv_*).
  */
 #include "expr/expr_int.h"
+#include "expr/textarr.h"
 
 #include "base/mem.h"
 #include "base/numfmt.h"
@@ -90,7 +91,7 @@ const char *ex_type_name(const ex_ty *t, char *buf, size_t n)
     case EX_T_SPARSEVEC: return "sparsevec";
     case EX_T_BIT: return "bit";
     case EX_T_ARRAY:
-        return t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+        return t->elem == PV_E_TEXT ? "text[]" : t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
              : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     }
     return "?";
@@ -283,6 +284,8 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
     case EX_CM_PV: {
         pv_val x = {a->v.s[j].p, a->v.s[j].n}, y = {b->v.s[k].p, b->v.s[k].n};
         (void)tb;
+        if (ex_is_ta(ta))
+            return ta_cmp(x, y);
         return pv_cmp((pv_type)ex_pv_type(ta->t), x, y);
     }
     }
@@ -457,6 +460,15 @@ static hs_status ev_col(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
     if (ex_is_pv(n->type.t))
         return ex_pv_read_col(c, n, col, sel, ns, out);
     const uint8_t *d = col->values.data;
+    if (!d && (col->type == HS_TYPE_STRING || col->type == HS_TYPE_BINARY) &&
+        (n->type.t == EX_T_STR || n->type.t == EX_T_BIN || n->type.t == EX_T_UNKNOWN)) {
+        /* every value empty (or NULL): the column has no bytes at all */
+        for (int k = 0; k < ns; k++) {
+            out->v.s[sel[k]].p = (const uint8_t *)"";
+            out->v.s[sel[k]].n = 0;
+        }
+        return HS_OK;
+    }
     if (n->type.t == EX_T_OTHER || n->type.t == EX_T_NULL || (!d && col->type != HS_TYPE_NA))
         return HS_OK;
     int from_unit = r->field ? (int)(r->field->unit & 3) : n->type.unit;
@@ -1686,6 +1698,8 @@ static hs_status ev_func(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
     ex_vec a[3];
     int na = n->n_args < 3 ? n->n_args : 3;
     ex_fn fn = (ex_fn)n->op;
+    if (fn >= EX_FN_TA_OF_LIST || (fn == EX_FN_PV_ARRAY && ex_is_ta(&n->type)))
+        return ex_ev_ta_fn(c, n, sel, ns, out);
     if (fn >= EX_FN_PV_DIST)
         return ex_pv_ev(c, n, sel, ns, out);
     if (fn >= EX_FN_SIGN)

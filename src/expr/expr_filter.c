@@ -871,7 +871,7 @@ static const char *type_sql(const ex_ty *t, char *buf, size_t n)
         return buf;
     }
     case EX_T_ARRAY:
-        return t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+        return t->elem == PV_E_TEXT ? "text[]" : t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
              : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     default: return "varchar";
     }

@@ -55,6 +55,7 @@
 #include "base/arena.h"
 #include "base/interval.h"
 #include "expr/expr.h"
+#include "expr/pgvector.h"
 
 #include <stddef.h>
 
@@ -81,7 +82,8 @@ typedef enum ex_t {
     EX_T_SPARSEVEC, /* sparsevec(n) */
     EX_T_BIT,       /* bit(n) / bit varying */
     EX_T_ARRAY,     /* int4[], real[], double precision[], numeric[] (elem = pv_elem):
-                     * values of casts to and from the pgvector types only */
+                     * values of casts to and from the pgvector types; text[]
+                     * (elem PV_E_TEXT: expr/textarr.h, expr_textarr.c) */
     EX_T_INTERVAL   /* months, days, microseconds in the 16 bytes of a decimal
                      * (expr_interval.c); dim: the field qualifier's mask */
 } ex_t;
@@ -176,7 +178,14 @@ typedef enum ex_fn {
     /* pgvector (expr_pgvector.c); the argument types select the kernel */
     EX_FN_PV_DIST,       /* aux = pv_dist: operators <-> <#> <=> <+> <~> <%> and the distance functions */
     EX_FN_PV_DIMS, EX_FN_PV_NORM, EX_FN_PV_NORMALIZE, EX_FN_PV_QUANTIZE, EX_FN_PV_SUBVECTOR,
-    EX_FN_PV_ARRAY       /* ARRAY[...] of numbers: type ARRAY */
+    EX_FN_PV_ARRAY,      /* ARRAY[...] of numbers: type ARRAY; of text: text[] */
+    /* text[] values (expr_textarr.c); args[0] a text[] unless said */
+    EX_FN_TA_OF_LIST,    /* a list<string> column (args[0], a COL) as text[] values */
+    EX_FN_TA_SPLIT,      /* string_to_array(s, sep[, null_text]) */
+    EX_FN_TA_APPEND,     /* array_append(a, x); array_prepend(x, a) binds as aux = 1 (args a, x) */
+    EX_FN_TA_CAT,        /* array_cat(a, b), a || b */
+    EX_FN_TA_SLICE,      /* a[lo:hi]: args (a, lo, hi), aux bit 0: lo given, bit 1: hi given */
+    EX_FN_TA_CONTAINS    /* a @> b (aux 0), a && b (aux 1) */
 } ex_fn;
 
 /* EX_FN_MATH functions */
@@ -376,6 +385,34 @@ HS_MUST_USE hs_status exb_pv_op(ex_binder *b, const char *opname, ex_node *l, ex
 bool exb_pv_funcname(const char *fn);
 HS_MUST_USE hs_status exb_pv_func(ex_binder *b, const char *fn, struct json_t *args, int loc,
                                   ex_node **out);
+/* expr_textarr.c: text[] values (expr/textarr.h).  exb_ta_is: a text[]
+ * value or a list<string> column; exb_ta_coerce makes *np a text[] value
+ * (a list<string> column through EX_FN_TA_OF_LIST, an unknown literal
+ * through array input, NULL typed), false in *ok when it cannot. */
+static inline bool ex_is_ta(const ex_ty *t) { return t->t == EX_T_ARRAY && t->elem == PV_E_TEXT; }
+bool exb_ta_is(const ex_node *x);
+HS_MUST_USE hs_status exb_ta_coerce(ex_binder *b, ex_node **np, bool *ok);
+/* every list<string> column among a[0..n) as a text[] value (the operands
+ * of IN, BETWEEN, CASE, COALESCE, NULLIF) */
+HS_MUST_USE hs_status exb_ta_lift(ex_binder *b, ex_node **a, int n);
+/* ARRAY[...] whose elements are text, unknown literals or NULLs (cast: the
+ * text[] it is cast to, or NULL) */
+HS_MUST_USE hs_status exb_ta_array(ex_binder *b, ex_node **a, int n, int loc, ex_node **out);
+/* l op r for comparisons and || when one side is a text[] (exb_ta_is) */
+HS_MUST_USE hs_status exb_ta_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, int loc,
+                                ex_node **out);
+/* string_to_array, array_append, array_prepend, array_cat and the array
+ * functions of list columns (cardinality, array_length, array_to_string,
+ * array_position) given text[] values; *done false when a[0] is none of
+ * that (the list-column binding goes on) */
+HS_MUST_USE hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
+                                  int loc, bool *done, ex_node **out);
+/* a[i] and a[lo:hi] of a text[] value x (ind: the A_Indices body) */
+HS_MUST_USE hs_status exb_ta_subscript(ex_binder *b, ex_node *x, struct json_t *ind, int loc,
+                                       ex_node **out);
+/* a @> b / a && b of text[] values (l, r bound; <@ already swapped) */
+HS_MUST_USE hs_status exb_ta_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, int loc,
+                                      ex_node **out);
 /* expr_bindfn.c: a FuncCall node; s ~ p and the other regular expression
  * operators; the functions numbered from EX_FN_SIGN. */
 HS_MUST_USE hs_status exb_func(ex_binder *b, struct json_t *body, ex_node **out);
@@ -560,6 +597,16 @@ const char *ex_int_type_name(int bits);
  * x op ANY/ALL (list) of n over sel[0..ns) into out. */
 HS_MUST_USE hs_status ex_ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
                                      ex_vec *out);
+
+/* text[] functions (expr_textarr.c): the EX_FN_TA_* functions, ARRAY[...]
+ * of text, casts from and to text[], and the functions of expr_array.c
+ * given a text[] value (args[0]) */
+HS_MUST_USE hs_status ex_ev_ta_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
+                                  ex_vec *out);
+/* row j of a (type ft) cast to text[] (ft: text, unknown, text[] or a
+ * numeric array) or a text[] cast to tt (text or a numeric array) */
+HS_MUST_USE hs_status ex_ta_cast(ex_ctx *c, const ex_node *n, const ex_ty *ft, const ex_ty *tt,
+                                 const ex_str *v, ex_str *out);
 
 /* ---- evaluation (expr_eval.c) ---- */
 

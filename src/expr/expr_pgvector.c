@@ -20,6 +20,7 @@
 #include "base/numfmt.h"
 #include "columnar/jsonl.h"
 #include "expr/pgvector.h"
+#include "expr/textarr.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -99,6 +100,8 @@ hs_status ex_pv_type_to_field(const ex_ty *t, const char *name, hs_field *out)
         st = out->name ? HS_OK : HS_NOMEM;
         break;
     case EX_T_ARRAY:
+        if (t->elem == PV_E_TEXT)   /* text[]: list<string> */
+            return pv_list_field(out, name, HS_TYPE_STRING, true);
         /* a plain list (no pgvector.type): real[] reads back as a vector */
         return pv_list_field(out, name, t->elem == PV_E_INT4 ? HS_TYPE_INT32
                                         : t->elem == PV_E_FLOAT4 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64,
@@ -237,7 +240,8 @@ hs_status ex_pv_text(ex_ctx *c, const ex_ty *t, const ex_str *v, ex_str *dst)
 {
     hs_buf b = {0};
     pv_val pv = {v->p, v->n};
-    hs_status st = t->t == EX_T_ARRAY ? pv_arr_out((pv_elem)t->elem, pv, &b)
+    hs_status st = ex_is_ta(t) ? ta_out(pv, &b)
+                 : t->t == EX_T_ARRAY ? pv_arr_out((pv_elem)t->elem, pv, &b)
                                       : pv_out((pv_type)ex_pv_type(t->t), pv, &b);
     if (st == HS_OK)
         st = ex_put_str(c, dst, (const char *)b.data, b.len);
@@ -280,6 +284,10 @@ hs_status ex_pv_cast_rows(ex_ctx *c, const ex_node *n, const ex_ty *ft, const ex
         pv_val v, r;
         if (tt->t == EX_T_STR || tt->t == EX_T_UNKNOWN) {
             HS_TRY(ex_pv_text(c, ft, &a->v.s[j], &out->v.s[j]));
+            continue;
+        }
+        if (ex_is_ta(tt) || ex_is_ta(ft)) {   /* text[]: expr_textarr.c */
+            HS_TRY(ex_ta_cast(c, n, ft, tt, &a->v.s[j], &out->v.s[j]));
             continue;
         }
         v.p = a->v.s[j].p;
@@ -454,6 +462,18 @@ hs_status ex_pv_append(const ex_ty *t, hs_column *col, const ex_str *v)
     case 0: { /* EX_T_ARRAY */
         if (t->t != EX_T_ARRAY)
             return HS_INVALID;
+        if (t->elem == PV_E_TEXT) {   /* text[] -> list<string> */
+            hs_column *ch = col->children[0];
+            for (int64_t i = 0, m = ta_len(pv); i < m; i++) {
+                const uint8_t *ep;
+                size_t en;
+                if (!ta_get(pv, i, &ep, &en))
+                    HS_TRY(hs_col_append_null(ch));
+                else
+                    HS_TRY(hs_col_append_bytes(ch, en ? ep : (const uint8_t *)"", en));
+            }
+            return hs_col_list_end(col);
+        }
         int32_t h[2];
         memcpy(h, v->p, 8);
         const double *d = (const double *)(v->p + 8);

@@ -1362,6 +1362,7 @@ static const char *elem_name(pv_elem e)
     case PV_E_FLOAT4: return "real";
     case PV_E_FLOAT8: return "double precision";
     case PV_E_NUMERIC: return "numeric";
+    case PV_E_TEXT: return "text";   /* not a pv_arr kind (expr/textarr.h) */
     }
     return "?";
 }
@@ -1642,6 +1643,8 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
             f[i] = hs_strtof(t, NULL);
             break;
         }
+        case PV_E_TEXT:   /* text[] casts are expr_textarr.c's */
+            return perr(err, "unsupported array type");
         }
     }
     *out = r;

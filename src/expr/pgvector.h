@@ -79,7 +79,9 @@ typedef enum pv_dist {
 } pv_dist;
 
 /* Element kinds of the arrays that cast to and from the vector types. */
-typedef enum pv_elem { PV_E_INT4 = 0, PV_E_FLOAT4, PV_E_FLOAT8, PV_E_NUMERIC } pv_elem;
+/* PV_E_TEXT: text[], an array of the expression layer only (never cast to a
+ * vector; its blob is expr/textarr.h's, not pv_arr's). */
+typedef enum pv_elem { PV_E_INT4 = 0, PV_E_FLOAT4, PV_E_FLOAT8, PV_E_NUMERIC, PV_E_TEXT } pv_elem;
 
 const char *pv_type_name(pv_type t);   /* "vector", "halfvec", "sparsevec", "bit" */
 

@@ -326,12 +326,12 @@ static hs_status bind_call(planner *p, const rel *r, const json_t *call, const s
             json_decref(arr);
             return st;
         }
-        if (pl_is_kind(a, "TypeCast", NULL))
-            return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(a),
-                           "unnest of an array expression is not supported (only of array columns and ARRAY[...])");
         hs_field at;
-        HS_TRY(arg_type(p, r, a, env, &at));
-        if (at.type != HS_TYPE_LIST && at.type != HS_TYPE_FIXED_LIST)
+        HS_TRY(arg_type(p, r, a, env, &at));   /* '{a,b}'::text[], text[] expressions: lists */
+        json_t *cb;
+        bool non_array_cast = pl_is_kind(a, "TypeCast", &cb) &&   /* '[1,2]'::vector is not an array */
+                              !json_array_size(pl_jget(pl_jget(cb, "typeName"), "arrayBounds"));
+        if ((at.type != HS_TYPE_LIST && at.type != HS_TYPE_FIXED_LIST) || non_array_cast)
             return pl_fail(p, HS_NOT_FOUND, "42883", loc, "function unnest(%s) does not exist",
                            type_name(&at));
         return json_array_append(args_out, a) == 0 ? HS_OK : pl_nomem(p);

@@ -152,6 +152,8 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"initial position must not be null", "22004"},
         {"out of range", "22003"},
         {"invalid input syntax for type interval", "22007"},
+        {"malformed array literal", "22P02"},
+        {"array size exceeds", "54000"},
         {"invalid input syntax", "22P02"},
         {"invalid input", "22P02"},
         {"must be type", "42804"},
