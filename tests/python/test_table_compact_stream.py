@@ -62,7 +62,7 @@ def check_rows(tbl, ids, with_emb=True):
 
 
 def data_files(t):
-    return [f["file_path"] if "file_path" in f else f["path"] for f in t.files()]
+    return [f["file_path"] for f in t.files()]
 
 
 def make(table_dir, fmt, indexed, with_emb=True, props=None):
@@ -90,8 +90,11 @@ def check_queries(t):
     where = f"id >= {lo} AND id < {hi}"
     got = t.to_arrow(filter=where)
     check_rows(got, ids[(ids >= lo) & (ids < hi)])
-    ex = t.explain(filter=where)
-    assert "range" in str(ex), ex   # the new files' range sidecars answered it
+    ex = t.explain(filter=where)   # the new files' range sidecars answered it
+    assert ex["totals"]["index_files_skipped"] == 0, ex
+    assert ex["totals"]["rows_selected_by_index"] == hi - lo, ex
+    for f in ex["files"]:
+        assert f["pruned_by"] == "index" or "1:range" in f["indexes_used"], f
     # vector search against numpy brute force (distances: ties may swap ids)
     have = ids[ids % EVERY == 0]
     vec = vectors(have)
@@ -99,9 +102,9 @@ def check_queries(t):
         res = t.search("emb", q.tolist(), k=10, columns=["id"], ef_search=256)
         d = np.sqrt(((vec - q) ** 2).sum(axis=1))
         want = np.sort(d)[:10]
-        assert np.allclose(np.sort(res["_distance"].to_numpy()), want, rtol=1e-5, atol=1e-5)
+        assert np.allclose(np.sort(res["distance"].to_numpy()), want, rtol=1e-5, atol=1e-5)
         pos = np.searchsorted(have, res["id"].to_numpy())
-        assert np.allclose(d[pos], res["_distance"].to_numpy(), rtol=1e-5, atol=1e-5)
+        assert np.allclose(d[pos], res["distance"].to_numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_indexed_compaction_streams_and_rebuilds_indexes(table_dir):
@@ -121,8 +124,7 @@ def test_indexed_compaction_rolls_files_each_with_sidecars(table_dir):
     """A small target: the stream rolls several output files, each gets its
     own sidecars, built from the file once it is closed."""
     t = make(table_dir, 2, True, props={"hyperstream.write.buffer-bytes": str(1 << 20)})
-    size = sum(f["file_size_in_bytes"] if "file_size_in_bytes" in f else f["file_size"]
-               for f in t.files())
+    size = sum(f["file_size_in_bytes"] for f in t.files())
     r = t.compact(target_file_size=size // 2)
     assert r["rewritten_data_files"] >= 2, r
     n_files = len(data_files(t))
