@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import require_module
+from conftest import ON_S3, require_module
 
 import hyperstreamdb as hdb
 
@@ -65,6 +65,12 @@ def data_files(t):
     return [f["file_path"] for f in t.files()]
 
 
+def read_raw(path):
+    """A data file read by pyarrow itself (local tables; on S3 the other
+    oracles stand)."""
+    return None if ON_S3 else pq.read_table(path.removeprefix("file://"))
+
+
 def make(table_dir, fmt, indexed, with_emb=True, props=None):
     t = hdb.Table.create(table_dir / "t", SCHEMA if with_emb else pa.schema(list(SCHEMA)[:3]),
                          format_version=fmt, properties=props)
@@ -114,7 +120,8 @@ def test_indexed_compaction_streams_and_rebuilds_indexes(table_dir):
     ids = np.arange(N, dtype=np.int64)
     files = data_files(t)
     assert len(files) == 1
-    check_rows(pa.concat_tables([pq.read_table(f.removeprefix("file://")) for f in files]), ids)
+    if not ON_S3:
+        check_rows(pa.concat_tables([read_raw(f) for f in files]), ids)
     check_rows(StaticTable.from_metadata(t.metadata_location).scan().to_arrow(), ids)
     check_indexes(t, 1)
     check_queries(t)
@@ -145,12 +152,14 @@ def test_v3_compaction_streams_lineage_and_deletes(table_dir):
     check_rows(StaticTable.from_metadata(t.metadata_location).scan().to_arrow(), ids, False)
     files = data_files(t)
     assert len(files) == 1
-    raw = pq.read_table(files[0].removeprefix("file://"))
-    check_rows(raw, ids, False)
-    # lineage stored in the file (the spec: a moved row keeps both)
-    raw = raw.sort_by("id")
-    assert np.array_equal(raw.column("_row_id").to_numpy(), ids)
-    assert np.array_equal(raw.column("_last_updated_sequence_number").to_numpy(), ids // PER + 1)
+    raw = read_raw(files[0])
+    if raw is not None:
+        check_rows(raw, ids, False)
+        # lineage stored in the file (the spec: a moved row keeps both)
+        raw = raw.sort_by("id")
+        assert np.array_equal(raw.column("_row_id").to_numpy(), ids)
+        assert np.array_equal(raw.column("_last_updated_sequence_number").to_numpy(),
+                              ids // PER + 1)
     lin = t.to_arrow(row_lineage=True).sort_by("id")
     assert np.array_equal(lin.column("_row_id").to_numpy(), ids)
     assert np.array_equal(lin.column("_last_updated_sequence_number").to_numpy(), ids // PER + 1)
