@@ -1509,7 +1509,7 @@ typedef struct appender {
     bool sorted;
     bool indexed;               /* a group is written whole, its sidecars from its rows */
     int64_t budget, target;
-    hs_batch *chunk;            /* buffered rows, current schema */
+    hs_batch *chunk;            /* buffered rows, in fschema */
     int64_t rows_total;
     dfile cur;                  /* the open data file (cur_open) */
     bool cur_open;
