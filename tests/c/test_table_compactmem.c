@@ -32,8 +32,9 @@
  * streamed, it held each input file's decoded batches at once and a row map
  * of 8 bytes a row (8 x 2M rows: peak 230.5 MB; now 26.0 MB, and 20.9 MB at
  * 256K rows a file).  Indexed and v3 tables took an in-memory path that
- * held the bin decoded, about 3 times over (indexed: 8 x 256K rows, peak
- * 280 MB; v3: 8 x 512K, 200 MB); they stream now (docs/tables.md).
+ * held the bin decoded, about 3 times over (indexed: peak 210.8 MB; v3:
+ * 383.8 MB, with the input pages its reads with deletes left in the page
+ * cache); they stream now: 58.2 MB and 30.2 MB (docs/tables.md).
  * COMPACTMEM_INDEX=kind also declares that index on id of the first table.
  *
  * The generator is the oracle: row i holds id = i, v = i / 2,
