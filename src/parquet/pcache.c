@@ -395,11 +395,21 @@ static void grow(void)
     g_nb = nb;
 }
 
+static _Thread_local bool tl_no_keep;   /* pq_page_cache_thread_keep(false) */
+
+bool pq_page_cache_thread_keep(bool keep)
+{
+    bool before = !tl_no_keep;
+    tl_no_keep = !keep;
+    return before;
+}
+
 pq_pc_ref *pq_page_cache_put(const pq_pc_key *key, hs_buf *b)
 {
     size_t budget = pq_page_cache_budget();
     size_t cost = b->cap + sizeof(pq_pc_ref);
-    if (key->id.kind == HS_FILE_ID_NONE || budget == 0 || cost > budget / 8 || !b->data)
+    if (key->id.kind == HS_FILE_ID_NONE || budget == 0 || cost > budget / 8 || !b->data ||
+        tl_no_keep)
         return NULL;
     pq_pc_ref *n = hs_calloc(1, sizeof *n);
     if (!n)

@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "io/io.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,6 +78,12 @@ const uint8_t *pq_pc_data(const pq_pc_ref *r, size_t *len);
  * keeps its bytes). */
 pq_pc_ref *pq_page_cache_put(const pq_pc_key *key, hs_buf *b);
 void pq_pc_release(pq_pc_ref *r);   /* accepts NULL */
+/* Whether this thread's reads leave the pages they decompress in the cache
+ * (default yes); returns the setting before.  A rewrite (compaction) reads
+ * each page of files it is about to remove once: kept, its pages would only
+ * evict hot ones and hold up to the budget (a read with a selection, deletes
+ * applied, goes page by page: table/maint_compact.c). */
+bool pq_page_cache_thread_keep(bool keep);
 
 typedef struct pq_page_cache_stats {
     uint64_t hits, misses, inserts, evictions;

@@ -133,7 +133,9 @@ static hs_status scalar_begin(const char *kind, const char *params, const hs_fie
     sidx_kind k;
     if (!sidx_kind_from_name(kind, &k))
         return hs_err_set(err, HS_INVALID, "unknown scalar index kind \"%s\"", kind);
-    return sidx_builder_new(k, f, data_file_size, (sidx_builder **)state, err);
+    HS_TRY(sidx_builder_new(k, f, data_file_size, (sidx_builder **)state, err));
+    sidx_builder_expect_rows(*state, n_rows);
+    return HS_OK;
 }
 
 static hs_status scalar_add(void *state, const hs_column *c, int64_t first_pos, hs_error *err)
@@ -2607,11 +2609,11 @@ static hs_status ixw_push_entry(tbl_ixw *w, ix_entry *e, hs_error *err)
     return HS_OK;
 }
 
-hs_status tbl_ixw_file_written(tbl_ixw *w, const char *path, int64_t size, const hs_batch *b,
-                               hs_error *err)
+hs_status tbl_ixw_file_written(tbl_ixw *w, const char *path, int64_t size, int64_t n_rows,
+                               const hs_batch *b, hs_error *err)
 {
     HS_TRY(ixw_load(w, err));
-    tbl_ixw_file f = {hs_strdup(path), size, b->n_rows};
+    tbl_ixw_file f = {hs_strdup(path), size, n_rows};
     if (!f.path || hs_buf_append(&w->files, &f, sizeof f) != HS_OK) {
         hs_free(f.path);
         return hs_err_nomem(err, 64);
@@ -2625,10 +2627,16 @@ hs_status tbl_ixw_file_written(tbl_ixw *w, const char *path, int64_t size, const
         const hs_field *field = ice_schema_find_id(sc, d->field_id);
         if (!field || !tbl_ixkind_find(d->kind))
             continue;   /* column dropped, or a kind this build cannot make */
-        build_req q = {w->t->meta.location, wflags_of(&w->t->meta), d, field, NULL, path, size,
-                       b->n_rows, NULL};
+        /* from the rows in memory, or else from the file just written,
+         * read back one column a batch at a time (build_from_file: the
+         * builder keeps what the index needs, the column is not held) */
+        const hs_field *top = b ? NULL : top_of(sc, d->field_id);
+        if (!b && !top)
+            continue;
+        build_req q = {w->t->meta.location, wflags_of(&w->t->meta), d, field, top, path, size,
+                       n_rows, NULL};
         ix_entry e;
-        HS_TRY(build_from_batch(&q, b, &e, err));
+        HS_TRY(b ? build_from_batch(&q, b, &e, err) : build_from_file(&q, &e, err));
         HS_TRY(ixw_push_entry(w, &e, err));
     }
     return HS_OK;

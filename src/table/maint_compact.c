@@ -24,15 +24,21 @@
  *                 hyperstream.compact.zorder-group-bytes, default 1 GiB, read
  *                 whole, sorted as one, cut into files of the target size),
  *                 declared indexes built (write.c tbl_rewrite_*):
- *                   no index, v2   streamed: each batch read from an input
- *                                  file is pushed to the append path
+ *                   streamed       each batch read from an input file is
+ *                                  pushed to the append path
  *                                  (tbl_rewrite_sink: memory bounded by
  *                                  its buffer, not by the input files;
- *                                  files rolled at the target)
- *                   indexes, or v3 the bin in memory, one file per partition
- *                                  (sidecars need a file's rows; v3 files
- *                                  carry _row_id and
- *                                  _last_updated_sequence_number)
+ *                                  files rolled at the target); declared
+ *                                  indexes are built from each new file
+ *                                  as it closes, one indexed column read
+ *                                  back at a time; v3 rows carry _row_id
+ *                                  and _last_updated_sequence_number as
+ *                                  columns of the batches
+ *                   in memory      z-order, and a sort order on a table
+ *                                  with indexes or v3: the bin whole, one
+ *                                  sorted file per partition (a plain
+ *                                  table's sort order streams: each
+ *                                  buffer is one sorted run)
  *                 and the row map kept: the positions read of each source
  *                 file (live when planned), and for each row read the new
  *                 file and position it went to (write.c calls back as rows
@@ -82,6 +88,7 @@
 #include "columnar/arrow_c.h"
 #include "columnar/zorder.h"
 #include "index/registry.h"
+#include "parquet/pcache.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -619,13 +626,17 @@ static hs_status push_batch(void *ctx, hs_batch *b, hs_error *err)
     return tbl_rewrite_sink_push(bp->sink, b, err);
 }
 
-/* Streams bin bb's files through the writer (files rolled at target). */
+/* Streams bin bb's files through the writer (files rolled at target;
+ * file_schema: NULL, or the current schema with the lineage columns, which
+ * `schema` then reads too; declared indexes are built from each file the
+ * writer closes). */
 static hs_status bin_stream(tbl_rewrite *rw, compact_ctx *cc, const bin *bb,
-                            const hs_field *schema, const hs_compact_options *o, int64_t target,
-                            int64_t *done, int64_t total, hs_error *err)
+                            const ice_schema *file_schema, const hs_field *schema,
+                            const hs_compact_options *o, int64_t target, int64_t *done,
+                            int64_t total, hs_error *err)
 {
     bin_push bp = {NULL, cc};
-    HS_TRY(tbl_rewrite_sink_open(rw, target, &bp.sink, err));
+    HS_TRY(tbl_rewrite_sink_open(rw, target, file_schema, &bp.sink, err));
     hs_status st = HS_OK;
     cc->call_base = cc->next_row;
     for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&bb->files, int); k++) {
@@ -1032,16 +1043,15 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
     tbl_rewrite *rw = NULL;   /* begun at the first bin of each commit */
     int64_t done = 0, new_id = -1, out_files = 0, out_rows = 0, out_bytes = 0;
     int64_t del_files_total = 0, carried_total = 0;
-    /* without declared indexes, each bin streams through the append path
-     * (memory bounded by hyperstream.write.buffer-bytes, files rolled at
-     * the target); sidecars are built from a whole file's rows in memory,
-     * so an indexed table's bin is read whole and written as one file per
-     * partition */
+    /* each bin streams through the append path (memory bounded by
+     * hyperstream.write.buffer-bytes, files rolled at the target); declared
+     * indexes are built from each new file as it closes, read back one
+     * indexed column at a time (write.c tbl_rewrite_sink_open) */
     bool indexed = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY) != NULL;
     /* v3: rows keep their lineage.  They are read with _row_id and
      * _last_updated_sequence_number (stored or inherited) and written with
-     * those columns (spec "Row Lineage": a moved row keeps both), through
-     * the in-memory path */
+     * those columns (spec "Row Lineage": a moved row keeps both), streamed
+     * like any other column */
     bool lineage = m->format_version >= 3;
     ice_schema file_schema = {0};
     if (st == HS_OK && lineage) {
@@ -1059,8 +1069,15 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
         file_schema.schema_id = sc->schema_id;
     }
     const hs_field *read_root = lineage ? &file_schema.root : &sc->root;
-    /* z-order sorts a bin's rows as a whole: the in-memory path too */
-    bool whole = indexed || lineage || n_z > 0;
+    /* in memory, the bin whole: z-order (it sorts a bin's rows as one);
+     * and a table with a sort order and declared indexes or lineage, whose
+     * bins were always sorted as one (one sorted file per partition, as
+     * before streaming: the writer's buffers sort each on its own, and a
+     * bounded global sort needs runs spilled and merged, not done yet:
+     * docs/tables.md "Memory of a compaction") */
+    const ice_sort_order *order = ice_metadata_default_sort_order(m);
+    bool sorted = order && order->n_fields > 0;
+    bool whole = n_z > 0 || (sorted && (indexed || lineage));
     /* partial progress: bins committed in batches of per_commit */
     size_t n_bins = HS_VEC_LEN(&bins, bin);
     int max_commits = opt->max_commits > 0 ? opt->max_commits : 10;
@@ -1074,6 +1091,10 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
     if (st == HS_OK && !jsnaps)
         st = hs_err_nomem(err, 64);
     size_t committed_bins = 0;
+    /* the input files are read once and leave: their pages stay out of the
+     * process's page cache (a read with deletes goes page by page, and
+     * would fill it up to its budget, evicting hot pages) */
+    bool keep_pages = pq_page_cache_thread_keep(false);
     for (size_t b = 0; st == HS_OK && work && b < n_bins; b++) {
         const bin *bb = &HS_VEC_AT(&bins, bin, b);
         if (!rw) {   /* the next commit's rewrite (partial progress) */
@@ -1085,7 +1106,8 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
             tbl_rewrite_set_row_map(rw, cc_row_map, &cc);
         }
         if (!whole) {
-            st = bin_stream(rw, &cc, bb, &sc->root, opt, target, &done, total_rows, err);
+            st = bin_stream(rw, &cc, bb, lineage ? &file_schema : NULL, read_root, opt, target,
+                            &done, total_rows, err);
         } else {
             hs_batch *acc = NULL;
             st = hs_batch_create(read_root, 0, &acc, err);
@@ -1139,6 +1161,7 @@ static hs_status compact_on(hs_table *t, const ice_table_metadata *m,
             cc.rw = NULL;
         }
     }
+    (void)pq_page_cache_thread_keep(keep_pages);
     /* nothing to rewrite, but delete files that apply to no live data
      * file (an equality delete pruned by bounds everywhere, position
      * deletes of files gone): a "replace" that only drops them

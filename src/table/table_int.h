@@ -481,9 +481,14 @@ HS_MUST_USE hs_status tbl_rewrite_stream(tbl_rewrite *rw, struct ArrowArrayStrea
  * its input files with a callback): open, push each batch (taken, also on
  * failure), close with finish true to write out what is buffered and the
  * manifest, or false to drop it (after a failure; the files written so far
- * are the rewrite's to clean up, as with a failed tbl_rewrite_stream). */
+ * are the rewrite's to clean up, as with a failed tbl_rewrite_stream).
+ * file_schema (borrowed until close; NULL = the current schema): the
+ * batches' and data files' schema, as tbl_rewrite_rows_as (v3 lineage
+ * columns).  Declared indexes do not hold a file's rows: each file's
+ * sidecars are built from the file when it is closed. */
 typedef struct tbl_rewrite_sink tbl_rewrite_sink;
 HS_MUST_USE hs_status tbl_rewrite_sink_open(tbl_rewrite *rw, int64_t target,
+                                            const ice_schema *file_schema,
                                             tbl_rewrite_sink **out, hs_error *err);
 HS_MUST_USE hs_status tbl_rewrite_sink_push(tbl_rewrite_sink *s, hs_batch *b, hs_error *err);
 HS_MUST_USE hs_status tbl_rewrite_sink_close(tbl_rewrite_sink *s, bool finish, hs_error *err);
@@ -700,10 +705,12 @@ typedef struct tbl_ixw {
 } tbl_ixw;
 
 void tbl_ixw_init(tbl_ixw *w, hs_table *t);
-/* A data file was written with the rows of b (in the current schema, in
- * file order): builds the declared indexes for it. */
+/* A data file of n_rows rows was written: builds the declared indexes for
+ * it, from b when given (every row of the file, in the current schema, in
+ * file order), else from the file itself, read back one indexed column at
+ * a time in batches (memory: the index builder's, not the file's rows). */
 HS_MUST_USE hs_status tbl_ixw_file_written(tbl_ixw *w, const char *path, int64_t size,
-                                           const hs_batch *b, hs_error *err);
+                                           int64_t n_rows, const hs_batch *b, hs_error *err);
 /* A data file leaves the table (its entries are dropped at commit). */
 HS_MUST_USE hs_status tbl_ixw_file_removed(tbl_ixw *w, const char *path, hs_error *err);
 /* In the commit callback, after nm (the new metadata: a copy of base plus

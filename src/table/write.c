@@ -734,8 +734,8 @@ static hs_status dfile_write(tbl_wop *op, const ice_schema *schema, dfile *f, co
 static uint64_t dfile_bytes(const dfile *f) { return f->w ? pq_writer_bytes_written(f->w) : 0; }
 
 /* Finishes and publishes the file, builds the sidecars of declared indexes
- * (from `rows`: every row of the file in file order; NULL only when the
- * table declares no index, see appender), and queues its manifest entry.
+ * (from `rows`: every row of the file in file order; NULL: from the file,
+ * read back), and queues its manifest entry.
  * The file is closed (or abandoned) either way. */
 static hs_status dfile_close(tbl_wop *op, dfile *f, const hs_batch *rows, hs_buf *entries,
                              hs_error *err)
@@ -809,13 +809,12 @@ static hs_status dfile_close(tbl_wop *op, dfile *f, const hs_batch *rows, hs_buf
         st = hs_wfile_close(f->wf, err);
         f->wf = NULL;
     }
-    /* sidecars of the declared indexes, from the rows still in memory; a
-     * table without declared indexes only has the file recorded (its row
-     * count is all index.c reads then) */
-    hs_batch counted = {.n_rows = f->rows};
+    /* sidecars of the declared indexes, from the rows still in memory, or
+     * (rows NULL: a file written in slices) from the file just published,
+     * one indexed column at a time; a table without declared indexes only
+     * has the file recorded */
     if (st == HS_OK)
-        st = tbl_ixw_file_written(&op->ixw, df.file_path, (int64_t)size, rows ? rows : &counted,
-                                  err);
+        st = tbl_ixw_file_written(&op->ixw, df.file_path, (int64_t)size, f->rows, rows, err);
     int64_t nrows = f->rows;
     dfile_abort(f);   /* frees what is left (nothing to abort after close) */
     if (st != HS_OK)
@@ -1481,6 +1480,10 @@ static hs_status op_commit(tbl_wop *op, hs_error *err)
  *   sorted (default order)    one sorted run: a chunk's group        target size within a group
  *   declared indexes          one chunk's group, whole (sidecars     at the group's end
  *                             are built from its rows in memory)
+ *   declared indexes, a       as unsorted/sorted above; each file's  as above
+ *   rewrite's sink            sidecars built when it closes, from
+ *   (tbl_rewrite_sink_open)   the file read back one indexed column
+ *                             at a time (tbl_ixw_file_written)
  *
  * Budget B = table property hyperstream.write.buffer-bytes (default 64 MiB):
  * the chunk (column buffers plus per-row partition and sort-key scratch)
@@ -1499,12 +1502,14 @@ static hs_status op_commit(tbl_wop *op, hs_error *err)
 
 typedef struct appender {
     tbl_wop *op;
-    const ice_schema *schema;
+    const ice_schema *schema;   /* the table's (manifests) */
+    const ice_schema *fschema;  /* the rows' and data files' (a rewrite's may add lineage) */
     const ice_partition_spec *spec;
     int n_sort_keys;
-    bool sorted, indexed;
+    bool sorted;
+    bool indexed;               /* a group is written whole, its sidecars from its rows */
     int64_t budget, target;
-    hs_batch *chunk;            /* buffered rows, current schema */
+    hs_batch *chunk;            /* buffered rows, in fschema */
     int64_t rows_total;
     dfile cur;                  /* the open data file (cur_open) */
     bool cur_open;
@@ -1566,7 +1571,7 @@ static hs_status ap_open_cur(appender *ap, const row_group *g, hs_error *err)
         rg = ap->target / 4;
     if (rg < (64 << 10))
         rg = 64 << 10;
-    HS_TRY(dfile_open(ap->op, ap->schema, g->part_path, ap->cur_pvals, g->n_values, rg,
+    HS_TRY(dfile_open(ap->op, ap->fschema, g->part_path, ap->cur_pvals, g->n_values, rg,
                       (int64_t)HS_VEC_LEN(&ap->entries, ice_manifest_entry), &ap->cur, err));
     ap->cur_open = true;
     return HS_OK;
@@ -1581,7 +1586,7 @@ static hs_status ap_group(void *ctx, const row_group *g, hs_error *err)
             return hs_err_nomem(err, 64);
         hs_batch *b = NULL;
         HS_TRY(take_rows(g->all, g->idx, g->cnt, &b, err));
-        hs_status st = write_one_file(ap->op, ap->schema, b, g->part_path, pv, g->n_values,
+        hs_status st = write_one_file(ap->op, ap->fschema, b, g->part_path, pv, g->n_values,
                                       &ap->entries, err);
         hs_batch_free(b);
         if (st == HS_OK && ap->op->row_map) {
@@ -1612,7 +1617,7 @@ static hs_status ap_group(void *ctx, const row_group *g, hs_error *err)
                                    g->idx + off, n, err));
         hs_batch *b = NULL;
         HS_TRY(take_rows(g->all, g->idx + off, n, &b, err));
-        hs_status st = dfile_write(ap->op, ap->schema, &ap->cur, b, err);
+        hs_status st = dfile_write(ap->op, ap->fschema, &ap->cur, b, err);
         hs_batch_free(b);
         HS_TRY(st);
         off += n;
@@ -1635,7 +1640,7 @@ static hs_status ap_flush(appender *ap, hs_error *err)
     hs_batch_free(ap->chunk);
     ap->chunk = NULL;
     if (st == HS_OK)
-        st = hs_batch_create(&ap->schema->root, 0, &ap->chunk, err);
+        st = hs_batch_create(&ap->fschema->root, 0, &ap->chunk, err);
     return st;
 }
 
@@ -1659,7 +1664,8 @@ static hs_status ap_init(appender *ap, tbl_wop *op, hs_error *err)
     ap->target = op->target_file_size > 0
                      ? op->target_file_size
                      : prop_i64(t, "write.target-file-size-bytes", TARGET_FILE_DEFAULT);
-    return hs_batch_create(&ap->schema->root, 0, &ap->chunk, err);
+    ap->fschema = ap->schema;
+    return hs_batch_create(&ap->fschema->root, 0, &ap->chunk, err);
 }
 
 /* Adds batch b (taken) to the chunk, written out when it reaches its share
@@ -1667,7 +1673,7 @@ static hs_status ap_init(appender *ap, tbl_wop *op, hs_error *err)
 static hs_status ap_add(appender *ap, hs_batch *b, hs_error *err)
 {
     hs_batch *cb = NULL;
-    hs_status st = tbl_conform_batch(b, &ap->schema->root, true, &cb, err);
+    hs_status st = tbl_conform_batch(b, &ap->fschema->root, true, &cb, err);
     if (st == HS_OK)
         st = tbl_vector_check_batch(&ap->op->t->meta, cb, ap->rows_total, err);
     if (st != HS_OK) {
@@ -2635,8 +2641,8 @@ struct tbl_rewrite_sink {
     appender ap;
 };
 
-hs_status tbl_rewrite_sink_open(tbl_rewrite *rw, int64_t target, tbl_rewrite_sink **out,
-                                hs_error *err)
+hs_status tbl_rewrite_sink_open(tbl_rewrite *rw, int64_t target, const ice_schema *file_schema,
+                                tbl_rewrite_sink **out, hs_error *err)
 {
     *out = NULL;
     tbl_rewrite_sink *s = hs_calloc(1, sizeof *s);
@@ -2644,11 +2650,20 @@ hs_status tbl_rewrite_sink_open(tbl_rewrite *rw, int64_t target, tbl_rewrite_sin
         return hs_err_nomem(err, sizeof *s);
     rw->op.target_file_size = target;
     hs_status st = ap_init(&s->ap, &rw->op, err);
+    if (st == HS_OK && file_schema) {   /* rows and files with lineage columns */
+        hs_batch_free(s->ap.chunk);
+        s->ap.chunk = NULL;
+        s->ap.fschema = file_schema;
+        st = hs_batch_create(&file_schema->root, 0, &s->ap.chunk, err);
+    }
     if (st != HS_OK) {
         hs_batch_free(s->ap.chunk);
         hs_free(s);
         return st;
     }
+    /* files stream as a plain table's (kept open across chunks, rolled at
+     * the target); their sidecars are built from the files as they close */
+    s->ap.indexed = false;
     *out = s;
     return HS_OK;
 }

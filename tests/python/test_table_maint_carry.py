@@ -56,7 +56,8 @@ def pyiceberg_rows(t):
 
 CASES = {
     # format, declared index, z-order: the streaming rewrite path (v2, no
-    # index), the in-memory one (index), lineage columns (v3), z-order
+    # index), with sidecars built from the new files (index), lineage
+    # columns (v3), z-order (the in-memory path)
     "v2-stream": (2, False, None),
     "v2-index": (2, True, None),
     "v3-index": (3, True, None),

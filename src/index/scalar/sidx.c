@@ -935,6 +935,27 @@ void sidx_builder_set_dict_limit(sidx_builder *b, int64_t max_distinct)
     b->dict_max = max_distinct < 0 ? 0 : max_distinct;
 }
 
+static void buf_exact(hs_buf *x, size_t cap)
+{
+    if (x->cap)
+        return;
+    uint8_t *d = hs_malloc(cap);
+    if (d) {
+        x->data = d;
+        x->cap = cap;
+    }
+}
+
+void sidx_builder_expect_rows(sidx_builder *b, int64_t n_rows)
+{
+    if (!b || b->n_rows > 0 || n_rows <= 0 || n_rows > SIDX_MAX_ROWS ||
+        (b->vk != PR_V_I64 && b->vk != PR_V_F64))
+        return;
+    /* + 1: hs_buf_reserve grows when the need reaches the capacity */
+    buf_exact(&b->pos, (size_t)n_rows * 4 + 1);
+    buf_exact(&b->keys, (size_t)n_rows * 8 + 1);
+}
+
 void sidx_builder_free(sidx_builder *b)
 {
     if (!b)

@@ -76,6 +76,10 @@ void sidx_builder_free(sidx_builder *b);  /* accepts NULL */
  * and more than a quarter of the rows; then the rows are kept and sorted
  * directly.  Call before the first add. */
 void sidx_builder_set_dict_limit(sidx_builder *b, int64_t max_distinct);
+/* The file has n_rows rows (before the first add): the position and key
+ * arrays of a numeric column are allocated at that size instead of grown by
+ * doubling (up to twice it).  A hint: nothing changes when it fails. */
+void sidx_builder_expect_rows(sidx_builder *b, int64_t n_rows);
 
 /* ---- reading ---- */
 
