@@ -970,12 +970,12 @@ static void test_imds_credentials(void)
 
     /* credentials within 5 minutes of their expiry (halfway through their
      * life when it is shorter than 10 minutes) are fetched again */
-    srv.expire_in_s = 4;
+    srv.expire_in_s = 10;   /* due after 5 s (whole seconds: after 6 at the latest) */
     hs_s3_reset();
     int before = srv.cred_gets;
     CHECK_OK(put_small("unit/imds-3", &err), &err);
-    CHECK(srv.cred_gets - before == 1);   /* the load; 4 s to go: not due yet */
-    usleep(2100 * 1000);                   /* past the halfway mark */
+    CHECK(srv.cred_gets - before == 1);   /* the load; 10 s to go: not due yet */
+    usleep(7200 * 1000);                   /* past the halfway mark */
     CHECK_OK(put_small("unit/imds-4", &err), &err);
     CHECK(srv.cred_gets - before >= 2);   /* due: fetched again before the request */
     CHECK(srv.bad == 0);
@@ -991,13 +991,13 @@ static void test_imds_credentials(void)
     }
     /* a refresh that fails keeps the keys while they are valid */
     snprintf(srv.secret, sizeof srv.secret, "%s", saved.v[1]);   /* AWS_SECRET_ACCESS_KEY */
-    srv.expire_in_s = 8;
+    srv.expire_in_s = 16;
     hs_s3_reset();
     CHECK_OK(put_small("unit/imds-k1", &err), &err);
     shutdown(srv.fd, SHUT_RDWR);
     close(srv.fd);
     pthread_join(th, NULL);
-    usleep(4200 * 1000);   /* inside the refresh window, still valid for 3.8 s */
+    usleep(10200 * 1000);   /* inside the refresh window (due after 8-9 s), still valid */
     CHECK_OK(put_small("unit/imds-k2", &err), &err);   /* the endpoint is gone: old keys */
     /* named but silent: the 403 says why nothing signed the request */
     if (checks) {
@@ -1311,7 +1311,7 @@ static hs_status vend_fn(hs_io_refresher *self, void *arg, hs_error *err)
 typedef struct vend_reader {
     int i;
     hs_status st;
-    char msg[256];
+    char msg[sizeof ((hs_error *)0)->msg];
 } vend_reader;
 
 static void *vend_read(void *arg)
