@@ -988,7 +988,8 @@ static hs_status r_default_location(cat_catalog *c, const char *ident, char **lo
                                                          "location"));
     if (sst == HS_OK && sloc) {
         /* the staged table's settings cover the files about to be written */
-        hs_status ist = apply_io(rc, r, NULL, err);   /* staged: nothing to load later */
+        /* a refresher too: the table exists by the time its keys come due */
+        hs_status ist = apply_io(rc, r, ident, err);
         if (ist != HS_OK) {
             json_decref(r);
             hs_free(ns);

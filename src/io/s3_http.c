@@ -626,9 +626,13 @@ hs_status s3_http_error(s3_req *r, const char *what, hs_error *err)
     char why[300] = "";
     if (r->status == 400 || r->status == 401 || r->status == 403) {
         s3_config c = s3_cfg_now();
-        if (c.creds_note[0])
+        s3_scope_apply(r->bucket, r->key, &c, NULL);   /* the keys a catalog vended count */
+        hs_free(c.session_token);
+        if (c.sign)
+            ;   /* signed (maybe with vended keys): the server's code says why */
+        else if (c.creds_note[0])
             snprintf(why, sizeof why, " (no credentials: %s)", c.creds_note);
-        else if (!c.sign)
+        else
             snprintf(why, sizeof why, " (the request was not signed: no credentials found)");
     }
     return hs_err_set(err, s, "%s: %s: HTTP %ld%s%s%s%s%s", what, r->method, r->status,

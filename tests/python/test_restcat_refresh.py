@@ -36,6 +36,7 @@ from pyiceberg.catalog.rest import RestCatalog  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests" / "s3"))
 from s3server import S3Server  # noqa: E402
+from test_restcat_vended import VendingProxy  # noqa: E402
 
 CLI = _build_dir() / "hyperstream"
 TOKEN = "refresh-t0ken"
@@ -248,10 +249,40 @@ def _client(tmp_path, url, rounds, pause):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def test_vended_keys_refresh_across_lifetimes(vending, s3, tmp_path):
+class _Counter(VendingProxy):
+    """Passes the catalog's answers through, counting LoadTableResults (a
+    load's answer has "config"; a commit's has not); with hide_endpoint the
+    catalog does not announce the credentials endpoint (older servers), so
+    clients must load the table again instead."""
+
+    def __init__(self, upstream, hide_endpoint):
+        self.hide_endpoint = hide_endpoint
+        self.loads = 0
+        super().__init__(upstream)
+
+    def rewrite(self, path, body):
+        if path.split("?")[0] == "/v1/config" and self.hide_endpoint:
+            body["endpoints"] = [e for e in body.get("endpoints", [])
+                                 if not e.endswith("/credentials")]
+        elif isinstance(body, dict) and "metadata" in body and "config" in body:
+            self.loads += 1
+        return body
+
+
+@pytest.mark.parametrize("endpoint", [True, False], ids=["credentials", "reload"])
+def test_vended_keys_refresh_across_lifetimes(vending, s3, tmp_path, endpoint):
     url, wh, proxy, tokens = vending
     rounds = 4
-    got = _client(tmp_path, url, rounds, pause=TTL * 0.8)
+    # a pass-through in front of the catalog counts the client's requests
+    counter = _Counter(url, hide_endpoint=not endpoint)
+    try:
+        got = _client(tmp_path, counter.url, rounds, pause=TTL * 0.8)
+    except AssertionError:
+        minted = {json.loads(x)["token"]: json.loads(x)["deadline"]
+                  for x in tokens.read_text().splitlines()}
+        print("minted", [(t[-8:], d) for t, d in minted.items()])
+        print("log", [(m, t[-8:] if t else None, st) for m, t, st in proxy.log])
+        raise
     assert got["counts"] == [100 * (i + 1) for i in range(rounds)]
     assert got["ids"] == list(range(100 * rounds))
 
@@ -260,10 +291,25 @@ def test_vended_keys_refresh_across_lifetimes(vending, s3, tmp_path):
     # and none went out with a token past its deadline: each request that was
     # refused (a refresh racing a deadline) was retried with new keys
     used = {tok for (_, tok, st) in proxy.log if tok and st < 300}
+    print(f"{len(minted)} keys minted, {len(used)} used, {len(proxy.log)} S3 requests, "
+          f"{sum(1 for x in proxy.log if x[2] == 403)} refused as expired")
     assert len(minted) >= 3 and len(used) >= 3, (len(minted), len(used))
     assert used <= set(minted)
     refused = [x for x in proxy.log if x[2] == 403]
     assert len(refused) <= len(minted)
+    # the keys came from the refresher: the credentials endpoint when the
+    # catalog announces it, else loads of the table (the client's script
+    # loads it once itself, at the end)
+    creds = [p for p in counter.paths if p.endswith("/credentials")]
+    print(f"{len(creds)} credential requests, {counter.loads} loads")
+    # the script's own loads: the stage-create, one before each append's
+    # commit (after its data files are written), the one at the end
+    own = rounds + 2
+    if endpoint:
+        assert len(creds) >= rounds - 1 and counter.loads == own, counter.paths
+    else:
+        assert not creds and counter.loads >= own + rounds - 1, counter.paths
+    counter.shutdown()
 
     # oracle: pyiceberg, with long-lived keys straight to moto
     pc = RestCatalog("rest", uri=url, token=TOKEN, **{
@@ -276,7 +322,8 @@ def test_vended_keys_refresh_across_lifetimes(vending, s3, tmp_path):
     # what the server vends: keys with their expiry, at load and at /credentials
     lt = json.loads(_get(url, "/v1/namespaces/db/tables/t"))
     cfg = lt["config"]
-    assert cfg["s3.session-token"] in minted
+    assert cfg["s3.session-token"] in [json.loads(x)["token"]
+                                       for x in tokens.read_text().splitlines()]
     assert int(cfg["s3.session-token-expires-at-ms"]) > time.time() * 1000
     assert lt["storage-credentials"][0]["prefix"] == lt["metadata"]["location"]
     cr = json.loads(_get(url, "/v1/namespaces/db/tables/t/credentials"))
