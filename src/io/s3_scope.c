@@ -41,7 +41,8 @@
  * g_s3_lock.  Many threads due at once refresh once: the refresher's mutex
  * admits one caller; the callback bumps the generation, and a caller whose
  * ticket's generation is older than the refresher's finds the work done
- * and only takes the new keys.  Lock order: a refresher's mutex, then
+ * and only takes the new keys.  A refusal that is not due to an expiry the
+ * scope announced refreshes at most every S3_REFUSED_REFRESH_MS.  Lock order: a refresher's mutex, then
  * g_s3_lock (never the reverse; refresher references are dropped outside
  * g_s3_lock, as their callbacks' state may be freed then).
  */
@@ -64,7 +65,13 @@ struct hs_io_refresher {
     hs_io_refresh_fn fn;
     void *arg;
     void (*arg_free)(void *arg);
+    int64_t last_ms;             /* when fn last ran (under mu) */
 };
+
+/* A refusal (not an expiry) refreshes at most this often: a 403 that new
+ * keys do not cure (a key without the permission) must not send every
+ * request to the catalog. */
+#define S3_REFUSED_REFRESH_MS 2000
 
 static int64_t now_ms(void)
 {
@@ -118,7 +125,10 @@ hs_status s3_scope_refresh(s3_scope_ticket *t, hs_error *err)
         return hs_err_set(err, HS_INVALID, "no refresher for these S3 credentials");
     pthread_mutex_lock(&r->mu);
     hs_status st = HS_OK;
-    if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) == t->gen) {
+    int64_t now = now_ms();
+    if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) == t->gen &&
+        (t->due || !r->last_ms || now - r->last_ms >= S3_REFUSED_REFRESH_MS)) {
+        r->last_ms = now;
         st = r->fn(r, r->arg, err);
         /* bumped on failure too: the threads waiting behind this one go on
          * with what they have rather than each asking the catalog again */
