@@ -330,12 +330,24 @@ def test_vended_keys_refresh_across_lifetimes(vending, s3, tmp_path, endpoint):
     assert cr["storage-credentials"][0]["config"]["s3.endpoint"] == proxy.endpoint
     assert "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials" in \
         json.loads(_get(url, "/v1/config"))["endpoints"]
+    # the spec's errors: no such table, other methods
+    status, body = _request(url, "GET", "/v1/namespaces/db/tables/nope/credentials")
+    assert status == 404 and json.loads(body)["error"]["type"] == "NoSuchTableException"
+    status, body = _request(url, "POST", "/v1/namespaces/db/tables/t/credentials")
+    assert status == 405
+
+
+def _request(url, method, path):
+    conn = http.client.HTTPConnection(url.split("://", 1)[1], timeout=30)
+    conn.request(method, path, body=b"{}" if method == "POST" else None,
+                 headers={"Authorization": f"Bearer {TOKEN}"})
+    r = conn.getresponse()
+    body = r.read()
+    conn.close()
+    return r.status, body
 
 
 def _get(url, path):
-    conn = http.client.HTTPConnection(url.split("://", 1)[1], timeout=30)
-    conn.request("GET", path, headers={"Authorization": f"Bearer {TOKEN}"})
-    r = conn.getresponse()
-    body = r.read()
-    assert r.status == 200, body
+    status, body = _request(url, "GET", path)
+    assert status == 200, body
     return body
