@@ -217,7 +217,8 @@ def test_compaction_gives_up_on_concurrent_equality_delete(tmp_path, table_dir):
     t.close()
     # the rows with the equality delete applied, by Java Iceberg, before and
     # after our compaction
-    require(not ON_S3, "the Java harness reads local paths")
+    if ON_S3:
+        return   # the Java harness reads tables by local path (the local leg runs it)
     require(shutil.which("java") is not None, "java not installed")
     require(HARNESS_JAR.exists(), f"{HARNESS_JAR} not built (scripts/java-harness.sh)")
     from test_iceberg_java import JavaHarness
