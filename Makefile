@@ -62,7 +62,8 @@ S3_C_QUICK = ^test_table$$|^test_table_index$$
 S3_C_FULL = ^test_table$$|^test_table_index$$|^test_table_search$$|^test_table_maint$$|^test_rowdelta$$|^test_s3$$|^test_table_faults$$
 S3_PY_QUICK = tests/python/test_pkg_table.py tests/python/test_pkg_search.py \
 	tests/python/test_index_pyiceberg.py tests/python/test_index_differential.py \
-	tests/python/test_table_zorder.py tests/python/test_rowdelta_pyiceberg.py
+	tests/python/test_table_zorder.py tests/python/test_rowdelta_pyiceberg.py \
+	tests/python/test_pkg_catalog.py
 S3_PY_FULL = $(S3_PY_QUICK) tests/python/test_table_search.py tests/python/test_table_pyiceberg.py \
 	tests/python/test_s3_table.py tests/python/test_s3_orphans.py tests/python/test_s3_requests.py \
 	tests/python/test_index_and_groups.py tests/python/test_index_counters.py \
@@ -71,7 +72,7 @@ S3_PY_FULL = $(S3_PY_QUICK) tests/python/test_table_search.py tests/python/test_
 	tests/python/test_table_embeddings.py tests/python/test_table_v3_overwrite.py \
 	tests/python/test_vindex_layout.py tests/python/test_pkg_progress.py \
 	tests/python/test_table_maint.py tests/python/test_table_maint_deletes.py \
-	tests/python/test_table_maint_carry.py
+	tests/python/test_table_maint_carry.py tests/python/test_table_maint_eqdelete.py
 S3_FULL = $(filter full,$(HS_S3_MATRIX))
 test-s3: build
 	@CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps .

@@ -6,7 +6,7 @@
  *   hyperstream serve [--rest] --catalog FILE.db [--warehouse DIR]
  *                     [--catalog-name NAME] [--host 127.0.0.1] [--port 8181]
  *                     [--token-file F] [--client-id ID --client-secret-file F]
- *                     [--no-auth] [--port-file F] [--threads N]
+ *                     [--no-auth] [--port-file F] [--threads N] [--vend-credentials]
  *
  * Authentication: a bearer token from $HYPERSTREAM_REST_TOKEN or
  * --token-file (first line) is required on every request; --client-id with
@@ -46,7 +46,10 @@ static void usage(FILE *to)
             "                           default: $HYPERSTREAM_REST_TOKEN\n"
             "  --client-id ID           OAuth2 client id accepted at /v1/oauth/tokens\n"
             "  --client-secret-file F   its secret (first line of F)\n"
-            "  --no-auth                serve without authentication (no token set)\n");
+            "  --no-auth                serve without authentication (no token set)\n"
+            "  --vend-credentials       hand clients this server's S3 settings and keys\n"
+            "                           (with their expiry) for tables on S3, and serve\n"
+            "                           GET .../tables/{t}/credentials\n");
 }
 
 /* The first line of a small file, hs_malloc'ed into *out. */
@@ -72,6 +75,7 @@ int cmd_serve(int argc, char **argv)
     const char *catalog = NULL, *name = NULL, *warehouse = NULL, *host = "127.0.0.1";
     const char *token_file = NULL, *client_id = NULL, *secret_file = NULL, *port_file = NULL;
     int port = 8181, threads = 4, no_auth = 0;
+    bool vend = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -82,6 +86,9 @@ int cmd_serve(int argc, char **argv)
             continue;
         } else if (strcmp(a, "--no-auth") == 0) {
             no_auth = 1;
+            continue;
+        } else if (strcmp(a, "--vend-credentials") == 0) {
+            vend = true;
             continue;
         }
         if (!v)
@@ -141,7 +148,8 @@ int cmd_serve(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     rc_config cfg = { .sqlite_path = catalog, .catalog_name = name, .warehouse = warehouse,
-                      .token = token, .client_id = client_id, .client_secret = secret };
+                      .token = token, .client_id = client_id, .client_secret = secret,
+                      .vend_credentials = vend };
     rc_server *rs = NULL;
     hs_http_server *hs = NULL;
     hs_error err = { 0 };

@@ -113,12 +113,18 @@ HS_API void hs_catalog_close(hs_catalog *cat);
 /* Creates a namespace ("a" or "a.b"); HS_CONFLICT if it exists.  Path
  * catalogs create the directory. */
 HS_API hs_status hs_catalog_create_namespace(hs_catalog *cat, const char *ns, hs_error *err);
-/* JSON array of table names in ns (NULL = all), e.g. ["db.t1","db.t2"];
- * caller frees *out with hs_string_free. */
+/* JSON array of the identifiers of the tables in namespace ns, sorted:
+ * always the full identifier that hs_table_open(cat, id) opens - SQL and
+ * REST catalogs "ns.name" (e.g. ["db.t1","db.t2"]; ns NULL or "": the root
+ * namespace's tables, "name"; REST needs a namespace), path catalogs
+ * "dir/name" (a path catalog's namespace is a directory under its root,
+ * "a/b"; NULL or "": the root's tables, "name").  Caller frees *out with
+ * hs_string_free. */
 HS_API hs_status hs_catalog_list_tables(hs_catalog *cat, const char *ns, char **out, hs_error *err);
 /* The same list as a stream (see "Lists as Arrow streams" below):
- * namespace utf8 (null when the name has no dot), name utf8, identifier
- * utf8 (the JSON form's string). */
+ * namespace utf8 (the identifier before its last '.', path catalogs '/';
+ * null when there is none), name utf8, identifier utf8 (the JSON form's
+ * string). */
 HS_API hs_status hs_catalog_list_tables_stream(hs_catalog *cat, const char *ns,
                                                struct ArrowArrayStream *out, hs_error *err);
 /* Removes the table from the catalog (data files are kept when purge is 0;

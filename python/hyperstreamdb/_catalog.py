@@ -165,7 +165,7 @@ class Catalog:
 
     def list_tables(self, namespace: Optional[Identifier] = None) -> List[str]:
         """Identifiers ("ns.name") of the tables in namespace (path catalogs:
-        None = the root directory)."""
+        None = the root directory; the C list gives "ns/dir/name" there)."""
         ns = None if namespace is None else _ident(namespace)
         if ns is not None and self._kind == "path":
             pns = ns.replace(".", "/")

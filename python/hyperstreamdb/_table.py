@@ -411,6 +411,15 @@ class Table:
         catalogs wrote); None when neither is there."""
         p = self._path
         local = p[len("file://"):] if p.startswith("file://") else p
+        if p.startswith(("s3://", "s3a://")):
+            # an object store has no directories: list the metadata/ prefix
+            # (one request; nothing there = a table the first commit creates)
+            try:
+                m = _core.find_metadata(p)
+            except _core.NotFoundError:
+                return None
+            self._static = "dir"
+            return _core.open_table(m, metadata=True)
         if "://" in local:
             return None
         if local.endswith(".metadata.json") and os.path.isfile(local):

@@ -51,6 +51,17 @@
  * or registered - before anyone reads the table's files.  The catalog-wide
  * ones also cover the warehouse when it is an s3:// URI.
  *
+ * Vended keys are refreshed (io.h's hs_io_refresher): when a LoadTableResult
+ * carries keys, its scopes hold a refresher with its own connection to the
+ * catalog (a copy of this handle's settings, its own curl handle, so any
+ * thread may run it while this handle is busy or closed).  io/s3_scope.c
+ * runs it before a request whose keys expire soon
+ * (s3.session-token-expires-at-ms) or after a 403 ExpiredToken: GET
+ * namespaces/{ns}/tables/{t}/credentials when the config's "endpoints" list
+ * it (the spec's LoadCredentialsResponse: {storage-credentials}), else - or
+ * when it fails - a load of the table (GET namespaces/{ns}/tables/{t}); the
+ * new keys replace the scopes' for every thread at once.
+ *
  * The base of a commit: the last metadata loaded or committed through this
  * handle when its location is the base location, else a fresh GET (a moved
  * table is HS_CONFLICT).  The handle holds one curl easy handle (keep-alive);
@@ -78,6 +89,7 @@ typedef struct rest_catalog {
     json_t *io;      /* the merged config's FileIO properties (object of strings) */
     struct curl_slist *headers;   /* "header.<Name>" options, as "Name: value" */
     long page_size;  /* "rest-page-size": the pageSize lists ask for; 0 = none */
+    bool creds_endpoint;   /* the config lists GET .../tables/{table}/credentials */
     /* the last metadata seen: ident, its location, the document */
     char *cache_ident, *cache_loc;
     json_t *cache_doc;
@@ -100,6 +112,8 @@ static hs_status http(rest_catalog *rc, const char *method, const char *url, con
                       bool form, bool with_auth, long *status, hs_buf *resp, hs_error *err)
 {
     hs_buf_reset(resp);
+    if (!rc->curl && !(rc->curl = curl_easy_init()))   /* a refresher's copy: made on use */
+        return hs_err_set(err, HS_NOMEM, "REST catalog: cannot create a curl handle");
     CURL *c = rc->curl;
     curl_easy_reset(c);
     struct curl_slist *h = NULL;
@@ -424,8 +438,10 @@ static bool io_key(const char *k)
 }
 
 /* Sets the io scope of location from base (may be NULL) overlaid with over
- * (may be NULL): the FileIO keys of both. */
-static hs_status scope_set(const char *location, json_t *base, json_t *over, hs_error *err)
+ * (may be NULL): the FileIO keys of both; refresher (may be NULL) fetches
+ * them again. */
+static hs_status scope_set(const char *location, json_t *base, json_t *over,
+                           hs_io_refresher *refresher, hs_error *err)
 {
     json_t *m = json_is_object(base) ? json_deep_copy(base) : json_object();
     if (!m)
@@ -445,7 +461,7 @@ static hs_status scope_set(const char *location, json_t *base, json_t *over, hs_
             vals[i++] = json_string_value(v) ? json_string_value(v) : "";
         }
         if (n)
-            st = hs_io_set_scope(location, keys, vals, n, err);
+            st = hs_io_set_scope_ex(location, keys, vals, n, refresher, err);
     }
     hs_free(keys);
     hs_free(vals);
@@ -453,34 +469,238 @@ static hs_status scope_set(const char *location, json_t *base, json_t *over, hs_
     return st;
 }
 
+/* The storage-credentials entry whose prefix is the longest prefix of loc
+ * (NULL when none). */
+static json_t *cred_for(json_t *creds, const char *loc)
+{
+    json_t *best = NULL, *e;
+    size_t best_len = 0, i;
+    json_array_foreach(creds, i, e) {
+        const char *p = json_string_value(json_object_get(e, "prefix"));
+        size_t n = p ? strlen(p) : 0;
+        while (n > 0 && p[n - 1] == '/')
+            n--;
+        if (!p || strncmp(loc, p, n) != 0 || (loc[n] && loc[n] != '/') || (best && n < best_len))
+            continue;
+        best = e;
+        best_len = n;
+    }
+    return best;
+}
+
+/* Whether a LoadTableResult r vends keys (so they may need refreshing). */
+static bool vends_keys(rest_catalog *rc, json_t *r)
+{
+    json_t *e;
+    size_t i;
+    if (json_object_get(rc->io, "s3.access-key-id") || json_object_get(rc->io, "s3.session-token"))
+        return true;
+    json_t *cfg = json_object_get(r, "config");
+    if (json_object_get(cfg, "s3.access-key-id") || json_object_get(cfg, "s3.session-token"))
+        return true;
+    json_array_foreach(json_object_get(r, "storage-credentials"), i, e) {
+        json_t *c = json_object_get(e, "config");
+        if (json_object_get(c, "s3.access-key-id") || json_object_get(c, "s3.session-token"))
+            return true;
+    }
+    return false;
+}
+
+static hs_status apply_io_with(rest_catalog *rc, json_t *r, hs_io_refresher *refresher,
+                               hs_error *err);
+static hs_io_refresher *refresher_new(rest_catalog *rc, const char *ident, json_t *r);
+
 /* The settings of a LoadTableResult r (a load, create, commit or register
- * answer) for the table's files: the catalog's FileIO properties overlaid
- * with r's "config", for the table location (and the metadata file's
- * directory when it lies elsewhere), then each "storage-credentials" entry
- * for its prefix. */
-static hs_status apply_io(rest_catalog *rc, json_t *r, hs_error *err)
+ * answer of table ident) for the table's files: the catalog's FileIO
+ * properties overlaid with r's "config", for the table location (and the
+ * metadata file's directory when it lies elsewhere), then each
+ * "storage-credentials" entry for its prefix; a credential whose prefix
+ * covers the location wins over "config" for it.  Vended keys get a
+ * refresher. */
+static hs_status apply_io(rest_catalog *rc, json_t *r, const char *ident, hs_error *err)
+{
+    hs_io_refresher *ref = NULL;
+    if (ident && vends_keys(rc, r) && !(ref = refresher_new(rc, ident, r)))
+        return hs_err_nomem(err, 256);
+    hs_status st = apply_io_with(rc, r, ref, err);
+    hs_io_refresher_release(ref);   /* the scopes hold their own references */
+    return st;
+}
+
+static hs_status apply_io_with(rest_catalog *rc, json_t *r, hs_io_refresher *refresher,
+                               hs_error *err)
 {
     json_t *cfg = json_object_get(r, "config");
+    json_t *creds = json_object_get(r, "storage-credentials");
     const char *loc = json_string_value(json_object_get(json_object_get(r, "metadata"),
                                                         "location"));
     const char *mloc = json_string_value(json_object_get(r, "metadata-location"));
+    json_t *base = json_is_object(rc->io) ? json_deep_copy(rc->io) : json_object();
+    if (!base)
+        return hs_err_nomem(err, 256);
+    const char *k;
+    json_t *v;
+    json_object_foreach(cfg, k, v) {
+        if (io_key(k) && json_is_string(v))
+            json_object_set(base, k, v);
+    }
+    hs_status st = HS_OK;
     if (loc)
-        HS_TRY(scope_set(loc, rc->io, cfg, err));
-    if (mloc && (!loc || strncmp(mloc, loc, strlen(loc)) != 0)) {
+        st = scope_set(loc, base, json_object_get(cred_for(creds, loc), "config"), refresher,
+                       err);
+    if (st == HS_OK && mloc && (!loc || strncmp(mloc, loc, strlen(loc)) != 0)) {
         const char *slash = strrchr(mloc, '/');
         char *dir = slash ? hs_strndup(mloc, (size_t)(slash - mloc)) : NULL;
-        hs_status st = dir ? scope_set(dir, rc->io, cfg, err) : HS_OK;
+        st = dir ? scope_set(dir, base, json_object_get(cred_for(creds, dir), "config"),
+                             refresher, err) : HS_OK;
         hs_free(dir);
-        HS_TRY(st);
     }
+    json_decref(base);
     size_t i;
     json_t *e;
-    json_array_foreach(json_object_get(r, "storage-credentials"), i, e) {
+    json_array_foreach(creds, i, e) {
         const char *prefix = json_string_value(json_object_get(e, "prefix"));
-        if (prefix)
-            HS_TRY(scope_set(prefix, rc->io, json_object_get(e, "config"), err));
+        if (st == HS_OK && prefix)
+            st = scope_set(prefix, rc->io, json_object_get(e, "config"), refresher, err);
     }
-    return HS_OK;
+    return st;
+}
+
+/* ---- refreshing vended keys ---------------------------------------------------------------------- */
+
+static void r_free(cat_catalog *c);
+
+/* A refresher's state: its own connection (a copy of the catalog handle's
+ * settings; curl made on first use), the table, and the last answer's
+ * table-level parts (its location, metadata location and "config"), which
+ * a credentials-endpoint answer (storage-credentials only) is laid over. */
+typedef struct rest_vend {
+    rest_catalog *conn;
+    char *ident;
+    json_t *last;   /* {"metadata": {"location"}, "metadata-location", "config"} */
+} rest_vend;
+
+static void vend_free(void *arg)
+{
+    rest_vend *v = arg;
+    if (!v)
+        return;
+    if (v->conn)
+        r_free(&v->conn->base);
+    hs_free(v->ident);
+    json_decref(v->last);
+    hs_free(v);
+}
+
+static struct curl_slist *slist_copy(const struct curl_slist *l, bool *ok)
+{
+    struct curl_slist *out = NULL, *t;
+    for (; l; l = l->next) {
+        if (!(t = curl_slist_append(out, l->data))) {
+            curl_slist_free_all(out);
+            *ok = false;
+            return NULL;
+        }
+        out = t;
+    }
+    return out;
+}
+
+/* A request to GET the credentials or the table: LoadTableResult-like r. */
+static hs_status vend_fetch(rest_vend *v, json_t **r, hs_error *err)
+{
+    rest_catalog *rc = v->conn;
+    char *path = NULL;
+    HS_TRY(table_path(rc, v->ident, &path, err));
+    hs_status st = HS_UNSUPPORTED;
+    if (rc->creds_endpoint) {
+        char *cp = cat_sprintf("%s/credentials", path);
+        json_t *c = NULL;
+        hs_error e2 = { 0 };
+        st = cp ? call(rc, "GET", cp, NULL, v->ident, &c, NULL, &e2) : HS_NOMEM;
+        hs_free(cp);
+        if (st == HS_OK && json_is_array(json_object_get(c, "storage-credentials"))) {
+            /* the table-level parts of the last answer + the new credentials */
+            *r = json_deep_copy(v->last);
+            if (!*r || json_object_set(*r, "storage-credentials",
+                                       json_object_get(c, "storage-credentials")) != 0)
+                st = HS_NOMEM;
+            else
+                /* keys vended only in "config" before: the credentials
+                 * endpoint's entry for the table replaces them */
+                st = HS_OK;
+        } else if (st == HS_OK) {
+            st = HS_IO;
+        }
+        json_decref(c);
+        if (st != HS_OK) {
+            json_decref(*r);
+            *r = NULL;
+        }
+    }
+    if (st != HS_OK)   /* no credentials endpoint (or it failed): load the table */
+        st = call(rc, "GET", path, NULL, v->ident, r, NULL, err);
+    hs_free(path);
+    return st;
+}
+
+/* The table-level parts of a LoadTableResult (new reference or NULL). */
+static json_t *vend_last(json_t *r)
+{
+    return json_pack("{s:{s:O?}, s:O?, s:O?}", "metadata", "location",
+                     json_object_get(json_object_get(r, "metadata"), "location"),
+                     "metadata-location", json_object_get(r, "metadata-location"),
+                     "config", json_object_get(r, "config"));
+}
+
+static hs_status vend_refresh(hs_io_refresher *self, void *arg, hs_error *err)
+{
+    rest_vend *v = arg;
+    json_t *r = NULL;
+    HS_TRY(vend_fetch(v, &r, err));
+    hs_status st = apply_io_with(v->conn, r, self, err);
+    if (st == HS_OK) {
+        json_t *last = vend_last(r);
+        if (last) {
+            json_decref(v->last);
+            v->last = last;
+        }
+    }
+    json_decref(r);
+    return st;
+}
+
+static hs_io_refresher *refresher_new(rest_catalog *rc, const char *ident, json_t *r)
+{
+    rest_vend *v = hs_calloc(1, sizeof *v);
+    rest_catalog *c = hs_calloc(1, sizeof *c);
+    if (!v || !c) {
+        hs_free(v);
+        hs_free(c);
+        return NULL;
+    }
+    v->conn = c;
+    c->base.vt = rc->base.vt;
+    c->base.kind = CAT_REST;
+    bool ok = true;
+    c->uri = hs_strdup(rc->uri);
+    c->prefix = rc->prefix ? hs_strdup(rc->prefix) : NULL;
+    c->auth = rc->auth ? hs_strdup(rc->auth) : NULL;
+    c->warehouse = rc->warehouse ? hs_strdup(rc->warehouse) : NULL;
+    c->ns_sep = rc->ns_sep ? hs_strdup(rc->ns_sep) : NULL;
+    c->io = rc->io ? json_deep_copy(rc->io) : json_object();
+    c->headers = slist_copy(rc->headers, &ok);
+    c->page_size = rc->page_size;
+    c->creds_endpoint = rc->creds_endpoint;
+    v->ident = hs_strdup(ident);
+    v->last = vend_last(r);
+    if (!ok || !c->uri || (rc->prefix && !c->prefix) || (rc->auth && !c->auth) ||
+        (rc->warehouse && !c->warehouse) || (rc->ns_sep && !c->ns_sep) || !c->io || !v->ident ||
+        !v->last) {
+        vend_free(v);
+        return NULL;
+    }
+    return hs_io_refresher_new(vend_refresh, v, vend_free);
 }
 
 /* GET the table: its metadata document and location. */
@@ -503,7 +723,7 @@ static hs_status load_table(rest_catalog *rc, const char *ident, json_t **doc, c
         return hs_err_set(err, HS_IO, "REST catalog: %s: LoadTableResult without metadata or "
                           "metadata-location", ident);
     }
-    st = apply_io(rc, r, err);
+    st = apply_io(rc, r, ident, err);
     if (st != HS_OK) {
         json_decref(r);
         return st;
@@ -727,7 +947,7 @@ static hs_status post_commit(rest_catalog *rc, const char *ident, json_t *base, 
         st = hs_err_set(err, HS_IO, "REST catalog: %s: commit response without "
                         "metadata-location or metadata", ident);
     if (st == HS_OK)
-        st = apply_io(rc, r, err);
+        st = apply_io(rc, r, ident, err);
     if (st == HS_OK) {
         cache_set(rc, ident, loc, m);
         if (new_location && !(*new_location = hs_strdup(loc)))
@@ -768,7 +988,8 @@ static hs_status r_default_location(cat_catalog *c, const char *ident, char **lo
                                                          "location"));
     if (sst == HS_OK && sloc) {
         /* the staged table's settings cover the files about to be written */
-        hs_status ist = apply_io(rc, r, err);
+        /* a refresher too: the table exists by the time its keys come due */
+        hs_status ist = apply_io(rc, r, ident, err);
         if (ist != HS_OK) {
             json_decref(r);
             hs_free(ns);
@@ -1114,7 +1335,7 @@ static hs_status r_register(cat_catalog *c, const char *ident, const char *mloc,
     const char *loc = json_string_value(json_object_get(r, "metadata-location"));
     json_t *m = json_object_get(r, "metadata");
     if (st == HS_OK && loc && json_is_object(m)) {
-        st = apply_io(rc, r, err);
+        st = apply_io(rc, r, ident, err);
         if (st == HS_OK)
             cache_set(rc, ident, loc, m);
     }
@@ -1323,6 +1544,15 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
                 st = hs_err_set(err, HS_INVALID, "REST catalog option rest-page-size \"%s\": "
                                 "not a positive integer", psz);
         }
+        size_t ei;
+        json_t *ev;
+        json_array_foreach(json_object_get(cfg, "endpoints"), ei, ev) {
+            const char *e = json_string_value(ev);
+            size_t el = e ? strlen(e) : 0;
+            if (e && strncmp(e, "GET ", 4) == 0 && el > 12 &&
+                strcmp(e + el - 12, "/credentials") == 0)
+                rc->creds_endpoint = true;
+        }
         if (opt(merged, "prefix") && *opt(merged, "prefix"))
             rc->prefix = hs_strdup(opt(merged, "prefix"));
         /* "namespace-separator" (URL-encoded, e.g. "%2E"): levels joined by it */
@@ -1345,7 +1575,7 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
         if (!rc->uri || !rc->io)
             st = hs_err_nomem(err, 256);
         if (st == HS_OK && rc->warehouse && json_object_size(rc->io))
-            st = scope_set(rc->warehouse, rc->io, NULL, err);
+            st = scope_set(rc->warehouse, rc->io, NULL, NULL, err);
         json_decref(merged);
     }
     json_decref(cfg);

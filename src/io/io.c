@@ -776,8 +776,25 @@ bool hs_io_is_object_uri(const char *uri)
     return hs_s3_is_uri(uri);
 }
 
+hs_status hs_io_vend_properties(const char *location, char ***keys, char ***values,
+                                size_t *n, hs_error *err)
+{
+    *keys = *values = NULL;
+    *n = 0;
+    if (!location || !hs_s3_is_uri(location))
+        return HS_OK;
+    return hs_s3_vend_properties(location, keys, values, n, err);
+}
+
 hs_status hs_io_set_scope(const char *location, const char *const *keys,
                           const char *const *values, size_t n, hs_error *err)
+{
+    return hs_io_set_scope_ex(location, keys, values, n, NULL, err);
+}
+
+hs_status hs_io_set_scope_ex(const char *location, const char *const *keys,
+                             const char *const *values, size_t n, hs_io_refresher *refresher,
+                             hs_error *err)
 {
     if (!location || !hs_s3_is_uri(location))
         return HS_OK;
@@ -785,7 +802,7 @@ hs_status hs_io_set_scope(const char *location, const char *const *keys,
     for (size_t i = 0; i < n && !any; i++)
         any = keys[i] && (strncmp(keys[i], "s3.", 3) == 0 ||
                           strcmp(keys[i], "client.region") == 0);
-    return any ? hs_s3_set_scope(location, keys, values, n, err) : HS_OK;
+    return any ? hs_s3_set_scope_ex(location, keys, values, n, refresher, err) : HS_OK;
 }
 
 hs_status hs_io_object_identity(const char *uri, uint64_t *size, char version[72],

@@ -250,6 +250,35 @@ bool hs_io_background_stop(void);
  * for local paths and file:// URIs, and when no key applies to the store. */
 HS_MUST_USE hs_status hs_io_set_scope(const char *location, const char *const *keys,
                                       const char *const *values, size_t n, hs_error *err);
+/* Vended credentials that expire (s3.session-token-expires-at-ms) or that
+ * the store refuses as expired are fetched again by a refresher: the
+ * catalog's callback fn(self, arg, err), which sets the scopes again with
+ * hs_io_set_scope_ex(..., self, ...).  io/s3_scope.c calls it before a
+ * request whose keys expire within 5 minutes (half their lifetime when
+ * shorter) and once after a 403 ExpiredToken / InvalidToken, then retries;
+ * many threads due at once run it once (the others wait and take the new
+ * keys).  fn runs on whichever thread made the request, never two at once
+ * for one refresher, with no io lock held.  Refcounted: hs_io_refresher_new
+ * returns one reference (NULL when out of memory, after arg_free(arg)); each
+ * scope holds its own; arg_free(arg) runs when the last goes. */
+typedef struct hs_io_refresher hs_io_refresher;
+typedef hs_status (*hs_io_refresh_fn)(hs_io_refresher *self, void *arg, hs_error *err);
+hs_io_refresher *hs_io_refresher_new(hs_io_refresh_fn fn, void *arg, void (*arg_free)(void *));
+void hs_io_refresher_release(hs_io_refresher *r);   /* NULL is fine */
+uint64_t hs_io_refresher_generation(const hs_io_refresher *r);   /* refreshes run so far */
+HS_MUST_USE hs_status hs_io_set_scope_ex(const char *location, const char *const *keys,
+                                         const char *const *values, size_t n,
+                                         hs_io_refresher *refresher, hs_error *err);
+/* The storage settings this process uses for the objects under location,
+ * as Iceberg FileIO properties a catalog server vends to its clients:
+ * s3.endpoint and s3.path-style-access (a custom endpoint), s3.region,
+ * s3.access-key-id, s3.secret-access-key, s3.session-token and
+ * s3.session-token-expires-at-ms (temporary keys; refreshed first when they
+ * are due).  *keys and *values: parallel arrays of *n strings; the caller
+ * hs_frees each string, then both arrays.  None (n = 0) for local paths. */
+HS_MUST_USE hs_status hs_io_vend_properties(const char *location, char ***keys, char ***values,
+                                            size_t *n, hs_error *err);
+
 /* Object stores: the size and version (ETag) of an object, from io/s3.c's
  * HEAD cache without a request while it trusts the entry (HS_S3_HEAD_CACHE_S),
  * else by opening it (one GET of its tail, which then serves the caller's

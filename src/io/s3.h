@@ -83,6 +83,14 @@ bool hs_s3_background_stop(void);
  * io/s3_scope.c. */
 HS_MUST_USE hs_status hs_s3_set_scope(const char *prefix, const char *const *keys,
                                       const char *const *values, size_t n, hs_error *err);
+/* io.h's hs_io_vend_properties for an s3:// location (s3_http.c). */
+HS_MUST_USE hs_status hs_s3_vend_properties(const char *uri, char ***keys, char ***values,
+                                            size_t *n, hs_error *err);
+/* The same with a refresher (io.h's hs_io_set_scope_ex; the scope takes its
+ * own reference; NULL = none). */
+HS_MUST_USE hs_status hs_s3_set_scope_ex(const char *prefix, const char *const *keys,
+                                         const char *const *values, size_t n,
+                                         hs_io_refresher *refresher, hs_error *err);
 void hs_s3_clear_scopes(void);
 
 /* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */

@@ -16,7 +16,8 @@
  *   AWS_NO_SIGN_REQUEST=true.  A provider that is configured but gives no
  *   keys leaves a note (creds_note) that errors of refused requests carry.
  * Temporary credentials carry their expiry (creds_expire); s3_http.c reloads
- * the configuration at creds_refresh_at, 5 minutes before it; a reload that
+ * the configuration at creds_refresh_at, 5 minutes before it (halfway when
+ * they live less than 10 minutes); a reload that
  * gets no keys keeps the old ones while they are valid (retrying every 30 s).
  * Providers run under g_s3_lock (requests wait for a refresh, once).
  *
@@ -227,7 +228,12 @@ static bool creds_from_json(s3_config *c, json_t *j, const char *token_key,
         c->creds_expire = when;
     else if (refresh_without_expiry || ex)
         c->creds_expire = (int64_t)time(NULL) + 600;   /* no (usable) expiry: ask again */
-    c->creds_refresh_at = c->creds_expire ? c->creds_expire - 300 : 0;
+    /* 5 minutes early, or halfway when the keys live less than 10 minutes
+     * (keys that live seconds would otherwise be fetched for every request) */
+    int64_t life = c->creds_expire - (int64_t)time(NULL);
+    c->creds_refresh_at = c->creds_expire ? c->creds_expire - (life / 2 < 300 ? (life > 0 ? life / 2
+                                                                                   : 0) : 300)
+                                          : 0;
     c->creds_note[0] = 0;
     return true;
 }

@@ -401,6 +401,24 @@ static bool transient_status(const s3_req *r, bool conditional)
     return false;
 }
 
+/* A refusal that fresh credentials may cure: 403 (or 400) with S3's code for
+ * an expired or unknown session token or key; a HEAD's 403 has no body to
+ * say why, so any 403 of a HEAD counts. */
+static bool expired_token(const s3_req *r)
+{
+    if (r->status != 403 && r->status != 400)
+        return false;
+    if (r->status == 403 && strcmp(r->method, "HEAD") == 0)
+        return true;
+    char code[64] = "", msg[8];
+    if (!s3_parse_error((const char *)r->errbody.data, r->errbody.len, code, sizeof code, msg,
+                        sizeof msg))
+        return false;
+    return strcmp(code, "ExpiredToken") == 0 || strcmp(code, "InvalidToken") == 0 ||
+           strcmp(code, "TokenRefreshRequired") == 0 || strcmp(code, "InvalidAccessKeyId") == 0 ||
+           strcmp(code, "ExpiredTokenException") == 0;
+}
+
 void s3_req_done(s3_req *r)
 {
     hs_buf_free(&r->errbody);
@@ -414,13 +432,28 @@ hs_status s3_do(s3_req *r, const char *what, hs_error *err)
     s3_config cfg;
     CURLSH *share = NULL;
     CURL *h = pool_get(&cfg, &share);
-    s3_scope_apply(r->bucket, r->key, &cfg);   /* settings a catalog vended (s3_scope.c) */
+    /* settings a catalog vended (s3_scope.c); keys about to expire are
+     * fetched again first (a failed refresh goes on with the old keys: the
+     * store says whether they still work) */
+    s3_scope_ticket tk;
+    s3_scope_apply(r->bucket, r->key, &cfg, &tk);
+    if (tk.due) {
+        hs_error rerr = { 0 };
+        if (s3_scope_refresh(&tk, &rerr) == HS_OK || tk.refreshed)
+            s3_scope_apply(r->bucket, r->key, &cfg, NULL);
+    }
     hs_buf url = { 0 }, auth = { 0 }, tokhdr = { 0 }, tokbuf = { 0 };
     hs_status st = HS_OK;
+    bool retried_expired = false;
     if (!h) {
+        s3_scope_ticket_done(&tk);
         pool_put(h, &cfg);
         return hs_err_set(err, HS_NOMEM, "%s: cannot create a curl handle", what);
     }
+signing:
+    hs_buf_reset(&url);
+    hs_buf_reset(&auth);
+    hs_buf_reset(&tokhdr);
     if (build_url(&cfg, r->bucket, r->key, r->query, &url) != HS_OK ||
         (cfg.sign && (hs_buf_printf(&auth, "aws:amz:%s:s3", cfg.region) != HS_OK ||
                       hs_buf_printf(&tokhdr, "%s:%s", cfg.access_key, cfg.secret_key) != HS_OK))) {
@@ -530,6 +563,15 @@ hs_status s3_do(s3_req *r, const char *what, hs_error *err)
             r->status = code;
         }
         count(r->method, r->got + r->errbody.len, r->body_len, attempt > 0, connects);
+        /* vended keys refused as expired: fetch them again, retry once */
+        if (cc == CURLE_OK && tk.refresher && !retried_expired && expired_token(r)) {
+            retried_expired = true;
+            hs_error rerr = { 0 };
+            if (s3_scope_refresh(&tk, &rerr) == HS_OK) {
+                s3_scope_apply(r->bucket, r->key, &cfg, NULL);
+                goto signing;
+            }
+        }
         /* a body shorter than its Content-Length is a truncated response */
         bool truncated = cc == CURLE_OK && r->status >= 200 && r->status < 300 &&
                          strcmp(r->method, "HEAD") != 0 && r->have_length &&
@@ -564,6 +606,7 @@ hs_status s3_do(s3_req *r, const char *what, hs_error *err)
         backoff(attempt);
     }
 out:
+    s3_scope_ticket_done(&tk);
     hs_buf_free(&url);
     hs_buf_free(&auth);
     hs_buf_free(&tokhdr);
@@ -583,9 +626,13 @@ hs_status s3_http_error(s3_req *r, const char *what, hs_error *err)
     char why[300] = "";
     if (r->status == 400 || r->status == 401 || r->status == 403) {
         s3_config c = s3_cfg_now();
-        if (c.creds_note[0])
+        s3_scope_apply(r->bucket, r->key, &c, NULL);   /* the keys a catalog vended count */
+        hs_free(c.session_token);
+        if (c.sign)
+            ;   /* signed (maybe with vended keys): the server's code says why */
+        else if (c.creds_note[0])
             snprintf(why, sizeof why, " (no credentials: %s)", c.creds_note);
-        else if (!c.sign)
+        else
             snprintf(why, sizeof why, " (the request was not signed: no credentials found)");
     }
     return hs_err_set(err, s, "%s: %s: HTTP %ld%s%s%s%s%s", what, r->method, r->status,
@@ -593,3 +640,54 @@ hs_status s3_http_error(s3_req *r, const char *what, hs_error *err)
 }
 
 bool s3_ok2xx(const s3_req *r) { return r->status >= 200 && r->status < 300; }
+
+/* ---- settings a catalog server vends (io.h's hs_io_vend_properties) ---- */
+
+hs_status hs_s3_vend_properties(const char *uri, char ***keys, char ***values, size_t *n,
+                                hs_error *err)
+{
+    *keys = *values = NULL;
+    *n = 0;
+    s3_loc loc;
+    HS_TRY(s3_parse_uri(uri, &loc, err));
+    s3_config cfg;
+    CURLSH *share = NULL;
+    CURL *h = pool_get(&cfg, &share);   /* loads, or refreshes keys that are due */
+    s3_scope_apply(loc.bucket, loc.key, &cfg, NULL);
+    char exp[32] = "";
+    if (cfg.creds_expire && cfg.sign)
+        snprintf(exp, sizeof exp, "%" PRId64, cfg.creds_expire * 1000);
+    const char *k[8], *v[8];
+    size_t m = 0;
+    if (cfg.custom_endpoint) {
+        k[m] = "s3.endpoint", v[m++] = cfg.endpoint;
+        k[m] = "s3.path-style-access", v[m++] = cfg.path_style ? "true" : "false";
+    }
+    k[m] = "s3.region", v[m++] = cfg.region;
+    if (cfg.sign) {
+        k[m] = "s3.access-key-id", v[m++] = cfg.access_key;
+        k[m] = "s3.secret-access-key", v[m++] = cfg.secret_key;
+        if (cfg.session_token)
+            k[m] = "s3.session-token", v[m++] = cfg.session_token;
+        if (exp[0])
+            k[m] = "s3.session-token-expires-at-ms", v[m++] = exp;
+    }
+    char **ka = hs_calloc(m, sizeof *ka), **va = hs_calloc(m, sizeof *va);
+    bool ok = ka && va;
+    for (size_t i = 0; ok && i < m; i++)
+        ok = (ka[i] = hs_strdup(k[i])) && (va[i] = hs_strdup(v[i]));
+    pool_put(h, &cfg);
+    if (!ok) {
+        for (size_t i = 0; i < m; i++) {
+            hs_free(ka ? ka[i] : NULL);
+            hs_free(va ? va[i] : NULL);
+        }
+        hs_free(ka);
+        hs_free(va);
+        return hs_err_nomem(err, 256);
+    }
+    *keys = ka;
+    *values = va;
+    *n = m;
+    return HS_OK;
+}

@@ -90,10 +90,23 @@ void s3_load_config_locked(void);
 /* A copy of the settings (loaded on first use) without the session token. */
 s3_config s3_cfg_now(void);
 
+/* What a request learnt of its scope's credential refresher (s3_scope.c). */
+typedef struct s3_scope_ticket {
+    hs_io_refresher *refresher;   /* a reference (s3_scope_ticket_done drops it) or NULL */
+    uint64_t gen;                 /* its generation when the settings were taken */
+    bool due;                     /* the keys expire within the refresh margin */
+    bool refreshed;               /* s3_scope_refresh ran the callback for this ticket */
+} s3_scope_ticket;
+
 /* Lays the scope of bucket/key (s3_scope.c), if any, over *cfg (a copy
- * taken by s3_http.c: its session_token is owned and may be replaced).
- * Takes g_s3_lock. */
-void s3_scope_apply(const char *bucket, const char *key, s3_config *cfg);
+ * taken by s3_http.c: its session_token is owned and may be replaced), and
+ * fills *t (may be NULL).  Takes g_s3_lock. */
+void s3_scope_apply(const char *bucket, const char *key, s3_config *cfg, s3_scope_ticket *t);
+/* Runs t's refresher unless another thread refreshed since t was taken (then
+ * the new settings are already in place); the caller applies the scope
+ * again.  Never call with g_s3_lock held. */
+HS_MUST_USE hs_status s3_scope_refresh(s3_scope_ticket *t, hs_error *err);
+void s3_scope_ticket_done(s3_scope_ticket *t);
 
 const char *s3_env(const char *name);          /* NULL when unset or empty */
 bool s3_env_true(const char *name, bool dflt);

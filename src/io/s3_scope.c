@@ -17,6 +17,8 @@
  *                                       signed (the session token is dropped
  *                                       unless the scope names one)
  *   s3.session-token                    session_token
+ *   s3.session-token-expires-at-ms      when the keys expire (ms since the
+ *                                       epoch): the refresh deadline below
  *
  * Other keys are ignored.  A scope is a prefix "bucket/key-prefix" (from an
  * s3:// or s3a:// URI: both spellings name the same objects); a request
@@ -25,6 +27,24 @@
  * replaces it; at most S3_MAX_SCOPES are kept (the oldest goes).  Scopes
  * survive hs_s3_reset (they come from catalogs, not from the environment);
  * hs_s3_clear_scopes forgets them.  g_s3_lock guards the table.
+ *
+ * Refreshing vended credentials.  A scope may hold a reference to a
+ * refresher (hs_io_refresher: the catalog's callback with its own catalog
+ * connection, shared by the scopes one LoadTableResult set).  s3_do asks
+ * s3_scope_apply for a ticket (the scope's refresher and its generation)
+ * and calls s3_scope_refresh before a request whose keys expire within the
+ * margin (5 minutes, or half their lifetime when that is shorter, so keys
+ * that live seconds are not refreshed before every request) and once
+ * after a 403 that says the token expired or is invalid.  The callback
+ * fetches new keys and sets the scopes again (hs_io_set_scope_ex with the
+ * same refresher), which swaps them for every thread at once under
+ * g_s3_lock.  Many threads due at once refresh once: the refresher's mutex
+ * admits one caller; the callback bumps the generation, and a caller whose
+ * ticket's generation is older than the refresher's finds the work done
+ * and only takes the new keys.  A refusal that is not due to an expiry the
+ * scope announced refreshes at most every S3_REFUSED_REFRESH_MS.  Lock order: a refresher's mutex, then
+ * g_s3_lock (never the reverse; refresher references are dropped outside
+ * g_s3_lock, as their callbacks' state may be freed then).
  */
 #include "io/s3_int.h"
 #include "base/mem.h"
@@ -33,8 +53,97 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #define S3_MAX_SCOPES 1024
+#define S3_REFRESH_MARGIN_MS ((int64_t)300000)
+
+struct hs_io_refresher {
+    pthread_mutex_t mu;          /* held while fn runs: one refresh at a time */
+    uint64_t gen;                /* refreshes done (atomic) */
+    int refs;                    /* atomic */
+    hs_io_refresh_fn fn;
+    void *arg;
+    void (*arg_free)(void *arg);
+    int64_t last_ms;             /* when fn last ran (under mu) */
+};
+
+/* A refusal (not an expiry) refreshes at most this often: a 403 that new
+ * keys do not cure (a key without the permission) must not send every
+ * request to the catalog. */
+#define S3_REFUSED_REFRESH_MS 2000
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+hs_io_refresher *hs_io_refresher_new(hs_io_refresh_fn fn, void *arg, void (*arg_free)(void *))
+{
+    hs_io_refresher *r = hs_calloc(1, sizeof *r);
+    if (!r) {
+        if (arg_free)
+            arg_free(arg);
+        return NULL;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    r->refs = 1;
+    r->fn = fn;
+    r->arg = arg;
+    r->arg_free = arg_free;
+    return r;
+}
+
+static hs_io_refresher *refresher_ref(hs_io_refresher *r)
+{
+    if (r)
+        __atomic_add_fetch(&r->refs, 1, __ATOMIC_RELAXED);
+    return r;
+}
+
+void hs_io_refresher_release(hs_io_refresher *r)
+{
+    if (!r || __atomic_sub_fetch(&r->refs, 1, __ATOMIC_ACQ_REL) != 0)
+        return;
+    if (r->arg_free)
+        r->arg_free(r->arg);
+    pthread_mutex_destroy(&r->mu);
+    hs_free(r);
+}
+
+uint64_t hs_io_refresher_generation(const hs_io_refresher *r)
+{
+    return r ? __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) : 0;
+}
+
+hs_status s3_scope_refresh(s3_scope_ticket *t, hs_error *err)
+{
+    hs_io_refresher *r = t->refresher;
+    if (!r)
+        return hs_err_set(err, HS_INVALID, "no refresher for these S3 credentials");
+    pthread_mutex_lock(&r->mu);
+    hs_status st = HS_OK;
+    int64_t now = now_ms();
+    if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) == t->gen &&
+        (t->due || !r->last_ms || now - r->last_ms >= S3_REFUSED_REFRESH_MS)) {
+        r->last_ms = now;
+        st = r->fn(r, r->arg, err);
+        /* bumped on failure too: the threads waiting behind this one go on
+         * with what they have rather than each asking the catalog again */
+        __atomic_add_fetch(&r->gen, 1, __ATOMIC_ACQ_REL);
+        t->refreshed = true;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
+void s3_scope_ticket_done(s3_scope_ticket *t)
+{
+    hs_io_refresher_release(t->refresher);
+    memset(t, 0, sizeof *t);
+}
 
 typedef struct s3_scope {
     char *prefix;            /* "bucket/key-prefix", no trailing '/' (owned) */
@@ -45,15 +154,25 @@ typedef struct s3_scope {
     char access_key[256];    /* "" = keep the environment's credentials */
     char secret_key[256];
     char *session_token;     /* owned or NULL */
+    int64_t expires_ms;      /* s3.session-token-expires-at-ms; 0 = not said */
+    int64_t set_ms;          /* when these settings came */
+    hs_io_refresher *refresher;   /* a reference, or NULL */
 } s3_scope;
 
 static s3_scope *g_scopes;
 static size_t g_n_scopes;
 
-static void scope_free(s3_scope *s)
+/* Frees s's strings; its refresher reference moves to *drop (released by
+ * the caller outside g_s3_lock) or is released here when drop is NULL. */
+static void scope_free(s3_scope *s, hs_io_refresher **drop)
 {
     hs_free(s->prefix);
     hs_free(s->session_token);
+    if (drop)
+        *drop = s->refresher;
+    else
+        hs_io_refresher_release(s->refresher);
+    s->refresher = NULL;
 }
 
 /* "s3://b/k/" -> "b/k" (hs_malloc'ed) or NULL when not an S3 URI. */
@@ -77,11 +196,18 @@ static bool truthy(const char *v)
 hs_status hs_s3_set_scope(const char *prefix, const char *const *keys,
                           const char *const *values, size_t n, hs_error *err)
 {
+    return hs_s3_set_scope_ex(prefix, keys, values, n, NULL, err);
+}
+
+hs_status hs_s3_set_scope_ex(const char *prefix, const char *const *keys,
+                             const char *const *values, size_t n, hs_io_refresher *refresher,
+                             hs_error *err)
+{
     char *pk = prefix ? scope_key(prefix) : NULL;
     if (!pk)
         return hs_err_set(err, HS_INVALID, "%s: an S3 scope is an s3:// or s3a:// URI with a "
                           "bucket", prefix ? prefix : "(null)");
-    s3_scope s = { .prefix = pk, .path_style = -1 };
+    s3_scope s = { .prefix = pk, .path_style = -1, .set_ms = now_ms() };
     const char *slash = strchr(pk, '/');
     s.bucket_len = slash ? (size_t)(slash - pk) : strlen(pk);
     bool custom = false;
@@ -107,30 +233,42 @@ hs_status hs_s3_set_scope(const char *prefix, const char *const *keys,
         } else if (strcmp(k, "s3.session-token") == 0 && *v) {
             hs_free(s.session_token);
             if (!(s.session_token = hs_strdup(v))) {
-                scope_free(&s);
+                scope_free(&s, NULL);
                 return hs_err_nomem(err, strlen(v));
             }
+        } else if (strcmp(k, "s3.session-token-expires-at-ms") == 0 && *v) {
+            char *end = NULL;
+            long long ms = strtoll(v, &end, 10);
+            if (*end || ms <= 0) {
+                scope_free(&s, NULL);
+                return hs_err_set(err, HS_INVALID, "%s: s3.session-token-expires-at-ms \"%s\" "
+                                  "is not a time in milliseconds since the epoch", prefix, v);
+            }
+            s.expires_ms = ms;
         }
     }
     if (custom && s.path_style < 0)
         s.path_style = 1;   /* as for AWS_ENDPOINT_URL: S3-compatible servers want paths */
     if (!s.access_key[0] != !s.secret_key[0]) {
-        scope_free(&s);
+        scope_free(&s, NULL);
         return hs_err_set(err, HS_INVALID, "%s: s3.access-key-id and s3.secret-access-key come "
                           "together", prefix);
     }
+    s.refresher = refresher_ref(refresher);
+    hs_io_refresher *drop = NULL;
     pthread_mutex_lock(&g_s3_lock);
     size_t i;
     for (i = 0; i < g_n_scopes; i++)
         if (strcmp(g_scopes[i].prefix, pk) == 0)
             break;
     hs_status st = HS_OK;
+    hs_io_refresher *drop2 = NULL;
     if (i < g_n_scopes) {
-        scope_free(&g_scopes[i]);
+        scope_free(&g_scopes[i], &drop);
         g_scopes[i] = s;
     } else {
         if (g_n_scopes == S3_MAX_SCOPES) {   /* the oldest goes */
-            scope_free(&g_scopes[0]);
+            scope_free(&g_scopes[0], &drop);
             memmove(g_scopes, g_scopes + 1, (g_n_scopes - 1) * sizeof *g_scopes);
             g_n_scopes--;
         }
@@ -139,27 +277,33 @@ hs_status hs_s3_set_scope(const char *prefix, const char *const *keys,
             g_scopes = a;
             g_scopes[g_n_scopes++] = s;
         } else {
-            scope_free(&s);
+            scope_free(&s, &drop2);
             st = hs_err_nomem(err, sizeof *a);
         }
     }
     pthread_mutex_unlock(&g_s3_lock);
+    hs_io_refresher_release(drop);
+    hs_io_refresher_release(drop2);
     return st;
 }
 
 void hs_s3_clear_scopes(void)
 {
     pthread_mutex_lock(&g_s3_lock);
-    for (size_t i = 0; i < g_n_scopes; i++)
-        scope_free(&g_scopes[i]);
-    hs_free(g_scopes);
+    s3_scope *a = g_scopes;
+    size_t n = g_n_scopes;
     g_scopes = NULL;
     g_n_scopes = 0;
     pthread_mutex_unlock(&g_s3_lock);
+    for (size_t i = 0; i < n; i++)
+        scope_free(&a[i], NULL);
+    hs_free(a);
 }
 
-void s3_scope_apply(const char *bucket, const char *key, s3_config *cfg)
+void s3_scope_apply(const char *bucket, const char *key, s3_config *cfg, s3_scope_ticket *t)
 {
+    if (t)
+        memset(t, 0, sizeof *t);
     size_t bl = strlen(bucket);
     if (!key)
         key = "";
@@ -203,6 +347,16 @@ void s3_scope_apply(const char *bucket, const char *key, s3_config *cfg)
         } else if (best->session_token) {
             have_tok = true;
             tok = hs_strdup(best->session_token);
+        }
+        if (t && best->refresher) {
+            t->refresher = refresher_ref(best->refresher);
+            t->gen = hs_io_refresher_generation(best->refresher);
+            if (best->expires_ms) {
+                int64_t life = best->expires_ms - best->set_ms;
+                int64_t margin = life / 2 < S3_REFRESH_MARGIN_MS ? life / 2
+                                                                 : S3_REFRESH_MARGIN_MS;
+                t->due = now_ms() >= best->expires_ms - (margin > 0 ? margin : 0);
+            }
         }
     }
     pthread_mutex_unlock(&g_s3_lock);

@@ -17,6 +17,7 @@
  *   POST    namespaces/{ns}/tables                 create (stage-create too)
  *   POST    namespaces/{ns}/register               register a metadata file
  *   GET     namespaces/{ns}/tables/{t}             LoadTableResult
+ *   GET     namespaces/{ns}/tables/{t}/credentials {storage-credentials} (vending)
  *   HEAD    namespaces/{ns}/tables/{t}             204 | 404
  *   POST    namespaces/{ns}/tables/{t}             commit (requirements + updates)
  *   DELETE  namespaces/{ns}/tables/{t}[?purgeRequested=true]   204
@@ -46,6 +47,13 @@
  * catalog from the loaded location.  A lost swap is retried (up to 8 times)
  * from a fresh load, with the requirements checked again, as Java's
  * CatalogHandlers do; a requirement that fails on the fresh base is a 409.
+ *
+ * Credential vending (rc_config.vend_credentials): a table on S3 comes with
+ * this server's own S3 settings and keys for its location (io.h's
+ * hs_io_vend_properties: temporary keys with s3.session-token-expires-at-ms,
+ * refreshed by the server as they come due) in the LoadTableResult's
+ * "config" and as its one "storage-credentials" entry; the credentials
+ * endpoint answers the same entry, so clients refresh without a reload.
  */
 #include "server/restcat.h"
 
@@ -62,6 +70,7 @@
 
 struct rc_server {
     char *sqlite_path, *catalog_name, *warehouse, *token, *client_id, *client_secret;
+    bool vend;
 };
 
 typedef struct rc_call {
@@ -565,6 +574,69 @@ static void tables_list(rc_call *c, const char *ns)
     cat_strv_free(names, n);
 }
 
+/* The FileIO properties vended for location: a new object (empty when
+ * not vending or not on S3), NULL when they could not be had (*err says). */
+static json_t *vend_config(rc_call *c, const char *location, hs_error *err)
+{
+    json_t *o = json_object();
+    if (!o || !c->s->vend || !location)
+        return o;
+    char **k = NULL, **v = NULL;
+    size_t n = 0;
+    if (hs_io_vend_properties(location, &k, &v, &n, err) != HS_OK) {
+        json_decref(o);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object_set_new(o, k[i], json_string(v[i]));
+        hs_free(k[i]);
+        hs_free(v[i]);
+    }
+    hs_free(k);
+    hs_free(v);
+    return o;
+}
+
+/* [{prefix: location, config}] for vended config (empty: []); new reference. */
+static json_t *vend_credentials(const char *location, json_t *config)
+{
+    if (!location || !json_object_size(config))
+        return json_array();
+    return json_pack("[{s:s, s:O}]", "prefix", location, "config", config);
+}
+
+/* GET .../tables/{t}/credentials: the spec's LoadCredentialsResponse. */
+static void table_credentials(rc_call *c, const char *ident)
+{
+    char *mloc = NULL;
+    hs_error err = { 0 };
+    hs_buf json = { 0 };
+    hs_status st = cat_load_json(c->cat, ident, &json, &mloc, &err);
+    json_error_t je;
+    json_t *doc = st == HS_OK ? hs_json_loads(hs_buf_cstr(&json), 0, &je) : NULL;
+    if (st == HS_NOT_FOUND) {
+        char m[300];
+        snprintf(m, sizeof m, "Table does not exist: %s", ident);
+        reply_error(c, 404, "NoSuchTableException", m);
+    } else if (st != HS_OK) {
+        reply_status(c, st, &err, "NoSuchTableException", "CommitFailedException");
+    } else if (!doc) {
+        reply_error(c, 500, "InternalServerError", "the table's metadata file is not JSON");
+    } else {
+        const char *loc = json_string_value(json_object_get(doc, "location"));
+        json_t *cfg = vend_config(c, loc, &err);
+        if (!cfg)
+            reply_error(c, 500, "InternalServerError", err.msg);
+        else
+            reply_json(c, 200, json_pack("{s:o}", "storage-credentials",
+                                         vend_credentials(loc, cfg)));
+        json_decref(cfg);
+    }
+    json_decref(doc);
+    hs_buf_free(&json);
+    hs_free(mloc);
+}
+
 /* LoadTableResult for the table's current metadata. */
 static void reply_table(rc_call *c, int status, const char *ident)
 {
@@ -583,9 +655,20 @@ static void reply_table(rc_call *c, int status, const char *ident)
     } else if (!doc) {
         reply_error(c, 500, "InternalServerError", "the table's metadata file is not JSON");
     } else {
-        reply_json(c, status, json_pack("{s:s, s:o, s:{}}", "metadata-location", loc,
-                                        "metadata", doc, "config"));
-        doc = NULL;
+        const char *tl = json_string_value(json_object_get(doc, "location"));
+        json_t *cfg = vend_config(c, tl, &err);
+        if (!cfg) {
+            reply_error(c, 500, "InternalServerError", err.msg);
+        } else {
+            json_t *r = json_pack("{s:s, s:o, s:o}", "metadata-location", loc, "metadata", doc,
+                                  "config", cfg);
+            doc = NULL;
+            /* "storage-credentials" only when vending (older clients know no such key) */
+            if (r && json_object_size(json_object_get(r, "config")))
+                json_object_set_new(r, "storage-credentials",
+                                    vend_credentials(tl ? tl : "", json_object_get(r, "config")));
+            reply_json(c, status, r);
+        }
     }
     json_decref(doc);
     hs_buf_free(&json);
@@ -718,8 +801,13 @@ static void table_create(rc_call *c, const char *ns)
     if (!(doc = new_table_metadata(c, b, ident)))
         goto done;
     if (json_is_true(json_object_get(b, "stage-create"))) {
-        reply_json(c, 200, json_pack("{s:n, s:O, s:{}}", "metadata-location", "metadata", doc,
-                                     "config"));
+        const char *tl = json_string_value(json_object_get(doc, "location"));
+        json_t *cfg = vend_config(c, tl, &err);
+        if (!cfg)
+            reply_error(c, 500, "InternalServerError", err.msg);
+        else
+            reply_json(c, 200, json_pack("{s:n, s:O, s:o}", "metadata-location", "metadata",
+                                         doc, "config", cfg));
         goto done;
     }
     hs_buf text = { 0 };
@@ -931,6 +1019,7 @@ static const char *const ENDPOINTS[] = {
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "POST /v1/{prefix}/namespaces/{namespace}/register", "POST /v1/{prefix}/tables/rename",
     "GET /v1/{prefix}/namespaces/{namespace}/views",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
 };
 
 static void config(rc_call *c)
@@ -1105,6 +1194,13 @@ static void route(rc_call *c)
             reply_json(c, 200, json_pack("{s:[], s:n}", "identifiers", "next-page-token"));
         else if (!get)
             method_not_allowed(c);
+    } else if (c->n_seg == 5 && is(c, 2, "tables") && is(c, 4, "credentials")) {
+        char *ident = valid_table_name(c, c->seg[3]) ? ident_of(ns, c->seg[3]) : NULL;
+        if (ident && get)
+            table_credentials(c, ident);
+        else if (ident)
+            method_not_allowed(c);
+        hs_free(ident);
     } else if (c->n_seg == 4 && is(c, 2, "views")) {
         reply_error(c, 404, "NoSuchViewException", "this catalog has no views");
     } else if (c->n_seg == 4 && is(c, 2, "tables")) {
@@ -1195,6 +1291,7 @@ hs_status rc_new(const rc_config *cfg, rc_server **out, hs_error *err)
         rc_free(s);
         return hs_err_nomem(err, 256);
     }
+    s->vend = cfg->vend_credentials;
     cat_catalog *cat = NULL;
     hs_status st = cat_sql_open(s->sqlite_path, s->catalog_name, s->warehouse, &cat, err);
     cat_free(cat);

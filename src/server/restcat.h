@@ -36,6 +36,11 @@ typedef struct rc_config {
      * issues `token`; NULL = that endpoint answers 401. */
     const char *client_id;
     const char *client_secret;
+    /* Vend this server's S3 settings (endpoint, region, keys, session token
+     * and its expiry: io.h's hs_io_vend_properties) with every table on
+     * S3, as "config" and "storage-credentials" of the LoadTableResult and
+     * at GET .../tables/{t}/credentials. */
+    bool vend_credentials;
 } rc_config;
 
 /* Copies cfg; opens the catalog once to create the schema.  Caller frees

@@ -237,14 +237,15 @@ static hs_status json_to_stream(hs_status st, char *text, json_t *(*rows_of)(jso
 
 /* ---- tables of a catalog ---- */
 
-static json_t *identifiers_to_rows(json_t *doc)
+/* sep: what ends the namespace part ('.', path catalogs '/') */
+static json_t *identifiers_split(json_t *doc, char sep)
 {
     json_t *rows = json_array();
     size_t i;
     json_t *v;
     json_array_foreach(doc, i, v) {
         const char *id = json_string_value(v);
-        const char *dot = id ? strrchr(id, '.') : NULL;
+        const char *dot = id ? strrchr(id, sep) : NULL;
         json_t *o = id ? json_object() : NULL;
         if (!rows || !o ||
             json_object_set_new(o, "identifier", json_string(id)) ||
@@ -260,6 +261,9 @@ static json_t *identifiers_to_rows(json_t *doc)
     return rows;
 }
 
+static json_t *identifiers_to_rows(json_t *doc) { return identifiers_split(doc, '.'); }
+static json_t *paths_to_rows(json_t *doc) { return identifiers_split(doc, '/'); }
+
 hs_status hs_catalog_list_tables_stream(hs_catalog *cat, const char *ns,
                                         struct ArrowArrayStream *out, hs_error *err)
 {
@@ -268,7 +272,9 @@ hs_status hs_catalog_list_tables_stream(hs_catalog *cat, const char *ns,
                                   {"identifier", "identifier", LC_STRING, false}};
     char *text = NULL;
     hs_status st = hs_catalog_list_tables(cat, ns, &text, err);
-    return json_to_stream(st, text, identifiers_to_rows, cols, N_COLS(cols), out, err);
+    bool path = cat && cat_get_kind(cat->cat) == CAT_PATH;
+    return json_to_stream(st, text, path ? paths_to_rows : identifiers_to_rows,
+                          cols, N_COLS(cols), out, err);
 }
 
 /* ---- snapshots, history, refs ---- */

@@ -110,10 +110,17 @@ hs_status hs_catalog_list_tables(hs_catalog *c, const char *ns, char **out, hs_e
     HS_TRY(cat_list(c->cat, ns, &names, &n, err));
     json_t *arr = json_array();
     hs_status st = arr ? HS_OK : hs_err_nomem(err, 64);
+    /* identifiers hs_table_open accepts on this catalog: "ns.name" for SQL
+     * and REST catalogs; a path catalog's namespace is a directory under
+     * its root, so its tables are "dir/name" (docs/catalogs.md) */
+    bool path = cat_get_kind(c->cat) == CAT_PATH;
+    size_t nl = ns ? strlen(ns) : 0;
+    while (path && nl > 0 && ns[nl - 1] == '/')
+        nl--;
     for (size_t i = 0; st == HS_OK && i < n; i++) {
         hs_buf b = {0};
-        if (ns && *ns)
-            st = hs_buf_printf(&b, "%s.%s", ns, names[i]);
+        if (nl)
+            st = hs_buf_printf(&b, "%.*s%c%s", (int)nl, ns, path ? '/' : '.', names[i]);
         else
             st = hs_buf_puts(&b, names[i]);
         if (st == HS_OK && json_array_append_new(arr, json_string(hs_buf_cstr(&b))) != 0)

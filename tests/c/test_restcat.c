@@ -286,20 +286,20 @@ static void test_io_scopes(void)
     memset(&c, 0, sizeof c);
     s3_copy_str(c.endpoint, sizeof c.endpoint, "http://env:9");
     s3_copy_str(c.region, sizeof c.region, "us-east-1");
-    s3_scope_apply("b", "wh/db/t/data/f.parquet", &c);
+    s3_scope_apply("b", "wh/db/t/data/f.parquet", &c, NULL);
     CHECK(strcmp(c.endpoint, "http://two:2") == 0 && !c.path_style);
     CHECK(strcmp(c.region, "eu-west-3") == 0 && !c.access_key[0]);
     memset(&c, 0, sizeof c);
-    s3_scope_apply("b", "wh/db/t2/metadata/v1.metadata.json", &c);
+    s3_scope_apply("b", "wh/db/t2/metadata/v1.metadata.json", &c, NULL);
     CHECK(strcmp(c.endpoint, "http://one:1") == 0 && c.path_style && c.sign);
     CHECK(strcmp(c.access_key, "AK1") == 0 && strcmp(c.secret_key, "SK1") == 0);
     memset(&c, 0, sizeof c);
-    s3_scope_apply("b", "wh2/x", &c);   /* "wh" is not a prefix of the path "wh2/x" */
+    s3_scope_apply("b", "wh2/x", &c, NULL);   /* "wh" is not a prefix of the path "wh2/x" */
     CHECK(c.endpoint[0] == 0 && !c.sign);
-    s3_scope_apply("other", "wh/db/t/x", &c);
+    s3_scope_apply("other", "wh/db/t/x", &c, NULL);
     CHECK(c.endpoint[0] == 0);
     hs_s3_clear_scopes();
-    s3_scope_apply("b", "wh/db/t/x", &c);
+    s3_scope_apply("b", "wh/db/t/x", &c, NULL);
     CHECK(c.endpoint[0] == 0);
 }
 

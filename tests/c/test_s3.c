@@ -968,13 +968,16 @@ static void test_imds_credentials(void)
     CHECK_OK(put_small("unit/imds-2", &err), &err);
     CHECK(srv.tokens == 1 && srv.role_gets == 1 && srv.cred_gets == 1 && srv.bad == 0);
 
-    /* credentials within 5 minutes of their expiry are fetched again */
-    srv.expire_in_s = 120;
+    /* credentials within 5 minutes of their expiry (halfway through their
+     * life when it is shorter than 10 minutes) are fetched again */
+    srv.expire_in_s = 10;   /* due after 5 s (whole seconds: after 6 at the latest) */
     hs_s3_reset();
     int before = srv.cred_gets;
     CHECK_OK(put_small("unit/imds-3", &err), &err);
+    CHECK(srv.cred_gets - before == 1);   /* the load; 10 s to go: not due yet */
+    usleep(7200 * 1000);                   /* past the halfway mark */
     CHECK_OK(put_small("unit/imds-4", &err), &err);
-    CHECK(srv.cred_gets - before >= 3);   /* the load, then again before later requests */
+    CHECK(srv.cred_gets - before >= 2);   /* due: fetched again before the request */
     CHECK(srv.bad == 0);
 
     if (checks) {
@@ -988,12 +991,13 @@ static void test_imds_credentials(void)
     }
     /* a refresh that fails keeps the keys while they are valid */
     snprintf(srv.secret, sizeof srv.secret, "%s", saved.v[1]);   /* AWS_SECRET_ACCESS_KEY */
-    srv.expire_in_s = 120;   /* valid two more minutes, inside the refresh window */
+    srv.expire_in_s = 16;
     hs_s3_reset();
     CHECK_OK(put_small("unit/imds-k1", &err), &err);
     shutdown(srv.fd, SHUT_RDWR);
     close(srv.fd);
     pthread_join(th, NULL);
+    usleep(10200 * 1000);   /* inside the refresh window (due after 8-9 s), still valid */
     CHECK_OK(put_small("unit/imds-k2", &err), &err);   /* the endpoint is gone: old keys */
     /* named but silent: the 403 says why nothing signed the request */
     if (checks) {
@@ -1226,12 +1230,228 @@ static void test_fork_connections(void)
     hs_s3_reset();
 }
 
+
+/* ---- vended credentials that expire (io/s3_scope.c's refreshers) ---- */
+
+/* A fake S3 server: objects answer "hello" to requests signed with the
+ * session token "tok-new"; "tok-old" is refused with S3's 403 ExpiredToken
+ * (a HEAD gets the bare 403, as from S3). */
+typedef struct vend_srv {
+    int fd;
+    atomic_int old_seen, new_seen, other;
+} vend_srv;
+
+static void *vend_main(void *arg)
+{
+    vend_srv *s = arg;
+    for (;;) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        char req[8192];
+        size_t got = 0;
+        ssize_t n;
+        while (got < sizeof req - 1 && (n = recv(c, req + got, sizeof req - 1 - got, 0)) > 0) {
+            got += (size_t)n;
+            req[got] = 0;
+            if (strstr(req, "\r\n\r\n"))
+                break;
+        }
+        req[got] = 0;
+        bool head = strncmp(req, "HEAD ", 5) == 0;
+        const char *body = "";
+        int status;
+        if (strcasestr(req, "\r\nx-amz-security-token: tok-new\r\n")) {
+            s->new_seen++;
+            status = 200;
+            body = "hello";
+        } else if (strcasestr(req, "\r\nx-amz-security-token: tok-old\r\n")) {
+            s->old_seen++;
+            status = 403;
+            body = head ? "" : "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>ExpiredToken"
+                               "</Code><Message>The provided token has expired.</Message></Error>";
+        } else {
+            s->other++;
+            status = 400;
+        }
+        char resp[1024];
+        int k = snprintf(resp, sizeof resp, "HTTP/1.1 %d X\r\nContent-Length: %zu\r\n"
+                         "ETag: \"e1\"\r\nLast-Modified: Mon, 07 Dec 2026 10:00:00 GMT\r\n"
+                         "Connection: close\r\n\r\n%s", status, strlen(body), head ? "" : body);
+        (void)!send(c, resp, (size_t)k, 0);
+        close(c);
+    }
+}
+
+typedef struct vend_cb {
+    atomic_int calls;
+    char endpoint[128];
+    char expires[32];   /* the new keys' s3.session-token-expires-at-ms, "" = none */
+} vend_cb;
+
+static hs_status vend_fail(hs_io_refresher *self, void *arg, hs_error *err)
+{
+    (void)self;
+    vend_cb *cb = arg;
+    cb->calls++;
+    return hs_err_set(err, HS_IO, "the catalog is down");
+}
+
+static hs_status vend_fn(hs_io_refresher *self, void *arg, hs_error *err)
+{
+    vend_cb *cb = arg;
+    cb->calls++;
+    usleep(100 * 1000);   /* a slow catalog: the other threads pile up behind */
+    const char *k[] = { "s3.endpoint", "s3.access-key-id", "s3.secret-access-key",
+                        "s3.session-token", "s3.session-token-expires-at-ms" };
+    const char *v[] = { cb->endpoint, "AKNEW", "secret-new", "tok-new", cb->expires };
+    return hs_io_set_scope_ex("s3://vbkt/t", k, v, cb->expires[0] ? 5 : 4, self, err);
+}
+
+typedef struct vend_reader {
+    int i;
+    hs_status st;
+    char msg[sizeof ((hs_error *)0)->msg];
+} vend_reader;
+
+static void *vend_read(void *arg)
+{
+    vend_reader *r = arg;
+    char uri[64];
+    snprintf(uri, sizeof uri, "s3://vbkt/t/obj-%d", r->i);
+    hs_buf b = { 0 };
+    hs_error err = { 0 };
+    r->st = hs_io_read_all(uri, &b, &err);
+    if (r->st == HS_OK && (b.len != 5 || memcmp(b.data, "hello", 5) != 0))
+        r->st = HS_CORRUPT;
+    snprintf(r->msg, sizeof r->msg, "%s", err.msg);
+    hs_buf_free(&b);
+    return NULL;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sets the vended scope with the old token; expires_ms 0 = no expiry said. */
+static void vend_scope_old(vend_cb *cb, hs_io_refresher *ref, int64_t expires_ms)
+{
+    char exp[32];
+    snprintf(exp, sizeof exp, "%" PRId64, expires_ms);
+    const char *k[] = { "s3.endpoint", "s3.access-key-id", "s3.secret-access-key",
+                        "s3.session-token", "s3.session-token-expires-at-ms" };
+    const char *v[] = { cb->endpoint, "AKOLD", "secret-old", "tok-old", exp };
+    hs_error err = { 0 };
+    CHECK_OK(hs_io_set_scope_ex("s3://vbkt/t", k, v, expires_ms ? 5 : 4, ref, &err), &err);
+}
+
+static void vend_threads(int n)
+{
+    pthread_t th[16];
+    vend_reader rd[16];
+    for (int i = 0; i < n; i++) {
+        rd[i] = (vend_reader){ .i = i };
+        REQUIRE(pthread_create(&th[i], NULL, vend_read, &rd[i]) == 0);
+    }
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(rd[i].st == HS_OK);
+        if (rd[i].st != HS_OK)
+            fprintf(stderr, "  reader %d: %s\n", i, rd[i].msg);
+    }
+}
+
+static void test_vended_refresh(void)
+{
+    vend_srv srv = { .fd = socket(AF_INET, SOCK_STREAM, 0) };
+    struct sockaddr_in a = { 0 };
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    REQUIRE(bind(srv.fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(srv.fd, 64) == 0 &&
+            getsockname(srv.fd, (struct sockaddr *)&a, &al) == 0);
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, vend_main, &srv) == 0);
+    setenv("HS_S3_MAX_ATTEMPTS", "2", 1);
+    hs_s3_reset();
+    vend_cb cb = { 0 };
+    snprintf(cb.endpoint, sizeof cb.endpoint, "http://127.0.0.1:%d", ntohs(a.sin_port));
+
+    /* 1. refused as expired: 16 threads at once, one refresh, every read works */
+    hs_io_refresher *ref = hs_io_refresher_new(vend_fn, &cb, NULL);
+    REQUIRE(ref);
+    vend_scope_old(&cb, ref, 0);
+    vend_threads(16);
+    CHECK(cb.calls == 1);
+    CHECK(hs_io_refresher_generation(ref) == 1);
+    CHECK(srv.old_seen >= 1 && srv.new_seen >= 16 && srv.other == 0);
+
+    /* 2. about to expire: refreshed before any request goes out */
+    srv.old_seen = srv.new_seen = 0;
+    cb.calls = 0;
+    snprintf(cb.expires, sizeof cb.expires, "%" PRId64, wall_ms() + 3600 * 1000);
+    vend_scope_old(&cb, ref, wall_ms() - 1000);   /* expired a second ago */
+    hs_s3_reset();   /* no cached answers */
+    vend_threads(8);
+    CHECK(cb.calls == 1);
+    CHECK(srv.old_seen == 0 && srv.new_seen >= 8);
+    /* the new keys live an hour: no more refreshes */
+    hs_s3_reset();
+    vend_threads(4);
+    CHECK(cb.calls == 1);
+
+    /* 3. keys that live seconds refresh halfway, not before every request */
+    cb.calls = 0;
+    snprintf(cb.expires, sizeof cb.expires, "%" PRId64, wall_ms() + 2000);
+    vend_scope_old(&cb, ref, wall_ms() - 1);
+    hs_s3_reset();
+    vend_threads(2);
+    CHECK(cb.calls == 1);   /* refreshed to keys that live 2 s: not due again yet */
+    hs_s3_reset();
+    vend_threads(2);
+    CHECK(cb.calls == 1);
+    usleep(1100 * 1000);    /* past the halfway mark */
+    hs_s3_reset();
+    vend_threads(2);
+    CHECK(cb.calls == 2);
+
+    /* 4. a refresher that fails, or none: the 403 comes back, no loop */
+    hs_io_refresher_release(ref);   /* the scope keeps it alive */
+    hs_s3_clear_scopes();           /* ...until now */
+    hs_io_refresher *bad = hs_io_refresher_new(vend_fail, &cb, NULL);
+    for (int round = 0; round < 2; round++) {
+        cb.calls = 0;
+        srv.old_seen = 0;
+        hs_s3_reset();
+        vend_scope_old(&cb, round == 0 ? bad : NULL, 0);
+        hs_buf b = { 0 };
+        hs_error err = { 0 };
+        CHECK(hs_io_read_all("s3://vbkt/t/obj-x", &b, &err) != HS_OK);
+        CHECK(strstr(err.msg, "403") != NULL);
+        CHECK(srv.old_seen >= 1 && srv.old_seen <= 4);
+        CHECK(cb.calls == (round == 0 ? 1 : 0));
+        hs_buf_free(&b);
+    }
+    hs_io_refresher_release(bad);
+
+    hs_s3_clear_scopes();
+    unsetenv("HS_S3_MAX_ATTEMPTS");
+    shutdown(srv.fd, SHUT_RDWR);
+    close(srv.fd);
+    pthread_join(th, NULL);
+    hs_s3_reset();
+}
+
 int main(void)
 {
     HS_RUN(test_parse_list);
     HS_RUN(test_parse_error_and_ini);
     HS_RUN(test_uri_dispatch);
     HS_RUN(test_unreachable);
+    HS_RUN(test_vended_refresh);
     HS_RUN(test_put_get_ranges);
     HS_RUN(test_cache_stitching_and_read_all);
     HS_RUN(test_will_need);

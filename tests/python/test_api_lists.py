@@ -43,6 +43,8 @@ def lib():
         "hs_table_open_metadata": [cp, ctypes.POINTER(vp), E],
         "hs_table_close": [vp],
         "hs_catalog_open_sql": [cp, cp, cp, ctypes.POINTER(vp), E],
+        "hs_catalog_open_path": [cp, ctypes.POINTER(vp), E],
+        "hs_table_open": [vp, cp, ctypes.POINTER(vp), E],
         "hs_catalog_close": [vp],
         "hs_string_free": [vp],
         "hs_table_snapshots": [vp, ctypes.POINTER(vp), E],
@@ -200,6 +202,66 @@ def test_list_tables_stream_matches_pyiceberg(lib, tmp_path):
                 [(".".join(w[:-1]), w[-1]) for w in want]
             assert got.column("identifier").to_pylist() == \
                 _json(lib, "hs_catalog_list_tables", h, ns.encode())
+    finally:
+        lib.hs_catalog_close(h)
+
+
+def test_list_tables_gives_identifiers_that_open(lib, tmp_path):
+    """Every kind lists full identifiers that hs_table_open accepts on the
+    same catalog: "ns.name" (SQL) and "dir/name" (path catalogs, whose
+    namespaces are directories) - oracles: pyiceberg's SqlCatalog and the
+    directories pyarrow-written tables sit in."""
+    import hyperstreamdb as hdb
+    from pyiceberg.catalog.sql import SqlCatalog
+    schema = pa.schema([pa.field("x", pa.int64())])
+    wh = tmp_path / "wh"
+    for rel in ("top", "a/t1", "a/t2", "a/b/t3"):
+        t = hdb.Table.create(wh / rel, schema)
+        t.write_arrow(pa.table({"x": [1]}, schema=schema))
+        t.commit()
+        t.close()
+    (wh / "a" / "not-a-table").mkdir()
+    h, err = vp(), _HsErrorStruct()
+    _check(lib.hs_catalog_open_path(str(wh).encode(), ctypes.byref(h), ctypes.byref(err)), err)
+    try:
+        want = {None: ["top"], "a": ["a/t1", "a/t2"], "a/": ["a/t1", "a/t2"], "a/b": ["a/b/t3"]}
+        for ns, ids in want.items():
+            got = _json(lib, "hs_catalog_list_tables", h, ns.encode() if ns else None)
+            assert got == ids
+            for ident in got:   # the oracle: the table directories on disk
+                assert (wh / ident / "metadata" / "version-hint.text").exists()
+                t, e2 = vp(), _HsErrorStruct()
+                _check(lib.hs_table_open(h, ident.encode(), ctypes.byref(t), ctypes.byref(e2)),
+                       e2)
+                lib.hs_table_close(t)
+            st = _stream(lib, "hs_catalog_list_tables_stream", h, ns.encode() if ns else None)
+            assert st.column("identifier").to_pylist() == ids
+            assert st.column("name").to_pylist() == [i.rsplit("/", 1)[-1] for i in ids]
+            assert st.column("namespace").to_pylist() == \
+                [i.rsplit("/", 1)[0] if "/" in i else None for i in ids]
+    finally:
+        lib.hs_catalog_close(h)
+    # Python's Catalog speaks dotted identifiers for every kind
+    assert hdb.Catalog(str(wh)).list_tables("a.b") == ["a.b.t3"]
+    assert hdb.Catalog(str(wh)).list_tables("a") == ["a.t1", "a.t2"]
+
+    db = tmp_path / "cat.db"
+    pc = SqlCatalog("default", uri=f"sqlite:///{db}", warehouse=f"file://{tmp_path}")
+    pc.create_namespace("n")
+    pc.create_namespace("n.m")
+    pc.create_table("n.m.t", schema)
+    pc.create_table("n.u", schema)
+    _check(lib.hs_catalog_open_sql(str(db).encode(), b"default", str(tmp_path).encode(),
+                                   ctypes.byref(h), ctypes.byref(err)), err)
+    try:
+        for ns in ("n", "n.m"):
+            got = _json(lib, "hs_catalog_list_tables", h, ns.encode())
+            assert got == sorted(".".join(i) for i in pc.list_tables(ns))
+            for ident in got:
+                t, e2 = vp(), _HsErrorStruct()
+                _check(lib.hs_table_open(h, ident.encode(), ctypes.byref(t), ctypes.byref(e2)),
+                       e2)
+                lib.hs_table_close(t)
     finally:
         lib.hs_catalog_close(h)
 

@@ -11,12 +11,17 @@ pyiceberg (the independent oracle):
   afterwards is seen by our table after refresh(), and ours by pyiceberg.
 * drop_table / drop_namespace / rename_table as pyiceberg then sees them.
 * a directory of path tables as a catalog: namespaces are directories.
+
+In the storage matrix (HS_TEST_STORAGE=s3) the warehouses are on the S3
+server (SQLite files stay local); pyiceberg gets the server's endpoint and
+keys, and file checks go through pyarrow's S3 client (conftest.as_path).
 """
 import os
 
 import pyarrow as pa
 import pytest
-from conftest import require_module  # noqa: E402
+from conftest import (ON_S3, as_path, local_only, require_module,  # noqa: E402
+                      s3_fileio_properties, storage_server)
 
 pyiceberg = require_module("pyiceberg")
 from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
@@ -24,13 +29,15 @@ from pyiceberg.catalog.sql import SqlCatalog  # noqa: E402
 import hyperstreamdb as hdb  # noqa: E402
 
 
-def _pyi(tmp_path):
-    return SqlCatalog("default", uri=f"sqlite:///{tmp_path / 'cat.db'}",
-                      warehouse=f"file://{tmp_path / 'wh'}")
+def _pyi(tmp_path, wh):
+    if ON_S3:
+        return SqlCatalog("default", uri=f"sqlite:///{tmp_path / 'cat.db'}", warehouse=str(wh),
+                          **s3_fileio_properties(storage_server()))
+    return SqlCatalog("default", uri=f"sqlite:///{tmp_path / 'cat.db'}", warehouse=f"file://{wh}")
 
 
-def _ours(tmp_path):
-    return hdb.Catalog(f"sqlite:///{tmp_path / 'cat.db'}", warehouse=str(tmp_path / "wh"))
+def _ours(tmp_path, wh):
+    return hdb.Catalog(f"sqlite:///{tmp_path / 'cat.db'}", warehouse=str(wh))
 
 
 def _rows(n, off=0):
@@ -42,9 +49,11 @@ def _sorted(t, cols=("id", "name")):
     return t.select(list(cols)).sort_by("id").to_pylist()
 
 
-def test_we_read_what_pyiceberg_sqlcatalog_wrote(tmp_path):
-    (tmp_path / "wh").mkdir()
-    pc = _pyi(tmp_path)
+def test_we_read_what_pyiceberg_sqlcatalog_wrote(tmp_path, table_dir):
+    wh = table_dir / "wh"
+    if not ON_S3:
+        wh.mkdir()
+    pc = _pyi(tmp_path, wh)
     pc.create_namespace("db", {"owner": "alice"})
     pc.create_namespace("db2")
     pt = pc.create_table("db.events", schema=_rows(0).schema)
@@ -52,7 +61,7 @@ def test_we_read_what_pyiceberg_sqlcatalog_wrote(tmp_path):
     pt.append(_rows(25, 50))
     expect = _sorted(pt.scan().to_arrow())
 
-    cat = _ours(tmp_path)
+    cat = _ours(tmp_path, wh)
     assert cat.list_namespaces() == ["db", "db2"]
     assert cat.namespace_properties("db")["owner"] == "alice"
     assert cat.list_tables("db") == ["db.events"]
@@ -64,9 +73,10 @@ def test_we_read_what_pyiceberg_sqlcatalog_wrote(tmp_path):
 
     # hdb.Table on the location: the directory has no version-hint.text
     loc = pt.location()
-    assert loc.startswith("file://")
-    assert not os.path.exists(os.path.join(loc[7:], "metadata", "version-hint.text"))
-    for where in (loc, loc[7:], pc.load_table("db.events").metadata_location):
+    assert loc.startswith("s3://" if ON_S3 else "file://")
+    assert not (as_path(loc) / "metadata" / "version-hint.text").exists()
+    bare = loc if ON_S3 else loc[7:]   # a plain path (local)
+    for where in (loc, bare, pc.load_table("db.events").metadata_location):
         ro = hdb.Table(where)
         assert ro.read_only and ro.exists
         assert _sorted(ro.to_arrow()) == expect
@@ -89,8 +99,9 @@ def test_we_read_what_pyiceberg_sqlcatalog_wrote(tmp_path):
     assert t.refresh().to_arrow().num_rows == 80
 
 
-def test_pyiceberg_reads_what_our_catalog_wrote(tmp_path):
-    cat = _ours(tmp_path)
+def test_pyiceberg_reads_what_our_catalog_wrote(tmp_path, table_dir):
+    wh = table_dir / "wh"
+    cat = _ours(tmp_path, wh)
     cat.create_namespace("db", {"owner": "bob"})
     cat.create_namespace("db.sub")
     t = cat.create_table("db.items", _rows(0).schema, properties={"k": "v"})
@@ -99,7 +110,7 @@ def test_pyiceberg_reads_what_our_catalog_wrote(tmp_path):
     t.write_arrow(_rows(10, 40))
     t.commit()
 
-    pc = _pyi(tmp_path)
+    pc = _pyi(tmp_path, wh)
     assert ("db",) in pc.list_namespaces()
     assert pc.load_namespace_properties("db")["owner"] == "bob"
     assert pc.list_tables("db") == [("db", "items")]
@@ -154,7 +165,7 @@ def test_catalog_errors(tmp_path):
         hdb.Catalog("sqlite:///:memory:")
     with pytest.raises(hdb.UnsupportedError, match="scheme"):
         hdb.Catalog("ftp://x/y")
-    cat = _ours(tmp_path)
+    cat = _ours(tmp_path, tmp_path / "wh")
     with pytest.raises(ValueError, match="identifier"):
         cat.load_table("db..x")
     with pytest.raises(TypeError):
@@ -169,6 +180,10 @@ def test_catalog_errors(tmp_path):
 
 
 def test_path_catalog(tmp_path):
+    # a directory of path tables as a catalog is local: hdb.Catalog refuses
+    # s3:// (its namespaces are directories, which object stores lack; path
+    # tables on S3 open by their URI, test_pkg_table)
+    local_only("a path catalog is a local directory")
     wh = tmp_path / "wh"
     cat = hdb.Catalog(wh)
     assert cat.kind == "path"

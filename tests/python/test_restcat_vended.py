@@ -345,3 +345,26 @@ def test_s3_settings_as_catalog_options(server, s3, tmp_path):
     props = dict(_keys(s3), **{"s3.endpoint": s3.endpoint, "s3.region": "us-east-1"})
     got = _client(tmp_path, url, "write", properties=props)
     assert got["ids"] == [1, 2, 3, 4] and got["hit"] == ["b"]
+
+
+def test_no_vending_without_the_option(server, s3, tmp_path):
+    """`hyperstream serve` without --vend-credentials hands out no keys: the
+    LoadTableResult's config is empty, it has no storage-credentials, and the
+    credentials endpoint answers an empty list (the spec's shape)."""
+    url, wh = server
+    pc = _pyiceberg_rest(url, s3)
+    pc.create_namespace("nv")
+    pc.create_table("nv.t", SCHEMA)
+
+    def get(path):
+        conn = http.client.HTTPConnection(url.split("://", 1)[1], timeout=30)
+        conn.request("GET", path, headers={"Authorization": f"Bearer {TOKEN}"})
+        r = conn.getresponse()
+        body = r.read()
+        conn.close()
+        assert r.status == 200, body
+        return json.loads(body)
+
+    lt = get("/v1/namespaces/nv/tables/t")
+    assert lt["config"] == {} and "storage-credentials" not in lt
+    assert get("/v1/namespaces/nv/tables/t/credentials") == {"storage-credentials": []}
