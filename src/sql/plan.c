@@ -325,6 +325,18 @@ void  pl_collect_sublinks(const json_t *j, json_t *arr, int depth)
     pl_walk(j, visit_sublink, arr, depth);
 }
 
+static pl_walk_res visit_sublink_noagg(const json_t *j, void *arr)
+{
+    if (pl_is_agg_call(j))
+        return PL_SKIP;
+    return visit_sublink(j, arr);
+}
+
+void  pl_collect_sublinks_noagg(const json_t *j, json_t *arr, int depth)
+{
+    pl_walk(j, visit_sublink_noagg, arr, depth);
+}
+
 /* Every column name (last part, lower case) the statement mentions, and
  * whether it has a '*' or a NATURAL join (then scans read all columns). */
 static void collect_names(planner *p, const json_t *j, int depth)

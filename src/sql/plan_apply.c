@@ -34,8 +34,14 @@
  * SQLSTATE), then once per outer row; the schemas a row's plan keeps are
  * released after it (sq_ctx_keep_release).  The cost is a plan per outer
  * row (tens of microseconds), which is what keeps the semantics exact.
- * Refused with 0A000: a subquery under an Apply naming a CTE of the
- * enclosing statement (the CTE is not planned again per row).
+ * The subquery may read CTEs of the enclosing statement: they are planned
+ * again in each row's plan (see "the enclosing statement's CTEs" below).
+ *
+ * plan_subq.c also sends here the correlated scalar subqueries that do not
+ * decorrelate into a join exactly (correlation by inequality, outer
+ * references in the select list or several levels down, LIMIT, a
+ * non-aggregate subquery that must fail with 21000 on two rows, outer
+ * columns that are group keys of a grouped query).
  */
 #include "sql/plan_int.h"
 
@@ -57,6 +63,8 @@ typedef struct apply_op {
     qcol *cols;               /* the outer relation's names (owned) */
     int n;
     xo_ctx *rctx;             /* the per-row plans' context (owned): one thread */
+    cte *ctes;                /* the enclosing statement's CTEs (owned definitions) */
+    int n_ctes;
 } apply_op;
 
 /* ---- which subqueries ---- */
@@ -101,24 +109,82 @@ bool pl_apply_needed(const json_t *sub)
     return from_has_lateral(pl_jget(sub, "fromClause"), 0);
 }
 
-typedef struct cte_ref_ctx {
-    const cte *ctes;
-    const char *hit;
-} cte_ref_ctx;
+/* ---- the enclosing statement's CTEs ----
+ * The subquery may read CTEs of the statement around it.  The Apply keeps
+ * their definitions (name, query and column names, references held) and
+ * gives each row's plan a fresh list of them: a plain CTE is planned where
+ * it is read, a recursive one runs again for the row (its rows are
+ * released with the row's plan).  Marked enclosing, they are planned
+ * without the outer row, as PostgreSQL scopes them. */
 
-static pl_walk_res visit_cte_ref(const json_t *j, void *ctx)
+static void ctes_free(cte *a, int n)
 {
-    cte_ref_ctx *c = ctx;
-    json_t *b;
-    if (!pl_is_kind(j, "RangeVar", &b) || pl_jget(b, "schemaname"))
-        return PL_DESCEND;
-    const char *nm = pl_jstrv(b, "relname");
-    for (const cte *e = c->ctes; nm && e; e = e->next)
-        if (e->name && !strcmp(e->name, nm)) {
-            c->hit = nm;
-            return PL_STOP;
+    for (int i = 0; a && i < n; i++) {
+        hs_free((char *)a[i].name);
+        json_decref((json_t *)a[i].query);
+        json_decref((json_t *)a[i].colnames);
+    }
+    hs_free(a);
+}
+
+/* *out (caller frees with ctes_free) = the definitions of the list l. */
+static hs_status ctes_keep(planner *p, const cte *l, cte **out, int *n_out)
+{
+    int n = 0;
+    for (const cte *c = l; c; c = c->next)
+        n++;
+    *out = NULL;
+    *n_out = 0;
+    if (n == 0)
+        return HS_OK;
+    cte *a = hs_calloc((size_t)n, sizeof *a);
+    if (!a)
+        return pl_nomem(p);
+    int i = 0;
+    for (const cte *c = l; c; c = c->next, i++) {
+        a[i].name = hs_strdup(c->name ? c->name : "");
+        a[i].query = json_incref((json_t *)c->query);
+        a[i].colnames = c->colnames ? json_incref((json_t *)c->colnames) : NULL;
+        a[i].recursive = c->recursive;
+        a[i].enclosing = true;
+        if (!a[i].name) {
+            ctes_free(a, i + 1);
+            return pl_nomem(p);
         }
-    return PL_SKIP;
+    }
+    *out = a;
+    *n_out = n;
+    return HS_OK;
+}
+
+/* A fresh list over the kept definitions (borrowed from them), NULL when
+ * there are none or no memory (*ok false then). */
+static cte *ctes_fresh(const cte *defs, int n, bool *ok)
+{
+    *ok = true;
+    if (n == 0)
+        return NULL;
+    cte *a = hs_calloc((size_t)n, sizeof *a);
+    if (!a) {
+        *ok = false;
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        a[i].name = defs[i].name;
+        a[i].query = defs[i].query;
+        a[i].colnames = defs[i].colnames;
+        a[i].recursive = defs[i].recursive;
+        a[i].enclosing = true;
+        a[i].next = i + 1 < n ? &a[i + 1] : NULL;
+    }
+    return a;
+}
+
+static void ctes_fresh_free(cte *a, int n)
+{
+    for (int i = 0; a && i < n; i++)
+        pl_cte_clear(&a[i]);
+    hs_free(a);
 }
 
 /* ---- the outer row as a relation ---- */
@@ -204,6 +270,11 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
     apply_row ar = {&a->op.children[0]->schema, a->cols, a->n, &row};
     int mark = sq_ctx_keep_mark(a->rctx);
     rel s = {0};
+    bool ok;
+    cte *ctes = ctes_fresh(a->ctes, a->n_ctes, &ok);
+    p.ctes = ctes;
+    if (st == HS_OK && !ok)
+        st = hs_err_nomem(err, 0);
     if (st == HS_OK)
         st = plan_for_row(&p, a->sub, &ar, &s);
     int64_t seen = 0;
@@ -221,6 +292,7 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
     if (st == HS_OK && seen == 0)
         st = hs_col_append_null(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
     pl_rel_clear(&s);
+    ctes_fresh_free(ctes, a->n_ctes);
     sq_ctx_keep_release(a->rctx, mark);
     for (int c = 0; c < b->n_cols; c++)
         hs_col_free(row.cols[c]);
@@ -282,6 +354,7 @@ static void apply_destroy(xo_op *op)
     json_decref(a->names);
     pl_qcols_free(a->cols, a->n);
     sq_ctx_free(a->rctx);
+    ctes_free(a->ctes, a->n_ctes);
 }
 
 hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
@@ -290,14 +363,22 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     int loc = sq_loc(sl);
     if (!sub)
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
-    cte_ref_ctx cc = {p->ctes, NULL};
-    if (pl_walk(sub, visit_cte_ref, &cc, 0))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
-                       "a subquery over a function of the outer row cannot read WITH query \"%s\"", cc.hit);
     /* once now, over no outer row: the result's type and binding errors */
     apply_row ar = {&cur->op->schema, cur->cols, cur->n, NULL};
     rel s = {0};
-    HS_TRY(plan_for_row(p, sub, &ar, &s));
+    cte *defs;
+    int n_defs;
+    HS_TRY(ctes_keep(p, p->ctes, &defs, &n_defs));
+    bool ok;
+    cte *saved = p->ctes, *fresh = ctes_fresh(defs, n_defs, &ok);
+    p->ctes = fresh;   /* a recursive one must not run over the empty row into saved's */
+    hs_status st0 = ok ? plan_for_row(p, sub, &ar, &s) : pl_nomem(p);
+    p->ctes = saved;
+    if (st0 != HS_OK) {
+        ctes_fresh_free(fresh, n_defs);
+        ctes_free(defs, n_defs);
+        return st0;
+    }
     apply_op *a = hs_calloc(1, sizeof *a);
     xo_op **kids = a ? hs_calloc(1, sizeof *kids) : NULL;
     qcol *ncols = hs_calloc((size_t)cur->n + 2, sizeof *ncols);
@@ -320,6 +401,7 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
         }
     }
     pl_rel_clear(&s);
+    ctes_fresh_free(fresh, n_defs);   /* after the plan that may read their rows */
     if (st == HS_OK) {
         a->cols = hs_calloc((size_t)cur->n + 1, sizeof *a->cols);
         a->text = hs_strdup(p->text ? p->text : "");
@@ -329,6 +411,12 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     }
     if (st == HS_OK)
         st = sq_ctx_new_serial(p->ctx, &a->rctx, p->err);
+    if (a) {
+        a->ctes = defs;   /* apply_destroy frees them from here on */
+        a->n_ctes = n_defs;
+    } else {
+        ctes_free(defs, n_defs);
+    }
     for (int i = 0; st == HS_OK && i < cur->n; i++) {
         a->cols[i].qual = pl_dup_or_null(cur->cols[i].qual);
         a->cols[i].name = pl_dup_or_null(cur->cols[i].name);

@@ -387,6 +387,9 @@ static hs_status one_row(planner *p, rel *r)
     return HS_OK;
 }
 
+static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink, const json_t *sub,
+                                    int *col);
+
 /* Joins the value of a scalar subquery into cur; *col = its column. */
 static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int *col)
 {
@@ -396,6 +399,34 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
     if (pl_apply_needed(sub))
         return pl_apply_attach(p, cur, sublink, col);   /* over functions of the outer row */
+    hs_status st = decorrelate_scalar(p, cur, sublink, sub, col);
+    if (st == HS_UNSUPPORTED || st == HS_NOT_FOUND) {
+        /* not a form the join handles (correlation by inequality, outer
+         * references outside WHERE or several levels down, LIMIT, ...):
+         * the Apply runs it as written per outer row; a subquery that is
+         * wrong in itself fails there again with its own error */
+        sq_fail_clear(p->s, p->err);
+        st = pl_apply_attach(p, cur, sublink, col);
+    }
+    return st;
+}
+
+/* Whether the correlated scalar subquery sub decorrelates into a left join
+ * on its equality keys exactly: an aggregate over each key's rows (one row
+ * per key, count's empty value patched), no LIMIT / OFFSET / DISTINCT /
+ * window that would cut or reorder per key. */
+static bool join_exact(const json_t *sub)
+{
+    return has_aggs_or_group(sub) && !pl_jget(sub, "limitCount") && !pl_jget(sub, "limitOffset") &&
+           !pl_jget(sub, "distinctClause") && !pl_jget(sub, "withClause");
+}
+
+/* The join form of attach_scalar: HS_UNSUPPORTED / HS_NOT_FOUND before cur
+ * is touched (but for hidden key columns added) when it does not apply. */
+static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink, const json_t *sub,
+                                    int *col)
+{
+    int loc = sq_loc(sublink);
     corr c;
     hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
     if (st == HS_OK && !c.inner)
@@ -406,6 +437,8 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     if (st == HS_OK && (!lk || !rk))
         st = pl_nomem(p);
     bool count_target = false;
+    if (st == HS_OK && ncorr > 0 && !join_exact(sub))
+        st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "this correlated scalar subquery is not a join");
     if (st == HS_OK && ncorr > 0) {
         if (json_array_size(pl_jget(sub, "groupClause")) || pl_jget(sub, "havingClause") ||
             json_array_size(pl_jget(sub, "targetList")) != 1)
@@ -577,9 +610,10 @@ static bool simple_select(const json_t *sub)
            !pl_jget(sub, "withClause") && !pl_jget(sub, "sortClause");
 }
 
-/* (SELECT agg FROM S...) where agg reads S's column through `arg`:
- * arg NULL = count(*); where (may be NULL) an extra conjunct on it. */
-static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x, int loc)
+/* (SELECT agg FROM S...) where agg reads S's column (use_col) or is
+ * count(*); with eq_x, the extra conjunct `column eq_op eq_x`. */
+static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x,
+                           const char *eq_op, int loc)
 {
     json_t *t = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val");
     json_t *q;
@@ -609,7 +643,7 @@ static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, cons
     json_object_set_new(q, "targetList", json_pack("[{s:{s:o,s:i}}]", "ResTarget", "val", call,
                                                    "location", -1));
     if (eq_x) {
-        json_t *cond = pl_mk_op("=", json_incref(col), json_incref((json_t *)eq_x));
+        json_t *cond = pl_mk_op(eq_op, json_incref(col), json_incref((json_t *)eq_x));
         json_t *w = pl_jget(q, "whereClause");
         json_t *both[2] = {w, cond};
         json_t *nw = w ? pl_mk_and(both, 2) : json_incref(cond);
@@ -636,7 +670,7 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
     if (!type || !sub)
         return NULL;
     if (!strcmp(type, "EXISTS_SUBLINK")) {
-        json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+        json_t *cnt = agg_sublink(sub, "count", false, NULL, NULL, loc);
         return cnt ? pl_mk_op(">", cnt, pl_mk_int(0)) : NULL;
     }
     bool any = !strcmp(type, "ANY_SUBLINK"), all = !strcmp(type, "ALL_SUBLINK");
@@ -652,13 +686,13 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
     }
     bool eq = !strcmp(op, "="), ne = !strcmp(op, "<>") || !strcmp(op, "!=");
     bool gt = !strcmp(op, ">") || !strcmp(op, ">="), lt = !strcmp(op, "<") || !strcmp(op, "<=");
-    if (!(eq && any) && !(ne && all) && !gt && !lt) {
+    if (!eq && !ne && !gt && !lt) {
         *st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s %s with a subquery is not supported", op,
                    any ? "ANY" : "ALL");
         return NULL;
     }
-    json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
-    json_t *nn = agg_sublink(sub, "count", true, NULL, loc);
+    json_t *cnt = agg_sublink(sub, "count", false, NULL, NULL, loc);
+    json_t *nn = agg_sublink(sub, "count", true, NULL, NULL, loc);
     json_t *hit;
     if (eq || ne) {
         /* x moves into the subquery's WHERE: it reads a column of its own
@@ -686,13 +720,18 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
             xin = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
                             "location", -1);
         }
-        hit = pl_mk_op(">", agg_sublink(sub, "count", false, xin, loc), pl_mk_int(0));
+        /* neq = the count of elements equal to x: = ANY holds and <> ALL
+         * fails when neq > 0; <> ANY holds and = ALL fails when some
+         * non-NULL element differs from x, nn > neq (x is not NULL here;
+         * counting `t <> x` would be a correlation by inequality) */
+        json_t *neq = agg_sublink(sub, "count", false, xin, "=", loc);
+        hit = eq == any ? pl_mk_op(">", neq, pl_mk_int(0)) : pl_mk_op(">", json_incref(nn), neq);
         json_decref(xin);
     }
     else {
         /* ANY: x > min, x < max; ALL: x > max, x < min */
         const char *fn = (gt == any) ? "min" : "max";
-        hit = pl_mk_op(op, json_incref(x), agg_sublink(sub, fn, true, NULL, loc));
+        hit = pl_mk_op(op, json_incref(x), agg_sublink(sub, fn, true, NULL, NULL, loc));
     }
     json_t *xnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype", "IS_NULL",
                               "location", -1);
@@ -702,8 +741,8 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
         cw = json_pack("[o,o,o,o]", pl_when(pl_mk_op("=", json_incref(cnt), pl_mk_int(0)), mk_bool(false)),
                        pl_when(xnull, pl_mk_null()), pl_when(hit, mk_bool(true)), pl_when(some_null, pl_mk_null()));
     else {
-        /* ALL: for <> it is NOT (x = ANY) */
-        json_t *fails = ne ? hit
+        /* ALL: for = and <> the count of failing comparisons */
+        json_t *fails = (eq || ne) ? hit
                            : json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args",
                                        hit, "location", -1);
         cw = json_pack("[o,o,o,o]", pl_when(pl_mk_op("=", json_incref(cnt), pl_mk_int(0)), mk_bool(true)),
@@ -718,9 +757,9 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
 }
 
 /* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
-static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
+static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, bool after_agg, int depth)
 {
-    if (depth > 400 || !j)
+    if (depth > 400 || !j || (after_agg && pl_is_agg_call(j)))
         return HS_OK;
     hs_status st = HS_OK;
     if (json_is_object(j)) {
@@ -736,7 +775,7 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
                 if (r)
                     json_object_set_new(j, k, r);
             } else if (strcmp(k, "SubLink") != 0) {
-                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
+                HS_TRY(rewrite_sublinks(p, cur, v, after_agg, depth + 1));
             }
         }
     } else if (json_is_array(j)) {
@@ -749,7 +788,7 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
                 if (r)
                     json_array_set_new(j, i, r);
             } else {
-                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
+                HS_TRY(rewrite_sublinks(p, cur, v, after_agg, depth + 1));
             }
         }
     }
@@ -757,16 +796,21 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
 }
 
 /* Joins every scalar subquery under the nodes into cur, mapping them. */
-hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m)
+hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m,
+                            bool after_agg)
 {
     json_t *arr = json_array();
     if (!arr)
         return pl_nomem(p);
     hs_status st = HS_OK;
     for (int i = 0; i < n && st == HS_OK; i++)
-        st = rewrite_sublinks(p, cur, nodes[i], 0);
-    for (int i = 0; i < n; i++)
-        pl_collect_sublinks(nodes[i], arr, 0);
+        st = rewrite_sublinks(p, cur, nodes[i], after_agg, 0);
+    for (int i = 0; i < n; i++) {
+        if (after_agg)
+            pl_collect_sublinks_noagg(nodes[i], arr, 0);
+        else
+            pl_collect_sublinks(nodes[i], arr, 0);
+    }
     for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
         json_t *node = json_array_get(arr, i), *b = pl_jget(node, "SubLink");
         const char *type = pl_jstrv(b, "subLinkType");
@@ -860,7 +904,7 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
         }
     }
     nmap m = {0};
-    hs_status st = pl_attach_scalars(p, cur, &node, 1, &m);
+    hs_status st = pl_attach_scalars(p, cur, &node, 1, &m, false);
     if (st == HS_OK)
         st = pl_filter_rel(p, cur, &node, 1, m.nodes, m.cols, m.n, "WHERE");
     pl_nmap_free(&m);
