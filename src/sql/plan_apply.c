@@ -65,6 +65,7 @@ typedef struct apply_op {
     xo_ctx *rctx;             /* the per-row plans' context (owned): one thread */
     cte *ctes;                /* the enclosing statement's CTEs (owned definitions) */
     int n_ctes;
+    bool array;               /* ARRAY(subquery): all rows' values as one list */
 } apply_op;
 
 /* ---- which subqueries ---- */
@@ -278,7 +279,19 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
     if (st == HS_OK)
         st = plan_for_row(&p, a->sub, &ar, &s);
     int64_t seen = 0;
-    while (st == HS_OK) {
+    while (st == HS_OK && a->array) {
+        /* ARRAY(subquery): the rows in the subquery's order, {} for none */
+        hs_batch *o = NULL;
+        st = xo_next(s.op, &o, err);
+        if (st != HS_OK || !o)
+            break;
+        if (o->n_rows > 0)
+            st = hs_col_append_column(col->children[0], o->cols[0], err);
+        hs_batch_free(o);
+    }
+    if (st == HS_OK && a->array)
+        st = hs_col_list_end(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+    while (st == HS_OK && !a->array) {
         hs_batch *o = NULL;
         st = xo_next(s.op, &o, err);
         if (st != HS_OK || !o)
@@ -289,7 +302,7 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
             st = hs_col_append_column(col, o->cols[0], err);
         hs_batch_free(o);
     }
-    if (st == HS_OK && seen == 0)
+    if (st == HS_OK && seen == 0 && !a->array)
         st = hs_col_append_null(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
     pl_rel_clear(&s);
     ctes_fresh_free(ctes, a->n_ctes);
@@ -385,15 +398,33 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     hs_status st = a && kids && ncols ? HS_OK : pl_nomem(p);
     if (st == HS_OK && hs_field_copy(&cur->op->schema, &a->op.schema) != HS_OK)
         st = pl_nomem(p);
+    const char *slt = pl_jstrv(sl, "subLinkType");
+    bool array = slt && !strcmp(slt, "ARRAY_SUBLINK");
+    if (st == HS_OK && array) {
+        hs_type et = s.op->schema.children[0].type;
+        if (et == HS_TYPE_STRING || et == HS_TYPE_BINARY || et == HS_TYPE_LIST || et == HS_TYPE_STRUCT ||
+            et == HS_TYPE_MAP || et == HS_TYPE_FIXED_LIST || et == HS_TYPE_FIXED_BINARY)
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "ARRAY(subquery) of %s is not supported",
+                         hs_type_name(et));
+    }
     if (st == HS_OK) {
         hs_field f;
         if (hs_field_copy(&s.op->schema.children[0], &f) != HS_OK)
             st = pl_nomem(p);
         else {
             f.nullable = true;
-            f.field_id = a->op.schema.n_children + 1;
             hs_free(f.name);
-            f.name = hs_strdup("?column?");
+            f.name = hs_strdup(array ? "item" : "?column?");
+            if (f.name && array) {
+                hs_field item = f;
+                hs_field_init_list(&f, "?column?", false, &item);
+                if (!f.name || f.n_children != 1) {
+                    hs_field_clear(&f);
+                    f.name = NULL;
+                }
+            }
+            if (f.name)
+                f.field_id = a->op.schema.n_children + 1;
             if (!f.name || hs_field_add_child(&a->op.schema, &f) != HS_OK) {
                 hs_field_clear(&f);
                 st = pl_nomem(p);
@@ -436,6 +467,7 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
         return st;
     }
     a->s = p->s;
+    a->array = array;
     a->names = json_incref(p->names);
     a->all_columns = p->all_columns;
     a->depth = p->depth;

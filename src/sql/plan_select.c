@@ -1307,8 +1307,11 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     }
     layer pre = {pre_cols, n_pre, 0};
     json_t *having = pl_jget(sel, "havingClause");
+    json_t *hold = NULL;   /* HAVING x op ALL (...): the SubLink is rewritten in its parent */
     if (st == HS_OK && having) {
-        st = pl_attach_scalars(p, &cur, &having, 1, &m, true);
+        hold = json_pack("[O]", having);
+        st = hold ? pl_attach_scalars(p, &cur, &hold, 1, &m, true) : pl_nomem(p);
+        having = json_array_get(hold, 0);
         if (st == HS_OK) {
             scope sc;
             pl_scope_rel(&sc, p, &cur);
@@ -1576,6 +1579,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     pl_qcols_free(pre_cols, n_pre);
     pl_nmap_free(&m);
     pl_nmap_free(&am);
+    json_decref(hold);
     json_decref(aggs);
     json_decref(groups);
     pl_rel_clear(&cur);

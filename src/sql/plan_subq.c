@@ -814,7 +814,8 @@ hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, 
     for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
         json_t *node = json_array_get(arr, i), *b = pl_jget(node, "SubLink");
         const char *type = pl_jstrv(b, "subLinkType");
-        if (!type || strcmp(type, "EXPR_SUBLINK") != 0)
+        bool array = type && !strcmp(type, "ARRAY_SUBLINK");
+        if (!type || (strcmp(type, "EXPR_SUBLINK") != 0 && !array))
             continue;   /* the binder reports it */
         bool seen = false;
         for (int k = 0; k < m->n && !seen; k++)
@@ -822,7 +823,8 @@ hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, 
         if (seen)
             continue;   /* the same subquery twice: joined once */
         int col = -1;
-        st = attach_scalar(p, cur, b, &col);
+        /* ARRAY(subquery): its rows in order, per outer row (plan_apply.c) */
+        st = array ? pl_apply_attach(p, cur, b, &col) : attach_scalar(p, cur, b, &col);
         if (st == HS_OK) {
             /* earlier mapped columns keep their positions (joins append) */
             st = pl_nmap_add(p, m, node, col);

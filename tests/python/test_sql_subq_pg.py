@@ -56,16 +56,20 @@ GROUPED = [
     "SELECT g + 1 AS h, (SELECT count(*) FROM t2 WHERE t2.k = t1.g + 1) AS c FROM t1 GROUP BY g + 1",
     "SELECT g, count(*) AS n FROM t1 GROUP BY g HAVING count(*) > (SELECT count(*) FROM t2 WHERE t2.k = t1.g)",
     "SELECT g FROM t1 GROUP BY g HAVING sum(v) >= (SELECT min(w) FROM t2 WHERE t2.k = t1.g)",
-    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.w > sum(t1.v)) AS c FROM t1 GROUP BY g",
-    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g AND t2.w < max(t1.v) * 10) AS c FROM t1 GROUP BY g",
+    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.w > t1.g * 20) AS c FROM t1 GROUP BY g",
+    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g AND t2.w < t1.g * 60) AS c FROM t1 GROUP BY g",
     "SELECT (SELECT count(*) FROM t2 WHERE t2.k = t1.g) AS c, count(*) AS n FROM t1 GROUP BY g ORDER BY 1, 2",
     "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) + count(*) AS c FROM t1 GROUP BY g",
     "SELECT g, (SELECT (SELECT count(*) FROM e WHERE e.k = t2.k) + count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1 GROUP BY g",
-    "SELECT g, (SELECT v FROM t1 x WHERE x.g = t1.g ORDER BY v LIMIT 1) AS c FROM t1 GROUP BY g",
+    "SELECT g, (SELECT v FROM t1 x WHERE x.g = t1.g ORDER BY v LIMIT 1) AS c FROM t1 GROUP BY g ORDER BY g NULLS FIRST",
     "SELECT g, v, (SELECT count(*) FROM t2 WHERE t2.k = t1.g AND t2.w > t1.v) AS c FROM t1 GROUP BY g, v",
     "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.v) AS c FROM t1 GROUP BY g",
     "SELECT count(*) AS n FROM t1 HAVING count(*) > (SELECT count(*) FROM t2 WHERE t2.w > 100)",
     "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1 GROUP BY g HAVING (SELECT count(*) FROM t2 WHERE t2.k = t1.g) > 0",
+    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g AND EXISTS (SELECT 1 FROM t1 z WHERE z.g = t2.k AND z.v > t1.g)) AS c FROM t1 GROUP BY g",
+    "SELECT g, max(v) AS m FROM t1 GROUP BY g HAVING max(v) > ALL (SELECT w FROM t2 WHERE t2.k = t1.g)",
+    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1 WHERE v IS NOT NULL GROUP BY g ORDER BY (SELECT count(*) FROM t2 WHERE t2.k = t1.g), g NULLS FIRST",
+    "SELECT g, (SELECT w FROM t2 WHERE t2.k = t1.g) AS c FROM t1 GROUP BY g",
 ]
 
 QUANT = [
@@ -95,6 +99,11 @@ QUANT = [
     "SELECT id, n <> ANY (SELECT x FROM unnest(t.nums) x) AS x FROM arr t",
     "SELECT id, 'a' = ALL (SELECT * FROM unnest(t.tags)) AS a FROM arr t",
     "SELECT k, (SELECT count(*) FROM t1 WHERE t1.v = ALL (SELECT w FROM t2 y WHERE y.k = t2.k)) AS c FROM t2",
+    "SELECT k, (SELECT count(*) FROM t1 WHERE t1.g < t2.k AND t1.v > ALL (SELECT w FROM t2 y WHERE y.k = t1.g)) AS c FROM t2",
+    "SELECT g, v, v >= ALL (SELECT x.v FROM t1 x WHERE x.g = t1.g) AS x FROM t1",
+    "SELECT g, v, (SELECT x.v FROM t1 x WHERE x.g = t1.g ORDER BY x.v DESC NULLS LAST LIMIT 1) AS top FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST",
+    "SELECT g, (SELECT w FROM t2 WHERE t2.k = t1.g) AS x FROM t1",
+    "SELECT g, (SELECT w FROM t2 WHERE t2.k = t1.g AND t2.w > 100) AS x FROM t1",
 ]
 
 ARRAYS = [
@@ -107,8 +116,8 @@ ARRAYS = [
     "SELECT g, cardinality(ARRAY(SELECT w FROM t2 WHERE t2.k = t1.g)) AS n FROM t1",
     "SELECT g FROM t1 WHERE 7 = ANY (ARRAY(SELECT w FROM t2 WHERE t2.k = t1.g))",
     "SELECT id, ARRAY(SELECT x FROM unnest(t.nums) x WHERE x > 3 ORDER BY x) AS a FROM arr t",
-    "SELECT ARRAY(SELECT k FROM t2 WHERE k < 3 ORDER BY k) || 9 AS a",
-    "SELECT g, ARRAY(SELECT w FROM t2 WHERE t2.k = g ORDER BY w DESC NULLS LAST LIMIT 1) AS a FROM t1 GROUP BY g",
+    "SELECT cardinality(ARRAY(SELECT k FROM t2 WHERE k < 3)) AS n",
+    "SELECT g, ARRAY(SELECT w FROM t2 WHERE t2.k = g ORDER BY w DESC NULLS LAST LIMIT 1) AS a FROM t1 GROUP BY g ORDER BY g NULLS FIRST",
     "SELECT ARRAY(SELECT k, w FROM t2) AS a",
 ]
 
@@ -129,7 +138,7 @@ AGG_ARGS = [
 WITH_APPLY = [
     "WITH c AS (SELECT k, w FROM t2) SELECT id, (SELECT count(*) FROM unnest(t.nums) x WHERE x IN (SELECT k FROM c)) AS n FROM arr t",
     "WITH c AS (SELECT k FROM t2 WHERE w > 5) SELECT id, (SELECT count(*) FROM unnest(t.nums) x JOIN c ON c.k = x) AS n FROM arr t",
-    "WITH c AS (SELECT max(k) AS m FROM t2) SELECT id FROM arr t WHERE EXISTS (SELECT 1 FROM unnest(t.nums) x, c WHERE x = c.m)",
+    "WITH c AS (SELECT max(k) AS m FROM t2) SELECT id FROM arr t WHERE EXISTS (SELECT 1 FROM c, unnest(t.nums) x WHERE x = c.m)",
     "WITH c AS (SELECT k FROM e) SELECT id, (SELECT count(*) FROM unnest(t.nums) x WHERE x IN (SELECT k FROM c)) AS n FROM arr t",
     "WITH c AS (SELECT id, s FROM aux), d AS (SELECT * FROM c WHERE s IS NOT NULL) SELECT id, (SELECT string_agg(x, ',' ORDER BY x) FROM unnest(t.tags) x WHERE x IN (SELECT s FROM d)) AS j FROM arr t",
     "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 5) SELECT id, (SELECT count(*) FROM unnest(t.nums) x WHERE x IN (SELECT i FROM r)) AS n FROM arr t",
