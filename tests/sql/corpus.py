@@ -415,6 +415,20 @@ Q("subquery", "SELECT ename, salary FROM emp WHERE (dept_id, city) IN (SELECT de
 Q("subquery", "SELECT CASE WHEN EXISTS (SELECT 1 FROM emp WHERE salary > 190000) THEN 'rich' ELSE 'poor' END")
 Q("subquery", "SELECT a, (SELECT count(*) FROM s2 WHERE s2.a = s1.a) FROM s1")
 Q("subquery", "SELECT a FROM s1 WHERE EXISTS (SELECT 1 FROM s2 WHERE s2.a = s1.a AND s2.b <> s1.b)")
+# correlated subqueries under GROUP BY / HAVING, = ALL / <> ANY, ARRAY(subquery),
+# subqueries inside aggregates, an Apply over an enclosing CTE (plan_subq.c, plan_apply.c)
+Q("subquery", "SELECT dept_id, count(*), (SELECT dname FROM dept d WHERE d.dept_id = emp.dept_id) FROM emp GROUP BY dept_id")
+Q("subquery", "SELECT dept_id, count(*) FROM emp GROUP BY dept_id HAVING count(*) > (SELECT count(*) FROM dept d WHERE d.dept_id = emp.dept_id) + 3")
+Q("subquery", "SELECT d.dept_id, (SELECT count(*) FROM emp e WHERE e.dept_id > d.dept_id) FROM dept d GROUP BY d.dept_id")
+Q("subquery", "SELECT ename FROM emp WHERE salary = ALL (SELECT salary FROM emp e2 WHERE e2.dept_id = emp.dept_id AND e2.emp_id <= emp.emp_id + 0 AND e2.emp_id = emp.emp_id)")
+Q("subquery", "SELECT ename, dept_id = ALL (SELECT dept_id FROM dept WHERE city = 'SF') FROM emp")
+Q("subquery", "SELECT ename, dept_id <> ANY (SELECT dept_id FROM dept WHERE city = 'SF') FROM emp")
+Q("subquery", "SELECT ename FROM emp WHERE dept_id <> ANY (SELECT dept_id FROM dept WHERE budget > 300000)")
+Q("subquery", "SELECT a, b, a = ALL (SELECT a FROM s2 WHERE s2.b = s1.b) FROM s1")
+Q("subquery", "SELECT d.dname, ARRAY(SELECT e.emp_id FROM emp e WHERE e.dept_id = d.dept_id ORDER BY e.emp_id) FROM dept d")
+Q("subquery", "SELECT sum((SELECT count(*) FROM emp e WHERE e.dept_id = d.dept_id)) FROM dept d")
+Q("subquery", "SELECT count(*) FILTER (WHERE dept_id IN (SELECT dept_id FROM dept WHERE city = 'SF')) FROM emp")
+Q("subquery", "SELECT e.ename, (SELECT m.salary FROM emp m WHERE m.dept_id = e.dept_id ORDER BY m.salary DESC NULLS LAST, m.emp_id LIMIT 1) FROM emp e")
 
 # ---------------------------------------------------------------- CTEs
 Q("cte", "WITH x AS (SELECT grp, count(*) AS n FROM t_all GROUP BY grp) SELECT * FROM x WHERE n > 30")
