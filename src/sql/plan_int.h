@@ -92,6 +92,11 @@ typedef struct planner {
      * row of the enclosing query's columns (marked outer) before its FROM
      * functions run, so they and the rest of the block read them */
     const struct apply_row *outer_row;
+    /* plan_select.c: while the subqueries of a grouped block's HAVING,
+     * select list and ORDER BY are planned, the block's columns before
+     * aggregation: a name found only there is an ungrouped outer column
+     * (42803, as PostgreSQL) */
+    const struct layer *ungrouped;
 } planner;
 
 typedef struct layer {

@@ -1310,7 +1310,10 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     json_t *hold = NULL;   /* HAVING x op ALL (...): the SubLink is rewritten in its parent */
     if (st == HS_OK && having) {
         hold = json_pack("[O]", having);
+        const layer *saved_ug = p->ungrouped;
+        p->ungrouped = &pre;
         st = hold ? pl_attach_scalars(p, &cur, &hold, 1, &m, true) : pl_nomem(p);
+        p->ungrouped = saved_ug;
         having = json_array_get(hold, 0);
         if (st == HS_OK) {
             scope sc;
@@ -1333,7 +1336,11 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     json_t *sortc = pl_jget(sel, "sortClause");
     if (st == HS_OK) {
         json_t *both[2] = {tl, sortc};
+        const layer *saved_ug = p->ungrouped;
+        if (grouped)
+            p->ungrouped = &pre;
         st = pl_attach_scalars(p, &cur, both, 2, &m, grouped);
+        p->ungrouped = saved_ug;
         for (int i = 0; i < 2 && st == HS_OK; i++)
             st = numeric_window_avgs(p, &cur, both[i], &m, grouped ? &pre : NULL, key_of_col, 0);
         if (st == HS_OK)
