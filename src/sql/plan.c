@@ -512,8 +512,9 @@ static hs_status scope_node(void *ctx, const json_t *node, int *col, hs_error *e
     if (!sc->pre && p->ungrouped && pl_is_kind(node, "ColumnRef", &b)) {
         const char *names[8];
         int n = pl_colref_names(b, names, 8);
-        if (n > 0 && names[n - 1] && pl_scope_column(sc, names, n) == -1 &&
-            pl_layer_find(p->ungrouped, names, n) >= 0)
+        int c = n > 0 && names[n - 1] && pl_scope_column(sc, names, n) == -1
+                    ? pl_layer_find(p->ungrouped, names, n) : -1;
+        if (c >= 0 && p->ungrouped_key[c] < 0)
             return pl_fail(p, HS_INVALID, "42803", sq_loc(b),
                            "subquery uses ungrouped column \"%s%s%s\" from outer query",
                            n > 1 && names[n - 2] ? names[n - 2] : "", n > 1 ? "." : "", names[n - 1]);

@@ -97,6 +97,7 @@ typedef struct planner {
      * aggregation: a name found only there is an ungrouped outer column
      * (42803, as PostgreSQL) */
     const struct layer *ungrouped;
+    const int *ungrouped_key;    /* its column -> group key, -1 none */
 } planner;
 
 typedef struct layer {

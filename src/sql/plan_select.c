@@ -1311,9 +1311,12 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     if (st == HS_OK && having) {
         hold = json_pack("[O]", having);
         const layer *saved_ug = p->ungrouped;
+        const int *saved_key = p->ungrouped_key;
         p->ungrouped = &pre;
+        p->ungrouped_key = key_of_col;
         st = hold ? pl_attach_scalars(p, &cur, &hold, 1, &m, true) : pl_nomem(p);
         p->ungrouped = saved_ug;
+        p->ungrouped_key = saved_key;
         having = json_array_get(hold, 0);
         if (st == HS_OK) {
             scope sc;
@@ -1337,10 +1340,14 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     if (st == HS_OK) {
         json_t *both[2] = {tl, sortc};
         const layer *saved_ug = p->ungrouped;
-        if (grouped)
+        const int *saved_key = p->ungrouped_key;
+        if (grouped) {
             p->ungrouped = &pre;
+            p->ungrouped_key = key_of_col;
+        }
         st = pl_attach_scalars(p, &cur, both, 2, &m, grouped);
         p->ungrouped = saved_ug;
+        p->ungrouped_key = saved_key;
         for (int i = 0; i < 2 && st == HS_OK; i++)
             st = numeric_window_avgs(p, &cur, both[i], &m, grouped ? &pre : NULL, key_of_col, 0);
         if (st == HS_OK)

@@ -186,9 +186,12 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     int nres = 0;
     if (st == HS_OK && (!targets || !lk || !rk || !resid))
         st = pl_nomem(p);
-    if (st == HS_OK && correlated && has_aggs_or_group(sub))
+    /* per outer row, LIMIT / OFFSET and aggregates cut or change the
+     * subquery's rows: not a semi join (pl_apply_sub_conj counts instead) */
+    if (st == HS_OK && correlated &&
+        (has_aggs_or_group(sub) || pl_jget(sub, "limitCount") || pl_jget(sub, "limitOffset")))
         st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
-                  "correlated subqueries with GROUP BY or aggregates under EXISTS/IN are not supported");
+                  "correlated subqueries with GROUP BY, aggregates or LIMIT under EXISTS/IN are not supported");
     if (st == HS_OK && row && correlated)
         st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (correlated subquery) is not supported");
     if (st == HS_OK && is_in) {
@@ -400,7 +403,7 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     if (pl_apply_needed(sub))
         return pl_apply_attach(p, cur, sublink, col);   /* over functions of the outer row */
     hs_status st = decorrelate_scalar(p, cur, sublink, sub, col);
-    if (st == HS_UNSUPPORTED || st == HS_NOT_FOUND) {
+    if ((st == HS_UNSUPPORTED || st == HS_NOT_FOUND) && cur->op) {
         /* not a form the join handles (correlation by inequality, outer
          * references outside WHERE or several levels down, LIMIT, ...):
          * the Apply runs it as written per outer row; a subquery that is
@@ -603,9 +606,11 @@ static bool star_target(const json_t *sub)
     return f && pl_is_kind(json_array_get(f, json_array_size(f) - 1), "A_Star", NULL);
 }
 
+/* A subquery whose select list agg_sublink may replace by an aggregate of
+ * its own rows (no aggregates of its own, no clause that depends on them). */
 static bool simple_select(const json_t *sub)
 {
-    return plain_select(sub) && !pl_jget(sub, "groupClause") && !pl_jget(sub, "havingClause") &&
+    return plain_select(sub) && !has_aggs_or_group(sub) &&
            !pl_jget(sub, "distinctClause") && !pl_jget(sub, "limitCount") && !pl_jget(sub, "limitOffset") &&
            !pl_jget(sub, "withClause") && !pl_jget(sub, "sortClause");
 }
@@ -886,10 +891,19 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
         bool row = pl_is_kind(pl_jget(sl, "testexpr"), "RowExpr", NULL);
         /* over functions of the outer row: counts through an Apply */
         bool apply = pl_apply_needed(pl_jget(pl_jget(sl, "subselect"), "SelectStmt"));
-        if (!apply && t && (!strcmp(t, "EXISTS_SUBLINK") ||
-                  (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
-            return attach_semi(p, cur, sl, neg);
-        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK") ||
+        bool semi = !apply && t && (!strcmp(t, "EXISTS_SUBLINK") ||
+                  (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg)));
+        if (semi) {
+            hs_status st1 = attach_semi(p, cur, sl, neg);
+            if ((st1 != HS_UNSUPPORTED && st1 != HS_NOT_FOUND) || row || !cur->op)
+                return st1;   /* (no cur: it failed in the join, cur went with it) */
+            /* not a semi join (aggregates or LIMIT per outer row, outer
+             * columns two levels down): counted below, through the scalar
+             * subqueries of attach_scalar (a join or the Apply); a subquery
+             * wrong in itself fails there again */
+            sq_fail_clear(p->s, p->err);
+        }
+        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK") || semi ||
                   (apply && !strcmp(t, "EXISTS_SUBLINK")))) {
             hs_status st2;
             json_t *r = sublink_expr(p, cur, sl, &st2);

@@ -144,6 +144,25 @@ WITH_APPLY = [
     "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 5) SELECT id, (SELECT count(*) FROM unnest(t.nums) x WHERE x IN (SELECT i FROM r)) AS n FROM arr t",
 ]
 
+# [NOT] EXISTS / [NOT] IN conjuncts of WHERE that are not semi joins per
+# outer row (aggregates, LIMIT, outer columns two levels down): counted
+WHERE_FORMS = [
+    "SELECT g FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE EXISTS (SELECT 1 FROM t1 z WHERE z.g = t2.k AND z.v = t1.v))",
+    "SELECT g FROM t1 WHERE NOT EXISTS (SELECT 1 FROM t2 WHERE EXISTS (SELECT 1 FROM t1 z WHERE z.g = t2.k AND z.v = t1.v))",
+    "SELECT g, v FROM t1 WHERE v IN (SELECT max(w) FROM t2 WHERE t2.k = t1.g)",
+    "SELECT g, v FROM t1 WHERE v NOT IN (SELECT max(w) FROM t2 WHERE t2.k = t1.g)",
+    "SELECT g, v, v IN (SELECT max(w) - 190 FROM t2 WHERE t2.k = t1.g) AS x FROM t1",
+    "SELECT g, v FROM t1 WHERE v NOT IN (SELECT w FROM t2 WHERE t2.k = t1.g ORDER BY w NULLS FIRST LIMIT 1) ORDER BY g, v",
+    "SELECT g, v FROM t1 WHERE NOT EXISTS (SELECT 1 FROM t2 WHERE t2.k = t1.g LIMIT 0)",
+    "SELECT g, v FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.k = t1.g OFFSET 1)",
+    "SELECT g, v FROM t1 WHERE EXISTS (SELECT count(*) FROM t2 WHERE t2.k = t1.g HAVING count(*) > 1)",
+    "SELECT g FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.k = t1.nope)",
+]
+
+
+def test_where_not_semi(senv):
+    compare(senv, WHERE_FORMS)
+
 
 def test_grouped_correlated(senv):
     compare(senv, GROUPED)
