@@ -402,7 +402,7 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     bool array = slt && !strcmp(slt, "ARRAY_SUBLINK");
     if (st == HS_OK && array) {
         hs_type et = s.op->schema.children[0].type;
-        if (et == HS_TYPE_STRING || et == HS_TYPE_BINARY || et == HS_TYPE_LIST || et == HS_TYPE_STRUCT ||
+        if (et == HS_TYPE_BINARY || et == HS_TYPE_LIST || et == HS_TYPE_STRUCT ||
             et == HS_TYPE_MAP || et == HS_TYPE_FIXED_LIST || et == HS_TYPE_FIXED_BINARY)
             st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "ARRAY(subquery) of %s is not supported",
                          hs_type_name(et));

@@ -119,6 +119,14 @@ ARRAYS = [
     "SELECT cardinality(ARRAY(SELECT k FROM t2 WHERE k < 3)) AS n",
     "SELECT g, ARRAY(SELECT w FROM t2 WHERE t2.k = g ORDER BY w DESC NULLS LAST LIMIT 1) AS a FROM t1 GROUP BY g ORDER BY g NULLS FIRST",
     "SELECT ARRAY(SELECT k, w FROM t2) AS a",
+    # text elements: list<string> columns, as the tables' own text[] columns
+    "SELECT ARRAY(SELECT s FROM aux WHERE s IS NOT NULL ORDER BY s, id) AS a",
+    "SELECT ARRAY(SELECT s FROM aux ORDER BY id) AS a",
+    "SELECT id, ARRAY(SELECT x FROM unnest(t.tags) x WHERE x IS NOT NULL ORDER BY x) AS a FROM arr t",
+    "SELECT id FROM arr t WHERE 'dd' = ANY (ARRAY(SELECT x FROM unnest(t.tags) x))",
+    "SELECT id, cardinality(ARRAY(SELECT s FROM aux WHERE aux.id = t.id)) AS n FROM arr t",
+    "SELECT id, ARRAY(SELECT s FROM aux WHERE aux.id <= t.id ORDER BY aux.id DESC LIMIT 2) AS a FROM arr t",
+    "SELECT id, array_to_string(ARRAY(SELECT s FROM aux WHERE aux.id < t.id ORDER BY aux.id), ',') AS j FROM arr t",
 ]
 
 AGG_ARGS = [
