@@ -529,6 +529,8 @@ static hs_status scope_node(void *ctx, const json_t *node, int *col, hs_error *e
                     *col = sc->key_of_col[c];
                     return HS_OK;
                 }
+                if (sc->pre->cols[c].outer)
+                    return HS_OK;   /* an Apply's outer row, joined again after aggregation */
                 return pl_fail(p, HS_INVALID, "42803", sq_loc(b),
                             "column \"%s%s%s\" must appear in the GROUP BY clause or be used in an "
                             "aggregate function",

@@ -376,6 +376,10 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     int loc = sq_loc(sl);
     if (!sub)
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
+    int oloc = pl_sub_outer_agg(p, sub);
+    if (oloc != -2)
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", oloc,
+                       "an aggregate of an outer query inside this subquery is not supported");
     /* once now, over no outer row: the result's type and binding errors */
     apply_row ar = {&cur->op->schema, cur->cols, cur->n, NULL};
     rel s = {0};

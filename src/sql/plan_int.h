@@ -307,6 +307,15 @@ HS_MUST_USE hs_status pl_nmap_add(planner *p, nmap *m, const json_t *node, int c
 void pl_nmap_free(nmap *m);
 json_t *pl_mk_null(void);
 json_t *pl_when(json_t *cond, json_t *res);
+/* Aggregates of the block written inside the subqueries under nodes (reading
+ * only cur's columns) move to aggs; out gets [name, call] pairs for
+ * pl_outer_aggs_expose, which names their columns after aggregation. */
+HS_MUST_USE hs_status pl_outer_aggs(planner *p, json_t *const *nodes, int n, const rel *cur, json_t *aggs,
+                                    json_t *out);
+HS_MUST_USE hs_status pl_outer_aggs_expose(planner *p, rel *cur, const nmap *m, const json_t *out);
+/* Where sub (one level) has an aggregate reading only columns outside its
+ * FROM (an enclosing query's aggregate), else -2. */
+int pl_sub_outer_agg(planner *p, const json_t *sub);
 /* after_agg: cur is aggregated, so subqueries inside aggregate calls (joined
  * before aggregation) are left alone. */
 HS_MUST_USE hs_status pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m,

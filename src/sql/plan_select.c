@@ -1263,6 +1263,13 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     /* aggregation (variance / stddev of exact arguments: numeric) */
     if (st == HS_OK)
         st = pl_stats_numeric(p, &cur, sel);
+    json_t *oaggs = json_array();   /* the block's aggregates written in its subqueries */
+    if (st == HS_OK && !oaggs)
+        st = pl_nomem(p);
+    if (st == HS_OK) {
+        json_t *parts[3] = {tl, pl_jget(sel, "havingClause"), pl_jget(sel, "sortClause")};
+        st = pl_outer_aggs(p, parts, 3, &cur, aggs, oaggs);
+    }
     if (st == HS_OK) {
         pl_collect_aggs(tl, aggs, 0);
         pl_collect_aggs(pl_jget(sel, "havingClause"), aggs, 0);
@@ -1304,6 +1311,21 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             st = pl_aggregate(p, &cur, groups, aggs, &am, &m, &key_of_col);
         if (st == HS_OK)
             st = expose_group_keys(p, &cur, pre_cols, n_pre, key_of_col);
+        if (st == HS_OK)
+            st = pl_outer_aggs_expose(p, &cur, &m, oaggs);
+        if (st == HS_OK && p->outer_row) {
+            /* a grouped block under an Apply: the enclosing row's columns
+             * are constants of every group, joined again after the
+             * aggregation (on the right: the aggregate's columns keep their
+             * positions), so the select list and HAVING read them */
+            rel orow = {0}, agg = cur;
+            memset(&cur, 0, sizeof cur);
+            st = pl_apply_outer_rel(p, &orow);
+            if (st == HS_OK)
+                st = pl_join_rels(p, &agg, &orow, XO_JOIN_INNER, NULL, 0, NULL, NULL, 0, false, &cur);
+            else
+                pl_rel_clear(&agg);
+        }
     }
     layer pre = {pre_cols, n_pre, 0};
     json_t *having = pl_jget(sel, "havingClause");
@@ -1594,6 +1616,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     pl_nmap_free(&m);
     pl_nmap_free(&am);
     json_decref(hold);
+    json_decref(oaggs);
     json_decref(aggs);
     json_decref(groups);
     pl_rel_clear(&cur);

@@ -927,3 +927,211 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
     json_decref(own);
     return st;
 }
+
+/* ---- aggregates of the outer query inside its subqueries ----
+ *   SELECT g, (SELECT count(*) FROM t2 WHERE t2.w > sum(t1.v)) FROM t1 GROUP BY g
+ * An aggregate call in a subquery whose arguments read only columns of the
+ * enclosing block (none of the subquery's own FROM) is the enclosing
+ * block's aggregate, as PostgreSQL assigns it (to the level of its
+ * variables).  pl_outer_aggs moves such calls of the select list's,
+ * HAVING's and ORDER BY's subqueries out: each becomes a ColumnRef of a
+ * name no table has, the call joins the block's aggregates, and after
+ * aggregation pl_outer_aggs_expose gives that aggregate's column the name,
+ * so the subquery reads it as an outer column (decorrelated or applied per
+ * group like any).  Calls two subquery levels down stay where they are. */
+
+typedef struct oagg_ctx {
+    const corr *c;          /* the subquery's FROM leaves */
+    const layer *outer;     /* the enclosing block's columns */
+    int n_refs;
+    bool ok;
+} oagg_ctx;
+
+static pl_walk_res visit_oagg_ref(const json_t *j, void *ctx)
+{
+    oagg_ctx *o = ctx;
+    json_t *b;
+    if (pl_is_kind(j, "SubLink", NULL))
+        return PL_SKIP;
+    if (!pl_is_kind(j, "ColumnRef", &b))
+        return PL_DESCEND;
+    const char *names[8];
+    int n = pl_colref_names(b, names, 8);
+    o->n_refs++;
+    if (n < 1 || !names[n - 1] || inner_col(o->c, b) != -1 || pl_layer_find(o->outer, names, n) < 0) {
+        o->ok = false;
+        return PL_STOP;
+    }
+    return PL_SKIP;
+}
+
+/* Replaces the node `target` (by identity) under j with `with` (a reference taken). */
+static bool replace_node(json_t *j, const json_t *target, json_t *with, int depth)
+{
+    if (!j || depth > 400)
+        return false;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v) {
+            if (v == target)
+                return json_object_set(j, k, with) == 0;
+            if (replace_node(v, target, with, depth + 1))
+                return true;
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            if (v == target)
+                return json_array_set(j, i, with) == 0;
+            if (replace_node(v, target, with, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* One subquery: its outer aggregates moved to aggs (names appended to out). */
+static hs_status outer_aggs_of(planner *p, json_t *sub, const layer *outer, json_t *aggs, json_t *out)
+{
+    if (!plain_select(sub) || pl_jget(sub, "withClause") || pl_apply_needed(sub))
+        return HS_OK;
+    corr c;
+    hs_status st = sub_split(p, sub, &c);
+    if (st == HS_UNSUPPORTED || st == HS_NOT_FOUND || st == HS_INVALID) {
+        /* a FROM the split does not read: planning the subquery reports it */
+        corr_free(&c);
+        sq_fail_clear(p->s, p->err);
+        return HS_OK;
+    }
+    json_t *calls = json_array();
+    if (st == HS_OK && !calls)
+        st = pl_nomem(p);
+    if (st == HS_OK) {
+        pl_collect_aggs(pl_jget(sub, "targetList"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "whereClause"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "havingClause"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "sortClause"), calls, 0);
+    }
+    for (size_t i = 0; st == HS_OK && i < json_array_size(calls); i++) {
+        json_t *call = json_array_get(calls, i);
+        oagg_ctx o = {&c, outer, 0, true};
+        pl_walk(pl_jget(call, "FuncCall"), visit_oagg_ref, &o, 0);
+        if (!o.ok || o.n_refs == 0)
+            continue;   /* the subquery's own aggregate */
+        char nm[32];
+        snprintf(nm, sizeof nm, "\x01oagg%zu", json_array_size(out));
+        json_t *ref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
+                                "location", -1);
+        json_t *keep = json_incref(call);   /* the call outlives its place in sub */
+        bool done = ref && keep && replace_node(sub, call, ref, 0);
+        if (done) {
+            json_array_append(aggs, keep);
+            json_array_append_new(out, json_pack("[s,O]", nm, keep));
+        }
+        json_decref(ref);
+        json_decref(keep);
+        if (!done)
+            st = pl_nomem(p);
+    }
+    json_decref(calls);
+    corr_free(&c);
+    return st;
+}
+
+hs_status pl_outer_aggs(planner *p, json_t *const *nodes, int n, const rel *cur, json_t *aggs, json_t *out)
+{
+    json_t *sls = json_array();
+    if (!sls)
+        return pl_nomem(p);
+    for (int i = 0; i < n; i++)
+        pl_collect_sublinks_noagg(nodes[i], sls, 0);
+    layer outer = {cur->cols, cur->n, 0};
+    hs_status st = HS_OK;
+    for (size_t i = 0; st == HS_OK && i < json_array_size(sls); i++) {
+        json_t *sub = pl_jget(pl_jget(pl_jget(json_array_get(sls, i), "SubLink"), "subselect"), "SelectStmt");
+        if (sub)
+            st = outer_aggs_of(p, sub, &outer, aggs, out);
+    }
+    json_decref(sls);
+    return st;
+}
+
+hs_status pl_outer_aggs_expose(planner *p, rel *cur, const nmap *m, const json_t *out)
+{
+    for (size_t i = 0; i < json_array_size(out); i++) {
+        json_t *e = json_array_get(out, i);
+        const json_t *call = json_array_get(e, 1);
+        int col = -1;
+        for (int k = 0; k < m->n && col < 0; k++)
+            if (m->nodes[k] == call || pl_jeq(m->nodes[k], call))
+                col = m->cols[k];
+        if (col < 0 || col >= cur->n)
+            continue;   /* cannot happen: every call was aggregated */
+        char *nm = hs_strdup(json_string_value(json_array_get(e, 0)));
+        if (!nm)
+            return pl_nomem(p);
+        hs_free(cur->cols[col].qual);
+        hs_free(cur->cols[col].name);
+        cur->cols[col].qual = NULL;
+        cur->cols[col].name = nm;
+        cur->cols[col].hidden = false;
+    }
+    return HS_OK;
+}
+
+/* Whether the call reads columns and none of them among c's leaves. */
+typedef struct allout_ctx {
+    const corr *c;
+    int n_refs;
+    bool inner;
+} allout_ctx;
+
+static pl_walk_res visit_allout(const json_t *j, void *ctx)
+{
+    allout_ctx *a = ctx;
+    json_t *b;
+    if (pl_is_kind(j, "SubLink", NULL))
+        return PL_SKIP;
+    if (!pl_is_kind(j, "ColumnRef", &b))
+        return PL_DESCEND;
+    a->n_refs++;
+    if (inner_col(a->c, b) != -1)
+        a->inner = true;
+    return PL_SKIP;
+}
+
+/* The location of an aggregate call of sub (its own level) whose columns
+ * all lie outside sub's FROM, -2 when there is none (or sub's FROM is not
+ * one sub_split reads).  Such a call belongs to an enclosing query; run in
+ * the subquery per outer row it would aggregate the outer row's value over
+ * the subquery's rows instead, so the Apply refuses it. */
+int pl_sub_outer_agg(planner *p, const json_t *sub)
+{
+    if (!plain_select(sub) || pl_jget(sub, "withClause") || pl_apply_needed(sub))
+        return -2;
+    corr c;
+    if (sub_split(p, sub, &c) != HS_OK) {
+        corr_free(&c);
+        sq_fail_clear(p->s, p->err);
+        return -2;
+    }
+    json_t *calls = json_array();
+    int found = -2;
+    if (calls) {
+        pl_collect_aggs(pl_jget(sub, "targetList"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "whereClause"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "havingClause"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "sortClause"), calls, 0);
+    }
+    for (size_t i = 0; found == -2 && i < json_array_size(calls); i++) {
+        json_t *fc = pl_jget(json_array_get(calls, i), "FuncCall");
+        allout_ctx a = {&c, 0, false};
+        pl_walk(fc, visit_allout, &a, 0);
+        if (a.n_refs > 0 && !a.inner)
+            found = sq_loc(fc);
+    }
+    json_decref(calls);
+    corr_free(&c);
+    return found;
+}

@@ -70,6 +70,17 @@ GROUPED = [
     "SELECT g, max(v) AS m FROM t1 GROUP BY g HAVING max(v) > ALL (SELECT w FROM t2 WHERE t2.k = t1.g)",
     "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1 WHERE v IS NOT NULL GROUP BY g ORDER BY (SELECT count(*) FROM t2 WHERE t2.k = t1.g), g NULLS FIRST",
     "SELECT g, (SELECT w FROM t2 WHERE t2.k = t1.g) AS c FROM t1 GROUP BY g",
+    # aggregates of the outer query written inside its subqueries
+    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.w > sum(t1.v)) AS c FROM t1 GROUP BY g",
+    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g AND t2.w < max(t1.v) * 10) AS c FROM t1 GROUP BY g",
+    "SELECT (SELECT sum(t1.v) + count(*) FROM t2) AS x FROM t1",
+    "SELECT (SELECT max(w) FROM t2 WHERE w < sum(t1.v)) AS x, count(*) AS n FROM t1",
+    "SELECT g FROM t1 GROUP BY g HAVING (SELECT count(*) FROM t2 WHERE t2.w > max(t1.v)) > 3",
+    "SELECT g, (SELECT sum(t1.v + t2.w) FROM t2 WHERE t2.k = t1.g) AS x FROM t1",
+    # outer columns in the select list of an aggregate subquery (applied per row)
+    "SELECT g, (SELECT count(*) + t1.g FROM t2 WHERE t2.w > t1.g) AS x FROM t1",
+    "SELECT g, (SELECT count(*) + t1.g FROM t2 WHERE t2.w > 1000) AS x FROM t1",
+    "SELECT g, (SELECT max(w) - t1.g FROM t2 WHERE t2.k <> t1.g) AS x FROM t1 GROUP BY g",
 ]
 
 QUANT = [
