@@ -455,6 +455,15 @@ static void test_subqueries(void)
     CHECK(count_rows(fx.s, "WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 4 FROM r WHERE i < 8) "
                            "SELECT id FROM t WHERE (SELECT count(*) FROM generate_series(0, t.g) x "
                            "WHERE x IN (SELECT i FROM r)) = 2 AND id IN (SELECT i FROM r)", &err) == 1);
+    /* sum(t.g) is the outer block's (10 g per group): no k above it for g >= 4 */
+    CHECK(count_rows(fx.s, "SELECT * FROM (SELECT g, (SELECT count(*) FROM u WHERE u.k > sum(t.g)) AS c "
+                           "FROM t GROUP BY g) d WHERE c = 0", &err) == 6);
+    /* an outer column beside count(*) over no rows: 0 + g */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (SELECT count(*) + t.g FROM u WHERE u.k > 100) = 3", &err) == 10);
+    /* not semi joins per outer row: max of the even ks up to g is g for even g; LIMIT 0 */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE g IN (SELECT max(k) FROM u WHERE u.k <= t.g)", &err) == 50);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.g LIMIT 0)", &err) == 100);
+    expect_error(fx.s, "SELECT id FROM t WHERE g > (SELECT sum(t.g) FROM u)", "0A000", 36);
     expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k = t.id) FROM t GROUP BY g", "42803", 47);
     expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k < nope) FROM t GROUP BY g", "42703", 47);
     CHECK(count_rows(fx.s, "SELECT id FROM t WHERE 'u3' = ANY (ARRAY(SELECT s FROM u))", &err) == 100);
