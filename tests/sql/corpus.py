@@ -429,6 +429,10 @@ Q("subquery", "SELECT d.dname, ARRAY(SELECT e.emp_id FROM emp e WHERE e.dept_id 
 Q("subquery", "SELECT sum((SELECT count(*) FROM emp e WHERE e.dept_id = d.dept_id)) FROM dept d")
 Q("subquery", "SELECT count(*) FILTER (WHERE dept_id IN (SELECT dept_id FROM dept WHERE city = 'SF')) FROM emp")
 Q("subquery", "SELECT e.ename, (SELECT m.salary FROM emp m WHERE m.dept_id = e.dept_id ORDER BY m.salary DESC NULLS LAST, m.emp_id LIMIT 1) FROM emp e")
+Q("subquery", "SELECT dept_id, (SELECT count(*) FROM dept d WHERE d.budget > sum(emp.salary)) FROM emp GROUP BY dept_id")
+Q("subquery", "SELECT ename FROM emp e WHERE dept_id IN (SELECT max(d.dept_id) FROM dept d WHERE d.dept_id <= e.dept_id)")
+Q("subquery", "SELECT ename FROM emp e WHERE EXISTS (SELECT 1 FROM emp m WHERE m.dept_id = e.dept_id OFFSET 1)")
+Q("subquery", "SELECT d.dname, ARRAY(SELECT e.ename FROM emp e WHERE e.dept_id = d.dept_id ORDER BY e.ename) FROM dept d")
 
 # ---------------------------------------------------------------- CTEs
 Q("cte", "WITH x AS (SELECT grp, count(*) AS n FROM t_all GROUP BY grp) SELECT * FROM x WHERE n > 30")
