@@ -19,8 +19,9 @@
  *                  the select list and in FROM, lateral ones included
  *   plan_lateral.c correlated LATERAL subqueries in FROM as joins
  *   plan_apply.c   subqueries over FROM functions of the outer row
- *                  (unnest(t.arr), generate_series(1, t.n)): an Apply
- *                  operator that plans and runs them once per outer row
+ *                  (unnest(t.arr), generate_series(1, t.n)), correlated
+ *                  ones no join answers exactly, ARRAY(subquery): an
+ *                  Apply operator that plans and runs them once per outer row
  *
  * plan.c's header comment describes how a SELECT is planned.
  */

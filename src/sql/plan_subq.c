@@ -1,7 +1,9 @@
 /*
  * sql/plan_subq.c - subqueries: [NOT] EXISTS / [NOT] IN (subquery) as semi/anti joins,
- * scalar subqueries as joined columns, decorrelation of correlated ones, and
- * EXISTS / ANY / ALL inside expressions.
+ * scalar subqueries as joined columns, decorrelation of correlated ones (the
+ * forms a join answers exactly; the rest go to plan_apply.c's Apply),
+ * EXISTS / ANY / ALL inside expressions, and aggregates of an enclosing
+ * block written inside its subqueries.
  * See plan_int.h for how the planner files divide the work.
  */
 #include "sql/plan_int.h"
@@ -581,11 +583,14 @@ void  pl_nmap_free(nmap *m)
  *   x op ANY (S)        CASE WHEN cnt = 0 THEN false WHEN x IS NULL THEN NULL
  *                       WHEN <x matches> THEN true WHEN cnt > nn THEN NULL ELSE false END
  *   x op ALL (S)        CASE WHEN cnt = 0 THEN true WHEN x IS NULL THEN NULL
- *                       WHEN NOT <x passes the extreme> THEN false
+ *                       WHEN <x fails> THEN false
  *                       WHEN cnt > nn THEN NULL ELSE true END
- * with cnt = count(*), nn = count(t) of S's one column t, <x matches> for
- * = the count of t = x above 0, for < <= > >= a comparison with min(t) or
- * max(t): PostgreSQL's three-valued results. */
+ * with cnt = count(*), nn = count(t) of S's one column t, neq the count of
+ * t = x; <x matches> for = ANY is neq > 0, for <> ANY nn > neq; <x fails>
+ * for <> ALL neq > 0, for = ALL nn > neq; for < <= > >= a comparison with
+ * min(t) or max(t): PostgreSQL's three-valued results.  The counts are
+ * scalar subqueries (attach_scalar): joins when they decorrelate exactly,
+ * else the Apply. */
 
 static json_t *mk_bool(bool v)
 {
@@ -616,9 +621,8 @@ static bool simple_select(const json_t *sub)
 }
 
 /* (SELECT agg FROM S...) where agg reads S's column (use_col) or is
- * count(*); with eq_x, the extra conjunct `column eq_op eq_x`. */
-static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x,
-                           const char *eq_op, int loc)
+ * count(*); with eq_x, the extra conjunct `column = eq_x`. */
+static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x, int loc)
 {
     json_t *t = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val");
     json_t *q;
@@ -648,7 +652,7 @@ static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, cons
     json_object_set_new(q, "targetList", json_pack("[{s:{s:o,s:i}}]", "ResTarget", "val", call,
                                                    "location", -1));
     if (eq_x) {
-        json_t *cond = pl_mk_op(eq_op, json_incref(col), json_incref((json_t *)eq_x));
+        json_t *cond = pl_mk_op("=", json_incref(col), json_incref((json_t *)eq_x));
         json_t *w = pl_jget(q, "whereClause");
         json_t *both[2] = {w, cond};
         json_t *nw = w ? pl_mk_and(both, 2) : json_incref(cond);
@@ -675,7 +679,7 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
     if (!type || !sub)
         return NULL;
     if (!strcmp(type, "EXISTS_SUBLINK")) {
-        json_t *cnt = agg_sublink(sub, "count", false, NULL, NULL, loc);
+        json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
         return cnt ? pl_mk_op(">", cnt, pl_mk_int(0)) : NULL;
     }
     bool any = !strcmp(type, "ANY_SUBLINK"), all = !strcmp(type, "ALL_SUBLINK");
@@ -696,8 +700,8 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
                    any ? "ANY" : "ALL");
         return NULL;
     }
-    json_t *cnt = agg_sublink(sub, "count", false, NULL, NULL, loc);
-    json_t *nn = agg_sublink(sub, "count", true, NULL, NULL, loc);
+    json_t *cnt = agg_sublink(sub, "count", false, NULL, loc);
+    json_t *nn = agg_sublink(sub, "count", true, NULL, loc);
     json_t *hit;
     if (eq || ne) {
         /* x moves into the subquery's WHERE: it reads a column of its own
@@ -729,14 +733,14 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
          * fails when neq > 0; <> ANY holds and = ALL fails when some
          * non-NULL element differs from x, nn > neq (x is not NULL here;
          * counting `t <> x` would be a correlation by inequality) */
-        json_t *neq = agg_sublink(sub, "count", false, xin, "=", loc);
+        json_t *neq = agg_sublink(sub, "count", false, xin, loc);
         hit = eq == any ? pl_mk_op(">", neq, pl_mk_int(0)) : pl_mk_op(">", json_incref(nn), neq);
         json_decref(xin);
     }
     else {
         /* ANY: x > min, x < max; ALL: x > max, x < min */
         const char *fn = (gt == any) ? "min" : "max";
-        hit = pl_mk_op(op, json_incref(x), agg_sublink(sub, fn, true, NULL, NULL, loc));
+        hit = pl_mk_op(op, json_incref(x), agg_sublink(sub, fn, true, NULL, loc));
     }
     json_t *xnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype", "IS_NULL",
                               "location", -1);
