@@ -81,6 +81,13 @@ GROUPED = [
     "SELECT g, (SELECT count(*) + t1.g FROM t2 WHERE t2.w > t1.g) AS x FROM t1",
     "SELECT g, (SELECT count(*) + t1.g FROM t2 WHERE t2.w > 1000) AS x FROM t1",
     "SELECT g, (SELECT max(w) - t1.g FROM t2 WHERE t2.k <> t1.g) AS x FROM t1 GROUP BY g",
+    # three levels, CASE, DISTINCT, ORDER BY by an applied subquery
+    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g AND t2.w > (SELECT min(x.v) FROM t1 x WHERE x.g = t1.g AND x.v > t2.k)) AS c FROM t1 GROUP BY g",
+    "SELECT g, CASE WHEN count(*) > 1 THEN (SELECT max(w) FROM t2 WHERE t2.k = t1.g) ELSE -1 END AS c FROM t1 GROUP BY g",
+    "SELECT DISTINCT g, (SELECT count(DISTINCT w) FROM t2 WHERE t2.k = t1.g) AS c FROM t1",
+    "SELECT g, (SELECT count(*) FROM (SELECT DISTINCT w FROM t2 WHERE t2.k = t1.g) d) AS c FROM t1 GROUP BY g",
+    "SELECT g, v FROM t1 ORDER BY (SELECT count(*) FROM t2 WHERE t2.w < t1.v), g NULLS FIRST, v NULLS FIRST",
+    "SELECT g, sum(v) AS sv FROM t1 GROUP BY g ORDER BY (SELECT count(*) FROM t2 WHERE t2.k < t1.g) DESC, g NULLS FIRST",
 ]
 
 QUANT = [
@@ -111,6 +118,9 @@ QUANT = [
     "SELECT id, 'a' = ALL (SELECT * FROM unnest(t.tags)) AS a FROM arr t",
     "SELECT k, (SELECT count(*) FROM t1 WHERE t1.v = ALL (SELECT w FROM t2 y WHERE y.k = t2.k)) AS c FROM t2",
     "SELECT k, (SELECT count(*) FROM t1 WHERE t1.g < t2.k AND t1.v > ALL (SELECT w FROM t2 y WHERE y.k = t1.g)) AS c FROM t2",
+    "SELECT g, v, v + 1 = ALL (SELECT w + 1 FROM t2 WHERE t2.k = t1.g) AS x FROM t1",
+    "SELECT g, v, CASE WHEN v <> ANY (SELECT w FROM t2 WHERE t2.k = t1.g) THEN 'y' ELSE 'n' END AS x FROM t1",
+    "SELECT g, v, v = ALL (SELECT w FROM t2 WHERE t2.k = t1.g) OR v IS NULL AS x FROM t1",
     "SELECT g, v, v >= ALL (SELECT x.v FROM t1 x WHERE x.g = t1.g) AS x FROM t1",
     "SELECT g, v, (SELECT x.v FROM t1 x WHERE x.g = t1.g ORDER BY x.v DESC NULLS LAST LIMIT 1) AS top FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST",
     "SELECT g, (SELECT w FROM t2 WHERE t2.k = t1.g) AS x FROM t1",
