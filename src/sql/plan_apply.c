@@ -34,6 +34,9 @@
  * SQLSTATE), then once per outer row; the schemas a row's plan keeps are
  * released after it (sq_ctx_keep_release).  The cost is a plan per outer
  * row (tens of microseconds), which is what keeps the semantics exact.
+ * A subquery that also plans with no outer row at all reads none of its
+ * columns (ARRAY(SELECT k FROM u) in a select list): it runs once, at the
+ * first row, and every row gets that value (PostgreSQL's InitPlan).
  * The subquery may read CTEs of the enclosing statement: they are planned
  * again in each row's plan (see "the enclosing statement's CTEs" below).
  *
@@ -66,6 +69,8 @@ typedef struct apply_op {
     cte *ctes;                /* the enclosing statement's CTEs (owned definitions) */
     int n_ctes;
     bool array;               /* ARRAY(subquery): all rows' values as one list */
+    bool constant;            /* the subquery reads no outer column: run once */
+    hs_column *cached;        /* its value then (owned), after the first row */
 } apply_op;
 
 /* ---- which subqueries ---- */
@@ -313,6 +318,25 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
     return st;
 }
 
+/* apply_row_value, or the one value of a constant subquery (computed at the
+ * first row, as PostgreSQL runs an uncorrelated subquery once). */
+static hs_status apply_value(apply_op *a, const hs_batch *b, int64_t i, hs_column *col, hs_error *err)
+{
+    if (!a->constant)
+        return apply_row_value(a, b, i, col, err);
+    if (!a->cached) {
+        hs_column *one = NULL;
+        HS_TRY(hs_col_create(&a->op.schema.children[a->op.schema.n_children - 1], 1, &one, err));
+        hs_status st = apply_row_value(a, b, i, one, err);
+        if (st != HS_OK) {
+            hs_col_free(one);
+            return st;
+        }
+        a->cached = one;
+    }
+    return hs_col_append_column(col, a->cached, err);
+}
+
 static hs_status apply_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     apply_op *a = (apply_op *)op;
@@ -328,7 +352,7 @@ static hs_status apply_next(xo_op *op, hs_batch **out, hs_error *err)
         if (xo_cancelled(op->ctx))
             st = hs_err_set(err, HS_CANCELLED, "canceling statement due to user request");
         else
-            st = apply_row_value(a, in, i, col, err);
+            st = apply_value(a, in, i, col, err);
     }
     hs_batch *b = st == HS_OK ? hs_calloc(1, sizeof *b) : NULL;
     if (st == HS_OK && !b)
@@ -368,6 +392,7 @@ static void apply_destroy(xo_op *op)
     pl_qcols_free(a->cols, a->n);
     sq_ctx_free(a->rctx);
     ctes_free(a->ctes, a->n_ctes);
+    hs_col_free(a->cached);
 }
 
 hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
@@ -395,6 +420,27 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
         ctes_fresh_free(fresh, n_defs);
         ctes_free(defs, n_defs);
         return st0;
+    }
+    /* planned with no outer row at all, it binds: it reads none (names
+     * resolve innermost first, so the same ones), its value is a constant */
+    bool constant = false;
+    {
+        bool ok2;
+        cte *fresh2 = ctes_fresh(defs, n_defs, &ok2);
+        const apply_row *saved_row = p->outer_row;
+        json_t *copy = ok2 ? json_deep_copy(sub) : NULL;
+        rel t = {0};
+        p->ctes = fresh2;
+        p->outer_row = NULL;
+        hs_status stc = copy ? pl_plan_select(p, copy, &t) : HS_NOMEM;
+        p->outer_row = saved_row;
+        p->ctes = saved;
+        constant = stc == HS_OK;
+        pl_rel_clear(&t);
+        json_decref(copy);
+        ctes_fresh_free(fresh2, n_defs);
+        if (stc != HS_OK)
+            sq_fail_clear(p->s, p->err);
     }
     apply_op *a = hs_calloc(1, sizeof *a);
     xo_op **kids = a ? hs_calloc(1, sizeof *kids) : NULL;
@@ -472,6 +518,7 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     }
     a->s = p->s;
     a->array = array;
+    a->constant = constant;
     a->names = json_incref(p->names);
     a->all_columns = p->all_columns;
     a->depth = p->depth;
@@ -482,7 +529,8 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     a->op.children = kids;
     a->op.next = apply_next;
     a->op.destroy = apply_destroy;
-    a->op.detail = hs_strdup("subquery planned and run per outer row");   /* NULL: no detail */
+    a->op.detail = hs_strdup(constant ? "subquery reads no outer column: run once"
+                                      : "subquery planned and run per outer row");   /* NULL: no detail */
     memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
     ncols[cur->n] = (qcol){.qual = NULL, .name = hs_strdup(""), .hidden = true};
     cur->op = &a->op;   /* cur's first columns stay as they were */

@@ -467,6 +467,14 @@ static void test_subqueries(void)
     expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k = t.id) FROM t GROUP BY g", "42803", 47);
     expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k < nope) FROM t GROUP BY g", "42703", 47);
     CHECK(count_rows(fx.s, "SELECT id FROM t WHERE 'u3' = ANY (ARRAY(SELECT s FROM u))", &err) == 100);
+    /* uncorrelated: one run for all rows */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE cardinality(ARRAY(SELECT k FROM u WHERE k < 5)) = 3", &err) == 100);
+    plan = explain(fx.s, "SELECT id, ARRAY(SELECT k FROM u WHERE k < 5) FROM t", &err);
+    CHECK(has(plan, "run once"));
+    hs_free(plan);
+    plan = explain(fx.s, "SELECT id, ARRAY(SELECT k FROM u WHERE k < t.g) FROM t", &err);
+    CHECK(has(plan, "per outer row"));
+    hs_free(plan);
     expect_error(fx.s, "SELECT ARRAY(SELECT ARRAY[1, 2] FROM u)", "0A000", 8);
     expect_error(fx.s, "SELECT ARRAY(SELECT k, s FROM u)", "42601", -1);
     teardown(&fx);
