@@ -1023,13 +1023,20 @@ static hs_status outer_aggs_of(planner *p, json_t *sub, const layer *outer, json
         pl_walk(pl_jget(call, "FuncCall"), visit_oagg_ref, &o, 0);
         if (!o.ok || o.n_refs == 0)
             continue;   /* the subquery's own aggregate */
+        /* the same call in several subqueries: one aggregate, one name */
         char nm[32];
-        snprintf(nm, sizeof nm, "\x01oagg%zu", json_array_size(out));
+        const char *seen = NULL;
+        for (size_t k = 0; k < json_array_size(out) && !seen; k++)
+            if (pl_jeq(json_array_get(json_array_get(out, k), 1), call))
+                seen = json_string_value(json_array_get(json_array_get(out, k), 0));
+        snprintf(nm, sizeof nm, "%s", seen ? seen : "");
+        if (!seen)
+            snprintf(nm, sizeof nm, "\x01oagg%zu", json_array_size(out));
         json_t *ref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
                                 "location", -1);
         json_t *keep = json_incref(call);   /* the call outlives its place in sub */
         bool done = ref && keep && replace_node(sub, call, ref, 0);
-        if (done) {
+        if (done && !seen) {
             json_array_append(aggs, keep);
             json_array_append_new(out, json_pack("[s,O]", nm, keep));
         }
