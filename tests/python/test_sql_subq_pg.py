@@ -12,7 +12,7 @@ plus three small tables with NULLs, duplicates and an empty one:
     t2(k, w)      NULL k, NULL w, duplicate keys, keys absent from t1
     e(k, w)       no rows
 
-On main before this module, 103 of these 122 queries failed (SQLSTATE
+On main before this module, 105 of these 122 queries failed (SQLSTATE
 0A000 / 42703), and three returned wrong rows (a correlated LIMIT / OFFSET
 read as a join).
 """
