@@ -325,6 +325,18 @@ void  pl_collect_sublinks(const json_t *j, json_t *arr, int depth)
     pl_walk(j, visit_sublink, arr, depth);
 }
 
+static pl_walk_res visit_sublink_noagg(const json_t *j, void *arr)
+{
+    if (pl_is_agg_call(j))
+        return PL_SKIP;
+    return visit_sublink(j, arr);
+}
+
+void  pl_collect_sublinks_noagg(const json_t *j, json_t *arr, int depth)
+{
+    pl_walk(j, visit_sublink_noagg, arr, depth);
+}
+
 /* Every column name (last part, lower case) the statement mentions, and
  * whether it has a '*' or a NATURAL join (then scans read all columns). */
 static void collect_names(planner *p, const json_t *j, int depth)
@@ -497,6 +509,16 @@ static hs_status scope_node(void *ctx, const json_t *node, int *col, hs_error *e
             return HS_OK;
         }
     json_t *b;
+    if (!sc->pre && p->ungrouped && pl_is_kind(node, "ColumnRef", &b)) {
+        const char *names[8];
+        int n = pl_colref_names(b, names, 8);
+        int c = n > 0 && names[n - 1] && pl_scope_column(sc, names, n) == -1
+                    ? pl_layer_find(p->ungrouped, names, n) : -1;
+        if (c >= 0 && p->ungrouped_key[c] < 0)
+            return pl_fail(p, HS_INVALID, "42803", sq_loc(b),
+                           "subquery uses ungrouped column \"%s%s%s\" from outer query",
+                           n > 1 && names[n - 2] ? names[n - 2] : "", n > 1 ? "." : "", names[n - 1]);
+    }
     if (sc->pre && pl_is_kind(node, "ColumnRef", &b)) {
         const char *names[8];
         int n = pl_colref_names(b, names, 8);
@@ -507,6 +529,8 @@ static hs_status scope_node(void *ctx, const json_t *node, int *col, hs_error *e
                     *col = sc->key_of_col[c];
                     return HS_OK;
                 }
+                if (sc->pre->cols[c].outer)
+                    return HS_OK;   /* an Apply's outer row, joined again after aggregation */
                 return pl_fail(p, HS_INVALID, "42803", sq_loc(b),
                             "column \"%s%s%s\" must appear in the GROUP BY clause or be used in an "
                             "aggregate function",

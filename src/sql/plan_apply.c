@@ -34,8 +34,17 @@
  * SQLSTATE), then once per outer row; the schemas a row's plan keeps are
  * released after it (sq_ctx_keep_release).  The cost is a plan per outer
  * row (tens of microseconds), which is what keeps the semantics exact.
- * Refused with 0A000: a subquery under an Apply naming a CTE of the
- * enclosing statement (the CTE is not planned again per row).
+ * A subquery that also plans with no outer row at all reads none of its
+ * columns (ARRAY(SELECT k FROM u) in a select list): it runs once, at the
+ * first row, and every row gets that value (PostgreSQL's InitPlan).
+ * The subquery may read CTEs of the enclosing statement: they are planned
+ * again in each row's plan (see "the enclosing statement's CTEs" below).
+ *
+ * plan_subq.c also sends here the correlated scalar subqueries that do not
+ * decorrelate into a join exactly (correlation by inequality, outer
+ * references in the select list or several levels down, LIMIT, a
+ * non-aggregate subquery that must fail with 21000 on two rows, outer
+ * columns that are group keys of a grouped query).
  */
 #include "sql/plan_int.h"
 
@@ -57,6 +66,11 @@ typedef struct apply_op {
     qcol *cols;               /* the outer relation's names (owned) */
     int n;
     xo_ctx *rctx;             /* the per-row plans' context (owned): one thread */
+    cte *ctes;                /* the enclosing statement's CTEs (owned definitions) */
+    int n_ctes;
+    bool array;               /* ARRAY(subquery): all rows' values as one list */
+    bool constant;            /* the subquery reads no outer column: run once */
+    hs_column *cached;        /* its value then (owned), after the first row */
 } apply_op;
 
 /* ---- which subqueries ---- */
@@ -101,24 +115,82 @@ bool pl_apply_needed(const json_t *sub)
     return from_has_lateral(pl_jget(sub, "fromClause"), 0);
 }
 
-typedef struct cte_ref_ctx {
-    const cte *ctes;
-    const char *hit;
-} cte_ref_ctx;
+/* ---- the enclosing statement's CTEs ----
+ * The subquery may read CTEs of the statement around it.  The Apply keeps
+ * their definitions (name, query and column names, references held) and
+ * gives each row's plan a fresh list of them: a plain CTE is planned where
+ * it is read, a recursive one runs again for the row (its rows are
+ * released with the row's plan).  Marked enclosing, they are planned
+ * without the outer row, as PostgreSQL scopes them. */
 
-static pl_walk_res visit_cte_ref(const json_t *j, void *ctx)
+static void ctes_free(cte *a, int n)
 {
-    cte_ref_ctx *c = ctx;
-    json_t *b;
-    if (!pl_is_kind(j, "RangeVar", &b) || pl_jget(b, "schemaname"))
-        return PL_DESCEND;
-    const char *nm = pl_jstrv(b, "relname");
-    for (const cte *e = c->ctes; nm && e; e = e->next)
-        if (e->name && !strcmp(e->name, nm)) {
-            c->hit = nm;
-            return PL_STOP;
+    for (int i = 0; a && i < n; i++) {
+        hs_free((char *)a[i].name);
+        json_decref((json_t *)a[i].query);
+        json_decref((json_t *)a[i].colnames);
+    }
+    hs_free(a);
+}
+
+/* *out (caller frees with ctes_free) = the definitions of the list l. */
+static hs_status ctes_keep(planner *p, const cte *l, cte **out, int *n_out)
+{
+    int n = 0;
+    for (const cte *c = l; c; c = c->next)
+        n++;
+    *out = NULL;
+    *n_out = 0;
+    if (n == 0)
+        return HS_OK;
+    cte *a = hs_calloc((size_t)n, sizeof *a);
+    if (!a)
+        return pl_nomem(p);
+    int i = 0;
+    for (const cte *c = l; c; c = c->next, i++) {
+        a[i].name = hs_strdup(c->name ? c->name : "");
+        a[i].query = json_incref((json_t *)c->query);
+        a[i].colnames = c->colnames ? json_incref((json_t *)c->colnames) : NULL;
+        a[i].recursive = c->recursive;
+        a[i].enclosing = true;
+        if (!a[i].name) {
+            ctes_free(a, i + 1);
+            return pl_nomem(p);
         }
-    return PL_SKIP;
+    }
+    *out = a;
+    *n_out = n;
+    return HS_OK;
+}
+
+/* A fresh list over the kept definitions (borrowed from them), NULL when
+ * there are none or no memory (*ok false then). */
+static cte *ctes_fresh(const cte *defs, int n, bool *ok)
+{
+    *ok = true;
+    if (n == 0)
+        return NULL;
+    cte *a = hs_calloc((size_t)n, sizeof *a);
+    if (!a) {
+        *ok = false;
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        a[i].name = defs[i].name;
+        a[i].query = defs[i].query;
+        a[i].colnames = defs[i].colnames;
+        a[i].recursive = defs[i].recursive;
+        a[i].enclosing = true;
+        a[i].next = i + 1 < n ? &a[i + 1] : NULL;
+    }
+    return a;
+}
+
+static void ctes_fresh_free(cte *a, int n)
+{
+    for (int i = 0; a && i < n; i++)
+        pl_cte_clear(&a[i]);
+    hs_free(a);
 }
 
 /* ---- the outer row as a relation ---- */
@@ -204,10 +276,27 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
     apply_row ar = {&a->op.children[0]->schema, a->cols, a->n, &row};
     int mark = sq_ctx_keep_mark(a->rctx);
     rel s = {0};
+    bool ok;
+    cte *ctes = ctes_fresh(a->ctes, a->n_ctes, &ok);
+    p.ctes = ctes;
+    if (st == HS_OK && !ok)
+        st = hs_err_nomem(err, 0);
     if (st == HS_OK)
         st = plan_for_row(&p, a->sub, &ar, &s);
     int64_t seen = 0;
-    while (st == HS_OK) {
+    while (st == HS_OK && a->array) {
+        /* ARRAY(subquery): the rows in the subquery's order, {} for none */
+        hs_batch *o = NULL;
+        st = xo_next(s.op, &o, err);
+        if (st != HS_OK || !o)
+            break;
+        if (o->n_rows > 0)
+            st = hs_col_append_column(col->children[0], o->cols[0], err);
+        hs_batch_free(o);
+    }
+    if (st == HS_OK && a->array)
+        st = hs_col_list_end(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+    while (st == HS_OK && !a->array) {
         hs_batch *o = NULL;
         st = xo_next(s.op, &o, err);
         if (st != HS_OK || !o)
@@ -218,14 +307,34 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
             st = hs_col_append_column(col, o->cols[0], err);
         hs_batch_free(o);
     }
-    if (st == HS_OK && seen == 0)
+    if (st == HS_OK && seen == 0 && !a->array)
         st = hs_col_append_null(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
     pl_rel_clear(&s);
+    ctes_fresh_free(ctes, a->n_ctes);
     sq_ctx_keep_release(a->rctx, mark);
     for (int c = 0; c < b->n_cols; c++)
         hs_col_free(row.cols[c]);
     hs_free(row.cols);
     return st;
+}
+
+/* apply_row_value, or the one value of a constant subquery (computed at the
+ * first row, as PostgreSQL runs an uncorrelated subquery once). */
+static hs_status apply_value(apply_op *a, const hs_batch *b, int64_t i, hs_column *col, hs_error *err)
+{
+    if (!a->constant)
+        return apply_row_value(a, b, i, col, err);
+    if (!a->cached) {
+        hs_column *one = NULL;
+        HS_TRY(hs_col_create(&a->op.schema.children[a->op.schema.n_children - 1], 1, &one, err));
+        hs_status st = apply_row_value(a, b, i, one, err);
+        if (st != HS_OK) {
+            hs_col_free(one);
+            return st;
+        }
+        a->cached = one;
+    }
+    return hs_col_append_column(col, a->cached, err);
 }
 
 static hs_status apply_next(xo_op *op, hs_batch **out, hs_error *err)
@@ -243,7 +352,7 @@ static hs_status apply_next(xo_op *op, hs_batch **out, hs_error *err)
         if (xo_cancelled(op->ctx))
             st = hs_err_set(err, HS_CANCELLED, "canceling statement due to user request");
         else
-            st = apply_row_value(a, in, i, col, err);
+            st = apply_value(a, in, i, col, err);
     }
     hs_batch *b = st == HS_OK ? hs_calloc(1, sizeof *b) : NULL;
     if (st == HS_OK && !b)
@@ -282,6 +391,8 @@ static void apply_destroy(xo_op *op)
     json_decref(a->names);
     pl_qcols_free(a->cols, a->n);
     sq_ctx_free(a->rctx);
+    ctes_free(a->ctes, a->n_ctes);
+    hs_col_free(a->cached);
 }
 
 hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
@@ -290,29 +401,80 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     int loc = sq_loc(sl);
     if (!sub)
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
-    cte_ref_ctx cc = {p->ctes, NULL};
-    if (pl_walk(sub, visit_cte_ref, &cc, 0))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
-                       "a subquery over a function of the outer row cannot read WITH query \"%s\"", cc.hit);
+    int oloc = pl_sub_outer_agg(p, sub);
+    if (oloc != -2)
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", oloc,
+                       "an aggregate of an outer query inside this subquery is not supported");
     /* once now, over no outer row: the result's type and binding errors */
     apply_row ar = {&cur->op->schema, cur->cols, cur->n, NULL};
     rel s = {0};
-    HS_TRY(plan_for_row(p, sub, &ar, &s));
+    cte *defs;
+    int n_defs;
+    HS_TRY(ctes_keep(p, p->ctes, &defs, &n_defs));
+    bool ok;
+    cte *saved = p->ctes, *fresh = ctes_fresh(defs, n_defs, &ok);
+    p->ctes = fresh;   /* a recursive one must not run over the empty row into saved's */
+    hs_status st0 = ok ? plan_for_row(p, sub, &ar, &s) : pl_nomem(p);
+    p->ctes = saved;
+    if (st0 != HS_OK) {
+        ctes_fresh_free(fresh, n_defs);
+        ctes_free(defs, n_defs);
+        return st0;
+    }
+    /* planned with no outer row at all, it binds: it reads none (names
+     * resolve innermost first, so the same ones), its value is a constant */
+    bool constant = false;
+    {
+        bool ok2;
+        cte *fresh2 = ctes_fresh(defs, n_defs, &ok2);
+        const apply_row *saved_row = p->outer_row;
+        json_t *copy = ok2 ? json_deep_copy(sub) : NULL;
+        rel t = {0};
+        p->ctes = fresh2;
+        p->outer_row = NULL;
+        hs_status stc = copy ? pl_plan_select(p, copy, &t) : HS_NOMEM;
+        p->outer_row = saved_row;
+        p->ctes = saved;
+        constant = stc == HS_OK;
+        pl_rel_clear(&t);
+        json_decref(copy);
+        ctes_fresh_free(fresh2, n_defs);
+        if (stc != HS_OK)
+            sq_fail_clear(p->s, p->err);
+    }
     apply_op *a = hs_calloc(1, sizeof *a);
     xo_op **kids = a ? hs_calloc(1, sizeof *kids) : NULL;
     qcol *ncols = hs_calloc((size_t)cur->n + 2, sizeof *ncols);
     hs_status st = a && kids && ncols ? HS_OK : pl_nomem(p);
     if (st == HS_OK && hs_field_copy(&cur->op->schema, &a->op.schema) != HS_OK)
         st = pl_nomem(p);
+    const char *slt = pl_jstrv(sl, "subLinkType");
+    bool array = slt && !strcmp(slt, "ARRAY_SUBLINK");
+    if (st == HS_OK && array) {
+        hs_type et = s.op->schema.children[0].type;
+        if (et == HS_TYPE_BINARY || et == HS_TYPE_LIST || et == HS_TYPE_STRUCT ||
+            et == HS_TYPE_MAP || et == HS_TYPE_FIXED_LIST || et == HS_TYPE_FIXED_BINARY)
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "ARRAY(subquery) of %s is not supported",
+                         hs_type_name(et));
+    }
     if (st == HS_OK) {
         hs_field f;
         if (hs_field_copy(&s.op->schema.children[0], &f) != HS_OK)
             st = pl_nomem(p);
         else {
             f.nullable = true;
-            f.field_id = a->op.schema.n_children + 1;
             hs_free(f.name);
-            f.name = hs_strdup("?column?");
+            f.name = hs_strdup(array ? "item" : "?column?");
+            if (f.name && array) {
+                hs_field item = f;
+                hs_field_init_list(&f, "?column?", false, &item);
+                if (!f.name || f.n_children != 1) {
+                    hs_field_clear(&f);
+                    f.name = NULL;
+                }
+            }
+            if (f.name)
+                f.field_id = a->op.schema.n_children + 1;
             if (!f.name || hs_field_add_child(&a->op.schema, &f) != HS_OK) {
                 hs_field_clear(&f);
                 st = pl_nomem(p);
@@ -320,6 +482,7 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
         }
     }
     pl_rel_clear(&s);
+    ctes_fresh_free(fresh, n_defs);   /* after the plan that may read their rows */
     if (st == HS_OK) {
         a->cols = hs_calloc((size_t)cur->n + 1, sizeof *a->cols);
         a->text = hs_strdup(p->text ? p->text : "");
@@ -329,6 +492,12 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     }
     if (st == HS_OK)
         st = sq_ctx_new_serial(p->ctx, &a->rctx, p->err);
+    if (a) {
+        a->ctes = defs;   /* apply_destroy frees them from here on */
+        a->n_ctes = n_defs;
+    } else {
+        ctes_free(defs, n_defs);
+    }
     for (int i = 0; st == HS_OK && i < cur->n; i++) {
         a->cols[i].qual = pl_dup_or_null(cur->cols[i].qual);
         a->cols[i].name = pl_dup_or_null(cur->cols[i].name);
@@ -348,6 +517,8 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
         return st;
     }
     a->s = p->s;
+    a->array = array;
+    a->constant = constant;
     a->names = json_incref(p->names);
     a->all_columns = p->all_columns;
     a->depth = p->depth;
@@ -358,7 +529,8 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     a->op.children = kids;
     a->op.next = apply_next;
     a->op.destroy = apply_destroy;
-    a->op.detail = hs_strdup("subquery planned and run per outer row");   /* NULL: no detail */
+    a->op.detail = hs_strdup(constant ? "subquery reads no outer column: run once"
+                                      : "subquery planned and run per outer row");   /* NULL: no detail */
     memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
     ncols[cur->n] = (qcol){.qual = NULL, .name = hs_strdup(""), .hidden = true};
     cur->op = &a->op;   /* cur's first columns stay as they were */

@@ -423,8 +423,14 @@ static hs_status cte_materialize(planner *p, cte *c, int loc)
  * own recursive term). */
 static hs_status from_recursive(planner *p, cte *c, fnode *f, int loc)
 {
-    if (c->rec_state == 0)
-        HS_TRY(cte_materialize(p, c, loc));
+    if (c->rec_state == 0) {
+        const struct apply_row *saved_row = p->outer_row;
+        if (c->enclosing)
+            p->outer_row = NULL;   /* as for a plain CTE (from_rangevar) */
+        hs_status st = cte_materialize(p, c, loc);
+        p->outer_row = saved_row;
+        HS_TRY(st);
+    }
     if (c->rec_state == 1)
         HS_TRY(values_of(p, &c->rec_schema, c->work, c->n_work, &f->rl.op));
     else
@@ -456,11 +462,16 @@ static hs_status from_rangevar(planner *p, fromc *fc, json_t *b, fnode **out)
             return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "recursive CTEs are not supported");
         HS_TRY(new_fnode(p, fc, F_REL, loc, &f));
         c->in_use = 1;
-        /* the CTE sees only the CTEs defined before it */
+        /* the CTE sees only the CTEs defined before it, and no outer row
+         * of an Apply when it is defined outside the Apply's subquery */
         cte *saved = p->ctes;
+        const struct apply_row *saved_row = p->outer_row;
         p->ctes = c->next;
+        if (c->enclosing)
+            p->outer_row = NULL;
         hs_status st = pl_plan_query(p, c->query, &f->rl);
         p->ctes = saved;
+        p->outer_row = saved_row;
         c->in_use = 0;
         HS_TRY(st);
         HS_TRY(apply_alias(p, &f->rl, an ? an : c->name, c->colnames, loc));

@@ -19,8 +19,9 @@
  *                  the select list and in FROM, lateral ones included
  *   plan_lateral.c correlated LATERAL subqueries in FROM as joins
  *   plan_apply.c   subqueries over FROM functions of the outer row
- *                  (unnest(t.arr), generate_series(1, t.n)): an Apply
- *                  operator that plans and runs them once per outer row
+ *                  (unnest(t.arr), generate_series(1, t.n)), correlated
+ *                  ones no join answers exactly, ARRAY(subquery): an
+ *                  Apply operator that plans and runs them once per outer row
  *
  * plan.c's header comment describes how a SELECT is planned.
  */
@@ -65,6 +66,8 @@ typedef struct cte {
     const json_t *colnames;   /* aliascolnames or NULL */
     struct cte *next;
     int in_use;               /* recursion guard */
+    bool enclosing;           /* a CTE of the statement around an Apply's subquery
+                                 (plan_apply.c): planned without the outer row */
     /* WITH RECURSIVE of the form anchor UNION [ALL] recursive term: run
      * once when first referenced (plan_from.c, cte_materialize), then read from
      * rows; while the recursive term runs, its self-reference reads work */
@@ -90,6 +93,12 @@ typedef struct planner {
      * row of the enclosing query's columns (marked outer) before its FROM
      * functions run, so they and the rest of the block read them */
     const struct apply_row *outer_row;
+    /* plan_select.c: while the subqueries of a grouped block's HAVING,
+     * select list and ORDER BY are planned, the block's columns before
+     * aggregation: a name found only there is an ungrouped outer column
+     * (42803, as PostgreSQL) */
+    const struct layer *ungrouped;
+    const int *ungrouped_key;    /* its column -> group key, -1 none */
 } planner;
 
 typedef struct layer {
@@ -263,6 +272,7 @@ bool pl_walk(const json_t *j, pl_visit_fn visit, void *ctx, int depth);
 void pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *), int depth);
 void pl_collect_aggs(const json_t *j, json_t *arr, int depth);
 void pl_collect_sublinks(const json_t *j, json_t *arr, int depth);
+void pl_collect_sublinks_noagg(const json_t *j, json_t *arr, int depth);   /* not inside aggregate calls */
 bool pl_name_needed(const planner *p, const char *name);
 bool pl_name_eq(const char *a, const char *b);
 int pl_layer_find(const layer *l, const char *const *names, int n);
@@ -298,10 +308,23 @@ HS_MUST_USE hs_status pl_nmap_add(planner *p, nmap *m, const json_t *node, int c
 void pl_nmap_free(nmap *m);
 json_t *pl_mk_null(void);
 json_t *pl_when(json_t *cond, json_t *res);
-HS_MUST_USE hs_status pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m);
+/* Aggregates of the block written inside the subqueries under nodes (reading
+ * only cur's columns) move to aggs; out gets [name, call] pairs for
+ * pl_outer_aggs_expose, which names their columns after aggregation. */
+HS_MUST_USE hs_status pl_outer_aggs(planner *p, json_t *const *nodes, int n, const rel *cur, json_t *aggs,
+                                    json_t *out);
+HS_MUST_USE hs_status pl_outer_aggs_expose(planner *p, rel *cur, const nmap *m, const json_t *out);
+/* Where sub (one level) has an aggregate reading only columns outside its
+ * FROM (an enclosing query's aggregate), else -2. */
+int pl_sub_outer_agg(planner *p, const json_t *sub);
+/* after_agg: cur is aggregated, so subqueries inside aggregate calls (joined
+ * before aggregation) are left alone. */
+HS_MUST_USE hs_status pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m,
+                                        bool after_agg);
 HS_MUST_USE hs_status pl_apply_sub_conj(planner *p, rel *cur, json_t *node);
 HS_MUST_USE hs_status pl_sub_pushable(planner *p, const json_t *node, bool *ok);
-HS_MUST_USE hs_status pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m, int **key_of_col);
+HS_MUST_USE hs_status pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, const nmap *pre_map,
+                                   nmap *m, int **key_of_col);
 HS_MUST_USE hs_status pl_plan_select(planner *p, const json_t *sel, rel *out);
 /* plan_apply.c: whether SELECT body sub has a FROM function that reads
  * columns (of the outer query or of a sibling item), which only the Apply

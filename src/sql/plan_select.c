@@ -192,8 +192,8 @@ static hs_status pv_agg_check(planner *p, const char *fname, const hs_field *at,
 }
 
 /* Projects cur into [group exprs, aggregate args] and aggregates it. */
-hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap *m,
-                           int **key_of_col)
+hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, const nmap *pre_map,
+                        nmap *m, int **key_of_col)
 {
     int ng = (int)json_array_size(groups), na = (int)json_array_size(aggs);
     int n_ord_max = 0;
@@ -219,6 +219,12 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, nmap
     scope sc;
     pl_scope_rel(&sc, p, cur);
     sc.no_aggs = "GROUP BY";
+    if (pre_map) {
+        /* subqueries of aggregate arguments, joined into cur before */
+        sc.map_nodes = pre_map->nodes;
+        sc.map_cols = pre_map->cols;
+        sc.n_map = pre_map->n;
+    }
     int ne = 0;
     for (int i = 0; i < ng && st == HS_OK; i++) {
         json_t *g = json_array_get(groups, (size_t)i), *b;
@@ -1126,6 +1132,64 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
 static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
                              bool *used);
 
+/* Subqueries in the arguments and FILTER clauses of the aggregates (sum((SELECT
+ * ...)), count(*) FILTER (WHERE x IN (SELECT ...))) read the row before
+ * aggregation: they are joined into cur (correlated ones decorrelated or
+ * applied like any scalar subquery of a select list, plan_subq.c) and map
+ * to those columns when pl_aggregate binds the arguments. */
+static hs_status attach_agg_subqueries(planner *p, rel *cur, json_t *aggs, nmap *am)
+{
+    size_t na = json_array_size(aggs);
+    json_t **nodes = hs_calloc(na + 1, sizeof *nodes);
+    if (!nodes)
+        return pl_nomem(p);
+    int n = 0;
+    json_t *sl = json_array();
+    for (size_t j = 0; sl && j < na; j++) {
+        /* the call's body: EXISTS / IN / ANY / ALL directly under it (the
+         * FILTER's condition) are rewritten in it, their parent */
+        json_t *fc = pl_jget(json_array_get(aggs, j), "FuncCall");
+        json_array_clear(sl);
+        pl_collect_sublinks(fc, sl, 0);
+        if (fc && json_array_size(sl) > 0)
+            nodes[n++] = fc;
+    }
+    hs_status st = sl ? HS_OK : pl_nomem(p);
+    if (st == HS_OK && n > 0)
+        st = pl_attach_scalars(p, cur, nodes, n, am, false);
+    json_decref(sl);
+    hs_free(nodes);
+    return st;
+}
+
+/* After aggregation, a group key that is a plain column keeps that column's
+ * name (and qualifier), so a correlated subquery of the select list, HAVING
+ * or ORDER BY finds `t1.g` among the aggregated relation's columns and is
+ * decorrelated against it like over any relation (plan_subq.c).  The
+ * select list itself binds through the pre-aggregation layer (scope.pre)
+ * and is not changed by this.  Ungrouped columns stay out of reach. */
+static hs_status expose_group_keys(planner *p, rel *cur, const qcol *pre, int n_pre,
+                                   const int *key_of_col)
+{
+    for (int c = 0; c < n_pre; c++) {
+        int k = key_of_col[c];
+        if (k < 0 || k >= cur->n || pre[c].outer)
+            continue;
+        char *q = pl_dup_or_null(pre[c].qual), *nm = hs_strdup(pre[c].name);
+        if ((pre[c].qual && !q) || !nm) {
+            hs_free(q);
+            hs_free(nm);
+            return pl_nomem(p);
+        }
+        hs_free(cur->cols[k].qual);
+        hs_free(cur->cols[k].name);
+        cur->cols[k].qual = q;
+        cur->cols[k].name = nm;
+        cur->cols[k].hidden = pre[c].hidden;
+    }
+    return HS_OK;
+}
+
 /* One SELECT ... FROM ... WHERE ... GROUP BY ... HAVING ... ORDER BY ... LIMIT. */
 static hs_status plan_block(planner *p, const json_t *sel, rel *out)
 {
@@ -1199,6 +1263,13 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     /* aggregation (variance / stddev of exact arguments: numeric) */
     if (st == HS_OK)
         st = pl_stats_numeric(p, &cur, sel);
+    json_t *oaggs = json_array();   /* the block's aggregates written in its subqueries */
+    if (st == HS_OK && !oaggs)
+        st = pl_nomem(p);
+    if (st == HS_OK) {
+        json_t *parts[3] = {tl, pl_jget(sel, "havingClause"), pl_jget(sel, "sortClause")};
+        st = pl_outer_aggs(p, parts, 3, &cur, aggs, oaggs);
+    }
     if (st == HS_OK) {
         pl_collect_aggs(tl, aggs, 0);
         pl_collect_aggs(pl_jget(sel, "havingClause"), aggs, 0);
@@ -1218,6 +1289,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     }
     bool grouped = json_array_size(aggs) > 0 || json_array_size(groups) > 0 ||
                    pl_jget(sel, "havingClause") != NULL || json_is_true(pl_jget(sel, "hs_grouped"));
+    nmap am = {0};   /* subqueries inside aggregate arguments and FILTER */
+    if (st == HS_OK && grouped)
+        st = attach_agg_subqueries(p, &cur, aggs, &am);
     if (st == HS_OK && grouped) {
         n_pre = cur.n;
         pre_cols = cur.cols;
@@ -1234,12 +1308,38 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         }
         cur.n = n_pre;
         if (st == HS_OK)
-            st = pl_aggregate(p, &cur, groups, aggs, &m, &key_of_col);
+            st = pl_aggregate(p, &cur, groups, aggs, &am, &m, &key_of_col);
+        if (st == HS_OK)
+            st = expose_group_keys(p, &cur, pre_cols, n_pre, key_of_col);
+        if (st == HS_OK)
+            st = pl_outer_aggs_expose(p, &cur, &m, oaggs);
+        if (st == HS_OK && p->outer_row) {
+            /* a grouped block under an Apply: the enclosing row's columns
+             * are constants of every group, joined again after the
+             * aggregation (on the right: the aggregate's columns keep their
+             * positions), so the select list and HAVING read them */
+            rel orow = {0}, agg = cur;
+            memset(&cur, 0, sizeof cur);
+            st = pl_apply_outer_rel(p, &orow);
+            if (st == HS_OK)
+                st = pl_join_rels(p, &agg, &orow, XO_JOIN_INNER, NULL, 0, NULL, NULL, 0, false, &cur);
+            else
+                pl_rel_clear(&agg);
+        }
     }
     layer pre = {pre_cols, n_pre, 0};
     json_t *having = pl_jget(sel, "havingClause");
+    json_t *hold = NULL;   /* HAVING x op ALL (...): the SubLink is rewritten in its parent */
     if (st == HS_OK && having) {
-        st = pl_attach_scalars(p, &cur, &having, 1, &m);
+        hold = json_pack("[O]", having);
+        const layer *saved_ug = p->ungrouped;
+        const int *saved_key = p->ungrouped_key;
+        p->ungrouped = &pre;
+        p->ungrouped_key = key_of_col;
+        st = hold ? pl_attach_scalars(p, &cur, &hold, 1, &m, true) : pl_nomem(p);
+        p->ungrouped = saved_ug;
+        p->ungrouped_key = saved_key;
+        having = json_array_get(hold, 0);
         if (st == HS_OK) {
             scope sc;
             pl_scope_rel(&sc, p, &cur);
@@ -1261,7 +1361,15 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     json_t *sortc = pl_jget(sel, "sortClause");
     if (st == HS_OK) {
         json_t *both[2] = {tl, sortc};
-        st = pl_attach_scalars(p, &cur, both, 2, &m);
+        const layer *saved_ug = p->ungrouped;
+        const int *saved_key = p->ungrouped_key;
+        if (grouped) {
+            p->ungrouped = &pre;
+            p->ungrouped_key = key_of_col;
+        }
+        st = pl_attach_scalars(p, &cur, both, 2, &m, grouped);
+        p->ungrouped = saved_ug;
+        p->ungrouped_key = saved_key;
         for (int i = 0; i < 2 && st == HS_OK; i++)
             st = numeric_window_avgs(p, &cur, both[i], &m, grouped ? &pre : NULL, key_of_col, 0);
         if (st == HS_OK)
@@ -1506,6 +1614,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_free(key_of_col);
     pl_qcols_free(pre_cols, n_pre);
     pl_nmap_free(&m);
+    pl_nmap_free(&am);
+    json_decref(hold);
+    json_decref(oaggs);
     json_decref(aggs);
     json_decref(groups);
     pl_rel_clear(&cur);

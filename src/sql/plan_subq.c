@@ -1,7 +1,9 @@
 /*
  * sql/plan_subq.c - subqueries: [NOT] EXISTS / [NOT] IN (subquery) as semi/anti joins,
- * scalar subqueries as joined columns, decorrelation of correlated ones, and
- * EXISTS / ANY / ALL inside expressions.
+ * scalar subqueries as joined columns, decorrelation of correlated ones (the
+ * forms a join answers exactly; the rest go to plan_apply.c's Apply),
+ * EXISTS / ANY / ALL inside expressions, and aggregates of an enclosing
+ * block written inside its subqueries.
  * See plan_int.h for how the planner files divide the work.
  */
 #include "sql/plan_int.h"
@@ -186,9 +188,12 @@ static hs_status attach_semi(planner *p, rel *cur, const json_t *sublink, bool n
     int nres = 0;
     if (st == HS_OK && (!targets || !lk || !rk || !resid))
         st = pl_nomem(p);
-    if (st == HS_OK && correlated && has_aggs_or_group(sub))
+    /* per outer row, LIMIT / OFFSET and aggregates cut or change the
+     * subquery's rows: not a semi join (pl_apply_sub_conj counts instead) */
+    if (st == HS_OK && correlated &&
+        (has_aggs_or_group(sub) || pl_jget(sub, "limitCount") || pl_jget(sub, "limitOffset")))
         st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
-                  "correlated subqueries with GROUP BY or aggregates under EXISTS/IN are not supported");
+                  "correlated subqueries with GROUP BY, aggregates or LIMIT under EXISTS/IN are not supported");
     if (st == HS_OK && row && correlated)
         st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "row IN (correlated subquery) is not supported");
     if (st == HS_OK && is_in) {
@@ -387,6 +392,9 @@ static hs_status one_row(planner *p, rel *r)
     return HS_OK;
 }
 
+static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink, const json_t *sub,
+                                    int *col);
+
 /* Joins the value of a scalar subquery into cur; *col = its column. */
 static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int *col)
 {
@@ -396,6 +404,34 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported subquery");
     if (pl_apply_needed(sub))
         return pl_apply_attach(p, cur, sublink, col);   /* over functions of the outer row */
+    hs_status st = decorrelate_scalar(p, cur, sublink, sub, col);
+    if ((st == HS_UNSUPPORTED || st == HS_NOT_FOUND) && cur->op) {
+        /* not a form the join handles (correlation by inequality, outer
+         * references outside WHERE or several levels down, LIMIT, ...):
+         * the Apply runs it as written per outer row; a subquery that is
+         * wrong in itself fails there again with its own error */
+        sq_fail_clear(p->s, p->err);
+        st = pl_apply_attach(p, cur, sublink, col);
+    }
+    return st;
+}
+
+/* Whether the correlated scalar subquery sub decorrelates into a left join
+ * on its equality keys exactly: an aggregate over each key's rows (one row
+ * per key, count's empty value patched), no LIMIT / OFFSET / DISTINCT /
+ * window that would cut or reorder per key. */
+static bool join_exact(const json_t *sub)
+{
+    return has_aggs_or_group(sub) && !pl_jget(sub, "limitCount") && !pl_jget(sub, "limitOffset") &&
+           !pl_jget(sub, "distinctClause") && !pl_jget(sub, "withClause");
+}
+
+/* The join form of attach_scalar: HS_UNSUPPORTED / HS_NOT_FOUND before cur
+ * is touched (but for hidden key columns added) when it does not apply. */
+static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink, const json_t *sub,
+                                    int *col)
+{
+    int loc = sq_loc(sublink);
     corr c;
     hs_status st = plain_select(sub) ? sub_split(p, sub, &c) : (memset(&c, 0, sizeof c), HS_OK);
     if (st == HS_OK && !c.inner)
@@ -406,6 +442,8 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     if (st == HS_OK && (!lk || !rk))
         st = pl_nomem(p);
     bool count_target = false;
+    if (st == HS_OK && ncorr > 0 && !join_exact(sub))
+        st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "this correlated scalar subquery is not a join");
     if (st == HS_OK && ncorr > 0) {
         if (json_array_size(pl_jget(sub, "groupClause")) || pl_jget(sub, "havingClause") ||
             json_array_size(pl_jget(sub, "targetList")) != 1)
@@ -545,11 +583,14 @@ void  pl_nmap_free(nmap *m)
  *   x op ANY (S)        CASE WHEN cnt = 0 THEN false WHEN x IS NULL THEN NULL
  *                       WHEN <x matches> THEN true WHEN cnt > nn THEN NULL ELSE false END
  *   x op ALL (S)        CASE WHEN cnt = 0 THEN true WHEN x IS NULL THEN NULL
- *                       WHEN NOT <x passes the extreme> THEN false
+ *                       WHEN <x fails> THEN false
  *                       WHEN cnt > nn THEN NULL ELSE true END
- * with cnt = count(*), nn = count(t) of S's one column t, <x matches> for
- * = the count of t = x above 0, for < <= > >= a comparison with min(t) or
- * max(t): PostgreSQL's three-valued results. */
+ * with cnt = count(*), nn = count(t) of S's one column t, neq the count of
+ * t = x; <x matches> for = ANY is neq > 0, for <> ANY nn > neq; <x fails>
+ * for <> ALL neq > 0, for = ALL nn > neq; for < <= > >= a comparison with
+ * min(t) or max(t): PostgreSQL's three-valued results.  The counts are
+ * scalar subqueries (attach_scalar): joins when they decorrelate exactly,
+ * else the Apply. */
 
 static json_t *mk_bool(bool v)
 {
@@ -570,15 +611,17 @@ static bool star_target(const json_t *sub)
     return f && pl_is_kind(json_array_get(f, json_array_size(f) - 1), "A_Star", NULL);
 }
 
+/* A subquery whose select list agg_sublink may replace by an aggregate of
+ * its own rows (no aggregates of its own, no clause that depends on them). */
 static bool simple_select(const json_t *sub)
 {
-    return plain_select(sub) && !pl_jget(sub, "groupClause") && !pl_jget(sub, "havingClause") &&
+    return plain_select(sub) && !has_aggs_or_group(sub) &&
            !pl_jget(sub, "distinctClause") && !pl_jget(sub, "limitCount") && !pl_jget(sub, "limitOffset") &&
            !pl_jget(sub, "withClause") && !pl_jget(sub, "sortClause");
 }
 
-/* (SELECT agg FROM S...) where agg reads S's column through `arg`:
- * arg NULL = count(*); where (may be NULL) an extra conjunct on it. */
+/* (SELECT agg FROM S...) where agg reads S's column (use_col) or is
+ * count(*); with eq_x, the extra conjunct `column = eq_x`. */
 static json_t *agg_sublink(const json_t *sub, const char *fn, bool use_col, const json_t *eq_x, int loc)
 {
     json_t *t = pl_jget(pl_jget(json_array_get(pl_jget(sub, "targetList"), 0), "ResTarget"), "val");
@@ -652,7 +695,7 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
     }
     bool eq = !strcmp(op, "="), ne = !strcmp(op, "<>") || !strcmp(op, "!=");
     bool gt = !strcmp(op, ">") || !strcmp(op, ">="), lt = !strcmp(op, "<") || !strcmp(op, "<=");
-    if (!(eq && any) && !(ne && all) && !gt && !lt) {
+    if (!eq && !ne && !gt && !lt) {
         *st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s %s with a subquery is not supported", op,
                    any ? "ANY" : "ALL");
         return NULL;
@@ -686,7 +729,12 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
             xin = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
                             "location", -1);
         }
-        hit = pl_mk_op(">", agg_sublink(sub, "count", false, xin, loc), pl_mk_int(0));
+        /* neq = the count of elements equal to x: = ANY holds and <> ALL
+         * fails when neq > 0; <> ANY holds and = ALL fails when some
+         * non-NULL element differs from x, nn > neq (x is not NULL here;
+         * counting `t <> x` would be a correlation by inequality) */
+        json_t *neq = agg_sublink(sub, "count", false, xin, loc);
+        hit = eq == any ? pl_mk_op(">", neq, pl_mk_int(0)) : pl_mk_op(">", json_incref(nn), neq);
         json_decref(xin);
     }
     else {
@@ -702,8 +750,8 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
         cw = json_pack("[o,o,o,o]", pl_when(pl_mk_op("=", json_incref(cnt), pl_mk_int(0)), mk_bool(false)),
                        pl_when(xnull, pl_mk_null()), pl_when(hit, mk_bool(true)), pl_when(some_null, pl_mk_null()));
     else {
-        /* ALL: for <> it is NOT (x = ANY) */
-        json_t *fails = ne ? hit
+        /* ALL: for = and <> the count of failing comparisons */
+        json_t *fails = (eq || ne) ? hit
                            : json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args",
                                        hit, "location", -1);
         cw = json_pack("[o,o,o,o]", pl_when(pl_mk_op("=", json_incref(cnt), pl_mk_int(0)), mk_bool(true)),
@@ -718,9 +766,9 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
 }
 
 /* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
-static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
+static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, bool after_agg, int depth)
 {
-    if (depth > 400 || !j)
+    if (depth > 400 || !j || (after_agg && pl_is_agg_call(j)))
         return HS_OK;
     hs_status st = HS_OK;
     if (json_is_object(j)) {
@@ -736,7 +784,7 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
                 if (r)
                     json_object_set_new(j, k, r);
             } else if (strcmp(k, "SubLink") != 0) {
-                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
+                HS_TRY(rewrite_sublinks(p, cur, v, after_agg, depth + 1));
             }
         }
     } else if (json_is_array(j)) {
@@ -749,7 +797,7 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
                 if (r)
                     json_array_set_new(j, i, r);
             } else {
-                HS_TRY(rewrite_sublinks(p, cur, v, depth + 1));
+                HS_TRY(rewrite_sublinks(p, cur, v, after_agg, depth + 1));
             }
         }
     }
@@ -757,20 +805,26 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, int depth)
 }
 
 /* Joins every scalar subquery under the nodes into cur, mapping them. */
-hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m)
+hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m,
+                            bool after_agg)
 {
     json_t *arr = json_array();
     if (!arr)
         return pl_nomem(p);
     hs_status st = HS_OK;
     for (int i = 0; i < n && st == HS_OK; i++)
-        st = rewrite_sublinks(p, cur, nodes[i], 0);
-    for (int i = 0; i < n; i++)
-        pl_collect_sublinks(nodes[i], arr, 0);
+        st = rewrite_sublinks(p, cur, nodes[i], after_agg, 0);
+    for (int i = 0; i < n; i++) {
+        if (after_agg)
+            pl_collect_sublinks_noagg(nodes[i], arr, 0);
+        else
+            pl_collect_sublinks(nodes[i], arr, 0);
+    }
     for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
         json_t *node = json_array_get(arr, i), *b = pl_jget(node, "SubLink");
         const char *type = pl_jstrv(b, "subLinkType");
-        if (!type || strcmp(type, "EXPR_SUBLINK") != 0)
+        bool array = type && !strcmp(type, "ARRAY_SUBLINK");
+        if (!type || (strcmp(type, "EXPR_SUBLINK") != 0 && !array))
             continue;   /* the binder reports it */
         bool seen = false;
         for (int k = 0; k < m->n && !seen; k++)
@@ -778,7 +832,8 @@ hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, 
         if (seen)
             continue;   /* the same subquery twice: joined once */
         int col = -1;
-        st = attach_scalar(p, cur, b, &col);
+        /* ARRAY(subquery): its rows in order, per outer row (plan_apply.c) */
+        st = array ? pl_apply_attach(p, cur, b, &col) : attach_scalar(p, cur, b, &col);
         if (st == HS_OK) {
             /* earlier mapped columns keep their positions (joins append) */
             st = pl_nmap_add(p, m, node, col);
@@ -840,10 +895,19 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
         bool row = pl_is_kind(pl_jget(sl, "testexpr"), "RowExpr", NULL);
         /* over functions of the outer row: counts through an Apply */
         bool apply = pl_apply_needed(pl_jget(pl_jget(sl, "subselect"), "SelectStmt"));
-        if (!apply && t && (!strcmp(t, "EXISTS_SUBLINK") ||
-                  (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg))))
-            return attach_semi(p, cur, sl, neg);
-        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK") ||
+        bool semi = !apply && t && (!strcmp(t, "EXISTS_SUBLINK") ||
+                  (!strcmp(t, "ANY_SUBLINK") && (!op || !strcmp(op, "=")) && !(row && neg)));
+        if (semi) {
+            hs_status st1 = attach_semi(p, cur, sl, neg);
+            if ((st1 != HS_UNSUPPORTED && st1 != HS_NOT_FOUND) || row || !cur->op)
+                return st1;   /* (no cur: it failed in the join, cur went with it) */
+            /* not a semi join (aggregates or LIMIT per outer row, outer
+             * columns two levels down): counted below, through the scalar
+             * subqueries of attach_scalar (a join or the Apply); a subquery
+             * wrong in itself fails there again */
+            sq_fail_clear(p->s, p->err);
+        }
+        if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK") || semi ||
                   (apply && !strcmp(t, "EXISTS_SUBLINK")))) {
             hs_status st2;
             json_t *r = sublink_expr(p, cur, sl, &st2);
@@ -860,10 +924,225 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
         }
     }
     nmap m = {0};
-    hs_status st = pl_attach_scalars(p, cur, &node, 1, &m);
+    hs_status st = pl_attach_scalars(p, cur, &node, 1, &m, false);
     if (st == HS_OK)
         st = pl_filter_rel(p, cur, &node, 1, m.nodes, m.cols, m.n, "WHERE");
     pl_nmap_free(&m);
     json_decref(own);
     return st;
+}
+
+/* ---- aggregates of the outer query inside its subqueries ----
+ *   SELECT g, (SELECT count(*) FROM t2 WHERE t2.w > sum(t1.v)) FROM t1 GROUP BY g
+ * An aggregate call in a subquery whose arguments read only columns of the
+ * enclosing block (none of the subquery's own FROM) is the enclosing
+ * block's aggregate, as PostgreSQL assigns it (to the level of its
+ * variables).  pl_outer_aggs moves such calls of the select list's,
+ * HAVING's and ORDER BY's subqueries out: each becomes a ColumnRef of a
+ * name no table has, the call joins the block's aggregates, and after
+ * aggregation pl_outer_aggs_expose gives that aggregate's column the name,
+ * so the subquery reads it as an outer column (decorrelated or applied per
+ * group like any).  Calls two subquery levels down stay where they are. */
+
+typedef struct oagg_ctx {
+    const corr *c;          /* the subquery's FROM leaves */
+    const layer *outer;     /* the enclosing block's columns */
+    int n_refs;
+    bool ok;
+} oagg_ctx;
+
+static pl_walk_res visit_oagg_ref(const json_t *j, void *ctx)
+{
+    oagg_ctx *o = ctx;
+    json_t *b;
+    if (pl_is_kind(j, "SubLink", NULL))
+        return PL_SKIP;
+    if (!pl_is_kind(j, "ColumnRef", &b))
+        return PL_DESCEND;
+    const char *names[8];
+    int n = pl_colref_names(b, names, 8);
+    o->n_refs++;
+    if (n < 1 || !names[n - 1] || inner_col(o->c, b) != -1 || pl_layer_find(o->outer, names, n) < 0) {
+        o->ok = false;
+        return PL_STOP;
+    }
+    return PL_SKIP;
+}
+
+/* Replaces the node `target` (by identity) under j with `with` (a reference taken). */
+static bool replace_node(json_t *j, const json_t *target, json_t *with, int depth)
+{
+    if (!j || depth > 400)
+        return false;
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v) {
+            if (v == target)
+                return json_object_set(j, k, with) == 0;
+            if (replace_node(v, target, with, depth + 1))
+                return true;
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *v = json_array_get(j, i);
+            if (v == target)
+                return json_array_set(j, i, with) == 0;
+            if (replace_node(v, target, with, depth + 1))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* One subquery: its outer aggregates moved to aggs (names appended to out). */
+static hs_status outer_aggs_of(planner *p, json_t *sub, const layer *outer, json_t *aggs, json_t *out)
+{
+    if (!plain_select(sub) || pl_jget(sub, "withClause") || pl_apply_needed(sub))
+        return HS_OK;
+    corr c;
+    hs_status st = sub_split(p, sub, &c);
+    if (st == HS_UNSUPPORTED || st == HS_NOT_FOUND || st == HS_INVALID) {
+        /* a FROM the split does not read: planning the subquery reports it */
+        corr_free(&c);
+        sq_fail_clear(p->s, p->err);
+        return HS_OK;
+    }
+    json_t *calls = json_array();
+    if (st == HS_OK && !calls)
+        st = pl_nomem(p);
+    if (st == HS_OK) {
+        pl_collect_aggs(pl_jget(sub, "targetList"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "whereClause"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "havingClause"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "sortClause"), calls, 0);
+    }
+    for (size_t i = 0; st == HS_OK && i < json_array_size(calls); i++) {
+        json_t *call = json_array_get(calls, i);
+        oagg_ctx o = {&c, outer, 0, true};
+        pl_walk(pl_jget(call, "FuncCall"), visit_oagg_ref, &o, 0);
+        if (!o.ok || o.n_refs == 0)
+            continue;   /* the subquery's own aggregate */
+        /* the same call in several subqueries: one aggregate, one name */
+        char nm[32];
+        const char *seen = NULL;
+        for (size_t k = 0; k < json_array_size(out) && !seen; k++)
+            if (pl_jeq(json_array_get(json_array_get(out, k), 1), call))
+                seen = json_string_value(json_array_get(json_array_get(out, k), 0));
+        snprintf(nm, sizeof nm, "%s", seen ? seen : "");
+        if (!seen)
+            snprintf(nm, sizeof nm, "\x01oagg%zu", json_array_size(out));
+        json_t *ref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
+                                "location", -1);
+        json_t *keep = json_incref(call);   /* the call outlives its place in sub */
+        bool done = ref && keep && replace_node(sub, call, ref, 0);
+        if (done && !seen) {
+            json_array_append(aggs, keep);
+            json_array_append_new(out, json_pack("[s,O]", nm, keep));
+        }
+        json_decref(ref);
+        json_decref(keep);
+        if (!done)
+            st = pl_nomem(p);
+    }
+    json_decref(calls);
+    corr_free(&c);
+    return st;
+}
+
+hs_status pl_outer_aggs(planner *p, json_t *const *nodes, int n, const rel *cur, json_t *aggs, json_t *out)
+{
+    json_t *sls = json_array();
+    if (!sls)
+        return pl_nomem(p);
+    for (int i = 0; i < n; i++)
+        pl_collect_sublinks_noagg(nodes[i], sls, 0);
+    layer outer = {cur->cols, cur->n, 0};
+    hs_status st = HS_OK;
+    for (size_t i = 0; st == HS_OK && i < json_array_size(sls); i++) {
+        json_t *sub = pl_jget(pl_jget(pl_jget(json_array_get(sls, i), "SubLink"), "subselect"), "SelectStmt");
+        if (sub)
+            st = outer_aggs_of(p, sub, &outer, aggs, out);
+    }
+    json_decref(sls);
+    return st;
+}
+
+hs_status pl_outer_aggs_expose(planner *p, rel *cur, const nmap *m, const json_t *out)
+{
+    for (size_t i = 0; i < json_array_size(out); i++) {
+        json_t *e = json_array_get(out, i);
+        const json_t *call = json_array_get(e, 1);
+        int col = -1;
+        for (int k = 0; k < m->n && col < 0; k++)
+            if (m->nodes[k] == call || pl_jeq(m->nodes[k], call))
+                col = m->cols[k];
+        if (col < 0 || col >= cur->n)
+            continue;   /* cannot happen: every call was aggregated */
+        char *nm = hs_strdup(json_string_value(json_array_get(e, 0)));
+        if (!nm)
+            return pl_nomem(p);
+        hs_free(cur->cols[col].qual);
+        hs_free(cur->cols[col].name);
+        cur->cols[col].qual = NULL;
+        cur->cols[col].name = nm;
+        cur->cols[col].hidden = false;
+    }
+    return HS_OK;
+}
+
+/* Whether the call reads columns and none of them among c's leaves. */
+typedef struct allout_ctx {
+    const corr *c;
+    int n_refs;
+    bool inner;
+} allout_ctx;
+
+static pl_walk_res visit_allout(const json_t *j, void *ctx)
+{
+    allout_ctx *a = ctx;
+    json_t *b;
+    if (pl_is_kind(j, "SubLink", NULL))
+        return PL_SKIP;
+    if (!pl_is_kind(j, "ColumnRef", &b))
+        return PL_DESCEND;
+    a->n_refs++;
+    if (inner_col(a->c, b) != -1)
+        a->inner = true;
+    return PL_SKIP;
+}
+
+/* The location of an aggregate call of sub (its own level) whose columns
+ * all lie outside sub's FROM, -2 when there is none (or sub's FROM is not
+ * one sub_split reads).  Such a call belongs to an enclosing query; run in
+ * the subquery per outer row it would aggregate the outer row's value over
+ * the subquery's rows instead, so the Apply refuses it. */
+int pl_sub_outer_agg(planner *p, const json_t *sub)
+{
+    if (!plain_select(sub) || pl_jget(sub, "withClause") || pl_apply_needed(sub))
+        return -2;
+    corr c;
+    if (sub_split(p, sub, &c) != HS_OK) {
+        corr_free(&c);
+        sq_fail_clear(p->s, p->err);
+        return -2;
+    }
+    json_t *calls = json_array();
+    int found = -2;
+    if (calls) {
+        pl_collect_aggs(pl_jget(sub, "targetList"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "whereClause"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "havingClause"), calls, 0);
+        pl_collect_aggs(pl_jget(sub, "sortClause"), calls, 0);
+    }
+    for (size_t i = 0; found == -2 && i < json_array_size(calls); i++) {
+        json_t *fc = pl_jget(json_array_get(calls, i), "FuncCall");
+        allout_ctx a = {&c, 0, false};
+        pl_walk(fc, visit_allout, &a, 0);
+        if (a.n_refs > 0 && !a.inner)
+            found = sq_loc(fc);
+    }
+    json_decref(calls);
+    corr_free(&c);
+    return found;
 }

@@ -121,6 +121,12 @@ hs_status sq_fail(sq_session *s, hs_error *err, hs_status code, const char *sqls
     return code;
 }
 
+void sq_fail_clear(sq_session *s, hs_error *err)
+{
+    hs_err_clear(err);
+    set_state(s, "00000", 0);
+}
+
 const char *sq_guess_sqlstate(hs_status code, const char *msg)
 {
     static const struct { const char *needle, *state; } t[] = {

@@ -96,6 +96,9 @@ struct hs_result {
  * offset into text) and the session's SQLSTATE and position.  Returns code. */
 hs_status sq_fail(sq_session *s, hs_error *err, hs_status code, const char *sqlstate,
                   const char *text, int loc, const char *fmt, ...) HS_PRINTF(7, 8);
+/* Forgets a failure that the caller recovered from (err and the session's
+ * SQLSTATE), so a later one reports its own. */
+void sq_fail_clear(sq_session *s, hs_error *err);
 /* The SQLSTATE PostgreSQL would give for an error the lower layers reported
  * only as a status and message. */
 const char *sq_guess_sqlstate(hs_status code, const char *msg);

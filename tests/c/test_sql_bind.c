@@ -396,6 +396,92 @@ static void test_apply(void)
 }
 
 
+/* The subquery forms of plan_subq.c / plan_apply.c beyond EXISTS / IN:
+ * correlated scalar subqueries of a grouped query (decorrelated against
+ * its group keys, or applied per group), = ALL / <> ANY with PostgreSQL's
+ * NULL results, ARRAY(subquery), subqueries inside aggregates and FILTER,
+ * an Apply over CTEs of the statement.  t: id 0..99, g = id % 10;
+ * u: k = 0, 2, ..., 38.  Expected counts worked out from those. */
+static void test_subqueries(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    fixture fx;
+    if (!setup(&fx, "subq", &err)) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        CHECK(0);
+        teardown(&fx);
+        return;
+    }
+    /* u has k = g for even g only */
+    CHECK(count_rows(fx.s, "SELECT * FROM (SELECT g, (SELECT count(*) FROM u WHERE u.k = t.g) AS c "
+                           "FROM t GROUP BY g) d WHERE c = 1", &err) == 5);
+    /* ks below g: ceil(g / 2), 2 for g = 3, 4 (by inequality: an Apply per group) */
+    CHECK(count_rows(fx.s, "SELECT * FROM (SELECT g, (SELECT count(*) FROM u WHERE u.k < t.g) AS c "
+                           "FROM t GROUP BY g) d WHERE c = 2", &err) == 2);
+    char *plan = explain(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k < t.g) FROM t GROUP BY g", &err);
+    CHECK(has(plan, "Apply"));
+    hs_free(plan);
+    plan = explain(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k = t.g) FROM t GROUP BY g", &err);
+    CHECK(plan && !strstr(plan, "Apply"));   /* the equality one is a join */
+    hs_free(plan);
+    /* 10 rows per group, 10 more matches for even g */
+    CHECK(count_rows(fx.s, "SELECT g FROM t GROUP BY g HAVING count(*) > "
+                           "(SELECT count(*) FROM u WHERE u.k = t.g) * 10", &err) == 5);
+    /* {k <= g} = {0, 2, ..}: all equal to g only for g = 0; some differ for the rest */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE g = ALL (SELECT k FROM u WHERE k <= t.g)", &err) == 10);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE g <> ANY (SELECT k FROM u WHERE k <= t.g)", &err) == 90);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE g = ALL (SELECT k FROM u WHERE k > 100)", &err) == 100);
+    /* 0 = ALL {0}: true (g 0, 1); {0, NULL}: NULL (g 2, 3); {0, NULL, 4, ..}: false */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (0 = ALL (SELECT NULLIF(k, 2) FROM u WHERE k <= t.g)) IS NULL",
+                     &err) == 20);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE 0 = ALL (SELECT NULLIF(k, 2) FROM u WHERE k <= t.g)", &err) == 20);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE cardinality(ARRAY(SELECT k FROM u WHERE k <= t.g ORDER BY k)) = 2",
+                     &err) == 20);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE 4 = ANY (ARRAY(SELECT k FROM u WHERE k <= t.g))", &err) == 60);
+    /* sum over t of [g even] = 50; FILTER with IN the same */
+    CHECK(count_rows(fx.s, "SELECT * FROM (SELECT sum((SELECT count(*) FROM u WHERE u.k = t.g)) AS c FROM t) d "
+                           "WHERE c = 50", &err) == 1);
+    CHECK(count_rows(fx.s, "SELECT * FROM (SELECT count(*) FILTER (WHERE g IN (SELECT k FROM u)) AS c FROM t) d "
+                           "WHERE c = 50", &err) == 1);
+    /* an Apply reading CTEs: {0, 2, 4} within 0..g twice for g = 2, 3; the
+     * recursive {0, 4, 8} for g = 4..7, and still whole for the outer query */
+    CHECK(count_rows(fx.s, "WITH w AS (SELECT k FROM u WHERE k < 6) SELECT id FROM t WHERE "
+                           "(SELECT count(*) FROM generate_series(0, t.g) x WHERE x IN (SELECT k FROM w)) = 2",
+                     &err) == 20);
+    CHECK(count_rows(fx.s, "WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 4 FROM r WHERE i < 8) "
+                           "SELECT id FROM t WHERE (SELECT count(*) FROM generate_series(0, t.g) x "
+                           "WHERE x IN (SELECT i FROM r)) = 2", &err) == 40);
+    CHECK(count_rows(fx.s, "WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 4 FROM r WHERE i < 8) "
+                           "SELECT id FROM t WHERE (SELECT count(*) FROM generate_series(0, t.g) x "
+                           "WHERE x IN (SELECT i FROM r)) = 2 AND id IN (SELECT i FROM r)", &err) == 1);
+    /* sum(t.g) is the outer block's (10 g per group): no k above it for g >= 4 */
+    CHECK(count_rows(fx.s, "SELECT * FROM (SELECT g, (SELECT count(*) FROM u WHERE u.k > sum(t.g)) AS c "
+                           "FROM t GROUP BY g) d WHERE c = 0", &err) == 6);
+    /* an outer column beside count(*) over no rows: 0 + g */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (SELECT count(*) + t.g FROM u WHERE u.k > 100) = 3", &err) == 10);
+    /* not semi joins per outer row: max of the even ks up to g is g for even g; LIMIT 0 */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE g IN (SELECT max(k) FROM u WHERE u.k <= t.g)", &err) == 50);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.g LIMIT 0)", &err) == 100);
+    expect_error(fx.s, "SELECT id FROM t WHERE g > (SELECT sum(t.g) FROM u)", "0A000", 36);
+    expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k = t.id) FROM t GROUP BY g", "42803", 47);
+    expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k < nope) FROM t GROUP BY g", "42703", 47);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE 'u3' = ANY (ARRAY(SELECT s FROM u))", &err) == 100);
+    /* uncorrelated: one run for all rows */
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE cardinality(ARRAY(SELECT k FROM u WHERE k < 5)) = 3", &err) == 100);
+    plan = explain(fx.s, "SELECT id, ARRAY(SELECT k FROM u WHERE k < 5) FROM t", &err);
+    CHECK(has(plan, "run once"));
+    hs_free(plan);
+    plan = explain(fx.s, "SELECT id, ARRAY(SELECT k FROM u WHERE k < t.g) FROM t", &err);
+    CHECK(has(plan, "per outer row"));
+    hs_free(plan);
+    expect_error(fx.s, "SELECT ARRAY(SELECT ARRAY[1, 2] FROM u)", "0A000", 8);
+    expect_error(fx.s, "SELECT ARRAY(SELECT k, s FROM u)", "42601", -1);
+    teardown(&fx);
+    CHECK(hs_mem_live_count() == live0);
+}
+
+
 static void test_plans(void)
 {
     hs_error err = {0};
@@ -627,6 +713,7 @@ int main(void)
     HS_RUN(test_results);
     HS_RUN(test_stream_errors);
     HS_RUN(test_apply);
+    HS_RUN(test_subqueries);
     HS_RUN(test_plans);
     HS_RUN(test_cancel_and_prepare);
     HS_RUN(test_catalog_names);
