@@ -1619,6 +1619,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
     HS_TRY(exb_bind(b, rj, &r));
     if (ex_is_pv(l->type.t) || ex_is_pv(r->type.t))
         return exb_pv_op(b, opname, l, r, loc, out);
+    if (aop == '|' && (exb_na_is(l) || exb_na_is(r)) && !exb_ta_is(l) && !exb_ta_is(r))
+        return exb_na_op(b, l, r, loc, out);   /* numeric arrays */
     if (exb_ta_is(l) || exb_ta_is(r))   /* text[] = text[], text[] || ... */
         return exb_ta_op(b, opname, l, r, loc, out);
     if (cmp >= 0)

@@ -1698,6 +1698,8 @@ static hs_status ev_func(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
     ex_vec a[3];
     int na = n->n_args < 3 ? n->n_args : 3;
     ex_fn fn = (ex_fn)n->op;
+    if (fn >= EX_FN_NA_OF_LIST)
+        return ex_ev_na_fn(c, n, sel, ns, out);
     if (fn >= EX_FN_TA_OF_LIST || (fn == EX_FN_PV_ARRAY && ex_is_ta(&n->type)))
         return ex_ev_ta_fn(c, n, sel, ns, out);
     if (fn >= EX_FN_PV_DIST)

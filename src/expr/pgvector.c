@@ -1651,6 +1651,29 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
     return HS_OK;
 }
 
+hs_status pv_arr_cat(pv_val a, pv_val b, hs_arena *ar, pv_val *out, hs_error *err)
+{
+    arr_view x = arr_of(a), y = arr_of(b);
+    if ((x.flags | y.flags) & PV_ARR_MULTIDIM)
+        return hs_err_set(err, HS_UNSUPPORTED, "multidimensional arrays are not supported");
+    int64_t n = (int64_t)x.n + y.n;
+    pv_val r;
+    double *d;
+    float *f;
+    uint8_t *nul;
+    HS_TRY(pv_arr_new(ar, n, &r, &d, &f, &nul, err));
+    memcpy(d, x.d, 8 * (size_t)x.n);
+    memcpy(d + x.n, y.d, 8 * (size_t)y.n);
+    memcpy(f, x.f, 4 * (size_t)x.n);
+    memcpy(f + x.n, y.f, 4 * (size_t)y.n);
+    memcpy(nul, x.nul, (size_t)x.n);
+    memcpy(nul + x.n, y.nul, (size_t)y.n);
+    int32_t flags = (x.flags | y.flags) & PV_ARR_HAS_NULL;
+    memcpy((uint8_t *)r.p + 4, &flags, 4);
+    *out = r;
+    return HS_OK;
+}
+
 hs_status pv_arr_to(pv_type to, pv_elem e, pv_val arr, int32_t typmod, hs_arena *ar, pv_val *out,
                     hs_error *err)
 {

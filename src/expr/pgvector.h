@@ -181,6 +181,10 @@ HS_MUST_USE hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out);
 /* Element casts between array kinds (int4[] -> real[], ...). */
 HS_MUST_USE hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *out,
                                   hs_error *err);
+/* a || b of two arrays of one kind (array_cat; array_append / prepend
+ * with a one-element array): "multidimensional arrays are not supported"
+ * for either of that shape. */
+HS_MUST_USE hs_status pv_arr_cat(pv_val a, pv_val b, hs_arena *ar, pv_val *out, hs_error *err);
 /* array_to_vector / array_to_halfvec / array_to_sparsevec. */
 HS_MUST_USE hs_status pv_arr_to(pv_type to, pv_elem e, pv_val arr, int32_t typmod, hs_arena *ar,
                                 pv_val *out, hs_error *err);
