@@ -2,8 +2,8 @@
  * expr/expr_numarr.c - array_append, array_prepend, array_cat and || over
  * the numeric arrays (integer[], real[], double precision[], numeric[]: the
  * pv_arr blobs of expr/pgvector.h) and over list columns of numbers
- * (list<int8..int32> as integer[], list<float> as real[], list<double> as
- * double precision[]).
+ * (list<int8..int32> as integer[], list<double> as double precision[];
+ * list<float> columns are vectors, expr_pgvector.c).
  *
  * Types are PostgreSQL 15's anycompatible resolution: the result's element
  * is the common type of the operands' elements (integer < numeric < real <
@@ -19,8 +19,6 @@
  * reads the literal as an array, as PostgreSQL does.
  */
 #include "expr/expr_int.h"
-
-#include "columnar/jsonl.h"
 
 #include <string.h>
 #include <strings.h>
@@ -54,8 +52,6 @@ static int list_rank(const ex_node *x)
         return R_INT4;
     case HS_TYPE_INT64: case HS_TYPE_UINT32: case HS_TYPE_UINT64:
         return R_BIGINT;
-    case HS_TYPE_FLOAT16: case HS_TYPE_FLOAT32:
-        return R_FLOAT4;
     case HS_TYPE_FLOAT64:
         return R_FLOAT8;
     default:
@@ -286,8 +282,6 @@ static hs_status list_row(ex_ctx *c, const ex_node *n, const hs_column *col, int
         case HS_TYPE_INT32: x = ((const int32_t *)v)[i]; break;
         case HS_TYPE_UINT8: x = v[i]; break;
         case HS_TYPE_UINT16: x = ((const uint16_t *)v)[i]; break;
-        case HS_TYPE_FLOAT16: x = hs_half_to_float(((const uint16_t *)v)[i]); break;
-        case HS_TYPE_FLOAT32: x = ((const float *)v)[i]; break;
         case HS_TYPE_FLOAT64: x = ((const double *)v)[i]; break;
         default:
             return ex_fail(c, n, "column \"%s\" is a list of %s in the batch, not of numbers",
