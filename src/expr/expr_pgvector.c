@@ -363,7 +363,12 @@ static hs_status pv_ev_array(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
                 flags |= PV_ARR_HAS_NULL;
                 continue;
             }
-            if (at->t == EX_T_INT) {
+            if (at->t == EX_T_INT && el == PV_E_NUMERIC) {   /* an integer of numeric's scale 0 */
+                char t[32];
+                int len = hs_snprintf_c(t, sizeof t, "%lld", (long long)a[i].v.i[j]);
+                if (pv_arr_set_text(PV_E_NUMERIC, r, i, t, (size_t)len, &e) != HS_OK)
+                    return pv_fail(c, n, &e);
+            } else if (at->t == EX_T_INT) {
                 d[i] = (double)a[i].v.i[j];
                 f[i] = el == PV_E_INT4 ? (float)(int32_t)a[i].v.i[j] : (float)d[i];
             } else if (at->t == EX_T_FLOAT) {

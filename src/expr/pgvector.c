@@ -1310,13 +1310,14 @@ hs_status pv_agg_final(const pv_agg *s, hs_arena *ar, pv_val *out, bool *is_null
 /* ------------------------------------------------------------------ */
 /* arrays                                                              */
 
-size_t pv_arr_size(int64_t n) { return 8 + 13 * (size_t)n; }
+size_t pv_arr_size(int64_t n) { return 8 + 14 * (size_t)n; }
 
 typedef struct arr_view {
     int32_t n, flags;
     double *d;
     float *f;
     uint8_t *nul;
+    uint8_t *sc;    /* numeric: display scale + 1 (0: unknown, printed as a float8) */
 } arr_view;
 
 static arr_view arr_of(pv_val v)
@@ -1329,7 +1330,31 @@ static arr_view arr_of(pv_val v)
     a.d = (double *)(v.p + 8);
     a.f = (float *)(v.p + 8 + 8 * (size_t)a.n);
     a.nul = (uint8_t *)(v.p + 8 + 12 * (size_t)a.n);
+    a.sc = (uint8_t *)(v.p + 8 + 13 * (size_t)a.n);
     return a;
+}
+
+/* numeric_in's display scale of the numeric text s[0..n) (digits after the
+ * point less the exponent), +1; 0 for NaN / Infinity or past 253. */
+static uint8_t num_scale(const char *s, size_t n)
+{
+    size_t i = 0;
+    long frac = 0, ex = 0;
+    bool point = false, digit = false;
+    for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+        if (s[i] == '.') {
+            point = true;
+        } else if (s[i] >= '0' && s[i] <= '9') {
+            digit = true;
+            frac += point;
+        }
+    }
+    if (!digit)
+        return 0;
+    if (i < n)
+        ex = strtol(s + i + 1, NULL, 10);
+    long sc = frac - ex < 0 ? 0 : frac - ex;
+    return sc > 253 ? 0 : (uint8_t)(sc + 1);
 }
 
 hs_status pv_arr_new(hs_arena *ar, int64_t n, pv_val *out, double **d, float **f, uint8_t **nul,
@@ -1369,7 +1394,7 @@ static const char *elem_name(pv_elem e)
 
 /* PostgreSQL's float4in / float8in: strtod with NaN / Infinity spellings,
  * range errors for overflow and (float8) underflow to zero. */
-static hs_status float_text(pv_elem e, const char *s, double *d, float *f, hs_error *err)
+static hs_status float_text(pv_elem e, const char *s, double *d, float *f, uint8_t *sc, hs_error *err)
 {
     const char *p = s;
     while (pg_isspace(*p))
@@ -1414,6 +1439,8 @@ static hs_status float_text(pv_elem e, const char *s, double *d, float *f, hs_er
         memcpy(tmp, p, len);
         tmp[len] = '\0';
         *f = hs_strtof(tmp, NULL); /* numeric_float4: float4in of the numeric's text */
+        if (sc)
+            *sc = special ? 0 : num_scale(tmp, len);
         return HS_OK;
     }
     *f = (float)v;
@@ -1446,7 +1473,7 @@ hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_
         a.f[i] = (float)(int32_t)v;
         return HS_OK;
     }
-    return float_text(e, buf, &a.d[i], &a.f[i], err);
+    return float_text(e, buf, &a.d[i], &a.f[i], &a.sc[i], err);
 }
 
 /* array_in for one-dimensional arrays of numbers (and the multidimensional
@@ -1588,6 +1615,9 @@ hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
             k = sprintf(num, "%d", (int32_t)a.d[i]);
         else if (e == PV_E_FLOAT4)
             k = pv_fmt_float4(a.f[i], num);
+        else if (e == PV_E_NUMERIC && a.sc[i] && a.sc[i] <= 16 && fabs(a.d[i]) < 1e15)
+            /* numeric_out at its display scale (the double holds <= 15 digits) */
+            k = hs_snprintf_c(num, sizeof num, "%.*f", a.sc[i] - 1, a.d[i] == 0 ? 0.0 : a.d[i]);
         else
             k = pv_fmt_float8(a.d[i], num);
         HS_TRY(hs_buf_append(out, num, (size_t)k));
@@ -1604,6 +1634,7 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
     uint8_t *nul;
     HS_TRY(pv_arr_new(ar, a.n, &r, &d, &f, &nul, err));
     memcpy((uint8_t *)r.p + 4, &a.flags, 4);
+    uint8_t *r_sc = arr_of(r).sc;
     for (int32_t i = 0; i < a.n; i++) {
         nul[i] = a.nul[i];
         if (a.nul[i])
@@ -1634,13 +1665,15 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
             if (from == PV_E_INT4 || from == PV_E_NUMERIC) {
                 d[i] = x;
                 f[i] = from == PV_E_NUMERIC ? a.f[i] : (float)x;
+                r_sc[i] = from == PV_E_NUMERIC ? a.sc[i] : 1;
                 break;
             }
             /* float -> numeric keeps FLT_DIG / DBL_DIG significant digits */
             char t[64];
-            hs_snprintf_c(t, sizeof t, "%.*g", from == PV_E_FLOAT4 ? 6 : 15, x);
+            int tl = hs_snprintf_c(t, sizeof t, "%.*g", from == PV_E_FLOAT4 ? 6 : 15, x);
             d[i] = hs_strtod(t, NULL);
             f[i] = hs_strtof(t, NULL);
+            r_sc[i] = isfinite(x) && tl > 0 ? num_scale(t, (size_t)tl) : 0;
             break;
         }
         case PV_E_TEXT:   /* text[] casts are expr_textarr.c's */
@@ -1668,6 +1701,9 @@ hs_status pv_arr_cat(pv_val a, pv_val b, hs_arena *ar, pv_val *out, hs_error *er
     memcpy(f + x.n, y.f, 4 * (size_t)y.n);
     memcpy(nul, x.nul, (size_t)x.n);
     memcpy(nul + x.n, y.nul, (size_t)y.n);
+    arr_view z = arr_of(r);
+    memcpy(z.sc, x.sc, (size_t)x.n);
+    memcpy(z.sc + x.n, y.sc, (size_t)y.n);
     int32_t flags = (x.flags | y.flags) & PV_ARR_HAS_NULL;
     memcpy((uint8_t *)r.p + 4, &flags, 4);
     *out = r;

@@ -163,7 +163,9 @@ void pv_to_float4(pv_type t, pv_val v, float *x);
  * Blob: int32 n, int32 flags (PV_ARR_HAS_NULL, PV_ARR_MULTIDIM), double d[n]
  * (the element; numeric: its value as a double), float f[n] (the element as
  * float4 the way PostgreSQL converts it: numeric through its text), uint8
- * null[n].  Arrays are expression values only (no column form). */
+ * null[n], uint8 scale[n] (numeric: the display scale + 1 that array_out
+ * prints, from the element's text; 0: printed as a float8).  Arrays are
+ * expression values only (no column form). */
 #define PV_ARR_HAS_NULL 1
 #define PV_ARR_MULTIDIM 2
 size_t pv_arr_size(int64_t n);

@@ -124,6 +124,9 @@ static void test_values(void)
     texts(b, "array_cat(il, il)::text", w6);
     static const char *const w7[4] = {"{1,2,NULL}", "{NULL,5,NULL}", "{NULL}", "{NULL}"};
     texts(b, "array_append(il, NULL)::text", w7);
+    /* numeric[]: array_out prints each element at its own display scale */
+    static const char *const w8[4] = {"{1.50,1,2,2.000}", "{1.50,NULL,5,2.000}", "{1.50,2.000}", "{1.50,2.000}"};
+    texts(b, "(ARRAY[1.50] || il || 2.000)::text", w8);
     /* element types: integer[] -> list<int32>, with a real -> list<float> */
     ex_expr *e = NULL;
     CHECK_OK(ex_parse_scalar("il || 1", &b->schema, &e, &err), &err);

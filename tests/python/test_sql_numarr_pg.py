@@ -62,6 +62,8 @@ CASES = [
     "cardinality(ia || i)", "array_length(array_cat(ia, na), 1)", "cardinality(array_prepend(1, NULL))",
     "(ia || i)::text", "(na || n)::text", f"({RA} || 1)::text", "(da || 1e300::float8)::text",
     "array_append(ia, NULL)::text", "(ia || ARRAY[NULL]::int[])::text", f"({RA} || 0.1::real)::text",
+    "(ARRAY[1.5, NULL] || 2.50)::text", "(ARRAY[1.50, NULL] || ia)::text", "('{1.50,-0.00,1e3,1.5e-2,NaN}'::numeric[] || 1)::text",
+    "(ia || 0.10)::text", "array_prepend(2.000, ARRAY[1.5::float8])::text", "(ARRAY[0.5::real] || 1.25)::text",
     "CASE WHEN k > 1 THEN ia || 0 END", "COALESCE(ia || k, '{}')",
     "(SELECT sum(x) FROM unnest(ia || 10) u(x))", "(SELECT count(*) FROM unnest(array_cat(ia, na)) u(x))",
     f"(SELECT max(x) FROM unnest({RA} || 0.5) u(x))",
