@@ -92,6 +92,7 @@ const char *ex_type_name(const ex_ty *t, char *buf, size_t n)
     case EX_T_BIT: return "bit";
     case EX_T_ARRAY:
         return t->elem == PV_E_TEXT ? "text[]" : t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+             : t->elem == PV_E_INT8 ? "bigint[]"
              : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     }
     return "?";

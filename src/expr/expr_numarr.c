@@ -6,11 +6,11 @@
  * list<float> columns are vectors, expr_pgvector.c).
  *
  * Types are PostgreSQL 15's anycompatible resolution: the result's element
- * is the common type of the operands' elements (integer < numeric < real <
- * double precision, each implicitly castable to the next), so ARRAY[1,2] ||
- * 2.5 is numeric[] and ARRAY[1] || 1.5::real is real[].  A common type of
- * bigint (a bigint operand, list<int64> columns) has no array kind here:
- * 0A000 "arrays of bigint are not supported", never a rounded value.
+ * is the common type of the operands' elements (integer < bigint < numeric
+ * < real < double precision, each implicitly castable to the next), so
+ * ARRAY[1,2] || 2.5 is numeric[], ARRAY[1] || 1.5::real is real[] and
+ * ARRAY[1] || 3000000000 bigint[] (list<int64> columns are bigint[]; an
+ * element past 2^53 is pgvector.h's PV_INT8_MSG error, never rounded).
  *
  * Binding: array_append(a, x) is a || ARRAY[x], array_prepend(x, a) is
  * ARRAY[x] || a (ARRAY[NULL] appends a NULL element), both operands cast to
@@ -23,15 +23,16 @@
 #include <string.h>
 #include <strings.h>
 
-/* ranks of the common-type order; BIGINT has no pv_elem */
+/* ranks of the common-type order */
 enum { R_INT4 = 0, R_BIGINT, R_NUMERIC, R_FLOAT4, R_FLOAT8, R_NONE = -1 };
 
-static const pv_elem RANK_ELEM[] = {PV_E_INT4, PV_E_INT4, PV_E_NUMERIC, PV_E_FLOAT4, PV_E_FLOAT8};
+static const pv_elem RANK_ELEM[] = {PV_E_INT4, PV_E_INT8, PV_E_NUMERIC, PV_E_FLOAT4, PV_E_FLOAT8};
 
 static int elem_rank(pv_elem e)
 {
     switch (e) {
     case PV_E_INT4: return R_INT4;
+    case PV_E_INT8: return R_BIGINT;
     case PV_E_NUMERIC: return R_NUMERIC;
     case PV_E_FLOAT4: return R_FLOAT4;
     case PV_E_FLOAT8: return R_FLOAT8;
@@ -95,13 +96,6 @@ static bool untyped(const ex_node *x)
     return x->type.t == EX_T_UNKNOWN || x->type.t == EX_T_NULL;
 }
 
-static hs_status no_bigint(ex_binder *b, int loc)
-{
-    return exb_err(b, HS_UNSUPPORTED, loc,
-                   "arrays of bigint are not supported (integer[], real[], double precision[] and "
-                   "numeric[] are)");
-}
-
 /* *np (a numeric array, a list column of numbers, an unknown literal or
  * NULL) as an array of rank's kind. */
 static hs_status to_arr(ex_binder *b, ex_node **np, int rank)
@@ -124,7 +118,7 @@ static hs_status to_arr(ex_binder *b, ex_node **np, int rank)
 /* ARRAY[x] of rank's kind (x: a number, an unknown literal or NULL). */
 static hs_status one_elem(ex_binder *b, ex_node *x, int rank, int loc, ex_node **out)
 {
-    ex_ty st = rank == R_INT4 ? exb_ty(EX_T_INT) : rank == R_NUMERIC ? exb_ty(EX_T_DEC)
+    ex_ty st = rank == R_INT4 || rank == R_BIGINT ? exb_ty(EX_T_INT) : rank == R_NUMERIC ? exb_ty(EX_T_DEC)
                                                                        : exb_ty(EX_T_FLOAT);
     if (rank == R_INT4)
         st.bits = 32;
@@ -206,8 +200,6 @@ static hs_status bind_cat(ex_binder *b, const char *fn, int kind, ex_node *l, ex
             return no_match(b, fn, op, l, r, loc);
     }
     int rank = orank > ar ? orank : ar;
-    if (rank == R_BIGINT)
-        return no_bigint(b, loc);
     HS_TRY(to_arr(b, &arr, rank));
     if (kind == 0)
         HS_TRY(to_arr(b, &other, rank));
@@ -249,9 +241,8 @@ static hs_status na_fail(ex_ctx *c, const ex_node *n, const hs_error *e)
     return ex_fail(c, n, "%s", e->msg);
 }
 
-/* Row `row` of a list column of numbers as an array of kind el. */
-static hs_status list_row(ex_ctx *c, const ex_node *n, const hs_column *col, int64_t row, pv_elem el,
-                          ex_str *out)
+/* Row `row` of a list column of numbers as an array (of its own kind). */
+static hs_status list_row(ex_ctx *c, const ex_node *n, const hs_column *col, int64_t row, ex_str *out)
 {
     bool fixed = col->type == HS_TYPE_FIXED_LIST;
     const hs_column *ch = col->children[0];
@@ -276,12 +267,21 @@ static hs_status list_row(ex_ctx *c, const ex_node *n, const hs_column *col, int
             continue;
         }
         double x;
+        int64_t w = 0;
         switch (ch->type) {
         case HS_TYPE_INT8: x = ((const int8_t *)v)[i]; break;
         case HS_TYPE_INT16: x = ((const int16_t *)v)[i]; break;
         case HS_TYPE_INT32: x = ((const int32_t *)v)[i]; break;
         case HS_TYPE_UINT8: x = v[i]; break;
         case HS_TYPE_UINT16: x = ((const uint16_t *)v)[i]; break;
+        case HS_TYPE_UINT32: x = (double)((const uint32_t *)v)[i]; break;
+        case HS_TYPE_INT64: case HS_TYPE_UINT64:
+            memcpy(&w, v + 8 * i, 8);
+            if ((ch->type == HS_TYPE_UINT64 && (uint64_t)w > (uint64_t)PV_INT8_EXACT) ||
+                w > PV_INT8_EXACT || w < -PV_INT8_EXACT)
+                return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, PV_INT8_MSG, (long long)w);
+            x = (double)w;
+            break;
         case HS_TYPE_FLOAT64: x = ((const double *)v)[i]; break;
         default:
             return ex_fail(c, n, "column \"%s\" is a list of %s in the batch, not of numbers",
@@ -290,7 +290,6 @@ static hs_status list_row(ex_ctx *c, const ex_node *n, const hs_column *col, int
         d[k] = x;
         f[k] = (float)x;
     }
-    (void)el;
     memcpy((uint8_t *)r.p + 4, &flags, 4);
     out->p = r.p;
     out->n = r.n;
@@ -312,7 +311,7 @@ static hs_status ev_of_list(ex_ctx *c, const ex_node *n, const ex_sel *sel, int 
         out->nul[j] = 1;
         if (!col || !pr_ref_valid(r, row))
             continue;
-        HS_TRY(list_row(c, n, col, row, (pv_elem)n->type.elem, &out->v.s[j]));
+        HS_TRY(list_row(c, n, col, row, &out->v.s[j]));
         out->nul[j] = 0;
     }
     return HS_OK;

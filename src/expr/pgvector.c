@@ -1388,6 +1388,7 @@ static const char *elem_name(pv_elem e)
     case PV_E_FLOAT8: return "double precision";
     case PV_E_NUMERIC: return "numeric";
     case PV_E_TEXT: return "text";   /* not a pv_arr kind (expr/textarr.h) */
+    case PV_E_INT8: return "bigint";
     }
     return "?";
 }
@@ -1455,6 +1456,26 @@ hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_
         n = sizeof buf - 1;
     memcpy(buf, s, n);
     buf[n] = '\0';
+    if (e == PV_E_INT8) {
+        const char *p = buf;
+        while (pg_isspace(*p))
+            p++;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        const char *q = end;
+        while (pg_isspace(*q))
+            q++;
+        if (end == p || *q)
+            return perr(err, "invalid input syntax for type bigint: \"%s\"", buf);
+        if (errno == ERANGE)
+            return perr(err, "value \"%s\" is out of range for type bigint", buf);
+        if (v > PV_INT8_EXACT || v < -PV_INT8_EXACT)
+            return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, v);
+        a.d[i] = (double)v;
+        a.f[i] = (float)v;
+        return HS_OK;
+    }
     if (e == PV_E_INT4) {
         const char *p = buf;
         while (pg_isspace(*p))
@@ -1613,6 +1634,8 @@ hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
             k = sprintf(num, "NULL");
         else if (e == PV_E_INT4)
             k = sprintf(num, "%d", (int32_t)a.d[i]);
+        else if (e == PV_E_INT8)
+            k = sprintf(num, "%lld", (long long)a.d[i]);
         else if (e == PV_E_FLOAT4)
             k = pv_fmt_float4(a.f[i], num);
         else if (e == PV_E_NUMERIC && a.sc[i] && a.sc[i] <= 16 && fabs(a.d[i]) < 1e15)
@@ -1641,6 +1664,16 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
             continue;
         double x = from == PV_E_FLOAT4 ? (double)a.f[i] : a.d[i];
         switch (to) {
+        case PV_E_INT8: {
+            if (isnan(x) || rint(x) < -9223372036854775808.0 || rint(x) >= 9223372036854775808.0)
+                return perr(err, "bigint out of range");
+            double rx = from == PV_E_NUMERIC ? round(x) : rint(x);
+            if (fabs(rx) > (double)PV_INT8_EXACT)
+                return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, (long long)rx);
+            d[i] = rx;
+            f[i] = (float)rx;
+            break;
+        }
         case PV_E_INT4: {
             if (isnan(x) || rint(x) < -2147483648.0 || rint(x) >= 2147483648.0)
                 return perr(err, "integer out of range");
@@ -1662,7 +1695,7 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
             f[i] = (float)x;
             break;
         case PV_E_NUMERIC: {
-            if (from == PV_E_INT4 || from == PV_E_NUMERIC) {
+            if (from == PV_E_INT4 || from == PV_E_INT8 || from == PV_E_NUMERIC) {
                 d[i] = x;
                 f[i] = from == PV_E_NUMERIC ? a.f[i] : (float)x;
                 r_sc[i] = from == PV_E_NUMERIC ? a.sc[i] : 1;
@@ -1714,6 +1747,8 @@ hs_status pv_arr_to(pv_type to, pv_elem e, pv_val arr, int32_t typmod, hs_arena 
                     hs_error *err)
 {
     arr_view a = arr_of(arr);
+    if (e == PV_E_INT8 || e == PV_E_TEXT)   /* no such casts (the binder refuses them) */
+        return perr(err, "unsupported array type");
     if (a.flags & PV_ARR_MULTIDIM)
         return perr(err, "array must be 1-D");
     double *x = hs_arena_alloc(ar, 8 * (size_t)(a.n ? a.n : 1));

@@ -80,8 +80,12 @@ typedef enum pv_dist {
 
 /* Element kinds of the arrays that cast to and from the vector types. */
 /* PV_E_TEXT: text[], an array of the expression layer only (never cast to a
- * vector; its blob is expr/textarr.h's, not pv_arr's). */
-typedef enum pv_elem { PV_E_INT4 = 0, PV_E_FLOAT4, PV_E_FLOAT8, PV_E_NUMERIC, PV_E_TEXT } pv_elem;
+ * vector; its blob is expr/textarr.h's, not pv_arr's).  PV_E_INT8: bigint[]
+ * (no vector casts either), its elements exact within +-2^53: a larger one
+ * is PV_INT8_MSG's error (0A000), never a rounded value. */
+typedef enum pv_elem { PV_E_INT4 = 0, PV_E_FLOAT4, PV_E_FLOAT8, PV_E_NUMERIC, PV_E_TEXT, PV_E_INT8 } pv_elem;
+#define PV_INT8_EXACT 9007199254740992LL   /* 2^53 */
+#define PV_INT8_MSG "bigint array element %lld is not supported (arrays of bigint hold values within 2^53)"
 
 const char *pv_type_name(pv_type t);   /* "vector", "halfvec", "sparsevec", "bit" */
 

@@ -1,8 +1,8 @@
 /*
  * tests/c/test_numarr.c - array_append / array_prepend / array_cat / ||
  * over numeric arrays (expr/expr_numarr.c, pv_arr_cat of expr/pgvector.h)
- * and list columns of numbers: the values and element types, array_cat's
- * NULL rules, the bigint and multidimensional errors, and memory: every
+ * and list columns of numbers: the values and element types (bigint[]
+ * exact within 2^53), array_cat's NULL rules, the errors, and memory: every
  * allocation freed (leak count), an out-of-memory failure at every
  * allocation of a bind + evaluation leaves nothing behind.  Runs under
  * ASan+UBSan (make build-asan).
@@ -145,9 +145,18 @@ static void test_values(void)
     CHECK(((const double *)out->children[0]->values.data)[HS_COL_OFFSETS(out)[3]] == -2.5);
     hs_col_free(out);
     ex_free(e);
-    /* errors: a bigint element type, a multidimensional array, a text element */
-    CHECK(ex_parse_scalar("il || 3000000000", &b->schema, &e, &err) == HS_UNSUPPORTED);
-    CHECK(strstr(err.msg, "arrays of bigint are not supported") != NULL);
+    /* bigint[]: integer[] || bigint, exact within 2^53; past it an error */
+    static const char *const w9[4] = {"{1,2,3000000000}", "{NULL,5,3000000000}", "{3000000000}", "{3000000000}"};
+    texts(b, "(il || 3000000000)::text", w9);
+    CHECK_OK(ex_parse_scalar("il || 3000000000", &b->schema, &e, &err), &err);
+    CHECK(e && ex_type(e)->type == HS_TYPE_LIST && ex_type(e)->children[0].type == HS_TYPE_INT64);
+    ex_free(e);
+    CHECK_OK(ex_parse_scalar("il || 9007199254740993", &b->schema, &e, &err), &err);
+    CHECK(ex_eval(e, b, &out, &err) == HS_UNSUPPORTED);
+    CHECK(strstr(err.msg, "bigint array element 9007199254740993 is not supported") != NULL);
+    ex_free(e);
+    err = (hs_error){0};
+    /* errors: a multidimensional array, a text element, a bad element text */
     err = (hs_error){0};
     CHECK(ex_parse_scalar("il || 'x'::text", &b->schema, &e, &err) == HS_NOT_FOUND);
     err = (hs_error){0};
