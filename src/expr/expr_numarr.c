@@ -221,7 +221,7 @@ hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         return HS_OK;
     bool pre = f == EX_FN_TA_APPEND && !strcasecmp(fn, "array_prepend");
     const ex_node *arr = pre ? a[1] : a[0];
-    bool numeric = exb_na_is(arr) || (f == EX_FN_TA_CAT && exb_na_is(a[1]) && untyped(a[0])) ||
+    bool numeric = exb_na_is(arr) || (f == EX_FN_TA_CAT && exb_na_is(a[1]) && !exb_ta_is(a[0])) ||
                    (f == EX_FN_TA_APPEND && untyped(arr) && scalar_rank(pre ? a[0] : a[1]) != R_NONE);
     if (!numeric)
         return HS_OK;

@@ -41,7 +41,8 @@ RA = "ARRAY[1.5::real, NULL, 0.1::real]"
 CASES = [
     # || : array || element, element || array, array || array
     "ia || 4", "ia || NULL", "ia || i", "i || ia", "ia || n", "n || ia", "ia || ia", "ia || na",
-    "na || ia", f"ia || {RA}", f"{RA} || ia", "ia || da", f"{RA} || da", f"ARRAY[1.5, NULL] || {RA}", "na || da", "da || na",
+    "na || ia", f"ia || {RA}", f"{RA} || ia", "ia || da", f"{RA} || da", f"ARRAY[1.5, NULL] || {RA}",
+    "na || da", "da || na",
     "ia || 2.5", "ia || 1.5::real", "ia || 0.1::float8", "ia || '{9,10}'", "ia || '{}'",
     "ia || '{NULL}'", "NULL || ia", "0 || ia", "2.5 || ia", f"{RA} || 0.25", "da || 0.1",
     f"{RA} || 1e-3::float8", "na || n", "na || i", "i || na", "da || i", f"{RA} || i",
@@ -58,12 +59,14 @@ CASES = [
     "array_prepend(1.5, na)", f"array_prepend('3', {RA})", "array_prepend(i, da)",
     "array_cat(ia, NULL)", "array_cat(NULL, ia)", "array_cat(ia, ia)", "array_cat(ia, na)",
     f"array_cat({RA}, da)", "array_cat(ia, '{}')", "array_cat('{7}', na)", "array_cat(NULL::int[], NULL::int[])",
-    "array_cat(ia, ARRAY['a'])", f"array_cat(ia, {RA})", "array_cat(na, na)", "array_append(ia, true)",
+    "array_cat(ia, ARRAY['a'])", "array_cat(ARRAY['a'], ia)", "array_cat('x'::text, ia)",
+    f"array_cat(ia, {RA})", "array_cat(na, na)", "array_append(ia, true)",
     # the results in other functions and as text
     "cardinality(ia || i)", "array_length(array_cat(ia, na), 1)", "cardinality(array_prepend(1, NULL))",
     "(ia || i)::text", "(na || n)::text", f"({RA} || 1)::text", "(da || 1e300::float8)::text",
     "array_append(ia, NULL)::text", "(ia || ARRAY[NULL]::int[])::text", f"({RA} || 0.1::real)::text",
-    "(ARRAY[1.5, NULL] || 2.50)::text", "(ARRAY[1.50, NULL] || ia)::text", "('{1.50,-0.00,1e3,1.5e-2,NaN}'::numeric[] || 1)::text",
+    "(ARRAY[1.5, NULL] || 2.50)::text", "(ARRAY[1.50, NULL] || ia)::text",
+    "('{1.50,-0.00,1e3,1.5e-2,NaN}'::numeric[] || 1)::text",
     "(ia || 0.10)::text", "array_prepend(2.000, ARRAY[1.5::float8])::text", "(ARRAY[0.5::real] || 1.25)::text",
     "CASE WHEN k > 1 THEN ia || 0 END", "COALESCE(ia || k, '{}')",
     "(SELECT sum(x) FROM unnest(ia || 10) u(x))", "(SELECT count(*) FROM unnest(array_cat(ia, na)) u(x))",
