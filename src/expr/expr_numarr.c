@@ -115,7 +115,8 @@ static hs_status to_arr(ex_binder *b, ex_node **np, int rank)
     return r == rank ? HS_OK : exb_cast_to(b, np, arr_ty(rank), false);
 }
 
-/* ARRAY[x] of rank's kind (x: a number, an unknown literal or NULL). */
+/* ARRAY[x] of rank's kind (x: a number, an unknown literal or NULL; a
+ * literal of a numeric[] is read by numeric's input, with its scale). */
 static hs_status one_elem(ex_binder *b, ex_node *x, int rank, int loc, ex_node **out)
 {
     ex_ty st = rank == R_INT4 || rank == R_BIGINT ? exb_ty(EX_T_INT) : rank == R_NUMERIC ? exb_ty(EX_T_DEC)
@@ -124,11 +125,8 @@ static hs_status one_elem(ex_binder *b, ex_node *x, int rank, int loc, ex_node *
         st.bits = 32;
     if (rank == R_FLOAT4)
         st.bits = 32;
-    if (rank == R_NUMERIC) {
-        st.prec = 0;   /* unconstrained: the literal's own scale */
-        if (x->type.t == EX_T_DEC || x->type.t == EX_T_INT)
-            st = x->type;   /* the array kernel reads INT and DEC elements as numeric */
-    }
+    if (rank == R_NUMERIC)   /* the array kernel reads INT, DEC and text as numeric */
+        st = x->type.t == EX_T_DEC || x->type.t == EX_T_INT ? x->type : exb_ty(EX_T_STR);
     if (x->type.t == EX_T_NULL) {
         st = exb_ty(EX_T_NULL);
     } else if (x->type.t != st.t || (st.t == EX_T_FLOAT && x->type.bits != st.bits)) {

@@ -339,7 +339,8 @@ hs_status ex_pv_cast_rows(ex_ctx *c, const ex_node *n, const ex_ty *ft, const ex
     return HS_OK;
 }
 
-/* ARRAY[x, y, ...] of numbers (INT, FLOAT or DEC arguments) of element kind n->type.elem */
+/* ARRAY[x, y, ...] of numbers (INT, FLOAT or DEC arguments; text, read by
+ * the element's input) of element kind n->type.elem */
 static hs_status pv_ev_array(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     HS_TRY(ex_vec_new(c, EX_T_ARRAY, out));
@@ -380,6 +381,10 @@ static hs_status pv_ev_array(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
             } else if (at->t == EX_T_FLOAT) {
                 d[i] = a[i].v.f[j];
                 f[i] = (float)d[i];
+            } else if (at->t == EX_T_STR) {   /* a literal of a numeric[] (expr_numarr.c) */
+                const ex_str *s = &a[i].v.s[j];
+                if (pv_arr_set_text(el, r, i, (const char *)s->p, s->n, &e) != HS_OK)
+                    return pv_fail(c, n, &e);
             } else { /* DEC: numeric, float4 through its text */
                 char t[64];
                 int len = ex_dec_format(a[i].v.d[j], at->scale, t);

@@ -1421,6 +1421,7 @@ static hs_status float_text(pv_elem e, const char *s, double *d, float *f, uint8
         return perr(err, "invalid input syntax for type %s: \"%.*s\"", elem_name(e), LIT_MAX, s);
     if (e == PV_E_FLOAT8 && errno == ERANGE && (isinf(v) || v == 0))
         return perr(err, "\"%.*s\" is out of range for type double precision", LIT_MAX, s);
+    const char *tok_end = end;   /* the number, without trailing whitespace */
     while (pg_isspace(*end))
         end++;
     if (*end)
@@ -1429,14 +1430,14 @@ static hs_status float_text(pv_elem e, const char *s, double *d, float *f, uint8
     if (e == PV_E_NUMERIC) {
         /* numeric syntax: digits, '.', exponent, NaN, Infinity (no hex, no "inf") */
         const char *t = p + (*p == '+' || *p == '-');
-        size_t tl = (size_t)(end - t);
+        size_t tl = (size_t)(tok_end - t);
         bool special = (tl == 8 && !strncasecmp(t, "infinity", 8)) || (tl == 3 && !strncasecmp(t, "nan", 3)) ||
                        (tl == 3 && !strncasecmp(t, "inf", 3));
-        for (const char *q = t; q < end && !special; q++)
+        for (const char *q = t; q < tok_end && !special; q++)
             if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' || *q == '-'))
                 return perr(err, "invalid input syntax for type numeric: \"%.*s\"", LIT_MAX, s);
         char tmp[400];
-        size_t len = (size_t)(end - p) < sizeof tmp - 1 ? (size_t)(end - p) : sizeof tmp - 1;
+        size_t len = (size_t)(tok_end - p) < sizeof tmp - 1 ? (size_t)(tok_end - p) : sizeof tmp - 1;
         memcpy(tmp, p, len);
         tmp[len] = '\0';
         *f = hs_strtof(tmp, NULL); /* numeric_float4: float4in of the numeric's text */

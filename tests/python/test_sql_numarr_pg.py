@@ -68,6 +68,8 @@ CASES = [
     "(ARRAY[1.5, NULL] || 2.50)::text", "(ARRAY[1.50, NULL] || ia)::text",
     "('{1.50,-0.00,1e3,1.5e-2,NaN}'::numeric[] || 1)::text",
     "(ia || 0.10)::text", "array_prepend(2.000, ARRAY[1.5::float8])::text", "(ARRAY[0.5::real] || 1.25)::text",
+    "array_append(ARRAY[1.5], '1.250')::text", "array_prepend(' 2.50 ', ARRAY[1.5, NULL])::text",
+    "array_append(ARRAY[1.5], '1.5 x')", "array_append(NULL, 2.50)::text", "array_prepend('7', ARRAY[3000000000])",
     "CASE WHEN k > 1 THEN ia || 0 END", "COALESCE(ia || k, '{}')",
     "(SELECT sum(x) FROM unnest(ia || 10) u(x))", "(SELECT count(*) FROM unnest(array_cat(ia, na)) u(x))",
     f"(SELECT max(x) FROM unnest({RA} || 0.5) u(x))",
