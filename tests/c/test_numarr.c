@@ -25,10 +25,11 @@
 #define LEAK_END() CHECK(hs_mem_live_count() == live0_)
 
 /* il list<int32>: [1, 2], [NULL, 5], [], NULL; dl list<double>: [0.5],
- * [NULL], [], [-2.5]; i int32: 7, NULL, -3, 0. */
+ * [NULL], [], [-2.5]; i int32: 7, NULL, -3, 0; bl list<int64>:
+ * [3000000000], [NULL], [], [2^53 + 1]. */
 static hs_batch *num_batch(hs_error *err)
 {
-    hs_field schema, ie, il, de, dl, fi;
+    hs_field schema, ie, il, de, dl, fi, be, bl;
     hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
     hs_field_init(&ie, "item", HS_TYPE_INT32, true);
     hs_field_init_list(&il, "il", true, &ie);
@@ -38,8 +39,11 @@ static hs_batch *num_batch(hs_error *err)
     dl.field_id = 2;
     hs_field_init(&fi, "i", HS_TYPE_INT32, true);
     fi.field_id = 3;
+    hs_field_init(&be, "item", HS_TYPE_INT64, true);
+    hs_field_init_list(&bl, "bl", true, &be);
+    bl.field_id = 4;
     if (hs_field_add_child(&schema, &il) != HS_OK || hs_field_add_child(&schema, &dl) != HS_OK ||
-        hs_field_add_child(&schema, &fi) != HS_OK) {
+        hs_field_add_child(&schema, &fi) != HS_OK || hs_field_add_child(&schema, &bl) != HS_OK) {
         hs_field_clear(&schema);
         return NULL;
     }
@@ -48,7 +52,8 @@ static hs_batch *num_batch(hs_error *err)
     hs_field_clear(&schema);
     if (st != HS_OK)
         return NULL;
-    hs_column *ci = b->cols[0], *cd = b->cols[1], *cv = b->cols[2];
+    hs_column *ci = b->cols[0], *cd = b->cols[1], *cv = b->cols[2], *cb = b->cols[3];
+    int64_t big = 3000000000LL, past = 9007199254740993LL;
     int32_t one = 1, two = 2, five = 5, seven = 7, m3 = -3, zero = 0;
     double h = 0.5, m25 = -2.5;
     bool ok = hs_col_append_fixed(ci->children[0], &one) == HS_OK &&
@@ -61,7 +66,11 @@ static hs_batch *num_batch(hs_error *err)
               hs_col_list_end(cd) == HS_OK &&
               hs_col_append_fixed(cd->children[0], &m25) == HS_OK && hs_col_list_end(cd) == HS_OK &&
               hs_col_append_fixed(cv, &seven) == HS_OK && hs_col_append_null(cv) == HS_OK &&
-              hs_col_append_fixed(cv, &m3) == HS_OK && hs_col_append_fixed(cv, &zero) == HS_OK;
+              hs_col_append_fixed(cv, &m3) == HS_OK && hs_col_append_fixed(cv, &zero) == HS_OK &&
+              hs_col_append_fixed(cb->children[0], &big) == HS_OK && hs_col_list_end(cb) == HS_OK &&
+              hs_col_append_null(cb->children[0]) == HS_OK && hs_col_list_end(cb) == HS_OK &&
+              hs_col_list_end(cb) == HS_OK &&
+              hs_col_append_fixed(cb->children[0], &past) == HS_OK && hs_col_list_end(cb) == HS_OK;
     b->n_rows = 4;
     if (!ok) {
         hs_batch_free(b);
@@ -150,6 +159,22 @@ static void test_values(void)
     texts(b, "(il || 3000000000)::text", w9);
     CHECK_OK(ex_parse_scalar("il || 3000000000", &b->schema, &e, &err), &err);
     CHECK(e && ex_type(e)->type == HS_TYPE_LIST && ex_type(e)->children[0].type == HS_TYPE_INT64);
+    ex_free(e);
+    /* a list<int64> column: bigint[]; its element past 2^53 (row 4) an error */
+    CHECK_OK(ex_parse_scalar("(bl || il)::text", &b->schema, &e, &err), &err);
+    CHECK(ex_eval(e, b, &out, &err) == HS_UNSUPPORTED);
+    CHECK(strstr(err.msg, "bigint array element 9007199254740993 is not supported") != NULL);
+    ex_free(e);
+    err = (hs_error){0};
+    CHECK_OK(ex_parse_scalar("CASE WHEN i IS NOT DISTINCT FROM 0 THEN NULL ELSE (bl || il)::text END",
+                             &b->schema, &e, &err), &err);
+    CHECK_OK(ex_eval(e, b, &out, &err), &err);
+    if (out) {
+        CHECK(text_is(out, 0, "{3000000000,1,2}") && text_is(out, 1, "{NULL,NULL,5}"));
+        CHECK(text_is(out, 2, "{}") && text_is(out, 3, NULL));
+    }
+    hs_col_free(out);
+    out = NULL;
     ex_free(e);
     CHECK_OK(ex_parse_scalar("il || 9007199254740993", &b->schema, &e, &err), &err);
     CHECK(ex_eval(e, b, &out, &err) == HS_UNSUPPORTED);
