@@ -318,7 +318,8 @@ static bool castable(const ex_ty *from, const ex_ty *to)
     if (f == EX_T_ARRAY || t == EX_T_ARRAY) /* the arrays of pgvector's casts */
         return f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR ||
                (f == EX_T_ARRAY && t == EX_T_ARRAY) ||
-               (f == EX_T_ARRAY && t != EX_T_BIT && ex_is_pv(t) && from->elem != PV_E_TEXT) ||
+               (f == EX_T_ARRAY && t != EX_T_BIT && ex_is_pv(t) && from->elem != PV_E_TEXT &&
+                from->elem != PV_E_INT8) ||
                ((f == EX_T_VEC || f == EX_T_HALFVEC) && to->elem == PV_E_FLOAT4);
     if (ex_is_pv(f) || ex_is_pv(t)) /* pgvector's casts; text both ways (I/O casts) */
         return f == EX_T_NULL || f == EX_T_UNKNOWN || f == EX_T_STR || t == EX_T_STR || f == t ||
@@ -1619,6 +1620,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
     HS_TRY(exb_bind(b, rj, &r));
     if (ex_is_pv(l->type.t) || ex_is_pv(r->type.t))
         return exb_pv_op(b, opname, l, r, loc, out);
+    if (aop == '|' && (exb_na_is(l) || exb_na_is(r)) && !exb_ta_is(l) && !exb_ta_is(r))
+        return exb_na_op(b, l, r, loc, out);   /* numeric arrays */
     if (exb_ta_is(l) || exb_ta_is(r))   /* text[] = text[], text[] || ... */
         return exb_ta_op(b, opname, l, r, loc, out);
     if (cmp >= 0)

@@ -243,6 +243,9 @@ hs_status exb_func_more(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int 
     bool neg = false, ci = false;
     char b1[48];
     bool done;
+    HS_TRY(exb_na_func(b, fn, f, a, n, loc, &done, out));   /* numeric arrays */
+    if (done)
+        return HS_OK;
     HS_TRY(exb_ta_func(b, fn, f, a, n, loc, &done, out));   /* text[] values */
     if (done)
         return HS_OK;

@@ -51,6 +51,7 @@ static const char *pg_tname(const ex_ty *t)
     case EX_T_BIT: return "bit";
     case EX_T_ARRAY:
         return t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+             : t->elem == PV_E_INT8 ? "bigint[]" : t->elem == PV_E_TEXT ? "text[]"
              : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     default: return "record";
     }
@@ -111,6 +112,8 @@ hs_status exb_pv_arraytype(ex_binder *b, json_t *tn, int loc, ex_ty *out)
     ex_ty t = exb_ty(EX_T_ARRAY);
     if (!strcasecmp(nm, "int4") || !strcasecmp(nm, "int") || !strcasecmp(nm, "integer"))
         t.elem = PV_E_INT4;
+    else if (!strcasecmp(nm, "int8") || !strcasecmp(nm, "bigint"))
+        t.elem = PV_E_INT8;
     else if (!strcasecmp(nm, "float4") || !strcasecmp(nm, "real"))
         t.elem = PV_E_FLOAT4;
     else if (!strcasecmp(nm, "float8") || !strcasecmp(nm, "double"))
@@ -144,7 +147,7 @@ hs_status exb_pv_array(ex_binder *b, json_t *body, const ex_ty *cast, ex_node **
     }
     if ((cast && ex_is_ta(cast) && !any_num) || any_text || (!any_num && n > 0 && !cast))
         return exb_ta_array(b, a, n, loc, out);
-    bool any_float = false, any_dec = false, all_f32 = true, any = false;
+    bool any_float = false, any_dec = false, all_f32 = true, any = false, any_i64 = false;
     for (int i = 0; i < n; i++) {
         ex_ty *t = &a[i]->type;
         if (t->t == EX_T_UNKNOWN || t->t == EX_T_NULL)
@@ -156,8 +159,9 @@ hs_status exb_pv_array(ex_binder *b, json_t *body, const ex_ty *cast, ex_node **
         } else if (t->t == EX_T_DEC) {
             any_dec = true;
             all_f32 = false;
-        } else if (t->t == EX_T_INT && t->bits <= 32) {
+        } else if (t->t == EX_T_INT) {
             all_f32 = false;
+            any_i64 |= t->bits > 32;
         } else {
             return exb_err(b, HS_UNSUPPORTED, a[i]->loc >= 0 ? a[i]->loc : loc,
                           "ARRAY of %s is not supported (arrays of numbers only)", pg_tname(t));
@@ -172,9 +176,10 @@ hs_status exb_pv_array(ex_binder *b, json_t *body, const ex_ty *cast, ex_node **
         }
         return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY of text or NULL is not supported");
     } else {
-        at.elem = any_float ? (all_f32 ? PV_E_FLOAT4 : PV_E_FLOAT8) : any_dec ? PV_E_NUMERIC : PV_E_INT4;
+        at.elem = any_float ? (all_f32 ? PV_E_FLOAT4 : PV_E_FLOAT8) : any_dec ? PV_E_NUMERIC
+                : any_i64 ? PV_E_INT8 : PV_E_INT4;
     }
-    ex_ty et = at.elem == PV_E_INT4 ? exb_ty(EX_T_INT) : at.elem == PV_E_NUMERIC ? exb_ty(EX_T_NULL) : exb_ty(EX_T_FLOAT);
+    ex_ty et = at.elem == PV_E_INT4 || at.elem == PV_E_INT8 ? exb_ty(EX_T_INT) : at.elem == PV_E_NUMERIC ? exb_ty(EX_T_NULL) : exb_ty(EX_T_FLOAT);
     for (int i = 0; i < n; i++) {
         ex_t t = a[i]->type.t;
         if (at.elem == PV_E_NUMERIC) {

@@ -92,6 +92,7 @@ const char *ex_type_name(const ex_ty *t, char *buf, size_t n)
     case EX_T_BIT: return "bit";
     case EX_T_ARRAY:
         return t->elem == PV_E_TEXT ? "text[]" : t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+             : t->elem == PV_E_INT8 ? "bigint[]"
              : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     }
     return "?";
@@ -1698,6 +1699,8 @@ static hs_status ev_func(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
     ex_vec a[3];
     int na = n->n_args < 3 ? n->n_args : 3;
     ex_fn fn = (ex_fn)n->op;
+    if (fn >= EX_FN_NA_OF_LIST)
+        return ex_ev_na_fn(c, n, sel, ns, out);
     if (fn >= EX_FN_TA_OF_LIST || (fn == EX_FN_PV_ARRAY && ex_is_ta(&n->type)))
         return ex_ev_ta_fn(c, n, sel, ns, out);
     if (fn >= EX_FN_PV_DIST)

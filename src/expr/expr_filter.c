@@ -872,6 +872,7 @@ static const char *type_sql(const ex_ty *t, char *buf, size_t n)
     }
     case EX_T_ARRAY:
         return t->elem == PV_E_TEXT ? "text[]" : t->elem == PV_E_INT4 ? "integer[]" : t->elem == PV_E_FLOAT4 ? "real[]"
+             : t->elem == PV_E_INT8 ? "bigint[]"
              : t->elem == PV_E_FLOAT8 ? "double precision[]" : "numeric[]";
     default: return "varchar";
     }

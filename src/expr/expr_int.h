@@ -185,7 +185,10 @@ typedef enum ex_fn {
     EX_FN_TA_APPEND,     /* array_append(a, x); array_prepend(x, a) binds as aux = 1 (args a, x) */
     EX_FN_TA_CAT,        /* array_cat(a, b), a || b */
     EX_FN_TA_SLICE,      /* a[lo:hi]: args (a, lo, hi), aux bit 0: lo given, bit 1: hi given */
-    EX_FN_TA_CONTAINS    /* a @> b (aux 0), a && b (aux 1) */
+    EX_FN_TA_CONTAINS,   /* a @> b (aux 0), a && b (aux 1) */
+    /* numeric arrays (expr_numarr.c) */
+    EX_FN_NA_OF_LIST,    /* a list column of numbers (args[0], a COL) as a numeric array */
+    EX_FN_NA_CAT         /* a || b of two arrays of one kind, array_cat's NULL rules */
 } ex_fn;
 
 /* EX_FN_MATH functions */
@@ -395,6 +398,14 @@ HS_MUST_USE hs_status exb_ta_coerce(ex_binder *b, ex_node **np, bool *ok);
 /* every list<string> column among a[0..n) as a text[] value (the operands
  * of IN, BETWEEN, CASE, COALESCE, NULLIF) */
 HS_MUST_USE hs_status exb_ta_lift(ex_binder *b, ex_node **a, int n);
+/* expr_numarr.c: array_append / array_prepend / array_cat / || over the
+ * numeric arrays and list columns of numbers.  exb_na_is: x is one;
+ * exb_na_op binds l || r when one side is (exb_na_is); exb_na_func binds
+ * the functions (done false when no argument is a numeric array). */
+bool exb_na_is(const ex_node *x);
+HS_MUST_USE hs_status exb_na_op(ex_binder *b, ex_node *l, ex_node *r, int loc, ex_node **out);
+HS_MUST_USE hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc,
+                                  bool *done, ex_node **out);
 /* ARRAY[...] whose elements are text, unknown literals or NULLs (cast: the
  * text[] it is cast to, or NULL) */
 HS_MUST_USE hs_status exb_ta_array(ex_binder *b, ex_node **a, int n, int loc, ex_node **out);
@@ -603,6 +614,8 @@ HS_MUST_USE hs_status ex_ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *
  * given a text[] value (args[0]) */
 HS_MUST_USE hs_status ex_ev_ta_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
                                   ex_vec *out);
+/* the EX_FN_NA_* functions (expr_numarr.c) */
+HS_MUST_USE hs_status ex_ev_na_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out);
 /* row j of a (type ft) cast to text[] (ft: text, unknown, text[] or a
  * numeric array) or a text[] cast to tt (text or a numeric array) */
 HS_MUST_USE hs_status ex_ta_cast(ex_ctx *c, const ex_node *n, const ex_ty *ft, const ex_ty *tt,

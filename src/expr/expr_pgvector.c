@@ -104,6 +104,7 @@ hs_status ex_pv_type_to_field(const ex_ty *t, const char *name, hs_field *out)
             return pv_list_field(out, name, HS_TYPE_STRING, true);
         /* a plain list (no pgvector.type): real[] reads back as a vector */
         return pv_list_field(out, name, t->elem == PV_E_INT4 ? HS_TYPE_INT32
+                                        : t->elem == PV_E_INT8 ? HS_TYPE_INT64
                                         : t->elem == PV_E_FLOAT4 ? HS_TYPE_FLOAT32 : HS_TYPE_FLOAT64,
                              true);
     case EX_T_SPARSEVEC: {
@@ -138,6 +139,8 @@ static hs_status pv_fail(ex_ctx *c, const ex_node *n, const hs_error *e)
 {
     if (e->code == HS_NOMEM)
         return hs_err_nomem(c->err, 0);
+    if (e->code == HS_UNSUPPORTED)   /* a bigint[] element past 2^53, ... */
+        return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, "%s", e->msg);
     return ex_fail(c, n, "%s", e->msg);
 }
 
@@ -336,7 +339,8 @@ hs_status ex_pv_cast_rows(ex_ctx *c, const ex_node *n, const ex_ty *ft, const ex
     return HS_OK;
 }
 
-/* ARRAY[x, y, ...] of numbers (INT, FLOAT or DEC arguments) of element kind n->type.elem */
+/* ARRAY[x, y, ...] of numbers (INT, FLOAT or DEC arguments; text, read by
+ * the element's input) of element kind n->type.elem */
 static hs_status pv_ev_array(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
     HS_TRY(ex_vec_new(c, EX_T_ARRAY, out));
@@ -363,12 +367,24 @@ static hs_status pv_ev_array(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
                 flags |= PV_ARR_HAS_NULL;
                 continue;
             }
-            if (at->t == EX_T_INT) {
+            if (at->t == EX_T_INT && el == PV_E_NUMERIC) {   /* an integer of numeric's scale 0 */
+                char t[32];
+                int len = hs_snprintf_c(t, sizeof t, "%lld", (long long)a[i].v.i[j]);
+                if (pv_arr_set_text(PV_E_NUMERIC, r, i, t, (size_t)len, &e) != HS_OK)
+                    return pv_fail(c, n, &e);
+            } else if (at->t == EX_T_INT) {
+                int64_t v = a[i].v.i[j];
+                if (el == PV_E_INT8 && (v > PV_INT8_EXACT || v < -PV_INT8_EXACT))
+                    return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, PV_INT8_MSG, (long long)v);
                 d[i] = (double)a[i].v.i[j];
                 f[i] = el == PV_E_INT4 ? (float)(int32_t)a[i].v.i[j] : (float)d[i];
             } else if (at->t == EX_T_FLOAT) {
                 d[i] = a[i].v.f[j];
                 f[i] = (float)d[i];
+            } else if (at->t == EX_T_STR) {   /* a literal of a numeric[] (expr_numarr.c) */
+                const ex_str *s = &a[i].v.s[j];
+                if (pv_arr_set_text(el, r, i, (const char *)s->p, s->n, &e) != HS_OK)
+                    return pv_fail(c, n, &e);
             } else { /* DEC: numeric, float4 through its text */
                 char t[64];
                 int len = ex_dec_format(a[i].v.d[j], at->scale, t);
@@ -485,6 +501,9 @@ hs_status ex_pv_append(const ex_ty *t, hs_column *col, const ex_str *v)
                 HS_TRY(hs_col_append_null(ch));
             } else if (t->elem == PV_E_INT4) {
                 int32_t x = (int32_t)d[i];
+                HS_TRY(hs_col_append_fixed(ch, &x));
+            } else if (t->elem == PV_E_INT8) {
+                int64_t x = (int64_t)d[i];
                 HS_TRY(hs_col_append_fixed(ch, &x));
             } else if (t->elem == PV_E_FLOAT4) {
                 HS_TRY(hs_col_append_fixed(ch, &f[i]));

@@ -237,10 +237,10 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
     case EX_FN_TA_APPEND: {
         bool pre = !strcasecmp(fn, "array_prepend");
         ex_node *x[2] = {pre ? a[1] : a[0], pre ? a[0] : a[1]};
+        /* (numeric arrays: expr_numarr.c, before this) */
         if (!exb_ta_is(x[0]) && x[0]->type.t != EX_T_NULL && x[0]->type.t != EX_T_UNKNOWN)
-            return x[0]->type.t == EX_T_ARRAY || x[0]->type.t == EX_T_OTHER
-                ? exb_err(b, HS_UNSUPPORTED, loc, "function %s of %s is not supported", fn,
-                          x[0]->type.t == EX_T_OTHER ? "this array" : "numeric arrays")
+            return x[0]->type.t == EX_T_OTHER
+                ? exb_err(b, HS_UNSUPPORTED, loc, "function %s of this array is not supported", fn)
                 : no_fn(b, fn, a, n, loc);
         HS_TRY(exb_ta_coerce(b, &x[0], &ok));
         HS_TRY(want_text(b, &x[1], &ok2));
@@ -249,9 +249,6 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         return mk_fn(b, f, ta_ty(), pre, x, 2, loc, out);
     }
     case EX_FN_TA_CAT:
-        if (!exb_ta_is(a[0]) && !exb_ta_is(a[1]) &&
-            (a[0]->type.t == EX_T_ARRAY || a[1]->type.t == EX_T_ARRAY))
-            return exb_err(b, HS_UNSUPPORTED, loc, "function %s of numeric arrays is not supported", fn);
         HS_TRY(exb_ta_coerce(b, &a[0], &ok));
         HS_TRY(exb_ta_coerce(b, &a[1], &ok2));
         if (!ok || !ok2)

@@ -1310,13 +1310,14 @@ hs_status pv_agg_final(const pv_agg *s, hs_arena *ar, pv_val *out, bool *is_null
 /* ------------------------------------------------------------------ */
 /* arrays                                                              */
 
-size_t pv_arr_size(int64_t n) { return 8 + 13 * (size_t)n; }
+size_t pv_arr_size(int64_t n) { return 8 + 14 * (size_t)n; }
 
 typedef struct arr_view {
     int32_t n, flags;
     double *d;
     float *f;
     uint8_t *nul;
+    uint8_t *sc;    /* numeric: display scale + 1 (0: unknown, printed as a float8) */
 } arr_view;
 
 static arr_view arr_of(pv_val v)
@@ -1329,7 +1330,31 @@ static arr_view arr_of(pv_val v)
     a.d = (double *)(v.p + 8);
     a.f = (float *)(v.p + 8 + 8 * (size_t)a.n);
     a.nul = (uint8_t *)(v.p + 8 + 12 * (size_t)a.n);
+    a.sc = (uint8_t *)(v.p + 8 + 13 * (size_t)a.n);
     return a;
+}
+
+/* numeric_in's display scale of the numeric text s[0..n) (digits after the
+ * point less the exponent), +1; 0 for NaN / Infinity or past 253. */
+static uint8_t num_scale(const char *s, size_t n)
+{
+    size_t i = 0;
+    long frac = 0, ex = 0;
+    bool point = false, digit = false;
+    for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+        if (s[i] == '.') {
+            point = true;
+        } else if (s[i] >= '0' && s[i] <= '9') {
+            digit = true;
+            frac += point;
+        }
+    }
+    if (!digit)
+        return 0;
+    if (i < n)
+        ex = strtol(s + i + 1, NULL, 10);
+    long sc = frac - ex < 0 ? 0 : frac - ex;
+    return sc > 253 ? 0 : (uint8_t)(sc + 1);
 }
 
 hs_status pv_arr_new(hs_arena *ar, int64_t n, pv_val *out, double **d, float **f, uint8_t **nul,
@@ -1363,13 +1388,14 @@ static const char *elem_name(pv_elem e)
     case PV_E_FLOAT8: return "double precision";
     case PV_E_NUMERIC: return "numeric";
     case PV_E_TEXT: return "text";   /* not a pv_arr kind (expr/textarr.h) */
+    case PV_E_INT8: return "bigint";
     }
     return "?";
 }
 
 /* PostgreSQL's float4in / float8in: strtod with NaN / Infinity spellings,
  * range errors for overflow and (float8) underflow to zero. */
-static hs_status float_text(pv_elem e, const char *s, double *d, float *f, hs_error *err)
+static hs_status float_text(pv_elem e, const char *s, double *d, float *f, uint8_t *sc, hs_error *err)
 {
     const char *p = s;
     while (pg_isspace(*p))
@@ -1395,6 +1421,7 @@ static hs_status float_text(pv_elem e, const char *s, double *d, float *f, hs_er
         return perr(err, "invalid input syntax for type %s: \"%.*s\"", elem_name(e), LIT_MAX, s);
     if (e == PV_E_FLOAT8 && errno == ERANGE && (isinf(v) || v == 0))
         return perr(err, "\"%.*s\" is out of range for type double precision", LIT_MAX, s);
+    const char *tok_end = end;   /* the number, without trailing whitespace */
     while (pg_isspace(*end))
         end++;
     if (*end)
@@ -1403,17 +1430,19 @@ static hs_status float_text(pv_elem e, const char *s, double *d, float *f, hs_er
     if (e == PV_E_NUMERIC) {
         /* numeric syntax: digits, '.', exponent, NaN, Infinity (no hex, no "inf") */
         const char *t = p + (*p == '+' || *p == '-');
-        size_t tl = (size_t)(end - t);
+        size_t tl = (size_t)(tok_end - t);
         bool special = (tl == 8 && !strncasecmp(t, "infinity", 8)) || (tl == 3 && !strncasecmp(t, "nan", 3)) ||
                        (tl == 3 && !strncasecmp(t, "inf", 3));
-        for (const char *q = t; q < end && !special; q++)
+        for (const char *q = t; q < tok_end && !special; q++)
             if (!((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' || *q == '-'))
                 return perr(err, "invalid input syntax for type numeric: \"%.*s\"", LIT_MAX, s);
         char tmp[400];
-        size_t len = (size_t)(end - p) < sizeof tmp - 1 ? (size_t)(end - p) : sizeof tmp - 1;
+        size_t len = (size_t)(tok_end - p) < sizeof tmp - 1 ? (size_t)(tok_end - p) : sizeof tmp - 1;
         memcpy(tmp, p, len);
         tmp[len] = '\0';
         *f = hs_strtof(tmp, NULL); /* numeric_float4: float4in of the numeric's text */
+        if (sc)
+            *sc = special ? 0 : num_scale(tmp, len);
         return HS_OK;
     }
     *f = (float)v;
@@ -1428,6 +1457,26 @@ hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_
         n = sizeof buf - 1;
     memcpy(buf, s, n);
     buf[n] = '\0';
+    if (e == PV_E_INT8) {
+        const char *p = buf;
+        while (pg_isspace(*p))
+            p++;
+        char *end;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        const char *q = end;
+        while (pg_isspace(*q))
+            q++;
+        if (end == p || *q)
+            return perr(err, "invalid input syntax for type bigint: \"%s\"", buf);
+        if (errno == ERANGE)
+            return perr(err, "value \"%s\" is out of range for type bigint", buf);
+        if (v > PV_INT8_EXACT || v < -PV_INT8_EXACT)
+            return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, v);
+        a.d[i] = (double)v;
+        a.f[i] = (float)v;
+        return HS_OK;
+    }
     if (e == PV_E_INT4) {
         const char *p = buf;
         while (pg_isspace(*p))
@@ -1446,7 +1495,7 @@ hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_
         a.f[i] = (float)(int32_t)v;
         return HS_OK;
     }
-    return float_text(e, buf, &a.d[i], &a.f[i], err);
+    return float_text(e, buf, &a.d[i], &a.f[i], &a.sc[i], err);
 }
 
 /* array_in for one-dimensional arrays of numbers (and the multidimensional
@@ -1586,8 +1635,13 @@ hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
             k = sprintf(num, "NULL");
         else if (e == PV_E_INT4)
             k = sprintf(num, "%d", (int32_t)a.d[i]);
+        else if (e == PV_E_INT8)
+            k = sprintf(num, "%lld", (long long)a.d[i]);
         else if (e == PV_E_FLOAT4)
             k = pv_fmt_float4(a.f[i], num);
+        else if (e == PV_E_NUMERIC && a.sc[i] && a.sc[i] <= 16 && fabs(a.d[i]) < 1e15)
+            /* numeric_out at its display scale (the double holds <= 15 digits) */
+            k = hs_snprintf_c(num, sizeof num, "%.*f", a.sc[i] - 1, a.d[i] == 0 ? 0.0 : a.d[i]);
         else
             k = pv_fmt_float8(a.d[i], num);
         HS_TRY(hs_buf_append(out, num, (size_t)k));
@@ -1604,12 +1658,23 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
     uint8_t *nul;
     HS_TRY(pv_arr_new(ar, a.n, &r, &d, &f, &nul, err));
     memcpy((uint8_t *)r.p + 4, &a.flags, 4);
+    uint8_t *r_sc = arr_of(r).sc;
     for (int32_t i = 0; i < a.n; i++) {
         nul[i] = a.nul[i];
         if (a.nul[i])
             continue;
         double x = from == PV_E_FLOAT4 ? (double)a.f[i] : a.d[i];
         switch (to) {
+        case PV_E_INT8: {
+            if (isnan(x) || rint(x) < -9223372036854775808.0 || rint(x) >= 9223372036854775808.0)
+                return perr(err, "bigint out of range");
+            double rx = from == PV_E_NUMERIC ? round(x) : rint(x);
+            if (fabs(rx) > (double)PV_INT8_EXACT)
+                return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, (long long)rx);
+            d[i] = rx;
+            f[i] = (float)rx;
+            break;
+        }
         case PV_E_INT4: {
             if (isnan(x) || rint(x) < -2147483648.0 || rint(x) >= 2147483648.0)
                 return perr(err, "integer out of range");
@@ -1631,16 +1696,18 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
             f[i] = (float)x;
             break;
         case PV_E_NUMERIC: {
-            if (from == PV_E_INT4 || from == PV_E_NUMERIC) {
+            if (from == PV_E_INT4 || from == PV_E_INT8 || from == PV_E_NUMERIC) {
                 d[i] = x;
                 f[i] = from == PV_E_NUMERIC ? a.f[i] : (float)x;
+                r_sc[i] = from == PV_E_NUMERIC ? a.sc[i] : 1;
                 break;
             }
             /* float -> numeric keeps FLT_DIG / DBL_DIG significant digits */
             char t[64];
-            hs_snprintf_c(t, sizeof t, "%.*g", from == PV_E_FLOAT4 ? 6 : 15, x);
+            int tl = hs_snprintf_c(t, sizeof t, "%.*g", from == PV_E_FLOAT4 ? 6 : 15, x);
             d[i] = hs_strtod(t, NULL);
             f[i] = hs_strtof(t, NULL);
+            r_sc[i] = isfinite(x) && tl > 0 ? num_scale(t, (size_t)tl) : 0;
             break;
         }
         case PV_E_TEXT:   /* text[] casts are expr_textarr.c's */
@@ -1651,10 +1718,38 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
     return HS_OK;
 }
 
+hs_status pv_arr_cat(pv_val a, pv_val b, hs_arena *ar, pv_val *out, hs_error *err)
+{
+    arr_view x = arr_of(a), y = arr_of(b);
+    if ((x.flags | y.flags) & PV_ARR_MULTIDIM)
+        return hs_err_set(err, HS_UNSUPPORTED, "multidimensional arrays are not supported");
+    int64_t n = (int64_t)x.n + y.n;
+    pv_val r;
+    double *d;
+    float *f;
+    uint8_t *nul;
+    HS_TRY(pv_arr_new(ar, n, &r, &d, &f, &nul, err));
+    memcpy(d, x.d, 8 * (size_t)x.n);
+    memcpy(d + x.n, y.d, 8 * (size_t)y.n);
+    memcpy(f, x.f, 4 * (size_t)x.n);
+    memcpy(f + x.n, y.f, 4 * (size_t)y.n);
+    memcpy(nul, x.nul, (size_t)x.n);
+    memcpy(nul + x.n, y.nul, (size_t)y.n);
+    arr_view z = arr_of(r);
+    memcpy(z.sc, x.sc, (size_t)x.n);
+    memcpy(z.sc + x.n, y.sc, (size_t)y.n);
+    int32_t flags = (x.flags | y.flags) & PV_ARR_HAS_NULL;
+    memcpy((uint8_t *)r.p + 4, &flags, 4);
+    *out = r;
+    return HS_OK;
+}
+
 hs_status pv_arr_to(pv_type to, pv_elem e, pv_val arr, int32_t typmod, hs_arena *ar, pv_val *out,
                     hs_error *err)
 {
     arr_view a = arr_of(arr);
+    if (e == PV_E_INT8 || e == PV_E_TEXT)   /* no such casts (the binder refuses them) */
+        return perr(err, "unsupported array type");
     if (a.flags & PV_ARR_MULTIDIM)
         return perr(err, "array must be 1-D");
     double *x = hs_arena_alloc(ar, 8 * (size_t)(a.n ? a.n : 1));

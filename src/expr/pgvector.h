@@ -80,8 +80,12 @@ typedef enum pv_dist {
 
 /* Element kinds of the arrays that cast to and from the vector types. */
 /* PV_E_TEXT: text[], an array of the expression layer only (never cast to a
- * vector; its blob is expr/textarr.h's, not pv_arr's). */
-typedef enum pv_elem { PV_E_INT4 = 0, PV_E_FLOAT4, PV_E_FLOAT8, PV_E_NUMERIC, PV_E_TEXT } pv_elem;
+ * vector; its blob is expr/textarr.h's, not pv_arr's).  PV_E_INT8: bigint[]
+ * (no vector casts either), its elements exact within +-2^53: a larger one
+ * is PV_INT8_MSG's error (0A000), never a rounded value. */
+typedef enum pv_elem { PV_E_INT4 = 0, PV_E_FLOAT4, PV_E_FLOAT8, PV_E_NUMERIC, PV_E_TEXT, PV_E_INT8 } pv_elem;
+#define PV_INT8_EXACT 9007199254740992LL   /* 2^53 */
+#define PV_INT8_MSG "bigint array element %lld is not supported (arrays of bigint hold values within 2^53)"
 
 const char *pv_type_name(pv_type t);   /* "vector", "halfvec", "sparsevec", "bit" */
 
@@ -163,7 +167,9 @@ void pv_to_float4(pv_type t, pv_val v, float *x);
  * Blob: int32 n, int32 flags (PV_ARR_HAS_NULL, PV_ARR_MULTIDIM), double d[n]
  * (the element; numeric: its value as a double), float f[n] (the element as
  * float4 the way PostgreSQL converts it: numeric through its text), uint8
- * null[n].  Arrays are expression values only (no column form). */
+ * null[n], uint8 scale[n] (numeric: the display scale + 1 that array_out
+ * prints, from the element's text; 0: printed as a float8).  Arrays are
+ * expression values only (no column form). */
 #define PV_ARR_HAS_NULL 1
 #define PV_ARR_MULTIDIM 2
 size_t pv_arr_size(int64_t n);
@@ -181,6 +187,10 @@ HS_MUST_USE hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out);
 /* Element casts between array kinds (int4[] -> real[], ...). */
 HS_MUST_USE hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *out,
                                   hs_error *err);
+/* a || b of two arrays of one kind (array_cat; array_append / prepend
+ * with a one-element array): "multidimensional arrays are not supported"
+ * for either of that shape. */
+HS_MUST_USE hs_status pv_arr_cat(pv_val a, pv_val b, hs_arena *ar, pv_val *out, hs_error *err);
 /* array_to_vector / array_to_halfvec / array_to_sparsevec. */
 HS_MUST_USE hs_status pv_arr_to(pv_type to, pv_elem e, pv_val arr, int32_t typmod, hs_arena *ar,
                                 pv_val *out, hs_error *err);

@@ -317,6 +317,9 @@ HS_MUST_USE hs_status pl_outer_aggs_expose(planner *p, rel *cur, const nmap *m, 
 /* Where sub (one level) has an aggregate reading only columns outside its
  * FROM (an enclosing query's aggregate), else -2. */
 int pl_sub_outer_agg(planner *p, const json_t *sub);
+/* 42803 "aggregate functions are not allowed in WHERE" when a subquery of
+ * the WHERE clause `where` holds an aggregate of the block (pl_sub_outer_agg). */
+HS_MUST_USE hs_status pl_where_outer_aggs(planner *p, const json_t *where);
 /* after_agg: cur is aggregated, so subqueries inside aggregate calls (joined
  * before aggregation) are left alone. */
 HS_MUST_USE hs_status pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m,

@@ -1220,6 +1220,8 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     if (st == HS_OK)
         st = pl_fromc_build(p, json_array_size(from_rest) ? from_rest : NULL, &fc);
     if (st == HS_OK)
+        st = pl_where_outer_aggs(p, pl_jget(sel, "whereClause"));
+    if (st == HS_OK)
         st = pl_conjs_make(p, pl_jget(sel, "whereClause"), &fc, &cs);
     bool vs = false;
     if (st == HS_OK)

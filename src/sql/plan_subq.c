@@ -1146,3 +1146,34 @@ int pl_sub_outer_agg(planner *p, const json_t *sub)
     corr_free(&c);
     return found;
 }
+
+typedef struct where_agg_ctx {
+    planner *p;
+    int loc;
+} where_agg_ctx;
+
+static pl_walk_res visit_where_sub(const json_t *j, void *ctx)
+{
+    where_agg_ctx *w = ctx;
+    json_t *b;
+    if (!pl_is_kind(j, "SubLink", &b))
+        return PL_DESCEND;
+    json_t *sub = pl_jget(pl_jget(b, "subselect"), "SelectStmt");
+    if (sub)
+        w->loc = pl_sub_outer_agg(w->p, sub);
+    return w->loc != -2 ? PL_STOP : PL_SKIP;
+}
+
+/* PostgreSQL assigns an aggregate whose arguments read only the block's
+ * columns to the block, also inside a subquery of its WHERE clause, where
+ * no aggregate may stand: 42803 (an Apply would aggregate each outer row
+ * alone and a semi join would give rows). */
+hs_status pl_where_outer_aggs(planner *p, const json_t *where)
+{
+    where_agg_ctx w = {p, -2};
+    if (where)
+        pl_walk(where, visit_where_sub, &w, 0);
+    if (w.loc != -2)
+        return pl_fail(p, HS_INVALID, "42803", w.loc, "aggregate functions are not allowed in WHERE");
+    return HS_OK;
+}

@@ -218,3 +218,26 @@ def test_subquery_in_aggregate(senv):
 
 def test_apply_reads_with(senv):
     compare(senv, WITH_APPLY)
+
+
+# an aggregate of the outer block inside a subquery of its WHERE clause:
+# PostgreSQL's 42803 "aggregate functions are not allowed in WHERE" (ours
+# was 0A000, and for `v IN (SELECT max(t1.v) ...)` rows: every row matched);
+# the same calls in the select list / HAVING, and the subquery's own
+# aggregates, stay legal
+WHERE_OUTER_AGG = [
+    "SELECT g FROM t1 WHERE v > (SELECT sum(t1.v) FROM t2)",
+    "SELECT g FROM t1 WHERE v IN (SELECT max(t1.v) FROM t2)",
+    "SELECT g FROM t1 WHERE EXISTS (SELECT 1 FROM t2 WHERE t2.w > sum(t1.v))",
+    "SELECT g FROM t1 WHERE v > (SELECT count(*) FROM t2 WHERE t2.w > avg(t1.v))",
+    "SELECT g FROM t1 WHERE v > 1 AND NOT EXISTS (SELECT 1 FROM t2 HAVING count(t1.v) > 1)",
+    "SELECT g FROM t1 WHERE v = ANY (SELECT min(t1.f) FROM e)",
+    "SELECT g FROM t1 WHERE v > (SELECT sum(w) FROM t2)",
+    "SELECT g FROM t1 WHERE v < ALL (SELECT sum(t2.w + t1.v) FROM t2)",
+    "SELECT g, (SELECT count(*) FROM t2 WHERE t2.w > sum(t1.v)) AS c FROM t1 GROUP BY g",
+    "SELECT g FROM t1 GROUP BY g HAVING sum(v) > (SELECT count(*) FROM t2 WHERE t2.w < sum(t1.v))",
+]
+
+
+def test_where_outer_aggregate(senv):
+    compare(senv, WHERE_OUTER_AGG)
