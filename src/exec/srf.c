@@ -157,7 +157,8 @@ static bool text_at(const hs_column *c, int64_t r, const uint8_t **p, size_t *n)
     if (!hs_col_is_valid(c, r))
         return false;
     const int32_t *o = HS_COL_OFFSETS(c);
-    *p = c->values.data + o[r];
+    /* a column of only '' strings may have no value buffer at all */
+    *p = c->values.data ? c->values.data + o[r] : (const uint8_t *)"";
     *n = (size_t)(o[r + 1] - o[r]);
     return true;
 }
