@@ -33,7 +33,10 @@
  * Options (hs_catalog_open_uri's JSON): "token" (sent as Authorization:
  * Bearer), "credential" ("client_id:client_secret", exchanged at the token
  * endpoint: "oauth2-server-uri" or <uri>/v1/oauth/tokens, "scope" default
- * "catalog"), "warehouse" (sent to the config endpoint), "prefix".  The
+ * "catalog"; the token is fetched again before it expires - its expires_in,
+ * min(5 min, half its life) ahead - and once after a 401 or 419, then the
+ * request is sent again; the vended-key refresher's copy does the same),
+ * "warehouse" (sent to the config endpoint), "prefix".  The
  * config response's defaults and overrides are merged as the spec says
  * (defaults < client options < overrides); "uri", "prefix" and "warehouse"
  * from it are honoured.  Options "header.<Name>" are sent as HTTP headers
@@ -84,6 +87,11 @@ typedef struct rest_catalog {
     char *uri;       /* base URL without trailing '/' */
     char *prefix;    /* NULL = none */
     char *auth;      /* "Authorization: Bearer ..." or NULL */
+    /* OAuth2 client credentials (option "credential"), kept to fetch a new
+     * token: before the current one expires (its expires_in) and once after a
+     * 401/419 from the catalog.  NULL = a fixed "token" or no auth. */
+    char *credential, *scope, *token_uri;
+    int64_t token_at_ms, token_expires_ms;   /* when fetched; 0 = no expires_in */
     char *warehouse;
     char *ns_sep;    /* namespace level separator in paths, escaped (default %1F) */
     json_t *io;      /* the merged config's FileIO properties (object of strings) */
@@ -108,7 +116,7 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 
 /* One request: method to url (absolute), body (NULL = none; form = urlencoded
  * instead of JSON).  *status = the HTTP status; resp = the body. */
-static hs_status http(rest_catalog *rc, const char *method, const char *url, const char *body,
+static hs_status http_once(rest_catalog *rc, const char *method, const char *url, const char *body,
                       bool form, bool with_auth, long *status, hs_buf *resp, hs_error *err)
 {
     hs_buf_reset(resp);
@@ -146,6 +154,54 @@ static hs_status http(rest_catalog *rc, const char *method, const char *url, con
         return hs_err_set(err, HS_IO, "REST catalog %s %s: %s", method, url,
                           curl_easy_strerror(cc));
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    return HS_OK;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static hs_status fetch_token(rest_catalog *rc, hs_error *err);
+
+/* The token is due when it expires within min(5 min, half its life) - the
+ * rule the vended S3 keys follow (io/s3_scope.c). */
+static bool token_due(const rest_catalog *rc)
+{
+    if (!rc->credential || !rc->token_expires_ms)
+        return false;
+    int64_t life = rc->token_expires_ms - rc->token_at_ms, margin = life / 2;
+    if (margin > 300000)
+        margin = 300000;
+    return wall_ms() >= rc->token_expires_ms - margin;
+}
+
+/* http_once with the OAuth2 token kept fresh: a due token is fetched again
+ * first (a failure there leaves the old one, which may still work; the 401
+ * that follows reports it), and a 401 or 419 (the spec's "authentication
+ * timeout") with client credentials fetches a new token and sends the
+ * request once more. */
+static hs_status http(rest_catalog *rc, const char *method, const char *url, const char *body,
+                      bool form, bool with_auth, long *status, hs_buf *resp, hs_error *err)
+{
+    bool refreshed = false;
+    if (with_auth && token_due(rc)) {
+        hs_error e2 = { 0 };
+        refreshed = fetch_token(rc, &e2) == HS_OK;
+        hs_err_clear(&e2);
+    }
+    HS_TRY(http_once(rc, method, url, body, form, with_auth, status, resp, err));
+    if (with_auth && rc->credential && !refreshed && (*status == 401 || *status == 419)) {
+        hs_error e2 = { 0 };
+        if (fetch_token(rc, &e2) != HS_OK) {
+            hs_err_clear(&e2);   /* the caller reports the catalog's 401 */
+            return HS_OK;
+        }
+        hs_err_clear(&e2);
+        HS_TRY(http_once(rc, method, url, body, form, with_auth, status, resp, err));
+    }
     return HS_OK;
 }
 
@@ -686,6 +742,11 @@ static hs_io_refresher *refresher_new(rest_catalog *rc, const char *ident, json_
     c->uri = hs_strdup(rc->uri);
     c->prefix = rc->prefix ? hs_strdup(rc->prefix) : NULL;
     c->auth = rc->auth ? hs_strdup(rc->auth) : NULL;
+    c->credential = rc->credential ? hs_strdup(rc->credential) : NULL;
+    c->scope = rc->scope ? hs_strdup(rc->scope) : NULL;
+    c->token_uri = rc->token_uri ? hs_strdup(rc->token_uri) : NULL;
+    c->token_at_ms = rc->token_at_ms;
+    c->token_expires_ms = rc->token_expires_ms;
     c->warehouse = rc->warehouse ? hs_strdup(rc->warehouse) : NULL;
     c->ns_sep = rc->ns_sep ? hs_strdup(rc->ns_sep) : NULL;
     c->io = rc->io ? json_deep_copy(rc->io) : json_object();
@@ -695,6 +756,8 @@ static hs_io_refresher *refresher_new(rest_catalog *rc, const char *ident, json_
     v->ident = hs_strdup(ident);
     v->last = vend_last(r);
     if (!ok || !c->uri || (rc->prefix && !c->prefix) || (rc->auth && !c->auth) ||
+        (rc->credential && !c->credential) || (rc->scope && !c->scope) ||
+        (rc->token_uri && !c->token_uri) ||
         (rc->warehouse && !c->warehouse) || (rc->ns_sep && !c->ns_sep) || !c->io || !v->ident ||
         !v->last) {
         vend_free(v);
@@ -1388,6 +1451,9 @@ static void r_free(cat_catalog *c)
     hs_free(rc->uri);
     hs_free(rc->prefix);
     hs_free(rc->auth);
+    hs_free(rc->credential);
+    hs_free(rc->scope);
+    hs_free(rc->token_uri);
     hs_free(rc->warehouse);
     hs_free(rc->ns_sep);
     json_decref(rc->io);
@@ -1403,9 +1469,11 @@ static const cat_vtbl rest_vtbl = {
 
 /* ---- opening: OAuth2 and the config endpoint ------------------------------------------------------ */
 
-static hs_status fetch_token(rest_catalog *rc, const char *credential, const char *scope,
-                             const char *token_uri, hs_error *err)
+/* Client credentials -> rc->auth (replacing the old token) and its expiry
+ * (the response's expires_in; none = never due). */
+static hs_status fetch_token(rest_catalog *rc, hs_error *err)
 {
+    const char *credential = rc->credential;
     const char *colon = strchr(credential, ':');
     char *id = colon ? hs_malloc((size_t)(colon - credential) + 1) : hs_strdup(credential);
     if (!id)
@@ -1415,7 +1483,7 @@ static hs_status fetch_token(rest_catalog *rc, const char *credential, const cha
         id[colon - credential] = 0;
     }
     char *eid = esc(rc, id), *esec = esc(rc, colon ? colon + 1 : ""),
-         *escope = esc(rc, scope ? scope : "catalog");
+         *escope = esc(rc, rc->scope ? rc->scope : "catalog");
     hs_free(id);
     char *form = (eid && esec && escope)
                      ? cat_sprintf("grant_type=client_credentials&client_id=%s&client_secret=%s"
@@ -1424,21 +1492,35 @@ static hs_status fetch_token(rest_catalog *rc, const char *credential, const cha
     hs_free(eid);
     hs_free(esec);
     hs_free(escope);
-    char *url = token_uri ? hs_strdup(token_uri) : cat_sprintf("%s/v1/oauth/tokens", rc->uri);
+    char *url = rc->token_uri ? hs_strdup(rc->token_uri)
+                              : cat_sprintf("%s/v1/oauth/tokens", rc->uri);
     hs_buf resp = { 0 };
     long status = 0;
-    hs_status st = (form && url) ? http(rc, "POST", url, form, true, false, &status, &resp, err)
-                                 : hs_err_nomem(err, 256);
+    int64_t at = wall_ms();
+    hs_status st = (form && url)
+                       ? http_once(rc, "POST", url, form, true, false, &status, &resp, err)
+                       : hs_err_nomem(err, 256);
     if (st == HS_OK && (status < 200 || status > 299))
         st = http_error(status, &resp, "OAuth2 token request", err);
     json_error_t je;
     json_t *r = st == HS_OK ? hs_json_loadb((const char *)resp.data, resp.len, 0, &je) : NULL;
     const char *tok = json_string_value(json_object_get(r, "access_token"));
+    json_t *ei = json_object_get(r, "expires_in");
     if (st == HS_OK && !tok)
         st = hs_err_set(err, HS_IO, "REST catalog: the token endpoint %s returned no "
                         "access_token", url);
-    if (st == HS_OK && !(rc->auth = cat_sprintf("Authorization: Bearer %s", tok)))
+    char *auth = st == HS_OK ? cat_sprintf("Authorization: Bearer %s", tok) : NULL;
+    if (st == HS_OK && !auth)
         st = hs_err_nomem(err, 256);
+    if (st == HS_OK) {
+        hs_free(rc->auth);
+        rc->auth = auth;
+        rc->token_at_ms = at;
+        /* expires_in: a number of seconds (some servers send it as a string) */
+        double secs = json_is_number(ei) ? json_number_value(ei)
+                      : json_is_string(ei) ? strtod(json_string_value(ei), NULL) : 0;
+        rc->token_expires_ms = secs > 0 && secs < 1e9 ? at + (int64_t)(secs * 1000) : 0;
+    }
     json_decref(r);
     hs_buf_free(&resp);
     hs_free(form);
@@ -1496,9 +1578,16 @@ hs_status cat_rest_open(const char *uri, const char *options_json, cat_catalog *
     if (st == HS_OK) {
         if (opt(o, "token"))
             rc->auth = cat_sprintf("Authorization: Bearer %s", opt(o, "token"));
-        else if (opt(o, "credential"))
-            st = fetch_token(rc, opt(o, "credential"), opt(o, "scope"),
-                             opt(o, "oauth2-server-uri"), err);
+        else if (opt(o, "credential")) {
+            rc->credential = hs_strdup(opt(o, "credential"));
+            rc->scope = opt(o, "scope") ? hs_strdup(opt(o, "scope")) : NULL;
+            rc->token_uri = opt(o, "oauth2-server-uri") ? hs_strdup(opt(o, "oauth2-server-uri"))
+                                                        : NULL;
+            st = !rc->credential || (opt(o, "scope") && !rc->scope) ||
+                         (opt(o, "oauth2-server-uri") && !rc->token_uri)
+                     ? hs_err_nomem(err, 256)
+                     : fetch_token(rc, err);
+        }
     }
     /* GET config: defaults < our options < overrides */
     json_t *cfg = NULL;
