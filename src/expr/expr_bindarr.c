@@ -240,6 +240,8 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
         *out = n;
         return exb_fold(b, out, false);
     }
+    if (arr->type.t == EX_T_ARRAY)   /* x op ANY (numeric array value): expr_numarr.c */
+        return exb_na_any(b, opname, op, all, x, arr, loc, out);
     if (arr->kind != EX_COL || arr->type.t != EX_T_OTHER || !arr->field ||
         (arr->field->type != HS_TYPE_LIST && arr->field->type != HS_TYPE_FIXED_LIST))
         return exb_err(b, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN ? HS_UNSUPPORTED
@@ -314,6 +316,11 @@ hs_status exb_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj,
             HS_TRY(exb_bind(b, rj, &r));
             if (exb_ta_is(a) || exb_ta_is(r))
                 return exb_ta_contains(b, overlap, a, r, loc, out);
+        }
+        if (exb_na_is(a) || a->type.t == EX_T_UNKNOWN || a->type.t == EX_T_NULL) {   /* expr_numarr.c */
+            HS_TRY(exb_bind(b, rj, &r));
+            if (exb_na_is(a) || exb_na_is(r))
+                return exb_na_contains(b, overlap, a, r, loc, out);
         }
         return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is supported between an array column "
                        "and ARRAY[...] or '{...}'::t[] only", opname);
@@ -425,10 +432,13 @@ static hs_status bind_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, 
 {
     char b1[48];
     bool slice = json_is_true(json_object_get(ind, "is_slice"));
-    if (x->kind == EX_FUNC && (x->op == EX_FN_ARR_ELEM || x->op == EX_FN_TA_SLICE))
+    if (x->kind == EX_FUNC && (x->op == EX_FN_ARR_ELEM || x->op == EX_FN_TA_SLICE || x->op == EX_FN_NA_ELEM ||
+                               x->op == EX_FN_NA_SLICE))
         return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of multidimensional arrays are not supported");
     if (ex_is_ta(&x->type) || (slice && exb_ta_is(x)))   /* text[]: expr_textarr.c */
         return exb_ta_subscript(b, x, ind, loc, out);
+    if ((x->type.t == EX_T_ARRAY && exb_na_is(x)) || (slice && exb_na_is(x)))   /* expr_numarr.c */
+        return exb_na_subscript(b, x, ind, loc, out);
     if (slice)
         return exb_err(b, HS_UNSUPPORTED, loc, "array slices are not supported");
     if (x->kind != EX_COL || x->type.t != EX_T_OTHER || !x->field ||

@@ -287,6 +287,8 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
         (void)tb;
         if (ex_is_ta(ta))
             return ta_cmp(x, y);
+        if (ta->t == EX_T_ARRAY)   /* numeric arrays of one kind (expr_numarr.c) */
+            return pv_arr_cmp(x, y);
         return pv_cmp((pv_type)ex_pv_type(ta->t), x, y);
     }
     }

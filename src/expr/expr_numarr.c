@@ -20,8 +20,17 @@
  */
 #include "expr/expr_int.h"
 
+#include "base/numfmt.h"
+#include "expr/textarr.h"
+
+#include <jansson.h>
+#include <math.h>
 #include <string.h>
 #include <strings.h>
+
+static hs_status bind_shape(ex_binder *b, const char *fn, ex_node **a, int n, int loc, ex_node **out);
+static hs_status bind_search(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc, ex_node **out);
+static hs_status no_fn(ex_binder *b, const char *fn, ex_node **a, int n, int loc);
 
 /* ranks of the common-type order */
 enum { R_INT4 = 0, R_BIGINT, R_NUMERIC, R_FLOAT4, R_FLOAT8, R_NONE = -1 };
@@ -215,6 +224,20 @@ hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
                       ex_node **out)
 {
     *done = false;
+    if (f == EX_FN_ARR_SHAPE) {
+        *done = true;
+        return bind_shape(b, fn, a, n, loc, out);
+    }
+    if (f == EX_FN_NA_POSITION || f == EX_FN_NA_REMOVE || f == EX_FN_NA_REPLACE ||
+        ((f == EX_FN_ARRAY_POSITION || f == EX_FN_ARRAY_TO_STRING) && a[0]->type.t == EX_T_ARRAY &&
+         !ex_is_ta(&a[0]->type))) {
+        *done = true;
+        if (arr_rank(a[0]) == R_NONE)   /* text[] and other arrays */
+            return exb_ta_is(a[0]) || a[0]->type.t == EX_T_OTHER
+                ? exb_err(b, HS_UNSUPPORTED, loc, "function %s of this array is not supported", fn)
+                : no_fn(b, fn, a, n, loc);
+        return bind_search(b, fn, f, a, n, loc, out);
+    }
     if ((f != EX_FN_TA_APPEND && f != EX_FN_TA_CAT) || n != 2)
         return HS_OK;
     bool pre = f == EX_FN_TA_APPEND && !strcasecmp(fn, "array_prepend");
@@ -225,6 +248,242 @@ hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         return HS_OK;
     *done = true;
     return bind_cat(b, fn, f == EX_FN_TA_CAT ? 0 : pre ? 2 : 1, a[0], a[1], loc, out);
+}
+
+/* ------------------------------------------------------------------ */
+/* the other operators and functions of numeric array values            */
+
+static hs_status mk_na(ex_binder *b, ex_fn f, ex_ty t, int aux, ex_node **a, int n, int loc, ex_node **out)
+{
+    ex_node *x = exb_mk(b, EX_FUNC, t, loc, n);
+    if (!x)
+        return exb_nomem(b);
+    x->op = (int)f;
+    x->aux = aux;
+    for (int i = 0; i < n; i++)
+        x->args[i] = a[i];
+    *out = x;
+    return exb_fold(b, out, false);
+}
+
+/* The scalar type of an element of rank's kind. */
+static ex_ty elem_ty(int rank)
+{
+    ex_ty t = exb_ty(rank == R_INT4 || rank == R_BIGINT ? EX_T_INT : EX_T_FLOAT);
+    if (rank == R_INT4 || rank == R_FLOAT4)
+        t.bits = 32;
+    return t;
+}
+
+static ex_ty int4_ty(void)
+{
+    ex_ty t = exb_ty(EX_T_INT);
+    t.bits = 32;
+    return t;
+}
+
+hs_status exb_na_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
+{
+    int rank = arr_rank(x);
+    if (rank == R_NONE)
+        return exb_err(b, HS_INTERNAL, loc, "subscript of a non-array");
+    HS_TRY(to_arr(b, &x, rank));
+    if (!json_is_true(json_object_get(ind, "is_slice"))) {
+        ex_node *a[2] = {x, NULL};
+        HS_TRY(exb_bind(b, json_object_get(ind, "uidx"), &a[1]));
+        HS_TRY(exb_want_int32(b, &a[1], "array subscript"));
+        HS_TRY(mk_na(b, EX_FN_NA_ELEM, elem_ty(rank), 0, a, 2, loc, out));
+        /* numeric: its double as PostgreSQL's unconstrained numeric */
+        return rank == R_NUMERIC ? exb_cast_to(b, out, exb_ty(EX_T_DEC), false) : HS_OK;
+    }
+    ex_node *a[3] = {x, NULL, NULL};
+    int aux = 0;
+    static const char *const keys[2] = {"lidx", "uidx"};
+    for (int i = 0; i < 2; i++) {
+        json_t *j = json_object_get(ind, keys[i]);
+        if (j && !json_is_null(j)) {
+            HS_TRY(exb_bind(b, j, &a[1 + i]));
+            HS_TRY(exb_want_int32(b, &a[1 + i], "array subscript"));
+            aux |= 1 << i;
+        } else if (!(a[1 + i] = exb_mk_const(b, exb_ty(EX_T_INT), loc))) {
+            return exb_nomem(b);
+        }
+    }
+    return mk_na(b, EX_FN_NA_SLICE, arr_ty(rank), aux, a, 3, loc, out);
+}
+
+/* The common rank of array arr and element x (untyped: the array's), or
+ * R_NONE. */
+static int elem_common(const ex_node *arr, const ex_node *x)
+{
+    int ar = arr_rank(arr), xr = untyped(x) ? ar : scalar_rank(x);
+    if (ar == R_NONE || xr == R_NONE)
+        return R_NONE;
+    return ar > xr ? ar : xr;
+}
+
+hs_status exb_na_any(ex_binder *b, const char *opname, int op, bool all, ex_node *x, ex_node *arr, int loc,
+                     ex_node **out)
+{
+    char b1[48], b2[48];
+    int rank = elem_common(arr, x);
+    if (rank == R_NONE)
+        return exb_err(b, HS_NOT_FOUND, loc, "operator does not exist: %s %s %s", exb_tname(&x->type, b1),
+                       opname, exb_tname(&arr->type, b2));
+    ex_node *a[2] = {arr, NULL};
+    HS_TRY(to_arr(b, &a[0], rank));
+    HS_TRY(one_elem(b, x, rank, loc, &a[1]));
+    ex_node *n = exb_mk(b, EX_FUNC, exb_ty(EX_T_BOOL), loc, 2);
+    if (!n)
+        return exb_nomem(b);
+    n->op = EX_FN_NA_ANY;
+    n->aux = op;
+    n->neg = all;
+    n->args[0] = a[0];
+    n->args[1] = a[1];
+    *out = n;
+    return exb_fold(b, out, false);
+}
+
+/* *l and *r as arrays of their common kind; false when one is not an
+ * array of numbers (an untyped literal or NULL takes the other's kind) */
+static hs_status two_arrays(ex_binder *b, ex_node **l, ex_node **r, bool *ok)
+{
+    int lr = arr_rank(*l), rr = arr_rank(*r);
+    *ok = (lr != R_NONE || untyped(*l)) && (rr != R_NONE || untyped(*r)) && (lr != R_NONE || rr != R_NONE);
+    if (!*ok)
+        return HS_OK;
+    int rank = lr > rr ? lr : rr;
+    HS_TRY(to_arr(b, l, rank));
+    return to_arr(b, r, rank);
+}
+
+hs_status exb_na_unify(ex_binder *b, ex_node **a, int n, bool *ok)
+{
+    int rank = R_NONE;
+    *ok = false;
+    for (int i = 0; i < n; i++) {
+        int r = arr_rank(a[i]);
+        if (r == R_NONE && !untyped(a[i]))
+            return HS_OK;
+        if (r > rank)
+            rank = r;
+    }
+    if (rank == R_NONE)
+        return HS_OK;
+    for (int i = 0; i < n; i++)
+        if (a[i]->type.t != EX_T_NULL)
+            HS_TRY(to_arr(b, &a[i], rank));
+    *ok = true;
+    return HS_OK;
+}
+
+hs_status exb_na_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, int loc, ex_node **out)
+{
+    char b1[48], b2[48];
+    ex_node *a[2] = {l, r};
+    bool ok;
+    HS_TRY(two_arrays(b, &a[0], &a[1], &ok));
+    if (!ok)
+        return exb_err(b, HS_NOT_FOUND, loc, "operator does not exist: %s %s %s", exb_tname(&l->type, b1),
+                       overlap ? "&&" : "@>", exb_tname(&r->type, b2));
+    return mk_na(b, EX_FN_NA_CONTAINS, exb_ty(EX_T_BOOL), overlap, a, 2, loc, out);
+}
+
+hs_status exb_na_cmp(ex_binder *b, const char *opname, int cmp, ex_node *l, ex_node *r, int loc, ex_node **out)
+{
+    char b1[48], b2[48];
+    ex_node *l0 = l, *r0 = r;
+    bool ok;
+    HS_TRY(two_arrays(b, &l, &r, &ok));
+    if (!ok)
+        return exb_err(b, HS_NOT_FOUND, loc, "operator does not exist: %s %s %s", exb_tname(&l0->type, b1),
+                       opname, exb_tname(&r0->type, b2));
+    ex_node *n = exb_mk(b, EX_CMP, exb_ty(EX_T_BOOL), loc, 2);
+    if (!n)
+        return exb_nomem(b);
+    n->op = cmp;
+    n->cmode = EX_CM_PV;
+    n->args[0] = l;
+    n->args[1] = r;
+    *out = n;
+    return exb_fold(b, out, false);
+}
+
+static hs_status no_fn(ex_binder *b, const char *fn, ex_node **a, int n, int loc)
+{
+    char sig[200], tb[48];
+    size_t at = 0;
+    sig[0] = 0;
+    for (int i = 0; i < n && at < 150; i++)
+        at += (size_t)snprintf(sig + at, sizeof sig - at, "%s%s", i ? ", " : "", exb_tname(&a[i]->type, tb));
+    return exb_err(b, HS_NOT_FOUND, loc, "function %s(%s) does not exist", fn, sig);
+}
+
+static hs_status want_str(ex_binder *b, ex_node **np, bool *ok)
+{
+    ex_t t = (*np)->type.t;
+    *ok = *ok && (t == EX_T_STR || t == EX_T_UNKNOWN || t == EX_T_NULL);
+    return *ok && t != EX_T_STR ? exb_cast_to(b, np, exb_ty(EX_T_STR), true) : HS_OK;
+}
+
+/* array_lower / array_upper / array_ndims / array_dims of any array value
+ * or list column (a numeric one or a text[]) */
+static hs_status bind_shape(ex_binder *b, const char *fn, ex_node **a, int n, int loc, ex_node **out)
+{
+    int aux = !strcasecmp(fn, "array_lower") ? 0 : !strcasecmp(fn, "array_upper") ? 1
+            : !strcasecmp(fn, "array_ndims") ? 2 : 3;
+    bool ok = true;
+    if (arr_rank(a[0]) != R_NONE) {
+        HS_TRY(to_arr(b, &a[0], arr_rank(a[0])));
+    } else if (exb_ta_is(a[0])) {
+        HS_TRY(exb_ta_coerce(b, &a[0], &ok));
+    } else if (a[0]->type.t == EX_T_UNKNOWN) {   /* PostgreSQL: could not determine polymorphic type */
+        return exb_err(b, HS_INVALID, loc, "could not determine polymorphic type because input has type unknown");
+    } else {
+        return a[0]->type.t == EX_T_OTHER
+            ? exb_err(b, HS_UNSUPPORTED, loc, "function %s of this array is not supported", fn)
+            : no_fn(b, fn, a, n, loc);
+    }
+    if (n > 1)
+        HS_TRY(exb_want_int32(b, &a[1], "argument"));
+    return mk_na(b, EX_FN_ARR_SHAPE, aux == 3 ? exb_ty(EX_T_STR) : int4_ty(), aux, a, n, loc, out);
+}
+
+/* array_position / array_positions / array_remove / array_replace /
+ * array_to_string with a numeric array a[0] */
+static hs_status bind_search(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc, ex_node **out)
+{
+    bool ok = true;
+    if (f == EX_FN_ARRAY_TO_STRING) {
+        HS_TRY(to_arr(b, &a[0], arr_rank(a[0])));
+        for (int i = 1; i < n; i++)
+            HS_TRY(want_str(b, &a[i], &ok));
+        if (!ok)
+            return no_fn(b, fn, a, n, loc);
+        return mk_na(b, EX_FN_NA_TO_STRING, exb_ty(EX_T_STR), 0, a, n, loc, out);
+    }
+    int rank = elem_common(a[0], a[1]);
+    if (f == EX_FN_NA_REPLACE && rank != R_NONE) {
+        int r2 = elem_common(a[0], a[2]);
+        rank = r2 == R_NONE ? R_NONE : r2 > rank ? r2 : rank;
+    }
+    if (rank == R_NONE)
+        return no_fn(b, fn, a, n, loc);
+    HS_TRY(to_arr(b, &a[0], rank));
+    HS_TRY(one_elem(b, a[1], rank, loc, &a[1]));
+    if (f == EX_FN_NA_REPLACE)
+        HS_TRY(one_elem(b, a[2], rank, loc, &a[2]));
+    switch (f) {
+    case EX_FN_ARRAY_POSITION:
+        if (n > 2)
+            HS_TRY(exb_want_int32(b, &a[2], "argument"));
+        return mk_na(b, EX_FN_NA_POSITION, int4_ty(), 0, a, n, loc, out);
+    case EX_FN_NA_POSITION:
+        return mk_na(b, EX_FN_NA_POSITION, arr_ty(R_INT4), 1, a, n, loc, out);
+    default:
+        return mk_na(b, f, arr_ty(rank), 0, a, n, loc, out);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -315,8 +574,251 @@ static hs_status ev_of_list(ex_ctx *c, const ex_node *n, const ex_sel *sel, int 
     return HS_OK;
 }
 
+static pv_val pv_of(const ex_str *s)
+{
+    pv_val v = {s->p, s->n};
+    return v;
+}
+
+static hs_status put_arr(ex_ctx *c, const ex_node *n, pv_val v, pv_val w, const int64_t *idx, int64_t m,
+                         ex_vec *out, int j)
+{
+    hs_error e = {0};
+    pv_val r;
+    if (pv_arr_pick(v, w, idx, m, c->arena, &r, &e) != HS_OK)
+        return na_fail(c, n, &e);
+    out->nul[j] = 0;
+    out->v.s[j].p = r.p;
+    out->v.s[j].n = r.n;
+    return HS_OK;
+}
+
+/* element k of v against the only element of x (a NULL one matches a
+ * NULL: IS NOT DISTINCT FROM) */
+static bool same_elem(pv_val v, int64_t k, pv_val x)
+{
+    double d;
+    bool vn = !pv_arr_get(v, k, &d), xn = !pv_arr_get(x, 0, &d);
+    return vn || xn ? vn && xn : pv_arr_elem_cmp(v, k, x, 0) == 0;
+}
+
+/* array_position(s), array_remove, array_replace, a[lo:hi] of row j */
+static hs_status search_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out)
+{
+    pv_val v = pv_of(&a[0].v.s[j]);
+    int64_t len = pv_arr_len(v), m = 0;
+    int64_t *idx = hs_arena_alloc(c->arena, sizeof *idx * (size_t)(len ? len : 1));
+    if (!idx)
+        return hs_err_nomem(c->err, sizeof *idx * (size_t)len);
+    pv_val none = {NULL, 0};
+    switch ((ex_fn)n->op) {
+    case EX_FN_NA_SLICE: {
+        int64_t lo = (n->aux & 1) ? a[1].v.i[j] : 1, hi = (n->aux & 2) ? a[2].v.i[j] : len;
+        for (int64_t i = lo < 1 ? 1 : lo; i <= hi && i <= len; i++)
+            idx[m++] = i - 1;
+        return put_arr(c, n, v, none, idx, m, out, j);
+    }
+    case EX_FN_NA_POSITION: {
+        int64_t from = 1;
+        if (n->n_args > 2) {
+            if (a[2].nul[j])
+                return ex_fail(c, n, "initial position must not be null");
+            from = a[2].v.i[j] < 1 ? 1 : a[2].v.i[j];
+        }
+        pv_val x = pv_of(&a[1].v.s[j]);
+        for (int64_t i = from - 1; i < len; i++)
+            if (same_elem(v, i, x)) {
+                if (!n->aux) {
+                    out->nul[j] = 0;
+                    out->v.i[j] = i + 1;
+                    return HS_OK;
+                }
+                idx[m++] = i;
+            }
+        if (!n->aux)
+            return HS_OK;
+        /* array_positions: an int4[] of the (1-based) positions */
+        hs_error e = {0};
+        pv_val r;
+        double *d;
+        if (pv_arr_new(c->arena, m, &r, &d, NULL, NULL, &e) != HS_OK)
+            return na_fail(c, n, &e);
+        float *f = (float *)(r.p + 8 + 8 * (size_t)m);
+        for (int64_t k = 0; k < m; k++) {
+            d[k] = (double)(idx[k] + 1);
+            f[k] = (float)d[k];
+        }
+        out->nul[j] = 0;
+        out->v.s[j].p = r.p;
+        out->v.s[j].n = r.n;
+        return HS_OK;
+    }
+    case EX_FN_NA_REMOVE: case EX_FN_NA_REPLACE: {
+        pv_val x = pv_of(&a[1].v.s[j]);
+        for (int64_t i = 0; i < len; i++) {
+            bool hit = same_elem(v, i, x);
+            if (n->op == EX_FN_NA_REPLACE)
+                idx[m++] = hit ? -1 : i;
+            else if (!hit)
+                idx[m++] = i;
+        }
+        return put_arr(c, n, v, n->op == EX_FN_NA_REPLACE ? pv_of(&a[2].v.s[j]) : none, idx, m, out, j);
+    }
+    default:
+        return hs_err_set(c->err, HS_INTERNAL, "expression: unknown numeric array function");
+    }
+}
+
+/* array_to_string(a, sep[, null_text]) of row j */
+static hs_status to_string_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out)
+{
+    pv_val v = pv_of(&a[0].v.s[j]);
+    pv_elem e = (pv_elem)n->args[0]->type.elem;
+    bool has_nt = n->n_args > 2 && !a[2].nul[j], printed = false;
+    hs_buf bf = {0};
+    hs_status st = HS_OK;
+    char num[48];
+    for (int64_t i = 0, len = pv_arr_len(v); i < len && st == HS_OK; i++) {
+        double d;
+        const void *p = num;
+        size_t m;
+        if (!pv_arr_get(v, i, &d)) {
+            if (!has_nt)
+                continue;
+            p = a[2].v.s[j].p;
+            m = a[2].v.s[j].n;
+        } else {
+            m = (size_t)pv_arr_elem_text(e, v, i, num);
+        }
+        if (printed)
+            st = hs_buf_append(&bf, a[1].v.s[j].p, a[1].v.s[j].n);
+        if (st == HS_OK && m)
+            st = hs_buf_append(&bf, p, m);
+        printed = true;
+    }
+    if (st == HS_OK)
+        st = ex_put_str(c, &out->v.s[j], bf.len ? (const char *)bf.data : "", bf.len);
+    else
+        st = hs_err_nomem(c->err, bf.len);
+    hs_buf_free(&bf);
+    out->nul[j] = st != HS_OK;
+    return st;
+}
+
+/* x op ANY / ALL (a) of row j (x: the only element of a[1]) */
+static void any_row(const ex_node *n, const ex_vec *a, int j, ex_vec *out)
+{
+    pv_val v = pv_of(&a[0].v.s[j]), x = pv_of(&a[1].v.s[j]);
+    bool all = n->neg, saw_null = false;
+    double d;
+    bool x_null = a[1].nul[j] || !pv_arr_get(x, 0, &d);
+    for (int64_t i = 0, len = pv_arr_len(v); i < len; i++) {
+        if (x_null || !pv_arr_get(v, i, &d)) {
+            saw_null = true;
+            continue;
+        }
+        bool r = ex_cmp_res(n->aux, pv_arr_elem_cmp(x, 0, v, i));   /* x op elem */
+        if (r != all) {
+            out->nul[j] = 0;
+            out->v.b[j] = r;
+            return;
+        }
+    }
+    out->nul[j] = saw_null;
+    out->v.b[j] = all;
+}
+
+/* array_lower / upper / ndims / dims of row j (one dimension, lower
+ * bound 1; an empty array has none: NULL) */
+static hs_status shape_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out)
+{
+    pv_val v = pv_of(&a[0].v.s[j]);
+    int64_t len = ex_is_ta(&n->args[0]->type) ? ta_len(v) : pv_arr_len(v);
+    if (len == 0 || (n->aux < 2 && a[1].v.i[j] != 1))
+        return HS_OK;
+    out->nul[j] = 0;
+    switch (n->aux) {
+    case 0: out->v.i[j] = 1; return HS_OK;
+    case 1: out->v.i[j] = len; return HS_OK;
+    case 2: out->v.i[j] = 1; return HS_OK;
+    default: {
+        char t[48];
+        int k = hs_snprintf_c(t, sizeof t, "[1:%lld]", (long long)len);
+        return ex_put_str(c, &out->v.s[j], t, (size_t)k);
+    }
+    }
+}
+
+/* the EX_FN_NA_* functions past the concatenation */
+static hs_status ev_ops(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
+{
+    ex_fn fn = (ex_fn)n->op;
+    HS_TRY(ex_vec_new(c, n->type.t, out));
+    int na = n->n_args;
+    ex_vec *a = hs_arena_calloc(c->arena, (size_t)na, sizeof *a);
+    if (!a)
+        return hs_err_nomem(c->err, sizeof *a * (size_t)na);
+    for (int i = 0; i < na; i++)
+        HS_TRY(ex_ev(c, n->args[i], sel, ns, &a[i]));
+    for (int k = 0; k < ns; k++) {
+        int j = sel[k];
+        out->nul[j] = 1;
+        if (a[0].nul[j])
+            continue;
+        pv_val v = pv_of(&a[0].v.s[j]);
+        switch (fn) {
+        case EX_FN_NA_ANY:
+            any_row(n, a, j, out);
+            continue;
+        case EX_FN_NA_POSITION: case EX_FN_NA_REMOVE: case EX_FN_NA_REPLACE:
+            HS_TRY(search_row(c, n, a, j, out));
+            continue;
+        case EX_FN_NA_TO_STRING:
+            if (!a[1].nul[j])
+                HS_TRY(to_string_row(c, n, a, j, out));
+            continue;
+        default:
+            break;
+        }
+        bool any_null = false;   /* the other functions are strict (a slice: in its given bounds) */
+        for (int i = 1; i < na; i++)
+            any_null |= a[i].nul[j] && !(fn == EX_FN_NA_SLICE && !(n->aux & (1 << (i - 1))));
+        if (any_null)
+            continue;
+        switch (fn) {
+        case EX_FN_NA_ELEM: {
+            int64_t i = a[1].v.i[j];
+            double d;
+            if (i < 1 || i > pv_arr_len(v) || !pv_arr_get(v, i - 1, &d))
+                break;
+            out->nul[j] = 0;
+            if (n->type.t == EX_T_INT)
+                out->v.i[j] = (int64_t)d;
+            else
+                out->v.f[j] = d;
+            break;
+        }
+        case EX_FN_NA_SLICE:
+            HS_TRY(search_row(c, n, a, j, out));
+            break;
+        case EX_FN_NA_CONTAINS:
+            out->nul[j] = 0;
+            out->v.b[j] = pv_arr_contains(v, pv_of(&a[1].v.s[j]), n->aux != 0);
+            break;
+        case EX_FN_ARR_SHAPE:
+            HS_TRY(shape_row(c, n, a, j, out));
+            break;
+        default:
+            return hs_err_set(c->err, HS_INTERNAL, "expression: unknown numeric array function");
+        }
+    }
+    return HS_OK;
+}
+
 hs_status ex_ev_na_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
+    if (n->op > EX_FN_NA_CAT)
+        return ev_ops(c, n, sel, ns, out);
     HS_TRY(ex_vec_new(c, EX_T_ARRAY, out));
     if (n->op == EX_FN_NA_OF_LIST)
         return ev_of_list(c, n, sel, ns, out);

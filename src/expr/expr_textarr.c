@@ -173,7 +173,7 @@ hs_status exb_ta_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, in
     return mk_fn(b, EX_FN_TA_CONTAINS, exb_ty(EX_T_BOOL), overlap, a, 2, loc, out);
 }
 
-static hs_status want_int32(ex_binder *b, ex_node **np, const char *what)
+hs_status exb_want_int32(ex_binder *b, ex_node **np, const char *what)
 {
     if ((*np)->type.t == EX_T_UNKNOWN || (*np)->type.t == EX_T_NULL)
         HS_TRY(exb_cast_to(b, np, exb_ty(EX_T_INT), true));
@@ -191,7 +191,7 @@ hs_status exb_ta_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
     if (!json_is_true(json_object_get(ind, "is_slice"))) {
         ex_node *a[2] = {x, NULL};
         HS_TRY(exb_bind(b, json_object_get(ind, "uidx"), &a[1]));
-        HS_TRY(want_int32(b, &a[1], "array subscript"));
+        HS_TRY(exb_want_int32(b, &a[1], "array subscript"));
         return mk_fn(b, EX_FN_ARR_ELEM, exb_ty(EX_T_STR), 0, a, 2, loc, out);
     }
     ex_node *a[3] = {x, NULL, NULL};
@@ -201,7 +201,7 @@ hs_status exb_ta_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
         json_t *j = json_object_get(ind, keys[i]);
         if (j && !json_is_null(j)) {
             HS_TRY(exb_bind(b, j, &a[1 + i]));
-            HS_TRY(want_int32(b, &a[1 + i], "array subscript"));
+            HS_TRY(exb_want_int32(b, &a[1 + i], "array subscript"));
             aux |= 1 << i;
         } else {
             a[1 + i] = exb_mk_const(b, exb_ty(EX_T_INT), loc);
@@ -263,7 +263,7 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         ex_ty rt = exb_ty(EX_T_INT);
         rt.bits = 32;
         if (f == EX_FN_ARRAY_LENGTH || (f == EX_FN_ARRAY_POSITION && n == 3))
-            HS_TRY(want_int32(b, &a[n - 1], "argument"));
+            HS_TRY(exb_want_int32(b, &a[n - 1], "argument"));
         if (f == EX_FN_ARRAY_TO_STRING) {
             for (int i = 1; i < n && ok; i++)
                 HS_TRY(want_text(b, &a[i], &ok));

@@ -1449,6 +1449,30 @@ static hs_status float_text(pv_elem e, const char *s, double *d, float *f, uint8
     return HS_OK;
 }
 
+/* int4in / int8in of the NUL-terminated s (surrounding whitespace allowed):
+ * "invalid input syntax for type integer|bigint", "value ... is out of
+ * range for type ..."; a bigint past 2^53 is PV_INT8_MSG's 0A000. */
+static hs_status int_text(pv_elem e, const char *s, long long *out, hs_error *err)
+{
+    const char *p = s, *name = e == PV_E_INT8 ? "bigint" : "integer";
+    while (pg_isspace(*p))
+        p++;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    const char *q = end;
+    while (pg_isspace(*q))
+        q++;
+    if (end == p || *q)
+        return perr(err, "invalid input syntax for type %s: \"%s\"", name, s);
+    if (errno == ERANGE || (e == PV_E_INT4 && (v > INT32_MAX || v < INT32_MIN)))
+        return perr(err, "value \"%s\" is out of range for type %s", s, name);
+    if (e == PV_E_INT8 && (v > PV_INT8_EXACT || v < -PV_INT8_EXACT))
+        return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, v);
+    *out = v;
+    return HS_OK;
+}
+
 hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_t n, hs_error *err)
 {
     arr_view a = arr_of(arr);
@@ -1457,42 +1481,11 @@ hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_
         n = sizeof buf - 1;
     memcpy(buf, s, n);
     buf[n] = '\0';
-    if (e == PV_E_INT8) {
-        const char *p = buf;
-        while (pg_isspace(*p))
-            p++;
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        const char *q = end;
-        while (pg_isspace(*q))
-            q++;
-        if (end == p || *q)
-            return perr(err, "invalid input syntax for type bigint: \"%s\"", buf);
-        if (errno == ERANGE)
-            return perr(err, "value \"%s\" is out of range for type bigint", buf);
-        if (v > PV_INT8_EXACT || v < -PV_INT8_EXACT)
-            return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, v);
+    if (e == PV_E_INT8 || e == PV_E_INT4) {
+        long long v = 0;
+        HS_TRY(int_text(e, buf, &v, err));
         a.d[i] = (double)v;
-        a.f[i] = (float)v;
-        return HS_OK;
-    }
-    if (e == PV_E_INT4) {
-        const char *p = buf;
-        while (pg_isspace(*p))
-            p++;
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        const char *q = end;
-        while (pg_isspace(*q))
-            q++;
-        if (end == p || *q)
-            return perr(err, "invalid input syntax for type integer: \"%s\"", buf);
-        if (errno == ERANGE || v > INT32_MAX || v < INT32_MIN)
-            return perr(err, "value \"%s\" is out of range for type integer", buf);
-        a.d[i] = (double)v;
-        a.f[i] = (float)(int32_t)v;
+        a.f[i] = e == PV_E_INT4 ? (float)(int32_t)v : (float)v;
         return HS_OK;
     }
     return float_text(e, buf, &a.d[i], &a.f[i], &a.sc[i], err);
@@ -1622,6 +1615,23 @@ hs_status pv_arr_in(pv_elem e, const char *s0, size_t n0, hs_arena *ar, pv_val *
     return HS_OK;
 }
 
+int pv_arr_elem_text(pv_elem e, pv_val v, int64_t i, char *num)
+{
+    arr_view a = arr_of(v);
+    if (a.nul[i])
+        return sprintf(num, "NULL");
+    if (e == PV_E_INT4)
+        return sprintf(num, "%d", (int32_t)a.d[i]);
+    if (e == PV_E_INT8)
+        return sprintf(num, "%lld", (long long)a.d[i]);
+    if (e == PV_E_FLOAT4)
+        return pv_fmt_float4(a.f[i], num);
+    if (e == PV_E_NUMERIC && a.sc[i] && a.sc[i] <= 16 && fabs(a.d[i]) < 1e15)
+        /* numeric_out at its display scale (the double holds <= 15 digits) */
+        return hs_snprintf_c(num, 48, "%.*f", a.sc[i] - 1, a.d[i] == 0 ? 0.0 : a.d[i]);
+    return pv_fmt_float8(a.d[i], num);
+}
+
 hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
 {
     arr_view a = arr_of(v);
@@ -1630,23 +1640,113 @@ hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
     for (int32_t i = 0; i < a.n; i++) {
         if (i)
             HS_TRY(hs_buf_append_byte(out, ','));
-        int k;
-        if (a.nul[i])
-            k = sprintf(num, "NULL");
-        else if (e == PV_E_INT4)
-            k = sprintf(num, "%d", (int32_t)a.d[i]);
-        else if (e == PV_E_INT8)
-            k = sprintf(num, "%lld", (long long)a.d[i]);
-        else if (e == PV_E_FLOAT4)
-            k = pv_fmt_float4(a.f[i], num);
-        else if (e == PV_E_NUMERIC && a.sc[i] && a.sc[i] <= 16 && fabs(a.d[i]) < 1e15)
-            /* numeric_out at its display scale (the double holds <= 15 digits) */
-            k = hs_snprintf_c(num, sizeof num, "%.*f", a.sc[i] - 1, a.d[i] == 0 ? 0.0 : a.d[i]);
-        else
-            k = pv_fmt_float8(a.d[i], num);
+        int k = pv_arr_elem_text(e, v, i, num);
         HS_TRY(hs_buf_append(out, num, (size_t)k));
     }
     return hs_buf_append_byte(out, '}');
+}
+
+int64_t pv_arr_len(pv_val v)
+{
+    int32_t n;
+    if (v.n < 8)
+        return 0;
+    memcpy(&n, v.p, 4);
+    return n;
+}
+
+bool pv_arr_get(pv_val v, int64_t i, double *x)
+{
+    arr_view a = arr_of(v);
+    if (a.nul[i])
+        return false;
+    *x = a.d[i];
+    return true;
+}
+
+/* float8's btree order (NaN equal to NaN and after every number), which
+ * numeric's and the integers' agree with on these values */
+static int num_cmp(double x, double y)
+{
+    bool nx = isnan(x), ny = isnan(y);
+    if (nx || ny)
+        return nx - ny;
+    return x < y ? -1 : x > y;
+}
+
+int pv_arr_elem_cmp(pv_val a, int64_t i, pv_val b, int64_t j)
+{
+    return num_cmp(arr_of(a).d[i], arr_of(b).d[j]);
+}
+
+int pv_arr_cmp(pv_val a, pv_val b)
+{
+    arr_view x = arr_of(a), y = arr_of(b);
+    int32_t n = x.n < y.n ? x.n : y.n;
+    for (int32_t i = 0; i < n; i++) {
+        if (x.nul[i] || y.nul[i]) {
+            if (x.nul[i] != y.nul[i])
+                return x.nul[i] ? 1 : -1;
+            continue;
+        }
+        int c = num_cmp(x.d[i], y.d[i]);
+        if (c)
+            return c;
+    }
+    return x.n < y.n ? -1 : x.n > y.n;
+}
+
+/* element i of non-NULL elements of x equal to one of y */
+static bool elem_in(arr_view x, int32_t i, arr_view y)
+{
+    for (int32_t k = 0; k < y.n; k++)
+        if (!y.nul[k] && num_cmp(x.d[i], y.d[k]) == 0)
+            return true;
+    return false;
+}
+
+bool pv_arr_contains(pv_val a, pv_val b, bool overlap)
+{
+    arr_view x = arr_of(a), y = arr_of(b);
+    for (int32_t i = 0; i < y.n; i++) {
+        if (y.nul[i]) {
+            if (!overlap)
+                return false;
+            continue;
+        }
+        bool in = elem_in(y, i, x);
+        if (overlap && in)
+            return true;
+        if (!overlap && !in)
+            return false;
+    }
+    return !overlap;
+}
+
+hs_status pv_arr_pick(pv_val v, pv_val w, const int64_t *idx, int64_t n, hs_arena *ar, pv_val *out,
+                      hs_error *err)
+{
+    arr_view x = arr_of(v), y = w.p ? arr_of(w) : x;
+    pv_val r;
+    double *d;
+    float *f;
+    uint8_t *nul;
+    HS_TRY(pv_arr_new(ar, n, &r, &d, &f, &nul, err));
+    arr_view z = arr_of(r);
+    int32_t flags = 0;
+    for (int64_t k = 0; k < n; k++) {
+        arr_view s = idx[k] >= 0 ? x : y;
+        int64_t i = idx[k] >= 0 ? idx[k] : -1 - idx[k];
+        d[k] = s.d[i];
+        f[k] = s.f[i];
+        nul[k] = s.nul[i];
+        z.sc[k] = s.sc[i];
+        if (nul[k])
+            flags |= PV_ARR_HAS_NULL;
+    }
+    memcpy((uint8_t *)r.p + 4, &flags, 4);
+    *out = r;
+    return HS_OK;
 }
 
 hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *out, hs_error *err)

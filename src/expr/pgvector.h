@@ -184,6 +184,27 @@ HS_MUST_USE hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const ch
 HS_MUST_USE hs_status pv_arr_in(pv_elem e, const char *s, size_t n, hs_arena *ar, pv_val *out,
                                 hs_error *err);
 HS_MUST_USE hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out);
+/* Element i (0 <= i < pv_arr_len) of array v of kind e as array_out
+ * prints it ("NULL" for a NULL one) into num (48 bytes); its length. */
+int pv_arr_elem_text(pv_elem e, pv_val v, int64_t i, char *num);
+/* Elements of array v (0 for a blob shorter than its header). */
+int64_t pv_arr_len(pv_val v);
+/* Element i of v: false when it is NULL, else its value in *x. */
+bool pv_arr_get(pv_val v, int64_t i, double *x);
+/* The order of two non-NULL elements (float8's btree order: NaN equal to
+ * NaN and after every number): <0, 0, >0. */
+int pv_arr_elem_cmp(pv_val a, int64_t i, pv_val b, int64_t j);
+/* array_cmp of two arrays of one kind: element by element, a NULL element
+ * after every value and equal to another NULL, then the shorter first. */
+int pv_arr_cmp(pv_val a, pv_val b);
+/* a @> b (every element of b is in a; a NULL element of b fails) or, with
+ * overlap, a && b (a non-NULL element of b is in a). */
+bool pv_arr_contains(pv_val a, pv_val b, bool overlap);
+/* A new array of n elements in ar: element k is v's element idx[k] when
+ * idx[k] >= 0, else w's element -1 - idx[k] (slices, array_remove,
+ * array_replace).  v and w of one kind. */
+HS_MUST_USE hs_status pv_arr_pick(pv_val v, pv_val w, const int64_t *idx, int64_t n, hs_arena *ar,
+                                  pv_val *out, hs_error *err);
 /* Element casts between array kinds (int4[] -> real[], ...). */
 HS_MUST_USE hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *out,
                                   hs_error *err);
