@@ -1871,7 +1871,6 @@ static bool numeric_text_scale(const char *p, size_t n, int *scale, int *int_dig
  * display scale is that of their digits without trailing zeros, which
  * numeric division reads (expr_eval.c ev_arith).  A NULL is
  * numeric(18,3) (a plain `numeric` column is refused in DDL: sql/ddl.c). */
-#define EX_NUMERIC_SCALE 20
 static void unconstrained_numeric(const ex_node *x, ex_ty *t)
 {
     const ex_ty *xt = &x->type;
@@ -1935,6 +1934,9 @@ static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
     if (x->type.t == EX_T_OTHER && exb_ta_is(x) && (t.t == EX_T_STR || t.t == EX_T_ARRAY)) {
         bool ok;   /* a list<string> column as a text[] value */
         HS_TRY(exb_ta_coerce(b, &x, &ok));
+    } else if (x->type.t == EX_T_OTHER && exb_na_is(x) && (t.t == EX_T_STR || t.t == EX_T_ARRAY)) {
+        bool ok;   /* a list column of numbers as a numeric array value */
+        HS_TRY(exb_na_unify(b, &x, 1, &ok));
     }
     if (!castable(&x->type, &t))
         return exb_err(b, HS_INVALID, loc, "cannot cast type %s to %s", exb_tname(&x->type, b1), exb_tname(&t, b2));

@@ -357,6 +357,9 @@ HS_MUST_USE hs_status exb_cast_to(ex_binder *b, ex_node **np, ex_ty t, bool stri
 HS_MUST_USE hs_status exb_coerce(ex_binder *b, ex_node **np, ex_ty t);
 int exb_int_digits(const ex_ty *t);         /* decimal digits an integer type needs */
 ex_ty exb_dec_type(int int_dig, int scale); /* decimal(int_dig + scale, scale), at most 38 */
+/* The scale of PostgreSQL's unconstrained numeric for values whose scale
+ * the binder cannot know (a cast of a double column, a numeric[] element). */
+#define EX_NUMERIC_SCALE 20
 /* Binds each node of a JSON list (arena array). */
 HS_MUST_USE hs_status exb_list(ex_binder *b, struct json_t *arr, ex_node ***out, int *n_out);
 /* The last name of a dotted name list; *qualified_other: qualified by a

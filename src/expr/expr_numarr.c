@@ -228,7 +228,11 @@ hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         *done = true;
         return bind_shape(b, fn, a, n, loc, out);
     }
-    if (f == EX_FN_NA_POSITION || f == EX_FN_NA_REMOVE || f == EX_FN_NA_REPLACE ||
+    /* array_position over a list column of numbers with a value of
+     * another type: the common type here (expr_array.c compares one type) */
+    bool list_pos = f == EX_FN_ARRAY_POSITION && list_rank(a[0]) != R_NONE && !untyped(a[1]) &&
+                    scalar_rank(a[1]) != list_rank(a[0]);
+    if (f == EX_FN_NA_POSITION || f == EX_FN_NA_REMOVE || f == EX_FN_NA_REPLACE || list_pos ||
         ((f == EX_FN_ARRAY_POSITION || f == EX_FN_ARRAY_TO_STRING) && a[0]->type.t == EX_T_ARRAY &&
          !ex_is_ta(&a[0]->type))) {
         *done = true;
@@ -293,8 +297,10 @@ hs_status exb_na_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
         HS_TRY(exb_bind(b, json_object_get(ind, "uidx"), &a[1]));
         HS_TRY(exb_want_int32(b, &a[1], "array subscript"));
         HS_TRY(mk_na(b, EX_FN_NA_ELEM, elem_ty(rank), 0, a, 2, loc, out));
-        /* numeric: its double as PostgreSQL's unconstrained numeric */
-        return rank == R_NUMERIC ? exb_cast_to(b, out, exb_ty(EX_T_DEC), false) : HS_OK;
+        /* numeric: PostgreSQL's unconstrained numeric at EX_NUMERIC_SCALE
+         * (the element's own scale is per value; docs/sql.md) */
+        return rank == R_NUMERIC
+            ? exb_cast_to(b, out, exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE), false) : HS_OK;
     }
     ex_node *a[3] = {x, NULL, NULL};
     int aux = 0;
@@ -345,12 +351,15 @@ hs_status exb_na_any(ex_binder *b, const char *opname, int op, bool all, ex_node
     return exb_fold(b, out, false);
 }
 
-/* *l and *r as arrays of their common kind; false when one is not an
- * array of numbers (an untyped literal or NULL takes the other's kind) */
+/* *l and *r as arrays of one kind for the anyarray operators (= < @> &&
+ * ...): false when one is not an array of numbers or their kinds differ
+ * (PostgreSQL has no integer[] = numeric[]); an untyped literal or NULL
+ * takes the other's kind */
 static hs_status two_arrays(ex_binder *b, ex_node **l, ex_node **r, bool *ok)
 {
     int lr = arr_rank(*l), rr = arr_rank(*r);
-    *ok = (lr != R_NONE || untyped(*l)) && (rr != R_NONE || untyped(*r)) && (lr != R_NONE || rr != R_NONE);
+    *ok = (lr != R_NONE || untyped(*l)) && (rr != R_NONE || untyped(*r)) && (lr != R_NONE || rr != R_NONE) &&
+          (lr == rr || lr == R_NONE || rr == R_NONE);
     if (!*ok)
         return HS_OK;
     int rank = lr > rr ? lr : rr;

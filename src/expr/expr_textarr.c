@@ -175,8 +175,13 @@ hs_status exb_ta_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, in
 
 hs_status exb_want_int32(ex_binder *b, ex_node **np, const char *what)
 {
-    if ((*np)->type.t == EX_T_UNKNOWN || (*np)->type.t == EX_T_NULL)
-        HS_TRY(exb_cast_to(b, np, exb_ty(EX_T_INT), true));
+    ex_t t = (*np)->type.t;
+    if (t == EX_T_UNKNOWN || t == EX_T_NULL || t == EX_T_DEC || t == EX_T_FLOAT) {
+        /* PostgreSQL's assignment cast to int4 (numeric and floats round) */
+        ex_ty i4 = exb_ty(EX_T_INT);
+        i4.bits = 32;
+        HS_TRY(exb_cast_to(b, np, i4, t == EX_T_UNKNOWN || t == EX_T_NULL));
+    }
     if ((*np)->type.t != EX_T_INT)
         return exb_err(b, HS_INVALID, (*np)->loc, "%s must have type integer", what);
     return HS_OK;

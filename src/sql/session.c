@@ -164,6 +164,7 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"invalid input", "22P02"},
         {"must be type", "42804"},
         {"cannot be matched", "42804"},
+        {"could not determine polymorphic type", "42804"},
         {"cannot cast", "42846"},
         {"must appear in the GROUP BY", "42803"},
         {"aggregate functions are not allowed", "42803"},

@@ -80,18 +80,89 @@ CASES = [
     "'{1,99999999999}'::bigint[] || ia", "ARRAY[3000000000]::int[] || 1", "'{1,x}'::bigint[] || 1",
 ]
 
+# numeric array values (ARRAY[...], '{...}'::t[], concatenations) and list
+# columns in the other array operators and functions (expr_numarr.c)
+IA = "(ia || 0)"          # an integer[] value
+NA = "(na::text::numeric[] || 0.50)"   # a numeric[] value (na is a list<double> column in ours)
+DA = "(da || 0.5::float8)"
+VALUE_CASES = [
+    # subscripts and slices
+    f"{IA}[1]", f"{IA}[2]", f"{IA}[0]", f"{IA}[10]", f"{IA}[NULL]", f"{IA}[k]", f"{NA}[1]", f"{NA}[2]",
+    f"{DA}[1]", f"({RA} || 2)[1]", "(ARRAY[1,2,3])[2]", "('{4,5,6}'::int[])[3]", "('{1,NULL}'::bigint[])[1]",
+    f"{IA}[1:2]", f"{IA}[2:]", f"{IA}[:1]", f"{IA}[:]", f"{IA}[0:10]", f"{IA}[3:1]", f"{IA}[NULL:2]",
+    f"{NA}[2:3]", f"{DA}[1:1]", "(ARRAY[1.5,2.25,3])[2:3]::text", "ia[1:1]", "da[2:]", f"{IA}[1.5]",
+    f"{IA}['x']", f"{IA}[1]::text",
+    # array_position / array_positions
+    f"array_position({IA}, 0)", f"array_position({IA}, 2)", f"array_position({IA}, NULL)",
+    f"array_position({IA}, 4, 2)", f"array_position({IA}, 0, k)", f"array_position({NA}, 0.5)",
+    f"array_position({NA}, 0.50)", f"array_position({DA}, 0.5)", f"array_position({IA}, 2.0)",
+    f"array_position({IA}, i)", f"array_position({IA}, 1, NULL)", "array_position(ARRAY[1,NULL,3], NULL)",
+    "array_position('{1,2}'::int[], 2)", f"array_position({IA}, 'x')", f"array_position({IA}, '2')",
+    "array_position(ia, 4)", "array_position(da, -0.5)",
+    f"array_positions({IA}, 0)", f"array_positions(ARRAY[1,2,1,NULL], 1)", "array_positions(ARRAY[1,NULL,NULL], NULL)",
+    f"array_positions({NA}, 0.5)", f"array_positions({IA}, 7)", "array_positions(ia, 1)", f"array_positions({IA}, 1.5)",
+    # array_to_string
+    f"array_to_string({IA}, ',')", f"array_to_string({IA}, ',', '*')", f"array_to_string({NA}, '; ')",
+    f"array_to_string({DA}, '|')", f"array_to_string({RA}, ',', 'N')", f"array_to_string({IA}, NULL)",
+    f"array_to_string({IA}, '')", "array_to_string('{1.50,NULL}'::numeric[], '-', 'x')",
+    "array_to_string(ARRAY[1e300::float8, 'NaN'], ',')",
+    # ANY / ALL / IN
+    f"2 = ANY({IA})", f"0 = ANY({IA})", f"NULL = ANY({IA})", f"5 > ALL({IA})", f"i <> ALL({IA})",
+    f"2.5 < ANY({IA})", f"0.5 = ANY({NA})", f"0.5 = ANY({DA})", f"1 = ANY({RA} || 1)", f"k = ANY({IA} || k)",
+    f"'x' = ANY({IA})", "1 = ANY('{1,2}'::int[])", "3 = ANY(ARRAY[1,2] || 3)", f"{IA} IN (ARRAY[1,2,3,0], ARRAY[0])",
+    f"{IA} NOT IN (ARRAY[0])", f"{NA} IN ({NA})", "ia IN (ARRAY[1,2,3])",
+    # @> <@ &&
+    f"{IA} @> ARRAY[0]", f"{IA} @> ARRAY[1,2]", f"{IA} @> ARRAY[NULL]::int[]", f"{IA} <@ ARRAY[0,1,2,3,4]",
+    f"{IA} && ARRAY[3,9]", f"{IA} && '{{}}'", f"{IA} @> '{{}}'", f"{NA} @> ARRAY[0.5]", f"{IA} @> ARRAY[0.0]",
+    f"{DA} && {IA}", "ia @> ARRAY[1]", "ia && da", f"{IA} @> NULL", f"{IA} @> ARRAY['a']",
+    # comparisons, IS DISTINCT FROM, ORDER BY
+    f"{IA} = ARRAY[1,2,3,0]", f"{IA} <> ia", f"{IA} < ARRAY[1,3]", f"{IA} >= ARRAY[NULL]::int[]",
+    f"{IA} > '{{1}}'", f"{NA} = ARRAY[1.50,2.25,0.5]", f"{NA} = ARRAY[1.5,2.25,0.5]", f"{IA} = {DA}",
+    f"{IA} IS DISTINCT FROM ia", f"{IA} IS NOT DISTINCT FROM ARRAY[0]", f"ARRAY[NULL,1] < ARRAY[NULL,2]",
+    "ARRAY[1,2] < ARRAY[1,2,0]", "ARRAY['NaN'::float8] > ARRAY[1.5]", "ARRAY['NaN'::float8] > ARRAY[1e300::float8]", "ARRAY[1,NULL] = ARRAY[1,NULL]",
+    f"{IA} = ARRAY['a']", f"{IA} BETWEEN ARRAY[0] AND ARRAY[2]",
+    "(SELECT string_agg(x::text, ';') FROM (SELECT x FROM (VALUES (ARRAY[2,1] || 1), (ARRAY[1,5] || 0), "
+    "(ARRAY[1])) w(x) ORDER BY x) s)",
+    "(SELECT string_agg(x::text, ';') FROM (SELECT x FROM (VALUES (ARRAY[2,1] || 1), (ARRAY[1,5] || 0), "
+    "(ARRAY[1])) w(x) ORDER BY x DESC) s)",
+    "(SELECT count(DISTINCT x) FROM (VALUES (ARRAY[2,1] || 0), (ARRAY[2,1] || 0), (ARRAY[1]), (NULL)) w(x))",
+    # lengths and shape
+    f"array_length({IA}, 1)", f"array_length({IA}, 2)", f"cardinality({NA})", f"array_lower({IA}, 1)",
+    f"array_lower({IA}, 2)", f"array_upper({IA}, 1)", f"array_upper({IA}, NULL)", f"array_ndims({IA})",
+    f"array_dims({IA})", f"array_dims({NA})", "array_dims('{}'::int[])", "array_ndims('{}'::int[])",
+    "array_lower('{}'::int[], 1)", "array_upper(ia, 1)", "array_dims(da)", "array_ndims(ARRAY['a','b'])",
+    "array_dims(ARRAY['a','b'])", "array_upper('{x}'::text[], 1)", "array_dims(NULL::int[])", "array_dims('{1,2}')",
+    "array_ndims(1)",
+    # array_remove / array_replace
+    f"array_remove({IA}, 0)", f"array_remove({IA}, NULL)", f"array_remove({IA}, 2)", f"array_remove({NA}, 0.5)",
+    f"array_remove({IA}, 2.0)", f"array_remove(ARRAY[1,NULL,1], NULL)", f"array_remove({DA}, 0.5)",
+    f"array_replace({IA}, 0, 9)", f"array_replace({IA}, NULL, 7)", f"array_replace({IA}, 1, NULL)",
+    f"array_replace({IA}, 2, 2.5)", f"array_replace({NA}, 0.5, 1)", "array_replace(ia, 4, 40)",
+    "array_remove(ia, 1)", "array_remove(NULL::int[], 1)", f"array_remove({IA}, 'x')", f"array_replace({IA}, 1, 'y')",
+    "array_remove(ARRAY[1,2], 3000000000)", "array_replace(ARRAY[1.5::real], 1.5, 2)",
+    # CASE / COALESCE / NULLIF
+    f"CASE WHEN k = 1 THEN {IA} ELSE ARRAY[7] END", f"CASE WHEN k = 1 THEN {IA} ELSE {NA} END",
+    f"CASE k WHEN 2 THEN {DA} END", f"COALESCE(ia, {IA}, ARRAY[5])", f"COALESCE(NULL, {NA})", f"NULLIF({IA}, ARRAY[0])",
+    f"CASE WHEN k > 2 THEN ia ELSE {RA} END", f"COALESCE({IA}, ARRAY['a'])", f"COALESCE({IA}, '{{9}}')",
+    f"CASE {IA} WHEN ARRAY[0] THEN 'zero' ELSE 'other' END",
+    # unnest of values
+    f"(SELECT string_agg(x::text, ',' ORDER BY o) FROM unnest({IA}) WITH ORDINALITY u(x, o))",
+    f"(SELECT sum(o) FROM unnest({NA}) WITH ORDINALITY u(x, o))",
+    f"(SELECT max(x) FROM unnest(array_remove({IA}, 0)) u(x))",
+]
+
 # bigint[] elements past 2^53: PostgreSQL gives the value, ours a clear 0A000
 # (docs/sql.md: bigint[] elements are exact within 2^53, never rounded)
 BIGINT = {"array_append(ia, 9223372036854775807)", "ARRAY[1] || 9007199254740993",
           "'{1,9007199254740993}'::bigint[] || ia", "ia || -9007199254740993"}
 # multidimensional arrays: ours is 0A000 (docs/sql.md), never a value
 MULTIDIM = {"'{{1},{2}}'::int[] || 3", "'{{1},{2}}'::int[] || ARRAY[[3]]"}
-ALL = CASES + sorted(BIGINT) + sorted(MULTIDIM)
+ALL = CASES + VALUE_CASES + sorted(BIGINT) + sorted(MULTIDIM)
 
 ELEM_TYPES = {"integer[]": pa.int32(), "bigint[]": pa.int64(), "numeric[]": pa.float64(), "real[]": pa.float32(),
               "double precision[]": pa.float64()}
 SCALARS = {"integer": pa.int32(), "bigint": pa.int64(), "numeric": None, "real": pa.float32(),
-           "text": pa.string()}
+           "double precision": pa.float64(), "text": pa.string(), "boolean": pa.bool_()}
 
 
 def _elems(txt):
@@ -139,6 +210,12 @@ def _compare(pg, got, what):
             ok = isinstance(v, list) and len(xs) == len(v) and all(_same_elem(t, x, y) for x, y in zip(xs, v))
         elif t == "numeric":
             ok = float(txt) == float(v)
+        elif t == "boolean":
+            ok = txt in ("true", "false") and (txt == "true") == v
+        elif t in ("integer", "bigint"):
+            ok = int(txt) == v
+        elif t in ("real", "double precision"):
+            ok = float(txt) == float(v) or (math.isnan(float(txt)) and math.isnan(float(v)))
         else:
             ok = txt == str(v)
         if not ok:
