@@ -27,6 +27,7 @@ import os
 import numpy as np
 import pyarrow as pa
 
+from helpers.pgcompare import compare
 from test_sql_fn_pg import _ours, ours, ref  # noqa: F401  (fixtures)
 
 # (a real[] column of VALUES is a list<float> and reads back as a vector,
@@ -183,44 +184,28 @@ def _same_elem(typ, x, v):
     return (math.isnan(want) and math.isnan(v)) or want == v
 
 
+def _same(txt, t, v):
+    if txt is None or v is None:
+        return txt is None and v is None
+    if t in ELEM_TYPES:
+        xs = _elems(txt)
+        return isinstance(v, list) and len(xs) == len(v) and all(_same_elem(t, x, y) for x, y in zip(xs, v))
+    if t == "numeric":
+        return float(txt) == float(v)
+    if t == "boolean":
+        return txt in ("true", "false") and (txt == "true") == v
+    if t in ("integer", "bigint"):
+        return int(txt) == v
+    if t in ("real", "double precision"):
+        return float(txt) == float(v) or (math.isnan(float(txt)) and math.isnan(float(v)))
+    return txt == str(v)
+
+
+TYPES = {**{k: pa.list_(v) for k, v in ELEM_TYPES.items()}, **SCALARS}
+
+
 def _compare(pg, got, what):
-    bad = []
-    if what in BIGINT or what in MULTIDIM:
-        if got[0] != "ERR" or got[1] != "0A000":
-            bad.append(f"{what}: ours {got}, want 0A000 (PostgreSQL {pg})")
-        return bad
-    if pg[0] == "ERR" or got[0] == "ERR":
-        if pg[0] != got[0] or pg[1][:2] != got[1][:2]:
-            bad.append(f"{what}: PostgreSQL {pg}, ours {got}")
-        return bad
-    typ = pg[1][0][1] if pg[1] else None
-    if typ in ELEM_TYPES:
-        if not (pa.types.is_list(got[1]) and got[1].value_type == ELEM_TYPES[typ]):
-            bad.append(f"{what}: PostgreSQL type {typ}, ours {got[1]}")
-            return bad
-    elif SCALARS.get(typ) is not None and got[1] != SCALARS[typ]:
-        bad.append(f"{what}: PostgreSQL type {typ}, ours {got[1]}")
-    if len(pg[1]) != len(got[2]):
-        bad.append(f"{what}: {len(pg[1])} rows in PostgreSQL, {len(got[2])} ours")
-    for i, ((txt, t), v) in enumerate(zip(pg[1], got[2])):
-        if txt is None or v is None:
-            ok = txt is None and v is None
-        elif t in ELEM_TYPES:
-            xs = _elems(txt)
-            ok = isinstance(v, list) and len(xs) == len(v) and all(_same_elem(t, x, y) for x, y in zip(xs, v))
-        elif t == "numeric":
-            ok = float(txt) == float(v)
-        elif t == "boolean":
-            ok = txt in ("true", "false") and (txt == "true") == v
-        elif t in ("integer", "bigint"):
-            ok = int(txt) == v
-        elif t in ("real", "double precision"):
-            ok = float(txt) == float(v) or (math.isnan(float(txt)) and math.isnan(float(v)))
-        else:
-            ok = txt == str(v)
-        if not ok:
-            bad.append(f"{what} (row {i + 1}): PostgreSQL {txt!r} ({t}), ours {v!r}")
-    return bad
+    return compare(pg, got, what, _same, TYPES, BIGINT | MULTIDIM)
 
 
 def test_numeric_arrays_agree_with_postgres(ref, ours):  # noqa: F811
