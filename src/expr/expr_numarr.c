@@ -9,8 +9,8 @@
  * is the common type of the operands' elements (integer < bigint < numeric
  * < real < double precision, each implicitly castable to the next), so
  * ARRAY[1,2] || 2.5 is numeric[], ARRAY[1] || 1.5::real is real[] and
- * ARRAY[1] || 3000000000 bigint[] (list<int64> columns are bigint[]; an
- * element past 2^53 is pgvector.h's PV_INT8_MSG error, never rounded).
+ * ARRAY[1] || 3000000000 bigint[] (list<int64> columns are bigint[],
+ * their elements exact: pgvector.h's blob holds integers as int128).
  *
  * Binding: array_append(a, x) is a || ARRAY[x], array_prepend(x, a) is
  * ARRAY[x] || a (ARRAY[NULL] appends a NULL element), both operands cast to
@@ -296,11 +296,11 @@ hs_status exb_na_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
         ex_node *a[2] = {x, NULL};
         HS_TRY(exb_bind(b, json_object_get(ind, "uidx"), &a[1]));
         HS_TRY(exb_want_int32(b, &a[1], "array subscript"));
-        HS_TRY(mk_na(b, EX_FN_NA_ELEM, elem_ty(rank), 0, a, 2, loc, out));
         /* numeric: PostgreSQL's unconstrained numeric at EX_NUMERIC_SCALE
          * (the element's own scale is per value; docs/sql.md) */
-        return rank == R_NUMERIC
-            ? exb_cast_to(b, out, exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE), false) : HS_OK;
+        ex_ty et = rank == R_NUMERIC ? exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE) : elem_ty(rank);
+        HS_TRY(mk_na(b, EX_FN_NA_ELEM, et, 0, a, 2, loc, out));
+        return HS_OK;
     }
     ex_node *a[3] = {x, NULL, NULL};
     int aux = 0;
@@ -532,29 +532,28 @@ static hs_status list_row(ex_ctx *c, const ex_node *n, const hs_column *col, int
             flags |= PV_ARR_HAS_NULL;
             continue;
         }
-        double x;
-        int64_t w = 0;
+        int64_t w;
         switch (ch->type) {
-        case HS_TYPE_INT8: x = ((const int8_t *)v)[i]; break;
-        case HS_TYPE_INT16: x = ((const int16_t *)v)[i]; break;
-        case HS_TYPE_INT32: x = ((const int32_t *)v)[i]; break;
-        case HS_TYPE_UINT8: x = v[i]; break;
-        case HS_TYPE_UINT16: x = ((const uint16_t *)v)[i]; break;
-        case HS_TYPE_UINT32: x = (double)((const uint32_t *)v)[i]; break;
+        case HS_TYPE_INT8: w = ((const int8_t *)v)[i]; break;
+        case HS_TYPE_INT16: w = ((const int16_t *)v)[i]; break;
+        case HS_TYPE_INT32: w = ((const int32_t *)v)[i]; break;
+        case HS_TYPE_UINT8: w = v[i]; break;
+        case HS_TYPE_UINT16: w = ((const uint16_t *)v)[i]; break;
+        case HS_TYPE_UINT32: w = ((const uint32_t *)v)[i]; break;
         case HS_TYPE_INT64: case HS_TYPE_UINT64:
             memcpy(&w, v + 8 * i, 8);
-            if ((ch->type == HS_TYPE_UINT64 && (uint64_t)w > (uint64_t)PV_INT8_EXACT) ||
-                w > PV_INT8_EXACT || w < -PV_INT8_EXACT)
-                return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, PV_INT8_MSG, (long long)w);
-            x = (double)w;
+            if (ch->type == HS_TYPE_UINT64 && w < 0)
+                return ex_fail(c, n, "bigint out of range");
             break;
-        case HS_TYPE_FLOAT64: x = ((const double *)v)[i]; break;
+        case HS_TYPE_FLOAT64:
+            d[k] = ((const double *)v)[i];
+            f[k] = (float)d[k];
+            continue;
         default:
             return ex_fail(c, n, "column \"%s\" is a list of %s in the batch, not of numbers",
                            n->args[0]->name, hs_type_name(ch->type));
         }
-        d[k] = x;
-        f[k] = (float)x;
+        pv_arr_set_int(list_rank(n->args[0]) == R_INT4 ? PV_E_INT4 : PV_E_INT8, r, k, w);
     }
     memcpy((uint8_t *)r.p + 4, &flags, 4);
     out->p = r.p;
@@ -652,11 +651,9 @@ static hs_status search_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j,
         double *d;
         if (pv_arr_new(c->arena, m, &r, &d, NULL, NULL, &e) != HS_OK)
             return na_fail(c, n, &e);
-        float *f = (float *)(r.p + 8 + 8 * (size_t)m);
-        for (int64_t k = 0; k < m; k++) {
-            d[k] = (double)(idx[k] + 1);
-            f[k] = (float)d[k];
-        }
+        (void)d;
+        for (int64_t k = 0; k < m; k++)
+            pv_arr_set_int(PV_E_INT4, r, k, idx[k] + 1);
         out->nul[j] = 0;
         out->v.s[j].p = r.p;
         out->v.s[j].n = r.n;
@@ -758,6 +755,38 @@ static hs_status shape_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, 
     }
 }
 
+/* a numeric element (x at scale sc when exact, else the double d) as a
+ * decimal of n's type's scale (EX_NUMERIC_SCALE): a value that does not
+ * fit is 22003 as PostgreSQL's numeric overflow is */
+static hs_status elem_dec(ex_ctx *c, const ex_node *n, bool exact, __int128 x, int sc, double d, __int128 *out)
+{
+    int want = n->type.scale;
+    if (!exact) {
+        char t[64];
+        int tl = isfinite(d) ? hs_snprintf_c(t, sizeof t, "%.15g", d) : 0;
+        hs_error e = {0};
+        pv_val one;
+        if (tl <= 0 || pv_arr_new(c->arena, 1, &one, NULL, NULL, NULL, &e) != HS_OK ||
+            pv_arr_set_text(PV_E_NUMERIC, one, 0, t, (size_t)tl, &e) != HS_OK ||
+            !pv_arr_get_exact(one, 0, &x, &sc))
+            return ex_fail(c, n, "numeric field overflow");
+    }
+    for (; sc > want; sc--) {   /* round half away from zero */
+        __int128 r = x % 10;
+        x /= 10;
+        if (r >= 5 || r <= -5)
+            x += x < 0 || r < 0 ? -1 : 1;
+    }
+    static const __int128 lim = (__int128)100000000000000000LL * 100000000000000000LL * 10000;   /* 10^38 */
+    for (; sc < want; sc++) {
+        if (x >= lim / 10 || x <= -lim / 10)
+            return ex_fail(c, n, "numeric field overflow");
+        x *= 10;
+    }
+    *out = x;
+    return HS_OK;
+}
+
 /* the EX_FN_NA_* functions past the concatenation */
 static hs_status ev_ops(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_vec *out)
 {
@@ -801,8 +830,13 @@ static hs_status ev_ops(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
             if (i < 1 || i > pv_arr_len(v) || !pv_arr_get(v, i - 1, &d))
                 break;
             out->nul[j] = 0;
+            __int128 x;
+            int sc;
+            bool exact = pv_arr_get_exact(v, i - 1, &x, &sc);
             if (n->type.t == EX_T_INT)
-                out->v.i[j] = (int64_t)d;
+                out->v.i[j] = exact ? (int64_t)x : (int64_t)d;
+            else if (n->type.t == EX_T_DEC)
+                HS_TRY(elem_dec(c, n, exact, x, sc, d, &out->v.d[j]));
             else
                 out->v.f[j] = d;
             break;

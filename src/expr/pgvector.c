@@ -1310,7 +1310,9 @@ hs_status pv_agg_final(const pv_agg *s, hs_arena *ar, pv_val *out, bool *is_null
 /* ------------------------------------------------------------------ */
 /* arrays                                                              */
 
-size_t pv_arr_size(int64_t n) { return 8 + 14 * (size_t)n; }
+size_t pv_arr_size(int64_t n) { return 8 + 31 * (size_t)n; }
+
+typedef __int128 i128;
 
 typedef struct arr_view {
     int32_t n, flags;
@@ -1318,7 +1320,12 @@ typedef struct arr_view {
     float *f;
     uint8_t *nul;
     uint8_t *sc;    /* numeric: display scale + 1 (0: unknown, printed as a float8) */
+    uint8_t *tag;   /* PV_X_*: whether x holds the element exactly */
+    uint8_t *x;     /* i128 x[n], unaligned (memcpy) */
 } arr_view;
+
+/* tag values: the element's exact value in x */
+enum { X_NONE = 0, X_INT = 1, X_NUM = 2 };   /* none (floats), an integer, numeric at scale sc - 1 */
 
 static arr_view arr_of(pv_val v)
 {
@@ -1331,7 +1338,152 @@ static arr_view arr_of(pv_val v)
     a.f = (float *)(v.p + 8 + 8 * (size_t)a.n);
     a.nul = (uint8_t *)(v.p + 8 + 12 * (size_t)a.n);
     a.sc = (uint8_t *)(v.p + 8 + 13 * (size_t)a.n);
+    a.tag = (uint8_t *)(v.p + 8 + 14 * (size_t)a.n);
+    a.x = (uint8_t *)(v.p + 8 + 15 * (size_t)a.n);
     return a;
+}
+
+static i128 x_get(arr_view a, int64_t i)
+{
+    i128 v;
+    memcpy(&v, a.x + 16 * (size_t)i, 16);
+    return v;
+}
+
+static void x_put(arr_view a, int64_t i, i128 v)
+{
+    memcpy(a.x + 16 * (size_t)i, &v, 16);
+}
+
+/* element i an integer v of kind e (int4: v within int32) */
+static void set_int(arr_view a, int64_t i, pv_elem e, long long v)
+{
+    a.d[i] = (double)v;
+    a.f[i] = e == PV_E_INT4 ? (float)(int32_t)v : (float)v;
+    a.tag[i] = X_INT;
+    x_put(a, i, v);
+}
+
+#define X_MAX_DIGITS 38
+static const i128 I128_MAX = (i128)(((unsigned __int128)1 << 127) - 1);
+
+/* numeric_in of s[0..n) exactly: v at scale *scale (the display scale),
+ * false for NaN / Infinity, more than 38 digits or a scale past 38. */
+static bool num_exact(const char *s, size_t n, i128 *out, int *scale)
+{
+    size_t i = 0;
+    while (i < n && pg_isspace(s[i]))
+        i++;
+    bool neg = i < n && s[i] == '-';
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        i++;
+    i128 v = 0;
+    int digits = 0, frac = 0;
+    bool point = false, any = false;
+    for (; i < n && s[i] != 'e' && s[i] != 'E' && !pg_isspace(s[i]); i++) {
+        if (s[i] == '.' && !point) {
+            point = true;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        any = true;
+        if (v == 0 && s[i] == '0') {   /* leading zeros cost no digits */
+            frac += point;
+            continue;
+        }
+        if (++digits > X_MAX_DIGITS)
+            return false;
+        v = v * 10 + (s[i] - '0');
+        frac += point;
+    }
+    if (!any)
+        return false;
+    long ex = 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        char *end;
+        char tmp[32];
+        size_t k = n - i - 1 < sizeof tmp - 1 ? n - i - 1 : sizeof tmp - 1;
+        memcpy(tmp, s + i + 1, k);
+        tmp[k] = '\0';
+        ex = strtol(tmp, &end, 10);
+        if (end == tmp || ex > 1000 || ex < -1000)
+            return false;
+        i += 1 + (size_t)(end - tmp);
+    }
+    while (i < n && pg_isspace(s[i]))
+        i++;
+    if (i != n)
+        return false;
+    long sc = frac - ex;
+    for (; sc < 0; sc++) {   /* 1.5e3: 1500 at scale 0 */
+        if (++digits > X_MAX_DIGITS)
+            return false;
+        v *= 10;
+    }
+    if (sc > X_MAX_DIGITS)
+        return false;
+    *out = neg ? -v : v;
+    *scale = (int)sc;
+    return true;
+}
+
+/* v at scale (0..38) as numeric_out prints it into out (48 bytes). */
+static int num_text(i128 v, int scale, char *out)
+{
+    char dig[48];
+    int nd = 0;
+    unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    do {
+        dig[nd++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (nd <= scale)   /* at least one digit before the point */
+        dig[nd++] = '0';
+    int k = 0;
+    if (v < 0)
+        out[k++] = '-';
+    for (int i = nd - 1; i >= 0; i--) {
+        out[k++] = dig[i];
+        if (i == scale && scale > 0)
+            out[k++] = '.';
+    }
+    out[k] = '\0';
+    return k;
+}
+
+/* The order of exact values x (at scale sx) and y (at sy). */
+static int exact_cmp(i128 x, int sx, i128 y, int sy)
+{
+    if ((x < 0) != (y < 0))
+        return x < 0 ? -1 : 1;
+    while (sx < sy) {   /* bring x to y's scale; past the range x is the larger magnitude */
+        if (x > I128_MAX / 10 || x < -(I128_MAX / 10))
+            return x < 0 ? -1 : 1;
+        x *= 10;
+        sx++;
+    }
+    while (sy < sx) {
+        if (y > I128_MAX / 10 || y < -(I128_MAX / 10))
+            return y < 0 ? 1 : -1;
+        y *= 10;
+        sy++;
+    }
+    return x < y ? -1 : x > y;
+}
+
+/* numeric -> integer: x at scale sc rounded half away from zero */
+static i128 num_round(i128 x, int sc)
+{
+    if (sc == 0)
+        return x;
+    i128 p = 1;
+    for (int i = 0; i < sc; i++)
+        p *= 10;
+    i128 q = x / p, r = x % p;
+    if (r < 0 ? -r * 2 >= p : r * 2 >= p)
+        q += x < 0 ? -1 : 1;
+    return q;
 }
 
 /* numeric_in's display scale of the numeric text s[0..n) (digits after the
@@ -1451,7 +1603,7 @@ static hs_status float_text(pv_elem e, const char *s, double *d, float *f, uint8
 
 /* int4in / int8in of the NUL-terminated s (surrounding whitespace allowed):
  * "invalid input syntax for type integer|bigint", "value ... is out of
- * range for type ..."; a bigint past 2^53 is PV_INT8_MSG's 0A000. */
+ * range for type ...". */
 static hs_status int_text(pv_elem e, const char *s, long long *out, hs_error *err)
 {
     const char *p = s, *name = e == PV_E_INT8 ? "bigint" : "integer";
@@ -1467,8 +1619,6 @@ static hs_status int_text(pv_elem e, const char *s, long long *out, hs_error *er
         return perr(err, "invalid input syntax for type %s: \"%s\"", name, s);
     if (errno == ERANGE || (e == PV_E_INT4 && (v > INT32_MAX || v < INT32_MIN)))
         return perr(err, "value \"%s\" is out of range for type %s", s, name);
-    if (e == PV_E_INT8 && (v > PV_INT8_EXACT || v < -PV_INT8_EXACT))
-        return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, v);
     *out = v;
     return HS_OK;
 }
@@ -1484,11 +1634,17 @@ hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_
     if (e == PV_E_INT8 || e == PV_E_INT4) {
         long long v = 0;
         HS_TRY(int_text(e, buf, &v, err));
-        a.d[i] = (double)v;
-        a.f[i] = e == PV_E_INT4 ? (float)(int32_t)v : (float)v;
+        set_int(a, i, e, v);
         return HS_OK;
     }
-    return float_text(e, buf, &a.d[i], &a.f[i], &a.sc[i], err);
+    HS_TRY(float_text(e, buf, &a.d[i], &a.f[i], &a.sc[i], err));
+    i128 x;
+    int sc;
+    if (e == PV_E_NUMERIC && a.sc[i] && num_exact(buf, n, &x, &sc) && sc == a.sc[i] - 1) {
+        a.tag[i] = X_NUM;
+        x_put(a, i, x);
+    }
+    return HS_OK;
 }
 
 /* array_in for one-dimensional arrays of numbers (and the multidimensional
@@ -1620,12 +1776,16 @@ int pv_arr_elem_text(pv_elem e, pv_val v, int64_t i, char *num)
     arr_view a = arr_of(v);
     if (a.nul[i])
         return sprintf(num, "NULL");
+    if ((e == PV_E_INT4 || e == PV_E_INT8) && a.tag[i] == X_INT)
+        return sprintf(num, "%lld", (long long)x_get(a, i));
     if (e == PV_E_INT4)
         return sprintf(num, "%d", (int32_t)a.d[i]);
     if (e == PV_E_INT8)
         return sprintf(num, "%lld", (long long)a.d[i]);
     if (e == PV_E_FLOAT4)
         return pv_fmt_float4(a.f[i], num);
+    if (e == PV_E_NUMERIC && a.tag[i] == X_NUM)   /* numeric_out, exact */
+        return num_text(x_get(a, i), a.sc[i] - 1, num);
     if (e == PV_E_NUMERIC && a.sc[i] && a.sc[i] <= 16 && fabs(a.d[i]) < 1e15)
         /* numeric_out at its display scale (the double holds <= 15 digits) */
         return hs_snprintf_c(num, 48, "%.*f", a.sc[i] - 1, a.d[i] == 0 ? 0.0 : a.d[i]);
@@ -1674,9 +1834,33 @@ static int num_cmp(double x, double y)
     return x < y ? -1 : x > y;
 }
 
+/* exact when both elements are (integers at scale 0, numerics at theirs) */
+static int elem_cmp(arr_view x, int64_t i, arr_view y, int64_t j)
+{
+    if (x.tag[i] && y.tag[j])
+        return exact_cmp(x_get(x, i), x.tag[i] == X_NUM ? x.sc[i] - 1 : 0, x_get(y, j),
+                         y.tag[j] == X_NUM ? y.sc[j] - 1 : 0);
+    return num_cmp(x.d[i], y.d[j]);
+}
+
 int pv_arr_elem_cmp(pv_val a, int64_t i, pv_val b, int64_t j)
 {
-    return num_cmp(arr_of(a).d[i], arr_of(b).d[j]);
+    return elem_cmp(arr_of(a), i, arr_of(b), j);
+}
+
+bool pv_arr_get_exact(pv_val v, int64_t i, __int128 *x, int *scale)
+{
+    arr_view a = arr_of(v);
+    if (a.nul[i] || !a.tag[i])
+        return false;
+    *x = x_get(a, i);
+    *scale = a.tag[i] == X_NUM ? a.sc[i] - 1 : 0;
+    return true;
+}
+
+void pv_arr_set_int(pv_elem e, pv_val arr, int64_t i, int64_t v)
+{
+    set_int(arr_of(arr), i, e, v);
 }
 
 int pv_arr_cmp(pv_val a, pv_val b)
@@ -1689,7 +1873,7 @@ int pv_arr_cmp(pv_val a, pv_val b)
                 return x.nul[i] ? 1 : -1;
             continue;
         }
-        int c = num_cmp(x.d[i], y.d[i]);
+        int c = elem_cmp(x, i, y, i);
         if (c)
             return c;
     }
@@ -1700,7 +1884,7 @@ int pv_arr_cmp(pv_val a, pv_val b)
 static bool elem_in(arr_view x, int32_t i, arr_view y)
 {
     for (int32_t k = 0; k < y.n; k++)
-        if (!y.nul[k] && num_cmp(x.d[i], y.d[k]) == 0)
+        if (!y.nul[k] && elem_cmp(x, i, y, k) == 0)
             return true;
     return false;
 }
@@ -1741,6 +1925,8 @@ hs_status pv_arr_pick(pv_val v, pv_val w, const int64_t *idx, int64_t n, hs_aren
         f[k] = s.f[i];
         nul[k] = s.nul[i];
         z.sc[k] = s.sc[i];
+        z.tag[k] = s.tag[i];
+        memcpy(z.x + 16 * (size_t)k, s.x + 16 * (size_t)i, 16);
         if (nul[k])
             flags |= PV_ARR_HAS_NULL;
     }
@@ -1758,29 +1944,30 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
     uint8_t *nul;
     HS_TRY(pv_arr_new(ar, a.n, &r, &d, &f, &nul, err));
     memcpy((uint8_t *)r.p + 4, &a.flags, 4);
-    uint8_t *r_sc = arr_of(r).sc;
+    arr_view ra = arr_of(r);
+    uint8_t *r_sc = ra.sc;
     for (int32_t i = 0; i < a.n; i++) {
         nul[i] = a.nul[i];
         if (a.nul[i])
             continue;
         double x = from == PV_E_FLOAT4 ? (double)a.f[i] : a.d[i];
+        bool exact = a.tag[i] != X_NONE;
+        i128 xv = exact ? x_get(a, i) : 0;
         switch (to) {
-        case PV_E_INT8: {
-            if (isnan(x) || rint(x) < -9223372036854775808.0 || rint(x) >= 9223372036854775808.0)
-                return perr(err, "bigint out of range");
-            double rx = from == PV_E_NUMERIC ? round(x) : rint(x);
-            if (fabs(rx) > (double)PV_INT8_EXACT)
-                return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, (long long)rx);
-            d[i] = rx;
-            f[i] = (float)rx;
-            break;
-        }
-        case PV_E_INT4: {
-            if (isnan(x) || rint(x) < -2147483648.0 || rint(x) >= 2147483648.0)
-                return perr(err, "integer out of range");
+        case PV_E_INT8: case PV_E_INT4: {
+            bool i8 = to == PV_E_INT8;
+            if (exact) {   /* integers, numerics (rounded half away from zero) */
+                i128 q = num_round(xv, a.tag[i] == X_NUM ? a.sc[i] - 1 : 0);
+                if (i8 ? q < INT64_MIN || q > INT64_MAX : q < INT32_MIN || q > INT32_MAX)
+                    return perr(err, i8 ? "bigint out of range" : "integer out of range");
+                set_int(ra, i, to, (long long)q);
+                break;
+            }
+            double lim = i8 ? 9223372036854775808.0 : 2147483648.0;
+            if (isnan(x) || rint(x) < -lim || rint(x) >= lim)
+                return perr(err, i8 ? "bigint out of range" : "integer out of range");
             double rx = from == PV_E_NUMERIC ? round(x) : rint(x); /* numeric rounds half away */
-            d[i] = rx;
-            f[i] = (float)(int32_t)rx;
+            set_int(ra, i, to, (long long)rx);
             break;
         }
         case PV_E_FLOAT4:
@@ -1800,6 +1987,8 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
                 d[i] = x;
                 f[i] = from == PV_E_NUMERIC ? a.f[i] : (float)x;
                 r_sc[i] = from == PV_E_NUMERIC ? a.sc[i] : 1;
+                ra.tag[i] = exact ? X_NUM : X_NONE;   /* an integer: numeric at scale 0 */
+                x_put(ra, i, xv);
                 break;
             }
             /* float -> numeric keeps FLT_DIG / DBL_DIG significant digits */
@@ -1808,6 +1997,11 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
             d[i] = hs_strtod(t, NULL);
             f[i] = hs_strtof(t, NULL);
             r_sc[i] = isfinite(x) && tl > 0 ? num_scale(t, (size_t)tl) : 0;
+            int sc;
+            if (r_sc[i] && num_exact(t, (size_t)tl, &xv, &sc) && sc == r_sc[i] - 1) {
+                ra.tag[i] = X_NUM;
+                x_put(ra, i, xv);
+            }
             break;
         }
         case PV_E_TEXT:   /* text[] casts are expr_textarr.c's */
@@ -1838,6 +2032,10 @@ hs_status pv_arr_cat(pv_val a, pv_val b, hs_arena *ar, pv_val *out, hs_error *er
     arr_view z = arr_of(r);
     memcpy(z.sc, x.sc, (size_t)x.n);
     memcpy(z.sc + x.n, y.sc, (size_t)y.n);
+    memcpy(z.tag, x.tag, (size_t)x.n);
+    memcpy(z.tag + x.n, y.tag, (size_t)y.n);
+    memcpy(z.x, x.x, 16 * (size_t)x.n);
+    memcpy(z.x + 16 * (size_t)x.n, y.x, 16 * (size_t)y.n);
     int32_t flags = (x.flags | y.flags) & PV_ARR_HAS_NULL;
     memcpy((uint8_t *)r.p + 4, &flags, 4);
     *out = r;
