@@ -2,7 +2,7 @@
  * tests/c/test_numarr.c - array_append / array_prepend / array_cat / ||
  * over numeric arrays (expr/expr_numarr.c, pv_arr_cat of expr/pgvector.h)
  * and list columns of numbers: the values and element types (bigint[]
- * exact within 2^53), array_cat's NULL rules, the errors, and memory: every
+ * and numeric[] elements exact), array_cat's NULL rules, the errors, and memory: every
  * allocation freed (leak count), an out-of-memory failure at every
  * allocation of a bind + evaluation leaves nothing behind.  Runs under
  * ASan+UBSan (make build-asan).
@@ -155,33 +155,22 @@ static void test_values(void)
     CHECK(((const double *)out->children[0]->values.data)[HS_COL_OFFSETS(out)[3]] == -2.5);
     hs_col_free(out);
     ex_free(e);
-    /* bigint[]: integer[] || bigint, exact within 2^53; past it an error */
+    /* bigint[]: integer[] || bigint */
     static const char *const w9[4] = {"{1,2,3000000000}", "{NULL,5,3000000000}", "{3000000000}", "{3000000000}"};
     texts(b, "(il || 3000000000)::text", w9);
     CHECK_OK(ex_parse_scalar("il || 3000000000", &b->schema, &e, &err), &err);
     CHECK(e && ex_type(e)->type == HS_TYPE_LIST && ex_type(e)->children[0].type == HS_TYPE_INT64);
     ex_free(e);
-    /* a list<int64> column: bigint[]; its element past 2^53 (row 4) an error */
-    CHECK_OK(ex_parse_scalar("(bl || il)::text", &b->schema, &e, &err), &err);
-    CHECK(ex_eval(e, b, &out, &err) == HS_UNSUPPORTED);
-    CHECK(strstr(err.msg, "bigint array element 9007199254740993 is not supported") != NULL);
-    ex_free(e);
-    err = (hs_error){0};
-    CHECK_OK(ex_parse_scalar("CASE WHEN i IS NOT DISTINCT FROM 0 THEN NULL ELSE (bl || il)::text END",
-                             &b->schema, &e, &err), &err);
-    CHECK_OK(ex_eval(e, b, &out, &err), &err);
-    if (out) {
-        CHECK(text_is(out, 0, "{3000000000,1,2}") && text_is(out, 1, "{NULL,NULL,5}"));
-        CHECK(text_is(out, 2, "{}") && text_is(out, 3, NULL));
-    }
-    hs_col_free(out);
-    out = NULL;
-    ex_free(e);
-    CHECK_OK(ex_parse_scalar("il || 9007199254740993", &b->schema, &e, &err), &err);
-    CHECK(ex_eval(e, b, &out, &err) == HS_UNSUPPORTED);
-    CHECK(strstr(err.msg, "bigint array element 9007199254740993 is not supported") != NULL);
-    ex_free(e);
-    err = (hs_error){0};
+    /* a list<int64> column: bigint[], exact past 2^53 (row 4) */
+    static const char *const w10[4] = {"{3000000000,1,2}", "{NULL,NULL,5}", "{}", "{9007199254740993}"};
+    texts(b, "(bl || il)::text", w10);
+    static const char *const w11[4] = {"{1,2,9007199254740993}", "{NULL,5,9007199254740993}", "{9007199254740993}",
+                                       "{9007199254740993}"};
+    texts(b, "(il || 9007199254740993)::text", w11);
+    static const char *const w12[4] = {"3000000000", NULL, NULL, "9007199254740993"};
+    texts(b, "(bl || il)[1]::text", w12);
+    static const char *const w13[4] = {"false", NULL, "false", "true"};
+    texts(b, "(9007199254740993 = ANY(bl))::text", w13);
     /* errors: a multidimensional array, a text element, a bad element text */
     err = (hs_error){0};
     CHECK(ex_parse_scalar("il || 'x'::text", &b->schema, &e, &err) == HS_NOT_FOUND);
@@ -228,6 +217,17 @@ static void test_value_ops(void)
     texts(b, "array_replace(il, CASE WHEN il[1] IS NULL THEN NULL ELSE 2 END, 9)::text", w10);
     static const char *const w11[4] = {"[1:2]", "[1:2]", "[1:1]", "[1:2]"};
     texts(b, "array_dims(dl || 1.5)", w11);
+    /* numeric[] elements exact past a double's 15 digits */
+    static const char *const w12[4] = {"{1.123456789012345678,1,2}", "{1.123456789012345678,NULL,5}",
+                                       "{1.123456789012345678}", "{1.123456789012345678}"};
+    texts(b, "(ARRAY[1.123456789012345678] || il)::text", w12);
+    static const char *const w13[4] = {"2", "2", "2", "2"};
+    texts(b, "array_position(ARRAY[0.10000000000000000001, 0.1] || il, 0.1)::text", w13);
+    ex_expr *e = NULL;
+    hs_column *out = NULL;
+    CHECK_OK(ex_parse_scalar("('{99999999999999999999.5}'::numeric[] || i)::int8[]", &b->schema, &e, &err), &err);
+    CHECK(ex_eval(e, b, &out, &err) == HS_INVALID && strstr(err.msg, "bigint out of range"));
+    ex_free(e);
     hs_batch_free(b);
     LEAK_END();
 }
