@@ -195,8 +195,20 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
                                          "name", json_object_get(body, "name"), "lexpr", lj, "rexpr",
                                          el, "location", loc)
                              : NULL;
-            st = cmp ? exb_bind(b, cmp, &a[i]) : exb_nomem(b);
+            /* an element that is an array (ARRAY[ARRAY[1]], ARRAY['{1}'::int[]],
+             * ARRAY[a] of an array column a) makes ARRAY[...] multidimensional:
+             * PostgreSQL compares x with its elements; ours is 0A000 */
+            const char *ek;
+            json_t *eb;
+            bool arr_el = cmp && exb_node_of(e, &ek, &eb) &&
+                          (!strcmp(ek, "A_ArrayExpr") ||
+                           (!strcmp(ek, "TypeCast") &&
+                            json_array_size(json_object_get(json_object_get(eb, "typeName"), "arrayBounds")) > 0));
+            st = !cmp ? exb_nomem(b) : arr_el ? HS_OK : exb_bind(b, cmp, &a[i]);
             json_decref(cmp);
+            if (st == HS_OK && (arr_el || (a[i]->kind == EX_CMP && a[i]->n_args == 2 &&
+                                           a[i]->args[1]->type.t == EX_T_ARRAY)))
+                st = exb_err(b, HS_UNSUPPORTED, loc, "multidimensional arrays are not supported");
             if (st == HS_OK)
                 st = exb_need_bool(b, &a[i], all ? "ALL" : "ANY");
         }
@@ -482,6 +494,10 @@ hs_status exb_indirection(ex_binder *b, json_t *body, ex_node **out)
             return exb_err(b, HS_INTERNAL, loc, "malformed indirection");
         int at = exb_loc(nb) >= 0 ? exb_loc(nb) : x->loc;
         if (!strcmp(kind, "A_Indices")) {
+            const char *pk;
+            json_t *pb;
+            if (k > 0 && exb_node_of(json_array_get(ind, k - 1), &pk, &pb) && !strcmp(pk, "A_Indices"))
+                return exb_err(b, HS_UNSUPPORTED, at, "subscripts of multidimensional arrays are not supported");
             HS_TRY(bind_subscript(b, x, nb, at, &x));
             continue;
         }

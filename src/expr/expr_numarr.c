@@ -804,6 +804,8 @@ static hs_status ev_ops(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
         if (a[0].nul[j])
             continue;
         pv_val v = pv_of(&a[0].v.s[j]);
+        if (!ex_is_ta(&n->args[0]->type) && pv_arr_multidim(v))
+            return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, "multidimensional arrays are not supported");
         switch (fn) {
         case EX_FN_NA_ANY:
             any_row(n, a, j, out);

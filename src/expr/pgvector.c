@@ -1806,6 +1806,15 @@ hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
     return hs_buf_append_byte(out, '}');
 }
 
+bool pv_arr_multidim(pv_val v)
+{
+    int32_t flags;
+    if (v.n < 8)
+        return false;
+    memcpy(&flags, v.p + 4, 4);
+    return (flags & PV_ARR_MULTIDIM) != 0;
+}
+
 int64_t pv_arr_len(pv_val v)
 {
     int32_t n;

@@ -204,6 +204,10 @@ int pv_arr_elem_text(pv_elem e, pv_val v, int64_t i, char *num);
 bool pv_arr_get_exact(pv_val v, int64_t i, __int128 *x, int *scale);
 /* Sets element i (not NULL) of arr, of kind e (int4 / int8), to v. */
 void pv_arr_set_int(pv_elem e, pv_val arr, int64_t i, int64_t v);
+/* True when v was read from a multidimensional literal ('{{1},{2}}': its
+ * elements flattened, PV_ARR_MULTIDIM; only the vector casts read it, to
+ * say "array must be 1-D"). */
+bool pv_arr_multidim(pv_val v);
 /* Elements of array v (0 for a blob shorter than its header). */
 int64_t pv_arr_len(pv_val v);
 /* Element i of v: false when it is NULL, else its value in *x. */

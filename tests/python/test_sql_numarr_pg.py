@@ -167,7 +167,9 @@ EXACT = ["array_append(ia, 9223372036854775807)", "ARRAY[1] || 9007199254740993"
          "(ARRAY[1.123456789012345678] || n)[1]", "ARRAY[0.1::float8]::numeric[]::text",
          "(SELECT max(x) FROM unnest(ARRAY[9007199254740993] || k) u(x))"]
 # multidimensional arrays: ours is 0A000 (docs/sql.md), never a value
-MULTIDIM = {"'{{1},{2}}'::int[] || 3", "'{{1},{2}}'::int[] || ARRAY[[3]]"}
+MULTIDIM = {"'{{1},{2}}'::int[] || 3", "'{{1},{2}}'::int[] || ARRAY[[3]]", "ia = ANY(ARRAY[(ia || 0)])",
+            "1 = ANY(ARRAY[ARRAY[1], ARRAY[k]])", "ARRAY[1] = ANY(ARRAY['{1}'::int[]])", "ARRAY[[1,2],[3,4]]",
+            "'{{1,2},{3,4}}'::int[]", "('{1,2}'::int[])[1][1]", "array_ndims('{{1}}'::int[])"}
 ALL = CASES + VALUE_CASES + EXACT + sorted(MULTIDIM)
 
 ELEM_TYPES = {"integer[]": pa.int32(), "bigint[]": pa.int64(), "numeric[]": pa.float64(), "real[]": pa.float32(),
