@@ -186,6 +186,9 @@ typedef enum ex_fn {
     EX_FN_TA_CAT,        /* array_cat(a, b), a || b */
     EX_FN_TA_SLICE,      /* a[lo:hi]: args (a, lo, hi), aux bit 0: lo given, bit 1: hi given */
     EX_FN_TA_CONTAINS,   /* a @> b (aux 0), a && b (aux 1) */
+    EX_FN_TA_POSITIONS,  /* array_positions(a, x): an integer[] */
+    EX_FN_TA_REMOVE,     /* array_remove(a, x) */
+    EX_FN_TA_REPLACE,    /* array_replace(a, x, y) */
     /* numeric arrays (expr_numarr.c) */
     EX_FN_NA_OF_LIST,    /* a list column of numbers (args[0], a COL) as a numeric array */
     EX_FN_NA_CAT,        /* a || b of two arrays of one kind, array_cat's NULL rules */

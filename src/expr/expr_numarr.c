@@ -235,9 +235,11 @@ hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
     if (f == EX_FN_NA_POSITION || f == EX_FN_NA_REMOVE || f == EX_FN_NA_REPLACE || list_pos ||
         ((f == EX_FN_ARRAY_POSITION || f == EX_FN_ARRAY_TO_STRING) && a[0]->type.t == EX_T_ARRAY &&
          !ex_is_ta(&a[0]->type))) {
+        if (exb_ta_is(a[0]))   /* text[]: expr_textarr.c */
+            return HS_OK;
         *done = true;
-        if (arr_rank(a[0]) == R_NONE)   /* text[] and other arrays */
-            return exb_ta_is(a[0]) || a[0]->type.t == EX_T_OTHER
+        if (arr_rank(a[0]) == R_NONE)   /* other arrays */
+            return a[0]->type.t == EX_T_OTHER
                 ? exb_err(b, HS_UNSUPPORTED, loc, "function %s of this array is not supported", fn)
                 : no_fn(b, fn, a, n, loc);
         return bind_search(b, fn, f, a, n, loc, out);

@@ -280,6 +280,26 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
             return no_fn(b, fn, a, n, loc);
         return mk_fn(b, f, rt, 0, a, n, loc, out);
     }
+    case EX_FN_NA_POSITION: case EX_FN_NA_REMOVE: case EX_FN_NA_REPLACE: {
+        /* array_positions / array_remove / array_replace of a text[] */
+        if (!exb_ta_is(a[0])) {
+            *done = false;
+            return HS_OK;
+        }
+        HS_TRY(exb_ta_coerce(b, &a[0], &ok));
+        for (int i = 1; i < n && ok; i++)
+            HS_TRY(want_text(b, &a[i], &ok));
+        if (!ok)
+            return no_fn(b, fn, a, n, loc);
+        ex_ty rt = ta_ty();
+        if (f == EX_FN_NA_POSITION) {
+            rt = exb_ty(EX_T_ARRAY);
+            rt.elem = PV_E_INT4;
+        }
+        ex_fn tf = f == EX_FN_NA_POSITION ? EX_FN_TA_POSITIONS : f == EX_FN_NA_REMOVE ? EX_FN_TA_REMOVE
+                                                                                       : EX_FN_TA_REPLACE;
+        return mk_fn(b, tf, rt, 0, a, n, loc, out);
+    }
     default:
         *done = false;
         return HS_OK;
@@ -493,6 +513,53 @@ static void any_row(const ex_node *n, pv_val v, const ex_vec *x, int j, ex_vec *
     out->v.b[j] = all;
 }
 
+/* array_positions / array_remove / array_replace of row j (a NULL x finds
+ * the NULL elements: IS NOT DISTINCT FROM) */
+static hs_status search_row(ex_ctx *c, const ex_node *n, pv_val v, const ex_vec *a, int j, ex_vec *out)
+{
+    int64_t len = ta_len(v);
+    bool xn = a[1].nul[j];
+    const ex_str *x = &a[1].v.s[j];
+    ta_builder tb = {0};
+    hs_status st = HS_OK;
+    int64_t hits = 0;
+    int64_t *pos = n->op == EX_FN_TA_POSITIONS ? hs_arena_alloc(c->arena, sizeof *pos * (size_t)(len ? len : 1)) : NULL;
+    if (n->op == EX_FN_TA_POSITIONS && !pos)
+        return hs_err_nomem(c->err, sizeof *pos * (size_t)len);
+    for (int64_t i = 0; i < len && st == HS_OK; i++) {
+        const uint8_t *p;
+        size_t m;
+        bool valid = ta_get(v, i, &p, &m);
+        bool hit = xn ? !valid : valid && m == x->n && (m == 0 || !memcmp(p, x->p, m));
+        if (n->op == EX_FN_TA_POSITIONS) {
+            if (hit)
+                pos[hits++] = i + 1;
+        } else if (hit && n->op == EX_FN_TA_REPLACE) {
+            bool yn = a[2].nul[j];
+            st = ta_b_add(&tb, yn ? NULL : a[2].v.s[j].p, yn ? 0 : a[2].v.s[j].n, yn);
+        } else if (!hit) {
+            st = ta_b_add(&tb, valid ? p : NULL, valid ? m : 0, !valid);
+        }
+    }
+    if (n->op == EX_FN_TA_POSITIONS) {   /* an integer[] (pgvector.h's blob) */
+        hs_error e = {0};
+        pv_val r;
+        if (pv_arr_new(c->arena, hits, &r, NULL, NULL, NULL, &e) != HS_OK)
+            return ta_fail(c, n, e.code, &e);
+        for (int64_t k = 0; k < hits; k++)
+            pv_arr_set_int(PV_E_INT4, r, k, pos[k]);
+        out->nul[j] = 0;
+        out->v.s[j].p = r.p;
+        out->v.s[j].n = r.n;
+        return HS_OK;
+    }
+    if (st != HS_OK) {
+        ta_b_free(&tb);
+        return ta_fail(c, n, st, NULL);
+    }
+    return put(c, n, &tb, out, j);
+}
+
 /* the slice a[lo:hi] of row j */
 static hs_status slice_row(ex_ctx *c, const ex_node *n, pv_val v, const ex_vec *a, int j, ex_vec *out)
 {
@@ -573,6 +640,11 @@ hs_status ex_ev_ta_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex
         if (fn == EX_FN_LIST_ANY) {
             if (!a[0].nul[j])
                 any_row(n, pv_of(&a[0].v.s[j]), &a[1], j, out);
+            continue;
+        }
+        if (fn == EX_FN_TA_POSITIONS || fn == EX_FN_TA_REMOVE || fn == EX_FN_TA_REPLACE) {
+            if (!a[0].nul[j])
+                HS_TRY(search_row(c, n, pv_of(&a[0].v.s[j]), a, j, out));
             continue;
         }
         bool any_null = false;

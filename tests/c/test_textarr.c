@@ -269,6 +269,8 @@ static void test_expressions(void)
     /* out of memory at every allocation */
     CHECK(expr_oom_loop("array_cat(string_to_array(s, ','), tags) || array_prepend(s, tags)", b, 2000));
     CHECK(expr_oom_loop("array_dims(tags || s)", b, 2000));
+    CHECK(expr_oom_loop("array_replace(array_remove(tags || s, 'big'), '', s) || "
+                        "array_positions(tags, NULL)::text::text[]", b, 4000));
     hs_batch_free(b);
     LEAK_END();
 }

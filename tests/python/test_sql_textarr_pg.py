@@ -27,6 +27,13 @@ ROWS = ("(1, ARRAY['a','b','c'], 'a,b,c'), (2, ARRAY['x', NULL, 'y z'], 'x,,y z'
 V = f"(VALUES {ROWS}) v(k, a, s)"
 
 CASES = [
+    # array_positions / array_remove / array_replace, the shape functions
+    "array_positions(a, 'a')", "array_positions(a || 'a'::text, 'a')", "array_positions(a, NULL)",
+    "array_remove(a, 'b')", "array_remove(a, NULL)", "array_remove(a || s, s)", "array_remove(a, 1)",
+    "array_replace(a, 'a', 'z')", "array_replace(a, NULL, 'n')", "array_replace(a, 'c', NULL)",
+    "array_replace(a, s, 'S')", "array_positions(string_to_array(s, ','), '')",
+    "array_ndims(a)", "array_dims(a)", "array_lower(a, 1)", "array_upper(a, 1)", "array_upper(a, 2)",
+    "array_dims(string_to_array(s, ','))",
     # constructors and literals, output quoting
     "ARRAY['a','b']", "ARRAY['a', NULL]", "ARRAY[NULL]", "ARRAY[s]", "ARRAY[s, 'x', NULL]",
     "ARRAY[]::text[]", "ARRAY['a','b']::text[]", "ARRAY[s]::text[]",
