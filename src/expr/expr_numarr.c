@@ -1,22 +1,38 @@
 /*
- * expr/expr_numarr.c - array_append, array_prepend, array_cat and || over
- * the numeric arrays (integer[], real[], double precision[], numeric[]: the
- * pv_arr blobs of expr/pgvector.h) and over list columns of numbers
- * (list<int8..int32> as integer[], list<double> as double precision[];
- * list<float> columns are vectors, expr_pgvector.c).
+ * expr/expr_numarr.c - binding and evaluation of numeric array values: the
+ * integer[], bigint[], numeric[], real[] and double precision[] values (the
+ * pv_arr blobs of expr/pgvector.h: ARRAY[...], '{...}'::int[], casts and the
+ * results below) and list columns of numbers read as such values
+ * (list<int8..int32> as integer[], list<int64> as bigint[], list<double> as
+ * double precision[]; list<float> columns are vectors, expr_pgvector.c).
  *
- * Types are PostgreSQL 15's anycompatible resolution: the result's element
- * is the common type of the operands' elements (integer < bigint < numeric
- * < real < double precision, each implicitly castable to the next), so
- * ARRAY[1,2] || 2.5 is numeric[], ARRAY[1] || 1.5::real is real[] and
- * ARRAY[1] || 3000000000 bigint[] (list<int64> columns are bigint[],
- * their elements exact: pgvector.h's blob holds integers as int128).
+ * Owns:
+ *   array_append, array_prepend, array_cat, ||        EX_FN_NA_CAT
+ *   a[i], a[lo:hi]                                     EX_FN_NA_ELEM / _SLICE
+ *   array_position(s), array_remove, array_replace    EX_FN_NA_POSITION / ...
+ *   array_to_string, x op ANY/ALL (a), @> <@ &&        EX_FN_NA_TO_STRING / _ANY / _CONTAINS
+ *   array_lower/upper/ndims/dims (also of text[])      EX_FN_ARR_SHAPE
+ *   = < ... IS DISTINCT FROM between arrays            EX_CMP, mode EX_CM_PV (pv_arr_cmp)
+ *   the operands of IN, CASE, COALESCE, NULLIF         exb_na_unify
  *
- * Binding: array_append(a, x) is a || ARRAY[x], array_prepend(x, a) is
- * ARRAY[x] || a (ARRAY[NULL] appends a NULL element), both operands cast to
- * the common kind; EX_FN_NA_CAT concatenates with array_cat's NULL rules
- * (a NULL array is the other one; both NULL: NULL).  `array || 'literal'`
- * reads the literal as an array, as PostgreSQL does.
+ * Types are PostgreSQL 15's: the anycompatible functions (||, array_append,
+ * array_position, array_remove, ...) and x op ANY(a) take the common type
+ * of the operands' elements (integer < bigint < numeric < real < double
+ * precision, each implicitly castable to the next), so ARRAY[1,2] || 2.5 is
+ * numeric[], ARRAY[1] || 1.5::real real[], ARRAY[1] || 3000000000 bigint[];
+ * the anyarray operators (= < @> && ...) need one element type on both
+ * sides (integer[] = numeric[] is 42883); CASE / COALESCE / IN coerce to
+ * the common array type.  An element argument x binds as ARRAY[x] of the
+ * common kind, so elements compare blob to blob (pv_arr_elem_cmp: exact for
+ * integers and numerics, float8's order with NaN last for the rest).
+ *
+ * NULL rules: array_cat's (a NULL array is the other one; both NULL:
+ * NULL), array_append(NULL, x) is {x}; a[i] outside the array is NULL, a
+ * slice outside it {} (a NULL bound: NULL); array_position / _positions /
+ * _remove / _replace find NULL elements with a NULL x (IS NOT DISTINCT
+ * FROM); ANY / ALL three-valued.  `array || 'literal'` reads the literal as
+ * an array, as PostgreSQL does.  A multidimensional array (flagged by
+ * pv_arr_in) is 0A000 wherever its flattened elements would show.
  */
 #include "expr/expr_int.h"
 
