@@ -382,6 +382,13 @@ static hs_status pv_ev_array(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
             } else if (at->t == EX_T_INT) {
                 d[i] = (double)a[i].v.i[j];
                 f[i] = (float)d[i];
+            } else if (at->t == EX_T_FLOAT && el == PV_E_NUMERIC) {   /* float8_numeric: 15 digits */
+                char t[64];
+                double v = a[i].v.f[j];
+                int len = isfinite(v) ? hs_snprintf_c(t, sizeof t, "%.*g", at->bits == 32 ? 6 : 15, v)
+                                      : hs_snprintf_c(t, sizeof t, isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+                if (pv_arr_set_text(PV_E_NUMERIC, r, i, t, (size_t)len, &e) != HS_OK)
+                    return pv_fail(c, n, &e);
             } else if (at->t == EX_T_FLOAT) {
                 d[i] = a[i].v.f[j];
                 f[i] = (float)d[i];

@@ -165,7 +165,12 @@ EXACT = ["array_append(ia, 9223372036854775807)", "ARRAY[1] || 9007199254740993"
          "array_to_string(ARRAY[12345678901234567890.123456789] || 2.5, ',')",
          "'{1.5,2.5,-2.5}'::numeric[]::int[]::text", "'{9223372036854775807.5}'::numeric[]::bigint[]",
          "(ARRAY[1.123456789012345678] || n)[1]", "ARRAY[0.1::float8]::numeric[]::text",
-         "(SELECT max(x) FROM unnest(ARRAY[9007199254740993] || k) u(x))"]
+         "(SELECT max(x) FROM unnest(ARRAY[9007199254740993] || k) u(x))",
+         # ARRAY[...]::t[] coerces each element to t; untyped literals by t's input
+         "ARRAY['NaN', 1.5]::float8[]::text", "ARRAY[0, 2, 'NaN', k]::float8[]", "ARRAY['1.50', 2, k, 2.50]::numeric[]::text",
+         "ARRAY[1.5::float8, 0.1::float8, k]::numeric[]::text", "ARRAY[3000000000]::int[]", "ARRAY[1.5, k]::int[]",
+         "ARRAY['x', 1]", "ARRAY['1e3', k]::bigint[]", "ARRAY[' 7 ', k]::int[]", "ARRAY['NaN', 1.5]::text",
+         "ARRAY[k, 2.5]::real[]::text", "ARRAY['Infinity', k]::numeric[]::text"]
 # multidimensional arrays: ours is 0A000 (docs/sql.md), never a value
 MULTIDIM = {"'{{1},{2}}'::int[] || 3", "'{{1},{2}}'::int[] || ARRAY[[3]]", "ia = ANY(ARRAY[(ia || 0)])",
             "1 = ANY(ARRAY[ARRAY[1], ARRAY[k]])", "ARRAY[1] = ANY(ARRAY['{1}'::int[]])", "ARRAY[[1,2],[3,4]]",
