@@ -496,6 +496,16 @@ hs_status exb_indirection(ex_binder *b, json_t *body, ex_node **out)
         if (!strcmp(kind, "A_Indices")) {
             const char *pk;
             json_t *pb;
+            /* a[i][j]... of a numeric array value: one node (expr_numarr.c) */
+            size_t m = 1;
+            while (k + m < json_array_size(ind) && exb_node_of(json_array_get(ind, k + m), &pk, &pb) &&
+                   !strcmp(pk, "A_Indices"))
+                m++;
+            if (m > 1 && x->type.t == EX_T_ARRAY && !ex_is_ta(&x->type)) {
+                HS_TRY(exb_na_subscripts(b, x, ind, k, m, at, &x));
+                k += m - 1;
+                continue;
+            }
             if (k > 0 && exb_node_of(json_array_get(ind, k - 1), &pk, &pb) && !strcmp(pk, "A_Indices"))
                 return exb_err(b, HS_UNSUPPORTED, at, "subscripts of multidimensional arrays are not supported");
             HS_TRY(bind_subscript(b, x, nb, at, &x));

@@ -430,6 +430,11 @@ HS_MUST_USE hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node
  * PostgreSQL's common element type first. */
 HS_MUST_USE hs_status exb_na_subscript(ex_binder *b, ex_node *x, struct json_t *ind, int loc,
                                        ex_node **out);
+/* a[i1]..[im] (m > 1 A_Indices of ind from k, none a slice) of a numeric
+ * array value x: the element of a multidimensional array (NULL when m is
+ * not its number of dimensions) */
+HS_MUST_USE hs_status exb_na_subscripts(ex_binder *b, ex_node *x, struct json_t *ind, size_t k, size_t m,
+                                        int loc, ex_node **out);
 HS_MUST_USE hs_status exb_na_any(ex_binder *b, const char *opname, int op, bool all, ex_node *x,
                                  ex_node *arr, int loc, ex_node **out);
 HS_MUST_USE hs_status exb_na_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, int loc,

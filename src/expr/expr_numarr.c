@@ -336,6 +336,28 @@ hs_status exb_na_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
     return mk_na(b, EX_FN_NA_SLICE, arr_ty(rank), aux, a, 3, loc, out);
 }
 
+hs_status exb_na_subscripts(ex_binder *b, ex_node *x, json_t *ind, size_t k, size_t m, int loc, ex_node **out)
+{
+    int rank = arr_rank(x);
+    if (rank == R_NONE || m > PV_ARR_MAXDIM)
+        return exb_err(b, HS_INVALID, loc, "number of array dimensions (%d) exceeds the maximum allowed (%d)",
+                       (int)m, PV_ARR_MAXDIM);
+    ex_node **a = hs_arena_calloc(&b->e->arena, m + 1, sizeof *a);
+    if (!a)
+        return exb_nomem(b);
+    a[0] = x;
+    for (size_t i = 0; i < m; i++) {
+        const char *kind;
+        json_t *nb;
+        if (!exb_node_of(json_array_get(ind, k + i), &kind, &nb) || json_is_true(json_object_get(nb, "is_slice")))
+            return exb_err(b, HS_UNSUPPORTED, loc, "slices of multidimensional arrays are not supported");
+        HS_TRY(exb_bind(b, json_object_get(nb, "uidx"), &a[1 + i]));
+        HS_TRY(exb_want_int32(b, &a[1 + i], "array subscript"));
+    }
+    ex_ty et = rank == R_NUMERIC ? exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE) : elem_ty(rank);
+    return mk_na(b, EX_FN_NA_ELEM, et, 0, a, (int)m + 1, loc, out);
+}
+
 /* The common rank of array arr and element x (untyped: the array's), or
  * R_NONE. */
 static int elem_common(const ex_node *arr, const ex_node *x)
@@ -757,17 +779,26 @@ static void any_row(const ex_node *n, const ex_vec *a, int j, ex_vec *out)
 static hs_status shape_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out)
 {
     pv_val v = pv_of(&a[0].v.s[j]);
-    int64_t len = ex_is_ta(&n->args[0]->type) ? ta_len(v) : pv_arr_len(v);
-    if (len == 0 || (n->aux < 2 && a[1].v.i[j] != 1))
+    int32_t dims[PV_ARR_MAXDIM];
+    int nd = 1;
+    if (ex_is_ta(&n->args[0]->type)) {
+        dims[0] = (int32_t)ta_len(v);
+        nd = dims[0] > 0;
+    } else {
+        nd = pv_arr_dims(v, dims);
+    }
+    if (nd == 0 || (n->aux < 2 && (a[1].v.i[j] < 1 || a[1].v.i[j] > nd)))
         return HS_OK;
     out->nul[j] = 0;
     switch (n->aux) {
     case 0: out->v.i[j] = 1; return HS_OK;
-    case 1: out->v.i[j] = len; return HS_OK;
-    case 2: out->v.i[j] = 1; return HS_OK;
+    case 1: out->v.i[j] = dims[a[1].v.i[j] - 1]; return HS_OK;
+    case 2: out->v.i[j] = nd; return HS_OK;
     default: {
-        char t[48];
-        int k = hs_snprintf_c(t, sizeof t, "[1:%lld]", (long long)len);
+        char t[16 * PV_ARR_MAXDIM];
+        int k = 0;
+        for (int l = 0; l < nd; l++)
+            k += hs_snprintf_c(t + k, sizeof t - (size_t)k, "[1:%d]", (int)dims[l]);
         return ex_put_str(c, &out->v.s[j], t, (size_t)k);
     }
     }
@@ -822,7 +853,8 @@ static hs_status ev_ops(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
         if (a[0].nul[j])
             continue;
         pv_val v = pv_of(&a[0].v.s[j]);
-        if (!ex_is_ta(&n->args[0]->type) && pv_arr_multidim(v))
+        /* multidimensional arrays: a[i][j] and the shape; the rest 0A000 */
+        if (fn != EX_FN_NA_ELEM && fn != EX_FN_ARR_SHAPE && !ex_is_ta(&n->args[0]->type) && pv_arr_multidim(v))
             return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, "multidimensional arrays are not supported");
         switch (fn) {
         case EX_FN_NA_ANY:
@@ -845,9 +877,20 @@ static hs_status ev_ops(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
             continue;
         switch (fn) {
         case EX_FN_NA_ELEM: {
-            int64_t i = a[1].v.i[j];
+            /* a[i1]...[ik]: row-major; NULL outside or with a number of
+             * subscripts other than the array's dimensions */
+            int32_t dims[PV_ARR_MAXDIM];
+            int nd = pv_arr_dims(v, dims);
+            int64_t i = 0;
+            bool inside = nd == na - 1;
+            for (int l = 0; l < nd && inside; l++) {
+                int64_t s = a[1 + l].v.i[j];
+                inside = s >= 1 && s <= dims[l];
+                i = i * dims[l] + (s - 1);
+            }
+            i += 1;
             double d;
-            if (i < 1 || i > pv_arr_len(v) || !pv_arr_get(v, i - 1, &d))
+            if (!inside || i < 1 || i > pv_arr_len(v) || !pv_arr_get(v, i - 1, &d))
                 break;
             out->nul[j] = 0;
             __int128 x;

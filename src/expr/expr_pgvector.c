@@ -243,11 +243,6 @@ hs_status ex_pv_text(ex_ctx *c, const ex_ty *t, const ex_str *v, ex_str *dst)
 {
     hs_buf b = {0};
     pv_val pv = {v->p, v->n};
-    /* a multidimensional array's text would be its flattened elements:
-     * 0A000 while evaluating (a constant formatted for a plan's text, with
-     * no error sink, keeps the flattened form) */
-    if (c->err && t->t == EX_T_ARRAY && !ex_is_ta(t) && pv_arr_multidim(pv))
-        return hs_err_set(c->err, HS_UNSUPPORTED, "multidimensional arrays are not supported");
     hs_status st = ex_is_ta(t) ? ta_out(pv, &b)
                  : t->t == EX_T_ARRAY ? pv_arr_out((pv_elem)t->elem, pv, &b)
                                       : pv_out((pv_type)ex_pv_type(t->t), pv, &b);

@@ -1532,6 +1532,44 @@ hs_status pv_arr_new(hs_arena *ar, int64_t n, pv_val *out, double **d, float **f
     return HS_OK;
 }
 
+/* v with the dimensions trailer of a multidimensional array (flags
+ * PV_ARR_MULTIDIM): a copy in ar one int32 ndim and ndim int32 sizes
+ * longer. */
+static hs_status with_dims(hs_arena *ar, pv_val v, int ndim, const int32_t *dims, pv_val *out, hs_error *err)
+{
+    size_t base = pv_arr_size(arr_of(v).n), sz = base + 4 + 4 * (size_t)ndim;
+    uint8_t *p = hs_arena_alloc(ar, sz);
+    if (!p)
+        return nomem(err, sz);
+    memcpy(p, v.p, base);
+    int32_t nd = ndim, flags;
+    memcpy(p + base, &nd, 4);
+    memcpy(p + base + 4, dims, 4 * (size_t)ndim);
+    memcpy(&flags, p + 4, 4);
+    flags |= PV_ARR_MULTIDIM;
+    memcpy(p + 4, &flags, 4);
+    out->p = p;
+    out->n = sz;
+    return HS_OK;
+}
+
+int pv_arr_dims(pv_val v, int32_t *dims)
+{
+    arr_view a = arr_of(v);
+    if (a.n == 0)
+        return 0;
+    size_t base = pv_arr_size(a.n);
+    int32_t nd = 0;
+    if ((a.flags & PV_ARR_MULTIDIM) && v.n >= base + 4)
+        memcpy(&nd, v.p + base, 4);
+    if (nd < 2 || nd > PV_ARR_MAXDIM || v.n < base + 4 + 4 * (size_t)nd) {
+        dims[0] = a.n;
+        return 1;
+    }
+    memcpy(dims, v.p + base + 4, 4 * (size_t)nd);
+    return nd;
+}
+
 static const char *elem_name(pv_elem e)
 {
     switch (e) {
@@ -1661,10 +1699,15 @@ hs_status pv_arr_in(pv_elem e, const char *s0, size_t n0, hs_arena *ar, pv_val *
         p++;
     if (*p != '{')
         return perr(err, "malformed array literal: \"%.*s\"", LIT_MAX, s);
-    /* count the elements and the nesting */
-    int depth = 0, max_depth = 0;
+    /* count the elements and the nesting: every brace of one depth holds
+     * the same number of items, elements only at the deepest (PostgreSQL's
+     * rectangular arrays) */
+    int depth = 0, max_depth = 0, elem_depth = -1;
+    int32_t items[PV_ARR_MAXDIM + 2] = {0}, dims[PV_ARR_MAXDIM + 2];
+    for (int k = 0; k < PV_ARR_MAXDIM + 2; k++)
+        dims[k] = -1;
     int64_t count = 0;
-    bool in_q = false, any = false;
+    bool in_q = false, any = false, ragged = false;
     for (const char *q = p; *q; q++) {
         if (in_q) {
             if (*q == '\\' && q[1])
@@ -1673,34 +1716,47 @@ hs_status pv_arr_in(pv_elem e, const char *s0, size_t n0, hs_arena *ar, pv_val *
                 in_q = false;
             continue;
         }
+        bool ends = (*q == '}' || *q == ',') && any;
+        if (ends) {   /* an element at this depth */
+            count++;
+            items[depth]++;
+            ragged |= elem_depth >= 0 && elem_depth != depth;
+            elem_depth = depth;
+        }
         if (*q == '"') {
             in_q = true;
             any = true;
         } else if (*q == '{') {
+            if (depth >= PV_ARR_MAXDIM)
+                return perr(err, "number of array dimensions (%d) exceeds the maximum allowed (%d)", depth + 1,
+                            PV_ARR_MAXDIM);
+            ragged |= any;
+            items[depth]++;
             depth++;
+            items[depth] = 0;
             if (depth > max_depth)
                 max_depth = depth;
         } else if (*q == '}') {
-            if (any)
-                count++;
             any = false;
+            if (depth >= 1) {
+                ragged |= dims[depth] >= 0 && dims[depth] != items[depth];
+                dims[depth] = items[depth];
+            }
             depth--;
         } else if (*q == ',') {
-            if (any)
-                count++;
             any = false;
         } else if (!pg_isspace(*q)) {
             any = true;
         }
     }
-    if (in_q || depth != 0)
+    if (in_q || depth != 0 || (count > 0 && (ragged || elem_depth != max_depth)) || (count == 0 && max_depth > 1))
         return perr(err, "malformed array literal: \"%.*s\"", LIT_MAX, s);
     pv_val v;
     double *d;
     float *f;
     uint8_t *nul;
     HS_TRY(pv_arr_new(ar, count, &v, &d, &f, &nul, err));
-    int32_t flags = max_depth > 1 ? PV_ARR_MULTIDIM : 0;
+    int32_t flags = 0;
     /* parse the elements */
     int64_t i = 0;
     depth = 0;
@@ -1767,6 +1823,8 @@ hs_status pv_arr_in(pv_elem e, const char *s0, size_t n0, hs_arena *ar, pv_val *
     }
     int32_t h[2] = {(int32_t)count, flags};
     memcpy((uint8_t *)v.p, h, 8);
+    if (count > 0 && max_depth > 1)   /* dims[1..max_depth]: the sizes, outermost first */
+        return with_dims(ar, v, max_depth, dims + 1, out, err);
     *out = v;
     return HS_OK;
 }
@@ -1796,14 +1854,29 @@ hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
 {
     arr_view a = arr_of(v);
     char num[48];
-    HS_TRY(hs_buf_append_byte(out, '{'));
+    int32_t dims[PV_ARR_MAXDIM];
+    int nd = pv_arr_dims(v, dims);
+    int64_t stride[PV_ARR_MAXDIM];   /* elements per item of each depth */
+    for (int l = nd - 1; l >= 0; l--)
+        stride[l] = l == nd - 1 ? 1 : stride[l + 1] * dims[l + 1];
+    for (int l = 0; l < (nd ? nd : 1); l++)
+        HS_TRY(hs_buf_append_byte(out, '{'));
     for (int32_t i = 0; i < a.n; i++) {
+        int closes = 0;   /* the sub-arrays that end before element i */
+        for (int l = 0; i && l < nd - 1; l++)
+            closes += i % stride[l] == 0;
+        for (int l = 0; l < closes; l++)
+            HS_TRY(hs_buf_append_byte(out, '}'));
         if (i)
             HS_TRY(hs_buf_append_byte(out, ','));
+        for (int l = 0; l < closes; l++)
+            HS_TRY(hs_buf_append_byte(out, '{'));
         int k = pv_arr_elem_text(e, v, i, num);
         HS_TRY(hs_buf_append(out, num, (size_t)k));
     }
-    return hs_buf_append_byte(out, '}');
+    for (int l = 0; l < (nd ? nd : 1); l++)
+        HS_TRY(hs_buf_append_byte(out, '}'));
+    return HS_OK;
 }
 
 bool pv_arr_multidim(pv_val v)
@@ -1886,7 +1959,16 @@ int pv_arr_cmp(pv_val a, pv_val b)
         if (c)
             return c;
     }
-    return x.n < y.n ? -1 : x.n > y.n;
+    /* the same elements up to the shorter: fewer dimensions first, then
+     * the smaller sizes (one dimension: the shorter array) */
+    int32_t da[PV_ARR_MAXDIM], db[PV_ARR_MAXDIM];
+    int na = pv_arr_dims(a, da), nb = pv_arr_dims(b, db);
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    for (int l = 0; l < na; l++)
+        if (da[l] != db[l])
+            return da[l] < db[l] ? -1 : 1;
+    return 0;
 }
 
 /* element i of non-NULL elements of x equal to one of y */
@@ -2016,6 +2098,12 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
         case PV_E_TEXT:   /* text[] casts are expr_textarr.c's */
             return perr(err, "unsupported array type");
         }
+    }
+    if (a.flags & PV_ARR_MULTIDIM) {   /* the same shape */
+        int32_t dims[PV_ARR_MAXDIM];
+        int nd = pv_arr_dims(v, dims);
+        if (nd > 1)
+            return with_dims(ar, r, nd, dims, out, err);
     }
     *out = r;
     return HS_OK;

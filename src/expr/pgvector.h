@@ -179,6 +179,11 @@ void pv_to_float4(pv_type t, pv_val v, float *x);
  *                      numeric exactly, unscaled at its display scale
  *   8 + 15n     16n    int128 x[n] (tag 1, 2)
  *
+ *   (multidimensional arrays, flags PV_ARR_MULTIDIM, then:)
+ *   8 + 31n     4      int32 ndim (2..PV_ARR_MAXDIM)
+ *   12 + 31n    4ndim  int32 dims[ndim], outermost first; the elements are
+ *                      in row-major order
+ *
  * So bigint elements are exact over their whole range and numeric ones up
  * to 38 digits (scale <= 38); comparisons are exact when both elements are,
  * array_out prints x.  Arrays are expression values only (no column form). */
@@ -204,10 +209,13 @@ int pv_arr_elem_text(pv_elem e, pv_val v, int64_t i, char *num);
 bool pv_arr_get_exact(pv_val v, int64_t i, __int128 *x, int *scale);
 /* Sets element i (not NULL) of arr, of kind e (int4 / int8), to v. */
 void pv_arr_set_int(pv_elem e, pv_val arr, int64_t i, int64_t v);
-/* True when v was read from a multidimensional literal ('{{1},{2}}': its
- * elements flattened, PV_ARR_MULTIDIM; only the vector casts read it, to
- * say "array must be 1-D"). */
+/* True when v is multidimensional ('{{1},{2}}'::int[]: PV_ARR_MULTIDIM). */
 bool pv_arr_multidim(pv_val v);
+/* The dimensions of v into dims (PV_ARR_MAXDIM entries), outermost first;
+ * returns their number: 0 for an empty array, 1 ({n}) for a
+ * one-dimensional one. */
+#define PV_ARR_MAXDIM 6
+int pv_arr_dims(pv_val v, int32_t *dims);
 /* Elements of array v (0 for a blob shorter than its header). */
 int64_t pv_arr_len(pv_val v);
 /* Element i of v: false when it is NULL, else its value in *x. */
@@ -216,7 +224,8 @@ bool pv_arr_get(pv_val v, int64_t i, double *x);
  * NaN and after every number): <0, 0, >0. */
 int pv_arr_elem_cmp(pv_val a, int64_t i, pv_val b, int64_t j);
 /* array_cmp of two arrays of one kind: element by element, a NULL element
- * after every value and equal to another NULL, then the shorter first. */
+ * after every value and equal to another NULL; then fewer dimensions
+ * first, then the smaller sizes (one-dimensional: the shorter first). */
 int pv_arr_cmp(pv_val a, pv_val b);
 /* a @> b (every element of b is in a; a NULL element of b fails) or, with
  * overlap, a && b (a non-NULL element of b is in a). */

@@ -170,6 +170,7 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"aggregate functions are not allowed", "42803"},
         {"more than one row returned", "21000"},
         {"different vector dimensions", "22000"},
+        {"number of array dimensions", "54000"},
         {"dimensions", "22000"},
         {"too many", "54000"},
         {"nested too deeply", "54001"},

@@ -174,8 +174,22 @@ EXACT = ["array_append(ia, 9223372036854775807)", "ARRAY[1] || 9007199254740993"
 # multidimensional arrays: ours is 0A000 (docs/sql.md), never a value
 MULTIDIM = {"'{{1},{2}}'::int[] || 3", "'{{1},{2}}'::int[] || ARRAY[[3]]", "ia = ANY(ARRAY[(ia || 0)])",
             "1 = ANY(ARRAY[ARRAY[1], ARRAY[k]])", "ARRAY[1] = ANY(ARRAY['{1}'::int[]])", "ARRAY[[1,2],[3,4]]",
-            "'{{1,2},{3,4}}'::int[]", "('{1,2}'::int[])[1][1]", "array_ndims('{{1}}'::int[])"}
-ALL = CASES + VALUE_CASES + EXACT + sorted(MULTIDIM)
+            "'{{1,2},{3,4}}'::int[]", "(SELECT count(*) FROM unnest('{{1,2},{3,4}}'::int[]) u(x))",
+            "array_position('{{1,2},{3,4}}'::int[], 3)", "('{{1,2},{3,4}}'::int[])[1:1]"}
+# multidimensional arrays where ours answers: text in/out, a[i][j], the shape, order
+MULTI_CASES = ["'{{1,2},{3,4}}'::int[]::text", "('{{1,2},{3,4}}'::int[])[2][1]", "('{{1,2},{3,4}}'::int[])[k][1]",
+               "('{{1,2},{3,4}}'::int[])[1]", "('{1,2}'::int[])[1][1]", "('{{1,2},{3,4}}'::int[])[3][1]",
+               "('{{{1},{2}},{{3},{4}}}'::bigint[])[2][1][1]", "('{{1.50,2},{3,4}}'::numeric[])[1][1]",
+               "array_ndims('{{1,2},{3,4}}'::int[])", "array_dims('{{{1},{2}},{{3},{4}}}'::numeric[])",
+               "array_upper('{{1,2,3},{3,4,5}}'::int[], 2)", "array_lower('{{1,2,3},{3,4,5}}'::int[], 3)",
+               "array_length('{{1,2,3},{3,4,5}}'::int[], k)", "cardinality('{{1,2,3},{3,4,5}}'::int[])",
+               "'{{1,2},{3}}'::int[]", "'{{1,2},3}'::int[]", "'{1,{2}}'::int[]", "'{{}}'::int[]",
+               "'{{{{{{{1}}}}}}}'::int[]", "'{{1.50,NULL},{1e3,-0.1}}'::numeric[]::text",
+               "'{{1,2},{3,4}}'::int[]::float8[]::text", "'{{1,2},{3,4}}'::int[] = '{1,2,3,4}'::int[]",
+               "'{{1,2},{3,4}}'::int[] < '{1,2,3,4}'::int[]", "'{{1,2}}'::int[] > '{{1},{2}}'::int[]",
+               "'{{1,2},{3,4}}'::int[] = '{{1,2},{3,4}}'::int[]", "array_ndims('{{1}}'::int[])",
+               "'{{NULL,2}}'::real[]::text", "'{ { 1 , 2 } , { 3 , 4 } }'::int[]::text"]
+ALL = CASES + VALUE_CASES + EXACT + MULTI_CASES + sorted(MULTIDIM)
 
 ELEM_TYPES = {"integer[]": pa.int32(), "bigint[]": pa.int64(), "numeric[]": pa.float64(), "real[]": pa.float32(),
               "double precision[]": pa.float64()}
