@@ -223,6 +223,13 @@ static void test_value_ops(void)
     texts(b, "(ARRAY[1.123456789012345678] || il)::text", w12);
     static const char *const w13[4] = {"2", "2", "2", "2"};
     texts(b, "array_position(ARRAY[0.10000000000000000001, 0.1] || il, 0.1)::text", w13);
+    /* multidimensional: text in/out, a[i][j], the shape */
+    static const char *const w14[4] = {"3", "3", NULL, NULL};
+    texts(b, "('{{1,2},{3,4}}'::int[])[cardinality(il)][1]::text", w14);
+    static const char *const w15[4] = {"[1:2][1:2]", "[1:2][1:2]", "[1:2][1:2]", "[1:2][1:2]"};
+    texts(b, "array_dims(('{{1,2},{3,4}}'::int[])::bigint[])", w15);
+    static const char *const w16[4] = {"{{1,2},{3,7}}", NULL, "{{1,2},{3,-3}}", "{{1,2},{3,0}}"};
+    texts(b, "(('{{1,2},{3,' || i || '}}')::int[])::text", w16);
     ex_expr *e = NULL;
     hs_column *out = NULL;
     CHECK_OK(ex_parse_scalar("('{99999999999999999999.5}'::numeric[] || i)::int8[]", &b->schema, &e, &err), &err);
@@ -239,6 +246,8 @@ static void test_out_of_memory(void)
     hs_batch *b = num_batch(&err);
     REQUIRE(b);
     CHECK(expr_oom_loop("array_cat(il, dl) || array_prepend(i, il) || 2.5", b, 2000));
+    CHECK(expr_oom_loop("(('{{1,2},{3,' || i || '}}')::int[])[2][2]::text || array_dims(('{{' || i || '}}')::int[])",
+                        b, 2000));
     CHECK(expr_oom_loop("array_to_string(array_replace((il || i)[1:3], 2, 9), ',') || "
                         "array_positions(il || 0, 0)::text || (2 = ANY(dl || 2.5))::text", b, 4000));
     hs_batch_free(b);
