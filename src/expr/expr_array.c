@@ -165,13 +165,13 @@ static hs_status array_value_len(ex_ctx *c, const ex_node *n, const ex_vec *ix, 
             return ex_fail(c, n, "malformed array value");
         memcpy(&len, s->p, 4);
         memcpy(&flags, s->p + 4, 4);
-        if ((flags & PV_ARR_MULTIDIM) && n->op == EX_FN_ARRAY_LENGTH)
-            return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc,
-                             "array_length of a multidimensional array is not supported");
-        if (n->op == EX_FN_ARRAY_LENGTH && (len == 0 || ix->v.i[j] != 1))
+        int32_t dims[PV_ARR_MAXDIM];
+        int nd = pv_arr_dims((pv_val){s->p, s->n}, dims);
+        (void)flags;
+        if (n->op == EX_FN_ARRAY_LENGTH && (ix->v.i[j] < 1 || ix->v.i[j] > nd))
             continue; /* PostgreSQL: an empty array has no dimensions */
         out->nul[j] = 0;
-        out->v.i[j] = len;
+        out->v.i[j] = n->op == EX_FN_ARRAY_LENGTH ? dims[ix->v.i[j] - 1] : len;
     }
     return HS_OK;
 }

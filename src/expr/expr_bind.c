@@ -285,8 +285,8 @@ static bool common_type(const ex_ty *a, const ex_ty *b, ex_ty *out)
         case EX_T_BIN:
             out->uuid = a->uuid && b->uuid;
             return true;
-        case EX_T_ARRAY:   /* text[] with text[] (CASE, COALESCE, IN, ...) */
-            return a->elem == PV_E_TEXT && b->elem == PV_E_TEXT;
+        case EX_T_ARRAY:   /* arrays of one kind (CASE, COALESCE, IN, ...; lift_arrays) */
+            return a->elem == b->elem;
         case EX_T_OTHER:
             return false;
         default:
@@ -408,7 +408,7 @@ static ex_cmode cmode_of(const ex_ty *t)
     case EX_T_STR: case EX_T_BIN: case EX_T_UNKNOWN: return EX_CM_BYTES;
     case EX_T_BOOL: return EX_CM_BOOL;
     case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: return EX_CM_PV;
-    case EX_T_ARRAY: return t->elem == PV_E_TEXT ? EX_CM_PV : EX_CM_I64;
+    case EX_T_ARRAY: return EX_CM_PV;
     case EX_T_INTERVAL: return EX_CM_IV;
     default: return EX_CM_I64;
     }
@@ -1332,6 +1332,18 @@ static hs_status build_inset(ex_binder *b, ex_node *n)
     return HS_OK;
 }
 
+/* The operands of IN, BETWEEN, CASE, COALESCE and NULLIF: list<string>
+ * columns as text[] values; numeric arrays, list columns of numbers and
+ * untyped literals beside them as arrays of their common kind. */
+static hs_status lift_arrays(ex_binder *b, ex_node **a, int n)
+{
+    HS_TRY(exb_ta_lift(b, a, n));
+    bool any = false, ok;
+    for (int i = 0; i < n; i++)
+        any |= exb_na_is(a[i]);
+    return any ? exb_na_unify(b, a, n, &ok) : HS_OK;
+}
+
 static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node **out)
 {
     json_t *rex = json_object_get(body, "rexpr");
@@ -1346,8 +1358,16 @@ static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node 
     HS_TRY(exb_list(b, json_object_get(rb, "items"), &items, &n_items));
     if (n_items == 0)
         return exb_err(b, HS_INVALID, loc, "empty IN list");
-    HS_TRY(exb_ta_lift(b, &lhs, 1));
-    HS_TRY(exb_ta_lift(b, items, n_items));
+    {
+        ex_node **all = hs_arena_alloc(&b->e->arena, sizeof *all * (size_t)(n_items + 1));
+        if (!all)
+            return exb_nomem(b);
+        all[0] = lhs;
+        memcpy(all + 1, items, sizeof *items * (size_t)n_items);
+        HS_TRY(lift_arrays(b, all, n_items + 1));
+        lhs = all[0];
+        memcpy(items, all + 1, sizeof *items * (size_t)n_items);
+    }
     ex_ty t = lhs->type;
     char b1[48], b2[48];
     for (int i = 0; i < n_items; i++) {
@@ -1382,7 +1402,7 @@ static hs_status bind_in(ex_binder *b, json_t *body, bool neg, int loc, ex_node 
  * (decimals keep their scales); sets *mode. */
 static hs_status unify_many(ex_binder *b, ex_node **a, int n, int loc, const char *what, ex_cmode *mode)
 {
-    HS_TRY(exb_ta_lift(b, a, n));
+    HS_TRY(lift_arrays(b, a, n));
     ex_ty t = a[0]->type;
     char b1[48], b2[48];
     for (int i = 1; i < n; i++) {
@@ -1513,8 +1533,10 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         ex_node *l, *r;
         HS_TRY(exb_bind(b, json_object_get(body, "lexpr"), &l));
         HS_TRY(exb_bind(b, json_object_get(body, "rexpr"), &r));
-        HS_TRY(exb_ta_lift(b, &l, 1));
-        HS_TRY(exb_ta_lift(b, &r, 1));
+        ex_node *lr[2] = {l, r};
+        HS_TRY(lift_arrays(b, lr, 2));
+        l = lr[0];
+        r = lr[1];
         ex_ty t;
         char b1[48], b2[48];
         if (!common_type(&l->type, &r->type, &t))
@@ -1546,6 +1568,13 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         if (exb_ta_is(l) || exb_ta_is(r)) {   /* text[] values */
             HS_TRY(exb_ta_coerce(b, &l, &okl));
             HS_TRY(exb_ta_coerce(b, &r, &okr));
+        }
+        if (!okl && !okr && (exb_na_is(l) || exb_na_is(r))) {   /* numeric arrays */
+            ex_node *lr[2] = {l, r};
+            HS_TRY(exb_na_unify(b, lr, 2, &okl));
+            l = lr[0];
+            r = lr[1];
+            okr = okl;
         }
         if (okl && okr)
             n->cmode = EX_CM_PV;
@@ -1624,6 +1653,8 @@ static hs_status bind_aexpr(ex_binder *b, json_t *body, ex_node **out)
         return exb_na_op(b, l, r, loc, out);   /* numeric arrays */
     if (exb_ta_is(l) || exb_ta_is(r))   /* text[] = text[], text[] || ... */
         return exb_ta_op(b, opname, l, r, loc, out);
+    if (cmp >= 0 && (exb_na_is(l) || exb_na_is(r)))   /* numeric arrays */
+        return exb_na_cmp(b, opname, cmp, l, r, loc, out);
     if (cmp >= 0)
         return make_cmp(b, cmp, l, r, loc, out);
     return exb_arith(b, aop, l, r, loc, out);
@@ -1727,8 +1758,17 @@ static hs_status bind_case(ex_binder *b, json_t *body, ex_node **out)
     }
     ex_ty t = exb_ty(EX_T_NULL);
     char b1[48], b2[48];
+    {
+        ex_node **res = hs_arena_alloc(&b->e->arena, sizeof *res * (nw + 1));
+        if (!res)
+            return exb_nomem(b);
+        for (size_t i = 0; i <= nw; i++)
+            res[i] = n->args[i == nw ? last : off + 2 * (int)i + 1];
+        HS_TRY(lift_arrays(b, res, (int)nw + 1));
+        for (size_t i = 0; i <= nw; i++)
+            n->args[i == nw ? last : off + 2 * (int)i + 1] = res[i];
+    }
     for (size_t i = 0; i <= nw; i++) {
-        HS_TRY(exb_ta_lift(b, &n->args[i == nw ? last : off + 2 * (int)i + 1], 1));
         ex_node *r = n->args[i == nw ? last : off + 2 * (int)i + 1];
         ex_ty u;
         if (!common_type(&t, &r->type, &u))
@@ -1753,7 +1793,7 @@ static hs_status bind_coalesce(ex_binder *b, json_t *body, ex_node **out)
     HS_TRY(exb_list(b, json_object_get(body, "args"), &a, &n));
     if (n == 0)
         return exb_err(b, HS_INVALID, loc, "COALESCE needs arguments");
-    HS_TRY(exb_ta_lift(b, a, n));
+    HS_TRY(lift_arrays(b, a, n));
     ex_ty t = exb_ty(EX_T_NULL);
     char b1[48], b2[48];
     for (int i = 0; i < n; i++) {
@@ -1831,7 +1871,6 @@ static bool numeric_text_scale(const char *p, size_t n, int *scale, int *int_dig
  * display scale is that of their digits without trailing zeros, which
  * numeric division reads (expr_eval.c ev_arith).  A NULL is
  * numeric(18,3) (a plain `numeric` column is refused in DDL: sql/ddl.c). */
-#define EX_NUMERIC_SCALE 20
 static void unconstrained_numeric(const ex_node *x, ex_ty *t)
 {
     const ex_ty *xt = &x->type;
@@ -1895,6 +1934,9 @@ static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
     if (x->type.t == EX_T_OTHER && exb_ta_is(x) && (t.t == EX_T_STR || t.t == EX_T_ARRAY)) {
         bool ok;   /* a list<string> column as a text[] value */
         HS_TRY(exb_ta_coerce(b, &x, &ok));
+    } else if (x->type.t == EX_T_OTHER && exb_na_is(x) && (t.t == EX_T_STR || t.t == EX_T_ARRAY)) {
+        bool ok;   /* a list column of numbers as a numeric array value */
+        HS_TRY(exb_na_unify(b, &x, 1, &ok));
     }
     if (!castable(&x->type, &t))
         return exb_err(b, HS_INVALID, loc, "cannot cast type %s to %s", exb_tname(&x->type, b1), exb_tname(&t, b2));

@@ -195,8 +195,20 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
                                          "name", json_object_get(body, "name"), "lexpr", lj, "rexpr",
                                          el, "location", loc)
                              : NULL;
-            st = cmp ? exb_bind(b, cmp, &a[i]) : exb_nomem(b);
+            /* an element that is an array (ARRAY[ARRAY[1]], ARRAY['{1}'::int[]],
+             * ARRAY[a] of an array column a) makes ARRAY[...] multidimensional:
+             * PostgreSQL compares x with its elements; ours is 0A000 */
+            const char *ek;
+            json_t *eb;
+            bool arr_el = cmp && exb_node_of(e, &ek, &eb) &&
+                          (!strcmp(ek, "A_ArrayExpr") ||
+                           (!strcmp(ek, "TypeCast") &&
+                            json_array_size(json_object_get(json_object_get(eb, "typeName"), "arrayBounds")) > 0));
+            st = !cmp ? exb_nomem(b) : arr_el ? HS_OK : exb_bind(b, cmp, &a[i]);
             json_decref(cmp);
+            if (st == HS_OK && (arr_el || (a[i]->kind == EX_CMP && a[i]->n_args == 2 &&
+                                           a[i]->args[1]->type.t == EX_T_ARRAY)))
+                st = exb_err(b, HS_UNSUPPORTED, loc, "multidimensional arrays are not supported");
             if (st == HS_OK)
                 st = exb_need_bool(b, &a[i], all ? "ALL" : "ANY");
         }
@@ -240,6 +252,8 @@ hs_status exb_any_all(ex_binder *b, json_t *body, const char *opname, bool all, 
         *out = n;
         return exb_fold(b, out, false);
     }
+    if (arr->type.t == EX_T_ARRAY)   /* x op ANY (numeric array value): expr_numarr.c */
+        return exb_na_any(b, opname, op, all, x, arr, loc, out);
     if (arr->kind != EX_COL || arr->type.t != EX_T_OTHER || !arr->field ||
         (arr->field->type != HS_TYPE_LIST && arr->field->type != HS_TYPE_FIXED_LIST))
         return exb_err(b, arr->type.t == EX_T_OTHER || arr->type.t == EX_T_UNKNOWN ? HS_UNSUPPORTED
@@ -314,6 +328,11 @@ hs_status exb_contains(ex_binder *b, const char *opname, json_t *lj, json_t *rj,
             HS_TRY(exb_bind(b, rj, &r));
             if (exb_ta_is(a) || exb_ta_is(r))
                 return exb_ta_contains(b, overlap, a, r, loc, out);
+        }
+        if (exb_na_is(a) || a->type.t == EX_T_UNKNOWN || a->type.t == EX_T_NULL) {   /* expr_numarr.c */
+            HS_TRY(exb_bind(b, rj, &r));
+            if (exb_na_is(a) || exb_na_is(r))
+                return exb_na_contains(b, overlap, a, r, loc, out);
         }
         return exb_err(b, HS_UNSUPPORTED, loc, "operator %s is supported between an array column "
                        "and ARRAY[...] or '{...}'::t[] only", opname);
@@ -425,10 +444,13 @@ static hs_status bind_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, 
 {
     char b1[48];
     bool slice = json_is_true(json_object_get(ind, "is_slice"));
-    if (x->kind == EX_FUNC && (x->op == EX_FN_ARR_ELEM || x->op == EX_FN_TA_SLICE))
+    if (x->kind == EX_FUNC && (x->op == EX_FN_ARR_ELEM || x->op == EX_FN_TA_SLICE || x->op == EX_FN_NA_ELEM ||
+                               x->op == EX_FN_NA_SLICE))
         return exb_err(b, HS_UNSUPPORTED, loc, "subscripts of multidimensional arrays are not supported");
     if (ex_is_ta(&x->type) || (slice && exb_ta_is(x)))   /* text[]: expr_textarr.c */
         return exb_ta_subscript(b, x, ind, loc, out);
+    if ((x->type.t == EX_T_ARRAY && exb_na_is(x)) || (slice && exb_na_is(x)))   /* expr_numarr.c */
+        return exb_na_subscript(b, x, ind, loc, out);
     if (slice)
         return exb_err(b, HS_UNSUPPORTED, loc, "array slices are not supported");
     if (x->kind != EX_COL || x->type.t != EX_T_OTHER || !x->field ||
@@ -472,6 +494,20 @@ hs_status exb_indirection(ex_binder *b, json_t *body, ex_node **out)
             return exb_err(b, HS_INTERNAL, loc, "malformed indirection");
         int at = exb_loc(nb) >= 0 ? exb_loc(nb) : x->loc;
         if (!strcmp(kind, "A_Indices")) {
+            const char *pk;
+            json_t *pb;
+            /* a[i][j]... of a numeric array value: one node (expr_numarr.c) */
+            size_t m = 1;
+            while (k + m < json_array_size(ind) && exb_node_of(json_array_get(ind, k + m), &pk, &pb) &&
+                   !strcmp(pk, "A_Indices"))
+                m++;
+            if (m > 1 && x->type.t == EX_T_ARRAY && !ex_is_ta(&x->type)) {
+                HS_TRY(exb_na_subscripts(b, x, ind, k, m, at, &x));
+                k += m - 1;
+                continue;
+            }
+            if (k > 0 && exb_node_of(json_array_get(ind, k - 1), &pk, &pb) && !strcmp(pk, "A_Indices"))
+                return exb_err(b, HS_UNSUPPORTED, at, "subscripts of multidimensional arrays are not supported");
             HS_TRY(bind_subscript(b, x, nb, at, &x));
             continue;
         }

@@ -55,10 +55,10 @@ static hs_status want_int(ex_binder *b, ex_node **np, const char *fn)
  * supported"), while a name PostgreSQL does not know either is 42883
  * undefined_function, as PostgreSQL reports it.  Names only (sorted). */
 static const char *const pg_builtins[] = {
-    "acos", "acosd", "acosh", "array_append", "array_cat", "array_dims",
-    "array_fill", "array_length", "array_lower", "array_ndims",
-    "array_positions", "array_prepend", "array_remove", "array_replace", "array_to_json",
-    "array_upper", "ascii", "asin", "asind", "asinh", "atan", "atan2",
+    "acos", "acosd", "acosh", "array_append", "array_cat",
+    "array_fill", "array_length",
+    "array_prepend", "array_to_json",
+    "ascii", "asin", "asind", "asinh", "atan", "atan2",
     "atan2d", "atand", "atanh", "bit_count", "bit_length", "cardinality", "cbrt", "chr",
     "clock_timestamp", "coalesce", "concat_ws", "convert_from", "convert_to", "cos", "cosd",
     "cosh", "cot", "cotd", "current_date", "current_setting", "current_time",
@@ -625,7 +625,10 @@ hs_status exb_func(ex_binder *b, json_t *body, ex_node **out)
         {"justify_hours", EX_FN_JUSTIFY_HOURS, 1, 1}, {"justify_interval", EX_FN_JUSTIFY_INTERVAL, 1, 1},
         {"age", EX_FN_AGE, 1, 2}, {"string_to_array", EX_FN_TA_SPLIT, 2, 3},
         {"array_append", EX_FN_TA_APPEND, 2, 2}, {"array_prepend", EX_FN_TA_APPEND, 2, 2},
-        {"array_cat", EX_FN_TA_CAT, 2, 2},
+        {"array_cat", EX_FN_TA_CAT, 2, 2}, {"array_positions", EX_FN_NA_POSITION, 2, 2},
+        {"array_remove", EX_FN_NA_REMOVE, 2, 2}, {"array_replace", EX_FN_NA_REPLACE, 3, 3},
+        {"array_lower", EX_FN_ARR_SHAPE, 2, 2}, {"array_upper", EX_FN_ARR_SHAPE, 2, 2},
+        {"array_ndims", EX_FN_ARR_SHAPE, 1, 1}, {"array_dims", EX_FN_ARR_SHAPE, 1, 1},
     };
     int which = -1;
     for (size_t i = 0; i < sizeof fns / sizeof fns[0] && which < 0 && !other; i++)

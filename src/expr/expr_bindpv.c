@@ -175,20 +175,25 @@ hs_status exb_pv_array(ex_binder *b, json_t *body, const ex_ty *cast, ex_node **
             return exb_err(b, HS_INVALID, loc, "cannot determine type of empty array");
         }
         return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY of text or NULL is not supported");
+    } else if (cast && cast->t == EX_T_ARRAY && !ex_is_ta(cast)) {
+        at = *cast;   /* ARRAY[...]::t[]: each element coerced to t, as PostgreSQL does */
     } else {
         at.elem = any_float ? (all_f32 ? PV_E_FLOAT4 : PV_E_FLOAT8) : any_dec ? PV_E_NUMERIC
                 : any_i64 ? PV_E_INT8 : PV_E_INT4;
     }
     ex_ty et = at.elem == PV_E_INT4 || at.elem == PV_E_INT8 ? exb_ty(EX_T_INT) : at.elem == PV_E_NUMERIC ? exb_ty(EX_T_NULL) : exb_ty(EX_T_FLOAT);
+    if (at.elem == PV_E_INT4)
+        et.bits = 32;
     for (int i = 0; i < n; i++) {
         ex_t t = a[i]->type.t;
-        if (at.elem == PV_E_NUMERIC) {
-            if (t == EX_T_UNKNOWN)
-                return exb_err(b, HS_UNSUPPORTED, loc, "ARRAY with untyped literals is not supported");
-            continue; /* INT and DEC elements convert in the kernel */
+        if (t == EX_T_UNKNOWN) {   /* a literal: read by the element's input in the kernel */
+            HS_TRY(exb_cast_to(b, &a[i], exb_ty(EX_T_STR), true));
+            continue;
         }
-        if (t == EX_T_UNKNOWN || t != et.t)
-            HS_TRY(exb_cast_to(b, &a[i], et, t == EX_T_UNKNOWN));
+        if (at.elem == PV_E_NUMERIC || t == EX_T_NULL)
+            continue; /* INT, DEC and FLOAT elements convert in the kernel */
+        if (t != et.t || (t == EX_T_INT && a[i]->type.bits > et.bits))
+            HS_TRY(exb_cast_to(b, &a[i], et, false));
     }
     ex_node *x = exb_mk(b, EX_FUNC, at, loc, 0);
     if (!x)

@@ -287,6 +287,8 @@ static inline int cmp_rows(ex_cmode m, const ex_ty *ta, const ex_vec *a, const e
         (void)tb;
         if (ex_is_ta(ta))
             return ta_cmp(x, y);
+        if (ta->t == EX_T_ARRAY)   /* numeric arrays of one kind (expr_numarr.c) */
+            return pv_arr_cmp(x, y);
         return pv_cmp((pv_type)ex_pv_type(ta->t), x, y);
     }
     }
@@ -2184,6 +2186,8 @@ static hs_status append_rows(const ex_expr *e, hs_column *col, const ex_vec *v, 
             break;
         case EX_T_TS: st = hs_col_append_fixed(col, &v->v.i[j]); break;
         case EX_T_VEC: case EX_T_HALFVEC: case EX_T_SPARSEVEC: case EX_T_BIT: case EX_T_ARRAY:
+            if (t->t == EX_T_ARRAY && !ex_is_ta(t) && pv_arr_multidim((pv_val){v->v.s[j].p, v->v.s[j].n}))
+                return hs_err_set(err, HS_UNSUPPORTED, "multidimensional arrays are not supported");
             st = ex_pv_append(t, col, &v->v.s[j]);
             break;
         case EX_T_STR: case EX_T_UNKNOWN: case EX_T_BIN:

@@ -186,9 +186,24 @@ typedef enum ex_fn {
     EX_FN_TA_CAT,        /* array_cat(a, b), a || b */
     EX_FN_TA_SLICE,      /* a[lo:hi]: args (a, lo, hi), aux bit 0: lo given, bit 1: hi given */
     EX_FN_TA_CONTAINS,   /* a @> b (aux 0), a && b (aux 1) */
+    EX_FN_TA_POSITIONS,  /* array_positions(a, x): an integer[] */
+    EX_FN_TA_REMOVE,     /* array_remove(a, x) */
+    EX_FN_TA_REPLACE,    /* array_replace(a, x, y) */
     /* numeric arrays (expr_numarr.c) */
     EX_FN_NA_OF_LIST,    /* a list column of numbers (args[0], a COL) as a numeric array */
-    EX_FN_NA_CAT         /* a || b of two arrays of one kind, array_cat's NULL rules */
+    EX_FN_NA_CAT,        /* a || b of two arrays of one kind, array_cat's NULL rules */
+    /* numeric array values (expr_numarr.c); args[0] a numeric array, an
+     * element argument x a one-element array of its kind (ARRAY[x]) */
+    EX_FN_NA_ELEM,       /* a[i]: args (a, i) */
+    EX_FN_NA_SLICE,      /* a[lo:hi]: args (a, lo, hi), aux bit 0: lo given, bit 1: hi given */
+    EX_FN_NA_POSITION,   /* array_position(a, x[, start]) (aux 0), array_positions(a, x) (aux 1) */
+    EX_FN_NA_TO_STRING,  /* array_to_string(a, sep[, null_text]) */
+    EX_FN_NA_ANY,        /* x op ANY / ALL (a): args (a, x), aux = pr_op, neg = ALL */
+    EX_FN_NA_CONTAINS,   /* a @> b (aux 0), a && b (aux 1) */
+    EX_FN_NA_REMOVE,     /* array_remove(a, x) */
+    EX_FN_NA_REPLACE,    /* array_replace(a, x, y) */
+    EX_FN_ARR_SHAPE      /* of a numeric or text[] value: array_lower(a, d) (aux 0),
+                            array_upper(a, d) (1), array_ndims(a) (2), array_dims(a) (3) */
 } ex_fn;
 
 /* EX_FN_MATH functions */
@@ -345,6 +360,9 @@ HS_MUST_USE hs_status exb_cast_to(ex_binder *b, ex_node **np, ex_ty t, bool stri
 HS_MUST_USE hs_status exb_coerce(ex_binder *b, ex_node **np, ex_ty t);
 int exb_int_digits(const ex_ty *t);         /* decimal digits an integer type needs */
 ex_ty exb_dec_type(int int_dig, int scale); /* decimal(int_dig + scale, scale), at most 38 */
+/* The scale of PostgreSQL's unconstrained numeric for values whose scale
+ * the binder cannot know (a cast of a double column, a numeric[] element). */
+#define EX_NUMERIC_SCALE 20
 /* Binds each node of a JSON list (arena array). */
 HS_MUST_USE hs_status exb_list(ex_binder *b, struct json_t *arr, ex_node ***out, int *n_out);
 /* The last name of a dotted name list; *qualified_other: qualified by a
@@ -406,6 +424,29 @@ bool exb_na_is(const ex_node *x);
 HS_MUST_USE hs_status exb_na_op(ex_binder *b, ex_node *l, ex_node *r, int loc, ex_node **out);
 HS_MUST_USE hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n, int loc,
                                   bool *done, ex_node **out);
+/* a[i] / a[lo:hi] of a numeric array value (or a slice of a list column
+ * of numbers); x op ANY/ALL (a) of a numeric array value; a @> b / a && b
+ * and the comparisons (cmp: pr_op) where a side is a numeric array:
+ * PostgreSQL's common element type first. */
+HS_MUST_USE hs_status exb_na_subscript(ex_binder *b, ex_node *x, struct json_t *ind, int loc,
+                                       ex_node **out);
+/* a[i1]..[im] (m > 1 A_Indices of ind from k, none a slice) of a numeric
+ * array value x: the element of a multidimensional array (NULL when m is
+ * not its number of dimensions) */
+HS_MUST_USE hs_status exb_na_subscripts(ex_binder *b, ex_node *x, struct json_t *ind, size_t k, size_t m,
+                                        int loc, ex_node **out);
+HS_MUST_USE hs_status exb_na_any(ex_binder *b, const char *opname, int op, bool all, ex_node *x,
+                                 ex_node *arr, int loc, ex_node **out);
+HS_MUST_USE hs_status exb_na_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, int loc,
+                                      ex_node **out);
+HS_MUST_USE hs_status exb_na_cmp(ex_binder *b, const char *opname, int cmp, ex_node *l, ex_node *r,
+                                 int loc, ex_node **out);
+/* l and r as numeric arrays of their common kind for IS DISTINCT FROM,
+ * CASE, COALESCE, IN; *ok false when they are not both arrays of numbers */
+HS_MUST_USE hs_status exb_na_unify(ex_binder *b, ex_node **a, int n, bool *ok);
+/* "array subscript" and other int4 arguments: unknown / NULL cast,
+ * anything but an integer "%s must have type integer" (42804) */
+HS_MUST_USE hs_status exb_want_int32(ex_binder *b, ex_node **np, const char *what);
 /* ARRAY[...] whose elements are text, unknown literals or NULLs (cast: the
  * text[] it is cast to, or NULL) */
 HS_MUST_USE hs_status exb_ta_array(ex_binder *b, ex_node **a, int n, int loc, ex_node **out);

@@ -139,7 +139,7 @@ static hs_status pv_fail(ex_ctx *c, const ex_node *n, const hs_error *e)
 {
     if (e->code == HS_NOMEM)
         return hs_err_nomem(c->err, 0);
-    if (e->code == HS_UNSUPPORTED)   /* a bigint[] element past 2^53, ... */
+    if (e->code == HS_UNSUPPORTED)   /* a multidimensional array, ... */
         return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, "%s", e->msg);
     return ex_fail(c, n, "%s", e->msg);
 }
@@ -372,12 +372,18 @@ static hs_status pv_ev_array(ex_ctx *c, const ex_node *n, const ex_sel *sel, int
                 int len = hs_snprintf_c(t, sizeof t, "%lld", (long long)a[i].v.i[j]);
                 if (pv_arr_set_text(PV_E_NUMERIC, r, i, t, (size_t)len, &e) != HS_OK)
                     return pv_fail(c, n, &e);
+            } else if (at->t == EX_T_INT && (el == PV_E_INT4 || el == PV_E_INT8)) {
+                pv_arr_set_int(el, r, i, a[i].v.i[j]);
             } else if (at->t == EX_T_INT) {
-                int64_t v = a[i].v.i[j];
-                if (el == PV_E_INT8 && (v > PV_INT8_EXACT || v < -PV_INT8_EXACT))
-                    return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, PV_INT8_MSG, (long long)v);
                 d[i] = (double)a[i].v.i[j];
-                f[i] = el == PV_E_INT4 ? (float)(int32_t)a[i].v.i[j] : (float)d[i];
+                f[i] = (float)d[i];
+            } else if (at->t == EX_T_FLOAT && el == PV_E_NUMERIC) {   /* float8_numeric: 15 digits */
+                char t[64];
+                double v = a[i].v.f[j];
+                int len = isfinite(v) ? hs_snprintf_c(t, sizeof t, "%.*g", at->bits == 32 ? 6 : 15, v)
+                                      : hs_snprintf_c(t, sizeof t, isnan(v) ? "NaN" : v > 0 ? "Infinity" : "-Infinity");
+                if (pv_arr_set_text(PV_E_NUMERIC, r, i, t, (size_t)len, &e) != HS_OK)
+                    return pv_fail(c, n, &e);
             } else if (at->t == EX_T_FLOAT) {
                 d[i] = a[i].v.f[j];
                 f[i] = (float)d[i];
@@ -499,12 +505,12 @@ hs_status ex_pv_append(const ex_ty *t, hs_column *col, const ex_str *v)
         for (int32_t i = 0; i < h[0]; i++) {
             if (nul[i]) {
                 HS_TRY(hs_col_append_null(ch));
-            } else if (t->elem == PV_E_INT4) {
-                int32_t x = (int32_t)d[i];
-                HS_TRY(hs_col_append_fixed(ch, &x));
-            } else if (t->elem == PV_E_INT8) {
-                int64_t x = (int64_t)d[i];
-                HS_TRY(hs_col_append_fixed(ch, &x));
+            } else if (t->elem == PV_E_INT4 || t->elem == PV_E_INT8) {
+                __int128 ex;
+                int sc;
+                int64_t x = pv_arr_get_exact(pv, i, &ex, &sc) ? (int64_t)ex : (int64_t)d[i];
+                int32_t x4 = (int32_t)x;
+                HS_TRY(t->elem == PV_E_INT4 ? hs_col_append_fixed(ch, &x4) : hs_col_append_fixed(ch, &x));
             } else if (t->elem == PV_E_FLOAT4) {
                 HS_TRY(hs_col_append_fixed(ch, &f[i]));
             } else {

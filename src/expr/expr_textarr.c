@@ -173,10 +173,15 @@ hs_status exb_ta_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, in
     return mk_fn(b, EX_FN_TA_CONTAINS, exb_ty(EX_T_BOOL), overlap, a, 2, loc, out);
 }
 
-static hs_status want_int32(ex_binder *b, ex_node **np, const char *what)
+hs_status exb_want_int32(ex_binder *b, ex_node **np, const char *what)
 {
-    if ((*np)->type.t == EX_T_UNKNOWN || (*np)->type.t == EX_T_NULL)
-        HS_TRY(exb_cast_to(b, np, exb_ty(EX_T_INT), true));
+    ex_t t = (*np)->type.t;
+    if (t == EX_T_UNKNOWN || t == EX_T_NULL || t == EX_T_DEC || t == EX_T_FLOAT) {
+        /* PostgreSQL's assignment cast to int4 (numeric and floats round) */
+        ex_ty i4 = exb_ty(EX_T_INT);
+        i4.bits = 32;
+        HS_TRY(exb_cast_to(b, np, i4, t == EX_T_UNKNOWN || t == EX_T_NULL));
+    }
     if ((*np)->type.t != EX_T_INT)
         return exb_err(b, HS_INVALID, (*np)->loc, "%s must have type integer", what);
     return HS_OK;
@@ -191,7 +196,7 @@ hs_status exb_ta_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
     if (!json_is_true(json_object_get(ind, "is_slice"))) {
         ex_node *a[2] = {x, NULL};
         HS_TRY(exb_bind(b, json_object_get(ind, "uidx"), &a[1]));
-        HS_TRY(want_int32(b, &a[1], "array subscript"));
+        HS_TRY(exb_want_int32(b, &a[1], "array subscript"));
         return mk_fn(b, EX_FN_ARR_ELEM, exb_ty(EX_T_STR), 0, a, 2, loc, out);
     }
     ex_node *a[3] = {x, NULL, NULL};
@@ -201,7 +206,7 @@ hs_status exb_ta_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
         json_t *j = json_object_get(ind, keys[i]);
         if (j && !json_is_null(j)) {
             HS_TRY(exb_bind(b, j, &a[1 + i]));
-            HS_TRY(want_int32(b, &a[1 + i], "array subscript"));
+            HS_TRY(exb_want_int32(b, &a[1 + i], "array subscript"));
             aux |= 1 << i;
         } else {
             a[1 + i] = exb_mk_const(b, exb_ty(EX_T_INT), loc);
@@ -263,7 +268,7 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         ex_ty rt = exb_ty(EX_T_INT);
         rt.bits = 32;
         if (f == EX_FN_ARRAY_LENGTH || (f == EX_FN_ARRAY_POSITION && n == 3))
-            HS_TRY(want_int32(b, &a[n - 1], "argument"));
+            HS_TRY(exb_want_int32(b, &a[n - 1], "argument"));
         if (f == EX_FN_ARRAY_TO_STRING) {
             for (int i = 1; i < n && ok; i++)
                 HS_TRY(want_text(b, &a[i], &ok));
@@ -274,6 +279,26 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         if (!ok)
             return no_fn(b, fn, a, n, loc);
         return mk_fn(b, f, rt, 0, a, n, loc, out);
+    }
+    case EX_FN_NA_POSITION: case EX_FN_NA_REMOVE: case EX_FN_NA_REPLACE: {
+        /* array_positions / array_remove / array_replace of a text[] */
+        if (!exb_ta_is(a[0])) {
+            *done = false;
+            return HS_OK;
+        }
+        HS_TRY(exb_ta_coerce(b, &a[0], &ok));
+        for (int i = 1; i < n && ok; i++)
+            HS_TRY(want_text(b, &a[i], &ok));
+        if (!ok)
+            return no_fn(b, fn, a, n, loc);
+        ex_ty rt = ta_ty();
+        if (f == EX_FN_NA_POSITION) {
+            rt = exb_ty(EX_T_ARRAY);
+            rt.elem = PV_E_INT4;
+        }
+        ex_fn tf = f == EX_FN_NA_POSITION ? EX_FN_TA_POSITIONS : f == EX_FN_NA_REMOVE ? EX_FN_TA_REMOVE
+                                                                                       : EX_FN_TA_REPLACE;
+        return mk_fn(b, tf, rt, 0, a, n, loc, out);
     }
     default:
         *done = false;
@@ -488,6 +513,53 @@ static void any_row(const ex_node *n, pv_val v, const ex_vec *x, int j, ex_vec *
     out->v.b[j] = all;
 }
 
+/* array_positions / array_remove / array_replace of row j (a NULL x finds
+ * the NULL elements: IS NOT DISTINCT FROM) */
+static hs_status search_row(ex_ctx *c, const ex_node *n, pv_val v, const ex_vec *a, int j, ex_vec *out)
+{
+    int64_t len = ta_len(v);
+    bool xn = a[1].nul[j];
+    const ex_str *x = &a[1].v.s[j];
+    ta_builder tb = {0};
+    hs_status st = HS_OK;
+    int64_t hits = 0;
+    int64_t *pos = n->op == EX_FN_TA_POSITIONS ? hs_arena_alloc(c->arena, sizeof *pos * (size_t)(len ? len : 1)) : NULL;
+    if (n->op == EX_FN_TA_POSITIONS && !pos)
+        return hs_err_nomem(c->err, sizeof *pos * (size_t)len);
+    for (int64_t i = 0; i < len && st == HS_OK; i++) {
+        const uint8_t *p;
+        size_t m;
+        bool valid = ta_get(v, i, &p, &m);
+        bool hit = xn ? !valid : valid && m == x->n && (m == 0 || !memcmp(p, x->p, m));
+        if (n->op == EX_FN_TA_POSITIONS) {
+            if (hit)
+                pos[hits++] = i + 1;
+        } else if (hit && n->op == EX_FN_TA_REPLACE) {
+            bool yn = a[2].nul[j];
+            st = ta_b_add(&tb, yn ? NULL : a[2].v.s[j].p, yn ? 0 : a[2].v.s[j].n, yn);
+        } else if (!hit) {
+            st = ta_b_add(&tb, valid ? p : NULL, valid ? m : 0, !valid);
+        }
+    }
+    if (n->op == EX_FN_TA_POSITIONS) {   /* an integer[] (pgvector.h's blob) */
+        hs_error e = {0};
+        pv_val r;
+        if (pv_arr_new(c->arena, hits, &r, NULL, NULL, NULL, &e) != HS_OK)
+            return ta_fail(c, n, e.code, &e);
+        for (int64_t k = 0; k < hits; k++)
+            pv_arr_set_int(PV_E_INT4, r, k, pos[k]);
+        out->nul[j] = 0;
+        out->v.s[j].p = r.p;
+        out->v.s[j].n = r.n;
+        return HS_OK;
+    }
+    if (st != HS_OK) {
+        ta_b_free(&tb);
+        return ta_fail(c, n, st, NULL);
+    }
+    return put(c, n, &tb, out, j);
+}
+
 /* the slice a[lo:hi] of row j */
 static hs_status slice_row(ex_ctx *c, const ex_node *n, pv_val v, const ex_vec *a, int j, ex_vec *out)
 {
@@ -568,6 +640,11 @@ hs_status ex_ev_ta_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex
         if (fn == EX_FN_LIST_ANY) {
             if (!a[0].nul[j])
                 any_row(n, pv_of(&a[0].v.s[j]), &a[1], j, out);
+            continue;
+        }
+        if (fn == EX_FN_TA_POSITIONS || fn == EX_FN_TA_REMOVE || fn == EX_FN_TA_REPLACE) {
+            if (!a[0].nul[j])
+                HS_TRY(search_row(c, n, pv_of(&a[0].v.s[j]), a, j, out));
             continue;
         }
         bool any_null = false;

@@ -1310,7 +1310,9 @@ hs_status pv_agg_final(const pv_agg *s, hs_arena *ar, pv_val *out, bool *is_null
 /* ------------------------------------------------------------------ */
 /* arrays                                                              */
 
-size_t pv_arr_size(int64_t n) { return 8 + 14 * (size_t)n; }
+size_t pv_arr_size(int64_t n) { return 8 + 31 * (size_t)n; }
+
+typedef __int128 i128;
 
 typedef struct arr_view {
     int32_t n, flags;
@@ -1318,7 +1320,12 @@ typedef struct arr_view {
     float *f;
     uint8_t *nul;
     uint8_t *sc;    /* numeric: display scale + 1 (0: unknown, printed as a float8) */
+    uint8_t *tag;   /* PV_X_*: whether x holds the element exactly */
+    uint8_t *x;     /* i128 x[n], unaligned (memcpy) */
 } arr_view;
+
+/* tag values: the element's exact value in x */
+enum { X_NONE = 0, X_INT = 1, X_NUM = 2 };   /* none (floats), an integer, numeric at scale sc - 1 */
 
 static arr_view arr_of(pv_val v)
 {
@@ -1331,7 +1338,152 @@ static arr_view arr_of(pv_val v)
     a.f = (float *)(v.p + 8 + 8 * (size_t)a.n);
     a.nul = (uint8_t *)(v.p + 8 + 12 * (size_t)a.n);
     a.sc = (uint8_t *)(v.p + 8 + 13 * (size_t)a.n);
+    a.tag = (uint8_t *)(v.p + 8 + 14 * (size_t)a.n);
+    a.x = (uint8_t *)(v.p + 8 + 15 * (size_t)a.n);
     return a;
+}
+
+static i128 x_get(arr_view a, int64_t i)
+{
+    i128 v;
+    memcpy(&v, a.x + 16 * (size_t)i, 16);
+    return v;
+}
+
+static void x_put(arr_view a, int64_t i, i128 v)
+{
+    memcpy(a.x + 16 * (size_t)i, &v, 16);
+}
+
+/* element i an integer v of kind e (int4: v within int32) */
+static void set_int(arr_view a, int64_t i, pv_elem e, long long v)
+{
+    a.d[i] = (double)v;
+    a.f[i] = e == PV_E_INT4 ? (float)(int32_t)v : (float)v;
+    a.tag[i] = X_INT;
+    x_put(a, i, v);
+}
+
+#define X_MAX_DIGITS 38
+static const i128 I128_MAX = (i128)(((unsigned __int128)1 << 127) - 1);
+
+/* numeric_in of s[0..n) exactly: v at scale *scale (the display scale),
+ * false for NaN / Infinity, more than 38 digits or a scale past 38. */
+static bool num_exact(const char *s, size_t n, i128 *out, int *scale)
+{
+    size_t i = 0;
+    while (i < n && pg_isspace(s[i]))
+        i++;
+    bool neg = i < n && s[i] == '-';
+    if (i < n && (s[i] == '+' || s[i] == '-'))
+        i++;
+    i128 v = 0;
+    int digits = 0, frac = 0;
+    bool point = false, any = false;
+    for (; i < n && s[i] != 'e' && s[i] != 'E' && !pg_isspace(s[i]); i++) {
+        if (s[i] == '.' && !point) {
+            point = true;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        any = true;
+        if (v == 0 && s[i] == '0') {   /* leading zeros cost no digits */
+            frac += point;
+            continue;
+        }
+        if (++digits > X_MAX_DIGITS)
+            return false;
+        v = v * 10 + (s[i] - '0');
+        frac += point;
+    }
+    if (!any)
+        return false;
+    long ex = 0;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        char *end;
+        char tmp[32];
+        size_t k = n - i - 1 < sizeof tmp - 1 ? n - i - 1 : sizeof tmp - 1;
+        memcpy(tmp, s + i + 1, k);
+        tmp[k] = '\0';
+        ex = strtol(tmp, &end, 10);
+        if (end == tmp || ex > 1000 || ex < -1000)
+            return false;
+        i += 1 + (size_t)(end - tmp);
+    }
+    while (i < n && pg_isspace(s[i]))
+        i++;
+    if (i != n)
+        return false;
+    long sc = frac - ex;
+    for (; sc < 0; sc++) {   /* 1.5e3: 1500 at scale 0 */
+        if (++digits > X_MAX_DIGITS)
+            return false;
+        v *= 10;
+    }
+    if (sc > X_MAX_DIGITS)
+        return false;
+    *out = neg ? -v : v;
+    *scale = (int)sc;
+    return true;
+}
+
+/* v at scale (0..38) as numeric_out prints it into out (48 bytes). */
+static int num_text(i128 v, int scale, char *out)
+{
+    char dig[48];
+    int nd = 0;
+    unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    do {
+        dig[nd++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (nd <= scale)   /* at least one digit before the point */
+        dig[nd++] = '0';
+    int k = 0;
+    if (v < 0)
+        out[k++] = '-';
+    for (int i = nd - 1; i >= 0; i--) {
+        out[k++] = dig[i];
+        if (i == scale && scale > 0)
+            out[k++] = '.';
+    }
+    out[k] = '\0';
+    return k;
+}
+
+/* The order of exact values x (at scale sx) and y (at sy). */
+static int exact_cmp(i128 x, int sx, i128 y, int sy)
+{
+    if ((x < 0) != (y < 0))
+        return x < 0 ? -1 : 1;
+    while (sx < sy) {   /* bring x to y's scale; past the range x is the larger magnitude */
+        if (x > I128_MAX / 10 || x < -(I128_MAX / 10))
+            return x < 0 ? -1 : 1;
+        x *= 10;
+        sx++;
+    }
+    while (sy < sx) {
+        if (y > I128_MAX / 10 || y < -(I128_MAX / 10))
+            return y < 0 ? 1 : -1;
+        y *= 10;
+        sy++;
+    }
+    return x < y ? -1 : x > y;
+}
+
+/* numeric -> integer: x at scale sc rounded half away from zero */
+static i128 num_round(i128 x, int sc)
+{
+    if (sc == 0)
+        return x;
+    i128 p = 1;
+    for (int i = 0; i < sc; i++)
+        p *= 10;
+    i128 q = x / p, r = x % p;
+    if (r < 0 ? -r * 2 >= p : r * 2 >= p)
+        q += x < 0 ? -1 : 1;
+    return q;
 }
 
 /* numeric_in's display scale of the numeric text s[0..n) (digits after the
@@ -1378,6 +1530,44 @@ hs_status pv_arr_new(hs_arena *ar, int64_t n, pv_val *out, double **d, float **f
     if (nul)
         *nul = a.nul;
     return HS_OK;
+}
+
+/* v with the dimensions trailer of a multidimensional array (flags
+ * PV_ARR_MULTIDIM): a copy in ar one int32 ndim and ndim int32 sizes
+ * longer. */
+static hs_status with_dims(hs_arena *ar, pv_val v, int ndim, const int32_t *dims, pv_val *out, hs_error *err)
+{
+    size_t base = pv_arr_size(arr_of(v).n), sz = base + 4 + 4 * (size_t)ndim;
+    uint8_t *p = hs_arena_alloc(ar, sz);
+    if (!p)
+        return nomem(err, sz);
+    memcpy(p, v.p, base);
+    int32_t nd = ndim, flags;
+    memcpy(p + base, &nd, 4);
+    memcpy(p + base + 4, dims, 4 * (size_t)ndim);
+    memcpy(&flags, p + 4, 4);
+    flags |= PV_ARR_MULTIDIM;
+    memcpy(p + 4, &flags, 4);
+    out->p = p;
+    out->n = sz;
+    return HS_OK;
+}
+
+int pv_arr_dims(pv_val v, int32_t *dims)
+{
+    arr_view a = arr_of(v);
+    if (a.n == 0)
+        return 0;
+    size_t base = pv_arr_size(a.n);
+    int32_t nd = 0;
+    if ((a.flags & PV_ARR_MULTIDIM) && v.n >= base + 4)
+        memcpy(&nd, v.p + base, 4);
+    if (nd < 2 || nd > PV_ARR_MAXDIM || v.n < base + 4 + 4 * (size_t)nd) {
+        dims[0] = a.n;
+        return 1;
+    }
+    memcpy(dims, v.p + base + 4, 4 * (size_t)nd);
+    return nd;
 }
 
 static const char *elem_name(pv_elem e)
@@ -1449,6 +1639,28 @@ static hs_status float_text(pv_elem e, const char *s, double *d, float *f, uint8
     return HS_OK;
 }
 
+/* int4in / int8in of the NUL-terminated s (surrounding whitespace allowed):
+ * "invalid input syntax for type integer|bigint", "value ... is out of
+ * range for type ...". */
+static hs_status int_text(pv_elem e, const char *s, long long *out, hs_error *err)
+{
+    const char *p = s, *name = e == PV_E_INT8 ? "bigint" : "integer";
+    while (pg_isspace(*p))
+        p++;
+    char *end;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    const char *q = end;
+    while (pg_isspace(*q))
+        q++;
+    if (end == p || *q)
+        return perr(err, "invalid input syntax for type %s: \"%s\"", name, s);
+    if (errno == ERANGE || (e == PV_E_INT4 && (v > INT32_MAX || v < INT32_MIN)))
+        return perr(err, "value \"%s\" is out of range for type %s", s, name);
+    *out = v;
+    return HS_OK;
+}
+
 hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_t n, hs_error *err)
 {
     arr_view a = arr_of(arr);
@@ -1457,45 +1669,20 @@ hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const char *s, size_
         n = sizeof buf - 1;
     memcpy(buf, s, n);
     buf[n] = '\0';
-    if (e == PV_E_INT8) {
-        const char *p = buf;
-        while (pg_isspace(*p))
-            p++;
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        const char *q = end;
-        while (pg_isspace(*q))
-            q++;
-        if (end == p || *q)
-            return perr(err, "invalid input syntax for type bigint: \"%s\"", buf);
-        if (errno == ERANGE)
-            return perr(err, "value \"%s\" is out of range for type bigint", buf);
-        if (v > PV_INT8_EXACT || v < -PV_INT8_EXACT)
-            return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, v);
-        a.d[i] = (double)v;
-        a.f[i] = (float)v;
+    if (e == PV_E_INT8 || e == PV_E_INT4) {
+        long long v = 0;
+        HS_TRY(int_text(e, buf, &v, err));
+        set_int(a, i, e, v);
         return HS_OK;
     }
-    if (e == PV_E_INT4) {
-        const char *p = buf;
-        while (pg_isspace(*p))
-            p++;
-        char *end;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        const char *q = end;
-        while (pg_isspace(*q))
-            q++;
-        if (end == p || *q)
-            return perr(err, "invalid input syntax for type integer: \"%s\"", buf);
-        if (errno == ERANGE || v > INT32_MAX || v < INT32_MIN)
-            return perr(err, "value \"%s\" is out of range for type integer", buf);
-        a.d[i] = (double)v;
-        a.f[i] = (float)(int32_t)v;
-        return HS_OK;
+    HS_TRY(float_text(e, buf, &a.d[i], &a.f[i], &a.sc[i], err));
+    i128 x;
+    int sc;
+    if (e == PV_E_NUMERIC && a.sc[i] && num_exact(buf, n, &x, &sc) && sc == a.sc[i] - 1) {
+        a.tag[i] = X_NUM;
+        x_put(a, i, x);
     }
-    return float_text(e, buf, &a.d[i], &a.f[i], &a.sc[i], err);
+    return HS_OK;
 }
 
 /* array_in for one-dimensional arrays of numbers (and the multidimensional
@@ -1512,10 +1699,15 @@ hs_status pv_arr_in(pv_elem e, const char *s0, size_t n0, hs_arena *ar, pv_val *
         p++;
     if (*p != '{')
         return perr(err, "malformed array literal: \"%.*s\"", LIT_MAX, s);
-    /* count the elements and the nesting */
-    int depth = 0, max_depth = 0;
+    /* count the elements and the nesting: every brace of one depth holds
+     * the same number of items, elements only at the deepest (PostgreSQL's
+     * rectangular arrays) */
+    int depth = 0, max_depth = 0, elem_depth = -1;
+    int32_t items[PV_ARR_MAXDIM + 2] = {0}, dims[PV_ARR_MAXDIM + 2];
+    for (int k = 0; k < PV_ARR_MAXDIM + 2; k++)
+        dims[k] = -1;
     int64_t count = 0;
-    bool in_q = false, any = false;
+    bool in_q = false, any = false, ragged = false;
     for (const char *q = p; *q; q++) {
         if (in_q) {
             if (*q == '\\' && q[1])
@@ -1524,34 +1716,47 @@ hs_status pv_arr_in(pv_elem e, const char *s0, size_t n0, hs_arena *ar, pv_val *
                 in_q = false;
             continue;
         }
+        bool ends = (*q == '}' || *q == ',') && any;
+        if (ends) {   /* an element at this depth */
+            count++;
+            items[depth]++;
+            ragged |= elem_depth >= 0 && elem_depth != depth;
+            elem_depth = depth;
+        }
         if (*q == '"') {
             in_q = true;
             any = true;
         } else if (*q == '{') {
+            if (depth >= PV_ARR_MAXDIM)
+                return perr(err, "number of array dimensions (%d) exceeds the maximum allowed (%d)", depth + 1,
+                            PV_ARR_MAXDIM);
+            ragged |= any;
+            items[depth]++;
             depth++;
+            items[depth] = 0;
             if (depth > max_depth)
                 max_depth = depth;
         } else if (*q == '}') {
-            if (any)
-                count++;
             any = false;
+            if (depth >= 1) {
+                ragged |= dims[depth] >= 0 && dims[depth] != items[depth];
+                dims[depth] = items[depth];
+            }
             depth--;
         } else if (*q == ',') {
-            if (any)
-                count++;
             any = false;
         } else if (!pg_isspace(*q)) {
             any = true;
         }
     }
-    if (in_q || depth != 0)
+    if (in_q || depth != 0 || (count > 0 && (ragged || elem_depth != max_depth)) || (count == 0 && max_depth > 1))
         return perr(err, "malformed array literal: \"%.*s\"", LIT_MAX, s);
     pv_val v;
     double *d;
     float *f;
     uint8_t *nul;
     HS_TRY(pv_arr_new(ar, count, &v, &d, &f, &nul, err));
-    int32_t flags = max_depth > 1 ? PV_ARR_MULTIDIM : 0;
+    int32_t flags = 0;
     /* parse the elements */
     int64_t i = 0;
     depth = 0;
@@ -1618,35 +1823,207 @@ hs_status pv_arr_in(pv_elem e, const char *s0, size_t n0, hs_arena *ar, pv_val *
     }
     int32_t h[2] = {(int32_t)count, flags};
     memcpy((uint8_t *)v.p, h, 8);
+    if (count > 0 && max_depth > 1)   /* dims[1..max_depth]: the sizes, outermost first */
+        return with_dims(ar, v, max_depth, dims + 1, out, err);
     *out = v;
     return HS_OK;
+}
+
+int pv_arr_elem_text(pv_elem e, pv_val v, int64_t i, char *num)
+{
+    arr_view a = arr_of(v);
+    if (a.nul[i])
+        return sprintf(num, "NULL");
+    if ((e == PV_E_INT4 || e == PV_E_INT8) && a.tag[i] == X_INT)
+        return sprintf(num, "%lld", (long long)x_get(a, i));
+    if (e == PV_E_INT4)
+        return sprintf(num, "%d", (int32_t)a.d[i]);
+    if (e == PV_E_INT8)
+        return sprintf(num, "%lld", (long long)a.d[i]);
+    if (e == PV_E_FLOAT4)
+        return pv_fmt_float4(a.f[i], num);
+    if (e == PV_E_NUMERIC && a.tag[i] == X_NUM)   /* numeric_out, exact */
+        return num_text(x_get(a, i), a.sc[i] - 1, num);
+    if (e == PV_E_NUMERIC && a.sc[i] && a.sc[i] <= 16 && fabs(a.d[i]) < 1e15)
+        /* numeric_out at its display scale (the double holds <= 15 digits) */
+        return hs_snprintf_c(num, 48, "%.*f", a.sc[i] - 1, a.d[i] == 0 ? 0.0 : a.d[i]);
+    return pv_fmt_float8(a.d[i], num);
 }
 
 hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out)
 {
     arr_view a = arr_of(v);
     char num[48];
-    HS_TRY(hs_buf_append_byte(out, '{'));
+    int32_t dims[PV_ARR_MAXDIM];
+    int nd = pv_arr_dims(v, dims);
+    int64_t stride[PV_ARR_MAXDIM];   /* elements per item of each depth */
+    for (int l = nd - 1; l >= 0; l--)
+        stride[l] = l == nd - 1 ? 1 : stride[l + 1] * dims[l + 1];
+    for (int l = 0; l < (nd ? nd : 1); l++)
+        HS_TRY(hs_buf_append_byte(out, '{'));
     for (int32_t i = 0; i < a.n; i++) {
+        int closes = 0;   /* the sub-arrays that end before element i */
+        for (int l = 0; i && l < nd - 1; l++)
+            closes += i % stride[l] == 0;
+        for (int l = 0; l < closes; l++)
+            HS_TRY(hs_buf_append_byte(out, '}'));
         if (i)
             HS_TRY(hs_buf_append_byte(out, ','));
-        int k;
-        if (a.nul[i])
-            k = sprintf(num, "NULL");
-        else if (e == PV_E_INT4)
-            k = sprintf(num, "%d", (int32_t)a.d[i]);
-        else if (e == PV_E_INT8)
-            k = sprintf(num, "%lld", (long long)a.d[i]);
-        else if (e == PV_E_FLOAT4)
-            k = pv_fmt_float4(a.f[i], num);
-        else if (e == PV_E_NUMERIC && a.sc[i] && a.sc[i] <= 16 && fabs(a.d[i]) < 1e15)
-            /* numeric_out at its display scale (the double holds <= 15 digits) */
-            k = hs_snprintf_c(num, sizeof num, "%.*f", a.sc[i] - 1, a.d[i] == 0 ? 0.0 : a.d[i]);
-        else
-            k = pv_fmt_float8(a.d[i], num);
+        for (int l = 0; l < closes; l++)
+            HS_TRY(hs_buf_append_byte(out, '{'));
+        int k = pv_arr_elem_text(e, v, i, num);
         HS_TRY(hs_buf_append(out, num, (size_t)k));
     }
-    return hs_buf_append_byte(out, '}');
+    for (int l = 0; l < (nd ? nd : 1); l++)
+        HS_TRY(hs_buf_append_byte(out, '}'));
+    return HS_OK;
+}
+
+bool pv_arr_multidim(pv_val v)
+{
+    int32_t flags;
+    if (v.n < 8)
+        return false;
+    memcpy(&flags, v.p + 4, 4);
+    return (flags & PV_ARR_MULTIDIM) != 0;
+}
+
+int64_t pv_arr_len(pv_val v)
+{
+    int32_t n;
+    if (v.n < 8)
+        return 0;
+    memcpy(&n, v.p, 4);
+    return n;
+}
+
+bool pv_arr_get(pv_val v, int64_t i, double *x)
+{
+    arr_view a = arr_of(v);
+    if (a.nul[i])
+        return false;
+    *x = a.d[i];
+    return true;
+}
+
+/* float8's btree order (NaN equal to NaN and after every number), which
+ * numeric's and the integers' agree with on these values */
+static int num_cmp(double x, double y)
+{
+    bool nx = isnan(x), ny = isnan(y);
+    if (nx || ny)
+        return nx - ny;
+    return x < y ? -1 : x > y;
+}
+
+/* exact when both elements are (integers at scale 0, numerics at theirs) */
+static int elem_cmp(arr_view x, int64_t i, arr_view y, int64_t j)
+{
+    if (x.tag[i] && y.tag[j])
+        return exact_cmp(x_get(x, i), x.tag[i] == X_NUM ? x.sc[i] - 1 : 0, x_get(y, j),
+                         y.tag[j] == X_NUM ? y.sc[j] - 1 : 0);
+    return num_cmp(x.d[i], y.d[j]);
+}
+
+int pv_arr_elem_cmp(pv_val a, int64_t i, pv_val b, int64_t j)
+{
+    return elem_cmp(arr_of(a), i, arr_of(b), j);
+}
+
+bool pv_arr_get_exact(pv_val v, int64_t i, __int128 *x, int *scale)
+{
+    arr_view a = arr_of(v);
+    if (a.nul[i] || !a.tag[i])
+        return false;
+    *x = x_get(a, i);
+    *scale = a.tag[i] == X_NUM ? a.sc[i] - 1 : 0;
+    return true;
+}
+
+void pv_arr_set_int(pv_elem e, pv_val arr, int64_t i, int64_t v)
+{
+    set_int(arr_of(arr), i, e, v);
+}
+
+int pv_arr_cmp(pv_val a, pv_val b)
+{
+    arr_view x = arr_of(a), y = arr_of(b);
+    int32_t n = x.n < y.n ? x.n : y.n;
+    for (int32_t i = 0; i < n; i++) {
+        if (x.nul[i] || y.nul[i]) {
+            if (x.nul[i] != y.nul[i])
+                return x.nul[i] ? 1 : -1;
+            continue;
+        }
+        int c = elem_cmp(x, i, y, i);
+        if (c)
+            return c;
+    }
+    /* the same elements up to the shorter: fewer dimensions first, then
+     * the smaller sizes (one dimension: the shorter array) */
+    int32_t da[PV_ARR_MAXDIM], db[PV_ARR_MAXDIM];
+    int na = pv_arr_dims(a, da), nb = pv_arr_dims(b, db);
+    if (na != nb)
+        return na < nb ? -1 : 1;
+    for (int l = 0; l < na; l++)
+        if (da[l] != db[l])
+            return da[l] < db[l] ? -1 : 1;
+    return 0;
+}
+
+/* element i of non-NULL elements of x equal to one of y */
+static bool elem_in(arr_view x, int32_t i, arr_view y)
+{
+    for (int32_t k = 0; k < y.n; k++)
+        if (!y.nul[k] && elem_cmp(x, i, y, k) == 0)
+            return true;
+    return false;
+}
+
+bool pv_arr_contains(pv_val a, pv_val b, bool overlap)
+{
+    arr_view x = arr_of(a), y = arr_of(b);
+    for (int32_t i = 0; i < y.n; i++) {
+        if (y.nul[i]) {
+            if (!overlap)
+                return false;
+            continue;
+        }
+        bool in = elem_in(y, i, x);
+        if (overlap && in)
+            return true;
+        if (!overlap && !in)
+            return false;
+    }
+    return !overlap;
+}
+
+hs_status pv_arr_pick(pv_val v, pv_val w, const int64_t *idx, int64_t n, hs_arena *ar, pv_val *out,
+                      hs_error *err)
+{
+    arr_view x = arr_of(v), y = w.p ? arr_of(w) : x;
+    pv_val r;
+    double *d;
+    float *f;
+    uint8_t *nul;
+    HS_TRY(pv_arr_new(ar, n, &r, &d, &f, &nul, err));
+    arr_view z = arr_of(r);
+    int32_t flags = 0;
+    for (int64_t k = 0; k < n; k++) {
+        arr_view s = idx[k] >= 0 ? x : y;
+        int64_t i = idx[k] >= 0 ? idx[k] : -1 - idx[k];
+        d[k] = s.d[i];
+        f[k] = s.f[i];
+        nul[k] = s.nul[i];
+        z.sc[k] = s.sc[i];
+        z.tag[k] = s.tag[i];
+        memcpy(z.x + 16 * (size_t)k, s.x + 16 * (size_t)i, 16);
+        if (nul[k])
+            flags |= PV_ARR_HAS_NULL;
+    }
+    memcpy((uint8_t *)r.p + 4, &flags, 4);
+    *out = r;
+    return HS_OK;
 }
 
 hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *out, hs_error *err)
@@ -1658,29 +2035,30 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
     uint8_t *nul;
     HS_TRY(pv_arr_new(ar, a.n, &r, &d, &f, &nul, err));
     memcpy((uint8_t *)r.p + 4, &a.flags, 4);
-    uint8_t *r_sc = arr_of(r).sc;
+    arr_view ra = arr_of(r);
+    uint8_t *r_sc = ra.sc;
     for (int32_t i = 0; i < a.n; i++) {
         nul[i] = a.nul[i];
         if (a.nul[i])
             continue;
         double x = from == PV_E_FLOAT4 ? (double)a.f[i] : a.d[i];
+        bool exact = a.tag[i] != X_NONE;
+        i128 xv = exact ? x_get(a, i) : 0;
         switch (to) {
-        case PV_E_INT8: {
-            if (isnan(x) || rint(x) < -9223372036854775808.0 || rint(x) >= 9223372036854775808.0)
-                return perr(err, "bigint out of range");
-            double rx = from == PV_E_NUMERIC ? round(x) : rint(x);
-            if (fabs(rx) > (double)PV_INT8_EXACT)
-                return hs_err_set(err, HS_UNSUPPORTED, PV_INT8_MSG, (long long)rx);
-            d[i] = rx;
-            f[i] = (float)rx;
-            break;
-        }
-        case PV_E_INT4: {
-            if (isnan(x) || rint(x) < -2147483648.0 || rint(x) >= 2147483648.0)
-                return perr(err, "integer out of range");
+        case PV_E_INT8: case PV_E_INT4: {
+            bool i8 = to == PV_E_INT8;
+            if (exact) {   /* integers, numerics (rounded half away from zero) */
+                i128 q = num_round(xv, a.tag[i] == X_NUM ? a.sc[i] - 1 : 0);
+                if (i8 ? q < INT64_MIN || q > INT64_MAX : q < INT32_MIN || q > INT32_MAX)
+                    return perr(err, i8 ? "bigint out of range" : "integer out of range");
+                set_int(ra, i, to, (long long)q);
+                break;
+            }
+            double lim = i8 ? 9223372036854775808.0 : 2147483648.0;
+            if (isnan(x) || rint(x) < -lim || rint(x) >= lim)
+                return perr(err, i8 ? "bigint out of range" : "integer out of range");
             double rx = from == PV_E_NUMERIC ? round(x) : rint(x); /* numeric rounds half away */
-            d[i] = rx;
-            f[i] = (float)(int32_t)rx;
+            set_int(ra, i, to, (long long)rx);
             break;
         }
         case PV_E_FLOAT4:
@@ -1700,6 +2078,8 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
                 d[i] = x;
                 f[i] = from == PV_E_NUMERIC ? a.f[i] : (float)x;
                 r_sc[i] = from == PV_E_NUMERIC ? a.sc[i] : 1;
+                ra.tag[i] = exact ? X_NUM : X_NONE;   /* an integer: numeric at scale 0 */
+                x_put(ra, i, xv);
                 break;
             }
             /* float -> numeric keeps FLT_DIG / DBL_DIG significant digits */
@@ -1708,11 +2088,22 @@ hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *
             d[i] = hs_strtod(t, NULL);
             f[i] = hs_strtof(t, NULL);
             r_sc[i] = isfinite(x) && tl > 0 ? num_scale(t, (size_t)tl) : 0;
+            int sc;
+            if (r_sc[i] && num_exact(t, (size_t)tl, &xv, &sc) && sc == r_sc[i] - 1) {
+                ra.tag[i] = X_NUM;
+                x_put(ra, i, xv);
+            }
             break;
         }
         case PV_E_TEXT:   /* text[] casts are expr_textarr.c's */
             return perr(err, "unsupported array type");
         }
+    }
+    if (a.flags & PV_ARR_MULTIDIM) {   /* the same shape */
+        int32_t dims[PV_ARR_MAXDIM];
+        int nd = pv_arr_dims(v, dims);
+        if (nd > 1)
+            return with_dims(ar, r, nd, dims, out, err);
     }
     *out = r;
     return HS_OK;
@@ -1738,6 +2129,10 @@ hs_status pv_arr_cat(pv_val a, pv_val b, hs_arena *ar, pv_val *out, hs_error *er
     arr_view z = arr_of(r);
     memcpy(z.sc, x.sc, (size_t)x.n);
     memcpy(z.sc + x.n, y.sc, (size_t)y.n);
+    memcpy(z.tag, x.tag, (size_t)x.n);
+    memcpy(z.tag + x.n, y.tag, (size_t)y.n);
+    memcpy(z.x, x.x, 16 * (size_t)x.n);
+    memcpy(z.x + 16 * (size_t)x.n, y.x, 16 * (size_t)y.n);
     int32_t flags = (x.flags | y.flags) & PV_ARR_HAS_NULL;
     memcpy((uint8_t *)r.p + 4, &flags, 4);
     *out = r;

@@ -81,11 +81,8 @@ typedef enum pv_dist {
 /* Element kinds of the arrays that cast to and from the vector types. */
 /* PV_E_TEXT: text[], an array of the expression layer only (never cast to a
  * vector; its blob is expr/textarr.h's, not pv_arr's).  PV_E_INT8: bigint[]
- * (no vector casts either), its elements exact within +-2^53: a larger one
- * is PV_INT8_MSG's error (0A000), never a rounded value. */
+ * (no vector casts either). */
 typedef enum pv_elem { PV_E_INT4 = 0, PV_E_FLOAT4, PV_E_FLOAT8, PV_E_NUMERIC, PV_E_TEXT, PV_E_INT8 } pv_elem;
-#define PV_INT8_EXACT 9007199254740992LL   /* 2^53 */
-#define PV_INT8_MSG "bigint array element %lld is not supported (arrays of bigint hold values within 2^53)"
 
 const char *pv_type_name(pv_type t);   /* "vector", "halfvec", "sparsevec", "bit" */
 
@@ -164,12 +161,32 @@ void pv_to_float4(pv_type t, pv_val v, float *x);
 
 /* ---- arrays: the int4[], real[], double precision[] and numeric[] values
  * that cast to and from the vector types ----
- * Blob: int32 n, int32 flags (PV_ARR_HAS_NULL, PV_ARR_MULTIDIM), double d[n]
- * (the element; numeric: its value as a double), float f[n] (the element as
- * float4 the way PostgreSQL converts it: numeric through its text), uint8
- * null[n], uint8 scale[n] (numeric: the display scale + 1 that array_out
- * prints, from the element's text; 0: printed as a float8).  Arrays are
- * expression values only (no column form). */
+ * Blob (n elements, no alignment assumed for x):
+ *
+ *   offset      size   field
+ *   0           4      int32 n
+ *   4           4      int32 flags (PV_ARR_HAS_NULL, PV_ARR_MULTIDIM)
+ *   8           8n     double d[n]: the element (numeric, bigint: nearest double)
+ *   8 + 8n      4n     float f[n]: the element as float4 the way PostgreSQL
+ *                      converts it (numeric through its text)
+ *   8 + 12n     n      uint8 null[n]
+ *   8 + 13n     n      uint8 scale[n]: numeric: the display scale + 1 that
+ *                      array_out prints, from the element's text (0: printed
+ *                      as a float8: NaN, Infinity)
+ *   8 + 14n     n      uint8 tag[n]: 0: d is the value (real, double
+ *                      precision; a numeric past 38 digits); 1: x holds the
+ *                      integer exactly (integer, bigint); 2: x holds the
+ *                      numeric exactly, unscaled at its display scale
+ *   8 + 15n     16n    int128 x[n] (tag 1, 2)
+ *
+ *   (multidimensional arrays, flags PV_ARR_MULTIDIM, then:)
+ *   8 + 31n     4      int32 ndim (2..PV_ARR_MAXDIM)
+ *   12 + 31n    4ndim  int32 dims[ndim], outermost first; the elements are
+ *                      in row-major order
+ *
+ * So bigint elements are exact over their whole range and numeric ones up
+ * to 38 digits (scale <= 38); comparisons are exact when both elements are,
+ * array_out prints x.  Arrays are expression values only (no column form). */
 #define PV_ARR_HAS_NULL 1
 #define PV_ARR_MULTIDIM 2
 size_t pv_arr_size(int64_t n);
@@ -184,6 +201,40 @@ HS_MUST_USE hs_status pv_arr_set_text(pv_elem e, pv_val arr, int64_t i, const ch
 HS_MUST_USE hs_status pv_arr_in(pv_elem e, const char *s, size_t n, hs_arena *ar, pv_val *out,
                                 hs_error *err);
 HS_MUST_USE hs_status pv_arr_out(pv_elem e, pv_val v, hs_buf *out);
+/* Element i (0 <= i < pv_arr_len) of array v of kind e as array_out
+ * prints it ("NULL" for a NULL one) into num (48 bytes); its length. */
+int pv_arr_elem_text(pv_elem e, pv_val v, int64_t i, char *num);
+/* Element i exactly: false when it is NULL or held as a double only; else
+ * the unscaled value at *scale (integers: 0). */
+bool pv_arr_get_exact(pv_val v, int64_t i, __int128 *x, int *scale);
+/* Sets element i (not NULL) of arr, of kind e (int4 / int8), to v. */
+void pv_arr_set_int(pv_elem e, pv_val arr, int64_t i, int64_t v);
+/* True when v is multidimensional ('{{1},{2}}'::int[]: PV_ARR_MULTIDIM). */
+bool pv_arr_multidim(pv_val v);
+/* The dimensions of v into dims (PV_ARR_MAXDIM entries), outermost first;
+ * returns their number: 0 for an empty array, 1 ({n}) for a
+ * one-dimensional one. */
+#define PV_ARR_MAXDIM 6
+int pv_arr_dims(pv_val v, int32_t *dims);
+/* Elements of array v (0 for a blob shorter than its header). */
+int64_t pv_arr_len(pv_val v);
+/* Element i of v: false when it is NULL, else its value in *x. */
+bool pv_arr_get(pv_val v, int64_t i, double *x);
+/* The order of two non-NULL elements (float8's btree order: NaN equal to
+ * NaN and after every number): <0, 0, >0. */
+int pv_arr_elem_cmp(pv_val a, int64_t i, pv_val b, int64_t j);
+/* array_cmp of two arrays of one kind: element by element, a NULL element
+ * after every value and equal to another NULL; then fewer dimensions
+ * first, then the smaller sizes (one-dimensional: the shorter first). */
+int pv_arr_cmp(pv_val a, pv_val b);
+/* a @> b (every element of b is in a; a NULL element of b fails) or, with
+ * overlap, a && b (a non-NULL element of b is in a). */
+bool pv_arr_contains(pv_val a, pv_val b, bool overlap);
+/* A new array of n elements in ar: element k is v's element idx[k] when
+ * idx[k] >= 0, else w's element -1 - idx[k] (slices, array_remove,
+ * array_replace).  v and w of one kind. */
+HS_MUST_USE hs_status pv_arr_pick(pv_val v, pv_val w, const int64_t *idx, int64_t n, hs_arena *ar,
+                                  pv_val *out, hs_error *err);
 /* Element casts between array kinds (int4[] -> real[], ...). */
 HS_MUST_USE hs_status pv_arr_cast(pv_elem from, pv_elem to, pv_val v, hs_arena *ar, pv_val *out,
                                   hs_error *err);

@@ -2,7 +2,7 @@
  * tests/c/test_numarr.c - array_append / array_prepend / array_cat / ||
  * over numeric arrays (expr/expr_numarr.c, pv_arr_cat of expr/pgvector.h)
  * and list columns of numbers: the values and element types (bigint[]
- * exact within 2^53), array_cat's NULL rules, the errors, and memory: every
+ * and numeric[] elements exact), array_cat's NULL rules, the errors, and memory: every
  * allocation freed (leak count), an out-of-memory failure at every
  * allocation of a bind + evaluation leaves nothing behind.  Runs under
  * ASan+UBSan (make build-asan).
@@ -13,6 +13,7 @@
  * the SQL forms with it).
  */
 #include "harness.h"
+#include "expr_oom.h"
 
 #include "base/mem.h"
 #include "columnar/column.h"
@@ -154,33 +155,22 @@ static void test_values(void)
     CHECK(((const double *)out->children[0]->values.data)[HS_COL_OFFSETS(out)[3]] == -2.5);
     hs_col_free(out);
     ex_free(e);
-    /* bigint[]: integer[] || bigint, exact within 2^53; past it an error */
+    /* bigint[]: integer[] || bigint */
     static const char *const w9[4] = {"{1,2,3000000000}", "{NULL,5,3000000000}", "{3000000000}", "{3000000000}"};
     texts(b, "(il || 3000000000)::text", w9);
     CHECK_OK(ex_parse_scalar("il || 3000000000", &b->schema, &e, &err), &err);
     CHECK(e && ex_type(e)->type == HS_TYPE_LIST && ex_type(e)->children[0].type == HS_TYPE_INT64);
     ex_free(e);
-    /* a list<int64> column: bigint[]; its element past 2^53 (row 4) an error */
-    CHECK_OK(ex_parse_scalar("(bl || il)::text", &b->schema, &e, &err), &err);
-    CHECK(ex_eval(e, b, &out, &err) == HS_UNSUPPORTED);
-    CHECK(strstr(err.msg, "bigint array element 9007199254740993 is not supported") != NULL);
-    ex_free(e);
-    err = (hs_error){0};
-    CHECK_OK(ex_parse_scalar("CASE WHEN i IS NOT DISTINCT FROM 0 THEN NULL ELSE (bl || il)::text END",
-                             &b->schema, &e, &err), &err);
-    CHECK_OK(ex_eval(e, b, &out, &err), &err);
-    if (out) {
-        CHECK(text_is(out, 0, "{3000000000,1,2}") && text_is(out, 1, "{NULL,NULL,5}"));
-        CHECK(text_is(out, 2, "{}") && text_is(out, 3, NULL));
-    }
-    hs_col_free(out);
-    out = NULL;
-    ex_free(e);
-    CHECK_OK(ex_parse_scalar("il || 9007199254740993", &b->schema, &e, &err), &err);
-    CHECK(ex_eval(e, b, &out, &err) == HS_UNSUPPORTED);
-    CHECK(strstr(err.msg, "bigint array element 9007199254740993 is not supported") != NULL);
-    ex_free(e);
-    err = (hs_error){0};
+    /* a list<int64> column: bigint[], exact past 2^53 (row 4) */
+    static const char *const w10[4] = {"{3000000000,1,2}", "{NULL,NULL,5}", "{}", "{9007199254740993}"};
+    texts(b, "(bl || il)::text", w10);
+    static const char *const w11[4] = {"{1,2,9007199254740993}", "{NULL,5,9007199254740993}", "{9007199254740993}",
+                                       "{9007199254740993}"};
+    texts(b, "(il || 9007199254740993)::text", w11);
+    static const char *const w12[4] = {"3000000000", NULL, NULL, "9007199254740993"};
+    texts(b, "(bl || il)[1]::text", w12);
+    static const char *const w13[4] = {"false", NULL, "false", "true"};
+    texts(b, "(9007199254740993 = ANY(bl))::text", w13);
     /* errors: a multidimensional array, a text element, a bad element text */
     err = (hs_error){0};
     CHECK(ex_parse_scalar("il || 'x'::text", &b->schema, &e, &err) == HS_NOT_FOUND);
@@ -196,30 +186,70 @@ static void test_values(void)
     LEAK_END();
 }
 
+/* The other operators and functions of numeric array values (subscripts,
+ * slices, searches, containment, order, shape); expected texts from
+ * PostgreSQL 15 over VALUES of the same rows. */
+static void test_value_ops(void)
+{
+    LEAK_START();
+    hs_error err = {0};
+    hs_batch *b = num_batch(&err);
+    REQUIRE(b);
+    static const char *const w1[4] = {"2", "5", NULL, NULL};
+    texts(b, "((il || i)[2])::text", w1);
+    static const char *const w2[4] = {"{2,7}", "{5,NULL}", "{}", "{}"};
+    texts(b, "((il || i)[2:3])::text", w2);
+    static const char *const w3[4] = {"3", "1", "1", "1"};
+    texts(b, "array_position(il || i, i)::text", w3);
+    static const char *const w4[4] = {"{1}", "{}", "{}", NULL};
+    texts(b, "array_positions(il, 1)::text", w4);
+    static const char *const w5[4] = {"1;2;7", "*;5;*", "-3", "0"};
+    texts(b, "array_to_string(il || i, ';', '*')", w5);
+    static const char *const w6[4] = {"true", NULL, "false", "false"};
+    texts(b, "(2 = ANY(il || 0))::text", w6);
+    static const char *const w7[4] = {"true", "false", "false", "false"};
+    texts(b, "((il || 0) @> ARRAY[0, 2])::text", w7);
+    static const char *const w8[4] = {"false", "true", "false", "false"};
+    texts(b, "(il || 0 > ARRAY[1, 3])::text", w8);
+    static const char *const w9[4] = {"{1,2}", "{NULL,5}", "{}", "{}"};
+    texts(b, "array_remove(il || 0, 0)::text", w9);
+    static const char *const w10[4] = {"{1,9}", "{9,5}", "{}", NULL};
+    texts(b, "array_replace(il, CASE WHEN il[1] IS NULL THEN NULL ELSE 2 END, 9)::text", w10);
+    static const char *const w11[4] = {"[1:2]", "[1:2]", "[1:1]", "[1:2]"};
+    texts(b, "array_dims(dl || 1.5)", w11);
+    /* numeric[] elements exact past a double's 15 digits */
+    static const char *const w12[4] = {"{1.123456789012345678,1,2}", "{1.123456789012345678,NULL,5}",
+                                       "{1.123456789012345678}", "{1.123456789012345678}"};
+    texts(b, "(ARRAY[1.123456789012345678] || il)::text", w12);
+    static const char *const w13[4] = {"2", "2", "2", "2"};
+    texts(b, "array_position(ARRAY[0.10000000000000000001, 0.1] || il, 0.1)::text", w13);
+    /* multidimensional: text in/out, a[i][j], the shape */
+    static const char *const w14[4] = {"3", "3", NULL, NULL};
+    texts(b, "('{{1,2},{3,4}}'::int[])[cardinality(il)][1]::text", w14);
+    static const char *const w15[4] = {"[1:2][1:2]", "[1:2][1:2]", "[1:2][1:2]", "[1:2][1:2]"};
+    texts(b, "array_dims(('{{1,2},{3,4}}'::int[])::bigint[])", w15);
+    static const char *const w16[4] = {"{{1,2},{3,7}}", NULL, "{{1,2},{3,-3}}", "{{1,2},{3,0}}"};
+    texts(b, "(('{{1,2},{3,' || i || '}}')::int[])::text", w16);
+    ex_expr *e = NULL;
+    hs_column *out = NULL;
+    CHECK_OK(ex_parse_scalar("('{99999999999999999999.5}'::numeric[] || i)::int8[]", &b->schema, &e, &err), &err);
+    CHECK(ex_eval(e, b, &out, &err) == HS_INVALID && strstr(err.msg, "bigint out of range"));
+    ex_free(e);
+    hs_batch_free(b);
+    LEAK_END();
+}
+
 static void test_out_of_memory(void)
 {
     LEAK_START();
     hs_error err = {0};
     hs_batch *b = num_batch(&err);
     REQUIRE(b);
-    bool done = false;
-    for (int64_t nth = 1; nth < 2000 && !done; nth++) {
-        ex_expr *e = NULL;
-        hs_column *out = NULL;
-        hs_mem_fail_after(nth);
-        hs_status st = ex_parse_scalar("array_cat(il, dl) || array_prepend(i, il) || 2.5", &b->schema, &e, &err);
-        if (st == HS_OK) {
-            st = ex_eval(e, b, &out, &err);
-            if (st == HS_OK) {
-                done = true;
-                hs_col_free(out);
-            }
-            ex_free(e);
-        }
-        hs_mem_fail_after(0);
-        CHECK(st == HS_OK || st == HS_NOMEM);
-    }
-    CHECK(done);
+    CHECK(expr_oom_loop("array_cat(il, dl) || array_prepend(i, il) || 2.5", b, 2000));
+    CHECK(expr_oom_loop("(('{{1,2},{3,' || i || '}}')::int[])[2][2]::text || array_dims(('{{' || i || '}}')::int[])",
+                        b, 2000));
+    CHECK(expr_oom_loop("array_to_string(array_replace((il || i)[1:3], 2, 9), ',') || "
+                        "array_positions(il || 0, 0)::text || (2 = ANY(dl || 2.5))::text", b, 4000));
     hs_batch_free(b);
     LEAK_END();
 }
@@ -227,6 +257,7 @@ static void test_out_of_memory(void)
 int main(void)
 {
     HS_RUN(test_values);
+    HS_RUN(test_value_ops);
     HS_RUN(test_out_of_memory);
     return hs_test_summary();
 }

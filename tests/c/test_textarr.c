@@ -11,6 +11,7 @@
  * (tests/python/test_sql_textarr_pg.py compares the SQL forms with it).
  */
 #include "harness.h"
+#include "expr_oom.h"
 
 #include "base/arena.h"
 #include "base/buf.h"
@@ -266,23 +267,10 @@ static void test_expressions(void)
     CHECK(strstr(err.msg, "malformed array literal") != NULL);
     ex_free(e);
     /* out of memory at every allocation */
-    bool done = false;
-    for (int64_t nth = 1; nth < 2000 && !done; nth++) {
-        hs_mem_fail_after(nth);
-        hs_status st = ex_parse_scalar("array_cat(string_to_array(s, ','), tags) || array_prepend(s, tags)",
-                                       &b->schema, &e, &err);
-        if (st == HS_OK) {
-            st = ex_eval(e, b, &out, &err);
-            if (st == HS_OK) {
-                done = true;
-                hs_col_free(out);
-            }
-            ex_free(e);
-        }
-        hs_mem_fail_after(0);
-        CHECK(st == HS_OK || st == HS_NOMEM);
-    }
-    CHECK(done);
+    CHECK(expr_oom_loop("array_cat(string_to_array(s, ','), tags) || array_prepend(s, tags)", b, 2000));
+    CHECK(expr_oom_loop("array_dims(tags || s)", b, 2000));
+    CHECK(expr_oom_loop("array_replace(array_remove(tags || s, 'big'), '', s) || "
+                        "array_positions(tags, NULL)::text::text[]", b, 4000));
     hs_batch_free(b);
     LEAK_END();
 }

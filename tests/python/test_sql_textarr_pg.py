@@ -18,6 +18,7 @@ SQLSTATE came back for most of them: see test_most_cases_failed_before.
 """
 import pyarrow as pa
 
+from helpers.pgcompare import compare
 from test_sql_fn_pg import _ours, ours, ref  # noqa: F401  (fixtures)
 
 ROWS = ("(1, ARRAY['a','b','c'], 'a,b,c'), (2, ARRAY['x', NULL, 'y z'], 'x,,y z'), "
@@ -26,6 +27,13 @@ ROWS = ("(1, ARRAY['a','b','c'], 'a,b,c'), (2, ARRAY['x', NULL, 'y z'], 'x,,y z'
 V = f"(VALUES {ROWS}) v(k, a, s)"
 
 CASES = [
+    # array_positions / array_remove / array_replace, the shape functions
+    "array_positions(a, 'a')", "array_positions(a || 'a'::text, 'a')", "array_positions(a, NULL)",
+    "array_remove(a, 'b')", "array_remove(a, NULL)", "array_remove(a || s, s)", "array_remove(a, 1)",
+    "array_replace(a, 'a', 'z')", "array_replace(a, NULL, 'n')", "array_replace(a, 'c', NULL)",
+    "array_replace(a, s, 'S')", "array_positions(string_to_array(s, ','), '')",
+    "array_ndims(a)", "array_dims(a)", "array_lower(a, 1)", "array_upper(a, 1)", "array_upper(a, 2)",
+    "array_dims(string_to_array(s, ','))",
     # constructors and literals, output quoting
     "ARRAY['a','b']", "ARRAY['a', NULL]", "ARRAY[NULL]", "ARRAY[s]", "ARRAY[s, 'x', NULL]",
     "ARRAY[]::text[]", "ARRAY['a','b']::text[]", "ARRAY[s]::text[]",
@@ -123,26 +131,7 @@ MULTIDIM = {"'{{a},{b}}'::text[]", "a[1][1]"}
 
 
 def _compare(pg, got, what):
-    bad = []
-    if what in MULTIDIM and got[0] == "ERR" and got[1] == "0A000":
-        return bad
-    if pg[0] == "ERR" or got[0] == "ERR":
-        if pg[0] != got[0] or pg[1][:2] != got[1][:2]:
-            bad.append(f"{what}: PostgreSQL {pg}, ours {got}")
-        return bad
-    typ = pg[1][0][1] if pg[1] else None
-    want_t = PG_TYPES.get(typ)
-    ours_t = got[1]
-    if want_t is not None and ours_t != want_t and not (pa.types.is_list(ours_t) and
-                                                        pa.types.is_list(want_t) and
-                                                        ours_t.value_type == want_t.value_type):
-        bad.append(f"{what}: PostgreSQL type {typ}, ours {ours_t}")
-    for i, ((txt, _t), v) in enumerate(zip(pg[1], got[2])):
-        if txt != _text(v):
-            bad.append(f"{what} (row {i + 1}): PostgreSQL {txt!r}, ours {_text(v)!r}")
-    if len(pg[1]) != len(got[2]):
-        bad.append(f"{what}: {len(pg[1])} rows in PostgreSQL, {len(got[2])} ours")
-    return bad
+    return compare(pg, got, what, lambda txt, _t, v: txt == _text(v), PG_TYPES, MULTIDIM)
 
 
 def test_text_arrays_agree_with_postgres(ref, ours):  # noqa: F811

@@ -532,6 +532,24 @@ Q("types", "SELECT id, array_position(string_to_array(s, 'a'), 'lph') FROM t_all
 Q("types", "SELECT id, string_to_array(s, 'a') = ARRAY['', 'lph', ''] FROM t_all WHERE s <> ''")
 Q("types", "SELECT id, array_prepend(grp, string_to_array(s, 'e')) FROM t_all WHERE id < 30 AND s <> ''")
 Q("types", "SELECT id, array_cat(string_to_array(s, 'a'), ARRAY[grp]) FROM t_all WHERE id < 30 AND s <> ''")
+# numeric array values (expr_numarr.c): subscripts, slices, searches, containment, order,
+# bigint and numeric elements past a double's precision
+Q("types", "SELECT id, (array_append(li, i32))[1], (ARRAY[i32, 7])[2] FROM t_all WHERE id < 60")
+Q("types", "SELECT id, (ARRAY[i32, 5, i32 + 1])[2:3] FROM t_all WHERE id < 40")
+Q("types", "SELECT id, array_position(array_append(li, 0), 0) FROM t_all WHERE li IS NOT NULL")
+Q("types", "SELECT id, array_to_string(ARRAY[i32, 1] || li, ',') FROM t_all WHERE id < 60")
+Q("types", "SELECT id FROM t_all WHERE 3 = ANY(ARRAY[i32 % 7] || li)")
+Q("types", "SELECT id FROM t_all WHERE array_append(li, 1) @> ARRAY[1, 2]")
+Q("types", "SELECT id FROM t_all WHERE array_append(li, 100) && ARRAY[-1, 0, 1]")
+Q("types", "SELECT id, array_append(li, 0) < ARRAY[0, 0] FROM t_all WHERE li IS NOT NULL")
+Q("types", "SELECT id, ARRAY[i64, 9007199254740993] FROM t_all WHERE id < 30")
+Q("types", "SELECT id, (array_append(ARRAY[i64], 9007199254740993))[2] FROM t_all WHERE id < 30")
+Q("types", "SELECT id, ARRAY[dec, 1.123456789012345678] FROM t_all WHERE id < 30")
+Q("types", "SELECT id, (ARRAY[dec, 0.5])[1] FROM t_all WHERE id < 30")
+Q("types", "SELECT id, COALESCE(li, ARRAY[i32]) FROM t_all WHERE id < 40")
+Q("types", "SELECT id, CASE WHEN i32 > 0 THEN array_append(li, 1) ELSE ARRAY[-1] END FROM t_all WHERE id < 40")
+Q("types", "SELECT id, (ARRAY[i32, i32 * 2] || li) = (ARRAY[i32, i32 * 2] || li) FROM t_all WHERE id < 40")
+Q("types", "SELECT id, x FROM t_all, unnest(ARRAY[i32, 2] || li) AS u(x) WHERE id < 20")
 
 # ---------------------------------------------------------------- indexed / partitioned / deleted tables
 for k in [0, 1, 97, 194, 500, 998, 999, 1000, -1]:
