@@ -295,7 +295,16 @@ static pl_walk_res visit_call(const json_t *j, void *ctx)
         append_once(c->arr, j);
         return PL_SKIP;
     }
-    return json_object_get(j, "SubLink") ? PL_SKIP : PL_DESCEND;
+    json_t *sl = json_object_get(j, "SubLink");
+    if (sl) {
+        /* the operand of `x op ANY/ALL (subquery)` is the block's own
+         * expression (HAVING max(v) = ALL (...)); the subquery is not */
+        json_t *x = json_object_get(sl, "testexpr");
+        if (x)
+            pl_walk(x, visit_call, c, 0);
+        return PL_SKIP;
+    }
+    return PL_DESCEND;
 }
 
 void  pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *), int depth)
@@ -304,7 +313,8 @@ void  pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *
     pl_walk(j, visit_call, &c, depth);
 }
 
-/* Aggregate calls under j (not inside subqueries), into arr. */
+/* Aggregate calls under j (not inside subqueries, but in the operand of
+ * x op ANY / ALL (subquery)), into arr. */
 void  pl_collect_aggs(const json_t *j, json_t *arr, int depth)
 {
     pl_collect_calls(j, arr, pl_is_agg_call, depth);

@@ -40,6 +40,10 @@
  * The subquery may read CTEs of the enclosing statement: they are planned
  * again in each row's plan (see "the enclosing statement's CTEs" below).
  *
+ * A guard column (pl_apply_attach_guarded) makes the Apply lazy as
+ * PostgreSQL's CASE and COALESCE are: a row whose guard is not true gets
+ * NULL and the subquery does not run for it (nor, if constant, at all
+ * until a row reaches it).
  * plan_subq.c also sends here the correlated scalar subqueries that do not
  * decorrelate into a join exactly (correlation by inequality, outer
  * references in the select list or several levels down, LIMIT, a
@@ -71,6 +75,8 @@ typedef struct apply_op {
     bool array;               /* ARRAY(subquery): all rows' values as one list */
     bool constant;            /* the subquery reads no outer column: run once */
     hs_column *cached;        /* its value then (owned), after the first row */
+    int guard;                /* a BOOL column of the input: rows where it is not true get NULL
+                                 without running the subquery (CASE, COALESCE); -1 none */
 } apply_op;
 
 /* ---- which subqueries ---- */
@@ -240,6 +246,16 @@ hs_status pl_apply_outer_rel(planner *p, rel *out)
     return HS_OK;
 }
 
+hs_status pl_apply_with_row(planner *p, const rel *cur, hs_status (*fn)(planner *, void *), void *ctx)
+{
+    apply_row ar = {&cur->op->schema, cur->cols, cur->n, NULL};
+    const apply_row *saved = p->outer_row;
+    p->outer_row = &ar;
+    hs_status st = fn(p, ctx);
+    p->outer_row = saved;
+    return st;
+}
+
 /* Plans sub with the outer row ar; *out its one column. */
 static hs_status plan_for_row(planner *p, const json_t *sub, const apply_row *ar, rel *out)
 {
@@ -349,8 +365,11 @@ static hs_status apply_next(xo_op *op, hs_batch **out, hs_error *err)
     hs_column *col = NULL;
     hs_status st = hs_col_create(rf, in->n_rows, &col, err);
     for (int64_t i = 0; i < in->n_rows && st == HS_OK; i++) {
+        const hs_column *g = a->guard >= 0 ? in->cols[a->guard] : NULL;
         if (xo_cancelled(op->ctx))
             st = hs_err_set(err, HS_CANCELLED, "canceling statement due to user request");
+        else if (g && !(hs_col_is_valid(g, i) && hs_bit_get(g->values.data, i)))
+            st = hs_col_append_null(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
         else
             st = apply_value(a, in, i, col, err);
     }
@@ -396,6 +415,11 @@ static void apply_destroy(xo_op *op)
 }
 
 hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
+{
+    return pl_apply_attach_guarded(p, cur, sl, -1, col);
+}
+
+hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int guard, int *col)
 {
     json_t *sub = pl_jget(pl_jget(sl, "subselect"), "SelectStmt");
     int loc = sq_loc(sl);
@@ -517,6 +541,7 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
         return st;
     }
     a->s = p->s;
+    a->guard = guard >= 0 && guard < cur->n && cur->op->schema.children[guard].type == HS_TYPE_BOOL ? guard : -1;
     a->array = array;
     a->constant = constant;
     a->names = json_incref(p->names);

@@ -341,7 +341,14 @@ bool pl_apply_needed(const json_t *sub);
  * edited in place). */
 HS_MUST_USE hs_status pl_stats_numeric(planner *p, const rel *cur, const json_t *sel);
 HS_MUST_USE hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col);
+/* pl_apply_attach, the subquery run only for rows whose BOOL column guard
+ * of cur is true (the others get NULL): CASE / COALESCE's laziness */
+HS_MUST_USE hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int guard, int *col);
 HS_MUST_USE hs_status pl_apply_outer_rel(planner *p, rel *out);
+/* plan_apply.c: fn(p, ctx) with p->outer_row an outer row of cur's columns
+ * and no rows, as pl_apply_attach first plans (a subquery's FROM for its names). */
+HS_MUST_USE hs_status pl_apply_with_row(planner *p, const rel *cur, hs_status (*fn)(planner *, void *),
+                                        void *ctx);
 HS_MUST_USE hs_status pl_plan_query(planner *p, const json_t *sel, rel *out);
 const char *pl_cast_type(const json_t *j, const char **val);
 json_t *pl_mk_op(const char *op, json_t *l, json_t *r);

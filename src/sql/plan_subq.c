@@ -670,7 +670,7 @@ json_t *pl_when(json_t *cond, json_t *res)
 }
 
 /* The expression that replaces an EXISTS/ANY/ALL SubLink (NULL: not one). */
-static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *st)
+static json_t *sublink_expr(planner *p, rel *cur, const nmap *m, const json_t *sl, hs_status *st)
 {
     const char *type = pl_jstrv(sl, "subLinkType");
     json_t *sub = pl_jget(pl_jget(sl, "subselect"), "SelectStmt");
@@ -712,7 +712,11 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
             int col = -1;
             /* COALESCE(x) = x, as a new column (never renaming a column of cur) */
             json_t *wrapped = json_pack("{s:{s:[O],s:i}}", "CoalesceExpr", "args", x, "location", -1);
-            *st = wrapped ? pl_rel_add_expr(p, cur, wrapped, &col) : pl_nomem(p);
+            /* after aggregation (m): x reads the block's aggregates and
+             * group keys (HAVING max(v) = ALL (...)) */
+            *st = !wrapped ? pl_nomem(p)
+                 : m ? pl_rel_add_expr_in(p, cur, wrapped, m, p->ungrouped, p->ungrouped_key, &col)
+                     : pl_rel_add_expr(p, cur, wrapped, &col);
             json_decref(wrapped);
             if (*st != HS_OK) {
                 json_decref(xin);
@@ -758,15 +762,16 @@ static json_t *sublink_expr(planner *p, rel *cur, const json_t *sl, hs_status *s
                        pl_when(xnull, pl_mk_null()), pl_when(fails, mk_bool(false)), pl_when(some_null, pl_mk_null()));
     }
     json_decref(cnt);
-    json_t *r = cw ? json_pack("{s:{s:o,s:o,s:i}}", "CaseExpr", "args", cw, "defresult",
-                               mk_bool(all), "location", loc) : NULL;
+    /* hs_eager: not a CASE of the query, its subqueries run for every row */
+    json_t *r = cw ? json_pack("{s:{s:o,s:o,s:i,s:b}}", "CaseExpr", "args", cw, "defresult",
+                               mk_bool(all), "location", loc, "hs_eager", 1) : NULL;
     if (!r)
         *st = pl_nomem(p);
     return r;
 }
 
 /* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
-static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, bool after_agg, int depth)
+static hs_status rewrite_sublinks(planner *p, rel *cur, const nmap *m, json_t *j, bool after_agg, int depth)
 {
     if (depth > 400 || !j || (after_agg && pl_is_agg_call(j)))
         return HS_OK;
@@ -778,68 +783,216 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, json_t *j, bool after_ag
         json_object_foreach_safe(j, tmp, k, v) {
             json_t *b;
             if (pl_is_kind(v, "SubLink", &b)) {
-                json_t *r = sublink_expr(p, cur, b, &st);
+                json_t *r = sublink_expr(p, cur, after_agg ? m : NULL, b, &st);
                 if (st != HS_OK)
                     return st;
                 if (r)
                     json_object_set_new(j, k, r);
             } else if (strcmp(k, "SubLink") != 0) {
-                HS_TRY(rewrite_sublinks(p, cur, v, after_agg, depth + 1));
+                HS_TRY(rewrite_sublinks(p, cur, m, v, after_agg, depth + 1));
             }
         }
     } else if (json_is_array(j)) {
         for (size_t i = 0; i < json_array_size(j); i++) {
             json_t *v = json_array_get(j, i), *b;
             if (pl_is_kind(v, "SubLink", &b)) {
-                json_t *r = sublink_expr(p, cur, b, &st);
+                json_t *r = sublink_expr(p, cur, after_agg ? m : NULL, b, &st);
                 if (st != HS_OK)
                     return st;
                 if (r)
                     json_array_set_new(j, i, r);
             } else {
-                HS_TRY(rewrite_sublinks(p, cur, v, after_agg, depth + 1));
+                HS_TRY(rewrite_sublinks(p, cur, m, v, after_agg, depth + 1));
             }
         }
     }
     return HS_OK;
 }
 
-/* Joins every scalar subquery under the nodes into cur, mapping them. */
-hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m,
-                            bool after_agg)
+/* ---- CASE and COALESCE evaluate lazily ----
+ * PostgreSQL runs a subquery in a CASE branch, or in a COALESCE argument
+ * after the first, only for the rows that reach it: 1 / 0 or a second row
+ * (21000) in a branch no row takes is no error.  Such a subquery goes to
+ * the Apply with a guard column (the condition under which the row reaches
+ * it): rows whose guard is not true get NULL without running it. */
+
+static json_t *is_true(json_t *c)   /* takes c: COALESCE(c, false) */
+{
+    return c ? json_pack("{s:{s:[o,o],s:i}}", "CoalesceExpr", "args", c, mk_bool(false), "location", -1)
+             : NULL;
+}
+
+static json_t *not_of(json_t *c)    /* takes c */
+{
+    return c ? json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args", c, "location", -1)
+             : NULL;
+}
+
+/* a AND b, taking both; NULL stands for true (and *oom is set when a
+ * node could not be made). */
+static json_t *and2(json_t *a, json_t *b)
+{
+    if (!a)
+        return b;
+    if (!b)
+        return a;
+    return json_pack("{s:{s:s,s:[o,o],s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", a, b, "location", -1);
+}
+
+static json_t *copy_or_null(const json_t *j)
+{
+    return j ? json_incref((json_t *)j) : NULL;
+}
+
+/* The condition under which the node target (by identity) under j is
+ * evaluated (a new reference, NULL: always); *found says whether it lies
+ * under j; *oom when a node could not be made. */
+static json_t *lazy_guard(const json_t *j, const json_t *target, bool *found, bool *oom, int depth)
+{
+    json_t *b;
+    *found = false;
+    if (!j || depth > 400)
+        return NULL;
+    if (j == target) {
+        *found = true;
+        return NULL;
+    }
+    if (pl_is_kind(j, "CaseExpr", &b) && !json_is_true(pl_jget(b, "hs_eager"))) {
+        json_t *arg = pl_jget(b, "arg");
+        json_t *g = lazy_guard(arg, target, found, oom, depth + 1);
+        if (*found)
+            return g;
+        json_t *prior = NULL;   /* no earlier WHEN held */
+        for (size_t i = 0; i < json_array_size(pl_jget(b, "args")); i++) {
+            json_t *w = pl_jget(json_array_get(pl_jget(b, "args"), i), "CaseWhen");
+            json_t *expr = pl_jget(w, "expr");
+            g = lazy_guard(expr, target, found, oom, depth + 1);
+            if (*found)
+                return and2(prior, g);
+            json_t *cond = arg ? pl_mk_op("=", json_incref(arg), copy_or_null(expr)) : copy_or_null(expr);
+            g = lazy_guard(pl_jget(w, "result"), target, found, oom, depth + 1);
+            if (*found) {
+                json_t *r = and2(prior, and2(is_true(cond), g));
+                *oom |= !r;
+                return r;
+            }
+            prior = and2(prior, not_of(is_true(cond)));
+            *oom |= !prior;
+        }
+        g = lazy_guard(pl_jget(b, "defresult"), target, found, oom, depth + 1);
+        if (*found)
+            return and2(prior, g);
+        json_decref(prior);
+        return NULL;
+    }
+    if (pl_is_kind(j, "CoalesceExpr", &b)) {
+        json_t *prior = NULL;   /* the arguments before were NULL */
+        for (size_t i = 0; i < json_array_size(pl_jget(b, "args")); i++) {
+            json_t *a = json_array_get(pl_jget(b, "args"), i);
+            json_t *g = lazy_guard(a, target, found, oom, depth + 1);
+            if (*found)
+                return and2(prior, g);
+            json_t *isnull = json_pack("{s:{s:O,s:s,s:i}}", "NullTest", "arg", a, "nulltesttype", "IS_NULL",
+                                       "location", -1);
+            prior = and2(prior, isnull);
+            *oom |= !prior;
+        }
+        json_decref(prior);
+        return NULL;
+    }
+    if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v) {
+            json_t *g = lazy_guard(v, target, found, oom, depth + 1);
+            if (*found)
+                return g;
+        }
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++) {
+            json_t *g = lazy_guard(json_array_get(j, i), target, found, oom, depth + 1);
+            if (*found)
+                return g;
+        }
+    }
+    return NULL;
+}
+
+typedef struct scalars_ctx {
+    json_t *const *nodes;
+    int n;
+    nmap *m;
+    bool after_agg;
+} scalars_ctx;
+
+static hs_status attach_one(planner *p, rel *cur, scalars_ctx *x, json_t *node, int depth);
+
+/* Attaches the scalar subqueries under j (a guard) first. */
+static hs_status attach_under(planner *p, rel *cur, scalars_ctx *x, const json_t *j, int depth)
 {
     json_t *arr = json_array();
     if (!arr)
         return pl_nomem(p);
+    if (x->after_agg)
+        pl_collect_sublinks_noagg(j, arr, 0);
+    else
+        pl_collect_sublinks(j, arr, 0);
     hs_status st = HS_OK;
-    for (int i = 0; i < n && st == HS_OK; i++)
-        st = rewrite_sublinks(p, cur, nodes[i], after_agg, 0);
-    for (int i = 0; i < n; i++) {
-        if (after_agg)
-            pl_collect_sublinks_noagg(nodes[i], arr, 0);
-        else
-            pl_collect_sublinks(nodes[i], arr, 0);
+    for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++)
+        st = attach_one(p, cur, x, json_array_get(arr, i), depth + 1);
+    json_decref(arr);
+    return st;
+}
+
+static hs_status attach_one(planner *p, rel *cur, scalars_ctx *x, json_t *node, int depth)
+{
+    json_t *b = pl_jget(node, "SubLink");
+    const char *type = pl_jstrv(b, "subLinkType");
+    bool array = type && !strcmp(type, "ARRAY_SUBLINK");
+    if (!type || (strcmp(type, "EXPR_SUBLINK") != 0 && !array))
+        return HS_OK;   /* the binder reports it */
+    if (depth > 64)
+        return pl_fail(p, HS_INVALID, "54001", sq_loc(b), "subqueries nested too deeply in CASE");
+    for (int k = 0; k < x->m->n; k++)
+        if (pl_jeq(x->m->nodes[k], node))
+            return HS_OK;   /* the same subquery twice: joined once */
+    json_t *guard = NULL;
+    bool found = false, oom = false;
+    for (int i = 0; i < x->n && !found; i++)
+        guard = lazy_guard(x->nodes[i], node, &found, &oom, 0);
+    if (oom) {
+        json_decref(guard);
+        return pl_nomem(p);
     }
-    for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++) {
-        json_t *node = json_array_get(arr, i), *b = pl_jget(node, "SubLink");
-        const char *type = pl_jstrv(b, "subLinkType");
-        bool array = type && !strcmp(type, "ARRAY_SUBLINK");
-        if (!type || (strcmp(type, "EXPR_SUBLINK") != 0 && !array))
-            continue;   /* the binder reports it */
-        bool seen = false;
-        for (int k = 0; k < m->n && !seen; k++)
-            seen = pl_jeq(m->nodes[k], node);
-        if (seen)
-            continue;   /* the same subquery twice: joined once */
-        int col = -1;
+    int col = -1, gcol = -1;
+    hs_status st = HS_OK;
+    if (guard) {
+        /* the guard's own subqueries, then the guard as a column */
+        st = attach_under(p, cur, x, guard, depth);
+        if (st == HS_OK)
+            st = x->after_agg ? pl_rel_add_expr_in(p, cur, guard, x->m, p->ungrouped, p->ungrouped_key, &gcol)
+                              : pl_rel_add_expr_in(p, cur, guard, x->m, NULL, NULL, &gcol);
+        json_decref(guard);
+        if (st == HS_OK)
+            st = pl_apply_attach_guarded(p, cur, b, gcol, &col);
+    } else {
         /* ARRAY(subquery): its rows in order, per outer row (plan_apply.c) */
         st = array ? pl_apply_attach(p, cur, b, &col) : attach_scalar(p, cur, b, &col);
-        if (st == HS_OK) {
-            /* earlier mapped columns keep their positions (joins append) */
-            st = pl_nmap_add(p, m, node, col);
-        }
     }
-    json_decref(arr);
+    /* earlier mapped columns keep their positions (joins append) */
+    return st == HS_OK ? pl_nmap_add(p, x->m, node, col) : st;
+}
+
+/* Joins every scalar subquery under the nodes into cur, mapping them. */
+hs_status  pl_attach_scalars(planner *p, rel *cur, json_t *const *nodes, int n, nmap *m,
+                            bool after_agg)
+{
+    hs_status st = HS_OK;
+    for (int i = 0; i < n && st == HS_OK; i++)
+        st = rewrite_sublinks(p, cur, m, nodes[i], after_agg, 0);
+    scalars_ctx x = {nodes, n, m, after_agg};
+    for (int i = 0; i < n && st == HS_OK; i++)
+        st = attach_under(p, cur, &x, nodes[i], 0);
     return st;
 }
 
@@ -910,7 +1063,7 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
         if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK") || semi ||
                   (apply && !strcmp(t, "EXISTS_SUBLINK")))) {
             hs_status st2;
-            json_t *r = sublink_expr(p, cur, sl, &st2);
+            json_t *r = sublink_expr(p, cur, NULL, sl, &st2);
             HS_TRY(st2);
             if (r && neg) {
                 own = json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args", r,
@@ -942,14 +1095,31 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
  * name no table has, the call joins the block's aggregates, and after
  * aggregation pl_outer_aggs_expose gives that aggregate's column the name,
  * so the subquery reads it as an outer column (decorrelated or applied per
- * group like any).  Calls two subquery levels down stay where they are. */
+ * group like any).  The walk goes every level down: max(t1.v) in
+ * (SELECT (SELECT max(t1.v) FROM t3) FROM t2) is t1's aggregate too, and a
+ * call reading a column of a level between belongs to that level (moved
+ * when that level is planned).  A subquery over FROM functions of the
+ * block's row (an Apply) has its names looked up as the Apply plans it. */
 
 typedef struct oagg_ctx {
-    const corr *c;          /* the subquery's FROM leaves */
-    const layer *outer;     /* the enclosing block's columns */
+    const corr *const *lv;  /* the subquery levels' FROM leaves, outermost first */
+    int nlv;
+    const layer *outer;     /* the enclosing block's columns (NULL: any name outside the levels) */
     int n_refs;
     bool ok;
 } oagg_ctx;
+
+/* Whether the ColumnRef body b names a column of the level's own FROM (an
+ * Apply's enclosing row, joined into its lateral functions, is not). */
+static bool level_col(const corr *c, json_t *b)
+{
+    const char *names[8];
+    int n = pl_colref_names(b, names, 8), col = -1;
+    if (n < 1 || !names[n - 1])
+        return true;
+    int l = pl_leaf_find(c->leaves, c->n_leaves, names, n, &col);
+    return l == -2 || (l >= 0 && !c->leaves[l]->ns[col].outer);
+}
 
 static pl_walk_res visit_oagg_ref(const json_t *j, void *ctx)
 {
@@ -961,8 +1131,11 @@ static pl_walk_res visit_oagg_ref(const json_t *j, void *ctx)
         return PL_DESCEND;
     const char *names[8];
     int n = pl_colref_names(b, names, 8);
+    bool inner = false;
     o->n_refs++;
-    if (n < 1 || !names[n - 1] || inner_col(o->c, b) != -1 || pl_layer_find(o->outer, names, n) < 0) {
+    for (int i = 0; i < o->nlv && !inner; i++)
+        inner = level_col(o->lv[i], b);
+    if (inner || n < 1 || !names[n - 1] || (o->outer && pl_layer_find(o->outer, names, n) < 0)) {
         o->ok = false;
         return PL_STOP;
     }
@@ -995,57 +1168,105 @@ static bool replace_node(json_t *j, const json_t *target, json_t *with, int dept
     return false;
 }
 
-/* One subquery: its outer aggregates moved to aggs (names appended to out). */
-static hs_status outer_aggs_of(planner *p, json_t *sub, const layer *outer, json_t *aggs, json_t *out)
+/* The walk over a block's subqueries, every level down: with outer set, the
+ * calls of the block move to aggs (names appended to out); without, the
+ * location of the first such call is found (loc, -2 none). */
+#define OAGG_LEVELS 16
+
+typedef struct oagg_walk {
+    const layer *outer;     /* NULL: find mode */
+    const rel *row;         /* the block's relation: an Apply subquery's FROM plans over it */
+    json_t *aggs, *out;
+    int loc;
+    const corr *lv[OAGG_LEVELS];
+    int nlv;
+} oagg_walk;
+
+static const char *const oagg_parts[] = {"targetList", "whereClause", "havingClause", "sortClause"};
+
+static hs_status oagg_split_cb(planner *p, void *ctx)
 {
-    if (!plain_select(sub) || pl_jget(sub, "withClause") || pl_apply_needed(sub))
+    void **a = ctx;
+    return sub_split(p, a[0], a[1]);
+}
+
+/* One call of the level: moved (or found) when its columns all lie
+ * outside the levels, in the block. */
+static hs_status oagg_call(planner *p, oagg_walk *w, json_t *sub, json_t *call)
+{
+    oagg_ctx o = {w->lv, w->nlv, w->outer, 0, true};
+    pl_walk(pl_jget(call, "FuncCall"), visit_oagg_ref, &o, 0);
+    if (!o.ok || o.n_refs == 0)
+        return HS_OK;   /* the subquery's own aggregate (or a level's between) */
+    if (!w->outer) {
+        w->loc = sq_loc(pl_jget(call, "FuncCall"));
         return HS_OK;
+    }
+    /* the same call in several subqueries: one aggregate, one name */
+    char nm[32];
+    const char *seen = NULL;
+    for (size_t k = 0; k < json_array_size(w->out) && !seen; k++)
+        if (pl_jeq(json_array_get(json_array_get(w->out, k), 1), call))
+            seen = json_string_value(json_array_get(json_array_get(w->out, k), 0));
+    snprintf(nm, sizeof nm, "%s", seen ? seen : "");
+    if (!seen)
+        snprintf(nm, sizeof nm, "\x01oagg%zu", json_array_size(w->out));
+    json_t *ref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
+                            "location", -1);
+    json_t *keep = json_incref(call);   /* the call outlives its place in sub */
+    bool done = ref && keep && replace_node(sub, call, ref, 0);
+    if (done && !seen) {
+        json_array_append(w->aggs, keep);
+        json_array_append_new(w->out, json_pack("[s,O]", nm, keep));
+    }
+    json_decref(ref);
+    json_decref(keep);
+    return done ? HS_OK : pl_nomem(p);
+}
+
+static hs_status oagg_level(planner *p, oagg_walk *w, json_t *sub)
+{
+    if (!plain_select(sub) || pl_jget(sub, "withClause") || w->nlv >= OAGG_LEVELS)
+        return HS_OK;
+    bool apply = pl_apply_needed(sub);
+    if (apply && (w->nlv > 0 || !w->row))
+        return HS_OK;   /* its FROM reads a level between: planned there */
     corr c;
-    hs_status st = sub_split(p, sub, &c);
+    hs_status st;
+    if (apply) {
+        /* a FROM function of the block's row (plan_apply.c): its names
+         * as the Apply sees them, over an empty row */
+        void *a[2] = {sub, &c};
+        memset(&c, 0, sizeof c);
+        st = pl_apply_with_row(p, w->row, oagg_split_cb, a);
+    } else {
+        st = sub_split(p, sub, &c);
+    }
     if (st == HS_UNSUPPORTED || st == HS_NOT_FOUND || st == HS_INVALID) {
         /* a FROM the split does not read: planning the subquery reports it */
         corr_free(&c);
         sq_fail_clear(p->s, p->err);
         return HS_OK;
     }
-    json_t *calls = json_array();
-    if (st == HS_OK && !calls)
+    json_t *calls = json_array(), *sls = json_array();
+    if (st == HS_OK && (!calls || !sls))
         st = pl_nomem(p);
-    if (st == HS_OK) {
-        pl_collect_aggs(pl_jget(sub, "targetList"), calls, 0);
-        pl_collect_aggs(pl_jget(sub, "whereClause"), calls, 0);
-        pl_collect_aggs(pl_jget(sub, "havingClause"), calls, 0);
-        pl_collect_aggs(pl_jget(sub, "sortClause"), calls, 0);
+    for (size_t i = 0; st == HS_OK && i < sizeof oagg_parts / sizeof *oagg_parts; i++) {
+        pl_collect_aggs(pl_jget(sub, oagg_parts[i]), calls, 0);
+        pl_collect_sublinks_noagg(pl_jget(sub, oagg_parts[i]), sls, 0);
     }
-    for (size_t i = 0; st == HS_OK && i < json_array_size(calls); i++) {
-        json_t *call = json_array_get(calls, i);
-        oagg_ctx o = {&c, outer, 0, true};
-        pl_walk(pl_jget(call, "FuncCall"), visit_oagg_ref, &o, 0);
-        if (!o.ok || o.n_refs == 0)
-            continue;   /* the subquery's own aggregate */
-        /* the same call in several subqueries: one aggregate, one name */
-        char nm[32];
-        const char *seen = NULL;
-        for (size_t k = 0; k < json_array_size(out) && !seen; k++)
-            if (pl_jeq(json_array_get(json_array_get(out, k), 1), call))
-                seen = json_string_value(json_array_get(json_array_get(out, k), 0));
-        snprintf(nm, sizeof nm, "%s", seen ? seen : "");
-        if (!seen)
-            snprintf(nm, sizeof nm, "\x01oagg%zu", json_array_size(out));
-        json_t *ref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm,
-                                "location", -1);
-        json_t *keep = json_incref(call);   /* the call outlives its place in sub */
-        bool done = ref && keep && replace_node(sub, call, ref, 0);
-        if (done && !seen) {
-            json_array_append(aggs, keep);
-            json_array_append_new(out, json_pack("[s,O]", nm, keep));
-        }
-        json_decref(ref);
-        json_decref(keep);
-        if (!done)
-            st = pl_nomem(p);
+    w->lv[w->nlv++] = &c;
+    for (size_t i = 0; st == HS_OK && w->loc == -2 && i < json_array_size(calls); i++)
+        st = oagg_call(p, w, sub, json_array_get(calls, i));
+    /* the subqueries of this level, one level down */
+    for (size_t i = 0; st == HS_OK && w->loc == -2 && i < json_array_size(sls); i++) {
+        json_t *inner = pl_jget(pl_jget(pl_jget(json_array_get(sls, i), "SubLink"), "subselect"), "SelectStmt");
+        if (inner)
+            st = oagg_level(p, w, inner);
     }
+    w->nlv--;
     json_decref(calls);
+    json_decref(sls);
     corr_free(&c);
     return st;
 }
@@ -1058,11 +1279,12 @@ hs_status pl_outer_aggs(planner *p, json_t *const *nodes, int n, const rel *cur,
     for (int i = 0; i < n; i++)
         pl_collect_sublinks_noagg(nodes[i], sls, 0);
     layer outer = {cur->cols, cur->n, 0};
+    oagg_walk w = {.outer = &outer, .row = cur, .aggs = aggs, .out = out, .loc = -2};
     hs_status st = HS_OK;
     for (size_t i = 0; st == HS_OK && i < json_array_size(sls); i++) {
         json_t *sub = pl_jget(pl_jget(pl_jget(json_array_get(sls, i), "SubLink"), "subselect"), "SelectStmt");
         if (sub)
-            st = outer_aggs_of(p, sub, &outer, aggs, out);
+            st = oagg_level(p, &w, sub);
     }
     json_decref(sls);
     return st;
@@ -1091,60 +1313,18 @@ hs_status pl_outer_aggs_expose(planner *p, rel *cur, const nmap *m, const json_t
     return HS_OK;
 }
 
-/* Whether the call reads columns and none of them among c's leaves. */
-typedef struct allout_ctx {
-    const corr *c;
-    int n_refs;
-    bool inner;
-} allout_ctx;
-
-static pl_walk_res visit_allout(const json_t *j, void *ctx)
-{
-    allout_ctx *a = ctx;
-    json_t *b;
-    if (pl_is_kind(j, "SubLink", NULL))
-        return PL_SKIP;
-    if (!pl_is_kind(j, "ColumnRef", &b))
-        return PL_DESCEND;
-    a->n_refs++;
-    if (inner_col(a->c, b) != -1)
-        a->inner = true;
-    return PL_SKIP;
-}
-
-/* The location of an aggregate call of sub (its own level) whose columns
- * all lie outside sub's FROM, -2 when there is none (or sub's FROM is not
- * one sub_split reads).  Such a call belongs to an enclosing query; run in
- * the subquery per outer row it would aggregate the outer row's value over
- * the subquery's rows instead, so the Apply refuses it. */
+/* The location of an aggregate call of sub, or of a subquery of it at any
+ * depth, whose columns all lie outside sub's FROM and the levels between,
+ * -2 when there is none (or sub's FROM is not one sub_split reads).  Such
+ * a call belongs to an enclosing query; run in the subquery per outer row
+ * it would aggregate the outer row's value over the subquery's rows
+ * instead, so the Apply refuses it. */
 int pl_sub_outer_agg(planner *p, const json_t *sub)
 {
-    if (!plain_select(sub) || pl_jget(sub, "withClause") || pl_apply_needed(sub))
-        return -2;
-    corr c;
-    if (sub_split(p, sub, &c) != HS_OK) {
-        corr_free(&c);
+    oagg_walk w = {.loc = -2};
+    if (oagg_level(p, &w, (json_t *)sub) != HS_OK)
         sq_fail_clear(p->s, p->err);
-        return -2;
-    }
-    json_t *calls = json_array();
-    int found = -2;
-    if (calls) {
-        pl_collect_aggs(pl_jget(sub, "targetList"), calls, 0);
-        pl_collect_aggs(pl_jget(sub, "whereClause"), calls, 0);
-        pl_collect_aggs(pl_jget(sub, "havingClause"), calls, 0);
-        pl_collect_aggs(pl_jget(sub, "sortClause"), calls, 0);
-    }
-    for (size_t i = 0; found == -2 && i < json_array_size(calls); i++) {
-        json_t *fc = pl_jget(json_array_get(calls, i), "FuncCall");
-        allout_ctx a = {&c, 0, false};
-        pl_walk(fc, visit_allout, &a, 0);
-        if (a.n_refs > 0 && !a.inner)
-            found = sq_loc(fc);
-    }
-    json_decref(calls);
-    corr_free(&c);
-    return found;
+    return w.loc;
 }
 
 typedef struct where_agg_ctx {
