@@ -341,6 +341,9 @@ bool pl_apply_needed(const json_t *sub);
  * edited in place). */
 HS_MUST_USE hs_status pl_stats_numeric(planner *p, const rel *cur, const json_t *sel);
 HS_MUST_USE hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col);
+/* plan_subq.c: the conjuncts with subqueries of inner joins' ON (not under
+ * an outer join's nullable side) moved to sel's WHERE, in place. */
+HS_MUST_USE hs_status pl_on_subqueries_to_where(planner *p, json_t *sel);
 /* pl_apply_attach, the subquery run only for rows whose BOOL column guard
  * of cur is true (the others get NULL): CASE / COALESCE's laziness */
 HS_MUST_USE hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int guard, int *col);

@@ -1214,6 +1214,8 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_status st = aggs && groups ? HS_OK : pl_nomem(p);
     if (st == HS_OK)
         st = pl_lateral_rewrite(p, sel);
+    if (st == HS_OK)
+        st = pl_on_subqueries_to_where(p, (json_t *)sel);
     json_t *from_rest = NULL, *from_lateral = NULL;
     if (st == HS_OK)
         st = pl_srf_split_from(p, pl_jget(sel, "fromClause"), &from_rest, &from_lateral);

@@ -1357,3 +1357,80 @@ hs_status pl_where_outer_aggs(planner *p, const json_t *where)
         return pl_fail(p, HS_INVALID, "42803", w.loc, "aggregate functions are not allowed in WHERE");
     return HS_OK;
 }
+
+/* ---- subqueries in JOIN ... ON ----
+ * A conjunct of an inner join's ON with a subquery filters the join's rows
+ * as a WHERE conjunct would, when no outer join above the inner join
+ * makes its side nullable (on the preserved side of a LEFT / RIGHT JOIN
+ * the filter commutes with the outer join).  Such conjuncts move to WHERE,
+ * where the semi joins and the Apply of WHERE plan them; the join keeps
+ * the rest (or ON true).  An outer join's own ON keeps its subqueries
+ * (the binder refuses them with 0A000). */
+
+static bool has_sublink(const json_t *j)
+{
+    json_t *a = json_array();
+    pl_collect_sublinks(j, a, 0);
+    bool r = json_array_size(a) > 0;
+    json_decref(a);
+    return r;
+}
+
+static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
+{
+    json_t *b;
+    if (depth > 200 || !pl_is_kind(item, "JoinExpr", &b))
+        return HS_OK;
+    const char *jt = pl_jstrv(b, "jointype");
+    bool inner = !jt || !strcmp(jt, "JOIN_INNER");
+    if (inner || !strcmp(jt, "JOIN_LEFT"))
+        HS_TRY(on_move(p, pl_jget(b, "larg"), moved, depth + 1));
+    if (inner || !strcmp(jt, "JOIN_RIGHT"))
+        HS_TRY(on_move(p, pl_jget(b, "rarg"), moved, depth + 1));
+    json_t *q = pl_jget(b, "quals"), *qb;
+    if (!inner || !q || !has_sublink(q))
+        return HS_OK;
+    json_t *keep = json_array();
+    if (!keep)
+        return pl_nomem(p);
+    bool and = pl_is_kind(q, "BoolExpr", &qb) && pl_jstrv(qb, "boolop") && !strcmp(pl_jstrv(qb, "boolop"), "AND_EXPR");
+    size_t n = and ? json_array_size(pl_jget(qb, "args")) : 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = and ? json_array_get(pl_jget(qb, "args"), i) : q;
+        json_array_append(has_sublink(c) ? moved : keep, c);
+    }
+    json_t *nq;
+    if (json_array_size(keep) == 0)
+        nq = mk_bool(true);
+    else if (json_array_size(keep) == 1)
+        nq = json_incref(json_array_get(keep, 0));
+    else
+        nq = json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", keep, "location", -1);
+    json_decref(keep);
+    if (!nq || json_object_set_new(b, "quals", nq) != 0)
+        return pl_nomem(p);
+    return HS_OK;
+}
+
+hs_status pl_on_subqueries_to_where(planner *p, json_t *sel)
+{
+    json_t *from = pl_jget(sel, "fromClause");
+    json_t *moved = json_array();
+    if (!moved)
+        return pl_nomem(p);
+    hs_status st = HS_OK;
+    for (size_t i = 0; st == HS_OK && i < json_array_size(from); i++)
+        st = on_move(p, json_array_get(from, i), moved, 0);
+    if (st == HS_OK && json_array_size(moved) > 0) {
+        json_t *w = pl_jget(sel, "whereClause");
+        if (w)
+            json_array_insert(moved, 0, w);
+        json_t *nw = json_array_size(moved) == 1 ? json_incref(json_array_get(moved, 0))
+                   : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", moved,
+                               "location", -1);
+        if (!nw || json_object_set_new(sel, "whereClause", nw) != 0)
+            st = pl_nomem(p);
+    }
+    json_decref(moved);
+    return st;
+}
