@@ -465,6 +465,21 @@ static void test_subqueries(void)
     CHECK(count_rows(fx.s, "SELECT id FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.g LIMIT 0)", &err) == 100);
     expect_error(fx.s, "SELECT id FROM t WHERE g > (SELECT sum(t.g) FROM u)", "42803", 36);   /* PostgreSQL: not allowed in WHERE */
     expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k = t.id) FROM t GROUP BY g", "42803", 47);
+    /* an outer aggregate two levels down is the block's: one row, max(id) */
+    CHECK(count_rows(fx.s, "SELECT * FROM (SELECT (SELECT (SELECT max(t.id) FROM u LIMIT 1) FROM u LIMIT 1) AS m "
+                           "FROM t) d WHERE m = 99", &err) == 1);
+    expect_error(fx.s, "SELECT id FROM t WHERE g > (SELECT (SELECT sum(t.g) FROM u LIMIT 1))", "42803", 44);
+    /* x op ANY / ALL over the block's aggregates: max(id) = 90 + g in {60, 62, ..., 98} */
+    CHECK(count_rows(fx.s, "SELECT g FROM t GROUP BY g HAVING max(id) IN (SELECT k + 60 FROM u)", &err) == 5);
+    CHECK(count_rows(fx.s, "SELECT g FROM t GROUP BY g HAVING count(*) <> ALL (SELECT 10)", &err) == 0);
+    /* CASE / COALESCE run their subqueries only for the rows that reach them */
+    CHECK(count_rows(fx.s, "SELECT id, CASE WHEN id < 0 THEN (SELECT 1 / (k - k) FROM u WHERE u.k = t.g LIMIT 1) "
+                           "ELSE 0 END FROM t", &err) == 100);
+    CHECK(count_rows(fx.s, "SELECT COALESCE(id, (SELECT k FROM u)) FROM t", &err) == 100);
+    expect_error(fx.s, "SELECT CASE WHEN id = 7 THEN (SELECT k FROM u) END FROM t", "21000", -1);
+    /* an inner join's ON with a subquery: a WHERE conjunct */
+    CHECK(count_rows(fx.s, "SELECT t.id FROM t JOIN u ON u.k = t.id AND EXISTS (SELECT 1 FROM u x WHERE x.k = u.k + 2)",
+                     &err) == 19);
     expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k < nope) FROM t GROUP BY g", "42703", 47);
     CHECK(count_rows(fx.s, "SELECT id FROM t WHERE 'u3' = ANY (ARRAY(SELECT s FROM u))", &err) == 100);
     /* uncorrelated: one run for all rows */
