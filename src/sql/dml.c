@@ -1391,6 +1391,48 @@ static hs_status returning_add(dctx *c, dscope *sc, const hs_batch *b, hs_error 
 /* UPDATE (and MERGE's UPDATE): pb is a batch in scope sc (the target's
  * columns first, as in g->rows) whose row k is target row trow[k]; SET
  * list `set`.  Deletes those target rows and adds their new versions. */
+static bool has_sublink(const json_t *j, int depth)
+{
+    if (depth > 400 || !j)
+        return false;
+    const char *k;
+    json_t *b, *v;
+    if (sq_node(j, &k, &b) && !strcmp(k, "SubLink"))
+        return true;
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            if (has_sublink(json_array_get(j, i), depth + 1))
+                return true;
+    } else if (json_is_object(j)) {
+        const char *key;
+        json_object_foreach((json_t *)j, key, v)
+            if (has_sublink(v, depth + 1))
+                return true;
+    }
+    return false;
+}
+
+/* node (with subqueries that read the rows of b, named by sc) evaluated per
+ * row of b: *out a column of b->n_rows values (caller frees). */
+static hs_status eval_with_sublinks(dctx *c, const dscope *sc, const hs_batch *b, json_t *node,
+                                    hs_column **out, hs_error *err)
+{
+    const char **quals = hs_calloc((size_t)sc->n + 1, sizeof *quals);
+    bool *hidden = hs_calloc((size_t)sc->n + 1, sizeof *hidden);
+    hs_status st = quals && hidden ? HS_OK : hs_err_nomem(err, 64);
+    if (st == HS_OK && sc->n != b->n_cols)
+        st = hs_err_set(err, HS_INTERNAL, "correlated subqueries: %d names for %d columns", sc->n, b->n_cols);
+    for (int i = 0; st == HS_OK && i < sc->n; i++) {
+        quals[i] = sc->cols[i].qual;
+        hidden[i] = sc->cols[i].hidden;
+    }
+    if (st == HS_OK)
+        st = sq_eval_correlated(c->s, c->text, b, quals, hidden, &node, 1, out, err);
+    hs_free(quals);
+    hs_free(hidden);
+    return st;
+}
+
 static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, const hs_batch *pb,
                                const int64_t *trow, int64_t n, json_t *set, hs_error *err)
 {
@@ -1412,6 +1454,49 @@ static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, con
             continue;
         }
         ex_expr *e = NULL;
+        if (has_sublink(val, 0)) {
+            /* correlated subqueries: the value per row through the planner,
+             * then assigned as a column of that type */
+            hs_column *v = NULL;
+            hs_batch *vb1 = NULL;
+            dscope one = {0};
+            hs_field vs, vf;
+            hs_field_init(&vs, "", HS_TYPE_STRUCT, false);
+            st = n > 0 ? eval_with_sublinks(c, sc, pb, val, &v, err) : HS_OK;
+            if (st == HS_OK && !v) {
+                st = null_column(c, to, n, &nc[cols[k]], err);
+                hs_field_clear(&vs);
+                continue;
+            }
+            if (st == HS_OK) {
+                hs_field_init(&vf, "\x01v", v->type, true);
+                st = hs_field_add_child(&vs, &vf) == HS_OK ? HS_OK : hs_err_nomem(err, 64);
+                if (st != HS_OK)
+                    hs_field_clear(&vf);
+            }
+            json_t *ref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                                    "\x01v", "location", -1);
+            if (st == HS_OK && !ref)
+                st = hs_err_nomem(err, 64);
+            if (st == HS_OK)
+                st = dscope_add(&one, &vs, NULL, 0, err);
+            if (st == HS_OK) {
+                hs_column *cv = v;
+                v = NULL;
+                st = mk_batch(&one.schema, &cv, 1, n, &vb1, err);   /* the scope's field ids */
+            }
+            if (st == HS_OK)
+                st = bind_assign(c, ref, &one, to, to->name, true, &e, err);
+            if (st == HS_OK)
+                st = eval_assign(c, e, vb1, to, &nc[cols[k]], err);
+            ex_free(e);
+            json_decref(ref);
+            hs_batch_free(vb1);
+            hs_col_free(v);
+            dscope_clear(&one);
+            hs_field_clear(&vs);
+            continue;
+        }
         st = bind_assign(c, val, sc, to, to->name, true, &e, err);
         if (st == HS_OK)
             st = eval_assign(c, e, pb, to, &nc[cols[k]], err);
@@ -1473,7 +1558,13 @@ static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, con
  *   x IN (SELECT c ...), x = ANY      x IN (v1, v2, ...) - the same NULL
  *                                     semantics - or false without rows
  *
- * A correlated subquery fails in planning (its outer column is unknown).
+ * A correlated subquery (one that fails run alone with 42703: it reads the
+ * target's columns), `x op ALL (...)` and `x op ANY (...)` but `= ANY` stay
+ * in the tree; in UPDATE's SET and UPDATE / DELETE's WHERE on the target
+ * alone the planner evaluates them per target row (sq_eval_correlated: the
+ * decorrelated joins and the Apply of a SELECT, so PostgreSQL's results,
+ * 21000 included); elsewhere (with FROM / USING, MERGE) their binding
+ * fails with 0A000.
  */
 
 /* A typed literal: TypeCast('text' or NULL AS type of f). */
@@ -1583,6 +1674,32 @@ static hs_status sublink_value(dctx *c, json_t *body, json_t **out, hs_error *er
     return st;
 }
 
+/* sublink_value for a subquery that runs once; *out NULL (and no error)
+ * for one that reads the statement's rows (42703 run alone) or a form
+ * sublink_value does not inline (op ALL, op ANY but =): it stays in the
+ * tree, and where_rows / write_updates evaluate it per row through the
+ * planner (sq_eval_correlated). */
+static hs_status sublink_once(dctx *c, json_t *body, json_t **out, hs_error *err)
+{
+    *out = NULL;
+    const char *type = jstr(body, "subLinkType");
+    json_t *opn = json_object_get(body, "operName");
+    bool eq_any = type && !strcmp(type, "ANY_SUBLINK") &&
+                  (!opn || (json_array_size(opn) == 1 && sq_str(json_array_get(opn, 0)) &&
+                            !strcmp(sq_str(json_array_get(opn, 0)), "=")));
+    if (!type || (strcmp(type, "EXISTS_SUBLINK") && strcmp(type, "EXPR_SUBLINK") && !eq_any)) {
+        if (type && (!strcmp(type, "ALL_SUBLINK") || !strcmp(type, "ANY_SUBLINK")))
+            return HS_OK;
+        return sublink_value(c, body, out, err);   /* reports the form */
+    }
+    hs_status st = sublink_value(c, body, out, err);
+    if (st == HS_NOT_FOUND) {
+        sq_fail_clear(c->s, err);
+        return HS_OK;
+    }
+    return st;
+}
+
 /* Replaces the SubLink nodes in j (a JSON tree the caller owns), not
  * descending into the subqueries themselves. */
 static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
@@ -1594,8 +1711,9 @@ static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
             json_t *b;
             if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
                 json_t *r = NULL;
-                HS_TRY(sublink_value(c, b, &r, err));
-                json_array_set_new(j, i, r);
+                HS_TRY(sublink_once(c, b, &r, err));
+                if (r)
+                    json_array_set_new(j, i, r);
             } else {
                 HS_TRY(inline_sublinks(c, v, err));
             }
@@ -1612,8 +1730,9 @@ static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
         json_t *b;
         if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
             json_t *r = NULL;
-            HS_TRY(sublink_value(c, b, &r, err));
-            json_object_set_new(j, key, r);
+            HS_TRY(sublink_once(c, b, &r, err));
+            if (r)
+                json_object_set_new(j, key, r);
         } else if (strcmp(key, "SubLink") != 0 && strcmp(key, "subselect") != 0) {
             HS_TRY(inline_sublinks(c, v, err));
         }
@@ -1865,7 +1984,16 @@ static hs_status where_rows(dctx *c, dscope *sc, const target *g, json_t *where,
     if (!sel)
         return hs_err_nomem(err, (size_t)n);
     hs_status st = HS_OK;
-    if (where) {
+    if (where && has_sublink(where, 0)) {
+        /* correlated subqueries: the planner's, per row of the target */
+        hs_column *v = NULL;
+        st = n > 0 ? eval_with_sublinks(c, sc, g->rows, where, &v, err) : HS_OK;
+        if (st == HS_OK && v && v->type != HS_TYPE_BOOL)
+            st = FAIL(c, HS_INVALID, "42804", -1, "argument of WHERE must be type boolean");
+        for (int64_t i = 0; st == HS_OK && v && i < n; i++)
+            sel[i] = hs_col_is_valid(v, i) && hs_bit_get(v->values.data, i);
+        hs_col_free(v);
+    } else if (where) {
         ex_scope scope = scope_of(sc);
         ex_expr *e = NULL;
         int64_t m = 0;
