@@ -348,6 +348,10 @@ HS_MUST_USE hs_status pl_on_subqueries_to_where(planner *p, json_t *sel);
  * of cur is true (the others get NULL): CASE / COALESCE's laziness */
 HS_MUST_USE hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int guard, int *col);
 HS_MUST_USE hs_status pl_apply_outer_rel(planner *p, rel *out);
+/* plan_apply.c: joins cur with the LATERAL subquery of RangeSubselect body
+ * rs, planned and run per row of cur (LEFT: NULLs for a row without any);
+ * its columns are appended, named by rs's alias. */
+HS_MUST_USE hs_status pl_apply_lateral(planner *p, rel *cur, const json_t *rs, bool left);
 /* plan_apply.c: fn(p, ctx) with p->outer_row an outer row of cur's columns
  * and no rows, as pl_apply_attach first plans (a subquery's FROM for its names). */
 HS_MUST_USE hs_status pl_apply_with_row(planner *p, const rel *cur, hs_status (*fn)(planner *, void *),

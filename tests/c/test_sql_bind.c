@@ -477,6 +477,14 @@ static void test_subqueries(void)
                            "ELSE 0 END FROM t", &err) == 100);
     CHECK(count_rows(fx.s, "SELECT COALESCE(id, (SELECT k FROM u)) FROM t", &err) == 100);
     expect_error(fx.s, "SELECT CASE WHEN id = 7 THEN (SELECT k FROM u) END FROM t", "21000", -1);
+    /* LATERAL with an aggregate, per outer row: 10 ids per g; u.k < g holds
+     * for ceil(g / 2) even ks (2 for g = 3, 4); of those, k > 4 only 6 for
+     * g = 7, 8 and 6, 8 for g = 9: LEFT JOIN gives 1 row for g = 0..8 (NULL
+     * or the one match), 2 for g = 9 */
+    CHECK(count_rows(fx.s, "SELECT t.id, x.c FROM t, LATERAL (SELECT count(*) AS c FROM u WHERE u.k < t.g) x "
+                           "WHERE x.c = 2", &err) == 20);
+    CHECK(count_rows(fx.s, "SELECT t.id, x.k FROM t LEFT JOIN LATERAL (SELECT k FROM u WHERE u.k < t.g "
+                           "GROUP BY k HAVING count(*) = 1) x ON x.k > 4", &err) == 110);
     /* an inner join's ON with a subquery: a WHERE conjunct */
     CHECK(count_rows(fx.s, "SELECT t.id FROM t JOIN u ON u.k = t.id AND EXISTS (SELECT 1 FROM u x WHERE x.k = u.k + 2)",
                      &err) == 19);
