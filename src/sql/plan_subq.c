@@ -1364,8 +1364,9 @@ hs_status pl_where_outer_aggs(planner *p, const json_t *where)
  * makes its side nullable (on the preserved side of a LEFT / RIGHT JOIN
  * the filter commutes with the outer join).  Such conjuncts move to WHERE,
  * where the semi joins and the Apply of WHERE plan them; the join keeps
- * the rest (or ON true).  An outer join's own ON keeps its subqueries
- * (the binder refuses them with 0A000). */
+ * the rest (or ON true).  A LEFT JOIN's ON with a subquery, the join a
+ * FROM list item, runs per row of its left side (on_left_lateral); other
+ * outer joins' ON keep their subqueries (the binder refuses them, 0A000). */
 
 static bool has_sublink(const json_t *j)
 {
@@ -1376,6 +1377,39 @@ static bool has_sublink(const json_t *j)
     return r;
 }
 
+/* `a LEFT JOIN b ON q` with a subquery in q, the join a FROM list item and
+ * b a table or subquery: b becomes LATERAL (SELECT * FROM b WHERE q) b ON
+ * true, run per row of a (plan_apply.c pl_apply_lateral): each row of a
+ * with the rows of b for which q holds, or NULLs. */
+static hs_status on_left_lateral(planner *p, json_t *b)
+{
+    json_t *r = pl_jget(b, "rarg"), *rb;
+    const char *q = NULL;
+    if (pl_is_kind(r, "RangeVar", &rb)) {
+        json_t *al = pl_jget(rb, "alias");
+        q = al && pl_jstrv(al, "aliasname") ? pl_jstrv(al, "aliasname") : pl_jstrv(rb, "relname");
+    } else if (pl_is_kind(r, "RangeSubselect", &rb) && !json_is_true(pl_jget(rb, "lateral")) &&
+               !json_is_true(pl_jget(rb, "hs_lateral_apply"))) {
+        json_t *al = pl_jget(rb, "alias");
+        q = al ? pl_jstrv(al, "aliasname") : NULL;
+    }
+    if (!q)
+        return HS_OK;   /* the binder refuses the subquery (0A000) */
+    json_t *sel = json_pack("{s:[{s:{s:{s:{s:[{s:{}}],s:i}},s:i}}],s:[O],s:O,s:s,s:s}",
+                            "targetList", "ResTarget", "val", "ColumnRef", "fields", "A_Star", "location", -1,
+                            "location", -1, "fromClause", r, "whereClause", pl_jget(b, "quals"),
+                            "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE");
+    json_t *rs = sel ? json_pack("{s:{s:{s:o},s:{s:s},s:b}}", "RangeSubselect", "subquery", "SelectStmt", sel,
+                                 "alias", "aliasname", q, "hs_lateral_apply", 1)
+                     : NULL;
+    json_t *t = rs ? mk_bool(true) : NULL;
+    if (!t || json_object_set_new(b, "rarg", rs) != 0 || json_object_set_new(b, "quals", t) != 0) {
+        json_decref(t);
+        return pl_nomem(p);
+    }
+    return HS_OK;
+}
+
 static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
 {
     json_t *b;
@@ -1383,6 +1417,9 @@ static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
         return HS_OK;
     const char *jt = pl_jstrv(b, "jointype");
     bool inner = !jt || !strcmp(jt, "JOIN_INNER");
+    if (depth == 0 && jt && !strcmp(jt, "JOIN_LEFT") && pl_jget(b, "quals") && has_sublink(pl_jget(b, "quals")) &&
+        !pl_jget(b, "usingClause") && !json_is_true(pl_jget(b, "isNatural")))
+        HS_TRY(on_left_lateral(p, b));
     if (inner || !strcmp(jt, "JOIN_LEFT"))
         HS_TRY(on_move(p, pl_jget(b, "larg"), moved, depth + 1));
     if (inner || !strcmp(jt, "JOIN_RIGHT"))

@@ -540,3 +540,20 @@ LATERAL.append('SELECT t1.g, x.c, y.w FROM t1, LATERAL (SELECT count(*) AS c FRO
 
 def test_lateral_apply(senv):
     compare_exact(senv, LATERAL)
+
+
+# a subquery in a LEFT JOIN's ON: the right side per row of the left
+# (LATERAL (SELECT * FROM b WHERE q) b, plan_subq.c on_left_lateral).
+# All 0A000 on bd6bdf7
+LEFT_ON = [
+    'SELECT t1.g, t2.k FROM t1 LEFT JOIN t2 ON t2.k = t1.g AND EXISTS (SELECT 1 FROM t1 z WHERE z.v = t2.w)',
+    'SELECT t1.g, t2.k FROM t1 LEFT JOIN t2 ON t2.k = t1.g AND t2.w NOT IN (SELECT w FROM t2 WHERE w > 100)',
+    'SELECT t1.g, y.k, y.w FROM t1 LEFT JOIN t2 y ON y.k = t1.g AND y.w > (SELECT avg(v) FROM t1 z WHERE z.g = y.k)',
+    'SELECT t1.g, d.m FROM t1 LEFT JOIN (SELECT k, max(w) AS m FROM t2 GROUP BY k) d ON d.k = t1.g AND d.m IN (SELECT v * 10 FROM t1)',
+    'SELECT t1.g, t2.k, t2.w FROM t1 LEFT JOIN t2 ON t2.k = (SELECT min(k) FROM t2 x WHERE x.k > t1.g)',
+    'SELECT count(*) AS n FROM t1 LEFT JOIN t2 ON t2.k = t1.g AND EXISTS (SELECT 1 FROM e)',
+]
+
+
+def test_left_join_on_subquery(senv):
+    compare_exact(senv, LEFT_ON)
