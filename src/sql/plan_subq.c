@@ -669,6 +669,111 @@ json_t *pl_when(json_t *cond, json_t *res)
     return json_pack("{s:{s:o,s:o,s:i}}", "CaseWhen", "expr", cond, "result", res, "location", -1);
 }
 
+static json_t *is_null_of(json_t *x)   /* takes x */
+{
+    return x ? json_pack("{s:{s:o,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype", "IS_NULL", "location", -1)
+             : NULL;
+}
+
+/* (x1, ..., xn) IN (S) / NOT IN (S) in an expression, three-valued as
+ * PostgreSQL's row comparison: true when a row of S equals in every
+ * column, else NULL when a row has no column that differs (a NULL on
+ * either side), else false (NOT IN: the negation).  Two counts over S:
+ * the rows equal in every column (a join on the columns) and those with
+ * no column known to differ (per outer row).  The xi become columns of
+ * cur that S reads as outer columns. */
+static json_t *row_in_expr(planner *p, rel *cur, const nmap *m, const json_t *sl, bool in, hs_status *st)
+{
+    json_t *sub = pl_jget(pl_jget(sl, "subselect"), "SelectStmt");
+    json_t *args = pl_jget(pl_jget(pl_jget(sl, "testexpr"), "RowExpr"), "args");
+    int loc = sq_loc(sl);
+    size_t n = json_array_size(args);
+    size_t nt = json_array_size(pl_jget(sub, "targetList"));
+    if (plain_select(sub) && !star_target(sub) && nt != n) {
+        *st = pl_fail(p, HS_INVALID, "42601", loc, "subquery has too %s columns", nt > n ? "many" : "few");
+        return NULL;
+    }
+    if (n == 0 || n > 64) {
+        *st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "row comparisons with subqueries are not supported here");
+        return NULL;
+    }
+    json_t *names = json_array(), *eq = json_array(), *maybe = json_array();
+    *st = names && eq && maybe ? HS_OK : pl_nomem(p);
+    for (size_t i = 0; *st == HS_OK && i < n; i++) {
+        char c[16], nm[32];
+        snprintf(c, sizeof c, "c%zu", i + 1);
+        json_array_append_new(names, json_pack("{s:{s:s}}", "String", "sval", c));
+        int col = -1;
+        json_t *wrapped = json_pack("{s:{s:[O],s:i}}", "CoalesceExpr", "args", json_array_get(args, i), "location", -1);
+        *st = !wrapped ? pl_nomem(p)
+            : m ? pl_rel_add_expr_in(p, cur, wrapped, m, p->ungrouped, p->ungrouped_key, &col)
+                : pl_rel_add_expr(p, cur, wrapped, &col);
+        json_decref(wrapped);
+        if (*st != HS_OK)
+            break;
+        snprintf(nm, sizeof nm, "\x01in%d", col);
+        hs_free(cur->cols[col].name);
+        cur->cols[col].name = hs_strdup(nm);
+        cur->cols[col].hidden = false;
+        if (!cur->cols[col].name) {
+            *st = pl_nomem(p);
+            break;
+        }
+        json_t *xr = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", nm, "location", -1);
+        json_t *cr = json_pack("{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                               "_hs_q", "String", "sval", c, "location", -1);
+        json_t *e = xr && cr ? pl_mk_op("=", json_incref(cr), json_incref(xr)) : NULL;
+        json_t *ors[3] = {e ? json_incref(e) : NULL, is_null_of(json_incref(cr)), is_null_of(json_incref(xr))};
+        json_t *any_of = ors[0] && ors[1] && ors[2]
+            ? json_pack("{s:{s:s,s:[o,o,o],s:i}}", "BoolExpr", "boolop", "OR_EXPR", "args", ors[0], ors[1], ors[2],
+                        "location", -1)
+            : NULL;
+        if (!any_of)
+            for (int k = 0; k < 3; k++)
+                json_decref(ors[k]);
+        if (!e || !any_of || json_array_append_new(eq, e) != 0 || json_array_append_new(maybe, any_of) != 0)
+            *st = pl_nomem(p);
+        json_decref(xr);
+        json_decref(cr);
+    }
+    json_t *r = NULL;
+    if (*st == HS_OK) {
+        json_t *conds[2] = {eq, maybe}, *cnt[2] = {NULL, NULL};
+        for (int k = 0; k < 2; k++) {
+            json_t *w = json_array_size(conds[k]) == 1 ? json_incref(json_array_get(conds[k], 0))
+                      : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", conds[k], "location", -1);
+            json_t *q = w ? json_pack("{s:[{s:{s:{s:{s:[{s:{s:s}}],s:b,s:i}},s:i}}],"
+                                      "s:[{s:{s:{s:O},s:{s:s,s:O}}}],s:o,s:s,s:s}",
+                                      "targetList", "ResTarget", "val", "FuncCall", "funcname", "String", "sval",
+                                      "count", "agg_star", 1, "location", -1, "location", -1,
+                                      "fromClause", "RangeSubselect", "subquery", "SelectStmt", sub, "alias",
+                                      "aliasname", "_hs_q", "colnames", names,
+                                      "whereClause", w, "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE")
+                          : NULL;
+            cnt[k] = q ? json_pack("{s:{s:s,s:{s:o},s:i}}", "SubLink", "subLinkType", "EXPR_SUBLINK",
+                                   "subselect", "SelectStmt", q, "location", loc)
+                       : NULL;
+        }
+        json_t *cw = cnt[0] && cnt[1]
+            ? json_pack("[o,o]", pl_when(pl_mk_op(">", cnt[0], pl_mk_int(0)), mk_bool(in)),
+                        pl_when(pl_mk_op(">", cnt[1], pl_mk_int(0)), pl_mk_null()))
+            : NULL;
+        if (!cw) {
+            json_decref(cnt[0]);
+            json_decref(cnt[1]);
+        }
+        r = cw ? json_pack("{s:{s:o,s:o,s:i,s:b}}", "CaseExpr", "args", cw, "defresult", mk_bool(!in),
+                           "location", loc, "hs_eager", 1)
+               : NULL;
+        if (!r)
+            *st = pl_nomem(p);
+    }
+    json_decref(names);
+    json_decref(eq);
+    json_decref(maybe);
+    return r;
+}
+
 /* The expression that replaces an EXISTS/ANY/ALL SubLink (NULL: not one). */
 static json_t *sublink_expr(planner *p, rel *cur, const nmap *m, const json_t *sl, hs_status *st)
 {
@@ -689,6 +794,8 @@ static json_t *sublink_expr(planner *p, rel *cur, const nmap *m, const json_t *s
     json_t *x = pl_jget(sl, "testexpr");
     if (!op)
         op = "=";
+    if (pl_is_kind(x, "RowExpr", NULL) && cur && (!strcmp(op, "=") ? any : (!strcmp(op, "<>") && all)))
+        return row_in_expr(p, cur, m, sl, any, st);
     if (pl_is_kind(x, "RowExpr", NULL) || (plain_select(sub) && json_array_size(pl_jget(sub, "targetList")) != 1)) {
         *st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "row comparisons with subqueries are not supported here");
         return NULL;

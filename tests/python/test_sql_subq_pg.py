@@ -557,3 +557,25 @@ LEFT_ON = [
 
 def test_left_join_on_subquery(senv):
     compare_exact(senv, LEFT_ON)
+
+
+# (a, b) IN / NOT IN (subquery) in expressions and as NOT IN in WHERE:
+# PostgreSQL's three-valued row comparison (true / NULL when no column
+# differs / false).  All 11 differed on bd6bdf7 (0A000)
+ROW_IN = [
+    'SELECT g, v FROM t1 WHERE (g, v) NOT IN (SELECT k, w FROM t2 WHERE w IS NOT NULL AND k IS NOT NULL)',
+    'SELECT g, v, (g, v) IN (SELECT k, w FROM t2) AS x FROM t1',
+    'SELECT g, v, (g, v) NOT IN (SELECT k, w FROM t2) AS x FROM t1',
+    'SELECT g, v FROM t1 WHERE (g, v) NOT IN (SELECT k, w FROM t2)',
+    'SELECT g, v, (g, v + 0) IN (SELECT k, w FROM t2 WHERE t2.k = t1.g) AS x FROM t1',
+    'SELECT g, v, (g, v) IN (SELECT k, w FROM e) AS x FROM t1',
+    'SELECT g, v, (g, v) IN (SELECT * FROM t2) AS x FROM t1',
+    'SELECT g, v, (g, v) IN (SELECT k FROM t2) AS x FROM t1',
+    'SELECT g, v, (g, v) IN (SELECT k, w, k FROM t2) AS x FROM t1',
+    'SELECT g, (g, max(v)) IN (SELECT k, w FROM t2) AS x FROM t1 GROUP BY g',
+    "SELECT g, v, CASE WHEN (g, v) IN (SELECT k, w FROM t2) THEN 'y' ELSE 'n' END AS x FROM t1",
+]
+
+
+def test_row_in(senv):
+    compare_exact(senv, ROW_IN)
