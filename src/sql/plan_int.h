@@ -344,6 +344,9 @@ HS_MUST_USE hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, in
 /* plan_subq.c: the conjuncts with subqueries of inner joins' ON (not under
  * an outer join's nullable side) moved to sel's WHERE, in place. */
 HS_MUST_USE hs_status pl_on_subqueries_to_where(planner *p, json_t *sel);
+/* plan_subq.c: in the subqueries under j, outer column references to the
+ * group keys absent (ColumnRefs) from a grouping set's branch become NULL. */
+HS_MUST_USE hs_status pl_sub_null_absent(planner *p, json_t *j, const json_t *absent);
 /* pl_apply_attach, the subquery run only for rows whose BOOL column guard
  * of cur is true (the others get NULL): CASE / COALESCE's laziness */
 HS_MUST_USE hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int guard, int *col);

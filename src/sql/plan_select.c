@@ -770,7 +770,17 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
                 json_array_append(absent, e);
         null_absent(pl_jget(b, "targetList"), absent, 0);
         null_absent(pl_jget(b, "havingClause"), absent, 0);
+        /* and where subqueries read them as outer columns (the FROM
+         * planned for their names: b's own, not yet rewritten) */
+        if (st == HS_OK && json_array_size(absent) > 0)
+            st = pl_sub_null_absent(p, pl_jget(b, "targetList"), absent);
+        if (st == HS_OK && json_array_size(absent) > 0)
+            st = pl_sub_null_absent(p, pl_jget(b, "havingClause"), absent);
         json_decref(absent);
+        if (st != HS_OK) {
+            json_decref(b);
+            break;
+        }
         if (!u) {
             u = b;
         } else {

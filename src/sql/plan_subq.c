@@ -1378,6 +1378,105 @@ static hs_status oagg_level(planner *p, oagg_walk *w, json_t *sub)
     return st;
 }
 
+/* ---- grouping sets: group keys a branch leaves out, inside subqueries ----
+ * In the branch of ROLLUP (g) that groups by () the key g reads as NULL,
+ * also where a subquery of the select list or HAVING reads it as an outer
+ * column (PostgreSQL's grouping column is NULL there).  A ColumnRef of a
+ * subquery at any depth that resolves in none of the levels and names the
+ * absent key's column (same qualifier when both have one) becomes NULL. */
+
+typedef struct absent_ctx {
+    const corr *const *lv;
+    int nlv;
+    const json_t *absent;   /* ColumnRef nodes of the block */
+    json_t *hits;
+} absent_ctx;
+
+static bool names_match(const json_t *a, json_t *b)
+{
+    json_t *ab;
+    const char *an[8], *bn[8];
+    if (!pl_is_kind(a, "ColumnRef", &ab))
+        return false;
+    int na = pl_colref_names(ab, an, 8), nb = pl_colref_names(b, bn, 8);
+    if (na < 1 || nb < 1 || !an[na - 1] || !bn[nb - 1] || strcmp(an[na - 1], bn[nb - 1]))
+        return false;
+    return na < 2 || nb < 2 || !an[na - 2] || !bn[nb - 2] || !strcmp(an[na - 2], bn[nb - 2]);
+}
+
+static pl_walk_res visit_absent(const json_t *j, void *ctx)
+{
+    absent_ctx *a = ctx;
+    json_t *b;
+    if (pl_is_kind(j, "SubLink", NULL))
+        return PL_SKIP;
+    if (!pl_is_kind(j, "ColumnRef", &b))
+        return PL_DESCEND;
+    for (int i = 0; i < a->nlv; i++)
+        if (level_col(a->lv[i], b))
+            return PL_SKIP;
+    for (size_t i = 0; i < json_array_size(a->absent); i++)
+        if (names_match(json_array_get(a->absent, i), b)) {
+            json_array_append(a->hits, (json_t *)j);
+            break;
+        }
+    return PL_SKIP;
+}
+
+static hs_status absent_level(planner *p, json_t *sub, const corr **lv, int nlv, const json_t *absent)
+{
+    if (!plain_select(sub) || pl_jget(sub, "withClause") || pl_apply_needed(sub) || nlv >= OAGG_LEVELS)
+        return HS_OK;
+    corr c;
+    hs_status st = sub_split(p, sub, &c);
+    if (st == HS_UNSUPPORTED || st == HS_NOT_FOUND || st == HS_INVALID) {
+        corr_free(&c);
+        sq_fail_clear(p->s, p->err);
+        return HS_OK;
+    }
+    lv[nlv] = &c;
+    json_t *hits = json_array(), *sls = json_array();
+    if (st == HS_OK && (!hits || !sls))
+        st = pl_nomem(p);
+    absent_ctx a = {lv, nlv + 1, absent, hits};
+    for (size_t i = 0; st == HS_OK && i < sizeof oagg_parts / sizeof *oagg_parts; i++) {
+        pl_walk(pl_jget(sub, oagg_parts[i]), visit_absent, &a, 0);
+        pl_collect_sublinks(pl_jget(sub, oagg_parts[i]), sls, 0);
+    }
+    for (size_t i = 0; st == HS_OK && i < json_array_size(hits); i++) {
+        json_t *nul = pl_mk_null();
+        if (!nul || !replace_node(sub, json_array_get(hits, i), nul, 0))
+            st = pl_nomem(p);
+        json_decref(nul);
+    }
+    for (size_t i = 0; st == HS_OK && i < json_array_size(sls); i++) {
+        json_t *inner = pl_jget(pl_jget(pl_jget(json_array_get(sls, i), "SubLink"), "subselect"), "SelectStmt");
+        if (inner)
+            st = absent_level(p, inner, lv, nlv + 1, absent);
+    }
+    json_decref(hits);
+    json_decref(sls);
+    corr_free(&c);
+    return st;
+}
+
+hs_status pl_sub_null_absent(planner *p, json_t *j, const json_t *absent)
+{
+    json_t *sls = json_array();
+    if (!sls)
+        return pl_nomem(p);
+    pl_collect_sublinks(j, sls, 0);
+    const corr *lv[OAGG_LEVELS];
+    hs_status st = HS_OK;
+    for (size_t i = 0; st == HS_OK && i < json_array_size(sls); i++) {
+        json_t *sub = pl_jget(pl_jget(pl_jget(json_array_get(sls, i), "SubLink"), "subselect"), "SelectStmt");
+        if (sub)
+            st = absent_level(p, sub, lv, 0, absent);
+    }
+    json_decref(sls);
+    return st;
+}
+
 hs_status pl_outer_aggs(planner *p, json_t *const *nodes, int n, const rel *cur, json_t *aggs, json_t *out)
 {
     json_t *sls = json_array();

@@ -579,3 +579,21 @@ ROW_IN = [
 
 def test_row_in(senv):
     compare_exact(senv, ROW_IN)
+
+
+# subqueries reading a key of ROLLUP / CUBE / GROUPING SETS: NULL in the
+# branches that leave the key out, as PostgreSQL's grouping column
+# (plan_subq.c pl_sub_null_absent).  6 of these 7 failed on bd6bdf7 (42803)
+GROUPING_SETS = [
+    'SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1 GROUP BY ROLLUP (g)',
+    'SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = g) AS c, count(*) AS n FROM t1 GROUP BY ROLLUP (g)',
+    'SELECT g, v, (SELECT max(w) FROM t2 WHERE t2.k = t1.g AND t2.w > t1.v) AS c FROM t1 GROUP BY CUBE (g, v)',
+    'SELECT g, (SELECT count(*) FROM t2 WHERE t2.k IS NULL AND t1.g IS NULL) AS c FROM t1 GROUP BY GROUPING SETS ((g), ())',
+    'SELECT g, sum(v) AS sv FROM t1 GROUP BY ROLLUP (g) HAVING (SELECT count(*) FROM t2 WHERE t2.k = t1.g) > 0 OR g IS NULL',
+    'SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.v) AS c FROM t1 GROUP BY ROLLUP (g)',
+    'SELECT g, (SELECT (SELECT count(*) FROM t2 WHERE t2.k = t1.g) FROM e LIMIT 1) AS c FROM t1 GROUP BY ROLLUP (g)',
+]
+
+
+def test_grouping_sets_subquery(senv):
+    compare_exact(senv, GROUPING_SETS)
