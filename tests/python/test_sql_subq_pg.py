@@ -467,6 +467,18 @@ DML = [
     "DELETE FROM d1 WHERE g IN (SELECT k FROM d2 WHERE w = 7)",
     "DELETE FROM d1 WHERE (SELECT count(*) FROM d2 WHERE d2.k = d1.g) = 2 OR v IS NULL",
     "DELETE FROM d1 x WHERE x.v < (SELECT max(y.v) FROM d1 y WHERE y.g = x.g)",
+    # with FROM / USING and in MERGE: the subqueries read the target and the source
+    "UPDATE d1 SET v = d2.w + (SELECT count(*) FROM d2 x WHERE x.k = d1.g) FROM d2 WHERE d2.k = d1.g AND d2.w = 5",
+    "UPDATE d1 SET v = 0 FROM d2 WHERE d2.k = d1.g AND EXISTS (SELECT 1 FROM d2 x WHERE x.k = d2.k AND x.w > d2.w)",
+    "DELETE FROM d1 USING d2 WHERE d2.k = d1.g AND d2.w IN (SELECT max(w) FROM d2 x WHERE x.k = d1.g)",
+    "DELETE FROM d1 USING d2 WHERE d2.k = d1.g AND d1.v NOT IN (SELECT w FROM d2 x WHERE x.k = d2.k AND x.w IS NOT NULL)",
+    "MERGE INTO d1 USING d2 ON d1.g = d2.k AND d2.w = (SELECT min(w) FROM d2 x WHERE x.k = d2.k) "
+    "WHEN MATCHED THEN UPDATE SET v = (SELECT count(*) FROM d2 x WHERE x.k = d1.g) "
+    "WHEN NOT MATCHED THEN INSERT VALUES (d2.k, (SELECT max(w) FROM d2 x WHERE x.k <> d2.k))",
+    "MERGE INTO d1 USING d2 ON d1.g = d2.k AND d2.w = 7 "
+    "WHEN MATCHED AND EXISTS (SELECT 1 FROM d1 y WHERE y.g = d1.g AND y.v > d1.v) THEN DELETE "
+    "WHEN MATCHED THEN UPDATE SET v = -1",
+    "MERGE INTO d1 USING d2 ON d1.g = d2.k WHEN MATCHED THEN UPDATE SET v = (SELECT w FROM d2 x WHERE x.k = d1.g)",
 ]
 
 
