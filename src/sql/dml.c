@@ -1625,11 +1625,12 @@ static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, con
  *
  * A correlated subquery (one that fails run alone with 42703: it reads the
  * target's columns), `x op ALL (...)` and `x op ANY (...)` but `= ANY` stay
- * in the tree; in UPDATE's SET and UPDATE / DELETE's WHERE on the target
- * alone the planner evaluates them per target row (sq_eval_correlated: the
- * decorrelated joins and the Apply of a SELECT, so PostgreSQL's results,
- * 21000 included); elsewhere (with FROM / USING, MERGE) their binding
- * fails with 0A000.
+ * in the tree; the planner evaluates them per target row or per (target,
+ * source) pair (sq_eval_correlated: the decorrelated joins and the Apply
+ * of a SELECT, so PostgreSQL's results, 21000 included): UPDATE's SET and
+ * MERGE's INSERT values (assign_column), UPDATE / DELETE's WHERE
+ * (where_rows; with FROM / USING join_pairs_sub filters the pairs),
+ * MERGE's ON and WHEN conditions.
  */
 
 /* A typed literal: TypeCast('text' or NULL AS type of f). */
