@@ -347,6 +347,15 @@ void  pl_collect_sublinks_noagg(const json_t *j, json_t *arr, int depth)
     pl_walk(j, visit_sublink_noagg, arr, depth);
 }
 
+static bool targets_aggregate(const json_t *sub)
+{
+    json_t *a = json_array();
+    pl_collect_aggs(pl_jget(sub, "targetList"), a, 0);
+    bool r = json_array_size(a) > 0 || pl_jget(sub, "havingClause") || pl_jget(sub, "groupClause");
+    json_decref(a);
+    return r;
+}
+
 /* Every column name (last part, lower case) the statement mentions, and
  * whether it has a '*' or a NATURAL join (then scans read all columns). */
 static void collect_names(planner *p, const json_t *j, int depth)
@@ -381,8 +390,9 @@ static void collect_names(planner *p, const json_t *j, int depth)
         if (sl && json_object_size(j) == 1 && pl_jstrv(sl, "subLinkType")
             && !strcmp(pl_jstrv(sl, "subLinkType"), "EXISTS_SUBLINK")
             && pl_is_kind(pl_jget(sl, "subselect"), "SelectStmt", &sub)
-            && !pl_jget(sub, "distinctClause")) {
-            /* EXISTS ignores its select list: its '*' reads no column */
+            && !pl_jget(sub, "distinctClause") && !targets_aggregate(sub)) {
+            /* EXISTS ignores its select list: its '*' reads no column
+             * (but aggregates make it one row and are computed) */
             const char *k;
             json_t *v;
             json_object_foreach(sub, k, v)

@@ -1147,10 +1147,10 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
  * aggregation: they are joined into cur (correlated ones decorrelated or
  * applied like any scalar subquery of a select list, plan_subq.c) and map
  * to those columns when pl_aggregate binds the arguments. */
-static hs_status attach_agg_subqueries(planner *p, rel *cur, json_t *aggs, nmap *am)
+static hs_status attach_agg_subqueries(planner *p, rel *cur, json_t *aggs, json_t *groups, nmap *am)
 {
-    size_t na = json_array_size(aggs);
-    json_t **nodes = hs_calloc(na + 1, sizeof *nodes);
+    size_t na = json_array_size(aggs), ng = json_array_size(groups);
+    json_t **nodes = hs_calloc(na + ng + 1, sizeof *nodes);
     if (!nodes)
         return pl_nomem(p);
     int n = 0;
@@ -1163,6 +1163,20 @@ static hs_status attach_agg_subqueries(planner *p, rel *cur, json_t *aggs, nmap 
         pl_collect_sublinks(fc, sl, 0);
         if (fc && json_array_size(sl) > 0)
             nodes[n++] = fc;
+    }
+    /* a group key with a scalar subquery (GROUP BY 1 over (SELECT ...)):
+     * its value per row, before aggregation, is what the rows group by */
+    for (size_t j = 0; sl && j < ng; j++) {
+        json_t *g = json_array_get(groups, j);
+        json_array_clear(sl);
+        pl_collect_sublinks(g, sl, 0);
+        bool scalar = json_array_size(sl) > 0;
+        for (size_t k = 0; k < json_array_size(sl); k++) {
+            const char *t = pl_jstrv(pl_jget(json_array_get(sl, k), "SubLink"), "subLinkType");
+            scalar &= t && (!strcmp(t, "EXPR_SUBLINK") || !strcmp(t, "ARRAY_SUBLINK"));
+        }
+        if (scalar)
+            nodes[n++] = g;
     }
     hs_status st = sl ? HS_OK : pl_nomem(p);
     if (st == HS_OK && n > 0)
@@ -1305,7 +1319,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                    pl_jget(sel, "havingClause") != NULL || json_is_true(pl_jget(sel, "hs_grouped"));
     nmap am = {0};   /* subqueries inside aggregate arguments and FILTER */
     if (st == HS_OK && grouped)
-        st = attach_agg_subqueries(p, &cur, aggs, &am);
+        st = attach_agg_subqueries(p, &cur, aggs, groups, &am);
     if (st == HS_OK && grouped) {
         n_pre = cur.n;
         pre_cols = cur.cols;

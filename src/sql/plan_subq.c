@@ -416,6 +416,34 @@ static hs_status attach_scalar(planner *p, rel *cur, const json_t *sublink, int 
     return st;
 }
 
+/* Whether an aggregate subquery's select expression t is NULL over no
+ * rows, as the left join gives a key without rows: its aggregates (count
+ * aside, patched by the caller) are NULL then, and t is made of operators,
+ * casts and constants that a NULL operand makes NULL.  COALESCE, CASE, IS
+ * [NOT] NULL, AND / OR, functions (concat ignores NULLs) need not be:
+ * coalesce(sum(w), 0) is 0 over no rows. */
+static bool null_on_empty(const json_t *t, int depth)
+{
+    json_t *b;
+    if (!t || depth > 100)
+        return false;
+    if (pl_is_agg_call(t))
+        return true;
+    if (pl_is_kind(t, "A_Const", NULL))
+        return false;   /* alone: a constant, not NULL */
+    if (pl_is_kind(t, "TypeCast", &b))
+        return null_on_empty(pl_jget(b, "arg"), depth + 1);
+    if (pl_is_kind(t, "A_Expr", &b)) {
+        const char *k = pl_jstrv(b, "kind");
+        if (!k || strcmp(k, "AEXPR_OP"))
+            return false;
+        json_t *l = pl_jget(b, "lexpr"), *r = pl_jget(b, "rexpr");
+        /* one NULL operand suffices; the other may be a constant */
+        return (l && null_on_empty(l, depth + 1)) || (r && null_on_empty(r, depth + 1));
+    }
+    return false;
+}
+
 /* Whether the correlated scalar subquery sub decorrelates into a left join
  * on its equality keys exactly: an aggregate over each key's rows (one row
  * per key, count's empty value patched), no LIMIT / OFFSET / DISTINCT /
@@ -462,6 +490,9 @@ static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink,
         if (st == HS_OK && has_count && !count_target)
             st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
                       "a correlated scalar subquery with count() inside an expression is not supported");
+        if (st == HS_OK && !count_target && !null_on_empty(tv, 0))
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
+                      "a correlated scalar subquery whose value over no rows need not be NULL");
         json_t *tl = json_array(), *gl = json_array();
         if (st == HS_OK && (!tl || !gl))
             st = pl_nomem(p);
@@ -1034,16 +1065,42 @@ typedef struct scalars_ctx {
 
 static hs_status attach_one(planner *p, rel *cur, scalars_ctx *x, json_t *node, int depth);
 
+/* After aggregation: the SubLinks outside aggregate calls and outside
+ * expressions already mapped to columns (a group key `(SELECT ...) + 1`
+ * whose subquery ran before aggregation). */
+typedef struct mapped_ctx {
+    const nmap *m;
+    json_t *arr;
+} mapped_ctx;
+
+static pl_walk_res visit_sublink_unmapped(const json_t *j, void *ctx)
+{
+    mapped_ctx *c = ctx;
+    if (pl_is_agg_call(j))
+        return PL_SKIP;
+    if (json_is_object(j) && json_object_size(j) == 1)
+        for (int k = 0; k < c->m->n; k++)
+            if (c->m->nodes[k] == j || (!json_object_get(j, "SubLink") && pl_jeq(c->m->nodes[k], j)))
+                return PL_SKIP;
+    if (json_object_get(j, "SubLink") && json_object_size(j) == 1) {
+        json_array_append(c->arr, (json_t *)j);
+        return PL_SKIP;
+    }
+    return PL_DESCEND;
+}
+
 /* Attaches the scalar subqueries under j (a guard) first. */
 static hs_status attach_under(planner *p, rel *cur, scalars_ctx *x, const json_t *j, int depth)
 {
     json_t *arr = json_array();
     if (!arr)
         return pl_nomem(p);
-    if (x->after_agg)
-        pl_collect_sublinks_noagg(j, arr, 0);
-    else
+    if (x->after_agg) {
+        mapped_ctx mc = {x->m, arr};
+        pl_walk(j, visit_sublink_unmapped, &mc, 0);
+    } else {
         pl_collect_sublinks(j, arr, 0);
+    }
     hs_status st = HS_OK;
     for (size_t i = 0; i < json_array_size(arr) && st == HS_OK; i++)
         st = attach_one(p, cur, x, json_array_get(arr, i), depth + 1);
