@@ -87,13 +87,58 @@ static const char *target_name(const json_t *rt)
 /* constants                                                           */
 
 /* An integer constant (LIMIT, OFFSET, positions): *null for NULL/ALL. */
+/* LIMIT / OFFSET as an expression: evaluated
+ * once, as `SELECT (e)::bigint` (PostgreSQL runs an uncorrelated
+ * subquery there once too); a column of the query is 42P10. */
+static pl_walk_res visit_var(const json_t *j, void *ctx)
+{
+    (void)ctx;
+    if (json_object_get(j, "SubLink"))
+        return PL_SKIP;
+    return json_object_get(j, "ColumnRef") ? PL_STOP : PL_DESCEND;
+}
+
+static hs_status int_expr(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
+{
+    int loc = pl_node_loc(j);
+    if (strcmp(what, "LIMIT") && strcmp(what, "OFFSET"))
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s must be an integer constant", what);
+    if (pl_walk(j, visit_var, NULL, 0))
+        return pl_fail(p, HS_INVALID, "42P10", loc, "argument of %s must not contain variables", what);
+    json_t *sel = json_pack("{s:[{s:{s:{s:{s:O,s:{s:[{s:{s:s}},{s:{s:s}}],s:i,s:i},s:i}},s:i}}],s:s,s:s}",
+                            "targetList", "ResTarget", "val", "TypeCast", "arg", j, "typeName",
+                            "names", "String", "sval", "pg_catalog", "String", "sval", "int8", "typemod", -1,
+                            "location", -1, "location", -1, "location", -1,
+                            "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE");
+    if (!sel)
+        return pl_nomem(p);
+    rel r = {0};
+    const void *saved_row = p->outer_row;
+    p->outer_row = NULL;
+    hs_status st = pl_plan_select(p, sel, &r);
+    p->outer_row = saved_row;
+    json_decref(sel);
+    hs_batch *b = NULL;
+    if (st == HS_OK)
+        st = xo_next(r.op, &b, p->err);
+    if (st == HS_OK && (!b || b->n_rows != 1 || b->n_cols < 1 || b->cols[0]->type != HS_TYPE_INT64))
+        st = pl_fail(p, HS_INTERNAL, "XX000", loc, "%s: the expression gave no value", what);
+    if (st == HS_OK) {
+        *null = !hs_col_is_valid(b->cols[0], 0);
+        *out = *null ? 0 : HS_COL_VALUES(b->cols[0], int64_t)[0];
+    }
+    hs_batch_free(b);
+    pl_rel_clear(&r);
+    return st;
+}
+
 static hs_status int_const(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
 {
     json_t *b;
     *null = false;
     int loc = pl_node_loc(j);
     if (!pl_is_kind(j, "A_Const", &b))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s must be an integer constant", what);
+        return int_expr(p, j, what, out, null);
     if (json_is_true(pl_jget(b, "isnull"))) {
         *null = true;
         return HS_OK;

@@ -700,6 +700,15 @@ json_t *pl_when(json_t *cond, json_t *res)
     return json_pack("{s:{s:o,s:o,s:i}}", "CaseWhen", "expr", cond, "result", res, "location", -1);
 }
 
+static bool has_sublink(const json_t *j)
+{
+    json_t *a = json_array();
+    pl_collect_sublinks(j, a, 0);
+    bool r = json_array_size(a) > 0;
+    json_decref(a);
+    return r;
+}
+
 static json_t *is_null_of(json_t *x)   /* takes x */
 {
     return x ? json_pack("{s:{s:o,s:s,s:i}}", "NullTest", "arg", x, "nulltesttype", "IS_NULL", "location", -1)
@@ -713,7 +722,8 @@ static json_t *is_null_of(json_t *x)   /* takes x */
  * the rows equal in every column (a join on the columns) and those with
  * no column known to differ (per outer row).  The xi become columns of
  * cur that S reads as outer columns. */
-static json_t *row_in_expr(planner *p, rel *cur, const nmap *m, const json_t *sl, bool in, hs_status *st)
+static json_t *row_in_expr(planner *p, rel *cur, const nmap *m, bool after_agg, const json_t *sl, bool in,
+                           hs_status *st)
 {
     json_t *sub = pl_jget(pl_jget(sl, "subselect"), "SelectStmt");
     json_t *args = pl_jget(pl_jget(pl_jget(sl, "testexpr"), "RowExpr"), "args");
@@ -737,8 +747,8 @@ static json_t *row_in_expr(planner *p, rel *cur, const nmap *m, const json_t *sl
         int col = -1;
         json_t *wrapped = json_pack("{s:{s:[O],s:i}}", "CoalesceExpr", "args", json_array_get(args, i), "location", -1);
         *st = !wrapped ? pl_nomem(p)
-            : m ? pl_rel_add_expr_in(p, cur, wrapped, m, p->ungrouped, p->ungrouped_key, &col)
-                : pl_rel_add_expr(p, cur, wrapped, &col);
+            : after_agg ? pl_rel_add_expr_in(p, cur, wrapped, m, p->ungrouped, p->ungrouped_key, &col)
+                        : pl_rel_add_expr_in(p, cur, wrapped, m, NULL, NULL, &col);
         json_decref(wrapped);
         if (*st != HS_OK)
             break;
@@ -806,7 +816,7 @@ static json_t *row_in_expr(planner *p, rel *cur, const nmap *m, const json_t *sl
 }
 
 /* The expression that replaces an EXISTS/ANY/ALL SubLink (NULL: not one). */
-static json_t *sublink_expr(planner *p, rel *cur, const nmap *m, const json_t *sl, hs_status *st)
+static json_t *sublink_expr(planner *p, rel *cur, nmap *m, bool after_agg, const json_t *sl, hs_status *st)
 {
     const char *type = pl_jstrv(sl, "subLinkType");
     json_t *sub = pl_jget(pl_jget(sl, "subselect"), "SelectStmt");
@@ -826,7 +836,7 @@ static json_t *sublink_expr(planner *p, rel *cur, const nmap *m, const json_t *s
     if (!op)
         op = "=";
     if (pl_is_kind(x, "RowExpr", NULL) && cur && (!strcmp(op, "=") ? any : (!strcmp(op, "<>") && all)))
-        return row_in_expr(p, cur, m, sl, any, st);
+        return row_in_expr(p, cur, m, after_agg, sl, any, st);
     if (pl_is_kind(x, "RowExpr", NULL) || (plain_select(sub) && json_array_size(pl_jget(sub, "targetList")) != 1)) {
         *st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "row comparisons with subqueries are not supported here");
         return NULL;
@@ -850,11 +860,20 @@ static json_t *sublink_expr(planner *p, rel *cur, const nmap *m, const json_t *s
             int col = -1;
             /* COALESCE(x) = x, as a new column (never renaming a column of cur) */
             json_t *wrapped = json_pack("{s:{s:[O],s:i}}", "CoalesceExpr", "args", x, "location", -1);
-            /* after aggregation (m): x reads the block's aggregates and
+            /* x's own scalar subqueries ((SELECT ...) IN (SELECT ...))
+             * first; after aggregation x reads the block's aggregates and
              * group keys (HAVING max(v) = ALL (...)) */
-            *st = !wrapped ? pl_nomem(p)
-                 : m ? pl_rel_add_expr_in(p, cur, wrapped, m, p->ungrouped, p->ungrouped_key, &col)
-                     : pl_rel_add_expr(p, cur, wrapped, &col);
+            nmap local = {0};
+            nmap *mm = m ? m : &local;
+            json_t *hold = wrapped ? json_pack("[O]", wrapped) : NULL;
+            *st = !wrapped || !hold ? pl_nomem(p) : HS_OK;
+            if (*st == HS_OK && has_sublink(wrapped))
+                *st = pl_attach_scalars(p, cur, &hold, 1, mm, after_agg);
+            if (*st == HS_OK)
+                *st = after_agg ? pl_rel_add_expr_in(p, cur, json_array_get(hold, 0), mm, p->ungrouped, p->ungrouped_key, &col)
+                                : pl_rel_add_expr_in(p, cur, json_array_get(hold, 0), mm, NULL, NULL, &col);
+            json_decref(hold);
+            pl_nmap_free(&local);
             json_decref(wrapped);
             if (*st != HS_OK) {
                 json_decref(xin);
@@ -909,7 +928,7 @@ static json_t *sublink_expr(planner *p, rel *cur, const nmap *m, const json_t *s
 }
 
 /* Replaces EXISTS/ANY/ALL SubLinks under j (in their parents). */
-static hs_status rewrite_sublinks(planner *p, rel *cur, const nmap *m, json_t *j, bool after_agg, int depth)
+static hs_status rewrite_sublinks(planner *p, rel *cur, nmap *m, json_t *j, bool after_agg, int depth)
 {
     if (depth > 400 || !j || (after_agg && pl_is_agg_call(j)))
         return HS_OK;
@@ -921,7 +940,7 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, const nmap *m, json_t *j
         json_object_foreach_safe(j, tmp, k, v) {
             json_t *b;
             if (pl_is_kind(v, "SubLink", &b)) {
-                json_t *r = sublink_expr(p, cur, after_agg ? m : NULL, b, &st);
+                json_t *r = sublink_expr(p, cur, m, after_agg, b, &st);
                 if (st != HS_OK)
                     return st;
                 if (r)
@@ -934,7 +953,7 @@ static hs_status rewrite_sublinks(planner *p, rel *cur, const nmap *m, json_t *j
         for (size_t i = 0; i < json_array_size(j); i++) {
             json_t *v = json_array_get(j, i), *b;
             if (pl_is_kind(v, "SubLink", &b)) {
-                json_t *r = sublink_expr(p, cur, after_agg ? m : NULL, b, &st);
+                json_t *r = sublink_expr(p, cur, m, after_agg, b, &st);
                 if (st != HS_OK)
                     return st;
                 if (r)
@@ -1227,7 +1246,7 @@ hs_status  pl_apply_sub_conj(planner *p, rel *cur, json_t *node)
         if (t && (!strcmp(t, "ANY_SUBLINK") || !strcmp(t, "ALL_SUBLINK") || semi ||
                   (apply && !strcmp(t, "EXISTS_SUBLINK")))) {
             hs_status st2;
-            json_t *r = sublink_expr(p, cur, NULL, sl, &st2);
+            json_t *r = sublink_expr(p, cur, NULL, false, sl, &st2);
             HS_TRY(st2);
             if (r && neg) {
                 own = json_pack("{s:{s:s,s:[o],s:i}}", "BoolExpr", "boolop", "NOT_EXPR", "args", r,
@@ -1631,14 +1650,6 @@ hs_status pl_where_outer_aggs(planner *p, const json_t *where)
  * FROM list item, runs per row of its left side (on_left_lateral); other
  * outer joins' ON keep their subqueries (the binder refuses them, 0A000). */
 
-static bool has_sublink(const json_t *j)
-{
-    json_t *a = json_array();
-    pl_collect_sublinks(j, a, 0);
-    bool r = json_array_size(a) > 0;
-    json_decref(a);
-    return r;
-}
 
 /* `a LEFT JOIN b ON q` with a subquery in q, the join a FROM list item and
  * b a table or subquery: b becomes LATERAL (SELECT * FROM b WHERE q) b ON

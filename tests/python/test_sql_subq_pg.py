@@ -728,3 +728,42 @@ EMPTY_AND_MORE = [
 
 def test_empty_groups_and_more(senv):
     compare_exact(senv, EMPTY_AND_MORE)
+
+
+# LIMIT / OFFSET expressions and uncorrelated subqueries (evaluated once:
+# NULL is no limit, negative 2201W, two rows 21000, a column 42P10), a
+# scalar subquery as the operand of IN (subquery), ARRAY(subquery) with
+# ANY / ALL, and constant subqueries.  10 of these 27 differed on bd6bdf7
+LIMITS_AND_OPERANDS = [
+    'SELECT g FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST LIMIT (SELECT count(*) FROM e) + 2',
+    'SELECT g FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST LIMIT (SELECT max(k) FROM t2 WHERE k < 5) OFFSET (SELECT min(k) FROM t2)',
+    "SELECT string_agg(g::text, ',' ORDER BY (SELECT count(*) FROM t2 WHERE t2.k = t1.g), g) AS j FROM t1",
+    'SELECT g, v, first_value(v) OVER (PARTITION BY g ORDER BY (SELECT count(*) FROM t2 WHERE t2.w > t1.v), v) AS fv FROM t1',
+    'SELECT g, v FROM t1 WHERE v = ANY (ARRAY(SELECT w FROM t2 WHERE t2.k = t1.g))',
+    'SELECT g, v FROM t1 WHERE v <> ALL (ARRAY(SELECT w FROM t2 WHERE t2.k = t1.g AND w IS NOT NULL))',
+    'SELECT g, ARRAY(SELECT DISTINCT w FROM t2 WHERE t2.k = t1.g ORDER BY w) AS a FROM t1 ORDER BY g NULLS FIRST',
+    'SELECT g, (SELECT max(w) FROM t2 WHERE t2.k = t1.g)::text AS m FROM t1',
+    'SELECT g, (SELECT k FROM t2 WHERE t2.k = t1.g LIMIT 1) IN (SELECT v FROM t1 z) AS x FROM t1',
+    'SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) IN (0, 2) AS x FROM t1',
+    'SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) = ANY (ARRAY[0, 2]) AS x FROM t1',
+    'SELECT (SELECT count(*) FROM t1) AS a, (SELECT count(*) FROM t1 WHERE g IS NULL) AS b, (SELECT count(g) FROM t1) AS c',
+    'SELECT * FROM t1 WHERE g = (SELECT g FROM t1 WHERE v = 20)',
+    'SELECT * FROM t1 WHERE (SELECT true)',
+    'SELECT * FROM t1 WHERE (SELECT NULL::boolean) IS NULL AND g = 4',
+    'SELECT g, (SELECT NULL::int) AS x FROM t1 WHERE g = 1',
+    'SELECT g, (SELECT w FROM t2 WHERE false) AS x FROM t1 WHERE g = 1',
+    'SELECT EXISTS (SELECT 1) AS a, EXISTS (SELECT 1 WHERE false) AS b, NOT EXISTS (SELECT) AS c',
+    'SELECT 1 = ALL (SELECT 1 UNION ALL SELECT NULL) AS a, 1 = ANY (SELECT 2 UNION ALL SELECT NULL) AS b',
+    'SELECT 3 > ALL (SELECT k FROM t2 WHERE k < 3) AS a, 3 > ANY (SELECT k FROM e) AS b, NULL::int > ALL (SELECT k FROM e) AS c',
+    'SELECT g FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST LIMIT 1 + 2',
+    'SELECT g FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST LIMIT (SELECT NULL::int)',
+    'SELECT g FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST LIMIT (SELECT -1)',
+    'SELECT g FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST OFFSET (SELECT count(*) FROM t2) - 1',
+    'SELECT g FROM t1 LIMIT g',
+    'SELECT g FROM t1 ORDER BY g NULLS FIRST, v NULLS FIRST LIMIT (SELECT k FROM t2)',
+    'SELECT g, (SELECT w FROM t2 WHERE t2.k = t1.g ORDER BY w LIMIT (SELECT 1)) AS x FROM t1',
+]
+
+
+def test_limits_and_operands(senv):
+    compare_exact(senv, LIMITS_AND_OPERANDS)
