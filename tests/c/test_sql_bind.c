@@ -485,6 +485,17 @@ static void test_subqueries(void)
                            "WHERE x.c = 2", &err) == 20);
     CHECK(count_rows(fx.s, "SELECT t.id, x.k FROM t LEFT JOIN LATERAL (SELECT k FROM u WHERE u.k < t.g "
                            "GROUP BY k HAVING count(*) = 1) x ON x.k > 4", &err) == 110);
+    /* LIMIT by an uncorrelated subquery (20 rows of u); (a, b) IN in an
+     * expression: (id, g) = (k, k) only for id = g = k, i.e. ids 0..9 that
+     * are even and equal to id % 10: 0, 2, 4, 6, 8 */
+    CHECK(count_rows(fx.s, "SELECT id FROM t ORDER BY id LIMIT (SELECT count(*) FROM u)", &err) == 20);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (id, g) IN (SELECT k, k FROM u) IS TRUE", &err) == 5);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (id, g) NOT IN (SELECT k, k FROM u)", &err) == 95);
+    expect_error(fx.s, "SELECT id FROM t LIMIT g", "42P10", 24);
+    /* LEFT JOIN ON with a subquery: per row of t; GROUP BY a scalar subquery */
+    CHECK(count_rows(fx.s, "SELECT t.id, u.k FROM t LEFT JOIN u ON u.k = t.g AND EXISTS (SELECT 1 FROM u x "
+                           "WHERE x.k = u.k + 2 AND x.k > t.g)", &err) == 100);
+    CHECK(count_rows(fx.s, "SELECT (SELECT count(*) FROM u WHERE u.k = t.g) AS c, count(*) FROM t GROUP BY 1", &err) == 2);
     /* an inner join's ON with a subquery: a WHERE conjunct */
     CHECK(count_rows(fx.s, "SELECT t.id FROM t JOIN u ON u.k = t.id AND EXISTS (SELECT 1 FROM u x WHERE x.k = u.k + 2)",
                      &err) == 19);

@@ -15,6 +15,15 @@ plus three small tables with NULLs, duplicates and an empty one:
 On main before this module, 105 of these 122 queries failed (SQLSTATE
 0A000 / 42703), and three returned wrong rows (a correlated LIMIT / OFFSET
 read as a join).
+
+The second part (issue 13, continued; compare_exact: the same SQLSTATE,
+not only its class): group keys read by subqueries, outer aggregates any
+number of levels down, x op ANY/ALL over aggregates, CASE / COALESCE
+laziness, subqueries in JOIN ... ON, LATERAL subqueries run per row,
+(a, b) [NOT] IN in expressions, ROLLUP keys in subqueries, GROUP BY a
+subquery, LIMIT by a subquery, and UPDATE / DELETE / MERGE with
+correlated subqueries (each on fresh d1 / d2 tables in both engines).
+Each list says how many of its queries differed on bd6bdf7.
 """
 import pyarrow as pa
 import pytest
