@@ -1083,6 +1083,7 @@ typedef struct scalars_ctx {
 } scalars_ctx;
 
 static hs_status attach_one(planner *p, rel *cur, scalars_ctx *x, json_t *node, int depth);
+static bool replace_node(json_t *j, const json_t *target, json_t *with, int depth);
 
 /* After aggregation: the SubLinks outside aggregate calls and outside
  * expressions already mapped to columns (a group key `(SELECT ...) + 1`
@@ -1158,6 +1159,25 @@ static hs_status attach_one(planner *p, rel *cur, scalars_ctx *x, json_t *node, 
         json_decref(guard);
         if (st == HS_OK)
             st = pl_apply_attach_guarded(p, cur, b, gcol, &col);
+        /* its column is NULL where the guard is not true: not the value of
+         * the same subquery elsewhere, so the node itself (not its equals,
+         * as the map would) becomes a reference to that column */
+        char nm[32];
+        snprintf(nm, sizeof nm, "\x01lazy%d", col);
+        json_t *ref = st == HS_OK ? json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval",
+                                              nm, "location", -1) : NULL;
+        bool done = false;
+        for (int i = 0; ref && i < x->n && !done; i++)
+            done = replace_node(x->nodes[i], node, ref, 0);
+        json_decref(ref);
+        if (st == HS_OK && done) {
+            hs_free(cur->cols[col].name);
+            cur->cols[col].name = hs_strdup(nm);
+            cur->cols[col].hidden = false;
+            return cur->cols[col].name ? HS_OK : pl_nomem(p);
+        }
+        if (st == HS_OK && !ref)
+            st = pl_nomem(p);
     } else {
         /* ARRAY(subquery): its rows in order, per outer row (plan_apply.c) */
         st = array ? pl_apply_attach(p, cur, b, &col) : attach_scalar(p, cur, b, &col);

@@ -776,3 +776,35 @@ LIMITS_AND_OPERANDS = [
 
 def test_limits_and_operands(senv):
     compare_exact(senv, LIMITS_AND_OPERANDS)
+
+
+# lazy branches beside eager uses of the same subquery (the guarded one
+# must not lend its NULLs to the other), CASE / COALESCE shapes under
+# aggregation, and LATERAL subqueries with ORDER BY / LIMIT / GROUP BY
+# outside, empty outer sides, set operations.  9 of 20 differed on bd6bdf7
+LAZY_AND_LATERAL = [
+    'SELECT g, CASE WHEN v > 5 THEN (SELECT count(*) FROM t2 WHERE t2.k = t1.g) WHEN v IS NULL THEN -1 END AS x FROM t1',
+    'SELECT g, CASE WHEN v > 5 THEN 0 WHEN (SELECT count(*) FROM t2 WHERE t2.k = t1.g) > 1 THEN 1 ELSE (SELECT max(w) FROM t2 WHERE t2.k = t1.g) END AS x FROM t1',
+    "SELECT g, CASE (SELECT count(*) FROM t2 WHERE t2.k = t1.g) WHEN 0 THEN 'none' WHEN 1 THEN 'one' ELSE (SELECT string_agg(w::text, '+' ORDER BY w) FROM t2 WHERE t2.k = t1.g) END AS x FROM t1 ORDER BY g NULLS FIRST, x",
+    'SELECT g, COALESCE((SELECT max(w) FROM t2 WHERE t2.k = t1.g), (SELECT min(w) FROM t2 WHERE t2.k > t1.g), 0) AS x FROM t1',
+    'SELECT g, COALESCE(v, (SELECT w FROM t2 WHERE t2.k = t1.g AND t2.w IS NOT NULL LIMIT 1)) AS x FROM t1 ORDER BY g NULLS FIRST, x NULLS FIRST',
+    'SELECT g, CASE WHEN g IS NULL THEN NULL ELSE (SELECT count(*) FROM t2 WHERE t2.k = t1.g) END AS x, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) AS y FROM t1',
+    'SELECT g, sum(CASE WHEN v > 0 THEN (SELECT count(*) FROM t2 WHERE t2.k = t1.g) ELSE 0 END) AS s1 FROM t1 GROUP BY g',
+    'SELECT g, CASE WHEN count(*) > 1 THEN (SELECT 1 / (count(*) - 2) FROM t2 WHERE t2.k = t1.g) END AS x FROM t1 GROUP BY g',
+    'SELECT g FROM t1 WHERE CASE WHEN v IS NULL THEN false ELSE v > (SELECT min(w) FROM t2 WHERE t2.k = t1.g) END',
+    'SELECT g, EXISTS (SELECT 1 FROM t2 WHERE t2.k = t1.g) AS e, CASE WHEN EXISTS (SELECT 1 FROM t2 WHERE t2.k = t1.g) THEN (SELECT max(w) FROM t2 WHERE t2.k = t1.g) END AS m FROM t1',
+    'SELECT t1.g, x.c FROM t1, LATERAL (SELECT count(*) AS c FROM t2 WHERE t2.k < t1.g) x ORDER BY x.c DESC, t1.g LIMIT 3',
+    'SELECT t1.g, x.c FROM (SELECT * FROM t1 WHERE g > 100) t1, LATERAL (SELECT count(*) AS c FROM t2 WHERE t2.k < t1.g) x',
+    'SELECT t1.g, x.c FROM t1 LEFT JOIN LATERAL (SELECT count(*) AS c FROM t2 WHERE t2.k < t1.g) x ON x.c > t1.v',
+    'SELECT t1.g, x.k FROM t1, LATERAL (SELECT DISTINCT k FROM t2 WHERE t2.k <= t1.g) x WHERE x.k > 1',
+    'SELECT t1.g, x.m FROM t1, LATERAL (SELECT max(w) AS m FROM t2 WHERE t2.k = t1.g) x WHERE x.m IS NOT NULL',
+    'SELECT g, (SELECT c FROM (SELECT count(*) AS c FROM t2 WHERE t2.k < t1.g) y) AS c FROM t1',
+    'SELECT x.c, count(*) AS n FROM t1, LATERAL (SELECT count(*) AS c FROM t2 WHERE t2.k < t1.g) x GROUP BY x.c',
+    'SELECT t1.g, x.c FROM t1 CROSS JOIN LATERAL (SELECT count(*) AS c FROM t2 WHERE t2.k < t1.g) x WHERE t1.g IN (SELECT k FROM t2)',
+    'SELECT t1.g, x.a FROM t1, LATERAL (SELECT t1.v AS a UNION SELECT t1.g) x',
+    'SELECT t1.g, x.a FROM t1, LATERAL (SELECT w AS a FROM t2 WHERE t2.k = t1.g EXCEPT SELECT 7) x',
+]
+
+
+def test_lazy_and_lateral_more(senv):
+    compare_exact(senv, LAZY_AND_LATERAL)
