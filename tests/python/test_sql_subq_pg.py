@@ -808,3 +808,22 @@ LAZY_AND_LATERAL = [
 
 def test_lazy_and_lateral_more(senv):
     compare_exact(senv, LAZY_AND_LATERAL)
+
+
+# the new forms nested in one another: LATERAL inside scalar subqueries and
+# EXISTS, subqueries in ON inside a subquery, lazy CASE inside LATERAL and
+# inside a grouped subquery, WITH inside and around LATERAL.  7 of 8 differed on bd6bdf7
+NESTED_FORMS = [
+    'SELECT g, (SELECT sum(x.m) FROM t2, LATERAL (SELECT max(v) AS m FROM t1 z WHERE z.g > t2.k) x WHERE t2.k = t1.g) AS s1 FROM t1',
+    'SELECT g, (SELECT count(*) FROM t2 LEFT JOIN t1 z ON z.g = t2.k AND EXISTS (SELECT 1 FROM e WHERE e.k = z.v) WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT CASE WHEN count(*) > 1 THEN (SELECT max(v) FROM t1 z WHERE z.g = t2.k) END FROM t2 WHERE t2.k = t1.g GROUP BY t2.k) AS c FROM t1',
+    'SELECT t1.g, x.c FROM t1, LATERAL (SELECT count(*) AS c FROM t2 WHERE t2.k = t1.g AND t2.w NOT IN (SELECT v FROM t1 z WHERE z.g = t1.g AND z.v IS NOT NULL)) x',
+    'SELECT t1.g, x.y FROM t1 LEFT JOIN LATERAL (SELECT CASE WHEN t1.v > 5 THEN (SELECT max(w) FROM t2 WHERE t2.k = t1.g) END AS y) x ON true',
+    'WITH c AS (SELECT k, w FROM t2) SELECT t1.g, x.n FROM t1, LATERAL (SELECT count(*) AS n FROM c WHERE c.k < t1.g) x',
+    'SELECT t1.g, x.n FROM t1, LATERAL (WITH c AS (SELECT k FROM t2 WHERE t2.k < t1.g) SELECT count(*) AS n FROM c) x',
+    'SELECT g FROM t1 WHERE EXISTS (SELECT 1 FROM t2, LATERAL (SELECT count(*) AS c FROM e WHERE e.k = t2.k) x WHERE t2.k = t1.g AND x.c = 0)',
+]
+
+
+def test_nested_forms(senv):
+    compare_exact(senv, NESTED_FORMS)
