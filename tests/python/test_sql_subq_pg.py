@@ -824,6 +824,16 @@ NESTED_FORMS = [
     'SELECT g FROM t1 WHERE EXISTS (SELECT 1 FROM t2, LATERAL (SELECT count(*) AS c FROM e WHERE e.k = t2.k) x WHERE t2.k = t1.g AND x.c = 0)',
 ]
 
+# WITH inside and around correlated subqueries, shadowing an enclosing CTE or a table
+NESTED_FORMS.append('WITH c AS (SELECT 1 AS k) SELECT g, (WITH c AS (SELECT k FROM t2 WHERE t2.k = t1.g) SELECT count(*) FROM c) AS n FROM t1')
+NESTED_FORMS.append('WITH c AS (SELECT k FROM t2) SELECT g, (SELECT count(*) FROM c WHERE c.k = t1.g) AS n, (WITH c AS (SELECT 5 AS k) SELECT max(k) FROM c) AS m FROM t1')
+NESTED_FORMS.append('WITH t1 AS (SELECT 1 AS g) SELECT g, (SELECT count(*) FROM t1 x WHERE x.g = t1.g) AS n FROM t1')
+NESTED_FORMS.append('WITH c AS (SELECT k FROM t2) SELECT id, (SELECT count(*) FROM unnest(t.nums) x WHERE x IN (WITH c AS (SELECT 1 AS k) SELECT k FROM c)) AS n FROM arr t')
+NESTED_FORMS.append('WITH c AS (SELECT k FROM t2) SELECT g FROM t1 WHERE EXISTS (WITH d AS (SELECT k FROM c WHERE c.k = t1.g) SELECT 1 FROM d)')
+NESTED_FORMS.append('WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 3) SELECT g, (SELECT count(*) FROM r WHERE r.i <= t1.g) AS n FROM t1')
+NESTED_FORMS.append('WITH a AS (SELECT k FROM t2), b AS (SELECT g FROM t1 WHERE g IN (SELECT k FROM a)) SELECT count(*) AS n, (SELECT count(*) FROM a) AS m FROM b')
+NESTED_FORMS.append('WITH x AS (SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1) SELECT * FROM x WHERE c = (SELECT max(c) FROM x)')
+
 
 def test_nested_forms(senv):
     compare_exact(senv, NESTED_FORMS)
