@@ -444,6 +444,128 @@ static bool null_on_empty(const json_t *t, int depth)
     return false;
 }
 
+static json_t *mk_bool(bool v);
+json_t *pl_when(json_t *cond, json_t *res);
+
+/* Whether the select expression t evaluated over no rows cannot fail:
+ * aggregates, constants, casts, + - * and comparisons, COALESCE, CASE,
+ * IS [NOT] NULL, AND / OR / NOT (no division, no functions). */
+static bool safe_on_empty(const json_t *t, int depth)
+{
+    json_t *b;
+    if (!t || depth > 100)
+        return false;
+    if (pl_is_agg_call(t) || pl_is_kind(t, "A_Const", NULL))
+        return true;
+    if (pl_is_kind(t, "TypeCast", &b))
+        return safe_on_empty(pl_jget(b, "arg"), depth + 1) && pl_is_kind(pl_jget(b, "arg"), "A_Const", NULL);
+    if (pl_is_kind(t, "NullTest", &b))
+        return safe_on_empty(pl_jget(b, "arg"), depth + 1);
+    if (pl_is_kind(t, "A_Expr", &b)) {
+        const char *k = pl_jstrv(b, "kind");
+        json_t *nm = pl_jget(b, "name");
+        const char *op = json_array_size(nm) == 1 ? sq_str(json_array_get(nm, 0)) : NULL;
+        static const char *const ok[] = {"+", "-", "*", "=", "<>", "<", "<=", ">", ">="};
+        bool good = false;
+        for (size_t i = 0; op && i < sizeof ok / sizeof *ok; i++)
+            good |= !strcmp(op, ok[i]);
+        return k && !strcmp(k, "AEXPR_OP") && good &&
+               (!pl_jget(b, "lexpr") || safe_on_empty(pl_jget(b, "lexpr"), depth + 1)) &&
+               safe_on_empty(pl_jget(b, "rexpr"), depth + 1);
+    }
+    json_t *args = NULL;
+    if (pl_is_kind(t, "CoalesceExpr", &b) || pl_is_kind(t, "BoolExpr", &b))
+        args = pl_jget(b, "args");
+    else if (pl_is_kind(t, "CaseExpr", &b)) {
+        if (pl_jget(b, "arg") || (pl_jget(b, "defresult") && !safe_on_empty(pl_jget(b, "defresult"), depth + 1)))
+            return false;
+        for (size_t i = 0; i < json_array_size(pl_jget(b, "args")); i++) {
+            json_t *w = pl_jget(json_array_get(pl_jget(b, "args"), i), "CaseWhen");
+            if (!safe_on_empty(pl_jget(w, "expr"), depth + 1) || !safe_on_empty(pl_jget(w, "result"), depth + 1))
+                return false;
+        }
+        return true;
+    } else
+        return false;
+    for (size_t i = 0; i < json_array_size(args); i++)
+        if (!safe_on_empty(json_array_get(args, i), depth + 1))
+            return false;
+    return json_array_size(args) > 0;
+}
+
+/* The join form's missing keys (the inner key at column base of cur is
+ * NULL: a matched key never is) get the select expression's value over no
+ * rows: one row of (SELECT expr FROM <sub's FROM> WHERE false), crossed
+ * in; *col becomes CASE WHEN key IS NULL THEN that ELSE *col END. */
+static hs_status patch_empty(planner *p, rel *cur, const json_t *sub, int base, int *col)
+{
+    json_t *e = json_deep_copy(sub);
+    json_t *f = mk_bool(false);
+    if (!e || !f || json_object_set_new(e, "whereClause", f) != 0) {
+        json_decref(e);
+        return pl_nomem(p);
+    }
+    json_object_del(e, "sortClause");
+    rel er = {0};
+    hs_status st = pl_plan_select(p, e, &er);
+    json_decref(e);
+    if (st == HS_OK && er.n != 1)
+        st = pl_fail(p, HS_INVALID, "42601", -1, "subquery must return only one column");
+    if (st == HS_OK)
+        st = one_row(p, &er);
+    if (st != HS_OK) {
+        pl_rel_clear(&er);
+        return st;
+    }
+    char kn[32], vn[32], en[32];
+    snprintf(kn, sizeof kn, "\x01" "ek%d", *col);
+    snprintf(vn, sizeof vn, "\x01" "ev%d", *col);
+    snprintf(en, sizeof en, "\x01" "ee%d", *col);
+    hs_free(er.cols[0].qual);
+    er.cols[0].qual = NULL;
+    hs_free(er.cols[0].name);
+    er.cols[0].name = hs_strdup(en);
+    er.cols[0].hidden = false;
+    rel l = *cur, joined;
+    memset(cur, 0, sizeof *cur);
+    st = er.cols[0].name ? pl_join_rels(p, &l, &er, XO_JOIN_INNER, NULL, 0, NULL, NULL, 0, false, &joined)
+                         : (pl_rel_clear(&l), pl_rel_clear(&er), pl_nomem(p));
+    if (st != HS_OK)
+        return st;
+    *cur = joined;
+    const int at[2] = {base, *col};
+    const char *nm[2] = {kn, vn};
+    for (int i = 0; i < 2; i++) {
+        hs_free(cur->cols[at[i]].qual);
+        cur->cols[at[i]].qual = NULL;
+        hs_free(cur->cols[at[i]].name);
+        cur->cols[at[i]].name = hs_strdup(nm[i]);
+        cur->cols[at[i]].hidden = false;
+        if (!cur->cols[at[i]].name)
+            return pl_nomem(p);
+    }
+    json_t *refs[3];
+    const char *rn[3] = {kn, en, vn};
+    for (int i = 0; i < 3; i++)
+        refs[i] = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", rn[i],
+                            "location", -1);
+    json_t *ce = NULL;
+    if (refs[0] && refs[1] && refs[2]) {
+        /* json_pack's 'o' takes each reference, also when it fails */
+        json_t *test = json_pack("{s:{s:o,s:s,s:i}}", "NullTest", "arg", refs[0], "nulltesttype", "IS_NULL",
+                                 "location", -1);
+        json_t *w = test ? pl_when(test, refs[1]) : (json_decref(refs[1]), NULL);
+        ce = w ? json_pack("{s:{s:[o],s:o,s:i}}", "CaseExpr", "args", w, "defresult", refs[2], "location", -1)
+               : (json_decref(refs[2]), NULL);
+    } else {
+        for (int i = 0; i < 3; i++)
+            json_decref(refs[i]);
+    }
+    st = ce ? pl_rel_add_expr(p, cur, ce, col) : pl_nomem(p);
+    json_decref(ce);
+    return st;
+}
+
 /* Whether the correlated scalar subquery sub decorrelates into a left join
  * on its equality keys exactly: an aggregate over each key's rows (one row
  * per key, count's empty value patched), no LIMIT / OFFSET / DISTINCT /
@@ -469,7 +591,7 @@ static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink,
     int *lk = hs_calloc(ncorr + 1, sizeof *lk), *rk = hs_calloc(ncorr + 1, sizeof *rk);
     if (st == HS_OK && (!lk || !rk))
         st = pl_nomem(p);
-    bool count_target = false;
+    bool count_target = false, empty_value = false;
     if (st == HS_OK && ncorr > 0 && !join_exact(sub))
         st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "this correlated scalar subquery is not a join");
     if (st == HS_OK && ncorr > 0) {
@@ -487,12 +609,14 @@ static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink,
         }
         json_decref(ag);
         count_target = pl_is_kind(tv, "FuncCall", &fb) && pl_func_name(fb) && !strcmp(pl_func_name(fb), "count");
-        if (st == HS_OK && has_count && !count_target)
+        /* a value over no rows other than NULL (count(*) + 1,
+         * coalesce(sum(w), 0)): the join's missing keys get it from the
+         * select expression evaluated once over no rows, when that cannot
+         * fail (no division); else per row (the Apply) */
+        empty_value = !count_target && (has_count || !null_on_empty(tv, 0));
+        if (st == HS_OK && empty_value && !safe_on_empty(tv, 0))
             st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
-                      "a correlated scalar subquery with count() inside an expression is not supported");
-        if (st == HS_OK && !count_target && !null_on_empty(tv, 0))
-            st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
-                      "a correlated scalar subquery whose value over no rows need not be NULL");
+                      "a correlated scalar subquery whose value over no rows may fail");
         json_t *tl = json_array(), *gl = json_array();
         if (st == HS_OK && (!tl || !gl))
             st = pl_nomem(p);
@@ -568,6 +692,8 @@ static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink,
             st = cur->cols[*col].name && co ? pl_rel_add_expr(p, cur, co, col) : pl_nomem(p);
             json_decref(co);
         }
+        if (st == HS_OK && ncorr > 0 && empty_value)
+            st = patch_empty(p, cur, sub, base, col);
     } else {
         pl_rel_clear(&s);
     }

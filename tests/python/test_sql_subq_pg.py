@@ -837,3 +837,29 @@ NESTED_FORMS.append('WITH x AS (SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = 
 
 def test_nested_forms(senv):
     compare_exact(senv, NESTED_FORMS)
+
+
+# decorrelated aggregates whose value over no rows is not NULL: the join's
+# missing keys get the select expression over no rows (count(*) + 1,
+# coalesce(sum(w), 0), CASE, IS NULL), evaluated once; one that could
+# fail there (100 / count(*)) runs per row, failing only when a row has
+# no match, as PostgreSQL
+EMPTY_VALUES = [
+    'SELECT g, (SELECT coalesce(sum(w), 0) FROM t2 WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT count(*) + 1 FROM t2 WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT count(w) * 2 - count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT max(w) IS NULL FROM t2 WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT CASE WHEN count(*) = 0 THEN -1 ELSE max(w) END FROM t2 WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT coalesce(max(w), min(w), 0) + count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT 100 / count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1 WHERE g IN (1, 3)',
+    'SELECT g, (SELECT 100 / count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT count(*) > 0 OR max(w) > 5 FROM t2 WHERE t2.k = t1.g) AS c FROM t1',
+    'SELECT g, (SELECT coalesce(sum(w), 0) FROM t2 WHERE t2.k = t1.g AND t2.w > 5) AS c FROM t1',
+    'SELECT g, (SELECT coalesce(sum(w), 0) FROM t2 WHERE t2.k = t1.g) AS c FROM t1 GROUP BY g',
+    'SELECT g, v FROM t1 WHERE v > (SELECT coalesce(max(w), 0) FROM t2 WHERE t2.k = t1.g)',
+    'SELECT g, (SELECT coalesce(sum(e.w), 0) FROM e WHERE e.k = t1.g) AS c FROM t1',
+]
+
+
+def test_empty_values(senv):
+    compare_exact(senv, EMPTY_VALUES)
