@@ -1523,6 +1523,8 @@ static hs_status oagg_split_cb(planner *p, void *ctx)
  * outside the levels, in the block. */
 static hs_status oagg_call(planner *p, oagg_walk *w, json_t *sub, json_t *call)
 {
+    if (sq_loc(pl_jget(call, "FuncCall")) < 0)
+        return HS_OK;   /* the planner's own (agg_sublink: over the subquery's rows by construction) */
     oagg_ctx o = {w->lv, w->nlv, w->outer, 0, true};
     pl_walk(pl_jget(call, "FuncCall"), visit_oagg_ref, &o, 0);
     if (!o.ok || o.n_refs == 0)

@@ -863,3 +863,25 @@ EMPTY_VALUES = [
 
 def test_empty_values(senv):
     compare_exact(senv, EMPTY_VALUES)
+
+
+# outer aggregates inside IN / ANY / ALL / EXISTS subqueries of a grouped
+# select list or HAVING (their count rewrite aggregates the subquery's own
+# rows), aggregates in WHERE's IN operand (42803).  6 of 10 differed on
+# bd6bdf7 (0A000)
+QUANT_OUTER_AGG = [
+    'SELECT g FROM t1 WHERE max(v) IN (SELECT w FROM t2)',
+    'SELECT g FROM t1 WHERE v IN (SELECT max(w) FROM t2) GROUP BY g',
+    'SELECT g, sum(v) FROM t1 GROUP BY g HAVING sum(v) IN (SELECT max(t1.v) FROM t2)',
+    'SELECT g, max(v) IN (SELECT w FROM t2) AS x, min(v) FROM t1 GROUP BY g ORDER BY max(v) IN (SELECT w FROM t2), g',
+    'SELECT g FROM t1 GROUP BY g HAVING (max(v), min(v)) IN (SELECT w, w FROM t2)',
+    'SELECT g, sum(v) FROM t1 GROUP BY g HAVING sum(v) = ANY (SELECT max(t1.v) FROM t2)',
+    'SELECT g, sum(v) FROM t1 GROUP BY g HAVING sum(v) > ALL (SELECT max(t1.v) - t2.k FROM t2)',
+    'SELECT g, sum(v) IN (SELECT max(t1.v) FROM t2) AS x FROM t1 GROUP BY g',
+    'SELECT g FROM t1 GROUP BY g HAVING 7 IN (SELECT max(t1.v) FROM t2)',
+    'SELECT g, EXISTS (SELECT 1 FROM t2 WHERE t2.w < min(t1.v)) AS x FROM t1 GROUP BY g',
+]
+
+
+def test_quantified_outer_aggregates(senv):
+    compare_exact(senv, QUANT_OUTER_AGG)
