@@ -2,8 +2,12 @@
  * sql/plan_subq.c - subqueries: [NOT] EXISTS / [NOT] IN (subquery) as semi/anti joins,
  * scalar subqueries as joined columns, decorrelation of correlated ones (the
  * forms a join answers exactly; the rest go to plan_apply.c's Apply),
- * EXISTS / ANY / ALL inside expressions, and aggregates of an enclosing
- * block written inside its subqueries.
+ * EXISTS / ANY / ALL and (a, b) [NOT] IN inside expressions (counts),
+ * aggregates of an enclosing block written inside its subqueries at any
+ * depth, the lazy subqueries of CASE / COALESCE branches (a guarded Apply),
+ * subqueries in JOIN ... ON (WHERE conjuncts for inner joins, a per-row
+ * LATERAL for LEFT joins), and the group keys a grouping set's branch
+ * leaves out, read inside subqueries (NULL).
  * See plan_int.h for how the planner files divide the work.
  */
 #include "sql/plan_int.h"
