@@ -17,11 +17,16 @@
  *   plan_stmt.c    EXPLAIN [ANALYZE], CREATE INDEX / DROP INDEX
  *   plan_srf.c     set-returning functions (unnest, generate_series) in
  *                  the select list and in FROM, lateral ones included
- *   plan_lateral.c correlated LATERAL subqueries in FROM as joins
+ *   plan_lateral.c correlated LATERAL subqueries in FROM as joins (the
+ *                  others marked to run per row)
  *   plan_apply.c   subqueries over FROM functions of the outer row
  *                  (unnest(t.arr), generate_series(1, t.n)), correlated
- *                  ones no join answers exactly, ARRAY(subquery): an
- *                  Apply operator that plans and runs them once per outer row
+ *                  ones no join answers exactly, ARRAY(subquery), lazy ones
+ *                  of CASE / COALESCE: an Apply operator that plans and runs
+ *                  them once per outer row; LATERAL subqueries that are not
+ *                  joins (LateralApply: all their rows per outer row)
+ *   plan.c         also sq_eval_correlated: expressions with subqueries
+ *                  over given rows, for UPDATE / DELETE / MERGE (dml.c)
  *
  * plan.c's header comment describes how a SELECT is planned.
  */
