@@ -209,7 +209,8 @@ static hs_status rewrite_one(planner *p, json_t *rs, json_t **cond)
     if (!an)
         return pl_fail(p, HS_INVALID, "42601", loc, "subquery in FROM must have an alias");
     json_t *tl = pl_jget(sb, "targetList"), *sort = pl_jget(sb, "sortClause");
-    bool apply = !simple || (refs(&c, tl, 0) & 2) || (refs(&c, sort, 0) & 2) || sublink_outer(&c, tl, 0) ||
+    bool apply = !simple || pl_jget(sb, "valuesLists") || (refs(&c, tl, 0) & 2) || (refs(&c, sort, 0) & 2) ||
+                 sublink_outer(&c, tl, 0) ||
                  sublink_outer(&c, sort, 0) || (refs(&c, from, 0) & 2);
     /* aggregates in the select list: count(*) of no rows would be one row */
     for (size_t i = 0; i < json_array_size(tl) && !apply; i++) {

@@ -854,6 +854,55 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
 }
 
 static hs_status plan_block(planner *p, const json_t *sel, rel *out);
+static hs_status plan_setop(planner *p, const json_t *sel, rel *out);
+
+/* VALUES reading the enclosing row of an Apply ((VALUES (t1.v), (1)) in a
+ * correlated subquery): SELECT e1 AS column1, ... UNION ALL ..., whose
+ * blocks see that row as any block under the Apply does. */
+static hs_status plan_values_outer(planner *p, const json_t *sel, rel *out)
+{
+    json_t *rows = pl_jget(sel, "valuesLists");
+    size_t nc = json_array_size(pl_jget(pl_jget(json_array_get(rows, 0), "List"), "items"));
+    json_t *u = NULL;
+    for (size_t r = 0; r < json_array_size(rows); r++) {
+        json_t *items = pl_jget(pl_jget(json_array_get(rows, r), "List"), "items");
+        if (json_array_size(items) != nc) {
+            json_decref(u);
+            return pl_fail(p, HS_INVALID, "42601", pl_first_loc(json_array_get(rows, r), 0),
+                           "VALUES lists must all be the same length");
+        }
+        json_t *tl = json_array();
+        for (size_t c = 0; tl && c < nc; c++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "column%zu", c + 1);
+            if (json_array_append_new(tl, json_pack("{s:{s:s,s:O,s:i}}", "ResTarget", "name", nm, "val",
+                                                    json_array_get(items, c), "location", -1)) != 0) {
+                json_decref(tl);
+                tl = NULL;
+            }
+        }
+        json_t *b = tl ? json_pack("{s:o,s:s,s:s}", "targetList", tl, "limitOption", "LIMIT_OPTION_DEFAULT",
+                                   "op", "SETOP_NONE") : NULL;
+        json_t *nu = !b ? NULL : !u ? b
+                   : json_pack("{s:s,s:b,s:{s:o},s:{s:o},s:s}", "op", "SETOP_UNION", "all", 1, "larg",
+                               "SelectStmt", u, "rarg", "SelectStmt", b, "limitOption", "LIMIT_OPTION_DEFAULT");
+        if (!nu) {
+            if (!b)
+                json_decref(u);
+            return pl_nomem(p);
+        }
+        u = nu;
+    }
+    static const char *const keep[] = {"sortClause", "limitCount", "limitOffset", "limitOption"};
+    for (size_t k = 0; u && pl_jget(u, "op") && strcmp(pl_jstrv(u, "op"), "SETOP_NONE") &&
+                       k < sizeof keep / sizeof keep[0]; k++)
+        if (pl_jget(sel, keep[k]))
+            json_object_set(u, keep[k], pl_jget(sel, keep[k]));
+    hs_status st = !u ? pl_plan_select(p, sel, out)   /* no rows: cannot be */
+                 : strcmp(pl_jstrv(u, "op"), "SETOP_NONE") ? plan_setop(p, u, out) : plan_block(p, u, out);
+    json_decref(u);
+    return st;
+}
 
 hs_status  pl_plan_select(planner *p, const json_t *sel, rel *out)
 {
@@ -874,6 +923,8 @@ hs_status  pl_plan_select(planner *p, const json_t *sel, rel *out)
     } else if (st == HS_OK) {
         if (op && strcmp(op, "SETOP_NONE") != 0)
             st = plan_setop(p, sel, out);
+        else if (pl_jget(sel, "valuesLists") && p->outer_row && pl_walk(pl_jget(sel, "valuesLists"), visit_var, NULL, 0))
+            st = plan_values_outer(p, sel, out);
         else if (pl_jget(sel, "valuesLists"))
             st = plan_values(p, sel, out);
         else

@@ -834,6 +834,13 @@ NESTED_FORMS.append('WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FRO
 NESTED_FORMS.append('WITH a AS (SELECT k FROM t2), b AS (SELECT g FROM t1 WHERE g IN (SELECT k FROM a)) SELECT count(*) AS n, (SELECT count(*) FROM a) AS m FROM b')
 NESTED_FORMS.append('WITH x AS (SELECT g, (SELECT count(*) FROM t2 WHERE t2.k = t1.g) AS c FROM t1) SELECT * FROM x WHERE c = (SELECT max(c) FROM x)')
 
+# VALUES reading the outer row, in a correlated subquery and as a LATERAL item (42703 on bd6bdf7)
+NESTED_FORMS.append('SELECT g, v, (SELECT sum(x) FROM (VALUES (t1.v), (t1.g), (1)) AS u(x)) AS s1 FROM t1')
+NESTED_FORMS.append("SELECT g, (SELECT max(a) FROM (VALUES (t1.g, 'x'), (2, 'y')) AS u(a, b)) AS m FROM t1")
+NESTED_FORMS.append('SELECT g, (SELECT count(*) FROM (VALUES (t1.g), (NULL)) AS u(a) WHERE a IS NOT NULL) AS c FROM t1')
+NESTED_FORMS.append("SELECT g, (SELECT string_agg(b, ',' ORDER BY b) FROM (VALUES (t1.g, 'x'), (2, 'y')) AS u(a, b) WHERE a > 1) AS m FROM t1 ORDER BY g NULLS FIRST")
+NESTED_FORMS.append('SELECT t1.g, x.a FROM t1, LATERAL (VALUES (t1.g), (t1.v)) x(a)')
+
 
 def test_nested_forms(senv):
     compare_exact(senv, NESTED_FORMS)
