@@ -1836,6 +1836,72 @@ static hs_status on_left_lateral(planner *p, json_t *b)
     return HS_OK;
 }
 
+/* The names (aliases, relation names) of the FROM items under item. */
+static void item_names(const json_t *item, json_t *names, int depth)
+{
+    json_t *b;
+    if (!item || depth > 100)
+        return;
+    json_t *al = NULL;
+    if (pl_is_kind(item, "RangeVar", &b)) {
+        al = pl_jget(b, "alias");
+        const char *n = al && pl_jstrv(al, "aliasname") ? pl_jstrv(al, "aliasname") : pl_jstrv(b, "relname");
+        if (n)
+            json_array_append_new(names, json_string(n));
+        return;
+    }
+    if (pl_is_kind(item, "RangeSubselect", &b) || pl_is_kind(item, "RangeFunction", &b)) {
+        al = pl_jget(b, "alias");
+    } else if (pl_is_kind(item, "JoinExpr", &b)) {
+        al = pl_jget(b, "alias");
+        item_names(pl_jget(b, "larg"), names, depth + 1);
+        item_names(pl_jget(b, "rarg"), names, depth + 1);
+    }
+    if (al && pl_jstrv(al, "aliasname"))
+        json_array_append_new(names, json_string(pl_jstrv(al, "aliasname")));
+}
+
+typedef struct outside_ctx {
+    const json_t *names;
+    bool found;
+} outside_ctx;
+
+static pl_walk_res visit_outside(const json_t *j, void *ctx)
+{
+    outside_ctx *o = ctx;
+    json_t *b;
+    if (pl_is_kind(j, "SubLink", NULL))
+        return PL_SKIP;
+    if (!pl_is_kind(j, "ColumnRef", &b))
+        return PL_DESCEND;
+    const char *nm[8];
+    int n = pl_colref_names(b, nm, 8);
+    if (n < 2 || !nm[n - 2])
+        return PL_SKIP;   /* unqualified: the join's own */
+    for (size_t i = 0; i < json_array_size(o->names); i++)
+        if (!strcmp(json_string_value(json_array_get(o->names, i)), nm[n - 2]))
+            return PL_SKIP;
+    o->found = true;
+    return PL_STOP;
+}
+
+/* Under an Apply (per-row plans): whether the join's ON reads a qualified
+ * column of no item under it, i.e. of the enclosing row, which the join's
+ * inputs do not carry (the row is joined after them). */
+static bool on_reads_outer_row(planner *p, const json_t *join, const json_t *q)
+{
+    if (!p->outer_row || !q)
+        return false;
+    json_t *names = json_array();
+    if (!names)
+        return false;
+    item_names(join, names, 0);
+    outside_ctx o = {names, false};
+    pl_walk(q, visit_outside, &o, 0);
+    json_decref(names);
+    return o.found;
+}
+
 static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
 {
     json_t *b;
@@ -1843,7 +1909,9 @@ static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
         return HS_OK;
     const char *jt = pl_jstrv(b, "jointype");
     bool inner = !jt || !strcmp(jt, "JOIN_INNER");
-    if (depth == 0 && jt && !strcmp(jt, "JOIN_LEFT") && pl_jget(b, "quals") && has_sublink(pl_jget(b, "quals")) &&
+    json_t *q0 = pl_jget(b, "quals");
+    if (depth == 0 && jt && !strcmp(jt, "JOIN_LEFT") && q0 &&
+        (has_sublink(q0) || on_reads_outer_row(p, item, q0)) &&
         !pl_jget(b, "usingClause") && !json_is_true(pl_jget(b, "isNatural")))
         HS_TRY(on_left_lateral(p, b));
     if (inner || !strcmp(jt, "JOIN_LEFT"))
@@ -1851,7 +1919,7 @@ static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
     if (inner || !strcmp(jt, "JOIN_RIGHT"))
         HS_TRY(on_move(p, pl_jget(b, "rarg"), moved, depth + 1));
     json_t *q = pl_jget(b, "quals"), *qb;
-    if (!inner || !q || !has_sublink(q))
+    if (!inner || !q || !(has_sublink(q) || on_reads_outer_row(p, item, q)))
         return HS_OK;
     json_t *keep = json_array();
     if (!keep)
@@ -1860,7 +1928,7 @@ static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
     size_t n = and ? json_array_size(pl_jget(qb, "args")) : 1;
     for (size_t i = 0; i < n; i++) {
         json_t *c = and ? json_array_get(pl_jget(qb, "args"), i) : q;
-        json_array_append(has_sublink(c) ? moved : keep, c);
+        json_array_append(has_sublink(c) || on_reads_outer_row(p, item, c) ? moved : keep, c);
     }
     json_t *nq;
     if (json_array_size(keep) == 0)

@@ -841,6 +841,13 @@ NESTED_FORMS.append('SELECT g, (SELECT count(*) FROM (VALUES (t1.g), (NULL)) AS 
 NESTED_FORMS.append("SELECT g, (SELECT string_agg(b, ',' ORDER BY b) FROM (VALUES (t1.g, 'x'), (2, 'y')) AS u(a, b) WHERE a > 1) AS m FROM t1 ORDER BY g NULLS FIRST")
 NESTED_FORMS.append('SELECT t1.g, x.a FROM t1, LATERAL (VALUES (t1.g), (t1.v)) x(a)')
 
+# a join's ON inside a correlated subquery reading the outer row (42703 on bd6bdf7)
+NESTED_FORMS.append('SELECT g, (SELECT count(*) FROM t2 a LEFT JOIN t1 b ON a.k = b.g AND b.v > t1.v WHERE a.k = t1.g) AS c FROM t1')
+NESTED_FORMS.append('SELECT g, (SELECT count(*) FROM t2 a JOIN t1 b ON a.k = b.g AND b.v > t1.v WHERE a.k = t1.g) AS c FROM t1')
+NESTED_FORMS.append('SELECT g, (SELECT max(b.v) FROM t2 a LEFT JOIN t1 b ON b.g = a.k AND b.v < t1.v) AS c FROM t1')
+NESTED_FORMS.append('SELECT t1.g, x.c FROM t1, LATERAL (SELECT count(b.v) AS c FROM t2 a LEFT JOIN t1 b ON b.g = a.k AND b.v < t1.v) x')
+NESTED_FORMS.append('SELECT g, (SELECT count(*) FROM t2 a LEFT JOIN t1 b ON a.k = b.g WHERE a.k = t1.g) AS c FROM t1')
+
 
 def test_nested_forms(senv):
     compare_exact(senv, NESTED_FORMS)
