@@ -1806,6 +1806,82 @@ static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
     return HS_OK;
 }
 
+/* SET (a, b) = (x, y) and SET (a, b) = (SELECT x, y ...): each target's
+ * MultiAssignRef becomes its own value, x for a (a row's element, or the
+ * subquery reduced to that column; a set operation or `*` is read as a
+ * derived table), in place. */
+static hs_status split_multiassign(dctx *c, json_t *list, hs_error *err)
+{
+    for (size_t k = 0; k < json_array_size(list); k++) {
+        const char *kind;
+        json_t *rt, *mb;
+        if (!sq_node(json_array_get(list, k), &kind, &rt) || strcmp(kind, "ResTarget") ||
+            !sq_node(json_object_get(rt, "val"), &kind, &mb) || strcmp(kind, "MultiAssignRef"))
+            continue;
+        json_int_t colno = json_integer_value(json_object_get(mb, "colno"));
+        json_int_t ncol = json_integer_value(json_object_get(mb, "ncolumns"));
+        json_t *src = json_object_get(mb, "source"), *sb, *sel;
+        int loc = sq_loc(rt);
+        json_t *val = NULL;
+        if (colno < 1 || colno > ncol)
+            continue;
+        if (sq_node(src, &kind, &sb) && !strcmp(kind, "RowExpr")) {
+            json_t *args = json_object_get(sb, "args");
+            if ((json_int_t)json_array_size(args) != ncol)
+                return FAIL(c, HS_INVALID, "42601", loc, "number of columns does not match number of values");
+            val = json_deep_copy(json_array_get(args, (size_t)colno - 1));
+        } else if (sq_node(src, &kind, &sb) && !strcmp(kind, "SubLink") && jstr(sb, "subLinkType") &&
+                   !strcmp(jstr(sb, "subLinkType"), "EXPR_SUBLINK") &&
+                   sq_node(json_object_get(sb, "subselect"), &kind, &sel) && !strcmp(kind, "SelectStmt")) {
+            json_t *tl = json_object_get(sel, "targetList");
+            const char *op = jstr(sel, "op");
+            bool plain = (!op || !strcmp(op, "SETOP_NONE")) && !json_object_get(sel, "valuesLists");
+            bool star = false;
+            for (size_t i = 0; i < json_array_size(tl); i++) {
+                json_t *v = json_object_get(json_object_get(json_array_get(tl, i), "ResTarget"), "val");
+                json_t *f = json_object_get(json_object_get(v, "ColumnRef"), "fields");
+                star |= f && json_object_get(json_array_get(f, json_array_size(f) - 1), "A_Star");
+            }
+            json_t *q;
+            if (plain && !star) {
+                if ((json_int_t)json_array_size(tl) != ncol)
+                    return FAIL(c, HS_INVALID, "42601", loc, "number of columns does not match number of values");
+                q = json_deep_copy(sel);
+                if (q && json_object_set_new(q, "targetList",
+                                             json_pack("[O]", json_array_get(tl, (size_t)colno - 1))) != 0) {
+                    json_decref(q);
+                    q = NULL;
+                }
+            } else {
+                json_t *names = json_array();
+                for (json_int_t i = 1; names && i <= ncol; i++) {
+                    char nm[24];
+                    snprintf(nm, sizeof nm, "c%lld", (long long)i);
+                    json_array_append_new(names, json_pack("{s:{s:s}}", "String", "sval", nm));
+                }
+                char cn[24];
+                snprintf(cn, sizeof cn, "c%lld", (long long)colno);
+                q = names ? json_pack("{s:[{s:{s:{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}},s:i}}],"
+                                      "s:[{s:{s:{s:O},s:{s:s,s:o}}}],s:s,s:s}",
+                                      "targetList", "ResTarget", "val", "ColumnRef", "fields", "String", "sval",
+                                      "_hs_m", "String", "sval", cn, "location", -1, "location", -1,
+                                      "fromClause", "RangeSubselect", "subquery", "SelectStmt", sel,
+                                      "alias", "aliasname", "_hs_m", "colnames", names,
+                                      "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE")
+                          : NULL;
+            }
+            val = q ? json_pack("{s:{s:s,s:{s:o},s:i}}", "SubLink", "subLinkType", "EXPR_SUBLINK",
+                                "subselect", "SelectStmt", q, "location", sq_loc(sb))
+                    : NULL;
+        } else {
+            continue;   /* assign_targets reports it */
+        }
+        if (!val || json_object_set_new(rt, "val", val) != 0)
+            return hs_err_nomem(err, 64);
+    }
+    return HS_OK;
+}
+
 /* A copy of an UPDATE/DELETE/MERGE body with the subqueries of its
  * expressions inlined (FROM/USING items and the MERGE source are left to
  * the planner).  Caller json_decrefs *out. */
@@ -1814,6 +1890,17 @@ static hs_status inline_body(dctx *c, const json_t *body, json_t **out, hs_error
     *out = json_deep_copy(body);
     if (!*out)
         return hs_err_nomem(err, 64);
+    hs_status sm = split_multiassign(c, json_object_get(*out, "targetList"), err);
+    for (size_t k = 0; sm == HS_OK && k < json_array_size(json_object_get(*out, "mergeWhenClauses")); k++) {
+        json_t *wc = json_object_get(json_array_get(json_object_get(*out, "mergeWhenClauses"), k),
+                                     "MergeWhenClause");
+        sm = split_multiassign(c, json_object_get(wc, "targetList"), err);
+    }
+    if (sm != HS_OK) {
+        json_decref(*out);
+        *out = NULL;
+        return sm;
+    }
     static const char *const keys[] = {"whereClause", "targetList", "joinCondition",
                                        "mergeWhenClauses", "returningList"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {

@@ -488,6 +488,14 @@ DML = [
     "WHEN MATCHED AND EXISTS (SELECT 1 FROM d1 y WHERE y.g = d1.g AND y.v > d1.v) THEN DELETE "
     "WHEN MATCHED THEN UPDATE SET v = -1",
     "MERGE INTO d1 USING d2 ON d1.g = d2.k WHEN MATCHED THEN UPDATE SET v = (SELECT w FROM d2 x WHERE x.k = d1.g)",
+    # SET (a, b) = (...): a row or a subquery's columns (0A000 on bd6bdf7)
+    "UPDATE d1 SET (g, v) = (SELECT max(k), min(w) FROM d2 WHERE d2.k = d1.g)",
+    "UPDATE d1 SET (v, g) = (g, v) WHERE g IS NOT NULL",
+    "UPDATE d1 SET (g, v) = (SELECT k, w FROM d2 WHERE d2.k = d1.g AND d2.w > 6)",
+    "UPDATE d1 SET (g, v) = (SELECT k, w FROM d2 WHERE d2.k = d1.g)",
+    "UPDATE d1 SET (g, v) = (SELECT 1)",
+    "UPDATE d1 SET (g, v) = (SELECT 1, 2 UNION ALL SELECT 3, 4 ORDER BY 1 DESC LIMIT 1) WHERE v > 6",
+    "MERGE INTO d1 USING d2 ON d1.g = d2.k AND d2.w = 7 WHEN MATCHED THEN UPDATE SET (g, v) = (SELECT count(*), sum(w) FROM d2 x WHERE x.k = d1.g)",
 ]
 
 
