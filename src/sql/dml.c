@@ -1753,6 +1753,10 @@ static hs_status sublink_once(dctx *c, json_t *body, json_t **out, hs_error *err
     bool eq_any = type && !strcmp(type, "ANY_SUBLINK") &&
                   (!opn || (json_array_size(opn) == 1 && sq_str(json_array_get(opn, 0)) &&
                             !strcmp(sq_str(json_array_get(opn, 0)), "=")));
+    const char *tk;
+    json_t *tb;
+    if (eq_any && sq_node(json_object_get(body, "testexpr"), &tk, &tb) && !strcmp(tk, "RowExpr"))
+        return HS_OK;   /* (a, b) IN (...): the planner's row comparison */
     if (!type || (strcmp(type, "EXISTS_SUBLINK") && strcmp(type, "EXPR_SUBLINK") && !eq_any)) {
         if (type && (!strcmp(type, "ALL_SUBLINK") || !strcmp(type, "ANY_SUBLINK")))
             return HS_OK;

@@ -488,6 +488,8 @@ DML = [
     "WHEN MATCHED AND EXISTS (SELECT 1 FROM d1 y WHERE y.g = d1.g AND y.v > d1.v) THEN DELETE "
     "WHEN MATCHED THEN UPDATE SET v = -1",
     "MERGE INTO d1 USING d2 ON d1.g = d2.k WHEN MATCHED THEN UPDATE SET v = (SELECT w FROM d2 x WHERE x.k = d1.g)",
+    "DELETE FROM d1 WHERE (g, v) NOT IN (SELECT k, w FROM d2 WHERE w IS NOT NULL AND k IS NOT NULL)",
+    "UPDATE d1 SET v = 0 WHERE (g, v) IN (SELECT k, w - 1 FROM d2)",
     # SET (a, b) = (...): a row or a subquery's columns (0A000 on bd6bdf7)
     "UPDATE d1 SET (g, v) = (SELECT max(k), min(w) FROM d2 WHERE d2.k = d1.g)",
     "UPDATE d1 SET (v, g) = (g, v) WHERE g IS NOT NULL",
