@@ -1106,6 +1106,48 @@ static hs_status pair_batch(const dscope *sc, const hs_batch *L, const hs_batch 
     return st;
 }
 
+static bool has_sublink(const json_t *j, int depth)
+{
+    if (depth > 400 || !j)
+        return false;
+    const char *k;
+    json_t *b, *v;
+    if (sq_node(j, &k, &b) && !strcmp(k, "SubLink"))
+        return true;
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            if (has_sublink(json_array_get(j, i), depth + 1))
+                return true;
+    } else if (json_is_object(j)) {
+        const char *key;
+        json_object_foreach((json_t *)j, key, v)
+            if (has_sublink(v, depth + 1))
+                return true;
+    }
+    return false;
+}
+
+/* node (with subqueries that read the rows of b, named by sc) evaluated per
+ * row of b: *out a column of b->n_rows values (caller frees). */
+static hs_status eval_with_sublinks(dctx *c, const dscope *sc, const hs_batch *b, json_t *node,
+                                    hs_column **out, hs_error *err)
+{
+    const char **quals = hs_calloc((size_t)sc->n + 1, sizeof *quals);
+    bool *hidden = hs_calloc((size_t)sc->n + 1, sizeof *hidden);
+    hs_status st = quals && hidden ? HS_OK : hs_err_nomem(err, 64);
+    if (st == HS_OK && sc->n != b->n_cols)
+        st = hs_err_set(err, HS_INTERNAL, "correlated subqueries: %d names for %d columns", sc->n, b->n_cols);
+    for (int i = 0; st == HS_OK && i < sc->n; i++) {
+        quals[i] = sc->cols[i].qual;
+        hidden[i] = sc->cols[i].hidden;
+    }
+    if (st == HS_OK)
+        st = sq_eval_correlated(c->s, c->text, b, quals, hidden, &node, 1, out, err);
+    hs_free(quals);
+    hs_free(hidden);
+    return st;
+}
+
 /* Pairs (li, ri) of L x R for which cond (bound on sc: L's columns then
  * R's) is TRUE, in order of L then R.  Candidates come from a hash of R on
  * the equality conjuncts when there are any. */
@@ -1209,6 +1251,64 @@ static hs_status join_pairs(dctx *c, dscope *sc, const hs_batch *L, const hs_bat
 /* writing rows                                                        */
 
 /* Index of table column `name` in x->tschema, or -1. */
+/* join_pairs for a condition with subqueries (reading the target's and
+ * the source's columns): the conjuncts without any pair the rows, those
+ * with are evaluated per pair by the planner (sq_eval_correlated). */
+static hs_status join_pairs_sub(dctx *c, dscope *sc, const hs_batch *L, const hs_batch *R,
+                                json_t *cond, hs_buf *lo, hs_buf *ro, hs_error *err)
+{
+    if (!cond || !has_sublink(cond, 0))
+        return join_pairs(c, sc, L, R, cond, lo, ro, err);
+    const char *k;
+    json_t *b;
+    bool and = sq_node(cond, &k, &b) && !strcmp(k, "BoolExpr") && jstr(b, "boolop") &&
+               !strcmp(jstr(b, "boolop"), "AND_EXPR");
+    json_t *args = and ? json_object_get(b, "args") : NULL;
+    json_t *plain = json_array(), *subs = json_array();
+    hs_status st = plain && subs ? HS_OK : hs_err_nomem(err, 64);
+    for (size_t i = 0; st == HS_OK && i < (and ? json_array_size(args) : 1); i++) {
+        json_t *x = and ? json_array_get(args, i) : cond;
+        if (json_array_append(has_sublink(x, 0) ? subs : plain, x) != 0)
+            st = hs_err_nomem(err, 64);
+    }
+    json_t *pc = NULL, *sq = NULL;
+    if (st == HS_OK) {
+        pc = json_array_size(plain) == 0 ? NULL
+           : json_array_size(plain) == 1 ? json_incref(json_array_get(plain, 0))
+           : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", plain, "location", -1);
+        sq = json_array_size(subs) == 1 ? json_incref(json_array_get(subs, 0))
+           : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", subs, "location", -1);
+        if ((json_array_size(plain) && !pc) || !sq)
+            st = hs_err_nomem(err, 64);
+    }
+    hs_buf l0 = {0}, r0 = {0};
+    if (st == HS_OK)
+        st = join_pairs(c, sc, L, R, pc, &l0, &r0, err);
+    int64_t n = (int64_t)HS_VEC_LEN(&l0, int64_t);
+    hs_batch *pb = NULL;
+    hs_column *v = NULL;
+    if (st == HS_OK && n > 0)
+        st = pair_batch(sc, L, R, (const int64_t *)l0.data, (const int64_t *)r0.data, n, &pb, err);
+    if (st == HS_OK && n > 0)
+        st = eval_with_sublinks(c, sc, pb, sq, &v, err);
+    if (st == HS_OK && v && v->type != HS_TYPE_BOOL)
+        st = FAIL(c, HS_INVALID, "42804", -1, "argument of WHERE must be type boolean");
+    for (int64_t i = 0; st == HS_OK && v && i < n; i++)
+        if (hs_col_is_valid(v, i) && hs_bit_get(v->values.data, i) &&
+            (HS_VEC_PUSH(lo, int64_t, HS_VEC_AT(&l0, int64_t, i)) != HS_OK ||
+             HS_VEC_PUSH(ro, int64_t, HS_VEC_AT(&r0, int64_t, i)) != HS_OK))
+            st = hs_err_nomem(err, 16);
+    hs_col_free(v);
+    hs_batch_free(pb);
+    hs_buf_free(&l0);
+    hs_buf_free(&r0);
+    json_decref(pc);
+    json_decref(sq);
+    json_decref(plain);
+    json_decref(subs);
+    return st;
+}
+
 static int table_col(const txn *x, const char *name)
 {
     for (int i = 0; i < x->tschema.n_children; i++)
@@ -1391,6 +1491,60 @@ static hs_status returning_add(dctx *c, dscope *sc, const hs_batch *b, hs_error 
 /* UPDATE (and MERGE's UPDATE): pb is a batch in scope sc (the target's
  * columns first, as in g->rows) whose row k is target row trow[k]; SET
  * list `set`.  Deletes those target rows and adds their new versions. */
+/* The value of expression val (bound on sc) for the n rows of b, assigned
+ * to a column of type `to` (PostgreSQL's assignment rules, bind_assign);
+ * subqueries that read b's rows are evaluated per row by the planner and
+ * assigned as a column of their type. */
+static hs_status assign_column(dctx *c, json_t *val, dscope *sc, const hs_batch *b, const hs_field *to,
+                               int64_t n, hs_column **out, hs_error *err)
+{
+    ex_expr *e = NULL;
+    hs_status st;
+    if (!has_sublink(val, 0)) {
+        st = bind_assign(c, val, sc, to, to->name, true, &e, err);
+        if (st == HS_OK)
+            st = eval_assign(c, e, b, to, out, err);
+        ex_free(e);
+        return st;
+    }
+    if (n == 0)
+        return null_column(c, to, 0, out, err);
+    hs_column *v = NULL;
+    hs_batch *vb1 = NULL;
+    dscope one = {0};
+    hs_field vs, vf;
+    hs_field_init(&vs, "", HS_TYPE_STRUCT, false);
+    st = eval_with_sublinks(c, sc, b, val, &v, err);
+    if (st == HS_OK) {
+        hs_field_init(&vf, "\x01v", v->type, true);
+        st = hs_field_add_child(&vs, &vf) == HS_OK ? HS_OK : hs_err_nomem(err, 64);
+        if (st != HS_OK)
+            hs_field_clear(&vf);
+    }
+    json_t *ref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", "\x01v",
+                            "location", -1);
+    if (st == HS_OK && !ref)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK)
+        st = dscope_add(&one, &vs, NULL, 0, err);
+    if (st == HS_OK) {
+        hs_column *cv = v;
+        v = NULL;
+        st = mk_batch(&one.schema, &cv, 1, n, &vb1, err);   /* the scope's field ids */
+    }
+    if (st == HS_OK)
+        st = bind_assign(c, ref, &one, to, to->name, true, &e, err);
+    if (st == HS_OK)
+        st = eval_assign(c, e, vb1, to, out, err);
+    ex_free(e);
+    json_decref(ref);
+    hs_batch_free(vb1);
+    hs_col_free(v);
+    dscope_clear(&one);
+    hs_field_clear(&vs);
+    return st;
+}
+
 static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, const hs_batch *pb,
                                const int64_t *trow, int64_t n, json_t *set, hs_error *err)
 {
@@ -1411,11 +1565,7 @@ static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, con
             st = null_column(c, to, n, &nc[cols[k]], err);
             continue;
         }
-        ex_expr *e = NULL;
-        st = bind_assign(c, val, sc, to, to->name, true, &e, err);
-        if (st == HS_OK)
-            st = eval_assign(c, e, pb, to, &nc[cols[k]], err);
-        ex_free(e);
+        st = assign_column(c, val, sc, pb, to, n, &nc[cols[k]], err);
     }
     /* unchanged columns and the row ids come from the target rows */
     for (int i = 0; st == HS_OK && i < nt; i++)
@@ -1473,7 +1623,14 @@ static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, con
  *   x IN (SELECT c ...), x = ANY      x IN (v1, v2, ...) - the same NULL
  *                                     semantics - or false without rows
  *
- * A correlated subquery fails in planning (its outer column is unknown).
+ * A correlated subquery (one that fails run alone with 42703: it reads the
+ * target's columns), `x op ALL (...)` and `x op ANY (...)` but `= ANY` stay
+ * in the tree; the planner evaluates them per target row or per (target,
+ * source) pair (sq_eval_correlated: the decorrelated joins and the Apply
+ * of a SELECT, so PostgreSQL's results, 21000 included): UPDATE's SET and
+ * MERGE's INSERT values (assign_column), UPDATE / DELETE's WHERE
+ * (where_rows; with FROM / USING join_pairs_sub filters the pairs),
+ * MERGE's ON and WHEN conditions.
  */
 
 /* A typed literal: TypeCast('text' or NULL AS type of f). */
@@ -1583,6 +1740,36 @@ static hs_status sublink_value(dctx *c, json_t *body, json_t **out, hs_error *er
     return st;
 }
 
+/* sublink_value for a subquery that runs once; *out NULL (and no error)
+ * for one that reads the statement's rows (42703 run alone) or a form
+ * sublink_value does not inline (op ALL, op ANY but =): it stays in the
+ * tree, and where_rows / write_updates evaluate it per row through the
+ * planner (sq_eval_correlated). */
+static hs_status sublink_once(dctx *c, json_t *body, json_t **out, hs_error *err)
+{
+    *out = NULL;
+    const char *type = jstr(body, "subLinkType");
+    json_t *opn = json_object_get(body, "operName");
+    bool eq_any = type && !strcmp(type, "ANY_SUBLINK") &&
+                  (!opn || (json_array_size(opn) == 1 && sq_str(json_array_get(opn, 0)) &&
+                            !strcmp(sq_str(json_array_get(opn, 0)), "=")));
+    const char *tk;
+    json_t *tb;
+    if (eq_any && sq_node(json_object_get(body, "testexpr"), &tk, &tb) && !strcmp(tk, "RowExpr"))
+        return HS_OK;   /* (a, b) IN (...): the planner's row comparison */
+    if (!type || (strcmp(type, "EXISTS_SUBLINK") && strcmp(type, "EXPR_SUBLINK") && !eq_any)) {
+        if (type && (!strcmp(type, "ALL_SUBLINK") || !strcmp(type, "ANY_SUBLINK")))
+            return HS_OK;
+        return sublink_value(c, body, out, err);   /* reports the form */
+    }
+    hs_status st = sublink_value(c, body, out, err);
+    if (st == HS_NOT_FOUND) {
+        sq_fail_clear(c->s, err);
+        return HS_OK;
+    }
+    return st;
+}
+
 /* Replaces the SubLink nodes in j (a JSON tree the caller owns), not
  * descending into the subqueries themselves. */
 static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
@@ -1594,8 +1781,9 @@ static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
             json_t *b;
             if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
                 json_t *r = NULL;
-                HS_TRY(sublink_value(c, b, &r, err));
-                json_array_set_new(j, i, r);
+                HS_TRY(sublink_once(c, b, &r, err));
+                if (r)
+                    json_array_set_new(j, i, r);
             } else {
                 HS_TRY(inline_sublinks(c, v, err));
             }
@@ -1612,11 +1800,88 @@ static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
         json_t *b;
         if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
             json_t *r = NULL;
-            HS_TRY(sublink_value(c, b, &r, err));
-            json_object_set_new(j, key, r);
+            HS_TRY(sublink_once(c, b, &r, err));
+            if (r)
+                json_object_set_new(j, key, r);
         } else if (strcmp(key, "SubLink") != 0 && strcmp(key, "subselect") != 0) {
             HS_TRY(inline_sublinks(c, v, err));
         }
+    }
+    return HS_OK;
+}
+
+/* SET (a, b) = (x, y) and SET (a, b) = (SELECT x, y ...): each target's
+ * MultiAssignRef becomes its own value, x for a (a row's element, or the
+ * subquery reduced to that column; a set operation or `*` is read as a
+ * derived table), in place. */
+static hs_status split_multiassign(dctx *c, json_t *list, hs_error *err)
+{
+    for (size_t k = 0; k < json_array_size(list); k++) {
+        const char *kind;
+        json_t *rt, *mb;
+        if (!sq_node(json_array_get(list, k), &kind, &rt) || strcmp(kind, "ResTarget") ||
+            !sq_node(json_object_get(rt, "val"), &kind, &mb) || strcmp(kind, "MultiAssignRef"))
+            continue;
+        json_int_t colno = json_integer_value(json_object_get(mb, "colno"));
+        json_int_t ncol = json_integer_value(json_object_get(mb, "ncolumns"));
+        json_t *src = json_object_get(mb, "source"), *sb, *sel;
+        int loc = sq_loc(rt);
+        json_t *val = NULL;
+        if (colno < 1 || colno > ncol)
+            continue;
+        if (sq_node(src, &kind, &sb) && !strcmp(kind, "RowExpr")) {
+            json_t *args = json_object_get(sb, "args");
+            if ((json_int_t)json_array_size(args) != ncol)
+                return FAIL(c, HS_INVALID, "42601", loc, "number of columns does not match number of values");
+            val = json_deep_copy(json_array_get(args, (size_t)colno - 1));
+        } else if (sq_node(src, &kind, &sb) && !strcmp(kind, "SubLink") && jstr(sb, "subLinkType") &&
+                   !strcmp(jstr(sb, "subLinkType"), "EXPR_SUBLINK") &&
+                   sq_node(json_object_get(sb, "subselect"), &kind, &sel) && !strcmp(kind, "SelectStmt")) {
+            json_t *tl = json_object_get(sel, "targetList");
+            const char *op = jstr(sel, "op");
+            bool plain = (!op || !strcmp(op, "SETOP_NONE")) && !json_object_get(sel, "valuesLists");
+            bool star = false;
+            for (size_t i = 0; i < json_array_size(tl); i++) {
+                json_t *v = json_object_get(json_object_get(json_array_get(tl, i), "ResTarget"), "val");
+                json_t *f = json_object_get(json_object_get(v, "ColumnRef"), "fields");
+                star |= f && json_object_get(json_array_get(f, json_array_size(f) - 1), "A_Star");
+            }
+            json_t *q;
+            if (plain && !star) {
+                if ((json_int_t)json_array_size(tl) != ncol)
+                    return FAIL(c, HS_INVALID, "42601", loc, "number of columns does not match number of values");
+                q = json_deep_copy(sel);
+                if (q && json_object_set_new(q, "targetList",
+                                             json_pack("[O]", json_array_get(tl, (size_t)colno - 1))) != 0) {
+                    json_decref(q);
+                    q = NULL;
+                }
+            } else {
+                json_t *names = json_array();
+                for (json_int_t i = 1; names && i <= ncol; i++) {
+                    char nm[24];
+                    snprintf(nm, sizeof nm, "c%lld", (long long)i);
+                    json_array_append_new(names, json_pack("{s:{s:s}}", "String", "sval", nm));
+                }
+                char cn[24];
+                snprintf(cn, sizeof cn, "c%lld", (long long)colno);
+                q = names ? json_pack("{s:[{s:{s:{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}},s:i}}],"
+                                      "s:[{s:{s:{s:O},s:{s:s,s:o}}}],s:s,s:s}",
+                                      "targetList", "ResTarget", "val", "ColumnRef", "fields", "String", "sval",
+                                      "_hs_m", "String", "sval", cn, "location", -1, "location", -1,
+                                      "fromClause", "RangeSubselect", "subquery", "SelectStmt", sel,
+                                      "alias", "aliasname", "_hs_m", "colnames", names,
+                                      "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE")
+                          : NULL;
+            }
+            val = q ? json_pack("{s:{s:s,s:{s:o},s:i}}", "SubLink", "subLinkType", "EXPR_SUBLINK",
+                                "subselect", "SelectStmt", q, "location", sq_loc(sb))
+                    : NULL;
+        } else {
+            continue;   /* assign_targets reports it */
+        }
+        if (!val || json_object_set_new(rt, "val", val) != 0)
+            return hs_err_nomem(err, 64);
     }
     return HS_OK;
 }
@@ -1629,6 +1894,17 @@ static hs_status inline_body(dctx *c, const json_t *body, json_t **out, hs_error
     *out = json_deep_copy(body);
     if (!*out)
         return hs_err_nomem(err, 64);
+    hs_status sm = split_multiassign(c, json_object_get(*out, "targetList"), err);
+    for (size_t k = 0; sm == HS_OK && k < json_array_size(json_object_get(*out, "mergeWhenClauses")); k++) {
+        json_t *wc = json_object_get(json_array_get(json_object_get(*out, "mergeWhenClauses"), k),
+                                     "MergeWhenClause");
+        sm = split_multiassign(c, json_object_get(wc, "targetList"), err);
+    }
+    if (sm != HS_OK) {
+        json_decref(*out);
+        *out = NULL;
+        return sm;
+    }
     static const char *const keys[] = {"whereClause", "targetList", "joinCondition",
                                        "mergeWhenClauses", "returningList"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -1865,7 +2141,16 @@ static hs_status where_rows(dctx *c, dscope *sc, const target *g, json_t *where,
     if (!sel)
         return hs_err_nomem(err, (size_t)n);
     hs_status st = HS_OK;
-    if (where) {
+    if (where && has_sublink(where, 0)) {
+        /* correlated subqueries: the planner's, per row of the target */
+        hs_column *v = NULL;
+        st = n > 0 ? eval_with_sublinks(c, sc, g->rows, where, &v, err) : HS_OK;
+        if (st == HS_OK && v && v->type != HS_TYPE_BOOL)
+            st = FAIL(c, HS_INVALID, "42804", -1, "argument of WHERE must be type boolean");
+        for (int64_t i = 0; st == HS_OK && v && i < n; i++)
+            sel[i] = hs_col_is_valid(v, i) && hs_bit_get(v->values.data, i);
+        hs_col_free(v);
+    } else if (where) {
         ex_scope scope = scope_of(sc);
         ex_expr *e = NULL;
         int64_t m = 0;
@@ -1926,7 +2211,7 @@ static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     if (st == HS_OK && json_array_size(using)) {
         hs_buf lo = {0}, ro = {0}, keep = {0};
         if (st == HS_OK)
-            st = join_pairs(c, &sc, g.rows, S, where, &lo, &ro, err);
+            st = join_pairs_sub(c, &sc, g.rows, S, where, &lo, &ro, err);
         if (st == HS_OK)
             st = first_pairs(&lo, g.rows->n_rows, &keep, err);
         for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&keep, int64_t); k++) {
@@ -1983,7 +2268,7 @@ static hs_status exec_update(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     if (st == HS_OK && json_array_size(from)) {
         hs_buf lo = {0}, ro = {0}, keep = {0}, si = {0};
         if (st == HS_OK)
-            st = join_pairs(c, &sc, g.rows, S, where, &lo, &ro, err);
+            st = join_pairs_sub(c, &sc, g.rows, S, where, &lo, &ro, err);
         if (st == HS_OK)
             st = first_pairs(&lo, g.rows->n_rows, &keep, err);
         for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&keep, int64_t); k++) {
@@ -2136,7 +2421,7 @@ static hs_status exec_merge(dctx *c, txn *x, json_t *body, int64_t *count, hs_er
                          json_object_get(body, "joinCondition"), &g, &sc, &S, err);
     json_decref(items);
     if (st == HS_OK)
-        st = join_pairs(c, &sc, g.rows, S, json_object_get(body, "joinCondition"), &lo, &ro, err);
+        st = join_pairs_sub(c, &sc, g.rows, S, json_object_get(body, "joinCondition"), &lo, &ro, err);
     int64_t n_pairs = (int64_t)HS_VEC_LEN(&lo, int64_t);
     /* unmatched source rows: pairs with a null target */
     uint8_t *src_matched = st == HS_OK ? hs_calloc((size_t)S->n_rows + 1, 1) : NULL;
@@ -2181,7 +2466,16 @@ static hs_status exec_merge(dctx *c, txn *x, json_t *body, int64_t *count, hs_er
                 continue;
             json_t *cond = json_object_get(cb, "condition");
             int64_t m = 0;
-            if (cond) {
+            if (cond && has_sublink(cond, 0)) {
+                /* subqueries reading the pair: per row (planner) */
+                hs_column *v = NULL;
+                st = eval_with_sublinks(c, &sc, b, cond, &v, err);
+                if (st == HS_OK && v->type != HS_TYPE_BOOL)
+                    st = FAIL(c, HS_INVALID, "42804", -1, "argument of WHEN must be type boolean");
+                for (int64_t i = 0; st == HS_OK && i < n; i++)
+                    sel[i] = und[i] && hs_col_is_valid(v, i) && hs_bit_get(v->values.data, i);
+                hs_col_free(v);
+            } else if (cond) {
                 ex_scope scope = scope_of(&sc);
                 ex_expr *e = NULL;
                 st = ex_bind_json(cond, c->text, &scope, true, &e, err);
@@ -2284,11 +2578,7 @@ static hs_status exec_merge(dctx *c, txn *x, json_t *body, int64_t *count, hs_er
                 json_t *vb;
                 if (sq_node(v, &vk, &vb) && !strcmp(vk, "SetToDefault"))
                     continue;
-                ex_expr *e = NULL;
-                st = bind_assign(c, v, &sc, to, to->name, true, &e, err);
-                if (st == HS_OK)
-                    st = eval_assign(c, e, sub, to, &nc[map[j]], err);
-                ex_free(e);
+                st = assign_column(c, v, &sc, sub, to, m, &nc[map[j]], err);
             }
             for (int i = 0; st == HS_OK && i < nt; i++)
                 if (!nc[i])

@@ -295,7 +295,16 @@ static pl_walk_res visit_call(const json_t *j, void *ctx)
         append_once(c->arr, j);
         return PL_SKIP;
     }
-    return json_object_get(j, "SubLink") ? PL_SKIP : PL_DESCEND;
+    json_t *sl = json_object_get(j, "SubLink");
+    if (sl) {
+        /* the operand of `x op ANY/ALL (subquery)` is the block's own
+         * expression (HAVING max(v) = ALL (...)); the subquery is not */
+        json_t *x = json_object_get(sl, "testexpr");
+        if (x)
+            pl_walk(x, visit_call, c, 0);
+        return PL_SKIP;
+    }
+    return PL_DESCEND;
 }
 
 void  pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *), int depth)
@@ -304,7 +313,8 @@ void  pl_collect_calls(const json_t *j, json_t *arr, bool (*want)(const json_t *
     pl_walk(j, visit_call, &c, depth);
 }
 
-/* Aggregate calls under j (not inside subqueries), into arr. */
+/* Aggregate calls under j (not inside subqueries, but in the operand of
+ * x op ANY / ALL (subquery)), into arr. */
 void  pl_collect_aggs(const json_t *j, json_t *arr, int depth)
 {
     pl_collect_calls(j, arr, pl_is_agg_call, depth);
@@ -335,6 +345,15 @@ static pl_walk_res visit_sublink_noagg(const json_t *j, void *arr)
 void  pl_collect_sublinks_noagg(const json_t *j, json_t *arr, int depth)
 {
     pl_walk(j, visit_sublink_noagg, arr, depth);
+}
+
+static bool targets_aggregate(const json_t *sub)
+{
+    json_t *a = json_array();
+    pl_collect_aggs(pl_jget(sub, "targetList"), a, 0);
+    bool r = json_array_size(a) > 0 || pl_jget(sub, "havingClause") || pl_jget(sub, "groupClause");
+    json_decref(a);
+    return r;
 }
 
 /* Every column name (last part, lower case) the statement mentions, and
@@ -371,8 +390,9 @@ static void collect_names(planner *p, const json_t *j, int depth)
         if (sl && json_object_size(j) == 1 && pl_jstrv(sl, "subLinkType")
             && !strcmp(pl_jstrv(sl, "subLinkType"), "EXISTS_SUBLINK")
             && pl_is_kind(pl_jget(sl, "subselect"), "SelectStmt", &sub)
-            && !pl_jget(sub, "distinctClause")) {
-            /* EXISTS ignores its select list: its '*' reads no column */
+            && !pl_jget(sub, "distinctClause") && !targets_aggregate(sub)) {
+            /* EXISTS ignores its select list: its '*' reads no column
+             * (but aggregates make it one row and are computed) */
             const char *k;
             json_t *v;
             json_object_foreach(sub, k, v)
@@ -1139,6 +1159,158 @@ hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select, const 
     return st;
 }
 
+/* ---- expressions with correlated subqueries over given rows (dml.c) ----
+ * The rows become a VALUES relation (plus a hidden ordinal, since joins
+ * need not keep their order); each expression's subqueries attach to it as
+ * in a SELECT's WHERE or select list (decorrelated joins, the Apply), the
+ * expression becomes a column, and the values go back in the rows' order. */
+
+/* The input relation: b's columns and the ordinal, named as given. */
+static hs_status eval_input(planner *p, const hs_batch *b, const char *const *quals, const bool *hidden,
+                            rel *cur)
+{
+    hs_batch *in = hs_calloc(1, sizeof *in);
+    hs_status st = in ? hs_field_copy(&b->schema, &in->schema) : pl_nomem(p);
+    if (st == HS_OK) {
+        hs_field f;
+        hs_field_init(&f, "\x01ord", HS_TYPE_INT64, false);
+        f.field_id = in->schema.n_children + 1;
+        st = hs_field_add_child(&in->schema, &f) == HS_OK ? HS_OK : pl_nomem(p);
+        if (st != HS_OK)
+            hs_field_clear(&f);
+    }
+    if (st == HS_OK) {
+        in->cols = hs_calloc((size_t)b->n_cols + 2, sizeof *in->cols);
+        st = in->cols ? HS_OK : pl_nomem(p);
+    }
+    for (int c = 0; st == HS_OK && c < b->n_cols; c++) {
+        st = hs_col_slice(b->cols[c], 0, b->n_rows, &in->cols[c], p->err);
+        if (st == HS_OK)
+            in->n_cols++;
+    }
+    if (st == HS_OK)
+        st = hs_col_create(&in->schema.children[b->n_cols], b->n_rows, &in->cols[b->n_cols], p->err);
+    for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++)
+        st = hs_col_append_fixed(in->cols[b->n_cols], &i) == HS_OK ? HS_OK : pl_nomem(p);
+    if (st == HS_OK) {
+        in->n_cols++;
+        in->n_rows = b->n_rows;
+    } else {
+        hs_batch_free(in);
+        return st;
+    }
+    hs_field schema;
+    if (hs_field_copy(&in->schema, &schema) != HS_OK) {
+        hs_batch_free(in);
+        return pl_nomem(p);
+    }
+    st = xo_values(p->ctx, &schema, 1, &in, &cur->op, p->err);
+    hs_field_clear(&schema);
+    HS_TRY(st);
+    cur->cols = hs_calloc((size_t)b->n_cols + 2, sizeof *cur->cols);
+    if (!cur->cols)
+        return pl_nomem(p);
+    for (int c = 0; c <= b->n_cols; c++) {
+        bool ord = c == b->n_cols;
+        cur->cols[c].qual = ord ? NULL : pl_dup_or_null(quals[c]);
+        cur->cols[c].name = hs_strdup(ord ? "\x01ord" : b->schema.children[c].name);
+        cur->cols[c].hidden = ord || hidden[c];
+        cur->n++;
+        if (!cur->cols[c].name || (!ord && quals[c] && !cur->cols[c].qual))
+            return pl_nomem(p);
+    }
+    return HS_OK;
+}
+
+hs_status sq_eval_correlated(sq_session *s, const char *text, const hs_batch *b, const char *const *quals,
+                             const bool *hidden, json_t *const *nodes, int n, hs_column **outs, hs_error *err)
+{
+    for (int i = 0; i < n; i++)
+        outs[i] = NULL;
+    xo_ctx *ctx = NULL;
+    HS_TRY(sq_ctx_new(s, &ctx, err));
+    json_t *keep = json_array();   /* the planned copies: nmap borrows their nodes */
+    planner p;
+    hs_status st = keep ? HS_OK : hs_err_nomem(err, 0);
+    for (int i = 0; st == HS_OK && i < n; i++) {
+        json_t *h = json_pack("[o]", json_deep_copy(nodes[i]));
+        st = h && json_array_append_new(keep, h) == 0 ? HS_OK : hs_err_nomem(err, 0);
+    }
+    bool init = false;
+    if (st == HS_OK) {
+        st = planner_init(&p, s, ctx, keep, text, err);
+        init = st == HS_OK;
+    }
+    rel cur = {0};
+    nmap m = {0};
+    int *col = hs_calloc((size_t)n + 1, sizeof *col);
+    if (st == HS_OK && !col)
+        st = hs_err_nomem(err, 0);
+    if (st == HS_OK)
+        st = eval_input(&p, b, quals, hidden, &cur);
+    int ord = b->n_cols;
+    for (int i = 0; st == HS_OK && i < n; i++) {
+        json_t *h = json_array_get(keep, (size_t)i);
+        st = pl_attach_scalars(&p, &cur, &h, 1, &m, false);
+        if (st == HS_OK)
+            st = pl_rel_add_expr_in(&p, &cur, json_array_get(h, 0), &m, NULL, NULL, &col[i]);
+    }
+    /* run it: the ordinals and the values, then back into b's order */
+    hs_column *ords = NULL, **vals = hs_calloc((size_t)n + 1, sizeof *vals);
+    if (st == HS_OK && !vals)
+        st = hs_err_nomem(err, 0);
+    if (st == HS_OK)
+        st = hs_col_create(&cur.op->schema.children[ord], b->n_rows, &ords, err);
+    for (int i = 0; st == HS_OK && i < n; i++)
+        st = hs_col_create(&cur.op->schema.children[col[i]], b->n_rows, &vals[i], err);
+    while (st == HS_OK) {
+        hs_batch *o = NULL;
+        st = xo_next(cur.op, &o, err);
+        if (st != HS_OK || !o)
+            break;
+        st = hs_col_append_column(ords, o->cols[ord], err);
+        for (int i = 0; st == HS_OK && i < n; i++)
+            st = hs_col_append_column(vals[i], o->cols[col[i]], err);
+        hs_batch_free(o);
+    }
+    int64_t *pos = NULL;
+    if (st == HS_OK && ords->length != b->n_rows)
+        st = hs_err_set(err, HS_INTERNAL, "correlated subqueries: %lld rows for %lld",
+                        (long long)ords->length, (long long)b->n_rows);
+    if (st == HS_OK) {
+        pos = hs_malloc((size_t)b->n_rows * sizeof *pos + 1);
+        st = pos ? HS_OK : hs_err_nomem(err, 0);
+        for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++)
+            pos[i] = -1;
+        for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++) {
+            int64_t o = HS_COL_VALUES(ords, int64_t)[i];
+            if (o < 0 || o >= b->n_rows || pos[o] >= 0)
+                st = hs_err_set(err, HS_INTERNAL, "correlated subqueries: row %lld twice", (long long)o);
+            else
+                pos[o] = i;
+        }
+    }
+    for (int i = 0; st == HS_OK && i < n; i++)
+        st = hs_col_take(vals[i], pos, b->n_rows, &outs[i], err);
+    if (st != HS_OK)
+        for (int i = 0; i < n; i++) {
+            hs_col_free(outs[i]);
+            outs[i] = NULL;
+        }
+    hs_free(pos);
+    hs_col_free(ords);
+    for (int i = 0; vals && i < n; i++)
+        hs_col_free(vals[i]);
+    hs_free(vals);
+    hs_free(col);
+    pl_nmap_free(&m);
+    pl_rel_clear(&cur);
+    if (init)
+        planner_free(&p);
+    json_decref(keep);
+    sq_ctx_free(ctx);
+    return st;
+}
 
 static hs_status prefetch_next(xo_op *op, hs_batch **out, hs_error *err)
 {

@@ -40,6 +40,10 @@
  * The subquery may read CTEs of the enclosing statement: they are planned
  * again in each row's plan (see "the enclosing statement's CTEs" below).
  *
+ * A guard column (pl_apply_attach_guarded) makes the Apply lazy as
+ * PostgreSQL's CASE and COALESCE are: a row whose guard is not true gets
+ * NULL and the subquery does not run for it (nor, if constant, at all
+ * until a row reaches it).
  * plan_subq.c also sends here the correlated scalar subqueries that do not
  * decorrelate into a join exactly (correlation by inequality, outer
  * references in the select list or several levels down, LIMIT, a
@@ -71,6 +75,11 @@ typedef struct apply_op {
     bool array;               /* ARRAY(subquery): all rows' values as one list */
     bool constant;            /* the subquery reads no outer column: run once */
     hs_column *cached;        /* its value then (owned), after the first row */
+    bool lateral;             /* LATERAL (subquery) in FROM: all its rows and columns per row */
+    bool left;                /* LEFT JOIN LATERAL: a row without any gets NULLs */
+    int n_sub;                /* lateral: the subquery's columns */
+    int guard;                /* a BOOL column of the input: rows where it is not true get NULL
+                                 without running the subquery (CASE, COALESCE); -1 none */
 } apply_op;
 
 /* ---- which subqueries ---- */
@@ -240,6 +249,16 @@ hs_status pl_apply_outer_rel(planner *p, rel *out)
     return HS_OK;
 }
 
+hs_status pl_apply_with_row(planner *p, const rel *cur, hs_status (*fn)(planner *, void *), void *ctx)
+{
+    apply_row ar = {&cur->op->schema, cur->cols, cur->n, NULL};
+    const apply_row *saved = p->outer_row;
+    p->outer_row = &ar;
+    hs_status st = fn(p, ctx);
+    p->outer_row = saved;
+    return st;
+}
+
 /* Plans sub with the outer row ar; *out its one column. */
 static hs_status plan_for_row(planner *p, const json_t *sub, const apply_row *ar, rel *out)
 {
@@ -349,8 +368,11 @@ static hs_status apply_next(xo_op *op, hs_batch **out, hs_error *err)
     hs_column *col = NULL;
     hs_status st = hs_col_create(rf, in->n_rows, &col, err);
     for (int64_t i = 0; i < in->n_rows && st == HS_OK; i++) {
+        const hs_column *g = a->guard >= 0 ? in->cols[a->guard] : NULL;
         if (xo_cancelled(op->ctx))
             st = hs_err_set(err, HS_CANCELLED, "canceling statement due to user request");
+        else if (g && !(hs_col_is_valid(g, i) && hs_bit_get(g->values.data, i)))
+            st = hs_col_append_null(col) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
         else
             st = apply_value(a, in, i, col, err);
     }
@@ -396,6 +418,11 @@ static void apply_destroy(xo_op *op)
 }
 
 hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
+{
+    return pl_apply_attach_guarded(p, cur, sl, -1, col);
+}
+
+hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int guard, int *col)
 {
     json_t *sub = pl_jget(pl_jget(sl, "subselect"), "SelectStmt");
     int loc = sq_loc(sl);
@@ -517,6 +544,7 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
         return st;
     }
     a->s = p->s;
+    a->guard = guard >= 0 && guard < cur->n && cur->op->schema.children[guard].type == HS_TYPE_BOOL ? guard : -1;
     a->array = array;
     a->constant = constant;
     a->names = json_incref(p->names);
@@ -542,5 +570,270 @@ hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col)
     cur->cols = ncols;
     *col = cur->n;
     cur->n++;
+    return HS_OK;
+}
+
+/* ---- LATERAL (subquery) in FROM ----
+ *   FROM t1, LATERAL (SELECT k, count(*) FROM t2 WHERE t2.k < t1.g GROUP BY k) x
+ *   t1 LEFT JOIN LATERAL (SELECT max(w) FROM t2 WHERE t2.w > t1.v) x ON true
+ * A LATERAL subquery that plan_lateral.c does not decorrelate exactly
+ * (aggregates, GROUP BY / HAVING / DISTINCT, outer columns outside WHERE
+ * equalities, set operations, its own subqueries) runs here, per row of
+ * the FROM items before it, as the scalar Apply runs its subquery: the
+ * output is each outer row joined with every row the subquery gives for
+ * it, and for LEFT JOIN the outer row with NULLs when it gives none.  The
+ * subquery's columns are named by its alias (and column aliases). */
+
+static hs_status lateral_rows(apply_op *a, const hs_batch *in, int64_t i, hs_batch *acc, hs_error *err)
+{
+    hs_batch row = {0};
+    row.n_cols = in->n_cols;
+    row.n_rows = 1;
+    row.cols = hs_calloc((size_t)in->n_cols + 1, sizeof *row.cols);
+    if (!row.cols)
+        return hs_err_nomem(err, 0);
+    hs_status st = HS_OK;
+    for (int c = 0; c < in->n_cols && st == HS_OK; c++)
+        st = hs_col_slice(in->cols[c], i, 1, &row.cols[c], err);
+    planner p = {.s = a->s, .ctx = a->rctx, .text = a->text, .err = err, .names = a->names,
+                 .all_columns = a->all_columns, .depth = a->depth};
+    apply_row ar = {&a->op.children[0]->schema, a->cols, a->n, &row};
+    int mark = sq_ctx_keep_mark(a->rctx);
+    rel s = {0};
+    bool ok;
+    cte *ctes = ctes_fresh(a->ctes, a->n_ctes, &ok);
+    p.ctes = ctes;
+    if (st == HS_OK && !ok)
+        st = hs_err_nomem(err, 0);
+    if (st == HS_OK) {
+        const apply_row *saved = p.outer_row;
+        p.outer_row = &ar;
+        json_t *copy = json_deep_copy(a->sub);
+        st = copy ? pl_plan_select(&p, copy, &s) : hs_err_nomem(err, 0);
+        json_decref(copy);
+        p.outer_row = saved;
+        if (st == HS_OK && s.op->schema.n_children != a->n_sub)
+            st = hs_err_set(err, HS_INTERNAL, "LATERAL subquery: %d columns, planned with %d",
+                            s.op->schema.n_children, a->n_sub);
+    }
+    int64_t seen = 0;
+    int64_t *idx = NULL;
+    while (st == HS_OK) {
+        hs_batch *o = NULL;
+        st = xo_next(s.op, &o, err);
+        if (st != HS_OK || !o)
+            break;
+        if (o->n_rows > 0) {
+            hs_free(idx);
+            idx = hs_malloc((size_t)o->n_rows * sizeof *idx);
+            if (!idx)
+                st = hs_err_nomem(err, 0);
+            for (int64_t r = 0; st == HS_OK && r < o->n_rows; r++)
+                idx[r] = 0;
+            for (int c = 0; st == HS_OK && c < in->n_cols; c++) {
+                hs_column *t = NULL;
+                st = hs_col_take(row.cols[c], idx, o->n_rows, &t, err);
+                if (st == HS_OK)
+                    st = hs_col_append_column(acc->cols[c], t, err);
+                hs_col_free(t);
+            }
+            for (int c = 0; st == HS_OK && c < a->n_sub; c++)
+                st = hs_col_append_column(acc->cols[in->n_cols + c], o->cols[c], err);
+            if (st == HS_OK) {
+                acc->n_rows += o->n_rows;
+                seen += o->n_rows;
+            }
+        }
+        hs_batch_free(o);
+        if (st == HS_OK && xo_cancelled(a->op.ctx))
+            st = hs_err_set(err, HS_CANCELLED, "canceling statement due to user request");
+    }
+    if (st == HS_OK && seen == 0 && a->left) {
+        for (int c = 0; st == HS_OK && c < in->n_cols; c++)
+            st = hs_col_append_column(acc->cols[c], row.cols[c], err);
+        for (int c = 0; st == HS_OK && c < a->n_sub; c++)
+            st = hs_col_append_null(acc->cols[in->n_cols + c]) == HS_OK ? HS_OK : hs_err_nomem(err, 0);
+        if (st == HS_OK)
+            acc->n_rows++;
+    }
+    hs_free(idx);
+    pl_rel_clear(&s);
+    ctes_fresh_free(ctes, a->n_ctes);
+    sq_ctx_keep_release(a->rctx, mark);
+    for (int c = 0; c < in->n_cols; c++)
+        hs_col_free(row.cols[c]);
+    hs_free(row.cols);
+    return st;
+}
+
+static hs_status lateral_next(xo_op *op, hs_batch **out, hs_error *err)
+{
+    apply_op *a = (apply_op *)op;
+    *out = NULL;
+    for (;;) {
+        hs_batch *in = NULL;
+        HS_TRY(xo_next(op->children[0], &in, err));
+        if (!in)
+            return HS_OK;
+        hs_batch *acc = NULL;
+        hs_status st = hs_batch_create(&op->schema, in->n_rows, &acc, err);
+        for (int64_t i = 0; i < in->n_rows && st == HS_OK; i++) {
+            if (xo_cancelled(op->ctx))
+                st = hs_err_set(err, HS_CANCELLED, "canceling statement due to user request");
+            else
+                st = lateral_rows(a, in, i, acc, err);
+        }
+        hs_batch_free(in);
+        if (st != HS_OK) {
+            hs_batch_free(acc);
+            return st;
+        }
+        if (acc->n_rows > 0) {
+            *out = acc;
+            return HS_OK;
+        }
+        hs_batch_free(acc);
+    }
+}
+
+/* The subquery planned without rows: *schema (caller clears) its columns'
+ * types, *names (caller frees with pl_qcols_free, *n of them) their names. */
+static hs_status lateral_plan_empty(planner *p, rel *cur, const json_t *sub, cte *defs, int n_defs,
+                                    hs_field *schema, qcol **names, int *n)
+{
+    apply_row ar = {&cur->op->schema, cur->cols, cur->n, NULL};
+    bool ok;
+    cte *saved = p->ctes, *fresh = ctes_fresh(defs, n_defs, &ok);
+    const apply_row *saved_row = p->outer_row;
+    p->ctes = fresh;
+    p->outer_row = &ar;
+    json_t *copy = ok ? json_deep_copy(sub) : NULL;
+    rel s = {0};
+    hs_status st = copy ? pl_plan_select(p, copy, &s) : pl_nomem(p);
+    json_decref(copy);
+    p->outer_row = saved_row;
+    p->ctes = saved;
+    *names = NULL;
+    *n = 0;
+    if (st == HS_OK && hs_field_copy(&s.op->schema, schema) != HS_OK)
+        st = pl_nomem(p);
+    if (st == HS_OK) {
+        *names = s.cols;
+        *n = s.n;
+        s.cols = NULL;
+        s.n = 0;
+    }
+    pl_rel_clear(&s);   /* before the CTEs whose rows it may read */
+    ctes_fresh_free(fresh, n_defs);
+    return st;
+}
+
+hs_status pl_apply_lateral(planner *p, rel *cur, const json_t *rs, bool left)
+{
+    json_t *sub = pl_jget(pl_jget(rs, "subquery"), "SelectStmt");
+    json_t *alias = pl_jget(rs, "alias");
+    const char *an = alias ? pl_jstrv(alias, "aliasname") : NULL;
+    int loc = pl_first_loc(rs, 0);
+    if (!sub)
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "unsupported LATERAL subquery");
+    cte *defs;
+    int n_defs;
+    HS_TRY(ctes_keep(p, p->ctes, &defs, &n_defs));
+    hs_field sch = {0};
+    qcol *snames = NULL;
+    int ns = 0;
+    hs_status st = lateral_plan_empty(p, cur, sub, defs, n_defs, &sch, &snames, &ns);
+    json_t *colnames = alias ? pl_jget(alias, "colnames") : NULL;
+    if (st == HS_OK && json_array_size(colnames) > (size_t)ns)
+        st = pl_fail(p, HS_INVALID, "42P10", loc, "table \"%s\" has %d columns available but %d columns specified",
+                     an ? an : "", ns, (int)json_array_size(colnames));
+    apply_op *a = st == HS_OK ? hs_calloc(1, sizeof *a) : NULL;
+    xo_op **kids = a ? hs_calloc(1, sizeof *kids) : NULL;
+    qcol *ncols = a ? hs_calloc((size_t)(cur->n + ns) + 1, sizeof *ncols) : NULL;
+    if (st == HS_OK && (!a || !kids || !ncols))
+        st = pl_nomem(p);
+    if (st == HS_OK && hs_field_copy(&cur->op->schema, &a->op.schema) != HS_OK)
+        st = pl_nomem(p);
+    for (int c = 0; st == HS_OK && c < ns; c++) {
+        hs_field f;
+        if (hs_field_copy(&sch.children[c], &f) != HS_OK) {
+            st = pl_nomem(p);
+            break;
+        }
+        f.nullable = true;
+        f.field_id = a->op.schema.n_children + 1;
+        if (hs_field_add_child(&a->op.schema, &f) != HS_OK) {
+            hs_field_clear(&f);
+            st = pl_nomem(p);
+        }
+    }
+    if (st == HS_OK) {
+        a->cols = hs_calloc((size_t)cur->n + 1, sizeof *a->cols);
+        a->text = hs_strdup(p->text ? p->text : "");
+        a->sub = json_deep_copy(sub);
+        if (!a->cols || !a->text || !a->sub)
+            st = pl_nomem(p);
+    }
+    if (st == HS_OK)
+        st = sq_ctx_new_serial(p->ctx, &a->rctx, p->err);
+    if (a) {
+        a->ctes = defs;   /* apply_destroy frees them from here on */
+        a->n_ctes = n_defs;
+    } else {
+        ctes_free(defs, n_defs);
+    }
+    for (int i = 0; st == HS_OK && i < cur->n; i++) {
+        a->cols[i].qual = pl_dup_or_null(cur->cols[i].qual);
+        a->cols[i].name = pl_dup_or_null(cur->cols[i].name);
+        a->cols[i].hidden = cur->cols[i].hidden;
+        a->n++;
+        if ((cur->cols[i].qual && !a->cols[i].qual) || (cur->cols[i].name && !a->cols[i].name))
+            st = pl_nomem(p);
+    }
+    /* the new columns' names: the alias's column list first */
+    for (int c = 0; st == HS_OK && c < ns; c++) {
+        const char *cn = c < (int)json_array_size(colnames) ? sq_str(json_array_get(colnames, (size_t)c)) : NULL;
+        ncols[cur->n + c].qual = pl_dup_or_null(an);
+        ncols[cur->n + c].name = hs_strdup(cn ? cn : snames[c].name ? snames[c].name : "");
+        ncols[cur->n + c].hidden = snames[c].hidden;
+        if (!ncols[cur->n + c].name || (an && !ncols[cur->n + c].qual))
+            st = pl_nomem(p);
+    }
+    hs_field_clear(&sch);
+    pl_qcols_free(snames, ns);
+    if (st != HS_OK) {
+        if (a) {
+            hs_field_clear(&a->op.schema);
+            apply_destroy(&a->op);
+        }
+        hs_free(a);
+        hs_free(kids);
+        if (ncols)
+            pl_qcols_free(ncols + cur->n, ns);   /* the new names only */
+        hs_free(ncols);
+        return st;
+    }
+    a->s = p->s;
+    a->lateral = true;
+    a->left = left;
+    a->n_sub = ns;
+    a->guard = -1;
+    a->names = json_incref(p->names);
+    a->all_columns = p->all_columns;
+    a->depth = p->depth;
+    kids[0] = cur->op;
+    a->op.name = "LateralApply";
+    a->op.ctx = cur->op->ctx;
+    a->op.n_children = 1;
+    a->op.children = kids;
+    a->op.next = lateral_next;
+    a->op.destroy = apply_destroy;
+    a->op.detail = hs_strdup(left ? "LEFT JOIN LATERAL subquery planned and run per outer row"
+                                  : "LATERAL subquery planned and run per outer row");
+    memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
+    hs_free(cur->cols);
+    cur->cols = ncols;
+    cur->n += ns;
+    cur->op = &a->op;
     return HS_OK;
 }

@@ -17,11 +17,16 @@
  *   plan_stmt.c    EXPLAIN [ANALYZE], CREATE INDEX / DROP INDEX
  *   plan_srf.c     set-returning functions (unnest, generate_series) in
  *                  the select list and in FROM, lateral ones included
- *   plan_lateral.c correlated LATERAL subqueries in FROM as joins
+ *   plan_lateral.c correlated LATERAL subqueries in FROM as joins (the
+ *                  others marked to run per row)
  *   plan_apply.c   subqueries over FROM functions of the outer row
  *                  (unnest(t.arr), generate_series(1, t.n)), correlated
- *                  ones no join answers exactly, ARRAY(subquery): an
- *                  Apply operator that plans and runs them once per outer row
+ *                  ones no join answers exactly, ARRAY(subquery), lazy ones
+ *                  of CASE / COALESCE: an Apply operator that plans and runs
+ *                  them once per outer row; LATERAL subqueries that are not
+ *                  joins (LateralApply: all their rows per outer row)
+ *   plan.c         also sq_eval_correlated: expressions with subqueries
+ *                  over given rows, for UPDATE / DELETE / MERGE (dml.c)
  *
  * plan.c's header comment describes how a SELECT is planned.
  */
@@ -341,7 +346,24 @@ bool pl_apply_needed(const json_t *sub);
  * edited in place). */
 HS_MUST_USE hs_status pl_stats_numeric(planner *p, const rel *cur, const json_t *sel);
 HS_MUST_USE hs_status pl_apply_attach(planner *p, rel *cur, const json_t *sl, int *col);
+/* plan_subq.c: the conjuncts with subqueries of inner joins' ON (not under
+ * an outer join's nullable side) moved to sel's WHERE, in place. */
+HS_MUST_USE hs_status pl_on_subqueries_to_where(planner *p, json_t *sel);
+/* plan_subq.c: in the subqueries under j, outer column references to the
+ * group keys absent (ColumnRefs) from a grouping set's branch become NULL. */
+HS_MUST_USE hs_status pl_sub_null_absent(planner *p, json_t *j, const json_t *absent);
+/* pl_apply_attach, the subquery run only for rows whose BOOL column guard
+ * of cur is true (the others get NULL): CASE / COALESCE's laziness */
+HS_MUST_USE hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int guard, int *col);
 HS_MUST_USE hs_status pl_apply_outer_rel(planner *p, rel *out);
+/* plan_apply.c: joins cur with the LATERAL subquery of RangeSubselect body
+ * rs, planned and run per row of cur (LEFT: NULLs for a row without any);
+ * its columns are appended, named by rs's alias. */
+HS_MUST_USE hs_status pl_apply_lateral(planner *p, rel *cur, const json_t *rs, bool left);
+/* plan_apply.c: fn(p, ctx) with p->outer_row an outer row of cur's columns
+ * and no rows, as pl_apply_attach first plans (a subquery's FROM for its names). */
+HS_MUST_USE hs_status pl_apply_with_row(planner *p, const rel *cur, hs_status (*fn)(planner *, void *),
+                                        void *ctx);
 HS_MUST_USE hs_status pl_plan_query(planner *p, const json_t *sel, rel *out);
 const char *pl_cast_type(const json_t *j, const char **val);
 json_t *pl_mk_op(const char *op, json_t *l, json_t *r);

@@ -18,12 +18,14 @@
  * CROSS JOIN LATERAL and `, LATERAL (...)` are inner joins (the conditions
  * go to ON or to WHERE), LEFT JOIN LATERAL a left join.
  *
- * Refused with 0A000, never planned differently: outer references anywhere
- * but such equalities (select list, ORDER BY, other conditions), aggregates,
- * GROUP BY, HAVING, DISTINCT, set operations, window functions or CTEs in
- * the subquery, ORDER BY positions, non-constant LIMIT/OFFSET, and `*` over
- * the lateral subquery in the outer select list (it would show the key
- * columns).  Outer columns must be qualified (`d.k`): an unqualified name
+ * Every other correlated LATERAL subquery — outer references anywhere but
+ * such equalities (select list, ORDER BY, FROM functions, its own
+ * subqueries), aggregates, GROUP BY, HAVING, DISTINCT, set operations,
+ * window functions or CTEs in it — is marked hs_lateral_apply and runs per
+ * outer row (plan_apply.c pl_apply_lateral, reached through
+ * plan_srf.c's lateral items).  Refused with 0A000: ORDER BY positions,
+ * non-constant LIMIT/OFFSET in the join form, and `*` over the decorrelated
+ * subquery in the outer select list (it would show the key columns).  Outer columns must be qualified (`d.k`): an unqualified name
  * is the subquery's own, as PostgreSQL resolves it first.
  *
  * The rewrite edits the statement's parse tree in place, once (the LATERAL
@@ -204,28 +206,24 @@ static hs_status rewrite_one(planner *p, json_t *rs, json_t **cond)
     int any = refs(&c, sb, 0) | (sublink_outer(&c, sb, 0) ? 2 : 0);
     if (!(any & 2))
         return HS_OK; /* not correlated: a plain subquery */
-    if (!simple)
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
-                       "LATERAL subqueries with GROUP BY, HAVING, DISTINCT, set operations, WITH or "
-                       "window functions are not supported");
     if (!an)
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "a LATERAL subquery needs an alias");
+        return pl_fail(p, HS_INVALID, "42601", loc, "subquery in FROM must have an alias");
     json_t *tl = pl_jget(sb, "targetList"), *sort = pl_jget(sb, "sortClause");
-    if ((refs(&c, tl, 0) & 2) || (refs(&c, sort, 0) & 2) || sublink_outer(&c, tl, 0) ||
-        sublink_outer(&c, sort, 0) || (refs(&c, from, 0) & 2))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc,
-                       "LATERAL subqueries may reference outer columns only in WHERE equalities "
-                       "(inner = outer)");
+    bool apply = !simple || pl_jget(sb, "valuesLists") || (refs(&c, tl, 0) & 2) || (refs(&c, sort, 0) & 2) ||
+                 sublink_outer(&c, tl, 0) ||
+                 sublink_outer(&c, sort, 0) || (refs(&c, from, 0) & 2);
     /* aggregates in the select list: count(*) of no rows would be one row */
-    for (size_t i = 0; i < json_array_size(tl); i++) {
+    for (size_t i = 0; i < json_array_size(tl) && !apply; i++) {
         json_t *fcs = json_array();
         if (!fcs)
             return pl_nomem(p);
         pl_collect_aggs(json_array_get(tl, i), fcs, 0);
-        size_t na = json_array_size(fcs);
+        apply = json_array_size(fcs) > 0;
         json_decref(fcs);
-        if (na)
-            return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "aggregates in a correlated LATERAL subquery are not supported");
+    }
+    if (apply) {
+        /* not a join exactly: run per outer row (plan_apply.c pl_apply_lateral) */
+        return json_object_set_new(rs, "hs_lateral_apply", json_true()) == 0 ? HS_OK : pl_nomem(p);
     }
     /* the WHERE conjuncts: keys and the rest */
     json_t *conj = json_array(), *rest = NULL, *keys_in = json_array(), *keys_out = json_array();
@@ -267,20 +265,28 @@ static hs_status rewrite_one(planner *p, json_t *rs, json_t **cond)
                 continue;
             }
         }
-        st = pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(x, 0),
-                     "LATERAL subqueries may reference outer columns only in WHERE equalities "
-                     "(inner = outer)");
+        apply = true;   /* another correlated condition: per outer row */
+        break;
     }
     size_t nk = json_array_size(keys_in);
-    if (st == HS_OK && nk > LAT_MAX_KEYS)
-        st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "more than %d correlation keys in a LATERAL subquery", LAT_MAX_KEYS);
     long long lim = -1, off = 0;
     json_t *lc = pl_jget(sb, "limitCount"), *lo = pl_jget(sb, "limitOffset");
     const char *lopt = pl_jstrv(sb, "limitOption");
-    if (st == HS_OK && lopt && !strcmp(lopt, "LIMIT_OPTION_WITH_TIES"))
-        st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "FETCH ... WITH TIES is not supported");
-    if (st == HS_OK && ((lc && !const_int(lc, &lim)) || (lo && !const_int(lo, &off))))
-        st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "LIMIT and OFFSET of a LATERAL subquery must be constants");
+    if (nk > LAT_MAX_KEYS || (lopt && !strcmp(lopt, "LIMIT_OPTION_WITH_TIES")) ||
+        (lc && !const_int(lc, &lim)) || (lo && !const_int(lo, &off)))
+        apply = true;
+    for (size_t i = 0; !apply && (lc || lo) && i < json_array_size(sort); i++) {
+        json_t *n = pl_jget(pl_jget(json_array_get(sort, i), "SortBy"), "node");
+        apply = pl_is_kind(n, "A_Const", NULL) ||
+                json_is_object(pl_jget(pl_jget(json_array_get(sort, i), "SortBy"), "useOp"));
+    }
+    if (st == HS_OK && apply) {
+        json_decref(rest);
+        json_decref(conj);
+        json_decref(keys_in);
+        json_decref(keys_out);
+        return json_object_set_new(rs, "hs_lateral_apply", json_true()) == 0 ? HS_OK : pl_nomem(p);
+    }
     if (st == HS_OK && (lim < -1 || off < -1))
         st = pl_fail(p, HS_INVALID, lim < -1 ? "2201W" : "2201X", loc, "%s must not be negative",
                      lim < -1 ? "LIMIT" : "OFFSET");
@@ -372,7 +378,32 @@ static hs_status walk(planner *p, json_t *sel, json_t *item, json_t **where_add,
     if (depth > 200)
         return HS_OK;
     if (pl_is_kind(item, "JoinExpr", &b)) {
-        HS_TRY(walk(p, sel, pl_jget(b, "larg"), where_add, depth + 1));
+        json_t *l = pl_jget(b, "larg"), *lb;
+        const char *ljt = pl_jstrv(b, "jointype");
+        if (pl_is_kind(l, "RangeSubselect", &lb) && json_is_true(pl_jget(lb, "lateral")) &&
+            (!ljt || !strcmp(ljt, "JOIN_INNER") || !strcmp(ljt, "JOIN_LEFT"))) {
+            /* `FROM a, LATERAL (...) x JOIN ...`: x's join conditions filter
+             * its (preserved) rows: WHERE conjuncts */
+            json_t *cond;
+            HS_TRY(rewrite_one(p, lb, &cond));
+            json_t *cb = pl_jget(cond, "BoolExpr");
+            json_t *args = pl_jget(cb, "args");
+            for (size_t k = 0; k < json_array_size(args); k++)
+                if (!and_add(where_add, json_incref(json_array_get(args, k)))) {
+                    json_decref(cond);
+                    return pl_nomem(p);
+                }
+            json_decref(cond);
+        } else {
+            HS_TRY(walk(p, sel, l, where_add, depth + 1));
+        }
+        json_t *r0 = pl_jget(b, "rarg"), *rb0;
+        if (pl_is_kind(l, "RangeSubselect", &lb) && json_is_true(pl_jget(lb, "hs_lateral_apply")) &&
+            pl_is_kind(r0, "RangeSubselect", &rb0) && pl_jget(rb0, "alias")) {
+            /* x runs per row: a subquery joined to it runs per row after it */
+            json_object_del(rb0, "lateral");
+            return json_object_set_new(rb0, "hs_lateral_apply", json_true()) == 0 ? HS_OK : pl_nomem(p);
+        }
         json_t *r = pl_jget(b, "rarg"), *rb;
         if (pl_is_kind(r, "RangeSubselect", &rb) && json_is_true(pl_jget(rb, "lateral"))) {
             const char *jt = pl_jstrv(b, "jointype");

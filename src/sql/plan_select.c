@@ -87,13 +87,58 @@ static const char *target_name(const json_t *rt)
 /* constants                                                           */
 
 /* An integer constant (LIMIT, OFFSET, positions): *null for NULL/ALL. */
+/* LIMIT / OFFSET as an expression: evaluated
+ * once, as `SELECT (e)::bigint` (PostgreSQL runs an uncorrelated
+ * subquery there once too); a column of the query is 42P10. */
+static pl_walk_res visit_var(const json_t *j, void *ctx)
+{
+    (void)ctx;
+    if (json_object_get(j, "SubLink"))
+        return PL_SKIP;
+    return json_object_get(j, "ColumnRef") ? PL_STOP : PL_DESCEND;
+}
+
+static hs_status int_expr(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
+{
+    int loc = pl_node_loc(j);
+    if (strcmp(what, "LIMIT") && strcmp(what, "OFFSET"))
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s must be an integer constant", what);
+    if (pl_walk(j, visit_var, NULL, 0))
+        return pl_fail(p, HS_INVALID, "42P10", loc, "argument of %s must not contain variables", what);
+    json_t *sel = json_pack("{s:[{s:{s:{s:{s:O,s:{s:[{s:{s:s}},{s:{s:s}}],s:i,s:i},s:i}},s:i}}],s:s,s:s}",
+                            "targetList", "ResTarget", "val", "TypeCast", "arg", j, "typeName",
+                            "names", "String", "sval", "pg_catalog", "String", "sval", "int8", "typemod", -1,
+                            "location", -1, "location", -1, "location", -1,
+                            "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE");
+    if (!sel)
+        return pl_nomem(p);
+    rel r = {0};
+    const void *saved_row = p->outer_row;
+    p->outer_row = NULL;
+    hs_status st = pl_plan_select(p, sel, &r);
+    p->outer_row = saved_row;
+    json_decref(sel);
+    hs_batch *b = NULL;
+    if (st == HS_OK)
+        st = xo_next(r.op, &b, p->err);
+    if (st == HS_OK && (!b || b->n_rows != 1 || b->n_cols < 1 || b->cols[0]->type != HS_TYPE_INT64))
+        st = pl_fail(p, HS_INTERNAL, "XX000", loc, "%s: the expression gave no value", what);
+    if (st == HS_OK) {
+        *null = !hs_col_is_valid(b->cols[0], 0);
+        *out = *null ? 0 : HS_COL_VALUES(b->cols[0], int64_t)[0];
+    }
+    hs_batch_free(b);
+    pl_rel_clear(&r);
+    return st;
+}
+
 static hs_status int_const(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
 {
     json_t *b;
     *null = false;
     int loc = pl_node_loc(j);
     if (!pl_is_kind(j, "A_Const", &b))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s must be an integer constant", what);
+        return int_expr(p, j, what, out, null);
     if (json_is_true(pl_jget(b, "isnull"))) {
         *null = true;
         return HS_OK;
@@ -770,7 +815,17 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
                 json_array_append(absent, e);
         null_absent(pl_jget(b, "targetList"), absent, 0);
         null_absent(pl_jget(b, "havingClause"), absent, 0);
+        /* and where subqueries read them as outer columns (the FROM
+         * planned for their names: b's own, not yet rewritten) */
+        if (st == HS_OK && json_array_size(absent) > 0)
+            st = pl_sub_null_absent(p, pl_jget(b, "targetList"), absent);
+        if (st == HS_OK && json_array_size(absent) > 0)
+            st = pl_sub_null_absent(p, pl_jget(b, "havingClause"), absent);
         json_decref(absent);
+        if (st != HS_OK) {
+            json_decref(b);
+            break;
+        }
         if (!u) {
             u = b;
         } else {
@@ -799,6 +854,55 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
 }
 
 static hs_status plan_block(planner *p, const json_t *sel, rel *out);
+static hs_status plan_setop(planner *p, const json_t *sel, rel *out);
+
+/* VALUES reading the enclosing row of an Apply ((VALUES (t1.v), (1)) in a
+ * correlated subquery): SELECT e1 AS column1, ... UNION ALL ..., whose
+ * blocks see that row as any block under the Apply does. */
+static hs_status plan_values_outer(planner *p, const json_t *sel, rel *out)
+{
+    json_t *rows = pl_jget(sel, "valuesLists");
+    size_t nc = json_array_size(pl_jget(pl_jget(json_array_get(rows, 0), "List"), "items"));
+    json_t *u = NULL;
+    for (size_t r = 0; r < json_array_size(rows); r++) {
+        json_t *items = pl_jget(pl_jget(json_array_get(rows, r), "List"), "items");
+        if (json_array_size(items) != nc) {
+            json_decref(u);
+            return pl_fail(p, HS_INVALID, "42601", pl_first_loc(json_array_get(rows, r), 0),
+                           "VALUES lists must all be the same length");
+        }
+        json_t *tl = json_array();
+        for (size_t c = 0; tl && c < nc; c++) {
+            char nm[32];
+            snprintf(nm, sizeof nm, "column%zu", c + 1);
+            if (json_array_append_new(tl, json_pack("{s:{s:s,s:O,s:i}}", "ResTarget", "name", nm, "val",
+                                                    json_array_get(items, c), "location", -1)) != 0) {
+                json_decref(tl);
+                tl = NULL;
+            }
+        }
+        json_t *b = tl ? json_pack("{s:o,s:s,s:s}", "targetList", tl, "limitOption", "LIMIT_OPTION_DEFAULT",
+                                   "op", "SETOP_NONE") : NULL;
+        json_t *nu = !b ? NULL : !u ? b
+                   : json_pack("{s:s,s:b,s:{s:o},s:{s:o},s:s}", "op", "SETOP_UNION", "all", 1, "larg",
+                               "SelectStmt", u, "rarg", "SelectStmt", b, "limitOption", "LIMIT_OPTION_DEFAULT");
+        if (!nu) {
+            if (!b)
+                json_decref(u);
+            return pl_nomem(p);
+        }
+        u = nu;
+    }
+    static const char *const keep[] = {"sortClause", "limitCount", "limitOffset", "limitOption"};
+    for (size_t k = 0; u && pl_jget(u, "op") && strcmp(pl_jstrv(u, "op"), "SETOP_NONE") &&
+                       k < sizeof keep / sizeof keep[0]; k++)
+        if (pl_jget(sel, keep[k]))
+            json_object_set(u, keep[k], pl_jget(sel, keep[k]));
+    hs_status st = !u ? pl_plan_select(p, sel, out)   /* no rows: cannot be */
+                 : strcmp(pl_jstrv(u, "op"), "SETOP_NONE") ? plan_setop(p, u, out) : plan_block(p, u, out);
+    json_decref(u);
+    return st;
+}
 
 hs_status  pl_plan_select(planner *p, const json_t *sel, rel *out)
 {
@@ -819,6 +923,8 @@ hs_status  pl_plan_select(planner *p, const json_t *sel, rel *out)
     } else if (st == HS_OK) {
         if (op && strcmp(op, "SETOP_NONE") != 0)
             st = plan_setop(p, sel, out);
+        else if (pl_jget(sel, "valuesLists") && p->outer_row && pl_walk(pl_jget(sel, "valuesLists"), visit_var, NULL, 0))
+            st = plan_values_outer(p, sel, out);
         else if (pl_jget(sel, "valuesLists"))
             st = plan_values(p, sel, out);
         else
@@ -1137,10 +1243,10 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
  * aggregation: they are joined into cur (correlated ones decorrelated or
  * applied like any scalar subquery of a select list, plan_subq.c) and map
  * to those columns when pl_aggregate binds the arguments. */
-static hs_status attach_agg_subqueries(planner *p, rel *cur, json_t *aggs, nmap *am)
+static hs_status attach_agg_subqueries(planner *p, rel *cur, json_t *aggs, json_t *groups, nmap *am)
 {
-    size_t na = json_array_size(aggs);
-    json_t **nodes = hs_calloc(na + 1, sizeof *nodes);
+    size_t na = json_array_size(aggs), ng = json_array_size(groups);
+    json_t **nodes = hs_calloc(na + ng + 1, sizeof *nodes);
     if (!nodes)
         return pl_nomem(p);
     int n = 0;
@@ -1153,6 +1259,20 @@ static hs_status attach_agg_subqueries(planner *p, rel *cur, json_t *aggs, nmap 
         pl_collect_sublinks(fc, sl, 0);
         if (fc && json_array_size(sl) > 0)
             nodes[n++] = fc;
+    }
+    /* a group key with a scalar subquery (GROUP BY 1 over (SELECT ...)):
+     * its value per row, before aggregation, is what the rows group by */
+    for (size_t j = 0; sl && j < ng; j++) {
+        json_t *g = json_array_get(groups, j);
+        json_array_clear(sl);
+        pl_collect_sublinks(g, sl, 0);
+        bool scalar = json_array_size(sl) > 0;
+        for (size_t k = 0; k < json_array_size(sl); k++) {
+            const char *t = pl_jstrv(pl_jget(json_array_get(sl, k), "SubLink"), "subLinkType");
+            scalar &= t && (!strcmp(t, "EXPR_SUBLINK") || !strcmp(t, "ARRAY_SUBLINK"));
+        }
+        if (scalar)
+            nodes[n++] = g;
     }
     hs_status st = sl ? HS_OK : pl_nomem(p);
     if (st == HS_OK && n > 0)
@@ -1214,6 +1334,8 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     hs_status st = aggs && groups ? HS_OK : pl_nomem(p);
     if (st == HS_OK)
         st = pl_lateral_rewrite(p, sel);
+    if (st == HS_OK)
+        st = pl_on_subqueries_to_where(p, (json_t *)sel);
     json_t *from_rest = NULL, *from_lateral = NULL;
     if (st == HS_OK)
         st = pl_srf_split_from(p, pl_jget(sel, "fromClause"), &from_rest, &from_lateral);
@@ -1293,7 +1415,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                    pl_jget(sel, "havingClause") != NULL || json_is_true(pl_jget(sel, "hs_grouped"));
     nmap am = {0};   /* subqueries inside aggregate arguments and FILTER */
     if (st == HS_OK && grouped)
-        st = attach_agg_subqueries(p, &cur, aggs, &am);
+        st = attach_agg_subqueries(p, &cur, aggs, groups, &am);
     if (st == HS_OK && grouped) {
         n_pre = cur.n;
         pre_cols = cur.cols;

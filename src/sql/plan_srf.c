@@ -746,6 +746,50 @@ bool pl_srf_is_lateral(const json_t *item)
     return pl_is_kind(item, "RangeFunction", &b) && reads_columns(pl_jget(b, "functions"), 0);
 }
 
+/* The RangeSubselect body to run per row for `JOIN LATERAL (sub) a ON q`:
+ * rs itself for ON true, else (SELECT * FROM (sub) a WHERE q) a, so that a
+ * LEFT join's condition decides which of the subquery's rows match (and a
+ * row with none gets NULLs).  *out a new reference. */
+static hs_status lateral_on(planner *p, json_t *rs, json_t *q, json_t **out)
+{
+    json_t *qb;
+    bool qtrue = !q || (pl_is_kind(q, "A_Const", &qb) && pl_jget(qb, "boolval") &&
+                        json_is_true(pl_jget(pl_jget(qb, "boolval"), "boolval")));
+    if (qtrue) {
+        *out = json_incref(rs);
+        return HS_OK;
+    }
+    json_t *inner = json_deep_copy(rs);
+    if (inner)
+        json_object_del(inner, "hs_lateral_apply");
+    json_t *al = pl_jget(rs, "alias");
+    const char *an = al ? pl_jstrv(al, "aliasname") : NULL;
+    *out = inner && an ? json_pack("{s:{s:{s:[{s:{s:{s:{s:[{s:{}}],s:i}},s:i}}],s:[{s:o}],s:O,s:s,s:s}},"
+                                   "s:{s:s}}",
+                                   "subquery", "SelectStmt", "targetList", "ResTarget", "val", "ColumnRef",
+                                   "fields", "A_Star", "location", -1, "location", -1,
+                                   "fromClause", "RangeSubselect", inner, "whereClause", q,
+                                   "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE",
+                                   "alias", "aliasname", an)
+                       : NULL;
+    if (!an)
+        json_decref(inner);
+    return *out ? HS_OK : pl_nomem(p);
+}
+
+/* Whether a JoinExpr holds a LATERAL subquery marked to run per row. */
+static bool apply_inside(const json_t *item, int depth)
+{
+    json_t *b;
+    if (depth > 100)
+        return false;
+    if (pl_is_kind(item, "RangeSubselect", &b))
+        return json_is_true(pl_jget(b, "hs_lateral_apply"));
+    if (pl_is_kind(item, "JoinExpr", &b))
+        return apply_inside(pl_jget(b, "larg"), depth + 1) || apply_inside(pl_jget(b, "rarg"), depth + 1);
+    return false;
+}
+
 hs_status pl_srf_split_from(planner *p, const json_t *from, json_t **rest, json_t **lateral)
 {
     *rest = json_array();
@@ -755,6 +799,38 @@ hs_status pl_srf_split_from(planner *p, const json_t *from, json_t **rest, json_
     bool seen_lateral = false;
     for (size_t i = 0; i < json_array_size(from); i++) {
         json_t *it = json_array_get(from, i), *b;
+        json_t *rs = NULL;
+        if (pl_is_kind(it, "RangeSubselect", &rs) && json_is_true(pl_jget(rs, "hs_lateral_apply"))) {
+            /* `, LATERAL (subquery)` run per row (plan_apply.c) */
+            seen_lateral = true;
+            if (i == 0 && !p->outer_row)
+                return pl_fail(p, HS_INVALID, "42P01", pl_first_loc(it, 0),
+                               "invalid reference to FROM-clause entry: a LATERAL subquery reads columns of no earlier item");
+            json_array_append_new(*lateral, json_pack("{s:O,s:b}", "sub", rs, "outer", 0));
+            continue;
+        }
+        if (pl_is_kind(it, "JoinExpr", &b) && pl_is_kind(pl_jget(b, "rarg"), "RangeSubselect", &rs) &&
+            json_is_true(pl_jget(rs, "hs_lateral_apply"))) {
+            const char *jt = pl_jstrv(b, "jointype");
+            bool outer = jt && !strcmp(jt, "JOIN_LEFT");
+            if (seen_lateral)
+                return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(it, 0),
+                               "a FROM item after a lateral function is not supported");
+            if (pl_jget(b, "usingClause") || json_is_true(pl_jget(b, "isNatural")))
+                return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(it, 0),
+                               "USING and NATURAL with a LATERAL subquery are not supported");
+            json_t *item = NULL, *lb;
+            HS_TRY(lateral_on(p, rs, pl_jget(b, "quals"), &item));
+            json_t *l = pl_jget(b, "larg");
+            if (pl_is_kind(l, "RangeSubselect", &lb) && json_is_true(pl_jget(lb, "hs_lateral_apply")))
+                /* `, LATERAL (...) x JOIN LATERAL (...) y`: x per row first */
+                json_array_append_new(*lateral, json_pack("{s:O,s:b}", "sub", lb, "outer", 0));
+            else
+                json_array_append(*rest, l);
+            seen_lateral = true;
+            json_array_append_new(*lateral, json_pack("{s:o,s:b}", "sub", item, "outer", outer));
+            continue;
+        }
         if (pl_srf_is_lateral(it)) {
             seen_lateral = true;
             if (i == 0 && !p->outer_row)
@@ -793,6 +869,10 @@ hs_status pl_srf_split_from(planner *p, const json_t *from, json_t **rest, json_
         if (seen_lateral)
             return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(it, 0),
                            "a FROM item after a lateral function is not supported (list the functions last)");
+        if (apply_inside(it, 0))
+            return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(it, 0),
+                           "a LATERAL subquery that runs per row is supported as the last FROM items only "
+                           "(not inside another join)");
         json_array_append(*rest, it);
     }
     return HS_OK;
@@ -802,7 +882,10 @@ hs_status pl_srf_apply_lateral(planner *p, rel *cur, const json_t *lateral)
 {
     for (size_t i = 0; i < json_array_size(lateral); i++) {
         json_t *l = json_array_get(lateral, i);
-        HS_TRY(apply_rf(p, cur, pl_jget(l, "rf"), json_is_true(pl_jget(l, "outer"))));
+        if (pl_jget(l, "sub"))
+            HS_TRY(pl_apply_lateral(p, cur, pl_jget(l, "sub"), json_is_true(pl_jget(l, "outer"))));
+        else
+            HS_TRY(apply_rf(p, cur, pl_jget(l, "rf"), json_is_true(pl_jget(l, "outer"))));
     }
     return HS_OK;
 }

@@ -159,6 +159,16 @@ void sq_ctx_keep_release(xo_ctx *ctx, int mark);
 HS_MUST_USE hs_status sq_plan_query(sq_session *s, xo_ctx *ctx, const json_t *select,
                                     const char *text, xo_op **out, hs_error *err);
 
+/* Evaluates each of the expressions nodes[0..n) (borrowed parse trees with
+ * subqueries, correlated ones reading b's columns: EXISTS, IN, ANY/ALL,
+ * scalar, in CASE and the like) per row of b, whose column c is named
+ * quals[c].name (quals[c] NULL: unqualified), hidden[c] not visible by
+ * name; outs[i] (caller frees) gets b->n_rows values in b's order (plan.c,
+ * for UPDATE / DELETE: dml.c). */
+HS_MUST_USE hs_status sq_eval_correlated(sq_session *s, const char *text, const hs_batch *b,
+                                         const char *const *quals, const bool *hidden,
+                                         json_t *const *nodes, int n, hs_column **outs, hs_error *err);
+
 /* SELECT / VALUES / set operations: runs the query into a result. */
 HS_MUST_USE hs_status sq_exec_query(sq_session *s, const json_t *select, const char *text,
                                     hs_result **out, hs_error *err);

@@ -465,6 +465,40 @@ static void test_subqueries(void)
     CHECK(count_rows(fx.s, "SELECT id FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.g LIMIT 0)", &err) == 100);
     expect_error(fx.s, "SELECT id FROM t WHERE g > (SELECT sum(t.g) FROM u)", "42803", 36);   /* PostgreSQL: not allowed in WHERE */
     expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k = t.id) FROM t GROUP BY g", "42803", 47);
+    /* an outer aggregate two levels down is the block's: one row, max(id) */
+    CHECK(count_rows(fx.s, "SELECT * FROM (SELECT (SELECT (SELECT max(t.id) FROM u LIMIT 1) FROM u LIMIT 1) AS m "
+                           "FROM t) d WHERE m = 99", &err) == 1);
+    expect_error(fx.s, "SELECT id FROM t WHERE g > (SELECT (SELECT sum(t.g) FROM u LIMIT 1))", "42803", 44);
+    /* x op ANY / ALL over the block's aggregates: max(id) = 90 + g in {60, 62, ..., 98} */
+    CHECK(count_rows(fx.s, "SELECT g FROM t GROUP BY g HAVING max(id) IN (SELECT k + 60 FROM u)", &err) == 5);
+    CHECK(count_rows(fx.s, "SELECT g FROM t GROUP BY g HAVING count(*) <> ALL (SELECT 10)", &err) == 0);
+    /* CASE / COALESCE run their subqueries only for the rows that reach them */
+    CHECK(count_rows(fx.s, "SELECT id, CASE WHEN id < 0 THEN (SELECT 1 / (k - k) FROM u WHERE u.k = t.g LIMIT 1) "
+                           "ELSE 0 END FROM t", &err) == 100);
+    CHECK(count_rows(fx.s, "SELECT COALESCE(id, (SELECT k FROM u)) FROM t", &err) == 100);
+    expect_error(fx.s, "SELECT CASE WHEN id = 7 THEN (SELECT k FROM u) END FROM t", "21000", -1);
+    /* LATERAL with an aggregate, per outer row: 10 ids per g; u.k < g holds
+     * for ceil(g / 2) even ks (2 for g = 3, 4); of those, k > 4 only 6 for
+     * g = 7, 8 and 6, 8 for g = 9: LEFT JOIN gives 1 row for g = 0..8 (NULL
+     * or the one match), 2 for g = 9 */
+    CHECK(count_rows(fx.s, "SELECT t.id, x.c FROM t, LATERAL (SELECT count(*) AS c FROM u WHERE u.k < t.g) x "
+                           "WHERE x.c = 2", &err) == 20);
+    CHECK(count_rows(fx.s, "SELECT t.id, x.k FROM t LEFT JOIN LATERAL (SELECT k FROM u WHERE u.k < t.g "
+                           "GROUP BY k HAVING count(*) = 1) x ON x.k > 4", &err) == 110);
+    /* LIMIT by an uncorrelated subquery (20 rows of u); (a, b) IN in an
+     * expression: (id, g) = (k, k) only for id = g = k, i.e. ids 0..9 that
+     * are even and equal to id % 10: 0, 2, 4, 6, 8 */
+    CHECK(count_rows(fx.s, "SELECT id FROM t ORDER BY id LIMIT (SELECT count(*) FROM u)", &err) == 20);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (id, g) IN (SELECT k, k FROM u) IS TRUE", &err) == 5);
+    CHECK(count_rows(fx.s, "SELECT id FROM t WHERE (id, g) NOT IN (SELECT k, k FROM u)", &err) == 95);
+    expect_error(fx.s, "SELECT id FROM t LIMIT g", "42P10", 24);
+    /* LEFT JOIN ON with a subquery: per row of t; GROUP BY a scalar subquery */
+    CHECK(count_rows(fx.s, "SELECT t.id, u.k FROM t LEFT JOIN u ON u.k = t.g AND EXISTS (SELECT 1 FROM u x "
+                           "WHERE x.k = u.k + 2 AND x.k > t.g)", &err) == 100);
+    CHECK(count_rows(fx.s, "SELECT (SELECT count(*) FROM u WHERE u.k = t.g) AS c, count(*) FROM t GROUP BY 1", &err) == 2);
+    /* an inner join's ON with a subquery: a WHERE conjunct */
+    CHECK(count_rows(fx.s, "SELECT t.id FROM t JOIN u ON u.k = t.id AND EXISTS (SELECT 1 FROM u x WHERE x.k = u.k + 2)",
+                     &err) == 19);
     expect_error(fx.s, "SELECT g, (SELECT count(*) FROM u WHERE u.k < nope) FROM t GROUP BY g", "42703", 47);
     CHECK(count_rows(fx.s, "SELECT id FROM t WHERE 'u3' = ANY (ARRAY(SELECT s FROM u))", &err) == 100);
     /* uncorrelated: one run for all rows */

@@ -247,6 +247,13 @@ static void statements(int fv)
     EXPECT_TAG("DELETE FROM t USING src WHERE t.k = src.k AND src.s = 'z'", "DELETE 2");
     EXPECT_TAG("UPDATE t SET k = 7 FROM (SELECT 'm' AS s) AS q WHERE t.s = q.s", "UPDATE 1");
     EXPECT_ROWS(t, "2:7:m");
+    /* correlated subqueries in SET and WHERE: per target row (planner) */
+    EXPECT_TAG("UPDATE t SET k = (SELECT max(x.k) + t.id FROM t x WHERE x.id = t.id)", "UPDATE 1");
+    EXPECT_ROWS(t, "2:9:m");
+    EXPECT_TAG("UPDATE t SET k = k + 1 WHERE k < ALL (SELECT x.k + 1 FROM t x WHERE x.id = t.id)", "UPDATE 1");
+    EXPECT_TAG("DELETE FROM t WHERE EXISTS (SELECT 1 FROM t x WHERE x.id = t.id AND x.k > 100)", "DELETE 0");
+    EXPECT_STATE("UPDATE t SET k = (SELECT x.k FROM t x, generate_series(1, 2) g WHERE x.id = t.id)", "21000");
+    EXPECT_ROWS(t, "2:10:m");
     hs_session_close(s);
     hs_table_close(t);
     hs_table_close(src);

@@ -433,6 +433,19 @@ Q("subquery", "SELECT dept_id, (SELECT count(*) FROM dept d WHERE d.budget > sum
 Q("subquery", "SELECT ename FROM emp e WHERE dept_id IN (SELECT max(d.dept_id) FROM dept d WHERE d.dept_id <= e.dept_id)")
 Q("subquery", "SELECT ename FROM emp e WHERE EXISTS (SELECT 1 FROM emp m WHERE m.dept_id = e.dept_id OFFSET 1)")
 Q("subquery", "SELECT d.dname, ARRAY(SELECT e.ename FROM emp e WHERE e.dept_id = d.dept_id ORDER BY e.ename) FROM dept d")
+# outer aggregates two levels down, x op ANY / ALL over aggregates, lazy CASE
+# branches, subqueries in an inner join's ON, group keys by ordinal (issue 13)
+Q("subquery", "SELECT (SELECT (SELECT max(emp.salary) FROM dept LIMIT 1) FROM dept LIMIT 1) FROM emp")
+Q("subquery", "SELECT dept_id, (SELECT (SELECT count(emp.emp_id) FROM dept LIMIT 1)) FROM emp GROUP BY dept_id")
+Q("subquery", "SELECT dept_id FROM emp GROUP BY dept_id HAVING count(*) <> ANY (SELECT dept_id FROM dept)")
+Q("subquery", "SELECT dept_id, count(*) > ALL (SELECT dept_id FROM dept WHERE dept_id < 4) FROM emp GROUP BY dept_id")
+Q("subquery", "SELECT dept_id FROM emp GROUP BY dept_id HAVING max(salary) IN (SELECT salary FROM emp e2 WHERE e2.dept_id = 1)")
+Q("subquery", "SELECT ename, COALESCE(salary, (SELECT max(budget) FROM dept d WHERE d.dept_id = e.dept_id)) FROM emp e")
+Q("subquery", "SELECT e.ename, d.dname FROM emp e JOIN dept d ON d.dept_id = e.dept_id AND EXISTS (SELECT 1 FROM emp m WHERE m.dept_id = d.dept_id AND m.salary > 150000)")
+Q("subquery", "SELECT dept_id AS k, (SELECT dname FROM dept d WHERE d.dept_id = emp.dept_id) FROM emp GROUP BY 1")
+Q("subquery", "SELECT d.dname, x.n FROM dept d, LATERAL (SELECT count(*) AS n FROM emp e WHERE e.dept_id = d.dept_id) x")
+Q("subquery", "SELECT d.dname, x.top FROM dept d LEFT JOIN LATERAL (SELECT max(salary) AS top FROM emp e WHERE e.dept_id = d.dept_id HAVING count(*) > 3) x ON true")
+Q("subquery", "SELECT d.dname, x.ename FROM dept d LEFT JOIN LATERAL (SELECT ename FROM emp e WHERE e.salary > d.budget / 3) x ON x.ename < 'emp10'")
 
 # ---------------------------------------------------------------- CTEs
 Q("cte", "WITH x AS (SELECT grp, count(*) AS n FROM t_all GROUP BY grp) SELECT * FROM x WHERE n > 30")
