@@ -1631,7 +1631,8 @@ static hs_status clustered_search(const search_call *c, const vreg *vr, const hs
                 if (!roaring_bitmap_contains(del, bk[i].b.pos[li]))
                     roaring_bitmap_add(bk[i].allow, li);
         }
-        roaring_bitmap_free(del);
+        if (del)
+            roaring_bitmap_free(del);
     }
     /* search: per query, per block an exact top k, then the merge */
     size_t k = c->k, n_out = 0;
@@ -1710,7 +1711,8 @@ static hs_status clustered_search(const search_call *c, const vreg *vr, const hs
     hs_free(all);
     hs_free(hits);
     for (size_t i = 0; i < n_blocks; i++)
-        roaring_bitmap_free(bk[i].allow);
+        if (bk[i].allow)
+            roaring_bitmap_free(bk[i].allow);
     for (size_t i = 0; i < n_reads; i++)
         hs_free_aligned(rd[i].buf);
     hs_buf_free(&blocks);
