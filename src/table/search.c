@@ -1978,7 +1978,14 @@ static hs_status search_plan(hs_table *t, const ice_snapshot *snap, const ice_sc
                              const char *filter, tbl_plan **plan, bool *owned, hs_error *err)
 {
     *owned = true;
-    if (!filter_blank(filter) || !t->metadata_location)
+    /* a filtered search on a table with an index registry may be answered
+     * from clustered vector blocks, which need no footer: search_impl asks
+     * for the footers once it knows (tbl_plan_prefetch_footers) */
+    if (!filter_blank(filter))
+        return tbl_plan_make_ex(&t->meta, snap, schema, filter,
+                                ice_kv_get(&t->meta.properties, IX_REGISTRY_PROPERTY)
+                                    ? TBL_PLAN_DEFER_FOOTERS : 0, plan, err);
+    if (!t->metadata_location)
         return tbl_plan_make(&t->meta, snap, schema, filter, plan, err);
     tbl_plan *p = t->search_plan;
     if (p && p->meta == &t->meta && p->snap == snap && p->schema == schema &&
@@ -2112,6 +2119,8 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
         if (err && cs == HS_UNSUPPORTED)
             hs_err_clear(err);
     }
+    if (st == HS_OK && !res && !kept && filter && plan_owned)
+        tbl_plan_prefetch_footers(plan);   /* deferred by search_plan */
     if (st == HS_OK && !res && !kept && plan->n_files > 0 &&
         !(c.fs = hs_calloc((size_t)plan->n_files, sizeof *c.fs)))
         st = hs_err_nomem(err, (size_t)plan->n_files * sizeof *c.fs);
