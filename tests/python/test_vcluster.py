@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pandas as pd
@@ -215,6 +216,7 @@ def run_worker(s3, uri, queries, proxy):
     out = []
     try:
         for q in queries:
+            time.sleep(q.pop("sleep", 0))
             with proxy.lock:
                 proxy.trace.clear()
             p.stdin.write(json.dumps(q) + "\n")
@@ -240,10 +242,14 @@ def test_s3_one_ranged_get_per_file():
     want2, _ = brute(df, (df["cat"] == "c6").to_numpy(), q, 10)
     with FaultProxy(s3.port) as proxy:
         proxy.trace = []
-        (r1, tr1), (r2, tr2) = run_worker(s3, uri, [
+        (r1, tr1), (r2, tr2), (r3, tr3) = run_worker(s3, uri, [
             {"filter": "cat = 'c3'", "columns": ["id", "title"], "vec": q.tolist()},
-            {"filter": "cat = 'c6'", "columns": ["id", "catn"], "vec": q.tolist()}], proxy)[0]
-    assert r1 == want and r2 == want2
+            {"filter": "cat = 'c6'", "columns": ["id", "catn"], "vec": q.tolist()},
+            # another value once the sections have arrived in the background
+            {"filter": "cat = 'c6'", "columns": ["id", "title"], "vec": q.tolist(),
+             "sleep": 1.0}], proxy)[0]
+    assert r1 == want and r2 == want2 and r3 == want2
+    assert [tg for _, m, tg, r in tr3 if ".hnsw" in tg or ".parquet" in tg] == [], tr3
     side = [(m, tg, r) for _, m, tg, r in tr1 if ".hnsw" in tg]
     data = [tg for _, m, tg, r in tr1 if tg.split("?")[0].endswith(".parquet")]
     # one ranged GET per file's sidecar (not its head: not at 0), no data file
