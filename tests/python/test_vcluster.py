@@ -292,3 +292,28 @@ def test_s3_corrupt_block_falls_back():
         (res, _), = run_worker(s3, uri, [{"filter": f"cat = '{last}'", "columns": ["id"],
                                           "vec": q.tolist()}], proxy)[0]
     assert res == want
+
+
+def test_sql_create_index_include_cluster(tmp_path):
+    t, df = make(tmp_path / "s", clustered=False)
+    t.drop_index("emb")
+    with hdb.Session() as s:
+        s.register("items", t)
+        s.sql("CREATE INDEX items_emb ON items USING hnsw (emb vector_l2_ops) "
+              "INCLUDE (id, title) WITH (cluster = 'cat', m = 8)")
+        with pytest.raises(Exception, match="INCLUDE needs a vector index"):
+            s.sql("CREATE INDEX items_id ON items USING btree (id) INCLUDE (title)")
+        q = np.random.default_rng(12).standard_normal(DIM).astype(np.float32)
+        want, _ = brute(df, (df["cat"] == "c7").to_numpy(), q, 10)
+        vec = "[" + ",".join(repr(float(x)) for x in q) + "]"
+        got = s.sql(f"SELECT id FROM items WHERE cat = 'c7' ORDER BY emb <-> '{vec}' "
+                    "LIMIT 10").to_arrow()
+        assert got["id"].to_pylist() == want
+    t.refresh()
+    ix = [i for i in t.indexes() if i["column"] == "emb"]
+    assert len(ix) == 1 and '"cluster"' in json.dumps(ix[0]) and '"title"' in json.dumps(ix[0])
+    # the blocks answer: the data files moved away, the search still does
+    for f in (tmp_path / "s" / "data").glob("*.parquet"):
+        f.rename(str(f) + ".away")
+    r = search(hdb.Table(str(tmp_path / "s")), "cat = 'c7'", q, columns=("id", "title"))
+    assert r["id"].to_pylist() == want
