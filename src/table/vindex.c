@@ -14,7 +14,8 @@
  *
  *   offset  size      field
  *   0       8         magic "HSVECIDX"
- *   8       4         version: 1, or 2 when flag bit 1 is set
+ *   8       4         version: 1, or 2 when flag bit 1 is set, or 3 when
+ *                     flag bit 2 is set (either way for bit 1)
  *   12      4         header bytes (64)
  *   16      8         size of the data file it covers, in bytes
  *   24      8         rows of the data file
@@ -22,7 +23,9 @@
  *   40      4         field id of the column
  *   44      4         dimension (0 when n == 0)
  *   48      4         flags: bit 0 = a position map follows,
- *                     bit 1 = exact vectors follow (version 2 only)
+ *                     bit 1 = exact vectors follow (version 2 or 3),
+ *                     bit 2 = a clustered vector section follows the graph
+ *                     (version 3 only; table/vcluster.c)
  *   52      4         metric (hs_metric: L2, COSINE, IP; the graph's)
  *   56      8         xxh64 (seed 0) of bytes [0, 56) and then of the map
  *                     (the map's hash seeded with the first)
@@ -35,7 +38,11 @@
  *   ...     8         xxh64 (seed 0) of the 4 * d * n vector bytes
  *   ...               zero padding to a multiple of 64
  *   ...     to end    the graph image (hnsw.h: its own magic and checksum;
- *                     absent when n == 0)
+ *                     absent when n == 0); version 3: the graph image ends
+ *                     where its header's length says, then zero padding to a
+ *                     multiple of 64 and the clustered section to the end
+ *                     (read apart by ranged reads of its blocks, never by
+ *                     opening the sidecar; vcluster.c)
  *
  * Exact vectors (version 2): quantized kinds search codes and rerank the
  * best max(k * rerank, ef) candidates with exact vectors, and a search
