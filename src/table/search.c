@@ -2330,6 +2330,8 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     tbl_tail_view_free(tv);
     if (st == HS_OK)
         st = hs_arrow_export_one_batch(res, out, err);
+    else
+        hs_batch_free(res);   /* the clustered path's, when a later step failed */
     for (int q = 0; win && q < n_queries; q++)
         hs_free(win[q]);
     hs_free(win);
