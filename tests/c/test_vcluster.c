@@ -101,16 +101,16 @@ static hs_batch *make_batch(const ice_schema *sc)
     return b;
 }
 
-/* Builds the section after `prefix` bytes; *dir_text owned by the caller. */
-static hs_status build_section(const ice_schema *sc, const char *params, size_t prefix,
-                               hs_buf *out, char **dir_text, hs_error *err)
+/* Builds the section of batch b after `prefix` bytes; *dir_text owned by
+ * the caller. */
+static hs_status build_section_of(const ice_schema *sc, const hs_batch *b, const char *params,
+                                  size_t prefix, hs_buf *out, char **dir_text, hs_error *err)
 {
     tbl_vcl_cols cols;
     bool found = false;
     HS_TRY(tbl_vcl_resolve(params, sc, 1, &cols, &found, err));
     if (!found)
         return hs_err_set(err, HS_INVALID, "no cluster declared");
-    hs_batch *b = make_batch(sc);
     tbl_vcbuilder *vb = NULL;
     hs_status st = tbl_vcbuilder_new(&cols, 1, ROWS, &vb, err);
     if (st == HS_OK && hs_buf_append_zeros(out, prefix) != HS_OK)
@@ -121,6 +121,14 @@ static hs_status build_section(const ice_schema *sc, const char *params, size_t 
     if (st == HS_OK)
         st = tbl_vcbuilder_finish(vb, out, dir_text, err);
     tbl_vcbuilder_free(vb);
+    return st;
+}
+
+static hs_status build_section(const ice_schema *sc, const char *params, size_t prefix,
+                               hs_buf *out, char **dir_text, hs_error *err)
+{
+    hs_batch *b = make_batch(sc);
+    hs_status st = build_section_of(sc, b, params, prefix, out, dir_text, err);
     hs_batch_free(b);
     return st;
 }
@@ -357,11 +365,54 @@ static void test_resolve(void)
     ice_schema_clear(&sc);
 }
 
+/* Building and decoding under an allocation failure at every step: an
+ * error (HS_NOMEM) or the same section, and nothing leaked. */
+static void test_oom(void)
+{
+    ice_schema sc;
+    make_schema(&sc);
+    const char *params = "{\"cluster\":\"cat\",\"include\":[\"id\",\"title\"]}";
+    hs_buf ref = {0};
+    char *ref_dir = NULL;
+    hs_error err = {0};
+    CHECK_OK(build_section(&sc, params, 8, &ref, &ref_dir, &err), &err);
+    hs_batch *b = make_batch(&sc);
+    int64_t live = hs_test_live_count();
+    int fails = 0, oks = 0;
+    for (int64_t nth = 1; nth < 20000; nth += 1 + nth / 40) {
+        hs_buf out = {0};
+        char *dir = NULL;
+        hs_err_clear(&err);
+        hs_mem_fail_after(nth);
+        hs_status st = build_section_of(&sc, b, params, 8, &out, &dir, &err);
+        hs_mem_fail_after(0);
+        if (st == HS_OK) {
+            oks++;
+            CHECK(out.len == ref.len && memcmp(out.data, ref.data, ref.len) == 0 &&
+                  strcmp(dir, ref_dir) == 0);
+        } else {
+            fails++;
+            CHECK(st == HS_NOMEM && err.msg[0]);
+        }
+        hs_free(dir);
+        hs_buf_free(&out);
+        CHECK(hs_test_live_count() == live);
+        if (st == HS_OK)
+            break;
+    }
+    CHECK(fails > 10 && oks == 1);
+    hs_batch_free(b);
+    hs_free(ref_dir);
+    hs_buf_free(&ref);
+    ice_schema_clear(&sc);
+}
+
 int main(void)
 {
     HS_RUN(test_blocks_vs_model);
     HS_RUN(test_damage);
     HS_RUN(test_sidecar_v3);
     HS_RUN(test_resolve);
+    HS_RUN(test_oom);
     return hs_test_summary();
 }
