@@ -1384,7 +1384,8 @@ static int cl_cand_cmp(const void *a, const void *b)
 }
 
 /* Object stores: the whole clustered section of a sidecar, read in the
- * background after a search that read blocks of it, so that the next
+ * background once no query runs (tbl_plan_wait_idle) after a search that
+ * read blocks of it, so that the next
  * search for another value reads nothing (process-wide; sidecars are
  * immutable, so an entry keyed by path and size stays true).  At most
  * CL_CACHE_MAX bytes, the least recently used sections dropped first. */
@@ -1491,7 +1492,8 @@ typedef struct cl_warm {
 static void cl_warm_run(void *arg)
 {
     cl_warm *w = arg;
-    uint8_t *buf = hs_io_background_stop() ? NULL : hs_malloc_aligned((size_t)w->len);
+    /* after the query's answer, when no query runs (plan.c's idle gate) */
+    uint8_t *buf = !tbl_plan_wait_idle() ? NULL : hs_malloc_aligned((size_t)w->len);
     if (buf && hs_io_read_range(w->uri, buf, w->off, w->len, w->size, NULL) != HS_OK) {
         hs_free_aligned(buf);
         buf = NULL;
