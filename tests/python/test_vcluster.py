@@ -317,3 +317,21 @@ def test_sql_create_index_include_cluster(tmp_path):
         f.rename(str(f) + ".away")
     r = search(hdb.Table(str(tmp_path / "s")), "cat = 'c7'", q, columns=("id", "title"))
     assert r["id"].to_pylist() == want
+
+
+def test_truncated_or_damaged_sidecar_falls_back(tmp_path):
+    # a sidecar whose size is not the registry's (cut short) or whose block
+    # is damaged in place: the search goes down the other path (the graph,
+    # or exact search over the data file) and still answers as numpy does
+    t, df = make(tmp_path / "d")
+    q = np.random.default_rng(13).standard_normal(DIM).astype(np.float32)
+    sidecars = sorted((tmp_path / "d" / "index").glob("*.hnsw"))
+    assert len(sidecars) == FILES
+    with open(sidecars[0], "r+b") as f:
+        f.truncate(os.path.getsize(sidecars[0]) - 100)
+    body = bytearray(sidecars[1].read_bytes())
+    body[-50] ^= 0x11
+    sidecars[1].write_bytes(bytes(body))
+    for cat in ("c1", "c8"):
+        want, _ = brute(df, (df["cat"] == cat).to_numpy(), q, 10)
+        assert search(hdb.Table(str(tmp_path / "d")), f"cat = '{cat}'", q)["id"].to_pylist() == want
