@@ -771,7 +771,7 @@ static hs_status parse_items(const char *name, const json_t *decls, const json_t
             return bad(err, name, "entry", i, "checksum");
         e.head = json_is_true(json_object_get(o, "head"));
         json_t *cl = json_object_get(o, "cluster");
-        char *cl_text = json_is_object(cl) ? json_dumps(cl, JSON_COMPACT) : NULL;
+        char *cl_text = json_is_object(cl) ? hs_json_dumps(cl, JSON_COMPACT) : NULL;
         if (json_is_object(cl) && !cl_text)
             return hs_err_nomem(err, 256);
         e.cluster = cl_text;   /* entry_copy copies it; freed below */

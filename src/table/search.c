@@ -69,6 +69,7 @@
 #include "table/vindex.h"
 
 #include "base/config.h"
+#include "base/fork.h"
 #include "base/opts.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
@@ -1400,6 +1401,7 @@ typedef struct cl_sec {
 } cl_sec;
 
 static pthread_mutex_t g_cl_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_cl_mu, HS_FORK_RANK_LEAF)   /* nothing is taken while it is held */
 static cl_sec g_cl[CL_CACHE_SLOTS];
 static uint64_t g_cl_bytes, g_cl_tick;
 

@@ -579,7 +579,7 @@ hs_status tbl_vcbuilder_finish(tbl_vcbuilder *b, hs_buf *out, char **dir, hs_err
             (json_object_set_new(root, "field-id", json_integer(b->cols.cluster->field_id)) ||
              json_object_set(root, "include", incl) || json_object_set(root, "values", values)))
             st = hs_err_nomem(err, 64);
-        if (st == HS_OK && !(*dir = json_dumps(root, JSON_COMPACT)))
+        if (st == HS_OK && !(*dir = hs_json_dumps(root, JSON_COMPACT)))
             st = hs_err_nomem(err, 64);
         if (st == HS_OK) {   /* json_dumps allocates with malloc: move to hs_malloc */
             char *copy = hs_strdup(*dir);
