@@ -9,6 +9,7 @@ included columns, which reads the data files); on S3 the proxy's request log
 the S3 matrix (HS_TEST_STORAGE=s3), plus S3-only request checks."""
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -335,3 +336,52 @@ def test_truncated_or_damaged_sidecar_falls_back(tmp_path):
     for cat in ("c1", "c8"):
         want, _ = brute(df, (df["cat"] == cat).to_numpy(), q, 10)
         assert search(hdb.Table(str(tmp_path / "d")), f"cat = '{cat}'", q)["id"].to_pylist() == want
+
+
+def test_equality_deletes_fall_back(tmp_path):
+    # an equality delete (written through pyiceberg, as Flink/Spark do) on a
+    # file: the blocks cannot apply it, so the search takes the other path
+    # (it reads the data files: moved away, it fails) and its answer leaves
+    # the deleted ids out
+    from test_table_maint_eqdelete import commit_equality_delete
+    from pyiceberg.catalog.sql import SqlCatalog
+    db, wh = tmp_path / "cat.db", tmp_path / "wh"
+    wh.mkdir()
+    cat = hdb.Catalog(f"sqlite:///{db}", warehouse=str(wh))
+    cat.create_namespace("db")
+    frames = [frame(f) for f in range(FILES)]
+    t = cat.create_table("db.t", pa_schema())
+    for f in frames:
+        t.write_pandas(f)
+        t.commit()
+    t.add_index("emb", "hnsw", cluster="cat", include=["id"])
+    df = pd.concat(frames, ignore_index=True)
+    q = np.random.default_rng(14).standard_normal(DIM).astype(np.float32)
+    before, _ = brute(df, (df["cat"] == "c4").to_numpy(), q, 10)
+    assert search(t, "cat = 'c4'", q, columns=("id",))["id"].to_pylist() == before
+    # before the delete the blocks answer alone
+    data = list(wh.rglob("*.parquet"))
+    for f in data:
+        f.rename(str(f) + ".away")
+    assert search(cat.load_table("db.t"), "cat = 'c4'", q,
+                  columns=("id",))["id"].to_pylist() == before
+    for f in data:
+        pathlib.Path(str(f) + ".away").rename(f)
+    pc = SqlCatalog("default", uri=f"sqlite:///{db}", warehouse=str(wh))
+    gone = before[:2]
+    commit_equality_delete(pc.load_table("db.t"), gone)
+    t = cat.load_table("db.t")
+    want, _ = brute(df, (df["cat"] == "c4").to_numpy(), q, 10, deleted=gone)
+    assert search(t, "cat = 'c4'", q, columns=("id",))["id"].to_pylist() == want
+    for f in wh.rglob("*.parquet"):
+        if not f.name.startswith("eq-"):
+            f.rename(str(f) + ".away")
+    with pytest.raises(Exception):
+        search(cat.load_table("db.t"), "cat = 'c4'", q, columns=("id",))
+
+
+def pa_schema():
+    import pyarrow as pa
+    return pa.schema([("id", pa.int64()), ("cat", pa.string()), ("catn", pa.int32()),
+                      ("title", pa.string()), ("score", pa.float64()),
+                      ("emb", pa.list_(pa.float32()))])
