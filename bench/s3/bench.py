@@ -33,7 +33,10 @@ BENCH_TRACE=1 (print each request of the first cold and warm run, with its
 time since the query started), BENCH_ENGINES (default "ours,pyiceberg";
 "base" is ours run by the interpreter BENCH_BASE_PYTHON, e.g. another
 checkout's venv, for before/after numbers in the same run),
-BENCH_KINDS (default "point,range,vector,full"), BENCH_SETTLE_S (default 0.5:
+BENCH_KINDS (default "point,range,vector,full"), BENCH_VECTOR_COLUMNS (ours' filtered top-10
+projection, default "id"; "id,value" lies outside the clustered index's included
+columns, so it runs the search path before it on the same table), BENCH_CLUSTER (default 1: the
+vector index declared with cluster="category", include=["id"]; 0: a plain one), BENCH_SETTLE_S (default 0.5:
 the warm query waits until no request has reached the proxy for this long
 after the cold one, and those requests, the engine's background warming, are
 printed on their own line; 0: the warm query follows at once), BENCH_REWRITE_MANIFESTS=1
@@ -74,6 +77,10 @@ OPEN = os.environ.get("BENCH_OPEN", "metadata")
 # 0: no warm-up query on a local table: the cold query pays first-query initialisation
 WARMUP = os.environ.get("BENCH_WARMUP", "1") != "0"
 DIM = 32
+# the vector index with a cluster column (category) and the id included
+# (table/vcluster.h): a filtered top-10 reads one block per file.  0: the
+# plain HNSW index (the layout before it; main's build reads only that one)
+CLUSTER = os.environ.get("BENCH_CLUSTER", "1") != "0"
 CATS = 100
 COLS = ["id", "category", "value"]
 
@@ -85,6 +92,10 @@ engine, uri, meta, endpoint, key, secret = sys.argv[1:7]
 rows = int(sys.argv[7])
 OPEN = sys.argv[9]
 COLS = ["id", "category", "value"]
+import os
+# the filtered top-10's projection (BENCH_VECTOR_COLUMNS, default "id"; "id,value"
+# is outside the clustered index's included columns: the path before it)
+VEC_COLS = os.environ.get("BENCH_VECTOR_COLUMNS", "id").split(",")
 if engine in ("ours", "base"):
     import hyperstreamdb as hdb
 else:
@@ -110,7 +121,7 @@ def run(q):
         if kind == "range":
             return tb.to_arrow(filter=f"id >= {a} AND id < {a + rows // 1000}", columns=COLS).num_rows
         if kind == "vector":
-            r = tb.to_arrow(filter=f"category = 'c{a}'", columns=["id"],
+            r = tb.to_arrow(filter=f"category = 'c{a}'", columns=VEC_COLS,
                             vector_filter={"column": "embedding", "query": q["vec"], "k": 10})
             return r["id"].to_pylist()
         return tb.to_arrow(columns=COLS).num_rows
@@ -181,7 +192,7 @@ def build_table(s3):
     uri = s3.uri(f"bench/t{ROWS}")
     prefix = f"bench/t{ROWS}/"
     cache = os.environ.get("BENCH_TABLE_CACHE")
-    cdir = os.path.join(cache, f"t{ROWS}-f{FILES}") if cache else None
+    cdir = os.path.join(cache, f"t{ROWS}-f{FILES}" + ("-cl" if CLUSTER else "")) if cache else None
     if cdir and os.path.exists(os.path.join(cdir, "DONE")):
         c = s3_client(s3)
         for root, _dirs, files in os.walk(cdir):
@@ -206,7 +217,10 @@ def build_table(s3):
         t.commit()
     t.add_index("id", "range")
     t.add_index("category", "inverted")
-    t.add_index("embedding", "hnsw")
+    if CLUSTER:   # the clustered vector section (docs/storage.md): blocks by category
+        t.add_index("embedding", "hnsw", cluster="category", include=["id"])
+    else:
+        t.add_index("embedding", "hnsw")
     if cdir:
         c = s3_client(s3)
         for page in c.get_paginator("list_objects_v2").paginate(Bucket=s3.bucket, Prefix=prefix):

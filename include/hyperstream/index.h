@@ -28,6 +28,11 @@
  *    "pq_m":32, "ivf_lists":256, "nprobe":16, "rerank":4}
  * and the dict form's names: {"type":"hnsw_pq", "complexity":32 (= m),
  * "quality":300 (= ef_construction), "compression":32 (= pq_m)}.
+ * Vector kinds also take {"cluster":"category", "include":["id", ...]}: the
+ * sidecars then group their vectors by the cluster column's value, with the
+ * included columns, and hs_table_search with a filter `category = X` or
+ * `category IN (...)` and columns among those reads one block per data file
+ * (docs/search.md, "The clustered section").
  */
 #ifndef HYPERSTREAM_INDEX_H
 #define HYPERSTREAM_INDEX_H

@@ -1112,7 +1112,12 @@ class Table:
         "hnsw_tq4", "hnsw_pq", "hnsw_bin", "ivf_hnsw", ... (vector columns);
         or a dict {"type": "hnsw_pq", "complexity": 32, "quality": 300,
         "compression": 32}.  Extra keyword arguments are parameters too
-        (m=, ef_construction=, metric=, ...).  Shows a progress bar (see
+        (m=, ef_construction=, metric=, ...; for a vector index also
+        cluster="category", include=["id", ...]: each sidecar then keeps its
+        vectors grouped by that column's value with the included columns, so
+        a top-k filtered by `category = X` or `IN (...)` whose columns are
+        among those reads one block per data file; docs/search.md "The
+        clustered section").  Shows a progress bar (see
         set_progress); Ctrl-C cancels (KeyboardInterrupt) and registers
         nothing."""
         if not isinstance(column, str):

@@ -44,6 +44,7 @@ static void entry_clear(ix_entry *e)
     hs_free(e->data_file);
     hs_free(e->kind);
     hs_free(e->index_file);
+    hs_free(e->cluster);
     memset(e, 0, sizeof *e);
 }
 
@@ -218,7 +219,8 @@ static hs_status entry_copy(const ix_entry *s, ix_entry *d)
     d->index_file_size = s->index_file_size;
     d->checksum = s->checksum;
     d->head = s->head;
-    if (!d->data_file || !d->kind || !d->index_file) {
+    d->cluster = s->cluster ? hs_strdup(s->cluster) : NULL;
+    if (!d->data_file || !d->kind || !d->index_file || (s->cluster && !d->cluster)) {
         entry_clear(d);
         return HS_NOMEM;
     }
@@ -768,6 +770,11 @@ static hs_status parse_items(const char *name, const json_t *decls, const json_t
         if (!parse_checksum(str_of(o, "checksum"), &e.checksum))
             return bad(err, name, "entry", i, "checksum");
         e.head = json_is_true(json_object_get(o, "head"));
+        json_t *cl = json_object_get(o, "cluster");
+        char *cl_text = json_is_object(cl) ? hs_json_dumps(cl, JSON_COMPACT) : NULL;
+        if (json_is_object(cl) && !cl_text)
+            return hs_err_nomem(err, 256);
+        e.cluster = cl_text;   /* entry_copy copies it; freed below */
         e.field_id = (int32_t)fid;
         e.data_file_size = dsz;
         e.index_file_size = isz;
@@ -776,8 +783,11 @@ static hs_status parse_items(const char *name, const json_t *decls, const json_t
         bool dup = false;
         if (seen_key(key, 'E', e.field_id, e.kind, e.data_file) != HS_OK ||
             hs_map_get_or_put(seen, key->data, key->len, (uint64_t)r->n_entries, &at, &dup) !=
-                HS_OK || entry_copy(&e, &copy) != HS_OK)
+                HS_OK || entry_copy(&e, &copy) != HS_OK) {
+            free(cl_text);
             return hs_err_nomem(err, 256);
+        }
+        free(cl_text);
         if (dup) {
             entry_clear(&r->entries[at]);
             r->entries[at] = copy;
@@ -858,6 +868,11 @@ static int entries_to_array(const ix_entry *a, int n, json_t *arr)
             bad_alloc |= set_str(o, "checksum", ck);
             if (e->head)
                 bad_alloc |= json_object_set_new(o, "head", json_true()) != 0;
+            json_t *cl = e->cluster ? hs_json_loads(e->cluster, 0, NULL) : NULL;
+            if (cl && json_is_object(cl))
+                bad_alloc |= json_object_set_new(o, "cluster", cl) != 0;
+            else
+                json_decref(cl);
             bad_alloc |= json_array_append(arr, o);
         }
         json_decref(o);

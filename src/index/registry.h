@@ -73,6 +73,14 @@
  *   head             optional, true: a vector sidecar whose head (header, map,
  *                    exact vectors) serves an exact search without its graph,
  *                    so an object-store reader may fetch only that range
+ *   cluster          optional, vector sidecars of an index declared with a
+ *                    cluster column (table/vcluster.h): {"field-id": cluster
+ *                    column, "include": [field ids], "values": [[value,
+ *                    offset, bytes, rows], ...]}: where in the sidecar the
+ *                    block of each value of the cluster column lies, so that
+ *                    a filtered search reads one range per file without
+ *                    reading the sidecar's head first.  Kept as text; its
+ *                    reader validates it (a malformed one is not used).
  *   segments.path    a segment, relative to the table location (never absolute)
  *   segments.inline  optional: the segment's contents (the same object as its
  *                    file), when every segment of the root fits in
@@ -158,6 +166,9 @@ typedef struct ix_entry {
     bool head;               /* "head": true: the sidecar's head alone serves an exact
                                 search (vector sidecars, table/vindex.h
                                 tbl_vindex_acquire_head); written only when true */
+    char *cluster;           /* "cluster": the value directory of a clustered vector
+                                section (table/vcluster.h), compact JSON object text
+                                (owned), or NULL */
 } ix_entry;
 
 /* One segment of a format-2 root. */

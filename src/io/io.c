@@ -833,6 +833,40 @@ hs_status hs_io_read_head(const char *uri, void *dst, uint64_t len, uint64_t siz
     return hs_s3_read_head(uri, dst, len, size, err);
 }
 
+hs_status hs_io_read_range(const char *uri, void *dst, uint64_t off, uint64_t len,
+                           uint64_t size, hs_error *err)
+{
+    if (hs_s3_is_uri(uri))
+        return hs_s3_read_range(uri, dst, off, len, size, err);
+    if (len == 0 || off > size || len > size - off)
+        return hs_err_set(err, HS_INVALID, "%s: read of %" PRIu64 " bytes at %" PRIu64 " of %"
+                          PRIu64 " bytes", uri, len, off, size);
+    const char *path = hs_io_local_path(uri);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return hs_err_set(err, errno == ENOENT ? HS_NOT_FOUND : HS_IO, "%s: cannot open: %s",
+                          uri, strerror(errno));
+    struct stat sb;
+    hs_status st = HS_OK;
+    if (fstat(fd, &sb) != 0)
+        st = hs_err_set(err, HS_IO, "%s: stat: %s", uri, strerror(errno));
+    else if ((uint64_t)sb.st_size != size)
+        st = hs_err_set(err, HS_CONFLICT, "%s: the file has %" PRIu64 " bytes, not %" PRIu64,
+                        uri, (uint64_t)sb.st_size, size);
+    for (uint64_t done = 0; st == HS_OK && done < len;) {
+        ssize_t n = pread(fd, (uint8_t *)dst + done, (size_t)(len - done), (off_t)(off + done));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            st = hs_err_set(err, HS_IO, "%s: read at %" PRIu64 ": %s", uri, off + done,
+                            n < 0 ? strerror(errno) : "unexpected end of file");
+        else
+            done += (uint64_t)n;
+    }
+    close(fd);
+    return st;
+}
+
 bool hs_io_identity_cached(const char *uri)
 {
     return hs_s3_is_uri(uri) && hs_s3_identity_cached(uri);

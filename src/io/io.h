@@ -299,6 +299,13 @@ HS_MUST_USE hs_status hs_io_read_whole(const char *uri, void *dst, uint64_t size
  * into the HEAD cache as hs_io_read_whole's does. */
 HS_MUST_USE hs_status hs_io_read_head(const char *uri, void *dst, uint64_t len, uint64_t size,
                                       hs_error *err);
+/* Bytes [off, off + len) of a file or object that has `size` bytes (the
+ * caller knows it: an index registry records it) into dst: on an object
+ * store one ranged GET and no open before it (HS_CONFLICT when the object
+ * does not have `size` bytes); a local file is read with pread after
+ * checking its size the same way. */
+HS_MUST_USE hs_status hs_io_read_range(const char *uri, void *dst, uint64_t off, uint64_t len,
+                                       uint64_t size, hs_error *err);
 /* hs_io_read_head started on a background thread (hs_io_background) and
  * not waited for: for the head of an object that a query will most likely
  * read once a dependent fetch of its own has answered (a vector sidecar's

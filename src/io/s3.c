@@ -525,15 +525,21 @@ hs_status hs_s3_read_whole(const char *uri, void *dst, uint64_t size, hs_error *
 
 hs_status hs_s3_read_head(const char *uri, void *dst, uint64_t len, uint64_t size, hs_error *err)
 {
+    return hs_s3_read_range(uri, dst, 0, len, size, err);
+}
+
+hs_status hs_s3_read_range(const char *uri, void *dst, uint64_t off, uint64_t len, uint64_t size,
+                           hs_error *err)
+{
     s3_loc loc;
     HS_TRY(s3_parse_uri(uri, &loc, err));
     if (!loc.key[0])
         return hs_err_set(err, HS_INVALID, "%s: names a bucket, not an object", uri);
-    if (size == 0 || size > (uint64_t)SIZE_MAX / 2 || len == 0 || len > size)
-        return hs_err_set(err, HS_INVALID, "%s: read_head of %" PRIu64 " of %" PRIu64 " bytes",
-                          uri, len, size);
-    char range[64];
-    snprintf(range, sizeof range, "Range: bytes=0-%" PRIu64, len - 1);
+    if (size == 0 || size > (uint64_t)SIZE_MAX / 2 || len == 0 || off > size || len > size - off)
+        return hs_err_set(err, HS_INVALID, "%s: read of %" PRIu64 " bytes at %" PRIu64 " of %"
+                          PRIu64 " bytes", uri, len, off, size);
+    char range[80];
+    snprintf(range, sizeof range, "Range: bytes=%" PRIu64 "-%" PRIu64, off, off + len - 1);
     s3_req r = { 0 };
     r.method = "GET";
     r.bucket = loc.bucket;
@@ -548,7 +554,8 @@ hs_status hs_s3_read_head(const char *uri, void *dst, uint64_t len, uint64_t siz
         st = s3_http_error(&r, uri, err);
     } else if (st == HS_OK) {
         uint64_t total = r.status == 206 && r.have_total ? r.total_size
-                         : r.status == 200 && len == size ? (uint64_t)r.got : UINT64_MAX;
+                         : r.status == 200 && off == 0 && len == size ? (uint64_t)r.got
+                                                                         : UINT64_MAX;
         if (total != size || r.got != len)
             st = hs_err_set(err, HS_CONFLICT, "%s: the object has %s%" PRIu64 " bytes, not "
                             "%" PRIu64, uri, total == UINT64_MAX ? "an unknown number of " : "",

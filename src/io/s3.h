@@ -33,6 +33,10 @@ HS_MUST_USE hs_status hs_s3_read_all(const char *uri, hs_buf *out, hs_error *err
 /* io.h's hs_io_read_whole, hs_io_read_head and hs_io_identity_cached. */
 HS_MUST_USE hs_status hs_s3_read_head(const char *uri, void *dst, uint64_t len, uint64_t size,
                                       hs_error *err);
+/* io.h's hs_io_read_range: bytes [off, off + len) of an object of `size`
+ * bytes in one ranged GET, without an open before it. */
+HS_MUST_USE hs_status hs_s3_read_range(const char *uri, void *dst, uint64_t off, uint64_t len,
+                                       uint64_t size, hs_error *err);
 HS_MUST_USE hs_status hs_s3_read_whole(const char *uri, void *dst, uint64_t size,
                                        hs_error *err);
 bool hs_s3_identity_cached(const char *uri);

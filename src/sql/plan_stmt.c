@@ -216,6 +216,17 @@ static hs_status create_index(sq_session *s, const json_t *b, const char *text, 
         const char *nm = pl_jstrv(d, "defname");
         json_t *iv = pl_jget(pl_jget(arg, "Integer"), "ival");
         long long v = json_is_integer(iv) ? json_integer_value(iv) : 0;
+        if (nm && !strcmp(nm, "cluster") && metric) {
+            /* a vector index's cluster column (table/vcluster.h) */
+            const char *cv = pl_jstrv(pl_jget(arg, "String"), "sval");
+            if (!cv) {
+                st = sq_fail(s, err, HS_INVALID, "22023", text, sq_loc(d),
+                             "option \"cluster\" takes a column name, e.g. cluster = 'category'");
+                break;
+            }
+            json_object_set_new(pj, "cluster", json_string(cv));
+            continue;
+        }
         const char *key = !nm ? NULL : !strcmp(nm, "m") ? "m"
                         : !strcmp(nm, "ef_construction") ? "ef_construction"
                         : !strcmp(nm, "lists") ? "ivf_lists" : NULL;
@@ -230,6 +241,25 @@ static hs_status create_index(sq_session *s, const json_t *b, const char *text, 
             break;
         }
         json_object_set_new(pj, key, json_integer(v));
+    }
+    /* INCLUDE (a, b): the columns a clustered vector index's blocks carry */
+    json_t *incl = pl_jget(b, "indexIncludingParams");
+    if (st == HS_OK && json_array_size(incl) && !json_object_get(pj, "cluster"))
+        st = sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, loc,
+                     "INCLUDE needs a vector index with a cluster column: USING hnsw (...) "
+                     "INCLUDE (...) WITH (cluster = 'column')");
+    if (st == HS_OK && json_array_size(incl)) {
+        json_t *names = json_array();
+        json_array_foreach(incl, i, o) {
+            const char *nm = pl_jstrv(pl_jget(o, "IndexElem"), "name");
+            if (!nm) {
+                st = sq_fail(s, err, HS_UNSUPPORTED, "0A000", text, loc,
+                             "INCLUDE takes column names");
+                break;
+            }
+            json_array_append_new(names, json_string(nm));
+        }
+        json_object_set_new(pj, "include", names);
     }
     char *pstr = st == HS_OK ? hs_json_dumps(pj, JSON_COMPACT) : NULL;
     json_decref(pj);

@@ -66,6 +66,7 @@
 #include "table/fcache.h"
 #include "table/mcache.h"
 #include "table/table_int.h"
+#include "table/vcluster.h"
 #include "table/vindex.h"
 
 #include "base/avro.h"
@@ -202,6 +203,7 @@ static void entry_free_strings(ix_entry *e)
     hs_free(e->data_file);
     hs_free(e->kind);
     hs_free(e->index_file);
+    hs_free(e->cluster);
     memset(e, 0, sizeof *e);
 }
 
@@ -358,7 +360,53 @@ typedef struct build_req {
     int64_t data_file_size;
     int64_t record_count;
     const volatile int *cancel;    /* optional */
+    const ice_schema *schema;      /* the current schema (a vector index's cluster and
+                                    * included columns); NULL: none built */
 } build_req;
+
+/* The clustered vector section of a vector index declared with a cluster
+ * column (table/vcluster.h), built beside the sidecar from the same rows. */
+typedef struct cluster_build {
+    tbl_vcl_cols cols;
+    tbl_vcbuilder *b;              /* NULL: no section for this build */
+} cluster_build;
+
+static hs_status cluster_begin(const build_req *q, cluster_build *cb, hs_error *err)
+{
+    memset(cb, 0, sizeof *cb);
+    bool found = false;
+    if (!q->schema || !tbl_vindex_is_vector_kind(q->decl->kind) ||
+        !tbl_vcl_declared(q->decl->params))
+        return HS_OK;
+    hs_error why = {0};
+    hs_status st = tbl_vcl_resolve(q->decl->params, q->schema, q->decl->field_id, &cb->cols,
+                                   &found, &why);
+    if (st == HS_NOMEM)
+        return hs_err_nomem(err, 64);
+    if (st != HS_OK || !found)
+        return HS_OK;   /* a column renamed or dropped since: the sidecar without it */
+    return tbl_vcbuilder_new(&cb->cols, q->decl->field_id, q->record_count, &cb->b, err);
+}
+
+/* Appends the section to the sidecar bytes and marks the sidecar; *dir gets
+ * the directory (or NULL: no section). */
+static hs_status cluster_finish(cluster_build *cb, hs_buf *bytes, char **dir, hs_error *err)
+{
+    *dir = NULL;
+    if (!cb->b || bytes->len == 0)
+        return HS_OK;
+    size_t before = bytes->len;
+    HS_TRY(tbl_vcbuilder_finish(cb->b, bytes, dir, err));
+    if (!*dir)
+        return HS_OK;
+    hs_status st = tbl_vindex_mark_clustered(bytes->data, before, err);
+    if (st != HS_OK) {
+        bytes->len = before;
+        hs_free(*dir);
+        *dir = NULL;
+    }
+    return st;
+}
 
 /* Writes sidecar bytes under a fresh name; fills e (owned strings). */
 static hs_status write_sidecar(const build_req *q, const hs_buf *bytes, ix_entry *e,
@@ -445,8 +493,22 @@ static hs_status build_from_batch(const build_req *q, const hs_batch *b, ix_entr
         st = k->build_finish(state, &bytes, err);
     k->build_free(state);
     hs_col_free(tmp);
+    cluster_build cb = {0};
+    char *dir = NULL;
+    if (st == HS_OK)
+        st = cluster_begin(q, &cb, err);
+    if (st == HS_OK && cb.b)
+        st = tbl_vcbuilder_add(cb.b, b, 0, err);
+    if (st == HS_OK)
+        st = cluster_finish(&cb, &bytes, &dir, err);
+    tbl_vcbuilder_free(cb.b);
     if (st == HS_OK)
         st = write_sidecar(q, &bytes, e, err);
+    if (st == HS_OK) {
+        e->cluster = dir;
+        dir = NULL;
+    }
+    hs_free(dir);
     hs_buf_free(&bytes);
     if (st != HS_OK)
         hs_err_prefix(err, "index %s on %s of %s", q->decl->kind, q->decl->column, q->data_file);
@@ -458,6 +520,7 @@ typedef struct disk_build {
     const tbl_ixkind *k;
     void *state;
     int64_t pos;
+    tbl_vcbuilder *cluster;        /* optional: fed the same batches */
 } disk_build;
 
 static hs_status disk_emit(void *ctx, hs_batch *b, hs_error *err)
@@ -472,6 +535,8 @@ static hs_status disk_emit(void *ctx, hs_batch *b, hs_error *err)
         st = leaf_column(b, d->q->decl->field_id, &c, &tmp, err);
     if (st == HS_OK)
         st = d->k->build_add(d->state, c, d->pos, err);
+    if (st == HS_OK && d->cluster)
+        st = tbl_vcbuilder_add(d->cluster, b, d->pos, err);
     d->pos += b->n_rows;
     hs_col_free(tmp);
     hs_batch_free(b);
@@ -498,10 +563,27 @@ static hs_status build_from_file(const build_req *q, ix_entry *e, hs_error *err)
         hs_field_clear(&rs);
         return hs_err_nomem(err, 64);
     }
-    disk_build d = {q, k, NULL, 0};
+    cluster_build cb = {0};
+    hs_status st = cluster_begin(q, &cb, err);
+    /* the cluster and included columns are read in the same pass */
+    for (int i = 0; st == HS_OK && cb.b && i <= cb.cols.n_include; i++) {
+        const hs_field *f = i == 0 ? cb.cols.cluster : cb.cols.include[i - 1];
+        hs_field fc = {0};
+        if (hs_field_copy(f, &fc) != HS_OK || hs_field_add_child(&rs, &fc) != HS_OK) {
+            hs_field_clear(&fc);
+            st = hs_err_nomem(err, 64);
+        }
+    }
+    if (st != HS_OK) {
+        tbl_vcbuilder_free(cb.b);
+        hs_field_clear(&rs);
+        return st;
+    }
+    disk_build d = {q, k, NULL, 0, cb.b};
     hs_buf bytes = {0};
-    hs_status st = k->build_begin(q->decl->kind, q->decl->params, q->field, q->data_file_size,
-                                  q->record_count, hs_io_is_object_uri(q->location), &d.state, err);
+    char *dir = NULL;
+    st = k->build_begin(q->decl->kind, q->decl->params, q->field, q->data_file_size,
+                        q->record_count, hs_io_is_object_uri(q->location), &d.state, err);
     tbl_read_opts o = {.n_out = -1, .batch_size = 65536};
     if (st == HS_OK)
         st = tbl_read_file_ex(&pf, &rs, &o, disk_emit, &d, NULL, NULL, NULL, err);
@@ -513,7 +595,15 @@ static hs_status build_from_file(const build_req *q, ix_entry *e, hs_error *err)
     if (d.state)
         k->build_free(d.state);
     if (st == HS_OK)
+        st = cluster_finish(&cb, &bytes, &dir, err);
+    tbl_vcbuilder_free(cb.b);
+    if (st == HS_OK)
         st = write_sidecar(q, &bytes, e, err);
+    if (st == HS_OK) {
+        e->cluster = dir;
+        dir = NULL;
+    }
+    hs_free(dir);
     hs_buf_free(&bytes);
     hs_field_clear(&rs);
     if (st != HS_OK && st != HS_CANCELLED)
@@ -908,7 +998,7 @@ static hs_status missing_reqs(add_ctx *c, const ice_table_metadata *m, const liv
         if (mine)
             continue;
         build_req q = {m->location, wflags_of(m), &c->decl, c->field, top, f->path,
-                       f->file_size, f->record_count, NULL};
+                       f->file_size, f->record_count, NULL, c->schema};
         if (hs_buf_append(reqs, &q, sizeof q) != HS_OK)
             return hs_err_nomem(err, sizeof q);
     }
@@ -1089,6 +1179,10 @@ hs_status hs_table_add_index(hs_table *t, const char *column, const hs_index_opt
                         "auto, hnsw, hnsw_tq8, hnsw_tq4, hnsw_pq, hnsw_bin, ivf_hnsw...)", kind);
     else {
         st = fam->check(kind, f, params, err);
+        tbl_vcl_cols vcols;
+        bool clustered = false;
+        if (st == HS_OK && tbl_vindex_is_vector_kind(kind))
+            st = tbl_vcl_resolve(params, sc, f->field_id, &vcols, &clustered, err);
         if (st != HS_OK)
             hs_err_prefix(err, "add_index");
     }
@@ -2634,7 +2728,7 @@ hs_status tbl_ixw_file_written(tbl_ixw *w, const char *path, int64_t size, int64
         if (!b && !top)
             continue;
         build_req q = {w->t->meta.location, wflags_of(&w->t->meta), d, field, top, path, size,
-                       n_rows, NULL};
+                       n_rows, NULL, sc};
         ix_entry e;
         HS_TRY(b ? build_from_batch(&q, b, &e, err) : build_from_file(&q, &e, err));
         HS_TRY(ixw_push_entry(w, &e, err));
@@ -2681,7 +2775,7 @@ hs_status tbl_ixw_apply(tbl_ixw *w, const ice_table_metadata *base, ice_table_me
             if (ixw_has_entry(w, f->path, d->field_id, d->kind))
                 continue;
             build_req q = {base->location, wflags_of(base), d, field, top, f->path, f->size,
-                           f->record_count, NULL};
+                           f->record_count, NULL, sc};
             ix_entry e;
             st = build_from_file(&q, &e, err);
             if (st == HS_OK)

@@ -1674,6 +1674,25 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
                         const ice_schema *schema, const char *filter_text, tbl_plan **out,
                         hs_error *err)
 {
+    return tbl_plan_make_ex(meta, snap, schema, filter_text, 0, out, err);
+}
+
+void tbl_plan_prefetch_footers(const tbl_plan *p)
+{
+    if (p->n_files > 0 && p->n_files <= 16 && hs_io_is_object_uri(p->files[0].path)) {
+        /* object stores: the data files' footers arrive while the index
+         * registry and sidecars are read (a few files: a selective query) */
+        const char *uris[16];
+        for (int i = 0; i < p->n_files; i++)
+            uris[i] = p->files[i].path;
+        hs_io_prefetch_async(uris, (size_t)p->n_files);
+    }
+}
+
+hs_status tbl_plan_make_ex(const ice_table_metadata *meta, const ice_snapshot *snap,
+                           const ice_schema *schema, const char *filter_text, int flags,
+                           tbl_plan **out, hs_error *err)
+{
     *out = NULL;
     tbl_plan *p = hs_calloc(1, sizeof *p);
     if (!p)
@@ -1788,14 +1807,8 @@ hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap
         tbl_plan_free(p);
         return st;
     }
-    if (p->n_files > 0 && p->n_files <= 16 && hs_io_is_object_uri(p->files[0].path)) {
-        /* object stores: the data files' footers arrive while the index
-         * registry and sidecars are read (a few files: a selective query) */
-        const char *uris[16];
-        for (int i = 0; i < p->n_files; i++)
-            uris[i] = p->files[i].path;
-        hs_io_prefetch_async(uris, (size_t)p->n_files);
-    }
+    if (!(flags & TBL_PLAN_DEFER_FOOTERS))
+        tbl_plan_prefetch_footers(p);
     *out = p;
     return HS_OK;
 }

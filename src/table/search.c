@@ -65,9 +65,11 @@
  * closes); the returned stream owns its one batch.
  */
 #include "table/table_int.h"
+#include "table/vcluster.h"
 #include "table/vindex.h"
 
 #include "base/config.h"
+#include "base/fork.h"
 #include "base/opts.h"
 #include "base/mem.h"
 #include "base/threadpool.h"
@@ -79,6 +81,7 @@
 #include "parquet/reader.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -95,6 +98,13 @@ static _Atomic int64_t g_index_files_skipped;
 static _Atomic int64_t g_files_indexed;
 static _Atomic int64_t g_files_exact;
 static _Atomic int64_t g_filter_prepared, g_filter_reused;
+static _Atomic int64_t g_files_clustered;   /* files answered from cluster blocks */
+
+void tbl_search_cluster_counter(int64_t *files)
+{
+    if (files)
+        *files = atomic_load(&g_files_clustered);
+}
 
 void tbl_search_filter_counters(int64_t *prepared, int64_t *reused)
 {
@@ -1323,6 +1333,562 @@ static hs_status materialize(const search_call *c, const hs_field *rs, const cha
 }
 
 /* ------------------------------------------------------------------ */
+/* the clustered path                                                  */
+
+/*
+ * A filter `c = v` or `c IN (...)` on the cluster column of a vector index
+ * declared with one (table/vcluster.h), a projection within the block's
+ * columns (the included ones, the cluster column, the vector column): per
+ * data file one ranged GET of the value's block (several values' blocks
+ * that lie together: one GET), found through the registry's directory
+ * without reading the sidecar's head, the data file's footer or a page;
+ * exact search over the blocks' vectors; the winners' columns from the
+ * blocks.  Same answer as the path above (ties by file and position;
+ * position deletes applied).  HS_UNSUPPORTED (nothing done) sends the
+ * search down the path above: another filter or projection, a file without
+ * a usable directory entry (not live by path and size, no section, another
+ * metric), equality deletes, a tail; and a block that fails its checks
+ * (a warning and the skip counter, as for a bad sidecar).
+ */
+
+#define CL_MAX_KEYS 64
+
+typedef struct cl_read {
+    const char *uri;          /* resolved sidecar path (cl_call.paths) */
+    uint64_t off, len, size;
+    uint8_t *buf;             /* hs_malloc_aligned(len) */
+    bool cached;              /* came from the section cache */
+    hs_status st;
+    hs_error err;
+} cl_read;
+
+typedef struct cl_block {
+    int32_t file;
+    int key;                  /* index into cl_call.keys */
+    int read;                 /* cl_read holding it */
+    uint64_t at;              /* offset in that read */
+    uint64_t len;
+    uint32_t rows;
+    tbl_vcblock b;
+    roaring_bitmap_t *allow;  /* local indices not deleted; NULL = all */
+} cl_block;
+
+typedef struct cl_cand {
+    cand c;
+    int blk;
+    uint32_t li;              /* row in the block */
+} cl_cand;
+
+static int cl_cand_cmp(const void *a, const void *b)
+{
+    return cand_cmp(&((const cl_cand *)a)->c, &((const cl_cand *)b)->c);
+}
+
+/* Object stores: the whole clustered section of a sidecar, read in the
+ * background once no query runs (tbl_plan_wait_idle) after a search that
+ * read blocks of it, so that the next
+ * search for another value reads nothing (process-wide; sidecars are
+ * immutable, so an entry keyed by path and size stays true).  At most
+ * CL_CACHE_MAX bytes, the least recently used sections dropped first. */
+#define CL_CACHE_MAX ((uint64_t)512 << 20)
+#define CL_CACHE_SLOTS 256
+
+typedef struct cl_sec {
+    char *uri;                /* NULL: a free slot */
+    uint64_t size, off, len;  /* the sidecar's size; bytes [off, off + len) */
+    uint8_t *buf;             /* NULL while being read */
+    uint64_t used;            /* LRU tick */
+} cl_sec;
+
+static pthread_mutex_t g_cl_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_cl_mu, HS_FORK_RANK_LEAF)   /* nothing is taken while it is held */
+static cl_sec g_cl[CL_CACHE_SLOTS];
+static uint64_t g_cl_bytes, g_cl_tick;
+
+static cl_sec *cl_find_locked(const char *uri, uint64_t size)
+{
+    for (int i = 0; i < CL_CACHE_SLOTS; i++)
+        if (g_cl[i].uri && g_cl[i].size == size && strcmp(g_cl[i].uri, uri) == 0)
+            return &g_cl[i];
+    return NULL;
+}
+
+static void cl_drop_locked(cl_sec *s)
+{
+    g_cl_bytes -= s->buf ? s->len : 0;
+    hs_free(s->uri);
+    hs_free_aligned(s->buf);
+    memset(s, 0, sizeof *s);
+}
+
+/* Copies [off, off + len) of the sidecar from the cache: true when held. */
+static bool cl_cache_copy(const char *uri, uint64_t size, uint64_t off, uint64_t len, uint8_t *dst)
+{
+    pthread_mutex_lock(&g_cl_mu);
+    cl_sec *s = cl_find_locked(uri, size);
+    bool hit = s && s->buf && off >= s->off && len <= s->len && off - s->off <= s->len - len;
+    if (hit) {
+        memcpy(dst, s->buf + (off - s->off), (size_t)len);
+        s->used = ++g_cl_tick;
+    }
+    pthread_mutex_unlock(&g_cl_mu);
+    return hit;
+}
+
+/* Claims a slot for (uri, size) unless one exists: true when the caller is
+ * to read it. */
+static bool cl_cache_claim(const char *uri, uint64_t size, uint64_t off, uint64_t len)
+{
+    if (len > CL_CACHE_MAX)
+        return false;
+    pthread_mutex_lock(&g_cl_mu);
+    bool claimed = false;
+    if (!cl_find_locked(uri, size)) {
+        /* room: drop the least recently used sections (not those in flight) */
+        while (g_cl_bytes + len > CL_CACHE_MAX) {
+            cl_sec *old = NULL;
+            for (int i = 0; i < CL_CACHE_SLOTS; i++)
+                if (g_cl[i].uri && g_cl[i].buf && (!old || g_cl[i].used < old->used))
+                    old = &g_cl[i];
+            if (!old)
+                break;
+            cl_drop_locked(old);
+        }
+        cl_sec *free_slot = NULL;
+        for (int i = 0; i < CL_CACHE_SLOTS && !free_slot; i++)
+            if (!g_cl[i].uri)
+                free_slot = &g_cl[i];
+        if (free_slot && g_cl_bytes + len <= CL_CACHE_MAX && (free_slot->uri = hs_strdup(uri))) {
+            free_slot->size = size;
+            free_slot->off = off;
+            free_slot->len = len;
+            free_slot->used = ++g_cl_tick;
+            claimed = true;
+        }
+    }
+    pthread_mutex_unlock(&g_cl_mu);
+    return claimed;
+}
+
+/* Fills a claimed slot (buf NULL: the read failed, the slot is freed). */
+static void cl_cache_fill(const char *uri, uint64_t size, uint8_t *buf)
+{
+    pthread_mutex_lock(&g_cl_mu);
+    cl_sec *s = cl_find_locked(uri, size);
+    if (s && !s->buf && buf) {
+        s->buf = buf;
+        g_cl_bytes += s->len;
+        buf = NULL;
+    } else if (s && !s->buf) {
+        cl_drop_locked(s);
+    }
+    pthread_mutex_unlock(&g_cl_mu);
+    hs_free_aligned(buf);
+}
+
+typedef struct cl_warm {
+    char *uri;
+    uint64_t size, off, len;
+} cl_warm;
+
+static void cl_warm_run(void *arg)
+{
+    cl_warm *w = arg;
+    /* after the query's answer, when no query runs (plan.c's idle gate) */
+    uint8_t *buf = !tbl_plan_wait_idle() ? NULL : hs_malloc_aligned((size_t)w->len);
+    if (buf && hs_io_read_range(w->uri, buf, w->off, w->len, w->size, NULL) != HS_OK) {
+        hs_free_aligned(buf);
+        buf = NULL;
+    }
+    cl_cache_fill(w->uri, w->size, buf);
+    hs_free(w->uri);
+    hs_free(w);
+}
+
+/* Starts the background read of a sidecar's section (from its first
+ * block to its end) unless it is cached or being read. */
+static void cl_warm_section(const char *uri, uint64_t size, const tbl_vcdir *dir)
+{
+    uint64_t first = size;
+    size_t i;
+    json_t *e;
+    json_array_foreach(dir->values, i, e) {
+        json_t *o = json_array_get(e, 1);
+        if (json_is_integer(o) && json_integer_value(o) >= 0 &&
+            (uint64_t)json_integer_value(o) < first)
+            first = (uint64_t)json_integer_value(o);
+    }
+    if (first >= size || !cl_cache_claim(uri, size, first, size - first))
+        return;
+    cl_warm *w = hs_calloc(1, sizeof *w);
+    if (w && (w->uri = hs_strdup(uri))) {
+        w->size = size;
+        w->off = first;
+        w->len = size - first;
+        if (hs_io_background(cl_warm_run, w))
+            return;
+    }
+    if (w)
+        hs_free(w->uri);
+    hs_free(w);
+    cl_cache_fill(uri, size, NULL);   /* frees the claim */
+}
+
+static hs_status cl_read_run(void *arg, hs_error *err)
+{
+    (void)err;
+    cl_read *r = arg;
+    if (!(r->buf = hs_malloc_aligned((size_t)r->len)))
+        r->st = hs_err_nomem(&r->err, (size_t)r->len);
+    else if (!(r->cached = hs_io_is_object_uri(r->uri) &&
+                           cl_cache_copy(r->uri, r->size, r->off, r->len, r->buf)))
+        r->st = hs_io_read_range(r->uri, r->buf, r->off, r->len, r->size, &r->err);
+    return HS_OK;   /* each read's status is its own */
+}
+
+/* The filter's values when it is `col = v` or `col IN (...)` on one column
+ * (exactly: no residual); else 0. */
+static int cl_filter_keys(const tbl_pred *pred, int32_t *fid, tbl_vcl_key *keys)
+{
+    const pr_expr *e = pred->exact && pred->filter ? pred->filter->root : NULL;
+    if (!e || !((e->kind == PR_E_CMP && e->op == PR_EQ) || e->kind == PR_E_IN) || !e->vals ||
+        e->n_lits < 1 || e->n_lits > CL_MAX_KEYS)
+        return 0;
+    for (int i = 0; i < e->n_lits; i++) {
+        const pr_val *v = &e->vals[i];
+        if (v->kind == PR_V_I64)
+            keys[i] = (tbl_vcl_key){true, v->i, NULL, 0};
+        else if (v->kind == PR_V_BYTES)
+            keys[i] = (tbl_vcl_key){false, 0, v->p, v->n};
+        else
+            return 0;
+    }
+    *fid = e->field_id;
+    return e->n_lits;
+}
+
+/* The registry entry of a clustered sidecar for pf, or NULL. */
+static const ix_entry *cl_entry(const vreg *r, const tbl_plan_file *pf, int32_t field_id,
+                                hs_metric metric)
+{
+    for (int i = ix_registry_first(r->reg, pf->path); i >= 0; i = ix_registry_next(r->reg, i)) {
+        const ix_entry *e = &r->reg->entries[i];
+        if (e->field_id != field_id || e->data_file_size != pf->file_size || !e->cluster ||
+            !tbl_vindex_is_vector_kind(e->kind))
+            continue;
+        int d = ix_registry_find_decl(r->reg, field_id, e->kind);
+        hs_metric m;
+        if (d >= 0 && decl_metric(e->kind, r->reg->decls[d].params, &m) && m == metric)
+            return e;
+    }
+    return NULL;
+}
+
+/* Whether every projected column can come from the blocks. */
+static bool cl_projection_ok(const hs_field *rs, const tbl_vcdir *dir, const hs_field *vcol)
+{
+    for (int i = 0; i < rs->n_children; i++) {
+        const hs_field *f = &rs->children[i];
+        bool ok = f->field_id == dir->cluster_fid ||
+                  (f->field_id == vcol->field_id && f->type == HS_TYPE_LIST);
+        for (int k = 0; !ok && k < dir->n_include; k++)
+            ok = f->field_id == dir->include_fid[k];
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Appends the value of projected column f of block row (bk, li) to col. */
+static hs_status cl_append(const cl_block *bk, uint32_t li, const hs_field *f,
+                           const tbl_vcl_key *key, int32_t cluster_fid, int32_t vcol_fid,
+                           const tbl_vcdir *dir, hs_column *col, hs_error *err)
+{
+    hs_status st = HS_OK;
+    if (f->field_id == cluster_fid) {
+        if (key->is_int) {
+            uint8_t v[8];
+            memcpy(v, &key->i, 8);   /* little-endian: the low bytes are the narrower value */
+            st = hs_col_append_fixed(col, v);
+        } else {
+            st = hs_col_append_bytes(col, key->p, key->n);
+        }
+    } else if (f->field_id == vcol_fid) {
+        const float *v = bk->b.vecs + (size_t)li * bk->b.dim;
+        st = hs_col_append_fixed_n(col->children[0], v, bk->b.dim);
+        if (st == HS_OK)
+            st = hs_col_list_end(col);
+    } else {
+        int k = 0;
+        while (k < dir->n_include && dir->include_fid[k] != f->field_id)
+            k++;
+        const tbl_vcinc *ic = &bk->b.inc[k];
+        if (!hs_bit_get(ic->validity, li))
+            st = hs_col_append_null(col);
+        else if (ic->offsets)
+            st = hs_col_append_bytes(col, ic->values + ic->offsets[li],
+                                     ic->offsets[li + 1] - ic->offsets[li]);
+        else
+            st = hs_col_append_fixed(col, ic->values + (size_t)li * ic->width);
+    }
+    return st == HS_OK ? HS_OK : hs_err_nomem(err, 64);
+}
+
+/* Whether block bk's included columns have the projection's types. */
+static bool cl_types_ok(const cl_block *bk, const hs_field *rs, const tbl_vcdir *dir)
+{
+    for (int i = 0; i < rs->n_children; i++)
+        for (int k = 0; k < dir->n_include; k++)
+            if (dir->include_fid[k] == rs->children[i].field_id) {
+                const tbl_vcinc *ic = &bk->b.inc[k];
+                const hs_field *f = &rs->children[i];
+                if (ic->type != f->type ||
+                    (ic->width && (int)ic->width != hs_type_width(f)))
+                    return false;
+            }
+    return true;
+}
+
+static hs_status clustered_search(const search_call *c, const vreg *vr, const hs_field *rs,
+                                  const char *dist_name, const float *queries, int n_queries,
+                                  bool with_qi, hs_batch **out, hs_error *err)
+{
+    *out = NULL;
+    const tbl_plan *plan = c->plan;
+    tbl_vcl_key keys[CL_MAX_KEYS];
+    int32_t cfid = -1;
+    int n_keys = cl_filter_keys(&plan->pred, &cfid, keys);
+    if (n_keys == 0 || !vr->loaded || plan->n_files == 0)
+        return HS_UNSUPPORTED;
+    int nf = plan->n_files;
+    tbl_vcdir *dirs = hs_calloc((size_t)nf, sizeof *dirs);
+    hs_buf *paths = hs_calloc((size_t)nf, sizeof *paths);
+    const ix_entry **ents = hs_calloc((size_t)nf, sizeof *ents);
+    hs_buf blocks = {0}, reads = {0};
+    hs_status st = dirs && paths && ents ? HS_OK : hs_err_nomem(err, (size_t)nf * 64);
+    /* every file: a live entry with a directory on the filter's column, no
+     * equality deletes; the projection from the blocks */
+    for (int f = 0; st == HS_OK && f < nf; f++) {
+        const tbl_plan_file *pf = &plan->files[f];
+        if (!(ents[f] = cl_entry(vr, pf, c->col->field_id, c->metric))) {
+            st = HS_UNSUPPORTED;
+            break;
+        }
+        for (int d = 0; d < pf->n_deletes; d++)
+            if (pf->deletes[d].kind == ICE_CONTENT_EQUALITY_DELETES)
+                st = HS_UNSUPPORTED;
+        hs_error pe = {0};
+        if (st == HS_OK && tbl_vcdir_parse(ents[f]->cluster, &dirs[f], &pe) != HS_OK)
+            st = HS_UNSUPPORTED;
+        if (st == HS_OK && (dirs[f].cluster_fid != cfid ||
+                            !cl_projection_ok(rs, &dirs[f], c->col)))
+            st = HS_UNSUPPORTED;
+        if (st == HS_OK && ix_resolve_path(vr->location, ents[f]->index_file, &paths[f]) != HS_OK)
+            st = hs_err_nomem(err, 256);
+    }
+    /* the blocks, and one read per run of adjacent blocks of a file */
+    for (int f = 0; st == HS_OK && f < nf; f++) {
+        size_t first = HS_VEC_LEN(&blocks, cl_block);
+        for (int k = 0; st == HS_OK && k < n_keys; k++) {
+            bool found = false, dup = false;
+            cl_block bk = {.file = f, .key = k};
+            hs_error de = {0};
+            if (tbl_vcdir_find(&dirs[f], &keys[k], ents[f]->index_file_size, &found, &bk.at,
+                               &bk.len, &bk.rows, &de) != HS_OK) {
+                skip_warning(plan->files[f].path, &de);
+                st = HS_UNSUPPORTED;
+                break;
+            }
+            for (size_t j = first; found && j < HS_VEC_LEN(&blocks, cl_block); j++)
+                dup |= HS_VEC_AT(&blocks, cl_block, j).at == bk.at;   /* IN (a, a) */
+            if (found && !dup && hs_buf_append(&blocks, &bk, sizeof bk) != HS_OK)
+                st = hs_err_nomem(err, sizeof bk);
+        }
+        /* sort this file's blocks by offset (few: insertion sort), then runs */
+        cl_block *a = (cl_block *)(void *)blocks.data;
+        size_t n = HS_VEC_LEN(&blocks, cl_block);
+        for (size_t i = first + 1; st == HS_OK && i < n; i++)
+            for (size_t j = i; j > first && a[j - 1].at > a[j].at; j--) {
+                cl_block t = a[j];
+                a[j] = a[j - 1];
+                a[j - 1] = t;
+            }
+        for (size_t i = first; st == HS_OK && i < n; i++) {
+            cl_read *last = HS_VEC_LEN(&reads, cl_read)
+                                ? &HS_VEC_AT(&reads, cl_read, HS_VEC_LEN(&reads, cl_read) - 1)
+                                : NULL;
+            if (i > first && last && last->off + last->len == a[i].at) {
+                a[i].read = (int)HS_VEC_LEN(&reads, cl_read) - 1;
+                a[i].at -= last->off;
+                last->len += a[i].len;
+                continue;
+            }
+            cl_read r = {.uri = hs_buf_cstr(&paths[f]), .off = a[i].at, .len = a[i].len,
+                         .size = (uint64_t)ents[f]->index_file_size};
+            a[i].read = (int)HS_VEC_LEN(&reads, cl_read);
+            a[i].at = 0;
+            if (hs_buf_append(&reads, &r, sizeof r) != HS_OK)
+                st = hs_err_nomem(err, sizeof r);
+        }
+    }
+    size_t n_reads = HS_VEC_LEN(&reads, cl_read), n_blocks = HS_VEC_LEN(&blocks, cl_block);
+    cl_read *rd = (cl_read *)(void *)reads.data;
+    cl_block *bk = (cl_block *)(void *)blocks.data;
+    if (st == HS_OK && n_reads > 0) {
+        int threads = n_reads > PREP_IO_THREADS ? PREP_IO_THREADS : (int)n_reads;
+        st = run_on_pool(cl_read_run, rd, sizeof *rd, (int64_t)n_reads, threads, err);
+    }
+    for (size_t i = 0; st == HS_OK && i < n_reads; i++)
+        if (rd[i].st == HS_NOMEM)
+            st = hs_err_nomem(err, (size_t)rd[i].len);
+    /* check every block; a bad one sends the search down the other path */
+    for (size_t i = 0; st == HS_OK && i < n_blocks; i++) {
+        cl_block *b = &bk[i];
+        const tbl_plan_file *pf = &plan->files[b->file];
+        const cl_read *r = &rd[b->read];
+        hs_error be = {0};
+        hs_status bs = r->st;
+        if (bs != HS_OK)
+            be = r->err;
+        if (bs == HS_OK)
+            bs = tbl_vcblock_decode(r->buf + b->at, (size_t)b->len, pf->record_count, &b->b, &be);
+        if (bs == HS_OK && (b->b.rows != b->rows || b->b.dim != (uint32_t)c->so->dim ||
+                            b->b.key_hash != tbl_vcl_key_hash(&keys[b->key]) ||
+                            b->b.n_include != dirs[b->file].n_include ||
+                            !cl_types_ok(b, rs, &dirs[b->file])))
+            bs = HS_CORRUPT_AT(&be, "cluster block at %" PRIu64 " does not match its directory "
+                               "entry (rows, dimension, value or columns)", r->off + b->at);
+        if (bs != HS_OK) {
+            hs_err_prefix(&be, "%s", r->uri);
+            skip_warning(pf->path, &be);
+            st = HS_UNSUPPORTED;
+        }
+    }
+    /* position deletes: once per file that has blocks */
+    for (int f = 0; st == HS_OK && f < nf; f++) {
+        if (plan->files[f].n_deletes == 0)
+            continue;
+        bool any = false;
+        for (size_t i = 0; i < n_blocks; i++)
+            any |= bk[i].file == f;
+        roaring_bitmap_t *del = NULL;
+        if (any)
+            st = tbl_plan_load_deletes(&plan->files[f], &del, err);
+        for (size_t i = 0; st == HS_OK && del && i < n_blocks; i++) {
+            if (bk[i].file != f)
+                continue;
+            if (!(bk[i].allow = roaring_bitmap_create())) {
+                st = hs_err_nomem(err, 64);
+                break;
+            }
+            for (uint32_t li = 0; li < bk[i].b.rows; li++)
+                if (!roaring_bitmap_contains(del, bk[i].b.pos[li]))
+                    roaring_bitmap_add(bk[i].allow, li);
+        }
+        if (del)
+            roaring_bitmap_free(del);
+    }
+    /* search: per query, per block an exact top k, then the merge */
+    size_t k = c->k, n_out = 0;
+    cl_cand *win = NULL;
+    size_t *n_win = hs_calloc((size_t)n_queries, sizeof *n_win);
+    cl_cand *all = hs_malloc((n_blocks * k + 1) * sizeof *all);
+    hnsw_hit *hits = hs_malloc((k + 1) * sizeof *hits);
+    if (st == HS_OK && (!n_win || !all || !hits ||
+                        !(win = hs_malloc(((size_t)n_queries * k + 1) * sizeof *win))))
+        st = hs_err_nomem(err, n_blocks * k * sizeof *all);
+    for (int q = 0; st == HS_OK && q < n_queries; q++) {
+        const float *qv = queries + (size_t)q * c->so->dim;
+        size_t na = 0;
+        for (size_t i = 0; st == HS_OK && i < n_blocks; i++) {
+            int nh = 0;
+            if (bk[i].allow && roaring_bitmap_is_empty(bk[i].allow))
+                continue;
+            st = hnsw_exact_search(bk[i].b.vecs, bk[i].b.rows, bk[i].b.dim, c->metric, qv, (int)k,
+                                   bk[i].allow, NULL, NULL, hits, &nh, err);
+            for (int h = 0; st == HS_OK && h < nh; h++) {
+                float d = isnan(hits[h].dist) ? INFINITY : hits[h].dist;
+                all[na++] = (cl_cand){{d, bk[i].file, bk[i].b.pos[hits[h].id]}, (int)i,
+                                      hits[h].id};
+            }
+        }
+        if (st != HS_OK)
+            break;
+        qsort(all, na, sizeof *all, cl_cand_cmp);
+        n_win[q] = na < k ? na : k;
+        memcpy(win + n_out, all, n_win[q] * sizeof *all);
+        n_out += n_win[q];
+    }
+    /* the answer: [query_index], the projection, the distance */
+    int nc = rs->n_children, lead = with_qi ? 1 : 0;
+    hs_field schema = {0};
+    hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
+    hs_column **cols = hs_calloc((size_t)nc + 2, sizeof *cols);
+    if (st == HS_OK && !cols)
+        st = hs_err_nomem(err, 64);
+    if (st == HS_OK && with_qi)
+        st = add_plain(&schema, "query_index", HS_TYPE_INT32, err);
+    for (int i = 0; st == HS_OK && i < nc; i++)
+        st = add_field(&schema, &rs->children[i], err);
+    if (st == HS_OK)
+        st = add_plain(&schema, dist_name, HS_TYPE_FLOAT64, err);
+    for (int i = 0; st == HS_OK && i < lead + nc + 1; i++)
+        st = hs_col_create(&schema.children[i], (int64_t)n_out, &cols[i], err);
+    size_t r = 0;
+    for (int q = 0; st == HS_OK && q < n_queries; q++)
+        for (size_t i = 0; st == HS_OK && i < n_win[q]; i++, r++) {
+            const cl_cand *w = &win[r];
+            const cl_block *b = &bk[w->blk];
+            int32_t qi = q;
+            if (with_qi && hs_col_append_fixed(cols[0], &qi) != HS_OK)
+                st = hs_err_nomem(err, 64);
+            for (int j = 0; st == HS_OK && j < nc; j++)
+                st = cl_append(b, w->li, &rs->children[j], &keys[b->key], cfid,
+                               c->col->field_id, &dirs[b->file], cols[lead + j], err);
+            double d = c->metric == HS_METRIC_COSINE && isinf(w->c.d)
+                           ? NAN : vd_user_dist(c->metric, w->c.d);
+            if (st == HS_OK && hs_col_append_fixed(cols[lead + nc], &d) != HS_OK)
+                st = hs_err_nomem(err, 64);
+        }
+    if (st == HS_OK) {
+        st = tbl_batch_from_cols(&schema, cols, lead + nc + 1, (int64_t)n_out, out, err);
+    } else if (cols) {
+        for (int i = 0; i < lead + nc + 1; i++)
+            hs_col_free(cols[i]);
+    }
+    if (st == HS_OK)
+        atomic_fetch_add(&g_files_clustered, nf);
+    /* object stores: the whole sections of the files read, for the next
+     * search of another value (in the background, after this answer) */
+    for (size_t i = 0; st == HS_OK && i < n_blocks; i++) {
+        const cl_read *rr = &rd[bk[i].read];
+        if (!rr->cached && hs_io_is_object_uri(rr->uri))
+            cl_warm_section(rr->uri, rr->size, &dirs[bk[i].file]);
+    }
+    hs_field_clear(&schema);
+    hs_free(cols);
+    hs_free(win);
+    hs_free(n_win);
+    hs_free(all);
+    hs_free(hits);
+    for (size_t i = 0; i < n_blocks; i++)
+        if (bk[i].allow)
+            roaring_bitmap_free(bk[i].allow);
+    for (size_t i = 0; i < n_reads; i++)
+        hs_free_aligned(rd[i].buf);
+    hs_buf_free(&blocks);
+    hs_buf_free(&reads);
+    for (int f = 0; dirs && f < nf; f++)
+        tbl_vcdir_clear(&dirs[f]);
+    for (int f = 0; paths && f < nf; f++)
+        hs_buf_free(&paths[f]);
+    hs_free(dirs);
+    hs_free(paths);
+    hs_free(ents);
+    return st;
+}
+
+/* ------------------------------------------------------------------ */
 /* the answer                                                          */
 
 /* ------------------------------------------------------------------ */
@@ -1573,7 +2139,14 @@ static hs_status search_plan(hs_table *t, const ice_snapshot *snap, const ice_sc
                              const char *filter, tbl_plan **plan, bool *owned, hs_error *err)
 {
     *owned = true;
-    if (!filter_blank(filter) || !t->metadata_location)
+    /* a filtered search on a table with an index registry may be answered
+     * from clustered vector blocks, which need no footer: search_impl asks
+     * for the footers once it knows (tbl_plan_prefetch_footers) */
+    if (!filter_blank(filter))
+        return tbl_plan_make_ex(&t->meta, snap, schema, filter,
+                                ice_kv_get(&t->meta.properties, IX_REGISTRY_PROPERTY)
+                                    ? TBL_PLAN_DEFER_FOOTERS : 0, plan, err);
+    if (!t->metadata_location)
         return tbl_plan_make(&t->meta, snap, schema, filter, plan, err);
     tbl_plan *p = t->search_plan;
     if (p && p->meta == &t->meta && p->snap == snap && p->schema == schema &&
@@ -1697,10 +2270,22 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
         total += plan->files[i].record_count > 0 ? plan->files[i].record_count : 0;
     c.k = (size_t)so->k < (uint64_t)total ? (size_t)so->k : (size_t)total;
     c.plan = plan;
-    if (st == HS_OK && !kept && plan->n_files > 0 &&
+    /* the clustered path (above) when it can answer; else the rest */
+    hs_batch *res = NULL;
+    if (st == HS_OK && !kept && !tv && filter && c.k > 0) {
+        hs_status cs = clustered_search(&c, &vr, &rs, dist_name, so->query, n_queries, batch,
+                                        &res, err);
+        if (cs != HS_OK && cs != HS_UNSUPPORTED)
+            st = cs;
+        if (err && cs == HS_UNSUPPORTED)
+            hs_err_clear(err);
+    }
+    if (st == HS_OK && !res && !kept && filter && plan_owned)
+        tbl_plan_prefetch_footers(plan);   /* deferred by search_plan */
+    if (st == HS_OK && !res && !kept && plan->n_files > 0 &&
         !(c.fs = hs_calloc((size_t)plan->n_files, sizeof *c.fs)))
         st = hs_err_nomem(err, (size_t)plan->n_files * sizeof *c.fs);
-    if (st == HS_OK && !kept && c.k > 0 && plan->n_files > 0 &&
+    if (st == HS_OK && !res && !kept && c.k > 0 && plan->n_files > 0 &&
         hs_io_is_object_uri(plan->files[0].path)) {
         /* object stores: the pages of the projected columns (not the vector
          * column: the sidecars hold it) come in the background while the
@@ -1718,7 +2303,7 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
             tbl_plan_warm_pages(paths, plan->n_files, ids, n_ids);
         hs_free(paths);
     }
-    if (st == HS_OK && !kept && c.k > 0) {
+    if (st == HS_OK && !res && !kept && c.k > 0) {
         prep_ctx px = {.c = &c, .vr = &vr, .six = six, .filter_schema = &fsch};
         st = prep_files(&px, err);
         if (filter)
@@ -1734,14 +2319,13 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     size_t *n_win = hs_calloc((size_t)n_queries, sizeof *n_win);
     if (st == HS_OK && (!win || !n_win))
         st = hs_err_nomem(err, (size_t)n_queries * 16);
-    if (st == HS_OK && c.k > 0)
+    if (st == HS_OK && !res && c.k > 0)
         st = run_queries(&c, so->query, n_queries, win, n_win, err);
     hs_column **tail_cols = NULL;
     if (st == HS_OK && tv)
         st = tail_merge(&c, tv, &rs, &fsch, &plan->pred, n_queries, win, n_win, &tail_cols,
                         err);
-    hs_batch *res = NULL;
-    if (st == HS_OK)
+    if (st == HS_OK && !res)
         st = materialize(&c, &rs, dist_name, win, n_win, n_queries, batch, tail_cols, &res,
                          err);
     for (int i = 0; tail_cols && i < rs.n_children; i++)
@@ -1750,6 +2334,8 @@ static hs_status search_impl(hs_table *t, const hs_scan_options *scan,
     tbl_tail_view_free(tv);
     if (st == HS_OK)
         st = hs_arrow_export_one_batch(res, out, err);
+    else
+        hs_batch_free(res);   /* the clustered path's, when a later step failed */
     for (int q = 0; win && q < n_queries; q++)
         hs_free(win[q]);
     hs_free(win);

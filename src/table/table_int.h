@@ -257,6 +257,16 @@ typedef struct tbl_plan {
 HS_MUST_USE hs_status tbl_plan_make(const ice_table_metadata *meta, const ice_snapshot *snap,
                                     const ice_schema *schema, const char *filter_text,
                                     tbl_plan **out, hs_error *err);
+/* tbl_plan_make; flags TBL_PLAN_DEFER_FOOTERS: the data files' footers are
+ * not fetched ahead (object stores: tbl_plan_make starts them for a plan of
+ * at most 16 files), the caller calls tbl_plan_prefetch_footers when it
+ * turns out to read the data files (a search that may be answered from
+ * clustered vector blocks, table/vcluster.h, which need none). */
+#define TBL_PLAN_DEFER_FOOTERS 1
+HS_MUST_USE hs_status tbl_plan_make_ex(const ice_table_metadata *meta, const ice_snapshot *snap,
+                                       const ice_schema *schema, const char *filter_text,
+                                       int flags, tbl_plan **out, hs_error *err);
+void tbl_plan_prefetch_footers(const tbl_plan *p);
 void tbl_plan_free(tbl_plan *p);
 /* Object stores: the pages of the columns `field_ids` in the data files
  * `paths` (at most HS_WARM_FILES of them; whole column chunks, at most

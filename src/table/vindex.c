@@ -14,7 +14,8 @@
  *
  *   offset  size      field
  *   0       8         magic "HSVECIDX"
- *   8       4         version: 1, or 2 when flag bit 1 is set
+ *   8       4         version: 1, or 2 when flag bit 1 is set, or 3 when
+ *                     flag bit 2 is set (either way for bit 1)
  *   12      4         header bytes (64)
  *   16      8         size of the data file it covers, in bytes
  *   24      8         rows of the data file
@@ -22,7 +23,9 @@
  *   40      4         field id of the column
  *   44      4         dimension (0 when n == 0)
  *   48      4         flags: bit 0 = a position map follows,
- *                     bit 1 = exact vectors follow (version 2 only)
+ *                     bit 1 = exact vectors follow (version 2 or 3),
+ *                     bit 2 = a clustered vector section follows the graph
+ *                     (version 3 only; table/vcluster.c)
  *   52      4         metric (hs_metric: L2, COSINE, IP; the graph's)
  *   56      8         xxh64 (seed 0) of bytes [0, 56) and then of the map
  *                     (the map's hash seeded with the first)
@@ -35,7 +38,11 @@
  *   ...     8         xxh64 (seed 0) of the 4 * d * n vector bytes
  *   ...               zero padding to a multiple of 64
  *   ...     to end    the graph image (hnsw.h: its own magic and checksum;
- *                     absent when n == 0)
+ *                     absent when n == 0); version 3: the graph image ends
+ *                     where its header's length says, then zero padding to a
+ *                     multiple of 64 and the clustered section to the end
+ *                     (read apart by ranged reads of its blocks, never by
+ *                     opening the sidecar; vcluster.c)
  *
  * Exact vectors (version 2): quantized kinds search codes and rerank the
  * best max(k * rerank, ef) candidates with exact vectors, and a search
@@ -77,6 +84,7 @@
 #include "table/vindex.h"
 
 #include "table/fcache.h"
+#include "table/vcluster.h"
 
 #include "base/hash.h"
 #include "base/mem.h"
@@ -102,8 +110,10 @@
 #define VX_VERSION 1u           /* without exact vectors */
 #define VX_VERSION_VECTORS 2u   /* with exact vectors (VX_FLAG_VECTORS) */
 #define VX_HEADER 64u
+#define VX_VERSION_CLUSTER 3u   /* a clustered vector section follows the graph */
 #define VX_FLAG_MAP 1u
 #define VX_FLAG_VECTORS 2u
+#define VX_FLAG_CLUSTER 4u
 #define VX_MAX_DIM 65536u
 #define VX_BATCH 4096
 
@@ -170,6 +180,8 @@ static hs_status parse_obj(json_t *o, tbl_vindex_spec *s, bool *ivf_set, hs_erro
             HS_TRY(int_param(v, key, 1, 1 << 20, &p->ivf_nprobe, err));
         else if (strcmp(key, "rerank") == 0)
             HS_TRY(int_param(v, key, 1, 10000, &p->rerank, err));
+        else if (strcmp(key, "cluster") == 0 || strcmp(key, "include") == 0)
+            HS_TRY(tbl_vcl_check_param(key, v, err));   /* resolved by table/vcluster.c */
         else if (strcmp(key, "exact_vectors") == 0) {
             if (!json_is_boolean(v))
                 return hs_err_set(err, HS_INVALID, "vector index parameter \"exact_vectors\" "
@@ -194,8 +206,8 @@ static hs_status parse_obj(json_t *o, tbl_vindex_spec *s, bool *ivf_set, hs_erro
         } else {
             return hs_err_set(err, HS_INVALID, "unknown vector index parameter \"%s\" (known: "
                               "m, ef_construction, ef_search, metric, pq_m, ivf_lists, nprobe, "
-                              "rerank, seed, exact_vectors, complexity, quality, "
-                              "compression)", key);
+                              "rerank, seed, exact_vectors, cluster, include, complexity, "
+                              "quality, compression)", key);
         }
     }
     return HS_OK;
@@ -683,6 +695,20 @@ hs_status tbl_vbuilder_finish(tbl_vbuilder *b, hs_buf *out, hs_error *err)
     return st;
 }
 
+hs_status tbl_vindex_mark_clustered(uint8_t *p, size_t n, hs_error *err)
+{
+    if (n < VX_HEADER || memcmp(p, VX_MAGIC, 8) != 0 || get_u64(p + 32) == 0)
+        return hs_err_set(err, HS_INTERNAL, "vector index: no sidecar of vectors to mark");
+    uint32_t flags = get_u32(p + 48);
+    size_t map_bytes = (flags & VX_FLAG_MAP) ? (size_t)get_u64(p + 32) * 4 : 0;
+    if (VX_HEADER + map_bytes > n)
+        return hs_err_set(err, HS_INTERNAL, "vector index: sidecar shorter than its map");
+    put_u32(p + 8, VX_VERSION_CLUSTER);
+    put_u32(p + 48, flags | VX_FLAG_CLUSTER);
+    put_u64(p + 56, header_sum(p, p + VX_HEADER, map_bytes));
+    return HS_OK;
+}
+
 /* ---- the family of vector index kinds (table_int.h tbl_ixkind) ---- */
 
 static bool vfam_handles(const char *kind) { return tbl_vindex_is_vector_kind(kind); }
@@ -771,7 +797,8 @@ static hs_status open_image_at(uint8_t *p, size_t n, size_t avail, bool own, tbl
     uint32_t version = n >= VX_HEADER ? get_u32(p + 8) : 0;
     if (n < VX_HEADER || memcmp(p, VX_MAGIC, 8) != 0)
         st = HS_CORRUPT_AT(err, "vector index: bad magic or %zu bytes is too short", n);
-    else if ((version != VX_VERSION && version != VX_VERSION_VECTORS) ||
+    else if ((version != VX_VERSION && version != VX_VERSION_VECTORS &&
+              version != VX_VERSION_CLUSTER) ||
              get_u32(p + 12) != VX_HEADER)
         st = HS_CORRUPT_AT(err, "vector index: version %" PRIu32 " / header %" PRIu32
                            " unknown", version, get_u32(p + 12));
@@ -783,11 +810,15 @@ static hs_status open_image_at(uint8_t *p, size_t n, size_t avail, bool own, tbl
         nv = get_u64(p + 32);
         dim = get_u32(p + 44);
         flags = get_u32(p + 48);
-        uint32_t known = version == VX_VERSION ? VX_FLAG_MAP : VX_FLAG_MAP | VX_FLAG_VECTORS;
+        uint32_t known = version == VX_VERSION ? VX_FLAG_MAP
+                         : version == VX_VERSION_VECTORS ? VX_FLAG_MAP | VX_FLAG_VECTORS
+                         : VX_FLAG_MAP | VX_FLAG_VECTORS | VX_FLAG_CLUSTER;
         if (rows > UINT32_MAX || nv > rows || (flags & ~known) || get_u32(p + 52) > 2 ||
             (!(flags & VX_FLAG_MAP) && nv != rows) || (nv > 0) != (dim > 0) ||
             dim > VX_MAX_DIM || get_u64(p + 16) > (uint64_t)INT64_MAX ||
-            (version == VX_VERSION_VECTORS) != ((flags & VX_FLAG_VECTORS) != 0) ||
+            (version == VX_VERSION_VECTORS && !(flags & VX_FLAG_VECTORS)) ||
+            (version == VX_VERSION_CLUSTER) != ((flags & VX_FLAG_CLUSTER) != 0) ||
+            ((flags & VX_FLAG_CLUSTER) && nv == 0) ||
             ((flags & VX_FLAG_VECTORS) && nv == 0))
             st = HS_CORRUPT_AT(err, "vector index: inconsistent header (version %" PRIu32
                                ", rows %" PRIu64 ", vectors %" PRIu64 ", dimension %" PRIu32
@@ -828,9 +859,20 @@ static hs_status open_image_at(uint8_t *p, size_t n, size_t avail, bool own, tbl
                 st = HS_CORRUPT_AT(err, "vector index: position map entry %" PRIu64
                                    " out of order", i);
     }
+    /* version 3: the graph image ends where its header says (its bytes at
+     * offset 16), the clustered section (vcluster.c, read apart) after it */
+    size_t graph_len = n - graph_off;
+    if (st == HS_OK && (flags & VX_FLAG_CLUSTER) && avail == n) {
+        uint64_t gl = graph_off + 24 <= n ? get_u64(p + graph_off + 16) : 0;
+        if (gl < 24 || gl > n - graph_off)
+            st = HS_CORRUPT_AT(err, "vector index: graph image of %" PRIu64 " bytes in %zu",
+                               gl, n - graph_off);
+        else
+            graph_len = (size_t)gl;
+    }
     if (st == HS_OK && nv > 0) {
         st = avail < n ? hnsw_open_prefix(p + graph_off, avail - graph_off, &vi->ix, err)
-                       : hnsw_open(p + graph_off, n - graph_off, &vi->ix, err);
+                       : hnsw_open(p + graph_off, graph_len, &vi->ix, err);
         vi->partial = avail < n;
         if (st == HS_OK) {
             hnsw_info hi;

@@ -117,6 +117,11 @@ HS_MUST_USE hs_status tbl_vbuilder_add(tbl_vbuilder *b, const hs_column *c, int6
 HS_MUST_USE hs_status tbl_vbuilder_finish(tbl_vbuilder *b, hs_buf *out, hs_error *err);
 void tbl_vbuilder_free(tbl_vbuilder *b);  /* accepts NULL */
 
+/* Makes the sidecar image p[0..n) (as tbl_vbuilder_finish wrote it, with
+ * vectors) a version 3 sidecar: a clustered vector section
+ * (table/vcluster.h) follows its graph.  The caller appends the section. */
+HS_MUST_USE hs_status tbl_vindex_mark_clustered(uint8_t *p, size_t n, hs_error *err);
+
 /* The vector kinds as an index family for table/index.c (kind_families). */
 extern const tbl_ixkind tbl_vector_ixkind;
 
@@ -240,5 +245,8 @@ void tbl_search_counters(int64_t *files_indexed, int64_t *files_exact, int64_t *
 /* Filtered searches that prepared their files (allowed rows, sidecars) and
  * that reused the handle's kept preparation (tbl_fsearch in search.c). */
 void tbl_search_filter_counters(int64_t *prepared, int64_t *reused);
+/* Data files that filtered searches answered from clustered vector blocks
+ * (table/vcluster.h) instead of sidecar heads and data files. */
+void tbl_search_cluster_counter(int64_t *files);
 
 #endif

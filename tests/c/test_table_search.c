@@ -1419,6 +1419,133 @@ static void test_search_oom(void)
     clear_caches(NULL);
 }
 
+/* A clustered index (cluster = id: a block per row) answers `id IN (...)`
+ * from its blocks: the oracle's rows among those ids (deleted rows and null
+ * vectors left out), every metric, the files counted as clustered; and under
+ * an allocation failure at every step: an error or the right answer, no leak. */
+static int oracle_in(const float *q, int k, hs_metric m, const int64_t *in, int n_in,
+                     int64_t *ids, double *dist)
+{
+    int n = 0;
+    for (int i = 0; i < n_in; i++) {
+        int64_t r = in[i];
+        bool dup = false;
+        for (int j = 0; j < i; j++)
+            dup |= in[j] == r;
+        if (dup || r < 0 || r >= N_ROWS || vec_null(r) || deleted(r))
+            continue;
+        double s = 0, ab = 0, aa = 0, bb = 0;
+        for (int j = 0; j < DIM; j++) {
+            double x = comp(r, j), y = q[j];
+            s += (x - y) * (x - y);
+            ab += x * y;
+            aa += y * y;
+            bb += x * x;
+        }
+        double d = m == HS_METRIC_L2 ? sqrt(s) : m == HS_METRIC_IP ? ab : 1 - ab / sqrt(aa * bb);
+        double key = m == HS_METRIC_IP ? -d : d;
+        int at = n++;
+        while (at > 0 && ((m == HS_METRIC_IP ? -dist[at - 1] : dist[at - 1]) > key ||
+                          ((m == HS_METRIC_IP ? -dist[at - 1] : dist[at - 1]) == key &&
+                           ids[at - 1] > r))) {
+            dist[at] = dist[at - 1];
+            ids[at] = ids[at - 1];
+            at--;
+        }
+        dist[at] = d;
+        ids[at] = r;
+    }
+    return n < k ? n : k;
+}
+
+static void test_search_clustered(void)
+{
+    hs_error err = {0};
+    hs_catalog *cat = NULL;
+    CHECK_OK(hs_catalog_open_path(NULL, &cat, &err), &err);
+    hs_table *t = make_table(cat, tmp_path("search-clustered"), &err);
+    REQUIRE(t);
+    static const char *const names[] = {"l2", "cosine", "ip"};
+    static const hs_metric metrics[] = {HS_METRIC_L2, HS_METRIC_COSINE, HS_METRIC_IP};
+    static const int64_t in[] = {1, 3, 5, 44, 102, 399, 400, 401, 650, 777, 1001, 1199, 3, 32,
+                                 90, 96, 500, 1150};
+    const int n_in = (int)(sizeof in / sizeof in[0]);
+    char flt[256] = "id IN (";
+    for (int i = 0; i < n_in; i++)
+        snprintf(flt + strlen(flt), sizeof flt - strlen(flt), "%s%lld", i ? ", " : "",
+                 (long long)in[i]);
+    strcat(flt, ")");
+    int64_t ids[N_ROWS], wid[N_ROWS];
+    double d[N_ROWS], wd[N_ROWS];
+    int64_t before = 0, after = 0;
+    for (int m = 0; m < 3; m++) {
+        char params[128];
+        snprintf(params, sizeof params, "{\"m\":8,\"ef_construction\":32,\"metric\":\"%s\","
+                 "\"cluster\":\"id\"}", names[m]);
+        hs_index_options io = {.kind = "hnsw", .params_json = params, .n_threads = 1};
+        if (m > 0)
+            CHECK_OK(hs_table_drop_index(t, "v", NULL, &err), &err);
+        CHECK_OK(hs_table_add_index(t, "v", &io, &err), &err);
+        for (int qi = 0; qi < 3; qi++) {
+            float q[DIM];
+            for (int j = 0; j < DIM; j++)
+                q[j] = comp(300000 + qi * 7 + m, j);
+            int k = qi == 2 ? 50 : 6, n = 0;
+            tbl_search_cluster_counter(&before);
+            CHECK_OK(run_search(t, flt, q, DIM, k, names[m], ids, d, &n, &err), &err);
+            tbl_search_cluster_counter(&after);
+            CHECK(after - before == FILES);
+            int want = oracle_in(q, k, metrics[m], in, n_in, wid, wd);
+            CHECK(n == want);
+            for (int i = 0; i < n && i < want; i++) {
+                CHECK(ids[i] == wid[i]);
+                CHECK(fabs(d[i] - wd[i]) <= 1e-4 * (1 + fabs(wd[i])));
+            }
+        }
+    }
+    /* another filter shape: the usual path, the same answer */
+    float q[DIM];
+    for (int j = 0; j < DIM; j++)
+        q[j] = comp(4242, j);
+    int n = 0;
+    tbl_search_cluster_counter(&before);
+    CHECK_OK(run_search(t, "id < 300", q, DIM, 5, "ip", ids, d, &n, &err), &err);
+    tbl_search_cluster_counter(&after);
+    CHECK(after == before);
+    CHECK(n == oracle(q, 5, HS_METRIC_IP, 300, wid, wd) && ids[0] == wid[0]);
+    /* allocation failures at every step of a clustered search */
+    int want = oracle_in(q, 5, HS_METRIC_IP, in, n_in, wid, wd);
+    hs_alloc_hook hook = {count_malloc, count_realloc, count_free, NULL};
+    clear_caches(t);
+    int64_t live = hs_test_live_count();
+    hs_set_alloc_hook(&hook);
+    g_allocs = 0;
+    CHECK_OK(run_search(t, flt, q, DIM, 5, "ip", ids, d, &n, &err), &err);
+    int64_t total = g_allocs;
+    hs_set_alloc_hook(NULL);
+    CHECK(n == want);
+    clear_caches(t);
+    CHECK(hs_test_live_count() == live);
+    int64_t step = total / 800 + 1;
+    for (int64_t nth = 1; nth <= total; nth += step) {
+        hs_err_clear(&err);
+        hs_mem_fail_after(nth);
+        hs_status st = run_search(t, flt, q, DIM, 5, "ip", ids, d, &n, &err);
+        hs_mem_fail_after(0);
+        clear_caches(t);
+        if (hs_test_live_count() != live)
+            fprintf(stderr, "leak at %lld: st %d %s\n", (long long)nth, (int)st, err.msg);
+        CHECK(hs_test_live_count() == live);
+        if (st == HS_OK)
+            CHECK(n == want && memcmp(ids, wid, (size_t)want * sizeof *ids) == 0);
+        else
+            CHECK(err.msg[0] != 0);
+    }
+    hs_table_close(t);
+    hs_catalog_close(cat);
+    clear_caches(NULL);
+}
+
 int main(void)
 {
     HS_RUN(test_params);
@@ -1435,5 +1562,6 @@ int main(void)
     HS_RUN(test_cache);
     HS_RUN(test_vindex_oom);
     HS_RUN(test_search_oom);
+    HS_RUN(test_search_clustered);
     return hs_test_summary();
 }
