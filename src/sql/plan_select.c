@@ -573,7 +573,6 @@ static hs_status check_clauses(planner *p, const json_t *sel)
 {
     static const struct { const char *key, *what; } t[] = {
         {"intoClause", "SELECT INTO"}, {"lockingClause", "FOR UPDATE/SHARE"},
-        {"windowClause", "WINDOW"},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         json_t *v = pl_jget(sel, t[i].key);
@@ -920,55 +919,231 @@ static hs_status numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap
     return HS_OK;
 }
 
+/* PostgreSQL's FRAMEOPTION_* bits (nodes/parsenodes.h) */
 #define FO_NONDEFAULT 0x1
 #define FO_RANGE 0x2
 #define FO_ROWS 0x4
+#define FO_GROUPS 0x8
 #define FO_START_UNB_PREC 0x20
 #define FO_END_UNB_FOLL 0x100
+#define FO_START_CURRENT 0x200
 #define FO_END_CURRENT 0x400
+#define FO_START_OFF_PREC 0x800
+#define FO_END_OFF_PREC 0x1000
+#define FO_START_OFF_FOLL 0x2000
+#define FO_END_OFF_FOLL 0x4000
+#define FO_EXCL_CURRENT 0x8000
+#define FO_EXCL_GROUP 0x10000
+#define FO_EXCL_TIES 0x20000
+#define FO_DEFAULTS 1058   /* RANGE UNBOUNDED PRECEDING AND CURRENT ROW */
 
-static bool frame_of(planner *p, const json_t *over, xo_win *w)
+static json_t *cast_named(json_t *node, const char *type)
 {
-    xo_frame *fr = &w->frame;
-    json_t *fo = pl_jget(over, "frameOptions");
-    long long v = json_is_integer(fo) ? json_integer_value(fo) : 0;
-    if (!(v & FO_NONDEFAULT)) {
-        *fr = XO_FRAME_DEFAULT;
-        return true;
+    return json_pack("{s:{s:o,s:{s:[{s:{s:s}}],s:i,s:i},s:i}}", "TypeCast", "arg", node, "typeName",
+                     "names", "String", "sval", type, "typemod", -1, "location", -1, "location", -1);
+}
+
+/* PostgreSQL's name of a column type, for the messages of RANGE offsets. */
+static const char *pg_type_of(const hs_field *f)
+{
+    switch (f->type) {
+    case HS_TYPE_BOOL: return "boolean";
+    case HS_TYPE_INT8: case HS_TYPE_INT16: return "smallint";
+    case HS_TYPE_INT32: return "integer";
+    case HS_TYPE_INT64: case HS_TYPE_UINT64: case HS_TYPE_UINT32: return "bigint";
+    case HS_TYPE_FLOAT32: return "real";
+    case HS_TYPE_FLOAT64: return "double precision";
+    case HS_TYPE_DECIMAL128: return "numeric";
+    case HS_TYPE_DATE32: return "date";
+    case HS_TYPE_TIME32: case HS_TYPE_TIME64: return "time without time zone";
+    case HS_TYPE_TIMESTAMP: return f->tz ? "timestamp with time zone" : "timestamp without time zone";
+    case HS_TYPE_STRING: return "text";
+    case HS_TYPE_BINARY: return "bytea";
+    case HS_TYPE_INTERVAL: return "interval";
+    default: return hs_type_name(f->type);
     }
-    if ((v & FO_ROWS) && (v & (0x800 | 0x1000 | 0x2000 | 0x4000)) && !(v & 0x38000 /* EXCLUDE */)) {
-        /* ROWS BETWEEN <n PRECEDING|FOLLOWING|UNBOUNDED|CURRENT ROW> AND ... */
-        int64_t lo = 0, hi = 0, x;
-        bool null;
-        if (v & FO_START_UNB_PREC)
-            lo = INT64_MIN;
-        else if (v & (0x800 | 0x2000)) {
-            if (int_const(p, pl_jget(over, "startOffset"), "frame offset", &x, &null) != HS_OK || null || x < 0)
-                return false;
-            lo = v & 0x800 ? -x : x;
+}
+
+/* A ROWS or GROUPS offset: a non-negative integer constant. */
+static hs_status rows_offset(planner *p, const json_t *node, bool start, bool preceding,
+                             int64_t *out)
+{
+    int64_t x;
+    bool null;
+    HS_TRY(int_const(p, node, "frame offset", &x, &null));
+    if (null)
+        return pl_fail(p, HS_INVALID, "22004", pl_node_loc(node), "frame %s offset must not be null",
+                       start ? "starting" : "ending");
+    if (x < 0)
+        return pl_fail(p, HS_INVALID, "22013", pl_node_loc(node),
+                       "frame %s offset must not be negative", start ? "starting" : "ending");
+    *out = preceding ? -x : x;
+    return HS_OK;
+}
+
+typedef struct win_ctx {
+    rel *cur;
+    nmap *m;
+    const layer *pre;
+    const int *key_of_col;
+} win_ctx;
+
+/* RANGE offset bounds: the columns key -/+ offset (bound) in a type where
+ * the arithmetic cannot overflow (integers as numeric, dates as
+ * timestamps, reals as double precision), the key in that type, and the
+ * offset for the executor's checks (PostgreSQL's in_range support:
+ * integers with integer offsets, floats with double precision, numerics
+ * with numerics, date/timestamp/timestamptz with intervals, intervals with
+ * intervals; other pairs are 0A000 as there). */
+static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over, const json_t *ord,
+                              long long v, xo_win *w)
+{
+    json_t *sb = pl_jget(json_array_get(ord, 0), "SortBy"), *key = pl_jget(sb, "node");
+    bool desc, nf;
+    HS_TRY(sort_dir(sb, &desc, &nf));
+    int kc;
+    HS_TRY(pl_rel_add_expr_in(p, wc->cur, key, wc->m, wc->pre, wc->key_of_col, &kc));
+    const hs_field *kf = &wc->cur->op->schema.children[kc];
+    const char *as = NULL, *off_as = NULL;
+    bool int_key = pl_is_int_type(kf->type);
+    if (int_key)
+        as = "numeric", off_as = "numeric";
+    else if (kf->type == HS_TYPE_FLOAT32 || kf->type == HS_TYPE_FLOAT64)
+        as = "float8", off_as = "float8";
+    else if (kf->type == HS_TYPE_DECIMAL128)
+        as = "numeric", off_as = "numeric";
+    else if (kf->type == HS_TYPE_DATE32 || (kf->type == HS_TYPE_TIMESTAMP && !kf->tz))
+        as = "timestamp", off_as = "interval";
+    else if (kf->type == HS_TYPE_TIMESTAMP)
+        as = "timestamptz", off_as = "interval";
+    else if (kf->type == HS_TYPE_INTERVAL)
+        as = "interval", off_as = "interval";
+    else
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(key),
+                       "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s",
+                       pg_type_of(kf));
+    w->range_desc = desc;
+    w->range_key = w->range_lo = w->range_hi = w->range_off_lo = w->range_off_hi = -1;
+    hs_field bound = {0};
+    bool have_bound = false;
+    hs_status st = HS_OK;
+    for (int end = 0; end < 2 && st == HS_OK; end++) {
+        long long prec = end ? FO_END_OFF_PREC : FO_START_OFF_PREC;
+        long long foll = end ? FO_END_OFF_FOLL : FO_START_OFF_FOLL;
+        if (!(v & (prec | foll)))
+            continue;
+        json_t *off = pl_jget(over, end ? "endOffset" : "startOffset");
+        int oc;
+        json_t *cb;
+        bool unknown = pl_is_kind(off, "A_Const", &cb) && pl_jget(cb, "sval");
+        st = pl_rel_add_expr_in(p, wc->cur, off, wc->m, wc->pre, wc->key_of_col, &oc);
+        if (st != HS_OK)
+            break;
+        hs_type ot = wc->cur->op->schema.children[oc].type;
+        bool ok = unknown || ot == HS_TYPE_NA;
+        if (!ok && int_key)
+            ok = pl_is_int_type(ot);
+        else if (!ok && (kf->type == HS_TYPE_FLOAT32 || kf->type == HS_TYPE_FLOAT64))
+            ok = pl_is_int_type(ot) || ot == HS_TYPE_DECIMAL128 || ot == HS_TYPE_FLOAT32 ||
+                 ot == HS_TYPE_FLOAT64;
+        else if (!ok && kf->type == HS_TYPE_DECIMAL128)
+            ok = pl_is_int_type(ot) || ot == HS_TYPE_DECIMAL128;
+        else if (!ok)
+            ok = ot == HS_TYPE_INTERVAL;
+        if (!ok) {
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(off),
+                         "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s "
+                         "and offset type %s", pg_type_of(kf),
+                         pg_type_of(&wc->cur->op->schema.children[oc]));
+            break;
         }
-        if (v & FO_END_UNB_FOLL)
-            hi = INT64_MAX;
-        else if (v & (0x1000 | 0x4000)) {
-            if (int_const(p, pl_jget(over, "endOffset"), "frame offset", &x, &null) != HS_OK || null || x < 0)
-                return false;
-            hi = v & 0x1000 ? -x : x;
+        /* the bound: "preceding" is toward the start of the ORDER BY */
+        bool minus = (v & prec) ? !desc : desc;
+        json_t *oq = cast_named(json_deep_copy(off), off_as);
+        json_t *kq = cast_named(json_deep_copy(key), as);
+        json_t *bx = oq && kq ? pl_mk_op(minus ? "-" : "+", kq, oq) : NULL;
+        if (have_bound && bx)
+            bx = pl_cast_json(bx, &bound);
+        json_t *ox = cast_named(json_deep_copy(off), off_as);
+        int bc = -1, occ = -1;
+        st = bx && ox ? pl_rel_add_expr_in(p, wc->cur, bx, wc->m, wc->pre, wc->key_of_col, &bc)
+                      : pl_nomem(p);
+        if (st == HS_OK)
+            st = pl_rel_add_expr_in(p, wc->cur, ox, wc->m, wc->pre, wc->key_of_col, &occ);
+        json_decref(bx);
+        json_decref(ox);
+        if (st != HS_OK)
+            break;
+        if (!have_bound) {
+            if (hs_field_copy(&wc->cur->op->schema.children[bc], &bound) != HS_OK) {
+                st = pl_nomem(p);
+                break;
+            }
+            have_bound = true;
         }
-        *fr = XO_FRAME_ROWS_BETWEEN;
+        if (end)
+            w->range_hi = bc, w->range_off_hi = occ, w->hi = 1;
+        else
+            w->range_lo = bc, w->range_off_lo = occ, w->lo = 1;
+    }
+    if (st == HS_OK && have_bound) {
+        json_t *kx = pl_cast_json(cast_named(json_deep_copy(key), as), &bound);
+        st = kx ? pl_rel_add_expr_in(p, wc->cur, kx, wc->m, wc->pre, wc->key_of_col, &w->range_key)
+                : pl_nomem(p);
+        json_decref(kx);
+    }
+    if (have_bound)
+        hs_field_clear(&bound);
+    return st;
+}
+
+/* The frame of a window function's OVER (PostgreSQL's frameOptions). */
+static hs_status frame_of(planner *p, const win_ctx *wc, const json_t *over, int loc, xo_win *w)
+{
+    json_t *fo = pl_jget(over, "frameOptions");
+    json_t *ord = pl_jget(over, "orderClause");
+    long long v = json_is_integer(fo) ? json_integer_value(fo) : 0;
+    w->frame = XO_FRAME_DEFAULT;
+    w->range_key = w->range_lo = w->range_hi = w->range_off_lo = w->range_off_hi = -1;
+    if (!(v & FO_NONDEFAULT))
+        return HS_OK;
+    w->exclude = v & FO_EXCL_CURRENT ? XO_EXCL_CURRENT : v & FO_EXCL_GROUP ? XO_EXCL_GROUP
+               : v & FO_EXCL_TIES ? XO_EXCL_TIES : XO_EXCL_NONE;
+    if ((v & FO_GROUPS) && json_array_size(ord) == 0)
+        return pl_fail(p, HS_INVALID, "42P20", loc, "GROUPS mode requires an ORDER BY clause");
+    bool offsets = v & (FO_START_OFF_PREC | FO_START_OFF_FOLL | FO_END_OFF_PREC | FO_END_OFF_FOLL);
+    int64_t lo = v & FO_START_UNB_PREC ? INT64_MIN : 0, hi = v & FO_END_UNB_FOLL ? INT64_MAX : 0;
+    if (v & FO_RANGE) {
+        if (offsets && json_array_size(ord) != 1)
+            return pl_fail(p, HS_INVALID, "42P20", loc,
+                           "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column");
         w->lo = lo;
         w->hi = hi;
-        return true;
+        if (offsets)
+            HS_TRY(range_bounds(p, wc, over, ord, v, w));
+        if (!offsets && w->exclude == XO_EXCL_NONE && lo == INT64_MIN && hi == 0)
+            w->frame = XO_FRAME_DEFAULT;
+        else if (!offsets && w->exclude == XO_EXCL_NONE && lo == INT64_MIN && hi == INT64_MAX)
+            w->frame = XO_FRAME_WHOLE;
+        else
+            w->frame = XO_FRAME_RANGE;
+        return HS_OK;
     }
-    long long bounds = v & ~(long long)(FO_NONDEFAULT | FO_RANGE | FO_ROWS | 0x10 /* BETWEEN */);
-    if (bounds == (FO_START_UNB_PREC | FO_END_UNB_FOLL)) {
-        *fr = XO_FRAME_WHOLE;
-        return true;
-    }
-    if (bounds == (FO_START_UNB_PREC | FO_END_CURRENT)) {
-        *fr = v & FO_ROWS ? XO_FRAME_ROWS : XO_FRAME_DEFAULT;
-        return !(v & 0x8);  /* not GROUPS */
-    }
-    return false;
+    if (v & (FO_START_OFF_PREC | FO_START_OFF_FOLL))
+        HS_TRY(rows_offset(p, pl_jget(over, "startOffset"), true, v & FO_START_OFF_PREC, &lo));
+    if (v & (FO_END_OFF_PREC | FO_END_OFF_FOLL))
+        HS_TRY(rows_offset(p, pl_jget(over, "endOffset"), false, v & FO_END_OFF_PREC, &hi));
+    w->lo = lo;
+    w->hi = hi;
+    if (v & FO_GROUPS)
+        w->frame = XO_FRAME_GROUPS;
+    else if (w->exclude == XO_EXCL_NONE && lo == INT64_MIN && hi == 0)
+        w->frame = XO_FRAME_ROWS;
+    else if (w->exclude == XO_EXCL_NONE && lo == INT64_MIN && hi == INT64_MAX)
+        w->frame = XO_FRAME_WHOLE;
+    else
+        w->frame = XO_FRAME_ROWS_BETWEEN;
+    return HS_OK;
 }
 
 static bool win_fn(const char *nm, json_t *fc, xo_win_fn *fn)
@@ -989,6 +1164,106 @@ static bool win_fn(const char *nm, json_t *fc, xo_win_fn *fn)
             return true;
         }
     return false;
+}
+
+/* ---- named windows ----
+ * WINDOW w AS (...) and OVER w / OVER (w ...) become inline definitions
+ * before the calls are planned, by PostgreSQL's rules
+ * (transformWindowDefinitions): a definition may name an earlier one and
+ * then copies its PARTITION BY (it may not give its own), its ORDER BY
+ * (it may give its own only where that one has none), and never its frame
+ * (the named one may not have one: OVER w takes w's frame, OVER (w)
+ * cannot). */
+
+static const json_t *find_window(const json_t *defs, const char *name)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(defs, i, d) {
+        const char *nm = pl_jstrv(d, "name");
+        if (nm && !strcmp(nm, name))
+            return d;
+    }
+    return NULL;
+}
+
+/* *out: def with its refname resolved against defs (new reference). */
+static hs_status merge_window(planner *p, const json_t *defs, const json_t *def, json_t **out)
+{
+    const char *ref = pl_jstrv(def, "refname");
+    int loc = sq_loc(def);
+    *out = NULL;
+    if (!ref) {
+        *out = json_deep_copy(def);
+        return *out ? HS_OK : pl_nomem(p);
+    }
+    const json_t *rw = find_window(defs, ref);
+    if (!rw)
+        return pl_fail(p, HS_NOT_FOUND, "42704", loc, "window \"%s\" does not exist", ref);
+    if (json_array_size(pl_jget(def, "partitionClause")))
+        return pl_fail(p, HS_INVALID, "42P20", loc, "cannot override PARTITION BY clause of window \"%s\"", ref);
+    if (json_array_size(pl_jget(def, "orderClause")) && json_array_size(pl_jget(rw, "orderClause")))
+        return pl_fail(p, HS_INVALID, "42P20", loc, "cannot override ORDER BY clause of window \"%s\"", ref);
+    json_t *rfo = pl_jget(rw, "frameOptions");
+    if (json_is_integer(rfo) && json_integer_value(rfo) != FO_DEFAULTS)
+        return pl_fail(p, HS_INVALID, "42P20", loc, "cannot copy window \"%s\" because it has a frame clause", ref);
+    json_t *m = json_deep_copy(def);
+    if (!m)
+        return pl_nomem(p);
+    json_object_del(m, "refname");
+    json_t *pc = pl_jget(rw, "partitionClause"), *oc = pl_jget(rw, "orderClause");
+    if (pc)
+        json_object_set_new(m, "partitionClause", json_deep_copy(pc));
+    if (oc && !json_array_size(pl_jget(def, "orderClause")))
+        json_object_set_new(m, "orderClause", json_deep_copy(oc));
+    *out = m;
+    return HS_OK;
+}
+
+static hs_status resolve_windows(planner *p, const json_t *sel)
+{
+    json_t *wcl = pl_jget(sel, "windowClause"), *defs = json_array(), *calls = json_array();
+    hs_status st = defs && calls ? HS_OK : pl_nomem(p);
+    size_t i;
+    json_t *it;
+    json_array_foreach(wcl, i, it) {
+        json_t *d = pl_jget(it, "WindowDef") ? pl_jget(it, "WindowDef") : it, *mg;
+        const char *nm = pl_jstrv(d, "name");
+        if (st != HS_OK)
+            break;
+        if (nm && find_window(defs, nm)) {
+            st = pl_fail(p, HS_INVALID, "42P20", sq_loc(d), "window \"%s\" is already defined", nm);
+            break;
+        }
+        if ((st = merge_window(p, defs, d, &mg)) == HS_OK)
+            json_array_append_new(defs, mg);
+    }
+    if (st == HS_OK) {
+        collect_windows(pl_jget(sel, "targetList"), calls, 0);
+        collect_windows(pl_jget(sel, "sortClause"), calls, 0);
+    }
+    json_array_foreach(calls, i, it) {
+        json_t *fc = pl_jget(it, "FuncCall"), *over = pl_jget(fc, "over"), *res = NULL;
+        const char *nm = pl_jstrv(over, "name");
+        if (st != HS_OK)
+            break;
+        if (nm) {
+            const json_t *d = find_window(defs, nm);
+            if (!d)
+                st = pl_fail(p, HS_NOT_FOUND, "42704", sq_loc(over), "window \"%s\" does not exist", nm);
+            else if (!(res = json_deep_copy(d)))
+                st = pl_nomem(p);
+        } else if (pl_jstrv(over, "refname")) {
+            st = merge_window(p, defs, over, &res);
+        }
+        if (res) {
+            json_object_del(res, "name");
+            json_object_set_new(fc, "over", res);
+        }
+    }
+    json_decref(defs);
+    json_decref(calls);
+    return st;
 }
 
 /* Computes the window functions of the select list and ORDER BY over cur
@@ -1013,11 +1288,6 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
         if (done[i])
             continue;
         json_t *fc0 = pl_jget(json_array_get(calls, i), "FuncCall"), *over = pl_jget(fc0, "over");
-        int loc = sq_loc(fc0);
-        if (pl_jstrv(over, "name") || pl_jstrv(over, "refname")) {
-            st = pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "named windows are not supported");
-            break;
-        }
         json_t *parts = pl_jget(over, "partitionClause"), *ord = pl_jget(over, "orderClause");
         int np = (int)json_array_size(parts), nk = (int)json_array_size(ord);
         int *pc = hs_calloc((size_t)np + 1, sizeof *pc);
@@ -1052,10 +1322,9 @@ static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n
                           fname ? fname : "?");
                 break;
             }
-            if (!frame_of(p, ov, w)) {
-                st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "this window frame is not supported");
+            win_ctx wc = {cur, m, pre, key_of_col};
+            if ((st = frame_of(p, &wc, ov, sq_loc(fc), w)) != HS_OK)
                 break;
-            }
             w->name = fname;
             bool needs_arg = w->fn != XO_WIN_ROW_NUMBER && w->fn != XO_WIN_RANK &&
                              w->fn != XO_WIN_DENSE_RANK && w->fn != XO_WIN_COUNT_STAR &&
@@ -1194,6 +1463,7 @@ static hs_status expose_group_keys(planner *p, rel *cur, const qcol *pre, int n_
 static hs_status plan_block(planner *p, const json_t *sel, rel *out)
 {
     HS_TRY(check_clauses(p, sel));
+    HS_TRY(resolve_windows(p, sel));
     json_t *dc = pl_jget(sel, "distinctClause");
     bool distinct = json_array_size(dc) > 0;
     json_t *distinct_on = NULL;

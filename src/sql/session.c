@@ -156,6 +156,8 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"interval field value out of range", "22015"},
         {"interval out of range", "22008"},
         {"initial position must not be null", "22004"},
+        {"offset must not be null", "22004"},
+        {"invalid preceding or following size", "22013"},
         {"out of range", "22003"},
         {"invalid input syntax for type interval", "22007"},
         {"malformed array literal", "22P02"},
