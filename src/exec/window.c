@@ -478,7 +478,7 @@ static void frame_bounds(const framer *fr, int64_t p, int64_t nns, int64_t nne, 
         return;
     }
     /* RANGE */
-    bool null_key = !hs_col_is_valid(fr->rk, fr->w->perm[p]);
+    bool null_key = fr->rk && !hs_col_is_valid(fr->rk, fr->w->perm[p]);
     if (lo == INT64_MIN)
         *fs = ps;
     else if (lo == 0 || null_key)
