@@ -69,8 +69,8 @@ static const char *figure_name(const json_t *j, int depth)
         }
         return NULL;
     }
-    if (!strcmp(k, "SQLValueFunction"))
-        return NULL;
+    if (!strcmp(k, "GroupingFunc"))
+        return "grouping";
     return NULL;
 }
 
@@ -662,79 +662,286 @@ static void null_absent(json_t *j, const json_t *absent, int depth)
     }
 }
 
-/* *out: the expanded query (a new SelectStmt body), or NULL when sel has
- * no grouping sets. */
-static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
+/* The grouping sets of one GROUP BY item: *out a new array of sets, each
+ * an array of expressions (a plain expression is one set of itself;
+ * ROLLUP and CUBE read a parenthesised list as one unit). */
+static hs_status item_sets(planner *p, const json_t *g, int depth, json_t **out)
 {
+    json_t *b, *r = json_array();
     *out = NULL;
-    json_t *gc = pl_jget(sel, "groupClause"), *gs = NULL;
-    size_t i;
-    json_t *g;
-    json_array_foreach(gc, i, g) {
-        json_t *b;
-        if (pl_is_kind(g, "GroupingSet", &b)) {
-            if (gs)
-                return pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "several grouping sets in one GROUP BY are not supported");
-            gs = b;
-        }
+    if (!r)
+        return pl_nomem(p);
+    if (depth > 16) {
+        json_decref(r);
+        return pl_fail(p, HS_INVALID, "54001", sq_loc(g), "grouping sets nested too deeply");
     }
-    if (!gs)
+    if (pl_is_kind(g, "RowExpr", &b)) {
+        json_array_append_new(r, json_copy(pl_jget(b, "args")));
+        *out = r;
         return HS_OK;
-    const char *kind = pl_jstrv(gs, "kind");
-    json_t *content = pl_jget(gs, "content");
+    }
+    if (!pl_is_kind(g, "GroupingSet", &b)) {
+        json_array_append_new(r, json_pack("[O]", g));
+        *out = r;
+        return HS_OK;
+    }
+    const char *kind = pl_jstrv(b, "kind");
+    json_t *content = pl_jget(b, "content");
     size_t n = json_array_size(content);
-    json_t *sets = json_array(), *all = json_array(), *plain = json_array();
-    hs_status st = sets && all && plain ? HS_OK : pl_nomem(p);
-    json_array_foreach(gc, i, g)
-        if (!pl_is_kind(g, "GroupingSet", NULL))
-            json_array_append(plain, g);
-    if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_ROLLUP")) {
+    /* the units of ROLLUP / CUBE */
+    json_t *units = json_array();
+    hs_status st = units ? HS_OK : pl_nomem(p);
+    for (size_t i = 0; st == HS_OK && i < n; i++) {
+        json_t *e = json_array_get(content, i), *rb;
+        json_array_append_new(units, pl_is_kind(e, "RowExpr", &rb) ? json_copy(pl_jget(rb, "args"))
+                                                                  : json_pack("[O]", e));
+    }
+    if (st != HS_OK) {
+    } else if (kind && !strcmp(kind, "GROUPING_SET_EMPTY")) {
+        json_array_append_new(r, json_array());
+    } else if (kind && !strcmp(kind, "GROUPING_SET_SIMPLE")) {
+        json_t *set = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_extend(set, json_array_get(units, i));
+        json_array_append_new(r, set);
+    } else if (kind && !strcmp(kind, "GROUPING_SET_ROLLUP")) {
         for (size_t k = n + 1; k-- > 0;) {
             json_t *set = json_array();
             for (size_t e = 0; e < k; e++)
-                json_array_append(set, json_array_get(content, e));
-            json_array_append_new(sets, set);
+                json_array_extend(set, json_array_get(units, e));
+            json_array_append_new(r, set);
         }
-    } else if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_CUBE")) {
-        if (n > 8)
-            st = pl_fail(p, HS_UNSUPPORTED, "54000", sq_loc(gs), "CUBE of more than 8 expressions");
+    } else if (kind && !strcmp(kind, "GROUPING_SET_CUBE")) {
+        if (n > 12)
+            st = pl_fail(p, HS_INVALID, "54001", sq_loc(b), "CUBE is limited to 12 elements");
         for (size_t mask = (1u << n); st == HS_OK && mask-- > 0;) {
             json_t *set = json_array();
             for (size_t e = 0; e < n; e++)
                 if (mask & (1u << e))
-                    json_array_append(set, json_array_get(content, e));
-            json_array_append_new(sets, set);
+                    json_array_extend(set, json_array_get(units, e));
+            json_array_append_new(r, set);
         }
-    } else if (st == HS_OK && kind && !strcmp(kind, "GROUPING_SET_SETS")) {
-        json_t *it;
-        json_array_foreach(content, i, it) {
-            json_t *b, *set = json_array();
-            if (pl_is_kind(it, "RowExpr", &b))
-                json_array_extend(set, pl_jget(b, "args"));
-            else if (pl_is_kind(it, "GroupingSet", &b)) {
-                const char *k2 = pl_jstrv(b, "kind");
-                if (k2 && !strcmp(k2, "GROUPING_SET_SIMPLE"))
-                    json_array_extend(set, pl_jget(b, "content"));
-                else if (!k2 || strcmp(k2, "GROUPING_SET_EMPTY")) {
-                    json_decref(set);
-                    st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "nested grouping sets are not supported");
-                    break;
-                }
-            } else {
-                json_array_append(set, it);
+    } else if (kind && !strcmp(kind, "GROUPING_SET_SETS")) {
+        for (size_t i = 0; st == HS_OK && i < n; i++) {
+            json_t *sub;
+            st = item_sets(p, json_array_get(content, i), depth + 1, &sub);
+            if (st == HS_OK)
+                json_array_extend(r, sub);
+            json_decref(sub);
+        }
+    } else {
+        st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "this grouping set is not supported");
+    }
+    json_decref(units);
+    if (st != HS_OK) {
+        json_decref(r);
+        return st;
+    }
+    *out = r;
+    return HS_OK;
+}
+
+/* GROUPING(a, ...) in j (not inside subqueries) becomes its value for the
+ * grouping set `set` (bit k-1-i set where argument i is not in it); every
+ * argument must be one of the GROUP BY expressions `all` (42803). */
+static hs_status grouping_subst(planner *p, json_t *j, const json_t *set, const json_t *all,
+                                int depth)
+{
+    if (depth > 400 || !j)
+        return HS_OK;
+    if (json_is_object(j)) {
+        if (json_object_get(j, "SubLink"))
+            return HS_OK;
+        json_t *gf = json_object_get(j, "GroupingFunc");
+        if (gf && json_object_size(j) == 1) {
+            json_t *args = pl_jget(gf, "args");
+            long v = 0;
+            for (size_t i = 0; i < json_array_size(args); i++) {
+                const json_t *a = json_array_get(args, i);
+                if (!all || !in_list(all, a))
+                    return pl_fail(p, HS_INVALID, "42803", sq_loc(gf),
+                                   "arguments to GROUPING must be grouping expressions of the "
+                                   "associated query level");
+                v = v * 2 + (set && in_list(set, a) ? 0 : 1);
             }
-            json_array_append_new(sets, set);
+            json_t *c = pl_mk_int((int)v);
+            if (!c)
+                return pl_nomem(p);
+            json_object_clear(j);
+            json_object_update(j, c);
+            json_decref(c);
+            return HS_OK;
         }
-    } else if (st == HS_OK) {
-        st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(gs), "this grouping set is not supported");
+        const char *k;
+        json_t *v;
+        json_object_foreach(j, k, v)
+            HS_TRY(grouping_subst(p, v, set, all, depth + 1));
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            HS_TRY(grouping_subst(p, json_array_get(j, i), set, all, depth + 1));
+    }
+    return HS_OK;
+}
+
+static bool has_grouping_func(const json_t *j, int depth)
+{
+    if (depth > 400 || !j)
+        return false;
+    if (json_is_object(j)) {
+        if (json_object_get(j, "SubLink"))
+            return false;
+        if (json_object_get(j, "GroupingFunc"))
+            return true;
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            if (has_grouping_func(v, depth + 1))
+                return true;
+    } else if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            if (has_grouping_func(json_array_get(j, i), depth + 1))
+                return true;
+    }
+    return false;
+}
+
+static json_t *mk_cref(const char *name)
+{
+    return json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", name,
+                     "location", -1);
+}
+
+/* ORDER BY over the union of grouping sets: each item that is not an
+ * output column (by position or name) becomes a column __hs_gs_s<k> of
+ * every branch; the union is wrapped as SELECT <the outputs> FROM (...)
+ * ORDER BY ... so those columns stay out of the result.  *wrap: false when
+ * every item names an output. */
+static hs_status gs_sort_items(planner *p, const json_t *sel, json_t **extra, json_t **sort,
+                               bool *wrap)
+{
+    json_t *tl = pl_jget(sel, "targetList"), *sc = pl_jget(sel, "sortClause");
+    *extra = json_array();
+    *sort = json_array();
+    *wrap = false;
+    if (!*extra || !*sort)
+        return pl_nomem(p);
+    size_t i;
+    json_t *it;
+    json_array_foreach(sc, i, it) {
+        json_t *sb = json_deep_copy(pl_jget(it, "SortBy")), *node = pl_jget(sb, "node"), *cb;
+        if (!sb)
+            return pl_nomem(p);
+        char ref[32];
+        int pos = -1;
+        if (pl_is_kind(node, "A_Const", &cb) && pl_jget(cb, "ival")) {
+            int64_t k;
+            bool null;
+            hs_status st = int_const(p, node, "ORDER BY position", &k, &null);
+            if (st != HS_OK) {
+                json_decref(sb);
+                return st;
+            }
+            if (k < 1 || k > (int64_t)json_array_size(tl)) {
+                json_decref(sb);
+                return pl_fail(p, HS_INVALID, "42P10", pl_node_loc(node),
+                               "ORDER BY position %lld is not in select list", (long long)k);
+            }
+            pos = (int)k - 1;
+        } else if (pl_is_kind(node, "ColumnRef", &cb) && json_array_size(pl_jget(cb, "fields")) == 1) {
+            const char *nm = sq_str(json_array_get(pl_jget(cb, "fields"), 0));
+            for (size_t t = 0; nm && pos < 0 && t < json_array_size(tl); t++)
+                if (!strcmp(target_name(pl_jget(json_array_get(tl, t), "ResTarget")), nm))
+                    pos = (int)t;
+        }
+        if (pos >= 0) {
+            snprintf(ref, sizeof ref, "__hs_gs_c%d", pos);
+        } else {
+            snprintf(ref, sizeof ref, "__hs_gs_s%zu", json_array_size(*extra));
+            json_array_append(*extra, node);
+            *wrap = true;
+        }
+        json_object_set_new(sb, "node", mk_cref(ref));
+        json_array_append_new(*sort, json_pack("{s:o}", "SortBy", sb));
+    }
+    return HS_OK;
+}
+
+/* *out: the expanded query (a new SelectStmt body), or NULL when sel has
+ * no grouping sets and no GROUPING().  Several grouping set items in one
+ * GROUP BY multiply (GROUP BY ROLLUP(a), CUBE(b): every set of the one
+ * with every set of the other, plain expressions in all). */
+static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
+{
+    *out = NULL;
+    json_t *gc = pl_jget(sel, "groupClause");
+    size_t i;
+    json_t *g;
+    bool any = false;
+    json_array_foreach(gc, i, g)
+        any |= pl_is_kind(g, "GroupingSet", NULL);
+    if (!any) {
+        if (!has_grouping_func(pl_jget(sel, "targetList"), 0) &&
+            !has_grouping_func(pl_jget(sel, "havingClause"), 0) &&
+            !has_grouping_func(pl_jget(sel, "sortClause"), 0))
+            return HS_OK;
+        json_t *b = json_deep_copy(sel);
+        if (!b)
+            return pl_nomem(p);
+        hs_status st = HS_OK;
+        static const char *const parts[] = {"targetList", "havingClause", "sortClause"};
+        for (size_t k = 0; k < 3 && st == HS_OK; k++)
+            st = grouping_subst(p, pl_jget(b, parts[k]), gc, json_array_size(gc) ? gc : NULL, 0);
+        if (st != HS_OK) {
+            json_decref(b);
+            return st;
+        }
+        *out = b;
+        return HS_OK;
+    }
+    json_t *sets = json_pack("[[]]"), *all = json_array();
+    hs_status st = sets && all ? HS_OK : pl_nomem(p);
+    json_array_foreach(gc, i, g) {
+        json_t *its, *next = json_array();
+        if (st != HS_OK || !next || (st = item_sets(p, g, 0, &its)) != HS_OK) {
+            json_decref(next);
+            st = st != HS_OK ? st : pl_nomem(p);
+            break;
+        }
+        size_t a, c;
+        json_t *sa, *sc2;
+        json_array_foreach(sets, a, sa)
+            json_array_foreach(its, c, sc2) {
+                json_t *set = json_copy(sa);
+                json_array_extend(set, sc2);
+                json_array_append_new(next, set);
+            }
+        json_decref(its);
+        json_decref(sets);
+        sets = next;
+        if (json_array_size(sets) > 4096) {
+            st = pl_fail(p, HS_INVALID, "54001", sq_loc(g), "too many grouping sets present");
+            break;
+        }
     }
     json_t *s2;
     json_array_foreach(sets, i, s2) {
         size_t k;
         json_t *e;
         json_array_foreach(s2, k, e)
-            if (!in_list(all, e) && !in_list(plain, e))
+            if (!in_list(all, e))
                 json_array_append(all, e);
+    }
+    json_t *extra = NULL, *sort = NULL, *tl = pl_jget(sel, "targetList");
+    bool wrap = false;
+    if (st == HS_OK && json_array_size(pl_jget(sel, "sortClause")))
+        st = gs_sort_items(p, sel, &extra, &sort, &wrap);
+    for (size_t t = 0; wrap && st == HS_OK && t < json_array_size(tl); t++) {
+        json_t *cr, *f = NULL;
+        if (pl_is_kind(pl_jget(pl_jget(json_array_get(tl, t), "ResTarget"), "val"), "ColumnRef", &cr))
+            f = pl_jget(cr, "fields");
+        if (f && pl_jget(json_array_get(f, json_array_size(f) - 1), "A_Star"))
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", -1,
+                         "SELECT * with grouping sets and ORDER BY expressions is not supported");
     }
     json_t *u = NULL;
     json_array_foreach(sets, i, s2) {
@@ -748,8 +955,7 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
             st = pl_nomem(p);
             break;
         }
-        json_t *grp = json_copy(plain);
-        json_array_extend(grp, s2);
+        json_t *grp = json_copy(s2);
         json_object_del(b, "sortClause");
         json_object_del(b, "limitCount");
         json_object_del(b, "limitOffset");
@@ -762,6 +968,24 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
             json_object_del(b, "groupClause");
             json_object_set_new(b, "hs_grouped", json_true());   /* one group: () */
         }
+        if (wrap) {
+            /* the outputs as __hs_gs_c<i>, then the sort expressions */
+            json_t *btl = pl_jget(b, "targetList"), *it2;
+            size_t t;
+            char nm[32];
+            json_array_foreach(btl, t, it2) {
+                snprintf(nm, sizeof nm, "__hs_gs_c%zu", t);
+                json_object_set_new(pl_jget(it2, "ResTarget"), "name", json_string(nm));
+            }
+            json_array_foreach(extra, t, it2) {
+                snprintf(nm, sizeof nm, "__hs_gs_s%zu", t);
+                json_array_append_new(btl, json_pack("{s:{s:s,s:o,s:i}}", "ResTarget", "name", nm,
+                                                     "val", json_deep_copy(it2), "location", -1));
+            }
+        }
+        static const char *const parts[] = {"targetList", "havingClause"};
+        for (size_t k = 0; k < 2 && st == HS_OK; k++)
+            st = grouping_subst(p, pl_jget(b, parts[k]), s2, all, 0);
         size_t k;
         json_t *e;
         json_array_foreach(all, k, e)
@@ -770,6 +994,10 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
         null_absent(pl_jget(b, "targetList"), absent, 0);
         null_absent(pl_jget(b, "havingClause"), absent, 0);
         json_decref(absent);
+        if (st != HS_OK) {
+            json_decref(b);
+            break;
+        }
         if (!u) {
             u = b;
         } else {
@@ -782,8 +1010,33 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
             u = nu;
         }
     }
-    if (st == HS_OK && u) {
-        static const char *const keep[] = {"sortClause", "limitCount", "limitOffset", "limitOption"};
+    if (st == HS_OK && u && wrap) {
+        /* SELECT __hs_gs_c<i> AS <name>, ... FROM (u) __hs_gs ORDER BY ... */
+        json_t *otl = json_array(), *it2;
+        size_t t;
+        char nm[32];
+        json_array_foreach(tl, t, it2) {
+            snprintf(nm, sizeof nm, "__hs_gs_c%zu", t);
+            json_array_append_new(otl, json_pack("{s:{s:s,s:o,s:i}}", "ResTarget", "name",
+                                                 target_name(pl_jget(it2, "ResTarget")), "val",
+                                                 mk_cref(nm), "location", -1));
+        }
+        json_t *outer = json_pack("{s:o,s:[{s:{s:{s:o},s:{s:{s:s}}}}],s:O}", "targetList", otl,
+                                  "fromClause", "RangeSubselect", "subquery", "SelectStmt", u,
+                                  "alias", "Alias", "aliasname", "__hs_gs", "sortClause", sort);
+        u = NULL;
+        if (!outer)
+            st = pl_nomem(p);
+        static const char *const keep[] = {"limitCount", "limitOffset", "limitOption"};
+        for (size_t k = 0; outer && k < sizeof keep / sizeof keep[0]; k++)
+            if (pl_jget(sel, keep[k]))
+                json_object_set(outer, keep[k], pl_jget(sel, keep[k]));
+        *out = outer;
+    } else if (st == HS_OK && u) {
+        json_t *sc = sort ? sort : pl_jget(sel, "sortClause");
+        if (sc && json_array_size(sc))
+            json_object_set(u, "sortClause", pl_jget(sel, "sortClause"));
+        static const char *const keep[] = {"limitCount", "limitOffset", "limitOption"};
         for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
             if (pl_jget(sel, keep[k]))
                 json_object_set(u, keep[k], pl_jget(sel, keep[k]));
@@ -793,7 +1046,8 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
     json_decref(u);
     json_decref(sets);
     json_decref(all);
-    json_decref(plain);
+    json_decref(extra);
+    json_decref(sort);
     return st;
 }
 
@@ -814,7 +1068,9 @@ hs_status  pl_plan_select(planner *p, const json_t *sel, rel *out)
     if (st == HS_OK && (!op || !strcmp(op, "SETOP_NONE")))
         st = expand_grouping_sets(p, sel, &expanded);
     if (st == HS_OK && expanded) {
-        st = pl_jget(expanded, "op") ? plan_setop(p, expanded, out) : plan_block(p, expanded, out);
+        const char *eop = pl_jstrv(expanded, "op");
+        st = eop && strcmp(eop, "SETOP_NONE") ? plan_setop(p, expanded, out)
+                                              : plan_block(p, expanded, out);
     } else if (st == HS_OK) {
         if (op && strcmp(op, "SETOP_NONE") != 0)
             st = plan_setop(p, sel, out);
@@ -1220,6 +1476,37 @@ static hs_status merge_window(planner *p, const json_t *defs, const json_t *def,
     return HS_OK;
 }
 
+/* agg(x) FILTER (WHERE c) OVER w is agg(CASE WHEN c THEN x END) OVER w,
+ * count(*) FILTER (WHERE c) is count(CASE WHEN c THEN 1 END): rewritten in
+ * place (PostgreSQL allows FILTER only on aggregates used as window
+ * functions). */
+static hs_status window_filter(planner *p, json_t *fc)
+{
+    json_t *flt = pl_jget(fc, "agg_filter");
+    if (!flt)
+        return HS_OK;
+    static const char *const aggs[] = {"count", "sum", "avg", "min", "max"};
+    const char *nm = pl_func_name(fc);
+    bool agg = false;
+    for (size_t i = 0; nm && i < sizeof aggs / sizeof aggs[0]; i++)
+        agg |= !strcmp(nm, aggs[i]);
+    json_t *args = pl_jget(fc, "args");
+    if (!agg || json_array_size(args) > 1 || (json_array_size(args) == 0 && strcmp(nm, "count")))
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc),
+                       "FILTER is not implemented for non-aggregate window functions");
+    bool star = json_is_true(pl_jget(fc, "agg_star"));
+    json_t *val = star ? pl_mk_int(1) : json_incref(json_array_get(args, 0));
+    json_t *cs = val ? json_pack("{s:{s:[{s:{s:O,s:o,s:i}}],s:i}}", "CaseExpr", "args", "CaseWhen",
+                                 "expr", flt, "result", val, "location", -1, "location", -1)
+                     : NULL;
+    if (!cs)
+        return pl_nomem(p);
+    json_object_set_new(fc, "args", json_pack("[o]", cs));
+    json_object_del(fc, "agg_filter");
+    json_object_del(fc, "agg_star");
+    return HS_OK;
+}
+
 static hs_status resolve_windows(planner *p, const json_t *sel)
 {
     json_t *wcl = pl_jget(sel, "windowClause"), *defs = json_array(), *calls = json_array();
@@ -1260,6 +1547,8 @@ static hs_status resolve_windows(planner *p, const json_t *sel)
             json_object_del(res, "name");
             json_object_set_new(fc, "over", res);
         }
+        if (st == HS_OK)
+            st = window_filter(p, fc);
     }
     json_decref(defs);
     json_decref(calls);

@@ -365,8 +365,11 @@ static hs_status sq_parse(sq_session *s, const char *text, json_t **root, hs_err
     }
     if (job.r.error) {
         int loc = job.r.error->cursorpos > 0 ? job.r.error->cursorpos - 1 : -1;
-        hs_status st = sq_fail(s, err, HS_INVALID, "42601", text, loc, "%s",
-                               job.r.error->message ? job.r.error->message : "syntax error");
+        const char *msg = job.r.error->message ? job.r.error->message : "syntax error";
+        /* the grammar's checks of window frames raise ERRCODE_WINDOWING_ERROR
+         * (libpg_query reports no SQLSTATE; they all read "frame ...") */
+        hs_status st = sq_fail(s, err, HS_INVALID, strncmp(msg, "frame ", 6) ? "42601" : "42P20",
+                               text, loc, "%s", msg);
         pg_query_free_parse_result(job.r);
         return st;
     }
