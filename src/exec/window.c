@@ -620,6 +620,12 @@ static hs_status compute_frames(win_op *w, const xo_win *f, const hs_field *of,
     size_t n1 = (size_t)n + 1;
     bool sums = f->fn == XO_WIN_SUM || f->fn == XO_WIN_AVG, fl = sums && is_float(fr.arg->type);
     bool ivl = sums && fr.arg->type == HS_TYPE_INTERVAL;
+    bool mm = f->fn == XO_WIN_MIN || f->fn == XO_WIN_MAX;
+    /* the arrays below, accounted while they live */
+    int64_t acc = (int64_t)n1 * (16 + (f->fn == XO_WIN_COUNT || sums ? 8 : 0) +
+                                 (sums && !fl && !ivl ? 16 : 0) + (ivl ? 32 : 0) +
+                                 (fl ? 2 * (int64_t)sizeof(long double) : 0) + (mm ? 16 : 0));
+    HS_TRY(xo_mem_reserve(w->op.ctx, acc, w->op.name, err));
     fr.gid = hs_malloc(n1 * sizeof *fr.gid);
     fr.gst = hs_malloc((n1 + 1) * sizeof *fr.gst);
     if (f->fn == XO_WIN_COUNT || sums)
@@ -630,7 +636,7 @@ static hs_status compute_frames(win_op *w, const xo_win *f, const hs_field *of,
         fr.iv = hs_malloc(n1 * sizeof *fr.iv);
     if (fl)
         fr.ft = hs_malloc(2 * n1 * sizeof *fr.ft);
-    if (f->fn == XO_WIN_MIN || f->fn == XO_WIN_MAX)
+    if (mm)
         fr.mt = hs_malloc(2 * n1 * sizeof *fr.mt);
     hs_status st = HS_OK;
     if (!fr.gid || !fr.gst || ((f->fn == XO_WIN_COUNT || sums) && !fr.cnt) ||
@@ -683,6 +689,7 @@ static hs_status compute_frames(win_op *w, const xo_win *f, const hs_field *of,
     hs_free(fr.iv);
     hs_free(fr.ft);
     hs_free(fr.mt);
+    xo_mem_release(w->op.ctx, acc);
     if (st == HS_NOMEM)
         (void)hs_err_nomem(err, 0);
     return st;
