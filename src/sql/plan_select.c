@@ -1318,6 +1318,37 @@ static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over,
         json_t *oq = cast_named(json_deep_copy(off), off_as);
         json_t *kq = cast_named(json_deep_copy(key), as);
         json_t *bx = oq && kq ? pl_mk_op(minus ? "-" : "+", kq, oq) : NULL;
+        if (bx && !strcmp(as, "float8")) {
+            /* in_range_float8_float8: an infinite key and offset whose sum
+             * is NaN (inf - inf) put every row but NaN in range: the bound
+             * becomes the infinity that admits them */
+            bool less = end != desc;
+            json_t *nan = cast_named(json_pack("{s:{s:{s:s},s:i}}", "A_Const", "sval", "sval", "NaN",
+                                               "location", -1), "float8");
+            json_t *inf = cast_named(json_pack("{s:{s:{s:s},s:i}}", "A_Const", "sval", "sval",
+                                               less ? "Infinity" : "-Infinity", "location", -1),
+                                     "float8");
+            json_t *kn = cast_named(json_deep_copy(key), as);
+            json_t *c1 = nan ? pl_mk_op("=", json_deep_copy(bx), json_deep_copy(nan)) : NULL;
+            json_t *c2 = kn && nan ? pl_mk_op("<>", kn, nan) : NULL;
+            json_t *both[2] = {c1, c2};
+            json_t *cond = c1 && c2 ? pl_mk_and(both, 2) : NULL;
+            json_decref(c1);
+            json_decref(c2);
+            if (!c2)
+                json_decref(nan);   /* not taken by pl_mk_op */
+            json_t *cs = NULL;
+            if (cond && inf)   /* (json_pack takes the "o" values, also when it fails) */
+                cs = json_pack("{s:{s:[{s:{s:o,s:o,s:i}}],s:o,s:i}}", "CaseExpr", "args",
+                               "CaseWhen", "expr", cond, "result", inf, "location", -1,
+                               "defresult", bx, "location", -1);
+            else {
+                json_decref(cond);
+                json_decref(inf);
+                json_decref(bx);
+            }
+            bx = cs;
+        }
         if (have_bound && bx)
             bx = pl_cast_json(bx, &bound);
         json_t *ox = cast_named(json_deep_copy(off), off_as);

@@ -243,6 +243,31 @@ def test_other_keys_and_filter(env):
     compare(env, [_q([e]) for e in OTHER_KEYS])
 
 
+SPECIAL = ("WITH v(id, iv, f) AS (VALUES (1, INTERVAL '1 day', 1.0::float8), (2, INTERVAL '25 hours', "
+           "'Infinity'), (3, INTERVAL '1 mon', '-Infinity'), (4, INTERVAL '30 days', 'NaN'), (5, NULL, NULL), "
+           "(6, INTERVAL '2 days 3 hours', 2.5), (7, INTERVAL '-1 day', -0.5)) ")
+
+
+def test_interval_keys_and_infinities(env):
+    """Interval keys; NaN and infinite double keys and offsets (PostgreSQL's
+    in_range_float8_float8: NaN sorts last, inf - inf admits every row but
+    NaN)."""
+    frames = ["RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING",
+              "RANGE BETWEEN 'Infinity' PRECEDING AND 'Infinity' FOLLOWING",
+              "RANGE BETWEEN 'Infinity' PRECEDING AND CURRENT ROW",
+              "RANGE BETWEEN CURRENT ROW AND 'Infinity' FOLLOWING",
+              "RANGE BETWEEN 'Infinity' FOLLOWING AND 'Infinity' FOLLOWING",
+              "RANGE BETWEEN 0 PRECEDING AND 'Infinity' PRECEDING"]
+    orders = ["ORDER BY f", "ORDER BY f DESC", "ORDER BY f NULLS FIRST", "ORDER BY f DESC NULLS LAST"]
+    qs = [SPECIAL + f"SELECT id, count(*) OVER ({o} {fr}) AS c, sum(id) OVER ({o} {fr} EXCLUDE CURRENT ROW) AS e "
+          "FROM v ORDER BY id" for fr in frames for o in orders]
+    qs += [SPECIAL + f"SELECT id, count(*) OVER (ORDER BY iv{d} RANGE BETWEEN {a} AND {b}) AS c FROM v ORDER BY id"
+           for d in ("", " DESC") for a, b in (("'1 day' PRECEDING", "'1 day' FOLLOWING"),
+                                                ("CURRENT ROW", "'1 mon' FOLLOWING"),
+                                                ("'25 hours' PRECEDING", "'1 hour' PRECEDING"))]
+    compare(env, qs)
+
+
 def test_empty_table(env):
     compare(env, [
         "SELECT id, sum(x) OVER (ORDER BY x RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM e",
