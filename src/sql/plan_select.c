@@ -866,6 +866,8 @@ static hs_status gs_sort_items(planner *p, const json_t *sel, json_t **extra, js
     return HS_OK;
 }
 
+static void collect_windows(const json_t *j, json_t *arr, int depth);
+
 /* *out: the expanded query (a new SelectStmt body), or NULL when sel has
  * no grouping sets and no GROUPING().  Several grouping set items in one
  * GROUP BY multiply (GROUP BY ROLLUP(a), CUBE(b): every set of the one
@@ -923,6 +925,28 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
             break;
         }
     }
+    if (st == HS_OK && json_is_true(pl_jget(sel, "groupDistinct"))) {
+        /* GROUP BY DISTINCT: sets equal as sets of expressions count once */
+        json_t *uniq = json_array();
+        json_t *a;
+        json_array_foreach(sets, i, a) {
+            bool dup = false;
+            for (size_t k = 0; !dup && k < json_array_size(uniq); k++) {
+                json_t *b = json_array_get(uniq, k), *e;
+                size_t x;
+                bool same = true;
+                json_array_foreach(a, x, e)
+                    same &= in_list(b, e);
+                json_array_foreach(b, x, e)
+                    same &= in_list(a, e);
+                dup = same;
+            }
+            if (!dup)
+                json_array_append(uniq, a);
+        }
+        json_decref(sets);
+        sets = uniq;
+    }
     json_t *s2;
     json_array_foreach(sets, i, s2) {
         size_t k;
@@ -933,6 +957,17 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
     }
     json_t *extra = NULL, *sort = NULL, *tl = pl_jget(sel, "targetList");
     bool wrap = false;
+    if (st == HS_OK && json_array_size(sets) > 1) {
+        /* a window function reads the rows of every set together: a union
+         * of per-set queries would rank each set apart */
+        json_t *calls = json_array();
+        collect_windows(tl, calls, 0);
+        collect_windows(pl_jget(sel, "sortClause"), calls, 0);
+        if (json_array_size(calls))
+            st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(pl_jget(json_array_get(calls, 0), "FuncCall")),
+                         "window functions over several grouping sets are not supported");
+        json_decref(calls);
+    }
     if (st == HS_OK && json_array_size(pl_jget(sel, "sortClause")))
         st = gs_sort_items(p, sel, &extra, &sort, &wrap);
     for (size_t t = 0; wrap && st == HS_OK && t < json_array_size(tl); t++) {
@@ -981,6 +1016,20 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
                 snprintf(nm, sizeof nm, "__hs_gs_s%zu", t);
                 json_array_append_new(btl, json_pack("{s:{s:s,s:o,s:i}}", "ResTarget", "name", nm,
                                                      "val", json_deep_copy(it2), "location", -1));
+            }
+        }
+        if (!wrap) {
+            /* the union's column names are its first branch's: name every
+             * output as the query does, before NULLs replace the absent */
+            json_t *btl = pl_jget(b, "targetList"), *it2;
+            size_t t;
+            json_array_foreach(btl, t, it2) {
+                json_t *rt = pl_jget(it2, "ResTarget");
+                if (rt && !pl_jstrv(rt, "name") && !pl_is_kind(pl_jget(rt, "val"), "A_Star", NULL) &&
+                    !pl_jget(pl_jget(pl_jget(rt, "val"), "ColumnRef"), "fields"))
+                    json_object_set_new(rt, "name", json_string(target_name(rt)));
+                else if (rt && !pl_jstrv(rt, "name") && in_list(all, pl_jget(rt, "val")))
+                    json_object_set_new(rt, "name", json_string(target_name(rt)));
             }
         }
         static const char *const parts[] = {"targetList", "havingClause"};
