@@ -970,6 +970,22 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
     }
     if (st == HS_OK && json_array_size(pl_jget(sel, "sortClause")))
         st = gs_sort_items(p, sel, &extra, &sort, &wrap);
+    /* DISTINCT over the union, not per set: the wrapping query's */
+    json_t *dc = pl_jget(sel, "distinctClause");
+    bool distinct = json_array_size(sets) > 1 && json_array_size(dc) > 0;
+    if (st == HS_OK && distinct &&
+        !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0))
+        st = pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(dc, 0),
+                     "SELECT DISTINCT ON with several grouping sets is not supported");
+    if (st == HS_OK && distinct) {
+        wrap = true;
+        if (!sort)
+            sort = json_array();
+        if (!extra)
+            extra = json_array();
+        if (!sort || !extra)
+            st = pl_nomem(p);
+    }
     for (size_t t = 0; wrap && st == HS_OK && t < json_array_size(tl); t++) {
         json_t *cr, *f = NULL;
         if (pl_is_kind(pl_jget(pl_jget(json_array_get(tl, t), "ResTarget"), "val"), "ColumnRef", &cr))
@@ -996,6 +1012,8 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
         json_object_del(b, "limitOffset");
         json_object_del(b, "limitOption");
         json_object_del(b, "withClause");
+        if (distinct)
+            json_object_del(b, "distinctClause");
         if (json_array_size(grp))
             json_object_set_new(b, "groupClause", grp);
         else {
@@ -1076,7 +1094,8 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
         u = NULL;
         if (!outer)
             st = pl_nomem(p);
-        static const char *const keep[] = {"limitCount", "limitOffset", "limitOption"};
+        static const char *const keep[] = {"limitCount", "limitOffset", "limitOption",
+                                           "distinctClause"};
         for (size_t k = 0; outer && k < sizeof keep / sizeof keep[0]; k++)
             if (pl_jget(sel, keep[k]))
                 json_object_set(outer, keep[k], pl_jget(sel, keep[k]));
