@@ -868,6 +868,138 @@ static hs_status gs_sort_items(planner *p, const json_t *sel, json_t **extra, js
 
 static void collect_windows(const json_t *j, json_t *arr, int depth);
 
+static bool has_window(const json_t *j)
+{
+    json_t *calls = json_array();
+    collect_windows(j, calls, 0);
+    bool r = json_array_size(calls) > 0;
+    json_decref(calls);
+    return r;
+}
+
+static bool is_grouping_func(const json_t *j)
+{
+    return pl_is_kind(j, "GroupingFunc", NULL);
+}
+
+/* A copy of j with every subtree equal to a repl[i][0] replaced by a
+ * reference to the column named repl[i][1] (subqueries copied as they
+ * are). */
+static json_t *gw_replace(const json_t *j, const json_t *repl, int depth)
+{
+    if (depth > 400 || !j)
+        return json_deep_copy(j);
+    if (json_is_object(j)) {
+        if (json_object_get(j, "SubLink"))
+            return json_deep_copy(j);
+        size_t i;
+        json_t *r;
+        json_array_foreach(repl, i, r)
+            if (pl_jeq(j, json_array_get(r, 0)))
+                return mk_cref(json_string_value(json_array_get(r, 1)));
+        json_t *o = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v)
+            json_object_set_new(o, k, gw_replace(v, repl, depth + 1));
+        return o;
+    }
+    if (json_is_array(j)) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < json_array_size(j); i++)
+            json_array_append_new(a, gw_replace(json_array_get(j, i), repl, depth + 1));
+        return a;
+    }
+    return json_deep_copy(j);
+}
+
+/* Window functions over several grouping sets are computed by the query
+ * wrapping the union: each set's query yields, as hidden columns, the
+ * aggregates, GROUPING() calls and group expressions that the window
+ * expressions read (repl: [expression, column name] pairs, aggregates and
+ * GROUPING() first so that they are replaced whole), the wrapping query's
+ * select list, ORDER BY and WINDOW clause read those columns.  Sort items
+ * with windows (extra[k], read through __hs_gs_s<k>) are computed outside
+ * too. */
+static hs_status gw_plan(planner *p, const json_t *sel, const json_t *all, json_t *extra,
+                         json_t *sort, json_t **out)
+{
+    json_t *tl = pl_jget(sel, "targetList"), *srcs = json_array(), *aggs = json_array(),
+           *gfs = json_array(), *repl = json_array();
+    *out = NULL;
+    if (!srcs || !aggs || !gfs || !repl) {
+        json_decref(srcs);
+        json_decref(aggs);
+        json_decref(gfs);
+        json_decref(repl);
+        return pl_nomem(p);
+    }
+    size_t i;
+    json_t *it;
+    json_array_foreach(tl, i, it)
+        if (has_window(pl_jget(pl_jget(it, "ResTarget"), "val")))
+            json_array_append(srcs, pl_jget(pl_jget(it, "ResTarget"), "val"));
+    json_array_foreach(extra, i, it)
+        if (has_window(it))
+            json_array_append(srcs, it);
+    json_t *wc = pl_jget(sel, "windowClause");
+    if (wc)
+        json_array_append(srcs, wc);
+    json_array_foreach(srcs, i, it) {
+        pl_collect_aggs(it, aggs, 0);
+        pl_collect_calls(it, gfs, is_grouping_func, 0);
+    }
+    char nm[32];
+    json_array_foreach(aggs, i, it) {
+        snprintf(nm, sizeof nm, "__hs_gw_a%zu", i);
+        json_array_append_new(repl, json_pack("[O,s]", it, nm));
+    }
+    json_array_foreach(gfs, i, it) {
+        snprintf(nm, sizeof nm, "__hs_gw_f%zu", i);
+        json_array_append_new(repl, json_pack("[O,s]", it, nm));
+    }
+    json_array_foreach(all, i, it) {
+        snprintf(nm, sizeof nm, "__hs_gw_k%zu", i);
+        json_array_append_new(repl, json_pack("[O,s]", it, nm));
+    }
+    /* sort items with windows: computed by the wrapping query */
+    json_array_foreach(extra, i, it) {
+        if (!has_window(it))
+            continue;
+        char ref[32];
+        snprintf(ref, sizeof ref, "__hs_gs_s%zu", i);
+        size_t k;
+        json_t *sb;
+        json_array_foreach(sort, k, sb) {
+            json_t *b = pl_jget(sb, "SortBy"), *cr;
+            if (pl_is_kind(pl_jget(b, "node"), "ColumnRef", &cr) &&
+                !strcmp(sq_str(json_array_get(pl_jget(cr, "fields"), 0)), ref))
+                json_object_set_new(b, "node", gw_replace(it, repl, 0));
+        }
+        json_array_set_new(extra, i, pl_mk_null());
+    }
+    /* sort items naming an output that holds a window: that expression */
+    json_t *sb;
+    json_array_foreach(sort, i, sb) {
+        json_t *b = pl_jget(sb, "SortBy"), *cr;
+        const char *f = pl_is_kind(pl_jget(b, "node"), "ColumnRef", &cr)
+                        ? sq_str(json_array_get(pl_jget(cr, "fields"), 0)) : NULL;
+        if (!f || strncmp(f, "__hs_gs_c", 9))
+            continue;
+        const json_t *val = pl_jget(pl_jget(json_array_get(tl, (size_t)atoi(f + 9)), "ResTarget"), "val");
+        if (val && has_window(val))
+            json_object_set_new(b, "node", gw_replace(val, repl, 0));
+    }
+    json_t *g = json_pack("{s:o}", "repl", repl);
+    if (g && wc)
+        json_object_set_new(g, "windowClause", gw_replace(wc, repl, 0));
+    json_decref(srcs);
+    json_decref(aggs);
+    json_decref(gfs);
+    *out = g;
+    return g ? HS_OK : pl_nomem(p);
+}
+
 /* *out: the expanded query (a new SelectStmt body), or NULL when sel has
  * no grouping sets and no GROUPING().  Several grouping set items in one
  * GROUP BY multiply (GROUP BY ROLLUP(a), CUBE(b): every set of the one
@@ -957,17 +1089,6 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
     }
     json_t *extra = NULL, *sort = NULL, *tl = pl_jget(sel, "targetList");
     bool wrap = false;
-    if (st == HS_OK && json_array_size(sets) > 1) {
-        /* a window function reads the rows of every set together: a union
-         * of per-set queries would rank each set apart */
-        json_t *calls = json_array();
-        collect_windows(tl, calls, 0);
-        collect_windows(pl_jget(sel, "sortClause"), calls, 0);
-        if (json_array_size(calls))
-            st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(pl_jget(json_array_get(calls, 0), "FuncCall")),
-                         "window functions over several grouping sets are not supported");
-        json_decref(calls);
-    }
     if (st == HS_OK && json_array_size(pl_jget(sel, "sortClause")))
         st = gs_sort_items(p, sel, &extra, &sort, &wrap);
     /* DISTINCT over the union, not per set: the wrapping query's */
@@ -985,6 +1106,26 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
             extra = json_array();
         if (!sort || !extra)
             st = pl_nomem(p);
+    }
+    /* window functions read the rows of every set together: they move to
+     * the wrapping query (gw_plan) */
+    json_t *gw = NULL;
+    bool wins = false;
+    if (st == HS_OK && json_array_size(sets) > 1) {
+        json_t *calls = json_array();
+        collect_windows(tl, calls, 0);
+        collect_windows(pl_jget(sel, "sortClause"), calls, 0);
+        wins = json_array_size(calls) > 0;
+        json_decref(calls);
+    }
+    if (st == HS_OK && wins) {
+        wrap = true;
+        if (!sort && !(sort = json_array()))
+            st = pl_nomem(p);
+        if (!extra && !(extra = json_array()))
+            st = pl_nomem(p);
+        if (st == HS_OK)
+            st = gw_plan(p, sel, all, extra, sort, &gw);
     }
     for (size_t t = 0; wrap && st == HS_OK && t < json_array_size(tl); t++) {
         json_t *cr, *f = NULL;
@@ -1035,6 +1176,19 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
                 json_array_append_new(btl, json_pack("{s:{s:s,s:o,s:i}}", "ResTarget", "name", nm,
                                                      "val", json_deep_copy(it2), "location", -1));
             }
+            if (gw) {
+                json_array_foreach(btl, t, it2) {
+                    json_t *rt = pl_jget(it2, "ResTarget");
+                    if (has_window(pl_jget(rt, "val")))
+                        json_object_set_new(rt, "val", pl_mk_null());
+                }
+                json_array_foreach(pl_jget(gw, "repl"), t, it2)
+                    json_array_append_new(btl, json_pack("{s:{s:O,s:o,s:i}}", "ResTarget", "name",
+                                                         json_array_get(it2, 1), "val",
+                                                         json_deep_copy(json_array_get(it2, 0)),
+                                                         "location", -1));
+                json_object_del(b, "windowClause");
+            }
         }
         if (!wrap) {
             /* the union's column names are its first branch's: name every
@@ -1084,9 +1238,11 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
         char nm[32];
         json_array_foreach(tl, t, it2) {
             snprintf(nm, sizeof nm, "__hs_gs_c%zu", t);
+            const json_t *val = pl_jget(pl_jget(it2, "ResTarget"), "val");
+            json_t *ov = gw && has_window(val) ? gw_replace(val, pl_jget(gw, "repl"), 0) : mk_cref(nm);
             json_array_append_new(otl, json_pack("{s:{s:s,s:o,s:i}}", "ResTarget", "name",
                                                  target_name(pl_jget(it2, "ResTarget")), "val",
-                                                 mk_cref(nm), "location", -1));
+                                                 ov, "location", -1));
         }
         json_t *outer = json_pack("{s:o,s:[{s:{s:{s:o},s:{s:{s:s}}}}],s:O}", "targetList", otl,
                                   "fromClause", "RangeSubselect", "subquery", "SelectStmt", u,
@@ -1099,6 +1255,8 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
         for (size_t k = 0; outer && k < sizeof keep / sizeof keep[0]; k++)
             if (pl_jget(sel, keep[k]))
                 json_object_set(outer, keep[k], pl_jget(sel, keep[k]));
+        if (outer && gw && pl_jget(gw, "windowClause"))
+            json_object_set(outer, "windowClause", pl_jget(gw, "windowClause"));
         *out = outer;
     } else if (st == HS_OK && u) {
         json_t *sc = sort ? sort : pl_jget(sel, "sortClause");
@@ -1116,6 +1274,7 @@ static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **ou
     json_decref(all);
     json_decref(extra);
     json_decref(sort);
+    json_decref(gw);
     return st;
 }
 

@@ -379,19 +379,27 @@ GROUPING = [
 ]
 
 
-def test_window_over_grouping_sets_refused(env):
-    """A window function over several grouping sets ranks the rows of all
-    sets together in PostgreSQL; we refuse it (0A000) rather than rank each
-    set apart."""
-    s, _ = env
-    import sqlsession
-    with pytest.raises(sqlsession.SqlError) as e:
-        s.sql("SELECT g, rank() OVER (ORDER BY sum(x)) FROM w GROUP BY ROLLUP(g)")
-    assert e.value.sqlstate == "0A000"
-
-
 def test_grouping(env):
     compare(env, GROUPING)
+
+
+WINDOWS_OVER_SETS = [
+    # window functions over several grouping sets read all the sets' rows
+    "SELECT g, x, sum(y) AS n, rank() OVER (ORDER BY sum(y) DESC) AS r FROM w GROUP BY ROLLUP(g, x) "
+    "ORDER BY g NULLS FIRST, x NULLS FIRST, n",
+    "SELECT g, GROUPING(g, x) AS k, sum(sum(y)) OVER (PARTITION BY GROUPING(g, x) ORDER BY g NULLS FIRST) AS n "
+    "FROM w GROUP BY CUBE(g, x) ORDER BY k, g NULLS FIRST, n",
+    "SELECT g, txt, count(*) AS n, first_value(txt) OVER v AS f FROM w GROUP BY GROUPING SETS ((g), (g, txt)) "
+    "WINDOW v AS (PARTITION BY g ORDER BY txt NULLS FIRST) ORDER BY g NULLS FIRST, txt NULLS FIRST, n",
+    "SELECT g + 1 AS h, sum(y) * 2 + count(*) OVER (PARTITION BY GROUPING(g)) AS n FROM w "
+    "GROUP BY ROLLUP(g + 1), g ORDER BY h NULLS FIRST, n",
+    "SELECT g, max(x) AS m FROM w GROUP BY ROLLUP(g) "
+    "ORDER BY dense_rank() OVER (ORDER BY max(x) DESC, g NULLS FIRST), g NULLS FIRST",
+]
+
+
+def test_windows_over_grouping_sets(env):
+    compare(env, WINDOWS_OVER_SETS)
 
 
 def test_moving_range_over_a_million_rows_is_fast():
