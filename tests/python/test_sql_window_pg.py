@@ -265,6 +265,12 @@ def test_interval_keys_and_infinities(env):
            for d in ("", " DESC") for a, b in (("'1 day' PRECEDING", "'1 day' FOLLOWING"),
                                                 ("CURRENT ROW", "'1 mon' FOLLOWING"),
                                                 ("'25 hours' PRECEDING", "'1 hour' PRECEDING"))]
+    tz = ("WITH v(id, t) AS (VALUES (1, '2024-03-09 12:00+00'::timestamptz), (2, '2024-03-10 11:30+00'), "
+          "(3, '2024-03-10 12:30+00'), (4, NULL), (5, '2024-04-01 00:00+00'), (6, '2024-03-01 00:00+00')) ")
+    qs += [tz + "SELECT id, count(*) OVER (ORDER BY t RANGE BETWEEN '1 day' PRECEDING AND CURRENT ROW) AS a, "
+           "count(*) OVER (ORDER BY t DESC RANGE BETWEEN '1 mon' PRECEDING AND '1 day' FOLLOWING) AS b, "
+           "max(id) OVER (ORDER BY t NULLS FIRST RANGE BETWEEN '23 hours' FOLLOWING AND '10 days' FOLLOWING "
+           "EXCLUDE TIES) AS c FROM v ORDER BY id"]
     compare(env, qs)
 
 
