@@ -7,6 +7,8 @@
  */
 #include "sql/plan_int.h"
 
+#include <errno.h>
+
 /* ------------------------------------------------------------------ */
 /* result column names (PostgreSQL's FigureColname)                    */
 
@@ -1451,9 +1453,33 @@ static const char *pg_type_of(const hs_field *f)
 static hs_status rows_offset(planner *p, const json_t *node, bool start, bool preceding,
                              int64_t *out)
 {
-    int64_t x;
-    bool null;
-    HS_TRY(int_const(p, node, "frame offset", &x, &null));
+    int64_t x = 0;
+    bool null = false;
+    json_t *b;
+    /* 2::bigint, '2' (an unknown literal PostgreSQL reads as bigint) */
+    while (pl_is_kind(node, "TypeCast", &b) && pl_jget(b, "arg"))
+        node = pl_jget(b, "arg");
+    const char *sv = pl_is_kind(node, "A_Const", &b) ? pl_jstrv(pl_jget(b, "sval"), "sval") : NULL;
+    const char *fv = pl_is_kind(node, "A_Const", &b) ? pl_jstrv(pl_jget(b, "fval"), "fval") : NULL;
+    if (fv) {
+        /* a numeric constant: to bigint as numeric_int8 rounds (half away
+         * from zero) */
+        double d = strtod(fv, NULL);
+        if (!(d > -9.2e18 && d < 9.2e18))
+            return pl_fail(p, HS_INVALID, "22003", pl_node_loc(node), "bigint out of range");
+        x = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+    } else if (sv) {
+        char *end;
+        errno = 0;
+        x = strtoll(sv, &end, 10);
+        while (isspace((unsigned char)*end))
+            end++;
+        if (end == sv || *end || errno)
+            return pl_fail(p, HS_INVALID, "22P02", pl_node_loc(node),
+                           "invalid input syntax for type bigint: \"%s\"", sv);
+    } else {
+        HS_TRY(int_const(p, node, "frame offset", &x, &null));
+    }
     if (null)
         return pl_fail(p, HS_INVALID, "22004", pl_node_loc(node), "frame %s offset must not be null",
                        start ? "starting" : "ending");
