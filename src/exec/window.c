@@ -1199,6 +1199,32 @@ static hs_status win_field(const xo_win *f, const hs_field *arg, hs_field *out, 
                       hs_type_name(arg->type));
 }
 
+/* " ROWS lo..hi", " GROUPS ...", " RANGE ..." and the exclusion, for
+ * EXPLAIN (nothing for the default frames). */
+static hs_status frame_describe(const xo_win *f, hs_buf *d)
+{
+    static const char *const excl[] = {"", " EXCLUDE CURRENT ROW", " EXCLUDE GROUP", " EXCLUDE TIES"};
+    const char *mode = f->frame == XO_FRAME_ROWS_BETWEEN ? "ROWS" : f->frame == XO_FRAME_GROUPS ? "GROUPS"
+                     : f->frame == XO_FRAME_RANGE ? "RANGE" : NULL;
+    if (!mode)
+        return HS_OK;
+    char lo[32], hi[32];
+    if (f->lo == INT64_MIN)
+        snprintf(lo, sizeof lo, "UNBOUNDED");
+    else if (f->frame == XO_FRAME_RANGE)
+        snprintf(lo, sizeof lo, f->lo ? "#%d" : "CURRENT", f->range_lo + 1);
+    else
+        snprintf(lo, sizeof lo, "%lld", (long long)f->lo);
+    if (f->hi == INT64_MAX)
+        snprintf(hi, sizeof hi, "UNBOUNDED");
+    else if (f->frame == XO_FRAME_RANGE)
+        snprintf(hi, sizeof hi, f->hi ? "#%d" : "CURRENT", f->range_hi + 1);
+    else
+        snprintf(hi, sizeof hi, "%lld", (long long)f->hi);
+    return hs_buf_printf(d, " %s %s..%s%s", mode, lo, hi,
+                         (unsigned)f->exclude < 4 ? excl[f->exclude] : "");
+}
+
 static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, const xo_win *fns,
                            hs_buf *d, hs_error *err)
 {
@@ -1272,9 +1298,10 @@ static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, 
             hs_field_clear(&f);
             return hs_err_nomem(err, 0);
         }
-        if (hs_buf_printf(d, "%s%s(%s)", j ? ", " : (d->len ? "; functions: " : "functions: "),
-                          win_name(fns[j].fn), with_arg ? "#" : "") != HS_OK ||
-            (with_arg && hs_buf_printf(d, "%d", fns[j].arg + 1) != HS_OK))
+        if (hs_buf_printf(d, "%s%s(", j ? ", " : (d->len ? "; functions: " : "functions: "),
+                          win_name(fns[j].fn)) != HS_OK ||
+            (with_arg && hs_buf_printf(d, "#%d", fns[j].arg + 1) != HS_OK) ||
+            hs_buf_printf(d, ")") != HS_OK || frame_describe(&fns[j], d) != HS_OK)
             return hs_err_nomem(err, 0);
     }
     xo_schema_renumber(&w->op.schema);
