@@ -239,8 +239,27 @@ typedef enum xo_frame {
      * = -2, CURRENT ROW = 0, 1 FOLLOWING = 1; INT64_MIN = UNBOUNDED
      * PRECEDING, INT64_MAX = UNBOUNDED FOLLOWING); clipped to the partition,
      * possibly empty (count 0, the others NULL) */
-    XO_FRAME_ROWS_BETWEEN
+    XO_FRAME_ROWS_BETWEEN,
+    /* GROUPS BETWEEN lo AND hi: peer-group offsets from the current row's
+     * group, encoded as ROWS_BETWEEN's (0 = the current row's group) */
+    XO_FRAME_GROUPS,
+    /* RANGE BETWEEN lo AND hi: lo/hi INT64_MIN = UNBOUNDED PRECEDING,
+     * INT64_MAX = UNBOUNDED FOLLOWING, 0 = CURRENT ROW (its peers), 1 = an
+     * offset bound: the frame starts at the first row whose range_key is not
+     * before column range_lo of the current row in the ORDER BY direction
+     * (ends at the last row not after range_hi); the planner computes those
+     * columns (key -/+ offset, in a type that cannot overflow) and range_key
+     * (the single ORDER BY key in that type).  A current row with a NULL
+     * key frames its NULL peers; NULL keys are never in a non-NULL row's
+     * offset bound (PostgreSQL's nodeWindowAgg.c) */
+    XO_FRAME_RANGE
 } xo_frame;
+
+/* EXCLUDE of a frame: nothing, the current row, its peer group, its peers
+ * but not itself */
+typedef enum xo_exclude {
+    XO_EXCL_NONE = 0, XO_EXCL_CURRENT, XO_EXCL_GROUP, XO_EXCL_TIES
+} xo_exclude;
 
 typedef struct xo_win {
     xo_win_fn fn;
@@ -248,7 +267,14 @@ typedef struct xo_win {
     int64_t offset;    /* lag/lead: rows back/ahead (0 = the default 1) */
     xo_frame frame;
     const char *name;  /* output column name (copied; NULL = the function's) */
-    int64_t lo, hi;    /* XO_FRAME_ROWS_BETWEEN */
+    int64_t lo, hi;    /* XO_FRAME_ROWS_BETWEEN, _GROUPS, _RANGE */
+    int range_key, range_lo, range_hi;   /* XO_FRAME_RANGE columns (see there) */
+    /* the offsets themselves (-1: none), checked when the partition is
+     * computed: NULL is 22004, negative or NaN 22013 (as PostgreSQL does
+     * at execution, so an empty input raises nothing) */
+    int range_off_lo, range_off_hi;
+    bool range_desc;   /* the ORDER BY key is DESC */
+    xo_exclude exclude;
     /* lag/lead: with has_default, rows whose offset row lies outside the
      * partition take column def_col (of arg's type) of the current row */
     bool has_default;

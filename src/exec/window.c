@@ -311,6 +311,421 @@ static hs_status compute_sliding(win_op *w, const xo_win *f, const hs_field *of,
     return st;
 }
 
+/* ---- RANGE / GROUPS frames and EXCLUDE: frames as segments ----
+ * Here a row's frame is [fs, fe] (positions; empty when fs > fe) less its
+ * exclusion, so at most three segments of the partition.  The functions
+ * read segments in O(1) or O(log m): counts and exact sums (integers,
+ * decimals, intervals) by differences of prefix sums over the partition,
+ * float sums and min/max by a segment tree (a float sum of a segment
+ * never mixes in values from outside it, so an Inf or a 1e300 elsewhere in
+ * the partition cannot spoil it), first/last/nth_value by walking the
+ * segments.  RANGE offset bounds binary-search the sorted key, GROUPS
+ * bounds index the partition's peer groups.  Everything is O(m log m) per
+ * partition of m rows, whatever the frame. */
+
+typedef struct fseg {
+    int64_t a, b;   /* inclusive positions */
+} fseg;
+
+typedef struct framer {
+    const win_op *w;
+    const xo_win *f;
+    const hs_column *arg, *rk, *rlo, *rhi;
+    int64_t ps, pe, m;
+    int64_t *cnt;       /* m + 1 prefix counts of non-NULL arguments */
+    __int128 *isum;     /* m + 1 prefix sums (integers, decimals) */
+    iv_sum *iv;         /* m + 1 prefix sums (intervals) */
+    long double *ft;    /* 2m: float sums, a segment tree */
+    int64_t *mt;        /* 2m: min/max positions (-1 = none), a segment tree */
+    int64_t *gid;       /* n: peer group of each position (within its partition) */
+    int64_t *gst;       /* n + 1: start of each peer group, then pe */
+    int64_t ng;         /* peer groups in the partition */
+    int64_t lo_at, lo_prev, hi_at, hi_prev;   /* range_next's cursors */
+    hs_error *err;
+} framer;
+
+static int64_t better(const framer *fr, int64_t a, int64_t b)
+{
+    if (a < 0)
+        return b;
+    if (b < 0)
+        return a;
+    int c = xo_val_cmp(fr->arg, fr->w->perm[a], fr->arg, fr->w->perm[b]);
+    return (fr->f->fn == XO_WIN_MIN ? c <= 0 : c >= 0) ? a : b;
+}
+
+/* Builds the prefix sums and trees of partition [ps, pe) that f needs. */
+static hs_status framer_fill(framer *fr)
+{
+    const int64_t *perm = fr->w->perm;
+    int64_t ps = fr->ps, m = fr->m;
+    xo_win_fn fn = fr->f->fn;
+    const hs_column *a = fr->arg;
+    bool na = !a || a->type == HS_TYPE_NA;
+    if (fr->cnt) {
+        fr->cnt[0] = 0;
+        for (int64_t i = 0; i < m; i++)
+            fr->cnt[i + 1] = fr->cnt[i] + (!na && hs_col_is_valid(a, perm[ps + i]));
+    }
+    if (fr->isum) {
+        fr->isum[0] = 0;
+        for (int64_t i = 0; i < m; i++) {
+            int64_t r = perm[ps + i];
+            __int128 v = 0;
+            if (!na && hs_col_is_valid(a, r)) {
+                if (a->type == HS_TYPE_DECIMAL128) {
+                    memcpy(&v, a->values.data + 16 * r, 16);
+                } else {
+                    bool big;
+                    int64_t x = xo_int_at(a, r, &big);
+                    v = big ? (__int128)(uint64_t)x : (__int128)x;
+                }
+            }
+            if (__builtin_add_overflow(fr->isum[i], v, &fr->isum[i + 1]))
+                return hs_err_set(fr->err, HS_INVALID, "sum: numeric field overflow");
+        }
+    }
+    if (fr->iv) {
+        memset(&fr->iv[0], 0, sizeof fr->iv[0]);
+        for (int64_t i = 0; i < m; i++) {
+            fr->iv[i + 1] = fr->iv[i];
+            if (!na && hs_col_is_valid(a, perm[ps + i]))
+                iv_acc(&fr->iv[i + 1], a, perm[ps + i], 1);
+        }
+    }
+    if (fr->ft) {
+        for (int64_t i = 0; i < m; i++) {
+            int64_t r = perm[ps + i];
+            fr->ft[m + i] = !na && hs_col_is_valid(a, r) ? (long double)xo_float_at(a, r) : 0;
+        }
+        for (int64_t i = m - 1; i > 0; i--)
+            fr->ft[i] = fr->ft[2 * i] + fr->ft[2 * i + 1];
+    }
+    if (fr->mt && (fn == XO_WIN_MIN || fn == XO_WIN_MAX)) {
+        for (int64_t i = 0; i < m; i++)
+            fr->mt[m + i] = !na && hs_col_is_valid(a, perm[ps + i]) ? ps + i : -1;
+        for (int64_t i = m - 1; i > 0; i--)
+            fr->mt[i] = better(fr, fr->mt[2 * i], fr->mt[2 * i + 1]);
+    }
+    return HS_OK;
+}
+
+static long double ft_query(const framer *fr, int64_t l, int64_t r)
+{
+    long double s = 0;
+    for (l += fr->m - fr->ps, r += fr->m - fr->ps + 1; l < r; l >>= 1, r >>= 1) {
+        if (l & 1)
+            s += fr->ft[l++];
+        if (r & 1)
+            s += fr->ft[--r];
+    }
+    return s;
+}
+
+static int64_t mt_query(const framer *fr, int64_t l, int64_t r)
+{
+    int64_t best = -1;
+    for (l += fr->m - fr->ps, r += fr->m - fr->ps + 1; l < r; l >>= 1, r >>= 1) {
+        if (l & 1)
+            best = better(fr, best, fr->mt[l++]);
+        if (r & 1)
+            best = better(fr, best, fr->mt[--r]);
+    }
+    return best;
+}
+
+/* RANGE offset bounds: the first position of [lo, hi) whose key is not
+ * before (start) / the last not after (end) bound row b of column bc. */
+static int64_t range_search(const framer *fr, const hs_column *bc, int64_t b, bool start,
+                            int64_t lo, int64_t hi)
+{
+    const int64_t *perm = fr->w->perm;
+    bool desc = fr->f->range_desc;
+    /* the first position where pred turns true: start: key >= bound
+     * (DESC <=); end: key > bound (DESC <), minus one */
+    int64_t l = lo, h = hi;
+    while (l < h) {
+        int64_t mid = l + (h - l) / 2;
+        int c = xo_val_cmp(fr->rk, perm[mid], bc, perm[b]);
+        if (desc)
+            c = -c;
+        if (start ? c >= 0 : c > 0)
+            h = mid;
+        else
+            l = mid + 1;
+    }
+    return start ? l : l - 1;
+}
+
+/* range_search, walking forward from the previous row's answer (*at, for
+ * bound row *prev) while the bounds only grow in the ORDER BY direction, as
+ * they do for a sorted key: O(m) comparisons per partition, not
+ * O(m log m); a bound that went back falls back to the binary search. */
+static int64_t range_next(const framer *fr, const hs_column *bc, int64_t b, bool start,
+                          int64_t lo, int64_t hi, int64_t *at, int64_t *prev)
+{
+    const int64_t *perm = fr->w->perm;
+    bool desc = fr->f->range_desc;
+    int c = *prev >= 0 ? xo_val_cmp(bc, perm[b], bc, perm[*prev]) : -1;
+    if ((desc ? -c : c) < 0) {
+        *at = range_search(fr, bc, b, start, lo, hi);
+    } else {
+        int64_t q = start ? *at : *at + 1;
+        for (; q < hi; q++) {
+            int k = xo_val_cmp(fr->rk, perm[q], bc, perm[b]);
+            if (desc)
+                k = -k;
+            if (start ? k >= 0 : k > 0)
+                break;
+        }
+        *at = start ? q : q - 1;
+    }
+    *prev = b;
+    return *at;
+}
+
+/* The frame [*fs, *fe] of position p; [nns, nne) holds the partition's
+ * non-NULL RANGE keys. */
+static void frame_bounds(framer *fr, int64_t p, int64_t nns, int64_t nne, int64_t *fs,
+                         int64_t *fe)
+{
+    const xo_win *f = fr->f;
+    int64_t ps = fr->ps, pe = fr->pe, g = fr->gid[p], ng = fr->ng;
+    const int64_t *gst = fr->gst;
+    int64_t gs = gst[g], ge = gst[g + 1] - 1;
+    int64_t lo = f->lo, hi = f->hi;
+    if (f->frame == XO_FRAME_ROWS_BETWEEN) {
+        *fs = lo == INT64_MIN || lo < ps - p ? ps : lo > pe - 1 - p ? pe : p + lo;
+        *fe = hi == INT64_MAX || hi > pe - 1 - p ? pe - 1 : hi < ps - p ? ps - 1 : p + hi;
+        return;
+    }
+    if (f->frame == XO_FRAME_GROUPS) {
+        int64_t gi = g;
+        *fs = lo == INT64_MIN || lo < -gi ? ps : lo > ng - 1 - gi ? pe : gst[gi + lo];
+        *fe = hi == INT64_MAX || hi > ng - 1 - gi ? pe - 1 : hi < -gi ? ps - 1 : gst[gi + hi + 1] - 1;
+        return;
+    }
+    /* RANGE */
+    bool null_key = fr->rk && !hs_col_is_valid(fr->rk, fr->w->perm[p]);
+    if (lo == INT64_MIN)
+        *fs = ps;
+    else if (lo == 0 || null_key)
+        *fs = gs;
+    else
+        *fs = range_next(fr, fr->rlo, p, true, nns, nne, &fr->lo_at, &fr->lo_prev);
+    if (hi == INT64_MAX)
+        *fe = pe - 1;
+    else if (hi == 0 || null_key)
+        *fe = ge;
+    else
+        *fe = range_next(fr, fr->rhi, p, false, nns, nne, &fr->hi_at, &fr->hi_prev);
+}
+
+/* The segments of p's frame less its exclusion; returns how many. */
+static int frame_segs(const framer *fr, int64_t p, int64_t fs, int64_t fe, fseg *sg)
+{
+    int k = 0;
+    if (fs > fe)
+        return 0;
+    int64_t g = fr->gid[p], xa, xb;
+    switch (fr->f->exclude) {
+    case XO_EXCL_NONE: sg[0] = (fseg){fs, fe}; return 1;
+    case XO_EXCL_CURRENT: xa = xb = p; break;
+    default: xa = fr->gst[g]; xb = fr->gst[g + 1] - 1; break;
+    }
+    int64_t b1 = fe < xa - 1 ? fe : xa - 1;
+    if (fs <= b1)
+        sg[k++] = (fseg){fs, b1};
+    if (fr->f->exclude == XO_EXCL_TIES && fs <= p && p <= fe)
+        sg[k++] = (fseg){p, p};
+    int64_t a2 = fs > xb + 1 ? fs : xb + 1;
+    if (a2 <= fe)
+        sg[k++] = (fseg){a2, fe};
+    return k;
+}
+
+/* The value of f over segments sg into col (or *pick). */
+static hs_status frame_value(framer *fr, const hs_field *of, const fseg *sg, int ns,
+                             hs_column *col, int64_t *pick)
+{
+    const xo_win *f = fr->f;
+    const int64_t *perm = fr->w->perm;
+    int64_t rows = 0, ps = fr->ps;
+    for (int i = 0; i < ns; i++)
+        rows += sg[i].b - sg[i].a + 1;
+    switch (f->fn) {
+    case XO_WIN_COUNT_STAR: return hs_col_append_fixed(col, &rows);
+    case XO_WIN_FIRST_VALUE: *pick = ns ? perm[sg[0].a] : -1; return HS_OK;
+    case XO_WIN_LAST_VALUE: *pick = ns ? perm[sg[ns - 1].b] : -1; return HS_OK;
+    case XO_WIN_NTH_VALUE: {
+        int64_t k = f->offset - 1;
+        *pick = -1;
+        for (int i = 0; i < ns; i++) {
+            if (k <= sg[i].b - sg[i].a) {
+                *pick = perm[sg[i].a + k];
+                break;
+            }
+            k -= sg[i].b - sg[i].a + 1;
+        }
+        return HS_OK;
+    }
+    case XO_WIN_MIN: case XO_WIN_MAX: {
+        int64_t best = -1;
+        for (int i = 0; i < ns; i++)
+            best = better(fr, best, mt_query(fr, sg[i].a, sg[i].b));
+        *pick = best < 0 ? -1 : perm[best];
+        return HS_OK;
+    }
+    default: break;
+    }
+    slide sl = {.w = fr->w, .f = f, .arg = fr->arg, .err = fr->err};
+    for (int i = 0; i < ns; i++) {
+        int64_t a = sg[i].a - ps, b = sg[i].b - ps + 1;
+        sl.cnt += fr->cnt[b] - fr->cnt[a];
+        if (fr->isum)
+            sl.isum += fr->isum[b] - fr->isum[a];
+        if (fr->iv) {
+            sl.iv.months += fr->iv[b].months - fr->iv[a].months;
+            sl.iv.days += fr->iv[b].days - fr->iv[a].days;
+            sl.iv.micros += fr->iv[b].micros - fr->iv[a].micros;
+        }
+        if (fr->ft)
+            sl.fsum += ft_query(fr, sg[i].a, sg[i].b);
+    }
+    return slide_value(&sl, of, 0, -1, col, pick);
+}
+
+/* The offset of a RANGE bound must be neither NULL (22004) nor negative
+ * or NaN (22013), checked on its first row as PostgreSQL checks it when a
+ * partition starts. */
+static hs_status check_offset(const win_op *w, int c, bool start, hs_error *err)
+{
+    if (c < 0 || w->n == 0)
+        return HS_OK;
+    const hs_column *o = w->rows.b->cols[c];
+    if (o->type == HS_TYPE_NA || !hs_col_is_valid(o, 0))
+        return hs_err_set(err, HS_INVALID, "frame %s offset must not be null",
+                          start ? "starting" : "ending");
+    bool neg;
+    if (is_float(o->type)) {
+        double v = xo_float_at(o, 0);
+        neg = v != v || v < 0;
+    } else if (o->type == HS_TYPE_INTERVAL) {
+        hs_interval v;
+        memcpy(&v, o->values.data, 16);
+        __int128 span = ((__int128)v.months * 30 + v.days) * 86400000000LL + v.micros;
+        neg = span < 0;
+    } else if (o->type == HS_TYPE_DECIMAL128) {
+        __int128 v;
+        memcpy(&v, o->values.data, 16);
+        neg = v < 0;
+    } else {
+        bool big;
+        neg = xo_int_at(o, 0, &big) < 0 && !big;
+    }
+    if (neg)
+        return hs_err_set(err, HS_INVALID, "invalid preceding or following size in window function");
+    return HS_OK;
+}
+
+static hs_status compute_frames(win_op *w, const xo_win *f, const hs_field *of,
+                                const uint8_t *pnew, const uint8_t *peer_new, hs_column *col,
+                                int64_t *pick, hs_error *err)
+{
+    int64_t n = w->n;
+    hs_column *const *cols = w->rows.b->cols;
+    framer fr = {.w = w, .f = f, .err = err,
+                 .arg = needs_arg(f->fn) ? cols[f->arg] : NULL,
+                 .rk = f->frame == XO_FRAME_RANGE && f->range_key >= 0 ? cols[f->range_key] : NULL,
+                 .rlo = f->frame == XO_FRAME_RANGE && f->range_lo >= 0 ? cols[f->range_lo] : NULL,
+                 .rhi = f->frame == XO_FRAME_RANGE && f->range_hi >= 0 ? cols[f->range_hi] : NULL};
+    if (f->frame == XO_FRAME_RANGE) {
+        HS_TRY(check_offset(w, f->range_off_lo, true, err));
+        HS_TRY(check_offset(w, f->range_off_hi, false, err));
+        if ((f->lo == 1 && !fr.rlo) || (f->hi == 1 && !fr.rhi) || ((f->lo == 1 || f->hi == 1) && !fr.rk))
+            return hs_err_set(err, HS_INVALID, "Window: RANGE offset frame without its columns");
+    }
+    size_t n1 = (size_t)n + 1;
+    bool sums = f->fn == XO_WIN_SUM || f->fn == XO_WIN_AVG, fl = sums && is_float(fr.arg->type);
+    bool ivl = sums && fr.arg->type == HS_TYPE_INTERVAL;
+    bool mm = f->fn == XO_WIN_MIN || f->fn == XO_WIN_MAX;
+    /* the arrays below, accounted while they live */
+    int64_t acc = (int64_t)n1 * (16 + (f->fn == XO_WIN_COUNT || sums ? 8 : 0) +
+                                 (sums && !fl && !ivl ? 16 : 0) + (ivl ? 32 : 0) +
+                                 (fl ? 2 * (int64_t)sizeof(long double) : 0) + (mm ? 16 : 0));
+    HS_TRY(xo_mem_reserve(w->op.ctx, acc, w->op.name, err));
+    fr.gid = hs_malloc(n1 * sizeof *fr.gid);
+    fr.gst = hs_malloc((n1 + 1) * sizeof *fr.gst);
+    if (f->fn == XO_WIN_COUNT || sums)
+        fr.cnt = hs_malloc(n1 * sizeof *fr.cnt);
+    if (sums && !fl && !ivl)
+        fr.isum = hs_malloc(n1 * sizeof *fr.isum);
+    if (ivl)
+        fr.iv = hs_malloc(n1 * sizeof *fr.iv);
+    if (fl)
+        fr.ft = hs_malloc(2 * n1 * sizeof *fr.ft);
+    if (mm)
+        fr.mt = hs_malloc(2 * n1 * sizeof *fr.mt);
+    hs_status st = HS_OK;
+    if (!fr.gid || !fr.gst || ((f->fn == XO_WIN_COUNT || sums) && !fr.cnt) ||
+        (sums && !fl && !ivl && !fr.isum) || (ivl && !fr.iv) || (fl && !fr.ft) ||
+        ((f->fn == XO_WIN_MIN || f->fn == XO_WIN_MAX) && !fr.mt))
+        st = hs_err_nomem(err, 0);
+    int64_t ps = 0;
+    while (ps < n && st == HS_OK) {
+        int64_t pe = ps + 1;
+        while (pe < n && !pnew[pe])
+            pe++;
+        fr.ps = ps;
+        fr.pe = pe;
+        fr.m = pe - ps;
+        /* peer groups: gst[0..ng) their starts, then pe (relative to 0,
+         * group ids of this partition only) */
+        int64_t ng = 0;
+        for (int64_t p = ps; p < pe; p++) {
+            if (p == ps || peer_new[p])
+                fr.gst[ng++] = p;
+            fr.gid[p] = ng - 1;
+        }
+        fr.gst[ng] = pe;
+        fr.ng = ng;
+        /* the non-NULL keys of a RANGE offset frame: [nns, nne) */
+        int64_t nns = ps, nne = pe;
+        if (fr.rk) {
+            while (nns < pe && !hs_col_is_valid(fr.rk, w->perm[nns]))
+                nns++;
+            if (nns > ps)
+                nne = pe;   /* NULLS FIRST: the NULLs lead */
+            else
+                while (nne > ps && !hs_col_is_valid(fr.rk, w->perm[nne - 1]))
+                    nne--;
+        }
+        fr.lo_prev = fr.hi_prev = -1;
+        fr.lo_at = nns;
+        fr.hi_at = nns - 1;
+        st = framer_fill(&fr);
+        for (int64_t p = ps; p < pe && st == HS_OK; p++) {
+            int64_t fs, fe;
+            fseg sg[3];
+            frame_bounds(&fr, p, nns, nne, &fs, &fe);
+            int ns = frame_segs(&fr, p, fs, fe, sg);
+            st = frame_value(&fr, of, sg, ns, col, pick ? &pick[p] : NULL);
+        }
+        ps = pe;
+    }
+    hs_free(fr.gid);
+    hs_free(fr.gst);
+    hs_free(fr.cnt);
+    hs_free(fr.isum);
+    hs_free(fr.iv);
+    hs_free(fr.ft);
+    hs_free(fr.mt);
+    xo_mem_release(w->op.ctx, acc);
+    if (st == HS_NOMEM)
+        (void)hs_err_nomem(err, 0);
+    return st;
+}
+
 /* Computes function f into *out (n rows in permutation order). */
 static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const uint8_t *pnew,
                          const uint8_t *peer_new, hs_column **out, hs_error *err)
@@ -334,7 +749,15 @@ static hs_status compute(win_op *w, const xo_win *f, const hs_field *of, const u
                    ((f->fn >= XO_WIN_COUNT_STAR && f->fn <= XO_WIN_MAX) ||
                     f->fn == XO_WIN_FIRST_VALUE || f->fn == XO_WIN_LAST_VALUE ||
                     f->fn == XO_WIN_NTH_VALUE);
-    if (sliding) {
+    bool reads_frame = (f->fn >= XO_WIN_COUNT_STAR && f->fn <= XO_WIN_MAX) ||
+                       f->fn == XO_WIN_FIRST_VALUE || f->fn == XO_WIN_LAST_VALUE ||
+                       f->fn == XO_WIN_NTH_VALUE;
+    if (reads_frame && (f->exclude != XO_EXCL_NONE || f->frame == XO_FRAME_GROUPS ||
+                        f->frame == XO_FRAME_RANGE ||
+                        (f->frame == XO_FRAME_ROWS_BETWEEN && f->lo > f->hi))) {
+        st = compute_frames(w, f, of, pnew, peer_new, col, pick, err);
+        ps = n;
+    } else if (sliding) {
         st = compute_sliding(w, f, of, pnew, col, pick, err);
         ps = n;
     }
@@ -776,6 +1199,32 @@ static hs_status win_field(const xo_win *f, const hs_field *arg, hs_field *out, 
                       hs_type_name(arg->type));
 }
 
+/* " ROWS lo..hi", " GROUPS ...", " RANGE ..." and the exclusion, for
+ * EXPLAIN (nothing for the default frames). */
+static hs_status frame_describe(const xo_win *f, hs_buf *d)
+{
+    static const char *const excl[] = {"", " EXCLUDE CURRENT ROW", " EXCLUDE GROUP", " EXCLUDE TIES"};
+    const char *mode = f->frame == XO_FRAME_ROWS_BETWEEN ? "ROWS" : f->frame == XO_FRAME_GROUPS ? "GROUPS"
+                     : f->frame == XO_FRAME_RANGE ? "RANGE" : NULL;
+    if (!mode)
+        return HS_OK;
+    char lo[32], hi[32];
+    if (f->lo == INT64_MIN)
+        snprintf(lo, sizeof lo, "UNBOUNDED");
+    else if (f->frame == XO_FRAME_RANGE)
+        snprintf(lo, sizeof lo, f->lo ? "#%d" : "CURRENT", f->range_lo + 1);
+    else
+        snprintf(lo, sizeof lo, "%lld", (long long)f->lo);
+    if (f->hi == INT64_MAX)
+        snprintf(hi, sizeof hi, "UNBOUNDED");
+    else if (f->frame == XO_FRAME_RANGE)
+        snprintf(hi, sizeof hi, f->hi ? "#%d" : "CURRENT", f->range_hi + 1);
+    else
+        snprintf(hi, sizeof hi, "%lld", (long long)f->hi);
+    return hs_buf_printf(d, " %s %s..%s%s", mode, lo, hi,
+                         (unsigned)f->exclude < 4 ? excl[f->exclude] : "");
+}
+
 static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, const xo_win *fns,
                            hs_buf *d, hs_error *err)
 {
@@ -822,10 +1271,22 @@ static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, 
                 return hs_err_set(err, HS_INVALID, "Window: %s default is %s, the argument %s (cast first)",
                                   win_name(fns[j].fn), hs_type_name(df->type), hs_type_name(af->type));
         }
-        if (fns[j].frame == XO_FRAME_ROWS_BETWEEN &&
-            (fns[j].lo > fns[j].hi || fns[j].lo == INT64_MAX || fns[j].hi == INT64_MIN))
-            return hs_err_set(err, HS_INVALID, "Window: frame ROWS BETWEEN %lld AND %lld is empty by definition",
-                              (long long)fns[j].lo, (long long)fns[j].hi);
+        if ((fns[j].frame == XO_FRAME_ROWS_BETWEEN || fns[j].frame == XO_FRAME_GROUPS ||
+             fns[j].frame == XO_FRAME_RANGE) &&
+            (fns[j].lo == INT64_MAX || fns[j].hi == INT64_MIN))
+            return hs_err_set(err, HS_INVALID, "Window: a frame cannot start at UNBOUNDED FOLLOWING "
+                              "or end at UNBOUNDED PRECEDING");
+        if (fns[j].frame == XO_FRAME_RANGE) {
+            const int rc[] = {fns[j].range_key, fns[j].range_lo, fns[j].range_hi,
+                              fns[j].range_off_lo, fns[j].range_off_hi};
+            for (int k = 0; k < 5; k++)
+                if (rc[k] >= in->n_children)
+                    return hs_err_set(err, HS_INVALID, "Window: RANGE column %d out of range", rc[k]);
+            for (int k = 1; k < 3; k++)
+                if (rc[k] >= 0 && (rc[0] < 0 || !hs_field_same_type(&in->children[rc[0]],
+                                                                  &in->children[rc[k]], true)))
+                    return hs_err_set(err, HS_INVALID, "Window: a RANGE bound's type is not its key's");
+        }
         if (with_arg && (fns[j].arg < 0 || fns[j].arg >= in->n_children))
             return hs_err_set(err, HS_INVALID, "Window: %s argument column %d out of range",
                               win_name(fns[j].fn), fns[j].arg);
@@ -837,9 +1298,10 @@ static hs_status win_setup(win_op *w, const int *part, const xo_sort_key *keys, 
             hs_field_clear(&f);
             return hs_err_nomem(err, 0);
         }
-        if (hs_buf_printf(d, "%s%s(%s)", j ? ", " : (d->len ? "; functions: " : "functions: "),
-                          win_name(fns[j].fn), with_arg ? "#" : "") != HS_OK ||
-            (with_arg && hs_buf_printf(d, "%d", fns[j].arg + 1) != HS_OK))
+        if (hs_buf_printf(d, "%s%s(", j ? ", " : (d->len ? "; functions: " : "functions: "),
+                          win_name(fns[j].fn)) != HS_OK ||
+            (with_arg && hs_buf_printf(d, "#%d", fns[j].arg + 1) != HS_OK) ||
+            hs_buf_printf(d, ")") != HS_OK || frame_describe(&fns[j], d) != HS_OK)
             return hs_err_nomem(err, 0);
     }
     xo_schema_renumber(&w->op.schema);

@@ -156,6 +156,8 @@ const char *sq_guess_sqlstate(hs_status code, const char *msg)
         {"interval field value out of range", "22015"},
         {"interval out of range", "22008"},
         {"initial position must not be null", "22004"},
+        {"offset must not be null", "22004"},
+        {"invalid preceding or following size", "22013"},
         {"out of range", "22003"},
         {"invalid input syntax for type interval", "22007"},
         {"malformed array literal", "22P02"},
@@ -365,8 +367,11 @@ static hs_status sq_parse(sq_session *s, const char *text, json_t **root, hs_err
     }
     if (job.r.error) {
         int loc = job.r.error->cursorpos > 0 ? job.r.error->cursorpos - 1 : -1;
-        hs_status st = sq_fail(s, err, HS_INVALID, "42601", text, loc, "%s",
-                               job.r.error->message ? job.r.error->message : "syntax error");
+        const char *msg = job.r.error->message ? job.r.error->message : "syntax error";
+        /* the grammar's checks of window frames raise ERRCODE_WINDOWING_ERROR
+         * (libpg_query reports no SQLSTATE; they all read "frame ...") */
+        hs_status st = sq_fail(s, err, HS_INVALID, strncmp(msg, "frame ", 6) ? "42601" : "42P20",
+                               text, loc, "%s", msg);
         pg_query_free_parse_result(job.r);
         return st;
     }

@@ -273,7 +273,7 @@ ERRORS = [
     ("SELECT 1 FROM emp ORDER BY 5", "42P10", 28),
     ("SELECT id FROM emp UNION SELECT did, dname FROM dept", "42601", None),
     ("SELECT 1/0", "22012", None),
-    ("SELECT ntile(2) OVER (ORDER BY id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM emp", "0A000", 8),
+    ("SELECT ntile(2) OVER (ORDER BY id, id RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM emp", "42P20", 8),
     ("GRANT SELECT ON emp TO bob", "0A000", None),
     ("SET nosuch.setting = 1", "42704", None),
     ("SELECT 1; SELECT 2", "42601", None),

@@ -141,6 +141,10 @@ SPILL_QUERIES = [
      "sum(x) OVER (PARTITION BY k ORDER BY id) FROM t", "Window"),
     ("SELECT id, s, rank() OVER (PARTITION BY s ORDER BY y NULLS LAST, id), "
      "lag(x) OVER (PARTITION BY s ORDER BY id) FROM t", "Window"),
+    # RANGE / GROUPS frames and EXCLUDE (segments over prefix sums and trees)
+    ("SELECT id, k, sum(x) OVER (PARTITION BY k ORDER BY id RANGE BETWEEN 50 PRECEDING AND 20 FOLLOWING "
+     "EXCLUDE CURRENT ROW), max(x) OVER (PARTITION BY k ORDER BY id GROUPS BETWEEN 2 PRECEDING AND 1 FOLLOWING "
+     "EXCLUDE GROUP) FROM t", "Window"),
 ]
 
 
