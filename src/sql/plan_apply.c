@@ -559,7 +559,8 @@ hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int gu
     a->op.destroy = apply_destroy;
     a->op.detail = hs_strdup(constant ? "subquery reads no outer column: run once"
                                       : "subquery planned and run per outer row");   /* NULL: no detail */
-    memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
+    if (cur->n)   /* no columns yet: cur->cols may be NULL */
+        memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
     ncols[cur->n] = (qcol){.qual = NULL, .name = hs_strdup(""), .hidden = true};
     cur->op = &a->op;   /* cur's first columns stay as they were */
     if (!ncols[cur->n].name) {
@@ -830,7 +831,8 @@ hs_status pl_apply_lateral(planner *p, rel *cur, const json_t *rs, bool left)
     a->op.destroy = apply_destroy;
     a->op.detail = hs_strdup(left ? "LEFT JOIN LATERAL subquery planned and run per outer row"
                                   : "LATERAL subquery planned and run per outer row");
-    memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
+    if (cur->n)
+        memcpy(ncols, cur->cols, (size_t)cur->n * sizeof *ncols);
     hs_free(cur->cols);
     cur->cols = ncols;
     cur->n += ns;
