@@ -110,6 +110,9 @@ typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC, ACC_IV } acc
 
 typedef struct agg_state {
     xo_agg a;              /* a.sep, a.name owned copies */
+    int same;              /* >= 0: aggregate `same` of this operator keeps the
+                            * state this one reads (share_states); this one's
+                            * arrays stay zero and its rows are not read */
     acc_class cls;
     int scale;             /* decimal argument's scale (avg) */
     hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] [, order cols] */
@@ -326,6 +329,8 @@ static hs_status ensure_groups(agg_op *s, int64_t need, hs_error *err)
         s->scratch[g] = -1;
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
+        if (a->same >= 0)
+            continue;   /* reads aggregate `same`'s arrays */
         HS_TRY(grow((void **)&a->cnt, cap, sizeof *a->cnt, err));
         memset(a->cnt + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->cnt);
         switch (a->a.fn) {
@@ -1124,6 +1129,14 @@ static hs_status build_agg_col(agg_op *s, agg_state *a, const hs_field *f, hs_co
 {
     *out = NULL;
     int64_t n = s->n_total;
+    agg_state shared;
+    if (a->same >= 0) {
+        /* the state of the aggregate it shares (read only), this one's
+         * function: count(x) from sum(x)'s counts, a repeated sum(x) */
+        shared = s->aggs[a->same];
+        shared.a = a->a;
+        a = &shared;
+    }
     if (a->a.fn == XO_AGG_STRING_AGG || a->a.fn == XO_AGG_ARRAY_AGG)
         HS_TRY(order_chains(s, a, err));
     if (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX) {
@@ -1283,7 +1296,8 @@ static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
     if (st == HS_OK)
         st = ensure_groups(s, s->n_total, err);
     for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
-        st = update_agg(s, &s->aggs[j], b, s->gid, err);
+        if (s->aggs[j].same < 0)
+            st = update_agg(s, &s->aggs[j], b, s->gid, err);
     if (st == HS_OK)
         st = account(s, err);
     return st;
@@ -1340,6 +1354,7 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &w->aggs[j];
         a->a = s->aggs[j].a;
+        a->same = s->aggs[j].same;
         a->a.sep = a->a.name = NULL;
         a->a.order = NULL;   /* (parallel workers never hold ordered aggregates) */
         a->a.n_order = 0;
@@ -1492,6 +1507,8 @@ static hs_status merge_worker(agg_op *s, agg_op *w, agg_op *const *done,
     const int64_t *mg = s->gid;   /* worker group g -> group mg[g] of s */
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j], *b = &w->aggs[j];
+        if (a->same >= 0)
+            continue;
         if (a->a.distinct) {
             HS_TRY(merge_distinct(s, a, b, mg, err));
             continue;
@@ -2079,6 +2096,55 @@ static hs_status field_copy_to(hs_field *parent, const hs_field *f, hs_error *er
     return HS_OK;
 }
 
+/* Aggregates that read another's state (agg_state.same): count, sum and
+ * avg of one argument keep the same non-null count, and sum and avg the
+ * same sum, so a repeated sum(x), the sum(x) and count(x) that avg(x)
+ * plans into next to a sum(x) (TPC-H Q1: 11 aggregates, 6 states), and a
+ * repeated count(*) are updated once.  Not DISTINCT, not ordered, not
+ * sums of vectors (pgvector's accumulators). */
+static bool sums_like(const agg_state *a)
+{
+    return !a->a.distinct && a->a.n_order == 0 && !a->pvt &&
+           (a->a.fn == XO_AGG_SUM || a->a.fn == XO_AGG_AVG || a->a.fn == XO_AGG_COUNT ||
+            a->a.fn == XO_AGG_COUNT_STAR);
+}
+
+static void share_states(agg_op *s)
+{
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        if (!sums_like(a))
+            continue;
+        bool star = a->a.fn == XO_AGG_COUNT_STAR, count = a->a.fn == XO_AGG_COUNT;
+        int pick = -1;
+        for (int k = 0; k < s->n_aggs; k++) {
+            const agg_state *b = &s->aggs[k];
+            if (k == j || b->same >= 0 || !sums_like(b))
+                continue;
+            bool b_sum = b->a.fn == XO_AGG_SUM || b->a.fn == XO_AGG_AVG;
+            bool ok;
+            if (star)
+                ok = b->a.fn == XO_AGG_COUNT_STAR && k < j;
+            else if (b->a.fn == XO_AGG_COUNT_STAR || b->a.arg != a->a.arg)
+                ok = false;
+            else if (count)   /* any sum of x counts x; else an earlier count(x) */
+                ok = b_sum || k < j;
+            else
+                ok = b_sum && k < j && b->cls == a->cls;
+            /* a count prefers a sum's state: the count's own can then go */
+            if (ok && (pick < 0 || (b_sum && s->aggs[pick].a.fn == XO_AGG_COUNT)))
+                pick = k;
+        }
+        a->same = pick;
+    }
+    /* a count(x) chosen as a source before a sum(x) took it over */
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        if (a->same >= 0 && s->aggs[a->same].same >= 0)
+            a->same = s->aggs[a->same].same;
+    }
+}
+
 static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *err)
 {
     const hs_field *in = &s->op.children[0]->schema;
@@ -2095,6 +2161,7 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
         a->a = aggs[j];
+        a->same = -1;
         a->a.sep = NULL;
         a->a.name = NULL;
         hs_field_init(&a->store_schema, "", HS_TYPE_STRUCT, false);
@@ -2165,6 +2232,12 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
         if (st != HS_OK)
             return hs_err_nomem(err, 0);
     }
+    share_states(s);
+    int n_own = 0;
+    for (int j = 0; j < s->n_aggs; j++)
+        n_own += s->aggs[j].same < 0;
+    if (n_own < s->n_aggs && hs_buf_printf(d, " (%d state%s)", n_own, n_own == 1 ? "" : "s") != HS_OK)
+        return hs_err_nomem(err, 0);
     xo_schema_renumber(&s->op.schema);
     s->null_gid = -1;
     s->int_key = s->n_groups == 1 && xo_is_int_type(in->children[0].type);
