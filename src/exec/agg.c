@@ -148,7 +148,7 @@ typedef struct agg_op {
     hs_map map;
     int64_t map_key_bytes;
     bool int_key;          /* one integer-like group column: imap on its value */
-    bool str_keys;         /* all group columns strings: short keys packed (pack_keys) */
+    bool str_keys;         /* all group columns strings: short keys packed (pack_batch) */
     bool int_pair;         /* two integer group columns: pairs within int32 packed */
     hs_imap imap;
     int64_t null_gid;      /* int_key: the NULL group, -1 until seen */
@@ -158,6 +158,9 @@ typedef struct agg_op {
     hs_buf kb;             /* key scratch */
     int64_t *gid;
     int64_t gid_cap;
+    uint64_t *pk;          /* str_keys: each row's packed key (pack_batch) */
+    uint8_t *pk_used;      /* ... its bytes used, PK_NONE: does not fit */
+    int64_t pk_cap;
     bool ord_ok;           /* ord/gstart hold this batch's rows by group (order_small) */
     int32_t *ord;
     int64_t ord_cap;
@@ -387,36 +390,56 @@ static hs_status account(agg_op *s, hs_error *err)
 
 /* ---- per batch ---- */
 
+#define PK_NONE 0xFF
+
 /* Group keys of string columns whose row fits in 8 bytes as (length
  * byte, bytes) per column, 0xFF for NULL (TPC-H Q1's l_returnflag,
  * l_linestatus): one 64-bit value, looked up in the imap.  The packing is
- * a function of the key, so a key always takes the same map. */
-static bool pack_keys(hs_column *const *cols, int n, int64_t row, uint64_t *out)
+ * a function of the key, so a key always takes the same map.  Packed for
+ * every row of a batch, one column at a time, in registers: pk[i] and
+ * used[i] (bytes, PK_NONE when row i's key does not fit).  A value's
+ * bytes are read as one 64-bit load, masked, where the column's buffer
+ * holds 8 bytes from its start. */
+static void pack_batch(hs_column *const *cols, int n, int64_t rows, uint64_t *pk, uint8_t *used)
 {
-    /* built in a register, byte k at bits 8k (the bytes in memory order on
-     * a little-endian machine); byte stores into a buffer read back as one
-     * 64-bit load stalled on store forwarding */
-    uint64_t v = 0;
-    int pos = 0;
+    memset(pk, 0, (size_t)rows * sizeof *pk);
+    memset(used, 0, (size_t)rows);
     for (int c = 0; c < n; c++) {
         const hs_column *col = cols[c];
-        if (!hs_col_is_valid(col, row)) {
-            if (pos >= 8)
-                return false;
-            v |= (uint64_t)0xFF << (8 * pos++);
-            continue;
-        }
+        const uint8_t *valid = col->validity.data, *data = col->values.data;
         const int32_t *o = HS_COL_OFFSETS(col);
-        int32_t len = o[row + 1] - o[row];
-        if (len < 0 || len > 7 || pos + 1 + len > 8)
-            return false;
-        v |= (uint64_t)len << (8 * pos++);
-        const uint8_t *p = col->values.data + o[row];
-        for (int32_t k = 0; k < len; k++)
-            v |= (uint64_t)p[k] << (8 * pos++);
+        size_t dlen = col->values.len;
+        for (int64_t i = 0; i < rows; i++) {
+            unsigned pos = used[i];
+            if (pos == PK_NONE)
+                continue;
+            if (valid && !hs_bit_get(valid, i)) {
+                if (pos >= 8) {
+                    used[i] = PK_NONE;
+                } else {
+                    pk[i] |= (uint64_t)0xFF << (8 * pos);
+                    used[i] = (uint8_t)(pos + 1);
+                }
+                continue;
+            }
+            int32_t len = o[i + 1] - o[i];
+            if (len < 0 || len > 7 || pos + 1 + (unsigned)len > 8) {
+                used[i] = PK_NONE;
+                continue;
+            }
+            uint64_t w = 0;
+            if (len > 0) {
+                if ((size_t)o[i] + 8 <= dlen)
+                    memcpy(&w, data + o[i], 8);
+                else
+                    memcpy(&w, data + o[i], (size_t)len);
+                w &= ((uint64_t)1 << (8 * len)) - 1;
+            }
+            /* pos <= 7 here, and the length byte plus len bytes end by byte 8 */
+            pk[i] |= ((uint64_t)len | (w << 8)) << (8 * pos);
+            used[i] = (uint8_t)(pos + 1 + (unsigned)len);
+        }
     }
-    *out = v;
-    return true;
 }
 
 /* Two integer group columns, both non-null and within int32 (TPC-H Q20's
@@ -517,9 +540,17 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
     bool have_pp = false;
     uint64_t prev_pk = 0;
     int64_t prev_pg = 0;
+    if (s->str_keys && !s->int_key && b->n_rows > 0) {
+        if (b->n_rows > s->pk_cap) {
+            HS_TRY(grow((void **)&s->pk, b->n_rows, sizeof *s->pk, err));
+            HS_TRY(grow((void **)&s->pk_used, b->n_rows, 1, err));
+            s->pk_cap = b->n_rows;
+        }
+        pack_batch(b->cols, s->n_groups, b->n_rows, s->pk, s->pk_used);
+    }
     for (int64_t i = 0; !s->int_key && i < b->n_rows && st == HS_OK; i++) {
         uint64_t pk;
-        if ((s->str_keys && pack_keys(b->cols, s->n_groups, i, &pk)) ||
+        if ((s->str_keys && s->pk_used[i] != PK_NONE && (pk = s->pk[i], true)) ||
             (s->int_pair && pack_pair(b->cols, i, &pk))) {
             if (have_pp && pk == prev_pk) {
                 s->gid[i] = prev_pg;
@@ -2050,6 +2081,11 @@ static void agg_release_state(agg_op *s)
     s->map_key_bytes = 0;
     xo_rows_free(&s->keys, op->ctx);
     hs_free(s->gid);
+    hs_free(s->pk);
+    hs_free(s->pk_used);
+    s->pk = NULL;
+    s->pk_used = NULL;
+    s->pk_cap = 0;
     hs_free(s->ord);
     s->ord = NULL;
     s->ord_cap = 0;
