@@ -391,6 +391,7 @@ static hs_status account(agg_op *s, hs_error *err)
 /* ---- per batch ---- */
 
 #define PK_NONE 0xFF
+#define PK_CACHE_BITS 6
 
 /* Group keys of string columns whose row fits in 8 bytes as (length
  * byte, bytes) per column, 0xFF for NULL (TPC-H Q1's l_returnflag,
@@ -548,12 +549,23 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
         }
         pack_batch(b->cols, s->n_groups, b->n_rows, s->pk, s->pk_used);
     }
+    /* packed keys seen in this batch, direct-mapped by a hash of the key:
+     * a few groups in no order (TPC-H Q1's 4 of (l_returnflag,
+     * l_linestatus)) are found without a map lookup */
+    uint64_t pc_key[1 << PK_CACHE_BITS];
+    int64_t pc_gid[1 << PK_CACHE_BITS];
+    uint8_t pc_ok[1 << PK_CACHE_BITS] = {0};
     for (int64_t i = 0; !s->int_key && i < b->n_rows && st == HS_OK; i++) {
         uint64_t pk;
         if ((s->str_keys && s->pk_used[i] != PK_NONE && (pk = s->pk[i], true)) ||
             (s->int_pair && pack_pair(b->cols, i, &pk))) {
             if (have_pp && pk == prev_pk) {
                 s->gid[i] = prev_pg;
+                continue;
+            }
+            unsigned h = (unsigned)((pk * 0x9E3779B97F4A7C15ULL) >> (64 - PK_CACHE_BITS));
+            if (pc_ok[h] && pc_key[h] == pk) {
+                s->gid[i] = pc_gid[h];
                 continue;
             }
             uint64_t g;
@@ -569,6 +581,11 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             if (!found) {
                 s->n_total++;
                 st = HS_VEC_PUSH(&fresh, int64_t, i);
+            }
+            if (g != UINT64_MAX) {
+                pc_ok[h] = 1;
+                pc_key[h] = pk;
+                pc_gid[h] = (int64_t)g;
             }
             s->gid[i] = (int64_t)g;
             have_pp = true;
