@@ -1054,10 +1054,19 @@ static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns
     int op = n->op;
     ex_t rt = n->type.t;
     if (ns > 0 && sel[ns - 1] - sel[0] == ns - 1) {
-        /* a run of rows (ex_eval's chunks): one loop the compiler widens */
+        /* a run of rows (ex_eval's chunks): 8 null bytes at a time (gcc's
+         * -O2 cost model does not widen the byte loop) */
         uint8_t *restrict on = out->nul + sel[0];
         const uint8_t *restrict an = a.nul + sel[0], *restrict bn = b.nul + sel[0];
-        for (int j = 0; j < ns; j++)
+        int j = 0;
+        for (; j + 8 <= ns; j += 8) {
+            uint64_t x, y;
+            memcpy(&x, an + j, 8);
+            memcpy(&y, bn + j, 8);
+            x |= y;
+            memcpy(on + j, &x, 8);
+        }
+        for (; j < ns; j++)
             on[j] = an[j] | bn[j];
     } else {
         for (int k = 0; k < ns; k++) {
