@@ -1905,6 +1905,23 @@ static bool cheap_term(const ex_node *n)
     }
 }
 
+static bool cheap_tree(const ex_node *n)
+{
+    if (n->kind == EX_CONST)
+        return true;
+    if (n->kind != EX_AND)
+        return cheap_term(n);
+    for (int i = 0; i < n->n_args; i++)
+        if (!cheap_tree(n->args[i]))
+            return false;
+    return true;
+}
+
+bool ex_is_cheap(const ex_expr *e)
+{
+    return cheap_tree(e->root);
+}
+
 static hs_status ev_true(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_sel *out,
                          int *n_out)
 {

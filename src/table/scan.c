@@ -1074,6 +1074,7 @@ typedef struct rd_state {
     const tbl_plan_file *pf;
     const hs_field *rs;
     const tbl_pred *pred;          /* NULL: no residual evaluation */
+    bool pred_cheap;               /* no pred, or tbl_pred_is_cheap: runtime filters after it */
     tbl_rtfilter **rtf;            /* runtime filters in use (rtfilter.h) */
     int n_rtf;
     tbl_emit_fn emit;
@@ -1133,11 +1134,13 @@ static hs_status sub_schema(const hs_field *rs, const int *which, int n, hs_fiel
 }
 
 /* A runtime filter that has dropped at least half of the rows it checked
- * (or has checked none yet): applied before the residual filter, whose
- * terms (string comparisons, LIKE) then run only on the rows it keeps
- * (TPC-H Q19: lineitem's l_partkey filter keeps 0.3% of the rows, its
- * shipmode/shipinstruct terms ran on all of them).  A filter that keeps
- * most rows is applied after, to the fewer rows the residual filter keeps. */
+ * (or has checked none yet): applied before a residual filter that is not
+ * all cheap terms (tbl_pred_is_cheap), whose terms (string comparisons, LIKE)
+ * then run only on the rows it keeps (TPC-H Q19: lineitem's l_partkey
+ * filter keeps 0.3% of the rows, its shipmode/shipinstruct terms ran on
+ * all of them).  A filter that keeps most rows, or any filter beside a
+ * cheap residual filter (date comparisons cost less than a key lookup:
+ * TPC-H Q3), is applied after, to the rows the residual filter keeps. */
 static bool rtf_selective(tbl_rtfilter *rf)
 {
     int64_t in = atomic_load_explicit(&rf->rows_in, memory_order_relaxed);
@@ -1194,7 +1197,7 @@ static hs_status rd_eval(rd_state *r, hs_column **cols, int64_t n, const uint32_
     bool done[TBL_MAX_RTF] = {false};
     if (n)
         memset(r->sel, 1, (size_t)n);
-    if (r->n_rtf)
+    if (r->n_rtf && !r->pred_cheap)
         rd_rtfilter(r, *b, &nm, true, done);
     if (r->pred && nm > 0)   /* reads and rewrites r->sel: only its rows are evaluated */
         st = tbl_pred_eval(r->pred, *b, nm < n ? r->sel : NULL, r->sel, &nm, err);
@@ -1526,6 +1529,7 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
     r.rep = rep;
     r.n_out = n_out;
     r.pred = need_eval ? pred : NULL;
+    r.pred_cheap = !r.pred || tbl_pred_is_cheap(r.pred);
     /* runtime filters still on, on columns that are output */
     tbl_rtfilter *rtf_use[TBL_MAX_RTF];
     for (int i = 0; emit && i < o->n_rtf && i < TBL_MAX_RTF; i++)
