@@ -110,6 +110,9 @@ typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC, ACC_IV } acc
 
 typedef struct agg_state {
     xo_agg a;              /* a.sep, a.name owned copies */
+    int same;              /* >= 0: aggregate `same` of this operator keeps the
+                            * state this one reads (share_states); this one's
+                            * arrays stay zero and its rows are not read */
     acc_class cls;
     int scale;             /* decimal argument's scale (avg) */
     hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] [, order cols] */
@@ -145,7 +148,7 @@ typedef struct agg_op {
     hs_map map;
     int64_t map_key_bytes;
     bool int_key;          /* one integer-like group column: imap on its value */
-    bool str_keys;         /* all group columns strings: short keys packed (pack_keys) */
+    bool str_keys;         /* all group columns strings: short keys packed (pack_batch) */
     bool int_pair;         /* two integer group columns: pairs within int32 packed */
     hs_imap imap;
     int64_t null_gid;      /* int_key: the NULL group, -1 until seen */
@@ -155,6 +158,9 @@ typedef struct agg_op {
     hs_buf kb;             /* key scratch */
     int64_t *gid;
     int64_t gid_cap;
+    uint64_t *pk;          /* str_keys: each row's packed key (pack_batch) */
+    uint8_t *pk_used;      /* ... its bytes used, PK_NONE: does not fit */
+    int64_t pk_cap;
     bool ord_ok;           /* ord/gstart hold this batch's rows by group (order_small) */
     int32_t *ord;
     int64_t ord_cap;
@@ -326,6 +332,8 @@ static hs_status ensure_groups(agg_op *s, int64_t need, hs_error *err)
         s->scratch[g] = -1;
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
+        if (a->same >= 0)
+            continue;   /* reads aggregate `same`'s arrays */
         HS_TRY(grow((void **)&a->cnt, cap, sizeof *a->cnt, err));
         memset(a->cnt + s->cap, 0, (size_t)(cap - s->cap) * sizeof *a->cnt);
         switch (a->a.fn) {
@@ -382,36 +390,57 @@ static hs_status account(agg_op *s, hs_error *err)
 
 /* ---- per batch ---- */
 
+#define PK_NONE 0xFF
+#define PK_CACHE_BITS 6
+
 /* Group keys of string columns whose row fits in 8 bytes as (length
  * byte, bytes) per column, 0xFF for NULL (TPC-H Q1's l_returnflag,
  * l_linestatus): one 64-bit value, looked up in the imap.  The packing is
- * a function of the key, so a key always takes the same map. */
-static bool pack_keys(hs_column *const *cols, int n, int64_t row, uint64_t *out)
+ * a function of the key, so a key always takes the same map.  Packed for
+ * every row of a batch, one column at a time, in registers: pk[i] and
+ * used[i] (bytes, PK_NONE when row i's key does not fit).  A value's
+ * bytes are read as one 64-bit load, masked, where the column's buffer
+ * holds 8 bytes from its start. */
+static void pack_batch(hs_column *const *cols, int n, int64_t rows, uint64_t *pk, uint8_t *used)
 {
-    /* built in a register, byte k at bits 8k (the bytes in memory order on
-     * a little-endian machine); byte stores into a buffer read back as one
-     * 64-bit load stalled on store forwarding */
-    uint64_t v = 0;
-    int pos = 0;
+    memset(pk, 0, (size_t)rows * sizeof *pk);
+    memset(used, 0, (size_t)rows);
     for (int c = 0; c < n; c++) {
         const hs_column *col = cols[c];
-        if (!hs_col_is_valid(col, row)) {
-            if (pos >= 8)
-                return false;
-            v |= (uint64_t)0xFF << (8 * pos++);
-            continue;
-        }
+        const uint8_t *valid = col->validity.data, *data = col->values.data;
         const int32_t *o = HS_COL_OFFSETS(col);
-        int32_t len = o[row + 1] - o[row];
-        if (len < 0 || len > 7 || pos + 1 + len > 8)
-            return false;
-        v |= (uint64_t)len << (8 * pos++);
-        const uint8_t *p = col->values.data + o[row];
-        for (int32_t k = 0; k < len; k++)
-            v |= (uint64_t)p[k] << (8 * pos++);
+        size_t dlen = col->values.len;
+        for (int64_t i = 0; i < rows; i++) {
+            unsigned pos = used[i];
+            if (pos == PK_NONE)
+                continue;
+            if (valid && !hs_bit_get(valid, i)) {
+                if (pos >= 8) {
+                    used[i] = PK_NONE;
+                } else {
+                    pk[i] |= (uint64_t)0xFF << (8 * pos);
+                    used[i] = (uint8_t)(pos + 1);
+                }
+                continue;
+            }
+            int32_t len = o[i + 1] - o[i];
+            if (len < 0 || len > 7 || pos + 1 + (unsigned)len > 8) {
+                used[i] = PK_NONE;
+                continue;
+            }
+            uint64_t w = 0;
+            if (len > 0) {
+                if ((size_t)o[i] + 8 <= dlen)
+                    memcpy(&w, data + o[i], 8);
+                else
+                    memcpy(&w, data + o[i], (size_t)len);
+                w &= ((uint64_t)1 << (8 * len)) - 1;
+            }
+            /* pos <= 7 here, and the length byte plus len bytes end by byte 8 */
+            pk[i] |= ((uint64_t)len | (w << 8)) << (8 * pos);
+            used[i] = (uint8_t)(pos + 1 + (unsigned)len);
+        }
     }
-    *out = v;
-    return true;
 }
 
 /* Two integer group columns, both non-null and within int32 (TPC-H Q20's
@@ -512,12 +541,31 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
     bool have_pp = false;
     uint64_t prev_pk = 0;
     int64_t prev_pg = 0;
+    if (s->str_keys && !s->int_key && b->n_rows > 0) {
+        if (b->n_rows > s->pk_cap) {
+            HS_TRY(grow((void **)&s->pk, b->n_rows, sizeof *s->pk, err));
+            HS_TRY(grow((void **)&s->pk_used, b->n_rows, 1, err));
+            s->pk_cap = b->n_rows;
+        }
+        pack_batch(b->cols, s->n_groups, b->n_rows, s->pk, s->pk_used);
+    }
+    /* packed keys seen in this batch, direct-mapped by a hash of the key:
+     * a few groups in no order (TPC-H Q1's 4 of (l_returnflag,
+     * l_linestatus)) are found without a map lookup */
+    uint64_t pc_key[1 << PK_CACHE_BITS];
+    int64_t pc_gid[1 << PK_CACHE_BITS];
+    uint8_t pc_ok[1 << PK_CACHE_BITS] = {0};
     for (int64_t i = 0; !s->int_key && i < b->n_rows && st == HS_OK; i++) {
         uint64_t pk;
-        if ((s->str_keys && pack_keys(b->cols, s->n_groups, i, &pk)) ||
+        if ((s->str_keys && s->pk_used[i] != PK_NONE && (pk = s->pk[i], true)) ||
             (s->int_pair && pack_pair(b->cols, i, &pk))) {
             if (have_pp && pk == prev_pk) {
                 s->gid[i] = prev_pg;
+                continue;
+            }
+            unsigned h = (unsigned)((pk * 0x9E3779B97F4A7C15ULL) >> (64 - PK_CACHE_BITS));
+            if (pc_ok[h] && pc_key[h] == pk) {
+                s->gid[i] = pc_gid[h];
                 continue;
             }
             uint64_t g;
@@ -533,6 +581,11 @@ static hs_status assign_groups(agg_op *s, const hs_batch *b, hs_error *err)
             if (!found) {
                 s->n_total++;
                 st = HS_VEC_PUSH(&fresh, int64_t, i);
+            }
+            if (g != UINT64_MAX) {
+                pc_ok[h] = 1;
+                pc_key[h] = pk;
+                pc_gid[h] = (int64_t)g;
             }
             s->gid[i] = (int64_t)g;
             have_pp = true;
@@ -1124,6 +1177,14 @@ static hs_status build_agg_col(agg_op *s, agg_state *a, const hs_field *f, hs_co
 {
     *out = NULL;
     int64_t n = s->n_total;
+    agg_state shared;
+    if (a->same >= 0) {
+        /* the state of the aggregate it shares (read only), this one's
+         * function: count(x) from sum(x)'s counts, a repeated sum(x) */
+        shared = s->aggs[a->same];
+        shared.a = a->a;
+        a = &shared;
+    }
     if (a->a.fn == XO_AGG_STRING_AGG || a->a.fn == XO_AGG_ARRAY_AGG)
         HS_TRY(order_chains(s, a, err));
     if (a->a.fn == XO_AGG_MIN || a->a.fn == XO_AGG_MAX) {
@@ -1283,7 +1344,8 @@ static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
     if (st == HS_OK)
         st = ensure_groups(s, s->n_total, err);
     for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
-        st = update_agg(s, &s->aggs[j], b, s->gid, err);
+        if (s->aggs[j].same < 0)
+            st = update_agg(s, &s->aggs[j], b, s->gid, err);
     if (st == HS_OK)
         st = account(s, err);
     return st;
@@ -1340,6 +1402,7 @@ static hs_status make_worker(const agg_op *s, agg_op **out, hs_error *err)
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &w->aggs[j];
         a->a = s->aggs[j].a;
+        a->same = s->aggs[j].same;
         a->a.sep = a->a.name = NULL;
         a->a.order = NULL;   /* (parallel workers never hold ordered aggregates) */
         a->a.n_order = 0;
@@ -1492,6 +1555,8 @@ static hs_status merge_worker(agg_op *s, agg_op *w, agg_op *const *done,
     const int64_t *mg = s->gid;   /* worker group g -> group mg[g] of s */
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j], *b = &w->aggs[j];
+        if (a->same >= 0)
+            continue;
         if (a->a.distinct) {
             HS_TRY(merge_distinct(s, a, b, mg, err));
             continue;
@@ -2033,6 +2098,11 @@ static void agg_release_state(agg_op *s)
     s->map_key_bytes = 0;
     xo_rows_free(&s->keys, op->ctx);
     hs_free(s->gid);
+    hs_free(s->pk);
+    hs_free(s->pk_used);
+    s->pk = NULL;
+    s->pk_used = NULL;
+    s->pk_cap = 0;
     hs_free(s->ord);
     s->ord = NULL;
     s->ord_cap = 0;
@@ -2079,6 +2149,55 @@ static hs_status field_copy_to(hs_field *parent, const hs_field *f, hs_error *er
     return HS_OK;
 }
 
+/* Aggregates that read another's state (agg_state.same): count, sum and
+ * avg of one argument keep the same non-null count, and sum and avg the
+ * same sum, so a repeated sum(x), the sum(x) and count(x) that avg(x)
+ * plans into next to a sum(x) (TPC-H Q1: 11 aggregates, 6 states), and a
+ * repeated count(*) are updated once.  Not DISTINCT, not ordered, not
+ * sums of vectors (pgvector's accumulators). */
+static bool sums_like(const agg_state *a)
+{
+    return !a->a.distinct && a->a.n_order == 0 && !a->pvt &&
+           (a->a.fn == XO_AGG_SUM || a->a.fn == XO_AGG_AVG || a->a.fn == XO_AGG_COUNT ||
+            a->a.fn == XO_AGG_COUNT_STAR);
+}
+
+static void share_states(agg_op *s)
+{
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        if (!sums_like(a))
+            continue;
+        bool star = a->a.fn == XO_AGG_COUNT_STAR, count = a->a.fn == XO_AGG_COUNT;
+        int pick = -1;
+        for (int k = 0; k < s->n_aggs; k++) {
+            const agg_state *b = &s->aggs[k];
+            if (k == j || b->same >= 0 || !sums_like(b))
+                continue;
+            bool b_sum = b->a.fn == XO_AGG_SUM || b->a.fn == XO_AGG_AVG;
+            bool ok;
+            if (star)
+                ok = b->a.fn == XO_AGG_COUNT_STAR && k < j;
+            else if (b->a.fn == XO_AGG_COUNT_STAR || b->a.arg != a->a.arg)
+                ok = false;
+            else if (count)   /* any sum of x counts x; else an earlier count(x) */
+                ok = b_sum || k < j;
+            else
+                ok = b_sum && k < j && b->cls == a->cls;
+            /* a count prefers a sum's state: the count's own can then go */
+            if (ok && (pick < 0 || (b_sum && s->aggs[pick].a.fn == XO_AGG_COUNT)))
+                pick = k;
+        }
+        a->same = pick;
+    }
+    /* a count(x) chosen as a source before a sum(x) took it over */
+    for (int j = 0; j < s->n_aggs; j++) {
+        agg_state *a = &s->aggs[j];
+        if (a->same >= 0 && s->aggs[a->same].same >= 0)
+            a->same = s->aggs[a->same].same;
+    }
+}
+
 static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *err)
 {
     const hs_field *in = &s->op.children[0]->schema;
@@ -2095,6 +2214,7 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
     for (int j = 0; j < s->n_aggs; j++) {
         agg_state *a = &s->aggs[j];
         a->a = aggs[j];
+        a->same = -1;
         a->a.sep = NULL;
         a->a.name = NULL;
         hs_field_init(&a->store_schema, "", HS_TYPE_STRUCT, false);
@@ -2165,6 +2285,12 @@ static hs_status agg_setup(agg_op *s, const xo_agg *aggs, hs_buf *d, hs_error *e
         if (st != HS_OK)
             return hs_err_nomem(err, 0);
     }
+    share_states(s);
+    int n_own = 0;
+    for (int j = 0; j < s->n_aggs; j++)
+        n_own += s->aggs[j].same < 0;
+    if (n_own < s->n_aggs && hs_buf_printf(d, " (%d state%s)", n_own, n_own == 1 ? "" : "s") != HS_OK)
+        return hs_err_nomem(err, 0);
     xo_schema_renumber(&s->op.schema);
     s->null_gid = -1;
     s->int_key = s->n_groups == 1 && xo_is_int_type(in->children[0].type);

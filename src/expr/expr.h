@@ -142,6 +142,10 @@ HS_MUST_USE hs_status ex_bind_json(const struct json_t *node, const char *text,
 const hs_field *ex_type(const ex_expr *e);
 /* True when the filter is the constant TRUE. */
 bool ex_is_true(const ex_expr *e);
+/* True when the filter is an AND (or one term) of comparisons, BETWEEN,
+ * IN of constants and IS NULL over fixed-width columns and constants: a
+ * few nanoseconds a row, and it cannot fail (the terms an AND runs first). */
+bool ex_is_cheap(const ex_expr *e);
 /* When e is a bare reference to a top-level column of b whose layout is that
  * of e's result (same type, scale, unit, width; no pgvector form), b's
  * column (its first b->n_rows rows are e's result); else NULL.  Lets a

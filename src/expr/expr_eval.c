@@ -1056,10 +1056,19 @@ static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns
     int op = n->op;
     ex_t rt = n->type.t;
     if (ns > 0 && sel[ns - 1] - sel[0] == ns - 1) {
-        /* a run of rows (ex_eval's chunks): one loop the compiler widens */
+        /* a run of rows (ex_eval's chunks): 8 null bytes at a time (gcc's
+         * -O2 cost model does not widen the byte loop) */
         uint8_t *restrict on = out->nul + sel[0];
         const uint8_t *restrict an = a.nul + sel[0], *restrict bn = b.nul + sel[0];
-        for (int j = 0; j < ns; j++)
+        int j = 0;
+        for (; j + 8 <= ns; j += 8) {
+            uint64_t x, y;
+            memcpy(&x, an + j, 8);
+            memcpy(&y, bn + j, 8);
+            x |= y;
+            memcpy(on + j, &x, 8);
+        }
+        for (; j < ns; j++)
             on[j] = an[j] | bn[j];
     } else {
         for (int k = 0; k < ns; k++) {
@@ -1856,6 +1865,65 @@ static hs_status ev_cast(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
  * TRUE matters here, so AND also drops the rows where a term is NULL before
  * evaluating the next term, and OR evaluates each term only on rows no
  * earlier term made TRUE: this is the filter's fast path and what WHEN uses. */
+/* A column or constant of a fixed-width type (not text, not nested). */
+static bool fixed_leaf(const ex_node *n)
+{
+    if (n->kind == EX_CONST)
+        return true;
+    if (n->kind != EX_COL || n->sub > 0)
+        return false;
+    switch (n->type.t) {
+    case EX_T_BOOL: case EX_T_INT: case EX_T_FLOAT: case EX_T_DEC: case EX_T_DATE:
+    case EX_T_TS: case EX_T_TIME:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A term that compares fixed-width columns and constants (=, <, BETWEEN,
+ * IN of constants, IS NULL): a few nanoseconds a row, and it cannot fail. */
+static bool cheap_term(const ex_node *n)
+{
+    switch (n->kind) {
+    case EX_IS_NULL:
+        return n->args[0]->kind == EX_COL;
+    case EX_CMP: case EX_DISTINCT: case EX_BETWEEN: case EX_IN:
+        switch (n->cmode) {
+        case EX_CM_I64: case EX_CM_F64: case EX_CM_I64_F64: case EX_CM_F64_I64:
+        case EX_CM_DEC: case EX_CM_BOOL:
+            break;
+        default:
+            return false;
+        }
+        if (n->kind == EX_IN && !n->set)
+            return false;
+        for (int i = 0; i < (n->kind == EX_IN ? 1 : n->n_args); i++)
+            if (!fixed_leaf(n->args[i]))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool cheap_tree(const ex_node *n)
+{
+    if (n->kind == EX_CONST)
+        return true;
+    if (n->kind != EX_AND)
+        return cheap_term(n);
+    for (int i = 0; i < n->n_args; i++)
+        if (!cheap_tree(n->args[i]))
+            return false;
+    return true;
+}
+
+bool ex_is_cheap(const ex_expr *e)
+{
+    return cheap_tree(e->root);
+}
+
 static hs_status ev_true(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, ex_sel *out,
                          int *n_out)
 {
@@ -1863,15 +1931,30 @@ static hs_status ev_true(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
         ex_sel *tmp = sel_new(c);
         if (!tmp)
             return hs_err_nomem(c->err, EX_CHUNK);
+        /* Only TRUE rows matter, so the terms may run in any order: the
+         * cheap ones (cheap_term) first, then the others in their order on
+         * the rows left (TPC-H Q12: four date comparisons before
+         * l_shipmode IN (...)).  As PostgreSQL orders a scan's quals by
+         * cost: a term that could fail is never run on more rows than in
+         * the written order, only on fewer. */
+        int ord[64], na = n->n_args, k = 0;
+        if (na <= 64) {
+            for (int i = 0; i < na; i++)
+                if (cheap_term(n->args[i]))
+                    ord[k++] = i;
+            for (int i = 0; i < na; i++)
+                if (!cheap_term(n->args[i]))
+                    ord[k++] = i;
+        }
         const ex_sel *cur = sel;
         int nc = ns;
-        for (int i = 0; i < n->n_args; i++) {
-            ex_sel *dst = (i % 2 == n->n_args % 2) ? tmp : out; /* the last term writes out */
+        for (int i = 0; i < na; i++) {
+            ex_sel *dst = (i % 2 == na % 2) ? tmp : out; /* the last term writes out */
             if (nc == 0) {
                 *n_out = 0;
                 return HS_OK;
             }
-            HS_TRY(ev_true(c, n->args[i], cur, nc, dst, &nc));
+            HS_TRY(ev_true(c, n->args[na <= 64 ? ord[i] : i], cur, nc, dst, &nc));
             cur = dst;
         }
         *n_out = nc;

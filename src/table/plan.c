@@ -359,6 +359,11 @@ hs_status tbl_pred_eval(const tbl_pred *p, const hs_batch *b, const uint8_t *sel
     return st;
 }
 
+bool tbl_pred_is_cheap(const tbl_pred *p)
+{
+    return !p->expr || ex_is_cheap(p->expr);   /* the simple form: comparisons */
+}
+
 hs_status tbl_pred_format(const tbl_pred *p, char **out, hs_error *err)
 {
     *out = NULL;

@@ -2,10 +2,13 @@
  * table/rtfilter.h - runtime filters handed to a running scan (the probe
  * side of a hash join, exec/join.c): "rows whose column `col` is NULL or
  * not in this key set may be dropped".  A scan applies them while reading
- * files, right after its exact filter, on the columns read first (so a
- * scan with a runtime filter reads the key column first and the other
- * output columns only for the rows that pass: the late materialization of
- * table/scan.c).  Dropping is optional: files already read (or being read)
+ * files, on the columns read first: before its exact filter while a filter
+ * has dropped at least half of the rows it checked (the exact filter then
+ * runs on the rows it keeps only, so its errors, as a division by zero, can
+ * only come from those rows, as with files a filter prunes), else right
+ * after it.  So a scan with a runtime filter reads the key column first
+ * and the other output columns only for the rows that pass: the late
+ * materialization of table/scan.c.  Dropping is optional: files already read (or being read)
  * when a filter arrives keep their rows, so a filter must only ever remove
  * rows the consumer would drop anyway.
  *

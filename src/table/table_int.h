@@ -194,6 +194,9 @@ void tbl_pred_clear(tbl_pred *p);
 bool tbl_pred_is_true(const tbl_pred *p);
 /* Field ids the exact form reads (each once), appended to ids (int32_t vector). */
 HS_MUST_USE hs_status tbl_pred_field_ids(const tbl_pred *p, hs_buf *ids);
+/* True when evaluating p costs a few nanoseconds a row and cannot fail:
+ * comparisons of fixed-width columns with constants (ex_is_cheap). */
+bool tbl_pred_is_cheap(const tbl_pred *p);
 /* Exact evaluation over b (columns by field id): sel_out[i] = 1 when row i is
  * TRUE and sel_in (NULL = all rows) has it.  sel_in may equal sel_out. */
 HS_MUST_USE hs_status tbl_pred_eval(const tbl_pred *p, const hs_batch *b, const uint8_t *sel_in,

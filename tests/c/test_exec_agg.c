@@ -264,6 +264,40 @@ static void test_agg_parallel(void)
     hs_pool_destroy(pool);
 }
 
+/* Aggregates that share one state (agg.c share_states): repeats, count
+ * beside sum/avg of the same argument in either order, repeated count(*),
+ * beside DISTINCT ones that must not share; serial and on a pool, few and
+ * many groups, each compared with the brute-force oracle. */
+static void test_agg_shared(void)
+{
+    hs_pool *pool;
+    hs_error err = {0};
+    CHECK_OK(hs_pool_create(3, &pool, &err), &err);
+    LEAK_START();
+    const agg_case cases[] = {
+        {XO_AGG_COUNT, 2, false}, {XO_AGG_SUM, 2, false}, {XO_AGG_SUM, 2, false},
+        {XO_AGG_AVG, 2, false}, {XO_AGG_COUNT, 2, false}, {XO_AGG_COUNT_STAR, 0, false},
+        {XO_AGG_COUNT_STAR, 0, false}, {XO_AGG_SUM, 4, false}, {XO_AGG_AVG, 4, false},
+        {XO_AGG_COUNT, 4, false}, {XO_AGG_AVG, 3, false}, {XO_AGG_SUM, 3, false},
+        {XO_AGG_COUNT, 3, false}, {XO_AGG_SUM, 7, false}, {XO_AGG_SUM, 7, false}};
+    const agg_case with_distinct[] = {
+        {XO_AGG_COUNT, 2, true}, {XO_AGG_COUNT, 2, false}, {XO_AGG_SUM, 2, true},
+        {XO_AGG_SUM, 2, false}, {XO_AGG_COUNT, 2, false}};
+    const int64_t sizes[] = {0, 1, 150, 3000, 20000};
+    for (int par = 0; par < 2; par++) {
+        case_ctx = par ? (xo_ctx){.pool = pool, .threads = 3} : (xo_ctx){0};
+        for (int t = 0; t < 15; t++) {
+            wide_groups = t % 3 == 2 ? 700 : 0;   /* few groups, then many */
+            run_case(sizes[t % 5], t / 5 % 2 ? 1 : 2, 15, cases, 1 + (int64_t)(xt_rnd() % 700));
+            run_case(sizes[t % 5] / 10, 1, 5, with_distinct, 1 + (int64_t)(xt_rnd() % 300));
+        }
+    }
+    wide_groups = 0;
+    case_ctx = (xo_ctx){0};
+    LEAK_END();
+    hs_pool_destroy(pool);
+}
+
 /* string_agg(s, ',' ORDER BY y DESC NULLS FIRST, x) and
  * string_agg(g2 ORDER BY x) per g1 group; oracle: each group's rows
  * stably sorted by the keys in this file, then joined. */
@@ -587,6 +621,7 @@ int main(void)
 {
     HS_RUN(test_agg_random);
     HS_RUN(test_agg_parallel);
+    HS_RUN(test_agg_shared);
     HS_RUN(test_agg_order);
     HS_RUN(test_global_empty);
     HS_RUN(test_sum_int64_exact_and_array_agg);

@@ -194,3 +194,55 @@ def test_join_filter_with_spilled_build(env):
     assert _same(con, got, want)
     assert "spilled:" in plan, plan
     assert os.listdir(spill) == []
+
+
+def _checked(plan, col):
+    m = re.search(rf"Runtime filter on {col}: \w+ of \d+ keys \(\d+ bytes\); rows (\d+) checked, "
+                  r"(\d+) removed", plan)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def test_selective_filter_before_residual(env, tmp_path):
+    """A runtime filter that drops most rows is applied before the scan's
+    own filter (whose string terms then run on the rows it keeps only):
+    it checks every row of f; one that keeps most rows, or any beside a
+    filter of cheap comparisons only, is applied after, to the rows the
+    scan's filter keeps.  All answers equal DuckDB's."""
+    s, con, _ = env
+    # e: every key f has, so a filter from it keeps ~98% of f (drops NULLs)
+    e = pa.table({"k": pa.array(np.arange(2 * ND, dtype=np.int64))})
+    t = hdb.Table(str(tmp_path / "e"))
+    t.write_arrow(e)
+    t.commit()
+    s.register("e", str(tmp_path / "e"))
+    con.register("e", e)
+    # grp = 3: 800 of d's 40,000 keys, so the filter on f.fk drops ~99%
+    sel = ("SELECT f.id, f.s, d.name FROM f JOIN d ON f.fk = d.dk "
+           "WHERE d.grp = 3 AND f.s LIKE 's1%' AND f.s <> 's10'")
+    # f's own filter keeps ~90% (so f is the probe side, e the hash table)
+    wide = ("SELECT f.id, e.k FROM f JOIN e ON f.fk = e.k "
+            "WHERE f.v > -800 AND f.s <> 's5' AND e.k >= 0")
+    # selective, but the scan's own filter is one integer comparison,
+    # cheaper than a key lookup: the filter runs after it
+    cheap = "SELECT f.id, d.name FROM f JOIN d ON f.fk = d.dk WHERE d.grp = 3 AND f.v > 0"
+    for sql, early in ((sel, True), (wide, None), (cheap, None)):
+        want = con.sql(sql).to_arrow_table()
+        s.sql("SET threads = 1")
+        try:
+            got = s.sql(sql)
+            plan = "\n".join(s.sql("EXPLAIN ANALYZE " + sql).column(0).to_pylist())
+        finally:
+            s.sql("RESET threads")
+        assert _same(con, got, want), (sql, got.num_rows, want.num_rows)
+        assert _checked(plan, "fk"), plan
+        checked, removed = _checked(plan, "fk")
+        if early:
+            # every row of f was checked by the filter (the first files at
+            # least: it starts once d is built), and it removed most
+            assert checked >= NF // 2 and removed > checked * 9 // 10, plan
+        else:
+            # after the scan's filter: only the rows it keeps reach the filter
+            where = sql[sql.index("WHERE"):].replace("d.grp = 3 AND ", "").replace(
+                " AND e.k >= 0", "").replace("f.", "")
+            kept = con.execute(f"SELECT count(*) FROM f {where}").fetchall()[0][0]
+            assert 0 < checked <= kept < NF, plan
