@@ -71,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
@@ -521,6 +522,8 @@ typedef struct frd {
     bool ids;                   /* columns matched by field id (else by name) */
     int64_t n_rows;
     tbl_file_report *rep;       /* borrowed */
+    pq_par_fn par;              /* a batch's columns at once (tbl_read_opts) */
+    void *par_ctx;
 } frd;
 
 static hs_status frd_open(frd *fr, const tbl_plan_file *pf, tbl_file_report *rep, hs_error *err)
@@ -682,7 +685,7 @@ static hs_status frd_read(frd *fr, const hs_field *const *want, int n, const roa
     hs_status st = HS_OK;
     if (n_cols > 0) {
         pq_scan_options so = {.columns = cols, .n_columns = n_cols, .rows = rows,
-                              .batch_size = batch_size};
+                              .batch_size = batch_size, .par = fr->par, .par_ctx = fr->par_ctx};
         st = pq_scan_open(fr->r, &so, &s, err);
         if (st != HS_OK)
             hs_err_prefix(err, "%s", fr->pf->path);
@@ -1496,6 +1499,8 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
     frd fr;
     roaring_bitmap_t *del = NULL, *sel = NULL;
     HS_TRY(frd_open(&fr, pf, rep, err));
+    fr.par = o->par;
+    fr.par_ctx = o->par_ctx;
     rd_state r = {0};
     r.pf = pf;
     r.rs = rs;
@@ -1708,6 +1713,9 @@ struct hs_scan {
     /* the queues of jobs on the pool (see scan_job) */
     pthread_mutex_t mu;
     pthread_cond_t ready, room;
+    struct scan_par *par;      /* posted column requests (scan_par), newest first */
+    pthread_cond_t par_done;
+    tbl_scan_pipe pipe;        /* counters, under mu */
     bool sync_init;
     bool stop;                 /* the stream is being released */
     uint64_t fork_gen;         /* hs_fork_generation() when the pool started */
@@ -1750,6 +1758,7 @@ void hs_scan_free(hs_scan *s)
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->ready);
         pthread_cond_destroy(&s->room);
+        pthread_cond_destroy(&s->par_done);
     }
     tbl_pin_drop(s);
     for (int i = 0; i < atomic_load(&s->n_rtf); i++)
@@ -2029,6 +2038,95 @@ static size_t batch_bytes(const hs_batch *b)
     return n;
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The columns of one batch being decoded at once (pq_scan_options.par):
+ * posted by the reader that decodes the batch, which runs them itself and
+ * lets every other thread of the scan that would otherwise sleep take one
+ * (a reader whose queue is full, the consumer whose queue is empty).  The
+ * window's later files then do not idle behind the oldest: its batches are
+ * what the stream waits for, and they get every thread, while memory stays
+ * what the queues hold (helpers decode into the poster's batch).  Guarded
+ * by the scan's mutex. */
+typedef struct scan_par {
+    pq_task_fn task;
+    void *arg;
+    int n, next, done;         /* tasks; next unclaimed; returned */
+    int file;                  /* the poster's plan index: the oldest is helped first */
+    struct scan_par *link;
+} scan_par;
+
+/* Runs one unclaimed task of the oldest posted request, if any (false:
+ * none).  Called, and returns, with s->mu held. */
+static bool scan_help(hs_scan *s)
+{
+    scan_par *p = NULL;
+    for (scan_par *q = s->par; q; q = q->link)
+        if (q->next < q->n && (!p || q->file < p->file))
+            p = q;
+    if (!p)
+        return false;
+    int i = p->next++;
+    s->pipe.tasks_helped++;
+    pthread_mutex_unlock(&s->mu);
+    p->task(p->arg, i);
+    pthread_mutex_lock(&s->mu);
+    if (++p->done == p->n)
+        pthread_cond_broadcast(&s->par_done);
+    return true;
+}
+
+/* pq_par_fn of a job on the pool: posts the tasks, runs what nobody else
+ * claimed, waits for the claimed ones. */
+static void job_par(void *ctx, int n, pq_task_fn task, void *arg)
+{
+    scan_job *j = ctx;
+    hs_scan *s = j->s;
+    if (j->no_wait || !s->sync_init) {
+        for (int i = 0; i < n; i++)
+            task(arg, i);
+        return;
+    }
+    scan_par p = {.task = task, .arg = arg, .n = n, .file = j->file};
+    pthread_mutex_lock(&s->mu);
+    p.link = s->par;
+    s->par = &p;
+    s->pipe.par_batches++;
+    s->pipe.par_tasks += n;
+    pthread_cond_broadcast(&s->room);
+    pthread_cond_broadcast(&s->ready);
+    while (p.next < n) {
+        int i = p.next++;
+        pthread_mutex_unlock(&s->mu);
+        task(arg, i);
+        pthread_mutex_lock(&s->mu);
+        p.done++;
+    }
+    while (p.done < n)
+        pthread_cond_wait(&s->par_done, &s->mu);
+    for (scan_par **q = &s->par; *q; q = &(*q)->link)
+        if (*q == &p) {
+            *q = p.link;
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void tbl_scan_get_pipe(hs_scan *s, tbl_scan_pipe *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->sync_init)
+        return;
+    pthread_mutex_lock(&s->mu);
+    *out = s->pipe;
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* Queues one batch of the job's file (tbl_emit_fn); a job on the pool
  * waits while its queue is full (see scan_job). */
 static hs_status job_push(void *ctx, hs_batch *b, hs_error *err)
@@ -2045,8 +2143,14 @@ static hs_status job_push(void *ctx, hs_batch *b, hs_error *err)
     size_t nb = batch_bytes(b);
     pthread_mutex_lock(&s->mu);
     while (!s->stop && !j->no_wait && j->queued_bytes > 0 &&
-           j->queued_bytes + nb > SCAN_QUEUE_BYTES)
+           j->queued_bytes + nb > SCAN_QUEUE_BYTES) {
+        if (scan_help(s))
+            continue;
+        s->pipe.room_waits++;
+        int64_t t0 = mono_ns();
         pthread_cond_wait(&s->room, &s->mu);
+        s->pipe.room_wait_ns += mono_ns() - t0;
+    }
     hs_status st = HS_OK;
     if (s->stop)
         st = hs_err_set(err, HS_CANCELLED, "scan: the stream was released");
@@ -2110,7 +2214,8 @@ static hs_status job_read(scan_job *j, hs_error *err)
                            .candidates_exact = cand && exact && pred->exact,
                            .use_stats = true, .late = true, .n_out = s->n_out,
                            .batch_size = s->batch_size, .rtf = s->rtf,
-                           .n_rtf = atomic_load_explicit(&s->n_rtf, memory_order_acquire)};
+                           .n_rtf = atomic_load_explicit(&s->n_rtf, memory_order_acquire),
+                           .par = j->group ? job_par : NULL, .par_ctx = j};
         st = tbl_read_file_ex(f, &s->read_schema, &o, job_push, j, NULL, &j->rows_deleted,
                               &j->rep, err);
     }
@@ -2220,6 +2325,12 @@ static hs_status scan_sync_init(hs_scan *s, hs_error *err)
         return hs_err_set(err, HS_NOMEM, "scan: cannot create a condition variable");
     }
     if (pthread_cond_init(&s->room, NULL) != 0) {
+        pthread_cond_destroy(&s->ready);
+        pthread_mutex_destroy(&s->mu);
+        return hs_err_set(err, HS_NOMEM, "scan: cannot create a condition variable");
+    }
+    if (pthread_cond_init(&s->par_done, NULL) != 0) {
+        pthread_cond_destroy(&s->room);
         pthread_cond_destroy(&s->ready);
         pthread_mutex_destroy(&s->mu);
         return hs_err_set(err, HS_NOMEM, "scan: cannot create a condition variable");
@@ -2348,6 +2459,8 @@ static void scan_after_fork(hs_scan *s)
     (void)pthread_mutex_init(&s->mu, NULL);
     (void)pthread_cond_init(&s->ready, NULL);
     (void)pthread_cond_init(&s->room, NULL);
+    (void)pthread_cond_init(&s->par_done, NULL);
+    s->par = NULL;   /* the posters were threads of the parent */
     s->fork_gen = hs_fork_generation();
     for (int i = 0; i < s->window; i++)
         s->jobs[i].no_wait = true;
@@ -2359,8 +2472,14 @@ static void job_take(hs_scan *s, scan_job *j, hs_batch **out)
 {
     *out = NULL;
     pthread_mutex_lock(&s->mu);
-    while (j->taken == HS_VEC_LEN(&j->batches, hs_batch *) && !j->finished)
+    while (j->taken == HS_VEC_LEN(&j->batches, hs_batch *) && !j->finished) {
+        if (scan_help(s))
+            continue;
+        s->pipe.ready_waits++;
+        int64_t t0 = mono_ns();
         pthread_cond_wait(&s->ready, &s->mu);
+        s->pipe.ready_wait_ns += mono_ns() - t0;
+    }
     if (j->taken < HS_VEC_LEN(&j->batches, hs_batch *)) {
         hs_batch *b = HS_VEC_AT(&j->batches, hs_batch *, j->taken);
         j->taken++;
