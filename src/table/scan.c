@@ -43,6 +43,15 @@
  * the queue whole (estimated from its row count) is read on the consumer's
  * thread when no pool is needed.
  *
+ * Since the stream takes files in order, a later file's reader soon fills
+ * its queue and would sleep while the oldest file's reader decodes alone
+ * (a full scan of big files ran on one core).  So a reader hands out the
+ * columns of each batch it decodes (scan_par), and the threads that would
+ * sleep - readers on a full queue, and the consumer on an empty one when
+ * the window has fewer readers than scan_threads - decode them into that
+ * batch: the oldest file gets every thread, memory stays what the queues
+ * bound.
+ *
  * Row lineage (v3, spec "Row Lineage"): a row's _row_id is the value stored
  * in the file when not null, else the data file's first_row_id + its
  * position; _last_updated_sequence_number is the stored value when not
@@ -1666,6 +1675,10 @@ hs_status tbl_read_file(const tbl_plan_file *pf, const hs_field *rs, const tbl_p
  *   job_run ends: finished, signal        finished and empty: hs_group_wait
  *     `ready`                               (returns at once), next job
  *
+ * Either side, before it sleeps, runs an unclaimed column of a batch being
+ * decoded (scan_help; the oldest file's first), and a reader that hands out
+ * columns wakes both sides (scan_par).
+ *
  * Closing the stream early sets `stop`: waiting readers wake and fail
  * with HS_CANCELLED, jobs not started return at once.  A job run on the
  * consumer's thread (no pool, or a forked child whose workers are gone)
@@ -1714,6 +1727,7 @@ struct hs_scan {
     pthread_mutex_t mu;
     pthread_cond_t ready, room;
     struct scan_par *par;      /* posted column requests (scan_par), newest first */
+    bool consumer_helps;       /* the window has fewer readers than scan_threads */
     pthread_cond_t par_done;
     tbl_scan_pipe pipe;        /* counters, under mu */
     bool sync_init;
@@ -2350,7 +2364,8 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
         HS_TRY(tbl_ixscan_open_at(&s->meta, s->plan->snap, &s->ix,
                                   &s->istats.index_files_skipped, err));
     }
-    int threads = scan_threads();
+    int allowed = scan_threads();
+    int threads = allowed;
     if (threads > s->plan->n_files)
         threads = s->plan->n_files;
     if (threads < 1)
@@ -2366,6 +2381,8 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
     if (threads > 1 || scan_has_big_file(s)) {
         HS_TRY(scan_sync_init(s, err));
         HS_TRY(hs_pool_create(threads, &s->pool, err));
+        /* fewer files than threads: the consumer's thread is a spare one */
+        s->consumer_helps = allowed > threads;
     }
     return HS_OK;
 }
@@ -2473,7 +2490,7 @@ static void job_take(hs_scan *s, scan_job *j, hs_batch **out)
     *out = NULL;
     pthread_mutex_lock(&s->mu);
     while (j->taken == HS_VEC_LEN(&j->batches, hs_batch *) && !j->finished) {
-        if (scan_help(s))
+        if (s->consumer_helps && scan_help(s))
             continue;
         s->pipe.ready_waits++;
         int64_t t0 = mono_ns();
