@@ -4,7 +4,10 @@
  * it emits as sorted ranges (all rows, a bitmap or ranges, minus vetoed
  * pages), batches as (skip, take) runs executed by one cursor per projected
  * leaf (reader.c), and the assembly of leaf columns into top-level columns.
- * reader.c's header comment describes how cursors read pages.
+ * reader.c's header comment describes how cursors read pages.  A batch's
+ * top-level columns are independent (own cursors, windows and pages), so
+ * with pq_scan_options.par they are decoded at once on threads the caller
+ * lends (decode_batch); each keeps its own error and counters, summed after.
  */
 #include "parquet/reader_cur.h"
 
