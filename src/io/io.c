@@ -70,8 +70,9 @@ hs_status hs_file_read_at(hs_file *f, uint64_t off, size_t len, void *dst, hs_er
                              " is past the end of the file (%" PRIu64 " bytes)",
                              f->name, len, off, f->size);
     HS_TRY(f->vt->read_at(f, off, len, dst, err));
-    f->n_reads++;
-    f->n_bytes_read += len;
+    /* a file's readers may run on several threads (a scan's columns) */
+    __atomic_fetch_add(&f->n_reads, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&f->n_bytes_read, (uint64_t)len, __ATOMIC_RELAXED);
     return HS_OK;
 }
 

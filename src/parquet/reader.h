@@ -61,6 +61,12 @@ typedef struct pq_stats_view {
 /* Return false to skip the row group / page (it cannot hold wanted rows). */
 typedef bool (*pq_prune_fn)(void *ctx, const pq_stats_view *s);
 
+/* Runs task(arg, i) for every i in [0, n), on the caller's thread and on
+ * whichever other threads the caller lends, and returns when every call has
+ * returned.  The tasks of one batch never wait on anything but I/O. */
+typedef void (*pq_task_fn)(void *arg, int i);
+typedef void (*pq_par_fn)(void *ctx, int n, pq_task_fn task, void *arg);
+
 typedef struct pq_scan_options {
     const int *columns; int n_columns;        /* top-level columns; NULL = all */
     const int *row_groups; int n_row_groups;  /* NULL = all */
@@ -68,7 +74,13 @@ typedef struct pq_scan_options {
     const pq_row_range *ranges; int n_ranges; /* sorted, disjoint; or NULL */
     pq_prune_fn prune; void *prune_ctx;       /* optional */
     int64_t batch_size;                       /* rows per batch; 0 = 65536 */
+    pq_par_fn par; void *par_ctx;             /* optional: a batch's columns decoded
+                                               * at once (PQ_PAR_MIN_ROWS rows and up) */
 } pq_scan_options;
+
+/* Batches of fewer rows decode their columns one after another even with
+ * pq_scan_options.par: handing out the work would cost more than it saves. */
+#define PQ_PAR_MIN_ROWS 4096
 
 typedef struct pq_scan_stats {
     int64_t row_groups_read, row_groups_skipped;

@@ -4,7 +4,10 @@
  * it emits as sorted ranges (all rows, a bitmap or ranges, minus vetoed
  * pages), batches as (skip, take) runs executed by one cursor per projected
  * leaf (reader.c), and the assembly of leaf columns into top-level columns.
- * reader.c's header comment describes how cursors read pages.
+ * reader.c's header comment describes how cursors read pages.  A batch's
+ * top-level columns are independent (own cursors, windows and pages), so
+ * with pq_scan_options.par they are decoded at once on threads the caller
+ * lends (decode_batch); each keeps its own error and counters, summed after.
  */
 #include "parquet/reader_cur.h"
 
@@ -38,6 +41,9 @@ struct pq_scan {
     int n_cur;
     pq_cursor *cur;            /* one per projected leaf, grouped by column */
     int *cur_col;              /* batch column index of each cursor */
+    int *col_cur;              /* first cursor of each batch column; n_cols + 1 */
+    pq_par_fn par;             /* optional: the columns of a batch at once */
+    void *par_ctx;
     bool rg_open;
     int rg;                    /* current row group */
     hs_buf sel;                /* pq_row_range, relative to the row group */
@@ -58,6 +64,7 @@ void pq_scan_close(pq_scan *s)
         pq_cursor_free(&s->cur[i]);
     hs_free(s->cur);
     hs_free(s->cur_col);
+    hs_free(s->col_cur);
     hs_free(s->cols);
     hs_free(s->rgs);
     hs_free(s->rg_first);
@@ -146,6 +153,8 @@ hs_status pq_scan_open(pq_reader *r, const pq_scan_options *opt, pq_scan **out, 
     s->prune = opt->prune;
     s->prune_ctx = opt->prune_ctx;
     s->batch_size = opt->batch_size > 0 ? opt->batch_size : 65536;
+    s->par = opt->par;
+    s->par_ctx = opt->par_ctx;
     /* projected schema and cursors */
     hs_field_init(&s->schema, si->root.name, HS_TYPE_STRUCT, false);
     for (int i = 0; i < s->n_cols; i++) {
@@ -161,13 +170,15 @@ hs_status pq_scan_open(pq_reader *r, const pq_scan_options *opt, pq_scan **out, 
     }
     s->cur = hs_calloc((size_t)s->n_cur + 1, sizeof *s->cur);
     s->cur_col = hs_calloc((size_t)s->n_cur + 1, sizeof *s->cur_col);
-    if (!s->cur || !s->cur_col) {
+    s->col_cur = hs_calloc((size_t)s->n_cols + 1, sizeof *s->col_cur);
+    if (!s->cur || !s->cur_col || !s->col_cur) {
         st = hs_err_nomem(err, 64);
         goto fail;
     }
     int k = 0;
     for (int i = 0; i < s->n_cols; i++) {
         const pq_anode *top = &si->tops[s->cols[i]];
+        s->col_cur[i] = k;
         for (int l = top->first_leaf; l < top->first_leaf + top->n_leaves; l++, k++) {
             pq_cursor *c = &s->cur[k];
             c->r = r;
@@ -185,6 +196,7 @@ hs_status pq_scan_open(pq_reader *r, const pq_scan_options *opt, pq_scan **out, 
             s->cur_col[k] = i;
         }
     }
+    s->col_cur[s->n_cols] = k;
     *out = s;
     return HS_OK;
 fail:
@@ -541,6 +553,103 @@ hs_status pq_scan_next(pq_scan *s, hs_batch **out, hs_error *err)
     return st;
 }
 
+/* Reads this batch's runs into the leaf columns of cursor i. */
+static hs_status decode_cursor(pq_scan *s, int i, hs_batch *b, hs_error *err)
+{
+    const pq_run *runs = (const pq_run *)s->runs.data;
+    size_t n_runs = HS_VEC_LEN(&s->runs, pq_run);
+    hs_column *cols[2 * PQ_MAX_NESTING + 8];
+    pq_cursor *c = &s->cur[i];
+    hs_status st = leaf_cols(c->leaf, b->cols[s->cur_col[i]], cols, err);
+    hs_column *lc = st == HS_OK ? cols[c->leaf->depth - 1] : NULL;
+    if (lc && c->leaf->depth > 1 && c->last_slots > 0) {
+        /* nested leaves: their slot count is not the row count, so reserve
+         * what the previous batch needed instead of growing by doubling */
+        if (pq_cb_reserve(&lc->values, c->last_bytes) != HS_OK ||
+            (lc->type == HS_TYPE_STRING || lc->type == HS_TYPE_BINARY
+                 ? pq_cb_reserve(&lc->offsets, (size_t)(c->last_slots + 1) * 4) : HS_OK) != HS_OK)
+            st = hs_err_nomem(err, c->last_bytes);
+    }
+    if (lc)  /* preallocated by hs_batch_create, still untouched */
+        hs_mem_advise_huge(lc->values.data, lc->values.cap);
+    if (lc && c->gather)
+        st = pq_cur_gather(c, (const pq_row_range *)s->granges.data, n_runs, lc, err);
+    for (size_t k = 0; k < n_runs && st == HS_OK && !c->gather; k++) {
+        st = pq_cur_skip(c, runs[k].skip, err);
+        if (st == HS_OK)
+            st = pq_cur_rows(c, runs[k].take, cols, err);
+    }
+    if (st != HS_OK)
+        st = pq_cursor_ctx(c, st, err);
+    else if (lc) {
+        c->last_slots = lc->length;
+        c->last_bytes = lc->values.len;
+    }
+    return st;
+}
+
+/* One batch column's cursors, as a task of s->par: its own error and
+ * counters (the cursors count into them while the task runs). */
+typedef struct col_task {
+    pq_scan *s;
+    hs_batch *b;
+    hs_status st;
+    hs_error err;
+    pq_scan_stats stats;
+} col_task;
+
+static void decode_column(void *arg, int k)
+{
+    col_task *t = &((col_task *)arg)[k];
+    pq_scan *s = t->s;
+    hs_err_clear(&t->err);
+    memset(&t->stats, 0, sizeof t->stats);
+    t->st = HS_OK;
+    for (int i = s->col_cur[k]; i < s->col_cur[k + 1] && t->st == HS_OK; i++) {
+        s->cur[i].stats = &t->stats;
+        t->st = decode_cursor(s, i, t->b, &t->err);
+        s->cur[i].stats = &s->stats;
+    }
+}
+
+/* Decodes every cursor's part of batch b: the columns at once through
+ * s->par (cursors share nothing but the file, the footer and the caches,
+ * which take concurrent readers), else one after another.  The first
+ * failing column's error wins, so a failure reads the same either way. */
+static hs_status decode_batch(pq_scan *s, hs_batch *b, int64_t rows, hs_error *err)
+{
+    col_task *t = NULL;
+    if (s->par && s->n_cols > 1 && rows >= PQ_PAR_MIN_ROWS)
+        t = hs_calloc((size_t)s->n_cols, sizeof *t);
+    if (!t) {
+        hs_status st = HS_OK;
+        for (int i = 0; i < s->n_cur && st == HS_OK; i++)
+            st = decode_cursor(s, i, b, err);
+        return st;
+    }
+    for (int k = 0; k < s->n_cols; k++) {
+        t[k].s = s;
+        t[k].b = b;
+    }
+    s->par(s->par_ctx, s->n_cols, decode_column, t);
+    hs_status st = HS_OK;
+    for (int k = 0; k < s->n_cols; k++) {
+        s->stats.pages_decoded += t[k].stats.pages_decoded;
+        s->stats.pages_skipped += t[k].stats.pages_skipped;
+        s->stats.bytes_read += t[k].stats.bytes_read;
+        s->stats.row_groups_read += t[k].stats.row_groups_read;
+        s->stats.row_groups_skipped += t[k].stats.row_groups_skipped;
+        s->stats.rows_emitted += t[k].stats.rows_emitted;
+        if (st == HS_OK && t[k].st != HS_OK) {
+            st = t[k].st;
+            if (err)
+                *err = t[k].err;
+        }
+    }
+    hs_free(t);
+    return st;
+}
+
 static hs_status scan_next(pq_scan *s, hs_batch **out, hs_error *err)
 {
     *out = NULL;
@@ -599,38 +708,7 @@ static hs_status scan_next(pq_scan *s, hs_batch **out, hs_error *err)
     s->next_row = row;
     hs_batch *b = NULL;
     HS_TRY(hs_batch_create(&s->schema, total, &b, err));
-    const pq_run *runs = (const pq_run *)s->runs.data;
-    size_t n_runs = HS_VEC_LEN(&s->runs, pq_run);
-    hs_column *cols[2 * PQ_MAX_NESTING + 8];
-    hs_status st = HS_OK;
-    for (int i = 0; i < s->n_cur && st == HS_OK; i++) {
-        pq_cursor *c = &s->cur[i];
-        st = leaf_cols(c->leaf, b->cols[s->cur_col[i]], cols, err);
-        hs_column *lc = st == HS_OK ? cols[c->leaf->depth - 1] : NULL;
-        if (lc && c->leaf->depth > 1 && c->last_slots > 0) {
-            /* nested leaves: their slot count is not the row count, so reserve
-             * what the previous batch needed instead of growing by doubling */
-            if (pq_cb_reserve(&lc->values, c->last_bytes) != HS_OK ||
-                (lc->type == HS_TYPE_STRING || lc->type == HS_TYPE_BINARY
-                     ? pq_cb_reserve(&lc->offsets, (size_t)(c->last_slots + 1) * 4) : HS_OK) != HS_OK)
-                st = hs_err_nomem(err, c->last_bytes);
-        }
-        if (lc)  /* preallocated by hs_batch_create, still untouched */
-            hs_mem_advise_huge(lc->values.data, lc->values.cap);
-        if (lc && c->gather)
-            st = pq_cur_gather(c, (const pq_row_range *)s->granges.data, n_runs, lc, err);
-        for (size_t k = 0; k < n_runs && st == HS_OK && !c->gather; k++) {
-            st = pq_cur_skip(c, runs[k].skip, err);
-            if (st == HS_OK)
-                st = pq_cur_rows(c, runs[k].take, cols, err);
-        }
-        if (st != HS_OK)
-            st = pq_cursor_ctx(c, st, err);
-        else if (lc) {
-            c->last_slots = lc->length;
-            c->last_bytes = lc->values.len;
-        }
-    }
+    hs_status st = decode_batch(s, b, total, err);
     const pq_schema_info *si = &s->r->ft->schema;
     for (int i = 0; i < s->n_cols && st == HS_OK; i++) {
         st = finish_col(b->cols[i], &si->tops[s->cols[i]], total, 0, err);

@@ -43,6 +43,15 @@
  * the queue whole (estimated from its row count) is read on the consumer's
  * thread when no pool is needed.
  *
+ * Since the stream takes files in order, a later file's reader soon fills
+ * its queue and would sleep while the oldest file's reader decodes alone
+ * (a full scan of big files ran on one core).  So a reader hands out the
+ * columns of each batch it decodes (scan_par), and the threads that would
+ * sleep - readers on a full queue, and the consumer on an empty one when
+ * the window has fewer readers than scan_threads - decode them into that
+ * batch: the oldest file gets every thread, memory stays what the queues
+ * bound.
+ *
  * Row lineage (v3, spec "Row Lineage"): a row's _row_id is the value stored
  * in the file when not null, else the data file's first_row_id + its
  * position; _last_updated_sequence_number is the stored value when not
@@ -71,6 +80,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------ */
@@ -521,6 +531,8 @@ typedef struct frd {
     bool ids;                   /* columns matched by field id (else by name) */
     int64_t n_rows;
     tbl_file_report *rep;       /* borrowed */
+    pq_par_fn par;              /* a batch's columns at once (tbl_read_opts) */
+    void *par_ctx;
 } frd;
 
 static hs_status frd_open(frd *fr, const tbl_plan_file *pf, tbl_file_report *rep, hs_error *err)
@@ -682,7 +694,7 @@ static hs_status frd_read(frd *fr, const hs_field *const *want, int n, const roa
     hs_status st = HS_OK;
     if (n_cols > 0) {
         pq_scan_options so = {.columns = cols, .n_columns = n_cols, .rows = rows,
-                              .batch_size = batch_size};
+                              .batch_size = batch_size, .par = fr->par, .par_ctx = fr->par_ctx};
         st = pq_scan_open(fr->r, &so, &s, err);
         if (st != HS_OK)
             hs_err_prefix(err, "%s", fr->pf->path);
@@ -1521,6 +1533,8 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
     frd fr;
     roaring_bitmap_t *del = NULL, *sel = NULL;
     HS_TRY(frd_open(&fr, pf, rep, err));
+    fr.par = o->par;
+    fr.par_ctx = o->par_ctx;
     rd_state r = {0};
     r.pf = pf;
     r.rs = rs;
@@ -1687,6 +1701,10 @@ hs_status tbl_read_file(const tbl_plan_file *pf, const hs_field *rs, const tbl_p
  *   job_run ends: finished, signal        finished and empty: hs_group_wait
  *     `ready`                               (returns at once), next job
  *
+ * Either side, before it sleeps, runs an unclaimed column of a batch being
+ * decoded (scan_help; the oldest file's first), and a reader that hands out
+ * columns wakes both sides (scan_par).
+ *
  * Closing the stream early sets `stop`: waiting readers wake and fail
  * with HS_CANCELLED, jobs not started return at once.  A job run on the
  * consumer's thread (no pool, or a forked child whose workers are gone)
@@ -1734,6 +1752,10 @@ struct hs_scan {
     /* the queues of jobs on the pool (see scan_job) */
     pthread_mutex_t mu;
     pthread_cond_t ready, room;
+    struct scan_par *par;      /* posted column requests (scan_par), newest first */
+    bool consumer_helps;       /* the window has fewer readers than scan_threads */
+    pthread_cond_t par_done;
+    tbl_scan_pipe pipe;        /* counters, under mu */
     bool sync_init;
     bool stop;                 /* the stream is being released */
     uint64_t fork_gen;         /* hs_fork_generation() when the pool started */
@@ -1776,6 +1798,7 @@ void hs_scan_free(hs_scan *s)
         pthread_mutex_destroy(&s->mu);
         pthread_cond_destroy(&s->ready);
         pthread_cond_destroy(&s->room);
+        pthread_cond_destroy(&s->par_done);
     }
     tbl_pin_drop(s);
     for (int i = 0; i < atomic_load(&s->n_rtf); i++)
@@ -2055,6 +2078,95 @@ static size_t batch_bytes(const hs_batch *b)
     return n;
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* The columns of one batch being decoded at once (pq_scan_options.par):
+ * posted by the reader that decodes the batch, which runs them itself and
+ * lets every other thread of the scan that would otherwise sleep take one
+ * (a reader whose queue is full, the consumer whose queue is empty).  The
+ * window's later files then do not idle behind the oldest: its batches are
+ * what the stream waits for, and they get every thread, while memory stays
+ * what the queues hold (helpers decode into the poster's batch).  Guarded
+ * by the scan's mutex. */
+typedef struct scan_par {
+    pq_task_fn task;
+    void *arg;
+    int n, next, done;         /* tasks; next unclaimed; returned */
+    int file;                  /* the poster's plan index: the oldest is helped first */
+    struct scan_par *link;
+} scan_par;
+
+/* Runs one unclaimed task of the oldest posted request, if any (false:
+ * none).  Called, and returns, with s->mu held. */
+static bool scan_help(hs_scan *s)
+{
+    scan_par *p = NULL;
+    for (scan_par *q = s->par; q; q = q->link)
+        if (q->next < q->n && (!p || q->file < p->file))
+            p = q;
+    if (!p)
+        return false;
+    int i = p->next++;
+    s->pipe.tasks_helped++;
+    pthread_mutex_unlock(&s->mu);
+    p->task(p->arg, i);
+    pthread_mutex_lock(&s->mu);
+    if (++p->done == p->n)
+        pthread_cond_broadcast(&s->par_done);
+    return true;
+}
+
+/* pq_par_fn of a job on the pool: posts the tasks, runs what nobody else
+ * claimed, waits for the claimed ones. */
+static void job_par(void *ctx, int n, pq_task_fn task, void *arg)
+{
+    scan_job *j = ctx;
+    hs_scan *s = j->s;
+    if (j->no_wait || !s->sync_init) {
+        for (int i = 0; i < n; i++)
+            task(arg, i);
+        return;
+    }
+    scan_par p = {.task = task, .arg = arg, .n = n, .file = j->file};
+    pthread_mutex_lock(&s->mu);
+    p.link = s->par;
+    s->par = &p;
+    s->pipe.par_batches++;
+    s->pipe.par_tasks += n;
+    pthread_cond_broadcast(&s->room);
+    pthread_cond_broadcast(&s->ready);
+    while (p.next < n) {
+        int i = p.next++;
+        pthread_mutex_unlock(&s->mu);
+        task(arg, i);
+        pthread_mutex_lock(&s->mu);
+        p.done++;
+    }
+    while (p.done < n)
+        pthread_cond_wait(&s->par_done, &s->mu);
+    for (scan_par **q = &s->par; *q; q = &(*q)->link)
+        if (*q == &p) {
+            *q = p.link;
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void tbl_scan_get_pipe(hs_scan *s, tbl_scan_pipe *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!s->sync_init)
+        return;
+    pthread_mutex_lock(&s->mu);
+    *out = s->pipe;
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* Queues one batch of the job's file (tbl_emit_fn); a job on the pool
  * waits while its queue is full (see scan_job). */
 static hs_status job_push(void *ctx, hs_batch *b, hs_error *err)
@@ -2071,8 +2183,14 @@ static hs_status job_push(void *ctx, hs_batch *b, hs_error *err)
     size_t nb = batch_bytes(b);
     pthread_mutex_lock(&s->mu);
     while (!s->stop && !j->no_wait && j->queued_bytes > 0 &&
-           j->queued_bytes + nb > SCAN_QUEUE_BYTES)
+           j->queued_bytes + nb > SCAN_QUEUE_BYTES) {
+        if (scan_help(s))
+            continue;
+        s->pipe.room_waits++;
+        int64_t t0 = mono_ns();
         pthread_cond_wait(&s->room, &s->mu);
+        s->pipe.room_wait_ns += mono_ns() - t0;
+    }
     hs_status st = HS_OK;
     if (s->stop)
         st = hs_err_set(err, HS_CANCELLED, "scan: the stream was released");
@@ -2136,7 +2254,8 @@ static hs_status job_read(scan_job *j, hs_error *err)
                            .candidates_exact = cand && exact && pred->exact,
                            .use_stats = true, .late = true, .n_out = s->n_out,
                            .batch_size = s->batch_size, .rtf = s->rtf,
-                           .n_rtf = atomic_load_explicit(&s->n_rtf, memory_order_acquire)};
+                           .n_rtf = atomic_load_explicit(&s->n_rtf, memory_order_acquire),
+                           .par = j->group ? job_par : NULL, .par_ctx = j};
         st = tbl_read_file_ex(f, &s->read_schema, &o, job_push, j, NULL, &j->rows_deleted,
                               &j->rep, err);
     }
@@ -2250,6 +2369,12 @@ static hs_status scan_sync_init(hs_scan *s, hs_error *err)
         pthread_mutex_destroy(&s->mu);
         return hs_err_set(err, HS_NOMEM, "scan: cannot create a condition variable");
     }
+    if (pthread_cond_init(&s->par_done, NULL) != 0) {
+        pthread_cond_destroy(&s->room);
+        pthread_cond_destroy(&s->ready);
+        pthread_mutex_destroy(&s->mu);
+        return hs_err_set(err, HS_NOMEM, "scan: cannot create a condition variable");
+    }
     s->sync_init = true;
     s->fork_gen = hs_fork_generation();
     return HS_OK;
@@ -2265,7 +2390,8 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
         HS_TRY(tbl_ixscan_open_at(&s->meta, s->plan->snap, &s->ix,
                                   &s->istats.index_files_skipped, err));
     }
-    int threads = scan_threads();
+    int allowed = scan_threads();
+    int threads = allowed;
     if (threads > s->plan->n_files)
         threads = s->plan->n_files;
     if (threads < 1)
@@ -2281,6 +2407,8 @@ static hs_status scan_start(hs_scan *s, hs_error *err)
     if (threads > 1 || scan_has_big_file(s)) {
         HS_TRY(scan_sync_init(s, err));
         HS_TRY(hs_pool_create(threads, &s->pool, err));
+        /* fewer files than threads: the consumer's thread is a spare one */
+        s->consumer_helps = allowed > threads;
     }
     return HS_OK;
 }
@@ -2374,6 +2502,8 @@ static void scan_after_fork(hs_scan *s)
     (void)pthread_mutex_init(&s->mu, NULL);
     (void)pthread_cond_init(&s->ready, NULL);
     (void)pthread_cond_init(&s->room, NULL);
+    (void)pthread_cond_init(&s->par_done, NULL);
+    s->par = NULL;   /* the posters were threads of the parent */
     s->fork_gen = hs_fork_generation();
     for (int i = 0; i < s->window; i++)
         s->jobs[i].no_wait = true;
@@ -2385,8 +2515,14 @@ static void job_take(hs_scan *s, scan_job *j, hs_batch **out)
 {
     *out = NULL;
     pthread_mutex_lock(&s->mu);
-    while (j->taken == HS_VEC_LEN(&j->batches, hs_batch *) && !j->finished)
+    while (j->taken == HS_VEC_LEN(&j->batches, hs_batch *) && !j->finished) {
+        if (s->consumer_helps && scan_help(s))
+            continue;
+        s->pipe.ready_waits++;
+        int64_t t0 = mono_ns();
         pthread_cond_wait(&s->ready, &s->mu);
+        s->pipe.ready_wait_ns += mono_ns() - t0;
+    }
     if (j->taken < HS_VEC_LEN(&j->batches, hs_batch *)) {
         hs_batch *b = HS_VEC_AT(&j->batches, hs_batch *, j->taken);
         j->taken++;

@@ -384,6 +384,8 @@ typedef struct tbl_read_opts {
     struct tbl_rtfilter *rtf;          /* runtime filters on read-schema columns
                                         * (table/rtfilter.h), n_rtf of them */
     int n_rtf;
+    pq_par_fn par;                     /* optional: each batch's columns decoded */
+    void *par_ctx;                     /* at once (pq_scan_options.par) */
 } tbl_read_opts;
 
 /* Reads one data file of a plan: rows of `read_schema` (a STRUCT whose
@@ -430,6 +432,19 @@ HS_MUST_USE hs_status tbl_scan_keep_reports(hs_scan *s, hs_error *err);
 HS_MUST_USE hs_status tbl_scan_drain(hs_scan *s, hs_error *err);
 /* The reports (one per planned file, in plan order) or NULL. */
 const tbl_file_report *tbl_scan_reports(const hs_scan *s);
+
+/* How a scan's read-ahead pipeline ran (scan.c, scan_par), so far: the
+ * batches whose columns a reader handed out, those columns, how many of
+ * them another thread of the scan ran (a reader on a full queue, the
+ * consumer on an empty one), and the times and nanoseconds a reader slept
+ * on a full queue or the consumer on an empty one with nothing to help
+ * with.  All zero for a scan without a pool. */
+typedef struct tbl_scan_pipe {
+    int64_t par_batches, par_tasks, tasks_helped;
+    int64_t room_waits, room_wait_ns;
+    int64_t ready_waits, ready_wait_ns;
+} tbl_scan_pipe;
+void tbl_scan_get_pipe(hs_scan *s, tbl_scan_pipe *out);
 
 /* ---- write.c: the row delta primitive (rowdelta.c drives it) ---- */
 
