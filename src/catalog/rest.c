@@ -1518,7 +1518,7 @@ static hs_status fetch_token(rest_catalog *rc, hs_error *err)
         rc->token_at_ms = at;
         /* expires_in: a number of seconds (some servers send it as a string) */
         double secs = json_is_number(ei) ? json_number_value(ei)
-                      : json_is_string(ei) ? strtod(json_string_value(ei), NULL) : 0;
+                      : json_is_string(ei) ? hs_strtod(json_string_value(ei), NULL) : 0;
         rc->token_expires_ms = secs > 0 && secs < 1e9 ? at + (int64_t)(secs * 1000) : 0;
     }
     json_decref(r);

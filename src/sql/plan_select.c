@@ -1566,7 +1566,7 @@ static hs_status rows_offset(planner *p, const json_t *node, bool start, bool pr
     if (fv) {
         /* a numeric constant: to bigint as numeric_int8 rounds (half away
          * from zero) */
-        double d = strtod(fv, NULL);
+        double d = hs_strtod(fv, NULL);
         if (!(d > -9.2e18 && d < 9.2e18))
             return pl_fail(p, HS_INVALID, "22003", pl_node_loc(node), "bigint out of range");
         x = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);

@@ -13,8 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import require_module  # noqa: E402
 
-hdb = pytest.importorskip("hyperstreamdb")
+hdb = require_module("hyperstreamdb")
 
 ROWS = 30_000
 
