@@ -337,6 +337,40 @@ static hs_status apply_row_value(apply_op *a, const hs_batch *b, int64_t i, hs_c
     return st;
 }
 
+/* What an Apply and a LateralApply both keep once planned (st: the status so
+ * far; nothing is done past a failure): the statement's text and the
+ * subquery's tree (re-planned per row), a serial context, the CTE
+ * definitions (owned by a from here on, freed here when a is NULL), and
+ * copies of cur's column names (a->cols has room for one more). */
+static hs_status apply_take(planner *p, apply_op *a, const rel *cur, const json_t *sub,
+                            cte *defs, int n_defs, hs_status st)
+{
+    if (st == HS_OK) {
+        a->cols = hs_calloc((size_t)cur->n + 1, sizeof *a->cols);
+        a->text = hs_strdup(p->text ? p->text : "");
+        a->sub = json_deep_copy(sub);
+        if (!a->cols || !a->text || !a->sub)
+            st = pl_nomem(p);
+    }
+    if (st == HS_OK)
+        st = sq_ctx_new_serial(p->ctx, &a->rctx, p->err);
+    if (a) {
+        a->ctes = defs;   /* apply_destroy frees them from here on */
+        a->n_ctes = n_defs;
+    } else {
+        ctes_free(defs, n_defs);
+    }
+    for (int i = 0; st == HS_OK && i < cur->n; i++) {
+        a->cols[i].qual = pl_dup_or_null(cur->cols[i].qual);
+        a->cols[i].name = pl_dup_or_null(cur->cols[i].name);
+        a->cols[i].hidden = cur->cols[i].hidden;
+        a->n++;
+        if ((cur->cols[i].qual && !a->cols[i].qual) || (cur->cols[i].name && !a->cols[i].name))
+            st = pl_nomem(p);
+    }
+    return st;
+}
+
 /* apply_row_value, or the one value of a constant subquery (computed at the
  * first row, as PostgreSQL runs an uncorrelated subquery once). */
 static hs_status apply_value(apply_op *a, const hs_batch *b, int64_t i, hs_column *col, hs_error *err)
@@ -510,29 +544,7 @@ hs_status pl_apply_attach_guarded(planner *p, rel *cur, const json_t *sl, int gu
     }
     pl_rel_clear(&s);
     ctes_fresh_free(fresh, n_defs);   /* after the plan that may read their rows */
-    if (st == HS_OK) {
-        a->cols = hs_calloc((size_t)cur->n + 1, sizeof *a->cols);
-        a->text = hs_strdup(p->text ? p->text : "");
-        a->sub = json_deep_copy(sub);
-        if (!a->cols || !a->text || !a->sub)
-            st = pl_nomem(p);
-    }
-    if (st == HS_OK)
-        st = sq_ctx_new_serial(p->ctx, &a->rctx, p->err);
-    if (a) {
-        a->ctes = defs;   /* apply_destroy frees them from here on */
-        a->n_ctes = n_defs;
-    } else {
-        ctes_free(defs, n_defs);
-    }
-    for (int i = 0; st == HS_OK && i < cur->n; i++) {
-        a->cols[i].qual = pl_dup_or_null(cur->cols[i].qual);
-        a->cols[i].name = pl_dup_or_null(cur->cols[i].name);
-        a->cols[i].hidden = cur->cols[i].hidden;
-        a->n++;
-        if ((cur->cols[i].qual && !a->cols[i].qual) || (cur->cols[i].name && !a->cols[i].name))
-            st = pl_nomem(p);
-    }
+    st = apply_take(p, a, cur, sub, defs, n_defs, st);
     if (st != HS_OK) {
         if (a) {
             hs_field_clear(&a->op.schema);
@@ -768,29 +780,7 @@ hs_status pl_apply_lateral(planner *p, rel *cur, const json_t *rs, bool left)
             st = pl_nomem(p);
         }
     }
-    if (st == HS_OK) {
-        a->cols = hs_calloc((size_t)cur->n + 1, sizeof *a->cols);
-        a->text = hs_strdup(p->text ? p->text : "");
-        a->sub = json_deep_copy(sub);
-        if (!a->cols || !a->text || !a->sub)
-            st = pl_nomem(p);
-    }
-    if (st == HS_OK)
-        st = sq_ctx_new_serial(p->ctx, &a->rctx, p->err);
-    if (a) {
-        a->ctes = defs;   /* apply_destroy frees them from here on */
-        a->n_ctes = n_defs;
-    } else {
-        ctes_free(defs, n_defs);
-    }
-    for (int i = 0; st == HS_OK && i < cur->n; i++) {
-        a->cols[i].qual = pl_dup_or_null(cur->cols[i].qual);
-        a->cols[i].name = pl_dup_or_null(cur->cols[i].name);
-        a->cols[i].hidden = cur->cols[i].hidden;
-        a->n++;
-        if ((cur->cols[i].qual && !a->cols[i].qual) || (cur->cols[i].name && !a->cols[i].name))
-            st = pl_nomem(p);
-    }
+    st = apply_take(p, a, cur, sub, defs, n_defs, st);
     /* the new columns' names: the alias's column list first */
     for (int c = 0; st == HS_OK && c < ns; c++) {
         const char *cn = c < (int)json_array_size(colnames) ? sq_str(json_array_get(colnames, (size_t)c)) : NULL;
