@@ -71,11 +71,16 @@ const char *hs_test_tmpdir(void)
     static char path[4096];
     if (!path[0]) {
         const char *d = getenv("HS_TMP");
-        snprintf(path, sizeof path, "%s/hs-test-%d", d && *d ? d : "/tmp", (int)getpid());
-        char parent[4096];
+        char parent[2048];
         snprintf(parent, sizeof parent, "%s", d && *d ? d : "/tmp");
         mkdir(parent, 0755);
-        mkdir(path, 0755);
+        /* a fresh directory each run: a pid-named one can be a left-over of
+         * an earlier run with the same pid, whose tables then "exist" */
+        snprintf(path, sizeof path, "%s/hs-test-%d-XXXXXX", parent, (int)getpid());
+        if (!mkdtemp(path)) {
+            fprintf(stderr, "cannot create a directory under %s\n", parent);
+            exit(2);
+        }
     }
     return path;
 }
