@@ -1,5 +1,8 @@
 /*
- * sql/dml.c - INSERT, UPDATE, DELETE, MERGE, COPY and BEGIN/COMMIT/ROLLBACK.
+ * sql/dml.c - transactions (BEGIN / COMMIT / ROLLBACK), INSERT, UPDATE and
+ * DELETE, and the entry points of the data-changing statements
+ * (sq_exec_dml; MERGE is dml_merge.c, COPY dml_copy.c, the rows they read
+ * and join dml_rows.c: dml_int.h lists the files).
  *
  * Every data change goes through a row delta (hyperstream/table.h
  * hs_row_delta_*): the rows a statement removes are named by data file and
@@ -30,56 +33,12 @@
  * error inside a transaction, statements fail with 25P02 until ROLLBACK (or
  * COMMIT, which then rolls back), as in PostgreSQL.
  *
- * The target of UPDATE / DELETE / MERGE is read into memory (the table's
- * columns, _file, _pos, _row_id), with the transaction's deletes removed
- * and its added rows appended (their _file is null, their _pos the index in
- * the buffer).  Without a join, the WHERE is pushed into the scan as filter
- * text (when the scan's parser reads it back) and only the rows it holds
- * for are kept; with a join, the source is read first and its keys narrow
- * the target's scan (semijoin_text).  Joins (MERGE's ON, UPDATE ... FROM,
- * DELETE ... USING) hash on the equality conjuncts between a target column
- * and a source column, then evaluate the whole condition on the candidate
- * pairs; without such conjuncts every pair is evaluated.  The source is any
- * FROM item, planned as SELECT * FROM item (sq_plan_query).
- *
- * Assignment (INSERT values, SET, MERGE's UPDATE/INSERT) casts to the
- * column's type as CAST does; PostgreSQL's assignment rules refuse some
- * casts that CAST allows (text expression into integer, boolean into
- * integer and back): those are 42804 here too, except that INSERT accepts
- * text for any column type (VALUES literals are typed text by the planner).
- * A null into a required column is 23502.
- *
- * MERGE follows PostgreSQL 15: for each source row, the target rows joined
- * by ON are MATCHED; the first WHEN MATCHED clause whose AND condition
- * holds acts (UPDATE / DELETE / DO NOTHING); a source row without matches
- * takes the first WHEN NOT MATCHED clause that holds (INSERT / DO NOTHING).
- * A target row updated or deleted by two source rows is 21000 ("MERGE
- * command cannot affect row a second time").  UPDATE ... FROM with several
- * matching source rows uses one of them (PostgreSQL: unspecified which).
- *
- * COPY: FROM 'x.parquet' (columns by name) or 'x.csv' (FORMAT csv; columns
- * by position - the table's or the column list's -, HEADER skips the first
- * record; DELIMITER one character; NULL is an unquoted empty cell), TO
- * 'x.parquet' or 'x.csv' of a table or a query.  File names are URIs
- * (io/io.h: local paths, file://, s3:// and s3a:// objects).
  * RETURNING (INSERT, UPDATE, DELETE) returns rows with the tag.  Command
  * tags follow PostgreSQL: INSERT 0 n, UPDATE n, DELETE n, MERGE n, COPY n,
  * BEGIN, COMMIT, ROLLBACK.
  */
-#include "sql/sql_int.h"
+#include "sql/dml_int.h"
 
-#include "base/hashmap.h"
-#include "base/mem.h"
-#include "columnar/arrow_c.h"
-#include "columnar/column.h"
-#include "columnar/ingest.h"
-#include "exec/exec.h"
-#include "expr/expr.h"
-#include "hyperstream/parquet.h"
-#include "hyperstream/table.h"
-#include "io/io.h"
-
-#include <roaring/roaring.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,8 +50,8 @@
 
 /* A batch of schema (copied) over columns cols[0..n) (taken, also on
  * failure). */
-static hs_status mk_batch(const hs_field *schema, hs_column **cols, int n, int64_t n_rows,
-                          hs_batch **out, hs_error *err)
+hs_status dml_mk_batch(const hs_field *schema, hs_column **cols, int n, int64_t n_rows,
+                       hs_batch **out, hs_error *err)
 {
     *out = NULL;
     hs_batch *b = NULL;
@@ -115,8 +74,8 @@ static hs_status mk_batch(const hs_field *schema, hs_column **cols, int n, int64
 }
 
 /* Rows idx[0..n) of columns [from, to) of b (idx[i] == -1: a null row). */
-static hs_status take_cols(const hs_batch *b, int from, int to, const int64_t *idx, int64_t n,
-                           hs_column **cols, hs_error *err)
+hs_status dml_take_cols(const hs_batch *b, int from, int to, const int64_t *idx, int64_t n,
+                        hs_column **cols, hs_error *err)
 {
     for (int c = from; c < to; c++) {
         hs_status st = hs_col_take_nullable(b->cols[c], idx, n, &cols[c - from], err);
@@ -132,7 +91,7 @@ static hs_status take_cols(const hs_batch *b, int from, int to, const int64_t *i
 }
 
 /* Appends b's rows to *acc (created on first use with b's schema). */
-static hs_status batch_append(hs_batch **acc, const hs_batch *b, hs_error *err)
+hs_status dml_batch_append(hs_batch **acc, const hs_batch *b, hs_error *err)
 {
     if (!*acc)
         HS_TRY(hs_batch_create(&b->schema, 0, acc, err));
@@ -144,8 +103,8 @@ static hs_status batch_append(hs_batch **acc, const hs_batch *b, hs_error *err)
 
 /* Reads a stream (moved) into one batch (*out NULL when it had no rows;
  * schema_out, when given, gets the stream's schema). */
-static hs_status read_stream(struct ArrowArrayStream *in, hs_batch **out, hs_field *schema_out,
-                             hs_error *err)
+hs_status dml_read_stream(struct ArrowArrayStream *in, hs_batch **out, hs_field *schema_out,
+                          hs_error *err)
 {
     *out = NULL;
     hs_batch_source src = {0};
@@ -156,7 +115,7 @@ static hs_status read_stream(struct ArrowArrayStream *in, hs_batch **out, hs_fie
         st = src.next(src.ctx, &b, err);
         if (st != HS_OK || !b)
             break;
-        st = batch_append(out, b, err);
+        st = dml_batch_append(out, b, err);
         hs_batch_free(b);
     }
     if (st == HS_OK && schema_out && hs_field_copy(&src.schema, schema_out) != HS_OK)
@@ -173,13 +132,13 @@ static hs_status read_stream(struct ArrowArrayStream *in, hs_batch **out, hs_fie
 }
 
 /* Gives the top-level children of f the positional ids 1..n. */
-static void renumber(hs_field *f)
+void dml_renumber(hs_field *f)
 {
     for (int i = 0; i < f->n_children; i++)
         f->children[i].field_id = i + 1;
 }
 
-static hs_status push_field(hs_field *st, const hs_field *f, const char *name, hs_error *err)
+hs_status dml_push_field(hs_field *st, const hs_field *f, const char *name, hs_error *err)
 {
     hs_field c = {0};
     if (hs_field_copy(f, &c) != HS_OK)
@@ -202,106 +161,18 @@ static hs_status push_field(hs_field *st, const hs_field *f, const char *name, h
 }
 
 /* ------------------------------------------------------------------ */
-/* name scopes                                                         */
-
-typedef struct dcol {
-    const char *qual;    /* borrowed: the relation's alias or name; NULL = none */
-    const char *name;    /* borrowed */
-    bool hidden;         /* _file/_pos/_row_id: not visible to names */
-} dcol;
-
-typedef struct dscope {
-    dcol *cols;          /* owned array */
-    int n;
-    hs_field schema;     /* STRUCT, children ids 1..n (owned) */
-} dscope;
-
-static void dscope_clear(dscope *s)
-{
-    hs_free(s->cols);
-    hs_field_clear(&s->schema);
-    memset(s, 0, sizeof *s);
-}
-
-/* Adds the children of schema, qualified by qual (borrowed), the last
- * n_hidden of them hidden. */
-static hs_status dscope_add(dscope *s, const hs_field *schema, const char *qual, int n_hidden,
-                            hs_error *err)
-{
-    if (!s->schema.type)
-        hs_field_init(&s->schema, "", HS_TYPE_STRUCT, false);
-    int n = schema->n_children;
-    dcol *c = hs_realloc(s->cols, (size_t)(s->n + n + 1) * sizeof *c);
-    if (!c)
-        return hs_err_nomem(err, 64);
-    s->cols = c;
-    for (int i = 0; i < n; i++) {
-        HS_TRY(push_field(&s->schema, &schema->children[i], NULL, err));
-        s->cols[s->n] = (dcol){qual, schema->children[i].name, i >= n - n_hidden};
-        s->n++;
-    }
-    renumber(&s->schema);
-    /* names point into s->schema (stable: children are not reallocated
-     * below this point by callers that keep using the scope) */
-    for (int i = 0; i < s->n; i++)
-        s->cols[i].name = s->schema.children[i].name;
-    return HS_OK;
-}
-
-static int dscope_column(void *ctx, const char *const *names, int n)
-{
-    const dscope *s = ctx;
-    const char *qual = n >= 2 ? names[n - 2] : NULL;
-    const char *name = names[n - 1];
-    int found = -1;
-    for (int pass = 0; pass < 2 && found < 0; pass++) {
-        for (int i = 0; i < s->n; i++) {
-            const dcol *c = &s->cols[i];
-            if (c->hidden)
-                continue;
-            if (qual && (!c->qual || strcmp(c->qual, qual) != 0))
-                continue;
-            bool eq = pass == 0 ? strcmp(c->name, name) == 0 : strcasecmp(c->name, name) == 0;
-            if (!eq)
-                continue;
-            if (found >= 0)
-                return -2;
-            found = i;
-        }
-    }
-    return found;
-}
-
-static ex_scope scope_of(dscope *s)
-{
-    ex_scope sc = {&s->schema, dscope_column, NULL, s};
-    return sc;
-}
-
-/* ------------------------------------------------------------------ */
 /* the statement context                                               */
-
-typedef struct dctx {
-    sq_session *s;
-    const char *text;
-    json_t *returning;   /* the statement's RETURNING list (borrowed), or NULL */
-    hs_batch *ret;       /* the RETURNING rows so far (owned) */
-    const char *ret_qual;/* INSERT: the target's name or alias (borrowed) */
-} dctx;
-
-/* An hs_error from a lower layer: SQLSTATE derived by the dispatcher. */
-#define FAIL(c, code, state, loc, ...) sq_fail((c)->s, err, code, state, (c)->text, loc, __VA_ARGS__)
 
 /* hs_session_cancel was called: the statement stops with 57014 (nothing
  * committed).  Checked per batch read and per chunk of join pairs. */
-static hs_status check_cancel(dctx *c, hs_error *err)
+hs_status dml_check_cancel(dctx *c, hs_error *err)
 {
     if (atomic_load(&c->s->cancel))
         return FAIL(c, HS_CANCELLED, "57014", -1, "canceling statement due to user request");
     return HS_OK;
 }
 
-static const char *jstr(const json_t *o, const char *k)
+const char *dml_jstr(const json_t *o, const char *k)
 {
     json_t *v = json_object_get(o, k);
     return json_is_string(v) ? json_string_value(v) : NULL;
@@ -309,18 +180,6 @@ static const char *jstr(const json_t *o, const char *k)
 
 /* ------------------------------------------------------------------ */
 /* transactions                                                        */
-
-typedef struct txn {
-    hs_table *t;             /* the table written (borrowed from the session); NULL = none yet */
-    char *tname;             /* its name in the statement (owned) */
-    int64_t read_snap;       /* snapshot read (-1 = empty table) */
-    hs_field tschema;        /* the table's columns (owned) */
-    hs_map del_idx;          /* data file path -> index */
-    hs_buf del_paths;        /* char * (owned) */
-    hs_buf del_bms;          /* roaring_bitmap_t * (owned) */
-    hs_batch *added;         /* rows added: table columns + _row_id (owned) */
-    hs_buf added_dead;       /* uint8_t per added row: 1 = removed again */
-} txn;
 
 typedef struct dml_state {
     bool open;               /* BEGIN seen */
@@ -345,7 +204,7 @@ static void txn_clear(txn *x)
 }
 
 /* Binds the transaction to table t (first write) or checks it is t. */
-static hs_status txn_use(dctx *c, txn *x, hs_table *t, const char *name, int loc, hs_error *err)
+hs_status dml_txn_use(dctx *c, txn *x, hs_table *t, const char *name, int loc, hs_error *err)
 {
     if (x->t == t)
         return HS_OK;
@@ -368,7 +227,7 @@ static hs_status txn_use(dctx *c, txn *x, hs_table *t, const char *name, int loc
     hs_field_init(&rs, "", HS_TYPE_STRUCT, false);
     st = HS_OK;
     for (int i = 0; i < x->tschema.n_children && st == HS_OK; i++)
-        st = push_field(&rs, &x->tschema.children[i], NULL, err);
+        st = dml_push_field(&rs, &x->tschema.children[i], NULL, err);
     hs_field rid;
     hs_field_init(&rid, "_row_id", HS_TYPE_INT64, true);
     if (st == HS_OK && hs_field_add_child(&rs, &rid) != HS_OK)
@@ -379,7 +238,7 @@ static hs_status txn_use(dctx *c, txn *x, hs_table *t, const char *name, int loc
     return st;
 }
 
-static bool txn_deleted(const txn *x, const char *path, uint32_t pos)
+bool dml_txn_deleted(const txn *x, const char *path, uint32_t pos)
 {
     uint64_t i;
     if (!hs_map_get(&x->del_idx, path, strlen(path), &i))
@@ -388,7 +247,7 @@ static bool txn_deleted(const txn *x, const char *path, uint32_t pos)
 }
 
 /* Marks (path, pos) deleted; path NULL = added row pos. */
-static hs_status txn_delete(txn *x, const char *path, int64_t pos, hs_error *err)
+hs_status dml_txn_delete(txn *x, const char *path, int64_t pos, hs_error *err)
 {
     if (!path) {
         if (pos < 0 || (size_t)pos >= x->added_dead.len)
@@ -425,7 +284,7 @@ static hs_status txn_delete(txn *x, const char *path, int64_t pos, hs_error *err
 
 /* Adds rows: b has the table's columns (in order, table types) and a
  * trailing int64 _row_id column. */
-static hs_status txn_add(txn *x, const hs_batch *b, hs_error *err)
+hs_status dml_txn_add(txn *x, const hs_batch *b, hs_error *err)
 {
     for (int i = 0; i < b->n_cols; i++)
         HS_TRY(hs_col_append_column(x->added->cols[i], b->cols[i], err));
@@ -483,9 +342,9 @@ static hs_status txn_commit(dctx *c, txn *x, hs_error *err)
             if (!x->added_dead.data[i])
                 idx[k++] = (int64_t)i;
         if (st == HS_OK)
-            st = take_cols(x->added, 0, x->added->n_cols, idx, n_live, cols, err);
+            st = dml_take_cols(x->added, 0, x->added->n_cols, idx, n_live, cols, err);
         if (st == HS_OK)
-            st = mk_batch(&x->added->schema, cols, x->added->n_cols, n_live, &b, err);
+            st = dml_mk_batch(&x->added->schema, cols, x->added->n_cols, n_live, &b, err);
         hs_free(cols);
         hs_free(idx);
         struct ArrowArrayStream s;
@@ -507,1691 +366,9 @@ static hs_status txn_commit(dctx *c, txn *x, hs_error *err)
     return st;
 }
 
-/* ------------------------------------------------------------------ */
-/* the target: its rows with _file, _pos, _row_id                      */
-
-typedef struct target {
-    hs_table *t;
-    const char *qual;        /* alias or relation name (borrowed from the JSON) */
-    int nt;                  /* table columns */
-    hs_batch *rows;          /* nt columns + _file + _pos + _row_id; ids 1..nt+3 */
-} target;
-
-static void target_clear(target *g)
-{
-    hs_batch_free(g->rows);
-    memset(g, 0, sizeof *g);
-}
-
-static const char *rel_qual(const json_t *rv)
-{
-    json_t *al = json_object_get(rv, "alias");
-    const char *a = al ? jstr(al, "aliasname") : NULL;
-    return a ? a : jstr(rv, "relname");
-}
-
-/* The schema of target rows (table columns + hidden metadata columns). */
-static hs_status target_schema(const txn *x, hs_field *out, hs_error *err)
-{
-    hs_field_init(out, "", HS_TYPE_STRUCT, false);
-    for (int i = 0; i < x->tschema.n_children; i++)
-        HS_TRY(push_field(out, &x->tschema.children[i], NULL, err));
-    hs_field f;
-    hs_field_init(&f, "_file", HS_TYPE_STRING, true);
-    if (hs_field_add_child(out, &f) != HS_OK)
-        return hs_err_nomem(err, 64);
-    hs_field_init(&f, "_pos", HS_TYPE_INT64, true);
-    if (hs_field_add_child(out, &f) != HS_OK)
-        return hs_err_nomem(err, 64);
-    hs_field_init(&f, "_row_id", HS_TYPE_INT64, true);
-    if (hs_field_add_child(out, &f) != HS_OK)
-        return hs_err_nomem(err, 64);
-    renumber(out);
-    return HS_OK;
-}
-
-/* Reads the target rows the transaction sees (filter: pushed-down text or
- * NULL; rows not matching it may still come back). */
-static hs_status target_load(dctx *c, txn *x, target *g, const char *filter,
-                             const ex_expr *keep_expr, hs_error *err)
-{
-    int nt = x->tschema.n_children;
-    g->nt = nt;
-    hs_field schema;
-    HS_TRY(target_schema(x, &schema, err));
-    hs_status st = hs_batch_create(&schema, 0, &g->rows, err);
-    if (st == HS_OK && x->read_snap >= 0) {
-        const char **cols = hs_calloc((size_t)nt + 3, sizeof *cols);
-        if (!cols)
-            st = hs_err_nomem(err, 64);
-        for (int i = 0; st == HS_OK && i < nt; i++)
-            cols[i] = x->tschema.children[i].name;
-        struct ArrowArrayStream s;
-        if (st == HS_OK) {
-            cols[nt] = "_file";
-            cols[nt + 1] = "_pos";
-            cols[nt + 2] = "_row_id";
-            hs_scan_options o = HS_SCAN_OPTIONS_INIT;
-            o.use_snapshot_id = 1;
-            o.snapshot_id = x->read_snap;
-            o.columns = cols;
-            o.n_columns = nt + 3;
-            o.filter = filter;
-            st = hs_table_scan(x->t, &o, &s, err);
-            if (st != HS_OK && filter) {   /* the pushed-down text did not bind: read all */
-                hs_err_clear(err);
-                o.filter = NULL;
-                st = hs_table_scan(x->t, &o, &s, err);
-            }
-        }
-        hs_free(cols);
-        hs_batch_source src = {0};
-        if (st == HS_OK)
-            st = hs_arrow_import_stream(&s, &src, err);
-        while (st == HS_OK && (st = check_cancel(c, err)) == HS_OK) {
-            hs_batch *b = NULL;
-            st = src.next(src.ctx, &b, err);
-            if (st != HS_OK || !b)
-                break;
-            /* drop rows this transaction deleted */
-            int64_t *keep = hs_malloc((size_t)b->n_rows * 8 + 8);
-            int64_t m = 0;
-            if (!keep)
-                st = hs_err_nomem(err, (size_t)b->n_rows * 8);
-            const hs_column *fc = b->cols[nt], *pc = b->cols[nt + 1];
-            for (int64_t i = 0; st == HS_OK && i < b->n_rows; i++) {
-                const int32_t *off = HS_COL_OFFSETS(fc);
-                char path[4096];
-                size_t len = (size_t)(off[i + 1] - off[i]);
-                if (len >= sizeof path)
-                    len = sizeof path - 1;
-                memcpy(path, fc->values.data + off[i], len);
-                path[len] = 0;
-                if (!txn_deleted(x, path, (uint32_t)HS_COL_VALUES(pc, int64_t)[i]))
-                    keep[m++] = i;
-            }
-            /* the surviving rows under the target's schema (positional
-             * ids), then only those keep_expr holds for */
-            hs_column **tcols = st == HS_OK ? hs_calloc((size_t)b->n_cols + 1, sizeof *tcols)
-                                            : NULL;
-            hs_batch *tb = NULL;
-            if (st == HS_OK && !tcols)
-                st = hs_err_nomem(err, 64);
-            if (st == HS_OK)
-                st = take_cols(b, 0, b->n_cols, keep, m, tcols, err);
-            if (st == HS_OK)
-                st = mk_batch(&schema, tcols, b->n_cols, m, &tb, err);
-            hs_free(tcols);
-            if (st == HS_OK && keep_expr && m > 0) {
-                uint8_t *sel = hs_malloc((size_t)m);
-                int64_t mm = 0;
-                if (!sel)
-                    st = hs_err_nomem(err, (size_t)m);
-                if (st == HS_OK)
-                    st = ex_eval_filter(keep_expr, tb, NULL, sel, &mm, err);
-                int64_t k2 = 0;
-                for (int64_t i = 0; st == HS_OK && i < m; i++)
-                    if (sel[i])
-                        keep[k2++] = i;
-                for (int c = 0; st == HS_OK && c < tb->n_cols; c++) {
-                    hs_column *tc = NULL;
-                    st = hs_col_take(tb->cols[c], keep, k2, &tc, err);
-                    if (st == HS_OK)
-                        st = hs_col_append_column(g->rows->cols[c], tc, err);
-                    hs_col_free(tc);
-                }
-                if (st == HS_OK)
-                    g->rows->n_rows += k2;
-                hs_free(sel);
-            } else if (st == HS_OK) {
-                st = batch_append(&g->rows, tb, err);
-            }
-            hs_batch_free(tb);
-            hs_free(keep);
-            hs_batch_free(b);
-        }
-        if (src.close)
-            src.close(src.ctx);
-        hs_field_clear(&src.schema);
-    }
-    /* the transaction's added rows: _file null, _pos = index */
-    for (size_t i = 0; st == HS_OK && x->added && i < x->added_dead.len; i++) {
-        if (x->added_dead.data[i])
-            continue;
-        int64_t idx = (int64_t)i, one = -1;
-        for (int c = 0; st == HS_OK && c < nt; c++) {
-            hs_column *tc = NULL;
-            st = hs_col_take(x->added->cols[c], &idx, 1, &tc, err);
-            if (st == HS_OK)
-                st = hs_col_append_column(g->rows->cols[c], tc, err);
-            hs_col_free(tc);
-        }
-        hs_column *rid = NULL;
-        if (st == HS_OK)
-            st = hs_col_take(x->added->cols[nt], &idx, 1, &rid, err);
-        if (st == HS_OK && (hs_col_append_null(g->rows->cols[nt]) != HS_OK ||
-                            hs_col_append_fixed(g->rows->cols[nt + 1], &idx) != HS_OK))
-            st = hs_err_nomem(err, 8);
-        if (st == HS_OK)
-            st = hs_col_append_column(g->rows->cols[nt + 2], rid, err);
-        hs_col_free(rid);
-        (void)one;
-        if (st == HS_OK)
-            g->rows->n_rows++;
-    }
-    hs_field_clear(&schema);
-    return st;
-}
-
-/* Deletes target row i (of g->rows). */
-static hs_status target_delete(txn *x, const target *g, int64_t i, hs_error *err)
-{
-    const hs_column *fc = g->rows->cols[g->nt], *pc = g->rows->cols[g->nt + 1];
-    int64_t pos = HS_COL_VALUES(pc, int64_t)[i];
-    if (!hs_col_is_valid(fc, i))
-        return txn_delete(x, NULL, pos, err);
-    const int32_t *off = HS_COL_OFFSETS(fc);
-    size_t len = (size_t)(off[i + 1] - off[i]);
-    char *path = hs_malloc(len + 1);
-    if (!path)
-        return hs_err_nomem(err, len);
-    memcpy(path, fc->values.data + off[i], len);
-    path[len] = 0;
-    hs_status st = txn_delete(x, path, pos, err);
-    hs_free(path);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* assignment casts                                                    */
-
-/* PostgreSQL's name of the type of f, into buf (with typmods for
- * decimals: *p, *s >= 0), or NULL when it has none we cast to. */
-static const char *pg_type_name(const hs_field *f, int *p, int *s)
-{
-    *p = *s = -1;
-    switch (f->type) {
-    case HS_TYPE_BOOL: return "bool";
-    case HS_TYPE_INT8: case HS_TYPE_INT16: return "int2";
-    case HS_TYPE_INT32: return "int4";
-    case HS_TYPE_INT64: return "int8";
-    case HS_TYPE_FLOAT32: return "float4";
-    case HS_TYPE_FLOAT64: return "float8";
-    case HS_TYPE_DECIMAL128: *p = f->precision; *s = f->scale; return "numeric";
-    case HS_TYPE_STRING: return "text";
-    case HS_TYPE_BINARY: return "bytea";
-    case HS_TYPE_DATE32: return "date";
-    case HS_TYPE_TIME64: return "time";
-    case HS_TYPE_TIMESTAMP: return f->tz ? "timestamptz" : "timestamp";
-    case HS_TYPE_FIXED_BINARY: return f->ext == HS_EXT_UUID ? "uuid" : NULL;
-    case HS_TYPE_LIST:
-    case HS_TYPE_FIXED_LIST:   /* pgvector's column forms (docs/sql.md) */
-        if (f->n_children == 1 && f->children[0].type == HS_TYPE_FLOAT32)
-            return "vector";
-        if (f->n_children == 1 && f->children[0].type == HS_TYPE_FLOAT16)
-            return "halfvec";
-        return NULL;
-    default: return NULL;
-    }
-}
-
-static bool is_numeric(hs_type t)
-{
-    return (t >= HS_TYPE_INT8 && t <= HS_TYPE_FLOAT64) || t == HS_TYPE_DECIMAL128;
-}
-
-/* The class of a type for assignment casts: 'n' numbers, 's' text, 'b'
- * boolean, 'd' dates and timestamps, 't' time, 'v' vectors, 'x' bytea,
- * 'u' uuid, 'o' others. */
-static char type_class(const hs_field *f)
-{
-    int p, s;
-    const char *nm = pg_type_name(f, &p, &s);
-    if (is_numeric(f->type))
-        return 'n';
-    switch (f->type) {
-    case HS_TYPE_STRING: return 's';
-    case HS_TYPE_BOOL: return 'b';
-    case HS_TYPE_DATE32: case HS_TYPE_TIMESTAMP: return 'd';
-    case HS_TYPE_TIME32: case HS_TYPE_TIME64: return 't';
-    case HS_TYPE_BINARY: return 'x';
-    case HS_TYPE_FIXED_BINARY: return f->ext == HS_EXT_UUID ? 'u' : 'o';
-    default: return nm && (!strcmp(nm, "vector") || !strcmp(nm, "halfvec")) ? 'v' : 'o';
-    }
-}
-
-/* {"TypeCast": {"arg": arg (a new reference), "typeName": ...}} for type
- * `to`, or NULL when `to` has no cast target. */
-static json_t *cast_node(json_t *arg, const hs_field *to)
-{
-    int p, s;
-    const char *nm = pg_type_name(to, &p, &s);
-    if (!nm)
-        return NULL;
-    json_t *names = json_pack("[{s:{s:s}}]", "String", "sval", nm);
-    json_t *tn = json_pack("{s:o, s:i, s:i}", "names", names, "typemod", -1, "location", -1);
-    if (tn && p >= 0) {
-        json_t *mods = json_pack("[{s:{s:{s:i}, s:i}}, {s:{s:{s:i}, s:i}}]",
-                                 "A_Const", "ival", "ival", p, "location", -1,
-                                 "A_Const", "ival", "ival", s, "location", -1);
-        json_object_set_new(tn, "typmods", mods);
-    }
-    return json_pack("{s:{s:O, s:o, s:i}}", "TypeCast", "arg", arg, "typeName", tn,
-                     "location", -1);
-}
-
-/* Binds expression node (of the statement) for assignment into column `to`
- * (named col): bound as is when its type is `to`'s, else wrapped in a
- * cast.  strict: PostgreSQL's assignment rules (text expressions other
- * than literals and boolean <-> number are 42804). */
-static hs_status bind_assign(dctx *c, json_t *node, dscope *sc, const hs_field *to,
-                             const char *col, bool strict, ex_expr **out, hs_error *err)
-{
-    *out = NULL;
-    ex_scope scope = scope_of(sc);
-    ex_expr *e = NULL;
-    HS_TRY(ex_bind_json(node, c->text, &scope, false, &e, err));
-    const hs_field *ty = ex_type(e);
-    if (hs_field_same_type(ty, to, false)) {
-        *out = e;
-        return HS_OK;
-    }
-    const char *k = NULL;
-    json_t *body = NULL;
-    bool literal = sq_node(node, &k, &body) && !strcmp(k, "A_Const");
-    bool text_in = ty->type == HS_TYPE_STRING && to->type != HS_TYPE_STRING;
-    int p, s;
-    const char *tname = pg_type_name(to, &p, &s), *fname = pg_type_name(ty, &p, &s);
-    /* PostgreSQL's assignment casts: within numbers, within dates and
-     * timestamps, within vector types, anything to text, text (literals
-     * always; other text only when not strict) to anything */
-    char cf = type_class(ty), ct = type_class(to);
-    bool no_cast = ty->type != HS_TYPE_NA && cf != ct && ct != 's' && cf != 's';
-    if ((strict && text_in && !literal) || no_cast || !tname) {
-        ex_free(e);
-        int loc = body ? sq_loc(body) : -1;
-        return FAIL(c, HS_INVALID, "42804", loc, "column \"%s\" is of type %s but expression is "
-                    "of type %s", col, tname ? tname : "a nested type",
-                    fname ? fname : "a nested type");
-    }
-    ex_free(e);
-    json_t *cn = cast_node(node, to);
-    if (!cn)
-        return hs_err_nomem(err, 64);
-    hs_status st = ex_bind_json(cn, c->text, &scope, false, &e, err);
-    json_decref(cn);
-    HS_TRY(st);
-    if (!hs_field_same_type(ex_type(e), to, false)) {
-        ex_free(e);
-        return FAIL(c, HS_INVALID, "42804", -1, "column \"%s\": cannot assign a value of this "
-                    "type", col);
-    }
-    *out = e;
-    return HS_OK;
-}
-
-/* Evaluates e over b into a column of exactly type `to` (same physical
- * type; nullability checked: 23502). */
-static hs_status eval_assign(dctx *c, const ex_expr *e, const hs_batch *b, const hs_field *to,
-                             hs_column **out, hs_error *err)
-{
-    HS_TRY(ex_eval(e, b, out, err));
-    if ((*out)->type != to->type) {
-        hs_col_free(*out);
-        *out = NULL;
-        return FAIL(c, HS_INVALID, "42804", -1, "column \"%s\": the value has another type",
-                    to->name);
-    }
-    if (!to->nullable && (*out)->null_count > 0) {
-        hs_col_free(*out);
-        *out = NULL;
-        return FAIL(c, HS_INVALID, "23502", -1, "null value in column \"%s\" violates not-null "
-                    "constraint", to->name);
-    }
-    return HS_OK;
-}
-
-/* Casts column col (type from, named name) of n rows to `to`, for INSERT
- * ... SELECT/VALUES and COPY (text accepted for any type). */
-static hs_status cast_column(dctx *c, const hs_column *col, const hs_field *from,
-                             const hs_field *to, int64_t n, hs_column **out, hs_error *err)
-{
-    *out = NULL;
-    if (hs_field_same_type(from, to, false)) {
-        HS_TRY(hs_col_slice(col, 0, n, out, err));
-        if (!to->nullable && (*out)->null_count > 0) {
-            hs_col_free(*out);
-            *out = NULL;
-            return FAIL(c, HS_INVALID, "23502", -1, "null value in column \"%s\" violates "
-                        "not-null constraint", to->name);
-        }
-        return HS_OK;
-    }
-    dscope sc = {0};
-    hs_field one;
-    hs_field_init(&one, "", HS_TYPE_STRUCT, false);
-    hs_status st = push_field(&one, from, "v", err);
-    if (st == HS_OK)
-        st = dscope_add(&sc, &one, NULL, 0, err);
-    json_t *ref = json_pack("{s:{s:[{s:{s:s}}], s:i}}", "ColumnRef", "fields", "String", "sval",
-                            "v", "location", -1);
-    ex_expr *e = NULL;
-    if (st == HS_OK && !ref)
-        st = hs_err_nomem(err, 64);
-    if (st == HS_OK)
-        st = bind_assign(c, ref, &sc, to, to->name, false, &e, err);
-    json_decref(ref);
-    hs_batch *b = NULL;
-    hs_column *cp = NULL;
-    if (st == HS_OK)
-        st = hs_col_slice(col, 0, n, &cp, err);
-    if (st == HS_OK) {
-        hs_column *cols[1] = {cp};
-        st = mk_batch(&sc.schema, cols, 1, n, &b, err);
-    }
-    if (st == HS_OK)
-        st = eval_assign(c, e, b, to, out, err);
-    hs_batch_free(b);
-    ex_free(e);
-    dscope_clear(&sc);
-    hs_field_clear(&one);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* sources and joins                                                   */
-
-/* Plans the SelectStmt sel (borrowed) and reads its rows into one batch
- * (*out, never NULL on success, with the query's columns).  n_target >= 0
- * is the column count an INSERT expects: a mismatch fails before any row is
- * read. */
-static hs_status run_select(dctx *c, json_t *sel, int n_target, hs_batch **out, hs_error *err)
-{
-    *out = NULL;
-    xo_ctx *ctx = NULL;
-    xo_op *op = NULL;
-    hs_status st = sq_ctx_new(c->s, &ctx, err);
-    if (st == HS_OK)
-        st = sq_plan_query(c->s, ctx, sel, c->text, &op, err);
-    if (st == HS_OK && n_target >= 0 && op->schema.n_children > n_target)
-        st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more expressions than target columns");
-    if (st == HS_OK && n_target >= 0 && op->schema.n_children < n_target)
-        st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more target columns than expressions");
-    if (st == HS_OK)
-        st = hs_batch_create(&op->schema, 0, out, err);
-    while (st == HS_OK) {
-        hs_batch *b = NULL;
-        st = xo_next(op, &b, err);
-        if (st != HS_OK || !b)
-            break;
-        st = batch_append(out, b, err);
-        hs_batch_free(b);
-    }
-    xo_free(op);
-    sq_ctx_free(ctx);
-    if (st != HS_OK) {
-        hs_batch_free(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
-/* Plans SELECT * FROM <items> (a JSON array of FROM items, borrowed) and
- * reads it whole. */
-static hs_status load_source(dctx *c, json_t *items, hs_batch **out, hs_error *err)
-{
-    *out = NULL;
-    json_t *sel = json_pack("{s:[{s:{s:{s:{s:[{s:{}}], s:i}}, s:i}}], s:O, s:s, s:s}",
-                            "targetList", "ResTarget", "val", "ColumnRef", "fields", "A_Star",
-                            "location", -1, "location", -1, "fromClause", items,
-                            "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE");
-    if (!sel)
-        return hs_err_nomem(err, 64);
-    hs_status st = run_select(c, sel, -1, out, err);
-    json_decref(sel);
-    return st;
-}
-
-/* The qualifier of a FROM item: alias or relation name (RangeVar), alias
- * (subquery, function); NULL when none. */
-static const char *item_qual(const json_t *item)
-{
-    const char *k;
-    json_t *b;
-    if (!sq_node(item, &k, &b))
-        return NULL;
-    if (!strcmp(k, "RangeVar"))
-        return rel_qual(b);
-    json_t *al = json_object_get(b, "alias");
-    return al ? jstr(al, "aliasname") : NULL;
-}
-
-/* Hash key bytes of row i of column col (type f) appended to k: 1, or 0
- * when the value is null (never equal), -1 when out of memory.  Numbers
- * become doubles (so 1 = 1.0 hash alike); equal values give equal keys,
- * and the join condition is evaluated exactly afterwards. */
-static int key_bytes(const hs_column *col, const hs_field *f, int64_t i, hs_buf *k)
-{
-    bool ok = true;
-    if (!hs_col_is_valid(col, i))
-        return 0;
-    double d = 0;
-    bool num = true;
-    switch (f->type) {
-    case HS_TYPE_INT8: d = HS_COL_VALUES(col, int8_t)[i]; break;
-    case HS_TYPE_INT16: d = HS_COL_VALUES(col, int16_t)[i]; break;
-    case HS_TYPE_INT32: d = HS_COL_VALUES(col, int32_t)[i]; break;
-    case HS_TYPE_INT64: d = (double)HS_COL_VALUES(col, int64_t)[i]; break;
-    case HS_TYPE_FLOAT32: d = HS_COL_VALUES(col, float)[i]; break;
-    case HS_TYPE_FLOAT64: d = HS_COL_VALUES(col, double)[i]; break;
-    case HS_TYPE_DECIMAL128: {
-        const uint8_t *p = col->values.data + (size_t)i * 16;
-        int64_t lo;
-        memcpy(&lo, p, 8);
-        d = (double)lo / pow(10, f->scale);
-        break;
-    }
-    default: num = false;
-    }
-    if (num) {
-        if (d == 0)
-            d = 0;   /* -0 */
-        ok = hs_buf_append(k, "n", 1) == HS_OK && hs_buf_append(k, &d, 8) == HS_OK;
-        return ok ? 1 : -1;
-    }
-    if (f->type == HS_TYPE_STRING || f->type == HS_TYPE_BINARY) {
-        const int32_t *off = HS_COL_OFFSETS(col);
-        uint32_t len = (uint32_t)(off[i + 1] - off[i]);
-        ok = hs_buf_append(k, "s", 1) == HS_OK && hs_buf_append(k, &len, 4) == HS_OK &&
-             (len == 0 || hs_buf_append(k, col->values.data + off[i], len) == HS_OK);
-        return ok ? 1 : -1;
-    }
-    if (col->width > 0 && f->n_children == 0) {
-        ok = hs_buf_append(k, "f", 1) == HS_OK &&
-             hs_buf_append(k, col->values.data + (size_t)i * (size_t)col->width,
-                           (size_t)col->width) == HS_OK;
-        return ok ? 1 : -1;
-    }
-    return 0;
-}
-
-static bool hashable_pair(const hs_field *a, const hs_field *b)
-{
-    if (is_numeric(a->type) && is_numeric(b->type))
-        return true;
-    if ((a->type == HS_TYPE_STRING || a->type == HS_TYPE_BINARY) && a->type == b->type)
-        return true;
-    return a->n_children == 0 && b->n_children == 0 && hs_field_equals(a, b, false, false) &&
-           a->type != HS_TYPE_BOOL;
-}
-
-/* Equality conjuncts col(left side) = col(right side) of cond, as
- * positions: lk[i] < n_left <= rk[i]. */
-static void equi_keys(dscope *sc, int n_left, const json_t *cond, int *lk, int *rk, int *nk,
-                      int max)
-{
-    const char *k;
-    json_t *b;
-    if (!cond || !sq_node(cond, &k, &b))
-        return;
-    if (!strcmp(k, "BoolExpr")) {
-        const char *op = jstr(b, "boolop");
-        if (!op || strcmp(op, "AND_EXPR") != 0)
-            return;
-        json_t *args = json_object_get(b, "args");
-        for (size_t i = 0; i < json_array_size(args); i++)
-            equi_keys(sc, n_left, json_array_get(args, i), lk, rk, nk, max);
-        return;
-    }
-    if (strcmp(k, "A_Expr") != 0 || *nk >= max)
-        return;
-    const char *kind = jstr(b, "kind");
-    json_t *name = json_object_get(b, "name");
-    if (!kind || strcmp(kind, "AEXPR_OP") != 0 || json_array_size(name) != 1)
-        return;
-    const char *op = sq_str(json_array_get(name, 0));
-    if (!op || strcmp(op, "=") != 0)
-        return;
-    int pos[2];
-    const char *sides[2] = {"lexpr", "rexpr"};
-    for (int s = 0; s < 2; s++) {
-        json_t *ref = NULL;
-        const char *rk2;
-        if (!sq_node(json_object_get(b, sides[s]), &rk2, &ref) || strcmp(rk2, "ColumnRef") != 0)
-            return;
-        json_t *fields = json_object_get(ref, "fields");
-        size_t n = json_array_size(fields);
-        if (n < 1 || n > 3)
-            return;
-        const char *names[3];
-        for (size_t i = 0; i < n; i++)
-            if (!(names[i] = sq_str(json_array_get(fields, i))))
-                return;
-        pos[s] = dscope_column(sc, names, (int)n);
-        if (pos[s] < 0)
-            return;
-    }
-    int l = pos[0] < pos[1] ? pos[0] : pos[1], r = pos[0] < pos[1] ? pos[1] : pos[0];
-    if (l >= n_left || r < n_left)
-        return;
-    if (!hashable_pair(&sc->schema.children[l], &sc->schema.children[r]))
-        return;
-    lk[*nk] = l;
-    rk[*nk] = r;
-    (*nk)++;
-}
-
-#define PAIR_CHUNK 65536
-
-/* Pair batch: L rows li[0..n) ++ R rows ri[0..n) (-1 = null row), schema
- * sc->schema (nl + nr columns). */
-static hs_status pair_batch(const dscope *sc, const hs_batch *L, const hs_batch *R,
-                            const int64_t *li, const int64_t *ri, int64_t n, hs_batch **out,
-                            hs_error *err)
-{
-    int nl = L->n_cols, nr = R ? R->n_cols : 0;
-    hs_column **cols = hs_calloc((size_t)(nl + nr) + 1, sizeof *cols);
-    if (!cols)
-        return hs_err_nomem(err, 64);
-    hs_status st = take_cols(L, 0, nl, li, n, cols, err);
-    if (st == HS_OK && nr) {
-        st = take_cols(R, 0, nr, ri, n, cols + nl, err);
-        if (st != HS_OK)
-            for (int i = 0; i < nl; i++)
-                hs_col_free(cols[i]);
-    }
-    if (st == HS_OK)
-        st = mk_batch(&sc->schema, cols, nl + nr, n, out, err);
-    hs_free(cols);
-    return st;
-}
-
-static bool has_sublink(const json_t *j, int depth)
-{
-    if (depth > 400 || !j)
-        return false;
-    const char *k;
-    json_t *b, *v;
-    if (sq_node(j, &k, &b) && !strcmp(k, "SubLink"))
-        return true;
-    if (json_is_array(j)) {
-        for (size_t i = 0; i < json_array_size(j); i++)
-            if (has_sublink(json_array_get(j, i), depth + 1))
-                return true;
-    } else if (json_is_object(j)) {
-        const char *key;
-        json_object_foreach((json_t *)j, key, v)
-            if (has_sublink(v, depth + 1))
-                return true;
-    }
-    return false;
-}
-
-/* node (with subqueries that read the rows of b, named by sc) evaluated per
- * row of b: *out a column of b->n_rows values (caller frees). */
-static hs_status eval_with_sublinks(dctx *c, const dscope *sc, const hs_batch *b, json_t *node,
-                                    hs_column **out, hs_error *err)
-{
-    const char **quals = hs_calloc((size_t)sc->n + 1, sizeof *quals);
-    bool *hidden = hs_calloc((size_t)sc->n + 1, sizeof *hidden);
-    hs_status st = quals && hidden ? HS_OK : hs_err_nomem(err, 64);
-    if (st == HS_OK && sc->n != b->n_cols)
-        st = hs_err_set(err, HS_INTERNAL, "correlated subqueries: %d names for %d columns", sc->n, b->n_cols);
-    for (int i = 0; st == HS_OK && i < sc->n; i++) {
-        quals[i] = sc->cols[i].qual;
-        hidden[i] = sc->cols[i].hidden;
-    }
-    if (st == HS_OK)
-        st = sq_eval_correlated(c->s, c->text, b, quals, hidden, &node, 1, out, err);
-    hs_free(quals);
-    hs_free(hidden);
-    return st;
-}
-
-/* Pairs (li, ri) of L x R for which cond (bound on sc: L's columns then
- * R's) is TRUE, in order of L then R.  Candidates come from a hash of R on
- * the equality conjuncts when there are any. */
-static hs_status join_pairs(dctx *c, dscope *sc, const hs_batch *L, const hs_batch *R,
-                            json_t *cond, hs_buf *lo, hs_buf *ro, hs_error *err)
-{
-    ex_expr *e = NULL;
-    ex_scope scope = scope_of(sc);
-    if (cond)
-        HS_TRY(ex_bind_json(cond, c->text, &scope, true, &e, err));
-    int lk[16], rk[16], nk = 0;
-    equi_keys(sc, L->n_cols, cond, lk, rk, &nk, 16);
-    hs_buf cl = {0}, cr = {0};   /* candidate pairs */
-    hs_status st = HS_OK;
-    int64_t *next = NULL;
-    hs_map heads = {0};
-    hs_buf key = {0};
-    if (nk > 0) {
-        next = hs_malloc((size_t)R->n_rows * 8 + 8);
-        if (!next)
-            st = hs_err_nomem(err, (size_t)R->n_rows * 8);
-        for (int64_t j = R->n_rows - 1; st == HS_OK && j >= 0; j--) {
-            hs_buf_reset(&key);
-            int ok = 1;
-            for (int k = 0; k < nk && ok == 1; k++)
-                ok = key_bytes(R->cols[rk[k] - L->n_cols], &sc->schema.children[rk[k]], j, &key);
-            next[j] = -1;
-            if (ok < 0)
-                st = hs_err_nomem(err, key.len);
-            if (ok != 1)
-                continue;
-            uint64_t h;
-            if (hs_map_get(&heads, key.data, key.len, &h))
-                next[j] = (int64_t)h;
-            if (hs_map_put(&heads, key.data, key.len, (uint64_t)j) != HS_OK)
-                st = hs_err_nomem(err, key.len);
-        }
-        for (int64_t i = 0; st == HS_OK && i < L->n_rows; i++) {
-            hs_buf_reset(&key);
-            int ok = 1;
-            for (int k = 0; k < nk && ok == 1; k++)
-                ok = key_bytes(L->cols[lk[k]], &sc->schema.children[lk[k]], i, &key);
-            uint64_t h;
-            if (ok < 0)
-                st = hs_err_nomem(err, key.len);
-            if (ok != 1 || !hs_map_get(&heads, key.data, key.len, &h))
-                continue;
-            for (int64_t j = (int64_t)h; j >= 0 && st == HS_OK; j = next[j])
-                if (HS_VEC_PUSH(&cl, int64_t, i) != HS_OK || HS_VEC_PUSH(&cr, int64_t, j) != HS_OK)
-                    st = hs_err_nomem(err, 16);
-        }
-    }
-    /* evaluate the condition on candidate pairs, a chunk at a time */
-    int64_t n_all = nk > 0 ? (int64_t)HS_VEC_LEN(&cl, int64_t) : L->n_rows * R->n_rows;
-    int64_t *li = hs_malloc(PAIR_CHUNK * 8), *ri = hs_malloc(PAIR_CHUNK * 8);
-    uint8_t *sel = hs_malloc(PAIR_CHUNK);
-    if (st == HS_OK && (!li || !ri || !sel))
-        st = hs_err_nomem(err, PAIR_CHUNK * 8);
-    for (int64_t off = 0; st == HS_OK && off < n_all; off += PAIR_CHUNK) {
-        int64_t n = n_all - off < PAIR_CHUNK ? n_all - off : PAIR_CHUNK;
-        st = check_cancel(c, err);
-        if (st != HS_OK)
-            break;
-        for (int64_t k = 0; k < n; k++) {
-            if (nk > 0) {
-                li[k] = HS_VEC_AT(&cl, int64_t, off + k);
-                ri[k] = HS_VEC_AT(&cr, int64_t, off + k);
-            } else {
-                li[k] = (off + k) / R->n_rows;
-                ri[k] = (off + k) % R->n_rows;
-            }
-        }
-        int64_t m = n;
-        if (e) {
-            hs_batch *pb = NULL;
-            st = pair_batch(sc, L, R, li, ri, n, &pb, err);
-            if (st == HS_OK)
-                st = ex_eval_filter(e, pb, NULL, sel, &m, err);
-            hs_batch_free(pb);
-        } else {
-            memset(sel, 1, (size_t)n);
-        }
-        for (int64_t k = 0; st == HS_OK && k < n; k++)
-            if (sel[k] && (HS_VEC_PUSH(lo, int64_t, li[k]) != HS_OK ||
-                           HS_VEC_PUSH(ro, int64_t, ri[k]) != HS_OK))
-                st = hs_err_nomem(err, 16);
-    }
-    hs_free(li);
-    hs_free(ri);
-    hs_free(sel);
-    hs_free(next);
-    hs_map_free(&heads);
-    hs_buf_free(&key);
-    hs_buf_free(&cl);
-    hs_buf_free(&cr);
-    ex_free(e);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* writing rows                                                        */
-
-/* Index of table column `name` in x->tschema, or -1. */
-/* join_pairs for a condition with subqueries (reading the target's and
- * the source's columns): the conjuncts without any pair the rows, those
- * with are evaluated per pair by the planner (sq_eval_correlated). */
-static hs_status join_pairs_sub(dctx *c, dscope *sc, const hs_batch *L, const hs_batch *R,
-                                json_t *cond, hs_buf *lo, hs_buf *ro, hs_error *err)
-{
-    if (!cond || !has_sublink(cond, 0))
-        return join_pairs(c, sc, L, R, cond, lo, ro, err);
-    const char *k;
-    json_t *b;
-    bool and = sq_node(cond, &k, &b) && !strcmp(k, "BoolExpr") && jstr(b, "boolop") &&
-               !strcmp(jstr(b, "boolop"), "AND_EXPR");
-    json_t *args = and ? json_object_get(b, "args") : NULL;
-    json_t *plain = json_array(), *subs = json_array();
-    hs_status st = plain && subs ? HS_OK : hs_err_nomem(err, 64);
-    for (size_t i = 0; st == HS_OK && i < (and ? json_array_size(args) : 1); i++) {
-        json_t *x = and ? json_array_get(args, i) : cond;
-        if (json_array_append(has_sublink(x, 0) ? subs : plain, x) != 0)
-            st = hs_err_nomem(err, 64);
-    }
-    json_t *pc = NULL, *sq = NULL;
-    if (st == HS_OK) {
-        pc = json_array_size(plain) == 0 ? NULL
-           : json_array_size(plain) == 1 ? json_incref(json_array_get(plain, 0))
-           : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", plain, "location", -1);
-        sq = json_array_size(subs) == 1 ? json_incref(json_array_get(subs, 0))
-           : json_pack("{s:{s:s,s:O,s:i}}", "BoolExpr", "boolop", "AND_EXPR", "args", subs, "location", -1);
-        if ((json_array_size(plain) && !pc) || !sq)
-            st = hs_err_nomem(err, 64);
-    }
-    hs_buf l0 = {0}, r0 = {0};
-    if (st == HS_OK)
-        st = join_pairs(c, sc, L, R, pc, &l0, &r0, err);
-    int64_t n = (int64_t)HS_VEC_LEN(&l0, int64_t);
-    hs_batch *pb = NULL;
-    hs_column *v = NULL;
-    if (st == HS_OK && n > 0)
-        st = pair_batch(sc, L, R, (const int64_t *)l0.data, (const int64_t *)r0.data, n, &pb, err);
-    if (st == HS_OK && n > 0)
-        st = eval_with_sublinks(c, sc, pb, sq, &v, err);
-    if (st == HS_OK && v && v->type != HS_TYPE_BOOL)
-        st = FAIL(c, HS_INVALID, "42804", -1, "argument of WHERE must be type boolean");
-    for (int64_t i = 0; st == HS_OK && v && i < n; i++)
-        if (hs_col_is_valid(v, i) && hs_bit_get(v->values.data, i) &&
-            (HS_VEC_PUSH(lo, int64_t, HS_VEC_AT(&l0, int64_t, i)) != HS_OK ||
-             HS_VEC_PUSH(ro, int64_t, HS_VEC_AT(&r0, int64_t, i)) != HS_OK))
-            st = hs_err_nomem(err, 16);
-    hs_col_free(v);
-    hs_batch_free(pb);
-    hs_buf_free(&l0);
-    hs_buf_free(&r0);
-    json_decref(pc);
-    json_decref(sq);
-    json_decref(plain);
-    json_decref(subs);
-    return st;
-}
-
-static int table_col(const txn *x, const char *name)
-{
-    for (int i = 0; i < x->tschema.n_children; i++)
-        if (!strcmp(x->tschema.children[i].name, name))
-            return i;
-    for (int i = 0; i < x->tschema.n_children; i++)
-        if (!strcasecmp(x->tschema.children[i].name, name))
-            return i;
-    return -1;
-}
-
-/* Checks a SET list / INSERT column list (ResTarget nodes): known, distinct,
- * plain columns.  cols[k] = table column of entry k. */
-static hs_status assign_targets(dctx *c, const txn *x, json_t *list, bool with_values,
-                                int *cols, hs_error *err)
-{
-    size_t n = json_array_size(list);
-    for (size_t k = 0; k < n; k++) {
-        const char *kind;
-        json_t *rt;
-        if (!sq_node(json_array_get(list, k), &kind, &rt) || strcmp(kind, "ResTarget") != 0)
-            return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "unsupported assignment target");
-        const char *name = jstr(rt, "name");
-        int loc = sq_loc(rt);
-        if (json_object_get(rt, "indirection"))
-            return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "assignment to a field or element of "
-                        "column \"%s\" is not supported", name ? name : "");
-        const char *vk;
-        json_t *vb;
-        if (with_values && sq_node(json_object_get(rt, "val"), &vk, &vb) &&
-            !strcmp(vk, "MultiAssignRef"))
-            return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "multiple-column assignment (a, b) = "
-                        "(...) is not supported");
-        int col = name ? table_col(x, name) : -1;
-        if (col < 0)
-            return FAIL(c, HS_NOT_FOUND, "42703", loc, "column \"%s\" of relation \"%s\" does "
-                        "not exist", name ? name : "", x->tname);
-        for (size_t j = 0; j < k; j++)
-            if (cols[j] == col)
-                return FAIL(c, HS_INVALID, "42601", loc, "multiple assignments to same column "
-                            "\"%s\"", name);
-        cols[k] = col;
-    }
-    return HS_OK;
-}
-
-/* A column of n nulls of type f (23502 when f is required). */
-static hs_status null_column(dctx *c, const hs_field *f, int64_t n, hs_column **out,
-                             hs_error *err)
-{
-    *out = NULL;
-    if (!f->nullable && n > 0)
-        return FAIL(c, HS_INVALID, "23502", -1, "null value in column \"%s\" violates not-null "
-                    "constraint", f->name);
-    HS_TRY(hs_col_create(f, n, out, err));
-    if (hs_col_append_nulls(*out, n) != HS_OK) {
-        hs_col_free(*out);
-        *out = NULL;
-        return hs_err_nomem(err, (size_t)n);
-    }
-    return HS_OK;
-}
-
-/* Adds rows built from cols[0..nt) (taken) plus _row_id (taken; NULL =
- * nulls) to the transaction. */
-static hs_status add_rows(txn *x, hs_column **cols, hs_column *rid, int64_t n, hs_error *err)
-{
-    int nt = x->tschema.n_children;
-    hs_status st = HS_OK;
-    if (!rid) {
-        st = hs_col_create(&x->added->schema.children[nt], n, &rid, err);
-        if (st == HS_OK && hs_col_append_nulls(rid, n) != HS_OK)
-            st = hs_err_nomem(err, (size_t)n);
-    }
-    hs_column **all = hs_calloc((size_t)nt + 2, sizeof *all);
-    if (st == HS_OK && !all)
-        st = hs_err_nomem(err, 64);
-    if (st != HS_OK) {
-        for (int i = 0; i < nt; i++)
-            hs_col_free(cols[i]);
-        hs_col_free(rid);
-        hs_free(all);
-        return st;
-    }
-    for (int i = 0; i < nt; i++)
-        all[i] = cols[i];
-    all[nt] = rid;
-    hs_batch *b = NULL;
-    st = mk_batch(&x->added->schema, all, nt + 1, n, &b, err);
-    hs_free(all);
-    if (st == HS_OK)
-        st = txn_add(x, b, err);
-    hs_batch_free(b);
-    return st;
-}
-
-/* RETURNING: evaluates the statement's list over b (rows in scope sc:
- * the rows deleted, the new versions of updated rows, the rows inserted)
- * and appends the result to c->ret.  Called also for no rows, so that an
- * empty result has its columns. */
-static hs_status returning_add(dctx *c, dscope *sc, const hs_batch *b, hs_error *err)
-{
-    size_t n_list = json_array_size(c->returning);
-    if (!n_list)
-        return HS_OK;
-    hs_field rs;
-    hs_field_init(&rs, "", HS_TYPE_STRUCT, false);
-    hs_buf cols = {0};   /* hs_column * */
-    hs_status st = HS_OK;
-    ex_scope scope = scope_of(sc);
-    for (size_t k = 0; st == HS_OK && k < n_list; k++) {
-        const char *kind;
-        json_t *rt, *vb;
-        if (!sq_node(json_array_get(c->returning, k), &kind, &rt) || strcmp(kind, "ResTarget"))
-            continue;
-        json_t *val = json_object_get(rt, "val");
-        const char *alias = jstr(rt, "name");
-        json_t *fields = sq_node(val, &kind, &vb) && !strcmp(kind, "ColumnRef")
-                             ? json_object_get(vb, "fields") : NULL;
-        size_t nf = json_array_size(fields);
-        const char *k2;
-        json_t *b2;
-        if (nf && sq_node(json_array_get(fields, nf - 1), &k2, &b2) && !strcmp(k2, "A_Star")) {
-            const char *qual = nf >= 2 ? sq_str(json_array_get(fields, nf - 2)) : NULL;
-            int found = 0;
-            for (int i = 0; st == HS_OK && i < sc->n; i++) {
-                const dcol *dc = &sc->cols[i];
-                if (dc->hidden || (qual && (!dc->qual || strcmp(dc->qual, qual) != 0)))
-                    continue;
-                hs_column *col = NULL;
-                found++;
-                st = hs_col_slice(b->cols[i], 0, b->n_rows, &col, err);
-                if (st == HS_OK && HS_VEC_PUSH(&cols, hs_column *, col) != HS_OK) {
-                    hs_col_free(col);
-                    st = hs_err_nomem(err, 8);
-                }
-                if (st == HS_OK)
-                    st = push_field(&rs, &sc->schema.children[i], NULL, err);
-            }
-            if (st == HS_OK && !found)
-                st = FAIL(c, HS_NOT_FOUND, "42P01", sq_loc(vb), "missing FROM-clause entry for "
-                          "table \"%s\"", qual ? qual : "");
-            continue;
-        }
-        ex_expr *e = NULL;
-        hs_column *col = NULL;
-        st = ex_bind_json(val, c->text, &scope, false, &e, err);
-        if (st == HS_OK)
-            st = ex_eval(e, b, &col, err);
-        const char *name = alias ? alias
-                           : nf ? sq_str(json_array_get(fields, nf - 1)) : NULL;
-        if (st == HS_OK)
-            st = push_field(&rs, ex_type(e), name ? name : "?column?", err);
-        if (st == HS_OK && HS_VEC_PUSH(&cols, hs_column *, col) != HS_OK)
-            st = hs_err_nomem(err, 8);
-        else if (st == HS_OK)
-            col = NULL;
-        hs_col_free(col);
-        ex_free(e);
-    }
-    int n = (int)HS_VEC_LEN(&cols, hs_column *);
-    hs_batch *res = NULL;
-    if (st == HS_OK) {
-        renumber(&rs);
-        for (int i = 0; i < rs.n_children; i++)
-            rs.children[i].nullable = true;
-        st = mk_batch(&rs, (hs_column **)cols.data, n, b->n_rows, &res, err);
-    } else {
-        for (int i = 0; i < n; i++)
-            hs_col_free(HS_VEC_AT(&cols, hs_column *, i));
-    }
-    if (st == HS_OK)
-        st = batch_append(&c->ret, res, err);
-    hs_batch_free(res);
-    hs_buf_free(&cols);
-    hs_field_clear(&rs);
-    return st;
-}
-
-/* UPDATE (and MERGE's UPDATE): pb is a batch in scope sc (the target's
- * columns first, as in g->rows) whose row k is target row trow[k]; SET
- * list `set`.  Deletes those target rows and adds their new versions. */
-/* The value of expression val (bound on sc) for the n rows of b, assigned
- * to a column of type `to` (PostgreSQL's assignment rules, bind_assign);
- * subqueries that read b's rows are evaluated per row by the planner and
- * assigned as a column of their type. */
-static hs_status assign_column(dctx *c, json_t *val, dscope *sc, const hs_batch *b, const hs_field *to,
-                               int64_t n, hs_column **out, hs_error *err)
-{
-    ex_expr *e = NULL;
-    hs_status st;
-    if (!has_sublink(val, 0)) {
-        st = bind_assign(c, val, sc, to, to->name, true, &e, err);
-        if (st == HS_OK)
-            st = eval_assign(c, e, b, to, out, err);
-        ex_free(e);
-        return st;
-    }
-    if (n == 0)
-        return null_column(c, to, 0, out, err);
-    hs_column *v = NULL;
-    hs_batch *vb1 = NULL;
-    dscope one = {0};
-    hs_field vs, vf;
-    hs_field_init(&vs, "", HS_TYPE_STRUCT, false);
-    st = eval_with_sublinks(c, sc, b, val, &v, err);
-    if (st == HS_OK) {
-        hs_field_init(&vf, "\x01v", v->type, true);
-        st = hs_field_add_child(&vs, &vf) == HS_OK ? HS_OK : hs_err_nomem(err, 64);
-        if (st != HS_OK)
-            hs_field_clear(&vf);
-    }
-    json_t *ref = json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", "\x01v",
-                            "location", -1);
-    if (st == HS_OK && !ref)
-        st = hs_err_nomem(err, 64);
-    if (st == HS_OK)
-        st = dscope_add(&one, &vs, NULL, 0, err);
-    if (st == HS_OK) {
-        hs_column *cv = v;
-        v = NULL;
-        st = mk_batch(&one.schema, &cv, 1, n, &vb1, err);   /* the scope's field ids */
-    }
-    if (st == HS_OK)
-        st = bind_assign(c, ref, &one, to, to->name, true, &e, err);
-    if (st == HS_OK)
-        st = eval_assign(c, e, vb1, to, out, err);
-    ex_free(e);
-    json_decref(ref);
-    hs_batch_free(vb1);
-    hs_col_free(v);
-    dscope_clear(&one);
-    hs_field_clear(&vs);
-    return st;
-}
-
-static hs_status write_updates(dctx *c, txn *x, const target *g, dscope *sc, const hs_batch *pb,
-                               const int64_t *trow, int64_t n, json_t *set, hs_error *err)
-{
-    int nt = g->nt;
-    size_t n_set = json_array_size(set);
-    int *cols = hs_calloc(n_set + 1, sizeof *cols);
-    hs_column **nc = hs_calloc((size_t)nt + 1, sizeof *nc);
-    hs_status st = cols && nc ? HS_OK : hs_err_nomem(err, 64);
-    if (st == HS_OK)
-        st = assign_targets(c, x, set, true, cols, err);
-    for (size_t k = 0; st == HS_OK && k < n_set; k++) {
-        const char *kind;
-        json_t *rt, *vb;
-        (void)sq_node(json_array_get(set, k), &kind, &rt);
-        json_t *val = json_object_get(rt, "val");
-        const hs_field *to = &x->tschema.children[cols[k]];
-        if (sq_node(val, &kind, &vb) && !strcmp(kind, "SetToDefault")) {
-            st = null_column(c, to, n, &nc[cols[k]], err);
-            continue;
-        }
-        st = assign_column(c, val, sc, pb, to, n, &nc[cols[k]], err);
-    }
-    /* unchanged columns and the row ids come from the target rows */
-    for (int i = 0; st == HS_OK && i < nt; i++)
-        if (!nc[i])
-            st = hs_col_take(g->rows->cols[i], trow, n, &nc[i], err);
-    if (st == HS_OK && json_array_size(c->returning)) {
-        /* the new versions, in pb's layout */
-        hs_column **rc = hs_calloc((size_t)pb->n_cols + 1, sizeof *rc);
-        hs_batch *nb = NULL;
-        if (!rc)
-            st = hs_err_nomem(err, 64);
-        for (int i = 0; st == HS_OK && i < pb->n_cols; i++)
-            st = hs_col_slice(i < nt ? nc[i] : pb->cols[i], 0, n, &rc[i], err);
-        if (st == HS_OK)
-            st = mk_batch(&pb->schema, rc, pb->n_cols, n, &nb, err);
-        else
-            for (int i = 0; rc && i < pb->n_cols; i++)
-                hs_col_free(rc[i]);
-        hs_free(rc);
-        if (st == HS_OK)
-            st = returning_add(c, sc, nb, err);
-        hs_batch_free(nb);
-    }
-    hs_column *rid = NULL;
-    if (st == HS_OK)
-        st = hs_col_take(g->rows->cols[nt + 2], trow, n, &rid, err);
-    if (st == HS_OK) {
-        st = add_rows(x, nc, rid, n, err);
-        memset(nc, 0, (size_t)nt * sizeof *nc);
-    } else {
-        hs_col_free(rid);
-    }
-    for (int64_t k = 0; st == HS_OK && k < n; k++)
-        st = target_delete(x, g, trow[k], err);
-    for (int i = 0; i < nt; i++)
-        hs_col_free(nc[i]);
-    hs_free(nc);
-    hs_free(cols);
-    return st;
-}
-
-/* ------------------------------------------------------------------ */
-/* statements                                                          */
-
-/* ---- subqueries in expressions ----
- *
- * An uncorrelated subquery in WHERE, SET, ON or a MERGE clause runs once,
- * before binding, and its node is replaced by its value:
- *
- *   subquery                          becomes
- *   --------------------------------  ------------------------------------
- *   (SELECT one column, <= 1 row)     the value as a typed literal (NULL
- *                                     without rows; 21000 for two rows)
- *   EXISTS (SELECT ...)               true / false
- *   x IN (SELECT c ...), x = ANY      x IN (v1, v2, ...) - the same NULL
- *                                     semantics - or false without rows
- *
- * A correlated subquery (one that fails run alone with 42703: it reads the
- * target's columns), `x op ALL (...)` and `x op ANY (...)` but `= ANY` stay
- * in the tree; the planner evaluates them per target row or per (target,
- * source) pair (sq_eval_correlated: the decorrelated joins and the Apply
- * of a SELECT, so PostgreSQL's results, 21000 included): UPDATE's SET and
- * MERGE's INSERT values (assign_column), UPDATE / DELETE's WHERE
- * (where_rows; with FROM / USING join_pairs_sub filters the pairs),
- * MERGE's ON and WHEN conditions.
- */
-
-/* A typed literal: TypeCast('text' or NULL AS type of f). */
-static json_t *literal_node(const char *text, const hs_field *f)
-{
-    json_t *a = text ? json_pack("{s:{s:{s:s}, s:i}}", "A_Const", "sval", "sval", text,
-                                 "location", -1)
-                     : json_pack("{s:{s:b, s:i}}", "A_Const", "isnull", 1, "location", -1);
-    if (!a)
-        return NULL;
-    json_t *n = cast_node(a, f);
-    json_decref(a);
-    return n;
-}
-
-/* Runs the subselect of a SubLink (body) into one batch. */
-static hs_status run_subselect(dctx *c, json_t *body, hs_batch **out, hs_error *err)
-{
-    const char *k;
-    json_t *sel;
-    *out = NULL;
-    if (!sq_node(json_object_get(body, "subselect"), &k, &sel) || strcmp(k, "SelectStmt") != 0)
-        return FAIL(c, HS_UNSUPPORTED, "0A000", sq_loc(body), "unsupported subquery");
-    return run_select(c, sel, -1, out, err);
-}
-
-/* The replacement of one SubLink node (body); *out a new reference. */
-static hs_status sublink_value(dctx *c, json_t *body, json_t **out, hs_error *err)
-{
-    *out = NULL;
-    const char *type = jstr(body, "subLinkType");
-    int loc = sq_loc(body);
-    if (!type)
-        type = "";
-    bool exists = !strcmp(type, "EXISTS_SUBLINK"), expr = !strcmp(type, "EXPR_SUBLINK");
-    bool any = !strcmp(type, "ANY_SUBLINK");
-    json_t *opn = json_object_get(body, "operName");
-    if (any && opn && (json_array_size(opn) != 1 || !sq_str(json_array_get(opn, 0)) ||
-                       strcmp(sq_str(json_array_get(opn, 0)), "=") != 0))
-        any = false;
-    if (!exists && !expr && !any)
-        return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "this form of subquery is not supported in "
-                    "a data-modifying statement (scalar, EXISTS and IN subqueries are)");
-    hs_batch *b = NULL;
-    HS_TRY(run_subselect(c, body, &b, err));
-    hs_field boolf;
-    hs_field_init(&boolf, "", HS_TYPE_BOOL, true);
-    hs_status st = HS_OK;
-    if (exists) {
-        *out = literal_node(b->n_rows > 0 ? "t" : "f", &boolf);
-    } else if (b->n_cols != 1) {
-        st = FAIL(c, HS_INVALID, "42601", loc, "subquery must return only one column");
-    } else if (expr && b->n_rows > 1) {
-        st = FAIL(c, HS_INVALID, "21000", loc, "more than one row returned by a subquery used "
-                  "as an expression");
-    } else if (any && b->n_rows == 0) {
-        *out = literal_node("f", &boolf);
-    } else {
-        const hs_field *f = &b->schema.children[0];
-        int p, sc;
-        if (f->type != HS_TYPE_NA && !pg_type_name(f, &p, &sc))
-            st = FAIL(c, HS_UNSUPPORTED, "0A000", loc, "a subquery of this column type is not "
-                      "supported in a data-modifying statement");
-        hs_field textf;
-        hs_field_init(&textf, f->name, HS_TYPE_STRING, true);
-        hs_column *txt = NULL;
-        if (st == HS_OK && f->type != HS_TYPE_NA && b->n_rows > 0)
-            st = cast_column(c, b->cols[0], f, &textf, b->n_rows, &txt, err);
-        json_t *items = json_array();
-        if (st == HS_OK && !items)
-            st = hs_err_nomem(err, 64);
-        for (int64_t i = 0; st == HS_OK && i < (expr ? 1 : b->n_rows); i++) {
-            char *v = NULL;
-            if (txt && i < b->n_rows && hs_col_is_valid(txt, i)) {
-                const int32_t *off = HS_COL_OFFSETS(txt);
-                size_t len = (size_t)(off[i + 1] - off[i]);
-                v = hs_malloc(len + 1);
-                if (!v) {
-                    st = hs_err_nomem(err, len);
-                    break;
-                }
-                memcpy(v, txt->values.data + off[i], len);
-                v[len] = 0;
-            }
-            json_t *lit = f->type == HS_TYPE_NA
-                              ? json_pack("{s:{s:b, s:i}}", "A_Const", "isnull", 1, "location", -1)
-                              : literal_node(v, f);
-            hs_free(v);
-            if (!lit || json_array_append_new(items, lit) != 0)
-                st = hs_err_nomem(err, 64);
-        }
-        hs_col_free(txt);
-        hs_field_clear(&textf);
-        if (st == HS_OK && expr)
-            *out = json_incref(json_array_get(items, 0));
-        else if (st == HS_OK)
-            *out = json_pack("{s:{s:s, s:[{s:{s:s}}], s:O, s:{s:{s:O}}, s:i}}", "A_Expr", "kind",
-                             "AEXPR_IN", "name", "String", "sval", "=", "lexpr",
-                             json_object_get(body, "testexpr"), "rexpr", "List", "items", items,
-                             "location", loc);
-        json_decref(items);
-    }
-    hs_field_clear(&boolf);
-    hs_batch_free(b);
-    if (st == HS_OK && !*out)
-        st = hs_err_nomem(err, 64);
-    return st;
-}
-
-/* sublink_value for a subquery that runs once; *out NULL (and no error)
- * for one that reads the statement's rows (42703 run alone) or a form
- * sublink_value does not inline (op ALL, op ANY but =): it stays in the
- * tree, and where_rows / write_updates evaluate it per row through the
- * planner (sq_eval_correlated). */
-static hs_status sublink_once(dctx *c, json_t *body, json_t **out, hs_error *err)
-{
-    *out = NULL;
-    const char *type = jstr(body, "subLinkType");
-    json_t *opn = json_object_get(body, "operName");
-    bool eq_any = type && !strcmp(type, "ANY_SUBLINK") &&
-                  (!opn || (json_array_size(opn) == 1 && sq_str(json_array_get(opn, 0)) &&
-                            !strcmp(sq_str(json_array_get(opn, 0)), "=")));
-    const char *tk;
-    json_t *tb;
-    if (eq_any && sq_node(json_object_get(body, "testexpr"), &tk, &tb) && !strcmp(tk, "RowExpr"))
-        return HS_OK;   /* (a, b) IN (...): the planner's row comparison */
-    if (!type || (strcmp(type, "EXISTS_SUBLINK") && strcmp(type, "EXPR_SUBLINK") && !eq_any)) {
-        if (type && (!strcmp(type, "ALL_SUBLINK") || !strcmp(type, "ANY_SUBLINK")))
-            return HS_OK;
-        return sublink_value(c, body, out, err);   /* reports the form */
-    }
-    hs_status st = sublink_value(c, body, out, err);
-    if (st == HS_NOT_FOUND) {
-        sq_fail_clear(c->s, err);
-        return HS_OK;
-    }
-    return st;
-}
-
-/* Replaces the SubLink nodes in j (a JSON tree the caller owns), not
- * descending into the subqueries themselves. */
-static hs_status inline_sublinks(dctx *c, json_t *j, hs_error *err)
-{
-    if (json_is_array(j)) {
-        for (size_t i = 0; i < json_array_size(j); i++) {
-            json_t *v = json_array_get(j, i);
-            const char *k;
-            json_t *b;
-            if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
-                json_t *r = NULL;
-                HS_TRY(sublink_once(c, b, &r, err));
-                if (r)
-                    json_array_set_new(j, i, r);
-            } else {
-                HS_TRY(inline_sublinks(c, v, err));
-            }
-        }
-        return HS_OK;
-    }
-    if (!json_is_object(j))
-        return HS_OK;
-    const char *key;
-    json_t *v;
-    void *tmp;
-    json_object_foreach_safe(j, tmp, key, v) {
-        const char *k;
-        json_t *b;
-        if (sq_node(v, &k, &b) && !strcmp(k, "SubLink")) {
-            json_t *r = NULL;
-            HS_TRY(sublink_once(c, b, &r, err));
-            if (r)
-                json_object_set_new(j, key, r);
-        } else if (strcmp(key, "SubLink") != 0 && strcmp(key, "subselect") != 0) {
-            HS_TRY(inline_sublinks(c, v, err));
-        }
-    }
-    return HS_OK;
-}
-
-/* SET (a, b) = (x, y) and SET (a, b) = (SELECT x, y ...): each target's
- * MultiAssignRef becomes its own value, x for a (a row's element, or the
- * subquery reduced to that column; a set operation or `*` is read as a
- * derived table), in place. */
-static hs_status split_multiassign(dctx *c, json_t *list, hs_error *err)
-{
-    for (size_t k = 0; k < json_array_size(list); k++) {
-        const char *kind;
-        json_t *rt, *mb;
-        if (!sq_node(json_array_get(list, k), &kind, &rt) || strcmp(kind, "ResTarget") ||
-            !sq_node(json_object_get(rt, "val"), &kind, &mb) || strcmp(kind, "MultiAssignRef"))
-            continue;
-        json_int_t colno = json_integer_value(json_object_get(mb, "colno"));
-        json_int_t ncol = json_integer_value(json_object_get(mb, "ncolumns"));
-        json_t *src = json_object_get(mb, "source"), *sb, *sel;
-        int loc = sq_loc(rt);
-        json_t *val = NULL;
-        if (colno < 1 || colno > ncol)
-            continue;
-        if (sq_node(src, &kind, &sb) && !strcmp(kind, "RowExpr")) {
-            json_t *args = json_object_get(sb, "args");
-            if ((json_int_t)json_array_size(args) != ncol)
-                return FAIL(c, HS_INVALID, "42601", loc, "number of columns does not match number of values");
-            val = json_deep_copy(json_array_get(args, (size_t)colno - 1));
-        } else if (sq_node(src, &kind, &sb) && !strcmp(kind, "SubLink") && jstr(sb, "subLinkType") &&
-                   !strcmp(jstr(sb, "subLinkType"), "EXPR_SUBLINK") &&
-                   sq_node(json_object_get(sb, "subselect"), &kind, &sel) && !strcmp(kind, "SelectStmt")) {
-            json_t *tl = json_object_get(sel, "targetList");
-            const char *op = jstr(sel, "op");
-            bool plain = (!op || !strcmp(op, "SETOP_NONE")) && !json_object_get(sel, "valuesLists");
-            bool star = false;
-            for (size_t i = 0; i < json_array_size(tl); i++) {
-                json_t *v = json_object_get(json_object_get(json_array_get(tl, i), "ResTarget"), "val");
-                json_t *f = json_object_get(json_object_get(v, "ColumnRef"), "fields");
-                star |= f && json_object_get(json_array_get(f, json_array_size(f) - 1), "A_Star");
-            }
-            json_t *q;
-            if (plain && !star) {
-                if ((json_int_t)json_array_size(tl) != ncol)
-                    return FAIL(c, HS_INVALID, "42601", loc, "number of columns does not match number of values");
-                q = json_deep_copy(sel);
-                if (q && json_object_set_new(q, "targetList",
-                                             json_pack("[O]", json_array_get(tl, (size_t)colno - 1))) != 0) {
-                    json_decref(q);
-                    q = NULL;
-                }
-            } else {
-                json_t *names = json_array();
-                for (json_int_t i = 1; names && i <= ncol; i++) {
-                    char nm[24];
-                    snprintf(nm, sizeof nm, "c%lld", (long long)i);
-                    json_array_append_new(names, json_pack("{s:{s:s}}", "String", "sval", nm));
-                }
-                char cn[24];
-                snprintf(cn, sizeof cn, "c%lld", (long long)colno);
-                q = names ? json_pack("{s:[{s:{s:{s:{s:[{s:{s:s}},{s:{s:s}}],s:i}},s:i}}],"
-                                      "s:[{s:{s:{s:O},s:{s:s,s:o}}}],s:s,s:s}",
-                                      "targetList", "ResTarget", "val", "ColumnRef", "fields", "String", "sval",
-                                      "_hs_m", "String", "sval", cn, "location", -1, "location", -1,
-                                      "fromClause", "RangeSubselect", "subquery", "SelectStmt", sel,
-                                      "alias", "aliasname", "_hs_m", "colnames", names,
-                                      "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE")
-                          : NULL;
-            }
-            val = q ? json_pack("{s:{s:s,s:{s:o},s:i}}", "SubLink", "subLinkType", "EXPR_SUBLINK",
-                                "subselect", "SelectStmt", q, "location", sq_loc(sb))
-                    : NULL;
-        } else {
-            continue;   /* assign_targets reports it */
-        }
-        if (!val || json_object_set_new(rt, "val", val) != 0)
-            return hs_err_nomem(err, 64);
-    }
-    return HS_OK;
-}
-
-/* A copy of an UPDATE/DELETE/MERGE body with the subqueries of its
- * expressions inlined (FROM/USING items and the MERGE source are left to
- * the planner).  Caller json_decrefs *out. */
-static hs_status inline_body(dctx *c, const json_t *body, json_t **out, hs_error *err)
-{
-    *out = json_deep_copy(body);
-    if (!*out)
-        return hs_err_nomem(err, 64);
-    hs_status sm = split_multiassign(c, json_object_get(*out, "targetList"), err);
-    for (size_t k = 0; sm == HS_OK && k < json_array_size(json_object_get(*out, "mergeWhenClauses")); k++) {
-        json_t *wc = json_object_get(json_array_get(json_object_get(*out, "mergeWhenClauses"), k),
-                                     "MergeWhenClause");
-        sm = split_multiassign(c, json_object_get(wc, "targetList"), err);
-    }
-    if (sm != HS_OK) {
-        json_decref(*out);
-        *out = NULL;
-        return sm;
-    }
-    static const char *const keys[] = {"whereClause", "targetList", "joinCondition",
-                                       "mergeWhenClauses", "returningList"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        json_t *holder = json_object();   /* so that a root SubLink is replaced too */
-        json_t *v = json_object_get(*out, keys[i]);
-        if (!v) {
-            json_decref(holder);
-            continue;
-        }
-        hs_status st = holder ? HS_OK : hs_err_nomem(err, 64);
-        if (st == HS_OK && json_object_set(holder, "x", v) != 0)
-            st = hs_err_nomem(err, 64);
-        if (st == HS_OK)
-            st = inline_sublinks(c, holder, err);
-        if (st == HS_OK)
-            json_object_set(*out, keys[i], json_object_get(holder, "x"));
-        json_decref(holder);
-        if (st != HS_OK) {
-            json_decref(*out);
-            *out = NULL;
-            return st;
-        }
-    }
-    return HS_OK;
-}
-
-/* The target table of a statement: looked up, bound to the transaction,
- * its rows loaded. */
-/* For a WHERE on the target alone: *expr, the WHERE bound on the target's
- * rows (target_load keeps only the rows it holds for), and *text, its form
- * that the table scan's filter parser reads back, for pruning and indexes.
- * Either may be NULL (a WHERE that does not bind is reported later, by
- * where_rows).  Caller frees both. */
-static void prepare_where(dctx *c, const txn *x, const char *qual, json_t *where, char **text,
-                          ex_expr **expr)
-{
-    *text = NULL;
-    *expr = NULL;
-    if (!where)
-        return;
-    hs_error e2 = {0};
-    hs_field schema;
-    dscope sc = {0};
-    ex_expr *chk = NULL;
-    if (target_schema(x, &schema, &e2) == HS_OK && dscope_add(&sc, &schema, qual, 3, &e2) == HS_OK) {
-        ex_scope scope = scope_of(&sc);
-        if (ex_bind_json(where, c->text, &scope, true, expr, &e2) == HS_OK &&
-            ex_format(*expr, text, &e2) == HS_OK &&
-            ex_parse_filter(*text, &x->tschema, &chk, &e2) != HS_OK) {
-            hs_free(*text);
-            *text = NULL;
-        }
-    }
-    ex_free(chk);
-    dscope_clear(&sc);
-    hs_field_clear(&schema);
-}
-
-/* where: a WHERE on the target alone, pushed into its scan (or NULL). */
-static hs_status open_target(dctx *c, txn *x, json_t *rv, json_t *where, target *g,
-                             hs_error *err)
-{
-    memset(g, 0, sizeof *g);
-    hs_table *t = NULL;
-    HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
-    const char *name = jstr(rv, "relname");
-    HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
-    g->t = t;
-    g->qual = rel_qual(rv);
-    char *filter = NULL;
-    ex_expr *e = NULL;
-    prepare_where(c, x, g->qual, where, &filter, &e);
-    hs_status st = target_load(c, x, g, filter, e, err);
-    hs_free(filter);
-    ex_free(e);
-    return st;
-}
-
-/* One FROM/USING item as the source (its columns qualified by the item's
- * alias or name). */
-static hs_status one_source(dctx *c, json_t *items, const char *what, hs_batch **S,
-                            const char **qual, hs_error *err)
-{
-    if (json_array_size(items) != 1)
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "%s with more than one item is not supported "
-                    "(join them in a subquery)", what);
-    *qual = item_qual(json_array_get(items, 0));
-    return load_source(c, items, S, err);
-}
-
-/* Most distinct source keys pushed into the target's scan as an IN list. */
-#define SEMIJOIN_MAX 10000
-
-static bool int_type(hs_type t)
-{
-    return t == HS_TYPE_INT8 || t == HS_TYPE_INT16 || t == HS_TYPE_INT32 || t == HS_TYPE_INT64;
-}
-
-/* For a join of the target (sc's first n_left columns, nt of them table
- * columns) with S on cond: "col IN (source values)" when cond has an
- * equality between a target column and a source column of integer or text
- * type and S has at most SEMIJOIN_MAX distinct non-null values there -
- * target rows outside it cannot match, and a filter lets the scan prune
- * files, pages and use indexes.  NULL when there is no such conjunct. */
-static char *semijoin_text(dscope *sc, int nt, int n_left, const hs_batch *S, json_t *cond)
-{
-    int lk[16], rk[16], nk = 0;
-    equi_keys(sc, n_left, cond, lk, rk, &nk, 16);
-    for (int k = 0; k < nk; k++) {
-        if (lk[k] >= nt)
-            continue;
-        const hs_field *tf = &sc->schema.children[lk[k]];
-        const hs_field *sf = &sc->schema.children[rk[k]];
-        const hs_column *col = S->cols[rk[k] - n_left];
-        bool ints = int_type(tf->type) && int_type(sf->type);
-        bool strs = tf->type == HS_TYPE_STRING && sf->type == HS_TYPE_STRING;
-        if (!ints && !strs)
-            continue;
-        hs_map seen = {0};
-        hs_buf txt = {0}, key = {0};
-        bool ok = hs_buf_puts(&txt, "\"") == HS_OK;
-        for (const char *p = tf->name; ok && *p; p++)
-            ok = (*p != '"' || hs_buf_puts(&txt, "\"") == HS_OK) && hs_buf_append(&txt, p, 1) == HS_OK;
-        ok = ok && hs_buf_puts(&txt, "\" IN (") == HS_OK;
-        int64_t n = 0;
-        for (int64_t i = 0; ok && i < S->n_rows; i++) {
-            hs_buf_reset(&key);
-            int r = key_bytes(col, sf, i, &key);
-            if (r < 0)
-                ok = false;
-            if (r != 1)
-                continue;
-            bool found = false;
-            uint64_t v;
-            if (hs_map_get_or_put(&seen, key.data, key.len, 1, &v, &found) != HS_OK) {
-                ok = false;
-                break;
-            }
-            if (found)
-                continue;
-            if (++n > SEMIJOIN_MAX) {
-                ok = false;
-                break;
-            }
-            ok = n == 1 || hs_buf_puts(&txt, ", ") == HS_OK;
-            if (ints) {
-                char num[32];
-                int64_t x = sf->type == HS_TYPE_INT64 ? HS_COL_VALUES(col, int64_t)[i]
-                            : sf->type == HS_TYPE_INT32 ? HS_COL_VALUES(col, int32_t)[i]
-                            : sf->type == HS_TYPE_INT16 ? HS_COL_VALUES(col, int16_t)[i]
-                                                        : HS_COL_VALUES(col, int8_t)[i];
-                snprintf(num, sizeof num, "%lld", (long long)x);
-                ok = ok && hs_buf_puts(&txt, num) == HS_OK;
-            } else {
-                const int32_t *off = HS_COL_OFFSETS(col);
-                ok = ok && hs_buf_puts(&txt, "'") == HS_OK;
-                for (int32_t b = off[i]; ok && b < off[i + 1]; b++) {
-                    char ch = (char)col->values.data[b];
-                    ok = (ch != '\'' || hs_buf_puts(&txt, "'") == HS_OK) &&
-                         hs_buf_append(&txt, &ch, 1) == HS_OK;
-                }
-                ok = ok && hs_buf_puts(&txt, "'") == HS_OK;
-            }
-        }
-        ok = ok && hs_buf_puts(&txt, ")") == HS_OK;
-        hs_map_free(&seen);
-        hs_buf_free(&key);
-        if (ok && n == 0) {
-            hs_buf_reset(&txt);
-            ok = hs_buf_puts(&txt, "false") == HS_OK;   /* nothing can match */
-        }
-        char *out = NULL;
-        if (ok) {
-            out = hs_malloc(txt.len + 1);
-            if (out) {
-                memcpy(out, txt.data, txt.len);
-                out[txt.len] = 0;
-            }
-        }
-        hs_buf_free(&txt);
-        if (out)
-            return out;
-    }
-    return NULL;
-}
-
-/* The target of a join with one source item (UPDATE ... FROM, DELETE ...
- * USING, MERGE): the source is read first, so that the join's equality
- * can narrow the target's scan (semijoin_text); sc gets the target's
- * columns, then the source's. */
-static hs_status open_joined(dctx *c, txn *x, json_t *rv, json_t *items, const char *what,
-                             json_t *cond, target *g, dscope *sc, hs_batch **S, hs_error *err)
-{
-    memset(g, 0, sizeof *g);
-    hs_table *t = NULL;
-    HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
-    const char *name = jstr(rv, "relname");
-    HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
-    g->t = t;
-    g->qual = rel_qual(rv);
-    const char *q = NULL;
-    HS_TRY(one_source(c, items, what, S, &q, err));
-    hs_field ts;
-    hs_status st = target_schema(x, &ts, err);
-    if (st == HS_OK)
-        st = dscope_add(sc, &ts, g->qual, 3, err);
-    if (st == HS_OK)
-        st = dscope_add(sc, &(*S)->schema, q, 0, err);
-    hs_field_clear(&ts);
-    if (st != HS_OK)
-        return st;
-    int nt = x->tschema.n_children;
-    char *filter = semijoin_text(sc, nt, nt + 3, *S, cond);
-    st = target_load(c, x, g, filter, NULL, err);
-    hs_free(filter);
-    return st;
-}
-
-static hs_status no_returning(dctx *c, json_t *body, hs_error *err)
-{
-    c->returning = json_object_get(body, "returningList");
-    if (json_object_get(body, "withClause"))
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "WITH on a data-modifying statement is not "
-                    "supported");
-    return HS_OK;
-}
-
-/* Rows of g->rows where `where` (NULL = all) is TRUE: sel list. */
-static hs_status where_rows(dctx *c, dscope *sc, const target *g, json_t *where, hs_buf *rows,
-                            hs_error *err)
-{
-    int64_t n = g->rows->n_rows;
-    uint8_t *sel = hs_malloc((size_t)n + 1);
-    if (!sel)
-        return hs_err_nomem(err, (size_t)n);
-    hs_status st = HS_OK;
-    if (where && has_sublink(where, 0)) {
-        /* correlated subqueries: the planner's, per row of the target */
-        hs_column *v = NULL;
-        st = n > 0 ? eval_with_sublinks(c, sc, g->rows, where, &v, err) : HS_OK;
-        if (st == HS_OK && v && v->type != HS_TYPE_BOOL)
-            st = FAIL(c, HS_INVALID, "42804", -1, "argument of WHERE must be type boolean");
-        for (int64_t i = 0; st == HS_OK && v && i < n; i++)
-            sel[i] = hs_col_is_valid(v, i) && hs_bit_get(v->values.data, i);
-        hs_col_free(v);
-    } else if (where) {
-        ex_scope scope = scope_of(sc);
-        ex_expr *e = NULL;
-        int64_t m = 0;
-        st = ex_bind_json(where, c->text, &scope, true, &e, err);
-        if (st == HS_OK && n > 0)
-            st = ex_eval_filter(e, g->rows, NULL, sel, &m, err);
-        ex_free(e);
-    } else {
-        memset(sel, 1, (size_t)n);
-    }
-    for (int64_t i = 0; st == HS_OK && i < n; i++)
-        if (sel[i] && HS_VEC_PUSH(rows, int64_t, i) != HS_OK)
-            st = hs_err_nomem(err, 8);
-    hs_free(sel);
-    return st;
-}
-
-/* Distinct left rows of pairs, keeping the first pair of each: idx of the
- * pairs kept. */
-static hs_status first_pairs(const hs_buf *lo, int64_t n_left, hs_buf *keep, hs_error *err)
-{
-    uint8_t *seen = hs_calloc((size_t)n_left + 1, 1);
-    if (!seen)
-        return hs_err_nomem(err, (size_t)n_left);
-    for (size_t k = 0; k < HS_VEC_LEN(lo, int64_t); k++) {
-        int64_t l = HS_VEC_AT(lo, int64_t, k);
-        if (seen[l])
-            continue;
-        seen[l] = 1;
-        if (HS_VEC_PUSH(keep, int64_t, (int64_t)k) != HS_OK) {
-            hs_free(seen);
-            return hs_err_nomem(err, 8);
-        }
-    }
-    hs_free(seen);
-    return HS_OK;
-}
-
 static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
 {
-    HS_TRY(no_returning(c, body, err));
+    HS_TRY(dml_no_returning(c, body, err));
     target g;
     json_t *using = json_object_get(body, "usingClause");
     json_t *where = json_object_get(body, "whereClause");
@@ -2201,19 +378,19 @@ static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     hs_batch *S = NULL;
     hs_status st;
     if (json_array_size(using)) {
-        st = open_joined(c, x, rv, using, "DELETE ... USING", where, &g, &sc, &S, err);
+        st = dml_open_joined(c, x, rv, using, "DELETE ... USING", where, &g, &sc, &S, err);
     } else {
-        st = open_target(c, x, rv, where, &g, err);
+        st = dml_open_target(c, x, rv, where, &g, err);
         if (st == HS_OK)
-            st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
+            st = dml_dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
     }
     hs_buf srows = {0};   /* USING: the source row of each deleted row */
     if (st == HS_OK && json_array_size(using)) {
         hs_buf lo = {0}, ro = {0}, keep = {0};
         if (st == HS_OK)
-            st = join_pairs_sub(c, &sc, g.rows, S, where, &lo, &ro, err);
+            st = dml_join_pairs_sub(c, &sc, g.rows, S, where, &lo, &ro, err);
         if (st == HS_OK)
-            st = first_pairs(&lo, g.rows->n_rows, &keep, err);
+            st = dml_first_pairs(&lo, g.rows->n_rows, &keep, err);
         for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&keep, int64_t); k++) {
             int64_t pi = HS_VEC_AT(&keep, int64_t, k);
             if (HS_VEC_PUSH(&rows, int64_t, HS_VEC_AT(&lo, int64_t, pi)) != HS_OK ||
@@ -2224,31 +401,31 @@ static hs_status exec_delete(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
         hs_buf_free(&ro);
         hs_buf_free(&keep);
     } else if (st == HS_OK) {
-        st = where_rows(c, &sc, &g, where, &rows, err);
+        st = dml_where_rows(c, &sc, &g, where, &rows, err);
     }
     int64_t n = (int64_t)HS_VEC_LEN(&rows, int64_t);
     if (st == HS_OK && json_array_size(c->returning)) {
         hs_batch *pb = NULL;
-        st = pair_batch(&sc, g.rows, S, (const int64_t *)rows.data, (const int64_t *)srows.data,
+        st = dml_pair_batch(&sc, g.rows, S, (const int64_t *)rows.data, (const int64_t *)srows.data,
                         n, &pb, err);
         if (st == HS_OK)
-            st = returning_add(c, &sc, pb, err);
+            st = dml_returning_add(c, &sc, pb, err);
         hs_batch_free(pb);
     }
     hs_buf_free(&srows);
     for (int64_t k = 0; st == HS_OK && k < n; k++)
-        st = target_delete(x, &g, HS_VEC_AT(&rows, int64_t, k), err);
+        st = dml_target_delete(x, &g, HS_VEC_AT(&rows, int64_t, k), err);
     *count = n;
     hs_buf_free(&rows);
     hs_batch_free(S);
-    dscope_clear(&sc);
-    target_clear(&g);
+    dml_dscope_clear(&sc);
+    dml_target_clear(&g);
     return st;
 }
 
 static hs_status exec_update(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
 {
-    HS_TRY(no_returning(c, body, err));
+    HS_TRY(dml_no_returning(c, body, err));
     target g;
     json_t *from = json_object_get(body, "fromClause");
     json_t *where = json_object_get(body, "whereClause");
@@ -2258,19 +435,19 @@ static hs_status exec_update(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     hs_buf trow = {0};
     hs_status st;
     if (json_array_size(from)) {
-        st = open_joined(c, x, rv, from, "UPDATE ... FROM", where, &g, &sc, &S, err);
+        st = dml_open_joined(c, x, rv, from, "UPDATE ... FROM", where, &g, &sc, &S, err);
     } else {
-        st = open_target(c, x, rv, where, &g, err);
+        st = dml_open_target(c, x, rv, where, &g, err);
         if (st == HS_OK)
-            st = dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
+            st = dml_dscope_add(&sc, &g.rows->schema, g.qual, 3, err);
     }
     json_t *set = json_object_get(body, "targetList");
     if (st == HS_OK && json_array_size(from)) {
         hs_buf lo = {0}, ro = {0}, keep = {0}, si = {0};
         if (st == HS_OK)
-            st = join_pairs_sub(c, &sc, g.rows, S, where, &lo, &ro, err);
+            st = dml_join_pairs_sub(c, &sc, g.rows, S, where, &lo, &ro, err);
         if (st == HS_OK)
-            st = first_pairs(&lo, g.rows->n_rows, &keep, err);
+            st = dml_first_pairs(&lo, g.rows->n_rows, &keep, err);
         for (size_t k = 0; st == HS_OK && k < HS_VEC_LEN(&keep, int64_t); k++) {
             int64_t p = HS_VEC_AT(&keep, int64_t, k);
             if (HS_VEC_PUSH(&trow, int64_t, HS_VEC_AT(&lo, int64_t, p)) != HS_OK ||
@@ -2278,34 +455,34 @@ static hs_status exec_update(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
                 st = hs_err_nomem(err, 8);
         }
         if (st == HS_OK)
-            st = pair_batch(&sc, g.rows, S, (const int64_t *)trow.data, (const int64_t *)si.data,
+            st = dml_pair_batch(&sc, g.rows, S, (const int64_t *)trow.data, (const int64_t *)si.data,
                             (int64_t)HS_VEC_LEN(&trow, int64_t), &pb, err);
         hs_buf_free(&lo);
         hs_buf_free(&ro);
         hs_buf_free(&keep);
         hs_buf_free(&si);
     } else if (st == HS_OK) {
-        st = where_rows(c, &sc, &g, where, &trow, err);
+        st = dml_where_rows(c, &sc, &g, where, &trow, err);
         if (st == HS_OK)
-            st = pair_batch(&sc, g.rows, NULL, (const int64_t *)trow.data, NULL,
+            st = dml_pair_batch(&sc, g.rows, NULL, (const int64_t *)trow.data, NULL,
                             (int64_t)HS_VEC_LEN(&trow, int64_t), &pb, err);
     }
     int64_t n = (int64_t)HS_VEC_LEN(&trow, int64_t);
     if (st == HS_OK)
-        st = write_updates(c, x, &g, &sc, pb, (const int64_t *)trow.data, n, set, err);
+        st = dml_write_updates(c, x, &g, &sc, pb, (const int64_t *)trow.data, n, set, err);
     *count = n;
     hs_buf_free(&trow);
     hs_batch_free(pb);
     hs_batch_free(S);
-    dscope_clear(&sc);
-    target_clear(&g);
+    dml_dscope_clear(&sc);
+    dml_target_clear(&g);
     return st;
 }
 
 /* Rows for the table from a batch src whose column j goes to table column
  * map[j] (cast; -1 = not taken); other table columns null.  Added to x. */
-static hs_status insert_batch(dctx *c, txn *x, const hs_batch *src, const int *map, int n_map,
-                              hs_error *err)
+hs_status dml_insert_batch(dctx *c, txn *x, const hs_batch *src, const int *map, int n_map,
+                           hs_error *err)
 {
     int nt = x->tschema.n_children;
     int64_t n = src->n_rows;
@@ -2315,11 +492,11 @@ static hs_status insert_batch(dctx *c, txn *x, const hs_batch *src, const int *m
         if (map[j] < 0)
             continue;   /* a source column not taken */
         const hs_field *to = &x->tschema.children[map[j]];
-        st = cast_column(c, src->cols[j], &src->schema.children[j], to, n, &cols[map[j]], err);
+        st = dml_cast_column(c, src->cols[j], &src->schema.children[j], to, n, &cols[map[j]], err);
     }
     for (int i = 0; st == HS_OK && i < nt; i++)
         if (!cols[i])
-            st = null_column(c, &x->tschema.children[i], n, &cols[i], err);
+            st = dml_null_column(c, &x->tschema.children[i], n, &cols[i], err);
     if (st == HS_OK && json_array_size(c->returning)) {
         /* RETURNING over the rows inserted: the table's columns */
         dscope sc = {0};
@@ -2328,22 +505,22 @@ static hs_status insert_batch(dctx *c, txn *x, const hs_batch *src, const int *m
         if (!rc)
             st = hs_err_nomem(err, 64);
         if (st == HS_OK)
-            st = dscope_add(&sc, &x->tschema, c->ret_qual, 0, err);
+            st = dml_dscope_add(&sc, &x->tschema, c->ret_qual, 0, err);
         for (int i = 0; st == HS_OK && i < nt; i++)
             st = hs_col_slice(cols[i], 0, n, &rc[i], err);
         if (st == HS_OK)
-            st = mk_batch(&sc.schema, rc, nt, n, &nb, err);
+            st = dml_mk_batch(&sc.schema, rc, nt, n, &nb, err);
         else
             for (int i = 0; rc && i < nt; i++)
                 hs_col_free(rc[i]);
         hs_free(rc);
         if (st == HS_OK)
-            st = returning_add(c, &sc, nb, err);
+            st = dml_returning_add(c, &sc, nb, err);
         hs_batch_free(nb);
-        dscope_clear(&sc);
+        dml_dscope_clear(&sc);
     }
     if (st == HS_OK)
-        return (st = add_rows(x, cols, NULL, n, err), hs_free(cols), st);
+        return (st = dml_add_rows(x, cols, NULL, n, err), hs_free(cols), st);
     for (int i = 0; cols && i < nt; i++)
         hs_col_free(cols[i]);
     hs_free(cols);
@@ -2352,15 +529,15 @@ static hs_status insert_batch(dctx *c, txn *x, const hs_batch *src, const int *m
 
 static hs_status exec_insert(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
 {
-    HS_TRY(no_returning(c, body, err));
+    HS_TRY(dml_no_returning(c, body, err));
     if (json_object_get(body, "onConflictClause"))
         return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "ON CONFLICT is not supported");
     json_t *rv = json_object_get(body, "relation");
     hs_table *t = NULL;
     HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
-    const char *name = jstr(rv, "relname");
-    HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
-    c->ret_qual = rel_qual(rv);
+    const char *name = dml_jstr(rv, "relname");
+    HS_TRY(dml_txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
+    c->ret_qual = dml_rel_qual(rv);
     int nt = x->tschema.n_children;
     json_t *cl = json_object_get(body, "cols");
     int n_cols = cl ? (int)json_array_size(cl) : nt;
@@ -2369,7 +546,7 @@ static hs_status exec_insert(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
         return hs_err_nomem(err, 64);
     hs_status st = HS_OK;
     if (cl)
-        st = assign_targets(c, x, cl, false, map, err);
+        st = dml_assign_targets(c, x, cl, false, map, err);
     else
         for (int i = 0; i < nt; i++)
             map[i] = i;
@@ -2377,9 +554,9 @@ static hs_status exec_insert(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     const char *k;
     hs_batch *src = NULL;
     if (st == HS_OK && sq_node(json_object_get(body, "selectStmt"), &k, &sel)) {
-        st = run_select(c, sel, n_cols, &src, err);
+        st = dml_run_select(c, sel, n_cols, &src, err);
         if (st == HS_OK)
-            st = insert_batch(c, x, src, map, n_cols, err);
+            st = dml_insert_batch(c, x, src, map, n_cols, err);
         *count = src && st == HS_OK ? src->n_rows : 0;
     } else if (st == HS_OK) {
         /* DEFAULT VALUES: one row of nulls */
@@ -2388,7 +565,7 @@ static hs_status exec_insert(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
         st = hs_batch_create(&empty, 1, &src, err);
         if (st == HS_OK) {
             src->n_rows = 1;
-            st = insert_batch(c, x, src, map, 0, err);
+            st = dml_insert_batch(c, x, src, map, 0, err);
         }
         hs_field_clear(&empty);
         *count = 1;
@@ -2396,607 +573,6 @@ static hs_status exec_insert(dctx *c, txn *x, json_t *body, int64_t *count, hs_e
     hs_batch_free(src);
     hs_free(map);
     return st;
-}
-
-/* ---- MERGE ---- */
-
-enum { ACT_NONE = -1 };
-
-static hs_status exec_merge(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
-{
-    HS_TRY(no_returning(c, body, err));
-    target g;
-    dscope sc = {0};
-    hs_batch *S = NULL, *pb = NULL;
-    hs_buf lo = {0}, ro = {0};
-    json_t *clauses = json_object_get(body, "mergeWhenClauses");
-    size_t n_cl = json_array_size(clauses);
-    json_t *items = json_array();
-    hs_status st = items ? HS_OK : hs_err_nomem(err, 64);
-    memset(&g, 0, sizeof g);
-    if (st == HS_OK && json_array_append(items, json_object_get(body, "sourceRelation")) != 0)
-        st = hs_err_nomem(err, 64);
-    if (st == HS_OK)
-        st = open_joined(c, x, json_object_get(body, "relation"), items, "MERGE ... USING",
-                         json_object_get(body, "joinCondition"), &g, &sc, &S, err);
-    json_decref(items);
-    if (st == HS_OK)
-        st = join_pairs_sub(c, &sc, g.rows, S, json_object_get(body, "joinCondition"), &lo, &ro, err);
-    int64_t n_pairs = (int64_t)HS_VEC_LEN(&lo, int64_t);
-    /* unmatched source rows: pairs with a null target */
-    uint8_t *src_matched = st == HS_OK ? hs_calloc((size_t)S->n_rows + 1, 1) : NULL;
-    if (st == HS_OK && !src_matched)
-        st = hs_err_nomem(err, (size_t)S->n_rows);
-    for (int64_t k = 0; st == HS_OK && k < n_pairs; k++)
-        src_matched[HS_VEC_AT(&ro, int64_t, k)] = 1;
-    hs_buf ul = {0}, ur = {0};
-    for (int64_t j = 0; st == HS_OK && S && j < S->n_rows; j++)
-        if (!src_matched[j] &&
-            (HS_VEC_PUSH(&ul, int64_t, -1) != HS_OK || HS_VEC_PUSH(&ur, int64_t, j) != HS_OK))
-            st = hs_err_nomem(err, 8);
-    int64_t n_un = (int64_t)HS_VEC_LEN(&ul, int64_t);
-    hs_batch *ub = NULL;
-    if (st == HS_OK)
-        st = pair_batch(&sc, g.rows, S, (const int64_t *)lo.data, (const int64_t *)ro.data,
-                        n_pairs, &pb, err);
-    if (st == HS_OK)
-        st = pair_batch(&sc, g.rows, S, (const int64_t *)ul.data, (const int64_t *)ur.data, n_un,
-                        &ub, err);
-    /* 1. which clause acts on each pair / unmatched source row */
-    int *act_m = st == HS_OK ? hs_malloc((size_t)n_pairs * sizeof(int) + 4) : NULL;
-    int *act_u = st == HS_OK ? hs_malloc((size_t)n_un * sizeof(int) + 4) : NULL;
-    uint8_t *und = st == HS_OK ? hs_malloc((size_t)(n_pairs > n_un ? n_pairs : n_un) + 1) : NULL;
-    uint8_t *sel = st == HS_OK ? hs_malloc((size_t)(n_pairs > n_un ? n_pairs : n_un) + 1) : NULL;
-    if (st == HS_OK && (!act_m || !act_u || !und || !sel))
-        st = hs_err_nomem(err, (size_t)n_pairs * 4);
-    for (int pass = 0; st == HS_OK && pass < 2; pass++) {
-        bool matched = pass == 0;
-        int64_t n = matched ? n_pairs : n_un;
-        int *act = matched ? act_m : act_u;
-        hs_batch *b = matched ? pb : ub;
-        for (int64_t i = 0; i < n; i++) {
-            act[i] = ACT_NONE;
-            und[i] = 1;
-        }
-        for (size_t k = 0; st == HS_OK && k < n_cl && n > 0; k++) {
-            const char *kind;
-            json_t *cb;
-            (void)sq_node(json_array_get(clauses, k), &kind, &cb);
-            if (json_is_true(json_object_get(cb, "matched")) != matched)
-                continue;
-            json_t *cond = json_object_get(cb, "condition");
-            int64_t m = 0;
-            if (cond && has_sublink(cond, 0)) {
-                /* subqueries reading the pair: per row (planner) */
-                hs_column *v = NULL;
-                st = eval_with_sublinks(c, &sc, b, cond, &v, err);
-                if (st == HS_OK && v->type != HS_TYPE_BOOL)
-                    st = FAIL(c, HS_INVALID, "42804", -1, "argument of WHEN must be type boolean");
-                for (int64_t i = 0; st == HS_OK && i < n; i++)
-                    sel[i] = und[i] && hs_col_is_valid(v, i) && hs_bit_get(v->values.data, i);
-                hs_col_free(v);
-            } else if (cond) {
-                ex_scope scope = scope_of(&sc);
-                ex_expr *e = NULL;
-                st = ex_bind_json(cond, c->text, &scope, true, &e, err);
-                if (st == HS_OK)
-                    st = ex_eval_filter(e, b, und, sel, &m, err);
-                ex_free(e);
-            } else {
-                memcpy(sel, und, (size_t)n);
-            }
-            for (int64_t i = 0; st == HS_OK && i < n; i++)
-                if (sel[i]) {
-                    act[i] = (int)k;
-                    und[i] = 0;
-                }
-        }
-    }
-    /* 2. a target row acted on twice */
-    uint8_t *hit = st == HS_OK ? hs_calloc((size_t)g.rows->n_rows + 1, 1) : NULL;
-    if (st == HS_OK && !hit)
-        st = hs_err_nomem(err, (size_t)g.rows->n_rows);
-    for (int64_t i = 0; st == HS_OK && i < n_pairs; i++) {
-        if (act_m[i] == ACT_NONE)
-            continue;
-        const char *kind;
-        json_t *cb;
-        (void)sq_node(json_array_get(clauses, (size_t)act_m[i]), &kind, &cb);
-        const char *ct = jstr(cb, "commandType");
-        if (ct && !strcmp(ct, "CMD_NOTHING"))
-            continue;
-        int64_t t = HS_VEC_AT(&lo, int64_t, i);
-        if (hit[t]++)
-            st = FAIL(c, HS_INVALID, "21000", -1, "MERGE command cannot affect row a second "
-                      "time (ensure that not more than one source row matches any one target "
-                      "row)");
-    }
-    /* 3. the actions, clause by clause */
-    int64_t total = 0;
-    for (size_t k = 0; st == HS_OK && k < n_cl; k++) {
-        const char *kind;
-        json_t *cb;
-        (void)sq_node(json_array_get(clauses, k), &kind, &cb);
-        const char *ct = jstr(cb, "commandType");
-        bool matched = json_is_true(json_object_get(cb, "matched"));
-        int64_t n = matched ? n_pairs : n_un;
-        int *act = matched ? act_m : act_u;
-        hs_buf idx = {0};
-        for (int64_t i = 0; st == HS_OK && i < n; i++)
-            if (act[i] == (int)k && HS_VEC_PUSH(&idx, int64_t, i) != HS_OK)
-                st = hs_err_nomem(err, 8);
-        int64_t m = (int64_t)HS_VEC_LEN(&idx, int64_t);
-        const int64_t *ix = (const int64_t *)idx.data;
-        if (st != HS_OK || m == 0 || !ct || !strcmp(ct, "CMD_NOTHING")) {
-            hs_buf_free(&idx);
-            continue;
-        }
-        hs_batch *sub = NULL;
-        hs_column **cols = hs_calloc((size_t)sc.n + 1, sizeof *cols);
-        if (!cols)
-            st = hs_err_nomem(err, 64);
-        hs_batch *from = matched ? pb : ub;
-        if (st == HS_OK)
-            st = take_cols(from, 0, from->n_cols, ix, m, cols, err);
-        if (st == HS_OK)
-            st = mk_batch(&sc.schema, cols, from->n_cols, m, &sub, err);
-        hs_free(cols);
-        int64_t *trow = hs_malloc((size_t)m * 8 + 8);
-        if (st == HS_OK && !trow)
-            st = hs_err_nomem(err, (size_t)m * 8);
-        for (int64_t i = 0; st == HS_OK && matched && i < m; i++)
-            trow[i] = HS_VEC_AT(&lo, int64_t, ix[i]);
-        if (st == HS_OK && !strcmp(ct, "CMD_UPDATE")) {
-            st = write_updates(c, x, &g, &sc, sub, trow, m, json_object_get(cb, "targetList"),
-                               err);
-        } else if (st == HS_OK && !strcmp(ct, "CMD_DELETE")) {
-            for (int64_t i = 0; st == HS_OK && i < m; i++)
-                st = target_delete(x, &g, trow[i], err);
-        } else if (st == HS_OK && !strcmp(ct, "CMD_INSERT")) {
-            json_t *tl = json_object_get(cb, "targetList");
-            json_t *vals = json_object_get(cb, "values");
-            int nt = g.nt;
-            int nv = (int)json_array_size(vals);
-            int n_tl = tl ? (int)json_array_size(tl) : nt;
-            int *map = hs_calloc((size_t)(n_tl > nt ? n_tl : nt) + 1, sizeof *map);
-            hs_column **nc = hs_calloc((size_t)nt + 1, sizeof *nc);
-            if (!map || !nc)
-                st = hs_err_nomem(err, 64);
-            if (st == HS_OK && tl)
-                st = assign_targets(c, x, tl, false, map, err);
-            else
-                for (int i = 0; map && i < nt; i++)
-                    map[i] = i;
-            if (st == HS_OK && vals && nv != n_tl)
-                st = FAIL(c, HS_INVALID, "42601", -1, "INSERT has more %s than %s",
-                          nv > n_tl ? "expressions" : "target columns",
-                          nv > n_tl ? "target columns" : "expressions");
-            for (int j = 0; st == HS_OK && vals && j < nv; j++) {
-                json_t *v = json_array_get(vals, (size_t)j);
-                const hs_field *to = &x->tschema.children[map[j]];
-                const char *vk;
-                json_t *vb;
-                if (sq_node(v, &vk, &vb) && !strcmp(vk, "SetToDefault"))
-                    continue;
-                st = assign_column(c, v, &sc, sub, to, m, &nc[map[j]], err);
-            }
-            for (int i = 0; st == HS_OK && i < nt; i++)
-                if (!nc[i])
-                    st = null_column(c, &x->tschema.children[i], m, &nc[i], err);
-            if (st == HS_OK) {
-                st = add_rows(x, nc, NULL, m, err);
-                memset(nc, 0, (size_t)nt * sizeof *nc);
-            }
-            for (int i = 0; nc && i < nt; i++)
-                hs_col_free(nc[i]);
-            hs_free(nc);
-            hs_free(map);
-        }
-        total += m;
-        hs_free(trow);
-        hs_batch_free(sub);
-        hs_buf_free(&idx);
-    }
-    *count = total;
-    hs_free(hit);
-    hs_free(act_m);
-    hs_free(act_u);
-    hs_free(und);
-    hs_free(sel);
-    hs_free(src_matched);
-    hs_buf_free(&ul);
-    hs_buf_free(&ur);
-    hs_buf_free(&lo);
-    hs_buf_free(&ro);
-    hs_batch_free(ub);
-    hs_batch_free(pb);
-    hs_batch_free(S);
-    dscope_clear(&sc);
-    target_clear(&g);
-    return st;
-}
-
-/* ---- COPY ---- */
-
-typedef struct copy_opts {
-    int format;              /* 0 = by extension, 1 = csv, 2 = parquet */
-    bool header;
-    char delimiter;
-} copy_opts;
-
-static bool defelem_bool(json_t *arg, bool dflt)
-{
-    const char *k;
-    json_t *b;
-    if (!arg || !sq_node(arg, &k, &b))
-        return dflt ? dflt : true;   /* a bare option name means true */
-    if (!strcmp(k, "Boolean"))
-        return json_is_true(json_object_get(b, "boolval"));
-    if (!strcmp(k, "Integer"))
-        return json_integer_value(json_object_get(b, "ival")) != 0;
-    const char *s = sq_str(arg);
-    return s && (!strcasecmp(s, "true") || !strcasecmp(s, "on") || !strcmp(s, "1"));
-}
-
-static hs_status copy_options(dctx *c, json_t *opts, const char *file, copy_opts *o, hs_error *err)
-{
-    memset(o, 0, sizeof *o);
-    o->delimiter = ',';
-    for (size_t i = 0; i < json_array_size(opts); i++) {
-        const char *k;
-        json_t *d;
-        if (!sq_node(json_array_get(opts, i), &k, &d) || strcmp(k, "DefElem") != 0)
-            continue;
-        const char *name = jstr(d, "defname");
-        json_t *arg = json_object_get(d, "arg");
-        const char *sv = arg ? sq_str(arg) : NULL;
-        int loc = sq_loc(d);
-        if (!name)
-            continue;
-        if (!strcmp(name, "format")) {
-            if (sv && !strcasecmp(sv, "csv"))
-                o->format = 1;
-            else if (sv && !strcasecmp(sv, "parquet"))
-                o->format = 2;
-            else
-                return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "COPY format \"%s\" is not "
-                            "supported (csv, parquet)", sv ? sv : "");
-        } else if (!strcmp(name, "header")) {
-            o->header = defelem_bool(arg, false);
-        } else if (!strcmp(name, "delimiter")) {
-            if (!sv || strlen(sv) != 1)
-                return FAIL(c, HS_INVALID, "22023", loc, "COPY delimiter must be a single "
-                            "one-byte character");
-            o->delimiter = sv[0];
-        } else {
-            return FAIL(c, HS_UNSUPPORTED, "0A000", loc, "COPY option \"%s\" is not supported",
-                        name);
-        }
-    }
-    if (o->format == 0) {
-        size_t n = strlen(file);
-        if (n >= 4 && !strcasecmp(file + n - 4, ".csv"))
-            o->format = 1;
-        else if (n >= 8 && !strcasecmp(file + n - 8, ".parquet"))
-            o->format = 2;
-        else
-            return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY of \"%s\": say FORMAT csv or "
-                        "FORMAT parquet (the text format is not supported)", file);
-    }
-    if (o->format == 2 && (o->delimiter != ',' || o->header))
-        return FAIL(c, HS_INVALID, "42601", -1, "COPY delimiter and header are only for CSV");
-    return HS_OK;
-}
-
-/* The CSV text with our own header line (the names of table columns
- * cols[0..n_cols)), the
- * file's first record dropped when it is a header; delimiter turned into
- * commas outside quotes (so columnar/ingest reads it). */
-static hs_status csv_with_header(const txn *x, const int *cols, int n_cols, const hs_buf *in,
-                                 const copy_opts *o, hs_buf *out, hs_error *err)
-{
-    for (int i = 0; i < n_cols; i++) {
-        const char *nm = x->tschema.children[cols[i]].name;
-        if (hs_buf_append(out, i ? "," : "", i ? 1 : 0) != HS_OK ||
-            hs_buf_append(out, "\"", 1) != HS_OK)
-            return hs_err_nomem(err, 64);
-        for (const char *p = nm; *p; p++)
-            if ((*p == '"' && hs_buf_append(out, "\"", 1) != HS_OK) ||
-                hs_buf_append(out, p, 1) != HS_OK)
-                return hs_err_nomem(err, 64);
-        if (hs_buf_append(out, "\"", 1) != HS_OK)
-            return hs_err_nomem(err, 64);
-    }
-    if (hs_buf_append(out, "\n", 1) != HS_OK)
-        return hs_err_nomem(err, 64);
-    size_t i = 0;
-    bool q = false;
-    if (o->header) {
-        for (; i < in->len; i++) {
-            if (in->data[i] == '"')
-                q = !q;
-            else if (in->data[i] == '\n' && !q) {
-                i++;
-                break;
-            }
-        }
-    }
-    q = false;
-    for (; i < in->len; i++) {
-        uint8_t ch = in->data[i];
-        if (ch == '"')
-            q = !q;
-        if (!q && o->delimiter != ',' && ch == (uint8_t)o->delimiter)
-            ch = ',';
-        else if (!q && o->delimiter != ',' && ch == ',') {
-            /* a literal comma in an unquoted cell: quote would be needed;
-             * refuse rather than split the cell */
-            return hs_err_set(err, HS_UNSUPPORTED, "COPY: an unquoted ',' in a file whose "
-                              "delimiter is '%c'", o->delimiter);
-        }
-        if (hs_buf_append(out, &ch, 1) != HS_OK)
-            return hs_err_nomem(err, 64);
-    }
-    return HS_OK;
-}
-
-static hs_status copy_from(dctx *c, txn *x, json_t *body, const char *file, int64_t *count,
-                           hs_error *err)
-{
-    json_t *rv = json_object_get(body, "relation");
-    hs_table *t = NULL;
-    HS_TRY(sq_table_lookup(c->s, rv, c->text, &t, err));
-    const char *name = jstr(rv, "relname");
-    copy_opts o;
-    HS_TRY(copy_options(c, json_object_get(body, "options"), file, &o, err));
-    if (json_object_get(body, "whereClause"))
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY FROM ... WHERE is not supported");
-    HS_TRY(txn_use(c, x, t, name ? name : "", sq_loc(rv), err));
-    int nt = x->tschema.n_children;
-    hs_batch *src = NULL;
-    hs_status st = HS_OK;
-    int *map = hs_calloc((size_t)nt + 1, sizeof *map);
-    if (!map)
-        return hs_err_nomem(err, 64);
-    int n_map = 0;
-    /* a column list: the file's columns, in order (CSV) / the only ones
-     * read (Parquet); other columns get NULL */
-    json_t *att = json_object_get(body, "attlist");
-    int n_att = (int)json_array_size(att);
-    int *att_col = hs_calloc((size_t)n_att + 1, sizeof *att_col);
-    if (!att_col) {
-        hs_free(map);
-        return hs_err_nomem(err, 64);
-    }
-    for (int i = 0; st == HS_OK && i < n_att; i++) {
-        const char *an = sq_str(json_array_get(att, (size_t)i));
-        att_col[i] = an ? table_col(x, an) : -1;
-        if (att_col[i] < 0)
-            st = FAIL(c, HS_NOT_FOUND, "42703", -1, "column \"%s\" of relation \"%s\" does not "
-                      "exist", an ? an : "", x->tname);
-        for (int j = 0; st == HS_OK && j < i; j++)
-            if (att_col[j] == att_col[i])
-                st = FAIL(c, HS_INVALID, "42701", -1, "column \"%s\" specified more than once",
-                          an);
-    }
-    if (o.format == 2) {
-        struct ArrowArrayStream s;
-        hs_field sf = {0};
-        st = hs_parquet_read(file, NULL, 0, 0, &s, err);
-        if (st == HS_OK)
-            st = read_stream(&s, &src, &sf, err);
-        for (int j = 0; st == HS_OK && j < src->n_cols; j++) {
-            int col = table_col(x, src->schema.children[j].name);
-            bool listed = n_att == 0;
-            for (int i = 0; i < n_att; i++)
-                listed |= att_col[i] == col;
-            if (col >= 0 && !listed)
-                col = -2;   /* not in the column list: not read */
-            if (col == -2)
-                map[n_map++] = -1;
-            else if (col < 0)
-                st = FAIL(c, HS_NOT_FOUND, "42703", -1, "column \"%s\" of %s does not exist in "
-                          "relation \"%s\"", src->schema.children[j].name, file, x->tname);
-            else
-                map[n_map++] = col;
-        }
-        hs_field_clear(&sf);
-    } else {
-        hs_buf raw = {0}, text = {0};
-        int ncsv = n_att ? n_att : nt;
-        for (int i = 0; i < ncsv; i++)
-            map[n_map++] = n_att ? att_col[i] : i;
-        if (st == HS_OK)
-            st = hs_io_read_all(file, &raw, err);
-        if (st == HS_OK)
-            st = csv_with_header(x, map, n_map, &raw, &o, &text, err);
-        hs_buf_free(&raw);
-        hs_field schema;
-        hs_field_init(&schema, "", HS_TYPE_STRUCT, false);
-        for (int i = 0; st == HS_OK && i < n_map; i++) {
-            hs_field f;
-            hs_field_init(&f, x->tschema.children[map[i]].name, HS_TYPE_STRING, true);
-            if (hs_field_add_child(&schema, &f) != HS_OK)
-                st = hs_err_nomem(err, 64);
-        }
-        hs_file *mf = NULL;
-        hs_ingest *ig = NULL;
-        if (st == HS_OK)
-            st = hs_mem_open(file, text.data, text.len, false, &mf, err);
-        hs_ingest_options io = {.format = HS_INGEST_CSV, .schema = &schema, .name = file};
-        if (st == HS_OK)
-            st = hs_ingest_open(mf, &io, &ig, err);
-        if (st == HS_OK)
-            st = hs_batch_create(&schema, 0, &src, err);
-        while (st == HS_OK) {
-            hs_batch *b = NULL;
-            st = hs_ingest_next(ig, &b, err);
-            if (st != HS_OK || !b)
-                break;
-            st = batch_append(&src, b, err);
-            hs_batch_free(b);
-        }
-        hs_ingest_close(ig);
-        hs_file_close(mf);
-        hs_buf_free(&text);
-        hs_field_clear(&schema);
-        if (st != HS_OK)
-            st = FAIL(c, st, st == HS_NOMEM ? "53200" : "22P04", -1, "%s", err->msg);
-    }
-    if (st == HS_OK)
-        st = insert_batch(c, x, src, map, n_map, err);
-    *count = src && st == HS_OK ? src->n_rows : 0;
-    hs_batch_free(src);
-    hs_free(map);
-    hs_free(att_col);
-    return st;
-}
-
-/* Appends one CSV cell (PostgreSQL's quoting: a value holding the
- * delimiter, a quote, CR or LF, or the empty string, is quoted; NULL is an
- * empty unquoted cell). */
-static hs_status csv_cell(hs_buf *out, const char *p, size_t n, bool null, char delim)
-{
-    if (null)
-        return HS_OK;
-    bool q = n == 0;
-    for (size_t i = 0; i < n && !q; i++)
-        q = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
-    if (!q)
-        return n ? hs_buf_append(out, p, n) : HS_OK;
-    HS_TRY(hs_buf_append(out, "\"", 1));
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] == '"')
-            HS_TRY(hs_buf_append(out, "\"", 1));
-        HS_TRY(hs_buf_append(out, &p[i], 1));
-    }
-    return hs_buf_append(out, "\"", 1);
-}
-
-/* COPY ... TO 'x.csv': every column as its text form (booleans t/f, as
- * PostgreSQL's COPY writes them), HEADER the column names first. */
-static hs_status write_csv(dctx *c, const hs_batch *b, const char *file, const copy_opts *o,
-                           hs_error *err)
-{
-    int nc = b->n_cols;
-    hs_column **txt = hs_calloc((size_t)nc + 1, sizeof *txt);
-    if (!txt)
-        return hs_err_nomem(err, 64);
-    hs_status st = HS_OK;
-    for (int i = 0; st == HS_OK && i < nc; i++) {
-        const hs_field *f = &b->schema.children[i];
-        if (f->type == HS_TYPE_BOOL)
-            continue;
-        hs_field tf;
-        hs_field_init(&tf, f->name, HS_TYPE_STRING, true);
-        st = cast_column(c, b->cols[i], f, &tf, b->n_rows, &txt[i], err);
-        hs_field_clear(&tf);
-    }
-    hs_buf out = {0};
-    for (int i = 0; st == HS_OK && o->header && i < nc; i++) {
-        const char *nm = b->schema.children[i].name;
-        if ((i && hs_buf_append(&out, &o->delimiter, 1) != HS_OK) ||
-            csv_cell(&out, nm, strlen(nm), false, o->delimiter) != HS_OK)
-            st = hs_err_nomem(err, 64);
-    }
-    if (st == HS_OK && o->header && hs_buf_append(&out, "\n", 1) != HS_OK)
-        st = hs_err_nomem(err, 1);
-    for (int64_t r = 0; st == HS_OK && r < b->n_rows; r++) {
-        for (int i = 0; st == HS_OK && i < nc; i++) {
-            const hs_column *col = txt[i] ? txt[i] : b->cols[i];
-            bool null = !hs_col_is_valid(col, r);
-            const char *p = "";
-            size_t n = 0;
-            if (!null && txt[i]) {
-                const int32_t *off = HS_COL_OFFSETS(col);
-                p = (const char *)col->values.data + off[r];
-                n = (size_t)(off[r + 1] - off[r]);
-            } else if (!null) {   /* boolean */
-                bool v = hs_bit_get(col->values.data, r);
-                p = v ? "t" : "f";
-                n = 1;
-            }
-            if ((i && hs_buf_append(&out, &o->delimiter, 1) != HS_OK) ||
-                csv_cell(&out, p, n, null, o->delimiter) != HS_OK)
-                st = hs_err_nomem(err, n);
-        }
-        if (st == HS_OK && hs_buf_append(&out, "\n", 1) != HS_OK)
-            st = hs_err_nomem(err, 1);
-    }
-    hs_wfile *wf = NULL;
-    if (st == HS_OK)
-        st = hs_io_create(file, 0, &wf, err);
-    if (st == HS_OK && out.len)
-        st = hs_wfile_write(wf, out.data, out.len, err);
-    if (st == HS_OK) {
-        st = hs_wfile_close(wf, err);
-        wf = NULL;
-    }
-    if (wf)
-        hs_wfile_abort(wf);
-    hs_buf_free(&out);
-    for (int i = 0; i < nc; i++)
-        hs_col_free(txt[i]);
-    hs_free(txt);
-    return st;
-}
-
-static hs_status copy_to(dctx *c, json_t *body, const char *file, int64_t *count, hs_error *err)
-{
-    copy_opts o;
-    HS_TRY(copy_options(c, json_object_get(body, "options"), file, &o, err));
-    json_t *sel = NULL, *owned = NULL;
-    const char *k;
-    if (!sq_node(json_object_get(body, "query"), &k, &sel)) {
-        json_t *rv = json_object_get(body, "relation");
-        owned = json_pack("{s:[{s:{s:{s:{s:[{s:{}}], s:i}}, s:i}}], s:[{s:O}], s:s, s:s}",
-                          "targetList", "ResTarget", "val", "ColumnRef", "fields", "A_Star",
-                          "location", -1, "location", -1, "fromClause", "RangeVar", rv,
-                          "limitOption", "LIMIT_OPTION_DEFAULT", "op", "SETOP_NONE");
-        if (!owned)
-            return hs_err_nomem(err, 64);
-        sel = owned;
-    } else if (strcmp(k, "SelectStmt") != 0) {
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY (%s) TO is not supported", k);
-    }
-    if (json_array_size(json_object_get(body, "attlist"))) {
-        json_decref(owned);
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY ... TO with a column list is not "
-                    "supported (select the columns in a query)");
-    }
-    hs_batch *all = NULL;
-    hs_status st = run_select(c, sel, -1, &all, err);
-    json_decref(owned);
-    if (st == HS_OK && o.format == 1) {
-        *count = all->n_rows;
-        st = write_csv(c, all, file, &o, err);
-    } else if (st == HS_OK) {
-        for (int i = 0; i < all->schema.n_children; i++)
-            all->schema.children[i].field_id = -1;   /* plain Parquet: no positional ids */
-        *count = all->n_rows;
-        struct ArrowArrayStream s;
-        st = hs_arrow_export_one_batch(all, &s, err);
-        all = NULL;
-        if (st == HS_OK)
-            st = hs_parquet_write(file, &s, NULL, err);
-    }
-    hs_batch_free(all);
-    return st;
-}
-
-static hs_status exec_copy(dctx *c, txn *x, json_t *body, int64_t *count, hs_error *err)
-{
-    const char *file = jstr(body, "filename");
-    if (json_is_true(json_object_get(body, "is_program")))
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY ... PROGRAM is not supported");
-    if (!file)
-        return FAIL(c, HS_UNSUPPORTED, "0A000", -1, "COPY %s STDIN/STDOUT is not supported "
-                    "here (give a file name)", json_is_true(json_object_get(body, "is_from"))
-                    ? "FROM" : "TO");
-    HS_TRY(sq_file_access(c->s, "COPY to or from files", c->text, -1, err));
-    if (json_is_true(json_object_get(body, "is_from")))
-        return copy_from(c, x, body, file, count, err);
-    return copy_to(c, body, file, count, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3037,11 +613,11 @@ hs_status sq_txn_view(sq_session *s, hs_table *t, hs_batch **out, hs_error *err)
     dctx c = {.s = s, .text = ""};
     target g = {0};
     hs_field schema = {0};
-    hs_status st = target_load(&c, &d->tx, &g, NULL, NULL, err);
+    hs_status st = dml_target_load(&c, &d->tx, &g, NULL, NULL, err);
     if (st == HS_OK && hs_field_copy(&d->tx.tschema, &schema) != HS_OK)
         st = hs_err_nomem(err, 64);
     if (st == HS_OK) {
-        renumber(&schema);
+        dml_renumber(&schema);
         st = hs_batch_create(&schema, 0, out, err);
     }
     for (int i = 0; st == HS_OK && i < (*out)->n_cols; i++) {   /* the table's columns move */
@@ -3053,7 +629,7 @@ hs_status sq_txn_view(sq_session *s, hs_table *t, hs_batch **out, hs_error *err)
         (*out)->n_rows = g.rows->n_rows;
     if (schema.name)
         hs_field_clear(&schema);
-    target_clear(&g);
+    dml_target_clear(&g);
     if (st != HS_OK) {
         hs_batch_free(*out);
         *out = NULL;
@@ -3064,7 +640,7 @@ hs_status sq_txn_view(sq_session *s, hs_table *t, hs_batch **out, hs_error *err)
 static hs_status exec_transaction(dctx *c, dml_state *d, json_t *body, hs_result **out,
                                   hs_error *err)
 {
-    const char *kind = jstr(body, "kind");
+    const char *kind = dml_jstr(body, "kind");
     if (!kind)
         kind = "";
     if (!strcmp(kind, "TRANS_STMT_BEGIN") || !strcmp(kind, "TRANS_STMT_START")) {
@@ -3117,7 +693,7 @@ hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt, const
     char buf[64];
     json_t *copy = NULL;
     if (!strcmp(kind, "UpdateStmt") || !strcmp(kind, "DeleteStmt") || !strcmp(kind, "MergeStmt")) {
-        st = inline_body(&c, body, &copy, err);
+        st = dml_inline_body(&c, body, &copy, err);
         if (st != HS_OK) {
             if (d->open)
                 d->aborted = true;
@@ -3135,10 +711,10 @@ hs_status sq_exec_dml(sq_session *s, const char *kind, const json_t *stmt, const
         st = exec_delete(&c, x, body, &n, err);
         tag = "DELETE";
     } else if (!strcmp(kind, "MergeStmt")) {
-        st = exec_merge(&c, x, body, &n, err);
+        st = dml_exec_merge(&c, x, body, &n, err);
         tag = "MERGE";
     } else if (!strcmp(kind, "CopyStmt")) {
-        st = exec_copy(&c, x, body, &n, err);
+        st = dml_exec_copy(&c, x, body, &n, err);
         tag = "COPY";
     } else {
         st = sq_fail(s, err, HS_UNSUPPORTED, "0A000", NULL, -1, "%s is not supported", kind);

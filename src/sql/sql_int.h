@@ -7,7 +7,9 @@
  *   plan.c      SELECT: libpg_query JSON -> bound relations -> operator tree
  *               (exec/exec.h), EXPLAIN, CREATE/DROP INDEX
  *   dml.c       INSERT/UPDATE/DELETE/MERGE/COPY/BEGIN/COMMIT/ROLLBACK
- *               (helper sx-dml owns it; sq_exec_dml is its entry point)
+ *               (sq_exec_dml is its entry point; MERGE in dml_merge.c,
+ *               COPY in dml_copy.c, the rows they share in dml_rows.c:
+ *               dml_int.h)
  *
  * A statement runs as: text -> pg_query_parse -> jansson tree ->
  * sq_dispatch on the statement node's kind.  Errors set hs_error as the
