@@ -50,7 +50,7 @@ static const cfg_def g_defs[HS_CFG_N] = {
     /* object stores: after a selective query on a snapshot of at most this
      * many data files, its skipped manifests and the other files' footers
      * and filter sidecars are fetched ahead once the process is idle
-     * (table/index.c tbl_ixscan_warm); 0 = off */
+     * (table/index_scan.c tbl_ixscan_warm); 0 = off */
     [HS_CFG_WARM_FILES] = {"warm_files", "HS_WARM_FILES", 64, 0, 1 << 20, 0},
     /* object stores: the projected columns of a vector search's files (not
      * the vector) and of the files a selective scan warms, read ahead, at

@@ -1,7 +1,7 @@
 /*
  * table/fcache.h - process-wide caches of objects decoded from immutable
  * files: Iceberg manifests (table/mcache.c), scalar index sidecars and
- * registry versions (table/index.c), vector index images (table/vindex.c).
+ * registry versions (table/index_scan.c), vector index images (table/vindex.c).
  *
  * Such files are never rewritten in place, so a warm process decodes each
  * once.  An entry is found by the file's path (hashed) and a few key words

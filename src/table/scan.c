@@ -5,7 +5,7 @@
  *
  * Per data file (tbl_read_file_ex):
  *
- *   selection S = index candidates (index.c's bitmap algebra; NULL = all)
+ *   selection S = index candidates (index_scan.c's bitmap algebra; NULL = all)
  *                 minus deleted positions (position deletes, DVs)
  *                 AND what row-group / page statistics allow (no usable index)
  *        |         empty S: the file is not read at all

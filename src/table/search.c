@@ -51,7 +51,7 @@
  * index), search_index acquires the whole sidecar for it.
  *
  * The sidecars come from the index registry (index/registry.h, decoded once
- * per version in table/index.c's cache): an entry is used only when its
+ * per version in table/index_scan.c's cache): an entry is used only when its
  * data file path and size match the planned file and the sidecar has the
  * recorded size; table/vindex.h then validates it.  A sidecar that fails
  * during a search (HS_CORRUPT from the fetch) is skipped for that query
@@ -199,7 +199,7 @@ static int cand_cmp(const void *a, const void *b)
 
 /* The registry of the table.  Registry versions are immutable files, so
  * the decoded, indexed version comes from the process-wide cache behind
- * tbl_ixscan (table/index.c): a warm search does not re-read it.  The same
+ * tbl_ixscan (table/index_scan.c): a warm search does not re-read it.  The same
  * view serves the filter's scalar index lookups. */
 typedef struct vreg {
     const char *location;     /* borrowed (table metadata) */

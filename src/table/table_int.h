@@ -16,8 +16,9 @@
  *   rowdelta.c   row deltas (hs_row_delta_*): positions deleted in live data
  *                files + rows added, one snapshot, validated per data file
  *   index.c      sidecar indexes: the registry commits, add/drop/list/orphans,
- *                building sidecars (also for the files a write produces),
- *                index lookups for scans (bitmap algebra), explain
+ *                the sidecars of the files a write produces (index_int.h);
+ *                index_build.c builds sidecars, index_scan.c answers
+ *                lookups for scans (bitmap algebra) and explain
  *   maint.c      table maintenance: expire snapshots, remove orphan files,
  *                rewrite manifests, cherrypick
  *   maint_compact.c  compaction (rewrite data files, bin-pack)
@@ -424,7 +425,7 @@ HS_MUST_USE hs_status tbl_conform_batch(hs_batch *b, const hs_field *schema, boo
 HS_MUST_USE hs_status tbl_batch_from_cols(const hs_field *schema, hs_column **cols, int n,
                                           int64_t n_rows, hs_batch **out, hs_error *err);
 
-/* Internal views of a scan (index.c's explain). */
+/* Internal views of a scan (index_scan.c's explain). */
 const tbl_plan *tbl_scan_get_plan(const hs_scan *s);
 /* Keep a tbl_file_report per planned file while reading (explain). */
 HS_MUST_USE hs_status tbl_scan_keep_reports(hs_scan *s, hs_error *err);
@@ -656,7 +657,7 @@ uint64_t tbl_wal_committed_seq(const ice_table_metadata *m, const char *walid);
  * property hyperstream.wal.recover-on-open = false. */
 void tbl_wal_recover_on_open(hs_table *t);
 
-/* ---- index.c ---- */
+/* ---- index.c, index_build.c, index_scan.c ---- */
 
 /* The registry view of one scan: loaded once, read-only afterwards (shared
  * by the threads reading files). */
@@ -758,8 +759,8 @@ void tbl_ixw_free(tbl_ixw *w);   /* frees memory only */
 
 /* ---- index kinds ---- */
 
-/* What a family of index kinds provides (the scalar kinds in index.c; vector
- * kinds add theirs to the table in index.c).  A builder gets one data
+/* What a family of index kinds provides (the scalar kinds in index_build.c;
+ * vector kinds add theirs to the table in index_build.c).  A builder gets one data
  * file's column in position order. */
 typedef struct tbl_ixkind {
     const char *family;            /* "scalar", "vector", ... */

@@ -122,7 +122,7 @@ void tbl_vbuilder_free(tbl_vbuilder *b);  /* accepts NULL */
  * (table/vcluster.h) follows its graph.  The caller appends the section. */
 HS_MUST_USE hs_status tbl_vindex_mark_clustered(uint8_t *p, size_t n, hs_error *err);
 
-/* The vector kinds as an index family for table/index.c (kind_families). */
+/* The vector kinds as an index family for table/index_build.c (kind_families). */
 extern const tbl_ixkind tbl_vector_ixkind;
 
 /* ---- opening ---- */
