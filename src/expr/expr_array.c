@@ -65,6 +65,29 @@ static bool same_value(const ex_ty *t, const ex_vec *a, int j, const ex_ty *tb, 
     return ex_cmp_rows(m, t, a, tb, b, j, k) == 0;
 }
 
+/* The elements [start, start + len) of ch (of type et), read one at a
+ * time through tmp's row 0: ex_array_join's element text. */
+typedef struct list_elems {
+    const hs_column *ch;
+    int64_t start;
+    const ex_ty *et;
+    ex_vec *tmp;
+} list_elems;
+
+static hs_status list_elem_text(ex_ctx *c, void *ctx, int64_t i, bool *valid, ex_str *s)
+{
+    const list_elems *le = ctx;
+    *valid = read_elem(le->ch, le->et, le->start + i, le->tmp, 0);
+    if (!*valid)
+        return HS_OK;
+    if (le->et->t == EX_T_BOOL) {   /* boolout: t / f */
+        s->p = (const uint8_t *)(le->tmp->v.b[0] ? "t" : "f");
+        s->n = 1;
+        return HS_OK;
+    }
+    return ex_to_text(c, le->et, le->tmp, 0, s);
+}
+
 /* array_to_string (into out's row j) or array_position of the elements
  * [start, start + len) of ch (of type et), one at a time through tmp's row
  * 0.  x: the separator or the value searched; more: the null text or the
@@ -91,24 +114,30 @@ static hs_status array_scan(ex_ctx *c, const ex_node *n, const hs_column *ch, in
         }
         return HS_OK;
     }
+    list_elems le = {ch, start, et, tmp};
+    return ex_array_join(c, len, list_elem_text, &le, &x->v.s[j], has_more ? &more->v.s[j] : NULL,
+                         out, j);
+}
+
+hs_status ex_array_join(ex_ctx *c, int64_t len, ex_elem_text_fn fn, void *ctx,
+                        const ex_str *sep, const ex_str *null_text, ex_vec *out, int j)
+{
     hs_buf b = {0};
     hs_status st = HS_OK;
     bool printed = false;
     for (int64_t i = 0; i < len && st == HS_OK; i++) {
         ex_str s;
-        if (!read_elem(ch, et, start + i, tmp, 0)) {
-            if (!has_more)
-                continue;
-            s = more->v.s[j];
-        } else if (et->t == EX_T_BOOL) { /* boolout: t / f */
-            s.p = (const uint8_t *)(tmp->v.b[0] ? "t" : "f");
-            s.n = 1;
-        } else if ((st = ex_to_text(c, et, tmp, 0, &s)) != HS_OK) {
+        bool valid;
+        if ((st = fn(c, ctx, i, &valid, &s)) != HS_OK)
             break;
+        if (!valid) {
+            if (!null_text)
+                continue;
+            s = *null_text;
         }
         if (printed)
-            st = hs_buf_append(&b, x->v.s[j].p, x->v.s[j].n);
-        if (st == HS_OK)
+            st = hs_buf_append(&b, sep->p, sep->n);
+        if (st == HS_OK && s.n)
             st = hs_buf_append(&b, s.p, s.n);
         printed = true;
     }

@@ -650,6 +650,17 @@ const char *ex_int_type_name(int bits);
 HS_MUST_USE hs_status ex_ev_array_fn(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns,
                                      ex_vec *out);
 
+/* The text of element i of an array, for ex_array_join: *valid false for
+ * a NULL element, else *s its text (borrowed until the next call). */
+typedef hs_status (*ex_elem_text_fn)(ex_ctx *c, void *ctx, int64_t i, bool *valid, ex_str *s);
+/* array_to_string over elements 0..len (their text from fn) into out's
+ * row j: the texts joined by sep; NULL elements are skipped, or written as
+ * *null_text when it is not NULL.  Shared by list columns (expr_array.c),
+ * text[] (expr_textarr.c) and numeric arrays (expr_numarr.c). */
+HS_MUST_USE hs_status ex_array_join(ex_ctx *c, int64_t len, ex_elem_text_fn fn, void *ctx,
+                                    const ex_str *sep, const ex_str *null_text, ex_vec *out,
+                                    int j);
+
 /* text[] functions (expr_textarr.c): the EX_FN_TA_* functions, ARRAY[...]
  * of text, casts from and to text[], and the functions of expr_array.c
  * given a text[] value (args[0]) */

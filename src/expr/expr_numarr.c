@@ -715,40 +715,33 @@ static hs_status search_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j,
     }
 }
 
+/* ex_array_join's element text of a numeric array */
+typedef struct na_elems {
+    pv_val v;
+    pv_elem e;
+    char num[48];
+} na_elems;
+
+static hs_status na_elem_text(ex_ctx *c, void *ctx, int64_t i, bool *valid, ex_str *s)
+{
+    na_elems *ne = ctx;
+    double d;
+    (void)c;
+    *valid = pv_arr_get(ne->v, i, &d);
+    if (*valid) {
+        s->p = (const uint8_t *)ne->num;
+        s->n = (size_t)pv_arr_elem_text(ne->e, ne->v, i, ne->num);
+    }
+    return HS_OK;
+}
+
 /* array_to_string(a, sep[, null_text]) of row j */
 static hs_status to_string_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, ex_vec *out)
 {
-    pv_val v = pv_of(&a[0].v.s[j]);
-    pv_elem e = (pv_elem)n->args[0]->type.elem;
-    bool has_nt = n->n_args > 2 && !a[2].nul[j], printed = false;
-    hs_buf bf = {0};
-    hs_status st = HS_OK;
-    char num[48];
-    for (int64_t i = 0, len = pv_arr_len(v); i < len && st == HS_OK; i++) {
-        double d;
-        const void *p = num;
-        size_t m;
-        if (!pv_arr_get(v, i, &d)) {
-            if (!has_nt)
-                continue;
-            p = a[2].v.s[j].p;
-            m = a[2].v.s[j].n;
-        } else {
-            m = (size_t)pv_arr_elem_text(e, v, i, num);
-        }
-        if (printed)
-            st = hs_buf_append(&bf, a[1].v.s[j].p, a[1].v.s[j].n);
-        if (st == HS_OK && m)
-            st = hs_buf_append(&bf, p, m);
-        printed = true;
-    }
-    if (st == HS_OK)
-        st = ex_put_str(c, &out->v.s[j], bf.len ? (const char *)bf.data : "", bf.len);
-    else
-        st = hs_err_nomem(c->err, bf.len);
-    hs_buf_free(&bf);
-    out->nul[j] = st != HS_OK;
-    return st;
+    na_elems ne = {.v = pv_of(&a[0].v.s[j]), .e = (pv_elem)n->args[0]->type.elem};
+    bool has_nt = n->n_args > 2 && !a[2].nul[j];
+    return ex_array_join(c, pv_arr_len(ne.v), na_elem_text, &ne, &a[1].v.s[j],
+                         has_nt ? &a[2].v.s[j] : NULL, out, j);
 }
 
 /* x op ANY / ALL (a) of row j (x: the only element of a[1]) */

@@ -429,6 +429,14 @@ static hs_status split_row(ex_ctx *c, const ex_node *n, const ex_vec *a, int j, 
     return put(c, n, &tb, out, j);
 }
 
+/* ex_array_join's element text of a text[] (ctx: its pv_val) */
+static hs_status ta_elem_text(ex_ctx *c, void *ctx, int64_t i, bool *valid, ex_str *s)
+{
+    (void)c;
+    *valid = ta_get(*(const pv_val *)ctx, i, &s->p, &s->n);
+    return HS_OK;
+}
+
 /* array_to_string / array_position of row j */
 static hs_status scan_row(ex_ctx *c, const ex_node *n, pv_val v, const ex_vec *a, int j, ex_vec *out)
 {
@@ -459,31 +467,9 @@ static hs_status scan_row(ex_ctx *c, const ex_node *n, pv_val v, const ex_vec *a
         out->nul[j] = 1;
         return HS_OK;
     }
-    bool has_nt = n->n_args > 2 && !a[2].nul[j], printed = false;
-    hs_buf bf = {0};
-    hs_status st = HS_OK;
-    for (int64_t i = 0; i < len && st == HS_OK; i++) {
-        const uint8_t *p;
-        size_t m;
-        if (!ta_get(v, i, &p, &m)) {
-            if (!has_nt)
-                continue;
-            p = a[2].v.s[j].p;
-            m = a[2].v.s[j].n;
-        }
-        if (printed)
-            st = hs_buf_append(&bf, a[1].v.s[j].p, a[1].v.s[j].n);
-        if (st == HS_OK && m)
-            st = hs_buf_append(&bf, p, m);
-        printed = true;
-    }
-    if (st == HS_OK)
-        st = ex_put_str(c, &out->v.s[j], bf.len ? (const char *)bf.data : "", bf.len);
-    else
-        st = hs_err_nomem(c->err, bf.len);
-    hs_buf_free(&bf);
-    out->nul[j] = 0;
-    return st;
+    bool has_nt = n->n_args > 2 && !a[2].nul[j];
+    return ex_array_join(c, len, ta_elem_text, &v, &a[1].v.s[j], has_nt ? &a[2].v.s[j] : NULL,
+                         out, j);
 }
 
 /* x op ANY / ALL (a) of a text[] a (args: a, x) */
