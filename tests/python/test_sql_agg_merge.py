@@ -9,7 +9,6 @@ batch (each worker sees most groups: found in the adopted map or in an
 earlier worker's), NULL keys, int32 and int64 keys, and every aggregate
 that merges by value (count, sum of integers/decimals/doubles, avg, min
 and max of numbers and strings, bool_and/bool_or, DISTINCT)."""
-import math
 from decimal import Decimal
 
 import numpy as np
@@ -21,7 +20,7 @@ from conftest import require_module
 duckdb = require_module("duckdb")
 hdb = require_module("hyperstreamdb")
 
-from sqlsession import Session  # noqa: E402
+from helpers import duckcompare  # noqa: E402
 
 N = 120_000
 PARTS = 6
@@ -49,30 +48,8 @@ def _data():
 def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("aggmerge")
     data = _data()
-    t = hdb.Table(str(root / "t"))
-    step = N // PARTS
-    for i in range(PARTS):   # several files: many batches, workers in parallel
-        t.write_arrow(data.slice(i * step, step))
-        t.commit()
-    s = Session()
-    s.register("t", str(root / "t"))
-    con = duckdb.connect()
-    con.register("t", data)
-    yield s, con
-    s.close()
-    con.close()
-
-
-def _norm(v):
-    if isinstance(v, float):
-        return ("nan",) if math.isnan(v) else round(v, 6)
-    if isinstance(v, Decimal):
-        return round(float(v), 6)
-    return v
-
-
-def _key(row):
-    return tuple((v is None, v if v is not None else 0) for v in row)
+    # several files: many batches, workers in parallel
+    yield from duckcompare.env(root, data, step=N // PARTS)
 
 
 AGGS = ("count(*), count(x), sum(x), sum(d), avg(x), sum(y), min(x), max(s), min(d), "
@@ -92,14 +69,6 @@ QUERIES = [
 @pytest.mark.parametrize("sql", QUERIES)
 def test_integer_group_merge_matches_duckdb(env, sql):
     s, con = env
-    want = sorted((tuple(_norm(v) for v in r) for r in con.execute(sql).fetchall()), key=_key)
+    want = duckcompare.duck_rows(con, sql)
     for threads in (1, 2, 4, 8):
-        s.sql(f"SET threads = {threads}")
-        try:
-            t = s.sql(sql)
-        finally:
-            s.sql("RESET threads")
-        cols = [c.to_pylist() for c in t.columns]
-        got = sorted((tuple(_norm(c[i]) for c in cols) for i in range(t.num_rows)), key=_key)
-        assert len(got) == len(want), f"{sql} (threads={threads}): {len(got)} groups, want {len(want)}"
-        assert got == want, f"{sql} (threads={threads})\n got: {got[:5]}\nwant: {want[:5]}"
+        duckcompare.check(s, con, sql, want=want, threads=threads)

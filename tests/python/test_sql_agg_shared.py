@@ -7,7 +7,6 @@ group-ordered loops) and many groups, serial and parallel, under a memory
 limit that makes the aggregate spill, NULL arguments and all-NULL groups,
 integers, decimals and doubles, and the aggregates that must not share
 (DISTINCT, FILTER, different arguments)."""
-import math
 from decimal import Decimal
 
 import numpy as np
@@ -19,7 +18,7 @@ from conftest import require_module
 duckdb = require_module("duckdb")
 hdb = require_module("hyperstreamdb")
 
-from sqlsession import Session  # noqa: E402
+from helpers import duckcompare  # noqa: E402
 
 N = 40_000
 
@@ -47,41 +46,8 @@ def env(tmp_path_factory):
     data = data.set_column(2, "x", pa.array(
         [None if g == 3 else v for g, v in zip(data["g"].to_pylist(), data["x"].to_pylist())],
         pa.int32()))
-    t = hdb.Table(str(root / "t"))
-    for off in range(0, N, 8_000):   # several files: several batches, both workers busy
-        t.write_arrow(data.slice(off, 8_000))
-        t.commit()
-    s = Session()
-    s.register("t", str(root / "t"))
-    con = duckdb.connect()
-    con.register("t", data)
-    yield s, con
-    s.close()
-    con.close()
-
-
-def _norm(v):
-    if isinstance(v, Decimal):
-        return float(v)
-    return v
-
-
-def _rows(rows):
-    """Rows in one order (NULLs sort first)."""
-    return sorted(rows, key=lambda r: tuple((v is not None, v if v is not None else 0) for v in r))
-
-
-def _same(a, b):
-    if len(a) != len(b):
-        return False
-    for ra, rb in zip(a, b):
-        for x, y in zip(ra, rb):
-            if isinstance(x, float) and isinstance(y, float):
-                if not (x == y or math.isclose(x, y, rel_tol=1e-12)):
-                    return False
-            elif x != y:
-                return False
-    return True
+    # several files: several batches, both workers busy
+    yield from duckcompare.env(root, data, step=8_000)
 
 
 AGGS = [
@@ -110,16 +76,7 @@ def test_shared_aggregates_match_duckdb(env, aggs, keys, threads):
     s, con = env
     by = f" GROUP BY {keys[0]}" if keys[0] else ""
     sel = f"{keys[0]}, {aggs}" if keys[0] else aggs
-    sql = f"SELECT {sel} FROM t{by}"
-    want = _rows(tuple(_norm(v) for v in r) for r in con.execute(sql).fetchall())
-    s.sql(f"SET threads = {threads}")
-    try:
-        t = s.sql(sql)
-    finally:
-        s.sql("RESET threads")
-    cols = [c.to_pylist() for c in t.columns]
-    got = _rows(tuple(_norm(c[i]) for c in cols) for i in range(t.num_rows))
-    assert _same(got, want), f"{sql}\n got: {got[:4]}\nwant: {want[:4]}"
+    duckcompare.check(s, con, f"SELECT {sel} FROM t{by}", threads=threads)
 
 
 def test_shared_aggregates_spilled_match_duckdb(env):
@@ -128,16 +85,9 @@ def test_shared_aggregates_spilled_match_duckdb(env):
     s, con = env
     sql = ("SELECT h, x, sum(p), avg(p), count(p), count(*), count(*), sum(f), avg(f) "
            "FROM t GROUP BY h, x")
-    want = _rows(tuple(_norm(v) for v in r) for r in con.execute(sql).fetchall())
-    s.sql("SET memory_limit = '1MB'")
-    try:
-        t = s.sql(sql)
+    duckcompare.check(s, con, sql, memory_limit="1MB")
+    with duckcompare.settings(s, memory_limit="1MB"):
         plan = "\n".join(s.sql("EXPLAIN ANALYZE " + sql).column(0).to_pylist())
-    finally:
-        s.sql("RESET memory_limit")
-    cols = [c.to_pylist() for c in t.columns]
-    got = _rows(tuple(_norm(c[i]) for c in cols) for i in range(t.num_rows))
-    assert _same(got, want), f"{sql}\n got: {got[:4]}\nwant: {want[:4]}"
     assert "spill" in plan.lower(), plan
 
 

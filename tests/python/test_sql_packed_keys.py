@@ -15,7 +15,7 @@ from conftest import require_module
 duckdb = require_module("duckdb")
 hdb = require_module("hyperstreamdb")
 
-from sqlsession import Session  # noqa: E402
+from helpers import duckcompare  # noqa: E402
 
 N = 30_000
 WORDS = [None, "", "A", "N", "RF", "abc", "abcdef", "abcdefg", "abcdefgh", "abcdefghi", "\xff",
@@ -43,21 +43,7 @@ def _data():
 def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("packed")
     data = _data()
-    t = hdb.Table(str(root / "t"))
-    for off in range(0, data.num_rows, 10_000):
-        t.write_arrow(data.slice(off, 10_000))
-        t.commit()
-    s = Session()
-    s.register("t", str(root / "t"))
-    con = duckdb.connect()
-    con.register("t", data)
-    yield s, con
-    s.close()
-    con.close()
-
-
-def _rows(rows):
-    return sorted(rows, key=lambda r: tuple((v is not None, v if v is not None else "") for v in r))
+    yield from duckcompare.env(root, data, step=10_000)
 
 
 @pytest.mark.parametrize("keys", [
@@ -72,13 +58,4 @@ def _rows(rows):
 def test_packed_string_keys_match_duckdb(env, keys, threads):
     s, con = env
     sql = f"SELECT {keys}, count(*), sum(v), min(v) FROM t GROUP BY {keys}"
-    want = _rows(con.execute(sql).fetchall())
-    s.sql(f"SET threads = {threads}")
-    try:
-        t = s.sql(sql)
-    finally:
-        s.sql("RESET threads")
-    cols = [c.to_pylist() for c in t.columns]
-    got = _rows(tuple(c[i] for c in cols) for i in range(t.num_rows))
-    assert len(got) == len(want), (sql, len(got), len(want))
-    assert got == [tuple(r) for r in want], sql
+    duckcompare.check(s, con, sql, threads=threads)

@@ -9,7 +9,6 @@ DISTINCT aggregates over different columns, DISTINCT mixed with plain
 aggregates, strings, decimals and doubles (multiples of 1/4, so sums are
 exact in any order).  The table is written in several files, so the
 aggregate reads many batches and the workers really run in parallel."""
-import math
 import re
 from decimal import Decimal
 
@@ -22,7 +21,7 @@ from conftest import require_module
 duckdb = require_module("duckdb")
 hdb = require_module("hyperstreamdb")
 
-from sqlsession import Session  # noqa: E402
+from helpers import duckcompare  # noqa: E402
 
 N = 60_000
 PARTS = 4
@@ -50,30 +49,8 @@ def _data():
 def env(tmp_path_factory):
     root = tmp_path_factory.mktemp("paragg")
     data = _data()
-    t = hdb.Table(str(root / "t"))
-    step = N // PARTS
-    for i in range(PARTS):   # one file per commit: several scan batches
-        t.write_arrow(data.slice(i * step, step))
-        t.commit()
-    s = Session()
-    s.register("t", str(root / "t"))
-    con = duckdb.connect()
-    con.register("t", data)
-    yield s, con
-    s.close()
-    con.close()
-
-
-def _norm(v):
-    if isinstance(v, float):
-        return ("nan",) if math.isnan(v) else round(v, 6)
-    if hasattr(v, "as_tuple"):   # Decimal
-        return round(float(v), 6)
-    return v
-
-
-def _key(row):
-    return tuple((v is None, str(type(v)), v if v is not None else 0) for v in row)
+    # one file per commit: several scan batches
+    yield from duckcompare.env(root, data, step=N // PARTS)
 
 
 QUERIES = [
@@ -103,24 +80,13 @@ QUERIES = [
 @pytest.mark.parametrize("sql", QUERIES)
 def test_parallel_distinct_matches_duckdb(env, sql):
     s, con = env
-    want = [tuple(_norm(v) for v in r) for r in con.execute(sql).fetchall()]
+    want = duckcompare.duck_rows(con, sql)
     flat = sql.lower()
     while re.search(r"\([^()]*\)", flat):
         flat = re.sub(r"\([^()]*\)", "", flat)
     ordered = "order by" in flat
-    if not ordered:
-        want = sorted(want, key=_key)
     for threads in (1, 2, 4):
-        s.sql(f"SET threads = {threads}")
-        try:
-            t = s.sql(sql)
-        finally:
-            s.sql("RESET threads")
-        cols = [c.to_pylist() for c in t.columns]
-        got = [tuple(_norm(c[i]) for c in cols) for i in range(t.num_rows)]
-        if not ordered:
-            got = sorted(got, key=_key)
-        assert got == want, f"{sql} (threads={threads})\n got: {got[:10]}\nwant: {want[:10]}"
+        duckcompare.check(s, con, sql, ordered=ordered, want=want, threads=threads)
 
 
 def test_plan_reads_many_batches(env):
@@ -148,17 +114,7 @@ def test_parallel_distinct_under_a_memory_limit(env, sql, tmp_path):
     out-of-memory error.  (Under 1MB the DISTINCT sets of groups already
     in memory outgrow the limit on one thread too: docs/executor.md.)"""
     s, con = env
-    want = sorted((tuple(_norm(v) for v in r) for r in con.execute(sql).fetchall()), key=_key)
+    want = duckcompare.duck_rows(con, sql)
     for limit, threads in (("8MB", 2), ("8MB", 4), ("24MB", 4), ("64MB", 4)):
-        s.sql(f"SET memory_limit = '{limit}'")
-        s.sql(f"SET threads = {threads}")
-        s.sql(f"SET temp_directory = '{tmp_path}'")
-        try:
-            t = s.sql(sql)
-        finally:
-            s.sql("RESET memory_limit")
-            s.sql("RESET threads")
-            s.sql("RESET temp_directory")
-        cols = [c.to_pylist() for c in t.columns]
-        got = sorted((tuple(_norm(c[i]) for c in cols) for i in range(t.num_rows)), key=_key)
-        assert got == want, f"{sql} ({limit}, {threads} threads)"
+        duckcompare.check(s, con, sql, want=want, memory_limit=limit, threads=threads,
+                          temp_directory=str(tmp_path))
