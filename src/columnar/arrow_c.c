@@ -1315,6 +1315,23 @@ hs_status hs_arrow_export_one_batch(hs_batch *b, struct ArrowArrayStream *out, h
     return hs_arrow_export_stream(&src, out, err);   /* owns o now, also on failure */
 }
 
+/* The status of a producer's errno (status_errno's inverse): a stream of
+ * ours exported and imported again (the table scan's, read by the executor)
+ * keeps its status, so that e.g. a division by zero in a pushed-down filter
+ * stays HS_INVALID (SQLSTATE 22012), not an I/O error (58030). */
+static hs_status errno_status(int rc)
+{
+    switch (rc) {
+    case ENOMEM: return HS_NOMEM;
+    case EINVAL: return HS_INVALID;
+    case ENOSYS: return HS_UNSUPPORTED;
+    case EBADMSG: return HS_CORRUPT;
+    case ENOENT: return HS_NOT_FOUND;
+    case ECANCELED: return HS_CANCELLED;
+    default: return HS_IO;
+    }
+}
+
 typedef struct istream_ctx {
     struct ArrowArrayStream stream;  /* moved producer stream */
     hs_field schema;                 /* own copy: the source's schema may be moved away */
@@ -1329,7 +1346,8 @@ static hs_status istream_next(void *ctx, hs_batch **out, hs_error *err)
     int rc = c->stream.get_next(&c->stream, &a);
     if (rc != 0) {
         const char *m = c->stream.get_last_error ? c->stream.get_last_error(&c->stream) : NULL;
-        return hs_err_set(err, HS_IO, "Arrow stream get_next failed (errno %d): %s", rc, m ? m : "");
+        return hs_err_set(err, errno_status(rc), "Arrow stream get_next failed (errno %d): %s", rc,
+                          m ? m : "");
     }
     if (!a.release)
         return HS_OK;  /* end of stream */
@@ -1366,7 +1384,8 @@ hs_status hs_arrow_import_stream(struct ArrowArrayStream *s, hs_batch_source *ou
     hs_status st;
     if (rc != 0) {
         const char *m = c->stream.get_last_error ? c->stream.get_last_error(&c->stream) : NULL;
-        st = hs_err_set(err, HS_IO, "Arrow stream get_schema failed (errno %d): %s", rc, m ? m : "");
+        st = hs_err_set(err, errno_status(rc), "Arrow stream get_schema failed (errno %d): %s", rc,
+                        m ? m : "");
     } else {
         st = hs_arrow_import_schema(&sch, &out->schema, err);
         if (sch.release)

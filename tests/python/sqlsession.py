@@ -3,14 +3,40 @@
 Tables are written with the hyperstreamdb package, opened here through a
 path catalog (hs_catalog_open_path(NULL)) and registered by name; results
 come back as pyarrow Tables through the ArrowArrayStream of hs_result_stream.
+
+Errors raise SqlError with the session's SQLSTATE, also an error met while
+the result streams (the stream's get_next fails; the session records the
+statement's SQLSTATE, e.g. 22012 for a division by zero in a later batch),
+as the hyperstreamdb package does (python/hyperstreamdb/_core_sql.c
+raise_sql_stream_error).
 """
 import ctypes
+import errno
 
 import pyarrow as pa
 
 from conftest import LIB_PATH, STATUS_NAMES, _ArrowArrayStream, _HsErrorStruct
 
 STATUS = STATUS_NAMES + ["HS_CANCELLED"]
+
+# A stream's get_next error (pyarrow's exception for the errno it returned,
+# columnar/arrow_c.c status_errno) -> the status, and the SQLSTATE class of
+# that status when the session recorded none (as the package does).
+_STREAM_ERRNO = {errno.ENOENT: "HS_NOT_FOUND", errno.EBADMSG: "HS_CORRUPT",
+                 errno.ECANCELED: "HS_CANCELLED"}
+_CLASS_STATE = {"HS_INVALID": "22000", "HS_NOMEM": "53200", "HS_CANCELLED": "57014",
+                "HS_UNSUPPORTED": "0A000", "HS_NOT_FOUND": "42704", "HS_IO": "58030",
+                "HS_CORRUPT": "XX001"}
+
+
+def _stream_status(e):
+    if isinstance(e, pa.ArrowInvalid):
+        return "HS_INVALID"
+    if isinstance(e, pa.ArrowMemoryError):
+        return "HS_NOMEM"
+    if isinstance(e, pa.ArrowNotImplementedError):
+        return "HS_UNSUPPORTED"
+    return _STREAM_ERRNO.get(getattr(e, "errno", None), "HS_IO")
 
 
 class SqlError(Exception):
@@ -91,9 +117,21 @@ class Session:
             rc = self.lib.hs_result_stream(r, ctypes.byref(st), ctypes.byref(err))
             assert rc == 0, err.msg
             reader = pa.RecordBatchReader._import_from_c(ctypes.addressof(st))
-            return reader.read_all()
+            try:
+                return reader.read_all()
+            except (pa.ArrowException, OSError) as e:
+                self._raise_stream(e)
         finally:
             self.lib.hs_result_free(r)
+
+    def _raise_stream(self, e):
+        """An error from the result stream's get_next as SqlError."""
+        status = _stream_status(e)
+        state = self.lib.hs_session_sqlstate(self.s).decode()
+        if state == "00000":   # not an error the statement recorded (e.g. exporting a batch)
+            state = _CLASS_STATE.get(status, "XX000")
+        raise SqlError(STATUS.index(status), str(e), state,
+                       self.lib.hs_session_error_position(self.s)) from e
 
     def sql(self, text):
         err = _HsErrorStruct()

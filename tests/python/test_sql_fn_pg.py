@@ -418,10 +418,8 @@ def _ours(sess, q):
     import sqlsession
     try:
         t = sess.sql(q)
-    except sqlsession.SqlError as e:
+    except sqlsession.SqlError as e:   # also an error met while the result streams
         return ("ERR", e.sqlstate, str(e))
-    except pa.ArrowException as e:
-        return ("ERR", "?????", str(e))
     rows = sorted(zip(t.column(0).to_pylist(), t.column(1).to_pylist()), key=lambda r: r[0])
     return ("OK", t.schema.field(1).type, [v for _, v in rows])
 
