@@ -123,12 +123,16 @@ static void remove_listed(const char *location, hs_buf *rels)
 }
 
 /* The root of the registry of metadata m (declarations and segments, no
- * segment read); unreadable is treated as load_registry_of does. */
-static hs_status load_root_of(const ice_table_metadata *m, ix_registry *reg, hs_error *err)
+ * segment read); unreadable is treated as load_registry_of does (*reset,
+ * may be NULL, says so: reg is then empty). */
+static hs_status load_root_ex(const ice_table_metadata *m, ix_registry *reg, bool *reset,
+                              hs_error *err)
 {
     const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
     hs_error e;
     hs_err_clear(&e);
+    if (reset)
+        *reset = false;
     hs_status st = ix_registry_load_root(m->location, rel, reg, &e);
     if (st == HS_NOMEM)
         return hs_err_nomem(err, 64);
@@ -141,8 +145,15 @@ static hs_status load_root_of(const ice_table_metadata *m, ix_registry *reg, hs_
     if (st != HS_OK) {
         tbl_ix_warn("%s: %s; starting a new index registry", m->location, e.msg);
         memset(reg, 0, sizeof *reg);
+        if (reset)
+            *reset = true;
     }
     return HS_OK;
+}
+
+static hs_status load_root_of(const ice_table_metadata *m, ix_registry *reg, hs_error *err)
+{
+    return load_root_ex(m, reg, NULL, err);
 }
 
 /* The registry of metadata m: empty when there is none; an unreadable one is
@@ -161,27 +172,17 @@ static hs_status load_registry_ex(const ice_table_metadata *m, ix_registry *reg,
                                   hs_error *err)
 {
     const char *rel = ice_kv_get(&m->properties, IX_REGISTRY_PROPERTY);
-    hs_error e;
-    hs_err_clear(&e);
-    hs_status st = ix_registry_load_root(m->location, rel, reg, &e);
-    if (st == HS_NOMEM)
-        return hs_err_nomem(err, 64);
-    if (st == HS_IO) {   /* a read that failed (EIO): not damage; retry later */
-        memset(reg, 0, sizeof *reg);
-        if (err)
-            *err = e;
-        return st;
-    }
-    if (st != HS_OK) {
-        tbl_ix_warn("%s: %s; starting a new index registry", m->location, e.msg);
-        memset(reg, 0, sizeof *reg);
+    bool reset;
+    HS_TRY(load_root_ex(m, reg, &reset, err));
+    if (reset)
         return HS_OK;
-    }
     /* a damaged segment loses its entries only (a refresh rebuilds them);
      * one that could not be read (EIO) fails the call instead: writing a
      * registry without its entries would drop indexes that are fine */
+    hs_error e;
+    hs_err_clear(&e);
     int bad = 0;
-    st = ix_registry_load_segments_lenient(m->location, reg, &bad, &e, err);
+    hs_status st = ix_registry_load_segments_lenient(m->location, reg, &bad, &e, err);
     *n_bad = bad;
     if (st == HS_OK && bad && e.code == HS_IO) {
         if (err)
