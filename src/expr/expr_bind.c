@@ -182,6 +182,20 @@ ex_node *exb_mk(ex_binder *b, ex_kind k, ex_ty t, int loc, int n_args)
     return n;
 }
 
+hs_status exb_mk_fn(ex_binder *b, ex_fn f, ex_ty t, int aux, ex_node **a, int n, int loc,
+                    ex_node **out)
+{
+    ex_node *x = exb_mk(b, EX_FUNC, t, loc, n);
+    if (!x)
+        return exb_nomem(b);
+    x->op = (int)f;
+    x->aux = aux;
+    for (int i = 0; i < n; i++)
+        x->args[i] = a[i];
+    *out = x;
+    return exb_fold(b, out, false);
+}
+
 ex_node *exb_mk_const(ex_binder *b, ex_ty t, int loc)
 {
     return exb_mk(b, EX_CONST, t, loc, 0);

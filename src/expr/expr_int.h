@@ -350,6 +350,10 @@ hs_status exb_err(ex_binder *b, hs_status code, int loc, const char *fmt, ...) H
 ex_ty exb_ty(ex_t t);                       /* the plain type t (int64, double, ...) */
 ex_node *exb_mk(ex_binder *b, ex_kind k, ex_ty t, int loc, int n_args);   /* NULL: no memory */
 ex_node *exb_mk_const(ex_binder *b, ex_ty t, int loc);
+/* *out = the function call f(a[0..n)) of type t and aux, folded when its
+ * arguments are constants (exb_fold, not strict). */
+HS_MUST_USE hs_status exb_mk_fn(ex_binder *b, ex_fn f, ex_ty t, int aux, ex_node **a, int n,
+                                int loc, ex_node **out);
 const char *exb_tname(const ex_ty *t, char *buf);   /* buf: 48 bytes */
 /* Replaces *np by a constant when its arguments are constants (strict: an
  * evaluation error is the binding error). */

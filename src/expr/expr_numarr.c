@@ -275,19 +275,6 @@ hs_status exb_na_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
 /* ------------------------------------------------------------------ */
 /* the other operators and functions of numeric array values            */
 
-static hs_status mk_na(ex_binder *b, ex_fn f, ex_ty t, int aux, ex_node **a, int n, int loc, ex_node **out)
-{
-    ex_node *x = exb_mk(b, EX_FUNC, t, loc, n);
-    if (!x)
-        return exb_nomem(b);
-    x->op = (int)f;
-    x->aux = aux;
-    for (int i = 0; i < n; i++)
-        x->args[i] = a[i];
-    *out = x;
-    return exb_fold(b, out, false);
-}
-
 /* The scalar type of an element of rank's kind. */
 static ex_ty elem_ty(int rank)
 {
@@ -317,7 +304,7 @@ hs_status exb_na_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
         /* numeric: PostgreSQL's unconstrained numeric at EX_NUMERIC_SCALE
          * (the element's own scale is per value; docs/sql.md) */
         ex_ty et = rank == R_NUMERIC ? exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE) : elem_ty(rank);
-        HS_TRY(mk_na(b, EX_FN_NA_ELEM, et, 0, a, 2, loc, out));
+        HS_TRY(exb_mk_fn(b, EX_FN_NA_ELEM, et, 0, a, 2, loc, out));
         return HS_OK;
     }
     ex_node *a[3] = {x, NULL, NULL};
@@ -333,7 +320,7 @@ hs_status exb_na_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
             return exb_nomem(b);
         }
     }
-    return mk_na(b, EX_FN_NA_SLICE, arr_ty(rank), aux, a, 3, loc, out);
+    return exb_mk_fn(b, EX_FN_NA_SLICE, arr_ty(rank), aux, a, 3, loc, out);
 }
 
 hs_status exb_na_subscripts(ex_binder *b, ex_node *x, json_t *ind, size_t k, size_t m, int loc, ex_node **out)
@@ -355,7 +342,7 @@ hs_status exb_na_subscripts(ex_binder *b, ex_node *x, json_t *ind, size_t k, siz
         HS_TRY(exb_want_int32(b, &a[1 + i], "array subscript"));
     }
     ex_ty et = rank == R_NUMERIC ? exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE) : elem_ty(rank);
-    return mk_na(b, EX_FN_NA_ELEM, et, 0, a, (int)m + 1, loc, out);
+    return exb_mk_fn(b, EX_FN_NA_ELEM, et, 0, a, (int)m + 1, loc, out);
 }
 
 /* The common rank of array arr and element x (untyped: the array's), or
@@ -436,7 +423,7 @@ hs_status exb_na_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, in
     if (!ok)
         return exb_err(b, HS_NOT_FOUND, loc, "operator does not exist: %s %s %s", exb_tname(&l->type, b1),
                        overlap ? "&&" : "@>", exb_tname(&r->type, b2));
-    return mk_na(b, EX_FN_NA_CONTAINS, exb_ty(EX_T_BOOL), overlap, a, 2, loc, out);
+    return exb_mk_fn(b, EX_FN_NA_CONTAINS, exb_ty(EX_T_BOOL), overlap, a, 2, loc, out);
 }
 
 hs_status exb_na_cmp(ex_binder *b, const char *opname, int cmp, ex_node *l, ex_node *r, int loc, ex_node **out)
@@ -496,7 +483,7 @@ static hs_status bind_shape(ex_binder *b, const char *fn, ex_node **a, int n, in
     }
     if (n > 1)
         HS_TRY(exb_want_int32(b, &a[1], "argument"));
-    return mk_na(b, EX_FN_ARR_SHAPE, aux == 3 ? exb_ty(EX_T_STR) : int4_ty(), aux, a, n, loc, out);
+    return exb_mk_fn(b, EX_FN_ARR_SHAPE, aux == 3 ? exb_ty(EX_T_STR) : int4_ty(), aux, a, n, loc, out);
 }
 
 /* array_position / array_positions / array_remove / array_replace /
@@ -510,7 +497,7 @@ static hs_status bind_search(ex_binder *b, const char *fn, ex_fn f, ex_node **a,
             HS_TRY(want_str(b, &a[i], &ok));
         if (!ok)
             return no_fn(b, fn, a, n, loc);
-        return mk_na(b, EX_FN_NA_TO_STRING, exb_ty(EX_T_STR), 0, a, n, loc, out);
+        return exb_mk_fn(b, EX_FN_NA_TO_STRING, exb_ty(EX_T_STR), 0, a, n, loc, out);
     }
     int rank = elem_common(a[0], a[1]);
     if (f == EX_FN_NA_REPLACE && rank != R_NONE) {
@@ -527,11 +514,11 @@ static hs_status bind_search(ex_binder *b, const char *fn, ex_fn f, ex_node **a,
     case EX_FN_ARRAY_POSITION:
         if (n > 2)
             HS_TRY(exb_want_int32(b, &a[2], "argument"));
-        return mk_na(b, EX_FN_NA_POSITION, int4_ty(), 0, a, n, loc, out);
+        return exb_mk_fn(b, EX_FN_NA_POSITION, int4_ty(), 0, a, n, loc, out);
     case EX_FN_NA_POSITION:
-        return mk_na(b, EX_FN_NA_POSITION, arr_ty(R_INT4), 1, a, n, loc, out);
+        return exb_mk_fn(b, EX_FN_NA_POSITION, arr_ty(R_INT4), 1, a, n, loc, out);
     default:
-        return mk_na(b, f, arr_ty(rank), 0, a, n, loc, out);
+        return exb_mk_fn(b, f, arr_ty(rank), 0, a, n, loc, out);
     }
 }
 

@@ -82,20 +82,6 @@ static hs_status want_text(ex_binder *b, ex_node **np, bool *ok)
     return *ok && t != EX_T_STR ? exb_cast_to(b, np, exb_ty(EX_T_STR), true) : HS_OK;
 }
 
-static hs_status mk_fn(ex_binder *b, ex_fn f, ex_ty t, int aux, ex_node **a, int n, int loc,
-                       ex_node **out)
-{
-    ex_node *x = exb_mk(b, EX_FUNC, t, loc, n);
-    if (!x)
-        return exb_nomem(b);
-    x->op = (int)f;
-    x->aux = aux;
-    for (int i = 0; i < n; i++)
-        x->args[i] = a[i];
-    *out = x;
-    return exb_fold(b, out, false);
-}
-
 hs_status exb_ta_array(ex_binder *b, ex_node **a, int n, int loc, ex_node **out)
 {
     char b1[48];
@@ -109,7 +95,7 @@ hs_status exb_ta_array(ex_binder *b, ex_node **a, int n, int loc, ex_node **out)
             return exb_err(b, HS_INVALID, a[i]->loc >= 0 ? a[i]->loc : loc,
                            "ARRAY types text and %s cannot be matched", exb_tname(&a[i]->type, b1));
     }
-    return mk_fn(b, EX_FN_PV_ARRAY, ta_ty(), 0, a, n, loc, out);
+    return exb_mk_fn(b, EX_FN_PV_ARRAY, ta_ty(), 0, a, n, loc, out);
 }
 
 static hs_status no_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, int loc)
@@ -129,19 +115,19 @@ hs_status exb_ta_op(ex_binder *b, const char *opname, ex_node *l, ex_node *r, in
         bool lt = exb_ta_is(l), rt = exb_ta_is(r);
         if (lt && !rt && r->type.t == EX_T_STR) {
             HS_TRY(exb_ta_coerce(b, &a[0], &okl));
-            return mk_fn(b, EX_FN_TA_APPEND, ta_ty(), 0, a, 2, loc, out);
+            return exb_mk_fn(b, EX_FN_TA_APPEND, ta_ty(), 0, a, 2, loc, out);
         }
         if (rt && !lt && l->type.t == EX_T_STR) {
             a[0] = r;
             a[1] = l;
             HS_TRY(exb_ta_coerce(b, &a[0], &okl));
-            return mk_fn(b, EX_FN_TA_APPEND, ta_ty(), 1, a, 2, loc, out);
+            return exb_mk_fn(b, EX_FN_TA_APPEND, ta_ty(), 1, a, 2, loc, out);
         }
         HS_TRY(exb_ta_coerce(b, &a[0], &okl));
         HS_TRY(exb_ta_coerce(b, &a[1], &okr));
         if (!okl || !okr)
             return no_op(b, opname, l, r, loc);
-        return mk_fn(b, EX_FN_TA_CAT, ta_ty(), 0, a, 2, loc, out);
+        return exb_mk_fn(b, EX_FN_TA_CAT, ta_ty(), 0, a, 2, loc, out);
     }
     int cmp = exb_parse_cmp_op(opname);
     if (cmp < 0)
@@ -170,7 +156,7 @@ hs_status exb_ta_contains(ex_binder *b, bool overlap, ex_node *l, ex_node *r, in
     HS_TRY(exb_ta_coerce(b, &a[1], &okr));
     if (!okl || !okr)
         return no_op(b, overlap ? "&&" : "@>", l, r, loc);
-    return mk_fn(b, EX_FN_TA_CONTAINS, exb_ty(EX_T_BOOL), overlap, a, 2, loc, out);
+    return exb_mk_fn(b, EX_FN_TA_CONTAINS, exb_ty(EX_T_BOOL), overlap, a, 2, loc, out);
 }
 
 hs_status exb_want_int32(ex_binder *b, ex_node **np, const char *what)
@@ -197,7 +183,7 @@ hs_status exb_ta_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
         ex_node *a[2] = {x, NULL};
         HS_TRY(exb_bind(b, json_object_get(ind, "uidx"), &a[1]));
         HS_TRY(exb_want_int32(b, &a[1], "array subscript"));
-        return mk_fn(b, EX_FN_ARR_ELEM, exb_ty(EX_T_STR), 0, a, 2, loc, out);
+        return exb_mk_fn(b, EX_FN_ARR_ELEM, exb_ty(EX_T_STR), 0, a, 2, loc, out);
     }
     ex_node *a[3] = {x, NULL, NULL};
     int aux = 0;
@@ -214,7 +200,7 @@ hs_status exb_ta_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
                 return exb_nomem(b);
         }
     }
-    return mk_fn(b, EX_FN_TA_SLICE, ta_ty(), aux, a, 3, loc, out);
+    return exb_mk_fn(b, EX_FN_TA_SLICE, ta_ty(), aux, a, 3, loc, out);
 }
 
 static hs_status no_fn(ex_binder *b, const char *fn, ex_node **a, int n, int loc)
@@ -238,7 +224,7 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
             HS_TRY(want_text(b, &a[i], &ok));
         if (!ok)
             return no_fn(b, fn, a, n, loc);
-        return mk_fn(b, f, ta_ty(), 0, a, n, loc, out);
+        return exb_mk_fn(b, f, ta_ty(), 0, a, n, loc, out);
     case EX_FN_TA_APPEND: {
         bool pre = !strcasecmp(fn, "array_prepend");
         ex_node *x[2] = {pre ? a[1] : a[0], pre ? a[0] : a[1]};
@@ -251,14 +237,14 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         HS_TRY(want_text(b, &x[1], &ok2));
         if (!ok || !ok2)
             return no_fn(b, fn, a, n, loc);
-        return mk_fn(b, f, ta_ty(), pre, x, 2, loc, out);
+        return exb_mk_fn(b, f, ta_ty(), pre, x, 2, loc, out);
     }
     case EX_FN_TA_CAT:
         HS_TRY(exb_ta_coerce(b, &a[0], &ok));
         HS_TRY(exb_ta_coerce(b, &a[1], &ok2));
         if (!ok || !ok2)
             return no_fn(b, fn, a, n, loc);
-        return mk_fn(b, f, ta_ty(), 0, a, 2, loc, out);
+        return exb_mk_fn(b, f, ta_ty(), 0, a, 2, loc, out);
     case EX_FN_CARDINALITY: case EX_FN_ARRAY_LENGTH: case EX_FN_ARRAY_TO_STRING:
     case EX_FN_ARRAY_POSITION: {
         if (!ex_is_ta(&a[0]->type)) {
@@ -278,7 +264,7 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
             HS_TRY(want_text(b, &a[1], &ok));
         if (!ok)
             return no_fn(b, fn, a, n, loc);
-        return mk_fn(b, f, rt, 0, a, n, loc, out);
+        return exb_mk_fn(b, f, rt, 0, a, n, loc, out);
     }
     case EX_FN_NA_POSITION: case EX_FN_NA_REMOVE: case EX_FN_NA_REPLACE: {
         /* array_positions / array_remove / array_replace of a text[] */
@@ -298,7 +284,7 @@ hs_status exb_ta_func(ex_binder *b, const char *fn, ex_fn f, ex_node **a, int n,
         }
         ex_fn tf = f == EX_FN_NA_POSITION ? EX_FN_TA_POSITIONS : f == EX_FN_NA_REMOVE ? EX_FN_TA_REMOVE
                                                                                        : EX_FN_TA_REPLACE;
-        return mk_fn(b, tf, rt, 0, a, n, loc, out);
+        return exb_mk_fn(b, tf, rt, 0, a, n, loc, out);
     }
     default:
         *done = false;
