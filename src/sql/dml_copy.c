@@ -1,7 +1,6 @@
 /*
  * sql/dml_copy.c - COPY between a table (or a query) and a file.
  *
- *
  * COPY: FROM 'x.parquet' (columns by name) or 'x.csv' (FORMAT csv; columns
  * by position - the table's or the column list's -, HEADER skips the first
  * record; DELIMITER one character; NULL is an unquoted empty cell), TO

@@ -7,6 +7,7 @@
  * takes the first WHEN NOT MATCHED clause that holds (INSERT / DO NOTHING).
  * A target row updated or deleted by two source rows is 21000 ("MERGE
  * command cannot affect row a second time").  UPDATE ... FROM with several
+ * matching source rows uses one of them (PostgreSQL: unspecified which).
  *
  * The target and the source are read and joined by dml_rows.c
  * (dml_open_joined, dml_join_pairs_sub); the pairs a clause acts on are
