@@ -278,6 +278,28 @@ static hs_status write_sidecar(const build_req *q, const hs_buf *bytes, ix_entry
     return st;
 }
 
+/* The end of either build, st its status so far: the clustered section
+ * (cb's builder, freed here) after the index bytes, the sidecar written and
+ * e->cluster set; bytes freed. */
+static hs_status finish_build(const build_req *q, hs_status st, cluster_build *cb, hs_buf *bytes,
+                              ix_entry *e, hs_error *err)
+{
+    char *dir = NULL;
+    if (st == HS_OK)
+        st = cluster_finish(cb, bytes, &dir, err);
+    tbl_vcbuilder_free(cb->b);
+    cb->b = NULL;
+    if (st == HS_OK)
+        st = write_sidecar(q, bytes, e, err);
+    if (st == HS_OK) {
+        e->cluster = dir;
+        dir = NULL;
+    }
+    hs_free(dir);
+    hs_buf_free(bytes);
+    return st;
+}
+
 /* Builds from one batch holding every row of the data file. */
 hs_status tbl_ix_build_from_batch(const build_req *q, const hs_batch *b, ix_entry *e,
                                   hs_error *err)
@@ -300,22 +322,11 @@ hs_status tbl_ix_build_from_batch(const build_req *q, const hs_batch *b, ix_entr
     k->build_free(state);
     hs_col_free(tmp);
     cluster_build cb = {0};
-    char *dir = NULL;
     if (st == HS_OK)
         st = cluster_begin(q, &cb, err);
     if (st == HS_OK && cb.b)
         st = tbl_vcbuilder_add(cb.b, b, 0, err);
-    if (st == HS_OK)
-        st = cluster_finish(&cb, &bytes, &dir, err);
-    tbl_vcbuilder_free(cb.b);
-    if (st == HS_OK)
-        st = write_sidecar(q, &bytes, e, err);
-    if (st == HS_OK) {
-        e->cluster = dir;
-        dir = NULL;
-    }
-    hs_free(dir);
-    hs_buf_free(&bytes);
+    st = finish_build(q, st, &cb, &bytes, e, err);
     if (st != HS_OK)
         hs_err_prefix(err, "index %s on %s of %s", q->decl->kind, q->decl->column, q->data_file);
     return st;
@@ -387,7 +398,6 @@ hs_status tbl_ix_build_from_file(const build_req *q, ix_entry *e, hs_error *err)
     }
     disk_build d = {q, k, NULL, 0, cb.b};
     hs_buf bytes = {0};
-    char *dir = NULL;
     st = k->build_begin(q->decl->kind, q->decl->params, q->field, q->data_file_size,
                         q->record_count, hs_io_is_object_uri(q->location), &d.state, err);
     tbl_read_opts o = {.n_out = -1, .batch_size = 65536};
@@ -400,17 +410,7 @@ hs_status tbl_ix_build_from_file(const build_req *q, ix_entry *e, hs_error *err)
         st = k->build_finish(d.state, &bytes, err);
     if (d.state)
         k->build_free(d.state);
-    if (st == HS_OK)
-        st = cluster_finish(&cb, &bytes, &dir, err);
-    tbl_vcbuilder_free(cb.b);
-    if (st == HS_OK)
-        st = write_sidecar(q, &bytes, e, err);
-    if (st == HS_OK) {
-        e->cluster = dir;
-        dir = NULL;
-    }
-    hs_free(dir);
-    hs_buf_free(&bytes);
+    st = finish_build(q, st, &cb, &bytes, e, err);
     hs_field_clear(&rs);
     if (st != HS_OK && st != HS_CANCELLED)
         hs_err_prefix(err, "index %s on %s of %s", q->decl->kind, q->decl->column, q->data_file);
