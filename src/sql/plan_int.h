@@ -420,5 +420,9 @@ HS_MUST_USE hs_status pl_numeric_window_avgs(planner *p, rel *cur, json_t *j, co
  * distinct window), each mapped in m to its (hidden) column. */
 HS_MUST_USE hs_status pl_apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes,
                                        nmap *m, const layer *pre, const int *key_of_col);
+/* The window calls in the operands of x IN / op ANY / ALL (subquery) under
+ * nodes, computed as pl_apply_windows does, before the subqueries. */
+HS_MUST_USE hs_status pl_apply_operand_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes,
+                                               nmap *m, const layer *pre, const int *key_of_col);
 
 #endif

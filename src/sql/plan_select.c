@@ -90,7 +90,7 @@ const char *pl_target_name(const json_t *rt)
 /* constants                                                           */
 
 /* An integer constant (LIMIT, OFFSET, positions): *null for NULL/ALL. */
-/* LIMIT / OFFSET as an expression: evaluated
+/* LIMIT / OFFSET and ROWS / GROUPS frame offsets as an expression: evaluated
  * once, as `SELECT (e)::bigint` (PostgreSQL runs an uncorrelated
  * subquery there once too); a column of the query is 42P10. */
 static pl_walk_res visit_var(const json_t *j, void *ctx)
@@ -104,7 +104,7 @@ static pl_walk_res visit_var(const json_t *j, void *ctx)
 static hs_status int_expr(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
 {
     int loc = pl_node_loc(j);
-    if (strcmp(what, "LIMIT") && strcmp(what, "OFFSET"))
+    if (strcmp(what, "LIMIT") && strcmp(what, "OFFSET") && strcmp(what, "ROWS") && strcmp(what, "GROUPS"))
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s must be an integer constant", what);
     if (pl_walk(j, visit_var, NULL, 0))
         return pl_fail(p, HS_INVALID, "42P10", loc, "argument of %s must not contain variables", what);
@@ -844,6 +844,22 @@ static hs_status expose_group_keys(planner *p, rel *cur, const qcol *pre, int n_
 static hs_status plan_block(planner *p, const json_t *sel, rel *out)
 {
     HS_TRY(check_clauses(p, sel));
+    /* window calls of WHERE / HAVING, also in the operand of x IN
+     * (subquery) (transformWindowFuncCall) */
+    static const struct { const char *key, *what; } no_win[] = {
+        {"whereClause", "WHERE"}, {"havingClause", "HAVING"},
+    };
+    for (size_t i = 0; i < sizeof no_win / sizeof no_win[0]; i++) {
+        json_t *calls = json_array();
+        if (!calls)
+            return pl_nomem(p);
+        pl_collect_windows(pl_jget(sel, no_win[i].key), calls, 0);
+        int loc = json_array_size(calls) ? sq_loc(pl_jget(json_array_get(calls, 0), "FuncCall")) : -2;
+        json_decref(calls);
+        if (loc != -2)
+            return pl_fail(p, HS_INVALID, "42P20", loc, "window functions are not allowed in %s",
+                           no_win[i].what);
+    }
     HS_TRY(pl_resolve_windows(p, sel));
     json_t *dc = pl_jget(sel, "distinctClause");
     bool distinct = json_array_size(dc) > 0;
@@ -1022,7 +1038,9 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             p->ungrouped = &pre;
             p->ungrouped_key = key_of_col;
         }
-        st = pl_attach_scalars(p, &cur, both, 2, &m, grouped);
+        st = pl_apply_operand_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
+        if (st == HS_OK)
+            st = pl_attach_scalars(p, &cur, both, 2, &m, grouped);
         p->ungrouped = saved_ug;
         p->ungrouped_key = saved_key;
         for (int i = 0; i < 2 && st == HS_OK; i++)

@@ -669,6 +669,32 @@ static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink,
         st = pl_fail(p, HS_INVALID, "42601", loc, "subquery must return only one column");
     if (st == HS_OK && ncorr == 0)
         st = one_row(p, &s);
+    /* correlation keys of different types (numeric = integer, from
+     * n IN (SELECT k ...)): both sides in the type they unify to */
+    for (size_t i = 0; i < ncorr && st == HS_OK; i++) {
+        const hs_field *lf = &cur->op->schema.children[lk[i]], *rf = &s.op->schema.children[i];
+        if (pl_key_types_ok(lf, rf))
+            continue;
+        hs_field u;
+        pl_unify_type(lf, rf, &u);
+        hs_field *types = hs_calloc((size_t)s.n + 1, sizeof *types);
+        if (!types) {
+            st = pl_nomem(p);
+            break;
+        }
+        for (int k = 0; k < s.n; k++)
+            types[k] = s.op->schema.children[k];
+        types[i] = u;
+        st = pl_cast_rel(p, &s, types);
+        hs_free(types);
+        json_t *o, *in;
+        if (st == HS_OK && !pl_key_types_ok(&cur->op->schema.children[lk[i]], &s.op->schema.children[i]) &&
+            corr_equality(json_array_get(c.corr, i), &c, &o, &in)) {
+            json_t *tn = pl_cast_json(o, &s.op->schema.children[i]);
+            st = tn ? pl_rel_add_expr(p, cur, tn, &lk[i]) : pl_nomem(p);
+            json_decref(tn);
+        }
+    }
     if (st == HS_OK) {
         for (int i = 0; i < s.n; i++)
             s.cols[i].hidden = true;

@@ -143,8 +143,8 @@ static const char *pg_type_of(const hs_field *f)
 }
 
 /* A ROWS or GROUPS offset: a non-negative integer constant. */
-static hs_status rows_offset(planner *p, const json_t *node, bool start, bool preceding,
-                             int64_t *out)
+static hs_status rows_offset(planner *p, const json_t *node, const char *mode, bool start,
+                             bool preceding, int64_t *out)
 {
     int64_t x = 0;
     bool null = false;
@@ -171,7 +171,9 @@ static hs_status rows_offset(planner *p, const json_t *node, bool start, bool pr
             return pl_fail(p, HS_INVALID, "22P02", pl_node_loc(node),
                            "invalid input syntax for type bigint: \"%s\"", sv);
     } else {
-        HS_TRY(pl_int_const(p, node, "frame offset", &x, &null));
+        /* an expression without columns ($1 arrives as a constant):
+         * evaluated once as bigint, as PostgreSQL does at executor start */
+        HS_TRY(pl_int_const(p, node, mode, &x, &null));
     }
     if (null)
         return pl_fail(p, HS_INVALID, "22004", pl_node_loc(node), "frame %s offset must not be null",
@@ -181,6 +183,16 @@ static hs_status rows_offset(planner *p, const json_t *node, bool start, bool pr
                        "frame %s offset must not be negative", start ? "starting" : "ending");
     *out = preceding ? -x : x;
     return HS_OK;
+}
+
+/* A column of the query (not inside a subquery): PostgreSQL's
+ * checkExprIsVarFree for frame offsets. */
+static pl_walk_res visit_column(const json_t *j, void *ctx)
+{
+    (void)ctx;
+    if (json_object_get(j, "SubLink"))
+        return PL_SKIP;
+    return json_object_get(j, "ColumnRef") ? PL_STOP : PL_DESCEND;
 }
 
 typedef struct win_ctx {
@@ -235,6 +247,11 @@ static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over,
         if (!(v & (prec | foll)))
             continue;
         json_t *off = pl_jget(over, end ? "endOffset" : "startOffset");
+        if (pl_walk(off, visit_column, NULL, 0)) {
+            st = pl_fail(p, HS_INVALID, "42P10", pl_node_loc(off),
+                         "argument of RANGE must not contain variables");
+            break;
+        }
         int oc;
         json_t *cb;
         bool unknown = pl_is_kind(off, "A_Const", &cb) && pl_jget(cb, "sval");
@@ -363,9 +380,11 @@ static hs_status frame_of(planner *p, const win_ctx *wc, const json_t *over, int
         return HS_OK;
     }
     if (v & (FO_START_OFF_PREC | FO_START_OFF_FOLL))
-        HS_TRY(rows_offset(p, pl_jget(over, "startOffset"), true, v & FO_START_OFF_PREC, &lo));
+        HS_TRY(rows_offset(p, pl_jget(over, "startOffset"), v & FO_GROUPS ? "GROUPS" : "ROWS", true,
+                           v & FO_START_OFF_PREC, &lo));
     if (v & (FO_END_OFF_PREC | FO_END_OFF_FOLL))
-        HS_TRY(rows_offset(p, pl_jget(over, "endOffset"), false, v & FO_END_OFF_PREC, &hi));
+        HS_TRY(rows_offset(p, pl_jget(over, "endOffset"), v & FO_GROUPS ? "GROUPS" : "ROWS", false,
+                           v & FO_END_OFF_PREC, &hi));
     w->lo = lo;
     w->hi = hi;
     if (v & FO_GROUPS)
@@ -543,6 +562,14 @@ hs_status pl_apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nod
         return pl_nomem(p);
     for (int i = 0; i < n_nodes; i++)
         pl_collect_windows(nodes[i], calls, 0);
+    /* calls computed before (those in the operands of x IN (subquery),
+     * pl_apply_operand_windows) are not computed again */
+    for (size_t i = json_array_size(calls); i-- > 0;)
+        for (int k = 0; k < m->n; k++)
+            if (pl_jeq(m->nodes[k], json_array_get(calls, i))) {
+                json_array_remove(calls, i);
+                break;
+            }
     hs_status st = HS_OK;
     size_t n = json_array_size(calls);
     bool *done = hs_calloc(n + 1, sizeof *done);
@@ -660,6 +687,49 @@ hs_status pl_apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nod
     hs_free(done);
     hs_free(fns);
     hs_free(which);
+    json_decref(calls);
+    return st;
+}
+
+/* Window calls in the operands of x op ANY / ALL (subquery) under nodes
+ * (row_number() OVER w IN (SELECT ...)): computed over cur before the
+ * subqueries are planned, so that the operand reads them as columns of m
+ * (pl_apply_windows then skips them). */
+static pl_walk_res visit_operand_windows(const json_t *j, void *arr)
+{
+    json_t *sl = json_object_get(j, "SubLink");
+    if (!sl)
+        return PL_DESCEND;
+    json_t *x = json_object_get(sl, "testexpr");
+    if (x)
+        pl_collect_windows(x, arr, 0);
+    return PL_SKIP;
+}
+
+hs_status pl_apply_operand_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes, nmap *m,
+                                   const layer *pre, const int *key_of_col)
+{
+    json_t *calls = json_array();
+    if (!calls)
+        return pl_nomem(p);
+    for (int i = 0; i < n_nodes; i++)
+        pl_walk(nodes[i], visit_operand_windows, calls, 0);
+    hs_status st = HS_OK;
+    size_t n = json_array_size(calls);
+    if (n > 0) {
+        json_t **a = hs_calloc(n, sizeof *a);
+        st = a ? HS_OK : pl_nomem(p);
+        for (size_t i = 0; i < n && st == HS_OK; i++)
+            a[i] = json_array_get(calls, i);
+        /* subqueries in the windows' own arguments first, as for the others */
+        if (st == HS_OK)
+            st = pl_attach_scalars(p, cur, a, (int)n, m, pre != NULL);
+        for (size_t i = 0; i < n && st == HS_OK; i++)
+            st = pl_numeric_window_avgs(p, cur, a[i], m, pre, key_of_col, 0);
+        if (st == HS_OK)
+            st = pl_apply_windows(p, cur, a, (int)n, m, pre, key_of_col);
+        hs_free(a);
+    }
     json_decref(calls);
     return st;
 }
