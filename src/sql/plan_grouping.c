@@ -502,10 +502,7 @@ hs_status pl_expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
     /* DISTINCT over the union, not per set: the wrapping query's */
     json_t *dc = pl_jget(sel, "distinctClause");
     bool distinct = json_array_size(sets) > 1 && json_array_size(dc) > 0;
-    if (st == HS_OK && distinct &&
-        !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0))
-        st = pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(dc, 0),
-                     "SELECT DISTINCT ON with several grouping sets is not supported");
+    bool distinct_on = distinct && !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0);
     if (st == HS_OK && distinct) {
         wrap = true;
         if (!sort)
@@ -523,8 +520,35 @@ hs_status pl_expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
         json_t *calls = json_array();
         pl_collect_windows(tl, calls, 0);
         pl_collect_windows(pl_jget(sel, "sortClause"), calls, 0);
+        if (distinct_on)
+            pl_collect_windows(dc, calls, 0);
         wins = json_array_size(calls) > 0;
         json_decref(calls);
+    }
+    /* DISTINCT ON (e...) over the union: each e that is the ORDER BY item
+     * at its position reads that item's column, any other one a column
+     * __hs_gs_s<k> of its own (the wrapping block then checks the ORDER BY
+     * match, 42P10, as for any DISTINCT ON) */
+    json_t *don = NULL;
+    if (st == HS_OK && distinct_on && wins)
+        st = pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(dc, 0),
+                     "SELECT DISTINCT ON with window functions and several grouping sets is not supported");
+    if (st == HS_OK && distinct_on && !(don = json_array()))
+        st = pl_nomem(p);
+    for (size_t d = 0; st == HS_OK && distinct_on && d < json_array_size(dc); d++) {
+        const json_t *e = json_array_get(dc, d);
+        const json_t *ob = pl_jget(pl_jget(json_array_get(pl_jget(sel, "sortClause"), d), "SortBy"), "node");
+        json_t *node;
+        if (ob && pl_jeq(ob, e)) {
+            node = json_deep_copy(pl_jget(pl_jget(json_array_get(sort, d), "SortBy"), "node"));
+        } else {
+            char ref[32];
+            snprintf(ref, sizeof ref, "__hs_gs_s%zu", json_array_size(extra));
+            json_array_append(extra, (json_t *)e);
+            node = mk_cref(ref);
+        }
+        if (!node || json_array_append_new(don, node) != 0)
+            st = pl_nomem(p);
     }
     if (st == HS_OK && wins) {
         wrap = true;
@@ -669,6 +693,8 @@ hs_status pl_expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
         for (size_t k = 0; outer && k < sizeof keep / sizeof keep[0]; k++)
             if (pl_jget(sel, keep[k]))
                 json_object_set(outer, keep[k], pl_jget(sel, keep[k]));
+        if (outer && don)
+            json_object_set(outer, "distinctClause", don);
         if (outer && gw && pl_jget(gw, "windowClause"))
             json_object_set(outer, "windowClause", pl_jget(gw, "windowClause"));
         *out = outer;
@@ -689,5 +715,6 @@ hs_status pl_expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
     json_decref(extra);
     json_decref(sort);
     json_decref(gw);
+    json_decref(don);
     return st;
 }

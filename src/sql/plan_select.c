@@ -1052,12 +1052,22 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
      * query's ORDER BY) = 1; PostgreSQL requires ORDER BY to start with e... */
     json_t *don = NULL;
     if (st == HS_OK && distinct_on) {
-        size_t nd = json_array_size(distinct_on);
-        for (size_t i = 0; i < nd && st == HS_OK; i++) {
-            json_t *sb = pl_jget(json_array_get(sortc, i), "SortBy");
-            if (!sb || !pl_jeq(pl_jget(sb, "node"), json_array_get(distinct_on, i)))
+        /* transformDistinctOnClause: the leading ORDER BY items, until
+         * every e is met, must be among the e... (in any order); no ORDER
+         * BY, or one that ends first, is fine (any row of a group) */
+        size_t nd = json_array_size(distinct_on), met = 0;
+        for (size_t i = 0; met < nd && i < json_array_size(sortc) && st == HS_OK; i++) {
+            json_t *node = pl_jget(pl_jget(json_array_get(sortc, i), "SortBy"), "node");
+            bool in = false;
+            for (size_t d = 0; d < nd && !in; d++)
+                in = pl_jeq(node, json_array_get(distinct_on, d));
+            bool again = false;
+            for (size_t k = 0; k < i && in && !again; k++)
+                again = pl_jeq(node, pl_jget(pl_jget(json_array_get(sortc, k), "SortBy"), "node"));
+            if (!in)
                 st = pl_fail(p, HS_INVALID, "42P10", pl_first_loc(distinct_on, 0),
                           "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+            met += !again;
         }
         if (st == HS_OK) {
             json_t *ord = sortc ? json_incref(sortc) : json_array();
