@@ -434,3 +434,82 @@ def test_moving_range_over_a_million_rows_is_fast():
     assert int(got[0]["c"]) == want_c
     assert got[0]["m"] is not None
     assert took < 20, f"moving RANGE frame over 1M rows took {took:.1f} s"
+
+
+OPERAND_WINDOWS = [
+    # a window function as the operand of x IN / op ANY / ALL (subquery)
+    "SELECT id, row_number() OVER (ORDER BY y) IN (SELECT x FROM w WHERE x IS NOT NULL) AS a FROM w ORDER BY id",
+    "SELECT id, rank() OVER (PARTITION BY g ORDER BY x) NOT IN (SELECT id FROM w WHERE id < 5) AS a, "
+    "sum(x) OVER (ORDER BY y ROWS 2 PRECEDING) > ALL (SELECT x FROM w WHERE x > 7) AS b FROM w ORDER BY id",
+    "SELECT id FROM w ORDER BY row_number() OVER (ORDER BY y DESC) IN (SELECT id FROM w WHERE g = 2), id",
+    "SELECT g, sum(x) AS sx, sum(sum(x)) OVER (ORDER BY g NULLS FIRST) IN (SELECT y FROM w) AS a "
+    "FROM w GROUP BY g ORDER BY g NULLS FIRST",
+    "SELECT id, avg(x) OVER (ORDER BY y ROWS 1 PRECEDING) = ANY (SELECT x FROM w) AS a FROM w ORDER BY id",
+    "SELECT id, n IN (SELECT x FROM w) AS a, n + 0.75 IN (SELECT x FROM w) AS b FROM w ORDER BY id",
+    # frame offsets as expressions without columns (evaluated once as bigint)
+    "SELECT id, sum(y) OVER (ORDER BY y ROWS BETWEEN 1 + 1 PRECEDING AND abs(-1) FOLLOWING) AS a FROM w ORDER BY id",
+    "SELECT id, sum(y) OVER (ORDER BY y ROWS BETWEEN (SELECT 2) PRECEDING AND CURRENT ROW) AS a FROM w ORDER BY id",
+    "SELECT id, count(*) OVER (ORDER BY x GROUPS BETWEEN 2 * 1 PRECEDING AND 1.5 + 1 FOLLOWING) AS a "
+    "FROM w ORDER BY id",
+    "SELECT id, sum(x) OVER (ORDER BY y RANGE BETWEEN (SELECT 10) PRECEDING AND 5 * 2 FOLLOWING) AS a "
+    "FROM w ORDER BY id",
+    "SELECT id, count(*) OVER (ORDER BY d RANGE BETWEEN interval '1 day' * 3 PRECEDING AND CURRENT ROW) AS a "
+    "FROM w ORDER BY id",
+    # DISTINCT ON with several grouping sets, and without ORDER BY
+    "SELECT DISTINCT ON (g) g, x, count(*) AS c FROM w GROUP BY ROLLUP(g, x) ORDER BY g NULLS FIRST, x NULLS FIRST, c",
+    "SELECT DISTINCT ON (GROUPING(x)) g, x, count(*) AS c FROM w GROUP BY CUBE(g, x) "
+    "ORDER BY GROUPING(x), c DESC, g NULLS FIRST, x NULLS FIRST",
+    "SELECT DISTINCT ON (g + 1) g, x FROM w GROUP BY ROLLUP(g, x) ORDER BY g + 1, x DESC NULLS LAST",
+    "SELECT DISTINCT ON (1) g, x FROM w GROUP BY ROLLUP(g, x) ORDER BY 1, 2 DESC NULLS LAST",
+    "SELECT DISTINCT ON (g, x) g, x, sum(y) AS sy FROM w GROUP BY GROUPING SETS ((g, x), (g), (x)) "
+    "ORDER BY g, x, sy LIMIT 7",
+    "SELECT DISTINCT ON (g) g FROM w GROUP BY ROLLUP(g, x) ORDER BY g",
+    "SELECT count(*) AS c FROM (SELECT DISTINCT ON (g) g FROM w GROUP BY ROLLUP(g, x)) q",
+    "SELECT DISTINCT ON (g, txt) g, txt, id FROM w ORDER BY txt, g, id",
+    "SELECT DISTINCT ON (g, txt) g, txt FROM w ORDER BY g NULLS FIRST, txt NULLS FIRST",
+    "SELECT count(*) AS c FROM (SELECT DISTINCT ON (g) g FROM w) q",
+    # errors with PostgreSQL's SQLSTATEs
+    "SELECT id FROM w WHERE row_number() OVER (ORDER BY y) IN (SELECT x FROM w)",
+    "SELECT id FROM w WHERE row_number() OVER (ORDER BY y) = 1",
+    "SELECT g FROM w GROUP BY g HAVING rank() OVER () IN (SELECT x FROM w)",
+    "SELECT g FROM w GROUP BY row_number() OVER ()",
+    "SELECT sum(rank() OVER ()) FROM w",
+    "SELECT id FROM w WHERE EXISTS (SELECT 1 FROM w w2 WHERE rank() OVER () = 1)",
+    "SELECT sum(x) OVER (ORDER BY y ROWS BETWEEN x PRECEDING AND CURRENT ROW) FROM w",
+    "SELECT sum(x) OVER (ORDER BY y GROUPS BETWEEN 1 PRECEDING AND g FOLLOWING) FROM w",
+    "SELECT sum(x) OVER (ORDER BY y RANGE BETWEEN y PRECEDING AND CURRENT ROW) FROM w",
+    "SELECT sum(x) OVER (ORDER BY y ROWS BETWEEN 1 - 3 PRECEDING AND CURRENT ROW) FROM w",
+    "SELECT sum(x) OVER (ORDER BY y ROWS BETWEEN CURRENT ROW AND nullif(1, 1) FOLLOWING) FROM w",
+    "SELECT DISTINCT ON (g) g FROM w GROUP BY ROLLUP(g, x) ORDER BY x",
+    "SELECT DISTINCT ON (g, txt) g, txt, id FROM w ORDER BY g DESC, id",
+    "SELECT DISTINCT ON (g, txt) g, txt, id FROM w ORDER BY g, g, id",
+]
+
+
+def test_operand_windows_frame_expressions_distinct_on(env):
+    """Forms that were 0A000 (issue 13): window functions in the operand of
+    IN (subquery), frame offsets as expressions, DISTINCT ON over several
+    grouping sets or without ORDER BY; and the 42P20 / 42803 / 42P10 /
+    22013 / 22004 errors around them."""
+    compare(env, OPERAND_WINDOWS)
+
+
+def test_frame_offsets_as_parameters(env):
+    """ROWS / GROUPS / RANGE $1 PRECEDING in a prepared statement, against
+    PostgreSQL's PREPARE / EXECUTE."""
+    s, ref = env
+    cases = [
+        ("SELECT id, sum(y) OVER (ORDER BY y ROWS BETWEEN $1 PRECEDING AND $2 FOLLOWING) AS a FROM w ORDER BY id",
+         ["int8", "int8"], [2, 1]),
+        ("SELECT id, count(*) OVER (ORDER BY x GROUPS BETWEEN $1 PRECEDING AND CURRENT ROW) AS a FROM w ORDER BY id",
+         ["int8"], [1]),
+        ("SELECT id, sum(x) OVER (ORDER BY y RANGE BETWEEN $1 PRECEDING AND $1 FOLLOWING) AS a FROM w ORDER BY id",
+         ["int4"], [25]),
+    ]
+    for i, (q, types, vals) in enumerate(cases):
+        pg = ref._run(f"PREPARE p{i}({', '.join(types)}) AS {q}; "
+                      f"EXECUTE p{i}({', '.join(str(v) for v in vals)}); DEALLOCATE p{i};")
+        want = [tuple(int(c) if c else None for c in line.split("|"))
+                for line in pg.replace("\x1e", "\n").split("\n") if line]
+        got = [tuple(r.values()) for r in s.prepared(q, types, vals).to_pylist()]
+        assert got == want, q
