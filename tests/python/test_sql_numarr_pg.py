@@ -330,3 +330,32 @@ def test_list_int64_exact(tmp_path):
         assert _ours(s, "SELECT k, (bl || 0)[3] FROM t")[2] == [None, 2 ** 63 - 1]
     finally:
         s.close()
+
+
+SCALE_V = ("(VALUES (1, 1.50::numeric(6,2), 2), (2, -3.25, 1), (3, NULL, 3), (4, 10.00, NULL)) "
+           "v(k, n, i)")
+SCALE_CASES = [
+    # a constant array at constant subscripts: that element's own scale
+    "(ARRAY[1.5, 2.25])[1]", "(ARRAY[1.5, 2.25])[2]", "(ARRAY[1.5, 2.25])[3]",
+    "('{1.5,2.250}'::numeric[])[2]", "('{{1.5,2.250},{3,4.0}}'::numeric[])[2][1]",
+    "('{{1.5,2.250},{3,4.0}}'::numeric[])[2][2]", "(ARRAY[0.001, 7])[1]",
+    # elements of one scale, subscripts per row
+    "(ARRAY[1.25, 2.50, 3.75])[i]", "(ARRAY[n, 0.25])[i]", "(ARRAY[n, n * 2])[i]",
+    "(ARRAY[n, 1.00])[1]", "(ARRAY[1.5, 2.5])[i]::text",
+]
+
+
+def test_element_scale_kept(ref, ours):  # noqa: F811
+    """a[i] of a numeric[] prints at the element's scale, as PostgreSQL's
+    numeric does (was scale 20: 1.50000000000000000000 for 1.5), wherever
+    the scale is known when the query is planned (docs/sql.md)."""
+    qs = [f"SELECT k, {e} FROM {SCALE_V}" for e in SCALE_CASES]
+    bad = []
+    for e, q, pg in zip(SCALE_CASES, qs, ref.run_many(qs)):
+        got = _ours(ours, q)
+        assert pg[0] == "OK" and got[0] == "OK", (e, pg, got)
+        want = [txt for txt, _ in pg[1]]
+        have = [None if v is None else str(v) for v in got[2]]
+        if want != have:
+            bad.append(f"{e}: PostgreSQL {want}, ours {have}")
+    assert not bad, "\n".join(bad)
