@@ -202,6 +202,46 @@ typedef struct win_ctx {
     const int *key_of_col;
 } win_ctx;
 
+/* extract(field FROM x) */
+static json_t *extract_of(const char *field, json_t *x)
+{
+    return json_pack("{s:{s:[{s:{s:s}},{s:{s:s}}],s:[{s:{s:{s:s},s:i}},o],s:s,s:i}}", "FuncCall",
+                     "funcname", "String", "sval", "pg_catalog", "String", "sval", "extract", "args",
+                     "A_Const", "sval", "sval", field, "location", -1, x, "funcformat",
+                     "COERCE_SQL_SYNTAX", "location", -1);
+}
+
+/* The time part of time or interval x in microseconds (bigint):
+ * (hour * 3600 + minute * 60) * 1000000 + microseconds (of an interval
+ * its months and days are not read, as in_range_time_interval ignores
+ * them). Takes x. */
+static json_t *time_micros(json_t *x)
+{
+    if (!x)
+        return NULL;
+    /* (json_pack and pl_mk_op take their "o" arguments, also on failure) */
+    json_t *h = extract_of("hour", json_deep_copy(x)), *m = extract_of("minute", json_deep_copy(x));
+    json_t *secs = pl_mk_op("+", pl_mk_op("*", h, pl_mk_int(3600)), pl_mk_op("*", m, pl_mk_int(60)));
+    return pl_mk_op("+", pl_mk_op("*", secs, pl_mk_int(1000000)), extract_of("microseconds", x));
+}
+
+/* The key of a RANGE frame in type as (a time: its microseconds). Takes key. */
+static json_t *as_key(json_t *key, const char *as, const hs_field *kf)
+{
+    if (kf->type == HS_TYPE_TIME32 || kf->type == HS_TYPE_TIME64)
+        return time_micros(key);
+    return cast_named(key, as);
+}
+
+/* A RANGE offset already cast to its type (interval for a time key: then
+ * its time part in microseconds, in_range_time_interval's). Takes off. */
+static json_t *as_off(json_t *off, const hs_field *kf)
+{
+    if (kf->type == HS_TYPE_TIME32 || kf->type == HS_TYPE_TIME64)
+        return time_micros(off);
+    return off;
+}
+
 /* RANGE offset bounds: the columns key -/+ offset (bound) in a type where
  * the arithmetic cannot overflow (integers as numeric, dates as
  * timestamps, reals as double precision), the key in that type, and the
@@ -232,6 +272,8 @@ static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over,
         as = "timestamptz", off_as = "interval";
     else if (kf->type == HS_TYPE_INTERVAL)
         as = "interval", off_as = "interval";
+    else if (kf->type == HS_TYPE_TIME32 || kf->type == HS_TYPE_TIME64)
+        as = "int8", off_as = "interval";   /* in microseconds: as_key / as_off */
     else
         return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(key),
                        "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s",
@@ -278,8 +320,8 @@ static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over,
         }
         /* the bound: "preceding" is toward the start of the ORDER BY */
         bool minus = (v & prec) ? !desc : desc;
-        json_t *oq = cast_named(json_deep_copy(off), off_as);
-        json_t *kq = cast_named(json_deep_copy(key), as);
+        json_t *oq = as_off(cast_named(json_deep_copy(off), off_as), kf);
+        json_t *kq = as_key(json_deep_copy(key), as, kf);
         json_t *bx = oq && kq ? pl_mk_op(minus ? "-" : "+", kq, oq) : NULL;
         if (bx && !strcmp(as, "float8")) {
             /* in_range_float8_float8: an infinite key and offset whose sum
@@ -314,7 +356,7 @@ static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over,
         }
         if (have_bound && bx)
             bx = pl_cast_json(bx, &bound);
-        json_t *ox = cast_named(json_deep_copy(off), off_as);
+        json_t *ox = as_off(cast_named(json_deep_copy(off), off_as), kf);
         int bc = -1, occ = -1;
         st = bx && ox ? pl_rel_add_expr_in(p, wc->cur, bx, wc->m, wc->pre, wc->key_of_col, &bc)
                       : pl_nomem(p);
@@ -337,7 +379,7 @@ static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over,
             w->range_lo = bc, w->range_off_lo = occ, w->lo = 1;
     }
     if (st == HS_OK && have_bound) {
-        json_t *kx = pl_cast_json(cast_named(json_deep_copy(key), as), &bound);
+        json_t *kx = pl_cast_json(as_key(json_deep_copy(key), as, kf), &bound);
         st = kx ? pl_rel_add_expr_in(p, wc->cur, kx, wc->m, wc->pre, wc->key_of_col, &w->range_key)
                 : pl_nomem(p);
         json_decref(kx);

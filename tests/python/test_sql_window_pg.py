@@ -513,3 +513,24 @@ def test_frame_offsets_as_parameters(env):
                 for line in pg.replace("\x1e", "\n").split("\n") if line]
         got = [tuple(r.values()) for r in s.prepared(q, types, vals).to_pylist()]
         assert got == want, q
+
+
+TIMES = ("WITH v(id, t) AS (VALUES (1, '10:00'::time), (2, '10:30'::time), (3, '12:00'::time), (4, NULL), "
+         "(5, '23:59:59.5'::time), (6, '00:00:00.25'::time), (7, '10:30'::time)) ")
+
+
+def test_time_keys(env):
+    """RANGE offsets over a time key (was 0A000): PostgreSQL's
+    in_range_time_interval (the interval's months and days ignored, no wrap
+    around midnight, a negative time part 22013)."""
+    frames = ["RANGE BETWEEN '1 hour' PRECEDING AND CURRENT ROW",
+              "RANGE BETWEEN '30 min' PRECEDING AND '1 day 2 hours' FOLLOWING",
+              "RANGE BETWEEN CURRENT ROW AND interval '90 minutes 0.5 seconds' FOLLOWING EXCLUDE CURRENT ROW",
+              "RANGE BETWEEN '1 mon' PRECEDING AND '1 day' FOLLOWING",
+              "RANGE BETWEEN '100 hours' PRECEDING AND '100 hours' FOLLOWING EXCLUDE TIES",
+              "RANGE BETWEEN '-1 hour' PRECEDING AND CURRENT ROW",
+              "RANGE BETWEEN '1 day -1 hour' PRECEDING AND CURRENT ROW",
+              "RANGE BETWEEN 1 PRECEDING AND CURRENT ROW"]
+    orders = ["ORDER BY t", "ORDER BY t DESC", "ORDER BY t NULLS FIRST", "ORDER BY t DESC NULLS LAST"]
+    compare(env, [TIMES + f"SELECT id, count(*) OVER ({o} {fr}) AS c, sum(id) OVER ({o} {fr}) AS sm "
+                  "FROM v ORDER BY id" for fr in frames for o in orders])
