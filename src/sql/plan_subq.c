@@ -1825,8 +1825,10 @@ hs_status pl_where_outer_aggs(planner *p, const json_t *where)
  * the filter commutes with the outer join).  Such conjuncts move to WHERE,
  * where the semi joins and the Apply of WHERE plan them; the join keeps
  * the rest (or ON true).  A LEFT JOIN's ON with a subquery, the join a
- * FROM list item, runs per row of its left side (on_left_lateral); other
- * outer joins' ON keep their subqueries (the binder refuses them, 0A000). */
+ * FROM list item, runs per row of its left side (on_left_lateral), a RIGHT
+ * JOIN's as the LEFT JOIN with its sides swapped (when no '*' shows their
+ * order); other outer joins' ON keep their subqueries (the binder refuses
+ * them, 0A000). */
 
 
 /* `a LEFT JOIN b ON q` with a subquery in q, the join a FROM list item and
@@ -1935,7 +1937,20 @@ static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
         return HS_OK;
     const char *jt = pl_jstrv(b, "jointype");
     bool inner = !jt || !strcmp(jt, "JOIN_INNER");
-    json_t *q0 = pl_jget(b, "quals");
+    json_t *q0 = pl_jget(b, "quals"), *lb;
+    json_t *l0 = pl_jget(b, "larg");
+    if (depth == 0 && jt && !strcmp(jt, "JOIN_RIGHT") && q0 && has_sublink(q0) && !p->all_columns &&
+        !pl_jget(b, "usingClause") && !json_is_true(pl_jget(b, "isNatural")) &&
+        (pl_is_kind(l0, "RangeVar", NULL) ||
+         (pl_is_kind(l0, "RangeSubselect", &lb) && !json_is_true(pl_jget(lb, "lateral"))))) {
+        /* a RIGHT JOIN b ON q with a subquery in q is b LEFT JOIN a ON q
+         * (below); the statement has no '*' to show the sides' order */
+        json_t *l = json_incref(l0), *r = json_incref(pl_jget(b, "rarg"));
+        json_object_set_new(b, "larg", r);
+        json_object_set_new(b, "rarg", l);
+        json_object_set_new(b, "jointype", json_string("JOIN_LEFT"));
+        jt = pl_jstrv(b, "jointype");
+    }
     if (depth == 0 && jt && !strcmp(jt, "JOIN_LEFT") && q0 &&
         (has_sublink(q0) || on_reads_outer_row(p, item, q0)) &&
         !pl_jget(b, "usingClause") && !json_is_true(pl_jget(b, "isNatural")))

@@ -590,6 +590,30 @@ def test_left_join_on_subquery(senv):
     compare_exact(senv, LEFT_ON)
 
 
+# a subquery in a RIGHT JOIN's ON: the LEFT JOIN with the sides swapped
+# (plan_subq.c on_move), where no '*' shows the sides' order; a FULL JOIN's
+# and the '*' form stay 0A000 (RIGHT_ON_REFUSED).  All 0A000 before.
+RIGHT_ON = [
+    'SELECT t1.g, t1.v, t2.k, t2.w FROM t1 RIGHT JOIN t2 ON t2.k = t1.g AND t1.v IN (SELECT w FROM t2 WHERE w < 50)',
+    'SELECT t1.g, t2.k FROM t1 RIGHT JOIN t2 ON t2.k = t1.g AND t2.w > (SELECT min(v) FROM t1)',
+    'SELECT t1.g, t1.v, t2.k FROM t2 RIGHT JOIN t1 ON t2.k = t1.g AND EXISTS (SELECT 1 FROM t2 z WHERE z.w > t1.v * 10)',
+    'SELECT x.g, t2.k FROM (SELECT g FROM t1 WHERE g > 1) x RIGHT JOIN t2 ON x.g = t2.k AND x.g IN (SELECT k FROM t2) WHERE t2.k < 5',
+    'SELECT count(*) AS n, count(t1.g) AS m FROM t1 RIGHT JOIN t2 ON t1.g = t2.k OR t1.v = (SELECT max(v) FROM t1)',
+    'SELECT t2.k, count(t1.v) AS n FROM t1 RIGHT JOIN t2 ON t2.k = t1.g AND t1.v NOT IN (SELECT w FROM e) GROUP BY t2.k',
+]
+RIGHT_ON_REFUSED = [
+    'SELECT * FROM t1 RIGHT JOIN t2 ON t2.k = t1.g AND t1.v IN (SELECT w FROM t2)',
+    'SELECT t1.g, t2.k FROM t1 FULL JOIN t2 ON t2.k = t1.g AND t1.v IN (SELECT w FROM t2)',
+]
+
+
+def test_right_join_on_subquery(senv):
+    compare_exact(senv, RIGHT_ON)
+    s, _ = senv
+    for q in RIGHT_ON_REFUSED:
+        assert _run_ours(s, q)[:2] == ("ERR", "0A000"), q
+
+
 # (a, b) IN / NOT IN (subquery) in expressions and as NOT IN in WHERE:
 # PostgreSQL's three-valued row comparison (true / NULL when no column
 # differs / false).  All 11 differed on bd6bdf7 (0A000)
