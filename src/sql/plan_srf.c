@@ -866,7 +866,10 @@ hs_status pl_srf_split_from(planner *p, const json_t *from, json_t **rest, json_
                                                       pl_jget(pl_jget(b, "rarg"), "RangeFunction"), "outer", outer));
             continue;
         }
-        if (seen_lateral)
+        /* a plain item after a lateral one: comma items join in any order,
+         * so it joins the rest first, when no '*' shows the order (a plain
+         * item cannot read the lateral one's columns) */
+        if (seen_lateral && (p->all_columns || apply_inside(it, 0) || p->outer_row))
             return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(it, 0),
                            "a FROM item after a lateral function is not supported (list the functions last)");
         if (apply_inside(it, 0))

@@ -607,6 +607,25 @@ RIGHT_ON_REFUSED = [
 ]
 
 
+# plain FROM items after a lateral function or per-row LATERAL subquery
+# (comma items join in any order: the plain ones join first), where no '*'
+# shows the order; with a '*' still 0A000.  All 0A000 before.
+AFTER_LATERAL = [
+    'SELECT t1.g, s.i, t2.w FROM t1, generate_series(1, t1.g) s(i), t2 WHERE t2.k = s.i',
+    'SELECT t1.g, s.i, t2.w, z.k FROM t1 CROSS JOIN generate_series(1, t1.g) s(i), t2 LEFT JOIN e z ON z.k = t2.k WHERE t2.k = s.i',
+    'SELECT t1.g, s.i, h.j FROM t1, generate_series(1, t1.g) s(i), t2, generate_series(t2.k, t2.k + 1) h(j) WHERE h.j = s.i + 1',
+    'SELECT t1.g, u.x, count(*) AS n FROM t1, unnest(ARRAY[t1.g, t1.v]) u(x), t2 WHERE t2.k < u.x GROUP BY t1.g, u.x',
+    'SELECT t1.g, x.w, t2.k FROM t1, LATERAL (SELECT w FROM t2 WHERE t2.k >= t1.g ORDER BY w LIMIT 1) x, t2 WHERE t2.w = x.w',
+]
+
+
+def test_items_after_lateral(senv):
+    compare_exact(senv, AFTER_LATERAL)
+    s, _ = senv
+    q = 'SELECT * FROM t1, generate_series(1, t1.g) s(i), t2 WHERE t2.k = s.i'
+    assert _run_ours(s, q)[:2] == ("ERR", "0A000"), q
+
+
 def test_right_join_on_subquery(senv):
     compare_exact(senv, RIGHT_ON)
     s, _ = senv
