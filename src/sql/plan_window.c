@@ -354,8 +354,11 @@ static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over,
             }
             bx = cs;
         }
-        if (have_bound && bx)
-            bx = pl_cast_json(bx, &bound);
+        if (have_bound && bx) {   /* (pl_cast_json takes a reference of its own) */
+            json_t *c = pl_cast_json(bx, &bound);
+            json_decref(bx);
+            bx = c;
+        }
         json_t *ox = as_off(cast_named(json_deep_copy(off), off_as), kf);
         int bc = -1, occ = -1;
         st = bx && ox ? pl_rel_add_expr_in(p, wc->cur, bx, wc->m, wc->pre, wc->key_of_col, &bc)
@@ -379,7 +382,9 @@ static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over,
             w->range_lo = bc, w->range_off_lo = occ, w->lo = 1;
     }
     if (st == HS_OK && have_bound) {
-        json_t *kx = pl_cast_json(as_key(json_deep_copy(key), as, kf), &bound);
+        json_t *k0 = as_key(json_deep_copy(key), as, kf);
+        json_t *kx = k0 ? pl_cast_json(k0, &bound) : NULL;
+        json_decref(k0);
         st = kx ? pl_rel_add_expr_in(p, wc->cur, kx, wc->m, wc->pre, wc->key_of_col, &w->range_key)
                 : pl_nomem(p);
         json_decref(kx);
