@@ -899,8 +899,12 @@ static hs_status ev_ops(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
         if (a[0].nul[j])
             continue;
         pv_val v = pv_of(&a[0].v.s[j]);
-        /* multidimensional arrays: a[i][j] and the shape; the rest 0A000 */
-        if (fn != EX_FN_NA_ELEM && fn != EX_FN_ARR_SHAPE && !ex_is_ta(&n->args[0]->type) && pv_arr_multidim(v))
+        /* multidimensional arrays: a[i][j], the shape, and what reads the
+         * elements in row-major order as PostgreSQL's do (x op ANY / ALL,
+         * @> <@ &&, array_to_string); the rest 0A000 */
+        bool flat = fn == EX_FN_NA_ELEM || fn == EX_FN_ARR_SHAPE || fn == EX_FN_NA_ANY ||
+                    fn == EX_FN_NA_CONTAINS || fn == EX_FN_NA_TO_STRING;
+        if (!flat && !ex_is_ta(&n->args[0]->type) && pv_arr_multidim(v))
             return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, "multidimensional arrays are not supported");
         switch (fn) {
         case EX_FN_NA_ANY:

@@ -359,3 +359,35 @@ def test_element_scale_kept(ref, ours):  # noqa: F811
         if want != have:
             bad.append(f"{e}: PostgreSQL {want}, ours {have}")
     assert not bad, "\n".join(bad)
+
+
+MD = "'{{1,2},{3,NULL}}'::int[]"
+MULTIDIM_CASES = [
+    # x op ANY / ALL, @> <@ &&, array_to_string read a multidimensional
+    # array's elements in row-major order (were 0A000)
+    f"i = ANY({MD})", f"i <> ALL({MD})", f"i < ANY({MD})", f"i >= ALL('{{{{1,2}},{{3,4}}}}'::int[])",
+    f"3 = ANY({MD})", f"5 = ANY({MD})", f"0 < ALL({MD})", "n > ANY('{{1.5},{3}}'::numeric[])",
+    f"{MD} @> ARRAY[3]", f"ARRAY[1, 2] <@ {MD}", f"{MD} && ARRAY[7, 2]", f"{MD} @> ARRAY[i]",
+    "'{{1.5,2},{3,4}}'::numeric[] @> '{{4}}'::numeric[]", "ARRAY[2] <@ '{{1,2},{3,4}}'::int[]",
+    f"array_to_string({MD}, ',')", f"array_to_string({MD}, ',', '*')",
+    "array_to_string('{{1.50,2},{3,4}}'::numeric[], '|')", "array_to_string('{{{1},{2}},{{3},{4}}}'::bigint[], '-')",
+    # still PostgreSQL's 0A000 / 22P02
+    f"array_position({MD}, 3)", f"array_remove({MD}, 3)", "3 = ANY('{{1,2},{3}}'::int[])",
+]
+
+
+def test_multidimensional_elements(ref, ours):  # noqa: F811
+    v = "(VALUES (1, 3, 2.5), (2, NULL, 0.5), (3, 7, NULL)) v(k, i, n)"
+    qs = [f"SELECT k, {e} FROM {v}" for e in MULTIDIM_CASES]
+    bad = []
+    for e, q, pg in zip(MULTIDIM_CASES, qs, ref.run_many(qs)):
+        got = _ours(ours, q)
+        if pg[0] == "ERR" or got[0] == "ERR":
+            if pg[:2] != got[:2]:
+                bad.append(f"{e}: PostgreSQL {pg[:2]}, ours {got[:2]}")
+            continue
+        want = [txt for txt, _ in pg[1]]
+        have = [None if x is None else ("true" if x else "false") if isinstance(x, bool) else str(x) for x in got[2]]
+        if want != have:
+            bad.append(f"{e}: PostgreSQL {want}, ours {have}")
+    assert not bad, "\n".join(bad)
