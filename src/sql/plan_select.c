@@ -104,8 +104,11 @@ static pl_walk_res visit_var(const json_t *j, void *ctx)
 static hs_status int_expr(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
 {
     int loc = pl_node_loc(j);
-    if (strcmp(what, "LIMIT") && strcmp(what, "OFFSET") && strcmp(what, "ROWS") && strcmp(what, "GROUPS"))
+    bool lag = !strcmp(what, "lag/lead offset");
+    if (strcmp(what, "LIMIT") && strcmp(what, "OFFSET") && strcmp(what, "ROWS") && strcmp(what, "GROUPS") && !lag)
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s must be an integer constant", what);
+    if (lag && pl_walk(j, visit_var, NULL, 0))   /* a per-row offset (PostgreSQL has them) */
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "a lag/lead offset that reads columns is not supported");
     if (pl_walk(j, visit_var, NULL, 0))
         return pl_fail(p, HS_INVALID, "42P10", loc, "argument of %s must not contain variables", what);
     json_t *sel = json_pack("{s:[{s:{s:{s:{s:O,s:{s:[{s:{s:s}},{s:{s:s}}],s:i,s:i},s:i}},s:i}}],s:s,s:s}",

@@ -701,16 +701,36 @@ hs_status pl_apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nod
                 int64_t off;
                 bool null;
                 st = pl_int_const(p, json_array_get(args, 1), "lag/lead offset", &off, &null);
-                if (st == HS_OK && (null || off < 0))
-                    st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset must be a non-negative constant");
-                w->offset = off == 0 ? -1 : off;
-                if (off == 0)
-                    st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset 0 is not supported");
+                if (st == HS_OK && !null && off == INT64_MIN)
+                    st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset out of range");
+                if (st == HS_OK && (null || off == 0)) {
+                    /* offset 0 is the current row's value, a NULL offset
+                     * NULL (window_lag_with_offset): no Window function */
+                    int col = w->arg;
+                    if (null) {
+                        json_t *n0 = pl_mk_null();
+                        json_t *nc = n0 ? pl_cast_json(n0, &cur->op->schema.children[w->arg]) : NULL;
+                        st = nc ? pl_rel_add_expr_in(p, cur, nc, m, pre, key_of_col, &col) : pl_nomem(p);
+                        json_decref(nc);
+                        json_decref(n0);
+                    }
+                    if (st == HS_OK)
+                        st = pl_nmap_add(p, m, json_array_get(calls, j), col);
+                    done[j] = true;
+                    if (st != HS_OK)
+                        break;
+                    continue;
+                }
+                if (st == HS_OK && off < 0) {   /* lag(x, -k) is lead(x, k) */
+                    w->fn = w->fn == XO_WIN_LAG ? XO_WIN_LEAD : XO_WIN_LAG;
+                    off = -off;
+                }
+                w->offset = off;
             }
             which[nf_++] = json_array_get(calls, j);
             done[j] = true;
         }
-        if (st == HS_OK) {
+        if (st == HS_OK && nf_ > 0) {
             int base = cur->n;
             xo_op *op;
             st = xo_window(cur->op, np, pc, nk, keys, nf_, fns, &op, p->err);

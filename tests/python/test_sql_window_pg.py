@@ -534,3 +534,22 @@ def test_time_keys(env):
     orders = ["ORDER BY t", "ORDER BY t DESC", "ORDER BY t NULLS FIRST", "ORDER BY t DESC NULLS LAST"]
     compare(env, [TIMES + f"SELECT id, count(*) OVER ({o} {fr}) AS c, sum(id) OVER ({o} {fr}) AS sm "
                   "FROM v ORDER BY id" for fr in frames for o in orders])
+
+
+LAG_OFFSETS = [
+    # lag / lead with offset 0 (the current row), negative (the other
+    # direction) and NULL (NULL) offsets, were 0A000; -1 / -2 / 0 are also
+    # told apart (libpg_query writes them without their value)
+    "SELECT id, lag(y, 0) OVER (ORDER BY y) AS a, lead(x, 0, -1) OVER (ORDER BY y) AS b, "
+    "lag(y, -1) OVER (ORDER BY y) AS c, lead(y, -2, 99) OVER (ORDER BY y) AS d, "
+    "lag(n, NULL) OVER (ORDER BY y) AS e FROM w ORDER BY id",
+    "SELECT id, lag(y, 1 - 3) OVER (PARTITION BY g ORDER BY y) AS a, lead(txt, -1, 'z') OVER (ORDER BY y) AS b "
+    "FROM w ORDER BY id",
+    "SELECT sum(x + -1) AS a, sum(x + -2) AS b, sum(x + 0) AS c, sum(x - - 3) AS d FROM w",
+    "SELECT g, sum(y) FILTER (WHERE x > -1) AS a, sum(y) FILTER (WHERE x > -2) AS b FROM w "
+    "GROUP BY g ORDER BY g NULLS FIRST",
+]
+
+
+def test_lag_lead_offsets_and_negative_constants(env):
+    compare(env, LAG_OFFSETS)

@@ -732,3 +732,5 @@ Q("window", "SELECT id, sum(i32) OVER (ORDER BY id ROWS BETWEEN 1 + 1 PRECEDING 
 Q("window", "SELECT id, count(*) OVER (ORDER BY i16 GROUPS BETWEEN abs(-1) PRECEDING AND 2 * 1 FOLLOWING) FROM t_all")
 Q("aggregate", "SELECT DISTINCT ON (grp) grp, b, count(*) FROM t_all GROUP BY ROLLUP (grp, b) ORDER BY grp, b, 3", keys=[0, 1, 2])
 E("error", "SELECT id FROM t_all WHERE row_number() OVER (ORDER BY id) = 1", "42P20")
+# the integer constants 0, -1, -2 are told apart (libpg_query writes them without a value)
+Q("aggregate", "SELECT sum(i32 + -1), sum(i32 + -2), sum(i32 + 0), count(*) FILTER (WHERE i16 > -1), count(*) FILTER (WHERE i16 > -2) FROM t_all")
