@@ -769,6 +769,9 @@ static void test_issue13_forms(void)
          "FROM (VALUES ('10:00'::time), ('10:30'::time), (NULL)) v(x)", 3},
         {"SELECT t.id, u.k FROM t RIGHT JOIN u ON t.id = u.k AND t.g IN (SELECT g FROM t WHERE g > 4)", 20},
         {"SELECT t.id, x.i FROM t, generate_series(1, t.g) x(i), u WHERE u.k = x.i", 200},
+        {"SELECT unnest(ARRAY[[1, 2], [3, 4]]), id FROM t WHERE id < 3", 12},
+        {"SELECT id, lag(id, 0) OVER (ORDER BY id), lead(id, -1) OVER (ORDER BY id), lag(g, NULL) OVER (ORDER BY id) FROM t", 100},
+        {"SELECT 1 FROM t WHERE 3 = ANY('{{1,2},{3,4}}'::int[]) AND '{{1,2},{3,4}}'::int[] @> ARRAY[4]", 100},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         int64_t n = count_rows(fx.s, ok[i].sql, &err);
@@ -784,6 +787,7 @@ static void test_issue13_forms(void)
     expect_error(fx.s, "SELECT count(*) OVER (ORDER BY x RANGE BETWEEN '-1 hour' PRECEDING AND CURRENT ROW) "
                        "FROM (VALUES ('10:00'::time)) v(x)", "22013", -1);
     expect_error(fx.s, "SELECT * FROM t FULL JOIN u ON t.id = u.k AND t.g IN (SELECT g FROM t)", "0A000", -1);
+    expect_error(fx.s, "SELECT unnest(ARRAY[[1, 2], [3]])", "2202E", -1);
     /* a RANGE frame with offsets at both ends (its bound columns' json leaked before) */
     CHECK(count_rows(fx.s, "SELECT sum(id) OVER (ORDER BY g RANGE BETWEEN 1 PRECEDING AND 2 FOLLOWING) FROM t",
                      &err) == 100);
