@@ -16,7 +16,16 @@
  *                            RANGE offsets as bound columns key -/+ offset,
  *                            range_bounds) and EXCLUDE; each call mapped to
  *                            its column in the nmap
+ *   pl_apply_operand_windows the window calls in the operands of x IN / op
+ *                            ANY / ALL (subquery), computed before the
+ *                            subqueries are planned (pl_apply_windows then
+ *                            skips calls already mapped)
  *   pl_collect_windows       the window calls under a node (not in subqueries)
+ *
+ * lag / lead offsets are constants or expressions without columns, run
+ * once: 0 maps the call to its argument, NULL to NULL, a negative one
+ * turns lag into lead (and back).  RANGE offsets over a time key compare
+ * microseconds of the day (in_range_time_interval).
  *
  * plan_block (plan_select.c) calls them after aggregation and HAVING, before
  * the select list; window calls over several grouping sets were moved to a
