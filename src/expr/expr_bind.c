@@ -18,7 +18,9 @@
  * Two quirks of libpg_query 15-4.0.0's JSON output are handled here:
  *   - integer constants that are zero or negative print as "ival": {} (the
  *     value is lost), so the value is read back from the text at the
- *     constant's location (a '-' folded into the constant starts there);
+ *     constant's location (a '-' folded into the constant starts there;
+ *     the SQL session writes the value into the tree when it parses,
+ *     sql/session.c fill_ivals, so that parse trees compare right);
  *   - its output functions recurse once per nesting level, so text whose
  *     nesting could exhaust the stack is refused before parsing (nest_bound).
  *

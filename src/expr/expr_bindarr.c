@@ -64,10 +64,27 @@ static hs_status array_literal(ex_binder *b, json_t *c, int loc, json_t **out)
     return st;
 }
 
-/* A_Const body c: a string constant? */
+/* A_Const body c: a string constant?  Not one of a multidimensional
+ * array ('{{1,2},{3,4}}', dimension decorations): that one is a value of
+ * the numeric array kernel (expr_numarr.c), whose ANY / ALL read its
+ * elements in row-major order as PostgreSQL's do. */
 static bool is_string_const(json_t *c)
 {
-    return json_is_string(json_object_get(json_object_get(c, "sval"), "sval"));
+    const char *t = json_string_value(json_object_get(json_object_get(c, "sval"), "sval"));
+    if (!t)
+        return false;
+    while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r')
+        t++;
+    if (*t == '[')
+        return false;
+    if (*t == '{') {
+        t++;
+        while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r')
+            t++;
+        if (*t == '{')
+            return false;
+    }
+    return true;
 }
 
 /* The elements of ARRAY[...] (A_ArrayExpr body a; absent for ARRAY[]) as a

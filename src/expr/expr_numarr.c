@@ -291,6 +291,51 @@ static ex_ty int4_ty(void)
     return t;
 }
 
+/* The scale a[i] of a numeric[] gets (PostgreSQL's numeric keeps each
+ * element's own display scale; a column has one): of a constant array, its
+ * element at constant subscripts sub[0..n_sub) when given, else the largest
+ * of its elements'; of ARRAY[e...], the largest of the elements' types'
+ * scales; else EX_NUMERIC_SCALE (the unconstrained numeric of a column). */
+static int elem_scale(const ex_node *a, ex_node *const *sub, int n_sub)
+{
+    int best = -1;
+    if (a->kind == EX_CONST && a->type.t == EX_T_ARRAY && !a->val.null) {
+        pv_val v = {(const uint8_t *)a->val.s.p, a->val.s.n};
+        int64_t at = -1;
+        bool consts = n_sub > 0;
+        for (int l = 0; l < n_sub; l++)
+            consts &= sub[l]->kind == EX_CONST && !sub[l]->val.null && sub[l]->type.t == EX_T_INT;
+        int32_t dims[PV_ARR_MAXDIM];
+        int nd = pv_arr_dims(v, dims);
+        if (consts && nd == n_sub) {
+            at = 0;
+            for (int l = 0; l < nd && at >= 0; l++) {
+                int64_t x = sub[l]->val.i;
+                at = x >= 1 && x <= dims[l] ? at * dims[l] + (x - 1) : -1;
+            }
+        }
+        for (int64_t i = 0, len = pv_arr_len(v); i < len; i++) {
+            __int128 x;
+            int sc;
+            if ((at < 0 || i == at) && pv_arr_get_exact(v, i, &x, &sc) && sc > best)
+                best = sc;
+        }
+        return best >= 0 ? best : EX_NUMERIC_SCALE;
+    }
+    if (a->kind == EX_FUNC && a->op == EX_FN_PV_ARRAY) {
+        for (int i = 0; i < a->n_args; i++) {
+            const ex_node *e = a->args[i];
+            int sc = e->type.t == EX_T_DEC ? e->type.scale : e->type.t == EX_T_INT ? 0
+                   : e->type.t == EX_T_NULL ? -1 : 99;
+            if (sc == 99)
+                return EX_NUMERIC_SCALE;
+            best = sc > best ? sc : best;
+        }
+        return best >= 0 ? best : EX_NUMERIC_SCALE;
+    }
+    return EX_NUMERIC_SCALE;
+}
+
 hs_status exb_na_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_node **out)
 {
     int rank = arr_rank(x);
@@ -301,9 +346,9 @@ hs_status exb_na_subscript(ex_binder *b, ex_node *x, json_t *ind, int loc, ex_no
         ex_node *a[2] = {x, NULL};
         HS_TRY(exb_bind(b, json_object_get(ind, "uidx"), &a[1]));
         HS_TRY(exb_want_int32(b, &a[1], "array subscript"));
-        /* numeric: PostgreSQL's unconstrained numeric at EX_NUMERIC_SCALE
-         * (the element's own scale is per value; docs/sql.md) */
-        ex_ty et = rank == R_NUMERIC ? exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE) : elem_ty(rank);
+        /* numeric: at the scale elem_scale finds (docs/sql.md) */
+        int sc = rank == R_NUMERIC ? elem_scale(x, &a[1], 1) : 0;
+        ex_ty et = rank == R_NUMERIC ? exb_dec_type(38 - sc, sc) : elem_ty(rank);
         HS_TRY(exb_mk_fn(b, EX_FN_NA_ELEM, et, 0, a, 2, loc, out));
         return HS_OK;
     }
@@ -341,7 +386,8 @@ hs_status exb_na_subscripts(ex_binder *b, ex_node *x, json_t *ind, size_t k, siz
         HS_TRY(exb_bind(b, json_object_get(nb, "uidx"), &a[1 + i]));
         HS_TRY(exb_want_int32(b, &a[1 + i], "array subscript"));
     }
-    ex_ty et = rank == R_NUMERIC ? exb_dec_type(38 - EX_NUMERIC_SCALE, EX_NUMERIC_SCALE) : elem_ty(rank);
+    int sc = rank == R_NUMERIC ? elem_scale(x, &a[1], (int)m) : 0;
+    ex_ty et = rank == R_NUMERIC ? exb_dec_type(38 - sc, sc) : elem_ty(rank);
     return exb_mk_fn(b, EX_FN_NA_ELEM, et, 0, a, (int)m + 1, loc, out);
 }
 
@@ -833,8 +879,12 @@ static hs_status ev_ops(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns, 
         if (a[0].nul[j])
             continue;
         pv_val v = pv_of(&a[0].v.s[j]);
-        /* multidimensional arrays: a[i][j] and the shape; the rest 0A000 */
-        if (fn != EX_FN_NA_ELEM && fn != EX_FN_ARR_SHAPE && !ex_is_ta(&n->args[0]->type) && pv_arr_multidim(v))
+        /* multidimensional arrays: a[i][j], the shape, and what reads the
+         * elements in row-major order as PostgreSQL's do (x op ANY / ALL,
+         * @> <@ &&, array_to_string); the rest 0A000 */
+        bool flat = fn == EX_FN_NA_ELEM || fn == EX_FN_ARR_SHAPE || fn == EX_FN_NA_ANY ||
+                    fn == EX_FN_NA_CONTAINS || fn == EX_FN_NA_TO_STRING;
+        if (!flat && !ex_is_ta(&n->args[0]->type) && pv_arr_multidim(v))
             return ex_err_at(c->err, HS_UNSUPPORTED, c->e->text, n->loc, "multidimensional arrays are not supported");
         switch (fn) {
         case EX_FN_NA_ANY:

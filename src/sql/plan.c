@@ -561,6 +561,12 @@ static hs_status scope_node(void *ctx, const json_t *node, int *col, hs_error *e
         return HS_OK;
     }
     if (pl_is_kind(node, "FuncCall", &b)) {
+        if (pl_jget(b, "over") && sc->no_aggs && !strcmp(sc->no_aggs, "aggregate function calls"))
+            return pl_fail(p, HS_INVALID, "42803", sq_loc(b),
+                           "aggregate function calls cannot contain window function calls");
+        if (pl_jget(b, "over") && sc->no_aggs && strcmp(sc->no_aggs, "this context"))
+            return pl_fail(p, HS_INVALID, "42P20", sq_loc(b), "window functions are not allowed in %s",
+                           sc->no_aggs);
         if (pl_jget(b, "over"))
             return pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "window functions are not supported");
         if (pl_agg_name(pl_func_name(b), NULL))

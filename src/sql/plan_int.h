@@ -10,8 +10,12 @@
  *   plan_subq.c    subqueries: [NOT] EXISTS / IN as semi/anti joins,
  *                  scalar subqueries, decorrelation, SubLinks in expressions
  *   plan_select.c  SELECT blocks: result names, GROUP BY and aggregates,
- *                  windows, ORDER BY / LIMIT, set operations and VALUES,
- *                  vector search
+ *                  ORDER BY / LIMIT, set operations and VALUES, vector
+ *                  search
+ *   plan_grouping.c GROUPING SETS / ROLLUP / CUBE and GROUPING() as a
+ *                  rewrite into a UNION ALL of grouped blocks
+ *   plan_window.c  window functions: named windows, frames, the Window
+ *                  operators
  *   plan_rewrite.c rewrites of the parse tree before binding: constant
  *                  date +- interval, variance / stddev as sums and counts
  *   plan_stmt.c    EXPLAIN [ANALYZE], CREATE INDEX / DROP INDEX
@@ -384,5 +388,41 @@ HS_MUST_USE hs_status pl_srf_apply_lateral(planner *p, rel *cur, const json_t *l
 HS_MUST_USE hs_status pl_srf_select(planner *p, rel *cur, const json_t *tl, nmap *m, const layer *pre,
                                     const int *key_of_col);
 void pl_fold_intervals(json_t *j, int depth);
+
+/* plan_select.c, shared with plan_grouping.c / plan_window.c */
+/* The output name of a select-list ResTarget body (PostgreSQL's FigureColname). */
+const char *pl_target_name(const json_t *rt);
+/* An integer constant (LIMIT, OFFSET, positions, frame offsets): *null for
+ * NULL; LIMIT / OFFSET also an expression without columns, run once. */
+HS_MUST_USE hs_status pl_int_const(planner *p, const json_t *j, const char *what, int64_t *out,
+                                   bool *null);
+/* A SortBy body's direction and NULLS FIRST (PostgreSQL's defaults); USING is not accepted. */
+HS_MUST_USE hs_status pl_sort_dir(const json_t *sb, bool *desc, bool *nf);
+/* 42883 for an aggregate PostgreSQL does not define over at's type
+ * (pgvector types, intervals). */
+HS_MUST_USE hs_status pl_pv_agg_check(planner *p, const char *fname, const hs_field *at, int loc);
+
+/* plan_grouping.c: *out the query sel stands for with its grouping sets
+ * and GROUPING() calls expanded (a new SelectStmt body), NULL when it has
+ * none. */
+HS_MUST_USE hs_status pl_expand_grouping_sets(planner *p, const json_t *sel, json_t **out);
+
+/* plan_window.c */
+/* The window function calls under j (not inside subqueries), appended to arr. */
+void pl_collect_windows(const json_t *j, json_t *arr, int depth);
+/* WINDOW clause names resolved and FILTER rewritten in sel's calls, in place. */
+HS_MUST_USE hs_status pl_resolve_windows(planner *p, const json_t *sel);
+/* avg(x) OVER w of integers / numerics / intervals under j rewritten in
+ * place as PostgreSQL's numeric avg (sum / count). */
+HS_MUST_USE hs_status pl_numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap *m,
+                                             const layer *pre, const int *key_of_col, int depth);
+/* The window calls under nodes computed over cur (one Window operator per
+ * distinct window), each mapped in m to its (hidden) column. */
+HS_MUST_USE hs_status pl_apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes,
+                                       nmap *m, const layer *pre, const int *key_of_col);
+/* The window calls in the operands of x IN / op ANY / ALL (subquery) under
+ * nodes, computed as pl_apply_windows does, before the subqueries. */
+HS_MUST_USE hs_status pl_apply_operand_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes,
+                                               nmap *m, const layer *pre, const int *key_of_col);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * sql/plan_select.c - one SELECT block after FROM and WHERE: result column names,
- * GROUP BY / aggregates / HAVING, window functions, the select list,
- * DISTINCT, ORDER BY (sort or top-k), LIMIT/OFFSET; set operations and
- * VALUES; ORDER BY <distance> LIMIT k as a VectorSearch.
+ * GROUP BY / aggregates / HAVING, the select list, DISTINCT, ORDER BY (sort
+ * or top-k), LIMIT/OFFSET; set operations and VALUES; ORDER BY <distance>
+ * LIMIT k as a VectorSearch.  Grouping sets are rewritten before a block is
+ * planned (plan_grouping.c); window functions are planned by plan_window.c.
  * See plan_int.h for how the planner files divide the work.
  */
 #include "sql/plan_int.h"
@@ -76,7 +77,7 @@ static const char *figure_name(const json_t *j, int depth)
     return NULL;
 }
 
-static const char *target_name(const json_t *rt)
+const char *pl_target_name(const json_t *rt)
 {
     const char *nm = pl_jstrv(rt, "name");
     if (nm)
@@ -89,7 +90,7 @@ static const char *target_name(const json_t *rt)
 /* constants                                                           */
 
 /* An integer constant (LIMIT, OFFSET, positions): *null for NULL/ALL. */
-/* LIMIT / OFFSET as an expression: evaluated
+/* LIMIT / OFFSET and ROWS / GROUPS frame offsets as an expression: evaluated
  * once, as `SELECT (e)::bigint` (PostgreSQL runs an uncorrelated
  * subquery there once too); a column of the query is 42P10. */
 static pl_walk_res visit_var(const json_t *j, void *ctx)
@@ -103,8 +104,11 @@ static pl_walk_res visit_var(const json_t *j, void *ctx)
 static hs_status int_expr(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
 {
     int loc = pl_node_loc(j);
-    if (strcmp(what, "LIMIT") && strcmp(what, "OFFSET"))
+    bool lag = !strcmp(what, "lag/lead offset");
+    if (strcmp(what, "LIMIT") && strcmp(what, "OFFSET") && strcmp(what, "ROWS") && strcmp(what, "GROUPS") && !lag)
         return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "%s must be an integer constant", what);
+    if (lag && pl_walk(j, visit_var, NULL, 0))   /* a per-row offset (PostgreSQL has them) */
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", loc, "a lag/lead offset that reads columns is not supported");
     if (pl_walk(j, visit_var, NULL, 0))
         return pl_fail(p, HS_INVALID, "42P10", loc, "argument of %s must not contain variables", what);
     json_t *sel = json_pack("{s:[{s:{s:{s:{s:O,s:{s:[{s:{s:s}},{s:{s:s}}],s:i,s:i},s:i}},s:i}}],s:s,s:s}",
@@ -134,7 +138,7 @@ static hs_status int_expr(planner *p, const json_t *j, const char *what, int64_t
     return st;
 }
 
-static hs_status int_const(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
+hs_status pl_int_const(planner *p, const json_t *j, const char *what, int64_t *out, bool *null)
 {
     json_t *b;
     *null = false;
@@ -174,7 +178,7 @@ static hs_status group_node(planner *p, const json_t *g, const json_t *tl, const
     if (pl_is_kind(g, "A_Const", &b) && pl_jget(b, "ival")) {
         int64_t k;
         bool null;
-        HS_TRY(int_const(p, g, "GROUP BY position", &k, &null));
+        HS_TRY(pl_int_const(p, g, "GROUP BY position", &k, &null));
         if (k < 1 || k > (int64_t)json_array_size(tl))
             return pl_fail(p, HS_INVALID, "42P10", pl_node_loc(g), "GROUP BY position %lld is not in select list",
                         (long long)k);
@@ -200,8 +204,6 @@ static hs_status group_node(planner *p, const json_t *g, const json_t *tl, const
     return HS_OK;
 }
 
-static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf);
-
 /* pgvector 0.8.1 defines only avg and sum (of vector and halfvec) among the
  * aggregates over its types, besides the polymorphic count and array_agg;
  * anything else is PostgreSQL's 42883 "function max(vector) does not
@@ -221,7 +223,7 @@ static hs_status interval_agg_check(planner *p, const char *fname, const hs_fiel
     return pl_fail(p, HS_NOT_FOUND, "42883", loc, "function %s(interval) does not exist", fname);
 }
 
-static hs_status pv_agg_check(planner *p, const char *fname, const hs_field *at, int loc)
+hs_status pl_pv_agg_check(planner *p, const char *fname, const hs_field *at, int loc)
 {
     if (fname)
         HS_TRY(interval_agg_check(p, fname, at, loc));
@@ -357,7 +359,7 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, cons
                     ag[j].arg = ne++;
                 }
                 if (st == HS_OK)
-                    st = pv_agg_check(p, fname, ex_type(ex[ag[j].arg]), loc);
+                    st = pl_pv_agg_check(p, fname, ex_type(ex[ag[j].arg]), loc);
             }
             if (st == HS_OK && fn == XO_AGG_STRING_AGG) {
                 json_t *sepn = json_array_get(args, 1), *cb;
@@ -396,7 +398,7 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, cons
             for (int k = 0; k < no && st == HS_OK; k++) {
                 json_t *sb = pl_jget(json_array_get(ao, (size_t)k), "SortBy");
                 bool desc, nf;
-                if (sort_dir(sb, &desc, &nf) != HS_OK) {
+                if (pl_sort_dir(sb, &desc, &nf) != HS_OK) {
                     st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
                     break;
                 }
@@ -525,7 +527,7 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, cons
 }
 
 
-static hs_status sort_dir(const json_t *sb, bool *desc, bool *nf)
+hs_status pl_sort_dir(const json_t *sb, bool *desc, bool *nf)
 {
     const char *d = pl_jstrv(sb, "sortby_dir"), *nl = pl_jstrv(sb, "sortby_nulls");
     *desc = d && !strcmp(d, "SORTBY_DESC");
@@ -555,14 +557,14 @@ static hs_status finish(planner *p, rel *r, int n_out, const sortk *keys, int nk
     if (lopt && !strcmp(lopt, "LIMIT_OPTION_WITH_TIES"))
         return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(lc), "FETCH ... WITH TIES is not supported");
     if (lc) {
-        HS_TRY(int_const(p, lc, "LIMIT", &limit, &null));
+        HS_TRY(pl_int_const(p, lc, "LIMIT", &limit, &null));
         if (null)
             limit = -1;
         else if (limit < 0)
             return pl_fail(p, HS_INVALID, "2201W", pl_node_loc(lc), "LIMIT must not be negative");
     }
     if (lo) {
-        HS_TRY(int_const(p, lo, "OFFSET", &offset, &null));
+        HS_TRY(pl_int_const(p, lo, "OFFSET", &offset, &null));
         if (null)
             offset = 0;
         else if (offset < 0)
@@ -665,672 +667,6 @@ static hs_status push_ctes(planner *p, const json_t *sel, cte **saved, cte **min
     return HS_OK;
 }
 
-/* ---- GROUPING SETS / ROLLUP / CUBE ----
- * The query becomes a UNION ALL of one grouped query per set, in which the
- * group expressions outside the set read as NULL (not inside aggregate
- * arguments); ORDER BY and LIMIT apply to the union.  GROUPING() is not
- * supported. */
-
-static bool in_list(const json_t *arr, const json_t *x)
-{
-    for (size_t i = 0; i < json_array_size(arr); i++)
-        if (pl_jeq(json_array_get(arr, i), x))
-            return true;
-    return false;
-}
-
-/* Replaces (in place) nodes of j equal to one of absent by NULL. */
-static void null_absent(json_t *j, const json_t *absent, int depth)
-{
-    if (depth > 400 || !j)
-        return;
-    if (json_is_object(j)) {
-        const char *k;
-        json_t *v;
-        void *tmp;
-        json_object_foreach_safe(j, tmp, k, v) {
-            if (pl_is_agg_call(v) || pl_is_kind(v, "SubLink", NULL))
-                continue;
-            if (json_is_object(v) && json_object_size(v) == 1 && in_list(absent, v))
-                json_object_set_new(j, k, pl_mk_null());
-            else
-                null_absent(v, absent, depth + 1);
-        }
-    } else if (json_is_array(j)) {
-        for (size_t i = 0; i < json_array_size(j); i++) {
-            json_t *v = json_array_get(j, i);
-            if (pl_is_agg_call(v) || pl_is_kind(v, "SubLink", NULL))
-                continue;
-            if (json_is_object(v) && json_object_size(v) == 1 && in_list(absent, v))
-                json_array_set_new(j, i, pl_mk_null());
-            else
-                null_absent(v, absent, depth + 1);
-        }
-    }
-}
-
-/* The grouping sets of one GROUP BY item: *out a new array of sets, each
- * an array of expressions (a plain expression is one set of itself;
- * ROLLUP and CUBE read a parenthesised list as one unit). */
-static hs_status item_sets(planner *p, const json_t *g, int depth, json_t **out)
-{
-    json_t *b, *r = json_array();
-    *out = NULL;
-    if (!r)
-        return pl_nomem(p);
-    if (depth > 16) {
-        json_decref(r);
-        return pl_fail(p, HS_INVALID, "54001", sq_loc(g), "grouping sets nested too deeply");
-    }
-    if (pl_is_kind(g, "RowExpr", &b)) {
-        json_array_append_new(r, json_copy(pl_jget(b, "args")));
-        *out = r;
-        return HS_OK;
-    }
-    if (!pl_is_kind(g, "GroupingSet", &b)) {
-        json_array_append_new(r, json_pack("[O]", g));
-        *out = r;
-        return HS_OK;
-    }
-    const char *kind = pl_jstrv(b, "kind");
-    json_t *content = pl_jget(b, "content");
-    size_t n = json_array_size(content);
-    /* the units of ROLLUP / CUBE */
-    json_t *units = json_array();
-    hs_status st = units ? HS_OK : pl_nomem(p);
-    for (size_t i = 0; st == HS_OK && i < n; i++) {
-        json_t *e = json_array_get(content, i), *rb;
-        json_array_append_new(units, pl_is_kind(e, "RowExpr", &rb) ? json_copy(pl_jget(rb, "args"))
-                                                                  : json_pack("[O]", e));
-    }
-    if (st != HS_OK) {
-    } else if (kind && !strcmp(kind, "GROUPING_SET_EMPTY")) {
-        json_array_append_new(r, json_array());
-    } else if (kind && !strcmp(kind, "GROUPING_SET_SIMPLE")) {
-        json_t *set = json_array();
-        for (size_t i = 0; i < n; i++)
-            json_array_extend(set, json_array_get(units, i));
-        json_array_append_new(r, set);
-    } else if (kind && !strcmp(kind, "GROUPING_SET_ROLLUP")) {
-        for (size_t k = n + 1; k-- > 0;) {
-            json_t *set = json_array();
-            for (size_t e = 0; e < k; e++)
-                json_array_extend(set, json_array_get(units, e));
-            json_array_append_new(r, set);
-        }
-    } else if (kind && !strcmp(kind, "GROUPING_SET_CUBE")) {
-        if (n > 12)
-            st = pl_fail(p, HS_INVALID, "54001", sq_loc(b), "CUBE is limited to 12 elements");
-        for (size_t mask = (1u << n); st == HS_OK && mask-- > 0;) {
-            json_t *set = json_array();
-            for (size_t e = 0; e < n; e++)
-                if (mask & (1u << e))
-                    json_array_extend(set, json_array_get(units, e));
-            json_array_append_new(r, set);
-        }
-    } else if (kind && !strcmp(kind, "GROUPING_SET_SETS")) {
-        for (size_t i = 0; st == HS_OK && i < n; i++) {
-            json_t *sub;
-            st = item_sets(p, json_array_get(content, i), depth + 1, &sub);
-            if (st == HS_OK)
-                json_array_extend(r, sub);
-            json_decref(sub);
-        }
-    } else {
-        st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(b), "this grouping set is not supported");
-    }
-    json_decref(units);
-    if (st != HS_OK) {
-        json_decref(r);
-        return st;
-    }
-    *out = r;
-    return HS_OK;
-}
-
-/* GROUPING(a, ...) in j (not inside subqueries) becomes its value for the
- * grouping set `set` (bit k-1-i set where argument i is not in it); every
- * argument must be one of the GROUP BY expressions `all` (42803). */
-static hs_status grouping_subst(planner *p, json_t *j, const json_t *set, const json_t *all,
-                                int depth)
-{
-    if (depth > 400 || !j)
-        return HS_OK;
-    if (json_is_object(j)) {
-        if (json_object_get(j, "SubLink"))
-            return HS_OK;
-        json_t *gf = json_object_get(j, "GroupingFunc");
-        if (gf && json_object_size(j) == 1) {
-            json_t *args = pl_jget(gf, "args");
-            long v = 0;
-            for (size_t i = 0; i < json_array_size(args); i++) {
-                const json_t *a = json_array_get(args, i);
-                if (!all || !in_list(all, a))
-                    return pl_fail(p, HS_INVALID, "42803", sq_loc(gf),
-                                   "arguments to GROUPING must be grouping expressions of the "
-                                   "associated query level");
-                v = v * 2 + (set && in_list(set, a) ? 0 : 1);
-            }
-            json_t *c = pl_mk_int((int)v);
-            if (!c)
-                return pl_nomem(p);
-            json_object_clear(j);
-            json_object_update(j, c);
-            json_decref(c);
-            return HS_OK;
-        }
-        const char *k;
-        json_t *v;
-        json_object_foreach(j, k, v)
-            HS_TRY(grouping_subst(p, v, set, all, depth + 1));
-    } else if (json_is_array(j)) {
-        for (size_t i = 0; i < json_array_size(j); i++)
-            HS_TRY(grouping_subst(p, json_array_get(j, i), set, all, depth + 1));
-    }
-    return HS_OK;
-}
-
-static bool has_grouping_func(const json_t *j, int depth)
-{
-    if (depth > 400 || !j)
-        return false;
-    if (json_is_object(j)) {
-        if (json_object_get(j, "SubLink"))
-            return false;
-        if (json_object_get(j, "GroupingFunc"))
-            return true;
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            if (has_grouping_func(v, depth + 1))
-                return true;
-    } else if (json_is_array(j)) {
-        for (size_t i = 0; i < json_array_size(j); i++)
-            if (has_grouping_func(json_array_get(j, i), depth + 1))
-                return true;
-    }
-    return false;
-}
-
-static json_t *mk_cref(const char *name)
-{
-    return json_pack("{s:{s:[{s:{s:s}}],s:i}}", "ColumnRef", "fields", "String", "sval", name,
-                     "location", -1);
-}
-
-/* ORDER BY over the union of grouping sets: each item that is not an
- * output column (by position or name) becomes a column __hs_gs_s<k> of
- * every branch; the union is wrapped as SELECT <the outputs> FROM (...)
- * ORDER BY ... so those columns stay out of the result.  *wrap: false when
- * every item names an output. */
-static hs_status gs_sort_items(planner *p, const json_t *sel, json_t **extra, json_t **sort,
-                               bool *wrap)
-{
-    json_t *tl = pl_jget(sel, "targetList"), *sc = pl_jget(sel, "sortClause");
-    *extra = json_array();
-    *sort = json_array();
-    *wrap = false;
-    if (!*extra || !*sort)
-        return pl_nomem(p);
-    size_t i;
-    json_t *it;
-    json_array_foreach(sc, i, it) {
-        json_t *sb = json_deep_copy(pl_jget(it, "SortBy")), *node = pl_jget(sb, "node"), *cb;
-        if (!sb)
-            return pl_nomem(p);
-        char ref[32];
-        int pos = -1;
-        if (pl_is_kind(node, "A_Const", &cb) && pl_jget(cb, "ival")) {
-            int64_t k;
-            bool null;
-            hs_status st = int_const(p, node, "ORDER BY position", &k, &null);
-            if (st != HS_OK) {
-                json_decref(sb);
-                return st;
-            }
-            if (k < 1 || k > (int64_t)json_array_size(tl)) {
-                json_decref(sb);
-                return pl_fail(p, HS_INVALID, "42P10", pl_node_loc(node),
-                               "ORDER BY position %lld is not in select list", (long long)k);
-            }
-            pos = (int)k - 1;
-        } else if (pl_is_kind(node, "ColumnRef", &cb) && json_array_size(pl_jget(cb, "fields")) == 1) {
-            const char *nm = sq_str(json_array_get(pl_jget(cb, "fields"), 0));
-            for (size_t t = 0; nm && pos < 0 && t < json_array_size(tl); t++)
-                if (!strcmp(target_name(pl_jget(json_array_get(tl, t), "ResTarget")), nm))
-                    pos = (int)t;
-        }
-        if (pos >= 0) {
-            snprintf(ref, sizeof ref, "__hs_gs_c%d", pos);
-        } else {
-            snprintf(ref, sizeof ref, "__hs_gs_s%zu", json_array_size(*extra));
-            json_array_append(*extra, node);
-            *wrap = true;
-        }
-        json_object_set_new(sb, "node", mk_cref(ref));
-        json_array_append_new(*sort, json_pack("{s:o}", "SortBy", sb));
-    }
-    return HS_OK;
-}
-
-static void collect_windows(const json_t *j, json_t *arr, int depth);
-
-static bool has_window(const json_t *j)
-{
-    json_t *calls = json_array();
-    collect_windows(j, calls, 0);
-    bool r = json_array_size(calls) > 0;
-    json_decref(calls);
-    return r;
-}
-
-static bool is_grouping_func(const json_t *j)
-{
-    return pl_is_kind(j, "GroupingFunc", NULL);
-}
-
-/* A copy of j with every subtree equal to a repl[i][0] replaced by a
- * reference to the column named repl[i][1] (subqueries copied as they
- * are). */
-static json_t *gw_replace(const json_t *j, const json_t *repl, int depth)
-{
-    if (depth > 400 || !j)
-        return json_deep_copy(j);
-    if (json_is_object(j)) {
-        if (json_object_get(j, "SubLink"))
-            return json_deep_copy(j);
-        size_t i;
-        json_t *r;
-        json_array_foreach(repl, i, r)
-            if (pl_jeq(j, json_array_get(r, 0)))
-                return mk_cref(json_string_value(json_array_get(r, 1)));
-        json_t *o = json_object();
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)j, k, v)
-            json_object_set_new(o, k, gw_replace(v, repl, depth + 1));
-        return o;
-    }
-    if (json_is_array(j)) {
-        json_t *a = json_array();
-        for (size_t i = 0; i < json_array_size(j); i++)
-            json_array_append_new(a, gw_replace(json_array_get(j, i), repl, depth + 1));
-        return a;
-    }
-    return json_deep_copy(j);
-}
-
-/* Window functions over several grouping sets are computed by the query
- * wrapping the union: each set's query yields, as hidden columns, the
- * aggregates, GROUPING() calls and group expressions that the window
- * expressions read (repl: [expression, column name] pairs, aggregates and
- * GROUPING() first so that they are replaced whole), the wrapping query's
- * select list, ORDER BY and WINDOW clause read those columns.  Sort items
- * with windows (extra[k], read through __hs_gs_s<k>) are computed outside
- * too. */
-static hs_status gw_plan(planner *p, const json_t *sel, const json_t *all, json_t *extra,
-                         json_t *sort, json_t **out)
-{
-    json_t *tl = pl_jget(sel, "targetList"), *srcs = json_array(), *aggs = json_array(),
-           *gfs = json_array(), *repl = json_array();
-    *out = NULL;
-    if (!srcs || !aggs || !gfs || !repl) {
-        json_decref(srcs);
-        json_decref(aggs);
-        json_decref(gfs);
-        json_decref(repl);
-        return pl_nomem(p);
-    }
-    size_t i;
-    json_t *it;
-    json_array_foreach(tl, i, it)
-        if (has_window(pl_jget(pl_jget(it, "ResTarget"), "val")))
-            json_array_append(srcs, pl_jget(pl_jget(it, "ResTarget"), "val"));
-    json_array_foreach(extra, i, it)
-        if (has_window(it))
-            json_array_append(srcs, it);
-    json_t *wc = pl_jget(sel, "windowClause");
-    if (wc)
-        json_array_append(srcs, wc);
-    json_array_foreach(srcs, i, it) {
-        pl_collect_aggs(it, aggs, 0);
-        pl_collect_calls(it, gfs, is_grouping_func, 0);
-    }
-    char nm[32];
-    json_array_foreach(aggs, i, it) {
-        snprintf(nm, sizeof nm, "__hs_gw_a%zu", i);
-        json_array_append_new(repl, json_pack("[O,s]", it, nm));
-    }
-    json_array_foreach(gfs, i, it) {
-        snprintf(nm, sizeof nm, "__hs_gw_f%zu", i);
-        json_array_append_new(repl, json_pack("[O,s]", it, nm));
-    }
-    json_array_foreach(all, i, it) {
-        snprintf(nm, sizeof nm, "__hs_gw_k%zu", i);
-        json_array_append_new(repl, json_pack("[O,s]", it, nm));
-    }
-    /* sort items with windows: computed by the wrapping query */
-    json_array_foreach(extra, i, it) {
-        if (!has_window(it))
-            continue;
-        char ref[32];
-        snprintf(ref, sizeof ref, "__hs_gs_s%zu", i);
-        size_t k;
-        json_t *sb;
-        json_array_foreach(sort, k, sb) {
-            json_t *b = pl_jget(sb, "SortBy"), *cr;
-            if (pl_is_kind(pl_jget(b, "node"), "ColumnRef", &cr) &&
-                !strcmp(sq_str(json_array_get(pl_jget(cr, "fields"), 0)), ref))
-                json_object_set_new(b, "node", gw_replace(it, repl, 0));
-        }
-        json_array_set_new(extra, i, pl_mk_null());
-    }
-    /* sort items naming an output that holds a window: that expression */
-    json_t *sb;
-    json_array_foreach(sort, i, sb) {
-        json_t *b = pl_jget(sb, "SortBy"), *cr;
-        const char *f = pl_is_kind(pl_jget(b, "node"), "ColumnRef", &cr)
-                        ? sq_str(json_array_get(pl_jget(cr, "fields"), 0)) : NULL;
-        if (!f || strncmp(f, "__hs_gs_c", 9))
-            continue;
-        const json_t *val = pl_jget(pl_jget(json_array_get(tl, (size_t)atoi(f + 9)), "ResTarget"), "val");
-        if (val && has_window(val))
-            json_object_set_new(b, "node", gw_replace(val, repl, 0));
-    }
-    json_t *g = json_pack("{s:o}", "repl", repl);
-    if (g && wc)
-        json_object_set_new(g, "windowClause", gw_replace(wc, repl, 0));
-    json_decref(srcs);
-    json_decref(aggs);
-    json_decref(gfs);
-    *out = g;
-    return g ? HS_OK : pl_nomem(p);
-}
-
-/* *out: the expanded query (a new SelectStmt body), or NULL when sel has
- * no grouping sets and no GROUPING().  Several grouping set items in one
- * GROUP BY multiply (GROUP BY ROLLUP(a), CUBE(b): every set of the one
- * with every set of the other, plain expressions in all). */
-static hs_status expand_grouping_sets(planner *p, const json_t *sel, json_t **out)
-{
-    *out = NULL;
-    json_t *gc = pl_jget(sel, "groupClause");
-    size_t i;
-    json_t *g;
-    bool any = false;
-    json_array_foreach(gc, i, g)
-        any |= pl_is_kind(g, "GroupingSet", NULL);
-    if (!any) {
-        if (!has_grouping_func(pl_jget(sel, "targetList"), 0) &&
-            !has_grouping_func(pl_jget(sel, "havingClause"), 0) &&
-            !has_grouping_func(pl_jget(sel, "sortClause"), 0))
-            return HS_OK;
-        json_t *b = json_deep_copy(sel);
-        if (!b)
-            return pl_nomem(p);
-        hs_status st = HS_OK;
-        static const char *const parts[] = {"targetList", "havingClause", "sortClause"};
-        for (size_t k = 0; k < 3 && st == HS_OK; k++)
-            st = grouping_subst(p, pl_jget(b, parts[k]), gc, json_array_size(gc) ? gc : NULL, 0);
-        if (st != HS_OK) {
-            json_decref(b);
-            return st;
-        }
-        *out = b;
-        return HS_OK;
-    }
-    json_t *sets = json_pack("[[]]"), *all = json_array();
-    hs_status st = sets && all ? HS_OK : pl_nomem(p);
-    json_array_foreach(gc, i, g) {
-        json_t *its, *next = json_array();
-        if (st != HS_OK || !next || (st = item_sets(p, g, 0, &its)) != HS_OK) {
-            json_decref(next);
-            st = st != HS_OK ? st : pl_nomem(p);
-            break;
-        }
-        size_t a, c;
-        json_t *sa, *sc2;
-        json_array_foreach(sets, a, sa)
-            json_array_foreach(its, c, sc2) {
-                json_t *set = json_copy(sa);
-                json_array_extend(set, sc2);
-                json_array_append_new(next, set);
-            }
-        json_decref(its);
-        json_decref(sets);
-        sets = next;
-        if (json_array_size(sets) > 4096) {
-            st = pl_fail(p, HS_INVALID, "54001", sq_loc(g), "too many grouping sets present");
-            break;
-        }
-    }
-    if (st == HS_OK && json_is_true(pl_jget(sel, "groupDistinct"))) {
-        /* GROUP BY DISTINCT: sets equal as sets of expressions count once */
-        json_t *uniq = json_array();
-        json_t *a;
-        json_array_foreach(sets, i, a) {
-            bool dup = false;
-            for (size_t k = 0; !dup && k < json_array_size(uniq); k++) {
-                json_t *b = json_array_get(uniq, k), *e;
-                size_t x;
-                bool same = true;
-                json_array_foreach(a, x, e)
-                    same &= in_list(b, e);
-                json_array_foreach(b, x, e)
-                    same &= in_list(a, e);
-                dup = same;
-            }
-            if (!dup)
-                json_array_append(uniq, a);
-        }
-        json_decref(sets);
-        sets = uniq;
-    }
-    json_t *s2;
-    json_array_foreach(sets, i, s2) {
-        size_t k;
-        json_t *e;
-        json_array_foreach(s2, k, e)
-            if (!in_list(all, e))
-                json_array_append(all, e);
-    }
-    json_t *extra = NULL, *sort = NULL, *tl = pl_jget(sel, "targetList");
-    bool wrap = false;
-    if (st == HS_OK && json_array_size(pl_jget(sel, "sortClause")))
-        st = gs_sort_items(p, sel, &extra, &sort, &wrap);
-    /* DISTINCT over the union, not per set: the wrapping query's */
-    json_t *dc = pl_jget(sel, "distinctClause");
-    bool distinct = json_array_size(sets) > 1 && json_array_size(dc) > 0;
-    if (st == HS_OK && distinct &&
-        !(json_array_size(dc) == 1 && json_object_size(json_array_get(dc, 0)) == 0))
-        st = pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(dc, 0),
-                     "SELECT DISTINCT ON with several grouping sets is not supported");
-    if (st == HS_OK && distinct) {
-        wrap = true;
-        if (!sort)
-            sort = json_array();
-        if (!extra)
-            extra = json_array();
-        if (!sort || !extra)
-            st = pl_nomem(p);
-    }
-    /* window functions read the rows of every set together: they move to
-     * the wrapping query (gw_plan) */
-    json_t *gw = NULL;
-    bool wins = false;
-    if (st == HS_OK && json_array_size(sets) > 1) {
-        json_t *calls = json_array();
-        collect_windows(tl, calls, 0);
-        collect_windows(pl_jget(sel, "sortClause"), calls, 0);
-        wins = json_array_size(calls) > 0;
-        json_decref(calls);
-    }
-    if (st == HS_OK && wins) {
-        wrap = true;
-        if (!sort && !(sort = json_array()))
-            st = pl_nomem(p);
-        if (!extra && !(extra = json_array()))
-            st = pl_nomem(p);
-        if (st == HS_OK)
-            st = gw_plan(p, sel, all, extra, sort, &gw);
-    }
-    for (size_t t = 0; wrap && st == HS_OK && t < json_array_size(tl); t++) {
-        json_t *cr, *f = NULL;
-        if (pl_is_kind(pl_jget(pl_jget(json_array_get(tl, t), "ResTarget"), "val"), "ColumnRef", &cr))
-            f = pl_jget(cr, "fields");
-        if (f && pl_jget(json_array_get(f, json_array_size(f) - 1), "A_Star"))
-            st = pl_fail(p, HS_UNSUPPORTED, "0A000", -1,
-                         "SELECT * with grouping sets and ORDER BY expressions is not supported");
-    }
-    json_t *u = NULL;
-    json_array_foreach(sets, i, s2) {
-        if (st != HS_OK)
-            break;
-        json_t *b = json_deep_copy(sel);
-        json_t *absent = json_array();
-        if (!b || !absent) {
-            json_decref(b);
-            json_decref(absent);
-            st = pl_nomem(p);
-            break;
-        }
-        json_t *grp = json_copy(s2);
-        json_object_del(b, "sortClause");
-        json_object_del(b, "limitCount");
-        json_object_del(b, "limitOffset");
-        json_object_del(b, "limitOption");
-        json_object_del(b, "withClause");
-        if (distinct)
-            json_object_del(b, "distinctClause");
-        if (json_array_size(grp))
-            json_object_set_new(b, "groupClause", grp);
-        else {
-            json_decref(grp);
-            json_object_del(b, "groupClause");
-            json_object_set_new(b, "hs_grouped", json_true());   /* one group: () */
-        }
-        if (wrap) {
-            /* the outputs as __hs_gs_c<i>, then the sort expressions */
-            json_t *btl = pl_jget(b, "targetList"), *it2;
-            size_t t;
-            char nm[32];
-            json_array_foreach(btl, t, it2) {
-                snprintf(nm, sizeof nm, "__hs_gs_c%zu", t);
-                json_object_set_new(pl_jget(it2, "ResTarget"), "name", json_string(nm));
-            }
-            json_array_foreach(extra, t, it2) {
-                snprintf(nm, sizeof nm, "__hs_gs_s%zu", t);
-                json_array_append_new(btl, json_pack("{s:{s:s,s:o,s:i}}", "ResTarget", "name", nm,
-                                                     "val", json_deep_copy(it2), "location", -1));
-            }
-            if (gw) {
-                json_array_foreach(btl, t, it2) {
-                    json_t *rt = pl_jget(it2, "ResTarget");
-                    if (has_window(pl_jget(rt, "val")))
-                        json_object_set_new(rt, "val", pl_mk_null());
-                }
-                json_array_foreach(pl_jget(gw, "repl"), t, it2)
-                    json_array_append_new(btl, json_pack("{s:{s:O,s:o,s:i}}", "ResTarget", "name",
-                                                         json_array_get(it2, 1), "val",
-                                                         json_deep_copy(json_array_get(it2, 0)),
-                                                         "location", -1));
-                json_object_del(b, "windowClause");
-            }
-        }
-        if (!wrap) {
-            /* the union's column names are its first branch's: name every
-             * output as the query does, before NULLs replace the absent */
-            json_t *btl = pl_jget(b, "targetList"), *it2;
-            size_t t;
-            json_array_foreach(btl, t, it2) {
-                json_t *rt = pl_jget(it2, "ResTarget");
-                if (rt && !pl_jstrv(rt, "name") && !pl_is_kind(pl_jget(rt, "val"), "A_Star", NULL) &&
-                    !pl_jget(pl_jget(pl_jget(rt, "val"), "ColumnRef"), "fields"))
-                    json_object_set_new(rt, "name", json_string(target_name(rt)));
-                else if (rt && !pl_jstrv(rt, "name") && in_list(all, pl_jget(rt, "val")))
-                    json_object_set_new(rt, "name", json_string(target_name(rt)));
-            }
-        }
-        static const char *const parts[] = {"targetList", "havingClause"};
-        for (size_t k = 0; k < 2 && st == HS_OK; k++)
-            st = grouping_subst(p, pl_jget(b, parts[k]), s2, all, 0);
-        size_t k;
-        json_t *e;
-        json_array_foreach(all, k, e)
-            if (!in_list(s2, e))
-                json_array_append(absent, e);
-        null_absent(pl_jget(b, "targetList"), absent, 0);
-        null_absent(pl_jget(b, "havingClause"), absent, 0);
-        /* and where subqueries read them as outer columns (the FROM
-         * planned for their names: b's own, not yet rewritten) */
-        if (st == HS_OK && json_array_size(absent) > 0)
-            st = pl_sub_null_absent(p, pl_jget(b, "targetList"), absent);
-        if (st == HS_OK && json_array_size(absent) > 0)
-            st = pl_sub_null_absent(p, pl_jget(b, "havingClause"), absent);
-        json_decref(absent);
-        if (st != HS_OK) {
-            json_decref(b);
-            break;
-        }
-        if (!u) {
-            u = b;
-        } else {
-            json_t *nu = json_pack("{s:s,s:b,s:{s:o},s:{s:o}}", "op", "SETOP_UNION", "all", 1,
-                                   "larg", "SelectStmt", u, "rarg", "SelectStmt", b);
-            if (!nu) {
-                st = pl_nomem(p);
-                break;
-            }
-            u = nu;
-        }
-    }
-    if (st == HS_OK && u && wrap) {
-        /* SELECT __hs_gs_c<i> AS <name>, ... FROM (u) __hs_gs ORDER BY ... */
-        json_t *otl = json_array(), *it2;
-        size_t t;
-        char nm[32];
-        json_array_foreach(tl, t, it2) {
-            snprintf(nm, sizeof nm, "__hs_gs_c%zu", t);
-            const json_t *val = pl_jget(pl_jget(it2, "ResTarget"), "val");
-            json_t *ov = gw && has_window(val) ? gw_replace(val, pl_jget(gw, "repl"), 0) : mk_cref(nm);
-            json_array_append_new(otl, json_pack("{s:{s:s,s:o,s:i}}", "ResTarget", "name",
-                                                 target_name(pl_jget(it2, "ResTarget")), "val",
-                                                 ov, "location", -1));
-        }
-        json_t *outer = json_pack("{s:o,s:[{s:{s:{s:o},s:{s:{s:s}}}}],s:O}", "targetList", otl,
-                                  "fromClause", "RangeSubselect", "subquery", "SelectStmt", u,
-                                  "alias", "Alias", "aliasname", "__hs_gs", "sortClause", sort);
-        u = NULL;
-        if (!outer)
-            st = pl_nomem(p);
-        static const char *const keep[] = {"limitCount", "limitOffset", "limitOption",
-                                           "distinctClause"};
-        for (size_t k = 0; outer && k < sizeof keep / sizeof keep[0]; k++)
-            if (pl_jget(sel, keep[k]))
-                json_object_set(outer, keep[k], pl_jget(sel, keep[k]));
-        if (outer && gw && pl_jget(gw, "windowClause"))
-            json_object_set(outer, "windowClause", pl_jget(gw, "windowClause"));
-        *out = outer;
-    } else if (st == HS_OK && u) {
-        json_t *sc = sort ? sort : pl_jget(sel, "sortClause");
-        if (sc && json_array_size(sc))
-            json_object_set(u, "sortClause", pl_jget(sel, "sortClause"));
-        static const char *const keep[] = {"limitCount", "limitOffset", "limitOption"};
-        for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++)
-            if (pl_jget(sel, keep[k]))
-                json_object_set(u, keep[k], pl_jget(sel, keep[k]));
-        *out = u;
-        u = NULL;
-    }
-    json_decref(u);
-    json_decref(sets);
-    json_decref(all);
-    json_decref(extra);
-    json_decref(sort);
-    json_decref(gw);
-    return st;
-}
-
 static hs_status plan_block(planner *p, const json_t *sel, rel *out);
 static hs_status plan_setop(planner *p, const json_t *sel, rel *out);
 
@@ -1395,7 +731,7 @@ hs_status  pl_plan_select(planner *p, const json_t *sel, rel *out)
     const char *op = pl_jstrv(sel, "op");
     json_t *expanded = NULL;
     if (st == HS_OK && (!op || !strcmp(op, "SETOP_NONE")))
-        st = expand_grouping_sets(p, sel, &expanded);
+        st = pl_expand_grouping_sets(p, sel, &expanded);
     if (st == HS_OK && expanded) {
         const char *eop = pl_jstrv(expanded, "op");
         st = eop && strcmp(eop, "SETOP_NONE") ? plan_setop(p, expanded, out)
@@ -1430,647 +766,6 @@ hs_status  pl_plan_query(planner *p, const json_t *sel, rel *out)
         out->cols[i].hidden = false;
     }
     return HS_OK;
-}
-
-/* ------------------------------------------------------------------ */
-/* window functions                                                    */
-
-static bool is_window_call(const json_t *j)
-{
-    json_t *b;
-    return pl_is_kind(j, "FuncCall", &b) && pl_jget(b, "over");
-}
-
-static void collect_windows(const json_t *j, json_t *arr, int depth)
-{
-    pl_collect_calls(j, arr, is_window_call, depth);
-}
-
-/* avg(x) OVER w of integers or numerics is numeric in PostgreSQL
- * (numeric_avg: the sum divided by the count as numeric_div does): such a
- * call is rewritten in place into (sum(x) OVER w)::numeric / count(x) OVER
- * w, named avg, before the window functions are planned; avg(interval)
- * OVER w the same without the cast (interval_avg divides the sum by the
- * count); the Window operator's own avg stays double precision for
- * doubles. */
-static hs_status numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap *m,
-                                     const layer *pre, const int *key_of_col, int depth)
-{
-    if (depth > 400 || !j)
-        return HS_OK;
-    if (json_is_array(j)) {
-        for (size_t i = 0; i < json_array_size(j); i++)
-            HS_TRY(numeric_window_avgs(p, cur, json_array_get(j, i), m, pre, key_of_col, depth + 1));
-        return HS_OK;
-    }
-    if (!json_is_object(j) || json_object_get(j, "SubLink"))
-        return HS_OK;
-    json_t *fc = json_object_get(j, "FuncCall");
-    const char *fname = fc && json_object_size(j) == 1 ? pl_func_name(fc) : NULL;
-    json_t *args = fc ? pl_jget(fc, "args") : NULL;
-    if (fname && !strcmp(fname, "avg") && pl_jget(fc, "over") && json_array_size(args) == 1 &&
-        !json_is_true(pl_jget(fc, "agg_distinct")) && !pl_jget(fc, "agg_filter")) {
-        int col;
-        HS_TRY(pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &col));
-        hs_type t = cur->op->schema.children[col].type;
-        bool iv = t == HS_TYPE_INTERVAL;   /* interval_avg: the sum / the count */
-        if ((t >= HS_TYPE_INT8 && t <= HS_TYPE_UINT64) || t == HS_TYPE_DECIMAL128 || iv) {
-            json_t *sum = json_deep_copy(fc), *cnt = json_deep_copy(fc);
-            json_t *num = json_pack("{s:[{s:{s:s}}],s:i,s:i}", "names", "String", "sval", "numeric",
-                                    "typemod", -1, "location", -1);
-            if (sum)
-                json_object_set_new(sum, "funcname", json_pack("[{s:{s:s}}]", "String", "sval", "sum"));
-            if (cnt)
-                json_object_set_new(cnt, "funcname", json_pack("[{s:{s:s}}]", "String", "sval", "count"));
-            json_t *cast = iv ? (json_decref(num), sum ? json_pack("{s:o}", "FuncCall", sum) : NULL)
-                   : sum && num ? json_pack("{s:{s:{s:o},s:o,s:i}}", "TypeCast", "arg", "FuncCall",
-                                            sum, "typeName", num, "location", -1)
-                                : NULL;
-            json_t *div = cast && cnt ? pl_mk_op("/", cast, json_pack("{s:o}", "FuncCall", cnt)) : NULL;
-            json_t *body = div ? json_object_get(div, "A_Expr") : NULL;
-            if (!body) {
-                json_decref(div);
-                return pl_nomem(p);
-            }
-            json_object_set_new(body, "hs_name", json_string("avg"));
-            json_object_clear(j);
-            json_object_set(j, "A_Expr", body);
-            json_decref(div);
-        }
-        return HS_OK;
-    }
-    const char *k;
-    json_t *v;
-    json_object_foreach(j, k, v)
-        HS_TRY(numeric_window_avgs(p, cur, v, m, pre, key_of_col, depth + 1));
-    return HS_OK;
-}
-
-/* PostgreSQL's FRAMEOPTION_* bits (nodes/parsenodes.h) */
-#define FO_NONDEFAULT 0x1
-#define FO_RANGE 0x2
-#define FO_ROWS 0x4
-#define FO_GROUPS 0x8
-#define FO_START_UNB_PREC 0x20
-#define FO_END_UNB_FOLL 0x100
-#define FO_START_CURRENT 0x200
-#define FO_END_CURRENT 0x400
-#define FO_START_OFF_PREC 0x800
-#define FO_END_OFF_PREC 0x1000
-#define FO_START_OFF_FOLL 0x2000
-#define FO_END_OFF_FOLL 0x4000
-#define FO_EXCL_CURRENT 0x8000
-#define FO_EXCL_GROUP 0x10000
-#define FO_EXCL_TIES 0x20000
-#define FO_DEFAULTS 1058   /* RANGE UNBOUNDED PRECEDING AND CURRENT ROW */
-
-static json_t *cast_named(json_t *node, const char *type)
-{
-    return json_pack("{s:{s:o,s:{s:[{s:{s:s}}],s:i,s:i},s:i}}", "TypeCast", "arg", node, "typeName",
-                     "names", "String", "sval", type, "typemod", -1, "location", -1, "location", -1);
-}
-
-/* PostgreSQL's name of a column type, for the messages of RANGE offsets. */
-static const char *pg_type_of(const hs_field *f)
-{
-    switch (f->type) {
-    case HS_TYPE_BOOL: return "boolean";
-    case HS_TYPE_INT8: case HS_TYPE_INT16: return "smallint";
-    case HS_TYPE_INT32: return "integer";
-    case HS_TYPE_INT64: case HS_TYPE_UINT64: case HS_TYPE_UINT32: return "bigint";
-    case HS_TYPE_FLOAT32: return "real";
-    case HS_TYPE_FLOAT64: return "double precision";
-    case HS_TYPE_DECIMAL128: return "numeric";
-    case HS_TYPE_DATE32: return "date";
-    case HS_TYPE_TIME32: case HS_TYPE_TIME64: return "time without time zone";
-    case HS_TYPE_TIMESTAMP: return f->tz ? "timestamp with time zone" : "timestamp without time zone";
-    case HS_TYPE_STRING: return "text";
-    case HS_TYPE_BINARY: return "bytea";
-    case HS_TYPE_INTERVAL: return "interval";
-    default: return hs_type_name(f->type);
-    }
-}
-
-/* A ROWS or GROUPS offset: a non-negative integer constant. */
-static hs_status rows_offset(planner *p, const json_t *node, bool start, bool preceding,
-                             int64_t *out)
-{
-    int64_t x = 0;
-    bool null = false;
-    json_t *b;
-    /* 2::bigint, '2' (an unknown literal PostgreSQL reads as bigint) */
-    while (pl_is_kind(node, "TypeCast", &b) && pl_jget(b, "arg"))
-        node = pl_jget(b, "arg");
-    const char *sv = pl_is_kind(node, "A_Const", &b) ? pl_jstrv(pl_jget(b, "sval"), "sval") : NULL;
-    const char *fv = pl_is_kind(node, "A_Const", &b) ? pl_jstrv(pl_jget(b, "fval"), "fval") : NULL;
-    if (fv) {
-        /* a numeric constant: to bigint as numeric_int8 rounds (half away
-         * from zero) */
-        double d = hs_strtod(fv, NULL);
-        if (!(d > -9.2e18 && d < 9.2e18))
-            return pl_fail(p, HS_INVALID, "22003", pl_node_loc(node), "bigint out of range");
-        x = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
-    } else if (sv) {
-        char *end;
-        errno = 0;
-        x = strtoll(sv, &end, 10);
-        while (isspace((unsigned char)*end))
-            end++;
-        if (end == sv || *end || errno)
-            return pl_fail(p, HS_INVALID, "22P02", pl_node_loc(node),
-                           "invalid input syntax for type bigint: \"%s\"", sv);
-    } else {
-        HS_TRY(int_const(p, node, "frame offset", &x, &null));
-    }
-    if (null)
-        return pl_fail(p, HS_INVALID, "22004", pl_node_loc(node), "frame %s offset must not be null",
-                       start ? "starting" : "ending");
-    if (x < 0)
-        return pl_fail(p, HS_INVALID, "22013", pl_node_loc(node),
-                       "frame %s offset must not be negative", start ? "starting" : "ending");
-    *out = preceding ? -x : x;
-    return HS_OK;
-}
-
-typedef struct win_ctx {
-    rel *cur;
-    nmap *m;
-    const layer *pre;
-    const int *key_of_col;
-} win_ctx;
-
-/* RANGE offset bounds: the columns key -/+ offset (bound) in a type where
- * the arithmetic cannot overflow (integers as numeric, dates as
- * timestamps, reals as double precision), the key in that type, and the
- * offset for the executor's checks (PostgreSQL's in_range support:
- * integers with integer offsets, floats with double precision, numerics
- * with numerics, date/timestamp/timestamptz with intervals, intervals with
- * intervals; other pairs are 0A000 as there). */
-static hs_status range_bounds(planner *p, const win_ctx *wc, const json_t *over, const json_t *ord,
-                              long long v, xo_win *w)
-{
-    json_t *sb = pl_jget(json_array_get(ord, 0), "SortBy"), *key = pl_jget(sb, "node");
-    bool desc, nf;
-    HS_TRY(sort_dir(sb, &desc, &nf));
-    int kc;
-    HS_TRY(pl_rel_add_expr_in(p, wc->cur, key, wc->m, wc->pre, wc->key_of_col, &kc));
-    const hs_field *kf = &wc->cur->op->schema.children[kc];
-    const char *as = NULL, *off_as = NULL;
-    bool int_key = pl_is_int_type(kf->type);
-    if (int_key)
-        as = "numeric", off_as = "numeric";
-    else if (kf->type == HS_TYPE_FLOAT32 || kf->type == HS_TYPE_FLOAT64)
-        as = "float8", off_as = "float8";
-    else if (kf->type == HS_TYPE_DECIMAL128)
-        as = "numeric", off_as = "numeric";
-    else if (kf->type == HS_TYPE_DATE32 || (kf->type == HS_TYPE_TIMESTAMP && !kf->tz))
-        as = "timestamp", off_as = "interval";
-    else if (kf->type == HS_TYPE_TIMESTAMP)
-        as = "timestamptz", off_as = "interval";
-    else if (kf->type == HS_TYPE_INTERVAL)
-        as = "interval", off_as = "interval";
-    else
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(key),
-                       "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s",
-                       pg_type_of(kf));
-    w->range_desc = desc;
-    w->range_key = w->range_lo = w->range_hi = w->range_off_lo = w->range_off_hi = -1;
-    hs_field bound = {0};
-    bool have_bound = false;
-    hs_status st = HS_OK;
-    for (int end = 0; end < 2 && st == HS_OK; end++) {
-        long long prec = end ? FO_END_OFF_PREC : FO_START_OFF_PREC;
-        long long foll = end ? FO_END_OFF_FOLL : FO_START_OFF_FOLL;
-        if (!(v & (prec | foll)))
-            continue;
-        json_t *off = pl_jget(over, end ? "endOffset" : "startOffset");
-        int oc;
-        json_t *cb;
-        bool unknown = pl_is_kind(off, "A_Const", &cb) && pl_jget(cb, "sval");
-        st = pl_rel_add_expr_in(p, wc->cur, off, wc->m, wc->pre, wc->key_of_col, &oc);
-        if (st != HS_OK)
-            break;
-        hs_type ot = wc->cur->op->schema.children[oc].type;
-        bool ok = unknown || ot == HS_TYPE_NA;
-        if (!ok && int_key)
-            ok = pl_is_int_type(ot);
-        else if (!ok && (kf->type == HS_TYPE_FLOAT32 || kf->type == HS_TYPE_FLOAT64))
-            ok = pl_is_int_type(ot) || ot == HS_TYPE_DECIMAL128 || ot == HS_TYPE_FLOAT32 ||
-                 ot == HS_TYPE_FLOAT64;
-        else if (!ok && kf->type == HS_TYPE_DECIMAL128)
-            ok = pl_is_int_type(ot) || ot == HS_TYPE_DECIMAL128;
-        else if (!ok)
-            ok = ot == HS_TYPE_INTERVAL;
-        if (!ok) {
-            st = pl_fail(p, HS_UNSUPPORTED, "0A000", pl_node_loc(off),
-                         "RANGE with offset PRECEDING/FOLLOWING is not supported for column type %s "
-                         "and offset type %s", pg_type_of(kf),
-                         pg_type_of(&wc->cur->op->schema.children[oc]));
-            break;
-        }
-        /* the bound: "preceding" is toward the start of the ORDER BY */
-        bool minus = (v & prec) ? !desc : desc;
-        json_t *oq = cast_named(json_deep_copy(off), off_as);
-        json_t *kq = cast_named(json_deep_copy(key), as);
-        json_t *bx = oq && kq ? pl_mk_op(minus ? "-" : "+", kq, oq) : NULL;
-        if (bx && !strcmp(as, "float8")) {
-            /* in_range_float8_float8: an infinite key and offset whose sum
-             * is NaN (inf - inf) put every row but NaN in range: the bound
-             * becomes the infinity that admits them */
-            bool less = end != desc;
-            json_t *nan = cast_named(json_pack("{s:{s:{s:s},s:i}}", "A_Const", "sval", "sval", "NaN",
-                                               "location", -1), "float8");
-            json_t *inf = cast_named(json_pack("{s:{s:{s:s},s:i}}", "A_Const", "sval", "sval",
-                                               less ? "Infinity" : "-Infinity", "location", -1),
-                                     "float8");
-            json_t *kn = cast_named(json_deep_copy(key), as);
-            json_t *c1 = nan ? pl_mk_op("=", json_deep_copy(bx), json_deep_copy(nan)) : NULL;
-            json_t *c2 = kn && nan ? pl_mk_op("<>", kn, nan) : NULL;
-            json_t *both[2] = {c1, c2};
-            json_t *cond = c1 && c2 ? pl_mk_and(both, 2) : NULL;
-            json_decref(c1);
-            json_decref(c2);
-            if (!c2)
-                json_decref(nan);   /* not taken by pl_mk_op */
-            json_t *cs = NULL;
-            if (cond && inf)   /* (json_pack takes the "o" values, also when it fails) */
-                cs = json_pack("{s:{s:[{s:{s:o,s:o,s:i}}],s:o,s:i}}", "CaseExpr", "args",
-                               "CaseWhen", "expr", cond, "result", inf, "location", -1,
-                               "defresult", bx, "location", -1);
-            else {
-                json_decref(cond);
-                json_decref(inf);
-                json_decref(bx);
-            }
-            bx = cs;
-        }
-        if (have_bound && bx)
-            bx = pl_cast_json(bx, &bound);
-        json_t *ox = cast_named(json_deep_copy(off), off_as);
-        int bc = -1, occ = -1;
-        st = bx && ox ? pl_rel_add_expr_in(p, wc->cur, bx, wc->m, wc->pre, wc->key_of_col, &bc)
-                      : pl_nomem(p);
-        if (st == HS_OK)
-            st = pl_rel_add_expr_in(p, wc->cur, ox, wc->m, wc->pre, wc->key_of_col, &occ);
-        json_decref(bx);
-        json_decref(ox);
-        if (st != HS_OK)
-            break;
-        if (!have_bound) {
-            if (hs_field_copy(&wc->cur->op->schema.children[bc], &bound) != HS_OK) {
-                st = pl_nomem(p);
-                break;
-            }
-            have_bound = true;
-        }
-        if (end)
-            w->range_hi = bc, w->range_off_hi = occ, w->hi = 1;
-        else
-            w->range_lo = bc, w->range_off_lo = occ, w->lo = 1;
-    }
-    if (st == HS_OK && have_bound) {
-        json_t *kx = pl_cast_json(cast_named(json_deep_copy(key), as), &bound);
-        st = kx ? pl_rel_add_expr_in(p, wc->cur, kx, wc->m, wc->pre, wc->key_of_col, &w->range_key)
-                : pl_nomem(p);
-        json_decref(kx);
-    }
-    if (have_bound)
-        hs_field_clear(&bound);
-    return st;
-}
-
-/* The frame of a window function's OVER (PostgreSQL's frameOptions). */
-static hs_status frame_of(planner *p, const win_ctx *wc, const json_t *over, int loc, xo_win *w)
-{
-    json_t *fo = pl_jget(over, "frameOptions");
-    json_t *ord = pl_jget(over, "orderClause");
-    long long v = json_is_integer(fo) ? json_integer_value(fo) : 0;
-    w->frame = XO_FRAME_DEFAULT;
-    w->range_key = w->range_lo = w->range_hi = w->range_off_lo = w->range_off_hi = -1;
-    if (!(v & FO_NONDEFAULT))
-        return HS_OK;
-    w->exclude = v & FO_EXCL_CURRENT ? XO_EXCL_CURRENT : v & FO_EXCL_GROUP ? XO_EXCL_GROUP
-               : v & FO_EXCL_TIES ? XO_EXCL_TIES : XO_EXCL_NONE;
-    if ((v & FO_GROUPS) && json_array_size(ord) == 0)
-        return pl_fail(p, HS_INVALID, "42P20", loc, "GROUPS mode requires an ORDER BY clause");
-    bool offsets = v & (FO_START_OFF_PREC | FO_START_OFF_FOLL | FO_END_OFF_PREC | FO_END_OFF_FOLL);
-    int64_t lo = v & FO_START_UNB_PREC ? INT64_MIN : 0, hi = v & FO_END_UNB_FOLL ? INT64_MAX : 0;
-    if (v & FO_RANGE) {
-        if (offsets && json_array_size(ord) != 1)
-            return pl_fail(p, HS_INVALID, "42P20", loc,
-                           "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column");
-        w->lo = lo;
-        w->hi = hi;
-        if (offsets)
-            HS_TRY(range_bounds(p, wc, over, ord, v, w));
-        if (!offsets && w->exclude == XO_EXCL_NONE && lo == INT64_MIN && hi == 0)
-            w->frame = XO_FRAME_DEFAULT;
-        else if (!offsets && w->exclude == XO_EXCL_NONE && lo == INT64_MIN && hi == INT64_MAX)
-            w->frame = XO_FRAME_WHOLE;
-        else
-            w->frame = XO_FRAME_RANGE;
-        return HS_OK;
-    }
-    if (v & (FO_START_OFF_PREC | FO_START_OFF_FOLL))
-        HS_TRY(rows_offset(p, pl_jget(over, "startOffset"), true, v & FO_START_OFF_PREC, &lo));
-    if (v & (FO_END_OFF_PREC | FO_END_OFF_FOLL))
-        HS_TRY(rows_offset(p, pl_jget(over, "endOffset"), false, v & FO_END_OFF_PREC, &hi));
-    w->lo = lo;
-    w->hi = hi;
-    if (v & FO_GROUPS)
-        w->frame = XO_FRAME_GROUPS;
-    else if (w->exclude == XO_EXCL_NONE && lo == INT64_MIN && hi == 0)
-        w->frame = XO_FRAME_ROWS;
-    else if (w->exclude == XO_EXCL_NONE && lo == INT64_MIN && hi == INT64_MAX)
-        w->frame = XO_FRAME_WHOLE;
-    else
-        w->frame = XO_FRAME_ROWS_BETWEEN;
-    return HS_OK;
-}
-
-static bool win_fn(const char *nm, json_t *fc, xo_win_fn *fn)
-{
-    static const struct { const char *n; xo_win_fn f; } t[] = {
-        {"row_number", XO_WIN_ROW_NUMBER}, {"rank", XO_WIN_RANK}, {"dense_rank", XO_WIN_DENSE_RANK},
-        {"count", XO_WIN_COUNT}, {"sum", XO_WIN_SUM}, {"avg", XO_WIN_AVG}, {"min", XO_WIN_MIN},
-        {"max", XO_WIN_MAX}, {"lag", XO_WIN_LAG}, {"lead", XO_WIN_LEAD},
-        {"first_value", XO_WIN_FIRST_VALUE}, {"last_value", XO_WIN_LAST_VALUE},
-        {"ntile", XO_WIN_NTILE}, {"percent_rank", XO_WIN_PERCENT_RANK},
-        {"cume_dist", XO_WIN_CUME_DIST}, {"nth_value", XO_WIN_NTH_VALUE},
-    };
-    for (size_t i = 0; nm && i < sizeof t / sizeof t[0]; i++)
-        if (!strcmp(nm, t[i].n)) {
-            *fn = t[i].f;
-            if (*fn == XO_WIN_COUNT && json_is_true(pl_jget(fc, "agg_star")))
-                *fn = XO_WIN_COUNT_STAR;
-            return true;
-        }
-    return false;
-}
-
-/* ---- named windows ----
- * WINDOW w AS (...) and OVER w / OVER (w ...) become inline definitions
- * before the calls are planned, by PostgreSQL's rules
- * (transformWindowDefinitions): a definition may name an earlier one and
- * then copies its PARTITION BY (it may not give its own), its ORDER BY
- * (it may give its own only where that one has none), and never its frame
- * (the named one may not have one: OVER w takes w's frame, OVER (w)
- * cannot). */
-
-static const json_t *find_window(const json_t *defs, const char *name)
-{
-    size_t i;
-    json_t *d;
-    json_array_foreach(defs, i, d) {
-        const char *nm = pl_jstrv(d, "name");
-        if (nm && !strcmp(nm, name))
-            return d;
-    }
-    return NULL;
-}
-
-/* *out: def with its refname resolved against defs (new reference). */
-static hs_status merge_window(planner *p, const json_t *defs, const json_t *def, json_t **out)
-{
-    const char *ref = pl_jstrv(def, "refname");
-    int loc = sq_loc(def);
-    *out = NULL;
-    if (!ref) {
-        *out = json_deep_copy(def);
-        return *out ? HS_OK : pl_nomem(p);
-    }
-    const json_t *rw = find_window(defs, ref);
-    if (!rw)
-        return pl_fail(p, HS_NOT_FOUND, "42704", loc, "window \"%s\" does not exist", ref);
-    if (json_array_size(pl_jget(def, "partitionClause")))
-        return pl_fail(p, HS_INVALID, "42P20", loc, "cannot override PARTITION BY clause of window \"%s\"", ref);
-    if (json_array_size(pl_jget(def, "orderClause")) && json_array_size(pl_jget(rw, "orderClause")))
-        return pl_fail(p, HS_INVALID, "42P20", loc, "cannot override ORDER BY clause of window \"%s\"", ref);
-    json_t *rfo = pl_jget(rw, "frameOptions");
-    if (json_is_integer(rfo) && json_integer_value(rfo) != FO_DEFAULTS)
-        return pl_fail(p, HS_INVALID, "42P20", loc, "cannot copy window \"%s\" because it has a frame clause", ref);
-    json_t *m = json_deep_copy(def);
-    if (!m)
-        return pl_nomem(p);
-    json_object_del(m, "refname");
-    json_t *pc = pl_jget(rw, "partitionClause"), *oc = pl_jget(rw, "orderClause");
-    if (pc)
-        json_object_set_new(m, "partitionClause", json_deep_copy(pc));
-    if (oc && !json_array_size(pl_jget(def, "orderClause")))
-        json_object_set_new(m, "orderClause", json_deep_copy(oc));
-    *out = m;
-    return HS_OK;
-}
-
-/* agg(x) FILTER (WHERE c) OVER w is agg(CASE WHEN c THEN x END) OVER w,
- * count(*) FILTER (WHERE c) is count(CASE WHEN c THEN 1 END): rewritten in
- * place (PostgreSQL allows FILTER only on aggregates used as window
- * functions). */
-static hs_status window_filter(planner *p, json_t *fc)
-{
-    json_t *flt = pl_jget(fc, "agg_filter");
-    if (!flt)
-        return HS_OK;
-    static const char *const aggs[] = {"count", "sum", "avg", "min", "max"};
-    const char *nm = pl_func_name(fc);
-    bool agg = false;
-    for (size_t i = 0; nm && i < sizeof aggs / sizeof aggs[0]; i++)
-        agg |= !strcmp(nm, aggs[i]);
-    json_t *args = pl_jget(fc, "args");
-    if (!agg || json_array_size(args) > 1 || (json_array_size(args) == 0 && strcmp(nm, "count")))
-        return pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc),
-                       "FILTER is not implemented for non-aggregate window functions");
-    bool star = json_is_true(pl_jget(fc, "agg_star"));
-    json_t *val = star ? pl_mk_int(1) : json_incref(json_array_get(args, 0));
-    json_t *cs = val ? json_pack("{s:{s:[{s:{s:O,s:o,s:i}}],s:i}}", "CaseExpr", "args", "CaseWhen",
-                                 "expr", flt, "result", val, "location", -1, "location", -1)
-                     : NULL;
-    if (!cs)
-        return pl_nomem(p);
-    json_object_set_new(fc, "args", json_pack("[o]", cs));
-    json_object_del(fc, "agg_filter");
-    json_object_del(fc, "agg_star");
-    return HS_OK;
-}
-
-static hs_status resolve_windows(planner *p, const json_t *sel)
-{
-    json_t *wcl = pl_jget(sel, "windowClause"), *defs = json_array(), *calls = json_array();
-    hs_status st = defs && calls ? HS_OK : pl_nomem(p);
-    size_t i;
-    json_t *it;
-    json_array_foreach(wcl, i, it) {
-        json_t *d = pl_jget(it, "WindowDef") ? pl_jget(it, "WindowDef") : it, *mg;
-        const char *nm = pl_jstrv(d, "name");
-        if (st != HS_OK)
-            break;
-        if (nm && find_window(defs, nm)) {
-            st = pl_fail(p, HS_INVALID, "42P20", sq_loc(d), "window \"%s\" is already defined", nm);
-            break;
-        }
-        if ((st = merge_window(p, defs, d, &mg)) == HS_OK)
-            json_array_append_new(defs, mg);
-    }
-    if (st == HS_OK) {
-        collect_windows(pl_jget(sel, "targetList"), calls, 0);
-        collect_windows(pl_jget(sel, "sortClause"), calls, 0);
-    }
-    json_array_foreach(calls, i, it) {
-        json_t *fc = pl_jget(it, "FuncCall"), *over = pl_jget(fc, "over"), *res = NULL;
-        const char *nm = pl_jstrv(over, "name");
-        if (st != HS_OK)
-            break;
-        if (nm) {
-            const json_t *d = find_window(defs, nm);
-            if (!d)
-                st = pl_fail(p, HS_NOT_FOUND, "42704", sq_loc(over), "window \"%s\" does not exist", nm);
-            else if (!(res = json_deep_copy(d)))
-                st = pl_nomem(p);
-        } else if (pl_jstrv(over, "refname")) {
-            st = merge_window(p, defs, over, &res);
-        }
-        if (res) {
-            json_object_del(res, "name");
-            json_object_set_new(fc, "over", res);
-        }
-        if (st == HS_OK)
-            st = window_filter(p, fc);
-    }
-    json_decref(defs);
-    json_decref(calls);
-    return st;
-}
-
-/* Computes the window functions of the select list and ORDER BY over cur
- * (one Window operator per distinct window), mapping each call to its
- * column. */
-static hs_status apply_windows(planner *p, rel *cur, json_t *const *nodes, int n_nodes, nmap *m,
-                               const layer *pre, const int *key_of_col)
-{
-    json_t *calls = json_array();
-    if (!calls)
-        return pl_nomem(p);
-    for (int i = 0; i < n_nodes; i++)
-        collect_windows(nodes[i], calls, 0);
-    hs_status st = HS_OK;
-    size_t n = json_array_size(calls);
-    bool *done = hs_calloc(n + 1, sizeof *done);
-    xo_win *fns = hs_calloc(n + 1, sizeof *fns);
-    const json_t **which = hs_calloc(n + 1, sizeof *which);
-    if (!done || !fns || !which)
-        st = pl_nomem(p);
-    for (size_t i = 0; i < n && st == HS_OK; i++) {
-        if (done[i])
-            continue;
-        json_t *fc0 = pl_jget(json_array_get(calls, i), "FuncCall"), *over = pl_jget(fc0, "over");
-        json_t *parts = pl_jget(over, "partitionClause"), *ord = pl_jget(over, "orderClause");
-        int np = (int)json_array_size(parts), nk = (int)json_array_size(ord);
-        int *pc = hs_calloc((size_t)np + 1, sizeof *pc);
-        xo_sort_key *keys = hs_calloc((size_t)nk + 1, sizeof *keys);
-        if (!pc || !keys)
-            st = pl_nomem(p);
-        for (int k = 0; k < np && st == HS_OK; k++)
-            st = pl_rel_add_expr_in(p, cur, json_array_get(parts, (size_t)k), m, pre, key_of_col, &pc[k]);
-        for (int k = 0; k < nk && st == HS_OK; k++) {
-            json_t *sb = pl_jget(json_array_get(ord, (size_t)k), "SortBy");
-            bool desc, nf;
-            if (sort_dir(sb, &desc, &nf) != HS_OK)
-                st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
-            else
-                st = pl_rel_add_expr_in(p, cur, pl_jget(sb, "node"), m, pre, key_of_col, &keys[k].col);
-            keys[k].desc = desc;
-            keys[k].nulls_first = nf;
-        }
-        int nf_ = 0;
-        for (size_t j = i; j < n && st == HS_OK; j++) {
-            json_t *fc = pl_jget(json_array_get(calls, j), "FuncCall"), *ov = pl_jget(fc, "over");
-            if (done[j] || !pl_jeq(pl_jget(ov, "partitionClause"), parts) || !pl_jeq(pl_jget(ov, "orderClause"), ord))
-                continue;
-            xo_win *w = &fns[nf_];
-            memset(w, 0, sizeof *w);   /* the slot served the previous window's functions */
-            const char *fname = pl_func_name(fc);
-            json_t *args = pl_jget(fc, "args");
-            size_t na = json_array_size(args);
-            if (!win_fn(fname, fc, &w->fn) || json_is_true(pl_jget(fc, "agg_distinct")) ||
-                pl_jget(fc, "agg_filter")) {
-                st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "window function %s is not supported",
-                          fname ? fname : "?");
-                break;
-            }
-            win_ctx wc = {cur, m, pre, key_of_col};
-            if ((st = frame_of(p, &wc, ov, sq_loc(fc), w)) != HS_OK)
-                break;
-            w->name = fname;
-            bool needs_arg = w->fn != XO_WIN_ROW_NUMBER && w->fn != XO_WIN_RANK &&
-                             w->fn != XO_WIN_DENSE_RANK && w->fn != XO_WIN_COUNT_STAR &&
-                             w->fn != XO_WIN_NTILE && w->fn != XO_WIN_PERCENT_RANK &&
-                             w->fn != XO_WIN_CUME_DIST;
-            bool lagish = w->fn == XO_WIN_LAG || w->fn == XO_WIN_LEAD;
-            size_t min_args = w->fn == XO_WIN_NTILE ? 1 : w->fn == XO_WIN_NTH_VALUE ? 2 : needs_arg ? 1 : 0;
-            size_t max_args = lagish ? 3 : w->fn == XO_WIN_NTH_VALUE ? 2 : min_args;
-            if (na < min_args || na > max_args) {
-                st = pl_fail(p, HS_NOT_FOUND, "42883", sq_loc(fc), "function %s with %zu arguments is not supported",
-                          fname, na);
-                break;
-            }
-            if (needs_arg)
-                st = pl_rel_add_expr_in(p, cur, json_array_get(args, 0), m, pre, key_of_col, &w->arg);
-            if (st == HS_OK && needs_arg && w->fn >= XO_WIN_COUNT && w->fn <= XO_WIN_MAX)
-                st = pv_agg_check(p, fname, &cur->op->schema.children[w->arg], sq_loc(fc));
-            if (st == HS_OK && (w->fn == XO_WIN_NTILE || w->fn == XO_WIN_NTH_VALUE)) {
-                int64_t nb;
-                bool null;
-                st = int_const(p, json_array_get(args, w->fn == XO_WIN_NTILE ? 0 : 1), fname, &nb, &null);
-                if (st == HS_OK && (null || nb <= 0))
-                    st = pl_fail(p, HS_INVALID, w->fn == XO_WIN_NTILE ? "22014" : "22016", sq_loc(fc),
-                              "argument of %s must be greater than zero", fname);
-                w->offset = nb;
-            } else if (st == HS_OK && lagish && na == 3) {
-                /* the default, of the argument's type */
-                json_t *cd = pl_cast_json(json_array_get(args, 2), &cur->op->schema.children[w->arg]);
-                st = cd ? pl_rel_add_expr_in(p, cur, cd, m, pre, key_of_col, &w->def_col) : pl_nomem(p);
-                json_decref(cd);
-                w->has_default = true;
-            }
-            if (st == HS_OK && lagish && na >= 2) {
-                int64_t off;
-                bool null;
-                st = int_const(p, json_array_get(args, 1), "lag/lead offset", &off, &null);
-                if (st == HS_OK && (null || off < 0))
-                    st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset must be a non-negative constant");
-                w->offset = off == 0 ? -1 : off;
-                if (off == 0)
-                    st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(fc), "lag/lead offset 0 is not supported");
-            }
-            which[nf_++] = json_array_get(calls, j);
-            done[j] = true;
-        }
-        if (st == HS_OK) {
-            int base = cur->n;
-            xo_op *op;
-            st = xo_window(cur->op, np, pc, nk, keys, nf_, fns, &op, p->err);
-            cur->op = st == HS_OK ? op : NULL;
-            if (st == HS_OK) {
-                qcol *nc = hs_realloc(cur->cols, (size_t)(base + nf_ + 1) * sizeof *nc);
-                if (!nc)
-                    st = pl_nomem(p);
-                else
-                    cur->cols = nc;
-                for (int k = 0; k < nf_ && st == HS_OK; k++) {
-                    cur->cols[base + k] = (qcol){NULL, hs_strdup(""), true};
-                    cur->n++;
-                    st = pl_nmap_add(p, m, which[k], base + k);
-                }
-            }
-        }
-        hs_free(pc);
-        hs_free(keys);
-    }
-    hs_free(done);
-    hs_free(fns);
-    hs_free(which);
-    json_decref(calls);
-    return st;
 }
 
 static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs, rel *out,
@@ -2152,7 +847,23 @@ static hs_status expose_group_keys(planner *p, rel *cur, const qcol *pre, int n_
 static hs_status plan_block(planner *p, const json_t *sel, rel *out)
 {
     HS_TRY(check_clauses(p, sel));
-    HS_TRY(resolve_windows(p, sel));
+    /* window calls of WHERE / HAVING, also in the operand of x IN
+     * (subquery) (transformWindowFuncCall) */
+    static const struct { const char *key, *what; } no_win[] = {
+        {"whereClause", "WHERE"}, {"havingClause", "HAVING"},
+    };
+    for (size_t i = 0; i < sizeof no_win / sizeof no_win[0]; i++) {
+        json_t *calls = json_array();
+        if (!calls)
+            return pl_nomem(p);
+        pl_collect_windows(pl_jget(sel, no_win[i].key), calls, 0);
+        int loc = json_array_size(calls) ? sq_loc(pl_jget(json_array_get(calls, 0), "FuncCall")) : -2;
+        json_decref(calls);
+        if (loc != -2)
+            return pl_fail(p, HS_INVALID, "42P20", loc, "window functions are not allowed in %s",
+                           no_win[i].what);
+    }
+    HS_TRY(pl_resolve_windows(p, sel));
     json_t *dc = pl_jget(sel, "distinctClause");
     bool distinct = json_array_size(dc) > 0;
     json_t *distinct_on = NULL;
@@ -2330,24 +1041,36 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             p->ungrouped = &pre;
             p->ungrouped_key = key_of_col;
         }
-        st = pl_attach_scalars(p, &cur, both, 2, &m, grouped);
+        st = pl_apply_operand_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
+        if (st == HS_OK)
+            st = pl_attach_scalars(p, &cur, both, 2, &m, grouped);
         p->ungrouped = saved_ug;
         p->ungrouped_key = saved_key;
         for (int i = 0; i < 2 && st == HS_OK; i++)
-            st = numeric_window_avgs(p, &cur, both[i], &m, grouped ? &pre : NULL, key_of_col, 0);
+            st = pl_numeric_window_avgs(p, &cur, both[i], &m, grouped ? &pre : NULL, key_of_col, 0);
         if (st == HS_OK)
-            st = apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
+            st = pl_apply_windows(p, &cur, both, 2, &m, grouped ? &pre : NULL, key_of_col);
     }
     /* DISTINCT ON (e...): row_number() OVER (PARTITION BY e... ORDER BY the
      * query's ORDER BY) = 1; PostgreSQL requires ORDER BY to start with e... */
     json_t *don = NULL;
     if (st == HS_OK && distinct_on) {
-        size_t nd = json_array_size(distinct_on);
-        for (size_t i = 0; i < nd && st == HS_OK; i++) {
-            json_t *sb = pl_jget(json_array_get(sortc, i), "SortBy");
-            if (!sb || !pl_jeq(pl_jget(sb, "node"), json_array_get(distinct_on, i)))
+        /* transformDistinctOnClause: the leading ORDER BY items, until
+         * every e is met, must be among the e... (in any order); no ORDER
+         * BY, or one that ends first, is fine (any row of a group) */
+        size_t nd = json_array_size(distinct_on), met = 0;
+        for (size_t i = 0; met < nd && i < json_array_size(sortc) && st == HS_OK; i++) {
+            json_t *node = pl_jget(pl_jget(json_array_get(sortc, i), "SortBy"), "node");
+            bool in = false;
+            for (size_t d = 0; d < nd && !in; d++)
+                in = pl_jeq(node, json_array_get(distinct_on, d));
+            bool again = false;
+            for (size_t k = 0; k < i && in && !again; k++)
+                again = pl_jeq(node, pl_jget(pl_jget(json_array_get(sortc, k), "SortBy"), "node"));
+            if (!in)
                 st = pl_fail(p, HS_INVALID, "42P10", pl_first_loc(distinct_on, 0),
                           "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+            met += !again;
         }
         if (st == HS_OK) {
             json_t *ord = sortc ? json_incref(sortc) : json_array();
@@ -2360,7 +1083,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
                 st = pl_nomem(p);
         }
         if (st == HS_OK)
-            st = apply_windows(p, &cur, &don, 1, &m, grouped ? &pre : NULL, key_of_col);
+            st = pl_apply_windows(p, &cur, &don, 1, &m, grouped ? &pre : NULL, key_of_col);
         if (st == HS_OK) {
             json_t *eq1 = pl_mk_op("=", json_incref(don), pl_mk_int(1));
             st = eq1 ? pl_filter_rel(p, &cur, &eq1, 1, m.nodes, m.cols, m.n, "DISTINCT ON") : pl_nomem(p);
@@ -2482,7 +1205,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
             st = pl_bind_in(&sc, val, false, &ex[n_out]);
         if (st != HS_OK)
             break;
-        const char *nm = target_name(rt);
+        const char *nm = pl_target_name(rt);
         names[n_out] = hs_strdup(nm);
         ocols[n_out].name = hs_strdup(nm);
         ovals[n_out] = val;
@@ -2509,7 +1232,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
     for (size_t i = 0; i < json_array_size(sortc) && st == HS_OK; i++) {
         json_t *sb = pl_jget(json_array_get(sortc, i), "SortBy"), *node = pl_jget(sb, "node"), *cb;
         sortk *k = &keys[nk];
-        if (sort_dir(sb, &k->desc, &k->nulls_first) != HS_OK) {
+        if (pl_sort_dir(sb, &k->desc, &k->nulls_first) != HS_OK) {
             st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
             break;
         }
@@ -2517,7 +1240,7 @@ static hs_status plan_block(planner *p, const json_t *sel, rel *out)
         if (pl_is_kind(node, "A_Const", &cb) && pl_jget(cb, "ival")) {
             int64_t pos;
             bool null;
-            st = int_const(p, node, "ORDER BY position", &pos, &null);
+            st = pl_int_const(p, node, "ORDER BY position", &pos, &null);
             if (st == HS_OK && (pos < 1 || pos > n_vis))
                 st = pl_fail(p, HS_INVALID, "42P10", pl_node_loc(node),
                           "ORDER BY position %lld is not in select list", (long long)pos);
@@ -2602,7 +1325,7 @@ static hs_status order_outputs(planner *p, rel *r, const json_t *sel)
     for (int i = 0; i < nk && st == HS_OK; i++) {
         json_t *sb = pl_jget(json_array_get(sortc, (size_t)i), "SortBy"), *node = pl_jget(sb, "node"), *cb;
         sortk *k = &keys[i];
-        if (sort_dir(sb, &k->desc, &k->nulls_first) != HS_OK) {
+        if (pl_sort_dir(sb, &k->desc, &k->nulls_first) != HS_OK) {
             st = pl_fail(p, HS_UNSUPPORTED, "0A000", sq_loc(sb), "ORDER BY ... USING is not supported");
             break;
         }
@@ -2610,7 +1333,7 @@ static hs_status order_outputs(planner *p, rel *r, const json_t *sel)
         if (pl_is_kind(node, "A_Const", &cb) && pl_jget(cb, "ival")) {
             int64_t pos;
             bool null;
-            st = int_const(p, node, "ORDER BY position", &pos, &null);
+            st = pl_int_const(p, node, "ORDER BY position", &pos, &null);
             if (st == HS_OK && (pos < 1 || pos > r->n))
                 st = pl_fail(p, HS_INVALID, "42P10", pl_node_loc(node),
                           "ORDER BY position %lld is not in select list", (long long)pos);
@@ -2941,11 +1664,11 @@ static hs_status vsearch_try(planner *p, const json_t *sel, fromc *fc, conjs *cs
     }
     int64_t k, off = 0;
     bool null;
-    if (!pl_is_kind(lc, "A_Const", NULL) || int_const(p, lc, "LIMIT", &k, &null) != HS_OK || null ||
+    if (!pl_is_kind(lc, "A_Const", NULL) || pl_int_const(p, lc, "LIMIT", &k, &null) != HS_OK || null ||
         k <= 0 || k > 100000)
         return HS_OK;
     json_t *lo = pl_jget(sel, "limitOffset");
-    if (lo && (!pl_is_kind(lo, "A_Const", NULL) || int_const(p, lo, "OFFSET", &off, &null) != HS_OK ||
+    if (lo && (!pl_is_kind(lo, "A_Const", NULL) || pl_int_const(p, lo, "OFFSET", &off, &null) != HS_OK ||
                off < 0 || off > 100000))
         return HS_OK;
     fnode *f = fc->items[0];

@@ -216,12 +216,74 @@ static const char *type_name(const hs_field *f)
 /* unnest(ARRAY[e1, ..., en]): the elements, cast to their common type
  * (string literals take the type of the others, as PostgreSQL resolves
  * unknown literals), appended to args. */
+static hs_status array_elems_flat(planner *p, const rel *r, const json_t *els, int at, const srf_env *env,
+                                  json_t *args);
+
+/* The elements of ARRAY[[...], ...] (A_ArrayExpr body arr) in row-major
+ * order appended to out, as unnest reads a multidimensional array; *shape:
+ * the sizes below this level as text, which every sibling must share
+ * (else 2202E, PostgreSQL's ExecEvalArrayExpr).  A level mixing arrays and
+ * scalars stays 0A000. */
+static hs_status flat_elems(planner *p, const json_t *arr, json_t *out, hs_buf *shape, int depth)
+{
+    json_t *els = pl_jget(arr, "elements"), *e, *sub;
+    size_t n = json_array_size(els), i, nsub = 0;
+    json_array_foreach(els, i, e)
+        nsub += pl_is_kind(e, "A_ArrayExpr", NULL);
+    char num[32];
+    snprintf(num, sizeof num, "%zu,", n);
+    HS_TRY(hs_buf_append(shape, num, strlen(num)) == HS_OK ? HS_OK : pl_nomem(p));
+    if (nsub == 0) {
+        json_array_foreach(els, i, e)
+            if (json_array_append(out, e) != 0)
+                return pl_nomem(p);
+        return HS_OK;
+    }
+    if (nsub != n || depth > 6)
+        return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(arr, 0),
+                       "unnest of multidimensional arrays is not supported");
+    hs_buf first = {0};
+    hs_status st = HS_OK;
+    json_array_foreach(els, i, e) {
+        pl_is_kind(e, "A_ArrayExpr", &sub);
+        hs_buf mine = {0};
+        st = flat_elems(p, sub, out, &mine, depth + 1);
+        if (st == HS_OK && i == 0)
+            st = hs_buf_append(&first, mine.data, mine.len) == HS_OK ? HS_OK : pl_nomem(p);
+        else if (st == HS_OK && (mine.len != first.len || memcmp(mine.data, first.data, mine.len)))
+            st = pl_fail(p, HS_INVALID, "2202E", pl_node_loc(e),
+                         "multidimensional arrays must have array expressions with matching dimensions");
+        hs_buf_free(&mine);
+        if (st != HS_OK)
+            break;
+    }
+    if (st == HS_OK)
+        st = hs_buf_append(shape, first.data, first.len) == HS_OK ? HS_OK : pl_nomem(p);
+    hs_buf_free(&first);
+    return st;
+}
+
 static hs_status array_elems(planner *p, const rel *r, const json_t *arr, const srf_env *env, json_t *args)
 {
-    json_t *els = pl_jget(arr, "elements");
+    json_t *flat = json_array();
+    hs_buf shape = {0};
+    hs_status fs = flat ? flat_elems(p, arr, flat, &shape, 0) : pl_nomem(p);
+    hs_buf_free(&shape);
+    if (fs != HS_OK) {
+        json_decref(flat);
+        return fs;
+    }
+    hs_status st = array_elems_flat(p, r, flat, pl_first_loc(arr, 0), env, args);
+    json_decref(flat);
+    return st;
+}
+
+static hs_status array_elems_flat(planner *p, const rel *r, const json_t *els, int at, const srf_env *env,
+                                  json_t *args)
+{
     size_t n = json_array_size(els);
     if (n == 0)
-        return pl_fail(p, HS_INVALID, "42P18", pl_first_loc(arr, 0), "cannot determine type of empty array");
+        return pl_fail(p, HS_INVALID, "42P18", at, "cannot determine type of empty array");
     hs_field u;
     memset(&u, 0, sizeof u);
     u.type = HS_TYPE_NA;
@@ -866,7 +928,10 @@ hs_status pl_srf_split_from(planner *p, const json_t *from, json_t **rest, json_
                                                       pl_jget(pl_jget(b, "rarg"), "RangeFunction"), "outer", outer));
             continue;
         }
-        if (seen_lateral)
+        /* a plain item after a lateral one: comma items join in any order,
+         * so it joins the rest first, when no '*' shows the order (a plain
+         * item cannot read the lateral one's columns) */
+        if (seen_lateral && (p->all_columns || apply_inside(it, 0) || p->outer_row))
             return pl_fail(p, HS_UNSUPPORTED, "0A000", pl_first_loc(it, 0),
                            "a FROM item after a lateral function is not supported (list the functions last)");
         if (apply_inside(it, 0))

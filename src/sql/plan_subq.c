@@ -669,6 +669,32 @@ static hs_status decorrelate_scalar(planner *p, rel *cur, const json_t *sublink,
         st = pl_fail(p, HS_INVALID, "42601", loc, "subquery must return only one column");
     if (st == HS_OK && ncorr == 0)
         st = one_row(p, &s);
+    /* correlation keys of different types (numeric = integer, from
+     * n IN (SELECT k ...)): both sides in the type they unify to */
+    for (size_t i = 0; i < ncorr && st == HS_OK; i++) {
+        const hs_field *lf = &cur->op->schema.children[lk[i]], *rf = &s.op->schema.children[i];
+        if (pl_key_types_ok(lf, rf))
+            continue;
+        hs_field u;
+        pl_unify_type(lf, rf, &u);
+        hs_field *types = hs_calloc((size_t)s.n + 1, sizeof *types);
+        if (!types) {
+            st = pl_nomem(p);
+            break;
+        }
+        for (int k = 0; k < s.n; k++)
+            types[k] = s.op->schema.children[k];
+        types[i] = u;
+        st = pl_cast_rel(p, &s, types);
+        hs_free(types);
+        json_t *o, *in;
+        if (st == HS_OK && !pl_key_types_ok(&cur->op->schema.children[lk[i]], &s.op->schema.children[i]) &&
+            corr_equality(json_array_get(c.corr, i), &c, &o, &in)) {
+            json_t *tn = pl_cast_json(o, &s.op->schema.children[i]);
+            st = tn ? pl_rel_add_expr(p, cur, tn, &lk[i]) : pl_nomem(p);
+            json_decref(tn);
+        }
+    }
     if (st == HS_OK) {
         for (int i = 0; i < s.n; i++)
             s.cols[i].hidden = true;
@@ -1799,8 +1825,10 @@ hs_status pl_where_outer_aggs(planner *p, const json_t *where)
  * the filter commutes with the outer join).  Such conjuncts move to WHERE,
  * where the semi joins and the Apply of WHERE plan them; the join keeps
  * the rest (or ON true).  A LEFT JOIN's ON with a subquery, the join a
- * FROM list item, runs per row of its left side (on_left_lateral); other
- * outer joins' ON keep their subqueries (the binder refuses them, 0A000). */
+ * FROM list item, runs per row of its left side (on_left_lateral), a RIGHT
+ * JOIN's as the LEFT JOIN with its sides swapped (when no '*' shows their
+ * order); other outer joins' ON keep their subqueries (the binder refuses
+ * them, 0A000). */
 
 
 /* `a LEFT JOIN b ON q` with a subquery in q, the join a FROM list item and
@@ -1909,7 +1937,20 @@ static hs_status on_move(planner *p, json_t *item, json_t *moved, int depth)
         return HS_OK;
     const char *jt = pl_jstrv(b, "jointype");
     bool inner = !jt || !strcmp(jt, "JOIN_INNER");
-    json_t *q0 = pl_jget(b, "quals");
+    json_t *q0 = pl_jget(b, "quals"), *lb;
+    json_t *l0 = pl_jget(b, "larg");
+    if (depth == 0 && jt && !strcmp(jt, "JOIN_RIGHT") && q0 && has_sublink(q0) && !p->all_columns &&
+        !pl_jget(b, "usingClause") && !json_is_true(pl_jget(b, "isNatural")) &&
+        (pl_is_kind(l0, "RangeVar", NULL) ||
+         (pl_is_kind(l0, "RangeSubselect", &lb) && !json_is_true(pl_jget(lb, "lateral"))))) {
+        /* a RIGHT JOIN b ON q with a subquery in q is b LEFT JOIN a ON q
+         * (below); the statement has no '*' to show the sides' order */
+        json_t *l = json_incref(l0), *r = json_incref(pl_jget(b, "rarg"));
+        json_object_set_new(b, "larg", r);
+        json_object_set_new(b, "rarg", l);
+        json_object_set_new(b, "jointype", json_string("JOIN_LEFT"));
+        jt = pl_jstrv(b, "jointype");
+    }
     if (depth == 0 && jt && !strcmp(jt, "JOIN_LEFT") && q0 &&
         (has_sublink(q0) || on_reads_outer_row(p, item, q0)) &&
         !pl_jget(b, "usingClause") && !json_is_true(pl_jget(b, "isNatural")))

@@ -334,6 +334,47 @@ static bool untruncate_paths(json_t *root, const char *text, size_t len)
     return ok;
 }
 
+/* libpg_query (15) writes the integer constants 0 and the negative ones
+ * (doNegate's) as "ival": {} without their value, so -1, -2 and 0 would be
+ * the same node to every comparison of parse trees (sum(a + -1) and
+ * sum(a + -2) one aggregate): the value is read back from the text at the
+ * constant's location ("-", blanks, digits) and written in. */
+static bool fill_ivals(json_t *j, const char *text, size_t len, int depth)
+{
+    if (depth > 1000 || !j)   /* (deeper constants keep the text reading of their users) */
+        return true;
+    if (json_is_array(j)) {
+        for (size_t i = 0; i < json_array_size(j); i++)
+            if (!fill_ivals(json_array_get(j, i), text, len, depth + 1))
+                return false;
+        return true;
+    }
+    if (!json_is_object(j))
+        return true;
+    json_t *c = json_object_get(j, "A_Const");
+    json_t *iv = c ? json_object_get(c, "ival") : NULL;
+    json_t *loc = c ? json_object_get(c, "location") : NULL;
+    if (iv && json_is_object(iv) && !json_object_get(iv, "ival") && json_is_integer(loc) &&
+        json_integer_value(loc) >= 0 && (size_t)json_integer_value(loc) < len) {
+        const char *t = text + json_integer_value(loc);
+        bool neg = false;
+        while (*t == '(' || *t == '-' || isspace((unsigned char)*t)) {
+            neg ^= *t == '-';
+            t++;
+        }
+        long long v = 0;
+        for (; *t >= '0' && *t <= '9' && v < 100000000000000000LL; t++)
+            v = v * 10 + (*t - '0');
+        return json_object_set_new(iv, "ival", json_integer(neg ? -v : v)) == 0;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach(j, k, v)
+        if (!fill_ivals(v, text, len, depth + 1))
+            return false;
+    return true;
+}
+
 /* Parses text into *root (caller json_decref's). */
 static hs_status sq_parse(sq_session *s, const char *text, json_t **root, hs_error *err)
 {
@@ -380,7 +421,7 @@ static hs_status sq_parse(sq_session *s, const char *text, json_t **root, hs_err
     pg_query_free_parse_result(job.r);
     if (!*root)
         return sq_fail(s, err, HS_INVALID, "54001", NULL, -1, "statement nested too deeply");
-    if (!untruncate_paths(*root, text, len)) {
+    if (!untruncate_paths(*root, text, len) || !fill_ivals(*root, text, len, 0)) {
         json_decref(*root);
         *root = NULL;
         return hs_err_nomem(err, len);

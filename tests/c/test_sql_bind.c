@@ -740,6 +740,61 @@ static void test_catalog_names(void)
     tbl_index_cache_clear();
 }
 
+/* Forms that were 0A000 (issue 13), run under ASan for the planner's json
+ * and the allocations of their new paths: counts by construction of t
+ * (id 0..99, g = id % 10) and u (k = 0, 2, ..., 38); the values are
+ * checked against PostgreSQL by test_sql_window_pg / test_sql_subq_pg. */
+static void test_issue13_forms(void)
+{
+    int64_t live0 = hs_mem_live_count();
+    hs_error err = {0};
+    fixture fx;
+    if (!setup(&fx, "forms13", &err)) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        CHECK(0);
+        teardown(&fx);
+        return;
+    }
+    static const struct { const char *sql; int64_t rows; } ok[] = {
+        {"SELECT id, row_number() OVER (ORDER BY id) IN (SELECT k FROM u) AS a, "
+         "rank() OVER (PARTITION BY g ORDER BY id) > ALL (SELECT k FROM u WHERE k < 4) AS b FROM t", 100},
+        {"SELECT g, sum(g) OVER (ORDER BY g) IN (SELECT k FROM u) FROM t GROUP BY g", 10},
+        {"SELECT id, sum(id) OVER (ORDER BY id ROWS BETWEEN 1 + 1 PRECEDING AND (SELECT 1) FOLLOWING) FROM t", 100},
+        {"SELECT id, count(*) OVER (ORDER BY g GROUPS BETWEEN abs(-1) PRECEDING AND CURRENT ROW) FROM t", 100},
+        {"SELECT DISTINCT ON (g) g, count(*) FROM t GROUP BY ROLLUP(g, id) ORDER BY g, 2", 11},
+        {"SELECT DISTINCT ON (g + 1) g, id FROM t GROUP BY CUBE(g, id) ORDER BY g + 1, id DESC", 11},
+        {"SELECT DISTINCT ON (g) g FROM t", 10},
+        {"SELECT (ARRAY[1.5, 2.25])[id % 3], ('{1.5,2.250}'::numeric[])[2] FROM t", 100},
+        {"SELECT count(*) OVER (ORDER BY x RANGE BETWEEN '1 hour' PRECEDING AND '1 day' FOLLOWING) "
+         "FROM (VALUES ('10:00'::time), ('10:30'::time), (NULL)) v(x)", 3},
+        {"SELECT t.id, u.k FROM t RIGHT JOIN u ON t.id = u.k AND t.g IN (SELECT g FROM t WHERE g > 4)", 20},
+        {"SELECT t.id, x.i FROM t, generate_series(1, t.g) x(i), u WHERE u.k = x.i", 200},
+        {"SELECT unnest(ARRAY[[1, 2], [3, 4]]), id FROM t WHERE id < 3", 12},
+        {"SELECT id, lag(id, 0) OVER (ORDER BY id), lead(id, -1) OVER (ORDER BY id), lag(g, NULL) OVER (ORDER BY id) FROM t", 100},
+        {"SELECT 1 FROM t WHERE 3 = ANY('{{1,2},{3,4}}'::int[]) AND '{{1,2},{3,4}}'::int[] @> ARRAY[4]", 100},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t n = count_rows(fx.s, ok[i].sql, &err);
+        if (n != ok[i].rows)
+            fprintf(stderr, "  %s: %lld rows (%s), want %lld\n", ok[i].sql, (long long)n, err.msg,
+                    (long long)ok[i].rows);
+        CHECK(n == ok[i].rows);
+    }
+    expect_error(fx.s, "SELECT id FROM t WHERE row_number() OVER (ORDER BY id) IN (SELECT k FROM u)", "42P20", 24);
+    expect_error(fx.s, "SELECT sum(id) OVER (ORDER BY id ROWS BETWEEN g PRECEDING AND CURRENT ROW) FROM t", "42P10", 47);
+    expect_error(fx.s, "SELECT sum(id) OVER (ORDER BY id ROWS BETWEEN 1 - 2 PRECEDING AND CURRENT ROW) FROM t", "22013", -1);
+    expect_error(fx.s, "SELECT DISTINCT ON (g) g FROM t GROUP BY ROLLUP(g, id) ORDER BY id", "42P10", -1);
+    expect_error(fx.s, "SELECT count(*) OVER (ORDER BY x RANGE BETWEEN '-1 hour' PRECEDING AND CURRENT ROW) "
+                       "FROM (VALUES ('10:00'::time)) v(x)", "22013", -1);
+    expect_error(fx.s, "SELECT * FROM t FULL JOIN u ON t.id = u.k AND t.g IN (SELECT g FROM t)", "0A000", -1);
+    expect_error(fx.s, "SELECT unnest(ARRAY[[1, 2], [3]])", "2202E", -1);
+    /* a RANGE frame with offsets at both ends (its bound columns' json leaked before) */
+    CHECK(count_rows(fx.s, "SELECT sum(id) OVER (ORDER BY g RANGE BETWEEN 1 PRECEDING AND 2 FOLLOWING) FROM t",
+                     &err) == 100);
+    teardown(&fx);
+    CHECK(hs_mem_live_count() == live0);
+}
+
 int main(void)
 {
     HS_RUN(test_bind_json);
@@ -751,5 +806,6 @@ int main(void)
     HS_RUN(test_plans);
     HS_RUN(test_cancel_and_prepare);
     HS_RUN(test_catalog_names);
+    HS_RUN(test_issue13_forms);
     return hs_test_summary();
 }

@@ -330,3 +330,64 @@ def test_list_int64_exact(tmp_path):
         assert _ours(s, "SELECT k, (bl || 0)[3] FROM t")[2] == [None, 2 ** 63 - 1]
     finally:
         s.close()
+
+
+SCALE_V = ("(VALUES (1, 1.50::numeric(6,2), 2), (2, -3.25, 1), (3, NULL, 3), (4, 10.00, NULL)) "
+           "v(k, n, i)")
+SCALE_CASES = [
+    # a constant array at constant subscripts: that element's own scale
+    "(ARRAY[1.5, 2.25])[1]", "(ARRAY[1.5, 2.25])[2]", "(ARRAY[1.5, 2.25])[3]",
+    "('{1.5,2.250}'::numeric[])[2]", "('{{1.5,2.250},{3,4.0}}'::numeric[])[2][1]",
+    "('{{1.5,2.250},{3,4.0}}'::numeric[])[2][2]", "(ARRAY[0.001, 7])[1]",
+    # elements of one scale, subscripts per row
+    "(ARRAY[1.25, 2.50, 3.75])[i]", "(ARRAY[n, 0.25])[i]", "(ARRAY[n, n * 2])[i]",
+    "(ARRAY[n, 1.00])[1]", "(ARRAY[1.5, 2.5])[i]::text",
+]
+
+
+def test_element_scale_kept(ref, ours):  # noqa: F811
+    """a[i] of a numeric[] prints at the element's scale, as PostgreSQL's
+    numeric does (was scale 20: 1.50000000000000000000 for 1.5), wherever
+    the scale is known when the query is planned (docs/sql.md)."""
+    qs = [f"SELECT k, {e} FROM {SCALE_V}" for e in SCALE_CASES]
+    bad = []
+    for e, q, pg in zip(SCALE_CASES, qs, ref.run_many(qs)):
+        got = _ours(ours, q)
+        assert pg[0] == "OK" and got[0] == "OK", (e, pg, got)
+        want = [txt for txt, _ in pg[1]]
+        have = [None if v is None else str(v) for v in got[2]]
+        if want != have:
+            bad.append(f"{e}: PostgreSQL {want}, ours {have}")
+    assert not bad, "\n".join(bad)
+
+
+MD = "'{{1,2},{3,NULL}}'::int[]"
+MULTIDIM_CASES = [
+    # x op ANY / ALL, @> <@ &&, array_to_string read a multidimensional
+    # array's elements in row-major order (were 0A000)
+    f"i = ANY({MD})", f"i <> ALL({MD})", f"i < ANY({MD})", f"i >= ALL('{{{{1,2}},{{3,4}}}}'::int[])",
+    f"3 = ANY({MD})", f"5 = ANY({MD})", f"0 < ALL({MD})", "n > ANY('{{1.5},{3}}'::numeric[])",
+    f"{MD} @> ARRAY[3]", f"ARRAY[1, 2] <@ {MD}", f"{MD} && ARRAY[7, 2]", f"{MD} @> ARRAY[i]",
+    "'{{1.5,2},{3,4}}'::numeric[] @> '{{4}}'::numeric[]", "ARRAY[2] <@ '{{1,2},{3,4}}'::int[]",
+    f"array_to_string({MD}, ',')", f"array_to_string({MD}, ',', '*')",
+    "array_to_string('{{1.50,2},{3,4}}'::numeric[], '|')", "array_to_string('{{{1},{2}},{{3},{4}}}'::bigint[], '-')",
+    # still PostgreSQL's 0A000 / 22P02
+    f"array_position({MD}, 3)", f"array_remove({MD}, 3)", "3 = ANY('{{1,2},{3}}'::int[])",
+]
+
+
+def test_multidimensional_elements(ref, ours):  # noqa: F811
+    v = "(VALUES (1, 3, 2.5), (2, NULL, 0.5), (3, 7, NULL)) v(k, i, n)"
+    qs = [f"SELECT k, {e} FROM {v}" for e in MULTIDIM_CASES]
+    bad = []
+    for e, q, pg in zip(MULTIDIM_CASES, qs, ref.run_many(qs)):
+        got = _ours(ours, q)
+        if pg[0] == "ERR" or got[0] == "ERR":
+            if pg[:2] != got[:2]:
+                bad.append(f"{e}: PostgreSQL {pg[:2]}, ours {got[:2]}")
+            continue
+        want = [txt for txt, _ in pg[1]]
+        have = [None if x is None else ("true" if x else "false") if isinstance(x, bool) else str(x) for x in got[2]]
+        if want != have:
+            bad.append(f"{e}: PostgreSQL {want}, ours {have}")
+    assert not bad, "\n".join(bad)

@@ -324,8 +324,7 @@ def test_refused_forms(env):
     """Documented gaps (docs/sql.md): 0A000, never a wrong answer."""
     import sqlsession
     s, _ = env
-    for q in ["SELECT unnest(ARRAY[ARRAY[1, 2]])",
-              "SELECT * FROM arr t LEFT JOIN LATERAL unnest(t.tags) u(x) ON u.x = 'a'",
+    for q in ["SELECT * FROM arr t LEFT JOIN LATERAL unnest(t.tags) u(x) ON u.x = 'a'",
               "SELECT * FROM arr t, unnest(t.tags) u(x), arr t2"]:
         with pytest.raises(sqlsession.SqlError) as e:
             s.sql(q)
@@ -347,3 +346,19 @@ def test_long_series_streams(env):
     t = s.sql("SELECT count(*) AS c FROM (SELECT * FROM generate_series('0001-01-01'::timestamp, "
               "'200000-01-01', '1 microsecond') LIMIT 100000) s")
     assert t.to_pylist() == [{"c": 100000}]
+
+
+# unnest of ARRAY[[...], ...]: the elements in row-major order (was 0A000),
+# sub-arrays of different sizes 2202E
+MULTIDIM_UNNEST = [
+    "SELECT unnest(ARRAY[ARRAY[1, 2]]) AS x",
+    "SELECT unnest(ARRAY[[1, 2], [3, 4]]) AS x",
+    "SELECT id, unnest(ARRAY[[id, 7], [NULL, id * 2]]) AS x FROM arr",
+    "SELECT * FROM unnest(ARRAY[[[1.5], [2]], [[3], [4.25]]]) WITH ORDINALITY AS u(x, i)",
+    "SELECT * FROM unnest(ARRAY[['a', 'b'], ['c', NULL]]) AS u(x)",
+    "SELECT unnest(ARRAY[[1, 2], [3]]) AS x",
+]
+
+
+def test_unnest_multidimensional(env):
+    compare(env, MULTIDIM_UNNEST)

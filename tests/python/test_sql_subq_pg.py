@@ -590,6 +590,49 @@ def test_left_join_on_subquery(senv):
     compare_exact(senv, LEFT_ON)
 
 
+# a subquery in a RIGHT JOIN's ON: the LEFT JOIN with the sides swapped
+# (plan_subq.c on_move), where no '*' shows the sides' order; a FULL JOIN's
+# and the '*' form stay 0A000 (RIGHT_ON_REFUSED).  All 0A000 before.
+RIGHT_ON = [
+    'SELECT t1.g, t1.v, t2.k, t2.w FROM t1 RIGHT JOIN t2 ON t2.k = t1.g AND t1.v IN (SELECT w FROM t2 WHERE w < 50)',
+    'SELECT t1.g, t2.k FROM t1 RIGHT JOIN t2 ON t2.k = t1.g AND t2.w > (SELECT min(v) FROM t1)',
+    'SELECT t1.g, t1.v, t2.k FROM t2 RIGHT JOIN t1 ON t2.k = t1.g AND EXISTS (SELECT 1 FROM t2 z WHERE z.w > t1.v * 10)',
+    'SELECT x.g, t2.k FROM (SELECT g FROM t1 WHERE g > 1) x RIGHT JOIN t2 ON x.g = t2.k AND x.g IN (SELECT k FROM t2) WHERE t2.k < 5',
+    'SELECT count(*) AS n, count(t1.g) AS m FROM t1 RIGHT JOIN t2 ON t1.g = t2.k OR t1.v = (SELECT max(v) FROM t1)',
+    'SELECT t2.k, count(t1.v) AS n FROM t1 RIGHT JOIN t2 ON t2.k = t1.g AND t1.v NOT IN (SELECT w FROM e) GROUP BY t2.k',
+]
+RIGHT_ON_REFUSED = [
+    'SELECT * FROM t1 RIGHT JOIN t2 ON t2.k = t1.g AND t1.v IN (SELECT w FROM t2)',
+    'SELECT t1.g, t2.k FROM t1 FULL JOIN t2 ON t2.k = t1.g AND t1.v IN (SELECT w FROM t2)',
+]
+
+
+# plain FROM items after a lateral function or per-row LATERAL subquery
+# (comma items join in any order: the plain ones join first), where no '*'
+# shows the order; with a '*' still 0A000.  All 0A000 before.
+AFTER_LATERAL = [
+    'SELECT t1.g, s.i, t2.w FROM t1, generate_series(1, t1.g) s(i), t2 WHERE t2.k = s.i',
+    'SELECT t1.g, s.i, t2.w, z.k FROM t1 CROSS JOIN generate_series(1, t1.g) s(i), t2 LEFT JOIN e z ON z.k = t2.k WHERE t2.k = s.i',
+    'SELECT t1.g, s.i, h.j FROM t1, generate_series(1, t1.g) s(i), t2, generate_series(t2.k, t2.k + 1) h(j) WHERE h.j = s.i + 1',
+    'SELECT t1.g, u.x, count(*) AS n FROM t1, unnest(ARRAY[t1.g, t1.v]) u(x), t2 WHERE t2.k < u.x GROUP BY t1.g, u.x',
+    'SELECT t1.g, x.w, t2.k FROM t1, LATERAL (SELECT w FROM t2 WHERE t2.k >= t1.g ORDER BY w LIMIT 1) x, t2 WHERE t2.w = x.w',
+]
+
+
+def test_items_after_lateral(senv):
+    compare_exact(senv, AFTER_LATERAL)
+    s, _ = senv
+    q = 'SELECT * FROM t1, generate_series(1, t1.g) s(i), t2 WHERE t2.k = s.i'
+    assert _run_ours(s, q)[:2] == ("ERR", "0A000"), q
+
+
+def test_right_join_on_subquery(senv):
+    compare_exact(senv, RIGHT_ON)
+    s, _ = senv
+    for q in RIGHT_ON_REFUSED:
+        assert _run_ours(s, q)[:2] == ("ERR", "0A000"), q
+
+
 # (a, b) IN / NOT IN (subquery) in expressions and as NOT IN in WHERE:
 # PostgreSQL's three-valued row comparison (true / NULL when no column
 # differs / false).  All 11 differed on bd6bdf7 (0A000)

@@ -434,3 +434,122 @@ def test_moving_range_over_a_million_rows_is_fast():
     assert int(got[0]["c"]) == want_c
     assert got[0]["m"] is not None
     assert took < 20, f"moving RANGE frame over 1M rows took {took:.1f} s"
+
+
+OPERAND_WINDOWS = [
+    # a window function as the operand of x IN / op ANY / ALL (subquery)
+    "SELECT id, row_number() OVER (ORDER BY y) IN (SELECT x FROM w WHERE x IS NOT NULL) AS a FROM w ORDER BY id",
+    "SELECT id, rank() OVER (PARTITION BY g ORDER BY x) NOT IN (SELECT id FROM w WHERE id < 5) AS a, "
+    "sum(x) OVER (ORDER BY y ROWS 2 PRECEDING) > ALL (SELECT x FROM w WHERE x > 7) AS b FROM w ORDER BY id",
+    "SELECT id FROM w ORDER BY row_number() OVER (ORDER BY y DESC) IN (SELECT id FROM w WHERE g = 2), id",
+    "SELECT g, sum(x) AS sx, sum(sum(x)) OVER (ORDER BY g NULLS FIRST) IN (SELECT y FROM w) AS a "
+    "FROM w GROUP BY g ORDER BY g NULLS FIRST",
+    "SELECT id, avg(x) OVER (ORDER BY y ROWS 1 PRECEDING) = ANY (SELECT x FROM w) AS a FROM w ORDER BY id",
+    "SELECT id, n IN (SELECT x FROM w) AS a, n + 0.75 IN (SELECT x FROM w) AS b FROM w ORDER BY id",
+    # frame offsets as expressions without columns (evaluated once as bigint)
+    "SELECT id, sum(y) OVER (ORDER BY y ROWS BETWEEN 1 + 1 PRECEDING AND abs(-1) FOLLOWING) AS a FROM w ORDER BY id",
+    "SELECT id, sum(y) OVER (ORDER BY y ROWS BETWEEN (SELECT 2) PRECEDING AND CURRENT ROW) AS a FROM w ORDER BY id",
+    "SELECT id, count(*) OVER (ORDER BY x GROUPS BETWEEN 2 * 1 PRECEDING AND 1.5 + 1 FOLLOWING) AS a "
+    "FROM w ORDER BY id",
+    "SELECT id, sum(x) OVER (ORDER BY y RANGE BETWEEN (SELECT 10) PRECEDING AND 5 * 2 FOLLOWING) AS a "
+    "FROM w ORDER BY id",
+    "SELECT id, count(*) OVER (ORDER BY d RANGE BETWEEN interval '1 day' * 3 PRECEDING AND CURRENT ROW) AS a "
+    "FROM w ORDER BY id",
+    # DISTINCT ON with several grouping sets, and without ORDER BY
+    "SELECT DISTINCT ON (g) g, x, count(*) AS c FROM w GROUP BY ROLLUP(g, x) ORDER BY g NULLS FIRST, x NULLS FIRST, c",
+    "SELECT DISTINCT ON (GROUPING(x)) g, x, count(*) AS c FROM w GROUP BY CUBE(g, x) "
+    "ORDER BY GROUPING(x), c DESC, g NULLS FIRST, x NULLS FIRST",
+    "SELECT DISTINCT ON (g + 1) g, x FROM w GROUP BY ROLLUP(g, x) ORDER BY g + 1, x DESC NULLS LAST",
+    "SELECT DISTINCT ON (1) g, x FROM w GROUP BY ROLLUP(g, x) ORDER BY 1, 2 DESC NULLS LAST",
+    "SELECT DISTINCT ON (g, x) g, x, sum(y) AS sy FROM w GROUP BY GROUPING SETS ((g, x), (g), (x)) "
+    "ORDER BY g, x, sy LIMIT 7",
+    "SELECT DISTINCT ON (g) g FROM w GROUP BY ROLLUP(g, x) ORDER BY g",
+    "SELECT count(*) AS c FROM (SELECT DISTINCT ON (g) g FROM w GROUP BY ROLLUP(g, x)) q",
+    "SELECT DISTINCT ON (g, txt) g, txt, id FROM w ORDER BY txt, g, id",
+    "SELECT DISTINCT ON (g, txt) g, txt FROM w ORDER BY g NULLS FIRST, txt NULLS FIRST",
+    "SELECT count(*) AS c FROM (SELECT DISTINCT ON (g) g FROM w) q",
+    # errors with PostgreSQL's SQLSTATEs
+    "SELECT id FROM w WHERE row_number() OVER (ORDER BY y) IN (SELECT x FROM w)",
+    "SELECT id FROM w WHERE row_number() OVER (ORDER BY y) = 1",
+    "SELECT g FROM w GROUP BY g HAVING rank() OVER () IN (SELECT x FROM w)",
+    "SELECT g FROM w GROUP BY row_number() OVER ()",
+    "SELECT sum(rank() OVER ()) FROM w",
+    "SELECT id FROM w WHERE EXISTS (SELECT 1 FROM w w2 WHERE rank() OVER () = 1)",
+    "SELECT sum(x) OVER (ORDER BY y ROWS BETWEEN x PRECEDING AND CURRENT ROW) FROM w",
+    "SELECT sum(x) OVER (ORDER BY y GROUPS BETWEEN 1 PRECEDING AND g FOLLOWING) FROM w",
+    "SELECT sum(x) OVER (ORDER BY y RANGE BETWEEN y PRECEDING AND CURRENT ROW) FROM w",
+    "SELECT sum(x) OVER (ORDER BY y ROWS BETWEEN 1 - 3 PRECEDING AND CURRENT ROW) FROM w",
+    "SELECT sum(x) OVER (ORDER BY y ROWS BETWEEN CURRENT ROW AND nullif(1, 1) FOLLOWING) FROM w",
+    "SELECT DISTINCT ON (g) g FROM w GROUP BY ROLLUP(g, x) ORDER BY x",
+    "SELECT DISTINCT ON (g, txt) g, txt, id FROM w ORDER BY g DESC, id",
+    "SELECT DISTINCT ON (g, txt) g, txt, id FROM w ORDER BY g, g, id",
+]
+
+
+def test_operand_windows_frame_expressions_distinct_on(env):
+    """Forms that were 0A000 (issue 13): window functions in the operand of
+    IN (subquery), frame offsets as expressions, DISTINCT ON over several
+    grouping sets or without ORDER BY; and the 42P20 / 42803 / 42P10 /
+    22013 / 22004 errors around them."""
+    compare(env, OPERAND_WINDOWS)
+
+
+def test_frame_offsets_as_parameters(env):
+    """ROWS / GROUPS / RANGE $1 PRECEDING in a prepared statement, against
+    PostgreSQL's PREPARE / EXECUTE."""
+    s, ref = env
+    cases = [
+        ("SELECT id, sum(y) OVER (ORDER BY y ROWS BETWEEN $1 PRECEDING AND $2 FOLLOWING) AS a FROM w ORDER BY id",
+         ["int8", "int8"], [2, 1]),
+        ("SELECT id, count(*) OVER (ORDER BY x GROUPS BETWEEN $1 PRECEDING AND CURRENT ROW) AS a FROM w ORDER BY id",
+         ["int8"], [1]),
+        ("SELECT id, sum(x) OVER (ORDER BY y RANGE BETWEEN $1 PRECEDING AND $1 FOLLOWING) AS a FROM w ORDER BY id",
+         ["int4"], [25]),
+    ]
+    for i, (q, types, vals) in enumerate(cases):
+        pg = ref._run(f"PREPARE p{i}({', '.join(types)}) AS {q}; "
+                      f"EXECUTE p{i}({', '.join(str(v) for v in vals)}); DEALLOCATE p{i};")
+        want = [tuple(int(c) if c else None for c in line.split("|"))
+                for line in pg.replace("\x1e", "\n").split("\n") if line]
+        got = [tuple(r.values()) for r in s.prepared(q, types, vals).to_pylist()]
+        assert got == want, q
+
+
+TIMES = ("WITH v(id, t) AS (VALUES (1, '10:00'::time), (2, '10:30'::time), (3, '12:00'::time), (4, NULL), "
+         "(5, '23:59:59.5'::time), (6, '00:00:00.25'::time), (7, '10:30'::time)) ")
+
+
+def test_time_keys(env):
+    """RANGE offsets over a time key (was 0A000): PostgreSQL's
+    in_range_time_interval (the interval's months and days ignored, no wrap
+    around midnight, a negative time part 22013)."""
+    frames = ["RANGE BETWEEN '1 hour' PRECEDING AND CURRENT ROW",
+              "RANGE BETWEEN '30 min' PRECEDING AND '1 day 2 hours' FOLLOWING",
+              "RANGE BETWEEN CURRENT ROW AND interval '90 minutes 0.5 seconds' FOLLOWING EXCLUDE CURRENT ROW",
+              "RANGE BETWEEN '1 mon' PRECEDING AND '1 day' FOLLOWING",
+              "RANGE BETWEEN '100 hours' PRECEDING AND '100 hours' FOLLOWING EXCLUDE TIES",
+              "RANGE BETWEEN '-1 hour' PRECEDING AND CURRENT ROW",
+              "RANGE BETWEEN '1 day -1 hour' PRECEDING AND CURRENT ROW",
+              "RANGE BETWEEN 1 PRECEDING AND CURRENT ROW"]
+    orders = ["ORDER BY t", "ORDER BY t DESC", "ORDER BY t NULLS FIRST", "ORDER BY t DESC NULLS LAST"]
+    compare(env, [TIMES + f"SELECT id, count(*) OVER ({o} {fr}) AS c, sum(id) OVER ({o} {fr}) AS sm "
+                  "FROM v ORDER BY id" for fr in frames for o in orders])
+
+
+LAG_OFFSETS = [
+    # lag / lead with offset 0 (the current row), negative (the other
+    # direction) and NULL (NULL) offsets, were 0A000; -1 / -2 / 0 are also
+    # told apart (libpg_query writes them without their value)
+    "SELECT id, lag(y, 0) OVER (ORDER BY y) AS a, lead(x, 0, -1) OVER (ORDER BY y) AS b, "
+    "lag(y, -1) OVER (ORDER BY y) AS c, lead(y, -2, 99) OVER (ORDER BY y) AS d, "
+    "lag(n, NULL) OVER (ORDER BY y) AS e FROM w ORDER BY id",
+    "SELECT id, lag(y, 1 - 3) OVER (PARTITION BY g ORDER BY y) AS a, lead(txt, -1, 'z') OVER (ORDER BY y) AS b "
+    "FROM w ORDER BY id",
+    "SELECT sum(x + -1) AS a, sum(x + -2) AS b, sum(x + 0) AS c, sum(x - - 3) AS d FROM w",
+    "SELECT g, sum(y) FILTER (WHERE x > -1) AS a, sum(y) FILTER (WHERE x > -2) AS b FROM w "
+    "GROUP BY g ORDER BY g NULLS FIRST",
+]
+
+
+def test_lag_lead_offsets_and_negative_constants(env):
+    compare(env, LAG_OFFSETS)

@@ -722,3 +722,15 @@ E("error", "SELECT sum(i32) OVER (ORDER BY i16, id RANGE BETWEEN 1 PRECEDING AND
 E("error", "SELECT sum(i32) OVER (ORDER BY i16 RANGE BETWEEN -1 PRECEDING AND CURRENT ROW) FROM t_all", "22013")
 E("error", "SELECT sum(i32) OVER nosuch FROM t_all", "42704")
 E("error", "SELECT GROUPING(i32) FROM t_all GROUP BY grp", "42803")
+
+# ---------------------------------------------------------------- forms that were 0A000 (issue 13)
+# a window function as an IN operand, frame offsets as expressions, DISTINCT ON
+# over several grouping sets; a window call in WHERE (42P20)
+Q("window", "SELECT id, row_number() OVER (ORDER BY id) IN (SELECT i16 FROM t_all WHERE i16 IS NOT NULL) FROM t_all")
+Q("window", "SELECT id, rank() OVER (PARTITION BY grp ORDER BY id) NOT IN (SELECT dept_id FROM emp WHERE dept_id IS NOT NULL) FROM t_all")
+Q("window", "SELECT id, sum(i32) OVER (ORDER BY id ROWS BETWEEN 1 + 1 PRECEDING AND CURRENT ROW) FROM t_all")
+Q("window", "SELECT id, count(*) OVER (ORDER BY i16 GROUPS BETWEEN abs(-1) PRECEDING AND 2 * 1 FOLLOWING) FROM t_all")
+Q("aggregate", "SELECT DISTINCT ON (grp) grp, b, count(*) FROM t_all GROUP BY ROLLUP (grp, b) ORDER BY grp, b, 3", keys=[0, 1, 2])
+E("error", "SELECT id FROM t_all WHERE row_number() OVER (ORDER BY id) = 1", "42P20")
+# the integer constants 0, -1, -2 are told apart (libpg_query writes them without a value)
+Q("aggregate", "SELECT sum(i32 + -1), sum(i32 + -2), sum(i32 + 0), count(*) FILTER (WHERE i16 > -1), count(*) FILTER (WHERE i16 > -2) FROM t_all")
