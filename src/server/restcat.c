@@ -1286,7 +1286,7 @@ static void route(rc_call *c)
         get ? config(c) : method_not_allowed(c);
         return;
     }
-    if (c->n_seg == 4 && is(c, 0, "aws") && is(c, 1, "s3") && is(c, 2, "sign")) {
+    if (c->n_seg == 3 && is(c, 0, "aws") && is(c, 1, "s3") && is(c, 2, "sign")) {
         post ? sign_s3(c) : method_not_allowed(c);
         return;
     }
