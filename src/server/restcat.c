@@ -18,6 +18,8 @@
  *   POST    namespaces/{ns}/register               register a metadata file
  *   GET     namespaces/{ns}/tables/{t}             LoadTableResult
  *   GET     namespaces/{ns}/tables/{t}/credentials {storage-credentials} (vending)
+ *   POST    namespaces/{ns}/tables/{t}/sign        S3 signer for that table's objects
+ *   POST    aws/s3/sign                            S3 signer for any table's objects
  *   HEAD    namespaces/{ns}/tables/{t}             204 | 404
  *   POST    namespaces/{ns}/tables/{t}             commit (requirements + updates)
  *   DELETE  namespaces/{ns}/tables/{t}[?purgeRequested=true]   204
@@ -1103,10 +1105,24 @@ static bool sign_allow(void *arg, const char *uri)
     return false;
 }
 
-/* POST /v1/aws/s3/sign: Iceberg's S3 signer API (io/s3_sign.c signs). */
-static void sign_s3(rc_call *c)
+/* POST /v1/aws/s3/sign: Iceberg's S3 signer API (io/s3_sign.c signs), for
+ * the objects of every table; POST .../tables/{t}/sign (ident non-NULL: the
+ * per-table route Java 1.12's RESTCatalog uses) for those of that table. */
+static void sign_s3(rc_call *c, const char *ident)
 {
     sign_scope sc = { .c = c };
+    if (ident) {
+        char *mloc = NULL;
+        hs_error lerr = { 0 };
+        hs_status lst = cat_current_location(c->cat, ident, &mloc, &lerr);
+        if (lst != HS_OK) {
+            reply_status(c, lst, &lerr, "NoSuchTableException", "AlreadyExistsException");
+            return;
+        }
+        sc.loaded = true;   /* only this table */
+        sign_add_dir(&sc, mloc);
+        hs_free(mloc);
+    }
     char *out = NULL;
     bool cacheable = false, refused = false;
     hs_error err = { 0 };
@@ -1148,6 +1164,7 @@ static const char *const ENDPOINTS[] = {
     "POST /v1/{prefix}/namespaces/{namespace}/register", "POST /v1/{prefix}/tables/rename",
     "GET /v1/{prefix}/namespaces/{namespace}/views",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign",
 };
 
 static void config(rc_call *c)
@@ -1287,7 +1304,7 @@ static void route(rc_call *c)
         return;
     }
     if (c->n_seg == 3 && is(c, 0, "aws") && is(c, 1, "s3") && is(c, 2, "sign")) {
-        post ? sign_s3(c) : method_not_allowed(c);
+        post ? sign_s3(c, NULL) : method_not_allowed(c);
         return;
     }
     if (c->n_seg == 2 && is(c, 0, "tables") && is(c, 1, "rename")) {
@@ -1330,6 +1347,13 @@ static void route(rc_call *c)
         char *ident = valid_table_name(c, c->seg[3]) ? ident_of(ns, c->seg[3]) : NULL;
         if (ident && get)
             table_credentials(c, ident);
+        else if (ident)
+            method_not_allowed(c);
+        hs_free(ident);
+    } else if (c->n_seg == 5 && is(c, 2, "tables") && is(c, 4, "sign")) {
+        char *ident = valid_table_name(c, c->seg[3]) ? ident_of(ns, c->seg[3]) : NULL;
+        if (ident && post)
+            sign_s3(c, ident);
         else if (ident)
             method_not_allowed(c);
         hs_free(ident);
