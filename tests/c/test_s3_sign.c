@@ -11,7 +11,12 @@
  *     the bucket itself and anything the caller refuses are refusals;
  *   - malformed sign requests (HS_INVALID, not refusals), no keys
  *     (HS_UNSUPPORTED);
- *   - the client's decoder of a signer's answer (hs_s3_sign_response_parse).
+ *   - the client's decoder of a signer's answer (hs_s3_sign_response_parse);
+ *   - the client: a scope with s3.remote-signing-enabled sends each request
+ *     to its refresher's signer first (the S3SignRequest it gets), reuses an
+ *     answer marked cacheable for the same (method, region, uri) and asks
+ *     again otherwise, and fails with the signer's message when it refuses
+ *     (the store at 127.0.0.1:9 never answers: only signing is checked).
  */
 #include "harness.h"
 
@@ -208,11 +213,84 @@ static void test_response_parse(void)
     }
 }
 
+static int g_sign_calls;
+static bool g_sign_cacheable, g_sign_refuse;
+static char g_last_req[2048];
+
+static hs_status fake_refresh(hs_io_refresher *self, void *arg, hs_error *err)
+{
+    (void)self;
+    (void)arg;
+    return hs_err_set(err, HS_UNSUPPORTED, "no refresh here");
+}
+
+static hs_status fake_sign(void *arg, const char *request_json, hs_buf *response, bool *cacheable,
+                           hs_error *err)
+{
+    (void)arg;
+    g_sign_calls++;
+    snprintf(g_last_req, sizeof g_last_req, "%s", request_json);
+    if (g_sign_refuse)
+        return hs_err_set(err, HS_INVALID, "REST catalog: S3 signer: HTTP 403 "
+                          "ForbiddenException: not yours");
+    *cacheable = g_sign_cacheable;
+    return hs_buf_puts(response, "{\"uri\":\"http://127.0.0.1:9/b/t/x.parquet\","
+                                 "\"headers\":{\"Authorization\":[\"AWS4-HMAC-SHA256 fake\"]}}");
+}
+
+static void test_client_asks_the_signer_and_caches(void)
+{
+    env_keys(false);   /* no keys of our own: the signer's only */
+    setenv("HS_S3_MAX_ATTEMPTS", "1", 1);
+    hs_s3_reset();
+    hs_io_refresher *r = hs_io_refresher_new(fake_refresh, NULL, NULL);
+    REQUIRE(r);
+    hs_io_refresher_set_signer(r, fake_sign);
+    const char *k[] = { "s3.remote-signing-enabled", "s3.endpoint", "s3.region" };
+    const char *v[] = { "true", "http://127.0.0.1:9", "us-east-1" };
+    hs_error err = { 0 };
+    CHECK_OK(hs_io_set_scope_ex("s3://b/t", k, v, 3, r, &err), &err);
+    hs_io_refresher_release(r);   /* the scope holds its own */
+    hs_file *f = NULL;
+    uint64_t before = hs_s3_sign_requests();
+    /* cacheable: the second open of the same object is not signed again */
+    g_sign_calls = 0;
+    g_sign_cacheable = true;
+    CHECK(hs_s3_open("s3://b/t/x.parquet", &f, &err) == HS_IO);   /* nothing listens */
+    CHECK(g_sign_calls == 1);
+    CHECK(strstr(g_last_req, "\"method\":\"GET\"") != NULL);
+    CHECK(strstr(g_last_req, "\"uri\":\"http://127.0.0.1:9/b/t/x.parquet\"") != NULL);
+    CHECK(strstr(g_last_req, "\"region\":\"us-east-1\"") != NULL);
+    CHECK(strstr(g_last_req, "x-amz-content-sha256") != NULL);
+    CHECK(hs_s3_open("s3://b/t/x.parquet", &f, &err) == HS_IO);
+    CHECK(g_sign_calls == 1);
+    CHECK(hs_s3_sign_requests() == before + 1);
+    /* not cacheable: asked every time */
+    g_sign_cacheable = false;
+    CHECK(hs_s3_open("s3://b/t/y.parquet", &f, &err) == HS_IO);
+    CHECK(hs_s3_open("s3://b/t/y.parquet", &f, &err) == HS_IO);
+    CHECK(g_sign_calls == 3);
+    /* refused: the signer's message, and nothing sent (no connection error) */
+    g_sign_refuse = true;
+    hs_error e2 = { 0 };
+    CHECK(hs_s3_open("s3://b/t/z.parquet", &f, &e2) == HS_INVALID);
+    CHECK(strstr(e2.msg, "S3 signer: HTTP 403 ForbiddenException: not yours") != NULL);
+    g_sign_refuse = false;
+    /* outside the scope: our own (absent) keys, no signer */
+    int calls = g_sign_calls;
+    CHECK(hs_s3_open("s3://b/other/x.parquet", &f, &err) == HS_IO);
+    CHECK(g_sign_calls == calls);
+    hs_s3_clear_scopes();
+    unsetenv("HS_S3_MAX_ATTEMPTS");
+    hs_s3_reset();
+}
+
 int main(void)
 {
     HS_RUN(test_signatures_match_botocore);
     HS_RUN(test_refusals);
     HS_RUN(test_malformed_and_no_keys);
     HS_RUN(test_response_parse);
+    HS_RUN(test_client_asks_the_signer_and_caches);
     return hs_test_summary();
 }
