@@ -16,6 +16,9 @@
  *   s3_xml.c      decoders of untrusted bytes: S3's XML answers, INI files
  *   s3_scope.c    settings for a part of the namespace that a catalog vended
  *                 (hs_s3_set_scope), laid over the configuration per request
+ *   s3_sign.c     remote signing (Iceberg's S3 signer API): the client's
+ *                 requests to a catalog's signer with their cache, and the
+ *                 server's SigV4 signing of such requests
  *
  * Locking: one mutex, g_s3_lock, guards the configuration, the pool, both
  * caches, the in-flight table and the counters; it is never held across a
