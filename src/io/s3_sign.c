@@ -436,9 +436,10 @@ hs_status hs_s3_sign_remote(const char *body, size_t len, hs_s3_sign_allow_fn al
                           "and headers (an object of string arrays)");
     }
     if (!method_ok || !*region || strlen(region) > 63 || strchr(region, '/')) {
-        json_decref(j);
-        return hs_err_set(err, HS_INVALID, "S3 sign request: method \"%.16s\" or region "
-                          "\"%.64s\" not signable", method, region);
+        hs_status bad = hs_err_set(err, HS_INVALID, "S3 sign request: method \"%.16s\" or "
+                                   "region \"%.64s\" not signable", method, region);
+        json_decref(j);   /* after the message: it quotes j's strings */
+        return bad;
     }
     sign_url u;
     hs_status st = parse_url(uri, &u, err);

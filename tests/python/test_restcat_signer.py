@@ -118,8 +118,8 @@ def _pyiceberg_keys(url, s3):
         "s3.secret-access-key": s3.secret_key, "s3.region": "us-east-1"})
 
 
-def _sign(url, body, token=TOKEN):
-    req = urllib.request.Request(f"{url}/v1/aws/s3/sign", data=json.dumps(body).encode(),
+def _sign(url, body, token=TOKEN, route="aws/s3/sign"):
+    req = urllib.request.Request(f"{url}/v1/{route}", data=json.dumps(body).encode(),
                                  method="POST", headers={"Content-Type": "application/json"})
     if token:
         req.add_header("Authorization", f"Bearer {token}")
@@ -285,6 +285,17 @@ def test_signatures_are_checked_by_the_store(server, s3):
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(urllib.request.Request(other, headers=hdrs), timeout=30)
     assert e.value.code == 403
+    # the per-table route (Java 1.12's) signs for its own table only
+    route = "namespaces/probe/tables/t/sign"
+    body = {"region": "us-east-1", "uri": obj, "method": "GET", "headers": {},
+            "provider": "s3"}
+    st, r, _ = _sign(url, body, route=route)
+    assert st == 200 and "Authorization" in r["headers"], r
+    direct.create_table("probe.u", schema=SCHEMA)
+    st, r, _ = _sign(url, body, route="namespaces/probe/tables/u/sign")
+    assert st == 403 and r["error"]["type"] == "ForbiddenException", r
+    st, r, _ = _sign(url, body, route="namespaces/probe/tables/nope/sign")
+    assert st == 404, r
 
 
 def test_signer_refuses_outside_tables_and_without_token(server, s3):
