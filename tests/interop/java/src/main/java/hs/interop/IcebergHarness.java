@@ -670,7 +670,10 @@ public final class IcebergHarness {
   }
 
   // Tables of an Iceberg REST catalog (Java's RESTCatalog): "rest:<uri>|<token>|ns.table"
-  // wherever a table dir is taken (create, append, delete, current-metadata).
+  // wherever a table dir is taken (create, append, delete, current-metadata).  Tables on
+  // S3 go through ResolvingFileIO -> S3FileIO with s3Properties() (the AWS_* environment)
+  // under what the catalog vends: its keys, or s3.remote-signing-enabled, when Java's
+  // S3V4RestSignerClient has every request signed by the catalog.
   private static org.apache.iceberg.rest.RESTCatalog restCatalog(String spec) {
     String[] p = spec.substring("rest:".length()).split("\\|", 3);
     if (p.length != 3) {
