@@ -7,6 +7,7 @@
  *                     [--catalog-name NAME] [--host 127.0.0.1] [--port 8181]
  *                     [--token-file F] [--client-id ID --client-secret-file F]
  *                     [--no-auth] [--port-file F] [--threads N] [--vend-credentials]
+ *                     [--remote-signing]
  *
  * Authentication: a bearer token from $HYPERSTREAM_REST_TOKEN or
  * --token-file (first line) is required on every request; --client-id with
@@ -49,7 +50,11 @@ static void usage(FILE *to)
             "  --no-auth                serve without authentication (no token set)\n"
             "  --vend-credentials       hand clients this server's S3 settings and keys\n"
             "                           (with their expiry) for tables on S3, and serve\n"
-            "                           GET .../tables/{t}/credentials\n");
+            "                           GET .../tables/{t}/credentials\n"
+            "  --remote-signing         hand clients s3.remote-signing-enabled instead of\n"
+            "                           keys: they have each S3 request signed at\n"
+            "                           POST /v1/aws/s3/sign (served whenever this server\n"
+            "                           has S3 keys; objects inside its tables only)\n");
 }
 
 /* The first line of a small file, hs_malloc'ed into *out. */
@@ -75,7 +80,7 @@ int cmd_serve(int argc, char **argv)
     const char *catalog = NULL, *name = NULL, *warehouse = NULL, *host = "127.0.0.1";
     const char *token_file = NULL, *client_id = NULL, *secret_file = NULL, *port_file = NULL;
     int port = 8181, threads = 4, no_auth = 0;
-    bool vend = false;
+    bool vend = false, remote_signing = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -89,6 +94,9 @@ int cmd_serve(int argc, char **argv)
             continue;
         } else if (strcmp(a, "--vend-credentials") == 0) {
             vend = true;
+            continue;
+        } else if (strcmp(a, "--remote-signing") == 0) {
+            remote_signing = true;
             continue;
         }
         if (!v)
@@ -149,7 +157,7 @@ int cmd_serve(int argc, char **argv)
     }
     rc_config cfg = { .sqlite_path = catalog, .catalog_name = name, .warehouse = warehouse,
                       .token = token, .client_id = client_id, .client_secret = secret,
-                      .vend_credentials = vend };
+                      .vend_credentials = vend, .remote_signing = remote_signing };
     rc_server *rs = NULL;
     hs_http_server *hs = NULL;
     hs_error err = { 0 };

@@ -65,6 +65,14 @@
  * when it fails - a load of the table (GET namespaces/{ns}/tables/{t}); the
  * new keys replace the scopes' for every thread at once.
  *
+ * Remote signing (s3.remote-signing-enabled=true in the merged config, a
+ * table's "config" or a storage credential): the table's refresher also
+ * carries a signer (vend_sign), so io/s3_sign.c has each S3 request under
+ * the table signed by POSTing an S3SignRequest to s3.signer.uri (default
+ * the catalog's uri) + s3.signer.endpoint (default v1/aws/s3/sign) with the
+ * catalog's token, on the refresher's connection; an answer with
+ * Cache-Control: private may be reused (the signature cache).
+ *
  * The base of a commit: the last metadata loaded or committed through this
  * handle when its location is the base location, else a fresh GET (a moved
  * table is HS_CONFLICT).  The handle holds one curl easy handle (keep-alive);
@@ -80,6 +88,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct rest_catalog {
     cat_catalog base;
@@ -98,6 +107,7 @@ typedef struct rest_catalog {
     struct curl_slist *headers;   /* "header.<Name>" options, as "Name: value" */
     long page_size;  /* "rest-page-size": the pageSize lists ask for; 0 = none */
     bool creds_endpoint;   /* the config lists GET .../tables/{table}/credentials */
+    bool resp_private;     /* the last answer had Cache-Control: private */
     /* the last metadata seen: ident, its location, the document */
     char *cache_ident, *cache_loc;
     json_t *cache_doc;
@@ -112,6 +122,22 @@ static size_t on_body(char *p, size_t size, size_t n, void *ud)
 {
     hs_buf *b = ud;
     return hs_buf_append(b, p, size * n) == HS_OK ? size * n : 0;
+}
+
+/* Notes "Cache-Control: private" (the S3 signer's mark of a reusable answer). */
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+    rest_catalog *rc = ud;
+    size_t len = size * n;
+    if (len > 14 && strncasecmp(p, "Cache-Control:", 14) == 0) {
+        char v[64];
+        size_t vl = len - 14 < sizeof v - 1 ? len - 14 : sizeof v - 1;
+        memcpy(v, p + 14, vl);
+        v[vl] = 0;
+        if (strstr(v, "private"))
+            rc->resp_private = true;
+    }
+    return len;
 }
 
 /* One request: method to url (absolute), body (NULL = none; form = urlencoded
@@ -137,6 +163,9 @@ static hs_status http_once(rest_catalog *rc, const char *method, const char *url
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+    rc->resp_private = false;
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, rc);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 30L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 300L);
@@ -544,11 +573,41 @@ static json_t *cred_for(json_t *creds, const char *loc)
     return best;
 }
 
+static bool truthy(const char *v)
+{
+    return v && (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0);
+}
+
+/* A FileIO property of a LoadTableResult r: its "config" over the catalog's. */
+static const char *io_prop(rest_catalog *rc, json_t *r, const char *k)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(r, "config"), k));
+    return v ? v : json_string_value(json_object_get(rc->io, k));
+}
+
+/* Whether r's files are signed by the catalog (s3.remote-signing-enabled),
+ * in its config or any of its storage credentials. */
+static bool remote_signing(rest_catalog *rc, json_t *r)
+{
+    json_t *e;
+    size_t i;
+    if (truthy(io_prop(rc, r, "s3.remote-signing-enabled")))
+        return true;
+    json_array_foreach(json_object_get(r, "storage-credentials"), i, e) {
+        if (truthy(json_string_value(json_object_get(json_object_get(e, "config"),
+                                                     "s3.remote-signing-enabled"))))
+            return true;
+    }
+    return false;
+}
+
 /* Whether a LoadTableResult r vends keys (so they may need refreshing). */
 static bool vends_keys(rest_catalog *rc, json_t *r)
 {
     json_t *e;
     size_t i;
+    if (remote_signing(rc, r))
+        return true;   /* the refresher carries the signer */
     if (json_object_get(rc->io, "s3.access-key-id") || json_object_get(rc->io, "s3.session-token"))
         return true;
     json_t *cfg = json_object_get(r, "config");
@@ -633,6 +692,7 @@ static void r_free(cat_catalog *c);
 typedef struct rest_vend {
     rest_catalog *conn;
     char *ident;
+    char *signer_url;   /* the S3 signer endpoint (remote signing) or NULL */
     json_t *last;   /* {"metadata": {"location"}, "metadata-location", "config"} */
 } rest_vend;
 
@@ -644,6 +704,7 @@ static void vend_free(void *arg)
     if (v->conn)
         r_free(&v->conn->base);
     hs_free(v->ident);
+    hs_free(v->signer_url);
     json_decref(v->last);
     hs_free(v);
 }
@@ -726,6 +787,44 @@ static hs_status vend_refresh(hs_io_refresher *self, void *arg, hs_error *err)
     return st;
 }
 
+/* Remote signing (io.h's hs_io_sign_fn): POST the S3SignRequest to the
+ * signer endpoint with the catalog's token (kept fresh as for the catalog's
+ * own requests); any answer but 200 is an error naming the signer's. */
+static hs_status vend_sign(void *arg, const char *request_json, hs_buf *response, bool *cacheable,
+                           hs_error *err)
+{
+    rest_vend *v = arg;
+    long status = 0;
+    *cacheable = false;
+    HS_TRY(http(v->conn, "POST", v->signer_url, request_json, false, true, &status, response,
+                err));
+    if (status < 200 || status > 299)
+        return http_error(status, response, "S3 signer", err);
+    *cacheable = v->conn->resp_private;
+    return HS_OK;
+}
+
+/* The signer endpoint: s3.signer.uri (default: the catalog's uri) joined
+ * with s3.signer.endpoint (default v1/aws/s3/sign; an absolute URL as is),
+ * as Java's RESTUtil.resolveEndpoint does. */
+static char *signer_url(rest_catalog *rc, json_t *r)
+{
+    const char *base = io_prop(rc, r, "s3.signer.uri");
+    const char *ep = io_prop(rc, r, "s3.signer.endpoint");
+    if (!ep || !*ep)
+        ep = "v1/aws/s3/sign";
+    if (strncmp(ep, "http://", 7) == 0 || strncmp(ep, "https://", 8) == 0)
+        return hs_strdup(ep);
+    if (!base || !*base)
+        base = rc->uri;
+    size_t bl = strlen(base);
+    while (bl > 0 && base[bl - 1] == '/')
+        bl--;
+    while (*ep == '/')
+        ep++;
+    return cat_sprintf("%.*s/%s", (int)bl, base, ep);
+}
+
 static hs_io_refresher *refresher_new(rest_catalog *rc, const char *ident, json_t *r)
 {
     rest_vend *v = hs_calloc(1, sizeof *v);
@@ -755,6 +854,9 @@ static hs_io_refresher *refresher_new(rest_catalog *rc, const char *ident, json_
     c->creds_endpoint = rc->creds_endpoint;
     v->ident = hs_strdup(ident);
     v->last = vend_last(r);
+    bool sign = remote_signing(rc, r);
+    if (sign && !(v->signer_url = signer_url(rc, r)))
+        ok = false;
     if (!ok || !c->uri || (rc->prefix && !c->prefix) || (rc->auth && !c->auth) ||
         (rc->credential && !c->credential) || (rc->scope && !c->scope) ||
         (rc->token_uri && !c->token_uri) ||
@@ -763,7 +865,10 @@ static hs_io_refresher *refresher_new(rest_catalog *rc, const char *ident, json_
         vend_free(v);
         return NULL;
     }
-    return hs_io_refresher_new(vend_refresh, v, vend_free);
+    hs_io_refresher *ref = hs_io_refresher_new(vend_refresh, v, vend_free);
+    if (ref && sign)
+        hs_io_refresher_set_signer(ref, vend_sign);
+    return ref;
 }
 
 /* GET the table: its metadata document and location. */

@@ -269,6 +269,17 @@ uint64_t hs_io_refresher_generation(const hs_io_refresher *r);   /* refreshes ru
 HS_MUST_USE hs_status hs_io_set_scope_ex(const char *location, const char *const *keys,
                                          const char *const *values, size_t n,
                                          hs_io_refresher *refresher, hs_error *err);
+/* Remote signing (Iceberg's S3 signer API, io/s3_sign.c): a scope whose
+ * keys say s3.remote-signing-enabled=true has each request signed by its
+ * refresher's signer: fn(arg, request_json, response, cacheable, err) sends
+ * the S3SignRequest to the catalog's signer endpoint and fills response
+ * with the answer's body (*cacheable: its Cache-Control said "private");
+ * an error when the signer refuses or cannot be reached (the S3 request
+ * then fails with that message, nothing sent to the store).  fn runs under
+ * the refresher's mutex (never beside its refresh fn). */
+typedef hs_status (*hs_io_sign_fn)(void *arg, const char *request_json, hs_buf *response,
+                                   bool *cacheable, hs_error *err);
+void hs_io_refresher_set_signer(hs_io_refresher *r, hs_io_sign_fn fn);
 /* The storage settings this process uses for the objects under location,
  * as Iceberg FileIO properties a catalog server vends to its clients:
  * s3.endpoint and s3.path-style-access (a custom endpoint), s3.region,

@@ -97,6 +97,31 @@ HS_MUST_USE hs_status hs_s3_set_scope_ex(const char *prefix, const char *const *
                                          hs_io_refresher *refresher, hs_error *err);
 void hs_s3_clear_scopes(void);
 
+/* Remote signing (io/s3_sign.c; Iceberg's S3 signer API).  The server side:
+ * answers an S3SignRequest (JSON body[0..len)) with SigV4 headers made with
+ * this process's keys, as an S3SignResponse in *out (caller hs_frees);
+ * *cacheable = the answer may be reused (GET, HEAD).  allow(arg,
+ * "s3://bucket/key-or-prefix") is asked for every object the request
+ * touches; a refusal is HS_INVALID with *refused set.  Malformed requests:
+ * HS_INVALID; no keys to sign with: HS_UNSUPPORTED. */
+typedef bool (*hs_s3_sign_allow_fn)(void *arg, const char *uri);
+HS_MUST_USE hs_status hs_s3_sign_remote(const char *body, size_t len, hs_s3_sign_allow_fn allow,
+                                        void *arg, char **out, bool *cacheable, bool *refused,
+                                        hs_error *err);
+/* A signer's answer, decoded: the URL to send to and the headers to add
+ * ("Name: v1, v2"; Cache-Control dropped).  HS_CORRUPT when body is not an
+ * S3SignResponse with an Authorization header. */
+typedef struct hs_s3_signed {
+    char *uri;
+    char **hdr;
+    size_t n;
+} hs_s3_signed;
+HS_MUST_USE hs_status hs_s3_sign_response_parse(const char *body, size_t len, hs_s3_signed *out,
+                                                 hs_error *err);
+void hs_s3_signed_free(hs_s3_signed *s);   /* frees the members; accepts NULL */
+/* Requests sent to remote signers so far (the signature cache's misses). */
+uint64_t hs_s3_sign_requests(void);
+
 /* Counters since the last hs_s3_reset (process-wide), for tests and benchmarks. */
 typedef struct hs_s3_stats {
     uint64_t requests;       /* HTTP requests sent, retries included */

@@ -177,6 +177,7 @@ void hs_s3_reset(void)
     g_s3_loaded = false;
     memset(&g_s3_stats, 0, sizeof g_s3_stats);
     pthread_mutex_unlock(&g_s3_lock);
+    s3_sign_cache_clear();   /* remote signatures (s3_sign.c; its own lock) */
 }
 
 /* ---- HEAD cache ---------------------------------------------------------------- */

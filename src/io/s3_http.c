@@ -1,6 +1,6 @@
 /*
  * io/s3_http.c - one S3 request: URL, SigV4 signature (libcurl's
- * CURLOPT_AWS_SIGV4), retries; the configuration snapshot and the pool of
+ * CURLOPT_AWS_SIGV4, or the catalog's remote signer: s3_sign.c), retries; the configuration snapshot and the pool of
  * connections it runs on.
  *
  * Addressing: with an endpoint override (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
@@ -443,6 +443,7 @@ hs_status s3_do(s3_req *r, const char *what, hs_error *err)
             s3_scope_apply(r->bucket, r->key, &cfg, NULL);
     }
     hs_buf url = { 0 }, auth = { 0 }, tokhdr = { 0 }, tokbuf = { 0 };
+    hs_s3_signed rs = { 0 };   /* a remote signer's headers (s3_sign.c) */
     hs_status st = HS_OK;
     bool retried_expired = false;
     if (!h) {
@@ -479,6 +480,26 @@ signing:
         }
         sha_hdr[k] = 0;
     }
+    /* remote signing: the catalog signs the request as it will be sent
+     * (our headers; Range unsigned), once for all attempts */
+    hs_s3_signed_free(&rs);
+    if (cfg.remote_sign) {
+        const char *own[8];
+        size_t n_own = 0;
+        own[n_own++] = sha_hdr;
+        if (strcmp(r->method, "POST") == 0)
+            own[n_own++] = "Content-Type: application/xml";
+        else if (strcmp(r->method, "PUT") == 0)
+            own[n_own++] = "Content-Type: application/octet-stream";
+        for (int i = 0; r->hdr[i] && n_own < 8; i++)
+            own[n_own++] = r->hdr[i];
+        hs_error serr = { 0 };
+        if (s3_remote_sign(&tk, cfg.region, r->method, hs_buf_cstr(&url), own, n_own, NULL, &rs,
+                           &serr) != HS_OK) {
+            st = hs_err_set(err, serr.code, "%s: %s: %s", what, r->method, serr.msg);
+            goto out;
+        }
+    }
     char curl_msg[CURL_ERROR_SIZE];
     for (int attempt = 0;; attempt++) {
         r->attempts = attempt + 1;
@@ -505,6 +526,14 @@ signing:
             ADD_HDR("Content-Type: application/octet-stream");
         for (int i = 0; r->hdr[i]; i++)
             ADD_HDR(r->hdr[i]);
+        for (size_t i = 0; i < rs.n; i++) {   /* the signer's, where ours say nothing */
+            size_t nl = strcspn(rs.hdr[i], ":");
+            bool ours = nl == 4 && strncasecmp(rs.hdr[i], "Host", 4) == 0;
+            for (struct curl_slist *x = hl; x && !ours; x = x->next)
+                ours = strncasecmp(x->data, rs.hdr[i], nl) == 0 && x->data[nl] == ':';
+            if (!ours)
+                ADD_HDR(rs.hdr[i]);
+        }
         if (cfg.sign && cfg.session_token) {
             hs_buf_reset(&tokbuf);
             if (hs_buf_printf(&tokbuf, "x-amz-security-token: %s", cfg.session_token) != HS_OK)
@@ -518,7 +547,7 @@ signing:
             st = hs_err_nomem(err, 64);
             goto out;
         }
-        curl_easy_setopt(h, CURLOPT_URL, hs_buf_cstr(&url));
+        curl_easy_setopt(h, CURLOPT_URL, rs.uri ? rs.uri : hs_buf_cstr(&url));
         if (share)
             curl_easy_setopt(h, CURLOPT_SHARE, share);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -606,6 +635,7 @@ signing:
         backoff(attempt);
     }
 out:
+    hs_s3_signed_free(&rs);
     s3_scope_ticket_done(&tk);
     hs_buf_free(&url);
     hs_buf_free(&auth);

@@ -16,6 +16,9 @@
  *   s3_xml.c      decoders of untrusted bytes: S3's XML answers, INI files
  *   s3_scope.c    settings for a part of the namespace that a catalog vended
  *                 (hs_s3_set_scope), laid over the configuration per request
+ *   s3_sign.c     remote signing (Iceberg's S3 signer API): the client's
+ *                 requests to a catalog's signer with their cache, and the
+ *                 server's SigV4 signing of such requests
  *
  * Locking: one mutex, g_s3_lock, guards the configuration, the pool, both
  * caches, the in-flight table and the counters; it is never held across a
@@ -63,6 +66,7 @@ typedef struct s3_config {
     bool path_style;
     bool custom_endpoint;
     bool sign;
+    bool remote_sign;         /* a scope's s3.remote-signing-enabled: the catalog signs */
     char access_key[256];
     char secret_key[256];
     char *session_token;      /* owned or NULL */
@@ -107,6 +111,21 @@ void s3_scope_apply(const char *bucket, const char *key, s3_config *cfg, s3_scop
  * again.  Never call with g_s3_lock held. */
 HS_MUST_USE hs_status s3_scope_refresh(s3_scope_ticket *t, hs_error *err);
 void s3_scope_ticket_done(s3_scope_ticket *t);
+/* Posts an S3SignRequest (JSON) through t's refresher's signer (io.h's
+ * hs_io_refresher_set_signer): *resp = the answer's body, *cacheable = its
+ * Cache-Control said private.  HS_UNSUPPORTED when the scope has none. */
+HS_MUST_USE hs_status s3_scope_sign(s3_scope_ticket *t, const char *req_json, hs_buf *resp,
+                                    bool *cacheable, hs_error *err);
+
+/* ---- remote signing (s3_sign.c) ---- */
+
+/* The headers ("Name: value") and URL for one request, from the signer of
+ * t's scope or the signature cache; hdr[0..n_hdr) are the request's own
+ * headers, body the DeleteObjects body (else NULL).  Caller frees *out. */
+HS_MUST_USE hs_status s3_remote_sign(s3_scope_ticket *t, const char *region, const char *method,
+                                     const char *url, const char *const *hdr, size_t n_hdr,
+                                     const char *body, hs_s3_signed *out, hs_error *err);
+void s3_sign_cache_clear(void);
 
 const char *s3_env(const char *name);          /* NULL when unset or empty */
 bool s3_env_true(const char *name, bool dflt);

@@ -19,6 +19,9 @@
  *   s3.session-token                    session_token
  *   s3.session-token-expires-at-ms      when the keys expire (ms since the
  *                                       epoch): the refresh deadline below
+ *   s3.remote-signing-enabled           "true": requests are signed by the
+ *                                       catalog (the refresher's signer,
+ *                                       s3_sign.c), never with local keys
  *
  * Other keys are ignored.  A scope is a prefix "bucket/key-prefix" (from an
  * s3:// or s3a:// URI: both spellings name the same objects); a request
@@ -63,6 +66,7 @@ struct hs_io_refresher {
     uint64_t gen;                /* refreshes done (atomic) */
     int refs;                    /* atomic */
     hs_io_refresh_fn fn;
+    hs_io_sign_fn sign;          /* remote signing (s3_sign.c) or NULL */
     void *arg;
     void (*arg_free)(void *arg);
     int64_t last_ms;             /* when fn last ran (under mu) */
@@ -113,6 +117,25 @@ void hs_io_refresher_release(hs_io_refresher *r)
     hs_free(r);
 }
 
+void hs_io_refresher_set_signer(hs_io_refresher *r, hs_io_sign_fn fn)
+{
+    if (r)
+        r->sign = fn;
+}
+
+hs_status s3_scope_sign(s3_scope_ticket *t, const char *req_json, hs_buf *resp, bool *cacheable,
+                        hs_error *err)
+{
+    hs_io_refresher *r = t->refresher;
+    if (!r || !r->sign)
+        return hs_err_set(err, HS_UNSUPPORTED, "S3: remote signing is enabled for this location "
+                          "but no catalog signer is attached to it");
+    pthread_mutex_lock(&r->mu);
+    hs_status st = r->sign(r->arg, req_json, resp, cacheable, err);
+    pthread_mutex_unlock(&r->mu);
+    return st;
+}
+
 uint64_t hs_io_refresher_generation(const hs_io_refresher *r)
 {
     return r ? __atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) : 0;
@@ -151,6 +174,7 @@ typedef struct s3_scope {
     char region[64];         /* "" = keep */
     char endpoint[512];      /* "" = keep */
     int path_style;          /* -1 keep, 0 virtual-hosted, 1 path */
+    bool remote_sign;        /* s3.remote-signing-enabled: the refresher's signer signs */
     char access_key[256];    /* "" = keep the environment's credentials */
     char secret_key[256];
     char *session_token;     /* owned or NULL */
@@ -223,6 +247,8 @@ hs_status hs_s3_set_scope_ex(const char *prefix, const char *const *keys,
             custom = true;
         } else if (strcmp(k, "s3.path-style-access") == 0) {
             s.path_style = truthy(v) ? 1 : 0;
+        } else if (strcmp(k, "s3.remote-signing-enabled") == 0) {
+            s.remote_sign = truthy(v);
         } else if ((strcmp(k, "s3.region") == 0 || strcmp(k, "client.region") == 0) && *v) {
             if (strcmp(k, "s3.region") == 0 || !s.region[0])
                 s3_copy_str(s.region, sizeof s.region, v);
@@ -338,7 +364,11 @@ void s3_scope_apply(const char *bucket, const char *key, s3_config *cfg, s3_scop
                 snprintf(cfg->endpoint, sizeof cfg->endpoint, "https://s3.%.63s.amazonaws.com",
                          cfg->region);
         }
-        if (best->access_key[0]) {
+        cfg->remote_sign = best->remote_sign;
+        if (best->remote_sign) {
+            cfg->sign = false;   /* the catalog signs (s3_sign.c), not our keys */
+            have_tok = true;     /* nor our session token */
+        } else if (best->access_key[0]) {
             s3_copy_str(cfg->access_key, sizeof cfg->access_key, best->access_key);
             s3_copy_str(cfg->secret_key, sizeof cfg->secret_key, best->secret_key);
             cfg->sign = true;

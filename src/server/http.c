@@ -89,13 +89,15 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 static enum MHD_Result send_resp(struct MHD_Connection *c, int status, const void *body,
-                                 size_t len, const char *ctype)
+                                 size_t len, const char *ctype, const char *cache_control)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", ctype);
+    if (cache_control)
+        MHD_add_response_header(r, "Cache-Control", cache_control);
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
     MHD_destroy_response(r);
     return ret;
@@ -129,7 +131,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
     if (cs->too_large) {
         static const char msg[] = "{\"error\":{\"message\":\"request body too large\","
                                   "\"type\":\"BadRequestException\",\"code\":413}}";
-        return send_resp(c, 413, msg, sizeof msg - 1, "application/json");
+        return send_resp(c, 413, msg, sizeof msg - 1, "application/json", NULL);
     }
     if (hs_buf_append_byte(&cs->body, 0) != HS_OK)
         return MHD_NO;
@@ -144,7 +146,8 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
     s->fn(s->ctx, &req, &resp);
     enum MHD_Result ret = send_resp(c, resp.status, resp.body.data ? (const void *)resp.body.data : "",
                                     resp.body.len, resp.content_type ? resp.content_type
-                                                                     : "application/json");
+                                                                     : "application/json",
+                                    resp.cache_control);
     hs_buf_free(&resp.body);
     return ret;
 }

@@ -40,6 +40,7 @@ typedef struct hs_http_response {
     int status;                 /* default 200 */
     hs_buf body;                /* owned by the layer; handlers append */
     const char *content_type;   /* static string; default "application/json" */
+    const char *cache_control;  /* static string sent as Cache-Control; NULL = none */
 } hs_http_response;
 
 typedef void (*hs_http_handler)(void *ctx, const hs_http_request *req,

@@ -18,6 +18,8 @@
  *   POST    namespaces/{ns}/register               register a metadata file
  *   GET     namespaces/{ns}/tables/{t}             LoadTableResult
  *   GET     namespaces/{ns}/tables/{t}/credentials {storage-credentials} (vending)
+ *   POST    namespaces/{ns}/tables/{t}/sign        S3 signer for that table's objects
+ *   POST    aws/s3/sign                            S3 signer for any table's objects
  *   HEAD    namespaces/{ns}/tables/{t}             204 | 404
  *   POST    namespaces/{ns}/tables/{t}             commit (requirements + updates)
  *   DELETE  namespaces/{ns}/tables/{t}[?purgeRequested=true]   204
@@ -61,6 +63,7 @@
 #include "base/numfmt.h"
 #include "catalog/catalog.h"
 #include "iceberg/model.h"
+#include "io/s3.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +74,7 @@
 struct rc_server {
     char *sqlite_path, *catalog_name, *warehouse, *token, *client_id, *client_secret;
     bool vend;
+    bool remote_signing;   /* vend s3.remote-signing-enabled instead of keys */
 };
 
 typedef struct rc_call {
@@ -579,7 +583,7 @@ static void tables_list(rc_call *c, const char *ns)
 static json_t *vend_config(rc_call *c, const char *location, hs_error *err)
 {
     json_t *o = json_object();
-    if (!o || !c->s->vend || !location)
+    if (!o || !(c->s->vend || c->s->remote_signing) || !location)
         return o;
     char **k = NULL, **v = NULL;
     size_t n = 0;
@@ -588,9 +592,18 @@ static json_t *vend_config(rc_call *c, const char *location, hs_error *err)
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        json_object_set_new(o, k[i], json_string(v[i]));
+        /* remote signing: where the store is, never the keys */
+        if (!c->s->remote_signing || strcmp(k[i], "s3.endpoint") == 0 ||
+            strcmp(k[i], "s3.path-style-access") == 0 || strcmp(k[i], "s3.region") == 0)
+            json_object_set_new(o, k[i], json_string(v[i]));
         hs_free(k[i]);
         hs_free(v[i]);
+    }
+    if (n && c->s->remote_signing) {
+        json_object_set_new(o, "s3.remote-signing-enabled", json_string("true"));
+        json_object_set_new(o, "s3.signer", json_string("S3V4RestSigner"));   /* pyiceberg */
+        /* Java's S3V4RestSignerClient insists on an endpoint property */
+        json_object_set_new(o, "s3.signer.endpoint", json_string("v1/aws/s3/sign"));
     }
     hs_free(k);
     hs_free(v);
@@ -1004,6 +1017,137 @@ static void table_rename(rc_call *c)
     json_decref(b);
 }
 
+/* ---- the S3 signer ------------------------------------------------------------------------------ */
+
+/* The directories of the catalog's tables (each table's metadata location
+ * up to its "/metadata/" directory), gathered once per sign request. */
+typedef struct sign_scope {
+    rc_call *c;
+    char **dirs;
+    size_t n, cap;
+    bool loaded, failed;
+} sign_scope;
+
+static void sign_add_dir(sign_scope *sc, const char *mloc)
+{
+    const char *m = strstr(mloc, "/metadata/");
+    const char *last;
+    for (last = m; m; m = strstr(m + 1, "/metadata/"))
+        last = m;
+    if (!last)
+        return;
+    if (sc->n == sc->cap) {
+        size_t nc = sc->cap ? sc->cap * 2 : 16;
+        char **a = hs_realloc(sc->dirs, nc * sizeof *a);
+        if (!a) {
+            sc->failed = true;
+            return;
+        }
+        sc->dirs = a;
+        sc->cap = nc;
+    }
+    if (!(sc->dirs[sc->n] = hs_strndup(mloc, (size_t)(last - mloc))))
+        sc->failed = true;
+    else
+        sc->n++;
+}
+
+static void sign_collect(sign_scope *sc, const char *parent, int depth)
+{
+    char **ns = NULL, **t = NULL;
+    size_t n_ns = 0, n_t = 0;
+    hs_error err = { 0 };
+    if (depth > 16 || cat_namespace_list(sc->c->cat, parent, &ns, &n_ns, &err) != HS_OK) {
+        sc->failed = depth <= 16;
+        return;
+    }
+    for (size_t i = 0; i < n_ns && !sc->failed; i++) {
+        if (cat_list(sc->c->cat, ns[i], &t, &n_t, &err) != HS_OK) {
+            sc->failed = true;
+            break;
+        }
+        for (size_t j = 0; j < n_t && !sc->failed; j++) {
+            char *ident = ident_of(ns[i], t[j]), *mloc = NULL;
+            if (ident && cat_current_location(sc->c->cat, ident, &mloc, &err) == HS_OK)
+                sign_add_dir(sc, mloc);
+            hs_free(mloc);
+            hs_free(ident);
+        }
+        cat_strv_free(t, n_t);
+        t = NULL;
+        sign_collect(sc, ns[i], depth + 1);
+    }
+    cat_strv_free(ns, n_ns);
+}
+
+/* hs_s3_sign_allow_fn: uri (s3://bucket/key) lies inside a table's
+ * directory ('/'-bounded; s3a:// and s3:// name the same objects). */
+static bool sign_allow(void *arg, const char *uri)
+{
+    sign_scope *sc = arg;
+    if (!sc->loaded) {
+        sc->loaded = true;
+        sign_collect(sc, NULL, 0);
+    }
+    /* dot segments: an HTTP layer may fold them, reaching beyond the prefix */
+    size_t ul = strlen(uri);
+    if (sc->failed || strncmp(uri, "s3://", 5) != 0 || strstr(uri, "/../") ||
+        strstr(uri, "/./") || (ul >= 3 && strcmp(uri + ul - 3, "/..") == 0))
+        return false;
+    for (size_t i = 0; i < sc->n; i++) {
+        const char *d = sc->dirs[i];
+        const char *rest = strncmp(d, "s3://", 5) == 0 ? d + 5
+                         : strncmp(d, "s3a://", 6) == 0 ? d + 6 : NULL;
+        size_t l = rest ? strlen(rest) : 0;
+        if (rest && l && strncmp(uri + 5, rest, l) == 0 && uri[5 + l] == '/')
+            return true;
+    }
+    return false;
+}
+
+/* POST /v1/aws/s3/sign: Iceberg's S3 signer API (io/s3_sign.c signs), for
+ * the objects of every table; POST .../tables/{t}/sign (ident non-NULL: the
+ * per-table route Java 1.12's RESTCatalog uses) for those of that table. */
+static void sign_s3(rc_call *c, const char *ident)
+{
+    sign_scope sc = { .c = c };
+    if (ident) {
+        char *mloc = NULL;
+        hs_error lerr = { 0 };
+        hs_status lst = cat_current_location(c->cat, ident, &mloc, &lerr);
+        if (lst != HS_OK) {
+            reply_status(c, lst, &lerr, "NoSuchTableException", "AlreadyExistsException");
+            return;
+        }
+        sc.loaded = true;   /* only this table */
+        sign_add_dir(&sc, mloc);
+        hs_free(mloc);
+    }
+    char *out = NULL;
+    bool cacheable = false, refused = false;
+    hs_error err = { 0 };
+    hs_status st = hs_s3_sign_remote(c->http->body ? c->http->body : "", c->http->body_len,
+                                     sign_allow, &sc, &out, &cacheable, &refused, &err);
+    for (size_t i = 0; i < sc.n; i++)
+        hs_free(sc.dirs[i]);
+    hs_free(sc.dirs);
+    if (st == HS_OK) {
+        c->resp->status = 200;
+        c->resp->cache_control = cacheable ? "private" : "no-cache";
+        if (hs_buf_puts(&c->resp->body, out) != HS_OK)
+            reply_json(c, 500, NULL);
+    } else if (refused) {
+        reply_error(c, 403, "ForbiddenException", err.msg);
+    } else if (st == HS_INVALID) {
+        bad_request(c, err.msg);
+    } else if (st == HS_UNSUPPORTED) {
+        reply_error(c, 503, "ServiceUnavailableException", err.msg);
+    } else {
+        reply_error(c, 500, "InternalServerError", err.msg);
+    }
+    hs_free(out);
+}
+
 /* ---- config and auth ---------------------------------------------------------------------------- */
 
 static const char *const ENDPOINTS[] = {
@@ -1020,6 +1164,7 @@ static const char *const ENDPOINTS[] = {
     "POST /v1/{prefix}/namespaces/{namespace}/register", "POST /v1/{prefix}/tables/rename",
     "GET /v1/{prefix}/namespaces/{namespace}/views",
     "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/sign",
 };
 
 static void config(rc_call *c)
@@ -1158,6 +1303,10 @@ static void route(rc_call *c)
         get ? config(c) : method_not_allowed(c);
         return;
     }
+    if (c->n_seg == 3 && is(c, 0, "aws") && is(c, 1, "s3") && is(c, 2, "sign")) {
+        post ? sign_s3(c, NULL) : method_not_allowed(c);
+        return;
+    }
     if (c->n_seg == 2 && is(c, 0, "tables") && is(c, 1, "rename")) {
         post ? table_rename(c) : method_not_allowed(c);
         return;
@@ -1198,6 +1347,13 @@ static void route(rc_call *c)
         char *ident = valid_table_name(c, c->seg[3]) ? ident_of(ns, c->seg[3]) : NULL;
         if (ident && get)
             table_credentials(c, ident);
+        else if (ident)
+            method_not_allowed(c);
+        hs_free(ident);
+    } else if (c->n_seg == 5 && is(c, 2, "tables") && is(c, 4, "sign")) {
+        char *ident = valid_table_name(c, c->seg[3]) ? ident_of(ns, c->seg[3]) : NULL;
+        if (ident && post)
+            sign_s3(c, ident);
         else if (ident)
             method_not_allowed(c);
         hs_free(ident);
@@ -1292,6 +1448,7 @@ hs_status rc_new(const rc_config *cfg, rc_server **out, hs_error *err)
         return hs_err_nomem(err, 256);
     }
     s->vend = cfg->vend_credentials;
+    s->remote_signing = cfg->remote_signing;
     cat_catalog *cat = NULL;
     hs_status st = cat_sql_open(s->sqlite_path, s->catalog_name, s->warehouse, &cat, err);
     cat_free(cat);

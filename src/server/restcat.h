@@ -41,6 +41,12 @@ typedef struct rc_config {
      * S3, as "config" and "storage-credentials" of the LoadTableResult and
      * at GET .../tables/{t}/credentials. */
     bool vend_credentials;
+    /* Remote signing: vend s3.remote-signing-enabled=true (and pyiceberg's
+     * s3.signer=S3V4RestSigner) with the endpoint and region but no keys,
+     * so clients have their S3 requests signed at POST /v1/aws/s3/sign.
+     * That endpoint answers whenever this server has S3 keys, for objects
+     * inside the catalog's tables' directories only. */
+    bool remote_signing;
 } rc_config;
 
 /* Copies cfg; opens the catalog once to create the schema.  Caller frees

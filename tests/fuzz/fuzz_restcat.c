@@ -6,11 +6,17 @@
  *                               a real server)
  *   "COMMIT\n<body>"            a CommitTableRequest applied to a fixed table's
  *                               metadata by rc_apply_commit, then validated
+ *   "SIGNRESP\n<body>"          an S3 signer's answer, decoded by the client
+ *                               (io/s3.h's hs_s3_sign_response_parse)
+ *
+ * "POST /v1/aws/s3/sign" bodies reach the S3 signer (io/s3_sign.c) with
+ * fixed fake keys from the environment (no request leaves the process).
  *
  * The answer must be a status the server documents, with a JSON body (or
  * none for 204); an applied commit that validates must parse again. */
 #include "base/numfmt.h"
 #include "iceberg/model.h"
+#include "io/s3.h"
 #include "server/restcat.h"
 
 #include <jansson.h>
@@ -24,6 +30,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
+    /* the signer signs with these; nothing is sent anywhere */
+    setenv("AWS_ACCESS_KEY_ID", "AKIDFUZZ", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "fuzz-secret", 1);
+    setenv("AWS_REGION", "us-east-1", 1);
+    setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:1", 1);
+    setenv("HS_S3_MAX_ATTEMPTS", "1", 1);
     char dir[] = "/tmp/fuzz_restcat.XXXXXX";
     if (!mkdtemp(dir))
         abort();
@@ -59,7 +71,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *body = nl ? nl + 1 : in + size;
     if (nl)
         *nl = 0;
-    if (strcmp(in, "COMMIT") == 0) {
+    if (strcmp(in, "SIGNRESP") == 0) {
+        hs_s3_signed sig;
+        hs_error err = { 0 };
+        if (hs_s3_sign_response_parse(body, size - (size_t)(body - in), &sig, &err) == HS_OK) {
+            if (strncmp(sig.uri, "http", 4) != 0)
+                abort();
+            for (size_t i = 0; i < sig.n; i++)
+                if (!strchr(sig.hdr[i], ':') || strpbrk(sig.hdr[i], "\r\n"))
+                    abort(); /* one header line each */
+            hs_s3_signed_free(&sig);
+        }
+    } else if (strcmp(in, "COMMIT") == 0) {
         json_error_t je;
         json_t *req = hs_json_loads(body, 0, &je), *out = NULL;
         hs_error err = { 0 };
@@ -85,8 +108,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             hs_http_response resp = { .status = 200 };
             rc_handle(g_srv, &req, &resp);
             int s = resp.status;
-            if (s != 200 && s != 204 && s != 400 && s != 401 && s != 404 && s != 405 &&
-                s != 406 && s != 409 && s != 422 && s != 500)
+            if (s != 200 && s != 204 && s != 400 && s != 401 && s != 403 && s != 404 &&
+                s != 405 && s != 406 && s != 409 && s != 422 && s != 500 && s != 503)
                 abort();
             if (s != 204) {
                 json_error_t je;

@@ -1,11 +1,15 @@
 /*
  * IcebergHarness - stock Java Iceberg as an oracle for HyperStreamDB tables.
  *
- * Commands (paths are local paths or file: URIs):
+ * Commands (paths are local paths or file: URIs; read also takes s3:// and
+ * s3a:// URIs):
  *
  *   read <metadata.json> [--snapshot ID] [--columns a,b,...] [--out FILE]
  *       Loads the table from that one metadata file (StaticTableOperations
- *       over HadoopFileIO, like pyiceberg's StaticTable), reads every row of
+ *       over HadoopFileIO, like pyiceberg's StaticTable; over iceberg-aws's
+ *       S3FileIO for s3:// and s3a:// URIs, configured from the environment:
+ *       AWS_ENDPOINT_URL (then path-style addressing), AWS_ACCESS_KEY_ID,
+ *       AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION), reads every row of
  *       the snapshot (default: current) with IcebergGenerics, which applies
  *       position deletes, equality deletes and deletion vectors, and prints
  *       the rows as JSON Lines following docs/jsonl.md.  --columns may name
@@ -312,9 +316,44 @@ public final class IcebergHarness {
   // ------------------------------------------------------------------
   // read
 
+  /** S3FileIO properties from the AWS_* environment (see read above). */
+  private static Map<String, String> s3Properties() {
+    Map<String, String> p = new HashMap<>();
+    String ep = System.getenv("AWS_ENDPOINT_URL");
+    if (ep != null && !ep.isEmpty()) {
+      p.put("s3.endpoint", ep);
+      p.put("s3.path-style-access", "true");
+    }
+    String[][] env = {
+      {"AWS_ACCESS_KEY_ID", "s3.access-key-id"},
+      {"AWS_SECRET_ACCESS_KEY", "s3.secret-access-key"},
+      {"AWS_SESSION_TOKEN", "s3.session-token"},
+    };
+    for (String[] e : env) {
+      String v = System.getenv(e[0]);
+      if (v != null && !v.isEmpty()) {
+        p.put(e[1], v);
+      }
+    }
+    String region = System.getenv("AWS_REGION");
+    p.put("client.region", region != null && !region.isEmpty() ? region : "us-east-1");
+    // the SDK's URLConnection client: the Apache one is not on the class path
+    p.put("http-client.type", "urlconnection");
+    return p;
+  }
+
+  private static org.apache.iceberg.io.FileIO fileIOFor(String location) {
+    if (location.startsWith("s3://") || location.startsWith("s3a://")) {
+      org.apache.iceberg.aws.s3.S3FileIO io = new org.apache.iceberg.aws.s3.S3FileIO();
+      io.initialize(s3Properties());
+      return io;
+    }
+    return new HadoopFileIO(hadoopConf());
+  }
+
   private static void read(String[] args) throws IOException {
     String metadata = args[1];
-    HadoopFileIO io = new HadoopFileIO(hadoopConf());
+    org.apache.iceberg.io.FileIO io = fileIOFor(metadata);
     Table table = new BaseTable(new StaticTableOperations(metadata, io), metadata);
     IcebergGenerics.ScanBuilder scan = IcebergGenerics.read(table);
     String snap = option(args, "--snapshot");
@@ -631,13 +670,19 @@ public final class IcebergHarness {
   }
 
   // Tables of an Iceberg REST catalog (Java's RESTCatalog): "rest:<uri>|<token>|ns.table"
-  // wherever a table dir is taken (create, append, delete, current-metadata).
+  // wherever a table dir is taken (create, append, delete, current-metadata).  Tables on
+  // S3 go through ResolvingFileIO -> S3FileIO with s3Properties() (the AWS_* environment)
+  // under what the catalog vends: its keys, or s3.remote-signing-enabled, when Java's
+  // S3V4RestSignerClient has every request signed by the catalog.
   private static org.apache.iceberg.rest.RESTCatalog restCatalog(String spec) {
     String[] p = spec.substring("rest:".length()).split("\\|", 3);
     if (p.length != 3) {
       throw new IllegalArgumentException(spec + ": want rest:<uri>|<token>|ns.table");
     }
     Map<String, String> props = new HashMap<>();
+    // the FileIO settings for tables on S3 (ResolvingFileIO -> S3FileIO);
+    // what the catalog vends with a table wins over them
+    props.putAll(s3Properties());
     props.put(org.apache.iceberg.CatalogProperties.URI, p[0]);
     props.put("token", p[1]);
     org.apache.iceberg.rest.RESTCatalog c = new org.apache.iceberg.rest.RESTCatalog();
