@@ -827,6 +827,95 @@ static bool update_fast(agg_state *a, const int64_t *gid, const hs_column *c, in
     }
 }
 
+/* A global aggregate (no group columns; every row in group 0) straight
+ * over the column: count(*) the batch's rows, count its valid bits, and
+ * sum/avg of int32, int64, float64 and of decimals within 64 bits in a
+ * register (int32 in int64 lanes the compiler vectorizes; the partial sum
+ * of at most 2^31 values within 64 bits fits __int128) added once with
+ * the overflow check.  float64 adds in row order as update_fast does.
+ * false, with nothing changed: not covered (DISTINCT, other aggregates,
+ * a decimal wider than 64 bits), the per-row loops then run. */
+static bool update_global(agg_state *a, const hs_batch *b, hs_status *st, hs_error *err)
+{
+    int64_t n = b->n_rows;
+    xo_agg_fn fn = a->a.fn;
+    if (fn == XO_AGG_COUNT_STAR) {
+        a->cnt[0] += n;
+        return true;
+    }
+    if (a->a.distinct || a->pvt || (fn != XO_AGG_COUNT && fn != XO_AGG_SUM && fn != XO_AGG_AVG))
+        return false;
+    const hs_column *c = b->cols[a->a.arg];
+    if (c->type == HS_TYPE_NA)
+        return false;
+    const uint8_t *valid = c->validity.data;
+    int64_t cn = valid ? hs_bits_count(valid, 0, n) : n;
+    if (fn == XO_AGG_COUNT) {
+        a->cnt[0] += cn;
+        return true;
+    }
+    if (c->type == HS_TYPE_FLOAT64 ? a->cls != ACC_FLOAT : a->cls != ACC_INT && a->cls != ACC_DEC)
+        return false;
+    const uint8_t *d = c->values.data;
+    __int128 sm = 0;
+#define GLOBAL_LOOP(T, ACC)                                                    \
+    do {                                                                       \
+        ACC acc = 0;                                                           \
+        const T *v = (const T *)d;                                             \
+        if (valid) {                                                           \
+            for (int64_t i = 0; i < n; i++)                                    \
+                acc += hs_bit_get(valid, i) ? (ACC)v[i] : 0;                   \
+        } else {                                                               \
+            for (int64_t i = 0; i < n; i++)                                    \
+                acc += (ACC)v[i];                                              \
+        }                                                                      \
+        sm = acc;                                                              \
+    } while (0)
+    switch (c->type) {
+    case HS_TYPE_INT32:
+        GLOBAL_LOOP(int32_t, int64_t);
+        break;
+    case HS_TYPE_INT64:
+        GLOBAL_LOOP(int64_t, __int128);
+        break;
+    case HS_TYPE_FLOAT64: {
+        const double *v = (const double *)d;
+        double f = a->fsum[0];
+        for (int64_t i = 0; i < n; i++)
+            if (!valid || hs_bit_get(valid, i))
+                f += v[i];
+        a->fsum[0] = f;
+        a->cnt[0] += cn;
+        return true;
+    }
+    case HS_TYPE_DECIMAL128: {
+        /* the low halves summed, the rows checked to be their sign
+         * extension (within 64 bits) */
+        int64_t bad = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t lo, hi;
+            memcpy(&lo, d + 16 * (size_t)i, 8);
+            memcpy(&hi, d + 16 * (size_t)i + 8, 8);
+            int64_t ok = !valid || hs_bit_get(valid, i);
+            bad |= ok ? hi ^ (lo >> 63) : 0;
+            sm += ok ? lo : 0;
+        }
+        if (bad)
+            return false;
+        break;
+    }
+    default:
+        return false;
+    }
+#undef GLOBAL_LOOP
+    a->cnt[0] += cn;
+    *st = HS_OK;
+    if (__builtin_add_overflow(a->isum[0], sm, &a->isum[0]))
+        *st = hs_err_set(err, HS_INVALID, "%s: numeric field overflow",
+                         fn == XO_AGG_SUM ? "sum" : "avg");
+    return true;
+}
+
 /* DISTINCT on a worker: rows pick[..] of c, first seen in their groups,
  * kept for the merge (their groups are in dgid). */
 static hs_status keep_distinct(agg_op *s, agg_state *a, const hs_column *c, const hs_buf *pick,
@@ -1338,14 +1427,25 @@ static hs_status order_small(agg_op *s, int64_t n, hs_error *err)
 /* Aggregates one input batch into s (the operator or a worker). */
 static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
 {
-    hs_status st = assign_groups(s, b, err);
-    if (st == HS_OK)
+    /* a global aggregate fills group ids (all 0) only for the aggregates
+     * update_global does not cover */
+    bool global = s->n_groups == 0, ready = !global;
+    hs_status st = HS_OK;
+    s->ord_ok = false;
+    if (!global)
+        st = assign_groups(s, b, err);
+    if (st == HS_OK && !global)
         st = order_small(s, b->n_rows, err);
     if (st == HS_OK)
         st = ensure_groups(s, s->n_total, err);
-    for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
-        if (s->aggs[j].same < 0)
-            st = update_agg(s, &s->aggs[j], b, s->gid, err);
+    for (int j = 0; j < s->n_aggs && st == HS_OK; j++) {
+        if (s->aggs[j].same >= 0 || (global && update_global(&s->aggs[j], b, &st, err)))
+            continue;
+        if (!ready && (st = assign_groups(s, b, err)) != HS_OK)
+            break;
+        ready = true;
+        st = update_agg(s, &s->aggs[j], b, s->gid, err);
+    }
     if (st == HS_OK)
         st = account(s, err);
     return st;
@@ -1355,11 +1455,34 @@ static void agg_clear(agg_op *s);
 
 /* ---- parallel partial aggregation ---- */
 
+/* A global aggregate whose aggregates update_global covers by their
+ * argument types: a batch costs about a nanosecond a row, less than a
+ * pool round. */
+static bool global_cheap(const agg_op *s)
+{
+    if (s->n_groups > 0)
+        return false;
+    const hs_field *in = &s->op.children[0]->schema;
+    for (int j = 0; j < s->n_aggs; j++) {
+        const agg_state *a = &s->aggs[j];
+        xo_agg_fn fn = a->a.fn;
+        if (a->same >= 0 || fn == XO_AGG_COUNT_STAR)
+            continue;
+        if (a->a.distinct || a->pvt || (fn != XO_AGG_COUNT && fn != XO_AGG_SUM && fn != XO_AGG_AVG))
+            return false;
+        hs_type t = in->children[a->a.arg].type;
+        if (fn != XO_AGG_COUNT && t != HS_TYPE_INT32 && t != HS_TYPE_INT64 &&
+            t != HS_TYPE_FLOAT64 && t != HS_TYPE_DECIMAL128)
+            return false;
+    }
+    return true;
+}
+
 /* Parallel when the pool allows and every aggregate merges by value. */
 static bool can_parallel(const agg_op *s)
 {
     const xo_ctx *ctx = s->op.ctx;
-    if (!ctx || !ctx->pool || ctx->threads < 2)
+    if (!ctx || !ctx->pool || ctx->threads < 2 || global_cheap(s))
         return false;
     int n_distinct = 0;
     for (int j = 0; j < s->n_aggs; j++) {
