@@ -173,6 +173,7 @@ typedef struct agg_op {
     struct agg_op **workers;
     int n_workers;
     bool par_tried;
+    bool counted;          /* count_known: the child was not read */
     /* spilling (see top) */
     bool probe_only;       /* assign_groups: look up only, -1 for a missing group */
     bool spilling;
@@ -2113,6 +2114,8 @@ static hs_status next_spilled(agg_op *s, hs_batch **out, hs_error *err)
 static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
 {
     const agg_op *s = (const agg_op *)op;
+    if (s->counted && hs_buf_puts(out, "count(*) from the data files' record counts\n") != HS_OK)
+        return hs_err_nomem(err, 0);
     if (!s->spilling)
         return HS_OK;
     if (hs_buf_printf(out, "spilled: %lld rows to %d partitions (%lld bytes), %lld rows again "
@@ -2122,9 +2125,33 @@ static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
     return HS_OK;
 }
 
+/* count(*) alone, without groups, over a child whose row count is known
+ * before it runs (a table scan without a filter or delete files, through
+ * Projects: the data files' record counts): the count without reading. */
+static bool count_known(agg_op *s)
+{
+    if (s->n_groups > 0 || s->n_aggs == 0 || s->level > 0)
+        return false;
+    for (int j = 0; j < s->n_aggs; j++)
+        if (s->aggs[j].a.fn != XO_AGG_COUNT_STAR)
+            return false;
+    int64_t n = xo_exact_rows(s->op.children[0]);
+    if (n < 0)
+        return false;
+    for (int j = 0; j < s->n_aggs; j++)
+        if (s->aggs[j].same < 0)
+            s->aggs[j].cnt[0] = n;
+    s->counted = true;
+    return true;
+}
+
 static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     agg_op *s = (agg_op *)op;
+    if (!s->done && !s->par_tried && count_known(s)) {
+        s->done = s->par_tried = true;
+        HS_TRY(agg_finish(s, err));
+    }
     if (!s->done && !s->par_tried && can_parallel(s)) {
         s->par_tried = true;
         bool eof;
