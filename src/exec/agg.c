@@ -35,6 +35,11 @@
  * At most AGG_SMALL groups: each batch's rows are also ordered by group
  * (order_small), and count/sum/avg of integers and 64-bit decimals add
  * one group's rows at a time in registers (sum_small).
+ * Without group columns (a global aggregate) count(*), count and sum/avg
+ * of int32/int64/float64/decimals run straight over the column instead
+ * (agg_global.c: no group ids at all), serially when all of them do, and
+ * count(*) alone over a whole table takes the files' record counts.
+ * The state structs are in agg_int.h.
  * Memory: the row sets are accounted as they grow (xo_rows); the maps and
  * state arrays are accounted after every batch.
  *
@@ -87,103 +92,14 @@
  * (spill.c), each deduplicated at the end by a Distinct of its own over a
  * reader of its rows (one level deeper, up to XO_SPILL_MAX_LEVEL).
  */
-#include "exec/exec_int.h"
+#include "exec/agg_int.h"
 #include "base/arena.h"
-#include "base/hashmap.h"
-#include "expr/pgvector.h"
 
 #include "base/hash.h"
 
 #include <math.h>
 #include <stdio.h>
 
-#define AGG_PARTS 16
-#define AGG_MAX_LEVEL 4
-
-/* ACC_IV: sum of intervals, the running hs_interval in isum's 16 bytes
- * (PostgreSQL's interval_pl: each part on its own, 22008 on overflow). */
-typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC, ACC_IV } acc_class;
-
-#define XO_AGG_MAX_ORDER 16   /* ORDER BY keys of one string_agg/array_agg */
-
-#define AGG_SMALL 16   /* at most this many groups: rows ordered by group per batch */
-
-typedef struct agg_state {
-    xo_agg a;              /* a.sep, a.name owned copies */
-    int same;              /* >= 0: aggregate `same` of this operator keeps the
-                            * state this one reads (share_states); this one's
-                            * arrays stay zero and its rows are not read */
-    acc_class cls;
-    int scale;             /* decimal argument's scale (avg) */
-    hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] [, order cols] */
-    xo_sort_key *okeys;    /* ORDER BY keys over store columns (n = a.n_order) */
-    int first_ocol;        /* store position of the first order column */
-    int64_t *cnt;
-    __int128 *isum;
-    double *fsum;
-    uint8_t *flag;
-    pv_type pvt;           /* sum/avg of vector/halfvec (0: not): pv per group */
-    pv_agg *pv;
-    int64_t *best;         /* min/max: store row; string/array_agg: head */
-    int64_t *tail;
-    xo_rows store;
-    hs_buf nxt;            /* int64 per stored value */
-    hs_map seen;           /* DISTINCT: (group, value key) pairs seen */
-    int64_t seen_bytes;
-    hs_imap iseen;         /* DISTINCT: the pairs of an integer value within
-                            * int32 and a group below 2^32, packed */
-    /* DISTINCT on a parallel worker (see the top): each value the first
-     * time the worker sees it in a group, and that (worker) group */
-    bool dkeep;
-    hs_field dschema;      /* one child: the argument's field */
-    xo_rows dvals;
-    hs_buf dgid;           /* int64 per dvals row */
-} agg_state;
-
-typedef struct agg_op {
-    xo_op op;
-    int n_groups, n_aggs;
-    agg_state *aggs;
-    hs_field key_schema;
-    hs_map map;
-    int64_t map_key_bytes;
-    bool int_key;          /* one integer-like group column: imap on its value */
-    bool str_keys;         /* all group columns strings: short keys packed (pack_batch) */
-    bool int_pair;         /* two integer group columns: pairs within int32 packed */
-    hs_imap imap;
-    int64_t null_gid;      /* int_key: the NULL group, -1 until seen */
-    xo_rows keys;
-    int64_t n_total, cap;  /* groups, allocated slots */
-    int64_t accounted;     /* bytes of maps and arrays reserved in ctx */
-    hs_buf kb;             /* key scratch */
-    int64_t *gid;
-    int64_t gid_cap;
-    uint64_t *pk;          /* str_keys: each row's packed key (pack_batch) */
-    uint8_t *pk_used;      /* ... its bytes used, PK_NONE: does not fit */
-    int64_t pk_cap;
-    bool ord_ok;           /* ord/gstart hold this batch's rows by group (order_small) */
-    int32_t *ord;
-    int64_t ord_cap;
-    int64_t gstart[AGG_SMALL + 1];
-    int64_t *scratch;      /* min/max per-batch best, size cap */
-    hs_batch *result;
-    int64_t emitted;
-    bool done;
-    /* parallel partial aggregation (see top) */
-    struct agg_op **workers;
-    int n_workers;
-    bool par_tried;
-    bool counted;          /* count_known: the child was not read */
-    /* spilling (see top) */
-    bool probe_only;       /* assign_groups: look up only, -1 for a missing group */
-    bool spilling;
-    int level;             /* 0, or the depth of a partition's aggregate */
-    xo_spill sp;
-    hs_buf part[AGG_PARTS];/* block offsets (int64) of each partition */
-    int next_part;
-    xo_op *sub;            /* the aggregate of the partition being emitted */
-    int64_t spilled_rows, sub_spilled;
-} agg_op;
 
 static const char *fn_name(xo_agg_fn f)
 {
@@ -828,95 +744,6 @@ static bool update_fast(agg_state *a, const int64_t *gid, const hs_column *c, in
     }
 }
 
-/* A global aggregate (no group columns; every row in group 0) straight
- * over the column: count(*) the batch's rows, count its valid bits, and
- * sum/avg of int32, int64, float64 and of decimals within 64 bits in a
- * register (int32 in int64 lanes the compiler vectorizes; the partial sum
- * of at most 2^31 values within 64 bits fits __int128) added once with
- * the overflow check.  float64 adds in row order as update_fast does.
- * false, with nothing changed: not covered (DISTINCT, other aggregates,
- * a decimal wider than 64 bits), the per-row loops then run. */
-static bool update_global(agg_state *a, const hs_batch *b, hs_status *st, hs_error *err)
-{
-    int64_t n = b->n_rows;
-    xo_agg_fn fn = a->a.fn;
-    if (fn == XO_AGG_COUNT_STAR) {
-        a->cnt[0] += n;
-        return true;
-    }
-    if (a->a.distinct || a->pvt || (fn != XO_AGG_COUNT && fn != XO_AGG_SUM && fn != XO_AGG_AVG))
-        return false;
-    const hs_column *c = b->cols[a->a.arg];
-    if (c->type == HS_TYPE_NA)
-        return false;
-    const uint8_t *valid = c->validity.data;
-    int64_t cn = valid ? hs_bits_count(valid, 0, n) : n;
-    if (fn == XO_AGG_COUNT) {
-        a->cnt[0] += cn;
-        return true;
-    }
-    if (c->type == HS_TYPE_FLOAT64 ? a->cls != ACC_FLOAT : a->cls != ACC_INT && a->cls != ACC_DEC)
-        return false;
-    const uint8_t *d = c->values.data;
-    __int128 sm = 0;
-#define GLOBAL_LOOP(T, ACC)                                                    \
-    do {                                                                       \
-        ACC acc = 0;                                                           \
-        const T *v = (const T *)d;                                             \
-        if (valid) {                                                           \
-            for (int64_t i = 0; i < n; i++)                                    \
-                acc += hs_bit_get(valid, i) ? (ACC)v[i] : 0;                   \
-        } else {                                                               \
-            for (int64_t i = 0; i < n; i++)                                    \
-                acc += (ACC)v[i];                                              \
-        }                                                                      \
-        sm = acc;                                                              \
-    } while (0)
-    switch (c->type) {
-    case HS_TYPE_INT32:
-        GLOBAL_LOOP(int32_t, int64_t);
-        break;
-    case HS_TYPE_INT64:
-        GLOBAL_LOOP(int64_t, __int128);
-        break;
-    case HS_TYPE_FLOAT64: {
-        const double *v = (const double *)d;
-        double f = a->fsum[0];
-        for (int64_t i = 0; i < n; i++)
-            if (!valid || hs_bit_get(valid, i))
-                f += v[i];
-        a->fsum[0] = f;
-        a->cnt[0] += cn;
-        return true;
-    }
-    case HS_TYPE_DECIMAL128: {
-        /* the low halves summed, the rows checked to be their sign
-         * extension (within 64 bits) */
-        int64_t bad = 0;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t lo, hi;
-            memcpy(&lo, d + 16 * (size_t)i, 8);
-            memcpy(&hi, d + 16 * (size_t)i + 8, 8);
-            int64_t ok = !valid || hs_bit_get(valid, i);
-            bad |= ok ? hi ^ (lo >> 63) : 0;
-            sm += ok ? lo : 0;
-        }
-        if (bad)
-            return false;
-        break;
-    }
-    default:
-        return false;
-    }
-#undef GLOBAL_LOOP
-    a->cnt[0] += cn;
-    *st = HS_OK;
-    if (__builtin_add_overflow(a->isum[0], sm, &a->isum[0]))
-        *st = hs_err_set(err, HS_INVALID, "%s: numeric field overflow",
-                         fn == XO_AGG_SUM ? "sum" : "avg");
-    return true;
-}
-
 /* DISTINCT on a worker: rows pick[..] of c, first seen in their groups,
  * kept for the merge (their groups are in dgid). */
 static hs_status keep_distinct(agg_op *s, agg_state *a, const hs_column *c, const hs_buf *pick,
@@ -1440,7 +1267,7 @@ static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
     if (st == HS_OK)
         st = ensure_groups(s, s->n_total, err);
     for (int j = 0; j < s->n_aggs && st == HS_OK; j++) {
-        if (s->aggs[j].same >= 0 || (global && update_global(&s->aggs[j], b, &st, err)))
+        if (s->aggs[j].same >= 0 || (global && agg_update_global(&s->aggs[j], b, &st, err)))
             continue;
         if (!ready && (st = assign_groups(s, b, err)) != HS_OK)
             break;
@@ -1456,34 +1283,11 @@ static void agg_clear(agg_op *s);
 
 /* ---- parallel partial aggregation ---- */
 
-/* A global aggregate whose aggregates update_global covers by their
- * argument types: a batch costs about a nanosecond a row, less than a
- * pool round. */
-static bool global_cheap(const agg_op *s)
-{
-    if (s->n_groups > 0)
-        return false;
-    const hs_field *in = &s->op.children[0]->schema;
-    for (int j = 0; j < s->n_aggs; j++) {
-        const agg_state *a = &s->aggs[j];
-        xo_agg_fn fn = a->a.fn;
-        if (a->same >= 0 || fn == XO_AGG_COUNT_STAR)
-            continue;
-        if (a->a.distinct || a->pvt || (fn != XO_AGG_COUNT && fn != XO_AGG_SUM && fn != XO_AGG_AVG))
-            return false;
-        hs_type t = in->children[a->a.arg].type;
-        if (fn != XO_AGG_COUNT && t != HS_TYPE_INT32 && t != HS_TYPE_INT64 &&
-            t != HS_TYPE_FLOAT64 && t != HS_TYPE_DECIMAL128)
-            return false;
-    }
-    return true;
-}
-
 /* Parallel when the pool allows and every aggregate merges by value. */
 static bool can_parallel(const agg_op *s)
 {
     const xo_ctx *ctx = s->op.ctx;
-    if (!ctx || !ctx->pool || ctx->threads < 2 || global_cheap(s))
+    if (!ctx || !ctx->pool || ctx->threads < 2 || agg_global_cheap(s))
         return false;
     int n_distinct = 0;
     for (int j = 0; j < s->n_aggs; j++) {
@@ -2125,30 +1929,10 @@ static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
     return HS_OK;
 }
 
-/* count(*) alone, without groups, over a child whose row count is known
- * before it runs (a table scan without a filter or delete files, through
- * Projects: the data files' record counts): the count without reading. */
-static bool count_known(agg_op *s)
-{
-    if (s->n_groups > 0 || s->n_aggs == 0 || s->level > 0)
-        return false;
-    for (int j = 0; j < s->n_aggs; j++)
-        if (s->aggs[j].a.fn != XO_AGG_COUNT_STAR)
-            return false;
-    int64_t n = xo_exact_rows(s->op.children[0]);
-    if (n < 0)
-        return false;
-    for (int j = 0; j < s->n_aggs; j++)
-        if (s->aggs[j].same < 0)
-            s->aggs[j].cnt[0] = n;
-    s->counted = true;
-    return true;
-}
-
 static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     agg_op *s = (agg_op *)op;
-    if (!s->done && !s->par_tried && count_known(s)) {
+    if (!s->done && !s->par_tried && agg_count_known(s)) {
         s->done = s->par_tried = true;
         HS_TRY(agg_finish(s, err));
     }
