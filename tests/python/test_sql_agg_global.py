@@ -175,3 +175,17 @@ def test_decimal_sum_overflow_is_an_error(env, tmp_path):
     with pytest.raises(Exception) as e:
         s.sql("SELECT sum(d) FROM ov")
     assert "overflow" in str(e.value).lower()
+
+
+def test_scan_errors_keep_their_sqlstate(env):
+    """The executor takes the table scan's batches and errors as they are
+    (hs_arrow_own_source), so an error of a filter evaluated inside the
+    scan keeps its SQLSTATE: division_by_zero is 22012 in PostgreSQL's
+    errcodes (it came back as "Arrow stream get_next failed" before)."""
+    s, con = env
+    with pytest.raises(Exception):
+        con.execute("SELECT 1 // (k - k) FROM t").fetchall()   # DuckDB: an error too
+    with pytest.raises(Exception) as e:
+        s.sql("SELECT count(*) FROM t WHERE 1 / (k - k) > 0")
+    assert getattr(e.value, "sqlstate", None) == "22012", e.value
+    assert "Arrow stream" not in str(e.value)
