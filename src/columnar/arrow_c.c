@@ -1365,6 +1365,18 @@ static void istream_close(void *ctx)
     hs_free(c);
 }
 
+bool hs_arrow_own_source(struct ArrowArrayStream *s, hs_batch_source *out)
+{
+    if (!s || !s->release || s->get_next != stream_get_next || !s->private_data)
+        return false;
+    stream_priv *p = s->private_data;
+    *out = p->src;
+    memset(&p->src, 0, sizeof p->src);   /* moved: the release frees p only */
+    s->release(s);
+    s->release = NULL;
+    return true;
+}
+
 hs_status hs_arrow_import_stream(struct ArrowArrayStream *s, hs_batch_source *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);

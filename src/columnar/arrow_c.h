@@ -67,6 +67,11 @@ HS_MUST_USE hs_status hs_arrow_export_stream(hs_batch_source *src, struct ArrowA
  * a batch of zero rows gives a stream with b's schema and no batch. */
 HS_MUST_USE hs_status hs_arrow_export_one_batch(hs_batch *b, struct ArrowArrayStream *out,
                                             hs_error *err);
+/* When s is a stream of hs_arrow_export_stream, moves the source it
+ * exported into *out (s released) and returns true: its batches and errors
+ * then pass as they are, with no export, import and validation per batch
+ * (the table scan under the SQL executor).  Else false, s untouched. */
+bool hs_arrow_own_source(struct ArrowArrayStream *s, hs_batch_source *out);
 /* Moves the stream into a batch source; caller closes it with src->close(src->ctx). */
 HS_MUST_USE hs_status hs_arrow_import_stream(struct ArrowArrayStream *s, hs_batch_source *out,
                                              hs_error *err);

@@ -35,6 +35,11 @@
  * At most AGG_SMALL groups: each batch's rows are also ordered by group
  * (order_small), and count/sum/avg of integers and 64-bit decimals add
  * one group's rows at a time in registers (sum_small).
+ * Without group columns (a global aggregate) count(*), count and sum/avg
+ * of int32/int64/float64/decimals run straight over the column instead
+ * (agg_global.c: no group ids at all), serially when all of them do, and
+ * count(*) alone over a whole table takes the files' record counts.
+ * The state structs are in agg_int.h.
  * Memory: the row sets are accounted as they grow (xo_rows); the maps and
  * state arrays are accounted after every batch.
  *
@@ -87,102 +92,14 @@
  * (spill.c), each deduplicated at the end by a Distinct of its own over a
  * reader of its rows (one level deeper, up to XO_SPILL_MAX_LEVEL).
  */
-#include "exec/exec_int.h"
+#include "exec/agg_int.h"
 #include "base/arena.h"
-#include "base/hashmap.h"
-#include "expr/pgvector.h"
 
 #include "base/hash.h"
 
 #include <math.h>
 #include <stdio.h>
 
-#define AGG_PARTS 16
-#define AGG_MAX_LEVEL 4
-
-/* ACC_IV: sum of intervals, the running hs_interval in isum's 16 bytes
- * (PostgreSQL's interval_pl: each part on its own, 22008 on overflow). */
-typedef enum acc_class { ACC_NONE = 0, ACC_INT, ACC_FLOAT, ACC_DEC, ACC_IV } acc_class;
-
-#define XO_AGG_MAX_ORDER 16   /* ORDER BY keys of one string_agg/array_agg */
-
-#define AGG_SMALL 16   /* at most this many groups: rows ordered by group per batch */
-
-typedef struct agg_state {
-    xo_agg a;              /* a.sep, a.name owned copies */
-    int same;              /* >= 0: aggregate `same` of this operator keeps the
-                            * state this one reads (share_states); this one's
-                            * arrays stay zero and its rows are not read */
-    acc_class cls;
-    int scale;             /* decimal argument's scale (avg) */
-    hs_field store_schema; /* min/max/string_agg/array_agg: value [, sep] [, order cols] */
-    xo_sort_key *okeys;    /* ORDER BY keys over store columns (n = a.n_order) */
-    int first_ocol;        /* store position of the first order column */
-    int64_t *cnt;
-    __int128 *isum;
-    double *fsum;
-    uint8_t *flag;
-    pv_type pvt;           /* sum/avg of vector/halfvec (0: not): pv per group */
-    pv_agg *pv;
-    int64_t *best;         /* min/max: store row; string/array_agg: head */
-    int64_t *tail;
-    xo_rows store;
-    hs_buf nxt;            /* int64 per stored value */
-    hs_map seen;           /* DISTINCT: (group, value key) pairs seen */
-    int64_t seen_bytes;
-    hs_imap iseen;         /* DISTINCT: the pairs of an integer value within
-                            * int32 and a group below 2^32, packed */
-    /* DISTINCT on a parallel worker (see the top): each value the first
-     * time the worker sees it in a group, and that (worker) group */
-    bool dkeep;
-    hs_field dschema;      /* one child: the argument's field */
-    xo_rows dvals;
-    hs_buf dgid;           /* int64 per dvals row */
-} agg_state;
-
-typedef struct agg_op {
-    xo_op op;
-    int n_groups, n_aggs;
-    agg_state *aggs;
-    hs_field key_schema;
-    hs_map map;
-    int64_t map_key_bytes;
-    bool int_key;          /* one integer-like group column: imap on its value */
-    bool str_keys;         /* all group columns strings: short keys packed (pack_batch) */
-    bool int_pair;         /* two integer group columns: pairs within int32 packed */
-    hs_imap imap;
-    int64_t null_gid;      /* int_key: the NULL group, -1 until seen */
-    xo_rows keys;
-    int64_t n_total, cap;  /* groups, allocated slots */
-    int64_t accounted;     /* bytes of maps and arrays reserved in ctx */
-    hs_buf kb;             /* key scratch */
-    int64_t *gid;
-    int64_t gid_cap;
-    uint64_t *pk;          /* str_keys: each row's packed key (pack_batch) */
-    uint8_t *pk_used;      /* ... its bytes used, PK_NONE: does not fit */
-    int64_t pk_cap;
-    bool ord_ok;           /* ord/gstart hold this batch's rows by group (order_small) */
-    int32_t *ord;
-    int64_t ord_cap;
-    int64_t gstart[AGG_SMALL + 1];
-    int64_t *scratch;      /* min/max per-batch best, size cap */
-    hs_batch *result;
-    int64_t emitted;
-    bool done;
-    /* parallel partial aggregation (see top) */
-    struct agg_op **workers;
-    int n_workers;
-    bool par_tried;
-    /* spilling (see top) */
-    bool probe_only;       /* assign_groups: look up only, -1 for a missing group */
-    bool spilling;
-    int level;             /* 0, or the depth of a partition's aggregate */
-    xo_spill sp;
-    hs_buf part[AGG_PARTS];/* block offsets (int64) of each partition */
-    int next_part;
-    xo_op *sub;            /* the aggregate of the partition being emitted */
-    int64_t spilled_rows, sub_spilled;
-} agg_op;
 
 static const char *fn_name(xo_agg_fn f)
 {
@@ -1338,14 +1255,25 @@ static hs_status order_small(agg_op *s, int64_t n, hs_error *err)
 /* Aggregates one input batch into s (the operator or a worker). */
 static hs_status consume(agg_op *s, const hs_batch *b, hs_error *err)
 {
-    hs_status st = assign_groups(s, b, err);
-    if (st == HS_OK)
+    /* a global aggregate fills group ids (all 0) only for the aggregates
+     * update_global does not cover */
+    bool global = s->n_groups == 0, ready = !global;
+    hs_status st = HS_OK;
+    s->ord_ok = false;
+    if (!global)
+        st = assign_groups(s, b, err);
+    if (st == HS_OK && !global)
         st = order_small(s, b->n_rows, err);
     if (st == HS_OK)
         st = ensure_groups(s, s->n_total, err);
-    for (int j = 0; j < s->n_aggs && st == HS_OK; j++)
-        if (s->aggs[j].same < 0)
-            st = update_agg(s, &s->aggs[j], b, s->gid, err);
+    for (int j = 0; j < s->n_aggs && st == HS_OK; j++) {
+        if (s->aggs[j].same >= 0 || (global && agg_update_global(&s->aggs[j], b, &st, err)))
+            continue;
+        if (!ready && (st = assign_groups(s, b, err)) != HS_OK)
+            break;
+        ready = true;
+        st = update_agg(s, &s->aggs[j], b, s->gid, err);
+    }
     if (st == HS_OK)
         st = account(s, err);
     return st;
@@ -1359,7 +1287,7 @@ static void agg_clear(agg_op *s);
 static bool can_parallel(const agg_op *s)
 {
     const xo_ctx *ctx = s->op.ctx;
-    if (!ctx || !ctx->pool || ctx->threads < 2)
+    if (!ctx || !ctx->pool || ctx->threads < 2 || agg_global_cheap(s))
         return false;
     int n_distinct = 0;
     for (int j = 0; j < s->n_aggs; j++) {
@@ -1990,6 +1918,8 @@ static hs_status next_spilled(agg_op *s, hs_batch **out, hs_error *err)
 static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
 {
     const agg_op *s = (const agg_op *)op;
+    if (s->counted && hs_buf_puts(out, "count(*) from the data files' record counts\n") != HS_OK)
+        return hs_err_nomem(err, 0);
     if (!s->spilling)
         return HS_OK;
     if (hs_buf_printf(out, "spilled: %lld rows to %d partitions (%lld bytes), %lld rows again "
@@ -2002,6 +1932,10 @@ static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
 static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     agg_op *s = (agg_op *)op;
+    if (!s->done && !s->par_tried && agg_count_known(s)) {
+        s->done = s->par_tried = true;
+        HS_TRY(agg_finish(s, err));
+    }
     if (!s->done && !s->par_tried && can_parallel(s)) {
         s->par_tried = true;
         bool eof;

@@ -152,6 +152,7 @@ typedef struct par_state {
     par_job *jobs;
     int n, pos, cap;
     bool eof;
+    bool serial;   /* nothing to evaluate (a Project of bare columns): inline */
 } par_state;
 
 static hs_status par_task(void *arg, hs_error *err)
@@ -175,7 +176,7 @@ static void par_free(par_state *ps)
 static hs_status par_next(xo_op *op, apply_fn fn, par_state *ps, hs_batch **out, hs_error *err)
 {
     xo_ctx *ctx = op->ctx;
-    int window = ctx && ctx->pool && ctx->threads > 1 ? ctx->threads : 1;
+    int window = !ps->serial && ctx && ctx->pool && ctx->threads > 1 ? ctx->threads : 1;
     for (;;) {
         while (ps->pos < ps->n) {
             par_job *j = &ps->jobs[ps->pos++];
@@ -454,6 +455,11 @@ hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *na
     for (int i = 0; i < n; i++)
         p->exprs[i] = exprs[i];
     p->n_shared = ex_share(p->exprs, n);
+    /* bare columns only: each batch's columns move (or are sliced), which
+     * costs less than a pool round (one per `threads` batches) */
+    p->par.serial = true;
+    for (int i = 0; i < n; i++)
+        p->par.serial &= ex_column_id(p->exprs[i]) >= 1;
     op->next = project_next;
     op->destroy = project_destroy;
     op->push_keyfilter = project_push_keyfilter;

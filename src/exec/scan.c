@@ -3,7 +3,8 @@
  * hs_scan_stream: pruning, sidecar indexes, deletes and the exact filter
  * all happen in the table layer) and VectorSearch (hs_table_search).
  *
- * Both import the table layer's ArrowArrayStream as a batch source and
+ * Both import the table layer's ArrowArrayStream as a batch source (the
+ * table scan's own batches, hs_arrow_own_source: no Arrow round trip) and
  * relabel every batch with the operator's schema (field ids renumbered to
  * positions, exec/op.h).  Scan plans in its constructor, so that unknown
  * columns and filter errors surface when the plan is built; it keeps the
@@ -161,7 +162,8 @@ static int64_t scan_max_rows(const xo_op *op)
 static hs_status scan_adopt(xo_op *op, struct ArrowArrayStream *stream, hs_error *err)
 {
     scan_op *s = (scan_op *)op;
-    HS_TRY(hs_arrow_import_stream(stream, &s->src, err));
+    if (!hs_arrow_own_source(stream, &s->src))   /* a table scan's stream: its own batches */
+        HS_TRY(hs_arrow_import_stream(stream, &s->src, err));
     hs_field_clear(&op->schema);
     if (hs_field_copy(&s->src.schema, &op->schema) != HS_OK) {
         hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);

@@ -1221,11 +1221,17 @@ static hs_status rd_eval(rd_state *r, hs_column **cols, int64_t n, const uint32_
     if (r->n_rtf)
         rd_rtfilter(r, *b, &nm, false, done);
     int64_t k = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (r->sel[i]) {
-            r->hit_pos[k] = pos[i];
-            r->idx[k++] = i;
-        }
+    if (nm == n) {   /* every row passes: r->idx is read only when some do not */
+        k = n;
+        if (r->hits && n)
+            memcpy(r->hit_pos, pos, (size_t)n * sizeof *pos);
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            if (r->sel[i]) {
+                r->hit_pos[k] = pos[i];
+                r->idx[k++] = i;
+            }
+    }
     if (r->hits && k)
         roaring_bitmap_add_many(r->hits, (size_t)k, r->hit_pos);
     r->rep->rows_matched += k;
