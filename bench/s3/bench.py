@@ -38,7 +38,7 @@ projection, default "id"; "id,value" lies outside the clustered index's included
 columns, so it runs the search path before it on the same table), BENCH_CLUSTER (default 1: the
 vector index declared with cluster="category", include=["id"]; 0: a plain one), BENCH_SETTLE_S (default 0.5:
 the warm query waits until no request has reached the proxy for this long
-after the cold one, and those requests, the engine's background warming, are
+after the cold one and every answer has been sent, and those requests, the engine's background warming, are
 printed on their own line with the time their last answer arrived after the cold
 query's; 0: the warm query follows at once), BENCH_WARM_AFTER_S=T (instead: the warm
 query is issued T seconds after the cold query's answer, whether the warming is done or
@@ -356,8 +356,9 @@ def settle(proxy, t_answer):
         t_end = time.time() + 60
         last = -1
         while time.time() < t_end:
-            n = proxy.requests
-            if n == last:
+            with proxy.lock:   # no new request, and no answer still on its way
+                n = (proxy.requests, proxy.answered)
+            if n == last and n[0] == n[1]:
                 break
             last = n
             time.sleep(SETTLE_S)

@@ -7,9 +7,10 @@
  * up to TBL_VCACHE_SLOTS sections, each with its buffer (reserved whole at
  * the start of its fetch: the bound counts it at once) and its chunks,
  * each pending, in flight, done or failed.  Workers (at most
- * TBL_VCACHE_THREADS, detached threads of hs_io_background) wait once for
- * the idle gate, then take pending chunks of any section in the order the
- * sections came, one ranged GET each, until none is left; a worker stops
+ * TBL_VCACHE_THREADS, detached threads of hs_io_background) take pending
+ * chunks (lowest chunk index first, then the oldest section), one ranged
+ * GET each, until none is left, each after the idle gate
+ * (tbl_plan_wait_idle: a query pauses the fetch); a worker stops
  * when io asks background tasks to stop (process exit, S3 cache reset).
  * A reader waits on g_cv for chunks in flight.  A section is in use (busy)
  * while a worker fetches one of its chunks or a reader waits for or copies
@@ -198,18 +199,33 @@ bool tbl_vcache_read(const char *uri, uint64_t size, uint64_t off, uint64_t len,
 static void worker(void *arg)
 {
     (void)arg;
-    /* after the query's answer, when no query runs (plan.c's idle gate) */
-    bool go = tbl_plan_wait_idle();
+    bool go = true;
     lock();
     while (go) {
+        /* each chunk after the query's answer, when no query runs (plan.c's
+         * idle gate): a query issued meanwhile competes only with the GETs
+         * already in flight, and the fetch goes on 50 ms after it */
+        unlock();
+        go = tbl_plan_wait_idle();
+        lock();
+        if (!go)
+            break;
+        /* the lowest pending chunk index of all sections, then the oldest
+         * section: the sections of one search advance together, so a
+         * value's blocks (the same chunk index in every file, plan_chunks)
+         * are all in early, not one file after another */
         vc_sec *s = NULL;
-        for (int i = 0; i < TBL_VCACHE_SLOTS; i++)
-            if (g_sec[i].uri && has_pending(&g_sec[i]) && (!s || g_sec[i].order < s->order))
-                s = &g_sec[i];
+        for (int i = 0; i < TBL_VCACHE_SLOTS; i++) {
+            vc_sec *o = &g_sec[i];
+            if (!o->uri || !has_pending(o))
+                continue;
+            while (o->ch[o->next].state != CH_PENDING)
+                o->next++;
+            if (!s || o->next < s->next || (o->next == s->next && o->order < s->order))
+                s = o;
+        }
         if (!s)
             break;
-        while (s->ch[s->next].state != CH_PENDING)
-            s->next++;
         uint32_t c = s->next++;
         s->ch[c].state = CH_FLIGHT;
         s->busy++;
@@ -271,9 +287,11 @@ static int u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The chunks of a section: runs of whole blocks from the first block to
- * the sidecar's end, each about a target size.  NULL on no memory or
- * nothing to fetch. */
+/* The chunks of a section: runs of the same number of whole blocks (in
+ * offset order, which is value order), from the first block to the
+ * sidecar's end, about a target size each.  Files that hold the same values
+ * get chunks of the same values, which the workers fetch together.  NULL on
+ * no memory or nothing to fetch. */
 static vc_chunk *plan_chunks(uint64_t size, const tbl_vcdir *dir, uint64_t *first,
                              uint32_t *n_out)
 {
@@ -294,17 +312,22 @@ static vc_chunk *plan_chunks(uint64_t size, const tbl_vcdir *dir, uint64_t *firs
         return NULL;
     }
     qsort(offs, n, sizeof *offs, u64_cmp);
+    size_t u = 1;   /* distinct offsets */
+    for (size_t j = 1; j < n; j++)
+        if (offs[j] != offs[u - 1])
+            offs[u++] = offs[j];
+    n = u;
     uint64_t len = size - offs[0];
     uint64_t target = len / 8;
     if (target < TBL_VCACHE_CHUNK_MIN)
         target = TBL_VCACHE_CHUNK_MIN;
     if (target > TBL_VCACHE_CHUNK_MAX)
         target = TBL_VCACHE_CHUNK_MAX;
-    vc_chunk *ch = hs_malloc((n + 1) * sizeof *ch);
+    uint64_t chunks = (len + target - 1) / target;
+    size_t per = (size_t)((n + chunks - 1) / chunks);   /* blocks a chunk */
+    vc_chunk *ch = hs_malloc((n / per + 1) * sizeof *ch);
     uint32_t k = 0;
-    for (size_t j = 0; ch && j < n; j++) {
-        if (k > 0 && (offs[j] == ch[k - 1].off || offs[j] - ch[k - 1].off < target))
-            continue;   /* inside the current chunk */
+    for (size_t j = 0; ch && j < n; j += per) {
         if (k > 0)
             ch[k - 1].len = offs[j] - ch[k - 1].off;
         ch[k++] = (vc_chunk){offs[j], 0, CH_PENDING};

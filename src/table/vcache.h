@@ -6,10 +6,14 @@
  * file, the whole section of each sidecar (from its first block to its end)
  * is fetched in the background, once no query runs (tbl_plan_wait_idle),
  * so that a search of another value reads nothing.  A section is fetched as
- * runs of whole blocks ("chunks", TBL_VCACHE_CHUNK_MIN..MAX bytes, about
- * an eighth of the section) by up to TBL_VCACHE_THREADS ranged GETs in
- * parallel, shared by all sections waiting: not one long GET per sidecar.
- * A chunk is usable as soon as it has arrived.  A search that needs a block
+ * runs of the same number of whole blocks ("chunks", about an eighth of the
+ * section, within TBL_VCACHE_CHUNK_MIN..MAX bytes unless one block is
+ * larger) by up to TBL_VCACHE_THREADS ranged GETs in parallel, shared by all
+ * sections waiting: not one long GET per sidecar.  Chunk k of every section
+ * goes before chunk k + 1 of any, so files holding the same values have
+ * each value's blocks in at about the same time (a value is then warm in
+ * all files, not file after file).  A chunk is usable as soon as it has
+ * arrived.  A search that needs a block
  * copies it from its chunk when that has arrived, waits for it when its GET
  * is in flight (it is sooner than a GET of its own), and otherwise reads
  * the block itself.
