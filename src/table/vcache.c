@@ -12,9 +12,8 @@
  * GET each, until none is left, each after the idle gate
  * (tbl_plan_wait_idle: a query pauses the fetch); a worker stops
  * when io asks background tasks to stop (process exit, S3 cache reset).
- * A reader waits on g_cv for chunks in flight.  A section is in use (busy)
- * while a worker fetches one of its chunks or a reader waits for or copies
- * from it, and is never dropped then.
+ * A reader copies under g_mu.  A section is in use (busy) while a worker
+ * fetches one of its chunks, and is never dropped then.
  *
  * A forked child has none of the parent's workers: at the first use in a
  * child, chunks in flight go back to pending and the counts restart.
@@ -27,7 +26,6 @@
 #include "io/io.h"
 #include "table/table_int.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +53,6 @@ typedef struct vc_sec {
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 HS_FORK_GUARD(g_mu, HS_FORK_RANK_LEAF)
-static pthread_cond_t g_cv = PTHREAD_COND_INITIALIZER;
 static vc_sec g_sec[TBL_VCACHE_SLOTS];
 static uint64_t g_bytes, g_tick, g_order;
 static int g_workers;
@@ -77,7 +74,6 @@ static void lock(void)
     if (gen == g_gen)
         return;
     g_gen = gen;
-    pthread_cond_init(&g_cv, NULL);
     g_workers = 0;
     for (int i = 0; i < TBL_VCACHE_SLOTS; i++) {
         vc_sec *s = &g_sec[i];
@@ -151,41 +147,14 @@ bool tbl_vcache_read(const char *uri, uint64_t size, uint64_t off, uint64_t len,
         return false;
     lock();
     vc_sec *s = find_locked(uri, size);
-    if (!s || off < s->off || len > s->len || off - s->off > s->len - len) {
-        g_st.misses++;
-        unlock();
-        return false;
-    }
-    /* a reader that waits longer than this for a GET in flight reads the
-     * range itself (a GET that retries can take seconds) */
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 2;
-    s->busy++;
-    bool hit = false, waited = false;
-    for (;;) {
-        bool ready = true, usable = true;
-        for (uint32_t c = chunk_at(s, off); c < s->n_ch && s->ch[c].off < off + len; c++) {
-            int st = s->ch[c].state;
-            ready &= st == CH_DONE;
-            usable &= st == CH_DONE || st == CH_FLIGHT;
-        }
-        if (ready) {
-            memcpy(dst, s->buf + (off - s->off), (size_t)len);
-            s->used = ++g_tick;
-            hit = true;
-            break;
-        }
-        if (!usable)
-            break;
-        waited = true;
-        if (pthread_cond_timedwait(&g_cv, &g_mu, &until) == ETIMEDOUT)
-            break;
-    }
-    s->busy--;
+    bool hit = s && off >= s->off && len <= s->len && off - s->off <= s->len - len;
+    for (uint32_t c = hit ? chunk_at(s, off) : 0; hit && c < s->n_ch && s->ch[c].off < off + len;
+         c++)
+        hit = s->ch[c].state == CH_DONE;
     if (hit) {
+        memcpy(dst, s->buf + (off - s->off), (size_t)len);
+        s->used = ++g_tick;
         g_st.hits++;
-        g_st.waits += waited;
     } else {
         g_st.misses++;
     }
@@ -252,7 +221,6 @@ static void worker(void *arg)
                 g_st.chunks_failed++;
             }
         }
-        pthread_cond_broadcast(&g_cv);
         if (hs_io_background_stop())
             break;
     }
@@ -318,7 +286,7 @@ static vc_chunk *plan_chunks(uint64_t size, const tbl_vcdir *dir, uint64_t *firs
             offs[u++] = offs[j];
     n = u;
     uint64_t len = size - offs[0];
-    uint64_t target = len / 8;
+    uint64_t target = len / 16;
     if (target < TBL_VCACHE_CHUNK_MIN)
         target = TBL_VCACHE_CHUNK_MIN;
     if (target > TBL_VCACHE_CHUNK_MAX)

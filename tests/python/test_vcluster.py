@@ -506,9 +506,9 @@ def test_s3_section_chunks_tile_the_section():
         assert rs[-1][1] == size - 1, (key, rs, size)
         for (a0, b0), (a1, b1) in zip(rs, rs[1:]):
             assert a1 == b0 + 1, rs
-        # several GETs (a section of ~800 KB in runs of >= 256 KiB), none over 4 MiB
-        assert 2 <= len(rs) <= 8, rs
-        assert all(b - a + 1 <= 4 << 20 for a, b in rs), rs
+        # several GETs (a section of ~800 KB in runs of >= 256 KiB), none over 2 MiB
+        assert 2 <= len(rs) <= 4, rs
+        assert all(b - a + 1 <= 2 << 20 for a, b in rs), rs
         # the cold query's block lies inside the section
         (ca, cb), = cold[key]
         assert rs[0][0] <= ca and cb <= size - 1
