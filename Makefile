@@ -59,7 +59,7 @@ test-python: build
 HS_S3_SERVER ?= both
 S3_SERVERS = $(if $(filter both,$(HS_S3_SERVER)),seaweedfs moto,$(HS_S3_SERVER))
 S3_C_QUICK = ^test_table$$|^test_table_index$$
-S3_C_FULL = ^test_table$$|^test_table_index$$|^test_table_search$$|^test_table_maint$$|^test_rowdelta$$|^test_s3$$|^test_table_faults$$
+S3_C_FULL = ^test_table$$|^test_table_index$$|^test_table_search$$|^test_table_maint$$|^test_rowdelta$$|^test_s3$$|^test_table_faults$$|^test_vcache$$
 S3_PY_QUICK = tests/python/test_pkg_table.py tests/python/test_pkg_search.py \
 	tests/python/test_index_pyiceberg.py tests/python/test_index_differential.py \
 	tests/python/test_table_zorder.py tests/python/test_rowdelta_pyiceberg.py \

@@ -38,8 +38,12 @@ projection, default "id"; "id,value" lies outside the clustered index's included
 columns, so it runs the search path before it on the same table), BENCH_CLUSTER (default 1: the
 vector index declared with cluster="category", include=["id"]; 0: a plain one), BENCH_SETTLE_S (default 0.5:
 the warm query waits until no request has reached the proxy for this long
-after the cold one, and those requests, the engine's background warming, are
-printed on their own line; 0: the warm query follows at once), BENCH_REWRITE_MANIFESTS=1
+after the cold one and every answer has been sent, and those requests, the engine's background warming, are
+printed on their own line with the time their last answer arrived after the cold
+query's; 0: the warm query follows at once), BENCH_WARM_AFTER_S=T (instead: the warm
+query is issued T seconds after the cold query's answer, whether the warming is done or
+not; the warming's requests until then are counted apart, later ones in the warm
+query's), BENCH_REWRITE_MANIFESTS=1
 (run rewrite_manifests on the table first: one manifest instead of one per
 append; a maintenance step, report it as its own row), BENCH_OPEN (ours: "metadata", default, opens the metadata file's location as
 pyiceberg does; "path" opens the table directory), BENCH_TABLE_CACHE=DIR (keep
@@ -302,6 +306,7 @@ def measure(proxy, w, q, label=""):
     proxy.reset_counters()
     t0 = time.perf_counter()
     r = w.ask(q)
+    t_answer = time.perf_counter()
     # the query's requests are those that reached the proxy before its answer
     # did; any after it (background warming for the next query) are settle()'s
     with proxy.lock:
@@ -324,7 +329,7 @@ def measure(proxy, w, q, label=""):
         last = t
     by["rounds"] = rounds
     return {"ms": r["ms"], "cpu": r["cpu"], "requests": n_req, "bytes": n_bytes,
-            "result": r["result"], "by": by}
+            "result": r["result"], "by": by, "t_answer": t_answer}
 
 
 DELAY_NOW = [0.0]   # the injected delay of the current run, ms
@@ -334,23 +339,32 @@ DELAY_NOW = [0.0]   # the injected delay of the current run, ms
 # those requests apart; 0 = issue the warm query at once (then they count in
 # the warm query's, and may delay it).
 SETTLE_S = float(os.environ.get("BENCH_SETTLE_S", "0.5"))
+WARM_AFTER_S = os.environ.get("BENCH_WARM_AFTER_S")
 
 
-def settle(proxy):
+def settle(proxy, t_answer):
     """Requests and bytes that arrive after a query has returned, until the
-    process is quiet for SETTLE_S (at most 60 s)."""
-    if SETTLE_S <= 0:
-        return 0, 0
+    process is quiet for SETTLE_S (at most 60 s), or for BENCH_WARM_AFTER_S
+    after the answer; and when the last of their answers arrived (ms after
+    the query's answer; 0 when none)."""
+    if WARM_AFTER_S is None and SETTLE_S <= 0:
+        return 0, 0, 0.0
     proxy.reset_counters()
-    t_end = time.time() + 60
-    last = -1
-    while time.time() < t_end:
-        n = proxy.requests
-        if n == last:
-            break
-        last = n
-        time.sleep(SETTLE_S)
-    return proxy.requests, proxy.bytes_out
+    if WARM_AFTER_S is not None:
+        time.sleep(max(0.0, t_answer + float(WARM_AFTER_S) - time.perf_counter()))
+    else:
+        t_end = time.time() + 60
+        last = -1
+        while time.time() < t_end:
+            with proxy.lock:   # no new request, and no answer still on its way
+                n = (proxy.requests, proxy.answered)
+            if n == last and n[0] == n[1]:
+                break
+            last = n
+            time.sleep(SETTLE_S)
+    with proxy.lock:
+        done = (proxy.last_answer - t_answer) * 1000 if proxy.answered else 0.0
+        return proxy.requests, proxy.bytes_out, done
 
 
 def main():
@@ -387,7 +401,8 @@ def main():
                             w = Worker(engine, uri, meta, s3, proxy.endpoint)
                             starts.append(w.startup)
                             c = measure(proxy, w, q, f"{engine} cold" if rep == 0 else "")
-                            c["warming"], c["warming_bytes"] = settle(proxy)
+                            c["warming"], c["warming_bytes"], c["warming_ms"] = \
+                                settle(proxy, c["t_answer"])
                             m = measure(proxy, w, q2, f"{engine} warm" if rep == 0 else "")
                             w.close()
                             cold.setdefault(q["kind"], []).append(c)
@@ -400,8 +415,13 @@ def main():
                         w = cold[kind]
                         print(f"delay={delay:>4.0f}ms {engine:9s} {kind:6s} warming after cold: "
                               f"{statistics.median(r['warming'] for r in w):6.0f} requests  "
-                              f"{statistics.median(r['warming_bytes'] for r in w) / 1e6:9.3f} MB "
-                              f"(in the background, before the warm query; BENCH_SETTLE_S={SETTLE_S})",
+                              f"{statistics.median(r['warming_bytes'] for r in w) / 1e6:9.3f} MB, "
+                              f"the last answer {statistics.median(r['warming_ms'] for r in w):6.0f} ms "
+                              f"after the cold one (runs: "
+                              + ", ".join(f"{r['warming_ms']:.0f}" for r in w) + ") "
+                              f"(in the background, before the warm query; "
+                              + (f"BENCH_WARM_AFTER_S={WARM_AFTER_S})" if WARM_AFTER_S is not None
+                                 else f"BENCH_SETTLE_S={SETTLE_S})"),
                               flush=True)
                         for label, runs in (("cold", cold[kind]), ("warm", warm[kind])):
                             rec = {k: statistics.median(r[k] for r in runs)
@@ -413,7 +433,8 @@ def main():
                                   f"{rec['requests']:6.0f} requests  "
                                   f"{rec['bytes'] / 1e6:9.3f} MB   ["
                                   + " ".join(f"{c}={by[c]}" for c in CLASSES if by.get(c))
-                                  + f"] rounds={by.get('rounds', 0)}", flush=True)
+                                  + f"] rounds={by.get('rounds', 0)}  runs: "
+                                  + ", ".join(f"{r['ms']:.1f}" for r in runs), flush=True)
                     # the answers agree (vector: the filtered top-10 of ours vs brute force)
                     results[(delay, engine, "answers")] = [r["result"] for k in cold for r in cold[k]]
         for delay in DELAYS if set(ENGINES) >= {"ours", "pyiceberg"} else ():

@@ -56,6 +56,11 @@
  *   search_filter_cache                        1        1: a table handle keeps its last
  *                      HS_SEARCH_FILTER_CACHE                  filtered search's plan and
  *                                                      allowed rows; 0: off
+ *   cluster_cache_mb   HS_CLUSTER_CACHE_MB    512      object stores: the clustered vector
+ *                                                      sections fetched in the background
+ *                                                      after a clustered search, so that
+ *                                                      the next value's search reads
+ *                                                      nothing, MiB; 0 = off
  *
  * Text settings (hs_config_set / hs_config_get_str; "" = unset; at most
  * HS_CONFIG_STR_MAX - 1 bytes):

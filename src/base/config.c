@@ -70,6 +70,9 @@ static const cfg_def g_defs[HS_CFG_N] = {
     [HS_CFG_FILTER_CACHE] = {"filter_cache", "HS_FILTER_CACHE", 1, 0, 1, 1},
     /* a table handle keeps its last filtered search's preparation (table/search.c) */
     [HS_CFG_SEARCH_FILTER_CACHE] = {"search_filter_cache", "HS_SEARCH_FILTER_CACHE", 1, 0, 1, 1},
+    /* object stores: the clustered vector sections fetched after a
+     * clustered search, at most this many MiB (table/vcache.h); 0 = off */
+    [HS_CFG_CLUSTER_CACHE_MB] = {"cluster_cache_mb", "HS_CLUSTER_CACHE_MB", 512, 0, MB_MAX, 0},
 };
 
 typedef struct cfg_str_def {

@@ -65,6 +65,7 @@
  * closes); the returned stream owns its one batch.
  */
 #include "table/table_int.h"
+#include "table/vcache.h"
 #include "table/vcluster.h"
 #include "table/vindex.h"
 
@@ -1384,156 +1385,6 @@ static int cl_cand_cmp(const void *a, const void *b)
     return cand_cmp(&((const cl_cand *)a)->c, &((const cl_cand *)b)->c);
 }
 
-/* Object stores: the whole clustered section of a sidecar, read in the
- * background once no query runs (tbl_plan_wait_idle) after a search that
- * read blocks of it, so that the next
- * search for another value reads nothing (process-wide; sidecars are
- * immutable, so an entry keyed by path and size stays true).  At most
- * CL_CACHE_MAX bytes, the least recently used sections dropped first. */
-#define CL_CACHE_MAX ((uint64_t)512 << 20)
-#define CL_CACHE_SLOTS 256
-
-typedef struct cl_sec {
-    char *uri;                /* NULL: a free slot */
-    uint64_t size, off, len;  /* the sidecar's size; bytes [off, off + len) */
-    uint8_t *buf;             /* NULL while being read */
-    uint64_t used;            /* LRU tick */
-} cl_sec;
-
-static pthread_mutex_t g_cl_mu = PTHREAD_MUTEX_INITIALIZER;
-HS_FORK_GUARD(g_cl_mu, HS_FORK_RANK_LEAF)   /* nothing is taken while it is held */
-static cl_sec g_cl[CL_CACHE_SLOTS];
-static uint64_t g_cl_bytes, g_cl_tick;
-
-static cl_sec *cl_find_locked(const char *uri, uint64_t size)
-{
-    for (int i = 0; i < CL_CACHE_SLOTS; i++)
-        if (g_cl[i].uri && g_cl[i].size == size && strcmp(g_cl[i].uri, uri) == 0)
-            return &g_cl[i];
-    return NULL;
-}
-
-static void cl_drop_locked(cl_sec *s)
-{
-    g_cl_bytes -= s->buf ? s->len : 0;
-    hs_free(s->uri);
-    hs_free_aligned(s->buf);
-    memset(s, 0, sizeof *s);
-}
-
-/* Copies [off, off + len) of the sidecar from the cache: true when held. */
-static bool cl_cache_copy(const char *uri, uint64_t size, uint64_t off, uint64_t len, uint8_t *dst)
-{
-    pthread_mutex_lock(&g_cl_mu);
-    cl_sec *s = cl_find_locked(uri, size);
-    bool hit = s && s->buf && off >= s->off && len <= s->len && off - s->off <= s->len - len;
-    if (hit) {
-        memcpy(dst, s->buf + (off - s->off), (size_t)len);
-        s->used = ++g_cl_tick;
-    }
-    pthread_mutex_unlock(&g_cl_mu);
-    return hit;
-}
-
-/* Claims a slot for (uri, size) unless one exists: true when the caller is
- * to read it. */
-static bool cl_cache_claim(const char *uri, uint64_t size, uint64_t off, uint64_t len)
-{
-    if (len > CL_CACHE_MAX)
-        return false;
-    pthread_mutex_lock(&g_cl_mu);
-    bool claimed = false;
-    if (!cl_find_locked(uri, size)) {
-        /* room: drop the least recently used sections (not those in flight) */
-        while (g_cl_bytes + len > CL_CACHE_MAX) {
-            cl_sec *old = NULL;
-            for (int i = 0; i < CL_CACHE_SLOTS; i++)
-                if (g_cl[i].uri && g_cl[i].buf && (!old || g_cl[i].used < old->used))
-                    old = &g_cl[i];
-            if (!old)
-                break;
-            cl_drop_locked(old);
-        }
-        cl_sec *free_slot = NULL;
-        for (int i = 0; i < CL_CACHE_SLOTS && !free_slot; i++)
-            if (!g_cl[i].uri)
-                free_slot = &g_cl[i];
-        if (free_slot && g_cl_bytes + len <= CL_CACHE_MAX && (free_slot->uri = hs_strdup(uri))) {
-            free_slot->size = size;
-            free_slot->off = off;
-            free_slot->len = len;
-            free_slot->used = ++g_cl_tick;
-            claimed = true;
-        }
-    }
-    pthread_mutex_unlock(&g_cl_mu);
-    return claimed;
-}
-
-/* Fills a claimed slot (buf NULL: the read failed, the slot is freed). */
-static void cl_cache_fill(const char *uri, uint64_t size, uint8_t *buf)
-{
-    pthread_mutex_lock(&g_cl_mu);
-    cl_sec *s = cl_find_locked(uri, size);
-    if (s && !s->buf && buf) {
-        s->buf = buf;
-        g_cl_bytes += s->len;
-        buf = NULL;
-    } else if (s && !s->buf) {
-        cl_drop_locked(s);
-    }
-    pthread_mutex_unlock(&g_cl_mu);
-    hs_free_aligned(buf);
-}
-
-typedef struct cl_warm {
-    char *uri;
-    uint64_t size, off, len;
-} cl_warm;
-
-static void cl_warm_run(void *arg)
-{
-    cl_warm *w = arg;
-    /* after the query's answer, when no query runs (plan.c's idle gate) */
-    uint8_t *buf = !tbl_plan_wait_idle() ? NULL : hs_malloc_aligned((size_t)w->len);
-    if (buf && hs_io_read_range(w->uri, buf, w->off, w->len, w->size, NULL) != HS_OK) {
-        hs_free_aligned(buf);
-        buf = NULL;
-    }
-    cl_cache_fill(w->uri, w->size, buf);
-    hs_free(w->uri);
-    hs_free(w);
-}
-
-/* Starts the background read of a sidecar's section (from its first
- * block to its end) unless it is cached or being read. */
-static void cl_warm_section(const char *uri, uint64_t size, const tbl_vcdir *dir)
-{
-    uint64_t first = size;
-    size_t i;
-    json_t *e;
-    json_array_foreach(dir->values, i, e) {
-        json_t *o = json_array_get(e, 1);
-        if (json_is_integer(o) && json_integer_value(o) >= 0 &&
-            (uint64_t)json_integer_value(o) < first)
-            first = (uint64_t)json_integer_value(o);
-    }
-    if (first >= size || !cl_cache_claim(uri, size, first, size - first))
-        return;
-    cl_warm *w = hs_calloc(1, sizeof *w);
-    if (w && (w->uri = hs_strdup(uri))) {
-        w->size = size;
-        w->off = first;
-        w->len = size - first;
-        if (hs_io_background(cl_warm_run, w))
-            return;
-    }
-    if (w)
-        hs_free(w->uri);
-    hs_free(w);
-    cl_cache_fill(uri, size, NULL);   /* frees the claim */
-}
-
 static hs_status cl_read_run(void *arg, hs_error *err)
 {
     (void)err;
@@ -1541,7 +1392,7 @@ static hs_status cl_read_run(void *arg, hs_error *err)
     if (!(r->buf = hs_malloc_aligned((size_t)r->len)))
         r->st = hs_err_nomem(&r->err, (size_t)r->len);
     else if (!(r->cached = hs_io_is_object_uri(r->uri) &&
-                           cl_cache_copy(r->uri, r->size, r->off, r->len, r->buf)))
+                           tbl_vcache_read(r->uri, r->size, r->off, r->len, r->buf)))
         r->st = hs_io_read_range(r->uri, r->buf, r->off, r->len, r->size, &r->err);
     return HS_OK;   /* each read's status is its own */
 }
@@ -1863,7 +1714,7 @@ static hs_status clustered_search(const search_call *c, const vreg *vr, const hs
     for (size_t i = 0; st == HS_OK && i < n_blocks; i++) {
         const cl_read *rr = &rd[bk[i].read];
         if (!rr->cached && hs_io_is_object_uri(rr->uri))
-            cl_warm_section(rr->uri, rr->size, &dirs[bk[i].file]);
+            tbl_vcache_warm(rr->uri, rr->size, &dirs[bk[i].file]);
     }
     hs_field_clear(&schema);
     hs_free(cols);

@@ -208,8 +208,8 @@ WORKER = textwrap.dedent('''
 ''')
 
 
-def run_worker(s3, uri, queries, proxy):
-    env = dict(os.environ, **s3.env)
+def run_worker(s3, uri, queries, proxy, env_extra=None):
+    env = dict(os.environ, **s3.env, **(env_extra or {}))
     env["AWS_ENDPOINT_URL"] = proxy.endpoint
     env.pop("AWS_ENDPOINT_URL_S3", None)
     p = subprocess.Popen([sys.executable, "-c", WORKER, uri], env=env, text=True,
@@ -218,6 +218,10 @@ def run_worker(s3, uri, queries, proxy):
     try:
         for q in queries:
             time.sleep(q.pop("sleep", 0))
+            if q.pop("quiet", False):   # until the background warming is done
+                w = quiet(proxy)
+                if getattr(proxy, "warmings", None) is not None:
+                    proxy.warmings.append(w)
             with proxy.lock:
                 proxy.trace.clear()
             p.stdin.write(json.dumps(q) + "\n")
@@ -226,10 +230,27 @@ def run_worker(s3, uri, queries, proxy):
             assert line, p.stderr.read()
             with proxy.lock:
                 out.append((json.loads(line), list(proxy.trace)))
+                proxy.trace.clear()   # what follows the answer: the next query's or quiet()'s
     finally:
         p.stdin.close()
         p.wait(60)
     return out, p.stderr.read()
+
+
+def quiet(proxy, still=0.6, limit=60):
+    """Waits until no request has reached the proxy, and every answer has
+    been written, for `still` seconds; returns the requests until then."""
+    t_end = time.time() + limit
+    last = None
+    while time.time() < t_end:
+        with proxy.lock:
+            now = (proxy.requests, proxy.answered)
+        if now == last and now[0] == now[1]:
+            break
+        last = now
+        time.sleep(still)
+    with proxy.lock:
+        return list(proxy.trace)
 
 
 def test_s3_one_ranged_get_per_file():
@@ -385,3 +406,136 @@ def pa_schema():
     return pa.schema([("id", pa.int64()), ("cat", pa.string()), ("catn", pa.int32()),
                       ("title", pa.string()), ("score", pa.float64()),
                       ("emb", pa.list_(pa.float32()))])
+
+
+# ---- S3: the sections fetched in the background after a clustered search ----
+
+WDIM = 64
+WPER = 3000
+
+
+def make_wide(loc, files=2):
+    """Sections of about 800 KB a file (9 blocks of ~330 rows x 268 bytes):
+    several chunks each (table/vcache.h: runs of whole blocks of at least
+    256 KiB)."""
+    t = hdb.Table(loc)
+    frames = []
+    for f in range(files):
+        rng = np.random.default_rng(200 + f)
+        ids = np.arange(f * WPER, (f + 1) * WPER, dtype=np.int64)
+        frames.append(pd.DataFrame({"id": ids, "cat": [f"c{i % CATS}" for i in ids],
+                                    "emb": list(rng.standard_normal((WPER, WDIM))
+                                                .astype(np.float32))}))
+        t.write_pandas(frames[-1])
+        t.commit()
+    t.add_index("emb", "hnsw", cluster="cat", include=["id"])
+    return t, pd.concat(frames, ignore_index=True)
+
+
+def sidecar_sizes(s3, uri):
+    import boto3
+    c = boto3.client("s3", endpoint_url=s3.endpoint, region_name="us-east-1",
+                     aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    bucket, prefix = uri[len("s3://"):].split("/", 1)
+    return {o["Key"]: o["Size"] for o in c.list_objects_v2(Bucket=bucket, Prefix=prefix)["Contents"]
+            if ".hnsw" in o["Key"]}
+
+
+def ranges_of(trace):
+    """{sidecar key: [(first, last) byte of each ranged GET]} of a trace."""
+    out = {}
+    for _, m, tg, r in trace:
+        if ".hnsw" in tg:
+            assert m == "GET" and r.startswith("bytes="), (m, tg, r)
+            a, b = r[len("bytes="):].split("-")
+            out.setdefault(tg.split("?")[0].split("/", 2)[2], []).append((int(a), int(b)))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_s3_sections_fetched_in_parallel_chunks():
+    # after a cold clustered search each sidecar's section comes in several
+    # ranged GETs (runs of whole blocks) that tile it exactly, from the first
+    # block to the sidecar's end, no byte twice; a search of another value
+    # then reads no sidecar and no data file (answers vs numpy)
+    sys.path.insert(0, str(REPO / "tests" / "s3"))
+    from faultproxy import FaultProxy
+    s3 = storage_server()
+    uri = s3.uri(f"vcluster/warm-{os.getpid()}")
+    t, df = make_wide(uri)
+    sizes = sidecar_sizes(s3, uri)
+    assert len(sizes) == 2
+    q = np.random.default_rng(21).standard_normal(WDIM).astype(np.float32)
+    want = {c: brute(df, (df["cat"] == c).to_numpy(), q, 10)[0] for c in ("c1", "c5", "c8")}
+    with FaultProxy(s3.port) as proxy:
+        proxy.trace = []
+        runs = run_worker(s3, uri, [
+            {"filter": "cat = 'c1'", "columns": ["id"], "vec": q.tolist()},
+            {"filter": "cat = 'c5'", "columns": ["id"], "vec": q.tolist(), "quiet": True},
+            {"filter": "cat = 'c8'", "columns": ["id", "cat"], "vec": q.tolist()}], proxy)[0]
+    (r1, tr1), (r2, tr2), (r3, tr3) = runs
+    assert [r1, r2, r3] == [want["c1"], want["c5"], want["c8"]]
+    cold = ranges_of(tr1)
+    assert len(cold) == 2 and all(len(v) == 1 for v in cold.values()), cold
+    # the warm searches: no sidecar, no data file
+    for tr in (tr2, tr3):
+        assert [tg for _, m, tg, r in tr if ".hnsw" in tg or ".parquet" in tg] == [], tr
+
+
+def test_s3_section_chunks_tile_the_section():
+    sys.path.insert(0, str(REPO / "tests" / "s3"))
+    from faultproxy import FaultProxy
+    s3 = storage_server()
+    uri = s3.uri(f"vcluster/tile-{os.getpid()}")
+    t, df = make_wide(uri)
+    sizes = sidecar_sizes(s3, uri)
+    q = np.random.default_rng(22).standard_normal(WDIM).astype(np.float32)
+    with FaultProxy(s3.port) as proxy:
+        proxy.trace, proxy.warmings = [], []
+        (r1, tr1), (r2, tr2) = run_worker(s3, uri, [
+            {"filter": "cat = 'c3'", "columns": ["id"], "vec": q.tolist()},
+            {"filter": "cat = 'c4'", "columns": ["id"], "vec": q.tolist(), "quiet": True}],
+            proxy)[0]
+    assert r1 == brute(df, (df["cat"] == "c3").to_numpy(), q, 10)[0]
+    assert r2 == brute(df, (df["cat"] == "c4").to_numpy(), q, 10)[0]
+    cold, warm = ranges_of(tr1), ranges_of(proxy.warmings[0])
+    assert sorted(warm) == sorted(cold) and len(warm) == 2, (cold, warm)
+    assert ranges_of(tr2) == {}, tr2
+    for key, rs in warm.items():
+        size = sizes[key]
+        # tiles [first block, end of the sidecar): contiguous, no overlap
+        assert rs[-1][1] == size - 1, (key, rs, size)
+        for (a0, b0), (a1, b1) in zip(rs, rs[1:]):
+            assert a1 == b0 + 1, rs
+        # several GETs (a section of ~800 KB in runs of >= 256 KiB), none over 2 MiB
+        assert 2 <= len(rs) <= 4, rs
+        assert all(b - a + 1 <= 2 << 20 for a, b in rs), rs
+        # the cold query's block lies inside the section
+        (ca, cb), = cold[key]
+        assert rs[0][0] <= ca and cb <= size - 1
+
+
+def test_s3_section_cache_bound():
+    # HS_CLUSTER_CACHE_MB=1: of two sections of ~800 KB only one is fetched
+    # (the bound holds); a search of another value then reads the other
+    # file's block (one GET) and nothing of the cached one.  0: no warming.
+    sys.path.insert(0, str(REPO / "tests" / "s3"))
+    from faultproxy import FaultProxy
+    s3 = storage_server()
+    uri = s3.uri(f"vcluster/bound-{os.getpid()}")
+    t, df = make_wide(uri)
+    q = np.random.default_rng(23).standard_normal(WDIM).astype(np.float32)
+    want = {c: brute(df, (df["cat"] == c).to_numpy(), q, 10)[0] for c in ("c2", "c6")}
+    for mb, fetched in (("1", 1), ("0", 0)):
+        with FaultProxy(s3.port) as proxy:
+            proxy.trace, proxy.warmings = [], []
+            (r1, tr1), (r2, tr2) = run_worker(s3, uri, [
+                {"filter": "cat = 'c2'", "columns": ["id"], "vec": q.tolist()},
+                {"filter": "cat = 'c6'", "columns": ["id"], "vec": q.tolist(), "quiet": True}],
+                proxy, env_extra={"HS_CLUSTER_CACHE_MB": mb})[0]
+        assert r1 == want["c2"] and r2 == want["c6"], mb
+        warm = ranges_of(proxy.warmings[0])
+        assert len(warm) == fetched, (mb, warm)
+        assert sum(b - a + 1 for rs in warm.values() for a, b in rs) <= int(mb) << 20
+        # the search of another value: one block GET per file not cached
+        side = ranges_of(tr2)
+        assert len(side) == 2 - fetched and all(len(v) == 1 for v in side.values()), (mb, side)

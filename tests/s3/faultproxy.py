@@ -16,7 +16,8 @@ instead meets one fault, chosen uniformly from ``kinds``:
 
 ``delay_s`` adds a fixed delay to every request (a round trip to a remote
 store, for bench/s3).  Counters: ``requests``, ``bytes_out`` (response bodies),
-``faults`` (by kind); ``reset_counters()``.
+``faults`` (by kind), ``answered`` (requests whose answer has been written) and
+``last_answer`` (time.perf_counter() when the last one was); ``reset_counters()``.
 
 Usage::
 
@@ -96,6 +97,7 @@ class _Handler(socketserver.StreamRequestHandler):
                         f"Content-Length: {len(data)}\r\n\r\n".encode() +
                         (b"" if method == "HEAD" else data))
                     self.wfile.flush()
+                    proxy.answer_done()
                     continue
                 if fault == "slow":
                     time.sleep(proxy.slow_s)
@@ -127,6 +129,7 @@ class _Handler(socketserver.StreamRequestHandler):
                     out.append("\r\n")
                     self.wfile.write("".join(out).encode("latin-1"))
                     self.wfile.flush()
+                    proxy.answer_done()
                     continue
                 with proxy.lock:
                     proxy.bytes_out += len(data)
@@ -138,6 +141,7 @@ class _Handler(socketserver.StreamRequestHandler):
                     return
                 self.wfile.write(head + data)
                 self.wfile.flush()
+                proxy.answer_done()
         except (OSError, ValueError):
             return
         finally:
@@ -165,6 +169,9 @@ class FaultProxy:
         self.lock = threading.Lock()
         self.requests = 0
         self.bytes_out = 0   # response body bytes sent to the client
+        self.answered = 0    # answers written in full (requests - answered: in flight,
+                             # unless a fault or the server dropped one)
+        self.last_answer = 0.0
         self.faults = {k: 0 for k in self.kinds}
         self.trace = None    # a list: (time, method, target, Range) of each request
         self.server = None
@@ -174,9 +181,16 @@ class FaultProxy:
         with self.lock:
             self.requests = 0
             self.bytes_out = 0
+            self.answered = 0
+            self.last_answer = 0.0
             self.faults = {k: 0 for k in self.kinds}
             if self.trace is not None:
                 self.trace = []
+
+    def answer_done(self):
+        with self.lock:
+            self.answered += 1
+            self.last_answer = time.perf_counter()
 
     def pick(self):
         with self.lock:
