@@ -81,7 +81,15 @@
  * time: their keys are encoded on the pool (one task per batch), then
  * each set takes its keys of all of them in input order (one task per
  * set: no locks, and the first of equal keys is still the one kept); the
- * kept rows of each batch come out in input order.  Under a memory limit, when a batch of new keys could take the
+ * kept rows of each batch come out in input order.  Packed keys: under an
+ * aggregate (bulk: Distinct(group columns, argument)) whose last column is
+ * an integer, a key whose value is a non-null integer within int32 is the
+ * pair (prefix id, value), one 64-bit key of an hs_imap (pairs), where the
+ * prefix id numbers the row keys of the other columns in an hs_map (pfx)
+ * that a run of rows with the same prefix looks up once (TPC-H Q16:
+ * (p_brand, p_type, p_size) x ps_suppkey, four suppliers per part in a
+ * row); other keys (NULL or wider values) stay whole row keys in seen.
+ * Then a key's seen set is chosen by a hash of its prefix alone.  Under a memory limit, when a batch of new keys could take the
  * seen set past it, the set stops growing: rows of keys in it are dropped,
  * the others go to XO_SPILL_PARTS partitions by a hash of the key
  * (spill.c), each deduplicated at the end by a Distinct of its own over a
@@ -96,6 +104,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define AGG_PARTS 16
 #define AGG_MAX_LEVEL 4
@@ -2519,6 +2528,9 @@ typedef struct distinct_op {
     bool bulk;             /* read to its end (under an aggregate): rounds of
                             * small batches grow as the aggregate's do */
     hs_map seen[DIST_MAXP];/* a key lives in seen[hash % n_parts] */
+    bool packed;           /* packed keys (see the top): */
+    hs_map pfx[DIST_MAXP]; /*   prefix row key -> prefix id, per seen set */
+    hs_imap pairs[DIST_MAXP]; /* prefix id << 32 | (uint32)value */
     int64_t key_bytes, accounted;
     hs_buf kb;
     /* parallel rounds (see the top): their output batches, in input order */
@@ -2537,15 +2549,53 @@ static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *e
 
 static void distinct_set_bulk(xo_op *op)
 {
-    ((distinct_op *)op)->bulk = true;
+    distinct_op *s = (distinct_op *)op;
+    s->bulk = true;
+    const hs_field *sc = &op->schema;
+    hs_type t = sc->n_children >= 2 ? sc->children[sc->n_children - 1].type : HS_TYPE_NA;
+    s->packed = s->level == 0 && !getenv("HS_DISTINCT_UNPACKED") &&
+                (t == HS_TYPE_INT8 || t == HS_TYPE_INT16 || t == HS_TYPE_INT32 ||
+                 t == HS_TYPE_INT64 || t == HS_TYPE_UINT8 || t == HS_TYPE_UINT16 ||
+                 t == HS_TYPE_UINT32 || t == HS_TYPE_DATE32);
 }
 
+/* Slots of the seen sets (an imap slot is half a map slot: counted as such). */
 static int64_t distinct_seen_cap(const distinct_op *s)
 {
     int64_t cap = 0;
     for (int p = 0; p < s->n_parts; p++)
-        cap += (int64_t)s->seen[p].cap;
+        cap += (int64_t)s->seen[p].cap + (int64_t)s->pfx[p].cap + (int64_t)s->pairs[p].cap / 2;
     return cap;
+}
+
+/* Packed keys: row i's prefix (the row key of all but the last column) is
+ * appended to kb; *packed and *v when the last column holds a non-null
+ * integer within int32, else its key bytes follow the prefix (a whole row
+ * key).  *plen: the prefix's bytes. */
+static hs_status dist_key_packed(const hs_batch *b, int64_t i, hs_buf *kb, size_t *plen,
+                                 bool *packed, int64_t *v)
+{
+    size_t at = kb->len;
+    for (int c = 0; c + 1 < b->n_cols; c++)
+        HS_TRY(xo_key_append(kb, b->cols[c], i));
+    *plen = kb->len - at;
+    const hs_column *last = b->cols[b->n_cols - 1];
+    *packed = false;
+    if (hs_col_is_valid(last, i)) {
+        bool big = false;
+        int64_t x = xo_int_at(last, i, &big);
+        if (!big && x >= INT32_MIN && x <= INT32_MAX) {
+            *packed = true;
+            *v = x;
+            return HS_OK;
+        }
+    }
+    return xo_key_append(kb, last, i);
+}
+
+static uint64_t pair_key(uint64_t gid, int64_t v)
+{
+    return gid << 32 | (uint32_t)(int32_t)v;
 }
 
 /* True when n_rows rows of n_cols columns (bytes in batches), all new
@@ -2589,8 +2639,80 @@ static hs_status distinct_batch(distinct_op *s, hs_batch *b, hs_batch **out, hs_
     hs_buf keep = {0};
     uint8_t *part = s->spilling ? hs_malloc((size_t)(b->n_rows ? b->n_rows : 1)) : NULL;
     hs_status st = s->spilling && !part ? HS_NOMEM : HS_OK;
+    hs_buf prev = {0};          /* packed: the previous row's prefix, its set and id */
+    int prev_p = -1;
+    uint64_t prev_gid = 0;
+    bool prev_gid_ok = false;
     for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
         hs_buf_reset(&s->kb);
+        if (s->packed) {
+            size_t plen;
+            bool pk;
+            int64_t v = 0;
+            st = dist_key_packed(b, i, &s->kb, &plen, &pk, &v);
+            if (st != HS_OK)
+                break;
+            bool same = prev_p >= 0 && prev.len == plen && memcmp(prev.data, s->kb.data, plen) == 0;
+            if (!same) {
+                hs_buf_reset(&prev);
+                if (hs_buf_append(&prev, s->kb.data, plen) != HS_OK) {
+                    st = HS_NOMEM;
+                    break;
+                }
+                prev_p = distinct_part(s, s->kb.data, plen);
+                prev_gid_ok = false;
+            }
+            int p = prev_p;
+            if (!pk) {
+                uint64_t x;
+                bool f = true;
+                if (part)
+                    part[i] = hs_map_get(&s->seen[p], s->kb.data, s->kb.len, &x)
+                                  ? UINT8_MAX
+                                  : (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, xo_spill_seed(s->level)) %
+                                              XO_SPILL_PARTS);
+                else if ((st = hs_map_get_or_put(&s->seen[p], s->kb.data, s->kb.len, 0, &x, &f)) ==
+                             HS_OK && !f) {
+                    s->key_bytes += (int64_t)s->kb.len;
+                    st = HS_VEC_PUSH(&keep, int64_t, i);
+                }
+                continue;
+            }
+            if (!prev_gid_ok) {
+                bool f = true;
+                if (part)
+                    f = hs_map_get(&s->pfx[p], s->kb.data, plen, &prev_gid);
+                else if ((st = hs_map_get_or_put(&s->pfx[p], s->kb.data, plen, s->pfx[p].count,
+                                                 &prev_gid, &f)) == HS_OK && !f)
+                    s->key_bytes += (int64_t)plen;
+                if (st != HS_OK)
+                    break;
+                prev_gid_ok = f || !part;
+                if (!f && part) {   /* prefix not in memory: the key is not either */
+                    s->kb.len = plen;
+                    st = xo_key_append(&s->kb, b->cols[b->n_cols - 1], i);
+                    part[i] = (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, xo_spill_seed(s->level)) %
+                                        XO_SPILL_PARTS);
+                    continue;
+                }
+            }
+            uint64_t x;
+            bool f = true;
+            if (part) {
+                if (hs_imap_get(&s->pairs[p], pair_key(prev_gid, v), &x)) {
+                    part[i] = UINT8_MAX;
+                } else {
+                    s->kb.len = plen;
+                    st = xo_key_append(&s->kb, b->cols[b->n_cols - 1], i);
+                    part[i] = (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, xo_spill_seed(s->level)) %
+                                        XO_SPILL_PARTS);
+                }
+            } else if ((st = hs_imap_get_or_put(&s->pairs[p], pair_key(prev_gid, v), 0, &x, &f)) ==
+                           HS_OK && !f) {
+                st = HS_VEC_PUSH(&keep, int64_t, i);
+            }
+            continue;
+        }
         for (int c = 0; c < b->n_cols && st == HS_OK; c++)
             st = xo_key_append(&s->kb, b->cols[c], i);
         if (st != HS_OK)
@@ -2611,6 +2733,7 @@ static hs_status distinct_batch(distinct_op *s, hs_batch *b, hs_batch **out, hs_
             st = HS_VEC_PUSH(&keep, int64_t, i);
         }
     }
+    hs_buf_free(&prev);
     if (st != HS_OK)
         st = hs_err_nomem(err, 0);
     if (st == HS_OK && part)
@@ -2640,6 +2763,12 @@ typedef struct dist_in {
     int64_t *off;
     uint8_t *part;
     uint8_t *keep;
+    /* packed keys: row i's prefix is keys[off[i], off[i] + plen[i]) (rows of
+     * one prefix in a row share it), pk[i] says whether val[i] is its value;
+     * else its whole row key is keys[off[i], off[i] + klen[i]) */
+    uint32_t *plen, *klen;
+    uint8_t *pk;
+    int32_t *val;
 } dist_in;
 
 typedef struct dist_part {
@@ -2649,11 +2778,59 @@ typedef struct dist_part {
     int64_t key_bytes;
 } dist_part;
 
+static hs_status dist_keys_packed(dist_in *d, hs_error *err)
+{
+    const hs_batch *b = d->b;
+    int64_t n = b->n_rows;
+    d->plen = hs_malloc((size_t)(n ? n : 1) * sizeof *d->plen);
+    d->klen = hs_malloc((size_t)(n ? n : 1) * sizeof *d->klen);
+    d->pk = hs_malloc((size_t)(n ? n : 1));
+    d->val = hs_malloc((size_t)(n ? n : 1) * sizeof *d->val);
+    if (!d->plen || !d->klen || !d->pk || !d->val)
+        return hs_err_nomem(err, 0);
+    int64_t prev = -1;
+    for (int64_t i = 0; i < n; i++) {
+        size_t at = d->keys.len, plen;
+        bool pk;
+        int64_t v = 0;
+        if (dist_key_packed(b, i, &d->keys, &plen, &pk, &v) != HS_OK)
+            return hs_err_nomem(err, 0);
+        if (prev >= 0 && d->plen[prev] == plen &&
+            memcmp(d->keys.data + d->off[prev], d->keys.data + at, plen) == 0) {
+            /* the previous row's prefix: share its bytes and its set */
+            d->part[i] = d->part[prev];
+            if (pk) {
+                d->keys.len = at;
+                d->off[i] = d->off[prev];
+            } else {
+                d->off[i] = (int64_t)at;
+            }
+        } else {
+            d->off[i] = (int64_t)at;
+            d->part[i] = (uint8_t)distinct_part(d->s, d->keys.data + at, plen);
+            prev = i;
+        }
+        d->plen[i] = (uint32_t)plen;
+        d->klen[i] = (uint32_t)(d->keys.len - at);
+        d->pk[i] = pk;
+        d->val[i] = (int32_t)v;
+    }
+    return HS_OK;
+}
+
 static hs_status dist_keys_task(void *arg, hs_error *err)
 {
     dist_in *d = arg;
     const hs_batch *b = d->b;
     int64_t n = b->n_rows;
+    if (d->s->packed) {
+        d->off = hs_malloc((size_t)(n + 1) * sizeof *d->off);
+        d->part = hs_malloc((size_t)(n ? n : 1));
+        d->keep = hs_calloc((size_t)(n ? n : 1), 1);
+        if (!d->off || !d->part || !d->keep)
+            return hs_err_nomem(err, 0);
+        return dist_keys_packed(d, err);
+    }
     d->off = hs_malloc((size_t)(n + 1) * sizeof *d->off);
     d->part = hs_malloc((size_t)(n ? n : 1));
     d->keep = hs_calloc((size_t)(n ? n : 1), 1);
@@ -2677,6 +2854,44 @@ static hs_status dist_part_task(void *arg, hs_error *err)
 {
     dist_part *t = arg;
     hs_map *seen = &t->s->seen[t->p];
+    if (t->s->packed) {
+        hs_map *pfx = &t->s->pfx[t->p];
+        hs_imap *pairs = &t->s->pairs[t->p];
+        const uint8_t *lp = NULL;   /* the last prefix looked up, its bytes and id */
+        uint32_t ll = 0;
+        uint64_t gid = 0;
+        for (int k = 0; k < t->n_in; k++) {
+            dist_in *d = &t->in[k];
+            for (int64_t i = 0; i < d->b->n_rows; i++) {
+                if (d->part[i] != t->p)
+                    continue;
+                const uint8_t *key = d->keys.data + d->off[i];
+                uint64_t v;
+                bool found;
+                if (!d->pk[i]) {
+                    if (hs_map_get_or_put(seen, key, d->klen[i], 0, &v, &found) != HS_OK)
+                        return hs_err_nomem(err, 0);
+                    if (!found) {
+                        d->keep[i] = 1;
+                        t->key_bytes += d->klen[i];
+                    }
+                    continue;
+                }
+                if (!lp || (key != lp && (d->plen[i] != ll || memcmp(key, lp, ll) != 0))) {
+                    if (hs_map_get_or_put(pfx, key, d->plen[i], pfx->count, &gid, &found) != HS_OK)
+                        return hs_err_nomem(err, 0);
+                    if (!found)
+                        t->key_bytes += d->plen[i];
+                }
+                lp = key;
+                ll = d->plen[i];
+                if (hs_imap_get_or_put(pairs, pair_key(gid, d->val[i]), 0, &v, &found) != HS_OK)
+                    return hs_err_nomem(err, 0);
+                d->keep[i] = !found;
+            }
+        }
+        return HS_OK;
+    }
     for (int k = 0; k < t->n_in; k++) {
         dist_in *d = &t->in[k];
         for (int64_t i = 0; i < d->b->n_rows; i++) {
@@ -2784,6 +2999,10 @@ static hs_status distinct_round(distinct_op *s, hs_error *err)
         hs_free(in[i].off);
         hs_free(in[i].part);
         hs_free(in[i].keep);
+        hs_free(in[i].plen);
+        hs_free(in[i].klen);
+        hs_free(in[i].pk);
+        hs_free(in[i].val);
     }
     hs_free(in);
     hs_free(pt);
@@ -2863,8 +3082,11 @@ static void distinct_destroy(xo_op *op)
     distinct_op *s = (distinct_op *)op;
     xo_free(s->sub);
     xo_spill_parts_free(&s->parts);
-    for (int p = 0; p < DIST_MAXP; p++)
+    for (int p = 0; p < DIST_MAXP; p++) {
         hs_map_free(&s->seen[p]);
+        hs_map_free(&s->pfx[p]);
+        hs_imap_free(&s->pairs[p]);
+    }
     for (int i = s->next_pend; i < s->n_pend; i++)
         hs_batch_free(s->pend[i]);
     hs_free(s->pend);
