@@ -1,5 +1,5 @@
 /*
- * exec/agg.c - HashAggregate and Distinct.
+ * exec/agg.c - HashAggregate (Distinct is exec/distinct.c).
  *
  * HashAggregate.  Groups are numbered 0, 1, ... in order of first
  * appearance.  Per input batch:
@@ -79,18 +79,7 @@
  * insensitive to repeats (count, sum, avg, min, max, bool_and/or) are
  * built as a plain HashAggregate over Distinct(group columns, argument)
  * over a Pick of those columns (xo_hashagg), and both of those spill.
- *
- * Distinct streams: a row is emitted the first time its key (all columns)
- * is seen.  With ctx->pool and threads > 1 the seen set is split in
- * `threads` sets by a hash of the key, and batches go `threads` at a
- * time: their keys are encoded on the pool (one task per batch), then
- * each set takes its keys of all of them in input order (one task per
- * set: no locks, and the first of equal keys is still the one kept); the
- * kept rows of each batch come out in input order.  Under a memory limit, when a batch of new keys could take the
- * seen set past it, the set stops growing: rows of keys in it are dropped,
- * the others go to XO_SPILL_PARTS partitions by a hash of the key
- * (spill.c), each deduplicated at the end by a Distinct of its own over a
- * reader of its rows (one level deeper, up to XO_SPILL_MAX_LEVEL).
+ * Distinct: exec/distinct.c.
  */
 #include "exec/agg_int.h"
 #include "base/arena.h"
@@ -99,6 +88,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 
 static const char *fn_name(xo_agg_fn f)
@@ -2266,11 +2256,6 @@ static bool agg_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
     return xo_push_keyfilter(op->children[0], col, kf);
 }
 
-static bool distinct_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
-{
-    return xo_push_keyfilter(op->children[0], col, kf);
-}
-
 static bool pick_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
 {
     const pick_op *p = (const pick_op *)op;
@@ -2347,7 +2332,6 @@ static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *
 
 /* The aggregates of distinct_only over Distinct(group columns, argument):
  * both spill, so the DISTINCT sets no longer grow inside the aggregate. */
-static void distinct_set_bulk(xo_op *op);
 
 static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const xo_agg *aggs,
                                   xo_op **out, hs_error *err)
@@ -2386,7 +2370,7 @@ static hs_status agg_via_distinct(xo_op *child, int n_groups, int n_aggs, const 
         st = xo_distinct(op, &dop, err);
         op = NULL;   /* owned by dop, or freed */
         if (st == HS_OK)
-            distinct_set_bulk(dop);
+            xo_distinct_set_bulk(dop);
     }
     for (int j = 0; j < n_aggs && st == HS_OK; j++) {
         a2[j] = aggs[j];
@@ -2439,400 +2423,6 @@ static hs_status agg_make(xo_op *child, int n_groups, int n_aggs, const xo_agg *
     }
     op->detail = d.len ? (char *)hs_buf_detach(&d, NULL) : NULL;
     hs_buf_free(&d);
-    *out = op;
-    return HS_OK;
-}
-
-/* ---- Distinct ---- */
-
-#define DIST_MAXP 16   /* seen sets, one per partition of the key hash */
-
-typedef struct distinct_op {
-    xo_op op;
-    int n_parts;           /* 1, or the threads of a parallel Distinct */
-    bool bulk;             /* read to its end (under an aggregate): rounds of
-                            * small batches grow as the aggregate's do */
-    hs_map seen[DIST_MAXP];/* a key lives in seen[hash % n_parts] */
-    int64_t key_bytes, accounted;
-    hs_buf kb;
-    /* parallel rounds (see the top): their output batches, in input order */
-    hs_batch **pend;
-    int n_pend, next_pend;
-    /* spilling (see the top) */
-    int level;
-    bool spilling, input_done;
-    xo_spill_parts parts;
-    int next_part;
-    xo_op *sub;
-    int64_t sub_spilled;
-} distinct_op;
-
-static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err);
-
-static void distinct_set_bulk(xo_op *op)
-{
-    ((distinct_op *)op)->bulk = true;
-}
-
-static int64_t distinct_seen_cap(const distinct_op *s)
-{
-    int64_t cap = 0;
-    for (int p = 0; p < s->n_parts; p++)
-        cap += (int64_t)s->seen[p].cap;
-    return cap;
-}
-
-/* True when n_rows rows of n_cols columns (bytes in batches), all new
- * keys, could take the seen sets past the limit (the maps doubling as
- * they grow). */
-static bool distinct_should_spill(const distinct_op *s, int64_t n_rows, int n_cols, int64_t bytes)
-{
-    const xo_ctx *ctx = s->op.ctx;
-    if (s->spilling || !ctx || ctx->mem_limit <= 0 || s->level >= XO_SPILL_MAX_LEVEL)
-        return false;
-    int64_t slot = (int64_t)sizeof(hs_map_slot);
-    int64_t need = distinct_seen_cap(s) * slot + n_rows * (3 * slot + 2 * n_cols) + bytes;
-    return xo_mem_used(ctx) + need > ctx->mem_limit;
-}
-
-/* The seen set of a key: by a hash of its own (the map hashes again). */
-static int distinct_part(const distinct_op *s, const void *key, size_t len)
-{
-    return s->n_parts == 1 ? 0 : (int)(hs_xxh64(key, len, 0x9e3779b97f4a7c15ULL) % (uint64_t)s->n_parts);
-}
-
-static hs_status distinct_account(distinct_op *s, hs_error *err)
-{
-    int64_t bytes = distinct_seen_cap(s) * (int64_t)sizeof(hs_map_slot) + s->key_bytes;
-    if (bytes > s->accounted) {
-        HS_TRY(xo_mem_reserve(s->op.ctx, bytes - s->accounted, s->op.name, err));
-        s->accounted = bytes;
-        xo_op_held(&s->op, s->accounted);
-    }
-    return HS_OK;
-}
-
-/* The rows of b (taken) whose keys are new, in order, as *out (NULL when
- * none); rows go to the spill partitions instead once spilling. */
-static hs_status distinct_batch(distinct_op *s, hs_batch *b, hs_batch **out, hs_error *err)
-{
-    xo_op *op = &s->op;
-    *out = NULL;
-    if (distinct_should_spill(s, b->n_rows, b->n_cols, xo_batch_bytes(b)))
-        s->spilling = true;
-    hs_buf keep = {0};
-    uint8_t *part = s->spilling ? hs_malloc((size_t)(b->n_rows ? b->n_rows : 1)) : NULL;
-    hs_status st = s->spilling && !part ? HS_NOMEM : HS_OK;
-    for (int64_t i = 0; i < b->n_rows && st == HS_OK; i++) {
-        hs_buf_reset(&s->kb);
-        for (int c = 0; c < b->n_cols && st == HS_OK; c++)
-            st = xo_key_append(&s->kb, b->cols[c], i);
-        if (st != HS_OK)
-            break;
-        hs_map *seen = &s->seen[distinct_part(s, s->kb.data, s->kb.len)];
-        uint64_t v;
-        bool found = true;
-        if (part) {
-            part[i] = hs_map_get(seen, s->kb.data, s->kb.len, &v)
-                          ? UINT8_MAX
-                          : (uint8_t)(hs_xxh64(s->kb.data, s->kb.len, xo_spill_seed(s->level)) %
-                                      XO_SPILL_PARTS);
-            continue;
-        }
-        st = hs_map_get_or_put(seen, s->kb.data, s->kb.len, 0, &v, &found);
-        if (st == HS_OK && !found) {
-            s->key_bytes += (int64_t)s->kb.len;
-            st = HS_VEC_PUSH(&keep, int64_t, i);
-        }
-    }
-    if (st != HS_OK)
-        st = hs_err_nomem(err, 0);
-    if (st == HS_OK && part)
-        st = xo_spill_parts_write(op->ctx, &s->parts, b, part, err);
-    hs_free(part);
-    if (st == HS_OK)
-        st = distinct_account(s, err);
-    int64_t nk = (int64_t)HS_VEC_LEN(&keep, int64_t);
-    if (st == HS_OK && nk == b->n_rows) {
-        hs_buf_free(&keep);
-        *out = b;
-        return HS_OK;
-    }
-    if (st == HS_OK && nk > 0)
-        st = xo_batch_take(&op->schema, b, (int64_t *)keep.data, nk, out, err);
-    hs_buf_free(&keep);
-    hs_batch_free(b);
-    return st;
-}
-
-/* One input batch of a parallel round: its rows' keys back to back
- * (key i at off[i]..off[i+1]), their seen sets, and which rows are new. */
-typedef struct dist_in {
-    distinct_op *s;
-    hs_batch *b;
-    hs_buf keys;
-    int64_t *off;
-    uint8_t *part;
-    uint8_t *keep;
-} dist_in;
-
-typedef struct dist_part {
-    distinct_op *s;
-    dist_in *in;
-    int n_in, p;
-    int64_t key_bytes;
-} dist_part;
-
-static hs_status dist_keys_task(void *arg, hs_error *err)
-{
-    dist_in *d = arg;
-    const hs_batch *b = d->b;
-    int64_t n = b->n_rows;
-    d->off = hs_malloc((size_t)(n + 1) * sizeof *d->off);
-    d->part = hs_malloc((size_t)(n ? n : 1));
-    d->keep = hs_calloc((size_t)(n ? n : 1), 1);
-    if (!d->off || !d->part || !d->keep)
-        return hs_err_nomem(err, 0);
-    d->off[0] = 0;
-    for (int64_t i = 0; i < n; i++) {
-        size_t at = d->keys.len;
-        for (int c = 0; c < b->n_cols; c++)
-            if (xo_key_append(&d->keys, b->cols[c], i) != HS_OK)
-                return hs_err_nomem(err, 0);
-        d->off[i + 1] = (int64_t)d->keys.len;
-        d->part[i] = (uint8_t)distinct_part(d->s, d->keys.data + at, d->keys.len - at);
-    }
-    return HS_OK;
-}
-
-/* Partition p's keys of every batch of the round, in input order, into
- * its own seen set: the first of equal keys is the one kept. */
-static hs_status dist_part_task(void *arg, hs_error *err)
-{
-    dist_part *t = arg;
-    hs_map *seen = &t->s->seen[t->p];
-    for (int k = 0; k < t->n_in; k++) {
-        dist_in *d = &t->in[k];
-        for (int64_t i = 0; i < d->b->n_rows; i++) {
-            if (d->part[i] != t->p)
-                continue;
-            uint64_t v;
-            bool found;
-            size_t len = (size_t)(d->off[i + 1] - d->off[i]);
-            if (hs_map_get_or_put(seen, d->keys.data + d->off[i], len, 0, &v, &found) != HS_OK)
-                return hs_err_nomem(err, 0);
-            if (!found) {
-                d->keep[i] = 1;
-                t->key_bytes += (int64_t)len;
-            }
-        }
-    }
-    return HS_OK;
-}
-
-static hs_status run_tasks(xo_ctx *ctx, hs_task_fn fn, void *args, size_t size, int n, hs_error *err)
-{
-    hs_group *g;
-    HS_TRY(hs_group_create(ctx->pool, &g, err));
-    hs_status sub = HS_OK;
-    for (int i = 0; i < n && sub == HS_OK; i++)
-        sub = hs_group_submit(g, fn, (char *)args + (size_t)i * size);
-    hs_status st = hs_group_wait(g, err);
-    hs_group_destroy(g);
-    if (st == HS_OK && sub != HS_OK)
-        st = hs_err_nomem(err, 0);
-    return st;
-}
-
-/* A parallel round: up to `threads` batches; keys encoded per batch on
- * the pool, then each seen set takes its partition of all of them on the
- * pool; the new rows of each batch queue as outputs in input order.  A
- * round that could pass the memory limit goes through distinct_batch
- * (which spills). */
-static hs_status distinct_round(distinct_op *s, hs_error *err)
-{
-    xo_ctx *ctx = s->op.ctx;
-    int k = ctx->threads, max = s->bulk ? k * AGG_ROUND_BATCHES : k;
-    dist_in *in = hs_calloc((size_t)max, sizeof *in);
-    dist_part *pt = hs_calloc((size_t)s->n_parts, sizeof *pt);
-    hs_status st = in && pt && (s->pend || (s->pend = hs_calloc((size_t)max, sizeof *s->pend)))
-                       ? HS_OK : hs_err_nomem(err, 0);
-    int n = 0;
-    int64_t rows = 0, bytes = 0;
-    int n_cols = 0;
-    while (st == HS_OK && (n < k || (n < max && rows < (int64_t)k * AGG_ROUND_ROWS))) {
-        hs_batch *b;
-        st = xo_next(s->op.children[0], &b, err);
-        if (st != HS_OK || !b) {
-            s->input_done = st == HS_OK;
-            break;
-        }
-        in[n++] = (dist_in){.s = s, .b = b};
-        rows += b->n_rows;
-        bytes += xo_batch_bytes(b);
-        n_cols = b->n_cols;
-    }
-    s->n_pend = s->next_pend = 0;
-    if (st == HS_OK && n > 0 && (n == 1 || distinct_should_spill(s, rows, n_cols, bytes))) {
-        for (int i = 0; i < n && st == HS_OK; i++) {
-            hs_batch *o;
-            st = distinct_batch(s, in[i].b, &o, err);
-            in[i].b = NULL;
-            if (st == HS_OK && o)
-                s->pend[s->n_pend++] = o;
-        }
-        n = 0;
-    }
-    if (st == HS_OK && n > 0)
-        st = run_tasks(ctx, dist_keys_task, in, sizeof *in, n, err);
-    if (st == HS_OK && n > 0) {
-        for (int p = 0; p < s->n_parts; p++)
-            pt[p] = (dist_part){.s = s, .in = in, .n_in = n, .p = p};
-        st = run_tasks(ctx, dist_part_task, pt, sizeof *pt, s->n_parts, err);
-        for (int p = 0; p < s->n_parts; p++)
-            s->key_bytes += pt[p].key_bytes;
-        if (st == HS_OK)
-            st = distinct_account(s, err);
-    }
-    hs_buf idx = {0};
-    for (int i = 0; i < n && st == HS_OK; i++) {
-        hs_batch *b = in[i].b;
-        hs_buf_reset(&idx);
-        for (int64_t r = 0; r < b->n_rows && st == HS_OK; r++)
-            if (in[i].keep[r] && HS_VEC_PUSH(&idx, int64_t, r) != HS_OK)
-                st = hs_err_nomem(err, 0);
-        int64_t nk = (int64_t)HS_VEC_LEN(&idx, int64_t);
-        if (st == HS_OK && nk == b->n_rows) {
-            s->pend[s->n_pend++] = b;
-            in[i].b = NULL;
-        } else if (st == HS_OK && nk > 0) {
-            st = xo_batch_take(&s->op.schema, b, (int64_t *)idx.data, nk, &s->pend[s->n_pend], err);
-            if (st == HS_OK)
-                s->n_pend++;
-        }
-    }
-    hs_buf_free(&idx);
-    for (int i = 0; in && i < max; i++) {
-        hs_batch_free(in[i].b);
-        hs_buf_free(&in[i].keys);
-        hs_free(in[i].off);
-        hs_free(in[i].part);
-        hs_free(in[i].keep);
-    }
-    hs_free(in);
-    hs_free(pt);
-    return st;
-}
-
-/* After the input: each partition by a Distinct of its own. */
-static hs_status distinct_spilled(distinct_op *s, hs_batch **out, hs_error *err)
-{
-    xo_op *op = &s->op;
-    for (;;) {
-        if (s->sub) {
-            HS_TRY(xo_next(s->sub, out, err));
-            xo_op_held(op, s->sub->mem_peak);
-            if (*out)
-                return HS_OK;
-            distinct_op *ss = (distinct_op *)s->sub;
-            s->sub_spilled += ss->parts.total + ss->sub_spilled;
-            xo_free(s->sub);
-            s->sub = NULL;
-        }
-        if (s->next_part >= XO_SPILL_PARTS) {
-            xo_spill_parts_free(&s->parts);
-            return HS_OK;
-        }
-        int p = s->next_part++;
-        if (!s->parts.rows[p])
-            continue;
-        xo_op *r;
-        HS_TRY(xo_spill_reader(op->ctx, &s->parts.sp, &op->schema, &s->parts.offs[p], &r, err));
-        HS_TRY(distinct_make(r, s->level + 1, &s->sub, err));
-    }
-}
-
-static hs_status distinct_extra(const xo_op *op, hs_buf *out, hs_error *err)
-{
-    const distinct_op *s = (const distinct_op *)op;
-    if (!s->spilling)
-        return HS_OK;
-    if (hs_buf_printf(out, "spilled: %lld rows to %d partitions (%lld bytes), %lld rows again "
-                      "in deeper levels", (long long)s->parts.total, XO_SPILL_PARTS,
-                      (long long)s->parts.sp.written, (long long)s->sub_spilled) != HS_OK)
-        return hs_err_nomem(err, 0);
-    return HS_OK;
-}
-
-static hs_status distinct_next(xo_op *op, hs_batch **out, hs_error *err)
-{
-    distinct_op *s = (distinct_op *)op;
-    *out = NULL;
-    for (;;) {
-        if (s->next_pend < s->n_pend) {
-            *out = s->pend[s->next_pend];
-            s->pend[s->next_pend++] = NULL;
-            return HS_OK;
-        }
-        if (s->input_done)
-            return s->spilling ? distinct_spilled(s, out, err) : HS_OK;
-        if (s->n_parts > 1 && !s->spilling) {
-            HS_TRY(distinct_round(s, err));
-            continue;
-        }
-        hs_batch *b;
-        HS_TRY(xo_next(op->children[0], &b, err));
-        if (!b) {
-            s->input_done = true;
-            continue;
-        }
-        HS_TRY(distinct_batch(s, b, out, err));
-        if (*out)
-            return HS_OK;
-    }
-}
-
-static void distinct_destroy(xo_op *op)
-{
-    distinct_op *s = (distinct_op *)op;
-    xo_free(s->sub);
-    xo_spill_parts_free(&s->parts);
-    for (int p = 0; p < DIST_MAXP; p++)
-        hs_map_free(&s->seen[p]);
-    for (int i = s->next_pend; i < s->n_pend; i++)
-        hs_batch_free(s->pend[i]);
-    hs_free(s->pend);
-    hs_buf_free(&s->kb);
-    xo_mem_release(op->ctx, s->accounted);
-}
-
-hs_status xo_distinct(xo_op *child, xo_op **out, hs_error *err)
-{
-    return distinct_make(child, 0, out, err);
-}
-
-static hs_status distinct_make(xo_op *child, int level, xo_op **out, hs_error *err)
-{
-    *out = NULL;
-    xo_op *op;
-    HS_TRY(xo_op_alloc(sizeof(distinct_op), child->ctx, "Distinct", 1, &child, &op, err));
-    op->next = distinct_next;
-    op->destroy = distinct_destroy;
-    op->explain_extra = distinct_extra;
-    op->push_keyfilter = distinct_push_keyfilter;
-    distinct_op *s = (distinct_op *)op;
-    s->level = level;
-    /* parallel at the top level (a spilled partition's Distinct reads
-     * the spill file serially) */
-    const xo_ctx *ctx = child->ctx;
-    s->n_parts = ctx && ctx->pool && ctx->threads > 1 && level == 0
-                     ? (ctx->threads < DIST_MAXP ? ctx->threads : DIST_MAXP) : 1;
-    hs_field_clear(&op->schema);
-    if (hs_field_copy(&child->schema, &op->schema) != HS_OK) {
-        hs_field_init(&op->schema, "", HS_TYPE_STRUCT, false);
-        xo_free(op);
-        return hs_err_nomem(err, 0);
-    }
     *out = op;
     return HS_OK;
 }

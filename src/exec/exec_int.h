@@ -75,6 +75,11 @@ int64_t xo_int_at(const hs_column *c, int64_t i, bool *big);
 double xo_float_at(const hs_column *c, int64_t i);
 hs_interval xo_interval_at(const hs_column *c, int64_t i);   /* row i of an INTERVAL column */
 
+/* Marks a Distinct (xo_distinct) as read to its end under an aggregate:
+ * rounds of small batches grow, and an integer last column packs its keys
+ * (exec/distinct.c).  Call before its first xo_next. */
+void xo_distinct_set_bulk(xo_op *op);
+
 /* Row keys (see top). */
 HS_MUST_USE hs_status xo_key_append(hs_buf *out, const hs_column *c, int64_t row);
 /* Order of two non-null values of columns of the same type (see xo_sort). */

@@ -158,6 +158,25 @@ HS_MUST_USE hs_status ex_field_ids(const ex_expr *e, hs_buf *ids);
  * cast); else -1. */
 int32_t ex_column_id(const ex_expr *e);
 
+/* Terms judged by value.  A filter is an AND of ex_and_terms(e) terms (one
+ * when its root is no AND).  ex_term_value_col: the field id of the one
+ * top-level string or binary column that term t reads, when t is a function
+ * of that column's value alone that cannot fail on any value (string
+ * comparisons with constants, IN of constants, LIKE/ILIKE of a constant
+ * pattern, IS [NOT] NULL, NOT/AND/OR of those), else -1: such a term can be
+ * judged once per distinct value (a Parquet dictionary) instead of per row.
+ * ex_term_field_ids: the field ids term t reads (appended to ids).
+ * ex_terms_expr: a new filter, the AND of the terms t with keep[t] and of
+ * the boolean columns cols[0..n_cols) (each a term: TRUE rows pass); it
+ * borrows e's nodes and the cols fields (both must outlive it); caller
+ * frees it with ex_free. */
+int ex_and_terms(const ex_expr *e);
+int32_t ex_term_value_col(const ex_expr *e, int t);
+HS_MUST_USE hs_status ex_term_field_ids(const ex_expr *e, int t, hs_buf *ids);
+HS_MUST_USE hs_status ex_terms_expr(const ex_expr *e, const bool *keep,
+                                    const hs_field *const *cols, int n_cols, ex_expr **out,
+                                    hs_error *err);
+
 /* Filter evaluation over batch b (columns found by field id with
  * pr_batch_find_id, or by their names when the bound field has no id; a
  * column absent from the batch reads as all null).

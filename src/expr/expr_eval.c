@@ -1886,6 +1886,8 @@ static bool fixed_leaf(const ex_node *n)
 static bool cheap_term(const ex_node *n)
 {
     switch (n->kind) {
+    case EX_COL:   /* a boolean column as a term (the scan's dictionary verdicts) */
+        return n->type.t == EX_T_BOOL && n->sub == 0;
     case EX_IS_NULL:
         return n->args[0]->kind == EX_COL;
     case EX_CMP: case EX_DISTINCT: case EX_BETWEEN: case EX_IN:

@@ -83,6 +83,135 @@ int32_t ex_column_id(const ex_expr *e)
 }
 
 /* ------------------------------------------------------------------ */
+/* terms judged by value (the scan's dictionary filter)               */
+
+/* True when n is a function of one top-level string/binary column (*id,
+ * set by the first column met) that cannot fail: constants, the column,
+ * string comparisons of them, IN of constants, LIKE/ILIKE of a constant
+ * pattern, IS [NOT] NULL, IS [NOT] TRUE/FALSE/UNKNOWN, NOT/AND/OR. */
+static bool value_term(const ex_node *n, int32_t *id, int depth)
+{
+    if (depth > 64)
+        return false;
+    switch (n->kind) {
+    case EX_CONST:
+        return true;
+    case EX_COL:
+        if (n->sub > 0 || n->field_id <= 0 || !n->field ||
+            (n->field->type != HS_TYPE_STRING && n->field->type != HS_TYPE_BINARY) ||
+            (n->type.t != EX_T_STR && n->type.t != EX_T_BIN) || (*id > 0 && *id != n->field_id))
+            return false;
+        *id = n->field_id;
+        return true;
+    case EX_CMP: case EX_DISTINCT: case EX_BETWEEN:
+        if (n->cmode != EX_CM_BYTES)
+            return false;
+        for (int i = 0; i < n->n_args; i++)
+            if ((n->args[i]->kind != EX_COL && n->args[i]->kind != EX_CONST) ||
+                !value_term(n->args[i], id, depth + 1))
+                return false;
+        return true;
+    case EX_IN:
+        return n->set && n->cmode == EX_CM_BYTES && n->args[0]->kind == EX_COL &&
+               value_term(n->args[0], id, depth + 1);
+    case EX_LIKE:
+        return n->pat && n->args[0]->kind == EX_COL && value_term(n->args[0], id, depth + 1);
+    case EX_IS_NULL:
+        return n->args[0]->kind == EX_COL && value_term(n->args[0], id, depth + 1);
+    case EX_NOT: case EX_AND: case EX_OR: case EX_BOOLTEST:
+        for (int i = 0; i < n->n_args; i++)
+            if (n->args[i]->type.t != EX_T_BOOL || !value_term(n->args[i], id, depth + 1))
+                return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+int ex_and_terms(const ex_expr *e)
+{
+    return e->root->kind == EX_AND ? e->root->n_args : 1;
+}
+
+static const ex_node *term_at(const ex_expr *e, int t)
+{
+    return e->root->kind == EX_AND ? e->root->args[t] : e->root;
+}
+
+int32_t ex_term_value_col(const ex_expr *e, int t)
+{
+    int32_t id = 0;
+    const ex_node *n = term_at(e, t);
+    return n->type.t == EX_T_BOOL && value_term(n, &id, 0) && id > 0 ? id : -1;
+}
+
+hs_status ex_term_field_ids(const ex_expr *e, int t, hs_buf *ids)
+{
+    return ids_rec(term_at(e, t), ids, 0);
+}
+
+hs_status ex_terms_expr(const ex_expr *e, const bool *keep, const hs_field *const *cols,
+                        int n_cols, ex_expr **out, hs_error *err)
+{
+    *out = NULL;
+    ex_expr *x = hs_calloc(1, sizeof *x);
+    if (!x)
+        return hs_err_nomem(err, sizeof *x);
+    int nt = ex_and_terms(e), na = 0;
+    ex_node **args = hs_arena_calloc(&x->arena, (size_t)(nt + n_cols + 1), sizeof *args);
+    hs_status st = args ? HS_OK : HS_NOMEM;
+    for (int t = 0; t < nt && st == HS_OK; t++)
+        if (keep[t])
+            args[na++] = (ex_node *)term_at(e, t);
+    for (int j = 0; j < n_cols && st == HS_OK; j++) {
+        ex_node *c = hs_arena_calloc(&x->arena, 1, sizeof *c);
+        if (!c) {
+            st = HS_NOMEM;
+            break;
+        }
+        c->kind = EX_COL;
+        c->type.t = EX_T_BOOL;
+        c->loc = -1;
+        c->esc = -1;
+        c->field = cols[j];
+        c->field_id = cols[j]->field_id;
+        c->name = cols[j]->name;
+        c->slot = e->n_slots + j;
+        args[na++] = c;
+    }
+    ex_node *root = NULL;
+    if (st == HS_OK && na == 1) {
+        root = args[0];
+    } else if (st == HS_OK) {
+        root = hs_arena_calloc(&x->arena, 1, sizeof *root);
+        if (root) {
+            root->loc = -1;
+            root->esc = -1;
+            root->type.t = EX_T_BOOL;
+            if (na == 0) {
+                root->kind = EX_CONST;
+                root->val.i = 1;
+            } else {
+                root->kind = EX_AND;
+                root->n_args = na;
+                root->args = args;
+            }
+        }
+    }
+    if (st != HS_OK || !root || hs_field_copy(&e->type_field, &x->type_field) != HS_OK) {
+        hs_arena_destroy(&x->arena);
+        hs_free(x);
+        return hs_err_nomem(err, 64);
+    }
+    x->root = root;
+    x->text = e->text;
+    x->schema = e->schema;
+    x->n_slots = e->n_slots + n_cols;
+    *out = x;
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------ */
 /* the implied pr_filter                                              */
 
 typedef struct conv {

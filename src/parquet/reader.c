@@ -518,6 +518,8 @@ void pq_cursor_free(pq_cursor *c)
     hs_buf_free(&c->hv);
     hs_buf_free(&c->tmp);
     hs_buf_free(&c->bools);
+    hs_buf_free(&c->vd_dict);
+    hs_buf_free(&c->vd_out);
 }
 
 hs_status pq_cursor_ctx(pq_cursor *c, hs_status st, hs_error *err)
@@ -1658,6 +1660,117 @@ static hs_status leaf_emit_bytes(pq_cursor *c, hs_column *col, int64_t n, const 
     return HS_OK;
 }
 
+/* ---------- verdict columns (pq_verdict, reader.h) ---------- */
+
+/* The verdict on NULL, once per cursor. */
+static hs_status vd_null(pq_cursor *c, hs_error *err)
+{
+    if (c->vd_null >= 0)
+        return HS_OK;
+    hs_column *t = NULL;
+    HS_TRY(hs_col_create(c->vd_field, 1, &t, err));
+    uint8_t v = 0;
+    hs_status st = hs_col_append_null(t) == HS_OK ? HS_OK : hs_err_nomem(err, 1);
+    if (st == HS_OK)
+        st = c->vd->fn(c->vd->ctx, t, &v, err);
+    hs_col_free(t);
+    if (st == HS_OK)
+        c->vd_null = v != 0;
+    return st;
+}
+
+/* The verdicts on the row group's dictionary entries, once per row group. */
+static hs_status vd_dict(pq_cursor *c, hs_error *err)
+{
+    if (c->vd_ready)
+        return HS_OK;
+    uint32_t n = c->dict_n;
+    hs_column *t = NULL;
+    HS_TRY(hs_col_create(c->vd_field, n, &t, err));
+    hs_status st = HS_OK;
+    for (uint32_t i = 0; i < n && st == HS_OK; i++)
+        if (hs_col_append_bytes(t, c->dbytes + c->doff[i], c->doff[i + 1] - c->doff[i]) != HS_OK)
+            st = hs_err_nomem(err, c->doff[i + 1] - c->doff[i]);
+    hs_buf_reset(&c->vd_dict);
+    if (st == HS_OK && hs_buf_reserve(&c->vd_dict, (size_t)n + 1) != HS_OK)
+        st = hs_err_nomem(err, (size_t)n);
+    if (st == HS_OK)
+        st = c->vd->fn(c->vd->ctx, t, c->vd_dict.data, err);
+    hs_col_free(t);
+    if (st == HS_OK) {
+        c->vd_dict.len = n;
+        c->vd_ready = true;
+    }
+    return st;
+}
+
+/* n slots of a verdict column (col is BOOL, never null): on a dictionary
+ * page each present value takes its entry's verdict by index (judged once
+ * per row group; unless the dictionary is much larger than the rows read
+ * so far, when judging it would cost more than judging the rows), a null
+ * slot the verdict on NULL; other pages decode the slots into a scratch
+ * column of the file's type and judge them. */
+static hs_status leaf_emit_verdict(pq_cursor *c, hs_column *col, int64_t n, const uint8_t *hv,
+                                   int64_t k, hs_error *err)
+{
+    int64_t base = col->length;
+    if (pq_cb_reserve(&col->values, (size_t)((base + n + 7) / 8)) != HS_OK)
+        return hs_err_nomem(err, (size_t)n);
+    c->vd_rows += n;
+    if (c->vs == VS_DICT && (c->vd_ready || (int64_t)c->dict_n <= 2 * c->vd_rows + 64)) {
+        HS_TRY(vd_dict(c, err));
+        if (k < n)
+            HS_TRY(vd_null(c, err));
+        HS_TRY(tmp_room(c, PQ_IDX_CHUNK * 4, err));
+        uint32_t *idx = (uint32_t *)c->tmp.data;
+        const uint8_t *vd = c->vd_dict.data;
+        uint8_t vn = (uint8_t)(c->vd_null > 0);
+        uint8_t *vb = col->values.data;
+        int64_t s = 0;
+        while (s < n) {
+            int64_t e = s, m = 0;
+            if (!hv) {
+                m = n - s < PQ_IDX_CHUNK ? n - s : PQ_IDX_CHUNK;
+                e = s + m;
+            } else {
+                for (; e < n && m < PQ_IDX_CHUNK; e++)
+                    m += hv[e];
+            }
+            HS_TRY(dict_indices(c, idx, m, err));
+            int64_t j = 0;
+            if (!hv)
+                for (int64_t t = s; t < e; t++)
+                    put_bit(vb, base + t, vd[idx[j++]]);
+            else
+                for (int64_t t = s; t < e; t++)
+                    put_bit(vb, base + t, hv[t] ? vd[idx[j++]] : vn);
+            s = e;
+        }
+    } else {
+        hs_column *t = NULL;
+        HS_TRY(hs_col_create(c->vd_field, n, &t, err));
+        hs_status st = pq_col_prep(t, hv != NULL, n) == HS_OK ? HS_OK : hs_err_nomem(err, (size_t)n);
+        if (st == HS_OK && hv) {
+            write_bits(t->validity.data, 0, hv, n);
+            t->null_count = n - k;
+            t->validity.len = (size_t)((n + 7) / 8);
+        }
+        if (st == HS_OK)
+            st = leaf_emit_bytes(c, t, n, hv, err);
+        hs_buf_reset(&c->vd_out);
+        if (st == HS_OK && hs_buf_reserve(&c->vd_out, (size_t)n + 1) != HS_OK)
+            st = hs_err_nomem(err, (size_t)n);
+        if (st == HS_OK)
+            st = c->vd->fn(c->vd->ctx, t, c->vd_out.data, err);
+        hs_col_free(t);
+        HS_TRY(st);
+        write_bits(col->values.data, base, c->vd_out.data, n);
+    }
+    col->values.len = (size_t)((base + n + 7) / 8);
+    col->length += n;
+    return HS_OK;
+}
+
 /* Appends n slots to the leaf column: hv[s] says whether slot s has a value
  * (hv NULL: all do); k = number of values. */
 static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_t *hv, int64_t k,
@@ -1668,6 +1781,8 @@ static hs_status leaf_emit(pq_cursor *c, hs_column *col, int64_t n, const uint8_
     int64_t base = col->length;
     if (n == 0)
         return HS_OK;
+    if (c->vd)
+        return leaf_emit_verdict(c, col, n, hv, k, err);
     if (lf->conv == PQ_CV_NULL) {
         HS_TRY(vs_skip(c, k, err));
         col->length += n;
@@ -2561,6 +2676,8 @@ hs_status pq_cursor_open_rg(pq_cursor *c, int rg, bool want_pages, hs_error *err
     c->rg = rg;
     c->rg_rows = g->num_rows;
     c->in_page = false;
+    c->vd_ready = false;
+    c->vd_rows = 0;
     c->has_dict = false;
     c->dict_n = 0;
     c->dv = NULL;

@@ -67,8 +67,27 @@ typedef bool (*pq_prune_fn)(void *ctx, const pq_stats_view *s);
 typedef void (*pq_task_fn)(void *arg, int i);
 typedef void (*pq_par_fn)(void *ctx, int n, pq_task_fn task, void *arg);
 
+/* A verdict column: instead of the values of a flat string or binary column,
+ * one boolean per row (never null), fn's verdict on the row's value.  fn
+ * gets a column of the file's type (nulls included) and writes verdict[i]
+ * (0 or 1) for each of its rows; it may run on several threads at once.
+ * On a dictionary-encoded page fn sees the dictionary once per row group
+ * (and a NULL once) and each row takes its entry's verdict by its index,
+ * so the strings of the rows are never copied out; other pages' values
+ * are decoded into a scratch column and judged in runs.  Rows that no
+ * selected row references may be judged too (fn must not fail on any
+ * value).  Used by the table scan's dictionary filter (table/scan.c). */
+typedef hs_status (*pq_verdict_fn)(void *ctx, const hs_column *values, uint8_t *verdict,
+                                   hs_error *err);
+typedef struct pq_verdict { pq_verdict_fn fn; void *ctx; } pq_verdict;
+
 typedef struct pq_scan_options {
     const int *columns; int n_columns;        /* top-level columns; NULL = all */
+    const pq_verdict *verdicts;               /* NULL, or per entry of columns: fn set
+                                               * makes that column a verdict column
+                                               * (a BOOL field of the same name and
+                                               * id); HS_INVALID unless it is a flat
+                                               * string or binary column */
     const int *row_groups; int n_row_groups;  /* NULL = all */
     const roaring_bitmap_t *rows;             /* file row positions, or NULL */
     const pq_row_range *ranges; int n_ranges; /* sorted, disjoint; or NULL */

@@ -117,6 +117,15 @@ typedef struct pq_cursor {
     int64_t g_off_n;                 /* indexed so far */
     size_t g_off_pos;                /* page offset after the last indexed value */
     hs_buf g_pieces;                 /* pq_row_range: the rows wanted in the page */
+    /* verdict column (pq_verdict): fn's verdicts on this row group's
+     * dictionary entries (vd_ready) and on NULL (vd_null < 0: not yet) */
+    const pq_verdict *vd;
+    const hs_field *vd_field;        /* the file's field of the column */
+    bool vd_ready;
+    int vd_null;
+    int64_t vd_rows;                 /* slots emitted in this row group */
+    hs_buf vd_dict;                  /* uint8 per dictionary entry */
+    hs_buf vd_out;                   /* uint8 per slot of one emit */
 } pq_cursor;
 
 /* Output buffers (reader.c). */

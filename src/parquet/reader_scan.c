@@ -160,7 +160,26 @@ hs_status pq_scan_open(pq_reader *r, const pq_scan_options *opt, pq_scan **out, 
     for (int i = 0; i < s->n_cols; i++) {
         hs_field ch;
         memset(&ch, 0, sizeof ch);
-        if (hs_field_copy(&si->root.children[s->cols[i]], &ch) != HS_OK ||
+        const hs_field *src = &si->root.children[s->cols[i]];
+        if (opt->verdicts && opt->verdicts[i].fn) {
+            const pq_anode *top = &si->tops[s->cols[i]];
+            const pq_leaf *lf = top->n_leaves == 1 ? &si->leaves[top->first_leaf] : NULL;
+            if (!lf || lf->depth != 1 || lf->max_rep != 0 || lf->conv != PQ_CV_BYTES) {
+                st = hs_err_set(err, HS_INVALID, "%s: column '%s' is no flat string or binary "
+                                "column (verdict)", r->fname, src->name);
+                goto fail;
+            }
+            hs_field_init(&ch, src->name, HS_TYPE_BOOL, false);
+            ch.field_id = src->field_id;
+            if (hs_field_add_child(&s->schema, &ch) != HS_OK) {
+                hs_field_clear(&ch);
+                st = hs_err_nomem(err, 64);
+                goto fail;
+            }
+            s->n_cur += top->n_leaves;
+            continue;
+        }
+        if (hs_field_copy(src, &ch) != HS_OK ||
             hs_field_add_child(&s->schema, &ch) != HS_OK) {
             hs_field_clear(&ch);
             st = hs_err_nomem(err, 64);
@@ -188,6 +207,12 @@ hs_status pq_scan_open(pq_reader *r, const pq_scan_options *opt, pq_scan **out, 
             c->own_from = c->leaf->depth - 1;
             c->gather = (opt->rows || opt->ranges) && c->leaf->depth == 1 && c->leaf->max_rep == 0 &&
                         !pq_read_no_fast_paths;
+            c->vd_null = -1;
+            if (opt->verdicts && opt->verdicts[i].fn) {
+                c->vd = &opt->verdicts[i];
+                c->vd_field = &si->root.children[s->cols[i]];
+                c->gather = false;   /* verdicts are written by runs (leaf_emit) */
+            }
             for (int j = 0; j < c->leaf->depth; j++)
                 if (c->leaf->path[j]->first_leaf == l) {
                     c->own_from = j;

@@ -69,6 +69,7 @@
 #include "base/mem.h"
 #include "columnar/arrow_c.h"
 #include "columnar/jsonl.h"
+#include "expr/expr.h"
 #include "base/threadpool.h"
 #include "hyperstream/index.h"
 #include "io/io.h"
@@ -77,6 +78,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -533,7 +535,31 @@ typedef struct frd {
     tbl_file_report *rep;       /* borrowed */
     pq_par_fn par;              /* a batch's columns at once (tbl_read_opts) */
     void *par_ctx;
+    const struct tbl_vcol *vcols;   /* verdict columns of this read (dictionary filter) */
+    int n_vcols;
 } frd;
+
+/* A verdict column (the dictionary filter, see tbl_read_file_ex): the filter
+ * terms that read only string column `src` of the read schema, judged by
+ * the reader per dictionary entry (pq_verdict), read as a BOOL column of
+ * field id TBL_VCOL_ID0 + its index. */
+#define TBL_VCOL_ID0 2100000000
+#define TBL_VCOL_MAX 16
+typedef struct tbl_vcol {
+    int src;                    /* read-schema column */
+    const hs_field *src_field;  /* borrowed from the read schema */
+    hs_field one;               /* STRUCT of src_field alone: the batches judged */
+    ex_expr *terms;             /* the AND of its terms (borrows the filter's nodes) */
+} tbl_vcol;
+
+static hs_status vcol_judge(void *ctx, const hs_column *values, uint8_t *verdict, hs_error *err)
+{
+    const tbl_vcol *v = ctx;
+    hs_column *col = (hs_column *)values;   /* only read */
+    hs_batch b = {.schema = v->one, .n_rows = values->length, .n_cols = 1, .cols = &col};
+    int64_t m;
+    return ex_eval_filter(v->terms, &b, NULL, verdict, &m, err);
+}
 
 static hs_status frd_open(frd *fr, const tbl_plan_file *pf, tbl_file_report *rep, hs_error *err)
 {
@@ -653,14 +679,36 @@ static hs_status frd_read(frd *fr, const hs_field *const *want, int n, const roa
         return hs_err_nomem(err, (size_t)batch_size * 4);
     }
     int n_cols = 0;
+    pq_verdict *vds = hs_calloc((size_t)n + 1, sizeof *vds);
+    if (!vds) {
+        hs_free(src);
+        hs_free(stored);
+        hs_free(cols);
+        hs_free(out);
+        hs_free(pos);
+        return hs_err_nomem(err, 64);
+    }
+    bool any_vd = false;
     for (int i = 0; i < n; i++) {
-        int k = frd_source(fr, want[i]);
+        int v = want[i]->field_id - TBL_VCOL_ID0;
         src[i] = stored[i] = -1;
+        if (v >= 0 && v < fr->n_vcols) {
+            /* a verdict column: a scan column of its own, judged by the reader */
+            int k = frd_source(fr, fr->vcols[v].src_field);
+            if (k < 0)
+                continue;   /* not reached: tbl_read_file_ex checked the file */
+            vds[n_cols] = (pq_verdict){vcol_judge, (void *)&fr->vcols[v]};
+            any_vd = true;
+            src[i] = n_cols;
+            cols[n_cols++] = k;
+            continue;
+        }
+        int k = frd_source(fr, want[i]);
         if (k < 0)
             continue;
         int at = -1;
         for (int j = 0; j < n_cols; j++)
-            if (cols[j] == k)
+            if (cols[j] == k && !vds[j].fn)
                 at = j;
         if (at < 0) {
             at = n_cols;
@@ -694,7 +742,8 @@ static hs_status frd_read(frd *fr, const hs_field *const *want, int n, const roa
     hs_status st = HS_OK;
     if (n_cols > 0) {
         pq_scan_options so = {.columns = cols, .n_columns = n_cols, .rows = rows,
-                              .batch_size = batch_size, .par = fr->par, .par_ctx = fr->par_ctx};
+                              .batch_size = batch_size, .par = fr->par, .par_ctx = fr->par_ctx,
+                              .verdicts = any_vd ? vds : NULL};
         st = pq_scan_open(fr->r, &so, &s, err);
         if (st != HS_OK)
             hs_err_prefix(err, "%s", fr->pf->path);
@@ -739,6 +788,9 @@ static hs_status frd_read(frd *fr, const hs_field *const *want, int n, const roa
             if (is_meta_id(w->field_id)) {
                 st = meta_column(fr->pf, w, stored[i] >= 0 ? fb->cols[stored[i]] : NULL, pos, m,
                                  &out[i], err);
+            } else if (src[i] >= 0 && fb->cols[src[i]] && vds[src[i]].fn) {
+                out[i] = fb->cols[src[i]];   /* verdicts: BOOL, as wanted */
+                fb->cols[src[i]] = NULL;
             } else if (src[i] >= 0 && fb->cols[src[i]]) {
                 hs_column *c = fb->cols[src[i]];
                 fb->cols[src[i]] = NULL;
@@ -795,6 +847,7 @@ static hs_status frd_read(frd *fr, const hs_field *const *want, int n, const roa
     hs_free(cols);
     hs_free(out);
     hs_free(pos);
+    hs_free(vds);
     return st;
 }
 
@@ -1521,6 +1574,151 @@ static hs_status two_phase_part(rd_state *r, frd *fr, const roaring_bitmap_t *se
     return st;
 }
 
+/* ---- the dictionary filter ----
+ *
+ * A filter term that reads one string (or binary) column only, through
+ * operators that cannot fail (ex_term_value_col: l_shipmode IN ('MAIL',
+ * 'SHIP'), p_container LIKE 'SM%', s <> '' ...), is a function of the
+ * column's value, so the reader judges it once per dictionary entry of a
+ * dictionary-encoded page and gives each row its entry's verdict by index
+ * (pq_verdict): the strings of the rows are never copied out, and the
+ * column is not decoded at all when it is not output.  Pages that are not
+ * dictionary-encoded (a writer's fallback to PLAIN in a large row group)
+ * are decoded and judged in runs, NULLs get the verdict on NULL: the
+ * result is the filter's, row for row.  The terms of such a column become
+ * one BOOL column of the read (a verdict column, field id TBL_VCOL_ID0 + i)
+ * in a rewritten filter, when no other term reads the column and the
+ * column is either not output or read after the filter (late: phase 2
+ * reads it for the passing rows only).  HS_DICT_FILTER=0 turns it off. */
+typedef struct tbl_vset {
+    int n;                      /* verdict columns */
+    tbl_vcol v[TBL_VCOL_MAX];
+    hs_field xs;                /* the read schema + one BOOL field per verdict column */
+    ex_expr *residual;          /* the filter with their terms replaced */
+    tbl_pred pred;              /* {the filter's pr_filter, residual} */
+} tbl_vset;
+
+static void vset_clear(tbl_vset *vs)
+{
+    for (int j = 0; j < vs->n; j++) {
+        ex_free(vs->v[j].terms);
+        hs_field_clear(&vs->v[j].one);
+    }
+    ex_free(vs->residual);
+    if (vs->xs.type == HS_TYPE_STRUCT)
+        hs_field_clear(&vs->xs);
+    memset(vs, 0, sizeof *vs);
+}
+
+static bool id_in(const hs_buf *ids, int32_t id)
+{
+    for (size_t i = 0; i < HS_VEC_LEN(ids, int32_t); i++)
+        if (HS_VEC_AT(ids, int32_t, i) == id)
+            return true;
+    return false;
+}
+
+/* The verdict columns of one file's read (vs->n = 0: none). */
+static hs_status vset_make(tbl_vset *vs, const frd *fr, const hs_field *rs, int n_out, bool late,
+                           const tbl_pred *pred, hs_error *err)
+{
+    memset(vs, 0, sizeof *vs);
+    const ex_expr *e = pred->expr;
+    const char *env = getenv("HS_DICT_FILTER");
+    if (!e || (env && strcmp(env, "0") == 0))
+        return HS_OK;
+    int nt = ex_and_terms(e);
+    if (nt > 64)
+        return HS_OK;
+    int32_t col[64];
+    hs_buf other = {0};
+    hs_status st = HS_OK;
+    for (int t = 0; t < nt && st == HS_OK; t++) {
+        col[t] = ex_term_value_col(e, t);
+        if (col[t] < 0 && ex_term_field_ids(e, t, &other) != HS_OK)
+            st = hs_err_nomem(err, 64);
+    }
+    int src[TBL_VCOL_MAX];
+    int32_t ids[TBL_VCOL_MAX];
+    int nv = 0;
+    for (int t = 0; t < nt && st == HS_OK && nv < TBL_VCOL_MAX; t++) {
+        int32_t id = col[t];
+        bool seen = false;
+        for (int j = 0; j < nv; j++)
+            seen |= ids[j] == id;
+        if (id <= 0 || seen || id_in(&other, id) || id >= TBL_VCOL_ID0)
+            continue;
+        int i = -1;
+        for (int k = 0; k < rs->n_children && i < 0; k++)
+            if (rs->children[k].field_id == id)
+                i = k;
+        if (i < 0 || (i < n_out && !late) || is_meta_id(id))
+            continue;
+        const hs_field *f = &rs->children[i];
+        int fk = frd_source(fr, f);
+        if (fk < 0 || fr->fs->children[fk].type != f->type ||
+            (f->type != HS_TYPE_STRING && f->type != HS_TYPE_BINARY))
+            continue;
+        src[nv] = i;
+        ids[nv++] = id;
+    }
+    hs_buf_free(&other);
+    for (int k = 0; k < rs->n_children && st == HS_OK; k++)
+        if (rs->children[k].field_id >= TBL_VCOL_ID0)
+            nv = 0;   /* a field id in our range: keep out of its way */
+    if (st != HS_OK || nv == 0)
+        return st;
+    if (hs_field_copy(rs, &vs->xs) != HS_OK) {
+        hs_field_init(&vs->xs, "", HS_TYPE_NA, false);
+        return hs_err_nomem(err, 64);
+    }
+    for (int j = 0; j < nv && st == HS_OK; j++) {
+        hs_field f;
+        char name[64];
+        snprintf(name, sizeof name, "$verdict%d", j);
+        hs_field_init(&f, name, HS_TYPE_BOOL, false);
+        f.field_id = TBL_VCOL_ID0 + j;
+        if (hs_field_add_child(&vs->xs, &f) != HS_OK) {
+            hs_field_clear(&f);
+            st = hs_err_nomem(err, 64);
+        }
+    }
+    /* the fields are in place (no more reallocation): the expressions */
+    bool keep[64];
+    const hs_field *vf[TBL_VCOL_MAX];
+    for (int j = 0; j < nv && st == HS_OK; j++) {
+        tbl_vcol *v = &vs->v[j];
+        vs->n = j + 1;
+        v->src = src[j];
+        v->src_field = &rs->children[src[j]];
+        vf[j] = &vs->xs.children[rs->n_children + j];
+        hs_field_init(&v->one, "", HS_TYPE_STRUCT, false);
+        hs_field copy = {0};
+        if (hs_field_copy(v->src_field, &copy) != HS_OK || hs_field_add_child(&v->one, &copy) != HS_OK) {
+            hs_field_clear(&copy);
+            st = hs_err_nomem(err, 64);
+            break;
+        }
+        for (int t = 0; t < nt; t++)
+            keep[t] = col[t] == ids[j];
+        st = ex_terms_expr(e, keep, NULL, 0, &v->terms, err);
+    }
+    for (int t = 0; t < nt; t++) {
+        keep[t] = true;
+        for (int j = 0; j < nv; j++)
+            keep[t] &= col[t] != ids[j];
+    }
+    if (st == HS_OK)
+        st = ex_terms_expr(e, keep, vf, nv, &vs->residual, err);
+    if (st != HS_OK) {
+        vset_clear(vs);
+        return st;
+    }
+    vs->pred = *pred;
+    vs->pred.expr = vs->residual;
+    return HS_OK;
+}
+
 hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tbl_read_opts *o,
                            tbl_emit_fn emit, void *ctx, roaring_bitmap_t **positions_out,
                            int64_t *rows_deleted, tbl_file_report *rep_in, hs_error *err)
@@ -1549,6 +1747,20 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
     r.rep = rep;
     r.n_out = n_out;
     r.pred = need_eval ? pred : NULL;
+    tbl_vset vs = {0};
+    hs_status vst = r.pred ? vset_make(&vs, &fr, rs, n_out, o->late, r.pred, err) : HS_OK;
+    if (vst != HS_OK) {
+        frd_close(&fr);
+        return vst;
+    }
+    if (vs.n > 0) {
+        rs = &vs.xs;   /* the verdict columns are read-schema columns from here on */
+        n = rs->n_children;
+        r.rs = rs;
+        r.pred = &vs.pred;
+        fr.vcols = vs.v;
+        fr.n_vcols = vs.n;
+    }
     r.pred_cheap = !r.pred || tbl_pred_is_cheap(r.pred);
     /* runtime filters still on, on columns that are output */
     tbl_rtfilter *rtf_use[TBL_MAX_RTF];
@@ -1671,6 +1883,7 @@ hs_status tbl_read_file_ex(const tbl_plan_file *pf, const hs_field *rs, const tb
         rep->pq.row_groups_skipped += pq_reader_num_row_groups(fr.r);
     }
     frd_close(&fr);
+    vset_clear(&vs);
     tbl_bitmap_free(del);
     tbl_bitmap_free(sel);
     if (st == HS_OK && positions_out)

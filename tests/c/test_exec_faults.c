@@ -4,7 +4,8 @@
  * Values -> Filter -> Project -> HashAggregate -> Sort, a HashJoin with a
  * residual, SetOp, Distinct, TopK and Window; an aggregate and a RIGHT join
  * again on a pool of two threads (the parallel paths); an aggregate and a
- * sort under a tiny memory limit (their spill paths).  Each run either succeeds
+ * sort under a tiny memory limit (their spill paths); DISTINCT aggregates
+ * (a Distinct with packed keys below them), serial and on a pool.  Each run either succeeds
  * with the result of the fault-free run or fails with HS_NOMEM; nothing
  * leaks (hs_mem_live_count) and nothing crashes (ASan build).
  *
@@ -122,6 +123,21 @@ static hs_status build(int which, xo_ctx *ctx, const hs_field *s, xo_op **out, h
         xo_sort_key k = {3, true, true};
         return xo_sort(op, 1, &k, out, err);
     }
+    case 8: case 9: {   /* DISTINCT aggregates only: Distinct(b, a) with packed keys; 9 on a pool */
+        xo_free(r);
+        xo_agg aggs[2] = {{.fn = XO_AGG_COUNT, .arg = 0, .distinct = true, .sep_col = -1},
+                          {.fn = XO_AGG_MIN, .arg = 0, .distinct = true, .sep_col = -1}};
+        ex_expr *p[2] = {NULL, NULL};
+        st = ex_parse_scalar("b", &l->schema, &p[0], err);
+        if (st == HS_OK)
+            st = ex_parse_scalar("a", &l->schema, &p[1], err);
+        if (st != HS_OK) { ex_free(p[0]); xo_free(l); return st; }
+        const char *names[2] = {"b", "a"};
+        HS_TRY(xo_project(l, 2, p, names, &op, err));
+        HS_TRY(xo_hashagg(op, 1, 2, aggs, &op, err));
+        xo_sort_key k = {0, true, true};
+        return xo_sort(op, 1, &k, out, err);
+    }
     case 7: {
         xo_free(r);
         xo_sort_key k[2] = {{2, true, true}, {1, false, false}};
@@ -163,22 +179,22 @@ static void test_oom_everywhere(void)
     hs_pool *pool;
     hs_error perr = {0};
     CHECK_OK(hs_pool_create(2, &pool, &perr), &perr);
-    for (int which = 0; which < 8; which++) {
+    for (int which = 0; which < 10; which++) {
         /* the fault-free run */
         xo_ctx ctx = {0};
-        if (which == 4 || which == 5) {
+        if (which == 4 || which == 5 || which == 9) {
             ctx.pool = pool;
             ctx.threads = 2;
         }
         if (which >= 6)
-            ctx.mem_limit = which == 6 ? 14000 : 8000;
+            ctx.mem_limit = which == 6 ? 14000 : which == 7 ? 8000 : (int64_t)1 << 30;
         hs_error err = {0};
         xo_op *op;
         CHECK_OK(build(which, &ctx, &s, &op, &err), &err);
         int64_t want;
         hs_buf want_text = {0};
         CHECK_OK(run(op, &want, &want_text, &err), &err);
-        if (which >= 6) {   /* tree 6: the aggregate and the sort both spilled */
+        if (which == 6 || which == 7) {   /* tree 6: the aggregate and the sort both spilled */
             const char *sp = strstr(hs_buf_cstr(&want_text), "spilled: ");
             CHECK(sp != NULL && (which == 7 || strstr(sp + 1, "spilled: ") != NULL));
         }
