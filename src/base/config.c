@@ -70,6 +70,9 @@ static const cfg_def g_defs[HS_CFG_N] = {
     [HS_CFG_FILTER_CACHE] = {"filter_cache", "HS_FILTER_CACHE", 1, 0, 1, 1},
     /* a table handle keeps its last filtered search's preparation (table/search.c) */
     [HS_CFG_SEARCH_FILTER_CACHE] = {"search_filter_cache", "HS_SEARCH_FILTER_CACHE", 1, 0, 1, 1},
+    /* freed column buffers of 256 KiB - 64 MiB kept for reuse (base/mem.c);
+     * -1: 1/16 of physical memory within [64 MiB, 1 GiB]; 0 = off */
+    [HS_CFG_BUFFER_POOL_MB] = {"buffer_pool_mb", "HS_BUFFER_POOL_MB", -1, -1, MB_MAX, 0},
 };
 
 typedef struct cfg_str_def {
