@@ -638,6 +638,7 @@ static hs_status decode_batch(pq_scan *s, hs_batch *b, int64_t rows, hs_error *e
     for (int k = 0; k < s->n_cols; k++) {
         s->stats.pages_decoded += t[k].stats.pages_decoded;
         s->stats.pages_skipped += t[k].stats.pages_skipped;
+        s->stats.pages_in_place += t[k].stats.pages_in_place;
         s->stats.bytes_read += t[k].stats.bytes_read;
         s->stats.row_groups_read += t[k].stats.row_groups_read;
         s->stats.row_groups_skipped += t[k].stats.row_groups_skipped;
