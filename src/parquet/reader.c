@@ -67,7 +67,11 @@
  * or (DELTA_*, BYTE_STREAM_SPLIT, RLE booleans) values decoded for the whole
  * page by parquet/encoding.c.  Values go straight into the output column
  * buffers: fixed-width values are decoded densely at the slot position and
- * spread backwards over null slots; strings are appended slot by slot.
+ * spread backwards over null slots; strings are appended slot by slot.  A
+ * compressed PLAIN page of a flat required leaf stored as it is output
+ * (ints, floats, dates), read sequentially and wholly inside the current
+ * run, is decompressed at its slot position itself (direct_offer): no
+ * page buffer, no copy.
  *
  * Assembly of levels into validity/offsets/children follows the rules in
  * reader_int.h.  Required flat columns do no level work; optional flat
