@@ -227,13 +227,15 @@ static size_t pool_budget(void)
     int64_t mb = hs_cfg_get(HS_CFG_BUFFER_POOL_MB);
     if (mb >= 0)
         return (size_t)mb << 20;
-    static size_t dflt;
-    if (!dflt) {
+    static _Atomic size_t dflt;   /* computed once; racing threads compute the same */
+    size_t d = atomic_load_explicit(&dflt, memory_order_relaxed);
+    if (!d) {
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         size_t b = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 16 : 0;
-        dflt = b < ((size_t)64 << 20) ? (size_t)64 << 20 : b > ((size_t)1 << 30) ? (size_t)1 << 30 : b;
+        d = b < ((size_t)64 << 20) ? (size_t)64 << 20 : b > ((size_t)1 << 30) ? (size_t)1 << 30 : b;
+        atomic_store_explicit(&dflt, d, memory_order_relaxed);
     }
-    return dflt;
+    return d;
 }
 
 static bool pool_usable(void)
