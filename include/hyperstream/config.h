@@ -61,6 +61,11 @@
  *                                                      after a clustered search, so that
  *                                                      the next value's search reads
  *                                                      nothing, MiB; 0 = off
+ *   buffer_pool_mb     HS_BUFFER_POOL_MB      -1       freed column buffers of 256 KiB
+ *                                                      - 64 MiB kept for the next scan
+ *                                                      (no page faults), MiB; each is
+ *                                                      freed after 5 s unused; -1 = 1/16
+ *                                                      of RAM within 64 MiB..1 GiB; 0 = off
  *
  * Text settings (hs_config_set / hs_config_get_str; "" = unset; at most
  * HS_CONFIG_STR_MAX - 1 bytes):

@@ -86,8 +86,8 @@ __version__ = "0.1.0"
 def set_config(key, value):
     """Sets a process-wide setting of the C library (None restores the value
     the process started with).  Keys: manifest_cache_mb, index_cache_mb,
-    vindex_cache_mb, dict_cache_mb, page_cache_mb, cluster_cache_mb (MiB;
-    0 = no caching), parquet_max_page_mb, decode_limit_mb, decode_limit_per_byte, warm_files,
+    vindex_cache_mb, dict_cache_mb, page_cache_mb, cluster_cache_mb, buffer_pool_mb
+    (MiB; 0 = no caching), parquet_max_page_mb, decode_limit_mb, decode_limit_per_byte, warm_files,
     eq_delete_mb, mmap, filter_cache, search_filter_cache (bools),
     scan_threads, search_threads (0 = automatic); text: s3_lock_dir (a
     directory path, "" = none: the commit locks of object stores without

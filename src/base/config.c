@@ -73,6 +73,9 @@ static const cfg_def g_defs[HS_CFG_N] = {
     /* object stores: the clustered vector sections fetched after a
      * clustered search, at most this many MiB (table/vcache.h); 0 = off */
     [HS_CFG_CLUSTER_CACHE_MB] = {"cluster_cache_mb", "HS_CLUSTER_CACHE_MB", 512, 0, MB_MAX, 0},
+    /* freed column buffers of 256 KiB - 64 MiB kept for reuse (base/mem.c);
+     * -1: 1/16 of physical memory within [64 MiB, 1 GiB]; 0 = off */
+    [HS_CFG_BUFFER_POOL_MB] = {"buffer_pool_mb", "HS_BUFFER_POOL_MB", -1, -1, MB_MAX, 0},
 };
 
 typedef struct cfg_str_def {

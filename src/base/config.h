@@ -35,6 +35,7 @@ typedef enum hs_cfg_key {
     HS_CFG_FILTER_CACHE,
     HS_CFG_SEARCH_FILTER_CACHE,
     HS_CFG_CLUSTER_CACHE_MB,
+    HS_CFG_BUFFER_POOL_MB,
     HS_CFG_N
 } hs_cfg_key;
 

@@ -29,6 +29,7 @@ enum {
     HS_FORK_RANK_FOOTER = 20,     /* parquet footer cache */
     HS_FORK_RANK_S3 = 25,         /* io/s3: config, pool, cache (curl's share locks inside) */
     HS_FORK_RANK_LEAF = 30,       /* taken with nothing else acquired inside */
+    HS_FORK_RANK_MEMPOOL = 80,    /* base/mem.c's buffer pool: under any other, nothing inside */
     HS_FORK_RANK_WARN = 90        /* the warning handler (may be reached under others) */
 };
 

@@ -17,11 +17,30 @@
  *
  * Aligned blocks (hs_malloc_aligned) are over-allocated through the hook:
  *
- *     raw                         aligned (64-byte boundary)
- *     | padding ... | void *raw  | size bytes of user data ... |
+ *     raw                                              aligned (64-byte boundary)
+ *     | padding ... | put_ms | next | cap | void *raw | cap (or size) bytes of user data |
+ *                     a-32     a-24   a-16  a-8        a
  *
  * The original pointer is stashed in the word just before the aligned
  * address; hs_free_aligned reads it back and frees it with hs_free.
+ *
+ * Buffer pool.  Column buffers of a scan are large (a 65,536-row batch:
+ * 256 KiB - 2 MiB per column) and short-lived (freed when the consumer
+ * releases the Arrow arrays), and glibc returns such blocks to the kernel
+ * on free (mmap'd chunks, heap trimming), so every scan faulted all its
+ * output in afresh, 4 KiB at a time: a third of the CPU time of a full
+ * lineitem scan was page faults.  So aligned blocks of POOL_MIN..POOL_MAX
+ * bytes are rounded up to a size class (4 per power of two; cap stores
+ * it, 0 for blocks outside the pool's range) and, when freed, kept in a
+ * per-class LIFO list instead (next, put_ms) for the next allocation of
+ * that class.  Bounded by bytes (buffer_pool_mb: default 1/16 of physical
+ * memory within [64 MiB, 1 GiB]; 0 = off) and by age: blocks idle for
+ * POOL_DECAY_MS are freed by the next pool operation after that, as
+ * jemalloc decays dirty pages; hs_mem_pool_trim frees them all.  A pooled
+ * block does not count as live (hs_mem_live_count: leak checks see it
+ * freed), its bytes are poisoned under ASan (a use after release is still
+ * caught), and the pool is bypassed while a non-default hook is installed
+ * or a failure is armed (the hook sees every allocation, as before).
  *
  * The decode memory limit (memlimit.h, end of file) lives here too: two
  * atomics, defaulted from the environment once, that decoders of untrusted
@@ -30,6 +49,7 @@
 #include "base/mem.h"
 
 #include "base/config.h"
+#include "base/fork.h"
 #include "base/memlimit.h"
 
 #include <errno.h>
@@ -39,6 +59,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define POOL_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define POOL_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define POOL_POISON(p, n) ((void)(p), (void)(n))
+#define POOL_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 static void *default_malloc(size_t size, void *ctx) { (void)ctx; return malloc(size); }
 static void *default_realloc(void *p, size_t size, void *ctx) { (void)ctx; return realloc(p, size); }
@@ -53,6 +84,7 @@ static _Atomic int64_t g_fail_countdown; /* > 0: the allocation that brings it t
 
 void hs_set_alloc_hook(const hs_alloc_hook *hook)
 {
+    hs_mem_pool_trim();   /* pooled blocks belong to the default hook */
     if (hook && hook->malloc_fn && hook->realloc_fn && hook->free_fn) {
         g_hook = *hook;
         g_hook_is_default = false;
@@ -153,17 +185,197 @@ char *hs_strndup(const char *s, size_t n)
 }
 
 #define HS_ALIGN 64
+#define HDR 32                          /* put_ms, next, cap, raw: see the top */
+#define POOL_MIN ((size_t)256 << 10)
+#define POOL_MAX ((size_t)64 << 20)
+#define POOL_K0 17                      /* classes start above 2^17 */
+#define POOL_CLASSES 36                 /* (2^17, 2^26] in quarter steps */
+#define POOL_DECAY_MS 5000
+
+static inline size_t *hdr_cap(uint8_t *a) { return (size_t *)(void *)(a - 16); }
+static inline uint8_t **hdr_next(uint8_t *a) { return (uint8_t **)(void *)(a - 24); }
+static inline uint64_t *hdr_put(uint8_t *a) { return (uint64_t *)(void *)(a - 32); }
+static inline void *hdr_raw(uint8_t *a) { void *r; memcpy(&r, a - 8, sizeof r); return r; }
+
+static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_pool_mu, HS_FORK_RANK_MEMPOOL)
+static uint8_t *g_pool_head[POOL_CLASSES];   /* LIFO per class, linked through hdr_next */
+static size_t g_pool_bytes;
+static int64_t g_pool_blocks, g_pool_hits;
+static uint64_t g_pool_swept_ms;
+
+/* The size class of a POOL_MIN..POOL_MAX request: its index, and its
+ * capacity in *cap (the next of 2^k * 5/4, 6/4, 7/4, 8/4 at or above). */
+static int pool_class(size_t size, size_t *cap)
+{
+    int k = 63 - __builtin_clzll((unsigned long long)(size - 1));   /* 2^k <= size-1 */
+    size_t base = (size_t)1 << k, q = base / 4;
+    size_t step = (size - base + q - 1) / q;                         /* 1..4 */
+    *cap = base + step * q;
+    return (k - POOL_K0) * 4 + (int)step - 1;
+}
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static size_t pool_budget(void)
+{
+    int64_t mb = hs_cfg_get(HS_CFG_BUFFER_POOL_MB);
+    if (mb >= 0)
+        return (size_t)mb << 20;
+    static _Atomic size_t dflt;   /* computed once; racing threads compute the same */
+    size_t d = atomic_load_explicit(&dflt, memory_order_relaxed);
+    if (!d) {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        size_t b = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 16 : 0;
+        d = b < ((size_t)64 << 20) ? (size_t)64 << 20 : b > ((size_t)1 << 30) ? (size_t)1 << 30 : b;
+        atomic_store_explicit(&dflt, d, memory_order_relaxed);
+    }
+    return d;
+}
+
+static bool pool_usable(void)
+{
+    return g_hook_is_default && atomic_load_explicit(&g_fail_countdown, memory_order_relaxed) == 0;
+}
+
+/* Unlinks (under the lock) the blocks put before `older_than` (all with
+ * UINT64_MAX), or while the pool holds more than `keep` bytes, onto *dead. */
+static void pool_cut(uint64_t older_than, size_t keep, uint8_t **dead)
+{
+    for (int c = 0; c < POOL_CLASSES; c++) {
+        uint8_t **pp = &g_pool_head[c];
+        while (*pp) {
+            uint8_t *a = *pp;
+            if (*hdr_put(a) < older_than || g_pool_bytes > keep) {
+                *pp = *hdr_next(a);
+                g_pool_bytes -= *hdr_cap(a);
+                g_pool_blocks--;
+                *hdr_next(a) = *dead;
+                *dead = a;
+            } else {
+                pp = hdr_next(a);
+            }
+        }
+    }
+}
+
+static void pool_free_list(uint8_t *a)
+{
+    while (a) {
+        uint8_t *next = *hdr_next(a);
+        POOL_UNPOISON(a, *hdr_cap(a));
+        free(hdr_raw(a));   /* pooled blocks come from the default hook */
+        a = next;
+    }
+}
+
+/* Age-based trim, at most once a second; under the lock. */
+static void pool_sweep(uint64_t now, uint8_t **dead)
+{
+    if (now - g_pool_swept_ms < 1000)
+        return;
+    g_pool_swept_ms = now;
+    if (g_pool_blocks > 0)
+        pool_cut(now > POOL_DECAY_MS ? now - POOL_DECAY_MS : 0, g_pool_bytes, dead);
+}
+
+void hs_mem_pool_trim(void)
+{
+    uint8_t *dead = NULL;
+    pthread_mutex_lock(&g_pool_mu);
+    pool_cut(UINT64_MAX, 0, &dead);
+    pthread_mutex_unlock(&g_pool_mu);
+    pool_free_list(dead);
+}
+
+void hs_mem_pool_stats(int64_t *blocks, int64_t *bytes, int64_t *hits)
+{
+    pthread_mutex_lock(&g_pool_mu);
+    if (blocks)
+        *blocks = g_pool_blocks;
+    if (bytes)
+        *bytes = (int64_t)g_pool_bytes;
+    if (hits)
+        *hits = g_pool_hits;
+    pthread_mutex_unlock(&g_pool_mu);
+}
+
+static uint8_t *pool_take(int c)
+{
+    uint8_t *dead = NULL;
+    pthread_mutex_lock(&g_pool_mu);
+    uint8_t *a = g_pool_head[c];
+    if (a) {
+        g_pool_head[c] = *hdr_next(a);
+        g_pool_bytes -= *hdr_cap(a);
+        g_pool_blocks--;
+        g_pool_hits++;
+    }
+    if (g_pool_blocks > 0)
+        pool_sweep(now_ms(), &dead);
+    pthread_mutex_unlock(&g_pool_mu);
+    pool_free_list(dead);
+    if (a) {
+        POOL_UNPOISON(a, *hdr_cap(a));
+        atomic_fetch_add_explicit(&g_live, 1, memory_order_relaxed);
+    }
+    return a;
+}
+
+/* Keeps block a (of a pool class) for reuse; false when the pool is full. */
+static bool pool_give(uint8_t *a)
+{
+    size_t cap = *hdr_cap(a), budget = pool_budget();
+    int c = pool_class(cap, &cap);
+    uint8_t *dead = NULL;
+    bool kept = false;
+    uint64_t now = now_ms();
+    pthread_mutex_lock(&g_pool_mu);
+    pool_sweep(now, &dead);
+    if (g_pool_bytes > budget)   /* the budget was lowered */
+        pool_cut(0, budget, &dead);
+    if (g_pool_bytes + cap <= budget) {
+        *hdr_next(a) = g_pool_head[c];
+        *hdr_put(a) = now;
+        g_pool_head[c] = a;
+        g_pool_bytes += cap;
+        g_pool_blocks++;
+        kept = true;
+    }
+    pthread_mutex_unlock(&g_pool_mu);
+    pool_free_list(dead);
+    if (kept) {
+        POOL_POISON(a, cap);
+        atomic_fetch_sub_explicit(&g_live, 1, memory_order_relaxed);
+    }
+    return kept;
+}
 
 void *hs_malloc_aligned(size_t size)
 {
+    size_t cap = 0;
+    int c = -1;
+    if (size >= POOL_MIN && size <= POOL_MAX && pool_usable()) {
+        c = pool_class(size, &cap);
+        uint8_t *a = pool_take(c);
+        if (a)
+            return a;
+        size = cap;
+    }
     size_t total;
-    if (__builtin_add_overflow(size, (size_t)HS_ALIGN + sizeof(void *), &total))
+    if (__builtin_add_overflow(size, (size_t)HS_ALIGN + HDR, &total))
         return NULL;
     uint8_t *raw = hs_malloc(total);
     if (!raw)
         return NULL;
-    uintptr_t a = ((uintptr_t)raw + sizeof(void *) + HS_ALIGN - 1) & ~(uintptr_t)(HS_ALIGN - 1);
+    uintptr_t a = ((uintptr_t)raw + HDR + HS_ALIGN - 1) & ~(uintptr_t)(HS_ALIGN - 1);
     memcpy((void *)(a - sizeof(void *)), &raw, sizeof raw);
+    *hdr_cap((uint8_t *)a) = c >= 0 ? cap : 0;
     return (void *)a;
 }
 
@@ -171,9 +383,10 @@ void hs_free_aligned(void *p)
 {
     if (!p)
         return;
-    void *raw;
-    memcpy(&raw, (uint8_t *)p - sizeof(void *), sizeof raw);
-    hs_free(raw);
+    uint8_t *a = p;
+    if (*hdr_cap(a) && g_hook_is_default && pool_give(a))
+        return;
+    hs_free(hdr_raw(a));
 }
 
 /* ---- the decode memory limit (memlimit.h) ---- */

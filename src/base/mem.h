@@ -31,8 +31,15 @@ char *hs_strndup(const char *s, size_t n); /* caller frees with hs_free */
  * of 8 MiB or more, and only the 2 MiB-aligned interior.  No effect on
  * correctness. */
 void hs_mem_advise_huge(void *p, size_t size);
+/* Blocks of 256 KiB - 64 MiB come from (and go back to) a bounded pool of
+ * recently freed ones (mem.c: "Buffer pool"): their contents are undefined,
+ * like malloc's. */
 void *hs_malloc_aligned(size_t size);
 void hs_free_aligned(void *p);
+/* Frees every block the buffer pool keeps (tests, before counting memory). */
+void hs_mem_pool_trim(void);
+/* What the pool keeps now, and how many allocations it served since start-up. */
+void hs_mem_pool_stats(int64_t *blocks, int64_t *bytes, int64_t *hits);
 
 /* Install a hook (NULL restores the default).  Not thread-safe: call at start-up or in tests. */
 void hs_set_alloc_hook(const hs_alloc_hook *hook);

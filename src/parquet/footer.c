@@ -206,6 +206,7 @@ void pq_footer_cache_clear(void)
      * cache of file metadata below the table layer; tests that balance
      * hs_mem_live_count clear them all here */
     hs_avro_schema_cache_clear();
+    hs_mem_pool_trim();   /* and the column buffers kept for reuse (base/mem.c) */
 }
 
 static uint32_t rd_u32le(const uint8_t *p)

@@ -67,7 +67,11 @@
  * or (DELTA_*, BYTE_STREAM_SPLIT, RLE booleans) values decoded for the whole
  * page by parquet/encoding.c.  Values go straight into the output column
  * buffers: fixed-width values are decoded densely at the slot position and
- * spread backwards over null slots; strings are appended slot by slot.
+ * spread backwards over null slots; strings are appended slot by slot.  A
+ * compressed PLAIN page of a flat required leaf stored as it is output
+ * (ints, floats, dates), read sequentially and wholly inside the current
+ * run, is decompressed at its slot position itself (direct_offer): no
+ * page buffer, no copy.
  *
  * Assembly of levels into validity/offsets/children follows the rules in
  * reader_int.h.  Required flat columns do no level work; optional flat
@@ -976,7 +980,22 @@ static hs_status decode_data_page(pq_cursor *c, const pq_page_header *h, const u
         if (n < 0 || n > PQ_MAX_PAGE_VALUES)
             return HS_CORRUPT_AT(err, "data page claims %lld values", (long long)n);
         const uint8_t *p = NULL;
-        HS_TRY(page_body(c, src, src_len, unc, true, &p, err));
+        uint8_t *direct = c->direct;
+        c->direct = NULL;
+        if (direct && h->data.encoding == PQ_ENC_PLAIN && n <= c->direct_n &&
+            (uint64_t)n * (uint64_t)lf->phys_width == unc && unc > 0 && !c->page_mode &&
+            c->codec != HS_CODEC_NONE && c->codec != HS_CODEC_BROTLI) {
+            /* the values go where vs_read_fixed would copy them (see
+             * pq_cur_rows): no copy, no page_buf */
+            hs_buf out = { .data = direct, .cap = unc + 9 };
+            pq_pc_release(c->page_ref);
+            c->page_ref = NULL;
+            HS_TRY(pq_page_decompress(c->codec, src, src_len, unc, &out, err));
+            p = direct;
+            c->stats->pages_in_place++;
+        } else {
+            HS_TRY(page_body(c, src, src_len, unc, true, &p, err));
+        }
         size_t pos = 0, used = 0;
         if (lvl_lookup(c, n, &lnote)) {
             pos = (size_t)lnote->pos;
@@ -1380,6 +1399,10 @@ static hs_status vs_read_fixed(pq_cursor *c, uint8_t *dst, int64_t k, hs_error *
         if (pw > 0) {
             if ((uint64_t)k * pw > c->vlen - c->vpos)
                 return HS_CORRUPT_AT(err, "page holds fewer values than its levels announce");
+            if (c->vp + c->vpos == dst && lf->conv == PQ_CV_COPY && pw == ow) {
+                c->vpos += (size_t)k * pw;   /* decompressed in place (c->direct) */
+                return HS_OK;
+            }
             if (!conv_fixed(lf->conv, pw, c->vp + c->vpos, k, dst))
                 return HS_CORRUPT_AT(err, "decimal value does not fit 128 bits");
             c->vpos += (size_t)k * pw;
@@ -2044,6 +2067,29 @@ static hs_status assemble(pq_cursor *c, int64_t a, int64_t b, hs_column **cols, 
 
 /* Consumes n_rows rows: emitted into cols (cols[j] = column of path node j)
  * or, with cols NULL, skipped. */
+/* Sequential reads of a flat required leaf whose PLAIN values are copied
+ * as they are (ints, floats, dates; no levels in the page): the next page
+ * may decompress straight into the output column at its next slot, when
+ * all its values belong to this run (n <= left: the page is used up before
+ * pq_cur_rows returns, so nothing reads c->vp after the batch is handed
+ * on) and the column has room for them plus the 8 bytes of padding the
+ * decompressor writes.  decode_data_page decides by the page's header. */
+static void direct_offer(pq_cursor *c, hs_column **cols, int64_t left)
+{
+    const pq_leaf *lf = c->leaf;
+    c->direct = NULL;
+    if (lf->max_rep != 0 || lf->max_def != 0 || lf->conv != PQ_CV_COPY || lf->phys_width <= 0 ||
+        lf->phys_width != lf->out_width || pq_read_no_fast_paths)
+        return;
+    hs_column *col = cols[lf->depth - 1];
+    size_t w = (size_t)lf->out_width, at = (size_t)col->length * w;
+    if (!col->values.data || col->values.len != at || col->values.cap <= at + 8)
+        return;
+    int64_t room = (int64_t)((col->values.cap - at - 8) / w);
+    c->direct = col->values.data + at;
+    c->direct_n = room < left ? room : left;
+}
+
 hs_status pq_cur_rows(pq_cursor *c, int64_t n_rows, hs_column **cols, hs_error *err)
 {
     const pq_leaf *lf = c->leaf;
@@ -2060,7 +2106,10 @@ hs_status pq_cur_rows(pq_cursor *c, int64_t n_rows, hs_column **cols, hs_error *
                 else
                     HS_TRY(load_oi_page(c, c->next_page, err));
             } else {
+                if (cols && left > 0)
+                    direct_offer(c, cols, left);
                 HS_TRY(seq_next_page(c, cols ? NULL : &left, &eof, err));
+                c->direct = NULL;
             }
             if (eof) {
                 if (left > 0)

@@ -105,6 +105,7 @@ typedef struct pq_scan_stats {
     int64_t row_groups_read, row_groups_skipped;
     int64_t pages_decoded, pages_skipped;
     int64_t bytes_read, rows_emitted;
+    int64_t pages_in_place;   /* decompressed straight into the output column */
 } pq_scan_stats;
 
 HS_MUST_USE hs_status pq_scan_open(pq_reader *r, const pq_scan_options *opt, pq_scan **out,

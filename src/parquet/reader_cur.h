@@ -79,6 +79,13 @@ typedef struct pq_cursor {
     uint64_t page_off;               /* file offset of the page header, for messages */
     int64_t page_row_end;            /* page mode: first row after this page */
     hs_buf page_buf;                 /* decompressed body */
+    uint8_t *direct;                 /* sequential mode, flat required PLAIN leaf
+                                      * copied as is: where the next page's values
+                                      * belong in the output column (pq_cur_rows),
+                                      * with room for direct_n values + 8 bytes; a
+                                      * page of at most direct_n values decompresses
+                                      * there instead of into page_buf */
+    int64_t direct_n;
     pq_pc_ref *page_ref;             /* page mode: the body from the page cache, held
                                       * until the next page (or NULL) */
     pq_pc_ref *lvl_ref;              /* page mode, repeated leaves: the page's decoded

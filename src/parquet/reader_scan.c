@@ -587,12 +587,14 @@ static hs_status decode_cursor(pq_scan *s, int i, hs_batch *b, hs_error *err)
     pq_cursor *c = &s->cur[i];
     hs_status st = leaf_cols(c->leaf, b->cols[s->cur_col[i]], cols, err);
     hs_column *lc = st == HS_OK ? cols[c->leaf->depth - 1] : NULL;
-    if (lc && c->leaf->depth > 1 && c->last_slots > 0) {
-        /* nested leaves: their slot count is not the row count, so reserve
-         * what the previous batch needed instead of growing by doubling */
+    bool bytes = lc && (lc->type == HS_TYPE_STRING || lc->type == HS_TYPE_BINARY);
+    if (lc && (c->leaf->depth > 1 || bytes) && c->last_slots > 0) {
+        /* nested leaves: their slot count is not the row count, and string
+         * bytes are not known up front either, so reserve what the previous
+         * batch needed instead of growing by doubling (each doubling copied
+         * the bytes so far and faulted in a new buffer) */
         if (pq_cb_reserve(&lc->values, c->last_bytes) != HS_OK ||
-            (lc->type == HS_TYPE_STRING || lc->type == HS_TYPE_BINARY
-                 ? pq_cb_reserve(&lc->offsets, (size_t)(c->last_slots + 1) * 4) : HS_OK) != HS_OK)
+            (bytes ? pq_cb_reserve(&lc->offsets, (size_t)(c->last_slots + 1) * 4) : HS_OK) != HS_OK)
             st = hs_err_nomem(err, c->last_bytes);
     }
     if (lc)  /* preallocated by hs_batch_create, still untouched */
@@ -661,6 +663,7 @@ static hs_status decode_batch(pq_scan *s, hs_batch *b, int64_t rows, hs_error *e
     for (int k = 0; k < s->n_cols; k++) {
         s->stats.pages_decoded += t[k].stats.pages_decoded;
         s->stats.pages_skipped += t[k].stats.pages_skipped;
+        s->stats.pages_in_place += t[k].stats.pages_in_place;
         s->stats.bytes_read += t[k].stats.bytes_read;
         s->stats.row_groups_read += t[k].stats.row_groups_read;
         s->stats.row_groups_skipped += t[k].stats.row_groups_skipped;

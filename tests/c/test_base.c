@@ -16,9 +16,14 @@
 #include "base/mem.h"
 #include "base/threadpool.h"
 #include "harness.h"
+#include "hyperstream/config.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 /* ---- errors ------------------------------------------------------------- */
 
@@ -160,6 +165,107 @@ static void test_mem(void)
 }
 
 /* ---- buffers ------------------------------------------------------------ */
+
+/* The buffer pool (mem.c): freed aligned blocks of 256 KiB - 64 MiB are
+ * handed out again to the next request of their size class, not counted as
+ * live while kept, poisoned under ASan, bounded by buffer_pool_mb, and
+ * bypassed under a custom hook. */
+static void test_mem_pool(void)
+{
+    hs_error err = {0};
+    hs_mem_pool_trim();
+    int64_t live0 = hs_mem_live_count(), blocks, bytes, hits0, hits;
+    hs_mem_pool_stats(&blocks, &bytes, &hits0);
+    CHECK(blocks == 0 && bytes == 0);
+
+    /* a 1 MiB block comes back for a request of the same class (> 7/8 MiB) */
+    uint8_t *a = hs_malloc_aligned((size_t)1 << 20);
+    CHECK(a && ((uintptr_t)a & 63) == 0);
+    memset(a, 0xa5, (size_t)1 << 20);
+    hs_free_aligned(a);
+    CHECK(hs_mem_live_count() == live0);          /* kept, but not live */
+    hs_mem_pool_stats(&blocks, &bytes, &hits);
+    CHECK(blocks == 1 && bytes == (int64_t)1 << 20 && hits == hits0);
+#if defined(__SANITIZE_ADDRESS__)
+    CHECK(__asan_address_is_poisoned(a) && __asan_address_is_poisoned(a + 12345));
+#endif
+    uint8_t *b = hs_malloc_aligned(((size_t)1 << 20) - 1000);
+    CHECK(b == a);
+    CHECK(hs_mem_live_count() == live0 + 1);
+    hs_mem_pool_stats(&blocks, &bytes, &hits);
+    CHECK(blocks == 0 && bytes == 0 && hits == hits0 + 1);
+    b[((size_t)1 << 20) - 1] = 1;                 /* the whole class is usable */
+    /* another class (up to 1.25 MiB) does not take it */
+    hs_free_aligned(b);
+    uint8_t *c = hs_malloc_aligned(((size_t)1 << 20) + 1);
+    CHECK(c && c != a);
+    c[((size_t)5 << 18) - 1] = 2;
+    hs_free_aligned(c);
+    hs_mem_pool_stats(&blocks, &bytes, NULL);
+    CHECK(blocks == 2 && bytes == ((int64_t)1 << 20) + ((int64_t)5 << 18));
+    /* small and huge blocks are not kept */
+    hs_free_aligned(hs_malloc_aligned(1000));
+    hs_free_aligned(hs_malloc_aligned((size_t)65 << 20));
+    hs_mem_pool_stats(&blocks, NULL, NULL);
+    CHECK(blocks == 2);
+    hs_mem_pool_trim();
+    hs_mem_pool_stats(&blocks, &bytes, NULL);
+    CHECK(blocks == 0 && bytes == 0 && hs_mem_live_count() == live0);
+
+    /* the budget: 1 MiB keeps one 1 MiB block, not a second; 0 = off */
+    CHECK_OK(hs_config_set_int("buffer_pool_mb", 1, &err), &err);
+    uint8_t *d1 = hs_malloc_aligned((size_t)1 << 20), *d2 = hs_malloc_aligned((size_t)1 << 20);
+    hs_free_aligned(d1);
+    hs_free_aligned(d2);
+    hs_mem_pool_stats(&blocks, NULL, NULL);
+    CHECK(blocks == 1);
+    CHECK_OK(hs_config_set_int("buffer_pool_mb", 0, &err), &err);
+    hs_free_aligned(hs_malloc_aligned((size_t)1 << 19));   /* lowered budget: trimmed too */
+    hs_mem_pool_stats(&blocks, &bytes, NULL);
+    CHECK(blocks == 0 && bytes == 0);
+    CHECK_OK(hs_config_set("buffer_pool_mb", NULL, &err), &err);
+
+    /* many blocks of mixed classes, from several threads' worth of frees:
+     * every one comes back with its own size class, nothing is lost */
+    enum { N = 40 };
+    uint8_t *v[N];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            size_t n = ((size_t)256 << 10) + (size_t)i * 77777;
+            v[i] = hs_malloc_aligned(n);
+            CHECK(v[i] != NULL);
+            memset(v[i], i, n);
+        }
+        for (int i = 0; i < N; i++) {
+            size_t n = ((size_t)256 << 10) + (size_t)i * 77777;
+            CHECK(v[i][0] == (uint8_t)i && v[i][n - 1] == (uint8_t)i);
+            hs_free_aligned(v[i]);
+        }
+    }
+    hs_mem_pool_stats(&blocks, NULL, &hits);
+    CHECK(blocks > 0 && hits >= hits0 + 1 + 2 * N - 1);
+    CHECK(hs_mem_live_count() == live0);
+
+    /* a custom hook sees every allocation: installing one drains the pool,
+     * and the pool stays out of its way */
+    hs_alloc_hook hook = { t_malloc, t_realloc, t_free, NULL };
+    hs_set_alloc_hook(&hook);
+    hs_mem_pool_stats(&blocks, NULL, NULL);
+    CHECK(blocks == 0);
+    int m0 = hook_mallocs, f0 = hook_frees;
+    hs_free_aligned(hs_malloc_aligned((size_t)1 << 20));
+    CHECK(hook_mallocs == m0 + 1 && hook_frees == f0 + 1);
+    hs_mem_pool_stats(&blocks, NULL, NULL);
+    CHECK(blocks == 0);
+    hs_set_alloc_hook(NULL);
+    /* an armed failure reaches the hook, not the pool */
+    hs_free_aligned(hs_malloc_aligned((size_t)1 << 20));
+    hs_mem_fail_after(1);
+    CHECK(hs_malloc_aligned((size_t)1 << 20) == NULL);
+    hs_mem_fail_after(0);
+    hs_mem_pool_trim();
+    CHECK(hs_mem_live_count() == live0);
+}
 
 static void test_buf(void)
 {
@@ -641,6 +747,7 @@ int main(void)
 {
     HS_RUN(test_error);
     HS_RUN(test_mem);
+    HS_RUN(test_mem_pool);
     HS_RUN(test_buf);
     HS_RUN(test_arena);
     HS_RUN(test_hashmap);

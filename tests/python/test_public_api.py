@@ -234,7 +234,7 @@ def test_package_config():
             "scan_threads", "search_threads", "page_cache_mb", "parquet_max_page_mb",
             "decode_limit_mb", "decode_limit_per_byte", "warm_files", "warm_pages_mb",
             "eq_delete_mb", "filter_cache", "search_filter_cache", "cluster_cache_mb",
-            "s3_lock_dir"} == set(keys)
+            "buffer_pool_mb", "s3_lock_dir"} == set(keys)
     old = hdb.get_config("scan_threads")
     try:
         hdb.set_config("scan_threads", 3)
