@@ -43,6 +43,7 @@
  * x-amz-content-sha256.
  */
 #include "io/s3_int.h"
+#include "base/fork.h"
 #include "base/mem.h"
 #include "base/numfmt.h"
 
@@ -761,6 +762,7 @@ typedef struct sign_cache_entry {
 } sign_cache_entry;
 
 static pthread_mutex_t g_sign_lock = PTHREAD_MUTEX_INITIALIZER;
+HS_FORK_GUARD(g_sign_lock, HS_FORK_RANK_LEAF)
 static sign_cache_entry g_sign_cache[S3_SIGN_CACHE_N];
 static uint64_t g_sign_requests;   /* POSTs to a signer (tests read it) */
 
