@@ -6,10 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# (dataset-fashion-mnist: the real images of tests/python/test_hnsw_recall.py)
 DEBS="build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
       libzstd-dev libsnappy-dev liblz4-dev zlib1g-dev libbrotli-dev libroaring-dev
       libjansson-dev libxxhash-dev libsqlite3-dev libpg-query-dev libopenblas-dev libedit-dev
-      python3-venv python3-dev locales libmicrohttpd-dev libcurl4-openssl-dev libssl-dev"
+      python3-venv python3-dev locales libmicrohttpd-dev libcurl4-openssl-dev libssl-dev
+      dataset-fashion-mnist"
 missing=""
 for p in $DEBS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
