@@ -9,7 +9,7 @@ a mean of 1e18 or more needed 39 digits and failed with 22003.  avg of
 64-bit integers is now rounded at scale 19 (sql/plan_select.c, a CAST of
 the division: expr_bind.c EX_DIV_ROUND), so means up to 2^63 are exact.
 Checked: means near both limits, negatives, sums past 2^63 (and -2^63),
-grouped and global, over a table of three files and over VALUES; a mean
+grouped, global and as a window function, over a table of three files and over VALUES; a mean
 below 1, where PostgreSQL gives 20 decimals, is PostgreSQL's value rounded
 at 19 (the documented difference)."""
 import decimal
@@ -99,6 +99,10 @@ QUERIES = [
     "SELECT avg(x) AS a FROM (VALUES (12345678901234567::bigint), (2)) v(x)",
     "SELECT avg(x) AS a FROM (VALUES (123456789012::bigint), (3), (1)) v(x)",
     "SELECT avg(x) AS a FROM (VALUES (7::bigint), (2), (2)) v(x)",
+    # as a window function (plan_window.c: the same cast)
+    "SELECT g, x, avg(x) OVER (PARTITION BY g ORDER BY x ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS a "
+    "FROM t WHERE g IN (0, 1, 2, 5) ORDER BY g, x",
+    "SELECT g, avg(x) OVER (PARTITION BY g) AS a FROM t WHERE g <> 3 ORDER BY g, x",
 ]
 
 
