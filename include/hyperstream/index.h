@@ -112,6 +112,7 @@ typedef struct hs_index_stats {
     int64_t rows_decoded;             /* rows materialized from Parquet */
     int64_t rows_selected_by_index;   /* candidate rows after bitmap algebra */
     int64_t rows_emitted;
+    int64_t rows_counted_by_index;    /* count(*) answered from index cardinalities */
 } hs_index_stats;
 #define HS_INDEX_STATS_INIT {sizeof(hs_index_stats)}
 HS_API void hs_scan_get_index_stats(const hs_scan *s, hs_index_stats *out);

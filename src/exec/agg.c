@@ -1908,7 +1908,9 @@ static hs_status next_spilled(agg_op *s, hs_batch **out, hs_error *err)
 static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
 {
     const agg_op *s = (const agg_op *)op;
-    if (s->counted && hs_buf_puts(out, "count(*) from the data files' record counts\n") != HS_OK)
+    if (s->counted &&
+        hs_buf_puts(out, s->counted == 1 ? "count(*) from the data files' record counts\n"
+                                         : "count(*) from the index bitmaps' cardinalities\n") != HS_OK)
         return hs_err_nomem(err, 0);
     if (!s->spilling)
         return HS_OK;
@@ -1922,9 +1924,14 @@ static hs_status agg_extra(const xo_op *op, hs_buf *out, hs_error *err)
 static hs_status agg_next(xo_op *op, hs_batch **out, hs_error *err)
 {
     agg_op *s = (agg_op *)op;
-    if (!s->done && !s->par_tried && agg_count_known(s)) {
-        s->done = s->par_tried = true;
-        HS_TRY(agg_finish(s, err));
+    if (!s->done && !s->par_tried && !s->count_tried) {
+        bool counted;
+        s->count_tried = true;
+        HS_TRY(agg_count_known(s, &counted, err));
+        if (counted) {
+            s->done = s->par_tried = true;
+            HS_TRY(agg_finish(s, err));
+        }
     }
     if (!s->done && !s->par_tried && can_parallel(s)) {
         s->par_tried = true;

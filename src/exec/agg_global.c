@@ -4,7 +4,8 @@
  * 64 bits straight over each batch's column (no group ids, no per-row
  * state lookups), serially when every aggregate is such (a pool round
  * costs more than the batch); count(*) alone over a table scan without a
- * filter or delete files from the data files' record counts.  The
+ * filter or delete files from the data files' record counts, or with a
+ * filter every file's sidecar indexes decide from their bitmaps.  The
  * operator, its other loops and its state are agg.c / agg_int.h.
  */
 #include "exec/agg_int.h"
@@ -125,20 +126,31 @@ bool agg_global_cheap(const agg_op *s)
 
 /* count(*) alone, without groups, over a child whose row count is known
  * before it runs (a table scan without a filter or delete files, through
- * Projects: the data files' record counts): the count without reading. */
-bool agg_count_known(agg_op *s)
+ * Projects: the data files' record counts), or that counts its rows
+ * without producing them (a filtered scan whose every file has sidecar
+ * indexes deciding the whole filter: xo_count_rows, the bitmaps'
+ * cardinalities less the deleted rows): the count without reading data.
+ * *done: counted (s->counted says from what). */
+hs_status agg_count_known(agg_op *s, bool *done, hs_error *err)
 {
+    *done = false;
     if (s->n_groups > 0 || s->n_aggs == 0 || s->level > 0)
-        return false;
+        return HS_OK;
     for (int j = 0; j < s->n_aggs; j++)
         if (s->aggs[j].a.fn != XO_AGG_COUNT_STAR)
-            return false;
+            return HS_OK;
     int64_t n = xo_exact_rows(s->op.children[0]);
+    int how = 1;
+    if (n < 0) {
+        HS_TRY(xo_count_rows(s->op.children[0], &n, err));
+        how = 2;
+    }
     if (n < 0)
-        return false;
+        return HS_OK;
     for (int j = 0; j < s->n_aggs; j++)
         if (s->aggs[j].same < 0)
             s->aggs[j].cnt[0] = n;
-    s->counted = true;
-    return true;
+    s->counted = how;
+    *done = true;
+    return HS_OK;
 }

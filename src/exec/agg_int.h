@@ -87,7 +87,9 @@ typedef struct agg_op {
     struct agg_op **workers;
     int n_workers;
     bool par_tried;
-    bool counted;          /* count_known: the child was not read */
+    bool count_tried;      /* agg_count_known ran */
+    int counted;           /* count_known, the child not read: 1 from the data files'
+                            * record counts, 2 from the indexes (xo_count_rows) */
     /* spilling (see top) */
     bool probe_only;       /* assign_groups: look up only, -1 for a missing group */
     bool spilling;
@@ -106,8 +108,9 @@ bool agg_update_global(agg_state *a, const hs_batch *b, hs_status *st, hs_error 
 /* Whether every aggregate of global aggregate s is one agg_update_global
  * covers (by the argument types of its child's schema). */
 bool agg_global_cheap(const agg_op *s);
-/* count(*) alone without groups over a child of known row count: sets the
- * counts (and s->counted) and returns true. */
-bool agg_count_known(agg_op *s);
+/* count(*) alone without groups over a child of known row count, or one
+ * that counts its rows without producing them: sets the counts (and
+ * s->counted) and *done. */
+HS_MUST_USE hs_status agg_count_known(agg_op *s, bool *done, hs_error *err);
 
 #endif

@@ -430,6 +430,10 @@ static bool project_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf)
 }
 
 static int64_t project_exact_rows(const xo_op *op) { return xo_exact_rows(op->children[0]); }
+static hs_status project_count_rows(xo_op *op, int64_t *n, hs_error *err)
+{
+    return xo_count_rows(op->children[0], n, err);
+}
 
 
 hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *names, xo_op **out,
@@ -464,6 +468,7 @@ hs_status xo_project(xo_op *child, int n, ex_expr **exprs, const char *const *na
     op->destroy = project_destroy;
     op->push_keyfilter = project_push_keyfilter;
     op->exact_rows = project_exact_rows;
+    op->count_rows = project_count_rows;
     op->max_rows = child_max_rows;
     hs_buf d = {0};
     s = hs_buf_puts(&d, "");

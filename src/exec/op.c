@@ -67,6 +67,12 @@ int64_t xo_exact_rows(const xo_op *op)
     return op && op->exact_rows ? op->exact_rows(op) : -1;
 }
 
+hs_status xo_count_rows(xo_op *op, int64_t *n, hs_error *err)
+{
+    *n = -1;
+    return op && op->count_rows ? op->count_rows(op, n, err) : HS_OK;
+}
+
 int64_t xo_max_rows(const xo_op *op)
 {
     return op && op->max_rows ? op->max_rows(op) : -1;

@@ -94,12 +94,19 @@ struct xo_op {
     /* At most how many rows the operator will return, when that is known
      * before it runs (a scan's planned rows), else -1; NULL = unknown. */
     int64_t (*max_rows)(const xo_op *op);
+    /* The rows the operator would return, counted without producing them
+     * when it can (a filtered scan decided by sidecar indexes: their
+     * bitmaps' cardinalities), before it is read; *n = -1 when it cannot.
+     * Once counted the operator is done.  NULL = cannot. */
+    hs_status (*count_rows)(xo_op *op, int64_t *n, hs_error *err);
 };
 
 /* Offers kf (taken) to op (see push_keyfilter); false when nobody took it. */
 bool xo_push_keyfilter(xo_op *op, int col, hs_keyfilter *kf);
 /* op->exact_rows, or -1. */
 int64_t xo_exact_rows(const xo_op *op);
+/* op->count_rows (*n = -1 without one). */
+HS_MUST_USE hs_status xo_count_rows(xo_op *op, int64_t *n, hs_error *err);
 /* op->max_rows, or -1. */
 int64_t xo_max_rows(const xo_op *op);
 

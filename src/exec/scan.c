@@ -152,6 +152,22 @@ static int64_t scan_exact_rows(const xo_op *op)
     return tbl_scan_exact_rows(s->scan);
 }
 
+/* The filtered scan's rows from its indexes (tbl_scan_index_count): the
+ * scan is then done, its counters kept for EXPLAIN ANALYZE. */
+static hs_status scan_count_rows(xo_op *op, int64_t *n, hs_error *err)
+{
+    scan_op *s = (scan_op *)op;
+    *n = -1;
+    if (!s->scan || s->done)
+        return HS_OK;
+    HS_TRY(tbl_scan_index_count(s->scan, n, err));
+    if (*n >= 0) {
+        scan_snapshot_stats(s);
+        s->done = true;
+    }
+    return HS_OK;
+}
+
 static int64_t scan_max_rows(const xo_op *op)
 {
     const scan_op *s = (const scan_op *)op;
@@ -222,6 +238,7 @@ hs_status xo_scan(xo_ctx *ctx, hs_table *t, const hs_scan_options *opt, xo_op **
     op->push_keyfilter = scan_push_keyfilter;
     op->exact_rows = scan_exact_rows;
     op->max_rows = scan_max_rows;
+    op->count_rows = scan_count_rows;
     hs_scan *sc = NULL;
     hs_status st = hs_scan_plan(t, &o, &sc, err);
     struct ArrowArrayStream stream = {0};

@@ -1956,6 +1956,17 @@ static hs_status bind_cast(ex_binder *b, json_t *body, ex_node **out)
     }
     if (!castable(&x->type, &t))
         return exb_err(b, HS_INVALID, loc, "cannot cast type %s to %s", exb_tname(&x->type, b1), exb_tname(&t, b2));
+    if (!unconstrained && t.t == EX_T_DEC && x->kind == EX_ARITH && x->op == '/' &&
+        x->type.t == EX_T_DEC && x->args[0]->type.t == EX_T_DEC && x->args[1]->type.t == EX_T_DEC &&
+        t.scale >= 0 && t.scale <= 38) {
+        /* CAST(a / b AS numeric(p, s)): PostgreSQL rounds the quotient (at
+         * its division scale) to s; the quotient is computed at that
+         * scale (EX_DIV_ROUND), so a quotient whose integer digits would
+         * not fit beside the division's usual scale in 38 digits still
+         * has its value (avg of bigints near 2^63, plan_select.c) */
+        x->type = exb_dec_type(38 - t.scale, t.scale);
+        x->aux = EX_DIV_ROUND;
+    }
     if (x->kind == EX_CONST && x->val.null) {
         *out = mk_null(b, t, loc);
         return *out ? HS_OK : exb_nomem(b);

@@ -1210,7 +1210,8 @@ static hs_status ev_arith(ex_ctx *c, const ex_node *n, const ex_sel *sel, int ns
             if (n->args[1]->kind == EX_CAST && n->args[1]->aux == 1)
                 while (sy > 0 && y % 10 == 0)
                     y /= 10, sy--;
-            int rc = ex_dec_div(x, sx, y, sy, sr, false, &out->v.d[j]);
+            int rc = n->aux == EX_DIV_ROUND ? ex_dec_div_round(x, sx, y, sy, sr, &out->v.d[j])
+                                            : ex_dec_div(x, sx, y, sy, sr, false, &out->v.d[j]);
             if (rc == 1)
                 return ex_fail(c, n, "division by zero");
             if (rc == 2)

@@ -28,7 +28,9 @@
  *   BOOLTEST      1 BOOL                        op = ex_booltest
  *   LIKE          value, pattern                neg, ci (ILIKE), esc; pat = compiled
  *                                               constant pattern (or NULL)
- *   ARITH         2                             op = '+','-','*','/','%','|' (||)
+ *   ARITH         2                             op = '+','-','*','/','%','|' (||); aux =
+ *                                               EX_DIV_ROUND: a numeric '/' whose quotient
+ *                                               is cast to a numeric(p, s): rounded at s
  *   NEG           1
  *   CAST          1                             to the node's type
  *   BETWEEN       x, lo, hi (one compare type)  neg = NOT BETWEEN; aux = 1: SYMMETRIC
@@ -60,6 +62,7 @@
 #include <stddef.h>
 
 #define EX_MAX_DEPTH 400          /* nesting of the bound tree */
+#define EX_DIV_ROUND 1             /* ARITH '/' aux: round at the type's scale */
 #define EX_CHUNK 1024             /* rows per evaluation chunk (selection indices fit uint16_t) */
 
 typedef enum ex_t {
@@ -567,6 +570,9 @@ int ex_div_scale(__int128 x, int sx, __int128 y, int sy);
  * truncated to an integer: trunc_), then given at scale sr.  0: ok; 1:
  * division by zero; 2: the result needs more than 38 digits at scale sr. */
 int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __int128 *out);
+/* ex_dec_div, then rounded half away from zero at sr where PostgreSQL's
+ * scale is more (what CAST(x / y AS numeric(p, sr)) gives PostgreSQL). */
+int ex_dec_div_round(__int128 x, int sx, __int128 y, int sy, int sr, __int128 *out);
 /* PostgreSQL's scale of power(x, y) of two numerics (power_var's rscale). */
 int ex_power_scale(__int128 x, int sx, __int128 y, int sy);
 

@@ -246,6 +246,31 @@ int ex_dec_div(__int128 x, int sx, __int128 y, int sy, int sr, bool trunc_, __in
     return dec_div_rs(x, sx, y, sy, trunc_ ? 0 : ex_div_scale(x, sx, y, sy), sr, trunc_, out);
 }
 
+int ex_dec_div_round(__int128 x, int sx, __int128 y, int sy, int sr, __int128 *out)
+{
+    if (y == 0)
+        return 1;
+    if (x == 0) {
+        *out = 0;
+        return 0;
+    }
+    int rs = ex_div_scale(x, sx, y, sy);
+    if (rs <= sr)
+        return dec_div_rs(x, sx, y, sy, rs, sr, false, out);
+    __int128 q;
+    int rc = dec_div_rs(x, sx, y, sy, rs, rs, false, &q);   /* the quotient PostgreSQL gives */
+    if (rc != 0)
+        return rc;
+    if (rs - sr > 38) {
+        *out = 0;
+        return 0;
+    }
+    unsigned __int128 u = (unsigned __int128)(q < 0 ? -q : q), p = (unsigned __int128)ex_pow10_tab[rs - sr];
+    u = u / p + (u % p >= p - u % p ? 1 : 0);   /* half away from zero */
+    *out = q < 0 ? -(__int128)u : (__int128)u;
+    return 0;
+}
+
 /* ex_dec_div rounded at scale rs (>= sx) instead of PostgreSQL's division
  * scale; x and y are not zero. */
 static int dec_div_rs(__int128 x, int sx, __int128 y, int sy, int rs, int sr, bool trunc_,

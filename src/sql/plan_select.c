@@ -253,6 +253,8 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, cons
     const char **names = hs_calloc((size_t)cap, sizeof *names);
     xo_agg *ag = hs_calloc((size_t)(2 * na) + 1, sizeof *ag);
     int *avg_cnt = hs_calloc((size_t)na + 1, sizeof *avg_cnt); /* avg j: its count aggregate, or 0 */
+    int *avg_fit = hs_calloc((size_t)na + 1, sizeof *avg_fit); /* avg j: the scale its quotient
+                                                                  * is rounded at, or 0 */
     char (*avg_names)[2][32] = hs_calloc((size_t)na + 1, sizeof *avg_names);
     int n_extra = 0;
     /* aggregate arguments bound so far (shared by equal ones) */
@@ -261,7 +263,7 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, cons
     int *arg_col = hs_calloc((size_t)na + 1, sizeof *arg_col);
     int n_args = 0;
     *key_of_col = hs_calloc((size_t)cur->n + 1, sizeof **key_of_col);
-    hs_status st = ex && names && ag && avg_cnt && avg_names && *key_of_col && arg_json &&
+    hs_status st = ex && names && ag && avg_cnt && avg_fit && avg_names && *key_of_col && arg_json &&
                            arg_nested && arg_col ? HS_OK : pl_nomem(p);
     for (int i = 0; *key_of_col && i < cur->n; i++)
         (*key_of_col)[i] = -1;
@@ -432,6 +434,13 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, cons
                 c->n_order = 0;
                 c->order = NULL;
                 avg_cnt[j] = na + n_extra + 1;
+                /* the mean of 64-bit integers has up to 19 (20 unsigned)
+                 * integer digits: at the division's usual scale 20 such a
+                 * mean would need more than 38 digits, so it is rounded at
+                 * 19 (18): PostgreSQL gives 0 to 4 decimals for means of
+                 * 1e12 and more, and at most 20 significant digits */
+                if (at->type == HS_TYPE_INT64 || at->type == HS_TYPE_UINT64)
+                    avg_fit[j] = at->type == HS_TYPE_INT64 ? 19 : 18;
                 n_extra++;
             }
         }
@@ -482,6 +491,12 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, cons
             if (sf->type == HS_TYPE_INTERVAL)
                 snprintf(txt, sizeof txt, "\"%s\" / CAST(\"%s\" AS double precision)", avg_names[j][0],
                          avg_names[j][1]);
+            else if (avg_fit[j])
+                snprintf(txt, sizeof txt,
+                         "CAST(%s\"%s\"%s / CAST(\"%s\" AS numeric(19,0)) AS numeric(38,%d))",
+                         sf->type == HS_TYPE_DECIMAL128 ? "" : "CAST(", avg_names[j][0],
+                         sf->type == HS_TYPE_DECIMAL128 ? "" : " AS numeric(38,0))", avg_names[j][1],
+                         avg_fit[j]);
             else
                 snprintf(txt, sizeof txt, "%s\"%s\"%s / CAST(\"%s\" AS numeric(19,0))",
                          sf->type == HS_TYPE_DECIMAL128 ? "" : "CAST(", avg_names[j][0],
@@ -503,6 +518,7 @@ hs_status  pl_aggregate(planner *p, rel *cur, json_t *groups, json_t *aggs, cons
         hs_free(pn);
     }
     hs_free(avg_cnt);
+    hs_free(avg_fit);
     hs_free(avg_names);
     hs_free(arg_json);
     hs_free(arg_nested);

@@ -93,6 +93,24 @@ hs_status pl_numeric_window_avgs(planner *p, rel *cur, json_t *j, const nmap *m,
                 return pl_nomem(p);
             }
             json_object_set_new(body, "hs_name", json_string("avg"));
+            if (t == HS_TYPE_INT64 || t == HS_TYPE_UINT64) {
+                /* the mean of 64-bit integers rounded at scale 19 (18), as
+                 * the aggregate's (plan_select.c): up to 2^63 fits 38 digits */
+                json_t *fit = json_pack("{s:{s:O,s:{s:[{s:{s:s}}],s:[o,o],s:i,s:i},s:i}}", "TypeCast",
+                                        "arg", div, "typeName", "names", "String", "sval", "numeric",
+                                        "typmods", pl_mk_int(38),
+                                        pl_mk_int(t == HS_TYPE_INT64 ? 19 : 18), "typemod", -1,
+                                        "location", -1, "location", -1);
+                if (!fit) {
+                    json_decref(div);
+                    return pl_nomem(p);
+                }
+                json_object_clear(j);
+                json_object_set(j, "TypeCast", json_object_get(fit, "TypeCast"));
+                json_decref(fit);
+                json_decref(div);
+                return HS_OK;
+            }
             json_object_clear(j);
             json_object_set(j, "A_Expr", body);
             json_decref(div);

@@ -47,6 +47,11 @@ int tbl_scan_rtfilters(const hs_scan *s, const tbl_rtfilter **out);
  * filter, no delete files, no append-stream tail: the planned files'
  * record counts), else -1. */
 int64_t tbl_scan_exact_rows(const hs_scan *s);
+/* count(*) of the scan's rows from the index bitmaps' cardinalities less
+ * the position-deleted rows, without reading data pages, before the scan
+ * is read: every file's index decides the whole filter exactly; *n = -1
+ * otherwise (nothing read; the scan then runs as usual). */
+HS_MUST_USE hs_status tbl_scan_index_count(hs_scan *s, int64_t *n, hs_error *err);
 /* At most the rows the scan will return (the planned files' record
  * counts; -1 with an append-stream tail). */
 int64_t tbl_scan_max_rows(const hs_scan *s);

@@ -2531,6 +2531,71 @@ int64_t tbl_scan_exact_rows(const hs_scan *s)
     return n;
 }
 
+/* count(*) of the rows matching the scan's filter from the sidecar
+ * indexes alone: every planned file has an index that decides the simple
+ * filter exactly (tbl_ixscan_file), the simple filter is the whole WHERE
+ * (pred.exact), no runtime filter, no append-stream tail and no equality
+ * deletes; position deletes and DVs are subtracted from the candidates.
+ * *n = -1 when any of that fails (the caller reads the data).  The
+ * lookups are accounted in the index statistics; no data page is read. */
+hs_status tbl_scan_index_count(hs_scan *s, int64_t *n, hs_error *err)
+{
+    *n = -1;
+    const tbl_pred *pred = &s->plan->pred;
+    if (s->tail || s->jobs || tbl_pred_is_true(pred) || !pred->exact ||
+        atomic_load_explicit(&s->n_rtf, memory_order_acquire) > 0)
+        return HS_OK;
+    for (int i = 0; i < s->plan->n_files; i++)
+        for (int k = 0; k < s->plan->files[i].n_deletes; k++)
+            if (s->plan->files[i].deletes[k].kind == ICE_CONTENT_EQUALITY_DELETES)
+                return HS_OK;
+    if (!s->ix_loaded) {
+        s->ix_loaded = true;
+        HS_TRY(tbl_ixscan_open_at(&s->meta, s->plan->snap, &s->ix,
+                                  &s->istats.index_files_skipped, err));
+    }
+    if (!s->ix)
+        return HS_OK;
+    int64_t total = 0, deleted = 0;
+    hs_index_stats acc = {0};
+    for (int i = 0; i < s->plan->n_files; i++) {
+        const tbl_plan_file *f = &s->plan->files[i];
+        tbl_file_report rep = {.file = i, .candidates = -1};
+        roaring_bitmap_t *cand = NULL, *del = NULL;
+        bool exact = false;
+        HS_TRY(tbl_ixscan_file(s->ix, f, pred->filter, &cand, &exact, &rep, err));
+        if (!cand || !exact) {
+            tbl_bitmap_free(cand);
+            return HS_OK;   /* a file without the index: read the data */
+        }
+        hs_status st = f->n_deletes > 0 ? tbl_plan_load_deletes(f, &del, err) : HS_OK;
+        if (st != HS_OK) {
+            tbl_bitmap_free(cand);
+            return st;
+        }
+        int64_t c = (int64_t)roaring_bitmap_get_cardinality(cand);
+        int64_t d = del ? (int64_t)roaring_bitmap_and_cardinality(cand, del) : 0;
+        tbl_bitmap_free(cand);
+        tbl_bitmap_free(del);
+        total += c - d;
+        deleted += d;
+        acc.files_pruned_by_index += c == 0;
+        acc.files_indexed++;
+        acc.index_lookups += rep.n_lookups;
+        acc.index_files_skipped += rep.n_skipped;
+        acc.rows_selected_by_index += c;
+    }
+    s->istats.files_pruned_by_index += acc.files_pruned_by_index;
+    s->istats.files_indexed += acc.files_indexed;
+    s->istats.index_lookups += acc.index_lookups;
+    s->istats.index_files_skipped += acc.index_files_skipped;
+    s->istats.rows_selected_by_index += acc.rows_selected_by_index;
+    s->istats.rows_counted_by_index += total;
+    s->plan->stats.rows_deleted += deleted;
+    *n = total;
+    return HS_OK;
+}
+
 static int scan_threads(void)
 {
     int64_t set = hs_cfg_get(HS_CFG_SCAN_THREADS);
@@ -2604,7 +2669,7 @@ static hs_status scan_sync_init(hs_scan *s, hs_error *err)
  * or when some file is too big to collect whole (one reader then). */
 static hs_status scan_start(hs_scan *s, hs_error *err)
 {
-    if (!tbl_pred_is_true(&s->plan->pred)) {
+    if (!s->ix_loaded && !tbl_pred_is_true(&s->plan->pred)) {   /* loaded: tbl_scan_index_count */
         s->ix_loaded = true;
         HS_TRY(tbl_ixscan_open_at(&s->meta, s->plan->snap, &s->ix,
                                   &s->istats.index_files_skipped, err));
