@@ -252,8 +252,9 @@ static hs_status gs_sort_items(planner *p, const json_t *sel, json_t **extra, js
                 return st;
             }
             if (k < 1 || k > (int64_t)json_array_size(tl)) {
+                int loc = pl_node_loc(node);    /* node lives in sb */
                 json_decref(sb);
-                return pl_fail(p, HS_INVALID, "42P10", pl_node_loc(node),
+                return pl_fail(p, HS_INVALID, "42P10", loc,
                                "ORDER BY position %lld is not in select list", (long long)k);
             }
             pos = (int)k - 1;
