@@ -317,6 +317,10 @@ static hs_status cte_materialize(planner *p, cte *c, int loc)
     c->in_use = 0;
     p->ctes = saved;
     HS_TRY(st);
+    /* a failed earlier materialization (an error in the recursive term of
+     * a subquery planned again another way) left its schema here */
+    hs_field_clear(&c->rec_schema);
+    memset(&c->rec_schema, 0, sizeof c->rec_schema);
     if (hs_field_copy(&r.op->schema, &c->rec_schema) != HS_OK) {
         pl_rel_clear(&r);
         return pl_nomem(p);
