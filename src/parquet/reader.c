@@ -1577,6 +1577,22 @@ static void spread_any(uint8_t *dst, const uint8_t *hv, int64_t n, int64_t k, in
 
 /* STRING/BINARY slots: values appended slot by slot (dictionary indices are
  * decoded PQ_IDX_CHUNK at a time and the bytes reserved once per chunk). */
+/* The next run [s, *e) of rows holding at most PQ_IDX_CHUNK present values
+ * (hv: one byte a row, 1 = present; NULL = every row present): their count. */
+static inline int64_t idx_run(const uint8_t *hv, int64_t s, int64_t n, int64_t *e)
+{
+    int64_t m = 0, t = s;
+    if (!hv) {
+        m = n - s < PQ_IDX_CHUNK ? n - s : PQ_IDX_CHUNK;
+        *e = s + m;
+        return m;
+    }
+    for (; t < n && m < PQ_IDX_CHUNK; t++)
+        m += hv[t];
+    *e = t;
+    return m;
+}
+
 static hs_status leaf_emit_bytes(pq_cursor *c, hs_column *col, int64_t n, const uint8_t *hv,
                                  hs_error *err)
 {
@@ -1590,14 +1606,7 @@ static hs_status leaf_emit_bytes(pq_cursor *c, hs_column *col, int64_t n, const 
         const uint8_t *dbytes = c->dbytes;
         int64_t s = 0;
         while (s < n) {
-            int64_t e = s, m = 0;
-            if (!hv) {
-                m = n - s < PQ_IDX_CHUNK ? n - s : PQ_IDX_CHUNK;
-                e = s + m;
-            } else {
-                for (; e < n && m < PQ_IDX_CHUNK; e++)
-                    m += hv[e];
-            }
+            int64_t e, m = idx_run(hv, s, n, &e);
             HS_TRY(dict_indices(c, idx, m, err));
             size_t bytes = 0;
             for (int64_t j = 0; j < m; j++)
@@ -1751,14 +1760,7 @@ static hs_status leaf_emit_verdict(pq_cursor *c, hs_column *col, int64_t n, cons
         uint8_t *vb = col->values.data;
         int64_t s = 0;
         while (s < n) {
-            int64_t e = s, m = 0;
-            if (!hv) {
-                m = n - s < PQ_IDX_CHUNK ? n - s : PQ_IDX_CHUNK;
-                e = s + m;
-            } else {
-                for (; e < n && m < PQ_IDX_CHUNK; e++)
-                    m += hv[e];
-            }
+            int64_t e, m = idx_run(hv, s, n, &e);
             HS_TRY(dict_indices(c, idx, m, err));
             int64_t j = 0;
             if (!hv)
